@@ -1,0 +1,43 @@
+# mevedel — see `make help'.
+SHELL := bash
+EMACS ?= emacs
+CARGO ?= cargo
+MODULE := mevedel-dyn.so
+BATCH := $(EMACS) -Q --batch -l scripts/load-path.el
+ELS := $(wildcard lisp/*.el)
+
+.PHONY: help deps module test run bench lint clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 10
+
+deps: ## Install Emacs 30, bubblewrap, gptel & co. when missing (idempotent)
+	@bash scripts/deps.sh
+
+module: ## Build the native module (cargo --release --locked) and install it
+	$(CARGO) build --release --locked
+	cp target/release/libmevedel_dyn.so $(MODULE).tmp && mv -f $(MODULE).tmp $(MODULE)
+
+test: deps ## Run every test: cargo tests, ERT, end-to-end; ends with "N passed, N failed"
+	@$(MAKE) --no-print-directory module
+	@bash scripts/test.sh
+
+run: deps ## Start Emacs with this checkout's mevedel loaded
+	@$(MAKE) --no-print-directory module
+	@bash scripts/run.sh
+
+bench: deps ## Run the benchmarks; prints BENCH lines
+	@$(MAKE) --no-print-directory module
+	@bash scripts/bench.sh
+
+lint: deps ## cargo fmt --check, clippy -D warnings, byte-compile -Werror, checkdoc
+	$(CARGO) fmt --check
+	$(CARGO) clippy --release --locked --all-targets -- -D warnings
+	$(BATCH) --eval '(setq byte-compile-error-on-warn t)' \
+	  --eval '(setq byte-compile-dest-file-function (lambda (f) (concat (make-temp-file "mevedel-lint") ".elc")))' \
+	  -f batch-byte-compile $(ELS)
+	$(BATCH) -l scripts/checkdoc.el $(ELS)
+
+clean: ## Remove build output (keeps .deps)
+	$(CARGO) clean
+	rm -f $(MODULE) lisp/*.elc test/*.elc

@@ -1,0 +1,424 @@
+;;; mevedel-core.el --- Native module loader and Lisp API of mevedel  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; mevedel's performance-critical core is a Rust dynamic module,
+;; `mevedel-dyn'.  This file is the only caller of its functions (all
+;; named `mevedel-core--...'): it finds the module, builds it with cargo
+;; when it is missing or older than its sources, checks its version
+;; before anything relies on it, and wires up the event channel through
+;; which background Rust work reaches Lisp.
+;;
+;; Nothing here builds or loads at `require' or byte-compile time; call
+;; `mevedel-core-ensure' (every entry point does) or
+;; \\[mevedel-core-build].
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'compile)
+(require 'subr-x)
+
+;;;; Customization
+
+(defgroup mevedel-core nil
+  "Native module of mevedel: build, loading and the event channel."
+  :group 'tools
+  :prefix "mevedel-core-")
+
+(defcustom mevedel-core-module-directory nil
+  "Directory that holds the built module file `mevedel-dyn.so'.
+Nil means the directory holding mevedel's Cargo.toml (the package or
+checkout root), falling back to the directory of this file."
+  :type '(choice (const :tag "Package root" nil) directory))
+
+(defcustom mevedel-core-build-policy 'ask
+  "What to do when the module is missing or older than its sources.
+`ask' asks before building (in batch Emacs it behaves like `always',
+since nobody can answer); `always' builds without asking; `never'
+signals an error instead."
+  :type '(choice (const ask) (const always) (const never)))
+
+(defcustom mevedel-core-cargo-program "cargo"
+  "Name or path of cargo, used to build the module."
+  :type 'string)
+
+;;;; Errors
+
+(define-error 'mevedel-core-error "mevedel core error")
+(define-error 'mevedel-core-load-error
+              "Cannot load mevedel's native module" 'mevedel-core-error)
+(define-error 'mevedel-core-version-mismatch
+              "mevedel's native module has the wrong version" 'mevedel-core-load-error)
+
+;;;; Module functions (defined by mevedel-dyn at load time)
+
+(declare-function mevedel-core--version "ext:mevedel-dyn" ())
+(declare-function mevedel-core--channel-open "ext:mevedel-dyn" (process))
+(declare-function mevedel-core--channel-close "ext:mevedel-dyn" ())
+(declare-function mevedel-core--events-drain "ext:mevedel-dyn" ())
+(declare-function mevedel-core--events-dropped "ext:mevedel-dyn" ())
+(declare-function mevedel-core--selftest-events "ext:mevedel-dyn" (count))
+(declare-function mevedel-core--selftest-ping "ext:mevedel-dyn" (id))
+(declare-function mevedel-core--exec-spawn "ext:mevedel-dyn" (argv cwd))
+(declare-function mevedel-core--exec-stop-all "ext:mevedel-dyn" (grace-ms))
+(declare-function mevedel-core--exec-live-groups "ext:mevedel-dyn" ())
+(declare-function mevedel-core--sandbox-probe "ext:mevedel-dyn" (id timeout-ms))
+
+;;;; Locating and building
+
+(defconst mevedel-core-expected-version "0.1.0"
+  "Version of mevedel-dyn that this Lisp code was written against.
+It must equal the crate version in Cargo.toml.")
+
+(defconst mevedel-core--this-directory
+  (file-name-directory (or load-file-name byte-compile-current-file
+                           buffer-file-name default-directory))
+  "Directory of this file when it was loaded.")
+
+(defun mevedel-core-source-root ()
+  "Return the directory holding mevedel's Cargo.toml, or nil."
+  (locate-dominating-file mevedel-core--this-directory "Cargo.toml"))
+
+(defun mevedel-core-module-file ()
+  "Return the absolute file name where the module is expected."
+  (unless module-file-suffix
+    (signal 'mevedel-core-load-error
+            '("This Emacs was built without dynamic module support")))
+  (expand-file-name (concat "mevedel-dyn" module-file-suffix)
+                    (or mevedel-core-module-directory
+                        (mevedel-core-source-root)
+                        mevedel-core--this-directory)))
+
+(defun mevedel-core--source-files (root)
+  "Return the files under ROOT whose change requires a rebuild."
+  (append (cl-remove-if-not #'file-exists-p
+                            (mapcar (lambda (f) (expand-file-name f root))
+                                    '("Cargo.toml" "Cargo.lock" "build.rs")))
+          (directory-files-recursively (expand-file-name "src" root) "\\.rs\\'")))
+
+(defun mevedel-core-module-stale-p ()
+  "Return non-nil when the module file is missing or older than its sources.
+Without sources (a binary-only install) an existing module is never stale."
+  (let ((file (mevedel-core-module-file))
+        (root (mevedel-core-source-root)))
+    (or (not (file-exists-p file))
+        (and root
+             (cl-some (lambda (src) (file-newer-than-file-p src file))
+                      (mevedel-core--source-files root))))))
+
+(defun mevedel-core--cargo ()
+  "Return the cargo executable, or signal an error that names rustup."
+  (or (executable-find mevedel-core-cargo-program)
+      (let ((home (expand-file-name "~/.cargo/bin/cargo")))
+        (and (file-executable-p home) home))
+      (signal 'mevedel-core-load-error
+              (list (concat "Cannot build mevedel's native module: `cargo' was not found. "
+                            "Install the Rust toolchain with rustup (https://rustup.rs), "
+                            "or set `mevedel-core-cargo-program'")))))
+
+(defun mevedel-core--build-command ()
+  "Return the shell command that builds the module."
+  (mapconcat #'shell-quote-argument
+             (list (mevedel-core--cargo) "build" "--release" "--locked")
+             " "))
+
+(defun mevedel-core--built-library (root)
+  "Return the library file that cargo built under ROOT."
+  (expand-file-name (concat "release/libmevedel_dyn" module-file-suffix)
+                    (or (getenv "CARGO_TARGET_DIR")
+                        (expand-file-name "target" root))))
+
+(defun mevedel-core--install-built (root)
+  "Copy the freshly built library under ROOT to `mevedel-core-module-file'.
+The copy goes through a temporary file and a rename, so an Emacs that
+has the old file mapped keeps a valid mapping."
+  (let* ((built (mevedel-core--built-library root))
+         (target (mevedel-core-module-file))
+         (tmp (concat target ".tmp")))
+    (unless (file-exists-p built)
+      (signal 'mevedel-core-load-error
+              (list (format "cargo finished but %s does not exist" built))))
+    (make-directory (file-name-directory target) t)
+    (copy-file built tmp t)
+    (rename-file tmp target t)
+    target))
+
+(defvar mevedel-core--build-callbacks nil
+  "Functions to call once the running build has installed the module.")
+
+(defun mevedel-core--build-finished (buffer status)
+  "Install the module after the build in BUFFER ended with STATUS."
+  (let ((callbacks (prog1 mevedel-core--build-callbacks
+                     (setq mevedel-core--build-callbacks nil))))
+    (if (not (string-prefix-p "finished" status))
+        (message "mevedel: building the native module failed; see %s" (buffer-name buffer))
+      (mevedel-core--install-built (buffer-local-value 'default-directory buffer))
+      (message "mevedel: native module built")
+      (mapc #'funcall callbacks))))
+
+;;;###autoload
+(defun mevedel-core-build (&optional callback)
+  "Build mevedel's native module with cargo, showing output in a buffer.
+The build runs asynchronously in a `compilation-mode' buffer; when it
+succeeds the module is installed and CALLBACK (if non-nil) is called.
+A module already loaded in this Emacs cannot be replaced: restart Emacs
+to use the new build."
+  (interactive)
+  (let ((root (or (mevedel-core-source-root)
+                  (user-error "Cannot find mevedel's Rust sources (Cargo.toml)")))
+        (command (mevedel-core--build-command)))
+    (when callback (push callback mevedel-core--build-callbacks))
+    (let* ((default-directory root)
+           (buffer (compilation-start command 'compilation-mode
+                                      (lambda (_) "*mevedel-core-build*"))))
+      (with-current-buffer buffer
+        (add-hook 'compilation-finish-functions #'mevedel-core--build-finished nil t))
+      buffer)))
+
+(defun mevedel-core--build-sync ()
+  "Build and install the module, waiting for cargo to finish.
+Used in batch Emacs, where nobody watches an asynchronous build."
+  (let* ((root (or (mevedel-core-source-root)
+                   (signal 'mevedel-core-load-error
+                           '("mevedel's Rust sources (Cargo.toml) were not found"))))
+         (default-directory root)
+         (buffer (get-buffer-create "*mevedel-core-build*"))
+         (command (mevedel-core--build-command)))
+    (message "mevedel: building the native module (%s)..." command)
+    (with-current-buffer buffer
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (setq default-directory root)
+        (let ((status (call-process-shell-command command nil buffer)))
+          (compilation-mode)
+          (unless (eql status 0)
+            (signal 'mevedel-core-load-error
+                    (list (format "Building the module failed (cargo exit %s):\n%s"
+                                  status
+                                  (buffer-substring-no-properties
+                                   (max (point-min) (- (point-max) 3000))
+                                   (point-max)))))))))
+    (mevedel-core--install-built root)))
+
+;;;; Loading
+
+(defun mevedel-core--effective-policy ()
+  "Return the build policy in force; `ask' means `always' in batch."
+  (if (and noninteractive (eq mevedel-core-build-policy 'ask))
+      'always
+    mevedel-core-build-policy))
+
+(defun mevedel-core--check-version ()
+  "Signal `mevedel-core-version-mismatch' unless the loaded module fits."
+  (let ((actual (mevedel-core--version)))
+    (unless (equal actual mevedel-core-expected-version)
+      (signal 'mevedel-core-version-mismatch
+              (list (format (concat "mevedel-dyn is version %s but this mevedel expects %s. "
+                                    "Rebuild it with M-x mevedel-core-build (or `make module'), "
+                                    "then restart Emacs: a loaded module cannot be replaced")
+                            actual mevedel-core-expected-version))))))
+
+(defun mevedel-core--build-as-policy-says ()
+  "Build a missing or stale module, or refuse, per `mevedel-core-build-policy'."
+  (pcase (mevedel-core--effective-policy)
+    ('always (mevedel-core--build-sync))
+    ('ask
+     (if (y-or-n-p "Build mevedel's native module now (takes a few minutes)? ")
+         (progn (mevedel-core-build)
+                (user-error "Building mevedel's native module; retry when the build finishes"))
+       (signal 'mevedel-core-load-error
+               (list "The native module is missing or stale; run M-x mevedel-core-build"))))
+    (_
+     (signal 'mevedel-core-load-error
+             (list (format "%s is missing or stale and `mevedel-core-build-policy' is `never'"
+                           (mevedel-core-module-file)))))))
+
+(defvar mevedel-core--ready nil
+  "Non-nil once the module is loaded, version-checked and wired up.")
+
+(defun mevedel-core-ensure ()
+  "Make sure the native module is built, loaded, current and connected.
+Builds per `mevedel-core-build-policy' when needed.  Signals
+`mevedel-core-load-error' (or its child `mevedel-core-version-mismatch')
+when the module cannot be used."
+  (unless mevedel-core--ready
+    (unless (featurep 'mevedel-dyn)
+      (when (mevedel-core-module-stale-p)
+        (mevedel-core--build-as-policy-says))
+      (module-load (mevedel-core-module-file)))
+    (mevedel-core--check-version)
+    (mevedel-core--open-channel)
+    (add-hook 'kill-emacs-hook #'mevedel-core-shutdown)
+    (setq mevedel-core--ready t))
+  t)
+
+(defun mevedel-core-version ()
+  "Return the version of the loaded native module."
+  (mevedel-core-ensure)
+  (mevedel-core--version))
+
+;;;; Event channel
+
+(defvar mevedel-core--channel-process nil
+  "Pipe process whose output wakes Lisp for queued module events.")
+
+(defvar mevedel-core--event-handlers (make-hash-table :test #'eq)
+  "Event kind (a symbol) -> function of one argument, the event data.")
+
+(defun mevedel-core-register-event-handler (kind function)
+  "Call FUNCTION with the data of every module event of KIND (a symbol).
+Replaces any earlier handler for KIND; FUNCTION nil removes it."
+  (if function
+      (puthash kind function mevedel-core--event-handlers)
+    (remhash kind mevedel-core--event-handlers)))
+
+(defun mevedel-core--dispatch-events (&rest _)
+  "Drain the module's event queue and hand each event to its handler.
+A handler's error is reported and does not stop later events."
+  (dolist (event (mevedel-core--events-drain))
+    (let ((handler (gethash (car event) mevedel-core--event-handlers)))
+      (if (not handler)
+          (message "mevedel: no handler for module event `%s'" (car event))
+        (condition-case err
+            (funcall handler (cdr event))
+          (error (message "mevedel: error in handler for `%s': %s"
+                          (car event) (error-message-string err))))))))
+
+(defun mevedel-core--open-channel ()
+  "Create the event pipe process and connect the module to it."
+  (unless (process-live-p mevedel-core--channel-process)
+    (setq mevedel-core--channel-process
+          (make-pipe-process :name "mevedel-events"
+                             :buffer nil
+                             :coding 'binary
+                             :noquery t
+                             :filter #'mevedel-core--dispatch-events
+                             :sentinel #'ignore))
+    (mevedel-core--channel-open mevedel-core--channel-process)))
+
+(defun mevedel-core-close-channel ()
+  "Disconnect the module from Lisp and delete the event pipe process."
+  (when (featurep 'mevedel-dyn)
+    (mevedel-core--channel-close))
+  (when (process-live-p mevedel-core--channel-process)
+    (delete-process mevedel-core--channel-process))
+  (setq mevedel-core--channel-process nil
+        mevedel-core--ready nil))
+
+;;;; Asynchronous requests
+
+(defvar mevedel-core--next-request-id 0
+  "Id of the last asynchronous module request.")
+
+(defvar mevedel-core--pending-requests (make-hash-table :test #'eql)
+  "Request id -> callback waiting for its `reply' event.")
+
+(defun mevedel-core-request (start callback)
+  "Start an asynchronous module request and return its id.
+START is called with a fresh request id and must hand it to a module
+function.  When the module replies, CALLBACK is called with two
+arguments: `ok' and the value, or `error' and (ERROR-SYMBOL MESSAGE)."
+  (mevedel-core-ensure)
+  (let ((id (cl-incf mevedel-core--next-request-id)))
+    (puthash id callback mevedel-core--pending-requests)
+    (condition-case err
+        (funcall start id)
+      (error (remhash id mevedel-core--pending-requests)
+             (signal (car err) (cdr err))))
+    id))
+
+(defun mevedel-core--handle-reply (data)
+  "Deliver DATA, a `reply' event, to the request's callback."
+  (pcase-let* ((`(,id ,status . ,rest) data)
+               (callback (gethash id mevedel-core--pending-requests)))
+    (remhash id mevedel-core--pending-requests)
+    (when callback
+      (pcase status
+        ('ok (funcall callback 'ok (car rest)))
+        (_ (funcall callback 'error
+                    (list (intern (format "mevedel-core-%s-error" (car rest)))
+                          (cadr rest))))))))
+
+(mevedel-core-register-event-handler 'reply #'mevedel-core--handle-reply)
+
+;;;; Self-tests
+
+(defun mevedel-core-channel-selftest (count callback)
+  "Send COUNT events from a Rust worker thread through the channel.
+When all have arrived, call CALLBACK with a plist (:received N :in-order
+BOOL :seconds S)."
+  (mevedel-core-ensure)
+  (let ((received 0) (in-order t) (start (float-time)))
+    (mevedel-core-register-event-handler
+     'selftest
+     (lambda (n)
+       (unless (eql n received) (setq in-order nil))
+       (cl-incf received)
+       (when (= received count)
+         (mevedel-core-register-event-handler 'selftest nil)
+         (funcall callback (list :received received :in-order in-order
+                                 :seconds (- (float-time) start))))))
+    (mevedel-core--selftest-events count)))
+
+(defvar mevedel-core--pong-callbacks (make-hash-table :test #'eql)
+  "Ping id -> callback for `mevedel-core-channel-ping'.")
+
+(defun mevedel-core-channel-ping (callback)
+  "Ask a Rust worker thread to answer through the channel; call CALLBACK then.
+Measures one round trip: Lisp to module to worker to pipe to filter."
+  (mevedel-core-ensure)
+  (let ((id (cl-incf mevedel-core--next-request-id)))
+    (puthash id callback mevedel-core--pong-callbacks)
+    (mevedel-core--selftest-ping id)))
+
+(mevedel-core-register-event-handler
+ 'pong (lambda (id)
+         (let ((cb (gethash id mevedel-core--pong-callbacks)))
+           (remhash id mevedel-core--pong-callbacks)
+           (when cb (funcall cb)))))
+
+;;;; Processes and sandbox
+
+(defun mevedel-core-spawn (argv &optional directory)
+  "Start ARGV, a list of strings, as a process group owned by the module.
+It runs in DIRECTORY (default: `default-directory') with standard streams
+at /dev/null and is stopped by `mevedel-core-shutdown'.  Return its pid."
+  (mevedel-core-ensure)
+  (mevedel-core--exec-spawn argv (expand-file-name (or directory default-directory))))
+
+(defun mevedel-core-live-process-groups ()
+  "Return the ids of owned process groups that still have members."
+  (mevedel-core-ensure)
+  (mevedel-core--exec-live-groups))
+
+(defun mevedel-core-stop-all-processes (&optional grace-ms)
+  "Stop every owned process group: TERM, then KILL after GRACE-MS (500).
+Return the number of groups signalled."
+  (mevedel-core-ensure)
+  (mevedel-core--exec-stop-all (or grace-ms 500)))
+
+(defcustom mevedel-core-probe-timeout 2000
+  "Milliseconds the sandbox probe gives bubblewrap to start and exit."
+  :type 'natnum)
+
+(defun mevedel-core-sandbox-probe (callback)
+  "Probe which confinement layers work here, without blocking Emacs.
+CALLBACK gets a plist (:bwrap-path :bwrap-works :bwrap-problem
+:landlock-abi :landlock-problem), or nil if the probe failed."
+  (mevedel-core-request
+   (lambda (id) (mevedel-core--sandbox-probe id mevedel-core-probe-timeout))
+   (lambda (status value) (funcall callback (and (eq status 'ok) value)))))
+
+(defun mevedel-core-shutdown ()
+  "Stop every process the module owns and close the event channel.
+Runs from `kill-emacs-hook', because module finalizers do not run at exit."
+  (when (featurep 'mevedel-dyn)
+    (mevedel-core--exec-stop-all 500)
+    (mevedel-core-close-channel)))
+
+(provide 'mevedel-core)
+;;; mevedel-core.el ends here

@@ -1,0 +1,109 @@
+;;; mevedel.el --- LLM coding agent with a native core  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;; Author: The mevedel authors
+;; Version: 0.1.0
+;; Package-Requires: ((emacs "30.1") (gptel "0.9.9"))
+;; Keywords: tools, convenience, ai
+;; URL: https://example.invalid/mevedel
+
+;;; Commentary:
+
+;; mevedel is a coding-agent harness inside Emacs: a gptel backend
+;; drives a session whose model works through tools, with a Rust dynamic
+;; module doing the heavy lifting (search, processes, sandboxing,
+;; durable state) so that Emacs never freezes.
+;;
+;; This file is the entry point.  \\[mevedel-status] shows whether the
+;; native core works on this machine.
+
+;;; Code:
+
+(require 'mevedel-core)
+
+(defgroup mevedel nil
+  "LLM coding agent with a native core."
+  :group 'tools
+  :prefix "mevedel-")
+
+;;;; Status buffer
+
+(defun mevedel--status-insert (label value &optional face)
+  "Insert a status line LABEL: VALUE, VALUE in FACE."
+  (insert (format "%-22s " (concat label ":"))
+          (propertize (format "%s" value) 'face (or face 'default))
+          "\n"))
+
+(defun mevedel--status-update (buffer key text face)
+  "Replace the placeholder for KEY in BUFFER with TEXT in FACE."
+  (when (buffer-live-p buffer)
+    (with-current-buffer buffer
+      (let ((inhibit-read-only t))
+        (save-excursion
+          (goto-char (point-min))
+          (when-let* ((match (text-property-search-forward 'mevedel-status key t)))
+            (delete-region (prop-match-beginning match) (prop-match-end match))
+            (goto-char (prop-match-beginning match))
+            (insert (propertize text 'face face 'mevedel-status key))))))))
+
+(defun mevedel--status-placeholder (label key)
+  "Insert LABEL and a placeholder; `mevedel--status-update' fills in KEY."
+  (insert (format "%-22s " (concat label ":"))
+          (propertize "checking..." 'face 'shadow 'mevedel-status key)
+          "\n"))
+
+(defun mevedel--describe-probe (probe)
+  "Return (TEXT . FACE) describing the sandbox PROBE plist."
+  (if (null probe)
+      (cons "probe failed" 'error)
+    (let ((bwrap (if (plist-get probe :bwrap-works)
+                     (format "bubblewrap works (%s)" (plist-get probe :bwrap-path))
+                   (format "bubblewrap unusable: %s" (plist-get probe :bwrap-problem))))
+          (landlock (if (plist-get probe :landlock-abi)
+                        (format "Landlock ABI %d" (plist-get probe :landlock-abi))
+                      (format "Landlock unavailable: %s" (plist-get probe :landlock-problem)))))
+      (cons (concat bwrap "; " landlock)
+            (if (plist-get probe :bwrap-works) 'success 'warning)))))
+
+;;;###autoload
+(defun mevedel-status ()
+  "Show whether mevedel's native core works here.
+Reports the module version, an event-channel self-test (1,000 events
+from a Rust worker thread) and which sandbox layers are available."
+  (interactive)
+  (let ((buffer (get-buffer-create "*mevedel status*")))
+    (with-current-buffer buffer
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (special-mode)
+        (insert (propertize "mevedel\n\n" 'face 'bold))
+        (condition-case err
+            (progn
+              (mevedel-core-ensure)
+              (mevedel--status-insert "Native module" (mevedel-core-version) 'success)
+              (mevedel--status-insert "Module file" (mevedel-core-module-file))
+              (mevedel--status-placeholder "Event channel" 'channel)
+              (mevedel--status-placeholder "Sandbox" 'sandbox)
+              (mevedel-core-channel-selftest
+               1000
+               (lambda (result)
+                 (mevedel--status-update
+                  buffer 'channel
+                  (format "%d events received %s in %.1f ms"
+                          (plist-get result :received)
+                          (if (plist-get result :in-order) "in order" "OUT OF ORDER")
+                          (* 1000 (plist-get result :seconds)))
+                  (if (plist-get result :in-order) 'success 'error))))
+              (mevedel-core-sandbox-probe
+               (lambda (probe)
+                 (let ((desc (mevedel--describe-probe probe)))
+                   (mevedel--status-update buffer 'sandbox (car desc) (cdr desc))))))
+          (error
+           (mevedel--status-insert "Native module" (error-message-string err) 'error)))
+        (insert "\nThe agent session (M-x mevedel) is not available yet.\n")))
+    (pop-to-buffer-same-window buffer)))
+
+(provide 'mevedel)
+;;; mevedel.el ends here

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Install what mevedel's build, tests and `make run` need, idempotently.
+#
+#  - Emacs >= 30.1 (from Debian bookworm-backports when root on Debian)
+#  - bubblewrap, curl, git, python3, tmux (apt when root)
+#  - gptel and its Lisp dependencies, extracted from Debian's unstable
+#    archive into .deps/elpa/ through a private apt directory that never
+#    touches the system's apt configuration.
+#
+# Environment:
+#   MEVEDEL_DEPS_DIR          where to put fetched packages (default: .deps)
+#   MEVEDEL_APT_SKIP_VALID_UNTIL=1
+#                             accept a sid Release file that the host clock
+#                             judges expired (signatures are still checked)
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+deps=${MEVEDEL_DEPS_DIR:-$top/.deps}
+mirror=${MEVEDEL_DEBIAN_MIRROR:-}
+elpa_pkgs=(elpa-gptel elpa-transient elpa-compat elpa-cond-let elpa-llama)
+
+say() { printf 'deps: %s\n' "$*" >&2; }
+die() { printf 'deps: error: %s\n' "$*" >&2; exit 1; }
+
+is_root() { [ "$(id -u)" = 0 ]; }
+is_debian() { [ -r /etc/debian_version ] && command -v apt-get >/dev/null; }
+
+apt_updated=
+apt_install() {
+  if [ -z "$apt_updated" ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
+}
+
+emacs_ok() {
+  command -v emacs >/dev/null || return 1
+  emacs --batch --eval '(kill-emacs (if (version<= "30.1" emacs-version) 0 1))' 2>/dev/null
+}
+
+ensure_emacs() {
+  if emacs_ok; then return; fi
+  if is_root && is_debian && grep -q bookworm /etc/os-release; then
+    say "installing emacs-nox 30 from bookworm-backports"
+    local list=/etc/apt/sources.list.d/mevedel-bookworm-backports.list
+    if ! grep -rqs bookworm-backports /etc/apt/sources.list /etc/apt/sources.list.d/; then
+      echo "deb $mirror bookworm-backports main" > "$list"
+      apt_updated=
+    fi
+    apt_install -t bookworm-backports emacs-nox
+    emacs_ok || die "emacs-nox from bookworm-backports is older than 30.1"
+  else
+    die "Emacs >= 30.1 is required. Install it (Debian 12: enable bookworm-backports and
+       'apt-get install -t bookworm-backports emacs-nox'; elsewhere your distribution's emacs 30 package)."
+  fi
+}
+
+ensure_tools() {
+  local missing=() cmd pkg
+  for pair in bwrap:bubblewrap curl:curl git:git python3:python3 tmux:tmux; do
+    cmd=${pair%%:*}; pkg=${pair#*:}
+    command -v "$cmd" >/dev/null || missing+=("$pkg")
+  done
+  [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] || missing+=(debian-archive-keyring)
+  [ ${#missing[@]} = 0 ] && return
+  if is_root && is_debian; then
+    say "installing ${missing[*]}"
+    apt_install "${missing[@]}"
+  else
+    die "missing packages: ${missing[*]} (install them with your package manager)"
+  fi
+}
+
+ensure_cargo() {
+  command -v cargo >/dev/null && return
+  [ -x "$HOME/.cargo/bin/cargo" ] && return
+  die "cargo is missing: install the Rust toolchain with rustup (https://rustup.rs), then rerun"
+}
+
+# Fetch the ELPA packages from sid into $deps/elpa without changing the
+# system's apt state: every apt path points into $deps/apt.
+ensure_elpa() {
+  local stamp=$deps/elpa/.stamp
+  [ -f "$stamp" ] && return
+  command -v apt-get >/dev/null || die "apt-get is needed to fetch gptel from Debian's archive;
+       otherwise install gptel >= 0.9.9 yourself and put it on load-path"
+  local apt=$deps/apt
+  rm -rf "$apt" "$deps/elpa"
+  mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/etc/preferences.d" \
+           "$apt/etc/trusted.gpg.d" "$deps/elpa" "$apt/debs"
+  : > "$apt/status"
+  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror sid main" \
+    > "$apt/sources.list"
+  local opts=(
+    -o "Dir::Etc::sourcelist=$apt/sources.list"
+    -o "Dir::Etc::sourceparts=-"
+    -o "Dir::Etc::preferencesparts=$apt/etc/preferences.d"
+    -o "Dir::Etc::trustedparts=$apt/etc/trusted.gpg.d"
+    -o "Dir::State::Lists=$apt/lists"
+    -o "Dir::State::status=$apt/status"
+    -o "Dir::Cache=$apt/cache"
+    -o "APT::Architecture=$(dpkg --print-architecture)"
+    -o "Debug::NoLocking=1"
+  )
+  is_root && opts+=(-o "APT::Sandbox::User=root")
+  [ "${MEVEDEL_APT_SKIP_VALID_UNTIL:-}" = 1 ] && opts+=(-o "Acquire::Check-Valid-Until=false")
+  say "fetching ${elpa_pkgs[*]} from Debian unstable into $deps/elpa"
+  if ! apt-get "${opts[@]}" -qq update >&2; then
+    die "could not read Debian unstable's package lists. If apt said the Release file
+       is expired, rerun with MEVEDEL_APT_SKIP_VALID_UNTIL=1 (signatures are still verified)."
+  fi
+  (cd "$apt/debs" && apt-get "${opts[@]}" -qq download "${elpa_pkgs[@]}" >&2)
+  local manifest=$deps/elpa/MANIFEST deb
+  : > "$manifest"
+  for deb in "$apt"/debs/*.deb; do
+    dpkg -x "$deb" "$apt/root"
+    printf '%s %s %s\n' "$(dpkg-deb -f "$deb" Package)" "$(dpkg-deb -f "$deb" Version)" \
+      "$(sha256sum "$deb" | cut -d' ' -f1)" >> "$manifest"
+  done
+  local src
+  for src in "$apt"/root/usr/share/emacs/site-lisp/elpa-src/*/; do
+    cp -r "$src" "$deps/elpa/"
+  done
+  find "$deps/elpa" -name '*-tests.el' -delete
+  rm -rf "$apt/root"
+  date -u +%FT%TZ > "$stamp"
+  say "installed: $(tr '\n' ';' < "$manifest")"
+}
+
+ensure_emacs
+ensure_tools
+ensure_cargo
+ensure_elpa

@@ -1,0 +1,25 @@
+;;; load-path.el --- Put this checkout and its fetched deps on load-path  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; Loaded with -l by `make run', `make test', `make bench' and `make
+;; lint'.  The packages that scripts/deps.sh extracted under
+;; .deps/elpa/ go in *front* of load-path, so that they shadow older
+;; built-in copies (Emacs 30.1's transient is too old for gptel).
+
+;;; Code:
+
+(let* ((root (file-name-directory
+              (directory-file-name (file-name-directory load-file-name))))
+       (elpa (expand-file-name ".deps/elpa" root)))
+  (when (file-directory-p elpa)
+    (dolist (dir (directory-files elpa t "\\`[^.]"))
+      (when (file-directory-p dir)
+        (push dir load-path)))
+    (dolist (dir (directory-files elpa t "\\`[^.]"))
+      (dolist (autoloads (and (file-directory-p dir)
+                              (directory-files dir t "-autoloads\\.el\\'")))
+        (load autoloads nil t))))
+  (push (expand-file-name "lisp" root) load-path))
+
+;;; load-path.el ends here

@@ -1,0 +1,23 @@
+//! [`Datum`] to Lisp values, on the main thread.
+
+use emacs::{Env, IntoLisp, Result, Value};
+
+use crate::datum::Datum;
+
+pub fn to_lisp<'e>(env: &'e Env, datum: &Datum) -> Result<Value<'e>> {
+    match datum {
+        Datum::Nil => ().into_lisp(env),
+        Datum::T => true.into_lisp(env),
+        Datum::Int(n) => n.into_lisp(env),
+        Datum::Float(x) => x.into_lisp(env),
+        Datum::Str(s) => s.as_str().into_lisp(env),
+        Datum::Symbol(name) => env.intern(name),
+        Datum::List(items) => {
+            let values = items
+                .iter()
+                .map(|d| to_lisp(env, d))
+                .collect::<Result<Vec<_>>>()?;
+            env.list(&values[..])
+        }
+    }
+}

@@ -1,0 +1,314 @@
+;;; core-test.el --- Tests of the native module seam  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; Module loading and version check, the error tree, panics and wrong
+;; types, the event channel, and the process-lifetime hazards of
+;; ../shared/notes/module-hazards.md (SIGPIPE, inherited descriptors,
+;; children outliving Emacs).
+
+;;; Code:
+
+(require 'mevedel-test-helpers)
+(require 'mevedel-core)
+
+(defconst mevedel-core-test--areas
+  '(schema resource search exec sandbox store internal))
+
+;;;; Loading
+
+(ert-deftest mevedel-core:module-loads-with-expected-version ()
+  (should (mevedel-core-ensure))
+  (should (featurep 'mevedel-dyn))
+  (should (equal (mevedel-core-version) mevedel-core-expected-version))
+  (should (string-suffix-p (concat "mevedel-dyn" module-file-suffix)
+                           (mevedel-core-module-file))))
+
+(ert-deftest mevedel-core:expected-version-matches-cargo-toml ()
+  (with-temp-buffer
+    (insert-file-contents (expand-file-name "Cargo.toml" mevedel-test-root))
+    (should (re-search-forward "^version = \"\\([^\"]+\\)\"" nil t))
+    (should (equal (match-string 1) mevedel-core-expected-version))))
+
+(ert-deftest mevedel-core:stale-version-refused-with-clear-message ()
+  (let ((result (mevedel-test-run-emacs
+                 '(progn
+                    (require 'mevedel-core)
+                    (setq mevedel-core-expected-version "9.9.9")
+                    (condition-case err
+                        (progn (mevedel-core-ensure) (princ "LOADED"))
+                      (mevedel-core-version-mismatch
+                       (princ (format "REFUSED %S %s" (car err) (cadr err)))))
+                    ;; Nothing else may have been wired up.
+                    (princ (format " READY=%s" mevedel-core--ready))))))
+    (should (eql (car result) 0))
+    (should (string-match-p "REFUSED mevedel-core-version-mismatch" (cdr result)))
+    (should (string-match-p "is version 0\\.1\\.0 but this mevedel expects 9\\.9\\.9" (cdr result)))
+    (should (string-match-p "restart Emacs" (cdr result)))
+    (should (string-match-p "READY=nil" (cdr result)))))
+
+(ert-deftest mevedel-core:require-never-builds ()
+  "Loading and byte-compiling mevedel must not run cargo."
+  (let* ((marker (make-temp-name (expand-file-name "cargo-ran-" temporary-file-directory)))
+         (fake (make-temp-file "fake-cargo"))
+         (dir (make-temp-file "mevedel-empty" t)))
+    (with-temp-file fake (insert "#!/bin/sh\ntouch " marker "\nexit 1\n"))
+    (set-file-modes fake #o755)
+    (unwind-protect
+        (let ((result (mevedel-test-run-emacs
+                       `(progn
+                          (setq mevedel-core-cargo-program ,fake
+                                mevedel-core-module-directory ,dir)
+                          (require 'mevedel)
+                          (byte-compile-file (locate-library "mevedel-core.el"))
+                          (princ (if (featurep 'mevedel-dyn) "LOADED" "NOT-LOADED"))))))
+          (should (eql (car result) 0))
+          (should (string-match-p "NOT-LOADED" (cdr result)))
+          (should-not (file-exists-p marker)))
+      (delete-file fake)
+      (delete-directory dir t)
+      (when (file-exists-p marker) (delete-file marker)))))
+
+(ert-deftest mevedel-core:build-policy-in-batch ()
+  (let ((mevedel-core-build-policy 'ask))
+    (should (eq (mevedel-core--effective-policy) 'always)))
+  (let ((mevedel-core-build-policy 'never))
+    (should (eq (mevedel-core--effective-policy) 'never))
+    (let ((err (should-error (mevedel-core--build-as-policy-says)
+                             :type 'mevedel-core-load-error)))
+      (should (string-match-p "mevedel-core-build-policy" (cadr err))))))
+
+(ert-deftest mevedel-core:missing-cargo-names-rustup ()
+  (let ((mevedel-core-cargo-program "no-such-cargo-here")
+        (process-environment (cons (concat "HOME=" (make-temp-file "home" t))
+                                   process-environment)))
+    (let ((err (should-error (mevedel-core--cargo) :type 'mevedel-core-load-error)))
+      (should (string-match-p "rustup" (cadr err))))))
+
+(ert-deftest mevedel-core:stale-module-detected ()
+  (let* ((dir (make-temp-file "mevedel-mod" t))
+         (mevedel-core-module-directory dir)
+         (file (mevedel-core-module-file)))
+    (unwind-protect
+        (progn
+          (should (mevedel-core-module-stale-p)) ; missing
+          (with-temp-file file (insert "x"))
+          (set-file-times file (encode-time '(0 0 0 1 1 2001 nil nil t)))
+          (should (mevedel-core-module-stale-p)) ; older than src/*.rs
+          (set-file-times file)
+          (should-not (mevedel-core-module-stale-p)))
+      (delete-directory dir t))))
+
+;;;; Errors
+
+(ert-deftest mevedel-core:error-tree ()
+  (mevedel-core-ensure)
+  (dolist (area mevedel-core-test--areas)
+    (let* ((symbol (intern (format "mevedel-core-%s-error" area)))
+           (conditions (get symbol 'error-conditions)))
+      (should (memq 'mevedel-core-error conditions))
+      (should (memq 'error conditions))
+      (should (stringp (get symbol 'error-message))))))
+
+(ert-deftest mevedel-core:panic-is-a-catchable-lisp-error ()
+  (mevedel-core-ensure)
+  (let ((err (should-error (mevedel-core--selftest-panic "boom 42")
+                           :type 'mevedel-core-internal-error)))
+    (should (string-match-p "Rust panic: boom 42" (cadr err)))
+    (should (string-match-p "selftest\\.rs" (cadr err))))
+  ;; Emacs and the module carry on.
+  (should (equal (mevedel-core--version) mevedel-core-expected-version))
+  (should (condition-case nil
+              (mevedel-core--selftest-panic "again")
+            (mevedel-core-error 'caught))))
+
+(defun mevedel-core-test--exports ()
+  "Return every module function, sorted by name."
+  (let (fns)
+    (mapatoms (lambda (s)
+                (when (and (fboundp s)
+                           (string-prefix-p "mevedel-core--" (symbol-name s))
+                           (module-function-p (symbol-function s)))
+                  (push s fns))))
+    (sort fns #'string<)))
+
+(ert-deftest mevedel-core:every-export-is-private ()
+  (mevedel-core-ensure)
+  (let (public)
+    (mapatoms (lambda (s)
+                (when (and (fboundp s) (module-function-p (symbol-function s))
+                           (not (string-prefix-p "mevedel-core--" (symbol-name s))))
+                  (push s public))))
+    (should-not public)))
+
+(ert-deftest mevedel-core:wrong-typed-arguments-signal-for-every-export ()
+  (mevedel-core-ensure)
+  (let ((exports (mevedel-core-test--exports))
+        (bogus (list (make-bool-vector 3 t) 'a-symbol 1.5 (make-hash-table)))
+        (checked 0))
+    (should (>= (length exports) 10))
+    (dolist (fn exports)
+      (let ((arity (func-arity fn)))
+        (if (zerop (car arity))
+            ;; Nothing to mistype: an extra argument must still signal.
+            (should-error (funcall fn (car bogus)) :type 'wrong-number-of-arguments)
+          (dolist (value bogus)
+            (dotimes (position (car arity))
+              ;; Every other argument is a plausible value of some type,
+              ;; so the bogus one is what the function must reject.
+              (let ((args (make-list (car arity) 1)))
+                (setf (nth position args) value)
+                (should (condition-case err
+                            (progn (apply fn args)
+                                   (ert-fail (format "%s accepted %S" fn args)))
+                          (wrong-type-argument t)
+                          (error (memq 'wrong-type-argument
+                                       (get (car err) 'error-conditions))))))))))
+      (cl-incf checked))
+    (should (= checked (length exports)))
+    (should (equal (mevedel-core--version) mevedel-core-expected-version))))
+
+;;;; Event channel
+
+(ert-deftest mevedel-core:channel-delivers-1000-events-in-order ()
+  (let (result)
+    (mevedel-core-channel-selftest 1000 (lambda (r) (setq result r)))
+    (mevedel-test-wait-until result)
+    (should (= (plist-get result :received) 1000))
+    (should (plist-get result :in-order))))
+
+(ert-deftest mevedel-core:channel-survives-a-100k-burst ()
+  (let (result)
+    (mevedel-core-channel-selftest 100000 (lambda (r) (setq result r)))
+    (mevedel-test-wait-until result 30)
+    (should (= (plist-get result :received) 100000))
+    (should (plist-get result :in-order))))
+
+(ert-deftest mevedel-core:handler-error-does-not-stop-dispatch ()
+  (let ((seen nil))
+    (mevedel-core-register-event-handler
+     'selftest (lambda (n) (push n seen) (when (= n 1) (error "Handler bug"))))
+    (unwind-protect
+        (progn
+          (mevedel-core--selftest-events 5)
+          (mevedel-test-wait-until (= (length seen) 5)))
+      (mevedel-core-register-event-handler 'selftest nil))
+    (should (equal (nreverse seen) '(0 1 2 3 4)))))
+
+(ert-deftest mevedel-core:round-trip-ping ()
+  (let ((done nil))
+    (mevedel-core-channel-ping (lambda () (setq done t)))
+    (mevedel-test-wait-until done)))
+
+(ert-deftest mevedel-core:deleted-channel-does-not-kill-emacs ()
+  "Hazard 1: a worker writing after the pipe process is gone gets EPIPE."
+  (let ((result (mevedel-test-run-emacs
+                 '(progn
+                    (require 'mevedel-core)
+                    (mevedel-core-ensure)
+                    ;; Delete the reader behind the module's back.
+                    (delete-process mevedel-core--channel-process)
+                    (mevedel-core--selftest-events 10)
+                    (sleep-for 0.3)
+                    (mevedel-core--selftest-events 10)
+                    (sleep-for 0.3)
+                    (princ (format "ALIVE dropped=%d" (mevedel-core--events-dropped)))))))
+    (should (eql (car result) 0))
+    (should (string-match-p "ALIVE dropped=[1-9]" (cdr result)))))
+
+(ert-deftest mevedel-core:channel-descriptor-not-inherited ()
+  "Hazard 2: Emacs's own children must not inherit the channel descriptor."
+  (let ((result (mevedel-test-run-emacs
+                 '(progn
+                    (require 'mevedel-core)
+                    (let ((fds (lambda ()
+                                 (with-temp-buffer
+                                   (call-process "sh" nil t nil "-c" "ls /proc/$$/fd")
+                                   (split-string (buffer-string))))))
+                      (let ((before (funcall fds)))
+                        (mevedel-core-ensure)
+                        (princ (format "%S %S" before (funcall fds)))))))))
+    (should (eql (car result) 0))
+    (let* ((lists (car (read-from-string (format "(%s)" (cdr result))))))
+      (should (equal (car lists) (cadr lists))))))
+
+(ert-deftest mevedel-core:children-stopped-when-emacs-exits ()
+  "Hazard 3: finalizers do not run at exit, so `kill-emacs-hook' stops children."
+  (let* ((result (mevedel-test-run-emacs
+                  '(progn
+                     (require 'mevedel-core)
+                     (princ (mevedel-core-spawn '("sh" "-c" "sleep 300 & sleep 300; wait")))
+                     (sleep-for 0.2)
+                     (kill-emacs 0))))
+         (pgid (string-to-number (cdr result))))
+    (should (eql (car result) 0))
+    (should (> pgid 1))
+    (mevedel-test-wait-until (null (mevedel-test-group-members pgid)) 5)))
+
+(ert-deftest mevedel-core:children-die-with-a-killed-emacs ()
+  "Hazard 3: a SIGKILLed Emacs runs no hook; the parent-death signal acts."
+  (let* ((out nil)
+         (proc (make-process
+                :name "mevedel-victim" :connection-type 'pipe
+                :command (cons (expand-file-name invocation-name invocation-directory)
+                               (mevedel-test-emacs-args
+                                '(progn (require 'mevedel-core)
+                                        (message "PID:%d" (mevedel-core-spawn '("sleep" "300")))
+                                        (sleep-for 60))))
+                :filter (lambda (_ s) (setq out (concat out s))))))
+    (unwind-protect
+        (progn
+          (mevedel-test-wait-until (and out (string-match "PID:\\([0-9]+\\)" out)) 20)
+          (let ((child (string-to-number (match-string 1 out))))
+            (should (mevedel-test-pid-alive-p child))
+            (signal-process proc 'SIGKILL)
+            (mevedel-test-wait-until (not (mevedel-test-pid-alive-p child)) 5)))
+      (delete-process proc))))
+
+(ert-deftest mevedel-core:stop-all-processes ()
+  (let ((pid (mevedel-core-spawn '("sleep" "300"))))
+    (should (memq pid (mevedel-core-live-process-groups)))
+    (should (>= (mevedel-core-stop-all-processes 200) 1))
+    (should-not (memq pid (mevedel-core-live-process-groups)))
+    (should-not (mevedel-test-pid-alive-p pid))))
+
+(ert-deftest mevedel-core:spawn-errors-are-exec-errors ()
+  (let ((err (should-error (mevedel-core-spawn '("/no/such/program"))
+                           :type 'mevedel-core-exec-error)))
+    (should (string-match-p "cannot start the command" (cadr err)))))
+
+;;;; Sandbox probe
+
+(ert-deftest mevedel-core:sandbox-probe-finds-bwrap-and-landlock ()
+  "`make test' machines must have both layers: say so loudly when not."
+  (let (probe (done nil))
+    (mevedel-core-sandbox-probe (lambda (p) (setq probe p done t)))
+    (mevedel-test-wait-until done 10)
+    (unless (plist-get probe :bwrap-works)
+      (ert-fail (format "bubblewrap unusable: %s" (plist-get probe :bwrap-problem))))
+    (unless (plist-get probe :landlock-abi)
+      (ert-fail (format "Landlock unavailable: %s" (plist-get probe :landlock-problem))))
+    (should (>= (plist-get probe :landlock-abi) 1))))
+
+;;;; Dependencies
+
+(ert-deftest mevedel-core:fetched-gptel-shadows-builtins ()
+  (require 'gptel)
+  (should (version<= "0.9.9" gptel-version))
+  (should (string-match-p "/\\.deps/elpa/" (locate-library "gptel")))
+  (should (string-match-p "/\\.deps/elpa/" (locate-library "transient")))
+  (require 'transient)
+  (should (version<= "0.7.8" transient-version)))
+
+(ert-deftest mevedel-core:status-buffer-reports-everything ()
+  (require 'mevedel)
+  (save-window-excursion (mevedel-status))
+  (with-current-buffer "*mevedel status*"
+    (mevedel-test-wait-until
+      (not (save-excursion (goto-char (point-min)) (search-forward "checking..." nil t))))
+    (let ((text (buffer-string)))
+      (should (string-match-p "Native module: +0\\.1\\.0" text))
+      (should (string-match-p "1000 events received in order" text))
+      (should (string-match-p "bubblewrap works" text)))))
+
+;;; core-test.el ends here
