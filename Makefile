@@ -1,5 +1,7 @@
 # mevedel — see `make help'.
 SHELL := bash
+# rustup installs cargo here; a non-login shell (CI) may not have it on PATH.
+export PATH := $(HOME)/.cargo/bin:$(PATH)
 EMACS ?= emacs
 CARGO ?= cargo
 MODULE := mevedel-dyn.so
