@@ -16,7 +16,16 @@ set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 deps=${MEVEDEL_DEPS_DIR:-$top/.deps}
-mirror=${MEVEDEL_DEBIAN_MIRROR:-}
+# The Debian mirror: MEVEDEL_DEBIAN_MIRROR, else the one this system's
+# apt sources already use for its main suite.
+detect_mirror() {
+  local uri
+  uri=$(awk '/^URIs:/ && $2 !~ /security/ {print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null)
+  [ -n "$uri" ] || uri=$(awk '$1 == "deb" && $0 !~ /security/ {for (i = 2; i <= NF; i++) if ($i ~ /:\/\//) {print $i; exit}}' \
+                           /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | head -1)
+  printf '%s' "$uri"
+}
+mirror=${MEVEDEL_DEBIAN_MIRROR:-$(detect_mirror)}
 elpa_pkgs=(elpa-gptel elpa-transient elpa-compat elpa-cond-let elpa-llama)
 
 say() { printf 'deps: %s\n' "$*" >&2; }
@@ -39,10 +48,15 @@ emacs_ok() {
   emacs --batch --eval '(kill-emacs (if (version<= "30.1" emacs-version) 0 1))' 2>/dev/null
 }
 
+need_mirror() {
+  [ -n "$mirror" ] || die "cannot tell which Debian mirror apt uses; set MEVEDEL_DEBIAN_MIRROR"
+}
+
 ensure_emacs() {
   if emacs_ok; then return; fi
   if is_root && is_debian && grep -q bookworm /etc/os-release; then
     say "installing emacs-nox 30 from bookworm-backports"
+    need_mirror
     local list=/etc/apt/sources.list.d/mevedel-bookworm-backports.list
     if ! grep -rqs bookworm-backports /etc/apt/sources.list /etc/apt/sources.list.d/; then
       echo "deb $mirror bookworm-backports main" > "$list"
@@ -85,6 +99,7 @@ ensure_elpa() {
   [ -f "$stamp" ] && return
   command -v apt-get >/dev/null || die "apt-get is needed to fetch gptel from Debian's archive;
        otherwise install gptel >= 0.9.9 yourself and put it on load-path"
+  need_mirror
   local apt=$deps/apt
   rm -rf "$apt" "$deps/elpa"
   mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/etc/preferences.d" \
