@@ -132,12 +132,11 @@ Without sources (a binary-only install) an existing module is never stale."
                     (or (getenv "CARGO_TARGET_DIR")
                         (expand-file-name "target" root))))
 
-(defun mevedel-core--install-built (root)
-  "Copy the freshly built library under ROOT to `mevedel-core-module-file'.
+(defun mevedel-core--install-built (root target)
+  "Copy the freshly built library under ROOT to TARGET, the module file.
 The copy goes through a temporary file and a rename, so an Emacs that
 has the old file mapped keeps a valid mapping."
   (let* ((built (mevedel-core--built-library root))
-         (target (mevedel-core-module-file))
          (tmp (concat target ".tmp")))
     (unless (file-exists-p built)
       (signal 'mevedel-core-load-error
@@ -150,13 +149,17 @@ has the old file mapped keeps a valid mapping."
 (defvar mevedel-core--build-callbacks nil
   "Functions to call once the running build has installed the module.")
 
+(defvar-local mevedel-core--build-target nil
+  "Module file that the build in this buffer installs when it succeeds.")
+
 (defun mevedel-core--build-finished (buffer status)
   "Install the module after the build in BUFFER ended with STATUS."
   (let ((callbacks (prog1 mevedel-core--build-callbacks
                      (setq mevedel-core--build-callbacks nil))))
     (if (not (string-prefix-p "finished" status))
         (message "mevedel: building the native module failed; see %s" (buffer-name buffer))
-      (mevedel-core--install-built (buffer-local-value 'default-directory buffer))
+      (with-current-buffer buffer
+        (mevedel-core--install-built default-directory mevedel-core--build-target))
       (message "mevedel: native module built")
       (mapc #'funcall callbacks))))
 
@@ -170,12 +173,14 @@ to use the new build."
   (interactive)
   (let ((root (or (mevedel-core-source-root)
                   (user-error "Cannot find mevedel's Rust sources (Cargo.toml)")))
-        (command (mevedel-core--build-command)))
+        (command (mevedel-core--build-command))
+        (target (mevedel-core-module-file)))
     (when callback (push callback mevedel-core--build-callbacks))
     (let* ((default-directory root)
            (buffer (compilation-start command 'compilation-mode
                                       (lambda (_) "*mevedel-core-build*"))))
       (with-current-buffer buffer
+        (setq mevedel-core--build-target target)
         (add-hook 'compilation-finish-functions #'mevedel-core--build-finished nil t))
       buffer)))
 
@@ -202,7 +207,7 @@ Used in batch Emacs, where nobody watches an asynchronous build."
                                   (buffer-substring-no-properties
                                    (max (point-min) (- (point-max) 3000))
                                    (point-max)))))))))
-    (mevedel-core--install-built root)))
+    (mevedel-core--install-built root (mevedel-core-module-file))))
 
 ;;;; Loading
 

@@ -18,6 +18,8 @@ read -r cargo_passed cargo_failed < <(awk '
   END { print p + 0, f + 0 }' "$log/cargo")
 if [ "$cargo_status" != 0 ] && [ "$cargo_failed" = 0 ]; then cargo_failed=1; fi
 
+# cargo and rustup keep their state under the real HOME.
+export CARGO_HOME=${CARGO_HOME:-$HOME/.cargo} RUSTUP_HOME=${RUSTUP_HOME:-$HOME/.rustup}
 home=$(mktemp -d)
 HOME=$home XDG_CONFIG_HOME=$home/.config XDG_CACHE_HOME=$home/.cache \
 XDG_DATA_HOME=$home/.local/share XDG_STATE_HOME=$home/.local/state \

@@ -99,6 +99,22 @@
           (should-not (mevedel-core-module-stale-p)))
       (delete-directory dir t))))
 
+;; `compilation-start' on an up-to-date tree: cargo only checks, in seconds.
+(ert-deftest mevedel-core:interactive-build-installs-and-calls-back ()
+  (let* ((dir (make-temp-file "mevedel-build" t))
+         (mevedel-core-module-directory dir)
+         (called nil))
+    (unwind-protect
+        (let ((buffer (mevedel-core-build (lambda () (setq called t)))))
+          (should (eq (with-current-buffer buffer major-mode) 'compilation-mode))
+          (setq mevedel-core-module-directory nil) ; the target was captured
+          (mevedel-test-wait-until (not (get-buffer-process buffer)) 600)
+          (should called)
+          (should (file-exists-p (expand-file-name (concat "mevedel-dyn" module-file-suffix) dir)))
+          (should (string-match-p "cargo build --release --locked"
+                                  (with-current-buffer buffer (buffer-string)))))
+      (delete-directory dir t))))
+
 ;;;; Errors
 
 (ert-deftest mevedel-core:error-tree ()
