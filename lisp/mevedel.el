@@ -28,6 +28,21 @@
   :group 'tools
   :prefix "mevedel-")
 
+;;;; Sessions
+
+(declare-function mevedel-view-open "mevedel-view")
+
+;;;###autoload
+(defun mevedel (&optional directory)
+  "Open the agent session of the current workspace.
+The workspace is the project.el project root, else DIRECTORY (by
+default `default-directory').  Type in the composer at the bottom;
+\<mevedel-view-mode-map>\[mevedel-view-send] sends, \[mevedel-view-abort] aborts."
+  (interactive)
+  (require 'mevedel-view)
+  (require 'mevedel-tool-basic)
+  (mevedel-view-open directory))
+
 ;;;; Status buffer
 
 (defun mevedel--status-insert (label value &optional face)
@@ -102,7 +117,7 @@ from a Rust worker thread) and which sandbox layers are available."
                    (mevedel--status-update buffer 'sandbox (car desc) (cdr desc))))))
           (error
            (mevedel--status-insert "Native module" (error-message-string err) 'error)))
-        (insert "\nThe agent session (M-x mevedel) is not available yet.\n")))
+        (insert "\nStart a session with M-x mevedel.\n")))
     (pop-to-buffer-same-window buffer)))
 
 (provide 'mevedel)
