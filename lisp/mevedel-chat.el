@@ -57,6 +57,10 @@ The workspace directory and today's date are appended to it."
 FUNCTION is called with the chat and returns a list of `gptel-tool's."
   (add-to-list 'mevedel-chat--tool-providers function t))
 
+(defun mevedel-chat-remove-tool-provider (function)
+  "Stop FUNCTION from supplying tools to chats."
+  (setq mevedel-chat--tool-providers (delete function mevedel-chat--tool-providers)))
+
 ;;;; The chat object
 
 (cl-defstruct (mevedel-chat (:constructor mevedel-chat--make)
@@ -127,15 +131,15 @@ That is the project.el project root, else DIRECTORY itself."
     (remhash (mevedel-chat-root chat) mevedel-chat--chats)))
 
 (defun mevedel-chat-backend-effective (chat)
-  "Return the gptel backend CHAT's next turn uses."
+  "Return the gptel backend for the next turn of CHAT."
   (or (mevedel-chat-backend chat) (default-value 'gptel-backend)))
 
 (defun mevedel-chat-model-effective (chat)
-  "Return the gptel model CHAT's next turn uses."
+  "Return the gptel model for the next turn of CHAT."
   (or (mevedel-chat-model chat) (default-value 'gptel-model)))
 
 (defun mevedel-chat-busy-p (chat)
-  "Return non-nil while CHAT runs a turn."
+  "Return non-nil while a turn of CHAT is running."
   (and (mevedel-chat-turn chat) t))
 
 ;;;; Observers
@@ -174,14 +178,14 @@ EVENT is one of `turn-start', `text' (ARGS: the chunk), `tools-start'
           mevedel-system-prompt (mevedel-chat-root chat) (format-time-string "%F")))
 
 (defun mevedel-chat-tools (chat)
-  "Return the gptel tools CHAT offers the model."
+  "Return the gptel tools offered to the model of CHAT."
   (cl-loop for provider in mevedel-chat--tool-providers
            append (funcall provider chat)))
 
 ;;;; Call order and dispatch
 
 (defun mevedel-chat--note-calls (info in-order)
-  "Append IDs of tool calls in INFO not seen before to its call order.
+  "Append IDs of new tool invocations in INFO to its call order.
 IN-ORDER says the :tool-use list is in call order; otherwise it
 holds the newest call first, as gptel's stream parsers keep it."
   (when (plist-member info :mevedel-call-order)
@@ -230,7 +234,7 @@ nil outside a dispatch."
               (plist-get info :tools)))
 
 (defun mevedel-chat--handle-tools-start (fsm)
-  "Note the calls FSM is about to run: queue them and tell observers."
+  "Queue the pending tool invocations of FSM and tell observers."
   (let* ((info (gptel-fsm-info fsm))
          (chat (plist-get info :context))
          (pending (cl-remove-if (lambda (call) (plist-get call :result))
@@ -342,7 +346,7 @@ INFO is the request info; RAW is passed through."
       (_ nil))))
 
 (defun mevedel-chat--insert-results (chat info)
-  "Insert the completed calls of INFO into CHAT's data buffer, in call order.
+  "Insert the finished tool invocations of INFO into the data buffer of CHAT.
 Each call goes through `gptel--display-tool-results' alone, with its
 authoritative record as the only :tool-use entry, so that its ID,
 arguments and result are its own."
@@ -494,7 +498,7 @@ function takes `once', `session' or `deny'.  Without a prompter
 
 (cl-defun mevedel-chat-make-tool (&key name description args function read-only-p
                                        edits-p get-paths category)
-  "Return a gptel tool NAME whose calls pass mevedel's permission check.
+  "Return a gptel tool NAME whose handler is guarded by permissions.
 DESCRIPTION and ARGS are as for `gptel-make-tool'.  FUNCTION gets the
 arguments as a keyword plist and returns the result text; a signal
 becomes an \"Error: ...\" result.  GET-PATHS maps the argument plist

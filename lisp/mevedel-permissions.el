@@ -118,7 +118,7 @@ The file holds one list of rules; it is read, never evaluated."
              (string-match-p regexp (file-relative-name absolute root))))))
 
 (defun mevedel-permissions--rule-matches-p (rule tool paths root)
-  "Return non-nil when RULE applies to a call of TOOL on PATHS under ROOT."
+  "Return non-nil when RULE matches a call of TOOL on PATHS under ROOT."
   (pcase-let ((`(,action ,rule-tool . ,globs) rule))
     (and (or (equal rule-tool "*") (equal rule-tool tool))
          (or (null globs)

@@ -230,7 +230,7 @@ MODE's hooks do not run."
           :initially-collapsed-p t)))
 
 (defun mevedel-tool-render-grep (_name args result _render-data)
-  "Render a Grep call with ARGS and RESULT; the body uses `grep-mode' faces."
+  "Render a Grep call with ARGS and RESULT, fontifying it like `grep-mode'."
   (let* ((pattern (plist-get args :pattern))
          (path (mevedel-tool-render-arg args :path :glob))
          (lines (and result (mevedel-tool-render-count-lines result))))

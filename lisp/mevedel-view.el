@@ -446,7 +446,7 @@ in flight)."
   (mevedel-view--find-tool (mevedel-chat-data-buffer mevedel-view--chat) id))
 
 (defun mevedel-view--render-live ()
-  "Redraw the live zone: calls in flight, permission cards, waiting line."
+  "Redraw the live zone: running tools, permission cards, waiting line."
   (let ((inhibit-read-only t)
         (chat mevedel-view--chat)
         (running nil))
@@ -711,6 +711,10 @@ in flight)."
   (force-mode-line-update))
 
 ;;;; Entry point
+
+(defun mevedel-view-chat (&optional buffer)
+  "Return the chat shown in view BUFFER (default the current buffer)."
+  (buffer-local-value 'mevedel-view--chat (or buffer (current-buffer))))
 
 (defun mevedel-view-open (&optional directory)
   "Show the view of the session of DIRECTORY's workspace; return the buffer."

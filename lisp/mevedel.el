@@ -31,17 +31,44 @@
 ;;;; Sessions
 
 (declare-function mevedel-view-open "mevedel-view")
+(declare-function mevedel-demo-open "mevedel-demo")
+(declare-function mevedel-batch-main "mevedel-batch")
+
+(defun mevedel--load ()
+  "Load the session, its view and the tools."
+  (require 'mevedel-view)
+  (require 'mevedel-tool-basic))
 
 ;;;###autoload
 (defun mevedel (&optional directory)
   "Open the agent session of the current workspace.
 The workspace is the project.el project root, else DIRECTORY (by
 default `default-directory').  Type in the composer at the bottom;
-\<mevedel-view-mode-map>\[mevedel-view-send] sends, \[mevedel-view-abort] aborts."
+\\<mevedel-view-mode-map>\\[mevedel-view-send] sends, \\[mevedel-view-abort] aborts."
   (interactive)
-  (require 'mevedel-view)
-  (require 'mevedel-tool-basic)
+  (mevedel--load)
   (mevedel-view-open directory))
+
+;;;###autoload
+(defun mevedel-run (&optional directory)
+  "Open a session like `mevedel'; without a usable backend, run the demo.
+When no gptel backend is configured (or its API key cannot be
+found), the session of DIRECTORY's workspace talks to the offline
+demo model, a local scripted server, and sends a first prompt.
+`make run' calls this."
+  (interactive)
+  (mevedel--load)
+  (require 'mevedel-demo)
+  (mevedel-demo-open directory))
+
+;;;###autoload
+(defun mevedel-batch-run ()
+  "Run one headless session turn from the command line, print, and exit.
+Use as: emacs --batch -l mevedel -f mevedel-batch-run -p PROMPT
+\[--json] [--dir DIR] [--permission-mode MODE] [--init FILE] [--demo]
+\[--timeout SECONDS].  See also bin/mevedel."
+  (require 'mevedel-batch)
+  (mevedel-batch-main))
 
 ;;;; Status buffer
 

@@ -10,9 +10,9 @@ Endpoints, both streaming (SSE) and non-streaming:
   POST /v1/chat/completions   OpenAI Chat Completions
   POST /v1/messages           Anthropic Messages
 
-Script (JSON):
+Script (JSON; "repeat": true starts over after the last step):
 
-  {"steps": [
+  {"repeat": false, "steps": [
      {"tool_calls": [{"name": "Read", "arguments": {"file_path": "{{root}}/a.txt"},
                       "id": "call_read"}]},          # id optional
      {"expect": {"results": [{"contains": "hello"}]},   # optional checks
@@ -64,7 +64,7 @@ def substitute(value, variables):
 
 
 def load_script(path, variables):
-    """Read and check the script at PATH; return its list of steps."""
+    """Read and check the script at PATH; return (steps, repeat)."""
     with open(path, encoding="utf-8") as handle:
         data = json.load(handle)
     steps = data.get("steps") if isinstance(data, dict) else None
@@ -78,7 +78,7 @@ def load_script(path, variables):
         for call in step.get("tool_calls", []):
             if not isinstance(call, dict) or "name" not in call:
                 raise ScriptError(f"{path}: step {index} has a tool call without a name")
-    return substitute(steps, variables)
+    return substitute(steps, variables), bool(data.get("repeat"))
 
 
 def chunks_of(text, parts):
@@ -211,8 +211,9 @@ def check_request(expected_ids, results, user_text, expect):
 class State:
     """The script position shared by all request threads."""
 
-    def __init__(self, steps, log_path, delay):
+    def __init__(self, steps, log_path, delay, repeat=False):
         self.steps = steps
+        self.repeat = repeat
         self.log_path = log_path
         self.delay = delay
         self.lock = threading.Lock()
@@ -259,6 +260,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with state.lock:
             state.requests += 1
             number = state.requests
+            if state.repeat and state.position >= len(state.steps):
+                state.position = 0
             index = state.position
             entry = {"n": number, "path": self.path, "wire": wire,
                      "stream": bool(body.get("stream") is True), "body": body}
@@ -353,7 +356,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
         chunk({"role": "assistant", "content": ""})
         if text:
-            for piece in chunks_of(text, 4):
+            for piece in chunks_of(text, max(4, len(text) // 12)):
                 chunk({"content": piece})
         for position, call in enumerate(calls):
             arguments = json.dumps(call["arguments"])
@@ -380,7 +383,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if text:
             event("content_block_start", {"index": index,
                                           "content_block": {"type": "text", "text": ""}})
-            for piece in chunks_of(text, 4):
+            for piece in chunks_of(text, max(4, len(text) // 12)):
                 event("content_block_delta", {"index": index,
                                               "delta": {"type": "text_delta", "text": piece}})
             event("content_block_stop", {"index": index})
@@ -436,9 +439,9 @@ class Server(http.server.ThreadingHTTPServer):
         self.state = state
 
 
-def make_server(steps, log_path=None, delay=0.0, port=0):
+def make_server(steps, log_path=None, delay=0.0, port=0, repeat=False):
     """Return a bound (not yet serving) server for STEPS."""
-    return Server(("127.0.0.1", port), State(steps, log_path, delay))
+    return Server(("127.0.0.1", port), State(steps, log_path, delay, repeat))
 
 
 def main(argv=None):
@@ -459,11 +462,11 @@ def main(argv=None):
             parser.error(f"--var needs NAME=VALUE, got {item!r}")
         variables[name] = value
     try:
-        steps = load_script(args.script, variables)
+        steps, repeat = load_script(args.script, variables)
     except (OSError, ValueError, ScriptError) as err:
         print(f"fake_llm: {err}", file=sys.stderr)
         return 2
-    server = make_server(steps, args.log, args.delay, args.port)
+    server = make_server(steps, args.log, args.delay, args.port, repeat)
     port = server.server_address[1]
     if args.port_file:
         with open(args.port_file, "w", encoding="utf-8") as handle:

@@ -109,7 +109,7 @@ class ScriptTest(unittest.TestCase):
             json.dump({"steps": [{"text": "{{root}}/a"}]}, handle)
         try:
             self.assertEqual(fake_llm.load_script(handle.name, {"root": "/w"}),
-                             [{"text": "/w/a"}])
+                             ([{"text": "/w/a"}], False))
         finally:
             os.unlink(handle.name)
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
