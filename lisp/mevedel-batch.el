@@ -5,7 +5,7 @@
 
 ;;; Commentary:
 
-;; emacs --batch -l mevedel -f mevedel-batch-run -p PROMPT [OPTIONS]
+;; emacs --batch -l mevedel -f mevedel-batch-run -- -p PROMPT [OPTIONS]
 ;; (or the bin/mevedel wrapper) runs one session turn to completion
 ;; with the configured gptel backend and prints the final answer, or
 ;; with --json a JSON transcript: the messages, and every tool call
@@ -16,7 +16,7 @@
 ;;   --json                    print a JSON transcript instead of the answer
 ;;   --dir DIR                 workspace directory (default: the current one)
 ;;   --permission-mode MODE    ask (default), edits or full-auto
-;;   --init FILE               load FILE first (gptel backend settings);
+;;   --config FILE             load FILE first (gptel backend settings);
 ;;                             default $MEVEDEL_INIT, else
 ;;                             ~/.config/mevedel/init.el when it exists
 ;;   --demo                    talk to the offline demo model
@@ -26,6 +26,9 @@
 ;; that would ask is refused (the model is told so).  Exit status: 0
 ;; when the turn completed, 1 when it failed or timed out, 2 for a
 ;; usage error.
+;;
+;; The "--" keeps Emacs's own start-up from reading the options (it
+;; would take an abbreviated --init-directory, for one).
 
 ;;; Code:
 
@@ -65,7 +68,7 @@
                          (list (format "Unknown permission mode %s (ask, edits or full-auto)"
                                        mode))))
                (setq options (plist-put options :mode mode))))
-            ("--init" (setq options (plist-put options :init (value))))
+            ("--config" (setq options (plist-put options :init (value))))
             ("--demo" (setq options (plist-put options :demo t)))
             ("--timeout"
              (let ((seconds (string-to-number (value))))
@@ -78,7 +81,7 @@
       (signal 'mevedel-batch-usage (list "Missing -p PROMPT")))
     options))
 
-(defun mevedel-batch--init-file (options)
+(defun mevedel-batch--config-file (options)
   "Return the init file named by OPTIONS or the environment, or nil."
   (or (plist-get options :init)
       (let ((env (getenv "MEVEDEL_INIT")))
@@ -205,7 +208,7 @@ and :error (a message, or nil)."
     (unless (mevedel-chat-backend-effective chat)
       (signal 'mevedel-batch-usage
               (list "No gptel backend is configured: set `gptel-backend' in an init file \
-\(--init FILE, $MEVEDEL_INIT or ~/.config/mevedel/init.el) or use --demo")))
+\(--config FILE, $MEVEDEL_INIT or ~/.config/mevedel/init.el) or use --demo")))
     (unless (plist-get options :json)
       (mevedel-chat-observe chat #'mevedel-batch--progress))
     (mevedel-chat-send chat (plist-get options :prompt)
@@ -234,7 +237,7 @@ See the commentary of mevedel-batch.el for the arguments."
     (setq command-line-args-left nil)
     (condition-case err
         (let* ((options (mevedel-batch--parse-args args))
-               (init (mevedel-batch--init-file options)))
+               (init (mevedel-batch--config-file options)))
           (when init
             (unless (file-readable-p init)
               (signal 'mevedel-batch-usage (list (format "Cannot read init file %s" init))))
@@ -248,7 +251,7 @@ See the commentary of mevedel-batch.el for the arguments."
       (mevedel-batch-usage
        (message "mevedel: %s" (cadr err))
        (message "Usage: mevedel -p PROMPT [--json] [--dir DIR] [--permission-mode MODE] \
-\[--init FILE] [--demo] [--timeout SECONDS]")
+\[--config FILE] [--demo] [--timeout SECONDS]")
        (setq status 2))
       (error
        (message "mevedel: %s" (error-message-string err))

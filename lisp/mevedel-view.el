@@ -160,7 +160,8 @@ The transcript is read-only; type in the composer at the bottom.
 
 (defun mevedel-view--separator-text ()
   "Return the read-only line between the live zone and the composer."
-  (propertize (concat (substitute-command-keys
+  (propertize (concat "\n"
+                      (substitute-command-keys
                        "── \\<mevedel-view-mode-map>\\[mevedel-view-send] send · \
 \\[mevedel-view-abort] abort · \\[mevedel-view-history-previous]/\
 \\[mevedel-view-history-next] history · TAB on a row: expand ──")
