@@ -5,7 +5,10 @@
 
 ;;; Commentary:
 
-;; emacs --batch -l mevedel -f mevedel-batch-run -- -p PROMPT [OPTIONS]
+;; The command line
+;;
+;;   `emacs --batch -l mevedel -f mevedel-batch-run -- -p PROMPT [OPTIONS]'
+;;
 ;; (or the bin/mevedel wrapper) runs one session turn to completion
 ;; with the configured gptel backend and prints the final answer, or
 ;; with --json a JSON transcript: the messages, and every tool call
@@ -40,6 +43,7 @@
 
 (declare-function mevedel-view-segments "mevedel-view")
 (declare-function mevedel-demo-attach "mevedel-demo")
+(declare-function mevedel-demo-backend-usable-p "mevedel-demo")
 (declare-function mevedel-tool-render-status "mevedel-tool-render")
 
 (defcustom mevedel-batch-preview-chars 2000
@@ -202,13 +206,13 @@ and :error (a message, or nil)."
          (deadline (+ (float-time) (plist-get options :timeout))))
     (when (plist-get options :mode)
       (setf (mevedel-chat-permission-mode chat) (plist-get options :mode)))
-    (when (plist-get options :demo)
-      (require 'mevedel-demo)
-      (mevedel-demo-attach chat))
-    (unless (mevedel-chat-backend-effective chat)
-      (signal 'mevedel-batch-usage
-              (list "No gptel backend is configured: set `gptel-backend' in an init file \
-\(--config FILE, $MEVEDEL_INIT or ~/.config/mevedel/init.el) or use --demo")))
+    (require 'mevedel-demo)
+    (if (plist-get options :demo)
+        (mevedel-demo-attach chat)
+      (unless (mevedel-demo-backend-usable-p)
+        (signal 'mevedel-batch-usage
+                (list "No usable gptel backend: set `gptel-backend' (and its key) in a \
+config file (--config FILE, $MEVEDEL_INIT or ~/.config/mevedel/init.el), or use --demo"))))
     (unless (plist-get options :json)
       (mevedel-chat-observe chat #'mevedel-batch--progress))
     (mevedel-chat-send chat (plist-get options :prompt)

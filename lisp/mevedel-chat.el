@@ -131,8 +131,12 @@ That is the project.el project root, else DIRECTORY itself."
     (remhash (mevedel-chat-root chat) mevedel-chat--chats)))
 
 (defun mevedel-chat-backend-effective (chat)
-  "Return the gptel backend for the next turn of CHAT."
-  (or (mevedel-chat-backend chat) (default-value 'gptel-backend)))
+  "Return the gptel backend for the next turn of CHAT.
+That is CHAT's own backend, else `gptel-backend'; without either,
+gptel's default (OpenAI) is chosen and recorded in `gptel-backend'."
+  (or (mevedel-chat-backend chat)
+      (default-value 'gptel-backend)
+      (progn (gptel--sanitize-model) (default-value 'gptel-backend))))
 
 (defun mevedel-chat-model-effective (chat)
   "Return the gptel model for the next turn of CHAT."
@@ -284,8 +288,6 @@ ON-DONE, if non-nil, is called with CHAT and the outcome (`done',
   (let ((backend (mevedel-chat-backend-effective chat))
         (model (mevedel-chat-model-effective chat))
         (buffer (mevedel-chat-data-buffer chat)))
-    (unless backend
-      (user-error "No gptel backend is configured (see `gptel-backend')"))
     (push text (mevedel-chat-history chat))
     (with-current-buffer buffer
       (setq-local gptel-backend backend

@@ -14,6 +14,7 @@
 
 ;;; Code:
 
+(require 'auth-source)
 (require 'mevedel-chat)
 (require 'mevedel-scripted-model)
 
@@ -39,17 +40,24 @@
 
 (defun mevedel-demo-backend-usable-p (&optional backend)
   "Return non-nil when BACKEND (default `gptel-backend') can be used.
-A backend whose API key is configured but cannot be resolved (for
-example the default OpenAI backend without a key) is unusable."
+A backend whose API key is configured but cannot be resolved is
+unusable.  Without any backend gptel would use OpenAI: that is
+usable when `gptel-api-key' is a string or the auth source has a
+key for api.openai.com."
   (let ((backend (or backend (default-value 'gptel-backend))))
-    (and backend
-         (or (null (gptel-backend-key backend))
-             (condition-case nil
-                 (let ((gptel-backend backend)
-                       (inhibit-message t))
-                   (let ((key (gptel--get-api-key)))
-                     (and (stringp key) (not (string-empty-p key)))))
-               (error nil))))))
+    (if (null backend)
+        (or (and (stringp gptel-api-key) (not (string-empty-p gptel-api-key)))
+            (and (eq gptel-api-key #'gptel-api-key-from-auth-source)
+                 (auth-source-search :host "api.openai.com" :user "apikey"
+                                     :require '(:secret))
+                 t))
+      (or (null (gptel-backend-key backend))
+          (condition-case nil
+              (let ((gptel-backend backend)
+                    (inhibit-message t))
+                (let ((key (gptel--get-api-key)))
+                  (and (stringp key) (not (string-empty-p key)))))
+            (error nil))))))
 
 (defun mevedel-demo-attach (chat)
   "Point CHAT at the offline demo model, starting its server if needed."

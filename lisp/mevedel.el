@@ -64,9 +64,9 @@ demo model, a local scripted server, and sends a first prompt.
 ;;;###autoload
 (defun mevedel-batch-run ()
   "Run one headless session turn from the command line, print, and exit.
-Use as: emacs --batch -l mevedel -f mevedel-batch-run -- -p PROMPT
-\[--json] [--dir DIR] [--permission-mode MODE] [--config FILE] [--demo]
-\[--timeout SECONDS].  See also bin/mevedel."
+Run Emacs as `emacs --batch -l mevedel -f mevedel-batch-run -- -p
+PROMPT' with optional --json, --dir DIR, --permission-mode MODE,
+--config FILE, --demo and --timeout SECONDS.  See also bin/mevedel."
   (require 'mevedel-batch)
   (mevedel-batch-main))
 

@@ -87,19 +87,19 @@
                                :key (lambda (r) (alist-get 'id r)) :test #'equal)))
 
 (cl-defun mevedel-e2e-run (&key steps files (wire 'openai) (stream t) prompt
-                                 setup during (timeout 20))
+                                 setup during (timeout 20) (delay 0.001))
   "Run one session turn against the scripted model; return what happened.
 STEPS is the model script (with {{root}} for the workspace), FILES
 the workspace's files, WIRE and STREAM the backend's format, PROMPT
 the user's message (typed into the composer and sent with
 `mevedel-view-send').  SETUP is called with the chat before sending,
 DURING is called repeatedly with the chat and view while the turn
-runs.  Return a plist: :outcome :log :rows :transcript :rich-transcript
+runs.  DELAY is the server's pause between streamed chunks.  Return a plist: :outcome :log :rows :transcript :rich-transcript
 :ids :chat :view :root (the buffers are killed by then)."
   (mevedel-e2e-require-python)
   (let* ((root (mevedel-e2e-workspace files))
          (script (mevedel-e2e-write-script steps))
-         (server (mevedel-scripted-model-start script :vars `(("root" . ,root)) :delay 0.001))
+         (server (mevedel-scripted-model-start script :vars `(("root" . ,root)) :delay delay))
          (gptel-stream t)
          view chat outcome)
     (unwind-protect

@@ -224,7 +224,49 @@ shows two successful rows in call order and the final text."
       (should (= mevedel-e2e--note-runs 1))
       (should (string-match-p "✓ WriteNote" (cdr (car (plist-get run :rows))))))))
 
-;;;; Errors and abort
+;;;; Streaming and abort
+
+(ert-deftest mevedel-e2e:streaming-appends-without-rerender ()
+  "Streamed text reaches the view chunk by chunk; the turn is redrawn only
+at its start, when tool results arrive and at its end."
+  (let* ((chunks 0) (redraws 0) (full 0)
+         (count-text (lambda (event &rest _) (when (eq event 'text) (cl-incf chunks))))
+         (count-turn (lambda (&rest _) (cl-incf redraws)))
+         (count-full (lambda (&rest _) (cl-incf full)))
+         (long (mapconcat (lambda (n) (format "word%d" n)) (number-sequence 1 120) " ")))
+    (advice-add 'mevedel-view--render-turn :before count-turn)
+    (advice-add 'mevedel-view-rerender :before count-full)
+    (unwind-protect
+        (let ((run (mevedel-e2e-run
+                    :wire 'openai :stream t :prompt "Talk" :delay 0.01
+                    :setup (lambda (chat) (mevedel-chat-observe chat count-text))
+                    :steps `(((text . ,long))))))
+          (should (eq (plist-get run :outcome) 'done))
+          (should (> chunks 20))
+          (should (<= redraws 2))
+          (should (= full 1))           ;the new view's first drawing
+          (should (string-match-p "word1 word2 .* word120\n\\'" (plist-get run :transcript))))
+      (advice-remove 'mevedel-view--render-turn count-turn)
+      (advice-remove 'mevedel-view-rerender count-full))))
+
+(ert-deftest mevedel-e2e:abort-stops-the-turn ()
+  "C-c C-k during a slow stream ends the turn as aborted, with a notice."
+  (let* ((aborted nil)
+         (long (mapconcat (lambda (n) (format "w%d" n)) (number-sequence 1 400) " "))
+         (run (mevedel-e2e-run
+               :wire 'anthropic :stream t :prompt "Talk slowly" :delay 0.01
+               :during (lambda (chat view)
+                         (when (and (not aborted) (eq (mevedel-chat-status chat) 'streaming))
+                           (setq aborted t)
+                           (with-current-buffer view
+                             (call-interactively (key-binding (kbd "C-c C-k"))))))
+               :steps `(((text . ,long))))))
+    (should aborted)
+    (should (eq (plist-get run :outcome) 'abort))
+    (should (string-match-p "\\[Aborted\\]\n\\'" (plist-get run :transcript)))
+    (should-not (mevedel-chat-busy-p (plist-get run :chat)))))
+
+;;;; Errors
 
 (ert-deftest mevedel-e2e:request-error-ends-turn ()
   "An HTTP error from the model ends the turn with an error notice."

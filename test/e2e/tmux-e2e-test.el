@@ -108,5 +108,38 @@
       (delete-file script)
       (delete-directory root t))))
 
+(ert-deftest mevedel-tmux:make-run-offline-demo ()
+  "scripts/run.sh (what `make run' starts) without a backend runs the demo turn."
+  (unless (executable-find "tmux")
+    (ert-fail "tmux is required by this test but is not installed"))
+  (mevedel-e2e-require-python)
+  (let ((socket (format "mevedel-demo-%d" (emacs-pid)))
+        (home (make-temp-file "mevedel-demo-home" t)))
+    (unwind-protect
+        (progn
+          (mevedel-tmux-test--tmux
+           socket "-u" "new-session" "-d" "-s" "mevedel-test" "-x" "120" "-y" "45"
+           "-c" mevedel-test-root
+           (mapconcat #'shell-quote-argument
+                      (list "env" "-u" "DISPLAY" "-u" "WAYLAND_DISPLAY" "-u" "MEVEDEL_INIT"
+                            (concat "HOME=" home) (concat "XDG_CONFIG_HOME=" home "/.config")
+                            "LANG=C.UTF-8" "LC_ALL=C.UTF-8" "TERM=xterm-256color"
+                            (concat "EMACS=" (expand-file-name invocation-name
+                                                               invocation-directory))
+                            "bash" (expand-file-name "scripts/run.sh" mevedel-test-root))
+                      " "))
+          (let ((screen (mevedel-tmux-test--wait-for
+                         socket "That was a complete tool-using turn\\(?:.\\|\n\\)*── C-c C-c" 40)))
+            (should (string-match-p "\\[offline demo model\\]" screen))
+            (should (string-match-p "^❯ What is this project" screen))
+            (should (string-match-p "^This is the offline demo model" screen))
+            (should (string-match-p "^▸ ✓ Read README\\.md" screen))
+            (should (string-match-p "^▸ . Grep \"defun mevedel\"" screen))
+            (should (< (string-search "Read README.md" screen)
+                       (string-search "Grep \"defun mevedel\"" screen)
+                       (string-search "That was a complete" screen)))))
+      (ignore-errors (mevedel-tmux-test--tmux socket "kill-server"))
+      (delete-directory home t))))
+
 (provide 'tmux-e2e-test)
 ;;; tmux-e2e-test.el ends here
