@@ -25,7 +25,7 @@ test: deps ## Run every test: cargo tests, ERT, end-to-end; ends with "N passed,
 	@$(MAKE) --no-print-directory module
 	@bash scripts/test.sh
 
-run: deps ## Start Emacs with this checkout's mevedel loaded
+run: deps ## Start Emacs in M-x mevedel (offline demo model when no backend is set up)
 	@$(MAKE) --no-print-directory module
 	@bash scripts/run.sh
 
