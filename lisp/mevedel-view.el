@@ -217,6 +217,11 @@ The transcript is read-only; type in the composer at the bottom.
           :result result
           :render-data nil)))
 
+(defconst mevedel-view--block-line-regexp
+  "^[ \t]*#\\+\\(?:begin\\|end\\)_\\(?:tool\\|reasoning\\).*\n?"
+  "Lines framing tool results and reasoning in Org data buffers.
+gptel strips them before sending; so does the view.")
+
 (defun mevedel-view-segments (buffer &optional start end)
   "Return the transcript segments of data BUFFER between START and END.
 They default to the buffer's beginning and end.  Each segment is a
@@ -243,8 +248,11 @@ plist with :type `user', `response', `tool' or `notice'."
              ((eq (car-safe prop) 'tool)
               (push (mevedel-view--tool-segment (cdr prop) text) segments))
              ((null prop)
-              (let ((clean (string-trim (string-remove-prefix
-                                         prefix (string-trim-left text)))))
+              (let ((clean (string-trim
+                            (string-remove-prefix
+                             prefix (string-trim-left
+                                     (replace-regexp-in-string
+                                      mevedel-view--block-line-regexp "" text))))))
                 (unless (string-empty-p clean)
                   (push (list :type 'user :text clean) segments)))))
             (setq pos next)))
@@ -312,7 +320,10 @@ plist with :type `user', `response', `tool' or `notice'."
      (let ((row (mevedel-view--row-text segment)))
        (when row
          (mevedel-view--begin-block 'tool)
-         (mevedel-view--append (propertize row 'mevedel-row (plist-get segment :id))))))))
+         (mevedel-view--append (propertize row 'mevedel-row (plist-get segment :id))))))
+    ('group
+     (mevedel-view--begin-block 'tool)
+     (mevedel-view--append (mevedel-view--group-text segment)))))
 
 (defun mevedel-view--expanded-p (id row)
   "Return non-nil when the row of call ID with ROW plist is expanded."
@@ -331,8 +342,8 @@ plist with :type `user', `response', `tool' or `notice'."
       (propertize glyph 'face face))))
 
 (defun mevedel-view--indent (text)
-  "Return TEXT with every line indented by four spaces."
-  (replace-regexp-in-string "^" "    " text))
+  "Return TEXT with every non-empty line indented by four spaces."
+  (replace-regexp-in-string "^\\(.\\)" "    \\1" text))
 
 (defun mevedel-view--body-text (body mode)
   "Return BODY for display, fontified as MODE when MODE is non-nil."
@@ -397,10 +408,66 @@ in flight)."
 
 ;;;; Rendering
 
+(defun mevedel-view--coalesce-key (segment)
+  "Return the coalesce key of tool SEGMENT's row, or nil."
+  (and (eq (plist-get segment :type) 'tool)
+       (plist-get (mevedel-tool-render-row (plist-get segment :name) (plist-get segment :args)
+                                           (plist-get segment :result)
+                                           (plist-get segment :render-data) t)
+                  :coalesce-key)))
+
+(defun mevedel-view--coalesce (segments)
+  "Return SEGMENTS, grouping consecutive tool rows with equal coalesce keys.
+A group is a segment (:type group :id FIRST-ID :members SEGMENTS)."
+  (let (result)
+    (while segments
+      (let* ((segment (pop segments))
+             (key (mevedel-view--coalesce-key segment)))
+        (if (not key)
+            (push segment result)
+          (let ((members (list segment)))
+            (while (and segments (equal (mevedel-view--coalesce-key (car segments)) key))
+              (push (pop segments) members))
+            (push (if (cdr members)
+                      (list :type 'group :id (plist-get segment :id)
+                            :members (nreverse members))
+                    segment)
+                  result)))))
+    (nreverse result)))
+
+(defun mevedel-view--group-text (group)
+  "Return the text of the coalesced GROUP of tool rows."
+  (let* ((id (plist-get group :id))
+         (members (plist-get group :members))
+         (rows (mapcar (lambda (segment)
+                         (mevedel-tool-render-row (plist-get segment :name)
+                                                  (plist-get segment :args)
+                                                  (plist-get segment :result)
+                                                  (plist-get segment :render-data) t))
+                       members))
+         (status (cl-find-if (lambda (status)
+                               (cl-some (lambda (row) (eq (plist-get row :status) status)) rows))
+                             '(error denied warning success)))
+         (expanded (eq (gethash (concat "group:" id) mevedel-view--expanded) t)))
+    (concat
+     (propertize
+      (concat (if expanded "▾ " "▸ ") (mevedel-view--glyph (or status 'success)) " "
+              (propertize (plist-get (car rows) :header) 'face 'mevedel-view-tool-header)
+              (propertize (format "  (+%d more)" (1- (length rows))) 'face 'shadow)
+              "\n")
+      'keymap mevedel-view-row-map 'mouse-face 'highlight 'mevedel-group id
+      'help-echo "TAB to show or hide the calls of this group")
+     (when expanded
+       (mapconcat (lambda (segment)
+                    (propertize (or (mevedel-view--row-text segment) "")
+                                'mevedel-row (plist-get segment :id)))
+                  members "")))))
+
 (defun mevedel-view--insert-segments (data-start data-end)
   "Append the segments of the data buffer between DATA-START and DATA-END."
-  (dolist (segment (mevedel-view-segments (mevedel-chat-data-buffer mevedel-view--chat)
-                                          data-start data-end))
+  (dolist (segment (mevedel-view--coalesce
+                    (mevedel-view-segments (mevedel-chat-data-buffer mevedel-view--chat)
+                                           data-start data-end)))
     (let ((begin (marker-position mevedel-view--transcript-end))
           (inhibit-read-only t))
       (mevedel-view--insert-segment segment)
@@ -622,17 +689,30 @@ in flight)."
   "Expand or collapse the tool row at point (or at mouse EVENT)."
   (interactive (list last-nonmenu-event))
   (when (mouse-event-p event) (mouse-set-point event))
-  (let ((id (get-text-property (point) 'mevedel-row)))
-    (unless id (user-error "No tool row here"))
-    (let ((segment (mevedel-view--find-tool (mevedel-chat-data-buffer mevedel-view--chat) id)))
-      (unless segment (user-error "This call has not finished yet"))
-      (let* ((summary (mevedel-tool-render-row (plist-get segment :name) (plist-get segment :args)
-                                               (plist-get segment :result)
-                                               (plist-get segment :render-data) t))
-             (expanded (mevedel-view--expanded-p id summary)))
-        (when (plist-get summary :expandable-p)
-          (puthash id (if expanded 'collapsed t) mevedel-view--expanded)
-          (mevedel-view--redraw-row id segment))))))
+  (let ((id (get-text-property (point) 'mevedel-row))
+        (group (get-text-property (point) 'mevedel-group)))
+    (unless (or id group) (user-error "No tool row here"))
+    (if group
+        (let ((key (concat "group:" group)))
+          (puthash key (if (eq (gethash key mevedel-view--expanded) t) 'collapsed t)
+                   mevedel-view--expanded)
+          (mevedel-view-rerender)
+          (goto-char (point-min))
+          (when-let* ((match (text-property-search-forward 'mevedel-group group t)))
+            (goto-char (prop-match-beginning match))))
+      (mevedel-view--toggle-call id))))
+
+(defun mevedel-view--toggle-call (id)
+  "Expand or collapse the row of the tool call ID."
+  (let ((segment (mevedel-view--find-tool (mevedel-chat-data-buffer mevedel-view--chat) id)))
+    (unless segment (user-error "This call has not finished yet"))
+    (let* ((summary (mevedel-tool-render-row (plist-get segment :name) (plist-get segment :args)
+                                             (plist-get segment :result)
+                                             (plist-get segment :render-data) t))
+           (expanded (mevedel-view--expanded-p id summary)))
+      (when (plist-get summary :expandable-p)
+        (puthash id (if expanded 'collapsed t) mevedel-view--expanded)
+        (mevedel-view--redraw-row id segment)))))
 
 (defun mevedel-view--redraw-row (id segment)
   "Redraw the transcript row of call ID from its data SEGMENT."
@@ -641,13 +721,15 @@ in flight)."
                   (goto-char (point-min))
                   (text-property-search-forward 'mevedel-row id t))))
     (when match
-      (let ((start (prop-match-beginning match))
-            (end (prop-match-end match)))
+      (let* ((start (prop-match-beginning match))
+             (end (prop-match-end match))
+             (last (= end mevedel-view--transcript-end)))
         (goto-char start)
         (delete-region start end)
         (insert (propertize (or (mevedel-view--row-text segment) "")
                             'mevedel-row id 'mevedel-kind 'tool
                             'read-only t 'front-sticky '(read-only)))
+        (when last (set-marker mevedel-view--transcript-end (point)))
         (goto-char start)))))
 
 ;;;; Composer

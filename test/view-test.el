@@ -152,6 +152,49 @@
       (goto-char (point-min))
       (should-error (insert "x") :type 'text-read-only))))
 
+(ert-deftest mevedel-view:coalesced-hidden-preview-and-child-rows ()
+  (let ((mevedel-tool-render--renderers (copy-sequence mevedel-tool-render--renderers)))
+    (mevedel-tool-render-register
+     "Ping" (lambda (_name args result _data)
+              (list :header (format "Ping %s" (plist-get args :host)) :body result
+                    :expandable-p t :initially-collapsed-p t :coalesce-key "ping")))
+    (mevedel-tool-render-register "Quiet" (lambda (&rest _) '(:header "q" :hidden-p t)))
+    (mevedel-tool-render-register
+     "Tree" (lambda (&rest _)
+              '(:header "Tree" :body "tree result" :preview-body "peek"
+                        :expandable-p t :initially-collapsed-p t
+                        :child-calls (("Ping" (:host "child") "pong" nil)))))
+    (mevedel-view-test--with-view view
+      (with-current-buffer (mevedel-chat-data-buffer (mevedel-view-chat view))
+        (goto-char (point-max))
+        (insert "\n"
+                (mevedel-view-test--tool-text "p1" "Ping" '(:host "a") "pong a")
+                (mevedel-view-test--tool-text "p2" "Ping" '(:host "b") "Error: unreachable")
+                (mevedel-view-test--tool-text "p3" "Ping" '(:host "c") "pong c")
+                (mevedel-view-test--tool-text "q1" "Quiet" nil "nothing")
+                (mevedel-view-test--tool-text "t1" "Tree" nil "tree result")))
+      (with-current-buffer view
+        (mevedel-view-rerender)
+        (let ((text (buffer-substring-no-properties (point-min) mevedel-view--transcript-end)))
+          ;; Three Pings make one group; its marker is the worst status.
+          (should (string-match-p "^▸ × Ping a  (\\+2 more)$" text))
+          (should-not (string-match-p "Ping b" text))
+          ;; Hidden rows are not drawn; a collapsed row shows its preview.
+          (should-not (string-match-p "^. . q$" text))
+          (should (string-match-p "^▸ ✓ Tree\n    peek\n" text)))
+        (goto-char (point-min))
+        (search-forward "Ping a")
+        (mevedel-view-toggle-row)
+        (let ((text (buffer-substring-no-properties (point-min) mevedel-view--transcript-end)))
+          (should (string-match-p "^▾ × Ping a  (\\+2 more)\n▸ ✓ Ping a\n▸ × Ping b\n▸ ✓ Ping c\n"
+                                  text)))
+        (goto-char (point-min))
+        (search-forward "Tree")
+        (mevedel-view-toggle-row)
+        (should (string-match-p "^▾ ✓ Tree\n    tree result\n    ▸ ✓ Ping child\n"
+                                (buffer-substring-no-properties (point-min)
+                                                                mevedel-view--transcript-end)))))))
+
 (ert-deftest mevedel-view:composer-history-and-keys ()
   (mevedel-view-test--with-view view
     (with-current-buffer view

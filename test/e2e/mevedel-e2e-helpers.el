@@ -87,14 +87,16 @@
                                :key (lambda (r) (alist-get 'id r)) :test #'equal)))
 
 (cl-defun mevedel-e2e-run (&key steps files (wire 'openai) (stream t) prompt
-                                 setup during (timeout 20) (delay 0.001))
+                                 setup during inspect (timeout 20) (delay 0.001))
   "Run one session turn against the scripted model; return what happened.
 STEPS is the model script (with {{root}} for the workspace), FILES
 the workspace's files, WIRE and STREAM the backend's format, PROMPT
 the user's message (typed into the composer and sent with
 `mevedel-view-send').  SETUP is called with the chat before sending,
 DURING is called repeatedly with the chat and view while the turn
-runs.  DELAY is the server's pause between streamed chunks.  Return a plist: :outcome :log :rows :transcript :rich-transcript
+runs.  INSPECT is called with the chat and view after the turn; its
+value is returned as :inspected.  DELAY is the server's pause between
+streamed chunks.  Return a plist: :outcome :log :rows :transcript :rich-transcript
 :ids :chat :view :root (the buffers are killed by then)."
   (mevedel-e2e-require-python)
   (let* ((root (mevedel-e2e-workspace files))
@@ -126,6 +128,7 @@ runs.  DELAY is the server's pause between streamed chunks.  Return a plist: :ou
                 :transcript (mevedel-e2e-transcript-text view)
                 :rich-transcript (mevedel-e2e-transcript-text view t)
                 :ids (mevedel-e2e-data-ids chat)
+                :inspected (and inspect (funcall inspect chat view))
                 :chat chat :view view :root root))
       (mevedel-scripted-model-stop server)
       (when (buffer-live-p view) (kill-buffer view))

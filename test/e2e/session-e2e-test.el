@@ -224,6 +224,38 @@ shows two successful rows in call order and the final text."
       (should (= mevedel-e2e--note-runs 1))
       (should (string-match-p "✓ WriteNote" (cdr (car (plist-get run :rows))))))))
 
+;;;; Org data buffers
+
+(ert-deftest mevedel-e2e:org-data-buffer ()
+  "With `gptel-default-mode' Org, results are escaped in the data buffer
+and unescaped in the view; block lines never show as user text."
+  (let* ((gptel-default-mode 'org-mode)
+         (content "* heading\n#+begin_src sh\necho hi\n#+end_src\n")
+         (run (mevedel-e2e-run
+               :wire 'anthropic :stream t :prompt "Read it"
+               :files `(("notes.org" . ,content))
+               :steps `(((tool_calls . [((name . "Read")
+                                         (arguments . ((file_path . "{{root}}notes.org"))))]))
+                        ((expect . ((results . [((contains . "* heading"))
+                                                ])))
+                         (text . "It has **one** heading.")))
+               :inspect (lambda (chat view)
+                          (list (with-current-buffer (mevedel-chat-data-buffer chat)
+                                  (derived-mode-p 'org-mode))
+                                (with-current-buffer view
+                                  (goto-char (point-min))
+                                  (search-forward "Read notes.org")
+                                  (mevedel-view-toggle-row)
+                                  (buffer-substring-no-properties
+                                   (point-min) mevedel-view--transcript-end)))))))
+    (should (eq (plist-get run :outcome) 'done))
+    (should (car (plist-get run :inspected)))
+    (let ((expanded (cadr (plist-get run :inspected))))
+      (should (string-match-p "\t\\* heading$" expanded))
+      (should (string-match-p "\t#\\+begin_src sh$" expanded))
+      (should-not (string-match-p "begin_tool" expanded))
+      (should (string-match-p "It has \\*one\\* heading\\." expanded)))))
+
 ;;;; Streaming and abort
 
 (ert-deftest mevedel-e2e:streaming-appends-without-rerender ()
