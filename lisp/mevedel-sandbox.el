@@ -54,19 +54,33 @@ hosts where bubblewrap misbehaves."
 
 ;;;; Requests
 
+(defvar mevedel-sandbox--helper-cache nil
+  "(MODULE-DIRECTORY-SETTING . HELPER-FILE) from the last lookup.
+Finding the module directory walks the file system, so requests reuse
+the answer while `mevedel-core-module-directory' stays the same.")
+
+(defun mevedel-sandbox--helper ()
+  "Return the sandbox helper binary's file name."
+  (unless (and mevedel-sandbox--helper-cache
+               (equal (car mevedel-sandbox--helper-cache) mevedel-core-module-directory))
+    (setq mevedel-sandbox--helper-cache
+          (cons mevedel-core-module-directory (mevedel-core-sandbox-helper-file))))
+  (cdr mevedel-sandbox--helper-cache))
+
 (defun mevedel-sandbox-request (&rest args)
   "Return a sandbox request plist: ARGS over the user's defaults.
 ARGS are keys of `mevedel-core--sandbox-request-keys', e.g. :command
 \(a list of strings), :cwd, :writable (list of directories), :network,
 :extra-write.  Defaults: `mevedel-sandbox-mode', `mevedel-sandbox-backend',
-the home directory, `process-environment' and its PATH, the probe
-timeout, and the local target."
+the home directory, `process-environment' and its PATH, the helper next
+to the module, the probe timeout, and the local target."
   (let ((request (copy-sequence args)))
     (dolist (default `((:mode . ,mevedel-sandbox-mode)
                        (:backend . ,mevedel-sandbox-backend)
                        (:home . ,(expand-file-name "~"))
                        (:env . ,process-environment)
                        (:path . ,(getenv "PATH"))
+                       (:helper . ,(mevedel-sandbox--helper))
                        (:target . "local")
                        (:probe-timeout-ms
                         . ,(round (* 1000 mevedel-sandbox-probe-timeout)))))
