@@ -176,9 +176,10 @@ The transcript is read-only; type in the composer at the bottom.
              (model (mevedel-chat-model-effective chat))
              (label (mevedel-chat-label chat)))
         (concat " mevedel · " (mevedel-chat-name chat) " · "
-                (if backend (gptel-backend-name backend) "no backend")
-                (if model (format " / %s" model) "")
-                (if label (concat " " (propertize (format "[%s]" label) 'face 'warning)) "")
+                (cond (label (propertize (format "[%s]" label) 'face 'warning))
+                      (backend (concat (gptel-backend-name backend)
+                                       (if model (format " / %s" model) "")))
+                      (t "no backend"))
                 " · " (mevedel-view--status-text chat)
                 " · " (format "permissions: %s" (mevedel-chat-permission-mode chat))))
     " mevedel"))
