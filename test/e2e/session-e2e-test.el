@@ -224,6 +224,32 @@ shows two successful rows in call order and the final text."
       (should (= mevedel-e2e--note-runs 1))
       (should (string-match-p "✓ WriteNote" (cdr (car (plist-get run :rows))))))))
 
+(ert-deftest mevedel-e2e:card-always-allows-for-the-session ()
+  "Pressing `a' allows this tool for the rest of the session: no second card."
+  (mevedel-e2e--with-note-tool
+    (let* ((cards 0)
+           (run (mevedel-e2e-run
+                 :wire 'openai :stream t :prompt "Write two notes"
+                 :during (mevedel-e2e--answer-card "a")
+                 :setup (lambda (chat)
+                          (mevedel-chat-observe
+                           chat (lambda (event &rest _)
+                                  (when (eq event 'permission) (cl-incf cards)))))
+                 :steps `(((tool_calls . [((name . "WriteNote")
+                                           (arguments . ((file . "{{root}}one.txt")
+                                                         (text . "1"))))]))
+                          ((expect . ((results . [((contains . "Wrote"))])))
+                           (tool_calls . [((name . "WriteNote")
+                                           (arguments . ((file . "{{root}}two.txt")
+                                                         (text . "2"))))]))
+                          ((expect . ((results . [((contains . "Wrote"))])))
+                           (text . "Both written."))))))
+      (should (eq (plist-get run :outcome) 'done))
+      (should (= mevedel-e2e--note-runs 2))
+      (should (= cards 1))
+      (should (equal (mevedel-chat-session-rules (plist-get run :chat))
+                     '((allow "WriteNote")))))))
+
 ;;;; Org data buffers
 
 (ert-deftest mevedel-e2e:org-data-buffer ()
