@@ -455,6 +455,15 @@ Pending permission requests are dropped and late tool results ignored."
 
 ;;;; Running mevedel tools from gptel
 
+(defun mevedel-chat--sort-pending (chat requests)
+  "Return permission REQUESTS of CHAT in the model's call order."
+  (let ((order (and (mevedel-chat-fsm chat)
+                    (plist-get (gptel-fsm-info (mevedel-chat-fsm chat)) :mevedel-call-order))))
+    (cl-stable-sort requests #'<
+                    :key (lambda (request)
+                           (or (cl-position (plist-get request :id) order :test #'equal)
+                               most-positive-fixnum)))))
+
 (cl-defun mevedel-chat-authorize (chat record &key paths read-only-p edits-p callback)
   "Decide whether the call RECORD of CHAT may run; call CALLBACK with the answer.
 PATHS, READ-ONLY-P and EDITS-P describe the call (see
@@ -494,7 +503,8 @@ function takes `once', `session' or `deny'.  Without a prompter
                               (_ (funcall callback
                                           (mevedel-permissions-refusal tool 'user))))))))
            (setf (mevedel-chat-pending chat)
-                 (append (mevedel-chat-pending chat) (list request)))
+                 (mevedel-chat--sort-pending chat (append (mevedel-chat-pending chat)
+                                                          (list request))))
            (mevedel-chat--notify chat 'permission request)
            (funcall (mevedel-chat-prompter chat) chat request)))))))
 
