@@ -7,12 +7,15 @@
 //! they hold no logic of their own.
 
 mod channel;
+mod codec;
 mod convert;
 mod errors;
 mod exec;
 mod guard;
 mod sandbox;
 mod selftest;
+mod store;
+mod text;
 
 use emacs::{Env, Result};
 

@@ -246,12 +246,24 @@ fn network_datum(granted: bool) -> Datum {
     Datum::Symbol(if granted { "granted" } else { "denied" }.into())
 }
 
+/// "NAME=VALUE" entries as Emacs's `process-environment' means them: the
+/// first entry for a name wins, and a bare "NAME" removes the variable.
 fn split_env(env: &[String]) -> Vec<(OsString, OsString)> {
-    env.iter()
-        .filter_map(|kv| kv.split_once('='))
-        .filter(|(k, _)| !k.is_empty())
-        .map(|(k, v)| (k.into(), v.into()))
-        .collect()
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for entry in env {
+        let (name, value) = match entry.split_once('=') {
+            Some((name, value)) => (name, Some(value)),
+            None => (entry.as_str(), None),
+        };
+        if name.is_empty() || !seen.insert(name) {
+            continue;
+        }
+        if let Some(value) = value {
+            out.push((name.into(), value.into()));
+        }
+    }
+    out
 }
 
 fn set_env(env: &mut Option<Vec<(OsString, OsString)>>, name: &str, value: &Path) {
@@ -262,6 +274,14 @@ fn set_env(env: &mut Option<Vec<(OsString, OsString)>>, name: &str, value: &Path
 
 /// Decide and build the launch of REQUEST given PROBE.
 pub fn prepare_with(request: &Request, probe: &Probe, scanner: &scan::Scanner) -> Result<Prepared> {
+    if let Some(dir) = &request.cwd
+        && !dir.is_absolute()
+    {
+        return Err(Error::new(
+            ErrorKind::Sandbox,
+            format!("working directory {} is not absolute", dir.display()),
+        ));
+    }
     let policy = request.policy();
     let decision = policy::decide(&policy, probe);
     let mut env = request.env.as_deref().map(split_env);
@@ -843,6 +863,12 @@ mod tests {
         let outcome = run(refused, &Owner::new(), Limits::of(&req));
         assert!(matches!(outcome.start, Start::Refused(_)));
         req.mode = Mode::Off;
+        req.cwd = Some("relative/dir".into());
+        let err = prepare_with(&req, &probe(true, true), &scanner)
+            .err()
+            .unwrap_or_else(|| panic!("relative cwd accepted"));
+        assert!(err.message.contains("relative/dir is not absolute"));
+        req.cwd = Some(ws.clone());
         let direct =
             prepare_with(&req, &probe(true, true), &scanner).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(text(&direct.argv), "true");
@@ -899,6 +925,17 @@ mod tests {
         assert_eq!(outcome.output_bytes, 5000);
         assert!(outcome.truncated);
         assert!(outcome.duration < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn environment_follows_process_environment_rules() {
+        let env: Vec<String> = ["A=1", "B", "A=2", "B=3", "C=x=y", "=bad"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            split_env(&env),
+            vec![("A".into(), "1".into()), ("C".into(), "x=y".into())]
+        );
     }
 
     #[test]
