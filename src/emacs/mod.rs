@@ -13,6 +13,7 @@ mod errors;
 mod exec;
 mod guard;
 mod sandbox;
+mod schema;
 mod selftest;
 mod store;
 mod text;
