@@ -24,6 +24,11 @@
 ;;
 ;; While gptel invokes tool functions, `mevedel-chat-dispatched-call'
 ;; tells a tool function which record it serves.
+;;
+;; Registered tools run through the pipeline (mevedel-pipeline.el);
+;; `mevedel-chat-install' gives it this file's permission decision
+;; (rules, the tool's own check, the chat's mode) and prompt (a card in
+;; the chat's view, or a refusal when nobody can answer).
 
 ;;; Code:
 
@@ -32,7 +37,10 @@
 (require 'project)
 (require 'gptel)
 (require 'mevedel-permissions)
+(require 'mevedel-pipeline)
+(require 'mevedel-render-data)
 (require 'mevedel-session)
+(require 'mevedel-tool-registry)
 
 (defgroup mevedel-chat nil
   "Agent sessions."
@@ -73,7 +81,7 @@ FUNCTION is called with the chat and returns a list of `gptel-tool's."
   permission-mode session-rules
   backend model label
   observers prompter history
-  live-calls pending)
+  live-calls pending cancellers)
 
 (defvar mevedel-chat--chats (make-hash-table :test #'equal)
   "Live chats by workspace root.")
@@ -121,6 +129,8 @@ That is the project.el project root, else DIRECTORY itself."
       (setq-local gptel-include-tool-results t)
       (setq-local gptel-confirm-tool-calls nil)
       (setq-local gptel-use-tools t)
+      ;; Registered tools called from here run through the pipeline.
+      (setq-local mevedel-tool-dispatch-function #'mevedel-chat-dispatch)
       (add-hook 'kill-buffer-hook #'mevedel-chat--data-buffer-killed nil t))
     buffer))
 
@@ -256,6 +266,37 @@ nil outside a dispatch."
       (mevedel-chat--set-status chat 'tools)
       (mevedel-chat--notify chat 'tools-start (mevedel-chat-live-calls chat)))))
 
+(defun mevedel-chat--handle-results-ready (fsm)
+  "Keep render-data out of the tool results FSM sends to the model.
+Each call's full result (render-data block included) is kept under
+:mevedel-result for the data buffer."
+  (dolist (record (plist-get (gptel-fsm-info fsm) :tool-use))
+    (let ((result (plist-get record :result)))
+      (when (and (stringp result) (not (plist-member record :mevedel-result)))
+        (plist-put record :mevedel-result result)
+        (plist-put record :result
+                   (mevedel-render-data-strip result (plist-get record :id)))))))
+
+(defun mevedel-chat--strip-render-data ()
+  "Remove render-data blocks from the tool results of this prompt buffer.
+A prompt transform: each block bound to its own call's ID goes, so
+render-data never reaches the model."
+  (let ((regions nil) (pos (point-min)))
+    (while (< pos (point-max))
+      (let ((next (next-single-property-change pos 'gptel nil (point-max)))
+            (value (get-text-property pos 'gptel)))
+        (when (eq (car-safe value) 'tool)
+          (push (list pos next (cdr value)) regions))
+        (setq pos next)))
+    (pcase-dolist (`(,start ,end ,id) regions)
+      (let* ((text (buffer-substring start end))
+             (stripped (mevedel-render-data-strip text id)))
+        (unless (eq stripped text)
+          (save-excursion
+            (goto-char start)
+            (delete-region start end)
+            (insert stripped)))))))
+
 (defun mevedel-chat--handle-tools-dispatched (_fsm)
   "Forget the dispatch queue once gptel has invoked every tool function."
   (setq mevedel-chat--dispatch nil))
@@ -263,9 +304,13 @@ nil outside a dispatch."
 ;;;; Sending a turn
 
 (defun mevedel-chat--handlers ()
-  "Return the state handlers of a mevedel turn: gptel-send's plus ours."
+  "Return the state handlers of a mevedel turn: gptel-send's plus ours.
+Ours go first (:before), last (:after), or right before one of
+gptel's handlers ((:before FUNCTION))."
   (let ((handlers (copy-tree gptel-send--handlers)))
-    (dolist (extra `((TOOL :before ,#'mevedel-chat--handle-tools-start)
+    (dolist (extra `((TRET (:before ,#'gptel--handle-tool-result)
+                           ,#'mevedel-chat--handle-results-ready)
+                     (TOOL :before ,#'mevedel-chat--handle-tools-start)
                      (TOOL :after ,#'mevedel-chat--handle-tools-dispatched)
                      (WAIT :after ,#'mevedel-chat--handle-wait)
                      (DONE :after ,#'mevedel-chat--handle-done)
@@ -276,9 +321,14 @@ nil outside a dispatch."
           (unless entry
             (setq entry (list state))
             (push entry handlers))
-          (setcdr entry (if (eq where :before)
-                            (cons function (cdr entry))
-                          (append (cdr entry) (list function)))))))
+          (setcdr entry
+                  (pcase where
+                    (:before (cons function (cdr entry)))
+                    (:after (append (cdr entry) (list function)))
+                    (`(:before ,other)
+                     (let ((tail (memq other (cdr entry))))
+                       (append (butlast (cdr entry) (length tail))
+                               (list function) tail))))))))
     handlers))
 
 (cl-defun mevedel-chat-send (chat text &key on-done)
@@ -319,7 +369,8 @@ ON-DONE, if non-nil, is called with CHAT and the outcome (`done',
           :stream gptel-stream
           :callback #'mevedel-chat--callback
           :context chat
-          :transforms gptel-prompt-transform-functions
+          :transforms (append gptel-prompt-transform-functions
+                              (list #'mevedel-chat--strip-render-data))
           :fsm fsm)
         (plist-put (gptel-fsm-info fsm) :mevedel-call-order nil)
         turn))))
@@ -367,7 +418,9 @@ arguments and result are its own."
                              (gptel--make-tool-internal :name name :function #'ignore
                                                         :description "Unknown tool" :include t))
                          (plist-get record :args)
-                         (plist-get record :result)))
+                         (if (plist-member record :mevedel-result)
+                             (plist-get record :mevedel-result)
+                           (plist-get record :result))))
              info)))
       (plist-put info :tool-use all))
     (setf (mevedel-chat-live-calls chat) nil)
@@ -395,7 +448,8 @@ Notices are never sent to the model."
     (setf (mevedel-chat-turn chat) nil
           (mevedel-chat-on-done chat) nil
           (mevedel-chat-live-calls chat) nil
-          (mevedel-chat-pending chat) nil)
+          (mevedel-chat-pending chat) nil
+          (mevedel-chat-cancellers chat) nil)
     (mevedel-chat--set-status chat (pcase outcome ('done 'idle) (_ outcome))
                               (mevedel-chat-status-detail chat))
     (mevedel-chat--notify chat 'turn-end outcome)
@@ -443,21 +497,125 @@ Notices are never sent to the model."
 
 (defun mevedel-chat-abort (chat)
   "Abort CHAT's running turn, if any.
-Pending permission requests are dropped and late tool results ignored."
+The request stops first; then the turn's tool calls are cancelled,
+which withdraws their permission cards.  Return non-nil when a turn
+was running."
   (when-let* (((mevedel-chat-turn chat))
               (fsm (mevedel-chat-fsm chat)))
-    (dolist (request (mevedel-chat-pending chat))
-      (mevedel-chat--notify chat 'permission-settled request))
-    (setf (mevedel-chat-pending chat) nil)
-    (let ((buffer (mevedel-chat-data-buffer chat)))
+    (let ((buffer (mevedel-chat-data-buffer chat))
+          (cancellers (mevedel-chat-cancellers chat)))
       (if (cl-find-if (lambda (entry) (eq (cadr entry) fsm)) gptel--request-alist)
           (let ((inhibit-message t)) (gptel-abort buffer))
         ;; Between network requests (tools running): no process to kill.
         (plist-put (gptel-fsm-info fsm) :callback #'ignore)
-        (gptel--fsm-transition fsm 'ABRT)))
+        (gptel--fsm-transition fsm 'ABRT))
+      ;; The turn is over: settle its tool calls (and their cards).
+      (mapc #'funcall cancellers))
     t))
 
-;;;; Running mevedel tools from gptel
+;;;; Tools, permissions and the pipeline
+
+(defun mevedel-chat-registry-tools (_chat)
+  "Return the gptel tools of every registered mevedel tool."
+  (delq nil (mapcar #'mevedel-tool-gptel-tool (mevedel-tool-all))))
+
+(defun mevedel-chat-of-buffer (buffer)
+  "Return the chat whose data buffer is BUFFER, or nil."
+  (and (buffer-live-p buffer)
+       (let ((chat (buffer-local-value 'mevedel-chat--owner buffer)))
+         (and (mevedel-chat-p chat) chat))))
+
+(defun mevedel-chat-tool-paths (tool args)
+  "Return the file paths a call of TOOL with ARGS touches.
+TOOL's :get-paths or :get-path decide when it has them; otherwise the
+ordinary paths among its `path' and `path-or-resource' arguments."
+  (let ((paths (cond ((mevedel-tool-get-paths tool)
+                      (funcall (mevedel-tool-get-paths tool) args))
+                     ((mevedel-tool-get-path tool)
+                      (list (funcall (mevedel-tool-get-path tool) args)))
+                     (t (cl-loop for (name type) in (mevedel-tool-args tool)
+                                 when (memq type '(path path-or-resource))
+                                 collect (plist-get args (intern (format ":%s" name))))))))
+    (cl-remove-if-not (lambda (path)
+                        (and (stringp path) (not (string-empty-p path))
+                             (not (string-match-p "\\`[a-z][a-z0-9+.-]*://" path))))
+                      (ensure-list paths))))
+
+(defun mevedel-chat-permission (context)
+  "Decide the permission of the tool call CONTEXT (a pipeline context).
+In a chat's data buffer, the user's rules decide first, then the
+tool's own :check-permission (which `full-auto' cannot override with
+a deny), then the chat's permission mode.  Elsewhere the pipeline's
+default decides."
+  (let ((chat (mevedel-chat-of-buffer (plist-get context :data-buffer))))
+    (if (not chat)
+        (mevedel-pipeline-permission-default context)
+      (let* ((tool (plist-get context :tool))
+             (args (plist-get context :args))
+             (name (mevedel-tool-name tool))
+             (mode (mevedel-chat-permission-mode chat))
+             (root (mevedel-chat-root chat))
+             (paths (mevedel-chat-tool-paths tool args))
+             (rules (append (mapcar #'mevedel-permissions-check-rule mevedel-permission-rules)
+                            (mevedel-permissions-workspace-rules root)
+                            (mevedel-chat-session-rules chat)))
+             (by-rule (mevedel-permissions-rule-decision rules name paths root))
+             (own (and (not by-rule) (mevedel-tool-check-permission tool)
+                       (funcall (mevedel-tool-check-permission tool) args)))
+             (decision
+              (or by-rule
+                  (pcase own
+                    ((or 'deny `(deny . ,_)) own)
+                    ((or 'allow 'ask) (if (eq mode 'full-auto) 'allow own)))
+                  (mevedel-permissions-decide
+                   name :paths paths :root root :mode mode
+                   :read-only-p (mevedel-tool-read-only-p tool)
+                   :edits-p (mevedel-tool-snapshot-p tool)))))
+        (if (eq decision 'deny)
+            (cons 'deny (mevedel-permissions-refusal-reason name 'rule))
+          decision)))))
+
+(defun mevedel-chat-permission-prompt (context answer)
+  "Ask the user about the tool call CONTEXT; call ANSWER with the reply.
+ANSWER takes `approve', `deny' or (deny . REASON), once.  The chat's
+prompter (the view) shows a card; without one (headless runs) the
+call is refused.  Return a function that withdraws the question."
+  (let* ((chat (mevedel-chat-of-buffer (plist-get context :data-buffer)))
+         (tool (plist-get context :tool))
+         (name (mevedel-tool-name tool)))
+    (cond
+     ((not chat)
+      (funcall answer (cons 'deny (format "this %s call needs approval and nobody can \
+approve it here" name)))
+      nil)
+     ((not (and (mevedel-chat-prompter chat) (mevedel-chat-turn chat)))
+      (funcall answer (cons 'deny (mevedel-permissions-refusal-reason name 'headless)))
+      nil)
+     (t
+      (let ((request (list :tool name :args (plist-get context :args)
+                           :paths (mevedel-chat-tool-paths tool (plist-get context :args))
+                           :id (plist-get context :tool-use-id))))
+        (cl-flet ((settle ()
+                    (when (memq request (mevedel-chat-pending chat))
+                      (setf (mevedel-chat-pending chat) (delq request (mevedel-chat-pending chat)))
+                      (mevedel-chat--notify chat 'permission-settled request)
+                      t)))
+          (plist-put request :answer
+                     (lambda (reply)
+                       (when (settle)
+                         (pcase reply
+                           ('once (funcall answer 'approve))
+                           ('session
+                            (push (list 'allow name) (mevedel-chat-session-rules chat))
+                            (funcall answer 'approve))
+                           (_ (funcall answer (cons 'deny (mevedel-permissions-refusal-reason
+                                                           name 'user))))))))
+          (setf (mevedel-chat-pending chat)
+                (mevedel-chat--sort-pending chat (append (mevedel-chat-pending chat)
+                                                         (list request))))
+          (mevedel-chat--notify chat 'permission request)
+          (funcall (mevedel-chat-prompter chat) chat request)
+          (lambda () (settle))))))))
 
 (defun mevedel-chat--sort-pending (chat requests)
   "Return permission REQUESTS of CHAT in the model's call order."
@@ -468,85 +626,25 @@ Pending permission requests are dropped and late tool results ignored."
                            (or (cl-position (plist-get request :id) order :test #'equal)
                                most-positive-fixnum)))))
 
-(cl-defun mevedel-chat-authorize (chat record &key paths read-only-p edits-p callback)
-  "Decide whether the call RECORD of CHAT may run; call CALLBACK with the answer.
-PATHS, READ-ONLY-P and EDITS-P describe the call (see
-`mevedel-permissions-decide').  CALLBACK receives `allow' or a
-refusal string for the model.  When the decision is `ask', observers
-get a `permission' event and CHAT's prompter is called with CHAT and
-a request plist (:tool :args :paths :id :answer); its :answer
-function takes `once', `session' or `deny'.  Without a prompter
-\(headless runs) an `ask' decision is a refusal."
-  (let* ((tool (plist-get record :name))
-         (decision (mevedel-permissions-decide
-                    tool :paths paths :root (mevedel-chat-root chat)
-                    :mode (mevedel-chat-permission-mode chat)
-                    :read-only-p read-only-p :edits-p edits-p
-                    :session-rules (mevedel-chat-session-rules chat))))
-    (pcase decision
-      ('allow (funcall callback 'allow))
-      ('deny (funcall callback (mevedel-permissions-refusal tool 'rule)))
-      (_
-       (if (not (mevedel-chat-prompter chat))
-           (funcall callback (mevedel-permissions-refusal tool 'headless))
-         (let* ((turn (mevedel-chat-turn chat))
-                (request (list :tool tool :args (plist-get record :args)
-                               :paths paths :id (plist-get record :id))))
-           (plist-put request :answer
-                      (lambda (answer)
-                        (when (memq request (mevedel-chat-pending chat))
-                          (setf (mevedel-chat-pending chat)
-                                (delq request (mevedel-chat-pending chat)))
-                          (mevedel-chat--notify chat 'permission-settled request)
-                          (when (eq turn (mevedel-chat-turn chat))
-                            (pcase answer
-                              ('once (funcall callback 'allow))
-                              ('session
-                               (push (list 'allow tool) (mevedel-chat-session-rules chat))
-                               (funcall callback 'allow))
-                              (_ (funcall callback
-                                          (mevedel-permissions-refusal tool 'user))))))))
-           (setf (mevedel-chat-pending chat)
-                 (mevedel-chat--sort-pending chat (append (mevedel-chat-pending chat)
-                                                          (list request))))
-           (mevedel-chat--notify chat 'permission request)
-           (funcall (mevedel-chat-prompter chat) chat request)))))))
+(defun mevedel-chat-dispatch (tool args callback)
+  "Run a provider call of TOOL with ARGS through the pipeline for gptel.
+CALLBACK gets the result.  The call's cancellation thunk is kept with
+the chat's turn, so that aborting the turn cancels it."
+  (let ((cancel (mevedel-pipeline-dispatch tool args callback))
+        (chat (mevedel-chat-of-buffer (current-buffer))))
+    (when (and chat (mevedel-chat-turn chat))
+      (push cancel (mevedel-chat-cancellers chat)))
+    cancel))
 
-(cl-defun mevedel-chat-make-tool (&key name description args function read-only-p
-                                       edits-p get-paths category)
-  "Return a gptel tool NAME whose handler is guarded by permissions.
-DESCRIPTION and ARGS are as for `gptel-make-tool'.  FUNCTION gets the
-arguments as a keyword plist and returns the result text; a signal
-becomes an \"Error: ...\" result.  GET-PATHS maps the argument plist
-to the files the call touches.  READ-ONLY-P and EDITS-P describe the
-tool for permission modes.  CATEGORY groups it in gptel's UI."
-  (gptel--make-tool
-   :name name :description description :args args :async t
-   :category (or category "mevedel") :include t
-   :function
-   (lambda (callback &rest values)
-     (let* ((plist (cl-loop for spec in args for value in values
-                            when value
-                            append (list (intern (concat ":" (plist-get spec :name))) value)))
-            (record (or (mevedel-chat-dispatched-call name)
-                        (list :name name :args plist)))
-            (chat (and (boundp 'mevedel-chat--owner) mevedel-chat--owner))
-            (paths (and get-paths (ignore-errors (funcall get-paths plist)))))
-       (if (not (mevedel-chat-p chat))
-           (funcall callback (format "Error: %s can only run in a mevedel session" name))
-         (let ((turn (mevedel-chat-turn chat)))
-           (mevedel-chat-authorize
-            chat record :paths paths :read-only-p read-only-p :edits-p edits-p
-            :callback
-            (lambda (answer)
-              (when (eq turn (mevedel-chat-turn chat))
-                (funcall callback
-                         (if (not (eq answer 'allow))
-                             answer
-                           (condition-case err
-                               (let ((default-directory (mevedel-chat-root chat)))
-                                 (funcall function plist))
-                             (error (format "Error: %s" (error-message-string err)))))))))))))))
+(defun mevedel-chat-install ()
+  "Offer registered tools to chats and decide their permissions.
+Chats' data buffers dispatch tool calls to the pipeline themselves
+\(a buffer-local `mevedel-tool-dispatch-function'); the permission
+function and prompt fall back to the pipeline's defaults outside
+chats."
+  (setq mevedel-pipeline-permission-function #'mevedel-chat-permission
+        mevedel-pipeline-permission-prompt-function #'mevedel-chat-permission-prompt)
+  (mevedel-chat-add-tool-provider #'mevedel-chat-registry-tools))
 
 (provide 'mevedel-chat)
 ;;; mevedel-chat.el ends here

@@ -171,14 +171,18 @@ mode decides when no rule matches."
   "Return the result text the model sees when a call of TOOL is refused.
 HOW is `rule' (a deny rule), `user' (the user said no) or
 `headless' (nobody could be asked)."
-  (format "Permission denied: %s"
-          (pcase how
-            ('rule (format "a permission rule forbids this %s call. \
+  (concat "Permission denied: " (mevedel-permissions-refusal-reason tool how)))
+
+(defun mevedel-permissions-refusal-reason (tool how)
+  "Return why a call of TOOL was refused, for the model.
+HOW is as for `mevedel-permissions-refusal'."
+  (pcase how
+    ('rule (format "a permission rule forbids this %s call. \
 Do not retry it; choose another approach or ask the user." tool))
-            ('user (format "the user declined this %s call. \
+    ('user (format "the user declined this %s call. \
 Do not retry it unchanged; ask the user how to proceed." tool))
-            (_ (format "this %s call needs approval and nobody can approve it in \
-a headless run (use --permission-mode or an allow rule)." tool)))))
+    (_ (format "this %s call needs approval and nobody can approve it in \
+a headless run (use --permission-mode or an allow rule)." tool))))
 
 (provide 'mevedel-permissions)
 ;;; mevedel-permissions.el ends here

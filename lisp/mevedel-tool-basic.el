@@ -5,18 +5,20 @@
 
 ;;; Commentary:
 
-;; A read-only Read tool for sessions, registered with gptel through
-;; `mevedel-chat-make-tool' (so its calls pass the permission check).
-;; It stands in until the filesystem tools are registered.
+;; A read-only Read tool, declared with `mevedel-define-tool' so that
+;; its calls run through the pipeline (validation, permissions, render
+;; data) like every tool.  It stands in until the filesystem tools are
+;; registered.
 
 ;;; Code:
 
-(require 'mevedel-chat)
+(require 'cl-lib)
+(require 'mevedel-tool-registry)
 
 (defun mevedel-tool-basic--read (args)
   "Return the numbered lines of the file in ARGS (:file_path :offset :limit)."
   (let* ((file (expand-file-name (plist-get args :file_path)))
-         (offset (max 1 (or (plist-get args :offset) 1)))
+         (offset (or (plist-get args :offset) 1))
          (limit (or (plist-get args :limit) 2000)))
     (unless (file-exists-p file)
       (error "File does not exist: %s" file))
@@ -33,22 +35,13 @@
           (cl-incf n))
         (mapconcat #'identity (nreverse lines) "\n")))))
 
-(defun mevedel-tool-basic-tools (_chat)
-  "Return the basic tools for a chat."
-  (list (mevedel-chat-make-tool
-         :name "Read"
-         :description "Read a text file and return its lines, numbered from 1."
-         :args '((:name "file_path" :type string
-                        :description "Absolute path, or relative to the workspace")
-                 (:name "offset" :type integer :optional t
-                        :description "First line to return (1-based)")
-                 (:name "limit" :type integer :optional t
-                        :description "How many lines to return"))
-         :function #'mevedel-tool-basic--read
-         :read-only-p t
-         :get-paths (lambda (args) (list (plist-get args :file_path))))))
-
-(mevedel-chat-add-tool-provider #'mevedel-tool-basic-tools)
+(mevedel-define-tool Read
+  :description "Read a text file and return its lines, numbered from 1."
+  :args ((file_path path :required "Absolute path, or relative to the workspace")
+         (offset integer :optional "First line to return (1-based)" :minimum 1)
+         (limit integer :optional "How many lines to return" :minimum 1))
+  :read-only-p t
+  :function #'mevedel-tool-basic--read)
 
 (provide 'mevedel-tool-basic)
 ;;; mevedel-tool-basic.el ends here

@@ -97,7 +97,8 @@ with \"Error\" or a tool-call error tag is an error, a permission
 refusal is `denied', anything else `success'.  :warnings in
 RENDER-DATA turn success into `warning'."
   (let ((explicit (plist-get render-data :status)))
-    (cond ((memq explicit mevedel-tool-render-statuses) explicit)
+    (cond ((and (eq explicit 'success) (plist-get render-data :warnings)) 'warning)
+          ((memq explicit mevedel-tool-render-statuses) explicit)
           ((null result) 'running)
           ((string-match-p "\\`[ \t\n]*Permission denied" result) 'denied)
           ((string-match-p "\\`[ \t\n]*\\(?:Error\\b\\|<tool_call_error>\\)" result) 'error)

@@ -34,10 +34,13 @@
 (declare-function mevedel-demo-open "mevedel-demo")
 (declare-function mevedel-batch-main "mevedel-batch")
 
+(declare-function mevedel-chat-install "mevedel-chat")
+
 (defun mevedel--load ()
-  "Load the session, its view and the tools."
+  "Load the session, its view and the tools; route tools through the pipeline."
   (require 'mevedel-view)
-  (require 'mevedel-tool-basic))
+  (require 'mevedel-tool-basic)
+  (mevedel-chat-install))
 
 ;;;###autoload
 (defun mevedel (&optional directory)

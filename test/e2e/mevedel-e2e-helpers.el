@@ -123,12 +123,12 @@ streamed chunks.  Return a plist: :outcome :log :rows :transcript :rich-transcri
               (when during (funcall during chat view))
               (accept-process-output nil 0.02)))
           (list :outcome outcome
+                :inspected (and inspect (funcall inspect chat view))
                 :log (mevedel-scripted-model-log server)
                 :rows (mevedel-e2e-view-rows view)
                 :transcript (mevedel-e2e-transcript-text view)
                 :rich-transcript (mevedel-e2e-transcript-text view t)
                 :ids (mevedel-e2e-data-ids chat)
-                :inspected (and inspect (funcall inspect chat view))
                 :chat chat :view view :root root))
       (mevedel-scripted-model-stop server)
       (when (buffer-live-p view) (kill-buffer view))

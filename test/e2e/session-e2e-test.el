@@ -129,27 +129,24 @@ shows two successful rows in call order and the final text."
 (defvar mevedel-e2e--note-runs 0
   "How often the WriteNote handler ran.")
 
-(defun mevedel-e2e--note-tools (_chat)
-  "Return the WriteNote tool used by the permission scenarios."
-  (list (mevedel-chat-make-tool
-         :name "WriteNote"
-         :description "Write a note file in the workspace."
-         :args '((:name "file" :type string :description "File name")
-                 (:name "text" :type string :description "Text"))
-         :function (lambda (args)
-                     (cl-incf mevedel-e2e--note-runs)
-                     (with-temp-file (plist-get args :file) (insert (plist-get args :text)))
-                     (format "Wrote %s" (plist-get args :file)))
-         :get-paths (lambda (args) (list (plist-get args :file))))))
+(defun mevedel-e2e--write-note (args)
+  "Handler of the WriteNote test tool: write ARGS's text to its file."
+  (cl-incf mevedel-e2e--note-runs)
+  (with-temp-file (plist-get args :file) (insert (plist-get args :text)))
+  (format "Wrote %s" (plist-get args :file)))
 
 (defmacro mevedel-e2e--with-note-tool (&rest body)
-  "Run BODY with the WriteNote tool offered and its run counter reset."
+  "Run BODY with the WriteNote tool registered and its run counter reset."
   (declare (indent 0))
   `(progn
      (setq mevedel-e2e--note-runs 0)
-     (mevedel-chat-add-tool-provider #'mevedel-e2e--note-tools)
+     (mevedel-define-tool WriteNote
+       :description "Write a note file in the workspace."
+       :args ((file path :required "File to write")
+              (text string :required "Text of the note"))
+       :function #'mevedel-e2e--write-note)
      (unwind-protect (progn ,@body)
-       (mevedel-chat-remove-tool-provider #'mevedel-e2e--note-tools))))
+       (mevedel-tool-unregister "WriteNote"))))
 
 (defconst mevedel-e2e--note-steps
   `(((tool_calls . [((name . "WriteNote")
@@ -304,6 +301,47 @@ shows two successful rows in call order and the final text."
         (should (equal (plist-get run :ids) served))
         (should (equal (mapcar #'car (plist-get run :rows)) served))
         (should (string-match-p "first\\.txt" (cdr (car (plist-get run :rows)))))))))
+
+;;;; Render-data
+
+(ert-deftest mevedel-e2e:render-data-reaches-the-view-not-the-model ()
+  "A tool's render-data gives its row a warning marker; the model never
+sees the block, neither in the turn nor in the next turn's history."
+  (mevedel-define-tool Probe
+    :description "Probe something."
+    :args ((target string :required "What to probe"))
+    :read-only-p t
+    :function (lambda (args)
+                (list :result (format "probed %s" (plist-get args :target))
+                      :render-data '(:warnings ("the probe was slow")))))
+  (unwind-protect
+      (let* ((second-outcome nil)
+             (run (mevedel-e2e-run
+                   :wire 'openai :stream t :prompt "Probe it"
+                   :steps `(((tool_calls . [((name . "Probe")
+                                             (arguments . ((target . "disk"))))]))
+                            ((expect . ((results . [((contains . "probed disk")
+                                                     (lacks . "mevedel-render-data"))])))
+                             (text . "Probed."))
+                            ((expect . ((user_contains . "And again?")))
+                             (text . "Still fine.")))
+                   :inspect (lambda (chat _view)
+                              (mevedel-chat-send chat "And again?"
+                                                 :on-done (lambda (_ o) (setq second-outcome o)))
+                              (mevedel-test-wait-until second-outcome 10)
+                              second-outcome)))
+             (log (plist-get run :log)))
+        (should (eq (plist-get run :outcome) 'done))
+        (should (eq (plist-get run :inspected) 'done))
+        (should (= (length log) 3))
+        (should-not (cl-mapcan (lambda (entry) (copy-sequence (alist-get 'mismatches entry))) log))
+        ;; Neither the tool result nor the later history carries the block.
+        (dolist (entry log)
+          (should-not (string-match-p "mevedel-render-data"
+                                      (json-encode (alist-get 'body entry)))))
+        (should (string-match-p "probed disk" (json-encode (alist-get 'body (nth 2 log)))))
+        (should (string-match-p "^▸ ! Probe$" (plist-get run :transcript))))
+    (mevedel-tool-unregister "Probe")))
 
 ;;;; Org data buffers
 
