@@ -11,7 +11,9 @@ mod convert;
 mod errors;
 mod exec;
 mod guard;
+mod resource;
 mod sandbox;
+mod search;
 mod selftest;
 
 use emacs::{Env, Result};
