@@ -19,12 +19,13 @@ deps: ## Install Emacs 30, bubblewrap, gptel & co. when missing (idempotent)
 module: ## Build the native module (cargo --release --locked) and install it
 	$(CARGO) build --release --locked
 	cp target/release/libmevedel_dyn.so $(MODULE).tmp && mv -f $(MODULE).tmp $(MODULE)
+	cp target/release/mevedel-sandbox mevedel-sandbox.tmp && mv -f mevedel-sandbox.tmp mevedel-sandbox
 
 test: deps ## Run every test: cargo tests, ERT, end-to-end; ends with "N passed, N failed"
 	@$(MAKE) --no-print-directory module
 	@bash scripts/test.sh
 
-run: deps ## Start Emacs with this checkout's mevedel loaded
+run: deps ## Start Emacs in M-x mevedel (offline demo model when no backend is set up)
 	@$(MAKE) --no-print-directory module
 	@bash scripts/run.sh
 
@@ -42,4 +43,4 @@ lint: deps ## cargo fmt --check, clippy -D warnings, byte-compile -Werror, check
 
 clean: ## Remove build output (keeps .deps)
 	$(CARGO) clean
-	rm -f $(MODULE) lisp/*.elc test/*.elc
+	rm -f $(MODULE) mevedel-sandbox lisp/*.elc test/*.elc

@@ -80,6 +80,12 @@ signals an error instead."
                   (id attempt path display pattern timeout-ms))
 (declare-function mevedel-core--search-cancel "ext:mevedel-dyn" (id))
 (declare-function mevedel-core--search-running "ext:mevedel-dyn" ())
+(declare-function mevedel-core--sandbox-probe "ext:mevedel-dyn"
+                  (id timeout-ms &optional path helper target refresh))
+(declare-function mevedel-core--sandbox-forget-probes "ext:mevedel-dyn" ())
+(declare-function mevedel-core--sandbox-decide "ext:mevedel-dyn" (request-json))
+(declare-function mevedel-core--sandbox-prepare "ext:mevedel-dyn" (request-json))
+(declare-function mevedel-core--sandbox-run "ext:mevedel-dyn" (id request-json))
 
 ;;;; Locating and building
 
@@ -112,6 +118,14 @@ It must equal the crate version in Cargo.toml.")
                             (mapcar (lambda (f) (expand-file-name f root))
                                     '("Cargo.toml" "Cargo.lock" "build.rs")))
           (directory-files-recursively (expand-file-name "src" root) "\\.rs\\'")))
+
+(defconst mevedel-core--helper-name "mevedel-sandbox"
+  "File name of the sandbox helper binary installed next to the module.")
+
+(defun mevedel-core-sandbox-helper-file ()
+  "Return the absolute file name of the sandbox helper binary."
+  (expand-file-name mevedel-core--helper-name
+                    (file-name-directory (mevedel-core-module-file))))
 
 (defun mevedel-core-module-stale-p ()
   "Return non-nil when the module file is missing or older than its sources.
@@ -147,16 +161,22 @@ Without sources (a binary-only install) an existing module is never stale."
 
 (defun mevedel-core--install-built (root target)
   "Copy the freshly built library under ROOT to TARGET, the module file.
-The copy goes through a temporary file and a rename, so an Emacs that
-has the old file mapped keeps a valid mapping."
+The sandbox helper binary built with it goes next to TARGET.  Each copy
+goes through a temporary file and a rename, so an Emacs that has the old
+file mapped (or a helper running) keeps a valid file."
   (let* ((built (mevedel-core--built-library root))
-         (tmp (concat target ".tmp")))
-    (unless (file-exists-p built)
-      (signal 'mevedel-core-load-error
-              (list (format "cargo finished but %s does not exist" built))))
+         (helper (expand-file-name mevedel-core--helper-name (file-name-directory built)))
+         (installed-helper (expand-file-name mevedel-core--helper-name
+                                             (file-name-directory target))))
+    (dolist (file (list built helper))
+      (unless (file-exists-p file)
+        (signal 'mevedel-core-load-error
+                (list (format "cargo finished but %s does not exist" file)))))
     (make-directory (file-name-directory target) t)
-    (copy-file built tmp t)
-    (rename-file tmp target t)
+    (dolist (pair (list (cons built target) (cons helper installed-helper)))
+      (let ((tmp (concat (cdr pair) ".tmp")))
+        (copy-file (car pair) tmp t)
+        (rename-file tmp (cdr pair) t)))
     target))
 
 (defvar mevedel-core--build-callbacks nil
@@ -423,12 +443,25 @@ Return the number of groups signalled."
   "Milliseconds the sandbox probe gives bubblewrap to start and exit."
   :type 'natnum)
 
-(defun mevedel-core-sandbox-probe (callback)
+(defun mevedel-core-sandbox-probe (callback &optional options)
   "Probe which confinement layers work here, without blocking Emacs.
 CALLBACK gets a plist (:bwrap-path :bwrap-works :bwrap-problem
-:landlock-abi :landlock-problem), or nil if the probe failed."
+:landlock-abi :landlock-problem :landlock-enforced :helper-path
+:helper-problem), or nil if the probe failed.  OPTIONS is a plist:
+:timeout-ms (default `mevedel-core-probe-timeout'), :path (where to look
+for bwrap; default the PATH of `process-environment'), :helper (default
+`mevedel-core-sandbox-helper-file'), :target (default \"local\") and
+:refresh (non-nil to probe again instead of answering from the cache
+kept per target, path and helper)."
   (mevedel-core-request
-   (lambda (id) (mevedel-core--sandbox-probe id mevedel-core-probe-timeout))
+   (lambda (id)
+     (mevedel-core--sandbox-probe
+      id
+      (or (plist-get options :timeout-ms) mevedel-core-probe-timeout)
+      (or (plist-get options :path) (getenv "PATH"))
+      (or (plist-get options :helper) (mevedel-core-sandbox-helper-file))
+      (or (plist-get options :target) "local")
+      (plist-get options :refresh)))
    (lambda (status value) (funcall callback (and (eq status 'ok) value)))))
 
 ;;;; Resource addresses, Read, Glob and Grep
@@ -516,6 +549,71 @@ Return non-nil if the request was running."
   "Return how many Read, Glob and Grep requests are running."
   (mevedel-core-ensure)
   (mevedel-core--search-running))
+
+(defun mevedel-core-sandbox-forget-probes ()
+  "Forget every cached sandbox probe; the next use probes again."
+  (mevedel-core-ensure)
+  (mevedel-core--sandbox-forget-probes))
+
+(defconst mevedel-core--sandbox-request-keys
+  '((:mode . symbol) (:backend . symbol) (:command . list) (:cwd . string)
+    (:writable . list) (:state-dirs . list) (:home . string)
+    (:inaccessible . list) (:network . boolean) (:extra-write . list)
+    (:extra-read . list) (:escalated . boolean) (:env . list)
+    (:path . string) (:helper . string) (:target . string)
+    (:timeout-ms . integer) (:max-output . integer)
+    (:probe-timeout-ms . integer))
+  "Keys of a sandbox request plist and the type of each value.")
+
+(defun mevedel-core--sandbox-json (request)
+  "Return the JSON text of the sandbox REQUEST plist.
+Keys with a nil value are left out (the module's defaults apply); the
+helper defaults to `mevedel-core-sandbox-helper-file'."
+  (let ((out nil))
+    (cl-loop for (key value) on request by #'cddr
+             for type = (or (alist-get key mevedel-core--sandbox-request-keys)
+                            (signal 'mevedel-core-sandbox-error
+                                    (list (format "Unknown sandbox request key %S" key))))
+             when value
+             do (setq out (nconc out
+                                 (list key
+                                       (pcase type
+                                         ('symbol (symbol-name value))
+                                         ('list (vconcat value))
+                                         ('boolean t)
+                                         (_ value))))))
+    (unless (plist-get out :helper)
+      (setq out (nconc out (list :helper (mevedel-core-sandbox-helper-file)))))
+    (json-serialize out)))
+
+(defun mevedel-core-sandbox-decide (request)
+  "Return the boundary the sandbox REQUEST plist would get.
+The result is (:boundary SYMBOL :disclosure TEXT :refusal TEXT).  Uses
+the cached probe, probing synchronously (within the request's
+:probe-timeout-ms) when there is none."
+  (mevedel-core-ensure)
+  (mevedel-core--sandbox-decide (mevedel-core--sandbox-json request)))
+
+(defun mevedel-core-sandbox-prepare (request)
+  "Prepare the sandbox REQUEST plist and describe it, running nothing.
+Return (:boundary :argv :cwd :disclosure :refusal :network
+:extra-writes :extra-reads).  Probes like `mevedel-core-sandbox-decide'.
+Signals `mevedel-core-sandbox-error' when a path cannot be used."
+  (mevedel-core-ensure)
+  (mevedel-core--sandbox-prepare (mevedel-core--sandbox-json request)))
+
+(defun mevedel-core-sandbox-run (request callback)
+  "Run the sandbox REQUEST plist to completion without blocking Emacs.
+REQUEST names :command (a list of strings) and the policy (see
+`mevedel-core--sandbox-request-keys').  CALLBACK gets `ok' and the
+outcome plist (:boundary :start :start-problem :disclosure :landlock
+:exit-code :signal :output :output-bytes :truncated :timed-out
+:duration-ms :network :extra-writes :extra-reads), or `error' and
+\(ERROR-SYMBOL MESSAGE).  Return the request id."
+  (let ((json (progn (mevedel-core-ensure) (mevedel-core--sandbox-json request))))
+    (mevedel-core-request
+     (lambda (id) (mevedel-core--sandbox-run id json))
+     callback)))
 
 (defun mevedel-core-shutdown ()
   "Stop every process the module owns and close the event channel.

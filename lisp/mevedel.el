@@ -28,6 +28,48 @@
   :group 'tools
   :prefix "mevedel-")
 
+;;;; Sessions
+
+(declare-function mevedel-view-open "mevedel-view")
+(declare-function mevedel-demo-open "mevedel-demo")
+(declare-function mevedel-batch-main "mevedel-batch")
+
+(defun mevedel--load ()
+  "Load the session, its view and the tools."
+  (require 'mevedel-view)
+  (require 'mevedel-tool-basic))
+
+;;;###autoload
+(defun mevedel (&optional directory)
+  "Open the agent session of the current workspace.
+The workspace is the project.el project root, else DIRECTORY (by
+default `default-directory').  Type in the composer at the bottom;
+\\<mevedel-view-mode-map>\\[mevedel-view-send] sends, \\[mevedel-view-abort] aborts."
+  (interactive)
+  (mevedel--load)
+  (mevedel-view-open directory))
+
+;;;###autoload
+(defun mevedel-run (&optional directory)
+  "Open a session like `mevedel'; without a usable backend, run the demo.
+When no gptel backend is configured (or its API key cannot be
+found), the session of DIRECTORY's workspace talks to the offline
+demo model, a local scripted server, and sends a first prompt.
+`make run' calls this."
+  (interactive)
+  (mevedel--load)
+  (require 'mevedel-demo)
+  (mevedel-demo-open directory))
+
+;;;###autoload
+(defun mevedel-batch-run ()
+  "Run one headless session turn from the command line, print, and exit.
+Run Emacs as `emacs --batch -l mevedel -f mevedel-batch-run -- -p
+PROMPT' with optional --json, --dir DIR, --permission-mode MODE,
+--config FILE, --demo and --timeout SECONDS.  See also bin/mevedel."
+  (require 'mevedel-batch)
+  (mevedel-batch-main))
+
 ;;;; Status buffer
 
 (defun mevedel--status-insert (label value &optional face)
@@ -102,7 +144,7 @@ from a Rust worker thread) and which sandbox layers are available."
                    (mevedel--status-update buffer 'sandbox (car desc) (cdr desc))))))
           (error
            (mevedel--status-insert "Native module" (error-message-string err) 'error)))
-        (insert "\nThe agent session (M-x mevedel) is not available yet.\n")))
+        (insert "\nStart a session with M-x mevedel.\n")))
     (pop-to-buffer-same-window buffer)))
 
 (provide 'mevedel)

@@ -17,10 +17,11 @@
 
 use std::collections::HashMap;
 use std::io;
+use std::os::fd::RawFd;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{self, Sender};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -82,8 +83,8 @@ fn signal_group(pgid: i32, signal: i32) {
 }
 
 /// Prepare COMMAND's child side; runs between fork and exec, so only
-/// async-signal-safe calls.
-fn confine_lifetime(command: &mut Command) {
+/// async-signal-safe calls. Descriptors in KEEP stay inheritable.
+fn confine_lifetime(command: &mut Command, keep: Vec<RawFd>) {
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: the closure makes only async-signal-safe syscalls.
     unsafe {
@@ -110,6 +111,11 @@ fn confine_lifetime(command: &mut Command) {
                 u32::MAX,
                 libc::CLOSE_RANGE_CLOEXEC,
             );
+            for &fd in &keep {
+                if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
             Ok(())
         });
     }
@@ -176,8 +182,29 @@ impl Owner {
 
     /// Start COMMAND as an owned group leader and reap it when it exits.
     /// Returns the running child's id; the reaper owns the `Child`.
-    pub fn spawn_command(&self, mut command: Command) -> Result<ChildInfo> {
-        confine_lifetime(&mut command);
+    pub fn spawn_command(&self, command: Command) -> Result<ChildInfo> {
+        self.spawn_inner(command, Vec::new(), None)
+    }
+
+    /// Like [`Owner::spawn_command`], but the descriptors in KEEP_FDS stay
+    /// open in the child (e.g. a sandbox start-marker pipe), and the exit
+    /// status arrives on the returned receiver once the reaper has it.
+    pub fn spawn_watched(&self, command: Command, keep_fds: &[RawFd]) -> Result<Watched> {
+        let (tx, exit) = mpsc::channel();
+        let info = self.spawn_inner(command, keep_fds.to_vec(), Some(tx))?;
+        Ok(Watched {
+            pid: info.pid,
+            exit,
+        })
+    }
+
+    fn spawn_inner(
+        &self,
+        mut command: Command,
+        keep: Vec<RawFd>,
+        notify: Option<Sender<io::Result<ExitStatus>>>,
+    ) -> Result<ChildInfo> {
+        confine_lifetime(&mut command, keep);
         let (reply, answer) = mpsc::channel();
         spawner()?
             .send(SpawnRequest { command, reply })
@@ -194,9 +221,12 @@ impl Owner {
         let reaper = std::thread::Builder::new()
             .name("mevedel-reaper".into())
             .spawn(move || {
-                let _ = child.wait();
+                let status = child.wait();
                 lock(&state.groups).insert(pgid, false);
                 state.leader_exited.notify_all();
+                if let Some(tx) = notify {
+                    let _ = tx.send(status);
+                }
             });
         if let Err(e) = reaper {
             signal_group(pgid, libc::SIGKILL);
@@ -248,6 +278,22 @@ impl Owner {
         targets.len()
     }
 
+    /// Stop the one owned group PGID: SIGTERM, SIGKILL after GRACE if
+    /// members remain, then wait (bounded) for its leader to be reaped.
+    pub fn stop_group(&self, pgid: i32, grace: Duration) {
+        let leader_reaped =
+            |groups: &HashMap<i32, bool>| !groups.get(&pgid).copied().unwrap_or(false);
+        if !group_exists(pgid) && leader_reaped(&lock(&self.state.groups)) {
+            return;
+        }
+        signal_group(pgid, libc::SIGTERM);
+        self.wait_until(grace, |groups| leader_reaped(groups) && !group_exists(pgid));
+        if group_exists(pgid) {
+            signal_group(pgid, libc::SIGKILL);
+        }
+        self.wait_until(Duration::from_secs(1), leader_reaped);
+    }
+
     fn wait_until(&self, limit: Duration, done: impl Fn(&HashMap<i32, bool>) -> bool) {
         let deadline = Instant::now() + limit;
         let mut groups = lock(&self.state.groups);
@@ -267,6 +313,13 @@ impl Owner {
                 .0;
         }
     }
+}
+
+/// A started child whose exit status the caller waits for.
+pub struct Watched {
+    pub pid: u32,
+    /// Receives the leader's exit status once it has been reaped.
+    pub exit: Receiver<io::Result<ExitStatus>>,
 }
 
 /// What the caller learns about a started child.

@@ -1,7 +1,19 @@
 //! Confinement of the commands the model causes.
 //!
-//! [`probe`] finds out which layers (bubblewrap, Landlock) work on this
-//! machine. Policy, the bwrap argv builder and the Landlock helper arrive
-//! with the sandbox issue.
+//! [`policy`] decides the boundary and resolves what a command may touch;
+//! [`scan`] finds the `.git` entries that stay read-only inside writable
+//! roots; [`bwrap`] builds the bubblewrap command line; [`helper_args`] is
+//! the command line of the `mevedel-sandbox` helper binary, which applies
+//! Landlock (`landlock.rs`, compiled into the helper only) and reports its
+//! start; [`launch`] puts them together and runs a command through the
+//! process owner; [`probe`] finds out which layers work here.
 
+pub mod bwrap;
+pub mod helper_args;
+pub mod launch;
+pub mod policy;
 pub mod probe;
+pub mod scan;
+
+#[cfg(test)]
+mod testdir;

@@ -1,36 +1,86 @@
 //! Which confinement layers work here, and why not when they don't.
 //!
-//! Runs `bwrap` once with the namespaces the launcher will use and asks
-//! the kernel for its Landlock ABI. Never confines the calling process.
+//! Runs the `mevedel-sandbox` helper's `--probe` (which applies a
+//! Landlock ruleset to itself and reports), then bwrap with exactly the
+//! namespaces a launch uses around the same helper probe. Results are
+//! cached per execution target (and PATH and helper, which decide what
+//! runs), because launches consult them on every call. Never confines
+//! the calling process.
 
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::{Mutex, OnceLock, PoisonError, mpsc};
+use std::time::{Duration, Instant};
 
 use crate::datum::Datum;
+use crate::sandbox::bwrap;
 
 /// The outcome of one probe.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {
     pub bwrap_path: Option<PathBuf>,
-    /// Whether a trivial command ran inside bwrap with fresh namespaces.
+    /// Whether the helper ran inside bwrap with the launch namespaces.
     pub bwrap_works: bool,
     /// Why bwrap is unusable, when it is.
     pub bwrap_problem: Option<String>,
     /// The kernel's Landlock ABI version, when Landlock is enabled.
     pub landlock_abi: Option<u32>,
     pub landlock_problem: Option<String>,
+    /// The helper binary that applies Landlock and starts commands.
+    pub helper_path: Option<PathBuf>,
+    pub helper_problem: Option<String>,
+    /// Whether the helper managed to enforce a Landlock ruleset.
+    pub landlock_enforced: bool,
+}
+
+/// What to probe with.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Options {
+    /// The execution target (only "local" exists so far).
+    pub target: String,
+    /// PATH used to find bwrap (the caller's, not necessarily ours).
+    pub path_var: Option<OsString>,
+    pub helper: Option<PathBuf>,
 }
 
 impl Probe {
+    /// bwrap can confine (the helper runs inside it).
+    pub fn bwrap_usable(&self) -> Result<(), String> {
+        if let Some(problem) = &self.helper_problem {
+            return Err(problem.clone());
+        }
+        if self.bwrap_works {
+            Ok(())
+        } else {
+            Err(self
+                .bwrap_problem
+                .clone()
+                .unwrap_or_else(|| "bwrap does not work".into()))
+        }
+    }
+
+    /// The helper can confine with Landlock; returns the ABI version.
+    pub fn landlock_usable(&self) -> Result<u32, String> {
+        if let Some(problem) = &self.helper_problem {
+            return Err(problem.clone());
+        }
+        match self.landlock_abi {
+            Some(abi) if self.landlock_enforced => Ok(abi),
+            _ => Err(self
+                .landlock_problem
+                .clone()
+                .unwrap_or_else(|| "Landlock could not be enforced".into())),
+        }
+    }
+
     pub fn to_datum(&self) -> Datum {
+        let path =
+            |p: &Option<PathBuf>| Datum::opt_str(p.as_ref().map(|p| p.display().to_string()));
         Datum::plist([
-            (
-                "bwrap-path",
-                Datum::opt_str(self.bwrap_path.as_ref().map(|p| p.display().to_string())),
-            ),
+            ("bwrap-path", path(&self.bwrap_path)),
             ("bwrap-works", Datum::bool(self.bwrap_works)),
             ("bwrap-problem", Datum::opt_str(self.bwrap_problem.clone())),
             (
@@ -42,84 +92,166 @@ impl Probe {
                 "landlock-problem",
                 Datum::opt_str(self.landlock_problem.clone()),
             ),
+            ("landlock-enforced", Datum::bool(self.landlock_enforced)),
+            ("helper-path", path(&self.helper_path)),
+            (
+                "helper-problem",
+                Datum::opt_str(self.helper_problem.clone()),
+            ),
         ])
     }
 }
 
 /// Find PROGRAM on PATH, as a shell would.
-pub fn find_executable(program: &str, path_var: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
+pub fn find_executable(program: &str, path_var: Option<&OsStr>) -> Option<PathBuf> {
     let path_var = path_var?;
     std::env::split_paths(path_var)
         .map(|dir| dir.join(program))
-        .find(|candidate| {
-            candidate
-                .metadata()
-                .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-                .unwrap_or(false)
-        })
+        .find(|candidate| is_executable(candidate))
 }
 
-/// Run the probe, giving bwrap at most TIMEOUT to start and exit.
-pub fn run(timeout: Duration) -> Probe {
-    let bwrap_path = find_executable("bwrap", std::env::var_os("PATH").as_deref());
-    let (bwrap_works, bwrap_problem) = match &bwrap_path {
-        None => (
-            false,
-            Some("bwrap is not installed (Debian/Ubuntu: apt install bubblewrap)".into()),
-        ),
-        Some(path) => match try_bwrap(path, timeout) {
-            Ok(()) => (true, None),
-            Err(problem) => (false, Some(problem)),
-        },
-    };
-    let (landlock_abi, landlock_problem) = match landlock_abi() {
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+/// Run the probe; each child gets at most what is left of TIMEOUT.
+pub fn run(options: &Options, timeout: Duration) -> Probe {
+    let deadline = Instant::now() + timeout;
+    let left = || deadline.saturating_duration_since(Instant::now());
+    let (kernel_abi, kernel_problem) = match landlock_abi() {
         Ok(abi) => (Some(abi), None),
         Err(problem) => (None, Some(problem)),
     };
-    Probe {
-        bwrap_path,
-        bwrap_works,
-        bwrap_problem,
-        landlock_abi,
-        landlock_problem,
+    let mut probe = Probe {
+        bwrap_path: find_executable("bwrap", options.path_var.as_deref()),
+        bwrap_works: false,
+        bwrap_problem: None,
+        landlock_abi: kernel_abi,
+        landlock_problem: kernel_problem,
+        helper_path: options.helper.clone(),
+        helper_problem: None,
+        landlock_enforced: false,
+    };
+    let helper = match &options.helper {
+        None => {
+            probe.helper_problem = Some("no sandbox helper was given".into());
+            None
+        }
+        Some(path) if !is_executable(path) => {
+            probe.helper_problem = Some(format!(
+                "the sandbox helper {} is missing; rebuild with `make module' or \
+                 M-x mevedel-core-build",
+                path.display()
+            ));
+            None
+        }
+        Some(path) => Some(path.clone()),
+    };
+    if let Some(helper) = &helper {
+        let argv = [helper.clone().into_os_string(), "--probe".into()];
+        match run_bounded(&argv, left()) {
+            Ok((status, text)) if status.success() => {
+                if text.starts_with("landlock=full") {
+                    probe.landlock_enforced = true;
+                } else if probe.landlock_problem.is_none() {
+                    probe.landlock_problem = Some(format!(
+                        "the helper could not enforce Landlock: {}",
+                        text.trim()
+                    ));
+                }
+            }
+            Ok((status, text)) => {
+                probe.helper_problem = Some(format!(
+                    "the sandbox helper failed its probe ({status}): {}",
+                    text.trim()
+                ))
+            }
+            Err(problem) => probe.helper_problem = Some(problem),
+        }
     }
+    match &probe.bwrap_path {
+        None => {
+            probe.bwrap_problem =
+                Some("bwrap is not installed (Debian/Ubuntu: apt install bubblewrap)".into());
+        }
+        Some(path) => {
+            let inner: Vec<OsString> = match &helper {
+                Some(h) => vec![h.clone().into_os_string(), "--probe".into()],
+                None => vec!["true".into()],
+            };
+            match run_bounded(&bwrap::probe_argv(path, &inner), left()) {
+                Ok((status, _)) if status.success() => probe.bwrap_works = true,
+                Ok((status, text)) => {
+                    probe.bwrap_problem = Some(explain_bwrap_failure(&text, status.code()))
+                }
+                Err(problem) => probe.bwrap_problem = Some(problem),
+            }
+        }
+    }
+    probe
 }
 
-fn try_bwrap(bwrap: &Path, timeout: Duration) -> std::result::Result<(), String> {
-    let mut child = Command::new(bwrap)
-        .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
-        .args([
-            "--unshare-all",
-            "--die-with-parent",
-            "--new-session",
-            "--",
-            "true",
-        ])
+type CacheMap = HashMap<Options, Probe>;
+
+fn cache() -> &'static Mutex<CacheMap> {
+    static CACHE: OnceLock<Mutex<CacheMap>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// The cached probe for OPTIONS, probing (within TIMEOUT) when there is
+/// none yet or REFRESH is set.
+pub fn cached(options: &Options, timeout: Duration, refresh: bool) -> Probe {
+    let mut map = cache().lock().unwrap_or_else(PoisonError::into_inner);
+    if !refresh && let Some(probe) = map.get(options) {
+        return probe.clone();
+    }
+    let probe = run(options, timeout);
+    map.insert(options.clone(), probe.clone());
+    probe
+}
+
+/// Forget every cached probe (the next launch probes again).
+pub fn forget() {
+    cache()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clear();
+}
+
+/// Run ARGV with combined output captured; kill it after TIMEOUT.
+fn run_bounded(argv: &[OsString], timeout: Duration) -> Result<(ExitStatus, String), String> {
+    let (program, args) = argv.split_first().ok_or("empty command")?;
+    let name = Path::new(program).display().to_string();
+    let (reader, writer) = std::io::pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
+    let writer2 = writer
+        .try_clone()
+        .map_err(|e| format!("cannot create a pipe: {e}"))?;
+    let mut child = Command::new(program)
+        .args(args)
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stdout(writer)
+        .stderr(writer2)
         .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", bwrap.display()))?;
-    let mut stderr = child.stderr.take();
+        .map_err(|e| format!("cannot run {name}: {e}"))?;
     let pid = child.id();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let mut text = String::new();
-        if let Some(err) = stderr.as_mut() {
-            let _ = err.read_to_string(&mut text);
-        }
+        let mut reader = reader;
+        let _ = reader.read_to_string(&mut text);
         let _ = tx.send((child.wait(), text));
     });
     match rx.recv_timeout(timeout) {
-        Ok((Ok(status), _)) if status.success() => Ok(()),
-        Ok((Ok(status), text)) => Err(explain_bwrap_failure(&text, status.code())),
-        Ok((Err(e), _)) => Err(format!("waiting for bwrap failed: {e}")),
+        Ok((Ok(status), text)) => Ok((status, text)),
+        Ok((Err(e), _)) => Err(format!("waiting for {name} failed: {e}")),
         Err(_) => {
             // SAFETY: signalling the child we started; the waiter thread reaps it.
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
             Err(format!(
-                "bwrap did not finish within {} ms",
+                "{name} did not finish within {} ms (mevedel-sandbox-probe-timeout)",
                 timeout.as_millis()
             ))
         }
@@ -127,8 +259,8 @@ fn try_bwrap(bwrap: &Path, timeout: Duration) -> std::result::Result<(), String>
 }
 
 /// Turn bwrap's complaint into advice a user can act on.
-fn explain_bwrap_failure(stderr: &str, code: Option<i32>) -> String {
-    let said = stderr.trim();
+fn explain_bwrap_failure(output: &str, code: Option<i32>) -> String {
+    let said = output.trim();
     let userns_blocked = said.contains("setting up uid map")
         || said.contains("No permissions to create new namespace")
         || said.contains("Operation not permitted");
@@ -147,7 +279,7 @@ fn explain_bwrap_failure(stderr: &str, code: Option<i32>) -> String {
 }
 
 /// Ask the kernel for its Landlock ABI without creating a ruleset.
-fn landlock_abi() -> std::result::Result<u32, String> {
+fn landlock_abi() -> Result<u32, String> {
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
     // SAFETY: with a null attribute and size 0 this syscall only reports
     // the ABI version; it creates nothing and confines nothing.
@@ -194,12 +326,47 @@ mod tests {
     }
 
     #[test]
-    fn probe_reports_each_layer() {
-        let probe = run(Duration::from_secs(5));
-        assert_eq!(probe.bwrap_works, probe.bwrap_problem.is_none());
-        assert_eq!(
-            probe.landlock_abi.is_some(),
-            probe.landlock_problem.is_none()
+    fn missing_helper_and_bwrap_are_explained() {
+        let options = Options {
+            target: "local".into(),
+            path_var: Some("/nonexistent".into()),
+            helper: Some("/nonexistent/mevedel-sandbox".into()),
+        };
+        let probe = run(&options, Duration::from_secs(5));
+        assert!(!probe.bwrap_works);
+        let bwrap = probe.bwrap_usable().err().unwrap_or_default();
+        assert!(bwrap.contains("mevedel-sandbox is missing"), "{bwrap}");
+        assert!(
+            probe
+                .bwrap_problem
+                .as_deref()
+                .unwrap_or("")
+                .contains("bwrap is not installed")
         );
+        assert!(probe.landlock_usable().is_err());
+    }
+
+    #[test]
+    fn bwrap_without_helper_still_probes_namespaces() {
+        let options = Options {
+            target: "local".into(),
+            path_var: std::env::var_os("PATH"),
+            helper: None,
+        };
+        let probe = run(&options, Duration::from_secs(10));
+        assert!(probe.bwrap_path.is_some(), "bwrap must be installed here");
+        assert!(probe.bwrap_works, "{:?}", probe.bwrap_problem);
+        assert!(probe.landlock_abi.is_some(), "{:?}", probe.landlock_problem);
+        assert_eq!(
+            probe.bwrap_usable(),
+            Err("no sandbox helper was given".into())
+        );
+    }
+
+    #[test]
+    fn timeout_is_reported() {
+        let result = run_bounded(&["sleep".into(), "5".into()], Duration::from_millis(50));
+        let problem = result.err().unwrap_or_default();
+        assert!(problem.contains("did not finish within 50 ms"), "{problem}");
     }
 }

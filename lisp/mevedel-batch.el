@@ -1,0 +1,266 @@
+;;; mevedel-batch.el --- Headless runs: one turn, printed answer or JSON  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; The command line
+;;
+;;   `emacs --batch -l mevedel -f mevedel-batch-run -- -p PROMPT [OPTIONS]'
+;;
+;; (or the bin/mevedel wrapper) runs one session turn to completion
+;; with the configured gptel backend and prints the final answer, or
+;; with --json a JSON transcript: the messages, and every tool call
+;; with its ID, arguments, status and a result preview.
+;;
+;; Options:
+;;   -p, --prompt TEXT         the user's message (required)
+;;   --json                    print a JSON transcript instead of the answer
+;;   --dir DIR                 workspace directory (default: the current one)
+;;   --permission-mode MODE    ask (default), edits or full-auto
+;;   --config FILE             load FILE first (gptel backend settings);
+;;                             default $MEVEDEL_INIT, else
+;;                             ~/.config/mevedel/init.el when it exists
+;;   --demo                    talk to the offline demo model
+;;   --timeout SECONDS         give up after SECONDS (default 600)
+;;
+;; Nobody can answer a permission question in a headless run: a call
+;; that would ask is refused (the model is told so).  Exit status: 0
+;; when the turn completed, 1 when it failed or timed out, 2 for a
+;; usage error.
+;;
+;; The "--" keeps Emacs's own start-up from reading the options (it
+;; would take an abbreviated --init-directory, for one).
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'json)
+(require 'mevedel-chat)
+(require 'mevedel-permissions)
+(require 'mevedel)
+
+(declare-function mevedel-view-segments "mevedel-view")
+(declare-function mevedel-demo-attach "mevedel-demo")
+(declare-function mevedel-demo-backend-usable-p "mevedel-demo")
+(declare-function mevedel-tool-render-status "mevedel-tool-render")
+
+(defcustom mevedel-batch-preview-chars 2000
+  "Longest result preview in a JSON transcript."
+  :type 'natnum
+  :group 'mevedel)
+
+(define-error 'mevedel-batch-usage "Usage error")
+
+(defun mevedel-batch--parse-args (args)
+  "Return a plist of options parsed from the command-line ARGS."
+  (let ((options (list :json nil :dir nil :mode nil :init nil :demo nil :timeout 600)))
+    (while args
+      (let ((arg (pop args)))
+        (cl-flet ((value ()
+                    (or (pop args)
+                        (signal 'mevedel-batch-usage (list (format "%s needs a value" arg))))))
+          (pcase arg
+            ((or "-p" "--prompt") (setq options (plist-put options :prompt (value))))
+            ("--json" (setq options (plist-put options :json t)))
+            ("--dir" (setq options (plist-put options :dir (value))))
+            ("--permission-mode"
+             (let ((mode (intern (value))))
+               (unless (memq mode mevedel-permission-modes)
+                 (signal 'mevedel-batch-usage
+                         (list (format "Unknown permission mode %s (ask, edits or full-auto)"
+                                       mode))))
+               (setq options (plist-put options :mode mode))))
+            ("--config" (setq options (plist-put options :init (value))))
+            ("--demo" (setq options (plist-put options :demo t)))
+            ("--timeout"
+             (let ((seconds (string-to-number (value))))
+               (unless (> seconds 0)
+                 (signal 'mevedel-batch-usage (list "--timeout needs a positive number")))
+               (setq options (plist-put options :timeout seconds))))
+            ("--" nil)
+            (_ (signal 'mevedel-batch-usage (list (format "Unknown argument %s" arg))))))))
+    (unless (plist-get options :prompt)
+      (signal 'mevedel-batch-usage (list "Missing -p PROMPT")))
+    options))
+
+(defun mevedel-batch--config-file (options)
+  "Return the init file named by OPTIONS or the environment, or nil."
+  (or (plist-get options :init)
+      (let ((env (getenv "MEVEDEL_INIT")))
+        (and env (not (string-empty-p env)) env))
+      (let ((default (expand-file-name
+                      "mevedel/init.el"
+                      (or (getenv "XDG_CONFIG_HOME") (expand-file-name "~/.config")))))
+        (and (file-exists-p default) default))))
+
+;;;; The transcript
+
+(defun mevedel-batch--json-value (value)
+  "Return VALUE (decoded tool arguments) in a form `json-serialize' accepts."
+  (cond ((eq value :json-false) :false)
+        ((eq value t) t)
+        ((null value) :null)
+        ((or (stringp value) (numberp value)) value)
+        ((keywordp value) (substring (symbol-name value) 1))
+        ((symbolp value) (symbol-name value))
+        ((vectorp value) (vconcat (mapcar #'mevedel-batch--json-value value)))
+        ((and (consp value) (keywordp (car value)))
+         (mevedel-batch--json-object value))
+        ((consp value) (vconcat (mapcar #'mevedel-batch--json-value value)))
+        (t (format "%S" value))))
+
+(defun mevedel-batch--json-object (plist)
+  "Return PLIST as a hash table for `json-serialize'."
+  (let ((table (make-hash-table :test #'equal)))
+    (cl-loop for (key value) on plist by #'cddr
+             do (puthash (substring (symbol-name key) 1)
+                         (mevedel-batch--json-value value) table))
+    table))
+
+(defun mevedel-batch--preview (text)
+  "Return TEXT cut to `mevedel-batch-preview-chars'."
+  (if (> (length text) mevedel-batch-preview-chars)
+      (concat (substring text 0 mevedel-batch-preview-chars)
+              (format "… [%d more characters]" (- (length text) mevedel-batch-preview-chars)))
+    text))
+
+(defun mevedel-batch-transcript (chat outcome)
+  "Return the transcript of CHAT's last turn, ended with OUTCOME, as a plist.
+Keys: :messages (user, assistant and tool entries in order),
+:tool-calls, :answer (the last assistant text) and :error."
+  (require 'mevedel-view)
+  (require 'mevedel-tool-render)
+  (let ((segments (mevedel-view-segments (mevedel-chat-data-buffer chat)
+                                         (marker-position (mevedel-chat-turn-start chat))))
+        messages calls answer)
+    (dolist (segment segments)
+      (pcase (plist-get segment :type)
+        ('user (push (list :role "user" :content (plist-get segment :text)) messages))
+        ('response
+         (let ((text (string-trim (plist-get segment :text))))
+           (setq answer text)
+           (push (list :role "assistant" :content text) messages)))
+        ('tool
+         (let* ((result (plist-get segment :result))
+                (call (list :id (plist-get segment :id)
+                            :name (plist-get segment :name)
+                            :args (plist-get segment :args)
+                            :status (symbol-name (mevedel-tool-render-status
+                                                  result (plist-get segment :render-data)))
+                            :result_preview (mevedel-batch--preview result))))
+           (push call calls)
+           (push (append (list :role "tool") call) messages)))
+        ('notice (push (list :role "notice" :content (plist-get segment :text)) messages))))
+    (list :outcome (symbol-name outcome)
+          :workspace (mevedel-chat-root chat)
+          :backend (gptel-backend-name (mevedel-chat-backend-effective chat))
+          :model (format "%s" (mevedel-chat-model-effective chat))
+          :messages (nreverse messages)
+          :tool_calls (nreverse calls)
+          :answer (if (eq outcome 'done) answer nil)
+          :error (and (not (eq outcome 'done))
+                      (or (mevedel-chat-status-detail chat) (symbol-name outcome))))))
+
+(defun mevedel-batch-transcript-json (transcript)
+  "Return TRANSCRIPT (from `mevedel-batch-transcript') as a JSON string."
+  (let ((object (make-hash-table :test #'equal)))
+    (cl-loop for (key value) on transcript by #'cddr
+             do (puthash (substring (symbol-name key) 1)
+                         (pcase key
+                           ((or :messages :tool_calls)
+                            (vconcat
+                             (mapcar (lambda (entry)
+                                       (let ((table (make-hash-table :test #'equal)))
+                                         (cl-loop for (k v) on entry by #'cddr
+                                                  do (puthash (substring (symbol-name k) 1)
+                                                              (if (eq k :args)
+                                                                  (mevedel-batch--json-object v)
+                                                                (mevedel-batch--json-value v))
+                                                              table))
+                                         table))
+                                     value)))
+                           (_ (mevedel-batch--json-value value)))
+                         object))
+    (json-serialize object)))
+
+;;;; Running
+
+(defun mevedel-batch--progress (event _chat &rest args)
+  "Report EVENT with ARGS of a headless turn on stderr."
+  (pcase event
+    ('tool-results
+     (dolist (record (car args))
+       (message "[tool] %s %s" (plist-get record :name)
+                (mevedel-batch--preview
+                 (replace-regexp-in-string "\n" " " (format "%S" (plist-get record :args)))))))))
+
+(defun mevedel-batch-run-turn (options)
+  "Run one turn described by OPTIONS.
+Return a plist: :status (the exit status), :output (what to print)
+and :error (a message, or nil)."
+  (let* ((root (mevedel-chat-workspace-root (or (plist-get options :dir) default-directory)))
+         (chat (mevedel-chat-get-create root))
+         (outcome nil)
+         (deadline (+ (float-time) (plist-get options :timeout))))
+    (when (plist-get options :mode)
+      (setf (mevedel-chat-permission-mode chat) (plist-get options :mode)))
+    (require 'mevedel-demo)
+    (if (plist-get options :demo)
+        (mevedel-demo-attach chat)
+      (unless (mevedel-demo-backend-usable-p)
+        (signal 'mevedel-batch-usage
+                (list "No usable gptel backend: set `gptel-backend' (and its key) in a \
+config file (--config FILE, $MEVEDEL_INIT or ~/.config/mevedel/init.el), or use --demo"))))
+    (unless (plist-get options :json)
+      (mevedel-chat-observe chat #'mevedel-batch--progress))
+    (mevedel-chat-send chat (plist-get options :prompt)
+                       :on-done (lambda (_chat result) (setq outcome result)))
+    (while (and (not outcome) (< (float-time) deadline))
+      (accept-process-output nil 0.05))
+    (unless outcome
+      (mevedel-chat-abort chat)
+      (setf (mevedel-chat-status-detail chat)
+            (format "timed out after %s seconds" (plist-get options :timeout)))
+      (setq outcome 'error))
+    (let ((transcript (mevedel-batch-transcript chat outcome)))
+      (list :status (if (eq outcome 'done) 0 1)
+            :error (plist-get transcript :error)
+            :output (if (plist-get options :json)
+                        (concat (mevedel-batch-transcript-json transcript) "\n")
+                      (if (eq outcome 'done)
+                          (concat (or (plist-get transcript :answer) "") "\n")
+                        ""))))))
+
+(defun mevedel-batch-main ()
+  "Run one headless turn with the command line's arguments and exit.
+See the commentary of mevedel-batch.el for the arguments."
+  (let ((args command-line-args-left)
+        (status 1))
+    (setq command-line-args-left nil)
+    (condition-case err
+        (let* ((options (mevedel-batch--parse-args args))
+               (init (mevedel-batch--config-file options)))
+          (when init
+            (unless (file-readable-p init)
+              (signal 'mevedel-batch-usage (list (format "Cannot read init file %s" init))))
+            (load init nil t))
+          (mevedel--load)
+          (let ((result (mevedel-batch-run-turn options)))
+            (princ (plist-get result :output))
+            (when (plist-get result :error)
+              (message "mevedel: the turn failed: %s" (plist-get result :error)))
+            (setq status (plist-get result :status))))
+      (mevedel-batch-usage
+       (message "mevedel: %s" (cadr err))
+       (message "Usage: mevedel -p PROMPT [--json] [--dir DIR] [--permission-mode MODE] \
+\[--config FILE] [--demo] [--timeout SECONDS]")
+       (setq status 2))
+      (error
+       (message "mevedel: %s" (error-message-string err))
+       (setq status 1)))
+    (kill-emacs status)))
+
+(provide 'mevedel-batch)
+;;; mevedel-batch.el ends here

@@ -1,0 +1,538 @@
+;;; mevedel-chat.el --- A workspace's agent session driven by gptel  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; One chat per workspace (the project.el root, else a directory).  A
+;; chat owns a gptel *data buffer*: the transcript gptel reads and
+;; writes, in `gptel-default-mode'.  Each turn inserts the user's text
+;; there and runs `gptel-request' with the user's backend and model,
+;; mevedel's system prompt and mevedel's tools.  Observers (the view,
+;; headless runs) follow the turn through `mevedel-chat-observe'.
+;;
+;; Tool-call identity.  gptel inserts tool results into the data buffer
+;; with `gptel--display-tool-results', which finds a result's ID by
+;; tool name; parallel calls of one tool would share an ID.  The
+;; callback here hands that function one authoritative `:tool-use'
+;; record at a time (original ID, final arguments, result), in the
+;; model's call order, and restores the full record list afterwards.
+;; gptel's stream parsers keep the newest call first, so the call order
+;; is recorded while responses are parsed (`:mevedel-call-order' in the
+;; request info).
+;;
+;; While gptel invokes tool functions, `mevedel-chat-dispatched-call'
+;; tells a tool function which record it serves.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'project)
+(require 'gptel)
+(require 'mevedel-permissions)
+
+(defgroup mevedel-chat nil
+  "Agent sessions."
+  :group 'mevedel
+  :prefix "mevedel-chat-")
+
+(defcustom mevedel-system-prompt
+  "You are mevedel, a coding agent working inside Emacs on the user's project.
+Work in the workspace directory given below.  Use the tools to read and \
+search files instead of guessing their contents, and cite file names with \
+line numbers when you refer to code.  Keep answers short and concrete.  \
+When a tool fails or a call is refused, read the message, adjust, and \
+tell the user what happened."
+  "System prompt of mevedel sessions.
+The workspace directory and today's date are appended to it."
+  :type 'string)
+
+(defvar mevedel-chat--tool-providers nil
+  "Functions returning gptel tools for a chat, each called with the chat.")
+
+(defun mevedel-chat-add-tool-provider (function)
+  "Let FUNCTION supply gptel tools to every chat.
+FUNCTION is called with the chat and returns a list of `gptel-tool's."
+  (add-to-list 'mevedel-chat--tool-providers function t))
+
+(defun mevedel-chat-remove-tool-provider (function)
+  "Stop FUNCTION from supplying tools to chats."
+  (setq mevedel-chat--tool-providers (delete function mevedel-chat--tool-providers)))
+
+;;;; The chat object
+
+(cl-defstruct (mevedel-chat (:constructor mevedel-chat--make)
+                            (:copier nil))
+  "An agent session of one workspace."
+  root name data-buffer
+  (status 'idle) status-detail
+  fsm turn turn-start on-done
+  permission-mode session-rules
+  backend model label
+  observers prompter history
+  live-calls pending)
+
+(defvar mevedel-chat--chats (make-hash-table :test #'equal)
+  "Live chats by workspace root.")
+
+(defun mevedel-chat-workspace-root (&optional directory)
+  "Return the workspace root for DIRECTORY (default `default-directory').
+That is the project.el project root, else DIRECTORY itself."
+  (let* ((directory (file-name-as-directory (expand-file-name (or directory default-directory))))
+         (project (let ((default-directory directory)) (project-current nil directory))))
+    (file-name-as-directory (expand-file-name (if project (project-root project) directory)))))
+
+(defun mevedel-chat-get (root)
+  "Return the live chat of workspace ROOT, or nil."
+  (let ((chat (gethash (file-name-as-directory (expand-file-name root)) mevedel-chat--chats)))
+    (and chat (buffer-live-p (mevedel-chat-data-buffer chat)) chat)))
+
+(defun mevedel-chat-list ()
+  "Return the live chats."
+  (let (chats)
+    (maphash (lambda (_ chat)
+               (when (buffer-live-p (mevedel-chat-data-buffer chat)) (push chat chats)))
+             mevedel-chat--chats)
+    chats))
+
+(defun mevedel-chat-get-create (root)
+  "Return the chat of workspace ROOT, creating it if needed."
+  (let ((root (file-name-as-directory (expand-file-name root))))
+    (or (mevedel-chat-get root)
+        (let* ((name (file-name-nondirectory (directory-file-name root)))
+               (chat (mevedel-chat--make :root root :name name
+                                         :permission-mode mevedel-permission-mode)))
+          (setf (mevedel-chat-data-buffer chat) (mevedel-chat--make-data-buffer chat))
+          (puthash root chat mevedel-chat--chats)
+          chat))))
+
+(defun mevedel-chat--make-data-buffer (chat)
+  "Create the gptel data buffer of CHAT."
+  (let ((buffer (generate-new-buffer (format " *mevedel-data: %s*" (mevedel-chat-name chat)))))
+    (with-current-buffer buffer
+      (funcall (or gptel-default-mode #'text-mode))
+      (setq default-directory (mevedel-chat-root chat))
+      (setq-local mevedel-chat--owner chat)
+      (setq-local gptel-include-tool-results t)
+      (setq-local gptel-confirm-tool-calls nil)
+      (setq-local gptel-use-tools t)
+      (add-hook 'kill-buffer-hook #'mevedel-chat--data-buffer-killed nil t))
+    buffer))
+
+(defvar-local mevedel-chat--owner nil
+  "The chat owning this data buffer.")
+
+(defun mevedel-chat--data-buffer-killed ()
+  "Forget the chat whose data buffer is being killed, aborting its turn."
+  (when-let* ((chat mevedel-chat--owner))
+    (ignore-errors (mevedel-chat-abort chat))
+    (remhash (mevedel-chat-root chat) mevedel-chat--chats)))
+
+(defun mevedel-chat-backend-effective (chat)
+  "Return the gptel backend for the next turn of CHAT.
+That is CHAT's own backend, else `gptel-backend'; without either,
+gptel's default (OpenAI) is chosen and recorded in `gptel-backend'."
+  (or (mevedel-chat-backend chat)
+      (default-value 'gptel-backend)
+      (progn (gptel--sanitize-model) (default-value 'gptel-backend))))
+
+(defun mevedel-chat-model-effective (chat)
+  "Return the gptel model for the next turn of CHAT."
+  (or (mevedel-chat-model chat) (default-value 'gptel-model)))
+
+(defun mevedel-chat-busy-p (chat)
+  "Return non-nil while a turn of CHAT is running."
+  (and (mevedel-chat-turn chat) t))
+
+;;;; Observers
+
+(defun mevedel-chat-observe (chat function)
+  "Call FUNCTION with (EVENT CHAT . ARGS) for each event of CHAT.
+EVENT is one of `turn-start', `text' (ARGS: the chunk), `tools-start'
+\(the records), `tool-results' (the records, in call order),
+`permission' (the request), `permission-settled' (the request),
+`status' and `turn-end' (the outcome: `done', `error' or `abort')."
+  (cl-pushnew function (mevedel-chat-observers chat)))
+
+(defun mevedel-chat-unobserve (chat function)
+  "Stop calling FUNCTION for CHAT's events."
+  (setf (mevedel-chat-observers chat) (delq function (mevedel-chat-observers chat))))
+
+(defun mevedel-chat--notify (chat event &rest args)
+  "Tell CHAT's observers about EVENT with ARGS; observer errors only warn."
+  (dolist (observer (mevedel-chat-observers chat))
+    (condition-case err
+        (apply observer event chat args)
+      (error (display-warning 'mevedel (format "Observer of %s failed: %s"
+                                               event (error-message-string err)))))))
+
+(defun mevedel-chat--set-status (chat status &optional detail)
+  "Set CHAT's STATUS (a symbol) and DETAIL (a string) and tell observers."
+  (setf (mevedel-chat-status chat) status
+        (mevedel-chat-status-detail chat) detail)
+  (mevedel-chat--notify chat 'status))
+
+;;;; System prompt and tools
+
+(defun mevedel-chat-system-prompt (chat)
+  "Return the system prompt for CHAT's next turn."
+  (format "%s\n\nWorkspace directory: %s\nToday's date: %s"
+          mevedel-system-prompt (mevedel-chat-root chat) (format-time-string "%F")))
+
+(defun mevedel-chat-tools (chat)
+  "Return the gptel tools offered to the model of CHAT."
+  (cl-loop for provider in mevedel-chat--tool-providers
+           append (funcall provider chat)))
+
+;;;; Call order and dispatch
+
+(defun mevedel-chat--note-calls (info in-order)
+  "Append IDs of new tool invocations in INFO to its call order.
+IN-ORDER says the :tool-use list is in call order; otherwise it
+holds the newest call first, as gptel's stream parsers keep it."
+  (when (plist-member info :mevedel-call-order)
+    (let* ((seen (plist-get info :mevedel-call-order))
+           (new (cl-loop for call in (plist-get info :tool-use)
+                         for id = (plist-get call :id)
+                         when (and id (not (member id seen))) collect id)))
+      (when new
+        (plist-put info :mevedel-call-order
+                   (append seen (if in-order new (nreverse new))))))))
+
+(defun mevedel-chat--after-parse-stream (_backend info &rest _)
+  "Record the call order in INFO after a stream chunk was parsed."
+  (mevedel-chat--note-calls info nil))
+
+(defun mevedel-chat--after-parse-response (_backend _response info &rest _)
+  "Record the call order in INFO after a full response was parsed."
+  (mevedel-chat--note-calls info t))
+
+(advice-add 'gptel-curl--parse-stream :after #'mevedel-chat--after-parse-stream)
+(advice-add 'gptel--parse-response :after #'mevedel-chat--after-parse-response)
+
+(defun mevedel-chat-in-call-order (info records)
+  "Return RECORDS (tool-use plists of INFO) sorted into the model's call order."
+  (let ((order (plist-get info :mevedel-call-order)))
+    (cl-stable-sort (copy-sequence records) #'<
+                    :key (lambda (record)
+                           (or (cl-position (plist-get record :id) order :test #'equal)
+                               most-positive-fixnum)))))
+
+(defvar mevedel-chat--dispatch nil
+  "Records gptel is about to pass to tool functions, in invocation order.")
+
+(defun mevedel-chat-dispatched-call (name)
+  "Return the record of the call of tool NAME that gptel is invoking now.
+The record is a plist with at least :id, :name and :args.  Return
+nil outside a dispatch."
+  (let ((record (pop mevedel-chat--dispatch)))
+    (while (and record (not (equal (plist-get record :name) name)))
+      (setq record (pop mevedel-chat--dispatch)))
+    record))
+
+(defun mevedel-chat--tool-spec (info name)
+  "Return the tool spec named NAME offered in INFO, or nil."
+  (cl-find-if (lambda (spec) (equal (gptel-tool-name spec) name))
+              (plist-get info :tools)))
+
+(defun mevedel-chat--handle-tools-start (fsm)
+  "Queue the pending tool invocations of FSM and tell observers."
+  (let* ((info (gptel-fsm-info fsm))
+         (chat (plist-get info :context))
+         (pending (cl-remove-if (lambda (call) (plist-get call :result))
+                                (plist-get info :tool-use))))
+    (setq mevedel-chat--dispatch
+          (cl-remove-if-not (lambda (call) (mevedel-chat--tool-spec info (plist-get call :name)))
+                            pending))
+    (when (mevedel-chat-p chat)
+      (setf (mevedel-chat-live-calls chat)
+            (mevedel-chat-in-call-order info (plist-get info :tool-use)))
+      (mevedel-chat--set-status chat 'tools)
+      (mevedel-chat--notify chat 'tools-start (mevedel-chat-live-calls chat)))))
+
+(defun mevedel-chat--handle-tools-dispatched (_fsm)
+  "Forget the dispatch queue once gptel has invoked every tool function."
+  (setq mevedel-chat--dispatch nil))
+
+;;;; Sending a turn
+
+(defun mevedel-chat--handlers ()
+  "Return the state handlers of a mevedel turn: gptel-send's plus ours."
+  (let ((handlers (copy-tree gptel-send--handlers)))
+    (dolist (extra `((TOOL :before ,#'mevedel-chat--handle-tools-start)
+                     (TOOL :after ,#'mevedel-chat--handle-tools-dispatched)
+                     (WAIT :after ,#'mevedel-chat--handle-wait)
+                     (DONE :after ,#'mevedel-chat--handle-done)
+                     (ERRS :after ,#'mevedel-chat--handle-error)
+                     (ABRT :after ,#'mevedel-chat--handle-abort)))
+      (pcase-let ((`(,state ,where ,function) extra))
+        (let ((entry (assq state handlers)))
+          (unless entry
+            (setq entry (list state))
+            (push entry handlers))
+          (setcdr entry (if (eq where :before)
+                            (cons function (cdr entry))
+                          (append (cdr entry) (list function)))))))
+    handlers))
+
+(cl-defun mevedel-chat-send (chat text &key on-done)
+  "Send TEXT as the user's next message in CHAT.
+ON-DONE, if non-nil, is called with CHAT and the outcome (`done',
+`error' or `abort') when the turn ends."
+  (when (mevedel-chat-busy-p chat)
+    (user-error "A turn is already running in %s; abort it first" (mevedel-chat-name chat)))
+  (when (string-blank-p text)
+    (user-error "Nothing to send"))
+  (let ((backend (mevedel-chat-backend-effective chat))
+        (model (mevedel-chat-model-effective chat))
+        (buffer (mevedel-chat-data-buffer chat)))
+    (push text (mevedel-chat-history chat))
+    (with-current-buffer buffer
+      (setq-local gptel-backend backend
+                  gptel-model model
+                  gptel-system-prompt (mevedel-chat-system-prompt chat)
+                  gptel-tools (mevedel-chat-tools chat))
+      (goto-char (point-max))
+      (let ((start (point)))
+        (unless (bobp) (insert "\n\n"))
+        (insert (gptel-prompt-prefix-string) (string-trim text) "\n")
+        (setf (mevedel-chat-turn-start chat) (copy-marker start)))
+      (let* ((turn (list :id (format "%x" (random most-positive-fixnum))))
+             (fsm (gptel-make-fsm :table gptel-send--transitions
+                                  :handlers (mevedel-chat--handlers))))
+        (setf (mevedel-chat-turn chat) turn
+              (mevedel-chat-fsm chat) fsm
+              (mevedel-chat-on-done chat) on-done
+              (mevedel-chat-live-calls chat) nil)
+        (mevedel-chat--set-status chat 'waiting)
+        (mevedel-chat--notify chat 'turn-start text)
+        (goto-char (point-max))
+        (gptel-request nil
+          :buffer buffer
+          :position (point-max-marker)
+          :stream gptel-stream
+          :callback #'mevedel-chat--callback
+          :context chat
+          :transforms gptel-prompt-transform-functions
+          :fsm fsm)
+        (plist-put (gptel-fsm-info fsm) :mevedel-call-order nil)
+        turn))))
+
+(defun mevedel-chat--insert (response info raw)
+  "Insert RESPONSE into the data buffer as gptel's own callbacks would.
+INFO is the request info; RAW is passed through."
+  (if (plist-get info :stream)
+      (gptel-curl--stream-insert-response response info raw)
+    (gptel--insert-response response info raw)))
+
+(defun mevedel-chat--callback (response info &optional raw)
+  "Handle RESPONSE for the request with INFO; RAW skips transformation."
+  (let ((chat (plist-get info :context)))
+    (pcase response
+      ((pred stringp)
+       (mevedel-chat--insert response info raw)
+       (unless raw
+         (mevedel-chat--set-status chat 'streaming)
+         (mevedel-chat--notify chat 'text response)))
+      (`(tool-result . ,_)
+       (mevedel-chat--insert-results chat info))
+      (`(tool-call . ,calls)
+       ;; Only reached when a user's pre-tool-call hook asks for gptel's
+       ;; own confirmation.  mevedel's permission check runs inside each
+       ;; tool, so run them rather than block in a process callback.
+       (gptel--accept-tool-calls calls nil))
+      (`(reasoning . ,_)
+       (mevedel-chat--insert response info raw))
+      (_ nil))))
+
+(defun mevedel-chat--insert-results (chat info)
+  "Insert the finished tool invocations of INFO into the data buffer of CHAT.
+Each call goes through `gptel--display-tool-results' alone, with its
+authoritative record as the only :tool-use entry, so that its ID,
+arguments and result are its own."
+  (let* ((all (plist-get info :tool-use))
+         (records (mevedel-chat-in-call-order info all)))
+    (unwind-protect
+        (dolist (record records)
+          (let ((name (plist-get record :name)))
+            (plist-put info :tool-use (list record))
+            (gptel--display-tool-results
+             (list (list (or (mevedel-chat--tool-spec info name)
+                             (gptel--make-tool-internal :name name :function #'ignore
+                                                        :description "Unknown tool" :include t))
+                         (plist-get record :args)
+                         (plist-get record :result)))
+             info)))
+      (plist-put info :tool-use all))
+    (setf (mevedel-chat-live-calls chat) nil)
+    (mevedel-chat--set-status chat 'waiting)
+    (mevedel-chat--notify chat 'tool-results records)))
+
+(defun mevedel-chat--handle-wait (fsm)
+  "Note that FSM's request was sent."
+  (when-let* ((chat (plist-get (gptel-fsm-info fsm) :context))
+              ((mevedel-chat-p chat)))
+    (mevedel-chat--set-status chat 'waiting)))
+
+(defun mevedel-chat--insert-notice (chat kind text)
+  "Append a notice of KIND with TEXT to CHAT's data buffer.
+Notices are never sent to the model."
+  (with-current-buffer (mevedel-chat-data-buffer chat)
+    (save-excursion
+      (goto-char (point-max))
+      (insert (propertize (format "\n\n[%s]\n" text)
+                          'gptel 'ignore 'mevedel-notice kind 'front-sticky nil)))))
+
+(defun mevedel-chat--finish (chat outcome)
+  "End CHAT's turn with OUTCOME and tell observers and the turn's caller."
+  (let ((on-done (mevedel-chat-on-done chat)))
+    (setf (mevedel-chat-turn chat) nil
+          (mevedel-chat-on-done chat) nil
+          (mevedel-chat-live-calls chat) nil
+          (mevedel-chat-pending chat) nil)
+    (mevedel-chat--set-status chat (pcase outcome ('done 'idle) (_ outcome))
+                              (mevedel-chat-status-detail chat))
+    (mevedel-chat--notify chat 'turn-end outcome)
+    (when on-done (funcall on-done chat outcome))))
+
+(defun mevedel-chat--handle-done (fsm)
+  "Finish the turn of FSM successfully."
+  (when-let* ((chat (plist-get (gptel-fsm-info fsm) :context))
+              ((mevedel-chat-p chat))
+              ((eq (mevedel-chat-fsm chat) fsm)))
+    (setf (mevedel-chat-status-detail chat) nil)
+    (mevedel-chat--finish chat 'done)))
+
+(defun mevedel-chat-error-message (info)
+  "Return a one-line description of the error in request INFO."
+  (let ((error (plist-get info :error))
+        (status (plist-get info :status)))
+    (string-trim
+     (cond ((stringp error) (format "%s %s" (or status "") error))
+           ((plist-get error :message)
+            (format "%s %s" (or status "") (plist-get error :message)))
+           (error (format "%s %S" (or status "") error))
+           (t (or status "unknown error"))))))
+
+(defun mevedel-chat--handle-error (fsm)
+  "Finish the turn of FSM with an error."
+  (when-let* ((info (gptel-fsm-info fsm))
+              (chat (plist-get info :context))
+              ((mevedel-chat-p chat))
+              ((eq (mevedel-chat-fsm chat) fsm)))
+    (let ((message (mevedel-chat-error-message info)))
+      (mevedel-chat--insert-notice chat 'error (concat "Request failed: " message))
+      (setf (mevedel-chat-status-detail chat) message)
+      (mevedel-chat--finish chat 'error))))
+
+(defun mevedel-chat--handle-abort (fsm)
+  "Finish the turn of FSM as aborted."
+  (when-let* ((chat (plist-get (gptel-fsm-info fsm) :context))
+              ((mevedel-chat-p chat))
+              ((eq (mevedel-chat-fsm chat) fsm))
+              ((mevedel-chat-turn chat)))
+    (mevedel-chat--insert-notice chat 'abort "Aborted")
+    (setf (mevedel-chat-status-detail chat) nil)
+    (mevedel-chat--finish chat 'abort)))
+
+(defun mevedel-chat-abort (chat)
+  "Abort CHAT's running turn, if any.
+Pending permission requests are dropped and late tool results ignored."
+  (when-let* (((mevedel-chat-turn chat))
+              (fsm (mevedel-chat-fsm chat)))
+    (dolist (request (mevedel-chat-pending chat))
+      (mevedel-chat--notify chat 'permission-settled request))
+    (setf (mevedel-chat-pending chat) nil)
+    (let ((buffer (mevedel-chat-data-buffer chat)))
+      (if (cl-find-if (lambda (entry) (eq (cadr entry) fsm)) gptel--request-alist)
+          (let ((inhibit-message t)) (gptel-abort buffer))
+        ;; Between network requests (tools running): no process to kill.
+        (plist-put (gptel-fsm-info fsm) :callback #'ignore)
+        (gptel--fsm-transition fsm 'ABRT)))
+    t))
+
+;;;; Running mevedel tools from gptel
+
+(cl-defun mevedel-chat-authorize (chat record &key paths read-only-p edits-p callback)
+  "Decide whether the call RECORD of CHAT may run; call CALLBACK with the answer.
+PATHS, READ-ONLY-P and EDITS-P describe the call (see
+`mevedel-permissions-decide').  CALLBACK receives `allow' or a
+refusal string for the model.  When the decision is `ask', observers
+get a `permission' event and CHAT's prompter is called with CHAT and
+a request plist (:tool :args :paths :id :answer); its :answer
+function takes `once', `session' or `deny'.  Without a prompter
+\(headless runs) an `ask' decision is a refusal."
+  (let* ((tool (plist-get record :name))
+         (decision (mevedel-permissions-decide
+                    tool :paths paths :root (mevedel-chat-root chat)
+                    :mode (mevedel-chat-permission-mode chat)
+                    :read-only-p read-only-p :edits-p edits-p
+                    :session-rules (mevedel-chat-session-rules chat))))
+    (pcase decision
+      ('allow (funcall callback 'allow))
+      ('deny (funcall callback (mevedel-permissions-refusal tool 'rule)))
+      (_
+       (if (not (mevedel-chat-prompter chat))
+           (funcall callback (mevedel-permissions-refusal tool 'headless))
+         (let* ((turn (mevedel-chat-turn chat))
+                (request (list :tool tool :args (plist-get record :args)
+                               :paths paths :id (plist-get record :id))))
+           (plist-put request :answer
+                      (lambda (answer)
+                        (when (memq request (mevedel-chat-pending chat))
+                          (setf (mevedel-chat-pending chat)
+                                (delq request (mevedel-chat-pending chat)))
+                          (mevedel-chat--notify chat 'permission-settled request)
+                          (when (eq turn (mevedel-chat-turn chat))
+                            (pcase answer
+                              ('once (funcall callback 'allow))
+                              ('session
+                               (push (list 'allow tool) (mevedel-chat-session-rules chat))
+                               (funcall callback 'allow))
+                              (_ (funcall callback
+                                          (mevedel-permissions-refusal tool 'user))))))))
+           (setf (mevedel-chat-pending chat)
+                 (append (mevedel-chat-pending chat) (list request)))
+           (mevedel-chat--notify chat 'permission request)
+           (funcall (mevedel-chat-prompter chat) chat request)))))))
+
+(cl-defun mevedel-chat-make-tool (&key name description args function read-only-p
+                                       edits-p get-paths category)
+  "Return a gptel tool NAME whose handler is guarded by permissions.
+DESCRIPTION and ARGS are as for `gptel-make-tool'.  FUNCTION gets the
+arguments as a keyword plist and returns the result text; a signal
+becomes an \"Error: ...\" result.  GET-PATHS maps the argument plist
+to the files the call touches.  READ-ONLY-P and EDITS-P describe the
+tool for permission modes.  CATEGORY groups it in gptel's UI."
+  (gptel--make-tool
+   :name name :description description :args args :async t
+   :category (or category "mevedel") :include t
+   :function
+   (lambda (callback &rest values)
+     (let* ((plist (cl-loop for spec in args for value in values
+                            when value
+                            append (list (intern (concat ":" (plist-get spec :name))) value)))
+            (record (or (mevedel-chat-dispatched-call name)
+                        (list :name name :args plist)))
+            (chat (and (boundp 'mevedel-chat--owner) mevedel-chat--owner))
+            (paths (and get-paths (ignore-errors (funcall get-paths plist)))))
+       (if (not (mevedel-chat-p chat))
+           (funcall callback (format "Error: %s can only run in a mevedel session" name))
+         (let ((turn (mevedel-chat-turn chat)))
+           (mevedel-chat-authorize
+            chat record :paths paths :read-only-p read-only-p :edits-p edits-p
+            :callback
+            (lambda (answer)
+              (when (eq turn (mevedel-chat-turn chat))
+                (funcall callback
+                         (if (not (eq answer 'allow))
+                             answer
+                           (condition-case err
+                               (let ((default-directory (mevedel-chat-root chat)))
+                                 (funcall function plist))
+                             (error (format "Error: %s" (error-message-string err)))))))))))))))
+
+(provide 'mevedel-chat)
+;;; mevedel-chat.el ends here

@@ -1,0 +1,254 @@
+;;; mevedel-sandbox.el --- Confinement of commands the model causes  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Every child the model causes runs confined: bubblewrap namespaces
+;; plus the `mevedel-sandbox' helper's Landlock ruleset, or Landlock
+;; alone where bubblewrap cannot start.  Writable roots are the
+;; workspace, session scratch and artifact directories; every `.git' and
+;; the session's own state stay read-only inside them; ~/.ssh, ~/.gnupg,
+;; ~/.aws, ~/.azure, ~/.config/gcloud and ~/.kube are inaccessible; the
+;; network is denied unless a call was granted it.
+;;
+;; This file owns the user options, the per-target probe,
+;; `mevedel-sandbox-run' (the launch API the execution tools build on),
+;; \\[mevedel-sandbox-status], and the model-hidden `:sandbox-summary'
+;; facts that tool rows keep in their render-data.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'help-mode)
+(require 'mevedel-core)
+
+;;;; Options
+
+(defgroup mevedel-sandbox nil
+  "Confinement of the commands the model causes."
+  :group 'mevedel
+  :prefix "mevedel-sandbox-")
+
+(defcustom mevedel-sandbox-mode 'best-effort
+  "How commands the model causes are confined.
+`best-effort' confines when a layer works and otherwise runs the
+command directly, saying so on the tool row; `required' refuses to run
+unless bubblewrap confines; `off' runs every command directly."
+  :type '(choice (const :tag "Confine when possible, disclose otherwise" best-effort)
+                 (const :tag "Refuse unless bubblewrap confines" required)
+                 (const :tag "Never confine" off)))
+
+(defcustom mevedel-sandbox-backend 'auto
+  "Which confinement layers to use.
+`auto' uses bubblewrap with the Landlock helper inside it, and (in
+`best-effort' mode only) the Landlock helper alone where bubblewrap
+cannot start.  `landlock' always uses the Landlock helper alone, for
+hosts where bubblewrap misbehaves."
+  :type '(choice (const auto) (const landlock)))
+
+(defcustom mevedel-sandbox-probe-timeout 2.0
+  "Seconds a local sandbox probe may take before the layer counts as broken."
+  :type 'number)
+
+;;;; Requests
+
+(defvar mevedel-sandbox--helper-cache nil
+  "(MODULE-DIRECTORY-SETTING . HELPER-FILE) from the last lookup.
+Finding the module directory walks the file system, so requests reuse
+the answer while `mevedel-core-module-directory' stays the same.")
+
+(defun mevedel-sandbox--helper ()
+  "Return the sandbox helper binary's file name."
+  (unless (and mevedel-sandbox--helper-cache
+               (equal (car mevedel-sandbox--helper-cache) mevedel-core-module-directory))
+    (setq mevedel-sandbox--helper-cache
+          (cons mevedel-core-module-directory (mevedel-core-sandbox-helper-file))))
+  (cdr mevedel-sandbox--helper-cache))
+
+(defun mevedel-sandbox-request (&rest args)
+  "Return a sandbox request plist: ARGS over the user's defaults.
+ARGS are keys of `mevedel-core--sandbox-request-keys', e.g. :command
+\(a list of strings), :cwd, :writable (list of directories), :network,
+:extra-write.  Defaults: `mevedel-sandbox-mode', `mevedel-sandbox-backend',
+the home directory, `process-environment' and its PATH, the helper next
+to the module, the probe timeout, and the local target."
+  (let ((request (copy-sequence args)))
+    (dolist (default `((:mode . ,mevedel-sandbox-mode)
+                       (:backend . ,mevedel-sandbox-backend)
+                       (:home . ,(expand-file-name "~"))
+                       (:env . ,process-environment)
+                       (:path . ,(getenv "PATH"))
+                       (:helper . ,(mevedel-sandbox--helper))
+                       (:target . "local")
+                       (:probe-timeout-ms
+                        . ,(round (* 1000 mevedel-sandbox-probe-timeout)))))
+      (unless (plist-member request (car default))
+        (setq request (plist-put request (car default) (cdr default)))))
+    request))
+
+(defun mevedel-sandbox-run (request callback)
+  "Run the sandbox REQUEST to completion without blocking Emacs.
+REQUEST is a plist for `mevedel-sandbox-request'.  CALLBACK gets the
+outcome plist (see `mevedel-core-sandbox-run'); a module error becomes
+an outcome whose :start is `sandbox-failed'.  Return the request id."
+  (mevedel-core-sandbox-run
+   (apply #'mevedel-sandbox-request request)
+   (lambda (status value)
+     (funcall callback
+              (if (eq status 'ok)
+                  value
+                (list :boundary 'refused :start 'sandbox-failed
+                      :start-problem (cadr value)))))))
+
+(defun mevedel-sandbox-prepare (request)
+  "Describe the launch of the sandbox REQUEST plist without running it.
+See `mevedel-core-sandbox-prepare'."
+  (mevedel-core-sandbox-prepare (apply #'mevedel-sandbox-request request)))
+
+;;;; Probe
+
+(defun mevedel-sandbox-probe (callback &optional target refresh)
+  "Call CALLBACK with the probe plist for TARGET (default local).
+Probes are cached per target; REFRESH non-nil probes again."
+  (mevedel-core-sandbox-probe
+   callback
+   (list :timeout-ms (round (* 1000 mevedel-sandbox-probe-timeout))
+         :target (or target "local")
+         :refresh refresh)))
+
+;;;; Summary facts
+
+(defun mevedel-sandbox-summary-add (summary outcome)
+  "Return SUMMARY with one execution OUTCOME added.
+SUMMARY is a `:sandbox-summary' plist or nil; it counts attempts,
+starts, refusals, failed starts, network grants and additional mounts,
+and lists the boundaries used.  It never holds paths or commands."
+  (let* ((boundary (plist-get outcome :boundary))
+         (start (plist-get outcome :start))
+         (count (lambda (key test)
+                  (+ (or (plist-get summary key) 0) (if test 1 0)))))
+    (list :attempts (funcall count :attempts t)
+          :starts (funcall count :starts (eq start 'started))
+          :refusals (funcall count :refusals (eq start 'refused))
+          :start-failures (funcall count :start-failures
+                                   (memq start '(sandbox-failed exec-failed)))
+          :boundaries (let ((seen (plist-get summary :boundaries)))
+                        (if (or (null boundary) (memq boundary seen))
+                            seen
+                          (append seen (list boundary))))
+          :network-grants (funcall count :network-grants
+                                   (and (eq (plist-get outcome :network) 'granted)
+                                        (memq boundary '(bwrap-landlock bwrap landlock))))
+          :extra-write-mounts (+ (or (plist-get summary :extra-write-mounts) 0)
+                                 (or (plist-get outcome :extra-writes) 0))
+          :extra-read-mounts (+ (or (plist-get summary :extra-read-mounts) 0)
+                                (or (plist-get outcome :extra-reads) 0)))))
+
+(defconst mevedel-sandbox--default-boundaries '(bwrap-landlock bwrap)
+  "Boundaries a healthy machine gives; others are worth a warning.")
+
+(defun mevedel-sandbox-summary-warning (summary)
+  "Return a compact warning for SUMMARY's non-default facts, or nil.
+Non-default boundaries, refusals, commands that never started, network
+grants and additional writable mounts are mentioned; additional
+read-only mounts stay silent."
+  (let ((parts nil)
+        (n (lambda (key) (or (plist-get summary key) 0))))
+    (dolist (boundary (plist-get summary :boundaries))
+      (unless (memq boundary (cons 'refused mevedel-sandbox--default-boundaries))
+        (push (pcase boundary
+                ('landlock "Landlock only")
+                ('unconfined "unconfined (no sandbox layer works)")
+                ('off "unconfined (sandbox off)")
+                ('escalated "escalated outside the sandbox")
+                (_ (symbol-name boundary)))
+              parts)))
+    (when (> (funcall n :refusals) 0)
+      (push (format "%d refused" (funcall n :refusals)) parts))
+    (when (> (funcall n :start-failures) 0)
+      (push (format "%d never started" (funcall n :start-failures)) parts))
+    (when (> (funcall n :network-grants) 0)
+      (push "network allowed" parts))
+    (when (> (funcall n :extra-write-mounts) 0)
+      (push (format "%d extra writable path%s" (funcall n :extra-write-mounts)
+                    (if (= 1 (funcall n :extra-write-mounts)) "" "s"))
+            parts))
+    (when parts
+      (concat "sandbox: " (string-join (nreverse parts) ", ")))))
+
+(defun mevedel-sandbox-render-data (render-data summary)
+  "Return RENDER-DATA (a plist) carrying SUMMARY as `:sandbox-summary'.
+The summary is model-hidden UI state; nil SUMMARY leaves RENDER-DATA
+unchanged."
+  (if summary
+      (plist-put (copy-sequence render-data) :sandbox-summary summary)
+    render-data))
+
+;;;; Status
+
+(defun mevedel-sandbox--insert-layer (name ok text)
+  "Insert a status line for layer NAME, working when OK, described by TEXT."
+  (insert (format "  %-12s " name)
+          (propertize (if ok "works" "unavailable")
+                      'face (if ok 'success 'warning))
+          (if text (concat "  " text) "")
+          "\n"))
+
+(defun mevedel-sandbox--insert-status (probe decision)
+  "Insert the status report for PROBE and the current mode's DECISION."
+  (insert (propertize "mevedel sandbox\n\n" 'face 'bold))
+  (insert (format "Mode:     %s   (mevedel-sandbox-mode)\n" mevedel-sandbox-mode))
+  (insert (format "Backend:  %s   (mevedel-sandbox-backend)\n" mevedel-sandbox-backend))
+  (insert "Target:   local\n\n")
+  (if (null probe)
+      (insert (propertize "The probe failed.\n" 'face 'error))
+    (insert "Layers:\n")
+    (mevedel-sandbox--insert-layer
+     "bubblewrap" (plist-get probe :bwrap-works)
+     (if (plist-get probe :bwrap-works)
+         (plist-get probe :bwrap-path)
+       (plist-get probe :bwrap-problem)))
+    (mevedel-sandbox--insert-layer
+     "Landlock" (plist-get probe :landlock-enforced)
+     (if (plist-get probe :landlock-enforced)
+         (format "kernel ABI %s" (plist-get probe :landlock-abi))
+       (plist-get probe :landlock-problem)))
+    (mevedel-sandbox--insert-layer
+     "helper" (null (plist-get probe :helper-problem))
+     (or (plist-get probe :helper-problem) (plist-get probe :helper-path))))
+  (when decision
+    (insert "\nCommands now run: "
+            (propertize (symbol-name (plist-get decision :boundary))
+                        'face (if (memq (plist-get decision :boundary)
+                                        mevedel-sandbox--default-boundaries)
+                                  'success
+                                'warning))
+            "\n")
+    (when-let* ((text (or (plist-get decision :refusal)
+                          (plist-get decision :disclosure))))
+      (insert "  " text "\n")))
+  (insert "\nWritable: the workspace, session scratch and artifact directories, a\n"
+          "private /tmp.  Read-only inside them: every .git and the session's\n"
+          "state.  Inaccessible: ~/.ssh ~/.gnupg ~/.aws ~/.azure ~/.config/gcloud\n"
+          "~/.kube.  Network: denied unless a call is granted it.\n"))
+
+;;;###autoload
+(defun mevedel-sandbox-status (&optional refresh)
+  "Show which sandbox layers work here and what commands now run under.
+With prefix argument REFRESH, probe again instead of using the cache."
+  (interactive "P")
+  (mevedel-sandbox-probe
+   (lambda (probe)
+     (let ((decision (and probe
+                          (ignore-errors
+                            (mevedel-core-sandbox-decide
+                             (mevedel-sandbox-request :command '("true")))))))
+       (with-help-window (help-buffer)
+         (with-current-buffer standard-output
+           (mevedel-sandbox--insert-status probe decision)))))
+   nil refresh))
+
+(provide 'mevedel-sandbox)
+;;; mevedel-sandbox.el ends here

@@ -1,0 +1,286 @@
+;;; mevedel-tool-render.el --- Tool row renderers  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; A tool row in the session view is one header line and a collapsible
+;; body.  A renderer turns one completed call into the row's parts:
+;;
+;;   (RENDERER NAME ARGS RESULT RENDER-DATA) => PLIST
+;;
+;; NAME is the tool name, ARGS the final argument plist, RESULT the
+;; result text the model saw (render-data blocks removed) and
+;; RENDER-DATA the call's render-data plist or nil.  PLIST may carry
+;; :header (a string, required), :body, :preview-body (strings),
+;; :body-mode (a major mode used to fontify the body), :status
+;; (`success', `error', `warning', `denied' or `running'),
+;; :expandable-p, :hidden-p, :coalesce-key, :child-calls and
+;; :initially-collapsed-p.  A renderer may be a function or a dispatch
+;; alist ((success . FN) (error . FN) (default . FN)) keyed by the
+;; call's status.  While a collapsed row is drawn,
+;; `mevedel-tool-render-summary-only' is non-nil: a renderer may then
+;; skip building its body.
+;;
+;; A renderer that signals, or returns a plist that fails validation,
+;; produces a warning and the generic renderer draws the row instead.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+
+(defgroup mevedel-tool-render nil
+  "How tool calls are drawn in the session view."
+  :group 'mevedel
+  :prefix "mevedel-tool-render-")
+
+(defcustom mevedel-tool-render-preview-lines 6
+  "Lines of a row's body shown when the renderer gives no preview."
+  :type 'natnum)
+
+(defcustom mevedel-tool-render-body-max-chars 60000
+  "Longest body a row displays; longer bodies are cut with a note."
+  :type 'natnum)
+
+(defvar mevedel-tool-render-summary-only nil
+  "Non-nil while a collapsed row is rendered.
+Renderers may then return only the header and status.")
+
+(defvar mevedel-tool-render--renderers nil
+  "Alist of (TOOL-NAME . RENDERER) registered for tool rows.")
+
+(defconst mevedel-tool-render--keys
+  '(:header :body :preview-body :body-mode :status :expandable-p :hidden-p
+            :coalesce-key :child-calls :initially-collapsed-p)
+  "Keys a renderer's plist may carry.")
+
+(defconst mevedel-tool-render-statuses '(success error warning denied running)
+  "Statuses a tool row can have.")
+
+;;;; Registry
+
+(defun mevedel-tool-render-register (name renderer)
+  "Use RENDERER for rows of the tool called NAME.
+RENDERER is a function or a dispatch alist of (STATUS . FUNCTION)
+with STATUS `success', `error' or `default'."
+  (unless (or (functionp renderer)
+              (and (consp renderer)
+                   (cl-every (lambda (entry)
+                               (and (consp entry)
+                                    (memq (car entry) '(success error default))
+                                    (functionp (cdr entry))))
+                             renderer)))
+    (error "Renderer for %s is neither a function nor a dispatch alist: %S"
+           name renderer))
+  (setf (alist-get name mevedel-tool-render--renderers nil nil #'equal) renderer))
+
+(defun mevedel-tool-render--lookup (name status)
+  "Return the renderer function for tool NAME with call STATUS."
+  (let ((renderer (alist-get name mevedel-tool-render--renderers nil nil #'equal)))
+    (cond ((null renderer) #'mevedel-tool-render-generic)
+          ((functionp renderer) renderer)
+          (t (or (alist-get (pcase status
+                              ((or 'success 'warning) 'success)
+                              ((or 'error 'denied) 'error))
+                            renderer)
+                 (alist-get 'default renderer)
+                 #'mevedel-tool-render-generic)))))
+
+;;;; Status
+
+(defun mevedel-tool-render-status (result render-data)
+  "Return the status of a call with RESULT text and RENDER-DATA plist.
+An explicit :status in RENDER-DATA wins; otherwise a result starting
+with \"Error\" or a tool-call error tag is an error, a permission
+refusal is `denied', anything else `success'.  :warnings in
+RENDER-DATA turn success into `warning'."
+  (let ((explicit (plist-get render-data :status)))
+    (cond ((memq explicit mevedel-tool-render-statuses) explicit)
+          ((null result) 'running)
+          ((string-match-p "\\`[ \t\n]*Permission denied" result) 'denied)
+          ((string-match-p "\\`[ \t\n]*\\(?:Error\\b\\|<tool_call_error>\\)" result) 'error)
+          ((plist-get render-data :warnings) 'warning)
+          (t 'success))))
+
+;;;; Rendering with validation and fallback
+
+(defun mevedel-tool-render-validate (plist)
+  "Signal an error unless PLIST is a valid renderer result; return it."
+  (unless (and (listp plist) (cl-evenp (length plist)))
+    (error "Renderer result is not a plist: %S" plist))
+  (cl-loop for (key value) on plist by #'cddr
+           unless (memq key mevedel-tool-render--keys)
+           do (error "Unknown renderer key %S" key)
+           do (pcase key
+                (:header (unless (and (stringp value) (not (string-empty-p value)))
+                           (error "Renderer :header must be a non-empty string: %S" value)))
+                ((or :body :preview-body)
+                 (unless (or (null value) (stringp value))
+                   (error "Renderer %S must be a string or nil: %S" key value)))
+                (:body-mode (unless (or (null value) (functionp value))
+                              (error "Renderer :body-mode must be a mode function: %S" value)))
+                (:status (unless (memq value mevedel-tool-render-statuses)
+                           (error "Renderer :status must be one of %S: %S"
+                                  mevedel-tool-render-statuses value)))
+                (:child-calls (unless (listp value)
+                                (error "Renderer :child-calls must be a list: %S" value)))))
+  (unless (plist-get plist :header)
+    (error "Renderer result has no :header"))
+  plist)
+
+(defun mevedel-tool-render-row (name args result render-data &optional collapsed)
+  "Return the validated row plist for a call of tool NAME.
+ARGS, RESULT and RENDER-DATA are the call's arguments, result text
+and render-data.  RESULT nil means the call is still running.
+COLLAPSED non-nil binds `mevedel-tool-render-summary-only'.  The
+returned plist always has :header and :status; a failing renderer
+is reported with `display-warning' and replaced by the generic one."
+  (let* ((status (mevedel-tool-render-status result render-data))
+         (renderer (mevedel-tool-render--lookup name status))
+         (mevedel-tool-render-summary-only collapsed)
+         (row (condition-case err
+                  (mevedel-tool-render-validate
+                   (funcall renderer name args result render-data))
+                (error
+                 (display-warning
+                  'mevedel
+                  (format "Renderer for %s failed, using the generic one: %s"
+                          name (error-message-string err)))
+                 (mevedel-tool-render-generic name args result render-data)))))
+    (unless (plist-get row :status)
+      (setq row (plist-put (copy-sequence row) :status status)))
+    (when (null result)
+      (setq row (plist-put (copy-sequence row) :status 'running)))
+    row))
+
+;;;; Helpers for renderers
+
+(defun mevedel-tool-render-arg (args &rest keys)
+  "Return the first non-empty value in ARGS under one of KEYS."
+  (cl-loop for key in keys
+           for value = (plist-get args key)
+           when (and value (not (equal value "")))
+           return value))
+
+(defun mevedel-tool-render-shorten (text &optional width)
+  "Return TEXT on one line, at most WIDTH (default 72) characters."
+  (let ((line (replace-regexp-in-string "[\n\t ]+" " " (format "%s" text))))
+    (truncate-string-to-width (string-trim line) (or width 72) nil nil "…")))
+
+(defun mevedel-tool-render-first-line (text)
+  "Return the first non-blank line of TEXT."
+  (or (cl-find-if (lambda (line) (not (string-blank-p line)))
+                  (split-string (or text "") "\n"))
+      ""))
+
+(defun mevedel-tool-render-count-lines (text)
+  "Return the number of non-empty lines in TEXT."
+  (cl-count-if (lambda (line) (not (string-empty-p line)))
+               (split-string (or text "") "\n")))
+
+(defun mevedel-tool-render-display-path (path)
+  "Return PATH relative to `default-directory' when it lies inside it."
+  (if (and (stringp path) (file-name-absolute-p path)
+           (string-prefix-p (expand-file-name default-directory) (expand-file-name path)))
+      (file-relative-name path default-directory)
+    path))
+
+(defun mevedel-tool-render-fontify (text mode)
+  "Return TEXT fontified as MODE would, with `face' properties.
+MODE's hooks do not run."
+  (with-temp-buffer
+    (insert text)
+    (delay-mode-hooks (funcall mode))
+    (let ((inhibit-message t))
+      (font-lock-ensure))
+    (let ((pos (point-min))
+          (inhibit-read-only t))
+      (while (< pos (point-max))
+        (let ((next (next-single-property-change pos 'font-lock-face nil (point-max)))
+              (face (get-text-property pos 'font-lock-face)))
+          (when face (put-text-property pos next 'face face))
+          (setq pos next))))
+    (buffer-substring (point-min) (point-max))))
+
+;;;; Built-in renderers
+
+(defun mevedel-tool-render-generic (name args result _render-data)
+  "Render a call of tool NAME with ARGS and RESULT: the fallback renderer."
+  (let ((key (mevedel-tool-render-arg args :file_path :path :pattern :command :url :query)))
+    (list :header (if key
+                      (format "%s %s" name (mevedel-tool-render-shorten
+                                            (mevedel-tool-render-display-path key)))
+                    name)
+          :body result
+          :expandable-p (and result (not (string-empty-p result)))
+          :initially-collapsed-p t)))
+
+(defun mevedel-tool-render-read (_name args result _render-data)
+  "Render a Read call with ARGS and RESULT."
+  (let* ((path (mevedel-tool-render-arg args :file_path :path))
+         (offset (plist-get args :offset))
+         (limit (plist-get args :limit))
+         (range (cond ((and offset limit) (format " (lines %s–%s)" offset (+ offset limit -1)))
+                      (offset (format " (from line %s)" offset))
+                      (limit (format " (first %s lines)" limit)))))
+    (list :header (concat "Read " (mevedel-tool-render-display-path (or path "?")) range)
+          :body (unless mevedel-tool-render-summary-only result)
+          :expandable-p (and result (not (string-empty-p result)))
+          :initially-collapsed-p t)))
+
+(defun mevedel-tool-render-grep (_name args result _render-data)
+  "Render a Grep call with ARGS and RESULT, fontifying it like `grep-mode'."
+  (let* ((pattern (plist-get args :pattern))
+         (path (mevedel-tool-render-arg args :path :glob))
+         (lines (and result (mevedel-tool-render-count-lines result))))
+    (list :header (concat (format "Grep %S" (mevedel-tool-render-shorten (or pattern "") 48))
+                          (and path (concat " in " (mevedel-tool-render-display-path path)))
+                          (and lines (format " (%d line%s)" lines (if (= lines 1) "" "s"))))
+          :body (unless mevedel-tool-render-summary-only result)
+          :body-mode 'grep-mode
+          :expandable-p (and result (not (string-empty-p result)))
+          :initially-collapsed-p t)))
+
+(defun mevedel-tool-render-glob (_name args result _render-data)
+  "Render a Glob call with ARGS and RESULT."
+  (let ((lines (and result (mevedel-tool-render-count-lines result))))
+    (list :header (concat "Glob " (or (plist-get args :pattern) "?")
+                          (when-let* ((path (plist-get args :path)))
+                            (concat " in " (mevedel-tool-render-display-path path)))
+                          (and lines (format " (%d)" lines)))
+          :body (unless mevedel-tool-render-summary-only result)
+          :expandable-p (and result (not (string-empty-p result)))
+          :initially-collapsed-p t)))
+
+(defun mevedel-tool-render-bash-exit (result render-data)
+  "Return the exit status of a Bash call from RENDER-DATA or RESULT, or nil."
+  (or (plist-get render-data :exit-code)
+      (plist-get render-data :exit_code)
+      (and result
+           (string-match "exit[_ ]code[=:]? *\"?\\(-?[0-9]+\\)" result)
+           (string-to-number (match-string 1 result)))))
+
+(defun mevedel-tool-render-bash (_name args result render-data)
+  "Render a Bash call with ARGS, RESULT and RENDER-DATA.
+The header shows the command's first line and its exit status."
+  (let* ((command (or (plist-get args :command) ""))
+         (first (mevedel-tool-render-first-line command))
+         (more (string-match-p "\n[ \t]*[^ \t\n]" (string-trim command)))
+         (exit (mevedel-tool-render-bash-exit result render-data)))
+    (list :header (concat "$ " (mevedel-tool-render-shorten first 64) (and more " …")
+                          (cond ((null result) "")
+                                (exit (format "  [exit %s]" exit))))
+          :body (unless mevedel-tool-render-summary-only
+                  (concat (and more (concat command "\n\n")) result))
+          :expandable-p t
+          :initially-collapsed-p t)))
+
+(mevedel-tool-render-register "Read" #'mevedel-tool-render-read)
+(mevedel-tool-render-register "Grep" #'mevedel-tool-render-grep)
+(mevedel-tool-render-register "Glob" #'mevedel-tool-render-glob)
+(mevedel-tool-render-register "Bash" #'mevedel-tool-render-bash)
+
+(provide 'mevedel-tool-render)
+;;; mevedel-tool-render.el ends here

@@ -1,0 +1,811 @@
+;;; mevedel-view.el --- The session view: transcript, tool rows, composer  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; A chat's view buffer shows, top to bottom:
+;;
+;;   transcript   read-only; rendered from the chat's gptel data buffer
+;;   live zone    calls in flight (spinner), permission cards, waiting line
+;;   separator    key hints
+;;   composer     where the user types (RET newline, C-c C-c send)
+;;
+;; The transcript is always re-derived from the data buffer: user text,
+;; response text, tool rows (through the renderers of
+;; mevedel-tool-render.el) and notices.  Streaming text is appended as
+;; it arrives; the current turn is redrawn from the data buffer when
+;; tool results arrive and when the turn ends, and one row is redrawn
+;; when it is toggled.  The only state the view keeps is disposable:
+;; which rows the user expanded or collapsed, markers, the spinner.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'gptel)
+(require 'mevedel-chat)
+(require 'mevedel-tool-render)
+
+(declare-function org-unescape-code-in-string "org-src")
+
+(defgroup mevedel-view nil
+  "The session view."
+  :group 'mevedel
+  :prefix "mevedel-view-")
+
+(defface mevedel-view-user '((t :inherit font-lock-keyword-face :weight bold))
+  "Face of the user's messages.")
+
+(defface mevedel-view-tool-header '((t :inherit font-lock-function-name-face))
+  "Face of tool row headers.")
+
+(defface mevedel-view-error '((t :inherit error :weight bold))
+  "Face of the error marker of failed tool calls.")
+
+(defface mevedel-view-warning '((t :inherit warning :weight bold))
+  "Face of the warning marker of tool calls.")
+
+(defface mevedel-view-success '((t :inherit success))
+  "Face of the marker of successful tool calls.")
+
+(defface mevedel-view-running '((t :inherit font-lock-constant-face))
+  "Face of the spinner of running tool calls.")
+
+(defface mevedel-view-notice '((t :inherit shadow :slant italic))
+  "Face of notices such as errors and aborts.")
+
+(defface mevedel-view-separator '((t :inherit shadow :overline t))
+  "Face of the line between the transcript and the composer.")
+
+(defface mevedel-view-card '((t :inherit highlight :extend t))
+  "Face of permission cards.")
+
+(defconst mevedel-view--spinner-frames ["⠋" "⠙" "⠹" "⠸" "⠼" "⠴" "⠦" "⠧" "⠇" "⠏"]
+  "Frames of the spinner of live rows.")
+
+(defconst mevedel-view--status-glyphs
+  '((success "✓" mevedel-view-success)
+    (warning "!" mevedel-view-warning)
+    (error "×" mevedel-view-error)
+    (denied "×" mevedel-view-error))
+  "Marker and face of a row for each final status.")
+
+;;;; Buffer-local state
+
+(defvar-local mevedel-view--chat nil "The chat shown in this view.")
+(defvar-local mevedel-view--transcript-end nil "End of the transcript.")
+(defvar-local mevedel-view--separator nil "Start of the separator line.")
+(defvar-local mevedel-view--composer nil "Start of the composer.")
+(defvar-local mevedel-view--turn-start nil "Where the current turn's rendering starts.")
+(defvar-local mevedel-view--expanded nil "Hash table: tool-use ID to t (expanded) or `collapsed'.")
+(defvar-local mevedel-view--history-index nil "Position in the input history, or nil.")
+(defvar-local mevedel-view--draft nil "Composer text saved while browsing history.")
+(defvar-local mevedel-view--spinner-timer nil "Timer animating live rows.")
+(defvar-local mevedel-view--spinner-frame 0 "Current spinner frame.")
+(defvar-local mevedel-view--last-kind nil "Kind of the last transcript block.")
+(defvar-local mevedel-view--observer nil "This view's observer of its chat.")
+
+;;;; Modes and keys
+
+(defvar-keymap mevedel-view-mode-map
+  :doc "Keys of the session view."
+  "C-c C-c" #'mevedel-view-send
+  "C-c C-k" #'mevedel-view-abort
+  "C-c C-l" #'mevedel-view-rerender
+  "C-c C-p" #'mevedel-view-set-permission-mode
+  "M-p" #'mevedel-view-history-previous
+  "M-n" #'mevedel-view-history-next)
+
+(defvar-keymap mevedel-view-row-map
+  :doc "Keys on a tool row's header."
+  "TAB" #'mevedel-view-toggle-row
+  "RET" #'mevedel-view-toggle-row
+  "<mouse-1>" #'mevedel-view-toggle-row)
+
+(defvar-keymap mevedel-view-card-map
+  :doc "Keys on a permission card."
+  "y" #'mevedel-view-allow-once
+  "a" #'mevedel-view-allow-session
+  "n" #'mevedel-view-deny)
+
+(define-derived-mode mevedel-view-mode fundamental-mode "mevedel"
+  "Major mode of mevedel session views.
+The transcript is read-only; type in the composer at the bottom.
+\\{mevedel-view-mode-map}"
+  (setq-local truncate-lines nil)
+  (setq-local word-wrap t)
+  (setq-local buffer-undo-list t)
+  (setq-local header-line-format '(:eval (mevedel-view--header-line))))
+
+;;;; Creating the view
+
+(defun mevedel-view-buffer (chat)
+  "Return CHAT's view buffer, creating it if needed."
+  (let* ((name (format "*mevedel: %s*" (mevedel-chat-name chat)))
+         (buffer (get-buffer name)))
+    (if (and buffer (eq (buffer-local-value 'mevedel-view--chat buffer) chat))
+        buffer
+      (setq buffer (generate-new-buffer name))
+      (with-current-buffer buffer
+        (mevedel-view-mode)
+        (setq default-directory (mevedel-chat-root chat))
+        (setq mevedel-view--chat chat
+              mevedel-view--expanded (make-hash-table :test #'equal))
+        (let ((inhibit-read-only t))
+          (insert (mevedel-view--separator-text))
+          (setq mevedel-view--composer (point-marker))
+          (setq mevedel-view--transcript-end (point-min-marker))
+          (setq mevedel-view--separator (copy-marker (point-min) t)))
+        (setq buffer-undo-list nil)
+        (setq mevedel-view--observer
+              (lambda (event chat &rest args)
+                (when (buffer-live-p buffer)
+                  (with-current-buffer buffer
+                    (mevedel-view--observe event chat args)))))
+        (mevedel-chat-observe chat mevedel-view--observer)
+        (setf (mevedel-chat-prompter chat) #'mevedel-view--prompt)
+        (add-hook 'kill-buffer-hook #'mevedel-view--killed nil t)
+        (mevedel-view-rerender))
+      buffer)))
+
+(defun mevedel-view--killed ()
+  "Detach the chat from this view as it is killed."
+  (when-let* ((chat mevedel-view--chat))
+    (mevedel-chat-unobserve chat mevedel-view--observer)
+    (when (eq (mevedel-chat-prompter chat) #'mevedel-view--prompt)
+      (setf (mevedel-chat-prompter chat) nil)))
+  (mevedel-view--stop-spinner))
+
+(defun mevedel-view--separator-text ()
+  "Return the read-only line between the live zone and the composer."
+  (propertize (concat "\n"
+                      (substitute-command-keys
+                       "── \\<mevedel-view-mode-map>\\[mevedel-view-send] send · \
+\\[mevedel-view-abort] abort · \\[mevedel-view-history-previous]/\
+\\[mevedel-view-history-next] history · TAB on a row: expand ──")
+                      "\n")
+              'face 'mevedel-view-separator 'read-only t
+              'rear-nonsticky t 'front-sticky t 'mevedel-separator t))
+
+(defun mevedel-view--header-line ()
+  "Return the header line of the view."
+  (if-let* ((chat mevedel-view--chat))
+      (let* ((backend (mevedel-chat-backend-effective chat))
+             (model (mevedel-chat-model-effective chat))
+             (label (mevedel-chat-label chat)))
+        (concat " mevedel · " (mevedel-chat-name chat) " · "
+                (if backend (gptel-backend-name backend) "no backend")
+                (if model (format " / %s" model) "")
+                (if label (concat " " (propertize (format "[%s]" label) 'face 'warning)) "")
+                " · " (mevedel-view--status-text chat)
+                " · " (format "permissions: %s" (mevedel-chat-permission-mode chat))))
+    " mevedel"))
+
+(defun mevedel-view--status-text (chat)
+  "Return a short description of CHAT's status."
+  (pcase (mevedel-chat-status chat)
+    ('idle "ready")
+    ('waiting "waiting for the model")
+    ('streaming "receiving")
+    ('tools "running tools")
+    ('error (propertize (format "error: %s" (or (mevedel-chat-status-detail chat) "?"))
+                        'face 'error))
+    ('abort "aborted")
+    (other (format "%s" other))))
+
+;;;; Parsing the data buffer
+
+(defun mevedel-view--unescape (text)
+  "Undo Org's code escaping of TEXT when the data buffer is in Org mode."
+  (if (derived-mode-p 'org-mode)
+      (progn (require 'org-src) (org-unescape-code-in-string text))
+    text))
+
+(defun mevedel-view--tool-segment (id text)
+  "Return the segment of the tool call ID whose data-buffer TEXT is given."
+  (let* ((text (mevedel-view--unescape text))
+         (read (condition-case nil
+                   (read-from-string text)
+                 (error nil)))
+         (call (car read))
+         (result (if read (string-trim (substring text (cdr read))) (string-trim text))))
+    (list :type 'tool :id id
+          :name (or (plist-get call :name) "?")
+          :args (plist-get call :args)
+          :result result
+          :render-data nil)))
+
+(defconst mevedel-view--block-line-regexp
+  "^[ \t]*#\\+\\(?:begin\\|end\\)_\\(?:tool\\|reasoning\\).*\n?"
+  "Lines framing tool results and reasoning in Org data buffers.
+gptel strips them before sending; so does the view.")
+
+(defun mevedel-view-segments (buffer &optional start end)
+  "Return the transcript segments of data BUFFER between START and END.
+They default to the buffer's beginning and end.  Each segment is a
+plist with :type `user', `response', `tool' or `notice'."
+  (with-current-buffer buffer
+    (save-restriction
+      (widen)
+      (let ((pos (or start (point-min)))
+            (end (or end (point-max)))
+            (prefix (gptel-prompt-prefix-string))
+            segments)
+        (while (< pos end)
+          (let* ((prop (get-text-property pos 'gptel))
+                 (notice (get-text-property pos 'mevedel-notice))
+                 (next (min (next-single-property-change pos 'gptel nil end)
+                            (next-single-property-change pos 'mevedel-notice nil end)))
+                 (text (buffer-substring-no-properties pos next)))
+            (cond
+             (notice (push (list :type 'notice :kind notice :text (string-trim text)) segments))
+             ((eq prop 'response)
+              (if (eq (plist-get (car segments) :type) 'response)
+                  (plist-put (car segments) :text (concat (plist-get (car segments) :text) text))
+                (push (list :type 'response :text text) segments)))
+             ((eq (car-safe prop) 'tool)
+              (push (mevedel-view--tool-segment (cdr prop) text) segments))
+             ((null prop)
+              (let ((clean (string-trim
+                            (string-remove-prefix
+                             prefix (string-trim-left
+                                     (replace-regexp-in-string
+                                      mevedel-view--block-line-regexp "" text))))))
+                (unless (string-empty-p clean)
+                  (push (list :type 'user :text clean) segments)))))
+            (setq pos next)))
+        (cl-remove-if (lambda (segment)
+                        (and (eq (plist-get segment :type) 'response)
+                             (string-blank-p (plist-get segment :text))))
+                      (nreverse segments))))))
+
+(defun mevedel-view--find-tool (buffer id)
+  "Return the segment of tool call ID in data BUFFER, or nil."
+  (with-current-buffer buffer
+    (save-excursion
+      (save-restriction
+        (widen)
+        (goto-char (point-min))
+        (when-let* ((match (text-property-search-forward
+                            'gptel id (lambda (id value)
+                                        (and (eq (car-safe value) 'tool)
+                                             (equal (cdr value) id))))))
+          (mevedel-view--tool-segment
+           id (buffer-substring-no-properties (prop-match-beginning match)
+                                              (prop-match-end match))))))))
+
+;;;; Inserting
+
+(defun mevedel-view--append (string)
+  "Insert STRING at the end of the transcript."
+  (let ((inhibit-read-only t))
+    (save-excursion
+      (goto-char mevedel-view--transcript-end)
+      (insert (propertize string 'read-only t 'front-sticky '(read-only)))
+      (set-marker mevedel-view--transcript-end (point)))))
+
+(defun mevedel-view--begin-block (kind)
+  "Separate a new transcript block of KIND from the previous one."
+  (let ((previous mevedel-view--last-kind))
+    (when previous
+      (let ((end (marker-position mevedel-view--transcript-end)))
+        (mevedel-view--append
+         (cond ((and (eq kind 'tool) (eq previous 'tool)) "")
+               ((= end (point-min)) "")
+               (t "\n")))))
+    (setq mevedel-view--last-kind kind)))
+
+(defun mevedel-view--insert-segment (segment)
+  "Insert the rendering of SEGMENT at the end of the transcript."
+  (pcase (plist-get segment :type)
+    ('user
+     (mevedel-view--begin-block 'user)
+     (mevedel-view--append
+      (concat (propertize "❯ " 'face 'mevedel-view-user)
+              (propertize (plist-get segment :text) 'face 'mevedel-view-user)
+              "\n")))
+    ('response
+     (mevedel-view--begin-block 'response)
+     (mevedel-view--append (concat (string-trim (plist-get segment :text)) "\n")))
+    ('notice
+     (mevedel-view--begin-block 'notice)
+     (mevedel-view--append
+      (concat (propertize (plist-get segment :text)
+                          'face (if (eq (plist-get segment :kind) 'error)
+                                    'error 'mevedel-view-notice))
+              "\n")))
+    ('tool
+     (let ((row (mevedel-view--row-text segment)))
+       (when row
+         (mevedel-view--begin-block 'tool)
+         (mevedel-view--append (propertize row 'mevedel-row (plist-get segment :id))))))
+    ('group
+     (mevedel-view--begin-block 'tool)
+     (mevedel-view--append (mevedel-view--group-text segment)))))
+
+(defun mevedel-view--expanded-p (id row)
+  "Return non-nil when the row of call ID with ROW plist is expanded."
+  (pcase (gethash id mevedel-view--expanded)
+    ('t t)
+    ('collapsed nil)
+    (_ (not (plist-get row :initially-collapsed-p)))))
+
+(defun mevedel-view--glyph (status)
+  "Return the propertized marker of a row with STATUS."
+  (if (eq status 'running)
+      (propertize (aref mevedel-view--spinner-frames
+                        (% mevedel-view--spinner-frame (length mevedel-view--spinner-frames)))
+                  'face 'mevedel-view-running 'mevedel-spinner t)
+    (pcase-let ((`(,glyph ,face) (alist-get status mevedel-view--status-glyphs)))
+      (propertize glyph 'face face))))
+
+(defun mevedel-view--indent (text)
+  "Return TEXT with every non-empty line indented by four spaces."
+  (replace-regexp-in-string "^\\(.\\)" "    \\1" text))
+
+(defun mevedel-view--body-text (body mode)
+  "Return BODY for display, fontified as MODE when MODE is non-nil."
+  (let* ((limit mevedel-tool-render-body-max-chars)
+         (cut (and (> (length body) limit)
+                   (format "\n… %d more characters" (- (length body) limit))))
+         (body (string-trim-right (if cut (substring body 0 limit) body))))
+    (concat (mevedel-view--indent
+             (if mode
+                 (condition-case nil
+                     (mevedel-tool-render-fontify body mode)
+                   (error body))
+               body))
+            (and cut (propertize cut 'face 'shadow))
+            "\n")))
+
+(defun mevedel-view--row-text (segment &optional live-status)
+  "Return the text of the tool row for SEGMENT, or nil when it is hidden.
+LIVE-STATUS, when non-nil, overrides the status (`running' for calls
+in flight)."
+  (let* ((id (plist-get segment :id))
+         (name (plist-get segment :name))
+         (args (plist-get segment :args))
+         (result (plist-get segment :result))
+         (render-data (plist-get segment :render-data))
+         (summary (mevedel-tool-render-row name args result render-data t))
+         (expanded (and (not live-status) (mevedel-view--expanded-p id summary)))
+         (row (if expanded
+                  (mevedel-tool-render-row name args result render-data nil)
+                summary))
+         (status (or live-status (plist-get row :status)))
+         (expandable (and (not live-status) (plist-get row :expandable-p)))
+         (body (plist-get row :body))
+         (preview (plist-get row :preview-body)))
+    (unless (plist-get row :hidden-p)
+      (concat
+       (propertize
+        (concat (if expandable (if expanded "▾ " "▸ ") "  ")
+                (mevedel-view--glyph status) " "
+                (propertize (plist-get row :header) 'face 'mevedel-view-tool-header)
+                (and (eq status 'denied) (propertize "  denied" 'face 'mevedel-view-error))
+                "\n")
+        'keymap mevedel-view-row-map 'mouse-face 'highlight
+        'help-echo (format "%s call %s: TAB to expand or collapse" name id))
+       (cond ((and expanded body (not (string-empty-p body)))
+              (mevedel-view--body-text body (plist-get row :body-mode)))
+             ((and (not expanded) preview (not (string-empty-p preview)))
+              (propertize (mevedel-view--body-text preview nil) 'face 'shadow)))
+       (when (and expanded (plist-get row :child-calls))
+         (mapconcat (lambda (child)
+                      (mevedel-view--indent
+                       (or (mevedel-view--row-text
+                            (list :id (format "%s/%s" id (car child)) :name (car child)
+                                  :args (nth 1 child) :result (nth 2 child)
+                                  :render-data (nth 3 child)))
+                           "")))
+                    (plist-get row :child-calls) ""))))))
+
+(defun mevedel-view--mark-row (text id)
+  "Return row TEXT with every character tagged as the row of call ID."
+  (propertize text 'mevedel-row id))
+
+;;;; Rendering
+
+(defun mevedel-view--coalesce-key (segment)
+  "Return the coalesce key of tool SEGMENT's row, or nil."
+  (and (eq (plist-get segment :type) 'tool)
+       (plist-get (mevedel-tool-render-row (plist-get segment :name) (plist-get segment :args)
+                                           (plist-get segment :result)
+                                           (plist-get segment :render-data) t)
+                  :coalesce-key)))
+
+(defun mevedel-view--coalesce (segments)
+  "Return SEGMENTS, grouping consecutive tool rows with equal coalesce keys.
+A group is a segment (:type group :id FIRST-ID :members SEGMENTS)."
+  (let (result)
+    (while segments
+      (let* ((segment (pop segments))
+             (key (mevedel-view--coalesce-key segment)))
+        (if (not key)
+            (push segment result)
+          (let ((members (list segment)))
+            (while (and segments (equal (mevedel-view--coalesce-key (car segments)) key))
+              (push (pop segments) members))
+            (push (if (cdr members)
+                      (list :type 'group :id (plist-get segment :id)
+                            :members (nreverse members))
+                    segment)
+                  result)))))
+    (nreverse result)))
+
+(defun mevedel-view--group-text (group)
+  "Return the text of the coalesced GROUP of tool rows."
+  (let* ((id (plist-get group :id))
+         (members (plist-get group :members))
+         (rows (mapcar (lambda (segment)
+                         (mevedel-tool-render-row (plist-get segment :name)
+                                                  (plist-get segment :args)
+                                                  (plist-get segment :result)
+                                                  (plist-get segment :render-data) t))
+                       members))
+         (status (cl-find-if (lambda (status)
+                               (cl-some (lambda (row) (eq (plist-get row :status) status)) rows))
+                             '(error denied warning success)))
+         (expanded (eq (gethash (concat "group:" id) mevedel-view--expanded) t)))
+    (concat
+     (propertize
+      (concat (if expanded "▾ " "▸ ") (mevedel-view--glyph (or status 'success)) " "
+              (propertize (plist-get (car rows) :header) 'face 'mevedel-view-tool-header)
+              (propertize (format "  (+%d more)" (1- (length rows))) 'face 'shadow)
+              "\n")
+      'keymap mevedel-view-row-map 'mouse-face 'highlight 'mevedel-group id
+      'help-echo "TAB to show or hide the calls of this group")
+     (when expanded
+       (mapconcat (lambda (segment)
+                    (propertize (or (mevedel-view--row-text segment) "")
+                                'mevedel-row (plist-get segment :id)))
+                  members "")))))
+
+(defun mevedel-view--insert-segments (data-start data-end)
+  "Append the segments of the data buffer between DATA-START and DATA-END."
+  (dolist (segment (mevedel-view--coalesce
+                    (mevedel-view-segments (mevedel-chat-data-buffer mevedel-view--chat)
+                                           data-start data-end)))
+    (let ((begin (marker-position mevedel-view--transcript-end))
+          (inhibit-read-only t))
+      (mevedel-view--insert-segment segment)
+      (put-text-property begin mevedel-view--transcript-end
+                         'mevedel-kind (plist-get segment :type)))))
+
+(defun mevedel-view--truncate-to (position)
+  "Delete the transcript from POSITION to its end."
+  (let ((inhibit-read-only t))
+    (delete-region position mevedel-view--transcript-end)
+    (set-marker mevedel-view--transcript-end position)
+    (setq mevedel-view--last-kind
+          (and (> position (point-min))
+               (get-text-property (1- position) 'mevedel-kind)))))
+
+(defun mevedel-view-rerender (&optional buffer)
+  "Redraw all of BUFFER's transcript (default the current view) from its data."
+  (interactive)
+  (with-current-buffer (or buffer (current-buffer))
+    (unless mevedel-view--chat (user-error "Not a mevedel view"))
+    (save-excursion
+      (let ((turn-data (mevedel-chat-turn-start mevedel-view--chat)))
+        (mevedel-view--truncate-to (point-min))
+        (mevedel-view--insert-segments nil (and turn-data (marker-position turn-data)))
+        (if mevedel-view--turn-start
+            (set-marker mevedel-view--turn-start mevedel-view--transcript-end)
+          (setq mevedel-view--turn-start (copy-marker mevedel-view--transcript-end)))
+        (when turn-data
+          (mevedel-view--insert-segments (marker-position turn-data) nil)))
+      (mevedel-view--render-live))))
+
+(defun mevedel-view--render-turn ()
+  "Redraw the current turn from the data buffer, and the live zone."
+  (let ((turn-data (mevedel-chat-turn-start mevedel-view--chat)))
+    (if (not (and mevedel-view--turn-start turn-data))
+        (mevedel-view-rerender)
+      (save-excursion
+        (mevedel-view--truncate-to mevedel-view--turn-start)
+        (mevedel-view--insert-segments (marker-position turn-data) nil)
+        (mevedel-view--render-live)))))
+
+(defun mevedel-view--in-data-p (id)
+  "Return non-nil when the call ID already is in the data buffer."
+  (mevedel-view--find-tool (mevedel-chat-data-buffer mevedel-view--chat) id))
+
+(defun mevedel-view--render-live ()
+  "Redraw the live zone: running tools, permission cards, waiting line."
+  (let ((inhibit-read-only t)
+        (chat mevedel-view--chat)
+        (running nil))
+    (save-excursion
+      (delete-region mevedel-view--transcript-end mevedel-view--separator)
+      (goto-char mevedel-view--transcript-end)
+      (let ((calls (mevedel-chat-live-calls chat))
+            (start (point)))
+        (when calls (insert "\n"))
+        (dolist (call calls)
+          (let* ((done (plist-get call :result))
+                 (text (mevedel-view--row-text
+                        (list :id (plist-get call :id) :name (plist-get call :name)
+                              :args (plist-get call :args)
+                              :result done)
+                        (unless done 'running))))
+            (unless done (setq running t))
+            (when text (insert (mevedel-view--mark-row text (plist-get call :id))))))
+        (dolist (request (mevedel-chat-pending chat))
+          (insert "\n" (mevedel-view--card-text request)))
+        (when (and (memq (mevedel-chat-status chat) '(waiting))
+                   (not calls))
+          (setq running t)
+          (insert "\n" (mevedel-view--glyph 'running) " "
+                  (propertize "Waiting for the model…" 'face 'shadow) "\n"))
+        (add-text-properties start (point) '(read-only t mevedel-live t))))
+    (if running (mevedel-view--start-spinner) (mevedel-view--stop-spinner))))
+
+(defun mevedel-view--card-text (request)
+  "Return the text of the permission card for REQUEST."
+  (let ((args (plist-get request :args)))
+    (propertize
+     (concat
+      (propertize (format "Allow %s?" (plist-get request :tool)) 'face 'bold) "\n"
+      (cl-loop for (key value) on args by #'cddr
+               concat (format "  %s: %s\n" (substring (symbol-name key) 1)
+                              (mevedel-tool-render-shorten value 100)))
+      (when-let* ((paths (plist-get request :paths)))
+        (format "  paths: %s\n" (string-join paths ", ")))
+      (substitute-command-keys
+       "  \\<mevedel-view-card-map>\\[mevedel-view-allow-once] allow once · \
+\\[mevedel-view-allow-session] always this session · \\[mevedel-view-deny] deny\n"))
+     'face 'mevedel-view-card 'keymap mevedel-view-card-map
+     'mevedel-card request)))
+
+;;;; Spinner
+
+(defun mevedel-view--start-spinner ()
+  "Animate the spinners of this view."
+  (unless (timerp mevedel-view--spinner-timer)
+    (let ((buffer (current-buffer)))
+      (setq mevedel-view--spinner-timer
+            (run-with-timer 0.12 0.12 #'mevedel-view--spin buffer)))))
+
+(defun mevedel-view--stop-spinner ()
+  "Stop animating spinners."
+  (when (timerp mevedel-view--spinner-timer)
+    (cancel-timer mevedel-view--spinner-timer))
+  (setq mevedel-view--spinner-timer nil))
+
+(defun mevedel-view--spin (buffer)
+  "Advance the spinners of BUFFER; redraw finished live rows."
+  (if (not (buffer-live-p buffer))
+      nil
+    (with-current-buffer buffer
+      (cl-incf mevedel-view--spinner-frame)
+      (let ((inhibit-read-only t)
+            (frame (aref mevedel-view--spinner-frames
+                         (% mevedel-view--spinner-frame (length mevedel-view--spinner-frames))))
+            (finished (cl-some (lambda (call) (plist-get call :result))
+                               (mevedel-chat-live-calls mevedel-view--chat))))
+        (if finished
+            (mevedel-view--render-live)
+          (save-excursion
+            (goto-char mevedel-view--transcript-end)
+            (let (match)
+              (while (setq match (text-property-search-forward 'mevedel-spinner t t))
+                (let ((props (text-properties-at (prop-match-beginning match))))
+                  (delete-region (prop-match-beginning match) (prop-match-end match))
+                  (goto-char (prop-match-beginning match))
+                  (insert (apply #'propertize frame props)))))))))))
+
+;;;; Observing the chat
+
+(defun mevedel-view--observe (event _chat args)
+  "Update this view for the chat's EVENT with ARGS."
+  (pcase event
+    ('turn-start
+     (set-marker mevedel-view--turn-start mevedel-view--transcript-end)
+     (mevedel-view--render-turn))
+    ('text (mevedel-view--append-text (car args)))
+    ('tools-start (save-excursion (mevedel-view--render-live)))
+    ('permission-settled
+     (save-excursion (mevedel-view--render-live))
+     (mevedel-view--unfocus-card))
+    ((or 'tool-results 'turn-end) (mevedel-view--render-turn))
+    ('status (force-mode-line-update)))
+  (when (eq event 'turn-end)
+    (mevedel-view--stop-spinner)
+    (force-mode-line-update)))
+
+(defun mevedel-view--append-text (chunk)
+  "Append the streamed response CHUNK to the transcript."
+  (save-excursion
+    (unless (eq mevedel-view--last-kind 'response)
+      (let ((inhibit-read-only t))
+        (delete-region mevedel-view--transcript-end mevedel-view--separator))
+      (mevedel-view--stop-spinner)
+      (mevedel-view--begin-block 'response)
+      (setq chunk (string-trim-left chunk)))
+    (let ((begin (marker-position mevedel-view--transcript-end))
+          (inhibit-read-only t))
+      (mevedel-view--append chunk)
+      (put-text-property begin mevedel-view--transcript-end 'mevedel-kind 'response))))
+
+;;;; Permission cards
+
+(defun mevedel-view--prompt (chat _request)
+  "Show CHAT's pending permission requests as cards in its view."
+  (when-let* ((buffer (get-buffer (format "*mevedel: %s*" (mevedel-chat-name chat))))
+              ((eq (buffer-local-value 'mevedel-view--chat buffer) chat)))
+    (with-current-buffer buffer
+      (save-excursion (mevedel-view--render-live))
+      (mevedel-view--focus-card))))
+
+(defun mevedel-view--focus-card ()
+  "Move point to the first card when the composer is empty."
+  (when-let* ((window (get-buffer-window (current-buffer)))
+              ((string-blank-p (mevedel-view--composer-text))))
+    (let ((pos (save-excursion
+                 (goto-char mevedel-view--transcript-end)
+                 (when-let* ((match (text-property-search-forward 'mevedel-card nil
+                                                                  (lambda (_ v) v))))
+                   (prop-match-beginning match)))))
+      (when pos
+        (set-window-point window pos)
+        (goto-char pos)))))
+
+(defun mevedel-view--unfocus-card ()
+  "Return point to the composer when it sits in the live zone."
+  (when (and (>= (point) mevedel-view--transcript-end)
+             (< (point) mevedel-view--composer)
+             (null (mevedel-chat-pending mevedel-view--chat)))
+    (goto-char (point-max))
+    (when-let* ((window (get-buffer-window (current-buffer))))
+      (set-window-point window (point)))))
+
+(defun mevedel-view--card-at-point ()
+  "Return the permission request of the card at point, or the first one."
+  (or (get-text-property (point) 'mevedel-card)
+      (car (mevedel-chat-pending mevedel-view--chat))
+      (user-error "No permission request is waiting")))
+
+(defun mevedel-view-allow-once ()
+  "Allow the tool call of the permission card at point, this once."
+  (interactive)
+  (funcall (plist-get (mevedel-view--card-at-point) :answer) 'once))
+
+(defun mevedel-view-allow-session ()
+  "Allow this tool for the rest of the session."
+  (interactive)
+  (funcall (plist-get (mevedel-view--card-at-point) :answer) 'session))
+
+(defun mevedel-view-deny ()
+  "Deny the tool call of the permission card at point."
+  (interactive)
+  (funcall (plist-get (mevedel-view--card-at-point) :answer) 'deny))
+
+;;;; Rows
+
+(defun mevedel-view-toggle-row (&optional event)
+  "Expand or collapse the tool row at point (or at mouse EVENT)."
+  (interactive (list last-nonmenu-event))
+  (when (mouse-event-p event) (mouse-set-point event))
+  (let ((id (get-text-property (point) 'mevedel-row))
+        (group (get-text-property (point) 'mevedel-group)))
+    (unless (or id group) (user-error "No tool row here"))
+    (if group
+        (let ((key (concat "group:" group)))
+          (puthash key (if (eq (gethash key mevedel-view--expanded) t) 'collapsed t)
+                   mevedel-view--expanded)
+          (mevedel-view-rerender)
+          (goto-char (point-min))
+          (when-let* ((match (text-property-search-forward 'mevedel-group group t)))
+            (goto-char (prop-match-beginning match))))
+      (mevedel-view--toggle-call id))))
+
+(defun mevedel-view--toggle-call (id)
+  "Expand or collapse the row of the tool call ID."
+  (let ((segment (mevedel-view--find-tool (mevedel-chat-data-buffer mevedel-view--chat) id)))
+    (unless segment (user-error "This call has not finished yet"))
+    (let* ((summary (mevedel-tool-render-row (plist-get segment :name) (plist-get segment :args)
+                                             (plist-get segment :result)
+                                             (plist-get segment :render-data) t))
+           (expanded (mevedel-view--expanded-p id summary)))
+      (when (plist-get summary :expandable-p)
+        (puthash id (if expanded 'collapsed t) mevedel-view--expanded)
+        (mevedel-view--redraw-row id segment)))))
+
+(defun mevedel-view--redraw-row (id segment)
+  "Redraw the transcript row of call ID from its data SEGMENT."
+  (let* ((inhibit-read-only t)
+         (match (save-excursion
+                  (goto-char (point-min))
+                  (text-property-search-forward 'mevedel-row id t))))
+    (when match
+      (let* ((start (prop-match-beginning match))
+             (end (prop-match-end match))
+             (last (= end mevedel-view--transcript-end)))
+        (goto-char start)
+        (delete-region start end)
+        (insert (propertize (or (mevedel-view--row-text segment) "")
+                            'mevedel-row id 'mevedel-kind 'tool
+                            'read-only t 'front-sticky '(read-only)))
+        (when last (set-marker mevedel-view--transcript-end (point)))
+        (goto-char start)))))
+
+;;;; Composer
+
+(defun mevedel-view--composer-text ()
+  "Return the composer's text."
+  (buffer-substring-no-properties mevedel-view--composer (point-max)))
+
+(defun mevedel-view--set-composer (text)
+  "Replace the composer's text with TEXT."
+  (let ((inhibit-read-only t))
+    (delete-region mevedel-view--composer (point-max))
+    (goto-char (point-max))
+    (insert text)))
+
+(defun mevedel-view-send ()
+  "Send the composer's text to the model."
+  (interactive)
+  (let ((chat mevedel-view--chat)
+        (text (string-trim (mevedel-view--composer-text))))
+    (when (string-empty-p text) (user-error "The composer is empty"))
+    (when (mevedel-chat-busy-p chat)
+      (user-error "The model is still working; wait or abort with %s"
+                  (substitute-command-keys "\\[mevedel-view-abort]")))
+    (mevedel-view--set-composer "")
+    (setq mevedel-view--history-index nil mevedel-view--draft nil)
+    (mevedel-chat-send chat text)))
+
+(defun mevedel-view-abort ()
+  "Abort the running turn."
+  (interactive)
+  (unless (mevedel-chat-abort mevedel-view--chat)
+    (message "Nothing to abort")))
+
+(defun mevedel-view--history-step (delta)
+  "Move DELTA entries through the input history."
+  (let* ((history (mevedel-chat-history mevedel-view--chat))
+         (index (+ (or mevedel-view--history-index -1) delta)))
+    (cond ((< index -1) (user-error "End of history"))
+          ((>= index (length history)) (user-error "Beginning of history")))
+    (unless mevedel-view--history-index
+      (setq mevedel-view--draft (mevedel-view--composer-text)))
+    (setq mevedel-view--history-index (and (>= index 0) index))
+    (mevedel-view--set-composer (if (>= index 0) (nth index history) (or mevedel-view--draft "")))))
+
+(defun mevedel-view-history-previous ()
+  "Replace the composer's text with the previous input."
+  (interactive)
+  (mevedel-view--history-step 1))
+
+(defun mevedel-view-history-next ()
+  "Replace the composer's text with the next input."
+  (interactive)
+  (mevedel-view--history-step -1))
+
+(defun mevedel-view-set-permission-mode (mode)
+  "Set this session's permission MODE."
+  (interactive
+   (list (intern (completing-read "Permission mode: "
+                                  (mapcar #'symbol-name mevedel-permission-modes) nil t))))
+  (setf (mevedel-chat-permission-mode mevedel-view--chat) mode)
+  (force-mode-line-update))
+
+;;;; Entry point
+
+(defun mevedel-view-chat (&optional buffer)
+  "Return the chat shown in view BUFFER (default the current buffer)."
+  (buffer-local-value 'mevedel-view--chat (or buffer (current-buffer))))
+
+(defun mevedel-view-open (&optional directory)
+  "Show the view of the session of DIRECTORY's workspace; return the buffer."
+  (let* ((chat (mevedel-chat-get-create (mevedel-chat-workspace-root directory)))
+         (buffer (mevedel-view-buffer chat)))
+    (pop-to-buffer-same-window buffer)
+    (goto-char (point-max))
+    buffer))
+
+(provide 'mevedel-view)
+;;; mevedel-view.el ends here

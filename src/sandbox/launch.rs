@@ -1,0 +1,945 @@
+//! Launch one command under the sandbox policy and collect its outcome.
+//!
+//! [`prepare`] decides the boundary (from the cached probe), resolves the
+//! policy's paths and builds the complete command line: bwrap around the
+//! `mevedel-sandbox` helper around the command, the helper alone
+//! (Landlock-only layer), or the command itself when the sandbox is off,
+//! escalated or (best-effort, disclosed) unavailable. [`run`] starts it
+//! through the process owner and waits for it.
+//!
+//! The helper reports on a dedicated pipe just before it executes the
+//! command; a launch whose helper never reported failed to *start* (the
+//! sandbox is broken), which is told apart from the command failing.
+//! Once confined preparation has begun nothing falls back to running the
+//! command directly.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStringExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+
+use crate::datum::Datum;
+use crate::error::{Error, ErrorKind, Result};
+use crate::exec::owner::Owner;
+use crate::sandbox::helper_args::{HelperArgs, Marker};
+use crate::sandbox::policy::{self, Backend, Boundary, Decision, Mode, Policy};
+use crate::sandbox::probe::{self, Probe};
+use crate::sandbox::{bwrap, scan};
+
+/// One launch, as Lisp describes it (JSON with kebab-case keys).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Request {
+    #[serde(default)]
+    pub mode: Mode,
+    #[serde(default)]
+    pub backend: Backend,
+    pub command: Vec<String>,
+    /// Working directory; a private scratch directory when absent.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    #[serde(default)]
+    pub writable: Vec<PathBuf>,
+    #[serde(default)]
+    pub state_dirs: Vec<PathBuf>,
+    #[serde(default)]
+    pub home: Option<PathBuf>,
+    #[serde(default)]
+    pub inaccessible: Vec<PathBuf>,
+    #[serde(default)]
+    pub network: bool,
+    #[serde(default)]
+    pub extra_write: Vec<PathBuf>,
+    #[serde(default)]
+    pub extra_read: Vec<PathBuf>,
+    #[serde(default)]
+    pub escalated: bool,
+    /// The complete environment ("NAME=VALUE"); inherited when absent.
+    #[serde(default)]
+    pub env: Option<Vec<String>>,
+    /// PATH used to find bwrap; the environment's PATH when absent.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// The `mevedel-sandbox` helper binary.
+    #[serde(default)]
+    pub helper: Option<PathBuf>,
+    #[serde(default)]
+    pub target: Option<String>,
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    #[serde(default)]
+    pub max_output: Option<usize>,
+    #[serde(default)]
+    pub probe_timeout_ms: Option<u64>,
+}
+
+/// Output kept when the request names no limit.
+pub const DEFAULT_MAX_OUTPUT: usize = 1 << 20;
+/// Probe timeout when the request names none.
+pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+impl Request {
+    pub fn from_json(text: &str) -> Result<Request> {
+        let request: Request = serde_json::from_str(text)
+            .map_err(|e| Error::new(ErrorKind::Sandbox, format!("bad sandbox request: {e}")))?;
+        if request.command.is_empty() {
+            return Err(Error::new(
+                ErrorKind::Sandbox,
+                "bad sandbox request: the command is empty",
+            ));
+        }
+        Ok(request)
+    }
+
+    pub fn policy(&self) -> Policy {
+        Policy {
+            mode: self.mode,
+            backend: self.backend,
+            writable: self.writable.clone(),
+            state_dirs: self.state_dirs.clone(),
+            home: self.home.clone(),
+            inaccessible: self.inaccessible.clone(),
+            network: self.network,
+            extra_write: self.extra_write.clone(),
+            extra_read: self.extra_read.clone(),
+            escalated: self.escalated,
+        }
+    }
+
+    fn env_var(&self, name: &str) -> Option<String> {
+        match &self.env {
+            Some(env) => env.iter().find_map(|kv| {
+                kv.strip_prefix(name)
+                    .and_then(|rest| rest.strip_prefix('='))
+                    .map(str::to_string)
+            }),
+            None => std::env::var(name).ok(),
+        }
+    }
+
+    pub fn probe_options(&self) -> probe::Options {
+        probe::Options {
+            target: self.target.clone().unwrap_or_else(|| "local".into()),
+            path_var: self
+                .path
+                .clone()
+                .or_else(|| self.env_var("PATH"))
+                .map(OsString::from),
+            helper: self.helper.clone(),
+        }
+    }
+
+    pub fn probe_timeout(&self) -> Duration {
+        self.probe_timeout_ms
+            .map_or(DEFAULT_PROBE_TIMEOUT, Duration::from_millis)
+    }
+
+    /// The cached probe for this request's target.
+    pub fn probe(&self) -> Probe {
+        probe::cached(&self.probe_options(), self.probe_timeout(), false)
+    }
+}
+
+/// A private directory removed when the launch is done.
+#[derive(Debug)]
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Result<Scratch> {
+        let template = std::env::temp_dir().join("mevedel-sandbox-XXXXXX");
+        let mut bytes = template.into_os_string().into_vec();
+        bytes.push(0);
+        // SAFETY: BYTES is a writable NUL-terminated template.
+        let made = unsafe { libc::mkdtemp(bytes.as_mut_ptr().cast()) };
+        if made.is_null() {
+            return Err(Error::io(
+                ErrorKind::Sandbox,
+                "cannot create a private scratch directory",
+                &std::io::Error::last_os_error(),
+            ));
+        }
+        bytes.pop();
+        let path = PathBuf::from(OsString::from_vec(bytes));
+        let path = std::fs::canonicalize(&path).unwrap_or(path);
+        Ok(Scratch(path))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Device files a confined command may write (Landlock layer only; bwrap
+/// gives a fresh `/dev`).
+const DEVICE_WRITES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+];
+
+/// A launch ready to start.
+#[derive(Debug)]
+pub struct Prepared {
+    pub decision: Decision,
+    /// The complete command line (empty when refused).
+    pub argv: Vec<OsString>,
+    pub cwd: PathBuf,
+    /// Complete environment, or `None` to inherit Emacs's.
+    pub env: Option<Vec<(OsString, OsString)>>,
+    pub network: bool,
+    pub extra_writes: usize,
+    pub extra_reads: usize,
+    /// Read end of the helper's start-marker pipe (confined launches).
+    marker: Option<(OwnedFd, OwnedFd)>,
+    scratch: Option<Scratch>,
+}
+
+impl Prepared {
+    pub fn boundary(&self) -> Boundary {
+        self.decision.boundary()
+    }
+
+    pub fn to_datum(&self) -> Datum {
+        let (disclosure, refusal) = disclosure_and_refusal(&self.decision);
+        Datum::plist([
+            ("boundary", Datum::Symbol(self.boundary().symbol().into())),
+            (
+                "argv",
+                Datum::List(
+                    self.argv
+                        .iter()
+                        .map(|a| Datum::str(a.to_string_lossy()))
+                        .collect(),
+                ),
+            ),
+            ("cwd", Datum::str(self.cwd.to_string_lossy())),
+            ("disclosure", Datum::opt_str(disclosure)),
+            ("refusal", Datum::opt_str(refusal)),
+            ("network", network_datum(self.network)),
+            ("extra-writes", Datum::Int(self.extra_writes as i64)),
+            ("extra-reads", Datum::Int(self.extra_reads as i64)),
+        ])
+    }
+}
+
+fn disclosure_and_refusal(decision: &Decision) -> (Option<String>, Option<String>) {
+    match decision {
+        Decision::Confine { disclosure, .. } => (disclosure.clone(), None),
+        Decision::Direct { disclosure, .. } => (Some(disclosure.clone()), None),
+        Decision::Refuse(why) => (None, Some(why.clone())),
+    }
+}
+
+fn network_datum(granted: bool) -> Datum {
+    Datum::Symbol(if granted { "granted" } else { "denied" }.into())
+}
+
+fn split_env(env: &[String]) -> Vec<(OsString, OsString)> {
+    env.iter()
+        .filter_map(|kv| kv.split_once('='))
+        .filter(|(k, _)| !k.is_empty())
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect()
+}
+
+fn set_env(env: &mut Option<Vec<(OsString, OsString)>>, name: &str, value: &Path) {
+    let vars = env.get_or_insert_with(|| std::env::vars_os().collect());
+    vars.retain(|(k, _)| k != name);
+    vars.push((name.into(), value.into()));
+}
+
+/// Decide and build the launch of REQUEST given PROBE.
+pub fn prepare_with(request: &Request, probe: &Probe, scanner: &scan::Scanner) -> Result<Prepared> {
+    let policy = request.policy();
+    let decision = policy::decide(&policy, probe);
+    let mut env = request.env.as_deref().map(split_env);
+    let counts = (policy.extra_write.len(), policy.extra_read.len());
+    let command: Vec<OsString> = request.command.iter().map(OsString::from).collect();
+    let mut prepared = Prepared {
+        decision: decision.clone(),
+        argv: Vec::new(),
+        cwd: PathBuf::new(),
+        env: None,
+        network: policy.network,
+        extra_writes: counts.0,
+        extra_reads: counts.1,
+        marker: None,
+        scratch: None,
+    };
+    let (bwrap_layer, landlock) = match decision {
+        Decision::Refuse(_) => return Ok(prepared),
+        Decision::Direct { .. } => {
+            prepared.network = true;
+            prepared.scratch = match &request.cwd {
+                Some(_) => None,
+                None => Some(Scratch::new()?),
+            };
+            prepared.cwd = cwd_of(request, prepared.scratch.as_ref());
+            prepared.argv = command;
+            prepared.env = env;
+            return Ok(prepared);
+        }
+        Decision::Confine {
+            bwrap, landlock, ..
+        } => (bwrap, landlock),
+    };
+    let mut plan = policy::resolve(&policy, scanner)?;
+    // A private working directory when none is given; the private TMPDIR
+    // where no mount namespace gives a private /tmp.
+    let scratch = if request.cwd.is_none() || !bwrap_layer {
+        let scratch = Scratch::new()?;
+        plan.writable.push(scratch.0.clone());
+        Some(scratch)
+    } else {
+        None
+    };
+    let cwd = cwd_of(request, scratch.as_ref());
+    if let Some(dir) = &request.cwd
+        && !dir.is_dir()
+    {
+        return Err(Error::new(
+            ErrorKind::Sandbox,
+            format!("working directory {} does not exist", dir.display()),
+        ));
+    }
+    let (reader, writer) = std::io::pipe()
+        .map_err(|e| Error::io(ErrorKind::Sandbox, "cannot create the start pipe", &e))?;
+    let (reader, writer): (OwnedFd, OwnedFd) = (reader.into(), writer.into());
+    let helper = probe
+        .helper_path
+        .clone()
+        .ok_or_else(|| Error::new(ErrorKind::Sandbox, "no sandbox helper"))?;
+    let mut write: Vec<PathBuf> = plan
+        .writable
+        .iter()
+        .chain(&plan.grant_write)
+        .cloned()
+        .collect();
+    match &scratch {
+        Some(dir) if !bwrap_layer => set_env(&mut env, "TMPDIR", &dir.0),
+        _ => {
+            write.extend(["/tmp", "/dev/shm"].map(PathBuf::from));
+            set_env(&mut env, "TMPDIR", Path::new("/tmp"));
+        }
+    }
+    write.extend(
+        DEVICE_WRITES
+            .iter()
+            .map(PathBuf::from)
+            .filter(|p| bwrap_layer || p.exists()),
+    );
+    let mut read = vec![PathBuf::from("/")];
+    read.extend(plan.grant_read.iter().cloned());
+    let helper_args = HelperArgs {
+        landlock,
+        required: policy.mode == Mode::Required,
+        deny_net: !plan.network,
+        supervise: !bwrap_layer,
+        read,
+        write,
+        protect: plan.protected.clone(),
+        deny: plan.masked.iter().map(|m| m.path.clone()).collect(),
+        start_fd: Some(writer.as_raw_fd()),
+        command,
+    };
+    let mut inner = vec![helper.into_os_string()];
+    inner.extend(helper_args.to_args());
+    prepared.argv = match (&probe.bwrap_path, bwrap_layer) {
+        (Some(bwrap_path), true) => bwrap::argv(bwrap_path, &plan, &cwd, &inner),
+        _ => inner,
+    };
+    prepared.cwd = cwd;
+    prepared.env = env;
+    prepared.marker = Some((reader, writer));
+    prepared.scratch = scratch;
+    Ok(prepared)
+}
+
+fn cwd_of(request: &Request, scratch: Option<&Scratch>) -> PathBuf {
+    match (&request.cwd, scratch) {
+        (Some(dir), _) => dir.clone(),
+        (None, Some(s)) => s.0.clone(),
+        (None, None) => PathBuf::from("/"),
+    }
+}
+
+/// Decide and build the launch of REQUEST with the cached probe.
+pub fn prepare(request: &Request) -> Result<Prepared> {
+    prepare_with(request, &request.probe(), scan::global())
+}
+
+/// How a launch got going.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Start {
+    /// The command was executed (inside the boundary, if any).
+    Started,
+    /// The sandbox itself failed before the command (e.g. bwrap error).
+    SandboxFailed(String),
+    /// The command could not be executed (not found, not executable).
+    ExecFailed(String),
+    /// The launch was refused (policy, or the helper could not enforce).
+    Refused(String),
+}
+
+impl Start {
+    fn symbol(&self) -> &'static str {
+        match self {
+            Start::Started => "started",
+            Start::SandboxFailed(_) => "sandbox-failed",
+            Start::ExecFailed(_) => "exec-failed",
+            Start::Refused(_) => "refused",
+        }
+    }
+
+    fn problem(&self) -> Option<String> {
+        match self {
+            Start::Started => None,
+            Start::SandboxFailed(s) | Start::ExecFailed(s) | Start::Refused(s) => Some(s.clone()),
+        }
+    }
+}
+
+/// What happened to one launch. Paths and the command are not part of
+/// it, so it can be summarised without leaking them.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub boundary: Boundary,
+    pub start: Start,
+    pub disclosure: Option<String>,
+    /// `full`, `partial` or `none`, as the helper reported.
+    pub landlock: Option<String>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// Combined stdout and stderr, at most the limit's bytes.
+    pub output: Vec<u8>,
+    pub output_bytes: u64,
+    pub truncated: bool,
+    pub timed_out: bool,
+    pub duration: Duration,
+    pub network: bool,
+    pub extra_writes: usize,
+    pub extra_reads: usize,
+}
+
+impl Outcome {
+    pub fn output_text(&self) -> String {
+        String::from_utf8_lossy(&self.output).into_owned()
+    }
+
+    pub fn to_datum(&self) -> Datum {
+        let int = |v: Option<i32>| v.map_or(Datum::Nil, |n| Datum::Int(n.into()));
+        Datum::plist([
+            ("boundary", Datum::Symbol(self.boundary.symbol().into())),
+            ("start", Datum::Symbol(self.start.symbol().into())),
+            ("start-problem", Datum::opt_str(self.start.problem())),
+            ("disclosure", Datum::opt_str(self.disclosure.clone())),
+            ("landlock", Datum::opt_str(self.landlock.clone())),
+            ("exit-code", int(self.exit_code)),
+            ("signal", int(self.signal)),
+            ("output", Datum::str(self.output_text())),
+            ("output-bytes", Datum::Int(self.output_bytes as i64)),
+            ("truncated", Datum::bool(self.truncated)),
+            ("timed-out", Datum::bool(self.timed_out)),
+            (
+                "duration-ms",
+                Datum::Float(self.duration.as_secs_f64() * 1000.0),
+            ),
+            ("network", network_datum(self.network)),
+            ("extra-writes", Datum::Int(self.extra_writes as i64)),
+            ("extra-reads", Datum::Int(self.extra_reads as i64)),
+        ])
+    }
+}
+
+/// Limits of one run.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub timeout: Option<Duration>,
+    pub max_output: usize,
+    /// Between TERM and KILL when stopping.
+    pub grace: Duration,
+}
+
+impl Limits {
+    pub fn of(request: &Request) -> Limits {
+        Limits {
+            timeout: request.timeout_ms.map(Duration::from_millis),
+            max_output: request.max_output.unwrap_or(DEFAULT_MAX_OUTPUT),
+            grace: Duration::from_millis(500),
+        }
+    }
+}
+
+/// How long to wait for output pipes to close once the leader is gone.
+const DRAIN_LIMIT: Duration = Duration::from_secs(2);
+
+/// Start PREPARED through OWNER and wait for it to finish.
+pub fn run(prepared: Prepared, owner: &Owner, limits: Limits) -> Outcome {
+    let started_at = Instant::now();
+    let (disclosure, refusal) = disclosure_and_refusal(&prepared.decision);
+    let mut outcome = Outcome {
+        boundary: prepared.boundary(),
+        start: Start::Started,
+        disclosure,
+        landlock: None,
+        exit_code: None,
+        signal: None,
+        output: Vec::new(),
+        output_bytes: 0,
+        truncated: false,
+        timed_out: false,
+        duration: Duration::ZERO,
+        network: prepared.network,
+        extra_writes: prepared.extra_writes,
+        extra_reads: prepared.extra_reads,
+    };
+    if let Some(why) = refusal {
+        outcome.start = Start::Refused(why);
+        return outcome;
+    }
+    let confined = prepared.marker.is_some();
+    match start_and_wait(prepared, owner, limits, &mut outcome) {
+        Ok(markers) if confined => {
+            outcome.start = classify(&markers, &outcome);
+            if let Some(Marker::Started { landlock }) =
+                markers.iter().find(|m| matches!(m, Marker::Started { .. }))
+            {
+                outcome.landlock = Some(landlock.clone());
+            }
+            if matches!(outcome.start, Start::Refused(_)) {
+                outcome.boundary = Boundary::Refused;
+            }
+        }
+        Ok(_) => {}
+        Err(start) => outcome.start = start,
+    }
+    outcome.duration = started_at.elapsed();
+    outcome
+}
+
+fn classify(markers: &[Marker], outcome: &Outcome) -> Start {
+    for marker in markers {
+        if let Marker::Refused(why) = marker {
+            return Start::Refused(why.clone());
+        }
+    }
+    for marker in markers {
+        if let Marker::ExecFailed(why) = marker {
+            return Start::ExecFailed(why.clone());
+        }
+    }
+    if markers.iter().any(|m| matches!(m, Marker::Started { .. })) {
+        return Start::Started;
+    }
+    let said = outcome.output_text();
+    let said = said.trim();
+    Start::SandboxFailed(if said.is_empty() {
+        format!(
+            "the sandbox exited ({}) before starting the command",
+            status_text(outcome)
+        )
+    } else {
+        format!("the sandbox failed to start: {said}")
+    })
+}
+
+fn status_text(outcome: &Outcome) -> String {
+    match (outcome.exit_code, outcome.signal) {
+        (Some(code), _) => format!("status {code}"),
+        (None, Some(sig)) => format!("signal {sig}"),
+        (None, None) => "unknown status".into(),
+    }
+}
+
+/// Spawn, collect output and markers, wait (with the timeout). Returns
+/// the markers, or how the start failed.
+fn start_and_wait(
+    prepared: Prepared,
+    owner: &Owner,
+    limits: Limits,
+    outcome: &mut Outcome,
+) -> std::result::Result<Vec<Marker>, Start> {
+    let Prepared {
+        argv,
+        cwd,
+        env,
+        marker,
+        scratch,
+        ..
+    } = prepared;
+    let _scratch = scratch;
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| Start::ExecFailed("empty command".into()))?;
+    let (out_reader, out_writer) = std::io::pipe()
+        .map_err(|e| Start::SandboxFailed(format!("cannot create the output pipe: {e}")))?;
+    let out_writer2 = out_writer
+        .try_clone()
+        .map_err(|e| Start::SandboxFailed(format!("cannot create the output pipe: {e}")))?;
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .current_dir(&cwd)
+        .stdin(Stdio::null())
+        .stdout(out_writer)
+        .stderr(out_writer2);
+    if let Some(vars) = env {
+        command.env_clear().envs(vars);
+    }
+    let keep: Vec<RawFd> = marker.iter().map(|(_, w)| w.as_raw_fd()).collect();
+    let spawned = owner.spawn_watched(command, &keep);
+    let marker_reader = marker.map(|(reader, writer)| {
+        drop(writer);
+        reader
+    });
+    let watched = match spawned {
+        Ok(w) => w,
+        Err(e) if marker_reader.is_some() => {
+            return Err(Start::SandboxFailed(format!(
+                "cannot start the sandbox: {e}"
+            )));
+        }
+        Err(e) => return Err(Start::ExecFailed(e.message)),
+    };
+    let max_output = limits.max_output;
+    let (out_tx, out_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = out_tx.send(collect(out_reader, max_output));
+    });
+    let (marker_tx, marker_rx) = mpsc::channel();
+    if let Some(reader) = marker_reader {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::fs::File::from(reader).read_to_string(&mut text);
+            let _ = marker_tx.send(Marker::parse_all(&text));
+        });
+    } else {
+        let _ = marker_tx.send(Vec::new());
+    }
+    let pgid = watched.pid as i32;
+    let status = match limits.timeout {
+        Some(limit) => match watched.exit.recv_timeout(limit) {
+            Ok(status) => Some(status),
+            Err(_) => {
+                outcome.timed_out = true;
+                owner.stop_group(pgid, limits.grace);
+                watched.exit.recv_timeout(DRAIN_LIMIT).ok()
+            }
+        },
+        None => watched.exit.recv().ok(),
+    };
+    // Whatever is left of the group goes the same bounded TERM/KILL way.
+    owner.stop_group(pgid, limits.grace);
+    if let Some(Ok(status)) = status {
+        outcome.exit_code = status.code();
+        outcome.signal = status.signal();
+    }
+    if let Ok((output, total)) = out_rx.recv_timeout(DRAIN_LIMIT) {
+        outcome.truncated = total > output.len() as u64;
+        outcome.output = output;
+        outcome.output_bytes = total;
+    }
+    Ok(marker_rx.recv_timeout(DRAIN_LIMIT).unwrap_or_default())
+}
+
+/// Read READER to the end, keeping the first MAX bytes; returns them and
+/// the total byte count.
+fn collect(mut reader: std::io::PipeReader, max: usize) -> (Vec<u8>, u64) {
+    let mut kept = Vec::new();
+    let mut total = 0u64;
+    let mut buf = [0u8; 65536];
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                total += n as u64;
+                let room = max.saturating_sub(kept.len());
+                kept.extend_from_slice(&buf[..n.min(room)]);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    (kept, total)
+}
+
+/// Prepare and run REQUEST to completion (blocking; call it off the main
+/// thread). A preparation error becomes a sandbox-failed outcome, never a
+/// direct run.
+pub fn run_request(request: &Request, owner: &Owner) -> Outcome {
+    let limits = Limits::of(request);
+    match prepare(request) {
+        Ok(prepared) => run(prepared, owner, limits),
+        Err(e) => Outcome {
+            boundary: Boundary::Refused,
+            start: Start::SandboxFailed(e.message),
+            disclosure: None,
+            landlock: None,
+            exit_code: None,
+            signal: None,
+            output: Vec::new(),
+            output_bytes: 0,
+            truncated: false,
+            timed_out: false,
+            duration: Duration::ZERO,
+            network: request.network,
+            extra_writes: request.extra_write.len(),
+            extra_reads: request.extra_read.len(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::scan::{Limits as ScanLimits, Scanner};
+    use crate::sandbox::testdir::TestDir;
+
+    fn probe(bwrap: bool, landlock: bool) -> Probe {
+        Probe {
+            bwrap_path: Some("/usr/bin/bwrap".into()),
+            bwrap_works: bwrap,
+            bwrap_problem: (!bwrap).then(|| "bwrap is not installed".into()),
+            landlock_abi: Some(7),
+            landlock_problem: None,
+            helper_path: Some("/m/mevedel-sandbox".into()),
+            helper_problem: None,
+            landlock_enforced: landlock,
+        }
+    }
+
+    fn request(ws: &Path) -> Request {
+        Request {
+            command: vec!["true".into()],
+            cwd: Some(ws.to_path_buf()),
+            writable: vec![ws.to_path_buf()],
+            env: Some(vec!["PATH=/usr/bin:/bin".into()]),
+            ..Request::default()
+        }
+    }
+
+    fn text(argv: &[OsString]) -> String {
+        argv.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn request_json_is_checked() {
+        let ok = Request::from_json(
+            r#"{"mode":"required","backend":"landlock","command":["ls","-l"],"network":true,
+                "extra-write":["/x"],"timeout-ms":5}"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ok.mode, Mode::Required);
+        assert_eq!(ok.backend, Backend::Landlock);
+        assert_eq!(ok.extra_write, vec![PathBuf::from("/x")]);
+        let bad = Request::from_json(r#"{"command":["x"],"wrtable":[]}"#)
+            .err()
+            .unwrap_or_else(|| panic!("accepted"));
+        assert!(bad.message.contains("wrtable"), "{}", bad.message);
+        let bad = Request::from_json(r#"{"command":[],"mode":"best-effort"}"#)
+            .err()
+            .unwrap_or_else(|| panic!("accepted"));
+        assert!(bad.message.contains("command is empty"));
+        let bad = Request::from_json(r#"{"command":["x"],"mode":"sometimes"}"#)
+            .err()
+            .unwrap_or_else(|| panic!("accepted"));
+        assert!(bad.message.contains("sometimes"), "{}", bad.message);
+    }
+
+    #[test]
+    fn confined_argv_nests_helper_in_bwrap() {
+        let dir = TestDir::new("launch");
+        dir.mkdirs(&["ws/.git"]);
+        let ws = dir.path().join("ws");
+        let scanner = Scanner::new(ScanLimits::default());
+        let prepared = prepare_with(&request(&ws), &probe(true, true), &scanner)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(prepared.boundary(), Boundary::BwrapLandlock);
+        let line = text(&prepared.argv);
+        let ws = ws.display();
+        assert!(line.starts_with("/usr/bin/bwrap --new-session"), "{line}");
+        assert!(line.contains(&format!("--bind {ws} {ws}")), "{line}");
+        assert!(
+            line.contains(&format!("--ro-bind {ws}/.git {ws}/.git")),
+            "{line}"
+        );
+        assert!(
+            line.contains(&format!(
+                "--chdir {ws} -- /m/mevedel-sandbox --landlock-abi 7"
+            )),
+            "{line}"
+        );
+        assert!(line.contains("--deny-net"), "{line}");
+        assert!(line.contains(&format!("--protect {ws}/.git")), "{line}");
+        assert!(line.ends_with("-- true"), "{line}");
+        assert!(
+            prepared
+                .env
+                .as_ref()
+                .is_some_and(|e| e.contains(&("TMPDIR".into(), "/tmp".into())))
+        );
+    }
+
+    #[test]
+    fn landlock_only_supervises_and_uses_private_tmp() {
+        let dir = TestDir::new("launch-ll");
+        let ws = dir.path().to_path_buf();
+        let scanner = Scanner::new(ScanLimits::default());
+        let prepared = prepare_with(&request(&ws), &probe(false, true), &scanner)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(prepared.boundary(), Boundary::Landlock);
+        let line = text(&prepared.argv);
+        assert!(
+            line.starts_with("/m/mevedel-sandbox --landlock-abi 7"),
+            "{line}"
+        );
+        assert!(line.contains("--supervise"), "{line}");
+        let scratch = prepared
+            .scratch
+            .as_ref()
+            .map(|s| s.0.clone())
+            .unwrap_or_default();
+        assert!(scratch.is_dir());
+        assert!(
+            line.contains(&format!("--write {}", scratch.display())),
+            "{line}"
+        );
+        assert!(
+            prepared
+                .env
+                .as_ref()
+                .is_some_and(|e| e.contains(&("TMPDIR".into(), scratch.clone().into())))
+        );
+        drop(prepared);
+        assert!(!scratch.exists(), "scratch directory left behind");
+    }
+
+    #[test]
+    fn refused_and_direct_launches() {
+        let dir = TestDir::new("launch-direct");
+        let ws = dir.path().to_path_buf();
+        let scanner = Scanner::new(ScanLimits::default());
+        let mut req = request(&ws);
+        req.mode = Mode::Required;
+        let refused =
+            prepare_with(&req, &probe(false, true), &scanner).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(refused.boundary(), Boundary::Refused);
+        assert!(refused.argv.is_empty());
+        let outcome = run(refused, &Owner::new(), Limits::of(&req));
+        assert!(matches!(outcome.start, Start::Refused(_)));
+        req.mode = Mode::Off;
+        let direct =
+            prepare_with(&req, &probe(true, true), &scanner).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(text(&direct.argv), "true");
+        assert_eq!(direct.boundary(), Boundary::Off);
+    }
+
+    #[test]
+    fn direct_run_reports_exit_output_and_exec_failure() {
+        let dir = TestDir::new("launch-run");
+        let mut req = request(dir.path());
+        req.mode = Mode::Off;
+        req.command = vec![
+            "sh".into(),
+            "-c".into(),
+            "echo out; echo err >&2; exit 3".into(),
+        ];
+        let scanner = Scanner::new(ScanLimits::default());
+        let owner = Owner::new();
+        let prepared =
+            prepare_with(&req, &probe(true, true), &scanner).unwrap_or_else(|e| panic!("{e}"));
+        let outcome = run(prepared, &owner, Limits::of(&req));
+        assert_eq!(outcome.start, Start::Started);
+        assert_eq!(outcome.exit_code, Some(3));
+        assert_eq!(outcome.output_text(), "out\nerr\n");
+        req.command = vec!["/nonexistent/program".into()];
+        let prepared =
+            prepare_with(&req, &probe(true, true), &scanner).unwrap_or_else(|e| panic!("{e}"));
+        let outcome = run(prepared, &owner, Limits::of(&req));
+        assert!(
+            matches!(outcome.start, Start::ExecFailed(_)),
+            "{:?}",
+            outcome.start
+        );
+    }
+
+    #[test]
+    fn timeout_stops_the_group_and_output_is_bounded() {
+        let dir = TestDir::new("launch-timeout");
+        let mut req = request(dir.path());
+        req.mode = Mode::Off;
+        req.command = vec![
+            "sh".into(),
+            "-c".into(),
+            "head -c 5000 /dev/zero; sleep 30".into(),
+        ];
+        req.timeout_ms = Some(200);
+        req.max_output = Some(100);
+        let scanner = Scanner::new(ScanLimits::default());
+        let prepared =
+            prepare_with(&req, &probe(true, true), &scanner).unwrap_or_else(|e| panic!("{e}"));
+        let outcome = run(prepared, &Owner::new(), Limits::of(&req));
+        assert!(outcome.timed_out);
+        assert_eq!(outcome.output.len(), 100);
+        assert_eq!(outcome.output_bytes, 5000);
+        assert!(outcome.truncated);
+        assert!(outcome.duration < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn markers_classify_the_start() {
+        let outcome = Outcome {
+            boundary: Boundary::Bwrap,
+            start: Start::Started,
+            disclosure: None,
+            landlock: None,
+            exit_code: Some(1),
+            signal: None,
+            output: b"bwrap: Can't mount tmpfs".to_vec(),
+            output_bytes: 24,
+            truncated: false,
+            timed_out: false,
+            duration: Duration::ZERO,
+            network: false,
+            extra_writes: 0,
+            extra_reads: 0,
+        };
+        assert_eq!(
+            classify(&[], &outcome),
+            Start::SandboxFailed("the sandbox failed to start: bwrap: Can't mount tmpfs".into())
+        );
+        let started = Marker::Started {
+            landlock: "full".into(),
+        };
+        assert_eq!(
+            classify(std::slice::from_ref(&started), &outcome),
+            Start::Started
+        );
+        assert_eq!(
+            classify(
+                &[started, Marker::ExecFailed("x: not found".into())],
+                &outcome
+            ),
+            Start::ExecFailed("x: not found".into())
+        );
+        assert_eq!(
+            classify(&[Marker::Refused("no".into())], &outcome),
+            Start::Refused("no".into())
+        );
+    }
+}

@@ -1,0 +1,312 @@
+;;; session-e2e-test.el --- End-to-end sessions against the scripted model  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; The real gptel (from .deps) drives a real mevedel session whose
+;; tools run for real, against the scripted model server, for the
+;; OpenAI and Anthropic wire formats with streaming on and off.  The
+;; server's request log proves what the model received; the data
+;; buffer and the view show what the user sees.
+
+;;; Code:
+
+(eval-and-compile
+  (add-to-list 'load-path (file-name-directory (or load-file-name buffer-file-name))))
+(require 'mevedel-e2e-helpers)
+
+(defconst mevedel-e2e--notes "first line of notes\nthe answer is 42\nlast line\n"
+  "Content of the notes file the scenarios read.")
+
+;;;; Read, then a second tool, then the answer
+
+(mevedel-e2e-deftest-matrix mevedel-e2e:read-search-answer
+    "The model reads a real file, then searches, then answers.
+The server receives each result under the ID it handed out; the view
+shows two successful rows in call order and the final text."
+    (wire stream)
+  (let* ((run (mevedel-e2e-run
+               :wire wire :stream stream
+               :files `(("notes.txt" . ,mevedel-e2e--notes)
+                        ("src/code.el" . "(defun answer () 42)\n"))
+               :prompt "What is the answer in notes.txt?"
+               :steps `(((text . "Let me read the notes.")
+                         (tool_calls . [((name . "Read")
+                                         (arguments . ((file_path . "{{root}}notes.txt"))))]))
+                        ((expect . ((results . [((contains . "the answer is 42"))])))
+                         (tool_calls . [((name . "Read")
+                                         (arguments . ((file_path . "{{root}}src/code.el"))))]))
+                        ((expect . ((results . [((contains . "(defun answer () 42)"))])))
+                         (text . "The answer is 42, defined in src/code.el.")))))
+         (log (plist-get run :log))
+         (served (mevedel-e2e-served-ids log))
+         (rows (plist-get run :rows)))
+    (should (eq (plist-get run :outcome) 'done))
+    ;; The server: three requests, no mismatch, results under the served IDs.
+    (should (= (length log) 3))
+    (should-not (cl-mapcan (lambda (entry) (copy-sequence (alist-get 'mismatches entry))) log))
+    (should (= (length (nth 0 served)) 1))
+    (should (= (length (nth 1 served)) 1))
+    (should (equal (mevedel-e2e-result-ids (nth 1 log)) (nth 0 served)))
+    (should (equal (mevedel-e2e-result-ids (nth 2 log)) (nth 1 served)))
+    (should (string-match-p "the answer is 42"
+                            (mevedel-e2e-result-content (nth 1 log) (car (nth 0 served)))))
+    ;; The data buffer keeps each call under its own ID.
+    (should (equal (plist-get run :ids) (append (nth 0 served) (nth 1 served))))
+    ;; The view: two rows in call order, both successful, then the answer.
+    (should (equal (mapcar #'car rows) (plist-get run :ids)))
+    (should (string-match-p "✓ Read notes\\.txt" (cdr (nth 0 rows))))
+    (should (string-match-p "✓ Read src/code\\.el" (cdr (nth 1 rows))))
+    (should-not (cl-some (lambda (row) (string-match-p "×" (cdr row))) rows))
+    (let ((transcript (plist-get run :transcript)))
+      (should (string-match-p "❯ What is the answer in notes.txt\\?" transcript))
+      (should (string-match-p "Let me read the notes\\." transcript))
+      (should (string-match-p "The answer is 42, defined in src/code\\.el\\.\n\\'" transcript))
+      ;; Order: prompt, first text, row 1, row 2, answer.
+      (should (< (string-search "Let me read" transcript)
+                 (string-search "Read notes.txt" transcript)
+                 (string-search "Read src/code.el" transcript)
+                 (string-search "The answer is 42" transcript))))))
+
+;;;; A failing tool
+
+(mevedel-e2e-deftest-matrix mevedel-e2e:failing-tool
+    "A failing call renders a red × row and the model receives the error text."
+    (wire stream)
+  (let* ((run (mevedel-e2e-run
+               :wire wire :stream stream
+               :files '(("present.txt" . "here\n"))
+               :prompt "Read missing.txt"
+               :steps `(((tool_calls . [((name . "Read")
+                                         (arguments . ((file_path . "{{root}}missing.txt"))))]))
+                        ((expect . ((results . [((contains . "missing.txt"))])))
+                         (text . "That file does not exist.")))))
+         (log (plist-get run :log))
+         (rows (plist-get run :rows))
+         (error-text (mevedel-e2e-result-content (nth 1 log) (car (nth 0 (mevedel-e2e-served-ids log))))))
+    (should (eq (plist-get run :outcome) 'done))
+    (should-not (cl-mapcan (lambda (entry) (copy-sequence (alist-get 'mismatches entry))) log))
+    (should (string-match-p "\\`Error" error-text))
+    (should (string-match-p "missing\\.txt" error-text))
+    (should (= (length rows) 1))
+    (should (string-match-p "× Read missing\\.txt" (cdr (car rows))))
+    (let ((rich (plist-get run :rich-transcript)))
+      (should (memq 'mevedel-view-error
+                    (ensure-list (get-text-property (string-search "×" rich) 'face rich)))))
+    (should (string-match-p "That file does not exist\\." (plist-get run :transcript)))))
+
+;;;; Parallel identical calls
+
+(mevedel-e2e-deftest-matrix mevedel-e2e:parallel-identical-calls
+    "Two parallel calls with identical arguments keep their distinct IDs."
+    (wire stream)
+  (let* ((run (mevedel-e2e-run
+               :wire wire :stream stream
+               :files `(("notes.txt" . ,mevedel-e2e--notes))
+               :prompt "Read notes.txt twice"
+               :steps `(((tool_calls . [((name . "Read")
+                                         (arguments . ((file_path . "{{root}}notes.txt"))))
+                                        ((name . "Read")
+                                         (arguments . ((file_path . "{{root}}notes.txt"))))]))
+                        ((expect . ((results . [((contains . "answer is 42"))
+                                                ((contains . "answer is 42"))])))
+                         (text . "Both reads agree.")))))
+         (log (plist-get run :log))
+         (served (car (mevedel-e2e-served-ids log)))
+         (ids (plist-get run :ids)))
+    (should (eq (plist-get run :outcome) 'done))
+    (should-not (cl-mapcan (lambda (entry) (copy-sequence (alist-get 'mismatches entry))) log))
+    (should (= (length served) 2))
+    (should-not (equal (car served) (cadr served)))
+    ;; Each served ID came back exactly once, and the data buffer and
+    ;; view hold both, in the model's call order.
+    (should (equal (sort (copy-sequence (mevedel-e2e-result-ids (nth 1 log))) #'string<)
+                   (sort (copy-sequence served) #'string<)))
+    (should (equal ids served))
+    (should (equal (mapcar #'car (plist-get run :rows)) served))))
+
+;;;; Permissions
+
+(defvar mevedel-e2e--note-runs 0
+  "How often the WriteNote handler ran.")
+
+(defun mevedel-e2e--note-tools (_chat)
+  "Return the WriteNote tool used by the permission scenarios."
+  (list (mevedel-chat-make-tool
+         :name "WriteNote"
+         :description "Write a note file in the workspace."
+         :args '((:name "file" :type string :description "File name")
+                 (:name "text" :type string :description "Text"))
+         :function (lambda (args)
+                     (cl-incf mevedel-e2e--note-runs)
+                     (with-temp-file (plist-get args :file) (insert (plist-get args :text)))
+                     (format "Wrote %s" (plist-get args :file)))
+         :get-paths (lambda (args) (list (plist-get args :file))))))
+
+(defmacro mevedel-e2e--with-note-tool (&rest body)
+  "Run BODY with the WriteNote tool offered and its run counter reset."
+  (declare (indent 0))
+  `(progn
+     (setq mevedel-e2e--note-runs 0)
+     (mevedel-chat-add-tool-provider #'mevedel-e2e--note-tools)
+     (unwind-protect (progn ,@body)
+       (mevedel-chat-remove-tool-provider #'mevedel-e2e--note-tools))))
+
+(defconst mevedel-e2e--note-steps
+  `(((tool_calls . [((name . "WriteNote")
+                     (arguments . ((file . "{{root}}note.txt") (text . "hello"))))]))
+    ((expect . ((results . [((contains . "Permission denied"))])))
+     (text . "I was not allowed to write the note.")))
+  "Script of a model that tries to write a note and is refused.")
+
+(mevedel-e2e-deftest-matrix mevedel-e2e:deny-rule-never-runs-handler
+    "A call denied by a rule never reaches its handler; the model is told."
+    (wire stream)
+  (mevedel-e2e--with-note-tool
+    (let* ((mevedel-permission-rules '((deny "WriteNote" "**/note.txt")))
+           (run (mevedel-e2e-run
+                 :wire wire :stream stream :prompt "Write a note"
+                 :setup (lambda (chat) (setf (mevedel-chat-permission-mode chat) 'full-auto))
+                 :steps mevedel-e2e--note-steps))
+           (log (plist-get run :log)))
+      (should (eq (plist-get run :outcome) 'done))
+      (should-not (cl-mapcan (lambda (entry) (copy-sequence (alist-get 'mismatches entry))) log))
+      (should (= mevedel-e2e--note-runs 0))
+      (should (string-match-p "permission rule forbids"
+                              (mevedel-e2e-result-content
+                               (nth 1 log) (car (nth 0 (mevedel-e2e-served-ids log))))))
+      (should (string-match-p "× WriteNote.*denied" (cdr (car (plist-get run :rows))))))))
+
+(defun mevedel-e2e--answer-card (key)
+  "Return a DURING function that presses KEY on the first permission card."
+  (let ((pressed nil))
+    (lambda (chat view)
+      (when (and (not pressed) (mevedel-chat-pending chat))
+        (setq pressed t)
+        (with-current-buffer view
+          (goto-char (point-min))
+          (let ((match (text-property-search-forward 'mevedel-card nil (lambda (_ v) v))))
+            (should match)
+            (goto-char (prop-match-beginning match))
+            (should (string-match-p "Allow WriteNote\\?"
+                                    (buffer-substring (point) (line-end-position))))
+            (call-interactively (lookup-key (get-text-property (point) 'keymap) key))))))))
+
+(ert-deftest mevedel-e2e:card-deny-never-runs-handler ()
+  "In ask mode a non-read-only call shows a card; `n' refuses it unrun."
+  (mevedel-e2e--with-note-tool
+    (let* ((run (mevedel-e2e-run
+                 :wire 'anthropic :stream t :prompt "Write a note"
+                 :during (mevedel-e2e--answer-card "n")
+                 :steps mevedel-e2e--note-steps))
+           (log (plist-get run :log)))
+      (should (eq (plist-get run :outcome) 'done))
+      (should-not (cl-mapcan (lambda (entry) (copy-sequence (alist-get 'mismatches entry))) log))
+      (should (= mevedel-e2e--note-runs 0))
+      (should (string-match-p "user declined"
+                              (mevedel-e2e-result-content
+                               (nth 1 log) (car (nth 0 (mevedel-e2e-served-ids log))))))
+      (should-not (mevedel-chat-pending (plist-get run :chat))))))
+
+(ert-deftest mevedel-e2e:card-allow-runs-handler ()
+  "Pressing `y' on the card runs the call once and the model gets its result."
+  (mevedel-e2e--with-note-tool
+    (let* ((run (mevedel-e2e-run
+                 :wire 'openai :stream nil :prompt "Write a note"
+                 :during (mevedel-e2e--answer-card "y")
+                 :steps `(((tool_calls . [((name . "WriteNote")
+                                           (arguments . ((file . "{{root}}note.txt")
+                                                         (text . "hello"))))]))
+                          ((expect . ((results . [((contains . "Wrote"))])))
+                           (text . "Done.")))))
+           (log (plist-get run :log)))
+      (should (eq (plist-get run :outcome) 'done))
+      (should-not (cl-mapcan (lambda (entry) (copy-sequence (alist-get 'mismatches entry))) log))
+      (should (= mevedel-e2e--note-runs 1))
+      (should (string-match-p "✓ WriteNote" (cdr (car (plist-get run :rows))))))))
+
+;;;; Org data buffers
+
+(ert-deftest mevedel-e2e:org-data-buffer ()
+  "With `gptel-default-mode' Org, results are escaped in the data buffer
+and unescaped in the view; block lines never show as user text."
+  (let* ((gptel-default-mode 'org-mode)
+         (content "* heading\n#+begin_src sh\necho hi\n#+end_src\n")
+         (run (mevedel-e2e-run
+               :wire 'anthropic :stream t :prompt "Read it"
+               :files `(("notes.org" . ,content))
+               :steps `(((tool_calls . [((name . "Read")
+                                         (arguments . ((file_path . "{{root}}notes.org"))))]))
+                        ((expect . ((results . [((contains . "* heading"))
+                                                ])))
+                         (text . "It has **one** heading.")))
+               :inspect (lambda (chat view)
+                          (list (with-current-buffer (mevedel-chat-data-buffer chat)
+                                  (derived-mode-p 'org-mode))
+                                (with-current-buffer view
+                                  (goto-char (point-min))
+                                  (search-forward "Read notes.org")
+                                  (mevedel-view-toggle-row)
+                                  (buffer-substring-no-properties
+                                   (point-min) mevedel-view--transcript-end)))))))
+    (should (eq (plist-get run :outcome) 'done))
+    (should (car (plist-get run :inspected)))
+    (let ((expanded (cadr (plist-get run :inspected))))
+      (should (string-match-p "\t\\* heading$" expanded))
+      (should (string-match-p "\t#\\+begin_src sh$" expanded))
+      (should-not (string-match-p "begin_tool" expanded))
+      (should (string-match-p "It has \\*one\\* heading\\." expanded)))))
+
+;;;; Streaming and abort
+
+(ert-deftest mevedel-e2e:streaming-appends-without-rerender ()
+  "Streamed text reaches the view chunk by chunk; the turn is redrawn only
+at its start, when tool results arrive and at its end."
+  (let* ((chunks 0) (redraws 0) (full 0)
+         (count-text (lambda (event &rest _) (when (eq event 'text) (cl-incf chunks))))
+         (count-turn (lambda (&rest _) (cl-incf redraws)))
+         (count-full (lambda (&rest _) (cl-incf full)))
+         (long (mapconcat (lambda (n) (format "word%d" n)) (number-sequence 1 120) " ")))
+    (advice-add 'mevedel-view--render-turn :before count-turn)
+    (advice-add 'mevedel-view-rerender :before count-full)
+    (unwind-protect
+        (let ((run (mevedel-e2e-run
+                    :wire 'openai :stream t :prompt "Talk" :delay 0.01
+                    :setup (lambda (chat) (mevedel-chat-observe chat count-text))
+                    :steps `(((text . ,long))))))
+          (should (eq (plist-get run :outcome) 'done))
+          (should (> chunks 20))
+          (should (<= redraws 2))
+          (should (= full 1))           ;the new view's first drawing
+          (should (string-match-p "word1 word2 .* word120\n\\'" (plist-get run :transcript))))
+      (advice-remove 'mevedel-view--render-turn count-turn)
+      (advice-remove 'mevedel-view-rerender count-full))))
+
+(ert-deftest mevedel-e2e:abort-stops-the-turn ()
+  "C-c C-k during a slow stream ends the turn as aborted, with a notice."
+  (let* ((aborted nil)
+         (long (mapconcat (lambda (n) (format "w%d" n)) (number-sequence 1 400) " "))
+         (run (mevedel-e2e-run
+               :wire 'anthropic :stream t :prompt "Talk slowly" :delay 0.01
+               :during (lambda (chat view)
+                         (when (and (not aborted) (eq (mevedel-chat-status chat) 'streaming))
+                           (setq aborted t)
+                           (with-current-buffer view
+                             (call-interactively (key-binding (kbd "C-c C-k"))))))
+               :steps `(((text . ,long))))))
+    (should aborted)
+    (should (eq (plist-get run :outcome) 'abort))
+    (should (string-match-p "\\[Aborted\\]\n\\'" (plist-get run :transcript)))
+    (should-not (mevedel-chat-busy-p (plist-get run :chat)))))
+
+;;;; Errors
+
+(ert-deftest mevedel-e2e:request-error-ends-turn ()
+  "An HTTP error from the model ends the turn with an error notice."
+  (let ((run (mevedel-e2e-run
+              :wire 'openai :stream t :prompt "Hello"
+              :steps '(((error . ((status . 500) (message . "model overloaded"))))))))
+    (should (eq (plist-get run :outcome) 'error))
+    (should (string-match-p "Request failed:.*model overloaded" (plist-get run :transcript)))))
+
+(provide 'session-e2e-test)
+;;; session-e2e-test.el ends here

@@ -1,0 +1,145 @@
+;;; tmux-e2e-test.el --- A real terminal Emacs driven through tmux  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; Starts `emacs -nw' inside a private tmux server, types M-x mevedel, a
+;; prompt and C-c C-c like a user would, and checks the rendered screen
+;; (tmux capture-pane) for the prompt, the tool row and the answer.
+;; The model is the scripted server, reached through a real gptel
+;; backend.  tmux and python3 are required: the test fails without them.
+
+;;; Code:
+
+(eval-and-compile
+  (add-to-list 'load-path (file-name-directory (or load-file-name buffer-file-name))))
+(require 'mevedel-e2e-helpers)
+
+(defun mevedel-tmux-test--tmux (socket &rest args)
+  "Run tmux on private SOCKET with ARGS; return its output, failing on error."
+  (with-temp-buffer
+    (let ((status (apply #'call-process "tmux" nil t nil "-L" socket args)))
+      (unless (eql status 0)
+        (ert-fail (format "tmux %S failed (%s): %s" args status (buffer-string))))
+      (buffer-string))))
+
+(defun mevedel-tmux-test--capture (socket)
+  "Return the visible text of the test pane on SOCKET."
+  (mevedel-tmux-test--tmux socket "capture-pane" "-p" "-t" "mevedel-test"))
+
+(defun mevedel-tmux-test--wait-for (socket regexp seconds)
+  "Wait up to SECONDS for the pane on SOCKET to match REGEXP; return the capture."
+  (let ((deadline (+ (float-time) seconds))
+        (capture ""))
+    (while (and (not (string-match-p regexp capture)) (< (float-time) deadline))
+      (sleep-for 0.2)
+      (setq capture (mevedel-tmux-test--capture socket)))
+    (unless (string-match-p regexp capture)
+      (ert-fail (format "Screen never matched %S; last capture:\n%s" regexp capture)))
+    capture))
+
+(ert-deftest mevedel-tmux:type-prompt-and-see-answer ()
+  "M-x mevedel in `emacs -nw', type a prompt, C-c C-c, see the tool row and answer."
+  (unless (executable-find "tmux")
+    (ert-fail "tmux is required by this test but is not installed"))
+  (mevedel-e2e-require-python)
+  (let* ((root (mevedel-e2e-workspace '(("notes.txt" . "the answer is 42\n"))))
+         (script (mevedel-e2e-write-script
+                  `(((text . "Reading the notes.")
+                     (tool_calls . [((name . "Read")
+                                     (arguments . ((file_path . "{{root}}notes.txt"))))]))
+                    ((expect . ((results . [((contains . "the answer is 42"))])
+                                (user_contains . "What is the answer")))
+                     (text . "TMUX-ANSWER: the notes say 42.")))))
+         (server (mevedel-scripted-model-start script :vars `(("root" . ,root))))
+         (init (make-temp-file "mevedel-tmux-init" nil ".el"))
+         (socket (format "mevedel-test-%d" (emacs-pid)))
+         (emacs (expand-file-name invocation-name invocation-directory)))
+    (with-temp-file init
+      (prin1 `(progn
+                (require 'mevedel)
+                (require 'gptel)
+                (require 'gptel-openai)
+                (setq gptel-backend
+                      (gptel-make-openai "tmux scripted"
+                        :host ,(format "127.0.0.1:%d" (mevedel-scripted-model-port server))
+                        :protocol "http" :endpoint "/v1/chat/completions"
+                        :stream t :key "scripted" :models '(scripted-model)
+                        :curl-args '("--noproxy" "127.0.0.1"))
+                      gptel-model 'scripted-model
+                      inhibit-startup-screen t))
+             (current-buffer)))
+    (unwind-protect
+        (let ((process-environment (append '("LANG=C.UTF-8" "LC_ALL=C.UTF-8" "TERM=xterm-256color")
+                                           process-environment)))
+          (mevedel-tmux-test--tmux
+           socket "-u" "new-session" "-d" "-s" "mevedel-test" "-x" "110" "-y" "36" "-c" root
+           (mapconcat #'shell-quote-argument
+                      (list emacs "-nw" "-Q"
+                            "-l" (expand-file-name "scripts/load-path.el" mevedel-test-root)
+                            "-l" init)
+                      " "))
+          (mevedel-tmux-test--wait-for socket "\\*scratch\\*" 20)
+          (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "M-x")
+          (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "-l" "mevedel")
+          (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "Enter")
+          (mevedel-tmux-test--wait-for socket "C-c C-c send" 20)
+          (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "-l"
+                                   "What is the answer?")
+          (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "C-c" "C-c")
+          (let ((screen (mevedel-tmux-test--wait-for
+                         socket "TMUX-ANSWER\\(?:.\\|\n\\)*· ready ·\\|· ready ·\\(?:.\\|\n\\)*TMUX-ANSWER"
+                         30)))
+            ;; The rendered screen: header, prompt, text, tool row, answer, composer.
+            (should (string-match-p "mevedel · .* · tmux scripted / scripted-model" screen))
+            (should (string-match-p "^❯ What is the answer\\?" screen))
+            (should (string-match-p "^Reading the notes\\." screen))
+            (should (string-match-p "^▸ ✓ Read notes\\.txt" screen))
+            (should (string-match-p "^TMUX-ANSWER: the notes say 42\\." screen))
+            (should (string-match-p "── C-c C-c send" screen))
+            (should (< (string-search "❯ What is the answer?" screen)
+                       (string-search "Read notes.txt" screen)
+                       (string-search "TMUX-ANSWER" screen)
+                       (string-search "── C-c C-c send" screen)))
+            (should-not (string-match-p "×" screen)))
+          (should-not (mevedel-scripted-model-mismatches server)))
+      (ignore-errors (mevedel-tmux-test--tmux socket "kill-server"))
+      (mevedel-scripted-model-stop server)
+      (delete-file init)
+      (delete-file script)
+      (delete-directory root t))))
+
+(ert-deftest mevedel-tmux:make-run-offline-demo ()
+  "scripts/run.sh (what `make run' starts) without a backend runs the demo turn."
+  (unless (executable-find "tmux")
+    (ert-fail "tmux is required by this test but is not installed"))
+  (mevedel-e2e-require-python)
+  (let ((socket (format "mevedel-demo-%d" (emacs-pid)))
+        (home (make-temp-file "mevedel-demo-home" t)))
+    (unwind-protect
+        (progn
+          (mevedel-tmux-test--tmux
+           socket "-u" "new-session" "-d" "-s" "mevedel-test" "-x" "120" "-y" "45"
+           "-c" mevedel-test-root
+           (mapconcat #'shell-quote-argument
+                      (list "env" "-u" "DISPLAY" "-u" "WAYLAND_DISPLAY" "-u" "MEVEDEL_INIT"
+                            (concat "HOME=" home) (concat "XDG_CONFIG_HOME=" home "/.config")
+                            "LANG=C.UTF-8" "LC_ALL=C.UTF-8" "TERM=xterm-256color"
+                            (concat "EMACS=" (expand-file-name invocation-name
+                                                               invocation-directory))
+                            "bash" (expand-file-name "scripts/run.sh" mevedel-test-root))
+                      " "))
+          (let ((screen (mevedel-tmux-test--wait-for
+                         socket "That was a complete tool-using turn\\(?:.\\|\n\\)*── C-c C-c" 40)))
+            (should (string-match-p "\\[offline demo model\\]" screen))
+            (should (string-match-p "^❯ What is this project" screen))
+            (should (string-match-p "^This is the offline demo model" screen))
+            (should (string-match-p "^▸ ✓ Read README\\.md" screen))
+            (should (string-match-p "^▸ . Grep \"defun mevedel\"" screen))
+            (should (< (string-search "Read README.md" screen)
+                       (string-search "Grep \"defun mevedel\"" screen)
+                       (string-search "That was a complete" screen)))))
+      (ignore-errors (mevedel-tmux-test--tmux socket "kill-server"))
+      (delete-directory home t))))
+
+(provide 'tmux-e2e-test)
+;;; tmux-e2e-test.el ends here

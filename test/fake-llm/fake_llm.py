@@ -1,0 +1,483 @@
+#!/usr/bin/env python3
+"""A scripted model server speaking the OpenAI and Anthropic wire formats.
+
+It replays a JSON script of model turns so that mevedel's end-to-end tests
+(and the offline demo) can drive the real gptel client without a network
+or an API key.  Python 3 standard library only.
+
+Endpoints, both streaming (SSE) and non-streaming:
+
+  POST /v1/chat/completions   OpenAI Chat Completions
+  POST /v1/messages           Anthropic Messages
+
+Script (JSON; "repeat": true starts over after the last step):
+
+  {"repeat": false, "steps": [
+     {"tool_calls": [{"name": "Read", "arguments": {"file_path": "{{root}}/a.txt"},
+                      "id": "call_read"}]},          # id optional
+     {"expect": {"results": [{"contains": "hello"}]},   # optional checks
+      "text": "The file says hello."},
+     {"error": {"status": 500, "message": "overloaded"}}
+  ]}
+
+A step answers with text (optionally preceded by "text" before tool calls),
+with tool calls, or with an HTTP error.  Each request after a tool-call step
+must carry one result per call of that step, identified by the IDs the
+server handed out; missing, duplicated, unknown or mismatched results are
+"mismatches".  "expect.results" (in call order) may add "contains" /
+"is_error" checks per result, "expect.user_contains" checks the latest user
+text.  A mismatch is logged and answered with HTTP 409, so a client under
+test fails loudly.
+
+Every request is appended to the JSON-lines log (--log): its path, body,
+the step served, the tool-call IDs handed out and any mismatches.
+"{{name}}" placeholders in the script are replaced by --var name=value.
+
+The server binds 127.0.0.1 on a free port (or --port), prints "PORT <n>"
+on stdout and writes the number to --port-file when given.
+"""
+
+import argparse
+import http.server
+import json
+import sys
+import threading
+import time
+import uuid
+
+
+class ScriptError(Exception):
+    """The script itself is malformed."""
+
+
+def substitute(value, variables):
+    """Replace {{name}} placeholders in every string of VALUE."""
+    if isinstance(value, str):
+        for key, replacement in variables.items():
+            value = value.replace("{{" + key + "}}", replacement)
+        return value
+    if isinstance(value, list):
+        return [substitute(item, variables) for item in value]
+    if isinstance(value, dict):
+        return {key: substitute(item, variables) for key, item in value.items()}
+    return value
+
+
+def load_script(path, variables):
+    """Read and check the script at PATH; return (steps, repeat)."""
+    with open(path, encoding="utf-8") as handle:
+        data = json.load(handle)
+    steps = data.get("steps") if isinstance(data, dict) else None
+    if not isinstance(steps, list) or not steps:
+        raise ScriptError(f"{path}: expected an object with a non-empty \"steps\" list")
+    for index, step in enumerate(steps):
+        if not isinstance(step, dict):
+            raise ScriptError(f"{path}: step {index} is not an object")
+        if not any(key in step for key in ("text", "tool_calls", "error")):
+            raise ScriptError(f"{path}: step {index} has no text, tool_calls or error")
+        for call in step.get("tool_calls", []):
+            if not isinstance(call, dict) or "name" not in call:
+                raise ScriptError(f"{path}: step {index} has a tool call without a name")
+    return substitute(steps, variables), bool(data.get("repeat"))
+
+
+def chunks_of(text, parts):
+    """Split TEXT into about PARTS non-empty pieces (at least one)."""
+    if not text:
+        return [text]
+    size = max(1, -(-len(text) // parts))
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+# ---------------------------------------------------------------------------
+# Reading tool results out of a request
+
+
+def openai_results(body):
+    """Return (results, user_text) of the last turn of an OpenAI request.
+
+    RESULTS lists (id, content, is_error) of the tool messages after the
+    last assistant message; USER_TEXT is the latest user message's text.
+    """
+    messages = body.get("messages") or []
+    results = []
+    for message in reversed(messages):
+        role = message.get("role")
+        if role == "tool":
+            results.append((message.get("tool_call_id"), text_of(message.get("content")), None))
+        else:
+            break
+    results.reverse()
+    user_text = ""
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            user_text = text_of(message.get("content"))
+            break
+    return results, user_text
+
+
+def anthropic_results(body):
+    """Return (results, user_text) of the last turn of an Anthropic request."""
+    messages = body.get("messages") or []
+    results = []
+    user_text = ""
+    # Trailing user messages may hold tool_result blocks (gptel sends one
+    # user message per batch; a restored transcript may split them).
+    tail = []
+    for message in reversed(messages):
+        if message.get("role") != "user":
+            break
+        tail.append(message)
+    tail.reverse()
+    for message in tail:
+        content = message.get("content")
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    results.append((block.get("tool_use_id"), text_of(block.get("content")),
+                                    bool(block.get("is_error"))))
+    for message in reversed(messages):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            user_text = content
+            break
+        if isinstance(content, list):
+            texts = [block.get("text", "") for block in content
+                     if isinstance(block, dict) and block.get("type") == "text"]
+            if texts:
+                user_text = "".join(texts)
+                break
+    return results, user_text
+
+
+def text_of(content):
+    """Flatten message CONTENT (string or list of blocks) to text."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(block.get("text", "") if isinstance(block, dict) else str(block)
+                       for block in content)
+    return json.dumps(content)
+
+
+def check_request(expected_ids, results, user_text, expect):
+    """Return the list of mismatches between a request and its expectations."""
+    problems = []
+    ids = [result[0] for result in results]
+    if expected_ids is not None:
+        for call_id in expected_ids:
+            count = ids.count(call_id)
+            if count == 0:
+                problems.append(f"no tool result for call {call_id}")
+            elif count > 1:
+                problems.append(f"{count} tool results for call {call_id}")
+        for call_id in ids:
+            if call_id not in expected_ids:
+                problems.append(f"tool result for unknown call {call_id!r}")
+    elif results:
+        problems.append(f"unexpected tool results for {ids}")
+    checks = expect.get("results") or []
+    by_id = {result[0]: result for result in results}
+    for index, check in enumerate(checks):
+        if expected_ids is None or index >= len(expected_ids):
+            problems.append(f"expect.results[{index}] has no matching call")
+            continue
+        result = by_id.get(expected_ids[index])
+        if result is None:
+            continue
+        needle = check.get("contains")
+        if needle is not None and needle not in result[1]:
+            problems.append(f"result of {expected_ids[index]} lacks {needle!r}: "
+                            f"{result[1][:300]!r}")
+        absent = check.get("lacks")
+        if absent is not None and absent in result[1]:
+            problems.append(f"result of {expected_ids[index]} contains {absent!r}")
+        if "is_error" in check and result[2] is not None and result[2] != check["is_error"]:
+            problems.append(f"result of {expected_ids[index]} is_error={result[2]}")
+    needle = expect.get("user_contains")
+    if needle is not None and needle not in user_text:
+        problems.append(f"latest user text lacks {needle!r}: {user_text[:200]!r}")
+    return problems
+
+
+# ---------------------------------------------------------------------------
+# The server
+
+
+class State:
+    """The script position shared by all request threads."""
+
+    def __init__(self, steps, log_path, delay, repeat=False):
+        self.steps = steps
+        self.repeat = repeat
+        self.log_path = log_path
+        self.delay = delay
+        self.lock = threading.Lock()
+        self.position = 0
+        self.pending_ids = None  # IDs of the last tool-call step served
+        self.requests = 0
+
+    def log(self, entry):
+        if not self.log_path:
+            return
+        with open(self.log_path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry) + "\n")
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    server_version = "mevedel-fake-llm/1"
+
+    def log_message(self, fmt, *args):  # quiet: the JSON log is the record
+        pass
+
+    def do_GET(self):
+        if self.path == "/health":
+            self.send_json(200, {"ok": True})
+        else:
+            self.send_json(404, {"error": {"type": "not_found", "message": self.path}})
+
+    def do_POST(self):
+        state = self.server.state
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError) as err:
+            self.send_json(400, {"error": {"type": "invalid_request_error",
+                                           "message": f"bad JSON: {err}"}})
+            return
+        if self.path.endswith("/chat/completions"):
+            wire = "openai"
+        elif self.path.endswith("/messages"):
+            wire = "anthropic"
+        else:
+            self.send_json(404, {"error": {"type": "not_found", "message": self.path}})
+            return
+        with state.lock:
+            state.requests += 1
+            number = state.requests
+            if state.repeat and state.position >= len(state.steps):
+                state.position = 0
+            index = state.position
+            entry = {"n": number, "path": self.path, "wire": wire,
+                     "stream": bool(body.get("stream") is True), "body": body}
+            if index >= len(state.steps):
+                entry["mismatches"] = ["script exhausted"]
+                state.log(entry)
+                self.send_error_response(wire, 409, f"script exhausted after {index} steps")
+                return
+            step = state.steps[index]
+            results, user_text = (openai_results(body) if wire == "openai"
+                                  else anthropic_results(body))
+            problems = check_request(state.pending_ids, results, user_text,
+                                     step.get("expect") or {})
+            entry["step"] = index
+            entry["results"] = [{"id": r[0], "content": r[1][:2000], "is_error": r[2]}
+                                for r in results]
+            entry["mismatches"] = problems
+            if problems:
+                state.log(entry)
+                self.send_error_response(wire, 409, "; ".join(problems))
+                return
+            state.position += 1
+            calls = []
+            for position, call in enumerate(step.get("tool_calls", [])):
+                prefix = "call_" if wire == "openai" else "toolu_"
+                calls.append({"id": call.get("id") or
+                              f"{prefix}{index}_{position}_{uuid.uuid4().hex[:8]}",
+                              "name": call["name"],
+                              "arguments": call.get("arguments", {})})
+            state.pending_ids = [call["id"] for call in calls] if calls else None
+            entry["served_tool_ids"] = [call["id"] for call in calls]
+            state.log(entry)
+        if "error" in step:
+            error = step["error"]
+            self.send_error_response(wire, int(error.get("status", 500)),
+                                     error.get("message", "scripted error"))
+            return
+        model = body.get("model") or "fake-model"
+        text = step.get("text")
+        stream = body.get("stream") is True
+        if wire == "openai":
+            if stream:
+                self.stream_openai(model, text, calls)
+            else:
+                self.send_json(200, openai_message(model, text, calls))
+        elif stream:
+            self.stream_anthropic(model, text, calls)
+        else:
+            self.send_json(200, anthropic_message(model, text, calls))
+
+    # -- plumbing
+
+    def send_json(self, status, payload):
+        data = json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def send_error_response(self, wire, status, message):
+        if wire == "openai":
+            payload = {"error": {"message": message, "type": "fake_llm_error"}}
+        else:
+            payload = {"type": "error", "error": {"type": "fake_llm_error", "message": message}}
+        self.send_json(status, payload)
+
+    def start_stream(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+
+    def emit(self, text):
+        self.wfile.write(text.encode("utf-8"))
+        self.wfile.flush()
+        if self.server.state.delay:
+            time.sleep(self.server.state.delay)
+
+    def stream_openai(self, model, text, calls):
+        self.start_stream()
+        ident = f"chatcmpl-{uuid.uuid4().hex[:12]}"
+
+        def chunk(delta, finish=None, usage=None):
+            payload = {"id": ident, "object": "chat.completion.chunk", "created": int(time.time()),
+                       "model": model,
+                       "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            if usage is not None:
+                payload["choices"] = []
+                payload["usage"] = usage
+            self.emit("data: " + json.dumps(payload) + "\n\n")
+
+        chunk({"role": "assistant", "content": ""})
+        if text:
+            for piece in chunks_of(text, max(4, len(text) // 12)):
+                chunk({"content": piece})
+        for position, call in enumerate(calls):
+            arguments = json.dumps(call["arguments"])
+            chunk({"tool_calls": [{"index": position, "id": call["id"], "type": "function",
+                                   "function": {"name": call["name"], "arguments": ""}}]})
+            for piece in chunks_of(arguments, 3):
+                chunk({"tool_calls": [{"index": position, "function": {"arguments": piece}}]})
+        chunk({}, finish="tool_calls" if calls else "stop")
+        chunk({}, usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})
+        self.emit("data: [DONE]\n\n")
+
+    def stream_anthropic(self, model, text, calls):
+        self.start_stream()
+
+        def event(name, payload):
+            payload = dict(payload, type=name)
+            self.emit(f"event: {name}\ndata: {json.dumps(payload)}\n\n")
+
+        event("message_start", {"message": {
+            "id": f"msg_{uuid.uuid4().hex[:12]}", "type": "message", "role": "assistant",
+            "model": model, "content": [], "stop_reason": None,
+            "usage": {"input_tokens": 10, "output_tokens": 1}}})
+        index = 0
+        if text:
+            event("content_block_start", {"index": index,
+                                          "content_block": {"type": "text", "text": ""}})
+            for piece in chunks_of(text, max(4, len(text) // 12)):
+                event("content_block_delta", {"index": index,
+                                              "delta": {"type": "text_delta", "text": piece}})
+            event("content_block_stop", {"index": index})
+            index += 1
+        for call in calls:
+            event("content_block_start", {"index": index, "content_block": {
+                "type": "tool_use", "id": call["id"], "name": call["name"], "input": {}}})
+            for piece in chunks_of(json.dumps(call["arguments"]), 3):
+                event("content_block_delta", {"index": index, "delta": {
+                    "type": "input_json_delta", "partial_json": piece}})
+            event("content_block_stop", {"index": index})
+            index += 1
+        event("message_delta", {"delta": {"stop_reason": "tool_use" if calls else "end_turn",
+                                          "stop_sequence": None},
+                                "usage": {"output_tokens": 5}})
+        event("message_stop", {})
+
+
+def openai_message(model, text, calls):
+    """Return a non-streaming OpenAI chat completion."""
+    message = {"role": "assistant", "content": text if text else None}
+    if calls:
+        message["tool_calls"] = [{"id": call["id"], "type": "function",
+                                  "function": {"name": call["name"],
+                                               "arguments": json.dumps(call["arguments"])}}
+                                 for call in calls]
+    return {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion",
+            "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": "tool_calls" if calls else "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+
+
+def anthropic_message(model, text, calls):
+    """Return a non-streaming Anthropic message."""
+    content = []
+    if text:
+        content.append({"type": "text", "text": text})
+    for call in calls:
+        content.append({"type": "tool_use", "id": call["id"], "name": call["name"],
+                        "input": call["arguments"]})
+    return {"id": f"msg_{uuid.uuid4().hex[:12]}", "type": "message", "role": "assistant",
+            "model": model, "content": content,
+            "stop_reason": "tool_use" if calls else "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 5}}
+
+
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address, state):
+        super().__init__(address, Handler)
+        self.state = state
+
+
+def make_server(steps, log_path=None, delay=0.0, port=0, repeat=False):
+    """Return a bound (not yet serving) server for STEPS."""
+    return Server(("127.0.0.1", port), State(steps, log_path, delay, repeat))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--script", required=True, help="JSON script of model turns")
+    parser.add_argument("--log", help="append every request here (JSON lines)")
+    parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    parser.add_argument("--port-file", help="also write the port number here")
+    parser.add_argument("--delay", type=float, default=0.002,
+                        help="seconds between streamed chunks (default 0.002)")
+    parser.add_argument("--var", action="append", default=[], metavar="NAME=VALUE",
+                        help="replace {{NAME}} in the script")
+    args = parser.parse_args(argv)
+    variables = {}
+    for item in args.var:
+        name, sep, value = item.partition("=")
+        if not sep:
+            parser.error(f"--var needs NAME=VALUE, got {item!r}")
+        variables[name] = value
+    try:
+        steps, repeat = load_script(args.script, variables)
+    except (OSError, ValueError, ScriptError) as err:
+        print(f"fake_llm: {err}", file=sys.stderr)
+        return 2
+    server = make_server(steps, args.log, args.delay, args.port, repeat)
+    port = server.server_address[1]
+    if args.port_file:
+        with open(args.port_file, "w", encoding="utf-8") as handle:
+            handle.write(f"{port}\n")
+    print(f"PORT {port}", flush=True)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

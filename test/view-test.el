@@ -1,0 +1,236 @@
+;;; view-test.el --- Tests of tool renderers and the session view  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; The renderer contract (validation, dispatch, fallback, summary-only),
+;; the built-in Grep and Bash renderers, and the view's rows, toggling
+;; and composer, on a data buffer written the way gptel writes it.
+
+;;; Code:
+
+(require 'mevedel-test-helpers)
+(require 'mevedel)
+(mevedel--load)
+
+;;;; Renderer contract
+
+(ert-deftest mevedel-view:renderer-result-is-validated ()
+  (should (mevedel-tool-render-validate '(:header "Read a" :body "x" :status success)))
+  (should-error (mevedel-tool-render-validate '(:body "no header")))
+  (should-error (mevedel-tool-render-validate '(:header "")))
+  (should-error (mevedel-tool-render-validate '(:header "h" :colour red)))
+  (should-error (mevedel-tool-render-validate '(:header "h" :status fine)))
+  (should-error (mevedel-tool-render-validate '(:header "h" :body 42)))
+  (should-error (mevedel-tool-render-validate '(:header "h" :child-calls 3)))
+  (should-error (mevedel-tool-render-validate '(:header "h" :body)))
+  (should-error (mevedel-tool-render-register "T" '((sometimes . ignore)))))
+
+(ert-deftest mevedel-view:dispatch-alist-by-status ()
+  (let ((mevedel-tool-render--renderers nil))
+    (mevedel-tool-render-register
+     "T" `((success . ,(lambda (&rest _) '(:header "ok-renderer")))
+           (error . ,(lambda (&rest _) '(:header "error-renderer")))
+           (default . ,(lambda (&rest _) '(:header "default-renderer")))))
+    (should (equal (plist-get (mevedel-tool-render-row "T" nil "fine" nil) :header) "ok-renderer"))
+    (should (equal (plist-get (mevedel-tool-render-row "T" nil "Error: no" nil) :header)
+                   "error-renderer"))
+    (should (eq (plist-get (mevedel-tool-render-row "T" nil "Error: no" nil) :status) 'error))
+    (should (equal (plist-get (mevedel-tool-render-row "T" nil nil nil) :header)
+                   "default-renderer"))
+    (should (eq (plist-get (mevedel-tool-render-row "T" nil nil nil) :status) 'running))
+    (should (eq (plist-get (mevedel-tool-render-row "T" nil "x" '(:status warning)) :status)
+                'warning))
+    (should (eq (plist-get (mevedel-tool-render-row "T" nil "Permission denied: no" nil) :status)
+                'denied))))
+
+(ert-deftest mevedel-view:failing-renderer-falls-back-with-warning ()
+  (let ((mevedel-tool-render--renderers nil)
+        (warnings nil))
+    (mevedel-tool-render-register "T" (lambda (&rest _) (error "Renderer bug")))
+    (mevedel-tool-render-register "U" (lambda (&rest _) '(:header "u" :bogus 1)))
+    (cl-letf (((symbol-function 'display-warning)
+               (lambda (_type message &rest _) (push message warnings))))
+      (let ((row (mevedel-tool-render-row "T" '(:path "/x/y") "result text" nil)))
+        (should (equal (plist-get row :header) "T /x/y"))
+        (should (equal (plist-get row :body) "result text")))
+      (should (equal (plist-get (mevedel-tool-render-row "U" nil "r" nil) :header) "U")))
+    (should (= (length warnings) 2))
+    (should (string-match-p "Renderer for T failed.*Renderer bug" (cadr warnings)))
+    (should (string-match-p "Unknown renderer key :bogus" (car warnings)))))
+
+(ert-deftest mevedel-view:summary-only-while-collapsed ()
+  (let ((mevedel-tool-render--renderers nil)
+        (seen nil))
+    (mevedel-tool-render-register "T" (lambda (&rest _)
+                                        (push mevedel-tool-render-summary-only seen)
+                                        '(:header "t")))
+    (mevedel-tool-render-row "T" nil "r" nil t)
+    (mevedel-tool-render-row "T" nil "r" nil nil)
+    (should (equal seen '(nil t)))))
+
+(ert-deftest mevedel-view:grep-body-uses-grep-mode-faces ()
+  (let* ((result "lisp/a.el:12:(defun foo ()\nlisp/b.el:3:(defun bar ()\n")
+         (row (mevedel-tool-render-row "Grep" '(:pattern "defun" :path "lisp") result nil))
+         (body (mevedel-tool-render-fontify (plist-get row :body) (plist-get row :body-mode))))
+    (should (eq (plist-get row :body-mode) 'grep-mode))
+    (should (equal (plist-get row :header) "Grep \"defun\" in lisp (2 lines)"))
+    (should (memq 'compilation-info (ensure-list (get-text-property 0 'face body))))
+    (should (equal (substring-no-properties body) result))))
+
+(ert-deftest mevedel-view:bash-header-shows-first-line-and-exit ()
+  (let ((row (mevedel-tool-render-row "Bash" '(:command "make test\necho done")
+                                      "<result exit_code=\"2\">failed</result>" nil)))
+    (should (equal (plist-get row :header) "$ make test …  [exit 2]")))
+  (let ((row (mevedel-tool-render-row "Bash" '(:command "ls") "a\nb" '(:exit-code 0))))
+    (should (equal (plist-get row :header) "$ ls  [exit 0]")))
+  (should (equal (plist-get (mevedel-tool-render-row "Bash" '(:command "sleep 9") nil nil t)
+                            :header)
+                 "$ sleep 9")))
+
+;;;; The view on a hand-written data buffer
+
+(defun mevedel-view-test--tool-text (id name args result)
+  "Return data-buffer text for call ID of NAME with ARGS and RESULT, as gptel writes it."
+  (concat (propertize (format "``` tool (%s)" name) 'gptel 'ignore)
+          (propertize (concat "\n" (prin1-to-string (list :name name :args args)) "\n\n" result)
+                      'gptel (cons 'tool id))
+          (propertize "\n```\n" 'gptel 'ignore)))
+
+(defmacro mevedel-view-test--with-view (var &rest body)
+  "Bind VAR to a fresh session view around BODY; the data buffer holds a turn."
+  (declare (indent 1))
+  `(let* ((root (file-name-as-directory (make-temp-file "mevedel-view-" t)))
+          (,var (mevedel root))
+          (chat (mevedel-view-chat ,var)))
+     (unwind-protect
+         (progn
+           (with-current-buffer (mevedel-chat-data-buffer chat)
+             (insert "### Find it\n\n"
+                     (propertize "Searching." 'gptel 'response) "\n\n"
+                     (mevedel-view-test--tool-text "call_g" "Grep" '(:pattern "x")
+                                                   "a.el:1:x\nb.el:2:x")
+                     (mevedel-view-test--tool-text "call_r" "Read" '(:file_path "a.el")
+                                                   "Error: File does not exist: a.el")
+                     (propertize "Found it." 'gptel 'response)))
+           (mevedel-view-rerender ,var)
+           ,@body)
+       (kill-buffer ,var)
+       (kill-buffer (mevedel-chat-data-buffer chat))
+       (delete-directory root t))))
+
+(ert-deftest mevedel-view:rows-render-from-data-and-toggle ()
+  (mevedel-view-test--with-view view
+    (with-current-buffer view
+      (let ((text (buffer-substring-no-properties (point-min) mevedel-view--transcript-end)))
+        (should (equal text (concat "❯ Find it\n\nSearching.\n\n"
+                                    "▸ ✓ Grep \"x\" (2 lines)\n"
+                                    "▸ × Read a.el\n\nFound it.\n"))))
+      ;; TAB on the Grep row expands it; its body comes from the data buffer.
+      (goto-char (point-min))
+      (search-forward "Grep")
+      (should (eq (lookup-key (get-text-property (point) 'keymap) (kbd "TAB"))
+                  #'mevedel-view-toggle-row))
+      (mevedel-view-toggle-row)
+      (should (string-match-p "▾ ✓ Grep \"x\" (2 lines)\n    a\\.el:1:x\n    b\\.el:2:x\n▸ × Read"
+                              (buffer-substring-no-properties (point-min) (point-max))))
+      (save-excursion
+        (search-forward "a.el:1")
+        (should (memq 'compilation-info (ensure-list (get-text-property (- (point) 5) 'face)))))
+      ;; Change the data; collapse and expand again: the row is re-derived.
+      (with-current-buffer (mevedel-chat-data-buffer (mevedel-view-chat view))
+        (goto-char (point-min))
+        (search-forward "b.el:2:x")
+        (let ((props (text-properties-at (1- (point)))))
+          (replace-match (apply #'propertize "c.el:9:x" props))))
+      (goto-char (point-min)) (search-forward "Grep")
+      (mevedel-view-toggle-row)
+      (goto-char (point-min)) (search-forward "Grep")
+      (mevedel-view-toggle-row)
+      (should (string-match-p "    c\\.el:9:x"
+                              (buffer-substring-no-properties (point-min) (point-max))))
+      ;; The transcript is read-only.
+      (goto-char (point-min))
+      (should-error (insert "x") :type 'text-read-only))))
+
+(ert-deftest mevedel-view:coalesced-hidden-preview-and-child-rows ()
+  (let ((mevedel-tool-render--renderers (copy-sequence mevedel-tool-render--renderers)))
+    (mevedel-tool-render-register
+     "Ping" (lambda (_name args result _data)
+              (list :header (format "Ping %s" (plist-get args :host)) :body result
+                    :expandable-p t :initially-collapsed-p t :coalesce-key "ping")))
+    (mevedel-tool-render-register "Quiet" (lambda (&rest _) '(:header "q" :hidden-p t)))
+    (mevedel-tool-render-register
+     "Tree" (lambda (&rest _)
+              '(:header "Tree" :body "tree result" :preview-body "peek"
+                        :expandable-p t :initially-collapsed-p t
+                        :child-calls (("Ping" (:host "child") "pong" nil)))))
+    (mevedel-view-test--with-view view
+      (with-current-buffer (mevedel-chat-data-buffer (mevedel-view-chat view))
+        (goto-char (point-max))
+        (insert "\n"
+                (mevedel-view-test--tool-text "p1" "Ping" '(:host "a") "pong a")
+                (mevedel-view-test--tool-text "p2" "Ping" '(:host "b") "Error: unreachable")
+                (mevedel-view-test--tool-text "p3" "Ping" '(:host "c") "pong c")
+                (mevedel-view-test--tool-text "q1" "Quiet" nil "nothing")
+                (mevedel-view-test--tool-text "t1" "Tree" nil "tree result")))
+      (with-current-buffer view
+        (mevedel-view-rerender)
+        (let ((text (buffer-substring-no-properties (point-min) mevedel-view--transcript-end)))
+          ;; Three Pings make one group; its marker is the worst status.
+          (should (string-match-p "^▸ × Ping a  (\\+2 more)$" text))
+          (should-not (string-match-p "Ping b" text))
+          ;; Hidden rows are not drawn; a collapsed row shows its preview.
+          (should-not (string-match-p "^. . q$" text))
+          (should (string-match-p "^▸ ✓ Tree\n    peek\n" text)))
+        (goto-char (point-min))
+        (search-forward "Ping a")
+        (mevedel-view-toggle-row)
+        (let ((text (buffer-substring-no-properties (point-min) mevedel-view--transcript-end)))
+          (should (string-match-p "^▾ × Ping a  (\\+2 more)\n▸ ✓ Ping a\n▸ × Ping b\n▸ ✓ Ping c\n"
+                                  text)))
+        (goto-char (point-min))
+        (search-forward "Tree")
+        (mevedel-view-toggle-row)
+        (should (string-match-p "^▾ ✓ Tree\n    tree result\n    ▸ ✓ Ping child\n"
+                                (buffer-substring-no-properties (point-min)
+                                                                mevedel-view--transcript-end)))))))
+
+(ert-deftest mevedel-view:composer-history-and-keys ()
+  (mevedel-view-test--with-view view
+    (with-current-buffer view
+      (let ((chat (mevedel-view-chat view)))
+        (setf (mevedel-chat-history chat) (list "second" "first"))
+        (goto-char (point-max))
+        (insert "draft")
+        (mevedel-view-history-previous)
+        (should (equal (mevedel-view--composer-text) "second"))
+        (mevedel-view-history-previous)
+        (should (equal (mevedel-view--composer-text) "first"))
+        (should-error (mevedel-view-history-previous) :type 'user-error)
+        (mevedel-view-history-next)
+        (mevedel-view-history-next)
+        (should (equal (mevedel-view--composer-text) "draft"))
+        ;; Keys: RET is a newline in the composer, C-c C-c sends, C-c C-k aborts.
+        (should (eq (key-binding (kbd "RET")) #'newline))
+        (should (eq (key-binding (kbd "C-c C-c")) #'mevedel-view-send))
+        (should (eq (key-binding (kbd "C-c C-k")) #'mevedel-view-abort))
+        (should (eq (key-binding (kbd "M-p")) #'mevedel-view-history-previous))
+        (mevedel-view--set-composer "  ")
+        (should-error (mevedel-view-send) :type 'user-error)))))
+
+(ert-deftest mevedel-view:one-chat-per-workspace ()
+  (let* ((root (file-name-as-directory (make-temp-file "mevedel-ws-" t)))
+         (sub (expand-file-name "sub/" root)))
+    (make-directory sub)
+    (make-directory (expand-file-name ".git" root))
+    (unwind-protect
+        (let ((a (mevedel root))
+              (b (mevedel sub)))
+          (should (eq a b))
+          (should (equal (mevedel-chat-root (mevedel-view-chat a)) root))
+          (kill-buffer (mevedel-chat-data-buffer (mevedel-view-chat a)))
+          (kill-buffer a))
+      (delete-directory root t))))
+
+(provide 'view-test)
+;;; view-test.el ends here
