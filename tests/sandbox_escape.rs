@@ -526,7 +526,7 @@ fn attempts(w: &World, victim_pid: u32) -> Vec<Attempt> {
         Attempt {
             name: "stop an outside process with a signal",
             script: format!("kill -STOP {victim_pid} && echo ESCAPED"),
-            control: Some(format!("sleep 300 & v=$!; kill -STOP $v && echo ESCAPED; kill -9 $v")),
+            control: Some("sleep 300 & v=$!; kill -STOP $v && echo ESCAPED; kill -9 $v".into()),
             home_is_ws: false,
             check: Box::new(move |_, _| Victim::untouched_pid(victim_pid)),
             reset: Box::new(|_| {}),

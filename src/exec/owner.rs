@@ -407,6 +407,52 @@ mod tests {
     }
 
     #[test]
+    fn watched_child_reports_status_through_a_kept_descriptor() {
+        use std::io::Read;
+        use std::os::fd::AsRawFd;
+        let owner = Owner::new();
+        let (mut reader, writer) = io::pipe().unwrap_or_else(|e| panic!("pipe: {e}"));
+        let fd = writer.as_raw_fd();
+        let mut command = Command::new("sh");
+        command
+            .args(["-c", &format!("echo kept >&{fd}; exit 5")])
+            .stdin(Stdio::null());
+        let watched = owner
+            .spawn_watched(command, &[fd])
+            .unwrap_or_else(|e| panic!("spawn: {e}"));
+        drop(writer);
+        let status = watched
+            .exit
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("no status: {e}"))
+            .unwrap_or_else(|e| panic!("wait: {e}"));
+        assert_eq!(status.code(), Some(5));
+        let mut text = String::new();
+        reader
+            .read_to_string(&mut text)
+            .unwrap_or_else(|e| panic!("read: {e}"));
+        assert_eq!(text, "kept\n");
+    }
+
+    #[test]
+    fn stop_group_stops_only_that_group() {
+        let owner = Owner::new();
+        let first = owner
+            .spawn(&argv(&["sh", "-c", "sleep 300 & wait"]), None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let second = owner
+            .spawn(&argv(&["sleep", "300"]), None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        owner.stop_group(first as i32, Duration::from_millis(500));
+        assert!(!alive(first as i32));
+        assert!(!group_exists(first as i32));
+        assert!(alive(second as i32));
+        assert_eq!(owner.live_groups(), vec![second as i32]);
+        owner.stop_all(Duration::from_millis(500));
+        assert!(!alive(second as i32));
+    }
+
+    #[test]
     fn child_runs_in_own_group_without_inherited_fds() {
         let owner = Owner::new();
         let (_reader, writer) = io::pipe().unwrap_or_else(|e| panic!("pipe: {e}"));

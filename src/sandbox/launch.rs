@@ -246,12 +246,24 @@ fn network_datum(granted: bool) -> Datum {
     Datum::Symbol(if granted { "granted" } else { "denied" }.into())
 }
 
+/// "NAME=VALUE" entries as Emacs's `process-environment' means them: the
+/// first entry for a name wins, and a bare "NAME" removes the variable.
 fn split_env(env: &[String]) -> Vec<(OsString, OsString)> {
-    env.iter()
-        .filter_map(|kv| kv.split_once('='))
-        .filter(|(k, _)| !k.is_empty())
-        .map(|(k, v)| (k.into(), v.into()))
-        .collect()
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for entry in env {
+        let (name, value) = match entry.split_once('=') {
+            Some((name, value)) => (name, Some(value)),
+            None => (entry.as_str(), None),
+        };
+        if name.is_empty() || !seen.insert(name) {
+            continue;
+        }
+        if let Some(value) = value {
+            out.push((name.into(), value.into()));
+        }
+    }
+    out
 }
 
 fn set_env(env: &mut Option<Vec<(OsString, OsString)>>, name: &str, value: &Path) {
@@ -899,6 +911,17 @@ mod tests {
         assert_eq!(outcome.output_bytes, 5000);
         assert!(outcome.truncated);
         assert!(outcome.duration < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn environment_follows_process_environment_rules() {
+        let env: Vec<String> = ["A=1", "B", "A=2", "B=3", "C=x=y", "=bad"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            split_env(&env),
+            vec![("A".into(), "1".into()), ("C".into(), "x=y".into())]
+        );
     }
 
     #[test]

@@ -321,6 +321,13 @@ pub fn resolve(policy: &Policy, scanner: &Scanner) -> Result<Plan> {
             .map(|p| canonical(p, "writable root"))
             .collect::<Result<Vec<_>>>()?,
     );
+    if writable.iter().any(|w| w == Path::new("/")) {
+        return Err(Error::new(
+            ErrorKind::Sandbox,
+            "the whole file system cannot be a writable root; run unconfined instead \
+             (mevedel-sandbox-mode off, or an approved require_escalated)",
+        ));
+    }
     let grant_write = policy
         .extra_write
         .iter()
@@ -604,6 +611,14 @@ mod tests {
             err.message
                 .contains("additional write path /nonexistent/grant")
         );
+        let p = Policy {
+            writable: vec![PathBuf::from("/")],
+            ..Policy::default()
+        };
+        let err = resolve(&p, &scanner)
+            .err()
+            .unwrap_or_else(|| panic!("accepted"));
+        assert!(err.message.contains("whole file system"), "{}", err.message);
     }
 
     #[test]
