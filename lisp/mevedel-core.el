@@ -68,6 +68,7 @@ signals an error instead."
 (declare-function mevedel-core--exec-live-groups "ext:mevedel-dyn" ())
 (declare-function mevedel-core--sandbox-probe "ext:mevedel-dyn" (id timeout-ms))
 (declare-function mevedel-core--resource-parse "ext:mevedel-dyn" (text))
+(declare-function mevedel-core--resource-parse-many "ext:mevedel-dyn" (texts))
 (declare-function mevedel-core--resource-prepare "ext:mevedel-dyn"
                   (address operation session-dir workspace docs-root
                            memory-roots skills recall-days))
@@ -473,6 +474,13 @@ otherwise (SCHEME CANONICAL DISCOVERY-P).  A malformed address signals
 `mevedel-core-resource-error' naming TEXT and the reason."
   (mevedel-core-ensure)
   (mevedel-core--resource-parse text))
+
+(defun mevedel-core-resource-parse-many (texts)
+  "Return the canonical address of each string in TEXTS, in one call.
+An ordinary path gives nil; a malformed address signals
+`mevedel-core-resource-error'."
+  (mevedel-core-ensure)
+  (mevedel-core--resource-parse-many texts))
 
 (defun mevedel-core-resource-prepare (address operation context)
   "Prepare resource ADDRESS for OPERATION and return an opaque attempt.

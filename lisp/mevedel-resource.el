@@ -159,6 +159,12 @@ A malformed address or unknown scheme signals
 `mevedel-core-resource-error' naming STRING and the reason."
   (nth 1 (mevedel-core-resource-parse string)))
 
+(defun mevedel-resource-parse-many (strings)
+  "Return the canonical address of each of STRINGS (nil for paths).
+One module call for all of them; a malformed address signals
+`mevedel-core-resource-error'."
+  (mevedel-core-resource-parse-many strings))
+
 (defun mevedel-resource-address-p (string)
   "Return non-nil when STRING has the shape of a resource address.
 It may still be malformed; `mevedel-resource-prepare' says why."

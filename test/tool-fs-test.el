@@ -86,7 +86,10 @@ Binds `ws', `session' and `outside' (directory names)."
                            :type 'mevedel-core-resource-error)))
     (should (string-match-p "`work://a/\\.\\./b'\\|`work://a/../b`" (cadr err)))
     (should (string-match-p "parent traversal" (cadr err))))
-  (should-error (mevedel-resource-parse "nope://x") :type 'mevedel-core-resource-error))
+  (should-error (mevedel-resource-parse "nope://x") :type 'mevedel-core-resource-error)
+  (should (equal (mevedel-resource-parse-many '("work://a/" "src/x" "mevedel://%7e"))
+                 '("work://a" nil "mevedel://~")))
+  (should-error (mevedel-resource-parse-many '("work://ok" "work://..")) :type 'mevedel-core-resource-error))
 
 (ert-deftest mevedel-resource:validation-fails-before-permission-without-paths ()
   (mevedel-tool-fs-test--with-workspace

@@ -62,6 +62,25 @@ fn resource_parse<'e>(env: &'e Env, text: String) -> Result<Value<'e>> {
     })
 }
 
+/// The canonical spelling of each string in TEXTS (nil for ordinary
+/// paths), in one call; a malformed address signals.
+#[defun(name = "resource-parse-many")]
+fn resource_parse_many<'e>(env: &'e Env, texts: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || {
+        let out = list_items(texts)?
+            .into_iter()
+            .map(|v| {
+                let text: String = v.into_rust()?;
+                match resource::parse(&text).or_signal(env)? {
+                    None => ().into_lisp(env),
+                    Some(addr) => addr.locator.canonical().into_lisp(env),
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        env.list(&out[..])
+    })
+}
+
 /// Prepare ADDRESS for OPERATION ("Read", "Glob", "Grep", "ApplyPatch")
 /// in the given session context. MEMORY-ROOTS is a list of (PATH KIND
 /// LABEL), SKILLS a list of (NAME SOURCE-KEY ROOT ORIGIN PLUGIN). Returns
