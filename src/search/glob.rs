@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use ignore::WalkState;
 
 use super::budget::Budget;
-use super::output::{Found, Line};
+use super::output::Found;
 use super::walk::{self, Root, path_order};
 use crate::error::{Error, ErrorKind};
 
@@ -60,26 +60,18 @@ pub fn glob_lines(roots: &[Root], pattern: &str, budget: &Budget) -> Result<Foun
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     hits.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| path_order(&a.1, &b.1)));
-    let lines: Vec<Line> = hits
-        .into_iter()
-        .map(|(i, rel)| Line {
-            text: match &roots[i].file {
-                Some((_, name)) => name.clone(),
-                None => roots[i].display(&rel),
-            },
-            break_before: false,
-        })
-        .collect();
-    let notes = if lines.is_empty() {
-        roots.iter().filter_map(|r| r.empty_note.clone()).collect()
-    } else {
-        Vec::new()
-    };
-    Ok(Found {
-        lines,
-        partial: budget.timed_out(),
-        notes,
-    })
+    let mut found = Found::default();
+    for (i, rel) in hits {
+        match &roots[i].file {
+            Some((_, name)) => found.push(name, false),
+            None => found.push(&roots[i].display(&rel), false),
+        }
+    }
+    if found.is_empty() {
+        found.notes = roots.iter().filter_map(|r| r.empty_note.clone()).collect();
+    }
+    found.partial = budget.timed_out();
+    Ok(found)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

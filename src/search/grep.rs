@@ -12,7 +12,7 @@ use grep_searcher::{
 use ignore::WalkState;
 
 use super::budget::{Budget, BudgetReader};
-use super::output::{Found, Line};
+use super::output::Found;
 use super::walk::{self, Root, path_order};
 use crate::error::{Error, ErrorKind};
 
@@ -102,14 +102,13 @@ fn searcher(opts: &Options) -> Searcher {
         .build()
 }
 
-/// Lines of one file: (line number, is a match, text); `None` marks a
-/// context break.
-type Entry = Option<(u64, bool, String)>;
-
+/// Collects one file's matches, already formatted as output lines.
 struct FileSink<'a> {
-    mode: Mode,
+    opts: &'a Options,
     budget: &'a Budget,
-    entries: Vec<Entry>,
+    display: &'a str,
+    out: Found,
+    pending_break: bool,
     count: u64,
     binary: bool,
 }
@@ -119,20 +118,37 @@ fn strip_eol(bytes: &[u8]) -> &[u8] {
     b.strip_suffix(b"\r").unwrap_or(b)
 }
 
+impl FileSink<'_> {
+    fn line(&mut self, number: u64, is_match: bool, bytes: &[u8]) {
+        let text = String::from_utf8_lossy(strip_eol(bytes));
+        let sep = if is_match { ':' } else { '-' };
+        let (display, numbers) = (self.display, self.opts.line_numbers);
+        self.out.push_with(self.pending_break, |buf| {
+            buf.push_str(display);
+            buf.push(sep);
+            if numbers {
+                buf.push_str(&number.to_string());
+                buf.push(sep);
+            }
+            push_preview(buf, &text, display, number);
+        });
+        self.pending_break = false;
+    }
+}
+
 impl Sink for FileSink<'_> {
     type Error = io::Error;
 
     fn matched(&mut self, _: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, io::Error> {
         self.count += 1;
-        match self.mode {
+        match self.opts.mode {
             Mode::FilesWithMatches => return Ok(false),
             Mode::Count => {}
             Mode::Content => {
                 let first = mat.line_number().unwrap_or(0);
                 let bytes = strip_eol(mat.bytes());
                 for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
-                    let text = String::from_utf8_lossy(strip_eol(line)).into_owned();
-                    self.entries.push(Some((first + i as u64, true, text)));
+                    self.line(first + i as u64, true, line);
                 }
             }
         }
@@ -140,16 +156,14 @@ impl Sink for FileSink<'_> {
     }
 
     fn context(&mut self, _: &Searcher, ctx: &SinkContext<'_>) -> Result<bool, io::Error> {
-        if self.mode == Mode::Content && !matches!(ctx.kind(), SinkContextKind::Other) {
-            let text = String::from_utf8_lossy(strip_eol(ctx.bytes())).into_owned();
-            self.entries
-                .push(Some((ctx.line_number().unwrap_or(0), false, text)));
+        if self.opts.mode == Mode::Content && !matches!(ctx.kind(), SinkContextKind::Other) {
+            self.line(ctx.line_number().unwrap_or(0), false, ctx.bytes());
         }
         Ok(!self.budget.stop())
     }
 
     fn context_break(&mut self, _: &Searcher) -> Result<bool, io::Error> {
-        self.entries.push(None);
+        self.pending_break = true;
         Ok(true)
     }
 
@@ -163,22 +177,26 @@ impl Sink for FileSink<'_> {
 struct FileHits {
     rel: Vec<String>,
     root: usize,
-    entries: Vec<Entry>,
+    display: String,
+    out: Found,
     count: u64,
 }
 
 fn search_file(
     path: &std::path::Path,
+    display: &str,
     matcher: &RegexMatcher,
     searcher: &mut Searcher,
     opts: &Options,
     budget: &Budget,
-) -> Option<(Vec<Entry>, u64)> {
+) -> Option<(Found, u64)> {
     let file = File::open(path).ok()?;
     let mut sink = FileSink {
-        mode: opts.mode,
+        opts,
         budget,
-        entries: Vec::new(),
+        display,
+        out: Found::default(),
+        pending_break: false,
         count: 0,
         binary: false,
     };
@@ -194,7 +212,7 @@ fn search_file(
     if result.is_err() && !budget.stop() {
         return None;
     }
-    Some((sink.entries, sink.count))
+    Some((sink.out, sink.count))
 }
 
 fn walk_root(
@@ -205,15 +223,16 @@ fn walk_root(
     budget: &Budget,
     hits: &Mutex<Vec<FileHits>>,
 ) -> Result<(), Error> {
-    if let Some((file, _)) = &root.file {
+    if let Some((file, display)) = &root.file {
         let mut s = searcher(opts);
-        if let Some((entries, count)) = search_file(file, matcher, &mut s, opts, budget) {
+        if let Some((out, count)) = search_file(file, display, matcher, &mut s, opts, budget) {
             push(
                 hits,
                 FileHits {
                     rel: Vec::new(),
                     root: index,
-                    entries,
+                    display: display.clone(),
+                    out,
                     count,
                 },
             );
@@ -241,15 +260,17 @@ fn walk_root(
             if !root.filter.admits(name, rel.len()) {
                 return WalkState::Continue;
             }
-            if let Some((entries, count)) =
-                search_file(entry.path(), &matcher, &mut s, opts, budget)
+            let display = root.display(&rel);
+            if let Some((out, count)) =
+                search_file(entry.path(), &display, &matcher, &mut s, opts, budget)
             {
                 push(
                     hits,
                     FileHits {
                         rel,
                         root: index,
-                        entries,
+                        display,
+                        out,
                         count,
                     },
                 );
@@ -266,62 +287,42 @@ fn push(hits: &Mutex<Vec<FileHits>>, h: FileHits) {
         .push(h);
 }
 
-fn preview(text: String, display: &str, number: u64) -> String {
+/// Append TEXT, cut after [`LINE_PREVIEW`] characters with the Read
+/// call that shows the rest of line NUMBER of DISPLAY.
+fn push_preview(buf: &mut String, text: &str, display: &str, number: u64) {
+    if text.len() <= LINE_PREVIEW {
+        buf.push_str(text);
+        return;
+    }
     let total = text.chars().count();
     if total <= LINE_PREVIEW {
-        return text;
+        buf.push_str(text);
+        return;
     }
-    let head: String = text.chars().take(LINE_PREVIEW).collect();
-    format!(
-        "{head} [line continues: {LINE_PREVIEW} of {total} characters shown; \
+    buf.extend(text.chars().take(LINE_PREVIEW));
+    buf.push_str(&format!(
+        " [line continues: {LINE_PREVIEW} of {total} characters shown; \
          Read {{\"file_path\": \"{display}\", \"offset\": {number}, \"limit\": 1, \"char_offset\": {LINE_PREVIEW}}}]"
-    )
+    ));
 }
 
 /// The output lines of a finished search, in path order.
-fn render(mut hits: Vec<FileHits>, roots: &[Root], opts: &Options) -> Vec<Line> {
+fn render(mut hits: Vec<FileHits>, opts: &Options) -> Found {
     hits.sort_by(|a, b| a.root.cmp(&b.root).then_with(|| path_order(&a.rel, &b.rel)));
-    let mut lines = Vec::new();
+    let mut found = Found::default();
     let context = opts.before > 0 || opts.after > 0;
-    for (file_index, h) in hits.into_iter().enumerate() {
-        let root = &roots[h.root];
-        let display = match &root.file {
-            Some((_, name)) => name.clone(),
-            None => root.display(&h.rel),
-        };
+    for h in hits {
         match opts.mode {
-            Mode::FilesWithMatches => lines.push(Line {
-                text: display,
-                break_before: false,
+            Mode::FilesWithMatches => found.push(&h.display, false),
+            Mode::Count => found.push_with(false, |buf| {
+                buf.push_str(&h.display);
+                buf.push(':');
+                buf.push_str(&h.count.to_string());
             }),
-            Mode::Count => lines.push(Line {
-                text: format!("{display}:{}", h.count),
-                break_before: false,
-            }),
-            Mode::Content => {
-                let mut pending_break = context && file_index > 0;
-                for e in h.entries {
-                    let Some((n, is_match, text)) = e else {
-                        pending_break = true;
-                        continue;
-                    };
-                    let sep = if is_match { ':' } else { '-' };
-                    let text = preview(text, &display, n);
-                    let text = if opts.line_numbers {
-                        format!("{display}{sep}{n}{sep}{text}")
-                    } else {
-                        format!("{display}{sep}{text}")
-                    };
-                    lines.push(Line {
-                        text,
-                        break_before: pending_break,
-                    });
-                    pending_break = false;
-                }
-            }
+            Mode::Content => found.append(h.out, context),
         }
     }
-    lines
+    found
 }
 
 /// Search ROOTS and return every output line, unpaged.
@@ -343,15 +344,10 @@ pub fn grep_lines(roots: &[Root], opts: &Options, budget: &Budget) -> Result<Fou
     let hits = hits
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let lines = render(hits, roots, opts);
-    let notes = if lines.is_empty() {
-        roots.iter().filter_map(|r| r.empty_note.clone()).collect()
-    } else {
-        Vec::new()
-    };
-    Ok(Found {
-        lines,
-        partial: budget.timed_out(),
-        notes,
-    })
+    let mut found = render(hits, opts);
+    if found.is_empty() {
+        found.notes = roots.iter().filter_map(|r| r.empty_note.clone()).collect();
+    }
+    found.partial = budget.timed_out();
+    Ok(found)
 }

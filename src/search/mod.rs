@@ -129,7 +129,7 @@ pub fn grep(
     budget: &budget::Budget,
 ) -> Result<output::Page, Error> {
     let mut found = grep::grep_lines(&plan.roots, opts, budget)?;
-    if found.lines.is_empty()
+    if found.is_empty()
         && let Some(n) = &plan.none_note
     {
         found.notes = vec![n.clone()];
@@ -145,7 +145,7 @@ pub fn grep(
 /// Run Glob over PLAN.
 pub fn glob(plan: &Plan, pattern: &str, budget: &budget::Budget) -> Result<output::Page, Error> {
     let mut found = glob::glob_lines(&plan.roots, pattern, budget)?;
-    if found.lines.is_empty()
+    if found.is_empty()
         && let Some(n) = &plan.none_note
     {
         found.notes = vec![n.clone()];

@@ -1,23 +1,91 @@
 //! Result pages: `offset` and `head_limit` over output lines, and the
 //! notes that say what a page holds.
+//!
+//! Output lines live in one text buffer, `--` group separators
+//! included, with a mark per line; a page that shows everything hands
+//! the buffer over without copying it line by line.
 
 use crate::error::{Error, ErrorKind};
 
-/// One output line and whether a `--` separator precedes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Line {
-    pub text: String,
-    pub break_before: bool,
+/// Where one output line ends in the buffer, and whether a `--`
+/// separator line precedes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Mark {
+    start: usize,
+    end: usize,
+    break_before: bool,
 }
 
 /// What a search produced, before paging.
 #[derive(Debug, Default)]
 pub struct Found {
-    pub lines: Vec<Line>,
+    text: String,
+    marks: Vec<Mark>,
     /// The search stopped at its time limit.
     pub partial: bool,
     /// Notes about roots that had nothing to search yet.
     pub notes: Vec<String>,
+}
+
+impl Found {
+    /// Append one output line (without its newline); BREAK_BEFORE puts
+    /// a `--` separator before it unless it is the first line.
+    pub fn push(&mut self, line: &str, break_before: bool) {
+        self.push_with(break_before, |buf| buf.push_str(line));
+    }
+
+    /// Append one output line that WRITE appends to the buffer.
+    pub fn push_with(&mut self, break_before: bool, write: impl FnOnce(&mut String)) {
+        let break_before = break_before && !self.marks.is_empty();
+        if break_before {
+            self.text.push_str("--\n");
+        }
+        let start = self.text.len();
+        write(&mut self.text);
+        let end = self.text.len();
+        self.text.push('\n');
+        self.marks.push(Mark {
+            start,
+            end,
+            break_before,
+        });
+    }
+
+    /// Append OTHER's lines; BREAK_FIRST separates them from ours.
+    pub fn append(&mut self, other: Found, break_first: bool) {
+        if other.is_empty() {
+            return;
+        }
+        let break_first = break_first && !self.is_empty();
+        if break_first {
+            self.text.push_str("--\n");
+        }
+        let shift = self.text.len();
+        self.text.push_str(&other.text);
+        self.marks.extend(other.marks.into_iter().enumerate().map(|(i, m)| Mark {
+            start: m.start + shift,
+            end: m.end + shift,
+            break_before: if i == 0 { break_first } else { m.break_before },
+        }));
+    }
+
+    pub fn len(&self) -> usize {
+        self.marks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.marks.is_empty()
+    }
+
+    /// Output line I, without separators.
+    pub fn line(&self, i: usize) -> &str {
+        let m = self.marks[i];
+        &self.text[m.start..m.end]
+    }
+
+    pub fn lines(&self) -> impl Iterator<Item = &str> {
+        (0..self.len()).map(|i| self.line(i))
+    }
 }
 
 /// A paged, rendered result.
@@ -41,11 +109,8 @@ pub fn page(
     empty: &str,
     tool: &str,
 ) -> Result<Page, Error> {
-    let total = found.lines.len();
-    let mut text = String::new();
-    if total == 0 {
-        text.push_str(empty);
-    } else if offset >= total {
+    let total = found.len();
+    if total > 0 && offset >= total {
         return Err(Error::new(
             ErrorKind::Search,
             format!(
@@ -62,16 +127,25 @@ pub fn page(
         total.min(offset.saturating_add(limit))
     };
     let shown = end.saturating_sub(offset);
-    for (i, line) in found.lines.iter().enumerate().take(end).skip(offset) {
-        if line.break_before && i > offset {
-            text.push_str("--\n");
+    let mut text = if total == 0 {
+        empty.to_string()
+    } else if offset == 0 && end == total {
+        found.text
+    } else {
+        let mut out = String::new();
+        for i in offset..end {
+            let m = found.marks[i];
+            if m.break_before && i > offset {
+                out.push_str("--\n");
+            }
+            out.push_str(&found.text[m.start..=m.end]);
         }
-        text.push_str(&line.text);
-        text.push('\n');
-    }
+        out
+    };
     if total > 0 && end < total {
         text.push_str(&format!(
-            "\n[Showing output lines {}-{end} of {total}. Continue with offset={end}, or raise head_limit (0 = unlimited).]\n",
+            "\n[Showing output lines {}-{end} of {total}. Continue with offset={end}, or raise \
+             head_limit (0 = unlimited).]\n",
             offset + 1
         ));
     }
@@ -97,15 +171,11 @@ mod tests {
     use super::*;
 
     fn found(n: usize) -> Found {
-        Found {
-            lines: (0..n)
-                .map(|i| Line {
-                    text: format!("l{i}"),
-                    break_before: i == 2,
-                })
-                .collect(),
-            ..Found::default()
+        let mut f = Found::default();
+        for i in 0..n {
+            f.push(&format!("l{i}"), i == 2);
         }
+        f
     }
 
     #[test]
@@ -118,7 +188,9 @@ mod tests {
         );
         let p = page(found(5), 0, 0, "none", "Grep").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(p.shown, 5);
-        assert!(!p.text.contains("Showing"));
+        assert_eq!(p.text, "l0\nl1\n--\nl2\nl3\nl4\n");
+        let p = page(found(5), 2, 1, "none", "Grep").unwrap_or_else(|e| panic!("{e}"));
+        assert!(p.text.starts_with("l2\n\n[Showing"), "{}", p.text);
     }
 
     #[test]

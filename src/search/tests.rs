@@ -104,7 +104,7 @@ fn root(tree: &Path) -> Root {
 fn ours_grep(tree: &Path, opts: &Options) -> Vec<String> {
     let found = super::grep::grep_lines(&[root(tree)], opts, &Budget::unlimited())
         .unwrap_or_else(|e| panic!("{e}"));
-    let mut lines: Vec<String> = found.lines.into_iter().map(|l| l.text).collect();
+    let mut lines: Vec<String> = found.lines().map(str::to_string).collect();
     lines.sort();
     lines
 }
@@ -112,7 +112,7 @@ fn ours_grep(tree: &Path, opts: &Options) -> Vec<String> {
 fn ours_glob(tree: &Path, pattern: &str) -> Vec<String> {
     let found = super::glob::glob_lines(&[root(tree)], pattern, &Budget::unlimited())
         .unwrap_or_else(|e| panic!("{e}"));
-    let mut lines: Vec<String> = found.lines.into_iter().map(|l| l.text).collect();
+    let mut lines: Vec<String> = found.lines().map(str::to_string).collect();
     lines.sort();
     lines
 }
@@ -325,7 +325,7 @@ fn glob_patterns_are_checked_and_narrowed() {
     for none in ["dirlink_in/**", "missing/dir/*.el"] {
         let found =
             super::glob::glob_lines(&[root(&tree)], none, &b).unwrap_or_else(|e| panic!("{e}"));
-        assert!(found.lines.is_empty(), "{none}");
+        assert!(found.is_empty(), "{none}");
     }
     let grep_bad = Options {
         glob: Some("../*".into()),
@@ -342,19 +342,12 @@ fn explicit_paths_select_ignored_content() {
     let file = Root::ordinary(&tree.join("ignored.txt"), "ignored.txt");
     let found = super::grep::grep_lines(&[file], &opts("defun", Mode::Content), &b)
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(found.lines.len(), 1);
-    assert_eq!(found.lines[0].text, "ignored.txt:1:defun ignored");
+    assert_eq!(found.len(), 1);
+    assert_eq!(found.line(0), "ignored.txt:1:defun ignored");
     let build = Root::ordinary(&tree.join("build"), "build");
     let found = super::grep::grep_lines(&[build], &opts("defun", Mode::FilesWithMatches), &b)
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(
-        found
-            .lines
-            .iter()
-            .map(|l| l.text.as_str())
-            .collect::<Vec<_>>(),
-        ["build/out.el"]
-    );
+    assert_eq!(found.lines().collect::<Vec<_>>(), ["build/out.el"]);
 }
 
 #[test]
@@ -454,7 +447,7 @@ fn long_lines_are_previewed_with_a_read_continuation() {
     let found =
         super::grep::grep_lines(&[file], &opts("defun", Mode::Content), &Budget::unlimited())
             .unwrap_or_else(|e| panic!("{e}"));
-    let line = &found.lines[0].text;
+    let line = found.line(0);
     assert!(line.starts_with("min.js:1:xxx"));
     assert!(
         line.contains("\"offset\": 1, \"limit\": 1, \"char_offset\": 1000"),

@@ -81,27 +81,24 @@
       (unless (memq status '(0 1)) (error "The rg call failed: %s" (buffer-string)))
       (cons secs (count-lines (point-min) (point-max))))))
 
-(defun search-bench--median (thunk runs)
-  "Call THUNK RUNS times; return (MEDIAN-SECONDS . LAST-RESULT)."
-  (let (times last)
-    (dotimes (_ runs)
-      (let ((r (funcall thunk)))
-        (push (car r) times)
-        (setq last (cdr r))))
-    (cons (mevedel-bench-percentile times 50) last)))
-
 (defun search-bench--compare (id label dir kind mode rg-args runs)
-  "Report ID: our KIND/MODE vs rg RG-ARGS on DIR (LABEL), median of RUNS."
+  "Report ID: our KIND/MODE vs rg RG-ARGS on DIR (LABEL), median of RUNS.
+The two alternate run by run, so both see the same machine load."
   (search-bench--ours kind dir mode)     ; warm the page cache and threads
   (search-bench--rg rg-args dir)
-  (let* ((ours (search-bench--median (lambda () (search-bench--ours kind dir mode)) runs))
-         (rg (search-bench--median (lambda () (search-bench--rg rg-args dir)) runs))
-         (our-lines (with-temp-buffer (insert (cdr ours)) (count-lines (point-min) (point-max)))))
-    (unless (= our-lines (cdr rg))
-      (error "%s: ours printed %d lines, rg %d" id our-lines (cdr rg)))
-    (mevedel-bench-describe "%s; %s; %d output lines from both, median of %d runs, result text in Lisp"
-                            label id our-lines runs)
-    (mevedel-bench-report id (* 1000 (car ours)) "ms" "rg" (* 1000 (car rg)))))
+  (let (ours-times rg-times ours rg)
+    (dotimes (_ runs)
+      (setq ours (search-bench--ours kind dir mode)
+            rg (search-bench--rg rg-args dir))
+      (push (car ours) ours-times)
+      (push (car rg) rg-times))
+    (let ((our-lines (with-temp-buffer (insert (cdr ours)) (count-lines (point-min) (point-max)))))
+      (unless (= our-lines (cdr rg))
+        (error "%s: ours printed %d lines, rg %d" id our-lines (cdr rg)))
+      (mevedel-bench-describe "%s; %s; %d output lines from both, median of %d alternating runs, result text in Lisp"
+                              label id our-lines runs)
+      (mevedel-bench-report id (* 1000 (mevedel-bench-percentile ours-times 50)) "ms"
+                            "rg" (* 1000 (mevedel-bench-percentile rg-times 50))))))
 
 (defun search-bench--tree (label dir runs)
   "Run the three comparisons on DIR, described by LABEL, RUNS times each."
@@ -146,8 +143,8 @@
        (large (search-bench--make-tree (expand-file-name "large" base) 5000 12000)))
   (unwind-protect
       (progn
-        (search-bench--tree "small" small 7)
-        (search-bench--tree "large" large 5)
+        (search-bench--tree "small" small 11)
+        (search-bench--tree "large" large 7)
         (search-bench--responsiveness large))
     (delete-directory base t)))
 
