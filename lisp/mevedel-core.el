@@ -87,6 +87,21 @@ signals an error instead."
 (declare-function mevedel-core--sandbox-decide "ext:mevedel-dyn" (request-json))
 (declare-function mevedel-core--sandbox-prepare "ext:mevedel-dyn" (request-json))
 (declare-function mevedel-core--sandbox-run "ext:mevedel-dyn" (id request-json))
+(declare-function mevedel-core--text-normalize "ext:mevedel-dyn" (string))
+(declare-function mevedel-core--text-preview "ext:mevedel-dyn" (string budget))
+(declare-function mevedel-core--codec-encode "ext:mevedel-dyn" (printed owner))
+(declare-function mevedel-core--codec-payload "ext:mevedel-dyn" (printed owner))
+(declare-function mevedel-core--codec-scan "ext:mevedel-dyn" (text))
+(declare-function mevedel-core--codec-spans "ext:mevedel-dyn" (text owner vouched))
+(declare-function mevedel-core--codec-extract "ext:mevedel-dyn" (text owner vouched))
+(declare-function mevedel-core--codec-decode-all "ext:mevedel-dyn" (text))
+(declare-function mevedel-core--store-open "ext:mevedel-dyn" (file))
+(declare-function mevedel-core--store-close "ext:mevedel-dyn" (store))
+(declare-function mevedel-core--store-info "ext:mevedel-dyn" (store))
+(declare-function mevedel-core--store-mailbox-post "ext:mevedel-dyn"
+                  (store recipient kind payload sender))
+(declare-function mevedel-core--store-mailbox-unread "ext:mevedel-dyn" (store recipient))
+(declare-function mevedel-core--store-mailbox-deliver "ext:mevedel-dyn" (store ids))
 
 ;;;; Locating and building
 
@@ -629,6 +644,113 @@ Runs from `kill-emacs-hook', because module finalizers do not run at exit."
   (when (featurep 'mevedel-dyn)
     (mevedel-core--exec-stop-all 500)
     (mevedel-core-close-channel)))
+
+;;;; Text, render-data codec and session store
+
+(defconst mevedel-core--non-unicode-regexp
+  (rx (+ (any (#x110000 . #x3fffff))))
+  "Runs of characters the module cannot copy: above U+10FFFF or raw bytes.")
+
+(defun mevedel-core--mask-non-unicode (string)
+  "Return STRING with each raw byte and non-Unicode character as U+FFFD.
+The module copies strings as UTF-8, which cannot carry those
+characters; replacing them one for one keeps every character position.
+Called by the module when Emacs refuses to copy STRING."
+  (replace-regexp-in-string
+   mevedel-core--non-unicode-regexp
+   (lambda (run) (make-string (length run) #xfffd))
+   (if (multibyte-string-p string) string (string-to-multibyte string))
+   t t))
+
+(defun mevedel-core-text-normalize (string)
+  "Return STRING as valid Unicode text.
+STRING itself, properties included, when it already is (checked in one
+scan); otherwise a repaired copy: raw bytes that form UTF-8 are
+decoded, and other raw bytes, surrogates and characters above U+10FFFF
+become U+FFFD."
+  (mevedel-core-ensure)
+  (mevedel-core--text-normalize string))
+
+(defun mevedel-core-text-preview (string budget)
+  "Return a head-and-tail preview plan for STRING within BUDGET characters.
+Nil when STRING fits.  Otherwise a plist of :total-chars, :head-chars
+and :tail-chars (equal budgets, cut near newlines), :omitted-chars
+\(exact), :omitted-first-line and :omitted-last-line (1-based) and
+:total-lines; the pieces are (substring STRING 0 HEAD-CHARS) and
+\(substring STRING (- TOTAL-CHARS TAIL-CHARS))."
+  (mevedel-core-ensure)
+  (mevedel-core--text-preview string budget))
+
+(defun mevedel-core-render-data-encode (printed owner)
+  "Return the render-data block for PRINTED, a keyword plist printed by `prin1'.
+OWNER is the tool-use ID the block is bound to, or nil for an unbound
+record.  Signals `mevedel-core-schema-error' when PRINTED is not one
+readable keyword plist."
+  (mevedel-core-ensure)
+  (mevedel-core--codec-encode printed owner))
+
+(defun mevedel-core-render-data-payload (printed owner)
+  "Return the printed payload that `mevedel-core-render-data-encode' would wrap.
+PRINTED and OWNER are as there."
+  (mevedel-core-ensure)
+  (mevedel-core--codec-payload printed owner))
+
+(defun mevedel-core-render-data-scan (text)
+  "Return every well-formed render-data block of the string TEXT.
+Each is a vector [START END OWNER PAYLOAD-START PAYLOAD-END] of
+0-based positions; OWNER is the tool-use ID, nil for an unbound block,
+or `invalid'."
+  (mevedel-core-ensure)
+  (mevedel-core--codec-scan text))
+
+(defun mevedel-core-render-data-spans (text owner vouched)
+  "Return the (START . END) spans of TEXT's blocks to scrub for OWNER.
+Those are the blocks bound to OWNER and the unbound blocks lying inside
+one of the VOUCHED (START . END) spans."
+  (mevedel-core-ensure)
+  (mevedel-core--codec-spans text owner vouched))
+
+(defun mevedel-core-render-data-extract (text owner vouched)
+  "Return (START END PLIST) for TEXT's last block authorised for OWNER, or nil.
+With OWNER a string, only blocks bound to it count; with OWNER nil, only
+unbound blocks inside one of the VOUCHED (START . END) spans."
+  (mevedel-core-ensure)
+  (mevedel-core--codec-extract text owner vouched))
+
+(defun mevedel-core-render-data-decode-all (text)
+  "Return every well-formed block of TEXT as (START END OWNER PLIST).
+OWNER is as in `mevedel-core-render-data-scan'; callers keep only the
+blocks they can authorise."
+  (mevedel-core-ensure)
+  (mevedel-core--codec-decode-all text))
+
+(defun mevedel-core-store-open (file)
+  "Open the session store FILE (SQLite, WAL mode), creating it if needed.
+Return a handle for the other `mevedel-core-store-' and mailbox functions."
+  (mevedel-core-ensure)
+  (mevedel-core--store-open (expand-file-name file)))
+
+(defun mevedel-core-store-close (store)
+  "Close STORE.  Using it afterwards signals `mevedel-core-store-error'."
+  (mevedel-core--store-close store))
+
+(defun mevedel-core-store-info (store)
+  "Return (:file FILE :journal-mode MODE :schema-version N) of STORE."
+  (mevedel-core--store-info store))
+
+(defun mevedel-core-mailbox-post (store recipient kind payload &optional sender)
+  "Queue PAYLOAD (a string) of KIND for RECIPIENT in STORE; return its id.
+SENDER, when non-nil, names who sent it."
+  (mevedel-core--store-mailbox-post store recipient kind payload sender))
+
+(defun mevedel-core-mailbox-unread (store recipient)
+  "Return RECIPIENT's undelivered messages in STORE, oldest first.
+Each is a plist (:id :recipient :sender :kind :payload :created-at)."
+  (mevedel-core--store-mailbox-unread store recipient))
+
+(defun mevedel-core-mailbox-deliver (store ids)
+  "Mark the messages with IDS delivered in STORE; return how many were not yet."
+  (mevedel-core--store-mailbox-deliver store ids))
 
 (provide 'mevedel-core)
 ;;; mevedel-core.el ends here

@@ -7,6 +7,7 @@
 //! they hold no logic of their own.
 
 mod channel;
+mod codec;
 mod convert;
 mod errors;
 mod exec;
@@ -15,6 +16,8 @@ mod resource;
 mod sandbox;
 mod search;
 mod selftest;
+mod store;
+mod text;
 
 use emacs::{Env, Result};
 

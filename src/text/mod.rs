@@ -1,3 +1,16 @@
-//! Text utilities: head/tail previews, Unicode normalisation, line paging.
+//! Text utilities: head/tail previews, Unicode normalisation, and
+//! positions in Emacs's generalized UTF-8.
 //!
-//! Empty until its issue lands; declared now so the layout shows where it goes.
+//! Text reaches Rust as the bytes of an Emacs string (see
+//! `src/emacs/text.rs`): UTF-8, except that surrogate code points may
+//! appear in their three-byte generalized form. Every character starts
+//! with exactly one byte outside `0x80..=0xBF`, which is all that
+//! [`chars`] needs to turn byte offsets into Lisp character positions.
+
+pub mod chars;
+pub mod preview;
+pub mod unicode;
+
+pub use chars::{ByteToChar, char_count};
+pub use preview::{Preview, head_tail};
+pub use unicode::{Normalized, normalize};

@@ -1,0 +1,191 @@
+;;; mevedel-session.el --- Session objects and their lazily made storage  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; A session owns durable state under its workspace:
+;;
+;;   WORKSPACE/.mevedel/sessions/SESSION-ID/
+;;     tool-results/    persisted oversized tool output (artifact://)
+;;     local/           session working files (work://)
+;;     session.sqlite   mailbox, and later the agent registry and tasks
+;;
+;; Nothing exists until the first durable write asks for it
+;; (`mevedel-session-ensure-storage'): creating a session, reading its
+;; paths or discovering artifacts never touches the disk.  When the
+;; workspace is in a Git repository, materialising also adds the
+;; workspace's .mevedel/ to the repository's info/exclude, once.
+;; Ephemeral sessions (one-off requests) have no storage at all.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'mevedel-core)
+
+(defgroup mevedel-session nil
+  "Sessions of mevedel and their storage."
+  :group 'tools
+  :prefix "mevedel-session-")
+
+(define-error 'mevedel-session-error "mevedel session error")
+(define-error 'mevedel-session-no-storage
+              "This session has no durable storage" 'mevedel-session-error)
+
+(cl-defstruct (mevedel-session (:constructor mevedel-session--make) (:copier nil))
+  "A session: its identity, workspace and (once materialised) storage."
+  (id nil :read-only t)
+  (workspace nil :read-only t)
+  (ephemeral nil :read-only t)
+  store)
+
+;;;; Creating
+
+(defun mevedel-session-new-id ()
+  "Return a fresh session ID: a timestamp and random hex digits."
+  (format "%s-%06x" (format-time-string "%Y%m%dT%H%M%S") (random #x1000000)))
+
+(defun mevedel-session--check-id (id)
+  "Signal `mevedel-session-error' unless ID is a safe directory name."
+  (unless (and (stringp id)
+               (string-match-p "\\`[A-Za-z0-9][A-Za-z0-9._-]*\\'" id)
+               (not (string-match-p "\\.\\." id)))
+    (signal 'mevedel-session-error
+            (list (format "Invalid session ID %S: use letters, digits, `.', `_' and `-'" id))))
+  id)
+
+(cl-defun mevedel-session-create (&key workspace id ephemeral)
+  "Return a new session for WORKSPACE (default: `default-directory').
+ID defaults to `mevedel-session-new-id'.  EPHEMERAL non-nil makes a
+session without durable storage.  Nothing is written to disk."
+  (let ((workspace (file-name-as-directory
+                    (expand-file-name (or workspace default-directory)))))
+    (unless (file-directory-p workspace)
+      (signal 'mevedel-session-error
+              (list (format "Workspace %s is not a directory" workspace))))
+    (mevedel-session--make :id (mevedel-session--check-id (or id (mevedel-session-new-id)))
+                           :workspace workspace
+                           :ephemeral ephemeral)))
+
+;;;; Paths (computed, never created here)
+
+(defun mevedel-session-directory (session)
+  "Return SESSION's storage directory name, or nil when it is ephemeral.
+The directory may not exist yet; see `mevedel-session-ensure-storage'."
+  (unless (mevedel-session-ephemeral session)
+    (file-name-as-directory
+     (expand-file-name (concat ".mevedel/sessions/" (mevedel-session-id session))
+                       (mevedel-session-workspace session)))))
+
+(defun mevedel-session-storage-p (session)
+  "Return non-nil when SESSION's storage has been materialised."
+  (when-let* ((dir (mevedel-session-directory session)))
+    (file-directory-p dir)))
+
+(defun mevedel-session-durable-p (session)
+  "Return non-nil when SESSION can have durable storage (it is not ephemeral)."
+  (and (mevedel-session-p session) (not (mevedel-session-ephemeral session))))
+
+(defun mevedel-session-tool-results-directory (session)
+  "Return the name of SESSION's tool-results directory (maybe not yet made)."
+  (when-let* ((dir (mevedel-session-directory session)))
+    (file-name-as-directory (expand-file-name "tool-results" dir))))
+
+(defun mevedel-session-local-directory (session)
+  "Return the name of SESSION's local directory (maybe not yet made)."
+  (when-let* ((dir (mevedel-session-directory session)))
+    (file-name-as-directory (expand-file-name "local" dir))))
+
+(defun mevedel-session-database-file (session)
+  "Return the name of SESSION's session.sqlite (maybe not yet made)."
+  (when-let* ((dir (mevedel-session-directory session)))
+    (expand-file-name "session.sqlite" dir)))
+
+;;;; Git exclusion
+
+(defun mevedel-session--git-common-dir (workspace)
+  "Return the Git directory shared by WORKSPACE's worktrees, or nil.
+Handles a .git directory and a .git file (linked worktrees)."
+  (when-let* ((top (locate-dominating-file workspace ".git")))
+    (let ((dot-git (expand-file-name ".git" top)))
+      (cond
+       ((file-directory-p dot-git) (cons top dot-git))
+       ((file-regular-p dot-git)
+        (with-temp-buffer
+          (insert-file-contents dot-git)
+          (when (re-search-forward "^gitdir: *\\(.+\\)$" nil t)
+            (let* ((gitdir (expand-file-name (string-trim (match-string 1)) top))
+                   (commondir (expand-file-name "commondir" gitdir)))
+              (cons top
+                    (if (file-exists-p commondir)
+                        (with-temp-buffer
+                          (insert-file-contents commondir)
+                          (expand-file-name (string-trim (buffer-string)) gitdir))
+                      gitdir))))))))))
+
+(defun mevedel-session-git-exclude (workspace)
+  "Add WORKSPACE's .mevedel/ to its Git repository's info/exclude.
+Does nothing outside a repository or when the line is already there.
+Return the exclude file changed, or nil."
+  (when-let* ((found (mevedel-session--git-common-dir workspace)))
+    (let* ((top (car found))
+           (relative (file-relative-name (expand-file-name ".mevedel" workspace) top))
+           (line (concat "/" relative "/"))
+           (exclude (expand-file-name "info/exclude" (cdr found))))
+      (unless (and (file-exists-p exclude)
+                   (with-temp-buffer
+                     (insert-file-contents exclude)
+                     (re-search-forward (concat "^" (regexp-quote line) "$") nil t)))
+        (make-directory (file-name-directory exclude) t)
+        (with-temp-buffer
+          (when (file-exists-p exclude)
+            (insert-file-contents exclude)
+            (goto-char (point-max))
+            (unless (or (bobp) (bolp)) (insert "\n")))
+          (insert line "\n")
+          (let ((coding-system-for-write 'utf-8-unix))
+            (write-region (point-min) (point-max) exclude nil 'silent)))
+        exclude))))
+
+;;;; Materialising
+
+(defun mevedel-session-ensure-storage (session)
+  "Materialise SESSION's storage for a durable write; return its directory.
+Creates tool-results/, local/ and session.sqlite (WAL mode) and, in a
+Git repository, excludes .mevedel/.  Signals
+`mevedel-session-no-storage' for an ephemeral session."
+  (let ((dir (or (mevedel-session-directory session)
+                 (signal 'mevedel-session-no-storage
+                         (list (format "Session %s is ephemeral" (mevedel-session-id session)))))))
+    (unless (and (mevedel-session-store session) (file-directory-p dir))
+      (let ((fresh (not (file-directory-p dir))))
+        (make-directory (mevedel-session-tool-results-directory session) t)
+        (make-directory (mevedel-session-local-directory session) t)
+        (when fresh
+          (mevedel-session-git-exclude (mevedel-session-workspace session)))
+        (setf (mevedel-session-store session)
+              (mevedel-core-store-open (mevedel-session-database-file session)))))
+    dir))
+
+(defun mevedel-session-store-handle (session)
+  "Return SESSION's open session store, materialising storage first."
+  (mevedel-session-ensure-storage session)
+  (mevedel-session-store session))
+
+(defun mevedel-session-close (session)
+  "Close SESSION's store, if open.  Files stay on disk."
+  (when-let* ((store (mevedel-session-store session)))
+    (mevedel-core-store-close store)
+    (setf (mevedel-session-store session) nil)))
+
+;;;; The current session
+
+(defvar-local mevedel-session-current nil
+  "The session that owns this buffer's tool calls, or nil.
+Data buffers set it; tool calls without an explicit session use the
+one of the buffer they run in.")
+
+(provide 'mevedel-session)
+;;; mevedel-session.el ends here

@@ -1,0 +1,293 @@
+//! Render-data blocks: finding, decoding, authorising and encoding them.
+//!
+//! A block is
+//!
+//! ```text
+//! \n<!-- mevedel-render-data -->\n(:tool-use-id "ID" :key value ...)\n<!-- /mevedel-render-data -->\n
+//! ```
+//!
+//! Scanning looks for opening delimiters only (one SIMD substring search
+//! over the text), reads exactly one complete object after each with the
+//! safe reader, and then requires only whitespace before the closing
+//! delimiter. Delimiter-shaped text inside the object (in a string, say)
+//! is payload, and the scan continues after the block's end. A candidate
+//! whose payload is not one proper keyword plist, has trailing data, or
+//! is unreadable is not a block: it stays ordinary text, and the scan
+//! continues just after its opening delimiter.
+//!
+//! A block is bound to a tool call by its `:tool-use-id` entry. Bound
+//! blocks count only for that ID; unbound blocks count only where Lisp
+//! vouches for the span's provenance (a text property Rust cannot see).
+
+use std::ops::Range;
+
+use super::print::print;
+use super::reader::{self, Build, ReadError, Sexp, Tree, read_one, skip_whitespace};
+use crate::error::{Error, ErrorKind, Result};
+
+/// The opening delimiter (a block's text starts with a newline before it).
+pub const OPEN: &[u8] = b"<!-- mevedel-render-data -->";
+/// The closing delimiter (a newline follows it in an encoded block).
+pub const CLOSE: &[u8] = b"<!-- /mevedel-render-data -->";
+/// The plist key that binds a block to its tool call.
+pub const OWNER_KEY: &str = ":tool-use-id";
+
+/// Whom a block belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Owner {
+    /// No `:tool-use-id`: a non-tool record, valid only with provenance.
+    Unbound,
+    /// The tool-use ID (Emacs's internal bytes).
+    Bound(Vec<u8>),
+    /// `:tool-use-id` is present but not a string: never authorised.
+    Invalid,
+}
+
+/// A well-formed block in some text; offsets are bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    /// Start of the block, including the newline before the opening
+    /// delimiter when there is one.
+    pub start: usize,
+    /// End of the block, including the newline after the closing
+    /// delimiter when there is one.
+    pub end: usize,
+    /// The printed plist.
+    pub payload: Range<usize>,
+    pub owner: Owner,
+}
+
+/// What the scan needs to know about each object: nothing is built but
+/// the shape of the outermost list.
+enum Shape {
+    Keyword {
+        owner_key: bool,
+    },
+    Str(Range<usize>),
+    Nil,
+    Other,
+    /// The outermost list, checked: its owner, or why it is no plist.
+    Plist(std::result::Result<ScanOwner, &'static str>),
+}
+
+struct Shapes;
+
+impl Build for Shapes {
+    type Node = Shape;
+    fn int(&mut self, _: i64) -> Shape {
+        Shape::Other
+    }
+    fn big_int(&mut self, _: String) -> Shape {
+        Shape::Other
+    }
+    fn float(&mut self, _: f64) -> Shape {
+        Shape::Other
+    }
+    fn string(&mut self, _: &[u8], range: Range<usize>) -> Shape {
+        Shape::Str(range)
+    }
+    fn symbol(&mut self, input: &[u8], range: Range<usize>) -> Shape {
+        let token = &input[range];
+        let name;
+        let name = if token.contains(&b'\\') {
+            name = reader::unescape_symbol(token);
+            &name[..]
+        } else {
+            token
+        };
+        match name {
+            b"nil" => Shape::Nil,
+            [b':', ..] => Shape::Keyword {
+                owner_key: name == OWNER_KEY.as_bytes(),
+            },
+            _ => Shape::Other,
+        }
+    }
+    fn named(&mut self, _: &'static str) -> Shape {
+        Shape::Other
+    }
+    fn list(&mut self, items: Vec<Shape>, tail: Option<Shape>, depth: usize) -> Shape {
+        if depth > 0 {
+            return if items.is_empty() && tail.is_none() {
+                Shape::Nil
+            } else {
+                Shape::Other
+            };
+        }
+        Shape::Plist(plist_owner(&items, tail.is_some()))
+    }
+    fn vector(&mut self, _: Vec<Shape>) -> Shape {
+        Shape::Other
+    }
+}
+
+/// A block's owner as the scan first sees it: the ID as the byte range
+/// of its printed string, unescaped only once the block is complete.
+enum ScanOwner {
+    Unbound,
+    Bound(Range<usize>),
+    Invalid,
+}
+
+/// The owner of a top-level list of shapes, or why it is not a plist.
+fn plist_owner(items: &[Shape], dotted: bool) -> std::result::Result<ScanOwner, &'static str> {
+    if dotted {
+        return Err("a dotted list");
+    }
+    if !items.len().is_multiple_of(2) {
+        return Err("an odd number of elements");
+    }
+    let mut owner = None;
+    for pair in items.chunks_exact(2) {
+        let Shape::Keyword { owner_key } = pair[0] else {
+            return Err("a key that is not a keyword");
+        };
+        if owner_key && owner.is_none() {
+            owner = Some(match &pair[1] {
+                Shape::Str(range) => ScanOwner::Bound(range.clone()),
+                _ => ScanOwner::Invalid,
+            });
+        }
+    }
+    Ok(owner.unwrap_or(ScanOwner::Unbound))
+}
+
+/// Find every well-formed block in TEXT, in order.
+pub fn scan(text: &[u8]) -> Vec<Block> {
+    let finder = memchr::memmem::Finder::new(OPEN);
+    let mut blocks = Vec::new();
+    let mut pos = 0;
+    while let Some(found) = finder.find(&text[pos..]) {
+        let open_at = pos + found;
+        match block_at(text, open_at, pos) {
+            Some(block) => {
+                pos = block.end;
+                blocks.push(block);
+            }
+            None => pos = open_at + OPEN.len(),
+        }
+    }
+    blocks
+}
+
+/// The block whose opening delimiter is at OPEN_AT, if it is one. The
+/// block may not start before FLOOR (the end of the previous block).
+fn block_at(text: &[u8], open_at: usize, floor: usize) -> Option<Block> {
+    let payload_start = skip_whitespace(text, open_at + OPEN.len());
+    let (shape, payload_end) = read_one(text, payload_start, &mut Shapes).ok()?;
+    let owner = match shape {
+        Shape::Plist(Ok(ScanOwner::Bound(range))) => {
+            Owner::Bound(reader::unescape_string(&text[range]))
+        }
+        Shape::Plist(Ok(ScanOwner::Unbound)) | Shape::Nil => Owner::Unbound,
+        Shape::Plist(Ok(ScanOwner::Invalid)) => Owner::Invalid,
+        _ => return None,
+    };
+    let close_at = skip_whitespace(text, payload_end);
+    if !text[close_at..].starts_with(CLOSE) {
+        return None;
+    }
+    let mut end = close_at + CLOSE.len();
+    if text.get(end) == Some(&b'\n') {
+        end += 1;
+    }
+    let start = if open_at > floor && text[open_at - 1] == b'\n' {
+        open_at - 1
+    } else {
+        open_at
+    };
+    Some(Block {
+        start,
+        end,
+        payload: payload_start..payload_end,
+        owner,
+    })
+}
+
+/// Decode BLOCK's payload (a block returned by [`scan`] on TEXT).
+pub fn decode(text: &[u8], block: &Block) -> std::result::Result<Sexp, ReadError> {
+    read_one(text, block.payload.start, &mut Tree).map(|(value, _)| value)
+}
+
+/// Is BLOCK authorised? For OWNER `Some(id)`, only blocks bound to that
+/// ID are; for `None`, only unbound blocks whose span VOUCHED accepts.
+pub fn authorised(block: &Block, owner: Option<&[u8]>, vouched: &dyn Fn(&Block) -> bool) -> bool {
+    match (&block.owner, owner) {
+        (Owner::Bound(id), Some(want)) => id == want,
+        (Owner::Unbound, None) => vouched(block),
+        _ => false,
+    }
+}
+
+/// Blocks a provider message must not carry: those bound to OWNER and
+/// unbound ones with provenance.
+pub fn scrubbed(block: &Block, owner: Option<&[u8]>, vouched: &dyn Fn(&Block) -> bool) -> bool {
+    match &block.owner {
+        Owner::Bound(id) => owner == Some(&id[..]),
+        Owner::Unbound => vouched(block),
+        Owner::Invalid => false,
+    }
+}
+
+/// The pairs of VALUE if it is a proper keyword plist (nil is empty).
+pub fn plist_pairs(value: &Sexp) -> std::result::Result<&[Sexp], &'static str> {
+    match value {
+        v if v.is_nil() => Ok(&[]),
+        Sexp::List(items, None) => {
+            if !items.len().is_multiple_of(2) {
+                return Err("it has an odd number of elements");
+            }
+            if items.iter().step_by(2).any(|k| !k.is_keyword()) {
+                return Err("a key is not a keyword");
+            }
+            Ok(items)
+        }
+        Sexp::List(_, Some(_)) => Err("it is a dotted list"),
+        _ => Err("it is not a list"),
+    }
+}
+
+fn schema_error(message: String) -> Error {
+    Error::new(ErrorKind::Schema, message)
+}
+
+/// The printed payload for PRINTED (a keyword plist printed by Emacs),
+/// bound to OWNER (any earlier `:tool-use-id` is replaced) or unbound.
+pub fn payload(printed: &[u8], owner: Option<&str>) -> Result<String> {
+    let (value, end) = read_one(printed, 0, &mut Tree)
+        .map_err(|e| schema_error(format!("Render-data is not readable data: {e}")))?;
+    if skip_whitespace(printed, end) != printed.len() {
+        return Err(schema_error(format!(
+            "Render-data has trailing text after its plist at byte {end}"
+        )));
+    }
+    let pairs = plist_pairs(&value)
+        .map_err(|why| schema_error(format!("Render-data must be a keyword plist, but {why}")))?;
+    let mut items = Vec::with_capacity(pairs.len() + 2);
+    if let Some(id) = owner {
+        items.push(Sexp::symbol(OWNER_KEY));
+        items.push(Sexp::Str(id.as_bytes().to_vec()));
+    }
+    for pair in pairs.chunks_exact(2) {
+        if pair[0] != Sexp::symbol(OWNER_KEY) {
+            items.extend_from_slice(pair);
+        }
+    }
+    let plist = if items.is_empty() {
+        Sexp::nil()
+    } else {
+        Sexp::List(items, None)
+    };
+    let mut out = String::new();
+    print(&plist, &mut out)
+        .map_err(|e| schema_error(format!("Render-data cannot be printed: {}", e.0)))?;
+    Ok(out)
+}
+
+/// The complete block for PRINTED bound to OWNER (see [`payload`]).
+pub fn encode(printed: &[u8], owner: Option<&str>) -> Result<String> {
+    let payload = payload(printed, owner)?;
+    let open = String::from_utf8_lossy(OPEN);
+    let close = String::from_utf8_lossy(CLOSE);
+    Ok(format!("\n{open}\n{payload}\n{close}\n"))
+}

@@ -1,0 +1,287 @@
+//! Render-data blocks (see `codec::block`) for Lisp.
+//!
+//! TEXT arguments are strings (buffers cross as one substring); offsets
+//! in and out are 0-based character positions in TEXT. VOUCHED is a list
+//! of `(START . END)` spans whose provenance Lisp vouches for: an unbound
+//! block counts only inside one of them.
+
+use std::collections::HashMap;
+
+use emacs::{Env, IntoLisp, Result, Value, defun};
+
+use super::errors::OrSignal;
+use super::guard::guarded;
+use super::text::{LispText, copy_exact, make_string};
+use crate::codec::block::{self, Block, Owner};
+use crate::codec::reader::Sexp;
+use crate::text::ByteToChar;
+
+emacs::use_functions! {
+    vector
+    intern
+    string_to_number => "string-to-number"
+}
+
+emacs::use_symbols! {
+    invalid
+}
+
+/// TEXT's blocks, each with byte offsets (for decoding) and with
+/// character positions (for Lisp), from one scan.
+fn blocks_in(text: &LispText) -> Vec<(Block, Block)> {
+    let mut map = ByteToChar::new(&text.bytes, text.one_byte_chars);
+    block::scan(&text.bytes)
+        .into_iter()
+        .map(|b| {
+            let start = map.char_at(b.start);
+            let payload_start = map.char_at(b.payload.start);
+            let payload_end = map.char_at(b.payload.end);
+            let end = map.char_at(b.end);
+            let chars = Block {
+                start,
+                end,
+                payload: payload_start..payload_end,
+                owner: b.owner.clone(),
+            };
+            (b, chars)
+        })
+        .collect()
+}
+
+fn owner_bytes(owner: Value<'_>) -> Result<Option<Vec<u8>>> {
+    if owner.is_not_nil() {
+        Ok(Some(owner.into_rust::<String>()?.into_bytes()))
+    } else {
+        Ok(None)
+    }
+}
+
+fn spans(list: Value<'_>) -> Result<Vec<(usize, usize)>> {
+    let mut out = Vec::new();
+    let mut rest = list;
+    while rest.is_not_nil() {
+        let span: Value = rest.car()?;
+        let start: i64 = span.car()?;
+        let end: i64 = span.cdr()?;
+        out.push((
+            usize::try_from(start).unwrap_or(0),
+            usize::try_from(end).unwrap_or(0),
+        ));
+        rest = rest.cdr()?;
+    }
+    Ok(out)
+}
+
+fn vouched_by(spans: &[(usize, usize)]) -> impl Fn(&Block) -> bool + '_ {
+    move |b: &Block| spans.iter().any(|&(s, e)| s <= b.start && b.end <= e)
+}
+
+/// Converts decoded values to Lisp, interning each symbol once.
+struct ToLisp<'e> {
+    env: &'e Env,
+    symbols: HashMap<Vec<u8>, Value<'e>>,
+}
+
+impl<'e> ToLisp<'e> {
+    fn new(env: &'e Env) -> Self {
+        ToLisp {
+            env,
+            symbols: HashMap::new(),
+        }
+    }
+
+    fn symbol(&mut self, name: &[u8]) -> Result<Value<'e>> {
+        if let Some(v) = self.symbols.get(name) {
+            return Ok(*v);
+        }
+        let env = self.env;
+        let value = match std::str::from_utf8(name) {
+            Ok(plain) if plain.is_ascii() && !plain.contains('\0') => env.intern(plain)?,
+            _ => env.call(intern, [make_string(env, name)?])?,
+        };
+        self.symbols.insert(name.to_vec(), value);
+        Ok(value)
+    }
+
+    fn value(&mut self, sexp: &Sexp) -> Result<Value<'e>> {
+        let env = self.env;
+        match sexp {
+            Sexp::Int(n) => n.into_lisp(env),
+            Sexp::BigInt(digits) => env.call(string_to_number, [digits.as_str().into_lisp(env)?]),
+            Sexp::Float(x) => x.into_lisp(env),
+            Sexp::Str(bytes) => make_string(env, bytes),
+            Sexp::Symbol(name) => self.symbol(name),
+            Sexp::List(items, tail) => {
+                let values = items
+                    .iter()
+                    .map(|item| self.value(item))
+                    .collect::<Result<Vec<_>>>()?;
+                match tail {
+                    None => env.list(&values[..]),
+                    Some(tail) => {
+                        let mut acc = self.value(tail)?;
+                        for v in values.into_iter().rev() {
+                            acc = env.cons(v, acc)?;
+                        }
+                        Ok(acc)
+                    }
+                }
+            }
+            Sexp::Vector(items) => {
+                let values = items
+                    .iter()
+                    .map(|item| self.value(item))
+                    .collect::<Result<Vec<_>>>()?;
+                env.call(vector, &values[..])
+            }
+        }
+    }
+}
+
+fn owner_value<'e>(env: &'e Env, owner: &Owner) -> Result<Value<'e>> {
+    match owner {
+        Owner::Bound(id) => make_string(env, id),
+        Owner::Unbound => ().into_lisp(env),
+        Owner::Invalid => Ok(invalid.bind(env)),
+    }
+}
+
+fn int<'e>(env: &'e Env, n: usize) -> Result<Value<'e>> {
+    (n as i64).into_lisp(env)
+}
+
+/// The block for PRINTED (a keyword plist printed by `prin1`) bound to
+/// OWNER (a string, or nil for an unbound record).
+#[defun(name = "codec-encode")]
+fn codec_encode<'e>(env: &'e Env, printed: Value<'e>, owner: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || {
+        let printed = copy_exact(env, printed)?;
+        let owner = owner_bytes(owner)?.map(|b| String::from_utf8_lossy(&b).into_owned());
+        let text = block::encode(&printed.bytes, owner.as_deref()).or_signal(env)?;
+        text.into_lisp(env)
+    })
+}
+
+/// The printed payload alone for PRINTED bound to OWNER (see `codec-encode`).
+#[defun(name = "codec-payload")]
+fn codec_payload<'e>(env: &'e Env, printed: Value<'e>, owner: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || {
+        let printed = copy_exact(env, printed)?;
+        let owner = owner_bytes(owner)?.map(|b| String::from_utf8_lossy(&b).into_owned());
+        let text = block::payload(&printed.bytes, owner.as_deref()).or_signal(env)?;
+        text.into_lisp(env)
+    })
+}
+
+/// Every well-formed block in TEXT, as a list of vectors
+/// `[START END OWNER PAYLOAD-START PAYLOAD-END]`; OWNER is the tool-use
+/// ID, nil for an unbound block, or `invalid`.
+#[defun(name = "codec-scan")]
+fn codec_scan<'e>(env: &'e Env, text: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || {
+        let text = copy_exact(env, text)?;
+        let mut out = Vec::new();
+        for (_, b) in blocks_in(&text) {
+            let fields = [
+                int(env, b.start)?,
+                int(env, b.end)?,
+                owner_value(env, &b.owner)?,
+                int(env, b.payload.start)?,
+                int(env, b.payload.end)?,
+            ];
+            out.push(env.call(vector, &fields[..])?);
+        }
+        env.list(&out[..])
+    })
+}
+
+/// The `(START . END)` spans of the blocks a provider message must not
+/// carry: those bound to OWNER, and unbound ones inside VOUCHED.
+#[defun(name = "codec-spans")]
+fn codec_spans<'e>(
+    env: &'e Env,
+    text: Value<'e>,
+    owner: Value<'e>,
+    vouched: Value<'e>,
+) -> Result<Value<'e>> {
+    guarded(env, || {
+        let text = copy_exact(env, text)?;
+        let owner = owner_bytes(owner)?;
+        let vouched = spans(vouched)?;
+        let check = vouched_by(&vouched);
+        let mut out = Vec::new();
+        for (_, b) in blocks_in(&text) {
+            if block::scrubbed(&b, owner.as_deref(), &check) {
+                out.push(env.cons(int(env, b.start)?, int(env, b.end)?)?);
+            }
+        }
+        env.list(&out[..])
+    })
+}
+
+/// The authorised block of TEXT for OWNER as `(START END PLIST)`, or nil.
+/// With OWNER a string, only blocks bound to it count; with OWNER nil,
+/// only unbound blocks inside VOUCHED. The last such block wins (the
+/// pipeline appends its block after the result text).
+#[defun(name = "codec-extract")]
+fn codec_extract<'e>(
+    env: &'e Env,
+    text: Value<'e>,
+    owner: Value<'e>,
+    vouched: Value<'e>,
+) -> Result<Value<'e>> {
+    guarded(env, || {
+        let text = copy_exact(env, text)?;
+        let owner = owner_bytes(owner)?;
+        let vouched = spans(vouched)?;
+        let check = vouched_by(&vouched);
+        let blocks = blocks_in(&text);
+        let Some((bytes, found)) = blocks
+            .iter()
+            .rev()
+            .find(|(_, b)| block::authorised(b, owner.as_deref(), &check))
+        else {
+            return ().into_lisp(env);
+        };
+        let value = block::decode(&text.bytes, bytes).or_else(|e| {
+            super::errors::signal(
+                env,
+                crate::Error::new(
+                    crate::ErrorKind::Internal,
+                    format!("Render-data decode: {e}"),
+                ),
+            )
+        })?;
+        let plist = ToLisp::new(env).value(&value)?;
+        env.list((int(env, found.start)?, int(env, found.end)?, plist))
+    })
+}
+
+/// Every well-formed block of TEXT decoded, as a list of
+/// `(START END OWNER PLIST)` (OWNER as in `codec-scan`). Callers pair
+/// blocks with their tool calls and drop the ones they may not trust.
+#[defun(name = "codec-decode-all")]
+fn codec_decode_all<'e>(env: &'e Env, text: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || {
+        let text = copy_exact(env, text)?;
+        let bytes = block::scan(&text.bytes);
+        let mut map = ByteToChar::new(&text.bytes, text.one_byte_chars);
+        let mut convert = ToLisp::new(env);
+        let mut out = Vec::with_capacity(bytes.len());
+        for b in &bytes {
+            let Ok(value) = block::decode(&text.bytes, b) else {
+                continue;
+            };
+            let start = map.char_at(b.start);
+            let end = map.char_at(b.end);
+            let plist = convert.value(&value)?;
+            out.push(env.list((
+                int(env, start)?,
+                int(env, end)?,
+                owner_value(env, &b.owner)?,
+                plist,
+            ))?);
+        }
+        env.list(&out[..])
+    })
+}

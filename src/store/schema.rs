@@ -1,0 +1,42 @@
+//! The session store's schema, as an append-only list of migrations.
+//!
+//! Migration N (1-based) runs when the file's `user_version` is below N,
+//! inside one transaction with the version bump. Later issues append
+//! their tables here; a released migration is never edited.
+
+use rusqlite::Connection;
+
+/// Every migration, oldest first.
+pub const MIGRATIONS: &[&str] = &[
+    // 1: the mailbox. Messages for one recipient (an agent path such as
+    // "/root"), delivered at most once: `delivered_at` is set when the
+    // recipient has taken the message.
+    "CREATE TABLE mailbox (
+         id           INTEGER PRIMARY KEY AUTOINCREMENT,
+         recipient    TEXT    NOT NULL,
+         sender       TEXT,
+         kind         TEXT    NOT NULL,
+         payload      TEXT    NOT NULL,
+         created_at   INTEGER NOT NULL,
+         delivered_at INTEGER
+     );
+     CREATE INDEX mailbox_undelivered ON mailbox (recipient, delivered_at, id);",
+];
+
+/// Apply the migrations CONN has not seen yet.
+pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+    let current: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    for (index, sql) in MIGRATIONS.iter().enumerate() {
+        let version = index as i64 + 1;
+        if version <= current {
+            continue;
+        }
+        conn.execute_batch(&format!(
+            "BEGIN IMMEDIATE; {sql}; PRAGMA user_version = {version}; COMMIT;"
+        ))
+        .inspect_err(|_| {
+            let _ = conn.execute_batch("ROLLBACK");
+        })?;
+    }
+    Ok(())
+}
