@@ -28,6 +28,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'mevedel-core)
+(require 'mevedel-session)
 
 (declare-function project-root "project" (project))
 (autoload 'url-hexify-string "url-util")
@@ -92,14 +93,22 @@ package they belong to."
            when (file-directory-p docs) return docs))
 
 (defun mevedel-resource-default-session ()
-  "Return the owners of a request made outside any session.
-There is no session directory; the workspace is the current project's
-root, or `default-directory'."
-  (list :session-dir nil
-        :workspace (expand-file-name
-                    (or (and (fboundp 'project-current)
-                             (when-let* ((p (project-current))) (project-root p)))
-                        default-directory))))
+  "Return the owners of the current buffer's requests.
+With a `mevedel-session-current' session, its storage directory (nil
+for an ephemeral session) and workspace.  Without one there is no
+session directory, and the workspace is the current project's root or
+`default-directory'."
+  (if (mevedel-session-p mevedel-session-current)
+      (let ((dir (mevedel-session-directory mevedel-session-current)))
+        (list :session-dir (and dir (directory-file-name dir))
+              :workspace (directory-file-name
+                          (mevedel-session-workspace mevedel-session-current))))
+    (list :session-dir nil
+          :workspace (directory-file-name
+                      (expand-file-name
+                       (or (and (fboundp 'project-current)
+                                (when-let* ((p (project-current))) (project-root p)))
+                           default-directory))))))
 
 (defun mevedel-resource--kind (dir workspace)
   "Return the readable memory kind of root DIR in WORKSPACE, or nil."

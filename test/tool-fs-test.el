@@ -117,6 +117,31 @@ Binds `ws', `session' and `outside' (directory names)."
                     (expand-file-name "tool-results/a b.txt" session) session)
                    "artifact://tool-results/a%20b.txt"))))
 
+;;;; Owners
+
+(ert-deftest mevedel-resource:owners-come-from-the-current-session ()
+  (let* ((ws (make-temp-file "mevedel-owner" t))
+         (session (mevedel-session-create :workspace ws :id "s-1"))
+         (ephemeral (mevedel-session-create :workspace ws :ephemeral t)))
+    (unwind-protect
+        (progn
+          (with-temp-buffer
+            (setq mevedel-session-current session)
+            (should (equal (mevedel-resource-default-session)
+                           (list :session-dir (expand-file-name ".mevedel/sessions/s-1" ws)
+                                 :workspace (directory-file-name ws))))
+            ;; Discovery never materialises the session.
+            (should (string-match-p "no work:// files yet"
+                                    (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read
+                                                              '(:file_path "work://"))))
+            (should-not (file-exists-p (expand-file-name ".mevedel" ws))))
+          (with-temp-buffer
+            (setq mevedel-session-current ephemeral)
+            (should (string-match-p "no session"
+                                    (mevedel-tool-fs-test--err #'mevedel-tool-fs-read
+                                                               '(:file_path "work://x"))))))
+      (delete-directory ws t))))
+
 ;;;; Read
 
 (ert-deftest mevedel-tool-fs:read-families-and-paths ()
