@@ -62,11 +62,12 @@ impl Found {
         }
         let shift = self.text.len();
         self.text.push_str(&other.text);
-        self.marks.extend(other.marks.into_iter().enumerate().map(|(i, m)| Mark {
-            start: m.start + shift,
-            end: m.end + shift,
-            break_before: if i == 0 { break_first } else { m.break_before },
-        }));
+        self.marks
+            .extend(other.marks.into_iter().enumerate().map(|(i, m)| Mark {
+                start: m.start + shift,
+                end: m.end + shift,
+                break_before: if i == 0 { break_first } else { m.break_before },
+            }));
     }
 
     pub fn len(&self) -> usize {
