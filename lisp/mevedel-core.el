@@ -87,6 +87,10 @@ signals an error instead."
 (declare-function mevedel-core--sandbox-decide "ext:mevedel-dyn" (request-json))
 (declare-function mevedel-core--sandbox-prepare "ext:mevedel-dyn" (request-json))
 (declare-function mevedel-core--sandbox-run "ext:mevedel-dyn" (id request-json))
+(declare-function mevedel-core--schema-compile "ext:mevedel-dyn" (descriptor))
+(declare-function mevedel-core--schema-check "ext:mevedel-dyn" (tool arguments repair))
+(declare-function mevedel-core--schema-search "ext:mevedel-dyn" (tools query))
+(declare-function mevedel-core--schema-contract "ext:mevedel-dyn" (tool))
 (declare-function mevedel-core--text-normalize "ext:mevedel-dyn" (string))
 (declare-function mevedel-core--text-preview "ext:mevedel-dyn" (string budget))
 (declare-function mevedel-core--codec-encode "ext:mevedel-dyn" (printed owner))
@@ -645,6 +649,35 @@ Runs from `kill-emacs-hook', because module finalizers do not run at exit."
     (mevedel-core--exec-stop-all 500)
     (mevedel-core-close-channel)))
 
+;;;; Tool schemas
+
+(defun mevedel-core-schema-compile (descriptor)
+  "Compile the tool DESCRIPTOR (JSON text) into a handle.
+Return (HANDLE PROVIDER-SCHEMA-JSON GPTEL-ARGS-JSON SHAPE SUMMARY).
+Signals `mevedel-core-schema-error' naming what is wrong."
+  (mevedel-core-ensure)
+  (mevedel-core--schema-compile descriptor))
+
+(defun mevedel-core-schema-check (handle arguments repair)
+  "Check ARGUMENTS (JSON text) against the tool HANDLE.
+Non-nil REPAIR allows the repair catalogue.  Return t when valid as
+sent, else JSON text with the outcome (repaired, invalid or
+abandoned), the repaired arguments as JSON text, the note or retry
+guidance, the issues and the audit."
+  (mevedel-core-ensure)
+  (mevedel-core--schema-check handle arguments repair))
+
+(defun mevedel-core-schema-search (handles query)
+  "Search the vector of tool HANDLES for QUERY.
+Return (KIND TEXT SHOWN TOTAL), KIND being `contracts', `shapes' or `none'."
+  (mevedel-core-ensure)
+  (mevedel-core--schema-search handles query))
+
+(defun mevedel-core-schema-contract (handle)
+  "Return the full contract text of the tool HANDLE."
+  (mevedel-core-ensure)
+  (mevedel-core--schema-contract handle))
+
 ;;;; Text, render-data codec and session store
 
 (defconst mevedel-core--non-unicode-regexp
@@ -696,15 +729,18 @@ PRINTED and OWNER are as there."
   (mevedel-core--codec-payload printed owner))
 
 (defun mevedel-core-render-data-scan (text)
-  "Return every well-formed render-data block of the string TEXT.
-Each is a vector [START END OWNER PAYLOAD-START PAYLOAD-END] of
-0-based positions; OWNER is the tool-use ID, nil for an unbound block,
-or `invalid'."
+  "Return every well-formed render-data block of TEXT in one flat vector.
+The vector is [START END OWNER START END OWNER ...]; OWNER is the
+tool-use ID, nil for an unbound block, or `invalid'.  TEXT is a string
+\(positions are indices) or nil for the current buffer's accessible
+portion (positions are buffer positions), which the module reads in
+chunks.  The same holds for TEXT in the other render-data functions."
   (mevedel-core-ensure)
   (mevedel-core--codec-scan text))
 
 (defun mevedel-core-render-data-spans (text owner vouched)
   "Return the (START . END) spans of TEXT's blocks to scrub for OWNER.
+TEXT is as for `mevedel-core-render-data-scan'.
 Those are the blocks bound to OWNER and the unbound blocks lying inside
 one of the VOUCHED (START . END) spans."
   (mevedel-core-ensure)

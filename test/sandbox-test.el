@@ -25,7 +25,9 @@ The files live under target/tmp of the checkout, not under /tmp, where
 bwrap's private /tmp would hide them."
   (declare (indent 0))
   `(let* ((mevedel-sandbox-test--base
-           (make-temp-file (expand-file-name "target/tmp/ert-sandbox-" mevedel-test-root) t))
+           (progn
+             (make-directory (expand-file-name "target/tmp" mevedel-test-root) t)
+             (make-temp-file (expand-file-name "target/tmp/ert-sandbox-" mevedel-test-root) t)))
           (ws (file-name-as-directory (expand-file-name "ws" mevedel-sandbox-test--base)))
           (out (file-name-as-directory (expand-file-name "out" mevedel-sandbox-test--base))))
      (make-directory (expand-file-name ".git/hooks" ws) t)

@@ -15,6 +15,7 @@ mod guard;
 mod resource;
 mod sandbox;
 mod search;
+mod schema;
 mod selftest;
 mod store;
 mod text;

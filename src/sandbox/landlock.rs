@@ -21,6 +21,7 @@ use ::landlock::{
     Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 use mevedel_dyn::sandbox::helper_args::HelperArgs;
+use mevedel_dyn::sandbox::probe;
 
 /// One rule: grant read (or read and write) on PATH and beneath it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,29 +170,14 @@ pub fn probe() -> String {
         read: vec![PathBuf::from("/")],
         ..HelperArgs::default()
     };
-    let kernel = kernel_abi();
-    if kernel == 0 {
-        return "landlock=none the kernel does not offer Landlock".into();
-    }
+    let kernel = match probe::landlock_abi() {
+        Ok(abi) => abi,
+        Err(problem) => return format!("landlock=none {problem}"),
+    };
     match restrict(&args, kernel) {
         Ok(status) => format!("landlock={status} abi={}", kernel.min(TESTED_ABI)),
         Err(problem) => format!("landlock=none {problem}"),
     }
-}
-
-/// The kernel's Landlock ABI version, 0 when it has none.
-pub fn kernel_abi() -> u32 {
-    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
-    // SAFETY: with a null attribute and size 0 this only reports the ABI.
-    let abi = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<libc::c_void>(),
-            0usize,
-            LANDLOCK_CREATE_RULESET_VERSION,
-        )
-    };
-    u32::try_from(abi).unwrap_or(0)
 }
 
 #[cfg(test)]

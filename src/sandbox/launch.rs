@@ -274,6 +274,14 @@ fn set_env(env: &mut Option<Vec<(OsString, OsString)>>, name: &str, value: &Path
 
 /// Decide and build the launch of REQUEST given PROBE.
 pub fn prepare_with(request: &Request, probe: &Probe, scanner: &scan::Scanner) -> Result<Prepared> {
+    if let Some(dir) = &request.cwd
+        && !dir.is_absolute()
+    {
+        return Err(Error::new(
+            ErrorKind::Sandbox,
+            format!("working directory {} is not absolute", dir.display()),
+        ));
+    }
     let policy = request.policy();
     let decision = policy::decide(&policy, probe);
     let mut env = request.env.as_deref().map(split_env);
@@ -855,6 +863,12 @@ mod tests {
         let outcome = run(refused, &Owner::new(), Limits::of(&req));
         assert!(matches!(outcome.start, Start::Refused(_)));
         req.mode = Mode::Off;
+        req.cwd = Some("relative/dir".into());
+        let err = prepare_with(&req, &probe(true, true), &scanner)
+            .err()
+            .unwrap_or_else(|| panic!("relative cwd accepted"));
+        assert!(err.message.contains("relative/dir is not absolute"));
+        req.cwd = Some(ws.clone());
         let direct =
             prepare_with(&req, &probe(true, true), &scanner).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(text(&direct.argv), "true");

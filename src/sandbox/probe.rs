@@ -279,7 +279,7 @@ fn explain_bwrap_failure(output: &str, code: Option<i32>) -> String {
 }
 
 /// Ask the kernel for its Landlock ABI without creating a ruleset.
-fn landlock_abi() -> Result<u32, String> {
+pub fn landlock_abi() -> Result<u32, String> {
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
     // SAFETY: with a null attribute and size 0 this syscall only reports
     // the ABI version; it creates nothing and confines nothing.

@@ -1,0 +1,482 @@
+;;; mevedel-tool-registry.el --- Tool declarations, the registry and gptel registration  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Every model-facing tool is declared once with `mevedel-define-tool'.
+;; Registration compiles the declaration in the native module (provider
+;; JSON Schema, cached validator, calling shape, summary), keeps the
+;; result in the registry under (CATEGORY . NAME), and registers a gptel
+;; tool whose arguments gptel turns into each backend's schema.
+;;
+;; Argument DSL, one list per argument:
+;;
+;;   (NAME TYPE :required|:optional "description" . EXTRAS)
+;;
+;; TYPE is one of `string', `path', `path-or-resource', `integer',
+;; `number', `boolean', `array' or `object'.  EXTRAS are :enum (a list
+;; of options), :items (a TYPE or a nested schema plist (:type TYPE
+;; ...)), :properties (a plist NAME SCHEMA ...), :required (a list of
+;; property names), :minimum, :maximum, :minItems, :maxItems, and, for
+;; `path-or-resource' arguments only, :access read.
+;;
+;; Argument values are kept JSON-faithful while they are checked: JSON
+;; null is :null, false is :json-false, true is t, an array is a vector,
+;; an object is a keyword plist, and an empty object nested in a value
+;; is an empty hash table (see `mevedel-tool-json-empty-object').  An
+;; absent argument is simply missing from the plist.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'mevedel-core)
+
+(declare-function gptel-make-tool "gptel-request" (&rest slots))
+(declare-function gptel-get-tool "gptel-request" (path))
+(declare-function gptel-tool-args "gptel-request" (tool))
+(declare-function gptel-tool-async "gptel-request" (tool))
+(declare-function gptel-tool-function "gptel-request" (tool))
+(declare-function gptel-tool-name "gptel-request" (tool))
+(declare-function gptel-tool-description "gptel-request" (tool))
+(declare-function mevedel-tool-repair-gptel-install "mevedel-tool-repair-gptel" ())
+(declare-function mevedel-tool-repair-dispatch "mevedel-tool-repair" (tool args callback))
+(defvar gptel--known-tools)
+
+;;;; Customization and errors
+
+(defgroup mevedel-tool nil
+  "Model-facing tools of mevedel: declaration, validation and repair."
+  :group 'tools
+  :prefix "mevedel-tool-")
+
+(define-error 'mevedel-tool-error "mevedel tool error")
+(define-error 'mevedel-tool-declaration-error
+              "Invalid mevedel tool declaration" 'mevedel-tool-error)
+
+(defvar mevedel-tool-dispatch-function #'mevedel-tool-repair-dispatch
+  "Function that runs one provider call of a registered tool.
+Called with the `mevedel-tool', the JSON-faithful argument plist and a
+callback taking the result.  The tool pipeline replaces the default,
+which validates, repairs and runs the handler directly.")
+
+;;;; Declarations
+
+(defconst mevedel-tool-keywords
+  '(:description :function :args
+    ;; Behavior
+    :read-only-p :snapshot-p :destructive-p :async-p
+    ;; Permissions
+    :check-permission :check-permission-async :get-path :get-paths
+    :get-pattern :get-domain :get-name
+    ;; Loading and grouping
+    :category :groups :wrap :prompt-file
+    ;; Display and output
+    :summary :max-result-size :render-transform :renderer)
+  "Keywords `mevedel-define-tool' accepts.")
+
+(defconst mevedel-tool-arg-types
+  '(string path path-or-resource integer number boolean array object)
+  "Argument types of the DSL.")
+
+(defconst mevedel-tool--arg-extras
+  '(:enum :items :properties :required :minimum :maximum :minItems :maxItems :access)
+  "Keywords allowed after an argument's description.")
+
+(defconst mevedel-tool--schema-keys
+  '(:type :description :enum :items :properties :required :minimum :maximum
+    :minItems :maxItems)
+  "Keywords allowed in a nested schema plist.")
+
+(cl-defstruct (mevedel-tool (:constructor mevedel-tool--make) (:copier nil))
+  "A registered tool: its declaration plus what registration built."
+  name category description summary function args
+  read-only-p snapshot-p destructive-p async-p
+  check-permission check-permission-async get-path get-paths get-pattern
+  get-domain get-name
+  groups wrap prompt-file
+  max-result-size render-transform renderer
+  ;; Built by registration:
+  identity handle provider-schema gptel-args shape arg-keys gptel-tool)
+
+(defun mevedel-tool--declaration-error (name format-string &rest args)
+  "Signal a declaration error for tool NAME: FORMAT-STRING with ARGS."
+  (signal 'mevedel-tool-declaration-error
+          (list (format "mevedel-define-tool %s: %s" name
+                        (apply #'format format-string args)))))
+
+(defun mevedel-tool--name-string (name)
+  "Return NAME (a symbol or string) as a string."
+  (if (symbolp name) (symbol-name name) name))
+
+(defun mevedel-tool--check-schema (tool where schema)
+  "Check the nested SCHEMA at WHERE of TOOL: a TYPE or (:type TYPE ...)."
+  (cond
+   ((memq schema mevedel-tool-arg-types) nil)
+   ((and (consp schema) (keywordp (car schema)))
+    (unless (zerop (% (length schema) 2))
+      (mevedel-tool--declaration-error tool "%s: odd number of elements" where))
+    (cl-loop for (key value) on schema by #'cddr
+             unless (memq key mevedel-tool--schema-keys)
+             do (mevedel-tool--declaration-error tool "%s: unknown key %S" where key)
+             when (eq key :type)
+             do (unless (memq value mevedel-tool-arg-types)
+                  (mevedel-tool--declaration-error tool "%s: unknown type %S" where value)))
+    (unless (plist-get schema :type)
+      (mevedel-tool--declaration-error tool "%s: missing :type" where)))
+   (t (mevedel-tool--declaration-error
+       tool "%s: expected a type or (:type TYPE ...), got %S" where schema))))
+
+(defun mevedel-tool--check-args (tool args)
+  "Check the argument DSL ARGS of TOOL; signal on the first mistake."
+  (unless (listp args)
+    (mevedel-tool--declaration-error tool ":args must be a list of argument forms"))
+  (let ((seen nil))
+    (dolist (arg args)
+      (pcase arg
+        (`(,name ,type ,flag . ,rest)
+         (unless (and (or (symbolp name) (stringp name)) name (not (keywordp name)))
+           (mevedel-tool--declaration-error tool "argument name %S is not a symbol or string" name))
+         (let ((arg-name (mevedel-tool--name-string name)))
+           (when (member arg-name seen)
+             (mevedel-tool--declaration-error tool "argument %s is declared twice" arg-name))
+           (push arg-name seen)
+           (unless (memq type mevedel-tool-arg-types)
+             (mevedel-tool--declaration-error tool "argument %s: unknown type %S" arg-name type))
+           (unless (memq flag '(:required :optional))
+             (mevedel-tool--declaration-error
+              tool "argument %s: say :required or :optional after the type, not %S" arg-name flag))
+           (unless (stringp (car rest))
+             (mevedel-tool--declaration-error tool "argument %s: the description must be a string" arg-name))
+           (unless (zerop (% (length (cdr rest)) 2))
+             (mevedel-tool--declaration-error tool "argument %s: odd number of extras" arg-name))
+           (cl-loop for (key value) on (cdr rest) by #'cddr
+                    unless (memq key mevedel-tool--arg-extras)
+                    do (mevedel-tool--declaration-error
+                        tool "argument %s: unknown extra %S" arg-name key)
+                    when (eq key :items)
+                    do (mevedel-tool--check-schema tool (format "argument %s :items" arg-name) value)
+                    when (eq key :properties)
+                    do (cl-loop for (_ sub) on value by #'cddr
+                                do (mevedel-tool--check-schema
+                                    tool (format "argument %s :properties" arg-name) sub))
+                    when (eq key :access)
+                    do (unless (and (eq value 'read) (eq type 'path-or-resource))
+                         (mevedel-tool--declaration-error
+                          tool "argument %s: :access read is only for path-or-resource arguments"
+                          arg-name)))))
+        (_ (mevedel-tool--declaration-error
+            tool "argument %S is not (NAME TYPE :required|:optional \"description\" . EXTRAS)"
+            arg))))))
+
+(defun mevedel-tool--check-declaration (name properties)
+  "Check the declaration of tool NAME with PROPERTIES; return PROPERTIES."
+  (unless (and name (or (symbolp name) (stringp name))
+               (not (string-empty-p (mevedel-tool--name-string name))))
+    (mevedel-tool--declaration-error name "the tool name must be a non-empty symbol or string"))
+  (unless (zerop (% (length properties) 2))
+    (mevedel-tool--declaration-error name "odd number of keyword arguments"))
+  (let ((seen nil))
+    (cl-loop for (key _) on properties by #'cddr
+             do (unless (memq key mevedel-tool-keywords)
+                  (mevedel-tool--declaration-error
+                   name "unknown keyword %S (known: %s)" key
+                   (mapconcat #'symbol-name mevedel-tool-keywords " ")))
+             (when (memq key seen)
+               (mevedel-tool--declaration-error name "%S given twice" key))
+             (push key seen)))
+  (unless (plist-member properties :wrap)
+    (dolist (key '(:description :function))
+      (unless (plist-member properties key)
+        (mevedel-tool--declaration-error name "%S is required" key))))
+  (mevedel-tool--check-args name (plist-get properties :args))
+  properties)
+
+(defmacro mevedel-define-tool (name &rest properties)
+  "Declare and register the model-facing tool NAME (a symbol or string).
+PROPERTIES are keyword arguments; every value is evaluated except
+:args, the literal argument DSL (see the Commentary of this file).
+
+Required: :description (for the model) and :function (the handler,
+called with the argument plist, or with a callback and the plist when
+:async-p is non-nil), unless :wrap names a gptel tool (CATEGORY NAME)
+whose contract is frozen and reused.
+
+Behavior: :read-only-p :snapshot-p :destructive-p :async-p.
+Permissions: :check-permission :check-permission-async :get-path
+:get-paths :get-pattern :get-domain :get-name.
+Loading and grouping: :category (default \"mevedel\") :groups :wrap
+:prompt-file.
+Display and output: :summary (default: the description's first
+sentence, at most 160 characters) :max-result-size :render-transform
+:renderer.
+
+An unknown keyword or a malformed argument form is an error when the
+macro is expanded.  Re-registering the same (CATEGORY . NAME) replaces
+the earlier registration."
+  (declare (indent 1))
+  (mevedel-tool--check-declaration name properties)
+  (let ((forms (cl-loop for (key value) on properties by #'cddr
+                        append (list key (if (eq key :args) (list 'quote value) value)))))
+    `(mevedel-tool-register ,(mevedel-tool--name-string name) (list ,@forms))))
+
+;;;; Descriptors for the module
+
+(defun mevedel-tool--json-name (name)
+  "Return the JSON string for NAME, a symbol, keyword or string."
+  (cond ((keywordp name) (substring (symbol-name name) 1))
+        ((symbolp name) (symbol-name name))
+        (t name)))
+
+(defun mevedel-tool--schema-descriptor (schema)
+  "Return the module descriptor of the nested SCHEMA."
+  (if (symbolp schema)
+      (list :type (symbol-name schema))
+    (cl-loop for (key value) on schema by #'cddr
+             append (list key (mevedel-tool--extra-value key value)))))
+
+(defun mevedel-tool--extra-value (key value)
+  "Return the descriptor form of the extra KEY with VALUE."
+  (pcase key
+    (:type (symbol-name value))
+    (:enum (vconcat (mapcar (lambda (v) (if (and (symbolp v) v) (symbol-name v) v)) value)))
+    (:items (mevedel-tool--schema-descriptor value))
+    (:properties (vconcat (cl-loop for (name sub) on value by #'cddr
+                                   collect (append (list :name (mevedel-tool--json-name name))
+                                                   (mevedel-tool--schema-descriptor sub)))))
+    (:required (vconcat (mapcar #'mevedel-tool--json-name value)))
+    (:access (symbol-name value))
+    (_ value)))
+
+(defun mevedel-tool--arg-descriptor (arg)
+  "Return the module descriptor of the DSL argument ARG."
+  (pcase-let ((`(,name ,type ,flag ,doc . ,extras) arg))
+    (append (list :name (mevedel-tool--json-name name)
+                  :type (symbol-name type)
+                  :flag (substring (symbol-name flag) 1)
+                  :description doc)
+            (cl-loop for (key value) on extras by #'cddr
+                     append (list key (mevedel-tool--extra-value key value))))))
+
+(defun mevedel-tool--gptel-arg-descriptor (arg)
+  "Return the module descriptor of the gptel argument plist ARG."
+  (let ((type (format "%s" (plist-get arg :type))))
+    (append (list :name (mevedel-tool--json-name (plist-get arg :name))
+                  :type type
+                  :flag (if (plist-get arg :optional) "optional" "required"))
+            (when-let* ((doc (plist-get arg :description))) (list :description doc))
+            (cl-loop for key in '(:enum :items :properties :required
+                                  :minimum :maximum :minItems :maxItems)
+                     when (plist-member arg key)
+                     append (list key (mevedel-tool--gptel-schema key (plist-get arg key)))))))
+
+(defun mevedel-tool--gptel-schema (key value)
+  "Return the descriptor form of gptel's schema KEY with VALUE."
+  (pcase key
+    (:items (mevedel-tool--gptel-nested value))
+    (:properties (vconcat (cl-loop for (name sub) on value by #'cddr
+                                   collect (append (list :name (mevedel-tool--json-name name))
+                                                   (mevedel-tool--gptel-nested sub)))))
+    ((or :enum :required) (vconcat value))
+    (_ value)))
+
+(defun mevedel-tool--gptel-nested (schema)
+  "Return the descriptor of gptel's nested SCHEMA plist."
+  (cl-loop for (key value) on schema by #'cddr
+           when (memq key mevedel-tool--schema-keys)
+           append (list key (if (eq key :type)
+                                (format "%s" value)
+                              (mevedel-tool--gptel-schema key value)))))
+
+;;;; The registry
+
+(defvar mevedel-tool--registry (make-hash-table :test #'equal)
+  "\(CATEGORY . NAME) -> `mevedel-tool'.")
+
+(defvar mevedel-tool--order nil
+  "Registry keys in first-registration order, newest first.")
+
+(defun mevedel-tool-get (name &optional category)
+  "Return the registered tool NAME in CATEGORY, or nil.
+Without CATEGORY, return the first tool named NAME in registration order."
+  (if category
+      (gethash (cons category name) mevedel-tool--registry)
+    (cl-loop for key in (reverse mevedel-tool--order)
+             when (equal (cdr key) name)
+             return (gethash key mevedel-tool--registry))))
+
+(defun mevedel-tool-all ()
+  "Return every registered tool, in first-registration order."
+  (cl-loop for key in (reverse mevedel-tool--order)
+           collect (gethash key mevedel-tool--registry)))
+
+(defun mevedel-tool-unregister (name &optional category)
+  "Remove the tool NAME in CATEGORY (default \"mevedel\") from the registry."
+  (let ((key (cons (or category "mevedel") name)))
+    (remhash key mevedel-tool--registry)
+    (setq mevedel-tool--order (delete key mevedel-tool--order))
+    (when (boundp 'gptel--known-tools)
+      (when-let* ((cat (assoc (car key) gptel--known-tools)))
+        (setcdr cat (cl-remove name (cdr cat) :key #'car :test #'equal))))))
+
+(defun mevedel-tool--json-parse (string)
+  "Parse STRING, JSON written by the module, keeping false distinct."
+  (json-parse-string string :object-type 'plist :null-object :null
+                     :false-object :json-false))
+
+(defun mevedel-tool-register (name properties)
+  "Register the tool NAME with PROPERTIES, as `mevedel-define-tool' does.
+Return the new `mevedel-tool'.  Replaces an earlier registration with
+the same category and name, in mevedel and in gptel."
+  (mevedel-tool--check-declaration name properties)
+  (let* ((category (or (plist-get properties :category) "mevedel"))
+         (wrap (plist-get properties :wrap))
+         (source (and wrap (mevedel-tool--wrap-source name wrap)))
+         (description (or (plist-get properties :description)
+                          (and source (gptel-tool-description source))))
+         (arg-descriptors
+          (if source
+              (mapcar #'mevedel-tool--gptel-arg-descriptor (gptel-tool-args source))
+            (mapcar #'mevedel-tool--arg-descriptor (plist-get properties :args))))
+         (identity (if wrap (format "%s/%s" category name) name))
+         (descriptor (list :name name :identity identity :category category
+                           :groups (vconcat (mapcar #'mevedel-tool--json-name
+                                                    (plist-get properties :groups)))
+                           :description (or description "")
+                           :summary (or (plist-get properties :summary) :null)
+                           :args (vconcat arg-descriptors)))
+         (compiled (mevedel-core-schema-compile
+                    (json-serialize descriptor :null-object :null :false-object :json-false)))
+         (gptel-args (append (mevedel-tool--json-parse (nth 2 compiled)) nil))
+         (tool (mevedel-tool--make
+                :name name :category category :description description
+                :summary (nth 4 compiled)
+                :function (plist-get properties :function)
+                :args (plist-get properties :args)
+                :read-only-p (plist-get properties :read-only-p)
+                :snapshot-p (plist-get properties :snapshot-p)
+                :destructive-p (plist-get properties :destructive-p)
+                :async-p (if source (gptel-tool-async source) (plist-get properties :async-p))
+                :check-permission (plist-get properties :check-permission)
+                :check-permission-async (plist-get properties :check-permission-async)
+                :get-path (plist-get properties :get-path)
+                :get-paths (plist-get properties :get-paths)
+                :get-pattern (plist-get properties :get-pattern)
+                :get-domain (plist-get properties :get-domain)
+                :get-name (plist-get properties :get-name)
+                :groups (plist-get properties :groups)
+                :wrap (and wrap (list :source wrap
+                                      :args (copy-tree (gptel-tool-args source) t)
+                                      :async (gptel-tool-async source)))
+                :prompt-file (plist-get properties :prompt-file)
+                :max-result-size (plist-get properties :max-result-size)
+                :render-transform (plist-get properties :render-transform)
+                :renderer (plist-get properties :renderer)
+                :identity identity
+                :handle (nth 0 compiled)
+                :provider-schema (mevedel-tool--json-parse (nth 1 compiled))
+                :gptel-args gptel-args
+                :shape (nth 3 compiled)
+                :arg-keys (mapcar (lambda (a) (intern (concat ":" (plist-get a :name))))
+                                  gptel-args)))
+         (key (cons category name)))
+    (setf (mevedel-tool-gptel-tool tool) (mevedel-tool--register-with-gptel tool))
+    (unless (gethash key mevedel-tool--registry)
+      (push key mevedel-tool--order))
+    (puthash key tool mevedel-tool--registry)
+    tool))
+
+;;;; gptel
+
+(defun mevedel-tool--register-with-gptel (tool)
+  "Register TOOL with gptel and return the gptel tool.
+gptel gets its own copy of the argument plists, so nothing it or a
+request does to them reaches the registry."
+  (require 'gptel-request)
+  (require 'mevedel-tool-repair-gptel)
+  (mevedel-tool-repair-gptel-install)
+  (gptel-make-tool
+   :name (mevedel-tool-name tool)
+   :category (mevedel-tool-category tool)
+   :description (mevedel-tool-description tool)
+   :args (copy-tree (mevedel-tool-gptel-args tool) t)
+   :async t
+   :function (lambda (callback &rest values)
+               (funcall mevedel-tool-dispatch-function tool
+                        (mevedel-tool-args-from-positional tool values)
+                        callback)))
+  (gptel-get-tool (list (mevedel-tool-category tool) (mevedel-tool-name tool))))
+
+(defun mevedel-tool-args-from-positional (tool values)
+  "Return the argument plist of TOOL from gptel's positional VALUES.
+A nil value is an absent argument: the gptel adapter keeps null, false
+and empty objects as non-nil values."
+  (cl-loop for key in (mevedel-tool-arg-keys tool)
+           for value in values
+           unless (null value) append (list key value)))
+
+(defun mevedel-tool-provider-schema-copy (tool)
+  "Return a fresh copy of TOOL's provider schema, for one request.
+Changing the copy (say, narrowing an enum) never reaches the registry."
+  (copy-tree (mevedel-tool-provider-schema tool) t))
+
+;;;; Wrapped gptel tools
+
+(defun mevedel-tool--wrap-source (name wrap)
+  "Return the gptel tool WRAP ((CATEGORY NAME)) names for tool NAME."
+  (require 'gptel-request)
+  (unless (and (consp wrap) (stringp (car wrap)) (stringp (cadr wrap)))
+    (mevedel-tool--declaration-error name ":wrap must be (CATEGORY NAME), got %S" wrap))
+  (condition-case nil
+      (gptel-get-tool wrap)
+    (error (mevedel-tool--declaration-error name ":wrap names no gptel tool %S" wrap))))
+
+(defun mevedel-tool-wrapped-function (tool)
+  "Return a function to run wrapped TOOL's source with an argument plist.
+The source is looked up again on every call, so a reconnect can
+replace its function; a changed argument contract or calling
+convention signals `mevedel-tool-error' and needs rewrapping."
+  (let* ((wrap (mevedel-tool-wrap tool))
+         (source (gptel-get-tool (plist-get wrap :source))))
+    (unless (and (equal (gptel-tool-args source) (plist-get wrap :args))
+                 (eq (and (gptel-tool-async source) t) (and (plist-get wrap :async) t)))
+      (signal 'mevedel-tool-error
+              (list (format "The contract of %s changed since it was wrapped; wrap it again"
+                            (plist-get wrap :source)))))
+    (let ((names (mapcar (lambda (a) (intern (format ":%s" (plist-get a :name))))
+                         (plist-get wrap :args)))
+          (fn (gptel-tool-function source)))
+      (if (plist-get wrap :async)
+          (lambda (callback args)
+            (apply fn callback (mapcar (lambda (k) (plist-get args k)) names)))
+        (lambda (args)
+          (apply fn (mapcar (lambda (k) (plist-get args k)) names)))))))
+
+(defun mevedel-tool-handler (tool)
+  "Return TOOL's handler: its :function, or its wrapped source's."
+  (if (mevedel-tool-wrap tool)
+      (mevedel-tool-wrapped-function tool)
+    (mevedel-tool-function tool)))
+
+;;;; ToolSearch
+
+(defun mevedel-tool-search (query &optional tools)
+  "Search TOOLS (default: every registered tool) for QUERY.
+Return a plist (:kind KIND :text TEXT :shown IDENTITIES :total N).
+KIND is `contracts' (one to three matches, full contracts), `shapes'
+\(more matches: at most 20 calling shapes with summaries) or `none'
+\(suggesting at most 20 sorted categories and groups)."
+  (pcase-let ((`(,kind ,text ,shown ,total)
+               (mevedel-core-schema-search
+                (vconcat (mapcar #'mevedel-tool-handle (or tools (mevedel-tool-all))))
+                query)))
+    (list :kind kind :text text :shown shown :total total)))
+
+(defun mevedel-tool-contract (tool)
+  "Return the full contract text of TOOL, as in ToolSearch results."
+  (mevedel-core-schema-contract (mevedel-tool-handle tool)))
+
+(provide 'mevedel-tool-registry)
+;;; mevedel-tool-registry.el ends here

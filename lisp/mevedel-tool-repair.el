@@ -1,0 +1,194 @@
+;;; mevedel-tool-repair.el --- Validate and repair raw model tool calls  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Every raw model call is checked in the native module against its
+;; tool's compiled schema before anything runs.  Valid input passes
+;; untouched.  Invalid model-produced input gets one atomic pass of the
+;; repair catalogue (omit null optionals, parse exact JSON strings, wrap
+;; singletons, {} to [] for optional arrays, unwrap Markdown auto-links
+;; in paths, clamp to declared bounds); the candidate is committed only
+;; when it validates.  Otherwise the model gets bounded, value-free
+;; guidance and nothing runs.  Direct programmatic calls are only
+;; validated.
+;;
+;; A committed repair adds one corrective note to the tool's result.
+;; Repairs, invalid calls and abandoned candidates are recorded, without
+;; values, by mevedel-tool-repair-diagnostics.el.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'mevedel-core)
+(require 'mevedel-tool-registry)
+(require 'mevedel-tool-repair-diagnostics)
+
+(defvar mevedel-tool-repair-gptel-context)
+
+(defcustom mevedel-tool-input-repair-enabled t
+  "Non-nil means invalid model-produced tool input may be repaired.
+Nil keeps validation and telemetry but never changes arguments."
+  :type 'boolean
+  :group 'mevedel-tool)
+
+(defvar mevedel-tool-repair-origin "/root"
+  "Canonical path of the conversation whose tool calls run now.
+Agents bind this to their own path, such as /root/explorer.")
+
+;;;; JSON-faithful arguments
+
+(defun mevedel-tool-json-empty-object ()
+  "Return a new empty JSON object value (an empty hash table).
+It stands for {} wherever nil would be ambiguous: inside argument
+values decoded from a provider, nil could also mean null or absent."
+  (make-hash-table :test #'eq :size 1))
+
+(defun mevedel-tool-json-empty-object-p (value)
+  "Return non-nil when VALUE is the explicit empty JSON object."
+  (and (hash-table-p value) (zerop (hash-table-count value))))
+
+(defun mevedel-tool-json-encode (args)
+  "Return JSON text for the JSON-faithful argument plist ARGS.
+Signal `mevedel-tool-error' when ARGS holds a value JSON cannot hold."
+  (condition-case err
+      (json-serialize args :null-object :null :false-object :json-false)
+    ((wrong-type-argument json-error)
+     (signal 'mevedel-tool-error
+             (list (format "Tool arguments are not JSON-representable: %S" (cdr err)))))))
+
+(defun mevedel-tool-json-restore-empty-objects (value)
+  "Return VALUE with every nested nil (a decoded {}) made explicit.
+VALUE is decoded JSON: plists for objects, vectors for arrays, and
+:null for null, so a nil below the top level can only be {}.  The top
+level (the argument plist itself) is kept as a plist."
+  (cond
+   ((vectorp value)
+    (cl-map 'vector #'mevedel-tool-json--restore-element value))
+   ((consp value)
+    (cl-loop for (key val) on value by #'cddr
+             append (list key (mevedel-tool-json--restore-element val))))
+   (t value)))
+
+(defun mevedel-tool-json--restore-element (value)
+  "Return VALUE, an element or property value, with {} made explicit."
+  (if (null value)
+      (mevedel-tool-json-empty-object)
+    (mevedel-tool-json-restore-empty-objects value)))
+
+(defun mevedel-tool-json-decode (json)
+  "Return the JSON-faithful argument plist of the JSON text JSON."
+  (let ((value (json-parse-string json :object-type 'plist :null-object :null
+                                  :false-object :json-false)))
+    ;; Without an empty object anywhere there is nothing to restore.
+    (if (string-search "{}" json)
+        (mevedel-tool-json-restore-empty-objects value)
+      value)))
+
+(defun mevedel-tool-handler-args (args)
+  "Return ARGS as handlers receive them: false and {} become nil.
+Arrays stay vectors; JSON null cannot occur in validated arguments."
+  (cond
+   ((or (eq args :json-false) (mevedel-tool-json-empty-object-p args)) nil)
+   ((vectorp args) (cl-map 'vector #'mevedel-tool-handler-args args))
+   ((consp args)
+    (cl-loop for (key val) on args by #'cddr
+             append (list key (mevedel-tool-handler-args val))))
+   (t args)))
+
+;;;; Checking a call
+
+(defun mevedel-tool-repair-check (tool args &optional model-produced)
+  "Validate ARGS (JSON-faithful plist) for TOOL; repair if allowed.
+Repair is attempted only when MODEL-PRODUCED is non-nil and
+`mevedel-tool-input-repair-enabled' is non-nil.  Return a plist:
+  (:outcome valid :args ARGS)
+  (:outcome repaired :args NEW-ARGS :note NOTE :audit AUDIT)
+  (:outcome invalid :guidance TEXT :issues ISSUES)
+  (:outcome abandoned :guidance TEXT :issues ISSUES :audit AUDIT)
+AUDIT is ((RULE-NUMBER RULE-ID INSTANCE-PATH SCHEMA-PATH BEFORE AFTER)
+...) with RULE-ID a symbol, and ISSUES ((INSTANCE-PATH SCHEMA-PATH
+MESSAGE) ...)."
+  (let ((result (mevedel-core-schema-check
+                 (mevedel-tool-handle tool)
+                 (mevedel-tool-json-encode args)
+                 (and model-produced mevedel-tool-input-repair-enabled))))
+    (if (eq result t)
+        (list :outcome 'valid :args args)
+      (let* ((outcome (json-parse-string result :object-type 'plist :array-type 'list))
+             (arguments (plist-get outcome :arguments))
+             (audit (mapcar (lambda (a) (cons (car a) (cons (intern (cadr a)) (cddr a))))
+                            (plist-get outcome :audit))))
+        (pcase (intern (plist-get outcome :outcome))
+          ('repaired (list :outcome 'repaired :args (mevedel-tool-json-decode arguments)
+                           :note (plist-get outcome :note) :audit audit))
+          ('invalid (list :outcome 'invalid :guidance (plist-get outcome :guidance)
+                          :issues (plist-get outcome :issues)))
+          ('abandoned (list :outcome 'abandoned :guidance (plist-get outcome :guidance)
+                            :issues (plist-get outcome :issues) :audit audit)))))))
+
+(defun mevedel-tool-repair-attach-note (result note)
+  "Return RESULT with the corrective NOTE appended (when NOTE is non-nil).
+Applies to error results too; a non-string RESULT is printed first."
+  (cond ((null note) result)
+        ((stringp result) (concat result "\n\n" note))
+        (t (format "%s\n\n%s" result note))))
+
+;;;; The default dispatcher (until the pipeline owns sequencing)
+
+(defun mevedel-tool-repair-dispatch (tool args callback)
+  "Check model-produced ARGS for TOOL, run its handler, call CALLBACK.
+Invalid or abandoned calls never reach the handler: CALLBACK gets the
+retry guidance.  A committed repair's note is appended to the result,
+error results included."
+  (let* ((check (mevedel-tool-repair-check tool args t))
+         (outcome (plist-get check :outcome))
+         (event (mevedel-tool-repair-event tool check)))
+    (if (memq outcome '(invalid abandoned))
+        (progn
+          (mevedel-tool-repair-record (append event '(:executed nil :result refused)))
+          (funcall callback (plist-get check :guidance)))
+      (let ((note (plist-get check :note))
+            (handler-args (mevedel-tool-handler-args (plist-get check :args)))
+            (done nil))
+        (cl-flet ((finish (result status)
+                    (unless done
+                      (setq done t)
+                      (when event
+                        (mevedel-tool-repair-record
+                         (append event (list :executed t :result status))))
+                      (funcall callback (mevedel-tool-repair-attach-note result note)))))
+          (if (mevedel-tool-async-p tool)
+              (condition-case err
+                  (funcall (mevedel-tool-handler tool)
+                           (lambda (result) (finish result 'ok)) handler-args)
+                (error (finish (format "Error: %s" (error-message-string err)) 'error)))
+            (pcase-let ((`(,result . ,status)
+                         (condition-case err
+                             (cons (funcall (mevedel-tool-handler tool) handler-args) 'ok)
+                           (error (cons (format "Error: %s" (error-message-string err))
+                                        'error)))))
+              (finish result status))))))))
+
+(defun mevedel-tool-repair-event (tool check)
+  "Return the redacted event for CHECK of TOOL, or nil for a valid call."
+  (let ((outcome (plist-get check :outcome))
+        (context (bound-and-true-p mevedel-tool-repair-gptel-context)))
+    (unless (eq outcome 'valid)
+      (list :time (float-time)
+            :backend (plist-get context :backend)
+            :model (plist-get context :model)
+            :tool (mevedel-tool-identity tool)
+            :origin mevedel-tool-repair-origin
+            :outcome outcome
+            :rules (mapcar #'cadr (plist-get check :audit))
+            :schema-paths (delete-dups
+                           (append (mapcar #'cadddr (plist-get check :audit))
+                                   (mapcar #'cadr (plist-get check :issues))))
+            :shapes (mapcar (lambda (a) (cons (nth 4 a) (nth 5 a)))
+                            (plist-get check :audit))))))
+
+(provide 'mevedel-tool-repair)
+;;; mevedel-tool-repair.el ends here

@@ -1,0 +1,291 @@
+;;; tool-registry-test.el --- Tests of mevedel-define-tool and the registry  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; The macro's expansion-time checks, summaries, replacement on
+;; re-registration, provider-schema lowering through the module for
+;; every DSL type, per-request schema copies, gptel registration and
+;; positional-argument conversion, wrapped gptel tools, and ToolSearch.
+
+;;; Code:
+
+(require 'mevedel-test-helpers)
+(require 'mevedel-tool-registry)
+(require 'mevedel-tool-repair)
+(require 'gptel-request)
+
+(defconst mevedel-tool-registry-test--category "mevedel-registry-test")
+
+(defmacro mevedel-tool-registry-test--with-clean (&rest body)
+  "Run BODY, then drop every tool of the test category."
+  (declare (indent 0))
+  `(unwind-protect (progn ,@body)
+     (dolist (tool (mevedel-tool-all))
+       (when (equal (mevedel-tool-category tool) mevedel-tool-registry-test--category)
+         (mevedel-tool-unregister (mevedel-tool-name tool) mevedel-tool-registry-test--category)))))
+
+(defun mevedel-tool-registry-test--expansion-error (form)
+  "Return the message of the declaration error FORM raises when expanded."
+  (let ((err (should-error (macroexpand-all form) :type 'mevedel-tool-declaration-error)))
+    (cadr err)))
+
+;;;; The macro
+
+(ert-deftest mevedel-tool-registry:unknown-keyword-is-an-expansion-error ()
+  (let ((message (mevedel-tool-registry-test--expansion-error
+                  '(mevedel-define-tool Bogus
+                     :description "D." :function #'ignore :read-only t))))
+    (should (string-match-p "mevedel-define-tool Bogus: unknown keyword :read-only" message)))
+  ;; Expansion alone failed: nothing was registered.
+  (should-not (mevedel-tool-get "Bogus"))
+  ;; Byte-compiling a file with the form fails too, at compile time.
+  (let ((file (make-temp-file "mevedel-bad-tool" nil ".el")))
+    (unwind-protect
+        (progn
+          (with-temp-file file
+            (insert ";;; -*- lexical-binding: t -*-\n(require 'mevedel-tool-registry)\n"
+                    "(mevedel-define-tool Bogus :description \"D.\" :function #'ignore :bogus 1)\n"))
+          (should-not (byte-compile-file file)))
+      (delete-file file)
+      (ignore-errors (delete-file (concat file "c")))))
+  (should-not (mevedel-tool-get "Bogus")))
+
+(ert-deftest mevedel-tool-registry:malformed-declarations-are-expansion-errors ()
+  (dolist (case '(((mevedel-define-tool T :function #'ignore) ":description is required")
+                  ((mevedel-define-tool T :description "D." :function #'ignore :args ((x strin :required "d")))
+                   "argument x: unknown type strin")
+                  ((mevedel-define-tool T :description "D." :function #'ignore :args ((x string "d")))
+                   "say :required or :optional")
+                  ((mevedel-define-tool T :description "D." :function #'ignore
+                                        :args ((x string :optional "d" :bogus 1)))
+                   "argument x: unknown extra :bogus")
+                  ((mevedel-define-tool T :description "D." :function #'ignore
+                                        :args ((x string :optional "d" :access read)))
+                   ":access read is only for path-or-resource")
+                  ((mevedel-define-tool T :description "D." :function #'ignore
+                                        :args ((x string :optional "d") (x integer :optional "e")))
+                   "argument x is declared twice")
+                  ((mevedel-define-tool T :description "D." :function #'ignore
+                                        :args ((x array :optional "d" :items (:type nope))))
+                   "unknown type nope")
+                  ((mevedel-define-tool T :description "D." :function #'ignore :summary)
+                   "odd number")))
+    (should (string-match-p (regexp-quote (cadr case))
+                            (mevedel-tool-registry-test--expansion-error (car case))))))
+
+(ert-deftest mevedel-tool-registry:semantic-mistakes-fail-registration-with-context ()
+  (let ((err (should-error
+              (mevedel-define-tool BadBounds
+                :description "D." :function #'ignore
+                :category mevedel-tool-registry-test--category
+                :args ((x string :optional "d" :minimum 1)))
+              :type 'mevedel-core-schema-error)))
+    (should (string-match-p "tool BadBounds: argument x: :minimum is only allowed for integer and number"
+                            (cadr err))))
+  (should-not (mevedel-tool-get "BadBounds" mevedel-tool-registry-test--category)))
+
+;;;; Summaries and replacement
+
+(ert-deftest mevedel-tool-registry:summary-defaults-to-first-sentence-within-160 ()
+  (mevedel-tool-registry-test--with-clean
+    (let ((short (mevedel-define-tool Short
+                   :description "Read one file. Then explain much more about it."
+                   :function #'ignore :category mevedel-tool-registry-test--category))
+          (long (mevedel-define-tool Long
+                  :description (concat (mapconcat #'identity (make-list 50 "word") " ") ". Next.")
+                  :function #'ignore :category mevedel-tool-registry-test--category))
+          (given (mevedel-define-tool Given
+                   :description "Whatever. More." :summary "Track plan items."
+                   :function #'ignore :category mevedel-tool-registry-test--category)))
+      (should (equal (mevedel-tool-summary short) "Read one file."))
+      (should (<= (length (mevedel-tool-summary long)) 160))
+      (should (string-prefix-p "word word" (mevedel-tool-summary long)))
+      (should (equal (mevedel-tool-summary given) "Track plan items.")))))
+
+(ert-deftest mevedel-tool-registry:reregistering-replaces ()
+  (mevedel-tool-registry-test--with-clean
+    (let* ((cat mevedel-tool-registry-test--category)
+           (count (length (mevedel-tool-all)))
+           (first (mevedel-define-tool Twice :description "First." :function #'ignore
+                                       :category cat :args ((a string :required "A."))))
+           (second (mevedel-define-tool Twice :description "Second." :function #'ignore
+                                        :category cat :args ((b integer :optional "B.")))))
+      (should (= (length (mevedel-tool-all)) (1+ count)))
+      (should (eq (mevedel-tool-get "Twice" cat) second))
+      (should-not (eq first second))
+      (should (equal (mevedel-tool-shape (mevedel-tool-get "Twice" cat)) "(Twice [:b integer])"))
+      (let ((gptel-tool (gptel-get-tool (list cat "Twice"))))
+        (should (equal (gptel-tool-description gptel-tool) "Second."))
+        (should (= 1 (length (alist-get cat gptel--known-tools nil nil #'equal)))))
+      ;; The old handle still works on its own schema; the new one differs.
+      (should (eq 'valid (plist-get (mevedel-tool-repair-check first '(:a "x")) :outcome)))
+      (should (eq 'invalid (plist-get (mevedel-tool-repair-check second '(:a "x")) :outcome))))))
+
+;;;; Provider schemas
+
+(ert-deftest mevedel-tool-registry:lowering-golden-for-every-type ()
+  (mevedel-tool-registry-test--with-clean
+    (let ((tool (mevedel-define-tool Every
+                  :description "Every type." :function #'ignore
+                  :category mevedel-tool-registry-test--category
+                  :args ((s string :required "Text." :enum ("a" "b"))
+                         (p path :optional "File.")
+                         (r path-or-resource :optional "Source." :access read)
+                         (i integer :optional "Count." :minimum 0 :maximum 9)
+                         (n number :optional "Ratio." :minimum 0.5)
+                         (b boolean :optional "Flag.")
+                         (a array :optional "Files." :items path :minItems 1 :maxItems 3)
+                         (o object :optional "Options."
+                            :properties (k (:type integer :description "K.") v string)
+                            :required (k))))))
+      (should (equal (json-serialize (mevedel-tool-provider-schema tool)
+                                     :false-object :json-false)
+                     (concat
+                      "{\"additionalProperties\":false,\"properties\":{"
+                      "\"a\":{\"description\":\"Files.\",\"items\":{\"description\":"
+                      "\"Pass a raw filesystem path, not Markdown or a URL.\",\"type\":\"string\"},"
+                      "\"maxItems\":3,\"minItems\":1,\"type\":\"array\"},"
+                      "\"b\":{\"description\":\"Flag.\",\"type\":\"boolean\"},"
+                      "\"i\":{\"description\":\"Count.\",\"maximum\":9,\"minimum\":0,\"type\":\"integer\"},"
+                      "\"n\":{\"description\":\"Ratio.\",\"minimum\":0.5,\"type\":\"number\"},"
+                      "\"o\":{\"additionalProperties\":false,\"description\":\"Options.\","
+                      "\"properties\":{\"k\":{\"description\":\"K.\",\"type\":\"integer\"},"
+                      "\"v\":{\"type\":\"string\"}},\"required\":[\"k\"],\"type\":\"object\"},"
+                      "\"p\":{\"description\":\"File. Pass a raw filesystem path, not Markdown or a URL.\","
+                      "\"type\":\"string\"},"
+                      "\"r\":{\"description\":\"Source.\",\"type\":\"string\"},"
+                      "\"s\":{\"description\":\"Text.\",\"enum\":[\"a\",\"b\"],\"type\":\"string\"}},"
+                      "\"required\":[\"s\"],\"type\":\"object\"}")))
+      ;; gptel gets the same per-argument schemas, in declaration order.
+      (should (equal (mapcar (lambda (a) (plist-get a :name)) (mevedel-tool-gptel-args tool))
+                     '("s" "p" "r" "i" "n" "b" "a" "o")))
+      (should (plist-get (nth 1 (mevedel-tool-gptel-args tool)) :optional))
+      (should-not (plist-member (nth 0 (mevedel-tool-gptel-args tool)) :optional))
+      (should (equal (mevedel-tool-shape tool)
+                     (concat "(Every :s string [:p string] [:r string] [:i integer] [:n number]"
+                             " [:b boolean] [:a array] [:o object])"))))))
+
+(ert-deftest mevedel-tool-registry:per-request-copies-never-leak ()
+  (mevedel-tool-registry-test--with-clean
+    (let* ((args '((role string :required "Role." :enum ("a" "b"))))
+           (tool (mevedel-tool-register "Agentish"
+                                        (list :description "D." :function #'ignore
+                                              :category mevedel-tool-registry-test--category
+                                              :args args)))
+           (copy (mevedel-tool-provider-schema-copy tool)))
+      ;; A request narrows the enum on its copy.
+      (plist-put (plist-get (plist-get copy :properties) :role) :enum ["only"])
+      (should (equal (plist-get (plist-get (plist-get (mevedel-tool-provider-schema tool)
+                                                      :properties)
+                                           :role)
+                                :enum)
+                     ["a" "b"]))
+      ;; Changing what gptel holds does not reach the registry either.
+      (plist-put (car (gptel-tool-args (mevedel-tool-gptel-tool tool))) :enum ["x"])
+      (should (equal (plist-get (car (mevedel-tool-gptel-args tool)) :enum) ["a" "b"]))
+      ;; The authored DSL stays as declared.
+      (should (equal (mevedel-tool-args tool) '((role string :required "Role." :enum ("a" "b")))))
+      ;; A second registration builds its own schema.
+      (let ((again (mevedel-tool-register "Agentish"
+                                          (list :description "D." :function #'ignore
+                                                :category mevedel-tool-registry-test--category
+                                                :args args))))
+        (should-not (eq (mevedel-tool-provider-schema again) (mevedel-tool-provider-schema tool)))
+        (should (equal (plist-get (plist-get (plist-get (mevedel-tool-provider-schema again)
+                                                        :properties)
+                                             :role)
+                                  :enum)
+                       ["a" "b"]))))))
+
+;;;; gptel
+
+(ert-deftest mevedel-tool-registry:gptel-positional-args-become-a-plist ()
+  (mevedel-tool-registry-test--with-clean
+    (let* ((seen nil)
+           (tool (mevedel-define-tool Pos
+                   :description "Positional." :category mevedel-tool-registry-test--category
+                   :function (lambda (args) (setq seen args) "done")
+                   :args ((a string :required "A.") (b boolean :optional "B.")
+                          (c integer :optional "C."))))
+           (gptel-tool (gptel-get-tool (list mevedel-tool-registry-test--category "Pos")))
+           (result nil))
+      (should (eq gptel-tool (mevedel-tool-gptel-tool tool)))
+      (should (gptel-tool-async gptel-tool))
+      ;; gptel calls (FUNCTION CALLBACK A B C) with nil for absent arguments.
+      (funcall (gptel-tool-function gptel-tool) (lambda (r) (setq result r)) "x" :json-false nil)
+      (should (equal seen '(:a "x" :b nil)))
+      (should (equal result "done"))
+      (should (equal (mevedel-tool-args-from-positional tool '("x" :json-false nil))
+                     '(:a "x" :b :json-false))))))
+
+(ert-deftest mevedel-tool-registry:wrapped-gptel-tool-freezes-its-contract ()
+  (mevedel-tool-registry-test--with-clean
+    (let* ((cat mevedel-tool-registry-test--category)
+           (src-cat "mevedel-registry-test-source")
+           (_source (gptel-make-tool :name "shout" :category src-cat
+                                     :description "Upcase a word. Loudly."
+                                     :args (list '(:name "word" :type string :description "W."))
+                                     :function #'upcase))
+           (tool (mevedel-define-tool Shout :wrap (list src-cat "shout") :category cat))
+           (result nil))
+      (unwind-protect
+          (progn
+            (should (equal (mevedel-tool-identity tool) (format "%s/Shout" cat)))
+            (should (equal (mevedel-tool-shape tool) (format "(%s/Shout :word string)" cat)))
+            (should (equal (mevedel-tool-summary tool) "Upcase a word."))
+            (funcall (gptel-tool-function (mevedel-tool-gptel-tool tool))
+                     (lambda (r) (setq result r)) "hey")
+            (should (equal result "HEY"))
+            ;; A reconnect replacing the function with the same contract is fine.
+            (gptel-make-tool :name "shout" :category src-cat :description "Upcase a word."
+                             :args (list '(:name "word" :type string :description "W."))
+                             :function (lambda (w) (concat (upcase w) "!")))
+            (funcall (gptel-tool-function (mevedel-tool-gptel-tool tool))
+                     (lambda (r) (setq result r)) "hey")
+            (should (equal result "HEY!"))
+            ;; Contract drift fails the call.
+            (gptel-make-tool :name "shout" :category src-cat :description "Upcase a word."
+                             :args (list '(:name "text" :type string :description "T."))
+                             :function #'upcase)
+            (funcall (gptel-tool-function (mevedel-tool-gptel-tool tool))
+                     (lambda (r) (setq result r)) "hey")
+            (should (string-match-p "changed since it was wrapped" result)))
+        (setq gptel--known-tools (assoc-delete-all src-cat gptel--known-tools))))))
+
+;;;; ToolSearch
+
+(ert-deftest mevedel-tool-registry:tool-search-matches-and-renders ()
+  (mevedel-tool-registry-test--with-clean
+    (let* ((cat mevedel-tool-registry-test--category)
+           (tools (list (mevedel-define-tool Imenu :description "Fast outline of a file."
+                          :function #'ignore :category cat :groups '("navigation")
+                          :args ((file_path path :required "File.")))
+                        (mevedel-define-tool Xref :description "Find references."
+                          :function #'ignore :category cat :groups '("navigation")
+                          :args ((symbol string :required "Name.")
+                                 (limit integer :optional "Max." :minimum 1))))))
+      (dotimes (i 25)
+        (push (mevedel-tool-register (format "Task%02d" i)
+                                     (list :description "Track a checklist item." :function #'ignore
+                                           :category cat :groups '("planning")))
+              tools))
+      (let ((few (mevedel-tool-search "NAVIGATION" tools)))
+        (should (eq (plist-get few :kind) 'contracts))
+        (should (equal (plist-get few :shown) '("Imenu" "Xref")))
+        (should (string-match-p "Calling shape: (Xref :symbol string \\[:limit integer\\])"
+                                (plist-get few :text))))
+      (let ((exact (mevedel-tool-search "xref" tools)))
+        (should (equal (plist-get exact :shown) '("Xref"))))
+      (let ((broad (mevedel-tool-search "planning navigation" tools)))
+        (should (eq (plist-get broad :kind) 'shapes))
+        (should (= (plist-get broad :total) 27))
+        (should (= (length (plist-get broad :shown)) 20))
+        (should (string-match-p "showing the first 20" (plist-get broad :text))))
+      (let ((none (mevedel-tool-search "zebra" tools)))
+        (should (eq (plist-get none :kind) 'none))
+        (should (string-match-p (regexp-quote (format "%s, navigation, planning." cat))
+                                (plist-get none :text))))
+      (should (string-match-p "^## Imenu" (mevedel-tool-contract (mevedel-tool-get "Imenu" cat)))))))
+
+(provide 'tool-registry-test)
+;;; tool-registry-test.el ends here

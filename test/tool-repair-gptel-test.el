@@ -1,0 +1,222 @@
+;;; tool-repair-gptel-test.el --- null, false, {} and [] through real gptel parsing  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; Canned provider responses (no network) go through gptel's own
+;; OpenAI and Anthropic parsers, streaming and not, and then through
+;; `gptel--handle-tool-use' into a registered mevedel tool.  The
+;; arguments mevedel receives must encode back to exactly the JSON the
+;; provider sent: JSON null, false, empty object and empty array all
+;; kept apart.  A control run without the bridge shows the loss the
+;; bridge prevents.
+
+;;; Code:
+
+(require 'mevedel-test-helpers)
+(require 'mevedel-tool-registry)
+(require 'mevedel-tool-repair)
+(require 'mevedel-tool-repair-gptel)
+(require 'gptel-request)
+(require 'gptel-openai)
+(require 'gptel-anthropic)
+
+(defconst mevedel-tool-repair-gptel-test--args
+  "{\"n\":null,\"f\":false,\"o\":{},\"a\":[],\"nested\":{\"x\":null,\"y\":[{}],\"z\":false},\"s\":\"text\"}"
+  "Tool-call arguments as the provider sends them.")
+
+(defun mevedel-tool-repair-gptel-test--tool ()
+  "Register and return the probe tool whose arguments cover every case."
+  (mevedel-tool-register
+   "Probe"
+   (list :description "Probe argument decoding." :function (lambda (_) "ran")
+         :category "mevedel-gptel-test"
+         :args '((n string :optional "Maybe null.")
+                 (f boolean :optional "False.")
+                 (o object :optional "Empty object.")
+                 (a array :optional "Empty array." :items string)
+                 (nested object :optional "Nested."
+                         :properties (x string y (:type array :items object) z boolean))
+                 (s string :required "Text.")))))
+
+(defun mevedel-tool-repair-gptel-test--info (backend tool)
+  "Return a fresh request INFO plist for BACKEND offering TOOL."
+  (list :backend backend :model 'test-model :data (list :messages [])
+        :buffer (current-buffer) :callback #'ignore
+        :tools (list (mevedel-tool-gptel-tool tool))))
+
+(defun mevedel-tool-repair-gptel-test--fsm (info)
+  "Return a request state machine over INFO that can never send anything.
+It has no transition table and no handlers, so finishing the tool calls
+moves it to state nil and stops there."
+  (gptel-make-fsm :state 'TOOL :table nil :handlers nil :info info))
+
+(defun mevedel-tool-repair-gptel-test--run-tools (info)
+  "Run the tool calls gptel captured in INFO; return the JSON mevedel got."
+  (let* ((captured nil)
+         (mevedel-tool-dispatch-function
+          (lambda (_tool args callback)
+            (push (mevedel-tool-json-encode args) captured)
+            (funcall callback "ok"))))
+    (gptel--handle-tool-use (mevedel-tool-repair-gptel-test--fsm info))
+    captured))
+
+(defun mevedel-tool-repair-gptel-test--sse (events)
+  "Return an SSE stream of EVENTS, each (NAME . PLIST) or a PLIST."
+  (mapconcat (lambda (e)
+               (if (stringp (car-safe e))
+                   (format "event: %s\ndata: %s\n\n" (car e) (json-serialize (cdr e)))
+                 (format "data: %s\n\n" (if (stringp e) e (json-serialize e)))))
+             events ""))
+
+(defun mevedel-tool-repair-gptel-test--parts (string)
+  "Split STRING into three chunks, as a streaming provider would."
+  (let ((third (/ (length string) 3)))
+    (list (substring string 0 third) (substring string third (* 2 third))
+          (substring string (* 2 third)))))
+
+;;;; OpenAI
+
+(defun mevedel-tool-repair-gptel-test--openai ()
+  "Return an OpenAI Chat Completions backend.
+gptel picks its Responses API backend for api.openai.com, so the test
+backend names another host, as OpenAI-compatible servers do."
+  (gptel-make-openai "mevedel-test-openai" :key "k" :host "localhost:1" :protocol "http"
+                     :models '(test-model)))
+
+(defun mevedel-tool-repair-gptel-test--openai-nonstream (tool)
+  "Parse a canned non-streaming OpenAI response for TOOL; return captured JSON."
+  (let* ((backend (mevedel-tool-repair-gptel-test--openai))
+         (info (mevedel-tool-repair-gptel-test--info backend tool))
+         (body (json-serialize
+                `(:id "chatcmpl-1" :object "chat.completion" :model "test-model"
+                      :choices [(:index 0 :finish_reason "tool_calls"
+                                        :message (:role "assistant" :content :null
+                                                        :tool_calls [(:id "call_1" :type "function"
+                                                                          :function (:name "Probe" :arguments ,mevedel-tool-repair-gptel-test--args))]))]
+                      :usage (:prompt_tokens 1 :completion_tokens 1 :total_tokens 2)))))
+    (with-temp-buffer
+      (insert body)
+      (goto-char (point-min))
+      (gptel--parse-response backend (gptel--json-read) info))
+    (mevedel-tool-repair-gptel-test--run-tools info)))
+
+(ert-deftest mevedel-tool-repair-gptel:openai-nonstreaming-round-trip ()
+  (let ((tool (mevedel-tool-repair-gptel-test--tool)))
+    (should (equal (mevedel-tool-repair-gptel-test--openai-nonstream tool)
+                   (list mevedel-tool-repair-gptel-test--args)))))
+
+(ert-deftest mevedel-tool-repair-gptel:without-the-bridge-null-and-empty-object-are-lost ()
+  (let ((tool (mevedel-tool-repair-gptel-test--tool)))
+    (unwind-protect
+        (progn
+          (mevedel-tool-repair-gptel-uninstall)
+          (let ((got (car (mevedel-tool-repair-gptel-test--openai-nonstream tool))))
+            (should-not (equal got mevedel-tool-repair-gptel-test--args))
+            ;; null and {} both became nil, that is "absent".
+            (should-not (string-match-p "\"n\"" got))
+            (should-not (string-match-p "\"o\"" got))))
+      (mevedel-tool-repair-gptel-install))))
+
+(ert-deftest mevedel-tool-repair-gptel:openai-streaming-round-trip ()
+  (let* ((tool (mevedel-tool-repair-gptel-test--tool))
+         (backend (mevedel-tool-repair-gptel-test--openai))
+         (info (mevedel-tool-repair-gptel-test--info backend tool))
+         (chunk (lambda (delta &optional finish)
+                  `(:id "c" :object "chat.completion.chunk"
+                        :choices [(:index 0 :delta ,delta :finish_reason ,(or finish :null))]))))
+    (with-temp-buffer
+      (insert (mevedel-tool-repair-gptel-test--sse
+               (append
+                (list (funcall chunk '(:role "assistant" :content :null
+                                             :tool_calls [(:index 0 :id "call_1" :type "function"
+                                                                  :function (:name "Probe" :arguments ""))])))
+                (mapcar (lambda (part)
+                          (funcall chunk `(:tool_calls [(:index 0 :function (:arguments ,part))])))
+                        (mevedel-tool-repair-gptel-test--parts mevedel-tool-repair-gptel-test--args))
+                (list (funcall chunk '(:content :null) "tool_calls")
+                      "[DONE]"))))
+      (goto-char (point-min))
+      (gptel-curl--parse-stream backend info))
+    (should (equal (mevedel-tool-repair-gptel-test--run-tools info)
+                   (list mevedel-tool-repair-gptel-test--args)))))
+
+;;;; Anthropic
+
+(ert-deftest mevedel-tool-repair-gptel:anthropic-nonstreaming-round-trip ()
+  (let* ((tool (mevedel-tool-repair-gptel-test--tool))
+         (backend (gptel-make-anthropic "mevedel-test-anthropic" :key "k" :models '(test-model)))
+         (info (mevedel-tool-repair-gptel-test--info backend tool))
+         (input (json-parse-string mevedel-tool-repair-gptel-test--args :object-type 'alist
+                                   :null-object :null :false-object :json-false))
+         (body (json-serialize
+                `((id . "msg_1") (type . "message") (role . "assistant") (model . "test-model")
+                  (content . [((type . "tool_use") (id . "toolu_1") (name . "Probe")
+                               (input . ,input))])
+                  (stop_reason . "tool_use")
+                  (usage . ((input_tokens . 1) (output_tokens . 1))))
+                :null-object :null :false-object :json-false)))
+    (should (string-match-p (regexp-quote mevedel-tool-repair-gptel-test--args) body))
+    (with-temp-buffer
+      (insert body)
+      (goto-char (point-min))
+      (gptel--parse-response backend (gptel--json-read) info))
+    (should (equal (mevedel-tool-repair-gptel-test--run-tools info)
+                   (list mevedel-tool-repair-gptel-test--args)))))
+
+(ert-deftest mevedel-tool-repair-gptel:anthropic-streaming-round-trip ()
+  (let* ((tool (mevedel-tool-repair-gptel-test--tool))
+         (backend (gptel-make-anthropic "mevedel-test-anthropic" :key "k" :models '(test-model)))
+         (info (mevedel-tool-repair-gptel-test--info backend tool)))
+    (with-temp-buffer
+      (insert (mevedel-tool-repair-gptel-test--sse
+               (append
+                (list '("message_start" :type "message_start"
+                        :message (:id "msg_1" :type "message" :role "assistant" :content []
+                                      :usage (:input_tokens 1 :output_tokens 1)))
+                      '("content_block_start" :type "content_block_start" :index 0
+                        :content_block (:type "tool_use" :id "toolu_1" :name "Probe" :input ())))
+                (mapcar (lambda (part)
+                          `("content_block_delta" :type "content_block_delta" :index 0
+                            :delta (:type "input_json_delta" :partial_json ,part)))
+                        (mevedel-tool-repair-gptel-test--parts mevedel-tool-repair-gptel-test--args))
+                (list '("content_block_stop" :type "content_block_stop" :index 0)
+                      '("message_delta" :type "message_delta"
+                        :delta (:stop_reason "tool_use") :usage (:output_tokens 5))
+                      '("message_stop" :type "message_stop")))))
+      (goto-char (point-min))
+      (gptel-curl--parse-stream backend info))
+    (should (equal (mevedel-tool-repair-gptel-test--run-tools info)
+                   (list mevedel-tool-repair-gptel-test--args)))))
+
+;;;; End to end with the default dispatcher
+
+(ert-deftest mevedel-tool-repair-gptel:null-reaches-repair-and-context-reaches-the-log ()
+  (let* ((tool (mevedel-tool-repair-gptel-test--tool))
+         (session (make-symbol "session"))
+         (mevedel-tool-repair-session-function (lambda () session))
+         (backend (mevedel-tool-repair-gptel-test--openai))
+         (info (mevedel-tool-repair-gptel-test--info backend tool)))
+    (unwind-protect
+        (progn
+          (with-temp-buffer
+            (insert (json-serialize
+                     `(:choices [(:index 0 :finish_reason "tool_calls"
+                                         :message (:role "assistant" :content :null
+                                                         :tool_calls [(:id "call_1" :type "function"
+                                                                           :function (:name "Probe" :arguments ,mevedel-tool-repair-gptel-test--args))]))])))
+            (goto-char (point-min))
+            (gptel--parse-response backend (gptel--json-read) info))
+          (gptel--handle-tool-use (mevedel-tool-repair-gptel-test--fsm info))
+          (let ((result (plist-get (car (plist-get info :tool-use)) :result)))
+            ;; The nulls were seen as nulls (repaired away), not as absent.
+            (should (string-match-p "\\`ran\n\n\\[Note: " result))
+            (should (string-match-p "omitted the explicit null for optional `n`" result))
+            (should (string-match-p "omitted the explicit null for optional `nested/x`" result)))
+          (let ((event (car (mevedel-tool-repair-session-log session))))
+            (should (equal (plist-get event :backend) "mevedel-test-openai"))
+            (should (equal (plist-get event :model) "test-model"))
+            (should (eq (plist-get event :outcome) 'repaired))))
+      (mevedel-tool-repair-log-forget session))))
+
+(provide 'tool-repair-gptel-test)
+;;; tool-repair-gptel-test.el ends here
