@@ -42,61 +42,6 @@
   '(("Read" . :file_path) ("Glob" . :path) ("Grep" . :path))
   "The path-or-resource argument of each tool.")
 
-;;;; Descriptions
-
-(defconst mevedel-tool-fs-read-description
-  "Read a text file, a directory listing, or a resource address, with numbered lines.
-
-When to use: you know the file or resource you need (a source file,
-work://notes.md, artifact://tool-results/..., mevedel://tools/files.md).
-
-When NOT to use: to find files by name (Glob) or text inside files (Grep).
-
-How to use: file_path is a path or a scheme:// address.  Pages show
-`limit' lines (default 2000) from line `offset' (from 1); lines over
-2000 characters are cut with an exact char_offset continuation.  An
-offset past the last line is an error naming the lines that exist and
-a working last-page call.  Directories and bare addresses (work://,
-artifact://, mevedel://, skill://, memory://root) list their entries.
-Images and PDFs are not shown yet.  Manual: Read mevedel://tools/files.md."
-  "Model-facing description of Read.")
-
-(defconst mevedel-tool-fs-glob-description
-  "List files whose path matches a glob pattern, sorted by path.
-
-When to use: find files by name or location, e.g. \"**/*.el\" or \"src/**/*.rs\".
-
-When NOT to use: to search file contents (Grep).
-
-How to use: pattern is relative to path (default: the working directory;
-a resource address works too).  A pattern without / matches file names at
-any depth; one with / is anchored at path.  Hidden files are listed,
-ignore files do not apply, VCS directories and symbolic links are
-skipped; absolute patterns and .. are refused.  A search running past the
-time limit returns labelled partial results.  Manual: Read
-mevedel://tools/files.md."
-  "Model-facing description of Glob.")
-
-(defconst mevedel-tool-fs-grep-description
-  "Search file contents with a regular expression (ripgrep syntax).
-
-When to use: find where something is defined or used, which files mention
-it, or how often it occurs.
-
-When NOT to use: to list files by name (Glob) or to read a known file (Read).
-
-How to use: pattern is required.  output_mode is files_with_matches
-(default), content (path:line:text) or count.  Narrow with path (a file,
-directory or resource address), glob (\"*.el\") or type (\"rust\").  In
-content mode: -A/-B/-C context, -n line numbers (default on), -i ignores
-case, multiline lets patterns span lines.  head_limit (default 250, 0 for
-all) and offset page the output lines; an offset past the last line is
-an error, not \"no matches\".  Hidden files are searched, .gitignore is
-respected while walking, VCS directories are skipped.  Past the time limit
-you get labelled partial results: narrow path, glob or type.  Manual:
-Read mevedel://tools/files.md."
-  "Model-facing description of Grep.")
-
 ;;;; Arguments
 
 (defun mevedel-tool-fs--value (args key)

@@ -267,5 +267,53 @@ Binds `ws', `session' and `outside' (directory names)."
             (should (string-match-p "narrow `path'\\|narrow `path`" text))))
       (delete-directory dir t))))
 
+;;;; Registration
+
+(require 'mevedel-tool-fs-registration)
+
+(ert-deftest mevedel-tool-fs:registered-with-contracts-and-manual ()
+  (dolist (case '(("Read" nil) ("Glob" 30000) ("Grep" 20000)))
+    (let ((tool (mevedel-tool-get (car case) "filesystem")))
+      (should tool)
+      (should (mevedel-tool-async-p tool))
+      (should (mevedel-tool-read-only-p tool))
+      (should (equal (mevedel-tool-max-result-size tool) (cadr case)))
+      (let ((d (mevedel-tool-description tool)))
+        (dolist (part '("When to use" "When NOT to use" "How to use" "mevedel://tools/files.md"))
+          (should (string-search part d))))
+      ;; path-or-resource arguments do not get the raw-path guidance.
+      (should-not (string-search "Pass a raw filesystem path"
+                                 (format "%S" (mevedel-tool-provider-schema tool)))))))
+
+(ert-deftest mevedel-tool-fs:registered-tools-run-through-the-dispatcher ()
+  (mevedel-tool-fs-test--with-workspace
+    (let ((grep (mevedel-tool-get "Grep" "filesystem"))
+          (result nil))
+      (mevedel-tool-repair-dispatch grep '(:pattern "defun" :path "work://" :head_limit "10")
+                                    (lambda (r) (setq result r)))
+      (mevedel-test-wait-until result)
+      (should (string-prefix-p "work://notes.txt\nwork://plans/p.md\n" result))
+      (setq result nil)
+      (mevedel-tool-repair-dispatch (mevedel-tool-get "Read" "filesystem")
+                                    '(:file_path "work://nope.txt")
+                                    (lambda (r) (setq result r)))
+      (mevedel-test-wait-until result)
+      (should (string-prefix-p "Error: " result)))))
+
+(ert-deftest mevedel-tool-fs:pipeline-seam-prepares-addresses-before-permission ()
+  (mevedel-tool-fs-test--with-workspace
+    (let* ((grep (mevedel-tool-get "Grep" "filesystem"))
+           (args (mevedel-tool-fs-prepare-pipeline-args
+                  (list :tool grep :args '(:pattern "x" :path "work://plans") :workspace ws))))
+      (should (plist-get args mevedel-tool-fs-attempt-key))
+      (should (equal (plist-get args :path) "work://plans"))
+      (should-error (mevedel-tool-fs-prepare-pipeline-args
+                     (list :tool grep :args '(:pattern "x" :path "work://a/../b") :workspace ws))
+                    :type 'mevedel-core-resource-error)
+      (should-error (mevedel-tool-fs-prepare-pipeline-args
+                     (list :tool (mevedel-tool-get "Glob" "filesystem")
+                           :args '(:pattern "*" :path "agent://") :workspace ws))
+                    :type 'mevedel-core-resource-error))))
+
 (provide 'tool-fs-test)
 ;;; tool-fs-test.el ends here
