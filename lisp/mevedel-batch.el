@@ -101,7 +101,12 @@
   "Return VALUE (decoded tool arguments) in a form `json-serialize' accepts."
   (cond ((eq value :json-false) :false)
         ((eq value t) t)
-        ((null value) :null)
+        ((or (null value) (eq value :null)) :null)
+        ((hash-table-p value)
+         (let ((table (make-hash-table :test #'equal)))
+           (maphash (lambda (k v) (puthash (format "%s" k) (mevedel-batch--json-value v) table))
+                    value)
+           table))
         ((or (stringp value) (numberp value)) value)
         ((keywordp value) (substring (symbol-name value) 1))
         ((symbolp value) (symbol-name value))

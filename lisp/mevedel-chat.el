@@ -32,6 +32,7 @@
 (require 'project)
 (require 'gptel)
 (require 'mevedel-permissions)
+(require 'mevedel-session)
 
 (defgroup mevedel-chat nil
   "Agent sessions."
@@ -66,7 +67,7 @@ FUNCTION is called with the chat and returns a list of `gptel-tool's."
 (cl-defstruct (mevedel-chat (:constructor mevedel-chat--make)
                             (:copier nil))
   "An agent session of one workspace."
-  root name data-buffer
+  root name data-buffer session
   (status 'idle) status-detail
   fsm turn turn-start on-done
   permission-mode session-rules
@@ -104,7 +105,8 @@ That is the project.el project root, else DIRECTORY itself."
         (let* ((name (file-name-nondirectory (directory-file-name root)))
                (chat (mevedel-chat--make :root root :name name
                                          :permission-mode mevedel-permission-mode)))
-          (setf (mevedel-chat-data-buffer chat) (mevedel-chat--make-data-buffer chat))
+          (setf (mevedel-chat-session chat) (mevedel-session-create :workspace root)
+                (mevedel-chat-data-buffer chat) (mevedel-chat--make-data-buffer chat))
           (puthash root chat mevedel-chat--chats)
           chat))))
 
@@ -115,6 +117,7 @@ That is the project.el project root, else DIRECTORY itself."
       (funcall (or gptel-default-mode #'text-mode))
       (setq default-directory (mevedel-chat-root chat))
       (setq-local mevedel-chat--owner chat)
+      (setq-local mevedel-session-current (mevedel-chat-session chat))
       (setq-local gptel-include-tool-results t)
       (setq-local gptel-confirm-tool-calls nil)
       (setq-local gptel-use-tools t)
@@ -128,6 +131,7 @@ That is the project.el project root, else DIRECTORY itself."
   "Forget the chat whose data buffer is being killed, aborting its turn."
   (when-let* ((chat mevedel-chat--owner))
     (ignore-errors (mevedel-chat-abort chat))
+    (mevedel-session-close (mevedel-chat-session chat))
     (remhash (mevedel-chat-root chat) mevedel-chat--chats)))
 
 (defun mevedel-chat-backend-effective (chat)
@@ -455,6 +459,15 @@ Pending permission requests are dropped and late tool results ignored."
 
 ;;;; Running mevedel tools from gptel
 
+(defun mevedel-chat--sort-pending (chat requests)
+  "Return permission REQUESTS of CHAT in the model's call order."
+  (let ((order (and (mevedel-chat-fsm chat)
+                    (plist-get (gptel-fsm-info (mevedel-chat-fsm chat)) :mevedel-call-order))))
+    (cl-stable-sort requests #'<
+                    :key (lambda (request)
+                           (or (cl-position (plist-get request :id) order :test #'equal)
+                               most-positive-fixnum)))))
+
 (cl-defun mevedel-chat-authorize (chat record &key paths read-only-p edits-p callback)
   "Decide whether the call RECORD of CHAT may run; call CALLBACK with the answer.
 PATHS, READ-ONLY-P and EDITS-P describe the call (see
@@ -494,7 +507,8 @@ function takes `once', `session' or `deny'.  Without a prompter
                               (_ (funcall callback
                                           (mevedel-permissions-refusal tool 'user))))))))
            (setf (mevedel-chat-pending chat)
-                 (append (mevedel-chat-pending chat) (list request)))
+                 (mevedel-chat--sort-pending chat (append (mevedel-chat-pending chat)
+                                                          (list request))))
            (mevedel-chat--notify chat 'permission request)
            (funcall (mevedel-chat-prompter chat) chat request)))))))
 

@@ -661,9 +661,8 @@ Signals `mevedel-core-schema-error' naming what is wrong."
 (defun mevedel-core-schema-check (handle arguments repair)
   "Check ARGUMENTS (JSON text) against the tool HANDLE.
 Non-nil REPAIR allows the repair catalogue.  Return t when valid as
-sent, else JSON text with the outcome (repaired, invalid or
-abandoned), the repaired arguments as JSON text, the note or retry
-guidance, the issues and the audit."
+sent, else (repaired ARGS NOTE AUDIT), (invalid GUIDANCE ISSUES) or
+\(abandoned GUIDANCE ISSUES AUDIT); see `mevedel-tool-repair-check'."
   (mevedel-core-ensure)
   (mevedel-core--schema-check handle arguments repair))
 

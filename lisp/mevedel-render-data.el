@@ -24,7 +24,8 @@
 ;; a transcript persisted from it) puts there.  Delimiter-shaped text
 ;; typed by a user or returned by a tool therefore stays visible.
 ;;
-;; OBJECT arguments are a string or a buffer (its accessible portion).
+;; OBJECT arguments are a string or a buffer (its accessible portion,
+;; read by the module in chunks rather than copied as one string).
 
 ;;; Code:
 
@@ -63,30 +64,33 @@ PLIST is not a keyword plist of readable data."
                                                 tool-use-id)))
     (propertize block 'gptel 'mevedel-render-data 'invisible t)))
 
-;;;; Text, offsets and provenance
+;;;; Text and provenance
 
-(defun mevedel-render-data--text (object)
-  "Return OBJECT's text without properties and its offset to positions.
-OBJECT is a string (offset 0) or a buffer (offset `point-min')."
-  (if (bufferp object)
-      (with-current-buffer object
-        (cons (buffer-substring-no-properties (point-min) (point-max)) (point-min)))
-    (cons object 0)))
+(defmacro mevedel-render-data--with-text (object var &rest body)
+  "Run BODY with VAR bound to OBJECT's text argument for the codec.
+A string is passed as it is; for a buffer, BODY runs in it with VAR nil,
+which makes the codec read its accessible portion (positions are then
+buffer positions)."
+  (declare (indent 2))
+  `(if (bufferp ,object)
+       (with-current-buffer ,object (let ((,var nil)) ,@body))
+     (let ((,var ,object)) ,@body)))
 
 (defun mevedel-render-data--spans (string start limit)
-  "Return 0-based spans from START to LIMIT of STRING (nil: current buffer).
+  "Return the spans from START to LIMIT of STRING (nil: current buffer).
 They are the runs whose `gptel' property is `mevedel-render-data'."
   (let ((pos start) (spans nil))
     (while (< pos limit)
       (let ((next (next-single-property-change pos 'gptel string limit)))
         (when (eq (get-text-property pos 'gptel string) 'mevedel-render-data)
-          (push (cons (- pos start) (- next start)) spans))
+          (push (cons pos next) spans))
         (setq pos next)))
     (nreverse spans)))
 
 (defun mevedel-render-data-vouched-spans (object)
-  "Return the 0-based (START . END) spans of OBJECT with render-data provenance.
-Those are the maximal runs whose `gptel' property is `mevedel-render-data'."
+  "Return the (START . END) spans of OBJECT with render-data provenance.
+Those are the maximal runs whose `gptel' property is
+`mevedel-render-data'; positions are string indices or buffer positions."
   (if (bufferp object)
       (with-current-buffer object
         (mevedel-render-data--spans nil (point-min) (point-max)))
@@ -97,26 +101,25 @@ Those are the maximal runs whose `gptel' property is `mevedel-render-data'."
 (defun mevedel-render-data-extract (object tool-use-id)
   "Return the render-data plist of TOOL-USE-ID's block in OBJECT, or nil.
 Only a block bound to TOOL-USE-ID counts; the last one wins."
-  (let ((found (mevedel-core-render-data-extract (car (mevedel-render-data--text object))
-                                                 tool-use-id nil)))
-    (nth 2 found)))
+  (mevedel-render-data--with-text object text
+    (nth 2 (mevedel-core-render-data-extract text tool-use-id nil))))
 
 (defun mevedel-render-data-extract-unbound (object)
   "Return the plist of OBJECT's last unbound block with provenance, or nil."
-  (let ((found (mevedel-core-render-data-extract (car (mevedel-render-data--text object))
-                                                 nil
-                                                 (mevedel-render-data-vouched-spans object))))
-    (nth 2 found)))
+  (let ((vouched (mevedel-render-data-vouched-spans object)))
+    (mevedel-render-data--with-text object text
+      (nth 2 (mevedel-core-render-data-extract text nil vouched)))))
 
 (defun mevedel-render-data-blocks (object)
   "Return OBJECT's well-formed blocks as plists (:start :end :owner).
 Positions are string indices or buffer positions; :owner is the bound
 tool-use ID, nil when unbound, or `invalid'.  Authorisation is the
 caller's business (see `mevedel-render-data-extract')."
-  (pcase-let ((`(,text . ,offset) (mevedel-render-data--text object)))
-    (mapcar (lambda (v) (list :start (+ offset (aref v 0)) :end (+ offset (aref v 1))
-                              :owner (aref v 2)))
-            (mevedel-core-render-data-scan text))))
+  (let ((flat (mevedel-render-data--with-text object text
+                (mevedel-core-render-data-scan text))))
+    (cl-loop for i from 0 below (length flat) by 3
+             collect (list :start (aref flat i) :end (aref flat (1+ i))
+                           :owner (aref flat (+ i 2))))))
 
 ;;;; Stripping and replacing
 
@@ -139,37 +142,38 @@ provenance.  Everything else, text properties included, is kept."
   "Delete from BUFFER the blocks bound to TOOL-USE-ID and provenanced ones.
 These are the blocks `mevedel-render-data-strip' would remove.  Return
 how many were deleted."
-  (with-current-buffer buffer
-    (pcase-let* ((`(,text . ,offset) (mevedel-render-data--text buffer))
-                 (spans (mevedel-core-render-data-spans
-                         text tool-use-id (mevedel-render-data-vouched-spans buffer))))
-      (dolist (span (reverse spans))
-        (delete-region (+ offset (car span)) (+ offset (cdr span))))
-      (length spans))))
+  (let ((vouched (mevedel-render-data-vouched-spans buffer)))
+    (with-current-buffer buffer
+      (let ((spans (mevedel-core-render-data-spans nil tool-use-id vouched)))
+        (dolist (span (reverse spans))
+          (delete-region (car span) (cdr span)))
+        (length spans)))))
 
 (defun mevedel-render-data-replace (object tool-use-id plist)
   "Replace the payload of TOOL-USE-ID's block in OBJECT with PLIST.
 For a string, return the new string (nil when it has no such block).
 For a buffer, replace in place and return non-nil when a block was
 replaced.  The new block keeps its binding and provenance."
-  (pcase-let* ((`(,text . ,offset) (mevedel-render-data--text object))
-               (found (mevedel-core-render-data-extract text tool-use-id nil)))
-    (when found
-      (let ((new (mevedel-render-data-encode plist tool-use-id))
-            (start (nth 0 found)) (end (nth 1 found)))
-        ;; A block at the very start or end may lack its outer newlines.
-        (unless (eq (aref text start) ?\n)
-          (setq new (substring new 1)))
-        (unless (eq (aref text (1- end)) ?\n)
-          (setq new (substring new 0 -1)))
-        (if (bufferp object)
-            (with-current-buffer object
-              (save-excursion
-                (goto-char (+ offset start))
-                (delete-region (+ offset start) (+ offset end))
-                (insert new))
-              t)
-          (concat (substring object 0 start) new (substring object end)))))))
+  (when-let* ((found (mevedel-render-data--with-text object text
+                       (mevedel-core-render-data-extract text tool-use-id nil))))
+    (let* ((start (nth 0 found)) (end (nth 1 found))
+           (char-at (lambda (pos) (if (bufferp object)
+                                      (with-current-buffer object (char-after pos))
+                                    (aref object pos))))
+           (new (mevedel-render-data-encode plist tool-use-id)))
+      ;; A block at the very start or end may lack its outer newlines.
+      (unless (eq (funcall char-at start) ?\n)
+        (setq new (substring new 1)))
+      (unless (eq (funcall char-at (1- end)) ?\n)
+        (setq new (substring new 0 -1)))
+      (if (bufferp object)
+          (with-current-buffer object
+            (save-excursion
+              (goto-char start)
+              (delete-region start end)
+              (insert new))
+            t)
+        (concat (substring object 0 start) new (substring object end))))))
 
 (provide 'mevedel-render-data)
 ;;; mevedel-render-data.el ends here

@@ -208,7 +208,7 @@ MODE's hooks do not run."
 
 (defun mevedel-tool-render-generic (name args result _render-data)
   "Render a call of tool NAME with ARGS and RESULT: the fallback renderer."
-  (let ((key (mevedel-tool-render-arg args :file_path :path :pattern :command :url :query)))
+  (let ((key (mevedel-tool-render-arg args :file_path :path :file :pattern :command :url :query)))
     (list :header (if key
                       (format "%s %s" name (mevedel-tool-render-shorten
                                             (mevedel-tool-render-display-path key)))

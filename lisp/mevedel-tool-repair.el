@@ -109,25 +109,21 @@ Repair is attempted only when MODEL-PRODUCED is non-nil and
   (:outcome invalid :guidance TEXT :issues ISSUES)
   (:outcome abandoned :guidance TEXT :issues ISSUES :audit AUDIT)
 AUDIT is ((RULE-NUMBER RULE-ID INSTANCE-PATH SCHEMA-PATH BEFORE AFTER)
-...) with RULE-ID a symbol, and ISSUES ((INSTANCE-PATH SCHEMA-PATH
-MESSAGE) ...)."
+...), RULE-ID, BEFORE and AFTER (shape names) being symbols; ISSUES is
+\((INSTANCE-PATH SCHEMA-PATH) ...), described in words by the guidance.
+NEW-ARGS come from the module already JSON-faithful."
   (let ((result (mevedel-core-schema-check
                  (mevedel-tool-handle tool)
                  (mevedel-tool-json-encode args)
                  (and model-produced mevedel-tool-input-repair-enabled))))
-    (if (eq result t)
-        (list :outcome 'valid :args args)
-      (let* ((outcome (json-parse-string result :object-type 'plist :array-type 'list))
-             (arguments (plist-get outcome :arguments))
-             (audit (mapcar (lambda (a) (cons (car a) (cons (intern (cadr a)) (cddr a))))
-                            (plist-get outcome :audit))))
-        (pcase (intern (plist-get outcome :outcome))
-          ('repaired (list :outcome 'repaired :args (mevedel-tool-json-decode arguments)
-                           :note (plist-get outcome :note) :audit audit))
-          ('invalid (list :outcome 'invalid :guidance (plist-get outcome :guidance)
-                          :issues (plist-get outcome :issues)))
-          ('abandoned (list :outcome 'abandoned :guidance (plist-get outcome :guidance)
-                            :issues (plist-get outcome :issues) :audit audit)))))))
+    (pcase result
+      ('t (list :outcome 'valid :args args))
+      (`(repaired ,new-args ,note ,audit)
+       (list :outcome 'repaired :args new-args :note note :audit audit))
+      (`(invalid ,guidance ,issues)
+       (list :outcome 'invalid :guidance guidance :issues issues))
+      (`(abandoned ,guidance ,issues ,audit)
+       (list :outcome 'abandoned :guidance guidance :issues issues :audit audit)))))
 
 (defun mevedel-tool-repair-attach-note (result note)
   "Return RESULT with the corrective NOTE appended (when NOTE is non-nil).

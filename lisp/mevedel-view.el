@@ -26,6 +26,7 @@
 (require 'subr-x)
 (require 'gptel)
 (require 'mevedel-chat)
+(require 'mevedel-render-data)
 (require 'mevedel-tool-render)
 
 (declare-function org-unescape-code-in-string "org-src")
@@ -176,9 +177,10 @@ The transcript is read-only; type in the composer at the bottom.
              (model (mevedel-chat-model-effective chat))
              (label (mevedel-chat-label chat)))
         (concat " mevedel · " (mevedel-chat-name chat) " · "
-                (if backend (gptel-backend-name backend) "no backend")
-                (if model (format " / %s" model) "")
-                (if label (concat " " (propertize (format "[%s]" label) 'face 'warning)) "")
+                (cond (label (propertize (format "[%s]" label) 'face 'warning))
+                      (backend (concat (gptel-backend-name backend)
+                                       (if model (format " / %s" model) "")))
+                      (t "no backend"))
                 " · " (mevedel-view--status-text chat)
                 " · " (format "permissions: %s" (mevedel-chat-permission-mode chat))))
     " mevedel"))
@@ -203,19 +205,28 @@ The transcript is read-only; type in the composer at the bottom.
       (progn (require 'org-src) (org-unescape-code-in-string text))
     text))
 
+(defconst mevedel-view--render-data-opening "<!-- mevedel-render-data -->"
+  "How a render-data block starts; results without it have no render-data.")
+
 (defun mevedel-view--tool-segment (id text)
-  "Return the segment of the tool call ID whose data-buffer TEXT is given."
+  "Return the segment of the tool call ID whose data-buffer TEXT is given.
+The result loses the call's render-data block, which becomes the
+segment's :render-data."
   (let* ((text (mevedel-view--unescape text))
          (read (condition-case nil
                    (read-from-string text)
                  (error nil)))
          (call (car read))
-         (result (if read (string-trim (substring text (cdr read))) (string-trim text))))
+         (result (if read (substring text (cdr read)) text))
+         (render-data nil))
+    (when (string-search mevedel-view--render-data-opening result)
+      (setq render-data (mevedel-render-data-extract result id)
+            result (mevedel-render-data-strip result id)))
     (list :type 'tool :id id
           :name (or (plist-get call :name) "?")
           :args (plist-get call :args)
-          :result result
-          :render-data nil)))
+          :result (string-trim result)
+          :render-data render-data)))
 
 (defconst mevedel-view--block-line-regexp
   "^[ \t]*#\\+\\(?:begin\\|end\\)_\\(?:tool\\|reasoning\\).*\n?"

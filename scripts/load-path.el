@@ -9,6 +9,9 @@
 
 ;;; Code:
 
+;; A stale .elc next to an edited .el must never win in a checkout.
+(setq load-prefer-newer t)
+
 (let* ((root (file-name-directory
               (directory-file-name (file-name-directory load-file-name))))
        (elpa (expand-file-name ".deps/elpa" root)))

@@ -210,8 +210,8 @@ backend names another host, as OpenAI-compatible servers do."
           (let ((result (plist-get (car (plist-get info :tool-use)) :result)))
             ;; The nulls were seen as nulls (repaired away), not as absent.
             (should (string-match-p "\\`ran\n\n\\[Note: " result))
-            (should (string-match-p "omitted the explicit null for optional `n`" result))
-            (should (string-match-p "omitted the explicit null for optional `nested/x`" result)))
+            (should (string-match-p "dropped null optional `n`" result))
+            (should (string-match-p "dropped null optional `nested/x`" result)))
           (let ((event (car (mevedel-tool-repair-session-log session))))
             (should (equal (plist-get event :backend) "mevedel-test-openai"))
             (should (equal (plist-get event :model) "test-model"))

@@ -95,7 +95,7 @@ whether it takes a callback."
   (mevedel-tool-repair-test--with-tool tool
     (let ((check (mevedel-tool-repair-test--repaired
                   tool '(:pattern "x" :path :null) '(:pattern "x") '(1))))
-      (should (string-match-p "omitted the explicit null for optional `path`"
+      (should (string-match-p "dropped null optional `path`"
                               (plist-get check :note))))
     (mevedel-tool-repair-test--repaired
      tool `(:pattern "x" :opts (:label "l" :context :null)) '(:pattern "x" :opts (:label "l")) '(1))
@@ -127,8 +127,8 @@ whether it takes a callback."
     (let ((check (mevedel-tool-repair-test--repaired
                   tool `(:pattern "x" :paths ,(mevedel-tool-json-empty-object))
                   '(:pattern "x" :paths []) '(4))))
-      (should (equal (nth 4 (car (plist-get check :audit))) "empty-object"))
-      (should (equal (nth 5 (car (plist-get check :audit))) "empty-array")))
+      (should (eq (nth 4 (car (plist-get check :audit))) 'empty-object))
+      (should (eq (nth 5 (car (plist-get check :audit))) 'empty-array)))
     ;; :minItems 1 forbids the empty array.
     (mevedel-tool-repair-test--invalid
      tool `(:pattern "x" :globs ,(mevedel-tool-json-empty-object)) '("/globs"))
@@ -228,7 +228,7 @@ whether it takes a callback."
       (mevedel-tool-repair-dispatch tool '(:files ["a"] :pattern "x" :head_limit "7")
                                     (lambda (r) (setq result r)))
       (should (equal (car mevedel-tool-repair-test--ran) '(:files ["a"] :head_limit 7 :pattern "x")))
-      (should (string-prefix-p "matches\n\n[Note: the arguments of this RGrep call were repaired"
+      (should (string-prefix-p "matches\n\n[Note: RGrep arguments repaired before running"
                                result)))
     (let ((failing (mevedel-tool-repair-test--tool (lambda (_) (error "Disk on fire"))))
           (result nil))
@@ -278,7 +278,7 @@ whether it takes a callback."
           (should (equal (plist-get repaired :rules) '(omit-null parse-json-string)))
           (should (equal (plist-get repaired :schema-paths)
                          '("/properties/path" "/properties/head_limit/type")))
-          (should (equal (plist-get repaired :shapes) '(("null" . "absent") ("string" . "integer"))))
+          (should (equal (plist-get repaired :shapes) '((null . absent) (string . integer))))
           (should (eq (plist-get repaired :executed) t))
           (should (eq (plist-get repaired :result) 'ok)))
         (should (eq (plist-get (nth 1 log) :executed) nil))

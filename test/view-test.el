@@ -195,6 +195,32 @@
                                 (buffer-substring-no-properties (point-min)
                                                                 mevedel-view--transcript-end)))))))
 
+(ert-deftest mevedel-view:render-data-sets-status-and-stays-hidden ()
+  (mevedel-core-ensure)
+  (mevedel-view-test--with-view view
+    (with-current-buffer (mevedel-chat-data-buffer (mevedel-view-chat view))
+      (goto-char (point-max))
+      (insert "\n"
+              (mevedel-view-test--tool-text
+               "call_b" "Bash" '(:command "make")
+               (concat "compiled fine" (mevedel-render-data-encode '(:status error :exit-code 2)
+                                                                   "call_b")))
+              ;; A block bound to another call is ordinary text.
+              (mevedel-view-test--tool-text
+               "call_c" "Bash" '(:command "true")
+               (concat "ok" (mevedel-render-data-encode '(:status error) "call_other")))))
+    (with-current-buffer view
+      (mevedel-view-rerender)
+      (let ((text (buffer-substring-no-properties (point-min) mevedel-view--transcript-end)))
+        (should (string-match-p "^▸ × \\$ make  \\[exit 2\\]$" text))
+        (should (string-match-p "^▸ ✓ \\$ true$" text)))
+      (goto-char (point-min))
+      (search-forward "$ make")
+      (mevedel-view-toggle-row)
+      (let ((text (buffer-substring-no-properties (point-min) mevedel-view--transcript-end)))
+        (should (string-match-p "    compiled fine\n" text))
+        (should-not (string-match-p "call_b\\|:exit-code" text))))))
+
 (ert-deftest mevedel-view:composer-history-and-keys ()
   (mevedel-view-test--with-view view
     (with-current-buffer view

@@ -22,7 +22,11 @@
 use std::ops::Range;
 
 use super::print::print;
-use super::reader::{self, Build, ReadError, Sexp, Tree, read_one, skip_whitespace};
+use std::vec::Drain;
+
+use super::reader::{
+    self, Build, ReadError, Scratch, Sexp, Tree, read_one, read_one_reusing, skip_whitespace,
+};
 use crate::error::{Error, ErrorKind, Result};
 
 /// The opening delimiter (a block's text starts with a newline before it).
@@ -106,17 +110,17 @@ impl Build for Shapes {
     fn named(&mut self, _: &'static str) -> Shape {
         Shape::Other
     }
-    fn list(&mut self, items: Vec<Shape>, tail: Option<Shape>, depth: usize) -> Shape {
+    fn list(&mut self, items: Drain<'_, Shape>, tail: Option<Shape>, depth: usize) -> Shape {
         if depth > 0 {
-            return if items.is_empty() && tail.is_none() {
+            return if items.len() == 0 && tail.is_none() {
                 Shape::Nil
             } else {
                 Shape::Other
             };
         }
-        Shape::Plist(plist_owner(&items, tail.is_some()))
+        Shape::Plist(plist_owner(items.as_slice(), tail.is_some()))
     }
-    fn vector(&mut self, _: Vec<Shape>) -> Shape {
+    fn vector(&mut self, _: Drain<'_, Shape>) -> Shape {
         Shape::Other
     }
 }
@@ -155,11 +159,12 @@ fn plist_owner(items: &[Shape], dotted: bool) -> std::result::Result<ScanOwner, 
 /// Find every well-formed block in TEXT, in order.
 pub fn scan(text: &[u8]) -> Vec<Block> {
     let finder = memchr::memmem::Finder::new(OPEN);
+    let mut scratch = Scratch::default();
     let mut blocks = Vec::new();
     let mut pos = 0;
     while let Some(found) = finder.find(&text[pos..]) {
         let open_at = pos + found;
-        match block_at(text, open_at, pos) {
+        match block_at(text, open_at, pos, &mut scratch) {
             Some(block) => {
                 pos = block.end;
                 blocks.push(block);
@@ -172,9 +177,14 @@ pub fn scan(text: &[u8]) -> Vec<Block> {
 
 /// The block whose opening delimiter is at OPEN_AT, if it is one. The
 /// block may not start before FLOOR (the end of the previous block).
-fn block_at(text: &[u8], open_at: usize, floor: usize) -> Option<Block> {
+fn block_at(
+    text: &[u8],
+    open_at: usize,
+    floor: usize,
+    scratch: &mut Scratch<Shape>,
+) -> Option<Block> {
     let payload_start = skip_whitespace(text, open_at + OPEN.len());
-    let (shape, payload_end) = read_one(text, payload_start, &mut Shapes).ok()?;
+    let (shape, payload_end) = read_one_reusing(text, payload_start, &mut Shapes, scratch).ok()?;
     let owner = match shape {
         Shape::Plist(Ok(ScanOwner::Bound(range))) => {
             Owner::Bound(reader::unescape_string(&text[range]))

@@ -16,6 +16,7 @@
 //! values; a scanner can build nothing and only check shapes.
 
 use std::ops::Range;
+use std::vec::Drain;
 
 /// Deepest nesting of lists, vectors and quotes accepted (Emacs's own
 /// printer gives up at 200 levels too).
@@ -85,14 +86,15 @@ pub trait Build {
     fn symbol(&mut self, input: &[u8], range: Range<usize>) -> Self::Node;
     /// A symbol the reader itself names (`quote`, `function`, ...).
     fn named(&mut self, name: &'static str) -> Self::Node;
-    /// A list; DEPTH is 0 for the outermost object.
+    /// A list of ITEMS (and TAIL, for a dotted list); DEPTH is 0 for the
+    /// outermost object.
     fn list(
         &mut self,
-        items: Vec<Self::Node>,
+        items: Drain<'_, Self::Node>,
         tail: Option<Self::Node>,
         depth: usize,
     ) -> Self::Node;
-    fn vector(&mut self, items: Vec<Self::Node>) -> Self::Node;
+    fn vector(&mut self, items: Drain<'_, Self::Node>) -> Self::Node;
 }
 
 /// Builds [`Sexp`] values.
@@ -118,14 +120,14 @@ impl Build for Tree {
     fn named(&mut self, name: &'static str) -> Sexp {
         Sexp::symbol(name)
     }
-    fn list(&mut self, items: Vec<Sexp>, tail: Option<Sexp>, _depth: usize) -> Sexp {
-        match (items.is_empty(), tail) {
-            (true, None) => Sexp::nil(),
-            (_, tail) => Sexp::List(items, tail.map(Box::new)),
+    fn list(&mut self, items: Drain<'_, Sexp>, tail: Option<Sexp>, _depth: usize) -> Sexp {
+        match (items.len(), tail) {
+            (0, None) => Sexp::nil(),
+            (_, tail) => Sexp::List(items.collect(), tail.map(Box::new)),
         }
     }
-    fn vector(&mut self, items: Vec<Sexp>) -> Sexp {
-        Sexp::Vector(items)
+    fn vector(&mut self, items: Drain<'_, Sexp>) -> Sexp {
+        Sexp::Vector(items.collect())
     }
 }
 
@@ -136,8 +138,36 @@ pub fn read_one<B: Build>(
     start: usize,
     builder: &mut B,
 ) -> Result<(B::Node, usize), ReadError> {
+    read_one_reusing(input, start, builder, &mut Scratch::default())
+}
+
+/// The reader's working storage, kept between [`read_one_reusing`]
+/// calls so that reading many objects allocates once.
+pub struct Scratch<N> {
+    stack: Vec<Frame<N>>,
+    items: Vec<N>,
+}
+
+impl<N> Default for Scratch<N> {
+    fn default() -> Self {
+        Scratch {
+            stack: Vec::new(),
+            items: Vec::new(),
+        }
+    }
+}
+
+/// [`read_one`] with working storage SCRATCH.
+pub fn read_one_reusing<B: Build>(
+    input: &[u8],
+    start: usize,
+    builder: &mut B,
+    scratch: &mut Scratch<B::Node>,
+) -> Result<(B::Node, usize), ReadError> {
+    scratch.stack.clear();
+    scratch.items.clear();
     let mut reader = Reader { input, pos: start };
-    let node = reader.read(builder)?;
+    let node = reader.read(builder, scratch)?;
     Ok((node, reader.pos))
 }
 
@@ -156,14 +186,31 @@ fn err<T>(pos: usize, what: &'static str) -> Result<T, ReadError> {
     Err(ReadError { pos, what })
 }
 
-/// True when byte B ends a symbol or number token.
+/// Bytes that end a symbol or number token by themselves: whitespace
+/// and control bytes, and `()[]"';#`,`. (No-break space, `C2 A0`, is
+/// checked separately.)
+const DELIMITERS: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b <= b' ' as usize {
+        table[b] = true;
+        b += 1;
+    }
+    let mut i = 0;
+    let others = b"()[]\"';#`,";
+    while i < others.len() {
+        table[others[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
+/// True when the byte at POS ends a symbol or number token.
 fn is_delimiter(input: &[u8], pos: usize) -> bool {
     match input.get(pos) {
         None => true,
-        Some(&b) if b <= b' ' => true,
-        Some(b'(' | b')' | b'[' | b']' | b'"' | b'\'' | b';' | b'#' | b'`' | b',') => true,
         Some(0xC2) => input.get(pos + 1) == Some(&0xA0),
-        _ => false,
+        Some(&b) => DELIMITERS[b as usize],
     }
 }
 
@@ -179,12 +226,15 @@ fn char_len(lead: u8) -> usize {
 }
 
 enum Frame<N> {
+    /// Items from `start` in the shared item stack.
     List {
-        items: Vec<N>,
+        start: usize,
         tail: Option<N>,
         dotted: bool,
     },
-    Vector(Vec<N>),
+    Vector {
+        start: usize,
+    },
     /// `'x` and friends: wraps the next object as `(NAME x)`.
     Quote(&'static str),
     /// `#("..." PROPS)`: the string, once read; the properties are checked
@@ -207,11 +257,15 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    fn read<B: Build>(&mut self, b: &mut B) -> Result<B::Node, ReadError> {
-        let mut stack: Vec<Frame<B::Node>> = Vec::new();
+    fn read<B: Build>(
+        &mut self,
+        b: &mut B,
+        scratch: &mut Scratch<B::Node>,
+    ) -> Result<B::Node, ReadError> {
+        let Scratch { stack, items } = scratch;
         loop {
             let token_pos = self.skip_atmosphere();
-            let (mut node, mut is_string) = match self.token(b)? {
+            let (mut node, mut is_string) = match self.token(b, items.len())? {
                 Token::Node { node, is_string } => (node, is_string),
                 Token::Open(frame) => {
                     if stack.len() >= MAX_DEPTH {
@@ -222,10 +276,10 @@ impl Reader<'_> {
                 }
                 Token::Dot => match stack.last_mut() {
                     Some(Frame::List {
-                        items,
+                        start,
                         dotted: dotted @ false,
                         ..
-                    }) if !items.is_empty() => {
+                    }) if items.len() > *start => {
                         *dotted = true;
                         continue;
                     }
@@ -233,20 +287,20 @@ impl Reader<'_> {
                 },
                 Token::CloseList => match stack.pop() {
                     Some(Frame::List {
-                        items,
+                        start,
                         tail,
                         dotted,
                     }) => {
                         if dotted && tail.is_none() {
                             return err(token_pos, "missing object after dot");
                         }
-                        (b.list(items, tail, stack.len()), false)
+                        (b.list(items.drain(start..), tail, stack.len()), false)
                     }
                     Some(Frame::PropString(Some(string))) => (string, true),
                     _ => return err(token_pos, "unexpected `)'"),
                 },
                 Token::CloseVector => match stack.pop() {
-                    Some(Frame::Vector(items)) => (b.vector(items), false),
+                    Some(Frame::Vector { start }) => (b.vector(items.drain(start..)), false),
                     _ => return err(token_pos, "unexpected `]'"),
                 },
             };
@@ -254,11 +308,7 @@ impl Reader<'_> {
             loop {
                 match stack.last_mut() {
                     None => return Ok(node),
-                    Some(Frame::List {
-                        items,
-                        tail,
-                        dotted,
-                    }) => {
+                    Some(Frame::List { tail, dotted, .. }) => {
                         if tail.is_some() {
                             return err(token_pos, "more than one object after dot");
                         }
@@ -269,7 +319,7 @@ impl Reader<'_> {
                         }
                         break;
                     }
-                    Some(Frame::Vector(items)) => {
+                    Some(Frame::Vector { .. }) => {
                         items.push(node);
                         break;
                     }
@@ -285,8 +335,11 @@ impl Reader<'_> {
                     Some(Frame::Quote(name)) => {
                         let name = *name;
                         stack.pop();
+                        let start = items.len();
                         let head = b.named(name);
-                        node = b.list(vec![head, node], None, stack.len());
+                        items.push(head);
+                        items.push(node);
+                        node = b.list(items.drain(start..), None, stack.len());
                         is_string = false;
                     }
                 }
@@ -307,7 +360,9 @@ impl Reader<'_> {
         }
     }
 
-    fn token<B: Build>(&mut self, b: &mut B) -> Result<Token<B::Node>, ReadError> {
+    /// The next token; ITEMS is the height of the shared item stack, where
+    /// a list or vector opened now starts.
+    fn token<B: Build>(&mut self, b: &mut B, items: usize) -> Result<Token<B::Node>, ReadError> {
         let start = self.pos;
         let Some(&c) = self.input.get(start) else {
             return err(start, "end of data inside an object");
@@ -316,11 +371,11 @@ impl Reader<'_> {
         self.pos += 1;
         match c {
             b'(' => open(Frame::List {
-                items: Vec::new(),
+                start: items,
                 tail: None,
                 dotted: false,
             }),
-            b'[' => open(Frame::Vector(Vec::new())),
+            b'[' => open(Frame::Vector { start: items }),
             b')' => Ok(Token::CloseList),
             b']' => Ok(Token::CloseVector),
             b'\'' => open(Frame::Quote("quote")),
@@ -490,16 +545,25 @@ fn parse_number(token: &[u8]) -> Option<Number> {
         if lead == 0 {
             return None;
         }
-        let text = std::str::from_utf8(&body[..lead]).ok()?;
-        let signed = if negative {
-            format!("-{text}")
-        } else {
-            text.to_string()
-        };
-        return Some(match signed.parse::<i64>() {
-            Ok(n) => Number::Int(n),
-            Err(_) => Number::Big(signed),
-        });
+        let mut value: i64 = 0;
+        for &d in &body[..lead] {
+            let digit = i64::from(d - b'0');
+            match value.checked_mul(10).and_then(|v| {
+                if negative {
+                    v.checked_sub(digit)
+                } else {
+                    v.checked_add(digit)
+                }
+            }) {
+                Some(v) => value = v,
+                None => {
+                    let digits = std::str::from_utf8(&body[..lead]).ok()?;
+                    let sign = if negative { "-" } else { "" };
+                    return Some(Number::Big(format!("{sign}{digits}")));
+                }
+            }
+        }
+        return Some(Number::Int(value));
     }
     let sign = if negative { -1.0 } else { 1.0 };
     let value = match exp {

@@ -1,9 +1,10 @@
 //! Render-data blocks (see `codec::block`) for Lisp.
 //!
-//! TEXT arguments are strings (buffers cross as one substring); offsets
-//! in and out are 0-based character positions in TEXT. VOUCHED is a list
-//! of `(START . END)` spans whose provenance Lisp vouches for: an unbound
-//! block counts only inside one of them.
+//! TEXT arguments are a string, or nil for the current buffer's
+//! accessible portion. Positions in and out are string indices (from 0)
+//! or buffer positions. VOUCHED is a list of `(START . END)` spans whose
+//! provenance Lisp vouches for: an unbound block counts only inside one
+//! of them.
 
 use std::collections::HashMap;
 
@@ -11,7 +12,7 @@ use emacs::{Env, IntoLisp, Result, Value, defun};
 
 use super::errors::OrSignal;
 use super::guard::guarded;
-use super::text::{LispText, copy_exact, make_string};
+use super::text::{LispText, copy_exact, copy_text_or_buffer, make_string};
 use crate::codec::block::{self, Block, Owner};
 use crate::codec::reader::Sexp;
 use crate::text::ByteToChar;
@@ -27,16 +28,19 @@ emacs::use_symbols! {
 }
 
 /// TEXT's blocks, each with byte offsets (for decoding) and with
-/// character positions (for Lisp), from one scan.
-fn blocks_in(text: &LispText) -> Vec<(Block, Block)> {
-    let mut map = ByteToChar::new(&text.bytes, text.one_byte_chars);
-    block::scan(&text.bytes)
+/// positions counted from BASE (for Lisp), from one scan.
+fn blocks_in(text: &LispText, base: i64) -> Vec<(Block, Block)> {
+    let bytes = text.bytes();
+    let mut map = ByteToChar::new(bytes, text.one_byte_chars);
+    let base = usize::try_from(base).unwrap_or(0);
+    let mut pos = |offset: usize| base + map.char_at(offset);
+    block::scan(bytes)
         .into_iter()
         .map(|b| {
-            let start = map.char_at(b.start);
-            let payload_start = map.char_at(b.payload.start);
-            let payload_end = map.char_at(b.payload.end);
-            let end = map.char_at(b.end);
+            let start = pos(b.start);
+            let payload_start = pos(b.payload.start);
+            let payload_end = pos(b.payload.end);
+            let end = pos(b.end);
             let chars = Block {
                 start,
                 end,
@@ -157,7 +161,7 @@ fn codec_encode<'e>(env: &'e Env, printed: Value<'e>, owner: Value<'e>) -> Resul
     guarded(env, || {
         let printed = copy_exact(env, printed)?;
         let owner = owner_bytes(owner)?.map(|b| String::from_utf8_lossy(&b).into_owned());
-        let text = block::encode(&printed.bytes, owner.as_deref()).or_signal(env)?;
+        let text = block::encode(printed.bytes(), owner.as_deref()).or_signal(env)?;
         text.into_lisp(env)
     })
 }
@@ -168,30 +172,27 @@ fn codec_payload<'e>(env: &'e Env, printed: Value<'e>, owner: Value<'e>) -> Resu
     guarded(env, || {
         let printed = copy_exact(env, printed)?;
         let owner = owner_bytes(owner)?.map(|b| String::from_utf8_lossy(&b).into_owned());
-        let text = block::payload(&printed.bytes, owner.as_deref()).or_signal(env)?;
+        let text = block::payload(printed.bytes(), owner.as_deref()).or_signal(env)?;
         text.into_lisp(env)
     })
 }
 
-/// Every well-formed block in TEXT, as a list of vectors
-/// `[START END OWNER PAYLOAD-START PAYLOAD-END]`; OWNER is the tool-use
-/// ID, nil for an unbound block, or `invalid`.
+/// Every well-formed block in TEXT, as one flat vector
+/// `[START END OWNER START END OWNER ...]`; OWNER is the tool-use ID, nil
+/// for an unbound block, or `invalid`. (One vector keeps the number of
+/// module calls per block small.)
 #[defun(name = "codec-scan")]
 fn codec_scan<'e>(env: &'e Env, text: Value<'e>) -> Result<Value<'e>> {
     guarded(env, || {
-        let text = copy_exact(env, text)?;
-        let mut out = Vec::new();
-        for (_, b) in blocks_in(&text) {
-            let fields = [
-                int(env, b.start)?,
-                int(env, b.end)?,
-                owner_value(env, &b.owner)?,
-                int(env, b.payload.start)?,
-                int(env, b.payload.end)?,
-            ];
-            out.push(env.call(vector, &fields[..])?);
+        let (text, base) = copy_text_or_buffer(env, text)?;
+        let blocks = blocks_in(&text, base);
+        let mut fields = Vec::with_capacity(blocks.len() * 3);
+        for (_, b) in &blocks {
+            fields.push(int(env, b.start)?);
+            fields.push(int(env, b.end)?);
+            fields.push(owner_value(env, &b.owner)?);
         }
-        env.list(&out[..])
+        env.call(vector, &fields[..])
     })
 }
 
@@ -205,12 +206,12 @@ fn codec_spans<'e>(
     vouched: Value<'e>,
 ) -> Result<Value<'e>> {
     guarded(env, || {
-        let text = copy_exact(env, text)?;
+        let (text, base) = copy_text_or_buffer(env, text)?;
         let owner = owner_bytes(owner)?;
         let vouched = spans(vouched)?;
         let check = vouched_by(&vouched);
         let mut out = Vec::new();
-        for (_, b) in blocks_in(&text) {
+        for (_, b) in blocks_in(&text, base) {
             if block::scrubbed(&b, owner.as_deref(), &check) {
                 out.push(env.cons(int(env, b.start)?, int(env, b.end)?)?);
             }
@@ -231,11 +232,11 @@ fn codec_extract<'e>(
     vouched: Value<'e>,
 ) -> Result<Value<'e>> {
     guarded(env, || {
-        let text = copy_exact(env, text)?;
+        let (text, base) = copy_text_or_buffer(env, text)?;
         let owner = owner_bytes(owner)?;
         let vouched = spans(vouched)?;
         let check = vouched_by(&vouched);
-        let blocks = blocks_in(&text);
+        let blocks = blocks_in(&text, base);
         let Some((bytes, found)) = blocks
             .iter()
             .rev()
@@ -243,7 +244,7 @@ fn codec_extract<'e>(
         else {
             return ().into_lisp(env);
         };
-        let value = block::decode(&text.bytes, bytes).or_else(|e| {
+        let value = block::decode(text.bytes(), bytes).or_else(|e| {
             super::errors::signal(
                 env,
                 crate::Error::new(
@@ -263,21 +264,17 @@ fn codec_extract<'e>(
 #[defun(name = "codec-decode-all")]
 fn codec_decode_all<'e>(env: &'e Env, text: Value<'e>) -> Result<Value<'e>> {
     guarded(env, || {
-        let text = copy_exact(env, text)?;
-        let bytes = block::scan(&text.bytes);
-        let mut map = ByteToChar::new(&text.bytes, text.one_byte_chars);
+        let (text, base) = copy_text_or_buffer(env, text)?;
         let mut convert = ToLisp::new(env);
-        let mut out = Vec::with_capacity(bytes.len());
-        for b in &bytes {
-            let Ok(value) = block::decode(&text.bytes, b) else {
+        let mut out = Vec::new();
+        for (bytes, b) in blocks_in(&text, base) {
+            let Ok(value) = block::decode(text.bytes(), &bytes) else {
                 continue;
             };
-            let start = map.char_at(b.start);
-            let end = map.char_at(b.end);
             let plist = convert.value(&value)?;
             out.push(env.list((
-                int(env, start)?,
-                int(env, end)?,
+                int(env, b.start)?,
+                int(env, b.end)?,
                 owner_value(env, &b.owner)?,
                 plist,
             ))?);

@@ -22,8 +22,17 @@
 //!   single bytes), decoded as Latin-1 (so every byte is a character the
 //!   module can copy), copied, and turned back into the bytes.
 //!
-//! Buffers cross as one `buffer-substring-no-properties` string; the
-//! module API has no access to buffer text.
+//! The module API has no access to buffer text. [`copy_current_buffer`]
+//! reads the current buffer's accessible portion in chunks of
+//! [`CHUNK`] characters (`buffer-substring-no-properties`), appending each
+//! to the same Rust buffer: the text is copied once, and Lisp only ever
+//! holds one chunk.
+//!
+//! The Rust side keeps its copy buffer between calls (up to
+//! [`KEEP_BYTES`]), so a repeated scan of a large transcript neither
+//! zeroes nor faults in fresh memory.
+
+use std::cell::RefCell;
 
 use emacs::{Env, IntoLisp, Result, Value, defun};
 
@@ -44,6 +53,9 @@ emacs::use_functions! {
     decode_coding_string => "decode-coding-string"
     concat
     make_char_string => "string"
+    point_min => "point-min"
+    point_max => "point-max"
+    buffer_substring_no_properties => "buffer-substring-no-properties"
 }
 
 emacs::use_symbols! {
@@ -52,11 +64,89 @@ emacs::use_symbols! {
     latin_1 => "latin-1"
 }
 
-/// An Emacs string's text as bytes (generalized UTF-8).
+/// Characters per chunk when a buffer is copied.
+const CHUNK: i64 = 1 << 20;
+
+/// Largest copy buffer kept for the next call.
+const KEEP_BYTES: usize = 256 << 20;
+
+thread_local! {
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// An Emacs string's (or buffer's) text as bytes (generalized UTF-8).
 pub(super) struct LispText {
-    pub bytes: Vec<u8>,
+    /// Backing store; only `..len` is text. Its length is the high-water
+    /// mark, so growing never zeroes memory twice.
+    buffer: Vec<u8>,
+    len: usize,
     /// Every character is one byte, so byte offsets are positions.
     pub one_byte_chars: bool,
+}
+
+impl LispText {
+    fn new() -> Self {
+        LispText {
+            buffer: SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut())),
+            len: 0,
+            one_byte_chars: true,
+        }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.buffer[..self.len]
+    }
+
+    /// Append STRING's bytes with one `copy_string_contents`; false (and
+    /// nothing appended) when Emacs refuses them as non-Unicode.
+    fn append(&mut self, env: &Env, string: Value<'_>) -> Result<bool> {
+        let nbytes = usize_of(env.call(string_bytes, [string])?)?;
+        let need = self.len + nbytes + 1;
+        if self.buffer.len() < need {
+            self.buffer.resize(need, 0);
+        }
+        match string.copy_string_contents(&mut self.buffer[self.len..need]) {
+            Ok(copied) => {
+                self.len += copied.len();
+                Ok(true)
+            }
+            // The module layer already cleared the pending signal.
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// Append STRING exactly, masking what Emacs refuses (see the module docs).
+    fn append_exact(&mut self, env: &Env, string: Value<'_>) -> Result<()> {
+        let start = self.len;
+        let chars = usize_of(env.call(length, [string])?)?;
+        let ok = if self.append(env, string)? {
+            true
+        } else {
+            let masked = env.call(mevedel_core__mask_non_unicode, [string])?;
+            self.append(env, masked)?
+        };
+        if !ok {
+            return errors::signal(env, internal("Masked text is still not copyable"));
+        }
+        if self.len - start != chars {
+            self.one_byte_chars = false;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for LispText {
+    fn drop(&mut self) {
+        let buffer = std::mem::take(&mut self.buffer);
+        if buffer.len() <= KEEP_BYTES {
+            SCRATCH.with(|s| {
+                let mut kept = s.borrow_mut();
+                if kept.len() < buffer.len() {
+                    *kept = buffer;
+                }
+            });
+        }
+    }
 }
 
 fn usize_of(value: Value<'_>) -> Result<usize> {
@@ -64,38 +154,39 @@ fn usize_of(value: Value<'_>) -> Result<usize> {
     Ok(usize::try_from(n).unwrap_or(0))
 }
 
-/// Copy STRING's bytes in one `copy_string_contents`, or `None` when
-/// Emacs refuses them as non-Unicode.
-fn try_copy(env: &Env, string: Value<'_>) -> Result<Option<Vec<u8>>> {
-    let nbytes = usize_of(env.call(string_bytes, [string])?)?;
-    let mut buffer = vec![0u8; nbytes + 1];
-    match string.copy_string_contents(&mut buffer) {
-        Ok(copied) => {
-            let len = copied.len();
-            buffer.truncate(len);
-            Ok(Some(buffer))
-        }
-        // The module layer already cleared the pending signal.
-        Err(_) => Ok(None),
-    }
-}
-
 /// STRING's text with character positions intact (see the module docs).
 pub(super) fn copy_exact(env: &Env, string: Value<'_>) -> Result<LispText> {
-    let chars = usize_of(env.call(length, [string])?)?;
-    if let Some(bytes) = try_copy(env, string)? {
-        return Ok(LispText {
-            one_byte_chars: bytes.len() == chars,
-            bytes,
-        });
+    let mut text = LispText::new();
+    text.append_exact(env, string)?;
+    Ok(text)
+}
+
+/// The current buffer's accessible text, copied chunk by chunk, and the
+/// position of its start (`point-min`).
+pub(super) fn copy_current_buffer(env: &Env) -> Result<(LispText, i64)> {
+    let start: i64 = env.call(point_min, [])?.into_rust()?;
+    let end: i64 = env.call(point_max, [])?.into_rust()?;
+    let mut text = LispText::new();
+    let mut pos = start;
+    while pos < end {
+        let next = (pos + CHUNK).min(end);
+        let chunk = env.call(
+            buffer_substring_no_properties,
+            (pos.into_lisp(env)?, next.into_lisp(env)?),
+        )?;
+        text.append_exact(env, chunk)?;
+        pos = next;
     }
-    let masked = env.call(mevedel_core__mask_non_unicode, [string])?;
-    match try_copy(env, masked)? {
-        Some(bytes) => Ok(LispText {
-            one_byte_chars: bytes.len() == chars,
-            bytes,
-        }),
-        None => errors::signal(env, internal("Masked text is still not copyable")),
+    Ok((text, start))
+}
+
+/// TEXT (a string) or, when nil, the current buffer, with the position
+/// that offset 0 stands for (0 for a string, `point-min` for a buffer).
+pub(super) fn copy_text_or_buffer(env: &Env, text: Value<'_>) -> Result<(LispText, i64)> {
+    if text.is_not_nil() {
+        Ok((copy_exact(env, text)?, 0))
+    } else {
+        copy_current_buffer(env)
     }
 }
 
@@ -105,9 +196,11 @@ fn copy_for_repair(env: &Env, string: Value<'_>) -> Result<Vec<u8>> {
     let t = true.into_lisp(env)?;
     let encoded = env.call(encode_coding_string, (string, utf_8_emacs, t))?;
     let latin = env.call(decode_coding_string, (encoded, latin_1, t))?;
-    let Some(utf8) = try_copy(env, latin)? else {
+    let mut copied = LispText::new();
+    if !copied.append(env, latin)? {
         return errors::signal(env, internal("Latin-1 text is not copyable"));
-    };
+    }
+    let utf8 = copied.bytes();
     // Every character is U+0000..U+00FF: one or two UTF-8 bytes.
     let mut bytes = Vec::with_capacity(utf8.len());
     let mut i = 0;
@@ -195,8 +288,9 @@ fn text_normalize<'e>(env: &'e Env, string: Value<'e>) -> Result<Value<'e>> {
             // Pure ASCII.
             return Ok(string);
         }
-        if let Some(bytes) = try_copy(env, string)? {
-            return match text::normalize(&bytes) {
+        let mut copied = LispText::new();
+        if copied.append(env, string)? {
+            return match text::normalize(copied.bytes()) {
                 Normalized::Unchanged => Ok(string),
                 Normalized::Repaired(text) => text.into_lisp(env),
             };
@@ -218,10 +312,10 @@ fn text_preview<'e>(env: &'e Env, string: Value<'e>, budget: i64) -> Result<Valu
     guarded(env, || {
         let copied = copy_exact(env, string)?;
         let repaired;
-        let text = match std::str::from_utf8(&copied.bytes) {
+        let text = match std::str::from_utf8(copied.bytes()) {
             Ok(text) => text,
             Err(_) => {
-                repaired = match text::normalize(&copied.bytes) {
+                repaired = match text::normalize(copied.bytes()) {
                     Normalized::Repaired(text) => text,
                     Normalized::Unchanged => String::new(),
                 };

@@ -12,7 +12,7 @@ pub mod repair;
 pub mod search;
 
 use jsonschema::Validator;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, Result};
 pub use check::Issue;
@@ -52,61 +52,6 @@ pub enum Outcome {
         repairs: Vec<Repair>,
         guidance: String,
     },
-}
-
-impl Outcome {
-    /// The outcome as one JSON object for Lisp:
-    /// `{"outcome": "repaired"|"invalid"|"abandoned", "arguments": TEXT,
-    /// "note": TEXT, "guidance": TEXT, "issues": [[INSTANCE-PATH,
-    /// SCHEMA-PATH, MESSAGE], ...], "audit": [[RULE-NUMBER, RULE-ID,
-    /// INSTANCE-PATH, SCHEMA-PATH, BEFORE, AFTER], ...]}`. The repaired
-    /// arguments stay JSON text inside it, so Lisp decodes them with
-    /// their own (vector) array type.
-    pub fn to_json(&self) -> String {
-        let audit = |repairs: &[Repair]| -> Value {
-            repairs
-                .iter()
-                .map(|r| {
-                    json!([
-                        r.rule.number(),
-                        r.rule.id(),
-                        r.instance_path,
-                        r.schema_path,
-                        r.before,
-                        r.after
-                    ])
-                })
-                .collect()
-        };
-        let issues = |issues: &[Issue]| -> Value {
-            issues
-                .iter()
-                .map(|i| json!([i.instance_path, i.schema_path, i.message]))
-                .collect()
-        };
-        match self {
-            Outcome::Valid => json!({"outcome": "valid"}),
-            Outcome::Repaired {
-                arguments,
-                repairs,
-                note,
-            } => json!({"outcome": "repaired", "arguments": arguments.to_string(),
-                        "note": note, "audit": audit(repairs)}),
-            Outcome::Invalid {
-                issues: found,
-                guidance,
-            } => {
-                json!({"outcome": "invalid", "guidance": guidance, "issues": issues(found)})
-            }
-            Outcome::Abandoned {
-                issues: found,
-                repairs,
-                guidance,
-            } => json!({"outcome": "abandoned", "guidance": guidance,
-                        "issues": issues(found), "audit": audit(repairs)}),
-        }
-        .to_string()
-    }
 }
 
 impl CompiledTool {

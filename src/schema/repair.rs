@@ -430,16 +430,14 @@ pub fn note(tool: &str, repairs: &[Repair]) -> String {
         .map(|r| {
             let at = display_path(&r.instance_path);
             match r.rule {
-                Rule::OmitNull => format!("omitted the explicit null for optional `{at}`"),
+                Rule::OmitNull => format!("dropped null optional `{at}`"),
                 Rule::ParseJsonString => {
-                    format!("parsed the JSON string in `{at}` as {}", r.after)
+                    format!("parsed string `{at}` as {}", r.after)
                 }
-                Rule::WrapSingleton => format!("wrapped the single value of `{at}` in an array"),
-                Rule::EmptyObjectToArray => {
-                    format!("replaced the empty-object placeholder in `{at}` with an empty array")
-                }
+                Rule::WrapSingleton => format!("wrapped `{at}` in an array"),
+                Rule::EmptyObjectToArray => format!("replaced `{{}}` in `{at}` with `[]`"),
                 Rule::UnwrapAutolink => {
-                    format!("unwrapped the Markdown auto-link in the final component of `{at}`")
+                    format!("unwrapped the Markdown link in `{at}`")
                 }
                 Rule::ClampNumber => match &r.clamp {
                     Some((before, after)) => format!("clamped `{at}` from {before} to {after}"),
@@ -449,8 +447,7 @@ pub fn note(tool: &str, repairs: &[Repair]) -> String {
         })
         .collect();
     format!(
-        "[Note: the arguments of this {tool} call were repaired before it ran: {}. \
-         Send arguments that match the schema next time.]",
+        "[Note: {tool} arguments repaired before running: {}. Send schema-valid arguments.]",
         parts.join("; ")
     )
 }

@@ -224,6 +224,87 @@ shows two successful rows in call order and the final text."
       (should (= mevedel-e2e--note-runs 1))
       (should (string-match-p "✓ WriteNote" (cdr (car (plist-get run :rows))))))))
 
+(ert-deftest mevedel-e2e:card-always-allows-for-the-session ()
+  "Pressing `a' allows this tool for the rest of the session: no second card."
+  (mevedel-e2e--with-note-tool
+    (let* ((cards 0)
+           (run (mevedel-e2e-run
+                 :wire 'openai :stream t :prompt "Write two notes"
+                 :during (mevedel-e2e--answer-card "a")
+                 :setup (lambda (chat)
+                          (mevedel-chat-observe
+                           chat (lambda (event &rest _)
+                                  (when (eq event 'permission) (cl-incf cards)))))
+                 :steps `(((tool_calls . [((name . "WriteNote")
+                                           (arguments . ((file . "{{root}}one.txt")
+                                                         (text . "1"))))]))
+                          ((expect . ((results . [((contains . "Wrote"))])))
+                           (tool_calls . [((name . "WriteNote")
+                                           (arguments . ((file . "{{root}}two.txt")
+                                                         (text . "2"))))]))
+                          ((expect . ((results . [((contains . "Wrote"))])))
+                           (text . "Both written."))))))
+      (should (eq (plist-get run :outcome) 'done))
+      (should (= mevedel-e2e--note-runs 2))
+      (should (= cards 1))
+      (should (equal (mevedel-chat-session-rules (plist-get run :chat))
+                     '((allow "WriteNote")))))))
+
+(ert-deftest mevedel-e2e:abort-while-a-card-waits ()
+  "Aborting while a permission card waits drops the card and never runs the call."
+  (mevedel-e2e--with-note-tool
+    (let* ((aborted nil)
+           (run (mevedel-e2e-run
+                 :wire 'anthropic :stream nil :prompt "Write a note"
+                 :during (lambda (chat view)
+                           (when (and (not aborted) (mevedel-chat-pending chat))
+                             (setq aborted t)
+                             (with-current-buffer view (mevedel-view-abort))))
+                 :steps mevedel-e2e--note-steps)))
+      (should aborted)
+      (should (eq (plist-get run :outcome) 'abort))
+      (should (= mevedel-e2e--note-runs 0))
+      (should-not (mevedel-chat-pending (plist-get run :chat)))
+      (should-not (mevedel-chat-busy-p (plist-get run :chat)))
+      (should-not (string-match-p "Allow WriteNote" (plist-get run :transcript)))
+      ;; The model was never sent a result for the abandoned call.
+      (should (= (length (plist-get run :log)) 1)))))
+
+(mevedel-e2e-deftest-matrix mevedel-e2e:rows-follow-call-order
+    "Calls finishing in reverse order still appear in the model's call order."
+    (wire stream)
+  (mevedel-e2e--with-note-tool
+    (let* ((answered nil)
+           (finished nil)
+           (run (mevedel-e2e-run
+                 :wire wire :stream stream :prompt "Write two notes"
+                 :during (lambda (chat _view)
+                           (let ((pending (mevedel-chat-pending chat)))
+                             (when (and (not answered) (= (length pending) 2))
+                               (setq answered t)
+                               ;; Cards are in call order; approve the second first.
+                               (dolist (request (reverse pending))
+                                 (setq finished (append finished (list (plist-get request :id))))
+                                 (funcall (plist-get request :answer) 'once)))))
+                 :steps `(((tool_calls . [((name . "WriteNote")
+                                           (arguments . ((file . "{{root}}first.txt")
+                                                         (text . "1"))))
+                                          ((name . "WriteNote")
+                                           (arguments . ((file . "{{root}}second.txt")
+                                                         (text . "2"))))]))
+                          ((expect . ((results . [((contains . "first.txt"))
+                                                  ((contains . "second.txt"))])))
+                           (text . "Both written."))))))
+      (should (eq (plist-get run :outcome) 'done))
+      (should (= mevedel-e2e--note-runs 2))
+      (let ((served (car (mevedel-e2e-served-ids (plist-get run :log)))))
+        ;; Completion order was the reverse of the call order...
+        (should (equal finished (reverse served)))
+        ;; ...but the data buffer and the rows follow the call order.
+        (should (equal (plist-get run :ids) served))
+        (should (equal (mapcar #'car (plist-get run :rows)) served))
+        (should (string-match-p "first\\.txt" (cdr (car (plist-get run :rows)))))))))
+
 ;;;; Org data buffers
 
 (ert-deftest mevedel-e2e:org-data-buffer ()

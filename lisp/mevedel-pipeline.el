@@ -1,0 +1,866 @@
+;;; mevedel-pipeline.el --- One execution pipeline for every tool call  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Every tool call, whether the model asked for it (a provider call,
+;; `mevedel-pipeline-run-tool') or another tool or program did (a
+;; nested call, `mevedel-pipeline-run-tool-outcome'), runs the same
+;; steps:
+;;
+;;   1. schema-directed repair of the raw arguments (provider calls only;
+;;      nested calls are validated without repair)
+;;   2. PreToolUse hooks; an argument rewrite is validated again, never
+;;      repaired
+;;   3. resource preparation: `mevedel-pipeline-prepare-resources-function'
+;;      (here: ordinary `path' arguments are made absolute)
+;;   4. permission: allow, deny (a refusal), or ask through
+;;      `mevedel-pipeline-permission-prompt-function'
+;;   5. snapshot capture for :snapshot-p tools
+;;   6. the handler: (ARGS) or, for :async-p tools, (CALLBACK ARGS)
+;;   7. the render transform, for successful string results without
+;;      render-data
+;;   8. PostToolUse hooks, or the failure hooks for an error
+;;
+;; and settle as one canonical outcome plist:
+;;
+;;   (:status success|error :result CANONICAL :raw-result RAW
+;;    :render-data PLIST :media LIST :tool-use-id ID :parent-id ID
+;;    :source SOURCE :name NAME :args ARGS)
+;;
+;; Any step can end the call with an error; a denied call never reaches
+;; snapshots or the handler.  Handlers hold no validation, hook,
+;; permission or persistence code: they return a result (a legacy
+;; "Error: ..." string is classified as an error here, at the handler
+;; boundary, and nowhere else), or an envelope (:result R :status S
+;; :render-data PLIST :media LIST); a signal becomes an error outcome.
+;;
+;; A provider call then projects the outcome for gptel: repair note and
+;; hook context appended, oversized output persisted to the session's
+;; tool-results/ (an <persisted-output> preview with an artifact://
+;; address and exact Read and Grep follow-ups), and render-data attached
+;; as the hidden block of mevedel-render-data.el.  Nested callers get
+;; the canonical outcome only.
+;;
+;; Both entry points return a cancellation thunk that settles the call
+;; exactly once; later continuations of a cancelled call are ignored.
+;; Interactive chains yield to the command loop between steps after 20
+;; ms of work, when input is pending, or eight runner frames deep;
+;; batch callers chain synchronously.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'mevedel-core)
+(require 'mevedel-render-data)
+(require 'mevedel-session)
+(require 'mevedel-tool-registry)
+(require 'mevedel-tool-repair)
+
+(declare-function gptel--to-string "gptel-request" (s))
+(declare-function mevedel-chat-dispatched-call "mevedel-chat" (name))
+
+;;;; Customization
+
+(defgroup mevedel-pipeline nil
+  "The tool execution pipeline of mevedel."
+  :group 'tools
+  :prefix "mevedel-pipeline-")
+
+(defcustom mevedel-pipeline-yield-budget 0.02
+  "Seconds of pipeline work after which an interactive chain yields."
+  :type 'number)
+
+(defcustom mevedel-pipeline-max-frames 8
+  "Nested pipeline runner frames after which an interactive chain yields."
+  :type 'natnum)
+
+(defcustom mevedel-pipeline-result-cap 50000
+  "Global cap (characters) on a tool result shown to the model.
+A tool's :max-result-size applies only below this cap."
+  :type 'natnum)
+
+(defcustom mevedel-pipeline-preview-chars 4000
+  "Characters of an oversized result kept in its preview (head plus tail)."
+  :type 'natnum)
+
+(defcustom mevedel-pipeline-read-continuation-lines 2000
+  "Most lines the suggested Read continuation of persisted output asks for."
+  :type 'natnum)
+
+(defconst mevedel-pipeline-tool-result-limits
+  '(("Grep" . 20000) ("Bash" . 30000) ("Eval" . 30000) ("Glob" . 30000)
+    ("Ask" . 30000) ("Xref*" . 20000) ("Imenu" . 20000) ("Treesitter" . 30000)
+    ("WebFetch" . 50000))
+  "Result limits (characters) of built-in tools that do not declare their own.
+A name ending in * matches every tool with that prefix.  Read and
+ApplyPatch have none: they bound their own output.")
+
+;;;; Pluggable steps and hooks
+
+(defvar mevedel-pipeline-tool-event-hook nil
+  "Functions called with (EVENT INFO) as tool calls progress.
+EVENT is `started', `permission-approved' or `settled'.  INFO is a
+fresh copy of (:event EVENT :tool-use-id ID :parent-id ID :source
+SOURCE :name NAME :args ARGS :data-buffer BUFFER), plus :status for
+`settled'.  Settlement is published before the caller's callback runs.
+An observer's error is reported and changes nothing.")
+
+(defvar mevedel-pipeline-pre-tool-use-functions nil
+  "PreToolUse hooks: functions of one argument, the call context.
+Each returns nil, or a plist: (:args NEW-ARGS) rewrites the arguments
+\(validated again, never repaired), (:deny REASON) refuses the call,
+\(:context TEXT) adds text to the provider's result.  A signal ends
+the call with an error.")
+
+(defvar mevedel-pipeline-post-tool-use-functions nil
+  "PostToolUse hooks: functions of (CONTEXT OUTCOME) after a success.
+They may return (:context TEXT); their errors are reported only.")
+
+(defvar mevedel-pipeline-post-tool-use-failure-functions nil
+  "Failure hooks: functions of (CONTEXT OUTCOME) after an error outcome.
+They may return (:context TEXT); their errors are reported only.")
+
+(defvar mevedel-pipeline-prepare-resources-function #'mevedel-pipeline-normalize-paths
+  "Function of the call context returning the prepared argument plist.
+The default makes ordinary path arguments absolute; the resource
+addresses issue replaces it.  A signal ends the call with an error.")
+
+(defvar mevedel-pipeline-permission-function #'mevedel-pipeline-permission-default
+  "Function of the call context returning the permission decision.
+One of `allow', `ask', `deny' or (deny . REASON).")
+
+(defvar mevedel-pipeline-permission-prompt-function nil
+  "Function asking someone about a call whose decision is `ask'.
+Called with the call context and ANSWER, a function to call once with
+`approve', `deny' or (deny . REASON).  It may return a function that
+withdraws the question; cancellation calls it.  Nil means nobody can
+answer, and `ask' is a refusal.")
+
+(defvar mevedel-pipeline-snapshot-functions nil
+  "Functions of the call context run before a :snapshot-p tool's handler.
+They capture what the call may change.  A signal ends the call with an
+error before the handler runs.")
+
+(defvar mevedel-pipeline-interactive-function (lambda () (not noninteractive))
+  "Function returning non-nil when pipelines should yield between steps.")
+
+(defvar mevedel-pipeline-input-pending-function #'input-pending-p
+  "Function returning non-nil when user input is waiting.")
+
+(defvar mevedel-pipeline-call-identity-function #'mevedel-pipeline-gptel-call-identity
+  "Function of a tool name returning the current provider call's tool-use ID.")
+
+(defvar mevedel-pipeline-warn-function #'mevedel-pipeline--display-warning
+  "Function of a message string that reports a non-fatal pipeline problem.")
+
+;;;; Calls
+
+(cl-defstruct (mevedel-pipeline--call (:constructor mevedel-pipeline--call-make)
+                                      (:copier nil))
+  tool name source tool-use-id parent-id data-buffer session
+  args repair-note hook-context
+  (step 0) waiting timer cancellers settled finish
+  status result raw-result render-data media explicit-status)
+
+(defvar mevedel-pipeline--frames 0
+  "Depth of nested pipeline runner frames on the current stack.")
+
+(defvar mevedel-pipeline--slice-start nil
+  "When the current uninterrupted stretch of pipeline work began.")
+
+(defvar mevedel-pipeline--current nil
+  "The call whose handler is starting or resuming, for handler helpers.")
+
+(defun mevedel-pipeline--display-warning (message)
+  "Report MESSAGE as a warning of type (mevedel pipeline)."
+  (display-warning '(mevedel pipeline) message))
+
+(defun mevedel-pipeline--warn (format-string &rest args)
+  "Report FORMAT-STRING with ARGS through `mevedel-pipeline-warn-function'."
+  (funcall mevedel-pipeline-warn-function (apply #'format format-string args)))
+
+(defun mevedel-pipeline--context (call)
+  "Return the context plist that CALL's hooks and functions receive."
+  (list :tool (mevedel-pipeline--call-tool call)
+        :name (mevedel-pipeline--call-name call)
+        :args (mevedel-pipeline--call-args call)
+        :tool-use-id (mevedel-pipeline--call-tool-use-id call)
+        :parent-id (mevedel-pipeline--call-parent-id call)
+        :source (mevedel-pipeline--call-source call)
+        :data-buffer (mevedel-pipeline--call-data-buffer call)
+        :session (mevedel-pipeline--call-session call)))
+
+(defun mevedel-pipeline--workspace (call)
+  "Return the directory CALL's relative paths are relative to."
+  (let ((session (mevedel-pipeline--call-session call))
+        (buffer (mevedel-pipeline--call-data-buffer call)))
+    (cond ((mevedel-session-p session) (mevedel-session-workspace session))
+          ((buffer-live-p buffer) (buffer-local-value 'default-directory buffer))
+          (t default-directory))))
+
+;;;; Events
+
+(defun mevedel-pipeline--emit (call event)
+  "Publish EVENT of CALL to `mevedel-pipeline-tool-event-hook' observers."
+  (let ((info (list :event event
+                    :tool-use-id (mevedel-pipeline--call-tool-use-id call)
+                    :parent-id (mevedel-pipeline--call-parent-id call)
+                    :source (mevedel-pipeline--call-source call)
+                    :name (mevedel-pipeline--call-name call)
+                    :args (mevedel-pipeline--call-args call)
+                    :data-buffer (mevedel-pipeline--call-data-buffer call))))
+    (when (eq event 'settled)
+      (setq info (append info (list :status (mevedel-pipeline--call-status call)))))
+    (run-hook-wrapped
+     'mevedel-pipeline-tool-event-hook
+     (lambda (observer)
+       (condition-case err
+           (funcall observer event (copy-tree info t))
+         (error (mevedel-pipeline--warn "Tool event observer %S failed: %s"
+                                        observer (error-message-string err))))
+       nil))))
+
+;;;; The runner
+
+(defconst mevedel-pipeline--steps
+  '(mevedel-pipeline--step-repair
+    mevedel-pipeline--step-pre-hooks
+    mevedel-pipeline--step-resources
+    mevedel-pipeline--step-permission
+    mevedel-pipeline--step-snapshot
+    mevedel-pipeline--step-handler
+    mevedel-pipeline--step-transform
+    mevedel-pipeline--step-post-hooks)
+  "The steps of every call, in order.
+Each takes the call and returns non-nil to go on now, or nil when it
+has arranged to resume the call later (see `mevedel-pipeline--await').")
+
+(defun mevedel-pipeline--yield-p ()
+  "Return non-nil when the running chain should yield before its next step."
+  (and (funcall mevedel-pipeline-interactive-function)
+       (or (>= mevedel-pipeline--frames mevedel-pipeline-max-frames)
+           (> (- (float-time) mevedel-pipeline--slice-start) mevedel-pipeline-yield-budget)
+           (funcall mevedel-pipeline-input-pending-function))))
+
+(defun mevedel-pipeline--defer (call)
+  "Continue CALL from an ordinary timer, once the current stack unwinds."
+  (setf (mevedel-pipeline--call-timer call)
+        (run-at-time 0 nil #'mevedel-pipeline--resume-deferred call)))
+
+(defun mevedel-pipeline--resume-deferred (call)
+  "Continue deferred CALL, unless a pipeline stack is still running.
+A timer can fire inside a process wait of a running step; the call then
+waits for that stack to unwind."
+  (setf (mevedel-pipeline--call-timer call) nil)
+  (unless (mevedel-pipeline--call-settled call)
+    (if (> mevedel-pipeline--frames 0)
+        (setf (mevedel-pipeline--call-timer call)
+              (run-at-time 0.001 nil #'mevedel-pipeline--resume-deferred call))
+      (mevedel-pipeline--advance call))))
+
+(defun mevedel-pipeline--advance (call)
+  "Advance CALL from where it stands until a step waits or CALL settles."
+  (let* ((mevedel-pipeline--slice-start (or mevedel-pipeline--slice-start (float-time)))
+         (mevedel-pipeline--frames (1+ mevedel-pipeline--frames))
+         (first t))
+    (catch 'mevedel-pipeline--stop
+      (while (not (mevedel-pipeline--call-settled call))
+        (when (and (not first) (mevedel-pipeline--yield-p))
+          (mevedel-pipeline--defer call)
+          (throw 'mevedel-pipeline--stop nil))
+        (setq first nil)
+        (let ((step (nth (mevedel-pipeline--call-step call) mevedel-pipeline--steps)))
+          (if (null step)
+              (mevedel-pipeline--settle call)
+            (cl-incf (mevedel-pipeline--call-step call))
+            (unless (funcall step call)
+              (throw 'mevedel-pipeline--stop nil))))))))
+
+(defun mevedel-pipeline--await (call receive)
+  "Arrange for CALL to wait; return the continuation that resumes it.
+The continuation calls RECEIVE with its arguments and advances CALL,
+once.  A continuation that is late (the call was cancelled, settled or
+is waiting on something else) does nothing."
+  (let ((token (list 'waiting)))
+    (setf (mevedel-pipeline--call-waiting call) token)
+    (lambda (&rest values)
+      (when (and (eq (mevedel-pipeline--call-waiting call) token)
+                 (not (mevedel-pipeline--call-settled call)))
+        (setf (mevedel-pipeline--call-waiting call) nil)
+        (apply receive values)
+        (mevedel-pipeline--advance call)))))
+
+(defun mevedel-pipeline--fail (call result)
+  "End CALL with the error RESULT: skip to its failure hooks.  Return t."
+  (setf (mevedel-pipeline--call-status call) 'error
+        (mevedel-pipeline--call-result call) result
+        (mevedel-pipeline--call-raw-result call) result
+        (mevedel-pipeline--call-step call)
+        (cl-position 'mevedel-pipeline--step-post-hooks mevedel-pipeline--steps))
+  t)
+
+(defun mevedel-pipeline--outcome (call)
+  "Return CALL's canonical outcome plist."
+  (list :status (mevedel-pipeline--call-status call)
+        :result (mevedel-pipeline--call-result call)
+        :raw-result (mevedel-pipeline--call-raw-result call)
+        :render-data (mevedel-pipeline--call-render-data call)
+        :media (mevedel-pipeline--call-media call)
+        :tool-use-id (mevedel-pipeline--call-tool-use-id call)
+        :parent-id (mevedel-pipeline--call-parent-id call)
+        :source (mevedel-pipeline--call-source call)
+        :name (mevedel-pipeline--call-name call)
+        :args (mevedel-pipeline--call-args call)))
+
+(defun mevedel-pipeline--settle (call)
+  "Settle CALL: publish `settled', then hand its outcome on.  Once only."
+  (unless (mevedel-pipeline--call-settled call)
+    (setf (mevedel-pipeline--call-settled call) t
+          (mevedel-pipeline--call-waiting call) nil)
+    (when-let* ((timer (mevedel-pipeline--call-timer call)))
+      (cancel-timer timer)
+      (setf (mevedel-pipeline--call-timer call) nil))
+    (mevedel-pipeline--emit call 'settled)
+    (funcall (mevedel-pipeline--call-finish call) (mevedel-pipeline--outcome call) call)))
+
+(defun mevedel-pipeline--cancel (call)
+  "Cancel CALL: withdraw what it waits for and settle it as an error.
+Does nothing once CALL has settled."
+  (unless (mevedel-pipeline--call-settled call)
+    (when-let* ((timer (mevedel-pipeline--call-timer call)))
+      (cancel-timer timer)
+      (setf (mevedel-pipeline--call-timer call) nil))
+    (setf (mevedel-pipeline--call-waiting call) nil)
+    (dolist (canceller (prog1 (mevedel-pipeline--call-cancellers call)
+                         (setf (mevedel-pipeline--call-cancellers call) nil)))
+      (condition-case err
+          (funcall canceller)
+        (error (mevedel-pipeline--warn "Cancelling %s: %s" (mevedel-pipeline--call-name call)
+                                       (error-message-string err)))))
+    (setf (mevedel-pipeline--call-status call) 'error
+          (mevedel-pipeline--call-result call)
+          (format "Error: the %s call was cancelled" (mevedel-pipeline--call-name call)))
+    (setf (mevedel-pipeline--call-raw-result call) (mevedel-pipeline--call-result call))
+    (mevedel-pipeline--settle call)))
+
+(defun mevedel-pipeline-add-canceller (function)
+  "Run FUNCTION if the call whose handler is running now is cancelled.
+Handlers call this to stop work they started; cancellers run newest
+first, before the call settles."
+  (when-let* ((call mevedel-pipeline--current))
+    (push function (mevedel-pipeline--call-cancellers call))))
+
+(defun mevedel-pipeline-current-tool-use-id ()
+  "Return the tool-use ID of the call whose handler is running now."
+  (and mevedel-pipeline--current
+       (mevedel-pipeline--call-tool-use-id mevedel-pipeline--current)))
+
+;;;; Steps
+
+(defun mevedel-pipeline--repair-event (call check)
+  "Record CHECK of CALL's arguments with the repair diagnostics, if not valid."
+  (let ((outcome (plist-get check :outcome)))
+    (unless (eq outcome 'valid)
+      (mevedel-tool-repair-record
+       (list :time (float-time)
+             :tool (mevedel-tool-identity (mevedel-pipeline--call-tool call))
+             :origin mevedel-tool-repair-origin
+             :source (mevedel-pipeline--call-source call)
+             :outcome outcome
+             :rules (mapcar #'cadr (plist-get check :audit))
+             :executed (eq outcome 'repaired))))))
+
+(defun mevedel-pipeline--step-repair (call)
+  "Validate CALL's raw arguments; repair them when CALL is a provider call."
+  (let* ((check (mevedel-tool-repair-check (mevedel-pipeline--call-tool call)
+                                           (mevedel-pipeline--call-args call)
+                                           (eq (mevedel-pipeline--call-source call) 'provider))))
+    (mevedel-pipeline--repair-event call check)
+    (pcase (plist-get check :outcome)
+      ('valid t)
+      ('repaired
+       (setf (mevedel-pipeline--call-args call) (plist-get check :args)
+             (mevedel-pipeline--call-repair-note call) (plist-get check :note))
+       t)
+      (_ (mevedel-pipeline--fail call (plist-get check :guidance))))))
+
+(defun mevedel-pipeline--step-pre-hooks (call)
+  "Run the PreToolUse hooks of CALL.
+Rewritten arguments are validated again; a denial refuses CALL."
+  (catch 'done
+    (dolist (hook mevedel-pipeline-pre-tool-use-functions t)
+      (let ((answer (condition-case err
+                        (funcall hook (mevedel-pipeline--context call))
+                      (error (throw 'done
+                                    (mevedel-pipeline--fail
+                                     call (format "Error: a PreToolUse hook failed: %s"
+                                                  (error-message-string err))))))))
+        (when-let* ((text (plist-get answer :context)))
+          (setf (mevedel-pipeline--call-hook-context call)
+                (append (mevedel-pipeline--call-hook-context call) (list text))))
+        (when (plist-member answer :deny)
+          (throw 'done (mevedel-pipeline--fail
+                        call (format "Permission denied: a PreToolUse hook blocked this %s call: %s"
+                                     (mevedel-pipeline--call-name call)
+                                     (or (plist-get answer :deny) "no reason given")))))
+        (when (plist-member answer :args)
+          (let ((check (mevedel-tool-repair-check (mevedel-pipeline--call-tool call)
+                                                  (plist-get answer :args) nil)))
+            (if (eq (plist-get check :outcome) 'valid)
+                (setf (mevedel-pipeline--call-args call) (plist-get check :args))
+              (throw 'done
+                     (mevedel-pipeline--fail
+                      call (concat "Error: a PreToolUse hook rewrote the arguments invalidly. "
+                                   (plist-get check :guidance)))))))))))
+
+(defun mevedel-pipeline-normalize-paths (context)
+  "Return the arguments of CONTEXT with ordinary path arguments made absolute.
+Arguments declared `path', and `path-or-resource' ones without a
+scheme, are expanded against the workspace; everything else is kept."
+  (let* ((tool (plist-get context :tool))
+         (args (copy-sequence (plist-get context :args)))
+         (root (plist-get context :workspace)))
+    (dolist (arg (mevedel-tool-args tool) args)
+      (pcase-let ((`(,name ,type . ,_) arg))
+        (let* ((key (intern (concat ":" (if (symbolp name) (symbol-name name) name))))
+               (value (plist-get args key)))
+          (when (and (stringp value) (not (string-empty-p value))
+                     (or (eq type 'path)
+                         (and (eq type 'path-or-resource)
+                              (not (string-match-p "\\`[a-z][a-z0-9+.-]*://" value)))))
+            (setq args (plist-put args key (expand-file-name value root)))))))))
+
+(defun mevedel-pipeline--step-resources (call)
+  "Prepare CALL's resources: normalise paths (and, later, addresses)."
+  (condition-case err
+      (progn
+        (setf (mevedel-pipeline--call-args call)
+              (funcall mevedel-pipeline-prepare-resources-function
+                       (append (mevedel-pipeline--context call)
+                               (list :workspace (mevedel-pipeline--workspace call)))))
+        t)
+    (error (mevedel-pipeline--fail call (format "Error: %s" (error-message-string err))))))
+
+(defun mevedel-pipeline-permission-default (context)
+  "Decide CONTEXT's permission from its tool alone.
+The tool's :check-permission function decides when it has one (called
+with the arguments); otherwise read-only tools are allowed and others
+need to ask."
+  (let ((tool (plist-get context :tool)))
+    (cond ((mevedel-tool-check-permission tool)
+           (funcall (mevedel-tool-check-permission tool) (plist-get context :args)))
+          ((mevedel-tool-read-only-p tool) 'allow)
+          (t 'ask))))
+
+(defun mevedel-pipeline--refusal (call reason)
+  "Return the refusal text of CALL, for REASON (a string or nil)."
+  (format "Permission denied: %s" (or reason (format "the %s call was not allowed"
+                                                     (mevedel-pipeline--call-name call)))))
+
+(defun mevedel-pipeline--approved (call)
+  "Record that CALL may run and continue.  Return t."
+  (mevedel-pipeline--emit call 'permission-approved)
+  t)
+
+(defun mevedel-pipeline--answer (call answer)
+  "Apply the prompt's ANSWER to CALL."
+  (pcase answer
+    ('approve (mevedel-pipeline--approved call))
+    (`(deny . ,reason) (mevedel-pipeline--fail call (mevedel-pipeline--refusal call reason)))
+    (_ (mevedel-pipeline--fail
+        call (mevedel-pipeline--refusal
+              call (format "the user declined this %s call; do not retry it unchanged"
+                           (mevedel-pipeline--call-name call)))))))
+
+(defun mevedel-pipeline--step-permission (call)
+  "Allow, refuse, or ask about CALL."
+  (let ((decision (condition-case err
+                      (funcall mevedel-pipeline-permission-function (mevedel-pipeline--context call))
+                    (error (list 'failed (error-message-string err))))))
+    (pcase decision
+      ('allow (mevedel-pipeline--approved call))
+      ('deny (mevedel-pipeline--fail call (mevedel-pipeline--refusal call nil)))
+      (`(deny . ,reason) (mevedel-pipeline--fail call (mevedel-pipeline--refusal call reason)))
+      ('ask
+       (if (not mevedel-pipeline-permission-prompt-function)
+           (mevedel-pipeline--fail
+            call (mevedel-pipeline--refusal
+                  call (format "this %s call needs approval and nobody can approve it here"
+                               (mevedel-pipeline--call-name call))))
+         (let* ((answer (mevedel-pipeline--await
+                         call (lambda (answer) (mevedel-pipeline--answer call answer))))
+                (withdraw (funcall mevedel-pipeline-permission-prompt-function
+                                   (mevedel-pipeline--context call) answer)))
+           (when (functionp withdraw)
+             (push withdraw (mevedel-pipeline--call-cancellers call)))
+           ;; The prompt may have answered already.
+           nil)))
+      (`(failed ,message)
+       (mevedel-pipeline--fail call (format "Error: the permission check failed: %s" message)))
+      (_ (mevedel-pipeline--fail
+          call (format "Error: the permission check returned %S" decision))))))
+
+(defun mevedel-pipeline--step-snapshot (call)
+  "Capture snapshots before CALL's handler when its tool is :snapshot-p."
+  (if (not (mevedel-tool-snapshot-p (mevedel-pipeline--call-tool call)))
+      t
+    (condition-case err
+        (progn (run-hook-with-args 'mevedel-pipeline-snapshot-functions
+                                   (mevedel-pipeline--context call))
+               t)
+      (error (mevedel-pipeline--fail
+              call (format "Error: capturing a snapshot failed: %s"
+                           (error-message-string err)))))))
+
+(defun mevedel-pipeline--envelope-p (value)
+  "Return non-nil when VALUE has the form of a handler envelope (a :result)."
+  (and (consp value) (keywordp (car value)) (proper-list-p value)
+       (plist-member value :result)))
+
+(defun mevedel-pipeline--accept (call value)
+  "Take the handler's return VALUE for CALL: classify it at the boundary."
+  (let (result status render-data media explicit)
+    (if (mevedel-pipeline--envelope-p value)
+        (setq result (plist-get value :result)
+              explicit (plist-get value :status)
+              render-data (plist-get value :render-data)
+              media (plist-get value :media))
+      (setq result value))
+    (cond
+     ((and (mevedel-pipeline--envelope-p value)
+           (not (mevedel-render-data-plist-p value)))
+      (mevedel-pipeline--fail call (format "Error: the %s handler returned a malformed envelope"
+                                           (mevedel-pipeline--call-name call))))
+     ((not (memq explicit '(nil success error)))
+      (mevedel-pipeline--fail call (format "Error: the %s handler returned an invalid :status %S"
+                                           (mevedel-pipeline--call-name call) explicit)))
+     ((and render-data (not (mevedel-render-data-plist-p render-data)))
+      (mevedel-pipeline--fail call (format "Error: the %s handler returned :render-data that is \
+not a keyword plist" (mevedel-pipeline--call-name call))))
+     (t
+      (when (stringp result)
+        (setq result (mevedel-core-text-normalize result)))
+      (setq status (or explicit
+                       (if (and (stringp result) (string-prefix-p "Error:" result))
+                           'error
+                         'success)))
+      (setf (mevedel-pipeline--call-status call) status
+            (mevedel-pipeline--call-explicit-status call) explicit
+            (mevedel-pipeline--call-result call) result
+            (mevedel-pipeline--call-raw-result call) (if (mevedel-pipeline--envelope-p value)
+                                                         (plist-get value :result)
+                                                       value)
+            (mevedel-pipeline--call-render-data call) render-data
+            (mevedel-pipeline--call-media call) media)))))
+
+(defun mevedel-pipeline--signal-result (err)
+  "Return the error result for the handler signal ERR."
+  (format "Error: %s" (error-message-string err)))
+
+(defun mevedel-pipeline--step-handler (call)
+  "Run CALL's handler and classify its answer."
+  (let* ((tool (mevedel-pipeline--call-tool call))
+         (handler (mevedel-tool-handler tool))
+         (args (mevedel-tool-handler-args (mevedel-pipeline--call-args call)))
+         (mevedel-pipeline--current call)
+         (default-directory (file-name-as-directory (mevedel-pipeline--workspace call))))
+    (if (not (mevedel-tool-async-p tool))
+        (progn
+          (mevedel-pipeline--accept
+           call (condition-case err
+                    (funcall handler args)
+                  (error (mevedel-pipeline--signal-result err))))
+          t)
+      (let* ((callback (mevedel-pipeline--await
+                        call (lambda (value)
+                               (let ((mevedel-pipeline--current call))
+                                 (mevedel-pipeline--accept call value)))))
+             (token (mevedel-pipeline--call-waiting call)))
+        (condition-case err
+            (progn (funcall handler callback args) nil)
+          (error
+           (if (not (eq (mevedel-pipeline--call-waiting call) token))
+               ;; It answered before signalling; the answer stands.
+               nil
+             (setf (mevedel-pipeline--call-waiting call) nil)
+             (mevedel-pipeline--accept call (mevedel-pipeline--signal-result err))
+             t)))))))
+
+(defun mevedel-pipeline--step-transform (call)
+  "Derive CALL's render-data with its tool's :render-transform, if any.
+Only successful string results without render-data qualify."
+  (let ((transform (mevedel-tool-render-transform (mevedel-pipeline--call-tool call)))
+        (result (mevedel-pipeline--call-result call)))
+    (when (and transform (stringp result)
+               (not (eq (mevedel-pipeline--call-status call) 'error))
+               (null (mevedel-pipeline--call-render-data call)))
+      (condition-case err
+          (let ((data (funcall transform (mevedel-pipeline--call-name call)
+                               (mevedel-pipeline--call-args call) result)))
+            (cond
+             ((null data))
+             ((not (mevedel-render-data-plist-p data))
+              (mevedel-pipeline--warn "Render transform of %s returned no keyword plist; ignored"
+                                      (mevedel-pipeline--call-name call)))
+             ((> (length (mevedel-render-data-print data)) mevedel-render-data-transform-limit)
+              (mevedel-pipeline--warn "Render transform of %s returned more than %d characters \
+of metadata; ignored" (mevedel-pipeline--call-name call) mevedel-render-data-transform-limit))
+             (t (setf (mevedel-pipeline--call-render-data call) data))))
+        (error (mevedel-pipeline--warn "Render transform of %s failed: %s"
+                                       (mevedel-pipeline--call-name call)
+                                       (error-message-string err)))))
+    t))
+
+(defun mevedel-pipeline--step-post-hooks (call)
+  "Run CALL's PostToolUse hooks, or its failure hooks after an error."
+  (let ((hooks (if (eq (mevedel-pipeline--call-status call) 'error)
+                   mevedel-pipeline-post-tool-use-failure-functions
+                 mevedel-pipeline-post-tool-use-functions)))
+    (dolist (hook hooks t)
+      (condition-case err
+          (when-let* ((text (plist-get (funcall hook (mevedel-pipeline--context call)
+                                                (mevedel-pipeline--outcome call))
+                                       :context)))
+            (setf (mevedel-pipeline--call-hook-context call)
+                  (append (mevedel-pipeline--call-hook-context call) (list text))))
+        (error (mevedel-pipeline--warn "A post-tool-use hook failed: %s"
+                                       (error-message-string err)))))))
+
+;;;; Entry points
+
+(cl-defun mevedel-pipeline--start (tool args finish &key source tool-use-id parent-id
+                                        data-buffer session)
+  "Start a call of TOOL with ARGS; return the call.
+FINISH gets the outcome and the call when it settles.  SOURCE,
+TOOL-USE-ID, PARENT-ID, DATA-BUFFER and SESSION identify the call."
+  (let* ((data-buffer (or data-buffer (current-buffer)))
+         (session (or session (and (buffer-live-p data-buffer)
+                                   (buffer-local-value 'mevedel-session-current data-buffer))))
+         (call (mevedel-pipeline--call-make
+                :tool tool :name (mevedel-tool-name tool) :source source
+                :tool-use-id tool-use-id :parent-id parent-id
+                :data-buffer data-buffer :session session
+                :args args :finish finish)))
+    (mevedel-pipeline--emit call 'started)
+    (mevedel-pipeline--advance call)
+    call))
+
+(defun mevedel-pipeline--canceller (call)
+  "Return the cancellation thunk of CALL."
+  (lambda () (mevedel-pipeline--cancel call)))
+
+(cl-defun mevedel-pipeline-run-tool-outcome (tool args callback &key tool-use-id parent-id
+                                                  (source 'nested) data-buffer session)
+  "Run TOOL with ARGS as a nested or programmatic call; CALLBACK gets the outcome.
+ARGS is the JSON-faithful argument plist; it is validated, never
+repaired.  The outcome is the canonical plist described in the
+Commentary, without provider-only projection text.  TOOL-USE-ID,
+PARENT-ID, SOURCE (default `nested'), DATA-BUFFER and SESSION
+identify the call.  Return a thunk that cancels the call."
+  (mevedel-pipeline--canceller
+   (mevedel-pipeline--start tool args (lambda (outcome _call) (funcall callback outcome))
+                            :source source :tool-use-id tool-use-id
+                            :parent-id parent-id :data-buffer data-buffer :session session)))
+
+(cl-defun mevedel-pipeline-run-tool (tool args callback &key tool-use-id parent-id
+                                          data-buffer session)
+  "Run TOOL with ARGS as a provider call; CALLBACK gets gptel's result value.
+ARGS are the model's raw arguments (a JSON-faithful plist): they may be
+repaired.  TOOL-USE-ID, PARENT-ID, DATA-BUFFER and SESSION identify
+the call.  The result is the provider projection of the outcome (see
+`mevedel-pipeline-project').  Return a thunk that cancels the call."
+  (mevedel-pipeline--canceller
+   (mevedel-pipeline--start
+    tool args
+    (lambda (outcome call) (funcall callback (mevedel-pipeline-project outcome call)))
+    :source 'provider :tool-use-id tool-use-id :parent-id parent-id
+    :data-buffer data-buffer :session session)))
+
+;;;; gptel
+
+(defun mevedel-pipeline-gptel-call-identity (name)
+  "Return the tool-use ID of the provider call of NAME being dispatched."
+  (when (fboundp 'mevedel-chat-dispatched-call)
+    (plist-get (mevedel-chat-dispatched-call name) :id)))
+
+(defun mevedel-pipeline-dispatch (tool args callback)
+  "Run a provider call of TOOL with ARGS for gptel; CALLBACK gets the result.
+This is the `mevedel-tool-dispatch-function' once the pipeline is
+installed."
+  (mevedel-pipeline-run-tool
+   tool args callback
+   :tool-use-id (funcall mevedel-pipeline-call-identity-function (mevedel-tool-name tool))
+   :data-buffer (current-buffer)))
+
+(defvar mevedel-pipeline--previous-dispatch nil
+  "The dispatch function `mevedel-pipeline-install' replaced.")
+
+(defun mevedel-pipeline-install ()
+  "Route every registered tool's provider requests through the pipeline."
+  (unless (eq mevedel-tool-dispatch-function #'mevedel-pipeline-dispatch)
+    (setq mevedel-pipeline--previous-dispatch mevedel-tool-dispatch-function
+          mevedel-tool-dispatch-function #'mevedel-pipeline-dispatch)))
+
+(defun mevedel-pipeline-uninstall ()
+  "Restore the dispatch function that `mevedel-pipeline-install' replaced."
+  (when (eq mevedel-tool-dispatch-function #'mevedel-pipeline-dispatch)
+    (setq mevedel-tool-dispatch-function
+          (or mevedel-pipeline--previous-dispatch #'mevedel-tool-repair-dispatch))))
+
+;;;; Provider projection and oversized results
+
+(defun mevedel-pipeline-result-limit (tool)
+  "Return TOOL's effective result limit in characters, or nil for none.
+That is its :max-result-size (else its entry in
+`mevedel-pipeline-tool-result-limits'), capped by
+`mevedel-pipeline-result-cap'."
+  (let* ((name (mevedel-tool-name tool))
+         (own (or (mevedel-tool-max-result-size tool)
+                  (cdr (cl-find-if (lambda (entry)
+                                     (let ((pattern (car entry)))
+                                       (if (string-suffix-p "*" pattern)
+                                           (string-prefix-p (substring pattern 0 -1) name)
+                                         (equal pattern name))))
+                                   mevedel-pipeline-tool-result-limits)))))
+    (and own (min own mevedel-pipeline-result-cap))))
+
+(defun mevedel-pipeline--preview-pieces (text plan)
+  "Return (HEAD . TAIL) of TEXT per the preview PLAN from the module."
+  (let ((total (plist-get plan :total-chars)))
+    (cons (substring-no-properties text 0 (plist-get plan :head-chars))
+          (substring-no-properties text (- total (plist-get plan :tail-chars))))))
+
+(defun mevedel-pipeline--artifact-name (call)
+  "Return a fresh file name under tool-results/ for CALL's output."
+  (let* ((base (replace-regexp-in-string
+                "[^A-Za-z0-9._-]" "_"
+                (or (mevedel-pipeline--call-tool-use-id call)
+                    (format "%s-%s" (mevedel-pipeline--call-name call)
+                            (format-time-string "%Y%m%dT%H%M%S%3N")))))
+         (dir (mevedel-session-tool-results-directory (mevedel-pipeline--call-session call)))
+         (name (concat base ".txt"))
+         (n 1))
+    (while (file-exists-p (expand-file-name name dir))
+      (setq name (format "%s-%d.txt" base (cl-incf n))))
+    name))
+
+(defun mevedel-pipeline--persist (call text)
+  "Save TEXT under CALL's session tool-results/; return its artifact address.
+Return nil when the call has no durable session storage."
+  (let ((session (mevedel-pipeline--call-session call)))
+    (when (mevedel-session-durable-p session)
+      (condition-case err
+          (progn
+            (mevedel-session-ensure-storage session)
+            (let ((name (mevedel-pipeline--artifact-name call))
+                  (coding-system-for-write 'utf-8-unix))
+              (write-region (substring-no-properties text) nil
+                            (expand-file-name name (mevedel-session-tool-results-directory
+                                                    session))
+                            nil 'silent)
+              (concat "artifact://tool-results/" name)))
+        (error (mevedel-pipeline--warn "Cannot persist the output of %s: %s"
+                                       (mevedel-pipeline--call-name call)
+                                       (error-message-string err))
+               nil)))))
+
+(defun mevedel-pipeline--omission-line (plan)
+  "Return the marker line standing for the middle that PLAN omits."
+  (format "[... %d characters omitted (lines %d-%d) ...]"
+          (plist-get plan :omitted-chars)
+          (plist-get plan :omitted-first-line)
+          (plist-get plan :omitted-last-line)))
+
+(defun mevedel-pipeline--preview-body (text plan)
+  "Return TEXT's head, omission marker and tail per PLAN."
+  (pcase-let ((`(,head . ,tail) (mevedel-pipeline--preview-pieces text plan)))
+    (concat head (unless (or (string-empty-p head) (string-suffix-p "\n" head)) "\n")
+            (mevedel-pipeline--omission-line plan) "\n"
+            tail)))
+
+(defun mevedel-pipeline-oversized-notice (text plan address)
+  "Return the <persisted-output> notice for TEXT previewed per PLAN.
+ADDRESS is the artifact:// address of the full text, or nil when it
+could not be kept."
+  (let* ((first (plist-get plan :omitted-first-line))
+         (last (plist-get plan :omitted-last-line))
+         (limit (min (1+ (- last first)) mevedel-pipeline-read-continuation-lines)))
+    (concat
+     "<persisted-output>\n"
+     (format "Output too large: %d characters in %d lines; %d characters are omitted below.\n"
+             (plist-get plan :total-chars) (plist-get plan :total-lines)
+             (plist-get plan :omitted-chars))
+     (if address
+         (format "The complete output is saved at %s.\n" address)
+       "The omitted text is unavailable: this request has no durable session storage. \
+Rerun the call more narrowly (a smaller range, a more specific pattern or path) to see it.\n")
+     "\nPreview (head and tail):\n"
+     (mevedel-pipeline--preview-body text plan)
+     (unless (string-suffix-p "\n" text) "\n")
+     (when address
+       (concat
+        "\nTo read the omitted part: Read "
+        (json-serialize (list :file_path address :offset first :limit limit))
+        (if (> (1+ (- last first)) limit)
+            (format " (then continue from offset %d)" (+ first limit))
+          "")
+        "\nTo search the complete output: Grep "
+        (json-serialize (list :pattern "REGEXP" :path address))
+        "\n"))
+     "</persisted-output>")))
+
+(defun mevedel-pipeline--bound-text (call text status)
+  "Return TEXT bounded for CALL's provider result, persisting it if needed.
+STATUS is the canonical status: oversized errors are truncated only."
+  (let* ((limit (mevedel-pipeline-result-limit (mevedel-pipeline--call-tool call)))
+         (plan (and limit (> (length text) limit)
+                    (mevedel-core-text-preview
+                     text (min mevedel-pipeline-preview-chars limit)))))
+    (cond
+     ((null plan) text)
+     ((eq status 'error)
+      (concat (mevedel-pipeline--preview-body text plan)
+              (format "\n[Error output truncated: %d of %d characters shown; it was not saved.]"
+                      (- (plist-get plan :total-chars) (plist-get plan :omitted-chars))
+                      (plist-get plan :total-chars))))
+     (t (mevedel-pipeline-oversized-notice text plan (mevedel-pipeline--persist call text))))))
+
+(defun mevedel-pipeline--to-string (value)
+  "Return VALUE as text, as gptel would turn a tool result into text."
+  (cond ((stringp value) value)
+        ((fboundp 'gptel--to-string) (gptel--to-string value))
+        (t (prin1-to-string value))))
+
+(defun mevedel-pipeline-project (outcome call)
+  "Return the provider result for OUTCOME of CALL, as gptel receives it.
+Adds the repair note and hook context, bounds oversized text (see
+`mevedel-pipeline-tool-result-limits'), and appends the render-data
+block when the call has render-data or an explicit status.  A
+non-string result without any of those stays as it is."
+  (let* ((result (plist-get outcome :result))
+         (status (plist-get outcome :status))
+         (render-data (plist-get outcome :render-data))
+         (note (mevedel-pipeline--call-repair-note call))
+         (context (mevedel-pipeline--call-hook-context call))
+         (attach (or render-data (mevedel-pipeline--call-explicit-status call))))
+    (if (and (not (stringp result)) (not note) (not context) (not attach))
+        result
+      (let ((text (mevedel-pipeline--bound-text
+                   call (mevedel-pipeline--to-string result) status)))
+        (setq text (mevedel-tool-repair-attach-note text note))
+        (dolist (piece context)
+          (setq text (concat text "\n\n" piece)))
+        (if attach
+            (concat text (mevedel-render-data-encode
+                          (append (list :status status)
+                                  (cl-loop for (k v) on render-data by #'cddr
+                                           unless (eq k :status) append (list k v)))
+                          (plist-get outcome :tool-use-id)))
+          text)))))
+
+(provide 'mevedel-pipeline)
+;;; mevedel-pipeline.el ends here

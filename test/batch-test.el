@@ -1,0 +1,51 @@
+;;; batch-test.el --- Unit tests of headless runs  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; Option parsing and the JSON transcript encoding of bin/mevedel; the
+;; end-to-end runs are in e2e/batch-e2e-test.el.
+
+;;; Code:
+
+(require 'mevedel-test-helpers)
+(require 'mevedel-batch)
+
+(ert-deftest mevedel-batch:parse-options ()
+  (let ((options (mevedel-batch--parse-args
+                  '("--" "-p" "hi" "--json" "--dir" "/tmp" "--permission-mode" "edits"
+                    "--config" "/x.el" "--timeout" "5"))))
+    (should (equal (plist-get options :prompt) "hi"))
+    (should (plist-get options :json))
+    (should (equal (plist-get options :dir) "/tmp"))
+    (should (eq (plist-get options :mode) 'edits))
+    (should (equal (plist-get options :init) "/x.el"))
+    (should (= (plist-get options :timeout) 5)))
+  (dolist (bad '(() ("-p") ("-p" "x" "--timeout" "soon") ("-p" "x" "--frobnicate")
+                 ("-p" "x" "--permission-mode" "sometimes")))
+    (should-error (mevedel-batch--parse-args bad) :type 'mevedel-batch-usage)))
+
+(ert-deftest mevedel-batch:json-keeps-argument-types ()
+  (let* ((empty (make-hash-table :test #'equal))
+         (json (mevedel-batch-transcript-json
+                (list :outcome "done" :answer nil
+                      :tool_calls
+                      (list (list :id "call_1" :name "Grep"
+                                  :args (list :pattern "x" :i :json-false :n t :limit 3
+                                              :path :null :globs ["*.el" "*.md"]
+                                              :opts (list :deep empty))
+                                  :status "success" :result_preview "r"))
+                      :messages nil)))
+         (parsed (json-parse-string json :object-type 'alist :null-object 'null
+                                    :false-object 'false :array-type 'list))
+         (args (alist-get 'args (car (alist-get 'tool_calls parsed)))))
+    (should (eq (alist-get 'answer parsed) 'null))
+    (should (equal (alist-get 'pattern args) "x"))
+    (should (eq (alist-get 'i args) 'false))
+    (should (eq (alist-get 'n args) t))
+    (should (eq (alist-get 'path args) 'null))
+    (should (equal (alist-get 'globs args) '("*.el" "*.md")))
+    (should (equal (alist-get 'opts args) '((deep))))
+    (should (equal (alist-get 'messages parsed) nil))))
+
+(provide 'batch-test)
+;;; batch-test.el ends here
