@@ -22,6 +22,7 @@
 
 (require 'cl-lib)
 (require 'mevedel-tool-registry)
+(require 'mevedel-session)
 
 (autoload 'mevedel-tool-fs-read "mevedel-tool-fs")
 (autoload 'mevedel-tool-fs-glob "mevedel-tool-fs")
@@ -100,11 +101,13 @@ Read mevedel://tools/files.md."
 
 (defun mevedel-tool-fs-prepare-pipeline-args (context)
   "Return CONTEXT's arguments with paths normalised and addresses prepared.
-CONTEXT is the pipeline's call context (:tool :args :workspace ...).
-Read, Glob and Grep get their resource address prepared for their own
-operation; a malformed address, unsupported operation or containment
-failure signals, which ends the call before permission."
-  (let* ((args (if (fboundp 'mevedel-pipeline-normalize-paths)
+CONTEXT is the pipeline's call context (:tool :args :session
+:workspace ...); the call's session owns its work:// and artifact://
+resources.  Read, Glob and Grep get their resource address prepared for
+their own operation; a malformed address, unsupported operation or
+containment failure signals, which ends the call before permission."
+  (let* ((mevedel-session-current (or (plist-get context :session) mevedel-session-current))
+         (args (if (fboundp 'mevedel-pipeline-normalize-paths)
                    (mevedel-pipeline-normalize-paths context)
                  (plist-get context :args)))
          (tool (plist-get context :tool))

@@ -315,5 +315,37 @@ Binds `ws', `session' and `outside' (directory names)."
                            :args '(:pattern "*" :path "agent://") :workspace ws))
                     :type 'mevedel-core-resource-error))))
 
+(ert-deftest mevedel-tool-fs:oversized-grep-is-persisted-and-followable ()
+  (require 'mevedel-pipeline)
+  (let* ((ws (make-temp-file "mevedel-persist" t))
+         (session (mevedel-session-create :workspace ws :id "p-1"))
+         (mevedel-pipeline-prepare-resources-function #'mevedel-tool-fs-prepare-pipeline-args)
+         (grep (mevedel-tool-get "Grep" "filesystem"))
+         (read (mevedel-tool-get "Read" "filesystem"))
+         (outcome nil))
+    (unwind-protect
+        (with-temp-buffer
+          (setq mevedel-session-current session)
+          (dotimes (i 40)
+            (with-temp-file (expand-file-name (format "f%02d.el" i) ws)
+              (dotimes (j 30) (insert (format "(defun fn-%d-%d () \"body\")\n" i j)))))
+          (mevedel-pipeline-run-tool
+           grep (list :pattern "defun" :path ws :output_mode "content" :head_limit 0)
+           (lambda (r) (setq outcome r)))
+          (mevedel-test-wait-until outcome 20)
+          (should (string-match-p "<persisted-output>" outcome))
+          (should (string-match "artifact://tool-results/[^ \n]*\\.txt" outcome))
+          (let ((address (match-string 0 outcome)) (page nil) (hits nil))
+            (mevedel-pipeline-run-tool read (list :file_path address :offset 1200 :limit 1)
+                                       (lambda (r) (setq page r)))
+            (mevedel-test-wait-until page 20)
+            (should (string-match-p "^  1200\t.*defun fn-" page))
+            (mevedel-pipeline-run-tool grep (list :pattern "fn-39-29 " :path address
+                                                  :output_mode "count")
+                                       (lambda (r) (setq hits r)))
+            (mevedel-test-wait-until hits 20)
+            (should (equal hits (concat address ":1\n")))))
+      (delete-directory ws t))))
+
 (provide 'tool-fs-test)
 ;;; tool-fs-test.el ends here
