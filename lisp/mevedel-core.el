@@ -66,6 +66,21 @@ signals an error instead."
 (declare-function mevedel-core--exec-spawn "ext:mevedel-dyn" (argv cwd))
 (declare-function mevedel-core--exec-stop-all "ext:mevedel-dyn" (grace-ms))
 (declare-function mevedel-core--exec-live-groups "ext:mevedel-dyn" ())
+(declare-function mevedel-core--sandbox-probe "ext:mevedel-dyn" (id timeout-ms))
+(declare-function mevedel-core--resource-parse "ext:mevedel-dyn" (text))
+(declare-function mevedel-core--resource-parse-many "ext:mevedel-dyn" (texts))
+(declare-function mevedel-core--resource-prepare "ext:mevedel-dyn"
+                  (address operation session-dir workspace docs-root
+                           memory-roots skills recall-days))
+(declare-function mevedel-core--resource-attempt-facts "ext:mevedel-dyn" (attempt))
+(declare-function mevedel-core--resource-read "ext:mevedel-dyn"
+                  (id attempt path display offset limit char-offset))
+(declare-function mevedel-core--search-grep "ext:mevedel-dyn"
+                  (id attempt path display options timeout-ms))
+(declare-function mevedel-core--search-glob "ext:mevedel-dyn"
+                  (id attempt path display pattern timeout-ms))
+(declare-function mevedel-core--search-cancel "ext:mevedel-dyn" (id))
+(declare-function mevedel-core--search-running "ext:mevedel-dyn" ())
 (declare-function mevedel-core--sandbox-probe "ext:mevedel-dyn"
                   (id timeout-ms &optional path helper target refresh))
 (declare-function mevedel-core--sandbox-forget-probes "ext:mevedel-dyn" ())
@@ -468,6 +483,99 @@ kept per target, path and helper)."
       (or (plist-get options :target) "local")
       (plist-get options :refresh)))
    (lambda (status value) (funcall callback (and (eq status 'ok) value)))))
+
+;;;; Resource addresses, Read, Glob and Grep
+
+(defun mevedel-core-resource-parse (text)
+  "Parse TEXT as a resource address.
+Return nil when TEXT is an ordinary path (no `scheme://' prefix),
+otherwise (SCHEME CANONICAL DISCOVERY-P).  A malformed address signals
+`mevedel-core-resource-error' naming TEXT and the reason."
+  (mevedel-core-ensure)
+  (mevedel-core--resource-parse text))
+
+(defun mevedel-core-resource-parse-many (texts)
+  "Return the canonical address of each string in TEXTS, in one call.
+An ordinary path gives nil; a malformed address signals
+`mevedel-core-resource-error'."
+  (mevedel-core-ensure)
+  (mevedel-core--resource-parse-many texts))
+
+(defun mevedel-core-resource-prepare (address operation context)
+  "Prepare resource ADDRESS for OPERATION and return an opaque attempt.
+OPERATION is one of the strings \"Read\", \"Glob\", \"Grep\" and
+\"ApplyPatch\".  CONTEXT is a plist: :session-dir, :workspace and
+:docs-root (directories or nil), :memory-roots (a list of (PATH KIND
+LABEL)), :skills (a list of (NAME SOURCE-KEY ROOT ORIGIN PLUGIN)) and
+:recall-days.  Malformed addresses, unsupported operations and
+containment failures signal `mevedel-core-resource-error'."
+  (mevedel-core-ensure)
+  (mevedel-core--resource-prepare
+   address operation
+   (plist-get context :session-dir) (plist-get context :workspace)
+   (plist-get context :docs-root) (plist-get context :memory-roots)
+   (plist-get context :skills) (or (plist-get context :recall-days) 14)))
+
+(defun mevedel-core-resource-attempt-facts (attempt)
+  "Return the permission facts of ATTEMPT as a plist.
+Keys: :operation :scheme :canonical :authored :write :paths :available."
+  (mevedel-core--resource-attempt-facts attempt))
+
+(defun mevedel-core-resource-read (target display page callback)
+  "Read TARGET in the background and call CALLBACK with the outcome.
+TARGET is an attempt from `mevedel-core-resource-prepare' or an
+absolute file name, shown to the model as DISPLAY.  PAGE is a plist
+\(:offset :limit :char-offset).  CALLBACK gets `ok' and (:text TEXT), or
+`error' and (ERROR-SYMBOL MESSAGE).  Return the request id."
+  (let ((path (and (stringp target) target)))
+    (mevedel-core-request
+     (lambda (id)
+       (mevedel-core--resource-read id (and (not path) target) path display
+                                    (plist-get page :offset) (plist-get page :limit)
+                                    (plist-get page :char-offset)))
+     callback)))
+
+(defun mevedel-core-search-grep (target display options timeout-ms callback)
+  "Grep TARGET in the background and call CALLBACK with the outcome.
+TARGET and DISPLAY are as in `mevedel-core-resource-read'.  OPTIONS is
+a plist (:pattern :glob :type :output-mode :before :after
+:case-insensitive :line-numbers :multiline :head-limit :offset).
+TIMEOUT-MS (0: none) ends the search with partial results.  CALLBACK
+gets `ok' and (:text :total :shown :partial), or `error' and (ERROR-SYMBOL
+MESSAGE).  Return the request id, for `mevedel-core-search-cancel'."
+  (let ((path (and (stringp target) target))
+        (opts (list (plist-get options :pattern) (plist-get options :glob)
+                    (plist-get options :type) (plist-get options :output-mode)
+                    (plist-get options :before) (plist-get options :after)
+                    (plist-get options :case-insensitive)
+                    (plist-get options :line-numbers)
+                    (plist-get options :multiline)
+                    (plist-get options :head-limit) (plist-get options :offset))))
+    (mevedel-core-request
+     (lambda (id)
+       (mevedel-core--search-grep id (and (not path) target) path display opts timeout-ms))
+     callback)))
+
+(defun mevedel-core-search-glob (target display pattern timeout-ms callback)
+  "Glob PATTERN below TARGET in the background; call CALLBACK when done.
+TARGET, DISPLAY, TIMEOUT-MS and CALLBACK are as in
+`mevedel-core-search-grep'.  Return the request id."
+  (let ((path (and (stringp target) target)))
+    (mevedel-core-request
+     (lambda (id)
+       (mevedel-core--search-glob id (and (not path) target) path display pattern timeout-ms))
+     callback)))
+
+(defun mevedel-core-search-cancel (id)
+  "Ask the Read, Glob or Grep request ID to stop.
+Its callback still gets one reply (an error saying it was cancelled).
+Return non-nil if the request was running."
+  (and (featurep 'mevedel-dyn) (mevedel-core--search-cancel id)))
+
+(defun mevedel-core-search-running ()
+  "Return how many Read, Glob and Grep requests are running."
+  (mevedel-core-ensure)
+  (mevedel-core--search-running))
 
 (defun mevedel-core-sandbox-forget-probes ()
   "Forget every cached sandbox probe; the next use probes again."

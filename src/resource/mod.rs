@@ -1,3 +1,31 @@
-//! Resource addresses: grammar, canonical encoding, families, operation matrix, containment.
+//! Resource addresses: the `scheme://` names the model uses for
+//! mevedel-owned content in Read, Glob, Grep and ApplyPatch.
 //!
-//! Empty until its issue lands; declared now so the layout shows where it goes.
+//! - [`encode`]: RFC 3986 percent-encoding of one component;
+//! - [`address`]: the grammar, [`Locator`]s and canonical spelling;
+//! - [`matrix`]: which operation each form accepts;
+//! - [`contain`]: containment below a backing root;
+//! - [`context`]: what Lisp tells the resolver about the session;
+//! - [`prepare`]: stage one, address to opaque [`Attempt`];
+//! - [`read`] and [`page`]: Read's execution and line pages;
+//! - [`journal`]: journal entry names and the recall window.
+//!
+//! Glob and Grep over attempts live in `crate::search`.
+
+pub mod address;
+pub mod contain;
+pub mod context;
+pub mod encode;
+pub mod journal;
+pub mod matrix;
+pub mod page;
+pub mod prepare;
+pub mod read;
+
+#[cfg(test)]
+mod tests;
+
+pub use address::{Address, Locator, parse};
+pub use context::Context;
+pub use matrix::Operation;
+pub use prepare::{Attempt, prepare};

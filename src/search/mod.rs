@@ -1,3 +1,154 @@
-//! Glob and Grep over the ignore, globset and grep-searcher crates, with push-style sinks.
+//! Glob and Grep in-process over the `ignore`, `globset` (through
+//! `ignore`'s overrides), `grep-regex` and `grep-searcher` crates.
 //!
-//! Empty until its issue lands; declared now so the layout shows where it goes.
+//! - [`walk`]: search roots, naming, ignore rules, pattern checks;
+//! - [`grep`] and [`glob`]: the two searches, each with its own sink;
+//! - [`output`]: `offset`/`head_limit` pages and result notes;
+//! - [`budget`]: cancellation and the time limit (partial results);
+//! - [`jobs`]: background runs answered through the event channel.
+//!
+//! Resource attempts become [`Plan`]s here, so a search over
+//! `work://` or `mevedel://` names its results by address and never
+//! shows a backing path.
+
+pub mod budget;
+pub mod glob;
+pub mod grep;
+pub mod jobs;
+pub mod output;
+pub mod walk;
+
+#[cfg(test)]
+mod tests;
+
+use crate::error::{Error, ErrorKind};
+use crate::resource::contain::Found;
+use crate::resource::prepare::{Attempt, Target};
+pub use walk::{Naming, Root};
+
+/// Where one search looks, plus what to say if it finds nothing.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    pub roots: Vec<Root>,
+    /// Said when no root had anything to search (e.g. no memory roots).
+    pub none_note: Option<String>,
+}
+
+impl Plan {
+    pub fn ordinary(root: Root) -> Plan {
+        Plan {
+            roots: vec![root],
+            none_note: None,
+        }
+    }
+
+    /// The roots of a prepared resource ATTEMPT.
+    pub fn for_attempt(attempt: &Attempt) -> Result<Plan, Error> {
+        let fail = |m: String| Error::new(ErrorKind::Resource, m);
+        let (selections, none_note) = match &attempt.target {
+            Target::Unavailable(msg) => return Err(fail(msg.clone())),
+            Target::Text(_) => {
+                return Err(fail(format!(
+                    "`{}` is a listing; Read it instead of searching it",
+                    attempt.authored
+                )));
+            }
+            Target::Files {
+                selections,
+                none_note,
+            } => (selections, none_note),
+        };
+        let mut roots = Vec::new();
+        for sel in selections {
+            let address = sel.scope.address_of(&sel.rel);
+            let note = (!sel.scope.empty_note.is_empty()).then(|| sel.scope.empty_note.clone());
+            match sel.found {
+                Found::File => roots.push(Root {
+                    base: sel
+                        .path
+                        .parent()
+                        .map(|p| p.to_path_buf())
+                        .unwrap_or_default(),
+                    file: Some((sel.path.clone(), address)),
+                    naming: Naming::Address(String::new()),
+                    filter: sel.scope.filter.clone(),
+                    empty_note: None,
+                }),
+                Found::Dir => {
+                    let label = if sel.rel.is_empty() {
+                        sel.scope.label.clone()
+                    } else {
+                        format!("{address}/")
+                    };
+                    roots.push(Root {
+                        base: sel.path.clone(),
+                        file: None,
+                        naming: Naming::Address(label),
+                        filter: sel.scope.filter.clone(),
+                        empty_note: if sel.rel.is_empty() { note } else { None },
+                    });
+                }
+                Found::Missing if sel.rel.is_empty() => {
+                    // An unused scope: nothing to search, say so if empty.
+                    if let Some(n) = note {
+                        roots.push(Root {
+                            base: sel.path.clone(),
+                            file: None,
+                            naming: Naming::Address(sel.scope.label.clone()),
+                            filter: sel.scope.filter.clone(),
+                            empty_note: Some(n),
+                        });
+                    }
+                }
+                Found::Missing => {
+                    return Err(fail(format!(
+                        "`{}` does not exist (Read {} lists what does)",
+                        attempt.authored,
+                        sel.scope.address_of(&[])
+                    )));
+                }
+                Found::Other => {
+                    return Err(fail(format!(
+                        "`{}` is not a regular file or directory",
+                        attempt.authored
+                    )));
+                }
+            }
+        }
+        Ok(Plan {
+            roots,
+            none_note: none_note.clone(),
+        })
+    }
+}
+
+/// Run Grep over PLAN.
+pub fn grep(
+    plan: &Plan,
+    opts: &grep::Options,
+    budget: &budget::Budget,
+) -> Result<output::Page, Error> {
+    let mut found = grep::grep_lines(&plan.roots, opts, budget)?;
+    if found.is_empty()
+        && let Some(n) = &plan.none_note
+    {
+        found.notes = vec![n.clone()];
+    }
+    let empty = if opts.mode == grep::Mode::FilesWithMatches {
+        "No files found."
+    } else {
+        "No matches found."
+    };
+    output::page(found, opts.offset, opts.head_limit, empty, "Grep")
+}
+
+/// Run Glob over PLAN.
+pub fn glob(plan: &Plan, pattern: &str, budget: &budget::Budget) -> Result<output::Page, Error> {
+    let mut found = glob::glob_lines(&plan.roots, pattern, budget)?;
+    if found.is_empty()
+        && let Some(n) = &plan.none_note
+    {
+        found.notes = vec![n.clone()];
+    }
+    output::page(found, 0, 0, "No files found.", "Glob")
+}

@@ -1,0 +1,215 @@
+;;; mevedel-resource.el --- Resource addresses for the filesystem-shaped tools  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Resource addresses (`work://', `artifact://', `mevedel://',
+;; `memory://', `skill://', and the not yet available `agent://',
+;; `history://', `mcp://' and `shared://') name mevedel-owned content in
+;; Read, Glob, Grep and ApplyPatch.  The grammar, canonical spelling,
+;; operation matrix, containment and the two-stage resolver are in the
+;; native module (src/resource/); this file gathers the session facts the
+;; resolver needs and exposes the Lisp API:
+;;
+;; - `mevedel-resource-parse': canonical form of an address, nil for an
+;;   ordinary path;
+;; - `mevedel-resource-prepare': stage one, before permission: an opaque
+;;   attempt, or a validation error naming the address and the reason;
+;; - `mevedel-resource-facts': what a permission check needs to know;
+;; - `mevedel-resource-visit-path': the backing file of a file-backed
+;;   address, for buttons in the transcript view.
+;;
+;; Execution (stage two) is Read, Glob and Grep in mevedel-tool-fs.el.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'mevedel-core)
+(require 'mevedel-session)
+
+(declare-function project-root "project" (project))
+(autoload 'url-hexify-string "url-util")
+
+;;;; Customization
+
+(defgroup mevedel-resource nil
+  "Resource addresses used by mevedel's file tools."
+  :group 'tools
+  :prefix "mevedel-resource-")
+
+(defcustom mevedel-resource-memory-roots '(".mevedel/memory" "~/.mevedel/memory")
+  "Persistent-memory roots, highest precedence first.
+A relative directory is relative to the workspace root.  A root inside a
+`.mevedel' or `.agents' directory of the workspace or of the home
+directory gets a readable key (local-mevedel, local-agents,
+global-mevedel, global-agents) when it is the only one of its kind;
+every root can also be named by the SHA-256 digest of its path."
+  :type '(repeat directory))
+
+(defcustom mevedel-resource-journal-recall-days 14
+  "Days after its creation that a journal entry stays readable."
+  :type 'natnum)
+
+(defcustom mevedel-resource-skill-roots
+  '((local-mevedel . ".mevedel/skills")
+    (local-agents . ".agents/skills")
+    (global-mevedel . "~/.mevedel/skills")
+    (global-agents . "~/.agents/skills"))
+  "Where skills are discovered: an alist of (ORIGIN . DIRECTORY).
+Each subdirectory of DIRECTORY holding a SKILL.md file is one skill.
+Relative directories are relative to the workspace root."
+  :type '(alist :key-type symbol :value-type directory))
+
+(defvar mevedel-resource-skills-function #'mevedel-resource-discover-skills
+  "Function returning the discovered skills.
+Each skill is a list (NAME SOURCE-KEY ROOT ORIGIN PLUGIN) of strings;
+ORIGIN names one of the skill:// origin aliases and PLUGIN is nil
+except for plugin skills.")
+
+(defvar mevedel-resource-session-function #'mevedel-resource-default-session
+  "Function returning the current request's owners as a plist.
+Keys: :session-dir (the session storage directory, or nil without a
+session) and :workspace (the workspace root, or nil).")
+
+;;;; Owners
+
+(defconst mevedel-resource--this-directory
+  (file-name-directory (file-truename (or load-file-name byte-compile-current-file
+                                          buffer-file-name default-directory)))
+  "Real directory of this file.")
+
+(defun mevedel-resource-docs-directory ()
+  "Return the installed docs/ directory, or nil when there is none.
+The package directory is the real directory of this library (or of
+its sibling source file), so symlinked build trees find the docs of the
+package they belong to."
+  (cl-loop for dir in (list mevedel-resource--this-directory
+                            (file-name-directory
+                             (directory-file-name mevedel-resource--this-directory)))
+           for docs = (expand-file-name "docs" dir)
+           when (file-directory-p docs) return docs))
+
+(defun mevedel-resource-default-session ()
+  "Return the owners of the current buffer's requests.
+With a `mevedel-session-current' session, its storage directory (nil
+for an ephemeral session) and workspace.  Without one there is no
+session directory, and the workspace is the current project's root or
+`default-directory'."
+  (if (mevedel-session-p mevedel-session-current)
+      (let ((dir (mevedel-session-directory mevedel-session-current)))
+        (list :session-dir (and dir (directory-file-name dir))
+              :workspace (directory-file-name
+                          (mevedel-session-workspace mevedel-session-current))))
+    (list :session-dir nil
+          :workspace (directory-file-name
+                      (expand-file-name
+                       (or (and (fboundp 'project-current)
+                                (when-let* ((p (project-current))) (project-root p)))
+                           default-directory))))))
+
+(defun mevedel-resource--kind (dir workspace)
+  "Return the readable memory kind of root DIR in WORKSPACE, or nil."
+  (let* ((dir (file-name-as-directory (expand-file-name dir)))
+         (home (file-name-as-directory (expand-file-name "~")))
+         (scope (cond ((and workspace (file-in-directory-p dir workspace)) "local")
+                      ((file-in-directory-p dir home) "global")))
+         (flavor (cond ((string-match-p "/\\.mevedel/" dir) "mevedel")
+                       ((string-match-p "/\\.agents/" dir) "agents"))))
+    (and scope flavor (concat scope "-" flavor))))
+
+(defun mevedel-resource--memory-roots (workspace)
+  "Return the memory roots for WORKSPACE as (PATH KIND LABEL) lists."
+  (cl-loop for root in mevedel-resource-memory-roots
+           for dir = (directory-file-name
+                      (if (and workspace (not (file-name-absolute-p root))
+                               (not (string-prefix-p "~" root)))
+                          (expand-file-name root workspace)
+                        (expand-file-name root)))
+           for kind = (mevedel-resource--kind dir workspace)
+           collect (list dir kind (or kind (abbreviate-file-name dir)))))
+
+(defun mevedel-resource-discover-skills ()
+  "Return the skills found under `mevedel-resource-skill-roots'.
+The source key of a skill is its origin and the real path of its
+directory."
+  (let ((workspace (plist-get (funcall mevedel-resource-session-function) :workspace)))
+    (cl-loop for (origin . root) in mevedel-resource-skill-roots
+             for dir = (if (and workspace (not (file-name-absolute-p root))
+                                (not (string-prefix-p "~" root)))
+                           (expand-file-name root workspace)
+                         (expand-file-name root))
+             when (file-directory-p dir)
+             append (cl-loop for sub in (directory-files dir t "\\`[^.]")
+                             when (file-exists-p (expand-file-name "SKILL.md" sub))
+                             collect (let ((real (file-truename sub)))
+                                       (list (file-name-nondirectory sub)
+                                             (format "%s:%s" origin real)
+                                             real (symbol-name origin) nil))))))
+
+(defun mevedel-resource-context ()
+  "Return the resolver context of the current request."
+  (let* ((owners (funcall mevedel-resource-session-function))
+         (workspace (plist-get owners :workspace)))
+    (list :session-dir (plist-get owners :session-dir)
+          :workspace workspace
+          :docs-root (mevedel-resource-docs-directory)
+          :memory-roots (mevedel-resource--memory-roots workspace)
+          :skills (funcall mevedel-resource-skills-function)
+          :recall-days mevedel-resource-journal-recall-days)))
+
+;;;; Addresses
+
+(defun mevedel-resource-parse (string)
+  "Return the canonical address STRING names, or nil for an ordinary path.
+A malformed address or unknown scheme signals
+`mevedel-core-resource-error' naming STRING and the reason."
+  (nth 1 (mevedel-core-resource-parse string)))
+
+(defun mevedel-resource-parse-many (strings)
+  "Return the canonical address of each of STRINGS (nil for paths).
+One module call for all of them; a malformed address signals
+`mevedel-core-resource-error'."
+  (mevedel-core-resource-parse-many strings))
+
+(defun mevedel-resource-address-p (string)
+  "Return non-nil when STRING has the shape of a resource address.
+It may still be malformed; `mevedel-resource-prepare' says why."
+  (and (stringp string)
+       (string-match-p "\\`[A-Za-z][A-Za-z0-9+.-]*://" string)))
+
+(defun mevedel-resource-prepare (address operation &optional context)
+  "Prepare ADDRESS for OPERATION (\"Read\", \"Glob\", \"Grep\", \"ApplyPatch\").
+Return an opaque attempt that the tool handler executes after
+permission.  CONTEXT defaults to `mevedel-resource-context'.  Malformed
+addresses, unsupported operations and containment failures signal
+`mevedel-core-resource-error' before any permission check."
+  (mevedel-core-resource-prepare address operation
+                                 (or context (mevedel-resource-context))))
+
+(defun mevedel-resource-facts (attempt)
+  "Return the permission facts of ATTEMPT.
+See `mevedel-core-resource-attempt-facts' for the keys."
+  (mevedel-core-resource-attempt-facts attempt))
+
+(defun mevedel-resource-visit-path (address)
+  "Return the backing file of the file-backed ADDRESS, or nil.
+The address goes through Read preparation and containment first."
+  (let ((facts (mevedel-resource-facts (mevedel-resource-prepare address "Read"))))
+    (and (plist-get facts :available)
+         (= (length (plist-get facts :paths)) 1)
+         (car (plist-get facts :paths)))))
+
+(defun mevedel-resource-artifact-address (file session-dir)
+  "Return the artifact:// address of FILE, persisted output of SESSION-DIR.
+FILE must be inside the session's tool-results/ or executions/
+directory; otherwise return nil."
+  (let ((rel (file-relative-name (expand-file-name file) (expand-file-name session-dir))))
+    (and (string-match-p "\\`\\(tool-results\\|executions\\)/" rel)
+         (concat "artifact://"
+                 (mapconcat #'url-hexify-string (split-string rel "/") "/")))))
+
+(provide 'mevedel-resource)
+;;; mevedel-resource.el ends here

@@ -1,0 +1,184 @@
+;;; mevedel-tool-fs.el --- Read, Glob and Grep  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; The filesystem-shaped tools.  Each handler is asynchronous: it
+;; starts the work in the native module (a background thread), returns
+;; a cancel function at once, and calls its callback with a result
+;; plist (:result TEXT [:status error]) exactly once, so Emacs never
+;; waits on a file or a search.
+;;
+;; Paths may be ordinary filesystem paths or resource addresses (see
+;; mevedel-resource.el).  An address is prepared before permission by
+;; `mevedel-tool-fs-prepare-args', which stores the opaque attempt in the
+;; arguments under `mevedel-tool-fs-attempt-key'; a handler called
+;; without that preparation prepares the address itself.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'mevedel-core)
+(require 'mevedel-resource)
+
+;;;; Customization
+
+(defgroup mevedel-tool-fs nil
+  "Read, Glob and Grep."
+  :group 'mevedel-resource
+  :prefix "mevedel-tool-fs-")
+
+(defcustom mevedel-tool-fs-search-timeout 20
+  "Seconds a Glob or Grep may run before it returns partial results."
+  :type 'number)
+
+(defconst mevedel-tool-fs-attempt-key :mevedel-resource-attempt
+  "Argument key under which a prepared resource attempt travels.")
+
+(defconst mevedel-tool-fs-path-args
+  '(("Read" . :file_path) ("Glob" . :path) ("Grep" . :path))
+  "The path-or-resource argument of each tool.")
+
+;;;; Arguments
+
+(defun mevedel-tool-fs--value (args key)
+  "Return the value of KEY in ARGS, with JSON null and false as nil."
+  (let ((v (plist-get args key)))
+    (if (memq v '(:null :json-false)) nil v)))
+
+(defun mevedel-tool-fs-prepare-args (tool args)
+  "Prepare the resource address in ARGS of TOOL (\"Read\", \"Glob\", \"Grep\").
+Return ARGS unchanged for an ordinary path, else a copy that carries the
+prepared attempt under `mevedel-tool-fs-attempt-key'.  Validation
+failures signal `mevedel-core-resource-error' naming the address."
+  (let* ((key (cdr (assoc tool mevedel-tool-fs-path-args)))
+         (value (and key (mevedel-tool-fs--value args key))))
+    (if (not (mevedel-resource-address-p value))
+        args
+      (append (list mevedel-tool-fs-attempt-key (mevedel-resource-prepare value tool))
+              args))))
+
+(defun mevedel-tool-fs--target (tool args)
+  "Return (TARGET . DISPLAY) for the path argument of TOOL in ARGS.
+TARGET is a prepared attempt or an absolute file name; DISPLAY is how
+results name it."
+  (let* ((key (cdr (assoc tool mevedel-tool-fs-path-args)))
+         (value (mevedel-tool-fs--value args key))
+         (attempt (plist-get args mevedel-tool-fs-attempt-key)))
+    (cond
+     (attempt (cons attempt value))
+     ((mevedel-resource-address-p value)
+      (cons (mevedel-resource-prepare value tool) value))
+     ((and value (file-remote-p (expand-file-name value)))
+      (signal 'mevedel-core-search-error
+              (list (format "%s: remote path `%s' is not supported yet" tool value))))
+     (value (cons (expand-file-name value) value))
+     ((equal tool "Read")
+      (signal 'mevedel-core-resource-error (list "Read: `file_path' is required")))
+     (t (cons (expand-file-name default-directory) "")))))
+
+;;;; Running
+
+(defun mevedel-tool-fs--run (callback start)
+  "Call START with a reply function and settle CALLBACK exactly once.
+START returns a request id.  Return a function that cancels the request
+and settles CALLBACK with a cancellation error, if it has not settled."
+  (let* ((settled nil)
+         (settle (lambda (result)
+                   (unless settled
+                     (setq settled t)
+                     (funcall callback result))))
+         (id nil))
+    (condition-case err
+        (setq id (funcall start
+                          (lambda (status value)
+                            (funcall settle
+                                     (if (eq status 'ok)
+                                         (list :result (plist-get value :text))
+                                       (list :result (cadr value) :status 'error))))))
+      (error (funcall settle (list :result (error-message-string err) :status 'error))))
+    (lambda ()
+      (when id (mevedel-core-search-cancel id))
+      (funcall settle (list :result "Cancelled." :status 'error)))))
+
+(defun mevedel-tool-fs--guard (callback body)
+  "Run BODY, a function of no arguments returning a cancel function.
+A signal from BODY settles CALLBACK with an error result instead."
+  (condition-case err
+      (funcall body)
+    (error (funcall callback (list :result (error-message-string err) :status 'error))
+           #'ignore)))
+
+(defun mevedel-tool-fs--timeout-ms ()
+  "Return the search time limit in milliseconds."
+  (max 1 (round (* 1000 mevedel-tool-fs-search-timeout))))
+
+;;;; Handlers
+
+(defun mevedel-tool-fs-read (callback args)
+  "Read the file, directory or resource named in ARGS; call CALLBACK.
+ARGS has :file_path and optionally :offset, :limit and :char_offset.
+Return a function that cancels the read."
+  (mevedel-tool-fs--guard
+   callback
+   (lambda ()
+     (pcase-let ((`(,target . ,display) (mevedel-tool-fs--target "Read" args)))
+       (mevedel-tool-fs--run
+        callback
+        (lambda (reply)
+          (mevedel-core-resource-read
+           target display
+           (list :offset (mevedel-tool-fs--value args :offset)
+                 :limit (mevedel-tool-fs--value args :limit)
+                 :char-offset (mevedel-tool-fs--value args :char_offset))
+           reply)))))))
+
+(defun mevedel-tool-fs-glob (callback args)
+  "List the files matching :pattern below :path in ARGS; call CALLBACK.
+Return a function that cancels the search."
+  (mevedel-tool-fs--guard
+   callback
+   (lambda ()
+     (pcase-let ((`(,target . ,display) (mevedel-tool-fs--target "Glob" args)))
+       (mevedel-tool-fs--run
+        callback
+        (lambda (reply)
+          (mevedel-core-search-glob target display
+                                    (or (mevedel-tool-fs--value args :pattern) "")
+                                    (mevedel-tool-fs--timeout-ms) reply)))))))
+
+(defun mevedel-tool-fs--grep-options (args)
+  "Return the module's Grep options for tool ARGS."
+  (let* ((context (or (mevedel-tool-fs--value args :-C)
+                      (mevedel-tool-fs--value args :context)))
+         (line-numbers (plist-member args :-n)))
+    (list :pattern (mevedel-tool-fs--value args :pattern)
+          :glob (mevedel-tool-fs--value args :glob)
+          :type (mevedel-tool-fs--value args :type)
+          :output-mode (or (mevedel-tool-fs--value args :output_mode) "files_with_matches")
+          :before (or (mevedel-tool-fs--value args :-B) context 0)
+          :after (or (mevedel-tool-fs--value args :-A) context 0)
+          :case-insensitive (mevedel-tool-fs--value args :-i)
+          :line-numbers (if line-numbers (mevedel-tool-fs--value args :-n) t)
+          :multiline (mevedel-tool-fs--value args :multiline)
+          :head-limit (let ((h (mevedel-tool-fs--value args :head_limit))) (if h h 250))
+          :offset (or (mevedel-tool-fs--value args :offset) 0))))
+
+(defun mevedel-tool-fs-grep (callback args)
+  "Search file contents for :pattern as ARGS say; call CALLBACK.
+Return a function that cancels the search."
+  (mevedel-tool-fs--guard
+   callback
+   (lambda ()
+     (pcase-let ((`(,target . ,display) (mevedel-tool-fs--target "Grep" args)))
+       (mevedel-tool-fs--run
+        callback
+        (lambda (reply)
+          (mevedel-core-search-grep target display (mevedel-tool-fs--grep-options args)
+                                    (mevedel-tool-fs--timeout-ms) reply)))))))
+
+(provide 'mevedel-tool-fs)
+;;; mevedel-tool-fs.el ends here

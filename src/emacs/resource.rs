@@ -1,0 +1,172 @@
+//! Resource addresses: parse, prepare (stage one) and the facts a
+//! permission check needs. Execution runs through `search.rs`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use emacs::{Env, IntoLisp, Result, Value, defun};
+
+use super::errors::OrSignal;
+use super::guard::guarded;
+use crate::error::{Error, ErrorKind};
+use crate::resource::address::Origin;
+use crate::resource::context::{MemoryRoot, Skill};
+use crate::resource::{self, Attempt, Context, Operation};
+
+/// The opaque attempt Lisp holds between preparation and execution.
+pub type AttemptPtr = Arc<Attempt>;
+
+fn list_items(list: Value<'_>) -> Result<Vec<Value<'_>>> {
+    let mut out = Vec::new();
+    let mut rest = list;
+    while rest.is_not_nil() {
+        out.push(rest.car()?);
+        rest = rest.cdr()?;
+    }
+    Ok(out)
+}
+
+fn opt_string(v: Value<'_>) -> Result<Option<String>> {
+    if v.is_not_nil() {
+        Ok(Some(v.into_rust()?))
+    } else {
+        Ok(None)
+    }
+}
+
+fn origin(env: &Env, name: Option<String>) -> Result<Option<Origin>> {
+    match name {
+        None => Ok(None),
+        Some(n) => match Origin::from_name(&n) {
+            Some(o) => Ok(Some(o)),
+            None => Err(Error::new(
+                ErrorKind::Resource,
+                format!("unknown origin `{n}`"),
+            ))
+            .or_signal(env),
+        },
+    }
+}
+
+/// `TEXT` parsed: nil for an ordinary path, else (SCHEME CANONICAL
+/// DISCOVERY-P). Malformed addresses signal `mevedel-core-resource-error`.
+#[defun(name = "resource-parse")]
+fn resource_parse<'e>(env: &'e Env, text: String) -> Result<Value<'e>> {
+    guarded(env, || match resource::parse(&text).or_signal(env)? {
+        None => ().into_lisp(env),
+        Some(addr) => env.list((
+            addr.locator.scheme(),
+            addr.locator.canonical(),
+            addr.locator.is_discovery(),
+        )),
+    })
+}
+
+/// The canonical spelling of each string in TEXTS (nil for ordinary
+/// paths), in one call; a malformed address signals.
+#[defun(name = "resource-parse-many")]
+fn resource_parse_many<'e>(env: &'e Env, texts: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || {
+        let out = list_items(texts)?
+            .into_iter()
+            .map(|v| {
+                let text: String = v.into_rust()?;
+                match resource::parse(&text).or_signal(env)? {
+                    None => ().into_lisp(env),
+                    Some(addr) => addr.locator.canonical().into_lisp(env),
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        env.list(&out[..])
+    })
+}
+
+/// Prepare ADDRESS for OPERATION ("Read", "Glob", "Grep", "ApplyPatch")
+/// in the given session context. MEMORY-ROOTS is a list of (PATH KIND
+/// LABEL), SKILLS a list of (NAME SOURCE-KEY ROOT ORIGIN PLUGIN). Returns
+/// the opaque attempt; validation failures signal.
+#[defun(user_ptr, name = "resource-prepare")]
+#[allow(clippy::too_many_arguments)]
+fn resource_prepare(
+    env: &Env,
+    address: String,
+    operation: String,
+    session_dir: Value<'_>,
+    workspace: Value<'_>,
+    docs_root: Value<'_>,
+    memory_roots: Value<'_>,
+    skills: Value<'_>,
+    recall_days: i64,
+) -> Result<AttemptPtr> {
+    guarded(env, || {
+        let op = Operation::from_name(&operation)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Resource,
+                    format!("unknown operation `{operation}`"),
+                )
+            })
+            .or_signal(env)?;
+        let mut ctx = Context {
+            session_dir: opt_string(session_dir)?.map(PathBuf::from),
+            workspace: opt_string(workspace)?.map(PathBuf::from),
+            docs_root: opt_string(docs_root)?.map(PathBuf::from),
+            journal_recall_days: recall_days.max(0) as u64,
+            ..Context::default()
+        };
+        for item in list_items(memory_roots)? {
+            let parts = list_items(item)?;
+            let get = |i: usize| parts.get(i).copied().map_or(Ok(None), opt_string);
+            ctx.memory_roots.push(MemoryRoot {
+                path: PathBuf::from(get(0)?.unwrap_or_default()),
+                kind: origin(env, get(1)?)?,
+                label: get(2)?.unwrap_or_default(),
+            });
+        }
+        for item in list_items(skills)? {
+            let parts = list_items(item)?;
+            let get = |i: usize| parts.get(i).copied().map_or(Ok(None), opt_string);
+            ctx.skills.push(Skill {
+                name: get(0)?.unwrap_or_default(),
+                source_key: get(1)?.unwrap_or_default(),
+                root: PathBuf::from(get(2)?.unwrap_or_default()),
+                origin: origin(env, get(3)?)?.unwrap_or(Origin::Managed),
+                plugin: get(4)?,
+            });
+        }
+        let attempt = resource::prepare(&address, op, &ctx).or_signal(env)?;
+        Ok(Arc::new(attempt))
+    })
+}
+
+/// The logical authority facts of ATTEMPT: (:operation OP :scheme S
+/// :canonical C :authored A :write BOOL :paths (BACKING...) :available
+/// BOOL). Backing paths are for permission checks, never for the model.
+#[defun(name = "resource-attempt-facts")]
+fn resource_attempt_facts<'e>(env: &'e Env, attempt: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || {
+        let a = attempt.into_ref::<AttemptPtr>()?;
+        let paths = a
+            .backing_paths()
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned().into_lisp(env))
+            .collect::<Result<Vec<_>>>()?;
+        let available = !matches!(a.target, resource::prepare::Target::Unavailable(_));
+        env.list(&[
+            env.intern(":operation")?,
+            a.operation.name().into_lisp(env)?,
+            env.intern(":scheme")?,
+            a.scheme().into_lisp(env)?,
+            env.intern(":canonical")?,
+            a.canonical.as_str().into_lisp(env)?,
+            env.intern(":authored")?,
+            a.authored.as_str().into_lisp(env)?,
+            env.intern(":write")?,
+            a.operation.writes().into_lisp(env)?,
+            env.intern(":paths")?,
+            env.list(&paths[..])?,
+            env.intern(":available")?,
+            available.into_lisp(env)?,
+        ])
+    })
+}

@@ -1,0 +1,194 @@
+//! Read, Glob and Grep jobs: started here, answered by `reply` events,
+//! cancellable by request id.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use emacs::{Env, Result, Value, defun};
+
+use super::errors::OrSignal;
+use super::guard::guarded;
+use super::resource::AttemptPtr;
+use crate::error::{Error, ErrorKind};
+use crate::resource::page::PageRequest;
+use crate::search::grep::{Mode, Options};
+use crate::search::jobs::{self, Job, ReadTarget};
+use crate::search::{Plan, Root};
+
+fn attempt_of(v: Value<'_>) -> Result<Option<Arc<crate::resource::Attempt>>> {
+    if v.is_not_nil() {
+        Ok(Some(Arc::clone(&*v.into_ref::<AttemptPtr>()?)))
+    } else {
+        Ok(None)
+    }
+}
+
+/// The plan for ATTEMPT, or for the ordinary PATH shown as DISPLAY.
+fn plan(
+    env: &Env,
+    attempt: Value<'_>,
+    path: Option<String>,
+    display: Option<String>,
+) -> Result<Plan> {
+    match attempt_of(attempt)? {
+        Some(a) => Plan::for_attempt(&a).or_signal(env),
+        None => {
+            let path = PathBuf::from(path.unwrap_or_default());
+            if !path.exists() {
+                let shown = display.unwrap_or_default();
+                return Err(Error::new(
+                    ErrorKind::Search,
+                    format!("`{shown}` does not exist"),
+                ))
+                .or_signal(env);
+            }
+            Ok(Plan::ordinary(Root::ordinary(
+                &path,
+                &display.unwrap_or_default(),
+            )))
+        }
+    }
+}
+
+fn timeout(ms: i64) -> Option<Duration> {
+    (ms > 0).then(|| Duration::from_millis(ms as u64))
+}
+
+/// Read ATTEMPT (or the ordinary PATH shown as DISPLAY) in the
+/// background; the reply for request ID is (:text TEXT).
+#[defun(name = "resource-read")]
+#[allow(clippy::too_many_arguments)]
+fn resource_read(
+    env: &Env,
+    id: i64,
+    attempt: Value<'_>,
+    path: Option<String>,
+    display: Option<String>,
+    offset: Option<i64>,
+    limit: Option<i64>,
+    char_offset: Option<i64>,
+) -> Result<()> {
+    guarded(env, || {
+        let target = match attempt_of(attempt)? {
+            Some(a) => ReadTarget::Attempt(a),
+            None => ReadTarget::Path(
+                PathBuf::from(path.unwrap_or_default()),
+                display.unwrap_or_default(),
+            ),
+        };
+        let req = PageRequest {
+            offset,
+            limit,
+            char_offset,
+        };
+        jobs::start(id, Job::Read(target, req), None).or_signal(env)
+    })
+}
+
+/// Grep in the background. OPTIONS is a list (PATTERN GLOB TYPE MODE
+/// BEFORE AFTER CASE-INSENSITIVE LINE-NUMBERS MULTILINE HEAD-LIMIT
+/// OFFSET); the reply for request ID is (:text :total :shown :partial).
+#[defun(name = "search-grep")]
+fn search_grep(
+    env: &Env,
+    id: i64,
+    attempt: Value<'_>,
+    path: Option<String>,
+    display: Option<String>,
+    options: Value<'_>,
+    timeout_ms: i64,
+) -> Result<()> {
+    guarded(env, || {
+        let plan = plan(env, attempt, path, display)?;
+        let mut o = Vec::new();
+        let mut rest = options;
+        while rest.is_not_nil() {
+            o.push(rest.car::<Value>()?);
+            rest = rest.cdr()?;
+        }
+        if o.len() != 11 {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                "search-grep: OPTIONS needs 11 items",
+            ))
+            .or_signal(env);
+        }
+        let s = |v: Value| -> Result<Option<String>> {
+            if v.is_not_nil() {
+                Ok(Some(v.into_rust()?))
+            } else {
+                Ok(None)
+            }
+        };
+        let n = |v: Value| -> Result<i64> { if v.is_not_nil() { v.into_rust() } else { Ok(0) } };
+        let mode_name = s(o[3])?.unwrap_or_else(|| "files_with_matches".into());
+        let mode = Mode::from_name(&mode_name)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Search,
+                    format!("Grep: unknown output_mode `{mode_name}` (content, files_with_matches, count)"),
+                )
+            })
+            .or_signal(env)?;
+        let mut nums = [0usize; 4];
+        for (slot, (i, field)) in
+            nums.iter_mut()
+                .zip([(4, "-B"), (5, "-A"), (9, "head_limit"), (10, "offset")])
+        {
+            let v = n(o[i])?;
+            if v < 0 {
+                return Err(Error::new(
+                    ErrorKind::Search,
+                    format!("Grep: `{field}` must not be negative (got {v})"),
+                ))
+                .or_signal(env);
+            }
+            *slot = v as usize;
+        }
+        let opts = Options {
+            pattern: s(o[0])?.unwrap_or_default(),
+            glob: s(o[1])?,
+            file_type: s(o[2])?,
+            mode,
+            before: nums[0],
+            after: nums[1],
+            case_insensitive: o[6].is_not_nil(),
+            line_numbers: o[7].is_not_nil(),
+            multiline: o[8].is_not_nil(),
+            head_limit: nums[2],
+            offset: nums[3],
+        };
+        jobs::start(id, Job::Grep(plan, opts), timeout(timeout_ms)).or_signal(env)
+    })
+}
+
+/// Glob PATTERN in the background; the reply for request ID is (:text
+/// :total :shown :partial).
+#[defun(name = "search-glob")]
+fn search_glob(
+    env: &Env,
+    id: i64,
+    attempt: Value<'_>,
+    path: Option<String>,
+    display: Option<String>,
+    pattern: String,
+    timeout_ms: i64,
+) -> Result<()> {
+    guarded(env, || {
+        let plan = plan(env, attempt, path, display)?;
+        jobs::start(id, Job::Glob(plan, pattern), timeout(timeout_ms)).or_signal(env)
+    })
+}
+
+/// Ask the job of request ID to stop. Returns non-nil if it was running.
+#[defun(name = "search-cancel")]
+fn search_cancel(env: &Env, id: i64) -> Result<bool> {
+    guarded(env, || Ok(jobs::cancel(id)))
+}
+
+/// How many Read/Glob/Grep jobs are running.
+#[defun(name = "search-running")]
+fn search_running(env: &Env) -> Result<i64> {
+    guarded(env, || Ok(jobs::running() as i64))
+}

@@ -1,0 +1,252 @@
+//! The second resolver stage for Read: run a prepared attempt (or read
+//! an ordinary path) and return one page of text.
+
+use std::fs::File;
+use std::io::{BufReader, Read as _, Seek, SeekFrom};
+use std::path::Path;
+
+use super::contain::Found;
+use super::journal;
+use super::page::{self, PageRequest};
+use super::prepare::{Attempt, Filter, Scope, Selection, Target};
+use crate::error::{Error, ErrorKind};
+
+/// Directory names never listed or searched, at any depth.
+pub const VCS_DIRS: [&str; 6] = [".git", ".svn", ".hg", ".bzr", ".jj", ".sl"];
+
+/// Most entries a listing collects before it says it stopped.
+const LISTING_CAP: usize = 50_000;
+
+fn fail(message: String) -> Error {
+    Error::new(ErrorKind::Resource, message)
+}
+
+fn media_kind(name: &str) -> Option<&'static str> {
+    let ext = name.rsplit_once('.')?.1.to_ascii_lowercase();
+    Some(match ext.as_str() {
+        "png" => "a PNG image",
+        "jpg" | "jpeg" => "a JPEG image",
+        "gif" => "a GIF image",
+        "webp" => "a WebP image",
+        "bmp" => "a BMP image",
+        "tif" | "tiff" => "a TIFF image",
+        "ico" => "an icon image",
+        "pdf" => "a PDF document",
+        _ => return None,
+    })
+}
+
+/// Read a text file at PATH, naming it ADDRESS in everything it says.
+pub fn read_file(path: &Path, address: &str, req: &PageRequest) -> Result<String, Error> {
+    let open = |e: std::io::Error| {
+        fail(format!(
+            "Read `{address}`: cannot open it: {}",
+            io_reason(&e)
+        ))
+    };
+    let mut file = File::open(path).map_err(open)?;
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if let Some(kind) = media_kind(address) {
+        return Ok(format!(
+            "`{address}` is {kind} ({size} bytes). Read does not show images or PDFs yet; \
+             its bytes are not included."
+        ));
+    }
+    let mut head = Vec::with_capacity(8192);
+    (&mut file)
+        .take(8192)
+        .read_to_end(&mut head)
+        .map_err(open)?;
+    if head.contains(&0) {
+        return Err(fail(format!(
+            "Read `{address}`: this is a binary file ({size} bytes); Read shows text only"
+        )));
+    }
+    file.seek(SeekFrom::Start(0)).map_err(open)?;
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    page::page(&mut reader, req, address, true)
+}
+
+fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "it does not exist".into(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+        _ => e.kind().to_string(),
+    }
+}
+
+/// Read an ordinary filesystem PATH shown to the model as DISPLAY.
+pub fn read_path(path: &Path, display: &str, req: &PageRequest) -> Result<String, Error> {
+    let meta = std::fs::metadata(path)
+        .map_err(|e| fail(format!("Read `{display}`: {}", io_reason(&e))))?;
+    if meta.is_dir() {
+        let text = list_dir_one_level(path, display)?;
+        return page::page(&mut text.as_bytes(), req, display, false);
+    }
+    read_file(path, display, req)
+}
+
+fn list_dir_one_level(path: &Path, display: &str) -> Result<String, Error> {
+    let entries = std::fs::read_dir(path).map_err(|e| {
+        fail(format!(
+            "Read `{display}`: cannot list it: {}",
+            io_reason(&e)
+        ))
+    })?;
+    let mut names: Vec<String> = entries
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            let ft = e.file_type().ok()?;
+            Some(if ft.is_symlink() {
+                format!("{name}@")
+            } else if ft.is_dir() {
+                format!("{name}/")
+            } else {
+                name
+            })
+        })
+        .collect();
+    names.sort();
+    if names.is_empty() {
+        return Ok(format!("(`{display}` is an empty directory.)\n"));
+    }
+    let mut out = format!(
+        "Directory `{display}` ({} entries; `/` marks directories, `@` symbolic links, which are not followed):\n",
+        names.len()
+    );
+    for n in names {
+        out.push_str(&n);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// Visible files below DIR (a directory inside SCOPE), as components
+/// relative to the scope root, sorted. Symbolic links and VCS
+/// directories are skipped; the walk never leaves the scope.
+pub fn scope_files(scope: &Scope, dir_rel: &[String], dir: &Path) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let mut stack = vec![(dir.to_path_buf(), dir_rel.to_vec())];
+    while let Some((path, rel)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&path) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(ft) = e.file_type() else { continue };
+            let name = e.file_name().to_string_lossy().into_owned();
+            let mut child = rel.clone();
+            child.push(name.clone());
+            if ft.is_dir() {
+                if !VCS_DIRS.contains(&name.as_str())
+                    && !matches!(scope.filter, Filter::Journal { .. })
+                {
+                    stack.push((e.path(), child));
+                }
+            } else if ft.is_file()
+                && scope.filter.admits(&name, child.len())
+                && out.len() < LISTING_CAP
+            {
+                out.push(child);
+            }
+        }
+    }
+    if let Filter::Journal { .. } = scope.filter {
+        // Newest first.
+        out.sort_by_key(|c| std::cmp::Reverse(c.last().and_then(|n| journal::entry_time(n))));
+    } else {
+        out.sort();
+    }
+    out
+}
+
+fn listing(sel: &Selection) -> String {
+    let files = scope_files(&sel.scope, &sel.rel, &sel.path);
+    let mut out = String::new();
+    for f in &files {
+        out.push_str(&sel.scope.address_of(f));
+        out.push('\n');
+    }
+    out
+}
+
+fn union_listing(selections: &[Selection], none_note: Option<&str>) -> String {
+    let mut out = String::new();
+    let mut any = false;
+    for sel in selections {
+        let mut heading = sel.scope.address_of(&[]);
+        if let Some(src) = &sel.scope.source {
+            heading.push_str(&format!(" ({src})"));
+        }
+        out.push_str(&format!("# {heading}\n"));
+        let body = if sel.found == Found::Dir {
+            listing(sel)
+        } else {
+            String::new()
+        };
+        if body.is_empty() {
+            if sel.scope.empty_note.is_empty() {
+                out.push_str("(no files)\n");
+            } else {
+                out.push_str(&sel.scope.empty_note);
+                out.push('\n');
+            }
+        } else {
+            any = true;
+            out.push_str(&body);
+        }
+    }
+    match none_note {
+        Some(note) if !any => format!("{note}\n"),
+        _ => out,
+    }
+}
+
+/// Execute a prepared Read.
+pub fn read_attempt(attempt: &Attempt, req: &PageRequest) -> Result<String, Error> {
+    let address = attempt.authored.as_str();
+    let text = match &attempt.target {
+        Target::Unavailable(msg) => return Err(fail(msg.clone())),
+        Target::Text(text) => format!("{text}\n"),
+        Target::Files {
+            selections,
+            none_note,
+        } => match &selections[..] {
+            [] => format!("{}\n", none_note.as_deref().unwrap_or("(nothing to list)")),
+            [sel] if none_note.is_none() => {
+                if sel.rel.is_empty() && sel.found == Found::Missing {
+                    format!("{}\n", sel.scope.empty_note)
+                } else {
+                    match sel.found {
+                        Found::File => return read_file(&sel.path, address, req),
+                        Found::Dir => {
+                            let body = listing(sel);
+                            if body.is_empty() {
+                                if sel.rel.is_empty() {
+                                    format!("{}\n", sel.scope.empty_note)
+                                } else {
+                                    format!("(`{address}` is an empty directory.)\n")
+                                }
+                            } else {
+                                body
+                            }
+                        }
+                        Found::Missing => {
+                            return Err(fail(format!(
+                                "Read `{address}`: it does not exist (Read {} lists what does)",
+                                sel.scope.address_of(&[])
+                            )));
+                        }
+                        Found::Other => {
+                            return Err(fail(format!(
+                                "Read `{address}`: it is not a regular file or directory"
+                            )));
+                        }
+                    }
+                }
+            }
+            sels => union_listing(sels, none_note.as_deref()),
+        },
+    };
+    page::page(&mut text.as_bytes(), req, address, false)
+}

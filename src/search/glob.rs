@@ -1,0 +1,79 @@
+//! Glob in-process: every file whose path below the search root matches
+//! one gitignore-style pattern. Ignore files do not apply; hidden files
+//! are listed; VCS directories and symbolic links are not.
+
+use std::sync::Mutex;
+
+use ignore::WalkState;
+
+use super::budget::Budget;
+use super::output::Found;
+use super::walk::{self, Root, path_order};
+use crate::error::{Error, ErrorKind};
+
+/// Every file under ROOTS matching PATTERN, in path order.
+pub fn glob_lines(roots: &[Root], pattern: &str, budget: &Budget) -> Result<Found, Error> {
+    walk::check_pattern("pattern", pattern)?;
+    let hits: Mutex<Vec<(usize, Vec<String>)>> = Mutex::new(Vec::new());
+    for (index, root) in roots.iter().enumerate() {
+        if budget.stop() {
+            break;
+        }
+        if let Some((file, _)) = &root.file {
+            // A single file matches when its own name does.
+            let ov = walk::overrides(&root.base, "pattern", Some(pattern))?;
+            if ov.matched(file, false).is_whitelist() {
+                let rel = root.rel(file);
+                lock(&hits).push((index, rel));
+            }
+            continue;
+        }
+        let prefix = walk::literal_prefix(pattern);
+        let Some(start) = walk::narrowed_start(&root.base, &prefix, "pattern")? else {
+            continue;
+        };
+        let mut builder = walk::walker(&start, false, &root.filter);
+        builder.overrides(walk::overrides(&root.base, "pattern", Some(pattern))?);
+        builder.build_parallel().run(|| {
+            Box::new(|entry| {
+                if budget.stop() {
+                    return WalkState::Quit;
+                }
+                let Ok(entry) = entry else {
+                    return WalkState::Continue;
+                };
+                if entry.file_type().is_some_and(|t| t.is_file()) {
+                    let rel = root.rel(entry.path());
+                    let name = rel.last().map(String::as_str).unwrap_or("");
+                    if root.filter.admits(name, rel.len()) {
+                        lock(&hits).push((index, rel));
+                    }
+                }
+                WalkState::Continue
+            })
+        });
+    }
+    if budget.cancelled() {
+        return Err(Error::new(ErrorKind::Search, "Glob was cancelled"));
+    }
+    let mut hits = hits
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    hits.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| path_order(&a.1, &b.1)));
+    let mut found = Found::default();
+    for (i, rel) in hits {
+        match &roots[i].file {
+            Some((_, name)) => found.push(name, false),
+            None => found.push(&roots[i].display(&rel), false),
+        }
+    }
+    if found.is_empty() {
+        found.notes = roots.iter().filter_map(|r| r.empty_note.clone()).collect();
+    }
+    found.partial = budget.timed_out();
+    Ok(found)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

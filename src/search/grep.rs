@@ -1,0 +1,353 @@
+//! Grep in-process: the `ignore` walker feeding `grep-searcher` with a
+//! `grep-regex` matcher, configured like ripgrep with `--hidden`.
+
+use std::fs::File;
+use std::io;
+use std::sync::Mutex;
+
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{
+    BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch,
+};
+use ignore::WalkState;
+
+use super::budget::{Budget, BudgetReader};
+use super::output::Found;
+use super::walk::{self, Root, path_order};
+use crate::error::{Error, ErrorKind};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Content,
+    FilesWithMatches,
+    Count,
+}
+
+impl Mode {
+    pub fn from_name(name: &str) -> Option<Mode> {
+        match name {
+            "content" => Some(Mode::Content),
+            "files_with_matches" => Some(Mode::FilesWithMatches),
+            "count" => Some(Mode::Count),
+            _ => None,
+        }
+    }
+}
+
+/// Longest line text shown in content mode; longer lines say how to
+/// read the rest.
+pub const LINE_PREVIEW: usize = 1000;
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub pattern: String,
+    pub glob: Option<String>,
+    pub file_type: Option<String>,
+    pub mode: Mode,
+    pub before: usize,
+    pub after: usize,
+    pub case_insensitive: bool,
+    pub line_numbers: bool,
+    pub multiline: bool,
+    /// 0 means unlimited.
+    pub head_limit: usize,
+    pub offset: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            pattern: String::new(),
+            glob: None,
+            file_type: None,
+            mode: Mode::FilesWithMatches,
+            before: 0,
+            after: 0,
+            case_insensitive: false,
+            line_numbers: true,
+            multiline: false,
+            head_limit: 250,
+            offset: 0,
+        }
+    }
+}
+
+fn fail(msg: String) -> Error {
+    Error::new(ErrorKind::Search, msg)
+}
+
+pub fn matcher(opts: &Options) -> Result<RegexMatcher, Error> {
+    let mut b = RegexMatcherBuilder::new();
+    b.case_insensitive(opts.case_insensitive);
+    if opts.multiline {
+        b.multi_line(true).dot_matches_new_line(true);
+    } else {
+        b.line_terminator(Some(b'\n'));
+    }
+    b.build(&opts.pattern).map_err(|e| {
+        fail(format!(
+            "Grep: invalid regular expression in `pattern`: {e}"
+        ))
+    })
+}
+
+fn searcher(opts: &Options) -> Searcher {
+    let content = opts.mode == Mode::Content;
+    SearcherBuilder::new()
+        .line_number(content)
+        .binary_detection(BinaryDetection::quit(0))
+        .before_context(if content { opts.before } else { 0 })
+        .after_context(if content { opts.after } else { 0 })
+        .multi_line(opts.multiline)
+        .build()
+}
+
+/// Collects one file's matches, already formatted as output lines.
+struct FileSink<'a> {
+    opts: &'a Options,
+    budget: &'a Budget,
+    display: &'a str,
+    out: Found,
+    pending_break: bool,
+    count: u64,
+    binary: bool,
+}
+
+fn strip_eol(bytes: &[u8]) -> &[u8] {
+    let b = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    b.strip_suffix(b"\r").unwrap_or(b)
+}
+
+impl FileSink<'_> {
+    fn line(&mut self, number: u64, is_match: bool, bytes: &[u8]) {
+        let text = String::from_utf8_lossy(strip_eol(bytes));
+        let sep = if is_match { ':' } else { '-' };
+        let (display, numbers) = (self.display, self.opts.line_numbers);
+        self.out.push_with(self.pending_break, |buf| {
+            buf.push_str(display);
+            buf.push(sep);
+            if numbers {
+                buf.push_str(&number.to_string());
+                buf.push(sep);
+            }
+            push_preview(buf, &text, display, number);
+        });
+        self.pending_break = false;
+    }
+}
+
+impl Sink for FileSink<'_> {
+    type Error = io::Error;
+
+    fn matched(&mut self, _: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, io::Error> {
+        self.count += 1;
+        match self.opts.mode {
+            Mode::FilesWithMatches => return Ok(false),
+            Mode::Count => {}
+            Mode::Content => {
+                let first = mat.line_number().unwrap_or(0);
+                let bytes = strip_eol(mat.bytes());
+                for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+                    self.line(first + i as u64, true, line);
+                }
+            }
+        }
+        Ok(!self.budget.stop())
+    }
+
+    fn context(&mut self, _: &Searcher, ctx: &SinkContext<'_>) -> Result<bool, io::Error> {
+        if self.opts.mode == Mode::Content && !matches!(ctx.kind(), SinkContextKind::Other) {
+            self.line(ctx.line_number().unwrap_or(0), false, ctx.bytes());
+        }
+        Ok(!self.budget.stop())
+    }
+
+    fn context_break(&mut self, _: &Searcher) -> Result<bool, io::Error> {
+        self.pending_break = true;
+        Ok(true)
+    }
+
+    fn binary_data(&mut self, _: &Searcher, _offset: u64) -> Result<bool, io::Error> {
+        self.binary = true;
+        Ok(false)
+    }
+}
+
+/// Matches in one file, kept until all files are known and sorted.
+struct FileHits {
+    rel: Vec<String>,
+    root: usize,
+    display: String,
+    out: Found,
+    count: u64,
+}
+
+fn search_file(
+    path: &std::path::Path,
+    display: &str,
+    matcher: &RegexMatcher,
+    searcher: &mut Searcher,
+    opts: &Options,
+    budget: &Budget,
+) -> Option<(Found, u64)> {
+    let file = File::open(path).ok()?;
+    let mut sink = FileSink {
+        opts,
+        budget,
+        display,
+        out: Found::default(),
+        pending_break: false,
+        count: 0,
+        binary: false,
+    };
+    let reader = BudgetReader {
+        inner: file,
+        budget,
+    };
+    let result = searcher.search_reader(matcher, reader, &mut sink);
+    if sink.binary || sink.count == 0 {
+        return None;
+    }
+    // A read stopped by the budget keeps what it found (partial).
+    if result.is_err() && !budget.stop() {
+        return None;
+    }
+    Some((sink.out, sink.count))
+}
+
+fn walk_root(
+    root: &Root,
+    index: usize,
+    opts: &Options,
+    matcher: &RegexMatcher,
+    budget: &Budget,
+    hits: &Mutex<Vec<FileHits>>,
+) -> Result<(), Error> {
+    if let Some((file, display)) = &root.file {
+        let mut s = searcher(opts);
+        if let Some((out, count)) = search_file(file, display, matcher, &mut s, opts, budget) {
+            push(
+                hits,
+                FileHits {
+                    rel: Vec::new(),
+                    root: index,
+                    display: display.clone(),
+                    out,
+                    count,
+                },
+            );
+        }
+        return Ok(());
+    }
+    let mut builder = walk::walker(&root.base, true, &root.filter);
+    builder.overrides(walk::overrides(&root.base, "glob", opts.glob.as_deref())?);
+    builder.types(walk::types(opts.file_type.as_deref())?);
+    builder.build_parallel().run(|| {
+        let mut s = searcher(opts);
+        let matcher = matcher.clone();
+        Box::new(move |entry| {
+            if budget.stop() {
+                return WalkState::Quit;
+            }
+            let Ok(entry) = entry else {
+                return WalkState::Continue;
+            };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return WalkState::Continue;
+            }
+            let rel = root.rel(entry.path());
+            let name = rel.last().map(String::as_str).unwrap_or("");
+            if !root.filter.admits(name, rel.len()) {
+                return WalkState::Continue;
+            }
+            let display = root.display(&rel);
+            if let Some((out, count)) =
+                search_file(entry.path(), &display, &matcher, &mut s, opts, budget)
+            {
+                push(
+                    hits,
+                    FileHits {
+                        rel,
+                        root: index,
+                        display,
+                        out,
+                        count,
+                    },
+                );
+            }
+            WalkState::Continue
+        })
+    });
+    Ok(())
+}
+
+fn push(hits: &Mutex<Vec<FileHits>>, h: FileHits) {
+    hits.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(h);
+}
+
+/// Append TEXT, cut after [`LINE_PREVIEW`] characters with the Read
+/// call that shows the rest of line NUMBER of DISPLAY.
+fn push_preview(buf: &mut String, text: &str, display: &str, number: u64) {
+    if text.len() <= LINE_PREVIEW {
+        buf.push_str(text);
+        return;
+    }
+    let total = text.chars().count();
+    if total <= LINE_PREVIEW {
+        buf.push_str(text);
+        return;
+    }
+    buf.extend(text.chars().take(LINE_PREVIEW));
+    buf.push_str(&format!(
+        " [line continues: {LINE_PREVIEW} of {total} characters shown; \
+         Read {{\"file_path\": \"{display}\", \"offset\": {number}, \"limit\": 1, \"char_offset\": {LINE_PREVIEW}}}]"
+    ));
+}
+
+/// The output lines of a finished search, in path order.
+fn render(mut hits: Vec<FileHits>, opts: &Options) -> Found {
+    hits.sort_by(|a, b| a.root.cmp(&b.root).then_with(|| path_order(&a.rel, &b.rel)));
+    let mut found = Found::default();
+    let context = opts.before > 0 || opts.after > 0;
+    for h in hits {
+        match opts.mode {
+            Mode::FilesWithMatches => found.push(&h.display, false),
+            Mode::Count => found.push_with(false, |buf| {
+                buf.push_str(&h.display);
+                buf.push(':');
+                buf.push_str(&h.count.to_string());
+            }),
+            Mode::Content => found.append(h.out, context),
+        }
+    }
+    found
+}
+
+/// Search ROOTS and return every output line, unpaged.
+pub fn grep_lines(roots: &[Root], opts: &Options, budget: &Budget) -> Result<Found, Error> {
+    if opts.pattern.is_empty() {
+        return Err(fail("Grep: `pattern` must not be empty".into()));
+    }
+    let matcher = matcher(opts)?;
+    let hits = Mutex::new(Vec::new());
+    for (i, root) in roots.iter().enumerate() {
+        if budget.stop() {
+            break;
+        }
+        walk_root(root, i, opts, &matcher, budget, &hits)?;
+    }
+    if budget.cancelled() {
+        return Err(fail("Grep was cancelled".into()));
+    }
+    let hits = hits
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut found = render(hits, opts);
+    if found.is_empty() {
+        found.notes = roots.iter().filter_map(|r| r.empty_note.clone()).collect();
+    }
+    found.partial = budget.timed_out();
+    Ok(found)
+}

@@ -1,0 +1,101 @@
+//! Background runs of Read, Glob and Grep, answered through the event
+//! channel so Emacs never waits, and cancellable by request id.
+
+use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use super::budget::Budget;
+use super::{Plan, grep};
+use crate::datum::Datum;
+use crate::error::{Error, ErrorKind};
+use crate::events;
+use crate::resource::page::PageRequest;
+use crate::resource::prepare::Attempt;
+use crate::resource::read;
+
+pub enum ReadTarget {
+    Attempt(Arc<Attempt>),
+    /// An ordinary path and how the caller spelled it.
+    Path(PathBuf, String),
+}
+
+pub enum Job {
+    Read(ReadTarget, PageRequest),
+    Grep(Plan, grep::Options),
+    Glob(Plan, String),
+}
+
+static RUNNING: Mutex<Option<HashMap<i64, Arc<AtomicBool>>>> = Mutex::new(None);
+
+fn with_running<T>(f: impl FnOnce(&mut HashMap<i64, Arc<AtomicBool>>) -> T) -> T {
+    let mut guard = RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
+    f(guard.get_or_insert_with(HashMap::new))
+}
+
+/// Run JOB now, on this thread.
+pub fn run(job: &Job, budget: &Budget) -> Result<Datum, Error> {
+    match job {
+        Job::Read(target, req) => {
+            let text = match target {
+                ReadTarget::Attempt(a) => read::read_attempt(a, req)?,
+                ReadTarget::Path(path, display) => read::read_path(path, display, req)?,
+            };
+            Ok(Datum::plist([("text", Datum::Str(text))]))
+        }
+        Job::Grep(plan, opts) => page_datum(super::grep(plan, opts, budget)?),
+        Job::Glob(plan, pattern) => page_datum(super::glob(plan, pattern, budget)?),
+    }
+}
+
+fn page_datum(p: super::output::Page) -> Result<Datum, Error> {
+    Ok(Datum::plist([
+        ("text", Datum::Str(p.text)),
+        ("total", Datum::Int(p.total as i64)),
+        ("shown", Datum::Int(p.shown as i64)),
+        ("partial", Datum::bool(p.partial)),
+    ]))
+}
+
+/// Start JOB on a background thread; its `reply` event for request ID
+/// carries the result. TIMEOUT ends a search with partial results.
+pub fn start(id: i64, job: Job, timeout: Option<Duration>) -> Result<(), Error> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    with_running(|m| m.insert(id, Arc::clone(&cancel)));
+    let spawned = std::thread::Builder::new()
+        .name("mevedel-search".into())
+        .spawn(move || {
+            let budget = Budget::new(cancel, timeout);
+            let result =
+                catch_unwind(AssertUnwindSafe(|| run(&job, &budget))).unwrap_or_else(|p| {
+                    let text = p
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| p.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "unknown panic".into());
+                    Err(Error::new(
+                        ErrorKind::Internal,
+                        format!("search panicked: {text}"),
+                    ))
+                });
+            with_running(|m| m.remove(&id));
+            events::global().push(events::reply(id, result));
+        });
+    spawned.map(|_| ()).map_err(|e| {
+        with_running(|m| m.remove(&id));
+        Error::io(ErrorKind::Internal, "cannot start a search thread", &e)
+    })
+}
+
+/// Ask the job of request ID to stop; false when none is running.
+pub fn cancel(id: i64) -> bool {
+    with_running(|m| m.get(&id).map(|c| c.store(true, Ordering::Relaxed))).is_some()
+}
+
+/// How many jobs are running now.
+pub fn running() -> usize {
+    with_running(|m| m.len())
+}

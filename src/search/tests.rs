@@ -1,0 +1,457 @@
+//! Glob and Grep against ripgrep on a fixture tree built here: hidden
+//! files, nested .gitignore, VCS directories, a binary and a CRLF file,
+//! symbolic links inside and outside the root. Every output mode must
+//! give the same sorted lines as `rg --hidden` with the same rules.
+
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use super::budget::Budget;
+use super::grep::{Mode, Options};
+use super::{Plan, Root};
+
+fn write(p: &Path, bytes: &[u8]) {
+    if let Some(parent) = p.parent() {
+        std::fs::create_dir_all(parent).unwrap_or_else(|e| panic!("{e}"));
+    }
+    std::fs::write(p, bytes).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+}
+
+/// The fixture: DIR/tree is searched, DIR/outside is not.
+fn fixture(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mevedel-search-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let t = dir.join("tree");
+    let files: &[(&str, &[u8])] = &[
+        (".git/config", b"[core]\n\tdefun = git\n"),
+        (".git/HEAD", b"ref: refs/heads/main\n"),
+        (".gitignore", b"ignored.txt\nbuild/\n*.log\n"),
+        (".hidden.el", b"(defun hidden ())\n"),
+        (
+            "a.el",
+            b";;; a.el\n(defun alpha ()\n  \"Doc.\")\n\n(defvar x 1)\n(defun beta (y)\n  y)\n;; DEFUN in a comment\n",
+        ),
+        ("a-b.el", b"(defun dash ())\n"),
+        ("b.txt", b"Defun upper\n defun lower\nnothing\n"),
+        ("crlf.txt", b"defun one\r\nother\r\ndefun two\r\n"),
+        ("bin.dat", b"\0\0\0defun binary\n"),
+        ("ignored.txt", b"defun ignored\n"),
+        ("build/out.el", b"(defun built ())\n"),
+        ("x.log", b"defun log\n"),
+        ("sub/.gitignore", b"secret.el\n"),
+        ("sub/secret.el", b"(defun secret ())\n"),
+        (
+            "sub/c.el",
+            b"line1\nline2\n(defun c1 ()\nline4\nline5\nline6\n(defun c2 ()\n  \"multi\nline\")\nend\n",
+        ),
+        ("sub/deep/d.el", b"(defun deep ())\n(defun deeper ())\n"),
+        ("sub/.hg/store", b"defun hg\n"),
+        (".svn/entries", b"defun svn\n"),
+        ("sub/deep/.jj/x", b"defun jj\n"),
+        ("uni.txt", "défun accent\ndefun ünïcode\n".as_bytes()),
+        ("empty.el", b""),
+    ];
+    for (rel, bytes) in files {
+        write(&t.join(rel), bytes);
+    }
+    write(&dir.join("outside/out.el"), b"(defun outside ())\n");
+    let link = |target: &Path, at: &str| {
+        symlink(target, t.join(at)).unwrap_or_else(|e| panic!("{at}: {e}"));
+    };
+    link(Path::new("sub/c.el"), "link_in.el");
+    link(&dir.join("outside/out.el"), "link_out.el");
+    link(&dir.join("outside"), "dirlink_out");
+    link(Path::new("sub"), "dirlink_in");
+    dir
+}
+
+const VCS_GLOBS: [&str; 12] = [
+    "-g", "!.git", "-g", "!.svn", "-g", "!.hg", "-g", "!.bzr", "-g", "!.jj", "-g", "!.sl",
+];
+
+fn rg(cwd: &Path, args: &[&str]) -> Vec<String> {
+    let out = Command::new("rg")
+        .current_dir(cwd)
+        .args(["--no-config", "--hidden", "--sort", "path"])
+        .args(args)
+        // Last, so they win over a caller's positive glob as in ours.
+        .args(VCS_GLOBS)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("ripgrep (rg) must be installed (scripts/deps.sh): {e}"));
+    assert!(
+        out.status.code() == Some(0) || out.status.code() == Some(1),
+        "rg {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.trim_end_matches('\r').to_string())
+        .filter(|l| l != "--")
+        .collect();
+    lines.sort();
+    lines
+}
+
+fn root(tree: &Path) -> Root {
+    Root::ordinary(tree, "")
+}
+
+fn ours_grep(tree: &Path, opts: &Options) -> Vec<String> {
+    let found = super::grep::grep_lines(&[root(tree)], opts, &Budget::unlimited())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut lines: Vec<String> = found.lines().map(str::to_string).collect();
+    lines.sort();
+    lines
+}
+
+fn ours_glob(tree: &Path, pattern: &str) -> Vec<String> {
+    let found = super::glob::glob_lines(&[root(tree)], pattern, &Budget::unlimited())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut lines: Vec<String> = found.lines().map(str::to_string).collect();
+    lines.sort();
+    lines
+}
+
+fn opts(pattern: &str, mode: Mode) -> Options {
+    Options {
+        pattern: pattern.into(),
+        mode,
+        head_limit: 0,
+        ..Options::default()
+    }
+}
+
+#[test]
+fn grep_matches_ripgrep_in_every_mode() {
+    let dir = fixture("grep");
+    let tree = dir.join("tree");
+    let cases: Vec<(Options, Vec<&str>)> = vec![
+        (opts("defun", Mode::FilesWithMatches), vec!["-l", "defun"]),
+        (
+            opts("defun", Mode::Count),
+            vec!["-c", "--with-filename", "defun"],
+        ),
+        (
+            opts("defun", Mode::Content),
+            vec!["-n", "--with-filename", "defun"],
+        ),
+        (
+            Options {
+                case_insensitive: true,
+                ..opts("defun", Mode::Content)
+            },
+            vec!["-n", "-i", "--with-filename", "defun"],
+        ),
+        (
+            Options {
+                line_numbers: false,
+                ..opts("defun", Mode::Content)
+            },
+            vec!["-N", "--with-filename", "defun"],
+        ),
+        (
+            Options {
+                before: 1,
+                after: 2,
+                ..opts("defun", Mode::Content)
+            },
+            vec!["-n", "-B1", "-A2", "--with-filename", "defun"],
+        ),
+        (
+            Options {
+                before: 2,
+                after: 2,
+                ..opts("c2", Mode::Content)
+            },
+            vec!["-n", "-C2", "--with-filename", "c2"],
+        ),
+        (
+            Options {
+                glob: Some("*.el".into()),
+                ..opts("defun", Mode::FilesWithMatches)
+            },
+            vec!["-l", "-g", "*.el", "defun"],
+        ),
+        (
+            Options {
+                glob: Some("*.log".into()),
+                ..opts("defun", Mode::FilesWithMatches)
+            },
+            vec!["-l", "-g", "*.log", "defun"],
+        ),
+        (
+            Options {
+                glob: Some("sub/**".into()),
+                ..opts("defun", Mode::Count)
+            },
+            vec!["-c", "--with-filename", "-g", "sub/**", "defun"],
+        ),
+        (
+            Options {
+                file_type: Some("elisp".into()),
+                ..opts("defun", Mode::FilesWithMatches)
+            },
+            vec!["-l", "-t", "elisp", "defun"],
+        ),
+        (
+            Options {
+                multiline: true,
+                ..opts("\"multi\\nline", Mode::Content)
+            },
+            vec![
+                "-n",
+                "-U",
+                "--multiline-dotall",
+                "--with-filename",
+                "\"multi\\nline",
+            ],
+        ),
+        (
+            Options {
+                multiline: true,
+                ..opts("c1.*?c2", Mode::Count)
+            },
+            vec![
+                "-c",
+                "-U",
+                "--multiline-dotall",
+                "--with-filename",
+                "c1.*?c2",
+            ],
+        ),
+        (
+            opts("^defun \\w+$", Mode::Content),
+            vec!["-n", "--with-filename", "^defun \\w+$"],
+        ),
+        (
+            opts("d.fun", Mode::Content),
+            vec!["-n", "--with-filename", "d.fun"],
+        ),
+        (
+            opts("nomatchatall", Mode::Content),
+            vec!["-n", "nomatchatall"],
+        ),
+    ];
+    for (o, args) in cases {
+        let want = rg(&tree, &args);
+        let got = ours_grep(&tree, &o);
+        assert_eq!(got, want, "rg {args:?}");
+    }
+    // The fixture exercises what it claims to.
+    let files = ours_grep(&tree, &opts("defun", Mode::FilesWithMatches));
+    for present in [
+        ".hidden.el",
+        "crlf.txt",
+        "sub/c.el",
+        "sub/deep/d.el",
+        "a-b.el",
+    ] {
+        assert!(
+            files.contains(&present.to_string()),
+            "{present} missing: {files:?}"
+        );
+    }
+    for absent in [
+        ".git/config",
+        "bin.dat",
+        "ignored.txt",
+        "build/out.el",
+        "x.log",
+        "sub/secret.el",
+        "sub/.hg/store",
+        ".svn/entries",
+        "link_in.el",
+        "link_out.el",
+        "dirlink_out/out.el",
+    ] {
+        assert!(
+            !files.iter().any(|f| f.contains(absent)),
+            "{absent} present: {files:?}"
+        );
+    }
+}
+
+#[test]
+fn glob_matches_ripgrep_files() {
+    let dir = fixture("glob");
+    let tree = dir.join("tree");
+    for pattern in [
+        "*.el",
+        "**/*.el",
+        "sub/*.el",
+        "sub/**/*.el",
+        "*.{el,txt}",
+        ".hidden*",
+        "nomatch/**",
+        "sub/deep/*",
+        "**/deep/**",
+        "*",
+    ] {
+        let want = rg(&tree, &["--files", "--no-ignore", "-g", pattern]);
+        let got = ours_glob(&tree, pattern);
+        assert_eq!(got, want, "pattern {pattern}");
+    }
+    // Glob ignores ignore files but still skips VCS directories and links.
+    let all = ours_glob(&tree, "**/*");
+    assert!(all.contains(&"ignored.txt".to_string()) && all.contains(&"build/out.el".to_string()));
+    assert!(
+        !all.iter()
+            .any(|f| f.starts_with(".git/") || f.contains(".hg/") || f.contains("link"))
+    );
+}
+
+#[test]
+fn glob_patterns_are_checked_and_narrowed() {
+    let dir = fixture("narrow");
+    let tree = dir.join("tree");
+    let b = Budget::unlimited();
+    for bad in ["/etc/*", "../*", "sub/../../x", "~/x"] {
+        let e = super::glob::glob_lines(&[root(&tree)], bad, &b).err();
+        assert!(e.is_some(), "{bad} accepted");
+    }
+    let e = super::glob::glob_lines(&[root(&tree)], "dirlink_out/**", &b)
+        .err()
+        .map(|e| e.message)
+        .unwrap_or_default();
+    assert!(e.contains("outside the search path"), "{e}");
+    assert!(!e.contains(&*dir.to_string_lossy()), "{e}");
+    // A link inside the root is simply not followed; a missing qualified
+    // directory is an ordinary no-match.
+    for none in ["dirlink_in/**", "missing/dir/*.el"] {
+        let found =
+            super::glob::glob_lines(&[root(&tree)], none, &b).unwrap_or_else(|e| panic!("{e}"));
+        assert!(found.is_empty(), "{none}");
+    }
+    let grep_bad = Options {
+        glob: Some("../*".into()),
+        ..opts("x", Mode::Content)
+    };
+    assert!(super::grep::grep_lines(&[root(&tree)], &grep_bad, &b).is_err());
+}
+
+#[test]
+fn explicit_paths_select_ignored_content() {
+    let dir = fixture("explicit");
+    let tree = dir.join("tree");
+    let b = Budget::unlimited();
+    let file = Root::ordinary(&tree.join("ignored.txt"), "ignored.txt");
+    let found = super::grep::grep_lines(&[file], &opts("defun", Mode::Content), &b)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(found.len(), 1);
+    assert_eq!(found.line(0), "ignored.txt:1:defun ignored");
+    let build = Root::ordinary(&tree.join("build"), "build");
+    let found = super::grep::grep_lines(&[build], &opts("defun", Mode::FilesWithMatches), &b)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(found.lines().collect::<Vec<_>>(), ["build/out.el"]);
+}
+
+#[test]
+fn pagination_and_errors() {
+    let dir = fixture("page");
+    let tree = dir.join("tree");
+    let b = Budget::unlimited();
+    let plan = Plan::ordinary(root(&tree));
+    let all =
+        super::grep(&plan, &opts("defun", Mode::Content), &b).unwrap_or_else(|e| panic!("{e}"));
+    assert!(all.total > 5);
+    let page = super::grep(
+        &plan,
+        &Options {
+            head_limit: 2,
+            offset: 1,
+            ..opts("defun", Mode::Content)
+        },
+        &b,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(page.shown, 2);
+    assert!(
+        page.text
+            .contains(&format!("Showing output lines 2-3 of {}", all.total)),
+        "{}",
+        page.text
+    );
+    let past = super::grep(
+        &plan,
+        &Options {
+            offset: all.total,
+            ..opts("defun", Mode::Content)
+        },
+        &b,
+    );
+    assert!(past.is_err_and(|e| e.message.contains("past the last output line")));
+    let none =
+        super::grep(&plan, &opts("zzzz", Mode::Content), &b).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(none.text, "No matches found.");
+    assert!(
+        super::grep(&plan, &opts("(", Mode::Content), &b)
+            .is_err_and(|e| e.message.contains("invalid regular expression"))
+    );
+    assert!(
+        super::grep(
+            &plan,
+            &Options {
+                file_type: Some("nosuchtype".into()),
+                ..opts("x", Mode::Content)
+            },
+            &b
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn cancellation_and_timeout() {
+    let dir = fixture("budget");
+    let tree = dir.join("tree");
+    // A big file so the search takes a moment.
+    let big: String = (0..200_000).map(|i| format!("line {i} defun\n")).collect();
+    write(&tree.join("big.txt"), big.as_bytes());
+    let cancel = Arc::new(AtomicBool::new(true));
+    let b = Budget::new(cancel, None);
+    let r = super::grep(
+        &Plan::ordinary(root(&tree)),
+        &opts("defun", Mode::Content),
+        &b,
+    );
+    assert!(r.is_err_and(|e| e.message.contains("cancelled")));
+    let b = Budget::new(Arc::new(AtomicBool::new(false)), Some(Duration::ZERO));
+    let p = super::grep(
+        &Plan::ordinary(root(&tree)),
+        &opts("defun", Mode::Content),
+        &b,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(p.partial);
+    assert!(
+        p.text.contains("Partial results") && p.text.contains("narrow `path`"),
+        "{}",
+        p.text
+    );
+}
+
+#[test]
+fn long_lines_are_previewed_with_a_read_continuation() {
+    let dir = fixture("long");
+    let tree = dir.join("tree");
+    write(
+        &tree.join("min.js"),
+        format!("{}defun{}\n", "x".repeat(3000), "y".repeat(10)).as_bytes(),
+    );
+    let file = Root::ordinary(&tree.join("min.js"), "min.js");
+    let found =
+        super::grep::grep_lines(&[file], &opts("defun", Mode::Content), &Budget::unlimited())
+            .unwrap_or_else(|e| panic!("{e}"));
+    let line = found.line(0);
+    assert!(line.starts_with("min.js:1:xxx"));
+    assert!(
+        line.contains("\"offset\": 1, \"limit\": 1, \"char_offset\": 1000"),
+        "{line}"
+    );
+    assert!(line.len() < 1300);
+}

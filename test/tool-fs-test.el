@@ -1,0 +1,351 @@
+;;; tool-fs-test.el --- Tests of resource addresses and Read, Glob, Grep  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; The Lisp layer over the native resolver and searches: address
+;; parsing and preparation errors before permission, every implemented
+;; family through the tool handlers, ordinary paths, pagination errors,
+;; and cancellation of a running search.
+
+;;; Code:
+
+(require 'mevedel-test-helpers)
+(require 'mevedel-resource)
+(require 'mevedel-tool-fs)
+
+(defun mevedel-tool-fs-test--write (file text)
+  "Write TEXT to FILE, creating its directory."
+  (make-directory (file-name-directory file) t)
+  (with-temp-file file (insert text)))
+
+(defun mevedel-tool-fs-test--journal-name (days-ago)
+  "Return a journal entry file name created DAYS-AGO days ago."
+  (format-time-string "%Y-%m-%dT%H:%M:%SZ.md"
+                      (time-subtract nil (* days-ago 86400)) t))
+
+(defmacro mevedel-tool-fs-test--with-workspace (&rest body)
+  "Run BODY with a fresh workspace, session and memory root bound.
+Binds `ws', `session' and `outside' (directory names)."
+  (declare (indent 0))
+  `(let* ((base (file-name-as-directory (make-temp-file "mevedel-fs" t)))
+          (ws (expand-file-name "ws/" base))
+          (session (expand-file-name ".mevedel/sessions/s1/" ws))
+          (outside (expand-file-name "outside/" base))
+          (mevedel-resource-session-function
+           (lambda () (list :session-dir (directory-file-name session)
+                            :workspace (directory-file-name ws))))
+          (mevedel-resource-memory-roots '(".mevedel/memory"))
+          (mevedel-resource-skill-roots '((local-mevedel . ".mevedel/skills"))))
+     (mevedel-tool-fs-test--write (expand-file-name "local/notes.txt" session)
+                                  "alpha\nbeta defun\ngamma\n")
+     (mevedel-tool-fs-test--write (expand-file-name "local/plans/p.md" session) "plan defun\n")
+     (mevedel-tool-fs-test--write (expand-file-name "tool-results/r1.txt" session) "persisted defun\n")
+     (mevedel-tool-fs-test--write (expand-file-name ".mevedel/memory/topic.md" ws) "remember defun\n")
+     (mevedel-tool-fs-test--write (expand-file-name ".mevedel/skills/demo/SKILL.md" ws) "skill defun\n")
+     (mevedel-tool-fs-test--write
+      (expand-file-name (concat ".mevedel/journal/" (mevedel-tool-fs-test--journal-name 1)) ws)
+      "fresh journal defun\n")
+     (mevedel-tool-fs-test--write
+      (expand-file-name (concat ".mevedel/journal/" (mevedel-tool-fs-test--journal-name 20)) ws)
+      "stale journal defun\n")
+     (mevedel-tool-fs-test--write (expand-file-name "src/a.el" ws) "(defun a ())\n")
+     (mevedel-tool-fs-test--write (expand-file-name "secret.txt" outside) "secret defun\n")
+     (make-symbolic-link (expand-file-name "secret.txt" outside)
+                         (expand-file-name "local/escape.txt" session))
+     (unwind-protect (let ((default-directory ws)) ,@body)
+       (delete-directory base t))))
+
+(defun mevedel-tool-fs-test--call (handler args)
+  "Run the asynchronous HANDLER on ARGS and return its result plist."
+  (let ((result nil) (calls 0))
+    (funcall handler (lambda (r) (setq result r) (cl-incf calls)) args)
+    (mevedel-test-wait-until result 20)
+    (should (= calls 1))
+    result))
+
+(defun mevedel-tool-fs-test--ok (handler args)
+  "Return the text of HANDLER's successful result for ARGS."
+  (let ((r (mevedel-tool-fs-test--call handler args)))
+    (should-not (eq (plist-get r :status) 'error))
+    (plist-get r :result)))
+
+(defun mevedel-tool-fs-test--err (handler args)
+  "Return the text of HANDLER's error result for ARGS."
+  (let ((r (mevedel-tool-fs-test--call handler args)))
+    (should (eq (plist-get r :status) 'error))
+    (plist-get r :result)))
+
+;;;; Addresses
+
+(ert-deftest mevedel-resource:parse-canonicalises-and-leaves-paths-alone ()
+  (should (equal (mevedel-resource-parse "WORK://a%2db/c d/") "work://a-b/c%20d"))
+  (should (equal (mevedel-resource-parse "memory://journal") "memory://journal/"))
+  (should-not (mevedel-resource-parse "src/a.el"))
+  (should-not (mevedel-resource-parse "C:foo"))
+  (let ((err (should-error (mevedel-resource-parse "work://a/../b")
+                           :type 'mevedel-core-resource-error)))
+    (should (string-match-p "`work://a/\\.\\./b'\\|`work://a/../b`" (cadr err)))
+    (should (string-match-p "parent traversal" (cadr err))))
+  (should-error (mevedel-resource-parse "nope://x") :type 'mevedel-core-resource-error)
+  (should (equal (mevedel-resource-parse-many '("work://a/" "src/x" "mevedel://%7e"))
+                 '("work://a" nil "mevedel://~")))
+  (should-error (mevedel-resource-parse-many '("work://ok" "work://..")) :type 'mevedel-core-resource-error))
+
+(ert-deftest mevedel-resource:validation-fails-before-permission-without-paths ()
+  (mevedel-tool-fs-test--with-workspace
+    (dolist (case '(("work://%2E%2E/x" . "Invalid resource address")
+                    ("work://escape.txt" . "symbolic link")
+                    ("work://a%2Fb" . "escaped")
+                    ("agent://root/x" . "Unsupported operation")
+                    ("mcp://s" . "Unsupported operation")))
+      (let ((err (should-error (mevedel-resource-prepare (car case) "Grep")
+                               :type 'mevedel-core-resource-error)))
+        (should (string-match-p (regexp-quote (cdr case)) (cadr err)))
+        (should-not (string-match-p (regexp-quote base) (cadr err)))))))
+
+(ert-deftest mevedel-resource:facts-carry-backing-paths-for-permission ()
+  (mevedel-tool-fs-test--with-workspace
+    (let ((facts (mevedel-resource-facts (mevedel-resource-prepare "work://shared/n.md" "ApplyPatch"))))
+      (should (equal (plist-get facts :operation) "ApplyPatch"))
+      (should (plist-get facts :write))
+      (should (equal (plist-get facts :canonical) "work://shared/n.md"))
+      (should (equal (plist-get facts :paths)
+                     (list (expand-file-name ".mevedel/shared/n.md" ws)))))
+    (should (equal (mevedel-resource-visit-path "work://notes.txt")
+                   (expand-file-name "local/notes.txt" session)))
+    (should (equal (mevedel-resource-artifact-address
+                    (expand-file-name "tool-results/a b.txt" session) session)
+                   "artifact://tool-results/a%20b.txt"))))
+
+;;;; Owners
+
+(ert-deftest mevedel-resource:owners-come-from-the-current-session ()
+  (let* ((ws (make-temp-file "mevedel-owner" t))
+         (session (mevedel-session-create :workspace ws :id "s-1"))
+         (ephemeral (mevedel-session-create :workspace ws :ephemeral t)))
+    (unwind-protect
+        (progn
+          (with-temp-buffer
+            (setq mevedel-session-current session)
+            (should (equal (mevedel-resource-default-session)
+                           (list :session-dir (expand-file-name ".mevedel/sessions/s-1" ws)
+                                 :workspace (directory-file-name ws))))
+            ;; Discovery never materialises the session.
+            (should (string-match-p "no work:// files yet"
+                                    (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read
+                                                              '(:file_path "work://"))))
+            (should-not (file-exists-p (expand-file-name ".mevedel" ws))))
+          (with-temp-buffer
+            (setq mevedel-session-current ephemeral)
+            (should (string-match-p "no session"
+                                    (mevedel-tool-fs-test--err #'mevedel-tool-fs-read
+                                                               '(:file_path "work://x"))))))
+      (delete-directory ws t))))
+
+;;;; Read
+
+(ert-deftest mevedel-tool-fs:read-families-and-paths ()
+  (mevedel-tool-fs-test--with-workspace
+    (should (equal (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read '(:file_path "work://notes.txt"))
+                   "     1\talpha\n     2\tbeta defun\n     3\tgamma\n"))
+    (should (string-match-p "work://plans/p\\.md"
+                            (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read '(:file_path "work://"))))
+    (should (string-match-p "ApplyPatch can create files under work://shared/"
+                            (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read '(:file_path "work://shared/"))))
+    (should (string-match-p "artifact://tool-results/r1\\.txt"
+                            (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read '(:file_path "artifact://"))))
+    (should (string-match-p "remember"
+                            (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read
+                                                      '(:file_path "memory://local-mevedel/topic.md"))))
+    (should (string-match-p "skill defun"
+                            (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read
+                                                      '(:file_path "skill://local-mevedel/demo/SKILL.md"))))
+    (let ((journal (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read '(:file_path "memory://journal/"))))
+      (should (= 1 (cl-count ?\n journal)))
+      (should (string-match-p "%3A" journal)))
+    (should (string-match-p "(defun a ())"
+                            (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read '(:file_path "src/a.el"))))
+    (should (string-match-p "a\\.el"
+                            (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read '(:file_path "src"))))
+    (should (string-match-p "is unavailable"
+                            (mevedel-tool-fs-test--err #'mevedel-tool-fs-read '(:file_path "agent://"))))
+    (should (string-match-p "does not exist"
+                            (mevedel-tool-fs-test--err #'mevedel-tool-fs-read '(:file_path "work://nope.txt"))))))
+
+(ert-deftest mevedel-tool-fs:read-bounds-errors-give-a-working-retry ()
+  (mevedel-tool-fs-test--with-workspace
+    (let ((msg (mevedel-tool-fs-test--err #'mevedel-tool-fs-read
+                                          '(:file_path "work://notes.txt" :offset 9 :limit 2))))
+      (should (string-match-p "offset 9 is past the last line" msg))
+      (should (string-match-p "lines 1-3" msg))
+      (should (string-match-p "\"offset\": 2, \"limit\": 2" msg))
+      (should-not (string-match-p (regexp-quote session) msg)))
+    (should (equal (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read
+                                             '(:file_path "work://notes.txt" :offset 2 :limit 2))
+                   "     2\tbeta defun\n     3\tgamma\n"))
+    (should (string-match-p "must not be negative"
+                            (mevedel-tool-fs-test--err #'mevedel-tool-fs-read
+                                                       '(:file_path "work://notes.txt" :offset -1))))))
+
+(ert-deftest mevedel-tool-fs:read-packaged-manuals ()
+  (let ((listing (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read '(:file_path "mevedel://"))))
+    (should (string-match-p "^mevedel://tools/files\\.md$" listing))
+    (should (string-match-p "^mevedel://address-to-resource\\.md$" listing))
+    (should-not (string-match-p "\\.el$" listing)))
+  (should (string-match-p "When to use"
+                          (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read
+                                                    '(:file_path "mevedel://tools/files.md")))))
+
+;;;; Glob and Grep
+
+(ert-deftest mevedel-tool-fs:grep-and-glob-name-results-by-address ()
+  (mevedel-tool-fs-test--with-workspace
+    (should (equal (mevedel-tool-fs-test--ok #'mevedel-tool-fs-grep '(:pattern "defun" :path "work://"))
+                   "work://notes.txt\nwork://plans/p.md\n"))
+    (should (equal (mevedel-tool-fs-test--ok #'mevedel-tool-fs-grep
+                                             '(:pattern "defun" :path "work://plans" :output_mode "content"))
+                   "work://plans/p.md:1:plan defun\n"))
+    (should (equal (mevedel-tool-fs-test--ok #'mevedel-tool-fs-grep
+                                             '(:pattern "defun" :path "memory://root" :output_mode "count"))
+                   "memory://local-mevedel/topic.md:1\n"))
+    (let ((j (mevedel-tool-fs-test--ok #'mevedel-tool-fs-grep '(:pattern "journal" :path "memory://journal/"))))
+      (should (string-prefix-p "memory://journal/" j))
+      (should (= 1 (cl-count ?\n j))))
+    (should (equal (mevedel-tool-fs-test--ok #'mevedel-tool-fs-glob '(:pattern "**/*.txt" :path "artifact://"))
+                   "artifact://tool-results/r1.txt\n"))
+    (should (string-match-p "^mevedel://tools/files\\.md$"
+                            (mevedel-tool-fs-test--ok #'mevedel-tool-fs-glob '(:pattern "**/*" :path "mevedel://"))))
+    (should (equal (mevedel-tool-fs-test--ok #'mevedel-tool-fs-grep '(:pattern "defun" :path "src"))
+                   "src/a.el\n"))
+    (should (equal (mevedel-tool-fs-test--ok #'mevedel-tool-fs-glob '(:pattern "*.el"))
+                   "src/a.el\n"))
+    (should (string-match-p "ApplyPatch can create"
+                            (mevedel-tool-fs-test--ok #'mevedel-tool-fs-glob
+                                                      '(:pattern "*" :path "work://shared"))))
+    (should (string-match-p "Unsupported operation"
+                            (mevedel-tool-fs-test--err #'mevedel-tool-fs-glob
+                                                       '(:pattern "*" :path "history://root"))))
+    (should (string-match-p "past the last output line"
+                            (mevedel-tool-fs-test--err #'mevedel-tool-fs-grep
+                                                       '(:pattern "defun" :path "work://" :offset 5))))
+    (should (string-match-p "must not be negative"
+                            (mevedel-tool-fs-test--err #'mevedel-tool-fs-grep
+                                                       '(:pattern "defun" :head_limit -1))))))
+
+(ert-deftest mevedel-tool-fs:search-is-cancellable-and-settles-once ()
+  (let* ((dir (make-temp-file "mevedel-cancel" t))
+         (line (concat (make-string 200 ?x) "\n"))
+         (results nil))
+    (unwind-protect
+        (progn
+          (dotimes (i 20)
+            (with-temp-file (expand-file-name (format "f%02d.txt" i) dir)
+              (insert (apply #'concat (make-list 20000 line)))))
+          (let ((cancel (mevedel-tool-fs-grep (lambda (r) (push r results))
+                                              (list :pattern "x+y" :path dir))))
+            (should (functionp cancel))
+            (funcall cancel)
+            (funcall cancel)
+            (should (equal results '((:result "Cancelled." :status error))))
+            (mevedel-test-wait-until (zerop (mevedel-core-search-running)) 20)
+            ;; The late reply from the module does not settle again.
+            (accept-process-output nil 0.2)
+            (should (= (length results) 1))))
+      (delete-directory dir t))))
+
+(ert-deftest mevedel-tool-fs:timeout-returns-labelled-partial-results ()
+  (let ((mevedel-tool-fs-search-timeout 0.001)
+        (dir (make-temp-file "mevedel-timeout" t)))
+    (unwind-protect
+        (progn
+          (dotimes (i 30)
+            (with-temp-file (expand-file-name (format "f%02d.txt" i) dir)
+              (insert (apply #'concat (make-list 20000 "defun line\n")))))
+          (let ((text (mevedel-tool-fs-test--ok #'mevedel-tool-fs-grep
+                                                (list :pattern "defun" :path dir :output_mode "count"))))
+            (should (string-match-p "Partial results" text))
+            (should (string-match-p "narrow `path'\\|narrow `path`" text))))
+      (delete-directory dir t))))
+
+;;;; Registration
+
+(require 'mevedel-tool-fs-registration)
+
+(ert-deftest mevedel-tool-fs:registered-with-contracts-and-manual ()
+  (dolist (case '(("Read" nil) ("Glob" 30000) ("Grep" 20000)))
+    (let ((tool (mevedel-tool-get (car case) "filesystem")))
+      (should tool)
+      (should (mevedel-tool-async-p tool))
+      (should (mevedel-tool-read-only-p tool))
+      (should (equal (mevedel-tool-max-result-size tool) (cadr case)))
+      (let ((d (mevedel-tool-description tool)))
+        (dolist (part '("When to use" "When NOT to use" "How to use" "mevedel://tools/files.md"))
+          (should (string-search part d))))
+      ;; path-or-resource arguments do not get the raw-path guidance.
+      (should-not (string-search "Pass a raw filesystem path"
+                                 (format "%S" (mevedel-tool-provider-schema tool)))))))
+
+(ert-deftest mevedel-tool-fs:registered-tools-run-through-the-dispatcher ()
+  (mevedel-tool-fs-test--with-workspace
+    (let ((grep (mevedel-tool-get "Grep" "filesystem"))
+          (result nil))
+      (mevedel-tool-repair-dispatch grep '(:pattern "defun" :path "work://" :head_limit "10")
+                                    (lambda (r) (setq result r)))
+      (mevedel-test-wait-until result)
+      (should (string-prefix-p "work://notes.txt\nwork://plans/p.md\n" result))
+      (setq result nil)
+      (mevedel-tool-repair-dispatch (mevedel-tool-get "Read" "filesystem")
+                                    '(:file_path "work://nope.txt")
+                                    (lambda (r) (setq result r)))
+      (mevedel-test-wait-until result)
+      (should (string-prefix-p "Error: " result)))))
+
+(ert-deftest mevedel-tool-fs:pipeline-seam-prepares-addresses-before-permission ()
+  (mevedel-tool-fs-test--with-workspace
+    (let* ((grep (mevedel-tool-get "Grep" "filesystem"))
+           (args (mevedel-tool-fs-prepare-pipeline-args
+                  (list :tool grep :args '(:pattern "x" :path "work://plans") :workspace ws))))
+      (should (plist-get args mevedel-tool-fs-attempt-key))
+      (should (equal (plist-get args :path) "work://plans"))
+      (should-error (mevedel-tool-fs-prepare-pipeline-args
+                     (list :tool grep :args '(:pattern "x" :path "work://a/../b") :workspace ws))
+                    :type 'mevedel-core-resource-error)
+      (should-error (mevedel-tool-fs-prepare-pipeline-args
+                     (list :tool (mevedel-tool-get "Glob" "filesystem")
+                           :args '(:pattern "*" :path "agent://") :workspace ws))
+                    :type 'mevedel-core-resource-error))))
+
+(ert-deftest mevedel-tool-fs:oversized-grep-is-persisted-and-followable ()
+  (require 'mevedel-pipeline)
+  (let* ((ws (make-temp-file "mevedel-persist" t))
+         (session (mevedel-session-create :workspace ws :id "p-1"))
+         (mevedel-pipeline-prepare-resources-function #'mevedel-tool-fs-prepare-pipeline-args)
+         (grep (mevedel-tool-get "Grep" "filesystem"))
+         (read (mevedel-tool-get "Read" "filesystem"))
+         (outcome nil))
+    (unwind-protect
+        (with-temp-buffer
+          (setq mevedel-session-current session)
+          (dotimes (i 40)
+            (with-temp-file (expand-file-name (format "f%02d.el" i) ws)
+              (dotimes (j 30) (insert (format "(defun fn-%d-%d () \"body\")\n" i j)))))
+          (mevedel-pipeline-run-tool
+           grep (list :pattern "defun" :path ws :output_mode "content" :head_limit 0)
+           (lambda (r) (setq outcome r)))
+          (mevedel-test-wait-until outcome 20)
+          (should (string-match-p "<persisted-output>" outcome))
+          (should (string-match "artifact://tool-results/[^ \n]*\\.txt" outcome))
+          (let ((address (match-string 0 outcome)) (page nil) (hits nil))
+            (mevedel-pipeline-run-tool read (list :file_path address :offset 1200 :limit 1)
+                                       (lambda (r) (setq page r)))
+            (mevedel-test-wait-until page 20)
+            (should (string-match-p "^  1200\t.*defun fn-" page))
+            (mevedel-pipeline-run-tool grep (list :pattern "fn-39-29 " :path address
+                                                  :output_mode "count")
+                                       (lambda (r) (setq hits r)))
+            (mevedel-test-wait-until hits 20)
+            (should (equal hits (concat address ":1\n")))))
+      (delete-directory ws t))))
+
+(provide 'tool-fs-test)
+;;; tool-fs-test.el ends here
