@@ -17,10 +17,10 @@
 (defconst mevedel-e2e--notes "first line of notes\nthe answer is 42\nlast line\n"
   "Content of the notes file the scenarios read.")
 
-;;;; Read, then a second tool, then the answer
+;;;; Read, then Grep, then the answer
 
 (mevedel-e2e-deftest-matrix mevedel-e2e:read-search-answer
-    "The model reads a real file, then searches, then answers.
+    "The model reads a real file, then greps the workspace, then answers.
 The server receives each result under the ID it handed out; the view
 shows two successful rows in call order and the final text."
     (wire stream)
@@ -33,9 +33,11 @@ shows two successful rows in call order and the final text."
                          (tool_calls . [((name . "Read")
                                          (arguments . ((file_path . "{{root}}notes.txt"))))]))
                         ((expect . ((results . [((contains . "the answer is 42"))])))
-                         (tool_calls . [((name . "Read")
-                                         (arguments . ((file_path . "{{root}}src/code.el"))))]))
-                        ((expect . ((results . [((contains . "(defun answer () 42)"))])))
+                         (tool_calls . [((name . "Grep")
+                                         (arguments . ((pattern . "defun answer")
+                                                       (path . "{{root}}")
+                                                       (output_mode . "content"))))]))
+                        ((expect . ((results . [((contains . "code.el:1:(defun answer () 42)"))])))
                          (text . "The answer is 42, defined in src/code.el.")))))
          (log (plist-get run :log))
          (served (mevedel-e2e-served-ids log))
@@ -55,7 +57,7 @@ shows two successful rows in call order and the final text."
     ;; The view: two rows in call order, both successful, then the answer.
     (should (equal (mapcar #'car rows) (plist-get run :ids)))
     (should (string-match-p "✓ Read notes\\.txt" (cdr (nth 0 rows))))
-    (should (string-match-p "✓ Read src/code\\.el" (cdr (nth 1 rows))))
+    (should (string-match-p "✓ Grep \"defun answer\" in \\./ (1 line)" (cdr (nth 1 rows))))
     (should-not (cl-some (lambda (row) (string-match-p "×" (cdr row))) rows))
     (let ((transcript (plist-get run :transcript)))
       (should (string-match-p "❯ What is the answer in notes.txt\\?" transcript))
@@ -64,7 +66,7 @@ shows two successful rows in call order and the final text."
       ;; Order: prompt, first text, row 1, row 2, answer.
       (should (< (string-search "Let me read" transcript)
                  (string-search "Read notes.txt" transcript)
-                 (string-search "Read src/code.el" transcript)
+                 (string-search "Grep \"defun answer\"" transcript)
                  (string-search "The answer is 42" transcript))))))
 
 ;;;; A failing tool
