@@ -60,6 +60,7 @@
                           (setq mevedel-core-cargo-program ,fake
                                 mevedel-core-module-directory ,dir)
                           (require 'mevedel)
+                          (require 'bytecomp) ; so the let below binds dynamically
                           (let ((byte-compile-dest-file-function
                                  (lambda (_) (make-temp-file "mevedel-core" nil ".elc"))))
                             (byte-compile-file (locate-library "mevedel-core.el")))
