@@ -490,10 +490,10 @@ kept per target, path and helper)."
 ;;;; Resource addresses, Read, Glob and Grep
 
 (defun mevedel-core-resource-parse (text)
-  "Parse TEXT as a resource address.
-Return nil when TEXT is an ordinary path (no `scheme://' prefix),
-otherwise (SCHEME CANONICAL DISCOVERY-P).  A malformed address signals
-`mevedel-core-resource-error' naming TEXT and the reason."
+  "Return the canonical spelling of resource address TEXT.
+Return nil when TEXT is an ordinary path (no `scheme://' prefix).  A
+malformed address signals `mevedel-core-resource-error' naming TEXT
+and the reason."
   (mevedel-core-ensure)
   (mevedel-core--resource-parse text))
 
