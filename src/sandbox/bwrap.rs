@@ -50,9 +50,21 @@ fn base(bwrap: &Path, network: bool) -> Vec<OsString> {
     argv
 }
 
+/// The private `/tmp` hides whatever lives beneath it, the helper binary
+/// of a checkout under `/tmp` among them: bind INNER's program back,
+/// read-only, so the sandbox can start.
+fn keep_program_visible(argv: &mut Vec<OsString>, inner: &[OsString]) {
+    if let Some(program) = inner.first()
+        && Path::new(program).starts_with("/tmp")
+    {
+        argv.extend(["--ro-bind".into(), program.clone(), program.clone()]);
+    }
+}
+
 /// The probe's command line: the launch namespaces around INNER.
 pub fn probe_argv(bwrap: &Path, inner: &[OsString]) -> Vec<OsString> {
     let mut argv = base(bwrap, false);
+    keep_program_visible(&mut argv, inner);
     argv.push("--".into());
     argv.extend(inner.iter().cloned());
     argv
@@ -73,6 +85,7 @@ enum Op {
 /// under PLAN with CWD as working directory.
 pub fn argv(bwrap: &Path, plan: &Plan, cwd: &Path, inner: &[OsString]) -> Vec<OsString> {
     let mut argv = base(bwrap, plan.network);
+    keep_program_visible(&mut argv, inner);
     let mut ops: Vec<(usize, Op, &PathBuf)> = Vec::new();
     ops.extend(plan.writable.iter().map(|p| (depth(p), Op::Write, p)));
     ops.extend(plan.protected.iter().map(|p| (depth(p), Op::Protect, p)));
@@ -205,5 +218,34 @@ mod tests {
              --disable-userns --cap-drop ALL --ro-bind / / --dev /dev --proc /proc \
              --tmpfs /tmp -- true"
         );
+    }
+
+    #[test]
+    fn helper_under_tmp_stays_visible() {
+        let inner = ["/tmp/x/mevedel-sandbox", "--", "true"]
+            .map(OsString::from)
+            .to_vec();
+        let plan = Plan {
+            writable: vec!["/w".into()],
+            ..Plan::default()
+        };
+        for line in [
+            text(&argv(Path::new("bwrap"), &plan, Path::new("/w"), &inner)),
+            text(&probe_argv(Path::new("bwrap"), &inner)),
+        ] {
+            assert!(
+                line.contains(
+                    "--tmpfs /tmp --ro-bind /tmp/x/mevedel-sandbox /tmp/x/mevedel-sandbox"
+                ),
+                "{line}"
+            );
+        }
+        let elsewhere = text(&argv(
+            Path::new("bwrap"),
+            &plan,
+            Path::new("/w"),
+            &super::tests::inner(),
+        ));
+        assert!(!elsewhere.contains("--ro-bind /m/mevedel-sandbox"));
     }
 }
