@@ -350,12 +350,15 @@ A handler's error is reported and does not stop later events."
   "Create the event pipe process and connect the module to it."
   (unless (process-live-p mevedel-core--channel-process)
     (setq mevedel-core--channel-process
-          (make-pipe-process :name "mevedel-events"
-                             :buffer nil
-                             :coding 'binary
-                             :noquery t
-                             :filter #'mevedel-core--dispatch-events
-                             :sentinel #'ignore))
+          ;; Adaptive read buffering would delay reading a process that
+          ;; sends single bytes by up to 50 ms: every reply would wait.
+          (let ((process-adaptive-read-buffering nil))
+            (make-pipe-process :name "mevedel-events"
+                               :buffer nil
+                               :coding 'binary
+                               :noquery t
+                               :filter #'mevedel-core--dispatch-events
+                               :sentinel #'ignore)))
     (mevedel-core--channel-open mevedel-core--channel-process)))
 
 (defun mevedel-core-close-channel ()
@@ -487,10 +490,10 @@ kept per target, path and helper)."
 ;;;; Resource addresses, Read, Glob and Grep
 
 (defun mevedel-core-resource-parse (text)
-  "Parse TEXT as a resource address.
-Return nil when TEXT is an ordinary path (no `scheme://' prefix),
-otherwise (SCHEME CANONICAL DISCOVERY-P).  A malformed address signals
-`mevedel-core-resource-error' naming TEXT and the reason."
+  "Return the canonical spelling of resource address TEXT.
+Return nil when TEXT is an ordinary path (no `scheme://' prefix).  A
+malformed address signals `mevedel-core-resource-error' naming TEXT
+and the reason."
   (mevedel-core-ensure)
   (mevedel-core--resource-parse text))
 

@@ -166,7 +166,7 @@ directory."
   "Return the canonical address STRING names, or nil for an ordinary path.
 A malformed address or unknown scheme signals
 `mevedel-core-resource-error' naming STRING and the reason."
-  (nth 1 (mevedel-core-resource-parse string)))
+  (mevedel-core-resource-parse string))
 
 (defun mevedel-resource-parse-many (strings)
   "Return the canonical address of each of STRINGS (nil for paths).

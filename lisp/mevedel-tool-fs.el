@@ -13,9 +13,11 @@
 ;;
 ;; Paths may be ordinary filesystem paths or resource addresses (see
 ;; mevedel-resource.el).  An address is prepared before permission by
-;; `mevedel-tool-fs-prepare-args', which stores the opaque attempt in the
-;; arguments under `mevedel-tool-fs-attempt-key'; a handler called
-;; without that preparation prepares the address itself.
+;; `mevedel-tool-fs-prepare-args', which keeps the opaque attempt beside
+;; the arguments (keyed by the address string itself, so the arguments
+;; stay plain data that can be printed and persisted); the handler
+;; consumes it.  A handler called without that preparation prepares the
+;; address itself.
 
 ;;; Code:
 
@@ -35,8 +37,8 @@
   "Seconds a Glob or Grep may run before it returns partial results."
   :type 'number)
 
-(defconst mevedel-tool-fs-attempt-key :mevedel-resource-attempt
-  "Argument key under which a prepared resource attempt travels.")
+(defvar mevedel-tool-fs--attempts (make-hash-table :test #'eq :weakness 'key)
+  "Prepared attempts: address string object -> (TOOL . ATTEMPT).")
 
 (defconst mevedel-tool-fs-path-args
   '(("Read" . :file_path) ("Glob" . :path) ("Grep" . :path))
@@ -51,15 +53,23 @@
 
 (defun mevedel-tool-fs-prepare-args (tool args)
   "Prepare the resource address in ARGS of TOOL (\"Read\", \"Glob\", \"Grep\").
-Return ARGS unchanged for an ordinary path, else a copy that carries the
-prepared attempt under `mevedel-tool-fs-attempt-key'.  Validation
-failures signal `mevedel-core-resource-error' naming the address."
+Return ARGS, unchanged.  For a resource address the opaque attempt is
+kept for the handler, which finds it through the address string object.
+Validation failures signal `mevedel-core-resource-error' naming the
+address."
   (let* ((key (cdr (assoc tool mevedel-tool-fs-path-args)))
          (value (and key (mevedel-tool-fs--value args key))))
-    (if (not (mevedel-resource-address-p value))
-        args
-      (append (list mevedel-tool-fs-attempt-key (mevedel-resource-prepare value tool))
-              args))))
+    (when (mevedel-resource-address-p value)
+      (puthash value (cons tool (mevedel-resource-prepare value tool))
+               mevedel-tool-fs--attempts))
+    args))
+
+(defun mevedel-tool-fs-prepared-attempt (tool address)
+  "Return and forget the attempt prepared for TOOL from string ADDRESS, or nil."
+  (let ((entry (gethash address mevedel-tool-fs--attempts)))
+    (when (equal (car entry) tool)
+      (remhash address mevedel-tool-fs--attempts)
+      (cdr entry))))
 
 (defun mevedel-tool-fs--target (tool args)
   "Return (TARGET . DISPLAY) for the path argument of TOOL in ARGS.
@@ -67,7 +77,7 @@ TARGET is a prepared attempt or an absolute file name; DISPLAY is how
 results name it."
   (let* ((key (cdr (assoc tool mevedel-tool-fs-path-args)))
          (value (mevedel-tool-fs--value args key))
-         (attempt (plist-get args mevedel-tool-fs-attempt-key)))
+         (attempt (and (stringp value) (mevedel-tool-fs-prepared-attempt tool value))))
     (cond
      (attempt (cons attempt value))
      ((mevedel-resource-address-p value)

@@ -305,8 +305,10 @@ Binds `ws', `session' and `outside' (directory names)."
     (let* ((grep (mevedel-tool-get "Grep" "filesystem"))
            (args (mevedel-tool-fs-prepare-pipeline-args
                   (list :tool grep :args '(:pattern "x" :path "work://plans") :workspace ws))))
-      (should (plist-get args mevedel-tool-fs-attempt-key))
-      (should (equal (plist-get args :path) "work://plans"))
+      (should (equal args '(:pattern "x" :path "work://plans")))
+      (should (mevedel-tool-fs-prepared-attempt "Grep" (plist-get args :path)))
+      ;; Consumed once.
+      (should-not (mevedel-tool-fs-prepared-attempt "Grep" (plist-get args :path)))
       (should-error (mevedel-tool-fs-prepare-pipeline-args
                      (list :tool grep :args '(:pattern "x" :path "work://a/../b") :workspace ws))
                     :type 'mevedel-core-resource-error)

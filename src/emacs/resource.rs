@@ -48,17 +48,14 @@ fn origin(env: &Env, name: Option<String>) -> Result<Option<Origin>> {
     }
 }
 
-/// `TEXT` parsed: nil for an ordinary path, else (SCHEME CANONICAL
-/// DISCOVERY-P). Malformed addresses signal `mevedel-core-resource-error`.
+/// The canonical spelling of address TEXT, or nil for an ordinary path.
+/// Malformed addresses signal `mevedel-core-resource-error`.
 #[defun(name = "resource-parse")]
-fn resource_parse<'e>(env: &'e Env, text: String) -> Result<Value<'e>> {
-    guarded(env, || match resource::parse(&text).or_signal(env)? {
-        None => ().into_lisp(env),
-        Some(addr) => env.list((
-            addr.locator.scheme(),
-            addr.locator.canonical(),
-            addr.locator.is_discovery(),
-        )),
+fn resource_parse(env: &Env, text: String) -> Result<Option<String>> {
+    guarded(env, || {
+        Ok(resource::parse(&text)
+            .or_signal(env)?
+            .map(|addr| addr.locator.canonical()))
     })
 }
 

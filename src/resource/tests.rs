@@ -196,6 +196,39 @@ fn malformed_addresses_name_address_and_reason() {
 }
 
 #[test]
+fn discovery_queries_are_not_exact_identities() {
+    let discovery = [
+        "work://",
+        "artifact://",
+        "skill://",
+        "agent://",
+        "history://",
+        "memory://root",
+        "mcp://",
+        "shared://",
+        "mevedel://",
+    ];
+    let exact = [
+        "work://a",
+        "work://shared",
+        "artifact://tool-results/x",
+        "mcp://s",
+        "memory://journal/",
+        "history://root",
+        "mevedel://tools/files.md",
+    ];
+    for (inputs, want) in [(&discovery[..], true), (&exact[..], false)] {
+        for input in inputs {
+            let loc = match parse(input) {
+                Ok(Some(a)) => a.locator,
+                other => panic!("{input}: {other:?}"),
+            };
+            assert_eq!(loc.is_discovery(), want, "{input}");
+        }
+    }
+}
+
+#[test]
 fn ordinary_paths_stay_paths() {
     for input in [
         "src/main.rs",

@@ -23,6 +23,16 @@
     "agent://root/explore#/items/0")
   "Eight addresses, one or more per family.")
 
+(defun resource-bench--cpu-us (n thunk)
+  "Return the process CPU microseconds per call of THUNK over N calls.
+On a shared, loaded machine wall-clock time also counts the time other
+processes hold the CPU; CPU time does not."
+  (dotimes (_ (min n 100)) (funcall thunk))
+  (garbage-collect)
+  (let ((cpu (current-cpu-time)))
+    (dotimes (_ n) (funcall thunk))
+    (/ (* 1e6 (- (car (current-cpu-time)) (car cpu))) (cdr cpu) n)))
+
 (mevedel-core-ensure)
 (let* ((n 20000)
        (one (mevedel-bench-per-call
@@ -36,10 +46,21 @@
               (/ n 8) (lambda () (mevedel-resource-parse-many resource-bench--mix)))))
   (mevedel-bench-describe
    "8-address mix (work, work://shared, artifact, mevedel, memory key, journal, skill alias, agent#pointer); \
-parse + canonicalise from Lisp; the original Elisp parser took 76-104 us per call")
+parse + canonicalise from Lisp (mean wall time, then process CPU time); the original Elisp parser took 76-104 us per call")
   (mevedel-bench-report "resource-parse-per-address" (* 1e6 one) "us")
   (mevedel-bench-report "resource-parse-mix-8-calls" (* 1e6 mix) "us")
-  (mevedel-bench-report "resource-parse-mix-1-call" (* 1e6 many) "us"))
+  (mevedel-bench-report "resource-parse-mix-1-call" (* 1e6 many) "us")
+  (mevedel-bench-report "resource-parse-per-address-cpu"
+                        (resource-bench--cpu-us
+                         n (let ((rest resource-bench--mix))
+                             (lambda ()
+                               (mevedel-resource-parse (car rest))
+                               (setq rest (or (cdr rest) resource-bench--mix)))))
+                        "us")
+  (mevedel-bench-report "resource-parse-mix-1-call-cpu"
+                        (resource-bench--cpu-us
+                         (/ n 8) (lambda () (mevedel-resource-parse-many resource-bench--mix)))
+                        "us"))
 
 (let* ((base (make-temp-file "mevedel-rbench" t))
        (session (expand-file-name "ws/.mevedel/sessions/s1" base))
