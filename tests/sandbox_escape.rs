@@ -667,6 +667,12 @@ fn suite(layer: Layer, tag: &str) {
         "granted network failed: {}",
         outcome.output_text()
     );
+    // The listener thread counts a connection after accepting it, which
+    // may lag the command's exit on a loaded machine.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while world.connections.load(Ordering::SeqCst) < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert_eq!(world.connections.load(Ordering::SeqCst), 2);
 }
 
