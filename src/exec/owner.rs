@@ -83,13 +83,21 @@ fn signal_group(pgid: i32, signal: i32) {
 }
 
 /// Prepare COMMAND's child side; runs between fork and exec, so only
-/// async-signal-safe calls. Descriptors in KEEP stay inheritable.
-fn confine_lifetime(command: &mut Command, keep: Vec<RawFd>) {
+/// async-signal-safe calls. With NEW_SESSION the child leads a new
+/// session whose controlling terminal is its stdin (a PTY); otherwise it
+/// leads a new process group. Either way its pid is its group id.
+/// FD_MAP places descriptors at fixed numbers (source, target) after
+/// every other inherited descriptor was marked close-on-exec.
+fn confine_lifetime(command: &mut Command, fd_map: Vec<(RawFd, RawFd)>, new_session: bool) {
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: the closure makes only async-signal-safe syscalls.
     unsafe {
         command.pre_exec(move || {
-            if libc::setpgid(0, 0) != 0 {
+            if new_session {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            } else if libc::setpgid(0, 0) != 0 {
                 return Err(io::Error::last_os_error());
             }
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
@@ -111,8 +119,13 @@ fn confine_lifetime(command: &mut Command, keep: Vec<RawFd>) {
                 u32::MAX,
                 libc::CLOSE_RANGE_CLOEXEC,
             );
-            for &fd in &keep {
-                if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+            for &(from, to) in &fd_map {
+                let placed = if from == to {
+                    libc::fcntl(from, libc::F_SETFD, 0)
+                } else {
+                    libc::dup2(from, to)
+                };
+                if placed < 0 {
                     return Err(io::Error::last_os_error());
                 }
             }
@@ -183,7 +196,7 @@ impl Owner {
     /// Start COMMAND as an owned group leader and reap it when it exits.
     /// Returns the running child's id; the reaper owns the `Child`.
     pub fn spawn_command(&self, command: Command) -> Result<ChildInfo> {
-        self.spawn_inner(command, Vec::new(), None)
+        self.launch(Launch::new(command))
     }
 
     /// Like [`Owner::spawn_command`], but the descriptors in KEEP_FDS stay
@@ -191,20 +204,30 @@ impl Owner {
     /// status arrives on the returned receiver once the reaper has it.
     pub fn spawn_watched(&self, command: Command, keep_fds: &[RawFd]) -> Result<Watched> {
         let (tx, exit) = mpsc::channel();
-        let info = self.spawn_inner(command, keep_fds.to_vec(), Some(tx))?;
+        let info = self.launch(Launch {
+            command,
+            fd_map: keep_fds.iter().map(|&fd| (fd, fd)).collect(),
+            new_session: false,
+            on_exit: Some(Box::new(move |status| {
+                let _ = tx.send(status);
+            })),
+        })?;
         Ok(Watched {
             pid: info.pid,
             exit,
         })
     }
 
-    fn spawn_inner(
-        &self,
-        mut command: Command,
-        keep: Vec<RawFd>,
-        notify: Option<Sender<io::Result<ExitStatus>>>,
-    ) -> Result<ChildInfo> {
-        confine_lifetime(&mut command, keep);
+    /// Start LAUNCH's command as an owned group (or session) leader; the
+    /// reaper calls its `on_exit` with the leader's status.
+    pub fn launch(&self, launch: Launch) -> Result<ChildInfo> {
+        let Launch {
+            mut command,
+            fd_map,
+            new_session,
+            on_exit,
+        } = launch;
+        confine_lifetime(&mut command, fd_map, new_session);
         let (reply, answer) = mpsc::channel();
         spawner()?
             .send(SpawnRequest { command, reply })
@@ -224,8 +247,8 @@ impl Owner {
                 let status = child.wait();
                 lock(&state.groups).insert(pgid, false);
                 state.leader_exited.notify_all();
-                if let Some(tx) = notify {
-                    let _ = tx.send(status);
+                if let Some(notify) = on_exit {
+                    notify(status);
                 }
             });
         if let Err(e) = reaper {
@@ -320,6 +343,41 @@ pub struct Watched {
     pub pid: u32,
     /// Receives the leader's exit status once it has been reaped.
     pub exit: Receiver<io::Result<ExitStatus>>,
+}
+
+/// Called by the reaper with the leader's exit status.
+pub type OnExit = Box<dyn FnOnce(io::Result<ExitStatus>) + Send>;
+
+/// A command to start as an owned process group, with its descriptor
+/// plumbing.
+pub struct Launch {
+    pub command: Command,
+    /// Descriptors to place in the child: (open descriptor, number in child).
+    pub fd_map: Vec<(RawFd, RawFd)>,
+    /// Lead a new session with stdin (a PTY) as controlling terminal.
+    pub new_session: bool,
+    pub on_exit: Option<OnExit>,
+}
+
+impl Launch {
+    pub fn new(command: Command) -> Launch {
+        Launch {
+            command,
+            fd_map: Vec::new(),
+            new_session: false,
+            on_exit: None,
+        }
+    }
+}
+
+/// Whether group PGID still has a live (non-zombie) member.
+pub fn group_alive(pgid: i32) -> bool {
+    group_exists(pgid)
+}
+
+/// Send SIGNAL to every member of group PGID.
+pub fn signal(pgid: i32, signal: i32) {
+    signal_group(pgid, signal);
 }
 
 /// What the caller learns about a started child.
