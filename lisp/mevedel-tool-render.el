@@ -19,7 +19,8 @@
 ;; :expandable-p, :hidden-p, :coalesce-key, :child-calls and
 ;; :initially-collapsed-p.  A renderer may be a function or a dispatch
 ;; alist ((success . FN) (error . FN) (default . FN)) keyed by the
-;; call's status.  While a collapsed row is drawn,
+;; call's status.  It comes from the tool's :renderer declaration, else
+;; from `mevedel-tool-render-register'.  While a collapsed row is drawn,
 ;; `mevedel-tool-render-summary-only' is non-nil: a renderer may then
 ;; skip building its body.
 ;;
@@ -30,6 +31,7 @@
 
 (require 'cl-lib)
 (require 'subr-x)
+(require 'mevedel-tool-registry)
 
 (defgroup mevedel-tool-render nil
   "How tool calls are drawn in the session view."
@@ -77,8 +79,11 @@ with STATUS `success', `error' or `default'."
   (setf (alist-get name mevedel-tool-render--renderers nil nil #'equal) renderer))
 
 (defun mevedel-tool-render--lookup (name status)
-  "Return the renderer function for tool NAME with call STATUS."
-  (let ((renderer (alist-get name mevedel-tool-render--renderers nil nil #'equal)))
+  "Return the renderer function for tool NAME with call STATUS.
+The registered tool's :renderer wins over `mevedel-tool-render-register'."
+  (let ((renderer (or (when-let* ((tool (mevedel-tool-get name)))
+                        (mevedel-tool-renderer tool))
+                      (alist-get name mevedel-tool-render--renderers nil nil #'equal))))
     (cond ((null renderer) #'mevedel-tool-render-generic)
           ((functionp renderer) renderer)
           (t (or (alist-get (pcase status

@@ -43,6 +43,20 @@
     (should (eq (plist-get (mevedel-tool-render-row "T" nil "Permission denied: no" nil) :status)
                 'denied))))
 
+(ert-deftest mevedel-view:declared-renderer-wins ()
+  (mevedel-core-ensure)
+  (unwind-protect
+      (progn
+        (mevedel-define-tool RenderMe
+          :description "Render me." :function #'ignore
+          :renderer `((success . ,(lambda (&rest _) '(:header "declared ok")))
+                      (error . ,(lambda (&rest _) '(:header "declared error")))))
+        (should (equal (plist-get (mevedel-tool-render-row "RenderMe" nil "fine" nil) :header)
+                       "declared ok"))
+        (should (equal (plist-get (mevedel-tool-render-row "RenderMe" nil "Error: x" nil) :header)
+                       "declared error")))
+    (mevedel-tool-unregister "RenderMe")))
+
 (ert-deftest mevedel-view:failing-renderer-falls-back-with-warning ()
   (let ((mevedel-tool-render--renderers nil)
         (warnings nil))
