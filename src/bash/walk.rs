@@ -57,7 +57,6 @@ pub fn analyze(src: &str) -> Analysis {
         w.decline("background operator");
     }
     let statements: Vec<Node> = named_children(root)
-        .into_iter()
         .filter(|n| n.kind() != "comment")
         .collect();
     let single = match statements.as_slice() {
@@ -86,14 +85,21 @@ pub fn analyze(src: &str) -> Analysis {
     }
 }
 
-fn named_children(node: Node) -> Vec<Node> {
-    let mut cursor = node.walk();
-    node.named_children(&mut cursor).collect()
+/// A node's named children. Indexing instead of a cursor: a cursor
+/// allocates, and these lists are short.
+fn named_children<'t>(node: Node<'t>) -> impl Iterator<Item = Node<'t>> {
+    (0..node.named_child_count() as u32).filter_map(move |i| node.named_child(i))
 }
 
-fn children(node: Node) -> Vec<Node> {
-    let mut cursor = node.walk();
-    node.children(&mut cursor).collect()
+fn children<'t>(node: Node<'t>) -> impl Iterator<Item = Node<'t>> {
+    (0..node.child_count()).filter_map(move |i| node.child(i))
+}
+
+/// The only named child of NODE, if it has exactly one.
+fn sole_named_child(node: Node<'_>) -> Option<Node<'_>> {
+    (node.named_child_count() == 1)
+        .then(|| node.named_child(0))
+        .flatten()
 }
 
 /// `[a-z_][a-z0-9_]*` except `_`: names whose reads and writes cannot
@@ -201,18 +207,16 @@ impl<'a> Walker<'a> {
                 self.walk_children(node);
             }
             "expansion" => {
-                let plain = match named_children(node).as_slice() {
-                    [var] => var.kind() == "variable_name" && plain_name(self.text(*var)),
-                    _ => false,
-                };
+                let plain = sole_named_child(node)
+                    .is_some_and(|var| var.kind() == "variable_name" && plain_name(self.text(var)));
                 if !plain {
                     self.decline("parameter expansion with an operator or a special name");
                 }
                 self.walk_children(node);
             }
             "simple_expansion" => {
-                let ok = named_children(node).first().is_some_and(|n| {
-                    let t = self.text(*n);
+                let ok = node.named_child(0).is_some_and(|n| {
+                    let t = self.text(n);
                     match n.kind() {
                         "variable_name" => plain_name(t),
                         "special_variable_name" => matches!(t, "@" | "#" | "?"),
@@ -249,7 +253,7 @@ impl<'a> Walker<'a> {
             }
             "file_redirect" => self.redirect(node),
             "heredoc_redirect" => {
-                if named_children(node).iter().any(|n| n.kind() == "pipeline") {
+                if named_children(node).any(|n| n.kind() == "pipeline") {
                     self.decline("pipeline after a here-document");
                 }
                 self.walk_children(node);
@@ -270,25 +274,24 @@ impl<'a> Walker<'a> {
                     .to_string(),
             ),
             "string" => {
-                let parts = named_children(node);
-                if parts.iter().all(|p| p.kind() == "string_content") {
-                    Some(parts.iter().map(|p| unescape_dq(self.text(*p))).collect())
+                if named_children(node).all(|p| p.kind() == "string_content") {
+                    Some(
+                        named_children(node)
+                            .map(|p| unescape_dq(self.text(p)))
+                            .collect(),
+                    )
                 } else {
                     None
                 }
             }
-            "concatenation" => named_children(node)
-                .into_iter()
-                .map(|p| self.literal(p))
-                .collect(),
-            "command_name" => named_children(node).first().and_then(|n| self.literal(*n)),
+            "concatenation" => named_children(node).map(|p| self.literal(p)).collect(),
+            "command_name" => node.named_child(0).and_then(|n| self.literal(n)),
             _ => None,
         }
     }
 
     fn redirect(&mut self, node: Node) {
         let op = children(node)
-            .into_iter()
             .find(|c| !c.is_named())
             .map(|c| c.kind())
             .unwrap_or("");
@@ -388,10 +391,7 @@ impl<'a> Walker<'a> {
         match node.kind() {
             "redirected_statement" => {
                 let body = node.child_by_field_name("body")?;
-                if children(node)
-                    .iter()
-                    .any(|c| c.kind() == "heredoc_redirect")
-                {
+                if children(node).any(|c| c.kind() == "heredoc_redirect") {
                     return None;
                 }
                 self.stage_of(body, in_pipeline)
@@ -424,7 +424,7 @@ impl<'a> Walker<'a> {
             }),
             "for_statement" if in_pipeline => {
                 let body = node.child_by_field_name("body")?;
-                let plain = named_children(body).into_iter().all(|n| match n.kind() {
+                let plain = named_children(body).all(|n| match n.kind() {
                     "command" | "comment" => true,
                     "redirected_statement" => n
                         .child_by_field_name("body")
@@ -449,9 +449,8 @@ impl<'a> Walker<'a> {
         match node.kind() {
             "list" => {
                 let last = named_children(node)
-                    .into_iter()
-                    .rev()
-                    .find(|n| n.kind() != "comment")?;
+                    .filter(|n| n.kind() != "comment")
+                    .last()?;
                 self.final_pipeline(last)
             }
             "redirected_statement" => {
@@ -461,7 +460,6 @@ impl<'a> Walker<'a> {
                     .flatten()
             }
             "pipeline" => named_children(node)
-                .into_iter()
                 .filter(|n| n.kind() != "comment")
                 .map(|n| self.stage_of(n, true))
                 .collect(),

@@ -3,11 +3,12 @@
 //! after one bounded interval), cleanup of the process group after the
 //! shell exits, and settlement.
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,9 +18,10 @@ use tokio::time::sleep_until;
 
 use super::execution::{Exec, Facts, Kind, Phase, StopBy, Termination};
 use super::monitor::{self, FloodWindow, Framer, Line};
-use super::owner::{self, Launch};
+use super::owner;
 use super::pacing::Pacer;
 use super::scheduler::Ticket;
+use super::spawn::Program;
 use super::spool::{self, Append, Spool};
 use super::{mail, pty};
 use crate::bash::{self, Exit};
@@ -107,87 +109,93 @@ fn launch(exec: &Exec, wrapper_prefix: &[String]) -> Result<Launched> {
     let mut argv: Vec<String> = wrapper_prefix.to_vec();
     argv.extend(spec.wrapper.iter().cloned());
     argv.extend(shell_argv(exec));
-    let mut command = Command::new(&argv[0]);
-    command.args(&argv[1..]);
-    if let Some(env) = &spec.environment {
-        command.env_clear();
-        for kv in env {
-            if let Some((k, v)) = kv.split_once('=')
-                && !k.is_empty()
-            {
-                command.env(k, v);
-            }
-        }
+    let mut env: Vec<(OsString, OsString)> = match &spec.environment {
+        Some(list) => list
+            .iter()
+            .filter_map(|kv| kv.split_once('='))
+            .filter(|(k, _)| !k.is_empty())
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect(),
+        None => std::env::vars_os().collect(),
+    };
+    let settings = CONTROLLED_ENV
+        .iter()
+        .map(|&(k, v)| (k.to_string(), v.to_string()))
+        .chain(
+            spec.env
+                .iter()
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+        );
+    for (k, v) in settings {
+        env.retain(|(name, _)| name.as_os_str() != k.as_str());
+        env.push((k.into(), v.into()));
     }
-    for (k, v) in CONTROLLED_ENV {
-        command.env(k, v);
-    }
-    for kv in &spec.env {
-        if let Some((k, v)) = kv.split_once('=') {
-            command.env(k, v);
-        }
-    }
-    if let Some(cwd) = &spec.cwd {
-        if !cwd.is_dir() {
-            return Err(Error::new(
-                ErrorKind::Exec,
-                format!("working directory {} does not exist", cwd.display()),
-            ));
-        }
-        command.current_dir(cwd);
+    if let Some(cwd) = &spec.cwd
+        && !cwd.is_dir()
+    {
+        return Err(Error::new(
+            ErrorKind::Exec,
+            format!("working directory {} does not exist", cwd.display()),
+        ));
     }
 
-    let mut launch_fd_map = Vec::new();
+    let mut fd_map = Vec::new();
     let status = if spec.kind == Kind::Bash && exec.analysis.snapshot() {
         let file = status_file(&dir, &exec.id)?;
-        launch_fd_map.push((file.as_raw_fd(), bash::SNAPSHOT_FD));
+        fd_map.push((file.as_raw_fd(), bash::SNAPSHOT_FD));
         Some(file)
     } else {
         None
     };
 
+    let mut program = Program {
+        argv: argv.into_iter().map(OsString::from).collect(),
+        env: Some(env),
+        cwd: spec.cwd.clone(),
+        stdin: None,
+        stdout: None,
+        stderr: None,
+        fd_map,
+        new_session: spec.tty,
+    };
     let (out, err, input) = if spec.tty {
         let (controller, terminal) = pty::open()?;
         let dup = |fd: &OwnedFd| {
             fd.try_clone()
                 .map_err(|e| exec_err("cannot share the terminal", &e))
         };
-        command
-            .stdin(Stdio::from(dup(&terminal)?))
-            .stdout(Stdio::from(dup(&terminal)?))
-            .stderr(Stdio::from(terminal));
+        program.stdin = Some(dup(&terminal)?);
+        program.stdout = Some(dup(&terminal)?);
+        program.stderr = Some(terminal);
         let input = dup(&controller)?;
         (controller, None, Some(File::from(input)))
     } else {
         let (out_r, out_w) = io::pipe().map_err(|e| exec_err("cannot create a pipe", &e))?;
-        command.stdin(Stdio::null());
+        let out_w = OwnedFd::from(out_w);
         let err_r = if spec.kind == Kind::Monitor {
             let (err_r, err_w) = io::pipe().map_err(|e| exec_err("cannot create a pipe", &e))?;
-            command
-                .stdout(Stdio::from(out_w))
-                .stderr(Stdio::from(err_w));
+            program.stderr = Some(OwnedFd::from(err_w));
             Some(OwnedFd::from(err_r))
         } else {
-            let second = out_w
-                .try_clone()
-                .map_err(|e| exec_err("cannot create a pipe", &e))?;
-            command
-                .stdout(Stdio::from(out_w))
-                .stderr(Stdio::from(second));
+            program.stderr = Some(
+                out_w
+                    .try_clone()
+                    .map_err(|e| exec_err("cannot create a pipe", &e))?,
+            );
             None
         };
+        program.stdout = Some(out_w);
         (OwnedFd::from(out_r), err_r, None)
     };
 
     let (tx, rx) = oneshot::channel();
-    let info = owner::global().launch(Launch {
-        command,
-        fd_map: launch_fd_map,
-        new_session: spec.tty,
-        on_exit: Some(Box::new(move |status| {
+    let info = owner::global().start(
+        program,
+        Some(Box::new(move |status| {
             let _ = tx.send(status);
         })),
-    })?;
+    )?;
     let mut st = exec.state();
     st.pid = Some(info.pid as i32);
     st.launched = Some(Instant::now());

@@ -16,6 +16,7 @@ pub mod owner;
 pub mod pacing;
 pub mod pty;
 pub mod scheduler;
+pub mod spawn;
 pub mod spool;
 
 #[cfg(test)]

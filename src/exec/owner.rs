@@ -20,17 +20,17 @@ use std::io;
 use std::os::fd::RawFd;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::spawn::{self, Program};
 use crate::error::{Error, ErrorKind, Result};
 
-struct SpawnRequest {
-    command: Command,
-    reply: Sender<io::Result<Child>>,
-}
+/// Work for the spawner thread: it starts children, so that their
+/// parent-death signal follows a thread that lives as long as Emacs.
+type Job = Box<dyn FnOnce() + Send>;
 
 /// Tracks process groups started by the module.
 pub struct Owner {
@@ -134,16 +134,16 @@ fn confine_lifetime(command: &mut Command, fd_map: Vec<(RawFd, RawFd)>, new_sess
     }
 }
 
-fn spawner() -> Result<&'static Sender<SpawnRequest>> {
-    static SPAWNER: OnceLock<std::result::Result<Sender<SpawnRequest>, String>> = OnceLock::new();
+fn spawner() -> Result<&'static Sender<Job>> {
+    static SPAWNER: OnceLock<std::result::Result<Sender<Job>, String>> = OnceLock::new();
     SPAWNER
         .get_or_init(|| {
-            let (tx, rx) = mpsc::channel::<SpawnRequest>();
+            let (tx, rx) = mpsc::channel::<Job>();
             std::thread::Builder::new()
                 .name("mevedel-spawner".into())
                 .spawn(move || {
-                    for mut req in rx {
-                        let _ = req.reply.send(req.command.spawn());
+                    for job in rx {
+                        job();
                     }
                 })
                 .map(|_| tx)
@@ -156,6 +156,18 @@ fn spawner() -> Result<&'static Sender<SpawnRequest>> {
                 format!("cannot start the spawner thread: {e}"),
             )
         })
+}
+
+/// Run JOB on the spawner thread and return its answer.
+fn on_spawner<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) -> Result<T> {
+    let gone = || Error::new(ErrorKind::Exec, "the spawner thread is gone");
+    let (reply, answer) = mpsc::channel();
+    spawner()?
+        .send(Box::new(move || {
+            let _ = reply.send(job());
+        }))
+        .map_err(|_| gone())?;
+    answer.recv().map_err(|_| gone())
 }
 
 impl Default for Owner {
@@ -228,23 +240,36 @@ impl Owner {
             on_exit,
         } = launch;
         confine_lifetime(&mut command, fd_map, new_session);
-        let (reply, answer) = mpsc::channel();
-        spawner()?
-            .send(SpawnRequest { command, reply })
-            .map_err(|_| Error::new(ErrorKind::Exec, "the spawner thread is gone"))?;
-        let mut child = answer
-            .recv()
-            .map_err(|_| Error::new(ErrorKind::Exec, "the spawner thread is gone"))?
+        let mut child = on_spawner(move || command.spawn())?
             .map_err(|e| Error::io(ErrorKind::Exec, "cannot start the command", &e))?;
-        let pid = child.id();
-        let pgid = pid as i32;
+        let pid = child.id() as i32;
+        self.watch(pid, move || child.wait(), on_exit)
+    }
+
+    /// Start PROGRAM as an owned group (or session) leader without
+    /// copying this process (see `exec::spawn`); the reaper calls ON_EXIT
+    /// with the leader's status.
+    pub fn start(&self, program: Program, on_exit: Option<OnExit>) -> Result<ChildInfo> {
+        let pid = on_spawner(move || spawn::start(&program))?
+            .map_err(|e| Error::io(ErrorKind::Exec, "cannot start the command", &e))?;
+        self.watch(pid, move || spawn::wait(pid), on_exit)
+    }
+
+    /// Record group PID and reap its leader with WAIT on a thread of its own.
+    fn watch(
+        &self,
+        pid: i32,
+        wait: impl FnOnce() -> io::Result<ExitStatus> + Send + 'static,
+        on_exit: Option<OnExit>,
+    ) -> Result<ChildInfo> {
+        let pgid = pid;
         self.prune();
         lock(&self.state.groups).insert(pgid, true);
         let state = Arc::clone(&self.state);
         let reaper = std::thread::Builder::new()
             .name("mevedel-reaper".into())
             .spawn(move || {
-                let status = child.wait();
+                let status = wait();
                 lock(&state.groups).insert(pgid, false);
                 state.leader_exited.notify_all();
                 if let Some(notify) = on_exit {
@@ -259,7 +284,7 @@ impl Owner {
                 &e,
             ));
         }
-        Ok(ChildInfo { pid })
+        Ok(ChildInfo { pid: pid as u32 })
     }
 
     /// Forget groups whose leader was reaped and that have no member left.
