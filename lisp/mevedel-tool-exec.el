@@ -514,10 +514,15 @@ RENDER-DATA and STATUS give the state."
   (let* ((first (car (split-string (string-trim (or text "")) "\n")))
          (more (string-match-p "\n" (string-trim (or text ""))))
          (state (mevedel-exec--state-label render-data status))
+         (exit (let ((code (plist-get render-data :exit-code))
+                     (signal (plist-get render-data :signal)))
+                 (cond (signal (format "signal %s" signal))
+                       (code (format "exit %s" code)))))
          (elapsed (mevedel-exec--elapsed (plist-get render-data :elapsed-ms))))
     (concat prefix (truncate-string-to-width (or first "") 60 nil nil "…")
             (and more " …")
             (and state (concat "  " state))
+            (and exit (concat " (" exit ")"))
             (and elapsed (concat " " elapsed)))))
 
 (defun mevedel-exec--strip-envelope (result)
@@ -604,6 +609,65 @@ is hidden: the command's own row shows its output and status."
     (remhash (mevedel-session-id session) mevedel-exec--pending-wakes)))
 
 (add-hook 'mevedel-session-close-functions #'mevedel-exec-session-teardown)
+
+;;;; Chats: mail for the next turn, the background wake
+
+(declare-function mevedel-chat-list "mevedel-chat" ())
+(declare-function mevedel-chat-session "mevedel-chat" (chat))
+(declare-function mevedel-chat-busy-p "mevedel-chat" (chat))
+(declare-function mevedel-chat-send "mevedel-chat" (chat text &rest keys))
+(defvar mevedel-chat-message-functions)
+(defvar mevedel-chat-idle-functions)
+
+(defun mevedel-exec--chat-of (key)
+  "Return the live chat whose session has the key KEY, or nil."
+  (cl-find-if (lambda (chat)
+                (let ((session (mevedel-chat-session chat)))
+                  (and (mevedel-session-p session)
+                       (equal (mevedel-session-id session) key))))
+              (mevedel-chat-list)))
+
+(defun mevedel-exec-chat-messages (chat)
+  "Return the unread execution mail of CHAT's root owner as blocks.
+Installed in `mevedel-chat-message-functions': the blocks go with the
+next request, and are then marked delivered."
+  (let ((session (mevedel-chat-session chat)))
+    (when (and (mevedel-session-p session)
+               (mevedel-session-durable-p session)
+               (featurep 'mevedel-dyn)
+               (file-exists-p (mevedel-session-database-file session)))
+      (mevedel-exec-take-messages (mevedel-session-store-handle session)
+                                  (mevedel-session-id session) "/root"))))
+
+(defun mevedel-exec-chat-idle-p (key)
+  "Return non-nil when the chat of session KEY is open and idle."
+  (let ((chat (mevedel-exec--chat-of key)))
+    (and chat (not (mevedel-chat-busy-p chat)))))
+
+(defun mevedel-exec-chat-wake (key prompt)
+  "Start one background turn with PROMPT in the idle chat of session KEY.
+Return non-nil when it started."
+  (let ((chat (mevedel-exec--chat-of key)))
+    (when (and chat (not (mevedel-chat-busy-p chat)))
+      (mevedel-chat-send chat prompt)
+      t)))
+
+(defun mevedel-exec--chat-idle (chat)
+  "Offer CHAT's pending wakes soon: its turn has ended."
+  (let ((session (mevedel-chat-session chat)))
+    (when (and (mevedel-session-p session)
+               (gethash (mevedel-session-id session) mevedel-exec--pending-wakes))
+      (run-at-time 0 nil #'mevedel-exec-offer-wakes (mevedel-session-id session)))))
+
+(defun mevedel-exec-chat-install ()
+  "Deliver execution mail to chats and let background results wake them."
+  (setq mevedel-exec-wake-function #'mevedel-exec-chat-wake
+        mevedel-exec-idle-p-function #'mevedel-exec-chat-idle-p)
+  (add-hook 'mevedel-chat-message-functions #'mevedel-exec-chat-messages)
+  (add-hook 'mevedel-chat-idle-functions #'mevedel-exec--chat-idle))
+
+(with-eval-after-load 'mevedel-chat
+  (mevedel-exec-chat-install))
 
 ;;;; Tools
 

@@ -228,6 +228,24 @@
     (should (plist-get running :initially-collapsed-p))
     (should (string-match-p "no-match 12ms\\'" (plist-get done :header)))
     (should (eq (plist-get done :status) 'success)))
+  ;; Settled rows name the exit status (or the signal).
+  (let ((ok (mevedel-exec-render-bash
+             "Bash" '(:command "make test") "ok\n<bash-execution state=\"completed\"/>"
+             '(:execution-id "x3" :state "completed" :outcome "success" :exit-code 0
+               :elapsed-ms 1500 :envelope t)))
+        (failed (mevedel-exec-render-bash
+                 "Bash" '(:command "make lint") "" '(:execution-id "x4" :state "completed"
+                                                    :outcome "failure" :exit-code 2
+                                                    :elapsed-ms 40)))
+        (killed (mevedel-exec-render-bash
+                 "Bash" '(:command "sleep 99") "" '(:execution-id "x5" :state "completed"
+                                                   :outcome "stopped" :signal 9
+                                                   :elapsed-ms 61000))))
+    (should (equal (plist-get ok :header) "$ make test  done (exit 0) 1.5s"))
+    (should (equal (plist-get ok :body) "$ make test\n\nok"))
+    (should (equal (plist-get failed :header) "$ make lint  failed (exit 2) 40ms"))
+    (should (eq (plist-get failed :status) 'error))
+    (should (equal (plist-get killed :header) "$ sleep 99  stopped (signal 9) 1m01s")))
   (let ((poll (mevedel-exec-render-control "WriteStdin" '(:execution_id "x1" :chars "") "out" nil))
         (ctrl-c (mevedel-exec-render-control "WriteStdin" '(:execution_id "x1" :chars "\u0003") "" nil)))
     (should (plist-get poll :hidden-p))
