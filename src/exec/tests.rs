@@ -560,6 +560,53 @@ fn monitor_flood_stops_it() {
             .contains(&("termination".to_string(), "flood".to_string()))
     );
     assert!(terminals[0].payload.contains("tighter filter"));
+    // The watcher is gone, and no second terminal record follows.
+    let pgid = exec.state().pid.unwrap_or(0);
+    assert!(pgid > 0 && group_members(pgid).is_empty());
+    std::thread::sleep(Duration::from_millis(500));
+    let records = unread(&db).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        records
+            .iter()
+            .filter(|r| r.kind == "MONITOR_TERMINAL")
+            .count(),
+        1
+    );
+    assert_eq!(
+        records.last().map(|r| r.kind.as_str()),
+        Some("MONITOR_TERMINAL")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn monitor_flood_by_unread_bytes_stops_it() {
+    let dir = temp_dir("flood-bytes");
+    let db = dir.join("session.sqlite");
+    // 60 lines of 1,500 characters, 20 a second: far fewer than 100
+    // lines, but more than 64 KiB of unread events after ~44 lines.
+    let exec = start(monitor_spec(
+        "flood-bytes",
+        "for i in $(seq 1 60); do printf '%01500d\\n' $i; sleep 0.05; done; sleep 30",
+        &db,
+    ));
+    assert!(wait_terminals(&db, 1));
+    assert_eq!(exec.state().phase, Phase::Completed);
+    let records = unread(&db).unwrap_or_else(|e| panic!("{e}"));
+    let lines = records.iter().filter(|r| r.kind == "MONITOR").count();
+    let terminals: Vec<_> = records
+        .iter()
+        .filter(|r| r.kind == "MONITOR_TERMINAL")
+        .collect();
+    assert_eq!(terminals.len(), 1);
+    assert!(
+        terminals[0]
+            .attrs
+            .contains(&("termination".to_string(), "flood".to_string())),
+        "{:?}",
+        terminals[0].attrs
+    );
+    assert!((40..60).contains(&lines), "{lines} line records");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
