@@ -21,15 +21,24 @@
 
 (defvar exec-bench--n 0)
 
+(defvar exec-bench--last-ms nil
+  "Milliseconds from the last `exec-bench--run' start to its callback.")
+
 (defun exec-bench--run (command &rest spec)
   "Run COMMAND in the foreground through the module; return the observation.
-SPEC adds execution keys."
-  (let ((box (list nil)))
+SPEC adds execution keys.  `exec-bench--last-ms' is set to the time
+from the start to the callback: the loop waiting here returns from
+`accept-process-output' up to 10 ms later, which no caller in a
+session pays (callbacks run from the event channel's filter)."
+  (let ((box (list nil))
+        (start (float-time)))
     (mevedel-core-exec-start
      (append spec (list :session (format "bench-%d" (cl-incf exec-bench--n))
                         :owner "/root" :command command :yield-ms 30000
                         :progress :false))
-     (lambda (status value) (setcar box (cons status value))))
+     (lambda (status value)
+       (setq exec-bench--last-ms (* 1000 (- (float-time) start)))
+       (setcar box (cons status value))))
     (while (not (car box)) (accept-process-output nil 0.01))
     (unless (eq (caar box) 'ok)
       (error "Bench command failed: %S" (car box)))
@@ -41,13 +50,16 @@ SPEC adds execution keys."
     (call-process "bash" nil t nil "--noprofile" "--norc" "-c" command)
     (buffer-size)))
 
-(defun exec-bench--median-ms (n thunk)
-  "Call THUNK N times (after one warm-up); return the median wall time in ms."
+(defun exec-bench--median-ms (n thunk &optional measured)
+  "Call THUNK N times (after one warm-up); return the median wall time in ms.
+With MEASURED, a function of no arguments, use its value after each
+call as that call's time instead."
   (funcall thunk)
   (let (samples)
     (dotimes (_ n)
       (garbage-collect)
-      (push (* 1000 (mevedel-bench-seconds (funcall thunk))) samples))
+      (let ((ms (* 1000 (mevedel-bench-seconds (funcall thunk)))))
+        (push (if measured (funcall measured) ms) samples)))
     (mevedel-bench-percentile samples 50)))
 
 (defun exec-bench--compare (id description command n &optional check)
@@ -57,9 +69,10 @@ observation and must return non-nil."
   (when check
     (unless (funcall check (exec-bench--run command))
       (error "Bench %s: unexpected result" id)))
-  (let ((ours (exec-bench--median-ms n (lambda () (exec-bench--run command))))
+  (let ((ours (exec-bench--median-ms n (lambda () (exec-bench--run command))
+                                     (lambda () exec-bench--last-ms)))
         (peer (exec-bench--median-ms n (lambda () (exec-bench--call-process command)))))
-    (mevedel-bench-describe "%s" description)
+    (mevedel-bench-describe "%s; ours is start to callback, call-process is the whole call; median of %d runs each" description n)
     (mevedel-bench-report id ours "ms" "call-process" peer)))
 
 (exec-bench--compare
