@@ -187,8 +187,8 @@ fn block_at(
     scratch: &mut Scratch<Shape>,
 ) -> Option<Block> {
     let payload_start = skip_whitespace(text, open_at + OPEN.len());
-    let (owner, payload_end) = quick_plist(text, payload_start)
-        .or_else(|| read_plist(text, payload_start, scratch))?;
+    let (owner, payload_end) =
+        quick_plist(text, payload_start).or_else(|| read_plist(text, payload_start, scratch))?;
     let owner = match owner {
         ScanOwner::Bound(range) => Owner::Bound(reader::unescape_string(&text[range])),
         ScanOwner::Unbound => Owner::Unbound,
@@ -253,7 +253,7 @@ fn quick_plist(text: &[u8], start: usize) -> Option<(ScanOwner, usize)> {
         }
         if depth == 1 && b != b')' {
             items += 1;
-            if items % 2 == 1 {
+            if !items.is_multiple_of(2) {
                 if b != b':' {
                     return None;
                 }
@@ -285,7 +285,9 @@ fn quick_plist(text: &[u8], start: usize) -> Option<(ScanOwner, usize)> {
                 depth -= 1;
                 pos += 1;
                 if depth == 0 {
-                    return (items % 2 == 0).then(|| (owner.unwrap_or(ScanOwner::Unbound), pos));
+                    return items
+                        .is_multiple_of(2)
+                        .then(|| (owner.unwrap_or(ScanOwner::Unbound), pos));
                 }
             }
             b'"' => pos = reader::string_end(text, pos + 1)?,

@@ -57,7 +57,11 @@ fn exercise(text: &[u8]) {
     // The scan's quick path answers as the full reader does, wherever a
     // list starts.
     for start in memchr::memchr_iter(b'(', text) {
-        assert_ne!(block::quick_agrees(text, start), Some(false), "quick path at {start}");
+        assert_ne!(
+            block::quick_agrees(text, start),
+            Some(false),
+            "quick path at {start}"
+        );
         plain_agrees(text, start);
     }
     plain_agrees(text, 0);
@@ -69,7 +73,10 @@ fn plain_agrees(text: &[u8], start: usize) {
     if let Some((plain, end)) = read_plain(text, start, &mut Tree, &mut scratch) {
         match read_one(text, start, &mut Tree) {
             Ok((full, full_end)) => {
-                assert!(same(&plain, &full) && end == full_end, "{plain:?} vs {full:?}");
+                assert!(
+                    same(&plain, &full) && end == full_end,
+                    "{plain:?} vs {full:?}"
+                );
             }
             Err(e) => panic!("plain reader read {plain:?} where the reader says {e}"),
         }

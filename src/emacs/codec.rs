@@ -17,7 +17,6 @@ use crate::codec::block::{self, Block, Owner};
 use crate::codec::reader::Scratch;
 use crate::text::ByteToChar;
 
-
 /// TEXT's blocks, each with byte offsets (for decoding) and with
 /// positions counted from BASE (for Lisp), from one scan.
 fn blocks_in(text: &LispText, base: i64) -> Vec<(Block, Block)> {
