@@ -70,6 +70,15 @@ FUNCTION is called with the chat and returns a list of `gptel-tool's."
   "Stop FUNCTION from supplying tools to chats."
   (setq mevedel-chat--tool-providers (delete function mevedel-chat--tool-providers)))
 
+(defvar mevedel-chat-message-functions nil
+  "Functions returning mail to put before the user's text of a turn.
+Each is called with the chat when a turn is sent and returns a list of
+strings (e.g. <agent-message> blocks); they are sent with the user's
+message, in order, and the view does not show them.")
+
+(defvar mevedel-chat-idle-functions nil
+  "Abnormal hook run with a chat whose turn has just ended.")
+
 ;;;; The chat object
 
 (cl-defstruct (mevedel-chat (:constructor mevedel-chat--make)
@@ -349,9 +358,14 @@ ON-DONE, if non-nil, is called with CHAT and the outcome (`done',
                   gptel-system-prompt (mevedel-chat-system-prompt chat)
                   gptel-tools (mevedel-chat-tools chat))
       (goto-char (point-max))
-      (let ((start (point)))
+      (let ((start (point))
+            (mail (cl-loop for function in mevedel-chat-message-functions
+                           append (funcall function chat))))
         (unless (bobp) (insert "\n\n"))
-        (insert (gptel-prompt-prefix-string) (string-trim text) "\n")
+        (insert (gptel-prompt-prefix-string))
+        (dolist (block mail)
+          (insert (propertize (concat block "\n") 'mevedel-mail t)))
+        (insert (string-trim text) "\n")
         (setf (mevedel-chat-turn-start chat) (copy-marker start)))
       (let* ((turn (list :id (format "%x" (random most-positive-fixnum))))
              (fsm (gptel-make-fsm :table gptel-send--transitions
@@ -453,7 +467,8 @@ Notices are never sent to the model."
     (mevedel-chat--set-status chat (pcase outcome ('done 'idle) (_ outcome))
                               (mevedel-chat-status-detail chat))
     (mevedel-chat--notify chat 'turn-end outcome)
-    (when on-done (funcall on-done chat outcome))))
+    (when on-done (funcall on-done chat outcome))
+    (run-hook-with-args 'mevedel-chat-idle-functions chat)))
 
 (defun mevedel-chat--handle-done (fsm)
   "Finish the turn of FSM successfully."

@@ -103,9 +103,20 @@ signals an error instead."
 (declare-function mevedel-core--store-close "ext:mevedel-dyn" (store))
 (declare-function mevedel-core--store-info "ext:mevedel-dyn" (store))
 (declare-function mevedel-core--store-mailbox-post "ext:mevedel-dyn"
-                  (store recipient kind payload sender))
+                  (store recipient kind payload sender attrs))
 (declare-function mevedel-core--store-mailbox-unread "ext:mevedel-dyn" (store recipient))
 (declare-function mevedel-core--store-mailbox-deliver "ext:mevedel-dyn" (store ids))
+(declare-function mevedel-core--exec-start "ext:mevedel-dyn" (spec-json request-id))
+(declare-function mevedel-core--exec-observe "ext:mevedel-dyn"
+                  (session id owner wait-ms request-id))
+(declare-function mevedel-core--exec-write "ext:mevedel-dyn"
+                  (session id owner chars wait-ms request-id))
+(declare-function mevedel-core--exec-stop "ext:mevedel-dyn" (session id owner user request-id))
+(declare-function mevedel-core--exec-list "ext:mevedel-dyn" (session owner))
+(declare-function mevedel-core--exec-teardown "ext:mevedel-dyn" (session))
+(declare-function mevedel-core--exec-teardown-all "ext:mevedel-dyn" ())
+(declare-function mevedel-core--exec-set-prefix "ext:mevedel-dyn" (argv))
+(declare-function mevedel-core--bash-analyze "ext:mevedel-dyn" (source))
 
 ;;;; Locating and building
 
@@ -645,10 +656,100 @@ outcome plist (:boundary :start :start-problem :disclosure :landlock
      (lambda (id) (mevedel-core--sandbox-run id json))
      callback)))
 
+;;;; Managed execution (Bash, Monitor)
+
+(defun mevedel-core--json-spec (plist)
+  "Return PLIST as a JSON object string for the module.
+Nil values are left out, lists of strings become arrays."
+  (let (pairs)
+    (while plist
+      (let ((key (pop plist)) (value (pop plist)))
+        (when value
+          (push key pairs)
+          (push (if (and (consp value) (not (keywordp (car value))))
+                    (vconcat value)
+                  value)
+                pairs))))
+    (json-serialize (nreverse pairs))))
+
+(defun mevedel-core-exec-start (spec callback)
+  "Start the managed execution SPEC and return its id.
+SPEC is a plist: :session (key of the session's scheduler), :owner
+\(\"/root\" or an agent path), :command, :description, :kind (\"bash\" or
+\"monitor\"), :cwd, :tty, :timeout-ms (monitor), :yield-ms, :artifact-dir,
+:mailbox (the session.sqlite file), :tool-use-id, :wrapper (argv
+prefix), :environment (complete \"NAME=VALUE\" list), :env (extra
+settings), :output-cap, :stop-grace-ms and :progress.  Refusals (the
+`&' operator, 64 live processes, Monitor rules) signal
+`mevedel-core-exec-error' at once.  CALLBACK gets `ok' and the first
+observation plist after :yield-ms, or `error' and (SYMBOL MESSAGE)."
+  (let (exec-id)
+    (mevedel-core-request
+     (lambda (request)
+       (setq exec-id (mevedel-core--exec-start (mevedel-core--json-spec spec) request)))
+     callback)
+    exec-id))
+
+(defun mevedel-core-exec-observe (session id owner wait-ms callback)
+  "Observe execution ID of SESSION for OWNER after up to WAIT-MS.
+OWNER nil means the user, who may see every execution.  CALLBACK gets
+`ok' and the observation: newly unread output, state and, once done,
+:facts."
+  (mevedel-core-ensure)
+  (mevedel-core-request
+   (lambda (request) (mevedel-core--exec-observe session id owner wait-ms request))
+   callback))
+
+(defun mevedel-core-exec-write (session id owner chars wait-ms callback)
+  "Send CHARS to execution ID of SESSION, then observe it after WAIT-MS.
+Ordinary input goes only to PTY executions; \"\\x03\" is Ctrl-C.
+CALLBACK is as for `mevedel-core-exec-observe'."
+  (mevedel-core-ensure)
+  (mevedel-core-request
+   (lambda (request) (mevedel-core--exec-write session id owner chars wait-ms request))
+   callback))
+
+(defun mevedel-core-exec-stop (session id owner callback)
+  "Stop execution ID of SESSION for OWNER (TERM, then KILL).
+CALLBACK gets `ok' and the final observation once it has settled."
+  (mevedel-core-ensure)
+  (mevedel-core-request
+   (lambda (request) (mevedel-core--exec-stop session id owner nil request))
+   callback))
+
+(defun mevedel-core-exec-stop-by-user (session id)
+  "Stop execution ID of SESSION for the user; return non-nil if it ran.
+Its result is delivered as usual, without waking the model."
+  (mevedel-core-ensure)
+  (mevedel-core--exec-stop session id nil t 0))
+
+(defun mevedel-core-exec-list (session &optional owner)
+  "Return plists of OWNER's yielded, unfinished executions in SESSION.
+With OWNER nil, return every unfinished execution of SESSION."
+  (mevedel-core-ensure)
+  (mevedel-core--exec-list session owner))
+
+(defun mevedel-core-exec-teardown (session)
+  "Stop every execution of SESSION silently; return how many ran."
+  (if (featurep 'mevedel-dyn) (mevedel-core--exec-teardown session) 0))
+
+(defun mevedel-core-exec-set-prefix (argv)
+  "Put ARGV, a list of strings, before every later managed command."
+  (mevedel-core-ensure)
+  (mevedel-core--exec-set-prefix argv))
+
+(defun mevedel-core-bash-analyze (source)
+  "Analyse Bash SOURCE without running it; return a plist.
+See the module function `mevedel-core--bash-analyze' for its keys."
+  (mevedel-core-ensure)
+  (mevedel-core--bash-analyze source))
+
 (defun mevedel-core-shutdown ()
   "Stop every process the module owns and close the event channel.
-Runs from `kill-emacs-hook', because module finalizers do not run at exit."
+Runs from `kill-emacs-hook', because module finalizers do not run at exit.
+Managed executions are torn down first, so their spools are removed."
   (when (featurep 'mevedel-dyn)
+    (mevedel-core--exec-teardown-all)
     (mevedel-core--exec-stop-all 500)
     (mevedel-core-close-channel)))
 
@@ -778,10 +879,11 @@ Return a handle for the other `mevedel-core-store-' and mailbox functions."
   "Return (:file FILE :journal-mode MODE :schema-version N) of STORE."
   (mevedel-core--store-info store))
 
-(defun mevedel-core-mailbox-post (store recipient kind payload &optional sender)
+(defun mevedel-core-mailbox-post (store recipient kind payload &optional sender attrs)
   "Queue PAYLOAD (a string) of KIND for RECIPIENT in STORE; return its id.
-SENDER, when non-nil, names who sent it."
-  (mevedel-core--store-mailbox-post store recipient kind payload sender))
+SENDER, when non-nil, names who sent it.  ATTRS is a list of (NAME
+VALUE) strings: the record's opening-tag attributes, kept in order."
+  (mevedel-core--store-mailbox-post store recipient kind payload sender attrs))
 
 (defun mevedel-core-mailbox-unread (store recipient)
   "Return RECIPIENT's undelivered messages in STORE, oldest first.

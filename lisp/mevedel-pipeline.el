@@ -354,6 +354,11 @@ first, before the call settles."
   (when-let* ((call mevedel-pipeline--current))
     (push function (mevedel-pipeline--call-cancellers call))))
 
+(defun mevedel-pipeline-current-context ()
+  "Return the context plist of the call whose handler is running now, or nil.
+See `mevedel-pipeline--context' for its keys (:session, :tool-use-id, ...)."
+  (and mevedel-pipeline--current (mevedel-pipeline--context mevedel-pipeline--current)))
+
 (defun mevedel-pipeline-current-tool-use-id ()
   "Return the tool-use ID of the call whose handler is running now."
   (and mevedel-pipeline--current

@@ -174,8 +174,15 @@ Git repository, excludes .mevedel/.  Signals
   (mevedel-session-ensure-storage session)
   (mevedel-session-store session))
 
+(defvar mevedel-session-close-functions nil
+  "Abnormal hook run with a session that is being closed.
+It runs before the store closes: execution teardown, for one, stops
+the session's processes here.")
+
 (defun mevedel-session-close (session)
-  "Close SESSION's store, if open.  Files stay on disk."
+  "Close SESSION's store, if open.  Files stay on disk.
+Runs `mevedel-session-close-functions' first."
+  (run-hook-with-args 'mevedel-session-close-functions session)
   (when-let* ((store (mevedel-session-store session)))
     (mevedel-core-store-close store)
     (setf (mevedel-session-store session) nil)))

@@ -233,6 +233,18 @@ segment's :render-data."
   "Lines framing tool results and reasoning in Org data buffers.
 gptel strips them before sending; so does the view.")
 
+(defun mevedel-view--without-mail (start end)
+  "Return the text from START to END without the mail sent with a turn.
+Mail (`mevedel-chat-message-functions') carries the `mevedel-mail'
+property; the model reads it, the transcript does not show it."
+  (let ((pos start) (parts nil))
+    (while (< pos end)
+      (let ((next (next-single-property-change pos 'mevedel-mail nil end)))
+        (unless (get-text-property pos 'mevedel-mail)
+          (push (buffer-substring-no-properties pos next) parts))
+        (setq pos next)))
+    (apply #'concat (nreverse parts))))
+
 (defun mevedel-view-segments (buffer &optional start end)
   "Return the transcript segments of data BUFFER between START and END.
 They default to the buffer's beginning and end.  Each segment is a
@@ -263,7 +275,8 @@ plist with :type `user', `response', `tool' or `notice'."
                             (string-remove-prefix
                              prefix (string-trim-left
                                      (replace-regexp-in-string
-                                      mevedel-view--block-line-regexp "" text))))))
+                                      mevedel-view--block-line-regexp ""
+                                      (mevedel-view--without-mail pos next)))))))
                 (unless (string-empty-p clean)
                   (push (list :type 'user :text clean) segments)))))
             (setq pos next)))

@@ -40,6 +40,7 @@
   "Load the session, its view and the tools; route tools through the pipeline."
   (require 'mevedel-view)
   (require 'mevedel-tool-fs-registration)
+  (require 'mevedel-tool-exec)
   (mevedel-chat-install))
 
 ;;;###autoload

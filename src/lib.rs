@@ -4,6 +4,7 @@
 //! except [`emacs`](crate::emacs), the only place that talks to the Emacs
 //! module API. This file only declares modules and re-exports.
 
+pub mod bash;
 pub mod codec;
 pub mod datum;
 pub mod error;

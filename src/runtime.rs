@@ -22,6 +22,7 @@ pub fn get() -> Result<&'static Runtime> {
             .worker_threads(WORKER_THREADS)
             .thread_name("mevedel-worker")
             .enable_time()
+            .enable_io()
             .build()
             .map_err(|e| e.to_string())
     });

@@ -257,6 +257,14 @@ fn no_output(text: &'static str) -> Check {
     })
 }
 
+/// The loopback listener saw no connection.
+fn no_connection() -> Check {
+    Box::new(|w, _| match w.connections.load(Ordering::SeqCst) {
+        0 => Ok(()),
+        n => Err(format!("the listener saw {n} connections")),
+    })
+}
+
 fn attempts(w: &World, victim_pid: u32) -> Vec<Attempt> {
     let ws = w.ws.clone();
     let out = w.out.clone();
@@ -370,10 +378,7 @@ fn attempts(w: &World, victim_pid: u32) -> Vec<Attempt> {
             script: format!("curl -s -m 3 http://127.0.0.1:{port}/ && echo ESCAPED"),
             control: Some(String::new()),
             home_is_ws: false,
-            check: Box::new(|w, _| match w.connections.load(Ordering::SeqCst) {
-                0 => Ok(()),
-                n => Err(format!("the listener saw {n} connections")),
-            }),
+            check: no_connection(),
             reset: Box::new(|w| w.connections.store(0, Ordering::SeqCst)),
         },
         Attempt {
@@ -381,10 +386,7 @@ fn attempts(w: &World, victim_pid: u32) -> Vec<Attempt> {
             script: format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo ESCAPED"),
             control: Some(String::new()),
             home_is_ws: false,
-            check: Box::new(|w, _| match w.connections.load(Ordering::SeqCst) {
-                0 => Ok(()),
-                n => Err(format!("the listener saw {n} connections")),
-            }),
+            check: no_connection(),
             reset: Box::new(|w| w.connections.store(0, Ordering::SeqCst)),
         },
         Attempt {

@@ -6,6 +6,7 @@
 //! convert arguments, call the plain library, and convert results back;
 //! they hold no logic of their own.
 
+mod bash;
 mod channel;
 mod codec;
 mod convert;

@@ -67,7 +67,8 @@ fn store_info<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
     })
 }
 
-/// Queue a mailbox message; return its id.
+/// Queue a mailbox message; return its id. ATTRS, when non-nil, is a
+/// list of (NAME VALUE) strings: its opening-tag attributes.
 #[defun(name = "store-mailbox-post")]
 fn store_mailbox_post(
     env: &Env,
@@ -76,15 +77,24 @@ fn store_mailbox_post(
     kind: String,
     payload: String,
     sender: Option<String>,
+    attrs: Option<Value>,
 ) -> Result<i64> {
     guarded(env, || {
         let store = store_of(env, handle)?;
+        let mut pairs = Vec::new();
+        let mut rest = attrs;
+        while let Some(list) = rest.filter(|v| v.is_not_nil()) {
+            let pair: Value = list.car()?;
+            pairs.push((pair.car::<String>()?, pair.cdr::<Value>()?.car::<String>()?));
+            rest = Some(list.cdr()?);
+        }
         store
             .mailbox_post(&NewMessage {
                 recipient,
                 sender,
                 kind,
                 payload,
+                attrs: pairs,
             })
             .or_signal(env)
     })

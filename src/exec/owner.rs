@@ -20,17 +20,17 @@ use std::io;
 use std::os::fd::RawFd;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::spawn::{self, Program};
 use crate::error::{Error, ErrorKind, Result};
 
-struct SpawnRequest {
-    command: Command,
-    reply: Sender<io::Result<Child>>,
-}
+/// Work for the spawner thread: it starts children, so that their
+/// parent-death signal follows a thread that lives as long as Emacs.
+type Job = Box<dyn FnOnce() + Send>;
 
 /// Tracks process groups started by the module.
 pub struct Owner {
@@ -83,13 +83,21 @@ fn signal_group(pgid: i32, signal: i32) {
 }
 
 /// Prepare COMMAND's child side; runs between fork and exec, so only
-/// async-signal-safe calls. Descriptors in KEEP stay inheritable.
-fn confine_lifetime(command: &mut Command, keep: Vec<RawFd>) {
+/// async-signal-safe calls. With NEW_SESSION the child leads a new
+/// session whose controlling terminal is its stdin (a PTY); otherwise it
+/// leads a new process group. Either way its pid is its group id.
+/// FD_MAP places descriptors at fixed numbers (source, target) after
+/// every other inherited descriptor was marked close-on-exec.
+fn confine_lifetime(command: &mut Command, fd_map: Vec<(RawFd, RawFd)>, new_session: bool) {
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: the closure makes only async-signal-safe syscalls.
     unsafe {
         command.pre_exec(move || {
-            if libc::setpgid(0, 0) != 0 {
+            if new_session {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            } else if libc::setpgid(0, 0) != 0 {
                 return Err(io::Error::last_os_error());
             }
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
@@ -111,8 +119,13 @@ fn confine_lifetime(command: &mut Command, keep: Vec<RawFd>) {
                 u32::MAX,
                 libc::CLOSE_RANGE_CLOEXEC,
             );
-            for &fd in &keep {
-                if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+            for &(from, to) in &fd_map {
+                let placed = if from == to {
+                    libc::fcntl(from, libc::F_SETFD, 0)
+                } else {
+                    libc::dup2(from, to)
+                };
+                if placed < 0 {
                     return Err(io::Error::last_os_error());
                 }
             }
@@ -121,16 +134,16 @@ fn confine_lifetime(command: &mut Command, keep: Vec<RawFd>) {
     }
 }
 
-fn spawner() -> Result<&'static Sender<SpawnRequest>> {
-    static SPAWNER: OnceLock<std::result::Result<Sender<SpawnRequest>, String>> = OnceLock::new();
+fn spawner() -> Result<&'static Sender<Job>> {
+    static SPAWNER: OnceLock<std::result::Result<Sender<Job>, String>> = OnceLock::new();
     SPAWNER
         .get_or_init(|| {
-            let (tx, rx) = mpsc::channel::<SpawnRequest>();
+            let (tx, rx) = mpsc::channel::<Job>();
             std::thread::Builder::new()
                 .name("mevedel-spawner".into())
                 .spawn(move || {
-                    for mut req in rx {
-                        let _ = req.reply.send(req.command.spawn());
+                    for job in rx {
+                        job();
                     }
                 })
                 .map(|_| tx)
@@ -143,6 +156,18 @@ fn spawner() -> Result<&'static Sender<SpawnRequest>> {
                 format!("cannot start the spawner thread: {e}"),
             )
         })
+}
+
+/// Run JOB on the spawner thread and return its answer.
+fn on_spawner<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) -> Result<T> {
+    let gone = || Error::new(ErrorKind::Exec, "the spawner thread is gone");
+    let (reply, answer) = mpsc::channel();
+    spawner()?
+        .send(Box::new(move || {
+            let _ = reply.send(job());
+        }))
+        .map_err(|_| gone())?;
+    answer.recv().map_err(|_| gone())
 }
 
 impl Default for Owner {
@@ -183,7 +208,7 @@ impl Owner {
     /// Start COMMAND as an owned group leader and reap it when it exits.
     /// Returns the running child's id; the reaper owns the `Child`.
     pub fn spawn_command(&self, command: Command) -> Result<ChildInfo> {
-        self.spawn_inner(command, Vec::new(), None)
+        self.launch(Launch::new(command))
     }
 
     /// Like [`Owner::spawn_command`], but the descriptors in KEEP_FDS stay
@@ -191,41 +216,64 @@ impl Owner {
     /// status arrives on the returned receiver once the reaper has it.
     pub fn spawn_watched(&self, command: Command, keep_fds: &[RawFd]) -> Result<Watched> {
         let (tx, exit) = mpsc::channel();
-        let info = self.spawn_inner(command, keep_fds.to_vec(), Some(tx))?;
+        let info = self.launch(Launch {
+            command,
+            fd_map: keep_fds.iter().map(|&fd| (fd, fd)).collect(),
+            new_session: false,
+            on_exit: Some(Box::new(move |status| {
+                let _ = tx.send(status);
+            })),
+        })?;
         Ok(Watched {
             pid: info.pid,
             exit,
         })
     }
 
-    fn spawn_inner(
-        &self,
-        mut command: Command,
-        keep: Vec<RawFd>,
-        notify: Option<Sender<io::Result<ExitStatus>>>,
-    ) -> Result<ChildInfo> {
-        confine_lifetime(&mut command, keep);
-        let (reply, answer) = mpsc::channel();
-        spawner()?
-            .send(SpawnRequest { command, reply })
-            .map_err(|_| Error::new(ErrorKind::Exec, "the spawner thread is gone"))?;
-        let mut child = answer
-            .recv()
-            .map_err(|_| Error::new(ErrorKind::Exec, "the spawner thread is gone"))?
+    /// Start LAUNCH's command as an owned group (or session) leader; the
+    /// reaper calls its `on_exit` with the leader's status.
+    pub fn launch(&self, launch: Launch) -> Result<ChildInfo> {
+        let Launch {
+            mut command,
+            fd_map,
+            new_session,
+            on_exit,
+        } = launch;
+        confine_lifetime(&mut command, fd_map, new_session);
+        let mut child = on_spawner(move || command.spawn())?
             .map_err(|e| Error::io(ErrorKind::Exec, "cannot start the command", &e))?;
-        let pid = child.id();
-        let pgid = pid as i32;
+        let pid = child.id() as i32;
+        self.watch(pid, move || child.wait(), on_exit)
+    }
+
+    /// Start PROGRAM as an owned group (or session) leader without
+    /// copying this process (see `exec::spawn`); the reaper calls ON_EXIT
+    /// with the leader's status.
+    pub fn start(&self, program: Program, on_exit: Option<OnExit>) -> Result<ChildInfo> {
+        let pid = on_spawner(move || spawn::start(&program))?
+            .map_err(|e| Error::io(ErrorKind::Exec, "cannot start the command", &e))?;
+        self.watch(pid, move || spawn::wait(pid), on_exit)
+    }
+
+    /// Record group PID and reap its leader with WAIT on a thread of its own.
+    fn watch(
+        &self,
+        pid: i32,
+        wait: impl FnOnce() -> io::Result<ExitStatus> + Send + 'static,
+        on_exit: Option<OnExit>,
+    ) -> Result<ChildInfo> {
+        let pgid = pid;
         self.prune();
         lock(&self.state.groups).insert(pgid, true);
         let state = Arc::clone(&self.state);
         let reaper = std::thread::Builder::new()
             .name("mevedel-reaper".into())
             .spawn(move || {
-                let status = child.wait();
+                let status = wait();
                 lock(&state.groups).insert(pgid, false);
                 state.leader_exited.notify_all();
-                if let Some(tx) = notify {
-                    let _ = tx.send(status);
+                if let Some(notify) = on_exit {
+                    notify(status);
                 }
             });
         if let Err(e) = reaper {
@@ -236,7 +284,7 @@ impl Owner {
                 &e,
             ));
         }
-        Ok(ChildInfo { pid })
+        Ok(ChildInfo { pid: pid as u32 })
     }
 
     /// Forget groups whose leader was reaped and that have no member left.
@@ -320,6 +368,41 @@ pub struct Watched {
     pub pid: u32,
     /// Receives the leader's exit status once it has been reaped.
     pub exit: Receiver<io::Result<ExitStatus>>,
+}
+
+/// Called by the reaper with the leader's exit status.
+pub type OnExit = Box<dyn FnOnce(io::Result<ExitStatus>) + Send>;
+
+/// A command to start as an owned process group, with its descriptor
+/// plumbing.
+pub struct Launch {
+    pub command: Command,
+    /// Descriptors to place in the child: (open descriptor, number in child).
+    pub fd_map: Vec<(RawFd, RawFd)>,
+    /// Lead a new session with stdin (a PTY) as controlling terminal.
+    pub new_session: bool,
+    pub on_exit: Option<OnExit>,
+}
+
+impl Launch {
+    pub fn new(command: Command) -> Launch {
+        Launch {
+            command,
+            fd_map: Vec::new(),
+            new_session: false,
+            on_exit: None,
+        }
+    }
+}
+
+/// Whether group PGID still has a live (non-zombie) member.
+pub fn group_alive(pgid: i32) -> bool {
+    group_exists(pgid)
+}
+
+/// Send SIGNAL to every member of group PGID.
+pub fn signal(pgid: i32, signal: i32) {
+    signal_group(pgid, signal);
 }
 
 /// What the caller learns about a started child.

@@ -750,6 +750,14 @@ mod tests {
         }
     }
 
+    /// Prepare and run REQ (whose mode is off) with a fresh owner.
+    fn run_unconfined(req: &Request) -> Outcome {
+        let scanner = Scanner::new(ScanLimits::default());
+        let prepared =
+            prepare_with(req, &probe(true, true), &scanner).unwrap_or_else(|e| panic!("{e}"));
+        run(prepared, &Owner::new(), Limits::of(req))
+    }
+
     fn text(argv: &[OsString]) -> String {
         argv.iter()
             .map(|a| a.to_string_lossy().into_owned())
@@ -885,18 +893,12 @@ mod tests {
             "-c".into(),
             "echo out; echo err >&2; exit 3".into(),
         ];
-        let scanner = Scanner::new(ScanLimits::default());
-        let owner = Owner::new();
-        let prepared =
-            prepare_with(&req, &probe(true, true), &scanner).unwrap_or_else(|e| panic!("{e}"));
-        let outcome = run(prepared, &owner, Limits::of(&req));
+        let outcome = run_unconfined(&req);
         assert_eq!(outcome.start, Start::Started);
         assert_eq!(outcome.exit_code, Some(3));
         assert_eq!(outcome.output_text(), "out\nerr\n");
         req.command = vec!["/nonexistent/program".into()];
-        let prepared =
-            prepare_with(&req, &probe(true, true), &scanner).unwrap_or_else(|e| panic!("{e}"));
-        let outcome = run(prepared, &owner, Limits::of(&req));
+        let outcome = run_unconfined(&req);
         assert!(
             matches!(outcome.start, Start::ExecFailed(_)),
             "{:?}",
@@ -916,10 +918,7 @@ mod tests {
         ];
         req.timeout_ms = Some(200);
         req.max_output = Some(100);
-        let scanner = Scanner::new(ScanLimits::default());
-        let prepared =
-            prepare_with(&req, &probe(true, true), &scanner).unwrap_or_else(|e| panic!("{e}"));
-        let outcome = run(prepared, &Owner::new(), Limits::of(&req));
+        let outcome = run_unconfined(&req);
         assert!(outcome.timed_out);
         assert_eq!(outcome.output.len(), 100);
         assert_eq!(outcome.output_bytes, 5000);

@@ -15,6 +15,8 @@ pub struct NewMessage {
     pub sender: Option<String>,
     pub kind: String,
     pub payload: String,
+    /// Opening-tag attributes, in order.
+    pub attrs: Vec<(String, String)>,
 }
 
 /// A stored message.
@@ -25,6 +27,7 @@ pub struct Message {
     pub sender: Option<String>,
     pub kind: String,
     pub payload: String,
+    pub attrs: Vec<(String, String)>,
     /// Milliseconds since the Unix epoch.
     pub created_at: i64,
 }
@@ -38,6 +41,15 @@ impl Message {
             ("sender", Datum::opt_str(self.sender.as_deref())),
             ("kind", Datum::str(&self.kind)),
             ("payload", Datum::str(&self.payload)),
+            (
+                "attrs",
+                Datum::List(
+                    self.attrs
+                        .iter()
+                        .map(|(k, v)| Datum::List(vec![Datum::str(k), Datum::str(v)]))
+                        .collect(),
+                ),
+            ),
             ("created-at", Datum::Int(self.created_at)),
         ])
     }
@@ -52,19 +64,49 @@ fn now_ms() -> i64 {
 impl Store {
     /// Queue MESSAGE; return its id.
     pub fn mailbox_post(&self, message: &NewMessage) -> Result<i64> {
+        let ids = self.mailbox_post_all(std::slice::from_ref(message))?;
+        Ok(ids.first().copied().unwrap_or(0))
+    }
+
+    /// Queue MESSAGES in one transaction, in order; return their ids.
+    pub fn mailbox_post_all(&self, messages: &[NewMessage]) -> Result<Vec<i64>> {
         self.with("Cannot post to the mailbox", |c| {
-            c.execute(
-                "INSERT INTO mailbox (recipient, sender, kind, payload, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![
-                    message.recipient,
-                    message.sender,
-                    message.kind,
-                    message.payload,
-                    now_ms()
-                ],
-            )?;
-            Ok(c.last_insert_rowid())
+            let tx = c.transaction()?;
+            let mut ids = Vec::with_capacity(messages.len());
+            {
+                let mut stmt = tx.prepare_cached(
+                    "INSERT INTO mailbox (recipient, sender, kind, payload, created_at, attrs)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )?;
+                for message in messages {
+                    let attrs =
+                        serde_json::to_string(&message.attrs).unwrap_or_else(|_| "[]".into());
+                    stmt.execute(params![
+                        message.recipient,
+                        message.sender,
+                        message.kind,
+                        message.payload,
+                        now_ms(),
+                        attrs
+                    ])?;
+                    ids.push(tx.last_insert_rowid());
+                }
+            }
+            tx.commit()?;
+            Ok(ids)
+        })
+    }
+
+    /// Bytes of SENDER's undelivered payloads (a monitor's flood gauge).
+    pub fn mailbox_undelivered_bytes(&self, sender: &str) -> Result<u64> {
+        self.with("Cannot read the mailbox", |c| {
+            c.query_row(
+                "SELECT COALESCE(SUM(LENGTH(CAST(payload AS BLOB))), 0) FROM mailbox
+                 WHERE sender = ?1 AND delivered_at IS NULL",
+                [sender],
+                |row| row.get::<_, i64>(0),
+            )
+            .map(|n| n.max(0) as u64)
         })
     }
 
@@ -72,7 +114,7 @@ impl Store {
     pub fn mailbox_unread(&self, recipient: &str) -> Result<Vec<Message>> {
         self.with("Cannot read the mailbox", |c| {
             let mut stmt = c.prepare_cached(
-                "SELECT id, recipient, sender, kind, payload, created_at FROM mailbox
+                "SELECT id, recipient, sender, kind, payload, created_at, attrs FROM mailbox
                  WHERE recipient = ?1 AND delivered_at IS NULL ORDER BY id",
             )?;
             let rows = stmt.query_map([recipient], |row| {
@@ -83,6 +125,7 @@ impl Store {
                     kind: row.get(3)?,
                     payload: row.get(4)?,
                     created_at: row.get(5)?,
+                    attrs: serde_json::from_str(&row.get::<_, String>(6)?).unwrap_or_default(),
                 })
             })?;
             rows.collect()
@@ -127,6 +170,7 @@ mod tests {
                     sender: Some("/root/worker".into()),
                     kind: "RESULT".into(),
                     payload: payload.into(),
+                    attrs: Vec::new(),
                 })
                 .unwrap_or_else(|e| panic!("{e}"))
         };
@@ -155,6 +199,38 @@ mod tests {
             store.mailbox_unread("/root/other").map(|v| v.len()).ok(),
             Some(1)
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn attributes_batches_and_undelivered_bytes() {
+        let dir =
+            std::env::temp_dir().join(format!("mevedel-mailbox-attrs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let store = Store::open(&dir.join("session.sqlite")).unwrap_or_else(|e| panic!("{e}"));
+        let message = |payload: &str| NewMessage {
+            recipient: "/root".into(),
+            sender: Some("x1".into()),
+            kind: "MONITOR".into(),
+            payload: payload.into(),
+            attrs: vec![
+                ("execution_id".into(), "x1".into()),
+                ("description".into(), "d".into()),
+            ],
+        };
+        let ids = store
+            .mailbox_post_all(&[message("one"), message("two")])
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ids.len(), 2);
+        assert!(ids[0] < ids[1]);
+        let unread = store
+            .mailbox_unread("/root")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(unread[1].attrs[1], ("description".into(), "d".into()));
+        assert_eq!(store.mailbox_undelivered_bytes("x1").ok(), Some(6));
+        assert_eq!(store.mailbox_mark_delivered(&ids[..1]).ok(), Some(1));
+        assert_eq!(store.mailbox_undelivered_bytes("x1").ok(), Some(3));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -8,8 +8,9 @@
 pub mod mailbox;
 pub mod schema;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use rusqlite::Connection;
@@ -53,6 +54,30 @@ impl Store {
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
         })
+    }
+
+    /// The store at PATH shared by background writers (execution results),
+    /// opened on first use and kept open; its directory is created.
+    pub fn shared(path: &Path) -> Result<Arc<Store>> {
+        static SHARED: OnceLock<Mutex<HashMap<PathBuf, Arc<Store>>>> = OnceLock::new();
+        let mut shared = SHARED
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(store) = shared.get(path) {
+            if path.exists() {
+                return Ok(Arc::clone(store));
+            }
+            // The file was removed (session deleted): start afresh.
+            shared.remove(path);
+        }
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| store_error("Cannot create the session directory", e))?;
+        }
+        let store = Arc::new(Store::open(path)?);
+        shared.insert(path.to_path_buf(), Arc::clone(&store));
+        Ok(store)
     }
 
     pub fn path(&self) -> &Path {

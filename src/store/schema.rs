@@ -21,6 +21,9 @@ pub const MIGRATIONS: &[&str] = &[
          delivered_at INTEGER
      );
      CREATE INDEX mailbox_undelivered ON mailbox (recipient, delivered_at, id);",
+    // 2: opening-tag attributes of a message (EXECUTION, MONITOR, ...):
+    // a JSON array of [name, value] string pairs, in order.
+    "ALTER TABLE mailbox ADD COLUMN attrs TEXT NOT NULL DEFAULT '[]'",
 ];
 
 /// Apply the migrations CONN has not seen yet.

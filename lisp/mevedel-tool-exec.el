@@ -1,0 +1,737 @@
+;;; mevedel-tool-exec.el --- Bash, WriteStdin, ListExecutions, StopExecution, Monitor  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; The execution tools.  The work happens in the native module (see
+;; src/exec/): commands run in their own process groups, their output
+;; goes to a capped spool on disk, and results come back through the
+;; event channel.  This file holds the tool handlers (argument policy,
+;; the model-visible text, render-data), the tool-row renderers, the
+;; progress/settlement hooks, the background-wake logic and the
+;; mailbox messages injected into the next request.
+;;
+;; Calls run in a context (session, owner, working directory, storage)
+;; supplied by `mevedel-exec-context-function'; the session code binds
+;; it.  See docs/tools/execution.md for what the model is told.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'mevedel-core)
+(require 'mevedel-pipeline)
+(require 'mevedel-session)
+(require 'mevedel-tool-registry)
+(require 'mevedel-tool-render)
+
+;;;; Customization
+
+(defgroup mevedel-exec nil
+  "Managed command execution: Bash, Monitor and their controls."
+  :group 'tools
+  :prefix "mevedel-exec-")
+
+(defcustom mevedel-exec-stop-grace-ms 1000
+  "Milliseconds between TERM and KILL when an execution is stopped."
+  :type 'natnum)
+
+(defconst mevedel-exec-yield-range '(250 30000 10000)
+  "Bash yield_time_ms: minimum, maximum, default.")
+
+(defconst mevedel-exec-poll-range '(5000 300000 5000)
+  "WriteStdin yield_time_ms for an empty poll: minimum, maximum, default.")
+
+(defconst mevedel-exec-input-range '(250 30000 250)
+  "WriteStdin yield_time_ms after input: minimum, maximum, default.")
+
+(defconst mevedel-exec-monitor-timeout-range '(1000 3600000 300000)
+  "Monitor timeout_ms: minimum, maximum, default.")
+
+(defconst mevedel-exec-description-max 200
+  "Longest Bash or Monitor description accepted, in characters.")
+
+(defconst mevedel-exec-wake-prompt
+  "Background work has reported; its messages follow. This is not a message from the user."
+  "The fixed prompt of a turn started because background work finished.")
+
+(defconst mevedel-exec-manual-address "mevedel://tools/execution.md"
+  "Where the execution manual is served.")
+
+;;;; Context
+
+(defun mevedel-exec-default-context ()
+  "Return the context of the running tool call.
+Inside a session (the pipeline's call context names one), executions
+use the session's ID as their scheduler key, its workspace as working
+directory and, for a durable session, its tool-results directory and
+session.sqlite for kept output and background results.  Outside any
+session they share the key \"default\" and have no storage.  The owner
+is /root."
+  (let* ((call (mevedel-pipeline-current-context))
+         (session (plist-get call :session))
+         (base (list :owner "/root" :tool-use-id (plist-get call :tool-use-id))))
+    (if (not (mevedel-session-p session))
+        (append (list :session "default" :cwd default-directory) base)
+      (let ((durable (mevedel-session-durable-p session)))
+        (when durable
+          (mevedel-session-ensure-storage session))
+        (append (list :session (mevedel-session-id session)
+                      :cwd (mevedel-session-workspace session)
+                      :artifact-dir (and durable
+                                         (mevedel-session-tool-results-directory session))
+                      :mailbox (and durable (mevedel-session-database-file session)))
+                base)))))
+
+(defvar mevedel-exec-context-function #'mevedel-exec-default-context
+  "Function of no arguments returning the calling context, a plist.
+Keys: :session (the session key), :owner (\"/root\" or an agent path),
+:cwd, :artifact-dir (durable directory for kept output), :store (the
+session store handle) and :mailbox (its session.sqlite file),
+:tool-use-id, :wrapper (a launcher argv prefix, e.g. the sandbox) and
+:environment (a complete \"NAME=VALUE\" list; `process-environment'
+when absent).")
+
+(defun mevedel-exec-context ()
+  "Return the current call's context (see `mevedel-exec-context-function')."
+  (let ((context (funcall mevedel-exec-context-function)))
+    (unless (plist-get context :session)
+      (error "The execution context names no session"))
+    context))
+
+;;;; Arguments
+
+(defun mevedel-exec--bounded (value range name)
+  "Return VALUE clamped to RANGE (MIN MAX DEFAULT); nil means DEFAULT.
+NAME labels the argument in errors.  Non-numbers are rejected."
+  (pcase-let ((`(,min ,max ,default) range))
+    (cond ((null value) default)
+          ((not (numberp value))
+           (error "%s must be a number of milliseconds, not %S" name value))
+          (t (max min (min max (round value)))))))
+
+(defun mevedel-exec--true-p (value)
+  "Return non-nil when the JSON-faithful VALUE is true."
+  (and value (not (memq value '(:json-false :false :null)))))
+
+(defun mevedel-exec--required-string (args key name)
+  "Return the non-empty string at KEY of ARGS, or signal naming NAME."
+  (let ((value (plist-get args key)))
+    (unless (and (stringp value) (not (string-blank-p value)))
+      (error "%s is required and must be a non-empty string" name))
+    value))
+
+(defun mevedel-exec--description (args)
+  "Return the short description in ARGS, or signal."
+  (let ((value (string-trim (mevedel-exec--required-string args :description "description"))))
+    (when (> (length value) mevedel-exec-description-max)
+      (error "The description must be short (at most %d characters); it names the command"
+             mevedel-exec-description-max))
+    value))
+
+;;;; Model-visible text
+
+(defun mevedel-exec--xml-escape (value)
+  "Return VALUE (any object) as text safe inside an XML attribute."
+  (let ((text (if (stringp value) value (format "%s" value))))
+    (replace-regexp-in-string
+     "[&<>\"\n]"
+     (lambda (c) (pcase c ("&" "&amp;") ("<" "&lt;") (">" "&gt;") ("\"" "&quot;") (_ "&#10;")))
+     text t t)))
+
+(defun mevedel-exec--attrs (pairs)
+  "Return the attribute text of PAIRS ((NAME . VALUE) ...), skipping nil values."
+  (mapconcat (lambda (p) (format "%s=\"%s\"" (car p) (mevedel-exec--xml-escape (cdr p))))
+             (cl-remove-if-not #'cdr pairs)
+             " "))
+
+(defun mevedel-exec--ints (list)
+  "Return LIST of integers as space-separated text, or nil when empty."
+  (and list (mapconcat #'number-to-string list " ")))
+
+(defun mevedel-exec-envelope (obs)
+  "Return the <bash-execution .../> line summarising observation OBS."
+  (let* ((facts (plist-get obs :facts))
+         (monitor (equal (plist-get obs :kind) "monitor")))
+    (format "<%s %s/>"
+            (if monitor "monitor-execution" "bash-execution")
+            (mevedel-exec--attrs
+             `(("execution_id" . ,(plist-get obs :id))
+               ("state" . ,(plist-get obs :state))
+               ("command" . ,(plist-get obs :command))
+               ,@(if facts
+                     `(("exit_code" . ,(plist-get facts :exit-code))
+                       ("signal" . ,(plist-get facts :signal))
+                       ("termination" . ,(plist-get facts :termination))
+                       ("outcome" . ,(plist-get facts :outcome))
+                       ("duration_ms" . ,(plist-get facts :duration-ms))
+                       ("pipeline_exit_codes" . ,(mevedel-exec--ints
+                                                  (plist-get facts :pipeline-exit-codes)))
+                       ("pipeline_failed_stages" . ,(mevedel-exec--ints
+                                                     (plist-get facts :pipeline-failed-stages)))
+                       ("pipeline_classification" . ,(plist-get facts :pipeline-classification)))
+                   `(("elapsed_ms" . ,(plist-get obs :elapsed-ms))))
+               ("tty" . ,(and (plist-get obs :tty) "true"))
+               ("events" . ,(and monitor (plist-get obs :events)))
+               ("omitted_chars" . ,(let ((n (plist-get obs :omitted-chars)))
+                                     (and n (> n 0) n)))
+               ("output_file" . ,(plist-get obs :artifact)))))))
+
+(defun mevedel-exec-format-observation (obs)
+  "Return the model-visible text of observation OBS.
+The command's output comes first, unchanged; then, when a pipeline
+stage failed, one line naming it; then the envelope.  A still-running
+command says how to continue."
+  (let* ((facts (plist-get obs :facts))
+         (output (or (plist-get obs :output) ""))
+         (state (plist-get obs :state))
+         (parts (list output)))
+    (unless (or (string-empty-p output) (string-suffix-p "\n" output))
+      (push "\n" parts))
+    (when-let* ((note (plist-get facts :note)))
+      (push (concat note "\n") parts))
+    (when-let* ((error (plist-get facts :error)))
+      (push (concat error "\n") parts))
+    (unless facts
+      (push (format (if (equal state "queued")
+                        "Waiting for its turn (another command holds the exclusive lane). \
+Poll with WriteStdin(execution_id=\"%s\", chars=\"\") or cancel with StopExecution.\n"
+                      "Still running. Poll with WriteStdin(execution_id=\"%s\", chars=\"\"), \
+send input (tty only) or stop it with StopExecution.\n")
+                    (plist-get obs :id))
+            parts))
+    (push (mevedel-exec-envelope obs) parts)
+    (apply #'concat (nreverse parts))))
+
+(defun mevedel-exec-render-data (obs)
+  "Return the render-data plist for observation OBS."
+  (let ((facts (plist-get obs :facts)))
+    (list :execution-id (plist-get obs :id)
+          :kind (plist-get obs :kind)
+          :state (plist-get obs :state)
+          :elapsed-ms (or (plist-get facts :duration-ms) (plist-get obs :elapsed-ms))
+          :exit-code (plist-get facts :exit-code)
+          :signal (plist-get facts :signal)
+          :termination (plist-get facts :termination)
+          :outcome (plist-get facts :outcome)
+          :tty (and (plist-get obs :tty) t)
+          :bytes (plist-get obs :bytes)
+          :omitted-chars (plist-get obs :omitted-chars)
+          :artifact (plist-get obs :artifact)
+          :envelope t)))
+
+(defun mevedel-exec--answer (callback)
+  "Return a module callback that answers CALLBACK with a tool result."
+  (lambda (status value)
+    (funcall callback
+             (if (eq status 'ok)
+                 (list :result (mevedel-exec-format-observation value)
+                       :render-data (mevedel-exec-render-data value))
+               (format "Error: %s" (cadr value))))))
+
+(defun mevedel-exec--error-text (err)
+  "Return the message of the signal ERR, without its error-symbol prefix."
+  (if (and (memq 'mevedel-core-error (get (car err) 'error-conditions))
+           (stringp (cadr err)))
+      (cadr err)
+    (error-message-string err)))
+
+(defun mevedel-exec--guard (callback thunk)
+  "Call THUNK; a signal becomes an \"Error: ...\" answer to CALLBACK."
+  (condition-case err
+      (funcall thunk)
+    (error (funcall callback (format "Error: %s" (mevedel-exec--error-text err))))))
+
+;;;; Handlers
+
+(defun mevedel-exec--spec (context &rest extra)
+  "Return the execution spec for CONTEXT plus EXTRA keys."
+  (append extra
+          (list :session (plist-get context :session)
+                :owner (or (plist-get context :owner) "/root")
+                :cwd (let ((dir (or (plist-get context :cwd) default-directory)))
+                       (and dir (expand-file-name dir)))
+                :artifact-dir (plist-get context :artifact-dir)
+                :mailbox (plist-get context :mailbox)
+                :tool-use-id (plist-get context :tool-use-id)
+                :wrapper (plist-get context :wrapper)
+                :environment (or (plist-get context :environment) process-environment)
+                :stop-grace-ms mevedel-exec-stop-grace-ms)))
+
+(defun mevedel-exec-bash (callback args)
+  "Run the Bash call ARGS (:command :description :yield_time_ms :tty).
+Answer CALLBACK with the output so far and the execution's facts."
+  (mevedel-exec--guard
+   callback
+   (lambda ()
+     (let ((command (mevedel-exec--required-string args :command "command"))
+           (description (mevedel-exec--description args))
+           (yield (mevedel-exec--bounded (plist-get args :yield_time_ms)
+                                         mevedel-exec-yield-range "yield_time_ms")))
+       (let* ((context (mevedel-exec-context))
+              (answered nil)
+              (id (mevedel-core-exec-start
+                   (mevedel-exec--spec context
+                                       :command command :description description :kind "bash"
+                                       :tty (and (mevedel-exec--true-p (plist-get args :tty)) t)
+                                       :yield-ms yield)
+                   (let ((answer (mevedel-exec--answer callback)))
+                     (lambda (status value)
+                       (setq answered t)
+                       (funcall answer status value))))))
+         ;; Until it yields, the command belongs to its request: an
+         ;; aborted request stops it.
+         (mevedel-pipeline-add-canceller
+          (lambda ()
+            (unless answered
+              (mevedel-core-exec-stop-by-user (plist-get context :session) id)))))))))
+
+(defun mevedel-exec-write-stdin (callback args)
+  "Poll or send input to an execution; answer CALLBACK with what it printed.
+ARGS has :execution_id, :chars and :yield_time_ms.  Empty chars polls;
+other chars go to a PTY; \"\\u0003\" is Ctrl-C."
+  (mevedel-exec--guard
+   callback
+   (lambda ()
+     (let* ((id (mevedel-exec--required-string args :execution_id "execution_id"))
+            (chars (or (plist-get args :chars) ""))
+            (_ (unless (stringp chars) (error "The chars argument must be a string")))
+            (context (mevedel-exec-context))
+            (range (if (string-empty-p chars) mevedel-exec-poll-range mevedel-exec-input-range))
+            (wait (mevedel-exec--bounded (plist-get args :yield_time_ms) range "yield_time_ms")))
+       (if (string-empty-p chars)
+           (mevedel-core-exec-observe (plist-get context :session) id
+                                      (or (plist-get context :owner) "/root") wait
+                                      (mevedel-exec--answer callback))
+         (mevedel-core-exec-write (plist-get context :session) id
+                                  (or (plist-get context :owner) "/root") chars wait
+                                  (mevedel-exec--answer callback)))))))
+
+(defun mevedel-exec-stop-execution (callback args)
+  "Stop the execution named in ARGS (:execution_id) and answer CALLBACK."
+  (mevedel-exec--guard
+   callback
+   (lambda ()
+     (let ((id (mevedel-exec--required-string args :execution_id "execution_id"))
+           (context (mevedel-exec-context)))
+       (mevedel-core-exec-stop (plist-get context :session) id
+                               (or (plist-get context :owner) "/root")
+                               (mevedel-exec--answer callback))))))
+
+(defun mevedel-exec-list-executions (_args)
+  "Return the caller's yielded, unfinished executions as text."
+  (let* ((context (mevedel-exec-context))
+         (items (mevedel-core-exec-list (plist-get context :session)
+                                        (or (plist-get context :owner) "/root"))))
+    (if (null items)
+        "No yielded executions are running."
+      (mapconcat
+       (lambda (e)
+         (format "<execution %s/>"
+                 (mevedel-exec--attrs
+                  `(("execution_id" . ,(plist-get e :id))
+                    ("kind" . ,(plist-get e :kind))
+                    ("state" . ,(plist-get e :state))
+                    ("description" . ,(plist-get e :description))
+                    ("command" . ,(plist-get e :command))
+                    ("elapsed_ms" . ,(plist-get e :elapsed-ms))
+                    ("bytes" . ,(plist-get e :bytes))
+                    ("tty" . ,(and (plist-get e :tty) "true"))))))
+       items "\n"))))
+
+(defun mevedel-exec-monitor (callback args)
+  "Start a Monitor: ARGS :command :description :timeout_ms.
+Its stdout lines reach the root model as events; answer CALLBACK with
+its execution id once it is launched."
+  (mevedel-exec--guard
+   callback
+   (lambda ()
+     (let* ((command (mevedel-exec--required-string args :command "command"))
+            (description (mevedel-exec--description args))
+            (timeout (or (plist-get args :timeout_ms)
+                         (nth 2 mevedel-exec-monitor-timeout-range)))
+            (context (mevedel-exec-context)))
+       (unless (and (integerp timeout)
+                    (<= (nth 0 mevedel-exec-monitor-timeout-range) timeout
+                        (nth 1 mevedel-exec-monitor-timeout-range)))
+         (error "The timeout_ms argument must be an integer from %d to %d"
+                (nth 0 mevedel-exec-monitor-timeout-range)
+                (nth 1 mevedel-exec-monitor-timeout-range)))
+       (unless (equal (or (plist-get context :owner) "/root") "/root")
+         (error "Monitor is only available to the root agent"))
+       (mevedel-core-exec-start
+        (mevedel-exec--spec context :command command :description description
+                            :kind "monitor" :timeout-ms timeout :yield-ms 10000)
+        (mevedel-exec--answer callback))))))
+
+;;;; Events: progress, settlement, monitor lines
+
+(defvar mevedel-exec-progress-functions nil
+  "Abnormal hook run with each progress plist of a running command.
+Keys: :session :id :tool-use-id :state :elapsed-ms :bytes :tail.  The
+view uses it to refresh the command's row; it creates no transcript.")
+
+(defvar mevedel-exec-settled-functions nil
+  "Abnormal hook run with each settlement plist.
+Keys: :session :id :owner :kind :tool-use-id :command :description
+:yielded :facts :mailbox-ids :mailbox :wake :error.")
+
+(defvar mevedel-exec-monitor-functions nil
+  "Abnormal hook run with each batch of monitor lines.
+Keys: :session :id :owner :tool-use-id :description :monitor-lines
+:monitor-omitted :mailbox-ids :wake.")
+
+(defvar mevedel-exec-wake-function nil
+  "Function that starts one background turn for an idle session, or nil.
+Called with the session key and `mevedel-exec-wake-prompt'.  It returns
+non-nil when the turn started; otherwise the mail stays unread for the
+session's next turn.")
+
+(defvar mevedel-exec-idle-p-function #'ignore
+  "Function of a session key: non-nil when that session is idle.")
+
+(defvar mevedel-exec--pending-wakes (make-hash-table :test #'equal)
+  "Session key -> mailbox ids whose arrival should wake the idle model.")
+
+(defvar mevedel-exec--wake-timer nil
+  "Timer that offers pending wakes, so several completions start one turn.")
+
+(defun mevedel-exec--note-wake (session ids)
+  "Remember that mailbox IDS of SESSION should wake it when idle."
+  (when ids
+    (puthash session (append (gethash session mevedel-exec--pending-wakes) ids)
+             mevedel-exec--pending-wakes)
+    (unless (timerp mevedel-exec--wake-timer)
+      (setq mevedel-exec--wake-timer
+            (run-at-time 0 nil #'mevedel-exec-offer-wakes)))))
+
+(defun mevedel-exec-forget-wakes (session ids)
+  "Drop IDS of SESSION from the pending wakes: they were read already."
+  (when-let* ((pending (gethash session mevedel-exec--pending-wakes)))
+    (let ((left (cl-set-difference pending ids)))
+      (if left
+          (puthash session left mevedel-exec--pending-wakes)
+        (remhash session mevedel-exec--pending-wakes)))))
+
+(defun mevedel-exec-offer-wakes (&optional session)
+  "Start one background turn per idle session with pending wakes.
+With SESSION, offer only that one (the session calls this when it
+becomes idle).  Busy sessions keep their wakes for later."
+  (setq mevedel-exec--wake-timer nil)
+  (let (offered)
+    (maphash (lambda (key _ids)
+               (when (and (or (null session) (equal key session))
+                          mevedel-exec-wake-function
+                          (funcall mevedel-exec-idle-p-function key))
+                 (push key offered)))
+             mevedel-exec--pending-wakes)
+    (dolist (key offered)
+      (remhash key mevedel-exec--pending-wakes)
+      (funcall mevedel-exec-wake-function key mevedel-exec-wake-prompt))
+    offered))
+
+(defun mevedel-exec--on-progress (data)
+  "Handle a progress event DATA."
+  (run-hook-with-args 'mevedel-exec-progress-functions data))
+
+(defun mevedel-exec--on-settled (data)
+  "Handle a settlement event DATA."
+  (when (plist-get data :wake)
+    (mevedel-exec--note-wake (plist-get data :session) (plist-get data :mailbox-ids)))
+  (run-hook-with-args 'mevedel-exec-settled-functions data))
+
+(defun mevedel-exec--on-monitor (data)
+  "Handle a monitor-lines event DATA."
+  (when (plist-get data :wake)
+    (mevedel-exec--note-wake (plist-get data :session) (plist-get data :mailbox-ids)))
+  (run-hook-with-args 'mevedel-exec-monitor-functions data))
+
+(defun mevedel-exec--on-delivered (data)
+  "Handle DATA: a result was read by polling, so it wakes nobody."
+  (mevedel-exec-forget-wakes (plist-get data :session) (plist-get data :mailbox-ids)))
+
+(mevedel-core-register-event-handler 'exec-progress #'mevedel-exec--on-progress)
+(mevedel-core-register-event-handler 'exec-settled #'mevedel-exec--on-settled)
+(mevedel-core-register-event-handler 'exec-monitor #'mevedel-exec--on-monitor)
+(mevedel-core-register-event-handler 'exec-delivered #'mevedel-exec--on-delivered)
+
+;;;; Mailbox messages for the next request
+
+(defconst mevedel-exec-message-kinds '("EXECUTION" "MONITOR" "MONITOR_TERMINAL")
+  "Mailbox kinds that execution results use.")
+
+(defun mevedel-exec-format-message (message)
+  "Return MESSAGE (a mailbox plist) as an <agent-message> block."
+  (let ((body (or (plist-get message :payload) "")))
+    (format "<agent-message type=\"%s\"%s>\n%s%s</agent-message>"
+            (mevedel-exec--xml-escape (plist-get message :kind))
+            (let ((attrs (mevedel-exec--attrs
+                          (mapcar (lambda (pair) (cons (car pair) (cadr pair)))
+                                  (plist-get message :attrs)))))
+              (if (string-empty-p attrs) "" (concat " " attrs)))
+            ;; A closing tag inside the output must not end the block.
+            (replace-regexp-in-string "</agent-message" "<\\/agent-message" body t t)
+            (if (or (string-empty-p body) (string-suffix-p "\n" body)) "" "\n"))))
+
+(defun mevedel-exec-take-messages (store session recipient)
+  "Return RECIPIENT's unread execution messages in STORE as blocks.
+They are marked delivered, and their pending wakes in SESSION dropped:
+call this while building the next model request."
+  (let* ((messages (cl-remove-if-not
+                    (lambda (m) (member (plist-get m :kind) mevedel-exec-message-kinds))
+                    (mevedel-core-mailbox-unread store recipient)))
+         (ids (mapcar (lambda (m) (plist-get m :id)) messages)))
+    (when ids
+      (mevedel-core-mailbox-deliver store ids)
+      (mevedel-exec-forget-wakes session ids))
+    (mapcar #'mevedel-exec-format-message messages)))
+
+;;;; Renderers
+
+(defun mevedel-exec--elapsed (ms)
+  "Return MS milliseconds as a short duration."
+  (cond ((null ms) nil)
+        ((< ms 1000) (format "%dms" ms))
+        ((< ms 60000) (format "%.1fs" (/ ms 1000.0)))
+        (t (format "%dm%02ds" (/ ms 60000) (/ (% ms 60000) 1000)))))
+
+(defun mevedel-exec--state-label (render-data status)
+  "Return the state shown for a row with RENDER-DATA and call STATUS."
+  (let ((state (plist-get render-data :state))
+        (outcome (plist-get render-data :outcome)))
+    (cond ((member state '("running" "queued" "stopping")) state)
+          ((equal outcome "success") "done")
+          ((member outcome '("no-match" "different" "false")) outcome)
+          ((equal outcome "stopped") "stopped")
+          ((equal (plist-get render-data :termination) "lost") "lost")
+          ((or outcome (eq status 'error)) "failed"))))
+
+(defun mevedel-exec--header (prefix text render-data status)
+  "Return a row header: PREFIX, TEXT's first line (60 columns), state, elapsed.
+RENDER-DATA and STATUS give the state."
+  (let* ((first (car (split-string (string-trim (or text "")) "\n")))
+         (more (string-match-p "\n" (string-trim (or text ""))))
+         (state (mevedel-exec--state-label render-data status))
+         (exit (let ((code (plist-get render-data :exit-code))
+                     (signal (plist-get render-data :signal)))
+                 (cond (signal (format "signal %s" signal))
+                       (code (format "exit %s" code)))))
+         (elapsed (mevedel-exec--elapsed (plist-get render-data :elapsed-ms))))
+    (concat prefix (truncate-string-to-width (or first "") 60 nil nil "…")
+            (and more " …")
+            (and state (concat "  " state))
+            (and exit (concat " (" exit ")"))
+            (and elapsed (concat " " elapsed)))))
+
+(defun mevedel-exec--strip-envelope (result)
+  "Return RESULT without its trailing execution envelope."
+  (if (and result (string-match "\n?<\\(?:bash\\|monitor\\)-execution [^\n]*/>\\'" result))
+      (substring result 0 (match-beginning 0))
+    result))
+
+(defun mevedel-exec--body (command result render-data)
+  "Return a row body: the exact COMMAND above RESULT's bounded output.
+RENDER-DATA marks whether RESULT carries an envelope to remove."
+  (unless mevedel-tool-render-summary-only
+    (let ((output (if (plist-get render-data :envelope)
+                      (mevedel-exec--strip-envelope result)
+                    result)))
+      (concat "$ " command "\n"
+              (and output (not (string-empty-p output)) (concat "\n" output))))))
+
+(defun mevedel-exec--status (render-data fallback)
+  "Return the row status for RENDER-DATA, else FALLBACK."
+  (let ((state (plist-get render-data :state))
+        (outcome (plist-get render-data :outcome)))
+    (cond ((member state '("running" "queued" "stopping")) 'running)
+          ((member outcome '("success" "no-match" "different" "false")) 'success)
+          ((equal outcome "stopped") 'warning)
+          (outcome 'error)
+          (t fallback))))
+
+(defun mevedel-exec-render-bash (name args result render-data)
+  "Render a Bash call NAME with ARGS, RESULT and RENDER-DATA.
+Rows whose render-data did not come from these handlers (no execution
+id) keep the generic Bash rendering."
+  (let ((command (or (plist-get args :command) "")))
+    (if (not (plist-get render-data :execution-id))
+        (mevedel-tool-render-bash name args result render-data)
+      (list :header (mevedel-exec--header "$ " command render-data nil)
+            :status (mevedel-exec--status render-data 'success)
+            :body (mevedel-exec--body command result render-data)
+            :expandable-p t
+            :initially-collapsed-p t))))
+
+(defun mevedel-exec-render-monitor (_name args result render-data)
+  "Render a Monitor call with ARGS, RESULT and RENDER-DATA."
+  (let ((description (or (plist-get args :description) "")))
+    (list :header (concat "Watching: "
+                          (truncate-string-to-width description 60 nil nil "…"))
+          :status (mevedel-exec--status render-data 'success)
+          :body (mevedel-exec--body (or (plist-get args :command) "") result render-data)
+          :expandable-p t
+          :initially-collapsed-p t)))
+
+(defun mevedel-exec-render-control (name args result render-data)
+  "Render a WriteStdin, StopExecution or ListExecutions call NAME.
+ARGS, RESULT and RENDER-DATA are as for any renderer.  An empty poll
+is hidden: the command's own row shows its output and status."
+  (let* ((id (plist-get args :execution_id))
+         (chars (plist-get args :chars))
+         (poll (and (equal name "WriteStdin") (or (null chars) (equal chars "")))))
+    (list :header (concat name (and id (concat " " id))
+                          (cond ((equal chars "\u0003") " (Ctrl-C)")
+                                ((and chars (not poll))
+                                   (format " %S" (truncate-string-to-width chars 40 nil nil "…")))))
+          :status (mevedel-exec--status render-data 'success)
+          :hidden-p (and poll (not (string-prefix-p "Error:" (or result ""))))
+          :body (unless mevedel-tool-render-summary-only
+                  (if (plist-get render-data :envelope)
+                      (mevedel-exec--strip-envelope result)
+                    result))
+          :expandable-p t
+          :initially-collapsed-p t)))
+
+(mevedel-tool-render-register "Bash" #'mevedel-exec-render-bash)
+(mevedel-tool-render-register "Monitor" #'mevedel-exec-render-monitor)
+(mevedel-tool-render-register "WriteStdin" #'mevedel-exec-render-control)
+(mevedel-tool-render-register "StopExecution" #'mevedel-exec-render-control)
+(mevedel-tool-render-register "ListExecutions" #'mevedel-exec-render-control)
+
+;;;; Session teardown
+
+(defun mevedel-exec-session-teardown (session)
+  "Stop every execution of SESSION (a `mevedel-session'), silently."
+  (when (and (mevedel-session-p session) (featurep 'mevedel-dyn))
+    (mevedel-core-exec-teardown (mevedel-session-id session))
+    (remhash (mevedel-session-id session) mevedel-exec--pending-wakes)))
+
+(add-hook 'mevedel-session-close-functions #'mevedel-exec-session-teardown)
+
+;;;; Chats: mail for the next turn, the background wake
+
+(declare-function mevedel-chat-list "mevedel-chat" ())
+(declare-function mevedel-chat-session "mevedel-chat" (chat))
+(declare-function mevedel-chat-busy-p "mevedel-chat" (chat))
+(declare-function mevedel-chat-send "mevedel-chat" (chat text &rest keys))
+(defvar mevedel-chat-message-functions)
+(defvar mevedel-chat-idle-functions)
+
+(defun mevedel-exec--chat-of (key)
+  "Return the live chat whose session has the key KEY, or nil."
+  (cl-find-if (lambda (chat)
+                (let ((session (mevedel-chat-session chat)))
+                  (and (mevedel-session-p session)
+                       (equal (mevedel-session-id session) key))))
+              (mevedel-chat-list)))
+
+(defun mevedel-exec-chat-messages (chat)
+  "Return the unread execution mail of CHAT's root owner as blocks.
+Installed in `mevedel-chat-message-functions': the blocks go with the
+next request, and are then marked delivered."
+  (let ((session (mevedel-chat-session chat)))
+    (when (and (mevedel-session-p session)
+               (mevedel-session-durable-p session)
+               (featurep 'mevedel-dyn)
+               (file-exists-p (mevedel-session-database-file session)))
+      (mevedel-exec-take-messages (mevedel-session-store-handle session)
+                                  (mevedel-session-id session) "/root"))))
+
+(defun mevedel-exec-chat-idle-p (key)
+  "Return non-nil when the chat of session KEY is open and idle."
+  (let ((chat (mevedel-exec--chat-of key)))
+    (and chat (not (mevedel-chat-busy-p chat)))))
+
+(defun mevedel-exec-chat-wake (key prompt)
+  "Start one background turn with PROMPT in the idle chat of session KEY.
+Return non-nil when it started."
+  (let ((chat (mevedel-exec--chat-of key)))
+    (when (and chat (not (mevedel-chat-busy-p chat)))
+      (mevedel-chat-send chat prompt)
+      t)))
+
+(defun mevedel-exec--chat-idle (chat)
+  "Offer CHAT's pending wakes soon: its turn has ended."
+  (let ((session (mevedel-chat-session chat)))
+    (when (and (mevedel-session-p session)
+               (gethash (mevedel-session-id session) mevedel-exec--pending-wakes))
+      (run-at-time 0 nil #'mevedel-exec-offer-wakes (mevedel-session-id session)))))
+
+(defun mevedel-exec-chat-install ()
+  "Deliver execution mail to chats and let background results wake them."
+  (setq mevedel-exec-wake-function #'mevedel-exec-chat-wake
+        mevedel-exec-idle-p-function #'mevedel-exec-chat-idle-p)
+  (add-hook 'mevedel-chat-message-functions #'mevedel-exec-chat-messages)
+  (add-hook 'mevedel-chat-idle-functions #'mevedel-exec--chat-idle))
+
+(with-eval-after-load 'mevedel-chat
+  (mevedel-exec-chat-install))
+
+;;;; Tools
+
+(mevedel-define-tool Bash
+  :description (concat
+                "Run a Bash command in the workspace and return its combined stdout/stderr \
+with exit facts (exit_code, outcome, termination; pipeline_exit_codes for a final pipeline). \
+A command still running after yield_time_ms returns its output so far and an execution_id: \
+poll it or type into it with WriteStdin, list with ListExecutions, stop with StopExecution; \
+a background completion is delivered to you later. tty=true gives the command a terminal \
+with writable stdin; otherwise stdin is closed. Do not use `&' (rejected); there is no \
+automatic timeout (use `timeout N cmd'). Output is capped at 64 MiB and long output is \
+shown as head and tail. Manual: " mevedel-exec-manual-address)
+  :args ((command string :required "The Bash source to run")
+         (description string :required
+                      "A short description of what the command does (a few words)")
+         (yield_time_ms integer :optional
+                        "How long to wait before returning a running command (default 10000)"
+                        :minimum 250 :maximum 30000)
+         (tty boolean :optional "Run in a pseudo-terminal with writable stdin (default false)"))
+  :async-p t
+  :max-result-size 30000
+  :function #'mevedel-exec-bash)
+
+(mevedel-define-tool WriteStdin
+  :description (concat
+                "Poll a running execution, or send it input. With empty chars it waits up to \
+yield_time_ms (5000-300000, default 5000) for completion and returns the output printed since \
+your last look. Input goes only to tty executions (yield_time_ms 250-30000, default 250); \
+chars \"\\u0003\" sends Ctrl-C. Manual: " mevedel-exec-manual-address)
+  :args ((execution_id string :required "The id a Bash or Monitor call returned")
+         (chars string :optional "Text to type (empty: just poll)")
+         (yield_time_ms integer :optional "How long to wait, in milliseconds"
+                        :minimum 250 :maximum 300000))
+  :async-p t
+  :max-result-size 30000
+  :function #'mevedel-exec-write-stdin)
+
+(mevedel-define-tool ListExecutions
+  :description "List your executions that are still running after they yielded."
+  :args ()
+  :read-only-p t
+  :function #'mevedel-exec-list-executions)
+
+(mevedel-define-tool StopExecution
+  :description "Stop one of your running executions (TERM, then KILL) and return its final output."
+  :args ((execution_id string :required "The id a Bash or Monitor call returned"))
+  :async-p t
+  :max-result-size 30000
+  :function #'mevedel-exec-stop-execution)
+
+(mevedel-define-tool Monitor
+  :description (concat
+                "Watch a command whose stdout lines should reach you as events while you do \
+other work (e.g. `tail -f log | grep --line-buffered ERROR'). Each stdout line becomes an \
+event; stderr is only kept in the output file. It stops at timeout_ms (default 300000) or when \
+it floods (over 100 lines a minute). For one eventual result use Bash instead. Manual: "
+                mevedel-exec-manual-address)
+  :args ((command string :required "The Bash source of the watcher")
+         (description string :required "What it watches; shown with every event")
+         (timeout_ms integer :optional "Milliseconds until it is stopped (default 300000)"
+                     :minimum 1000 :maximum 3600000))
+  :async-p t
+  :function #'mevedel-exec-monitor)
+
+(provide 'mevedel-tool-exec)
+;;; mevedel-tool-exec.el ends here

@@ -1,0 +1,718 @@
+//! What one simple command does, judged from its name and literal
+//! arguments: the read-only allowlist with its argument checks, the
+//! commands known to mutate, the dangerous ones, and the wrappers that
+//! run another command (`env`, `xargs`, `timeout`, ...).
+//!
+//! Judgement is conservative: an argument that is not a literal word is
+//! treated as if it could be any option.
+
+use super::Class;
+
+/// One argument as the analyzer sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Arg {
+    /// The word's value when it is fully literal (quotes removed).
+    pub literal: Option<String>,
+}
+
+impl Arg {
+    fn text(&self) -> Option<&str> {
+        self.literal.as_deref()
+    }
+}
+
+/// A verdict on one command, with the reason when it is not read-only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    pub class: Class,
+    pub reason: Option<String>,
+}
+
+impl Verdict {
+    fn read_only() -> Verdict {
+        Verdict {
+            class: Class::ReadOnly,
+            reason: None,
+        }
+    }
+
+    fn new(class: Class, reason: impl Into<String>) -> Verdict {
+        Verdict {
+            class,
+            reason: Some(reason.into()),
+        }
+    }
+}
+
+/// Commands that only read, given acceptable arguments (checked below).
+const READ_ONLY: &[&str] = &[
+    "ls",
+    "cat",
+    "head",
+    "tail",
+    "wc",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "cut",
+    "tr",
+    "nl",
+    "tac",
+    "rev",
+    "column",
+    "fold",
+    "fmt",
+    "paste",
+    "join",
+    "comm",
+    "diff",
+    "cmp",
+    "file",
+    "stat",
+    "du",
+    "df",
+    "pwd",
+    "echo",
+    "true",
+    "false",
+    "test",
+    "[",
+    "which",
+    "type",
+    "whoami",
+    "id",
+    "uname",
+    "printenv",
+    "basename",
+    "dirname",
+    "realpath",
+    "readlink",
+    "md5sum",
+    "sha1sum",
+    "sha256sum",
+    "sha512sum",
+    "b2sum",
+    "cksum",
+    "od",
+    "hexdump",
+    "strings",
+    "tree",
+    "jq",
+    "seq",
+    "yes",
+    "sleep",
+    "expr",
+    "ps",
+    "free",
+    "uptime",
+    "nproc",
+    "cd",
+    "pushd",
+    "popd",
+    "dirs",
+    "read",
+    "wait",
+    "less",
+    "more",
+    "look",
+    "locale",
+    "getconf",
+    "groups",
+    "tty",
+    "arch",
+    "logname",
+    "lsblk",
+    "numfmt",
+    "shuf",
+    "zcat",
+    "bzcat",
+    "xzcat",
+    "zgrep",
+    "awk",
+    "gawk",
+    "mawk",
+    "sed",
+    "find",
+    "sort",
+    "uniq",
+    "xxd",
+    "printf",
+    "date",
+    "hostname",
+    "git",
+    "env",
+    "command",
+    "shellcheck",
+    "hash",
+];
+
+/// Commands that change files, packages or repositories.
+const MUTATING: &[&str] = &[
+    "rm",
+    "mv",
+    "cp",
+    "mkdir",
+    "rmdir",
+    "touch",
+    "ln",
+    "chmod",
+    "chown",
+    "chgrp",
+    "tee",
+    "install",
+    "truncate",
+    "patch",
+    "make",
+    "cmake",
+    "ninja",
+    "cargo",
+    "npm",
+    "npx",
+    "yarn",
+    "pnpm",
+    "pip",
+    "pip3",
+    "apt",
+    "apt-get",
+    "dpkg",
+    "gem",
+    "go",
+    "mvn",
+    "gradle",
+    "unzip",
+    "tar",
+    "gzip",
+    "gunzip",
+    "bzip2",
+    "xz",
+    "zip",
+    "rsync",
+    "scp",
+    "curl",
+    "wget",
+    "emacs",
+    "split",
+    "csplit",
+    "shred",
+    "mktemp",
+    "kill",
+    "pkill",
+    "killall",
+    "nohup",
+    "sqlite3",
+    "docker",
+    "podman",
+    "systemctl",
+    "crontab",
+    "yq",
+    "sponge",
+    "dd",
+];
+
+/// Commands whose effects reach beyond the workspace or cannot be undone.
+const DANGEROUS: &[&str] = &[
+    "sudo", "su", "doas", "pkexec", "mkfs", "fdisk", "parted", "sfdisk", "mkswap", "shutdown",
+    "reboot", "halt", "poweroff", "init", "telinit", "wipefs", "mount", "umount", "chroot",
+    "insmod", "rmmod", "modprobe", "iptables", "nft", "useradd", "userdel", "passwd",
+];
+
+/// Builtins and commands that run shell code they are given, so the
+/// source alone cannot tell what they do.
+const CODE_RUNNERS: &[&str] = &[
+    "eval",
+    "source",
+    ".",
+    "exec",
+    "trap",
+    "alias",
+    "coproc",
+    "builtin",
+    "bash",
+    "sh",
+    "zsh",
+    "dash",
+    "ksh",
+    "fish",
+    "enable",
+    "declare",
+    "typeset",
+    "let",
+    "mapfile",
+    "readarray",
+];
+
+/// Interpreters: they may do anything their script says.
+const INTERPRETERS: &[&str] = &[
+    "python", "python3", "perl", "ruby", "node", "deno", "php", "lua", "tclsh", "Rscript",
+];
+
+fn flag(args: &[Arg], pred: impl Fn(&str) -> bool) -> bool {
+    args.iter().any(|a| a.text().is_some_and(&pred))
+}
+
+fn has_dynamic(args: &[Arg]) -> bool {
+    args.iter().any(|a| a.literal.is_none())
+}
+
+/// Whether ARG is a short-option cluster (`-rf`) containing LETTER.
+fn short_has(arg: &str, letter: char) -> bool {
+    arg.starts_with('-') && !arg.starts_with("--") && arg[1..].contains(letter)
+}
+
+fn positional(args: &[Arg]) -> Vec<&Arg> {
+    args.iter()
+        .filter(|a| a.text().is_none_or(|t| !t.starts_with('-') || t == "-"))
+        .collect()
+}
+
+/// The analyzer's decision for a command named NAME (literal, no slash)
+/// with ARGS. Wrappers are handled by the caller through [`wrapped`].
+pub fn judge(name: &str, args: &[Arg]) -> Verdict {
+    if name.starts_with("mkfs.") || DANGEROUS.contains(&name) {
+        return Verdict::new(Class::Dangerous, format!("`{name}` is dangerous"));
+    }
+    if CODE_RUNNERS.contains(&name) {
+        return Verdict::new(Class::Complex, format!("`{name}` runs shell code"));
+    }
+    if let Some(v) = dangerous_use(name, args) {
+        return v;
+    }
+    if INTERPRETERS.contains(&name) {
+        return Verdict::new(Class::Unknown, format!("`{name}` runs a script"));
+    }
+    if MUTATING.contains(&name) {
+        return Verdict::new(Class::Mutating, format!("`{name}` changes files"));
+    }
+    if !READ_ONLY.contains(&name) {
+        return Verdict::new(Class::Unknown, format!("`{name}` is not a known command"));
+    }
+    match argument_check(name, args) {
+        None => Verdict::read_only(),
+        Some(why) => Verdict::new(Class::Mutating, why),
+    }
+}
+
+/// Dangerous uses of otherwise ordinary commands.
+fn dangerous_use(name: &str, args: &[Arg]) -> Option<Verdict> {
+    let texts: Vec<&str> = args.iter().filter_map(Arg::text).collect();
+    match name {
+        "rm" => {
+            let recursive = texts
+                .iter()
+                .any(|t| short_has(t, 'r') || short_has(t, 'R') || *t == "--recursive");
+            let broad = texts.iter().any(|t| {
+                matches!(
+                    *t,
+                    "/" | "/*" | "~" | "~/" | "~/*" | "." | ".." | "*" | "./*" | "$HOME"
+                )
+            }) || args.iter().any(|a| a.literal.is_none());
+            (recursive && broad).then(|| {
+                Verdict::new(
+                    Class::Dangerous,
+                    "recursive `rm` of a broad or unknown target",
+                )
+            })
+        }
+        "git" => {
+            let force_push = texts.contains(&"push")
+                && texts
+                    .iter()
+                    .any(|t| *t == "--force" || *t == "-f" || t.starts_with("--force-with-lease"));
+            let hard_reset = texts.contains(&"reset") && texts.contains(&"--hard");
+            let clean = texts.contains(&"clean") && texts.iter().any(|t| short_has(t, 'f'));
+            (force_push || hard_reset || clean)
+                .then(|| Verdict::new(Class::Dangerous, "`git` discards work"))
+        }
+        "chmod" | "chown" => {
+            let recursive = texts.iter().any(|t| short_has(t, 'R'));
+            let root = texts.iter().any(|t| *t == "/" || *t == "~");
+            (recursive && root)
+                .then(|| Verdict::new(Class::Dangerous, "recursive permission change of /"))
+        }
+        "dd" => texts
+            .iter()
+            .any(|t| t.starts_with("of=/dev/"))
+            .then(|| Verdict::new(Class::Dangerous, "`dd` writes a device")),
+        "kill" | "pkill" | "killall" => texts
+            .iter()
+            .any(|t| *t == "-1" || *t == "1")
+            .then(|| Verdict::new(Class::Dangerous, "signals every process")),
+        _ => None,
+    }
+}
+
+/// Why NAME with ARGS is not read-only, or `None` when it is.
+fn argument_check(name: &str, args: &[Arg]) -> Option<String> {
+    let dynamic = has_dynamic(args);
+    let says = |what: &str| Some(format!("`{name}` {what}"));
+    match name {
+        "find" => {
+            let writes = |t: &str| {
+                matches!(
+                    t,
+                    "-delete"
+                        | "-exec"
+                        | "-execdir"
+                        | "-ok"
+                        | "-okdir"
+                        | "-fprint"
+                        | "-fprint0"
+                        | "-fprintf"
+                        | "-fls"
+                )
+            };
+            (flag(args, writes) || dynamic).then(|| format!("`{name}` with -delete/-exec"))
+        }
+        "sed" => {
+            if dynamic || flag(args, |t| short_has(t, 'i') || t.starts_with("--in-place")) {
+                return says("edits in place");
+            }
+            let scripts = sed_scripts(args);
+            scripts
+                .iter()
+                .any(|s| sed_script_writes(s))
+                .then(|| format!("`{name}` script writes files or runs commands"))
+        }
+        "awk" | "gawk" | "mawk" => {
+            let program_writes = args.iter().any(|a| {
+                a.text().is_some_and(|t| {
+                    !t.starts_with('-')
+                        && (t.contains("system")
+                            || t.contains('>')
+                            || t.contains('|')
+                            || t.contains("getline"))
+                })
+            });
+            (dynamic || program_writes || flag(args, |t| t == "-i" || t.starts_with("--inplace")))
+                .then(|| format!("`{name}` program may write or run commands"))
+        }
+        "sort" => (dynamic || flag(args, |t| t == "-o" || t.starts_with("--output")))
+            .then(|| format!("`{name}` -o writes a file")),
+        "uniq" | "xxd" => (dynamic || positional(args).len() > 1)
+            .then(|| format!("`{name}` with a second file writes it")),
+        "date" => (dynamic || flag(args, |t| short_has(t, 's') || t.starts_with("--set")))
+            .then(|| format!("`{name}` -s sets the clock")),
+        "hostname" => (!args.is_empty()).then(|| format!("`{name}` with arguments sets it")),
+        "printf" => (dynamic || flag(args, |t| t == "-v")).then(|| "`printf -v` assigns".into()),
+        "git" => git_check(args),
+        "env" | "command" => {
+            // Reached only without a command to run (see `wrapped`).
+            None
+        }
+        "less" | "more" => flag(args, |t| t.starts_with('+') || t == "-o" || t == "-O")
+            .then(|| format!("`{name}` may run commands")),
+        _ => None,
+    }
+}
+
+/// The sed scripts among ARGS: `-e S` / `--expression=S` values, or the
+/// first operand when no -e/-f is given.
+fn sed_scripts(args: &[Arg]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut explicit = false;
+    let mut iter = args.iter().filter_map(Arg::text);
+    let mut first_operand = None;
+    while let Some(t) = iter.next() {
+        if t == "-e" || t == "-f" || t == "--file" {
+            explicit = true;
+            if let Some(s) = iter.next()
+                && t == "-e"
+            {
+                out.push(s.to_string());
+            }
+        } else if let Some(s) = t.strip_prefix("--expression=") {
+            explicit = true;
+            out.push(s.to_string());
+        } else if t.starts_with("--file=") {
+            explicit = true;
+        } else if !t.starts_with('-') && first_operand.is_none() {
+            first_operand = Some(t.to_string());
+        }
+    }
+    if !explicit && let Some(s) = first_operand {
+        out.push(s);
+    }
+    out
+}
+
+/// Whether a sed SCRIPT has a `w`/`W` (write file) or `e` (execute)
+/// command, or an `s` command with a `w` or `e` flag. Conservative: a
+/// script it cannot follow counts as writing.
+fn sed_script_writes(script: &str) -> bool {
+    let bytes = script.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        match c {
+            b' ' | b'\t' | b'\n' | b';' | b'{' | b'}' | b'!' | b',' | b'$' | b'0'..=b'9' => i += 1,
+            b'/' | b'\\' => {
+                // An address regex: skip to its closing delimiter.
+                let delim = if c == b'\\' {
+                    i += 1;
+                    *bytes.get(i).unwrap_or(&b'/')
+                } else {
+                    b'/'
+                };
+                i += 1;
+                while i < bytes.len() && bytes[i] != delim {
+                    if bytes[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                i += 1;
+                // Address flags (I, M).
+                while i < bytes.len() && matches!(bytes[i], b'I' | b'M') {
+                    i += 1;
+                }
+            }
+            b's' | b'y' => {
+                let Some(&delim) = bytes.get(i + 1) else {
+                    return true;
+                };
+                i += 2;
+                for _ in 0..2 {
+                    while i < bytes.len() && bytes[i] != delim {
+                        if bytes[i] == b'\\' {
+                            i += 1;
+                        }
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                if c == b's' {
+                    while i < bytes.len() && !matches!(bytes[i], b';' | b'\n' | b'}') {
+                        if matches!(bytes[i], b'w' | b'W' | b'e') {
+                            return true;
+                        }
+                        i += 1;
+                    }
+                }
+            }
+            b'w' | b'W' | b'e' => return true,
+            b'a' | b'i' | b'c' | b'r' | b'R' | b'b' | b't' | b'T' | b':' | b'q' | b'Q' | b'l'
+            | b'L' => {
+                // Commands taking the rest of the line as text or a label.
+                while i < bytes.len() && bytes[i] != b'\n' && bytes[i] != b';' {
+                    i += 1;
+                }
+            }
+            b'p' | b'P' | b'd' | b'D' | b'n' | b'N' | b'g' | b'G' | b'h' | b'H' | b'x' | b'='
+            | b'z' | b'F' => i += 1,
+            _ => return true,
+        }
+    }
+    false
+}
+
+/// Subcommands of git that only read, and options that would write.
+fn git_check(args: &[Arg]) -> Option<String> {
+    const READING: &[&str] = &[
+        "status",
+        "log",
+        "diff",
+        "show",
+        "rev-parse",
+        "ls-files",
+        "ls-tree",
+        "blame",
+        "grep",
+        "describe",
+        "cat-file",
+        "shortlog",
+        "merge-base",
+        "name-rev",
+        "for-each-ref",
+        "rev-list",
+        "show-ref",
+        "whatchanged",
+        "count-objects",
+        "check-ignore",
+        "var",
+        "version",
+        "help",
+    ];
+    if has_dynamic(args) {
+        return Some("`git` with computed arguments".into());
+    }
+    let texts: Vec<&str> = args.iter().filter_map(Arg::text).collect();
+    let mut i = 0;
+    // Global options before the subcommand.
+    while i < texts.len() && texts[i].starts_with('-') {
+        match texts[i] {
+            "-C" | "--git-dir" | "--work-tree" => i += 2,
+            "--no-pager" | "-P" | "--no-optional-locks" | "--bare" => i += 1,
+            _ => return Some(format!("`git {}` may change configuration", texts[i])),
+        }
+    }
+    // A bare `git` prints its usage.
+    let &sub = texts.get(i)?;
+    let rest = &texts[i + 1..];
+    if rest.iter().any(|t| t.starts_with("--output")) {
+        return Some("`git --output` writes a file".into());
+    }
+    let only_listing = |allowed: &[&str]| {
+        rest.iter()
+            .all(|t| allowed.contains(t) || (!t.starts_with('-') && allowed.contains(&"ARG")))
+    };
+    let ok = match sub {
+        s if READING.contains(&s) => true,
+        "branch" => {
+            only_listing(&[
+                "-a",
+                "-r",
+                "-v",
+                "-vv",
+                "--list",
+                "--all",
+                "--remotes",
+                "--show-current",
+                "--contains",
+                "--merged",
+                "--no-merged",
+            ]) && rest.iter().all(|t| t.starts_with('-'))
+        }
+        "tag" => rest.is_empty() || rest.iter().all(|t| matches!(*t, "-l" | "--list" | "-n")),
+        "remote" => {
+            rest.is_empty()
+                || rest == ["-v"]
+                || rest.first() == Some(&"show")
+                || rest.first() == Some(&"get-url")
+        }
+        "config" => rest
+            .iter()
+            .any(|t| matches!(*t, "--get" | "--get-all" | "--list" | "-l" | "--get-regexp")),
+        "stash" => rest.first() == Some(&"list") || rest.first() == Some(&"show"),
+        "reflog" => rest.is_empty() || rest.first() == Some(&"show"),
+        "worktree" => rest.first() == Some(&"list"),
+        "submodule" => rest.first() == Some(&"status"),
+        _ => false,
+    };
+    (!ok).then(|| format!("`git {sub}` may change the repository"))
+}
+
+/// When NAME runs another command given in ARGS, the index of that
+/// command's name within ARGS. `None` when NAME is no wrapper or runs
+/// nothing (e.g. a bare `env` prints the environment).
+pub fn wrapped(name: &str, args: &[Arg]) -> Option<usize> {
+    let texts: Vec<Option<&str>> = args.iter().map(Arg::text).collect();
+    let first_non_option = |skip_values: &[&str]| {
+        let mut i = 0;
+        while i < texts.len() {
+            match texts[i] {
+                Some("--") => return Some(i + 1).filter(|&j| j < texts.len()),
+                Some(t) if t.starts_with('-') => {
+                    i += if skip_values.contains(&t) { 2 } else { 1 };
+                }
+                _ => return Some(i),
+            }
+        }
+        None
+    };
+    match name {
+        "env" => {
+            let mut i = 0;
+            while i < texts.len() {
+                match texts[i] {
+                    Some(t) if t == "-u" || t == "-C" || t == "--chdir" || t == "--unset" => i += 2,
+                    Some(t) if t.starts_with('-') || t.contains('=') => i += 1,
+                    _ => return Some(i),
+                }
+            }
+            None
+        }
+        "xargs" => first_non_option(&[
+            "-I",
+            "-n",
+            "-P",
+            "-L",
+            "-s",
+            "-d",
+            "-E",
+            "-a",
+            "--arg-file",
+            "--delimiter",
+            "--max-args",
+            "--max-procs",
+        ])
+        .or(Some(usize::MAX)),
+        "timeout" => first_non_option(&["-s", "--signal", "-k", "--kill-after"]).map(|i| i + 1),
+        "nice" => first_non_option(&["-n", "--adjustment"]),
+        "time" | "stdbuf" | "nohup" | "ionice" => first_non_option(&["-o", "-e", "-i", "-c", "-n"]),
+        "command" => {
+            if texts.iter().any(|t| matches!(t, Some("-v") | Some("-V"))) {
+                None
+            } else {
+                first_non_option(&[])
+            }
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(items: &[&str]) -> Vec<Arg> {
+        items
+            .iter()
+            .map(|s| Arg {
+                literal: Some(s.to_string()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn sed_scripts_are_read() {
+        assert!(!sed_script_writes("1,5p"));
+        assert!(!sed_script_writes("s/a/b/g"));
+        assert!(!sed_script_writes("/x/d; s|a|b|"));
+        assert!(sed_script_writes("s/a/b/w out"));
+        assert!(sed_script_writes("1e date"));
+        assert!(sed_script_writes("w out"));
+    }
+
+    #[test]
+    fn wrappers_find_their_command() {
+        assert_eq!(wrapped("env", &args(&["A=1", "ls"])), Some(1));
+        assert_eq!(wrapped("env", &args(&["A=1"])), None);
+        assert_eq!(wrapped("timeout", &args(&["5", "grep", "x"])), Some(1));
+        assert_eq!(wrapped("xargs", &args(&["-n", "1", "grep", "x"])), Some(2));
+        assert_eq!(wrapped("command", &args(&["-v", "ls"])), None);
+    }
+
+    #[test]
+    fn git_subcommands() {
+        assert_eq!(judge("git", &args(&["status"])).class, Class::ReadOnly);
+        assert_eq!(
+            judge("git", &args(&["-C", "x", "log", "-3"])).class,
+            Class::ReadOnly
+        );
+        assert_eq!(
+            judge("git", &args(&["commit", "-m", "x"])).class,
+            Class::Mutating
+        );
+        assert_eq!(
+            judge("git", &args(&["branch", "new"])).class,
+            Class::Mutating
+        );
+        assert_eq!(
+            judge("git", &args(&["branch", "-a"])).class,
+            Class::ReadOnly
+        );
+        assert_eq!(
+            judge("git", &args(&["-c", "a=b", "log"])).class,
+            Class::Mutating
+        );
+        assert_eq!(
+            judge("git", &args(&["diff", "--output=x"])).class,
+            Class::Mutating
+        );
+        assert_eq!(
+            judge("git", &args(&["reset", "--hard"])).class,
+            Class::Dangerous
+        );
+    }
+}

@@ -1,0 +1,144 @@
+//! Static analysis of Bash source with tree-sitter-bash.
+//!
+//! [`analyze`] parses a command (never runs it) and reports:
+//! - its [`Class`]: read-only (may overlap with other readers, runs
+//!   without startup files), mutating, unknown, complex or dangerous;
+//! - whether it uses the `&` background operator (rejected before spawn);
+//! - the final pipeline's stages, when the source ends in the only
+//!   pipeline it has and every part of it is plain enough that appending a
+//!   `PIPESTATUS` snapshot cannot change what the source does;
+//! - the single simple command, when that is all the source is, so exit
+//!   statuses such as grep's 1 can be read by [`outcome`].
+
+mod commands;
+mod outcome;
+mod walk;
+
+pub use outcome::{Exit, Outcome, outcome};
+
+/// How much a command may do, least to most severe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Class {
+    ReadOnly,
+    Mutating,
+    Unknown,
+    Complex,
+    Dangerous,
+}
+
+impl Class {
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::ReadOnly => "read-only",
+            Class::Mutating => "mutating",
+            Class::Unknown => "unknown",
+            Class::Complex => "complex",
+            Class::Dangerous => "dangerous",
+        }
+    }
+}
+
+/// What exit status 1 means for a stage, when it means something other
+/// than failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// Exit 1 is a failure.
+    Nothing,
+    /// grep / rg: no line matched.
+    NoMatch,
+    /// diff: the inputs differ.
+    Different,
+    /// test / [: the condition is false.
+    False,
+}
+
+impl Expect {
+    pub fn outcome(self) -> Option<&'static str> {
+        match self {
+            Expect::Nothing => None,
+            Expect::NoMatch => Some("no-match"),
+            Expect::Different => Some("different"),
+            Expect::False => Some("false"),
+        }
+    }
+}
+
+/// One stage of a pipeline (or the single command of a source).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stage {
+    /// Short name for notes: the command name, or `for loop`.
+    pub label: String,
+    pub expect: Expect,
+    /// A loop: one conservative stage whose status has no special values.
+    pub compound: bool,
+}
+
+/// The result of analysing one source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Analysis {
+    pub class: Class,
+    /// Why the class is not read-only (one line each, deduplicated).
+    pub reasons: Vec<String>,
+    /// The source uses `&` to run something in the background.
+    pub background: bool,
+    /// tree-sitter could not parse all of the source.
+    pub parse_error: bool,
+    /// The source is this one simple command.
+    pub single: Option<Stage>,
+    /// Stages of the pipeline the source ends with, when eligible for the
+    /// `PIPESTATUS` snapshot.
+    pub final_pipeline: Option<Vec<Stage>>,
+    /// Number of syntactic pipelines in the whole source.
+    pub pipelines: usize,
+    /// Why the source is not eligible for the snapshot, when it is not.
+    pub ineligible: Option<String>,
+}
+
+impl Analysis {
+    /// Whether to append the `PIPESTATUS` snapshot when running it.
+    pub fn snapshot(&self) -> bool {
+        self.final_pipeline.is_some()
+    }
+
+    /// Whether the final pipeline's stages can be told apart (the sole
+    /// pipeline of the source).
+    pub fn classifiable(&self) -> bool {
+        self.final_pipeline.is_some() && self.pipelines == 1
+    }
+
+    pub fn read_only(&self) -> bool {
+        self.class == Class::ReadOnly && !self.parse_error && !self.background
+    }
+}
+
+/// Analyse SRC. Never fails: unparsable source is class unknown.
+pub fn analyze(src: &str) -> Analysis {
+    walk::analyze(src)
+}
+
+/// Descriptor number on which the snapshot writes its statuses.
+pub const SNAPSHOT_FD: i32 = 63;
+
+/// SRC followed by the snapshot: one line that records `$?` and
+/// `PIPESTATUS` on [`SNAPSHOT_FD`] and exits with the source's status.
+/// No pipefail, no traps: the source runs exactly as written.
+pub fn with_snapshot(src: &str) -> String {
+    format!(
+        "{src}\n__mevedel_st=\"$? ${{PIPESTATUS[*]}}\"; \
+         {{ printf '%s\\n' \"$__mevedel_st\" >&{SNAPSHOT_FD}; }} 2>/dev/null; \
+         exit \"${{__mevedel_st%% *}}\"\n"
+    )
+}
+
+/// Parse what [`with_snapshot`] wrote: the statuses of the final
+/// pipeline's stages, or `None` when the line is missing or malformed.
+pub fn parse_snapshot(text: &str) -> Option<Vec<i32>> {
+    let line = text.lines().next()?;
+    let mut fields = line.split_whitespace();
+    fields.next()?.parse::<i32>().ok()?;
+    let statuses: Option<Vec<i32>> = fields.map(|f| f.parse().ok()).collect();
+    statuses.filter(|s| !s.is_empty())
+}
+
+#[cfg(test)]
+mod tests;

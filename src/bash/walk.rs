@@ -1,0 +1,508 @@
+//! The tree walk behind [`super::analyze`].
+
+use std::cell::RefCell;
+
+use tree_sitter::{Node, Parser};
+
+use super::commands::{self, Arg};
+use super::{Analysis, Class, Expect, Stage};
+
+thread_local! {
+    /// One parser per thread: creating one costs more than a parse.
+    static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
+}
+
+fn parse(src: &str) -> Option<tree_sitter::Tree> {
+    PARSER.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            let mut parser = Parser::new();
+            let language: tree_sitter::Language = tree_sitter_bash::LANGUAGE.into();
+            parser.set_language(&language).ok()?;
+            *slot = Some(parser);
+        }
+        slot.as_mut()?.parse(src, None)
+    })
+}
+
+pub fn analyze(src: &str) -> Analysis {
+    let Some(tree) = parse(src) else {
+        return Analysis {
+            class: Class::Unknown,
+            reasons: vec!["the source could not be parsed".into()],
+            background: false,
+            parse_error: true,
+            single: None,
+            final_pipeline: None,
+            pipelines: 0,
+            ineligible: Some("unparsable".into()),
+        };
+    };
+    let root = tree.root_node();
+    let mut w = Walker {
+        src,
+        class: Class::ReadOnly,
+        reasons: Vec::new(),
+        background: false,
+        parse_error: root.has_error(),
+        pipelines: 0,
+        ineligible: None,
+    };
+    w.walk(root);
+    if w.parse_error {
+        w.raise(Class::Unknown, "the source could not be parsed");
+        w.decline("unparsable");
+    }
+    if w.background {
+        w.decline("background operator");
+    }
+    let statements: Vec<Node> = named_children(root)
+        .filter(|n| n.kind() != "comment")
+        .collect();
+    let single = match statements.as_slice() {
+        [only] if !w.parse_error && !w.background => w.stage_of(*only, false),
+        _ => None,
+    };
+    let final_pipeline = statements
+        .last()
+        .and_then(|last| w.final_pipeline(*last))
+        .filter(|_| w.ineligible.is_none());
+    let mut reasons = Vec::new();
+    for r in w.reasons {
+        if !reasons.contains(&r) {
+            reasons.push(r);
+        }
+    }
+    Analysis {
+        class: w.class,
+        reasons,
+        background: w.background,
+        parse_error: w.parse_error,
+        single,
+        final_pipeline,
+        pipelines: w.pipelines,
+        ineligible: w.ineligible,
+    }
+}
+
+/// A node's named children. Indexing instead of a cursor: a cursor
+/// allocates, and these lists are short.
+fn named_children<'t>(node: Node<'t>) -> impl Iterator<Item = Node<'t>> {
+    (0..node.named_child_count() as u32).filter_map(move |i| node.named_child(i))
+}
+
+fn children<'t>(node: Node<'t>) -> impl Iterator<Item = Node<'t>> {
+    (0..node.child_count()).filter_map(move |i| node.child(i))
+}
+
+/// The only named child of NODE, if it has exactly one.
+fn sole_named_child(node: Node<'_>) -> Option<Node<'_>> {
+    (node.named_child_count() == 1)
+        .then(|| node.named_child(0))
+        .flatten()
+}
+
+/// `[a-z_][a-z0-9_]*` except `_`: names whose reads and writes cannot
+/// evaluate arithmetic or touch shell internals.
+fn plain_name(name: &str) -> bool {
+    name != "_"
+        && name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_lowercase() || b == b'_')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// Commands that evaluate code, assign variables (possibly with
+/// subscripts) or leave the shell early: any of them declines the snapshot.
+const SNAPSHOT_DECLINES: &[&str] = &[
+    "eval",
+    "source",
+    ".",
+    "trap",
+    "exec",
+    "exit",
+    "return",
+    "logout",
+    "test",
+    "[",
+    "let",
+    "declare",
+    "typeset",
+    "local",
+    "export",
+    "readonly",
+    "read",
+    "mapfile",
+    "readarray",
+    "unset",
+    "shopt",
+    "set",
+    "enable",
+    "builtin",
+    "command",
+    "alias",
+    "coproc",
+    "wait",
+    "getopts",
+];
+
+struct Walker<'a> {
+    src: &'a str,
+    class: Class,
+    reasons: Vec<String>,
+    background: bool,
+    parse_error: bool,
+    pipelines: usize,
+    ineligible: Option<String>,
+}
+
+impl<'a> Walker<'a> {
+    fn text(&self, node: Node) -> &'a str {
+        &self.src[node.byte_range()]
+    }
+
+    fn raise(&mut self, class: Class, reason: impl Into<String>) {
+        self.class = self.class.max(class);
+        self.reasons.push(reason.into());
+    }
+
+    fn decline(&mut self, why: &str) {
+        if self.ineligible.is_none() {
+            self.ineligible = Some(why.to_string());
+        }
+    }
+
+    fn walk_children(&mut self, node: Node) {
+        for child in children(node) {
+            self.walk(child);
+        }
+    }
+
+    fn walk(&mut self, node: Node) {
+        if node.is_missing() {
+            self.parse_error = true;
+        }
+        match node.kind() {
+            "&" => self.background = true,
+            "ERROR" => {
+                self.parse_error = true;
+                self.walk_children(node);
+            }
+            "comment" => {}
+            "command" => self.command(node),
+            "function_definition" => {
+                self.raise(Class::Complex, "defines a shell function");
+                self.decline("function definition");
+                self.walk_children(node);
+            }
+            "command_substitution" | "process_substitution" => {
+                self.decline("command or process substitution");
+                self.walk_children(node);
+            }
+            "arithmetic_expansion" | "c_style_for_statement" | "subscript" | "array" => {
+                self.decline("arithmetic or array syntax");
+                self.walk_children(node);
+            }
+            "expansion" => {
+                let plain = sole_named_child(node)
+                    .is_some_and(|var| var.kind() == "variable_name" && plain_name(self.text(var)));
+                if !plain {
+                    self.decline("parameter expansion with an operator or a special name");
+                }
+                self.walk_children(node);
+            }
+            "simple_expansion" => {
+                let ok = node.named_child(0).is_some_and(|n| {
+                    let t = self.text(n);
+                    match n.kind() {
+                        "variable_name" => plain_name(t),
+                        "special_variable_name" => matches!(t, "@" | "#" | "?"),
+                        _ => false,
+                    }
+                });
+                if !ok {
+                    self.decline("special or uppercase variable");
+                }
+            }
+            "variable_assignment" => {
+                if let Some(name) = node.child_by_field_name("name")
+                    && !(name.kind() == "variable_name" && plain_name(self.text(name)))
+                {
+                    self.decline("assignment to a special or uppercase variable");
+                }
+                self.walk_children(node);
+            }
+            "declaration_command" | "unset_command" | "test_command" => {
+                self.decline("declaration or test builtin");
+                self.walk_children(node);
+            }
+            "for_statement" => {
+                if let Some(var) = node.child_by_field_name("variable")
+                    && !plain_name(self.text(var))
+                {
+                    self.decline("loop variable name");
+                }
+                self.walk_children(node);
+            }
+            "pipeline" => {
+                self.pipelines += 1;
+                self.walk_children(node);
+            }
+            "file_redirect" => self.redirect(node),
+            "heredoc_redirect" => {
+                if named_children(node).any(|n| n.kind() == "pipeline") {
+                    self.decline("pipeline after a here-document");
+                }
+                self.walk_children(node);
+            }
+            _ => self.walk_children(node),
+        }
+    }
+
+    /// The value of a fully literal word, or `None`.
+    fn literal(&self, node: Node) -> Option<String> {
+        let text = self.text(node);
+        match node.kind() {
+            "word" | "number" => Some(unescape(text)),
+            "raw_string" => Some(text.trim_start_matches('\'').trim_end_matches('\'').into()),
+            "ansi_c_string" => Some(
+                text.trim_start_matches("$'")
+                    .trim_end_matches('\'')
+                    .to_string(),
+            ),
+            "string" => {
+                if named_children(node).all(|p| p.kind() == "string_content") {
+                    Some(
+                        named_children(node)
+                            .map(|p| unescape_dq(self.text(p)))
+                            .collect(),
+                    )
+                } else {
+                    None
+                }
+            }
+            "concatenation" => named_children(node).map(|p| self.literal(p)).collect(),
+            "command_name" => node.named_child(0).and_then(|n| self.literal(n)),
+            _ => None,
+        }
+    }
+
+    fn redirect(&mut self, node: Node) {
+        let op = children(node)
+            .find(|c| !c.is_named())
+            .map(|c| c.kind())
+            .unwrap_or("");
+        let dest = node.child_by_field_name("destination");
+        let writes = matches!(op, ">" | ">>" | ">|" | "&>" | "&>>" | "<>" | ">&");
+        if writes {
+            let harmless = dest.is_some_and(|d| {
+                let value = self.literal(d);
+                (op == ">&" && (d.kind() == "number" || value.as_deref() == Some("-")))
+                    || matches!(
+                        value.as_deref(),
+                        Some("/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty")
+                    )
+            });
+            if !harmless {
+                self.raise(Class::Mutating, "redirects output into a file");
+            }
+        }
+        self.walk_children(node);
+    }
+
+    fn command(&mut self, node: Node) {
+        let mut name_node = None;
+        let mut args = Vec::new();
+        for child in children(node) {
+            match child.kind() {
+                "command_name" => name_node = Some(child),
+                "variable_assignment"
+                | "file_redirect"
+                | "herestring_redirect"
+                | "heredoc_redirect" => {}
+                _ if child.is_named() => args.push(Arg {
+                    literal: self.literal(child),
+                }),
+                _ => {}
+            }
+            self.walk(child);
+        }
+        let Some(name_node) = name_node else {
+            return;
+        };
+        let Some(mut name) = self.literal(name_node) else {
+            self.raise(Class::Complex, "the command name is computed");
+            self.decline("computed command name");
+            return;
+        };
+        let mut args: &[Arg] = &args;
+        loop {
+            if name.contains('/') {
+                self.raise(
+                    Class::Unknown,
+                    format!("`{name}` is a path-qualified program"),
+                );
+                return;
+            }
+            if SNAPSHOT_DECLINES.contains(&name.as_str()) {
+                self.decline("builtin that evaluates code or assigns variables");
+            }
+            if name == "printf" {
+                let format = args.iter().find(|a| {
+                    a.literal
+                        .as_deref()
+                        .is_none_or(|t| !t.starts_with('-') || t == "--")
+                });
+                let plain = format
+                    .and_then(|a| a.literal.as_deref())
+                    .is_some_and(|f| !f.contains("%n") && f != "--");
+                if !plain || args.iter().any(|a| a.literal.as_deref() == Some("-v")) {
+                    self.decline("printf with -v, %n or a computed format");
+                }
+            }
+            match commands::wrapped(&name, args) {
+                Some(usize::MAX) => {
+                    // xargs without a command runs echo.
+                    name = "echo".into();
+                    args = &[];
+                }
+                Some(i) if i < args.len() => {
+                    let Some(inner) = args[i].literal.clone() else {
+                        self.raise(Class::Complex, "the wrapped command name is computed");
+                        return;
+                    };
+                    name = inner;
+                    args = &args[i + 1..];
+                }
+                _ => break,
+            }
+        }
+        let verdict = commands::judge(&name, args);
+        if let Some(reason) = verdict.reason {
+            self.raise(verdict.class, reason);
+        }
+    }
+
+    /// The stage a statement makes; loops only when IN_PIPELINE.
+    fn stage_of(&self, node: Node, in_pipeline: bool) -> Option<Stage> {
+        match node.kind() {
+            "redirected_statement" => {
+                let body = node.child_by_field_name("body")?;
+                if children(node).any(|c| c.kind() == "heredoc_redirect") {
+                    return None;
+                }
+                self.stage_of(body, in_pipeline)
+            }
+            "command" => {
+                let name = self.literal(node.child_by_field_name("name")?)?;
+                if name.contains('/') {
+                    return None;
+                }
+                let expect = match name.as_str() {
+                    "grep" | "egrep" | "fgrep" | "rg" | "zgrep" => Expect::NoMatch,
+                    "diff" => Expect::Different,
+                    "test" | "[" => Expect::False,
+                    _ => Expect::Nothing,
+                };
+                Some(Stage {
+                    label: name,
+                    expect,
+                    compound: false,
+                })
+            }
+            "test_command" => Some(Stage {
+                label: if self.text(node).starts_with("[[") {
+                    "[[".into()
+                } else {
+                    "[".into()
+                },
+                expect: Expect::False,
+                compound: false,
+            }),
+            "for_statement" if in_pipeline => {
+                let body = node.child_by_field_name("body")?;
+                let plain = named_children(body).all(|n| match n.kind() {
+                    "command" | "comment" => true,
+                    "redirected_statement" => n
+                        .child_by_field_name("body")
+                        .is_some_and(|b| b.kind() == "command"),
+                    _ => false,
+                });
+                plain.then(|| Stage {
+                    label: "for loop".into(),
+                    expect: Expect::Nothing,
+                    compound: true,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Stages of the pipeline that NODE (the last statement) ends with.
+    fn final_pipeline(&self, node: Node) -> Option<Vec<Stage>> {
+        if self.parse_error || self.background {
+            return None;
+        }
+        match node.kind() {
+            "list" => {
+                let last = named_children(node)
+                    .filter(|n| n.kind() != "comment")
+                    .last()?;
+                self.final_pipeline(last)
+            }
+            "redirected_statement" => {
+                let body = node.child_by_field_name("body")?;
+                (body.kind() == "pipeline")
+                    .then(|| self.final_pipeline(body))
+                    .flatten()
+            }
+            "pipeline" => named_children(node)
+                .filter(|n| n.kind() != "comment")
+                .map(|n| self.stage_of(n, true))
+                .collect(),
+            _ => None,
+        }
+    }
+}
+
+/// A bare word's value: backslash escapes removed.
+fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            if let Some(next) = chars.next()
+                && next != '\n'
+            {
+                out.push(next);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Double-quoted content: only `\$ \` \" \\` and line continuations
+/// are escapes.
+fn unescape_dq(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\'
+            && let Some(&next) = chars.peek()
+            && matches!(next, '$' | '`' | '"' | '\\' | '\n')
+        {
+            chars.next();
+            if next != '\n' {
+                out.push(next);
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}

@@ -1,0 +1,732 @@
+//! The task that runs one execution: admission, launch, reading output
+//! into the spool, progress and monitor events, stop (TERM, then KILL
+//! after one bounded interval), cleanup of the process group after the
+//! shell exits, and settlement.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::unix::AsyncFd;
+use tokio::sync::oneshot;
+use tokio::time::sleep_until;
+
+use super::execution::{Exec, Facts, Kind, Phase, StopBy, Termination};
+use super::monitor::{self, FloodWindow, Framer, Line};
+use super::owner;
+use super::pacing::Pacer;
+use super::scheduler::Ticket;
+use super::spawn::Program;
+use super::spool::{self, Append, Spool};
+use super::{mail, pty};
+use crate::bash::{self, Exit};
+use crate::datum::Datum;
+use crate::error::{Error, ErrorKind, Result};
+use crate::events::{self, Event};
+
+/// Default time between TERM and KILL.
+pub const DEFAULT_GRACE: Duration = Duration::from_millis(1000);
+/// How long to keep reading after the group is gone (an escaped process
+/// may still hold the pipe).
+const DRAIN_AFTER_GROUP: Duration = Duration::from_millis(100);
+/// How long to wait for a killed group to disappear before settling.
+const KILL_WAIT: Duration = Duration::from_secs(1);
+/// Bounded live tail of progress events.
+const TAIL_CHARS: usize = 2000;
+const TAIL_LINES: usize = 20;
+
+/// Environment every child gets (a command may override it itself).
+pub const CONTROLLED_ENV: &[(&str, &str)] = &[
+    ("NO_COLOR", "1"),
+    ("TERM", "dumb"),
+    ("PAGER", "cat"),
+    ("GIT_PAGER", "cat"),
+    ("LC_ALL", "C.UTF-8"),
+    ("MEVEDEL_EXECUTION", "1"),
+];
+
+struct Launched {
+    pid: i32,
+    exit: oneshot::Receiver<io::Result<ExitStatus>>,
+    out: OwnedFd,
+    err: Option<OwnedFd>,
+    status_file: Option<File>,
+    spool: Spool,
+}
+
+fn exec_err(doing: &str, e: &io::Error) -> Error {
+    Error::io(ErrorKind::Exec, doing, e)
+}
+
+/// The shell command line for EXEC (before any wrapper).
+pub fn shell_argv(exec: &Exec) -> Vec<String> {
+    let script = if exec.spec.kind == Kind::Bash && exec.analysis.snapshot() {
+        bash::with_snapshot(&exec.spec.command)
+    } else {
+        exec.spec.command.clone()
+    };
+    let mut argv: Vec<String> = if exec.analysis.read_only() {
+        ["bash", "--noprofile", "--norc", "-p", "-c"]
+            .map(String::from)
+            .to_vec()
+    } else {
+        vec!["bash".into(), "-lc".into()]
+    };
+    argv.push(script);
+    argv
+}
+
+fn status_file(dir: &std::path::Path, id: &str) -> Result<File> {
+    let path = dir.join(format!("{id}.status"));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .map_err(|e| exec_err("cannot create the status file", &e))?;
+    let _ = std::fs::remove_file(&path);
+    Ok(file)
+}
+
+fn launch(exec: &Exec, wrapper_prefix: &[String]) -> Result<Launched> {
+    let spec = &exec.spec;
+    let spool_path = exec.state().spool_path.clone();
+    let dir = spool_path
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_else(std::env::temp_dir);
+    std::fs::create_dir_all(&dir).map_err(|e| exec_err("cannot create the spool directory", &e))?;
+    let cap = spec.output_cap.unwrap_or(spool::DEFAULT_CAP);
+    let spool = Spool::create(&spool_path, cap)?;
+    exec.state().reader = Some(spool.reader()?);
+
+    let mut argv: Vec<String> = wrapper_prefix.to_vec();
+    argv.extend(spec.wrapper.iter().cloned());
+    argv.extend(shell_argv(exec));
+    let mut env: Vec<(OsString, OsString)> = match &spec.environment {
+        Some(list) => list
+            .iter()
+            .filter_map(|kv| kv.split_once('='))
+            .filter(|(k, _)| !k.is_empty())
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect(),
+        None => std::env::vars_os().collect(),
+    };
+    let settings = CONTROLLED_ENV
+        .iter()
+        .map(|&(k, v)| (k.to_string(), v.to_string()))
+        .chain(
+            spec.env
+                .iter()
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+        );
+    for (k, v) in settings {
+        env.retain(|(name, _)| name.as_os_str() != k.as_str());
+        env.push((k.into(), v.into()));
+    }
+    if let Some(cwd) = &spec.cwd
+        && !cwd.is_dir()
+    {
+        return Err(Error::new(
+            ErrorKind::Exec,
+            format!("working directory {} does not exist", cwd.display()),
+        ));
+    }
+
+    let mut fd_map = Vec::new();
+    let status = if spec.kind == Kind::Bash && exec.analysis.snapshot() {
+        let file = status_file(&dir, &exec.id)?;
+        fd_map.push((file.as_raw_fd(), bash::SNAPSHOT_FD));
+        Some(file)
+    } else {
+        None
+    };
+
+    let mut program = Program {
+        argv: argv.into_iter().map(OsString::from).collect(),
+        env: Some(env),
+        cwd: spec.cwd.clone(),
+        stdin: None,
+        stdout: None,
+        stderr: None,
+        fd_map,
+        new_session: spec.tty,
+    };
+    let (out, err, input) = if spec.tty {
+        let (controller, terminal) = pty::open()?;
+        let dup = |fd: &OwnedFd| {
+            fd.try_clone()
+                .map_err(|e| exec_err("cannot share the terminal", &e))
+        };
+        program.stdin = Some(dup(&terminal)?);
+        program.stdout = Some(dup(&terminal)?);
+        program.stderr = Some(terminal);
+        let input = dup(&controller)?;
+        (controller, None, Some(File::from(input)))
+    } else {
+        let (out_r, out_w) = io::pipe().map_err(|e| exec_err("cannot create a pipe", &e))?;
+        let out_w = OwnedFd::from(out_w);
+        let err_r = if spec.kind == Kind::Monitor {
+            let (err_r, err_w) = io::pipe().map_err(|e| exec_err("cannot create a pipe", &e))?;
+            program.stderr = Some(OwnedFd::from(err_w));
+            Some(OwnedFd::from(err_r))
+        } else {
+            program.stderr = Some(
+                out_w
+                    .try_clone()
+                    .map_err(|e| exec_err("cannot create a pipe", &e))?,
+            );
+            None
+        };
+        program.stdout = Some(out_w);
+        (OwnedFd::from(out_r), err_r, None)
+    };
+
+    let (tx, rx) = oneshot::channel();
+    let info = owner::global().start(
+        program,
+        Some(Box::new(move |status| {
+            let _ = tx.send(status);
+        })),
+    )?;
+    let mut st = exec.state();
+    st.pid = Some(info.pid as i32);
+    st.launched = Some(Instant::now());
+    st.input = input;
+    drop(st);
+    Ok(Launched {
+        pid: info.pid as i32,
+        exit: rx,
+        out,
+        err,
+        status_file: status,
+        spool,
+    })
+}
+
+fn set_nonblocking(fd: &OwnedFd) {
+    // SAFETY: flag change on a descriptor we own.
+    unsafe {
+        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
+    }
+}
+
+fn register(fd: OwnedFd) -> io::Result<AsyncFd<OwnedFd>> {
+    // SAFETY: the OwnedFd stays open, and is the same descriptor, for as
+    // long as the AsyncFd owns it.
+    unsafe { AsyncFd::register(fd) }.map_err(|e| io::Error::other(e.to_string()))
+}
+
+/// Read once from FD; Ok(0) at end of stream (EIO from a PTY whose
+/// terminal side is closed counts as the end).
+async fn read_some(fd: &AsyncFd<OwnedFd>, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        let mut guard = fd.readable().await?;
+        let result = guard.try_io(|inner| {
+            // SAFETY: reads into a buffer we own, at most its length.
+            let n = unsafe { libc::read(inner.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(n as usize)
+            }
+        });
+        match result {
+            Ok(Ok(n)) => return Ok(n),
+            Ok(Err(e)) if e.raw_os_error() == Some(libc::EIO) => return Ok(0),
+            Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Ok(Err(e)) => return Err(e),
+            Err(_would_block) => continue,
+        }
+    }
+}
+
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(86_400 * 365)
+}
+
+/// Push EVENT unless the execution was retired.
+fn publish(exec: &Exec, kind: &str, data: Datum) {
+    if !exec.state().retired {
+        events::global().push(Event::new(kind, data));
+    }
+}
+
+/// Monitor bookkeeping inside the driver.
+struct MonitorRun {
+    framer: Framer,
+    pending: Vec<Line>,
+    batch_at: Option<Instant>,
+    flood: FloodWindow,
+    deadline: Instant,
+}
+
+/// Run EXEC to settlement. PREFIX is the launcher put before everything
+/// (the process-lifetime shim, when available).
+pub async fn drive(exec: Arc<Exec>, ticket: Ticket, prefix: Vec<String>) {
+    let lease = tokio::select! {
+        lease = ticket.admitted() => Some(lease),
+        () = exec.stop_signal.notified() => None,
+    };
+    let stop = exec.state().stop;
+    let (Some(lease), None) = (lease, stop) else {
+        let why = stop.map_or(Termination::Stopped, |(t, _)| t);
+        settle(&exec, why, None, 0, None, None).await;
+        return;
+    };
+    exec.state().lease = Some(lease);
+    // Launching waits for the spawner thread's fork; keep the workers free.
+    let launching = Arc::clone(&exec);
+    let launched = tokio::task::spawn_blocking(move || launch(&launching, &prefix))
+        .await
+        .unwrap_or_else(|e| {
+            Err(Error::new(
+                ErrorKind::Internal,
+                format!("launch panicked: {e}"),
+            ))
+        });
+    let launched = match launched {
+        Ok(l) => l,
+        Err(e) => {
+            settle(
+                &exec,
+                Termination::LaunchFailed,
+                None,
+                0,
+                None,
+                Some(e.message),
+            )
+            .await;
+            return;
+        }
+    };
+    exec.set_phase(Phase::Running);
+    run(exec, launched).await;
+}
+
+async fn run(exec: Arc<Exec>, launched: Launched) {
+    let Launched {
+        pid,
+        exit: mut exit_rx,
+        out,
+        err,
+        status_file,
+        mut spool,
+    } = launched;
+    let grace = exec
+        .spec
+        .stop_grace_ms
+        .map_or(DEFAULT_GRACE, Duration::from_millis);
+    let start = Instant::now();
+    set_nonblocking(&out);
+    let out = match register(out) {
+        Ok(fd) => fd,
+        Err(e) => {
+            owner::signal(pid, libc::SIGKILL);
+            settle(
+                &exec,
+                Termination::LaunchFailed,
+                None,
+                0,
+                None,
+                Some(e.to_string()),
+            )
+            .await;
+            return;
+        }
+    };
+    let err = err.and_then(|fd| {
+        set_nonblocking(&fd);
+        register(fd).ok()
+    });
+    let mut out_open = true;
+    let mut err_open = err.is_some();
+    let mut out_buf = vec![0u8; 64 * 1024];
+    let mut err_buf = vec![0u8; 16 * 1024];
+    let mut exit: Option<io::Result<ExitStatus>> = None;
+    let mut ending: Option<Termination> = None;
+    let mut write_error: Option<String> = None;
+    let mut term_sent = false;
+    let mut kill_at: Option<Instant> = None;
+    let mut killed_at: Option<Instant> = None;
+    let mut group_gone = false;
+    let mut drain_until: Option<Instant> = None;
+    let mut pacer = Pacer::new(start);
+    let mut discard = false;
+    let mut monitor = (exec.spec.kind == Kind::Monitor).then(|| MonitorRun {
+        framer: Framer::default(),
+        pending: Vec::new(),
+        batch_at: None,
+        flood: FloodWindow::default(),
+        deadline: start + Duration::from_millis(exec.spec.timeout_ms.unwrap_or(300_000)),
+    });
+    let progress = exec.spec.progress && exec.spec.kind == Kind::Bash;
+
+    let begin_stop = |why: Termination,
+                      ending: &mut Option<Termination>,
+                      term_sent: &mut bool,
+                      kill_at: &mut Option<Instant>| {
+        if ending.is_none() {
+            *ending = Some(why);
+        }
+        if !*term_sent {
+            *term_sent = true;
+            exec.set_phase(Phase::Stopping);
+            owner::signal(pid, libc::SIGTERM);
+            *kill_at = Some(Instant::now() + grace);
+        }
+    };
+
+    loop {
+        let now = Instant::now();
+        let progress_at = if progress {
+            pacer.next_check(spool.len())
+        } else {
+            far_future()
+        };
+        let poll_at = if exit.is_some() && !group_gone {
+            now + Duration::from_millis(20)
+        } else {
+            far_future()
+        };
+        let batch_at = monitor
+            .as_ref()
+            .and_then(|m| m.batch_at)
+            .unwrap_or_else(far_future);
+        let deadline = monitor
+            .as_ref()
+            .filter(|_| ending.is_none())
+            .map_or_else(far_future, |m| m.deadline);
+        tokio::select! {
+            biased;
+            () = exec.stop_signal.notified(), if ending.is_none() => {
+                let why = exec.state().stop.map_or(Termination::Stopped, |(t, _)| t);
+                begin_stop(why, &mut ending, &mut term_sent, &mut kill_at);
+            }
+            status = &mut exit_rx, if exit.is_none() => {
+                exit = Some(status.unwrap_or_else(|_| Err(io::Error::other("reaper gone"))));
+            }
+            r = read_some(&out, &mut out_buf), if out_open => {
+                match r {
+                    Ok(n) if n > 0 => {
+                        let chunk = &out_buf[..n];
+                        if !discard {
+                            match spool.append(chunk) {
+                                Append::Written => {}
+                                Append::Limit => {
+                                    discard = true;
+                                    begin_stop(Termination::OutputLimit, &mut ending, &mut term_sent, &mut kill_at);
+                                }
+                                Append::Failed(e) => {
+                                    discard = true;
+                                    write_error = Some(e);
+                                    begin_stop(Termination::OutputWriteFailed, &mut ending, &mut term_sent, &mut kill_at);
+                                }
+                            }
+                            exec.state().written = spool.len();
+                        }
+                        if let Some(m) = monitor.as_mut() {
+                            let lines = m.framer.push(chunk);
+                            if !lines.is_empty() {
+                                let flooded = m.flood.record(Instant::now(), lines.len());
+                                m.pending.extend(lines);
+                                if m.batch_at.is_none() {
+                                    m.batch_at = Some(Instant::now() + monitor::BATCH_DELAY);
+                                }
+                                if flooded {
+                                    begin_stop(Termination::Flood, &mut ending, &mut term_sent, &mut kill_at);
+                                }
+                            }
+                        }
+                    }
+                    _ => out_open = false,
+                }
+            }
+            r = async {
+                match err.as_ref() {
+                    Some(fd) => read_some(fd, &mut err_buf).await,
+                    None => Ok(0),
+                }
+            }, if err_open => {
+                match r {
+                    Ok(n) if n > 0 => {
+                        if !discard {
+                            match spool.append(&err_buf[..n]) {
+                                Append::Written => {}
+                                Append::Limit => {
+                                    discard = true;
+                                    begin_stop(Termination::OutputLimit, &mut ending, &mut term_sent, &mut kill_at);
+                                }
+                                Append::Failed(e) => {
+                                    discard = true;
+                                    write_error = Some(e);
+                                    begin_stop(Termination::OutputWriteFailed, &mut ending, &mut term_sent, &mut kill_at);
+                                }
+                            }
+                            exec.state().written = spool.len();
+                        }
+                    }
+                    _ => err_open = false,
+                }
+            }
+            () = sleep_until(kill_at.unwrap_or_else(far_future).into()), if kill_at.is_some() => {
+                owner::signal(pid, libc::SIGKILL);
+                kill_at = None;
+                killed_at = Some(Instant::now());
+            }
+            () = sleep_until(progress_at.into()), if progress => {
+                if pacer.due(Instant::now(), spool.len()) {
+                    emit_progress(&exec, spool.len());
+                }
+            }
+            () = sleep_until(batch_at.into()), if monitor.as_ref().is_some_and(|m| m.batch_at.is_some()) => {
+                if let Some(m) = monitor.as_mut() {
+                    m.batch_at = None;
+                    let flooded = mail::publish_monitor_batch(&exec, &mut m.pending);
+                    if flooded {
+                        begin_stop(Termination::Flood, &mut ending, &mut term_sent, &mut kill_at);
+                    }
+                }
+            }
+            () = sleep_until(deadline.into()), if monitor.is_some() && ending.is_none() => {
+                begin_stop(Termination::Timeout, &mut ending, &mut term_sent, &mut kill_at);
+            }
+            () = sleep_until(poll_at.into()), if exit.is_some() && !group_gone => {}
+        }
+
+        if exit.is_some() && !group_gone {
+            if owner::group_alive(pid) {
+                let waited_out = killed_at.is_some_and(|t| t.elapsed() >= KILL_WAIT);
+                if waited_out {
+                    group_gone = true;
+                } else if !term_sent {
+                    // The shell is done; its leftover descendants get the
+                    // same single TERM, then KILL after the interval.
+                    term_sent = true;
+                    owner::signal(pid, libc::SIGTERM);
+                    kill_at = Some(Instant::now() + grace);
+                }
+            } else {
+                group_gone = true;
+            }
+            if group_gone {
+                kill_at = None;
+                drain_until = Some(Instant::now() + DRAIN_AFTER_GROUP);
+            }
+        }
+        if group_gone {
+            let drained =
+                (!out_open && !err_open) || drain_until.is_some_and(|t| Instant::now() >= t);
+            if drained {
+                break;
+            }
+        }
+    }
+
+    if let Some(m) = monitor.as_mut()
+        && let Some(line) = m.framer.finish()
+    {
+        m.pending.push(line);
+    }
+    let status = exit.and_then(|r| r.ok());
+    let termination = match (ending, status) {
+        (Some(t), _) => t,
+        (None, Some(s)) if s.signal().is_some() => Termination::Signal,
+        _ => Termination::Exit,
+    };
+    let pipestatus = status_file.and_then(|mut f| {
+        use std::io::{Read, Seek};
+        let mut text = String::new();
+        f.rewind().ok()?;
+        f.read_to_string(&mut text).ok()?;
+        bash::parse_snapshot(&text)
+    });
+    if let Some(m) = monitor.as_mut() {
+        let by = exec.state().stop.map(|(_, by)| by);
+        let fold = matches!(by, Some(StopBy::Model | StopBy::User));
+        if !fold && termination != Termination::Teardown {
+            mail::publish_monitor_batch(&exec, &mut m.pending);
+        }
+    }
+    let pending = monitor.map(|m| m.pending).unwrap_or_default();
+    settle_with(
+        &exec,
+        termination,
+        status,
+        spool.len(),
+        pipestatus,
+        write_error,
+        pending,
+    )
+    .await;
+}
+
+fn emit_progress(exec: &Exec, bytes: u64) {
+    let st = exec.state();
+    let tail = st
+        .reader
+        .as_ref()
+        .map(|r| spool::live_tail(r, bytes, TAIL_CHARS, TAIL_LINES))
+        .unwrap_or_default();
+    let data = Datum::plist([
+        ("session", Datum::str(&exec.spec.session)),
+        ("id", Datum::str(&exec.id)),
+        ("tool-use-id", Datum::opt_str(exec.spec.tool_use_id.clone())),
+        ("state", Datum::str(st.phase.name())),
+        (
+            "elapsed-ms",
+            Datum::Int(exec.elapsed(&st).as_millis() as i64),
+        ),
+        ("bytes", Datum::Int(bytes as i64)),
+        ("tail", Datum::Str(tail)),
+    ]);
+    let retired = st.retired;
+    drop(st);
+    if !retired {
+        events::global().push(Event::new("exec-progress", data));
+    }
+}
+
+/// Settle EXEC whose driver died (a bug): kill its group, report it lost.
+pub async fn settle_lost(exec: &Arc<Exec>, why: String) {
+    if let Some(pid) = exec.state().pid {
+        owner::signal(pid, libc::SIGKILL);
+    }
+    let bytes = exec.state().written;
+    settle(exec, Termination::Lost, None, bytes, None, Some(why)).await;
+}
+
+async fn settle(
+    exec: &Arc<Exec>,
+    termination: Termination,
+    status: Option<ExitStatus>,
+    bytes: u64,
+    pipestatus: Option<Vec<i32>>,
+    error: Option<String>,
+) {
+    settle_with(
+        exec,
+        termination,
+        status,
+        bytes,
+        pipestatus,
+        error,
+        Vec::new(),
+    )
+    .await;
+}
+
+/// Record the terminal facts, deliver them (waiting observer, or the
+/// owner's mailbox when the execution had yielded), announce them, and
+/// retire the record later.
+async fn settle_with(
+    exec: &Arc<Exec>,
+    termination: Termination,
+    status: Option<ExitStatus>,
+    bytes: u64,
+    pipestatus: Option<Vec<i32>>,
+    error: Option<String>,
+    pending_lines: Vec<Line>,
+) {
+    let exit = status.map(|s| match (s.code(), s.signal()) {
+        (Some(c), _) => Exit::Code(c),
+        (None, sig) => Exit::Signal(sig.unwrap_or(0)),
+    });
+    let derived = exit.map(|e| bash::outcome(&exec.analysis, e, pipestatus.as_deref()));
+    let outcome = match termination {
+        Termination::Exit | Termination::Signal => {
+            derived.as_ref().map_or("failure", |d| d.outcome)
+        }
+        Termination::Stopped | Termination::Teardown => "stopped",
+        Termination::Timeout => "timeout",
+        _ => "failure",
+    };
+    // Observations build under this lock, so a caller either sees the
+    // result (and delivers it) or was counted before the decision below.
+    let guard = exec.observe_lock.lock().await;
+    let (observed, yielded, retired, by) = {
+        let mut st = exec.state();
+        let duration = st.launched.map_or(Duration::ZERO, |t| t.elapsed());
+        st.facts = Some(Facts {
+            termination,
+            outcome,
+            exit_code: exit.and_then(|e| match e {
+                Exit::Code(c) => Some(c),
+                Exit::Signal(_) => None,
+            }),
+            signal: exit.and_then(|e| match e {
+                Exit::Signal(s) => Some(s),
+                Exit::Code(_) => None,
+            }),
+            duration,
+            bytes,
+            tty: exec.spec.tty,
+            pipeline: derived.filter(|d| d.pipeline_exit_codes.is_some()),
+            error,
+        });
+        st.lease = None;
+        st.input = None;
+        st.phase = Phase::Completed;
+        (
+            st.observers > 0,
+            st.yielded,
+            st.retired,
+            st.stop.map(|(_, by)| by),
+        )
+    };
+    exec.phase_tx.send_replace(Phase::Completed);
+    let delivery = if retired {
+        mail::Delivery::default()
+    } else if exec.spec.kind == Kind::Monitor {
+        let folded = if matches!(by, Some(StopBy::Model | StopBy::User)) {
+            pending_lines
+        } else {
+            Vec::new()
+        };
+        mail::monitor_terminal(exec, &folded, observed)
+    } else if !observed && yielded {
+        let (_, text) = super::manager::build(exec);
+        mail::execution_record(exec, &text)
+    } else {
+        mail::Delivery::default()
+    };
+    exec.state()
+        .mailbox_ids
+        .extend(delivery.ids.iter().copied());
+    drop(guard);
+    let facts = exec
+        .state()
+        .facts
+        .as_ref()
+        .map_or(Datum::Nil, Facts::to_datum);
+    let st = exec.state();
+    let data = Datum::plist([
+        ("session", Datum::str(&exec.spec.session)),
+        ("id", Datum::str(&exec.id)),
+        ("owner", Datum::str(&exec.spec.owner)),
+        ("kind", Datum::str(exec.spec.kind.name())),
+        ("tool-use-id", Datum::opt_str(exec.spec.tool_use_id.clone())),
+        ("command", Datum::str(&exec.spec.command)),
+        ("description", Datum::opt_str(exec.spec.description.clone())),
+        ("yielded", Datum::bool(st.yielded)),
+        ("facts", facts),
+        (
+            "mailbox-ids",
+            Datum::List(delivery.ids.iter().map(|&i| Datum::Int(i)).collect()),
+        ),
+        ("mailbox", Datum::opt_str(delivery.mailbox)),
+        ("wake", Datum::bool(delivery.wake)),
+        ("error", Datum::opt_str(delivery.error)),
+    ]);
+    drop(st);
+    publish(exec, "exec-settled", data);
+    super::manager::retire_later(Arc::clone(exec));
+}

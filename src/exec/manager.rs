@@ -1,0 +1,463 @@
+//! The registry of managed executions, per session, and the operations
+//! the tools use: start, observe (yield/poll), input, stop, list, and
+//! teardown.
+//!
+//! Each execution belongs to one owner (`/root` or an agent path) in one
+//! session. Lookups are owner-scoped: another owner's id is reported as
+//! unknown. A session holds at most [`MAX_LIVE`] unfinished executions;
+//! the next start is refused before anything is spawned.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use super::driver;
+use super::execution::{self, Exec, Kind, Phase, Spec, StopBy, Termination, lock};
+use super::scheduler::Scheduler;
+use crate::bash;
+use crate::datum::Datum;
+use crate::error::{Error, ErrorKind, Result};
+use crate::events::{self, Event};
+use crate::store::Store;
+
+/// Unfinished executions one session may hold.
+pub const MAX_LIVE: usize = 64;
+/// How long a settled execution stays pollable.
+pub const RETAIN: Duration = Duration::from_secs(60);
+/// Extra wait for a shell that exited at the yield boundary to settle.
+const RECONCILE: Duration = Duration::from_secs(3);
+
+/// One session's executions.
+pub struct Session {
+    scheduler: Arc<Scheduler>,
+    execs: Mutex<HashMap<String, Arc<Exec>>>,
+}
+
+pub struct Manager {
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    counter: AtomicU64,
+    seed: u64,
+    spool_root: PathBuf,
+    /// Launcher put before every command (the lifetime shim).
+    prefix: Mutex<Vec<String>>,
+}
+
+fn exec_error(message: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Exec, message)
+}
+
+/// SplitMix64: spreads a counter into an opaque id.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl Manager {
+    fn new() -> Manager {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)
+            ^ u64::from(std::process::id());
+        Manager {
+            sessions: Mutex::new(HashMap::new()),
+            counter: AtomicU64::new(0),
+            seed,
+            spool_root: std::env::temp_dir().join(format!("mevedel-exec-{}", std::process::id())),
+            prefix: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Directory of spools for sessions without artifact storage.
+    pub fn spool_root(&self) -> &std::path::Path {
+        &self.spool_root
+    }
+
+    /// Put ARGV before every later command (e.g. the lifetime shim).
+    pub fn set_prefix(&self, argv: Vec<String>) {
+        *lock(&self.prefix) = argv;
+    }
+
+    fn session(&self, key: &str) -> Arc<Session> {
+        let mut sessions = lock(&self.sessions);
+        Arc::clone(sessions.entry(key.to_string()).or_insert_with(|| {
+            Arc::new(Session {
+                scheduler: Scheduler::new(),
+                execs: Mutex::new(HashMap::new()),
+            })
+        }))
+    }
+
+    fn new_id(&self, taken: &HashMap<String, Arc<Exec>>) -> String {
+        loop {
+            let n = self.counter.fetch_add(1, Ordering::Relaxed);
+            let id = format!("x{:08x}", mix(self.seed.wrapping_add(n)) as u32);
+            if !taken.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+
+    /// Check SPEC, register it and start its driver. Refusals (the `&`
+    /// operator, the live-process cap, bad monitor arguments) happen
+    /// here, before anything is spawned.
+    pub fn start(&self, spec: Spec) -> Result<Arc<Exec>> {
+        if spec.command.trim().is_empty() {
+            return Err(exec_error("the command is empty"));
+        }
+        if spec.kind == Kind::Monitor {
+            if spec.owner != "/root" {
+                return Err(exec_error("Monitor is available only to the root owner"));
+            }
+            if spec
+                .description
+                .as_deref()
+                .is_none_or(|d| d.trim().is_empty())
+            {
+                return Err(exec_error("Monitor needs a non-empty description"));
+            }
+            if spec.tty {
+                return Err(exec_error(
+                    "Monitor has no terminal mode: its stdin is closed",
+                ));
+            }
+        }
+        let analysis = bash::analyze(&spec.command);
+        if analysis.background {
+            return Err(exec_error(
+                "the command uses the shell background operator `&`, which would escape \
+                 managed execution; run it in the foreground (yield and poll instead), or run \
+                 a long-lived service outside managed Bash",
+            ));
+        }
+        let session = self.session(&spec.session);
+        let mut execs = lock(&session.execs);
+        let live = execs
+            .values()
+            .filter(|e| e.state().phase != Phase::Completed)
+            .count();
+        if live >= MAX_LIVE {
+            return Err(exec_error(format!(
+                "{MAX_LIVE} managed processes are already live in this session; stop one \
+                 (StopExecution) or wait for one to finish before starting another"
+            )));
+        }
+        let id = self.new_id(&execs);
+        let dir = spec
+            .artifact_dir
+            .clone()
+            .unwrap_or_else(|| self.spool_root.clone());
+        let spool = dir.join(format!("exec-{id}.out"));
+        let exec = Arc::new(Exec::new(id.clone(), spec, analysis, spool));
+        execs.insert(id, Arc::clone(&exec));
+        drop(execs);
+        let prefix = lock(&self.prefix).clone();
+        let ticket = Scheduler::enqueue(&session.scheduler, exec.lane());
+        let runtime = crate::runtime::get()?;
+        let running = runtime.spawn(driver::drive(Arc::clone(&exec), ticket, prefix));
+        let watched = Arc::clone(&exec);
+        runtime.spawn(async move {
+            if let Err(e) = running.await {
+                driver::settle_lost(&watched, format!("internal error: {e}")).await;
+            }
+        });
+        Ok(exec)
+    }
+
+    /// The execution ID of SESSION, when OWNER (or anyone, for `None`)
+    /// owns it.
+    pub fn find(&self, session: &str, id: &str, owner: Option<&str>) -> Result<Arc<Exec>> {
+        let found = lock(&self.sessions)
+            .get(session)
+            .and_then(|s| lock(&s.execs).get(id).cloned())
+            .filter(|e| owner.is_none_or(|o| e.spec.owner == o));
+        found.ok_or_else(|| {
+            exec_error(format!(
+                "no execution {id} for this owner (unknown, finished more than a minute ago, or owned by another agent)"
+            ))
+        })
+    }
+
+    /// Yielded, unfinished executions of OWNER in SESSION; every one in
+    /// the session for `None` (the user's view).
+    pub fn list(&self, session: &str, owner: Option<&str>) -> Vec<Datum> {
+        let Some(s) = lock(&self.sessions).get(session).cloned() else {
+            return Vec::new();
+        };
+        let mut execs: Vec<Arc<Exec>> = lock(&s.execs).values().cloned().collect();
+        execs.sort_by_key(|e| e.created);
+        execs
+            .into_iter()
+            .filter(|e| {
+                let st = e.state();
+                match owner {
+                    Some(o) => e.spec.owner == o && st.yielded && st.phase != Phase::Completed,
+                    None => st.phase != Phase::Completed,
+                }
+            })
+            .map(|e| e.summary())
+            .collect()
+    }
+
+    fn remove(&self, exec: &Exec) {
+        if let Some(s) = lock(&self.sessions).get(&exec.spec.session) {
+            let mut execs = lock(&s.execs);
+            if execs
+                .get(&exec.id)
+                .is_some_and(|e| std::ptr::eq(e.as_ref(), exec))
+            {
+                execs.remove(&exec.id);
+            }
+        }
+        discard_spool(exec);
+    }
+
+    /// Stop every execution of SESSION (queued ones never start),
+    /// without events or mail, and forget the session. Spools not kept as
+    /// artifacts are deleted. Returns how many were still unfinished.
+    pub fn teardown(&self, session: &str) -> usize {
+        let Some(s) = lock(&self.sessions).remove(session) else {
+            return 0;
+        };
+        let execs: Vec<Arc<Exec>> = lock(&s.execs).drain().map(|(_, e)| e).collect();
+        let mut stopped = 0;
+        for exec in execs {
+            exec.state().retired = true;
+            if exec.request_stop(Termination::Teardown, StopBy::System) {
+                stopped += 1;
+            }
+            discard_spool(&exec);
+        }
+        stopped
+    }
+
+    /// Tear down every session (Emacs exit, package unload) and remove
+    /// the private spool directory.
+    pub fn teardown_all(&self) -> usize {
+        let keys: Vec<String> = lock(&self.sessions).keys().cloned().collect();
+        let n = keys.iter().map(|k| self.teardown(k)).sum();
+        let _ = std::fs::remove_dir_all(&self.spool_root);
+        n
+    }
+}
+
+/// Delete EXEC's spool unless an observation made it a session artifact.
+fn discard_spool(exec: &Exec) {
+    let st = exec.state();
+    if !st.kept {
+        let _ = std::fs::remove_file(&st.spool_path);
+    }
+}
+
+/// The process-wide manager.
+pub fn global() -> &'static Manager {
+    static MANAGER: OnceLock<Manager> = OnceLock::new();
+    MANAGER.get_or_init(Manager::new)
+}
+
+/// Forget a settled EXEC after [`RETAIN`] (at once when its session was
+/// torn down).
+pub fn retire_later(exec: Arc<Exec>) {
+    if exec.state().retired {
+        discard_spool(&exec);
+        return;
+    }
+    let _ = crate::runtime::spawn(async move {
+        tokio::time::sleep(RETAIN).await;
+        global().remove(&exec);
+    });
+}
+
+/// Build an observation of EXEC now (the cached terminal one when it
+/// exists), advancing its cursor. Callers hold its `observe_lock`.
+/// Returns the datum and its output text.
+pub fn build(exec: &Exec) -> (Datum, String) {
+    if let Some(t) = exec.state().terminal.clone() {
+        return (t, String::new());
+    }
+    let (text, view, artifact) = execution::take_unread(exec);
+    let datum = execution::observation(exec, text.clone(), view.as_ref(), artifact);
+    let mut st = exec.state();
+    if st.phase == Phase::Completed {
+        st.terminal = Some(datum.clone());
+    }
+    (datum, text)
+}
+
+/// Wait up to WAIT for EXEC to complete, then observe it: newly unread
+/// output plus its state, or its terminal facts. A still-running
+/// execution becomes yielded (and releases its scheduler lane); a
+/// completed one is delivered (its mailbox record, if any, is read).
+/// BEFORE runs once this observer is counted (e.g. to request a stop).
+pub async fn observe(exec: Arc<Exec>, wait: Duration, before: impl FnOnce(&Exec)) -> Datum {
+    exec.state().observers += 1;
+    before(&exec);
+    let mut rx = exec.phase_tx.subscribe();
+    let _ = tokio::time::timeout(wait, rx.wait_for(|p| *p == Phase::Completed)).await;
+    let exited = exec.state().phase == Phase::Stopping
+        || exec
+            .state()
+            .pid
+            .is_some_and(|pid| !super::owner::group_alive(pid));
+    if exec.state().phase != Phase::Completed && exited {
+        // Reconcile a shell that already exited: report completion, not a
+        // stale live handle.
+        let _ = tokio::time::timeout(RECONCILE, rx.wait_for(|p| *p == Phase::Completed)).await;
+    }
+    let guard = exec.observe_lock.lock().await;
+    let (datum, _) = build(&exec);
+    let mut st = exec.state();
+    st.observers -= 1;
+    let completed = st.phase == Phase::Completed;
+    let (read_ids, remove_now) = if completed {
+        st.delivered = true;
+        (std::mem::take(&mut st.mailbox_ids), !st.yielded)
+    } else {
+        st.yielded = true;
+        st.lease = None;
+        (Vec::new(), false)
+    };
+    drop(st);
+    drop(guard);
+    if !read_ids.is_empty()
+        && let Some(db) = exec.spec.mailbox.as_deref()
+    {
+        let _ = Store::shared(db).and_then(|store| store.mailbox_mark_delivered(&read_ids));
+        events::global().push(Event::new(
+            "exec-delivered",
+            Datum::plist([
+                ("session", Datum::str(&exec.spec.session)),
+                ("id", Datum::str(&exec.id)),
+                (
+                    "mailbox-ids",
+                    Datum::List(read_ids.iter().map(|&i| Datum::Int(i)).collect()),
+                ),
+            ]),
+        ));
+    }
+    if remove_now {
+        global().remove(&exec);
+    }
+    datum
+}
+
+/// A monitor's first result: once launched (or after WAIT in the
+/// queue), its metadata without any output; it is yielded from then on.
+pub async fn observe_launch(exec: Arc<Exec>, wait: Duration) -> Datum {
+    let mut rx = exec.phase_tx.subscribe();
+    let _ = tokio::time::timeout(wait, rx.wait_for(|p| *p != Phase::Queued)).await;
+    let mut st = exec.state();
+    if st.phase != Phase::Completed {
+        st.yielded = true;
+        st.lease = None;
+    }
+    let expires = st.launched.map(|t| {
+        let ms = exec.spec.timeout_ms.unwrap_or(300_000);
+        let left = (t + Duration::from_millis(ms)).saturating_duration_since(Instant::now());
+        std::time::SystemTime::now() + left
+    });
+    drop(st);
+    let mut datum = execution::observation(&exec, String::new(), None, None);
+    if let (Datum::List(items), Some(at)) = (&mut datum, expires) {
+        let secs = at
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
+        items.push(Datum::Symbol(":expires-at".into()));
+        items.push(Datum::Float(secs));
+    }
+    datum
+}
+
+/// Send CHARS to EXEC: ordinary input only to a PTY; `\u{3}` (Ctrl-C)
+/// through the PTY, or as SIGINT to a pipe-mode group.
+pub fn write_input(exec: &Exec, chars: &str) -> Result<()> {
+    let st = exec.state();
+    match st.phase {
+        Phase::Queued => {
+            return Err(exec_error(format!(
+                "execution {} has not started yet, so it takes no input; StopExecution cancels it",
+                exec.id
+            )));
+        }
+        Phase::Completed => {
+            return Err(exec_error(format!(
+                "execution {} has already finished",
+                exec.id
+            )));
+        }
+        Phase::Running | Phase::Stopping => {}
+    }
+    let interrupt_only = chars == "\u{3}";
+    if exec.spec.tty {
+        let Some(input) = st.input.as_ref().and_then(|f| f.try_clone().ok()) else {
+            return Err(exec_error("the terminal of this execution is closed"));
+        };
+        drop(st);
+        return write_all_patiently(&input, chars.as_bytes());
+    }
+    let pid = st.pid;
+    drop(st);
+    match (interrupt_only, pid) {
+        (true, Some(pid)) => {
+            super::owner::signal(pid, libc::SIGINT);
+            Ok(())
+        }
+        _ if exec.spec.kind == Kind::Monitor => Err(exec_error(
+            "a monitor takes no input; only Ctrl-C (\\u0003) can be sent, and StopExecution stops it",
+        )),
+        _ => Err(exec_error(format!(
+            "stdin of execution {} is closed (pipe mode); only Ctrl-C (\\u0003) can be sent. \
+             Start the command with tty=true to type into it",
+            exec.id
+        ))),
+    }
+}
+
+/// Write BYTES to a non-blocking terminal, retrying briefly when its
+/// input queue is full.
+fn write_all_patiently(file: &std::fs::File, mut bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut file = file;
+    while !bytes.is_empty() {
+        match file.write(bytes) {
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => {
+                return Err(Error::io(
+                    ErrorKind::Exec,
+                    "cannot write to the terminal",
+                    &e,
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Stop EXEC on behalf of the model: TERM to its group, KILL after the
+/// interval, and return its final observation once it has settled.
+pub async fn stop_for_model(exec: Arc<Exec>) -> Datum {
+    let wait = exec
+        .spec
+        .stop_grace_ms
+        .map_or(driver::DEFAULT_GRACE, Duration::from_millis)
+        + RECONCILE;
+    observe(exec, wait, |e| {
+        e.request_stop(Termination::Stopped, StopBy::Model);
+    })
+    .await
+}
+
+/// Stop EXEC on behalf of the user; its result goes wherever it would
+/// have gone (waiting caller or mailbox), without waking the model.
+pub fn stop_for_user(exec: &Exec) -> bool {
+    exec.request_stop(Termination::Stopped, StopBy::User)
+}

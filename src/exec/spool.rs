@@ -1,0 +1,378 @@
+//! The on-disk spool that holds a command's output.
+//!
+//! Output goes to a file, never to Emacs memory: the file is capped
+//! ([`DEFAULT_CAP`], 64 MiB) and readers take byte ranges from it. A
+//! range becomes model-visible text through [`preview`]: whole when it is
+//! short, otherwise an equal head and tail (cuts moved to nearby newlines)
+//! with the exact number of characters and the lines left out, computed by
+//! streaming the file so a 64 MiB range costs no 64 MiB of memory.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// Output kept per execution.
+pub const DEFAULT_CAP: u64 = 64 * 1024 * 1024;
+
+/// Characters of unread output returned whole; beyond it, a preview.
+pub const PREVIEW_BUDGET: usize = 2000;
+
+/// What appending a chunk did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Append {
+    Written,
+    /// The cap was reached; only the part that fit was written.
+    Limit,
+    /// The write failed; nothing of the chunk counts as written.
+    Failed(String),
+}
+
+/// The writing side of a spool file.
+#[derive(Debug)]
+pub struct Spool {
+    path: PathBuf,
+    file: File,
+    written: u64,
+    cap: u64,
+}
+
+impl Spool {
+    /// Create (truncate) the spool at PATH with CAP bytes of room.
+    pub fn create(path: &Path, cap: u64) -> Result<Spool> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| Error::io(ErrorKind::Exec, "cannot create the output spool", &e))?;
+        Ok(Spool {
+            path: path.to_path_buf(),
+            file,
+            written: 0,
+            cap,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> u64 {
+        self.written
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.written == 0
+    }
+
+    /// A second handle for readers.
+    pub fn reader(&self) -> Result<File> {
+        self.file
+            .try_clone()
+            .map_err(|e| Error::io(ErrorKind::Exec, "cannot open the output spool", &e))
+    }
+
+    /// Append CHUNK, up to the cap. Counters only advance for bytes the
+    /// file accepted.
+    pub fn append(&mut self, chunk: &[u8]) -> Append {
+        let room = self.cap.saturating_sub(self.written);
+        let take = chunk.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+        if take > 0 {
+            if let Err(e) = self.file.write_all_at(&chunk[..take], self.written) {
+                return Append::Failed(format!("cannot write the output spool: {e}"));
+            }
+            self.written += take as u64;
+        }
+        if take < chunk.len() {
+            Append::Limit
+        } else {
+            Append::Written
+        }
+    }
+}
+
+/// Read bytes START..END of FILE (short at end of file).
+pub fn read_range(file: &File, start: u64, end: u64) -> Vec<u8> {
+    let len = usize::try_from(end.saturating_sub(start)).unwrap_or(0);
+    let mut buf = vec![0u8; len];
+    let mut done = 0;
+    while done < len {
+        match file.read_at(&mut buf[done..], start + done as u64) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => done += n,
+        }
+    }
+    buf.truncate(done);
+    buf
+}
+
+/// Where a range of possibly still-growing output may end without
+/// splitting a UTF-8 sequence: END moved back over an incomplete final
+/// sequence (at most 3 bytes).
+pub fn complete_end(file: &File, start: u64, end: u64) -> u64 {
+    let from = end.saturating_sub(3).max(start);
+    let tail = read_range(file, from, end);
+    for (i, &b) in tail.iter().enumerate().rev() {
+        if b & 0xC0 == 0x80 {
+            continue;
+        }
+        let need = match b {
+            0x00..=0x7F => 1,
+            0xC0..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF7 => 4,
+            _ => 1,
+        };
+        let have = tail.len() - i;
+        return if have < need { from + i as u64 } else { end };
+    }
+    end
+}
+
+/// Characters and newlines of lossily decoded BYTES, as Emacs would see
+/// them: each invalid sequence counts as one replacement character.
+fn count(bytes: &[u8]) -> (usize, usize) {
+    let mut chars = 0;
+    for chunk in bytes.utf8_chunks() {
+        chars += chunk.valid().chars().count();
+        if !chunk.invalid().is_empty() {
+            chars += 1;
+        }
+    }
+    (chars, memchr_count(bytes))
+}
+
+fn memchr_count(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| b == b'\n').count()
+}
+
+/// A model-visible view of a byte range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeView {
+    /// The whole range, when it fits the budget.
+    pub whole: Option<String>,
+    pub head: String,
+    pub tail: String,
+    pub total_chars: usize,
+    pub omitted_chars: usize,
+    /// 1-based lines (within the range) of the first and last omitted
+    /// characters.
+    pub omitted_lines: (usize, usize),
+    pub total_lines: usize,
+}
+
+impl RangeView {
+    pub fn is_preview(&self) -> bool {
+        self.whole.is_none()
+    }
+}
+
+/// Streaming chunk for counting.
+const COUNT_CHUNK: u64 = 1 << 20;
+
+/// Count characters and newlines of FILE's START..END in chunks cut at
+/// UTF-8 boundaries.
+fn count_range(file: &File, start: u64, end: u64) -> (usize, usize) {
+    let (mut chars, mut lines) = (0, 0);
+    let mut pos = start;
+    while pos < end {
+        let mut stop = (pos + COUNT_CHUNK).min(end);
+        if stop < end {
+            stop = complete_end(file, pos, stop).max(pos + 1);
+        }
+        let (c, l) = count(&read_range(file, pos, stop));
+        chars += c;
+        lines += l;
+        pos = stop;
+    }
+    (chars, lines)
+}
+
+/// View FILE's bytes START..END within BUDGET characters. Head and tail
+/// get half the budget each; a cut moves to a newline at most a fifth of
+/// its side away, as the shared text previews do.
+pub fn preview(file: &File, start: u64, end: u64, budget: usize) -> RangeView {
+    let side = budget / 2;
+    let slack = side / 5;
+    // Four bytes per character at most.
+    let window = ((side + slack) * 4) as u64;
+    if end - start <= (budget * 4) as u64 {
+        let text = String::from_utf8_lossy(&read_range(file, start, end)).into_owned();
+        let total_chars = text.chars().count();
+        if total_chars <= budget {
+            let total_lines = memchr_count(text.as_bytes()) + usize::from(!text.ends_with('\n'));
+            return RangeView {
+                whole: Some(text),
+                head: String::new(),
+                tail: String::new(),
+                total_chars,
+                omitted_chars: 0,
+                omitted_lines: (0, 0),
+                total_lines: if total_chars == 0 { 0 } else { total_lines },
+            };
+        }
+    }
+    let (total_chars, total_newlines) = count_range(file, start, end);
+    let head_bytes = read_range(file, start, (start + window).min(end));
+    let head_text = String::from_utf8_lossy(&head_bytes);
+    let mut head: String = head_text.chars().take(side).collect();
+    if let Some(nl) = head.rfind('\n')
+        && head[nl + 1..].chars().count() <= slack
+    {
+        head.truncate(nl + 1);
+    }
+    let mut tail_from = end.saturating_sub(window).max(start);
+    // Start the tail window on a character boundary.
+    let probe = read_range(file, tail_from, (tail_from + 4).min(end));
+    tail_from += probe.iter().take_while(|&&b| b & 0xC0 == 0x80).count() as u64;
+    let tail_text = String::from_utf8_lossy(&read_range(file, tail_from, end)).into_owned();
+    let tail_chars_all = tail_text.chars().count();
+    let skip = tail_chars_all.saturating_sub(side);
+    let mut tail: String = tail_text.chars().skip(skip).collect();
+    if !tail.is_empty() && skip > 0 {
+        let before = tail_text.chars().nth(skip - 1);
+        if before != Some('\n')
+            && let Some(nl) = tail.find('\n')
+            && nl + 1 < tail.len()
+            && tail[..nl + 1].chars().count() <= slack
+        {
+            tail = tail[nl + 1..].to_string();
+        }
+    }
+    let head_chars = head.chars().count();
+    let tail_chars = tail.chars().count();
+    let head_newlines = memchr_count(head.as_bytes());
+    let tail_newlines = memchr_count(tail.as_bytes());
+    let omitted_newlines = total_newlines - head_newlines - tail_newlines;
+    // Whether the last omitted character is a newline: the tail starts a line.
+    let last_omitted_newline = head_chars + tail_chars < total_chars && tail_from < end && {
+        let idx = tail_chars_all - tail_chars;
+        idx > 0 && tail_text.chars().nth(idx - 1) == Some('\n')
+    };
+    let total_lines = total_newlines + usize::from(!tail.ends_with('\n'));
+    RangeView {
+        whole: None,
+        head,
+        tail,
+        total_chars,
+        omitted_chars: total_chars - head_chars - tail_chars,
+        omitted_lines: (
+            head_newlines + 1,
+            head_newlines + omitted_newlines + 1 - usize::from(last_omitted_newline),
+        ),
+        total_lines,
+    }
+}
+
+/// The last characters of FILE up to END, at most MAX_CHARS and
+/// MAX_LINES lines: the bounded live tail of progress events.
+pub fn live_tail(file: &File, end: u64, max_chars: usize, max_lines: usize) -> String {
+    let from = end.saturating_sub((max_chars * 4) as u64);
+    let bytes = read_range(file, from, end);
+    let skip = bytes.iter().take_while(|&&b| b & 0xC0 == 0x80).count();
+    let text = String::from_utf8_lossy(&bytes[skip..]);
+    let chars: Vec<char> = text.chars().collect();
+    let mut start = chars.len().saturating_sub(max_chars);
+    let mut newlines = 0;
+    for i in (start..chars.len()).rev() {
+        if chars[i] == '\n' && i + 1 < chars.len() {
+            newlines += 1;
+            if newlines >= max_lines {
+                start = i + 1;
+                break;
+            }
+        }
+    }
+    chars[start..].iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spool_with(name: &str, bytes: &[u8]) -> (Spool, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("mevedel-spool-{}-{name}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let path = dir.join("out");
+        let mut spool = Spool::create(&path, DEFAULT_CAP).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(spool.append(bytes), Append::Written);
+        (spool, dir)
+    }
+
+    #[test]
+    fn cap_writes_what_fits() {
+        let dir = std::env::temp_dir().join(format!("mevedel-cap-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let mut spool = Spool::create(&dir.join("o"), 10).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(spool.append(b"12345"), Append::Written);
+        assert_eq!(spool.append(b"6789abc"), Append::Limit);
+        assert_eq!(spool.len(), 10);
+        assert_eq!(spool.append(b"x"), Append::Limit);
+        assert_eq!(
+            std::fs::read(dir.join("o")).unwrap_or_default(),
+            b"123456789a"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn short_range_is_whole() {
+        let (spool, dir) = spool_with("short", b"one\ntwo\n");
+        let r = spool.reader().unwrap_or_else(|e| panic!("{e}"));
+        let v = preview(&r, 0, spool.len(), PREVIEW_BUDGET);
+        assert_eq!(v.whole.as_deref(), Some("one\ntwo\n"));
+        let v = preview(&r, 4, spool.len(), PREVIEW_BUDGET);
+        assert_eq!(v.whole.as_deref(), Some("two\n"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn long_range_has_equal_sides_and_exact_counts() {
+        let text: String = (1..=1000).map(|i| format!("line {i:04}\n")).collect();
+        let (spool, dir) = spool_with("long", text.as_bytes());
+        let r = spool.reader().unwrap_or_else(|e| panic!("{e}"));
+        let v = preview(&r, 0, spool.len(), 110);
+        assert!(v.is_preview());
+        assert_eq!(
+            v.head,
+            (1..=5)
+                .map(|i| format!("line {i:04}\n"))
+                .collect::<String>()
+        );
+        assert!(v.tail.starts_with("line ") && v.tail.ends_with("line 1000\n"));
+        assert_eq!(v.total_chars, 10_000);
+        assert_eq!(v.omitted_chars, 10_000 - v.head.len() - v.tail.len());
+        assert_eq!(v.omitted_lines.0, 6);
+        assert_eq!(v.omitted_lines.1, 1000 - v.tail.lines().count());
+        assert_eq!(v.total_lines, 1000);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn multibyte_counts_are_characters() {
+        let text = "é".repeat(3000);
+        let (spool, dir) = spool_with("utf8", text.as_bytes());
+        let r = spool.reader().unwrap_or_else(|e| panic!("{e}"));
+        let v = preview(&r, 0, spool.len(), 100);
+        assert_eq!((v.head.chars().count(), v.tail.chars().count()), (50, 50));
+        assert_eq!(v.omitted_chars, 2900);
+        // A range ending inside a character backs off to its start.
+        assert_eq!(complete_end(&r, 0, 3), 2);
+        assert_eq!(complete_end(&r, 0, 4), 4);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn live_tail_is_bounded() {
+        let text: String = (1..=100).map(|i| format!("{i}\n")).collect();
+        let (spool, dir) = spool_with("tail", text.as_bytes());
+        let r = spool.reader().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(live_tail(&r, spool.len(), 2000, 3), "98\n99\n100\n");
+        assert_eq!(live_tail(&r, spool.len(), 4, 100), "100\n");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,647 @@
+//! Managed execution end to end, with real processes: yield and poll,
+//! PTY input and Ctrl-C, the output cap, the live-process cap, FIFO
+//! lanes, mailbox delivery, Monitor, and teardown checked through /proc.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::execution::{Exec, Kind, Phase, Spec};
+use super::manager::{self, global};
+use crate::datum::Datum;
+use crate::store::{Message, Store};
+
+fn spec(session: &str, command: &str) -> Spec {
+    Spec {
+        session: session.into(),
+        owner: "/root".into(),
+        command: command.into(),
+        description: Some("test".into()),
+        kind: Kind::Bash,
+        cwd: None,
+        tty: false,
+        timeout_ms: None,
+        yield_ms: None,
+        artifact_dir: None,
+        mailbox: None,
+        tool_use_id: None,
+        wrapper: Vec::new(),
+        environment: None,
+        env: Vec::new(),
+        output_cap: None,
+        stop_grace_ms: None,
+        progress: true,
+    }
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    crate::runtime::get()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .block_on(f)
+}
+
+fn start(s: Spec) -> Arc<Exec> {
+    global().start(s).unwrap_or_else(|e| panic!("start: {e}"))
+}
+
+fn observe(exec: &Arc<Exec>, ms: u64) -> Datum {
+    block_on(manager::observe(
+        Arc::clone(exec),
+        Duration::from_millis(ms),
+        |_| {},
+    ))
+}
+
+/// The value after KEY in a plist datum.
+fn get<'a>(d: &'a Datum, key: &str) -> &'a Datum {
+    let Datum::List(items) = d else {
+        panic!("not a plist: {d:?}")
+    };
+    let key = format!(":{key}");
+    items
+        .chunks(2)
+        .find(|kv| kv[0] == Datum::Symbol(key.clone()))
+        .map(|kv| &kv[1])
+        .unwrap_or(&Datum::Nil)
+}
+
+fn text(d: &Datum) -> &str {
+    match d {
+        Datum::Str(s) => s,
+        _ => "",
+    }
+}
+
+fn int(d: &Datum) -> i64 {
+    match d {
+        Datum::Int(n) => *n,
+        _ => i64::MIN,
+    }
+}
+
+fn unread(db: &std::path::Path) -> crate::Result<Vec<Message>> {
+    Store::shared(db)?.mailbox_unread("/root")
+}
+
+/// Wait until DB holds N MONITOR_TERMINAL records (published after the
+/// phase changes).
+fn wait_terminals(db: &std::path::Path, n: usize) -> bool {
+    wait_until(Duration::from_secs(10), || {
+        unread(db).is_ok_and(|r| r.iter().filter(|m| m.kind == "MONITOR_TERMINAL").count() >= n)
+    })
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mevedel-exec-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    dir
+}
+
+/// Live (non-zombie) processes whose process group is PGID.
+fn group_members(pgid: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+            let mut f = rest.split_whitespace();
+            let state = f.next().unwrap_or("Z");
+            let pgrp = f.nth(1).and_then(|p| p.parse::<i32>().ok());
+            state != "Z" && pgrp == Some(pgid)
+        })
+        .collect()
+}
+
+fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    cond()
+}
+
+#[test]
+fn foreground_command_returns_output_and_facts() {
+    let exec = start(spec("fg", "echo hi; echo err >&2"));
+    let obs = observe(&exec, 10_000);
+    assert_eq!(text(get(&obs, "state")), "completed");
+    assert_eq!(text(get(&obs, "output")), "hi\nerr\n");
+    let facts = get(&obs, "facts");
+    assert_eq!(text(get(facts, "termination")), "exit");
+    assert_eq!(text(get(facts, "outcome")), "success");
+    assert_eq!(int(get(facts, "exit-code")), 0);
+    assert_eq!(int(get(facts, "bytes")), 7);
+    // Delivered foreground results are forgotten at once.
+    assert!(global().find("fg", &exec.id, Some("/root")).is_err());
+}
+
+#[test]
+fn yield_then_poll_then_completion() {
+    let exec = start(spec("yield", "echo first; sleep 0.6; echo second"));
+    let obs = observe(&exec, 250);
+    assert_eq!(text(get(&obs, "state")), "running");
+    assert_eq!(text(get(&obs, "output")), "first\n");
+    assert_eq!(get(&obs, "facts"), &Datum::Nil);
+    let id = text(get(&obs, "id")).to_string();
+    // Only the owner finds it, and it is listed as yielded.
+    assert!(global().find("yield", &id, Some("/root/other")).is_err());
+    let listed = global().list("yield", Some("/root"));
+    assert_eq!(listed.len(), 1);
+    assert_eq!(text(get(&listed[0], "id")), id);
+    let again = global()
+        .find("yield", &id, Some("/root"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let obs = observe(&again, 5_000);
+    assert_eq!(text(get(&obs, "state")), "completed");
+    // Only the newly unread output.
+    assert_eq!(text(get(&obs, "output")), "second\n");
+    assert_eq!(text(get(get(&obs, "facts"), "outcome")), "success");
+    // Still pollable, with the same terminal observation.
+    let repeat = observe(&again, 100);
+    assert_eq!(repeat, obs);
+    assert!(global().list("yield", Some("/root")).is_empty());
+}
+
+#[test]
+fn pty_input_is_echoed_and_read() {
+    let mut s = spec("pty", "read x; echo got $x");
+    s.tty = true;
+    let exec = start(s);
+    let obs = observe(&exec, 300);
+    assert_eq!(text(get(&obs, "state")), "running");
+    manager::write_input(&exec, "hello\n").unwrap_or_else(|e| panic!("{e}"));
+    let obs = observe(&exec, 5_000);
+    assert_eq!(text(get(&obs, "state")), "completed");
+    let out = text(get(&obs, "output"));
+    assert!(out.contains("got hello"), "{out:?}");
+    assert_eq!(get(get(&obs, "facts"), "tty"), &Datum::T);
+}
+
+#[test]
+fn ctrl_c_through_the_pty_interrupts() {
+    let mut s = spec("ctrlc", "echo ready; sleep 30; echo not-reached");
+    s.tty = true;
+    let exec = start(s);
+    let obs = observe(&exec, 300);
+    assert_eq!(text(get(&obs, "state")), "running");
+    let started = Instant::now();
+    manager::write_input(&exec, "\u{3}").unwrap_or_else(|e| panic!("{e}"));
+    let obs = observe(&exec, 5_000);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let facts = get(&obs, "facts");
+    assert_eq!(text(get(&obs, "state")), "completed");
+    assert!(!text(get(&obs, "output")).contains("not-reached"));
+    // bash reports the interrupted job as 130 or dies of SIGINT itself.
+    assert!(
+        int(get(facts, "exit-code")) == 130 || int(get(facts, "signal")) == 2,
+        "{facts:?}"
+    );
+}
+
+#[test]
+fn pipe_mode_refuses_input_but_takes_ctrl_c() {
+    let exec = start(spec("pipe-input", "sleep 30"));
+    let _ = observe(&exec, 300);
+    let err = manager::write_input(&exec, "x\n").err();
+    assert!(err.is_some_and(|e| e.message.contains("tty=true")));
+    manager::write_input(&exec, "\u{3}").unwrap_or_else(|e| panic!("{e}"));
+    let obs = observe(&exec, 5_000);
+    assert_eq!(text(get(&obs, "state")), "completed");
+}
+
+#[test]
+fn output_cap_settles_with_output_limit() {
+    let exec = start(spec("cap", "yes 0123456789abcdef | head -c 80000000"));
+    let obs = observe(&exec, 20_000);
+    let facts = get(&obs, "facts");
+    assert_eq!(text(get(facts, "termination")), "output-limit");
+    assert_eq!(text(get(facts, "outcome")), "failure");
+    assert_eq!(int(get(facts, "bytes")), 64 * 1024 * 1024);
+    // The preview is bounded and exact about what it left out.
+    assert_eq!(get(&obs, "preview"), &Datum::T);
+    let out = text(get(&obs, "output"));
+    assert!(out.len() < 10_000);
+    let omitted = int(get(&obs, "omitted-chars"));
+    assert!(omitted > 60_000_000 && out.contains(&format!("{omitted} characters omitted")));
+}
+
+#[test]
+fn background_operator_is_refused_before_spawn() {
+    let err = global().start(spec("amp", "sleep 1 & echo hi")).err();
+    assert!(err.is_some_and(|e| e.message.contains('&')));
+    assert!(global().list("amp", None).is_empty());
+}
+
+#[test]
+fn sixty_fifth_process_is_refused_and_teardown_leaves_none() {
+    let session = "cap65";
+    let execs: Vec<Arc<Exec>> = (0..manager::MAX_LIVE)
+        .map(|_| start(spec(session, "sleep 30")))
+        .collect();
+    let err = global().start(spec(session, "echo one-too-many")).err();
+    assert!(err.is_some_and(|e| e.message.contains("64 managed processes")));
+    // Nothing was evicted.
+    assert_eq!(global().list(session, None).len(), manager::MAX_LIVE);
+    assert!(wait_until(Duration::from_secs(10), || execs
+        .iter()
+        .all(|e| e.state().pid.is_some())));
+    let pids: Vec<i32> = execs.iter().filter_map(|e| e.state().pid).collect();
+    assert_eq!(global().teardown(session), manager::MAX_LIVE);
+    assert!(wait_until(Duration::from_secs(5), || pids
+        .iter()
+        .all(|&p| group_members(p).is_empty())));
+}
+
+#[test]
+fn teardown_stops_grandchildren_and_nohup() {
+    let dir = temp_dir("grandchild");
+    let session = "teardown";
+    let forker = start(spec(
+        session,
+        &format!("sh -c 'sleep 300 & echo $! > {0}/gc; wait'", dir.display()),
+    ));
+    // Yielding releases the exclusive lane for the next command.
+    let _ = observe(&forker, 200);
+    let hup = start(spec(session, "nohup sleep 300"));
+    assert!(wait_until(Duration::from_secs(5), || dir
+        .join("gc")
+        .exists()
+        && hup.state().pid.is_some()));
+    let gc: i32 = std::fs::read_to_string(dir.join("gc"))
+        .unwrap_or_default()
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    let groups = [
+        forker.state().pid.unwrap_or(0),
+        hup.state().pid.unwrap_or(0),
+    ];
+    assert!(gc > 0 && groups.iter().all(|&g| !group_members(g).is_empty()));
+    assert!(group_members(groups[0]).contains(&gc));
+    assert_eq!(global().teardown(session), 2);
+    assert!(wait_until(Duration::from_secs(5), || groups
+        .iter()
+        .all(|&g| group_members(g).is_empty())));
+    // The forked grandchild itself is gone (or a zombie awaiting its reaper).
+    assert!(wait_until(Duration::from_secs(5), || {
+        std::fs::read_to_string(format!("/proc/{gc}/stat")).map_or(true, |s| {
+            s.rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+        })
+    }));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn natural_exit_cleans_up_leftover_group_members() {
+    let dir = temp_dir("leftover");
+    let exec = start(spec(
+        "leftover",
+        &format!(
+            "sh -c 'sleep 300 >/dev/null 2>&1 & echo $! > {0}/gc'",
+            dir.display()
+        ),
+    ));
+    let obs = observe(&exec, 10_000);
+    assert_eq!(text(get(&obs, "state")), "completed");
+    let gc: i32 = std::fs::read_to_string(dir.join("gc"))
+        .unwrap_or_default()
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    assert!(gc > 0);
+    assert!(wait_until(Duration::from_secs(3), || {
+        std::fs::read_to_string(format!("/proc/{gc}/stat"))
+            .map(|s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(true)
+    }));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Start and end times (ns) a command printed with `date +%s%N`.
+fn span(obs: &Datum) -> (u128, u128) {
+    let stamps: Vec<u128> = text(get(obs, "output"))
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    assert_eq!(stamps.len(), 2, "{obs:?}");
+    (stamps[0], stamps[1])
+}
+
+#[test]
+fn fifo_lanes_reader_writer_reader() {
+    let session = "lanes";
+    let reader1 = start(spec(session, "date +%s%N; sleep 1; date +%s%N"));
+    let writer = start(spec(
+        session,
+        "touch /dev/null; date +%s%N; sleep 0.3; date +%s%N",
+    ));
+    let reader2 = start(spec(session, "date +%s%N; sleep 0.1; date +%s%N"));
+    assert!(reader1.analysis.read_only() && reader2.analysis.read_only());
+    assert!(!writer.analysis.read_only());
+    // reader2 would fit beside reader1, but the writer is waiting.
+    assert_eq!(reader2.state().phase, Phase::Queued);
+    let r1 = span(&observe(&reader1, 20_000));
+    let w = span(&observe(&writer, 20_000));
+    let r2 = span(&observe(&reader2, 20_000));
+    assert!(w.0 >= r1.1, "writer started before reader1 ended");
+    assert!(r2.0 >= w.1, "reader2 started before the writer ended");
+}
+
+#[test]
+fn yielding_releases_the_exclusive_lane() {
+    let session = "release";
+    let long = start(spec(session, "touch /dev/null; sleep 2"));
+    let next = start(spec(session, "touch /dev/null; echo next"));
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(next.state().phase, Phase::Queued);
+    let obs = observe(&long, 250);
+    assert_eq!(text(get(&obs, "state")), "running");
+    let obs = observe(&next, 5_000);
+    assert_eq!(text(get(&obs, "output")), "next\n");
+    let _ = global().teardown(session);
+}
+
+#[test]
+fn stop_terms_then_kills_and_settles() {
+    // Bash hands its last command the process (exec), so the leader is
+    // `sh`, which ignores TERM: it is killed after the interval, and the
+    // record settles only after that.
+    let mut s = spec(
+        "stop",
+        "sh -c 'trap \"\" TERM; echo stubborn; while :; do sleep 0.05; done'",
+    );
+    s.stop_grace_ms = Some(300);
+    let exec = start(s);
+    let mut seen = String::new();
+    assert!(wait_until(Duration::from_secs(10), || {
+        seen.push_str(text(get(&observe(&exec, 100), "output")));
+        seen.contains("stubborn")
+    }));
+    let pgid = exec.state().pid.unwrap_or(0);
+    let started = Instant::now();
+    let obs = block_on(manager::stop_for_model(Arc::clone(&exec)));
+    let facts = get(&obs, "facts");
+    assert_eq!(text(get(facts, "termination")), "stopped");
+    assert_eq!(text(get(facts, "outcome")), "stopped");
+    assert_eq!(int(get(facts, "signal")), 9);
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(group_members(pgid).is_empty());
+}
+
+#[test]
+fn queued_execution_stops_without_starting() {
+    let session = "queued-stop";
+    let first = start(spec(session, "touch /dev/null; sleep 1"));
+    let queued = start(spec(session, "touch /dev/null; echo never"));
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(queued.state().phase, Phase::Queued);
+    assert!(manager::write_input(&queued, "\u{3}").is_err());
+    let obs = block_on(manager::stop_for_model(Arc::clone(&queued)));
+    assert_eq!(text(get(get(&obs, "facts"), "termination")), "stopped");
+    assert!(queued.state().pid.is_none());
+    let _ = observe(&first, 5_000);
+}
+
+#[test]
+fn pipeline_facts_reach_the_terminal_result() {
+    let exec = start(spec("pipefacts", "false | true"));
+    let obs = observe(&exec, 5_000);
+    let facts = get(&obs, "facts");
+    assert_eq!(int(get(facts, "exit-code")), 0);
+    assert_eq!(text(get(facts, "outcome")), "failure");
+    assert_eq!(
+        get(facts, "pipeline-exit-codes"),
+        &Datum::List(vec![Datum::Int(1), Datum::Int(0)])
+    );
+    assert_eq!(
+        get(facts, "pipeline-failed-stages"),
+        &Datum::List(vec![Datum::Int(1)])
+    );
+    assert_eq!(text(get(facts, "pipeline-classification")), "classified");
+    let exec = start(spec("pipefacts", "grep -q zzz /dev/null"));
+    let obs = observe(&exec, 5_000);
+    assert_eq!(text(get(get(&obs, "facts"), "outcome")), "no-match");
+}
+
+#[test]
+fn yielded_completion_goes_to_the_mailbox_once() {
+    let dir = temp_dir("mail");
+    let db = dir.join("session.sqlite");
+    let mut s = spec("mail", "echo background; sleep 0.4; echo done");
+    s.mailbox = Some(db.clone());
+    s.artifact_dir = Some(dir.join("tool-results"));
+    let exec = start(s);
+    let obs = observe(&exec, 100);
+    assert_eq!(text(get(&obs, "state")), "running");
+    // The record is published after the phase changes (under the
+    // observation lock), so wait for the record itself.
+    assert!(wait_until(Duration::from_secs(5), || unread(&db)
+        .is_ok_and(|r| !r.is_empty())));
+    let records = unread(&db).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(records.len(), 1);
+    let r = &records[0];
+    assert_eq!(r.kind, "EXECUTION");
+    let attr = |k: &str| {
+        r.attrs
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("")
+    };
+    assert_eq!(attr("execution_id"), exec.id);
+    assert_eq!(attr("outcome"), "success");
+    assert_eq!(attr("termination"), "exit");
+    assert_eq!(attr("exit_code"), "0");
+    assert_eq!(attr("description"), "test");
+    assert_eq!(r.payload, "done\n");
+    // Polling returns the terminal result and reads the record.
+    let obs = observe(&exec, 100);
+    assert_eq!(text(get(&obs, "state")), "completed");
+    assert!(unread(&db).is_ok_and(|r| r.is_empty()));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn foreground_completion_and_stops_do_not_mail() {
+    let dir = temp_dir("nomail");
+    let db = dir.join("session.sqlite");
+    let mut s = spec("nomail", "echo now");
+    s.mailbox = Some(db.clone());
+    let exec = start(s.clone());
+    let _ = observe(&exec, 5_000);
+    s.command = "sleep 30".into();
+    let exec = start(s);
+    let _ = observe(&exec, 100);
+    let _ = block_on(manager::stop_for_model(Arc::clone(&exec)));
+    assert!(unread(&db).is_ok_and(|r| r.is_empty()));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn monitor_spec(session: &str, command: &str, db: &std::path::Path) -> Spec {
+    let mut s = spec(session, command);
+    s.kind = Kind::Monitor;
+    s.description = Some("watch".into());
+    s.mailbox = Some(db.to_path_buf());
+    s
+}
+
+#[test]
+fn monitor_lines_become_records_then_one_terminal() {
+    let dir = temp_dir("monitor");
+    let db = dir.join("session.sqlite");
+    let exec = start(monitor_spec(
+        "monitor",
+        "printf 'one\\r\\ntwo\\n'; echo noise >&2; printf partial",
+        &db,
+    ));
+    let first = block_on(manager::observe_launch(
+        Arc::clone(&exec),
+        Duration::from_secs(5),
+    ));
+    assert_eq!(text(get(&first, "output")), "");
+    assert!(wait_terminals(&db, 1));
+    let records = unread(&db).unwrap_or_else(|e| panic!("{e}"));
+    let kinds: Vec<&str> = records.iter().map(|r| r.kind.as_str()).collect();
+    assert_eq!(kinds, ["MONITOR", "MONITOR", "MONITOR", "MONITOR_TERMINAL"]);
+    let bodies: Vec<&str> = records.iter().take(3).map(|r| r.payload.as_str()).collect();
+    assert_eq!(bodies, ["one", "two", "partial"]);
+    let terminal = &records[3];
+    let attr = |k: &str| {
+        terminal
+            .attrs
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(attr("event_count"), "3");
+    assert_eq!(attr("termination"), "exit");
+    assert_eq!(attr("exit_code"), "0");
+    assert_eq!(attr("outcome"), "success");
+    // The spool holds stderr too.
+    let obs = observe(&exec, 100);
+    assert!(text(get(&obs, "output")).contains("noise"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn monitor_flood_stops_it() {
+    let dir = temp_dir("flood");
+    let db = dir.join("session.sqlite");
+    let exec = start(monitor_spec(
+        "flood",
+        "i=0; while true; do echo line $i; i=$((i+1)); sleep 0.001; done",
+        &db,
+    ));
+    assert!(wait_terminals(&db, 1));
+    assert_eq!(exec.state().phase, Phase::Completed);
+    let records = unread(&db).unwrap_or_else(|e| panic!("{e}"));
+    let terminals: Vec<_> = records
+        .iter()
+        .filter(|r| r.kind == "MONITOR_TERMINAL")
+        .collect();
+    assert_eq!(terminals.len(), 1);
+    assert!(
+        terminals[0]
+            .attrs
+            .contains(&("termination".to_string(), "flood".to_string()))
+    );
+    assert!(terminals[0].payload.contains("tighter filter"));
+    // The watcher is gone, and no second terminal record follows.
+    let pgid = exec.state().pid.unwrap_or(0);
+    assert!(pgid > 0 && group_members(pgid).is_empty());
+    std::thread::sleep(Duration::from_millis(500));
+    let records = unread(&db).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        records
+            .iter()
+            .filter(|r| r.kind == "MONITOR_TERMINAL")
+            .count(),
+        1
+    );
+    assert_eq!(
+        records.last().map(|r| r.kind.as_str()),
+        Some("MONITOR_TERMINAL")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn monitor_flood_by_unread_bytes_stops_it() {
+    let dir = temp_dir("flood-bytes");
+    let db = dir.join("session.sqlite");
+    // 60 lines of 1,500 characters, 20 a second: far fewer than 100
+    // lines, but more than 64 KiB of unread events after ~44 lines.
+    let exec = start(monitor_spec(
+        "flood-bytes",
+        "for i in $(seq 1 60); do printf '%01500d\\n' $i; sleep 0.05; done; sleep 30",
+        &db,
+    ));
+    assert!(wait_terminals(&db, 1));
+    assert_eq!(exec.state().phase, Phase::Completed);
+    let records = unread(&db).unwrap_or_else(|e| panic!("{e}"));
+    let lines = records.iter().filter(|r| r.kind == "MONITOR").count();
+    let terminals: Vec<_> = records
+        .iter()
+        .filter(|r| r.kind == "MONITOR_TERMINAL")
+        .collect();
+    assert_eq!(terminals.len(), 1);
+    assert!(
+        terminals[0]
+            .attrs
+            .contains(&("termination".to_string(), "flood".to_string())),
+        "{:?}",
+        terminals[0].attrs
+    );
+    assert!((40..60).contains(&lines), "{lines} line records");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn monitor_timeout_and_stop_notices() {
+    let dir = temp_dir("montime");
+    let db = dir.join("session.sqlite");
+    let mut s = monitor_spec("montime", "sleep 30", &db);
+    s.timeout_ms = Some(300);
+    let exec = start(s);
+    assert!(wait_terminals(&db, 1));
+    assert_eq!(exec.state().phase, Phase::Completed);
+    let s2 = monitor_spec("montime", "echo a; sleep 30", &db);
+    let stopped = start(s2);
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(manager::stop_for_user(&stopped));
+    assert!(wait_terminals(&db, 2));
+    let records = unread(&db).unwrap_or_else(|e| panic!("{e}"));
+    let terms: Vec<_> = records
+        .iter()
+        .filter(|r| r.kind == "MONITOR_TERMINAL")
+        .collect();
+    assert_eq!(terms.len(), 2);
+    assert!(terms[0].payload.contains("timeout"));
+    assert!(terms[1].payload.contains("was stopped"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn monitor_rules_are_enforced() {
+    let db = std::env::temp_dir().join("unused.sqlite");
+    let mut s = monitor_spec("monrules", "echo x", &db);
+    s.owner = "/root/worker".into();
+    assert!(global().start(s).is_err());
+    let mut s = monitor_spec("monrules", "echo x", &db);
+    s.description = Some("  ".into());
+    assert!(global().start(s).is_err());
+}
