@@ -502,9 +502,9 @@ kept per target, path and helper)."
 
 (defun mevedel-core-resource-parse (text)
   "Return the canonical spelling of resource address TEXT.
-Return nil when TEXT is an ordinary path (no `scheme://' prefix).  A
-malformed address signals `mevedel-core-resource-error' naming TEXT
-and the reason."
+Return TEXT itself when it is already canonical, nil when TEXT is an
+ordinary path (no `scheme://' prefix).  A malformed address signals
+`mevedel-core-resource-error' naming TEXT and the reason."
   (mevedel-core-ensure)
   (mevedel-core--resource-parse text))
 

@@ -164,8 +164,9 @@ directory."
 
 (defun mevedel-resource-parse (string)
   "Return the canonical address STRING names, or nil for an ordinary path.
-A malformed address or unknown scheme signals
-`mevedel-core-resource-error' naming STRING and the reason."
+An already canonical STRING is returned itself (`eq').  A malformed
+address or unknown scheme signals `mevedel-core-resource-error' naming
+STRING and the reason."
   (mevedel-core-resource-parse string))
 
 (defun mevedel-resource-parse-many (strings)

@@ -91,6 +91,21 @@ Binds `ws', `session' and `outside' (directory names)."
                  '("work://a" nil "mevedel://~")))
   (should-error (mevedel-resource-parse-many '("work://ok" "work://..")) :type 'mevedel-core-resource-error))
 
+(ert-deftest mevedel-resource:parse-returns-canonical-input-itself ()
+  (let ((canonical "memory://local-mevedel/topics/build.md")
+        (long (concat "work://" (mapconcat (lambda (i) (format "dir%04d" i))
+                                           (number-sequence 1 300) "/")))
+        (long-lax (concat "WORK://" (make-string 2000 ?a) "/%c3%a9/")))
+    (should (eq (mevedel-resource-parse canonical) canonical))
+    (should (eq (mevedel-resource-parse long) long))
+    (should (> (string-bytes long) 1024))
+    (should (equal (mevedel-resource-parse long-lax)
+                   (concat "work://" (make-string 2000 ?a) "/%C3%A9")))
+    (should (equal (mevedel-resource-parse "work://d\u00e9j\u00e0") "work://d%C3%A9j%C3%A0"))
+    (should-error (mevedel-resource-parse 42) :type 'wrong-type-argument)
+    (should-error (mevedel-resource-parse (concat "work://" (make-string 1500 ?b) "/%2F"))
+                  :type 'mevedel-core-resource-error)))
+
 (ert-deftest mevedel-resource:validation-fails-before-permission-without-paths ()
   (mevedel-tool-fs-test--with-workspace
     (dolist (case '(("work://%2E%2E/x" . "Invalid resource address")

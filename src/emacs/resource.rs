@@ -1,6 +1,7 @@
 //! Resource addresses: parse, prepare (stage one) and the facts a
 //! permission check needs. Execution runs through `search.rs`.
 
+use std::cell::RefCell;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -48,15 +49,61 @@ fn origin(env: &Env, name: Option<String>) -> Result<Option<Origin>> {
     }
 }
 
+/// Bytes of a text copied in one step; longer texts take the allocating path.
+const STACK_TEXT: usize = 1024;
+
+/// The canonical spelling of the address TEXT names, or nil for an
+/// ordinary path: TEXT itself when it is already canonical, so the
+/// common call allocates nothing in Lisp and copies TEXT once.
+fn canonical_value<'e>(env: &'e Env, text: Value<'e>) -> Result<Value<'e>> {
+    let mut stack = [0u8; STACK_TEXT];
+    let heap: Vec<u8>;
+    let bytes = match text.copy_string_contents(&mut stack) {
+        Ok(bytes) => bytes,
+        Err(e) if too_small(&e) => {
+            heap = text.clone_string_contents()?;
+            &heap[..]
+        }
+        Err(e) => return Err(e),
+    };
+    let authored = std::str::from_utf8(bytes)
+        .map_err(|_| Error::new(ErrorKind::Resource, "address text is not UTF-8"))
+        .or_signal(env)?;
+    match resource::parse_locator(authored).or_signal(env)? {
+        None => ().into_lisp(env),
+        Some(locator) => CANONICAL.with(|buffer| {
+            let mut canonical = buffer.borrow_mut();
+            canonical.clear();
+            locator.write_canonical(&mut canonical);
+            if *canonical == authored {
+                Ok(text)
+            } else {
+                canonical.as_str().into_lisp(env)
+            }
+        }),
+    }
+}
+
+thread_local! {
+    /// The canonical spelling's buffer, reused from call to call.
+    static CANONICAL: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+fn too_small(error: &emacs::Error) -> bool {
+    matches!(
+        error.downcast_ref::<emacs::ErrorKind>(),
+        Some(emacs::ErrorKind::Module(
+            emacs::ModuleError::BufferTooSmall { .. }
+        ))
+    )
+}
+
 /// The canonical spelling of address TEXT, or nil for an ordinary path.
-/// Malformed addresses signal `mevedel-core-resource-error`.
+/// Returns TEXT itself when it is already canonical. Malformed addresses
+/// signal `mevedel-core-resource-error`.
 #[defun(name = "resource-parse")]
-fn resource_parse(env: &Env, text: String) -> Result<Option<String>> {
-    guarded(env, || {
-        Ok(resource::parse(&text)
-            .or_signal(env)?
-            .map(|addr| addr.locator.canonical()))
-    })
+fn resource_parse<'e>(env: &'e Env, text: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || canonical_value(env, text))
 }
 
 /// The canonical spelling of each string in TEXTS (nil for ordinary
@@ -66,13 +113,7 @@ fn resource_parse_many<'e>(env: &'e Env, texts: Value<'e>) -> Result<Value<'e>> 
     guarded(env, || {
         let out = list_items(texts)?
             .into_iter()
-            .map(|v| {
-                let text: String = v.into_rust()?;
-                match resource::parse(&text).or_signal(env)? {
-                    None => ().into_lisp(env),
-                    Some(addr) => addr.locator.canonical().into_lisp(env),
-                }
-            })
+            .map(|v| canonical_value(env, v))
             .collect::<Result<Vec<_>>>()?;
         env.list(&out[..])
     })

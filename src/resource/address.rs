@@ -204,15 +204,24 @@ fn split_scheme(text: &str) -> Option<(&str, &str)> {
 
 /// Parse TEXT. `Ok(None)`: an ordinary path (no `scheme://` prefix).
 pub fn parse(text: &str) -> Result<Option<Address>, Error> {
-    let Some((scheme, rest)) = split_scheme(text) else {
-        return Ok(None);
-    };
-    let scheme = scheme.to_ascii_lowercase();
-    let locator = Parser { authored: text }.locator(&scheme, rest)?;
-    Ok(Some(Address {
+    Ok(parse_locator(text)?.map(|locator| Address {
         authored: text.to_string(),
         locator,
     }))
+}
+
+/// The locator TEXT names, or `None` for an ordinary path; like
+/// [`parse`] without keeping a copy of the authored text.
+pub fn parse_locator(text: &str) -> Result<Option<Locator>, Error> {
+    let Some((scheme, rest)) = split_scheme(text) else {
+        return Ok(None);
+    };
+    let scheme: std::borrow::Cow<'_, str> = if scheme.bytes().any(|b| b.is_ascii_uppercase()) {
+        scheme.to_ascii_lowercase().into()
+    } else {
+        scheme.into()
+    };
+    Parser { authored: text }.locator(&scheme, rest).map(Some)
 }
 
 /// Parse TEXT, which must be a resource address.
@@ -586,18 +595,17 @@ fn push_path(out: &mut String, parts: &[String]) {
     }
 }
 
-/// `scheme://a/b` from a prefix ending in `://` and components.
-fn join(prefix: &str, parts: &[String]) -> String {
-    let mut out = String::from(prefix);
+/// Append `scheme://a/b`: PREFIX (ending in `://`) and components.
+fn join(out: &mut String, prefix: &str, parts: &[String]) {
+    out.push_str(prefix);
     let mut it = parts.iter();
     if let Some(first) = it.next() {
-        encode::encode_into(&mut out, first, &[]);
+        encode::encode_into(out, first, &[]);
     }
     for p in it {
         out.push('/');
-        encode::encode_into(&mut out, p, &[]);
+        encode::encode_into(out, p, &[]);
     }
-    out
 }
 
 impl Locator {
@@ -617,23 +625,28 @@ impl Locator {
 
     /// The canonical address text.
     pub fn canonical(&self) -> String {
+        let mut out = String::with_capacity(64);
+        self.write_canonical(&mut out);
+        out
+    }
+
+    /// Append the canonical address text to OUT (a caller's reused buffer).
+    pub fn write_canonical(&self, out: &mut String) {
         match self {
-            Locator::Work(WorkRef::Both) => "work://".into(),
-            Locator::Work(WorkRef::Local(p)) => join("work://", p),
+            Locator::Work(WorkRef::Both) => out.push_str("work://"),
+            Locator::Work(WorkRef::Local(p)) => join(out, "work://", p),
             Locator::Work(WorkRef::Shared(p)) => {
-                let mut out = String::from("work://shared");
-                push_path(&mut out, p);
-                out
+                out.push_str("work://shared");
+                push_path(out, p);
             }
-            Locator::Artifact(p) => join("artifact://", p),
-            Locator::Skill(SkillRef::Listing) => "skill://".into(),
+            Locator::Artifact(p) => join(out, "artifact://", p),
+            Locator::Skill(SkillRef::Listing) => out.push_str("skill://"),
             Locator::Skill(SkillRef::Exact { name, digest, path }) => {
-                let mut out = String::from("skill://");
-                encode::encode_into(&mut out, name, &[]);
+                out.push_str("skill://");
+                encode::encode_into(out, name, &[]);
                 out.push('@');
                 out.push_str(digest);
-                push_path(&mut out, path);
-                out
+                push_path(out, path);
             }
             Locator::Skill(SkillRef::Alias {
                 origin,
@@ -641,73 +654,78 @@ impl Locator {
                 skill,
                 path,
             }) => {
-                let mut out = format!("skill://{}", origin.name());
+                out.push_str("skill://");
+                out.push_str(origin.name());
                 if let Some(p) = plugin {
-                    push_path(&mut out, std::slice::from_ref(p));
+                    push_path(out, std::slice::from_ref(p));
                 }
-                push_path(&mut out, std::slice::from_ref(skill));
-                push_path(&mut out, path);
-                out
+                push_path(out, std::slice::from_ref(skill));
+                push_path(out, path);
             }
             Locator::Agent { path, pointer } => {
                 if path.is_empty() {
-                    return "agent://".into();
+                    out.push_str("agent://");
+                    return;
                 }
-                let mut out = String::from("agent://root");
-                push_path(&mut out, path);
+                out.push_str("agent://root");
+                push_path(out, path);
                 if let Some(Pointer(tokens)) = pointer {
                     out.push('#');
                     for t in tokens {
                         out.push('/');
                         let escaped = t.replace('~', "~0").replace('/', "~1");
-                        encode::encode_into(&mut out, &escaped, &[]);
+                        encode::encode_into(out, &escaped, &[]);
                     }
                 }
-                out
             }
-            Locator::History(HistoryRef::Listing) => "history://".into(),
+            Locator::History(HistoryRef::Listing) => out.push_str("history://"),
             Locator::History(HistoryRef::Root(p)) => {
-                let mut out = String::from("history://root");
-                push_path(&mut out, p);
-                out
+                out.push_str("history://root");
+                push_path(out, p);
             }
             Locator::History(HistoryRef::Saved { session, segment }) => {
-                let mut out = String::from("history://saved");
-                let parts: Vec<String> = session.iter().chain(segment).cloned().collect();
-                push_path(&mut out, &parts);
-                out
+                out.push_str("history://saved");
+                for part in session.iter().chain(segment) {
+                    push_path(out, std::slice::from_ref(part));
+                }
             }
-            Locator::Memory(MemoryRef::Union) => "memory://root".into(),
-            Locator::Memory(MemoryRef::Journal(None)) => "memory://journal/".into(),
+            Locator::Memory(MemoryRef::Union) => out.push_str("memory://root"),
+            Locator::Memory(MemoryRef::Journal(None)) => out.push_str("memory://journal/"),
             Locator::Memory(MemoryRef::Journal(Some(f))) => {
-                join("memory://journal/", std::slice::from_ref(f))
+                join(out, "memory://journal/", std::slice::from_ref(f))
             }
             Locator::Memory(MemoryRef::Keyed { key, path }) => {
-                let mut out = String::from("memory://");
+                out.push_str("memory://");
                 match key {
                     MemoryKey::Readable(o) => out.push_str(o.name()),
                     MemoryKey::Digest(d) => out.push_str(d),
                 }
-                push_path(&mut out, path);
-                out
+                push_path(out, path);
             }
             Locator::Mcp { server, uri } => {
-                let parts: Vec<String> = server.iter().chain(uri).cloned().collect();
-                join("mcp://", &parts)
+                out.push_str("mcp://");
+                let mut first = true;
+                for part in server.iter().chain(uri) {
+                    if !first {
+                        out.push('/');
+                    }
+                    first = false;
+                    encode::encode_into(out, part, &[]);
+                }
             }
-            Locator::Shared(SharedRef::Listing) => "shared://".into(),
+            Locator::Shared(SharedRef::Listing) => out.push_str("shared://"),
             Locator::Shared(SharedRef::Library { name, sheet }) => {
-                let mut out = String::from("shared://library");
+                out.push_str("shared://library");
                 if let Some(n) = name {
-                    push_path(&mut out, std::slice::from_ref(n));
+                    push_path(out, std::slice::from_ref(n));
                 }
                 if *sheet {
                     out.push_str("/sheet.png");
                 }
-                out
             }
             Locator::Shared(SharedRef::Item { id, part }) => {
-                let mut out = format!("shared://{id}");
+                out.push_str("shared://");
+                out.push_str(id);
                 match part {
                     None => {}
                     Some(SharedPart::View) => out.push_str("/view.png"),
@@ -722,9 +740,8 @@ impl Locator {
                         out.push_str(k);
                     }
                 }
-                out
             }
-            Locator::Docs(p) => join("mevedel://", p),
+            Locator::Docs(p) => join(out, "mevedel://", p),
         }
     }
 

@@ -25,7 +25,7 @@ pub mod read;
 #[cfg(test)]
 mod tests;
 
-pub use address::{Address, Locator, parse};
+pub use address::{Address, Locator, parse, parse_locator};
 pub use context::Context;
 pub use matrix::Operation;
 pub use prepare::{Attempt, prepare};

@@ -127,7 +127,7 @@ impl FileSink<'_> {
             buf.push_str(display);
             buf.push(sep);
             if numbers {
-                buf.push_str(&number.to_string());
+                push_number(buf, number);
                 buf.push(sep);
             }
             push_preview(buf, &text, display, number);
@@ -287,6 +287,23 @@ fn push(hits: &Mutex<Vec<FileHits>>, h: FileHits) {
         .push(h);
 }
 
+/// Append N in decimal without an intermediate string (one per output line).
+fn push_number(buf: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[i..] {
+        buf.push(char::from(d));
+    }
+}
+
 /// Append TEXT, cut after [`LINE_PREVIEW`] characters with the Read
 /// call that shows the rest of line NUMBER of DISPLAY.
 fn push_preview(buf: &mut String, text: &str, display: &str, number: u64) {
@@ -317,7 +334,7 @@ fn render(mut hits: Vec<FileHits>, opts: &Options) -> Found {
             Mode::Count => found.push_with(false, |buf| {
                 buf.push_str(&h.display);
                 buf.push(':');
-                buf.push_str(&h.count.to_string());
+                push_number(buf, h.count);
             }),
             Mode::Content => found.append(h.out, context),
         }
@@ -350,4 +367,18 @@ pub fn grep_lines(roots: &[Root], opts: &Options, budget: &Budget) -> Result<Fou
     }
     found.partial = budget.timed_out();
     Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::push_number;
+
+    #[test]
+    fn numbers_in_decimal() {
+        for n in [0u64, 7, 10, 99, 100, 12345, u64::MAX] {
+            let mut s = String::from("x");
+            push_number(&mut s, n);
+            assert_eq!(s, format!("x{n}"));
+        }
+    }
 }

@@ -176,7 +176,12 @@ pub fn overrides(base: &Path, field: &str, pattern: Option<&str>) -> Result<Over
         .map_err(|e| bad(format!("invalid `{field}` pattern: {e}")))
 }
 
+/// The file-type filter: none at all unless a type is selected, since
+/// compiling the default type table's globs costs more than a small walk.
 pub fn types(selected: Option<&str>) -> Result<Types, Error> {
+    if selected.is_none() {
+        return Ok(Types::empty());
+    }
     let mut b = TypesBuilder::new();
     b.add_defaults();
     if let Some(t) = selected {
