@@ -857,9 +857,11 @@ unbound blocks inside one of the VOUCHED (START . END) spans."
   (mevedel-core--codec-extract text owner vouched))
 
 (defun mevedel-core-render-data-decode-all (text)
-  "Return every well-formed block of TEXT as (START END OWNER PLIST).
-OWNER is as in `mevedel-core-render-data-scan'; callers keep only the
-blocks they can authorise."
+  "Return every well-formed block of TEXT decoded, in one flat vector.
+The vector is [START END OWNER PLIST START END OWNER PLIST ...]; OWNER
+is as in `mevedel-core-render-data-scan'.  Callers keep only the blocks
+they can authorise.  ASCII strings in the plists are unibyte, as
+`read' makes them."
   (mevedel-core-ensure)
   (mevedel-core--codec-decode-all text))
 

@@ -31,7 +31,10 @@
 ;;    :source SOURCE :name NAME :args ARGS)
 ;;
 ;; Any step can end the call with an error; a denied call never reaches
-;; snapshots or the handler.  Handlers hold no validation, hook,
+;; snapshots or the handler.  An automatic approval (a reviewer's, say)
+;; is recorded by the permission step alone and lands in the outcome's
+;; render-data as :permission-approvals, replacing whatever a handler or
+;; transform put there, also when a later step fails.  Handlers hold no validation, hook,
 ;; permission or persistence code: they return a result (a legacy
 ;; "Error: ..." string is classified as an error here, at the handler
 ;; boundary, and nowhere else), or an envelope (:result R :status S
@@ -41,8 +44,11 @@
 ;; hook context appended, oversized output persisted to the session's
 ;; tool-results/ (an <persisted-output> preview with an artifact://
 ;; address and exact Read and Grep follow-ups), and render-data attached
-;; as the hidden block of mevedel-render-data.el.  Nested callers get
-;; the canonical outcome only.
+;; as the hidden block of mevedel-render-data.el; media records ride on
+;; the text as its `mevedel-tool-media' property.  Nested callers get the
+;; canonical outcome only; an external provider (an MCP server) asks
+;; `mevedel-pipeline-run-tool-outcome' for :projection `provider' and
+;; gets the projected text as well, without the display block.
 ;;
 ;; Both entry points return a cancellation thunk that settles the call
 ;; exactly once; later continuations of a cancelled call are ignored.
@@ -131,7 +137,11 @@ addresses issue replaces it.  A signal ends the call with an error.")
 
 (defvar mevedel-pipeline-permission-function #'mevedel-pipeline-permission-default
   "Function of the call context returning the permission decision.
-One of `allow', `ask', `deny' or (deny . REASON).")
+One of `allow', `ask', `deny', (deny . REASON), or (allow . RECORD) for
+an automatic approval: RECORD is (:source SOURCE :outcome OUTCOME
+:reason TEXT), e.g. (:source reviewer :outcome allow-once :reason
+\"read-only\"), and becomes part of the outcome's render-data as
+:permission-approvals.  A prompt may likewise answer (approve . RECORD).")
 
 (defvar mevedel-pipeline-permission-prompt-function nil
   "Function asking someone about a call whose decision is `ask'.
@@ -164,7 +174,8 @@ error before the handler runs.")
   tool name source tool-use-id parent-id data-buffer session
   args repair-note hook-context
   (step 0) waiting timer cancellers settled finish
-  status result raw-result render-data media explicit-status)
+  status result raw-result render-data media explicit-status
+  approvals projection)
 
 (defvar mevedel-pipeline--frames 0
   "Depth of nested pipeline runner frames on the current stack.")
@@ -303,12 +314,23 @@ is waiting on something else) does nothing."
         (cl-position 'mevedel-pipeline--step-post-hooks mevedel-pipeline--steps))
   t)
 
+(defun mevedel-pipeline--render-data (call)
+  "Return CALL's canonical render-data.
+Any :permission-approvals that a handler or transform wrote are
+replaced by the approvals the permission step accepted, if any."
+  (let ((data (cl-loop for (key value) on (mevedel-pipeline--call-render-data call) by #'cddr
+                       unless (eq key :permission-approvals) append (list key value)))
+        (approvals (mevedel-pipeline--call-approvals call)))
+    (if approvals
+        (append data (list :permission-approvals (copy-tree approvals)))
+      data)))
+
 (defun mevedel-pipeline--outcome (call)
   "Return CALL's canonical outcome plist."
   (list :status (mevedel-pipeline--call-status call)
         :result (mevedel-pipeline--call-result call)
         :raw-result (mevedel-pipeline--call-raw-result call)
-        :render-data (mevedel-pipeline--call-render-data call)
+        :render-data (mevedel-pipeline--render-data call)
         :media (mevedel-pipeline--call-media call)
         :tool-use-id (mevedel-pipeline--call-tool-use-id call)
         :parent-id (mevedel-pipeline--call-parent-id call)
@@ -364,6 +386,13 @@ See `mevedel-pipeline--context' for its keys (:session, :tool-use-id, ...)."
   (and mevedel-pipeline--current
        (mevedel-pipeline--call-tool-use-id mevedel-pipeline--current)))
 
+(defun mevedel-pipeline-active-permission-approvals ()
+  "Return a copy of the automatic approvals of the current handler's call.
+Each is (:source SOURCE :outcome OUTCOME :reason TEXT).  This is
+provenance for the handler's own records, never permission authority."
+  (and mevedel-pipeline--current
+       (copy-tree (mevedel-pipeline--call-approvals mevedel-pipeline--current))))
+
 ;;;; Steps
 
 (defun mevedel-pipeline--repair-event (call check)
@@ -383,7 +412,9 @@ See `mevedel-pipeline--context' for its keys (:session, :tool-use-id, ...)."
   "Validate CALL's raw arguments; repair them when CALL is a provider call."
   (let* ((check (mevedel-tool-repair-check (mevedel-pipeline--call-tool call)
                                            (mevedel-pipeline--call-args call)
-                                           (eq (mevedel-pipeline--call-source call) 'provider))))
+                                           (or (eq (mevedel-pipeline--call-source call) 'provider)
+                                               (eq (mevedel-pipeline--call-projection call)
+                                                   'provider)))))
     (mevedel-pipeline--repair-event call check)
     (pcase (plist-get check :outcome)
       ('valid t)
@@ -466,15 +497,36 @@ need to ask."
   (format "Permission denied: %s" (or reason (format "the %s call was not allowed"
                                                      (mevedel-pipeline--call-name call)))))
 
-(defun mevedel-pipeline--approved (call)
-  "Record that CALL may run and continue.  Return t."
-  (mevedel-pipeline--emit call 'permission-approved)
-  t)
+(defun mevedel-pipeline--approval-record (record)
+  "Return the approval RECORD normalised, or nil when it is not one.
+A record is a keyword plist with a symbol :source and a string :reason;
+:outcome defaults to `allow-once'."
+  (when (and (mevedel-render-data-plist-p record)
+             (plist-get record :source) (symbolp (plist-get record :source))
+             (stringp (plist-get record :reason)))
+    (list :source (plist-get record :source)
+          :outcome (or (plist-get record :outcome) 'allow-once)
+          :reason (plist-get record :reason))))
+
+(defun mevedel-pipeline--approved (call &optional record)
+  "Record that CALL may run and continue.  Return t.
+RECORD, when given, is the automatic approval that allowed it (see
+`mevedel-pipeline--approval-record'); a malformed one refuses CALL."
+  (let ((approval (and record (mevedel-pipeline--approval-record record))))
+    (if (and record (not approval))
+        (mevedel-pipeline--fail
+         call (format "Error: the permission check approved with a malformed record %S" record))
+      (when approval
+        (setf (mevedel-pipeline--call-approvals call)
+              (append (mevedel-pipeline--call-approvals call) (list approval))))
+      (mevedel-pipeline--emit call 'permission-approved)
+      t)))
 
 (defun mevedel-pipeline--answer (call answer)
   "Apply the prompt's ANSWER to CALL."
   (pcase answer
     ('approve (mevedel-pipeline--approved call))
+    (`(approve . ,record) (mevedel-pipeline--approved call record))
     (`(deny . ,reason) (mevedel-pipeline--fail call (mevedel-pipeline--refusal call reason)))
     (_ (mevedel-pipeline--fail
         call (mevedel-pipeline--refusal
@@ -488,6 +540,7 @@ need to ask."
                     (error (list 'failed (error-message-string err))))))
     (pcase decision
       ('allow (mevedel-pipeline--approved call))
+      (`(allow . ,record) (mevedel-pipeline--approved call record))
       ('deny (mevedel-pipeline--fail call (mevedel-pipeline--refusal call nil)))
       (`(deny . ,reason) (mevedel-pipeline--fail call (mevedel-pipeline--refusal call reason)))
       ('ask
@@ -526,6 +579,18 @@ need to ask."
   (and (consp value) (keywordp (car value)) (proper-list-p value)
        (plist-member value :result)))
 
+(defun mevedel-pipeline--media-p (media)
+  "Return non-nil when MEDIA is a proper list of media records (nil included).
+A record is a keyword plist with a string :mime and a string :data
+\(the bytes) or :path (a file)."
+  (and (proper-list-p media)
+       (cl-every (lambda (record)
+                   (and (mevedel-render-data-plist-p record)
+                        (stringp (plist-get record :mime))
+                        (or (stringp (plist-get record :data))
+                            (stringp (plist-get record :path)))))
+                 media)))
+
 (defun mevedel-pipeline--accept (call value)
   "Take the handler's return VALUE for CALL: classify it at the boundary."
   (let (result status render-data media explicit)
@@ -546,6 +611,10 @@ need to ask."
      ((and render-data (not (mevedel-render-data-plist-p render-data)))
       (mevedel-pipeline--fail call (format "Error: the %s handler returned :render-data that is \
 not a keyword plist" (mevedel-pipeline--call-name call))))
+     ((not (mevedel-pipeline--media-p media))
+      (mevedel-pipeline--fail call (format "Error: the %s handler returned :media that is not \
+a list of (:mime TYPE :data BYTES) or (:mime TYPE :path FILE) records"
+                                           (mevedel-pipeline--call-name call))))
      (t
       (when (stringp result)
         (setq result (mevedel-core-text-normalize result)))
@@ -638,10 +707,11 @@ of metadata; ignored" (mevedel-pipeline--call-name call) mevedel-render-data-tra
 ;;;; Entry points
 
 (cl-defun mevedel-pipeline--start (tool args finish &key source tool-use-id parent-id
-                                        data-buffer session)
+                                        data-buffer session projection)
   "Start a call of TOOL with ARGS; return the call.
 FINISH gets the outcome and the call when it settles.  SOURCE,
-TOOL-USE-ID, PARENT-ID, DATA-BUFFER and SESSION identify the call."
+TOOL-USE-ID, PARENT-ID, DATA-BUFFER and SESSION identify the call;
+PROJECTION `provider' asks for provider treatment (repair, projection)."
   (let* ((data-buffer (or data-buffer (current-buffer)))
          (session (or session (and (buffer-live-p data-buffer)
                                    (buffer-local-value 'mevedel-session-current data-buffer))))
@@ -649,7 +719,7 @@ TOOL-USE-ID, PARENT-ID, DATA-BUFFER and SESSION identify the call."
                 :tool tool :name (mevedel-tool-name tool) :source source
                 :tool-use-id tool-use-id :parent-id parent-id
                 :data-buffer data-buffer :session session
-                :args args :finish finish)))
+                :args args :finish finish :projection projection)))
     (mevedel-pipeline--emit call 'started)
     (mevedel-pipeline--advance call)
     call))
@@ -659,17 +729,34 @@ TOOL-USE-ID, PARENT-ID, DATA-BUFFER and SESSION identify the call."
   (lambda () (mevedel-pipeline--cancel call)))
 
 (cl-defun mevedel-pipeline-run-tool-outcome (tool args callback &key tool-use-id parent-id
-                                                  (source 'nested) data-buffer session)
+                                                  (source 'nested) data-buffer session
+                                                  projection)
   "Run TOOL with ARGS as a nested or programmatic call; CALLBACK gets the outcome.
 ARGS is the JSON-faithful argument plist; it is validated, never
 repaired.  The outcome is the canonical plist described in the
 Commentary, without provider-only projection text.  TOOL-USE-ID,
 PARENT-ID, SOURCE (default `nested'), DATA-BUFFER and SESSION
-identify the call.  Return a thunk that cancels the call."
+identify the call.  Return a thunk that cancels the call.
+
+PROJECTION `provider' is for external providers (an MCP server
+answering a model): ARGS may then be repaired, and the outcome also
+holds :projection `provider' and :provider-result, the text a gptel
+call would get (repair feedback, hook context, oversized output
+persisted) without the render-data block.  Status, identity, media and
+the canonical :render-data stay in the outcome."
   (mevedel-pipeline--canceller
-   (mevedel-pipeline--start tool args (lambda (outcome _call) (funcall callback outcome))
-                            :source source :tool-use-id tool-use-id
-                            :parent-id parent-id :data-buffer data-buffer :session session)))
+   (mevedel-pipeline--start
+    tool args
+    (lambda (outcome call)
+      (funcall callback
+               (if (eq projection 'provider)
+                   (append outcome
+                           (list :projection 'provider
+                                 :provider-result (mevedel-pipeline--provider-result
+                                                   outcome call)))
+                 outcome)))
+    :source source :tool-use-id tool-use-id :projection projection
+    :parent-id parent-id :data-buffer data-buffer :session session)))
 
 (cl-defun mevedel-pipeline-run-tool (tool args callback &key tool-use-id parent-id
                                           data-buffer session)
@@ -814,7 +901,7 @@ Rerun the call more narrowly (a smaller range, a more specific pattern or path) 
             (format " (then continue from offset %d)" (+ first limit))
           "")
         "\nTo search the complete output: Grep "
-        (json-serialize (list :pattern "REGEXP" :path address))
+        (json-serialize (list :pattern "REGEXP" :path address :output_mode "content"))
         "\n"))
      "</persisted-output>")))
 
@@ -844,7 +931,8 @@ STATUS is the canonical status: oversized errors are truncated only."
   "Return the provider result for OUTCOME of CALL, as gptel receives it.
 Adds the repair note and hook context, bounds oversized text (see
 `mevedel-pipeline-tool-result-limits'), and appends the render-data
-block when the call has render-data or an explicit status.  A
+block when the call has render-data or an explicit status, then the
+media records (as the text's `mevedel-tool-media' property).  A
 non-string result without any of those stays as it is."
   (let* ((result (plist-get outcome :result))
          (status (plist-get outcome :status))
@@ -852,20 +940,38 @@ non-string result without any of those stays as it is."
          (note (mevedel-pipeline--call-repair-note call))
          (context (mevedel-pipeline--call-hook-context call))
          (attach (or render-data (mevedel-pipeline--call-explicit-status call))))
-    (if (and (not (stringp result)) (not note) (not context) (not attach))
+    (if (and (not (stringp result)) (not note) (not context) (not attach)
+             (not (plist-get outcome :media)))
         result
       (let ((text (mevedel-pipeline--bound-text
                    call (mevedel-pipeline--to-string result) status)))
         (setq text (mevedel-tool-repair-attach-note text note))
         (dolist (piece context)
           (setq text (concat text "\n\n" piece)))
-        (if attach
-            (concat text (mevedel-render-data-encode
-                          (append (list :status status)
-                                  (cl-loop for (k v) on render-data by #'cddr
-                                           unless (eq k :status) append (list k v)))
-                          (plist-get outcome :tool-use-id)))
-          text)))))
+        (when attach
+          (setq text (concat text (mevedel-render-data-encode
+                                   (append (list :status status)
+                                           (cl-loop for (k v) on render-data by #'cddr
+                                                    unless (eq k :status) append (list k v)))
+                                   (plist-get outcome :tool-use-id)))))
+        (mevedel-pipeline--attach-media text (plist-get outcome :media))))))
+
+(defun mevedel-pipeline--attach-media (text media)
+  "Return TEXT carrying the MEDIA records as its `mevedel-tool-media' property.
+Without MEDIA, return TEXT itself."
+  (if (null media)
+      text
+    (let ((text (copy-sequence text)))
+      (put-text-property 0 (length text) 'mevedel-tool-media (copy-tree media) text)
+      text)))
+
+(defun mevedel-pipeline--provider-result (outcome call)
+  "Return the external provider's text for OUTCOME of CALL.
+That is the gptel projection without its render-data block."
+  (let ((projected (mevedel-pipeline-project outcome call)))
+    (if (stringp projected)
+        (mevedel-render-data-strip projected (plist-get outcome :tool-use-id))
+      projected)))
 
 (provide 'mevedel-pipeline)
 ;;; mevedel-pipeline.el ends here

@@ -40,6 +40,34 @@
     (should (equal (mevedel-render-data-extract block "id")
                    (append '(:tool-use-id "id") plist)))))
 
+(ert-deftest mevedel-codec:decode-all-matches-emacs-reader ()
+  ;; Hand-printed payloads on the decoder's quick path (plain lists,
+  ;; atoms, strings) and off it (escapes, quotes, vectors, dots,
+  ;; comments, non-ASCII symbols): each decodes exactly as `read' reads
+  ;; it, string multibyteness included.
+  (let* ((payloads
+          '("(:a 1 :b \"plain\" :c (x 2.5 \"y\") :d nil :e -0.0 :f 123456789012345678901234)"
+            "(:s \"tab\\tquote\\\" nl\\n\" :u \"\\u00e9 \\N{U+41}\" :q 'x :fn #'car)"
+            "(:v [1 \"two\" (3 . 4)] :dot (a . b) ; comment\n :sym a\\ b :k :kw)"
+            "(:uni \"é漢🎉\" :usym éx :f 1e3 :g .5 :h 1.0e+INF :i -7)"))
+         (text (mapconcat #'mevedel-codec-test--block payloads "text between\n"))
+         (decoded (mevedel-core-render-data-decode-all text))
+         (strings (lambda (tree)
+                    (let ((out nil))
+                      (cl-labels ((walk (x)
+                                    (cond ((stringp x) (push (multibyte-string-p x) out))
+                                          ((consp x) (walk (car x)) (walk (cdr x)))
+                                          ((vectorp x) (mapc #'walk x)))))
+                        (walk tree))
+                      out))))
+    (should (= (length decoded) (* 4 (length payloads))))
+    (cl-loop for payload in payloads
+             for i from 0
+             for want = (car (read-from-string payload))
+             for got = (aref decoded (+ (* 4 i) 3))
+             do (should (equal got want))
+             do (should (equal (funcall strings got) (funcall strings want))))))
+
 (ert-deftest mevedel-codec:encode-refuses-bad-render-data ()
   (dolist (bad (list '(:a) '(a 1) (list :b (current-buffer)) '(:x . 1)))
     (should-error (mevedel-render-data-encode bad "id") :type 'mevedel-core-schema-error))
@@ -94,7 +122,7 @@
     (setq mevedel-codec-test--evaluated nil)
     (should-not (mevedel-render-data-extract text "id"))
     (should-not (mevedel-render-data-blocks text))
-    (should-not (mevedel-core-render-data-decode-all text))
+    (should (equal (mevedel-core-render-data-decode-all text) []))
     (should-not mevedel-codec-test--evaluated)))
 
 (ert-deftest mevedel-codec:unbound-blocks-need-provenance ()

@@ -146,6 +146,59 @@
       (should (eq (plist-get (mevedel-pipeline-test--run tool '(:text "x")) :status) 'success))
       (should (eq (plist-get (mevedel-pipeline-test--run tool nil) :status) 'error)))))
 
+;;;; Automatic approvals
+
+(ert-deftest mevedel-pipeline:reviewer-approvals-enter-render-data ()
+  (mevedel-pipeline-test--with
+    (let* ((seen nil)
+           (record '(:source reviewer :outcome allow-once :reason "only reads"))
+           (mevedel-pipeline-permission-function (lambda (_) (cons 'allow record)))
+           (tool (mevedel-pipeline-test--tool
+                  "PReviewed"
+                  :function (lambda (_)
+                              (setq seen (mevedel-pipeline-active-permission-approvals))
+                              ;; A handler cannot author approvals.
+                              '(:result "done" :render-data
+                                        (:exit 0 :permission-approvals ((:source me))))))))
+      (let ((outcome (mevedel-pipeline-test--run tool nil)))
+        (should (eq (plist-get outcome :status) 'success))
+        (should (equal seen (list record)))
+        (should (equal (plist-get outcome :render-data)
+                       (list :exit 0 :permission-approvals (list record))))
+        ;; The guest value never carries them.
+        (should (equal (plist-get outcome :result) "done")))
+      ;; The provider's block carries them; the text sent to the model does not.
+      (let ((text (mevedel-pipeline-test--provider tool nil :tool-use-id "toolu_rev")))
+        (should (equal (plist-get (mevedel-render-data-extract text "toolu_rev")
+                                  :permission-approvals)
+                       (list record)))
+        (should (equal (mevedel-render-data-strip text "toolu_rev") "done")))
+      ;; A later failure keeps the accepted approval.
+      (let* ((failing (mevedel-pipeline-test--tool
+                       "PReviewedFails" :function (lambda (_) (error "Broke"))))
+             (outcome (mevedel-pipeline-test--run failing nil)))
+        (should (eq (plist-get outcome :status) 'error))
+        (should (equal (plist-get (plist-get outcome :render-data) :permission-approvals)
+                       (list record))))
+      ;; A plain allow records nothing, and a handler's field is dropped.
+      (let* ((mevedel-pipeline-permission-function (lambda (_) 'allow))
+             (outcome (mevedel-pipeline-test--run tool nil)))
+        (should (equal (plist-get outcome :render-data) '(:exit 0)))
+        (should-not seen))
+      ;; A prompt (an automatic reviewer) may approve with a record too.
+      (let* ((mevedel-pipeline-permission-function (lambda (_) 'ask))
+             (mevedel-pipeline-permission-prompt-function
+              (lambda (_ctx answer) (funcall answer (cons 'approve '(:source reviewer :reason "ok")))))
+             (outcome (mevedel-pipeline-test--run tool nil)))
+        (should (equal (plist-get (plist-get outcome :render-data) :permission-approvals)
+                       '((:source reviewer :outcome allow-once :reason "ok")))))
+      ;; A malformed record refuses the call before the handler.
+      (setq seen 'untouched)
+      (let* ((mevedel-pipeline-permission-function (lambda (_) '(allow :reason 42)))
+             (outcome (mevedel-pipeline-test--run tool nil)))
+        (should (eq (plist-get outcome :status) 'error))
+        (should (eq seen 'untouched))))))
+
 ;;;; Validation, repair and PreToolUse hooks
 
 (ert-deftest mevedel-pipeline:provider-calls-are-repaired-nested-calls-are-not ()
@@ -471,6 +524,62 @@
       ;; Nested callers get no projection text.
       (should (equal (plist-get (mevedel-pipeline-test--run tool nil) :result) "visible")))))
 
+;;;; Media and external providers
+
+(ert-deftest mevedel-pipeline:media-rides-on-the-provider-result ()
+  (mevedel-pipeline-test--with
+    (let* ((media (list (list :mime "image/png" :data (unibyte-string #x89 ?P ?N ?G))))
+           (tool (mevedel-pipeline-test--tool
+                  "PMedia" :read-only-p t
+                  :function (lambda (_) (list :result "one image" :media media))))
+           (text (mevedel-pipeline-test--provider tool nil :tool-use-id "toolu_img"))
+           (outcome (mevedel-pipeline-test--run tool nil)))
+      (should (equal (substring-no-properties text) "one image"))
+      (should (equal (get-text-property 0 'mevedel-tool-media text) media))
+      (should (equal (plist-get outcome :media) media))
+      ;; Malformed media is a canonical error at the handler boundary.
+      (let* ((bad (mevedel-pipeline-test--tool
+                   "PBadMedia" :read-only-p t
+                   :function (lambda (_) '(:result "x" :media ((:data "no type"))))))
+             (outcome (mevedel-pipeline-test--run bad nil)))
+        (should (eq (plist-get outcome :status) 'error))
+        (should (string-match-p ":media" (plist-get outcome :result)))))))
+
+(ert-deftest mevedel-pipeline:external-provider-projection ()
+  (mevedel-pipeline-test--with
+    (mevedel-pipeline-test--with-session session t
+      (let* ((media (list (list :mime "image/png" :path "/tmp/x.png")))
+             (big (mevedel-pipeline-test--lines 2000))
+             (tool (mevedel-pipeline-test--tool
+                    "PExternal" :read-only-p t :max-result-size 5000
+                    :function (lambda (args)
+                                (list :result (if (plist-get args :text) big "small")
+                                      :render-data '(:lines 2000) :media media))))
+             (outcome nil))
+        ;; Raw arguments are repaired (a null optional is dropped), the
+        ;; oversized text persisted, the display block left out.
+        (mevedel-pipeline-run-tool-outcome
+         tool '(:text "x" :count :null) (lambda (o) (setq outcome o))
+         :tool-use-id "toolu_mcp" :source 'mcp :session session :projection 'provider)
+        (should (eq (plist-get outcome :status) 'success))
+        (should (eq (plist-get outcome :projection) 'provider))
+        (should (equal (plist-get outcome :tool-use-id) "toolu_mcp"))
+        (should (eq (plist-get outcome :source) 'mcp))
+        (should (equal (plist-get outcome :media) media))
+        (should (equal (plist-get outcome :render-data) '(:lines 2000)))
+        (should (equal (plist-get outcome :result) big))
+        (let ((provider (plist-get outcome :provider-result)))
+          (should (string-prefix-p "<persisted-output>" provider))
+          (should (string-match-p "artifact://tool-results/toolu_mcp\\.txt" provider))
+          (should-not (string-match-p "mevedel-render-data" provider))
+          (should (equal (get-text-property 0 'mevedel-tool-media provider) media)))
+        ;; Without :projection the same raw arguments are not repaired.
+        (setq outcome nil)
+        (mevedel-pipeline-run-tool-outcome tool '(:text "x" :count :null)
+                                           (lambda (o) (setq outcome o)) :session session)
+        (should (eq (plist-get outcome :status) 'error))
+        (should-not (plist-member outcome :provider-result))))))
+
 ;;;; Oversized results
 
 (defun mevedel-pipeline-test--lines (n)
@@ -529,11 +638,51 @@
                        (string-join (seq-subseq lines (1- offset) (+ offset limit -1)) "\n")
                        (concat (substring full (plist-get plan :head-chars)
                                           (- (length full) (plist-get plan :tail-chars)))))))))
-        (should (string-match-p "Grep {\"pattern\":\"REGEXP\",\"path\":\"artifact://tool-results/toolu_big.txt\"}"
+        (should (string-match-p "Grep {\"pattern\":\"REGEXP\",\"path\":\"artifact://tool-results/toolu_big.txt\",\"output_mode\":\"content\"}"
                                 text))
         ;; Nested callers get the full canonical result.
         (should (equal (plist-get (mevedel-pipeline-test--run tool nil :session session) :result)
                        full))))))
+
+(ert-deftest mevedel-pipeline:persisted-output-continuations-work-with-read-and-grep ()
+  ;; The notice's Read and Grep calls, taken verbatim, run through the
+  ;; real tools and show the omitted middle.
+  (require 'mevedel-tool-fs-registration)
+  (mevedel-pipeline-test--with
+    (mevedel-pipeline-test--with-session session t
+      (with-temp-buffer
+        (setq mevedel-session-current session)
+        (let* ((full (mevedel-pipeline-test--lines 3000))
+               (mevedel-pipeline-preview-chars 1000)
+               (mevedel-pipeline-permission-function (lambda (_) 'allow))
+               (mevedel-pipeline-prepare-resources-function
+                #'mevedel-tool-fs-prepare-pipeline-args)
+               (tool (mevedel-pipeline-test--tool "PHuge" :read-only-p t :max-result-size 5000
+                                                  :function (lambda (_) full)))
+               (plan (mevedel-core-text-preview full 1000))
+               (text (mevedel-pipeline-test--provider tool nil :tool-use-id "toolu_huge"
+                                                      :session session))
+               (call-args (lambda (name)
+                            (should (string-match (concat name " \\({[^\n]*}\\)") text))
+                            (json-parse-string (match-string 1 text) :object-type 'plist)))
+               (read-args (funcall call-args "Read"))
+               (grep-args (plist-put (funcall call-args "Grep") :pattern "line 01500 "))
+               (page nil) (hits nil))
+          (should (equal (plist-get read-args :offset) (plist-get plan :omitted-first-line)))
+          (mevedel-pipeline-run-tool (mevedel-tool-get "Read" "filesystem") read-args
+                                     (lambda (r) (setq page r)))
+          (mevedel-test-wait-until page 20)
+          ;; The page starts at the first omitted line and shows it numbered.
+          (should (string-match-p
+                   (format "\\`[ ]*%d\t%s\n"
+                           (plist-get plan :omitted-first-line)
+                           (format "line %05d of the output" (plist-get plan :omitted-first-line)))
+                   page))
+          (should (string-match-p "line 01000 of the output" page))
+          (mevedel-pipeline-run-tool (mevedel-tool-get "Grep" "filesystem") grep-args
+                                     (lambda (r) (setq hits r)))
+          (mevedel-test-wait-until hits 20)
+          (should (equal hits "artifact://tool-results/toolu_huge.txt:1500:line 01500 of the output\n")))))))
 
 (ert-deftest mevedel-pipeline:oversized-error-is-truncated-not-persisted ()
   (mevedel-pipeline-test--with

@@ -8,8 +8,9 @@
 //!
 //! Scanning looks for opening delimiters only (one SIMD substring search
 //! over the text), reads exactly one complete object after each with the
-//! safe reader, and then requires only whitespace before the closing
-//! delimiter. Delimiter-shaped text inside the object (in a string, say)
+//! safe reader (a quick path handles the common plain plist and gives up
+//! to the full reader on anything else), and then requires only
+//! whitespace before the closing delimiter. Delimiter-shaped text inside the object (in a string, say)
 //! is payload, and the scan continues after the block's end. A candidate
 //! whose payload is not one proper keyword plist, has trailing data, or
 //! is unreadable is not a block: it stays ordinary text, and the scan
@@ -25,7 +26,8 @@ use super::print::print;
 use std::vec::Drain;
 
 use super::reader::{
-    self, Build, ReadError, Scratch, Sexp, Tree, read_one, read_one_reusing, skip_whitespace,
+    self, Build, MAX_DEPTH, ReadError, Scratch, Sexp, Tree, read_one, read_one_reusing,
+    skip_whitespace,
 };
 use crate::error::{Error, ErrorKind, Result};
 
@@ -127,6 +129,7 @@ impl Build for Shapes {
 
 /// A block's owner as the scan first sees it: the ID as the byte range
 /// of its printed string, unescaped only once the block is complete.
+#[derive(Debug, PartialEq)]
 enum ScanOwner {
     Unbound,
     Bound(Range<usize>),
@@ -184,14 +187,12 @@ fn block_at(
     scratch: &mut Scratch<Shape>,
 ) -> Option<Block> {
     let payload_start = skip_whitespace(text, open_at + OPEN.len());
-    let (shape, payload_end) = read_one_reusing(text, payload_start, &mut Shapes, scratch).ok()?;
-    let owner = match shape {
-        Shape::Plist(Ok(ScanOwner::Bound(range))) => {
-            Owner::Bound(reader::unescape_string(&text[range]))
-        }
-        Shape::Plist(Ok(ScanOwner::Unbound)) | Shape::Nil => Owner::Unbound,
-        Shape::Plist(Ok(ScanOwner::Invalid)) => Owner::Invalid,
-        _ => return None,
+    let (owner, payload_end) =
+        quick_plist(text, payload_start).or_else(|| read_plist(text, payload_start, scratch))?;
+    let owner = match owner {
+        ScanOwner::Bound(range) => Owner::Bound(reader::unescape_string(&text[range])),
+        ScanOwner::Unbound => Owner::Unbound,
+        ScanOwner::Invalid => Owner::Invalid,
     };
     let close_at = skip_whitespace(text, payload_end);
     if !text[close_at..].starts_with(CLOSE) {
@@ -214,9 +215,103 @@ fn block_at(
     })
 }
 
+/// The owner and end of the keyword plist printed at START, read by the
+/// full reader; `None` when it is unreadable or no keyword plist.
+fn read_plist(
+    text: &[u8],
+    start: usize,
+    scratch: &mut Scratch<Shape>,
+) -> Option<(ScanOwner, usize)> {
+    match read_one_reusing(text, start, &mut Shapes, scratch).ok()? {
+        (Shape::Plist(Ok(owner)), end) => Some((owner, end)),
+        (Shape::Nil, end) => Some((ScanOwner::Unbound, end)),
+        _ => None,
+    }
+}
+
+/// [`read_plist`] for the common case, without the reader's machinery:
+/// a list whose keys are plain keywords, whose strings' escapes check
+/// out, and whose other tokens are plain atoms and nested lists. It
+/// gives up (`None`) on anything else (quotes, vectors, `#` syntax,
+/// non-ASCII or escaped atoms, dots, comments, odd length), and the full
+/// reader decides; where it answers, it answers as the reader would (a
+/// property test holds it to that).
+fn quick_plist(text: &[u8], start: usize) -> Option<(ScanOwner, usize)> {
+    if text.get(start) != Some(&b'(') {
+        return None;
+    }
+    let mut pos = start + 1;
+    let mut depth = 1;
+    let mut items = 0usize;
+    let mut owner = None;
+    let mut owner_value_next = false;
+    loop {
+        let b = *text.get(pos)?;
+        if b <= b' ' {
+            pos += 1;
+            continue;
+        }
+        if depth == 1 && b != b')' {
+            items += 1;
+            if !items.is_multiple_of(2) {
+                if b != b':' {
+                    return None;
+                }
+                let end = reader::plain_atom_end(text, pos)?;
+                owner_value_next = owner.is_none() && &text[pos..end] == OWNER_KEY.as_bytes();
+                pos = end;
+                continue;
+            }
+            if std::mem::take(&mut owner_value_next) {
+                if b != b'"' {
+                    owner = Some(ScanOwner::Invalid);
+                } else {
+                    let end = reader::string_end(text, pos + 1)?;
+                    owner = Some(ScanOwner::Bound(pos + 1..end - 1));
+                    pos = end;
+                    continue;
+                }
+            }
+        }
+        match b {
+            b'(' => {
+                if depth >= MAX_DEPTH {
+                    return None;
+                }
+                depth += 1;
+                pos += 1;
+            }
+            b')' => {
+                depth -= 1;
+                pos += 1;
+                if depth == 0 {
+                    return items
+                        .is_multiple_of(2)
+                        .then(|| (owner.unwrap_or(ScanOwner::Unbound), pos));
+                }
+            }
+            b'"' => pos = reader::string_end(text, pos + 1)?,
+            _ => pos = reader::plain_atom_end(text, pos)?,
+        }
+    }
+}
+
+/// Whether the quick path agrees with the full reader on the payload at
+/// START, or `None` when it gives up there.
+#[cfg(test)]
+pub(super) fn quick_agrees(text: &[u8], start: usize) -> Option<bool> {
+    let quick = quick_plist(text, start)?;
+    Some(read_plist(text, start, &mut Scratch::default()) == Some(quick))
+}
+
 /// Decode BLOCK's payload (a block returned by [`scan`] on TEXT).
 pub fn decode(text: &[u8], block: &Block) -> std::result::Result<Sexp, ReadError> {
-    read_one(text, block.payload.start, &mut Tree).map(|(value, _)| value)
+    let start = block.payload.start;
+    let mut scratch = Scratch::default();
+    match reader::read_plain(text, start, &mut Tree, &mut scratch) {
+        Some((value, _)) => Ok(value),
+        None => read_one_reusing(text, start, &mut Tree, &mut scratch).map(|(value, _)| value),
+    }
 }
 
 /// Is BLOCK authorised? For OWNER `Some(id)`, only blocks bound to that

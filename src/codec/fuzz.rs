@@ -11,7 +11,7 @@ use proptest::test_runner::{Config, TestRunner};
 
 use super::block::{self, Owner};
 use super::print::print;
-use super::reader::{Sexp, Tree, read_one};
+use super::reader::{Scratch, Sexp, Tree, read_one, read_plain};
 
 fn cases() -> u32 {
     std::env::var("MEVEDEL_FUZZ_CASES")
@@ -54,6 +54,33 @@ fn exercise(text: &[u8]) {
         assert!(block::plist_pairs(&value).is_ok(), "{value:?}");
     }
     let _ = read_one(text, 0, &mut Tree);
+    // The scan's quick path answers as the full reader does, wherever a
+    // list starts.
+    for start in memchr::memchr_iter(b'(', text) {
+        assert_ne!(
+            block::quick_agrees(text, start),
+            Some(false),
+            "quick path at {start}"
+        );
+        plain_agrees(text, start);
+    }
+    plain_agrees(text, 0);
+}
+
+/// The plain reader answers as the full reader does, where it answers.
+fn plain_agrees(text: &[u8], start: usize) {
+    let mut scratch = Scratch::default();
+    if let Some((plain, end)) = read_plain(text, start, &mut Tree, &mut scratch) {
+        match read_one(text, start, &mut Tree) {
+            Ok((full, full_end)) => {
+                assert!(
+                    same(&plain, &full) && end == full_end,
+                    "{plain:?} vs {full:?}"
+                );
+            }
+            Err(e) => panic!("plain reader read {plain:?} where the reader says {e}"),
+        }
+    }
 }
 
 /// Lisp-looking fragments, delimiters and troublemakers.

@@ -171,6 +171,76 @@ pub fn read_one_reusing<B: Build>(
     Ok((node, reader.pos))
 }
 
+/// [`read_one_reusing`] for plain data, without the reader's general
+/// machinery: nested lists, strings (escapes checked as the reader
+/// checks them) and plain atoms (see [`plain_atom_end`]), separated by
+/// ASCII whitespace. `None` as soon as anything else appears (quotes,
+/// vectors, dots, `#` syntax, comments, escaped or non-ASCII atoms, end
+/// of data): the caller then reads with [`read_one_reusing`], which
+/// handles or refuses it. Where it answers, it answers exactly as
+/// `read_one_reusing` does (a property test holds it to that); BUILDER
+/// may have made nodes for an attempt that gave up.
+pub fn read_plain<B: Build>(
+    input: &[u8],
+    start: usize,
+    builder: &mut B,
+    scratch: &mut Scratch<B::Node>,
+) -> Option<(B::Node, usize)> {
+    let Scratch { stack, items } = scratch;
+    stack.clear();
+    items.clear();
+    let mut pos = start;
+    loop {
+        let c = *input.get(pos)?;
+        if c <= b' ' {
+            pos += 1;
+            continue;
+        }
+        let node = match c {
+            b'(' => {
+                if stack.len() >= MAX_DEPTH {
+                    return None;
+                }
+                stack.push(Frame::List {
+                    start: items.len(),
+                    tail: None,
+                    dotted: false,
+                });
+                pos += 1;
+                continue;
+            }
+            b')' => {
+                let Some(Frame::List { start, .. }) = stack.pop() else {
+                    return None;
+                };
+                pos += 1;
+                builder.list(items.drain(start..), None, stack.len())
+            }
+            b'"' => {
+                let end = string_end(input, pos + 1)?;
+                let node = builder.string(input, pos + 1..end - 1);
+                pos = end;
+                node
+            }
+            _ => {
+                let end = plain_atom_end(input, pos)?;
+                let node = match parse_number(&input[pos..end]) {
+                    Some(Number::Int(n)) => builder.int(n),
+                    Some(Number::Big(digits)) => builder.big_int(digits),
+                    Some(Number::Float(x)) => builder.float(x),
+                    None => builder.symbol(input, pos..end),
+                };
+                pos = end;
+                node
+            }
+        };
+        if stack.is_empty() {
+            return Some((node, pos));
+        }
+        items.push(node);
+    }
+}
+
 /// Skip whitespace (any byte up to space, and no-break space) from POS.
 pub fn skip_whitespace(input: &[u8], mut pos: usize) -> usize {
     loop {
@@ -180,6 +250,40 @@ pub fn skip_whitespace(input: &[u8], mut pos: usize) -> usize {
             _ => return pos,
         }
     }
+}
+
+/// The offset just after the string whose body starts at BODY (just
+/// after its opening quote), with every escape checked as the reader
+/// checks it; `None` where the reader would refuse the string.
+pub fn string_end(input: &[u8], body: usize) -> Option<usize> {
+    let mut reader = Reader { input, pos: body };
+    reader.string_body().ok().map(|_| reader.pos)
+}
+
+/// The end of the plain symbol or number token at POS: one that starts
+/// with an ASCII byte other than `?` (character syntax), `.`-only tokens
+/// excluded, and holds only ASCII bytes and no backslash up to its
+/// delimiter. `None` for anything else, which only the full reader
+/// handles (escapes, non-ASCII, `#` and quote syntax, the dot).
+pub fn plain_atom_end(input: &[u8], pos: usize) -> Option<usize> {
+    let first = *input.get(pos)?;
+    if first >= 0x80 || first == b'?' || first == b'\\' || DELIMITERS[first as usize] {
+        return None;
+    }
+    let mut end = pos + 1;
+    while let Some(&b) = input.get(end) {
+        if DELIMITERS[b as usize] {
+            break;
+        }
+        if b >= 0x80 || b == b'\\' {
+            return None;
+        }
+        end += 1;
+    }
+    if end == pos + 1 && first == b'.' {
+        return None;
+    }
+    Some(end)
 }
 
 fn err<T>(pos: usize, what: &'static str) -> Result<T, ReadError> {
@@ -566,6 +670,11 @@ fn parse_number(token: &[u8]) -> Option<Number> {
         return Some(Number::Int(value));
     }
     let sign = if negative { -1.0 } else { 1.0 };
+    if matches!(exp, Exp::None) && lead > 0 {
+        // DIGITS.DIGITS, the printer's usual form: parsed as it stands.
+        let magnitude: f64 = std::str::from_utf8(body).ok()?.parse().ok()?;
+        return Some(Number::Float(sign * magnitude));
+    }
     let value = match exp {
         Exp::Inf => sign * f64::INFINITY,
         Exp::NaN => f64::NAN.copysign(sign),

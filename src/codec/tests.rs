@@ -222,3 +222,27 @@ fn deep_nesting_is_text_not_a_crash() {
     );
     assert!(block::scan(text.as_bytes()).is_empty());
 }
+
+#[test]
+fn quick_paths_answer_plain_payloads() {
+    // The scan's quick path and the plain reader must actually take the
+    // usual payloads (the fuzz properties only check they agree).
+    let payload = b"(:tool-use-id \"toolu_1\" :kind bash :exit 0 :duration 1.25 \
+                    :summary \"a \\\"quoted\\\" \\n line\" :files (\"a\" \"b\") :counts (:lines 60))";
+    assert_eq!(block::quick_agrees(payload, 0), Some(true));
+    let mut scratch = super::reader::Scratch::default();
+    let plain = super::reader::read_plain(payload, 0, &mut super::reader::Tree, &mut scratch);
+    let full = super::reader::read_one(payload, 0, &mut super::reader::Tree);
+    match (plain, full) {
+        (Some((plain, end)), Ok((full, full_end))) => {
+            assert_eq!(plain, full);
+            assert_eq!(end, full_end);
+            assert_eq!(end, payload.len());
+        }
+        (plain, full) => panic!("plain {plain:?}, full {full:?}"),
+    }
+    // Off the quick path: quotes, vectors and escaped symbols.
+    for other in [&b"(:a 'x)"[..], b"(:a [1])", b"(:a b\\ c)", b"(:a . 1)"] {
+        assert_eq!(block::quick_agrees(other, 0), None, "{other:?}");
+    }
+}

@@ -6,26 +6,16 @@
 //! provenance Lisp vouches for: an unbound block counts only inside one
 //! of them.
 
-use std::collections::HashMap;
-
+use emacs::raw::emacs_value;
 use emacs::{Env, IntoLisp, Result, Value, defun};
 
 use super::errors::OrSignal;
 use super::guard::guarded;
-use super::text::{LispText, copy_exact, copy_text_or_buffer, make_string};
+use super::lisp_data::RawData;
+use super::text::{LispText, copy_exact, copy_text_or_buffer};
 use crate::codec::block::{self, Block, Owner};
-use crate::codec::reader::Sexp;
+use crate::codec::reader::Scratch;
 use crate::text::ByteToChar;
-
-emacs::use_functions! {
-    vector
-    intern
-    string_to_number => "string-to-number"
-}
-
-emacs::use_symbols! {
-    invalid
-}
 
 /// TEXT's blocks, each with byte offsets (for decoding) and with
 /// positions counted from BASE (for Lisp), from one scan.
@@ -80,73 +70,11 @@ fn vouched_by(spans: &[(usize, usize)]) -> impl Fn(&Block) -> bool + '_ {
     move |b: &Block| spans.iter().any(|&(s, e)| s <= b.start && b.end <= e)
 }
 
-/// Converts decoded values to Lisp, interning each symbol once.
-struct ToLisp<'e> {
-    env: &'e Env,
-    symbols: HashMap<Vec<u8>, Value<'e>>,
-}
-
-impl<'e> ToLisp<'e> {
-    fn new(env: &'e Env) -> Self {
-        ToLisp {
-            env,
-            symbols: HashMap::new(),
-        }
-    }
-
-    fn symbol(&mut self, name: &[u8]) -> Result<Value<'e>> {
-        if let Some(v) = self.symbols.get(name) {
-            return Ok(*v);
-        }
-        let env = self.env;
-        let value = match std::str::from_utf8(name) {
-            Ok(plain) if plain.is_ascii() && !plain.contains('\0') => env.intern(plain)?,
-            _ => env.call(intern, [make_string(env, name)?])?,
-        };
-        self.symbols.insert(name.to_vec(), value);
-        Ok(value)
-    }
-
-    fn value(&mut self, sexp: &Sexp) -> Result<Value<'e>> {
-        let env = self.env;
-        match sexp {
-            Sexp::Int(n) => n.into_lisp(env),
-            Sexp::BigInt(digits) => env.call(string_to_number, [digits.as_str().into_lisp(env)?]),
-            Sexp::Float(x) => x.into_lisp(env),
-            Sexp::Str(bytes) => make_string(env, bytes),
-            Sexp::Symbol(name) => self.symbol(name),
-            Sexp::List(items, tail) => {
-                let values = items
-                    .iter()
-                    .map(|item| self.value(item))
-                    .collect::<Result<Vec<_>>>()?;
-                match tail {
-                    None => env.list(&values[..]),
-                    Some(tail) => {
-                        let mut acc = self.value(tail)?;
-                        for v in values.into_iter().rev() {
-                            acc = env.cons(v, acc)?;
-                        }
-                        Ok(acc)
-                    }
-                }
-            }
-            Sexp::Vector(items) => {
-                let values = items
-                    .iter()
-                    .map(|item| self.value(item))
-                    .collect::<Result<Vec<_>>>()?;
-                env.call(vector, &values[..])
-            }
-        }
-    }
-}
-
-fn owner_value<'e>(env: &'e Env, owner: &Owner) -> Result<Value<'e>> {
+fn owner_value(data: &mut RawData<'_>, owner: &Owner) -> emacs_value {
     match owner {
-        Owner::Bound(id) => make_string(env, id),
-        Owner::Unbound => ().into_lisp(env),
-        Owner::Invalid => Ok(invalid.bind(env)),
+        Owner::Bound(id) => data.string(id),
+        Owner::Unbound => data.nil,
+        Owner::Invalid => data.symbol(b"invalid"),
     }
 }
 
@@ -186,13 +114,15 @@ fn codec_scan<'e>(env: &'e Env, text: Value<'e>) -> Result<Value<'e>> {
     guarded(env, || {
         let (text, base) = copy_text_or_buffer(env, text)?;
         let blocks = blocks_in(&text, base);
+        let mut data = RawData::new(env)?;
         let mut fields = Vec::with_capacity(blocks.len() * 3);
         for (_, b) in &blocks {
-            fields.push(int(env, b.start)?);
-            fields.push(int(env, b.end)?);
-            fields.push(owner_value(env, &b.owner)?);
+            fields.push(data.position(b.start));
+            fields.push(data.position(b.end));
+            fields.push(owner_value(&mut data, &b.owner));
         }
-        env.call(vector, &fields[..])
+        let vector = data.vector_of(&fields);
+        data.finish(vector)
     })
 }
 
@@ -244,41 +174,47 @@ fn codec_extract<'e>(
         else {
             return ().into_lisp(env);
         };
-        let value = block::decode(text.bytes(), bytes).or_else(|e| {
-            super::errors::signal(
-                env,
-                crate::Error::new(
-                    crate::ErrorKind::Internal,
-                    format!("Render-data decode: {e}"),
-                ),
-            )
-        })?;
-        let plist = ToLisp::new(env).value(&value)?;
-        env.list((int(env, found.start)?, int(env, found.end)?, plist))
+        let mut data = RawData::new(env)?;
+        let plist = data
+            .read(text.bytes(), bytes.payload.start, &mut Scratch::default())
+            .or_else(|e| {
+                super::errors::signal(
+                    env,
+                    crate::Error::new(
+                        crate::ErrorKind::Internal,
+                        format!("Render-data decode: {e}"),
+                    ),
+                )
+            })?;
+        let start = data.position(found.start);
+        let end = data.position(found.end);
+        let result = data.list_of(&[start, end, plist]);
+        data.finish(result)
     })
 }
 
-/// Every well-formed block of TEXT decoded, as a list of
-/// `(START END OWNER PLIST)` (OWNER as in `codec-scan`). Callers pair
-/// blocks with their tool calls and drop the ones they may not trust.
+/// Every well-formed block of TEXT decoded, as one flat vector
+/// `[START END OWNER PLIST START END OWNER PLIST ...]` (OWNER as in
+/// `codec-scan`). Callers pair blocks with their tool calls and drop the
+/// ones they may not trust.
 #[defun(name = "codec-decode-all")]
 fn codec_decode_all<'e>(env: &'e Env, text: Value<'e>) -> Result<Value<'e>> {
     guarded(env, || {
         let (text, base) = copy_text_or_buffer(env, text)?;
-        let mut convert = ToLisp::new(env);
-        let mut out = Vec::new();
-        for (bytes, b) in blocks_in(&text, base) {
-            let Ok(value) = block::decode(text.bytes(), &bytes) else {
+        let blocks = blocks_in(&text, base);
+        let mut data = RawData::new(env)?;
+        let mut scratch = Scratch::default();
+        let mut fields = Vec::with_capacity(blocks.len() * 4);
+        for (bytes, b) in &blocks {
+            let Ok(plist) = data.read(text.bytes(), bytes.payload.start, &mut scratch) else {
                 continue;
             };
-            let plist = convert.value(&value)?;
-            out.push(env.list((
-                int(env, b.start)?,
-                int(env, b.end)?,
-                owner_value(env, &b.owner)?,
-                plist,
-            ))?);
+            fields.push(data.position(b.start));
+            fields.push(data.position(b.end));
+            fields.push(owner_value(&mut data, &b.owner));
+            fields.push(plist);
         }
-        env.list(&out[..])
+        let vector = data.vector_of(&fields);
+        data.finish(vector)
     })
 }

@@ -13,6 +13,7 @@ mod convert;
 mod errors;
 mod exec;
 mod guard;
+mod lisp_data;
 mod resource;
 mod sandbox;
 mod schema;

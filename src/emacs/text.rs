@@ -51,8 +51,6 @@ emacs::use_functions! {
     multibyte_string_p => "multibyte-string-p"
     encode_coding_string => "encode-coding-string"
     decode_coding_string => "decode-coding-string"
-    concat
-    make_char_string => "string"
     point_min => "point-min"
     point_max => "point-max"
     buffer_substring_no_properties => "buffer-substring-no-properties"
@@ -218,41 +216,10 @@ fn copy_for_repair(env: &Env, string: Value<'_>) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// A Lisp string from BYTES in Emacs's internal form (generalized UTF-8,
-/// raw bytes as `C0`/`C1` pairs). Valid UTF-8 takes one `make_string`.
-pub(super) fn make_string<'e>(env: &'e Env, bytes: &[u8]) -> Result<Value<'e>> {
-    if let Ok(text) = std::str::from_utf8(bytes) {
-        return text.into_lisp(env);
-    }
-    // Valid runs as strings, anything else one character at a time.
-    let mut pieces: Vec<Value<'e>> = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        match std::str::from_utf8(&bytes[i..]) {
-            Ok(rest) => {
-                pieces.push(rest.into_lisp(env)?);
-                break;
-            }
-            Err(e) if e.valid_up_to() > 0 => {
-                let end = i + e.valid_up_to();
-                let run = std::str::from_utf8(&bytes[i..end]).unwrap_or_default();
-                pieces.push(run.into_lisp(env)?);
-                i = end;
-            }
-            Err(_) => {
-                let (code, len) = internal_char(&bytes[i..]);
-                pieces.push(env.call(make_char_string, [i64::from(code).into_lisp(env)?])?);
-                i += len;
-            }
-        }
-    }
-    env.call(concat, &pieces[..])
-}
-
 /// The Emacs character code at the start of BYTES (not valid UTF-8) and
 /// its length: raw-byte pairs, surrogates, extended forms, else the byte
 /// itself as a raw byte.
-fn internal_char(bytes: &[u8]) -> (u32, usize) {
+pub(super) fn internal_char(bytes: &[u8]) -> (u32, usize) {
     let lead = bytes[0];
     let len = match lead {
         0xC0..=0xDF => 2,

@@ -1,0 +1,350 @@
+//! Building many small Lisp values fast: printed data read by the safe
+//! reader straight into Lisp objects.
+//!
+//! Each module call costs far more than the work it does (Emacs sets up
+//! a non-local-exit handler per call), and the `emacs` crate adds an
+//! exit check after each. Decoding thousands of plists is mostly such
+//! calls, so [`RawData`] calls the module API's constructors directly,
+//! checks for a pending non-local exit once at the end ([`RawData::finish`];
+//! after a failure Emacs turns every further call into a no-op), and
+//! avoids calls it can: each symbol is interned once per use of a
+//! `RawData`, and small integers and floats are made once and shared
+//! (both are immutable). Strings are always fresh objects; ASCII ones
+//! are unibyte, as Emacs's own reader makes them.
+
+use std::collections::HashMap;
+use std::ffi::{CString, c_char};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::ops::Range;
+use std::vec::Drain;
+
+use emacs::raw::{emacs_env, emacs_value};
+use emacs::{Env, Result, Value};
+
+use super::errors;
+use super::text::internal_char;
+use crate::codec::reader::{
+    Build, ReadError, Scratch, read_one_reusing, read_plain, unescape_string, unescape_symbol,
+};
+use crate::error::{Error, ErrorKind};
+
+type MakeInteger = unsafe extern "C" fn(*mut emacs_env, i64) -> emacs_value;
+type MakeFloat = unsafe extern "C" fn(*mut emacs_env, f64) -> emacs_value;
+type MakeString = unsafe extern "C" fn(*mut emacs_env, *const c_char, isize) -> emacs_value;
+type MakeUnibyte = MakeString;
+type Funcall =
+    unsafe extern "C" fn(*mut emacs_env, emacs_value, isize, *mut emacs_value) -> emacs_value;
+type Intern = unsafe extern "C" fn(*mut emacs_env, *const c_char) -> emacs_value;
+type ExitCheck = unsafe extern "C" fn(*mut emacs_env) -> u32;
+
+/// Integers made once and shared.
+const SMALL_INTS: Range<i64> = -16..1024;
+
+/// FNV-1a: the keys are short, and SipHash costs more than the lookup.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut hash = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = hash;
+    }
+}
+
+type FastMap<K> = HashMap<K, emacs_value, BuildHasherDefault<Fnv>>;
+
+/// Lisp values made through the raw module API (see the module docs).
+pub(super) struct RawData<'e> {
+    env: &'e Env,
+    raw: *mut emacs_env,
+    make_integer: MakeInteger,
+    make_float: MakeFloat,
+    make_string_fn: MakeString,
+    make_unibyte: MakeUnibyte,
+    funcall: Funcall,
+    intern_fn: Intern,
+    exit_check: ExitCheck,
+    pub nil: emacs_value,
+    list: emacs_value,
+    vector: emacs_value,
+    cons: emacs_value,
+    string: emacs_value,
+    concat: emacs_value,
+    lisp_intern: emacs_value,
+    string_to_number: emacs_value,
+    symbols: FastMap<Vec<u8>>,
+    floats: FastMap<u64>,
+    ints: Vec<Option<emacs_value>>,
+    args: Vec<emacs_value>,
+}
+
+fn missing() -> Error {
+    Error::new(ErrorKind::Internal, "The module API lacks a function")
+}
+
+impl<'e> RawData<'e> {
+    pub fn new(env: &'e Env) -> Result<Self> {
+        let raw = env.raw();
+        // SAFETY: ENV is the live environment of the current module call.
+        let table = unsafe { &*raw };
+        let (
+            Some(make_integer),
+            Some(make_float),
+            Some(make_string_fn),
+            Some(make_unibyte),
+            Some(funcall),
+            Some(intern_fn),
+            Some(exit_check),
+        ) = (
+            table.make_integer,
+            table.make_float,
+            table.make_string,
+            table.make_unibyte_string,
+            table.funcall,
+            table.intern,
+            table.non_local_exit_check,
+        )
+        else {
+            return errors::signal(env, missing());
+        };
+        // SAFETY: a static, NUL-terminated ASCII name.
+        let sym = |name: &std::ffi::CStr| unsafe { intern_fn(raw, name.as_ptr()) };
+        let data = RawData {
+            env,
+            raw,
+            make_integer,
+            make_float,
+            make_string_fn,
+            make_unibyte,
+            funcall,
+            intern_fn,
+            exit_check,
+            nil: sym(c"nil"),
+            list: sym(c"list"),
+            vector: sym(c"vector"),
+            cons: sym(c"cons"),
+            string: sym(c"string"),
+            concat: sym(c"concat"),
+            lisp_intern: sym(c"intern"),
+            string_to_number: sym(c"string-to-number"),
+            symbols: FastMap::default(),
+            floats: FastMap::default(),
+            ints: vec![None; (SMALL_INTS.end - SMALL_INTS.start) as usize],
+            args: Vec::new(),
+        };
+        Ok(data)
+    }
+
+    /// VALUE as a `Value` once no module call has failed; else the
+    /// pending signal (which Emacs keeps over the one signalled here).
+    pub fn finish(&self, value: emacs_value) -> Result<Value<'e>> {
+        // SAFETY: plain query of the live environment.
+        if unsafe { (self.exit_check)(self.raw) } != 0 {
+            return errors::signal(
+                self.env,
+                Error::new(ErrorKind::Internal, "Building Lisp data failed"),
+            );
+        }
+        // SAFETY: VALUE was made in this environment, which is still live.
+        Ok(unsafe { Value::new(value, self.env) })
+    }
+
+    pub fn int(&mut self, n: i64) -> emacs_value {
+        if SMALL_INTS.contains(&n) {
+            let slot = (n - SMALL_INTS.start) as usize;
+            if let Some(v) = self.ints[slot] {
+                return v;
+            }
+            // SAFETY: live environment.
+            let v = unsafe { (self.make_integer)(self.raw, n) };
+            self.ints[slot] = Some(v);
+            return v;
+        }
+        // SAFETY: live environment.
+        unsafe { (self.make_integer)(self.raw, n) }
+    }
+
+    pub fn position(&mut self, n: usize) -> emacs_value {
+        self.int(i64::try_from(n).unwrap_or(i64::MAX))
+    }
+
+    fn float(&mut self, x: f64) -> emacs_value {
+        if let Some(v) = self.floats.get(&x.to_bits()) {
+            return *v;
+        }
+        // SAFETY: live environment.
+        let v = unsafe { (self.make_float)(self.raw, x) };
+        self.floats.insert(x.to_bits(), v);
+        v
+    }
+
+    /// Call FUNC with ARGS.
+    pub fn call(&mut self, func: emacs_value, args: &[emacs_value]) -> emacs_value {
+        self.args.clear();
+        self.args.extend_from_slice(args);
+        self.call_args(func)
+    }
+
+    fn call_args(&mut self, func: emacs_value) -> emacs_value {
+        let n = isize::try_from(self.args.len()).unwrap_or(isize::MAX);
+        // SAFETY: live environment; Emacs only reads the N arguments.
+        unsafe { (self.funcall)(self.raw, func, n, self.args.as_mut_ptr()) }
+    }
+
+    pub fn vector_of(&mut self, items: &[emacs_value]) -> emacs_value {
+        let vector = self.vector;
+        self.call(vector, items)
+    }
+
+    pub fn list_of(&mut self, items: &[emacs_value]) -> emacs_value {
+        if items.is_empty() {
+            return self.nil;
+        }
+        let list = self.list;
+        self.call(list, items)
+    }
+
+    /// A Lisp string from BYTES in Emacs's internal form (generalized
+    /// UTF-8, raw bytes as `C0`/`C1` pairs).
+    /// ASCII text becomes a unibyte string, as Emacs's reader makes it
+    /// (and the cheaper module call: nothing to decode).
+    pub fn string(&mut self, bytes: &[u8]) -> emacs_value {
+        if bytes.is_ascii() {
+            let len = isize::try_from(bytes.len()).unwrap_or(isize::MAX);
+            // SAFETY: live environment; BYTES has length LEN.
+            return unsafe { (self.make_unibyte)(self.raw, bytes.as_ptr().cast(), len) };
+        }
+        if std::str::from_utf8(bytes).is_ok() {
+            return self.utf8(bytes);
+        }
+        // Valid runs as strings, anything else one character at a time.
+        let mut pieces = Vec::new();
+        let mut i = 0;
+        while i < bytes.len() {
+            let valid = match std::str::from_utf8(&bytes[i..]) {
+                Ok(_) => bytes.len() - i,
+                Err(e) => e.valid_up_to(),
+            };
+            if valid > 0 {
+                pieces.push(self.utf8(&bytes[i..i + valid]));
+                i += valid;
+            } else {
+                let (code, len) = internal_char(&bytes[i..]);
+                let code = self.int(i64::from(code));
+                let string = self.string;
+                pieces.push(self.call(string, &[code]));
+                i += len;
+            }
+        }
+        let concat = self.concat;
+        self.call(concat, &pieces)
+    }
+
+    fn utf8(&mut self, text: &[u8]) -> emacs_value {
+        let len = isize::try_from(text.len()).unwrap_or(isize::MAX);
+        // SAFETY: live environment; TEXT is valid UTF-8 of length LEN.
+        unsafe { (self.make_string_fn)(self.raw, text.as_ptr().cast(), len) }
+    }
+
+    /// The symbol named NAME (Emacs's internal bytes), interned once.
+    pub fn symbol(&mut self, name: &[u8]) -> emacs_value {
+        if let Some(v) = self.symbols.get(name) {
+            return *v;
+        }
+        let v = match CString::new(name) {
+            // SAFETY: live environment; a NUL-terminated ASCII name.
+            Ok(c) if name.is_ascii() => unsafe { (self.intern_fn)(self.raw, c.as_ptr()) },
+            _ => {
+                let string = self.string(name);
+                let intern = self.lisp_intern;
+                self.call(intern, &[string])
+            }
+        };
+        self.symbols.insert(name.to_vec(), v);
+        v
+    }
+
+    /// Read the object printed at START of TEXT as Lisp data.
+    pub fn read(
+        &mut self,
+        text: &[u8],
+        start: usize,
+        scratch: &mut Scratch<emacs_value>,
+    ) -> std::result::Result<emacs_value, ReadError> {
+        match read_plain(text, start, self, scratch) {
+            Some((value, _)) => Ok(value),
+            None => read_one_reusing(text, start, self, scratch).map(|(value, _)| value),
+        }
+    }
+}
+
+impl Build for RawData<'_> {
+    type Node = emacs_value;
+
+    fn int(&mut self, value: i64) -> emacs_value {
+        RawData::int(self, value)
+    }
+    fn big_int(&mut self, digits: String) -> emacs_value {
+        let digits = self.utf8(digits.as_bytes());
+        let convert = self.string_to_number;
+        self.call(convert, &[digits])
+    }
+    fn float(&mut self, value: f64) -> emacs_value {
+        RawData::float(self, value)
+    }
+    fn string(&mut self, input: &[u8], range: Range<usize>) -> emacs_value {
+        let body = &input[range];
+        if memchr::memchr(b'\\', body).is_none() {
+            RawData::string(self, body)
+        } else {
+            RawData::string(self, &unescape_string(body))
+        }
+    }
+    fn symbol(&mut self, input: &[u8], range: Range<usize>) -> emacs_value {
+        let token = &input[range];
+        if token.contains(&b'\\') {
+            RawData::symbol(self, &unescape_symbol(token))
+        } else {
+            RawData::symbol(self, token)
+        }
+    }
+    fn named(&mut self, name: &'static str) -> emacs_value {
+        RawData::symbol(self, name.as_bytes())
+    }
+    fn list(
+        &mut self,
+        items: Drain<'_, emacs_value>,
+        tail: Option<emacs_value>,
+        _depth: usize,
+    ) -> emacs_value {
+        match tail {
+            None if items.len() == 0 => self.nil,
+            None => {
+                self.args.clear();
+                self.args.extend(items);
+                let list = self.list;
+                self.call_args(list)
+            }
+            Some(tail) => items.rev().fold(tail, |acc, item| {
+                let cons = self.cons;
+                self.call(cons, &[item, acc])
+            }),
+        }
+    }
+    fn vector(&mut self, items: Drain<'_, emacs_value>) -> emacs_value {
+        self.args.clear();
+        self.args.extend(items);
+        let vector = self.vector;
+        self.call_args(vector)
+    }
+}
