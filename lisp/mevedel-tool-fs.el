@@ -37,6 +37,13 @@
   "Seconds a Glob or Grep may run before it returns partial results."
   :type 'number)
 
+(defcustom mevedel-tool-fs-remote-read-limit (* 64 1024 1024)
+  "Largest remote (TRAMP) file, in bytes, that Read copies here to show.
+Read of a remote file copies it once through TRAMP (as visiting it
+would) and pages the local copy, which is deleted when the Read
+settles."
+  :type 'natnum)
+
 (defvar mevedel-tool-fs--attempts (make-hash-table :test #'eq :weakness 'key)
   "Prepared attempts: address string object -> (TOOL . ATTEMPT).")
 
@@ -82,13 +89,35 @@ results name it."
      (attempt (cons attempt value))
      ((mevedel-resource-address-p value)
       (cons (mevedel-resource-prepare value tool) value))
-     ((and value (file-remote-p (expand-file-name value)))
-      (signal 'mevedel-core-search-error
-              (list (format "%s: remote path `%s' is not supported yet" tool value))))
-     (value (cons (expand-file-name value) value))
-     ((equal tool "Read")
+     ((and (not value) (equal tool "Read"))
       (signal 'mevedel-core-resource-error (list "Read: `file_path' is required")))
-     (t (cons (expand-file-name default-directory) "")))))
+     (t (let ((file (expand-file-name (or value default-directory))))
+          (when (and (file-remote-p file) (not (equal tool "Read")))
+            (signal 'mevedel-core-search-error
+                    (list (format "%s: `%s' is on a remote host (TRAMP), and %s searches \
+local files in-process.  Search on that host with a shell command (rg or grep there), \
+or Read single remote files" tool (or value (abbreviate-file-name file)) tool))))
+          (cons file (or value "")))))))
+
+(defun mevedel-tool-fs--remote-copy (file display)
+  "Return a local temporary copy of the remote FILE, named DISPLAY in errors.
+A remote directory, a missing file or one over
+`mevedel-tool-fs-remote-read-limit' signals `mevedel-core-resource-error'."
+  (let* ((attrs (file-attributes file))
+         (size (and attrs (file-attribute-size attrs)))
+         (fail (lambda (why)
+                 (signal 'mevedel-core-resource-error (list (format "Read `%s': %s" display why))))))
+    (cond
+     ((null attrs) (funcall fail "it does not exist"))
+     ((eq t (file-attribute-type attrs))
+      (funcall fail "it is a remote (TRAMP) directory; Read lists local directories only.  \
+List it with a shell command on that host, or Read a file in it"))
+     ((> size mevedel-tool-fs-remote-read-limit)
+      (funcall fail (format "the remote file has %d bytes, more than \
+`mevedel-tool-fs-remote-read-limit' (%d); read a range of it with a shell command on that host"
+                            size mevedel-tool-fs-remote-read-limit)))
+     (t (or (file-local-copy file)
+            (funcall fail "TRAMP could not copy it here"))))))
 
 ;;;; Running
 
@@ -135,12 +164,18 @@ Return a function that cancels the read."
   (mevedel-tool-fs--guard
    callback
    (lambda ()
-     (pcase-let ((`(,target . ,display) (mevedel-tool-fs--target "Read" args)))
+     (pcase-let* ((`(,target . ,display) (mevedel-tool-fs--target "Read" args))
+                  (copy (and (stringp target) (file-remote-p target)
+                             (mevedel-tool-fs--remote-copy target display))))
        (mevedel-tool-fs--run
-        callback
+        (if copy
+            (lambda (result)
+              (delete-file copy)
+              (funcall callback result))
+          callback)
         (lambda (reply)
           (mevedel-core-resource-read
-           target display
+           (or copy target) display
            (list :offset (mevedel-tool-fs--value args :offset)
                  :limit (mevedel-tool-fs--value args :limit)
                  :char-offset (mevedel-tool-fs--value args :char_offset))

@@ -364,5 +364,91 @@ Binds `ws', `session' and `outside' (directory names)."
             (should (equal hits (concat address ":1\n")))))
       (delete-directory ws t))))
 
+;;;; Remote (TRAMP) paths and compressed execution logs
+
+(defmacro mevedel-tool-fs-test--with-mock-tramp (&rest body)
+  "Run BODY with a `mock' TRAMP method that reaches this machine via sh."
+  (declare (indent 0))
+  `(progn
+     (require 'tramp)
+     (let ((tramp-methods
+            (cons '("mock"
+                    (tramp-login-program "sh")
+                    (tramp-login-args (("-i")))
+                    (tramp-direct-async ("-c"))
+                    (tramp-remote-shell "/bin/sh")
+                    (tramp-remote-shell-args ("-c"))
+                    (tramp-connection-timeout 10))
+                  tramp-methods))
+           (tramp-default-host-alist
+            (cons `("\\`mock\\'" nil ,(system-name)) tramp-default-host-alist))
+           (tramp-persistency-file-name nil)
+           (tramp-verbose 0))
+       (unwind-protect (progn ,@body)
+         (tramp-cleanup-all-connections)))))
+
+(ert-deftest mevedel-tool-fs:remote-read-copies-once-and-searches-refuse ()
+  (mevedel-tool-fs-test--with-mock-tramp
+    (let* ((dir (file-name-as-directory (make-temp-file "mevedel-remote" t)))
+           (remote-dir (concat "/mock::" dir))
+           (remote (concat remote-dir "notes.txt"))
+           (temps (lambda () (directory-files temporary-file-directory nil "\\`tramp\\."))))
+      (unwind-protect
+          (let ((before (funcall temps)))
+            (mevedel-tool-fs-test--write (expand-file-name "notes.txt" dir) "alpha\nbeta defun\ngamma\n")
+            (should (equal (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read (list :file_path remote))
+                           "     1\talpha\n     2\tbeta defun\n     3\tgamma\n"))
+            (let ((page (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read
+                                                  (list :file_path remote :offset 2 :limit 1))))
+              (should (string-prefix-p "     2\tbeta defun\n" page))
+              (should (string-match-p (regexp-quote (format "{\"file_path\": \"%s\", \"offset\": 3" remote))
+                                      page)))
+            (let ((past (mevedel-tool-fs-test--err #'mevedel-tool-fs-read
+                                                   (list :file_path remote :offset 9))))
+              (should (string-match-p (regexp-quote remote) past))
+              (should-not (string-match-p "/tmp/tramp\\." past)))
+            (should (equal (funcall temps) before))
+            (should (string-match-p "remote (TRAMP) directory"
+                                    (mevedel-tool-fs-test--err #'mevedel-tool-fs-read
+                                                               (list :file_path remote-dir))))
+            (should (string-match-p "does not exist"
+                                    (mevedel-tool-fs-test--err #'mevedel-tool-fs-read
+                                                               (list :file_path (concat remote-dir "nope.txt")))))
+            (let ((mevedel-tool-fs-remote-read-limit 4))
+              (should (string-match-p "mevedel-tool-fs-remote-read-limit"
+                                      (mevedel-tool-fs-test--err #'mevedel-tool-fs-read
+                                                                 (list :file_path remote)))))
+            (dolist (call `((mevedel-tool-fs-grep (:pattern "defun" :path ,remote-dir))
+                            (mevedel-tool-fs-glob (:pattern "*.txt" :path ,remote-dir))))
+              (should (string-match-p "on a remote host (TRAMP).*shell command"
+                                      (mevedel-tool-fs-test--err (car call) (cadr call)))))
+            (let ((default-directory remote-dir))
+              (should (string-match-p "on a remote host (TRAMP)"
+                                      (mevedel-tool-fs-test--err #'mevedel-tool-fs-grep
+                                                                 '(:pattern "defun"))))))
+        (delete-directory dir t)))))
+
+(ert-deftest mevedel-tool-fs:compressed-execution-logs-read-and-search-by-logical-name ()
+  (mevedel-tool-fs-test--with-workspace
+    (let ((exec (expand-file-name "executions/" session)))
+      (mevedel-tool-fs-test--write (expand-file-name "run1.log" exec) "started\nfailed defun\n")
+      (should (eq 0 (call-process "gzip" nil nil nil (expand-file-name "run1.log" exec))))
+      (should (file-exists-p (expand-file-name "run1.log.gz" exec)))
+      (should (string-match-p "^artifact://executions/run1\\.log$"
+                              (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read
+                                                        '(:file_path "artifact://"))))
+      (should (equal (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read
+                                               '(:file_path "artifact://executions/run1.log"))
+                     "     1\tstarted\n     2\tfailed defun\n"))
+      (should (equal (mevedel-tool-fs-test--ok #'mevedel-tool-fs-glob
+                                               '(:pattern "**/*.log" :path "artifact://"))
+                     "artifact://executions/run1.log\n"))
+      (should (equal (mevedel-tool-fs-test--ok #'mevedel-tool-fs-grep
+                                               '(:pattern "failed" :path "artifact://executions"
+                                                 :output_mode "content"))
+                     "artifact://executions/run1.log:2:failed defun\n"))
+      (should (mevedel-tool-fs-test--err #'mevedel-tool-fs-read
+                                         '(:file_path "artifact://executions/run1.log.gz"))))))
+
 (provide 'tool-fs-test)
 ;;; tool-fs-test.el ends here

@@ -8,7 +8,8 @@
 //! - [`context`]: what Lisp tells the resolver about the session;
 //! - [`prepare`]: stage one, address to opaque [`Attempt`];
 //! - [`read`] and [`page`]: Read's execution and line pages;
-//! - [`journal`]: journal entry names and the recall window.
+//! - [`journal`]: journal entry names and the recall window;
+//! - [`gzlog`]: retired execution logs kept as gzip, under logical names.
 //!
 //! Glob and Grep over attempts live in `crate::search`.
 
@@ -16,6 +17,7 @@ pub mod address;
 pub mod contain;
 pub mod context;
 pub mod encode;
+pub mod gzlog;
 pub mod journal;
 pub mod matrix;
 pub mod page;

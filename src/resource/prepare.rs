@@ -12,6 +12,7 @@ use super::address::{self, HistoryRef, Locator, MemoryRef, SharedRef, SkillRef, 
 use super::contain::{self, Found};
 use super::context::{Context, Skill};
 use super::encode;
+use super::gzlog;
 use super::journal;
 use super::matrix::{self, Operation};
 use crate::error::{Error, ErrorKind};
@@ -29,6 +30,9 @@ pub enum Filter {
     },
     /// Persisted output: compressed files and temporaries are hidden.
     Artifact,
+    /// Execution logs: like [`Filter::Artifact`], but a retired log kept
+    /// as `RUN.log.gz` is visible under its logical name `RUN.log`.
+    ExecutionLogs,
 }
 
 impl Filter {
@@ -42,7 +46,16 @@ impl Filter {
                 depth == 1 && journal::recallable(name, *now, *recall_days)
             }
             Filter::Artifact => !name.ends_with(".gz") && !name.starts_with('.'),
+            Filter::ExecutionLogs => {
+                (gzlog::logical_name(name).is_some() || !name.ends_with(".gz"))
+                    && !name.starts_with('.')
+            }
         }
+    }
+
+    /// Whether this scope shows compressed logs under logical names.
+    pub fn maps_compressed(&self) -> bool {
+        matches!(self, Filter::ExecutionLogs)
     }
 }
 
@@ -219,7 +232,11 @@ impl Prep<'_> {
         let scope = |dir: &str| Scope {
             label: format!("artifact://{dir}/"),
             root: session.join(dir),
-            filter: Filter::Artifact,
+            filter: if dir == "executions" {
+                Filter::ExecutionLogs
+            } else {
+                Filter::Artifact
+            },
             source: None,
             empty_note: String::new(),
         };
@@ -244,7 +261,26 @@ impl Prep<'_> {
                 self.authored
             )));
         }
-        self.files(scope(first), &rel[1..])
+        let scope = scope(first);
+        let mut sel = self.select(scope.clone(), &rel[1..])?;
+        if sel.found == Found::Missing && scope.filter.maps_compressed() {
+            // A retired log kept compressed answers to its logical name.
+            let mut physical = rel[1..].to_vec();
+            if let Some(last) = physical.last_mut()
+                && last.ends_with(".log")
+            {
+                last.push_str(".gz");
+                let compressed = self.select(scope, &physical)?;
+                if compressed.found == Found::File {
+                    sel.path = compressed.path;
+                    sel.found = Found::File;
+                }
+            }
+        }
+        Ok(Target::Files {
+            selections: vec![sel],
+            none_note: None,
+        })
     }
 
     fn docs(&self, rel: &[String]) -> Result<Target, Error> {

@@ -6,6 +6,7 @@ use std::io::{BufReader, Read as _, Seek, SeekFrom};
 use std::path::Path;
 
 use super::contain::Found;
+use super::gzlog;
 use super::journal;
 use super::page::{self, PageRequest};
 use super::prepare::{Attempt, Filter, Scope, Selection, Target};
@@ -64,6 +65,19 @@ pub fn read_file(path: &Path, address: &str, req: &PageRequest) -> Result<String
     }
     file.seek(SeekFrom::Start(0)).map_err(open)?;
     let mut reader = BufReader::with_capacity(64 * 1024, file);
+    page::page(&mut reader, req, address, true)
+}
+
+/// Read the uncompressed text of the compressed log at PATH, named
+/// ADDRESS (its logical `.log` address).
+fn read_compressed(path: &Path, address: &str, req: &PageRequest) -> Result<String, Error> {
+    let inflated = gzlog::open(path, gzlog::INFLATE_LIMIT).map_err(|e| {
+        fail(format!(
+            "Read `{address}`: cannot open it: {}",
+            io_reason(&e)
+        ))
+    })?;
+    let mut reader = BufReader::with_capacity(64 * 1024, inflated);
     page::page(&mut reader, req, address, true)
 }
 
@@ -147,6 +161,15 @@ pub fn scope_files(scope: &Scope, dir_rel: &[String], dir: &Path) -> Vec<Vec<Str
                 && scope.filter.admits(&name, child.len())
                 && out.len() < LISTING_CAP
             {
+                if scope.filter.maps_compressed() && gzlog::logical_name(&name).is_some() {
+                    // Listed under its logical name, unless a plain file has it.
+                    let Some(logical) = gzlog::visible_logical(&e.path()) else {
+                        continue;
+                    };
+                    if let (Some(last), Some(n)) = (child.last_mut(), logical.file_name()) {
+                        *last = n.to_string_lossy().into_owned();
+                    }
+                }
                 out.push(child);
             }
         }
@@ -218,6 +241,12 @@ pub fn read_attempt(attempt: &Attempt, req: &PageRequest) -> Result<String, Erro
                     format!("{}\n", sel.scope.empty_note)
                 } else {
                     match sel.found {
+                        Found::File
+                            if sel.scope.filter.maps_compressed()
+                                && gzlog::is_compressed(&sel.path) =>
+                        {
+                            return read_compressed(&sel.path, address, req);
+                        }
                         Found::File => return read_file(&sel.path, address, req),
                         Found::Dir => {
                             let body = listing(sel);

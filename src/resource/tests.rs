@@ -588,3 +588,133 @@ proptest! {
         }
     }
 }
+
+fn write_gz(p: &Path, text: &str) {
+    use std::io::Write;
+    if let Some(parent) = p.parent() {
+        mkdir(parent);
+    }
+    let file = std::fs::File::create(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let mut enc = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+    enc.write_all(text.as_bytes())
+        .unwrap_or_else(|e| panic!("{e}"));
+    enc.finish().unwrap_or_else(|e| panic!("{e}"));
+}
+
+fn search_text(
+    f: &Fixture,
+    addr: &str,
+    op: Operation,
+    run: &dyn Fn(&crate::search::Plan) -> String,
+) -> String {
+    let attempt = prepare(addr, op, &f.ctx).unwrap_or_else(|e| panic!("{addr}: {e}"));
+    let plan = crate::search::Plan::for_attempt(&attempt).unwrap_or_else(|e| panic!("{addr}: {e}"));
+    run(&plan)
+}
+
+#[test]
+fn compressed_execution_logs_answer_to_logical_names() {
+    use crate::search::budget::Budget;
+    use crate::search::grep::{Mode, Options};
+    let f = fixture("gzlogs");
+    let exec = f
+        .ctx
+        .session_dir
+        .clone()
+        .unwrap_or_default()
+        .join("executions");
+    write_gz(&exec.join("run1.log.gz"), "first line\nsecond defun\n");
+    write(&exec.join("run2.log"), "plain defun\n");
+    write_gz(&exec.join("run2.log.gz"), "shadowed defun\n");
+    write_gz(&exec.join("old.txt.gz"), "not a log defun\n");
+    assert_eq!(
+        read(&f, "artifact://executions/"),
+        Ok("artifact://executions/run1.log\nartifact://executions/run2.log\n".into())
+    );
+    assert_eq!(
+        read(&f, "artifact://executions/run1.log"),
+        Ok("     1\tfirst line\n     2\tsecond defun\n".into())
+    );
+    let attempt = prepare("artifact://executions/run1.log", Operation::Read, &f.ctx)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let page = super::page::PageRequest {
+        offset: Some(2),
+        limit: Some(1),
+        char_offset: None,
+    };
+    assert_eq!(
+        super::read::read_attempt(&attempt, &page).map_err(|e| e.message),
+        Ok("     2\tsecond defun\n".into())
+    );
+    assert_eq!(
+        read(&f, "artifact://executions/run2.log"),
+        Ok("     1\tplain defun\n".into())
+    );
+    for physical in [
+        "artifact://executions/run1.log.gz",
+        "artifact://executions/old.txt",
+    ] {
+        assert!(read(&f, physical).is_err(), "{physical}");
+    }
+    let glob = |pattern: &'static str| {
+        move |plan: &crate::search::Plan| {
+            crate::search::glob(plan, pattern, &Budget::unlimited())
+                .unwrap_or_else(|e| panic!("{e}"))
+                .text
+        }
+    };
+    assert_eq!(
+        search_text(&f, "artifact://", Operation::Glob, &glob("**/*.log")),
+        "artifact://executions/run1.log\nartifact://executions/run2.log\n"
+    );
+    assert_eq!(
+        search_text(
+            &f,
+            "artifact://executions/run1.log",
+            Operation::Glob,
+            &glob("*.log")
+        ),
+        "artifact://executions/run1.log\n"
+    );
+    let grep = |pattern: &'static str, mode: Mode, glob: Option<&'static str>| {
+        move |plan: &crate::search::Plan| {
+            let opts = Options {
+                pattern: pattern.into(),
+                mode,
+                glob: glob.map(str::to_string),
+                head_limit: 0,
+                ..Options::default()
+            };
+            crate::search::grep(plan, &opts, &Budget::unlimited())
+                .unwrap_or_else(|e| panic!("{e}"))
+                .text
+        }
+    };
+    assert_eq!(
+        search_text(
+            &f,
+            "artifact://",
+            Operation::Grep,
+            &grep("defun", Mode::FilesWithMatches, None)
+        ),
+        "artifact://executions/run1.log\nartifact://executions/run2.log\n"
+    );
+    assert_eq!(
+        search_text(
+            &f,
+            "artifact://executions",
+            Operation::Grep,
+            &grep("defun", Mode::Content, Some("run1.log"))
+        ),
+        "artifact://executions/run1.log:2:second defun\n"
+    );
+    assert_eq!(
+        search_text(
+            &f,
+            "artifact://executions/run1.log",
+            Operation::Grep,
+            &grep("second", Mode::Count, None)
+        ),
+        "artifact://executions/run1.log:1\n"
+    );
+}

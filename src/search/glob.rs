@@ -22,7 +22,12 @@ pub fn glob_lines(roots: &[Root], pattern: &str, budget: &Budget) -> Result<Foun
         if let Some((file, _)) = &root.file {
             // A single file matches when its own name does.
             let ov = walk::overrides(&root.base, "pattern", Some(pattern))?;
-            if ov.matched(file, false).is_whitelist() {
+            let logical = if root.compressed(file) {
+                walk::logical_path(file)
+            } else {
+                file.clone()
+            };
+            if ov.matched(&logical, false).is_whitelist() {
                 let rel = root.rel(file);
                 lock(&hits).push((index, rel));
             }
@@ -33,7 +38,12 @@ pub fn glob_lines(roots: &[Root], pattern: &str, budget: &Budget) -> Result<Foun
             continue;
         };
         let mut builder = walk::walker(&start, false, &root.filter);
-        builder.overrides(walk::overrides(&root.base, "pattern", Some(pattern))?);
+        let ov = walk::overrides(&root.base, "pattern", Some(pattern))?;
+        if root.filter.maps_compressed() {
+            walk::logical_selection(&mut builder, ov, None);
+        } else {
+            builder.overrides(ov);
+        }
         builder.build_parallel().run(|| {
             Box::new(|entry| {
                 if budget.stop() {
@@ -43,7 +53,7 @@ pub fn glob_lines(roots: &[Root], pattern: &str, budget: &Budget) -> Result<Foun
                     return WalkState::Continue;
                 };
                 if entry.file_type().is_some_and(|t| t.is_file()) {
-                    let rel = root.rel(entry.path());
+                    let rel = root.logical_rel(entry.path());
                     let name = rel.last().map(String::as_str).unwrap_or("");
                     if root.filter.admits(name, rel.len()) {
                         lock(&hits).push((index, rel));

@@ -15,6 +15,7 @@ use super::budget::{Budget, BudgetReader};
 use super::output::Found;
 use super::walk::{self, Root, path_order};
 use crate::error::{Error, ErrorKind};
+use crate::resource::gzlog;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -182,15 +183,16 @@ struct FileHits {
     count: u64,
 }
 
+/// Search the file at PATH (the uncompressed text of a COMPRESSED log).
 fn search_file(
     path: &std::path::Path,
+    compressed: bool,
     display: &str,
     matcher: &RegexMatcher,
     searcher: &mut Searcher,
     opts: &Options,
     budget: &Budget,
 ) -> Option<(Found, u64)> {
-    let file = File::open(path).ok()?;
     let mut sink = FileSink {
         opts,
         budget,
@@ -200,11 +202,13 @@ fn search_file(
         count: 0,
         binary: false,
     };
-    let reader = BudgetReader {
-        inner: file,
-        budget,
+    let result = if compressed {
+        let inner = gzlog::open(path, gzlog::INFLATE_LIMIT).ok()?;
+        searcher.search_reader(matcher, BudgetReader { inner, budget }, &mut sink)
+    } else {
+        let inner = File::open(path).ok()?;
+        searcher.search_reader(matcher, BudgetReader { inner, budget }, &mut sink)
     };
-    let result = searcher.search_reader(matcher, reader, &mut sink);
     if sink.binary || sink.count == 0 {
         return None;
     }
@@ -225,7 +229,10 @@ fn walk_root(
 ) -> Result<(), Error> {
     if let Some((file, display)) = &root.file {
         let mut s = searcher(opts);
-        if let Some((out, count)) = search_file(file, display, matcher, &mut s, opts, budget) {
+        let compressed = root.compressed(file);
+        if let Some((out, count)) =
+            search_file(file, compressed, display, matcher, &mut s, opts, budget)
+        {
             push(
                 hits,
                 FileHits {
@@ -240,8 +247,14 @@ fn walk_root(
         return Ok(());
     }
     let mut builder = walk::walker(&root.base, true, &root.filter);
-    builder.overrides(walk::overrides(&root.base, "glob", opts.glob.as_deref())?);
-    builder.types(walk::types(opts.file_type.as_deref())?);
+    let ov = walk::overrides(&root.base, "glob", opts.glob.as_deref())?;
+    let types = walk::types(opts.file_type.as_deref())?;
+    if root.filter.maps_compressed() {
+        walk::logical_selection(&mut builder, ov, Some(types));
+    } else {
+        builder.overrides(ov);
+        builder.types(types);
+    }
     builder.build_parallel().run(|| {
         let mut s = searcher(opts);
         let matcher = matcher.clone();
@@ -255,15 +268,22 @@ fn walk_root(
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 return WalkState::Continue;
             }
-            let rel = root.rel(entry.path());
+            let rel = root.logical_rel(entry.path());
             let name = rel.last().map(String::as_str).unwrap_or("");
             if !root.filter.admits(name, rel.len()) {
                 return WalkState::Continue;
             }
             let display = root.display(&rel);
-            if let Some((out, count)) =
-                search_file(entry.path(), &display, &matcher, &mut s, opts, budget)
-            {
+            let compressed = root.compressed(entry.path());
+            if let Some((out, count)) = search_file(
+                entry.path(),
+                compressed,
+                &display,
+                &matcher,
+                &mut s,
+                opts,
+                budget,
+            ) {
                 push(
                     hits,
                     FileHits {

@@ -8,9 +8,9 @@ use ignore::types::{Types, TypesBuilder};
 use ignore::{DirEntry, WalkBuilder};
 
 use crate::error::{Error, ErrorKind};
-use crate::resource::encode;
 use crate::resource::prepare::Filter;
 use crate::resource::read::VCS_DIRS;
+use crate::resource::{encode, gzlog};
 
 /// How result paths are spelled.
 #[derive(Debug, Clone)]
@@ -89,6 +89,58 @@ impl Root {
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
             .collect()
     }
+
+    /// Whether the file at PATH is a compressed log this root shows
+    /// (and searches) under its logical name.
+    pub fn compressed(&self, path: &Path) -> bool {
+        self.filter.maps_compressed() && gzlog::is_compressed(path)
+    }
+
+    /// Components of PATH below the base, by logical name.
+    pub fn logical_rel(&self, path: &Path) -> Vec<String> {
+        if self.compressed(path) {
+            self.rel(&logical_path(path))
+        } else {
+            self.rel(path)
+        }
+    }
+}
+
+/// PATH with a compressed log's logical file name.
+pub fn logical_path(path: &Path) -> PathBuf {
+    match path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(gzlog::logical_name)
+    {
+        Some(name) => path.with_file_name(name),
+        None => path.to_path_buf(),
+    }
+}
+
+/// Select a walk's entries by logical name: OV (and TYPES) see
+/// `RUN.log` for `RUN.log.gz`, so `*.log` selects retired logs too; a
+/// compressed log shadowed by a plain file of its name is skipped.
+/// Replaces the walker's overrides and types for scopes that map names.
+pub fn logical_selection(builder: &mut WalkBuilder, ov: Override, types: Option<Types>) {
+    builder.filter_entry(move |e| {
+        if is_vcs(e) {
+            return false;
+        }
+        let is_dir = e.file_type().is_some_and(|t| t.is_dir());
+        let path = if !is_dir && gzlog::is_compressed(e.path()) {
+            match gzlog::visible_logical(e.path()) {
+                Some(p) => p,
+                None => return false,
+            }
+        } else {
+            e.path().to_path_buf()
+        };
+        !ov.matched(&path, is_dir).is_ignore()
+            && types
+                .as_ref()
+                .is_none_or(|t| !t.matched(&path, is_dir).is_ignore())
+    });
 }
 
 /// Order paths the way a sorted directory walk visits them.
