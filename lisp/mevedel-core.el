@@ -115,7 +115,6 @@ signals an error instead."
 (declare-function mevedel-core--exec-list "ext:mevedel-dyn" (session owner))
 (declare-function mevedel-core--exec-teardown "ext:mevedel-dyn" (session))
 (declare-function mevedel-core--exec-teardown-all "ext:mevedel-dyn" ())
-(declare-function mevedel-core--exec-set-prefix "ext:mevedel-dyn" (argv))
 (declare-function mevedel-core--bash-analyze "ext:mevedel-dyn" (source))
 
 ;;;; Locating and building
@@ -732,11 +731,6 @@ With OWNER nil, return every unfinished execution of SESSION."
 (defun mevedel-core-exec-teardown (session)
   "Stop every execution of SESSION silently; return how many ran."
   (if (featurep 'mevedel-dyn) (mevedel-core--exec-teardown session) 0))
-
-(defun mevedel-core-exec-set-prefix (argv)
-  "Put ARGV, a list of strings, before every later managed command."
-  (mevedel-core-ensure)
-  (mevedel-core--exec-set-prefix argv))
 
 (defun mevedel-core-bash-analyze (source)
   "Analyse Bash SOURCE without running it; return a plist.

@@ -190,12 +190,3 @@ fn exec_teardown(env: &Env, session: String) -> Result<i64> {
 fn exec_teardown_all(env: &Env) -> Result<i64> {
     guarded(env, || Ok(manager::global().teardown_all() as i64))
 }
-
-/// Put ARGV (a list of strings) before every later managed command.
-#[defun(name = "exec-set-prefix")]
-fn exec_set_prefix(env: &Env, argv: Value) -> Result<()> {
-    guarded(env, || {
-        manager::global().set_prefix(string_list(argv)?);
-        Ok(())
-    })
-}

@@ -94,7 +94,7 @@ fn status_file(dir: &std::path::Path, id: &str) -> Result<File> {
     Ok(file)
 }
 
-fn launch(exec: &Exec, wrapper_prefix: &[String]) -> Result<Launched> {
+fn launch(exec: &Exec) -> Result<Launched> {
     let spec = &exec.spec;
     let spool_path = exec.state().spool_path.clone();
     let dir = spool_path
@@ -106,8 +106,7 @@ fn launch(exec: &Exec, wrapper_prefix: &[String]) -> Result<Launched> {
     let spool = Spool::create(&spool_path, cap)?;
     exec.state().reader = Some(spool.reader()?);
 
-    let mut argv: Vec<String> = wrapper_prefix.to_vec();
-    argv.extend(spec.wrapper.iter().cloned());
+    let mut argv: Vec<String> = spec.wrapper.clone();
     argv.extend(shell_argv(exec));
     let mut env: Vec<(OsString, OsString)> = match &spec.environment {
         Some(list) => list
@@ -269,9 +268,8 @@ struct MonitorRun {
     deadline: Instant,
 }
 
-/// Run EXEC to settlement. PREFIX is the launcher put before everything
-/// (the process-lifetime shim, when available).
-pub async fn drive(exec: Arc<Exec>, ticket: Ticket, prefix: Vec<String>) {
+/// Run EXEC to settlement.
+pub async fn drive(exec: Arc<Exec>, ticket: Ticket) {
     let lease = tokio::select! {
         lease = ticket.admitted() => Some(lease),
         () = exec.stop_signal.notified() => None,
@@ -285,7 +283,7 @@ pub async fn drive(exec: Arc<Exec>, ticket: Ticket, prefix: Vec<String>) {
     exec.state().lease = Some(lease);
     // Launching waits for the spawner thread's fork; keep the workers free.
     let launching = Arc::clone(&exec);
-    let launched = tokio::task::spawn_blocking(move || launch(&launching, &prefix))
+    let launched = tokio::task::spawn_blocking(move || launch(&launching))
         .await
         .unwrap_or_else(|e| {
             Err(Error::new(

@@ -40,8 +40,6 @@ pub struct Manager {
     counter: AtomicU64,
     seed: u64,
     spool_root: PathBuf,
-    /// Launcher put before every command (the lifetime shim).
-    prefix: Mutex<Vec<String>>,
 }
 
 fn exec_error(message: impl Into<String>) -> Error {
@@ -68,18 +66,12 @@ impl Manager {
             counter: AtomicU64::new(0),
             seed,
             spool_root: std::env::temp_dir().join(format!("mevedel-exec-{}", std::process::id())),
-            prefix: Mutex::new(Vec::new()),
         }
     }
 
     /// Directory of spools for sessions without artifact storage.
     pub fn spool_root(&self) -> &std::path::Path {
         &self.spool_root
-    }
-
-    /// Put ARGV before every later command (e.g. the lifetime shim).
-    pub fn set_prefix(&self, argv: Vec<String>) {
-        *lock(&self.prefix) = argv;
     }
 
     fn session(&self, key: &str) -> Arc<Session> {
@@ -155,10 +147,9 @@ impl Manager {
         let exec = Arc::new(Exec::new(id.clone(), spec, analysis, spool));
         execs.insert(id, Arc::clone(&exec));
         drop(execs);
-        let prefix = lock(&self.prefix).clone();
         let ticket = Scheduler::enqueue(&session.scheduler, exec.lane());
         let runtime = crate::runtime::get()?;
-        let running = runtime.spawn(driver::drive(Arc::clone(&exec), ticket, prefix));
+        let running = runtime.spawn(driver::drive(Arc::clone(&exec), ticket));
         let watched = Arc::clone(&exec);
         runtime.spawn(async move {
             if let Err(e) = running.await {
