@@ -383,7 +383,11 @@ fn attempts(w: &World, victim_pid: u32) -> Vec<Attempt> {
         },
         Attempt {
             name: "bash /dev/tcp to a 127.0.0.1 listener",
-            script: format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo ESCAPED"),
+            // Waiting for the reply means the listener has counted the
+            // connection before the control's reset clears the count.
+            script: format!(
+                "exec 3<>/dev/tcp/127.0.0.1/{port} && printf 'x\\n' >&3 && read -r -t 3 _ <&3 && echo ESCAPED"
+            ),
             control: Some(String::new()),
             home_is_ws: false,
             check: no_connection(),
