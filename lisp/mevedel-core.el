@@ -732,11 +732,33 @@ With OWNER nil, return every unfinished execution of SESSION."
   "Stop every execution of SESSION silently; return how many ran."
   (if (featurep 'mevedel-dyn) (mevedel-core--exec-teardown session) 0))
 
+(defconst mevedel-core--bash-analyses-size 512
+  "Most results `mevedel-core-bash-analyze' remembers at once.")
+
+(defconst mevedel-core--bash-analyses-max-source 4096
+  "Longest source whose analysis `mevedel-core-bash-analyze' remembers.")
+
+(defvar mevedel-core--bash-analyses (make-hash-table :test #'equal)
+  "Recent results of `mevedel-core-bash-analyze', keyed by source text.")
+
 (defun mevedel-core-bash-analyze (source)
   "Analyse Bash SOURCE without running it; return a plist.
-See the module function `mevedel-core--bash-analyze' for its keys."
-  (mevedel-core-ensure)
-  (mevedel-core--bash-analyze source))
+See the module function `mevedel-core--bash-analyze' for its keys.
+The analysis depends on the text alone and agents repeat commands, so
+recent results are remembered here: a repeated source costs a hash
+lookup instead of a module call.  The plist returned is a fresh copy;
+the lists inside it are shared, so do not modify them."
+  (copy-sequence
+   (or (gethash source mevedel-core--bash-analyses)
+       (progn
+         (mevedel-core-ensure)
+         (let ((analysis (mevedel-core--bash-analyze source))
+               (table mevedel-core--bash-analyses))
+           (when (<= (length source) mevedel-core--bash-analyses-max-source)
+             (when (>= (hash-table-count table) mevedel-core--bash-analyses-size)
+               (clrhash table))
+             (puthash (substring-no-properties source) analysis table))
+           analysis)))))
 
 (defun mevedel-core-shutdown ()
   "Stop every process the module owns and close the event channel.

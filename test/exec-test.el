@@ -162,7 +162,15 @@
   (let ((a (mevedel-core-bash-analyze "rm -rf /")))
     (should (equal (plist-get a :class) "dangerous"))
     (should (plist-get a :reasons)))
-  (should (plist-get (mevedel-core-bash-analyze "sleep 1 &") :background)))
+  (should (plist-get (mevedel-core-bash-analyze "sleep 1 &") :background))
+  ;; A repeated source is answered from the remembered result; the
+  ;; caller gets its own plist, so changing it changes no later answer.
+  (let ((a (mevedel-core-bash-analyze "git status --short")))
+    (should (equal (plist-get a :class) "read-only"))
+    (plist-put a :class "changed")
+    (let ((b (mevedel-core-bash-analyze "git status --short")))
+      (should-not (eq a b))
+      (should (equal (plist-get b :class) "read-only")))))
 
 (ert-deftest mevedel-exec:kill-emacs-leaves-no-process ()
   "Emacs's exit stops every group: forked grandchildren and nohup too."

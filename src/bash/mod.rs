@@ -12,6 +12,7 @@
 
 mod commands;
 mod outcome;
+mod simple;
 mod walk;
 
 use std::collections::HashMap;

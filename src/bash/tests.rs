@@ -7,6 +7,9 @@ use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::Command;
 
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+
 use super::*;
 
 fn class(src: &str) -> Class {
@@ -435,4 +438,151 @@ fn signals_and_high_codes_fail() {
     assert_eq!(outcome(&a, Exit::Code(1), None).outcome, "no-match");
     let complex = analyze("eval grep x f");
     assert_eq!(outcome(&complex, Exit::Code(1), None).outcome, "failure");
+}
+
+/// Sources built from plain words, operators and comments, with the odd
+/// character that must send them to tree-sitter instead.
+fn simple_source() -> impl Strategy<Value = String> {
+    const NAMES: &[&str] = &[
+        "ls", "cat", "grep", "rg", "git", "rm", "sed", "find", "xargs", "env", "timeout", "nice",
+        "printf", "echo", "test", "sort", "uniq", "awk", "date", "diff", "eval", "export", "local",
+        "read", "cd", "make", "cargo", "./run", "/bin/ls", "if", "then", "done", "for", "time",
+        "in", "a=b", "command", "exec", "set", "true", "false", "yes", "head", "wc", "kill",
+        "chmod", "dd", "hostname", "tee", "mkdir", "cp",
+    ];
+    const ARGS: &[&str] = &[
+        "-rf",
+        "-n",
+        "1",
+        "-20",
+        "--short",
+        "status",
+        "push",
+        "--force",
+        "-i",
+        "-delete",
+        "-exec",
+        ".",
+        "/",
+        "x=y",
+        "--output=f",
+        "done",
+        "then",
+        "in",
+        "fi",
+        "-v",
+        "%n",
+        "a:b",
+        "@x",
+        "+x",
+        "--",
+        "-C",
+        "log",
+        "reset",
+        "--hard",
+        "-1",
+        "of=/dev/sda",
+        "-R",
+        "-s",
+        "-o",
+        "ls",
+        "grep",
+        "sh",
+        "-e",
+        "s/a/b/",
+        "1,5p",
+        "-0",
+        "-I",
+        "10",
+        "b.txt",
+        "-u",
+        "X",
+        "{}",
+        "x,y",
+    ];
+    let word = |pool: &'static [&'static str]| {
+        prop_oneof![
+            3 => proptest::sample::select(pool).prop_map(str::to_string),
+            1 => "[A-Za-z0-9_./,:+@=-]{1,6}",
+        ]
+    };
+    let command =
+        (word(NAMES), proptest::collection::vec(word(ARGS), 0..4)).prop_map(|(name, args)| {
+            let mut words = vec![name];
+            words.extend(args);
+            words.join(" ")
+        });
+    let op = proptest::sample::select(
+        &[
+            " | ", "|", " && ", "&&", " || ", "||", "; ", ";", " ;", "|&", " & ", ";;", "\n",
+            "  |  ",
+        ][..],
+    );
+    let tail = proptest::sample::select(
+        &[
+            "", "", "", " # 12", " #x y", "#c", "\n", " # a\nb", ";", " |", " &",
+        ][..],
+    );
+    let junk = prop_oneof![
+        4 => Just(""),
+        1 => proptest::sample::select(
+            &["'", "\"", "$x", ">", "<", "*", "(", "{", "\\", "~", "!", "`", "\t", "\n"][..]
+        ),
+    ];
+    (
+        command.clone(),
+        proptest::collection::vec((op, command), 0..4),
+        tail,
+        junk,
+        any::<prop::sample::Index>(),
+    )
+        .prop_map(|(first, rest, tail, junk, at)| {
+            let mut src = first;
+            for (op, c) in rest {
+                src.push_str(op);
+                src.push_str(&c);
+            }
+            src.push_str(tail);
+            if !junk.is_empty() {
+                let mut at = at.index(src.len() + 1);
+                while !src.is_char_boundary(at) {
+                    at -= 1;
+                }
+                src.insert_str(at, junk);
+            }
+            src
+        })
+}
+
+/// The fast path for plain sources gives exactly the tree-sitter
+/// path's analysis, and it does take most of the generated sources.
+#[test]
+fn simple_sources_match_tree_sitter() {
+    let mut runner = TestRunner::new(Config {
+        cases: 10_000,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let fast = std::cell::Cell::new(0usize);
+    let result = runner.run(&simple_source(), |src| {
+        if let Some(quick) = simple::analyze(&src) {
+            fast.set(fast.get() + 1);
+            prop_assert_eq!(quick, walk::analyze_tree(&src), "source: {:?}", src);
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    assert!(
+        fast.get() > 800,
+        "only {} sources took the fast path",
+        fast.get()
+    );
+    for src in [
+        "git status --short # 5",
+        "rm -rf t && mkdir -p t && cp -r a t/\n",
+    ] {
+        assert!(simple::analyze(src).is_some(), "{src:?} should be plain");
+    }
 }

@@ -26,6 +26,11 @@ fn parse(src: &str) -> Option<tree_sitter::Tree> {
 }
 
 pub fn analyze(src: &str) -> Analysis {
+    super::simple::analyze(src).unwrap_or_else(|| analyze_tree(src))
+}
+
+/// [`analyze`] through tree-sitter, whatever the source.
+pub fn analyze_tree(src: &str) -> Analysis {
     // tree-sitter-bash is several times slower on a pipeline that ends
     // at the end of input than on one ended by a newline (57 vs 10 us
     // for `a | b | c`); the newline means the same, and the command is
@@ -50,15 +55,8 @@ pub fn analyze(src: &str) -> Analysis {
         };
     };
     let root = tree.root_node();
-    let mut w = Walker {
-        src,
-        class: Class::ReadOnly,
-        reasons: Vec::new(),
-        background: false,
-        parse_error: root.has_error(),
-        pipelines: 0,
-        ineligible: None,
-    };
+    let mut w = Walker::new(src);
+    w.parse_error = root.has_error();
     w.walk(root);
     if w.parse_error {
         w.raise(Class::Unknown, "the source could not be parsed");
@@ -78,22 +76,7 @@ pub fn analyze(src: &str) -> Analysis {
         .last()
         .and_then(|last| w.final_pipeline(*last))
         .filter(|_| w.ineligible.is_none());
-    let mut reasons = Vec::new();
-    for r in w.reasons {
-        if !reasons.contains(&r) {
-            reasons.push(r);
-        }
-    }
-    Analysis {
-        class: w.class,
-        reasons,
-        background: w.background,
-        parse_error: w.parse_error,
-        single,
-        final_pipeline,
-        pipelines: w.pipelines,
-        ineligible: w.ineligible,
-    }
+    w.finish(single, final_pipeline)
 }
 
 /// A node's named children. Indexing instead of a cursor: a cursor
@@ -160,17 +143,53 @@ const SNAPSHOT_DECLINES: &[&str] = &[
     "getopts",
 ];
 
-struct Walker<'a> {
+pub(super) struct Walker<'a> {
     src: &'a str,
     class: Class,
     reasons: Vec<String>,
     background: bool,
     parse_error: bool,
-    pipelines: usize,
-    ineligible: Option<String>,
+    pub(super) pipelines: usize,
+    pub(super) ineligible: Option<String>,
 }
 
 impl<'a> Walker<'a> {
+    pub(super) fn new(src: &'a str) -> Walker<'a> {
+        Walker {
+            src,
+            class: Class::ReadOnly,
+            reasons: Vec::new(),
+            background: false,
+            parse_error: false,
+            pipelines: 0,
+            ineligible: None,
+        }
+    }
+
+    /// The analysis, with the reasons deduplicated.
+    pub(super) fn finish(
+        self,
+        single: Option<Stage>,
+        final_pipeline: Option<Vec<Stage>>,
+    ) -> Analysis {
+        let mut reasons = Vec::new();
+        for r in self.reasons {
+            if !reasons.contains(&r) {
+                reasons.push(r);
+            }
+        }
+        Analysis {
+            class: self.class,
+            reasons,
+            background: self.background,
+            parse_error: self.parse_error,
+            single,
+            final_pipeline,
+            pipelines: self.pipelines,
+            ineligible: self.ineligible,
+        }
+    }
+
     fn text(&self, node: Node) -> &'a str {
         &self.src[node.byte_range()]
     }
@@ -344,12 +363,17 @@ impl<'a> Walker<'a> {
         let Some(name_node) = name_node else {
             return;
         };
-        let Some(mut name) = self.literal(name_node) else {
+        let Some(name) = self.literal(name_node) else {
             self.raise(Class::Complex, "the command name is computed");
             self.decline("computed command name");
             return;
         };
-        let mut args: &[Arg] = &args;
+        self.judge_command(name, &args);
+    }
+
+    /// Judge the command NAME with ARGS (after its words were walked),
+    /// following wrappers such as `env` and `xargs` to the command they run.
+    pub(super) fn judge_command(&mut self, mut name: String, mut args: &[Arg]) {
         loop {
             if name.contains('/') {
                 self.raise(
@@ -407,23 +431,7 @@ impl<'a> Walker<'a> {
                 }
                 self.stage_of(body, in_pipeline)
             }
-            "command" => {
-                let name = self.literal(node.child_by_field_name("name")?)?;
-                if name.contains('/') {
-                    return None;
-                }
-                let expect = match name.as_str() {
-                    "grep" | "egrep" | "fgrep" | "rg" | "zgrep" => Expect::NoMatch,
-                    "diff" => Expect::Different,
-                    "test" | "[" => Expect::False,
-                    _ => Expect::Nothing,
-                };
-                Some(Stage {
-                    label: name,
-                    expect,
-                    compound: false,
-                })
-            }
+            "command" => command_stage(self.literal(node.child_by_field_name("name")?)?),
             "test_command" => Some(Stage {
                 label: if self.text(node).starts_with("[[") {
                     "[[".into()
@@ -477,6 +485,25 @@ impl<'a> Walker<'a> {
             _ => None,
         }
     }
+}
+
+/// The stage a simple command named NAME makes; `None` for a
+/// path-qualified program, whose exit statuses mean nothing known.
+pub(super) fn command_stage(name: String) -> Option<Stage> {
+    if name.contains('/') {
+        return None;
+    }
+    let expect = match name.as_str() {
+        "grep" | "egrep" | "fgrep" | "rg" | "zgrep" => Expect::NoMatch,
+        "diff" => Expect::Different,
+        "test" | "[" => Expect::False,
+        _ => Expect::Nothing,
+    };
+    Some(Stage {
+        label: name,
+        expect,
+        compound: false,
+    })
 }
 
 /// A bare word's value: backslash escapes removed.
