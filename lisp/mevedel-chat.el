@@ -340,10 +340,13 @@ gptel's handlers ((:before FUNCTION))."
                                (list function) tail))))))))
     handlers))
 
-(cl-defun mevedel-chat-send (chat text &key on-done)
+(cl-defun mevedel-chat-send (chat text &key on-done background)
   "Send TEXT as the user's next message in CHAT.
 ON-DONE, if non-nil, is called with CHAT and the outcome (`done',
-`error' or `abort') when the turn ends."
+`error' or `abort') when the turn ends.  BACKGROUND, a string, marks a
+turn the harness starts on its own (a background wake): the model reads
+TEXT, but the view shows BACKGROUND as a notice instead of a user line,
+and TEXT stays out of the input history."
   (when (mevedel-chat-busy-p chat)
     (user-error "A turn is already running in %s; abort it first" (mevedel-chat-name chat)))
   (when (string-blank-p text)
@@ -351,7 +354,8 @@ ON-DONE, if non-nil, is called with CHAT and the outcome (`done',
   (let ((backend (mevedel-chat-backend-effective chat))
         (model (mevedel-chat-model-effective chat))
         (buffer (mevedel-chat-data-buffer chat)))
-    (push text (mevedel-chat-history chat))
+    (unless background
+      (push text (mevedel-chat-history chat)))
     (with-current-buffer buffer
       (setq-local gptel-backend backend
                   gptel-model model
@@ -361,11 +365,17 @@ ON-DONE, if non-nil, is called with CHAT and the outcome (`done',
       (let ((start (point))
             (mail (cl-loop for function in mevedel-chat-message-functions
                            append (funcall function chat))))
+        (when background
+          (mevedel-chat--insert-notice chat 'background background)
+          (goto-char (point-max)))
         (unless (bobp) (insert "\n\n"))
         (insert (gptel-prompt-prefix-string))
         (dolist (block mail)
           (insert (propertize (concat block "\n") 'mevedel-mail t)))
-        (insert (string-trim text) "\n")
+        (insert (if background
+                    (propertize (string-trim text) 'mevedel-mail t)
+                  (string-trim text))
+                "\n")
         (setf (mevedel-chat-turn-start chat) (copy-marker start)))
       (let* ((turn (list :id (format "%x" (random most-positive-fixnum))))
              (fsm (gptel-make-fsm :table gptel-send--transitions

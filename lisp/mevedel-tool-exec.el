@@ -57,6 +57,9 @@
   "Background work has reported; its messages follow. This is not a message from the user."
   "The fixed prompt of a turn started because background work finished.")
 
+(defconst mevedel-exec-wake-notice "Background work has reported."
+  "What the view shows in place of `mevedel-exec-wake-prompt'.")
+
 (defconst mevedel-exec-manual-address "mevedel://tools/execution.md"
   "Where the execution manual is served.")
 
@@ -649,7 +652,7 @@ next request, and are then marked delivered."
 Return non-nil when it started."
   (let ((chat (mevedel-exec--chat-of key)))
     (when (and chat (not (mevedel-chat-busy-p chat)))
-      (mevedel-chat-send chat prompt)
+      (mevedel-chat-send chat prompt :background mevedel-exec-wake-notice)
       t)))
 
 (defun mevedel-exec--chat-idle (chat)

@@ -91,8 +91,15 @@ the background turn's request, after which the mail is delivered."
       (should (string-match-p (regexp-quote "description=\\\"slow job\\\"") body))
       (should (string-match-p (regexp-quote "outcome=\\\"success\\\" exit_code=\\\"0\\\">") body))
       (should (string-match-p (regexp-quote mevedel-exec-wake-prompt) body)))
-    ;; The mail is not shown as the user's text.
-    (should-not (string-match-p "agent-message" (plist-get run :transcript)))))
+    ;; Neither the mail nor the wake prompt is shown as the user's text;
+    ;; the background turn begins with its notice instead.
+    (let ((transcript (plist-get run :transcript)))
+      (should-not (string-match-p "agent-message" transcript))
+      (should-not (string-match-p (regexp-quote mevedel-exec-wake-prompt) transcript))
+      (should (= (cl-count ?❯ transcript) 1))
+      (should (string-match-p (concat (regexp-quote mevedel-exec-wake-notice)
+                                      "\\(?:.\\|\n\\)*The slow job printed late-result\\.")
+                              transcript)))))
 
 (provide 'exec-e2e-test)
 ;;; exec-e2e-test.el ends here
