@@ -1,6 +1,8 @@
-//! Static analysis of Bash source with tree-sitter-bash.
+//! Static analysis of Bash source in tree-sitter-bash's syntax.
 //!
-//! [`analyze`] parses a command (never runs it) and reports:
+//! [`analyze`] reads a command (never runs it) into tree-sitter-bash's
+//! syntax tree, built by the recognizer for common sources and by a
+//! tree-sitter parse otherwise (ADR 0003), and reports:
 //! - its [`Class`]: read-only (may overlap with other readers, runs
 //!   without startup files), mutating, unknown, complex or dangerous;
 //! - whether it uses the `&` background operator (rejected before spawn);
@@ -12,7 +14,8 @@
 
 mod commands;
 mod outcome;
-mod simple;
+mod recognize;
+mod syntax;
 mod walk;
 
 use std::collections::HashMap;
@@ -132,7 +135,7 @@ pub fn analyze(src: &str) -> Analysis {
 ///
 /// The analysis depends on the text alone, and agents repeat commands
 /// (`git status`, a test run), so recent results are remembered: a
-/// repeated source costs a table lookup instead of a parse (5-50 us).
+/// repeated source costs a table lookup instead of an analysis.
 pub fn analyze_shared(src: &str) -> Arc<Analysis> {
     if src.len() > CACHE_MAX_SOURCE {
         return Arc::new(walk::analyze(src));

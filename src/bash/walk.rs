@@ -1,10 +1,13 @@
 //! The tree walk behind [`super::analyze`].
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 
-use tree_sitter::{Node, Parser};
+use tree_sitter::Parser;
 
 use super::commands::{self, Arg};
+use super::recognize::recognize;
+use super::syntax::{Node, Tree};
 use super::{Analysis, Class, Expect, Stage};
 
 thread_local! {
@@ -25,23 +28,43 @@ fn parse(src: &str) -> Option<tree_sitter::Tree> {
     })
 }
 
+/// Analyse SRC: read by the recognizer when it is in its subset, else
+/// parsed by tree-sitter; either way the same tree is walked.
 pub fn analyze(src: &str) -> Analysis {
-    super::simple::analyze(src).unwrap_or_else(|| analyze_tree(src))
+    let src = terminated(src);
+    match recognize(&src) {
+        Some(tree) => analyze_syntax(&src, &tree),
+        None => analyze_parsed(&src),
+    }
 }
 
 /// [`analyze`] through tree-sitter, whatever the source.
+#[cfg(test)]
 pub fn analyze_tree(src: &str) -> Analysis {
-    // tree-sitter-bash is several times slower on a pipeline that ends
-    // at the end of input than on one ended by a newline (57 vs 10 us
-    // for `a | b | c`); the newline means the same, and the command is
-    // run with one after it anyway (the snapshot line follows it).
-    let terminated;
-    let src = if src.ends_with('\n') {
-        src
+    analyze_parsed(&terminated(src))
+}
+
+/// The converted tree-sitter tree of SRC, newline-terminated.
+#[cfg(test)]
+pub fn tree_of(src: &str) -> Option<Tree> {
+    parse(&terminated(src)).map(|t| Tree::from_tree_sitter(&t))
+}
+
+/// SRC ending in a newline. tree-sitter-bash is several times slower on
+/// a pipeline that ends at the end of input than on one ended by a
+/// newline (57 vs 10 us for `a | b | c`); the newline means the same,
+/// and the command is run with one after it anyway (the snapshot line
+/// follows it).
+pub fn terminated(src: &str) -> Cow<'_, str> {
+    if src.ends_with('\n') {
+        Cow::Borrowed(src)
     } else {
-        terminated = format!("{src}\n");
-        terminated.as_str()
-    };
+        Cow::Owned(format!("{src}\n"))
+    }
+}
+
+/// Parse the newline-terminated SRC with tree-sitter and walk it.
+fn analyze_parsed(src: &str) -> Analysis {
     let Some(tree) = parse(src) else {
         return Analysis {
             class: Class::Unknown,
@@ -54,9 +77,14 @@ pub fn analyze_tree(src: &str) -> Analysis {
             ineligible: Some("unparsable".into()),
         };
     };
-    let root = tree.root_node();
+    analyze_syntax(src, &Tree::from_tree_sitter(&tree))
+}
+
+/// Walk TREE, the syntax of SRC.
+fn analyze_syntax(src: &str, tree: &Tree) -> Analysis {
+    let root = tree.root();
     let mut w = Walker::new(src);
-    w.parse_error = root.has_error();
+    w.parse_error = tree.has_error();
     w.walk(root);
     if w.parse_error {
         w.raise(Class::Unknown, "the source could not be parsed");
@@ -79,14 +107,12 @@ pub fn analyze_tree(src: &str) -> Analysis {
     w.finish(single, final_pipeline)
 }
 
-/// A node's named children. Indexing instead of a cursor: a cursor
-/// allocates, and these lists are short.
 fn named_children<'t>(node: Node<'t>) -> impl Iterator<Item = Node<'t>> {
-    (0..node.named_child_count() as u32).filter_map(move |i| node.named_child(i))
+    node.named_children()
 }
 
 fn children<'t>(node: Node<'t>) -> impl Iterator<Item = Node<'t>> {
-    (0..node.child_count()).filter_map(move |i| node.child(i))
+    node.children()
 }
 
 /// The only named child of NODE, if it has exactly one.
@@ -143,18 +169,18 @@ const SNAPSHOT_DECLINES: &[&str] = &[
     "getopts",
 ];
 
-pub(super) struct Walker<'a> {
+struct Walker<'a> {
     src: &'a str,
     class: Class,
     reasons: Vec<String>,
     background: bool,
     parse_error: bool,
-    pub(super) pipelines: usize,
-    pub(super) ineligible: Option<String>,
+    pipelines: usize,
+    ineligible: Option<String>,
 }
 
 impl<'a> Walker<'a> {
-    pub(super) fn new(src: &'a str) -> Walker<'a> {
+    fn new(src: &'a str) -> Walker<'a> {
         Walker {
             src,
             class: Class::ReadOnly,
@@ -167,11 +193,7 @@ impl<'a> Walker<'a> {
     }
 
     /// The analysis, with the reasons deduplicated.
-    pub(super) fn finish(
-        self,
-        single: Option<Stage>,
-        final_pipeline: Option<Vec<Stage>>,
-    ) -> Analysis {
+    fn finish(self, single: Option<Stage>, final_pipeline: Option<Vec<Stage>>) -> Analysis {
         let mut reasons = Vec::new();
         for r in self.reasons {
             if !reasons.contains(&r) {
@@ -373,7 +395,7 @@ impl<'a> Walker<'a> {
 
     /// Judge the command NAME with ARGS (after its words were walked),
     /// following wrappers such as `env` and `xargs` to the command they run.
-    pub(super) fn judge_command(&mut self, mut name: String, mut args: &[Arg]) {
+    fn judge_command(&mut self, mut name: String, mut args: &[Arg]) {
         loop {
             if name.contains('/') {
                 self.raise(
@@ -489,7 +511,7 @@ impl<'a> Walker<'a> {
 
 /// The stage a simple command named NAME makes; `None` for a
 /// path-qualified program, whose exit statuses mean nothing known.
-pub(super) fn command_stage(name: String) -> Option<Stage> {
+fn command_stage(name: String) -> Option<Stage> {
     if name.contains('/') {
         return None;
     }
