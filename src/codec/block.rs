@@ -17,7 +17,7 @@
 //! continues just after its opening delimiter.
 //!
 //! Texts of [`PARALLEL_MIN`] bytes or more are scanned by up to
-//! [`MAX_THREADS`] threads, each from the start of its own range; the
+//! four threads, each from the start of its own range; the
 //! parts are joined into exactly the single-threaded answer (see
 //! [`join_parts`]), which a property test holds them to.
 //!
