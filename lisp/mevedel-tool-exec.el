@@ -779,9 +779,13 @@ Only executions that yielded, started by a tool call, have one."
   (when-let* (((plist-get data :yielded))
               (id (plist-get data :tool-use-id))
               (chat (mevedel-exec--chat-of (plist-get data :session))))
-    (mevedel-chat-update-render-data
-     chat id (lambda (render-data) (mevedel-exec-settle-render-data render-data data))
-     (cons 'settled (plist-get data :id)))))
+    (condition-case err
+        (mevedel-chat-update-render-data
+         chat id (lambda (render-data) (mevedel-exec-settle-render-data render-data data))
+         (cons 'settled (plist-get data :id)))
+      (error (display-warning 'mevedel (format "Cannot record how %s ended: %s"
+                                               (plist-get data :id)
+                                               (error-message-string err)))))))
 
 (defun mevedel-exec-chat-install ()
   "Deliver execution mail to chats and let background results wake them.

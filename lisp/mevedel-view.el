@@ -30,6 +30,7 @@
 (require 'mevedel-tool-render)
 
 (declare-function org-unescape-code-in-string "org-src")
+(autoload 'mevedel-ps "mevedel-ps" nil t)
 
 (defgroup mevedel-view nil
   "The session view."
@@ -99,6 +100,7 @@
   "C-c C-k" #'mevedel-view-abort
   "C-c C-l" #'mevedel-view-rerender
   "C-c C-p" #'mevedel-view-set-permission-mode
+  "C-c C-e" #'mevedel-ps
   "M-p" #'mevedel-view-history-previous
   "M-n" #'mevedel-view-history-next)
 
