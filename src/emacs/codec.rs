@@ -100,6 +100,19 @@ fn codec_payload<'e>(env: &'e Env, printed: Value<'e>, owner: Value<'e>) -> Resu
     })
 }
 
+/// How many bytes TEXT has as the other codec functions receive it:
+/// TEXT is copied into the module exactly as they copy it, and nothing
+/// else is done (timing it measures the transfer alone).
+#[defun(name = "codec-text-bytes")]
+fn codec_text_bytes<'e>(env: &'e Env, text: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || {
+        let (text, _) = copy_text_or_buffer(env, text)?;
+        i64::try_from(text.bytes().len())
+            .unwrap_or(i64::MAX)
+            .into_lisp(env)
+    })
+}
+
 /// Every well-formed block in TEXT, as one flat vector
 /// `[START END OWNER START END OWNER ...]`; OWNER is the tool-use ID, nil
 /// for an unbound block, or `invalid`. (One vector keeps the number of
