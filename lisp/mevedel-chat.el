@@ -90,7 +90,7 @@ message, in order, and the view does not show them.")
   permission-mode session-rules
   backend model label
   observers prompter history
-  live-calls pending cancellers)
+  live-calls pending cancellers updates)
 
 (defvar mevedel-chat--chats (make-hash-table :test #'equal)
   "Live chats by workspace root.")
@@ -176,7 +176,9 @@ gptel's default (OpenAI) is chosen and recorded in `gptel-backend'."
 EVENT is one of `turn-start', `text' (ARGS: the chunk), `tools-start'
 \(the records), `tool-results' (the records, in call order),
 `permission' (the request), `permission-settled' (the request),
-`status' and `turn-end' (the outcome: `done', `error' or `abort')."
+`tool-updated' (the ID of a call whose render-data changed after it
+settled, see `mevedel-chat-update-render-data'), `status' and
+`turn-end' (the outcome: `done', `error' or `abort')."
   (cl-pushnew function (mevedel-chat-observers chat)))
 
 (defun mevedel-chat-unobserve (chat function)
@@ -447,6 +449,7 @@ arguments and result are its own."
                            (plist-get record :result))))
              info)))
       (plist-put info :tool-use all))
+    (mevedel-chat--retry-updates chat)
     (setf (mevedel-chat-live-calls chat) nil)
     (mevedel-chat--set-status chat 'waiting)
     (mevedel-chat--notify chat 'tool-results records)))
@@ -469,6 +472,9 @@ Notices are never sent to the model."
 (defun mevedel-chat--finish (chat outcome)
   "End CHAT's turn with OUTCOME and tell observers and the turn's caller."
   (let ((on-done (mevedel-chat-on-done chat)))
+    ;; Updates still waiting for their call now never find it.
+    (mevedel-chat--retry-updates chat)
+    (setf (mevedel-chat-updates chat) nil)
     (setf (mevedel-chat-turn chat) nil
           (mevedel-chat-on-done chat) nil
           (mevedel-chat-live-calls chat) nil
@@ -537,6 +543,73 @@ was running."
       ;; The turn is over: settle its tool calls (and their cards).
       (mapc #'funcall cancellers))
     t))
+
+;;;; Updating a settled call's render-data
+
+(defconst mevedel-chat-update-queue-limit 64
+  "Most render-data updates a chat keeps for calls not yet in its data buffer.")
+
+(defun mevedel-chat--call-region (chat id)
+  "Return (START . END) of tool call ID's region in CHAT's data buffer, or nil."
+  (with-current-buffer (mevedel-chat-data-buffer chat)
+    (save-excursion
+      (save-restriction
+        (widen)
+        (goto-char (point-min))
+        (when-let* ((match (text-property-search-forward
+                            'gptel id (lambda (id value)
+                                        (and (eq (car-safe value) 'tool)
+                                             (equal (cdr value) id))))))
+          (cons (prop-match-beginning match) (prop-match-end match)))))))
+
+(defun mevedel-chat--apply-update (chat id function)
+  "Apply FUNCTION to the render-data of call ID in CHAT's data buffer.
+Return nil when the call is not there, else `updated' or `unchanged'."
+  (when-let* ((region (mevedel-chat--call-region chat id)))
+    (with-current-buffer (mevedel-chat-data-buffer chat)
+      (save-excursion
+        (save-restriction
+          (widen)
+          (narrow-to-region (car region) (cdr region))
+          (let* ((old (mevedel-render-data-extract (current-buffer) id))
+                 (new (and old (funcall function old)))
+                 (property (get-text-property (point-min) 'gptel))
+                 (inhibit-read-only t))
+            (if (or (null new) (eq new old)
+                    (not (mevedel-render-data-replace (current-buffer) id new)))
+                'unchanged
+              ;; The new block belongs to the call's region, like the old.
+              (put-text-property (point-min) (point-max) 'gptel property)
+              (mevedel-chat--notify chat 'tool-updated id)
+              'updated)))))))
+
+(defun mevedel-chat-update-render-data (chat id function &optional key)
+  "Apply FUNCTION to the render-data of the settled tool call ID of CHAT.
+FUNCTION takes the call's render-data plist and returns its new
+render-data, or the same (`eq') plist to change nothing.  A new plist
+replaces the call's hidden block in the data buffer (the model never
+sees it) and observers hear `tool-updated'.  A call whose result is not
+in the data buffer yet (other calls of its turn still run) gets the
+update when the turn's results are inserted; KEY names that waiting
+update, so a later one with the same ID and KEY replaces it.  Return
+`updated', `unchanged', `queued', or nil when the call is unknown."
+  (or (mevedel-chat--apply-update chat id function)
+      (when (mevedel-chat-busy-p chat)
+        (let* ((entry (list id key function))
+               (kept (cl-remove-if (lambda (e) (and (equal (car e) id) (equal (cadr e) key)))
+                                   (mevedel-chat-updates chat))))
+          (setf (mevedel-chat-updates chat)
+                (last (append kept (list entry)) mevedel-chat-update-queue-limit))
+          'queued))))
+
+(defun mevedel-chat--retry-updates (chat)
+  "Retry the render-data edits waiting in CHAT; keep those still waiting."
+  (let ((waiting (mevedel-chat-updates chat)))
+    (setf (mevedel-chat-updates chat) nil)
+    (dolist (entry waiting)
+      (unless (mevedel-chat--apply-update chat (car entry) (nth 2 entry))
+        (push entry (mevedel-chat-updates chat))))
+    (setf (mevedel-chat-updates chat) (nreverse (mevedel-chat-updates chat)))))
 
 ;;;; Tools, permissions and the pipeline
 

@@ -96,6 +96,7 @@ signals an error instead."
 (declare-function mevedel-core--codec-encode "ext:mevedel-dyn" (printed owner))
 (declare-function mevedel-core--codec-payload "ext:mevedel-dyn" (printed owner))
 (declare-function mevedel-core--codec-scan "ext:mevedel-dyn" (text))
+(declare-function mevedel-core--codec-text-bytes "ext:mevedel-dyn" (text))
 (declare-function mevedel-core--codec-spans "ext:mevedel-dyn" (text owner vouched))
 (declare-function mevedel-core--codec-extract "ext:mevedel-dyn" (text owner vouched))
 (declare-function mevedel-core--codec-decode-all "ext:mevedel-dyn" (text))
@@ -856,6 +857,14 @@ portion (positions are buffer positions), which the module reads in
 chunks.  The same holds for TEXT in the other render-data functions."
   (mevedel-core-ensure)
   (mevedel-core--codec-scan text))
+
+(defun mevedel-core-render-data-text-bytes (text)
+  "Return how many bytes TEXT has as the render-data functions receive it.
+TEXT is as for `mevedel-core-render-data-scan'.  It is copied into the
+module exactly as those functions copy it and nothing else is done, so
+timing this measures the transfer alone."
+  (mevedel-core-ensure)
+  (mevedel-core--codec-text-bytes text))
 
 (defun mevedel-core-render-data-spans (text owner vouched)
   "Return the (START . END) spans of TEXT's blocks to scrub for OWNER.

@@ -439,8 +439,36 @@ becomes idle).  Busy sessions keep their wakes for later."
   "Handle a progress event DATA."
   (run-hook-with-args 'mevedel-exec-progress-functions data))
 
+(defconst mevedel-exec-recent-seconds 60
+  "How long a finished execution stays in `mevedel-exec-recently-finished'.")
+
+(defvar mevedel-exec--recent (make-hash-table :test #'equal)
+  "Session key -> ((TIME . SETTLEMENT) ...), newest first, at most 32.")
+
+(defun mevedel-exec--remember (data)
+  "Remember the settlement DATA for `mevedel-exec-recently-finished'."
+  (let* ((session (plist-get data :session))
+         (id (plist-get data :id))
+         (kept (cl-remove-if (lambda (entry) (equal (plist-get (cdr entry) :id) id))
+                             (gethash session mevedel-exec--recent))))
+    (puthash session (take 32 (cons (cons (float-time) data) kept))
+             mevedel-exec--recent)))
+
+(defun mevedel-exec-recently-finished (session)
+  "Return the settlements of SESSION's executions that ended lately.
+Each is the settlement plist (see `mevedel-exec-settled-functions')
+with :finished-at (a float time) added, newest first."
+  (let* ((horizon (- (float-time) mevedel-exec-recent-seconds))
+         (entries (cl-remove-if (lambda (entry) (< (car entry) horizon))
+                                (gethash session mevedel-exec--recent))))
+    (if entries
+        (puthash session entries mevedel-exec--recent)
+      (remhash session mevedel-exec--recent))
+    (mapcar (lambda (entry) (append (cdr entry) (list :finished-at (car entry)))) entries)))
+
 (defun mevedel-exec--on-settled (data)
   "Handle a settlement event DATA."
+  (mevedel-exec--remember data)
   (when (plist-get data :wake)
     (mevedel-exec--note-wake (plist-get data :session) (plist-get data :mailbox-ids)))
   (run-hook-with-args 'mevedel-exec-settled-functions data))
@@ -564,6 +592,7 @@ id) keep the generic Bash rendering."
       (list :header (mevedel-exec--header "$ " command render-data nil)
             :status (mevedel-exec--status render-data 'success)
             :body (mevedel-exec--body command result render-data)
+            :breadcrumb (mevedel-exec-breadcrumb-text (plist-get render-data :breadcrumb))
             :expandable-p t
             :initially-collapsed-p t))))
 
@@ -574,6 +603,7 @@ id) keep the generic Bash rendering."
                           (truncate-string-to-width description 60 nil nil "…"))
           :status (mevedel-exec--status render-data 'success)
           :body (mevedel-exec--body (or (plist-get args :command) "") result render-data)
+          :breadcrumb (mevedel-exec-breadcrumb-text (plist-get render-data :breadcrumb))
           :expandable-p t
           :initially-collapsed-p t)))
 
@@ -597,6 +627,85 @@ is hidden: the command's own row shows its output and status."
           :expandable-p t
           :initially-collapsed-p t)))
 
+;;;; Completion breadcrumbs
+
+;; A command that yielded (the model got its execution ID) and later
+;; ended, however that was observed, leaves one line at its original
+;; row: what ran and how it ended.  It is kept in the row's render-data
+;; (`:breadcrumb'), together with the terminal facts that replace the
+;; row's "running" state, so it is part of the transcript and its
+;; identity (session, owner, execution ID) is checked there: repeated
+;; events add nothing, and two runs of one command are two rows.
+
+(defun mevedel-exec-outcome-word (facts)
+  "Return how an execution with terminal FACTS ended, for the user.
+That is \"completed\", \"failed\", \"stopped\" or \"timed out\"."
+  (let ((outcome (plist-get facts :outcome)))
+    (cond ((member outcome '("success" "no-match" "different" "false")) "completed")
+          ((equal outcome "stopped") "stopped")
+          ((equal outcome "timeout") "timed out")
+          (t "failed"))))
+
+(defun mevedel-exec--first-line (text)
+  "Return TEXT's first line, bounded to 60 columns, marking what was cut."
+  (let* ((text (string-trim (or text "")))
+         (first (car (split-string text "\n"))))
+    (concat (truncate-string-to-width (or first "") 60 nil nil "…")
+            (and (string-match-p "\n" text) " …"))))
+
+(defun mevedel-exec-breadcrumb (data)
+  "Return the breadcrumb plist of the settlement DATA of a yielded execution."
+  (let ((facts (plist-get data :facts))
+        (monitor (equal (plist-get data :kind) "monitor")))
+    (list :session (plist-get data :session)
+          :owner (plist-get data :owner)
+          :execution-id (plist-get data :id)
+          :label (if monitor
+                     (concat "Watching: " (mevedel-exec--first-line
+                                           (plist-get data :description)))
+                   (concat "$ " (mevedel-exec--first-line (plist-get data :command))))
+          :outcome (mevedel-exec-outcome-word facts)
+          :exit-code (plist-get facts :exit-code)
+          :signal (plist-get facts :signal))))
+
+(defun mevedel-exec-breadcrumb-text (breadcrumb)
+  "Return the line shown for BREADCRUMB (a plist), or nil for none."
+  (when breadcrumb
+    (let ((code (plist-get breadcrumb :exit-code))
+          (signal (plist-get breadcrumb :signal)))
+      (concat (plist-get breadcrumb :label) " — " (plist-get breadcrumb :outcome)
+              (cond (code (format " (exit %s)" code))
+                    (signal (format " (signal %s)" signal)))))))
+
+(defun mevedel-exec--same-breadcrumb-p (a b)
+  "Return non-nil when breadcrumbs A and B are for the same execution."
+  (cl-every (lambda (key) (equal (plist-get a key) (plist-get b key)))
+            '(:session :owner :execution-id)))
+
+(defun mevedel-exec-settle-render-data (render-data data)
+  "Return RENDER-DATA of a row updated for the settlement DATA.
+A yielded execution's row gets its terminal facts and its breadcrumb.
+RENDER-DATA itself comes back (unchanged) when it belongs to another
+execution, when DATA is not a yielded one's, or when the row already
+has this breadcrumb."
+  (let ((facts (plist-get data :facts))
+        (breadcrumb (mevedel-exec-breadcrumb data)))
+    (if (or (not (plist-get data :yielded))
+            (not (equal (plist-get render-data :execution-id) (plist-get data :id)))
+            (mevedel-exec--same-breadcrumb-p (plist-get render-data :breadcrumb) breadcrumb))
+        render-data
+      (let ((new (copy-sequence render-data)))
+        (dolist (pair `((:state . "completed")
+                        (:elapsed-ms . ,(plist-get facts :duration-ms))
+                        (:exit-code . ,(plist-get facts :exit-code))
+                        (:signal . ,(plist-get facts :signal))
+                        (:termination . ,(plist-get facts :termination))
+                        (:outcome . ,(plist-get facts :outcome))
+                        (:bytes . ,(plist-get facts :bytes))
+                        (:breadcrumb . ,breadcrumb)))
+          (setq new (plist-put new (car pair) (cdr pair))))
+        new))))
+
 (mevedel-tool-render-register "Bash" #'mevedel-exec-render-bash)
 (mevedel-tool-render-register "Monitor" #'mevedel-exec-render-monitor)
 (mevedel-tool-render-register "WriteStdin" #'mevedel-exec-render-control)
@@ -609,7 +718,8 @@ is hidden: the command's own row shows its output and status."
   "Stop every execution of SESSION (a `mevedel-session'), silently."
   (when (and (mevedel-session-p session) (featurep 'mevedel-dyn))
     (mevedel-core-exec-teardown (mevedel-session-id session))
-    (remhash (mevedel-session-id session) mevedel-exec--pending-wakes)))
+    (remhash (mevedel-session-id session) mevedel-exec--pending-wakes)
+    (remhash (mevedel-session-id session) mevedel-exec--recent)))
 
 (add-hook 'mevedel-session-close-functions #'mevedel-exec-session-teardown)
 
@@ -619,6 +729,7 @@ is hidden: the command's own row shows its output and status."
 (declare-function mevedel-chat-session "mevedel-chat" (chat))
 (declare-function mevedel-chat-busy-p "mevedel-chat" (chat))
 (declare-function mevedel-chat-send "mevedel-chat" (chat text &rest keys))
+(declare-function mevedel-chat-update-render-data "mevedel-chat" (chat id function &optional key))
 (defvar mevedel-chat-message-functions)
 (defvar mevedel-chat-idle-functions)
 
@@ -662,12 +773,28 @@ Return non-nil when it started."
                (gethash (mevedel-session-id session) mevedel-exec--pending-wakes))
       (run-at-time 0 nil #'mevedel-exec-offer-wakes (mevedel-session-id session)))))
 
+(defun mevedel-exec-chat-settled (data)
+  "Leave the breadcrumb of the settlement DATA at its row in its chat.
+Only executions that yielded, started by a tool call, have one."
+  (when-let* (((plist-get data :yielded))
+              (id (plist-get data :tool-use-id))
+              (chat (mevedel-exec--chat-of (plist-get data :session))))
+    (condition-case err
+        (mevedel-chat-update-render-data
+         chat id (lambda (render-data) (mevedel-exec-settle-render-data render-data data))
+         (cons 'settled (plist-get data :id)))
+      (error (display-warning 'mevedel (format "Cannot record how %s ended: %s"
+                                               (plist-get data :id)
+                                               (error-message-string err)))))))
+
 (defun mevedel-exec-chat-install ()
-  "Deliver execution mail to chats and let background results wake them."
+  "Deliver execution mail to chats and let background results wake them.
+Settled executions that had yielded leave their breadcrumb in the chat."
   (setq mevedel-exec-wake-function #'mevedel-exec-chat-wake
         mevedel-exec-idle-p-function #'mevedel-exec-chat-idle-p)
   (add-hook 'mevedel-chat-message-functions #'mevedel-exec-chat-messages)
-  (add-hook 'mevedel-chat-idle-functions #'mevedel-exec--chat-idle))
+  (add-hook 'mevedel-chat-idle-functions #'mevedel-exec--chat-idle)
+  (add-hook 'mevedel-exec-settled-functions #'mevedel-exec-chat-settled))
 
 (with-eval-after-load 'mevedel-chat
   (mevedel-exec-chat-install))

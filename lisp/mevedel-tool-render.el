@@ -16,8 +16,10 @@
 ;; :header (a string, required), :body, :preview-body (strings),
 ;; :body-mode (a major mode used to fontify the body), :status
 ;; (`success', `error', `warning', `denied' or `running'),
-;; :expandable-p, :hidden-p, :coalesce-key, :child-calls and
-;; :initially-collapsed-p.  A renderer may be a function or a dispatch
+;; :expandable-p, :hidden-p, :coalesce-key, :child-calls,
+;; :initially-collapsed-p and :breadcrumb (one line shown below the row
+;; whether it is expanded or not, e.g. how a background command ended;
+;; it leads back to the row).  A renderer may be a function or a dispatch
 ;; alist ((success . FN) (error . FN) (default . FN)) keyed by the
 ;; call's status.  It comes from the tool's :renderer declaration, else
 ;; from `mevedel-tool-render-register'.  While a collapsed row is drawn,
@@ -55,7 +57,7 @@ Renderers may then return only the header and status.")
 
 (defconst mevedel-tool-render--keys
   '(:header :body :preview-body :body-mode :status :expandable-p :hidden-p
-            :coalesce-key :child-calls :initially-collapsed-p)
+            :coalesce-key :child-calls :initially-collapsed-p :breadcrumb)
   "Keys a renderer's plist may carry.")
 
 (defconst mevedel-tool-render-statuses '(success error warning denied running)
@@ -125,6 +127,9 @@ RENDER-DATA turn success into `warning'."
                 ((or :body :preview-body)
                  (unless (or (null value) (stringp value))
                    (error "Renderer %S must be a string or nil: %S" key value)))
+                (:breadcrumb
+                 (unless (or (null value) (and (stringp value) (not (string-match-p "\n" value))))
+                   (error "Renderer :breadcrumb must be one line of text or nil: %S" value)))
                 (:body-mode (unless (or (null value) (functionp value))
                               (error "Renderer :body-mode must be a mode function: %S" value)))
                 (:status (unless (memq value mevedel-tool-render-statuses)

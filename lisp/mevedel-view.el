@@ -30,6 +30,7 @@
 (require 'mevedel-tool-render)
 
 (declare-function org-unescape-code-in-string "org-src")
+(autoload 'mevedel-ps "mevedel-ps" nil t)
 
 (defgroup mevedel-view nil
   "The session view."
@@ -62,6 +63,9 @@
 
 (defface mevedel-view-card '((t :inherit highlight :extend t))
   "Face of permission cards.")
+
+(defface mevedel-view-breadcrumb '((t :inherit shadow))
+  "Face of the line saying how a background command ended.")
 
 (defconst mevedel-view--spinner-frames ["⠋" "⠙" "⠹" "⠸" "⠼" "⠴" "⠦" "⠧" "⠇" "⠏"]
   "Frames of the spinner of live rows.")
@@ -96,6 +100,7 @@
   "C-c C-k" #'mevedel-view-abort
   "C-c C-l" #'mevedel-view-rerender
   "C-c C-p" #'mevedel-view-set-permission-mode
+  "C-c C-e" #'mevedel-ps
   "M-p" #'mevedel-view-history-previous
   "M-n" #'mevedel-view-history-next)
 
@@ -104,6 +109,11 @@
   "TAB" #'mevedel-view-toggle-row
   "RET" #'mevedel-view-toggle-row
   "<mouse-1>" #'mevedel-view-toggle-row)
+
+(defvar-keymap mevedel-view-breadcrumb-map
+  :doc "Keys on a row's breadcrumb line."
+  "RET" #'mevedel-view-show-result
+  "<mouse-1>" #'mevedel-view-show-result)
 
 (defvar-keymap mevedel-view-card-map
   :doc "Keys on a permission card."
@@ -424,7 +434,17 @@ in flight)."
                                   :args (nth 1 child) :result (nth 2 child)
                                   :render-data (nth 3 child)))
                            "")))
-                    (plist-get row :child-calls) ""))))))
+                    (plist-get row :child-calls) ""))
+       (when-let* (((not live-status))
+                   (crumb (plist-get row :breadcrumb)))
+         (mevedel-view--breadcrumb-text crumb id))))))
+
+(defun mevedel-view--breadcrumb-text (crumb id)
+  "Return the breadcrumb line CRUMB of the row of call ID."
+  (propertize (concat "    ↳ " crumb "\n")
+              'face 'mevedel-view-breadcrumb 'mevedel-breadcrumb id
+              'keymap mevedel-view-breadcrumb-map 'mouse-face 'highlight
+              'help-echo "RET: show the command's result"))
 
 (defun mevedel-view--mark-row (text id)
   "Return row TEXT with every character tagged as the row of call ID."
@@ -635,6 +655,7 @@ A group is a segment (:type group :id FIRST-ID :members SEGMENTS)."
      (save-excursion (mevedel-view--render-live))
      (mevedel-view--unfocus-card))
     ((or 'tool-results 'turn-end) (mevedel-view--render-turn))
+    ('tool-updated (save-excursion (mevedel-view--refresh-row (car args))))
     ('status (force-mode-line-update)))
   (when (eq event 'turn-end)
     (mevedel-view--stop-spinner)
@@ -755,6 +776,48 @@ A group is a segment (:type group :id FIRST-ID :members SEGMENTS)."
                             'read-only t 'front-sticky '(read-only)))
         (when last (set-marker mevedel-view--transcript-end (point)))
         (goto-char start)))))
+
+(defun mevedel-view--refresh-row (id)
+  "Redraw the row of call ID, if shown, from the data buffer."
+  (when-let* ((segment (mevedel-view--find-tool (mevedel-chat-data-buffer mevedel-view--chat)
+                                                id)))
+    (mevedel-view--redraw-row id segment)))
+
+(defun mevedel-view--row-start (id)
+  "Return the start of the row of call ID in this view, or nil."
+  (save-excursion
+    (goto-char (point-min))
+    (when-let* ((match (text-property-search-forward 'mevedel-row id t)))
+      (prop-match-beginning match))))
+
+(defun mevedel-view--reveal (id)
+  "Expand the row of call ID and move point to it; return non-nil if shown."
+  (when-let* ((start (mevedel-view--row-start id)))
+    (let ((segment (mevedel-view--find-tool (mevedel-chat-data-buffer mevedel-view--chat) id)))
+      (when (and segment (not (eq (gethash id mevedel-view--expanded) t)))
+        (puthash id t mevedel-view--expanded)
+        (mevedel-view--redraw-row id segment)))
+    (goto-char (mevedel-view--row-start id))
+    (when-let* ((window (get-buffer-window (current-buffer))))
+      (set-window-point window (point)))
+    t))
+
+(defun mevedel-view-show-result (&optional event)
+  "Show the result row the breadcrumb at point (or at mouse EVENT) names."
+  (interactive (list last-nonmenu-event))
+  (when (mouse-event-p event) (mouse-set-point event))
+  (let ((id (or (get-text-property (point) 'mevedel-breadcrumb)
+                (get-text-property (point) 'mevedel-row))))
+    (unless (and id (mevedel-view--reveal id))
+      (user-error "No command result here"))))
+
+(defun mevedel-view-show-call (chat id)
+  "Show CHAT's view with the row of tool call ID expanded at point.
+Return non-nil when the row is in the view."
+  (let ((buffer (mevedel-view-buffer chat)))
+    (pop-to-buffer buffer)
+    (with-current-buffer buffer
+      (mevedel-view--reveal id))))
 
 ;;;; Composer
 

@@ -41,6 +41,7 @@
   (require 'mevedel-view)
   (require 'mevedel-tool-fs-registration)
   (require 'mevedel-tool-exec)
+  (require 'mevedel-ps)
   (mevedel-chat-install))
 
 ;;;###autoload

@@ -183,6 +183,38 @@
     (should (equal (mevedel-render-data-extract text "big") (list :tool-use-id "big" :body body :n 1)))
     (should (equal (mevedel-render-data-strip text "big") "headtail"))))
 
+(ert-deftest mevedel-codec:large-text-positions-across-threads ()
+  ;; Above 2 MiB the module scans in parallel parts; positions (after
+  ;; multibyte text) and owners must be those of every block in order.
+  (let* ((filler (concat (make-string 300 ?é) "\n"))
+         (segments (cl-loop for i below 300
+                            collect (concat (apply #'concat (make-list 12 filler))
+                                            (mevedel-render-data-encode
+                                             (list :i i :s "<!-- mevedel-render-data -->")
+                                             (format "id%d" i)))))
+         (text (apply #'concat segments))
+         (blocks (mevedel-render-data-blocks text)))
+    (should (> (string-bytes text) (* 2 1024 1024)))
+    (should (= (length blocks) 300))
+    (let ((at 0))
+      (cl-loop for block in blocks for segment in segments for i from 0
+               do (setq at (+ at (length segment)))
+               (should (= (plist-get block :end) at))
+               (should (equal (plist-get block :owner) (format "id%d" i)))
+               (should (equal (substring text (plist-get block :start) (+ 5 (plist-get block :start)))
+                              "\n<!--"))))
+    (should (= (length (mevedel-core-render-data-decode-all text)) (* 4 300)))))
+
+(ert-deftest mevedel-codec:text-bytes-counts-what-the-module-receives ()
+  (should (= (mevedel-core-render-data-text-bytes "abc") 3))
+  (should (= (mevedel-core-render-data-text-bytes "é漢") 5))
+  ;; A raw byte is copied masked, as U+FFFD (three bytes).
+  (should (= (mevedel-core-render-data-text-bytes (string ?a #x3fff80)) 4))
+  (with-temp-buffer
+    (insert "héllo world")
+    (narrow-to-region 3 8)
+    (should (= (mevedel-core-render-data-text-bytes nil) 5))))
+
 (ert-deftest mevedel-codec:deep-nesting-is-text ()
   (let ((text (mevedel-codec-test--block
                (concat "(:tool-use-id \"id\" :x " (make-string 100000 ?\() (make-string 100000 ?\)) ")"))))

@@ -16,6 +16,11 @@
 //! is unreadable is not a block: it stays ordinary text, and the scan
 //! continues just after its opening delimiter.
 //!
+//! Texts of [`PARALLEL_MIN`] bytes or more are scanned by up to
+//! four threads, each from the start of its own range; the
+//! parts are joined into exactly the single-threaded answer (see
+//! [`join_parts`]), which a property test holds them to.
+//!
 //! A block is bound to a tool call by its `:tool-use-id` entry. Bound
 //! blocks count only for that ID; unbound blocks count only where Lisp
 //! vouches for the span's provenance (a text property Rust cannot see).
@@ -159,20 +164,150 @@ fn plist_owner(items: &[Shape], dotted: bool) -> std::result::Result<ScanOwner, 
     Ok(owner.unwrap_or(ScanOwner::Unbound))
 }
 
+/// Texts at least this long are scanned by several threads: below it,
+/// starting a thread costs more than it saves.
+pub const PARALLEL_MIN: usize = 2 << 20;
+
+/// Most threads a scan uses (the search is bound by memory bandwidth).
+const MAX_THREADS: usize = 4;
+
 /// Find every well-formed block in TEXT, in order.
 pub fn scan(text: &[u8]) -> Vec<Block> {
+    let parts = if text.len() >= PARALLEL_MIN {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS))
+    } else {
+        1
+    };
+    scan_in_parts(text, parts)
+}
+
+/// [`scan`] with TEXT cut into PARTS equal ranges of candidates, each
+/// scanned by its own thread, and the results joined so that they are
+/// exactly the single-threaded answer (see [`join_parts`]).
+pub(super) fn scan_in_parts(text: &[u8], parts: usize) -> Vec<Block> {
+    let parts = parts.clamp(1, text.len().max(1));
+    let bounds: Vec<usize> = (0..parts)
+        .map(|i| text.len() / parts * i)
+        .chain([text.len()])
+        .collect();
+    if parts == 1 {
+        return scan_part(text, 0, text.len()).blocks;
+    }
+    let done: Vec<Part> = std::thread::scope(|s| {
+        let workers: Vec<_> = bounds[1..]
+            .windows(2)
+            .map(|w| {
+                let (from, limit) = (w[0], w[1]);
+                s.spawn(move || scan_part(text, from, limit))
+            })
+            .collect();
+        let mut done = vec![scan_part(text, 0, bounds[1])];
+        for worker in workers {
+            match worker.join() {
+                Ok(part) => done.push(part),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        done
+    });
+    join_parts(text, done)
+}
+
+/// The blocks one scan found whose opening delimiters start in
+/// `from..limit`, scanning from FROM.
+struct Part {
+    from: usize,
+    limit: usize,
+    blocks: Vec<Block>,
+    /// Where the scan stood after the last candidate before LIMIT.
+    end: usize,
+}
+
+/// Scan for blocks whose opening delimiter starts in `from..limit` (a
+/// block itself may run past LIMIT), as [`scan`] would from FROM.
+fn scan_part(text: &[u8], from: usize, limit: usize) -> Part {
     let finder = memchr::memmem::Finder::new(OPEN);
+    // A delimiter starting before LIMIT may end after it.
+    let search_end = (limit + OPEN.len() - 1).min(text.len());
     let mut scratch = Scratch::default();
     let mut blocks = Vec::new();
-    let mut pos = 0;
-    while let Some(found) = finder.find(&text[pos..]) {
-        let open_at = pos + found;
-        match block_at(text, open_at, pos, &mut scratch) {
-            Some(block) => {
-                pos = block.end;
-                blocks.push(block);
+    let mut pos = from;
+    while pos < search_end {
+        let Some(found) = finder.find(&text[pos..search_end]) else {
+            break;
+        };
+        pos = step(text, pos + found, pos, &mut scratch, &mut blocks);
+    }
+    Part {
+        from,
+        limit,
+        blocks,
+        end: pos,
+    }
+}
+
+/// Try the candidate at OPEN_AT with the scan at POS: push the block it
+/// opens, if any, and return where the scan stands next.
+fn step(
+    text: &[u8],
+    open_at: usize,
+    pos: usize,
+    scratch: &mut Scratch<Shape>,
+    blocks: &mut Vec<Block>,
+) -> usize {
+    match block_at(text, open_at, pos, scratch) {
+        Some(block) => {
+            let end = block.end;
+            blocks.push(block);
+            end
+        }
+        None => open_at + OPEN.len(),
+    }
+}
+
+/// Join the PARTS of a scan into the single-threaded answer.
+///
+/// The scan's state is only its position: from the same position it
+/// finds the same blocks. The first part starts where a single scan
+/// does. Each later part started at its own range's start, which the
+/// single scan may reach with a different position (a block of the
+/// previous range running into this one, say). So the single scan is
+/// continued here, candidate by candidate, until its position is one the
+/// part also stood at (its start, or the end of one of its blocks); from
+/// there the part's remaining blocks are the single scan's. When that
+/// never happens, the continuation has done the part's work itself.
+fn join_parts(text: &[u8], parts: Vec<Part>) -> Vec<Block> {
+    let finder = memchr::memmem::Finder::new(OPEN);
+    let mut scratch = Scratch::default();
+    let mut parts = parts.into_iter();
+    let Some(first) = parts.next() else {
+        return Vec::new();
+    };
+    let mut blocks = first.blocks;
+    let mut pos = first.end;
+    for mut part in parts {
+        let search_end = (part.limit + OPEN.len() - 1).min(text.len());
+        loop {
+            let met = if pos == part.from {
+                Some(0)
+            } else {
+                part.blocks
+                    .binary_search_by_key(&pos, |b| b.end)
+                    .ok()
+                    .map(|i| i + 1)
+            };
+            if let Some(next) = met {
+                blocks.extend(part.blocks.drain(next..));
+                pos = part.end;
+                break;
             }
-            None => pos = open_at + OPEN.len(),
+            let Some(found) = (pos < search_end)
+                .then(|| finder.find(&text[pos..search_end]))
+                .flatten()
+            else {
+                break;
+            };
+            pos = step(text, pos + found, pos, &mut scratch, &mut blocks);
         }
     }
     blocks

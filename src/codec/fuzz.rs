@@ -321,3 +321,39 @@ fn fuzz_mutated_blocks_never_panic() {
         },
     );
 }
+
+/// Text made of whole encoded blocks (some with delimiters inside their
+/// strings), loose delimiters and token soup, so that the cuts of a
+/// split scan fall inside blocks, strings and delimiters alike.
+fn block_soup() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        token_soup(),
+        (arb_plist(), "[ -~]{0,6}").prop_map(|(plist, id)| {
+            let value = if plist.is_empty() {
+                Sexp::nil()
+            } else {
+                Sexp::List(plist, None)
+            };
+            let mut printed = String::new();
+            print(&value, &mut printed)
+                .ok()
+                .and_then(|()| block::encode(printed.as_bytes(), Some(&id)).ok())
+                .unwrap_or_default()
+        }),
+        Just(
+            "\n<!-- mevedel-render-data -->\n(:a \"\n<!-- mevedel-render-data -->\n(:b 1)\n<!-- /mevedel-render-data -->\n\")\n<!-- /mevedel-render-data -->\n"
+                .to_string()
+        ),
+        Just("\n<!-- mevedel-render-data -->\n(:a \"open".to_string()),
+    ];
+    prop::collection::vec(piece, 0..12).prop_map(|p| p.concat())
+}
+
+#[test]
+fn fuzz_split_scan_is_the_single_scan() {
+    run("split-scan", (block_soup(), 2usize..7), |(text, parts)| {
+        let single = block::scan_in_parts(text.as_bytes(), 1);
+        let split = block::scan_in_parts(text.as_bytes(), parts);
+        assert_eq!(split, single, "{parts} parts of {text:?}");
+    });
+}

@@ -246,3 +246,56 @@ fn quick_paths_answer_plain_payloads() {
         assert_eq!(block::quick_agrees(other, 0), None, "{other:?}");
     }
 }
+
+#[test]
+fn split_scan_agrees_at_every_cut() {
+    // A block whose string holds a whole block, a failed candidate, and
+    // plain blocks: with two parts, the cut falls at every byte once.
+    let inner = encode("(:evil t)", Some("victim"));
+    let text = format!(
+        "x{}\n<!-- mevedel-render-data -->\n(:odd){}y{}",
+        encode(&format!("(:note {inner:?})"), Some("outer")),
+        encode("(:a 1)", Some("p")),
+        encode("(:b 2)", None),
+    );
+    let single = block::scan_in_parts(text.as_bytes(), 1);
+    assert_eq!(single.len(), 3, "{text}");
+    for len in 1..=text.len() {
+        let prefix = &text.as_bytes()[..len];
+        let want = block::scan_in_parts(prefix, 1);
+        for parts in 2..=4 {
+            assert_eq!(
+                block::scan_in_parts(prefix, parts),
+                want,
+                "{parts} parts of {len} bytes"
+            );
+        }
+    }
+    // Cuts at every byte of the full text, the prefix held fixed: pad
+    // in front so that the two-part cut walks through the text.
+    for pad in 0..text.len() {
+        let padded = format!("{}{text}", "-".repeat(pad));
+        let want = block::scan_in_parts(padded.as_bytes(), 1);
+        assert_eq!(want.len(), 3);
+        assert_eq!(
+            block::scan_in_parts(padded.as_bytes(), 2),
+            want,
+            "pad {pad}"
+        );
+    }
+}
+
+#[test]
+fn large_texts_scan_in_parts_exactly() {
+    // Above the threshold `scan' splits the work; the answer is the same.
+    let segment = format!(
+        "{}{}",
+        "line of tool output\n".repeat(40),
+        encode("(:k \"<!-- mevedel-render-data -->\" :n 1)", Some("id"))
+    );
+    let text = segment.repeat(block::PARALLEL_MIN / segment.len() * 2 + 1);
+    assert!(text.len() >= block::PARALLEL_MIN);
+    let blocks = block::scan(text.as_bytes());
+    assert_eq!(blocks, block::scan_in_parts(text.as_bytes(), 1));
+    assert_eq!(blocks.len(), text.len() / segment.len());
+}

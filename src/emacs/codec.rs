@@ -17,27 +17,22 @@ use crate::codec::block::{self, Block, Owner};
 use crate::codec::reader::Scratch;
 use crate::text::ByteToChar;
 
-/// TEXT's blocks, each with byte offsets (for decoding) and with
-/// positions counted from BASE (for Lisp), from one scan.
-fn blocks_in(text: &LispText, base: i64) -> Vec<(Block, Block)> {
+/// TEXT's blocks from one scan, each as the byte offset of its payload
+/// (for decoding) and the block with positions counted from BASE (for
+/// Lisp).
+fn blocks_in(text: &LispText, base: i64) -> Vec<(usize, Block)> {
     let bytes = text.bytes();
     let mut map = ByteToChar::new(bytes, text.one_byte_chars);
     let base = usize::try_from(base).unwrap_or(0);
     let mut pos = |offset: usize| base + map.char_at(offset);
     block::scan(bytes)
         .into_iter()
-        .map(|b| {
-            let start = pos(b.start);
-            let payload_start = pos(b.payload.start);
-            let payload_end = pos(b.payload.end);
-            let end = pos(b.end);
-            let chars = Block {
-                start,
-                end,
-                payload: payload_start..payload_end,
-                owner: b.owner.clone(),
-            };
-            (b, chars)
+        .map(|mut b| {
+            let payload_at = b.payload.start;
+            b.start = pos(b.start);
+            b.payload = pos(b.payload.start)..pos(b.payload.end);
+            b.end = pos(b.end);
+            (payload_at, b)
         })
         .collect()
 }
@@ -105,6 +100,19 @@ fn codec_payload<'e>(env: &'e Env, printed: Value<'e>, owner: Value<'e>) -> Resu
     })
 }
 
+/// How many bytes TEXT has as the other codec functions receive it:
+/// TEXT is copied into the module exactly as they copy it, and nothing
+/// else is done (timing it measures the transfer alone).
+#[defun(name = "codec-text-bytes")]
+fn codec_text_bytes<'e>(env: &'e Env, text: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || {
+        let (text, _) = copy_text_or_buffer(env, text)?;
+        i64::try_from(text.bytes().len())
+            .unwrap_or(i64::MAX)
+            .into_lisp(env)
+    })
+}
+
 /// Every well-formed block in TEXT, as one flat vector
 /// `[START END OWNER START END OWNER ...]`; OWNER is the tool-use ID, nil
 /// for an unbound block, or `invalid`. (One vector keeps the number of
@@ -167,7 +175,7 @@ fn codec_extract<'e>(
         let vouched = spans(vouched)?;
         let check = vouched_by(&vouched);
         let blocks = blocks_in(&text, base);
-        let Some((bytes, found)) = blocks
+        let Some((payload_at, found)) = blocks
             .iter()
             .rev()
             .find(|(_, b)| block::authorised(b, owner.as_deref(), &check))
@@ -176,7 +184,7 @@ fn codec_extract<'e>(
         };
         let mut data = RawData::new(env)?;
         let plist = data
-            .read(text.bytes(), bytes.payload.start, &mut Scratch::default())
+            .read(text.bytes(), *payload_at, &mut Scratch::default())
             .or_else(|e| {
                 super::errors::signal(
                     env,
@@ -205,8 +213,8 @@ fn codec_decode_all<'e>(env: &'e Env, text: Value<'e>) -> Result<Value<'e>> {
         let mut data = RawData::new(env)?;
         let mut scratch = Scratch::default();
         let mut fields = Vec::with_capacity(blocks.len() * 4);
-        for (bytes, b) in &blocks {
-            let Ok(plist) = data.read(text.bytes(), bytes.payload.start, &mut scratch) else {
+        for (payload_at, b) in &blocks {
+            let Ok(plist) = data.read(text.bytes(), *payload_at, &mut scratch) else {
                 continue;
             };
             fields.push(data.position(b.start));

@@ -40,28 +40,46 @@ type ExitCheck = unsafe extern "C" fn(*mut emacs_env) -> u32;
 /// Integers made once and shared.
 const SMALL_INTS: Range<i64> = -16..1024;
 
-/// FNV-1a: the keys are short, and SipHash costs more than the lookup.
+/// A multiply-rotate hash over eight bytes at a time: the keys are
+/// short symbol names and float bits, looked up once per atom, and
+/// SipHash (or a byte-at-a-time hash) costs more than the lookup.
 #[derive(Default)]
-struct Fnv(u64);
+struct WordHash(u64);
 
-impl Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut hash = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for &b in bytes {
-            hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = hash;
+impl WordHash {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
     }
 }
 
-type FastMap<K> = HashMap<K, emacs_value, BuildHasherDefault<Fnv>>;
+impl Hasher for WordHash {
+    fn finish(&self) -> u64 {
+        // The table indexes by the low bits, which the multiply mixes least.
+        self.0.rotate_left(26)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
+            let mut buf = [0u8; 8];
+            buf.copy_from_slice(word);
+            self.add(u64::from_le_bytes(buf));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut buf = [0u8; 8];
+            buf[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(buf));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+}
+
+type FastMap<K> = HashMap<K, emacs_value, BuildHasherDefault<WordHash>>;
 
 /// Lisp values made through the raw module API (see the module docs).
 pub(super) struct RawData<'e> {

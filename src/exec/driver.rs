@@ -416,20 +416,8 @@ async fn run(exec: Arc<Exec>, launched: Launched) {
                 match r {
                     Ok(n) if n > 0 => {
                         let chunk = &out_buf[..n];
-                        if !discard {
-                            match spool.append(chunk) {
-                                Append::Written => {}
-                                Append::Limit => {
-                                    discard = true;
-                                    begin_stop(Termination::OutputLimit, &mut ending, &mut term_sent, &mut kill_at);
-                                }
-                                Append::Failed(e) => {
-                                    discard = true;
-                                    write_error = Some(e);
-                                    begin_stop(Termination::OutputWriteFailed, &mut ending, &mut term_sent, &mut kill_at);
-                                }
-                            }
-                            exec.state().written = spool.len();
+                        if let Some(why) = capture(&exec, &mut spool, chunk, &mut discard, &mut write_error) {
+                            begin_stop(why, &mut ending, &mut term_sent, &mut kill_at);
                         }
                         if let Some(m) = monitor.as_mut() {
                             let lines = m.framer.push(chunk);
@@ -456,20 +444,8 @@ async fn run(exec: Arc<Exec>, launched: Launched) {
             }, if err_open => {
                 match r {
                     Ok(n) if n > 0 => {
-                        if !discard {
-                            match spool.append(&err_buf[..n]) {
-                                Append::Written => {}
-                                Append::Limit => {
-                                    discard = true;
-                                    begin_stop(Termination::OutputLimit, &mut ending, &mut term_sent, &mut kill_at);
-                                }
-                                Append::Failed(e) => {
-                                    discard = true;
-                                    write_error = Some(e);
-                                    begin_stop(Termination::OutputWriteFailed, &mut ending, &mut term_sent, &mut kill_at);
-                                }
-                            }
-                            exec.state().written = spool.len();
+                        if let Some(why) = capture(&exec, &mut spool, &err_buf[..n], &mut discard, &mut write_error) {
+                            begin_stop(why, &mut ending, &mut term_sent, &mut kill_at);
                         }
                     }
                     _ => err_open = false,
@@ -565,6 +541,32 @@ async fn run(exec: Arc<Exec>, launched: Launched) {
         pending,
     )
     .await;
+}
+
+/// Append CHUNK (stdout or stderr) to SPOOL unless output is already
+/// being discarded; return the stop to begin when the cap is reached or
+/// the write fails (the rest of the output is then discarded).
+fn capture(
+    exec: &Exec,
+    spool: &mut Spool,
+    chunk: &[u8],
+    discard: &mut bool,
+    write_error: &mut Option<String>,
+) -> Option<Termination> {
+    if *discard {
+        return None;
+    }
+    let stop = match spool.append(chunk) {
+        Append::Written => None,
+        Append::Limit => Some(Termination::OutputLimit),
+        Append::Failed(e) => {
+            *write_error = Some(e);
+            Some(Termination::OutputWriteFailed)
+        }
+    };
+    *discard = stop.is_some();
+    exec.state().written = spool.len();
+    stop
 }
 
 fn emit_progress(exec: &Exec, bytes: u64) {

@@ -50,6 +50,8 @@ The view's row shows the command's first line and its exit status."
     (should (string-match-p
              "✓ \\$ wc -l < data\\.txt; echo marker-\\$((6 \\* 7))  done (exit 0) [0-9.]+m?s"
              (cdr (car rows))))
+    ;; It never yielded: no completion breadcrumb.
+    (should-not (string-match-p "↳" (plist-get run :transcript)))
     (should (string-match-p "data\\.txt has 2 lines\\.\n\\'" (plist-get run :transcript)))))
 
 (ert-deftest mevedel-e2e:background-bash-wakes-one-turn ()
@@ -90,13 +92,21 @@ the background turn's request, after which the mail is delivered."
                               body))
       (should (string-match-p (regexp-quote "description=\\\"slow job\\\"") body))
       (should (string-match-p (regexp-quote "outcome=\\\"success\\\" exit_code=\\\"0\\\">") body))
-      (should (string-match-p (regexp-quote mevedel-exec-wake-prompt) body)))
+      (should (string-match-p (regexp-quote mevedel-exec-wake-prompt) body))
+      ;; The settled row's render-data (breadcrumb included) stays hidden.
+      (should-not (string-match-p "mevedel-render-data\\|:breadcrumb" body)))
     ;; Neither the mail nor the wake prompt is shown as the user's text;
     ;; the background turn begins with its notice instead.
     (let ((transcript (plist-get run :transcript)))
       (should-not (string-match-p "agent-message" transcript))
       (should-not (string-match-p (regexp-quote mevedel-exec-wake-prompt) transcript))
       (should (= (cl-count ?❯ transcript) 1))
+      ;; The yielded command left one breadcrumb at its row; delivering
+      ;; its result added none.
+      (should (= (cl-count ?↳ transcript) 1))
+      (should (string-match-p (concat "\\$ sleep 1; echo late-result  done (exit 0) [0-9.]+m?s\n"
+                                      "    ↳ \\$ sleep 1; echo late-result — completed (exit 0)\n")
+                              transcript))
       (should (string-match-p (concat (regexp-quote mevedel-exec-wake-notice)
                                       "\\(?:.\\|\n\\)*The slow job printed late-result\\.")
                               transcript)))))
