@@ -477,7 +477,7 @@ impl Recognizer<'_> {
         let plain = head
             .iter()
             .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'/' | b'+' | b'-'));
-        if RESERVED.contains(&head) || !plain {
+        if RESERVED.contains(&head) || !plain || head.first() == Some(&b'-') {
             return None;
         }
         self.literal()?;
@@ -658,7 +658,7 @@ impl Recognizer<'_> {
         while let Some(b) = self.peek() {
             if b == b'\\' {
                 match self.at(1) {
-                    Some(b' ' | b'\t') if self.i > start => {}
+                    Some(b' ') if self.i > start => {}
                     Some(c) if c.is_ascii_graphic() => {}
                     _ => return None,
                 }
@@ -712,6 +712,8 @@ impl Recognizer<'_> {
                     self.leaf("\"", 1, false);
                     break;
                 }
+                // `$$(` and the like read differently.
+                b'$' if self.at(1) == Some(b'$') => return None,
                 b'$' if self.at(1) == Some(b'"') => {
                     self.leaf("$", 1, false);
                 }
