@@ -198,15 +198,21 @@ pub(super) fn scan_in_parts(text: &[u8], parts: usize) -> Vec<Block> {
             .windows(2)
             .map(|w| {
                 let (from, limit) = (w[0], w[1]);
-                s.spawn(move || scan_part(text, from, limit))
+                std::thread::Builder::new()
+                    .spawn_scoped(s, move || scan_part(text, from, limit))
+                    .map_err(|_| (from, limit))
             })
             .collect();
         let mut done = vec![scan_part(text, 0, bounds[1])];
         for worker in workers {
-            match worker.join() {
-                Ok(part) => done.push(part),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
+            done.push(match worker {
+                Ok(handle) => match handle.join() {
+                    Ok(part) => part,
+                    Err(panic) => std::panic::resume_unwind(panic),
+                },
+                // No thread to be had: this thread scans the part.
+                Err((from, limit)) => scan_part(text, from, limit),
+            });
         }
         done
     });
