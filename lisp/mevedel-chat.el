@@ -549,9 +549,9 @@ was running."
 (defconst mevedel-chat-update-queue-limit 64
   "Most render-data updates a chat keeps for calls not yet in its data buffer.")
 
-(defun mevedel-chat--call-region (chat id)
-  "Return (START . END) of tool call ID's region in CHAT's data buffer, or nil."
-  (with-current-buffer (mevedel-chat-data-buffer chat)
+(defun mevedel-chat-tool-region (buffer id)
+  "Return (START . END) of tool call ID's region in data BUFFER, or nil."
+  (with-current-buffer buffer
     (save-excursion
       (save-restriction
         (widen)
@@ -565,7 +565,7 @@ was running."
 (defun mevedel-chat--apply-update (chat id function)
   "Apply FUNCTION to the render-data of call ID in CHAT's data buffer.
 Return nil when the call is not there, else `updated' or `unchanged'."
-  (when-let* ((region (mevedel-chat--call-region chat id)))
+  (when-let* ((region (mevedel-chat-tool-region (mevedel-chat-data-buffer chat) id)))
     (with-current-buffer (mevedel-chat-data-buffer chat)
       (save-excursion
         (save-restriction

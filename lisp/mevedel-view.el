@@ -297,18 +297,10 @@ plist with :type `user', `response', `tool' or `notice'."
 
 (defun mevedel-view--find-tool (buffer id)
   "Return the segment of tool call ID in data BUFFER, or nil."
-  (with-current-buffer buffer
-    (save-excursion
-      (save-restriction
-        (widen)
-        (goto-char (point-min))
-        (when-let* ((match (text-property-search-forward
-                            'gptel id (lambda (id value)
-                                        (and (eq (car-safe value) 'tool)
-                                             (equal (cdr value) id))))))
-          (mevedel-view--tool-segment
-           id (buffer-substring-no-properties (prop-match-beginning match)
-                                              (prop-match-end match))))))))
+  (when-let* ((region (mevedel-chat-tool-region buffer id)))
+    (mevedel-view--tool-segment
+     id (with-current-buffer buffer
+          (buffer-substring-no-properties (car region) (cdr region))))))
 
 ;;;; Inserting
 

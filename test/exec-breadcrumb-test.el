@@ -14,13 +14,6 @@
 (require 'mevedel)
 (mevedel--load)
 
-(defun exec-breadcrumb-test--tool-text (id name args result)
-  "Return data-buffer text for call ID of NAME with ARGS and RESULT, as gptel writes it."
-  (concat (propertize (format "``` tool (%s)" name) 'gptel 'ignore)
-          (propertize (concat "\n" (prin1-to-string (list :name name :args args)) "\n\n" result)
-                      'gptel (cons 'tool id))
-          (propertize "\n```\n" 'gptel 'ignore)))
-
 (defmacro exec-breadcrumb-test--with-chat (view chat &rest body)
   "Bind VIEW and CHAT to a fresh session view and its chat around BODY."
   (declare (indent 2))
@@ -53,7 +46,7 @@ With INSERT, also append it to the data buffer as gptel would."
   "Append call ID of NAME with ARGS and RESULT to CHAT's data buffer; redraw."
   (with-current-buffer (mevedel-chat-data-buffer chat)
     (goto-char (point-max))
-    (insert "\n" (exec-breadcrumb-test--tool-text id name args result)))
+    (insert "\n" (mevedel-test-tool-text id name args result)))
   (mevedel-view-rerender (mevedel-view-buffer chat)))
 
 (defun exec-breadcrumb-test--render-data (chat id)

@@ -60,5 +60,12 @@
                      (not (equal (match-string 1 stat) "Z")))
            collect (string-to-number dir)))
 
+(defun mevedel-test-tool-text (id name args result)
+  "Return data-buffer text for call ID of NAME with ARGS and RESULT, as gptel writes it."
+  (concat (propertize (format "``` tool (%s)" name) 'gptel 'ignore)
+          (propertize (concat "\n" (prin1-to-string (list :name name :args args)) "\n\n" result)
+                      'gptel (cons 'tool id))
+          (propertize "\n```\n" 'gptel 'ignore)))
+
 (provide 'mevedel-test-helpers)
 ;;; mevedel-test-helpers.el ends here

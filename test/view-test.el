@@ -103,13 +103,6 @@
 
 ;;;; The view on a hand-written data buffer
 
-(defun mevedel-view-test--tool-text (id name args result)
-  "Return data-buffer text for call ID of NAME with ARGS and RESULT, as gptel writes it."
-  (concat (propertize (format "``` tool (%s)" name) 'gptel 'ignore)
-          (propertize (concat "\n" (prin1-to-string (list :name name :args args)) "\n\n" result)
-                      'gptel (cons 'tool id))
-          (propertize "\n```\n" 'gptel 'ignore)))
-
 (defmacro mevedel-view-test--with-view (var &rest body)
   "Bind VAR to a fresh session view around BODY; the data buffer holds a turn."
   (declare (indent 1))
@@ -121,9 +114,9 @@
            (with-current-buffer (mevedel-chat-data-buffer chat)
              (insert "### Find it\n\n"
                      (propertize "Searching." 'gptel 'response) "\n\n"
-                     (mevedel-view-test--tool-text "call_g" "Grep" '(:pattern "x")
+                     (mevedel-test-tool-text "call_g" "Grep" '(:pattern "x")
                                                    "a.el:1:x\nb.el:2:x")
-                     (mevedel-view-test--tool-text "call_r" "Read" '(:file_path "a.el")
+                     (mevedel-test-tool-text "call_r" "Read" '(:file_path "a.el")
                                                    "Error: File does not exist: a.el")
                      (propertize "Found it." 'gptel 'response)))
            (mevedel-view-rerender ,var)
@@ -182,11 +175,11 @@
       (with-current-buffer (mevedel-chat-data-buffer (mevedel-view-chat view))
         (goto-char (point-max))
         (insert "\n"
-                (mevedel-view-test--tool-text "p1" "Ping" '(:host "a") "pong a")
-                (mevedel-view-test--tool-text "p2" "Ping" '(:host "b") "Error: unreachable")
-                (mevedel-view-test--tool-text "p3" "Ping" '(:host "c") "pong c")
-                (mevedel-view-test--tool-text "q1" "Quiet" nil "nothing")
-                (mevedel-view-test--tool-text "t1" "Tree" nil "tree result")))
+                (mevedel-test-tool-text "p1" "Ping" '(:host "a") "pong a")
+                (mevedel-test-tool-text "p2" "Ping" '(:host "b") "Error: unreachable")
+                (mevedel-test-tool-text "p3" "Ping" '(:host "c") "pong c")
+                (mevedel-test-tool-text "q1" "Quiet" nil "nothing")
+                (mevedel-test-tool-text "t1" "Tree" nil "tree result")))
       (with-current-buffer view
         (mevedel-view-rerender)
         (let ((text (buffer-substring-no-properties (point-min) mevedel-view--transcript-end)))
@@ -215,12 +208,12 @@
     (with-current-buffer (mevedel-chat-data-buffer (mevedel-view-chat view))
       (goto-char (point-max))
       (insert "\n"
-              (mevedel-view-test--tool-text
+              (mevedel-test-tool-text
                "call_b" "Bash" '(:command "make")
                (concat "compiled fine" (mevedel-render-data-encode '(:status error :exit-code 2)
                                                                    "call_b")))
               ;; A block bound to another call is ordinary text.
-              (mevedel-view-test--tool-text
+              (mevedel-test-tool-text
                "call_c" "Bash" '(:command "true")
                (concat "ok" (mevedel-render-data-encode '(:status error) "call_other")))))
     (with-current-buffer view
