@@ -6,6 +6,9 @@
 //! Judgement is conservative: an argument that is not a literal word is
 //! treated as if it could be any option.
 
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
 use super::Class;
 
 /// One argument as the analyzer sees it.
@@ -266,35 +269,69 @@ fn positional(args: &[Arg]) -> Vec<&Arg> {
         .collect()
 }
 
+/// Which list a command name is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Family {
+    Dangerous,
+    CodeRunner,
+    Interpreter,
+    Mutating,
+    ReadOnly,
+}
+
+/// Every listed name with the first family [`judge`] checks it against,
+/// so a name in several lists keeps the verdict of the earliest check:
+/// one hash lookup instead of scanning each list.
+static FAMILIES: LazyLock<HashMap<&'static str, Family>> = LazyLock::new(|| {
+    let mut map = HashMap::new();
+    for (names, family) in [
+        (DANGEROUS, Family::Dangerous),
+        (CODE_RUNNERS, Family::CodeRunner),
+        (INTERPRETERS, Family::Interpreter),
+        (MUTATING, Family::Mutating),
+        (READ_ONLY, Family::ReadOnly),
+    ] {
+        for name in names {
+            map.entry(*name).or_insert(family);
+        }
+    }
+    map
+});
+
 /// The analyzer's decision for a command named NAME (literal, no slash)
 /// with ARGS. Wrappers are handled by the caller through [`wrapped`].
 pub fn judge(name: &str, args: &[Arg]) -> Verdict {
-    if name.starts_with("mkfs.") || DANGEROUS.contains(&name) {
+    let family = FAMILIES.get(name).copied();
+    if name.starts_with("mkfs.") || family == Some(Family::Dangerous) {
         return Verdict::new(Class::Dangerous, format!("`{name}` is dangerous"));
     }
-    if CODE_RUNNERS.contains(&name) {
+    if family == Some(Family::CodeRunner) {
         return Verdict::new(Class::Complex, format!("`{name}` runs shell code"));
     }
     if let Some(v) = dangerous_use(name, args) {
         return v;
     }
-    if INTERPRETERS.contains(&name) {
-        return Verdict::new(Class::Unknown, format!("`{name}` runs a script"));
-    }
-    if MUTATING.contains(&name) {
-        return Verdict::new(Class::Mutating, format!("`{name}` changes files"));
-    }
-    if !READ_ONLY.contains(&name) {
-        return Verdict::new(Class::Unknown, format!("`{name}` is not a known command"));
-    }
-    match argument_check(name, args) {
-        None => Verdict::read_only(),
-        Some(why) => Verdict::new(Class::Mutating, why),
+    match family {
+        Some(Family::Interpreter) => {
+            Verdict::new(Class::Unknown, format!("`{name}` runs a script"))
+        }
+        Some(Family::Mutating) => Verdict::new(Class::Mutating, format!("`{name}` changes files")),
+        Some(Family::ReadOnly) => match argument_check(name, args) {
+            None => Verdict::read_only(),
+            Some(why) => Verdict::new(Class::Mutating, why),
+        },
+        _ => Verdict::new(Class::Unknown, format!("`{name}` is not a known command")),
     }
 }
 
 /// Dangerous uses of otherwise ordinary commands.
 fn dangerous_use(name: &str, args: &[Arg]) -> Option<Verdict> {
+    if !matches!(
+        name,
+        "rm" | "git" | "chmod" | "chown" | "dd" | "kill" | "pkill" | "killall"
+    ) {
+        return None;
+    }
     let texts: Vec<&str> = args.iter().filter_map(Arg::text).collect();
     match name {
         "rm" => {

@@ -137,37 +137,40 @@ fn plain_name(name: &str) -> bool {
 
 /// Commands that evaluate code, assign variables (possibly with
 /// subscripts) or leave the shell early: any of them declines the snapshot.
-const SNAPSHOT_DECLINES: &[&str] = &[
-    "eval",
-    "source",
-    ".",
-    "trap",
-    "exec",
-    "exit",
-    "return",
-    "logout",
-    "test",
-    "[",
-    "let",
-    "declare",
-    "typeset",
-    "local",
-    "export",
-    "readonly",
-    "read",
-    "mapfile",
-    "readarray",
-    "unset",
-    "shopt",
-    "set",
-    "enable",
-    "builtin",
-    "command",
-    "alias",
-    "coproc",
-    "wait",
-    "getopts",
-];
+fn snapshot_declines(name: &str) -> bool {
+    matches!(
+        name,
+        "eval"
+            | "source"
+            | "."
+            | "trap"
+            | "exec"
+            | "exit"
+            | "return"
+            | "logout"
+            | "test"
+            | "["
+            | "let"
+            | "declare"
+            | "typeset"
+            | "local"
+            | "export"
+            | "readonly"
+            | "read"
+            | "mapfile"
+            | "readarray"
+            | "unset"
+            | "shopt"
+            | "set"
+            | "enable"
+            | "builtin"
+            | "command"
+            | "alias"
+            | "coproc"
+            | "wait"
+            | "getopts"
+    )
+}
 
 struct Walker<'a> {
     src: &'a str,
@@ -404,7 +407,7 @@ impl<'a> Walker<'a> {
                 );
                 return;
             }
-            if SNAPSHOT_DECLINES.contains(&name.as_str()) {
+            if snapshot_declines(&name) {
                 self.decline("builtin that evaluates code or assigns variables");
             }
             if name == "printf" {
