@@ -751,15 +751,14 @@ lookup instead of a module call.  The plist returned is a fresh copy;
 the lists inside it are shared, so do not modify them."
   (copy-sequence
    (or (gethash source mevedel-core--bash-analyses)
-       (progn
-         (mevedel-core-ensure)
-         (let ((analysis (mevedel-core--bash-analyze source))
-               (table mevedel-core--bash-analyses))
-           (when (<= (length source) mevedel-core--bash-analyses-max-source)
-             (when (>= (hash-table-count table) mevedel-core--bash-analyses-size)
-               (clrhash table))
-             (puthash (substring-no-properties source) analysis table))
-           analysis)))))
+       (let ((analysis (progn (or mevedel-core--ready (mevedel-core-ensure))
+                              (mevedel-core--bash-analyze source)))
+             (table mevedel-core--bash-analyses))
+         (if (> (length source) mevedel-core--bash-analyses-max-source)
+             analysis
+           (when (>= (hash-table-count table) mevedel-core--bash-analyses-size)
+             (clrhash table))
+           (puthash (substring-no-properties source) analysis table))))))
 
 (defun mevedel-core-shutdown ()
   "Stop every process the module owns and close the event channel.
