@@ -61,7 +61,8 @@
            collect (string-to-number dir)))
 
 (defun mevedel-test-tool-text (id name args result)
-  "Return data-buffer text for call ID of NAME with ARGS and RESULT, as gptel writes it."
+  "Return data-buffer text for call ID of NAME with ARGS and RESULT.
+The text is what gptel writes for a tool call."
   (concat (propertize (format "``` tool (%s)" name) 'gptel 'ignore)
           (propertize (concat "\n" (prin1-to-string (list :name name :args args)) "\n\n" result)
                       'gptel (cons 'tool id))

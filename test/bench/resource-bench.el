@@ -23,13 +23,6 @@
     "agent://root/explore#/items/0")
   "Eight addresses, one or more per family.")
 
-;; Callers run byte-compiled code (installed packages are compiled), but
-;; a bench loads the sources, so compile the public call path and the
-;; timing loops here; otherwise the figure measures the interpreter.
-(dolist (f '(mevedel-resource-parse mevedel-core-resource-parse
-             mevedel-resource-parse-many mevedel-core-resource-parse-many))
-  (byte-compile f))
-
 (defun resource-bench--cycle (n)
   "Parse N addresses, one `mevedel-resource-parse' call each, cycling the mix."
   (let ((rest resource-bench--mix))
@@ -40,9 +33,6 @@
 (defun resource-bench--many (n)
   "Parse the mix N times, one `mevedel-resource-parse-many' call each."
   (dotimes (_ n) (mevedel-resource-parse-many resource-bench--mix)))
-
-(byte-compile 'resource-bench--cycle)
-(byte-compile 'resource-bench--many)
 
 (defun resource-bench--measure (runs n fn)
   "Return (WALL CPU GC) in us per unit of N over RUNS runs of FN with N.

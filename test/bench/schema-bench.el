@@ -5,30 +5,20 @@
 ;; Three calls of a Grep-shaped tool through `mevedel-tool-repair-check',
 ;; the entry point the pipeline uses: JSON encoding in Lisp, the module
 ;; call, validation (and repair) in Rust, and the result as Lisp values.
-;; The Lisp files are byte-compiled first, as an installed package would
-;; be.  The figure is this Emacs process's CPU time per call, garbage
-;; collection included: other jobs sharing the machine's two cores
+;; The Lisp files are byte-compiled (scripts/bench.sh), as an installed
+;; package would be.  The figure is this Emacs process's CPU time per
+;; call, garbage collection included: other jobs sharing the machine's two cores
 ;; inflate wall-clock time but not CPU time.
 
 ;;; Code:
 
 (require 'mevedel-core)
+(require 'mevedel-tool-registry)
+(require 'mevedel-tool-repair)
+(require 'mevedel-tool-repair-gptel)
 (require 'mevedel-bench-lib)
 
-;; Load the module before reloading mevedel-core compiled from a
-;; temporary directory, which must not be where it looks for the module.
 (mevedel-core-ensure)
-
-(let ((out (make-temp-file "mevedel-bench-elc" t)))
-  (dolist (feature '(mevedel-core mevedel-tool-registry mevedel-tool-repair-diagnostics
-                     mevedel-tool-repair mevedel-tool-repair-gptel))
-    (let ((byte-compile-dest-file-function
-           (lambda (src) (expand-file-name (concat (file-name-base src) ".elc") out))))
-      (load (byte-compile-dest-file
-             (let ((src (locate-library (format "%s.el" feature))))
-               (byte-compile-file src)
-               src))
-            nil t))))
 
 (defun schema-bench--cpu-per-call (n thunk)
   "Call THUNK N times after a warm-up; return CPU seconds per call."
