@@ -49,6 +49,11 @@
 
 ;;;; Buffer-local state
 
+(defvar mevedel-ps--tables nil
+  "Buffers in `mevedel-ps-mode': the ones execution events may refresh.
+Events arrive several times a second while commands run, so they visit
+this list rather than every buffer.")
+
 (defvar-local mevedel-ps--chat nil "The chat whose executions this table shows.")
 (defvar-local mevedel-ps--timer nil "The pending refresh, or nil.")
 (defvar-local mevedel-ps--due nil "When the pending refresh runs (a float time).")
@@ -154,7 +159,13 @@ started the execution, \\[mevedel-ps-stop] stops it and
   (add-hook 'tabulated-list-revert-hook #'mevedel-ps--update nil t)
   (add-hook 'window-buffer-change-functions #'mevedel-ps--shown nil t)
   (add-hook 'kill-buffer-hook #'mevedel-ps--cancel-timer nil t)
+  (add-hook 'kill-buffer-hook #'mevedel-ps--forget nil t)
+  (cl-pushnew (current-buffer) mevedel-ps--tables)
   (tabulated-list-init-header))
+
+(defun mevedel-ps--forget ()
+  "Take this buffer off `mevedel-ps--tables'."
+  (setq mevedel-ps--tables (delq (current-buffer) mevedel-ps--tables)))
 
 (defun mevedel-ps--update ()
   "Recompute this table's entries."
@@ -238,8 +249,9 @@ A table showing only ended items refreshes when the first expires."
 (defun mevedel-ps--on-event (data)
   "Refresh the tables of the session named in the execution event DATA."
   (let ((key (plist-get data :session)))
-    (dolist (buffer (buffer-list))
-      (when (eq (buffer-local-value 'major-mode buffer) 'mevedel-ps-mode)
+    (dolist (buffer mevedel-ps--tables)
+      (when (and (buffer-live-p buffer)
+                 (eq (buffer-local-value 'major-mode buffer) 'mevedel-ps-mode))
         (with-current-buffer buffer
           (when (and mevedel-ps--chat
                      (buffer-live-p (mevedel-chat-data-buffer mevedel-ps--chat))

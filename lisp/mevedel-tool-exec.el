@@ -521,6 +521,9 @@ call this while building the next model request."
 
 ;;;; Renderers
 
+(defconst mevedel-exec--success-outcomes '("success" "no-match" "different" "false")
+  "Outcomes of a command that did what it was asked (see the execution manual).")
+
 (defun mevedel-exec--elapsed (ms)
   "Return MS milliseconds as a short duration."
   (cond ((null ms) nil)
@@ -534,7 +537,7 @@ call this while building the next model request."
         (outcome (plist-get render-data :outcome)))
     (cond ((member state '("running" "queued" "stopping")) state)
           ((equal outcome "success") "done")
-          ((member outcome '("no-match" "different" "false")) outcome)
+          ((member outcome mevedel-exec--success-outcomes) outcome)
           ((equal outcome "stopped") "stopped")
           ((equal (plist-get render-data :termination) "lost") "lost")
           ((or outcome (eq status 'error)) "failed"))))
@@ -542,16 +545,13 @@ call this while building the next model request."
 (defun mevedel-exec--header (prefix text render-data status)
   "Return a row header: PREFIX, TEXT's first line (60 columns), state, elapsed.
 RENDER-DATA and STATUS give the state."
-  (let* ((first (car (split-string (string-trim (or text "")) "\n")))
-         (more (string-match-p "\n" (string-trim (or text ""))))
-         (state (mevedel-exec--state-label render-data status))
+  (let* ((state (mevedel-exec--state-label render-data status))
          (exit (let ((code (plist-get render-data :exit-code))
                      (signal (plist-get render-data :signal)))
                  (cond (signal (format "signal %s" signal))
                        (code (format "exit %s" code)))))
          (elapsed (mevedel-exec--elapsed (plist-get render-data :elapsed-ms))))
-    (concat prefix (truncate-string-to-width (or first "") 60 nil nil "…")
-            (and more " …")
+    (concat prefix (mevedel-exec--first-line text)
             (and state (concat "  " state))
             (and exit (concat " (" exit ")"))
             (and elapsed (concat " " elapsed)))))
@@ -577,7 +577,7 @@ RENDER-DATA marks whether RESULT carries an envelope to remove."
   (let ((state (plist-get render-data :state))
         (outcome (plist-get render-data :outcome)))
     (cond ((member state '("running" "queued" "stopping")) 'running)
-          ((member outcome '("success" "no-match" "different" "false")) 'success)
+          ((member outcome mevedel-exec--success-outcomes) 'success)
           ((equal outcome "stopped") 'warning)
           (outcome 'error)
           (t fallback))))
@@ -641,7 +641,7 @@ is hidden: the command's own row shows its output and status."
   "Return how an execution with terminal FACTS ended, for the user.
 That is \"completed\", \"failed\", \"stopped\" or \"timed out\"."
   (let ((outcome (plist-get facts :outcome)))
-    (cond ((member outcome '("success" "no-match" "different" "false")) "completed")
+    (cond ((member outcome mevedel-exec--success-outcomes) "completed")
           ((equal outcome "stopped") "stopped")
           ((equal outcome "timeout") "timed out")
           (t "failed"))))
