@@ -102,7 +102,7 @@ Each is a plist: :id :kind :owner :state :label :elapsed-ms :bytes
   "Return the label of ITEM: a monitor's description, else description or command."
   (let ((description (plist-get item :description)))
     (if (equal (plist-get item :kind) "monitor")
-        (concat "Watching: " (or description ""))
+        (concat "Watching: " (mevedel-tool-render-shorten (or description "") 200))
       (mevedel-tool-render-shorten
        (if (and description (not (string-blank-p description)))
            description
