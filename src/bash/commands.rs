@@ -326,21 +326,16 @@ pub fn judge(name: &str, args: &[Arg]) -> Verdict {
 
 /// Dangerous uses of otherwise ordinary commands.
 fn dangerous_use(name: &str, args: &[Arg]) -> Option<Verdict> {
-    if !matches!(
-        name,
-        "rm" | "git" | "chmod" | "chown" | "dd" | "kill" | "pkill" | "killall"
-    ) {
-        return None;
-    }
-    let texts: Vec<&str> = args.iter().filter_map(Arg::text).collect();
+    // The literal arguments, walked anew by each check (nothing allocated).
+    let texts = || args.iter().filter_map(Arg::text);
+    let has = |word: &str| texts().any(|t| t == word);
     match name {
         "rm" => {
-            let recursive = texts
-                .iter()
-                .any(|t| short_has(t, 'r') || short_has(t, 'R') || *t == "--recursive");
-            let broad = texts.iter().any(|t| {
+            let recursive =
+                texts().any(|t| short_has(t, 'r') || short_has(t, 'R') || t == "--recursive");
+            let broad = texts().any(|t| {
                 matches!(
-                    *t,
+                    t,
                     "/" | "/*" | "~" | "~/" | "~/*" | "." | ".." | "*" | "./*" | "$HOME"
                 )
             }) || args.iter().any(|a| a.literal.is_none());
@@ -352,28 +347,25 @@ fn dangerous_use(name: &str, args: &[Arg]) -> Option<Verdict> {
             })
         }
         "git" => {
-            let force_push = texts.contains(&"push")
-                && texts
-                    .iter()
-                    .any(|t| *t == "--force" || *t == "-f" || t.starts_with("--force-with-lease"));
-            let hard_reset = texts.contains(&"reset") && texts.contains(&"--hard");
-            let clean = texts.contains(&"clean") && texts.iter().any(|t| short_has(t, 'f'));
+            let force_push = has("push")
+                && texts()
+                    .any(|t| t == "--force" || t == "-f" || t.starts_with("--force-with-lease"));
+            let hard_reset = has("reset") && has("--hard");
+            let clean = has("clean") && texts().any(|t| short_has(t, 'f'));
             (force_push || hard_reset || clean)
                 .then(|| Verdict::new(Class::Dangerous, "`git` discards work"))
         }
         "chmod" | "chown" => {
-            let recursive = texts.iter().any(|t| short_has(t, 'R'));
-            let root = texts.iter().any(|t| *t == "/" || *t == "~");
+            let recursive = texts().any(|t| short_has(t, 'R'));
+            let root = texts().any(|t| t == "/" || t == "~");
             (recursive && root)
                 .then(|| Verdict::new(Class::Dangerous, "recursive permission change of /"))
         }
-        "dd" => texts
-            .iter()
+        "dd" => texts()
             .any(|t| t.starts_with("of=/dev/"))
             .then(|| Verdict::new(Class::Dangerous, "`dd` writes a device")),
-        "kill" | "pkill" | "killall" => texts
-            .iter()
-            .any(|t| *t == "-1" || *t == "1")
+        "kill" | "pkill" | "killall" => texts()
+            .any(|t| t == "-1" || t == "1")
             .then(|| Verdict::new(Class::Dangerous, "signals every process")),
         _ => None,
     }

@@ -55,7 +55,7 @@ const RESERVED: &[&[u8]] = &[
 /// The tree of SRC (which ends in a newline) when every part of it is
 /// in the recognized subset, else `None`.
 pub fn recognize(src: &str) -> Option<Tree> {
-    if !src.ends_with('\n') || !src.bytes().all(|b| b.is_ascii()) {
+    if !src.ends_with('\n') || !src.is_ascii() {
         return None;
     }
     let mut p = Recognizer {

@@ -131,7 +131,7 @@ impl Tree {
                 if node.is_missing() {
                     out.nodes[id as usize].missing = true;
                 }
-                if let Some(field) = cursor.field_name().and_then(static_field) {
+                if let Some(field) = field_at(&cursor) {
                     out.set_field(id, field);
                 }
                 if cursor.goto_next_sibling() {
@@ -197,38 +197,26 @@ impl Tree {
     }
 }
 
-/// Every field name of tree-sitter-bash.
-const FIELDS: &[&str] = &[
-    "alternative",
-    "argument",
-    "body",
-    "condition",
-    "consequence",
-    "descriptor",
-    "destination",
-    "fallthrough",
-    "index",
-    "initializer",
-    "left",
-    "name",
-    "operator",
-    "redirect",
-    "right",
-    "termination",
-    "update",
-    "value",
-    "variable",
-];
+/// A name of tree-sitter-bash's that outlives the parse (the language
+/// lends its names only as long as itself).
+fn leak(name: &str) -> &'static str {
+    Box::leak(name.to_owned().into_boxed_str())
+}
 
-/// Node kind names of tree-sitter-bash by kind id, made once: the
-/// parse's own names live only as long as its tree.
+/// Node kind names of tree-sitter-bash by kind id, made once.
 static KINDS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
     let language: tree_sitter::Language = tree_sitter_bash::LANGUAGE.into();
     (0..language.node_kind_count())
-        .map(|id| {
-            let name = language.node_kind_for_id(id as u16).unwrap_or("");
-            &*Box::leak(name.to_owned().into_boxed_str())
-        })
+        .map(|id| leak(language.node_kind_for_id(id as u16).unwrap_or("")))
+        .collect()
+});
+
+/// Field names of tree-sitter-bash by field id (ids start at 1), made
+/// once from the grammar itself, so a new field cannot be missed.
+static FIELDS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    let language: tree_sitter::Language = tree_sitter_bash::LANGUAGE.into();
+    (0..=language.field_count())
+        .map(|id| leak(language.field_name_for_id(id as u16).unwrap_or("")))
         .collect()
 });
 
@@ -240,9 +228,12 @@ fn kind_name(node: &tree_sitter::Node) -> &'static str {
     }
 }
 
-/// FIELD as a name that outlives the parse.
-fn static_field(field: &str) -> Option<&'static str> {
-    FIELDS.iter().copied().find(|&f| f == field)
+/// The name of the field the cursor stands at, if any.
+fn field_at(cursor: &tree_sitter::TreeCursor) -> Option<&'static str> {
+    cursor
+        .field_id()
+        .and_then(|id| FIELDS.get(usize::from(id.get())))
+        .copied()
 }
 
 /// A node of a [`Tree`], with the accessors of `tree_sitter::Node` that
