@@ -4,8 +4,9 @@
 
 ;; Real commands run through the pipeline in a chat's session, and the
 ;; table of its executions: what it lists, stopping from it, showing
-;; the call that started one, and opening the output without reading
-;; it for the model.
+;; the call that started one, its details, typing into its terminal,
+;; interrupting it, opening the output without reading it for the
+;; model, and the composer's /ps and /stop.
 
 ;;; Code:
 
@@ -63,7 +64,7 @@ The call is appended to the data buffer as gptel writes it."
 (defun ps-test--state (execution)
   "Return the State column of EXECUTION in the current table, or nil."
   (when-let* ((entry (assoc execution tabulated-list-entries)))
-    (substring-no-properties (aref (cadr entry) 1))))
+    (substring-no-properties (aref (cadr entry) 2))))
 
 (ert-deftest mevedel-ps:lists-inspects-without-reading-and-stops ()
   (mevedel-core-ensure)
@@ -94,8 +95,8 @@ The call is appended to the data buffer as gptel writes it."
         (let ((row (cadr (assoc long tabulated-list-entries))))
           (should row)
           (should (equal (mapcar #'substring-no-properties (append row nil))
-                         (list "Bash" "running" "long nap" "/root" (aref row 4) (aref row 5))))
-          (should (string-match-p "\\`[0-9.]+s\\'" (aref row 4))))
+                         (list "Bash" long "running" "long nap" "/root" (aref row 5) (aref row 6))))
+          (should (string-match-p "\\`[0-9.]+s\\'" (aref row 5))))
         (should (assoc late tabulated-list-entries))
         ;; Its output, opened while it runs, is all there...
         (let ((spool (plist-get (gethash late mevedel-ps--items) :spool)))
@@ -143,11 +144,10 @@ The call is appended to the data buffer as gptel writes it."
           (mevedel-ps-stop))
         (mevedel-test-wait-until (null (mevedel-test-group-members pgid)) 10)
         (mevedel-test-wait-until (null (mevedel-core-exec-list session)) 10)
-        ;; The table follows the settlement by itself; ended items stay
-        ;; for a while, marked as such, and cannot be stopped again.
-        (mevedel-test-wait-until (equal (ps-test--state long) "stopped") 5)
-        (should (equal (ps-test--state late) "completed"))
-        (ps-test--goto long)
+        ;; The table follows the settlement by itself: ended executions
+        ;; leave it (their results stay on their rows).
+        (mevedel-test-wait-until (null tabulated-list-entries) 5)
+        (should-not (ps-test--state late))
         (should-error (mevedel-ps-stop) :type 'user-error)))))
 
 (ert-deftest mevedel-ps:lists-foreground-commands-and-monitors ()
@@ -178,8 +178,8 @@ The call is appended to the data buffer as gptel writes it."
       (with-current-buffer (format "*mevedel ps: %s*" (mevedel-chat-name chat))
         (should (eq mevedel-ps--chat chat))
         (let ((states (mapcar (lambda (entry)
-                                (cons (substring-no-properties (aref (cadr entry) 2))
-                                      (substring-no-properties (aref (cadr entry) 1))))
+                                (cons (substring-no-properties (aref (cadr entry) 3))
+                                      (substring-no-properties (aref (cadr entry) 2))))
                               tabulated-list-entries)))
           (should (member '("Watching: nothing happens" . "running (0 events)") states))
           (should (member '("short nap" . "running (fg)") states))))
@@ -187,6 +187,103 @@ The call is appended to the data buffer as gptel writes it."
       (should (string-match-p "state=\"completed\"" (caar box)))
       (mevedel-core-exec-stop-by-user session monitor)
       (mevedel-test-wait-until (null (mevedel-core-exec-list session)) 10))))
+
+(ert-deftest mevedel-ps:details-input-and-interrupt-leave-output-unread ()
+  (mevedel-core-ensure)
+  (ps-test--with-chat chat
+    (let* ((session (mevedel-session-id (mevedel-chat-session chat)))
+           (pty (progn (ps-test--run chat "Bash" "call_pty"
+                                     '(:command "echo ready; read x; echo got $x; sleep 300"
+                                                :description "asks a question" :tty t
+                                                :yield_time_ms 500))
+                       (ps-test--execution chat "call_pty")))
+           (pipe (progn (ps-test--run chat "Bash" "call_pipe"
+                                      '(:command "echo pipe-ready; sleep 300"
+                                                 :description "pipe sleeper" :yield_time_ms 300))
+                        (ps-test--execution chat "call_pipe")))
+           (ps (mevedel-ps chat)))
+      (with-current-buffer ps
+        (should (equal (ps-test--state pty) "running pty"))
+        (should (equal (ps-test--state pipe) "running"))
+        ;; A line typed into the terminal reaches the command.
+        (ps-test--goto pty)
+        (mevedel-ps-send-line "hello")
+        (let ((spool (plist-get (gethash pty mevedel-ps--items) :spool)))
+          (mevedel-test-wait-until
+            (string-match-p "got hello"
+                            (with-temp-buffer (insert-file-contents spool) (buffer-string)))
+            10))
+        ;; Its details name it and show the latest output, read from the spool.
+        (let ((details (mevedel-ps-describe)))
+          (with-current-buffer details
+            (should (derived-mode-p 'mevedel-ps-detail-mode))
+            (should (string-match-p (concat "Execution: *" pty) (buffer-string)))
+            (should (string-match-p "Terminal: *PTY" (buffer-string)))
+            (should (string-match-p "Latest output:\n\\(.\\|\n\\)*got hello" (buffer-string))))
+          (kill-buffer details))
+        ;; A pipe-mode command takes no line, but Ctrl-C interrupts it.
+        (ps-test--goto pipe)
+        (should-error (call-interactively #'mevedel-ps-send-line) :type 'user-error)
+        (mevedel-ps-interrupt))
+      (mevedel-test-wait-until (null (assoc pipe (mapcar (lambda (item) (cons (plist-get item :id) t))
+                                                         (mevedel-core-exec-list session))))
+                               10)
+      ;; The model still gets everything as unread output.
+      (let ((poll (ps-test--run chat "WriteStdin" "call_poll_pty"
+                                (list :execution_id pty :chars "" :yield_time_ms 5000))))
+        (should (string-match-p "got hello" poll)))
+      (let ((poll (ps-test--run chat "WriteStdin" "call_poll_pipe"
+                                (list :execution_id pipe :chars "" :yield_time_ms 5000))))
+        ;; (its output went with the yield; the interrupt ended it)
+        (should (string-prefix-p "<bash-execution" poll))
+        (should (string-match-p "signal=\"SIGINT\"\\|signal=\"2\"\\|exit_code=\"130\"" poll)))
+      (mevedel-ps--stop chat pty)
+      (mevedel-test-wait-until (null (mevedel-core-exec-list session)) 10))))
+
+(ert-deftest mevedel-ps:composer-commands ()
+  (mevedel-core-ensure)
+  (ps-test--with-chat chat
+    (let* ((session (mevedel-session-id (mevedel-chat-session chat)))
+           (view (mevedel-view-buffer chat))
+           (ids (cl-loop for n below 3
+                         do (ps-test--run chat "Bash" (format "call_%d" n)
+                                          '(:command "sleep 300" :description "sleeper"
+                                                     :yield_time_ms 250))
+                         collect (ps-test--execution chat (format "call_%d" n))))
+           (composer (lambda (text)
+                       (with-current-buffer view
+                         (mevedel-view--set-composer text)
+                         (mevedel-view-send)))))
+      (should (= 3 (length (mevedel-core-exec-list session))))
+      (with-current-buffer view
+        ;; Text that only starts with a slash goes to the model, an
+        ;; unknown command is refused and stays in the composer.
+        (should-not (mevedel-view--slash "/etc/hosts has a typo"))
+        (should-not (mevedel-view--slash "/ps\nand more"))
+        (mevedel-view--set-composer "/frobnicate now")
+        (should-error (mevedel-view-send) :type 'user-error)
+        (should (equal (mevedel-view--composer-text) "/frobnicate now"))
+        ;; Completion offers the commands, then the running executions.
+        (mevedel-view--set-composer "/st")
+        (let ((capf (mevedel-view--slash-capf)))
+          (should (equal (all-completions "st" (nth 2 capf)) '("stop"))))
+        (mevedel-view--set-composer "/stop ")
+        (should (equal (sort (copy-sequence (nth 2 (mevedel-view--slash-capf))) #'string<)
+                       (sort (copy-sequence ids) #'string<))))
+      ;; /ps opens the table; an unknown ID stops nothing.
+      (funcall composer "/ps")
+      (should (get-buffer (format "*mevedel ps: %s*" (mevedel-chat-name chat))))
+      (with-current-buffer view (should (equal (mevedel-view--composer-text) "")))
+      (should-error (funcall composer "/stop x00000000") :type 'user-error)
+      (should (= 3 (length (mevedel-core-exec-list session))))
+      ;; /stop ID stops that one, a bare /stop the others.
+      (funcall composer (concat "/stop " (car ids)))
+      (mevedel-test-wait-until (= 2 (length (mevedel-core-exec-list session))) 10)
+      (should-not (member (car ids) (mapcar (lambda (item) (plist-get item :id))
+                                            (mevedel-core-exec-list session))))
+      (funcall composer "/stop")
+      (mevedel-test-wait-until (null (mevedel-core-exec-list session)) 10)
+      (should-error (funcall composer "/stop") :type 'user-error))))
 
 (provide 'ps-test)
 ;;; ps-test.el ends here
