@@ -9,6 +9,8 @@
 ;;
 ;;   transcript   read-only; rendered from the chat's gptel data buffer
 ;;   live zone    calls in flight (spinner), permission cards, waiting line
+;;   panel        background work: yielded commands and monitors
+;;                (drawn by mevedel-panel.el)
 ;;   separator    key hints
 ;;   composer     where the user types (RET newline, C-c C-c send;
 ;;                /ps and /stop run here instead of reaching the model)
@@ -85,6 +87,10 @@
 
 (defvar-local mevedel-view--chat nil "The chat shown in this view.")
 (defvar-local mevedel-view--transcript-end nil "End of the transcript.")
+(defvar-local mevedel-view--panel nil
+  "Start of the background work panel, between the live zone and the separator.
+Text inserted at it belongs to the live zone before it, so it
+advances; whoever draws the panel puts it back at the panel's start.")
 (defvar-local mevedel-view--separator nil "Start of the separator line.")
 (defvar-local mevedel-view--composer nil "Start of the composer.")
 (defvar-local mevedel-view--turn-start nil "Where the current turn's rendering starts.")
@@ -137,6 +143,9 @@ The transcript is read-only; type in the composer at the bottom.
 
 ;;;; Creating the view
 
+(defvar mevedel-view-open-functions nil
+  "Abnormal hook run with each new view buffer, once it is drawn.")
+
 (defun mevedel-view-buffer (chat)
   "Return CHAT's view buffer, creating it if needed."
   (let* ((name (format "*mevedel: %s*" (mevedel-chat-name chat)))
@@ -153,6 +162,7 @@ The transcript is read-only; type in the composer at the bottom.
           (insert (mevedel-view--separator-text))
           (setq mevedel-view--composer (point-marker))
           (setq mevedel-view--transcript-end (point-min-marker))
+          (setq mevedel-view--panel (copy-marker (point-min) t))
           (setq mevedel-view--separator (copy-marker (point-min) t)))
         (setq buffer-undo-list nil)
         (setq mevedel-view--observer
@@ -163,7 +173,8 @@ The transcript is read-only; type in the composer at the bottom.
         (mevedel-chat-observe chat mevedel-view--observer)
         (setf (mevedel-chat-prompter chat) #'mevedel-view--prompt)
         (add-hook 'kill-buffer-hook #'mevedel-view--killed nil t)
-        (mevedel-view-rerender))
+        (mevedel-view-rerender)
+        (run-hook-with-args 'mevedel-view-open-functions buffer))
       buffer)))
 
 (defun mevedel-view--killed ()
@@ -560,7 +571,7 @@ A group is a segment (:type group :id FIRST-ID :members SEGMENTS)."
         (chat mevedel-view--chat)
         (running nil))
     (save-excursion
-      (delete-region mevedel-view--transcript-end mevedel-view--separator)
+      (delete-region mevedel-view--transcript-end mevedel-view--panel)
       (goto-char mevedel-view--transcript-end)
       (let ((calls (mevedel-chat-live-calls chat))
             (start (point)))
@@ -663,7 +674,7 @@ A group is a segment (:type group :id FIRST-ID :members SEGMENTS)."
   (save-excursion
     (unless (eq mevedel-view--last-kind 'response)
       (let ((inhibit-read-only t))
-        (delete-region mevedel-view--transcript-end mevedel-view--separator))
+        (delete-region mevedel-view--transcript-end mevedel-view--panel))
       (mevedel-view--stop-spinner)
       (mevedel-view--begin-block 'response)
       (setq chunk (string-trim-left chunk)))
