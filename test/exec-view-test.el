@@ -96,13 +96,9 @@
       (should (string-match-p "Background work (1)" (exec-view-test--text view)))
       (should (string-match-p "▸ \\$ counts slowly  running" (exec-view-test--text view)))
       ;; A foreground command is its tool row's, not the panel's.
-      (let ((box (list nil)))
-        (with-current-buffer (mevedel-chat-data-buffer chat)
-          (mevedel-pipeline-run-tool (mevedel-tool-get "Bash")
-                                     '(:command "sleep 2" :description "in front"
-                                                :yield_time_ms 30000)
-                                     (lambda (result) (setcar box (list result)))
-                                     :tool-use-id "call_fg" :data-buffer (current-buffer)))
+      (let ((box (mevedel-test-start-tool chat "Bash" "call_fg"
+                                          '(:command "sleep 2" :description "in front"
+                                                     :yield_time_ms 30000))))
         (mevedel-test-wait-until
           (= 2 (length (mevedel-core-exec-list session))) 5)
         (mevedel-panel-redraw view)
