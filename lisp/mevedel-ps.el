@@ -71,7 +71,7 @@ this list rather than every buffer.")
 
 ;;;; Items
 
-(defun mevedel-ps--session-key (chat)
+(defun mevedel-ps-session-key (chat)
   "Return the execution key of CHAT's session."
   (mevedel-session-id (mevedel-chat-session chat)))
 
@@ -80,11 +80,11 @@ this list rather than every buffer.")
 Each is a plist: :id :kind :owner :state :command :description :label
 :tty :elapsed-ms :bytes :yielded :events :tool-use-id :spool."
   (mapcar (lambda (item)
-            (append (list :label (mevedel-ps--label item)) item))
+            (append (list :label (mevedel-ps-label item)) item))
           (and (featurep 'mevedel-dyn)
-               (mevedel-core-exec-list (mevedel-ps--session-key chat)))))
+               (mevedel-core-exec-list (mevedel-ps-session-key chat)))))
 
-(defun mevedel-ps--label (item)
+(defun mevedel-ps-label (item)
   "Return the label of ITEM: a monitor's description, else description or command."
   (let ((description (plist-get item :description)))
     (if (equal (plist-get item :kind) "monitor")
@@ -95,7 +95,7 @@ Each is a plist: :id :kind :owner :state :command :description :label
          (plist-get item :command))
        200))))
 
-(defun mevedel-ps--duration (ms)
+(defun mevedel-ps-duration (ms)
   "Return MS milliseconds as a short duration, or an empty string."
   (cond ((null ms) "")
         ((< ms 60000) (format "%.1fs" (/ ms 1000.0)))
@@ -116,7 +116,7 @@ Each is a plist: :id :kind :owner :state :command :description :label
                               'face 'mevedel-ps-live)
                   (plist-get item :label)
                   (or (plist-get item :owner) "")
-                  (mevedel-ps--duration (plist-get item :elapsed-ms))
+                  (mevedel-ps-duration (plist-get item :elapsed-ms))
                   (file-size-human-readable (or (plist-get item :bytes) 0))))))
 
 ;;;; The mode
@@ -223,7 +223,7 @@ started the execution, \\[mevedel-ps-describe] its details and latest output,
         (with-current-buffer buffer
           (when (and mevedel-ps--chat
                      (buffer-live-p (mevedel-chat-data-buffer mevedel-ps--chat))
-                     (equal (mevedel-ps--session-key mevedel-ps--chat) key))
+                     (equal (mevedel-ps-session-key mevedel-ps--chat) key))
             (if (not (mevedel-ps--visible-p))
                 (setq mevedel-ps--stale t)
               ;; An event replaces a later tick.
@@ -253,9 +253,9 @@ started the execution, \\[mevedel-ps-describe] its details and latest output,
     (unless (and id (mevedel-view-show-call mevedel-ps--chat id))
       (user-error "The call that started %s is not in the conversation" (plist-get item :id)))))
 
-(defun mevedel-ps--stop (chat id)
+(defun mevedel-ps-stop-execution (chat id)
   "Stop execution ID of CHAT's session for the user; return non-nil if it ran."
-  (mevedel-core-exec-stop-by-user (mevedel-ps--session-key chat) id))
+  (mevedel-core-exec-stop-by-user (mevedel-ps-session-key chat) id))
 
 (defun mevedel-ps-stop ()
   "Stop the execution at point (TERM to its process group, then KILL)."
@@ -263,7 +263,7 @@ started the execution, \\[mevedel-ps-describe] its details and latest output,
   (let ((item (mevedel-ps--item-at-point)))
     (when (or (not mevedel-ps-confirm-stop)
               (y-or-n-p (format "Stop %s (%s)? " (plist-get item :id) (plist-get item :label))))
-      (if (mevedel-ps--stop mevedel-ps--chat (plist-get item :id))
+      (if (mevedel-ps-stop-execution mevedel-ps--chat (plist-get item :id))
           (message "Stopping %s" (plist-get item :id))
         (message "%s had already ended" (plist-get item :id)))
       (mevedel-ps--schedule 0))))
@@ -271,7 +271,7 @@ started the execution, \\[mevedel-ps-describe] its details and latest output,
 (defun mevedel-ps--input (item chars)
   "Send CHARS to the execution of ITEM for the user."
   (condition-case err
-      (mevedel-core-exec-input-by-user (mevedel-ps--session-key mevedel-ps--chat)
+      (mevedel-core-exec-input-by-user (mevedel-ps-session-key mevedel-ps--chat)
                                        (plist-get item :id) chars)
     (mevedel-core-exec-error (user-error "%s" (cadr err)))))
 
@@ -304,7 +304,7 @@ Through its terminal when it has one, else SIGINT to its process group."
 \\<mevedel-ps-detail-mode-map>\\[revert-buffer] shows them again."
   (setq-local revert-buffer-function #'mevedel-ps--revert-detail))
 
-(defun mevedel-ps--tail (file)
+(defun mevedel-ps-tail (file)
   "Return the last `mevedel-ps-tail-bytes' of FILE from a line start, or nil."
   (when (and file (file-readable-p file))
     (let ((size (file-attribute-size (file-attributes file))))
@@ -339,14 +339,14 @@ Through its terminal when it has one, else SIGINT to its process group."
                                                   ", foreground")))
       (mevedel-ps--insert-field "Owner" (plist-get item :owner))
       (mevedel-ps--insert-field "Terminal" (if (plist-get item :tty) "PTY" "pipes (stdin closed)"))
-      (mevedel-ps--insert-field "Elapsed" (mevedel-ps--duration (plist-get item :elapsed-ms)))
+      (mevedel-ps--insert-field "Elapsed" (mevedel-ps-duration (plist-get item :elapsed-ms)))
       (mevedel-ps--insert-field "Output" (format "%d bytes" (or (plist-get item :bytes) 0)))
       (when (plist-get item :description)
         (mevedel-ps--insert-field "Description" (plist-get item :description)))
       (mevedel-ps--insert-field "Spool" (or (plist-get item :spool) ""))
       (insert (propertize "Command:" 'face 'bold) "\n" (plist-get item :command) "\n\n"
               (propertize "Latest output:" 'face 'bold) "\n"
-              (or (mevedel-ps--tail (plist-get item :spool)) "")))
+              (or (mevedel-ps-tail (plist-get item :spool)) "")))
     (goto-char (point-min))
     (set-buffer-modified-p nil)))
 
@@ -385,22 +385,26 @@ Reading the output file leaves the model's unread output unread."
     (goto-char (min point (point-max)))
     (set-buffer-modified-p nil)))
 
+(defun mevedel-ps-show-output (id file)
+  "Show the output FILE of execution ID read-only; return its buffer.
+This reads the file; the model's unread output stays unread."
+  (unless (and file (file-readable-p file))
+    (user-error "The output of %s is no longer kept" id))
+  (let ((buffer (get-buffer-create (format "*mevedel output: %s*" id))))
+    (with-current-buffer buffer
+      (mevedel-ps-output-mode)
+      (setq mevedel-ps--output-file file)
+      (mevedel-ps--revert-output)
+      (goto-char (point-min)))
+    (pop-to-buffer buffer)
+    buffer))
+
 (defun mevedel-ps-open-output ()
   "Open the whole output of the execution at point, read-only.
 This reads the output file; the model's unread output stays unread."
   (interactive)
-  (let* ((item (mevedel-ps--item-at-point))
-         (file (plist-get item :spool)))
-    (unless (and file (file-readable-p file))
-      (user-error "The output of %s is no longer kept" (plist-get item :id)))
-    (let ((buffer (get-buffer-create (format "*mevedel output: %s*" (plist-get item :id)))))
-      (with-current-buffer buffer
-        (mevedel-ps-output-mode)
-        (setq mevedel-ps--output-file file)
-        (mevedel-ps--revert-output)
-        (goto-char (point-min)))
-      (pop-to-buffer buffer)
-      buffer)))
+  (let ((item (mevedel-ps--item-at-point)))
+    (mevedel-ps-show-output (plist-get item :id) (plist-get item :spool))))
 
 ;;;; Entry point
 
@@ -458,7 +462,7 @@ whoever owns it.  Return how many were running."
       (unless (member id live)
         (user-error "No running execution %s (running: %s)" id
                     (if live (string-join live ", ") "none"))))
-    (let ((stopped (cl-count-if (lambda (id) (mevedel-ps--stop chat id)) ids)))
+    (let ((stopped (cl-count-if (lambda (id) (mevedel-ps-stop-execution chat id)) ids)))
       (message "Stopping %d execution%s" stopped (if (= stopped 1) "" "s"))
       stopped)))
 

@@ -14,46 +14,6 @@
 (require 'mevedel)
 (mevedel--load)
 
-(defmacro ps-test--with-chat (chat &rest body)
-  "Bind CHAT to a fresh session's chat (its view open) around BODY."
-  (declare (indent 1))
-  `(let* ((root (file-name-as-directory (make-temp-file "mevedel-ps-" t)))
-          (view (mevedel root))
-          (,chat (mevedel-view-chat view))
-          ;; No backend here: a background completion must not start a turn.
-          (mevedel-exec-wake-function nil))
-     (dolist (tool '("Bash" "WriteStdin"))
-       (push (list 'allow tool) (mevedel-chat-session-rules ,chat)))
-     (unwind-protect (progn ,@body)
-       (when-let* ((ps (get-buffer (format "*mevedel ps: %s*" (mevedel-chat-name ,chat)))))
-         (kill-buffer ps))
-       (kill-buffer view)
-       (kill-buffer (mevedel-chat-data-buffer ,chat))
-       (delete-directory root t))))
-
-(defun ps-test--run (chat name id args)
-  "Run tool NAME with ARGS as call ID of CHAT; return its result text.
-The call is appended to the data buffer as gptel writes it."
-  (let ((box (list nil)))
-    (with-current-buffer (mevedel-chat-data-buffer chat)
-      (mevedel-pipeline-run-tool (mevedel-tool-get name) args
-                                 (lambda (result) (setcar box (list result)))
-                                 :tool-use-id id :data-buffer (current-buffer))
-      (mevedel-test-wait-until (car box) 20)
-      (goto-char (point-max))
-      (insert "\n"
-              (propertize (format "``` tool (%s)" name) 'gptel 'ignore)
-              (propertize (concat "\n" (prin1-to-string (list :name name :args args)) "\n\n"
-                                  (caar box))
-                          'gptel (cons 'tool id))
-              (propertize "\n```\n" 'gptel 'ignore)))
-    (mevedel-view-rerender (mevedel-view-buffer chat))
-    (caar box)))
-
-(defun ps-test--execution (chat id)
-  "Return the execution ID of call ID of CHAT."
-  (plist-get (mevedel-render-data-extract (mevedel-chat-data-buffer chat) id) :execution-id))
-
 (defun ps-test--goto (execution)
   "Move point to the table line of EXECUTION."
   (goto-char (point-min))
@@ -68,18 +28,18 @@ The call is appended to the data buffer as gptel writes it."
 
 (ert-deftest mevedel-ps:lists-inspects-without-reading-and-stops ()
   (mevedel-core-ensure)
-  (ps-test--with-chat chat
+  (mevedel-test-with-view _view chat
     (let* ((session (mevedel-session-id (mevedel-chat-session chat)))
-           (result (ps-test--run chat "Bash" "call_late"
-                                 '(:command "sleep 1; echo late-output; sleep 1.5"
-                                            :description "late printer" :yield_time_ms 250)))
-           (late (ps-test--execution chat "call_late"))
+           (result (mevedel-test-run-tool chat "Bash" "call_late"
+					  '(:command "sleep 1; echo late-output; sleep 1.5"
+						     :description "late printer" :yield_time_ms 250) t))
+           (late (mevedel-test-execution-id chat "call_late"))
            (long (progn
                    (should (string-match-p "state=\"running\"" result))
-                   (ps-test--run chat "Bash" "call_long"
-                                 '(:command "echo $$; sleep 300" :description "long nap"
-                                            :yield_time_ms 300))
-                   (ps-test--execution chat "call_long")))
+                   (mevedel-test-run-tool chat "Bash" "call_long"
+					  '(:command "echo $$; sleep 300" :description "long nap"
+						     :yield_time_ms 300) t)
+                   (mevedel-test-execution-id chat "call_long")))
            (pgid (with-current-buffer (mevedel-chat-data-buffer chat)
                    (goto-char (point-min))
                    (re-search-forward "^\\([0-9]+\\)$")
@@ -112,8 +72,8 @@ The call is appended to the data buffer as gptel writes it."
             (should (equal (buffer-string) "late-output\n")))
           (kill-buffer output)))
       ;; ...and still unread for the model: its next poll returns it.
-      (let ((poll (ps-test--run chat "WriteStdin" "call_poll"
-                                (list :execution_id late :chars "" :yield_time_ms 5000))))
+      (let ((poll (mevedel-test-run-tool chat "WriteStdin" "call_poll"
+					 (list :execution_id late :chars "" :yield_time_ms 5000) t)))
         (should (string-prefix-p "late-output\n<bash-execution" poll))
         (should (string-match-p "state=\"completed\"" poll))
         ;; The poll saw it end: its row has its breadcrumb all the same.
@@ -152,21 +112,18 @@ The call is appended to the data buffer as gptel writes it."
 
 (ert-deftest mevedel-ps:lists-foreground-commands-and-monitors ()
   (mevedel-core-ensure)
-  (ps-test--with-chat chat
+  (mevedel-test-with-view _view chat
     (push (list 'allow "Monitor") (mevedel-chat-session-rules chat))
     (let* ((session (mevedel-session-id (mevedel-chat-session chat)))
-           (box (list nil))
+           (box nil)
            (monitor (progn
-                      (ps-test--run chat "Monitor" "call_mon"
-                                    '(:command "sleep 300" :description "nothing happens"))
-                      (ps-test--execution chat "call_mon"))))
+                      (mevedel-test-run-tool chat "Monitor" "call_mon"
+					     '(:command "sleep 300" :description "nothing happens") t)
+                      (mevedel-test-execution-id chat "call_mon"))))
       ;; A foreground command is still its request's: listed, marked so.
-      (with-current-buffer (mevedel-chat-data-buffer chat)
-        (mevedel-pipeline-run-tool (mevedel-tool-get "Bash")
-                                   '(:command "sleep 3" :description "short nap"
-                                              :yield_time_ms 30000)
-                                   (lambda (result) (setcar box (list result)))
-                                   :tool-use-id "call_fg" :data-buffer (current-buffer)))
+      (setq box (mevedel-test-start-tool chat "Bash" "call_fg"
+                                         '(:command "sleep 3" :description "short nap"
+                                                    :yield_time_ms 30000)))
       (mevedel-test-wait-until
         (equal (mapcar (lambda (item) (plist-get item :state)) (mevedel-core-exec-list session))
                '("running" "running"))
@@ -190,17 +147,17 @@ The call is appended to the data buffer as gptel writes it."
 
 (ert-deftest mevedel-ps:details-input-and-interrupt-leave-output-unread ()
   (mevedel-core-ensure)
-  (ps-test--with-chat chat
+  (mevedel-test-with-view _view chat
     (let* ((session (mevedel-session-id (mevedel-chat-session chat)))
-           (pty (progn (ps-test--run chat "Bash" "call_pty"
-                                     '(:command "echo ready; read x; echo got $x; sleep 300"
-                                                :description "asks a question" :tty t
-                                                :yield_time_ms 500))
-                       (ps-test--execution chat "call_pty")))
-           (pipe (progn (ps-test--run chat "Bash" "call_pipe"
-                                      '(:command "echo pipe-ready; sleep 300"
-                                                 :description "pipe sleeper" :yield_time_ms 300))
-                        (ps-test--execution chat "call_pipe")))
+           (pty (progn (mevedel-test-run-tool chat "Bash" "call_pty"
+					      '(:command "echo ready; read x; echo got $x; sleep 300"
+							 :description "asks a question" :tty t
+							 :yield_time_ms 500) t)
+                       (mevedel-test-execution-id chat "call_pty")))
+           (pipe (progn (mevedel-test-run-tool chat "Bash" "call_pipe"
+					       '(:command "echo pipe-ready; sleep 300"
+							  :description "pipe sleeper" :yield_time_ms 300) t)
+                        (mevedel-test-execution-id chat "call_pipe")))
            (ps (mevedel-ps chat)))
       (with-current-buffer ps
         (should (equal (ps-test--state pty) "running pty"))
@@ -229,27 +186,26 @@ The call is appended to the data buffer as gptel writes it."
                                                          (mevedel-core-exec-list session))))
                                10)
       ;; The model still gets everything as unread output.
-      (let ((poll (ps-test--run chat "WriteStdin" "call_poll_pty"
-                                (list :execution_id pty :chars "" :yield_time_ms 5000))))
+      (let ((poll (mevedel-test-run-tool chat "WriteStdin" "call_poll_pty"
+					 (list :execution_id pty :chars "" :yield_time_ms 5000) t)))
         (should (string-match-p "got hello" poll)))
-      (let ((poll (ps-test--run chat "WriteStdin" "call_poll_pipe"
-                                (list :execution_id pipe :chars "" :yield_time_ms 5000))))
+      (let ((poll (mevedel-test-run-tool chat "WriteStdin" "call_poll_pipe"
+					 (list :execution_id pipe :chars "" :yield_time_ms 5000) t)))
         ;; (its output went with the yield; the interrupt ended it)
         (should (string-prefix-p "<bash-execution" poll))
         (should (string-match-p "signal=\"SIGINT\"\\|signal=\"2\"\\|exit_code=\"130\"" poll)))
-      (mevedel-ps--stop chat pty)
+      (mevedel-ps-stop-execution chat pty)
       (mevedel-test-wait-until (null (mevedel-core-exec-list session)) 10))))
 
 (ert-deftest mevedel-ps:composer-commands ()
   (mevedel-core-ensure)
-  (ps-test--with-chat chat
+  (mevedel-test-with-view view chat
     (let* ((session (mevedel-session-id (mevedel-chat-session chat)))
-           (view (mevedel-view-buffer chat))
            (ids (cl-loop for n below 3
-                         do (ps-test--run chat "Bash" (format "call_%d" n)
-                                          '(:command "sleep 300" :description "sleeper"
-                                                     :yield_time_ms 250))
-                         collect (ps-test--execution chat (format "call_%d" n))))
+                         do (mevedel-test-run-tool chat "Bash" (format "call_%d" n)
+						   '(:command "sleep 300" :description "sleeper"
+							      :yield_time_ms 250) t)
+                         collect (mevedel-test-execution-id chat (format "call_%d" n))))
            (composer (lambda (text)
                        (with-current-buffer view
                          (mevedel-view--set-composer text)
