@@ -50,6 +50,15 @@ fn main() {
         eprintln!("mevedel-sandbox: {why}");
         std::process::exit(EXIT_REFUSED);
     };
+    if args.take_tty {
+        // bwrap's session belongs to its init process: lead one of our
+        // own (no terminal yet), then make the terminal on stdin ours.
+        // SAFETY: plain setsid and ioctl on standard input.
+        if unsafe { libc::setsid() } < 0 || unsafe { libc::ioctl(0, libc::TIOCSCTTY, 0) } != 0 {
+            let err = std::io::Error::last_os_error();
+            refuse(&mut start, format!("cannot take the terminal: {err}"));
+        }
+    }
     if let Err(why) = drop_capabilities() {
         refuse(&mut start, why);
     }
@@ -202,7 +211,7 @@ fn drop_capabilities() -> Result<(), String> {
 }
 
 /// Fork the command and stay as its subreaper until it exits or we are
-/// told to stop; then kill whatever descends from us and exit the way
+/// told to stop (TERM or HUP; an interrupt is left to the command); then kill whatever descends from us and exit the way
 /// the command did.
 fn supervise(argv: &[OsString], mut start: Option<std::fs::File>) -> ! {
     // SAFETY: plain prctl and signal-mask calls in a single-threaded process.
@@ -250,6 +259,9 @@ fn supervise(argv: &[OsString], mut start: Option<std::fs::File>) -> ! {
                 kill_descendants(me);
                 exit_like(status);
             }
+        } else if sig == libc::SIGINT || sig == libc::SIGQUIT {
+            // Ctrl-C (from the terminal or the owner) reaches the command
+            // in our group by itself; it is the command's to handle.
         } else if sig > 0 {
             // SAFETY: plain kill; the command shares our group, but may
             // have left it.

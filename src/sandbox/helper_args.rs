@@ -23,6 +23,10 @@ pub struct HelperArgs {
     /// Stay as a subreaper that kills leftover descendants (used where no
     /// PID namespace contains them, i.e. the Landlock-only layer).
     pub supervise: bool,
+    /// Lead a new session whose controlling terminal is standard input
+    /// (bwrap's `--new-session` left the command without one), so the
+    /// terminal's Ctrl-C reaches the command's foreground group.
+    pub take_tty: bool,
     /// Readable (and executable) hierarchies.
     pub read: Vec<PathBuf>,
     /// Writable hierarchies.
@@ -96,6 +100,7 @@ impl HelperArgs {
             (self.required, "--required"),
             (self.deny_net, "--deny-net"),
             (self.supervise, "--supervise"),
+            (self.take_tty, "--take-tty"),
         ] {
             if on {
                 out.push(name.into());
@@ -145,6 +150,7 @@ impl HelperArgs {
                 b"--required" => parsed.required = true,
                 b"--deny-net" => parsed.deny_net = true,
                 b"--supervise" => parsed.supervise = true,
+                b"--take-tty" => parsed.take_tty = true,
                 b"--read" => parsed.read.push(value("--read")?.into()),
                 b"--write" => parsed.write.push(value("--write")?.into()),
                 b"--protect" => parsed.protect.push(value("--protect")?.into()),
@@ -181,6 +187,7 @@ mod tests {
             required: true,
             deny_net: true,
             supervise: false,
+            take_tty: true,
             read: vec!["/".into()],
             write: vec!["/w".into(), "/w with space".into()],
             protect: vec!["/w/.git".into()],
