@@ -607,7 +607,7 @@ Return non-nil if the request was running."
   "Keys of a sandbox request plist and the type of each value.")
 
 (defun mevedel-core-sandbox-object (request)
-  "Return the sandbox REQUEST plist as the module reads it (a JSON plist).
+  "Return the sandbox REQUEST plist in the module's shape (a JSON plist).
 Keys with a nil value are left out (the module's defaults apply); the
 helper defaults to `mevedel-core-sandbox-helper-file'.  Managed
 executions pass it as the :sandbox of their spec."

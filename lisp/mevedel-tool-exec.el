@@ -257,11 +257,12 @@ It is nil when the facts are the default (confined, nothing added)."
                                      (and n (> n 0) n)))
                ("output_file" . ,(plist-get obs :artifact)))))))
 
-(defun mevedel-exec-format-observation (obs)
+(defun mevedel-exec-format-observation (obs &optional first)
   "Return the model-visible text of observation OBS.
 The command's output comes first, unchanged; then, when a pipeline
-stage failed, one line naming it; then the envelope.  A still-running
-command says how to continue."
+stage failed, one line naming it; in the FIRST observation of a
+command, a line about a non-default sandbox boundary; then the
+envelope.  A still-running command says how to continue."
   (let* ((facts (plist-get obs :facts))
          (output (or (plist-get obs :output) ""))
          (state (plist-get obs :state))
@@ -272,7 +273,7 @@ command says how to continue."
       (push (concat note "\n") parts))
     (when-let* ((error (plist-get facts :error)))
       (push (concat error "\n") parts))
-    (when-let* ((note (mevedel-exec--boundary-note (mevedel-exec--boundary obs))))
+    (when-let* ((note (and first (mevedel-exec--boundary-note (mevedel-exec--boundary obs)))))
       (push (concat note "\n") parts))
     (unless facts
       (push (format (if (equal state "queued")
@@ -304,12 +305,13 @@ send input (tty only) or stop it with StopExecution.\n")
           :envelope t)
      (mevedel-exec-sandbox-summary (mevedel-exec--boundary obs)))))
 
-(defun mevedel-exec--answer (callback)
-  "Return a module callback that answers CALLBACK with a tool result."
+(defun mevedel-exec--answer (callback &optional first)
+  "Return a module callback that answers CALLBACK with a tool result.
+FIRST says the result is the command's first observation."
   (lambda (status value)
     (funcall callback
              (if (eq status 'ok)
-                 (list :result (mevedel-exec-format-observation value)
+                 (list :result (mevedel-exec-format-observation value first)
                        :render-data (mevedel-exec-render-data value))
                (format "Error: %s" (cadr value))))))
 
@@ -362,7 +364,7 @@ Answer CALLBACK with the output so far and the execution's facts."
                                        :command command :description description :kind "bash"
                                        :tty (and (mevedel-exec--true-p (plist-get args :tty)) t)
                                        :yield-ms yield)
-                   (let ((answer (mevedel-exec--answer callback)))
+                   (let ((answer (mevedel-exec--answer callback t)))
                      (lambda (status value)
                        (setq answered t)
                        (funcall answer status value))))))
@@ -449,7 +451,7 @@ its execution id once it is launched."
        (mevedel-core-exec-start
         (mevedel-exec--spec context args :command command :description description
                             :kind "monitor" :timeout-ms timeout :yield-ms 10000)
-        (mevedel-exec--answer callback))))))
+        (mevedel-exec--answer callback t))))))
 
 ;;;; Events: progress, settlement, monitor lines
 

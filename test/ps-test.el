@@ -68,7 +68,8 @@ The call is appended to the data buffer as gptel writes it."
 (ert-deftest mevedel-ps:lists-inspects-without-reading-and-stops ()
   (mevedel-core-ensure)
   (ps-test--with-chat chat
-    (let* ((session (mevedel-session-id (mevedel-chat-session chat)))
+    (let* ((mevedel-sandbox-mode 'off)  ; "echo $$" below must print the group's id.
+           (session (mevedel-session-id (mevedel-chat-session chat)))
            (result (ps-test--run chat "Bash" "call_late"
                                  '(:command "sleep 1; echo late-output; sleep 1.5"
                                             :description "late printer" :yield_time_ms 250)))

@@ -4,11 +4,13 @@
 //! cannot run). In order, it drops every capability, sets no_new_privs,
 //! applies the Landlock ruleset its arguments describe
 //! (`mevedel_dyn::sandbox::helper_args`), reports `started` on its start
-//! descriptor and executes the command. With `--supervise` (no PID
-//! namespace around it) it instead stays as a subreaper: it forks the
+//! descriptor and executes the command. With `--supervise` (what the
+//! launcher asks for) it instead stays as a subreaper: it forks the
 //! command, and when the command exits or the helper is told to stop, it
 //! kills every remaining descendant, including ones that left the process
-//! group with `setsid`.
+//! group with `setsid` (no PID namespace may contain them), and reports
+//! the command's raw wait status (bwrap would turn a death by signal into
+//! an exit code).
 //!
 //! `mevedel-sandbox --probe` applies a trivial ruleset and prints whether
 //! Landlock could be enforced.
@@ -249,7 +251,6 @@ fn supervise(argv: &[OsString], mut start: Option<std::fs::File>) -> ! {
         let err = command(argv).exec();
         exec_failed(&mut start, argv, &err);
     }
-    drop(start);
     loop {
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: waiting for one of the blocked signals.
@@ -257,6 +258,7 @@ fn supervise(argv: &[OsString], mut start: Option<std::fs::File>) -> ! {
         if sig == libc::SIGCHLD {
             if let Some(status) = reap(main) {
                 kill_descendants(me);
+                report(&mut start, &Marker::Exited(status));
                 exit_like(status);
             }
         } else if sig == libc::SIGINT || sig == libc::SIGQUIT {
@@ -267,6 +269,8 @@ fn supervise(argv: &[OsString], mut start: Option<std::fs::File>) -> ! {
             // have left it.
             unsafe { libc::kill(main, libc::SIGTERM) };
             kill_descendants(me);
+            // The command was told to stop by the same signal.
+            report(&mut start, &Marker::Exited(sig));
             // SAFETY: restore the default action and die of the same signal.
             unsafe {
                 libc::signal(sig, libc::SIG_DFL);

@@ -28,6 +28,7 @@ use crate::bash::{self, Exit};
 use crate::datum::Datum;
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::{self, Event};
+use crate::sandbox::helper_args::Marker;
 use crate::sandbox::launch;
 
 /// Default time between TERM and KILL.
@@ -610,13 +611,20 @@ async fn run(exec: Arc<Exec>, launched: Launched) {
     {
         m.pending.push(line);
     }
-    let status = exit.and_then(|r| r.ok());
+    let markers = marker.as_ref().map(launch::read_markers);
+    // A supervising helper knows the command's own status; bwrap's would
+    // turn a death by signal into an exit code.
+    let status = markers
+        .as_deref()
+        .and_then(launch::exited)
+        .map(ExitStatus::from_raw)
+        .or_else(|| exit.and_then(|r| r.ok()));
     let mut termination = match (ending, status) {
         (Some(t), _) => t,
         (None, Some(s)) if s.signal().is_some() => Termination::Signal,
         _ => Termination::Exit,
     };
-    if let Some(problem) = marker.and_then(|m| sandbox_start(&exec, &m, &spool, status))
+    if let Some(problem) = markers.and_then(|m| sandbox_start(&exec, &m, &spool, status))
         && ending.is_none()
     {
         termination = Termination::LaunchFailed;
@@ -649,15 +657,14 @@ async fn run(exec: Arc<Exec>, launched: Launched) {
     .await;
 }
 
-/// Settle the sandbox's start from the markers on READER (the launch has
+/// Settle the sandbox's start from its MARKERS (read once the launch
 /// ended); return the problem when the command never started.
 fn sandbox_start(
     exec: &Exec,
-    reader: &OwnedFd,
+    markers: &[Marker],
     spool: &Spool,
     status: Option<ExitStatus>,
 ) -> Option<String> {
-    let markers = launch::read_markers(reader);
     let said = exec
         .state()
         .reader
@@ -671,7 +678,7 @@ fn sandbox_start(
     };
     let mut st = exec.state();
     let facts = st.sandbox.as_mut()?;
-    facts.settle_start(&markers, &said, &status);
+    facts.settle_start(markers, &said, &status);
     facts.start.problem()
 }
 

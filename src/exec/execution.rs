@@ -222,7 +222,9 @@ impl Facts {
             ("error", Datum::opt_str(self.error.clone())),
             (
                 "sandbox",
-                self.sandbox.as_ref().map_or(Datum::Nil, launch::Facts::to_datum),
+                self.sandbox
+                    .as_ref()
+                    .map_or(Datum::Nil, launch::Facts::to_datum),
             ),
         ])
     }
@@ -496,7 +498,9 @@ pub fn observation(
         ),
         (
             "sandbox",
-            st.sandbox.as_ref().map_or(Datum::Nil, launch::Facts::to_datum),
+            st.sandbox
+                .as_ref()
+                .map_or(Datum::Nil, launch::Facts::to_datum),
         ),
     ];
     if exec.spec.kind == Kind::Monitor {

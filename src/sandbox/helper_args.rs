@@ -20,8 +20,8 @@ pub struct HelperArgs {
     pub required: bool,
     /// Deny TCP bind/connect through Landlock (ABI 4+).
     pub deny_net: bool,
-    /// Stay as a subreaper that kills leftover descendants (used where no
-    /// PID namespace contains them, i.e. the Landlock-only layer).
+    /// Stay as a subreaper that kills leftover descendants and reports the
+    /// command's raw wait status on the start descriptor.
     pub supervise: bool,
     /// Lead a new session whose controlling terminal is standard input
     /// (bwrap's `--new-session` left the command without one), so the
@@ -52,6 +52,9 @@ pub enum Marker {
     Refused(String),
     /// The command could not be executed (not found, not executable).
     ExecFailed(String),
+    /// The command ended with this raw wait status (a supervising helper
+    /// reports it: bwrap turns a death by signal into an exit code).
+    Exited(i32),
 }
 
 impl Marker {
@@ -61,6 +64,7 @@ impl Marker {
             Marker::Started { landlock } => format!("started landlock={landlock}\n"),
             Marker::Refused(why) => format!("refused {}\n", one_line(why)),
             Marker::ExecFailed(why) => format!("exec-failed {}\n", one_line(why)),
+            Marker::Exited(status) => format!("exited status={status}\n"),
         }
     }
 
@@ -74,6 +78,8 @@ impl Marker {
                     })
                 } else if let Some(rest) = line.strip_prefix("refused ") {
                     Some(Marker::Refused(rest.to_string()))
+                } else if let Some(rest) = line.strip_prefix("exited status=") {
+                    rest.trim().parse().ok().map(Marker::Exited)
                 } else {
                     line.strip_prefix("exec-failed ")
                         .map(|rest| Marker::ExecFailed(rest.to_string()))
@@ -235,6 +241,7 @@ mod tests {
             },
             Marker::Refused("Landlock is not enforced".into()),
             Marker::ExecFailed("nope: No such file or directory".into()),
+            Marker::Exited(15),
         ];
         let text: String = all.iter().map(Marker::line).collect();
         assert_eq!(Marker::parse_all(&text), all.to_vec());

@@ -372,12 +372,25 @@ pub fn prepare_with(request: &Request, probe: &Probe, scanner: &scan::Scanner) -
         landlock,
         required: policy.mode == Mode::Required,
         deny_net: !plan.network,
-        supervise: !bwrap_layer,
+        // Inside bwrap too: the helper reports the command's raw status,
+        // which bwrap would turn into an exit code.
+        supervise: true,
         take_tty: request.tty && bwrap_layer,
         read,
         write,
-        protect: plan.protected.clone(),
-        deny: plan.masked.iter().map(|m| m.path.clone()).collect(),
+        // Inside bwrap its read-only binds and masks enforce the carve-outs;
+        // Landlock carve-outs would forbid creating anything in the
+        // directories that hold them (a repository's top level).
+        protect: if bwrap_layer {
+            Vec::new()
+        } else {
+            plan.protected.clone()
+        },
+        deny: if bwrap_layer {
+            Vec::new()
+        } else {
+            plan.masked.iter().map(|m| m.path.clone()).collect()
+        },
         start_fd: Some(writer.as_raw_fd()),
         command,
     };
@@ -674,12 +687,25 @@ pub fn run(prepared: Prepared, owner: &Owner, limits: Limits) -> Outcome {
             if matches!(outcome.start, Start::Refused(_)) {
                 outcome.boundary = Boundary::Refused;
             }
+            if let Some(raw) = exited(&markers) {
+                let status = std::process::ExitStatus::from_raw(raw);
+                outcome.exit_code = status.code();
+                outcome.signal = status.signal();
+            }
         }
         Ok(_) => {}
         Err(start) => outcome.start = start,
     }
     outcome.duration = started_at.elapsed();
     outcome
+}
+
+/// The command's raw wait status, as the supervising helper reported it.
+pub fn exited(markers: &[Marker]) -> Option<i32> {
+    markers.iter().find_map(|m| match m {
+        Marker::Exited(raw) => Some(*raw),
+        _ => None,
+    })
 }
 
 fn classify(markers: &[Marker], outcome: &Outcome) -> Start {
@@ -948,7 +974,8 @@ mod tests {
             "{line}"
         );
         assert!(line.contains("--deny-net"), "{line}");
-        assert!(line.contains(&format!("--protect {ws}/.git")), "{line}");
+        // bwrap's read-only bind protects .git; no Landlock carve-out.
+        assert!(!line.contains("--protect"), "{line}");
         assert!(line.ends_with("-- true"), "{line}");
         assert!(
             prepared
@@ -961,6 +988,7 @@ mod tests {
     #[test]
     fn landlock_only_supervises_and_uses_private_tmp() {
         let dir = TestDir::new("launch-ll");
+        dir.mkdirs(&[".git"]);
         let ws = dir.path().to_path_buf();
         let scanner = Scanner::new(ScanLimits::default());
         let prepared = prepare_with(&request(&ws), &probe(false, true), &scanner)
@@ -972,6 +1000,10 @@ mod tests {
             "{line}"
         );
         assert!(line.contains("--supervise"), "{line}");
+        assert!(
+            line.contains(&format!("--protect {}/.git", ws.display())),
+            "{line}"
+        );
         let scratch = prepared
             .scratch
             .as_ref()
