@@ -113,6 +113,7 @@ signals an error instead."
 (declare-function mevedel-core--exec-write "ext:mevedel-dyn"
                   (session id owner chars wait-ms request-id))
 (declare-function mevedel-core--exec-stop "ext:mevedel-dyn" (session id owner user request-id))
+(declare-function mevedel-core--exec-input-by-user "ext:mevedel-dyn" (session id chars))
 (declare-function mevedel-core--exec-list "ext:mevedel-dyn" (session owner))
 (declare-function mevedel-core--exec-teardown "ext:mevedel-dyn" (session))
 (declare-function mevedel-core--exec-teardown-all "ext:mevedel-dyn" ())
@@ -723,6 +724,15 @@ CALLBACK gets `ok' and the final observation once it has settled."
   (mevedel-core-request
    (lambda (request) (mevedel-core--exec-stop session id owner nil request))
    callback))
+
+(defun mevedel-core-exec-input-by-user (session id chars)
+  "Send CHARS to execution ID of SESSION for the user.
+Ordinary input goes only to PTY executions; \"\\x03\" is Ctrl-C.
+Unlike `mevedel-core-exec-write', nothing is observed: the model's
+unread output stays unread.  Signals `mevedel-core-exec-error' when
+the execution takes no such input."
+  (mevedel-core-ensure)
+  (mevedel-core--exec-input-by-user session id chars))
 
 (defun mevedel-core-exec-stop-by-user (session id)
   "Stop execution ID of SESSION for the user; return non-nil if it ran.

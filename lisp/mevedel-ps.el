@@ -5,18 +5,23 @@
 
 ;;; Commentary:
 
-;; `M-x mevedel-ps' lists the executions of a chat's session: every
-;; command and monitor still running (foreground or yielded, whoever
-;; owns it) and those that ended in the last minute.  From the table
-;; the user can show the tool call that started one (RET), stop one
-;; (k or s, after confirmation) or read its whole output so far (o).
+;; `M-x mevedel-ps' (or /ps in the composer) lists the executions of a
+;; chat's session: every command and monitor still running, foreground
+;; or yielded, whoever owns it.  An execution leaves the table when it
+;; ends; its result stays on its tool row.  From the table the user can
+;; show the tool call that started one (RET), see its details and live
+;; output tail (i), type a line into its terminal (l), interrupt it (c),
+;; stop it (k or s, after confirmation) or read its whole output so far
+;; (o).  /stop ID in the composer stops one directly; a bare /stop stops
+;; every execution of the session.
 ;;
 ;; These are the user's controls: they do not go through the model's
-;; tools, and reading the output opens the spool file itself, so the
-;; model's unread output stays unread.  The table follows the
-;; execution events (progress, settlement, monitor lines), at most once
-;; a second, and while live items exist a one-second timer keeps their
-;; elapsed times current; nothing polls while it is not shown.
+;; tools and do not widen what the model may do, and reading the output
+;; opens the spool file itself, so the model's unread output stays
+;; unread.  The table follows the execution events (progress,
+;; settlement, monitor lines), at most once a second, and while it
+;; shows live items a one-second timer keeps their elapsed times
+;; current; nothing polls while it is not shown.
 
 ;;; Code:
 
@@ -39,13 +44,16 @@
   :type 'boolean)
 
 (defface mevedel-ps-finished '((t :inherit shadow))
-  "Face of executions that have ended.")
+  "Face of notes about executions that have ended.")
 
 (defface mevedel-ps-live '((t :inherit font-lock-constant-face))
   "Face of the state of running executions.")
 
 (defconst mevedel-ps-refresh-interval 1.0
   "Fewest seconds between two refreshes of a table.")
+
+(defconst mevedel-ps-tail-bytes 4096
+  "Most bytes of an execution's latest output its details show.")
 
 ;;;; Buffer-local state
 
@@ -60,8 +68,6 @@ this list rather than every buffer.")
 (defvar-local mevedel-ps--refreshed 0 "When the table was last refreshed (a float time).")
 (defvar-local mevedel-ps--stale nil "Non-nil when an event arrived while hidden.")
 (defvar-local mevedel-ps--items nil "Execution ID -> its item plist, for the commands.")
-(defvar-local mevedel-ps--spools nil
-  "Execution ID -> its output file, kept from its live rows for after it ends.")
 
 ;;;; Items
 
@@ -70,35 +76,15 @@ this list rather than every buffer.")
   (mevedel-session-id (mevedel-chat-session chat)))
 
 (defun mevedel-ps-items (chat)
-  "Return the executions of CHAT's session, live ones first.
-Each is a plist: :id :kind :owner :state :label :elapsed-ms :bytes
-:yielded :tool-use-id :spool :live, and :facts for ended ones."
-  (let* ((key (mevedel-ps--session-key chat))
-         (live (and (featurep 'mevedel-dyn) (mevedel-core-exec-list key)))
-         (ids (mapcar (lambda (item) (plist-get item :id)) live)))
-    (append
-     (mapcar (lambda (item)
-               (list :id (plist-get item :id) :kind (plist-get item :kind)
-                     :owner (plist-get item :owner) :state (plist-get item :state)
-                     :label (mevedel-ps--label item) :elapsed-ms (plist-get item :elapsed-ms)
-                     :bytes (plist-get item :bytes) :yielded (plist-get item :yielded)
-                     :events (plist-get item :events)
-                     :tool-use-id (plist-get item :tool-use-id)
-                     :spool (plist-get item :spool) :live t))
-             live)
-     (cl-loop for data in (mevedel-exec-recently-finished key)
-              for facts = (plist-get data :facts)
-              unless (member (plist-get data :id) ids)
-              collect (list :id (plist-get data :id) :kind (plist-get data :kind)
-                            :owner (plist-get data :owner)
-                            :state (mevedel-exec-outcome-word facts)
-                            :label (mevedel-ps--label data)
-                            :elapsed-ms (plist-get facts :duration-ms)
-                            :bytes (plist-get facts :bytes) :yielded (plist-get data :yielded)
-                            :tool-use-id (plist-get data :tool-use-id)
-                            :facts facts)))))
+  "Return the running executions of CHAT's session.
+Each is a plist: :id :kind :owner :state :command :description :label
+:tty :elapsed-ms :bytes :yielded :events :tool-use-id :spool."
+  (mapcar (lambda (item)
+            (append (list :label (mevedel-ps-label item)) item))
+          (and (featurep 'mevedel-dyn)
+               (mevedel-core-exec-list (mevedel-ps--session-key chat)))))
 
-(defun mevedel-ps--label (item)
+(defun mevedel-ps-label (item)
   "Return the label of ITEM: a monitor's description, else description or command."
   (let ((description (plist-get item :description)))
     (if (equal (plist-get item :kind) "monitor")
@@ -109,7 +95,7 @@ Each is a plist: :id :kind :owner :state :label :elapsed-ms :bytes
          (plist-get item :command))
        200))))
 
-(defun mevedel-ps--duration (ms)
+(defun mevedel-ps-duration (ms)
   "Return MS milliseconds as a short duration, or an empty string."
   (cond ((null ms) "")
         ((< ms 60000) (format "%.1fs" (/ ms 1000.0)))
@@ -118,29 +104,29 @@ Each is a plist: :id :kind :owner :state :label :elapsed-ms :bytes
 
 (defun mevedel-ps--entry (item)
   "Return the tabulated-list entry of ITEM."
-  (let* ((live (plist-get item :live))
-         (face (if live 'default 'mevedel-ps-finished))
-         (monitor (equal (plist-get item :kind) "monitor"))
-         (state (concat (plist-get item :state)
-                        (and live monitor (plist-get item :events)
-                             (format " (%d events)" (plist-get item :events)))
-                        (and live (not monitor) (not (plist-get item :yielded)) " (fg)"))))
+  (let ((monitor (equal (plist-get item :kind) "monitor")))
     (list (plist-get item :id)
-          (vector (propertize (if monitor "Monitor" "Bash") 'face face)
-                  (propertize state 'face (if live 'mevedel-ps-live face))
-                  (propertize (plist-get item :label) 'face face)
-                  (propertize (or (plist-get item :owner) "") 'face face)
-                  (propertize (mevedel-ps--duration (plist-get item :elapsed-ms)) 'face face)
-                  (propertize (if (plist-get item :bytes)
-                                  (file-size-human-readable (plist-get item :bytes))
-                                "")
-                              'face face)))))
+          (vector (if monitor "Monitor" "Bash")
+                  (plist-get item :id)
+                  (propertize (concat (plist-get item :state)
+                                      (cond ((and monitor (plist-get item :events))
+                                             (format " (%d events)" (plist-get item :events)))
+                                            ((not (plist-get item :yielded)) " (fg)"))
+                                      (and (plist-get item :tty) " pty"))
+                              'face 'mevedel-ps-live)
+                  (plist-get item :label)
+                  (or (plist-get item :owner) "")
+                  (mevedel-ps-duration (plist-get item :elapsed-ms))
+                  (file-size-human-readable (or (plist-get item :bytes) 0))))))
 
 ;;;; The mode
 
 (defvar-keymap mevedel-ps-mode-map
   :doc "Keys of the executions table."
   "RET" #'mevedel-ps-show-entry
+  "i" #'mevedel-ps-describe
+  "l" #'mevedel-ps-send-line
+  "c" #'mevedel-ps-interrupt
   "k" #'mevedel-ps-stop
   "s" #'mevedel-ps-stop
   "o" #'mevedel-ps-open-output)
@@ -148,12 +134,14 @@ Each is a plist: :id :kind :owner :state :label :elapsed-ms :bytes
 (define-derived-mode mevedel-ps-mode tabulated-list-mode "mevedel-ps"
   "Major mode of the table of a session's executions.
 On a line, \\<mevedel-ps-mode-map>\\[mevedel-ps-show-entry] shows the call that
-started the execution, \\[mevedel-ps-stop] stops it and
-\\[mevedel-ps-open-output] opens its output; \\[revert-buffer] refreshes.
+started the execution, \\[mevedel-ps-describe] its details and latest output,
+\\[mevedel-ps-send-line] types a line into its terminal, \\[mevedel-ps-interrupt] interrupts it,
+\\[mevedel-ps-stop] stops it and \\[mevedel-ps-open-output] opens its output;
+\\[revert-buffer] refreshes.
 
 \\{mevedel-ps-mode-map}"
   (setq tabulated-list-format
-        [("Kind" 8 t) ("State" 18 t) ("Command" 44 t) ("Owner" 10 t)
+        [("Kind" 8 t) ("ID" 10 t) ("State" 18 t) ("Command" 40 t) ("Owner" 10 t)
          ("Elapsed" 9 t :right-align t) ("Output" 8 t :right-align t)])
   (setq tabulated-list-padding 1)
   (add-hook 'tabulated-list-revert-hook #'mevedel-ps--update nil t)
@@ -169,20 +157,11 @@ started the execution, \\[mevedel-ps-stop] stops it and
 
 (defun mevedel-ps--update ()
   "Recompute this table's entries."
-  (let ((items (if (buffer-live-p (mevedel-chat-data-buffer mevedel-ps--chat))
-                   (mevedel-ps-items mevedel-ps--chat)
-                 nil)))
+  (let ((items (and (buffer-live-p (mevedel-chat-data-buffer mevedel-ps--chat))
+                    (mevedel-ps-items mevedel-ps--chat))))
     (setq mevedel-ps--items (make-hash-table :test #'equal))
-    (let ((spools (make-hash-table :test #'equal)))
-      (dolist (item items)
-        (let* ((id (plist-get item :id))
-               (spool (or (plist-get item :spool)
-                          (and mevedel-ps--spools (gethash id mevedel-ps--spools)))))
-          (when spool
-            (puthash id spool spools)
-            (setq item (plist-put item :spool spool)))
-          (puthash id item mevedel-ps--items)))
-      (setq mevedel-ps--spools spools))
+    (dolist (item items)
+      (puthash (plist-get item :id) item mevedel-ps--items))
     (setq tabulated-list-entries (mapcar #'mevedel-ps--entry items)
           mevedel-ps--refreshed (float-time)
           mevedel-ps--stale nil)))
@@ -226,20 +205,9 @@ started the execution, \\[mevedel-ps-stop] stops it and
         (setq mevedel-ps--stale t)))))
 
 (defun mevedel-ps--schedule-tick ()
-  "Keep a shown table with live items current, once a second.
-A table showing only ended items refreshes when the first expires."
-  (when (mevedel-ps--visible-p)
-    (let ((items (hash-table-values mevedel-ps--items)))
-      (cond ((cl-some (lambda (item) (plist-get item :live)) items)
-             (mevedel-ps--schedule mevedel-ps-refresh-interval))
-            (items
-             (mevedel-ps--schedule (max mevedel-ps-refresh-interval
-                                        (- (+ (cl-loop for data in (mevedel-exec-recently-finished
-                                                                   (mevedel-ps--session-key
-                                                                    mevedel-ps--chat))
-                                                       minimize (plist-get data :finished-at))
-                                              mevedel-exec-recent-seconds)
-                                           (float-time)))))))))
+  "Keep a shown table with live items current, once a second."
+  (when (and (mevedel-ps--visible-p) (> (hash-table-count mevedel-ps--items) 0))
+    (mevedel-ps--schedule mevedel-ps-refresh-interval)))
 
 (defun mevedel-ps--shown (_window)
   "Refresh this table if events arrived while it was hidden."
@@ -285,19 +253,116 @@ A table showing only ended items refreshes when the first expires."
     (unless (and id (mevedel-view-show-call mevedel-ps--chat id))
       (user-error "The call that started %s is not in the conversation" (plist-get item :id)))))
 
+(defun mevedel-ps-stop-execution (chat id)
+  "Stop execution ID of CHAT's session for the user; return non-nil if it ran."
+  (mevedel-core-exec-stop-by-user (mevedel-ps--session-key chat) id))
+
 (defun mevedel-ps-stop ()
   "Stop the execution at point (TERM to its process group, then KILL)."
   (interactive)
   (let ((item (mevedel-ps--item-at-point)))
-    (unless (plist-get item :live)
-      (user-error "%s has already ended" (plist-get item :id)))
     (when (or (not mevedel-ps-confirm-stop)
               (y-or-n-p (format "Stop %s (%s)? " (plist-get item :id) (plist-get item :label))))
-      (if (mevedel-core-exec-stop-by-user (mevedel-ps--session-key mevedel-ps--chat)
-                                          (plist-get item :id))
+      (if (mevedel-ps-stop-execution mevedel-ps--chat (plist-get item :id))
           (message "Stopping %s" (plist-get item :id))
         (message "%s had already ended" (plist-get item :id)))
       (mevedel-ps--schedule 0))))
+
+(defun mevedel-ps--input (item chars)
+  "Send CHARS to the execution of ITEM for the user."
+  (condition-case err
+      (mevedel-core-exec-input-by-user (mevedel-ps--session-key mevedel-ps--chat)
+                                       (plist-get item :id) chars)
+    (mevedel-core-exec-error (user-error "%s" (cadr err)))))
+
+(defun mevedel-ps-send-line (line)
+  "Type LINE and a newline into the terminal of the execution at point.
+Only executions started with a terminal (tty) take input."
+  (interactive
+   (let ((item (mevedel-ps--item-at-point)))
+     (unless (plist-get item :tty)
+       (user-error "%s has no terminal; its input is closed" (plist-get item :id)))
+     (list (read-string (format "Line for %s: " (plist-get item :id))))))
+  (let ((item (mevedel-ps--item-at-point)))
+    (mevedel-ps--input item (concat line "\n"))
+    (message "Sent a line to %s" (plist-get item :id))))
+
+(defun mevedel-ps-interrupt ()
+  "Interrupt the execution at point, as Ctrl-C would.
+Through its terminal when it has one, else SIGINT to its process group."
+  (interactive)
+  (let ((item (mevedel-ps--item-at-point)))
+    (mevedel-ps--input item "\x03")
+    (message "Interrupted %s" (plist-get item :id))))
+
+;;;; Details
+
+(defvar-local mevedel-ps--detail nil "(CHAT . ID): the execution these details show.")
+
+(define-derived-mode mevedel-ps-detail-mode special-mode "mevedel-execution"
+  "Major mode of one execution's details.
+\\<mevedel-ps-detail-mode-map>\\[revert-buffer] shows them again."
+  (setq-local revert-buffer-function #'mevedel-ps--revert-detail))
+
+(defun mevedel-ps-tail (file)
+  "Return the last `mevedel-ps-tail-bytes' of FILE from a line start, or nil."
+  (when (and file (file-readable-p file))
+    (let ((size (file-attribute-size (file-attributes file))))
+      (with-temp-buffer
+        (let ((coding-system-for-read 'utf-8))
+          (insert-file-contents file nil (max 0 (- size mevedel-ps-tail-bytes)) size))
+        (goto-char (point-min))
+        (when (and (> size mevedel-ps-tail-bytes) (search-forward "\n" nil t))
+          (delete-region (point-min) (point)))
+        (buffer-string)))))
+
+(defun mevedel-ps--insert-field (name value)
+  "Insert a details line NAME: VALUE."
+  (insert (propertize (format "%-12s" (concat name ":")) 'face 'bold) value "\n"))
+
+(defun mevedel-ps--revert-detail (&rest _)
+  "Show the details of this buffer's execution again."
+  (let* ((chat (car mevedel-ps--detail))
+         (id (cdr mevedel-ps--detail))
+         (item (cl-find id (and (buffer-live-p (mevedel-chat-data-buffer chat))
+                                (mevedel-ps-items chat))
+                        :key (lambda (item) (plist-get item :id)) :test #'equal))
+         (inhibit-read-only t))
+    (erase-buffer)
+    (if (null item)
+        (insert (propertize (format "Execution %s has ended; its result is on its tool row.\n" id)
+                            'face 'mevedel-ps-finished))
+      (mevedel-ps--insert-field "Execution" id)
+      (mevedel-ps--insert-field "Kind" (plist-get item :kind))
+      (mevedel-ps--insert-field "State" (concat (plist-get item :state)
+                                                (if (plist-get item :yielded) ", yielded"
+                                                  ", foreground")))
+      (mevedel-ps--insert-field "Owner" (plist-get item :owner))
+      (mevedel-ps--insert-field "Terminal" (if (plist-get item :tty) "PTY" "pipes (stdin closed)"))
+      (mevedel-ps--insert-field "Elapsed" (mevedel-ps-duration (plist-get item :elapsed-ms)))
+      (mevedel-ps--insert-field "Output" (format "%d bytes" (or (plist-get item :bytes) 0)))
+      (when (plist-get item :description)
+        (mevedel-ps--insert-field "Description" (plist-get item :description)))
+      (mevedel-ps--insert-field "Spool" (or (plist-get item :spool) ""))
+      (insert (propertize "Command:" 'face 'bold) "\n" (plist-get item :command) "\n\n"
+              (propertize "Latest output:" 'face 'bold) "\n"
+              (or (mevedel-ps-tail (plist-get item :spool)) "")))
+    (goto-char (point-min))
+    (set-buffer-modified-p nil)))
+
+(defun mevedel-ps-describe ()
+  "Show the details and latest output of the execution at point.
+Reading the output file leaves the model's unread output unread."
+  (interactive)
+  (let* ((item (mevedel-ps--item-at-point))
+         (chat mevedel-ps--chat)
+         (buffer (get-buffer-create (format "*mevedel execution: %s*" (plist-get item :id)))))
+    (with-current-buffer buffer
+      (mevedel-ps-detail-mode)
+      (setq mevedel-ps--detail (cons chat (plist-get item :id)))
+      (mevedel-ps--revert-detail))
+    (display-buffer buffer)
+    buffer))
 
 (defvar-local mevedel-ps--output-file nil "The spool file this output buffer shows.")
 
@@ -320,22 +385,26 @@ A table showing only ended items refreshes when the first expires."
     (goto-char (min point (point-max)))
     (set-buffer-modified-p nil)))
 
+(defun mevedel-ps-show-output (id file)
+  "Show the output FILE of execution ID read-only; return its buffer.
+This reads the file; the model's unread output stays unread."
+  (unless (and file (file-readable-p file))
+    (user-error "The output of %s is no longer kept" id))
+  (let ((buffer (get-buffer-create (format "*mevedel output: %s*" id))))
+    (with-current-buffer buffer
+      (mevedel-ps-output-mode)
+      (setq mevedel-ps--output-file file)
+      (mevedel-ps--revert-output)
+      (goto-char (point-min)))
+    (pop-to-buffer buffer)
+    buffer))
+
 (defun mevedel-ps-open-output ()
   "Open the whole output of the execution at point, read-only.
 This reads the output file; the model's unread output stays unread."
   (interactive)
-  (let* ((item (mevedel-ps--item-at-point))
-         (file (plist-get item :spool)))
-    (unless (and file (file-readable-p file))
-      (user-error "The output of %s is no longer kept" (plist-get item :id)))
-    (let ((buffer (get-buffer-create (format "*mevedel output: %s*" (plist-get item :id)))))
-      (with-current-buffer buffer
-        (mevedel-ps-output-mode)
-        (setq mevedel-ps--output-file file)
-        (mevedel-ps--revert-output)
-        (goto-char (point-min)))
-      (pop-to-buffer buffer)
-      buffer)))
+  (let ((item (mevedel-ps--item-at-point)))
+    (mevedel-ps-show-output (plist-get item :id) (plist-get item :spool))))
 
 ;;;; Entry point
 
@@ -356,7 +425,7 @@ This reads the output file; the model's unread output stays unread."
   "Show the executions of CHAT's session in a table; return its buffer.
 CHAT defaults to the session of the current view or workspace.  The
 table lists running commands and monitors (foreground and yielded, of
-every owner) and those that ended in the last minute."
+every owner); an execution leaves it when it ends."
   (interactive)
   (let* ((chat (or chat (mevedel-ps--read-chat)))
          (buffer (get-buffer-create (format "*mevedel ps: %s*" (mevedel-chat-name chat)))))
@@ -367,6 +436,35 @@ every owner) and those that ended in the last minute."
     (pop-to-buffer buffer)
     (mevedel-ps-refresh buffer)
     buffer))
+
+;;;; Composer commands
+
+;;;###autoload
+(defun mevedel-ps-live-ids (chat)
+  "Return the IDs of the running executions of CHAT's session."
+  (mapcar (lambda (item) (plist-get item :id)) (mevedel-ps-items chat)))
+
+;;;###autoload
+(defun mevedel-ps-slash-ps (chat _argument)
+  "Show the executions of CHAT's session (the composer's /ps)."
+  (mevedel-ps chat))
+
+;;;###autoload
+(defun mevedel-ps-slash-stop (chat argument)
+  "Stop the execution named by ARGUMENT in CHAT's session (/stop).
+An empty ARGUMENT stops every running execution of the session,
+whoever owns it.  Return how many were running."
+  (let* ((live (mevedel-ps-live-ids chat))
+         (ids (if (string-blank-p argument) live (split-string argument))))
+    (unless ids
+      (user-error "No execution is running in this session"))
+    (dolist (id ids)
+      (unless (member id live)
+        (user-error "No running execution %s (running: %s)" id
+                    (if live (string-join live ", ") "none"))))
+    (let ((stopped (cl-count-if (lambda (id) (mevedel-ps-stop-execution chat id)) ids)))
+      (message "Stopping %d execution%s" stopped (if (= stopped 1) "" "s"))
+      stopped)))
 
 (provide 'mevedel-ps)
 ;;; mevedel-ps.el ends here

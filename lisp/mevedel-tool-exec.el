@@ -523,36 +523,8 @@ becomes idle).  Busy sessions keep their wakes for later."
   "Handle a progress event DATA."
   (run-hook-with-args 'mevedel-exec-progress-functions data))
 
-(defconst mevedel-exec-recent-seconds 60
-  "How long a finished execution stays in `mevedel-exec-recently-finished'.")
-
-(defvar mevedel-exec--recent (make-hash-table :test #'equal)
-  "Session key -> ((TIME . SETTLEMENT) ...), newest first, at most 32.")
-
-(defun mevedel-exec--remember (data)
-  "Remember the settlement DATA for `mevedel-exec-recently-finished'."
-  (let* ((session (plist-get data :session))
-         (id (plist-get data :id))
-         (kept (cl-remove-if (lambda (entry) (equal (plist-get (cdr entry) :id) id))
-                             (gethash session mevedel-exec--recent))))
-    (puthash session (take 32 (cons (cons (float-time) data) kept))
-             mevedel-exec--recent)))
-
-(defun mevedel-exec-recently-finished (session)
-  "Return the settlements of SESSION's executions that ended lately.
-Each is the settlement plist (see `mevedel-exec-settled-functions')
-with :finished-at (a float time) added, newest first."
-  (let* ((horizon (- (float-time) mevedel-exec-recent-seconds))
-         (entries (cl-remove-if (lambda (entry) (< (car entry) horizon))
-                                (gethash session mevedel-exec--recent))))
-    (if entries
-        (puthash session entries mevedel-exec--recent)
-      (remhash session mevedel-exec--recent))
-    (mapcar (lambda (entry) (append (cdr entry) (list :finished-at (car entry)))) entries)))
-
 (defun mevedel-exec--on-settled (data)
   "Handle a settlement event DATA."
-  (mevedel-exec--remember data)
   (when (plist-get data :wake)
     (mevedel-exec--note-wake (plist-get data :session) (plist-get data :mailbox-ids)))
   (run-hook-with-args 'mevedel-exec-settled-functions data))
@@ -810,8 +782,7 @@ has this breadcrumb."
   "Stop every execution of SESSION (a `mevedel-session'), silently."
   (when (and (mevedel-session-p session) (featurep 'mevedel-dyn))
     (mevedel-core-exec-teardown (mevedel-session-id session))
-    (remhash (mevedel-session-id session) mevedel-exec--pending-wakes)
-    (remhash (mevedel-session-id session) mevedel-exec--recent)))
+    (remhash (mevedel-session-id session) mevedel-exec--pending-wakes)))
 
 (add-hook 'mevedel-session-close-functions #'mevedel-exec-session-teardown)
 

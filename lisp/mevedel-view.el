@@ -9,8 +9,11 @@
 ;;
 ;;   transcript   read-only; rendered from the chat's gptel data buffer
 ;;   live zone    calls in flight (spinner), permission cards, waiting line
+;;   panel        background work: yielded commands and monitors
+;;                (drawn by mevedel-panel.el)
 ;;   separator    key hints
-;;   composer     where the user types (RET newline, C-c C-c send)
+;;   composer     where the user types (RET newline, C-c C-c send;
+;;                /ps and /stop run here instead of reaching the model)
 ;;
 ;; The transcript is always re-derived from the data buffer: user text,
 ;; response text, tool rows (through the renderers of
@@ -31,6 +34,9 @@
 
 (declare-function org-unescape-code-in-string "org-src")
 (autoload 'mevedel-ps "mevedel-ps" nil t)
+(autoload 'mevedel-ps-slash-ps "mevedel-ps")
+(autoload 'mevedel-ps-slash-stop "mevedel-ps")
+(autoload 'mevedel-ps-live-ids "mevedel-ps")
 
 (defgroup mevedel-view nil
   "The session view."
@@ -81,6 +87,10 @@
 
 (defvar-local mevedel-view--chat nil "The chat shown in this view.")
 (defvar-local mevedel-view--transcript-end nil "End of the transcript.")
+(defvar-local mevedel-view--panel nil
+  "Start of the background work panel, between the live zone and the separator.
+Text inserted at it belongs to the live zone before it, so it
+advances; whoever draws the panel puts it back at the panel's start.")
 (defvar-local mevedel-view--separator nil "Start of the separator line.")
 (defvar-local mevedel-view--composer nil "Start of the composer.")
 (defvar-local mevedel-view--turn-start nil "Where the current turn's rendering starts.")
@@ -128,9 +138,13 @@ The transcript is read-only; type in the composer at the bottom.
   (setq-local truncate-lines nil)
   (setq-local word-wrap t)
   (setq-local buffer-undo-list t)
-  (setq-local header-line-format '(:eval (mevedel-view--header-line))))
+  (setq-local header-line-format '(:eval (mevedel-view--header-line)))
+  (add-hook 'completion-at-point-functions #'mevedel-view--slash-capf nil t))
 
 ;;;; Creating the view
+
+(defvar mevedel-view-open-functions nil
+  "Abnormal hook run with each new view buffer, once it is drawn.")
 
 (defun mevedel-view-buffer (chat)
   "Return CHAT's view buffer, creating it if needed."
@@ -148,6 +162,7 @@ The transcript is read-only; type in the composer at the bottom.
           (insert (mevedel-view--separator-text))
           (setq mevedel-view--composer (point-marker))
           (setq mevedel-view--transcript-end (point-min-marker))
+          (setq mevedel-view--panel (copy-marker (point-min) t))
           (setq mevedel-view--separator (copy-marker (point-min) t)))
         (setq buffer-undo-list nil)
         (setq mevedel-view--observer
@@ -158,7 +173,8 @@ The transcript is read-only; type in the composer at the bottom.
         (mevedel-chat-observe chat mevedel-view--observer)
         (setf (mevedel-chat-prompter chat) #'mevedel-view--prompt)
         (add-hook 'kill-buffer-hook #'mevedel-view--killed nil t)
-        (mevedel-view-rerender))
+        (mevedel-view-rerender)
+        (run-hook-with-args 'mevedel-view-open-functions buffer))
       buffer)))
 
 (defun mevedel-view--killed ()
@@ -175,7 +191,7 @@ The transcript is read-only; type in the composer at the bottom.
                       (substitute-command-keys
                        "── \\<mevedel-view-mode-map>\\[mevedel-view-send] send · \
 \\[mevedel-view-abort] abort · \\[mevedel-view-history-previous]/\
-\\[mevedel-view-history-next] history · TAB on a row: expand ──")
+\\[mevedel-view-history-next] history · TAB on a row: expand · /ps, /stop ──")
                       "\n")
               'face 'mevedel-view-separator 'read-only t
               'rear-nonsticky t 'front-sticky t 'mevedel-separator t))
@@ -555,7 +571,7 @@ A group is a segment (:type group :id FIRST-ID :members SEGMENTS)."
         (chat mevedel-view--chat)
         (running nil))
     (save-excursion
-      (delete-region mevedel-view--transcript-end mevedel-view--separator)
+      (delete-region mevedel-view--transcript-end mevedel-view--panel)
       (goto-char mevedel-view--transcript-end)
       (let ((calls (mevedel-chat-live-calls chat))
             (start (point)))
@@ -686,7 +702,7 @@ OPERATION-GRANTED non-nil means the call itself is allowed already."
   (save-excursion
     (unless (eq mevedel-view--last-kind 'response)
       (let ((inhibit-read-only t))
-        (delete-region mevedel-view--transcript-end mevedel-view--separator))
+        (delete-region mevedel-view--transcript-end mevedel-view--panel))
       (mevedel-view--stop-spinner)
       (mevedel-view--begin-block 'response)
       (setq chunk (string-trim-left chunk)))
@@ -852,18 +868,64 @@ Return non-nil when the row is in the view."
     (goto-char (point-max))
     (insert text)))
 
+(defvar mevedel-view-slash-commands
+  '(("ps" mevedel-ps-slash-ps "show the session's running executions")
+    ("stop" mevedel-ps-slash-stop "stop execution ID (/stop ID), or all of them (/stop)"))
+  "Commands the composer runs itself: a list of (NAME FUNCTION HELP).
+A composer text of one line starting with /NAME calls FUNCTION with the
+chat and the rest of the line, even while the model is working; the
+model never sees it.")
+
+(defun mevedel-view--slash (text)
+  "Return (FUNCTION . ARGUMENT) when TEXT is a composer command, else nil.
+TEXT is a command when it is one line starting with /WORD; a WORD that
+names no command in `mevedel-view-slash-commands' is a user error."
+  (when (string-match "\\`/\\([[:alnum:]-]+\\)\\(?:[ \t]+\\(.*?\\)\\)?[ \t\n]*\\'" text)
+    (let ((entry (assoc (match-string 1 text) mevedel-view-slash-commands)))
+      (unless entry
+        (user-error "Unknown command /%s (commands: %s); to send it to the model, start with a space"
+                    (match-string 1 text)
+                    (mapconcat (lambda (entry) (concat "/" (car entry)))
+                               mevedel-view-slash-commands ", ")))
+      (cons (cadr entry) (or (match-string 2 text) "")))))
+
+(defun mevedel-view--slash-capf ()
+  "Complete composer command names, and running execution IDs after /stop."
+  (when (and mevedel-view--composer (>= (point) mevedel-view--composer))
+    (let ((before (buffer-substring-no-properties mevedel-view--composer (point))))
+      (cond ((string-match "\\`/[[:alnum:]-]*\\'" before)
+             (list (1+ mevedel-view--composer) (point)
+                   (mapcar #'car mevedel-view-slash-commands)
+                   :annotation-function
+                   (lambda (name)
+                     (concat "  " (nth 2 (assoc name mevedel-view-slash-commands))))))
+            ((string-match "\\`/stop\\(?:[ \t]+[^ \t\n]+\\)*[ \t]+\\([^ \t\n]*\\)\\'" before)
+             (list (- (point) (length (match-string 1 before))) (point)
+                   (mevedel-ps-live-ids mevedel-view--chat)))))))
+
 (defun mevedel-view-send ()
-  "Send the composer's text to the model."
+  "Send the composer's text to the model.
+A composer command (see `mevedel-view-slash-commands') runs here
+instead."
   (interactive)
-  (let ((chat mevedel-view--chat)
-        (text (string-trim (mevedel-view--composer-text))))
-    (when (string-empty-p text) (user-error "The composer is empty"))
-    (when (mevedel-chat-busy-p chat)
+  (let* ((chat mevedel-view--chat)
+         (view (current-buffer))
+         (raw (mevedel-view--composer-text))
+         (slash (mevedel-view--slash raw))
+         (text (string-trim raw)))
+    (cond
+     (slash
+      (funcall (car slash) chat (cdr slash))
+      (with-current-buffer view
+        (mevedel-view--set-composer "")))
+     ((string-empty-p text) (user-error "The composer is empty"))
+     ((mevedel-chat-busy-p chat)
       (user-error "The model is still working; wait or abort with %s"
                   (substitute-command-keys "\\[mevedel-view-abort]")))
-    (mevedel-view--set-composer "")
-    (setq mevedel-view--history-index nil mevedel-view--draft nil)
-    (mevedel-chat-send chat text)))
+     (t
+      (mevedel-view--set-composer "")
+      (setq mevedel-view--history-index nil mevedel-view--draft nil)
+      (mevedel-chat-send chat text)))))
 
 (defun mevedel-view-abort ()
   "Abort the running turn."

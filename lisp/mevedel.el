@@ -42,6 +42,7 @@
   (require 'mevedel-tool-fs-registration)
   (require 'mevedel-tool-exec)
   (require 'mevedel-ps)
+  (require 'mevedel-panel)
   (mevedel-chat-install))
 
 ;;;###autoload

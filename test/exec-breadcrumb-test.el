@@ -14,41 +14,6 @@
 (require 'mevedel)
 (mevedel--load)
 
-(defmacro exec-breadcrumb-test--with-chat (view chat &rest body)
-  "Bind VIEW and CHAT to a fresh session view and its chat around BODY."
-  (declare (indent 2))
-  `(let* ((root (file-name-as-directory (make-temp-file "mevedel-crumb-" t)))
-          (,view (mevedel root))
-          (,chat (mevedel-view-chat ,view))
-          ;; No backend here: a background completion must not start a turn.
-          (mevedel-exec-wake-function nil))
-     (dolist (tool '("Bash" "WriteStdin" "StopExecution" "Monitor"))
-       (push (list 'allow tool) (mevedel-chat-session-rules ,chat)))
-     (unwind-protect (progn ,@body)
-       (kill-buffer ,view)
-       (kill-buffer (mevedel-chat-data-buffer ,chat))
-       (delete-directory root t))))
-
-(defun exec-breadcrumb-test--run (chat name id args &optional insert)
-  "Run tool NAME with ARGS as call ID of CHAT through the pipeline.
-Return its result text (with render-data, as gptel receives it).
-With INSERT, also append it to the data buffer as gptel would."
-  (let ((box (list nil)))
-    (with-current-buffer (mevedel-chat-data-buffer chat)
-      (mevedel-pipeline-run-tool (mevedel-tool-get name) args
-                                 (lambda (result) (setcar box (list result)))
-                                 :tool-use-id id :data-buffer (current-buffer)))
-    (mevedel-test-wait-until (car box) 20)
-    (when insert (exec-breadcrumb-test--insert chat name id args (caar box)))
-    (caar box)))
-
-(defun exec-breadcrumb-test--insert (chat name id args result)
-  "Append call ID of NAME with ARGS and RESULT to CHAT's data buffer; redraw."
-  (with-current-buffer (mevedel-chat-data-buffer chat)
-    (goto-char (point-max))
-    (insert "\n" (mevedel-test-tool-text id name args result)))
-  (mevedel-view-rerender (mevedel-view-buffer chat)))
-
 (defun exec-breadcrumb-test--render-data (chat id)
   "Return the render-data of call ID in CHAT's data buffer."
   (mevedel-render-data-extract (mevedel-chat-data-buffer chat) id))
@@ -71,13 +36,13 @@ With INSERT, also append it to the data buffer as gptel would."
   "Start COMMAND as Bash call ID of CHAT, yielding after 250 ms; insert its row.
 Return the execution ID."
   (let* ((args (list :command command :description "background job" :yield_time_ms 250))
-         (result (exec-breadcrumb-test--run chat "Bash" id args t)))
+         (result (mevedel-test-run-tool chat "Bash" id args t)))
     (should (string-match-p "state=\"running\"" result))
     (plist-get (exec-breadcrumb-test--render-data chat id) :execution-id)))
 
 (ert-deftest mevedel-exec-breadcrumb:yielded-completion-leaves-one ()
   (mevedel-core-ensure)
-  (exec-breadcrumb-test--with-chat view chat
+  (mevedel-test-with-view view chat
     (let* ((settlements nil)
            (capture (lambda (data) (push data settlements)))
            (session (mevedel-session-id (mevedel-chat-session chat))))
@@ -108,8 +73,8 @@ Return the execution ID."
             (dotimes (_ 2)
               (should (string-match-p
                        "done-marker"
-                       (exec-breadcrumb-test--run chat "WriteStdin" "call_poll"
-                                                  (list :execution_id execution :chars "")))))
+                       (mevedel-test-run-tool chat "WriteStdin" "call_poll"
+                                              (list :execution_id execution :chars "")))))
             (should (= (length settlements) 1))
             (let ((data-text (with-current-buffer (mevedel-chat-data-buffer chat)
                                (buffer-string))))
@@ -133,8 +98,8 @@ Return the execution ID."
 
 (ert-deftest mevedel-exec-breadcrumb:foreground-completion-leaves-none ()
   (mevedel-core-ensure)
-  (exec-breadcrumb-test--with-chat view chat
-    (let ((result (exec-breadcrumb-test--run
+  (mevedel-test-with-view view chat
+    (let ((result (mevedel-test-run-tool
                    chat "Bash" "call_f" '(:command "echo quick" :description "quick") t)))
       (should (string-match-p "state=\"completed\"" result))
       ;; Give a (wrong) breadcrumb every chance to arrive.
@@ -146,7 +111,7 @@ Return the execution ID."
 
 (ert-deftest mevedel-exec-breadcrumb:identical-concurrent-commands-leave-two ()
   (mevedel-core-ensure)
-  (exec-breadcrumb-test--with-chat view chat
+  (mevedel-test-with-view view chat
     (let ((a (exec-breadcrumb-test--yielded-bash chat "call_a" "sleep 0.5; echo same"))
           (b (exec-breadcrumb-test--yielded-bash chat "call_b" "sleep 0.5; echo same")))
       (should-not (equal a b))
@@ -170,14 +135,14 @@ Return the execution ID."
 
 (ert-deftest mevedel-exec-breadcrumb:stops-and-failures-name-their-outcome ()
   (mevedel-core-ensure)
-  (exec-breadcrumb-test--with-chat view chat
+  (mevedel-test-with-view view chat
     (let ((session (mevedel-session-id (mevedel-chat-session chat)))
           (by-model (exec-breadcrumb-test--yielded-bash chat "call_m" "sleep 30"))
           (by-user (exec-breadcrumb-test--yielded-bash chat "call_u" "sleep 30"))
           (failing (exec-breadcrumb-test--yielded-bash chat "call_x" "sleep 0.4\nexit 3")))
       (should (string-match-p "termination=\"stopped\""
-                              (exec-breadcrumb-test--run chat "StopExecution" "call_stop"
-                                                         (list :execution_id by-model))))
+                              (mevedel-test-run-tool chat "StopExecution" "call_stop"
+                                                     (list :execution_id by-model))))
       (should (mevedel-core-exec-stop-by-user session by-user))
       (mevedel-test-wait-until (and (exec-breadcrumb-test--settled-p chat "call_m")
                                     (exec-breadcrumb-test--settled-p chat "call_u")
@@ -196,15 +161,15 @@ Return the execution ID."
 
 (ert-deftest mevedel-exec-breadcrumb:completion-before-its-row-waits-for-it ()
   (mevedel-core-ensure)
-  (exec-breadcrumb-test--with-chat view chat
+  (mevedel-test-with-view view chat
     ;; A turn is running whose other calls still work, so the yielded
     ;; result has not reached the data buffer when the command ends.
     (setf (mevedel-chat-turn chat) (list :id "turn"))
     (let* ((args '(:command "sleep 0.3; echo early" :description "early" :yield_time_ms 250))
-           (result (exec-breadcrumb-test--run chat "Bash" "call_e" args)))
+           (result (mevedel-test-run-tool chat "Bash" "call_e" args)))
       (should (string-match-p "state=\"running\"" result))
       (mevedel-test-wait-until (mevedel-chat-updates chat) 10)
-      (exec-breadcrumb-test--insert chat "Bash" "call_e" args result)
+      (mevedel-test-insert-call chat "Bash" "call_e" args result)
       (should-not (exec-breadcrumb-test--crumbs view))
       (mevedel-chat--finish chat 'done)
       (should-not (mevedel-chat-updates chat))

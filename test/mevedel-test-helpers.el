@@ -2,13 +2,26 @@
 
 ;;; Commentary:
 
-;; Helpers for running forms in a child batch Emacs and for waiting on
-;; asynchronous module work without busy loops of our own.
+;; Helpers for running forms in a child batch Emacs, for waiting on
+;; asynchronous module work without busy loops of our own, and for
+;; running tool calls in a real session with its view.
 
 ;;; Code:
 
 (require 'ert)
 (require 'cl-lib)
+
+(declare-function mevedel "mevedel")
+(declare-function mevedel-view-chat "mevedel-view")
+(declare-function mevedel-view-buffer "mevedel-view")
+(declare-function mevedel-view-rerender "mevedel-view")
+(declare-function mevedel-chat-data-buffer "mevedel-chat")
+(declare-function mevedel-chat-name "mevedel-chat")
+(declare-function mevedel-chat-session-rules "mevedel-chat")
+(declare-function mevedel-pipeline-run-tool "mevedel-pipeline")
+(declare-function mevedel-tool-get "mevedel-tool-registry")
+(declare-function mevedel-render-data-extract "mevedel-render-data")
+(defvar mevedel-exec-wake-function)
 
 (defconst mevedel-test-root
   (file-name-directory
@@ -85,6 +98,49 @@ The text is what gptel writes for a tool call."
           (propertize (concat "\n" (prin1-to-string (list :name name :args args)) "\n\n" result)
                       'gptel (cons 'tool id))
           (propertize "\n```\n" 'gptel 'ignore)))
+
+(defmacro mevedel-test-with-view (view chat &rest body)
+  "Bind VIEW and CHAT to a fresh session's view and chat around BODY.
+The execution tools are allowed without asking, and no background
+completion starts a turn (there is no backend).  Afterwards the view,
+the session's executions table, the data buffer and the workspace go."
+  (declare (indent 2))
+  `(let* ((root (file-name-as-directory (make-temp-file "mevedel-view-" t)))
+          (,view (mevedel root))
+          (,chat (mevedel-view-chat ,view))
+          (mevedel-exec-wake-function nil))
+     (dolist (tool '("Bash" "WriteStdin" "StopExecution" "Monitor"))
+       (push (list 'allow tool) (mevedel-chat-session-rules ,chat)))
+     (unwind-protect (progn ,@body)
+       (when-let* ((ps (get-buffer (format "*mevedel ps: %s*" (mevedel-chat-name ,chat)))))
+         (kill-buffer ps))
+       (kill-buffer ,view)
+       (kill-buffer (mevedel-chat-data-buffer ,chat))
+       (delete-directory root t))))
+
+(defun mevedel-test-insert-call (chat name id args result)
+  "Append call ID of NAME with ARGS and RESULT to CHAT's data buffer; redraw."
+  (with-current-buffer (mevedel-chat-data-buffer chat)
+    (goto-char (point-max))
+    (insert "\n" (mevedel-test-tool-text id name args result)))
+  (mevedel-view-rerender (mevedel-view-buffer chat)))
+
+(defun mevedel-test-run-tool (chat name id args &optional insert)
+  "Run tool NAME with ARGS as call ID of CHAT through the pipeline.
+Return its result text (with render-data, as gptel receives it).
+With INSERT, also append it to the data buffer as gptel would."
+  (let ((box (list nil)))
+    (with-current-buffer (mevedel-chat-data-buffer chat)
+      (mevedel-pipeline-run-tool (mevedel-tool-get name) args
+                                 (lambda (result) (setcar box (list result)))
+                                 :tool-use-id id :data-buffer (current-buffer)))
+    (mevedel-test-wait-until (car box) 20)
+    (when insert (mevedel-test-insert-call chat name id args (caar box)))
+    (caar box)))
+
+(defun mevedel-test-execution-id (chat id)
+  "Return the execution ID in the render-data of call ID of CHAT."
+  (plist-get (mevedel-render-data-extract (mevedel-chat-data-buffer chat) id) :execution-id))
 
 (provide 'mevedel-test-helpers)
 ;;; mevedel-test-helpers.el ends here

@@ -4,54 +4,15 @@
 
 ;; Real commands run through the pipeline in a chat's session, and the
 ;; table of its executions: what it lists, stopping from it, showing
-;; the call that started one, and opening the output without reading
-;; it for the model.
+;; the call that started one, its details, typing into its terminal,
+;; interrupting it, opening the output without reading it for the
+;; model, and the composer's /ps and /stop.
 
 ;;; Code:
 
 (require 'mevedel-test-helpers)
 (require 'mevedel)
 (mevedel--load)
-
-(defmacro ps-test--with-chat (chat &rest body)
-  "Bind CHAT to a fresh session's chat (its view open) around BODY."
-  (declare (indent 1))
-  `(let* ((root (file-name-as-directory (make-temp-file "mevedel-ps-" t)))
-          (view (mevedel root))
-          (,chat (mevedel-view-chat view))
-          ;; No backend here: a background completion must not start a turn.
-          (mevedel-exec-wake-function nil))
-     (dolist (tool '("Bash" "WriteStdin"))
-       (push (list 'allow tool) (mevedel-chat-session-rules ,chat)))
-     (unwind-protect (progn ,@body)
-       (when-let* ((ps (get-buffer (format "*mevedel ps: %s*" (mevedel-chat-name ,chat)))))
-         (kill-buffer ps))
-       (kill-buffer view)
-       (kill-buffer (mevedel-chat-data-buffer ,chat))
-       (delete-directory root t))))
-
-(defun ps-test--run (chat name id args)
-  "Run tool NAME with ARGS as call ID of CHAT; return its result text.
-The call is appended to the data buffer as gptel writes it."
-  (let ((box (list nil)))
-    (with-current-buffer (mevedel-chat-data-buffer chat)
-      (mevedel-pipeline-run-tool (mevedel-tool-get name) args
-                                 (lambda (result) (setcar box (list result)))
-                                 :tool-use-id id :data-buffer (current-buffer))
-      (mevedel-test-wait-until (car box) 20)
-      (goto-char (point-max))
-      (insert "\n"
-              (propertize (format "``` tool (%s)" name) 'gptel 'ignore)
-              (propertize (concat "\n" (prin1-to-string (list :name name :args args)) "\n\n"
-                                  (caar box))
-                          'gptel (cons 'tool id))
-              (propertize "\n```\n" 'gptel 'ignore)))
-    (mevedel-view-rerender (mevedel-view-buffer chat))
-    (caar box)))
-
-(defun ps-test--execution (chat id)
-  "Return the execution ID of call ID of CHAT."
-  (plist-get (mevedel-render-data-extract (mevedel-chat-data-buffer chat) id) :execution-id))
 
 (defun ps-test--goto (execution)
   "Move point to the table line of EXECUTION."
@@ -63,23 +24,23 @@ The call is appended to the data buffer as gptel writes it."
 (defun ps-test--state (execution)
   "Return the State column of EXECUTION in the current table, or nil."
   (when-let* ((entry (assoc execution tabulated-list-entries)))
-    (substring-no-properties (aref (cadr entry) 1))))
+    (substring-no-properties (aref (cadr entry) 2))))
 
 (ert-deftest mevedel-ps:lists-inspects-without-reading-and-stops ()
   (mevedel-core-ensure)
-  (ps-test--with-chat chat
+  (mevedel-test-with-view _view chat
     (let* ((mevedel-sandbox-mode 'off)  ; "echo $$" below must print the group's id.
            (session (mevedel-session-id (mevedel-chat-session chat)))
-           (result (ps-test--run chat "Bash" "call_late"
-                                 '(:command "sleep 1; echo late-output; sleep 1.5"
-                                            :description "late printer" :yield_time_ms 250)))
-           (late (ps-test--execution chat "call_late"))
+           (result (mevedel-test-run-tool chat "Bash" "call_late"
+					  '(:command "sleep 1; echo late-output; sleep 1.5"
+						     :description "late printer" :yield_time_ms 250) t))
+           (late (mevedel-test-execution-id chat "call_late"))
            (long (progn
                    (should (string-match-p "state=\"running\"" result))
-                   (ps-test--run chat "Bash" "call_long"
-                                 '(:command "echo $$; sleep 300" :description "long nap"
-                                            :yield_time_ms 300))
-                   (ps-test--execution chat "call_long")))
+                   (mevedel-test-run-tool chat "Bash" "call_long"
+					  '(:command "echo $$; sleep 300" :description "long nap"
+						     :yield_time_ms 300) t)
+                   (mevedel-test-execution-id chat "call_long")))
            (pgid (with-current-buffer (mevedel-chat-data-buffer chat)
                    (goto-char (point-min))
                    (re-search-forward "^\\([0-9]+\\)$")
@@ -95,8 +56,8 @@ The call is appended to the data buffer as gptel writes it."
         (let ((row (cadr (assoc long tabulated-list-entries))))
           (should row)
           (should (equal (mapcar #'substring-no-properties (append row nil))
-                         (list "Bash" "running" "long nap" "/root" (aref row 4) (aref row 5))))
-          (should (string-match-p "\\`[0-9.]+s\\'" (aref row 4))))
+                         (list "Bash" long "running" "long nap" "/root" (aref row 5) (aref row 6))))
+          (should (string-match-p "\\`[0-9.]+s\\'" (aref row 5))))
         (should (assoc late tabulated-list-entries))
         ;; Its output, opened while it runs, is all there...
         (let ((spool (plist-get (gethash late mevedel-ps--items) :spool)))
@@ -112,8 +73,8 @@ The call is appended to the data buffer as gptel writes it."
             (should (equal (buffer-string) "late-output\n")))
           (kill-buffer output)))
       ;; ...and still unread for the model: its next poll returns it.
-      (let ((poll (ps-test--run chat "WriteStdin" "call_poll"
-                                (list :execution_id late :chars "" :yield_time_ms 5000))))
+      (let ((poll (mevedel-test-run-tool chat "WriteStdin" "call_poll"
+					 (list :execution_id late :chars "" :yield_time_ms 5000) t)))
         (should (string-prefix-p "late-output\n<bash-execution" poll))
         (should (string-match-p "state=\"completed\"" poll))
         ;; The poll saw it end: its row has its breadcrumb all the same.
@@ -144,23 +105,22 @@ The call is appended to the data buffer as gptel writes it."
           (mevedel-ps-stop))
         (mevedel-test-wait-until (null (mevedel-test-group-members pgid)) 10)
         (mevedel-test-wait-until (null (mevedel-core-exec-list session)) 10)
-        ;; The table follows the settlement by itself; ended items stay
-        ;; for a while, marked as such, and cannot be stopped again.
-        (mevedel-test-wait-until (equal (ps-test--state long) "stopped") 5)
-        (should (equal (ps-test--state late) "completed"))
-        (ps-test--goto long)
+        ;; The table follows the settlement by itself: ended executions
+        ;; leave it (their results stay on their rows).
+        (mevedel-test-wait-until (null tabulated-list-entries) 5)
+        (should-not (ps-test--state late))
         (should-error (mevedel-ps-stop) :type 'user-error)))))
 
 (ert-deftest mevedel-ps:lists-foreground-commands-and-monitors ()
   (mevedel-core-ensure)
-  (ps-test--with-chat chat
+  (mevedel-test-with-view _view chat
     (push (list 'allow "Monitor") (mevedel-chat-session-rules chat))
     (let* ((session (mevedel-session-id (mevedel-chat-session chat)))
            (box (list nil))
            (monitor (progn
-                      (ps-test--run chat "Monitor" "call_mon"
-                                    '(:command "sleep 300" :description "nothing happens"))
-                      (ps-test--execution chat "call_mon"))))
+                      (mevedel-test-run-tool chat "Monitor" "call_mon"
+					     '(:command "sleep 300" :description "nothing happens") t)
+                      (mevedel-test-execution-id chat "call_mon"))))
       ;; A foreground command is still its request's: listed, marked so.
       (with-current-buffer (mevedel-chat-data-buffer chat)
         (mevedel-pipeline-run-tool (mevedel-tool-get "Bash")
@@ -179,8 +139,8 @@ The call is appended to the data buffer as gptel writes it."
       (with-current-buffer (format "*mevedel ps: %s*" (mevedel-chat-name chat))
         (should (eq mevedel-ps--chat chat))
         (let ((states (mapcar (lambda (entry)
-                                (cons (substring-no-properties (aref (cadr entry) 2))
-                                      (substring-no-properties (aref (cadr entry) 1))))
+                                (cons (substring-no-properties (aref (cadr entry) 3))
+                                      (substring-no-properties (aref (cadr entry) 2))))
                               tabulated-list-entries)))
           (should (member '("Watching: nothing happens" . "running (0 events)") states))
           (should (member '("short nap" . "running (fg)") states))))
@@ -188,6 +148,102 @@ The call is appended to the data buffer as gptel writes it."
       (should (string-match-p "state=\"completed\"" (caar box)))
       (mevedel-core-exec-stop-by-user session monitor)
       (mevedel-test-wait-until (null (mevedel-core-exec-list session)) 10))))
+
+(ert-deftest mevedel-ps:details-input-and-interrupt-leave-output-unread ()
+  (mevedel-core-ensure)
+  (mevedel-test-with-view _view chat
+    (let* ((session (mevedel-session-id (mevedel-chat-session chat)))
+           (pty (progn (mevedel-test-run-tool chat "Bash" "call_pty"
+					      '(:command "echo ready; read x; echo got $x; sleep 300"
+							 :description "asks a question" :tty t
+							 :yield_time_ms 500) t)
+                       (mevedel-test-execution-id chat "call_pty")))
+           (pipe (progn (mevedel-test-run-tool chat "Bash" "call_pipe"
+					       '(:command "echo pipe-ready; sleep 300"
+							  :description "pipe sleeper" :yield_time_ms 300) t)
+                        (mevedel-test-execution-id chat "call_pipe")))
+           (ps (mevedel-ps chat)))
+      (with-current-buffer ps
+        (should (equal (ps-test--state pty) "running pty"))
+        (should (equal (ps-test--state pipe) "running"))
+        ;; A line typed into the terminal reaches the command.
+        (ps-test--goto pty)
+        (mevedel-ps-send-line "hello")
+        (let ((spool (plist-get (gethash pty mevedel-ps--items) :spool)))
+          (mevedel-test-wait-until
+            (string-match-p "got hello"
+                            (with-temp-buffer (insert-file-contents spool) (buffer-string)))
+            10))
+        ;; Its details name it and show the latest output, read from the spool.
+        (let ((details (mevedel-ps-describe)))
+          (with-current-buffer details
+            (should (derived-mode-p 'mevedel-ps-detail-mode))
+            (should (string-match-p (concat "Execution: *" pty) (buffer-string)))
+            (should (string-match-p "Terminal: *PTY" (buffer-string)))
+            (should (string-match-p "Latest output:\n\\(.\\|\n\\)*got hello" (buffer-string))))
+          (kill-buffer details))
+        ;; A pipe-mode command takes no line, but Ctrl-C interrupts it.
+        (ps-test--goto pipe)
+        (should-error (call-interactively #'mevedel-ps-send-line) :type 'user-error)
+        (mevedel-ps-interrupt))
+      (mevedel-test-wait-until (null (assoc pipe (mapcar (lambda (item) (cons (plist-get item :id) t))
+                                                         (mevedel-core-exec-list session))))
+                               10)
+      ;; The model still gets everything as unread output.
+      (let ((poll (mevedel-test-run-tool chat "WriteStdin" "call_poll_pty"
+					 (list :execution_id pty :chars "" :yield_time_ms 5000) t)))
+        (should (string-match-p "got hello" poll)))
+      (let ((poll (mevedel-test-run-tool chat "WriteStdin" "call_poll_pipe"
+					 (list :execution_id pipe :chars "" :yield_time_ms 5000) t)))
+        ;; (its output went with the yield; the interrupt ended it)
+        (should (string-prefix-p "<bash-execution" poll))
+        (should (string-match-p "signal=\"SIGINT\"\\|signal=\"2\"\\|exit_code=\"130\"" poll)))
+      (mevedel-ps-stop-execution chat pty)
+      (mevedel-test-wait-until (null (mevedel-core-exec-list session)) 10))))
+
+(ert-deftest mevedel-ps:composer-commands ()
+  (mevedel-core-ensure)
+  (mevedel-test-with-view view chat
+    (let* ((session (mevedel-session-id (mevedel-chat-session chat)))
+           (ids (cl-loop for n below 3
+                         do (mevedel-test-run-tool chat "Bash" (format "call_%d" n)
+						   '(:command "sleep 300" :description "sleeper"
+							      :yield_time_ms 250) t)
+                         collect (mevedel-test-execution-id chat (format "call_%d" n))))
+           (composer (lambda (text)
+                       (with-current-buffer view
+                         (mevedel-view--set-composer text)
+                         (mevedel-view-send)))))
+      (should (= 3 (length (mevedel-core-exec-list session))))
+      (with-current-buffer view
+        ;; Text that only starts with a slash goes to the model, an
+        ;; unknown command is refused and stays in the composer.
+        (should-not (mevedel-view--slash "/etc/hosts has a typo"))
+        (should-not (mevedel-view--slash "/ps\nand more"))
+        (mevedel-view--set-composer "/frobnicate now")
+        (should-error (mevedel-view-send) :type 'user-error)
+        (should (equal (mevedel-view--composer-text) "/frobnicate now"))
+        ;; Completion offers the commands, then the running executions.
+        (mevedel-view--set-composer "/st")
+        (let ((capf (mevedel-view--slash-capf)))
+          (should (equal (all-completions "st" (nth 2 capf)) '("stop"))))
+        (mevedel-view--set-composer "/stop ")
+        (should (equal (sort (copy-sequence (nth 2 (mevedel-view--slash-capf))) #'string<)
+                       (sort (copy-sequence ids) #'string<))))
+      ;; /ps opens the table; an unknown ID stops nothing.
+      (funcall composer "/ps")
+      (should (get-buffer (format "*mevedel ps: %s*" (mevedel-chat-name chat))))
+      (with-current-buffer view (should (equal (mevedel-view--composer-text) "")))
+      (should-error (funcall composer "/stop x00000000") :type 'user-error)
+      (should (= 3 (length (mevedel-core-exec-list session))))
+      ;; /stop ID stops that one, a bare /stop the others.
+      (funcall composer (concat "/stop " (car ids)))
+      (mevedel-test-wait-until (= 2 (length (mevedel-core-exec-list session))) 10)
+      (should-not (member (car ids) (mapcar (lambda (item) (plist-get item :id))
+                                            (mevedel-core-exec-list session))))
+      (funcall composer "/stop")
+      (mevedel-test-wait-until (null (mevedel-core-exec-list session)) 10)
+      (should-error (funcall composer "/stop") :type 'user-error))))
 
 (provide 'ps-test)
 ;;; ps-test.el ends here

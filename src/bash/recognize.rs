@@ -9,7 +9,7 @@
 //! concatenations of these, `name=value` prefixes and statements, `|`
 //! pipelines, `&&`/`||` lists, `;` and newline separators, file
 //! redirections (`>`, `>>`, `<`, `&>`, `&>>`, `>&`, with a descriptor
-//! number), `for name [in words]; do …; done`, and comments where a
+//! number not starting with `0`), `for name [in words]; do …; done`, and comments where a
 //! statement may end. Declined, among others: here-documents, `case`,
 //! `if`, `while`, `[[ ]]`, arithmetic, backticks, subshells, braces,
 //! `&`, non-ASCII text, line continuations.
@@ -391,6 +391,11 @@ impl Recognizer<'_> {
             .iter()
             .take_while(|b| b.is_ascii_digit())
             .count();
+        // tree-sitter-bash's scanner never reads a descriptor starting
+        // with `0`: `0>x` is a number and a redirection, `07>x` an error.
+        if self.peek() == Some(b'0') && digits > 0 {
+            return None;
+        }
         if digits > 0 {
             let fd = self.leaf("file_descriptor", digits, true);
             self.t.set_field(fd, "descriptor");

@@ -146,6 +146,17 @@ fn exec_write(
     })
 }
 
+/// Send CHARS to execution ID of SESSION for the user (the executions
+/// table): the same input rules as `exec-write`, but nothing is
+/// observed, so the model's unread output stays unread.
+#[defun(name = "exec-input-by-user")]
+fn exec_input_by_user(env: &Env, session: String, id: String, chars: String) -> Result<()> {
+    guarded(env, || {
+        let exec = find(&session, &id, None).or_signal(env)?;
+        manager::write_input(&exec, &chars).or_signal(env)
+    })
+}
+
 /// Stop execution ID for OWNER: the model's stop answers REQUEST-ID with
 /// the final observation once it settled. With USER non-nil (the user's
 /// controls) OWNER is ignored, and the answer is t or nil at once.
