@@ -90,7 +90,8 @@ message, in order, and the view does not show them.")
   permission-mode session-rules
   backend model label
   observers prompter history
-  live-calls pending cancellers updates)
+  live-calls pending cancellers updates
+  (progress (make-hash-table :test #'equal)))
 
 (defvar mevedel-chat--chats (make-hash-table :test #'equal)
   "Live chats by workspace root.")
@@ -177,7 +178,9 @@ EVENT is one of `turn-start', `text' (ARGS: the chunk), `tools-start'
 \(the records), `tool-results' (the records, in call order),
 `permission' (the request), `permission-settled' (the request),
 `tool-updated' (the ID of a call whose render-data changed after it
-settled, see `mevedel-chat-update-render-data'), `status' and
+settled, see `mevedel-chat-update-render-data'), `tool-progress' (the
+ID of a call whose live progress changed, see
+`mevedel-chat-set-progress'), `status' and
 `turn-end' (the outcome: `done', `error' or `abort')."
   (cl-pushnew function (mevedel-chat-observers chat)))
 
@@ -192,6 +195,30 @@ settled, see `mevedel-chat-update-render-data'), `status' and
         (apply observer event chat args)
       (error (display-warning 'mevedel (format "Observer of %s failed: %s"
                                                event (error-message-string err)))))))
+
+;;;; Live progress
+
+(defconst mevedel-chat-progress-limit 256
+  "Most calls of one chat with live progress kept at once.")
+
+(defun mevedel-chat-set-progress (chat id progress)
+  "Set the live PROGRESS plist of tool call ID of CHAT (nil to drop it).
+PROGRESS is transient render-data (e.g. :state, :elapsed-ms,
+:live-tail) that views show over the call's own while it runs; it is
+never written to the transcript.  Observers hear `tool-progress'."
+  (let ((table (mevedel-chat-progress chat)))
+    (if progress
+        (progn
+          (when (and (>= (hash-table-count table) mevedel-chat-progress-limit)
+                     (not (gethash id table)))
+            (clrhash table))
+          (puthash id progress table))
+      (remhash id table))
+    (mevedel-chat--notify chat 'tool-progress id)))
+
+(defun mevedel-chat-call-progress (chat id)
+  "Return the live progress plist of tool call ID of CHAT, or nil."
+  (gethash id (mevedel-chat-progress chat)))
 
 (defun mevedel-chat--set-status (chat status &optional detail)
   "Set CHAT's STATUS (a symbol) and DETAIL (a string) and tell observers."

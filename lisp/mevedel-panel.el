@@ -71,10 +71,6 @@
 
 ;;;; Items
 
-(defun mevedel-panel--session-key (chat)
-  "Return the execution key of CHAT's session."
-  (mevedel-session-id (mevedel-chat-session chat)))
-
 (defun mevedel-panel-items (chat)
   "Return the background work of CHAT's session: yielded executions.
 Foreground commands are not listed: their tool rows show them."
@@ -297,7 +293,7 @@ Foreground commands are not listed: their tool rows show them."
            for buffer = (get-buffer (format "*mevedel: %s*" (mevedel-chat-name chat)))
            when (and (buffer-live-p buffer)
                      (eq (buffer-local-value 'mevedel-view--chat buffer) chat)
-                     (equal (mevedel-panel--session-key chat) session))
+                     (equal (mevedel-ps-session-key chat) session))
            collect buffer))
 
 (defun mevedel-panel--on-event (data)

@@ -71,7 +71,7 @@ this list rather than every buffer.")
 
 ;;;; Items
 
-(defun mevedel-ps--session-key (chat)
+(defun mevedel-ps-session-key (chat)
   "Return the execution key of CHAT's session."
   (mevedel-session-id (mevedel-chat-session chat)))
 
@@ -82,7 +82,7 @@ Each is a plist: :id :kind :owner :state :command :description :label
   (mapcar (lambda (item)
             (append (list :label (mevedel-ps-label item)) item))
           (and (featurep 'mevedel-dyn)
-               (mevedel-core-exec-list (mevedel-ps--session-key chat)))))
+               (mevedel-core-exec-list (mevedel-ps-session-key chat)))))
 
 (defun mevedel-ps-label (item)
   "Return the label of ITEM: a monitor's description, else description or command."
@@ -223,7 +223,7 @@ started the execution, \\[mevedel-ps-describe] its details and latest output,
         (with-current-buffer buffer
           (when (and mevedel-ps--chat
                      (buffer-live-p (mevedel-chat-data-buffer mevedel-ps--chat))
-                     (equal (mevedel-ps--session-key mevedel-ps--chat) key))
+                     (equal (mevedel-ps-session-key mevedel-ps--chat) key))
             (if (not (mevedel-ps--visible-p))
                 (setq mevedel-ps--stale t)
               ;; An event replaces a later tick.
@@ -255,7 +255,7 @@ started the execution, \\[mevedel-ps-describe] its details and latest output,
 
 (defun mevedel-ps-stop-execution (chat id)
   "Stop execution ID of CHAT's session for the user; return non-nil if it ran."
-  (mevedel-core-exec-stop-by-user (mevedel-ps--session-key chat) id))
+  (mevedel-core-exec-stop-by-user (mevedel-ps-session-key chat) id))
 
 (defun mevedel-ps-stop ()
   "Stop the execution at point (TERM to its process group, then KILL)."
@@ -271,7 +271,7 @@ started the execution, \\[mevedel-ps-describe] its details and latest output,
 (defun mevedel-ps--input (item chars)
   "Send CHARS to the execution of ITEM for the user."
   (condition-case err
-      (mevedel-core-exec-input-by-user (mevedel-ps--session-key mevedel-ps--chat)
+      (mevedel-core-exec-input-by-user (mevedel-ps-session-key mevedel-ps--chat)
                                        (plist-get item :id) chars)
     (mevedel-core-exec-error (user-error "%s" (cadr err)))))
 

@@ -624,11 +624,13 @@ adds its warning."
 
 (defun mevedel-exec--body (command result render-data)
   "Return a row body: the exact COMMAND above RESULT's bounded output.
-RENDER-DATA marks whether RESULT carries an envelope to remove."
+RENDER-DATA marks whether RESULT carries an envelope to remove; while
+the command runs, its live progress brings the latest output instead."
   (unless mevedel-tool-render-summary-only
-    (let ((output (if (plist-get render-data :envelope)
-                      (mevedel-exec--strip-envelope result)
-                    result)))
+    (let ((output (cond ((plist-get render-data :live-tail))
+                        ((plist-get render-data :envelope)
+                         (mevedel-exec--strip-envelope result))
+                        (t result))))
       (concat "$ " command "\n"
               (and output (not (string-empty-p output)) (concat "\n" output))))))
 
@@ -793,6 +795,7 @@ has this breadcrumb."
 (declare-function mevedel-chat-busy-p "mevedel-chat" (chat))
 (declare-function mevedel-chat-send "mevedel-chat" (chat text &rest keys))
 (declare-function mevedel-chat-update-render-data "mevedel-chat" (chat id function &optional key))
+(declare-function mevedel-chat-set-progress "mevedel-chat" (chat id progress))
 (defvar mevedel-chat-message-functions)
 (defvar mevedel-chat-idle-functions)
 
@@ -850,13 +853,33 @@ Only executions that yielded, started by a tool call, have one."
                                                (plist-get data :id)
                                                (error-message-string err)))))))
 
+(defun mevedel-exec-chat-progress (data)
+  "Show the progress event DATA on its call's row in its chat, live.
+The row gets the state, elapsed time and bounded output tail; they
+are transient and go when the execution settles."
+  (when-let* ((id (plist-get data :tool-use-id))
+              (chat (mevedel-exec--chat-of (plist-get data :session))))
+    (mevedel-chat-set-progress chat id (list :execution-id (plist-get data :id)
+                                             :state (plist-get data :state)
+                                             :elapsed-ms (plist-get data :elapsed-ms)
+                                             :live-tail (plist-get data :tail)))))
+
+(defun mevedel-exec-chat-progress-done (data)
+  "Drop the live progress of the settled execution in DATA from its row."
+  (when-let* ((id (plist-get data :tool-use-id))
+              (chat (mevedel-exec--chat-of (plist-get data :session))))
+    (mevedel-chat-set-progress chat id nil)))
+
 (defun mevedel-exec-chat-install ()
   "Deliver execution mail to chats and let background results wake them.
-Settled executions that had yielded leave their breadcrumb in the chat."
+Running executions show their progress on their rows; settled ones that
+had yielded leave their breadcrumb in the chat."
   (setq mevedel-exec-wake-function #'mevedel-exec-chat-wake
         mevedel-exec-idle-p-function #'mevedel-exec-chat-idle-p)
   (add-hook 'mevedel-chat-message-functions #'mevedel-exec-chat-messages)
   (add-hook 'mevedel-chat-idle-functions #'mevedel-exec--chat-idle)
+  (add-hook 'mevedel-exec-progress-functions #'mevedel-exec-chat-progress)
+  (add-hook 'mevedel-exec-settled-functions #'mevedel-exec-chat-progress-done)
   (add-hook 'mevedel-exec-settled-functions #'mevedel-exec-chat-settled))
 
 (with-eval-after-load 'mevedel-chat

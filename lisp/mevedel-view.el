@@ -101,6 +101,8 @@ advances; whoever draws the panel puts it back at the panel's start.")
 (defvar-local mevedel-view--spinner-frame 0 "Current spinner frame.")
 (defvar-local mevedel-view--last-kind nil "Kind of the last transcript block.")
 (defvar-local mevedel-view--observer nil "This view's observer of its chat.")
+(defvar-local mevedel-view--progress-ids nil "Calls whose progress waits to be drawn.")
+(defvar-local mevedel-view--progress-timer nil "The pending progress redraw, or nil.")
 
 ;;;; Modes and keys
 
@@ -183,6 +185,8 @@ The transcript is read-only; type in the composer at the bottom.
     (mevedel-chat-unobserve chat mevedel-view--observer)
     (when (eq (mevedel-chat-prompter chat) #'mevedel-view--prompt)
       (setf (mevedel-chat-prompter chat) nil)))
+  (when (timerp mevedel-view--progress-timer)
+    (cancel-timer mevedel-view--progress-timer))
   (mevedel-view--stop-spinner))
 
 (defun mevedel-view--separator-text ()
@@ -402,6 +406,21 @@ plist with :type `user', `response', `tool' or `notice'."
             (and cut (propertize cut 'face 'shadow))
             "\n")))
 
+(defconst mevedel-view--running-states '("running" "queued" "stopping")
+  "Execution states whose rows show live progress.")
+
+(defun mevedel-view--with-progress (id render-data)
+  "Return RENDER-DATA of call ID with its live progress over it, if any.
+Progress (`mevedel-chat-call-progress') is transient and counts only
+while RENDER-DATA does not say the call has ended."
+  (let ((progress (and mevedel-view--chat
+                       (mevedel-chat-call-progress mevedel-view--chat id))))
+    (if (and progress
+             (member (or (plist-get render-data :state) "running")
+                     mevedel-view--running-states))
+        (append progress render-data)
+      render-data)))
+
 (defun mevedel-view--row-text (segment &optional live-status)
   "Return the text of the tool row for SEGMENT, or nil when it is hidden.
 LIVE-STATUS, when non-nil, overrides the status (`running' for calls
@@ -410,7 +429,7 @@ in flight)."
          (name (plist-get segment :name))
          (args (plist-get segment :args))
          (result (plist-get segment :result))
-         (render-data (plist-get segment :render-data))
+         (render-data (mevedel-view--with-progress id (plist-get segment :render-data)))
          (summary (mevedel-tool-render-row name args result render-data t))
          (expanded (and (not live-status) (mevedel-view--expanded-p id summary)))
          (row (if expanded
@@ -679,6 +698,35 @@ OPERATION-GRANTED non-nil means the call itself is allowed already."
 
 ;;;; Observing the chat
 
+(defconst mevedel-view--progress-delay 0.25
+  "Seconds over which progress of running calls is gathered into one redraw.")
+
+(defun mevedel-view--progress (id)
+  "Redraw the row of call ID with its new progress, soon.
+Progress comes several times a second per command, so redraws are
+gathered: at most one every `mevedel-view--progress-delay' seconds."
+  (cl-pushnew id mevedel-view--progress-ids :test #'equal)
+  (unless (timerp mevedel-view--progress-timer)
+    (setq mevedel-view--progress-timer
+          (run-at-time mevedel-view--progress-delay nil
+                       #'mevedel-view--draw-progress (current-buffer)))))
+
+(defun mevedel-view--draw-progress (buffer)
+  "Redraw BUFFER's rows whose progress changed."
+  (when (buffer-live-p buffer)
+    (with-current-buffer buffer
+      (let ((ids mevedel-view--progress-ids)
+            (live (mapcar (lambda (call) (plist-get call :id))
+                          (mevedel-chat-live-calls mevedel-view--chat))))
+        (setq mevedel-view--progress-ids nil
+              mevedel-view--progress-timer nil)
+        (save-excursion
+          (dolist (id ids)
+            (unless (member id live)
+              (mevedel-view--refresh-row id)))
+          (when (cl-some (lambda (id) (member id live)) ids)
+            (mevedel-view--render-live)))))))
+
 (defun mevedel-view--observe (event _chat args)
   "Update this view for the chat's EVENT with ARGS."
   (pcase event
@@ -692,6 +740,7 @@ OPERATION-GRANTED non-nil means the call itself is allowed already."
      (mevedel-view--unfocus-card))
     ((or 'tool-results 'turn-end) (mevedel-view--render-turn))
     ('tool-updated (save-excursion (mevedel-view--refresh-row (car args))))
+    ('tool-progress (mevedel-view--progress (car args)))
     ('status (force-mode-line-update)))
   (when (eq event 'turn-end)
     (mevedel-view--stop-spinner)

@@ -125,15 +125,21 @@ the session's executions table, the data buffer and the workspace go."
     (insert "\n" (mevedel-test-tool-text id name args result)))
   (mevedel-view-rerender (mevedel-view-buffer chat)))
 
-(defun mevedel-test-run-tool (chat name id args &optional insert)
-  "Run tool NAME with ARGS as call ID of CHAT through the pipeline.
-Return its result text (with render-data, as gptel receives it).
-With INSERT, also append it to the data buffer as gptel would."
+(defun mevedel-test-start-tool (chat name id args)
+  "Start tool NAME with ARGS as call ID of CHAT through the pipeline.
+Return a box, a list whose car becomes (RESULT) when the call settles."
   (let ((box (list nil)))
     (with-current-buffer (mevedel-chat-data-buffer chat)
       (mevedel-pipeline-run-tool (mevedel-tool-get name) args
                                  (lambda (result) (setcar box (list result)))
                                  :tool-use-id id :data-buffer (current-buffer)))
+    box))
+
+(defun mevedel-test-run-tool (chat name id args &optional insert)
+  "Run tool NAME with ARGS as call ID of CHAT through the pipeline.
+Return its result text (with render-data, as gptel receives it).
+With INSERT, also append it to the data buffer as gptel would."
+  (let ((box (mevedel-test-start-tool chat name id args)))
     (mevedel-test-wait-until (car box) 20)
     (when insert (mevedel-test-insert-call chat name id args (caar box)))
     (caar box)))

@@ -116,18 +116,15 @@
   (mevedel-test-with-view _view chat
     (push (list 'allow "Monitor") (mevedel-chat-session-rules chat))
     (let* ((session (mevedel-session-id (mevedel-chat-session chat)))
-           (box (list nil))
+           (box nil)
            (monitor (progn
                       (mevedel-test-run-tool chat "Monitor" "call_mon"
 					     '(:command "sleep 300" :description "nothing happens") t)
                       (mevedel-test-execution-id chat "call_mon"))))
       ;; A foreground command is still its request's: listed, marked so.
-      (with-current-buffer (mevedel-chat-data-buffer chat)
-        (mevedel-pipeline-run-tool (mevedel-tool-get "Bash")
-                                   '(:command "sleep 3" :description "short nap"
-                                              :yield_time_ms 30000)
-                                   (lambda (result) (setcar box (list result)))
-                                   :tool-use-id "call_fg" :data-buffer (current-buffer)))
+      (setq box (mevedel-test-start-tool chat "Bash" "call_fg"
+                                         '(:command "sleep 3" :description "short nap"
+                                                    :yield_time_ms 30000)))
       (mevedel-test-wait-until
         (equal (mapcar (lambda (item) (plist-get item :state)) (mevedel-core-exec-list session))
                '("running" "running"))
