@@ -293,6 +293,42 @@ while :; do sleep 0.1; done"
     (mevedel-test-wait-until (null (mevedel-test-processes-running "sleep 302.")) 5)
     (should (equal (mevedel-core-exec-list session) nil))))
 
+;;;; Emacs exit
+
+(ert-deftest mevedel-exec-sandbox:kill-emacs-leaves-no-confined-process ()
+  "Emacs's exit ends confined commands: setsid, nohup and double forks too."
+  (let* ((dir (make-temp-file "exec-sbx-exit" t))
+         (result
+          (mevedel-test-run-emacs
+           `(progn
+              (require 'mevedel-sandbox)
+              (load ,(expand-file-name "test/mevedel-test-helpers.el" mevedel-test-root) nil t)
+              (mevedel-core-ensure)
+              (let ((sandbox (mevedel-core-sandbox-object
+                              (mevedel-sandbox-request :env nil :writable (list ,dir))))
+                    (started 0))
+                (dolist (cmd (list "setsid sleep 305.25 < /dev/null > /dev/null 2>&1"
+                                   "nohup sleep 305.5 > /dev/null 2>&1"
+                                   "sh -c 'sleep 305.75 | cat'"))
+                  (mevedel-core-exec-start
+                   (list :session "exit" :owner "/root" :command cmd :yield-ms 100
+                         :cwd ,dir :sandbox sandbox)
+                   (lambda (_status _value) (cl-incf started)))
+                  (sleep-for 0.3))
+                (let ((deadline (+ (float-time) 15)))
+                  (while (and (< (float-time) deadline)
+                              (< (length (mevedel-test-processes-running "sleep 305.")) 3))
+                    (accept-process-output nil 0.05)))
+                (princ (format "RUNNING=%d\n"
+                               (length (mevedel-test-processes-running "sleep 305."))))
+                (kill-emacs 0))))))
+    (unwind-protect
+        (progn
+          (should (eql (car result) 0))
+          (should (string-match-p "RUNNING=3" (cdr result)))
+          (mevedel-test-wait-until (null (mevedel-test-processes-running "sleep 305.")) 5))
+      (delete-directory dir t))))
+
 ;;;; Monitor
 
 (ert-deftest mevedel-exec-sandbox:monitor-runs-confined ()
