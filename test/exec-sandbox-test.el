@@ -191,7 +191,16 @@ echo x > %s || echo denied-outside; echo x > %s || echo denied-hook"
             (should (string-match-p "1 refused"
                                     (plist-get (mevedel-exec-render-bash
                                                 "Bash" '(:command "touch ran") text data)
-                                               :header)))))
+                                               :header))))
+          ;; The reason names no private path of mevedel's.
+          (let* ((mevedel-sandbox-backend 'landlock)
+                 (mevedel-sandbox--helper-cache
+                  (cons mevedel-core-module-directory "/nonexistent/mevedel-sandbox"))
+                 (text (exec-sandbox-test--text (exec-sandbox-test--bash "touch ran"))))
+            (should (string-match-p "the sandbox refused to run the command" text))
+            (should (string-match-p "the sandbox helper" text))
+            (should-not (string-match-p "nonexistent" text))
+            (should-not (file-exists-p (expand-file-name "ran" ws)))))
       (delete-directory bin t))))
 
 (ert-deftest mevedel-exec-sandbox:best-effort-discloses ()
