@@ -94,6 +94,19 @@
         (should (eq (plist-get (plist-get obs :sandbox) :start) 'started))
         (should (eq (plist-get (plist-get obs :sandbox) :network) 'denied))))))
 
+(ert-deftest mevedel-exec-sandbox:pipeline-status-and-signals-cross-the-sandbox ()
+  (mevedel-core-ensure)
+  (exec-sandbox-test--with-workspace _ws
+    ;; The PIPESTATUS snapshot descriptor reaches the confined shell...
+    (let ((text (exec-sandbox-test--text (exec-sandbox-test--bash "false | true"))))
+      (should (string-match-p "pipeline_exit_codes=\"1 0\"" text)))
+    ;; ...and a death by signal stays one (bwrap alone reports 128+N).
+    (let ((text (exec-sandbox-test--text (exec-sandbox-test--bash "kill -TERM $$"))))
+      (should (string-match-p "signal=\"15\"" text))
+      (should-not (string-match-p "exit_code=" text)))
+    (let ((text (exec-sandbox-test--text (exec-sandbox-test--bash "exit 143"))))
+      (should (string-match-p "exit_code=\"143\"" text)))))
+
 (ert-deftest mevedel-exec-sandbox:writes-only-inside-the-workspace ()
   (mevedel-core-ensure)
   (exec-sandbox-test--with-workspace ws
