@@ -666,45 +666,85 @@ ordinary paths among its `path' and `path-or-resource' arguments."
                              (not (string-match-p "\\`[a-z][a-z0-9+.-]*://" path))))
                       (ensure-list paths))))
 
+(defun mevedel-chat-tool-grant (context)
+  "Return the sandbox grant the tool call CONTEXT asks for, or nil.
+It comes from the tool's :grant-request (see `mevedel-define-tool'):
+a plist (:escalated BOOL :network BOOL :read PATHS :write PATHS
+:justification TEXT)."
+  (let ((tool (plist-get context :tool)))
+    (and (mevedel-tool-grant-request tool)
+         (funcall (mevedel-tool-grant-request tool) (plist-get context :args)))))
+
+(defun mevedel-chat--operation-decision (chat context)
+  "Decide the tool call CONTEXT of CHAT, its sandbox grant aside.
+The user's rules decide first, then the tool's own :check-permission
+\(which `full-auto' cannot override with a deny), then the chat's
+permission mode."
+  (let* ((tool (plist-get context :tool))
+         (args (plist-get context :args))
+         (name (mevedel-tool-name tool))
+         (mode (mevedel-chat-permission-mode chat))
+         (root (mevedel-chat-root chat))
+         (paths (mevedel-chat-tool-paths tool args))
+         (rules (append (mapcar #'mevedel-permissions-check-rule mevedel-permission-rules)
+                        (mevedel-permissions-workspace-rules root)
+                        (mevedel-chat-session-rules chat)))
+         (by-rule (mevedel-permissions-rule-decision rules name paths root))
+         (own (and (not by-rule) (mevedel-tool-check-permission tool)
+                   (funcall (mevedel-tool-check-permission tool) args))))
+    (or by-rule
+        (pcase own
+          ((or 'deny `(deny . ,_)) own)
+          ((or 'allow 'ask) (if (eq mode 'full-auto) 'allow own)))
+        (mevedel-permissions-decide
+         name :paths paths :root root :mode mode
+         :read-only-p (mevedel-tool-read-only-p tool)
+         :edits-p (mevedel-tool-snapshot-p tool)))))
+
 (defun mevedel-chat-permission (context)
   "Decide the permission of the tool call CONTEXT (a pipeline context).
-In a chat's data buffer, the user's rules decide first, then the
-tool's own :check-permission (which `full-auto' cannot override with
-a deny), then the chat's permission mode.  Elsewhere the pipeline's
-default decides."
+In a chat's data buffer, see `mevedel-chat--operation-decision'; a
+call asking for a sandbox grant (escalation, network, extra paths) is
+asked about even when rules or the mode allow the call itself, and
+only a deny refuses it sooner.  Elsewhere the pipeline's default
+decides."
   (let ((chat (mevedel-chat-of-buffer (plist-get context :data-buffer))))
     (if (not chat)
         (mevedel-pipeline-permission-default context)
-      (let* ((tool (plist-get context :tool))
-             (args (plist-get context :args))
-             (name (mevedel-tool-name tool))
-             (mode (mevedel-chat-permission-mode chat))
-             (root (mevedel-chat-root chat))
-             (paths (mevedel-chat-tool-paths tool args))
-             (rules (append (mapcar #'mevedel-permissions-check-rule mevedel-permission-rules)
-                            (mevedel-permissions-workspace-rules root)
-                            (mevedel-chat-session-rules chat)))
-             (by-rule (mevedel-permissions-rule-decision rules name paths root))
-             (own (and (not by-rule) (mevedel-tool-check-permission tool)
-                       (funcall (mevedel-tool-check-permission tool) args)))
-             (decision
-              (or by-rule
-                  (pcase own
-                    ((or 'deny `(deny . ,_)) own)
-                    ((or 'allow 'ask) (if (eq mode 'full-auto) 'allow own)))
-                  (mevedel-permissions-decide
-                   name :paths paths :root root :mode mode
-                   :read-only-p (mevedel-tool-read-only-p tool)
-                   :edits-p (mevedel-tool-snapshot-p tool)))))
-        (if (eq decision 'deny)
-            (cons 'deny (mevedel-permissions-refusal-reason name 'rule))
-          decision)))))
+      (let ((decision (mevedel-chat--operation-decision chat context))
+            (name (mevedel-tool-name (plist-get context :tool))))
+        (cond ((eq decision 'deny)
+               (cons 'deny (mevedel-permissions-refusal-reason name 'rule)))
+              ((eq (car-safe decision) 'deny) decision)
+              ((mevedel-chat-tool-grant context) 'ask)
+              (t decision))))))
+
+(defun mevedel-chat--cards (chat context)
+  "Return the permission cards the tool call CONTEXT of CHAT needs.
+Each is a request plist (:tool :args :paths :id, and for grants :card
+`grant' or `escalation' with :grant).  Additive grants share one card
+with the call itself; escalation, which turns confinement off, has a
+card of its own after the call's."
+  (let* ((tool (plist-get context :tool))
+         (args (plist-get context :args))
+         (base (list :tool (mevedel-tool-name tool) :args args
+                     :paths (mevedel-chat-tool-paths tool args)
+                     :id (plist-get context :tool-use-id)))
+         (grant (mevedel-chat-tool-grant context))
+         (operation (not (eq (mevedel-chat--operation-decision chat context) 'allow))))
+    (cond ((null grant) (list base))
+          ((plist-get grant :escalated)
+           (append (and operation (list base))
+                   (list (append base (list :card 'escalation :grant grant)))))
+          (t (list (append base (list :card 'grant :grant grant
+                                      :operation-granted (not operation))))))))
 
 (defun mevedel-chat-permission-prompt (context answer)
   "Ask the user about the tool call CONTEXT; call ANSWER with the reply.
 ANSWER takes `approve', `deny' or (deny . REASON), once.  The chat's
-prompter (the view) shows a card; without one (headless runs) the
-call is refused.  Return a function that withdraws the question."
+prompter (the view) shows a card, or several in turn (see
+`mevedel-chat--cards'); without one (headless runs) the call is
+refused.  Return a function that withdraws the question."
   (let* ((chat (mevedel-chat-of-buffer (plist-get context :data-buffer)))
          (tool (plist-get context :tool))
          (name (mevedel-tool-name tool)))
@@ -717,30 +757,35 @@ approve it here" name)))
       (funcall answer (cons 'deny (mevedel-permissions-refusal-reason name 'headless)))
       nil)
      (t
-      (let ((request (list :tool name :args (plist-get context :args)
-                           :paths (mevedel-chat-tool-paths tool (plist-get context :args))
-                           :id (plist-get context :tool-use-id))))
-        (cl-flet ((settle ()
-                    (when (memq request (mevedel-chat-pending chat))
-                      (setf (mevedel-chat-pending chat) (delq request (mevedel-chat-pending chat)))
-                      (mevedel-chat--notify chat 'permission-settled request)
-                      t)))
-          (plist-put request :answer
-                     (lambda (reply)
-                       (when (settle)
-                         (pcase reply
-                           ('once (funcall answer 'approve))
-                           ('session
-                            (push (list 'allow name) (mevedel-chat-session-rules chat))
-                            (funcall answer 'approve))
-                           (_ (funcall answer (cons 'deny (mevedel-permissions-refusal-reason
-                                                           name 'user))))))))
-          (setf (mevedel-chat-pending chat)
-                (mevedel-chat--sort-pending chat (append (mevedel-chat-pending chat)
-                                                         (list request))))
-          (mevedel-chat--notify chat 'permission request)
-          (funcall (mevedel-chat-prompter chat) chat request)
-          (lambda () (settle))))))))
+      (let ((cards (mevedel-chat--cards chat context))
+            (current nil))
+        (cl-labels ((settle (request)
+                      (when (memq request (mevedel-chat-pending chat))
+                        (setf (mevedel-chat-pending chat) (delq request (mevedel-chat-pending chat)))
+                        (mevedel-chat--notify chat 'permission-settled request)
+                        t))
+                    (ask (request)
+                      (setq current request)
+                      (plist-put request :answer
+                                 (lambda (reply)
+                                   (when (settle request)
+                                     (pcase reply
+                                       ((or 'once 'session)
+                                        (when (and (eq reply 'session)
+                                                   (null (plist-get request :card)))
+                                          (push (list 'allow name) (mevedel-chat-session-rules chat)))
+                                        (setq cards (cdr cards))
+                                        (if cards (ask (car cards)) (funcall answer 'approve)))
+                                       (_ (funcall answer
+                                                   (cons 'deny (mevedel-permissions-refusal-reason
+                                                                name 'user))))))))
+                      (setf (mevedel-chat-pending chat)
+                            (mevedel-chat--sort-pending chat (append (mevedel-chat-pending chat)
+                                                                     (list request))))
+                      (mevedel-chat--notify chat 'permission request)
+                      (funcall (mevedel-chat-prompter chat) chat request)))
+          (ask (car cards))
+          (lambda () (settle current))))))))
 
 (defun mevedel-chat--sort-pending (chat requests)
   "Return permission REQUESTS of CHAT in the model's call order."

@@ -607,10 +607,11 @@ Return non-nil if the request was running."
     (:probe-timeout-ms . integer))
   "Keys of a sandbox request plist and the type of each value.")
 
-(defun mevedel-core--sandbox-json (request)
-  "Return the JSON text of the sandbox REQUEST plist.
+(defun mevedel-core-sandbox-object (request)
+  "Return the sandbox REQUEST plist in the module's shape (a JSON plist).
 Keys with a nil value are left out (the module's defaults apply); the
-helper defaults to `mevedel-core-sandbox-helper-file'."
+helper defaults to `mevedel-core-sandbox-helper-file'.  Managed
+executions pass it as the :sandbox of their spec."
   (let ((out nil))
     (cl-loop for (key value) on request by #'cddr
              for type = (or (alist-get key mevedel-core--sandbox-request-keys)
@@ -626,7 +627,12 @@ helper defaults to `mevedel-core-sandbox-helper-file'."
                                          (_ value))))))
     (unless (plist-get out :helper)
       (setq out (nconc out (list :helper (mevedel-core-sandbox-helper-file)))))
-    (json-serialize out)))
+    out))
+
+(defun mevedel-core--sandbox-json (request)
+  "Return the JSON text of the sandbox REQUEST plist.
+See `mevedel-core-sandbox-object'."
+  (json-serialize (mevedel-core-sandbox-object request)))
 
 (defun mevedel-core-sandbox-decide (request)
   "Return the boundary the sandbox REQUEST plist would get.
@@ -678,8 +684,9 @@ Nil values are left out, lists of strings become arrays."
 SPEC is a plist: :session (key of the session's scheduler), :owner
 \(\"/root\" or an agent path), :command, :description, :kind (\"bash\" or
 \"monitor\"), :cwd, :tty, :timeout-ms (monitor), :yield-ms, :artifact-dir,
-:mailbox (the session.sqlite file), :tool-use-id, :wrapper (argv
-prefix), :environment (complete \"NAME=VALUE\" list), :env (extra
+:mailbox (the session.sqlite file), :tool-use-id, :sandbox (a plist
+from `mevedel-core-sandbox-object' without :command; absent runs the
+shell directly), :environment (complete \"NAME=VALUE\" list), :env (extra
 settings), :output-cap, :stop-grace-ms and :progress.  Refusals (the
 `&' operator, 64 live processes, Monitor rules) signal
 `mevedel-core-exec-error' at once.  CALLBACK gets `ok' and the first

@@ -483,11 +483,15 @@ scheme, are expanded against the workspace; everything else is kept."
 
 (defun mevedel-pipeline-permission-default (context)
   "Decide CONTEXT's permission from its tool alone.
-The tool's :check-permission function decides when it has one (called
-with the arguments); otherwise read-only tools are allowed and others
-need to ask."
+A call asking for a sandbox grant (the tool's :grant-request) needs to
+ask.  Otherwise the tool's :check-permission function decides when it
+has one (called with the arguments); otherwise read-only tools are
+allowed and others need to ask."
   (let ((tool (plist-get context :tool)))
-    (cond ((mevedel-tool-check-permission tool)
+    (cond ((and (mevedel-tool-grant-request tool)
+                (funcall (mevedel-tool-grant-request tool) (plist-get context :args)))
+           'ask)
+          ((mevedel-tool-check-permission tool)
            (funcall (mevedel-tool-check-permission tool) (plist-get context :args)))
           ((mevedel-tool-read-only-p tool) 'allow)
           (t 'ask))))

@@ -23,6 +23,7 @@
 (require 'subr-x)
 (require 'mevedel-core)
 (require 'mevedel-pipeline)
+(require 'mevedel-sandbox)
 (require 'mevedel-session)
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-render)
@@ -93,9 +94,9 @@ is /root."
 Keys: :session (the session key), :owner (\"/root\" or an agent path),
 :cwd, :artifact-dir (durable directory for kept output), :store (the
 session store handle) and :mailbox (its session.sqlite file),
-:tool-use-id, :wrapper (a launcher argv prefix, e.g. the sandbox) and
-:environment (a complete \"NAME=VALUE\" list; `process-environment'
-when absent).")
+:tool-use-id, :writable (more directories the sandbox lets commands
+write besides :cwd) and :environment (a complete \"NAME=VALUE\" list;
+`process-environment' when absent).")
 
 (defun mevedel-exec-context ()
   "Return the current call's context (see `mevedel-exec-context-function')."
@@ -133,6 +134,89 @@ NAME labels the argument in errors.  Non-numbers are rejected."
       (error "The description must be short (at most %d characters); it names the command"
              mevedel-exec-description-max))
     value))
+
+;;;; Sandbox
+
+(defun mevedel-exec--grant-paths (value name)
+  "Return VALUE, the paths of additional_permissions.NAME, as a list.
+Each must be an absolute file name; signal otherwise."
+  (let ((paths (cond ((memq value '(nil :null)) nil)
+                     ((or (vectorp value) (listp value)) (append value nil))
+                     (t (error "The additional_permissions.%s argument must be an array \
+of absolute paths" name)))))
+    (mapcar (lambda (path)
+              (unless (and (stringp path) (string-prefix-p "/" path))
+                (error "The additional_permissions.%s entry %S is not an absolute path"
+                       name path))
+              (directory-file-name (expand-file-name path)))
+            paths)))
+
+(defun mevedel-exec-grant-request (args)
+  "Return the sandbox grant a Bash or Monitor call with ARGS asks for.
+That is nil for the default sandbox, or a plist (:escalated BOOL
+:network BOOL :read PATHS :write PATHS :justification TEXT) from the
+sandbox_permissions, additional_permissions and justification
+arguments.  Malformed values signal an error naming them."
+  (let* ((mode (plist-get args :sandbox_permissions))
+         (escalated (pcase mode
+                      ((or 'nil :null "use_default") nil)
+                      ("require_escalated" t)
+                      (_ (error "The sandbox_permissions argument must be \"use_default\" \
+or \"require_escalated\", not %S" mode))))
+         (extra (plist-get args :additional_permissions))
+         (extra (if (or (hash-table-p extra) (eq extra :null)) nil extra))
+         (_ (unless (listp extra)
+              (error "The additional_permissions argument must be an object")))
+         (network (mevedel-exec--true-p (plist-get extra :network)))
+         (read (mevedel-exec--grant-paths (plist-get extra :read) "read"))
+         (write (mevedel-exec--grant-paths (plist-get extra :write) "write"))
+         (why (plist-get args :justification)))
+    (when (or escalated network read write)
+      (list :escalated escalated :network network :read read :write write
+            :justification (and (stringp why) (not (string-blank-p why)) why)))))
+
+(defun mevedel-exec--sandbox (context cwd grant)
+  "Return the sandbox request of a command run for CONTEXT in CWD.
+GRANT is what `mevedel-exec-grant-request' returned (approved by the
+permission step).  Writable: CWD and the context's :writable; the
+workspace's .mevedel state stays read-only."
+  (mevedel-core-sandbox-object
+   (mevedel-sandbox-request
+    :env nil
+    :writable (delete-dups (delq nil (cons cwd (plist-get context :writable))))
+    :state-dirs (list (expand-file-name ".mevedel" cwd))
+    :network (plist-get grant :network)
+    :extra-read (plist-get grant :read)
+    :extra-write (plist-get grant :write)
+    :escalated (plist-get grant :escalated))))
+
+(defun mevedel-exec--boundary (obs)
+  "Return the sandbox facts plist of observation OBS, or nil."
+  (or (plist-get obs :sandbox)
+      (plist-get (plist-get obs :facts) :sandbox)))
+
+(defun mevedel-exec-sandbox-summary (sandbox)
+  "Return the `:sandbox-summary' for the SANDBOX facts of one execution.
+It is nil when the facts are the default (confined, nothing added)."
+  (let ((summary (and sandbox (mevedel-sandbox-summary-add nil sandbox))))
+    (and (mevedel-sandbox-summary-warning summary) summary)))
+
+(defun mevedel-exec--scrub (text)
+  "Return TEXT without the sandbox helper's file name or scratch directories.
+The model sees why a sandbox failed, not mevedel's private paths."
+  (let ((helper (ignore-errors (mevedel-sandbox--helper))))
+    (replace-regexp-in-string
+     "/[^ \n\"']*/mevedel-sandbox-[[:alnum:]]\\{6\\}" "the sandbox's scratch directory"
+     (if (stringp helper) (string-replace helper "the sandbox helper" text) text)
+     t t)))
+
+(defun mevedel-exec--boundary-note (sandbox)
+  "Return one line telling the model about a non-default SANDBOX boundary."
+  (pcase (plist-get sandbox :boundary)
+    ('unconfined "Note: no sandbox layer works here, so this command ran unconfined.")
+    ('off "Note: the sandbox is off, so this command ran unconfined.")
+    ('escalated "Note: this command ran outside the sandbox (escalation was approved).")
+    ('landlock "Note: this command was confined by Landlock only.")))
 
 ;;;; Model-visible text
 
@@ -182,11 +266,12 @@ NAME labels the argument in errors.  Non-numbers are rejected."
                                      (and n (> n 0) n)))
                ("output_file" . ,(plist-get obs :artifact)))))))
 
-(defun mevedel-exec-format-observation (obs)
+(defun mevedel-exec-format-observation (obs &optional first)
   "Return the model-visible text of observation OBS.
 The command's output comes first, unchanged; then, when a pipeline
-stage failed, one line naming it; then the envelope.  A still-running
-command says how to continue."
+stage failed, one line naming it; in the FIRST observation of a
+command, a line about a non-default sandbox boundary; then the
+envelope.  A still-running command says how to continue."
   (let* ((facts (plist-get obs :facts))
          (output (or (plist-get obs :output) ""))
          (state (plist-get obs :state))
@@ -196,7 +281,9 @@ command says how to continue."
     (when-let* ((note (plist-get facts :note)))
       (push (concat note "\n") parts))
     (when-let* ((error (plist-get facts :error)))
-      (push (concat error "\n") parts))
+      (push (concat (mevedel-exec--scrub error) "\n") parts))
+    (when-let* ((note (and first (mevedel-exec--boundary-note (mevedel-exec--boundary obs)))))
+      (push (concat note "\n") parts))
     (unless facts
       (push (format (if (equal state "queued")
                         "Waiting for its turn (another command holds the exclusive lane). \
@@ -211,7 +298,8 @@ send input (tty only) or stop it with StopExecution.\n")
 (defun mevedel-exec-render-data (obs)
   "Return the render-data plist for observation OBS."
   (let ((facts (plist-get obs :facts)))
-    (list :execution-id (plist-get obs :id)
+    (mevedel-sandbox-render-data
+     (list :execution-id (plist-get obs :id)
           :kind (plist-get obs :kind)
           :state (plist-get obs :state)
           :elapsed-ms (or (plist-get facts :duration-ms) (plist-get obs :elapsed-ms))
@@ -223,14 +311,16 @@ send input (tty only) or stop it with StopExecution.\n")
           :bytes (plist-get obs :bytes)
           :omitted-chars (plist-get obs :omitted-chars)
           :artifact (plist-get obs :artifact)
-          :envelope t)))
+          :envelope t)
+     (mevedel-exec-sandbox-summary (mevedel-exec--boundary obs)))))
 
-(defun mevedel-exec--answer (callback)
-  "Return a module callback that answers CALLBACK with a tool result."
+(defun mevedel-exec--answer (callback &optional first)
+  "Return a module callback that answers CALLBACK with a tool result.
+FIRST says the result is the command's first observation."
   (lambda (status value)
     (funcall callback
              (if (eq status 'ok)
-                 (list :result (mevedel-exec-format-observation value)
+                 (list :result (mevedel-exec-format-observation value first)
                        :render-data (mevedel-exec-render-data value))
                (format "Error: %s" (cadr value))))))
 
@@ -249,19 +339,22 @@ send input (tty only) or stop it with StopExecution.\n")
 
 ;;;; Handlers
 
-(defun mevedel-exec--spec (context &rest extra)
-  "Return the execution spec for CONTEXT plus EXTRA keys."
-  (append extra
-          (list :session (plist-get context :session)
-                :owner (or (plist-get context :owner) "/root")
-                :cwd (let ((dir (or (plist-get context :cwd) default-directory)))
-                       (and dir (expand-file-name dir)))
-                :artifact-dir (plist-get context :artifact-dir)
-                :mailbox (plist-get context :mailbox)
-                :tool-use-id (plist-get context :tool-use-id)
-                :wrapper (plist-get context :wrapper)
-                :environment (or (plist-get context :environment) process-environment)
-                :stop-grace-ms mevedel-exec-stop-grace-ms)))
+(defun mevedel-exec--spec (context args &rest extra)
+  "Return the execution spec for CONTEXT plus EXTRA keys.
+ARGS are the call's arguments; their sandbox grant (see
+`mevedel-exec-grant-request') shapes the sandbox request."
+  (let ((cwd (let ((dir (or (plist-get context :cwd) default-directory)))
+               (and dir (directory-file-name (expand-file-name dir))))))
+    (append extra
+            (list :session (plist-get context :session)
+                  :owner (or (plist-get context :owner) "/root")
+                  :cwd cwd
+                  :artifact-dir (plist-get context :artifact-dir)
+                  :mailbox (plist-get context :mailbox)
+                  :tool-use-id (plist-get context :tool-use-id)
+                  :sandbox (mevedel-exec--sandbox context cwd (mevedel-exec-grant-request args))
+                  :environment (or (plist-get context :environment) process-environment)
+                  :stop-grace-ms mevedel-exec-stop-grace-ms))))
 
 (defun mevedel-exec-bash (callback args)
   "Run the Bash call ARGS (:command :description :yield_time_ms :tty).
@@ -276,11 +369,11 @@ Answer CALLBACK with the output so far and the execution's facts."
        (let* ((context (mevedel-exec-context))
               (answered nil)
               (id (mevedel-core-exec-start
-                   (mevedel-exec--spec context
+                   (mevedel-exec--spec context args
                                        :command command :description description :kind "bash"
                                        :tty (and (mevedel-exec--true-p (plist-get args :tty)) t)
                                        :yield-ms yield)
-                   (let ((answer (mevedel-exec--answer callback)))
+                   (let ((answer (mevedel-exec--answer callback t)))
                      (lambda (status value)
                        (setq answered t)
                        (funcall answer status value))))))
@@ -365,9 +458,9 @@ its execution id once it is launched."
        (unless (equal (or (plist-get context :owner) "/root") "/root")
          (error "Monitor is only available to the root agent"))
        (mevedel-core-exec-start
-        (mevedel-exec--spec context :command command :description description
+        (mevedel-exec--spec context args :command command :description description
                             :kind "monitor" :timeout-ms timeout :yield-ms 10000)
-        (mevedel-exec--answer callback))))))
+        (mevedel-exec--answer callback t))))))
 
 ;;;; Events: progress, settlement, monitor lines
 
@@ -516,8 +609,11 @@ call this while building the next model request."
 
 (defun mevedel-exec--header (prefix text render-data status)
   "Return a row header: PREFIX, TEXT's first line (60 columns), state, elapsed.
-RENDER-DATA and STATUS give the state."
+RENDER-DATA and STATUS give the state; a non-default sandbox boundary
+adds its warning."
   (let* ((state (mevedel-exec--state-label render-data status))
+         (warning (mevedel-sandbox-summary-warning
+                   (plist-get render-data :sandbox-summary)))
          (exit (let ((code (plist-get render-data :exit-code))
                      (signal (plist-get render-data :signal)))
                  (cond (signal (format "signal %s" signal))
@@ -526,7 +622,8 @@ RENDER-DATA and STATUS give the state."
     (concat prefix (mevedel-exec--first-line text)
             (and state (concat "  " state))
             (and exit (concat " (" exit ")"))
-            (and elapsed (concat " " elapsed)))))
+            (and elapsed (concat " " elapsed))
+            (and warning (concat "  [" warning "]")))))
 
 (defun mevedel-exec--strip-envelope (result)
   "Return RESULT without its trailing execution envelope."
@@ -574,7 +671,10 @@ id) keep the generic Bash rendering."
   "Render a Monitor call with ARGS, RESULT and RENDER-DATA."
   (let ((description (or (plist-get args :description) "")))
     (list :header (concat "Watching: "
-                          (truncate-string-to-width description 60 nil nil "…"))
+                          (truncate-string-to-width description 60 nil nil "…")
+                          (when-let* ((warning (mevedel-sandbox-summary-warning
+                                                (plist-get render-data :sandbox-summary))))
+                            (concat "  [" warning "]")))
           :status (mevedel-exec--status render-data 'success)
           :body (mevedel-exec--body (or (plist-get args :command) "") result render-data)
           :breadcrumb (mevedel-exec-breadcrumb-text (plist-get render-data :breadcrumb))
@@ -678,7 +778,8 @@ has this breadcrumb."
                         (:bytes . ,(plist-get facts :bytes))
                         (:breadcrumb . ,breadcrumb)))
           (setq new (plist-put new (car pair) (cdr pair))))
-        new))))
+        (mevedel-sandbox-render-data
+         new (mevedel-exec-sandbox-summary (plist-get facts :sandbox)))))))
 
 (mevedel-tool-render-register "Bash" #'mevedel-exec-render-bash)
 (mevedel-tool-render-register "Monitor" #'mevedel-exec-render-monitor)
@@ -804,16 +905,29 @@ poll it or type into it with WriteStdin, list with ListExecutions, stop with Sto
 a background completion is delivered to you later. tty=true gives the command a terminal \
 with writable stdin; otherwise stdin is closed. Do not use `&' (rejected); there is no \
 automatic timeout (use `timeout N cmd'). Output is capped at 64 MiB and long output is \
-shown as head and tail. Manual: " mevedel-exec-manual-address)
+shown as head and tail. Commands run in a sandbox: the workspace is writable (not .git), the \
+network is off; additional_permissions (network, read/write paths) or \
+sandbox_permissions=\"require_escalated\" ask the user first, with your justification. \
+Manual: " mevedel-exec-manual-address)
   :args ((command string :required "The Bash source to run")
          (description string :required
                       "A short description of what the command does (a few words)")
          (yield_time_ms integer :optional
                         "How long to wait before returning a running command (default 10000)"
                         :minimum 250 :maximum 30000)
-         (tty boolean :optional "Run in a pseudo-terminal with writable stdin (default false)"))
+         (tty boolean :optional "Run in a pseudo-terminal with writable stdin (default false)")
+         (sandbox_permissions string :optional
+                              "\"require_escalated\" to run outside the sandbox (asks the user)"
+                              :enum ("use_default" "require_escalated"))
+         (additional_permissions object :optional
+                                 "More sandbox permissions (asks the user): network, read/write paths"
+                                 :properties (network (:type boolean)
+                                              read (:type array :items string)
+                                              write (:type array :items string)))
+         (justification string :optional "Why the extra permissions are needed, for the user"))
   :async-p t
   :max-result-size 30000
+  :grant-request #'mevedel-exec-grant-request
   :function #'mevedel-exec-bash)
 
 (mevedel-define-tool WriteStdin
@@ -848,13 +962,25 @@ chars \"\\u0003\" sends Ctrl-C. Manual: " mevedel-exec-manual-address)
                 "Watch a command whose stdout lines should reach you as events while you do \
 other work (e.g. `tail -f log | grep --line-buffered ERROR'). Each stdout line becomes an \
 event; stderr is only kept in the output file. It stops at timeout_ms (default 300000) or when \
-it floods (over 100 lines a minute). For one eventual result use Bash instead. Manual: "
+it floods (over 100 lines a minute). For one eventual result use Bash instead. It runs in \
+Bash's sandbox, with the same sandbox_permissions, additional_permissions and justification. \
+Manual: "
                 mevedel-exec-manual-address)
   :args ((command string :required "The Bash source of the watcher")
          (description string :required "What it watches; shown with every event")
          (timeout_ms integer :optional "Milliseconds until it is stopped (default 300000)"
-                     :minimum 1000 :maximum 3600000))
+                     :minimum 1000 :maximum 3600000)
+         (sandbox_permissions string :optional
+                              "\"require_escalated\" to run outside the sandbox (asks the user)"
+                              :enum ("use_default" "require_escalated"))
+         (additional_permissions object :optional
+                                 "More sandbox permissions (asks the user): network, read/write paths"
+                                 :properties (network (:type boolean)
+                                              read (:type array :items string)
+                                              write (:type array :items string)))
+         (justification string :optional "Why the extra permissions are needed, for the user"))
   :async-p t
+  :grant-request #'mevedel-exec-grant-request
   :function #'mevedel-exec-monitor)
 
 (provide 'mevedel-tool-exec)

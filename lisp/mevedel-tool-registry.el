@@ -70,7 +70,7 @@ which validates, repairs and runs the handler directly.")
     :read-only-p :snapshot-p :destructive-p :async-p
     ;; Permissions
     :check-permission :check-permission-async :get-path :get-paths
-    :get-pattern :get-domain :get-name
+    :get-pattern :get-domain :get-name :grant-request
     ;; Loading and grouping
     :category :groups :wrap :prompt-file
     ;; Display and output
@@ -95,7 +95,7 @@ which validates, repairs and runs the handler directly.")
   name category description summary function args
   read-only-p snapshot-p destructive-p async-p
   check-permission check-permission-async get-path get-paths get-pattern
-  get-domain get-name
+  get-domain get-name grant-request
   groups wrap prompt-file
   max-result-size render-transform renderer
   ;; Built by registration:
@@ -206,7 +206,9 @@ whose contract is frozen and reused.
 
 Behavior: :read-only-p :snapshot-p :destructive-p :async-p.
 Permissions: :check-permission :check-permission-async :get-path
-:get-paths :get-pattern :get-domain :get-name.
+:get-paths :get-pattern :get-domain :get-name :grant-request (a
+function of the arguments returning the sandbox grant they ask for,
+or nil; a grant is always asked about, see `mevedel-chat-permission').
 Loading and grouping: :category (default \"mevedel\") :groups :wrap
 :prompt-file.
 Display and output: :summary (default: the description's first
@@ -366,6 +368,7 @@ the same category and name, in mevedel and in gptel."
                 :get-pattern (plist-get properties :get-pattern)
                 :get-domain (plist-get properties :get-domain)
                 :get-name (plist-get properties :get-name)
+                :grant-request (plist-get properties :grant-request)
                 :groups (plist-get properties :groups)
                 :wrap (and wrap (list :source wrap
                                       :args (copy-tree (gptel-tool-args source) t)

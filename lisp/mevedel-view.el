@@ -614,20 +614,48 @@ A group is a segment (:type group :id FIRST-ID :members SEGMENTS)."
         (add-text-properties start (point) '(read-only t mevedel-live t))))
     (if running (mevedel-view--start-spinner) (mevedel-view--stop-spinner))))
 
+(defun mevedel-view--grant-text (card grant operation-granted)
+  "Return the lines of a CARD (`grant' or `escalation') asking for GRANT.
+OPERATION-GRANTED non-nil means the call itself is allowed already."
+  (concat
+   (if (eq card 'escalation)
+       "  The command runs with no sandbox: no filesystem, network or process limits.\n"
+     (concat
+      (format "  [%s] run the command\n" (if operation-granted "x" " "))
+      (and (plist-get grant :network) "  [ ] network access\n")
+      (mapconcat (lambda (path) (format "  [ ] read %s\n" path)) (plist-get grant :read) "")
+      (mapconcat (lambda (path) (format "  [ ] write %s\n" path)) (plist-get grant :write) "")))
+   (when-let* ((why (plist-get grant :justification)))
+     (format "  why: %s\n" (mevedel-tool-render-shorten why 200)))))
+
 (defun mevedel-view--card-text (request)
   "Return the text of the permission card for REQUEST."
-  (let ((args (plist-get request :args)))
+  (let ((args (plist-get request :args))
+        (card (plist-get request :card)))
     (propertize
      (concat
-      (propertize (format "Allow %s?" (plist-get request :tool)) 'face 'bold) "\n"
+      (propertize (pcase card
+                    ('escalation (format "Run this %s call OUTSIDE the sandbox?"
+                                         (plist-get request :tool)))
+                    ('grant (format "Allow %s with more sandbox permissions?"
+                                    (plist-get request :tool)))
+                    (_ (format "Allow %s?" (plist-get request :tool))))
+                  'face 'bold)
+      "\n"
       (cl-loop for (key value) on args by #'cddr
                concat (format "  %s: %s\n" (substring (symbol-name key) 1)
                               (mevedel-tool-render-shorten value 100)))
       (when-let* ((paths (plist-get request :paths)))
         (format "  paths: %s\n" (string-join paths ", ")))
+      (when card
+        (mevedel-view--grant-text card (plist-get request :grant)
+                                  (plist-get request :operation-granted)))
       (substitute-command-keys
-       "  \\<mevedel-view-card-map>\\[mevedel-view-allow-once] allow once · \
-\\[mevedel-view-allow-session] always this session · \\[mevedel-view-deny] deny\n"))
+       (if card
+           "  \\<mevedel-view-card-map>\\[mevedel-view-allow-once] allow once · \
+\\[mevedel-view-deny] deny\n"
+         "  \\<mevedel-view-card-map>\\[mevedel-view-allow-once] allow once · \
+\\[mevedel-view-allow-session] always this session · \\[mevedel-view-deny] deny\n")))
      'face 'mevedel-view-card 'keymap mevedel-view-card-map
      'mevedel-card request)))
 

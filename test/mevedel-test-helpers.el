@@ -73,6 +73,24 @@
                      (not (equal (match-string 1 stat) "Z")))
            collect (string-to-number dir)))
 
+(defun mevedel-test-processes-running (marker)
+  "Return the pids of live processes whose command line starts with MARKER.
+Found through /proc, so processes inside a sandbox's PID namespace
+count too."
+  (cl-loop for dir in (directory-files "/proc" nil "\\`[0-9]+\\'")
+           for cmdline = (ignore-errors
+                           (with-temp-buffer
+                             (set-buffer-multibyte nil)
+                             (insert-file-contents-literally (format "/proc/%s/cmdline" dir))
+                             (subst-char-in-string ?\0 ?\s (buffer-string))))
+           for stat = (ignore-errors
+                        (with-temp-buffer
+                          (insert-file-contents (format "/proc/%s/stat" dir))
+                          (buffer-string)))
+           when (and cmdline (string-prefix-p marker cmdline)
+                     stat (not (string-match-p ") Z " stat)))
+           collect (string-to-number dir)))
+
 (defun mevedel-test-tool-text (id name args result)
   "Return data-buffer text for call ID of NAME with ARGS and RESULT.
 The text is what gptel writes for a tool call."

@@ -29,7 +29,8 @@
 (ert-deftest mevedel-ps:lists-inspects-without-reading-and-stops ()
   (mevedel-core-ensure)
   (mevedel-test-with-view _view chat
-    (let* ((session (mevedel-session-id (mevedel-chat-session chat)))
+    (let* ((mevedel-sandbox-mode 'off)  ; "echo $$" below must print the group's id.
+           (session (mevedel-session-id (mevedel-chat-session chat)))
            (result (mevedel-test-run-tool chat "Bash" "call_late"
 					  '(:command "sleep 1; echo late-output; sleep 1.5"
 						     :description "late printer" :yield_time_ms 250) t))

@@ -301,18 +301,17 @@
 
 (ert-deftest mevedel-tool-exec:session-close-stops-its-processes ()
   (mevedel-core-ensure)
-  (let (pgid)
-    (tool-exec-test--in-session session
-      (let* ((outcome (tool-exec-test--pipeline
-                       "Bash" '(:command "echo $$; sleep 300" :description "nap"
-                                         :yield_time_ms 500)
-                       session)))
-        (should (equal (plist-get (plist-get outcome :render-data) :state) "running"))
-        (setq pgid (string-to-number (plist-get outcome :result)))
-        (should (> pgid 0))
-        (should (mevedel-test-group-members pgid))))
-    ;; Closing the session (at the end of the macro) tore it down.
-    (mevedel-test-wait-until (null (mevedel-test-group-members pgid)) 5)))
+  ;; The command runs in the sandbox's PID namespace: find it by its
+  ;; command line in /proc.
+  (tool-exec-test--in-session session
+    (let* ((outcome (tool-exec-test--pipeline
+                     "Bash" '(:command "sleep 300.25 | sleep 300.5" :description "nap"
+                                       :yield_time_ms 500)
+                     session)))
+      (should (equal (plist-get (plist-get outcome :render-data) :state) "running"))
+      (should (= 2 (length (mevedel-test-processes-running "sleep 300."))))))
+  ;; Closing the session (at the end of the macro) tore it down.
+  (mevedel-test-wait-until (null (mevedel-test-processes-running "sleep 300.")) 5))
 
 (ert-deftest mevedel-tool-exec:cancelled-request-stops-foreground-command ()
   (mevedel-core-ensure)

@@ -4,11 +4,13 @@
 //! cannot run). In order, it drops every capability, sets no_new_privs,
 //! applies the Landlock ruleset its arguments describe
 //! (`mevedel_dyn::sandbox::helper_args`), reports `started` on its start
-//! descriptor and executes the command. With `--supervise` (no PID
-//! namespace around it) it instead stays as a subreaper: it forks the
+//! descriptor and executes the command. With `--supervise` (what the
+//! launcher asks for) it instead stays as a subreaper: it forks the
 //! command, and when the command exits or the helper is told to stop, it
 //! kills every remaining descendant, including ones that left the process
-//! group with `setsid`.
+//! group with `setsid` (no PID namespace may contain them), and reports
+//! the command's raw wait status (bwrap would turn a death by signal into
+//! an exit code).
 //!
 //! `mevedel-sandbox --probe` applies a trivial ruleset and prints whether
 //! Landlock could be enforced.
@@ -50,6 +52,15 @@ fn main() {
         eprintln!("mevedel-sandbox: {why}");
         std::process::exit(EXIT_REFUSED);
     };
+    if args.take_tty {
+        // bwrap's session belongs to its init process: lead one of our
+        // own (no terminal yet), then make the terminal on stdin ours.
+        // SAFETY: plain setsid and ioctl on standard input.
+        if unsafe { libc::setsid() } < 0 || unsafe { libc::ioctl(0, libc::TIOCSCTTY, 0) } != 0 {
+            let err = std::io::Error::last_os_error();
+            refuse(&mut start, format!("cannot take the terminal: {err}"));
+        }
+    }
     if let Err(why) = drop_capabilities() {
         refuse(&mut start, why);
     }
@@ -202,7 +213,7 @@ fn drop_capabilities() -> Result<(), String> {
 }
 
 /// Fork the command and stay as its subreaper until it exits or we are
-/// told to stop; then kill whatever descends from us and exit the way
+/// told to stop (TERM or HUP; an interrupt is left to the command); then kill whatever descends from us and exit the way
 /// the command did.
 fn supervise(argv: &[OsString], mut start: Option<std::fs::File>) -> ! {
     // SAFETY: plain prctl and signal-mask calls in a single-threaded process.
@@ -240,7 +251,6 @@ fn supervise(argv: &[OsString], mut start: Option<std::fs::File>) -> ! {
         let err = command(argv).exec();
         exec_failed(&mut start, argv, &err);
     }
-    drop(start);
     loop {
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: waiting for one of the blocked signals.
@@ -248,13 +258,19 @@ fn supervise(argv: &[OsString], mut start: Option<std::fs::File>) -> ! {
         if sig == libc::SIGCHLD {
             if let Some(status) = reap(main) {
                 kill_descendants(me);
+                report(&mut start, &Marker::Exited(status));
                 exit_like(status);
             }
+        } else if sig == libc::SIGINT || sig == libc::SIGQUIT {
+            // Ctrl-C (from the terminal or the owner) reaches the command
+            // in our group by itself; it is the command's to handle.
         } else if sig > 0 {
             // SAFETY: plain kill; the command shares our group, but may
             // have left it.
             unsafe { libc::kill(main, libc::SIGTERM) };
             kill_descendants(me);
+            // The command was told to stop by the same signal.
+            report(&mut start, &Marker::Exited(sig));
             // SAFETY: restore the default action and die of the same signal.
             unsafe {
                 libc::signal(sig, libc::SIG_DFL);

@@ -28,6 +28,8 @@ use crate::bash::{self, Exit};
 use crate::datum::Datum;
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::{self, Event};
+use crate::sandbox::helper_args::Marker;
+use crate::sandbox::launch;
 
 /// Default time between TERM and KILL.
 pub const DEFAULT_GRACE: Duration = Duration::from_millis(1000);
@@ -57,13 +59,17 @@ struct Launched {
     err: Option<OwnedFd>,
     status_file: Option<File>,
     spool: Spool,
+    /// Read end of the sandbox's start-marker pipe (confined launches).
+    marker: Option<OwnedFd>,
+    /// The sandbox's scratch directory, kept while the command runs.
+    _keep: launch::Keep,
 }
 
 fn exec_err(doing: &str, e: &io::Error) -> Error {
     Error::io(ErrorKind::Exec, doing, e)
 }
 
-/// The shell command line for EXEC (before any wrapper).
+/// The shell command line for EXEC (inside the sandbox, if any).
 pub fn shell_argv(exec: &Exec) -> Vec<String> {
     let script = if exec.spec.kind == Kind::Bash && exec.analysis.snapshot() {
         bash::with_snapshot(&exec.spec.command)
@@ -94,20 +100,9 @@ fn status_file(dir: &std::path::Path, id: &str) -> Result<File> {
     Ok(file)
 }
 
-fn launch(exec: &Exec) -> Result<Launched> {
-    let spec = &exec.spec;
-    let spool_path = exec.state().spool_path.clone();
-    let dir = spool_path
-        .parent()
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or_else(std::env::temp_dir);
-    std::fs::create_dir_all(&dir).map_err(|e| exec_err("cannot create the spool directory", &e))?;
-    let cap = spec.output_cap.unwrap_or(spool::DEFAULT_CAP);
-    let spool = Spool::create(&spool_path, cap)?;
-    exec.state().reader = Some(spool.reader()?);
-
-    let mut argv: Vec<String> = spec.wrapper.clone();
-    argv.extend(shell_argv(exec));
+/// The environment of EXEC's shell: the spec's (or the module's), the
+/// controlled settings, then the spec's own settings.
+fn environment(spec: &super::execution::Spec) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = match &spec.environment {
         Some(list) => list
             .iter()
@@ -130,39 +125,119 @@ fn launch(exec: &Exec) -> Result<Launched> {
         env.retain(|(name, _)| name.as_os_str() != k.as_str());
         env.push((k.into(), v.into()));
     }
+    env
+}
+
+/// How EXEC's shell is started: directly, or prepared by the sandbox
+/// (decided from the cached probe, which may probe now: this runs off
+/// the Emacs thread).
+fn plan(exec: &Exec) -> Result<launch::Parts> {
+    let spec = &exec.spec;
+    let argv = shell_argv(exec);
+    let env = environment(spec);
+    let Some(policy) = &spec.sandbox else {
+        return Ok(launch::Parts {
+            argv: argv.into_iter().map(OsString::from).collect(),
+            cwd: spec.cwd.clone().unwrap_or_default(),
+            env: Some(env),
+            marker: None,
+            bwrap: false,
+            keep: launch::Keep::default(),
+            facts: None,
+            refusal: None,
+        });
+    };
+    let mut request = policy.clone();
+    request.command = argv;
+    request.cwd = spec.cwd.clone();
+    request.tty = spec.tty;
+    request.env = Some(
+        env.iter()
+            .map(|(k, v)| format!("{}={}", k.to_string_lossy(), v.to_string_lossy()))
+            .collect(),
+    );
+    launch::prepare(&request).map(launch::Prepared::into_parts)
+}
+
+/// Why a launch did not start, and the boundary facts known by then.
+struct NotLaunched {
+    message: String,
+}
+
+fn launch(exec: &Exec) -> std::result::Result<Launched, NotLaunched> {
+    let failed = |e: Error| NotLaunched { message: e.message };
+    let spec = &exec.spec;
     if let Some(cwd) = &spec.cwd
         && !cwd.is_dir()
     {
-        return Err(Error::new(
-            ErrorKind::Exec,
-            format!("working directory {} does not exist", cwd.display()),
-        ));
+        return Err(NotLaunched {
+            message: format!("working directory {} does not exist", cwd.display()),
+        });
     }
+    let parts = plan(exec).map_err(|e| NotLaunched {
+        message: format!("the sandbox could not be prepared: {}", e.message),
+    })?;
+    let launch::Parts {
+        argv,
+        cwd,
+        env,
+        marker,
+        bwrap,
+        keep,
+        facts,
+        refusal,
+    } = parts;
+    {
+        let mut st = exec.state();
+        st.sandbox = facts;
+        st.inner_session = bwrap;
+    }
+    if let Some(why) = refusal {
+        return Err(NotLaunched {
+            message: format!("the sandbox refused to run the command: {why}"),
+        });
+    }
+
+    let spool_path = exec.state().spool_path.clone();
+    let dir = spool_path
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_else(std::env::temp_dir);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| failed(exec_err("cannot create the spool directory", &e)))?;
+    let cap = spec.output_cap.unwrap_or(spool::DEFAULT_CAP);
+    let spool = Spool::create(&spool_path, cap).map_err(failed)?;
+    exec.state().reader = Some(spool.reader().map_err(failed)?);
 
     let mut fd_map = Vec::new();
     let status = if spec.kind == Kind::Bash && exec.analysis.snapshot() {
-        let file = status_file(&dir, &exec.id)?;
+        let file = status_file(&dir, &exec.id).map_err(failed)?;
         fd_map.push((file.as_raw_fd(), bash::SNAPSHOT_FD));
         Some(file)
     } else {
         None
     };
+    let marker = marker.map(|(reader, writer)| {
+        fd_map.push((writer.as_raw_fd(), writer.as_raw_fd()));
+        (reader, writer)
+    });
 
     let mut program = Program {
-        argv: argv.into_iter().map(OsString::from).collect(),
-        env: Some(env),
-        cwd: spec.cwd.clone(),
+        argv,
+        env,
+        cwd: (!cwd.as_os_str().is_empty()).then_some(cwd),
         stdin: None,
         stdout: None,
         stderr: None,
         fd_map,
-        new_session: spec.tty,
+        // Inside bwrap the helper takes the terminal in bwrap's session.
+        new_session: spec.tty && !bwrap,
     };
     let (out, err, input) = if spec.tty {
-        let (controller, terminal) = pty::open()?;
+        let (controller, terminal) = pty::open().map_err(failed)?;
         let dup = |fd: &OwnedFd| {
             fd.try_clone()
-                .map_err(|e| exec_err("cannot share the terminal", &e))
+                .map_err(|e| failed(exec_err("cannot share the terminal", &e)))
         };
         program.stdin = Some(dup(&terminal)?);
         program.stdout = Some(dup(&terminal)?);
@@ -170,17 +245,18 @@ fn launch(exec: &Exec) -> Result<Launched> {
         let input = dup(&controller)?;
         (controller, None, Some(File::from(input)))
     } else {
-        let (out_r, out_w) = io::pipe().map_err(|e| exec_err("cannot create a pipe", &e))?;
+        let pipe = || io::pipe().map_err(|e| failed(exec_err("cannot create a pipe", &e)));
+        let (out_r, out_w) = pipe()?;
         let out_w = OwnedFd::from(out_w);
         let err_r = if spec.kind == Kind::Monitor {
-            let (err_r, err_w) = io::pipe().map_err(|e| exec_err("cannot create a pipe", &e))?;
+            let (err_r, err_w) = pipe()?;
             program.stderr = Some(OwnedFd::from(err_w));
             Some(OwnedFd::from(err_r))
         } else {
             program.stderr = Some(
                 out_w
                     .try_clone()
-                    .map_err(|e| exec_err("cannot create a pipe", &e))?,
+                    .map_err(|e| failed(exec_err("cannot create a pipe", &e)))?,
             );
             None
         };
@@ -189,12 +265,22 @@ fn launch(exec: &Exec) -> Result<Launched> {
     };
 
     let (tx, rx) = oneshot::channel();
-    let info = owner::global().start(
+    let started = owner::global().start(
         program,
         Some(Box::new(move |status| {
             let _ = tx.send(status);
         })),
-    )?;
+    );
+    // The child has its copy of the start pipe's writer; ours would keep
+    // the pipe from ever reaching its end.
+    let marker = marker.map(|(reader, _writer)| reader);
+    let info = started.map_err(|e| NotLaunched {
+        message: if marker.is_some() {
+            format!("the sandbox failed to start: {}", e.message)
+        } else {
+            e.message
+        },
+    })?;
     let mut st = exec.state();
     st.pid = Some(info.pid as i32);
     st.launched = Some(Instant::now());
@@ -207,7 +293,21 @@ fn launch(exec: &Exec) -> Result<Launched> {
         err,
         status_file: status,
         spool,
+        marker,
+        _keep: keep,
     })
+}
+
+/// Send TERM to the group of EXEC (led by PID). Inside bwrap, the
+/// command's own group gets it, so the command may clean up and bwrap
+/// then ends by itself; the KILL that may follow goes to PID's group.
+fn terminate(exec: &Exec, pid: i32) {
+    let group = if exec.state().inner_session {
+        owner::inner_group(pid).unwrap_or(pid)
+    } else {
+        pid
+    };
+    owner::signal(group, libc::SIGTERM);
 }
 
 fn set_nonblocking(fd: &OwnedFd) {
@@ -286,10 +386,9 @@ pub async fn drive(exec: Arc<Exec>, ticket: Ticket) {
     let launched = tokio::task::spawn_blocking(move || launch(&launching))
         .await
         .unwrap_or_else(|e| {
-            Err(Error::new(
-                ErrorKind::Internal,
-                format!("launch panicked: {e}"),
-            ))
+            Err(NotLaunched {
+                message: format!("launch panicked: {e}"),
+            })
         });
     let launched = match launched {
         Ok(l) => l,
@@ -318,6 +417,8 @@ async fn run(exec: Arc<Exec>, launched: Launched) {
         err,
         status_file,
         mut spool,
+        marker,
+        _keep,
     } = launched;
     let grace = exec
         .spec
@@ -378,7 +479,7 @@ async fn run(exec: Arc<Exec>, launched: Launched) {
         if !*term_sent {
             *term_sent = true;
             exec.set_phase(Phase::Stopping);
-            owner::signal(pid, libc::SIGTERM);
+            terminate(&exec, pid);
             *kill_at = Some(Instant::now() + grace);
         }
     };
@@ -510,12 +611,25 @@ async fn run(exec: Arc<Exec>, launched: Launched) {
     {
         m.pending.push(line);
     }
-    let status = exit.and_then(|r| r.ok());
-    let termination = match (ending, status) {
+    let markers = marker.as_ref().map(launch::read_markers);
+    // A supervising helper knows the command's own status; bwrap's would
+    // turn a death by signal into an exit code.
+    let status = markers
+        .as_deref()
+        .and_then(launch::exited)
+        .map(ExitStatus::from_raw)
+        .or_else(|| exit.and_then(|r| r.ok()));
+    let mut termination = match (ending, status) {
         (Some(t), _) => t,
         (None, Some(s)) if s.signal().is_some() => Termination::Signal,
         _ => Termination::Exit,
     };
+    if let Some(problem) = markers.and_then(|m| sandbox_start(&exec, &m, &spool, status))
+        && ending.is_none()
+    {
+        termination = Termination::LaunchFailed;
+        write_error = Some(problem);
+    }
     let pipestatus = status_file.and_then(|mut f| {
         use std::io::{Read, Seek};
         let mut text = String::new();
@@ -541,6 +655,31 @@ async fn run(exec: Arc<Exec>, launched: Launched) {
         pending,
     )
     .await;
+}
+
+/// Settle the sandbox's start from its MARKERS (read once the launch
+/// ended); return the problem when the command never started.
+fn sandbox_start(
+    exec: &Exec,
+    markers: &[Marker],
+    spool: &Spool,
+    status: Option<ExitStatus>,
+) -> Option<String> {
+    let said = exec
+        .state()
+        .reader
+        .as_ref()
+        .map(|r| spool::live_tail(r, spool.len(), TAIL_CHARS, TAIL_LINES))
+        .unwrap_or_default();
+    let status = match status.map(|s| (s.code(), s.signal())) {
+        Some((Some(code), _)) => format!("status {code}"),
+        Some((None, Some(sig))) => format!("signal {sig}"),
+        _ => "unknown status".into(),
+    };
+    let mut st = exec.state();
+    let facts = st.sandbox.as_mut()?;
+    facts.settle_start(markers, &said, &status);
+    facts.start.problem()
 }
 
 /// Append CHUNK (stdout or stderr) to SPOOL unless output is already
@@ -671,6 +810,7 @@ async fn settle_with(
             tty: exec.spec.tty,
             pipeline: derived.filter(|d| d.pipeline_exit_codes.is_some()),
             error,
+            sandbox: st.sandbox.clone(),
         });
         st.lease = None;
         st.input = None;

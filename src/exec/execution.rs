@@ -13,6 +13,7 @@ use super::scheduler::{Lane, Lease};
 use super::spool::{self, RangeView};
 use crate::bash::{self, Analysis};
 use crate::datum::Datum;
+use crate::sandbox::launch::{self, Request};
 
 /// What Lisp asks for (JSON with kebab-case keys).
 #[derive(Debug, Clone, Deserialize)]
@@ -46,9 +47,11 @@ pub struct Spec {
     pub mailbox: Option<PathBuf>,
     #[serde(default)]
     pub tool_use_id: Option<String>,
-    /// Command-line prefix (a sandbox launcher) put before `bash`.
+    /// The sandbox policy the shell runs under (its command, working
+    /// directory and environment are the execution's); run directly when
+    /// absent.
     #[serde(default)]
-    pub wrapper: Vec<String>,
+    pub sandbox: Option<Request>,
     /// The complete environment ("NAME=VALUE"); the module's own when absent.
     #[serde(default)]
     pub environment: Option<Vec<String>>,
@@ -173,6 +176,8 @@ pub struct Facts {
     pub tty: bool,
     pub pipeline: Option<bash::Outcome>,
     pub error: Option<String>,
+    /// The boundary it ran under (absent when no sandbox policy applied).
+    pub sandbox: Option<launch::Facts>,
 }
 
 impl Facts {
@@ -215,6 +220,12 @@ impl Facts {
             ),
             ("note", Datum::opt_str(p.and_then(|p| p.note.clone()))),
             ("error", Datum::opt_str(self.error.clone())),
+            (
+                "sandbox",
+                self.sandbox
+                    .as_ref()
+                    .map_or(Datum::Nil, launch::Facts::to_datum),
+            ),
         ])
     }
 
@@ -259,6 +270,11 @@ pub struct State {
     pub events: usize,
     /// The controller side of its PTY, for input.
     pub input: Option<File>,
+    /// The boundary facts once its launch was prepared.
+    pub sandbox: Option<launch::Facts>,
+    /// bwrap runs the command in a session of its own: a Ctrl-C for a
+    /// pipe-mode command goes to that session's group.
+    pub inner_session: bool,
 }
 
 /// One execution, shared by its driver task and every caller.
@@ -309,6 +325,8 @@ impl Exec {
                 terminal: None,
                 events: 0,
                 input: None,
+                sandbox: None,
+                inner_session: false,
             }),
             phase_tx,
             stop_signal: Notify::new(),
@@ -477,6 +495,12 @@ pub fn observation(
         (
             "facts",
             st.facts.as_ref().map_or(Datum::Nil, Facts::to_datum),
+        ),
+        (
+            "sandbox",
+            st.sandbox
+                .as_ref()
+                .map_or(Datum::Nil, launch::Facts::to_datum),
         ),
     ];
     if exec.spec.kind == Kind::Monitor {

@@ -365,7 +365,8 @@ pub async fn observe_launch(exec: Arc<Exec>, wait: Duration) -> Datum {
 }
 
 /// Send CHARS to EXEC: ordinary input only to a PTY; `\u{3}` (Ctrl-C)
-/// through the PTY, or as SIGINT to a pipe-mode group.
+/// through the PTY, or as SIGINT to a pipe-mode group (the one inside
+/// bwrap's session when confined).
 pub fn write_input(exec: &Exec, chars: &str) -> Result<()> {
     let st = exec.state();
     match st.phase {
@@ -392,10 +393,20 @@ pub fn write_input(exec: &Exec, chars: &str) -> Result<()> {
         return write_all_patiently(&input, chars.as_bytes());
     }
     let pid = st.pid;
+    let inner = st.inner_session;
     drop(st);
     match (interrupt_only, pid) {
         (true, Some(pid)) => {
-            super::owner::signal(pid, libc::SIGINT);
+            // bwrap dies of a signal sent to its own group (taking the
+            // command with it); Ctrl-C goes across its session boundary,
+            // once, to the command's group instead.
+            let group = if inner {
+                super::owner::inner_group(pid)
+                    .ok_or_else(|| exec_error("the command has not started inside its sandbox"))?
+            } else {
+                pid
+            };
+            super::owner::signal(group, libc::SIGINT);
             Ok(())
         }
         _ if exec.spec.kind == Kind::Monitor => Err(exec_error(

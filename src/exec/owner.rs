@@ -400,6 +400,41 @@ pub fn group_alive(pgid: i32) -> bool {
     group_exists(pgid)
 }
 
+/// The process group of the session below LEADER that bwrap's
+/// `--new-session` made for the command (its first descendant leading a
+/// session of its own), found through /proc.
+pub fn inner_group(leader: i32) -> Option<i32> {
+    // (pid, ppid, pgrp, session) of every live process.
+    let procs: Vec<(i32, i32, i32, i32)> = std::fs::read_dir("/proc")
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // Fields after "(comm)": state ppid pgrp session ...
+            let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+            let state = fields.next()?;
+            let mut num = || fields.next().and_then(|f| f.parse::<i32>().ok());
+            let (ppid, pgrp, session) = (num()?, num()?, num()?);
+            (state != "Z").then_some((pid, ppid, pgrp, session))
+        })
+        .collect();
+    let mut frontier = vec![leader];
+    while !frontier.is_empty() {
+        let mut next = Vec::new();
+        for &(pid, ppid, pgrp, session) in &procs {
+            if frontier.contains(&ppid) {
+                if session == pid {
+                    return Some(pgrp);
+                }
+                next.push(pid);
+            }
+        }
+        frontier = next;
+    }
+    None
+}
+
 /// Send SIGNAL to every member of group PGID.
 pub fn signal(pgid: i32, signal: i32) {
     signal_group(pgid, signal);

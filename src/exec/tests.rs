@@ -25,7 +25,7 @@ fn spec(session: &str, command: &str) -> Spec {
         artifact_dir: None,
         mailbox: None,
         tool_use_id: None,
-        wrapper: Vec::new(),
+        sandbox: None,
         environment: None,
         env: Vec::new(),
         output_cap: None,

@@ -20,9 +20,13 @@ pub struct HelperArgs {
     pub required: bool,
     /// Deny TCP bind/connect through Landlock (ABI 4+).
     pub deny_net: bool,
-    /// Stay as a subreaper that kills leftover descendants (used where no
-    /// PID namespace contains them, i.e. the Landlock-only layer).
+    /// Stay as a subreaper that kills leftover descendants and reports the
+    /// command's raw wait status on the start descriptor.
     pub supervise: bool,
+    /// Lead a new session whose controlling terminal is standard input
+    /// (bwrap's `--new-session` left the command without one), so the
+    /// terminal's Ctrl-C reaches the command's foreground group.
+    pub take_tty: bool,
     /// Readable (and executable) hierarchies.
     pub read: Vec<PathBuf>,
     /// Writable hierarchies.
@@ -48,6 +52,9 @@ pub enum Marker {
     Refused(String),
     /// The command could not be executed (not found, not executable).
     ExecFailed(String),
+    /// The command ended with this raw wait status (a supervising helper
+    /// reports it: bwrap turns a death by signal into an exit code).
+    Exited(i32),
 }
 
 impl Marker {
@@ -57,6 +64,7 @@ impl Marker {
             Marker::Started { landlock } => format!("started landlock={landlock}\n"),
             Marker::Refused(why) => format!("refused {}\n", one_line(why)),
             Marker::ExecFailed(why) => format!("exec-failed {}\n", one_line(why)),
+            Marker::Exited(status) => format!("exited status={status}\n"),
         }
     }
 
@@ -70,6 +78,8 @@ impl Marker {
                     })
                 } else if let Some(rest) = line.strip_prefix("refused ") {
                     Some(Marker::Refused(rest.to_string()))
+                } else if let Some(rest) = line.strip_prefix("exited status=") {
+                    rest.trim().parse().ok().map(Marker::Exited)
                 } else {
                     line.strip_prefix("exec-failed ")
                         .map(|rest| Marker::ExecFailed(rest.to_string()))
@@ -96,6 +106,7 @@ impl HelperArgs {
             (self.required, "--required"),
             (self.deny_net, "--deny-net"),
             (self.supervise, "--supervise"),
+            (self.take_tty, "--take-tty"),
         ] {
             if on {
                 out.push(name.into());
@@ -145,6 +156,7 @@ impl HelperArgs {
                 b"--required" => parsed.required = true,
                 b"--deny-net" => parsed.deny_net = true,
                 b"--supervise" => parsed.supervise = true,
+                b"--take-tty" => parsed.take_tty = true,
                 b"--read" => parsed.read.push(value("--read")?.into()),
                 b"--write" => parsed.write.push(value("--write")?.into()),
                 b"--protect" => parsed.protect.push(value("--protect")?.into()),
@@ -181,6 +193,7 @@ mod tests {
             required: true,
             deny_net: true,
             supervise: false,
+            take_tty: true,
             read: vec!["/".into()],
             write: vec!["/w".into(), "/w with space".into()],
             protect: vec!["/w/.git".into()],
@@ -228,6 +241,7 @@ mod tests {
             },
             Marker::Refused("Landlock is not enforced".into()),
             Marker::ExecFailed("nope: No such file or directory".into()),
+            Marker::Exited(15),
         ];
         let text: String = all.iter().map(Marker::line).collect();
         assert_eq!(Marker::parse_all(&text), all.to_vec());

@@ -41,6 +41,8 @@ pub struct Request {
     pub mode: Mode,
     #[serde(default)]
     pub backend: Backend,
+    /// The command; managed executions fill it in themselves.
+    #[serde(default)]
     pub command: Vec<String>,
     /// Working directory; a private scratch directory when absent.
     #[serde(default)]
@@ -78,6 +80,10 @@ pub struct Request {
     pub max_output: Option<usize>,
     #[serde(default)]
     pub probe_timeout_ms: Option<u64>,
+    /// Standard input is a terminal private to this launch; inside
+    /// bwrap's new session the helper makes it the controlling terminal.
+    #[serde(default)]
+    pub tty: bool,
 }
 
 /// Output kept when the request names no limit.
@@ -366,11 +372,25 @@ pub fn prepare_with(request: &Request, probe: &Probe, scanner: &scan::Scanner) -
         landlock,
         required: policy.mode == Mode::Required,
         deny_net: !plan.network,
-        supervise: !bwrap_layer,
+        // Inside bwrap too: the helper reports the command's raw status,
+        // which bwrap would turn into an exit code.
+        supervise: true,
+        take_tty: request.tty && bwrap_layer,
         read,
         write,
-        protect: plan.protected.clone(),
-        deny: plan.masked.iter().map(|m| m.path.clone()).collect(),
+        // Inside bwrap its read-only binds and masks enforce the carve-outs;
+        // Landlock carve-outs would forbid creating anything in the
+        // directories that hold them (a repository's top level).
+        protect: if bwrap_layer {
+            Vec::new()
+        } else {
+            plan.protected.clone()
+        },
+        deny: if bwrap_layer {
+            Vec::new()
+        } else {
+            plan.masked.iter().map(|m| m.path.clone()).collect()
+        },
         start_fd: Some(writer.as_raw_fd()),
         command,
     };
@@ -400,6 +420,132 @@ pub fn prepare(request: &Request) -> Result<Prepared> {
     prepare_with(request, &request.probe(), scan::global())
 }
 
+/// What a caller that starts a prepared launch itself keeps until the
+/// command is done: the private scratch directory (removed on drop).
+#[derive(Debug, Default)]
+pub struct Keep {
+    _scratch: Option<Scratch>,
+}
+
+/// A prepared launch taken apart for a caller that starts it itself
+/// (managed executions).
+#[derive(Debug)]
+pub struct Parts {
+    pub argv: Vec<OsString>,
+    pub cwd: PathBuf,
+    /// Complete environment, or `None` to inherit Emacs's.
+    pub env: Option<Vec<(OsString, OsString)>>,
+    /// The start-marker pipe (reader, writer) of a confined launch: the
+    /// child must inherit the writer under its own descriptor number.
+    pub marker: Option<(OwnedFd, OwnedFd)>,
+    /// bwrap is the outermost layer (it starts its own session).
+    pub bwrap: bool,
+    pub keep: Keep,
+    /// The facts so far (start: `Started` until markers say otherwise);
+    /// absent when no sandbox policy applied.
+    pub facts: Option<Facts>,
+    /// Why the launch is refused (nothing may be started).
+    pub refusal: Option<String>,
+}
+
+impl Prepared {
+    pub fn into_parts(self) -> Parts {
+        let (disclosure, refusal) = disclosure_and_refusal(&self.decision);
+        let bwrap = matches!(self.decision, Decision::Confine { bwrap: true, .. });
+        let boundary = self.boundary();
+        Parts {
+            facts: Some(Facts {
+                boundary,
+                start: match &refusal {
+                    Some(why) => Start::Refused(why.clone()),
+                    None => Start::Started,
+                },
+                disclosure,
+                landlock: None,
+                network: self.network,
+                extra_writes: self.extra_writes,
+                extra_reads: self.extra_reads,
+            }),
+            argv: self.argv,
+            cwd: self.cwd,
+            env: self.env,
+            marker: self.marker,
+            bwrap,
+            keep: Keep {
+                _scratch: self.scratch,
+            },
+            refusal,
+        }
+    }
+}
+
+/// The boundary facts of one managed execution: no paths, no command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Facts {
+    pub boundary: Boundary,
+    pub start: Start,
+    pub disclosure: Option<String>,
+    pub landlock: Option<String>,
+    pub network: bool,
+    pub extra_writes: usize,
+    pub extra_reads: usize,
+}
+
+impl Facts {
+    /// Record what the start markers (read after the launch ended) say;
+    /// SAID is what the launch printed, STATUS how it exited.
+    pub fn settle_start(&mut self, markers: &[Marker], said: &str, status: &str) {
+        self.start = start_of(markers, said, status);
+        if let Some(Marker::Started { landlock }) =
+            markers.iter().find(|m| matches!(m, Marker::Started { .. }))
+        {
+            self.landlock = Some(landlock.clone());
+        }
+        if matches!(self.start, Start::Refused(_)) {
+            self.boundary = Boundary::Refused;
+        }
+    }
+
+    /// The plist `mevedel-sandbox-summary-add` takes.
+    pub fn to_datum(&self) -> Datum {
+        Datum::plist([
+            ("boundary", Datum::Symbol(self.boundary.symbol().into())),
+            ("start", Datum::Symbol(self.start.symbol().into())),
+            ("disclosure", Datum::opt_str(self.disclosure.clone())),
+            ("landlock", Datum::opt_str(self.landlock.clone())),
+            ("network", network_datum(self.network)),
+            ("extra-writes", Datum::Int(self.extra_writes as i64)),
+            ("extra-reads", Datum::Int(self.extra_reads as i64)),
+        ])
+    }
+}
+
+/// Every marker the start pipe READER holds now, without waiting: read
+/// it after the launch is gone (a writer still open gives what is there).
+pub fn read_markers(reader: &OwnedFd) -> Vec<Marker> {
+    let fd = reader.as_raw_fd();
+    // SAFETY: flag change on a descriptor we own.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+    }
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        // SAFETY: reads into a buffer we own, at most its length.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n > 0 {
+            bytes.extend_from_slice(&buf[..n as usize]);
+        } else if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+        {
+            continue;
+        } else {
+            break;
+        }
+    }
+    Marker::parse_all(&String::from_utf8_lossy(&bytes))
+}
+
 /// How a launch got going.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Start {
@@ -414,7 +560,7 @@ pub enum Start {
 }
 
 impl Start {
-    fn symbol(&self) -> &'static str {
+    pub fn symbol(&self) -> &'static str {
         match self {
             Start::Started => "started",
             Start::SandboxFailed(_) => "sandbox-failed",
@@ -423,7 +569,7 @@ impl Start {
         }
     }
 
-    fn problem(&self) -> Option<String> {
+    pub fn problem(&self) -> Option<String> {
         match self {
             Start::Started => None,
             Start::SandboxFailed(s) | Start::ExecFailed(s) | Start::Refused(s) => Some(s.clone()),
@@ -541,6 +687,11 @@ pub fn run(prepared: Prepared, owner: &Owner, limits: Limits) -> Outcome {
             if matches!(outcome.start, Start::Refused(_)) {
                 outcome.boundary = Boundary::Refused;
             }
+            if let Some(raw) = exited(&markers) {
+                let status = std::process::ExitStatus::from_raw(raw);
+                outcome.exit_code = status.code();
+                outcome.signal = status.signal();
+            }
         }
         Ok(_) => {}
         Err(start) => outcome.start = start,
@@ -549,7 +700,21 @@ pub fn run(prepared: Prepared, owner: &Owner, limits: Limits) -> Outcome {
     outcome
 }
 
+/// The command's raw wait status, as the supervising helper reported it.
+pub fn exited(markers: &[Marker]) -> Option<i32> {
+    markers.iter().find_map(|m| match m {
+        Marker::Exited(raw) => Some(*raw),
+        _ => None,
+    })
+}
+
 fn classify(markers: &[Marker], outcome: &Outcome) -> Start {
+    start_of(markers, &outcome.output_text(), &status_text(outcome))
+}
+
+/// How a confined launch started, from its MARKERS; SAID (its output) and
+/// STATUS describe a sandbox that never reported.
+pub fn start_of(markers: &[Marker], said: &str, status: &str) -> Start {
     for marker in markers {
         if let Marker::Refused(why) = marker {
             return Start::Refused(why.clone());
@@ -563,13 +728,9 @@ fn classify(markers: &[Marker], outcome: &Outcome) -> Start {
     if markers.iter().any(|m| matches!(m, Marker::Started { .. })) {
         return Start::Started;
     }
-    let said = outcome.output_text();
     let said = said.trim();
     Start::SandboxFailed(if said.is_empty() {
-        format!(
-            "the sandbox exited ({}) before starting the command",
-            status_text(outcome)
-        )
+        format!("the sandbox exited ({status}) before starting the command")
     } else {
         format!("the sandbox failed to start: {said}")
     })
@@ -813,7 +974,8 @@ mod tests {
             "{line}"
         );
         assert!(line.contains("--deny-net"), "{line}");
-        assert!(line.contains(&format!("--protect {ws}/.git")), "{line}");
+        // bwrap's read-only bind protects .git; no Landlock carve-out.
+        assert!(!line.contains("--protect"), "{line}");
         assert!(line.ends_with("-- true"), "{line}");
         assert!(
             prepared
@@ -826,6 +988,7 @@ mod tests {
     #[test]
     fn landlock_only_supervises_and_uses_private_tmp() {
         let dir = TestDir::new("launch-ll");
+        dir.mkdirs(&[".git"]);
         let ws = dir.path().to_path_buf();
         let scanner = Scanner::new(ScanLimits::default());
         let prepared = prepare_with(&request(&ws), &probe(false, true), &scanner)
@@ -837,6 +1000,10 @@ mod tests {
             "{line}"
         );
         assert!(line.contains("--supervise"), "{line}");
+        assert!(
+            line.contains(&format!("--protect {}/.git", ws.display())),
+            "{line}"
+        );
         let scratch = prepared
             .scratch
             .as_ref()

@@ -2,8 +2,9 @@
 
 ;;; Commentary:
 
-;; Bash through the module (spawn, spool on disk, settle, observation
-;; delivered through the event channel) against Emacs's own
+;; Bash through the module (sandbox preparation, spawn inside bwrap and
+;; the Landlock helper as Bash's default, spool on disk, settle,
+;; observation delivered through the event channel) against Emacs's own
 ;; `call-process' writing into a buffer, in the same Emacs session:
 ;; large output, output beyond the 64 MiB cap, and a trivial command.
 ;; Then Emacs's memory while 1 GiB is captured, the Bash analyzer per
@@ -14,8 +15,21 @@
 (require 'cl-lib)
 (require 'mevedel-core)
 (require 'mevedel-bench-lib)
+(require 'mevedel-sandbox)
 
 (mevedel-core-ensure)
+
+(defvar exec-bench--workspace (make-temp-file "exec-bench-ws" t)
+  "The working directory of the benchmarked commands.")
+
+(defvar exec-bench--sandbox
+  (mevedel-core-sandbox-object
+   (mevedel-sandbox-request :env nil :writable (list exec-bench--workspace)
+                            :state-dirs (list (expand-file-name ".mevedel" exec-bench--workspace))))
+  "The sandbox request the Bash tool sends by default for this workspace.")
+
+(defvar exec-bench--confined t
+  "Non-nil runs the benchmarked commands in the default sandbox.")
 ;; Settlement events have no consumer here (the tools are not loaded).
 (mevedel-core-register-event-handler 'exec-settled #'ignore)
 
@@ -35,6 +49,8 @@ session pays (callbacks run from the event channel's filter)."
     (mevedel-core-exec-start
      (append spec (list :session (format "bench-%d" (cl-incf exec-bench--n))
                         :owner "/root" :command command :yield-ms 30000
+                        :cwd exec-bench--workspace
+                        :sandbox (and exec-bench--confined exec-bench--sandbox)
                         :progress :false))
      (lambda (status value)
        (setq exec-bench--last-ms (* 1000 (- (float-time) start)))
@@ -89,8 +105,14 @@ observation and must return non-nil."
 
 (exec-bench--compare
  "exec-true"
- "`true`, start to completed observation; original mevedel: 34 ms"
+ "`true` confined (bwrap and Landlock, Bash's default), start to completed observation; original mevedel: 34 ms"
  "true" 30)
+
+(let ((exec-bench--confined nil))
+  (exec-bench--compare
+   "exec-true-unconfined"
+   "`true` with the sandbox off, start to completed observation"
+   "true" 30))
 
 ;;;; Memory while capturing 1 GiB
 
@@ -177,5 +199,7 @@ observation and must return non-nil."
                           (length lags) progress)
   (mevedel-bench-report "exec-timer-lag-8-streams-p50" (mevedel-bench-percentile lags 50) "ms")
   (mevedel-bench-report "exec-timer-lag-8-streams-p99" (mevedel-bench-percentile lags 99) "ms"))
+
+(delete-directory exec-bench--workspace t)
 
 ;;; exec-bench.el ends here
