@@ -21,36 +21,39 @@
 //! commands followed by `&&`), the recognizer declines. The property
 //! tests in `tests.rs` compare its trees with tree-sitter's.
 
-use super::syntax::Tree;
+use super::syntax::{Field, Kind, Tree};
 
-/// Words that are syntax, or a declaration or unset command, when they
-/// start a command.
-const RESERVED: &[&[u8]] = &[
-    b"if",
-    b"then",
-    b"else",
-    b"elif",
-    b"fi",
-    b"case",
-    b"esac",
-    b"for",
-    b"select",
-    b"while",
-    b"until",
-    b"do",
-    b"done",
-    b"in",
-    b"function",
-    b"time",
-    b"coproc",
-    b"declare",
-    b"typeset",
-    b"export",
-    b"readonly",
-    b"local",
-    b"unset",
-    b"unsetenv",
-];
+/// Whether WORD is syntax, or a declaration or unset command, when it
+/// starts a command.
+fn reserved(word: &[u8]) -> bool {
+    matches!(
+        word,
+        b"if"
+            | b"then"
+            | b"else"
+            | b"elif"
+            | b"fi"
+            | b"case"
+            | b"esac"
+            | b"for"
+            | b"select"
+            | b"while"
+            | b"until"
+            | b"do"
+            | b"done"
+            | b"in"
+            | b"function"
+            | b"time"
+            | b"coproc"
+            | b"declare"
+            | b"typeset"
+            | b"export"
+            | b"readonly"
+            | b"local"
+            | b"unset"
+            | b"unsetenv"
+    )
+}
 
 /// The tree of SRC (which ends in a newline) when every part of it is
 /// in the recognized subset, else `None`.
@@ -98,7 +101,7 @@ struct Recognizer<'s> {
 }
 
 /// Bytes that end a word: tree-sitter-bash's special characters.
-fn special(b: u8) -> bool {
+const fn special(b: u8) -> bool {
     matches!(
         b,
         b'\''
@@ -120,9 +123,20 @@ fn special(b: u8) -> bool {
     ) || b.is_ascii_whitespace()
 }
 
+/// Which bytes are word bytes, by value.
+const WORD_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = (b as u8).is_ascii_graphic() && !special(b as u8);
+        b += 1;
+    }
+    table
+};
+
 /// A byte of a word (not a backslash escape): printable and not special.
 fn word_byte(b: u8) -> bool {
-    b.is_ascii_graphic() && !special(b)
+    WORD_BYTES[b as usize]
 }
 
 fn name_start(b: u8) -> bool {
@@ -175,7 +189,7 @@ impl Recognizer<'_> {
     }
 
     /// A leaf of LEN bytes at the cursor, which moves past it.
-    fn leaf(&mut self, kind: &'static str, len: usize, named: bool) -> u32 {
+    fn leaf(&mut self, kind: Kind, len: usize, named: bool) -> u32 {
         let id = self.t.leaf(kind, self.i, self.i + len, named);
         self.i += len;
         id
@@ -200,7 +214,7 @@ impl Recognizer<'_> {
         }
         let mark = self.t.mark();
         self.statements(Context::Program)?;
-        self.t.close(mark, "program", start, self.s.len(), true);
+        self.t.close(mark, Kind::Program, start, self.s.len(), true);
         Some(())
     }
 
@@ -234,7 +248,7 @@ impl Recognizer<'_> {
                     if matches!(self.at(1), Some(b';' | b'&')) {
                         return None;
                     }
-                    self.leaf(";", 1, false);
+                    self.leaf(Kind::Semicolon, 1, false);
                 }
                 // tree-sitter-bash may read a newline (after a comment or
                 // not) between statements as a blank, joining them: only
@@ -267,7 +281,7 @@ impl Recognizer<'_> {
     /// A comment, which must end its line.
     fn comment(&mut self) -> Option<()> {
         let len = self.s[self.i..].iter().position(|&b| b == b'\n')?;
-        self.leaf("comment", len, true);
+        self.leaf(Kind::Comment, len, true);
         self.i += 1;
         Some(())
     }
@@ -294,15 +308,15 @@ impl Recognizer<'_> {
             stages += 1;
             self.blanks();
             if self.peek() == Some(b'|') && !matches!(self.at(1), Some(b'|' | b'&')) {
-                self.leaf("|", 1, false);
+                self.leaf(Kind::Pipe, 1, false);
                 self.blanks();
                 continue;
             }
             if stages > 1 {
-                self.t.close(pipe.0, "pipeline", pipe.1, end, true);
+                self.t.close(pipe.0, Kind::Pipeline, pipe.1, end, true);
             }
             if in_list {
-                self.t.close(mark, "list", start, end, true);
+                self.t.close(mark, Kind::List, start, end, true);
                 in_list = false;
             }
             if self.redirect_ahead() {
@@ -310,11 +324,12 @@ impl Recognizer<'_> {
                     return None;
                 }
                 let body = self.t.last_pending()?;
-                self.t.set_field(body, "body");
+                self.t.set_field(body, Field::Body);
                 let end = self.redirects()?;
-                self.t.close(mark, "redirected_statement", start, end, true);
+                self.t
+                    .close(mark, Kind::RedirectedStatement, start, end, true);
                 if self.peek() == Some(b'|') && !matches!(self.at(1), Some(b'|' | b'&')) {
-                    self.leaf("|", 1, false);
+                    self.leaf(Kind::Pipe, 1, false);
                     self.blanks();
                     pipe = (mark, start);
                     // Counted as two: `&&` after this pipeline nests
@@ -324,8 +339,8 @@ impl Recognizer<'_> {
                 }
             }
             let op = match (self.peek(), self.at(1)) {
-                (Some(b'&'), Some(b'&')) => "&&",
-                (Some(b'|'), Some(b'|')) => "||",
+                (Some(b'&'), Some(b'&')) => Kind::And,
+                (Some(b'|'), Some(b'|')) => Kind::Or,
                 _ => return Some(()),
             };
             // tree-sitter-bash nests a longer pipeline irregularly here.
@@ -376,9 +391,10 @@ impl Recognizer<'_> {
             return Some(end);
         }
         let body = self.t.last_pending()?;
-        self.t.set_field(body, "body");
+        self.t.set_field(body, Field::Body);
         end = self.redirects()?;
-        self.t.close(mark, "redirected_statement", start, end, true);
+        self.t
+            .close(mark, Kind::RedirectedStatement, start, end, true);
         Some(end)
     }
 
@@ -389,7 +405,7 @@ impl Recognizer<'_> {
         while self.redirect_ahead() {
             end = self.file_redirect()?;
             if let Some(id) = self.t.last_pending() {
-                self.t.set_field(id, "redirect");
+                self.t.set_field(id, Field::Redirect);
             }
             self.blanks();
         }
@@ -409,22 +425,22 @@ impl Recognizer<'_> {
             return None;
         }
         if digits > 0 {
-            let fd = self.leaf("file_descriptor", digits, true);
-            self.t.set_field(fd, "descriptor");
+            let fd = self.leaf(Kind::FileDescriptor, digits, true);
+            self.t.set_field(fd, Field::Descriptor);
         }
-        let op: &'static str = match (self.peek(), self.at(1), self.at(2)) {
-            (Some(b'&'), Some(b'>'), Some(b'>')) => "&>>",
-            (Some(b'&'), Some(b'>'), _) => "&>",
-            (Some(b'>'), Some(b'>'), _) => ">>",
-            (Some(b'>'), Some(b'&'), _) => ">&",
+        let (op, len) = match (self.peek(), self.at(1), self.at(2)) {
+            (Some(b'&'), Some(b'>'), Some(b'>')) => (Kind::AmpGtGt, 3),
+            (Some(b'&'), Some(b'>'), _) => (Kind::AmpGt, 2),
+            (Some(b'>'), Some(b'>'), _) => (Kind::GtGt, 2),
+            (Some(b'>'), Some(b'&'), _) => (Kind::GtAmp, 2),
             (Some(b'>'), Some(b'|' | b'(') | None, _) => return None,
-            (Some(b'>'), _, _) => ">",
+            (Some(b'>'), _, _) => (Kind::Gt, 1),
             (Some(b'<'), Some(b'<' | b'&' | b'>' | b'('), _) => return None,
-            (Some(b'<'), _, _) => "<",
+            (Some(b'<'), _, _) => (Kind::Lt, 1),
             _ => return None,
         };
-        self.leaf(op, op.len(), false);
-        if self.peek() == Some(b'-') && op == ">&" {
+        self.leaf(op, len, false);
+        if self.peek() == Some(b'-') && op == Kind::GtAmp {
             return None;
         }
         self.blanks();
@@ -434,14 +450,14 @@ impl Recognizer<'_> {
                 return None;
             }
             let dest = self.literal()?;
-            self.t.set_field(dest, "destination");
+            self.t.set_field(dest, Field::Destination);
             end = self.i;
             self.blanks();
             if !self.literal_ahead() || self.redirect_ahead() {
                 break;
             }
         }
-        self.t.close(mark, "file_redirect", start, end, true);
+        self.t.close(mark, Kind::FileRedirect, start, end, true);
         Some(end)
     }
 
@@ -475,7 +491,8 @@ impl Recognizer<'_> {
                 0 => return None,
                 1 => {}
                 _ => {
-                    self.t.close(mark, "variable_assignments", start, end, true);
+                    self.t
+                        .close(mark, Kind::VariableAssignments, start, end, true);
                 }
             }
             return Some((end, false));
@@ -494,14 +511,14 @@ impl Recognizer<'_> {
         let plain = head
             .iter()
             .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'/' | b'+' | b'-'));
-        if RESERVED.contains(&head) || !plain || head.first() == Some(&b'-') {
+        if !plain || head.first() == Some(&b'-') || reserved(head) {
             return None;
         }
         self.literal()?;
         let name = self
             .t
-            .close(name_mark, "command_name", name_start, self.i, true);
-        self.t.set_field(name, "name");
+            .close(name_mark, Kind::CommandName, name_start, self.i, true);
+        self.t.set_field(name, Field::Name);
         end = self.i;
         loop {
             self.blanks();
@@ -512,10 +529,10 @@ impl Recognizer<'_> {
                 return None;
             }
             let arg = self.literal()?;
-            self.t.set_field(arg, "argument");
+            self.t.set_field(arg, Field::Argument);
             end = self.i;
         }
-        self.t.close(mark, "command", start, end, true);
+        self.t.close(mark, Kind::Command, start, end, true);
         Some((end, true))
     }
 
@@ -543,24 +560,25 @@ impl Recognizer<'_> {
             .iter()
             .take_while(|&&b| name_byte(b))
             .count();
-        let name = self.leaf("variable_name", len, true);
-        self.t.set_field(name, "name");
+        let name = self.leaf(Kind::VariableName, len, true);
+        self.t.set_field(name, Field::Name);
         if self.peek() == Some(b'+') {
-            self.leaf("+=", 2, false);
+            self.leaf(Kind::PlusAssign, 2, false);
         } else {
-            self.leaf("=", 1, false);
+            self.leaf(Kind::Assign, 1, false);
         }
         match self.peek() {
             Some(b' ' | b'\t' | b'\n' | b';') => {}
             Some(b'=' | b'#' | b'(') => return None,
             _ if self.literal_ahead() => {
                 let value = self.literal()?;
-                self.t.set_field(value, "value");
+                self.t.set_field(value, Field::Value);
             }
             _ => return None,
         }
         let end = self.i;
-        self.t.close(mark, "variable_assignment", start, end, true);
+        self.t
+            .close(mark, Kind::VariableAssignment, start, end, true);
         Some(end)
     }
 
@@ -568,7 +586,7 @@ impl Recognizer<'_> {
     fn for_statement(&mut self) -> Option<usize> {
         let mark = self.t.mark();
         let start = self.i;
-        self.leaf("for", 3, false);
+        self.leaf(Kind::For, 3, false);
         self.blanks();
         if !self.peek().is_some_and(name_start) {
             return None;
@@ -577,11 +595,11 @@ impl Recognizer<'_> {
             .iter()
             .take_while(|&&b| name_byte(b))
             .count();
-        let var = self.leaf("variable_name", len, true);
-        self.t.set_field(var, "variable");
+        let var = self.leaf(Kind::VariableName, len, true);
+        self.t.set_field(var, Field::Variable);
         self.blanks();
         if self.keyword(b"in") {
-            self.leaf("in", 2, false);
+            self.leaf(Kind::In, 2, false);
             let mut values = 0;
             loop {
                 self.blanks();
@@ -589,7 +607,7 @@ impl Recognizer<'_> {
                     break;
                 }
                 let value = self.literal()?;
-                self.t.set_field(value, "value");
+                self.t.set_field(value, Field::Value);
                 values += 1;
             }
             if values == 0 {
@@ -599,22 +617,22 @@ impl Recognizer<'_> {
         if self.peek() != Some(b';') || matches!(self.at(1), Some(b';' | b'&')) {
             return None;
         }
-        self.leaf(";", 1, false);
+        self.leaf(Kind::Semicolon, 1, false);
         self.blanks();
         if !self.keyword(b"do") {
             return None;
         }
         let group_mark = self.t.mark();
         let group_start = self.i;
-        self.leaf("do", 2, false);
+        self.leaf(Kind::Do, 2, false);
         self.statements(Context::DoGroup)?;
-        self.leaf("done", 4, false);
+        self.leaf(Kind::Done, 4, false);
         let group = self
             .t
-            .close(group_mark, "do_group", group_start, self.i, true);
-        self.t.set_field(group, "body");
+            .close(group_mark, Kind::DoGroup, group_start, self.i, true);
+        self.t.set_field(group, Field::Body);
         let end = self.i;
-        self.t.close(mark, "for_statement", start, end, true);
+        self.t.close(mark, Kind::ForStatement, start, end, true);
         Some(end)
     }
 
@@ -663,7 +681,7 @@ impl Recognizer<'_> {
         match pieces {
             0 => None,
             1 => Some(last),
-            _ => Some(self.t.close(mark, "concatenation", start, self.i, true)),
+            _ => Some(self.t.close(mark, Kind::Concatenation, start, self.i, true)),
         }
     }
 
@@ -705,7 +723,7 @@ impl Recognizer<'_> {
                 return None;
             }
         }
-        let kind = if number { "number" } else { "word" };
+        let kind = if number { Kind::Number } else { Kind::Word };
         Some(self.t.leaf(kind, start, self.i, true))
     }
 
@@ -716,23 +734,23 @@ impl Recognizer<'_> {
             return None;
         }
         self.i += len + 2;
-        Some(self.t.leaf("raw_string", start, self.i, true))
+        Some(self.t.leaf(Kind::RawString, start, self.i, true))
     }
 
     fn string(&mut self) -> Option<u32> {
         let mark = self.t.mark();
         let start = self.i;
-        self.leaf("\"", 1, false);
+        self.leaf(Kind::Quote, 1, false);
         loop {
             match self.peek()? {
                 b'"' => {
-                    self.leaf("\"", 1, false);
+                    self.leaf(Kind::Quote, 1, false);
                     break;
                 }
                 // `$$(` and the like read differently.
                 b'$' if self.at(1) == Some(b'$') => return None,
                 b'$' if self.at(1) == Some(b'"') => {
-                    self.leaf("$", 1, false);
+                    self.leaf(Kind::Dollar, 1, false);
                 }
                 b'$' => {
                     self.dollar()?;
@@ -762,11 +780,11 @@ impl Recognizer<'_> {
                     {
                         return None;
                     }
-                    self.t.leaf("string_content", content, self.i, true);
+                    self.t.leaf(Kind::StringContent, content, self.i, true);
                 }
             }
         }
-        Some(self.t.close(mark, "string", start, self.i, true))
+        Some(self.t.close(mark, Kind::String, start, self.i, true))
     }
 
     /// `$name`, `$@` and the like, `${name}` or `$(statements)`.
@@ -778,16 +796,16 @@ impl Recognizer<'_> {
                 if self.at(2) == Some(b'(') {
                     return None;
                 }
-                self.leaf("$(", 2, false);
+                self.leaf(Kind::DollarParen, 2, false);
                 self.statements(Context::Substitution)?;
-                self.leaf(")", 1, false);
+                self.leaf(Kind::CloseParen, 1, false);
                 Some(
                     self.t
-                        .close(mark, "command_substitution", start, self.i, true),
+                        .close(mark, Kind::CommandSubstitution, start, self.i, true),
                 )
             }
             b'{' => {
-                self.leaf("${", 2, false);
+                self.leaf(Kind::DollarBrace, 2, false);
                 let len = self.s[self.i..]
                     .iter()
                     .take_while(|&&b| name_byte(b))
@@ -799,30 +817,36 @@ impl Recognizer<'_> {
                 {
                     return None;
                 }
-                self.leaf("variable_name", len, true);
-                self.leaf("}", 1, false);
-                Some(self.t.close(mark, "expansion", start, self.i, true))
+                self.leaf(Kind::VariableName, len, true);
+                self.leaf(Kind::CloseBrace, 1, false);
+                Some(self.t.close(mark, Kind::Expansion, start, self.i, true))
             }
             b if name_byte(b) => {
-                self.leaf("$", 1, false);
+                self.leaf(Kind::Dollar, 1, false);
                 let len = self.s[self.i..]
                     .iter()
                     .take_while(|&&b| name_byte(b))
                     .count();
                 if len == 1 && b == b'_' {
-                    self.leaf("special_variable_name", 1, true);
+                    self.leaf(Kind::SpecialVariableName, 1, true);
                 } else {
-                    self.leaf("variable_name", len, true);
+                    self.leaf(Kind::VariableName, len, true);
                 }
-                Some(self.t.close(mark, "simple_expansion", start, self.i, true))
+                Some(
+                    self.t
+                        .close(mark, Kind::SimpleExpansion, start, self.i, true),
+                )
             }
             // Followed by a word, these read differently at times.
             b'@' | b'?' | b'#' | b'$' | b'*' | b'!' | b'-'
                 if self.at(2).is_none_or(|c| special(c) && c != b'\\') =>
             {
-                self.leaf("$", 1, false);
-                self.leaf("special_variable_name", 1, true);
-                Some(self.t.close(mark, "simple_expansion", start, self.i, true))
+                self.leaf(Kind::Dollar, 1, false);
+                self.leaf(Kind::SpecialVariableName, 1, true);
+                Some(
+                    self.t
+                        .close(mark, Kind::SimpleExpansion, start, self.i, true),
+                )
             }
             _ => None,
         }

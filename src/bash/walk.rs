@@ -7,7 +7,7 @@ use tree_sitter::Parser;
 
 use super::commands::{self, Arg};
 use super::recognize::recognize_into;
-use super::syntax::{Node, Tree};
+use super::syntax::{Field, Kind, Node, Tree};
 use super::{Analysis, Class, Expect, Stage};
 
 thread_local! {
@@ -121,7 +121,7 @@ fn analyze_syntax(src: &str, tree: &Tree) -> Analysis {
     if w.background {
         w.decline("background operator");
     }
-    let statements = || named_children(root).filter(|n| n.kind() != "comment");
+    let statements = || named_children(root).filter(|n| n.kind() != Kind::Comment);
     let mut first_two = statements();
     let single = match (first_two.next(), first_two.next()) {
         (Some(only), None) if !w.parse_error && !w.background => w.stage_of(only, false),
@@ -274,40 +274,44 @@ impl<'a> Walker<'a> {
             self.parse_error = true;
         }
         match node.kind() {
-            "&" => self.background = true,
-            "ERROR" => {
+            Kind::Amp => self.background = true,
+            Kind::Error => {
                 self.parse_error = true;
                 self.walk_children(node);
             }
-            "comment" => {}
-            "command" => self.command(node),
-            "function_definition" => {
+            Kind::Comment => {}
+            Kind::Command => self.command(node),
+            Kind::FunctionDefinition => {
                 self.raise(Class::Complex, "defines a shell function");
                 self.decline("function definition");
                 self.walk_children(node);
             }
-            "command_substitution" | "process_substitution" => {
+            Kind::CommandSubstitution | Kind::ProcessSubstitution => {
                 self.decline("command or process substitution");
                 self.walk_children(node);
             }
-            "arithmetic_expansion" | "c_style_for_statement" | "subscript" | "array" => {
+            Kind::ArithmeticExpansion
+            | Kind::CStyleForStatement
+            | Kind::Subscript
+            | Kind::Array => {
                 self.decline("arithmetic or array syntax");
                 self.walk_children(node);
             }
-            "expansion" => {
-                let plain = sole_named_child(node)
-                    .is_some_and(|var| var.kind() == "variable_name" && plain_name(self.text(var)));
+            Kind::Expansion => {
+                let plain = sole_named_child(node).is_some_and(|var| {
+                    var.kind() == Kind::VariableName && plain_name(self.text(var))
+                });
                 if !plain {
                     self.decline("parameter expansion with an operator or a special name");
                 }
                 self.walk_children(node);
             }
-            "simple_expansion" => {
+            Kind::SimpleExpansion => {
                 let ok = node.named_child(0).is_some_and(|n| {
                     let t = self.text(n);
                     match n.kind() {
-                        "variable_name" => plain_name(t),
-                        "special_variable_name" => matches!(t, "@" | "#" | "?"),
+                        Kind::VariableName => plain_name(t),
+                        Kind::SpecialVariableName => matches!(t, "@" | "#" | "?"),
                         _ => false,
                     }
                 });
@@ -315,33 +319,33 @@ impl<'a> Walker<'a> {
                     self.decline("special or uppercase variable");
                 }
             }
-            "variable_assignment" => {
-                if let Some(name) = node.child_by_field_name("name")
-                    && !(name.kind() == "variable_name" && plain_name(self.text(name)))
+            Kind::VariableAssignment => {
+                if let Some(name) = node.child_by_field_name(Field::Name)
+                    && !(name.kind() == Kind::VariableName && plain_name(self.text(name)))
                 {
                     self.decline("assignment to a special or uppercase variable");
                 }
                 self.walk_children(node);
             }
-            "declaration_command" | "unset_command" | "test_command" => {
+            Kind::DeclarationCommand | Kind::UnsetCommand | Kind::TestCommand => {
                 self.decline("declaration or test builtin");
                 self.walk_children(node);
             }
-            "for_statement" => {
-                if let Some(var) = node.child_by_field_name("variable")
+            Kind::ForStatement => {
+                if let Some(var) = node.child_by_field_name(Field::Variable)
                     && !plain_name(self.text(var))
                 {
                     self.decline("loop variable name");
                 }
                 self.walk_children(node);
             }
-            "pipeline" => {
+            Kind::Pipeline => {
                 self.pipelines += 1;
                 self.walk_children(node);
             }
-            "file_redirect" => self.redirect(node),
-            "heredoc_redirect" => {
-                if named_children(node).any(|n| n.kind() == "pipeline") {
+            Kind::FileRedirect => self.redirect(node),
+            Kind::HeredocRedirect => {
+                if named_children(node).any(|n| n.kind() == Kind::Pipeline) {
                     self.decline("pipeline after a here-document");
                 }
                 self.walk_children(node);
@@ -355,21 +359,21 @@ impl<'a> Walker<'a> {
     fn literal(&self, node: Node) -> Option<Cow<'a, str>> {
         let text = self.text(node);
         match node.kind() {
-            "word" | "number" => Some(unescape(text)),
-            "raw_string" => Some(Cow::Borrowed(
+            Kind::Word | Kind::Number => Some(unescape(text)),
+            Kind::RawString => Some(Cow::Borrowed(
                 text.trim_start_matches('\'').trim_end_matches('\''),
             )),
-            "ansi_c_string" => Some(Cow::Borrowed(
+            Kind::AnsiCString => Some(Cow::Borrowed(
                 text.trim_start_matches("$'").trim_end_matches('\''),
             )),
-            "string" => {
+            Kind::String => {
                 let mut parts = named_children(node);
                 match (parts.next(), parts.next()) {
                     (None, _) => Some(Cow::Borrowed("")),
-                    (Some(p), None) if p.kind() == "string_content" => {
+                    (Some(p), None) if p.kind() == Kind::StringContent => {
                         Some(unescape_dq(self.text(p)))
                     }
-                    _ if named_children(node).all(|p| p.kind() == "string_content") => {
+                    _ if named_children(node).all(|p| p.kind() == Kind::StringContent) => {
                         Some(Cow::Owned(
                             named_children(node)
                                 .map(|p| unescape_dq(self.text(p)))
@@ -379,26 +383,27 @@ impl<'a> Walker<'a> {
                     _ => None,
                 }
             }
-            "concatenation" => named_children(node)
+            Kind::Concatenation => named_children(node)
                 .map(|p| self.literal(p))
                 .collect::<Option<String>>()
                 .map(Cow::Owned),
-            "command_name" => node.named_child(0).and_then(|n| self.literal(n)),
+            Kind::CommandName => node.named_child(0).and_then(|n| self.literal(n)),
             _ => None,
         }
     }
 
     fn redirect(&mut self, node: Node) {
-        let op = children(node)
-            .find(|c| !c.is_named())
-            .map(|c| c.kind())
-            .unwrap_or("");
-        let dest = node.child_by_field_name("destination");
-        let writes = matches!(op, ">" | ">>" | ">|" | "&>" | "&>>" | "<>" | ">&");
+        let op = children(node).find(|c| !c.is_named()).map(|c| c.kind());
+        let dest = node.child_by_field_name(Field::Destination);
+        let writes = matches!(
+            op,
+            Some(Kind::Gt | Kind::GtGt | Kind::GtPipe | Kind::AmpGt | Kind::AmpGtGt | Kind::GtAmp)
+        );
         if writes {
             let harmless = dest.is_some_and(|d| {
                 let value = self.literal(d);
-                (op == ">&" && (d.kind() == "number" || value.as_deref() == Some("-")))
+                (op == Some(Kind::GtAmp)
+                    && (d.kind() == Kind::Number || value.as_deref() == Some("-")))
                     || matches!(
                         value.as_deref(),
                         Some("/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty")
@@ -419,11 +424,11 @@ impl<'a> Walker<'a> {
         args.clear();
         for child in children(node) {
             match child.kind() {
-                "command_name" => name_node = Some(child),
-                "variable_assignment"
-                | "file_redirect"
-                | "herestring_redirect"
-                | "heredoc_redirect" => {}
+                Kind::CommandName => name_node = Some(child),
+                Kind::VariableAssignment
+                | Kind::FileRedirect
+                | Kind::HerestringRedirect
+                | Kind::HeredocRedirect => {}
                 _ if child.is_named() => args.push(Arg {
                     literal: self.literal(child),
                 }),
@@ -496,15 +501,15 @@ impl<'a> Walker<'a> {
     /// The stage a statement makes; loops only when IN_PIPELINE.
     fn stage_of(&self, node: Node, in_pipeline: bool) -> Option<Stage> {
         match node.kind() {
-            "redirected_statement" => {
-                let body = node.child_by_field_name("body")?;
-                if children(node).any(|c| c.kind() == "heredoc_redirect") {
+            Kind::RedirectedStatement => {
+                let body = node.child_by_field_name(Field::Body)?;
+                if children(node).any(|c| c.kind() == Kind::HeredocRedirect) {
                     return None;
                 }
                 self.stage_of(body, in_pipeline)
             }
-            "command" => command_stage(self.literal(node.child_by_field_name("name")?)?),
-            "test_command" => Some(Stage {
+            Kind::Command => command_stage(self.literal(node.child_by_field_name(Field::Name)?)?),
+            Kind::TestCommand => Some(Stage {
                 label: if self.text(node).starts_with("[[") {
                     "[[".into()
                 } else {
@@ -513,13 +518,13 @@ impl<'a> Walker<'a> {
                 expect: Expect::False,
                 compound: false,
             }),
-            "for_statement" if in_pipeline => {
-                let body = node.child_by_field_name("body")?;
+            Kind::ForStatement if in_pipeline => {
+                let body = node.child_by_field_name(Field::Body)?;
                 let plain = named_children(body).all(|n| match n.kind() {
-                    "command" | "comment" => true,
-                    "redirected_statement" => n
-                        .child_by_field_name("body")
-                        .is_some_and(|b| b.kind() == "command"),
+                    Kind::Command | Kind::Comment => true,
+                    Kind::RedirectedStatement => n
+                        .child_by_field_name(Field::Body)
+                        .is_some_and(|b| b.kind() == Kind::Command),
                     _ => false,
                 });
                 plain.then(|| Stage {
@@ -538,20 +543,20 @@ impl<'a> Walker<'a> {
             return None;
         }
         match node.kind() {
-            "list" => {
+            Kind::List => {
                 let last = named_children(node)
-                    .filter(|n| n.kind() != "comment")
+                    .filter(|n| n.kind() != Kind::Comment)
                     .last()?;
                 self.final_pipeline(last)
             }
-            "redirected_statement" => {
-                let body = node.child_by_field_name("body")?;
-                (body.kind() == "pipeline")
+            Kind::RedirectedStatement => {
+                let body = node.child_by_field_name(Field::Body)?;
+                (body.kind() == Kind::Pipeline)
                     .then(|| self.final_pipeline(body))
                     .flatten()
             }
-            "pipeline" => named_children(node)
-                .filter(|n| n.kind() != "comment")
+            Kind::Pipeline => named_children(node)
+                .filter(|n| n.kind() != Kind::Comment)
                 .map(|n| self.stage_of(n, true))
                 .collect(),
             _ => None,
