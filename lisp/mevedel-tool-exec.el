@@ -201,6 +201,15 @@ It is nil when the facts are the default (confined, nothing added)."
   (let ((summary (and sandbox (mevedel-sandbox-summary-add nil sandbox))))
     (and (mevedel-sandbox-summary-warning summary) summary)))
 
+(defun mevedel-exec--scrub (text)
+  "Return TEXT without the sandbox helper's file name or scratch directories.
+The model sees why a sandbox failed, not mevedel's private paths."
+  (let ((helper (ignore-errors (mevedel-sandbox--helper))))
+    (replace-regexp-in-string
+     "/[^ \n\"']*/mevedel-sandbox-[[:alnum:]]\\{6\\}" "the sandbox's scratch directory"
+     (if (stringp helper) (string-replace helper "the sandbox helper" text) text)
+     t t)))
+
 (defun mevedel-exec--boundary-note (sandbox)
   "Return one line telling the model about a non-default SANDBOX boundary."
   (pcase (plist-get sandbox :boundary)
@@ -272,7 +281,7 @@ envelope.  A still-running command says how to continue."
     (when-let* ((note (plist-get facts :note)))
       (push (concat note "\n") parts))
     (when-let* ((error (plist-get facts :error)))
-      (push (concat error "\n") parts))
+      (push (concat (mevedel-exec--scrub error) "\n") parts))
     (when-let* ((note (and first (mevedel-exec--boundary-note (mevedel-exec--boundary obs)))))
       (push (concat note "\n") parts))
     (unless facts

@@ -94,6 +94,19 @@
         (should (eq (plist-get (plist-get obs :sandbox) :start) 'started))
         (should (eq (plist-get (plist-get obs :sandbox) :network) 'denied))))))
 
+(ert-deftest mevedel-exec-sandbox:pipeline-status-and-signals-cross-the-sandbox ()
+  (mevedel-core-ensure)
+  (exec-sandbox-test--with-workspace _ws
+    ;; The PIPESTATUS snapshot descriptor reaches the confined shell...
+    (let ((text (exec-sandbox-test--text (exec-sandbox-test--bash "false | true"))))
+      (should (string-match-p "pipeline_exit_codes=\"1 0\"" text)))
+    ;; ...and a death by signal stays one (bwrap alone reports 128+N).
+    (let ((text (exec-sandbox-test--text (exec-sandbox-test--bash "kill -TERM $$"))))
+      (should (string-match-p "signal=\"15\"" text))
+      (should-not (string-match-p "exit_code=" text)))
+    (let ((text (exec-sandbox-test--text (exec-sandbox-test--bash "exit 143"))))
+      (should (string-match-p "exit_code=\"143\"" text)))))
+
 (ert-deftest mevedel-exec-sandbox:writes-only-inside-the-workspace ()
   (mevedel-core-ensure)
   (exec-sandbox-test--with-workspace ws
@@ -191,7 +204,16 @@ echo x > %s || echo denied-outside; echo x > %s || echo denied-hook"
             (should (string-match-p "1 refused"
                                     (plist-get (mevedel-exec-render-bash
                                                 "Bash" '(:command "touch ran") text data)
-                                               :header)))))
+                                               :header))))
+          ;; The reason names no private path of mevedel's.
+          (let* ((mevedel-sandbox-backend 'landlock)
+                 (mevedel-sandbox--helper-cache
+                  (cons mevedel-core-module-directory "/nonexistent/mevedel-sandbox"))
+                 (text (exec-sandbox-test--text (exec-sandbox-test--bash "touch ran"))))
+            (should (string-match-p "the sandbox refused to run the command" text))
+            (should (string-match-p "the sandbox helper" text))
+            (should-not (string-match-p "nonexistent" text))
+            (should-not (file-exists-p (expand-file-name "ran" ws)))))
       (delete-directory bin t))))
 
 (ert-deftest mevedel-exec-sandbox:best-effort-discloses ()

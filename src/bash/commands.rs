@@ -6,6 +6,7 @@
 //! Judgement is conservative: an argument that is not a literal word is
 //! treated as if it could be any option.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
@@ -13,12 +14,13 @@ use super::Class;
 
 /// One argument as the analyzer sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Arg {
-    /// The word's value when it is fully literal (quotes removed).
-    pub literal: Option<String>,
+pub struct Arg<'a> {
+    /// The word's value when it is fully literal (quotes removed),
+    /// borrowed from the source when it could be.
+    pub literal: Option<Cow<'a, str>>,
 }
 
-impl Arg {
+impl Arg<'_> {
     fn text(&self) -> Option<&str> {
         self.literal.as_deref()
     }
@@ -28,7 +30,7 @@ impl Arg {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verdict {
     pub class: Class,
-    pub reason: Option<String>,
+    pub reason: Option<Cow<'static, str>>,
 }
 
 impl Verdict {
@@ -39,7 +41,7 @@ impl Verdict {
         }
     }
 
-    fn new(class: Class, reason: impl Into<String>) -> Verdict {
+    fn new(class: Class, reason: impl Into<Cow<'static, str>>) -> Verdict {
         Verdict {
             class,
             reason: Some(reason.into()),
@@ -250,11 +252,11 @@ const INTERPRETERS: &[&str] = &[
     "python", "python3", "perl", "ruby", "node", "deno", "php", "lua", "tclsh", "Rscript",
 ];
 
-fn flag(args: &[Arg], pred: impl Fn(&str) -> bool) -> bool {
+fn flag(args: &[Arg<'_>], pred: impl Fn(&str) -> bool) -> bool {
     args.iter().any(|a| a.text().is_some_and(&pred))
 }
 
-fn has_dynamic(args: &[Arg]) -> bool {
+fn has_dynamic(args: &[Arg<'_>]) -> bool {
     args.iter().any(|a| a.literal.is_none())
 }
 
@@ -263,7 +265,7 @@ fn short_has(arg: &str, letter: char) -> bool {
     arg.starts_with('-') && !arg.starts_with("--") && arg[1..].contains(letter)
 }
 
-fn positional(args: &[Arg]) -> Vec<&Arg> {
+fn positional<'s, 'a>(args: &'s [Arg<'a>]) -> Vec<&'s Arg<'a>> {
     args.iter()
         .filter(|a| a.text().is_none_or(|t| !t.starts_with('-') || t == "-"))
         .collect()
@@ -282,50 +284,60 @@ enum Family {
 /// Every listed name with the first family [`judge`] checks it against,
 /// so a name in several lists keeps the verdict of the earliest check:
 /// one hash lookup instead of scanning each list.
-static FAMILIES: LazyLock<HashMap<&'static str, Family>> = LazyLock::new(|| {
-    let mut map = HashMap::new();
-    for (names, family) in [
-        (DANGEROUS, Family::Dangerous),
-        (CODE_RUNNERS, Family::CodeRunner),
-        (INTERPRETERS, Family::Interpreter),
-        (MUTATING, Family::Mutating),
-        (READ_ONLY, Family::ReadOnly),
-    ] {
-        for name in names {
-            map.entry(*name).or_insert(family);
+static FAMILIES: LazyLock<HashMap<&'static str, Family, foldhash::fast::RandomState>> =
+    LazyLock::new(|| {
+        let mut map = HashMap::default();
+        for (names, family) in [
+            (DANGEROUS, Family::Dangerous),
+            (CODE_RUNNERS, Family::CodeRunner),
+            (INTERPRETERS, Family::Interpreter),
+            (MUTATING, Family::Mutating),
+            (READ_ONLY, Family::ReadOnly),
+        ] {
+            for name in names {
+                map.entry(*name).or_insert(family);
+            }
         }
-    }
-    map
-});
+        map
+    });
 
 /// The analyzer's decision for a command named NAME (literal, no slash)
 /// with ARGS. Wrappers are handled by the caller through [`wrapped`].
-pub fn judge(name: &str, args: &[Arg]) -> Verdict {
+pub fn judge(name: &str, args: &[Arg<'_>]) -> Verdict {
     let family = FAMILIES.get(name).copied();
     if name.starts_with("mkfs.") || family == Some(Family::Dangerous) {
-        return Verdict::new(Class::Dangerous, format!("`{name}` is dangerous"));
+        return Verdict::new(Class::Dangerous, about(name, "is dangerous"));
     }
     if family == Some(Family::CodeRunner) {
-        return Verdict::new(Class::Complex, format!("`{name}` runs shell code"));
+        return Verdict::new(Class::Complex, about(name, "runs shell code"));
     }
     if let Some(v) = dangerous_use(name, args) {
         return v;
     }
     match family {
-        Some(Family::Interpreter) => {
-            Verdict::new(Class::Unknown, format!("`{name}` runs a script"))
-        }
-        Some(Family::Mutating) => Verdict::new(Class::Mutating, format!("`{name}` changes files")),
+        Some(Family::Interpreter) => Verdict::new(Class::Unknown, about(name, "runs a script")),
+        Some(Family::Mutating) => Verdict::new(Class::Mutating, about(name, "changes files")),
         Some(Family::ReadOnly) => match argument_check(name, args) {
             None => Verdict::read_only(),
             Some(why) => Verdict::new(Class::Mutating, why),
         },
-        _ => Verdict::new(Class::Unknown, format!("`{name}` is not a known command")),
+        _ => Verdict::new(Class::Unknown, about(name, "is not a known command")),
     }
 }
 
+/// "`NAME` WHAT": a reason naming the command (built without the
+/// formatting machinery, which costs more than the rest of a verdict).
+fn about(name: &str, what: &str) -> String {
+    let mut text = String::with_capacity(name.len() + what.len() + 3);
+    text.push('`');
+    text.push_str(name);
+    text.push_str("` ");
+    text.push_str(what);
+    text
+}
+
 /// Dangerous uses of otherwise ordinary commands.
-fn dangerous_use(name: &str, args: &[Arg]) -> Option<Verdict> {
+fn dangerous_use(name: &str, args: &[Arg<'_>]) -> Option<Verdict> {
     // The literal arguments, walked anew by each check (nothing allocated).
     let texts = || args.iter().filter_map(Arg::text);
     let has = |word: &str| texts().any(|t| t == word);
@@ -372,9 +384,9 @@ fn dangerous_use(name: &str, args: &[Arg]) -> Option<Verdict> {
 }
 
 /// Why NAME with ARGS is not read-only, or `None` when it is.
-fn argument_check(name: &str, args: &[Arg]) -> Option<String> {
+fn argument_check(name: &str, args: &[Arg<'_>]) -> Option<String> {
     let dynamic = has_dynamic(args);
-    let says = |what: &str| Some(format!("`{name}` {what}"));
+    let says = |what: &str| Some(about(name, what));
     match name {
         "find" => {
             let writes = |t: &str| {
@@ -437,7 +449,7 @@ fn argument_check(name: &str, args: &[Arg]) -> Option<String> {
 
 /// The sed scripts among ARGS: `-e S` / `--expression=S` values, or the
 /// first operand when no -e/-f is given.
-fn sed_scripts(args: &[Arg]) -> Vec<String> {
+fn sed_scripts(args: &[Arg<'_>]) -> Vec<String> {
     let mut out = Vec::new();
     let mut explicit = false;
     let mut iter = args.iter().filter_map(Arg::text);
@@ -536,7 +548,7 @@ fn sed_script_writes(script: &str) -> bool {
 }
 
 /// Subcommands of git that only read, and options that would write.
-fn git_check(args: &[Arg]) -> Option<String> {
+fn git_check(args: &[Arg<'_>]) -> Option<String> {
     const READING: &[&str] = &[
         "status",
         "log",
@@ -624,13 +636,12 @@ fn git_check(args: &[Arg]) -> Option<String> {
 /// When NAME runs another command given in ARGS, the index of that
 /// command's name within ARGS. `None` when NAME is no wrapper or runs
 /// nothing (e.g. a bare `env` prints the environment).
-pub fn wrapped(name: &str, args: &[Arg]) -> Option<usize> {
-    let texts: Vec<Option<&str>> = args.iter().map(Arg::text).collect();
+pub fn wrapped(name: &str, args: &[Arg<'_>]) -> Option<usize> {
     let first_non_option = |skip_values: &[&str]| {
         let mut i = 0;
-        while i < texts.len() {
-            match texts[i] {
-                Some("--") => return Some(i + 1).filter(|&j| j < texts.len()),
+        while i < args.len() {
+            match args[i].text() {
+                Some("--") => return Some(i + 1).filter(|&j| j < args.len()),
                 Some(t) if t.starts_with('-') => {
                     i += if skip_values.contains(&t) { 2 } else { 1 };
                 }
@@ -642,8 +653,8 @@ pub fn wrapped(name: &str, args: &[Arg]) -> Option<usize> {
     match name {
         "env" => {
             let mut i = 0;
-            while i < texts.len() {
-                match texts[i] {
+            while i < args.len() {
+                match args[i].text() {
                     Some(t) if t == "-u" || t == "-C" || t == "--chdir" || t == "--unset" => i += 2,
                     Some(t) if t.starts_with('-') || t.contains('=') => i += 1,
                     _ => return Some(i),
@@ -670,7 +681,7 @@ pub fn wrapped(name: &str, args: &[Arg]) -> Option<usize> {
         "nice" => first_non_option(&["-n", "--adjustment"]),
         "time" | "stdbuf" | "nohup" | "ionice" => first_non_option(&["-o", "-e", "-i", "-c", "-n"]),
         "command" => {
-            if texts.iter().any(|t| matches!(t, Some("-v") | Some("-V"))) {
+            if args.iter().any(|a| matches!(a.text(), Some("-v" | "-V"))) {
                 None
             } else {
                 first_non_option(&[])
@@ -684,11 +695,11 @@ pub fn wrapped(name: &str, args: &[Arg]) -> Option<usize> {
 mod tests {
     use super::*;
 
-    fn args(items: &[&str]) -> Vec<Arg> {
+    fn args<'a>(items: &[&'a str]) -> Vec<Arg<'a>> {
         items
             .iter()
             .map(|s| Arg {
-                literal: Some(s.to_string()),
+                literal: Some(Cow::Borrowed(*s)),
             })
             .collect()
     }

@@ -18,6 +18,7 @@ mod recognize;
 mod syntax;
 mod walk;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -85,7 +86,7 @@ pub struct Stage {
 pub struct Analysis {
     pub class: Class,
     /// Why the class is not read-only (one line each, deduplicated).
-    pub reasons: Vec<String>,
+    pub reasons: Vec<Cow<'static, str>>,
     /// The source uses `&` to run something in the background.
     pub background: bool,
     /// tree-sitter could not parse all of the source.
@@ -98,7 +99,7 @@ pub struct Analysis {
     /// Number of syntactic pipelines in the whole source.
     pub pipelines: usize,
     /// Why the source is not eligible for the snapshot, when it is not.
-    pub ineligible: Option<String>,
+    pub ineligible: Option<&'static str>,
 }
 
 impl Analysis {
@@ -123,8 +124,11 @@ const CACHE_ENTRIES: usize = 512;
 /// Longer sources are not remembered.
 const CACHE_MAX_SOURCE: usize = 4096;
 
-static CACHE: LazyLock<Mutex<HashMap<String, Arc<Analysis>>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
+/// Keyed by the source; hashed with foldhash, as SipHash's cost is
+/// noticeable next to an analysis of a short command.
+type Cache = HashMap<Box<str>, Arc<Analysis>, foldhash::fast::RandomState>;
+
+static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(|| Mutex::new(Cache::default()));
 
 /// Analyse SRC. Never fails: unparsable source is class unknown.
 pub fn analyze(src: &str) -> Analysis {
@@ -148,7 +152,7 @@ pub fn analyze_shared(src: &str) -> Arc<Analysis> {
         if cache.len() >= CACHE_ENTRIES {
             cache.clear();
         }
-        cache.insert(src.to_string(), Arc::clone(&analysis));
+        cache.insert(src.into(), Arc::clone(&analysis));
     }
     analysis
 }

@@ -54,18 +54,30 @@ const RESERVED: &[&[u8]] = &[
 
 /// The tree of SRC (which ends in a newline) when every part of it is
 /// in the recognized subset, else `None`.
+#[cfg(test)]
 pub fn recognize(src: &str) -> Option<Tree> {
+    let mut tree = Tree::default();
+    recognize_into(src, &mut tree).then_some(tree)
+}
+
+/// Build the tree of SRC (which ends in a newline) in TREE, emptied
+/// first, when every part of SRC is in the recognized subset; returns
+/// whether it was (TREE is left unfinished when not).
+pub fn recognize_into(src: &str, tree: &mut Tree) -> bool {
+    tree.clear();
     if !src.ends_with('\n') || !src.is_ascii() {
-        return None;
+        return false;
     }
     let mut p = Recognizer {
         s: src.as_bytes(),
         i: 0,
-        t: Tree::with_capacity(src.len() / 2 + 8),
+        t: tree,
     };
-    p.program()?;
+    if p.program().is_none() {
+        return false;
+    }
     p.t.finish();
-    Some(p.t)
+    true
 }
 
 /// Where a list of statements ends.
@@ -82,7 +94,7 @@ enum Context {
 struct Recognizer<'s> {
     s: &'s [u8],
     i: usize,
-    t: Tree,
+    t: &'s mut Tree,
 }
 
 /// Bytes that end a word: tree-sitter-bash's special characters.

@@ -48,6 +48,21 @@ impl Tree {
         }
     }
 
+    /// Empty the tree, keeping its buffers for the next one.
+    pub fn clear(&mut self) {
+        self.nodes.clear();
+        self.kids.clear();
+        self.pending.clear();
+        self.root = 0;
+        self.has_error = false;
+    }
+
+    /// Whether the tree holds more memory than a long command needs, so
+    /// that keeping it for reuse would hold on to a rare big source.
+    pub fn oversized(&self) -> bool {
+        self.nodes.capacity() > 4096
+    }
+
     /// Where the children of the next node to [`Tree::close`] begin:
     /// every node finished after this mark becomes one of them.
     pub fn mark(&self) -> usize {

@@ -6,14 +6,21 @@ use std::cell::RefCell;
 use tree_sitter::Parser;
 
 use super::commands::{self, Arg};
-use super::recognize::recognize;
+use super::recognize::recognize_into;
 use super::syntax::{Node, Tree};
 use super::{Analysis, Class, Expect, Stage};
 
 thread_local! {
     /// One parser per thread: creating one costs more than a parse.
     static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
+    /// The newline-terminated copy of the source and the recognizer's
+    /// tree, reused from one analysis to the next: their allocations
+    /// cost more than the recognizer's work on a short command.
+    static SCRATCH: RefCell<(String, Tree)> = RefCell::new((String::new(), Tree::default()));
 }
+
+/// Longest source whose terminated copy is kept for reuse.
+const SCRATCH_MAX: usize = 16 * 1024;
 
 fn parse(src: &str) -> Option<tree_sitter::Tree> {
     PARSER.with(|cell| {
@@ -31,10 +38,34 @@ fn parse(src: &str) -> Option<tree_sitter::Tree> {
 /// Analyse SRC: read by the recognizer when it is in its subset, else
 /// parsed by tree-sitter; either way the same tree is walked.
 pub fn analyze(src: &str) -> Analysis {
-    let src = terminated(src);
-    match recognize(&src) {
-        Some(tree) => analyze_syntax(&src, &tree),
-        None => analyze_parsed(&src),
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut scratch) => {
+            let (text, tree) = &mut *scratch;
+            let analysis = analyze_with(src, text, tree);
+            if text.capacity() > SCRATCH_MAX || tree.oversized() {
+                *scratch = (String::new(), Tree::default());
+            }
+            analysis
+        }
+        Err(_) => analyze_with(src, &mut String::new(), &mut Tree::default()),
+    })
+}
+
+/// [`analyze`] with TEXT and TREE as its buffers. The source is read
+/// ending in a newline: tree-sitter-bash is several times slower on a
+/// pipeline that ends at the end of input than on one ended by a newline
+/// (57 vs 10 us for `a | b | c`); the newline means the same, and the
+/// command is run with one after it anyway (the snapshot line follows it).
+fn analyze_with(src: &str, text: &mut String, tree: &mut Tree) -> Analysis {
+    text.clear();
+    text.push_str(src);
+    if !src.ends_with('\n') {
+        text.push('\n');
+    }
+    if recognize_into(text, tree) {
+        analyze_syntax(text, tree)
+    } else {
+        analyze_parsed(text)
     }
 }
 
@@ -50,11 +81,8 @@ pub fn tree_of(src: &str) -> Option<Tree> {
     parse(&terminated(src)).map(|t| Tree::from_tree_sitter(&t))
 }
 
-/// SRC ending in a newline. tree-sitter-bash is several times slower on
-/// a pipeline that ends at the end of input than on one ended by a
-/// newline (57 vs 10 us for `a | b | c`); the newline means the same,
-/// and the command is run with one after it anyway (the snapshot line
-/// follows it).
+/// SRC ending in a newline, as [`analyze`] reads it.
+#[cfg(test)]
 pub fn terminated(src: &str) -> Cow<'_, str> {
     if src.ends_with('\n') {
         Cow::Borrowed(src)
@@ -68,13 +96,13 @@ fn analyze_parsed(src: &str) -> Analysis {
     let Some(tree) = parse(src) else {
         return Analysis {
             class: Class::Unknown,
-            reasons: vec!["the source could not be parsed".into()],
+            reasons: vec![Cow::Borrowed("the source could not be parsed")],
             background: false,
             parse_error: true,
             single: None,
             final_pipeline: None,
             pipelines: 0,
-            ineligible: Some("unparsable".into()),
+            ineligible: Some("unparsable"),
         };
     };
     analyze_syntax(src, &Tree::from_tree_sitter(&tree))
@@ -93,16 +121,15 @@ fn analyze_syntax(src: &str, tree: &Tree) -> Analysis {
     if w.background {
         w.decline("background operator");
     }
-    let statements: Vec<Node> = named_children(root)
-        .filter(|n| n.kind() != "comment")
-        .collect();
-    let single = match statements.as_slice() {
-        [only] if !w.parse_error && !w.background => w.stage_of(*only, false),
+    let statements = || named_children(root).filter(|n| n.kind() != "comment");
+    let mut first_two = statements();
+    let single = match (first_two.next(), first_two.next()) {
+        (Some(only), None) if !w.parse_error && !w.background => w.stage_of(only, false),
         _ => None,
     };
-    let final_pipeline = statements
+    let final_pipeline = statements()
         .last()
-        .and_then(|last| w.final_pipeline(*last))
+        .and_then(|last| w.final_pipeline(last))
         .filter(|_| w.ineligible.is_none());
     w.finish(single, final_pipeline)
 }
@@ -175,11 +202,13 @@ fn snapshot_declines(name: &str) -> bool {
 struct Walker<'a> {
     src: &'a str,
     class: Class,
-    reasons: Vec<String>,
+    reasons: Vec<Cow<'static, str>>,
     background: bool,
     parse_error: bool,
     pipelines: usize,
-    ineligible: Option<String>,
+    ineligible: Option<&'static str>,
+    /// A vector for a command's arguments, kept between commands.
+    args: Vec<Arg<'a>>,
 }
 
 impl<'a> Walker<'a> {
@@ -192,15 +221,19 @@ impl<'a> Walker<'a> {
             parse_error: false,
             pipelines: 0,
             ineligible: None,
+            args: Vec::new(),
         }
     }
 
     /// The analysis, with the reasons deduplicated.
     fn finish(self, single: Option<Stage>, final_pipeline: Option<Vec<Stage>>) -> Analysis {
-        let mut reasons = Vec::new();
-        for r in self.reasons {
-            if !reasons.contains(&r) {
-                reasons.push(r);
+        let mut reasons = self.reasons;
+        let mut k = 0;
+        while k < reasons.len() {
+            if reasons[..k].contains(&reasons[k]) {
+                reasons.remove(k);
+            } else {
+                k += 1;
             }
         }
         Analysis {
@@ -219,14 +252,14 @@ impl<'a> Walker<'a> {
         &self.src[node.byte_range()]
     }
 
-    fn raise(&mut self, class: Class, reason: impl Into<String>) {
+    fn raise(&mut self, class: Class, reason: impl Into<Cow<'static, str>>) {
         self.class = self.class.max(class);
         self.reasons.push(reason.into());
     }
 
-    fn decline(&mut self, why: &str) {
+    fn decline(&mut self, why: &'static str) {
         if self.ineligible.is_none() {
-            self.ineligible = Some(why.to_string());
+            self.ineligible = Some(why);
         }
     }
 
@@ -317,29 +350,39 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// The value of a fully literal word, or `None`.
-    fn literal(&self, node: Node) -> Option<String> {
+    /// The value of a fully literal word, or `None`; borrowed from the
+    /// source unless escapes or pieces had to be joined.
+    fn literal(&self, node: Node) -> Option<Cow<'a, str>> {
         let text = self.text(node);
         match node.kind() {
             "word" | "number" => Some(unescape(text)),
-            "raw_string" => Some(text.trim_start_matches('\'').trim_end_matches('\'').into()),
-            "ansi_c_string" => Some(
-                text.trim_start_matches("$'")
-                    .trim_end_matches('\'')
-                    .to_string(),
-            ),
+            "raw_string" => Some(Cow::Borrowed(
+                text.trim_start_matches('\'').trim_end_matches('\''),
+            )),
+            "ansi_c_string" => Some(Cow::Borrowed(
+                text.trim_start_matches("$'").trim_end_matches('\''),
+            )),
             "string" => {
-                if named_children(node).all(|p| p.kind() == "string_content") {
-                    Some(
-                        named_children(node)
-                            .map(|p| unescape_dq(self.text(p)))
-                            .collect(),
-                    )
-                } else {
-                    None
+                let mut parts = named_children(node);
+                match (parts.next(), parts.next()) {
+                    (None, _) => Some(Cow::Borrowed("")),
+                    (Some(p), None) if p.kind() == "string_content" => {
+                        Some(unescape_dq(self.text(p)))
+                    }
+                    _ if named_children(node).all(|p| p.kind() == "string_content") => {
+                        Some(Cow::Owned(
+                            named_children(node)
+                                .map(|p| unescape_dq(self.text(p)))
+                                .collect(),
+                        ))
+                    }
+                    _ => None,
                 }
             }
-            "concatenation" => named_children(node).map(|p| self.literal(p)).collect(),
+            "concatenation" => named_children(node)
+                .map(|p| self.literal(p))
+                .collect::<Option<String>>()
+                .map(Cow::Owned),
             "command_name" => node.named_child(0).and_then(|n| self.literal(n)),
             _ => None,
         }
@@ -370,7 +413,10 @@ impl<'a> Walker<'a> {
 
     fn command(&mut self, node: Node) {
         let mut name_node = None;
-        let mut args = Vec::new();
+        // The walker's spare vector (a command nested in an argument
+        // takes a new one).
+        let mut args = std::mem::take(&mut self.args);
+        args.clear();
         for child in children(node) {
             match child.kind() {
                 "command_name" => name_node = Some(child),
@@ -385,20 +431,21 @@ impl<'a> Walker<'a> {
             }
             self.walk(child);
         }
-        let Some(name_node) = name_node else {
-            return;
-        };
-        let Some(name) = self.literal(name_node) else {
-            self.raise(Class::Complex, "the command name is computed");
-            self.decline("computed command name");
-            return;
-        };
-        self.judge_command(name, &args);
+        match name_node.map(|n| self.literal(n)) {
+            None => {}
+            Some(None) => {
+                self.raise(Class::Complex, "the command name is computed");
+                self.decline("computed command name");
+            }
+            Some(Some(name)) => self.judge_command(name, &args),
+        }
+        args.clear();
+        self.args = args;
     }
 
     /// Judge the command NAME with ARGS (after its words were walked),
     /// following wrappers such as `env` and `xargs` to the command they run.
-    fn judge_command(&mut self, mut name: String, mut args: &[Arg]) {
+    fn judge_command(&mut self, mut name: Cow<'a, str>, mut args: &[Arg<'a>]) {
         loop {
             if name.contains('/') {
                 self.raise(
@@ -426,7 +473,7 @@ impl<'a> Walker<'a> {
             match commands::wrapped(&name, args) {
                 Some(usize::MAX) => {
                     // xargs without a command runs echo.
-                    name = "echo".into();
+                    name = Cow::Borrowed("echo");
                     args = &[];
                 }
                 Some(i) if i < args.len() => {
@@ -514,25 +561,28 @@ impl<'a> Walker<'a> {
 
 /// The stage a simple command named NAME makes; `None` for a
 /// path-qualified program, whose exit statuses mean nothing known.
-fn command_stage(name: String) -> Option<Stage> {
+fn command_stage(name: Cow<'_, str>) -> Option<Stage> {
     if name.contains('/') {
         return None;
     }
-    let expect = match name.as_str() {
+    let expect = match &*name {
         "grep" | "egrep" | "fgrep" | "rg" | "zgrep" => Expect::NoMatch,
         "diff" => Expect::Different,
         "test" | "[" => Expect::False,
         _ => Expect::Nothing,
     };
     Some(Stage {
-        label: name,
+        label: name.into_owned(),
         expect,
         compound: false,
     })
 }
 
 /// A bare word's value: backslash escapes removed.
-fn unescape(text: &str) -> String {
+fn unescape(text: &str) -> Cow<'_, str> {
+    if !text.contains('\\') {
+        return Cow::Borrowed(text);
+    }
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars();
     while let Some(c) = chars.next() {
@@ -546,12 +596,15 @@ fn unescape(text: &str) -> String {
             out.push(c);
         }
     }
-    out
+    Cow::Owned(out)
 }
 
 /// Double-quoted content: only `\$ \` \" \\` and line continuations
 /// are escapes.
-fn unescape_dq(text: &str) -> String {
+fn unescape_dq(text: &str) -> Cow<'_, str> {
+    if !text.contains('\\') {
+        return Cow::Borrowed(text);
+    }
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
@@ -567,5 +620,5 @@ fn unescape_dq(text: &str) -> String {
         }
         out.push(c);
     }
-    out
+    Cow::Owned(out)
 }

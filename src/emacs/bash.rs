@@ -1,71 +1,266 @@
 //! Bash analysis (see `bash`).
+//!
+//! One call per command the agent runs, so the result is built through
+//! the raw module API, as in `lisp_data.rs` (ADR 0004): each module call
+//! costs more than the analysis of a short command, and the `emacs`
+//! crate adds an exit check after each. Everything a result is made of
+//! but its lists is made once per thread and kept behind a global
+//! reference: the keywords, `t`, `nil`, the `list` symbol, class names,
+//! small integers, and stage labels and reasons (at most [`SHARED_MAX`]
+//! distinct strings). A call then copies its argument into a reused
+//! buffer and calls `list` once per list of the result, with one exit
+//! check at the end.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::{LazyLock, Mutex, PoisonError};
+use std::ffi::{CStr, c_char};
 
-use emacs::{Env, GlobalRef, IntoLisp, Result, Value, defun};
+use emacs::raw::{emacs_env, emacs_value};
+use emacs::{Env, FromLisp, Result, Value, defun};
 
+use super::errors;
 use super::guard::guarded;
-use crate::bash;
+use crate::bash::{self, Analysis, Class};
+use crate::error::{Error, ErrorKind};
 
-emacs::use_symbols! {
-    kw_class => ":class"
-    kw_reasons => ":reasons"
-    kw_background => ":background"
-    kw_parse_error => ":parse-error"
-    kw_read_only => ":read-only"
-    kw_snapshot => ":snapshot"
-    kw_pipelines => ":pipelines"
-    kw_stages => ":stages"
-}
+type Funcall =
+    unsafe extern "C" fn(*mut emacs_env, emacs_value, isize, *mut emacs_value) -> emacs_value;
+type MakeString = unsafe extern "C" fn(*mut emacs_env, *const c_char, isize) -> emacs_value;
+type MakeInteger = unsafe extern "C" fn(*mut emacs_env, i64) -> emacs_value;
+type MakeGlobalRef = unsafe extern "C" fn(*mut emacs_env, emacs_value) -> emacs_value;
+type Intern = unsafe extern "C" fn(*mut emacs_env, *const c_char) -> emacs_value;
+type ExitCheck = unsafe extern "C" fn(*mut emacs_env) -> u32;
 
-/// Most distinct class names and stage labels kept as shared strings.
+/// Most distinct stage labels and reasons kept as shared strings.
 const SHARED_MAX: usize = 512;
 
-/// Lisp strings for class names and stage labels (command names, mostly),
-/// made once and shared by every result: a result then allocates only
-/// its conses, which is what the garbage collector's cost follows.
-static SHARED: LazyLock<Mutex<HashMap<String, &'static GlobalRef>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
+/// Pipeline counts below this are shared integers.
+const SMALL_INTS: usize = 64;
 
-/// The shared Lisp string TEXT; a fresh one once [`SHARED_MAX`] are kept.
-fn shared<'e>(env: &'e Env, text: &str) -> Result<Value<'e>> {
-    let mut table = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(known) = table.get(text).copied() {
-        return Ok(known.bind(env));
-    }
-    let value = text.into_lisp(env)?;
-    if table.len() < SHARED_MAX {
-        // Kept for the session (at most SHARED_MAX of them): a reference
-        // that lives as long as the module lets results borrow it freely.
-        table.insert(
-            text.to_string(),
-            Box::leak(Box::new(value.make_global_ref())),
-        );
-    }
-    Ok(value)
+/// Sources up to this many bytes are copied into the reused buffer;
+/// longer ones are read the `emacs` crate's way.
+const SOURCE_BUFFER: usize = 4096;
+
+/// The result's keys, in order.
+const KEYS: [&CStr; 8] = [
+    c":class",
+    c":reasons",
+    c":background",
+    c":parse-error",
+    c":read-only",
+    c":snapshot",
+    c":pipelines",
+    c":stages",
+];
+
+const CLASSES: [Class; 5] = [
+    Class::ReadOnly,
+    Class::Mutating,
+    Class::Unknown,
+    Class::Complex,
+    Class::Dangerous,
+];
+
+/// The module API functions a call uses.
+struct Api {
+    raw: *mut emacs_env,
+    funcall: Funcall,
+    make_string: MakeString,
+    make_integer: MakeInteger,
+    make_global_ref: MakeGlobalRef,
+    intern: Intern,
+    exit_check: ExitCheck,
 }
 
-/// A list of strings (shared when SHARE), or nil: one call for the list.
-fn string_list<'e, 's>(
-    env: &'e Env,
-    share: bool,
-    items: impl Iterator<Item = &'s str>,
-) -> Result<Value<'e>> {
-    let values = items
-        .map(|s| {
-            if share {
-                shared(env, s)
-            } else {
-                s.into_lisp(env)
-            }
+impl Api {
+    fn new(env: &Env) -> Result<Api> {
+        let raw = env.raw();
+        // SAFETY: ENV is the live environment of the current module call.
+        let table = unsafe { &*raw };
+        let (
+            Some(funcall),
+            Some(make_string),
+            Some(make_integer),
+            Some(make_global_ref),
+            Some(intern),
+            Some(exit_check),
+        ) = (
+            table.funcall,
+            table.make_string,
+            table.make_integer,
+            table.make_global_ref,
+            table.intern,
+            table.non_local_exit_check,
+        )
+        else {
+            return errors::signal(
+                env,
+                Error::new(ErrorKind::Internal, "The module API lacks a function"),
+            );
+        };
+        Ok(Api {
+            raw,
+            funcall,
+            make_string,
+            make_integer,
+            make_global_ref,
+            intern,
+            exit_check,
         })
-        .collect::<Result<Vec<_>>>()?;
-    if values.is_empty() {
-        ().into_lisp(env)
-    } else {
-        env.list(&values[..])
     }
+
+    /// Whether no module call of this environment has failed.
+    fn ok(&self) -> bool {
+        // SAFETY: plain query of the live environment.
+        unsafe { (self.exit_check)(self.raw) == 0 }
+    }
+
+    /// A global reference to VALUE, valid in every later call.
+    fn global(&self, value: emacs_value) -> emacs_value {
+        // SAFETY: live environment; VALUE was made in it.
+        unsafe { (self.make_global_ref)(self.raw, value) }
+    }
+
+    fn symbol(&self, name: &CStr) -> emacs_value {
+        // SAFETY: live environment; a NUL-terminated ASCII name.
+        self.global(unsafe { (self.intern)(self.raw, name.as_ptr()) })
+    }
+
+    fn string(&self, text: &str) -> emacs_value {
+        let len = isize::try_from(text.len()).unwrap_or(isize::MAX);
+        // SAFETY: live environment; TEXT is valid UTF-8 of length LEN.
+        unsafe { (self.make_string)(self.raw, text.as_ptr().cast(), len) }
+    }
+
+    /// `(list ITEMS...)`, or nil without items.
+    fn list(&self, seam: &Seam, items: &mut [emacs_value]) -> emacs_value {
+        if items.is_empty() {
+            return seam.nil;
+        }
+        let n = isize::try_from(items.len()).unwrap_or(isize::MAX);
+        // SAFETY: live environment; Emacs only reads the N items.
+        unsafe { (self.funcall)(self.raw, seam.list, n, items.as_mut_ptr()) }
+    }
+}
+
+/// Values made once per thread (global references, never freed) and the
+/// reused buffers.
+struct Seam {
+    list: emacs_value,
+    nil: emacs_value,
+    t: emacs_value,
+    keys: [emacs_value; 8],
+    classes: [emacs_value; 5],
+    ints: [emacs_value; SMALL_INTS],
+    strings: HashMap<Box<str>, emacs_value, foldhash::fast::RandomState>,
+    /// The source's bytes, then a list's items.
+    source: Vec<u8>,
+    items: Vec<emacs_value>,
+}
+
+impl Seam {
+    /// The shared values, or `None` when making one failed (the pending
+    /// signal says why).
+    fn new(api: &Api) -> Option<Seam> {
+        let keys = KEYS.map(|k| api.symbol(k));
+        let classes = CLASSES.map(|c| api.global(api.string(c.name())));
+        let ints = std::array::from_fn(|n| {
+            // SAFETY: live environment.
+            api.global(unsafe { (api.make_integer)(api.raw, n as i64) })
+        });
+        let seam = Seam {
+            list: api.symbol(c"list"),
+            nil: api.symbol(c"nil"),
+            t: api.symbol(c"t"),
+            keys,
+            classes,
+            ints,
+            strings: HashMap::default(),
+            source: vec![0; SOURCE_BUFFER],
+            items: Vec::with_capacity(16),
+        };
+        api.ok().then_some(seam)
+    }
+
+    fn boolean(&self, value: bool) -> emacs_value {
+        if value { self.t } else { self.nil }
+    }
+
+    fn class(&self, class: Class) -> emacs_value {
+        let index = CLASSES.iter().position(|&c| c == class).unwrap_or(0);
+        self.classes[index]
+    }
+
+    /// The shared Lisp string TEXT; a fresh one once [`SHARED_MAX`] are
+    /// kept.
+    fn string(&mut self, api: &Api, text: &str) -> emacs_value {
+        if let Some(&known) = self.strings.get(text) {
+            return known;
+        }
+        let value = api.string(text);
+        if self.strings.len() < SHARED_MAX && !value.is_null() {
+            let global = api.global(value);
+            if !global.is_null() {
+                self.strings.insert(text.into(), global);
+                return global;
+            }
+        }
+        value
+    }
+
+    /// A list of shared strings, or nil.
+    fn strings<'s>(&mut self, api: &Api, texts: impl Iterator<Item = &'s str>) -> emacs_value {
+        let mut items = std::mem::take(&mut self.items);
+        items.clear();
+        for text in texts {
+            items.push(self.string(api, text));
+        }
+        let list = api.list(self, &mut items);
+        self.items = items;
+        list
+    }
+
+    /// The result plist of A.
+    fn plist(&mut self, api: &Api, a: &Analysis) -> emacs_value {
+        let stages = match &a.final_pipeline {
+            Some(stages) => self.strings(api, stages.iter().map(|s| s.label.as_str())),
+            None => self.nil,
+        };
+        let reasons = self.strings(api, a.reasons.iter().map(|r| &**r));
+        let pipelines = match self.ints.get(a.pipelines) {
+            Some(&n) => n,
+            // SAFETY: live environment.
+            None => unsafe {
+                (api.make_integer)(api.raw, i64::try_from(a.pipelines).unwrap_or(i64::MAX))
+            },
+        };
+        let k = self.keys;
+        let mut items = [
+            k[0],
+            self.class(a.class),
+            k[1],
+            reasons,
+            k[2],
+            self.boolean(a.background),
+            k[3],
+            self.boolean(a.parse_error),
+            k[4],
+            self.boolean(a.read_only()),
+            k[5],
+            self.boolean(a.snapshot()),
+            k[6],
+            pipelines,
+            k[7],
+            stages,
+        ];
+        api.list(self, &mut items)
+    }
+}
+
+thread_local! {
+    /// Emacs calls the module from its main thread (and Lisp threads,
+    /// each with their own copy here).
+    static SEAM: RefCell<Option<Seam>> = const { RefCell::new(None) };
 }
 
 /// Analyse SOURCE without running it: a plist with `:class` (a string:
@@ -73,35 +268,47 @@ fn string_list<'e, 's>(
 /// `:background`, `:parse-error`, `:read-only`, `:snapshot`,
 /// `:pipelines` and `:stages` (labels of the final pipeline's stages).
 ///
-/// Built with one `list` call over pre-interned keywords: per call this
-/// costs a module call per string and list, nothing per key.  The class
-/// and stage strings are shared between results: do not modify them.
+/// The class, reason and stage strings are shared between results: do
+/// not modify them.
 #[defun(name = "bash-analyze")]
-fn bash_analyze(env: &Env, source: String) -> Result<Value<'_>> {
+fn bash_analyze<'e>(env: &'e Env, source: Value<'e>) -> Result<Value<'e>> {
     guarded(env, || {
-        let a = bash::analyze_shared(&source);
-        let stages = match &a.final_pipeline {
-            Some(stages) => string_list(env, true, stages.iter().map(|s| s.label.as_str()))?,
-            None => ().into_lisp(env)?,
-        };
-        let plist = [
-            kw_class.bind(env),
-            shared(env, a.class.name())?,
-            kw_reasons.bind(env),
-            string_list(env, false, a.reasons.iter().map(String::as_str))?,
-            kw_background.bind(env),
-            a.background.into_lisp(env)?,
-            kw_parse_error.bind(env),
-            a.parse_error.into_lisp(env)?,
-            kw_read_only.bind(env),
-            a.read_only().into_lisp(env)?,
-            kw_snapshot.bind(env),
-            a.snapshot().into_lisp(env)?,
-            kw_pipelines.bind(env),
-            (a.pipelines as i64).into_lisp(env)?,
-            kw_stages.bind(env),
-            stages,
-        ];
-        env.list(&plist[..])
+        let api = Api::new(env)?;
+        SEAM.with(|cell| {
+            let Ok(mut slot) = cell.try_borrow_mut() else {
+                return errors::signal(
+                    env,
+                    Error::new(ErrorKind::Internal, "Bash analysis re-entered"),
+                );
+            };
+            if slot.is_none() {
+                *slot = Seam::new(&api);
+            }
+            let Some(seam) = slot.as_mut() else {
+                // Making the shared values failed: the pending signal wins.
+                return errors::signal(
+                    env,
+                    Error::new(ErrorKind::Internal, "Making Lisp values failed"),
+                );
+            };
+            let analysis = match source.copy_string_contents(&mut seam.source) {
+                Ok(bytes) => match std::str::from_utf8(bytes) {
+                    Ok(text) => bash::analyze_shared(text),
+                    Err(_) => bash::analyze_shared(&String::from_lisp(source)?),
+                },
+                // Longer than the buffer, or not a string: the crate's
+                // conversion reads it or signals the usual error.
+                Err(_) => bash::analyze_shared(&String::from_lisp(source)?),
+            };
+            let plist = seam.plist(&api, &analysis);
+            if !api.ok() {
+                return errors::signal(
+                    env,
+                    Error::new(ErrorKind::Internal, "Building the analysis failed"),
+                );
+            }
+            // SAFETY: PLIST was made in this environment, which is live.
+            Ok(unsafe { Value::new(plist, env) })
+        })
     })
 }
