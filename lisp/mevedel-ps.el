@@ -30,6 +30,7 @@
 (require 'tabulated-list)
 (require 'mevedel-core)
 (require 'mevedel-chat)
+(require 'mevedel-sandbox)
 (require 'mevedel-session)
 (require 'mevedel-tool-exec)
 (require 'mevedel-view)
@@ -78,7 +79,8 @@ this list rather than every buffer.")
 (defun mevedel-ps-items (chat)
   "Return the running executions of CHAT's session.
 Each is a plist: :id :kind :owner :state :command :description :label
-:tty :elapsed-ms :bytes :yielded :events :tool-use-id :spool."
+:tty :elapsed-ms :bytes :yielded :events :tool-use-id :spool :sandbox
+\(the boundary facts, nil until its launch is prepared)."
   (mapcar (lambda (item)
             (append (list :label (mevedel-ps-label item)) item))
           (and (featurep 'mevedel-dyn)
@@ -117,7 +119,17 @@ Each is a plist: :id :kind :owner :state :command :description :label
                   (plist-get item :label)
                   (or (plist-get item :owner) "")
                   (mevedel-ps-duration (plist-get item :elapsed-ms))
-                  (file-size-human-readable (or (plist-get item :bytes) 0))))))
+                  (file-size-human-readable (or (plist-get item :bytes) 0))
+                  (mevedel-ps--boundary (plist-get item :sandbox))))))
+
+(defun mevedel-ps--boundary (sandbox)
+  "Return the boundary of the SANDBOX facts, marked when not the default."
+  (if (null sandbox)
+      ""
+    (let ((name (symbol-name (plist-get sandbox :boundary))))
+      (if (mevedel-sandbox-summary-warning (mevedel-sandbox-summary-add nil sandbox))
+          (propertize name 'face 'warning)
+        name))))
 
 ;;;; The mode
 
@@ -141,8 +153,8 @@ started the execution, \\[mevedel-ps-describe] its details and latest output,
 
 \\{mevedel-ps-mode-map}"
   (setq tabulated-list-format
-        [("Kind" 8 t) ("ID" 10 t) ("State" 18 t) ("Command" 40 t) ("Owner" 10 t)
-         ("Elapsed" 9 t :right-align t) ("Output" 8 t :right-align t)])
+        [("Kind" 8 t) ("ID" 10 t) ("State" 18 t) ("Command" 36 t) ("Owner" 10 t)
+         ("Elapsed" 9 t :right-align t) ("Output" 8 t :right-align t) ("Sandbox" 14 t)])
   (setq tabulated-list-padding 1)
   (add-hook 'tabulated-list-revert-hook #'mevedel-ps--update nil t)
   (add-hook 'window-buffer-change-functions #'mevedel-ps--shown nil t)
@@ -320,6 +332,16 @@ Through its terminal when it has one, else SIGINT to its process group."
   "Insert a details line NAME: VALUE."
   (insert (propertize (format "%-12s" (concat name ":")) 'face 'bold) value "\n"))
 
+(defun mevedel-ps--sandbox-text (sandbox)
+  "Return a line describing the SANDBOX facts of an execution."
+  (if (null sandbox)
+      "not started yet"
+    (concat (symbol-name (plist-get sandbox :boundary))
+            (and (plist-get sandbox :network) (format ", network %s" (plist-get sandbox :network)))
+            (let ((writes (or (plist-get sandbox :extra-writes) 0)))
+              (and (> writes 0) (format ", %d extra writable path%s" writes (if (= writes 1) "" "s"))))
+            (and (plist-get sandbox :disclosure) (concat "; " (plist-get sandbox :disclosure))))))
+
 (defun mevedel-ps--revert-detail (&rest _)
   "Show the details of this buffer's execution again."
   (let* ((chat (car mevedel-ps--detail))
@@ -344,6 +366,7 @@ Through its terminal when it has one, else SIGINT to its process group."
       (when (plist-get item :description)
         (mevedel-ps--insert-field "Description" (plist-get item :description)))
       (mevedel-ps--insert-field "Spool" (or (plist-get item :spool) ""))
+      (mevedel-ps--insert-field "Sandbox" (mevedel-ps--sandbox-text (plist-get item :sandbox)))
       (insert (propertize "Command:" 'face 'bold) "\n" (plist-get item :command) "\n\n"
               (propertize "Latest output:" 'face 'bold) "\n"
               (or (mevedel-ps-tail (plist-get item :spool)) "")))

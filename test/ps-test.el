@@ -56,7 +56,8 @@
         (let ((row (cadr (assoc long tabulated-list-entries))))
           (should row)
           (should (equal (mapcar #'substring-no-properties (append row nil))
-                         (list "Bash" long "running" "long nap" "/root" (aref row 5) (aref row 6))))
+                         (list "Bash" long "running" "long nap" "/root" (aref row 5) (aref row 6)
+                               "off")))
           (should (string-match-p "\\`[0-9.]+s\\'" (aref row 5))))
         (should (assoc late tabulated-list-entries))
         ;; Its output, opened while it runs, is all there...
@@ -177,6 +178,7 @@
             (should (derived-mode-p 'mevedel-ps-detail-mode))
             (should (string-match-p (concat "Execution: *" pty) (buffer-string)))
             (should (string-match-p "Terminal: *PTY" (buffer-string)))
+            (should (string-match-p "Sandbox: *bwrap-landlock, network denied" (buffer-string)))
             (should (string-match-p "Latest output:\n\\(.\\|\n\\)*got hello" (buffer-string))))
           (kill-buffer details))
         ;; A pipe-mode command takes no line, but Ctrl-C interrupts it.
@@ -229,7 +231,23 @@
                        (sort (copy-sequence ids) #'string<))))
       ;; /ps opens the table; an unknown ID stops nothing.
       (funcall composer "/ps")
-      (should (get-buffer (format "*mevedel ps: %s*" (mevedel-chat-name chat))))
+      (with-current-buffer (format "*mevedel ps: %s*" (mevedel-chat-name chat))
+        ;; A command run without the sandbox says so, as a warning.
+        (let ((unconfined (let ((mevedel-sandbox-mode 'off))
+                            (mevedel-test-run-tool chat "Bash" "call_off"
+                                                   '(:command "sleep 300" :description "bare"
+                                                              :yield_time_ms 250)
+                                                   t)
+                            (mevedel-test-execution-id chat "call_off"))))
+          (mevedel-ps-refresh)
+          (let ((cell (aref (cadr (assoc unconfined tabulated-list-entries)) 7)))
+            (should (equal (substring-no-properties cell) "off"))
+            (should (eq (get-text-property 0 'face cell) 'warning)))
+          (should (equal (substring-no-properties
+                          (aref (cadr (assoc (car ids) tabulated-list-entries)) 7))
+                         "bwrap-landlock"))
+          (mevedel-ps-stop-execution chat unconfined)
+          (mevedel-test-wait-until (= 3 (length (mevedel-core-exec-list session))) 10)))
       (with-current-buffer view (should (equal (mevedel-view--composer-text) "")))
       (should-error (funcall composer "/stop x00000000") :type 'user-error)
       (should (= 3 (length (mevedel-core-exec-list session))))

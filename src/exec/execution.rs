@@ -380,7 +380,8 @@ impl Exec {
         }
     }
 
-    /// The first line of the command, for headers and listings.
+    /// What listings show of it (ListExecutions, the user's table):
+    /// identity, command, state, counts and its sandbox facts.
     pub fn summary(&self) -> Datum {
         let st = self.state();
         Datum::plist([
@@ -400,6 +401,12 @@ impl Exec {
             ("tool-use-id", Datum::opt_str(self.spec.tool_use_id.clone())),
             ("spool", Datum::str(st.spool_path.to_string_lossy())),
             ("events", Datum::Int(st.events as i64)),
+            (
+                "sandbox",
+                st.sandbox
+                    .as_ref()
+                    .map_or(Datum::Nil, launch::Facts::to_datum),
+            ),
         ])
     }
 }
