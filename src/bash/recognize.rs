@@ -147,6 +147,19 @@ fn name_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
+/// Whether TEXT is only blanks and backslash-escaped blanks.
+fn blank_run(text: &[u8]) -> bool {
+    let mut i = 0;
+    while i < text.len() {
+        match (text[i], text.get(i + 1)) {
+            (b' ' | b'\t', _) => i += 1,
+            (b'\\', Some(b' ' | b'\t')) => i += 2,
+            _ => return false,
+        }
+    }
+    true
+}
+
 /// Whether TEXT is a tree-sitter-bash `number`:
 /// `-?(0x)?[0-9]+(#[0-9A-Za-z@_]+)?`, all of it.
 fn is_number(text: &[u8]) -> bool {
@@ -773,11 +786,9 @@ impl Recognizer<'_> {
                             _ => self.i += 1,
                         }
                     }
-                    // Blanks alone may join the closing quote.
-                    if self.s[content..self.i]
-                        .iter()
-                        .all(|&b| b == b' ' || b == b'\t')
-                    {
+                    // Blanks alone, escaped or not, may join the closing
+                    // quote or a `$` before it.
+                    if blank_run(&self.s[content..self.i]) {
                         return None;
                     }
                     self.t.leaf(Kind::StringContent, content, self.i, true);

@@ -689,6 +689,42 @@ fn descriptor_regressions() {
     }
 }
 
+/// A double-quoted string whose text is blanks, some escaped, before a
+/// `$` or the closing quote: tree-sitter-bash joins them into one token
+/// (found by [`recognized_sources_long`]).
+#[test]
+fn escaped_blank_regressions() {
+    for src in [
+        "\nls  %s  \"$LC_ALLTODO\\ $\";",
+        "ls \"$x\\ $\"",
+        "ls \"\\ $\"",
+        "ls \"\\  $\"",
+        "ls \"\\ \\ $\"",
+        "ls \"$x\\ \"",
+        "ls \" \\ $\"",
+        "ls \"$x \\ $\"",
+    ] {
+        match check_recognized(src) {
+            Ok(false) => {}
+            Ok(true) => panic!("{src:?} is recognized"),
+            Err(e) => panic!("{e}"),
+        }
+    }
+    for src in [
+        "ls \"a $\"",
+        "ls \"a\\ $\"",
+        "ls \"\\ a$\"",
+        "ls \"$x\\ a$\"",
+        "ls \"\\\\$\"",
+    ] {
+        match check_recognized(src) {
+            Ok(true) => {}
+            Ok(false) => panic!("{src:?} is not recognized"),
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
 const MIX: &[&str] = &[
     "git status --short",
     "grep -rn \"TODO\" src | sort | uniq -c | sort -rn | head -20",
