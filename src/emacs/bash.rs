@@ -1,7 +1,7 @@
 //! Bash analysis (see `bash`).
 //!
 //! One call per command the agent runs, so the result is built through
-//! the raw module API, as in `lisp_data.rs` (ADR 0004): each module call
+//! the raw module API, as in `lisp_data.rs` (ADR 0005): each module call
 //! costs more than the analysis of a short command, and the `emacs`
 //! crate adds an exit check after each. Everything a result is made of
 //! but its lists is made once per thread and kept behind a global
