@@ -291,11 +291,12 @@ while :; do sleep 0.1; done"
       (setq session (plist-get ctx :session))
       (let* ((answer (exec-sandbox-test--call
                       #'mevedel-exec-bash
-                      '(:command "echo started; sleep 301.5 | sleep 301.75" :description "nap"
-                                 :yield_time_ms 700)))
+                      (list :command (concat "echo started; " (mevedel-test-sleep 301 "5")
+                                             " | " (mevedel-test-sleep 301 "75"))
+                            :description "nap" :yield_time_ms 700)))
              (id (plist-get (plist-get answer :render-data) :execution-id)))
         (should (string-prefix-p "started\n" (exec-sandbox-test--text answer)))
-        (should (= 2 (length (mevedel-test-processes-running "sleep 301."))))
+        (should (= 2 (length (mevedel-test-processes-running (mevedel-test-sleep 301)))))
         (should (string-match-p "state=\"running\""
                                 (exec-sandbox-test--text
                                  (exec-sandbox-test--call
@@ -305,14 +306,15 @@ while :; do sleep 0.1; done"
                                 (exec-sandbox-test--text
                                  (exec-sandbox-test--call #'mevedel-exec-stop-execution
                                                           (list :execution_id id)))))
-        (should-not (mevedel-test-processes-running "sleep 301.")))
+        (should-not (mevedel-test-processes-running (mevedel-test-sleep 301))))
       ;; A yielded command left running goes with its session.
       (let ((answer (exec-sandbox-test--call
                      #'mevedel-exec-bash
-                     '(:command "sleep 302.5" :description "nap" :yield_time_ms 500))))
+                     (list :command (mevedel-test-sleep 302 "5")
+                           :description "nap" :yield_time_ms 500))))
         (should (equal (plist-get (plist-get answer :render-data) :state) "running"))
-        (should (mevedel-test-processes-running "sleep 302."))))
-    (mevedel-test-wait-until (null (mevedel-test-processes-running "sleep 302.")) 5)
+        (should (mevedel-test-processes-running (mevedel-test-sleep 302)))))
+    (mevedel-test-wait-until (null (mevedel-test-processes-running (mevedel-test-sleep 302))) 5)
     (should (equal (mevedel-core-exec-list session) nil))))
 
 ;;;; Emacs exit
@@ -329,9 +331,10 @@ while :; do sleep 0.1; done"
               (let ((sandbox (mevedel-core-sandbox-object
                               (mevedel-sandbox-request :env nil :writable (list ,dir))))
                     (started 0))
-                (dolist (cmd (list "setsid sleep 305.25 < /dev/null > /dev/null 2>&1"
-                                   "nohup sleep 305.5 > /dev/null 2>&1"
-                                   "sh -c 'sleep 305.75 | cat'"))
+                (dolist (cmd (list ,(concat "setsid " (mevedel-test-sleep 305 "25")
+                                            " < /dev/null > /dev/null 2>&1")
+                                   ,(concat "nohup " (mevedel-test-sleep 305 "5") " > /dev/null 2>&1")
+                                   ,(format "sh -c '%s | cat'" (mevedel-test-sleep 305 "75"))))
                   (mevedel-core-exec-start
                    (list :session "exit" :owner "/root" :command cmd :yield-ms 100
                          :cwd ,dir :sandbox sandbox)
@@ -339,16 +342,16 @@ while :; do sleep 0.1; done"
                   (sleep-for 0.3))
                 (let ((deadline (+ (float-time) 15)))
                   (while (and (< (float-time) deadline)
-                              (< (length (mevedel-test-processes-running "sleep 305.")) 3))
+                              (< (length (mevedel-test-processes-running ,(mevedel-test-sleep 305))) 3))
                     (accept-process-output nil 0.05)))
                 (princ (format "RUNNING=%d\n"
-                               (length (mevedel-test-processes-running "sleep 305."))))
+                               (length (mevedel-test-processes-running ,(mevedel-test-sleep 305)))))
                 (kill-emacs 0))))))
     (unwind-protect
         (progn
           (should (eql (car result) 0))
           (should (string-match-p "RUNNING=3" (cdr result)))
-          (mevedel-test-wait-until (null (mevedel-test-processes-running "sleep 305.")) 5))
+          (mevedel-test-wait-until (null (mevedel-test-processes-running (mevedel-test-sleep 305))) 5))
       (delete-directory dir t))))
 
 ;;;; Monitor

@@ -73,6 +73,17 @@
                      (not (equal (match-string 1 stat) "Z")))
            collect (string-to-number dir)))
 
+(defconst mevedel-test-run-tag (format "%07d" (emacs-pid))
+  "Digits that set this test run's processes apart from another run's.
+Tests that look for their commands in /proc (`sleep 301.TAG5' and the
+like) put them in the command, so two suites on one machine cannot
+count each other's processes.")
+
+(defun mevedel-test-sleep (seconds &optional suffix)
+  "Return \"sleep SECONDS.TAG[SUFFIX]\", TAG being `mevedel-test-run-tag'.
+Without SUFFIX it is the prefix all such commands of SECONDS share."
+  (format "sleep %d.%s%s" seconds mevedel-test-run-tag (or suffix "")))
+
 (defun mevedel-test-processes-running (marker)
   "Return the pids of live processes whose command line starts with MARKER.
 Found through /proc, so processes inside a sandbox's PID namespace

@@ -32,14 +32,14 @@
     (let* ((mevedel-sandbox-mode 'off)  ; "echo $$" below must print the group's id.
            (session (mevedel-session-id (mevedel-chat-session chat)))
            (result (mevedel-test-run-tool chat "Bash" "call_late"
-					  '(:command "sleep 1; echo late-output; sleep 1.5"
-						     :description "late printer" :yield_time_ms 250) t))
+                                          '(:command "sleep 1; echo late-output; sleep 1.5"
+                                                     :description "late printer" :yield_time_ms 250) t))
            (late (mevedel-test-execution-id chat "call_late"))
            (long (progn
                    (should (string-match-p "state=\"running\"" result))
                    (mevedel-test-run-tool chat "Bash" "call_long"
-					  '(:command "echo $$; sleep 300" :description "long nap"
-						     :yield_time_ms 300) t)
+                                          '(:command "echo $$; sleep 300" :description "long nap"
+                                                     :yield_time_ms 300) t)
                    (mevedel-test-execution-id chat "call_long")))
            (pgid (with-current-buffer (mevedel-chat-data-buffer chat)
                    (goto-char (point-min))
@@ -75,7 +75,7 @@
           (kill-buffer output)))
       ;; ...and still unread for the model: its next poll returns it.
       (let ((poll (mevedel-test-run-tool chat "WriteStdin" "call_poll"
-					 (list :execution_id late :chars "" :yield_time_ms 5000) t)))
+                                         (list :execution_id late :chars "" :yield_time_ms 5000) t)))
         (should (string-prefix-p "late-output\n<bash-execution" poll))
         (should (string-match-p "state=\"completed\"" poll))
         ;; The poll saw it end: its row has its breadcrumb all the same.
@@ -120,7 +120,7 @@
            (box nil)
            (monitor (progn
                       (mevedel-test-run-tool chat "Monitor" "call_mon"
-					     '(:command "sleep 300" :description "nothing happens") t)
+                                             '(:command "sleep 300" :description "nothing happens") t)
                       (mevedel-test-execution-id chat "call_mon"))))
       ;; A foreground command is still its request's: listed, marked so.
       (setq box (mevedel-test-start-tool chat "Bash" "call_fg"
@@ -152,13 +152,13 @@
   (mevedel-test-with-view _view chat
     (let* ((session (mevedel-session-id (mevedel-chat-session chat)))
            (pty (progn (mevedel-test-run-tool chat "Bash" "call_pty"
-					      '(:command "echo ready; read x; echo got $x; sleep 300"
-							 :description "asks a question" :tty t
-							 :yield_time_ms 500) t)
+                                              '(:command "echo ready; read x; echo got $x; sleep 300"
+                                                         :description "asks a question" :tty t
+                                                         :yield_time_ms 500) t)
                        (mevedel-test-execution-id chat "call_pty")))
            (pipe (progn (mevedel-test-run-tool chat "Bash" "call_pipe"
-					       '(:command "echo pipe-ready; sleep 300"
-							  :description "pipe sleeper" :yield_time_ms 300) t)
+                                               '(:command "echo pipe-ready; sleep 300"
+                                                          :description "pipe sleeper" :yield_time_ms 300) t)
                         (mevedel-test-execution-id chat "call_pipe")))
            (ps (mevedel-ps chat)))
       (with-current-buffer ps
@@ -190,10 +190,10 @@
                                10)
       ;; The model still gets everything as unread output.
       (let ((poll (mevedel-test-run-tool chat "WriteStdin" "call_poll_pty"
-					 (list :execution_id pty :chars "" :yield_time_ms 5000) t)))
+                                         (list :execution_id pty :chars "" :yield_time_ms 5000) t)))
         (should (string-match-p "got hello" poll)))
       (let ((poll (mevedel-test-run-tool chat "WriteStdin" "call_poll_pipe"
-					 (list :execution_id pipe :chars "" :yield_time_ms 5000) t)))
+                                         (list :execution_id pipe :chars "" :yield_time_ms 5000) t)))
         ;; (its output went with the yield; the interrupt ended it)
         (should (string-prefix-p "<bash-execution" poll))
         (should (string-match-p "signal=\"SIGINT\"\\|signal=\"2\"\\|exit_code=\"130\"" poll)))
@@ -206,8 +206,8 @@
     (let* ((session (mevedel-session-id (mevedel-chat-session chat)))
            (ids (cl-loop for n below 3
                          do (mevedel-test-run-tool chat "Bash" (format "call_%d" n)
-						   '(:command "sleep 300" :description "sleeper"
-							      :yield_time_ms 250) t)
+                                                   '(:command "sleep 300" :description "sleeper"
+                                                              :yield_time_ms 250) t)
                          collect (mevedel-test-execution-id chat (format "call_%d" n))))
            (composer (lambda (text)
                        (with-current-buffer view

@@ -305,13 +305,14 @@
   ;; command line in /proc.
   (tool-exec-test--in-session session
     (let* ((outcome (tool-exec-test--pipeline
-                     "Bash" '(:command "sleep 300.25 | sleep 300.5" :description "nap"
-                                       :yield_time_ms 500)
+                     "Bash" (list :command (concat (mevedel-test-sleep 300 "25") " | "
+                                                   (mevedel-test-sleep 300 "5"))
+                                  :description "nap" :yield_time_ms 500)
                      session)))
       (should (equal (plist-get (plist-get outcome :render-data) :state) "running"))
-      (should (= 2 (length (mevedel-test-processes-running "sleep 300."))))))
+      (should (= 2 (length (mevedel-test-processes-running (mevedel-test-sleep 300)))))))
   ;; Closing the session (at the end of the macro) tore it down.
-  (mevedel-test-wait-until (null (mevedel-test-processes-running "sleep 300.")) 5))
+  (mevedel-test-wait-until (null (mevedel-test-processes-running (mevedel-test-sleep 300))) 5))
 
 (ert-deftest mevedel-tool-exec:cancelled-request-stops-foreground-command ()
   (mevedel-core-ensure)
