@@ -51,14 +51,15 @@
      (should ,condition)))
 
 (defun mevedel-test-pid-alive-p (pid)
-  "Non-nil when PID exists and is not a zombie."
-  (let ((stat (format "/proc/%d/stat" pid)))
-    (and (file-exists-p stat)
-         (with-temp-buffer
-           (insert-file-contents stat)
-           (goto-char (point-max))
-           (search-backward ")")
-           (not (looking-at ") Z"))))))
+  "Non-nil when PID exists and is not a zombie.
+A process that ends while its stat file is read counts as gone."
+  (with-temp-buffer
+    (and (ignore-error file-error
+           (insert-file-contents (format "/proc/%d/stat" pid))
+           t)
+         (progn (goto-char (point-max))
+                (search-backward ")" nil t))
+         (not (looking-at ") Z")))))
 
 (defun mevedel-test-group-members (pgid)
   "Return the pids of live (non-zombie) processes in process group PGID."
