@@ -127,7 +127,7 @@ Each is a plist: :id :kind :owner :state :command :description :label
   (if (null sandbox)
       ""
     (let ((name (symbol-name (plist-get sandbox :boundary))))
-      (if (mevedel-sandbox-summary-warning (mevedel-sandbox-summary-add nil sandbox))
+      (if (mevedel-exec-sandbox-summary sandbox)
           (propertize name 'face 'warning)
         name))))
 
