@@ -59,7 +59,7 @@ hosts where bubblewrap misbehaves."
 Finding the module directory walks the file system, so requests reuse
 the answer while `mevedel-core-module-directory' stays the same.")
 
-(defun mevedel-sandbox--helper ()
+(defun mevedel-sandbox-helper ()
   "Return the sandbox helper binary's file name."
   (unless (and mevedel-sandbox--helper-cache
                (equal (car mevedel-sandbox--helper-cache) mevedel-core-module-directory))
@@ -80,7 +80,7 @@ to the module, the probe timeout, and the local target."
                        (:home . ,(expand-file-name "~"))
                        (:env . ,process-environment)
                        (:path . ,(getenv "PATH"))
-                       (:helper . ,(mevedel-sandbox--helper))
+                       (:helper . ,(mevedel-sandbox-helper))
                        (:target . "local")
                        (:probe-timeout-ms
                         . ,(round (* 1000 mevedel-sandbox-probe-timeout)))))

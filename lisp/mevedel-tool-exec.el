@@ -204,7 +204,7 @@ It is nil when the facts are the default (confined, nothing added)."
 (defun mevedel-exec--scrub (text)
   "Return TEXT without the sandbox helper's file name or scratch directories.
 The model sees why a sandbox failed, not mevedel's private paths."
-  (let ((helper (ignore-errors (mevedel-sandbox--helper))))
+  (let ((helper (ignore-errors (mevedel-sandbox-helper))))
     (replace-regexp-in-string
      "/[^ \n\"']*/mevedel-sandbox-[[:alnum:]]\\{6\\}" "the sandbox's scratch directory"
      (if (stringp helper) (string-replace helper "the sandbox helper" text) text)
