@@ -750,42 +750,15 @@ With OWNER nil, return every unfinished execution of SESSION."
   "Stop every execution of SESSION silently; return how many ran."
   (if (featurep 'mevedel-dyn) (mevedel-core--exec-teardown session) 0))
 
-(defconst mevedel-core--bash-analyses-size 512
-  "Most sources `mevedel-core-bash-analyze' remembers at once.")
-
-(defconst mevedel-core--bash-analyses-max-source 4096
-  "Longest source whose analysis `mevedel-core-bash-analyze' remembers.")
-
-(defvar mevedel-core--bash-analyses (make-hash-table :test #'equal)
-  "Sources seen by `mevedel-core-bash-analyze' and their results.
-A source seen once maps to t, a source seen again to its result.")
-
 (defun mevedel-core-bash-analyze (source)
   "Analyse Bash SOURCE without running it; return a plist.
 See the module function `mevedel-core--bash-analyze' for its keys.
-The analysis depends on the text alone and agents repeat commands, so
-results are remembered here from a source's second call on (the
-module's own table answers that one): a repeated source then costs a
-hash lookup instead of a module call, and a source run once costs no
-copies.  The plist returned is the caller's own; the lists and strings
-inside it are shared, so do not modify them."
-  (let ((known (gethash source mevedel-core--bash-analyses)))
-    (if (consp known)
-        (copy-sequence known)
-      (let ((analysis (progn (or mevedel-core--ready (mevedel-core-ensure))
-                             (mevedel-core--bash-analyze source)))
-            (table mevedel-core--bash-analyses))
-        (when (<= (length source) mevedel-core--bash-analyses-max-source)
-          (when (>= (hash-table-count table) mevedel-core--bash-analyses-size)
-            (clrhash table))
-          (if (not known)
-              ;; Only a mark, never an answer: keyed by SOURCE itself,
-              ;; as a later change to that string cannot give a wrong one.
-              (puthash source t table)
-            (remhash source table)
-            (puthash (substring-no-properties source) (copy-sequence analysis)
-                     table)))
-        analysis))))
+The module remembers recent results, so a repeated source costs a
+comparison instead of an analysis.  The plist returned is the
+caller's own; the lists and strings inside it are shared, so do not
+modify them."
+  (or mevedel-core--ready (mevedel-core-ensure))
+  (mevedel-core--bash-analyze source))
 
 (defun mevedel-core-shutdown ()
   "Stop every process the module owns and close the event channel.

@@ -19,8 +19,7 @@ mod syntax;
 mod walk;
 
 use std::borrow::Cow;
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::hash::BuildHasher;
 
 pub use outcome::{Exit, Outcome, outcome};
 
@@ -119,42 +118,57 @@ impl Analysis {
     }
 }
 
-/// Sources remembered by [`analyze`]; the table is emptied when full.
-const CACHE_ENTRIES: usize = 512;
-/// Longer sources are not remembered.
-const CACHE_MAX_SOURCE: usize = 4096;
-
-/// Keyed by the source; hashed with foldhash, as SipHash's cost is
-/// noticeable next to an analysis of a short command.
-type Cache = HashMap<Box<str>, Arc<Analysis>, foldhash::fast::RandomState>;
-
-static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(|| Mutex::new(Cache::default()));
-
 /// Analyse SRC. Never fails: unparsable source is class unknown.
 pub fn analyze(src: &str) -> Analysis {
-    Analysis::clone(&analyze_shared(src))
+    walk::analyze(src)
 }
 
-/// [`analyze`] without copying the result.
+/// Slots of [`Recent`]; a power of two.
+const RECENT_SLOTS: usize = 256;
+/// Longer sources are analysed but not remembered.
+const RECENT_MAX_SOURCE: usize = 4096;
+
+/// Recent analyses, for a caller that sees the same sources again:
+/// agents repeat commands (`git status`, a test run), and the analysis
+/// depends on the text alone, so a repeated source costs a hash and a
+/// comparison instead of an analysis.
 ///
-/// The analysis depends on the text alone, and agents repeat commands
-/// (`git status`, a test run), so recent results are remembered: a
-/// repeated source costs a table lookup instead of an analysis.
-pub fn analyze_shared(src: &str) -> Arc<Analysis> {
-    if src.len() > CACHE_MAX_SOURCE {
-        return Arc::new(walk::analyze(src));
-    }
-    if let Some(hit) = CACHE.lock().ok().and_then(|c| c.get(src).cloned()) {
-        return hit;
-    }
-    let analysis = Arc::new(walk::analyze(src));
-    if let Ok(mut cache) = CACHE.lock() {
-        if cache.len() >= CACHE_ENTRIES {
-            cache.clear();
+/// Direct-mapped: a source's hash picks its one slot, and a new source
+/// takes the slot over, reusing its text buffer. A source seen once thus
+/// costs no allocation of its own and no sweep of a full table, which
+/// keeps the miss (the usual case) as cheap as the analysis itself.
+pub struct Recent {
+    slots: Vec<Option<(String, Analysis)>>,
+    hasher: foldhash::fast::FixedState,
+}
+
+impl Default for Recent {
+    fn default() -> Recent {
+        Recent {
+            slots: std::iter::repeat_with(|| None).take(RECENT_SLOTS).collect(),
+            hasher: foldhash::fast::FixedState::default(),
         }
-        cache.insert(src.into(), Arc::clone(&analysis));
     }
-    analysis
+}
+
+impl Recent {
+    /// The analysis of SRC, remembered or made (and then remembered,
+    /// unless SRC is longer than [`RECENT_MAX_SOURCE`]).
+    pub fn analyze(&mut self, src: &str) -> Cow<'_, Analysis> {
+        if src.len() > RECENT_MAX_SOURCE {
+            return Cow::Owned(analyze(src));
+        }
+        let index = self.hasher.hash_one(src) as usize & (RECENT_SLOTS - 1);
+        let slot = &mut self.slots[index];
+        if !matches!(slot, Some((text, _)) if text == src) {
+            let mut text = slot.take().map(|(t, _)| t).unwrap_or_default();
+            text.clear();
+            text.push_str(src);
+            return Cow::Borrowed(&slot.insert((text, walk::analyze(src))).1);
+        }
+        slot.as_ref()
+            .map_or_else(|| Cow::Owned(analyze(src)), |(_, a)| Cow::Borrowed(a))
+    }
 }
 
 /// Descriptor number on which the snapshot writes its statuses.

@@ -1139,3 +1139,36 @@ impl Gen {
 fn grammar_source() -> impl Strategy<Value = String> {
     any::<u64>().prop_map(|seed| Gen::new(seed).program())
 }
+
+/// The table of recent analyses answers what `analyze` answers, whether
+/// a source was remembered, pushed out by another, or too long to keep.
+#[test]
+fn recent_answers_as_analyze_does() {
+    let mut recent = Recent::default();
+    let long = format!("echo {}", "x".repeat(5000));
+    let sources: Vec<String> = (0..600)
+        .map(|n| match n % 3 {
+            0 => format!("grep -n x{n} f | sort"),
+            1 => format!("rm -rf t{n} &"),
+            _ => format!("echo {n} > out"),
+        })
+        .chain([long])
+        .collect();
+    for round in 0..2 {
+        for src in &sources {
+            assert_eq!(*recent.analyze(src), analyze(src), "{src} (round {round})");
+        }
+    }
+}
+
+/// A repeated source is answered from its slot, not analysed again; a
+/// source too long to keep is analysed each time.
+#[test]
+fn recent_remembers_a_repeated_source() {
+    let mut recent = Recent::default();
+    let first: *const Analysis = &*recent.analyze("git status --short");
+    let again = recent.analyze("git status --short");
+    assert!(matches!(again, Cow::Borrowed(a) if std::ptr::eq(a, first)));
+    let long = format!("echo {}", "x".repeat(5000));
+    assert!(matches!(recent.analyze(&long), Cow::Owned(_)));
+}

@@ -20,7 +20,7 @@ use emacs::{Env, FromLisp, Result, Value, defun};
 
 use super::errors;
 use super::guard::guarded;
-use crate::bash::{self, Analysis, Class};
+use crate::bash::{Analysis, Class, Recent};
 use crate::error::{Error, ErrorKind};
 
 type Funcall =
@@ -259,8 +259,9 @@ impl Seam {
 
 thread_local! {
     /// Emacs calls the module from its main thread (and Lisp threads,
-    /// each with their own copy here).
-    static SEAM: RefCell<Option<Seam>> = const { RefCell::new(None) };
+    /// each with their own copy here), with the thread's table of recent
+    /// analyses: a repeated source costs a comparison, not an analysis.
+    static SEAM: RefCell<Option<(Seam, Recent)>> = const { RefCell::new(None) };
 }
 
 /// Analyse SOURCE without running it: a plist with `:class` (a string:
@@ -282,9 +283,9 @@ fn bash_analyze<'e>(env: &'e Env, source: Value<'e>) -> Result<Value<'e>> {
                 );
             };
             if slot.is_none() {
-                *slot = Seam::new(&api);
+                *slot = Seam::new(&api).map(|seam| (seam, Recent::default()));
             }
-            let Some(seam) = slot.as_mut() else {
+            let Some((seam, recent)) = slot.as_mut() else {
                 // Making the shared values failed: the pending signal wins.
                 return errors::signal(
                     env,
@@ -293,12 +294,12 @@ fn bash_analyze<'e>(env: &'e Env, source: Value<'e>) -> Result<Value<'e>> {
             };
             let analysis = match source.copy_string_contents(&mut seam.source) {
                 Ok(bytes) => match std::str::from_utf8(bytes) {
-                    Ok(text) => bash::analyze_shared(text),
-                    Err(_) => bash::analyze_shared(&String::from_lisp(source)?),
+                    Ok(text) => recent.analyze(text),
+                    Err(_) => recent.analyze(&String::from_lisp(source)?),
                 },
                 // Longer than the buffer, or not a string: the crate's
                 // conversion reads it or signals the usual error.
-                Err(_) => bash::analyze_shared(&String::from_lisp(source)?),
+                Err(_) => recent.analyze(&String::from_lisp(source)?),
             };
             let plist = seam.plist(&api, &analysis);
             if !api.ok() {

@@ -171,23 +171,24 @@ function of the command) replace the raw `call-process' peer."
               "cd build && make -j4 && ./run-tests --verbose > log.txt"
               "sed -n '1,50p' README.md; echo \"$(date) done\""
               "rm -rf target/tmp && mkdir -p target/tmp && cp -r assets target/tmp/"))
+       (rounds 7)
        (n 4000)
        (i 0)
-       (per (mevedel-bench-per-call
-             n (lambda ()
-                 (mevedel-core-bash-analyze (nth (% (cl-incf i) 8) mix))))))
-  (mevedel-bench-describe "Bash analysis from Lisp (syntax tree, classes, pipeline facts), one call per command, cycling an 8-command mix; the 8-mix figure is 8 calls (one per command); repeated sources are answered from the analyzer's table of recent results; original mevedel: 528 us for the mix; goal >= 20x faster")
+       (per (mevedel-bench-median-per-call
+             rounds n (lambda ()
+                        (mevedel-core-bash-analyze (nth (% (cl-incf i) 8) mix))))))
+  (mevedel-bench-describe "Bash analysis from Lisp (syntax tree, classes, pipeline facts), one call per command, cycling an 8-command mix; the 8-mix figure is 8 calls (one per command); repeated sources are answered from the module's table of recent analyses; median of %d rounds of %d calls; original mevedel: 528 us for the mix; goal >= 20x faster" rounds n)
   (mevedel-bench-report "bash-analyze-per-command" (* 1e6 per) "us")
   (mevedel-bench-report "bash-analyze-8-mix" (* 8e6 per) "us")
   ;; Every source new (a distinct trailing comment), made before timing
   ;; so the figure is the analysis, not `format'.
   (let* ((k -1)
-         (fresh (vconcat (cl-loop for j below (+ n 100)
+         (fresh (vconcat (cl-loop for j below (* rounds (+ n 100))
                                   collect (format "%s # %d" (nth (% j 8) mix) j))))
-         (cold (mevedel-bench-per-call
-                n (lambda ()
-                    (mevedel-core-bash-analyze (aref fresh (cl-incf k)))))))
-    (mevedel-bench-describe "the same 8-command mix, each source never seen before (a distinct trailing comment; the %d sources are made before timing), so every call misses both tables of recent results and analyses the text: the commands of the mix are read by the recognizer, in tree-sitter-bash's own tree shape, without a tree-sitter parse; original mevedel: 528 us for the mix" (length fresh))
+         (cold (mevedel-bench-median-per-call
+                rounds n (lambda ()
+                           (mevedel-core-bash-analyze (aref fresh (cl-incf k)))))))
+    (mevedel-bench-describe "the same 8-command mix, each source never seen before (a distinct trailing comment; the %d sources are made before timing), so every call misses the table of recent analyses and analyses the text: the commands of the mix are read by the recognizer, in tree-sitter-bash's own tree shape, without a tree-sitter parse; median of %d rounds of %d calls; original mevedel: 528 us for the mix" (length fresh) rounds n)
     (mevedel-bench-report "bash-analyze-8-mix-uncached" (* 8e6 cold) "us")))
 
 ;;;; Timer lag while 8 commands stream

@@ -29,6 +29,14 @@
   (garbage-collect)
   (/ (mevedel-bench-seconds (dotimes (_ n) (funcall thunk))) n))
 
+(defun mevedel-bench-median-per-call (rounds n thunk)
+  "Return the median of ROUNDS figures of `mevedel-bench-per-call' N THUNK.
+For figures of a few microseconds, where one round lasts milliseconds
+and a single preemption of this process would decide it."
+  (let ((figures (cl-loop repeat rounds
+                          collect (mevedel-bench-per-call n thunk))))
+    (nth (/ rounds 2) (sort figures #'<))))
+
 (defun mevedel-bench-describe (format-string &rest args)
   "Print the line describing the next figures' input (FORMAT-STRING, ARGS)."
   (princ (concat "input: " (apply #'format format-string args) "\n")))
