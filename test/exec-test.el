@@ -158,7 +158,10 @@
     (should (equal (plist-get a :class) "read-only"))
     (should (plist-get a :read-only))
     (should (plist-get a :snapshot))
-    (should (equal (plist-get a :stages) '("grep" "sort"))))
+    (should (equal (plist-get a :stages) '("grep" "sort")))
+    ;; Lists of stages seen before are shared, not made again.
+    (should (eq (plist-get (mevedel-core-bash-analyze "grep -c y g | sort") :stages)
+                (plist-get a :stages))))
   (let ((a (mevedel-core-bash-analyze "rm -rf /")))
     (should (equal (plist-get a :class) "dangerous"))
     (should (plist-get a :reasons)))

@@ -4,12 +4,13 @@
 //! the raw module API, as in `lisp_data.rs` (ADR 0005): each module call
 //! costs more than the analysis of a short command, and the `emacs`
 //! crate adds an exit check after each. Everything a result is made of
-//! but its lists is made once per thread and kept behind a global
+//! but its plist is made once per thread and kept behind a global
 //! reference: the keywords, `t`, `nil`, the `list` symbol, class names,
-//! small integers, and stage labels and reasons (at most [`SHARED_MAX`]
-//! distinct strings). A call then copies its argument into a reused
-//! buffer and calls `list` once per list of the result, with one exit
-//! check at the end.
+//! small integers, stage labels and reasons (at most [`SHARED_MAX`]
+//! distinct strings), and the lists of them (as many). A call then
+//! copies its argument into a reused buffer, takes the analysis from the
+//! thread's table of recent ones or makes it, and calls `list` for the
+//! plist and any list not seen before, with one exit check at the end.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -60,6 +61,11 @@ const CLASSES: [Class; 5] = [
     Class::Complex,
     Class::Dangerous,
 ];
+
+/// A shared string's global reference, as a key of a shared list: the
+/// same text always has the same reference.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct Shared(emacs_value);
 
 /// The module API functions a call uses.
 struct Api {
@@ -153,9 +159,13 @@ struct Seam {
     classes: [emacs_value; 5],
     ints: [emacs_value; SMALL_INTS],
     strings: HashMap<Box<str>, emacs_value, foldhash::fast::RandomState>,
-    /// The source's bytes, then a list's items.
+    /// Lists of shared strings (stage labels, reasons) by their items:
+    /// each `list` call costs more than the lookup.
+    lists: HashMap<Box<[Shared]>, emacs_value, foldhash::fast::RandomState>,
+    /// The source's bytes, then a list's items and its key in `lists`.
     source: Vec<u8>,
     items: Vec<emacs_value>,
+    key: Vec<Shared>,
 }
 
 impl Seam {
@@ -176,8 +186,10 @@ impl Seam {
             classes,
             ints,
             strings: HashMap::default(),
+            lists: HashMap::default(),
             source: vec![0; SOURCE_BUFFER],
             items: Vec::with_capacity(16),
+            key: Vec::with_capacity(16),
         };
         api.ok().then_some(seam)
     }
@@ -191,32 +203,57 @@ impl Seam {
         self.classes[index]
     }
 
-    /// The shared Lisp string TEXT; a fresh one once [`SHARED_MAX`] are
-    /// kept.
-    fn string(&mut self, api: &Api, text: &str) -> emacs_value {
+    /// The shared Lisp string TEXT, or `None` once [`SHARED_MAX`] are
+    /// kept (or making it failed).
+    fn shared_string(&mut self, api: &Api, text: &str) -> Option<emacs_value> {
         if let Some(&known) = self.strings.get(text) {
-            return known;
+            return Some(known);
         }
-        let value = api.string(text);
-        if self.strings.len() < SHARED_MAX && !value.is_null() {
-            let global = api.global(value);
-            if !global.is_null() {
-                self.strings.insert(text.into(), global);
-                return global;
-            }
+        if self.strings.len() >= SHARED_MAX {
+            return None;
         }
-        value
+        let global = api.global(api.string(text));
+        if global.is_null() {
+            return None;
+        }
+        self.strings.insert(text.into(), global);
+        Some(global)
     }
 
-    /// A list of shared strings, or nil.
+    /// A list of TEXTS as Lisp strings, or nil. Shared, as are its
+    /// strings, when every text is shared and fewer than [`SHARED_MAX`]
+    /// lists are kept.
     fn strings<'s>(&mut self, api: &Api, texts: impl Iterator<Item = &'s str>) -> emacs_value {
         let mut items = std::mem::take(&mut self.items);
         items.clear();
+        let mut all_shared = true;
         for text in texts {
-            items.push(self.string(api, text));
+            items.push(match self.shared_string(api, text) {
+                Some(shared) => shared,
+                None => {
+                    all_shared = false;
+                    api.string(text)
+                }
+            });
         }
-        let list = api.list(self, &mut items);
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
+        key.extend(items.iter().map(|&v| Shared(v)));
+        let list = match self.lists.get(key.as_slice()) {
+            Some(&known) if all_shared => known,
+            _ => {
+                let list = api.list(self, &mut items);
+                if all_shared && !items.is_empty() && self.lists.len() < SHARED_MAX {
+                    let global = api.global(list);
+                    if !global.is_null() {
+                        self.lists.insert(key.as_slice().into(), global);
+                    }
+                }
+                list
+            }
+        };
         self.items = items;
+        self.key = key;
         list
     }
 
@@ -269,8 +306,8 @@ thread_local! {
 /// `:background`, `:parse-error`, `:read-only`, `:snapshot`,
 /// `:pipelines` and `:stages` (labels of the final pipeline's stages).
 ///
-/// The class, reason and stage strings are shared between results: do
-/// not modify them.
+/// The class, reason and stage strings, and the lists of reasons and of
+/// stages, are shared between results: do not modify them.
 #[defun(name = "bash-analyze")]
 fn bash_analyze<'e>(env: &'e Env, source: Value<'e>) -> Result<Value<'e>> {
     guarded(env, || {
