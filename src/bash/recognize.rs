@@ -134,6 +134,18 @@ const WORD_BYTES: [bool; 256] = {
     table
 };
 
+/// Which bytes may make up a plain command name, by value.
+const COMMAND_NAME_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'/' | b'+' | b'-');
+        b += 1;
+    }
+    table
+};
+
 /// A byte of a word (not a backslash escape): printable and not special.
 fn word_byte(b: u8) -> bool {
     WORD_BYTES[b as usize]
@@ -163,6 +175,9 @@ fn blank_run(text: &[u8]) -> bool {
 /// Whether TEXT is a tree-sitter-bash `number`:
 /// `-?(0x)?[0-9]+(#[0-9A-Za-z@_]+)?`, all of it.
 fn is_number(text: &[u8]) -> bool {
+    if !matches!(text.first(), Some(b'-' | b'0'..=b'9')) {
+        return false;
+    }
     let t = text.strip_prefix(b"-").unwrap_or(text);
     let t = t.strip_prefix(b"0x").filter(|r| !r.is_empty()).unwrap_or(t);
     let digits = t.iter().take_while(|b| b.is_ascii_digit()).count();
@@ -370,13 +385,17 @@ impl Recognizer<'_> {
 
     /// Whether a redirection operator starts at the cursor.
     fn redirect_ahead(&self) -> bool {
-        let digits = self.s[self.i..]
-            .iter()
-            .take_while(|b| b.is_ascii_digit())
-            .count();
-        match (self.at(digits), self.at(digits + 1)) {
-            (Some(b'>' | b'<'), _) => true,
-            (Some(b'&'), Some(b'>')) => digits == 0,
+        match self.peek() {
+            Some(b'>' | b'<') => true,
+            Some(b'&') => self.at(1) == Some(b'>'),
+            // A descriptor number before the operator.
+            Some(b'0'..=b'9') => {
+                let digits = self.s[self.i..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_digit())
+                    .count();
+                matches!(self.at(digits), Some(b'>' | b'<'))
+            }
             _ => false,
         }
     }
@@ -521,9 +540,7 @@ impl Recognizer<'_> {
             .position(|&b| !word_byte(b))
             .map_or(self.s.len(), |k| self.i + k);
         let head = &self.s[self.i..piece_end];
-        let plain = head
-            .iter()
-            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'/' | b'+' | b'-'));
+        let plain = head.iter().all(|&b| COMMAND_NAME_BYTES[b as usize]);
         if !plain || head.first() == Some(&b'-') || reserved(head) {
             return None;
         }
@@ -703,19 +720,27 @@ impl Recognizer<'_> {
     fn word(&mut self) -> Option<u32> {
         let start = self.i;
         let mut escaped = false;
-        while let Some(b) = self.peek() {
-            if b == b'\\' {
-                match self.at(1) {
-                    Some(b' ') if self.i > start => {}
-                    Some(c) if c.is_ascii_graphic() => {}
-                    _ => return None,
+        let mut hash = false;
+        loop {
+            self.i += self.s[self.i..]
+                .iter()
+                .position(|&b| !word_byte(b) || b == b'#')
+                .unwrap_or(self.s.len() - self.i);
+            match self.peek() {
+                Some(b'#') => {
+                    hash = true;
+                    self.i += 1;
                 }
-                escaped = true;
-                self.i += 2;
-            } else if word_byte(b) {
-                self.i += 1;
-            } else {
-                break;
+                Some(b'\\') => {
+                    match self.at(1) {
+                        Some(b' ') if self.i > start => {}
+                        Some(c) if c.is_ascii_graphic() => {}
+                        _ => return None,
+                    }
+                    escaped = true;
+                    self.i += 2;
+                }
+                _ => break,
             }
         }
         let text = &self.s[start..self.i];
@@ -724,10 +749,7 @@ impl Recognizer<'_> {
         }
         let number = !escaped && is_number(text);
         // `1#` is a parse error; `-` before `2>f` is dropped from the tree.
-        if !number
-            && text.contains(&b'#')
-            && is_number(&[text.split(|&b| b == b'#').next()?, b"#0"].concat())
-        {
+        if !number && hash && is_number(&[text.split(|&b| b == b'#').next()?, b"#0"].concat()) {
             return None;
         }
         if text == b"-" {

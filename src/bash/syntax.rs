@@ -229,12 +229,14 @@ impl Tree {
 
     /// Where the children of the next node to [`Tree::close`] begin:
     /// every node finished after this mark becomes one of them.
+    #[inline]
     pub fn mark(&self) -> usize {
         self.pending.len()
     }
 
     /// Finish a node spanning START..END whose children are the nodes
     /// finished since MARK; it becomes pending itself. Returns its id.
+    #[inline]
     pub fn close(&mut self, mark: usize, kind: Kind, start: usize, end: usize, named: bool) -> u32 {
         let first = self.kids.len() as u32;
         self.kids
@@ -256,6 +258,7 @@ impl Tree {
     }
 
     /// A node without children.
+    #[inline]
     pub fn leaf(&mut self, kind: Kind, start: usize, end: usize, named: bool) -> u32 {
         let id = self.nodes.len() as u32;
         self.nodes.push(Data {
@@ -273,6 +276,7 @@ impl Tree {
     }
 
     /// Give node ID the field name FIELD in its parent.
+    #[inline]
     pub fn set_field(&mut self, id: u32, field: Field) {
         if let Some(d) = self.nodes.get_mut(id as usize) {
             d.field = Some(field);
@@ -280,6 +284,7 @@ impl Tree {
     }
 
     /// The last finished node whose parent is not built yet.
+    #[inline]
     pub fn last_pending(&self) -> Option<u32> {
         self.pending.last().copied()
     }
