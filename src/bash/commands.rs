@@ -281,10 +281,30 @@ enum Family {
     ReadOnly,
 }
 
+impl Family {
+    /// What the reason for a command of this family says after its name.
+    fn says(self) -> &'static str {
+        match self {
+            Family::Dangerous => "is dangerous",
+            Family::CodeRunner => "runs shell code",
+            Family::Interpreter => "runs a script",
+            Family::Mutating => "changes files",
+            Family::ReadOnly => "",
+        }
+    }
+}
+
+/// A listed name's family and the reason a command of that name gets
+/// (made once, so a verdict borrows it instead of building it).
+struct Listed {
+    family: Family,
+    reason: String,
+}
+
 /// Every listed name with the first family [`judge`] checks it against,
 /// so a name in several lists keeps the verdict of the earliest check:
 /// one hash lookup instead of scanning each list.
-static FAMILIES: LazyLock<HashMap<&'static str, Family, foldhash::fast::RandomState>> =
+static FAMILIES: LazyLock<HashMap<&'static str, Listed, foldhash::fast::RandomState>> =
     LazyLock::new(|| {
         let mut map = HashMap::default();
         for (names, family) in [
@@ -295,28 +315,54 @@ static FAMILIES: LazyLock<HashMap<&'static str, Family, foldhash::fast::RandomSt
             (READ_ONLY, Family::ReadOnly),
         ] {
             for name in names {
-                map.entry(*name).or_insert(family);
+                map.entry(*name).or_insert_with(|| Listed {
+                    family,
+                    reason: about(name, family.says()),
+                });
             }
         }
         map
     });
 
+/// Commands that run another command given in their arguments (see
+/// [`wrapped`]).
+const WRAPPERS: &[&str] = &[
+    "env", "xargs", "timeout", "nice", "time", "stdbuf", "nohup", "ionice", "command",
+];
+
+/// NAME as it is spelled in the command tables, when it is listed there:
+/// a copy that lives as long as the program.
+pub fn listed_name(name: &str) -> Option<&'static str> {
+    FAMILIES
+        .get_key_value(name)
+        .map(|(listed, _)| *listed)
+        .or_else(|| WRAPPERS.iter().find(|w| **w == name).copied())
+}
+
 /// The analyzer's decision for a command named NAME (literal, no slash)
 /// with ARGS. Wrappers are handled by the caller through [`wrapped`].
 pub fn judge(name: &str, args: &[Arg<'_>]) -> Verdict {
-    let family = FAMILIES.get(name).copied();
+    let listed = FAMILIES.get(name);
+    let family = listed.map(|l| l.family);
+    // The reason for NAME as a command of FAMILY.
+    let reason = |family: Family| -> Cow<'static, str> {
+        match listed {
+            Some(l) if l.family == family => Cow::Borrowed(l.reason.as_str()),
+            _ => Cow::Owned(about(name, family.says())),
+        }
+    };
     if name.starts_with("mkfs.") || family == Some(Family::Dangerous) {
-        return Verdict::new(Class::Dangerous, about(name, "is dangerous"));
+        return Verdict::new(Class::Dangerous, reason(Family::Dangerous));
     }
     if family == Some(Family::CodeRunner) {
-        return Verdict::new(Class::Complex, about(name, "runs shell code"));
+        return Verdict::new(Class::Complex, reason(Family::CodeRunner));
     }
     if let Some(v) = dangerous_use(name, args) {
         return v;
     }
     match family {
-        Some(Family::Interpreter) => Verdict::new(Class::Unknown, about(name, "runs a script")),
-        Some(Family::Mutating) => Verdict::new(Class::Mutating, about(name, "changes files")),
+        Some(Family::Interpreter) => Verdict::new(Class::Unknown, reason(Family::Interpreter)),
+        Some(Family::Mutating) => Verdict::new(Class::Mutating, reason(Family::Mutating)),
         Some(Family::ReadOnly) => match argument_check(name, args) {
             None => Verdict::read_only(),
             Some(why) => Verdict::new(Class::Mutating, why),

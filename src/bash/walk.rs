@@ -414,6 +414,8 @@ impl<'a> Walker<'a> {
         }
     }
 
+    // Kept out of line: inlined, it would make every [`Walker::walk`] call dearer.
+    #[inline(never)]
     fn redirect(&mut self, node: Node) {
         let op = children(node).find(|c| !c.is_named()).map(|c| c.kind());
         let dest = node.child_by_field_name(Field::Destination);
@@ -438,6 +440,8 @@ impl<'a> Walker<'a> {
         self.walk_children(node);
     }
 
+    // Kept out of line: inlined, it would make every [`Walker::walk`] call dearer.
+    #[inline(never)]
     fn command(&mut self, node: Node) {
         let mut name_node = None;
         // The walker's spare vector (a command nested in an argument
@@ -577,10 +581,13 @@ impl<'a> Walker<'a> {
                     .then(|| self.final_pipeline(body))
                     .flatten()
             }
-            Kind::Pipeline => named_children(node)
-                .filter(|n| n.kind() != Kind::Comment)
-                .map(|n| self.stage_of(n, true))
-                .collect(),
+            Kind::Pipeline => {
+                let mut stages = Vec::with_capacity(node.named_child_count());
+                for n in named_children(node).filter(|n| n.kind() != Kind::Comment) {
+                    stages.push(self.stage_of(n, true)?);
+                }
+                Some(stages)
+            }
             _ => None,
         }
     }
@@ -599,7 +606,10 @@ fn command_stage(name: Cow<'_, str>) -> Option<Stage> {
         _ => Expect::Nothing,
     };
     Some(Stage {
-        label: name.into_owned(),
+        label: match commands::listed_name(&name) {
+            Some(listed) => listed.into(),
+            None => name.into_owned().into(),
+        },
         expect,
         compound: false,
     })
