@@ -146,6 +146,13 @@ const COMMAND_NAME_BYTES: [bool; 256] = {
     table
 };
 
+/// Which bytes are word bytes other than `#`, by value.
+const PLAIN_WORD_BYTES: [bool; 256] = {
+    let mut table = WORD_BYTES;
+    table[b'#' as usize] = false;
+    table
+};
+
 /// A byte of a word (not a backslash escape): printable and not special.
 fn word_byte(b: u8) -> bool {
     WORD_BYTES[b as usize]
@@ -535,12 +542,14 @@ impl Recognizer<'_> {
         if self.redirect_ahead() {
             return None;
         }
-        let piece_end = self.s[self.i..]
+        // Its first piece (up to a byte that is no word byte) must be all
+        // name bytes, which are word bytes.
+        let head_end = self.s[self.i..]
             .iter()
-            .position(|&b| !word_byte(b))
+            .position(|&b| !COMMAND_NAME_BYTES[b as usize])
             .map_or(self.s.len(), |k| self.i + k);
-        let head = &self.s[self.i..piece_end];
-        let plain = head.iter().all(|&b| COMMAND_NAME_BYTES[b as usize]);
+        let head = &self.s[self.i..head_end];
+        let plain = self.s.get(head_end).is_none_or(|&b| !word_byte(b));
         if !plain || head.first() == Some(&b'-') || reserved(head) {
             return None;
         }
@@ -724,7 +733,7 @@ impl Recognizer<'_> {
         loop {
             self.i += self.s[self.i..]
                 .iter()
-                .position(|&b| !word_byte(b) || b == b'#')
+                .position(|&b| !PLAIN_WORD_BYTES[b as usize])
                 .unwrap_or(self.s.len() - self.i);
             match self.peek() {
                 Some(b'#') => {
@@ -738,6 +747,7 @@ impl Recognizer<'_> {
                         _ => return None,
                     }
                     escaped = true;
+                    self.t.note_escape();
                     self.i += 2;
                 }
                 _ => break,
@@ -747,7 +757,8 @@ impl Recognizer<'_> {
         if text.is_empty() {
             return None;
         }
-        let number = !escaped && is_number(text);
+        // (Most words cannot be numbers: tested here without a call.)
+        let number = !escaped && matches!(text[0], b'-' | b'0'..=b'9') && is_number(text);
         // `1#` is a parse error; `-` before `2>f` is dropped from the tree.
         if !number && hash && is_number(&[text.split(|&b| b == b'#').next()?, b"#0"].concat()) {
             return None;
@@ -797,6 +808,7 @@ impl Recognizer<'_> {
                         match b {
                             b'"' | b'`' | b'$' | b'\r' | b'\n' => break,
                             b'\\' => {
+                                self.t.note_escape();
                                 if !self
                                     .at(1)
                                     .is_some_and(|c| c.is_ascii_graphic() || c == b' ')

@@ -199,6 +199,8 @@ pub struct Tree {
     pending: Vec<u32>,
     root: u32,
     has_error: bool,
+    /// Whether a word or string content may hold a backslash escape.
+    escapes: bool,
 }
 
 impl Tree {
@@ -209,6 +211,7 @@ impl Tree {
             pending: Vec::with_capacity(16),
             root: 0,
             has_error: false,
+            escapes: false,
         }
     }
 
@@ -219,6 +222,7 @@ impl Tree {
         self.pending.clear();
         self.root = 0;
         self.has_error = false;
+        self.escapes = false;
     }
 
     /// Whether the tree holds more memory than a long command needs, so
@@ -300,6 +304,7 @@ impl Tree {
     pub fn from_tree_sitter(ts: &tree_sitter::Tree) -> Tree {
         let mut out = Tree::with_capacity(64);
         out.has_error = ts.root_node().has_error();
+        out.escapes = true;
         let mut cursor = ts.walk();
         let mut marks = Vec::with_capacity(16);
         loop {
@@ -340,6 +345,19 @@ impl Tree {
             tree: self,
             id: self.root,
         }
+    }
+
+    /// Note that a word or string content holds a backslash escape.
+    #[inline]
+    pub fn note_escape(&mut self) {
+        self.escapes = true;
+    }
+
+    /// Whether a word or string content may hold a backslash escape
+    /// (always, for a converted tree-sitter parse): without one, no word
+    /// needs unescaping.
+    pub fn escapes(&self) -> bool {
+        self.escapes
     }
 
     /// Whether the parse had an error or a missing node anywhere.
