@@ -455,10 +455,7 @@ fn argument_check(name: &str, args: &[Arg<'_>]) -> Option<String> {
             if dynamic || flag(args, |t| short_has(t, 'i') || t.starts_with("--in-place")) {
                 return says("edits in place");
             }
-            let scripts = sed_scripts(args);
-            scripts
-                .iter()
-                .any(|s| sed_script_writes(s))
+            sed_scripts_write(args)
                 .then(|| format!("`{name}` script writes files or runs commands"))
         }
         "awk" | "gawk" | "mawk" => {
@@ -493,10 +490,11 @@ fn argument_check(name: &str, args: &[Arg<'_>]) -> Option<String> {
     }
 }
 
-/// The sed scripts among ARGS: `-e S` / `--expression=S` values, or the
-/// first operand when no -e/-f is given.
-fn sed_scripts(args: &[Arg<'_>]) -> Vec<String> {
-    let mut out = Vec::new();
+/// Whether a sed script among ARGS writes (see [`sed_script_writes`]):
+/// the `-e S` / `--expression=S` values, or the first operand when no
+/// -e/-f is given.
+fn sed_scripts_write(args: &[Arg<'_>]) -> bool {
+    let mut writes = false;
     let mut explicit = false;
     let mut iter = args.iter().filter_map(Arg::text);
     let mut first_operand = None;
@@ -506,21 +504,18 @@ fn sed_scripts(args: &[Arg<'_>]) -> Vec<String> {
             if let Some(s) = iter.next()
                 && t == "-e"
             {
-                out.push(s.to_string());
+                writes |= sed_script_writes(s);
             }
         } else if let Some(s) = t.strip_prefix("--expression=") {
             explicit = true;
-            out.push(s.to_string());
+            writes |= sed_script_writes(s);
         } else if t.starts_with("--file=") {
             explicit = true;
         } else if !t.starts_with('-') && first_operand.is_none() {
-            first_operand = Some(t.to_string());
+            first_operand = Some(t);
         }
     }
-    if !explicit && let Some(s) = first_operand {
-        out.push(s);
-    }
-    out
+    writes || (!explicit && first_operand.is_some_and(sed_script_writes))
 }
 
 /// Whether a sed SCRIPT has a `w`/`W` (write file) or `e` (execute)

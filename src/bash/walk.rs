@@ -379,14 +379,17 @@ impl<'a> Walker<'a> {
     /// The value of a fully literal word, or `None`; borrowed from the
     /// source unless escapes or pieces had to be joined.
     fn literal(&self, node: Node) -> Option<Cow<'a, str>> {
-        let text = self.text(node);
         match node.kind() {
-            Kind::Word | Kind::Number => Some(self.unescape(text)),
+            Kind::Word | Kind::Number => Some(self.unescape(self.text(node))),
             Kind::RawString => Some(Cow::Borrowed(
-                text.trim_start_matches('\'').trim_end_matches('\''),
+                self.text(node)
+                    .trim_start_matches('\'')
+                    .trim_end_matches('\''),
             )),
             Kind::AnsiCString => Some(Cow::Borrowed(
-                text.trim_start_matches("$'").trim_end_matches('\''),
+                self.text(node)
+                    .trim_start_matches("$'")
+                    .trim_end_matches('\''),
             )),
             Kind::String => {
                 let mut parts = named_children(node);
