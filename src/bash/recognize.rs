@@ -682,6 +682,17 @@ impl Recognizer<'_> {
         let start = self.i;
         let mut pieces = 0;
         let mut last = 0;
+        // The commonest literal, a word alone, without the general loop:
+        // only a quote or `$` can join another piece to it.
+        if self.peek().is_some_and(word_byte) {
+            last = self.word()?;
+            pieces = 1;
+            match self.peek() {
+                Some(b'\'' | b'"' | b'$' | b'#' | b'\\') => {}
+                Some(b'<' | b'>') => return None,
+                _ => return Some(last),
+            }
+        }
         while let Some(b) = self.peek() {
             last = match b {
                 b'\'' => self.raw_string()?,
