@@ -768,8 +768,11 @@ impl Recognizer<'_> {
         if text.is_empty() {
             return None;
         }
-        // (Most words cannot be numbers: tested here without a call.)
-        let number = !escaped && matches!(text[0], b'-' | b'0'..=b'9') && is_number(text);
+        // (Most words, options included, cannot be numbers: tested here
+        // without a call.)
+        let number = !escaped
+            && matches!(text, [b'0'..=b'9', ..] | [b'-', b'0'..=b'9', ..])
+            && is_number(text);
         // `1#` is a parse error; `-` before `2>f` is dropped from the tree.
         if !number && hash && is_number(&[text.split(|&b| b == b'#').next()?, b"#0"].concat()) {
             return None;
