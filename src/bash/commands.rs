@@ -281,10 +281,30 @@ enum Family {
     ReadOnly,
 }
 
+impl Family {
+    /// What the reason for a command of this family says after its name.
+    fn says(self) -> &'static str {
+        match self {
+            Family::Dangerous => "is dangerous",
+            Family::CodeRunner => "runs shell code",
+            Family::Interpreter => "runs a script",
+            Family::Mutating => "changes files",
+            Family::ReadOnly => "",
+        }
+    }
+}
+
+/// A listed name's family and the reason a command of that name gets
+/// (made once, so a verdict borrows it instead of building it).
+struct Listed {
+    family: Family,
+    reason: String,
+}
+
 /// Every listed name with the first family [`judge`] checks it against,
 /// so a name in several lists keeps the verdict of the earliest check:
 /// one hash lookup instead of scanning each list.
-static FAMILIES: LazyLock<HashMap<&'static str, Family, foldhash::fast::RandomState>> =
+static FAMILIES: LazyLock<HashMap<&'static str, Listed, foldhash::fast::RandomState>> =
     LazyLock::new(|| {
         let mut map = HashMap::default();
         for (names, family) in [
@@ -295,28 +315,54 @@ static FAMILIES: LazyLock<HashMap<&'static str, Family, foldhash::fast::RandomSt
             (READ_ONLY, Family::ReadOnly),
         ] {
             for name in names {
-                map.entry(*name).or_insert(family);
+                map.entry(*name).or_insert_with(|| Listed {
+                    family,
+                    reason: about(name, family.says()),
+                });
             }
         }
         map
     });
 
+/// Commands that run another command given in their arguments (see
+/// [`wrapped`]).
+const WRAPPERS: &[&str] = &[
+    "env", "xargs", "timeout", "nice", "time", "stdbuf", "nohup", "ionice", "command",
+];
+
+/// NAME as it is spelled in the command tables, when it is listed there:
+/// a copy that lives as long as the program.
+pub fn listed_name(name: &str) -> Option<&'static str> {
+    FAMILIES
+        .get_key_value(name)
+        .map(|(listed, _)| *listed)
+        .or_else(|| WRAPPERS.iter().find(|w| **w == name).copied())
+}
+
 /// The analyzer's decision for a command named NAME (literal, no slash)
 /// with ARGS. Wrappers are handled by the caller through [`wrapped`].
 pub fn judge(name: &str, args: &[Arg<'_>]) -> Verdict {
-    let family = FAMILIES.get(name).copied();
+    let listed = FAMILIES.get(name);
+    let family = listed.map(|l| l.family);
+    // The reason for NAME as a command of FAMILY.
+    let reason = |family: Family| -> Cow<'static, str> {
+        match listed {
+            Some(l) if l.family == family => Cow::Borrowed(l.reason.as_str()),
+            _ => Cow::Owned(about(name, family.says())),
+        }
+    };
     if name.starts_with("mkfs.") || family == Some(Family::Dangerous) {
-        return Verdict::new(Class::Dangerous, about(name, "is dangerous"));
+        return Verdict::new(Class::Dangerous, reason(Family::Dangerous));
     }
     if family == Some(Family::CodeRunner) {
-        return Verdict::new(Class::Complex, about(name, "runs shell code"));
+        return Verdict::new(Class::Complex, reason(Family::CodeRunner));
     }
     if let Some(v) = dangerous_use(name, args) {
         return v;
     }
     match family {
-        Some(Family::Interpreter) => Verdict::new(Class::Unknown, about(name, "runs a script")),
-        Some(Family::Mutating) => Verdict::new(Class::Mutating, about(name, "changes files")),
+        Some(Family::Interpreter) => Verdict::new(Class::Unknown, reason(Family::Interpreter)),
+        Some(Family::Mutating) => Verdict::new(Class::Mutating, reason(Family::Mutating)),
         Some(Family::ReadOnly) => match argument_check(name, args) {
             None => Verdict::read_only(),
             Some(why) => Verdict::new(Class::Mutating, why),
@@ -409,10 +455,7 @@ fn argument_check(name: &str, args: &[Arg<'_>]) -> Option<String> {
             if dynamic || flag(args, |t| short_has(t, 'i') || t.starts_with("--in-place")) {
                 return says("edits in place");
             }
-            let scripts = sed_scripts(args);
-            scripts
-                .iter()
-                .any(|s| sed_script_writes(s))
+            sed_scripts_write(args)
                 .then(|| format!("`{name}` script writes files or runs commands"))
         }
         "awk" | "gawk" | "mawk" => {
@@ -447,10 +490,11 @@ fn argument_check(name: &str, args: &[Arg<'_>]) -> Option<String> {
     }
 }
 
-/// The sed scripts among ARGS: `-e S` / `--expression=S` values, or the
-/// first operand when no -e/-f is given.
-fn sed_scripts(args: &[Arg<'_>]) -> Vec<String> {
-    let mut out = Vec::new();
+/// Whether a sed script among ARGS writes (see [`sed_script_writes`]):
+/// the `-e S` / `--expression=S` values, or the first operand when no
+/// -e/-f is given.
+fn sed_scripts_write(args: &[Arg<'_>]) -> bool {
+    let mut writes = false;
     let mut explicit = false;
     let mut iter = args.iter().filter_map(Arg::text);
     let mut first_operand = None;
@@ -460,21 +504,18 @@ fn sed_scripts(args: &[Arg<'_>]) -> Vec<String> {
             if let Some(s) = iter.next()
                 && t == "-e"
             {
-                out.push(s.to_string());
+                writes |= sed_script_writes(s);
             }
         } else if let Some(s) = t.strip_prefix("--expression=") {
             explicit = true;
-            out.push(s.to_string());
+            writes |= sed_script_writes(s);
         } else if t.starts_with("--file=") {
             explicit = true;
         } else if !t.starts_with('-') && first_operand.is_none() {
-            first_operand = Some(t.to_string());
+            first_operand = Some(t);
         }
     }
-    if !explicit && let Some(s) = first_operand {
-        out.push(s);
-    }
-    out
+    writes || (!explicit && first_operand.is_some_and(sed_script_writes))
 }
 
 /// Whether a sed SCRIPT has a `w`/`W` (write file) or `e` (execute)

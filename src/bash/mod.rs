@@ -74,10 +74,45 @@ impl Expect {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stage {
     /// Short name for notes: the command name, or `for loop`.
-    pub label: String,
+    pub label: Label,
     pub expect: Expect,
     /// A loop: one conservative stage whose status has no special values.
     pub compound: bool,
+}
+
+/// A stage's label: the name of a listed command is borrowed from the
+/// command tables, any other is copied.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Label(Cow<'static, str>);
+
+impl Label {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&'static str> for Label {
+    fn from(name: &'static str) -> Label {
+        Label(Cow::Borrowed(name))
+    }
+}
+
+impl From<String> for Label {
+    fn from(name: String) -> Label {
+        Label(Cow::Owned(name))
+    }
+}
+
+impl std::fmt::Debug for Label {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl std::fmt::Display for Label {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
 /// The result of analysing one source.

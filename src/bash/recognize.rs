@@ -134,6 +134,25 @@ const WORD_BYTES: [bool; 256] = {
     table
 };
 
+/// Which bytes may make up a plain command name, by value.
+const COMMAND_NAME_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'/' | b'+' | b'-');
+        b += 1;
+    }
+    table
+};
+
+/// Which bytes are word bytes other than `#`, by value.
+const PLAIN_WORD_BYTES: [bool; 256] = {
+    let mut table = WORD_BYTES;
+    table[b'#' as usize] = false;
+    table
+};
+
 /// A byte of a word (not a backslash escape): printable and not special.
 fn word_byte(b: u8) -> bool {
     WORD_BYTES[b as usize]
@@ -163,6 +182,9 @@ fn blank_run(text: &[u8]) -> bool {
 /// Whether TEXT is a tree-sitter-bash `number`:
 /// `-?(0x)?[0-9]+(#[0-9A-Za-z@_]+)?`, all of it.
 fn is_number(text: &[u8]) -> bool {
+    if !matches!(text.first(), Some(b'-' | b'0'..=b'9')) {
+        return false;
+    }
     let t = text.strip_prefix(b"-").unwrap_or(text);
     let t = t.strip_prefix(b"0x").filter(|r| !r.is_empty()).unwrap_or(t);
     let digits = t.iter().take_while(|b| b.is_ascii_digit()).count();
@@ -370,13 +392,17 @@ impl Recognizer<'_> {
 
     /// Whether a redirection operator starts at the cursor.
     fn redirect_ahead(&self) -> bool {
-        let digits = self.s[self.i..]
-            .iter()
-            .take_while(|b| b.is_ascii_digit())
-            .count();
-        match (self.at(digits), self.at(digits + 1)) {
-            (Some(b'>' | b'<'), _) => true,
-            (Some(b'&'), Some(b'>')) => digits == 0,
+        match self.peek() {
+            Some(b'>' | b'<') => true,
+            Some(b'&') => self.at(1) == Some(b'>'),
+            // A descriptor number before the operator.
+            Some(b'0'..=b'9') => {
+                let digits = self.s[self.i..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_digit())
+                    .count();
+                matches!(self.at(digits), Some(b'>' | b'<'))
+            }
             _ => false,
         }
     }
@@ -516,14 +542,14 @@ impl Recognizer<'_> {
         if self.redirect_ahead() {
             return None;
         }
-        let piece_end = self.s[self.i..]
+        // Its first piece (up to a byte that is no word byte) must be all
+        // name bytes, which are word bytes.
+        let head_end = self.s[self.i..]
             .iter()
-            .position(|&b| !word_byte(b))
+            .position(|&b| !COMMAND_NAME_BYTES[b as usize])
             .map_or(self.s.len(), |k| self.i + k);
-        let head = &self.s[self.i..piece_end];
-        let plain = head
-            .iter()
-            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'/' | b'+' | b'-'));
+        let head = &self.s[self.i..head_end];
+        let plain = self.s.get(head_end).is_none_or(|&b| !word_byte(b));
         if !plain || head.first() == Some(&b'-') || reserved(head) {
             return None;
         }
@@ -656,6 +682,17 @@ impl Recognizer<'_> {
         let start = self.i;
         let mut pieces = 0;
         let mut last = 0;
+        // The commonest literal, a word alone, without the general loop:
+        // only a quote or `$` can join another piece to it.
+        if self.peek().is_some_and(word_byte) {
+            last = self.word()?;
+            pieces = 1;
+            match self.peek() {
+                Some(b'\'' | b'"' | b'$' | b'#' | b'\\') => {}
+                Some(b'<' | b'>') => return None,
+                _ => return Some(last),
+            }
+        }
         while let Some(b) = self.peek() {
             last = match b {
                 b'\'' => self.raw_string()?,
@@ -703,31 +740,41 @@ impl Recognizer<'_> {
     fn word(&mut self) -> Option<u32> {
         let start = self.i;
         let mut escaped = false;
-        while let Some(b) = self.peek() {
-            if b == b'\\' {
-                match self.at(1) {
-                    Some(b' ') if self.i > start => {}
-                    Some(c) if c.is_ascii_graphic() => {}
-                    _ => return None,
+        let mut hash = false;
+        loop {
+            self.i += self.s[self.i..]
+                .iter()
+                .position(|&b| !PLAIN_WORD_BYTES[b as usize])
+                .unwrap_or(self.s.len() - self.i);
+            match self.peek() {
+                Some(b'#') => {
+                    hash = true;
+                    self.i += 1;
                 }
-                escaped = true;
-                self.i += 2;
-            } else if word_byte(b) {
-                self.i += 1;
-            } else {
-                break;
+                Some(b'\\') => {
+                    match self.at(1) {
+                        Some(b' ') if self.i > start => {}
+                        Some(c) if c.is_ascii_graphic() => {}
+                        _ => return None,
+                    }
+                    escaped = true;
+                    self.t.note_escape();
+                    self.i += 2;
+                }
+                _ => break,
             }
         }
         let text = &self.s[start..self.i];
         if text.is_empty() {
             return None;
         }
-        let number = !escaped && is_number(text);
+        // (Most words, options included, cannot be numbers: tested here
+        // without a call.)
+        let number = !escaped
+            && matches!(text, [b'0'..=b'9', ..] | [b'-', b'0'..=b'9', ..])
+            && is_number(text);
         // `1#` is a parse error; `-` before `2>f` is dropped from the tree.
-        if !number
-            && text.contains(&b'#')
-            && is_number(&[text.split(|&b| b == b'#').next()?, b"#0"].concat())
-        {
+        if !number && hash && is_number(&[text.split(|&b| b == b'#').next()?, b"#0"].concat()) {
             return None;
         }
         if text == b"-" {
@@ -775,6 +822,7 @@ impl Recognizer<'_> {
                         match b {
                             b'"' | b'`' | b'$' | b'\r' | b'\n' => break,
                             b'\\' => {
+                                self.t.note_escape();
                                 if !self
                                     .at(1)
                                     .is_some_and(|c| c.is_ascii_graphic() || c == b' ')

@@ -199,6 +199,8 @@ pub struct Tree {
     pending: Vec<u32>,
     root: u32,
     has_error: bool,
+    /// Whether a word or string content may hold a backslash escape.
+    escapes: bool,
 }
 
 impl Tree {
@@ -209,6 +211,7 @@ impl Tree {
             pending: Vec::with_capacity(16),
             root: 0,
             has_error: false,
+            escapes: false,
         }
     }
 
@@ -219,6 +222,7 @@ impl Tree {
         self.pending.clear();
         self.root = 0;
         self.has_error = false;
+        self.escapes = false;
     }
 
     /// Whether the tree holds more memory than a long command needs, so
@@ -229,12 +233,14 @@ impl Tree {
 
     /// Where the children of the next node to [`Tree::close`] begin:
     /// every node finished after this mark becomes one of them.
+    #[inline]
     pub fn mark(&self) -> usize {
         self.pending.len()
     }
 
     /// Finish a node spanning START..END whose children are the nodes
     /// finished since MARK; it becomes pending itself. Returns its id.
+    #[inline]
     pub fn close(&mut self, mark: usize, kind: Kind, start: usize, end: usize, named: bool) -> u32 {
         let first = self.kids.len() as u32;
         self.kids
@@ -256,6 +262,7 @@ impl Tree {
     }
 
     /// A node without children.
+    #[inline]
     pub fn leaf(&mut self, kind: Kind, start: usize, end: usize, named: bool) -> u32 {
         let id = self.nodes.len() as u32;
         self.nodes.push(Data {
@@ -273,6 +280,7 @@ impl Tree {
     }
 
     /// Give node ID the field name FIELD in its parent.
+    #[inline]
     pub fn set_field(&mut self, id: u32, field: Field) {
         if let Some(d) = self.nodes.get_mut(id as usize) {
             d.field = Some(field);
@@ -280,6 +288,7 @@ impl Tree {
     }
 
     /// The last finished node whose parent is not built yet.
+    #[inline]
     pub fn last_pending(&self) -> Option<u32> {
         self.pending.last().copied()
     }
@@ -295,6 +304,7 @@ impl Tree {
     pub fn from_tree_sitter(ts: &tree_sitter::Tree) -> Tree {
         let mut out = Tree::with_capacity(64);
         out.has_error = ts.root_node().has_error();
+        out.escapes = true;
         let mut cursor = ts.walk();
         let mut marks = Vec::with_capacity(16);
         loop {
@@ -335,6 +345,19 @@ impl Tree {
             tree: self,
             id: self.root,
         }
+    }
+
+    /// Note that a word or string content holds a backslash escape.
+    #[inline]
+    pub fn note_escape(&mut self) {
+        self.escapes = true;
+    }
+
+    /// Whether a word or string content may hold a backslash escape
+    /// (always, for a converted tree-sitter parse): without one, no word
+    /// needs unescaping.
+    pub fn escapes(&self) -> bool {
+        self.escapes
     }
 
     /// Whether the parse had an error or a missing node anywhere.

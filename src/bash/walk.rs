@@ -13,10 +13,18 @@ use super::{Analysis, Class, Expect, Stage};
 thread_local! {
     /// One parser per thread: creating one costs more than a parse.
     static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
-    /// The newline-terminated copy of the source and the recognizer's
-    /// tree, reused from one analysis to the next: their allocations
-    /// cost more than the recognizer's work on a short command.
-    static SCRATCH: RefCell<(String, Tree)> = RefCell::new((String::new(), Tree::default()));
+    /// Buffers reused from one analysis to the next.
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// The newline-terminated copy of the source, the recognizer's tree and
+/// the walker's argument vector: their allocations cost more than the
+/// recognizer's work on a short command.
+#[derive(Default)]
+struct Scratch {
+    text: String,
+    tree: Tree,
+    args: Vec<Arg<'static>>,
 }
 
 /// Longest source whose terminated copy is kept for reuse.
@@ -40,30 +48,30 @@ fn parse(src: &str) -> Option<tree_sitter::Tree> {
 pub fn analyze(src: &str) -> Analysis {
     SCRATCH.with(|cell| match cell.try_borrow_mut() {
         Ok(mut scratch) => {
-            let (text, tree) = &mut *scratch;
-            let analysis = analyze_with(src, text, tree);
-            if text.capacity() > SCRATCH_MAX || tree.oversized() {
-                *scratch = (String::new(), Tree::default());
+            let analysis = analyze_with(src, &mut scratch);
+            if scratch.text.capacity() > SCRATCH_MAX || scratch.tree.oversized() {
+                *scratch = Scratch::default();
             }
             analysis
         }
-        Err(_) => analyze_with(src, &mut String::new(), &mut Tree::default()),
+        Err(_) => analyze_with(src, &mut Scratch::default()),
     })
 }
 
-/// [`analyze`] with TEXT and TREE as its buffers. The source is read
+/// [`analyze`] with the buffers of SCRATCH. The source is read
 /// ending in a newline: tree-sitter-bash is several times slower on a
 /// pipeline that ends at the end of input than on one ended by a newline
 /// (57 vs 10 us for `a | b | c`); the newline means the same, and the
 /// command is run with one after it anyway (the snapshot line follows it).
-fn analyze_with(src: &str, text: &mut String, tree: &mut Tree) -> Analysis {
+fn analyze_with(src: &str, scratch: &mut Scratch) -> Analysis {
+    let Scratch { text, tree, args } = scratch;
     text.clear();
     text.push_str(src);
     if !src.ends_with('\n') {
         text.push('\n');
     }
     if recognize_into(text, tree) {
-        analyze_syntax(text, tree)
+        analyze_syntax(text, tree, args)
     } else {
         analyze_parsed(text)
     }
@@ -105,13 +113,14 @@ fn analyze_parsed(src: &str) -> Analysis {
             ineligible: Some("unparsable"),
         };
     };
-    analyze_syntax(src, &Tree::from_tree_sitter(&tree))
+    analyze_syntax(src, &Tree::from_tree_sitter(&tree), &mut Vec::new())
 }
 
-/// Walk TREE, the syntax of SRC.
-fn analyze_syntax(src: &str, tree: &Tree) -> Analysis {
+/// Walk TREE, the syntax of SRC, with the allocation of ARGS (left
+/// empty) for the arguments of its commands.
+fn analyze_syntax(src: &str, tree: &Tree, args: &mut Vec<Arg<'static>>) -> Analysis {
     let root = tree.root();
-    let mut w = Walker::new(src);
+    let mut w = Walker::new(src, tree.escapes(), std::mem::take(args));
     w.parse_error = tree.has_error();
     w.walk(root);
     if w.parse_error {
@@ -131,7 +140,16 @@ fn analyze_syntax(src: &str, tree: &Tree) -> Analysis {
         .last()
         .and_then(|last| w.final_pipeline(last))
         .filter(|_| w.ineligible.is_none());
+    *args = recycle(std::mem::take(&mut w.args));
     w.finish(single, final_pipeline)
+}
+
+/// ARGS emptied, as a vector that outlives the source its arguments
+/// borrowed from. Collecting a vector's own iterator into elements of the
+/// same size reuses its allocation, so nothing is allocated or copied.
+fn recycle(mut args: Vec<Arg<'_>>) -> Vec<Arg<'static>> {
+    args.clear();
+    args.into_iter().map(|_| Arg { literal: None }).collect()
 }
 
 fn named_children<'t>(node: Node<'t>) -> impl Iterator<Item = Node<'t>> {
@@ -201,6 +219,9 @@ fn snapshot_declines(name: &str) -> bool {
 
 struct Walker<'a> {
     src: &'a str,
+    /// Whether a word may hold a backslash escape (known from the tree,
+    /// instead of searching every word for one).
+    escapes: bool,
     class: Class,
     reasons: Vec<Cow<'static, str>>,
     background: bool,
@@ -212,16 +233,17 @@ struct Walker<'a> {
 }
 
 impl<'a> Walker<'a> {
-    fn new(src: &'a str) -> Walker<'a> {
+    fn new(src: &'a str, escapes: bool, args: Vec<Arg<'a>>) -> Walker<'a> {
         Walker {
             src,
+            escapes,
             class: Class::ReadOnly,
             reasons: Vec::new(),
             background: false,
             parse_error: false,
             pipelines: 0,
             ineligible: None,
-            args: Vec::new(),
+            args,
         }
     }
 
@@ -357,26 +379,29 @@ impl<'a> Walker<'a> {
     /// The value of a fully literal word, or `None`; borrowed from the
     /// source unless escapes or pieces had to be joined.
     fn literal(&self, node: Node) -> Option<Cow<'a, str>> {
-        let text = self.text(node);
         match node.kind() {
-            Kind::Word | Kind::Number => Some(unescape(text)),
+            Kind::Word | Kind::Number => Some(self.unescape(self.text(node))),
             Kind::RawString => Some(Cow::Borrowed(
-                text.trim_start_matches('\'').trim_end_matches('\''),
+                self.text(node)
+                    .trim_start_matches('\'')
+                    .trim_end_matches('\''),
             )),
             Kind::AnsiCString => Some(Cow::Borrowed(
-                text.trim_start_matches("$'").trim_end_matches('\''),
+                self.text(node)
+                    .trim_start_matches("$'")
+                    .trim_end_matches('\''),
             )),
             Kind::String => {
                 let mut parts = named_children(node);
                 match (parts.next(), parts.next()) {
                     (None, _) => Some(Cow::Borrowed("")),
                     (Some(p), None) if p.kind() == Kind::StringContent => {
-                        Some(unescape_dq(self.text(p)))
+                        Some(self.unescape_dq(self.text(p)))
                     }
                     _ if named_children(node).all(|p| p.kind() == Kind::StringContent) => {
                         Some(Cow::Owned(
                             named_children(node)
-                                .map(|p| unescape_dq(self.text(p)))
+                                .map(|p| self.unescape_dq(self.text(p)))
                                 .collect(),
                         ))
                     }
@@ -392,6 +417,26 @@ impl<'a> Walker<'a> {
         }
     }
 
+    /// [`unescape`], skipped when the tree has no escapes.
+    fn unescape(&self, text: &'a str) -> Cow<'a, str> {
+        if self.escapes {
+            unescape(text)
+        } else {
+            Cow::Borrowed(text)
+        }
+    }
+
+    /// [`unescape_dq`], skipped when the tree has no escapes.
+    fn unescape_dq(&self, text: &'a str) -> Cow<'a, str> {
+        if self.escapes {
+            unescape_dq(text)
+        } else {
+            Cow::Borrowed(text)
+        }
+    }
+
+    // Kept out of line: inlined, it would make every [`Walker::walk`] call dearer.
+    #[inline(never)]
     fn redirect(&mut self, node: Node) {
         let op = children(node).find(|c| !c.is_named()).map(|c| c.kind());
         let dest = node.child_by_field_name(Field::Destination);
@@ -416,6 +461,8 @@ impl<'a> Walker<'a> {
         self.walk_children(node);
     }
 
+    // Kept out of line: inlined, it would make every [`Walker::walk`] call dearer.
+    #[inline(never)]
     fn command(&mut self, node: Node) {
         let mut name_node = None;
         // The walker's spare vector (a command nested in an argument
@@ -555,10 +602,13 @@ impl<'a> Walker<'a> {
                     .then(|| self.final_pipeline(body))
                     .flatten()
             }
-            Kind::Pipeline => named_children(node)
-                .filter(|n| n.kind() != Kind::Comment)
-                .map(|n| self.stage_of(n, true))
-                .collect(),
+            Kind::Pipeline => {
+                let mut stages = Vec::with_capacity(node.named_child_count());
+                for n in named_children(node).filter(|n| n.kind() != Kind::Comment) {
+                    stages.push(self.stage_of(n, true)?);
+                }
+                Some(stages)
+            }
             _ => None,
         }
     }
@@ -577,7 +627,10 @@ fn command_stage(name: Cow<'_, str>) -> Option<Stage> {
         _ => Expect::Nothing,
     };
     Some(Stage {
-        label: name.into_owned(),
+        label: match commands::listed_name(&name) {
+            Some(listed) => listed.into(),
+            None => name.into_owned().into(),
+        },
         expect,
         compound: false,
     })
