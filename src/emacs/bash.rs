@@ -271,26 +271,28 @@ impl Seam {
                 (api.make_integer)(api.raw, i64::try_from(a.pipelines).unwrap_or(i64::MAX))
             },
         };
-        let k = self.keys;
-        let mut items = [
-            k[0],
+        let values = [
             self.class(a.class),
-            k[1],
             reasons,
-            k[2],
             self.boolean(a.background),
-            k[3],
             self.boolean(a.parse_error),
-            k[4],
             self.boolean(a.read_only()),
-            k[5],
             self.boolean(a.snapshot()),
-            k[6],
             pipelines,
-            k[7],
             stages,
         ];
-        api.list(self, &mut items)
+        // Keys whose value is nil are left out: `plist-get' reads the
+        // same, and each item costs a cons.
+        let mut items = [self.nil; 2 * KEYS.len()];
+        let mut n = 0;
+        for (&key, value) in self.keys.iter().zip(values) {
+            if value != self.nil {
+                items[n] = key;
+                items[n + 1] = value;
+                n += 2;
+            }
+        }
+        api.list(self, &mut items[..n])
     }
 }
 
@@ -304,7 +306,8 @@ thread_local! {
 /// Analyse SOURCE without running it: a plist with `:class` (a string:
 /// read-only, mutating, unknown, complex, dangerous), `:reasons`,
 /// `:background`, `:parse-error`, `:read-only`, `:snapshot`,
-/// `:pipelines` and `:stages` (labels of the final pipeline's stages).
+/// `:pipelines` and `:stages` (labels of the final pipeline's stages);
+/// a key whose value is nil is left out.
 ///
 /// The class, reason and stage strings, and the lists of reasons and of
 /// stages, are shared between results: do not modify them.
