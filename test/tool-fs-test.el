@@ -284,8 +284,6 @@ Binds `ws', `session' and `outside' (directory names)."
 
 ;;;; Registration
 
-(require 'mevedel-tool-fs-registration)
-
 (ert-deftest mevedel-tool-fs:registered-with-contracts-and-manual ()
   (dolist (case '(("Read" nil) ("Glob" 30000) ("Grep" 20000)))
     (let ((tool (mevedel-tool-get (car case) "filesystem")))
@@ -316,27 +314,27 @@ Binds `ws', `session' and `outside' (directory names)."
       (should (string-prefix-p "Error: " result)))))
 
 (ert-deftest mevedel-tool-fs:pipeline-seam-prepares-addresses-before-permission ()
+  (require 'mevedel-pipeline)
   (mevedel-tool-fs-test--with-workspace
     (let* ((grep (mevedel-tool-get "Grep" "filesystem"))
-           (args (mevedel-tool-fs-prepare-pipeline-args
-                  (list :tool grep :args '(:pattern "x" :path "work://plans") :workspace ws))))
+           (args (mevedel-pipeline-prepare-resources
+                  grep (list :pattern "x" :path "work://plans") ws nil)))
       (should (equal args '(:pattern "x" :path "work://plans")))
-      (should (mevedel-tool-fs-prepared-attempt "Grep" (plist-get args :path)))
+      (should (mevedel-resource-take-prepared (plist-get args :path) "Grep"))
       ;; Consumed once.
-      (should-not (mevedel-tool-fs-prepared-attempt "Grep" (plist-get args :path)))
-      (should-error (mevedel-tool-fs-prepare-pipeline-args
-                     (list :tool grep :args '(:pattern "x" :path "work://a/../b") :workspace ws))
+      (should-not (mevedel-resource-take-prepared (plist-get args :path) "Grep"))
+      (should-error (mevedel-pipeline-prepare-resources
+                     grep (list :pattern "x" :path "work://a/../b") ws nil)
                     :type 'mevedel-core-resource-error)
-      (should-error (mevedel-tool-fs-prepare-pipeline-args
-                     (list :tool (mevedel-tool-get "Glob" "filesystem")
-                           :args '(:pattern "*" :path "agent://") :workspace ws))
+      (should-error (mevedel-pipeline-prepare-resources
+                     (mevedel-tool-get "Glob" "filesystem")
+                     (list :pattern "*" :path "agent://") ws nil)
                     :type 'mevedel-core-resource-error))))
 
 (ert-deftest mevedel-tool-fs:oversized-grep-is-persisted-and-followable ()
   (require 'mevedel-pipeline)
   (let* ((ws (make-temp-file "mevedel-persist" t))
          (session (mevedel-session-create :workspace ws :id "p-1"))
-         (mevedel-pipeline-prepare-resources-function #'mevedel-tool-fs-prepare-pipeline-args)
          (grep (mevedel-tool-get "Grep" "filesystem"))
          (read (mevedel-tool-get "Read" "filesystem"))
          (outcome nil))
