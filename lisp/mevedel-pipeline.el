@@ -444,7 +444,7 @@ Rewritten arguments are validated again; a denial refuses CALL."
                                    (plist-get check :guidance)))))))))))
 
 (defun mevedel-pipeline-prepare-resources (tool args workspace session)
-  "Return ARGS of TOOL with its path arguments prepared, as its declaration says.
+  "Return ARGS of TOOL with its path arguments prepared from its declaration.
 A `path' argument, and a `path-or-resource' one holding a path, is
 made absolute against WORKSPACE.  A resource address in a
 `path-or-resource' argument is prepared for that argument's operation

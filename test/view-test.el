@@ -74,6 +74,18 @@ Each tool's only display fact is its :renderer; they are removed after."
                        "declared error")))
     (mevedel-tool-unregister "RenderMe")))
 
+(ert-deftest mevedel-view:tool-without-renderer-is-drawn-generically ()
+  (mevedel-view-test--with-renderers (("Plain" nil))
+    (let ((row (mevedel-tool-render-row "Plain" '(:path "/x/y") "plain text" nil)))
+      (should (equal (plist-get row :header) "Plain /x/y"))
+      (should (equal (plist-get row :body) "plain text"))
+      (should (eq (plist-get row :status) 'success))))
+  ;; So is a call of a tool nobody declared.
+  (should (equal (plist-get (mevedel-tool-render-row "Nobody" nil "t" nil) :header) "Nobody"))
+  ;; The built-in families draw through their own declared renderers.
+  (should (eq (mevedel-tool-renderer (mevedel-tool-get "Read")) #'mevedel-tool-fs-render-read))
+  (should (eq (mevedel-tool-renderer (mevedel-tool-get "Bash")) #'mevedel-exec-render-bash)))
+
 (ert-deftest mevedel-view:failing-renderer-falls-back-with-warning ()
   (let ((warnings nil))
     (mevedel-view-test--with-renderers
