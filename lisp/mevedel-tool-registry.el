@@ -350,9 +350,14 @@ Without CATEGORY, return the first tool named NAME in registration order."
                      :false-object :json-false))
 
 (defun mevedel-tool--check-values (name properties)
-  "Check the evaluated PROPERTIES of tool NAME whose shape the view relies on."
+  "Check the evaluated display and grouping PROPERTIES of tool NAME."
   (let ((size (plist-get properties :max-result-size))
-        (renderer (plist-get properties :renderer)))
+        (renderer (plist-get properties :renderer))
+        (groups (plist-get properties :groups)))
+    (unless (and (proper-list-p groups)
+                 (cl-every (lambda (g) (or (stringp g) (and g (symbolp g)))) groups))
+      (mevedel-tool--declaration-error
+       name ":groups must be a list of symbols or strings, not %S" groups))
     (unless (or (null size) (and (natnump size) (> size 0)))
       (mevedel-tool--declaration-error
        name ":max-result-size must be a positive integer, not %S" size))

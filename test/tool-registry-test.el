@@ -91,7 +91,8 @@
                   (:renderer ((sometimes . ignore)) ":renderer must be a function")
                   (:renderer ((success . 42)) ":renderer must be a function")
                   (:max-result-size 0 ":max-result-size must be a positive integer")
-                  (:max-result-size "30000" ":max-result-size must be a positive integer")))
+                  (:max-result-size "30000" ":max-result-size must be a positive integer")
+                  (:groups "navigation" ":groups must be a list of symbols or strings")))
     (let ((err (should-error
                 (mevedel-tool-register
                  "BadFact" (list :description "D." :function #'ignore
