@@ -26,7 +26,7 @@
 
 (defgroup mevedel-core nil
   "Native module of mevedel: build, loading and the event channel."
-  :group 'tools
+  :group 'mevedel
   :prefix "mevedel-core-")
 
 (defcustom mevedel-core-module-directory nil

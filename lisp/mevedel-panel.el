@@ -125,7 +125,7 @@ Foreground commands are not listed: their tool rows show them."
                                (lambda (_) (mevedel-ps-show-output id (plist-get item :spool))))
         " "
         (mevedel-panel--button "Show call"
-                               (let ((chat mevedel-view--chat)
+                               (let ((chat (mevedel-view-chat))
                                      (call (plist-get item :tool-use-id)))
                                  (lambda (_)
                                    (unless (and call (mevedel-view-show-call chat call))
@@ -156,7 +156,7 @@ Foreground commands are not listed: their tool rows show them."
        "\n"
        (propertize (format "Background work (%d)" n) 'face 'mevedel-panel-heading)
        "  "
-       (mevedel-panel--button "Manage" (let ((chat mevedel-view--chat))
+       (mevedel-panel--button "Manage" (let ((chat (mevedel-view-chat)))
                                          (lambda (_) (mevedel-ps chat))))
        "\n"
        (mapconcat (lambda (item)
@@ -170,7 +170,7 @@ Foreground commands are not listed: their tool rows show them."
 
 (defun mevedel-panel--collect ()
   "Return the items for this view's panel, live ones first."
-  (let* ((live (mevedel-panel-items mevedel-view--chat))
+  (let* ((live (mevedel-panel-items (mevedel-view-chat)))
          (ids (mapcar (lambda (item) (plist-get item :id)) live)))
     (append
      (mapcar (lambda (item)
@@ -185,9 +185,10 @@ Foreground commands are not listed: their tool rows show them."
 
 (defun mevedel-panel--window-spots ()
   "Return (WINDOW ID . COLUMN) for windows whose point is on a panel item."
-  (cl-loop for window in (get-buffer-window-list (current-buffer) nil t)
+  (cl-loop with (start . end) = (mevedel-view-panel-bounds)
+           for window in (get-buffer-window-list (current-buffer) nil t)
            for point = (window-point window)
-           for id = (and (>= point mevedel-view--panel) (< point mevedel-view--separator)
+           for id = (and (>= point start) (< point end)
                          (get-text-property point 'mevedel-panel-item))
            when id
            collect (list window id (- point (save-excursion (goto-char point)
@@ -196,8 +197,9 @@ Foreground commands are not listed: their tool rows show them."
 (defun mevedel-panel-redraw (&optional buffer)
   "Redraw the background work panel of view BUFFER (default current)."
   (with-current-buffer (or buffer (current-buffer))
-    (when (and mevedel-view--chat mevedel-view--panel
-               (buffer-live-p (mevedel-chat-data-buffer mevedel-view--chat)))
+    (when-let* ((chat (mevedel-view-chat))
+                ((mevedel-view-panel-bounds))
+                ((buffer-live-p (mevedel-chat-data-buffer chat))))
       (mevedel-panel--cancel-timer)
       (unless mevedel-panel--expanded
         (setq mevedel-panel--expanded (make-hash-table :test #'equal)
@@ -205,15 +207,8 @@ Foreground commands are not listed: their tool rows show them."
               mevedel-panel--seen (make-hash-table :test #'equal)))
       (let* ((items (mevedel-panel--collect))
              (spots (mevedel-panel--window-spots))
-             (start (marker-position mevedel-view--panel))
-             (inhibit-read-only t)
-             (buffer-undo-list t))
-        (save-excursion
-          (delete-region start mevedel-view--separator)
-          (goto-char start)
-          (insert (propertize (or (mevedel-panel--text items) "")
-                              'read-only t 'mevedel-panel t))
-          (set-marker mevedel-view--panel start))
+             (start (mevedel-view-replace-panel
+                     (propertize (or (mevedel-panel--text items) "") 'mevedel-panel t))))
         (pcase-dolist (`(,window ,id ,column) spots)
           (let ((match (save-excursion
                          (goto-char start)
@@ -260,7 +255,7 @@ Foreground commands are not listed: their tool rows show them."
   "Stop the execution of ITEM for the user, after confirmation."
   (when (or (not mevedel-ps-confirm-stop)
             (y-or-n-p (format "Stop %s (%s)? " (plist-get item :id) (plist-get item :label))))
-    (if (mevedel-ps-stop-execution mevedel-view--chat (plist-get item :id))
+    (if (mevedel-ps-stop-execution (mevedel-view-chat) (plist-get item :id))
         (message "Stopping %s" (plist-get item :id))
       (message "%s had already ended" (plist-get item :id)))))
 
@@ -292,7 +287,7 @@ Foreground commands are not listed: their tool rows show them."
   (cl-loop for chat in (mevedel-chat-list)
            for buffer = (get-buffer (format "*mevedel: %s*" (mevedel-chat-name chat)))
            when (and (buffer-live-p buffer)
-                     (eq (buffer-local-value 'mevedel-view--chat buffer) chat)
+                     (eq (mevedel-view-chat buffer) chat)
                      (equal (mevedel-ps-session-key chat) session))
            collect buffer))
 

@@ -14,8 +14,10 @@
 ;;      nested calls are validated without repair)
 ;;   2. PreToolUse hooks; an argument rewrite is validated again, never
 ;;      repaired
-;;   3. resource preparation: `mevedel-pipeline-prepare-resources-function'
-;;      (here: ordinary `path' arguments are made absolute)
+;;   3. resource preparation, from the tool's declaration: `path'
+;;      arguments are made absolute, and so are `path-or-resource' ones
+;;      holding a path; a resource address is prepared for the
+;;      argument's operation (`mevedel-pipeline-prepare-resources')
 ;;   4. permission: allow, deny (a refusal), or ask through
 ;;      `mevedel-pipeline-permission-prompt-function'
 ;;   5. snapshot capture for :snapshot-p tools
@@ -62,6 +64,7 @@
 (require 'subr-x)
 (require 'mevedel-core)
 (require 'mevedel-render-data)
+(require 'mevedel-resource)
 (require 'mevedel-session)
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-repair)
@@ -73,7 +76,7 @@
 
 (defgroup mevedel-pipeline nil
   "The tool execution pipeline of mevedel."
-  :group 'tools
+  :group 'mevedel
   :prefix "mevedel-pipeline-")
 
 (defcustom mevedel-pipeline-yield-budget 0.02
@@ -96,14 +99,6 @@ A tool's :max-result-size applies only below this cap."
 (defcustom mevedel-pipeline-read-continuation-lines 2000
   "Most lines the suggested Read continuation of persisted output asks for."
   :type 'natnum)
-
-(defconst mevedel-pipeline-tool-result-limits
-  '(("Grep" . 20000) ("Bash" . 30000) ("Eval" . 30000) ("Glob" . 30000)
-    ("Ask" . 30000) ("Xref*" . 20000) ("Imenu" . 20000) ("Treesitter" . 30000)
-    ("WebFetch" . 50000))
-  "Result limits (characters) of built-in tools that do not declare their own.
-A name ending in * matches every tool with that prefix.  Read and
-ApplyPatch have none: they bound their own output.")
 
 ;;;; Pluggable steps and hooks
 
@@ -129,11 +124,6 @@ They may return (:context TEXT); their errors are reported only.")
 (defvar mevedel-pipeline-post-tool-use-failure-functions nil
   "Failure hooks: functions of (CONTEXT OUTCOME) after an error outcome.
 They may return (:context TEXT); their errors are reported only.")
-
-(defvar mevedel-pipeline-prepare-resources-function #'mevedel-pipeline-normalize-paths
-  "Function of the call context returning the prepared argument plist.
-The default makes ordinary path arguments absolute; the resource
-addresses issue replaces it.  A signal ends the call with an error.")
 
 (defvar mevedel-pipeline-permission-function #'mevedel-pipeline-permission-default
   "Function of the call context returning the permission decision.
@@ -453,31 +443,35 @@ Rewritten arguments are validated again; a denial refuses CALL."
                       call (concat "Error: a PreToolUse hook rewrote the arguments invalidly. "
                                    (plist-get check :guidance)))))))))))
 
-(defun mevedel-pipeline-normalize-paths (context)
-  "Return the arguments of CONTEXT with ordinary path arguments made absolute.
-Arguments declared `path', and `path-or-resource' ones without a
-scheme, are expanded against the workspace; everything else is kept."
-  (let* ((tool (plist-get context :tool))
-         (args (copy-sequence (plist-get context :args)))
-         (root (plist-get context :workspace)))
+(defun mevedel-pipeline-prepare-resources (tool args workspace session)
+  "Return ARGS of TOOL with its path arguments prepared from its declaration.
+A `path' argument, and a `path-or-resource' one holding a path, is
+made absolute against WORKSPACE.  A resource address in a
+`path-or-resource' argument is prepared for that argument's operation
+\(see `mevedel-tool-resource-operation') in SESSION, which owns its
+work:// and artifact:// resources; the attempt waits for the handler
+\(`mevedel-resource-take-prepared').  A malformed address, an
+unsupported operation or a containment failure signals."
+  (let ((args (copy-sequence args))
+        (mevedel-session-current (or session mevedel-session-current)))
     (dolist (arg (mevedel-tool-args tool) args)
-      (pcase-let ((`(,name ,type . ,_) arg))
-        (let* ((key (intern (concat ":" (if (symbolp name) (symbol-name name) name))))
-               (value (plist-get args key)))
-          (when (and (stringp value) (not (string-empty-p value))
-                     (or (eq type 'path)
-                         (and (eq type 'path-or-resource)
-                              (not (string-match-p "\\`[a-z][a-z0-9+.-]*://" value)))))
-            (setq args (plist-put args key (expand-file-name value root)))))))))
+      (pcase-let* ((`(,name ,type . ,_) arg)
+                   (key (mevedel-tool-arg-key name))
+                   (value (plist-get args key)))
+        (when (and (stringp value) (not (string-empty-p value))
+                   (memq type '(path path-or-resource)))
+          (if (and (eq type 'path-or-resource) (mevedel-resource-address-p value))
+              (mevedel-resource-prepare-kept value (mevedel-tool-resource-operation tool arg))
+            (setq args (plist-put args key (expand-file-name value workspace)))))))))
 
 (defun mevedel-pipeline--step-resources (call)
-  "Prepare CALL's resources: normalise paths (and, later, addresses)."
+  "Prepare CALL's path and resource arguments before permission."
   (condition-case err
       (progn
         (setf (mevedel-pipeline--call-args call)
-              (funcall mevedel-pipeline-prepare-resources-function
-                       (append (mevedel-pipeline--context call)
-                               (list :workspace (mevedel-pipeline--workspace call)))))
+              (mevedel-pipeline-prepare-resources
+               (mevedel-pipeline--call-tool call) (mevedel-pipeline--call-args call)
+               (mevedel-pipeline--workspace call) (mevedel-pipeline--call-session call)))
         t)
     (error (mevedel-pipeline--fail call (format "Error: %s" (error-message-string err))))))
 
@@ -811,18 +805,11 @@ installed."
 
 (defun mevedel-pipeline-result-limit (tool)
   "Return TOOL's effective result limit in characters, or nil for none.
-That is its :max-result-size (else its entry in
-`mevedel-pipeline-tool-result-limits'), capped by
-`mevedel-pipeline-result-cap'."
-  (let* ((name (mevedel-tool-name tool))
-         (own (or (mevedel-tool-max-result-size tool)
-                  (cdr (cl-find-if (lambda (entry)
-                                     (let ((pattern (car entry)))
-                                       (if (string-suffix-p "*" pattern)
-                                           (string-prefix-p (substring pattern 0 -1) name)
-                                         (equal pattern name))))
-                                   mevedel-pipeline-tool-result-limits)))))
-    (and own (min own mevedel-pipeline-result-cap))))
+That is its declared :max-result-size, capped by
+`mevedel-pipeline-result-cap'.  A tool without one (Read, say) bounds
+its own output."
+  (when-let* ((own (mevedel-tool-max-result-size tool)))
+    (min own mevedel-pipeline-result-cap)))
 
 (defun mevedel-pipeline--preview-pieces (text plan)
   "Return (HEAD . TAIL) of TEXT per the preview PLAN from the module."
@@ -934,7 +921,7 @@ STATUS is the canonical status: oversized errors are truncated only."
 (defun mevedel-pipeline-project (outcome call)
   "Return the provider result for OUTCOME of CALL, as gptel receives it.
 Adds the repair note and hook context, bounds oversized text (see
-`mevedel-pipeline-tool-result-limits'), and appends the render-data
+`mevedel-pipeline-result-limit'), and appends the render-data
 block when the call has render-data or an explicit status, then the
 media records (as the text's `mevedel-tool-media' property).  A
 non-string result without any of those stays as it is."

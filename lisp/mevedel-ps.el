@@ -462,17 +462,14 @@ every owner); an execution leaves it when it ends."
 
 ;;;; Composer commands
 
-;;;###autoload
 (defun mevedel-ps-live-ids (chat)
   "Return the IDs of the running executions of CHAT's session."
   (mapcar (lambda (item) (plist-get item :id)) (mevedel-ps-items chat)))
 
-;;;###autoload
 (defun mevedel-ps-slash-ps (chat _argument)
   "Show the executions of CHAT's session (the composer's /ps)."
   (mevedel-ps chat))
 
-;;;###autoload
 (defun mevedel-ps-slash-stop (chat argument)
   "Stop the execution named by ARGUMENT in CHAT's session (/stop).
 An empty ARGUMENT stops every running execution of the session,
@@ -488,6 +485,15 @@ whoever owns it.  Return how many were running."
     (let ((stopped (cl-count-if (lambda (id) (mevedel-ps-stop-execution chat id)) ids)))
       (message "Stopping %d execution%s" stopped (if (= stopped 1) "" "s"))
       stopped)))
+
+;;;; In the view
+
+(keymap-set mevedel-view-mode-map "C-c C-e" #'mevedel-ps)
+(setf (alist-get "ps" mevedel-view-slash-commands nil nil #'equal)
+      (list #'mevedel-ps-slash-ps "show the session's running executions" nil))
+(setf (alist-get "stop" mevedel-view-slash-commands nil nil #'equal)
+      (list #'mevedel-ps-slash-stop "stop execution ID (/stop ID), or all of them (/stop)"
+            #'mevedel-ps-live-ids))
 
 (provide 'mevedel-ps)
 ;;; mevedel-ps.el ends here

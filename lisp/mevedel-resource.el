@@ -17,6 +17,10 @@
 ;;   ordinary path;
 ;; - `mevedel-resource-prepare': stage one, before permission: an opaque
 ;;   attempt, or a validation error naming the address and the reason;
+;; - `mevedel-resource-prepare-kept' and `mevedel-resource-take-prepared':
+;;   the pipeline prepares every resource argument of a call this way
+;;   and the handler takes the attempt (kept beside the address string
+;;   object itself, so the arguments stay plain data);
 ;; - `mevedel-resource-facts': what a permission check needs to know;
 ;; - `mevedel-resource-visit-path': the backing file of a file-backed
 ;;   address, for buttons in the transcript view.
@@ -37,7 +41,7 @@
 
 (defgroup mevedel-resource nil
   "Resource addresses used by mevedel's file tools."
-  :group 'tools
+  :group 'mevedel
   :prefix "mevedel-resource-")
 
 (defcustom mevedel-resource-memory-roots '(".mevedel/memory" "~/.mevedel/memory")
@@ -189,6 +193,25 @@ addresses, unsupported operations and containment failures signal
 `mevedel-core-resource-error' before any permission check."
   (mevedel-core-resource-prepare address operation
                                  (or context (mevedel-resource-context))))
+
+(defvar mevedel-resource--kept (make-hash-table :test #'eq :weakness 'key)
+  "Prepared attempts: address string object -> (OPERATION . ATTEMPT).")
+
+(defun mevedel-resource-prepare-kept (address operation)
+  "Prepare the string ADDRESS for OPERATION and keep the attempt for its handler.
+Return the attempt.  The attempt is found again through ADDRESS itself
+\(the same string object) by `mevedel-resource-take-prepared'.
+Failures signal as `mevedel-resource-prepare' does."
+  (let ((attempt (mevedel-resource-prepare address operation)))
+    (puthash address (cons operation attempt) mevedel-resource--kept)
+    attempt))
+
+(defun mevedel-resource-take-prepared (address operation)
+  "Return and forget the attempt kept for OPERATION on string ADDRESS, or nil."
+  (let ((entry (gethash address mevedel-resource--kept)))
+    (when (equal (car entry) operation)
+      (remhash address mevedel-resource--kept)
+      (cdr entry))))
 
 (defun mevedel-resource-facts (attempt)
   "Return the permission facts of ATTEMPT.

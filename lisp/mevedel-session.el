@@ -27,7 +27,7 @@
 
 (defgroup mevedel-session nil
   "Sessions of mevedel and their storage."
-  :group 'tools
+  :group 'mevedel
   :prefix "mevedel-session-")
 
 (define-error 'mevedel-session-error "mevedel session error")

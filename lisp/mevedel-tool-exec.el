@@ -32,7 +32,7 @@
 
 (defgroup mevedel-exec nil
   "Managed command execution: Bash, Monitor and their controls."
-  :group 'tools
+  :group 'mevedel-tool
   :prefix "mevedel-exec-")
 
 (defcustom mevedel-exec-stop-grace-ms 1000
@@ -653,13 +653,38 @@ the command runs, its live progress brings the latest output instead."
           (outcome 'error)
           (t fallback))))
 
-(defun mevedel-exec-render-bash (name args result render-data)
-  "Render a Bash call NAME with ARGS, RESULT and RENDER-DATA.
+(defun mevedel-exec--text-exit (result render-data)
+  "Return the exit status of a Bash call from RENDER-DATA or RESULT, or nil."
+  (or (plist-get render-data :exit-code)
+      (plist-get render-data :exit_code)
+      (and result
+           (string-match "exit[_ ]code[=:]? *\"?\\(-?[0-9]+\\)" result)
+           (string-to-number (match-string 1 result)))))
+
+(defun mevedel-exec--render-plain (args result render-data)
+  "Render a Bash call that started no execution: ARGS, RESULT, RENDER-DATA.
+That is a call still waiting (RESULT nil) or one refused or failed
+before it ran.  The header shows the command's first line and any
+exit status RESULT names."
+  (let* ((command (or (plist-get args :command) ""))
+         (first (mevedel-tool-render-first-line command))
+         (more (string-match-p "\n[ \t]*[^ \t\n]" (string-trim command)))
+         (exit (mevedel-exec--text-exit result render-data)))
+    (list :header (concat "$ " (mevedel-tool-render-shorten first 64) (and more " …")
+                          (cond ((null result) "")
+                                (exit (format "  [exit %s]" exit))))
+          :body (unless mevedel-tool-render-summary-only
+                  (concat (and more (concat command "\n\n")) result))
+          :expandable-p t
+          :initially-collapsed-p t)))
+
+(defun mevedel-exec-render-bash (_name args result render-data)
+  "Render a Bash call with ARGS, RESULT and RENDER-DATA.
 Rows whose render-data did not come from these handlers (no execution
-id) keep the generic Bash rendering."
+id) are drawn by `mevedel-exec--render-plain'."
   (let ((command (or (plist-get args :command) "")))
     (if (not (plist-get render-data :execution-id))
-        (mevedel-tool-render-bash name args result render-data)
+        (mevedel-exec--render-plain args result render-data)
       (list :header (mevedel-exec--header "$ " command render-data nil)
             :status (mevedel-exec--status render-data 'success)
             :body (mevedel-exec--body command result render-data)
@@ -780,12 +805,6 @@ has this breadcrumb."
           (setq new (plist-put new (car pair) (cdr pair))))
         (mevedel-sandbox-render-data
          new (mevedel-exec-sandbox-summary (plist-get facts :sandbox)))))))
-
-(mevedel-tool-render-register "Bash" #'mevedel-exec-render-bash)
-(mevedel-tool-render-register "Monitor" #'mevedel-exec-render-monitor)
-(mevedel-tool-render-register "WriteStdin" #'mevedel-exec-render-control)
-(mevedel-tool-render-register "StopExecution" #'mevedel-exec-render-control)
-(mevedel-tool-render-register "ListExecutions" #'mevedel-exec-render-control)
 
 ;;;; Session teardown
 
@@ -928,7 +947,8 @@ Manual: " mevedel-exec-manual-address)
   :async-p t
   :max-result-size 30000
   :grant-request #'mevedel-exec-grant-request
-  :function #'mevedel-exec-bash)
+  :function #'mevedel-exec-bash
+  :renderer #'mevedel-exec-render-bash)
 
 (mevedel-define-tool WriteStdin
   :description (concat
@@ -942,20 +962,23 @@ chars \"\\u0003\" sends Ctrl-C. Manual: " mevedel-exec-manual-address)
                         :minimum 250 :maximum 300000))
   :async-p t
   :max-result-size 30000
-  :function #'mevedel-exec-write-stdin)
+  :function #'mevedel-exec-write-stdin
+  :renderer #'mevedel-exec-render-control)
 
 (mevedel-define-tool ListExecutions
   :description "List your executions that are still running after they yielded."
   :args ()
   :read-only-p t
-  :function #'mevedel-exec-list-executions)
+  :function #'mevedel-exec-list-executions
+  :renderer #'mevedel-exec-render-control)
 
 (mevedel-define-tool StopExecution
   :description "Stop one of your running executions (TERM, then KILL) and return its final output."
   :args ((execution_id string :required "The id a Bash or Monitor call returned"))
   :async-p t
   :max-result-size 30000
-  :function #'mevedel-exec-stop-execution)
+  :function #'mevedel-exec-stop-execution
+  :renderer #'mevedel-exec-render-control)
 
 (mevedel-define-tool Monitor
   :description (concat
@@ -981,7 +1004,8 @@ Manual: "
          (justification string :optional "Why the extra permissions are needed, for the user"))
   :async-p t
   :grant-request #'mevedel-exec-grant-request
-  :function #'mevedel-exec-monitor)
+  :function #'mevedel-exec-monitor
+  :renderer #'mevedel-exec-render-monitor)
 
 (provide 'mevedel-tool-exec)
 ;;; mevedel-tool-exec.el ends here

@@ -5,19 +5,22 @@
 
 ;;; Commentary:
 
-;; The filesystem-shaped tools.  Each handler is asynchronous: it
-;; starts the work in the native module (a background thread), returns
-;; a cancel function at once, and calls its callback with a result
-;; plist (:result TEXT [:status error]) exactly once, so Emacs never
-;; waits on a file or a search.
+;; The filesystem tool family: the declarations of Read, Glob and Grep,
+;; their handlers and their row renderers.  Each handler is
+;; asynchronous: it starts the work in the native module (a background
+;; thread), returns a cancel function at once, and calls its callback
+;; with a result plist (:result TEXT [:status error]) exactly once, so
+;; Emacs never waits on a file or a search.  The declared functions
+;; hand the pipeline the legacy shape it also understands: the text,
+;; with errors as "Error: ..." strings.
 ;;
 ;; Paths may be ordinary filesystem paths or resource addresses (see
-;; mevedel-resource.el).  An address is prepared before permission by
-;; `mevedel-tool-fs-prepare-args', which keeps the opaque attempt beside
-;; the arguments (keyed by the address string itself, so the arguments
-;; stay plain data that can be printed and persisted); the handler
-;; consumes it.  A handler called without that preparation prepares the
-;; address itself.
+;; mevedel-resource.el).  Each tool's path argument is declared
+;; `path-or-resource' with the :access of its operation, so the
+;; pipeline prepares an address before permission and keeps the
+;; opaque attempt beside it; the handler takes it with
+;; `mevedel-resource-take-prepared'.  A handler called without that
+;; preparation prepares the address itself.
 
 ;;; Code:
 
@@ -25,12 +28,14 @@
 (require 'subr-x)
 (require 'mevedel-core)
 (require 'mevedel-resource)
+(require 'mevedel-tool-registry)
+(require 'mevedel-tool-render)
 
 ;;;; Customization
 
 (defgroup mevedel-tool-fs nil
   "Read, Glob and Grep."
-  :group 'mevedel-resource
+  :group 'mevedel-tool
   :prefix "mevedel-tool-fs-")
 
 (defcustom mevedel-tool-fs-search-timeout 20
@@ -44,13 +49,6 @@ would) and pages the local copy, which is deleted when the Read
 settles."
   :type 'natnum)
 
-(defvar mevedel-tool-fs--attempts (make-hash-table :test #'eq :weakness 'key)
-  "Prepared attempts: address string object -> (TOOL . ATTEMPT).")
-
-(defconst mevedel-tool-fs-path-args
-  '(("Read" . :file_path) ("Glob" . :path) ("Grep" . :path))
-  "The path-or-resource argument of each tool.")
-
 ;;;; Arguments
 
 (defun mevedel-tool-fs--value (args key)
@@ -58,33 +56,13 @@ settles."
   (let ((v (plist-get args key)))
     (if (memq v '(:null :json-false)) nil v)))
 
-(defun mevedel-tool-fs-prepare-args (tool args)
-  "Prepare the resource address in ARGS of TOOL (\"Read\", \"Glob\", \"Grep\").
-Return ARGS, unchanged.  For a resource address the opaque attempt is
-kept for the handler, which finds it through the address string object.
-Validation failures signal `mevedel-core-resource-error' naming the
-address."
-  (let* ((key (cdr (assoc tool mevedel-tool-fs-path-args)))
-         (value (and key (mevedel-tool-fs--value args key))))
-    (when (mevedel-resource-address-p value)
-      (puthash value (cons tool (mevedel-resource-prepare value tool))
-               mevedel-tool-fs--attempts))
-    args))
-
-(defun mevedel-tool-fs-prepared-attempt (tool address)
-  "Return and forget the attempt prepared for TOOL from string ADDRESS, or nil."
-  (let ((entry (gethash address mevedel-tool-fs--attempts)))
-    (when (equal (car entry) tool)
-      (remhash address mevedel-tool-fs--attempts)
-      (cdr entry))))
-
-(defun mevedel-tool-fs--target (tool args)
-  "Return (TARGET . DISPLAY) for the path argument of TOOL in ARGS.
+(defun mevedel-tool-fs--target (tool key args)
+  "Return (TARGET . DISPLAY) for the path argument KEY of TOOL in ARGS.
+TOOL (\"Read\", \"Glob\" or \"Grep\") is also the resource operation.
 TARGET is a prepared attempt or an absolute file name; DISPLAY is how
 results name it."
-  (let* ((key (cdr (assoc tool mevedel-tool-fs-path-args)))
-         (value (mevedel-tool-fs--value args key))
-         (attempt (and (stringp value) (mevedel-tool-fs-prepared-attempt tool value))))
+  (let* ((value (mevedel-tool-fs--value args key))
+         (attempt (and (stringp value) (mevedel-resource-take-prepared value tool))))
     (cond
      (attempt (cons attempt value))
      ((mevedel-resource-address-p value)
@@ -164,7 +142,7 @@ Return a function that cancels the read."
   (mevedel-tool-fs--guard
    callback
    (lambda ()
-     (pcase-let* ((`(,target . ,display) (mevedel-tool-fs--target "Read" args))
+     (pcase-let* ((`(,target . ,display) (mevedel-tool-fs--target "Read" :file_path args))
                   (copy (and (stringp target) (file-remote-p target)
                              (mevedel-tool-fs--remote-copy target display))))
        (mevedel-tool-fs--run
@@ -187,7 +165,7 @@ Return a function that cancels the search."
   (mevedel-tool-fs--guard
    callback
    (lambda ()
-     (pcase-let ((`(,target . ,display) (mevedel-tool-fs--target "Glob" args)))
+     (pcase-let ((`(,target . ,display) (mevedel-tool-fs--target "Glob" :path args)))
        (mevedel-tool-fs--run
         callback
         (lambda (reply)
@@ -218,12 +196,179 @@ Return a function that cancels the search."
   (mevedel-tool-fs--guard
    callback
    (lambda ()
-     (pcase-let ((`(,target . ,display) (mevedel-tool-fs--target "Grep" args)))
+     (pcase-let ((`(,target . ,display) (mevedel-tool-fs--target "Grep" :path args)))
        (mevedel-tool-fs--run
         callback
         (lambda (reply)
           (mevedel-core-search-grep target display (mevedel-tool-fs--grep-options args)
                                     (mevedel-tool-fs--timeout-ms) reply)))))))
+
+;;;; Renderers
+
+(defun mevedel-tool-fs-render-read (_name args result _render-data)
+  "Render a Read call with ARGS and RESULT."
+  (let* ((path (mevedel-tool-render-arg args :file_path :path))
+         (offset (plist-get args :offset))
+         (limit (plist-get args :limit))
+         (range (cond ((and offset limit) (format " (lines %s–%s)" offset (+ offset limit -1)))
+                      (offset (format " (from line %s)" offset))
+                      (limit (format " (first %s lines)" limit)))))
+    (list :header (concat "Read " (mevedel-tool-render-display-path (or path "?")) range)
+          :body (unless mevedel-tool-render-summary-only result)
+          :expandable-p (and result (not (string-empty-p result)))
+          :initially-collapsed-p t)))
+
+(defun mevedel-tool-fs-render-grep (_name args result _render-data)
+  "Render a Grep call with ARGS and RESULT, fontifying it like `grep-mode'."
+  (let* ((pattern (plist-get args :pattern))
+         (path (mevedel-tool-render-arg args :path :glob))
+         (lines (and result (mevedel-tool-render-count-lines result))))
+    (list :header (concat (format "Grep %S" (mevedel-tool-render-shorten (or pattern "") 48))
+                          (and path (concat " in " (mevedel-tool-render-display-path path)))
+                          (and lines (format " (%d line%s)" lines (if (= lines 1) "" "s"))))
+          :body (unless mevedel-tool-render-summary-only result)
+          :body-mode 'grep-mode
+          :expandable-p (and result (not (string-empty-p result)))
+          :initially-collapsed-p t)))
+
+(defun mevedel-tool-fs-render-glob (_name args result _render-data)
+  "Render a Glob call with ARGS and RESULT."
+  (let ((lines (and result (mevedel-tool-render-count-lines result))))
+    (list :header (concat "Glob " (or (plist-get args :pattern) "?")
+                          (when-let* ((path (plist-get args :path)))
+                            (concat " in " (mevedel-tool-render-display-path path)))
+                          (and lines (format " (%d)" lines)))
+          :body (unless mevedel-tool-render-summary-only result)
+          :expandable-p (and result (not (string-empty-p result)))
+          :initially-collapsed-p t)))
+
+;;;; Descriptions
+
+(defconst mevedel-tool-fs-read-description
+  "Read a text file, a directory listing, or a resource address, with numbered lines.
+
+When to use: you know the file or resource you need (a source file,
+work://notes.md, artifact://tool-results/..., mevedel://tools/files.md).
+
+When NOT to use: to find files by name (Glob) or text inside files (Grep).
+
+How to use: file_path is a path or a scheme:// address.  Pages show
+`limit' lines (default 2000) from line `offset' (from 1); lines over
+2000 characters are cut with an exact char_offset continuation.  An
+offset past the last line is an error naming the lines that exist and
+a working last-page call.  Directories and bare addresses (work://,
+artifact://, mevedel://, skill://, memory://root) list their entries.
+Images and PDFs are not shown yet.  Manual: Read mevedel://tools/files.md."
+  "Model-facing description of Read.")
+
+(defconst mevedel-tool-fs-glob-description
+  "List files whose path matches a glob pattern, sorted by path.
+
+When to use: find files by name or location, e.g. \"**/*.el\" or \"src/**/*.rs\".
+
+When NOT to use: to search file contents (Grep).
+
+How to use: pattern is relative to path (default: the working directory;
+a resource address works too).  A pattern without / matches file names at
+any depth; one with / is anchored at path.  Hidden files are listed,
+ignore files do not apply, VCS directories and symbolic links are
+skipped; absolute patterns and .. are refused.  A search running past the
+time limit returns labelled partial results.  Manual: Read
+mevedel://tools/files.md."
+  "Model-facing description of Glob.")
+
+(defconst mevedel-tool-fs-grep-description
+  "Search file contents with a regular expression (ripgrep syntax).
+
+When to use: find where something is defined or used, which files mention
+it, or how often it occurs.
+
+When NOT to use: to list files by name (Glob) or to read a known file (Read).
+
+How to use: pattern is required.  output_mode is files_with_matches
+(default), content (path:line:text) or count.  Narrow with path (a file,
+directory or resource address), glob (\"*.el\") or type (\"rust\").  In
+content mode: -A/-B/-C context, -n line numbers (default on), -i ignores
+case, multiline lets patterns span lines.  head_limit (default 250, 0 for
+all) and offset page the output lines; an offset past the last line is
+an error, not \"no matches\".  Hidden files are searched, .gitignore is
+respected while walking, VCS directories are skipped.  Past the time limit
+you get labelled partial results: narrow path, glob or type.  Manual:
+Read mevedel://tools/files.md."
+  "Model-facing description of Grep.")
+
+;;;; Declarations
+
+(defun mevedel-tool-fs--text (result)
+  "Return RESULT, a handler's result plist, as the pipeline takes it."
+  (let ((text (plist-get result :result)))
+    (if (eq (plist-get result :status) 'error)
+        (concat "Error: " text)
+      text)))
+
+(defun mevedel-tool-fs--adapt (handler)
+  "Return an asynchronous tool function running HANDLER."
+  (lambda (callback args)
+    (funcall handler
+             (lambda (result) (funcall callback (mevedel-tool-fs--text result)))
+             args)))
+
+(mevedel-define-tool "Read"
+  :category "filesystem"
+  :description mevedel-tool-fs-read-description
+  :args ((file_path path-or-resource :required
+                    "File, directory or resource address (scheme://...) to read."
+                    :access read)
+         (offset integer :optional "First line to show, from 1 (default 1).")
+         (limit integer :optional "How many lines to show (default 2000).")
+         (char_offset integer :optional
+                      "Characters to skip in line OFFSET; shows only that line (for very long lines)."))
+  :function (mevedel-tool-fs--adapt #'mevedel-tool-fs-read)
+  :async-p t
+  :read-only-p t
+  :renderer #'mevedel-tool-fs-render-read
+  :get-path (lambda (args) (plist-get args :file_path)))
+
+(mevedel-define-tool "Glob"
+  :category "filesystem"
+  :description mevedel-tool-fs-glob-description
+  :args ((pattern string :required "Glob pattern, relative to path (e.g. \"**/*.el\").")
+         (path path-or-resource :optional
+               "Directory or resource address to search (default: the working directory)."
+               :access glob))
+  :function (mevedel-tool-fs--adapt #'mevedel-tool-fs-glob)
+  :async-p t
+  :read-only-p t
+  :max-result-size 30000
+  :renderer #'mevedel-tool-fs-render-glob
+  :get-path (lambda (args) (plist-get args :path)))
+
+(mevedel-define-tool "Grep"
+  :category "filesystem"
+  :description mevedel-tool-fs-grep-description
+  :args ((pattern string :required "Regular expression to search for.")
+         (path path-or-resource :optional
+               "File, directory or resource address to search (default: the working directory)."
+               :access grep)
+         (glob string :optional "Only search files matching this glob (e.g. \"*.el\").")
+         (type string :optional "Only search files of this ripgrep type (e.g. \"rust\").")
+         (output_mode string :optional "What to show (default files_with_matches)."
+                      :enum ("content" "files_with_matches" "count"))
+         (-A integer :optional "Lines of context after each match (content mode).")
+         (-B integer :optional "Lines of context before each match (content mode).")
+         (-C integer :optional "Lines of context around each match (content mode).")
+         (context integer :optional "Same as -C.")
+         (-i boolean :optional "Ignore case.")
+         (-n boolean :optional "Show line numbers in content mode (default true).")
+         (multiline boolean :optional "Let . match newlines and patterns span lines.")
+         (head_limit integer :optional "Show at most this many output lines (default 250; 0: all).")
+         (offset integer :optional "Skip this many output lines first (default 0)."))
+  :function (mevedel-tool-fs--adapt #'mevedel-tool-fs-grep)
+  :async-p t
+  :read-only-p t
+  :max-result-size 20000
+  :renderer #'mevedel-tool-fs-render-grep
+  :get-path (lambda (args) (plist-get args :path)))
 
 (provide 'mevedel-tool-fs)
 ;;; mevedel-tool-fs.el ends here

@@ -20,7 +20,16 @@
 ;; of options), :items (a TYPE or a nested schema plist (:type TYPE
 ;; ...)), :properties (a plist NAME SCHEMA ...), :required (a list of
 ;; property names), :minimum, :maximum, :minItems, :maxItems, and, for
-;; `path-or-resource' arguments only, :access read.
+;; `path-or-resource' arguments only, :access ACCESS.
+;;
+;; ACCESS says what the tool does with the file or resource the
+;; argument names: `read', `glob', `grep' (reads; `read' also for a
+;; tool that mutates something else and only reads this argument) or
+;; `write'.  Without it, an argument of a read-only tool is read and
+;; one of any other tool is written.  The pipeline prepares a resource
+;; address in such an argument for that operation before permission
+;; (see `mevedel-tool-resource-operation'); the key is not part of the
+;; provider schema.
 ;;
 ;; Argument values are kept JSON-faithful while they are checked: JSON
 ;; null is :null, false is :json-false, true is t, an array is a vector,
@@ -49,7 +58,7 @@
 
 (defgroup mevedel-tool nil
   "Model-facing tools of mevedel: declaration, validation and repair."
-  :group 'tools
+  :group 'mevedel
   :prefix "mevedel-tool-")
 
 (define-error 'mevedel-tool-error "mevedel tool error")
@@ -67,12 +76,11 @@ which validates, repairs and runs the handler directly.")
 (defconst mevedel-tool-keywords
   '(:description :function :args
     ;; Behavior
-    :read-only-p :snapshot-p :destructive-p :async-p
+    :read-only-p :snapshot-p :async-p
     ;; Permissions
-    :check-permission :check-permission-async :get-path :get-paths
-    :get-pattern :get-domain :get-name :grant-request
+    :check-permission :get-path :get-paths :grant-request
     ;; Loading and grouping
-    :category :groups :wrap :prompt-file
+    :category :groups :wrap
     ;; Display and output
     :summary :max-result-size :render-transform :renderer)
   "Keywords `mevedel-define-tool' accepts.")
@@ -85,6 +93,10 @@ which validates, repairs and runs the handler directly.")
   '(:enum :items :properties :required :minimum :maximum :minItems :maxItems :access)
   "Keywords allowed after an argument's description.")
 
+(defconst mevedel-tool-accesses
+  '((read . "Read") (glob . "Glob") (grep . "Grep") (write . "ApplyPatch"))
+  "Values of an argument's :access, with the resource operation of each.")
+
 (defconst mevedel-tool--schema-keys
   '(:type :description :enum :items :properties :required :minimum :maximum
     :minItems :maxItems)
@@ -93,11 +105,9 @@ which validates, repairs and runs the handler directly.")
 (cl-defstruct (mevedel-tool (:constructor mevedel-tool--make) (:copier nil))
   "A registered tool: its declaration plus what registration built."
   name category description summary function args
-  read-only-p snapshot-p destructive-p async-p
-  check-permission check-permission-async get-path get-paths get-pattern
-  get-domain get-name grant-request
-  groups wrap prompt-file
-  max-result-size render-transform renderer
+  read-only-p snapshot-p async-p
+  check-permission get-path get-paths grant-request
+  wrap max-result-size render-transform renderer
   ;; Built by registration:
   identity handle provider-schema gptel-args shape arg-keys gptel-tool)
 
@@ -163,10 +173,16 @@ which validates, repairs and runs the handler directly.")
                                 do (mevedel-tool--check-schema
                                     tool (format "argument %s :properties" arg-name) sub))
                     when (eq key :access)
-                    do (unless (and (eq value 'read) (eq type 'path-or-resource))
-                         (mevedel-tool--declaration-error
-                          tool "argument %s: :access read is only for path-or-resource arguments"
-                          arg-name)))))
+                    do (cond ((not (assq value mevedel-tool-accesses))
+                              (mevedel-tool--declaration-error
+                               tool "argument %s: :access must be one of %s, not %S" arg-name
+                               (mapconcat (lambda (a) (symbol-name (car a)))
+                                          mevedel-tool-accesses " ")
+                               value))
+                             ((not (eq type 'path-or-resource))
+                              (mevedel-tool--declaration-error
+                               tool "argument %s: :access %s is only for path-or-resource arguments"
+                               arg-name value))))))
         (_ (mevedel-tool--declaration-error
             tool "argument %S is not (NAME TYPE :required|:optional \"description\" . EXTRAS)"
             arg))))))
@@ -204,16 +220,18 @@ called with the argument plist, or with a callback and the plist when
 :async-p is non-nil), unless :wrap names a gptel tool (CATEGORY NAME)
 whose contract is frozen and reused.
 
-Behavior: :read-only-p :snapshot-p :destructive-p :async-p.
-Permissions: :check-permission :check-permission-async :get-path
-:get-paths :get-pattern :get-domain :get-name :grant-request (a
+Behavior: :read-only-p :snapshot-p :async-p.
+Permissions: :check-permission :get-path :get-paths :grant-request (a
 function of the arguments returning the sandbox grant they ask for,
 or nil; a grant is always asked about, see `mevedel-chat-permission').
-Loading and grouping: :category (default \"mevedel\") :groups :wrap
-:prompt-file.
+Loading and grouping: :category (default \"mevedel\") :groups (a list
+of symbols or strings ToolSearch offers the tool under) :wrap.
 Display and output: :summary (default: the description's first
-sentence, at most 160 characters) :max-result-size :render-transform
-:renderer.
+sentence, at most 160 characters) :max-result-size (a positive
+integer: longer results are previewed and persisted, see
+`mevedel-pipeline-result-limit') :render-transform :renderer (how the
+view draws the tool's rows: a function or a dispatch alist, see
+mevedel-tool-render.el).
 
 An unknown keyword or a malformed argument form is an error when the
 macro is expanded.  Re-registering the same (CATEGORY . NAME) replaces
@@ -249,7 +267,6 @@ the earlier registration."
                                    collect (append (list :name (mevedel-tool--json-name name))
                                                    (mevedel-tool--schema-descriptor sub)))))
     (:required (vconcat (mapcar #'mevedel-tool--json-name value)))
-    (:access (symbol-name value))
     (_ value)))
 
 (defun mevedel-tool--arg-descriptor (arg)
@@ -260,7 +277,11 @@ the earlier registration."
                   :flag (substring (symbol-name flag) 1)
                   :description doc)
             (cl-loop for (key value) on extras by #'cddr
-                     append (list key (mevedel-tool--extra-value key value))))))
+                     unless (eq key :access)
+                     append (list key (mevedel-tool--extra-value key value)))
+            ;; The module knows only whether the argument is read.
+            (when (memq (plist-get extras :access) '(read glob grep))
+              (list :access "read")))))
 
 (defun mevedel-tool--gptel-arg-descriptor (arg)
   "Return the module descriptor of the gptel argument plist ARG."
@@ -328,11 +349,47 @@ Without CATEGORY, return the first tool named NAME in registration order."
   (json-parse-string string :object-type 'plist :null-object :null
                      :false-object :json-false))
 
+(defun mevedel-tool--check-values (name properties)
+  "Check the evaluated display and grouping PROPERTIES of tool NAME."
+  (let ((size (plist-get properties :max-result-size))
+        (renderer (plist-get properties :renderer))
+        (groups (plist-get properties :groups)))
+    (unless (and (proper-list-p groups)
+                 (cl-every (lambda (g) (or (stringp g) (and g (symbolp g)))) groups))
+      (mevedel-tool--declaration-error
+       name ":groups must be a list of symbols or strings, not %S" groups))
+    (unless (or (null size) (and (natnump size) (> size 0)))
+      (mevedel-tool--declaration-error
+       name ":max-result-size must be a positive integer, not %S" size))
+    (unless (or (null renderer) (functionp renderer)
+                (and (consp renderer)
+                     (cl-every (lambda (entry)
+                                 (and (consp entry)
+                                      (memq (car entry) '(success error default))
+                                      (functionp (cdr entry))))
+                               renderer)))
+      (mevedel-tool--declaration-error
+       name ":renderer must be a function or an alist of (success|error|default . FUNCTION), \
+not %S" renderer))))
+
+(defun mevedel-tool-arg-key (name)
+  "Return the plist key of the argument called NAME (a symbol or string)."
+  (intern (concat ":" (mevedel-tool--name-string name))))
+
+(defun mevedel-tool-resource-operation (tool arg)
+  "Return the resource operation of the DSL argument ARG of TOOL.
+That is \"Read\", \"Glob\", \"Grep\" or \"ApplyPatch\" (a write), from
+the argument's :access, else from whether TOOL is read-only."
+  (let ((access (plist-get (nthcdr 4 arg) :access)))
+    (cdr (assq (or access (if (mevedel-tool-read-only-p tool) 'read 'write))
+               mevedel-tool-accesses))))
+
 (defun mevedel-tool-register (name properties)
   "Register the tool NAME with PROPERTIES, as `mevedel-define-tool' does.
 Return the new `mevedel-tool'.  Replaces an earlier registration with
 the same category and name, in mevedel and in gptel."
   (mevedel-tool--check-declaration name properties)
+  (mevedel-tool--check-values name properties)
   (let* ((category (or (plist-get properties :category) "mevedel"))
          (wrap (plist-get properties :wrap))
          (source (and wrap (mevedel-tool--wrap-source name wrap)))
@@ -359,21 +416,14 @@ the same category and name, in mevedel and in gptel."
                 :args (plist-get properties :args)
                 :read-only-p (plist-get properties :read-only-p)
                 :snapshot-p (plist-get properties :snapshot-p)
-                :destructive-p (plist-get properties :destructive-p)
                 :async-p (if source (gptel-tool-async source) (plist-get properties :async-p))
                 :check-permission (plist-get properties :check-permission)
-                :check-permission-async (plist-get properties :check-permission-async)
                 :get-path (plist-get properties :get-path)
                 :get-paths (plist-get properties :get-paths)
-                :get-pattern (plist-get properties :get-pattern)
-                :get-domain (plist-get properties :get-domain)
-                :get-name (plist-get properties :get-name)
                 :grant-request (plist-get properties :grant-request)
-                :groups (plist-get properties :groups)
                 :wrap (and wrap (list :source wrap
                                       :args (copy-tree (gptel-tool-args source) t)
                                       :async (gptel-tool-async source)))
-                :prompt-file (plist-get properties :prompt-file)
                 :max-result-size (plist-get properties :max-result-size)
                 :render-transform (plist-get properties :render-transform)
                 :renderer (plist-get properties :renderer)

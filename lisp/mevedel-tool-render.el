@@ -21,8 +21,10 @@
 ;; whether it is expanded or not, e.g. how a background command ended;
 ;; it leads back to the row).  A renderer may be a function or a dispatch
 ;; alist ((success . FN) (error . FN) (default . FN)) keyed by the
-;; call's status.  It comes from the tool's :renderer declaration, else
-;; from `mevedel-tool-render-register'.  While a collapsed row is drawn,
+;; call's status.  It comes from the tool's :renderer declaration (the
+;; renderer lives in the tool's own file); a tool without one, or a
+;; call of an unknown tool, gets `mevedel-tool-render-generic'.
+;; While a collapsed row is drawn,
 ;; `mevedel-tool-render-summary-only' is non-nil: a renderer may then
 ;; skip building its body.
 ;;
@@ -52,9 +54,6 @@
   "Non-nil while a collapsed row is rendered.
 Renderers may then return only the header and status.")
 
-(defvar mevedel-tool-render--renderers nil
-  "Alist of (TOOL-NAME . RENDERER) registered for tool rows.")
-
 (defconst mevedel-tool-render--keys
   '(:header :body :preview-body :body-mode :status :expandable-p :hidden-p
             :coalesce-key :child-calls :initially-collapsed-p :breadcrumb)
@@ -63,29 +62,14 @@ Renderers may then return only the header and status.")
 (defconst mevedel-tool-render-statuses '(success error warning denied running)
   "Statuses a tool row can have.")
 
-;;;; Registry
-
-(defun mevedel-tool-render-register (name renderer)
-  "Use RENDERER for rows of the tool called NAME.
-RENDERER is a function or a dispatch alist of (STATUS . FUNCTION)
-with STATUS `success', `error' or `default'."
-  (unless (or (functionp renderer)
-              (and (consp renderer)
-                   (cl-every (lambda (entry)
-                               (and (consp entry)
-                                    (memq (car entry) '(success error default))
-                                    (functionp (cdr entry))))
-                             renderer)))
-    (error "Renderer for %s is neither a function nor a dispatch alist: %S"
-           name renderer))
-  (setf (alist-get name mevedel-tool-render--renderers nil nil #'equal) renderer))
+;;;; Lookup
 
 (defun mevedel-tool-render--lookup (name status)
   "Return the renderer function for tool NAME with call STATUS.
-The registered tool's :renderer wins over `mevedel-tool-render-register'."
-  (let ((renderer (or (when-let* ((tool (mevedel-tool-get name)))
-                        (mevedel-tool-renderer tool))
-                      (alist-get name mevedel-tool-render--renderers nil nil #'equal))))
+The registered tool's :renderer decides; without one, or without a
+matching entry in its dispatch alist, the generic renderer draws."
+  (let ((renderer (when-let* ((tool (mevedel-tool-get name)))
+                    (mevedel-tool-renderer tool))))
     (cond ((null renderer) #'mevedel-tool-render-generic)
           ((functionp renderer) renderer)
           (t (or (alist-get (pcase status
@@ -215,7 +199,7 @@ MODE's hooks do not run."
           (setq pos next))))
     (buffer-substring (point-min) (point-max))))
 
-;;;; Built-in renderers
+;;;; The generic renderer
 
 (defun mevedel-tool-render-generic (name args result _render-data)
   "Render a call of tool NAME with ARGS and RESULT: the fallback renderer."
@@ -227,71 +211,6 @@ MODE's hooks do not run."
           :body result
           :expandable-p (and result (not (string-empty-p result)))
           :initially-collapsed-p t)))
-
-(defun mevedel-tool-render-read (_name args result _render-data)
-  "Render a Read call with ARGS and RESULT."
-  (let* ((path (mevedel-tool-render-arg args :file_path :path))
-         (offset (plist-get args :offset))
-         (limit (plist-get args :limit))
-         (range (cond ((and offset limit) (format " (lines %s–%s)" offset (+ offset limit -1)))
-                      (offset (format " (from line %s)" offset))
-                      (limit (format " (first %s lines)" limit)))))
-    (list :header (concat "Read " (mevedel-tool-render-display-path (or path "?")) range)
-          :body (unless mevedel-tool-render-summary-only result)
-          :expandable-p (and result (not (string-empty-p result)))
-          :initially-collapsed-p t)))
-
-(defun mevedel-tool-render-grep (_name args result _render-data)
-  "Render a Grep call with ARGS and RESULT, fontifying it like `grep-mode'."
-  (let* ((pattern (plist-get args :pattern))
-         (path (mevedel-tool-render-arg args :path :glob))
-         (lines (and result (mevedel-tool-render-count-lines result))))
-    (list :header (concat (format "Grep %S" (mevedel-tool-render-shorten (or pattern "") 48))
-                          (and path (concat " in " (mevedel-tool-render-display-path path)))
-                          (and lines (format " (%d line%s)" lines (if (= lines 1) "" "s"))))
-          :body (unless mevedel-tool-render-summary-only result)
-          :body-mode 'grep-mode
-          :expandable-p (and result (not (string-empty-p result)))
-          :initially-collapsed-p t)))
-
-(defun mevedel-tool-render-glob (_name args result _render-data)
-  "Render a Glob call with ARGS and RESULT."
-  (let ((lines (and result (mevedel-tool-render-count-lines result))))
-    (list :header (concat "Glob " (or (plist-get args :pattern) "?")
-                          (when-let* ((path (plist-get args :path)))
-                            (concat " in " (mevedel-tool-render-display-path path)))
-                          (and lines (format " (%d)" lines)))
-          :body (unless mevedel-tool-render-summary-only result)
-          :expandable-p (and result (not (string-empty-p result)))
-          :initially-collapsed-p t)))
-
-(defun mevedel-tool-render-bash-exit (result render-data)
-  "Return the exit status of a Bash call from RENDER-DATA or RESULT, or nil."
-  (or (plist-get render-data :exit-code)
-      (plist-get render-data :exit_code)
-      (and result
-           (string-match "exit[_ ]code[=:]? *\"?\\(-?[0-9]+\\)" result)
-           (string-to-number (match-string 1 result)))))
-
-(defun mevedel-tool-render-bash (_name args result render-data)
-  "Render a Bash call with ARGS, RESULT and RENDER-DATA.
-The header shows the command's first line and its exit status."
-  (let* ((command (or (plist-get args :command) ""))
-         (first (mevedel-tool-render-first-line command))
-         (more (string-match-p "\n[ \t]*[^ \t\n]" (string-trim command)))
-         (exit (mevedel-tool-render-bash-exit result render-data)))
-    (list :header (concat "$ " (mevedel-tool-render-shorten first 64) (and more " …")
-                          (cond ((null result) "")
-                                (exit (format "  [exit %s]" exit))))
-          :body (unless mevedel-tool-render-summary-only
-                  (concat (and more (concat command "\n\n")) result))
-          :expandable-p t
-          :initially-collapsed-p t)))
-
-(mevedel-tool-render-register "Read" #'mevedel-tool-render-read)
-(mevedel-tool-render-register "Grep" #'mevedel-tool-render-grep)
-(mevedel-tool-render-register "Glob" #'mevedel-tool-render-glob)
-(mevedel-tool-render-register "Bash" #'mevedel-tool-render-bash)
 
 (provide 'mevedel-tool-render)
 ;;; mevedel-tool-render.el ends here

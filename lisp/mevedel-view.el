@@ -13,7 +13,9 @@
 ;;                (drawn by mevedel-panel.el)
 ;;   separator    key hints
 ;;   composer     where the user types (RET newline, C-c C-c send;
-;;                /ps and /stop run here instead of reaching the model)
+;;                commands such as /ps and /stop, which files built on
+;;                the view register, run here instead of reaching the
+;;                model)
 ;;
 ;; The transcript is always re-derived from the data buffer: user text,
 ;; response text, tool rows (through the renderers of
@@ -33,11 +35,6 @@
 (require 'mevedel-tool-render)
 
 (declare-function org-unescape-code-in-string "org-src")
-(autoload 'mevedel-ps "mevedel-ps" nil t)
-(autoload 'mevedel-ps-slash-ps "mevedel-ps")
-(autoload 'mevedel-ps-slash-stop "mevedel-ps")
-(autoload 'mevedel-ps-live-ids "mevedel-ps")
-
 (defgroup mevedel-view nil
   "The session view."
   :group 'mevedel
@@ -112,7 +109,6 @@ advances; whoever draws the panel puts it back at the panel's start.")
   "C-c C-k" #'mevedel-view-abort
   "C-c C-l" #'mevedel-view-rerender
   "C-c C-p" #'mevedel-view-set-permission-mode
-  "C-c C-e" #'mevedel-ps
   "M-p" #'mevedel-view-history-previous
   "M-n" #'mevedel-view-history-next)
 
@@ -189,14 +185,27 @@ The transcript is read-only; type in the composer at the bottom.
     (cancel-timer mevedel-view--progress-timer))
   (mevedel-view--stop-spinner))
 
+(defvar mevedel-view-slash-commands nil
+  "Commands the composer runs itself: a list of (NAME FUNCTION HELP COMPLETE).
+A composer text of one line starting with /NAME calls FUNCTION with the
+chat and the rest of the line, even while the model is working; the
+model never sees it.  HELP annotates NAME's completion; COMPLETE, when
+non-nil, is a function of the chat returning the candidates for the
+command's arguments.  Files built on the view (mevedel-ps.el: /ps and
+/stop) add their commands here when they are loaded; the view itself
+knows none.")
+
 (defun mevedel-view--separator-text ()
   "Return the read-only line between the live zone and the composer."
   (propertize (concat "\n"
                       (substitute-command-keys
                        "── \\<mevedel-view-mode-map>\\[mevedel-view-send] send · \
 \\[mevedel-view-abort] abort · \\[mevedel-view-history-previous]/\
-\\[mevedel-view-history-next] history · TAB on a row: expand · /ps, /stop ──")
-                      "\n")
+\\[mevedel-view-history-next] history · TAB on a row: expand")
+                      (and mevedel-view-slash-commands
+                           (concat " · " (mapconcat (lambda (entry) (concat "/" (car entry)))
+                                                    (reverse mevedel-view-slash-commands) ", ")))
+                      " ──\n")
               'face 'mevedel-view-separator 'read-only t
               'rear-nonsticky t 'front-sticky t 'mevedel-separator t))
 
@@ -904,6 +913,27 @@ Return non-nil when the row is in the view."
     (with-current-buffer buffer
       (mevedel-view--reveal id))))
 
+;;;; The panel
+
+(defun mevedel-view-panel-bounds ()
+  "Return (START . END) of the current view's panel, or nil without a view.
+The panel lies between the live zone and the separator; the file that
+draws it (mevedel-panel.el) replaces it with `mevedel-view-replace-panel'."
+  (and mevedel-view--panel
+       (cons (marker-position mevedel-view--panel) (marker-position mevedel-view--separator))))
+
+(defun mevedel-view-replace-panel (text)
+  "Replace the current view's panel with TEXT, read-only; return its start."
+  (let ((start (marker-position mevedel-view--panel))
+        (inhibit-read-only t)
+        (buffer-undo-list t))
+    (save-excursion
+      (delete-region start mevedel-view--separator)
+      (goto-char start)
+      (insert (propertize text 'read-only t))
+      (set-marker mevedel-view--panel start))
+    start))
+
 ;;;; Composer
 
 (defun mevedel-view--composer-text ()
@@ -916,14 +946,6 @@ Return non-nil when the row is in the view."
     (delete-region mevedel-view--composer (point-max))
     (goto-char (point-max))
     (insert text)))
-
-(defvar mevedel-view-slash-commands
-  '(("ps" mevedel-ps-slash-ps "show the session's running executions")
-    ("stop" mevedel-ps-slash-stop "stop execution ID (/stop ID), or all of them (/stop)"))
-  "Commands the composer runs itself: a list of (NAME FUNCTION HELP).
-A composer text of one line starting with /NAME calls FUNCTION with the
-chat and the rest of the line, even while the model is working; the
-model never sees it.")
 
 (defun mevedel-view--slash (text)
   "Return (FUNCTION . ARGUMENT) when TEXT is a composer command, else nil.
@@ -939,7 +961,9 @@ names no command in `mevedel-view-slash-commands' is a user error."
       (cons (cadr entry) (or (match-string 2 text) "")))))
 
 (defun mevedel-view--slash-capf ()
-  "Complete composer command names, and running execution IDs after /stop."
+  "Complete composer command names, then the arguments of a command.
+Arguments complete from the command's COMPLETE function (see
+`mevedel-view-slash-commands')."
   (when (and mevedel-view--composer (>= (point) mevedel-view--composer))
     (let ((before (buffer-substring-no-properties mevedel-view--composer (point))))
       (cond ((string-match "\\`/[[:alnum:]-]*\\'" before)
@@ -948,9 +972,12 @@ names no command in `mevedel-view-slash-commands' is a user error."
                    :annotation-function
                    (lambda (name)
                      (concat "  " (nth 2 (assoc name mevedel-view-slash-commands))))))
-            ((string-match "\\`/stop\\(?:[ \t]+[^ \t\n]+\\)*[ \t]+\\([^ \t\n]*\\)\\'" before)
-             (list (- (point) (length (match-string 1 before))) (point)
-                   (mevedel-ps-live-ids mevedel-view--chat)))))))
+            ((string-match "\\`/\\([[:alnum:]-]+\\)\\(?:[ \t]+[^ \t\n]+\\)*[ \t]+\\([^ \t\n]*\\)\\'"
+                           before)
+             (when-let* ((complete (nth 3 (assoc (match-string 1 before)
+                                                 mevedel-view-slash-commands))))
+               (list (- (point) (length (match-string 2 before))) (point)
+                     (funcall complete mevedel-view--chat))))))))
 
 (defun mevedel-view-send ()
   "Send the composer's text to the model.

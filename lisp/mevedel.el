@@ -39,7 +39,7 @@
 (defun mevedel--load ()
   "Load the session, its view and the tools; route tools through the pipeline."
   (require 'mevedel-view)
-  (require 'mevedel-tool-fs-registration)
+  (require 'mevedel-tool-fs)
   (require 'mevedel-tool-exec)
   (require 'mevedel-ps)
   (require 'mevedel-panel)

@@ -647,7 +647,7 @@
 (ert-deftest mevedel-pipeline:persisted-output-continuations-work-with-read-and-grep ()
   ;; The notice's Read and Grep calls, taken verbatim, run through the
   ;; real tools and show the omitted middle.
-  (require 'mevedel-tool-fs-registration)
+  (require 'mevedel-tool-fs)
   (mevedel-pipeline-test--with
     (mevedel-pipeline-test--with-session session t
       (with-temp-buffer
@@ -655,8 +655,6 @@
         (let* ((full (mevedel-pipeline-test--lines 3000))
                (mevedel-pipeline-preview-chars 1000)
                (mevedel-pipeline-permission-function (lambda (_) 'allow))
-               (mevedel-pipeline-prepare-resources-function
-                #'mevedel-tool-fs-prepare-pipeline-args)
                (tool (mevedel-pipeline-test--tool "PHuge" :read-only-p t :max-result-size 5000
                                                   :function (lambda (_) full)))
                (plan (mevedel-core-text-preview full 1000))
@@ -702,11 +700,11 @@
   (mevedel-pipeline-test--with
     (mevedel-pipeline-test--with-session session nil
       (let* ((full (mevedel-pipeline-test--lines 3000))
-             (tool (mevedel-pipeline-test--tool "Grep" :read-only-p t
+             (tool (mevedel-pipeline-test--tool "Grep" :read-only-p t :max-result-size 20000
                                                 :function (lambda (_) full)))
              (text (mevedel-pipeline-test--provider tool nil :tool-use-id "toolu_e"
                                                     :session session)))
-        ;; Grep's built-in limit is 20k characters.
+        ;; The declared limit is 20k characters.
         (should (= (mevedel-pipeline-result-limit tool) 20000))
         (should (string-match-p "unavailable" text))
         (should (string-match-p "narrow" text))
@@ -718,9 +716,10 @@
     (cl-flet ((limit (name &rest props)
                 (mevedel-pipeline-result-limit
                  (apply #'mevedel-pipeline-test--tool name :function #'ignore props))))
-      (should (= (limit "Bash") 30000))
-      (should (= (limit "XrefReferences") 20000))
-      (should (= (limit "WebFetch") 50000))
+      ;; Only the declaration counts: a tool's name gives it no limit.
+      (should-not (limit "Bash"))
+      (should-not (limit "XrefReferences"))
+      (should (= (limit "WebFetch" :max-result-size 50000) 50000))
       (should (= (limit "PCustom" :max-result-size 80000) 50000))
       (should (= (limit "PCustom2" :max-result-size 1234) 1234))
       (should-not (limit "PNoLimit")))))

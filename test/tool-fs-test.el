@@ -284,8 +284,6 @@ Binds `ws', `session' and `outside' (directory names)."
 
 ;;;; Registration
 
-(require 'mevedel-tool-fs-registration)
-
 (ert-deftest mevedel-tool-fs:registered-with-contracts-and-manual ()
   (dolist (case '(("Read" nil) ("Glob" 30000) ("Grep" 20000)))
     (let ((tool (mevedel-tool-get (car case) "filesystem")))
@@ -316,27 +314,79 @@ Binds `ws', `session' and `outside' (directory names)."
       (should (string-prefix-p "Error: " result)))))
 
 (ert-deftest mevedel-tool-fs:pipeline-seam-prepares-addresses-before-permission ()
+  (require 'mevedel-pipeline)
   (mevedel-tool-fs-test--with-workspace
     (let* ((grep (mevedel-tool-get "Grep" "filesystem"))
-           (args (mevedel-tool-fs-prepare-pipeline-args
-                  (list :tool grep :args '(:pattern "x" :path "work://plans") :workspace ws))))
+           (args (mevedel-pipeline-prepare-resources
+                  grep (list :pattern "x" :path "work://plans") ws nil)))
       (should (equal args '(:pattern "x" :path "work://plans")))
-      (should (mevedel-tool-fs-prepared-attempt "Grep" (plist-get args :path)))
+      (should (mevedel-resource-take-prepared (plist-get args :path) "Grep"))
       ;; Consumed once.
-      (should-not (mevedel-tool-fs-prepared-attempt "Grep" (plist-get args :path)))
-      (should-error (mevedel-tool-fs-prepare-pipeline-args
-                     (list :tool grep :args '(:pattern "x" :path "work://a/../b") :workspace ws))
+      (should-not (mevedel-resource-take-prepared (plist-get args :path) "Grep"))
+      (should-error (mevedel-pipeline-prepare-resources
+                     grep (list :pattern "x" :path "work://a/../b") ws nil)
                     :type 'mevedel-core-resource-error)
-      (should-error (mevedel-tool-fs-prepare-pipeline-args
-                     (list :tool (mevedel-tool-get "Glob" "filesystem")
-                           :args '(:pattern "*" :path "agent://") :workspace ws))
+      (should-error (mevedel-pipeline-prepare-resources
+                     (mevedel-tool-get "Glob" "filesystem")
+                     (list :pattern "*" :path "agent://") ws nil)
                     :type 'mevedel-core-resource-error))))
+
+;; A new tool gets address preparation from its declaration alone: no
+;; registration, hook or list of names beyond `mevedel-define-tool'.
+(ert-deftest mevedel-tool-fs:any-declared-resource-argument-is-prepared ()
+  (require 'mevedel-pipeline)
+  (mevedel-tool-fs-test--with-workspace
+    (let* ((seen nil)
+           (handler (lambda (args)
+                      (let ((source (plist-get args :source)))
+                        (push (list :attempt (and (mevedel-resource-take-prepared source "Read") t)
+                                    :source source :file (plist-get args :file))
+                              seen)
+                        "ok")))
+           (peek (mevedel-define-tool Peek
+                   :category "fs-test" :description "Look at something." :read-only-p t
+                   :args ((source path-or-resource :required "What to look at.")
+                          (file path :optional "A file."))
+                   :function handler))
+           (poke (mevedel-define-tool Poke
+                   :category "fs-test" :description "Change something."
+                   :args ((source path-or-resource :required "What to change."))
+                   :function handler))
+           (run (lambda (tool args)
+                  (let ((outcome nil))
+                    (with-temp-buffer
+                      (setq default-directory ws)
+                      (mevedel-pipeline-run-tool-outcome tool args (lambda (o) (setq outcome o)))
+                      (mevedel-test-wait-until outcome 20))
+                    outcome))))
+      (unwind-protect
+          (progn
+            ;; An address is prepared for the handler; a path becomes absolute.
+            (should (eq 'success (plist-get (funcall run peek '(:source "work://notes.txt"
+                                                                :file "src/a.el"))
+                                            :status)))
+            (should (equal (pop seen) (list :attempt t :source "work://notes.txt"
+                                            :file (expand-file-name "src/a.el" ws))))
+            (funcall run peek '(:source "src/a.el"))
+            (should (equal (pop seen) (list :attempt nil :source (expand-file-name "src/a.el" ws)
+                                            :file nil)))
+            ;; A malformed address ends the call before the handler.
+            (let ((outcome (funcall run peek '(:source "work://a/../b"))))
+              (should (eq 'error (plist-get outcome :status)))
+              (should (string-search "work://a/../b" (plist-get outcome :result))))
+            ;; A mutating tool's argument is prepared for a write, which the
+            ;; manual pages refuse.
+            (let ((outcome (funcall run poke '(:source "mevedel://tools/files.md"))))
+              (should (eq 'error (plist-get outcome :status)))
+              (should (string-match-p "ApplyPatch" (plist-get outcome :result))))
+            (should-not seen))
+        (mevedel-tool-unregister "Peek" "fs-test")
+        (mevedel-tool-unregister "Poke" "fs-test")))))
 
 (ert-deftest mevedel-tool-fs:oversized-grep-is-persisted-and-followable ()
   (require 'mevedel-pipeline)
   (let* ((ws (make-temp-file "mevedel-persist" t))
          (session (mevedel-session-create :workspace ws :id "p-1"))
-         (mevedel-pipeline-prepare-resources-function #'mevedel-tool-fs-prepare-pipeline-args)
          (grep (mevedel-tool-get "Grep" "filesystem"))
          (read (mevedel-tool-get "Read" "filesystem"))
          (outcome nil))

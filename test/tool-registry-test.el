@@ -84,6 +84,52 @@
                             (cadr err))))
   (should-not (mevedel-tool-get "BadBounds" mevedel-tool-registry-test--category)))
 
+;; Display and output facts are evaluated values, checked when the tool
+;; is registered; the message names the keyword.
+(ert-deftest mevedel-tool-registry:bad-renderer-or-result-size-is-refused ()
+  (dolist (case `((:renderer "not a function" ":renderer must be a function")
+                  (:renderer ((sometimes . ignore)) ":renderer must be a function")
+                  (:renderer ((success . 42)) ":renderer must be a function")
+                  (:max-result-size 0 ":max-result-size must be a positive integer")
+                  (:max-result-size "30000" ":max-result-size must be a positive integer")
+                  (:groups "navigation" ":groups must be a list of symbols or strings")))
+    (let ((err (should-error
+                (mevedel-tool-register
+                 "BadFact" (list :description "D." :function #'ignore
+                                 :category mevedel-tool-registry-test--category
+                                 (nth 0 case) (nth 1 case)))
+                :type 'mevedel-tool-declaration-error)))
+      (should (string-match-p (concat "mevedel-define-tool BadFact: "
+                                      (regexp-quote (nth 2 case)))
+                              (cadr err)))))
+  (should-not (mevedel-tool-get "BadFact" mevedel-tool-registry-test--category)))
+
+(ert-deftest mevedel-tool-registry:access-names-the-resource-operation ()
+  (should (string-match-p
+           ":access must be one of read glob grep write, not peek"
+           (mevedel-tool-registry-test--expansion-error
+            '(mevedel-define-tool T :description "D." :function #'ignore
+                                  :args ((x path-or-resource :optional "d" :access peek))))))
+  (mevedel-tool-registry-test--with-clean
+    (let* ((args '((a path-or-resource :optional "A.")
+                   (b path-or-resource :optional "B." :access read)
+                   (c path-or-resource :optional "C." :access glob)
+                   (d path-or-resource :optional "D." :access grep)
+                   (e path-or-resource :optional "E." :access write)))
+           (reader (mevedel-tool-register
+                    "Reader" (list :description "D." :function #'ignore :read-only-p t
+                                   :category mevedel-tool-registry-test--category :args args)))
+           (writer (mevedel-tool-register
+                    "Writer" (list :description "D." :function #'ignore
+                                   :category mevedel-tool-registry-test--category :args args))))
+      ;; Without :access a read-only tool reads, any other tool writes.
+      (should (equal (mapcar (lambda (arg) (mevedel-tool-resource-operation reader arg)) args)
+                     '("Read" "Read" "Glob" "Grep" "ApplyPatch")))
+      (should (equal (mapcar (lambda (arg) (mevedel-tool-resource-operation writer arg)) args)
+                     '("ApplyPatch" "Read" "Glob" "Grep" "ApplyPatch")))
+      ;; The key never reaches the provider schema.
+      (should-not (string-search "access" (format "%S" (mevedel-tool-provider-schema writer)))))))
+
 ;;;; Summaries and replacement
 
 (ert-deftest mevedel-tool-registry:summary-defaults-to-first-sentence-within-160 ()

@@ -14,6 +14,22 @@
 
 ;;;; Renderer contract
 
+(defmacro mevedel-view-test--with-renderers (renderers &rest body)
+  "Declare a test tool per (NAME RENDERER) in RENDERERS around BODY.
+Each tool's only display fact is its :renderer; they are removed after."
+  (declare (indent 1))
+  `(unwind-protect
+       (progn
+         ,@(mapcar (lambda (entry)
+                     `(mevedel-tool-register
+                       ,(car entry)
+                       (list :description "A test tool." :function #'ignore
+                             :category "view-test" :renderer ,(cadr entry))))
+                   renderers)
+         ,@body)
+     ,@(mapcar (lambda (entry) `(mevedel-tool-unregister ,(car entry) "view-test"))
+               renderers)))
+
 (ert-deftest mevedel-view:renderer-result-is-validated ()
   (should (mevedel-tool-render-validate '(:header "Read a" :body "x" :status success)))
   (should-error (mevedel-tool-render-validate '(:body "no header")))
@@ -23,14 +39,15 @@
   (should-error (mevedel-tool-render-validate '(:header "h" :body 42)))
   (should-error (mevedel-tool-render-validate '(:header "h" :child-calls 3)))
   (should-error (mevedel-tool-render-validate '(:header "h" :body)))
-  (should-error (mevedel-tool-render-register "T" '((sometimes . ignore)))))
+  (should-error (mevedel-tool-register "T" (list :description "D." :function #'ignore
+                                                 :renderer '((sometimes . ignore))))
+                :type 'mevedel-tool-declaration-error))
 
 (ert-deftest mevedel-view:dispatch-alist-by-status ()
-  (let ((mevedel-tool-render--renderers nil))
-    (mevedel-tool-render-register
-     "T" `((success . ,(lambda (&rest _) '(:header "ok-renderer")))
-           (error . ,(lambda (&rest _) '(:header "error-renderer")))
-           (default . ,(lambda (&rest _) '(:header "default-renderer")))))
+  (mevedel-view-test--with-renderers
+      (("T" `((success . ,(lambda (&rest _) '(:header "ok-renderer")))
+              (error . ,(lambda (&rest _) '(:header "error-renderer")))
+              (default . ,(lambda (&rest _) '(:header "default-renderer"))))))
     (should (equal (plist-get (mevedel-tool-render-row "T" nil "fine" nil) :header) "ok-renderer"))
     (should (equal (plist-get (mevedel-tool-render-row "T" nil "Error: no" nil) :header)
                    "error-renderer"))
@@ -57,29 +74,41 @@
                        "declared error")))
     (mevedel-tool-unregister "RenderMe")))
 
+(ert-deftest mevedel-view:tool-without-renderer-is-drawn-generically ()
+  (mevedel-view-test--with-renderers (("Plain" nil))
+    (let ((row (mevedel-tool-render-row "Plain" '(:path "/x/y") "plain text" nil)))
+      (should (equal (plist-get row :header) "Plain /x/y"))
+      (should (equal (plist-get row :body) "plain text"))
+      (should (eq (plist-get row :status) 'success))))
+  ;; So is a call of a tool nobody declared.
+  (should (equal (plist-get (mevedel-tool-render-row "Nobody" nil "t" nil) :header) "Nobody"))
+  ;; The built-in families draw through their own declared renderers.
+  (should (eq (mevedel-tool-renderer (mevedel-tool-get "Read")) #'mevedel-tool-fs-render-read))
+  (should (eq (mevedel-tool-renderer (mevedel-tool-get "Bash")) #'mevedel-exec-render-bash)))
+
 (ert-deftest mevedel-view:failing-renderer-falls-back-with-warning ()
-  (let ((mevedel-tool-render--renderers nil)
-        (warnings nil))
-    (mevedel-tool-render-register "T" (lambda (&rest _) (error "Renderer bug")))
-    (mevedel-tool-render-register "U" (lambda (&rest _) '(:header "u" :bogus 1)))
-    (cl-letf (((symbol-function 'display-warning)
-               (lambda (_type message &rest _) (push message warnings))))
-      (let ((row (mevedel-tool-render-row "T" '(:path "/x/y") "result text" nil)))
-        (should (equal (plist-get row :header) "T /x/y"))
-        (should (equal (plist-get row :body) "result text")))
-      (should (equal (plist-get (mevedel-tool-render-row "U" nil "r" nil) :header) "U")))
+  (let ((warnings nil))
+    (mevedel-view-test--with-renderers
+        (("T" (lambda (&rest _) (error "Renderer bug")))
+         ("U" (lambda (&rest _) '(:header "u" :bogus 1))))
+      (cl-letf (((symbol-function 'display-warning)
+                 (lambda (_type message &rest _) (push message warnings))))
+        (let ((row (mevedel-tool-render-row "T" '(:path "/x/y") "result text" nil)))
+          (should (equal (plist-get row :header) "T /x/y"))
+          (should (equal (plist-get row :body) "result text")))
+        (should (equal (plist-get (mevedel-tool-render-row "U" nil "r" nil) :header) "U"))))
     (should (= (length warnings) 2))
     (should (string-match-p "Renderer for T failed.*Renderer bug" (cadr warnings)))
     (should (string-match-p "Unknown renderer key :bogus" (car warnings)))))
 
 (ert-deftest mevedel-view:summary-only-while-collapsed ()
-  (let ((mevedel-tool-render--renderers nil)
-        (seen nil))
-    (mevedel-tool-render-register "T" (lambda (&rest _)
-                                        (push mevedel-tool-render-summary-only seen)
-                                        '(:header "t")))
-    (mevedel-tool-render-row "T" nil "r" nil t)
-    (mevedel-tool-render-row "T" nil "r" nil nil)
+  (let ((seen nil))
+    (mevedel-view-test--with-renderers
+        (("T" (lambda (&rest _)
+                (push mevedel-tool-render-summary-only seen)
+                '(:header "t"))))
+      (mevedel-tool-render-row "T" nil "r" nil t)
+      (mevedel-tool-render-row "T" nil "r" nil nil))
     (should (equal seen '(nil t)))))
 
 (ert-deftest mevedel-view:grep-body-uses-grep-mode-faces ()
@@ -160,17 +189,15 @@
       (should-error (insert "x") :type 'text-read-only))))
 
 (ert-deftest mevedel-view:coalesced-hidden-preview-and-child-rows ()
-  (let ((mevedel-tool-render--renderers (copy-sequence mevedel-tool-render--renderers)))
-    (mevedel-tool-render-register
-     "Ping" (lambda (_name args result _data)
-              (list :header (format "Ping %s" (plist-get args :host)) :body result
-                    :expandable-p t :initially-collapsed-p t :coalesce-key "ping")))
-    (mevedel-tool-render-register "Quiet" (lambda (&rest _) '(:header "q" :hidden-p t)))
-    (mevedel-tool-render-register
-     "Tree" (lambda (&rest _)
-              '(:header "Tree" :body "tree result" :preview-body "peek"
-                        :expandable-p t :initially-collapsed-p t
-                        :child-calls (("Ping" (:host "child") "pong" nil)))))
+  (mevedel-view-test--with-renderers
+      (("Ping" (lambda (_name args result _data)
+                 (list :header (format "Ping %s" (plist-get args :host)) :body result
+                       :expandable-p t :initially-collapsed-p t :coalesce-key "ping")))
+       ("Quiet" (lambda (&rest _) '(:header "q" :hidden-p t)))
+       ("Tree" (lambda (&rest _)
+                 '(:header "Tree" :body "tree result" :preview-body "peek"
+                           :expandable-p t :initially-collapsed-p t
+                           :child-calls (("Ping" (:host "child") "pong" nil))))))
     (mevedel-view-test--with-view view
       (with-current-buffer (mevedel-chat-data-buffer (mevedel-view-chat view))
         (goto-char (point-max))
