@@ -26,8 +26,9 @@
 ;; and reads every unread record.  Records delivered otherwise (a
 ;; WriteStdin poll read the result, a later turn carried it) drop their
 ;; marks.  A turn that ends well offers the marks still pending; a
-;; failed or aborted turn does not start a background turn by itself:
-;; its mail stays unread until the next turn, or the next wake.
+;; failed or aborted turn drops them and so starts no background turn
+;; by itself: its mail stays unread until the next turn, or the next
+;; record that wakes.
 ;;
 ;; The execution tools' events arrive through the hooks of
 ;; mevedel-tool-exec.el, which knows nothing of chats: progress and
@@ -208,13 +209,17 @@ The records stay unread until the turn's request is accepted (see
     (mevedel-agent-deliver store (mevedel-session-id (mevedel-chat-session chat)) ids)))
 
 (defun mevedel-agent--chat-idle (chat outcome)
-  "Forget the mail of CHAT's ended turn; offer its wakes if OUTCOME is `done'."
+  "Forget the mail of CHAT's ended turn, whose OUTCOME is given.
+A turn that ended well (`done') offers the session's pending wakes;
+after a failed or aborted one they are dropped, so that it starts no
+background turn: the mail stays unread for the next turn."
   (remhash chat mevedel-agent--in-flight)
-  (let ((session (mevedel-chat-session chat)))
-    (when (and (eq outcome 'done)
-               (mevedel-session-p session)
-               (gethash (mevedel-session-id session) mevedel-agent--pending-wakes))
-      (run-at-time 0 nil #'mevedel-agent-offer-wakes (mevedel-session-id session)))))
+  (let* ((session (mevedel-chat-session chat))
+         (key (and (mevedel-session-p session) (mevedel-session-id session))))
+    (cond ((null key))
+          ((not (eq outcome 'done)) (remhash key mevedel-agent--pending-wakes))
+          ((gethash key mevedel-agent--pending-wakes)
+           (run-at-time 0 nil #'mevedel-agent-offer-wakes key)))))
 
 ;;;; Execution events
 
