@@ -104,7 +104,7 @@ from the agent that owns the execution, its recipient."
                     (mevedel-core-mailbox-unread store recipient)))
 
 (defun mevedel-agent-deliver (store session ids)
-  "Mark the records IDS in STORE delivered; drop their wake marks in SESSION."
+  "Mark the records IDS in STORE delivered, and forget their wakes in SESSION."
   (when ids
     (mevedel-core-mailbox-deliver store ids)
     (mevedel-agent-forget-wakes session ids)))
@@ -247,7 +247,7 @@ command's row gets its breadcrumb, and its live progress goes."
     (mevedel-agent--note-wake (plist-get data :session) (plist-get data :mailbox-ids))))
 
 (defun mevedel-agent--exec-delivered (data)
-  "Drop the wake marks of the records in DATA: polling read them."
+  "Forget the wakes of the records in DATA: polling read them."
   (mevedel-agent-forget-wakes (plist-get data :session) (plist-get data :mailbox-ids)))
 
 (defun mevedel-agent--exec-progress (data)

@@ -277,9 +277,9 @@ render-data never reaches the model."
 
 ;;;; Sending a turn
 
-(defun mevedel-chat--handlers ()
-  "Return the state handlers of a mevedel turn: gptel-send's plus ours."
-  (mevedel-gptel-send-handlers
+(defun mevedel-chat--make-fsm ()
+  "Return the state machine of a mevedel turn: gptel-send's plus our handlers."
+  (mevedel-gptel-send-fsm
    `((TRET :before-results ,#'mevedel-chat--handle-results-ready)
      (TOOL :before ,#'mevedel-chat--handle-tools-start)
      (WAIT :after ,#'mevedel-chat--handle-wait)
@@ -332,8 +332,7 @@ and TEXT stays out of the input history."
                 "\n")
         (setf (mevedel-chat-turn-start chat) (copy-marker start)))
       (let* ((turn (list :id (format "%x" (random most-positive-fixnum))))
-             (fsm (gptel-make-fsm :table gptel-send--transitions
-                                  :handlers (mevedel-chat--handlers))))
+             (fsm (mevedel-chat--make-fsm)))
         (setf (mevedel-chat-turn chat) turn
               (mevedel-chat-fsm chat) fsm
               (mevedel-chat-on-done chat) on-done
@@ -730,7 +729,7 @@ Aborting the turn then cancels the call."
     (push cancel (mevedel-chat-cancellers chat))))
 
 (defun mevedel-chat-install ()
-  "Decide the permissions of tool calls in chats.
+  "Decide the permission of each tool call in chats.
 The permission function and prompt fall back to the pipeline's
 defaults outside chats."
   (setq mevedel-pipeline-permission-function #'mevedel-chat-permission

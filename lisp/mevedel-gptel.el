@@ -36,9 +36,9 @@
 ;;   Afterwards the IDs of new tool calls are appended to the request's
 ;;   call order (`:mevedel-call-order' in the request info), because
 ;;   the stream parsers keep the newest call first.
-;; - `gptel-send--handlers', `gptel--handle-tool-result': a chat's
-;;   state machine is gptel-send's plus mevedel's handlers
-;;   (`mevedel-gptel-send-handlers').
+;; - `gptel-send--transitions', `gptel-send--handlers',
+;;   `gptel--handle-tool-result': a chat's state machine is
+;;   gptel-send's plus mevedel's handlers (`mevedel-gptel-send-fsm').
 ;; - `gptel--insert-response', `gptel-curl--stream-insert-response':
 ;;   response text goes into a data buffer as gptel's own callbacks
 ;;   insert it (`mevedel-gptel-insert-response').
@@ -148,7 +148,7 @@ asked the user about it.")
   "Non-nil while mevedel itself runs calls gptel held for confirmation.")
 
 (defun mevedel-gptel--handle-tool-use (handle fsm)
-  "Prepare the pending calls of FSM, then apply HANDLE to FSM.
+  "Prepare the pending tool invocations of FSM, then apply HANDLE to FSM.
 Decoded empty objects become explicit, the repair log learns the
 request's backend and model, and the calls are queued for
 `mevedel-gptel-dispatched-call'.  Calls gptel holds for its
@@ -171,8 +171,9 @@ confirmation are remembered for `gptel--accept-tool-calls'."
                     (append (mapcar #'car mevedel-gptel--dispatch) mevedel-gptel--held)))))))
 
 (defun mevedel-gptel--accept-tool-calls (accept &optional tool-calls overlay)
-  "Apply ACCEPT to TOOL-CALLS and OVERLAY, the calls counting as confirmed.
-TOOL-CALLS are gptel's (SPEC ARGS CALLBACK) triples of held calls."
+  "Apply ACCEPT to TOOL-CALLS and OVERLAY; gptel's confirmation asked about them.
+TOOL-CALLS are gptel's (SPEC ARGS CALLBACK) triples of held calls; they
+count as confirmed unless mevedel itself accepts them."
   (let* ((confirmed (not mevedel-gptel--auto-accept))
          (mevedel-gptel--dispatch
           (cl-loop for (_spec args _callback) in tool-calls
@@ -184,12 +185,12 @@ TOOL-CALLS are gptel's (SPEC ARGS CALLBACK) triples of held calls."
                                                  :test #'eq))
     (funcall accept tool-calls overlay)))
 
-(defun mevedel-gptel-run-held-calls (calls)
-  "Run CALLS, calls gptel held for its confirmation, without asking.
-CALLS is what a request callback received as (tool-call . CALLS).
+(defun mevedel-gptel-run-held-calls (held)
+  "Run HELD, what gptel held for its confirmation, without asking.
+HELD is what a request callback received as (tool-call . HELD).
 They do not count as confirmed: the pipeline decides them."
   (let ((mevedel-gptel--auto-accept t))
-    (gptel--accept-tool-calls calls nil)))
+    (gptel--accept-tool-calls held nil)))
 
 (defun mevedel-gptel--same-call-p (record keys values)
   "Return non-nil when RECORD's arguments at KEYS are VALUES, object for object."
@@ -266,11 +267,17 @@ request does to them reaches the registry."
 
 ;;;; Turns
 
-(defun mevedel-gptel-send-handlers (extras)
-  "Return gptel-send's state handlers with EXTRAS added.
+(defun mevedel-gptel-send-fsm (extras)
+  "Return a new request state machine: gptel-send's, with EXTRAS handlers.
 EXTRAS is a list of (STATE WHERE FUNCTION): WHERE is :before (first),
 :after (last) or :before-results (right before gptel puts the tool
 results into the next request)."
+  (gptel-make-fsm :table gptel-send--transitions
+                  :handlers (mevedel-gptel--send-handlers extras)))
+
+(defun mevedel-gptel--send-handlers (extras)
+  "Return gptel-send's state handlers with EXTRAS added.
+See `mevedel-gptel-send-fsm'."
   (let ((handlers (copy-tree gptel-send--handlers)))
     (pcase-dolist (`(,state ,where ,function) extras)
       (let ((entry (assq state handlers)))
@@ -338,7 +345,7 @@ stop: FSM moves to ABRT itself, its callback silenced."
       (progn (gptel--sanitize-model) (default-value 'gptel-backend))))
 
 (defun mevedel-gptel-api-key (backend)
-  "Return BACKEND's API key as gptel finds it; signal when it cannot."
+  "Return BACKEND's API key, found the way gptel does; signal without one."
   (let ((gptel-backend backend))
     (gptel--get-api-key)))
 

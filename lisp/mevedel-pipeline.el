@@ -910,7 +910,7 @@ STATUS is the canonical status: oversized errors are truncated only."
      (t (mevedel-pipeline-oversized-notice text plan (mevedel-pipeline--persist call text))))))
 
 (defun mevedel-pipeline--to-string (value)
-  "Return VALUE as text, as gptel turns a tool result into text.
+  "Return VALUE as text, the way gptel does for a tool result.
 A symbol gives its name, anything else but a string its printed form."
   (cond ((stringp value) value)
         ((symbolp value) (symbol-name value))
