@@ -12,23 +12,22 @@
 ;; mevedel's system prompt and mevedel's tools.  Observers (the view,
 ;; headless runs) follow the turn through `mevedel-chat-observe'.
 ;;
-;; Tool-call identity.  gptel inserts tool results into the data buffer
-;; with `gptel--display-tool-results', which finds a result's ID by
-;; tool name; parallel calls of one tool would share an ID.  The
-;; callback here hands that function one authoritative `:tool-use'
-;; record at a time (original ID, final arguments, result), in the
-;; model's call order, and restores the full record list afterwards.
-;; gptel's stream parsers keep the newest call first, so the call order
-;; is recorded while responses are parsed (`:mevedel-call-order' in the
-;; request info).
+;; Everything that touches gptel's internals goes through the gptel
+;; adapter (mevedel-gptel.el): the turn's state handlers, inserting
+;; responses and, one authoritative record at a time in the model's
+;; call order, tool results; aborting.  The adapter's gptel tools run
+;; every call through the pipeline (mevedel-pipeline.el); a data buffer
+;; keeps the cancellation thunks of its calls with the chat's turn, so
+;; that aborting the turn cancels them.  `mevedel-chat-install' gives
+;; the pipeline this file's permission decision (rules, the tool's own
+;; check, the chat's mode) and prompt (a card in the chat's view, or a
+;; refusal when nobody can answer).
 ;;
-;; While gptel invokes tool functions, `mevedel-chat-dispatched-call'
-;; tells a tool function which record it serves.
-;;
-;; Registered tools run through the pipeline (mevedel-pipeline.el);
-;; `mevedel-chat-install' gives it this file's permission decision
-;; (rules, the tool's own check, the chat's mode) and prompt (a card in
-;; the chat's view, or a refusal when nobody can answer).
+;; Mail.  `mevedel-chat-message-functions' supply blocks sent before
+;; the user's text of a turn.  They stay in the transcript only if the
+;; backend accepted the turn's request (`mevedel-chat-accepted-functions'
+;; then run); a request that failed or was aborted before that takes
+;; its mail out of the data buffer again.
 
 ;;; Code:
 
@@ -36,6 +35,7 @@
 (require 'subr-x)
 (require 'project)
 (require 'gptel)
+(require 'mevedel-gptel)
 (require 'mevedel-permissions)
 (require 'mevedel-pipeline)
 (require 'mevedel-render-data)
@@ -58,26 +58,22 @@ tell the user what happened."
 The workspace directory and today's date are appended to it."
   :type 'string)
 
-(defvar mevedel-chat--tool-providers nil
-  "Functions returning gptel tools for a chat, each called with the chat.")
-
-(defun mevedel-chat-add-tool-provider (function)
-  "Let FUNCTION supply gptel tools to every chat.
-FUNCTION is called with the chat and returns a list of `gptel-tool's."
-  (add-to-list 'mevedel-chat--tool-providers function t))
-
-(defun mevedel-chat-remove-tool-provider (function)
-  "Stop FUNCTION from supplying tools to chats."
-  (setq mevedel-chat--tool-providers (delete function mevedel-chat--tool-providers)))
-
 (defvar mevedel-chat-message-functions nil
   "Functions returning mail to put before the user's text of a turn.
 Each is called with the chat when a turn is sent and returns a list of
 strings (e.g. <agent-message> blocks); they are sent with the user's
-message, in order, and the view does not show them.")
+message, in order, and the view does not show them.  The mail counts
+as read only once `mevedel-chat-accepted-functions' run for the turn.")
+
+(defvar mevedel-chat-accepted-functions nil
+  "Abnormal hook run with a chat whose turn's request the backend accepted.
+It runs once per turn, when the first response of the turn's first
+request begins (see `mevedel-gptel-accepted-p'): from then on the
+transcript holds the turn's mail and the model has read it.")
 
 (defvar mevedel-chat-idle-functions nil
-  "Abnormal hook run with a chat whose turn has just ended.")
+  "Abnormal hook run with a chat whose turn has just ended, and the outcome.
+The outcome is `done', `error' or `abort'.")
 
 ;;;; The chat object
 
@@ -86,7 +82,7 @@ message, in order, and the view does not show them.")
   "An agent session of one workspace."
   root name data-buffer session
   (status 'idle) status-detail
-  fsm turn turn-start on-done
+  fsm turn turn-start on-done mail accepted
   permission-mode session-rules
   backend model label
   observers prompter history
@@ -139,8 +135,7 @@ That is the project.el project root, else DIRECTORY itself."
       (setq-local gptel-include-tool-results t)
       (setq-local gptel-confirm-tool-calls nil)
       (setq-local gptel-use-tools t)
-      ;; Registered tools called from here run through the pipeline.
-      (setq-local mevedel-tool-dispatch-function #'mevedel-chat-dispatch)
+      (add-hook 'mevedel-gptel-dispatch-functions #'mevedel-chat--keep-canceller nil t)
       (add-hook 'kill-buffer-hook #'mevedel-chat--data-buffer-killed nil t))
     buffer))
 
@@ -159,8 +154,7 @@ That is the project.el project root, else DIRECTORY itself."
 That is CHAT's own backend, else `gptel-backend'; without either,
 gptel's default (OpenAI) is chosen and recorded in `gptel-backend'."
   (or (mevedel-chat-backend chat)
-      (default-value 'gptel-backend)
-      (progn (gptel--sanitize-model) (default-value 'gptel-backend))))
+      (mevedel-gptel-default-backend)))
 
 (defun mevedel-chat-model-effective (chat)
   "Return the gptel model for the next turn of CHAT."
@@ -233,74 +227,20 @@ never written to the transcript.  Observers hear `tool-progress'."
   (format "%s\n\nWorkspace directory: %s\nToday's date: %s"
           mevedel-system-prompt (mevedel-chat-root chat) (format-time-string "%F")))
 
-(defun mevedel-chat-tools (chat)
-  "Return the gptel tools offered to the model of CHAT."
-  (cl-loop for provider in mevedel-chat--tool-providers
-           append (funcall provider chat)))
+(defun mevedel-chat-tools (_chat)
+  "Return the gptel tools offered to the model of a chat.
+They are those of every registered mevedel tool."
+  (mevedel-gptel-tools))
 
-;;;; Call order and dispatch
-
-(defun mevedel-chat--note-calls (info in-order)
-  "Append IDs of new tool invocations in INFO to its call order.
-IN-ORDER says the :tool-use list is in call order; otherwise it
-holds the newest call first, as gptel's stream parsers keep it."
-  (when (plist-member info :mevedel-call-order)
-    (let* ((seen (plist-get info :mevedel-call-order))
-           (new (cl-loop for call in (plist-get info :tool-use)
-                         for id = (plist-get call :id)
-                         when (and id (not (member id seen))) collect id)))
-      (when new
-        (plist-put info :mevedel-call-order
-                   (append seen (if in-order new (nreverse new))))))))
-
-(defun mevedel-chat--after-parse-stream (_backend info &rest _)
-  "Record the call order in INFO after a stream chunk was parsed."
-  (mevedel-chat--note-calls info nil))
-
-(defun mevedel-chat--after-parse-response (_backend _response info &rest _)
-  "Record the call order in INFO after a full response was parsed."
-  (mevedel-chat--note-calls info t))
-
-(advice-add 'gptel-curl--parse-stream :after #'mevedel-chat--after-parse-stream)
-(advice-add 'gptel--parse-response :after #'mevedel-chat--after-parse-response)
-
-(defun mevedel-chat-in-call-order (info records)
-  "Return RECORDS (tool-use plists of INFO) sorted into the model's call order."
-  (let ((order (plist-get info :mevedel-call-order)))
-    (cl-stable-sort (copy-sequence records) #'<
-                    :key (lambda (record)
-                           (or (cl-position (plist-get record :id) order :test #'equal)
-                               most-positive-fixnum)))))
-
-(defvar mevedel-chat--dispatch nil
-  "Records gptel is about to pass to tool functions, in invocation order.")
-
-(defun mevedel-chat-dispatched-call (name)
-  "Return the record of the call of tool NAME that gptel is invoking now.
-The record is a plist with at least :id, :name and :args.  Return
-nil outside a dispatch."
-  (let ((record (pop mevedel-chat--dispatch)))
-    (while (and record (not (equal (plist-get record :name) name)))
-      (setq record (pop mevedel-chat--dispatch)))
-    record))
-
-(defun mevedel-chat--tool-spec (info name)
-  "Return the tool spec named NAME offered in INFO, or nil."
-  (cl-find-if (lambda (spec) (equal (gptel-tool-name spec) name))
-              (plist-get info :tools)))
+;;;; Tool calls
 
 (defun mevedel-chat--handle-tools-start (fsm)
-  "Queue the pending tool invocations of FSM and tell observers."
+  "Tell observers about the tool invocations of FSM."
   (let* ((info (gptel-fsm-info fsm))
-         (chat (plist-get info :context))
-         (pending (cl-remove-if (lambda (call) (plist-get call :result))
-                                (plist-get info :tool-use))))
-    (setq mevedel-chat--dispatch
-          (cl-remove-if-not (lambda (call) (mevedel-chat--tool-spec info (plist-get call :name)))
-                            pending))
+         (chat (plist-get info :context)))
     (when (mevedel-chat-p chat)
       (setf (mevedel-chat-live-calls chat)
-            (mevedel-chat-in-call-order info (plist-get info :tool-use)))
+            (mevedel-gptel-in-call-order info (plist-get info :tool-use)))
       (mevedel-chat--set-status chat 'tools)
       (mevedel-chat--notify chat 'tools-start (mevedel-chat-live-calls chat)))))
 
@@ -335,39 +275,20 @@ render-data never reaches the model."
             (delete-region start end)
             (insert stripped)))))))
 
-(defun mevedel-chat--handle-tools-dispatched (_fsm)
-  "Forget the dispatch queue once gptel has invoked every tool function."
-  (setq mevedel-chat--dispatch nil))
-
 ;;;; Sending a turn
 
-(defun mevedel-chat--handlers ()
-  "Return the state handlers of a mevedel turn: gptel-send's plus ours.
-Ours go first (:before), last (:after), or right before one of
-gptel's handlers ((:before FUNCTION))."
-  (let ((handlers (copy-tree gptel-send--handlers)))
-    (dolist (extra `((TRET (:before ,#'gptel--handle-tool-result)
-                           ,#'mevedel-chat--handle-results-ready)
-                     (TOOL :before ,#'mevedel-chat--handle-tools-start)
-                     (TOOL :after ,#'mevedel-chat--handle-tools-dispatched)
-                     (WAIT :after ,#'mevedel-chat--handle-wait)
-                     (DONE :after ,#'mevedel-chat--handle-done)
-                     (ERRS :after ,#'mevedel-chat--handle-error)
-                     (ABRT :after ,#'mevedel-chat--handle-abort)))
-      (pcase-let ((`(,state ,where ,function) extra))
-        (let ((entry (assq state handlers)))
-          (unless entry
-            (setq entry (list state))
-            (push entry handlers))
-          (setcdr entry
-                  (pcase where
-                    (:before (cons function (cdr entry)))
-                    (:after (append (cdr entry) (list function)))
-                    (`(:before ,other)
-                     (let ((tail (memq other (cdr entry))))
-                       (append (butlast (cdr entry) (length tail))
-                               (list function) tail))))))))
-    handlers))
+(defun mevedel-chat--make-fsm ()
+  "Return the state machine of a mevedel turn: gptel-send's plus our handlers."
+  (mevedel-gptel-send-fsm
+   `((TRET :before-results ,#'mevedel-chat--handle-results-ready)
+     (TOOL :before ,#'mevedel-chat--handle-tools-start)
+     (WAIT :after ,#'mevedel-chat--handle-wait)
+     (TYPE :after ,#'mevedel-chat--handle-type)
+     (TOOL :before ,#'mevedel-chat--note-accepted)
+     (DONE :before ,#'mevedel-chat--note-accepted)
+     (DONE :after ,#'mevedel-chat--handle-done)
+     (ERRS :after ,#'mevedel-chat--handle-error)
+     (ABRT :after ,#'mevedel-chat--handle-abort))))
 
 (cl-defun mevedel-chat-send (chat text &key on-done background)
   "Send TEXT as the user's next message in CHAT.
@@ -399,16 +320,19 @@ and TEXT stays out of the input history."
           (goto-char (point-max)))
         (unless (bobp) (insert "\n\n"))
         (insert (gptel-prompt-prefix-string))
-        (dolist (block mail)
-          (insert (propertize (concat block "\n") 'mevedel-mail t)))
+        (setf (mevedel-chat-mail chat)
+              (and mail (cons (copy-marker (point))
+                              (progn (dolist (block mail)
+                                       (insert (propertize (concat block "\n") 'mevedel-mail t)))
+                                     (copy-marker (point)))))
+              (mevedel-chat-accepted chat) nil)
         (insert (if background
                     (propertize (string-trim text) 'mevedel-mail t)
                   (string-trim text))
                 "\n")
         (setf (mevedel-chat-turn-start chat) (copy-marker start)))
       (let* ((turn (list :id (format "%x" (random most-positive-fixnum))))
-             (fsm (gptel-make-fsm :table gptel-send--transitions
-                                  :handlers (mevedel-chat--handlers))))
+             (fsm (mevedel-chat--make-fsm)))
         (setf (mevedel-chat-turn chat) turn
               (mevedel-chat-fsm chat) fsm
               (mevedel-chat-on-done chat) on-done
@@ -425,22 +349,15 @@ and TEXT stays out of the input history."
           :transforms (append gptel-prompt-transform-functions
                               (list #'mevedel-chat--strip-render-data))
           :fsm fsm)
-        (plist-put (gptel-fsm-info fsm) :mevedel-call-order nil)
+        (mevedel-gptel-track-call-order fsm)
         turn))))
-
-(defun mevedel-chat--insert (response info raw)
-  "Insert RESPONSE into the data buffer as gptel's own callbacks would.
-INFO is the request info; RAW is passed through."
-  (if (plist-get info :stream)
-      (gptel-curl--stream-insert-response response info raw)
-    (gptel--insert-response response info raw)))
 
 (defun mevedel-chat--callback (response info &optional raw)
   "Handle RESPONSE for the request with INFO; RAW skips transformation."
   (let ((chat (plist-get info :context)))
     (pcase response
       ((pred stringp)
-       (mevedel-chat--insert response info raw)
+       (mevedel-gptel-insert-response response info raw)
        (unless raw
          (mevedel-chat--set-status chat 'streaming)
          (mevedel-chat--notify chat 'text response)))
@@ -450,32 +367,21 @@ INFO is the request info; RAW is passed through."
        ;; Only reached when a user's pre-tool-call hook asks for gptel's
        ;; own confirmation.  mevedel's permission check runs inside each
        ;; tool, so run them rather than block in a process callback.
-       (gptel--accept-tool-calls calls nil))
+       (mevedel-gptel-run-held-calls calls))
       (`(reasoning . ,_)
-       (mevedel-chat--insert response info raw))
+       (mevedel-gptel-insert-response response info raw))
       (_ nil))))
 
 (defun mevedel-chat--insert-results (chat info)
   "Insert the finished tool invocations of INFO into the data buffer of CHAT.
-Each call goes through `gptel--display-tool-results' alone, with its
-authoritative record as the only :tool-use entry, so that its ID,
-arguments and result are its own."
-  (let* ((all (plist-get info :tool-use))
-         (records (mevedel-chat-in-call-order info all)))
-    (unwind-protect
-        (dolist (record records)
-          (let ((name (plist-get record :name)))
-            (plist-put info :tool-use (list record))
-            (gptel--display-tool-results
-             (list (list (or (mevedel-chat--tool-spec info name)
-                             (gptel--make-tool-internal :name name :function #'ignore
-                                                        :description "Unknown tool" :include t))
-                         (plist-get record :args)
-                         (if (plist-member record :mevedel-result)
-                             (plist-get record :mevedel-result)
-                           (plist-get record :result))))
-             info)))
-      (plist-put info :tool-use all))
+Each keeps its own ID, arguments and full result (render-data block
+included), in the model's call order."
+  (let ((records (mevedel-gptel-in-call-order info (plist-get info :tool-use))))
+    (mevedel-gptel-insert-tool-results
+     info records (lambda (record)
+                    (if (plist-member record :mevedel-result)
+                        (plist-get record :mevedel-result)
+                      (plist-get record :result))))
     (mevedel-chat--retry-updates chat)
     (setf (mevedel-chat-live-calls chat) nil)
     (mevedel-chat--set-status chat 'waiting)
@@ -486,6 +392,33 @@ arguments and result are its own."
   (when-let* ((chat (plist-get (gptel-fsm-info fsm) :context))
               ((mevedel-chat-p chat)))
     (mevedel-chat--set-status chat 'waiting)))
+
+(defun mevedel-chat--note-accepted (fsm)
+  "Note that the backend accepted the request of FSM's turn, once per turn."
+  (when-let* ((chat (plist-get (gptel-fsm-info fsm) :context))
+              ((mevedel-chat-p chat))
+              ((eq (mevedel-chat-fsm chat) fsm))
+              ((not (mevedel-chat-accepted chat))))
+    (setf (mevedel-chat-accepted chat) t)
+    (run-hook-with-args 'mevedel-chat-accepted-functions chat)))
+
+(defun mevedel-chat--handle-type (fsm)
+  "Note an accepted request when FSM's response begins with HTTP 200."
+  (when (mevedel-gptel-accepted-p (gptel-fsm-info fsm))
+    (mevedel-chat--note-accepted fsm)))
+
+(defun mevedel-chat--withdraw-mail (chat)
+  "Take the mail of CHAT's turn out of its data buffer, unless it was accepted.
+The records stay unread for a later turn."
+  (pcase (mevedel-chat-mail chat)
+    (`(,start . ,end)
+     (when (and (not (mevedel-chat-accepted chat)) (marker-buffer start))
+       (with-current-buffer (marker-buffer start)
+         (let ((inhibit-read-only t))
+           (delete-region start end))))
+     (set-marker start nil)
+     (set-marker end nil)))
+  (setf (mevedel-chat-mail chat) nil))
 
 (defun mevedel-chat--insert-notice (chat kind text)
   "Append a notice of KIND with TEXT to CHAT's data buffer.
@@ -502,6 +435,7 @@ Notices are never sent to the model."
     ;; Updates still waiting for their call now never find it.
     (mevedel-chat--retry-updates chat)
     (setf (mevedel-chat-updates chat) nil)
+    (mevedel-chat--withdraw-mail chat)
     (setf (mevedel-chat-turn chat) nil
           (mevedel-chat-on-done chat) nil
           (mevedel-chat-live-calls chat) nil
@@ -511,7 +445,7 @@ Notices are never sent to the model."
                               (mevedel-chat-status-detail chat))
     (mevedel-chat--notify chat 'turn-end outcome)
     (when on-done (funcall on-done chat outcome))
-    (run-hook-with-args 'mevedel-chat-idle-functions chat)))
+    (run-hook-with-args 'mevedel-chat-idle-functions chat outcome)))
 
 (defun mevedel-chat--handle-done (fsm)
   "Finish the turn of FSM successfully."
@@ -560,13 +494,8 @@ which withdraws their permission cards.  Return non-nil when a turn
 was running."
   (when-let* (((mevedel-chat-turn chat))
               (fsm (mevedel-chat-fsm chat)))
-    (let ((buffer (mevedel-chat-data-buffer chat))
-          (cancellers (mevedel-chat-cancellers chat)))
-      (if (cl-find-if (lambda (entry) (eq (cadr entry) fsm)) gptel--request-alist)
-          (let ((inhibit-message t)) (gptel-abort buffer))
-        ;; Between network requests (tools running): no process to kill.
-        (plist-put (gptel-fsm-info fsm) :callback #'ignore)
-        (gptel--fsm-transition fsm 'ABRT))
+    (let ((cancellers (mevedel-chat-cancellers chat)))
+      (mevedel-gptel-abort fsm (mevedel-chat-data-buffer chat))
       ;; The turn is over: settle its tool calls (and their cards).
       (mapc #'funcall cancellers))
     t))
@@ -639,10 +568,6 @@ update, so a later one with the same ID and KEY replaces it.  Return
     (setf (mevedel-chat-updates chat) (nreverse (mevedel-chat-updates chat)))))
 
 ;;;; Tools, permissions and the pipeline
-
-(defun mevedel-chat-registry-tools (_chat)
-  "Return the gptel tools of every registered mevedel tool."
-  (delq nil (mapcar #'mevedel-tool-gptel-tool (mevedel-tool-all))))
 
 (defun mevedel-chat-of-buffer (buffer)
   "Return the chat whose data buffer is BUFFER, or nil."
@@ -796,25 +721,19 @@ approve it here" name)))
                            (or (cl-position (plist-get request :id) order :test #'equal)
                                most-positive-fixnum)))))
 
-(defun mevedel-chat-dispatch (tool args callback)
-  "Run a provider call of TOOL with ARGS through the pipeline for gptel.
-CALLBACK gets the result.  The call's cancellation thunk is kept with
-the chat's turn, so that aborting the turn cancels it."
-  (let ((cancel (mevedel-pipeline-dispatch tool args callback))
-        (chat (mevedel-chat-of-buffer (current-buffer))))
-    (when (and chat (mevedel-chat-turn chat))
-      (push cancel (mevedel-chat-cancellers chat)))
-    cancel))
+(defun mevedel-chat--keep-canceller (cancel)
+  "Keep CANCEL, the thunk of a call started in this data buffer, with its turn.
+Aborting the turn then cancels the call."
+  (when-let* ((chat (mevedel-chat-of-buffer (current-buffer)))
+              ((mevedel-chat-turn chat)))
+    (push cancel (mevedel-chat-cancellers chat))))
 
 (defun mevedel-chat-install ()
-  "Offer registered tools to chats and decide their permissions.
-Chats' data buffers dispatch tool calls to the pipeline themselves
-\(a buffer-local `mevedel-tool-dispatch-function'); the permission
-function and prompt fall back to the pipeline's defaults outside
-chats."
+  "Decide the permission of each tool call in chats.
+The permission function and prompt fall back to the pipeline's
+defaults outside chats."
   (setq mevedel-pipeline-permission-function #'mevedel-chat-permission
-        mevedel-pipeline-permission-prompt-function #'mevedel-chat-permission-prompt)
-  (mevedel-chat-add-tool-provider #'mevedel-chat-registry-tools))
+        mevedel-pipeline-permission-prompt-function #'mevedel-chat-permission-prompt))
 
 (provide 'mevedel-chat)
 ;;; mevedel-chat.el ends here

@@ -16,6 +16,7 @@
 
 (require 'auth-source)
 (require 'mevedel-chat)
+(require 'mevedel-gptel)
 (require 'mevedel-scripted-model)
 
 (declare-function mevedel-view-open "mevedel-view")
@@ -53,10 +54,9 @@ key for api.openai.com."
                  t))
       (or (null (gptel-backend-key backend))
           (condition-case nil
-              (let ((gptel-backend backend)
-                    (inhibit-message t))
-                (let ((key (gptel--get-api-key)))
-                  (and (stringp key) (not (string-empty-p key)))))
+              (let* ((inhibit-message t)
+                     (key (mevedel-gptel-api-key backend)))
+                (and (stringp key) (not (string-empty-p key))))
             (error nil))))))
 
 (defun mevedel-demo-attach (chat)

@@ -69,9 +69,6 @@
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-repair)
 
-(declare-function gptel--to-string "gptel-request" (s))
-(declare-function mevedel-chat-dispatched-call "mevedel-chat" (name))
-
 ;;;; Customization
 
 (defgroup mevedel-pipeline nil
@@ -151,9 +148,6 @@ error before the handler runs.")
 (defvar mevedel-pipeline-input-pending-function #'input-pending-p
   "Function returning non-nil when user input is waiting.")
 
-(defvar mevedel-pipeline-call-identity-function #'mevedel-pipeline-gptel-call-identity
-  "Function of a tool name returning the current provider call's tool-use ID.")
-
 (defvar mevedel-pipeline-warn-function #'mevedel-pipeline--display-warning
   "Function of a message string that reports a non-fatal pipeline problem.")
 
@@ -161,8 +155,8 @@ error before the handler runs.")
 
 (cl-defstruct (mevedel-pipeline--call (:constructor mevedel-pipeline--call-make)
                                       (:copier nil))
-  tool name source tool-use-id parent-id data-buffer session
-  args repair-note hook-context
+  tool name source tool-use-id parent-id data-buffer session confirmed
+  args repair-note repair-event ran hook-context
   (step 0) waiting timer cancellers settled finish
   status result raw-result render-data media explicit-status
   approvals projection)
@@ -193,7 +187,8 @@ error before the handler runs.")
         :parent-id (mevedel-pipeline--call-parent-id call)
         :source (mevedel-pipeline--call-source call)
         :data-buffer (mevedel-pipeline--call-data-buffer call)
-        :session (mevedel-pipeline--call-session call)))
+        :session (mevedel-pipeline--call-session call)
+        :confirmed (mevedel-pipeline--call-confirmed call)))
 
 (defun mevedel-pipeline--workspace (call)
   "Return the directory CALL's relative paths are relative to."
@@ -336,6 +331,7 @@ replaced by the approvals the permission step accepted, if any."
     (when-let* ((timer (mevedel-pipeline--call-timer call)))
       (cancel-timer timer)
       (setf (mevedel-pipeline--call-timer call) nil))
+    (mevedel-pipeline--record-repair call)
     (mevedel-pipeline--emit call 'settled)
     (funcall (mevedel-pipeline--call-finish call) (mevedel-pipeline--outcome call) call)))
 
@@ -386,17 +382,22 @@ provenance for the handler's own records, never permission authority."
 ;;;; Steps
 
 (defun mevedel-pipeline--repair-event (call check)
-  "Record CHECK of CALL's arguments with the repair diagnostics, if not valid."
-  (let ((outcome (plist-get check :outcome)))
-    (unless (eq outcome 'valid)
-      (mevedel-tool-repair-record
-       (list :time (float-time)
-             :tool (mevedel-tool-identity (mevedel-pipeline--call-tool call))
-             :origin mevedel-tool-repair-origin
-             :source (mevedel-pipeline--call-source call)
-             :outcome outcome
-             :rules (mapcar #'cadr (plist-get check :audit))
-             :executed (eq outcome 'repaired))))))
+  "Keep the repair event of CHECK of CALL's arguments, if not valid.
+It is recorded with the repair diagnostics when CALL settles, saying
+whether the handler ran and how it ended."
+  (when-let* ((event (mevedel-tool-repair-event (mevedel-pipeline--call-tool call) check)))
+    (setf (mevedel-pipeline--call-repair-event call)
+          (append event (list :source (mevedel-pipeline--call-source call))))))
+
+(defun mevedel-pipeline--record-repair (call)
+  "Record CALL's repair event, if any, now that CALL has settled."
+  (when-let* ((event (mevedel-pipeline--call-repair-event call)))
+    (mevedel-tool-repair-record
+     (append event
+             (list :executed (and (mevedel-pipeline--call-ran call) t)
+                   :result (cond ((not (mevedel-pipeline--call-ran call)) 'refused)
+                                 ((eq (mevedel-pipeline--call-status call) 'error) 'error)
+                                 (t 'ok)))))))
 
 (defun mevedel-pipeline--step-repair (call)
   "Validate CALL's raw arguments; repair them when CALL is a provider call."
@@ -636,17 +637,24 @@ a list of (:mime TYPE :data BYTES) or (:mime TYPE :path FILE) records"
 (defun mevedel-pipeline--step-handler (call)
   "Run CALL's handler and classify its answer."
   (let* ((tool (mevedel-pipeline--call-tool call))
-         (handler (mevedel-tool-handler tool))
+         ;; A wrapped tool whose source changed has no handler to run.
+         (handler (condition-case err (mevedel-tool-handler tool)
+                    (error (mevedel-pipeline--signal-result err))))
          (args (mevedel-tool-handler-args (mevedel-pipeline--call-args call)))
          (mevedel-pipeline--current call)
          (default-directory (file-name-as-directory (mevedel-pipeline--workspace call))))
-    (if (not (mevedel-tool-async-p tool))
-        (progn
-          (mevedel-pipeline--accept
-           call (condition-case err
-                    (funcall handler args)
-                  (error (mevedel-pipeline--signal-result err))))
-          t)
+    (setf (mevedel-pipeline--call-ran call) t)
+    (cond
+     ((stringp handler)
+      (mevedel-pipeline--accept call handler)
+      t)
+     ((not (mevedel-tool-async-p tool))
+      (mevedel-pipeline--accept
+       call (condition-case err
+                (funcall handler args)
+              (error (mevedel-pipeline--signal-result err))))
+      t)
+     (t
       (let* ((callback (mevedel-pipeline--await
                         call (lambda (value)
                                (let ((mevedel-pipeline--current call))
@@ -660,7 +668,7 @@ a list of (:mime TYPE :data BYTES) or (:mime TYPE :path FILE) records"
                nil
              (setf (mevedel-pipeline--call-waiting call) nil)
              (mevedel-pipeline--accept call (mevedel-pipeline--signal-result err))
-             t)))))))
+             t))))))))
 
 (defun mevedel-pipeline--step-transform (call)
   "Derive CALL's render-data with its tool's :render-transform, if any.
@@ -705,18 +713,19 @@ of metadata; ignored" (mevedel-pipeline--call-name call) mevedel-render-data-tra
 ;;;; Entry points
 
 (cl-defun mevedel-pipeline--start (tool args finish &key source tool-use-id parent-id
-                                        data-buffer session projection)
+                                        data-buffer session projection confirmed)
   "Start a call of TOOL with ARGS; return the call.
 FINISH gets the outcome and the call when it settles.  SOURCE,
 TOOL-USE-ID, PARENT-ID, DATA-BUFFER and SESSION identify the call;
-PROJECTION `provider' asks for provider treatment (repair, projection)."
+PROJECTION `provider' asks for provider treatment (repair, projection).
+CONFIRMED says gptel's confirmation already asked the user."
   (let* ((data-buffer (or data-buffer (current-buffer)))
          (session (or session (and (buffer-live-p data-buffer)
                                    (buffer-local-value 'mevedel-session-current data-buffer))))
          (call (mevedel-pipeline--call-make
                 :tool tool :name (mevedel-tool-name tool) :source source
                 :tool-use-id tool-use-id :parent-id parent-id
-                :data-buffer data-buffer :session session
+                :data-buffer data-buffer :session session :confirmed confirmed
                 :args args :finish finish :projection projection)))
     (mevedel-pipeline--emit call 'started)
     (mevedel-pipeline--advance call)
@@ -757,49 +766,24 @@ the canonical :render-data stay in the outcome."
     :parent-id parent-id :data-buffer data-buffer :session session)))
 
 (cl-defun mevedel-pipeline-run-tool (tool args callback &key tool-use-id parent-id
-                                          data-buffer session)
+                                          data-buffer session confirmed)
   "Run TOOL with ARGS as a provider call; CALLBACK gets gptel's result value.
 ARGS are the model's raw arguments (a JSON-faithful plist): they may be
 repaired.  TOOL-USE-ID, PARENT-ID, DATA-BUFFER and SESSION identify
-the call.  The result is the provider projection of the outcome (see
-`mevedel-pipeline-project').  Return a thunk that cancels the call."
+the call.  CONFIRMED non-nil says gptel's own confirmation already
+asked the user about this call (the gptel adapter knows); the
+permission step sees it as the context's :confirmed.  The result is
+the provider projection of the outcome (see `mevedel-pipeline-project').
+Return a thunk that cancels the call.
+
+Every provider call of a registered tool comes here: the gptel tools
+that mevedel-gptel.el makes call this function directly."
   (mevedel-pipeline--canceller
    (mevedel-pipeline--start
     tool args
     (lambda (outcome call) (funcall callback (mevedel-pipeline-project outcome call)))
     :source 'provider :tool-use-id tool-use-id :parent-id parent-id
-    :data-buffer data-buffer :session session)))
-
-;;;; gptel
-
-(defun mevedel-pipeline-gptel-call-identity (name)
-  "Return the tool-use ID of the provider call of NAME being dispatched."
-  (when (fboundp 'mevedel-chat-dispatched-call)
-    (plist-get (mevedel-chat-dispatched-call name) :id)))
-
-(defun mevedel-pipeline-dispatch (tool args callback)
-  "Run a provider call of TOOL with ARGS for gptel; CALLBACK gets the result.
-This is the `mevedel-tool-dispatch-function' once the pipeline is
-installed."
-  (mevedel-pipeline-run-tool
-   tool args callback
-   :tool-use-id (funcall mevedel-pipeline-call-identity-function (mevedel-tool-name tool))
-   :data-buffer (current-buffer)))
-
-(defvar mevedel-pipeline--previous-dispatch nil
-  "The dispatch function `mevedel-pipeline-install' replaced.")
-
-(defun mevedel-pipeline-install ()
-  "Route every registered tool's provider requests through the pipeline."
-  (unless (eq mevedel-tool-dispatch-function #'mevedel-pipeline-dispatch)
-    (setq mevedel-pipeline--previous-dispatch mevedel-tool-dispatch-function
-          mevedel-tool-dispatch-function #'mevedel-pipeline-dispatch)))
-
-(defun mevedel-pipeline-uninstall ()
-  "Restore the dispatch function that `mevedel-pipeline-install' replaced."
-  (when (eq mevedel-tool-dispatch-function #'mevedel-pipeline-dispatch)
-    (setq mevedel-tool-dispatch-function
-          (or mevedel-pipeline--previous-dispatch #'mevedel-tool-repair-dispatch))))
+    :data-buffer data-buffer :session session :confirmed confirmed)))
 
 ;;;; Provider projection and oversized results
 
@@ -913,9 +897,10 @@ STATUS is the canonical status: oversized errors are truncated only."
      (t (mevedel-pipeline-oversized-notice text plan (mevedel-pipeline--persist call text))))))
 
 (defun mevedel-pipeline--to-string (value)
-  "Return VALUE as text, as gptel would turn a tool result into text."
+  "Return VALUE as text, the way gptel does for a tool result.
+A symbol gives its name, anything else but a string its printed form."
   (cond ((stringp value) value)
-        ((fboundp 'gptel--to-string) (gptel--to-string value))
+        ((symbolp value) (symbol-name value))
         (t (prin1-to-string value))))
 
 (defun mevedel-pipeline-project (outcome call)

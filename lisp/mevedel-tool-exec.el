@@ -9,9 +9,10 @@
 ;; src/exec/): commands run in their own process groups, their output
 ;; goes to a capped spool on disk, and results come back through the
 ;; event channel.  This file holds the tool handlers (argument policy,
-;; the model-visible text, render-data), the tool-row renderers, the
-;; progress/settlement hooks, the background-wake logic and the
-;; mailbox messages injected into the next request.
+;; the model-visible text, render-data), the tool-row renderers and
+;; the hooks that publish progress, settlement, monitor lines and
+;; deliveries; mevedel-agent.el turns those into chat rows, mail and
+;; background wakes.
 ;;
 ;; Calls run in a context (session, owner, working directory, storage)
 ;; supplied by `mevedel-exec-context-function'; the session code binds
@@ -53,13 +54,6 @@
 
 (defconst mevedel-exec-description-max 200
   "Longest Bash or Monitor description accepted, in characters.")
-
-(defconst mevedel-exec-wake-prompt
-  "Background work has reported; its messages follow. This is not a message from the user."
-  "The fixed prompt of a turn started because background work finished.")
-
-(defconst mevedel-exec-wake-notice "Background work has reported."
-  "What the view shows in place of `mevedel-exec-wake-prompt'.")
 
 (defconst mevedel-exec-manual-address "mevedel://tools/execution.md"
   "Where the execution manual is served.")
@@ -479,54 +473,10 @@ Keys: :session :id :owner :kind :tool-use-id :command :description
 Keys: :session :id :owner :tool-use-id :description :monitor-lines
 :monitor-omitted :mailbox-ids :wake.")
 
-(defvar mevedel-exec-wake-function nil
-  "Function that starts one background turn for an idle session, or nil.
-Called with the session key and `mevedel-exec-wake-prompt'.  It returns
-non-nil when the turn started; otherwise the mail stays unread for the
-session's next turn.")
-
-(defvar mevedel-exec-idle-p-function #'ignore
-  "Function of a session key: non-nil when that session is idle.")
-
-(defvar mevedel-exec--pending-wakes (make-hash-table :test #'equal)
-  "Session key -> mailbox ids whose arrival should wake the idle model.")
-
-(defvar mevedel-exec--wake-timer nil
-  "Timer that offers pending wakes, so several completions start one turn.")
-
-(defun mevedel-exec--note-wake (session ids)
-  "Remember that mailbox IDS of SESSION should wake it when idle."
-  (when ids
-    (puthash session (append (gethash session mevedel-exec--pending-wakes) ids)
-             mevedel-exec--pending-wakes)
-    (unless (timerp mevedel-exec--wake-timer)
-      (setq mevedel-exec--wake-timer
-            (run-at-time 0 nil #'mevedel-exec-offer-wakes)))))
-
-(defun mevedel-exec-forget-wakes (session ids)
-  "Drop IDS of SESSION from the pending wakes: they were read already."
-  (when-let* ((pending (gethash session mevedel-exec--pending-wakes)))
-    (let ((left (cl-set-difference pending ids)))
-      (if left
-          (puthash session left mevedel-exec--pending-wakes)
-        (remhash session mevedel-exec--pending-wakes)))))
-
-(defun mevedel-exec-offer-wakes (&optional session)
-  "Start one background turn per idle session with pending wakes.
-With SESSION, offer only that one (the session calls this when it
-becomes idle).  Busy sessions keep their wakes for later."
-  (setq mevedel-exec--wake-timer nil)
-  (let (offered)
-    (maphash (lambda (key _ids)
-               (when (and (or (null session) (equal key session))
-                          mevedel-exec-wake-function
-                          (funcall mevedel-exec-idle-p-function key))
-                 (push key offered)))
-             mevedel-exec--pending-wakes)
-    (dolist (key offered)
-      (remhash key mevedel-exec--pending-wakes)
-      (funcall mevedel-exec-wake-function key mevedel-exec-wake-prompt))
-    offered))
+(defvar mevedel-exec-delivered-functions nil
+  "Abnormal hook run when polling read background results.
+Called with a plist (:session KEY :mailbox-ids IDS): those records
+were delivered by WriteStdin or StopExecution, so they wake nobody.")
 
 (defun mevedel-exec--on-progress (data)
   "Handle a progress event DATA."
@@ -534,55 +484,20 @@ becomes idle).  Busy sessions keep their wakes for later."
 
 (defun mevedel-exec--on-settled (data)
   "Handle a settlement event DATA."
-  (when (plist-get data :wake)
-    (mevedel-exec--note-wake (plist-get data :session) (plist-get data :mailbox-ids)))
   (run-hook-with-args 'mevedel-exec-settled-functions data))
 
 (defun mevedel-exec--on-monitor (data)
   "Handle a monitor-lines event DATA."
-  (when (plist-get data :wake)
-    (mevedel-exec--note-wake (plist-get data :session) (plist-get data :mailbox-ids)))
   (run-hook-with-args 'mevedel-exec-monitor-functions data))
 
 (defun mevedel-exec--on-delivered (data)
   "Handle DATA: a result was read by polling, so it wakes nobody."
-  (mevedel-exec-forget-wakes (plist-get data :session) (plist-get data :mailbox-ids)))
+  (run-hook-with-args 'mevedel-exec-delivered-functions data))
 
 (mevedel-core-register-event-handler 'exec-progress #'mevedel-exec--on-progress)
 (mevedel-core-register-event-handler 'exec-settled #'mevedel-exec--on-settled)
 (mevedel-core-register-event-handler 'exec-monitor #'mevedel-exec--on-monitor)
 (mevedel-core-register-event-handler 'exec-delivered #'mevedel-exec--on-delivered)
-
-;;;; Mailbox messages for the next request
-
-(defconst mevedel-exec-message-kinds '("EXECUTION" "MONITOR" "MONITOR_TERMINAL")
-  "Mailbox kinds that execution results use.")
-
-(defun mevedel-exec-format-message (message)
-  "Return MESSAGE (a mailbox plist) as an <agent-message> block."
-  (let ((body (or (plist-get message :payload) "")))
-    (format "<agent-message type=\"%s\"%s>\n%s%s</agent-message>"
-            (mevedel-exec--xml-escape (plist-get message :kind))
-            (let ((attrs (mevedel-exec--attrs
-                          (mapcar (lambda (pair) (cons (car pair) (cadr pair)))
-                                  (plist-get message :attrs)))))
-              (if (string-empty-p attrs) "" (concat " " attrs)))
-            ;; A closing tag inside the output must not end the block.
-            (replace-regexp-in-string "</agent-message" "<\\/agent-message" body t t)
-            (if (or (string-empty-p body) (string-suffix-p "\n" body)) "" "\n"))))
-
-(defun mevedel-exec-take-messages (store session recipient)
-  "Return RECIPIENT's unread execution messages in STORE as blocks.
-They are marked delivered, and their pending wakes in SESSION dropped:
-call this while building the next model request."
-  (let* ((messages (cl-remove-if-not
-                    (lambda (m) (member (plist-get m :kind) mevedel-exec-message-kinds))
-                    (mevedel-core-mailbox-unread store recipient)))
-         (ids (mapcar (lambda (m) (plist-get m :id)) messages)))
-    (when ids
-      (mevedel-core-mailbox-deliver store ids)
-      (mevedel-exec-forget-wakes session ids))
-    (mapcar #'mevedel-exec-format-message messages)))
 
 ;;;; Renderers
 
@@ -811,107 +726,9 @@ has this breadcrumb."
 (defun mevedel-exec-session-teardown (session)
   "Stop every execution of SESSION (a `mevedel-session'), silently."
   (when (and (mevedel-session-p session) (featurep 'mevedel-dyn))
-    (mevedel-core-exec-teardown (mevedel-session-id session))
-    (remhash (mevedel-session-id session) mevedel-exec--pending-wakes)))
+    (mevedel-core-exec-teardown (mevedel-session-id session))))
 
 (add-hook 'mevedel-session-close-functions #'mevedel-exec-session-teardown)
-
-;;;; Chats: mail for the next turn, the background wake
-
-(declare-function mevedel-chat-list "mevedel-chat" ())
-(declare-function mevedel-chat-session "mevedel-chat" (chat))
-(declare-function mevedel-chat-busy-p "mevedel-chat" (chat))
-(declare-function mevedel-chat-send "mevedel-chat" (chat text &rest keys))
-(declare-function mevedel-chat-update-render-data "mevedel-chat" (chat id function &optional key))
-(declare-function mevedel-chat-set-progress "mevedel-chat" (chat id progress))
-(defvar mevedel-chat-message-functions)
-(defvar mevedel-chat-idle-functions)
-
-(defun mevedel-exec--chat-of (key)
-  "Return the live chat whose session has the key KEY, or nil."
-  (cl-find-if (lambda (chat)
-                (let ((session (mevedel-chat-session chat)))
-                  (and (mevedel-session-p session)
-                       (equal (mevedel-session-id session) key))))
-              (mevedel-chat-list)))
-
-(defun mevedel-exec-chat-messages (chat)
-  "Return the unread execution mail of CHAT's root owner as blocks.
-Installed in `mevedel-chat-message-functions': the blocks go with the
-next request, and are then marked delivered."
-  (let ((session (mevedel-chat-session chat)))
-    (when (and (mevedel-session-p session)
-               (mevedel-session-durable-p session)
-               (featurep 'mevedel-dyn)
-               (file-exists-p (mevedel-session-database-file session)))
-      (mevedel-exec-take-messages (mevedel-session-store-handle session)
-                                  (mevedel-session-id session) "/root"))))
-
-(defun mevedel-exec-chat-idle-p (key)
-  "Return non-nil when the chat of session KEY is open and idle."
-  (let ((chat (mevedel-exec--chat-of key)))
-    (and chat (not (mevedel-chat-busy-p chat)))))
-
-(defun mevedel-exec-chat-wake (key prompt)
-  "Start one background turn with PROMPT in the idle chat of session KEY.
-Return non-nil when it started."
-  (let ((chat (mevedel-exec--chat-of key)))
-    (when (and chat (not (mevedel-chat-busy-p chat)))
-      (mevedel-chat-send chat prompt :background mevedel-exec-wake-notice)
-      t)))
-
-(defun mevedel-exec--chat-idle (chat)
-  "Offer CHAT's pending wakes soon: its turn has ended."
-  (let ((session (mevedel-chat-session chat)))
-    (when (and (mevedel-session-p session)
-               (gethash (mevedel-session-id session) mevedel-exec--pending-wakes))
-      (run-at-time 0 nil #'mevedel-exec-offer-wakes (mevedel-session-id session)))))
-
-(defun mevedel-exec-chat-settled (data)
-  "Leave the breadcrumb of the settlement DATA at its row in its chat.
-Only executions that yielded, started by a tool call, have one."
-  (when-let* (((plist-get data :yielded))
-              (id (plist-get data :tool-use-id))
-              (chat (mevedel-exec--chat-of (plist-get data :session))))
-    (condition-case err
-        (mevedel-chat-update-render-data
-         chat id (lambda (render-data) (mevedel-exec-settle-render-data render-data data))
-         (cons 'settled (plist-get data :id)))
-      (error (display-warning 'mevedel (format "Cannot record how %s ended: %s"
-                                               (plist-get data :id)
-                                               (error-message-string err)))))))
-
-(defun mevedel-exec-chat-progress (data)
-  "Show the progress event DATA on its call's row in its chat, live.
-The row gets the state, elapsed time and bounded output tail; they
-are transient and go when the execution settles."
-  (when-let* ((id (plist-get data :tool-use-id))
-              (chat (mevedel-exec--chat-of (plist-get data :session))))
-    (mevedel-chat-set-progress chat id (list :execution-id (plist-get data :id)
-                                             :state (plist-get data :state)
-                                             :elapsed-ms (plist-get data :elapsed-ms)
-                                             :live-tail (plist-get data :tail)))))
-
-(defun mevedel-exec-chat-progress-done (data)
-  "Drop the live progress of the settled execution in DATA from its row."
-  (when-let* ((id (plist-get data :tool-use-id))
-              (chat (mevedel-exec--chat-of (plist-get data :session))))
-    (mevedel-chat-set-progress chat id nil)))
-
-(defun mevedel-exec-chat-install ()
-  "Deliver execution mail to chats and let background results wake them.
-Running executions show their progress on their rows; settled ones that
-had yielded leave their breadcrumb in the chat."
-  (setq mevedel-exec-wake-function #'mevedel-exec-chat-wake
-        mevedel-exec-idle-p-function #'mevedel-exec-chat-idle-p)
-  (add-hook 'mevedel-chat-message-functions #'mevedel-exec-chat-messages)
-  (add-hook 'mevedel-chat-idle-functions #'mevedel-exec--chat-idle)
-  (add-hook 'mevedel-exec-progress-functions #'mevedel-exec-chat-progress)
-  (add-hook 'mevedel-exec-settled-functions #'mevedel-exec-chat-progress-done)
-  (add-hook 'mevedel-exec-settled-functions #'mevedel-exec-chat-settled))
-
-(with-eval-after-load 'mevedel-chat
-  (mevedel-exec-chat-install))
 
 ;;;; Tools
 

@@ -1,4 +1,4 @@
-;;; mevedel-tool-registry.el --- Tool declarations, the registry and gptel registration  -*- lexical-binding: t; -*-
+;;; mevedel-tool-registry.el --- Tool declarations and the registry  -*- lexical-binding: t; -*-
 
 ;; Copyright (C) 2026 The mevedel authors
 ;; SPDX-License-Identifier: GPL-3.0-or-later
@@ -8,8 +8,9 @@
 ;; Every model-facing tool is declared once with `mevedel-define-tool'.
 ;; Registration compiles the declaration in the native module (provider
 ;; JSON Schema, cached validator, calling shape, summary), keeps the
-;; result in the registry under (CATEGORY . NAME), and registers a gptel
-;; tool whose arguments gptel turns into each backend's schema.
+;; result in the registry under (CATEGORY . NAME), and runs
+;; `mevedel-tool-registered-functions'; the gptel adapter
+;; (mevedel-gptel.el) makes the tool's gptel tool there.
 ;;
 ;; Argument DSL, one list per argument:
 ;;
@@ -43,16 +44,11 @@
 (require 'subr-x)
 (require 'mevedel-core)
 
-(declare-function gptel-make-tool "gptel-request" (&rest slots))
 (declare-function gptel-get-tool "gptel-request" (path))
 (declare-function gptel-tool-args "gptel-request" (tool))
 (declare-function gptel-tool-async "gptel-request" (tool))
 (declare-function gptel-tool-function "gptel-request" (tool))
-(declare-function gptel-tool-name "gptel-request" (tool))
 (declare-function gptel-tool-description "gptel-request" (tool))
-(declare-function mevedel-tool-repair-gptel-install "mevedel-tool-repair-gptel" ())
-(declare-function mevedel-tool-repair-dispatch "mevedel-tool-repair" (tool args callback))
-(defvar gptel--known-tools)
 
 ;;;; Customization and errors
 
@@ -64,12 +60,6 @@
 (define-error 'mevedel-tool-error "mevedel tool error")
 (define-error 'mevedel-tool-declaration-error
               "Invalid mevedel tool declaration" 'mevedel-tool-error)
-
-(defvar mevedel-tool-dispatch-function #'mevedel-tool-repair-dispatch
-  "Function that runs one provider call of a registered tool.
-Called with the `mevedel-tool', the JSON-faithful argument plist and a
-callback taking the result.  The tool pipeline replaces the default,
-which validates, repairs and runs the handler directly.")
 
 ;;;; Declarations
 
@@ -321,6 +311,14 @@ the earlier registration."
 (defvar mevedel-tool--order nil
   "Registry keys in first-registration order, newest first.")
 
+(defvar mevedel-tool-registered-functions nil
+  "Abnormal hook run with each `mevedel-tool' just registered (or again).
+The gptel adapter makes the tool's gptel tool here, so a tool declared
+before or after it was loaded is offered alike.")
+
+(defvar mevedel-tool-unregistered-functions nil
+  "Abnormal hook run with the NAME and CATEGORY of an unregistered tool.")
+
 (defun mevedel-tool-get (name &optional category)
   "Return the registered tool NAME in CATEGORY, or nil.
 Without CATEGORY, return the first tool named NAME in registration order."
@@ -340,9 +338,7 @@ Without CATEGORY, return the first tool named NAME in registration order."
   (let ((key (cons (or category "mevedel") name)))
     (remhash key mevedel-tool--registry)
     (setq mevedel-tool--order (delete key mevedel-tool--order))
-    (when (boundp 'gptel--known-tools)
-      (when-let* ((cat (assoc (car key) gptel--known-tools)))
-        (setcdr cat (cl-remove name (cdr cat) :key #'car :test #'equal))))))
+    (run-hook-with-args 'mevedel-tool-unregistered-functions name (car key))))
 
 (defun mevedel-tool--json-parse (string)
   "Parse STRING, JSON written by the module, keeping false distinct."
@@ -387,7 +383,7 @@ the argument's :access, else from whether TOOL is read-only."
 (defun mevedel-tool-register (name properties)
   "Register the tool NAME with PROPERTIES, as `mevedel-define-tool' does.
 Return the new `mevedel-tool'.  Replaces an earlier registration with
-the same category and name, in mevedel and in gptel."
+the same category and name; `mevedel-tool-registered-functions' runs."
   (mevedel-tool--check-declaration name properties)
   (mevedel-tool--check-values name properties)
   (let* ((category (or (plist-get properties :category) "mevedel"))
@@ -435,40 +431,13 @@ the same category and name, in mevedel and in gptel."
                 :arg-keys (mapcar (lambda (a) (intern (concat ":" (plist-get a :name))))
                                   gptel-args)))
          (key (cons category name)))
-    (setf (mevedel-tool-gptel-tool tool) (mevedel-tool--register-with-gptel tool))
     (unless (gethash key mevedel-tool--registry)
       (push key mevedel-tool--order))
     (puthash key tool mevedel-tool--registry)
+    (run-hook-with-args 'mevedel-tool-registered-functions tool)
     tool))
 
-;;;; gptel
-
-(defun mevedel-tool--register-with-gptel (tool)
-  "Register TOOL with gptel and return the gptel tool.
-gptel gets its own copy of the argument plists, so nothing it or a
-request does to them reaches the registry."
-  (require 'gptel-request)
-  (require 'mevedel-tool-repair-gptel)
-  (mevedel-tool-repair-gptel-install)
-  (gptel-make-tool
-   :name (mevedel-tool-name tool)
-   :category (mevedel-tool-category tool)
-   :description (mevedel-tool-description tool)
-   :args (copy-tree (mevedel-tool-gptel-args tool) t)
-   :async t
-   :function (lambda (callback &rest values)
-               (funcall mevedel-tool-dispatch-function tool
-                        (mevedel-tool-args-from-positional tool values)
-                        callback)))
-  (gptel-get-tool (list (mevedel-tool-category tool) (mevedel-tool-name tool))))
-
-(defun mevedel-tool-args-from-positional (tool values)
-  "Return the argument plist of TOOL from gptel's positional VALUES.
-A nil value is an absent argument: the gptel adapter keeps null, false
-and empty objects as non-nil values."
-  (cl-loop for key in (mevedel-tool-arg-keys tool)
-           for value in values
-           unless (null value) append (list key value)))
+;;;; Provider schemas
 
 (defun mevedel-tool-provider-schema-copy (tool)
   "Return a fresh copy of TOOL's provider schema, for one request.

@@ -26,7 +26,10 @@
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-repair-diagnostics)
 
-(defvar mevedel-tool-repair-gptel-context)
+(defvar mevedel-tool-repair-gptel-context nil
+  "Plist (:backend NAME :model NAME) of the gptel request running tools.
+The gptel adapter binds it while gptel runs a response's calls; repair
+events record it.")
 
 (defcustom mevedel-tool-input-repair-enabled t
   "Non-nil means invalid model-produced tool input may be repaired.
@@ -132,41 +135,7 @@ Applies to error results too; a non-string RESULT is printed first."
         ((stringp result) (concat result "\n\n" note))
         (t (format "%s\n\n%s" result note))))
 
-;;;; The default dispatcher (until the pipeline owns sequencing)
-
-(defun mevedel-tool-repair-dispatch (tool args callback)
-  "Check model-produced ARGS for TOOL, run its handler, call CALLBACK.
-Invalid or abandoned calls never reach the handler: CALLBACK gets the
-retry guidance.  A committed repair's note is appended to the result,
-error results included."
-  (let* ((check (mevedel-tool-repair-check tool args t))
-         (outcome (plist-get check :outcome))
-         (event (mevedel-tool-repair-event tool check)))
-    (if (memq outcome '(invalid abandoned))
-        (progn
-          (mevedel-tool-repair-record (append event '(:executed nil :result refused)))
-          (funcall callback (plist-get check :guidance)))
-      (let ((note (plist-get check :note))
-            (handler-args (mevedel-tool-handler-args (plist-get check :args)))
-            (done nil))
-        (cl-flet ((finish (result status)
-                    (unless done
-                      (setq done t)
-                      (when event
-                        (mevedel-tool-repair-record
-                         (append event (list :executed t :result status))))
-                      (funcall callback (mevedel-tool-repair-attach-note result note)))))
-          (if (mevedel-tool-async-p tool)
-              (condition-case err
-                  (funcall (mevedel-tool-handler tool)
-                           (lambda (result) (finish result 'ok)) handler-args)
-                (error (finish (format "Error: %s" (error-message-string err)) 'error)))
-            (pcase-let ((`(,result . ,status)
-                         (condition-case err
-                             (cons (funcall (mevedel-tool-handler tool) handler-args) 'ok)
-                           (error (cons (format "Error: %s" (error-message-string err))
-                                        'error)))))
-              (finish result status))))))))
+;;;; Repair events
 
 (defun mevedel-tool-repair-event (tool check)
   "Return the redacted event for CHECK of TOOL, or nil for a valid call."

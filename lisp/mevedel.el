@@ -37,10 +37,11 @@
 (declare-function mevedel-chat-install "mevedel-chat")
 
 (defun mevedel--load ()
-  "Load the session, its view and the tools; route tools through the pipeline."
+  "Load the session, its view, the tools and the agents."
   (require 'mevedel-view)
   (require 'mevedel-tool-fs)
   (require 'mevedel-tool-exec)
+  (require 'mevedel-agent)
   (require 'mevedel-ps)
   (require 'mevedel-panel)
   (mevedel-chat-install))

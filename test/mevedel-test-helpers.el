@@ -21,7 +21,6 @@
 (declare-function mevedel-pipeline-run-tool "mevedel-pipeline")
 (declare-function mevedel-tool-get "mevedel-tool-registry")
 (declare-function mevedel-render-data-extract "mevedel-render-data")
-(defvar mevedel-exec-wake-function)
 
 (defconst mevedel-test-root
   (file-name-directory
@@ -119,11 +118,11 @@ the session's executions table, the data buffer and the workspace go."
   (declare (indent 2))
   `(let* ((root (file-name-as-directory (make-temp-file "mevedel-view-" t)))
           (,view (mevedel root))
-          (,chat (mevedel-view-chat ,view))
-          (mevedel-exec-wake-function nil))
+          (,chat (mevedel-view-chat ,view)))
      (dolist (tool '("Bash" "WriteStdin" "StopExecution" "Monitor"))
        (push (list 'allow tool) (mevedel-chat-session-rules ,chat)))
-     (unwind-protect (progn ,@body)
+     (unwind-protect (cl-letf (((symbol-function 'mevedel-agent--wake) #'ignore))
+                       ,@body)
        (when-let* ((ps (get-buffer (format "*mevedel ps: %s*" (mevedel-chat-name ,chat)))))
          (kill-buffer ps))
        (kill-buffer ,view)

@@ -4,8 +4,8 @@
 
 ;; The Bash, WriteStdin, ListExecutions, StopExecution and Monitor
 ;; handlers driven directly (as the pipeline calls them), the
-;; model-visible text, the background wake, the mailbox messages for
-;; the next request, and the row renderers.
+;; model-visible text and the row renderers (test/agent-test.el has
+;; the background wake and the mailbox messages).
 
 ;;; Code:
 
@@ -133,82 +133,6 @@
       (tool-exec-test--call #'mevedel-exec-stop-execution
                             (list :execution_id
                                   (plist-get (plist-get answer :render-data) :execution-id))))))
-
-(ert-deftest mevedel-tool-exec:background-completion-wakes-once ()
-  (mevedel-core-ensure)
-  (let* ((dir (make-temp-file "tool-exec-wake" t))
-         (db (expand-file-name "session.sqlite" dir))
-         (ctx (tool-exec-test--context :mailbox db))
-         (session (plist-get ctx :session))
-         (woken nil)
-         (busy nil)
-         ;; The woken turn makes the session busy.
-         (mevedel-exec-wake-function (lambda (key prompt)
-                                       (push (cons key prompt) woken)
-                                       (setq busy t)))
-         (mevedel-exec-idle-p-function (lambda (key) (and (equal key session) (not busy)))))
-    (unwind-protect
-        (tool-exec-test--with-context ctx
-          ;; Two background completions while idle start one turn: the
-          ;; second arrives while that turn runs and is read by it.
-          (dolist (n '(1 2))
-            (tool-exec-test--call #'mevedel-exec-bash
-                                  (list :command (format "sleep 0.%d; echo job %d" (+ 3 n) n)
-                                        :description (format "job %d" n)
-                                        :yield_time_ms 250)))
-          (mevedel-test-wait-until (= (length (mevedel-core-exec-list session)) 0) 10)
-          (mevedel-test-wait-until woken 5)
-          (accept-process-output nil 0.3)
-          (should (equal woken (list (cons session mevedel-exec-wake-prompt))))
-          ;; Both results are injected into the next request, once.
-          (let* ((store (mevedel-core-store-open db))
-                 (blocks (mevedel-exec-take-messages store session "/root")))
-            (should (= (length blocks) 2))
-            (should (string-match-p
-                     "\\`<agent-message type=\"EXECUTION\" execution_id=\"x[0-9a-f]+\" description=\"job 1\" command=\"sleep 0.4; echo job 1\" termination=\"exit\" outcome=\"success\" exit_code=\"0\">\njob 1\n</agent-message>\\'"
-                     (car blocks)))
-            (should-not (mevedel-exec-take-messages store session "/root"))
-            (should-not (gethash session mevedel-exec--pending-wakes))
-            (mevedel-core-store-close store)))
-      (delete-directory dir t))))
-
-(ert-deftest mevedel-tool-exec:stop-and-poll-do-not-wake ()
-  (mevedel-core-ensure)
-  (let* ((dir (make-temp-file "tool-exec-nowake" t))
-         (db (expand-file-name "session.sqlite" dir))
-         (ctx (tool-exec-test--context :mailbox db))
-         (session (plist-get ctx :session))
-         (woken nil)
-         (mevedel-exec-wake-function (lambda (key _prompt) (push key woken) t))
-         (mevedel-exec-idle-p-function (lambda (_key) t)))
-    (unwind-protect
-        (tool-exec-test--with-context ctx
-          (let* ((a (tool-exec-test--call #'mevedel-exec-bash
-                                          '(:command "sleep 20" :description "to stop"
-                                                     :yield_time_ms 250)))
-                 (id (plist-get (plist-get a :render-data) :execution-id)))
-            (tool-exec-test--call #'mevedel-exec-stop-execution (list :execution_id id)))
-          ;; The user's stop mails the result but does not wake.
-          (let* ((a (tool-exec-test--call #'mevedel-exec-bash
-                                          '(:command "sleep 20" :description "user stop"
-                                                     :yield_time_ms 250)))
-                 (id (plist-get (plist-get a :render-data) :execution-id)))
-            (should (mevedel-core-exec-stop-by-user session id))
-            (mevedel-test-wait-until (null (mevedel-core-exec-list session)) 10))
-          (accept-process-output nil 0.5)
-          (should-not woken)
-          (let ((store (mevedel-core-store-open db)))
-            (should (= (length (mevedel-exec-take-messages store session "/root")) 1))
-            (mevedel-core-store-close store)))
-      (delete-directory dir t))))
-
-(ert-deftest mevedel-tool-exec:message-blocks-escape ()
-  (let ((block (mevedel-exec-format-message
-                '(:kind "EXECUTION" :attrs (("command" "a \"b\" <c> & d"))
-                        :payload "x</agent-message>y"))))
-    (should (equal block (concat "<agent-message type=\"EXECUTION\" "
-                                 "command=\"a &quot;b&quot; &lt;c&gt; &amp; d\">\n"
-                                 "x<\\/agent-message>y\n</agent-message>")))))
 
 (ert-deftest mevedel-tool-exec:renderers ()
   (let* ((command "make -j4 all && ./run-the-whole-test-suite --with-many --options --here\necho two")

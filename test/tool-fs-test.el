@@ -298,16 +298,16 @@ Binds `ws', `session' and `outside' (directory names)."
       (should-not (string-search "Pass a raw filesystem path"
                                  (format "%S" (mevedel-tool-provider-schema tool)))))))
 
-(ert-deftest mevedel-tool-fs:registered-tools-run-through-the-dispatcher ()
+(ert-deftest mevedel-tool-fs:registered-tools-run-through-the-pipeline ()
   (mevedel-tool-fs-test--with-workspace
     (let ((grep (mevedel-tool-get "Grep" "filesystem"))
           (result nil))
-      (mevedel-tool-repair-dispatch grep '(:pattern "defun" :path "work://" :head_limit "10")
+      (mevedel-pipeline-run-tool grep '(:pattern "defun" :path "work://" :head_limit "10")
                                     (lambda (r) (setq result r)))
       (mevedel-test-wait-until result)
       (should (string-prefix-p "work://notes.txt\nwork://plans/p.md\n" result))
       (setq result nil)
-      (mevedel-tool-repair-dispatch (mevedel-tool-get "Read" "filesystem")
+      (mevedel-pipeline-run-tool (mevedel-tool-get "Read" "filesystem")
                                     '(:file_path "work://nope.txt")
                                     (lambda (r) (setq result r)))
       (mevedel-test-wait-until result)

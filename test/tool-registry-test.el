@@ -4,15 +4,15 @@
 
 ;; The macro's expansion-time checks, summaries, replacement on
 ;; re-registration, provider-schema lowering through the module for
-;; every DSL type, per-request schema copies, gptel registration and
-;; positional-argument conversion, wrapped gptel tools, and ToolSearch.
+;; every DSL type, per-request schema copies, and ToolSearch.  The gptel
+;; tools made for registered tools are tested in test/gptel-test.el.
 
 ;;; Code:
 
 (require 'mevedel-test-helpers)
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-repair)
-(require 'gptel-request)
+(require 'mevedel-gptel)
 
 (defconst mevedel-tool-registry-test--category "mevedel-registry-test")
 
@@ -242,61 +242,6 @@
                                              :role)
                                   :enum)
                        ["a" "b"]))))))
-
-;;;; gptel
-
-(ert-deftest mevedel-tool-registry:gptel-positional-args-become-a-plist ()
-  (mevedel-tool-registry-test--with-clean
-    (let* ((seen nil)
-           (tool (mevedel-define-tool Pos
-                   :description "Positional." :category mevedel-tool-registry-test--category
-                   :function (lambda (args) (setq seen args) "done")
-                   :args ((a string :required "A.") (b boolean :optional "B.")
-                          (c integer :optional "C."))))
-           (gptel-tool (gptel-get-tool (list mevedel-tool-registry-test--category "Pos")))
-           (result nil))
-      (should (eq gptel-tool (mevedel-tool-gptel-tool tool)))
-      (should (gptel-tool-async gptel-tool))
-      ;; gptel calls (FUNCTION CALLBACK A B C) with nil for absent arguments.
-      (funcall (gptel-tool-function gptel-tool) (lambda (r) (setq result r)) "x" :json-false nil)
-      (should (equal seen '(:a "x" :b nil)))
-      (should (equal result "done"))
-      (should (equal (mevedel-tool-args-from-positional tool '("x" :json-false nil))
-                     '(:a "x" :b :json-false))))))
-
-(ert-deftest mevedel-tool-registry:wrapped-gptel-tool-freezes-its-contract ()
-  (mevedel-tool-registry-test--with-clean
-    (let* ((cat mevedel-tool-registry-test--category)
-           (src-cat "mevedel-registry-test-source")
-           (_source (gptel-make-tool :name "shout" :category src-cat
-                                     :description "Upcase a word. Loudly."
-                                     :args (list '(:name "word" :type string :description "W."))
-                                     :function #'upcase))
-           (tool (mevedel-define-tool Shout :wrap (list src-cat "shout") :category cat))
-           (result nil))
-      (unwind-protect
-          (progn
-            (should (equal (mevedel-tool-identity tool) (format "%s/Shout" cat)))
-            (should (equal (mevedel-tool-shape tool) (format "(%s/Shout :word string)" cat)))
-            (should (equal (mevedel-tool-summary tool) "Upcase a word."))
-            (funcall (gptel-tool-function (mevedel-tool-gptel-tool tool))
-                     (lambda (r) (setq result r)) "hey")
-            (should (equal result "HEY"))
-            ;; A reconnect replacing the function with the same contract is fine.
-            (gptel-make-tool :name "shout" :category src-cat :description "Upcase a word."
-                             :args (list '(:name "word" :type string :description "W."))
-                             :function (lambda (w) (concat (upcase w) "!")))
-            (funcall (gptel-tool-function (mevedel-tool-gptel-tool tool))
-                     (lambda (r) (setq result r)) "hey")
-            (should (equal result "HEY!"))
-            ;; Contract drift fails the call.
-            (gptel-make-tool :name "shout" :category src-cat :description "Upcase a word."
-                             :args (list '(:name "text" :type string :description "T."))
-                             :function #'upcase)
-            (funcall (gptel-tool-function (mevedel-tool-gptel-tool tool))
-                     (lambda (r) (setq result r)) "hey")
-            (should (string-match-p "changed since it was wrapped" result)))
-        (setq gptel--known-tools (assoc-delete-all src-cat gptel--known-tools))))))
 
 ;;;; ToolSearch
 

@@ -4,15 +4,16 @@
 
 ;; Every repair rule with positive and negative cases, checked from Lisp
 ;; through the module (conversion included); atomicity; repair turned
-;; off; the default dispatcher (nothing runs on invalid input, notes on
-;; ok and error results); the redacted, bounded session log and its
-;; persistence to <session>/repair-log.el.
+;; off; provider calls through the pipeline (nothing runs on invalid
+;; input, notes on ok and error results); the redacted, bounded session
+;; log and its persistence to <session>/repair-log.el.
 
 ;;; Code:
 
 (require 'mevedel-test-helpers)
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-repair)
+(require 'mevedel-pipeline)
 
 (defvar mevedel-tool-repair-test--ran nil
   "Argument plists the test handler was called with.")
@@ -25,6 +26,7 @@ whether it takes a callback."
    "RGrep"
    (list :description "Search file contents. Long text."
          :category "mevedel-repair-test"
+         :read-only-p t
          :async-p async
          :function (or function
                        (lambda (args) (push args mevedel-tool-repair-test--ran) "matches"))
@@ -176,8 +178,8 @@ whether it takes a callback."
         (should (string-match-p "- head_limit: expected integer, got string" guidance))
         (should (string-match-p "- bogus: is not an accepted argument" guidance))
         (should (string-match-p "nothing was run" guidance)))
-      ;; Through the dispatcher: the handler never runs.
-      (mevedel-tool-repair-dispatch tool '(:files ["a"] :pattern "x" :head_limit "10" :bogus 1)
+      ;; Through the pipeline: the handler never runs.
+      (mevedel-pipeline-run-tool tool '(:files ["a"] :pattern "x" :head_limit "10" :bogus 1)
                                     (lambda (r) (setq result r)))
       (should (null mevedel-tool-repair-test--ran))
       (should (string-prefix-p "Invalid arguments for RGrep" result)))))
@@ -225,24 +227,24 @@ whether it takes a callback."
 (ert-deftest mevedel-tool-repair:note-on-ok-and-error-results ()
   (mevedel-tool-repair-test--with-tool tool
     (let ((result nil))
-      (mevedel-tool-repair-dispatch tool '(:files ["a"] :pattern "x" :head_limit "7")
+      (mevedel-pipeline-run-tool tool '(:files ["a"] :pattern "x" :head_limit "7")
                                     (lambda (r) (setq result r)))
       (should (equal (car mevedel-tool-repair-test--ran) '(:files ["a"] :head_limit 7 :pattern "x")))
       (should (string-prefix-p "matches\n\n[Note: RGrep arguments repaired before running"
                                result)))
     (let ((failing (mevedel-tool-repair-test--tool (lambda (_) (error "Disk on fire"))))
           (result nil))
-      (mevedel-tool-repair-dispatch failing '(:files ["a"] :pattern "x" :path :null)
+      (mevedel-pipeline-run-tool failing '(:files ["a"] :pattern "x" :path :null)
                                     (lambda (r) (setq result r)))
       (should (string-prefix-p "Error: Disk on fire\n\n[Note:" result)))
     (let ((async (mevedel-tool-repair-test--tool (lambda (cb args) (funcall cb (format "%S" args))) t))
           (result nil))
-      (mevedel-tool-repair-dispatch async '(:files ["a"] :pattern "x" :-i "true")
+      (mevedel-pipeline-run-tool async '(:files ["a"] :pattern "x" :-i "true")
                                     (lambda (r) (setq result r)))
       (should (string-match-p "\\`(:-i t :files \\[\"a\"\\] :pattern \"x\")\n\n\\[Note:" result)))
     ;; A valid call gets no note.
     (let ((result nil))
-      (mevedel-tool-repair-dispatch (mevedel-tool-repair-test--tool)
+      (mevedel-pipeline-run-tool (mevedel-tool-repair-test--tool)
                                     '(:files ["a"] :pattern "x") (lambda (r) (setq result r)))
       (should (equal result "matches")))))
 
@@ -265,7 +267,7 @@ whether it takes a callback."
                         (:files ["a"] :pattern "SECRET-1" :head_limit "10" :path :null)
                         (:files ["a"] :pattern "SECRET-2" :head_limit "SECRET-ten")
                         (:files ["a"] :pattern "SECRET-3" :head_limit "10" :bogus "SECRET-4")))
-          (mevedel-tool-repair-dispatch tool args #'ignore)))
+          (mevedel-pipeline-run-tool tool args #'ignore)))
       (let ((log (mevedel-tool-repair-session-log session)))
         (should (equal (mapcar (lambda (e) (plist-get e :outcome)) log)
                        '(repaired invalid abandoned)))

@@ -15,7 +15,7 @@
 (require 'mevedel-core)
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-repair)
-(require 'mevedel-tool-repair-gptel)
+(require 'mevedel-gptel)
 (require 'mevedel-bench-lib)
 
 (mevedel-core-ensure)

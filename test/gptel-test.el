@@ -1,4 +1,4 @@
-;;; tool-repair-gptel-test.el --- null, false, {} and [] through real gptel parsing  -*- lexical-binding: t; -*-
+;;; gptel-test.el --- The gptel adapter: JSON null, tools, dispatch through real gptel  -*- lexical-binding: t; -*-
 
 ;;; Commentary:
 
@@ -15,21 +15,22 @@
 (require 'mevedel-test-helpers)
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-repair)
-(require 'mevedel-tool-repair-gptel)
+(require 'mevedel-gptel)
 (require 'gptel-request)
 (require 'gptel-openai)
 (require 'gptel-anthropic)
 
-(defconst mevedel-tool-repair-gptel-test--args
+(defconst mevedel-gptel-test--args
   "{\"n\":null,\"f\":false,\"o\":{},\"a\":[],\"nested\":{\"x\":null,\"y\":[{}],\"z\":false},\"s\":\"text\"}"
   "Tool-call arguments as the provider sends them.")
 
-(defun mevedel-tool-repair-gptel-test--tool ()
+(defun mevedel-gptel-test--tool ()
   "Register and return the probe tool whose arguments cover every case."
   (mevedel-tool-register
    "Probe"
    (list :description "Probe argument decoding." :function (lambda (_) "ran")
          :category "mevedel-gptel-test"
+         :read-only-p t
          :args '((n string :optional "Maybe null.")
                  (f boolean :optional "False.")
                  (o object :optional "Empty object.")
@@ -38,29 +39,29 @@
                          :properties (x string y (:type array :items object) z boolean))
                  (s string :required "Text.")))))
 
-(defun mevedel-tool-repair-gptel-test--info (backend tool)
+(defun mevedel-gptel-test--info (backend tool)
   "Return a fresh request INFO plist for BACKEND offering TOOL."
   (list :backend backend :model 'test-model :data (list :messages [])
         :buffer (current-buffer) :callback #'ignore
         :tools (list (mevedel-tool-gptel-tool tool))))
 
-(defun mevedel-tool-repair-gptel-test--fsm (info)
+(defun mevedel-gptel-test--fsm (info)
   "Return a request state machine over INFO that can never send anything.
 It has no transition table and no handlers, so finishing the tool calls
 moves it to state nil and stops there."
   (gptel-make-fsm :state 'TOOL :table nil :handlers nil :info info))
 
-(defun mevedel-tool-repair-gptel-test--run-tools (info)
+(defun mevedel-gptel-test--run-tools (info)
   "Run the tool calls gptel captured in INFO; return the JSON mevedel got."
-  (let* ((captured nil)
-         (mevedel-tool-dispatch-function
-          (lambda (_tool args callback)
-            (push (mevedel-tool-json-encode args) captured)
-            (funcall callback "ok"))))
-    (gptel--handle-tool-use (mevedel-tool-repair-gptel-test--fsm info))
+  (let ((captured nil))
+    (cl-letf (((symbol-function 'mevedel-pipeline-run-tool)
+               (lambda (_tool args callback &rest _)
+                 (push (mevedel-tool-json-encode args) captured)
+                 (funcall callback "ok"))))
+      (gptel--handle-tool-use (mevedel-gptel-test--fsm info)))
     captured))
 
-(defun mevedel-tool-repair-gptel-test--sse (events)
+(defun mevedel-gptel-test--sse (events)
   "Return an SSE stream of EVENTS, each (NAME . PLIST) or a PLIST."
   (mapconcat (lambda (e)
                (if (stringp (car-safe e))
@@ -68,7 +69,7 @@ moves it to state nil and stops there."
                  (format "data: %s\n\n" (if (stringp e) e (json-serialize e)))))
              events ""))
 
-(defun mevedel-tool-repair-gptel-test--parts (string)
+(defun mevedel-gptel-test--parts (string)
   "Split STRING into three chunks, as a streaming provider would."
   (let ((third (/ (length string) 3)))
     (list (substring string 0 third) (substring string third (* 2 third))
@@ -76,77 +77,79 @@ moves it to state nil and stops there."
 
 ;;;; OpenAI
 
-(defun mevedel-tool-repair-gptel-test--openai ()
+(defun mevedel-gptel-test--openai ()
   "Return an OpenAI Chat Completions backend.
 gptel picks its Responses API backend for api.openai.com, so the test
 backend names another host, as OpenAI-compatible servers do."
   (gptel-make-openai "mevedel-test-openai" :key "k" :host "localhost:1" :protocol "http"
                      :models '(test-model)))
 
-(defun mevedel-tool-repair-gptel-test--openai-nonstream (tool)
+(defun mevedel-gptel-test--openai-nonstream (tool)
   "Parse a canned non-streaming OpenAI response for TOOL; return captured JSON."
-  (let* ((backend (mevedel-tool-repair-gptel-test--openai))
-         (info (mevedel-tool-repair-gptel-test--info backend tool))
+  (let* ((backend (mevedel-gptel-test--openai))
+         (info (mevedel-gptel-test--info backend tool))
          (body (json-serialize
                 `(:id "chatcmpl-1" :object "chat.completion" :model "test-model"
                       :choices [(:index 0 :finish_reason "tool_calls"
                                         :message (:role "assistant" :content :null
                                                         :tool_calls [(:id "call_1" :type "function"
-                                                                          :function (:name "Probe" :arguments ,mevedel-tool-repair-gptel-test--args))]))]
+                                                                          :function (:name "Probe" :arguments ,mevedel-gptel-test--args))]))]
                       :usage (:prompt_tokens 1 :completion_tokens 1 :total_tokens 2)))))
     (with-temp-buffer
       (insert body)
       (goto-char (point-min))
       (gptel--parse-response backend (gptel--json-read) info))
-    (mevedel-tool-repair-gptel-test--run-tools info)))
+    (mevedel-gptel-test--run-tools info)))
 
-(ert-deftest mevedel-tool-repair-gptel:openai-nonstreaming-round-trip ()
-  (let ((tool (mevedel-tool-repair-gptel-test--tool)))
-    (should (equal (mevedel-tool-repair-gptel-test--openai-nonstream tool)
-                   (list mevedel-tool-repair-gptel-test--args)))))
+(ert-deftest mevedel-gptel:openai-nonstreaming-round-trip ()
+  (let ((tool (mevedel-gptel-test--tool)))
+    (should (equal (mevedel-gptel-test--openai-nonstream tool)
+                   (list mevedel-gptel-test--args)))))
 
-(ert-deftest mevedel-tool-repair-gptel:without-the-bridge-null-and-empty-object-are-lost ()
-  (let ((tool (mevedel-tool-repair-gptel-test--tool)))
+(ert-deftest mevedel-gptel:without-the-bridge-null-and-empty-object-are-lost ()
+  (let ((tool (mevedel-gptel-test--tool)))
     (unwind-protect
         (progn
-          (mevedel-tool-repair-gptel-uninstall)
-          (let ((got (car (mevedel-tool-repair-gptel-test--openai-nonstream tool))))
-            (should-not (equal got mevedel-tool-repair-gptel-test--args))
+          (advice-remove 'json-parse-string #'mevedel-gptel--json-parse-string)
+          (advice-remove 'gptel--handle-tool-use #'mevedel-gptel--handle-tool-use)
+          (let ((got (car (mevedel-gptel-test--openai-nonstream tool))))
+            (should-not (equal got mevedel-gptel-test--args))
             ;; null and {} both became nil, that is "absent".
             (should-not (string-match-p "\"n\"" got))
             (should-not (string-match-p "\"o\"" got))))
-      (mevedel-tool-repair-gptel-install))))
+      (advice-add 'json-parse-string :around #'mevedel-gptel--json-parse-string)
+      (advice-add 'gptel--handle-tool-use :around #'mevedel-gptel--handle-tool-use))))
 
-(ert-deftest mevedel-tool-repair-gptel:openai-streaming-round-trip ()
-  (let* ((tool (mevedel-tool-repair-gptel-test--tool))
-         (backend (mevedel-tool-repair-gptel-test--openai))
-         (info (mevedel-tool-repair-gptel-test--info backend tool))
+(ert-deftest mevedel-gptel:openai-streaming-round-trip ()
+  (let* ((tool (mevedel-gptel-test--tool))
+         (backend (mevedel-gptel-test--openai))
+         (info (mevedel-gptel-test--info backend tool))
          (chunk (lambda (delta &optional finish)
                   `(:id "c" :object "chat.completion.chunk"
                         :choices [(:index 0 :delta ,delta :finish_reason ,(or finish :null))]))))
     (with-temp-buffer
-      (insert (mevedel-tool-repair-gptel-test--sse
+      (insert (mevedel-gptel-test--sse
                (append
                 (list (funcall chunk '(:role "assistant" :content :null
                                              :tool_calls [(:index 0 :id "call_1" :type "function"
                                                                   :function (:name "Probe" :arguments ""))])))
                 (mapcar (lambda (part)
                           (funcall chunk `(:tool_calls [(:index 0 :function (:arguments ,part))])))
-                        (mevedel-tool-repair-gptel-test--parts mevedel-tool-repair-gptel-test--args))
+                        (mevedel-gptel-test--parts mevedel-gptel-test--args))
                 (list (funcall chunk '(:content :null) "tool_calls")
                       "[DONE]"))))
       (goto-char (point-min))
       (gptel-curl--parse-stream backend info))
-    (should (equal (mevedel-tool-repair-gptel-test--run-tools info)
-                   (list mevedel-tool-repair-gptel-test--args)))))
+    (should (equal (mevedel-gptel-test--run-tools info)
+                   (list mevedel-gptel-test--args)))))
 
 ;;;; Anthropic
 
-(ert-deftest mevedel-tool-repair-gptel:anthropic-nonstreaming-round-trip ()
-  (let* ((tool (mevedel-tool-repair-gptel-test--tool))
+(ert-deftest mevedel-gptel:anthropic-nonstreaming-round-trip ()
+  (let* ((tool (mevedel-gptel-test--tool))
          (backend (gptel-make-anthropic "mevedel-test-anthropic" :key "k" :models '(test-model)))
-         (info (mevedel-tool-repair-gptel-test--info backend tool))
-         (input (json-parse-string mevedel-tool-repair-gptel-test--args :object-type 'alist
+         (info (mevedel-gptel-test--info backend tool))
+         (input (json-parse-string mevedel-gptel-test--args :object-type 'alist
                                    :null-object :null :false-object :json-false))
          (body (json-serialize
                 `((id . "msg_1") (type . "message") (role . "assistant") (model . "test-model")
@@ -155,20 +158,20 @@ backend names another host, as OpenAI-compatible servers do."
                   (stop_reason . "tool_use")
                   (usage . ((input_tokens . 1) (output_tokens . 1))))
                 :null-object :null :false-object :json-false)))
-    (should (string-match-p (regexp-quote mevedel-tool-repair-gptel-test--args) body))
+    (should (string-match-p (regexp-quote mevedel-gptel-test--args) body))
     (with-temp-buffer
       (insert body)
       (goto-char (point-min))
       (gptel--parse-response backend (gptel--json-read) info))
-    (should (equal (mevedel-tool-repair-gptel-test--run-tools info)
-                   (list mevedel-tool-repair-gptel-test--args)))))
+    (should (equal (mevedel-gptel-test--run-tools info)
+                   (list mevedel-gptel-test--args)))))
 
-(ert-deftest mevedel-tool-repair-gptel:anthropic-streaming-round-trip ()
-  (let* ((tool (mevedel-tool-repair-gptel-test--tool))
+(ert-deftest mevedel-gptel:anthropic-streaming-round-trip ()
+  (let* ((tool (mevedel-gptel-test--tool))
          (backend (gptel-make-anthropic "mevedel-test-anthropic" :key "k" :models '(test-model)))
-         (info (mevedel-tool-repair-gptel-test--info backend tool)))
+         (info (mevedel-gptel-test--info backend tool)))
     (with-temp-buffer
-      (insert (mevedel-tool-repair-gptel-test--sse
+      (insert (mevedel-gptel-test--sse
                (append
                 (list '("message_start" :type "message_start"
                         :message (:id "msg_1" :type "message" :role "assistant" :content []
@@ -178,24 +181,91 @@ backend names another host, as OpenAI-compatible servers do."
                 (mapcar (lambda (part)
                           `("content_block_delta" :type "content_block_delta" :index 0
                             :delta (:type "input_json_delta" :partial_json ,part)))
-                        (mevedel-tool-repair-gptel-test--parts mevedel-tool-repair-gptel-test--args))
+                        (mevedel-gptel-test--parts mevedel-gptel-test--args))
                 (list '("content_block_stop" :type "content_block_stop" :index 0)
                       '("message_delta" :type "message_delta"
                         :delta (:stop_reason "tool_use") :usage (:output_tokens 5))
                       '("message_stop" :type "message_stop")))))
       (goto-char (point-min))
       (gptel-curl--parse-stream backend info))
-    (should (equal (mevedel-tool-repair-gptel-test--run-tools info)
-                   (list mevedel-tool-repair-gptel-test--args)))))
+    (should (equal (mevedel-gptel-test--run-tools info)
+                   (list mevedel-gptel-test--args)))))
 
-;;;; End to end with the default dispatcher
+;;;; gptel tools of registered tools
 
-(ert-deftest mevedel-tool-repair-gptel:null-reaches-repair-and-context-reaches-the-log ()
-  (let* ((tool (mevedel-tool-repair-gptel-test--tool))
+(defconst mevedel-gptel-test--category "mevedel-gptel-registry-test")
+
+(defmacro mevedel-gptel-test--with-clean (&rest body)
+  "Run BODY, then drop every tool of the test category."
+  (declare (indent 0))
+  `(unwind-protect (progn ,@body)
+     (dolist (tool (mevedel-tool-all))
+       (when (equal (mevedel-tool-category tool) mevedel-gptel-test--category)
+         (mevedel-tool-unregister (mevedel-tool-name tool) mevedel-gptel-test--category)))))
+
+(ert-deftest mevedel-gptel:positional-args-become-a-plist ()
+  (mevedel-gptel-test--with-clean
+    (let* ((seen nil)
+           (tool (mevedel-define-tool Pos
+                   :description "Positional." :category mevedel-gptel-test--category
+                   :read-only-p t
+                   :function (lambda (args) (setq seen args) "done")
+                   :args ((a string :required "A.") (b boolean :optional "B.")
+                          (c integer :optional "C."))))
+           (gptel-tool (gptel-get-tool (list mevedel-gptel-test--category "Pos")))
+           (result nil))
+      (should (eq gptel-tool (mevedel-tool-gptel-tool tool)))
+      (should (gptel-tool-async gptel-tool))
+      ;; gptel calls (FUNCTION CALLBACK A B C) with nil for absent arguments.
+      (funcall (gptel-tool-function gptel-tool) (lambda (r) (setq result r)) "x" :json-false nil)
+      (should (equal seen '(:a "x" :b nil)))
+      (should (equal result "done"))
+      (should (equal (mevedel-gptel-args-from-positional tool '("x" :json-false nil))
+                     '(:a "x" :b :json-false))))))
+
+(ert-deftest mevedel-gptel:wrapped-gptel-tool-freezes-its-contract ()
+  (mevedel-gptel-test--with-clean
+    (let* ((cat mevedel-gptel-test--category)
+           (src-cat "mevedel-registry-test-source")
+           (_source (gptel-make-tool :name "shout" :category src-cat
+                                     :description "Upcase a word. Loudly."
+                                     :args (list '(:name "word" :type string :description "W."))
+                                     :function #'upcase))
+           (tool (mevedel-define-tool Shout :wrap (list src-cat "shout") :category cat
+                                      :read-only-p t))
+           (result nil))
+      (unwind-protect
+          (progn
+            (should (equal (mevedel-tool-identity tool) (format "%s/Shout" cat)))
+            (should (equal (mevedel-tool-shape tool) (format "(%s/Shout :word string)" cat)))
+            (should (equal (mevedel-tool-summary tool) "Upcase a word."))
+            (funcall (gptel-tool-function (mevedel-tool-gptel-tool tool))
+                     (lambda (r) (setq result r)) "hey")
+            (should (equal result "HEY"))
+            ;; A reconnect replacing the function with the same contract is fine.
+            (gptel-make-tool :name "shout" :category src-cat :description "Upcase a word."
+                             :args (list '(:name "word" :type string :description "W."))
+                             :function (lambda (w) (concat (upcase w) "!")))
+            (funcall (gptel-tool-function (mevedel-tool-gptel-tool tool))
+                     (lambda (r) (setq result r)) "hey")
+            (should (equal result "HEY!"))
+            ;; Contract drift fails the call.
+            (gptel-make-tool :name "shout" :category src-cat :description "Upcase a word."
+                             :args (list '(:name "text" :type string :description "T."))
+                             :function #'upcase)
+            (funcall (gptel-tool-function (mevedel-tool-gptel-tool tool))
+                     (lambda (r) (setq result r)) "hey")
+            (should (string-match-p "changed since it was wrapped" result)))
+        (setq gptel--known-tools (assoc-delete-all src-cat gptel--known-tools))))))
+
+;;;; End to end through the pipeline
+
+(ert-deftest mevedel-gptel:null-reaches-repair-and-context-reaches-the-log ()
+  (let* ((tool (mevedel-gptel-test--tool))
          (session (make-symbol "session"))
          (mevedel-tool-repair-session-function (lambda () session))
-         (backend (mevedel-tool-repair-gptel-test--openai))
-         (info (mevedel-tool-repair-gptel-test--info backend tool)))
+         (backend (mevedel-gptel-test--openai))
+         (info (mevedel-gptel-test--info backend tool)))
     (unwind-protect
         (progn
           (with-temp-buffer
@@ -203,10 +273,10 @@ backend names another host, as OpenAI-compatible servers do."
                      `(:choices [(:index 0 :finish_reason "tool_calls"
                                          :message (:role "assistant" :content :null
                                                          :tool_calls [(:id "call_1" :type "function"
-                                                                           :function (:name "Probe" :arguments ,mevedel-tool-repair-gptel-test--args))]))])))
+                                                                           :function (:name "Probe" :arguments ,mevedel-gptel-test--args))]))])))
             (goto-char (point-min))
             (gptel--parse-response backend (gptel--json-read) info))
-          (gptel--handle-tool-use (mevedel-tool-repair-gptel-test--fsm info))
+          (gptel--handle-tool-use (mevedel-gptel-test--fsm info))
           (let ((result (plist-get (car (plist-get info :tool-use)) :result)))
             ;; The nulls were seen as nulls (repaired away), not as absent.
             (should (string-match-p "\\`ran\n\n\\[Note: " result))
@@ -218,5 +288,5 @@ backend names another host, as OpenAI-compatible servers do."
             (should (eq (plist-get event :outcome) 'repaired))))
       (mevedel-tool-repair-log-forget session))))
 
-(provide 'tool-repair-gptel-test)
-;;; tool-repair-gptel-test.el ends here
+(provide 'gptel-test)
+;;; gptel-test.el ends here

@@ -1,0 +1,274 @@
+;;; mevedel-agent.el --- Agents: owners, mailbox delivery, background wakes  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; The agents of a session and what reaches them.  Today a session has
+;; one agent, the root (/root), which talks in its chat; the
+;; multi-agent work grows this file.
+;;
+;; Mailbox delivery.  Background work (yielded Bash commands, Monitor)
+;; leaves records in the session's mailbox (session.sqlite).  When a
+;; turn is sent, the owner's unread records go with it as
+;; <agent-message> blocks, in arrival order; the opening tag names the
+;; record's type, its sender and recipient (agent paths), then the
+;; record's own attributes.  A record is marked delivered only once the
+;; backend accepted the request that carries it, when the transcript
+;; holds it (`mevedel-chat-accepted-functions'); a request that failed
+;; or was aborted before that leaves it unread for a later turn, and the
+;; chat takes its blocks out of the transcript again.
+;;
+;; Background wakes.  A record whose arrival should wake the model (see
+;; the execution manual) marks its session; when the session's chat is
+;; idle, one background turn starts with `mevedel-agent-wake-prompt'
+;; and reads every unread record.  Records delivered otherwise (a
+;; WriteStdin poll read the result, a later turn carried it) drop their
+;; marks.  A turn that ends well offers the marks still pending; a
+;; failed or aborted turn drops them and so starts no background turn
+;; by itself: its mail stays unread until the next turn, or the next
+;; record that wakes.
+;;
+;; The execution tools' events arrive through the hooks of
+;; mevedel-tool-exec.el, which knows nothing of chats: progress and
+;; completion breadcrumbs go to the rows of the chat whose session ran
+;; the command.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'mevedel-core)
+(require 'mevedel-chat)
+(require 'mevedel-session)
+(require 'mevedel-tool-exec)
+
+;;;; Owners
+
+(defconst mevedel-agent-root "/root"
+  "The canonical path of a session's root agent.")
+
+(defun mevedel-agent-owner (_chat)
+  "Return the path of the agent that talks in a chat: the root agent."
+  mevedel-agent-root)
+
+(defun mevedel-agent--chat-of (key)
+  "Return the live chat whose session has the key KEY, or nil."
+  (cl-find-if (lambda (chat)
+                (let ((session (mevedel-chat-session chat)))
+                  (and (mevedel-session-p session)
+                       (equal (mevedel-session-id session) key))))
+              (mevedel-chat-list)))
+
+;;;; Message blocks
+
+(defconst mevedel-agent-message-kinds '("EXECUTION" "MONITOR" "MONITOR_TERMINAL")
+  "Mailbox kinds delivered to agents as <agent-message> blocks.")
+
+(defun mevedel-agent--xml-escape (value)
+  "Return VALUE (any object) as text safe inside an XML attribute."
+  (replace-regexp-in-string
+   "[&<>\"\n]"
+   (lambda (c) (pcase c ("&" "&amp;") ("<" "&lt;") (">" "&gt;") ("\"" "&quot;") (_ "&#10;")))
+   (if (stringp value) value (format "%s" value)) t t))
+
+(defun mevedel-agent--sender (message)
+  "Return the agent path that sent MESSAGE (a mailbox plist).
+An execution's record names the execution as its sender; it comes
+from the agent that owns the execution, its recipient."
+  (let ((sender (plist-get message :sender)))
+    (if (and (stringp sender) (string-prefix-p "/" sender))
+        sender
+      (plist-get message :recipient))))
+
+(defun mevedel-agent-format-message (message)
+  "Return MESSAGE (a mailbox plist) as an <agent-message> block."
+  (let ((body (or (plist-get message :payload) ""))
+        (attrs (append `(("type" ,(plist-get message :kind))
+                         ("sender" ,(mevedel-agent--sender message))
+                         ("recipient" ,(plist-get message :recipient)))
+                       (plist-get message :attrs))))
+    (format "<agent-message %s>\n%s%s</agent-message>"
+            (mapconcat (lambda (pair)
+                         (format "%s=\"%s\"" (car pair) (mevedel-agent--xml-escape (cadr pair))))
+                       (cl-remove-if-not #'cadr attrs)
+                       " ")
+            ;; A closing tag inside the output must not end the block.
+            (replace-regexp-in-string "</agent-message" "<\\/agent-message" body t t)
+            (if (or (string-empty-p body) (string-suffix-p "\n" body)) "" "\n"))))
+
+(defun mevedel-agent-unread (store recipient)
+  "Return RECIPIENT's unread agent messages in STORE, oldest first."
+  (cl-remove-if-not (lambda (m) (member (plist-get m :kind) mevedel-agent-message-kinds))
+                    (mevedel-core-mailbox-unread store recipient)))
+
+(defun mevedel-agent-deliver (store session ids)
+  "Mark the records IDS in STORE delivered, and forget their wakes in SESSION."
+  (when ids
+    (mevedel-core-mailbox-deliver store ids)
+    (mevedel-agent-forget-wakes session ids)))
+
+;;;; Background wakes
+
+(defconst mevedel-agent-wake-prompt
+  "Background work has reported; its messages follow. This is not a message from the user."
+  "The fixed prompt of a turn started because background work finished.")
+
+(defconst mevedel-agent-wake-notice "Background work has reported."
+  "What the view shows in place of `mevedel-agent-wake-prompt'.")
+
+(defvar mevedel-agent--pending-wakes (make-hash-table :test #'equal)
+  "Session key -> mailbox ids whose arrival should wake the idle model.")
+
+(defvar mevedel-agent--wake-timer nil
+  "Timer that offers pending wakes, so several completions start one turn.")
+
+(defun mevedel-agent--note-wake (session ids)
+  "Remember that mailbox IDS of SESSION should wake it when idle."
+  (when ids
+    (puthash session (append (gethash session mevedel-agent--pending-wakes) ids)
+             mevedel-agent--pending-wakes)
+    (unless (timerp mevedel-agent--wake-timer)
+      (setq mevedel-agent--wake-timer
+            (run-at-time 0 nil #'mevedel-agent-offer-wakes)))))
+
+(defun mevedel-agent-forget-wakes (session ids)
+  "Drop IDS of SESSION from the pending wakes: they were read already."
+  (when-let* ((pending (gethash session mevedel-agent--pending-wakes)))
+    (let ((left (cl-set-difference pending ids)))
+      (if left
+          (puthash session left mevedel-agent--pending-wakes)
+        (remhash session mevedel-agent--pending-wakes)))))
+
+(defun mevedel-agent--idle-p (key)
+  "Return non-nil when the chat of session KEY is open and idle."
+  (let ((chat (mevedel-agent--chat-of key)))
+    (and chat (not (mevedel-chat-busy-p chat)))))
+
+(defun mevedel-agent--wake (key)
+  "Start one background turn in the idle chat of session KEY.
+Return non-nil when it started."
+  (let ((chat (mevedel-agent--chat-of key)))
+    (when (and chat (not (mevedel-chat-busy-p chat)))
+      (mevedel-chat-send chat mevedel-agent-wake-prompt :background mevedel-agent-wake-notice)
+      t)))
+
+(defun mevedel-agent-offer-wakes (&optional session)
+  "Start one background turn per idle session with pending wakes.
+With SESSION, offer only that one.  Busy sessions keep their wakes for
+later.  Return the sessions offered a turn."
+  (setq mevedel-agent--wake-timer nil)
+  (let (offered)
+    (maphash (lambda (key _ids)
+               (when (and (or (null session) (equal key session))
+                          (mevedel-agent--idle-p key))
+                 (push key offered)))
+             mevedel-agent--pending-wakes)
+    (dolist (key offered)
+      (remhash key mevedel-agent--pending-wakes)
+      (mevedel-agent--wake key))
+    offered))
+
+(defun mevedel-agent--session-closed (session)
+  "Forget the pending wakes of SESSION, which is closing."
+  (when (mevedel-session-p session)
+    (remhash (mevedel-session-id session) mevedel-agent--pending-wakes)))
+
+;;;; Mailbox delivery with a chat's turns
+
+(defvar mevedel-agent--in-flight (make-hash-table :test #'eq :weakness 'key)
+  "Chat -> mailbox ids its running turn carries, not yet accepted.")
+
+(defun mevedel-agent--store (chat)
+  "Return the open store of CHAT's durable session with mail, or nil."
+  (let ((session (mevedel-chat-session chat)))
+    (and (mevedel-session-p session)
+         (mevedel-session-durable-p session)
+         (featurep 'mevedel-dyn)
+         (file-exists-p (mevedel-session-database-file session))
+         (mevedel-session-store-handle session))))
+
+(defun mevedel-agent-chat-messages (chat)
+  "Return the unread mail of CHAT's agent as blocks for its next turn.
+The records stay unread until the turn's request is accepted (see
+`mevedel-agent--chat-accepted')."
+  (when-let* ((store (mevedel-agent--store chat)))
+    (let ((messages (mevedel-agent-unread store (mevedel-agent-owner chat))))
+      (if messages
+          (puthash chat (mapcar (lambda (m) (plist-get m :id)) messages)
+                   mevedel-agent--in-flight)
+        (remhash chat mevedel-agent--in-flight))
+      (mapcar #'mevedel-agent-format-message messages))))
+
+(defun mevedel-agent--chat-accepted (chat)
+  "Mark the mail of CHAT's turn delivered: the backend accepted it."
+  (when-let* ((ids (gethash chat mevedel-agent--in-flight))
+              (store (mevedel-agent--store chat)))
+    (remhash chat mevedel-agent--in-flight)
+    (mevedel-agent-deliver store (mevedel-session-id (mevedel-chat-session chat)) ids)))
+
+(defun mevedel-agent--chat-idle (chat outcome)
+  "Forget the mail of CHAT's ended turn, whose OUTCOME is given.
+A turn that ended well (`done') offers the session's pending wakes;
+after a failed or aborted one they are dropped, so that it starts no
+background turn: the mail stays unread for the next turn."
+  (remhash chat mevedel-agent--in-flight)
+  (let* ((session (mevedel-chat-session chat))
+         (key (and (mevedel-session-p session) (mevedel-session-id session))))
+    (cond ((null key))
+          ((not (eq outcome 'done)) (remhash key mevedel-agent--pending-wakes))
+          ((gethash key mevedel-agent--pending-wakes)
+           (run-at-time 0 nil #'mevedel-agent-offer-wakes key)))))
+
+;;;; Execution events
+
+(defun mevedel-agent--exec-settled (data)
+  "Handle the settlement DATA of an execution.
+A completion that should wake the model marks its session; a yielded
+command's row gets its breadcrumb, and its live progress goes."
+  (when (plist-get data :wake)
+    (mevedel-agent--note-wake (plist-get data :session) (plist-get data :mailbox-ids)))
+  (when-let* ((id (plist-get data :tool-use-id))
+              (chat (mevedel-agent--chat-of (plist-get data :session))))
+    (mevedel-chat-set-progress chat id nil)
+    (when (plist-get data :yielded)
+      (condition-case err
+          (mevedel-chat-update-render-data
+           chat id (lambda (render-data) (mevedel-exec-settle-render-data render-data data))
+           (cons 'settled (plist-get data :id)))
+        (error (display-warning 'mevedel (format "Cannot record how %s ended: %s"
+                                                 (plist-get data :id)
+                                                 (error-message-string err))))))))
+
+(defun mevedel-agent--exec-monitor (data)
+  "Mark the session of the monitor lines DATA to wake, when they should."
+  (when (plist-get data :wake)
+    (mevedel-agent--note-wake (plist-get data :session) (plist-get data :mailbox-ids))))
+
+(defun mevedel-agent--exec-delivered (data)
+  "Forget the wakes of the records in DATA: polling read them."
+  (mevedel-agent-forget-wakes (plist-get data :session) (plist-get data :mailbox-ids)))
+
+(defun mevedel-agent--exec-progress (data)
+  "Show the progress event DATA on its call's row in its chat, live.
+The row gets the state, elapsed time and bounded output tail; they
+are transient and go when the execution settles."
+  (when-let* ((id (plist-get data :tool-use-id))
+              (chat (mevedel-agent--chat-of (plist-get data :session))))
+    (mevedel-chat-set-progress chat id (list :execution-id (plist-get data :id)
+                                             :state (plist-get data :state)
+                                             :elapsed-ms (plist-get data :elapsed-ms)
+                                             :live-tail (plist-get data :tail)))))
+
+(add-hook 'mevedel-chat-message-functions #'mevedel-agent-chat-messages)
+(add-hook 'mevedel-chat-accepted-functions #'mevedel-agent--chat-accepted)
+(add-hook 'mevedel-chat-idle-functions #'mevedel-agent--chat-idle)
+(add-hook 'mevedel-session-close-functions #'mevedel-agent--session-closed)
+(add-hook 'mevedel-exec-settled-functions #'mevedel-agent--exec-settled)
+(add-hook 'mevedel-exec-monitor-functions #'mevedel-agent--exec-monitor)
+(add-hook 'mevedel-exec-delivered-functions #'mevedel-agent--exec-delivered)
+(add-hook 'mevedel-exec-progress-functions #'mevedel-agent--exec-progress)
+
+(provide 'mevedel-agent)
+;;; mevedel-agent.el ends here
