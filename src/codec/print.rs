@@ -153,14 +153,13 @@ mod tests {
 
     fn printed(value: &Sexp) -> String {
         let mut out = String::new();
-        print(value, &mut out).unwrap_or_else(|e| panic!("{e:?}"));
+        print(value, &mut out).unwrap();
         out
     }
 
     fn round_trip(value: Sexp) {
         let text = printed(&value);
-        let (back, end) =
-            read_one(text.as_bytes(), 0, &mut Tree).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let (back, end) = read_one(text.as_bytes(), 0, &mut Tree).unwrap();
         assert_eq!(end, text.len(), "{text}");
         match (&value, &back) {
             (Sexp::Float(a), Sexp::Float(b)) if a.is_nan() => {

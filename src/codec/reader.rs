@@ -911,7 +911,7 @@ mod tests {
     }
 
     fn ok(text: &str) -> Sexp {
-        read(text).unwrap_or_else(|e| panic!("{text:?}: {e}"))
+        read(text).unwrap()
     }
 
     fn sym(name: &str) -> Sexp {
@@ -1059,7 +1059,7 @@ mod tests {
     #[test]
     fn reports_end_offset() {
         let text = b"  (a b) trailing";
-        let (_, end) = read_one(text, 0, &mut Tree).unwrap_or_else(|e| panic!("{e}"));
+        let (_, end) = read_one(text, 0, &mut Tree).unwrap();
         assert_eq!(end, 7);
     }
 }
