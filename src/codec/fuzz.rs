@@ -12,6 +12,7 @@ use proptest::test_runner::{Config, TestRunner};
 use super::block::{self, Owner};
 use super::print::print;
 use super::reader::{Scratch, Sexp, Tree, read_one, read_plain};
+use crate::text::internal;
 
 fn cases() -> u32 {
     std::env::var("MEVEDEL_FUZZ_CASES")
@@ -163,8 +164,7 @@ fn arb_sexp() -> impl Strategy<Value = Sexp> {
                 if b < 0x80 {
                     out.push(b);
                 } else {
-                    out.push(0xC0 | ((b >> 6) & 1));
-                    out.push(0x80 | (b & 0x3F));
+                    internal::push_raw(&mut out, b);
                 }
             }
             Sexp::Str(out)

@@ -22,11 +22,11 @@ use emacs::raw::{emacs_env, emacs_value};
 use emacs::{Env, Result, Value};
 
 use super::errors;
-use super::text::internal_char;
 use crate::codec::reader::{
     Build, ReadError, Scratch, read_one_reusing, read_plain, unescape_string, unescape_symbol,
 };
 use crate::error::{Error, ErrorKind};
+use crate::text::internal;
 
 type MakeInteger = unsafe extern "C" fn(*mut emacs_env, i64) -> emacs_value;
 type MakeFloat = unsafe extern "C" fn(*mut emacs_env, f64) -> emacs_value;
@@ -257,7 +257,9 @@ impl<'e> RawData<'e> {
                 pieces.push(self.utf8(&bytes[i..i + valid]));
                 i += valid;
             } else {
-                let (code, len) = internal_char(&bytes[i..]);
+                let Some((code, len)) = internal::char_at(&bytes[i..]) else {
+                    break;
+                };
                 let code = self.int(i64::from(code));
                 let string = self.string;
                 pieces.push(self.call(string, &[code]));
