@@ -186,7 +186,7 @@ mod tests {
     use std::sync::Arc;
 
     fn pipe_queue() -> (EventQueue, io::PipeReader) {
-        let (reader, writer) = io::pipe().unwrap_or_else(|e| panic!("pipe: {e}"));
+        let (reader, writer) = io::pipe().expect("pipe");
         let q = EventQueue::new();
         q.attach(Box::new(writer));
         (q, reader)

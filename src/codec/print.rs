@@ -6,6 +6,7 @@
 //! delimiter-shaped string inside a payload on the payload's own line.
 
 use super::reader::{Sexp, parse_number_token};
+use crate::text::internal;
 
 /// Why a value cannot be printed as readable text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,31 +64,6 @@ fn print_float(x: f64, out: &mut String) {
     }
 }
 
-/// Decode the character at BYTES[I] of Emacs's internal form: its code
-/// (raw bytes as `0x3FFF00 + byte`) and length.
-fn internal_char(bytes: &[u8], i: usize) -> (u32, usize) {
-    let lead = bytes[i];
-    let len = match lead {
-        0xC0..=0xDF => 2,
-        0xE0..=0xEF => 3,
-        0xF0..=0xF7 => 4,
-        0xF8 => 5,
-        _ => 1,
-    };
-    if len == 1 || i + len > bytes.len() {
-        return (u32::from(lead), 1);
-    }
-    let init = u32::from(lead) & (0x7F >> len);
-    let code = bytes[i + 1..i + len]
-        .iter()
-        .fold(init, |acc, &b| (acc << 6) | u32::from(b & 0x3F));
-    if lead == 0xC0 || lead == 0xC1 {
-        // Emacs's raw-byte form.
-        return (0x3F_FF00 + (code | 0x80), 2);
-    }
-    (code, len)
-}
-
 fn print_string(bytes: &[u8], out: &mut String) {
     out.push('"');
     let mut i = 0;
@@ -104,15 +80,20 @@ fn print_string(bytes: &[u8], out: &mut String) {
             i += 1;
             continue;
         }
-        let (code, len) = internal_char(bytes, i);
+        let Some((code, len)) = internal::char_at(&bytes[i..]) else {
+            break;
+        };
         match char::from_u32(code) {
-            Some(ch) if len > 1 => out.push(ch),
-            _ if code >= 0x3F_FF80 => out.push_str(&format!("\\{:03o}", code - 0x3F_FF00)),
-            _ if len > 1 && code <= 0x10_FFFF => {
+            Some(ch) => out.push(ch),
+            // Raw bytes, also stray ones, as Emacs reads them.
+            None if code >= internal::RAW_BYTE_BASE + 0x80 => {
+                out.push_str(&format!("\\{:03o}", code - internal::RAW_BYTE_BASE));
+            }
+            None if code <= 0x10_FFFF => {
                 // A surrogate: hex escape, ended by an ignored `\ `.
                 out.push_str(&format!("\\x{code:x}\\ "));
             }
-            _ => out.push('\u{FFFD}'),
+            None => out.push('\u{FFFD}'),
         }
         i += len;
     }
@@ -153,14 +134,13 @@ mod tests {
 
     fn printed(value: &Sexp) -> String {
         let mut out = String::new();
-        print(value, &mut out).unwrap_or_else(|e| panic!("{e:?}"));
+        print(value, &mut out).unwrap();
         out
     }
 
     fn round_trip(value: Sexp) {
         let text = printed(&value);
-        let (back, end) =
-            read_one(text.as_bytes(), 0, &mut Tree).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let (back, end) = read_one(text.as_bytes(), 0, &mut Tree).unwrap();
         assert_eq!(end, text.len(), "{text}");
         match (&value, &back) {
             (Sexp::Float(a), Sexp::Float(b)) if a.is_nan() => {
@@ -214,5 +194,32 @@ mod tests {
     fn raw_bytes_in_symbol_names_are_refused() {
         let mut out = String::new();
         assert!(print(&Sexp::Symbol(vec![0xC0, 0x80]), &mut out).is_err());
+    }
+
+    #[test]
+    fn stray_bytes_print_as_the_raw_bytes_emacs_reads() {
+        // A lead whose next byte does not continue it keeps that byte.
+        let value = Sexp::Str(vec![0xC3, b'"', 0xFF, 0xE0, 0x80, 0x80]);
+        assert_eq!(printed(&value), r#""\303\"\377\340\200\200""#);
+        round_trip(Sexp::Str(vec![0xC1, 0x83, b'"', 0xC1, 0xBF]));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes_print_as_the_characters_emacs_reads(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..32)
+        ) {
+            let text = printed(&Sexp::Str(bytes.clone()));
+            let (back, _) = read_one(text.as_bytes(), 0, &mut Tree).unwrap();
+            let mut want = Vec::new();
+            let mut i = 0;
+            while let Some((code, len)) = internal::char_at(&bytes[i..]) {
+                // Characters above U+10FFFF have no printed form here.
+                let code = if (0x11_0000..0x3F_FF80).contains(&code) { 0xFFFD } else { code };
+                internal::push_char(&mut want, code);
+                i += len;
+            }
+            proptest::prop_assert_eq!(back, Sexp::Str(want));
+        }
     }
 }

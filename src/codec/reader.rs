@@ -18,6 +18,8 @@
 use std::ops::Range;
 use std::vec::Drain;
 
+use crate::text::internal;
+
 /// Deepest nesting of lists, vectors and quotes accepted (Emacs's own
 /// printer gives up at 200 levels too).
 pub const MAX_DEPTH: usize = 200;
@@ -318,17 +320,6 @@ fn is_delimiter(input: &[u8], pos: usize) -> bool {
     }
 }
 
-/// Length of the generalized UTF-8 character starting with LEAD (at least 1).
-fn char_len(lead: u8) -> usize {
-    match lead {
-        0xC0..=0xDF => 2,
-        0xE0..=0xEF => 3,
-        0xF0..=0xF7 => 4,
-        0xF8 => 5,
-        _ => 1,
-    }
-}
-
 enum Frame<N> {
     /// Items from `start` in the shared item stack.
     List {
@@ -553,11 +544,11 @@ impl Reader<'_> {
             if c == b'\\' {
                 escaped = true;
                 match self.input.get(self.pos + 1) {
-                    Some(&next) => self.pos += 1 + char_len(next),
+                    Some(_) => self.pos += 1 + internal::char_len(&self.input[self.pos + 1..]),
                     None => return err(self.pos, "end of data after backslash"),
                 }
             } else {
-                self.pos += char_len(c);
+                self.pos += internal::char_len(&self.input[self.pos..]);
             }
         }
         self.pos = self.pos.min(self.input.len());
@@ -699,7 +690,7 @@ fn parse_number(token: &[u8]) -> Option<Number> {
 enum Escaped {
     /// Nothing (backslash-newline and backslash-space).
     Nothing,
-    /// A character code (Unicode scalar or surrogate).
+    /// A character code (up to #x3FFF7F).
     Char(u32),
     /// A raw byte `0x80..=0xFF`.
     Raw(u8),
@@ -811,50 +802,19 @@ fn string_escape(input: &[u8], pos: usize) -> Result<(Escaped, usize), ReadError
         }
         _ => {
             // Any other character stands for itself.
-            let len = char_len(c);
-            if pos + 1 + len > input.len() {
-                return err(pos, "truncated character after backslash");
+            let Some((code, len)) = internal::char_at(&input[pos + 1..]) else {
+                return err(pos, "end of data after backslash");
+            };
+            if code >= internal::RAW_BYTE_BASE + 0x80 {
+                Ok((
+                    Escaped::Raw((code - internal::RAW_BYTE_BASE) as u8),
+                    1 + len,
+                ))
+            } else {
+                Ok((Escaped::Char(code), 1 + len))
             }
-            let ch = &input[pos + 1..pos + 1 + len];
-            Ok((Escaped::Char(decode_char(ch)), 1 + len))
         }
     }
-}
-
-/// The code of one generalized UTF-8 character (lenient: used only on
-/// characters Emacs gave us).
-fn decode_char(bytes: &[u8]) -> u32 {
-    match bytes {
-        [] => 0,
-        [b] => u32::from(*b),
-        [lead, rest @ ..] => {
-            let init = u32::from(*lead) & (0x7F >> bytes.len());
-            rest.iter()
-                .fold(init, |acc, &b| (acc << 6) | u32::from(b & 0x3F))
-        }
-    }
-}
-
-/// Append character CODE (possibly a surrogate) to OUT in generalized UTF-8.
-fn push_code(out: &mut Vec<u8>, code: u32) {
-    match char::from_u32(code) {
-        Some(ch) => {
-            let mut buf = [0u8; 4];
-            out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
-        }
-        None => {
-            // A surrogate: the three-byte form Emacs uses.
-            out.push(0xE0 | (code >> 12) as u8);
-            out.push(0x80 | ((code >> 6) & 0x3F) as u8);
-            out.push(0x80 | (code & 0x3F) as u8);
-        }
-    }
-}
-
-/// Emacs's internal two-byte form of raw byte B.
-fn push_raw(out: &mut Vec<u8>, b: u8) {
-    out.push(0xC0 | ((b >> 6) & 1));
-    out.push(0x80 | (b & 0x3F));
 }
 
 /// The contents of a string body already checked by the reader.
@@ -870,11 +830,11 @@ pub fn unescape_string(body: &[u8]) -> Vec<u8> {
         match string_escape(body, i) {
             Ok((Escaped::Nothing, len)) => i += len,
             Ok((Escaped::Char(code), len)) => {
-                push_code(&mut out, code);
+                internal::push_char(&mut out, code);
                 i += len;
             }
             Ok((Escaped::Raw(b), len)) => {
-                push_raw(&mut out, b);
+                internal::push_raw(&mut out, b);
                 i += len;
             }
             Err(_) => {
@@ -895,7 +855,7 @@ pub fn unescape_symbol(token: &[u8]) -> Vec<u8> {
         if token[i] == b'\\' && i + 1 < token.len() {
             i += 1;
         }
-        let len = char_len(token[i]).min(token.len() - i);
+        let len = internal::char_len(&token[i..]);
         out.extend_from_slice(&token[i..i + len]);
         i += len;
     }
@@ -911,7 +871,7 @@ mod tests {
     }
 
     fn ok(text: &str) -> Sexp {
-        read(text).unwrap_or_else(|e| panic!("{text:?}: {e}"))
+        read(text).unwrap()
     }
 
     fn sym(name: &str) -> Sexp {
@@ -969,6 +929,11 @@ mod tests {
         assert_eq!(ok("\"a\\\nb\""), string("ab"));
         assert_eq!(ok(r#""\200""#), Sexp::Str(vec![0xC0, 0x80]), "raw byte");
         assert_eq!(ok(r#""\377""#), Sexp::Str(vec![0xC1, 0xBF]));
+        // A backslash before a raw byte's two-byte form keeps the raw byte.
+        assert_eq!(
+            read_one(b"\"\\\xC0\x80\"", 0, &mut Tree).map(|(v, _)| v),
+            Ok(Sexp::Str(vec![0xC0, 0x80]))
+        );
         assert_eq!(ok(r#""\ud800""#), Sexp::Str(vec![0xED, 0xA0, 0x80]));
         assert_eq!(ok(r##"#("ab" 0 1 (face bold))"##), string("ab"));
     }
@@ -1059,7 +1024,7 @@ mod tests {
     #[test]
     fn reports_end_offset() {
         let text = b"  (a b) trailing";
-        let (_, end) = read_one(text, 0, &mut Tree).unwrap_or_else(|e| panic!("{e}"));
+        let (_, end) = read_one(text, 0, &mut Tree).unwrap();
         assert_eq!(end, 7);
     }
 }

@@ -4,7 +4,7 @@ use super::block::{self, Block, Owner};
 use super::reader::Sexp;
 
 fn encode(printed: &str, owner: Option<&str>) -> String {
-    block::encode(printed.as_bytes(), owner).unwrap_or_else(|e| panic!("{printed}: {e}"))
+    block::encode(printed.as_bytes(), owner).unwrap()
 }
 
 fn owners(text: &str) -> Vec<Owner> {
@@ -19,7 +19,7 @@ fn bound(id: &str) -> Owner {
 }
 
 fn decode(text: &str, block: &Block) -> Sexp {
-    block::decode(text.as_bytes(), block).unwrap_or_else(|e| panic!("{e}"))
+    block::decode(text.as_bytes(), block).unwrap()
 }
 
 fn kw(name: &str) -> Sexp {

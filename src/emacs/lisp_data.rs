@@ -4,38 +4,27 @@
 //! Each module call costs far more than the work it does (Emacs sets up
 //! a non-local-exit handler per call), and the `emacs` crate adds an
 //! exit check after each. Decoding thousands of plists is mostly such
-//! calls, so [`RawData`] calls the module API's constructors directly,
-//! checks for a pending non-local exit once at the end ([`RawData::finish`];
-//! after a failure Emacs turns every further call into a no-op), and
-//! avoids calls it can: each symbol is interned once per use of a
+//! calls, so [`RawData`] makes them through [`Raw`] (ADR 0005), checks
+//! for a pending non-local exit once at the end ([`RawData::finish`]),
+//! and avoids calls it can: each symbol is interned once per use of a
 //! `RawData`, and small integers and floats are made once and shared
 //! (both are immutable). Strings are always fresh objects; ASCII ones
 //! are unibyte, as Emacs's own reader makes them.
 
 use std::collections::HashMap;
-use std::ffi::{CString, c_char};
+use std::ffi::CString;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
 use std::vec::Drain;
 
-use emacs::raw::{emacs_env, emacs_value};
+use emacs::raw::emacs_value;
 use emacs::{Env, Result, Value};
 
-use super::errors;
-use super::text::internal_char;
+use super::raw::Raw;
 use crate::codec::reader::{
     Build, ReadError, Scratch, read_one_reusing, read_plain, unescape_string, unescape_symbol,
 };
-use crate::error::{Error, ErrorKind};
-
-type MakeInteger = unsafe extern "C" fn(*mut emacs_env, i64) -> emacs_value;
-type MakeFloat = unsafe extern "C" fn(*mut emacs_env, f64) -> emacs_value;
-type MakeString = unsafe extern "C" fn(*mut emacs_env, *const c_char, isize) -> emacs_value;
-type MakeUnibyte = MakeString;
-type Funcall =
-    unsafe extern "C" fn(*mut emacs_env, emacs_value, isize, *mut emacs_value) -> emacs_value;
-type Intern = unsafe extern "C" fn(*mut emacs_env, *const c_char) -> emacs_value;
-type ExitCheck = unsafe extern "C" fn(*mut emacs_env) -> u32;
+use crate::text::internal;
 
 /// Integers made once and shared.
 const SMALL_INTS: Range<i64> = -16..1024;
@@ -83,15 +72,7 @@ type FastMap<K> = HashMap<K, emacs_value, BuildHasherDefault<WordHash>>;
 
 /// Lisp values made through the raw module API (see the module docs).
 pub(super) struct RawData<'e> {
-    env: &'e Env,
-    raw: *mut emacs_env,
-    make_integer: MakeInteger,
-    make_float: MakeFloat,
-    make_string_fn: MakeString,
-    make_unibyte: MakeUnibyte,
-    funcall: Funcall,
-    intern_fn: Intern,
-    exit_check: ExitCheck,
+    api: Raw<'e>,
     pub nil: emacs_value,
     list: emacs_value,
     vector: emacs_value,
@@ -106,47 +87,11 @@ pub(super) struct RawData<'e> {
     args: Vec<emacs_value>,
 }
 
-fn missing() -> Error {
-    Error::new(ErrorKind::Internal, "The module API lacks a function")
-}
-
 impl<'e> RawData<'e> {
     pub fn new(env: &'e Env) -> Result<Self> {
-        let raw = env.raw();
-        // SAFETY: ENV is the live environment of the current module call.
-        let table = unsafe { &*raw };
-        let (
-            Some(make_integer),
-            Some(make_float),
-            Some(make_string_fn),
-            Some(make_unibyte),
-            Some(funcall),
-            Some(intern_fn),
-            Some(exit_check),
-        ) = (
-            table.make_integer,
-            table.make_float,
-            table.make_string,
-            table.make_unibyte_string,
-            table.funcall,
-            table.intern,
-            table.non_local_exit_check,
-        )
-        else {
-            return errors::signal(env, missing());
-        };
-        // SAFETY: a static, NUL-terminated ASCII name.
-        let sym = |name: &std::ffi::CStr| unsafe { intern_fn(raw, name.as_ptr()) };
+        let api = Raw::new(env)?;
+        let sym = |name: &std::ffi::CStr| api.intern(name);
         let data = RawData {
-            env,
-            raw,
-            make_integer,
-            make_float,
-            make_string_fn,
-            make_unibyte,
-            funcall,
-            intern_fn,
-            exit_check,
             nil: sym(c"nil"),
             list: sym(c"list"),
             vector: sym(c"vector"),
@@ -155,6 +100,7 @@ impl<'e> RawData<'e> {
             concat: sym(c"concat"),
             lisp_intern: sym(c"intern"),
             string_to_number: sym(c"string-to-number"),
+            api,
             symbols: FastMap::default(),
             floats: FastMap::default(),
             ints: vec![None; (SMALL_INTS.end - SMALL_INTS.start) as usize],
@@ -166,15 +112,7 @@ impl<'e> RawData<'e> {
     /// VALUE as a `Value` once no module call has failed; else the
     /// pending signal (which Emacs keeps over the one signalled here).
     pub fn finish(&self, value: emacs_value) -> Result<Value<'e>> {
-        // SAFETY: plain query of the live environment.
-        if unsafe { (self.exit_check)(self.raw) } != 0 {
-            return errors::signal(
-                self.env,
-                Error::new(ErrorKind::Internal, "Building Lisp data failed"),
-            );
-        }
-        // SAFETY: VALUE was made in this environment, which is still live.
-        Ok(unsafe { Value::new(value, self.env) })
+        self.api.finish(value, "Building Lisp data failed")
     }
 
     pub fn int(&mut self, n: i64) -> emacs_value {
@@ -183,13 +121,11 @@ impl<'e> RawData<'e> {
             if let Some(v) = self.ints[slot] {
                 return v;
             }
-            // SAFETY: live environment.
-            let v = unsafe { (self.make_integer)(self.raw, n) };
+            let v = self.api.make_integer(n);
             self.ints[slot] = Some(v);
             return v;
         }
-        // SAFETY: live environment.
-        unsafe { (self.make_integer)(self.raw, n) }
+        self.api.make_integer(n)
     }
 
     pub fn position(&mut self, n: usize) -> emacs_value {
@@ -200,8 +136,7 @@ impl<'e> RawData<'e> {
         if let Some(v) = self.floats.get(&x.to_bits()) {
             return *v;
         }
-        // SAFETY: live environment.
-        let v = unsafe { (self.make_float)(self.raw, x) };
+        let v = self.api.make_float(x);
         self.floats.insert(x.to_bits(), v);
         v
     }
@@ -214,9 +149,7 @@ impl<'e> RawData<'e> {
     }
 
     fn call_args(&mut self, func: emacs_value) -> emacs_value {
-        let n = isize::try_from(self.args.len()).unwrap_or(isize::MAX);
-        // SAFETY: live environment; Emacs only reads the N arguments.
-        unsafe { (self.funcall)(self.raw, func, n, self.args.as_mut_ptr()) }
+        self.api.funcall(func, &mut self.args)
     }
 
     pub fn vector_of(&mut self, items: &[emacs_value]) -> emacs_value {
@@ -238,9 +171,7 @@ impl<'e> RawData<'e> {
     /// (and the cheaper module call: nothing to decode).
     pub fn string(&mut self, bytes: &[u8]) -> emacs_value {
         if bytes.is_ascii() {
-            let len = isize::try_from(bytes.len()).unwrap_or(isize::MAX);
-            // SAFETY: live environment; BYTES has length LEN.
-            return unsafe { (self.make_unibyte)(self.raw, bytes.as_ptr().cast(), len) };
+            return self.api.make_unibyte_string(bytes);
         }
         if std::str::from_utf8(bytes).is_ok() {
             return self.utf8(bytes);
@@ -257,7 +188,9 @@ impl<'e> RawData<'e> {
                 pieces.push(self.utf8(&bytes[i..i + valid]));
                 i += valid;
             } else {
-                let (code, len) = internal_char(&bytes[i..]);
+                let Some((code, len)) = internal::char_at(&bytes[i..]) else {
+                    break;
+                };
                 let code = self.int(i64::from(code));
                 let string = self.string;
                 pieces.push(self.call(string, &[code]));
@@ -269,9 +202,7 @@ impl<'e> RawData<'e> {
     }
 
     fn utf8(&mut self, text: &[u8]) -> emacs_value {
-        let len = isize::try_from(text.len()).unwrap_or(isize::MAX);
-        // SAFETY: live environment; TEXT is valid UTF-8 of length LEN.
-        unsafe { (self.make_string_fn)(self.raw, text.as_ptr().cast(), len) }
+        self.api.make_string(text)
     }
 
     /// The symbol named NAME (Emacs's internal bytes), interned once.
@@ -280,8 +211,7 @@ impl<'e> RawData<'e> {
             return *v;
         }
         let v = match CString::new(name) {
-            // SAFETY: live environment; a NUL-terminated ASCII name.
-            Ok(c) if name.is_ascii() => unsafe { (self.intern_fn)(self.raw, c.as_ptr()) },
+            Ok(c) if name.is_ascii() => self.api.intern(&c),
             _ => {
                 let string = self.string(name);
                 let intern = self.lisp_intern;

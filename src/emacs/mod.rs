@@ -14,6 +14,7 @@ mod errors;
 mod exec;
 mod guard;
 mod lisp_data;
+mod raw;
 mod resource;
 mod sandbox;
 mod schema;

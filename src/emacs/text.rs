@@ -216,31 +216,6 @@ fn copy_for_repair(env: &Env, string: Value<'_>) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// The Emacs character code at the start of BYTES (not valid UTF-8) and
-/// its length: raw-byte pairs, surrogates, extended forms, else the byte
-/// itself as a raw byte.
-pub(super) fn internal_char(bytes: &[u8]) -> (u32, usize) {
-    let lead = bytes[0];
-    let len = match lead {
-        0xC0..=0xDF => 2,
-        0xE0..=0xEF => 3,
-        0xF0..=0xF7 => 4,
-        0xF8 => 5,
-        _ => 1,
-    };
-    if len == 1 || bytes.len() < len || !bytes[1..len].iter().all(|b| (b & 0xC0) == 0x80) {
-        return (0x3F_FF00 + u32::from(lead.max(0x80)), 1);
-    }
-    let init = u32::from(lead) & (0x7F >> len);
-    let code = bytes[1..len]
-        .iter()
-        .fold(init, |acc, &b| (acc << 6) | u32::from(b & 0x3F));
-    if lead == 0xC0 || lead == 0xC1 {
-        return (0x3F_FF00 + (code | 0x80), 2);
-    }
-    (code, len)
-}
-
 /// STRING normalised to valid Unicode text: STRING itself (with its text
 /// properties) when it already is, else a repaired copy in which raw
 /// bytes forming UTF-8 are decoded and every other raw byte, surrogate

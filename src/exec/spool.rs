@@ -12,6 +12,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::text::internal::{self, Lead};
 
 /// Output kept per execution.
 pub const DEFAULT_CAP: u64 = 64 * 1024 * 1024;
@@ -111,22 +112,16 @@ pub fn read_range(file: &File, start: u64, end: u64) -> Vec<u8> {
 }
 
 /// Where a range of possibly still-growing output may end without
-/// splitting a UTF-8 sequence: END moved back over an incomplete final
-/// sequence (at most 3 bytes).
+/// splitting a character: END moved back over an incomplete final
+/// sequence (at most 3 bytes), by the lead classes of `text::internal`.
 pub fn complete_end(file: &File, start: u64, end: u64) -> u64 {
     let from = end.saturating_sub(3).max(start);
     let tail = read_range(file, from, end);
     for (i, &b) in tail.iter().enumerate().rev() {
-        if b & 0xC0 == 0x80 {
+        if internal::is_continuation(b) {
             continue;
         }
-        let need = match b {
-            0x00..=0x7F => 1,
-            0xC0..=0xDF => 2,
-            0xE0..=0xEF => 3,
-            0xF0..=0xF7 => 4,
-            _ => 1,
-        };
+        let need = Lead::of(b).seq_len();
         let have = tail.len() - i;
         return if have < need { from + i as u64 } else { end };
     }

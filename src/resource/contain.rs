@@ -129,9 +129,9 @@ mod tests {
         let dir =
             std::env::temp_dir().join(format!("mevedel-contain-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("root/sub")).unwrap_or_else(|e| panic!("{e}"));
-        std::fs::write(dir.join("root/sub/f.txt"), "x").unwrap_or_else(|e| panic!("{e}"));
-        std::fs::write(dir.join("outside.txt"), "secret").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir_all(dir.join("root/sub")).unwrap();
+        std::fs::write(dir.join("root/sub/f.txt"), "x").unwrap();
+        std::fs::write(dir.join("outside.txt"), "secret").unwrap();
         dir
     }
 
@@ -168,12 +168,12 @@ mod tests {
     fn symlink_escapes_are_refused() {
         let d = tmp("link");
         let root = d.join("root");
-        symlink("/etc", root.join("etc")).unwrap_or_else(|e| panic!("{e}"));
-        symlink(d.join("outside.txt"), root.join("sub/out")).unwrap_or_else(|e| panic!("{e}"));
+        symlink("/etc", root.join("etc")).unwrap();
+        symlink(d.join("outside.txt"), root.join("sub/out")).unwrap();
         // A chain: inner -> hop (inside) -> etc (outside).
-        symlink(root.join("etc"), root.join("hop")).unwrap_or_else(|e| panic!("{e}"));
-        symlink("../../nowhere", root.join("dangling")).unwrap_or_else(|e| panic!("{e}"));
-        symlink("sub", root.join("inner")).unwrap_or_else(|e| panic!("{e}"));
+        symlink(root.join("etc"), root.join("hop")).unwrap();
+        symlink("../../nowhere", root.join("dangling")).unwrap();
+        symlink("sub", root.join("inner")).unwrap();
         assert_eq!(
             contain(&root, &v(&["etc", "passwd"])),
             Err(Escape::Symlink(1))

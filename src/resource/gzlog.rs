@@ -90,10 +90,10 @@ mod tests {
     use super::*;
 
     fn write_gz(path: &Path, text: &[u8]) {
-        let file = File::create(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let file = File::create(path).expect("write a test file");
         let mut enc = GzEncoder::new(file, Compression::default());
-        enc.write_all(text).unwrap_or_else(|e| panic!("{e}"));
-        enc.finish().unwrap_or_else(|e| panic!("{e}"));
+        enc.write_all(text).unwrap();
+        enc.finish().unwrap();
     }
 
     #[test]
@@ -112,21 +112,20 @@ mod tests {
     fn inflation_is_bounded() {
         let dir = std::env::temp_dir().join(format!("mevedel-gzlog-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("a.log.gz");
         write_gz(&p, &b"0123456789\n".repeat(100));
         let mut all = String::new();
         open(&p, 1100)
             .and_then(|mut r| r.read_to_string(&mut all))
-            .unwrap_or_else(|e| panic!("{e}"));
+            .unwrap();
         assert_eq!(all.len(), 1100);
         let err = open(&p, 1099)
             .and_then(|mut r| r.read_to_string(&mut String::new()))
-            .err()
-            .unwrap_or_else(|| panic!("read past the limit"));
+            .expect_err("read past the limit");
         assert!(err.to_string().contains("view limit"), "{err}");
         assert_eq!(visible_logical(&p), Some(dir.join("a.log")));
-        std::fs::write(dir.join("a.log"), "plain").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.join("a.log"), "plain").unwrap();
         assert_eq!(visible_logical(&p), None);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -253,11 +253,11 @@ mod tests {
 
     #[test]
     fn first_page_and_continuation() {
-        let out = run(&text(5), None, Some(2), None).unwrap_or_else(|e| panic!("{e}"));
+        let out = run(&text(5), None, Some(2), None).unwrap();
         assert!(out.starts_with("     1\tline 1\n     2\tline 2\n"));
         assert!(out.contains("Showing lines 1-2 of 5"));
         assert!(out.contains("\"offset\": 3, \"limit\": 2"));
-        let out = run(&text(5), Some(4), None, None).unwrap_or_else(|e| panic!("{e}"));
+        let out = run(&text(5), Some(4), None, None).unwrap();
         assert_eq!(out, "     4\tline 4\n     5\tline 5\n");
     }
 
@@ -268,9 +268,7 @@ mod tests {
             (None, Some(-3), None),
             (None, None, Some(-2)),
         ] {
-            let e = run("x\n", o, l, c)
-                .err()
-                .unwrap_or_else(|| panic!("no error"));
+            let e = run("x\n", o, l, c).expect_err("no error");
             assert!(e.message.contains("must not be negative"), "{}", e.message);
         }
         assert!(run("x\n", None, Some(0), None).is_err());
@@ -278,9 +276,7 @@ mod tests {
 
     #[test]
     fn offset_past_the_end_names_bounds_and_retry() {
-        let e = run(&text(30), Some(31), Some(10), None)
-            .err()
-            .unwrap_or_else(|| panic!("no error"));
+        let e = run(&text(30), Some(31), Some(10), None).expect_err("no error");
         assert!(e.message.contains("offset 31"), "{}", e.message);
         assert!(e.message.contains("lines 1-30"), "{}", e.message);
         assert!(
@@ -291,9 +287,7 @@ mod tests {
         );
         // The retry itself works.
         assert!(run(&text(30), Some(21), Some(10), None).is_ok());
-        let e = run(&text(3), Some(9), None, None)
-            .err()
-            .unwrap_or_else(|| panic!("no error"));
+        let e = run(&text(3), Some(9), None, None).expect_err("no error");
         assert!(
             e.message.contains("\"offset\": 1, \"limit\": 2000"),
             "{}",
@@ -303,18 +297,16 @@ mod tests {
 
     #[test]
     fn empty_text_is_a_successful_empty_result() {
-        let out = run("", None, None, None).unwrap_or_else(|e| panic!("{e}"));
+        let out = run("", None, None, None).unwrap();
         assert!(out.contains("is empty"));
         assert!(run("", Some(5), None, None).is_ok());
     }
 
     #[test]
     fn last_line_without_newline_and_crlf() {
-        let out = run("a\r\nb", None, None, None).unwrap_or_else(|e| panic!("{e}"));
+        let out = run("a\r\nb", None, None, None).unwrap();
         assert_eq!(out, "     1\ta\n     2\tb\n");
-        let e = run("a\nb", Some(3), None, None)
-            .err()
-            .unwrap_or_else(|| panic!("no error"));
+        let e = run("a\nb", Some(3), None, None).expect_err("no error");
         assert!(e.message.contains("lines 1-2"));
     }
 
@@ -322,15 +314,13 @@ mod tests {
     fn long_lines_continue_by_char_offset() {
         let long: String = "é".repeat(LINE_CAP + 500);
         let src = format!("short\n{long}\nend\n");
-        let out = run(&src, None, None, None).unwrap_or_else(|e| panic!("{e}"));
+        let out = run(&src, None, None, None).unwrap();
         assert!(out.contains("[line 2 continues: 2000 of 2500 characters shown"));
         assert!(out.contains("\"offset\": 2, \"limit\": 1, \"char_offset\": 2000"));
         assert!(out.ends_with("     3\tend\n"));
-        let next = run(&src, Some(2), Some(1), Some(2000)).unwrap_or_else(|e| panic!("{e}"));
+        let next = run(&src, Some(2), Some(1), Some(2000)).unwrap();
         assert_eq!(next, format!("     2\t{}\n", "é".repeat(500)));
-        let e = run(&src, Some(2), Some(1), Some(2500))
-            .err()
-            .unwrap_or_else(|| panic!("no error"));
+        let e = run(&src, Some(2), Some(1), Some(2500)).expect_err("no error");
         assert!(e.message.contains("2500 characters"), "{}", e.message);
     }
 
@@ -338,7 +328,7 @@ mod tests {
     fn page_budget_stops_at_a_line_boundary() {
         let line = "x".repeat(1500);
         let src: String = (0..200).map(|_| format!("{line}\n")).collect();
-        let out = run(&src, None, None, None).unwrap_or_else(|e| panic!("{e}"));
+        let out = run(&src, None, None, None).unwrap();
         assert!(out.len() <= PAGE_BUDGET + 400);
         assert!(out.contains("character budget"));
         assert!(out.contains("of 200"));

@@ -314,14 +314,14 @@ struct Fixture {
 }
 
 fn mkdir(p: &Path) {
-    std::fs::create_dir_all(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    std::fs::create_dir_all(p).expect("create a test directory");
 }
 
 fn write(p: &Path, text: &str) {
     if let Some(parent) = p.parent() {
         mkdir(parent);
     }
-    std::fs::write(p, text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    std::fs::write(p, text).expect("write a test file");
 }
 
 fn fixture(name: &str) -> Fixture {
@@ -377,9 +377,9 @@ fn read(f: &Fixture, addr: &str) -> Result<String, String> {
 fn containment_attacks_are_refused_before_permission() {
     let f = fixture("attacks");
     let local = f.ctx.session_dir.clone().unwrap_or_default().join("local");
-    symlink("/etc", local.join("etc")).unwrap_or_else(|e| panic!("{e}"));
-    symlink(local.join("etc"), local.join("chain")).unwrap_or_else(|e| panic!("{e}"));
-    symlink(f.dir.join("outside.txt"), f.dir.join("docs/out.md")).unwrap_or_else(|e| panic!("{e}"));
+    symlink("/etc", local.join("etc")).unwrap();
+    symlink(local.join("etc"), local.join("chain")).unwrap();
+    symlink(f.dir.join("outside.txt"), f.dir.join("docs/out.md")).unwrap();
     for addr in [
         "work://../outside.txt",
         "work://%2E%2E/outside.txt",
@@ -417,16 +417,16 @@ fn families_read_through_attempts() {
         read(&f, "work://notes.txt"),
         Ok("     1\tone\n     2\ttwo\n".into())
     );
-    let both = read(&f, "work://").unwrap_or_else(|e| panic!("{e}"));
+    let both = read(&f, "work://").unwrap();
     assert!(both.contains("work://notes.txt"), "{both}");
     assert!(
         both.contains("ApplyPatch can create files under work://shared/"),
         "{both}"
     );
-    let shared = read(&f, "work://shared/").unwrap_or_else(|e| panic!("{e}"));
+    let shared = read(&f, "work://shared/").unwrap();
     assert!(shared.contains("ApplyPatch can create"), "{shared}");
     assert!(read(&f, "work://missing.txt").is_err_and(|e| e.contains("does not exist")));
-    let arts = read(&f, "artifact://").unwrap_or_else(|e| panic!("{e}"));
+    let arts = read(&f, "artifact://").unwrap();
     assert_eq!(
         arts.lines()
             .filter(|l| l.starts_with("artifact://"))
@@ -446,9 +446,9 @@ fn families_read_through_attempts() {
         read(&f, "memory://local-mevedel/topic.md"),
         Ok("     1\tremember\n".into())
     );
-    let union = read(&f, "memory://root").unwrap_or_else(|e| panic!("{e}"));
+    let union = read(&f, "memory://root").unwrap();
     assert!(union.contains("memory://local-mevedel/topic.md"), "{union}");
-    let journal = read(&f, "memory://journal/").unwrap_or_else(|e| panic!("{e}"));
+    let journal = read(&f, "memory://journal/").unwrap();
     assert_eq!(journal, "memory://journal/2026-05-01T12%3A30%3A00Z.md\n");
     assert!(
         read(&f, "memory://journal/2026-04-01T12:30:00Z.md").is_err_and(|e| e.contains("14-day"))
@@ -466,7 +466,7 @@ fn families_read_through_attempts() {
         read(&f, &format!("skill://bar@{digest}"))
             .is_err_and(|e| e.contains("belongs to skill `foo`"))
     );
-    let listing = read(&f, "skill://").unwrap_or_else(|e| panic!("{e}"));
+    let listing = read(&f, "skill://").unwrap();
     assert!(listing.contains("skill://local-mevedel/foo") && listing.contains(&digest));
     // Unavailable families have distinct messages, after preparation.
     let mut seen = std::collections::HashSet::new();
@@ -478,7 +478,7 @@ fn families_read_through_attempts() {
         "shared://",
         "shared://i",
     ] {
-        let a = prepare(addr, Operation::Read, &f.ctx).unwrap_or_else(|e| panic!("{addr}: {e}"));
+        let a = prepare(addr, Operation::Read, &f.ctx).unwrap();
         let Target::Unavailable(msg) = a.target else {
             panic!("{addr} is available")
         };
@@ -497,11 +497,11 @@ fn missing_owners_are_unavailable() {
         "memory://journal/",
         "mevedel://",
     ] {
-        let a = prepare(addr, Operation::Read, &ctx).unwrap_or_else(|e| panic!("{addr}: {e}"));
+        let a = prepare(addr, Operation::Read, &ctx).unwrap();
         assert!(matches!(a.target, Target::Unavailable(_)), "{addr}");
     }
-    let a = prepare("memory://root", Operation::Read, &ctx).unwrap_or_else(|e| panic!("{e}"));
-    let text = super::read::read_attempt(&a, &Default::default()).unwrap_or_else(|e| panic!("{e}"));
+    let a = prepare("memory://root", Operation::Read, &ctx).unwrap();
+    let text = super::read::read_attempt(&a, &Default::default()).unwrap();
     assert!(text.contains("No memory roots are configured"));
 }
 
@@ -594,11 +594,10 @@ fn write_gz(p: &Path, text: &str) {
     if let Some(parent) = p.parent() {
         mkdir(parent);
     }
-    let file = std::fs::File::create(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let file = std::fs::File::create(p).expect("write a test file");
     let mut enc = flate2::write::GzEncoder::new(file, flate2::Compression::default());
-    enc.write_all(text.as_bytes())
-        .unwrap_or_else(|e| panic!("{e}"));
-    enc.finish().unwrap_or_else(|e| panic!("{e}"));
+    enc.write_all(text.as_bytes()).unwrap();
+    enc.finish().unwrap();
 }
 
 fn search_text(
@@ -607,8 +606,8 @@ fn search_text(
     op: Operation,
     run: &dyn Fn(&crate::search::Plan) -> String,
 ) -> String {
-    let attempt = prepare(addr, op, &f.ctx).unwrap_or_else(|e| panic!("{addr}: {e}"));
-    let plan = crate::search::Plan::for_attempt(&attempt).unwrap_or_else(|e| panic!("{addr}: {e}"));
+    let attempt = prepare(addr, op, &f.ctx).unwrap();
+    let plan = crate::search::Plan::for_attempt(&attempt).unwrap();
     run(&plan)
 }
 
@@ -635,8 +634,7 @@ fn compressed_execution_logs_answer_to_logical_names() {
         read(&f, "artifact://executions/run1.log"),
         Ok("     1\tfirst line\n     2\tsecond defun\n".into())
     );
-    let attempt = prepare("artifact://executions/run1.log", Operation::Read, &f.ctx)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let attempt = prepare("artifact://executions/run1.log", Operation::Read, &f.ctx).unwrap();
     let page = super::page::PageRequest {
         offset: Some(2),
         limit: Some(1),
@@ -659,7 +657,7 @@ fn compressed_execution_logs_answer_to_logical_names() {
     let glob = |pattern: &'static str| {
         move |plan: &crate::search::Plan| {
             crate::search::glob(plan, pattern, &Budget::unlimited())
-                .unwrap_or_else(|e| panic!("{e}"))
+                .unwrap()
                 .text
         }
     };
@@ -686,7 +684,7 @@ fn compressed_execution_logs_answer_to_logical_names() {
                 ..Options::default()
             };
             crate::search::grep(plan, &opts, &Budget::unlimited())
-                .unwrap_or_else(|e| panic!("{e}"))
+                .unwrap()
                 .text
         }
     };

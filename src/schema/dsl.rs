@@ -557,7 +557,7 @@ mod tests {
                  "properties":[{"name":"x","type":"integer"},{"name":"y","type":"string"}],
                  "required":["x"]}]"#,
         )
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
         assert_eq!(spec.summary, "Does things.");
         assert_eq!(spec.category, "mevedel");
         assert_eq!(spec.identity, "T");

@@ -138,7 +138,7 @@ mod tests {
         parse_tool(&format!(
             r#"{{"name":"T","description":"D.","args":{args}}}"#
         ))
-        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap()
     }
 
     fn golden(arg: &str, expected: Value) {

@@ -38,7 +38,7 @@ fn grep() -> CompiledTool {
 }
 
 fn tool(descriptor: Value) -> CompiledTool {
-    CompiledTool::compile(&descriptor.to_string()).unwrap_or_else(|e| panic!("{e}"))
+    CompiledTool::compile(&descriptor.to_string()).unwrap()
 }
 
 fn repaired(outcome: Outcome) -> (Value, Vec<Repair>, String) {
@@ -268,7 +268,7 @@ fn three_rule_repair_of_the_benchmark_call() {
             r#"{"pattern":"defun","path":null,"head_limit":"10","-i":"true"}"#,
             true,
         )
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     let (args, repairs, _) = repaired(outcome);
     assert_eq!(args, json!({"pattern":"defun","head_limit":10,"-i":true}));
     assert_eq!(rules(&repairs), [1, 2, 2]);
@@ -304,7 +304,7 @@ fn the_invalid_benchmark_call_lists_every_issue_without_values() {
     let t = grep();
     let issues = invalid(
         t.check_json(r#"{"path":"src","head_limit":"ten","bogus":1}"#, true)
-            .unwrap_or_else(|e| panic!("{e}")),
+            .unwrap(),
     );
     let mut paths = issue_paths(&issues);
     paths.sort();
@@ -665,8 +665,8 @@ fn property_repair_never_panics_never_changes_valid_input_commits_only_valid() {
         ..Config::default()
     });
     let strategy = tool_descriptor().prop_flat_map(|descriptor| {
-        let spec = dsl::parse_tool(&descriptor.to_string())
-            .unwrap_or_else(|e| panic!("generator made a bad descriptor: {e}"));
+        let spec =
+            dsl::parse_tool(&descriptor.to_string()).expect("generator made a bad descriptor");
         let input = input_for(&spec.root);
         (Just(descriptor), input)
     });

@@ -181,32 +181,29 @@ mod tests {
 
     #[test]
     fn offset_and_limit() {
-        let p = page(found(5), 1, 2, "none", "Grep").unwrap_or_else(|e| panic!("{e}"));
+        let p = page(found(5), 1, 2, "none", "Grep").unwrap();
         assert!(p.text.starts_with("l1\n--\nl2\n"), "{}", p.text);
         assert!(
             p.text
                 .contains("Showing output lines 2-3 of 5. Continue with offset=3")
         );
-        let p = page(found(5), 0, 0, "none", "Grep").unwrap_or_else(|e| panic!("{e}"));
+        let p = page(found(5), 0, 0, "none", "Grep").unwrap();
         assert_eq!(p.shown, 5);
         assert_eq!(p.text, "l0\nl1\n--\nl2\nl3\nl4\n");
-        let p = page(found(5), 2, 1, "none", "Grep").unwrap_or_else(|e| panic!("{e}"));
+        let p = page(found(5), 2, 1, "none", "Grep").unwrap();
         assert!(p.text.starts_with("l2\n\n[Showing"), "{}", p.text);
     }
 
     #[test]
     fn offset_past_the_end_is_an_error_but_no_matches_is_not() {
-        let e = page(found(3), 3, 10, "none", "Grep")
-            .err()
-            .unwrap_or_else(|| panic!("ok"));
+        let e = page(found(3), 3, 10, "none", "Grep").expect_err("ok");
         assert!(
             e.message.contains("offset 3 is past the last output line"),
             "{}",
             e.message
         );
         assert!(e.message.contains("0 to 2"));
-        let p =
-            page(found(0), 0, 10, "No matches found.", "Grep").unwrap_or_else(|e| panic!("{e}"));
+        let p = page(found(0), 0, 10, "No matches found.", "Grep").unwrap();
         assert_eq!(p.text, "No matches found.");
     }
 }

@@ -16,9 +16,9 @@ use super::{Plan, Root};
 
 fn write(p: &Path, bytes: &[u8]) {
     if let Some(parent) = p.parent() {
-        std::fs::create_dir_all(parent).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir_all(parent).unwrap();
     }
-    std::fs::write(p, bytes).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    std::fs::write(p, bytes).expect("write a test file");
 }
 
 /// The fixture: DIR/tree is searched, DIR/outside is not.
@@ -60,7 +60,7 @@ fn fixture(name: &str) -> PathBuf {
     }
     write(&dir.join("outside/out.el"), b"(defun outside ())\n");
     let link = |target: &Path, at: &str| {
-        symlink(target, t.join(at)).unwrap_or_else(|e| panic!("{at}: {e}"));
+        symlink(target, t.join(at)).unwrap();
     };
     link(Path::new("sub/c.el"), "link_in.el");
     link(&dir.join("outside/out.el"), "link_out.el");
@@ -82,7 +82,7 @@ fn rg(cwd: &Path, args: &[&str]) -> Vec<String> {
         .args(VCS_GLOBS)
         .stdin(Stdio::null())
         .output()
-        .unwrap_or_else(|e| panic!("ripgrep (rg) must be installed (scripts/deps.sh): {e}"));
+        .expect("ripgrep (rg) must be installed (scripts/deps.sh)");
     assert!(
         out.status.code() == Some(0) || out.status.code() == Some(1),
         "rg {args:?} failed: {}",
@@ -102,16 +102,14 @@ fn root(tree: &Path) -> Root {
 }
 
 fn ours_grep(tree: &Path, opts: &Options) -> Vec<String> {
-    let found = super::grep::grep_lines(&[root(tree)], opts, &Budget::unlimited())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let found = super::grep::grep_lines(&[root(tree)], opts, &Budget::unlimited()).unwrap();
     let mut lines: Vec<String> = found.lines().map(str::to_string).collect();
     lines.sort();
     lines
 }
 
 fn ours_glob(tree: &Path, pattern: &str) -> Vec<String> {
-    let found = super::glob::glob_lines(&[root(tree)], pattern, &Budget::unlimited())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let found = super::glob::glob_lines(&[root(tree)], pattern, &Budget::unlimited()).unwrap();
     let mut lines: Vec<String> = found.lines().map(str::to_string).collect();
     lines.sort();
     lines
@@ -323,8 +321,7 @@ fn glob_patterns_are_checked_and_narrowed() {
     // A link inside the root is simply not followed; a missing qualified
     // directory is an ordinary no-match.
     for none in ["dirlink_in/**", "missing/dir/*.el"] {
-        let found =
-            super::glob::glob_lines(&[root(&tree)], none, &b).unwrap_or_else(|e| panic!("{e}"));
+        let found = super::glob::glob_lines(&[root(&tree)], none, &b).unwrap();
         assert!(found.is_empty(), "{none}");
     }
     let grep_bad = Options {
@@ -340,13 +337,12 @@ fn explicit_paths_select_ignored_content() {
     let tree = dir.join("tree");
     let b = Budget::unlimited();
     let file = Root::ordinary(&tree.join("ignored.txt"), "ignored.txt");
-    let found = super::grep::grep_lines(&[file], &opts("defun", Mode::Content), &b)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let found = super::grep::grep_lines(&[file], &opts("defun", Mode::Content), &b).unwrap();
     assert_eq!(found.len(), 1);
     assert_eq!(found.line(0), "ignored.txt:1:defun ignored");
     let build = Root::ordinary(&tree.join("build"), "build");
-    let found = super::grep::grep_lines(&[build], &opts("defun", Mode::FilesWithMatches), &b)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let found =
+        super::grep::grep_lines(&[build], &opts("defun", Mode::FilesWithMatches), &b).unwrap();
     assert_eq!(found.lines().collect::<Vec<_>>(), ["build/out.el"]);
 }
 
@@ -356,8 +352,7 @@ fn pagination_and_errors() {
     let tree = dir.join("tree");
     let b = Budget::unlimited();
     let plan = Plan::ordinary(root(&tree));
-    let all =
-        super::grep(&plan, &opts("defun", Mode::Content), &b).unwrap_or_else(|e| panic!("{e}"));
+    let all = super::grep(&plan, &opts("defun", Mode::Content), &b).unwrap();
     assert!(all.total > 5);
     let page = super::grep(
         &plan,
@@ -368,7 +363,7 @@ fn pagination_and_errors() {
         },
         &b,
     )
-    .unwrap_or_else(|e| panic!("{e}"));
+    .unwrap();
     assert_eq!(page.shown, 2);
     assert!(
         page.text
@@ -385,8 +380,7 @@ fn pagination_and_errors() {
         &b,
     );
     assert!(past.is_err_and(|e| e.message.contains("past the last output line")));
-    let none =
-        super::grep(&plan, &opts("zzzz", Mode::Content), &b).unwrap_or_else(|e| panic!("{e}"));
+    let none = super::grep(&plan, &opts("zzzz", Mode::Content), &b).unwrap();
     assert_eq!(none.text, "No matches found.");
     assert!(
         super::grep(&plan, &opts("(", Mode::Content), &b)
@@ -426,7 +420,7 @@ fn cancellation_and_timeout() {
         &opts("defun", Mode::Content),
         &b,
     )
-    .unwrap_or_else(|e| panic!("{e}"));
+    .unwrap();
     assert!(p.partial);
     assert!(
         p.text.contains("Partial results") && p.text.contains("narrow `path`"),
@@ -446,7 +440,7 @@ fn long_lines_are_previewed_with_a_read_continuation() {
     let file = Root::ordinary(&tree.join("min.js"), "min.js");
     let found =
         super::grep::grep_lines(&[file], &opts("defun", Mode::Content), &Budget::unlimited())
-            .unwrap_or_else(|e| panic!("{e}"));
+            .unwrap();
     let line = found.line(0);
     assert!(line.starts_with("min.js:1:xxx"));
     assert!(

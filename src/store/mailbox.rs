@@ -161,8 +161,8 @@ mod tests {
     fn post_read_deliver_once() {
         let dir = std::env::temp_dir().join(format!("mevedel-mailbox-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
-        let store = Store::open(&dir.join("session.sqlite")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = Store::open(&dir.join("session.sqlite")).unwrap();
         let post = |recipient: &str, payload: &str| {
             store
                 .mailbox_post(&NewMessage {
@@ -172,14 +172,12 @@ mod tests {
                     payload: payload.into(),
                     attrs: Vec::new(),
                 })
-                .unwrap_or_else(|e| panic!("{e}"))
+                .unwrap()
         };
         let first = post("/root", "one");
         let second = post("/root", "two é");
         post("/root/other", "elsewhere");
-        let unread = store
-            .mailbox_unread("/root")
-            .unwrap_or_else(|e| panic!("{e}"));
+        let unread = store.mailbox_unread("/root").unwrap();
         assert_eq!(
             unread
                 .iter()
@@ -207,8 +205,8 @@ mod tests {
         let dir =
             std::env::temp_dir().join(format!("mevedel-mailbox-attrs-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
-        let store = Store::open(&dir.join("session.sqlite")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = Store::open(&dir.join("session.sqlite")).unwrap();
         let message = |payload: &str| NewMessage {
             recipient: "/root".into(),
             sender: Some("x1".into()),
@@ -221,12 +219,10 @@ mod tests {
         };
         let ids = store
             .mailbox_post_all(&[message("one"), message("two")])
-            .unwrap_or_else(|e| panic!("{e}"));
+            .unwrap();
         assert_eq!(ids.len(), 2);
         assert!(ids[0] < ids[1]);
-        let unread = store
-            .mailbox_unread("/root")
-            .unwrap_or_else(|e| panic!("{e}"));
+        let unread = store.mailbox_unread("/root").unwrap();
         assert_eq!(unread[1].attrs[1], ("description".into(), "d".into()));
         assert_eq!(store.mailbox_undelivered_bytes("x1").ok(), Some(6));
         assert_eq!(store.mailbox_mark_delivered(&ids[..1]).ok(), Some(1));

@@ -119,7 +119,7 @@ mod tests {
     fn temp_dir(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("mevedel-store-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir_all(&dir).unwrap();
         dir
     }
 
@@ -127,7 +127,7 @@ mod tests {
     fn opens_in_wal_mode_with_current_schema() {
         let dir = temp_dir("open");
         let path = dir.join("session.sqlite");
-        let store = Store::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        let store = Store::open(&path).unwrap();
         assert_eq!(store.journal_mode().ok().as_deref(), Some("wal"));
         assert_eq!(
             store.schema_version().ok(),
@@ -135,7 +135,7 @@ mod tests {
         );
         drop(store);
         // Reopening runs no migration twice.
-        let again = Store::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        let again = Store::open(&path).unwrap();
         assert_eq!(
             again.schema_version().ok(),
             Some(schema::MIGRATIONS.len() as i64)

@@ -5,11 +5,12 @@
 //! continuation byte `0x80..=0xBF`), so counting lead bytes converts
 //! between the two without decoding.
 
-/// Characters in BYTES: the bytes that are not UTF-8 continuation bytes
-/// (`0x80..=0xBF`, which are exactly the bytes below -64 as `i8`). The
+use super::internal::is_continuation;
+
+/// Characters in BYTES: the bytes that are not continuation bytes. The
 /// loop is written so the compiler vectorises it.
 pub fn char_count(bytes: &[u8]) -> usize {
-    bytes.iter().filter(|&&b| (b as i8) >= -0x40).count()
+    bytes.iter().filter(|&&b| !is_continuation(b)).count()
 }
 
 /// Converts increasing byte offsets into character positions in one
@@ -53,7 +54,7 @@ impl<'a> ByteToChar<'a> {
 pub fn byte_at_char(bytes: &[u8], pos: usize) -> usize {
     let mut seen = 0usize;
     for (i, &b) in bytes.iter().enumerate() {
-        if (b & 0xC0) != 0x80 {
+        if !is_continuation(b) {
             if seen == pos {
                 return i;
             }

@@ -1,13 +1,16 @@
-//! Text utilities: head/tail previews, Unicode normalisation, and
-//! positions in Emacs's generalized UTF-8.
+//! Text utilities: Emacs's internal encoding, head/tail previews,
+//! Unicode normalisation, and positions in Emacs's generalized UTF-8.
 //!
 //! Text reaches Rust as the bytes of an Emacs string (see
 //! `src/emacs/text.rs`): UTF-8, except that surrogate code points may
 //! appear in their three-byte generalized form. Every character starts
 //! with exactly one byte outside `0x80..=0xBF`, which is all that
 //! [`chars`] needs to turn byte offsets into Lisp character positions.
+//! Bytes in Emacs's full internal form (raw bytes, characters above
+//! U+10FFFF) are read only through [`internal`].
 
 pub mod chars;
+pub mod internal;
 pub mod preview;
 pub mod unicode;
 

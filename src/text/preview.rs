@@ -114,7 +114,7 @@ mod tests {
     #[test]
     fn equal_budgets_exact_omitted_count() {
         let text = "x".repeat(1000);
-        let p = head_tail(&text, 100).unwrap_or_else(|| panic!("needs a preview"));
+        let p = head_tail(&text, 100).expect("needs a preview");
         assert_eq!(p.head_chars, 50);
         assert_eq!(p.tail_chars, 50);
         assert_eq!(p.omitted_chars, 900);
@@ -125,7 +125,7 @@ mod tests {
     fn cuts_move_to_nearby_newlines() {
         // Lines of 10 characters; a side budget of 55 ends mid-line.
         let text = numbered_lines(100);
-        let p = head_tail(&text, 110).unwrap_or_else(|| panic!("needs a preview"));
+        let p = head_tail(&text, 110).expect("needs a preview");
         assert!(p.head.ends_with('\n'), "head {:?}", p.head);
         assert_eq!(p.head, numbered_lines(5));
         assert!(p.tail.starts_with("line "), "tail {:?}", p.tail);
@@ -139,7 +139,7 @@ mod tests {
     #[test]
     fn far_newlines_are_not_used() {
         let text = format!("a\n{}\nb", "y".repeat(500));
-        let p = head_tail(&text, 100).unwrap_or_else(|| panic!("needs a preview"));
+        let p = head_tail(&text, 100).expect("needs a preview");
         assert_eq!(p.head_chars, 50);
         assert_eq!(p.tail_chars, 50);
         assert_eq!(p.omitted_first_line, 2);
@@ -149,16 +149,16 @@ mod tests {
     #[test]
     fn counts_characters_not_bytes() {
         let text = "é".repeat(300);
-        let p = head_tail(&text, 100).unwrap_or_else(|| panic!("needs a preview"));
+        let p = head_tail(&text, 100).expect("needs a preview");
         assert_eq!((p.head_chars, p.tail_chars, p.omitted_chars), (50, 50, 200));
         assert_eq!(p.head, "é".repeat(50));
     }
 
     #[test]
     fn odd_and_tiny_budgets() {
-        let p = head_tail("abcdef", 1).unwrap_or_else(|| panic!("needs a preview"));
+        let p = head_tail("abcdef", 1).expect("needs a preview");
         assert_eq!((p.head, p.tail, p.omitted_chars), ("", "", 6));
-        let p = head_tail("abcdef", 5).unwrap_or_else(|| panic!("needs a preview"));
+        let p = head_tail("abcdef", 5).expect("needs a preview");
         assert_eq!((p.head, p.tail, p.omitted_chars), ("ab", "ef", 2));
     }
 }

@@ -12,6 +12,8 @@
 //!   overlong forms, stray continuation bytes and truncated sequences
 //!   become U+FFFD (one per complete sequence, else one per byte).
 
+use super::internal::{self, Unit};
+
 /// The result of [`normalize`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Normalized {
@@ -22,42 +24,6 @@ pub enum Normalized {
 }
 
 const REPLACEMENT: char = '\u{FFFD}';
-
-fn is_continuation(b: u8) -> bool {
-    (b & 0xC0) == 0x80
-}
-
-/// One decoded unit of generalized UTF-8.
-enum Unit {
-    /// A code point (possibly a surrogate or above U+10FFFF) and its length.
-    Code(u32, usize),
-    /// An invalid byte, to be replaced on its own.
-    Invalid,
-}
-
-/// Decode the generalized sequence at the start of BYTES (non-empty).
-fn decode_unit(bytes: &[u8]) -> Unit {
-    let lead = bytes[0];
-    let (len, init, min) = match lead {
-        0x00..=0x7F => return Unit::Code(u32::from(lead), 1),
-        0xC0..=0xDF => (2, u32::from(lead & 0x1F), 0x80),
-        0xE0..=0xEF => (3, u32::from(lead & 0x0F), 0x800),
-        0xF0..=0xF7 => (4, u32::from(lead & 0x07), 0x1_0000),
-        0xF8 => (5, 0, 0x20_0000),
-        _ => return Unit::Invalid,
-    };
-    if bytes.len() < len || !bytes[1..len].iter().all(|&b| is_continuation(b)) {
-        return Unit::Invalid;
-    }
-    let value = bytes[1..len]
-        .iter()
-        .fold(init, |acc, &b| (acc << 6) | u32::from(b & 0x3F));
-    if value < min {
-        // Overlong, including Emacs's internal C0/C1 raw-byte forms.
-        return Unit::Code(u32::MAX, len);
-    }
-    Unit::Code(value, len)
-}
 
 fn is_high_surrogate(c: u32) -> bool {
     (0xD800..=0xDBFF).contains(&c)
@@ -88,16 +54,12 @@ fn repair(bytes: &[u8], valid_up_to: usize) -> String {
             }
             Err(_) => {}
         }
-        match decode_unit(&bytes[i..]) {
-            Unit::Invalid => {
-                out.push(REPLACEMENT);
-                i += 1;
-            }
-            Unit::Code(high, len) if is_high_surrogate(high) => {
-                if let Some(Unit::Code(low, len2)) = bytes
-                    .get(i + len..)
-                    .filter(|rest| !rest.is_empty())
-                    .map(decode_unit)
+        let Some((unit, len)) = internal::decode(&bytes[i..]) else {
+            break;
+        };
+        match unit {
+            Unit::Char(high) if is_high_surrogate(high) => {
+                if let Some((Unit::Char(low), len2)) = internal::decode(&bytes[i + len..])
                     && is_low_surrogate(low)
                 {
                     let c = 0x1_0000 + ((high - 0xD800) << 10) + (low - 0xDC00);
@@ -106,13 +68,13 @@ fn repair(bytes: &[u8], valid_up_to: usize) -> String {
                     continue;
                 }
                 out.push(REPLACEMENT);
-                i += len;
             }
-            Unit::Code(c, len) => {
-                out.push(char::from_u32(c).unwrap_or(REPLACEMENT));
-                i += len;
-            }
+            // Values above U+10FFFF and lone low surrogates fail here.
+            Unit::Char(c) => out.push(char::from_u32(c).unwrap_or(REPLACEMENT)),
+            // Emacs's raw-byte form is an overlong form in UTF-8.
+            Unit::Raw(_) | Unit::Malformed | Unit::Stray(_) => out.push(REPLACEMENT),
         }
+        i += len;
     }
     out
 }
