@@ -208,7 +208,7 @@ Behavior: :read-only-p :snapshot-p :destructive-p :async-p.
 Permissions: :check-permission :check-permission-async :get-path
 :get-paths :get-pattern :get-domain :get-name :grant-request (a
 function of the arguments returning the sandbox grant they ask for,
-or nil; a grant is always asked about, see `mevedel-chat-permission').
+or nil; a grant is always asked about, see `mevedel-permissions-judge').
 Loading and grouping: :category (default \"mevedel\") :groups :wrap
 :prompt-file.
 Display and output: :summary (default: the description's first
