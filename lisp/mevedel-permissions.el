@@ -280,13 +280,13 @@ Each key is a tool name or (command . KEY) for a command key."
 ;;;; Decisions
 
 (defun mevedel-permissions-mode (session)
-  "Return the permission mode of calls in SESSION (nil: outside sessions)."
+  "Return the permission mode in SESSION, or `ask' outside any session."
   (if (mevedel-session-p session)
       (or (mevedel-session-permission-mode session) mevedel-permission-mode)
     'ask))
 
 (defun mevedel-permissions--mode-verdict (mode read-only-p edits-p inside)
-  "Return what MODE says about a call (READ-ONLY-P, EDITS-P, INSIDE)."
+  "Return the verdict of MODE on a call with READ-ONLY-P, EDITS-P and INSIDE."
   (pcase mode
     ('full-auto 'allow)
     ('edits (if (and (or read-only-p edits-p) inside) 'allow 'ask))
@@ -382,8 +382,9 @@ answers."
                        "it is not read-only"))))))))
 
 (defun mevedel-permissions--always (judged name)
-  "Return (TEXT . KEYS): what \"always\" allows for a call of NAME JUDGED so.
-TEXT is nil, with KEYS, when no answer may allow it."
+  "Return (TEXT . KEYS) for the \"always\" answer to a call of NAME JUDGED so.
+TEXT describes what the answer allows and KEYS are what it records;
+return nil when no answer may allow the call."
   (let ((facts (plist-get judged :command)))
     (cond
      ((eq (plist-get judged :by) 'rule) nil)
@@ -399,7 +400,7 @@ TEXT is nil, with KEYS, when no answer may allow it."
   "Return the permission cards the tool call CONTEXT in SESSION needs.
 Each is a request plist (:tool :args :paths :id :why :always
 :remember, and for grants :card `grant' or `escalation' with :grant).
-:why says what asked, :always what \"always this session\" allows
+:why tells what asked, :always what \"always this session\" allows
 \(nil when it is not offered) and :remember the answers it records.
 Additive grants share one card with the call itself; escalation, which
 turns confinement off, has a card of its own after the call's."
@@ -427,7 +428,7 @@ turns confinement off, has a card of its own after the call's."
   "Ask about the tool call CONTEXT of SESSION, card by card.
 ANSWER takes `approve' or (deny . REASON), once.  PRESENT is called
 with each card's request (see `mevedel-permissions-cards') to show it;
-the request's :answer function takes the user's reply, `once',
+the request's :answer function then gets the user's reply, `once',
 `session' (also remembers the card's :remember answers) or `deny'.
 SETTLE is called with a request when it is answered or withdrawn and
 returns non-nil when it was still waiting.  Return a function that

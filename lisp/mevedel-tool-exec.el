@@ -156,9 +156,9 @@ rules and session answers for both tools."
 
 (defun mevedel-exec-check-control (_args)
   "Return the permission facet of an execution control call.
-WriteStdin, StopExecution and ListExecutions each act under the authority of the execution it names, which the
-module only lets the execution's owner reach: `delegated', never
-asked about."
+WriteStdin, StopExecution and ListExecutions act under the authority
+of the execution they name, which the module only lets its owner
+reach: `delegated', never asked about."
   'delegated)
 
 (defun mevedel-exec--read-only-p (command context)
@@ -190,6 +190,11 @@ That is nil for the default sandbox, or a plist (:escalated BOOL
 :network BOOL :read PATHS :write PATHS :justification TEXT) from the
 sandbox_permissions, additional_permissions and justification
 arguments.  Malformed values signal an error naming them."
+  (when (or (plist-get args :sandbox_permissions) (plist-get args :additional_permissions))
+    (mevedel-exec--grant-request args)))
+
+(defun mevedel-exec--grant-request (args)
+  "Return the grant ARGS ask for (see `mevedel-exec-grant-request')."
   (let* ((mode (plist-get args :sandbox_permissions))
          (escalated (pcase mode
                       ((or 'nil :null "use_default") nil)

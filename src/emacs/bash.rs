@@ -292,7 +292,7 @@ thread_local! {
 /// Copy the Lisp string VALUE into BUFFER and read it, or read it the
 /// `emacs` crate's way when it is longer or not valid UTF-8 (a
 /// non-string signals the usual error).
-fn text<'b>(value: Value<'_>, buffer: &'b mut Vec<u8>, long: &'b mut String) -> Result<&'b str> {
+fn text<'b>(value: Value<'_>, buffer: &'b mut [u8], long: &'b mut String) -> Result<&'b str> {
     if let Ok(bytes) = value.copy_string_contents(buffer)
         && let Ok(text) = std::str::from_utf8(bytes)
     {
