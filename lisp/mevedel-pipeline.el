@@ -543,6 +543,10 @@ render-data as :permission-approvals."
            (mevedel-pipeline--approved
             call (list :source 'gptel-confirmation :outcome 'allow-once
                        :reason (format "the user confirmed this %s call in gptel" name))))
+          ((mevedel-session-p session)
+           (mevedel-pipeline--fail
+            call (mevedel-pipeline--refusal
+                  call (mevedel-permissions-refusal-reason name 'headless))))
           (t (mevedel-pipeline--fail
               call (mevedel-pipeline--refusal
                     call (format "this %s call needs approval and nobody can approve it here; \
