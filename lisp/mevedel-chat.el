@@ -18,16 +18,19 @@
 ;; call order, tool results; aborting.  The adapter's gptel tools run
 ;; every call through the pipeline (mevedel-pipeline.el); a data buffer
 ;; keeps the cancellation thunks of its calls with the chat's turn, so
-;; that aborting the turn cancels them.  `mevedel-chat-install' gives
-;; the pipeline this file's permission decision (rules, the tool's own
-;; check, the chat's mode) and prompt (a card in the chat's view, or a
-;; refusal when nobody can answer).
+;; that aborting the turn cancels them.
 ;;
 ;; Mail.  `mevedel-chat-message-functions' supply blocks sent before
 ;; the user's text of a turn.  They stay in the transcript only if the
 ;; backend accepted the turn's request (`mevedel-chat-accepted-functions'
 ;; then run); a request that failed or was aborted before that takes
 ;; its mail out of the data buffer again.
+;;
+;; The pipeline's permission step decides with mevedel-permissions.el.
+;; The chat's session carries the permission mode and answers; while a
+;; view shows the chat (`mevedel-chat-set-prompter'), the session's
+;; prompter puts the cards mevedel-permissions.el plans in the chat's
+;; pending requests for the view to show.
 
 ;;; Code:
 
@@ -83,7 +86,6 @@ The outcome is `done', `error' or `abort'.")
   root name data-buffer session
   (status 'idle) status-detail
   fsm turn turn-start on-done mail accepted
-  permission-mode session-rules
   backend model label
   observers prompter history
   live-calls pending cancellers updates
@@ -117,9 +119,10 @@ That is the project.el project root, else DIRECTORY itself."
   (let ((root (file-name-as-directory (expand-file-name root))))
     (or (mevedel-chat-get root)
         (let* ((name (file-name-nondirectory (directory-file-name root)))
-               (chat (mevedel-chat--make :root root :name name
-                                         :permission-mode mevedel-permission-mode)))
-          (setf (mevedel-chat-session chat) (mevedel-session-create :workspace root)
+               (chat (mevedel-chat--make :root root :name name))
+               (session (mevedel-session-create :workspace root)))
+          (setf (mevedel-session-permission-mode session) mevedel-permission-mode
+                (mevedel-chat-session chat) session
                 (mevedel-chat-data-buffer chat) (mevedel-chat--make-data-buffer chat))
           (puthash root chat mevedel-chat--chats)
           chat))))
@@ -575,142 +578,47 @@ update, so a later one with the same ID and KEY replaces it.  Return
        (let ((chat (buffer-local-value 'mevedel-chat--owner buffer)))
          (and (mevedel-chat-p chat) chat))))
 
-(defun mevedel-chat-tool-paths (tool args)
-  "Return the file paths a call of TOOL with ARGS touches.
-TOOL's :get-paths or :get-path decide when it has them; otherwise the
-ordinary paths among its `path' and `path-or-resource' arguments."
-  (let ((paths (cond ((mevedel-tool-get-paths tool)
-                      (funcall (mevedel-tool-get-paths tool) args))
-                     ((mevedel-tool-get-path tool)
-                      (list (funcall (mevedel-tool-get-path tool) args)))
-                     (t (cl-loop for (name type) in (mevedel-tool-args tool)
-                                 when (memq type '(path path-or-resource))
-                                 collect (plist-get args (intern (format ":%s" name))))))))
-    (cl-remove-if-not (lambda (path)
-                        (and (stringp path) (not (string-empty-p path))
-                             (not (string-match-p "\\`[a-z][a-z0-9+.-]*://" path))))
-                      (ensure-list paths))))
+(defun mevedel-chat-permission-mode (chat)
+  "Return the permission mode of CHAT's session."
+  (mevedel-permissions-mode (mevedel-chat-session chat)))
 
-(defun mevedel-chat-tool-grant (context)
-  "Return the sandbox grant the tool call CONTEXT asks for, or nil.
-It comes from the tool's :grant-request (see `mevedel-define-tool'):
-a plist (:escalated BOOL :network BOOL :read PATHS :write PATHS
-:justification TEXT)."
-  (let ((tool (plist-get context :tool)))
-    (and (mevedel-tool-grant-request tool)
-         (funcall (mevedel-tool-grant-request tool) (plist-get context :args)))))
+(gv-define-setter mevedel-chat-permission-mode (mode chat)
+  `(setf (mevedel-session-permission-mode (mevedel-chat-session ,chat)) ,mode))
 
-(defun mevedel-chat--operation-decision (chat context)
-  "Decide the tool call CONTEXT of CHAT, its sandbox grant aside.
-The user's rules decide first, then the tool's own :check-permission
-\(which `full-auto' cannot override with a deny), then the chat's
-permission mode."
-  (let* ((tool (plist-get context :tool))
-         (args (plist-get context :args))
-         (name (mevedel-tool-name tool))
-         (mode (mevedel-chat-permission-mode chat))
-         (root (mevedel-chat-root chat))
-         (paths (mevedel-chat-tool-paths tool args))
-         (rules (append (mapcar #'mevedel-permissions-check-rule mevedel-permission-rules)
-                        (mevedel-permissions-workspace-rules root)
-                        (mevedel-chat-session-rules chat)))
-         (by-rule (mevedel-permissions-rule-decision rules name paths root))
-         (own (and (not by-rule) (mevedel-tool-check-permission tool)
-                   (funcall (mevedel-tool-check-permission tool) args))))
-    (or by-rule
-        (pcase own
-          ((or 'deny `(deny . ,_)) own)
-          ((or 'allow 'ask) (if (eq mode 'full-auto) 'allow own)))
-        (mevedel-permissions-decide
-         name :paths paths :root root :mode mode
-         :read-only-p (mevedel-tool-read-only-p tool)
-         :edits-p (mevedel-tool-snapshot-p tool)))))
+(defun mevedel-chat-set-prompter (chat function)
+  "Let FUNCTION show CHAT's permission cards, or nobody with nil.
+FUNCTION is called with CHAT and each new request once it is in
+`mevedel-chat-pending' (the view draws the cards).  While it is set,
+the session's prompter asks through the chat during a turn."
+  (setf (mevedel-chat-prompter chat) function
+        (mevedel-session-prompter (mevedel-chat-session chat))
+        (and function
+             (lambda (context answer) (mevedel-chat--ask chat context answer)))))
 
-(defun mevedel-chat-permission (context)
-  "Decide the permission of the tool call CONTEXT (a pipeline context).
-In a chat's data buffer, see `mevedel-chat--operation-decision'; a
-call asking for a sandbox grant (escalation, network, extra paths) is
-asked about even when rules or the mode allow the call itself, and
-only a deny refuses it sooner.  Elsewhere the pipeline's default
-decides."
-  (let ((chat (mevedel-chat-of-buffer (plist-get context :data-buffer))))
-    (if (not chat)
-        (mevedel-pipeline-permission-default context)
-      (let ((decision (mevedel-chat--operation-decision chat context))
-            (name (mevedel-tool-name (plist-get context :tool))))
-        (cond ((eq decision 'deny)
-               (cons 'deny (mevedel-permissions-refusal-reason name 'rule)))
-              ((eq (car-safe decision) 'deny) decision)
-              ((mevedel-chat-tool-grant context) 'ask)
-              (t decision))))))
-
-(defun mevedel-chat--cards (chat context)
-  "Return the permission cards the tool call CONTEXT of CHAT needs.
-Each is a request plist (:tool :args :paths :id, and for grants :card
-`grant' or `escalation' with :grant).  Additive grants share one card
-with the call itself; escalation, which turns confinement off, has a
-card of its own after the call's."
-  (let* ((tool (plist-get context :tool))
-         (args (plist-get context :args))
-         (base (list :tool (mevedel-tool-name tool) :args args
-                     :paths (mevedel-chat-tool-paths tool args)
-                     :id (plist-get context :tool-use-id)))
-         (grant (mevedel-chat-tool-grant context))
-         (operation (not (eq (mevedel-chat--operation-decision chat context) 'allow))))
-    (cond ((null grant) (list base))
-          ((plist-get grant :escalated)
-           (append (and operation (list base))
-                   (list (append base (list :card 'escalation :grant grant)))))
-          (t (list (append base (list :card 'grant :grant grant
-                                      :operation-granted (not operation))))))))
-
-(defun mevedel-chat-permission-prompt (context answer)
-  "Ask the user about the tool call CONTEXT; call ANSWER with the reply.
-ANSWER takes `approve', `deny' or (deny . REASON), once.  The chat's
-prompter (the view) shows a card, or several in turn (see
-`mevedel-chat--cards'); without one (headless runs) the call is
-refused.  Return a function that withdraws the question."
-  (let* ((chat (mevedel-chat-of-buffer (plist-get context :data-buffer)))
-         (tool (plist-get context :tool))
-         (name (mevedel-tool-name tool)))
-    (cond
-     ((not chat)
-      (funcall answer (cons 'deny (format "this %s call needs approval and nobody can \
-approve it here" name)))
-      nil)
-     ((not (and (mevedel-chat-prompter chat) (mevedel-chat-turn chat)))
-      (funcall answer (cons 'deny (mevedel-permissions-refusal-reason name 'headless)))
-      nil)
-     (t
-      (let ((cards (mevedel-chat--cards chat context))
-            (current nil))
-        (cl-labels ((settle (request)
-                      (when (memq request (mevedel-chat-pending chat))
-                        (setf (mevedel-chat-pending chat) (delq request (mevedel-chat-pending chat)))
-                        (mevedel-chat--notify chat 'permission-settled request)
-                        t))
-                    (ask (request)
-                      (setq current request)
-                      (plist-put request :answer
-                                 (lambda (reply)
-                                   (when (settle request)
-                                     (pcase reply
-                                       ((or 'once 'session)
-                                        (when (and (eq reply 'session)
-                                                   (null (plist-get request :card)))
-                                          (push (list 'allow name) (mevedel-chat-session-rules chat)))
-                                        (setq cards (cdr cards))
-                                        (if cards (ask (car cards)) (funcall answer 'approve)))
-                                       (_ (funcall answer
-                                                   (cons 'deny (mevedel-permissions-refusal-reason
-                                                                name 'user))))))))
-                      (setf (mevedel-chat-pending chat)
-                            (mevedel-chat--sort-pending chat (append (mevedel-chat-pending chat)
-                                                                     (list request))))
-                      (mevedel-chat--notify chat 'permission request)
-                      (funcall (mevedel-chat-prompter chat) chat request)))
-          (ask (car cards))
-          (lambda () (settle current))))))))
+(defun mevedel-chat--ask (chat context answer)
+  "Ask about the tool call CONTEXT in CHAT; call ANSWER with the reply.
+The cards (see `mevedel-permissions-ask') wait in CHAT's pending
+requests, in the model's call order, and observers hear `permission'
+and `permission-settled'.  Outside a turn, or without a prompter, the
+call is refused.  Return a function that withdraws the question."
+  (if (not (and (mevedel-chat-prompter chat) (mevedel-chat-turn chat)))
+      (progn
+        (funcall answer (cons 'deny (mevedel-permissions-refusal-reason
+                                     (mevedel-tool-name (plist-get context :tool)) 'headless)))
+        nil)
+    (mevedel-permissions-ask
+     context (mevedel-chat-session chat) answer
+     (lambda (request)
+       (setf (mevedel-chat-pending chat)
+             (mevedel-chat--sort-pending chat (append (mevedel-chat-pending chat)
+                                                      (list request))))
+       (mevedel-chat--notify chat 'permission request)
+       (funcall (mevedel-chat-prompter chat) chat request))
+     (lambda (request)
+       (when (memq request (mevedel-chat-pending chat))
+         (setf (mevedel-chat-pending chat) (delq request (mevedel-chat-pending chat)))
+         (mevedel-chat--notify chat 'permission-settled request)
+         t)))))
 
 (defun mevedel-chat--sort-pending (chat requests)
   "Return permission REQUESTS of CHAT in the model's call order."
@@ -727,13 +635,6 @@ Aborting the turn then cancels the call."
   (when-let* ((chat (mevedel-chat-of-buffer (current-buffer)))
               ((mevedel-chat-turn chat)))
     (push cancel (mevedel-chat-cancellers chat))))
-
-(defun mevedel-chat-install ()
-  "Decide the permission of each tool call in chats.
-The permission function and prompt fall back to the pipeline's
-defaults outside chats."
-  (setq mevedel-pipeline-permission-function #'mevedel-chat-permission
-        mevedel-pipeline-permission-prompt-function #'mevedel-chat-permission-prompt))
 
 (provide 'mevedel-chat)
 ;;; mevedel-chat.el ends here

@@ -117,7 +117,7 @@ signals an error instead."
 (declare-function mevedel-core--exec-list "ext:mevedel-dyn" (session owner))
 (declare-function mevedel-core--exec-teardown "ext:mevedel-dyn" (session))
 (declare-function mevedel-core--exec-teardown-all "ext:mevedel-dyn" ())
-(declare-function mevedel-core--bash-analyze "ext:mevedel-dyn" (source))
+(declare-function mevedel-core--bash-permission "ext:mevedel-dyn" (source cwd root))
 
 ;;;; Locating and building
 
@@ -750,15 +750,16 @@ With OWNER nil, return every unfinished execution of SESSION."
   "Stop every execution of SESSION silently; return how many ran."
   (if (featurep 'mevedel-dyn) (mevedel-core--exec-teardown session) 0))
 
-(defun mevedel-core-bash-analyze (source)
-  "Analyse Bash SOURCE without running it; return a plist.
-See the module function `mevedel-core--bash-analyze' for its keys.
-The module remembers recent results, so a repeated source costs a
-comparison instead of an analysis.  The plist returned is the
-caller's own; the lists and strings inside it are shared, so do not
-modify them."
+(defun mevedel-core-bash-permission (source cwd root)
+  "Return what a permission decision needs to know about Bash SOURCE.
+SOURCE would run in the directory CWD of the workspace ROOT (both
+absolute).  See the module function `mevedel-core--bash-permission'
+for the plist's keys.  The module remembers recent analyses, so a
+repeated source costs a comparison instead of an analysis.  The plist
+is the caller's own; the lists and strings inside it may be shared, so
+do not modify them."
   (or mevedel-core--ready (mevedel-core-ensure))
-  (mevedel-core--bash-analyze source))
+  (mevedel-core--bash-permission source cwd root))
 
 (defun mevedel-core-shutdown ()
   "Stop every process the module owns and close the event channel.

@@ -5,7 +5,9 @@
 
 ;;; Commentary:
 
-;; Whether a tool call may run without asking.
+;; Whether a tool call may run without asking: the one decision that
+;; the pipeline's permission step makes for every call, in a chat, a
+;; headless run or a plain gptel buffer.
 ;;
 ;; A permission mode sets the default: `ask' (read-only tools inside
 ;; the workspace run, everything else asks), `edits' (file edits inside
@@ -17,20 +19,49 @@
 ;; components; relative globs are matched against paths relative to
 ;; the workspace).  A rule without globs matches every call of TOOL.
 ;; With globs, an ask or deny rule matches when one of the call's paths
-;; matches one of them, an allow rule only when all of them do.  Among matching rules deny beats ask beats allow.
-;;
-;; Rules come from `mevedel-permission-rules', from the workspace's
+;; matches one of them, an allow rule only when all of them do.  Among
+;; matching rules deny beats ask beats allow.  Rules come from
+;; `mevedel-permission-rules' and from the workspace's
 ;; .mevedel/permissions.el (a list of rules, read as data, never
-;; evaluated), and from this session's "always" answers.
+;; evaluated; reread when it changed, checked at most once every
+;; `mevedel-permissions-recheck-interval' seconds).
 ;;
-;; `mevedel-permissions-decide' returns `allow', `ask' or `deny'.  The
-;; view asks with an inline card (see mevedel-view.el); headless runs
-;; treat `ask' as `deny'.
+;; A tool's own :check-permission, called with the arguments, says
+;; more: `allow', `ask', `deny' or (deny . REASON) (rules decide before
+;; it; `full-auto' turns its allow or ask into allow), (allow . RECORD)
+;; for an automatic approval, `delegated' for a call that acts under
+;; the authority of what it addresses (an execution the caller owns:
+;; no rule, mode or answer applies and it never asks), or (command .
+;; SOURCE) for a call that runs the Bash SOURCE in the workspace.
+;; Commands are judged by the module's analysis
+;; (`mevedel-core-bash-permission'): a read-only command whose files
+;; are all inside the workspace runs in every mode; rules for "Bash"
+;; apply to every command tool (Bash and Monitor), matched against the
+;; command's files.
+;;
+;; A session's "always this session" answers (`mevedel-permissions-
+;; remember') allow a tool, or, for commands, a command key: the
+;; command name and its subcommand (`npm test', `git status').  A
+;; command runs on answers alone when every key in it was answered;
+;; a command without keys (computed, dangerous, shell code) never does.
+;; An explicit ask or deny rule beats an answer.  A call asking for a
+;; sandbox grant (network, more paths, escalation) always asks, and
+;; answers never cover a grant.
+;;
+;; `mevedel-permissions-decide-call' returns `allow', (allow . RECORD),
+;; `ask' or (deny . REASON).  On `ask', the pipeline calls the session's
+;; prompter, whose cards `mevedel-permissions-cards' plans and
+;; `mevedel-permissions-ask' runs: each card says why it asked and
+;; what "always this session" would allow.  Outside any session the
+;; mode is `ask' and there are no answers.
 
 ;;; Code:
 
 (require 'cl-lib)
 (require 'subr-x)
+(require 'mevedel-core)
+(require 'mevedel-session)
+(require 'mevedel-tool-registry)
 
 (defgroup mevedel-permissions nil
   "Which tool calls run without asking."
@@ -59,6 +90,9 @@ Example: ((deny \"Bash\") (allow \"Read\" \"/usr/share/doc/**\"))."
 (defcustom mevedel-permission-workspace-file ".mevedel/permissions.el"
   "File, relative to a workspace root, holding that workspace's rules."
   :type 'string)
+
+(defvar mevedel-permissions-recheck-interval 1.0
+  "Seconds during which a workspace's rules file is not checked again.")
 
 (defconst mevedel-permissions--rank '((deny . 3) (ask . 2) (allow . 1))
   "Precedence of rule actions.")
@@ -117,10 +151,46 @@ The file holds one list of rules; it is read, never evaluated."
              (file-in-directory-p absolute root)
              (string-match-p regexp (file-relative-name absolute root))))))
 
-(defun mevedel-permissions--rule-matches-p (rule tool paths root)
-  "Return non-nil when RULE matches a call of TOOL on PATHS under ROOT."
+(defvar mevedel-permissions--workspace-cache (make-hash-table :test #'equal)
+  "Workspace root -> (CHECKED ATTRIBUTES RULES) of its rules file.")
+
+(defun mevedel-permissions--workspace-rules-cached (root)
+  "Return ROOT's workspace rules, rereading the file only when it changed.
+The file's attributes are compared at most once every
+`mevedel-permissions-recheck-interval' seconds."
+  (let ((entry (gethash root mevedel-permissions--workspace-cache))
+        (now (float-time)))
+    (if (and entry (< (- now (car entry)) mevedel-permissions-recheck-interval))
+        (nth 2 entry)
+      (let* ((file (expand-file-name mevedel-permission-workspace-file root))
+             (attributes (file-attributes file))
+             (stamp (and attributes (list (file-attribute-modification-time attributes)
+                                          (file-attribute-size attributes)
+                                          (file-attribute-inode-number attributes)))))
+        (if (and entry (equal stamp (nth 1 entry)))
+            (progn (setcar entry now) (nth 2 entry))
+          (let ((rules (and stamp (mevedel-permissions-workspace-rules root))))
+            (puthash root (list now stamp rules) mevedel-permissions--workspace-cache)
+            rules))))))
+
+(defvar mevedel-permissions--user-rules nil
+  "(RULES . CHECKED): `mevedel-permission-rules' when last checked.")
+
+(defun mevedel-permissions-rules (root)
+  "Return the rules that apply in workspace ROOT: the user's, then ROOT's."
+  (let ((user (if (eq (car mevedel-permissions--user-rules) mevedel-permission-rules)
+                  (cdr mevedel-permissions--user-rules)
+                (let ((checked (mapc #'mevedel-permissions-check-rule
+                                     (copy-sequence mevedel-permission-rules))))
+                  (setq mevedel-permissions--user-rules (cons mevedel-permission-rules checked))
+                  checked)))
+        (workspace (mevedel-permissions--workspace-rules-cached root)))
+    (if workspace (append user workspace) user)))
+
+(defun mevedel-permissions--rule-matches-p (rule names paths root)
+  "Return non-nil when RULE matches a call of a tool in NAMES on PATHS under ROOT."
   (pcase-let ((`(,action ,rule-tool . ,globs) rule))
-    (and (or (equal rule-tool "*") (equal rule-tool tool))
+    (and (or (equal rule-tool "*") (member rule-tool names))
          (or (null globs)
              (and paths
                   (funcall (if (eq action 'allow) #'cl-every #'cl-some)
@@ -130,42 +200,260 @@ The file holds one list of rules; it is read, never evaluated."
                                       globs))
                            paths))))))
 
-(defun mevedel-permissions-rule-decision (rules tool paths root)
-  "Return the strongest action among RULES matching TOOL on PATHS, or nil.
-ROOT is the workspace root for relative globs."
+(defun mevedel-permissions-matching-rule (rules names paths root)
+  "Return the strongest of RULES matching a call on PATHS, or nil.
+NAMES are the names the call's tool answers to; ROOT is the workspace
+root for relative globs."
   (let ((best nil))
     (dolist (rule rules)
-      (when (and (mevedel-permissions--rule-matches-p rule tool paths root)
+      (when (and (mevedel-permissions--rule-matches-p rule names paths root)
                  (> (alist-get (car rule) mevedel-permissions--rank)
-                    (alist-get best mevedel-permissions--rank 0)))
-        (setq best (car rule))))
+                    (alist-get (car best) mevedel-permissions--rank 0)))
+        (setq best rule)))
     best))
+
+;;;; Facts of a call
+
+(defun mevedel-permissions-tool-paths (tool args)
+  "Return the file paths a call of TOOL with ARGS touches.
+TOOL's :get-paths or :get-path decide when it has them; otherwise the
+ordinary paths among its `path' and `path-or-resource' arguments."
+  (let ((paths (cond ((mevedel-tool-get-paths tool)
+                      (funcall (mevedel-tool-get-paths tool) args))
+                     ((mevedel-tool-get-path tool)
+                      (list (funcall (mevedel-tool-get-path tool) args)))
+                     (t (cl-loop for (name type) in (mevedel-tool-args tool)
+                                 when (memq type '(path path-or-resource))
+                                 collect (plist-get args (intern (format ":%s" name))))))))
+    (cl-remove-if-not (lambda (path)
+                        (and (stringp path) (not (string-empty-p path))
+                             (not (string-match-p "\\`[a-z][a-z0-9+.-]*://" path))))
+                      (ensure-list paths))))
+
+(defun mevedel-permissions-tool-grant (context)
+  "Return the sandbox grant the tool call CONTEXT asks for, or nil.
+It comes from the tool's :grant-request (see `mevedel-define-tool'):
+a plist (:escalated BOOL :network BOOL :read PATHS :write PATHS
+:justification TEXT)."
+  (let ((tool (plist-get context :tool)))
+    (and (mevedel-tool-grant-request tool)
+         (funcall (mevedel-tool-grant-request tool) (plist-get context :args)))))
+
+(defun mevedel-permissions--root (context session)
+  "Return the workspace root of the call CONTEXT in SESSION (or nil)."
+  (if (mevedel-session-p session)
+      (mevedel-session-workspace session)
+    (let ((buffer (plist-get context :data-buffer)))
+      (file-name-as-directory
+       (expand-file-name (if (buffer-live-p buffer)
+                             (buffer-local-value 'default-directory buffer)
+                           default-directory))))))
+
+(defun mevedel-permissions--inside-p (paths root)
+  "Return non-nil when every one of PATHS is inside ROOT."
+  (cl-every (lambda (path) (file-in-directory-p (expand-file-name path root) root))
+            paths))
+
+;;;; Session answers
+
+(defun mevedel-permissions-remember (session keys)
+  "Record \"always this session\" answers KEYS in SESSION.
+Each key is a tool name or (command . KEY) for a command key."
+  (when (mevedel-session-p session)
+    (dolist (key keys)
+      (puthash key t (mevedel-session-permission-answers session)))))
+
+(defun mevedel-permissions-answered-p (session key)
+  "Return non-nil when SESSION answered \"always\" for KEY."
+  (and (mevedel-session-p session)
+       (gethash key (mevedel-session-permission-answers session))))
+
+(defun mevedel-permissions--commands-answered-p (session facts)
+  "Return non-nil when SESSION's answers cover every command key of FACTS."
+  (and (mevedel-session-p session)
+       (not (plist-get facts :unkeyed))
+       (plist-get facts :keys)
+       (let ((answers (mevedel-session-permission-answers session)))
+         (cl-every (lambda (key) (gethash (cons 'command key) answers))
+                   (plist-get facts :keys)))))
 
 ;;;; Decisions
 
-(cl-defun mevedel-permissions-decide (tool &key paths root (mode mevedel-permission-mode)
-                                          read-only-p edits-p session-rules)
-  "Return `allow', `ask' or `deny' for a call of TOOL.
-PATHS are the files the call touches; ROOT is the workspace root.
-MODE is the permission mode.  READ-ONLY-P says the tool only reads;
-EDITS-P says it edits files (and nothing else).  SESSION-RULES are
-rules added by this session's \"always\" answers.  Rules from
-`mevedel-permission-rules' and the workspace file apply first; the
-mode decides when no rule matches."
-  (unless (memq mode mevedel-permission-modes)
-    (error "Unknown permission mode %S (expected one of %S)" mode mevedel-permission-modes))
-  (let* ((root (file-name-as-directory (expand-file-name (or root default-directory))))
-         (rules (append (mapcar #'mevedel-permissions-check-rule mevedel-permission-rules)
-                        (mevedel-permissions-workspace-rules root)
-                        session-rules))
-         (inside (cl-every (lambda (path)
-                             (file-in-directory-p (expand-file-name path root) root))
-                           paths)))
-    (or (mevedel-permissions-rule-decision rules tool paths root)
-        (pcase mode
-          ('full-auto 'allow)
-          ('edits (if (and (or read-only-p edits-p) inside) 'allow 'ask))
-          (_ (if (and read-only-p inside) 'allow 'ask))))))
+(defun mevedel-permissions-mode (session)
+  "Return the permission mode in SESSION, or `ask' outside any session."
+  (if (mevedel-session-p session)
+      (or (mevedel-session-permission-mode session) mevedel-permission-mode)
+    'ask))
+
+(defun mevedel-permissions--mode-verdict (mode read-only-p edits-p inside)
+  "Return the verdict of MODE on a call with READ-ONLY-P, EDITS-P and INSIDE."
+  (pcase mode
+    ('full-auto 'allow)
+    ('edits (if (and (or read-only-p edits-p) inside) 'allow 'ask))
+    ('ask (if (and read-only-p inside) 'allow 'ask))
+    (_ (error "Unknown permission mode %S (expected one of %S)"
+              mode mevedel-permission-modes))))
+
+(defun mevedel-permissions-judge (context session)
+  "Judge the tool call CONTEXT (a pipeline context) in SESSION (or nil).
+Return a plist: :verdict (`allow', (allow . RECORD), `ask', `deny' or
+\(deny . REASON)), :by (what decided: `delegated', `rule', `own',
+`read-only', `answer' or `mode'), :rule (the rule that matched), :mode,
+:command (the command's facts, for command tools), :paths and :grant
+\(the sandbox grant asked for; a grant makes any verdict but a deny
+`ask', with :operation the verdict on the call itself)."
+  (let* ((tool (plist-get context :tool))
+         (args (plist-get context :args))
+         (check (mevedel-tool-check-permission tool))
+         (own (and check (funcall check args))))
+    (if (eq own 'delegated)
+        (list :verdict 'allow :by 'delegated)
+      (let* ((name (mevedel-tool-name tool))
+             (mode (mevedel-permissions-mode session))
+             (root (mevedel-permissions--root context session))
+             (source (and (eq (car-safe own) 'command) (cdr own)))
+             (facts (and source (mevedel-core-bash-permission source root root)))
+             (paths (if source (plist-get facts :paths)
+                      (mevedel-permissions-tool-paths tool args)))
+             (rules (mevedel-permissions-rules root))
+             (rule (and rules (mevedel-permissions-matching-rule
+                               rules (if source (list "Bash" name) (list name)) paths root)))
+             (grant (mevedel-permissions-tool-grant context))
+             (judged
+              (cond
+               (rule (list (car rule) 'rule))
+               ((or (eq own 'deny) (eq (car-safe own) 'deny)) (list own 'own))
+               (source
+                (cond ((plist-get facts :inside) '(allow read-only))
+                      ((eq mode 'full-auto) '(allow mode))
+                      ((mevedel-permissions--commands-answered-p session facts) '(allow answer))
+                      (t '(ask mode))))
+               ((eq (car-safe own) 'allow) (list own 'own))
+               ((memq own '(allow ask)) (list (if (eq mode 'full-auto) 'allow own) 'own))
+               ((mevedel-permissions-answered-p session name) '(allow answer))
+               (t (list (mevedel-permissions--mode-verdict
+                         mode (mevedel-tool-read-only-p tool) (mevedel-tool-snapshot-p tool)
+                         (mevedel-permissions--inside-p paths root))
+                        'mode))))
+             (verdict (car judged)))
+        (list :verdict (if (and grant (not (memq (car-safe verdict) '(deny)))
+                                (not (eq verdict 'deny)))
+                           'ask
+                         verdict)
+              :operation verdict :by (cadr judged) :rule rule :mode mode
+              :command facts :paths paths :grant grant)))))
+
+(defun mevedel-permissions-decide-call (context session)
+  "Decide the tool call CONTEXT (a pipeline context) in SESSION (or nil).
+Return `allow', (allow . RECORD), `ask' or (deny . REASON); see the
+Commentary for the order of rules, the tool's own check, answers and
+the mode.  Outside a session the mode is `ask' and there are no
+answers."
+  (let ((verdict (plist-get (mevedel-permissions-judge context session) :verdict)))
+    (if (eq verdict 'deny)
+        (cons 'deny (mevedel-permissions-refusal-reason
+                     (mevedel-tool-name (plist-get context :tool)) 'rule))
+      verdict)))
+
+;;;; Cards
+
+(defun mevedel-permissions--why (judged name)
+  "Return the line saying why a call of tool NAME JUDGED so asks."
+  (let ((facts (plist-get judged :command))
+        (rule (plist-get judged :rule)))
+    (pcase (plist-get judged :by)
+      ('rule (format "the rule %S asks; \"always this session\" cannot override it"
+                     rule))
+      ('own (format "%s asks about these arguments" name))
+      (_ (cond
+          ((and facts (plist-get facts :read-only))
+           (format "permission mode %s: it reads outside the workspace (%s)"
+                   (plist-get judged :mode)
+                   (string-join (plist-get facts :paths) ", ")))
+          (facts
+           (format "permission mode %s: %s" (plist-get judged :mode)
+                   (string-join (or (plist-get facts :reasons)
+                                    (list (format "`%s' is not read-only"
+                                                  (plist-get facts :class))))
+                                "; ")))
+          (t (format "permission mode %s: %s" (plist-get judged :mode)
+                     (if (plist-get judged :paths)
+                         "it is not read-only, or reaches outside the workspace"
+                       "it is not read-only"))))))))
+
+(defun mevedel-permissions--always (judged name)
+  "Return (TEXT . KEYS) for the \"always\" answer to a call of NAME JUDGED so.
+TEXT describes what the answer allows and KEYS are what it records;
+return nil when no answer may allow the call."
+  (let ((facts (plist-get judged :command)))
+    (cond
+     ((eq (plist-get judged :by) 'rule) nil)
+     ((not facts) (cons (format "every %s call for the rest of this session" name)
+                        (list name)))
+     ((or (plist-get facts :unkeyed) (null (plist-get facts :keys))) nil)
+     (t (cons (format "%s for the rest of this session (not other commands)"
+                      (mapconcat (lambda (key) (format "`%s'" key))
+                                 (plist-get facts :keys) ", "))
+              (mapcar (lambda (key) (cons 'command key)) (plist-get facts :keys)))))))
+
+(defun mevedel-permissions-cards (context session)
+  "Return the permission cards the tool call CONTEXT in SESSION needs.
+Each is a request plist (:tool :args :paths :id :why :always
+:remember, and for grants :card `grant' or `escalation' with :grant).
+:why tells what asked, :always what \"always this session\" allows
+\(nil when it is not offered) and :remember the answers it records.
+Additive grants share one card with the call itself; escalation, which
+turns confinement off, has a card of its own after the call's."
+  (let* ((judged (mevedel-permissions-judge context session))
+         (tool (plist-get context :tool))
+         (name (mevedel-tool-name tool))
+         (verdict (plist-get judged :operation))
+         (operation (not (or (eq verdict 'allow) (eq (car-safe verdict) 'allow))))
+         (always (and operation (mevedel-permissions--always judged name)))
+         (base (list :tool name :args (plist-get context :args)
+                     :paths (plist-get judged :paths)
+                     :id (plist-get context :tool-use-id)))
+         (call (append base (list :why (mevedel-permissions--why judged name)
+                                  :always (car always) :remember (cdr always))))
+         (grant (plist-get judged :grant)))
+    (cond ((null grant) (list call))
+          ((plist-get grant :escalated)
+           (append (and operation (list call))
+                   (list (append base (list :card 'escalation :grant grant)))))
+          (t (list (append (if operation call base)
+                           (list :card 'grant :grant grant
+                                 :operation-granted (not operation))))))))
+
+(defun mevedel-permissions-ask (context session answer present settle)
+  "Ask about the tool call CONTEXT of SESSION, card by card.
+ANSWER takes `approve' or (deny . REASON), once.  PRESENT is called
+with each card's request (see `mevedel-permissions-cards') to show it;
+the request's :answer function then gets the user's reply, `once',
+`session' (also remembers the card's :remember answers) or `deny'.
+SETTLE is called with a request when it is answered or withdrawn and
+returns non-nil when it was still waiting.  Return a function that
+withdraws the question."
+  (let ((cards (mevedel-permissions-cards context session))
+        (name (mevedel-tool-name (plist-get context :tool)))
+        (current nil))
+    (cl-labels ((ask (request)
+                  (setq current request)
+                  (plist-put request :answer
+                             (lambda (reply)
+                               (when (funcall settle request)
+                                 (pcase reply
+                                   ((or 'once 'session)
+                                    (when (eq reply 'session)
+                                      (mevedel-permissions-remember
+                                       session (plist-get request :remember)))
+                                    (setq cards (cdr cards))
+                                    (if cards (ask (car cards)) (funcall answer 'approve)))
+                                   (_ (funcall answer
+                                               (cons 'deny (mevedel-permissions-refusal-reason
+                                                            name 'user))))))))
+                  (funcall present request)))
+      (ask (car cards))
+      (lambda () (funcall settle current)))))
 
 (defun mevedel-permissions-refusal (tool how)
   "Return the result text the model sees when a call of TOOL is refused.

@@ -18,8 +18,9 @@
 ;;      arguments are made absolute, and so are `path-or-resource' ones
 ;;      holding a path; a resource address is prepared for the
 ;;      argument's operation (`mevedel-pipeline-prepare-resources')
-;;   4. permission: allow, deny (a refusal), or ask through
-;;      `mevedel-pipeline-permission-prompt-function'
+;;   4. permission: `mevedel-permissions-decide-call' allows, refuses,
+;;      or asks through the session's prompter (a call that gptel's own
+;;      confirmation already asked about is approved instead)
 ;;   5. snapshot capture for :snapshot-p tools
 ;;   6. the handler: (ARGS) or, for :async-p tools, (CALLBACK ARGS)
 ;;   7. the render transform, for successful string results without
@@ -63,6 +64,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'mevedel-core)
+(require 'mevedel-permissions)
 (require 'mevedel-render-data)
 (require 'mevedel-resource)
 (require 'mevedel-session)
@@ -122,20 +124,6 @@ They may return (:context TEXT); their errors are reported only.")
   "Failure hooks: functions of (CONTEXT OUTCOME) after an error outcome.
 They may return (:context TEXT); their errors are reported only.")
 
-(defvar mevedel-pipeline-permission-function #'mevedel-pipeline-permission-default
-  "Function of the call context returning the permission decision.
-One of `allow', `ask', `deny', (deny . REASON), or (allow . RECORD) for
-an automatic approval: RECORD is (:source SOURCE :outcome OUTCOME
-:reason TEXT), e.g. (:source reviewer :outcome allow-once :reason
-\"read-only\"), and becomes part of the outcome's render-data as
-:permission-approvals.  A prompt may likewise answer (approve . RECORD).")
-
-(defvar mevedel-pipeline-permission-prompt-function nil
-  "Function asking someone about a call whose decision is `ask'.
-Called with the call context and ANSWER, a function to call once with
-`approve', `deny' or (deny . REASON).  It may return a function that
-withdraws the question; cancellation calls it.  Nil means nobody can
-answer, and `ask' is a refusal.")
 
 (defvar mevedel-pipeline-snapshot-functions nil
   "Functions of the call context run before a :snapshot-p tool's handler.
@@ -476,21 +464,6 @@ unsupported operation or a containment failure signals."
         t)
     (error (mevedel-pipeline--fail call (format "Error: %s" (error-message-string err))))))
 
-(defun mevedel-pipeline-permission-default (context)
-  "Decide CONTEXT's permission from its tool alone.
-A call asking for a sandbox grant (the tool's :grant-request) needs to
-ask.  Otherwise the tool's :check-permission function decides when it
-has one (called with the arguments); otherwise read-only tools are
-allowed and others need to ask."
-  (let ((tool (plist-get context :tool)))
-    (cond ((and (mevedel-tool-grant-request tool)
-                (funcall (mevedel-tool-grant-request tool) (plist-get context :args)))
-           'ask)
-          ((mevedel-tool-check-permission tool)
-           (funcall (mevedel-tool-check-permission tool) (plist-get context :args)))
-          ((mevedel-tool-read-only-p tool) 'allow)
-          (t 'ask))))
-
 (defun mevedel-pipeline--refusal (call reason)
   "Return the refusal text of CALL, for REASON (a string or nil)."
   (format "Permission denied: %s" (or reason (format "the %s call was not allowed"
@@ -533,29 +506,48 @@ RECORD, when given, is the automatic approval that allowed it (see
                            (mevedel-pipeline--call-name call)))))))
 
 (defun mevedel-pipeline--step-permission (call)
-  "Allow, refuse, or ask about CALL."
-  (let ((decision (condition-case err
-                      (funcall mevedel-pipeline-permission-function (mevedel-pipeline--context call))
-                    (error (list 'failed (error-message-string err))))))
+  "Allow, refuse, or ask about CALL.
+The decision is `mevedel-permissions-decide-call''s.  An `ask' goes to
+the session's prompter; without one, a call gptel's own confirmation
+already asked about is approved (and recorded so), any other refused.
+An approval may carry a record: (allow . RECORD) from the decision, or
+\(approve . RECORD) from the prompter, e.g. (:source reviewer :outcome
+allow-once :reason \"read-only\"); it becomes part of the outcome's
+render-data as :permission-approvals."
+  (let* ((session (mevedel-pipeline--call-session call))
+         (decision (condition-case err
+                       (mevedel-permissions-decide-call (mevedel-pipeline--context call) session)
+                     (error (list 'failed (error-message-string err)))))
+         (name (mevedel-pipeline--call-name call)))
     (pcase decision
       ('allow (mevedel-pipeline--approved call))
       (`(allow . ,record) (mevedel-pipeline--approved call record))
       ('deny (mevedel-pipeline--fail call (mevedel-pipeline--refusal call nil)))
       (`(deny . ,reason) (mevedel-pipeline--fail call (mevedel-pipeline--refusal call reason)))
       ('ask
-       (if (not mevedel-pipeline-permission-prompt-function)
+       (let ((prompter (and (mevedel-session-p session) (mevedel-session-prompter session))))
+         (cond
+          (prompter
+           (let* ((answer (mevedel-pipeline--await
+                           call (lambda (answer) (mevedel-pipeline--answer call answer))))
+                  (withdraw (funcall prompter (mevedel-pipeline--context call) answer)))
+             (when (functionp withdraw)
+               (push withdraw (mevedel-pipeline--call-cancellers call)))
+             ;; The prompt may have answered already.
+             nil))
+          ((mevedel-pipeline--call-confirmed call)
+           (mevedel-pipeline--approved
+            call (list :source 'gptel-confirmation :outcome 'allow-once
+                       :reason (format "the user confirmed this %s call in gptel" name))))
+          ((mevedel-session-p session)
            (mevedel-pipeline--fail
             call (mevedel-pipeline--refusal
-                  call (format "this %s call needs approval and nobody can approve it here"
-                               (mevedel-pipeline--call-name call))))
-         (let* ((answer (mevedel-pipeline--await
-                         call (lambda (answer) (mevedel-pipeline--answer call answer))))
-                (withdraw (funcall mevedel-pipeline-permission-prompt-function
-                                   (mevedel-pipeline--context call) answer)))
-           (when (functionp withdraw)
-             (push withdraw (mevedel-pipeline--call-cancellers call)))
-           ;; The prompt may have answered already.
-           nil)))
+                  call (mevedel-permissions-refusal-reason name 'headless))))
+          (t (mevedel-pipeline--fail
+              call (mevedel-pipeline--refusal
+                    call (format "this %s call needs approval and nobody can approve it here; \
+run it in a mevedel session (M-x mevedel), enable gptel's tool confirmation, or add an \
+allow rule to `mevedel-permission-rules'" name)))))))
       (`(failed ,message)
        (mevedel-pipeline--fail call (format "Error: the permission check failed: %s" message)))
       (_ (mevedel-pipeline--fail
@@ -718,7 +710,7 @@ of metadata; ignored" (mevedel-pipeline--call-name call) mevedel-render-data-tra
 FINISH gets the outcome and the call when it settles.  SOURCE,
 TOOL-USE-ID, PARENT-ID, DATA-BUFFER and SESSION identify the call;
 PROJECTION `provider' asks for provider treatment (repair, projection).
-CONFIRMED says gptel's confirmation already asked the user."
+CONFIRMED says gptel's own confirmation already asked the user."
   (let* ((data-buffer (or data-buffer (current-buffer)))
          (session (or session (and (buffer-live-p data-buffer)
                                    (buffer-local-value 'mevedel-session-current data-buffer))))
@@ -737,13 +729,14 @@ CONFIRMED says gptel's confirmation already asked the user."
 
 (cl-defun mevedel-pipeline-run-tool-outcome (tool args callback &key tool-use-id parent-id
                                                   (source 'nested) data-buffer session
-                                                  projection)
+                                                  projection confirmed)
   "Run TOOL with ARGS as a nested or programmatic call; CALLBACK gets the outcome.
 ARGS is the JSON-faithful argument plist; it is validated, never
 repaired.  The outcome is the canonical plist described in the
 Commentary, without provider-only projection text.  TOOL-USE-ID,
 PARENT-ID, SOURCE (default `nested'), DATA-BUFFER and SESSION
-identify the call.  Return a thunk that cancels the call.
+identify the call; CONFIRMED is as for `mevedel-pipeline-run-tool'.
+Return a thunk that cancels the call.
 
 PROJECTION `provider' is for external providers (an MCP server
 answering a model): ARGS may then be repaired, and the outcome also
@@ -762,7 +755,7 @@ the canonical :render-data stay in the outcome."
                                  :provider-result (mevedel-pipeline--provider-result
                                                    outcome call)))
                  outcome)))
-    :source source :tool-use-id tool-use-id :projection projection
+    :source source :tool-use-id tool-use-id :projection projection :confirmed confirmed
     :parent-id parent-id :data-buffer data-buffer :session session)))
 
 (cl-defun mevedel-pipeline-run-tool (tool args callback &key tool-use-id parent-id
@@ -771,9 +764,9 @@ the canonical :render-data stay in the outcome."
 ARGS are the model's raw arguments (a JSON-faithful plist): they may be
 repaired.  TOOL-USE-ID, PARENT-ID, DATA-BUFFER and SESSION identify
 the call.  CONFIRMED non-nil says gptel's own confirmation already
-asked the user about this call (the gptel adapter knows); the
-permission step sees it as the context's :confirmed.  The result is
-the provider projection of the outcome (see `mevedel-pipeline-project').
+asked the user about this call (the gptel adapter knows), which
+approves a call nobody else can be asked about.  The result is the
+provider projection of the outcome (see `mevedel-pipeline-project').
 Return a thunk that cancels the call.
 
 Every provider call of a registered tool comes here: the gptel tools
@@ -817,9 +810,10 @@ its own output."
 
 (defun mevedel-pipeline--persist (call text)
   "Save TEXT under CALL's session tool-results/; return its artifact address.
-Return nil when the call has no durable session storage."
+Return nil when the call's session has no storage yet: a preview is
+not a reason to create it."
   (let ((session (mevedel-pipeline--call-session call)))
-    (when (mevedel-session-durable-p session)
+    (when (and (mevedel-session-durable-p session) (mevedel-session-storage-p session))
       (condition-case err
           (progn
             (mevedel-session-ensure-storage session)

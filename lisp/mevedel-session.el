@@ -14,10 +14,17 @@
 ;;
 ;; Nothing exists until the first durable write asks for it
 ;; (`mevedel-session-ensure-storage'): creating a session, reading its
-;; paths or discovering artifacts never touches the disk.  When the
-;; workspace is in a Git repository, materialising also adds the
-;; workspace's .mevedel/ to the repository's info/exclude, once.
+;; paths or discovering artifacts never touches the disk, and neither
+;; do reads (Read, Glob, Grep, read-only Bash, ListExecutions).  When
+;; the workspace is in a Git repository, materialising also adds the
+;; workspace's .mevedel/ to the repository's info/exclude.  The module
+;; may create the directory itself when it posts background mail to
+;; session.sqlite; `mevedel-session-storage-written' then completes it.
 ;; Ephemeral sessions (one-off requests) have no storage at all.
+;;
+;; A session also carries its permission state: its mode, its
+;; "always this session" answers and the function that asks the user
+;; (see mevedel-permissions.el).
 
 ;;; Code:
 
@@ -35,11 +42,22 @@
               "This session has no durable storage" 'mevedel-session-error)
 
 (cl-defstruct (mevedel-session (:constructor mevedel-session--make) (:copier nil))
-  "A session: its identity, workspace and (once materialised) storage."
+  "A session: its identity, workspace, permission state and storage."
   (id nil :read-only t)
   (workspace nil :read-only t)
   (ephemeral nil :read-only t)
-  store)
+  store
+  ;; nil means `mevedel-permission-mode'.
+  permission-mode
+  ;; "Always this session" answers: an `equal' table whose keys are
+  ;; tool names and (command . KEY) for command keys.
+  (permission-answers (make-hash-table :test #'equal) :read-only t)
+  ;; Function of (CONTEXT ANSWER) asking the user about a call, or nil
+  ;; when nobody can be asked.
+  prompter)
+
+(defvar mevedel-session--live (make-hash-table :test #'equal :weakness 'value)
+  "Sessions by ID, while something holds them.")
 
 ;;;; Creating
 
@@ -65,9 +83,16 @@ session without durable storage.  Nothing is written to disk."
     (unless (file-directory-p workspace)
       (signal 'mevedel-session-error
               (list (format "Workspace %s is not a directory" workspace))))
-    (mevedel-session--make :id (mevedel-session--check-id (or id (mevedel-session-new-id)))
-                           :workspace workspace
-                           :ephemeral ephemeral)))
+    (let ((session (mevedel-session--make
+                    :id (mevedel-session--check-id (or id (mevedel-session-new-id)))
+                    :workspace workspace
+                    :ephemeral ephemeral)))
+      (puthash (mevedel-session-id session) session mevedel-session--live)
+      session)))
+
+(defun mevedel-session-find (id)
+  "Return the live session whose ID is ID, or nil."
+  (gethash id mevedel-session--live))
 
 ;;;; Paths (computed, never created here)
 
@@ -160,14 +185,25 @@ Git repository, excludes .mevedel/.  Signals
                  (signal 'mevedel-session-no-storage
                          (list (format "Session %s is ephemeral" (mevedel-session-id session)))))))
     (unless (and (mevedel-session-store session) (file-directory-p dir))
-      (let ((fresh (not (file-directory-p dir))))
-        (make-directory (mevedel-session-tool-results-directory session) t)
-        (make-directory (mevedel-session-local-directory session) t)
-        (when fresh
-          (mevedel-session-git-exclude (mevedel-session-workspace session)))
-        (setf (mevedel-session-store session)
-              (mevedel-core-store-open (mevedel-session-database-file session)))))
+      (make-directory (mevedel-session-tool-results-directory session) t)
+      (make-directory (mevedel-session-local-directory session) t)
+      ;; Also when the directory exists: the module may have made it
+      ;; for mail (the line is added once).
+      (mevedel-session-git-exclude (mevedel-session-workspace session))
+      (setf (mevedel-session-store session)
+            (mevedel-core-store-open (mevedel-session-database-file session))))
     dir))
+
+(defun mevedel-session-storage-written (id)
+  "Complete the storage of the live session ID after the module wrote to it.
+The module creates the session directory when it posts mail to an
+unsaved session's session.sqlite; this adds the rest (and the Git
+exclusion).  Does nothing for an unknown session or one whose storage
+is open already."
+  (when-let* ((session (mevedel-session-find id))
+              ((mevedel-session-durable-p session))
+              ((not (mevedel-session-store session))))
+    (mevedel-session-ensure-storage session)))
 
 (defun mevedel-session-store-handle (session)
   "Return SESSION's open session store, materialising storage first."

@@ -63,24 +63,25 @@
 (defun mevedel-exec-default-context ()
   "Return the context of the running tool call.
 Inside a session (the pipeline's call context names one), executions
-use the session's ID as their scheduler key, its workspace as working
-directory and, for a durable session, its tool-results directory and
-session.sqlite for kept output and background results.  Outside any
-session they share the key \"default\" and have no storage.  The owner
-is /root."
+use the session's ID as their scheduler key and its workspace as
+working directory.  A durable session's session.sqlite receives
+background results (the module creates it when it posts the first
+one), and its tool-results directory keeps output once the storage
+exists; until then output stays in a temporary spool.  Outside any
+session executions share the key \"default\" and have no storage.
+The owner is /root."
   (let* ((call (mevedel-pipeline-current-context))
          (session (plist-get call :session))
          (base (list :owner "/root" :tool-use-id (plist-get call :tool-use-id))))
     (if (not (mevedel-session-p session))
         (append (list :session "default" :cwd default-directory) base)
-      (let ((durable (mevedel-session-durable-p session)))
-        (when durable
-          (mevedel-session-ensure-storage session))
+      (let* ((durable-session (mevedel-session-durable-p session))
+             (stored (and durable-session (mevedel-session-storage-p session))))
         (append (list :session (mevedel-session-id session)
                       :cwd (mevedel-session-workspace session)
-                      :artifact-dir (and durable
+                      :artifact-dir (and stored
                                          (mevedel-session-tool-results-directory session))
-                      :mailbox (and durable (mevedel-session-database-file session)))
+                      :mailbox (and durable-session (mevedel-session-database-file session)))
                 base)))))
 
 (defvar mevedel-exec-context-function #'mevedel-exec-default-context
@@ -92,8 +93,14 @@ session store handle) and :mailbox (its session.sqlite file),
 write besides :cwd) and :environment (a complete \"NAME=VALUE\" list;
 `process-environment' when absent).")
 
-(defun mevedel-exec-context ()
-  "Return the current call's context (see `mevedel-exec-context-function')."
+(defun mevedel-exec-context (&optional durable)
+  "Return the current call's context (see `mevedel-exec-context-function').
+DURABLE non-nil (a command that may change files, a Monitor) first
+creates the storage of the call's durable session; reads never do."
+  (when-let* ((durable)
+              (session (plist-get (mevedel-pipeline-current-context) :session))
+              ((mevedel-session-durable-p session)))
+    (mevedel-session-ensure-storage session))
   (let ((context (funcall mevedel-exec-context-function)))
     (unless (plist-get context :session)
       (error "The execution context names no session"))
@@ -129,6 +136,32 @@ NAME labels the argument in errors.  Non-numbers are rejected."
              mevedel-exec-description-max))
     value))
 
+;;;; Permissions
+
+(defun mevedel-exec-check-command (args)
+  "Return the permission facet of a Bash or Monitor call with ARGS.
+The call runs its command: (command . SOURCE), which
+mevedel-permissions.el judges by the command's analysis, with Bash's
+rules and session answers for both tools."
+  (let ((command (plist-get args :command)))
+    (if (and (stringp command) (not (string-blank-p command)))
+        (cons 'command command)
+      'ask)))
+
+(defun mevedel-exec-check-control (_args)
+  "Return the permission facet of an execution control call.
+WriteStdin, StopExecution and ListExecutions act under the authority
+of the execution they name, which the module only lets its owner
+reach: `delegated', never asked about."
+  'delegated)
+
+(defun mevedel-exec--read-only-p (command context)
+  "Return non-nil when COMMAND, run for CONTEXT, is proven read-only."
+  (let ((cwd (or (plist-get context :cwd) default-directory)))
+    (plist-get (mevedel-core-bash-permission command (expand-file-name cwd)
+                                             (expand-file-name cwd))
+               :read-only)))
+
 ;;;; Sandbox
 
 (defun mevedel-exec--grant-paths (value name)
@@ -151,6 +184,11 @@ That is nil for the default sandbox, or a plist (:escalated BOOL
 :network BOOL :read PATHS :write PATHS :justification TEXT) from the
 sandbox_permissions, additional_permissions and justification
 arguments.  Malformed values signal an error naming them."
+  (when (or (plist-get args :sandbox_permissions) (plist-get args :additional_permissions))
+    (mevedel-exec--grant-request args)))
+
+(defun mevedel-exec--grant-request (args)
+  "Return the grant ARGS ask for (see `mevedel-exec-grant-request')."
   (let* ((mode (plist-get args :sandbox_permissions))
          (escalated (pcase mode
                       ((or 'nil :null "use_default") nil)
@@ -360,7 +398,12 @@ Answer CALLBACK with the output so far and the execution's facts."
            (description (mevedel-exec--description args))
            (yield (mevedel-exec--bounded (plist-get args :yield_time_ms)
                                          mevedel-exec-yield-range "yield_time_ms")))
-       (let* ((context (mevedel-exec-context))
+       (let* ((context (let ((context (mevedel-exec-context)))
+                         ;; A command that may change files keeps its
+                         ;; output in the session's storage.
+                         (if (mevedel-exec--read-only-p command context)
+                             context
+                           (mevedel-exec-context t))))
               (answered nil)
               (id (mevedel-core-exec-start
                    (mevedel-exec--spec context args
@@ -442,7 +485,7 @@ its execution id once it is launched."
             (description (mevedel-exec--description args))
             (timeout (or (plist-get args :timeout_ms)
                          (nth 2 mevedel-exec-monitor-timeout-range)))
-            (context (mevedel-exec-context)))
+            (context (mevedel-exec-context t)))
        (unless (and (integerp timeout)
                     (<= (nth 0 mevedel-exec-monitor-timeout-range) timeout
                         (nth 1 mevedel-exec-monitor-timeout-range)))
@@ -730,6 +773,14 @@ has this breadcrumb."
 
 (add-hook 'mevedel-session-close-functions #'mevedel-exec-session-teardown)
 
+(defun mevedel-exec--mail-written (data)
+  "Complete the storage of DATA's session when the module posted mail to it."
+  (when (plist-get data :mailbox)
+    (mevedel-session-storage-written (plist-get data :session))))
+
+(add-hook 'mevedel-exec-settled-functions #'mevedel-exec--mail-written)
+(add-hook 'mevedel-exec-monitor-functions #'mevedel-exec--mail-written)
+
 ;;;; Tools
 
 (mevedel-define-tool Bash
@@ -763,6 +814,7 @@ Manual: " mevedel-exec-manual-address)
          (justification string :optional "Why the extra permissions are needed, for the user"))
   :async-p t
   :max-result-size 30000
+  :check-permission #'mevedel-exec-check-command
   :grant-request #'mevedel-exec-grant-request
   :function #'mevedel-exec-bash
   :renderer #'mevedel-exec-render-bash)
@@ -779,6 +831,7 @@ chars \"\\u0003\" sends Ctrl-C. Manual: " mevedel-exec-manual-address)
                         :minimum 250 :maximum 300000))
   :async-p t
   :max-result-size 30000
+  :check-permission #'mevedel-exec-check-control
   :function #'mevedel-exec-write-stdin
   :renderer #'mevedel-exec-render-control)
 
@@ -786,6 +839,7 @@ chars \"\\u0003\" sends Ctrl-C. Manual: " mevedel-exec-manual-address)
   :description "List your executions that are still running after they yielded."
   :args ()
   :read-only-p t
+  :check-permission #'mevedel-exec-check-control
   :function #'mevedel-exec-list-executions
   :renderer #'mevedel-exec-render-control)
 
@@ -794,6 +848,7 @@ chars \"\\u0003\" sends Ctrl-C. Manual: " mevedel-exec-manual-address)
   :args ((execution_id string :required "The id a Bash or Monitor call returned"))
   :async-p t
   :max-result-size 30000
+  :check-permission #'mevedel-exec-check-control
   :function #'mevedel-exec-stop-execution
   :renderer #'mevedel-exec-render-control)
 
@@ -820,6 +875,7 @@ Manual: "
                                               write (:type array :items string)))
          (justification string :optional "Why the extra permissions are needed, for the user"))
   :async-p t
+  :check-permission #'mevedel-exec-check-command
   :grant-request #'mevedel-exec-grant-request
   :function #'mevedel-exec-monitor
   :renderer #'mevedel-exec-render-monitor)

@@ -213,7 +213,7 @@ whose contract is frozen and reused.
 Behavior: :read-only-p :snapshot-p :async-p.
 Permissions: :check-permission :get-path :get-paths :grant-request (a
 function of the arguments returning the sandbox grant they ask for,
-or nil; a grant is always asked about, see `mevedel-chat-permission').
+or nil; a grant is always asked about, see `mevedel-permissions-judge').
 Loading and grouping: :category (default \"mevedel\") :groups (a list
 of symbols or strings ToolSearch offers the tool under) :wrap.
 Display and output: :summary (default: the description's first

@@ -169,7 +169,7 @@ The transcript is read-only; type in the composer at the bottom.
                   (with-current-buffer buffer
                     (mevedel-view--observe event chat args)))))
         (mevedel-chat-observe chat mevedel-view--observer)
-        (setf (mevedel-chat-prompter chat) #'mevedel-view--prompt)
+        (mevedel-chat-set-prompter chat #'mevedel-view--prompt)
         (add-hook 'kill-buffer-hook #'mevedel-view--killed nil t)
         (mevedel-view-rerender)
         (run-hook-with-args 'mevedel-view-open-functions buffer))
@@ -180,7 +180,7 @@ The transcript is read-only; type in the composer at the bottom.
   (when-let* ((chat mevedel-view--chat))
     (mevedel-chat-unobserve chat mevedel-view--observer)
     (when (eq (mevedel-chat-prompter chat) #'mevedel-view--prompt)
-      (setf (mevedel-chat-prompter chat) nil)))
+      (mevedel-chat-set-prompter chat nil)))
   (when (timerp mevedel-view--progress-timer)
     (cancel-timer mevedel-view--progress-timer))
   (mevedel-view--stop-spinner))
@@ -656,11 +656,17 @@ OPERATION-GRANTED non-nil means the call itself is allowed already."
                               (mevedel-tool-render-shorten value 100)))
       (when-let* ((paths (plist-get request :paths)))
         (format "  paths: %s\n" (string-join paths ", ")))
+      (when-let* ((why (plist-get request :why)))
+        (format "  asked: %s\n" why))
       (when card
         (mevedel-view--grant-text card (plist-get request :grant)
                                   (plist-get request :operation-granted)))
+      (when-let* ((always (and (not card) (plist-get request :always))))
+        (concat (substitute-command-keys
+                 "  \\<mevedel-view-card-map>\\[mevedel-view-allow-session] allows ")
+                always "\n"))
       (substitute-command-keys
-       (if card
+       (if (or card (not (plist-get request :always)))
            "  \\<mevedel-view-card-map>\\[mevedel-view-allow-once] allow once · \
 \\[mevedel-view-deny] deny\n"
          "  \\<mevedel-view-card-map>\\[mevedel-view-allow-once] allow once · \
@@ -813,9 +819,15 @@ gathered: at most one every `mevedel-view--progress-delay' seconds."
   (funcall (plist-get (mevedel-view--card-at-point) :answer) 'once))
 
 (defun mevedel-view-allow-session ()
-  "Allow this tool for the rest of the session."
+  "Allow the call of the card at point, and what its card names, for the session.
+The card says what that is: the tool, or for a command its command
+keys (`npm test'); a card that offers no \"always\" says why."
   (interactive)
-  (funcall (plist-get (mevedel-view--card-at-point) :answer) 'session))
+  (let ((request (mevedel-view--card-at-point)))
+    (unless (and (plist-get request :always) (not (plist-get request :card)))
+      (user-error "This card offers no \"always this session\" (%s)"
+                  (or (plist-get request :why) "it asks for more sandbox permissions")))
+    (funcall (plist-get request :answer) 'session)))
 
 (defun mevedel-view-deny ()
   "Deny the tool call of the permission card at point."

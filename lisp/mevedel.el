@@ -34,8 +34,6 @@
 (declare-function mevedel-demo-open "mevedel-demo")
 (declare-function mevedel-batch-main "mevedel-batch")
 
-(declare-function mevedel-chat-install "mevedel-chat")
-
 (defun mevedel--load ()
   "Load the session, its view, the tools and the agents."
   (require 'mevedel-view)
@@ -43,8 +41,7 @@
   (require 'mevedel-tool-exec)
   (require 'mevedel-agent)
   (require 'mevedel-ps)
-  (require 'mevedel-panel)
-  (mevedel-chat-install))
+  (require 'mevedel-panel))
 
 ;;;###autoload
 (defun mevedel (&optional directory)

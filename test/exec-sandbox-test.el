@@ -385,8 +385,8 @@ echo hi > /dev/tcp/127.0.0.1/9 2>/dev/null; echo net=$?"
   `(let* ((ws (make-temp-file "exec-sbx-chat" t))
           (,chat (mevedel-chat-get-create ws))
           (,cards nil))
-     (setf (mevedel-chat-prompter ,chat) (lambda (_chat request) (push request ,cards))
-           (mevedel-chat-turn ,chat) 'test-turn)
+     (mevedel-chat-set-prompter ,chat (lambda (_chat request) (push request ,cards)))
+     (setf (mevedel-chat-turn ,chat) 'test-turn)
      (unwind-protect (progn ,@body)
        (setf (mevedel-chat-turn ,chat) nil)
        (kill-buffer (mevedel-chat-data-buffer ,chat))
@@ -395,7 +395,18 @@ echo hi > /dev/tcp/127.0.0.1/9 2>/dev/null; echo net=$?"
 (defun exec-sandbox-test--context (chat args)
   "Return a pipeline context for a Bash call with ARGS in CHAT."
   (list :tool (mevedel-tool-get "Bash") :args args
-        :data-buffer (mevedel-chat-data-buffer chat) :tool-use-id "toolu_sbx"))
+        :data-buffer (mevedel-chat-data-buffer chat) :tool-use-id "toolu_sbx"
+        :session (mevedel-chat-session chat)))
+
+(defun exec-sandbox-test--decide (chat args)
+  "Return the permission decision of a Bash call with ARGS in CHAT."
+  (mevedel-permissions-decide-call (exec-sandbox-test--context chat args)
+                                   (mevedel-chat-session chat)))
+
+(defun exec-sandbox-test--prompt (chat args answer)
+  "Ask CHAT's session about a Bash call with ARGS; ANSWER gets the reply."
+  (funcall (mevedel-session-prompter (mevedel-chat-session chat))
+           (exec-sandbox-test--context chat args) answer))
 
 (ert-deftest mevedel-exec-sandbox:grants-always-ask ()
   (exec-sandbox-test--with-chat chat cards
@@ -406,26 +417,23 @@ echo hi > /dev/tcp/127.0.0.1/9 2>/dev/null; echo net=$?"
                           :justification "download the data set"))
           (escalated '(:command "make install" :description "install"
                                 :sandbox_permissions "require_escalated")))
-      (should (eq (mevedel-chat-permission (exec-sandbox-test--context chat plain)) 'allow))
-      (should (eq (mevedel-chat-permission (exec-sandbox-test--context chat net)) 'ask))
-      (should (eq (mevedel-chat-permission (exec-sandbox-test--context chat escalated)) 'ask))
+      (should (eq (exec-sandbox-test--decide chat plain) 'allow))
+      (should (eq (exec-sandbox-test--decide chat net) 'ask))
+      (should (eq (exec-sandbox-test--decide chat escalated) 'ask))
       ;; An allow rule for Bash does not cover a grant either; a deny rule wins.
-      (setf (mevedel-chat-session-rules chat) '((allow "Bash")))
-      (should (eq (mevedel-chat-permission (exec-sandbox-test--context chat net)) 'ask))
-      (setf (mevedel-chat-session-rules chat) '((deny "Bash")))
-      (should (eq (car (mevedel-chat-permission (exec-sandbox-test--context chat escalated)))
-                  'deny))
-      (setf (mevedel-chat-session-rules chat) nil)
+      (let ((mevedel-permission-rules '((allow "Bash"))))
+        (should (eq (exec-sandbox-test--decide chat net) 'ask)))
+      (let ((mevedel-permission-rules '((deny "Bash"))))
+        (should (eq (car (exec-sandbox-test--decide chat escalated))
+                    'deny)))
       ;; Malformed grants are named.
-      (should-error (mevedel-chat-permission
-                     (exec-sandbox-test--context
-                      chat '(:command "x" :description "x"
-                                      :additional_permissions (:write ["relative/dir"]))))
+      (should-error (exec-sandbox-test--decide
+                     chat '(:command "x" :description "x"
+                                     :additional_permissions (:write ["relative/dir"])))
                     :type 'error)
       ;; One combined card for additive grants; the call itself was allowed.
       (let (answer)
-        (mevedel-chat-permission-prompt (exec-sandbox-test--context chat net)
-                                        (lambda (a) (setq answer a)))
+        (exec-sandbox-test--prompt chat net (lambda (a) (setq answer a)))
         (should (= 1 (length cards)))
         (should (eq (plist-get (car cards) :card) 'grant))
         (should (plist-get (car cards) :operation-granted))
@@ -435,12 +443,12 @@ echo hi > /dev/tcp/127.0.0.1/9 2>/dev/null; echo net=$?"
         (funcall (plist-get (car cards) :answer) 'session)
         (should (eq answer 'approve))
         ;; "Always" on a grant card adds no rule.
-        (should-not (mevedel-chat-session-rules chat)))
+        (should (zerop (hash-table-count
+                        (mevedel-session-permission-answers (mevedel-chat-session chat))))))
       ;; In ask mode, escalation is a second, separate card after the call's own.
       (setf (mevedel-chat-permission-mode chat) 'ask cards nil)
       (let (answer)
-        (mevedel-chat-permission-prompt (exec-sandbox-test--context chat escalated)
-                                        (lambda (a) (setq answer a)))
+        (exec-sandbox-test--prompt chat escalated (lambda (a) (setq answer a)))
         (should (= 1 (length cards)))
         (should-not (plist-get (car cards) :card))
         (funcall (plist-get (car cards) :answer) 'once)
@@ -450,10 +458,9 @@ echo hi > /dev/tcp/127.0.0.1/9 2>/dev/null; echo net=$?"
         (funcall (plist-get (car cards) :answer) 'deny)
         (should (eq (car answer) 'deny)))
       ;; Headless: nobody can approve, the call is refused.
-      (setf (mevedel-chat-prompter chat) nil)
+      (setf (mevedel-chat-turn chat) nil)
       (let (answer)
-        (mevedel-chat-permission-prompt (exec-sandbox-test--context chat escalated)
-                                        (lambda (a) (setq answer a)))
+        (exec-sandbox-test--prompt chat escalated (lambda (a) (setq answer a)))
         (should (eq (car answer) 'deny))
         (should (string-match-p "headless" (cdr answer)))))))
 
@@ -462,8 +469,6 @@ echo hi > /dev/tcp/127.0.0.1/9 2>/dev/null; echo net=$?"
   (exec-sandbox-test--with-chat chat cards
     (exec-sandbox-test--with-outside out
       (let* ((target (expand-file-name "escalated" out))
-             (mevedel-pipeline-permission-function #'mevedel-chat-permission)
-             (mevedel-pipeline-permission-prompt-function #'mevedel-chat-permission-prompt)
              (args (list :command (format "echo e > %s && echo wrote" (shell-quote-argument target))
                          :description "write outside" :sandbox_permissions "require_escalated"
                          :justification "the test needs it"))

@@ -17,10 +17,10 @@
 (declare-function mevedel-view-rerender "mevedel-view")
 (declare-function mevedel-chat-data-buffer "mevedel-chat")
 (declare-function mevedel-chat-name "mevedel-chat")
-(declare-function mevedel-chat-session-rules "mevedel-chat")
 (declare-function mevedel-pipeline-run-tool "mevedel-pipeline")
 (declare-function mevedel-tool-get "mevedel-tool-registry")
 (declare-function mevedel-render-data-extract "mevedel-render-data")
+(defvar mevedel-permission-rules)
 
 (defconst mevedel-test-root
   (file-name-directory
@@ -112,15 +112,16 @@ The text is what gptel writes for a tool call."
 
 (defmacro mevedel-test-with-view (view chat &rest body)
   "Bind VIEW and CHAT to a fresh session's view and chat around BODY.
-The execution tools are allowed without asking, and no background
+Bash and Monitor are allowed without asking (the execution controls
+never ask), and no background
 completion starts a turn (there is no backend).  Afterwards the view,
 the session's executions table, the data buffer and the workspace go."
   (declare (indent 2))
   `(let* ((root (file-name-as-directory (make-temp-file "mevedel-view-" t)))
           (,view (mevedel root))
-          (,chat (mevedel-view-chat ,view)))
-     (dolist (tool '("Bash" "WriteStdin" "StopExecution" "Monitor"))
-       (push (list 'allow tool) (mevedel-chat-session-rules ,chat)))
+          (,chat (mevedel-view-chat ,view))
+          (mevedel-permission-rules (append '((allow "Bash") (allow "Monitor"))
+                                            mevedel-permission-rules)))
      (unwind-protect (cl-letf (((symbol-function 'mevedel-agent--wake) #'ignore))
                        ,@body)
        (when-let* ((ps (get-buffer (format "*mevedel ps: %s*" (mevedel-chat-name ,chat)))))

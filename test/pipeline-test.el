@@ -45,8 +45,6 @@
          (mevedel-pipeline-post-tool-use-failure-functions nil)
          (mevedel-pipeline-snapshot-functions
           (list (lambda (ctx) (mevedel-pipeline-test--note 'snapshot (plist-get ctx :args)))))
-         (mevedel-pipeline-permission-function #'mevedel-pipeline-permission-default)
-         (mevedel-pipeline-permission-prompt-function nil)
          (mevedel-pipeline-interactive-function #'ignore)
          (mevedel-pipeline-warn-function
           (lambda (message) (mevedel-pipeline-test--note 'warning message))))
@@ -54,6 +52,12 @@
        (dolist (tool (mevedel-tool-all))
          (when (equal (mevedel-tool-category tool) "mevedel-test")
            (mevedel-tool-unregister (mevedel-tool-name tool) "mevedel-test"))))))
+
+(defun mevedel-pipeline-test--asking-session (prompter)
+  "Return an ephemeral session whose PROMPTER answers permission questions."
+  (let ((session (mevedel-session-create :workspace temporary-file-directory :ephemeral t)))
+    (setf (mevedel-session-prompter session) prompter)
+    session))
 
 (defun mevedel-pipeline-test--echo (args)
   "A handler that logs ARGS and returns a result naming them."
@@ -95,8 +99,9 @@
 (ert-deftest mevedel-pipeline:deny-never-reaches-snapshot-or-handler ()
   (mevedel-pipeline-test--with
     (let* ((tool (mevedel-pipeline-test--tool "PDenied" :snapshot-p t
-                                              :function #'mevedel-pipeline-test--echo))
-           (mevedel-pipeline-permission-function (lambda (_) '(deny . "rule says no")))
+                                              :function #'mevedel-pipeline-test--echo
+                                              :check-permission
+                                              (lambda (_) '(deny . "rule says no"))))
            (outcome (mevedel-pipeline-test--run tool '(:text "x"))))
       (should (eq (plist-get outcome :status) 'error))
       (should (equal (plist-get outcome :result) "Permission denied: rule says no"))
@@ -108,15 +113,17 @@
     (let* ((tool (mevedel-pipeline-test--tool "PAsk" :snapshot-p t
                                               :function #'mevedel-pipeline-test--echo))
            (answers nil)
-           (mevedel-pipeline-permission-prompt-function
-            (lambda (ctx answer)
-              (mevedel-pipeline-test--note 'asked (plist-get ctx :name))
-              (push answer answers)
-              nil))
+           (session (mevedel-pipeline-test--asking-session
+                     (lambda (ctx answer)
+                       (mevedel-pipeline-test--note 'asked (plist-get ctx :name))
+                       (push answer answers)
+                       nil)))
            (approved 'unsettled) (denied 'unsettled))
       ;; The default decision for a tool that is not read-only is `ask'.
-      (mevedel-pipeline-run-tool-outcome tool '(:text "a") (lambda (o) (setq approved o)))
-      (mevedel-pipeline-run-tool-outcome tool '(:text "b") (lambda (o) (setq denied o)))
+      (mevedel-pipeline-run-tool-outcome tool '(:text "a") (lambda (o) (setq approved o))
+                                         :session session)
+      (mevedel-pipeline-run-tool-outcome tool '(:text "b") (lambda (o) (setq denied o))
+                                         :session session)
       (should (eq approved 'unsettled))
       (should (eq denied 'unsettled))
       (should (= (length (mevedel-pipeline-test--seen 'asked)) 2))
@@ -152,14 +159,16 @@
   (mevedel-pipeline-test--with
     (let* ((seen nil)
            (record '(:source reviewer :outcome allow-once :reason "only reads"))
-           (mevedel-pipeline-permission-function (lambda (_) (cons 'allow record)))
-           (tool (mevedel-pipeline-test--tool
-                  "PReviewed"
-                  :function (lambda (_)
-                              (setq seen (mevedel-pipeline-active-permission-approvals))
-                              ;; A handler cannot author approvals.
-                              '(:result "done" :render-data
-                                        (:exit 0 :permission-approvals ((:source me))))))))
+           (reviewed (lambda (check)
+                       (mevedel-pipeline-test--tool
+                        "PReviewed"
+                        :check-permission check
+                        :function (lambda (_)
+                                    (setq seen (mevedel-pipeline-active-permission-approvals))
+                                    ;; A handler cannot author approvals.
+                                    '(:result "done" :render-data
+                                              (:exit 0 :permission-approvals ((:source me))))))))
+           (tool (funcall reviewed (lambda (_) (cons 'allow record)))))
       (let ((outcome (mevedel-pipeline-test--run tool nil)))
         (should (eq (plist-get outcome :status) 'success))
         (should (equal seen (list record)))
@@ -175,26 +184,28 @@
         (should (equal (mevedel-render-data-strip text "toolu_rev") "done")))
       ;; A later failure keeps the accepted approval.
       (let* ((failing (mevedel-pipeline-test--tool
-                       "PReviewedFails" :function (lambda (_) (error "Broke"))))
+                       "PReviewedFails" :function (lambda (_) (error "Broke"))
+                       :check-permission (lambda (_) (cons 'allow record))))
              (outcome (mevedel-pipeline-test--run failing nil)))
         (should (eq (plist-get outcome :status) 'error))
         (should (equal (plist-get (plist-get outcome :render-data) :permission-approvals)
                        (list record))))
       ;; A plain allow records nothing, and a handler's field is dropped.
-      (let* ((mevedel-pipeline-permission-function (lambda (_) 'allow))
+      (let* ((tool (funcall reviewed (lambda (_) 'allow)))
              (outcome (mevedel-pipeline-test--run tool nil)))
         (should (equal (plist-get outcome :render-data) '(:exit 0)))
         (should-not seen))
       ;; A prompt (an automatic reviewer) may approve with a record too.
-      (let* ((mevedel-pipeline-permission-function (lambda (_) 'ask))
-             (mevedel-pipeline-permission-prompt-function
-              (lambda (_ctx answer) (funcall answer (cons 'approve '(:source reviewer :reason "ok")))))
-             (outcome (mevedel-pipeline-test--run tool nil)))
+      (let* ((tool (funcall reviewed (lambda (_) 'ask)))
+             (session (mevedel-pipeline-test--asking-session
+                       (lambda (_ctx answer)
+                         (funcall answer (cons 'approve '(:source reviewer :reason "ok"))))))
+             (outcome (mevedel-pipeline-test--run tool nil :session session)))
         (should (equal (plist-get (plist-get outcome :render-data) :permission-approvals)
                        '((:source reviewer :outcome allow-once :reason "ok")))))
       ;; A malformed record refuses the call before the handler.
       (setq seen 'untouched)
-      (let* ((mevedel-pipeline-permission-function (lambda (_) '(allow :reason 42)))
+      (let* ((tool (funcall reviewed (lambda (_) '(allow :reason 42))))
              (outcome (mevedel-pipeline-test--run tool nil)))
         (should (eq (plist-get outcome :status) 'error))
         (should (eq seen 'untouched))))))
@@ -360,11 +371,12 @@
   (mevedel-pipeline-test--with
     (let* ((answer nil)
            (withdrawn nil)
-           (mevedel-pipeline-permission-prompt-function
-            (lambda (_ctx k) (setq answer k) (lambda () (setq withdrawn t))))
+           (session (mevedel-pipeline-test--asking-session
+                     (lambda (_ctx k) (setq answer k) (lambda () (setq withdrawn t)))))
            (tool (mevedel-pipeline-test--tool "PCancelAsk" :function #'mevedel-pipeline-test--echo))
            (outcomes nil)
-           (cancel (mevedel-pipeline-run-tool-outcome tool nil (lambda (o) (push o outcomes)))))
+           (cancel (mevedel-pipeline-run-tool-outcome tool nil (lambda (o) (push o outcomes))
+                                                      :session session)))
       (funcall cancel)
       (should withdrawn)
       (funcall answer 'approve)
@@ -548,6 +560,7 @@
 (ert-deftest mevedel-pipeline:external-provider-projection ()
   (mevedel-pipeline-test--with
     (mevedel-pipeline-test--with-session session t
+      (mevedel-session-ensure-storage session)
       (let* ((media (list (list :mime "image/png" :path "/tmp/x.png")))
              (big (mevedel-pipeline-test--lines 2000))
              (tool (mevedel-pipeline-test--tool
@@ -598,6 +611,8 @@
 (ert-deftest mevedel-pipeline:oversized-result-is-persisted-with-preview ()
   (mevedel-pipeline-test--with
     (mevedel-pipeline-test--with-session session t
+      ;; The session has stored something before: output may join it.
+      (mevedel-session-ensure-storage session)
       (let* ((full (mevedel-pipeline-test--lines 2000))
              (mevedel-pipeline-preview-chars 1000)
              (tool (mevedel-pipeline-test--tool "PBig" :read-only-p t :max-result-size 5000
@@ -650,11 +665,11 @@
   (require 'mevedel-tool-fs)
   (mevedel-pipeline-test--with
     (mevedel-pipeline-test--with-session session t
+      (mevedel-session-ensure-storage session)
       (with-temp-buffer
         (setq mevedel-session-current session)
         (let* ((full (mevedel-pipeline-test--lines 3000))
                (mevedel-pipeline-preview-chars 1000)
-               (mevedel-pipeline-permission-function (lambda (_) 'allow))
                (tool (mevedel-pipeline-test--tool "PHuge" :read-only-p t :max-result-size 5000
                                                   :function (lambda (_) full)))
                (plan (mevedel-core-text-preview full 1000))
@@ -681,6 +696,34 @@
                                      (lambda (r) (setq hits r)))
           (mevedel-test-wait-until hits 20)
           (should (equal hits "artifact://tool-results/toolu_huge.txt:1500:line 01500 of the output\n")))))))
+
+(ert-deftest mevedel-pipeline:oversized-preview-creates-no-storage ()
+  "An unsaved session's oversized output is previewed, not saved."
+  (mevedel-pipeline-test--with
+    (mevedel-pipeline-test--with-session session t
+      (let* ((tool (mevedel-pipeline-test--tool
+                    "PBigUnsaved" :read-only-p t :max-result-size 5000
+                    :function (lambda (_) (mevedel-pipeline-test--lines 2000))))
+             (text (mevedel-pipeline-test--provider tool nil :tool-use-id "toolu_unsaved"
+                                                    :session session)))
+        (should (< (length text) 6000))
+        (should-not (string-match-p "artifact://" text))
+        (should-not (mevedel-session-storage-p session))
+        (should-not (file-exists-p (expand-file-name ".mevedel" ws)))))))
+
+(ert-deftest mevedel-pipeline:confirmed-calls-are-approved-without-a-prompter ()
+  "Outside a session, gptel's own confirmation approves a call that asks."
+  (mevedel-pipeline-test--with
+    (let ((tool (mevedel-pipeline-test--tool "PConfirmed" :function #'mevedel-pipeline-test--echo)))
+      (let ((refused (mevedel-pipeline-test--provider tool '(:text "a"))))
+        (should (string-match-p "Permission denied: this PConfirmed call needs approval"
+                                refused))
+        (should (string-match-p "gptel's tool confirmation" refused)))
+      (let ((outcome (mevedel-pipeline-test--run tool '(:text "b") :confirmed t)))
+        (should (eq (plist-get outcome :status) 'success))
+        (should (equal (plist-get (plist-get outcome :render-data) :permission-approvals)
+                       '((:source gptel-confirmation :outcome allow-once
+                                  :reason "the user confirmed this PConfirmed call in gptel"))))))))
 
 (ert-deftest mevedel-pipeline:oversized-error-is-truncated-not-persisted ()
   (mevedel-pipeline-test--with

@@ -115,7 +115,6 @@
 (ert-deftest mevedel-ps:lists-foreground-commands-and-monitors ()
   (mevedel-core-ensure)
   (mevedel-test-with-view _view chat
-    (push (list 'allow "Monitor") (mevedel-chat-session-rules chat))
     (let* ((session (mevedel-session-id (mevedel-chat-session chat)))
            (box nil)
            (monitor (progn

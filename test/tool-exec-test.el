@@ -182,8 +182,8 @@
   "Run BODY with VAR bound to a durable session in a temporary workspace."
   (declare (indent 1))
   `(let* ((workspace (make-temp-file "tool-exec-ws" t))
-          (,var (mevedel-session-create :workspace workspace))
-          (mevedel-pipeline-permission-function (lambda (_context) 'allow)))
+          (,var (mevedel-session-create :workspace workspace)))
+     (setf (mevedel-session-permission-mode ,var) 'full-auto)
      (unwind-protect (progn ,@body)
        (mevedel-session-close ,var)
        (delete-directory workspace t))))
@@ -205,6 +205,8 @@
   (dolist (name '("WriteStdin" "ListExecutions" "StopExecution" "Monitor"))
     (should (mevedel-tool-get name)))
   (tool-exec-test--in-session session
+    ;; The session has stored something before: output is kept with it.
+    (mevedel-session-ensure-storage session)
     (let* ((outcome (tool-exec-test--pipeline
                      "Bash" '(:command "pwd; seq 1 5000" :description "count") session))
            (data (plist-get outcome :render-data))

@@ -390,6 +390,8 @@ Binds `ws', `session' and `outside' (directory names)."
          (grep (mevedel-tool-get "Grep" "filesystem"))
          (read (mevedel-tool-get "Read" "filesystem"))
          (outcome nil))
+    ;; The session has stored something before: output may join it.
+    (mevedel-session-ensure-storage session)
     (unwind-protect
         (with-temp-buffer
           (setq mevedel-session-current session)

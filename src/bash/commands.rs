@@ -732,6 +732,207 @@ pub fn wrapped(name: &str, args: &[Arg<'_>]) -> Option<usize> {
     }
 }
 
+/// Commands whose first operand names what they do (`git status`,
+/// `npm test`): their key includes it.
+const SUBCOMMANDS: &[&str] = &[
+    "git",
+    "npm",
+    "npx",
+    "yarn",
+    "pnpm",
+    "cargo",
+    "go",
+    "docker",
+    "podman",
+    "pip",
+    "pip3",
+    "apt",
+    "apt-get",
+    "systemctl",
+    "make",
+    "gem",
+    "mvn",
+    "gradle",
+    "kubectl",
+    "gh",
+    "rustup",
+    "brew",
+    "dotnet",
+    "bundle",
+    "poetry",
+    "uv",
+    "composer",
+    "dune",
+    "stack",
+    "cabal",
+    "mix",
+    "bun",
+    "deno",
+];
+
+/// Options of a subcommand tool that take the next word as their value.
+fn takes_value(name: &str, option: &str) -> bool {
+    match name {
+        "git" => matches!(
+            option,
+            "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace"
+        ),
+        "make" => matches!(option, "-C" | "-f" | "--file" | "--directory" | "-I"),
+        "cargo" => matches!(option, "-C" | "--config" | "-Z" | "--manifest-path"),
+        "docker" | "podman" => matches!(option, "-H" | "--host" | "--context" | "--config"),
+        "npm" | "yarn" | "pnpm" => matches!(option, "--prefix" | "-w" | "--workspace" | "-C"),
+        _ => false,
+    }
+}
+
+/// The key under which a session answer covers the command NAME with
+/// ARGS: the name, plus the subcommand for tools that have them (`git
+/// status`, `npm run build`, `python -m pytest`). `None` when no answer
+/// may cover it: the command is dangerous, runs shell code it is given,
+/// or its operands are computed where the key needs them.
+pub fn key(name: &str, args: &[Arg<'_>], class: Class) -> Option<String> {
+    if class == Class::Dangerous {
+        return None;
+    }
+    match FAMILIES.get(name).map(|l| l.family) {
+        Some(Family::CodeRunner | Family::Dangerous) => return None,
+        Some(Family::Interpreter) => return interpreter_key(name, args),
+        _ => {}
+    }
+    if !SUBCOMMANDS.contains(&name) {
+        return Some(name.to_string());
+    }
+    let mut words = args.iter();
+    let mut key = name.to_string();
+    let mut wanted = 1;
+    while let Some(arg) = words.next() {
+        let text = arg.text()?;
+        if text.starts_with('-') || (name == "cargo" && text.starts_with('+')) {
+            if takes_value(name, text) {
+                words.next();
+            }
+            continue;
+        }
+        if name == "make" && text.contains('=') {
+            continue;
+        }
+        key.push(' ');
+        key.push_str(text);
+        wanted -= 1;
+        if wanted == 0
+            && matches!(name, "npm" | "yarn" | "pnpm" | "bun")
+            && matches!(text, "run" | "run-script" | "exec" | "x")
+        {
+            wanted = 1;
+        }
+        if wanted == 0 {
+            break;
+        }
+    }
+    Some(key)
+}
+
+/// An interpreter's key: its script, or the module it runs; code given
+/// on the command line (or read from stdin) is never covered.
+fn interpreter_key(name: &str, args: &[Arg<'_>]) -> Option<String> {
+    let mut words = args.iter();
+    while let Some(arg) = words.next() {
+        let text = arg.text()?;
+        match text {
+            "-c" | "-e" | "--eval" | "-p" | "--print" | "-E" | "-" => return None,
+            "-m" => {
+                let module = words.next()?.text()?;
+                return Some(format!("{name} -m {module}"));
+            }
+            t if t.starts_with('-') => {}
+            script => return Some(format!("{name} {script}")),
+        }
+    }
+    None
+}
+
+/// Read-only commands whose operands are not files.
+const NO_FILES: &[&str] = &[
+    "echo", "printf", "true", "false", "sleep", "seq", "yes", "expr", "whoami", "id", "uname",
+    "nproc", "date", "hostname", "pwd", "which", "type", "printenv", "basename", "dirname", "test",
+    "[", "locale", "getconf", "groups", "tty", "arch", "logname", "numfmt", "free", "uptime", "ps",
+    "hash", "command", "env", "dirs", "popd", "wait", "read", "cd", "pushd",
+];
+
+/// Pass each file operand of the read-only command NAME with ARGS to
+/// EACH: its text, or `None` for a computed word (which could name any
+/// file). Generous: a pattern or script that could be a file counts as
+/// one, so what is left out is never a file the command reads.
+pub fn file_operands<'s>(name: &str, args: &'s [Arg<'_>], mut each: impl FnMut(Option<&'s str>)) {
+    if NO_FILES.contains(&name) {
+        return;
+    }
+    // The first operand is a pattern, script or program unless an option
+    // gave one (then every operand is a file).
+    let leading = match name {
+        "grep" | "egrep" | "fgrep" | "zgrep" | "rg" => !flag(args, |t| {
+            matches!(t, "-e" | "-f" | "--regexp" | "--file")
+                || t.starts_with("--regexp=")
+                || t.starts_with("--file=")
+                || (!t.starts_with("--") && (short_has(t, 'e') || short_has(t, 'f')))
+        }),
+        "sed" => !flag(args, |t| {
+            matches!(t, "-e" | "-f" | "--expression" | "--file")
+                || t.starts_with("--expression=")
+                || t.starts_with("--file=")
+        }),
+        "awk" | "gawk" | "mawk" => !flag(args, |t| t == "-f" || t.starts_with("--file")),
+        "jq" => !flag(args, |t| t == "-f" || t == "--from-file"),
+        _ => false,
+    };
+    let mut skip = leading;
+    let mut expression = false;
+    let mut value_follows = false;
+    for arg in args {
+        let Some(text) = arg.text() else {
+            if skip {
+                skip = false;
+            } else {
+                each(None);
+            }
+            continue;
+        };
+        if name == "find" {
+            if value_follows {
+                value_follows = false;
+                each(Some(text));
+                continue;
+            }
+            if text.starts_with('-') || text == "(" || text == "!" {
+                expression = true;
+                value_follows = matches!(
+                    text,
+                    "-newer" | "-anewer" | "-cnewer" | "-samefile" | "-files0-from"
+                ) || text.starts_with("-newer");
+                continue;
+            }
+            if !expression {
+                each(Some(text));
+            }
+            continue;
+        }
+        if let Some(option) = text.strip_prefix('-').filter(|o| !o.is_empty()) {
+            // An option's attached value may be a file.
+            match option.split_once('=') {
+                Some((_, value)) => each(Some(value)),
+                None if option.contains('/') || option.contains('~') => each(None),
+                None => {}
+            }
+            continue;
+        }
+        if skip {
+            skip = false;
+            continue;
+        }
+        each(Some(text));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

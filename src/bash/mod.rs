@@ -134,6 +134,22 @@ pub struct Analysis {
     pub pipelines: usize,
     /// Why the source is not eligible for the snapshot, when it is not.
     pub ineligible: Option<&'static str>,
+    /// The key of each command the source runs, once each, in order: the
+    /// command name and, for tools with subcommands, the subcommand
+    /// (`git status`, `npm test`, `cargo build`). A session answer that
+    /// allows every key of a source allows the source.
+    pub keys: Vec<String>,
+    /// Some command has no key (computed name, shell code, dangerous):
+    /// no session answer covers the source.
+    pub unkeyed: bool,
+    /// File operands of the read-only commands (and `cd` targets, and
+    /// input redirections), as written, joined to the directory the
+    /// source had changed to: relative ones are read from the call's
+    /// working directory.
+    pub paths: Vec<String>,
+    /// Some file operand is computed, or read after a `cd` whose target is
+    /// unknown, so [`Analysis::paths`] may not list every file read.
+    pub paths_unknown: bool,
 }
 
 impl Analysis {
@@ -151,6 +167,80 @@ impl Analysis {
     pub fn read_only(&self) -> bool {
         self.class == Class::ReadOnly && !self.parse_error && !self.background
     }
+}
+
+/// What a permission decision needs to know about a source run in one
+/// working directory of one workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access {
+    /// The source only reads (see [`Analysis::read_only`]) and every file
+    /// it names, and its working directory, are inside the workspace.
+    pub inside: bool,
+    /// The file operands made absolute and normalised (`.`, `..` and
+    /// repeated slashes resolved by their text alone).
+    pub paths: Vec<String>,
+}
+
+/// Judge ANALYSIS run in CWD for the workspace ROOT (absolute paths;
+/// HOME expands `~`). Paths are compared as text after one
+/// normalisation, never looked up.
+pub fn access(analysis: &Analysis, cwd: &str, root: &str, home: Option<&str>) -> Access {
+    let cwd = normalize("/", cwd);
+    let root = normalize("/", root);
+    let mut inside = analysis.read_only() && !analysis.paths_unknown && within(&cwd, &root);
+    let mut paths = Vec::with_capacity(analysis.paths.len());
+    for path in &analysis.paths {
+        let resolved = match path.strip_prefix('~') {
+            Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+                home.map(|h| normalize("/", &format!("{h}{rest}")))
+            }
+            Some(_) => None,
+            None => Some(normalize(&cwd, path)),
+        };
+        match resolved {
+            Some(p) => {
+                inside &= within(&p, &root);
+                paths.push(p);
+            }
+            None => {
+                inside = false;
+                paths.push(path.clone());
+            }
+        }
+    }
+    Access { inside, paths }
+}
+
+/// PATH read from DIR (absolute), normalised by its text.
+fn normalize(dir: &str, path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    let start = if path.starts_with('/') { "" } else { dir };
+    for part in start.split('/').chain(path.split('/')) {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    let mut out = String::with_capacity(dir.len() + path.len() + 1);
+    for part in &parts {
+        out.push('/');
+        out.push_str(part);
+    }
+    if out.is_empty() {
+        out.push('/');
+    }
+    out
+}
+
+/// Whether the normalised PATH is ROOT or below it.
+fn within(path: &str, root: &str) -> bool {
+    root == "/"
+        || path
+            .strip_prefix(root)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 /// Analyse SRC. Never fails: unparsable source is class unknown.

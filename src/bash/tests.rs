@@ -1163,3 +1163,115 @@ fn recent_remembers_a_repeated_source() {
     let long = format!("echo {}", "x".repeat(5000));
     assert!(matches!(recent.analyze(&long), Cow::Owned(_)));
 }
+
+fn keys(src: &str) -> (Vec<String>, bool) {
+    let a = analyze(src);
+    (a.keys, a.unkeyed)
+}
+
+#[test]
+fn command_keys_name_the_command_and_its_subcommand() {
+    for (src, want) in [
+        ("git status --short", &["git status"][..]),
+        ("git -C sub log -3", &["git log"]),
+        ("npm test --watch=false", &["npm test"]),
+        ("npm run build", &["npm run build"]),
+        ("cargo +nightly build --release", &["cargo build"]),
+        ("make -j4 test", &["make test"]),
+        ("make", &["make"]),
+        ("rm -rf build", &["rm"]),
+        ("npm test && curl -s x", &["npm test", "curl"]),
+        ("cat x | head -3", &["cat", "head"]),
+        ("timeout 5 npm test", &["npm test"]),
+        ("python3 -m pytest -q", &["python3 -m pytest"]),
+        ("./run-tests --verbose", &["./run-tests"]),
+        ("'git' \"status\"", &["git status"]),
+        ("g\\it st\\atus", &["git status"]),
+        ("git status; git status", &["git status"]),
+        ("echo \"$(git log -1)\"", &["git log", "echo"]),
+    ] {
+        let (got, unkeyed) = keys(src);
+        assert_eq!(got, want, "{src}");
+        assert!(!unkeyed, "{src}");
+    }
+    // No session answer may cover these.
+    for src in [
+        "eval \"$x\"",
+        "\"$cmd\" -v",
+        "rm -rf /",
+        "git reset --hard",
+        "python -c 'print(1)'",
+        "bash -c 'ls'",
+        "sudo ls",
+        "ls && $x",
+        "env \"$x\" ls",
+        "ls (",
+    ] {
+        assert!(keys(src).1, "{src}");
+    }
+}
+
+fn access_of(src: &str) -> Access {
+    access(&analyze(src), "/ws", "/ws", Some("/home/u"))
+}
+
+#[test]
+fn read_only_paths_are_judged_against_the_workspace() {
+    for src in [
+        "git status",
+        "ls",
+        "cat a/b.txt | head",
+        "grep -rn TODO src",
+        "grep -rn /api/ src",
+        "rg -n 'fn main' .",
+        "sed -n '1,50p' README.md",
+        "echo /etc/passwd",
+        "cd sub && cat ../x",
+        "cd sub; cd deeper; cat ../../y",
+        "cat ./a/../b",
+        "head -20 \"README.md\"",
+        "wc -l < data.txt",
+        "find . -name '/etc/*' -type f",
+        "git diff -- src/lib.rs",
+        "cat /ws/inside.txt",
+        "jq .name package.json",
+    ] {
+        assert!(access_of(src).inside, "{src}: {:?}", access_of(src));
+    }
+    for src in [
+        "cat /etc/passwd",
+        "cat ../x",
+        "cat \"/etc/pa\"'sswd'",
+        "cat \\/etc\\/passwd",
+        "cat < /etc/passwd",
+        "cd sub && cat ../../x",
+        "cd /etc && ls",
+        "cd .. && ls",
+        "cd && ls",
+        "cd - && ls",
+        "(cd sub); cat ../x",
+        "cat \"$f\"",
+        "ls ~/.ssh",
+        "ls ~u/x",
+        "grep -e /etc/x f",
+        "grep x /wsx/y",
+        "find / -name x",
+        "git -C /etc status",
+        "git --git-dir=/srv/repo log",
+        "for f in *.el; do wc -l \"$f\"; done",
+        "rm -rf build",
+        "ls > out",
+        "cat x &",
+    ] {
+        assert!(!access_of(src).inside, "{src}: {:?}", access_of(src));
+    }
+    assert_eq!(
+        access_of("cd sub && cat ../x ./y").paths,
+        ["/ws/sub", "/ws/x", "/ws/sub/y"]
+    );
+    assert_eq!(access_of("cat ../../etc//passwd").paths, ["/etc/passwd"]);
+    assert_eq!(access_of("ls ~/p").paths, ["/home/u/p"]);
+    // The working directory itself must be inside.
+    assert!(!access(&analyze("ls"), "/tmp", "/ws", None).inside);
+    assert!(access(&analyze("ls x"), "/ws/sub/", "/ws/", None).inside);
+}

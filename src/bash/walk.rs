@@ -111,6 +111,10 @@ fn analyze_parsed(src: &str) -> Analysis {
             final_pipeline: None,
             pipelines: 0,
             ineligible: Some("unparsable"),
+            keys: Vec::new(),
+            unkeyed: true,
+            paths: Vec::new(),
+            paths_unknown: true,
         };
     };
     analyze_syntax(src, &Tree::from_tree_sitter(&tree), &mut Vec::new())
@@ -126,6 +130,8 @@ fn analyze_syntax(src: &str, tree: &Tree, args: &mut Vec<Arg<'static>>) -> Analy
     if w.parse_error {
         w.raise(Class::Unknown, "the source could not be parsed");
         w.decline("unparsable");
+        w.unkeyed = true;
+        w.paths_unknown = true;
     }
     if w.background {
         w.decline("background operator");
@@ -230,6 +236,18 @@ struct Walker<'a> {
     ineligible: Option<&'static str>,
     /// A vector for a command's arguments, kept between commands.
     args: Vec<Arg<'a>>,
+    keys: Vec<String>,
+    unkeyed: bool,
+    paths: Vec<String>,
+    paths_unknown: bool,
+    /// The working directory reached by top-level `cd`s, relative to the
+    /// call's (empty: the call's own); `None` once it cannot be known.
+    cwd: Option<String>,
+    /// How many nodes between the root and the node being walked are
+    /// anything but the program, a list or a redirected statement: a `cd`
+    /// inside one (a subshell, a pipeline, a loop) changes the directory
+    /// of that part alone.
+    nested: usize,
 }
 
 impl<'a> Walker<'a> {
@@ -244,6 +262,12 @@ impl<'a> Walker<'a> {
             pipelines: 0,
             ineligible: None,
             args,
+            keys: Vec::new(),
+            unkeyed: false,
+            paths: Vec::new(),
+            paths_unknown: false,
+            cwd: Some(String::new()),
+            nested: 0,
         }
     }
 
@@ -267,7 +291,53 @@ impl<'a> Walker<'a> {
             final_pipeline,
             pipelines: self.pipelines,
             ineligible: self.ineligible,
+            keys: self.keys,
+            unkeyed: self.unkeyed,
+            paths: self.paths,
+            paths_unknown: self.paths_unknown,
         }
+    }
+
+    /// Record the file operand TEXT (`None`: computed), read from the
+    /// working directory the walk has reached.
+    fn path(&mut self, text: Option<&str>) {
+        match (text, &self.cwd) {
+            (Some(t), _) if t.starts_with('/') || t.starts_with('~') => {
+                self.paths.push(t.to_string());
+            }
+            (Some(t), Some(cwd)) => self.paths.push(join(cwd, t)),
+            _ => self.paths_unknown = true,
+        }
+    }
+
+    /// Follow `cd`/`pushd` with ARGS: the target is read (listed), and a
+    /// top-level literal target becomes the directory later relative
+    /// operands are read from.
+    fn change_directory(&mut self, name: &str, args: &[Arg<'_>]) {
+        let target = args.iter().find(|a| {
+            a.literal
+                .as_deref()
+                .is_none_or(|t| !t.starts_with('-') || t == "-")
+        });
+        let target = match target {
+            None if name == "cd" => Some("~"),
+            None => None,
+            Some(a) => a.literal.as_deref().filter(|t| *t != "-"),
+        };
+        if target.is_none() && name == "popd" {
+            self.cwd = None;
+            return;
+        }
+        self.path(target);
+        self.cwd = match (target, &self.cwd) {
+            (Some(t), Some(_)) if self.nested == 0 && name == "cd" && t.starts_with('/') => {
+                Some(t.to_string())
+            }
+            (Some(t), Some(cwd)) if self.nested == 0 && name == "cd" && !t.starts_with('~') => {
+                Some(join(cwd, t))
+            }
+            _ => None,
+        };
     }
 
     fn text(&self, node: Node) -> &'a str {
@@ -292,6 +362,20 @@ impl<'a> Walker<'a> {
     }
 
     fn walk(&mut self, node: Node) {
+        let plain = matches!(
+            node.kind(),
+            Kind::Program | Kind::List | Kind::RedirectedStatement | Kind::Command
+        );
+        if !plain {
+            self.nested += 1;
+        }
+        self.walk_node(node);
+        if !plain {
+            self.nested -= 1;
+        }
+    }
+
+    fn walk_node(&mut self, node: Node) {
         if node.is_missing() {
             self.parse_error = true;
         }
@@ -457,6 +541,9 @@ impl<'a> Walker<'a> {
             if !harmless {
                 self.raise(Class::Mutating, "redirects output into a file");
             }
+        } else if op == Some(Kind::Lt) {
+            let value = dest.and_then(|d| self.literal(d));
+            self.path(value.as_deref());
         }
         self.walk_children(node);
     }
@@ -488,6 +575,7 @@ impl<'a> Walker<'a> {
             Some(None) => {
                 self.raise(Class::Complex, "the command name is computed");
                 self.decline("computed command name");
+                self.unkeyed = true;
             }
             Some(Some(name)) => self.judge_command(name, &args),
         }
@@ -504,6 +592,7 @@ impl<'a> Walker<'a> {
                     Class::Unknown,
                     format!("`{name}` is a path-qualified program"),
                 );
+                self.add_key(Some(name.into_owned()));
                 return;
             }
             if snapshot_declines(&name) {
@@ -531,6 +620,7 @@ impl<'a> Walker<'a> {
                 Some(i) if i < args.len() => {
                     let Some(inner) = args[i].literal.clone() else {
                         self.raise(Class::Complex, "the wrapped command name is computed");
+                        self.unkeyed = true;
                         return;
                     };
                     name = inner;
@@ -540,8 +630,23 @@ impl<'a> Walker<'a> {
             }
         }
         let verdict = commands::judge(&name, args);
+        self.add_key(commands::key(&name, args, verdict.class));
+        if matches!(&*name, "cd" | "pushd" | "popd") {
+            self.change_directory(&name, args);
+        } else if verdict.class == Class::ReadOnly {
+            commands::file_operands(&name, args, |text| self.path(text));
+        }
         if let Some(reason) = verdict.reason {
             self.raise(verdict.class, reason);
+        }
+    }
+
+    /// Note a command's KEY (`None`: no session answer may cover it).
+    fn add_key(&mut self, key: Option<String>) {
+        match key {
+            Some(key) if !self.keys.contains(&key) => self.keys.push(key),
+            Some(_) => {}
+            None => self.unkeyed = true,
         }
     }
 
@@ -634,6 +739,20 @@ fn command_stage(name: Cow<'_, str>) -> Option<Stage> {
         expect,
         compound: false,
     })
+}
+
+/// OPERAND read from the directory DIR (relative to the call's working
+/// directory; empty for that directory itself).
+fn join(dir: &str, operand: &str) -> String {
+    if dir.is_empty() {
+        operand.to_string()
+    } else {
+        let mut path = String::with_capacity(dir.len() + operand.len() + 1);
+        path.push_str(dir);
+        path.push('/');
+        path.push_str(operand);
+        path
+    }
 }
 
 /// A bare word's value: backslash escapes removed.

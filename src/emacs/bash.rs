@@ -1,16 +1,17 @@
-//! Bash analysis (see `bash`).
+//! The facts of a Bash command that its permission decision needs (see
+//! `bash`): the permission step calls this once per Bash or Monitor call.
 //!
-//! One call per command the agent runs, so the result is built through
-//! the raw module API, as in `lisp_data.rs` (ADR 0005): each module call
-//! costs more than the analysis of a short command, and the `emacs`
-//! crate adds an exit check after each. Everything a result is made of
-//! but its plist is made once per thread and kept behind a global
-//! reference: the keywords, `t`, `nil`, the `list` symbol, class names,
-//! small integers, stage labels and reasons (at most [`SHARED_MAX`]
-//! distinct strings), and the lists of them (as many). A call then
-//! copies its argument into a reused buffer, takes the analysis from the
-//! thread's table of recent ones or makes it, and calls `list` for the
-//! plist and any list not seen before, with one exit check at the end.
+//! The result is built through the raw module API, as in `lisp_data.rs`
+//! (ADR 0005): each module call costs more than the analysis of a short
+//! command, and the `emacs` crate adds an exit check after each.
+//! Everything a result is made of but its plist and its paths is made
+//! once per thread and kept behind a global reference: the keywords,
+//! `t`, `nil`, the `list` symbol, class names, command keys and reasons
+//! (at most [`SHARED_MAX`] distinct strings), and the lists of them (as
+//! many). A call then copies its arguments into reused buffers, takes the
+//! analysis from the thread's table of recent ones or makes it, judges
+//! its paths against the workspace, and calls `list` for the plist and
+//! any list not seen before, with one exit check at the end.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -21,13 +22,12 @@ use emacs::{Env, FromLisp, Result, Value, defun};
 
 use super::errors;
 use super::guard::guarded;
-use crate::bash::{Analysis, Class, Recent};
+use crate::bash::{self, Analysis, Class, Recent};
 use crate::error::{Error, ErrorKind};
 
 type Funcall =
     unsafe extern "C" fn(*mut emacs_env, emacs_value, isize, *mut emacs_value) -> emacs_value;
 type MakeString = unsafe extern "C" fn(*mut emacs_env, *const c_char, isize) -> emacs_value;
-type MakeInteger = unsafe extern "C" fn(*mut emacs_env, i64) -> emacs_value;
 type MakeGlobalRef = unsafe extern "C" fn(*mut emacs_env, emacs_value) -> emacs_value;
 type Intern = unsafe extern "C" fn(*mut emacs_env, *const c_char) -> emacs_value;
 type ExitCheck = unsafe extern "C" fn(*mut emacs_env) -> u32;
@@ -35,23 +35,19 @@ type ExitCheck = unsafe extern "C" fn(*mut emacs_env) -> u32;
 /// Most distinct stage labels and reasons kept as shared strings.
 const SHARED_MAX: usize = 512;
 
-/// Pipeline counts below this are shared integers.
-const SMALL_INTS: usize = 64;
-
 /// Sources up to this many bytes are copied into the reused buffer;
 /// longer ones are read the `emacs` crate's way.
 const SOURCE_BUFFER: usize = 4096;
 
 /// The result's keys, in order.
-const KEYS: [&CStr; 8] = [
+const KEYS: [&CStr; 7] = [
     c":class",
     c":reasons",
-    c":background",
-    c":parse-error",
     c":read-only",
-    c":snapshot",
-    c":pipelines",
-    c":stages",
+    c":inside",
+    c":keys",
+    c":unkeyed",
+    c":paths",
 ];
 
 const CLASSES: [Class; 5] = [
@@ -72,7 +68,6 @@ struct Api {
     raw: *mut emacs_env,
     funcall: Funcall,
     make_string: MakeString,
-    make_integer: MakeInteger,
     make_global_ref: MakeGlobalRef,
     intern: Intern,
     exit_check: ExitCheck,
@@ -86,14 +81,12 @@ impl Api {
         let (
             Some(funcall),
             Some(make_string),
-            Some(make_integer),
             Some(make_global_ref),
             Some(intern),
             Some(exit_check),
         ) = (
             table.funcall,
             table.make_string,
-            table.make_integer,
             table.make_global_ref,
             table.intern,
             table.non_local_exit_check,
@@ -108,7 +101,6 @@ impl Api {
             raw,
             funcall,
             make_string,
-            make_integer,
             make_global_ref,
             intern,
             exit_check,
@@ -155,15 +147,17 @@ struct Seam {
     list: emacs_value,
     nil: emacs_value,
     t: emacs_value,
-    keys: [emacs_value; 8],
+    keys: [emacs_value; 7],
     classes: [emacs_value; 5],
-    ints: [emacs_value; SMALL_INTS],
     strings: HashMap<Box<str>, emacs_value, foldhash::fast::RandomState>,
     /// Lists of shared strings (stage labels, reasons) by their items:
     /// each `list` call costs more than the lookup.
     lists: HashMap<Box<[Shared]>, emacs_value, foldhash::fast::RandomState>,
-    /// The source's bytes, then a list's items and its key in `lists`.
+    /// The arguments' bytes, then a list's items and its key in `lists`.
     source: Vec<u8>,
+    cwd: Vec<u8>,
+    root: Vec<u8>,
+    home: Option<String>,
     items: Vec<emacs_value>,
     key: Vec<Shared>,
 }
@@ -174,20 +168,18 @@ impl Seam {
     fn new(api: &Api) -> Option<Seam> {
         let keys = KEYS.map(|k| api.symbol(k));
         let classes = CLASSES.map(|c| api.global(api.string(c.name())));
-        let ints = std::array::from_fn(|n| {
-            // SAFETY: live environment.
-            api.global(unsafe { (api.make_integer)(api.raw, n as i64) })
-        });
         let seam = Seam {
             list: api.symbol(c"list"),
             nil: api.symbol(c"nil"),
             t: api.symbol(c"t"),
             keys,
             classes,
-            ints,
             strings: HashMap::default(),
             lists: HashMap::default(),
             source: vec![0; SOURCE_BUFFER],
+            cwd: vec![0; SOURCE_BUFFER],
+            root: vec![0; SOURCE_BUFFER],
+            home: std::env::var("HOME").ok(),
             items: Vec::with_capacity(16),
             key: Vec::with_capacity(16),
         };
@@ -257,29 +249,23 @@ impl Seam {
         list
     }
 
-    /// The result plist of A.
-    fn plist(&mut self, api: &Api, a: &Analysis) -> emacs_value {
-        let stages = match &a.final_pipeline {
-            Some(stages) => self.strings(api, stages.iter().map(|s| s.label.as_str())),
-            None => self.nil,
-        };
+    /// The result plist of A with its ACCESS.
+    fn plist(&mut self, api: &Api, a: &Analysis, access: &bash::Access) -> emacs_value {
         let reasons = self.strings(api, a.reasons.iter().map(|r| &**r));
-        let pipelines = match self.ints.get(a.pipelines) {
-            Some(&n) => n,
-            // SAFETY: live environment.
-            None => unsafe {
-                (api.make_integer)(api.raw, i64::try_from(a.pipelines).unwrap_or(i64::MAX))
-            },
-        };
+        let keys = self.strings(api, a.keys.iter().map(String::as_str));
+        let mut items = std::mem::take(&mut self.items);
+        items.clear();
+        items.extend(access.paths.iter().map(|p| api.string(p)));
+        let paths = api.list(self, &mut items);
+        self.items = items;
         let values = [
             self.class(a.class),
             reasons,
-            self.boolean(a.background),
-            self.boolean(a.parse_error),
             self.boolean(a.read_only()),
-            self.boolean(a.snapshot()),
-            pipelines,
-            stages,
+            self.boolean(access.inside),
+            keys,
+            self.boolean(a.unkeyed),
+            paths,
         ];
         // Keys whose value is nil are left out: `plist-get' reads the
         // same, and each item costs a cons.
@@ -303,16 +289,37 @@ thread_local! {
     static SEAM: RefCell<Option<(Seam, Recent)>> = const { RefCell::new(None) };
 }
 
-/// Analyse SOURCE without running it: a plist with `:class` (a string:
-/// read-only, mutating, unknown, complex, dangerous), `:reasons`,
-/// `:background`, `:parse-error`, `:read-only`, `:snapshot`,
-/// `:pipelines` and `:stages` (labels of the final pipeline's stages);
-/// a key whose value is nil is left out.
+/// Copy the Lisp string VALUE into BUFFER and read it, or read it the
+/// `emacs` crate's way when it is longer or not valid UTF-8 (a
+/// non-string signals the usual error).
+fn text<'b>(value: Value<'_>, buffer: &'b mut [u8], long: &'b mut String) -> Result<&'b str> {
+    if let Ok(bytes) = value.copy_string_contents(buffer)
+        && let Ok(text) = std::str::from_utf8(bytes)
+    {
+        return Ok(text);
+    }
+    *long = String::from_lisp(value)?;
+    Ok(long.as_str())
+}
+
+/// Judge Bash SOURCE, run in the directory CWD of the workspace ROOT
+/// (both absolute), without running it: a plist with `:class` (a string:
+/// read-only, mutating, unknown, complex, dangerous), `:reasons` (why it
+/// is not read-only), `:read-only`, `:inside` (read-only, and every file
+/// it names is inside ROOT), `:keys` (each command's key, such as `git
+/// status` or `npm test`), `:unkeyed` (some command has none, so no
+/// session answer covers the source) and `:paths` (the files it names,
+/// absolute); a key whose value is nil is left out.
 ///
-/// The class, reason and stage strings, and the lists of reasons and of
-/// stages, are shared between results: do not modify them.
-#[defun(name = "bash-analyze")]
-fn bash_analyze<'e>(env: &'e Env, source: Value<'e>) -> Result<Value<'e>> {
+/// The class, reason and key strings, and the lists of reasons and of
+/// keys, are shared between results: do not modify them.
+#[defun(name = "bash-permission")]
+fn bash_permission<'e>(
+    env: &'e Env,
+    source: Value<'e>,
+    cwd: Value<'e>,
+    root: Value<'e>,
+) -> Result<Value<'e>> {
     guarded(env, || {
         let api = Api::new(env)?;
         SEAM.with(|cell| {
@@ -332,20 +339,29 @@ fn bash_analyze<'e>(env: &'e Env, source: Value<'e>) -> Result<Value<'e>> {
                     Error::new(ErrorKind::Internal, "Making Lisp values failed"),
                 );
             };
-            let analysis = match source.copy_string_contents(&mut seam.source) {
-                Ok(bytes) => match std::str::from_utf8(bytes) {
-                    Ok(text) => recent.analyze(text),
-                    Err(_) => recent.analyze(&String::from_lisp(source)?),
-                },
-                // Longer than the buffer, or not a string: the crate's
-                // conversion reads it or signals the usual error.
-                Err(_) => recent.analyze(&String::from_lisp(source)?),
-            };
-            let plist = seam.plist(&api, &analysis);
+            let (mut long_source, mut long_cwd, mut long_root) =
+                (String::new(), String::new(), String::new());
+            let mut source_buffer = std::mem::take(&mut seam.source);
+            let mut cwd_buffer = std::mem::take(&mut seam.cwd);
+            let mut root_buffer = std::mem::take(&mut seam.root);
+            let read = (|| -> Result<emacs_value> {
+                let analysis = recent.analyze(text(source, &mut source_buffer, &mut long_source)?);
+                let access = bash::access(
+                    &analysis,
+                    text(cwd, &mut cwd_buffer, &mut long_cwd)?,
+                    text(root, &mut root_buffer, &mut long_root)?,
+                    seam.home.as_deref(),
+                );
+                Ok(seam.plist(&api, &analysis, &access))
+            })();
+            seam.source = source_buffer;
+            seam.cwd = cwd_buffer;
+            seam.root = root_buffer;
+            let plist = read?;
             if !api.ok() {
                 return errors::signal(
                     env,
-                    Error::new(ErrorKind::Internal, "Building the analysis failed"),
+                    Error::new(ErrorKind::Internal, "Building the result failed"),
                 );
             }
             // SAFETY: PLIST was made in this environment, which is live.

@@ -7,8 +7,8 @@
 ;; observation delivered through the event channel) against Emacs's own
 ;; `call-process' writing into a buffer, in the same Emacs session:
 ;; large output, output beyond the 64 MiB cap, and a trivial command.
-;; Then Emacs's memory while 1 GiB is captured, the Bash analyzer per
-;; call, and the lag of a 10 ms timer while 8 commands stream.
+;; Then Emacs's memory while 1 GiB is captured, the permission decision
+;; of a Bash call, and the lag of a 10 ms timer while 8 commands stream.
 
 ;;; Code:
 
@@ -161,7 +161,9 @@ function of the command) replace the raw `call-process' peer."
   (mevedel-bench-describe "capture 1 GiB (`yes ... | head -c 1073741824`, cap raised to 2 GiB) to the spool in %.2f s; Emacs VmRSS sampled every 50 ms; goal < 16 MiB" seconds)
   (mevedel-bench-report "exec-rss-growth-1gib" (/ (- peak before) 1024.0) "MiB"))
 
-;;;; Bash analysis
+;;;; The permission decision of a Bash call
+
+(require 'mevedel-tool-exec)
 
 (let* ((mix '("git status --short"
               "grep -rn \"TODO\" src | sort | uniq -c | sort -rn | head -20"
@@ -173,23 +175,25 @@ function of the command) replace the raw `call-process' peer."
               "rm -rf target/tmp && mkdir -p target/tmp && cp -r assets target/tmp/"))
        (rounds 7)
        (n 4000)
-       (i 0)
+       (session (mevedel-session-create :workspace exec-bench--workspace :ephemeral t))
+       (bash (mevedel-tool-get "Bash"))
+       (k -1)
+       ;; Every source new (a distinct trailing comment); the calls'
+       ;; contexts are made before timing, so the figure is the decision.
+       (contexts (vconcat
+                  (cl-loop for j below (* rounds (+ n 100))
+                           collect (list :tool bash :session session :tool-use-id "toolu_bench"
+                                         :args (list :command (format "%s # %d" (nth (% j 8) mix) j)
+                                                     :description "bench")))))
+       (verdicts (mapcar (lambda (j) (mevedel-permissions-decide-call (aref contexts j) session))
+                         (number-sequence 0 7)))
        (per (mevedel-bench-median-per-call
              rounds n (lambda ()
-                        (mevedel-core-bash-analyze (nth (% (cl-incf i) 8) mix))))))
-  (mevedel-bench-describe "Bash analysis from Lisp (syntax tree, classes, pipeline facts), one call per command, cycling an 8-command mix; the 8-mix figure is 8 calls (one per command); repeated sources are answered from the module's table of recent analyses; median of %d rounds of %d calls; original mevedel: 528 us for the mix; goal >= 20x faster" rounds n)
-  (mevedel-bench-report "bash-analyze-per-command" (* 1e6 per) "us")
-  (mevedel-bench-report "bash-analyze-8-mix" (* 8e6 per) "us")
-  ;; Every source new (a distinct trailing comment), made before timing
-  ;; so the figure is the analysis, not `format'.
-  (let* ((k -1)
-         (fresh (vconcat (cl-loop for j below (* rounds (+ n 100))
-                                  collect (format "%s # %d" (nth (% j 8) mix) j))))
-         (cold (mevedel-bench-median-per-call
-                rounds n (lambda ()
-                           (mevedel-core-bash-analyze (aref fresh (cl-incf k)))))))
-    (mevedel-bench-describe "the same 8-command mix, each source never seen before (a distinct trailing comment; the %d sources are made before timing), so every call misses the table of recent analyses and analyses the text: the commands of the mix are read by the recognizer, in tree-sitter-bash's own tree shape, without a tree-sitter parse; median of %d rounds of %d calls; original mevedel: 528 us for the mix" (length fresh) rounds n)
-    (mevedel-bench-report "bash-analyze-8-mix-uncached" (* 8e6 cold) "us")))
+                        (mevedel-permissions-decide-call (aref contexts (cl-incf k)) session)))))
+  (unless (and (eq (car verdicts) 'allow) (eq (car (last verdicts)) 'ask))
+    (error "Bench bash-permission: unexpected verdicts %S" verdicts))
+  (mevedel-bench-describe "the whole permission decision of a Bash call from Lisp (`mevedel-permissions-decide-call': mode, rules, session answers, the command's analysis and its files against the workspace) for the 8-command mix, each source never seen before (a distinct trailing comment; the %d calls are made before timing), in `ask' mode with no rules; the 8-mix figure is 8 calls; median of %d rounds of %d calls; goal <= 30 us for the mix" (length contexts) rounds n)
+  (mevedel-bench-report "bash-permission-8-mix" (* 8e6 per) "us"))
 
 ;;;; Timer lag while 8 commands stream
 

@@ -17,7 +17,7 @@
 
 (defun exec-e2e--allow-bash (chat)
   "Let CHAT run Bash without a permission card."
-  (push (list 'allow "Bash") (mevedel-chat-session-rules chat)))
+  (setf (mevedel-chat-permission-mode chat) 'full-auto))
 
 (mevedel-e2e-deftest-matrix mevedel-e2e:bash-output-reaches-the-model
     "The model calls Bash and receives its output and exit facts.

@@ -9,27 +9,12 @@
 ;; clear message; with gptel's confirmation (its default `auto' and the
 ;; tool's :confirm) it runs only once the user accepts the call.  Read,
 ;; which is read-only, runs without asking.
-;;
-;; Stub: approving a call that gptel's confirmation already asked about
-;; is the permission step's job (contract 3 of the renovation plan,
-;; written on the `perm' branch).  Until it lands, the confirmed case
-;; binds `mevedel-pipeline-permission-prompt-function' to
-;; `gptel-e2e--confirmed-prompt', which answers as that branch will.
 
 ;;; Code:
 
 (eval-and-compile
   (add-to-list 'load-path (file-name-directory (or load-file-name buffer-file-name))))
 (require 'mevedel-e2e-helpers)
-
-(defun gptel-e2e--confirmed-prompt (context answer)
-  "Approve CONTEXT's call when gptel confirmed it; else refuse.  Call ANSWER.
-This stands in for the permission step's own branch (see Commentary)."
-  (funcall answer (if (plist-get context :confirmed)
-                      '(approve . (:source gptel-confirmation :outcome allow-once
-                                           :reason "the user accepted gptel's confirmation"))
-                    (cons 'deny (format "this %s call needs approval and nobody can approve it here"
-                                        (mevedel-tool-name (plist-get context :tool)))))))
 
 (defun gptel-e2e--plain-buffer (server root tools confirm)
   "Return a plain gptel buffer in ROOT talking to SERVER, offering TOOLS.
@@ -114,8 +99,7 @@ CONFIRM is its `gptel-confirm-tool-calls'."
 (ert-deftest mevedel-e2e:plain-gptel-buffer-runs-bash-only-after-confirmation ()
   "With gptel's own confirmation, Bash waits for the user and then runs."
   (gptel-e2e--with-server (server root) (gptel-e2e--bash-steps "{{root}}/ran-marker")
-    (let ((buffer (gptel-e2e--plain-buffer server root '("Bash") 'auto))
-          (mevedel-pipeline-permission-prompt-function #'gptel-e2e--confirmed-prompt))
+    (let ((buffer (gptel-e2e--plain-buffer server root '("Bash") 'auto)))
       (unwind-protect
           (let (overlay)
             (gptel-e2e--send buffer "Make the marker")

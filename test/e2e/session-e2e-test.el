@@ -246,8 +246,9 @@ shows two successful rows in call order and the final text."
       (should (eq (plist-get run :outcome) 'done))
       (should (= mevedel-e2e--note-runs 2))
       (should (= cards 1))
-      (should (equal (mevedel-chat-session-rules (plist-get run :chat))
-                     '((allow "WriteNote")))))))
+      (should (equal (hash-table-keys (mevedel-session-permission-answers
+                                       (mevedel-chat-session (plist-get run :chat))))
+                     '("WriteNote"))))))
 
 (ert-deftest mevedel-e2e:abort-while-a-card-waits ()
   "Aborting while a permission card waits drops the card and never runs the call."
