@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use mevedel_dyn::exec::owner::Owner;
+use mevedel_dyn::process::Owner;
 use mevedel_dyn::sandbox::launch::{self, Outcome, Request, Start};
 use mevedel_dyn::sandbox::policy::{Backend, Boundary, Mode};
 

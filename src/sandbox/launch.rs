@@ -5,7 +5,8 @@
 //! `mevedel-sandbox` helper around the command, the helper alone
 //! (Landlock-only layer), or the command itself when the sandbox is off,
 //! escalated or (best-effort, disclosed) unavailable. [`run`] starts it
-//! through the process owner and waits for it.
+//! through the process owner ([`crate::process::Owner::start`], the one
+//! way a child is started) and waits for it.
 //!
 //! The helper reports on a dedicated pipe just before it executes the
 //! command; a launch whose helper never reported failed to *start* (the
@@ -15,11 +16,10 @@
 
 use std::ffi::OsString;
 use std::io::Read;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -27,7 +27,7 @@ use serde::Deserialize;
 
 use crate::datum::Datum;
 use crate::error::{Error, ErrorKind, Result};
-use crate::exec::owner::Owner;
+use crate::process::{Owner, Program};
 use crate::sandbox::helper_args::{HelperArgs, Marker};
 use crate::sandbox::policy::{self, Backend, Boundary, Decision, Mode, Policy};
 use crate::sandbox::probe::{self, Probe};
@@ -761,32 +761,36 @@ fn start_and_wait(
         ..
     } = prepared;
     let _scratch = scratch;
-    let (program, args) = argv
-        .split_first()
-        .ok_or_else(|| Start::ExecFailed("empty command".into()))?;
+    if argv.is_empty() {
+        return Err(Start::ExecFailed("empty command".into()));
+    }
     let (out_reader, out_writer) = std::io::pipe()
         .map_err(|e| Start::SandboxFailed(format!("cannot create the output pipe: {e}")))?;
     let out_writer2 = out_writer
         .try_clone()
         .map_err(|e| Start::SandboxFailed(format!("cannot create the output pipe: {e}")))?;
-    let mut command = Command::new(program);
-    command
-        .args(args)
-        .current_dir(&cwd)
-        .stdin(Stdio::null())
-        .stdout(out_writer)
-        .stderr(out_writer2);
-    if let Some(vars) = env {
-        command.env_clear().envs(vars);
-    }
-    let keep: Vec<RawFd> = marker.iter().map(|(_, w)| w.as_raw_fd()).collect();
-    let spawned = owner.spawn_watched(command, &keep);
+    let mut program = Program::new(argv);
+    program.cwd = Some(cwd);
+    program.env = env;
+    program.stdout = Some(out_writer.into());
+    program.stderr = Some(out_writer2.into());
+    program.fd_map = marker
+        .iter()
+        .map(|(_, w)| (w.as_raw_fd(), w.as_raw_fd()))
+        .collect();
+    let (exit_tx, exit) = mpsc::channel();
+    let spawned = owner.start(
+        program,
+        Some(Box::new(move |status| {
+            let _ = exit_tx.send(status);
+        })),
+    );
     let marker_reader = marker.map(|(reader, writer)| {
         drop(writer);
         reader
     });
-    let watched = match spawned {
-        Ok(w) => w,
+    let child = match spawned {
+        Ok(child) => child,
         Err(e) if marker_reader.is_some() => {
             return Err(Start::SandboxFailed(format!(
                 "cannot start the sandbox: {e}"
@@ -809,17 +813,17 @@ fn start_and_wait(
     } else {
         let _ = marker_tx.send(Vec::new());
     }
-    let pgid = watched.pid as i32;
+    let pgid = child.pid as i32;
     let status = match limits.timeout {
-        Some(limit) => match watched.exit.recv_timeout(limit) {
+        Some(limit) => match exit.recv_timeout(limit) {
             Ok(status) => Some(status),
             Err(_) => {
                 outcome.timed_out = true;
                 owner.stop_group(pgid, limits.grace);
-                watched.exit.recv_timeout(DRAIN_LIMIT).ok()
+                exit.recv_timeout(DRAIN_LIMIT).ok()
             }
         },
-        None => watched.exit.recv().ok(),
+        None => exit.recv().ok(),
     };
     // Whatever is left of the group goes the same bounded TERM/KILL way.
     owner.stop_group(pgid, limits.grace);
