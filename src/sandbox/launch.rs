@@ -918,8 +918,7 @@ mod tests {
     /// Prepare and run REQ (whose mode is off) with a fresh owner.
     fn run_unconfined(req: &Request) -> Outcome {
         let scanner = Scanner::new(ScanLimits::default());
-        let prepared =
-            prepare_with(req, &probe(true, true), &scanner).unwrap_or_else(|e| panic!("{e}"));
+        let prepared = prepare_with(req, &probe(true, true), &scanner).unwrap();
         run(prepared, &Owner::new(), Limits::of(req))
     }
 
@@ -936,21 +935,17 @@ mod tests {
             r#"{"mode":"required","backend":"landlock","command":["ls","-l"],"network":true,
                 "extra-write":["/x"],"timeout-ms":5}"#,
         )
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
         assert_eq!(ok.mode, Mode::Required);
         assert_eq!(ok.backend, Backend::Landlock);
         assert_eq!(ok.extra_write, vec![PathBuf::from("/x")]);
-        let bad = Request::from_json(r#"{"command":["x"],"wrtable":[]}"#)
-            .err()
-            .unwrap_or_else(|| panic!("accepted"));
+        let bad = Request::from_json(r#"{"command":["x"],"wrtable":[]}"#).expect_err("accepted");
         assert!(bad.message.contains("wrtable"), "{}", bad.message);
-        let bad = Request::from_json(r#"{"command":[],"mode":"best-effort"}"#)
-            .err()
-            .unwrap_or_else(|| panic!("accepted"));
+        let bad =
+            Request::from_json(r#"{"command":[],"mode":"best-effort"}"#).expect_err("accepted");
         assert!(bad.message.contains("command is empty"));
-        let bad = Request::from_json(r#"{"command":["x"],"mode":"sometimes"}"#)
-            .err()
-            .unwrap_or_else(|| panic!("accepted"));
+        let bad =
+            Request::from_json(r#"{"command":["x"],"mode":"sometimes"}"#).expect_err("accepted");
         assert!(bad.message.contains("sometimes"), "{}", bad.message);
     }
 
@@ -960,8 +955,7 @@ mod tests {
         dir.mkdirs(&["ws/.git"]);
         let ws = dir.path().join("ws");
         let scanner = Scanner::new(ScanLimits::default());
-        let prepared = prepare_with(&request(&ws), &probe(true, true), &scanner)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let prepared = prepare_with(&request(&ws), &probe(true, true), &scanner).unwrap();
         assert_eq!(prepared.boundary(), Boundary::BwrapLandlock);
         let line = text(&prepared.argv);
         let ws = ws.display();
@@ -995,8 +989,7 @@ mod tests {
         dir.mkdirs(&[".git"]);
         let ws = dir.path().to_path_buf();
         let scanner = Scanner::new(ScanLimits::default());
-        let prepared = prepare_with(&request(&ws), &probe(false, true), &scanner)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let prepared = prepare_with(&request(&ws), &probe(false, true), &scanner).unwrap();
         assert_eq!(prepared.boundary(), Boundary::Landlock);
         let line = text(&prepared.argv);
         assert!(
@@ -1035,21 +1028,18 @@ mod tests {
         let scanner = Scanner::new(ScanLimits::default());
         let mut req = request(&ws);
         req.mode = Mode::Required;
-        let refused =
-            prepare_with(&req, &probe(false, true), &scanner).unwrap_or_else(|e| panic!("{e}"));
+        let refused = prepare_with(&req, &probe(false, true), &scanner).unwrap();
         assert_eq!(refused.boundary(), Boundary::Refused);
         assert!(refused.argv.is_empty());
         let outcome = run(refused, &Owner::new(), Limits::of(&req));
         assert!(matches!(outcome.start, Start::Refused(_)));
         req.mode = Mode::Off;
         req.cwd = Some("relative/dir".into());
-        let err = prepare_with(&req, &probe(true, true), &scanner)
-            .err()
-            .unwrap_or_else(|| panic!("relative cwd accepted"));
+        let err =
+            prepare_with(&req, &probe(true, true), &scanner).expect_err("relative cwd accepted");
         assert!(err.message.contains("relative/dir is not absolute"));
         req.cwd = Some(ws.clone());
-        let direct =
-            prepare_with(&req, &probe(true, true), &scanner).unwrap_or_else(|e| panic!("{e}"));
+        let direct = prepare_with(&req, &probe(true, true), &scanner).unwrap();
         assert_eq!(text(&direct.argv), "true");
         assert_eq!(direct.boundary(), Boundary::Off);
     }
