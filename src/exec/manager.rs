@@ -95,9 +95,10 @@ impl Manager {
         }
     }
 
-    /// Check SPEC, register it and start its driver. Refusals (the `&`
-    /// operator, the live-process cap, bad monitor arguments) happen
-    /// here, before anything is spawned.
+    /// Check SPEC, register it and start its driver; the record retires
+    /// once the driver is done. Refusals (the `&` operator, the
+    /// live-process cap, bad monitor arguments) happen here, before
+    /// anything is spawned.
     pub fn start(&self, spec: Spec) -> Result<Arc<Exec>> {
         if spec.command.trim().is_empty() {
             return Err(exec_error("the command is empty"));
