@@ -10,6 +10,10 @@
 //! bwrap and Landlock are required: the launches use mode `required`, so
 //! a missing layer fails these tests loudly instead of skipping them.
 
+// The whole file is test code, helpers included; clippy's allowance for
+// tests covers only the #[test] functions themselves.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -18,7 +22,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use mevedel_dyn::exec::owner::Owner;
+use mevedel_dyn::process::Owner;
 use mevedel_dyn::sandbox::launch::{self, Outcome, Request, Start};
 use mevedel_dyn::sandbox::policy::{Backend, Boundary, Mode};
 
@@ -70,16 +74,15 @@ impl World {
             ws.join("sub2"),
             ws.join("ws-home/.ssh"),
         ] {
-            std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::create_dir_all(&dir).unwrap();
         }
         write(&ws.join(".git/config"), ORIG);
         write(&ws.join("sub/.git/config"), ORIG);
         write(&ws.join("ws-home/.ssh/id_rsa"), SECRET);
         write(&out.join("target.txt"), ORIG);
         write(&home.join(".ssh/id_rsa"), SECRET);
-        let base = std::fs::canonicalize(&base).unwrap_or_else(|e| panic!("{e}"));
-        let listener =
-            TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("cannot listen: {e}"));
+        let base = std::fs::canonicalize(&base).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").expect("cannot listen");
         let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
         let connections = Arc::new(AtomicUsize::new(0));
         let seen = Arc::clone(&connections);
@@ -129,7 +132,7 @@ impl World {
     }
 
     fn run(&self, request: &Request) -> Outcome {
-        let prepared = launch::prepare(request).unwrap_or_else(|e| panic!("prepare: {e}"));
+        let prepared = launch::prepare(request).expect("prepare");
         launch::run(prepared, &Owner::new(), launch::Limits::of(request))
     }
 }
@@ -201,7 +204,7 @@ impl Victim {
                 .arg("300")
                 .stdin(Stdio::null())
                 .spawn()
-                .unwrap_or_else(|e| panic!("{e}")),
+                .unwrap(),
         )
     }
 
@@ -570,9 +573,7 @@ fn suite(layer: Layer, tag: &str) {
     while victim.untouched().is_err() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-    victim
-        .untouched()
-        .unwrap_or_else(|e| panic!("victim not ready: {e}"));
+    victim.untouched().expect("victim not ready");
     let list = attempts(&world, victim.pid());
     let mut blocked = 0;
     let mut failures = Vec::new();
@@ -709,7 +710,7 @@ fn teardown_kills_setsid_descendants() {
             let owner = Arc::clone(&owner);
             let request = request.clone();
             std::thread::spawn(move || {
-                let prepared = launch::prepare(&request).unwrap_or_else(|e| panic!("{e}"));
+                let prepared = launch::prepare(&request).unwrap();
                 launch::run(prepared, &owner, launch::Limits::of(&request))
             })
         };
@@ -722,7 +723,7 @@ fn teardown_kills_setsid_descendants() {
             "{layer:?}: never started"
         );
         assert_eq!(owner.stop_all(Duration::from_millis(500)), 1);
-        let outcome = runner.join().unwrap_or_else(|_| panic!("runner panicked"));
+        let outcome = runner.join().expect("runner panicked");
         let survived = !gone_within(&format!("sleep {marker}"), Duration::from_secs(3));
         kill_all(&format!("sleep {marker}"));
         match layer {
@@ -816,11 +817,11 @@ fn start_marker_tells_sandbox_failure_from_command_failure() {
     // Break bwrap after preparation: its argv names a writable root
     // that has disappeared.
     let gone = world.base.join("vanishing");
-    std::fs::create_dir_all(&gone).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir_all(&gone).unwrap();
     let mut broken = request.clone();
     broken.writable.push(gone.clone());
-    let prepared = launch::prepare(&broken).unwrap_or_else(|e| panic!("{e}"));
-    std::fs::remove_dir_all(&gone).unwrap_or_else(|e| panic!("{e}"));
+    let prepared = launch::prepare(&broken).unwrap();
+    std::fs::remove_dir_all(&gone).unwrap();
     let outcome = launch::run(prepared, &Owner::new(), launch::Limits::of(&broken));
     let Start::SandboxFailed(why) = &outcome.start else {
         panic!("not a sandbox failure: {:?}", outcome.start)

@@ -1,7 +1,6 @@
-//! Owned child processes (see `exec::owner`) and managed executions
+//! Owned child processes (see `process::owner`) and managed executions
 //! (see `exec::manager`).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +13,8 @@ use crate::datum::Datum;
 use crate::error::ErrorKind;
 use crate::events;
 use crate::exec::execution::{Exec, Kind, Spec};
-use crate::exec::{manager, owner};
+use crate::exec::manager;
+use crate::process::{self, Program};
 use crate::runtime;
 
 fn string_list(list: Value) -> Result<Vec<String>> {
@@ -33,11 +33,10 @@ fn string_list(list: Value) -> Result<Vec<String>> {
 fn exec_spawn(env: &Env, argv: Value, cwd: Option<String>) -> Result<i64> {
     guarded(env, || {
         let argv = string_list(argv)?;
-        let cwd = cwd.map(PathBuf::from);
-        let pid = owner::global()
-            .spawn(&argv, cwd.as_deref())
-            .or_signal(env)?;
-        Ok(i64::from(pid))
+        let mut program = Program::new(argv.into_iter().map(Into::into).collect());
+        program.cwd = cwd.map(Into::into);
+        let child = process::global().start(program, None).or_signal(env)?;
+        Ok(i64::from(child.pid))
     })
 }
 
@@ -47,7 +46,7 @@ fn exec_spawn(env: &Env, argv: Value, cwd: Option<String>) -> Result<i64> {
 fn exec_stop_all(env: &Env, grace_ms: i64) -> Result<i64> {
     guarded(env, || {
         let grace = Duration::from_millis(grace_ms.clamp(0, 60_000) as u64);
-        Ok(owner::global().stop_all(grace) as i64)
+        Ok(process::global().stop_all(grace) as i64)
     })
 }
 
@@ -55,7 +54,7 @@ fn exec_stop_all(env: &Env, grace_ms: i64) -> Result<i64> {
 #[defun(name = "exec-live-groups")]
 fn exec_live_groups(env: &Env) -> Result<Value<'_>> {
     guarded(env, || {
-        let groups = owner::global()
+        let groups = process::global()
             .live_groups()
             .into_iter()
             .map(|g| i64::from(g).into_lisp(env))

@@ -16,7 +16,7 @@ use super::guard::guarded;
 use crate::datum::Datum;
 use crate::error::{Error, ErrorKind};
 use crate::events;
-use crate::exec::owner;
+use crate::process;
 use crate::sandbox::launch::{self, Request};
 use crate::sandbox::{policy, probe};
 
@@ -111,7 +111,7 @@ fn sandbox_run(env: &Env, id: i64, request_json: String) -> Result<()> {
     guarded(env, || {
         let request = Request::from_json(&request_json).or_signal(env)?;
         background(env, "mevedel-sandbox-run", move || {
-            let outcome = launch::run_request(&request, owner::global());
+            let outcome = launch::run_request(&request, process::global());
             events::global().push(events::reply(id, Ok(outcome.to_datum())));
         })
     })

@@ -16,18 +16,17 @@ use tokio::io::unix::AsyncFd;
 use tokio::sync::oneshot;
 use tokio::time::sleep_until;
 
-use super::execution::{Exec, Facts, Kind, Phase, StopBy, Termination};
+use super::execution::{self, Exec, Facts, Kind, Phase, StopBy, Termination};
+use super::mail;
 use super::monitor::{self, FloodWindow, Framer, Line};
-use super::owner;
 use super::pacing::Pacer;
 use super::scheduler::Ticket;
-use super::spawn::Program;
 use super::spool::{self, Append, Spool};
-use super::{mail, pty};
 use crate::bash::{self, Exit};
 use crate::datum::Datum;
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::{self, Event};
+use crate::process::{self, Program, pty};
 use crate::sandbox::helper_args::Marker;
 use crate::sandbox::launch;
 
@@ -265,7 +264,7 @@ fn launch(exec: &Exec) -> std::result::Result<Launched, NotLaunched> {
     };
 
     let (tx, rx) = oneshot::channel();
-    let started = owner::global().start(
+    let started = process::global().start(
         program,
         Some(Box::new(move |status| {
             let _ = tx.send(status);
@@ -303,11 +302,11 @@ fn launch(exec: &Exec) -> std::result::Result<Launched, NotLaunched> {
 /// then ends by itself; the KILL that may follow goes to PID's group.
 fn terminate(exec: &Exec, pid: i32) {
     let group = if exec.state().inner_session {
-        owner::inner_group(pid).unwrap_or(pid)
+        process::inner_group(pid).unwrap_or(pid)
     } else {
         pid
     };
-    owner::signal(group, libc::SIGTERM);
+    process::signal(group, libc::SIGTERM);
 }
 
 fn set_nonblocking(fd: &OwnedFd) {
@@ -368,6 +367,34 @@ struct MonitorRun {
     deadline: Instant,
 }
 
+/// Everything a settlement records, handed over once.
+struct Settlement {
+    termination: Termination,
+    status: Option<ExitStatus>,
+    bytes: u64,
+    /// Exit codes of the pipeline's stages, from the snapshot descriptor.
+    pipestatus: Option<Vec<i32>>,
+    error: Option<String>,
+    /// Monitor lines not yet published (folded into a stopped monitor's
+    /// result).
+    pending_lines: Vec<Line>,
+}
+
+impl Settlement {
+    /// An ending without an exit status: nothing ran, or what ran is
+    /// unknown.
+    fn without_exit(termination: Termination, bytes: u64, error: Option<String>) -> Settlement {
+        Settlement {
+            termination,
+            status: None,
+            bytes,
+            pipestatus: None,
+            error,
+            pending_lines: Vec::new(),
+        }
+    }
+}
+
 /// Run EXEC to settlement.
 pub async fn drive(exec: Arc<Exec>, ticket: Ticket) {
     let lease = tokio::select! {
@@ -377,7 +404,7 @@ pub async fn drive(exec: Arc<Exec>, ticket: Ticket) {
     let stop = exec.state().stop;
     let (Some(lease), None) = (lease, stop) else {
         let why = stop.map_or(Termination::Stopped, |(t, _)| t);
-        settle(&exec, why, None, 0, None, None).await;
+        settle(&exec, Settlement::without_exit(why, 0, None)).await;
         return;
     };
     exec.state().lease = Some(lease);
@@ -393,15 +420,8 @@ pub async fn drive(exec: Arc<Exec>, ticket: Ticket) {
     let launched = match launched {
         Ok(l) => l,
         Err(e) => {
-            settle(
-                &exec,
-                Termination::LaunchFailed,
-                None,
-                0,
-                None,
-                Some(e.message),
-            )
-            .await;
+            let failed = Settlement::without_exit(Termination::LaunchFailed, 0, Some(e.message));
+            settle(&exec, failed).await;
             return;
         }
     };
@@ -409,252 +429,366 @@ pub async fn drive(exec: Arc<Exec>, ticket: Ticket) {
     run(exec, launched).await;
 }
 
+/// Watch LAUNCHED until its group is gone and its output drained, then
+/// settle it.
 async fn run(exec: Arc<Exec>, launched: Launched) {
     let Launched {
         pid,
-        exit: mut exit_rx,
+        exit,
         out,
         err,
         status_file,
-        mut spool,
+        spool,
         marker,
         _keep,
     } = launched;
-    let grace = exec
-        .spec
-        .stop_grace_ms
-        .map_or(DEFAULT_GRACE, Duration::from_millis);
-    let start = Instant::now();
-    set_nonblocking(&out);
-    let out = match register(out) {
-        Ok(fd) => fd,
+    let mut streams = match Streams::new(out, err, exit) {
+        Ok(streams) => streams,
         Err(e) => {
-            owner::signal(pid, libc::SIGKILL);
-            settle(
-                &exec,
-                Termination::LaunchFailed,
-                None,
-                0,
-                None,
-                Some(e.to_string()),
-            )
-            .await;
+            process::signal(pid, libc::SIGKILL);
+            let failed =
+                Settlement::without_exit(Termination::LaunchFailed, 0, Some(e.to_string()));
+            settle(&exec, failed).await;
             return;
         }
     };
-    let err = err.and_then(|fd| {
-        set_nonblocking(&fd);
-        register(fd).ok()
-    });
-    let mut out_open = true;
-    let mut err_open = err.is_some();
-    let mut out_buf = vec![0u8; 64 * 1024];
-    let mut err_buf = vec![0u8; 16 * 1024];
-    let mut exit: Option<io::Result<ExitStatus>> = None;
-    let mut ending: Option<Termination> = None;
-    let mut write_error: Option<String> = None;
-    let mut term_sent = false;
-    let mut kill_at: Option<Instant> = None;
-    let mut killed_at: Option<Instant> = None;
-    let mut group_gone = false;
-    let mut drain_until: Option<Instant> = None;
-    let mut pacer = Pacer::new(start);
-    let mut discard = false;
-    let mut monitor = (exec.spec.kind == Kind::Monitor).then(|| MonitorRun {
-        framer: Framer::default(),
-        pending: Vec::new(),
-        batch_at: None,
-        flood: FloodWindow::default(),
-        deadline: start + Duration::from_millis(exec.spec.timeout_ms.unwrap_or(300_000)),
-    });
-    let progress = exec.spec.progress && exec.spec.kind == Kind::Bash;
+    let mut running = Running::new(Arc::clone(&exec), pid, spool, streams.err.is_some());
+    running.watch(&mut streams).await;
+    let settlement = running.finish(marker.as_ref(), status_file);
+    settle(&exec, settlement).await;
+    // The streams, the spool and the sandbox's scratch directory go only
+    // once the execution has settled.
+    drop((streams, running, _keep));
+}
 
-    let begin_stop = |why: Termination,
-                      ending: &mut Option<Termination>,
-                      term_sent: &mut bool,
-                      kill_at: &mut Option<Instant>| {
-        if ending.is_none() {
-            *ending = Some(why);
-        }
-        if !*term_sent {
-            *term_sent = true;
-            exec.set_phase(Phase::Stopping);
-            terminate(&exec, pid);
-            *kill_at = Some(Instant::now() + grace);
-        }
-    };
+/// The launched child's output streams, their buffers and its exit.
+struct Streams {
+    out: AsyncFd<OwnedFd>,
+    err: Option<AsyncFd<OwnedFd>>,
+    out_buf: Vec<u8>,
+    err_buf: Vec<u8>,
+    exit: oneshot::Receiver<io::Result<ExitStatus>>,
+}
 
-    loop {
-        let now = Instant::now();
-        let progress_at = if progress {
-            pacer.next_check(spool.len())
-        } else {
-            far_future()
-        };
-        let poll_at = if exit.is_some() && !group_gone {
-            now + Duration::from_millis(20)
-        } else {
-            far_future()
-        };
-        let batch_at = monitor
-            .as_ref()
-            .and_then(|m| m.batch_at)
-            .unwrap_or_else(far_future);
-        let deadline = monitor
-            .as_ref()
-            .filter(|_| ending.is_none())
-            .map_or_else(far_future, |m| m.deadline);
-        tokio::select! {
-            biased;
-            () = exec.stop_signal.notified(), if ending.is_none() => {
-                let why = exec.state().stop.map_or(Termination::Stopped, |(t, _)| t);
-                begin_stop(why, &mut ending, &mut term_sent, &mut kill_at);
-            }
-            status = &mut exit_rx, if exit.is_none() => {
-                exit = Some(status.unwrap_or_else(|_| Err(io::Error::other("reaper gone"))));
-            }
-            r = read_some(&out, &mut out_buf), if out_open => {
-                match r {
-                    Ok(n) if n > 0 => {
-                        let chunk = &out_buf[..n];
-                        if let Some(why) = capture(&exec, &mut spool, chunk, &mut discard, &mut write_error) {
-                            begin_stop(why, &mut ending, &mut term_sent, &mut kill_at);
-                        }
-                        if let Some(m) = monitor.as_mut() {
-                            let lines = m.framer.push(chunk);
-                            if !lines.is_empty() {
-                                let flooded = m.flood.record(Instant::now(), lines.len());
-                                m.pending.extend(lines);
-                                if m.batch_at.is_none() {
-                                    m.batch_at = Some(Instant::now() + monitor::BATCH_DELAY);
-                                }
-                                if flooded {
-                                    begin_stop(Termination::Flood, &mut ending, &mut term_sent, &mut kill_at);
-                                }
-                            }
-                        }
-                    }
-                    _ => out_open = false,
-                }
-            }
-            r = async {
-                match err.as_ref() {
-                    Some(fd) => read_some(fd, &mut err_buf).await,
-                    None => Ok(0),
-                }
-            }, if err_open => {
-                match r {
-                    Ok(n) if n > 0 => {
-                        if let Some(why) = capture(&exec, &mut spool, &err_buf[..n], &mut discard, &mut write_error) {
-                            begin_stop(why, &mut ending, &mut term_sent, &mut kill_at);
-                        }
-                    }
-                    _ => err_open = false,
-                }
-            }
-            () = sleep_until(kill_at.unwrap_or_else(far_future).into()), if kill_at.is_some() => {
-                owner::signal(pid, libc::SIGKILL);
-                kill_at = None;
-                killed_at = Some(Instant::now());
-            }
-            () = sleep_until(progress_at.into()), if progress => {
-                if pacer.due(Instant::now(), spool.len()) {
-                    emit_progress(&exec, spool.len());
-                }
-            }
-            () = sleep_until(batch_at.into()), if monitor.as_ref().is_some_and(|m| m.batch_at.is_some()) => {
-                if let Some(m) = monitor.as_mut() {
-                    m.batch_at = None;
-                    let flooded = mail::publish_monitor_batch(&exec, &mut m.pending);
-                    if flooded {
-                        begin_stop(Termination::Flood, &mut ending, &mut term_sent, &mut kill_at);
-                    }
-                }
-            }
-            () = sleep_until(deadline.into()), if monitor.is_some() && ending.is_none() => {
-                begin_stop(Termination::Timeout, &mut ending, &mut term_sent, &mut kill_at);
-            }
-            () = sleep_until(poll_at.into()), if exit.is_some() && !group_gone => {}
-        }
+impl Streams {
+    fn new(
+        out: OwnedFd,
+        err: Option<OwnedFd>,
+        exit: oneshot::Receiver<io::Result<ExitStatus>>,
+    ) -> io::Result<Streams> {
+        set_nonblocking(&out);
+        let out = register(out)?;
+        let err = err.and_then(|fd| {
+            set_nonblocking(&fd);
+            register(fd).ok()
+        });
+        Ok(Streams {
+            out,
+            err,
+            out_buf: vec![0u8; 64 * 1024],
+            err_buf: vec![0u8; 16 * 1024],
+            exit,
+        })
+    }
+}
 
-        if exit.is_some() && !group_gone {
-            if owner::group_alive(pid) {
-                let waited_out = killed_at.is_some_and(|t| t.elapsed() >= KILL_WAIT);
-                if waited_out {
-                    group_gone = true;
-                } else if !term_sent {
-                    // The shell is done; its leftover descendants get the
-                    // same single TERM, then KILL after the interval.
-                    term_sent = true;
-                    owner::signal(pid, libc::SIGTERM);
-                    kill_at = Some(Instant::now() + grace);
-                }
+/// A launched execution while it runs: what it wrote, how it is being
+/// stopped, and the cleanup of its group after the shell exits.
+struct Running {
+    exec: Arc<Exec>,
+    /// The group leader (bwrap, the helper or the shell).
+    pid: i32,
+    grace: Duration,
+    spool: Spool,
+    out_open: bool,
+    err_open: bool,
+    exit: Option<io::Result<ExitStatus>>,
+    /// Why it is ending, once a stop began.
+    ending: Option<Termination>,
+    write_error: Option<String>,
+    /// Output past the cap (or a failed write) is no longer kept.
+    discard: bool,
+    term_sent: bool,
+    kill_at: Option<Instant>,
+    killed_at: Option<Instant>,
+    group_gone: bool,
+    drain_until: Option<Instant>,
+    pacer: Pacer,
+    progress: bool,
+    monitor: Option<MonitorRun>,
+}
+
+impl Running {
+    fn new(exec: Arc<Exec>, pid: i32, spool: Spool, err_open: bool) -> Running {
+        let start = Instant::now();
+        let spec = &exec.spec;
+        let grace = spec
+            .stop_grace_ms
+            .map_or(DEFAULT_GRACE, Duration::from_millis);
+        let monitor = (spec.kind == Kind::Monitor).then(|| MonitorRun {
+            framer: Framer::default(),
+            pending: Vec::new(),
+            batch_at: None,
+            flood: FloodWindow::default(),
+            deadline: start + Duration::from_millis(spec.timeout_ms.unwrap_or(300_000)),
+        });
+        let progress = spec.progress && spec.kind == Kind::Bash;
+        Running {
+            exec,
+            pid,
+            grace,
+            spool,
+            out_open: true,
+            err_open,
+            exit: None,
+            ending: None,
+            write_error: None,
+            discard: false,
+            term_sent: false,
+            kill_at: None,
+            killed_at: None,
+            group_gone: false,
+            drain_until: None,
+            pacer: Pacer::new(start),
+            progress,
+            monitor,
+        }
+    }
+
+    /// Read STREAMS, time events and stops, until the group is gone and
+    /// its output drained.
+    async fn watch(&mut self, streams: &mut Streams) {
+        let Streams {
+            out,
+            err,
+            out_buf,
+            err_buf,
+            exit,
+        } = streams;
+        loop {
+            let now = Instant::now();
+            let progress_at = if self.progress {
+                self.pacer.next_check(self.spool.len())
             } else {
-                group_gone = true;
+                far_future()
+            };
+            let polling = self.exit.is_some() && !self.group_gone;
+            let poll_at = if polling {
+                now + Duration::from_millis(20)
+            } else {
+                far_future()
+            };
+            let batch_at = self.monitor.as_ref().and_then(|m| m.batch_at);
+            let deadline = self
+                .monitor
+                .as_ref()
+                .filter(|_| self.ending.is_none())
+                .map(|m| m.deadline);
+            tokio::select! {
+                biased;
+                () = self.exec.stop_signal.notified(), if self.ending.is_none() => {
+                    let why = self.exec.state().stop.map_or(Termination::Stopped, |(t, _)| t);
+                    self.begin_stop(why);
+                }
+                status = &mut *exit, if self.exit.is_none() => {
+                    self.exit = Some(status.unwrap_or_else(|_| Err(io::Error::other("reaper gone"))));
+                }
+                r = read_some(out, out_buf), if self.out_open => {
+                    match r {
+                        Ok(n) if n > 0 => self.stdout(&out_buf[..n]),
+                        _ => self.out_open = false,
+                    }
+                }
+                r = async {
+                    match err.as_ref() {
+                        Some(fd) => read_some(fd, err_buf).await,
+                        None => Ok(0),
+                    }
+                }, if self.err_open => {
+                    match r {
+                        Ok(n) if n > 0 => self.capture(&err_buf[..n]),
+                        _ => self.err_open = false,
+                    }
+                }
+                () = sleep_until(self.kill_at.unwrap_or_else(far_future).into()), if self.kill_at.is_some() => {
+                    process::signal(self.pid, libc::SIGKILL);
+                    self.kill_at = None;
+                    self.killed_at = Some(Instant::now());
+                }
+                () = sleep_until(progress_at.into()), if self.progress => {
+                    if self.pacer.due(Instant::now(), self.spool.len()) {
+                        emit_progress(&self.exec, self.spool.len());
+                    }
+                }
+                () = sleep_until(batch_at.unwrap_or_else(far_future).into()), if batch_at.is_some() => {
+                    self.publish_batch();
+                }
+                () = sleep_until(deadline.unwrap_or_else(far_future).into()), if deadline.is_some() => {
+                    self.begin_stop(Termination::Timeout);
+                }
+                () = sleep_until(poll_at.into()), if polling => {}
             }
-            if group_gone {
-                kill_at = None;
-                drain_until = Some(Instant::now() + DRAIN_AFTER_GROUP);
+            if self.exit.is_some() && !self.group_gone {
+                self.clean_up_group();
             }
-        }
-        if group_gone {
-            let drained =
-                (!out_open && !err_open) || drain_until.is_some_and(|t| Instant::now() >= t);
-            if drained {
+            if self.group_gone && self.drained() {
                 break;
             }
         }
     }
 
-    if let Some(m) = monitor.as_mut()
-        && let Some(line) = m.framer.finish()
-    {
-        m.pending.push(line);
-    }
-    let markers = marker.as_ref().map(launch::read_markers);
-    // A supervising helper knows the command's own status; bwrap's would
-    // turn a death by signal into an exit code.
-    let status = markers
-        .as_deref()
-        .and_then(launch::exited)
-        .map(ExitStatus::from_raw)
-        .or_else(|| exit.and_then(|r| r.ok()));
-    let mut termination = match (ending, status) {
-        (Some(t), _) => t,
-        (None, Some(s)) if s.signal().is_some() => Termination::Signal,
-        _ => Termination::Exit,
-    };
-    if let Some(problem) = markers.and_then(|m| sandbox_start(&exec, &m, &spool, status))
-        && ending.is_none()
-    {
-        termination = Termination::LaunchFailed;
-        write_error = Some(problem);
-    }
-    let pipestatus = status_file.and_then(|mut f| {
-        use std::io::{Read, Seek};
-        let mut text = String::new();
-        f.rewind().ok()?;
-        f.read_to_string(&mut text).ok()?;
-        bash::parse_snapshot(&text)
-    });
-    if let Some(m) = monitor.as_mut() {
-        let by = exec.state().stop.map(|(_, by)| by);
-        let fold = matches!(by, Some(StopBy::Model | StopBy::User));
-        if !fold && termination != Termination::Teardown {
-            mail::publish_monitor_batch(&exec, &mut m.pending);
+    /// Begin stopping for WHY (the first reason wins): TERM now, KILL
+    /// after the grace interval.
+    fn begin_stop(&mut self, why: Termination) {
+        if self.ending.is_none() {
+            self.ending = Some(why);
+        }
+        if !self.term_sent {
+            self.term_sent = true;
+            self.exec.set_phase(Phase::Stopping);
+            terminate(&self.exec, self.pid);
+            self.kill_at = Some(Instant::now() + self.grace);
         }
     }
-    let pending = monitor.map(|m| m.pending).unwrap_or_default();
-    settle_with(
-        &exec,
-        termination,
-        status,
-        spool.len(),
-        pipestatus,
-        write_error,
-        pending,
-    )
-    .await;
+
+    /// Keep CHUNK of stdout and frame a monitor's lines from it.
+    fn stdout(&mut self, chunk: &[u8]) {
+        self.capture(chunk);
+        let Some(m) = self.monitor.as_mut() else {
+            return;
+        };
+        let lines = m.framer.push(chunk);
+        if lines.is_empty() {
+            return;
+        }
+        let flooded = m.flood.record(Instant::now(), lines.len());
+        m.pending.extend(lines);
+        if m.batch_at.is_none() {
+            m.batch_at = Some(Instant::now() + monitor::BATCH_DELAY);
+        }
+        if flooded {
+            self.begin_stop(Termination::Flood);
+        }
+    }
+
+    /// Append CHUNK (stdout or stderr) to the spool unless output is
+    /// already being discarded; stop when the cap is reached or the write
+    /// fails (the rest of the output is then discarded).
+    fn capture(&mut self, chunk: &[u8]) {
+        if self.discard {
+            return;
+        }
+        let stop = match self.spool.append(chunk) {
+            Append::Written => None,
+            Append::Limit => Some(Termination::OutputLimit),
+            Append::Failed(e) => {
+                self.write_error = Some(e);
+                Some(Termination::OutputWriteFailed)
+            }
+        };
+        self.discard = stop.is_some();
+        self.exec.state().written = self.spool.len();
+        if let Some(why) = stop {
+            self.begin_stop(why);
+        }
+    }
+
+    /// Publish the monitor's pending lines as one batch.
+    fn publish_batch(&mut self) {
+        let Some(m) = self.monitor.as_mut() else {
+            return;
+        };
+        m.batch_at = None;
+        if mail::publish_monitor_batch(&self.exec, &mut m.pending) {
+            self.begin_stop(Termination::Flood);
+        }
+    }
+
+    /// The shell has exited: its leftover descendants get the same single
+    /// TERM, then KILL after the interval; the group counts as gone once
+    /// empty, or a bounded time after the KILL.
+    fn clean_up_group(&mut self) {
+        if process::group_alive(self.pid) {
+            let waited_out = self.killed_at.is_some_and(|t| t.elapsed() >= KILL_WAIT);
+            if waited_out {
+                self.group_gone = true;
+            } else if !self.term_sent {
+                self.term_sent = true;
+                process::signal(self.pid, libc::SIGTERM);
+                self.kill_at = Some(Instant::now() + self.grace);
+            }
+        } else {
+            self.group_gone = true;
+        }
+        if self.group_gone {
+            self.kill_at = None;
+            self.drain_until = Some(Instant::now() + DRAIN_AFTER_GROUP);
+        }
+    }
+
+    /// Both streams ended, or the drain interval after the group is over.
+    fn drained(&self) -> bool {
+        (!self.out_open && !self.err_open) || self.drain_until.is_some_and(|t| Instant::now() >= t)
+    }
+
+    /// The settlement of the finished run: its status (the supervising
+    /// helper's from MARKER when confined), how it ended, the pipeline's
+    /// statuses from STATUS_FILE, and a monitor's last lines.
+    fn finish(&mut self, marker: Option<&OwnedFd>, status_file: Option<File>) -> Settlement {
+        if let Some(m) = self.monitor.as_mut()
+            && let Some(line) = m.framer.finish()
+        {
+            m.pending.push(line);
+        }
+        let markers = marker.map(launch::read_markers);
+        // A supervising helper knows the command's own status; bwrap's would
+        // turn a death by signal into an exit code.
+        let status = markers
+            .as_deref()
+            .and_then(launch::exited)
+            .map(ExitStatus::from_raw)
+            .or_else(|| self.exit.take().and_then(|r| r.ok()));
+        let mut termination = match (self.ending, status) {
+            (Some(t), _) => t,
+            (None, Some(s)) if s.signal().is_some() => Termination::Signal,
+            _ => Termination::Exit,
+        };
+        let mut error = self.write_error.take();
+        if let Some(problem) =
+            markers.and_then(|m| sandbox_start(&self.exec, &m, &self.spool, status))
+            && self.ending.is_none()
+        {
+            termination = Termination::LaunchFailed;
+            error = Some(problem);
+        }
+        let pipestatus = status_file.and_then(|mut f| {
+            use std::io::{Read, Seek};
+            let mut text = String::new();
+            f.rewind().ok()?;
+            f.read_to_string(&mut text).ok()?;
+            bash::parse_snapshot(&text)
+        });
+        if let Some(m) = self.monitor.as_mut() {
+            let by = self.exec.state().stop.map(|(_, by)| by);
+            let fold = matches!(by, Some(StopBy::Model | StopBy::User));
+            if !fold && termination != Termination::Teardown {
+                mail::publish_monitor_batch(&self.exec, &mut m.pending);
+            }
+        }
+        let pending_lines = self
+            .monitor
+            .as_mut()
+            .map(|m| std::mem::take(&mut m.pending))
+            .unwrap_or_default();
+        Settlement {
+            termination,
+            status,
+            bytes: self.spool.len(),
+            pipestatus,
+            error,
+            pending_lines,
+        }
+    }
 }
 
 /// Settle the sandbox's start from its MARKERS (read once the launch
@@ -680,32 +814,6 @@ fn sandbox_start(
     let facts = st.sandbox.as_mut()?;
     facts.settle_start(markers, &said, &status);
     facts.start.problem()
-}
-
-/// Append CHUNK (stdout or stderr) to SPOOL unless output is already
-/// being discarded; return the stop to begin when the cap is reached or
-/// the write fails (the rest of the output is then discarded).
-fn capture(
-    exec: &Exec,
-    spool: &mut Spool,
-    chunk: &[u8],
-    discard: &mut bool,
-    write_error: &mut Option<String>,
-) -> Option<Termination> {
-    if *discard {
-        return None;
-    }
-    let stop = match spool.append(chunk) {
-        Append::Written => None,
-        Append::Limit => Some(Termination::OutputLimit),
-        Append::Failed(e) => {
-            *write_error = Some(e);
-            Some(Termination::OutputWriteFailed)
-        }
-    };
-    *discard = stop.is_some();
-    exec.state().written = spool.len();
-    stop
 }
 
 fn emit_progress(exec: &Exec, bytes: u64) {
@@ -737,44 +845,29 @@ fn emit_progress(exec: &Exec, bytes: u64) {
 /// Settle EXEC whose driver died (a bug): kill its group, report it lost.
 pub async fn settle_lost(exec: &Arc<Exec>, why: String) {
     if let Some(pid) = exec.state().pid {
-        owner::signal(pid, libc::SIGKILL);
+        process::signal(pid, libc::SIGKILL);
     }
     let bytes = exec.state().written;
-    settle(exec, Termination::Lost, None, bytes, None, Some(why)).await;
+    settle(
+        exec,
+        Settlement::without_exit(Termination::Lost, bytes, Some(why)),
+    )
+    .await;
 }
 
-async fn settle(
-    exec: &Arc<Exec>,
-    termination: Termination,
-    status: Option<ExitStatus>,
-    bytes: u64,
-    pipestatus: Option<Vec<i32>>,
-    error: Option<String>,
-) {
-    settle_with(
-        exec,
+/// Record the terminal facts of SETTLEMENT, deliver them (waiting
+/// observer, or the owner's mailbox when the execution had yielded) and
+/// announce them. Retiring the record is the manager's, once the driver
+/// is done.
+async fn settle(exec: &Arc<Exec>, settlement: Settlement) {
+    let Settlement {
         termination,
         status,
         bytes,
         pipestatus,
         error,
-        Vec::new(),
-    )
-    .await;
-}
-
-/// Record the terminal facts, deliver them (waiting observer, or the
-/// owner's mailbox when the execution had yielded), announce them, and
-/// retire the record later.
-async fn settle_with(
-    exec: &Arc<Exec>,
-    termination: Termination,
-    status: Option<ExitStatus>,
-    bytes: u64,
-    pipestatus: Option<Vec<i32>>,
-    error: Option<String>,
-    pending_lines: Vec<Line>,
-) {
+        pending_lines,
+    } = settlement;
     let exit = status.map(|s| match (s.code(), s.signal()) {
         (Some(c), _) => Exit::Code(c),
         (None, sig) => Exit::Signal(sig.unwrap_or(0)),
@@ -833,7 +926,7 @@ async fn settle_with(
         };
         mail::monitor_terminal(exec, &folded, observed)
     } else if !observed && yielded {
-        let (_, text) = super::manager::build(exec);
+        let (_, text) = execution::build(exec);
         mail::execution_record(exec, &text)
     } else {
         mail::Delivery::default()
@@ -868,5 +961,4 @@ async fn settle_with(
     ]);
     drop(st);
     publish(exec, "exec-settled", data);
-    super::manager::retire_later(Arc::clone(exec));
 }

@@ -434,6 +434,22 @@ pub fn compose(view: &RangeView, artifact: Option<&str>) -> String {
     out
 }
 
+/// Build an observation of EXEC now (the cached terminal one when it
+/// exists), advancing its cursor. Callers hold its `observe_lock`.
+/// Returns the datum and its output text.
+pub fn build(exec: &Exec) -> (Datum, String) {
+    if let Some(t) = exec.state().terminal.clone() {
+        return (t, String::new());
+    }
+    let (text, view, artifact) = take_unread(exec);
+    let datum = observation(exec, text.clone(), view.as_ref(), artifact);
+    let mut st = exec.state();
+    if st.phase == Phase::Completed {
+        st.terminal = Some(datum.clone());
+    }
+    (datum, text)
+}
+
 /// The unread range of EXEC as a view, advancing its cursor. Returns
 /// (text, view, artifact path).
 pub fn take_unread(exec: &Exec) -> (String, Option<RangeView>, Option<String>) {

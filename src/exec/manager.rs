@@ -20,6 +20,7 @@ use crate::bash;
 use crate::datum::Datum;
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::{self, Event};
+use crate::process;
 use crate::store::Store;
 
 /// Unfinished executions one session may hold.
@@ -94,9 +95,10 @@ impl Manager {
         }
     }
 
-    /// Check SPEC, register it and start its driver. Refusals (the `&`
-    /// operator, the live-process cap, bad monitor arguments) happen
-    /// here, before anything is spawned.
+    /// Check SPEC, register it and start its driver; the record retires
+    /// once the driver is done. Refusals (the `&` operator, the
+    /// live-process cap, bad monitor arguments) happen here, before
+    /// anything is spawned.
     pub fn start(&self, spec: Spec) -> Result<Arc<Exec>> {
         if spec.command.trim().is_empty() {
             return Err(exec_error("the command is empty"));
@@ -155,6 +157,7 @@ impl Manager {
             if let Err(e) = running.await {
                 driver::settle_lost(&watched, format!("internal error: {e}")).await;
             }
+            retire_later(watched);
         });
         Ok(exec)
     }
@@ -251,8 +254,8 @@ pub fn global() -> &'static Manager {
 }
 
 /// Forget a settled EXEC after [`RETAIN`] (at once when its session was
-/// torn down).
-pub fn retire_later(exec: Arc<Exec>) {
+/// torn down); called once its driver is done.
+fn retire_later(exec: Arc<Exec>) {
     if exec.state().retired {
         discard_spool(&exec);
         return;
@@ -261,22 +264,6 @@ pub fn retire_later(exec: Arc<Exec>) {
         tokio::time::sleep(RETAIN).await;
         global().remove(&exec);
     });
-}
-
-/// Build an observation of EXEC now (the cached terminal one when it
-/// exists), advancing its cursor. Callers hold its `observe_lock`.
-/// Returns the datum and its output text.
-pub fn build(exec: &Exec) -> (Datum, String) {
-    if let Some(t) = exec.state().terminal.clone() {
-        return (t, String::new());
-    }
-    let (text, view, artifact) = execution::take_unread(exec);
-    let datum = execution::observation(exec, text.clone(), view.as_ref(), artifact);
-    let mut st = exec.state();
-    if st.phase == Phase::Completed {
-        st.terminal = Some(datum.clone());
-    }
-    (datum, text)
 }
 
 /// Wait up to WAIT for EXEC to complete, then observe it: newly unread
@@ -293,14 +280,14 @@ pub async fn observe(exec: Arc<Exec>, wait: Duration, before: impl FnOnce(&Exec)
         || exec
             .state()
             .pid
-            .is_some_and(|pid| !super::owner::group_alive(pid));
+            .is_some_and(|pid| !process::group_alive(pid));
     if exec.state().phase != Phase::Completed && exited {
         // Reconcile a shell that already exited: report completion, not a
         // stale live handle.
         let _ = tokio::time::timeout(RECONCILE, rx.wait_for(|p| *p == Phase::Completed)).await;
     }
     let guard = exec.observe_lock.lock().await;
-    let (datum, _) = build(&exec);
+    let (datum, _) = execution::build(&exec);
     let mut st = exec.state();
     st.observers -= 1;
     let completed = st.phase == Phase::Completed;
@@ -401,12 +388,12 @@ pub fn write_input(exec: &Exec, chars: &str) -> Result<()> {
             // command with it); Ctrl-C goes across its session boundary,
             // once, to the command's group instead.
             let group = if inner {
-                super::owner::inner_group(pid)
+                process::inner_group(pid)
                     .ok_or_else(|| exec_error("the command has not started inside its sandbox"))?
             } else {
                 pid
             };
-            super::owner::signal(group, libc::SIGINT);
+            process::signal(group, libc::SIGINT);
             Ok(())
         }
         _ if exec.spec.kind == Kind::Monitor => Err(exec_error(

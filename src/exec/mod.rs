@@ -1,22 +1,21 @@
-//! Process execution: every child the module starts is owned here.
+//! Managed executions (Bash and Monitor), on top of the process layer
+//! (`crate::process`), which owns every child.
 //!
-//! [`owner`] is the lifetime layer (process groups, parent-death signal,
-//! reaping, stop-all at exit) that every spawner builds on. On top of it,
-//! [`manager`] runs managed executions (Bash and Monitor): [`scheduler`]
-//! admits them, [`driver`] runs each one, its output goes to a
-//! [`spool`] file, [`pacing`] times progress events, [`monitor`] frames
-//! watcher lines, and [`mail`] delivers results nobody waited for.
+//! Calls go one way: [`manager`] (the registry and the tools'
+//! operations) starts a [`driver`] task per execution and retires the
+//! record once the task is done; both work on an [`execution`] (the
+//! record, its state and the observations built from it). [`scheduler`]
+//! admits executions, their output goes to a [`spool`] file, [`pacing`]
+//! times progress events, [`monitor`] frames watcher lines, and [`mail`]
+//! delivers results nobody waited for.
 
 pub mod driver;
 pub mod execution;
 pub mod mail;
 pub mod manager;
 pub mod monitor;
-pub mod owner;
 pub mod pacing;
-pub mod pty;
 pub mod scheduler;
-pub mod spawn;
 pub mod spool;
 
 #[cfg(test)]

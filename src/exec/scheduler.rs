@@ -162,7 +162,7 @@ mod tests {
         tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
-            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap()
     }
 
     #[test]
@@ -178,7 +178,7 @@ mod tests {
             assert_eq!(s.load(), (2, false, 1));
             drop(a);
             drop(b);
-            let w = w.await.unwrap_or_else(|e| panic!("{e}"));
+            let w = w.await.unwrap();
             assert_eq!(s.load(), (0, true, 0));
             drop(w);
             assert_eq!(s.load(), (0, false, 0));

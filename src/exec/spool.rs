@@ -293,7 +293,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("mevedel-spool-{}-{name}", std::process::id()));
         let _ = std::fs::create_dir_all(&dir);
         let path = dir.join("out");
-        let mut spool = Spool::create(&path, DEFAULT_CAP).unwrap_or_else(|e| panic!("{e}"));
+        let mut spool = Spool::create(&path, DEFAULT_CAP).unwrap();
         assert_eq!(spool.append(bytes), Append::Written);
         (spool, dir)
     }
@@ -302,7 +302,7 @@ mod tests {
     fn cap_writes_what_fits() {
         let dir = std::env::temp_dir().join(format!("mevedel-cap-{}", std::process::id()));
         let _ = std::fs::create_dir_all(&dir);
-        let mut spool = Spool::create(&dir.join("o"), 10).unwrap_or_else(|e| panic!("{e}"));
+        let mut spool = Spool::create(&dir.join("o"), 10).unwrap();
         assert_eq!(spool.append(b"12345"), Append::Written);
         assert_eq!(spool.append(b"6789abc"), Append::Limit);
         assert_eq!(spool.len(), 10);
@@ -317,7 +317,7 @@ mod tests {
     #[test]
     fn short_range_is_whole() {
         let (spool, dir) = spool_with("short", b"one\ntwo\n");
-        let r = spool.reader().unwrap_or_else(|e| panic!("{e}"));
+        let r = spool.reader().unwrap();
         let v = preview(&r, 0, spool.len(), PREVIEW_BUDGET);
         assert_eq!(v.whole.as_deref(), Some("one\ntwo\n"));
         let v = preview(&r, 4, spool.len(), PREVIEW_BUDGET);
@@ -329,7 +329,7 @@ mod tests {
     fn long_range_has_equal_sides_and_exact_counts() {
         let text: String = (1..=1000).map(|i| format!("line {i:04}\n")).collect();
         let (spool, dir) = spool_with("long", text.as_bytes());
-        let r = spool.reader().unwrap_or_else(|e| panic!("{e}"));
+        let r = spool.reader().unwrap();
         let v = preview(&r, 0, spool.len(), 110);
         assert!(v.is_preview());
         assert_eq!(
@@ -351,7 +351,7 @@ mod tests {
     fn multibyte_counts_are_characters() {
         let text = "é".repeat(3000);
         let (spool, dir) = spool_with("utf8", text.as_bytes());
-        let r = spool.reader().unwrap_or_else(|e| panic!("{e}"));
+        let r = spool.reader().unwrap();
         let v = preview(&r, 0, spool.len(), 100);
         assert_eq!((v.head.chars().count(), v.tail.chars().count()), (50, 50));
         assert_eq!(v.omitted_chars, 2900);
@@ -365,7 +365,7 @@ mod tests {
     fn live_tail_is_bounded() {
         let text: String = (1..=100).map(|i| format!("{i}\n")).collect();
         let (spool, dir) = spool_with("tail", text.as_bytes());
-        let r = spool.reader().unwrap_or_else(|e| panic!("{e}"));
+        let r = spool.reader().unwrap();
         assert_eq!(live_tail(&r, spool.len(), 2000, 3), "98\n99\n100\n");
         assert_eq!(live_tail(&r, spool.len(), 4, 100), "100\n");
         let _ = std::fs::remove_dir_all(&dir);

@@ -35,13 +35,11 @@ fn spec(session: &str, command: &str) -> Spec {
 }
 
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    crate::runtime::get()
-        .unwrap_or_else(|e| panic!("{e}"))
-        .block_on(f)
+    crate::runtime::get().unwrap().block_on(f)
 }
 
 fn start(s: Spec) -> Arc<Exec> {
-    global().start(s).unwrap_or_else(|e| panic!("start: {e}"))
+    global().start(s).expect("start")
 }
 
 fn observe(exec: &Arc<Exec>, ms: u64) -> Datum {
@@ -94,7 +92,7 @@ fn wait_terminals(db: &std::path::Path, n: usize) -> bool {
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("mevedel-exec-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir_all(&dir).unwrap();
     dir
 }
 
@@ -156,9 +154,7 @@ fn yield_then_poll_then_completion() {
     let listed = global().list("yield", Some("/root"));
     assert_eq!(listed.len(), 1);
     assert_eq!(text(get(&listed[0], "id")), id);
-    let again = global()
-        .find("yield", &id, Some("/root"))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let again = global().find("yield", &id, Some("/root")).unwrap();
     let obs = observe(&again, 5_000);
     assert_eq!(text(get(&obs, "state")), "completed");
     // Only the newly unread output.
@@ -177,7 +173,7 @@ fn pty_input_is_echoed_and_read() {
     let exec = start(s);
     let obs = observe(&exec, 300);
     assert_eq!(text(get(&obs, "state")), "running");
-    manager::write_input(&exec, "hello\n").unwrap_or_else(|e| panic!("{e}"));
+    manager::write_input(&exec, "hello\n").unwrap();
     let obs = observe(&exec, 5_000);
     assert_eq!(text(get(&obs, "state")), "completed");
     let out = text(get(&obs, "output"));
@@ -193,7 +189,7 @@ fn ctrl_c_through_the_pty_interrupts() {
     let obs = observe(&exec, 300);
     assert_eq!(text(get(&obs, "state")), "running");
     let started = Instant::now();
-    manager::write_input(&exec, "\u{3}").unwrap_or_else(|e| panic!("{e}"));
+    manager::write_input(&exec, "\u{3}").unwrap();
     let obs = observe(&exec, 5_000);
     assert!(started.elapsed() < Duration::from_secs(5));
     let facts = get(&obs, "facts");
@@ -212,7 +208,7 @@ fn pipe_mode_refuses_input_but_takes_ctrl_c() {
     let _ = observe(&exec, 300);
     let err = manager::write_input(&exec, "x\n").err();
     assert!(err.is_some_and(|e| e.message.contains("tty=true")));
-    manager::write_input(&exec, "\u{3}").unwrap_or_else(|e| panic!("{e}"));
+    manager::write_input(&exec, "\u{3}").unwrap();
     let obs = observe(&exec, 5_000);
     assert_eq!(text(get(&obs, "state")), "completed");
 }
@@ -450,7 +446,7 @@ fn yielded_completion_goes_to_the_mailbox_once() {
     // observation lock), so wait for the record itself.
     assert!(wait_until(Duration::from_secs(5), || unread(&db)
         .is_ok_and(|r| !r.is_empty())));
-    let records = unread(&db).unwrap_or_else(|e| panic!("{e}"));
+    let records = unread(&db).unwrap();
     assert_eq!(records.len(), 1);
     let r = &records[0];
     assert_eq!(r.kind, "EXECUTION");
@@ -513,7 +509,7 @@ fn monitor_lines_become_records_then_one_terminal() {
     ));
     assert_eq!(text(get(&first, "output")), "");
     assert!(wait_terminals(&db, 1));
-    let records = unread(&db).unwrap_or_else(|e| panic!("{e}"));
+    let records = unread(&db).unwrap();
     let kinds: Vec<&str> = records.iter().map(|r| r.kind.as_str()).collect();
     assert_eq!(kinds, ["MONITOR", "MONITOR", "MONITOR", "MONITOR_TERMINAL"]);
     let bodies: Vec<&str> = records.iter().take(3).map(|r| r.payload.as_str()).collect();
@@ -548,7 +544,7 @@ fn monitor_flood_stops_it() {
     ));
     assert!(wait_terminals(&db, 1));
     assert_eq!(exec.state().phase, Phase::Completed);
-    let records = unread(&db).unwrap_or_else(|e| panic!("{e}"));
+    let records = unread(&db).unwrap();
     let terminals: Vec<_> = records
         .iter()
         .filter(|r| r.kind == "MONITOR_TERMINAL")
@@ -564,7 +560,7 @@ fn monitor_flood_stops_it() {
     let pgid = exec.state().pid.unwrap_or(0);
     assert!(pgid > 0 && group_members(pgid).is_empty());
     std::thread::sleep(Duration::from_millis(500));
-    let records = unread(&db).unwrap_or_else(|e| panic!("{e}"));
+    let records = unread(&db).unwrap();
     assert_eq!(
         records
             .iter()
@@ -592,7 +588,7 @@ fn monitor_flood_by_unread_bytes_stops_it() {
     ));
     assert!(wait_terminals(&db, 1));
     assert_eq!(exec.state().phase, Phase::Completed);
-    let records = unread(&db).unwrap_or_else(|e| panic!("{e}"));
+    let records = unread(&db).unwrap();
     let lines = records.iter().filter(|r| r.kind == "MONITOR").count();
     let terminals: Vec<_> = records
         .iter()
@@ -624,7 +620,7 @@ fn monitor_timeout_and_stop_notices() {
     std::thread::sleep(Duration::from_millis(100));
     assert!(manager::stop_for_user(&stopped));
     assert!(wait_terminals(&db, 2));
-    let records = unread(&db).unwrap_or_else(|e| panic!("{e}"));
+    let records = unread(&db).unwrap();
     let terms: Vec<_> = records
         .iter()
         .filter(|r| r.kind == "MONITOR_TERMINAL")

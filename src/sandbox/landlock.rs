@@ -198,13 +198,12 @@ mod tests {
                 "home/.ssh",
                 "home/docs",
             ] {
-                std::fs::create_dir_all(path.join(sub)).unwrap_or_else(|e| panic!("{e}"));
+                std::fs::create_dir_all(path.join(sub)).unwrap();
             }
             for file in ["ws/README", "ws/src/main.rs", "home/.profile"] {
-                std::fs::write(path.join(file), "x").unwrap_or_else(|e| panic!("{e}"));
+                std::fs::write(path.join(file), "x").unwrap();
             }
-            std::os::unix::fs::symlink("/etc", path.join("ws/etc-link"))
-                .unwrap_or_else(|e| panic!("{e}"));
+            std::os::unix::fs::symlink("/etc", path.join("ws/etc-link")).unwrap();
             Dir(path)
         }
     }

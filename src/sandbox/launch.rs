@@ -5,7 +5,8 @@
 //! `mevedel-sandbox` helper around the command, the helper alone
 //! (Landlock-only layer), or the command itself when the sandbox is off,
 //! escalated or (best-effort, disclosed) unavailable. [`run`] starts it
-//! through the process owner and waits for it.
+//! through the process owner ([`crate::process::Owner::start`], the one
+//! way a child is started) and waits for it.
 //!
 //! The helper reports on a dedicated pipe just before it executes the
 //! command; a launch whose helper never reported failed to *start* (the
@@ -15,11 +16,10 @@
 
 use std::ffi::OsString;
 use std::io::Read;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -27,7 +27,7 @@ use serde::Deserialize;
 
 use crate::datum::Datum;
 use crate::error::{Error, ErrorKind, Result};
-use crate::exec::owner::Owner;
+use crate::process::{Owner, Program};
 use crate::sandbox::helper_args::{HelperArgs, Marker};
 use crate::sandbox::policy::{self, Backend, Boundary, Decision, Mode, Policy};
 use crate::sandbox::probe::{self, Probe};
@@ -761,32 +761,36 @@ fn start_and_wait(
         ..
     } = prepared;
     let _scratch = scratch;
-    let (program, args) = argv
-        .split_first()
-        .ok_or_else(|| Start::ExecFailed("empty command".into()))?;
+    if argv.is_empty() {
+        return Err(Start::ExecFailed("empty command".into()));
+    }
     let (out_reader, out_writer) = std::io::pipe()
         .map_err(|e| Start::SandboxFailed(format!("cannot create the output pipe: {e}")))?;
     let out_writer2 = out_writer
         .try_clone()
         .map_err(|e| Start::SandboxFailed(format!("cannot create the output pipe: {e}")))?;
-    let mut command = Command::new(program);
-    command
-        .args(args)
-        .current_dir(&cwd)
-        .stdin(Stdio::null())
-        .stdout(out_writer)
-        .stderr(out_writer2);
-    if let Some(vars) = env {
-        command.env_clear().envs(vars);
-    }
-    let keep: Vec<RawFd> = marker.iter().map(|(_, w)| w.as_raw_fd()).collect();
-    let spawned = owner.spawn_watched(command, &keep);
+    let mut program = Program::new(argv);
+    program.cwd = Some(cwd);
+    program.env = env;
+    program.stdout = Some(out_writer.into());
+    program.stderr = Some(out_writer2.into());
+    program.fd_map = marker
+        .iter()
+        .map(|(_, w)| (w.as_raw_fd(), w.as_raw_fd()))
+        .collect();
+    let (exit_tx, exit) = mpsc::channel();
+    let spawned = owner.start(
+        program,
+        Some(Box::new(move |status| {
+            let _ = exit_tx.send(status);
+        })),
+    );
     let marker_reader = marker.map(|(reader, writer)| {
         drop(writer);
         reader
     });
-    let watched = match spawned {
-        Ok(w) => w,
+    let child = match spawned {
+        Ok(child) => child,
         Err(e) if marker_reader.is_some() => {
             return Err(Start::SandboxFailed(format!(
                 "cannot start the sandbox: {e}"
@@ -809,17 +813,17 @@ fn start_and_wait(
     } else {
         let _ = marker_tx.send(Vec::new());
     }
-    let pgid = watched.pid as i32;
+    let pgid = child.pid as i32;
     let status = match limits.timeout {
-        Some(limit) => match watched.exit.recv_timeout(limit) {
+        Some(limit) => match exit.recv_timeout(limit) {
             Ok(status) => Some(status),
             Err(_) => {
                 outcome.timed_out = true;
                 owner.stop_group(pgid, limits.grace);
-                watched.exit.recv_timeout(DRAIN_LIMIT).ok()
+                exit.recv_timeout(DRAIN_LIMIT).ok()
             }
         },
-        None => watched.exit.recv().ok(),
+        None => exit.recv().ok(),
     };
     // Whatever is left of the group goes the same bounded TERM/KILL way.
     owner.stop_group(pgid, limits.grace);
@@ -914,8 +918,7 @@ mod tests {
     /// Prepare and run REQ (whose mode is off) with a fresh owner.
     fn run_unconfined(req: &Request) -> Outcome {
         let scanner = Scanner::new(ScanLimits::default());
-        let prepared =
-            prepare_with(req, &probe(true, true), &scanner).unwrap_or_else(|e| panic!("{e}"));
+        let prepared = prepare_with(req, &probe(true, true), &scanner).unwrap();
         run(prepared, &Owner::new(), Limits::of(req))
     }
 
@@ -932,21 +935,17 @@ mod tests {
             r#"{"mode":"required","backend":"landlock","command":["ls","-l"],"network":true,
                 "extra-write":["/x"],"timeout-ms":5}"#,
         )
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
         assert_eq!(ok.mode, Mode::Required);
         assert_eq!(ok.backend, Backend::Landlock);
         assert_eq!(ok.extra_write, vec![PathBuf::from("/x")]);
-        let bad = Request::from_json(r#"{"command":["x"],"wrtable":[]}"#)
-            .err()
-            .unwrap_or_else(|| panic!("accepted"));
+        let bad = Request::from_json(r#"{"command":["x"],"wrtable":[]}"#).expect_err("accepted");
         assert!(bad.message.contains("wrtable"), "{}", bad.message);
-        let bad = Request::from_json(r#"{"command":[],"mode":"best-effort"}"#)
-            .err()
-            .unwrap_or_else(|| panic!("accepted"));
+        let bad =
+            Request::from_json(r#"{"command":[],"mode":"best-effort"}"#).expect_err("accepted");
         assert!(bad.message.contains("command is empty"));
-        let bad = Request::from_json(r#"{"command":["x"],"mode":"sometimes"}"#)
-            .err()
-            .unwrap_or_else(|| panic!("accepted"));
+        let bad =
+            Request::from_json(r#"{"command":["x"],"mode":"sometimes"}"#).expect_err("accepted");
         assert!(bad.message.contains("sometimes"), "{}", bad.message);
     }
 
@@ -956,8 +955,7 @@ mod tests {
         dir.mkdirs(&["ws/.git"]);
         let ws = dir.path().join("ws");
         let scanner = Scanner::new(ScanLimits::default());
-        let prepared = prepare_with(&request(&ws), &probe(true, true), &scanner)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let prepared = prepare_with(&request(&ws), &probe(true, true), &scanner).unwrap();
         assert_eq!(prepared.boundary(), Boundary::BwrapLandlock);
         let line = text(&prepared.argv);
         let ws = ws.display();
@@ -991,8 +989,7 @@ mod tests {
         dir.mkdirs(&[".git"]);
         let ws = dir.path().to_path_buf();
         let scanner = Scanner::new(ScanLimits::default());
-        let prepared = prepare_with(&request(&ws), &probe(false, true), &scanner)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let prepared = prepare_with(&request(&ws), &probe(false, true), &scanner).unwrap();
         assert_eq!(prepared.boundary(), Boundary::Landlock);
         let line = text(&prepared.argv);
         assert!(
@@ -1031,21 +1028,18 @@ mod tests {
         let scanner = Scanner::new(ScanLimits::default());
         let mut req = request(&ws);
         req.mode = Mode::Required;
-        let refused =
-            prepare_with(&req, &probe(false, true), &scanner).unwrap_or_else(|e| panic!("{e}"));
+        let refused = prepare_with(&req, &probe(false, true), &scanner).unwrap();
         assert_eq!(refused.boundary(), Boundary::Refused);
         assert!(refused.argv.is_empty());
         let outcome = run(refused, &Owner::new(), Limits::of(&req));
         assert!(matches!(outcome.start, Start::Refused(_)));
         req.mode = Mode::Off;
         req.cwd = Some("relative/dir".into());
-        let err = prepare_with(&req, &probe(true, true), &scanner)
-            .err()
-            .unwrap_or_else(|| panic!("relative cwd accepted"));
+        let err =
+            prepare_with(&req, &probe(true, true), &scanner).expect_err("relative cwd accepted");
         assert!(err.message.contains("relative/dir is not absolute"));
         req.cwd = Some(ws.clone());
-        let direct =
-            prepare_with(&req, &probe(true, true), &scanner).unwrap_or_else(|e| panic!("{e}"));
+        let direct = prepare_with(&req, &probe(true, true), &scanner).unwrap();
         assert_eq!(text(&direct.argv), "true");
         assert_eq!(direct.boundary(), Boundary::Off);
     }

@@ -557,7 +557,7 @@ mod tests {
             extra_read: vec![root.join("home/.ssh")],
             ..Policy::default()
         };
-        let plan = resolve(&p, &scanner).unwrap_or_else(|e| panic!("{e}"));
+        let plan = resolve(&p, &scanner).unwrap();
         assert_eq!(plan.writable, vec![root.join("ws")]);
         assert_eq!(
             plan.protected,
@@ -596,17 +596,13 @@ mod tests {
             writable: vec![PathBuf::from("relative/ws")],
             ..Policy::default()
         };
-        let err = resolve(&p, &scanner)
-            .err()
-            .unwrap_or_else(|| panic!("accepted"));
+        let err = resolve(&p, &scanner).expect_err("accepted");
         assert!(err.message.contains("relative/ws"), "{}", err.message);
         let p = Policy {
             extra_write: vec![PathBuf::from("/nonexistent/grant")],
             ..Policy::default()
         };
-        let err = resolve(&p, &scanner)
-            .err()
-            .unwrap_or_else(|| panic!("accepted"));
+        let err = resolve(&p, &scanner).expect_err("accepted");
         assert!(
             err.message
                 .contains("additional write path /nonexistent/grant")
@@ -615,9 +611,7 @@ mod tests {
             writable: vec![PathBuf::from("/")],
             ..Policy::default()
         };
-        let err = resolve(&p, &scanner)
-            .err()
-            .unwrap_or_else(|| panic!("accepted"));
+        let err = resolve(&p, &scanner).expect_err("accepted");
         assert!(err.message.contains("whole file system"), "{}", err.message);
     }
 

@@ -5,17 +5,19 @@
 //! namespaces a launch uses around the same helper probe. Results are
 //! cached per execution target (and PATH and helper, which decide what
 //! runs), because launches consult them on every call. Never confines
-//! the calling process.
+//! the calling process; its children start through the process owner,
+//! like every other child.
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::{Mutex, OnceLock, PoisonError, mpsc};
 use std::time::{Duration, Instant};
 
 use crate::datum::Datum;
+use crate::process::{self, Program};
 use crate::sandbox::bwrap;
 
 /// The outcome of one probe.
@@ -221,35 +223,43 @@ pub fn forget() {
         .clear();
 }
 
-/// Run ARGV with combined output captured; kill it after TIMEOUT.
+/// Run ARGV through the process owner with combined output captured;
+/// kill its group after TIMEOUT.
 fn run_bounded(argv: &[OsString], timeout: Duration) -> Result<(ExitStatus, String), String> {
-    let (program, args) = argv.split_first().ok_or("empty command")?;
+    let program = argv.first().ok_or("empty command")?;
     let name = Path::new(program).display().to_string();
     let (reader, writer) = std::io::pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
     let writer2 = writer
         .try_clone()
         .map_err(|e| format!("cannot create a pipe: {e}"))?;
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(writer)
-        .stderr(writer2)
-        .spawn()
-        .map_err(|e| format!("cannot run {name}: {e}"))?;
-    let pid = child.id();
+    let mut child = Program::new(argv.to_vec());
+    child.stdout = Some(writer.into());
+    child.stderr = Some(writer2.into());
+    let (exit_tx, exit) = mpsc::channel();
+    let started = process::global()
+        .start(
+            child,
+            Some(Box::new(move |status| {
+                let _ = exit_tx.send(status);
+            })),
+        )
+        .map_err(|e| format!("cannot run {name}: {}", e.message))?;
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let mut text = String::new();
         let mut reader = reader;
         let _ = reader.read_to_string(&mut text);
-        let _ = tx.send((child.wait(), text));
+        let status = exit
+            .recv()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the reaper is gone")));
+        let _ = tx.send((status, text));
     });
     match rx.recv_timeout(timeout) {
         Ok((Ok(status), text)) => Ok((status, text)),
         Ok((Err(e), _)) => Err(format!("waiting for {name} failed: {e}")),
         Err(_) => {
-            // SAFETY: signalling the child we started; the waiter thread reaps it.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            // The reaper waits for the leader; the group goes with it.
+            process::signal(started.pid as i32, libc::SIGKILL);
             Err(format!(
                 "{name} did not finish within {} ms (mevedel-sandbox-probe-timeout)",
                 timeout.as_millis()

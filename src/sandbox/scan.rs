@@ -229,8 +229,7 @@ mod tests {
                     stack.push(entry.path());
                 }
             }
-            let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
-                .unwrap_or_else(|e| panic!("{e}"));
+            let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
             let times = [old, old];
             // SAFETY: a valid path and two timespecs.
             let rc = unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), times.as_ptr(), 0) };
@@ -246,9 +245,7 @@ mod tests {
         dir.write("e/.git", "gitdir: ../.git/worktrees/e\n");
         dir.write("c/d/file", "x");
         let scanner = Scanner::new(Limits::default());
-        let (found, _) = scanner
-            .protected_under(root)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let (found, _) = scanner.protected_under(root).unwrap();
         assert_eq!(
             found,
             vec![
@@ -263,12 +260,9 @@ mod tests {
     fn symlinked_git_reports_its_target() {
         let dir = TestDir::new("scan-link");
         dir.mkdirs(&["real", "w"]);
-        std::os::unix::fs::symlink(dir.path().join("real"), dir.path().join("w/.git"))
-            .unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink(dir.path().join("real"), dir.path().join("w/.git")).unwrap();
         let scanner = Scanner::new(Limits::default());
-        let (found, _) = scanner
-            .protected_under(&dir.path().join("w"))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let (found, _) = scanner.protected_under(&dir.path().join("w")).unwrap();
         assert_eq!(found, vec![dir.path().join("real")]);
     }
 
@@ -279,19 +273,13 @@ mod tests {
         dir.mkdirs(&["a/b", "c"]);
         age(root);
         let scanner = Scanner::new(Limits::default());
-        let first = scanner
-            .protected_under(root)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let first = scanner.protected_under(root).unwrap();
         assert_eq!(first, (vec![], Source::Walked));
-        let second = scanner
-            .protected_under(root)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let second = scanner.protected_under(root).unwrap();
         assert_eq!(second, (vec![], Source::Cached));
         // A new repository deep down changes only its parent's mtime.
-        std::fs::create_dir(root.join("a/b/.git")).unwrap_or_else(|e| panic!("{e}"));
-        let third = scanner
-            .protected_under(root)
-            .unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir(root.join("a/b/.git")).unwrap();
+        let third = scanner.protected_under(root).unwrap();
         assert_eq!(third, (vec![root.join("a/b/.git")], Source::Walked));
     }
 
@@ -301,9 +289,7 @@ mod tests {
         dir.mkdirs(&["a"]);
         let scanner = Scanner::new(Limits::default());
         let _ = scanner.protected_under(dir.path());
-        let again = scanner
-            .protected_under(dir.path())
-            .unwrap_or_else(|e| panic!("{e}"));
+        let again = scanner.protected_under(dir.path()).unwrap();
         assert_eq!(again.1, Source::Walked);
     }
 
@@ -317,8 +303,7 @@ mod tests {
         });
         let err = scanner
             .protected_under(dir.path())
-            .err()
-            .unwrap_or_else(|| panic!("limit ignored"));
+            .expect_err("limit ignored");
         assert_eq!(err.kind, ErrorKind::Sandbox);
         assert!(err.message.contains("did not finish"), "{}", err.message);
     }
@@ -328,8 +313,7 @@ mod tests {
         let scanner = Scanner::new(Limits::default());
         let err = scanner
             .protected_under(Path::new("/nonexistent/mevedel/root"))
-            .err()
-            .unwrap_or_else(|| panic!("no error"));
+            .expect_err("no error");
         assert!(err.message.contains("/nonexistent/mevedel/root"));
     }
 }

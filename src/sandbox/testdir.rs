@@ -13,7 +13,7 @@ impl TestDir {
         let path = std::env::temp_dir().join(format!("mevedel-{tag}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let path = std::fs::canonicalize(&path).unwrap_or_else(|e| panic!("{e}"));
+        let path = std::fs::canonicalize(&path).unwrap();
         TestDir(path)
     }
 

@@ -7,9 +7,10 @@
 //! as a zombie. [`Owner::stop_all`] signals every group (TERM, then KILL
 //! after a grace period) and is what Emacs's `kill-emacs-hook` calls.
 //!
-//! The parent-death signal fires when the *thread* that forked exits, so
-//! all forks happen on one long-lived spawner thread, never on a pool
-//! thread that may be retired.
+//! Children start only through [`Owner::start`], which hands a
+//! [`Program`] to `spawn`. The parent-death signal fires when the
+//! *thread* that started the child exits, so every start happens on one
+//! long-lived spawner thread, never on a pool thread that may be retired.
 //!
 //! Known limit: a descendant that leaves the process group (`setsid`)
 //! escapes [`Owner::stop_all`]; the sandbox's PID namespace is what
@@ -17,11 +18,8 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::os::fd::RawFd;
-use std::os::unix::process::CommandExt;
-use std::path::Path;
-use std::process::{Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::process::ExitStatus;
+use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -82,58 +80,6 @@ fn signal_group(pgid: i32, signal: i32) {
     }
 }
 
-/// Prepare COMMAND's child side; runs between fork and exec, so only
-/// async-signal-safe calls. With NEW_SESSION the child leads a new
-/// session whose controlling terminal is its stdin (a PTY); otherwise it
-/// leads a new process group. Either way its pid is its group id.
-/// FD_MAP places descriptors at fixed numbers (source, target) after
-/// every other inherited descriptor was marked close-on-exec.
-fn confine_lifetime(command: &mut Command, fd_map: Vec<(RawFd, RawFd)>, new_session: bool) {
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: the closure makes only async-signal-safe syscalls.
-    unsafe {
-        command.pre_exec(move || {
-            if new_session {
-                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-            } else if libc::setpgid(0, 0) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // The parent may have died before prctl took effect.
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            let mut empty: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut empty);
-            libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
-            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-            // Descriptors Emacs or other modules left inheritable (the
-            // event channel among them) must not reach the command.
-            libc::syscall(
-                libc::SYS_close_range,
-                3u32,
-                u32::MAX,
-                libc::CLOSE_RANGE_CLOEXEC,
-            );
-            for &(from, to) in &fd_map {
-                let placed = if from == to {
-                    libc::fcntl(from, libc::F_SETFD, 0)
-                } else {
-                    libc::dup2(from, to)
-                };
-                if placed < 0 {
-                    return Err(io::Error::last_os_error());
-                }
-            }
-            Ok(())
-        });
-    }
-}
-
 fn spawner() -> Result<&'static Sender<Job>> {
     static SPAWNER: OnceLock<std::result::Result<Sender<Job>, String>> = OnceLock::new();
     SPAWNER
@@ -186,69 +132,9 @@ impl Owner {
         }
     }
 
-    /// Start ARGV in CWD as the leader of a new owned process group, with
-    /// stdin, stdout and stderr at /dev/null. Returns the leader's pid,
-    /// which is also the group id.
-    pub fn spawn(&self, argv: &[String], cwd: Option<&Path>) -> Result<u32> {
-        let (program, args) = argv
-            .split_first()
-            .ok_or_else(|| Error::new(ErrorKind::Exec, "empty command"))?;
-        let mut command = Command::new(program);
-        command
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        if let Some(dir) = cwd {
-            command.current_dir(dir);
-        }
-        self.spawn_command(command).map(|info| info.pid)
-    }
-
-    /// Start COMMAND as an owned group leader and reap it when it exits.
-    /// Returns the running child's id; the reaper owns the `Child`.
-    pub fn spawn_command(&self, command: Command) -> Result<ChildInfo> {
-        self.launch(Launch::new(command))
-    }
-
-    /// Like [`Owner::spawn_command`], but the descriptors in KEEP_FDS stay
-    /// open in the child (e.g. a sandbox start-marker pipe), and the exit
-    /// status arrives on the returned receiver once the reaper has it.
-    pub fn spawn_watched(&self, command: Command, keep_fds: &[RawFd]) -> Result<Watched> {
-        let (tx, exit) = mpsc::channel();
-        let info = self.launch(Launch {
-            command,
-            fd_map: keep_fds.iter().map(|&fd| (fd, fd)).collect(),
-            new_session: false,
-            on_exit: Some(Box::new(move |status| {
-                let _ = tx.send(status);
-            })),
-        })?;
-        Ok(Watched {
-            pid: info.pid,
-            exit,
-        })
-    }
-
-    /// Start LAUNCH's command as an owned group (or session) leader; the
-    /// reaper calls its `on_exit` with the leader's status.
-    pub fn launch(&self, launch: Launch) -> Result<ChildInfo> {
-        let Launch {
-            mut command,
-            fd_map,
-            new_session,
-            on_exit,
-        } = launch;
-        confine_lifetime(&mut command, fd_map, new_session);
-        let mut child = on_spawner(move || command.spawn())?
-            .map_err(|e| Error::io(ErrorKind::Exec, "cannot start the command", &e))?;
-        let pid = child.id() as i32;
-        self.watch(pid, move || child.wait(), on_exit)
-    }
-
     /// Start PROGRAM as an owned group (or session) leader without
-    /// copying this process (see `exec::spawn`); the reaper calls ON_EXIT
-    /// with the leader's status.
+    /// copying this process (see [`spawn`]); the reaper calls ON_EXIT
+    /// with the leader's status. The only way the module starts a child.
     pub fn start(&self, program: Program, on_exit: Option<OnExit>) -> Result<ChildInfo> {
         let pid = on_spawner(move || spawn::start(&program))?
             .map_err(|e| Error::io(ErrorKind::Exec, "cannot start the command", &e))?;
@@ -363,37 +249,8 @@ impl Owner {
     }
 }
 
-/// A started child whose exit status the caller waits for.
-pub struct Watched {
-    pub pid: u32,
-    /// Receives the leader's exit status once it has been reaped.
-    pub exit: Receiver<io::Result<ExitStatus>>,
-}
-
 /// Called by the reaper with the leader's exit status.
 pub type OnExit = Box<dyn FnOnce(io::Result<ExitStatus>) + Send>;
-
-/// A command to start as an owned process group, with its descriptor
-/// plumbing.
-pub struct Launch {
-    pub command: Command,
-    /// Descriptors to place in the child: (open descriptor, number in child).
-    pub fd_map: Vec<(RawFd, RawFd)>,
-    /// Lead a new session with stdin (a PTY) as controlling terminal.
-    pub new_session: bool,
-    pub on_exit: Option<OnExit>,
-}
-
-impl Launch {
-    pub fn new(command: Command) -> Launch {
-        Launch {
-            command,
-            fd_map: Vec::new(),
-            new_session: false,
-            on_exit: None,
-        }
-    }
-}
 
 /// Whether group PGID still has a live (non-zombie) member.
 pub fn group_alive(pgid: i32) -> bool {
@@ -469,8 +326,10 @@ mod tests {
         }
     }
 
-    fn argv(items: &[&str]) -> Vec<String> {
-        items.iter().map(|s| s.to_string()).collect()
+    /// Start ITEMS through OWNER with no streams; returns the pid.
+    fn spawn(owner: &Owner, items: &[&str]) -> u32 {
+        let program = Program::new(items.iter().map(Into::into).collect());
+        owner.start(program, None).expect("spawn").pid
     }
 
     #[test]
@@ -480,8 +339,7 @@ mod tests {
         let _ = std::fs::create_dir_all(&dir);
         let pidfile = dir.join("grandchild");
         let script = format!("sleep 300 & echo $! > {}; wait", pidfile.display());
-        let pid = owner.spawn(&argv(&["sh", "-c", &script]), None);
-        let pid = pid.unwrap_or_else(|e| panic!("spawn: {e}"));
+        let pid = spawn(&owner, &["sh", "-c", &script]);
         let mut grandchild = None;
         for _ in 0..200 {
             if let Ok(text) = std::fs::read_to_string(&pidfile)
@@ -492,7 +350,7 @@ mod tests {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        let grandchild = grandchild.unwrap_or_else(|| panic!("grandchild never started"));
+        let grandchild = grandchild.expect("grandchild never started");
         assert!(alive(pid as i32) && alive(grandchild));
         assert_eq!(owner.stop_all(Duration::from_millis(500)), 1);
         assert!(!alive(pid as i32), "leader survived");
@@ -511,9 +369,7 @@ mod tests {
     #[test]
     fn exited_child_is_reaped_not_zombie() {
         let owner = Owner::new();
-        let pid = owner
-            .spawn(&argv(&["true"]), None)
-            .unwrap_or_else(|e| panic!("spawn: {e}"));
+        let pid = spawn(&owner, &["true"]);
         for _ in 0..200 {
             if owner.live_groups().is_empty() {
                 break;
@@ -529,38 +385,40 @@ mod tests {
         use std::io::Read;
         use std::os::fd::AsRawFd;
         let owner = Owner::new();
-        let (mut reader, writer) = io::pipe().unwrap_or_else(|e| panic!("pipe: {e}"));
+        let (mut reader, writer) = io::pipe().expect("pipe");
         let fd = writer.as_raw_fd();
-        let mut command = Command::new("sh");
-        command
-            .args(["-c", &format!("echo kept >&{fd}; exit 5")])
-            .stdin(Stdio::null());
-        let watched = owner
-            .spawn_watched(command, &[fd])
-            .unwrap_or_else(|e| panic!("spawn: {e}"));
+        // bash, not sh: dash cannot redirect to a descriptor above 9.
+        let mut program = Program::new(
+            ["bash", "-c", &format!("echo kept >&{fd}; exit 5")]
+                .map(Into::into)
+                .to_vec(),
+        );
+        program.fd_map.push((fd, fd));
+        let (tx, exit) = mpsc::channel();
+        owner
+            .start(
+                program,
+                Some(Box::new(move |status| {
+                    let _ = tx.send(status);
+                })),
+            )
+            .expect("spawn");
         drop(writer);
-        let status = watched
-            .exit
+        let status = exit
             .recv_timeout(Duration::from_secs(10))
-            .unwrap_or_else(|e| panic!("no status: {e}"))
-            .unwrap_or_else(|e| panic!("wait: {e}"));
+            .expect("no status")
+            .expect("wait");
         assert_eq!(status.code(), Some(5));
         let mut text = String::new();
-        reader
-            .read_to_string(&mut text)
-            .unwrap_or_else(|e| panic!("read: {e}"));
+        reader.read_to_string(&mut text).expect("read");
         assert_eq!(text, "kept\n");
     }
 
     #[test]
     fn stop_group_stops_only_that_group() {
         let owner = Owner::new();
-        let first = owner
-            .spawn(&argv(&["sh", "-c", "sleep 300 & wait"]), None)
-            .unwrap_or_else(|e| panic!("{e}"));
-        let second = owner
-            .spawn(&argv(&["sleep", "300"]), None)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let first = spawn(&owner, &["sh", "-c", "sleep 300 & wait"]);
+        let second = spawn(&owner, &["sleep", "300"]);
         owner.stop_group(first as i32, Duration::from_millis(500));
         assert!(!alive(first as i32));
         assert!(!group_exists(first as i32));
@@ -573,7 +431,7 @@ mod tests {
     #[test]
     fn child_runs_in_own_group_without_inherited_fds() {
         let owner = Owner::new();
-        let (_reader, writer) = io::pipe().unwrap_or_else(|e| panic!("pipe: {e}"));
+        let (_reader, writer) = io::pipe().expect("pipe");
         // Make the pipe inheritable, as Emacs's channel descriptor is.
         use std::os::fd::AsRawFd;
         let fd = writer.as_raw_fd();
@@ -586,9 +444,7 @@ mod tests {
             "ls /proc/$$/fd > {0}; cut -d' ' -f5 /proc/$$/stat >> {0}",
             out.display()
         );
-        let pid = owner
-            .spawn(&argv(&["sh", "-c", &script]), None)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let pid = spawn(&owner, &["sh", "-c", &script]);
         for _ in 0..200 {
             if owner.live_groups().is_empty() {
                 break;

@@ -37,6 +37,23 @@ pub struct Program {
     pub new_session: bool,
 }
 
+impl Program {
+    /// ARGV in the current directory and environment, with every
+    /// standard stream at `/dev/null`.
+    pub fn new(argv: Vec<OsString>) -> Program {
+        Program {
+            argv,
+            env: None,
+            cwd: None,
+            stdin: None,
+            stdout: None,
+            stderr: None,
+            fd_map: Vec::new(),
+            new_session: false,
+        }
+    }
+}
+
 /// Signals reset to their default action in the child: Emacs ignores
 /// some of them, and an ignored signal stays ignored across `execve`.
 const RESET_SIGNALS: &[libc::c_int] = &[
@@ -323,27 +340,19 @@ mod tests {
     use std::io::Read;
 
     fn program(script: &str) -> (Program, std::io::PipeReader) {
-        let (reader, writer) = io::pipe().unwrap_or_else(|e| panic!("pipe: {e}"));
-        let program = Program {
-            argv: ["sh", "-c", script].map(OsString::from).to_vec(),
-            env: None,
-            cwd: None,
-            stdin: None,
-            stdout: Some(OwnedFd::from(writer)),
-            stderr: None,
-            fd_map: Vec::new(),
-            new_session: false,
-        };
+        let (reader, writer) = io::pipe().expect("pipe");
+        let mut program = Program::new(["sh", "-c", script].map(OsString::from).to_vec());
+        program.stdout = Some(OwnedFd::from(writer));
         (program, reader)
     }
 
     #[test]
     fn child_leads_its_group_with_only_the_descriptors_it_was_given() {
-        let (leak_r, leak_w) = io::pipe().unwrap_or_else(|e| panic!("pipe: {e}"));
+        let (leak_r, leak_w) = io::pipe().expect("pipe");
         // Inheritable, like Emacs's event-channel descriptor.
         // SAFETY: clearing FD_CLOEXEC on a descriptor we own.
         unsafe { libc::fcntl(leak_w.as_raw_fd(), libc::F_SETFD, 0) };
-        let (placed, _keep) = io::pipe().unwrap_or_else(|e| panic!("pipe: {e}"));
+        let (placed, _keep) = io::pipe().expect("pipe");
         let leak = leak_w.as_raw_fd();
         // A number no descriptor of this (busy, multi-threaded) test
         // process is likely to have, and certainly not the leaked one.
@@ -355,11 +364,11 @@ mod tests {
         );
         let (mut program, mut out) = program(&script);
         program.fd_map.push((placed.as_raw_fd(), target));
-        let pid = start(&program).unwrap_or_else(|e| panic!("start: {e}"));
+        let pid = start(&program).expect("start");
         drop(program);
         let mut text = String::new();
         let _ = out.read_to_string(&mut text);
-        let status = wait(pid).unwrap_or_else(|e| panic!("wait: {e}"));
+        let status = wait(pid).expect("wait");
         assert!(status.success());
         assert_eq!(text, format!("placed\n{pid}\n"));
         drop(leak_r);

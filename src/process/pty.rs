@@ -1,7 +1,7 @@
 //! Pseudo-terminals for `tty=true` executions, from libc's `openpty`.
 //!
 //! The child gets the terminal side as stdin, stdout and stderr and makes
-//! it its controlling terminal (see `owner::Launch::new_session`), so a
+//! it its controlling terminal (see `spawn::Program::new_session`), so a
 //! Ctrl-C written to the controller side interrupts its foreground job.
 
 use std::os::fd::{FromRawFd, OwnedFd};

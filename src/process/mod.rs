@@ -1,0 +1,14 @@
+//! Ownership of every child process the module starts, used by both
+//! managed executions (`exec`) and the sandbox (`sandbox`).
+//!
+//! [`owner`] is the lifetime layer (process groups, one spawner thread,
+//! parent-death signal, reaping, stop-all at exit) and its one entry
+//! point, [`Owner::start`]; [`spawn`] starts a [`Program`] without
+//! copying Emacs (`clone` + `execve`); [`pty`] opens pseudo-terminals.
+
+pub mod owner;
+pub mod pty;
+pub mod spawn;
+
+pub use owner::{ChildInfo, OnExit, Owner, global, group_alive, inner_group, signal};
+pub use spawn::Program;
