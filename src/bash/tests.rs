@@ -168,7 +168,7 @@ fn run(src: &str, dir: &std::path::Path) -> Ran {
     } else {
         src.to_string()
     };
-    let mut status_file = tempfile_in(dir).unwrap_or_else(|e| panic!("status file: {e}"));
+    let mut status_file = tempfile_in(dir).expect("status file");
     let fd = status_file.as_raw_fd();
     let mut cmd = Command::new("bash");
     cmd.args(["--noprofile", "--norc", "-c", &script])
@@ -183,7 +183,7 @@ fn run(src: &str, dir: &std::path::Path) -> Ran {
             Ok(())
         });
     }
-    let out = cmd.output().unwrap_or_else(|e| panic!("bash: {e}"));
+    let out = cmd.output().expect("bash");
     let exit = match out.status.code() {
         Some(c) => Exit::Code(c),
         None => Exit::Signal(out.status.signal().unwrap_or(0)),
@@ -403,9 +403,9 @@ const CASES: &[Case] = &[
 fn pipeline_classification_table() {
     let dir = std::env::temp_dir().join(format!("mevedel-bash-table-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("sub")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
     for (name, text) in [("a", "alpha\n"), ("b", "beta\n"), ("f", "one\ntwo\n")] {
-        std::fs::write(dir.join(name), text).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.join(name), text).unwrap();
     }
     assert!(CASES.len() >= 30);
     for &(src, want, codes, failed, classification) in CASES {
@@ -765,9 +765,7 @@ fn conversion_keeps_the_tree() {
     }
     let mut parser = tree_sitter::Parser::new();
     let language: tree_sitter::Language = tree_sitter_bash::LANGUAGE.into();
-    parser
-        .set_language(&language)
-        .unwrap_or_else(|e| panic!("{e}"));
+    parser.set_language(&language).unwrap();
     for src in MIX.iter().copied().chain([
         "cat <<EOF\nhello\nEOF\n",
         "if [[ -f x ]]; then echo $((1 + 2)); fi\n",

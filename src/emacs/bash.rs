@@ -15,22 +15,16 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::ffi::{CStr, c_char};
+use std::ffi::CStr;
 
-use emacs::raw::{emacs_env, emacs_value};
+use emacs::raw::emacs_value;
 use emacs::{Env, FromLisp, Result, Value, defun};
 
 use super::errors;
 use super::guard::guarded;
+use super::raw::Raw;
 use crate::bash::{self, Analysis, Class, Recent};
 use crate::error::{Error, ErrorKind};
-
-type Funcall =
-    unsafe extern "C" fn(*mut emacs_env, emacs_value, isize, *mut emacs_value) -> emacs_value;
-type MakeString = unsafe extern "C" fn(*mut emacs_env, *const c_char, isize) -> emacs_value;
-type MakeGlobalRef = unsafe extern "C" fn(*mut emacs_env, emacs_value) -> emacs_value;
-type Intern = unsafe extern "C" fn(*mut emacs_env, *const c_char) -> emacs_value;
-type ExitCheck = unsafe extern "C" fn(*mut emacs_env) -> u32;
 
 /// Most distinct stage labels and reasons kept as shared strings.
 const SHARED_MAX: usize = 512;
@@ -63,82 +57,17 @@ const CLASSES: [Class; 5] = [
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 struct Shared(emacs_value);
 
-/// The module API functions a call uses.
-struct Api {
-    raw: *mut emacs_env,
-    funcall: Funcall,
-    make_string: MakeString,
-    make_global_ref: MakeGlobalRef,
-    intern: Intern,
-    exit_check: ExitCheck,
+/// A global reference to the symbol NAME.
+fn symbol(api: &Raw, name: &CStr) -> emacs_value {
+    api.make_global_ref(api.intern(name))
 }
 
-impl Api {
-    fn new(env: &Env) -> Result<Api> {
-        let raw = env.raw();
-        // SAFETY: ENV is the live environment of the current module call.
-        let table = unsafe { &*raw };
-        let (
-            Some(funcall),
-            Some(make_string),
-            Some(make_global_ref),
-            Some(intern),
-            Some(exit_check),
-        ) = (
-            table.funcall,
-            table.make_string,
-            table.make_global_ref,
-            table.intern,
-            table.non_local_exit_check,
-        )
-        else {
-            return errors::signal(
-                env,
-                Error::new(ErrorKind::Internal, "The module API lacks a function"),
-            );
-        };
-        Ok(Api {
-            raw,
-            funcall,
-            make_string,
-            make_global_ref,
-            intern,
-            exit_check,
-        })
+/// `(list ITEMS...)`, or nil without items.
+fn list(api: &Raw, seam: &Seam, items: &mut [emacs_value]) -> emacs_value {
+    if items.is_empty() {
+        return seam.nil;
     }
-
-    /// Whether no module call of this environment has failed.
-    fn ok(&self) -> bool {
-        // SAFETY: plain query of the live environment.
-        unsafe { (self.exit_check)(self.raw) == 0 }
-    }
-
-    /// A global reference to VALUE, valid in every later call.
-    fn global(&self, value: emacs_value) -> emacs_value {
-        // SAFETY: live environment; VALUE was made in it.
-        unsafe { (self.make_global_ref)(self.raw, value) }
-    }
-
-    fn symbol(&self, name: &CStr) -> emacs_value {
-        // SAFETY: live environment; a NUL-terminated ASCII name.
-        self.global(unsafe { (self.intern)(self.raw, name.as_ptr()) })
-    }
-
-    fn string(&self, text: &str) -> emacs_value {
-        let len = isize::try_from(text.len()).unwrap_or(isize::MAX);
-        // SAFETY: live environment; TEXT is valid UTF-8 of length LEN.
-        unsafe { (self.make_string)(self.raw, text.as_ptr().cast(), len) }
-    }
-
-    /// `(list ITEMS...)`, or nil without items.
-    fn list(&self, seam: &Seam, items: &mut [emacs_value]) -> emacs_value {
-        if items.is_empty() {
-            return seam.nil;
-        }
-        let n = isize::try_from(items.len()).unwrap_or(isize::MAX);
-        // SAFETY: live environment; Emacs only reads the N items.
-        unsafe { (self.funcall)(self.raw, seam.list, n, items.as_mut_ptr()) }
-    }
+    api.funcall(seam.list, items)
 }
 
 /// Values made once per thread (global references, never freed) and the
@@ -165,13 +94,13 @@ struct Seam {
 impl Seam {
     /// The shared values, or `None` when making one failed (the pending
     /// signal says why).
-    fn new(api: &Api) -> Option<Seam> {
-        let keys = KEYS.map(|k| api.symbol(k));
-        let classes = CLASSES.map(|c| api.global(api.string(c.name())));
+    fn new(api: &Raw) -> Option<Seam> {
+        let keys = KEYS.map(|k| symbol(api, k));
+        let classes = CLASSES.map(|c| api.make_global_ref(api.make_string(c.name().as_bytes())));
         let seam = Seam {
-            list: api.symbol(c"list"),
-            nil: api.symbol(c"nil"),
-            t: api.symbol(c"t"),
+            list: symbol(api, c"list"),
+            nil: symbol(api, c"nil"),
+            t: symbol(api, c"t"),
             keys,
             classes,
             strings: HashMap::default(),
@@ -197,14 +126,14 @@ impl Seam {
 
     /// The shared Lisp string TEXT, or `None` once [`SHARED_MAX`] are
     /// kept (or making it failed).
-    fn shared_string(&mut self, api: &Api, text: &str) -> Option<emacs_value> {
+    fn shared_string(&mut self, api: &Raw, text: &str) -> Option<emacs_value> {
         if let Some(&known) = self.strings.get(text) {
             return Some(known);
         }
         if self.strings.len() >= SHARED_MAX {
             return None;
         }
-        let global = api.global(api.string(text));
+        let global = api.make_global_ref(api.make_string(text.as_bytes()));
         if global.is_null() {
             return None;
         }
@@ -215,7 +144,7 @@ impl Seam {
     /// A list of TEXTS as Lisp strings, or nil. Shared, as are its
     /// strings, when every text is shared and fewer than [`SHARED_MAX`]
     /// lists are kept.
-    fn strings<'s>(&mut self, api: &Api, texts: impl Iterator<Item = &'s str>) -> emacs_value {
+    fn strings<'s>(&mut self, api: &Raw, texts: impl Iterator<Item = &'s str>) -> emacs_value {
         let mut items = std::mem::take(&mut self.items);
         items.clear();
         let mut all_shared = true;
@@ -224,7 +153,7 @@ impl Seam {
                 Some(shared) => shared,
                 None => {
                     all_shared = false;
-                    api.string(text)
+                    api.make_string(text.as_bytes())
                 }
             });
         }
@@ -234,9 +163,9 @@ impl Seam {
         let list = match self.lists.get(key.as_slice()) {
             Some(&known) if all_shared => known,
             _ => {
-                let list = api.list(self, &mut items);
+                let list = list(api, self, &mut items);
                 if all_shared && !items.is_empty() && self.lists.len() < SHARED_MAX {
-                    let global = api.global(list);
+                    let global = api.make_global_ref(list);
                     if !global.is_null() {
                         self.lists.insert(key.as_slice().into(), global);
                     }
@@ -250,13 +179,13 @@ impl Seam {
     }
 
     /// The result plist of A with its ACCESS.
-    fn plist(&mut self, api: &Api, a: &Analysis, access: &bash::Access) -> emacs_value {
+    fn plist(&mut self, api: &Raw, a: &Analysis, access: &bash::Access) -> emacs_value {
         let reasons = self.strings(api, a.reasons.iter().map(|r| &**r));
         let keys = self.strings(api, a.keys.iter().map(String::as_str));
         let mut items = std::mem::take(&mut self.items);
         items.clear();
-        items.extend(access.paths.iter().map(|p| api.string(p)));
-        let paths = api.list(self, &mut items);
+        items.extend(access.paths.iter().map(|p| api.make_string(p.as_bytes())));
+        let paths = list(api, self, &mut items);
         self.items = items;
         let values = [
             self.class(a.class),
@@ -278,7 +207,7 @@ impl Seam {
                 n += 2;
             }
         }
-        api.list(self, &mut items[..n])
+        list(api, self, &mut items[..n])
     }
 }
 
@@ -321,7 +250,7 @@ fn bash_permission<'e>(
     root: Value<'e>,
 ) -> Result<Value<'e>> {
     guarded(env, || {
-        let api = Api::new(env)?;
+        let api = Raw::new(env)?;
         SEAM.with(|cell| {
             let Ok(mut slot) = cell.try_borrow_mut() else {
                 return errors::signal(
@@ -358,14 +287,7 @@ fn bash_permission<'e>(
             seam.cwd = cwd_buffer;
             seam.root = root_buffer;
             let plist = read?;
-            if !api.ok() {
-                return errors::signal(
-                    env,
-                    Error::new(ErrorKind::Internal, "Building the result failed"),
-                );
-            }
-            // SAFETY: PLIST was made in this environment, which is live.
-            Ok(unsafe { Value::new(plist, env) })
+            api.finish(plist, "Building the result failed")
         })
     })
 }

@@ -136,10 +136,6 @@ impl<'e> Raw<'e> {
     /// A global reference to VALUE, valid in every later module call
     /// (null when making it failed).
     #[inline]
-    #[expect(
-        dead_code,
-        reason = "for emacs/bash.rs's shared values, when it moves to Raw"
-    )]
     pub fn make_global_ref(&self, value: emacs_value) -> emacs_value {
         // SAFETY: live environment; VALUE was made in it.
         unsafe { (self.make_global_ref_fn)(self.raw, value) }
