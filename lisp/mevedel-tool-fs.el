@@ -159,19 +159,30 @@ Return a function that cancels the read."
                  :char-offset (mevedel-tool-fs--value args :char_offset))
            reply)))))))
 
-(defun mevedel-tool-fs-glob (callback args)
-  "List the files matching :pattern below :path in ARGS; call CALLBACK.
+(defun mevedel-tool-fs--search (tool search query callback args)
+  "Run the module's SEARCH for TOOL below the :path in ARGS; call CALLBACK.
+Glob and Grep differ only in SEARCH and in QUERY, a function of ARGS
+returning what SEARCH takes after the target and its display form.
 Return a function that cancels the search."
   (mevedel-tool-fs--guard
    callback
    (lambda ()
-     (pcase-let ((`(,target . ,display) (mevedel-tool-fs--target "Glob" :path args)))
+     (pcase-let ((`(,target . ,display) (mevedel-tool-fs--target tool :path args)))
        (mevedel-tool-fs--run
         callback
         (lambda (reply)
-          (mevedel-core-search-glob target display
-                                    (or (mevedel-tool-fs--value args :pattern) "")
-                                    (mevedel-tool-fs--timeout-ms) reply)))))))
+          (funcall search target display (funcall query args)
+                   (mevedel-tool-fs--timeout-ms) reply)))))))
+
+(defun mevedel-tool-fs--glob-pattern (args)
+  "Return the module's Glob pattern for tool ARGS."
+  (or (mevedel-tool-fs--value args :pattern) ""))
+
+(defun mevedel-tool-fs-glob (callback args)
+  "List the files matching :pattern below :path in ARGS; call CALLBACK.
+Return a function that cancels the search."
+  (mevedel-tool-fs--search "Glob" #'mevedel-core-search-glob #'mevedel-tool-fs--glob-pattern
+                           callback args))
 
 (defun mevedel-tool-fs--grep-options (args)
   "Return the module's Grep options for tool ARGS."
@@ -193,15 +204,8 @@ Return a function that cancels the search."
 (defun mevedel-tool-fs-grep (callback args)
   "Search file contents for :pattern as ARGS say; call CALLBACK.
 Return a function that cancels the search."
-  (mevedel-tool-fs--guard
-   callback
-   (lambda ()
-     (pcase-let ((`(,target . ,display) (mevedel-tool-fs--target "Grep" :path args)))
-       (mevedel-tool-fs--run
-        callback
-        (lambda (reply)
-          (mevedel-core-search-grep target display (mevedel-tool-fs--grep-options args)
-                                    (mevedel-tool-fs--timeout-ms) reply)))))))
+  (mevedel-tool-fs--search "Grep" #'mevedel-core-search-grep #'mevedel-tool-fs--grep-options
+                           callback args))
 
 ;;;; Renderers
 
@@ -313,8 +317,22 @@ Read mevedel://tools/files.md."
              (lambda (result) (funcall callback (mevedel-tool-fs--text result)))
              args)))
 
-(mevedel-define-tool "Read"
-  :category "filesystem"
+(defmacro mevedel-tool-fs--define (name handler path-key &rest properties)
+  "Declare NAME, a read-only asynchronous filesystem tool run by HANDLER.
+The three tools share this wiring: HANDLER goes through
+`mevedel-tool-fs--adapt', and PATH-KEY names the argument holding the
+path the tool reads.  PROPERTIES are the rest, as for
+`mevedel-define-tool'."
+  (declare (indent 3))
+  `(mevedel-define-tool ,name
+     :category "filesystem"
+     ,@properties
+     :function (mevedel-tool-fs--adapt ,handler)
+     :async-p t
+     :read-only-p t
+     :get-path (lambda (args) (plist-get args ,path-key))))
+
+(mevedel-tool-fs--define "Read" #'mevedel-tool-fs-read :file_path
   :description mevedel-tool-fs-read-description
   :args ((file_path path-or-resource :required
                     "File, directory or resource address (scheme://...) to read."
@@ -323,28 +341,18 @@ Read mevedel://tools/files.md."
          (limit integer :optional "How many lines to show (default 2000).")
          (char_offset integer :optional
                       "Characters to skip in line OFFSET; shows only that line (for very long lines)."))
-  :function (mevedel-tool-fs--adapt #'mevedel-tool-fs-read)
-  :async-p t
-  :read-only-p t
-  :renderer #'mevedel-tool-fs-render-read
-  :get-path (lambda (args) (plist-get args :file_path)))
+  :renderer #'mevedel-tool-fs-render-read)
 
-(mevedel-define-tool "Glob"
-  :category "filesystem"
+(mevedel-tool-fs--define "Glob" #'mevedel-tool-fs-glob :path
   :description mevedel-tool-fs-glob-description
   :args ((pattern string :required "Glob pattern, relative to path (e.g. \"**/*.el\").")
          (path path-or-resource :optional
                "Directory or resource address to search (default: the working directory)."
                :access glob))
-  :function (mevedel-tool-fs--adapt #'mevedel-tool-fs-glob)
-  :async-p t
-  :read-only-p t
   :max-result-size 30000
-  :renderer #'mevedel-tool-fs-render-glob
-  :get-path (lambda (args) (plist-get args :path)))
+  :renderer #'mevedel-tool-fs-render-glob)
 
-(mevedel-define-tool "Grep"
-  :category "filesystem"
+(mevedel-tool-fs--define "Grep" #'mevedel-tool-fs-grep :path
   :description mevedel-tool-fs-grep-description
   :args ((pattern string :required "Regular expression to search for.")
          (path path-or-resource :optional
@@ -363,12 +371,8 @@ Read mevedel://tools/files.md."
          (multiline boolean :optional "Let . match newlines and patterns span lines.")
          (head_limit integer :optional "Show at most this many output lines (default 250; 0: all).")
          (offset integer :optional "Skip this many output lines first (default 0)."))
-  :function (mevedel-tool-fs--adapt #'mevedel-tool-fs-grep)
-  :async-p t
-  :read-only-p t
   :max-result-size 20000
-  :renderer #'mevedel-tool-fs-render-grep
-  :get-path (lambda (args) (plist-get args :path)))
+  :renderer #'mevedel-tool-fs-render-grep)
 
 (provide 'mevedel-tool-fs)
 ;;; mevedel-tool-fs.el ends here

@@ -32,73 +32,77 @@
     (mevedel-agent-deliver store session (mapcar (lambda (m) (plist-get m :id)) messages))
     (mapcar #'mevedel-agent-format-message messages)))
 
+(defmacro agent-test--with-mailbox (vars &rest body)
+  "Run BODY in a fresh session whose executions mail a temporary store.
+VARS is (DB SESSION): the names BODY sees for the store's file and the
+session.  The store's directory goes afterwards."
+  (declare (indent 1))
+  (let ((dir (make-symbol "dir"))
+        (ctx (make-symbol "ctx")))
+    `(progn
+       (mevedel-core-ensure)
+       (let* ((,dir (make-temp-file "agent-mailbox" t))
+              (,(car vars) (expand-file-name "session.sqlite" ,dir))
+              (,ctx (agent-test--context :mailbox ,(car vars)))
+              (,(cadr vars) (plist-get ,ctx :session))
+              (mevedel-exec-context-function (lambda () ,ctx)))
+         (unwind-protect
+             (progn ,@body)
+           (delete-directory ,dir t))))))
+
 (ert-deftest mevedel-agent:background-completion-wakes-once ()
-  (mevedel-core-ensure)
-  (let* ((dir (make-temp-file "agent-wake" t))
-         (db (expand-file-name "session.sqlite" dir))
-         (ctx (agent-test--context :mailbox db))
-         (session (plist-get ctx :session))
-         (mevedel-exec-context-function (lambda () ctx))
-         (woken nil)
-         (busy nil))
-    (unwind-protect
-        ;; The woken turn makes the session busy.
-        (cl-letf (((symbol-function 'mevedel-agent--wake)
-                   (lambda (key) (push (cons key mevedel-agent-wake-prompt) woken) (setq busy t)))
-                  ((symbol-function 'mevedel-agent--idle-p)
-                   (lambda (key) (and (equal key session) (not busy)))))
-          ;; Two background completions while idle start one turn: the
-          ;; second arrives while that turn runs and is read by it.
-          (dolist (n '(1 2))
-            (agent-test--call #'mevedel-exec-bash
-                              (list :command (format "sleep 0.%d; echo job %d" (+ 3 n) n)
-                                    :description (format "job %d" n)
-                                    :yield_time_ms 250)))
-          (mevedel-test-wait-until (= (length (mevedel-core-exec-list session)) 0) 10)
-          (mevedel-test-wait-until woken 5)
-          (accept-process-output nil 0.3)
-          (should (equal woken (list (cons session mevedel-agent-wake-prompt))))
-          ;; Both results are injected into the next request, once.
-          (let* ((store (mevedel-core-store-open db))
-                 (blocks (agent-test--take store session)))
-            (should (= (length blocks) 2))
-            (should (string-match-p
-                     "\\`<agent-message type=\"EXECUTION\" sender=\"/root\" recipient=\"/root\" execution_id=\"x[0-9a-f]+\" description=\"job 1\" command=\"sleep 0.4; echo job 1\" termination=\"exit\" outcome=\"success\" exit_code=\"0\">\njob 1\n</agent-message>\\'"
-                     (car blocks)))
-            (should-not (agent-test--take store session))
-            (should-not (gethash session mevedel-agent--pending-wakes))
-            (mevedel-core-store-close store)))
-      (delete-directory dir t))))
+  (agent-test--with-mailbox (db session)
+    (let ((woken nil)
+          (busy nil))
+      ;; The woken turn makes the session busy.
+      (cl-letf (((symbol-function 'mevedel-agent--wake)
+                 (lambda (key) (push (cons key mevedel-agent-wake-prompt) woken) (setq busy t)))
+                ((symbol-function 'mevedel-agent--idle-p)
+                 (lambda (key) (and (equal key session) (not busy)))))
+        ;; Two background completions while idle start one turn: the
+        ;; second arrives while that turn runs and is read by it.
+        (dolist (n '(1 2))
+          (agent-test--call #'mevedel-exec-bash
+                            (list :command (format "sleep 0.%d; echo job %d" (+ 3 n) n)
+                                  :description (format "job %d" n)
+                                  :yield_time_ms 250)))
+        (mevedel-test-wait-until (= (length (mevedel-core-exec-list session)) 0) 10)
+        (mevedel-test-wait-until woken 5)
+        (accept-process-output nil 0.3)
+        (should (equal woken (list (cons session mevedel-agent-wake-prompt))))
+        ;; Both results are injected into the next request, once.
+        (let* ((store (mevedel-core-store-open db))
+               (blocks (agent-test--take store session)))
+          (should (= (length blocks) 2))
+          (should (string-match-p
+                   "\\`<agent-message type=\"EXECUTION\" sender=\"/root\" recipient=\"/root\" execution_id=\"x[0-9a-f]+\" description=\"job 1\" command=\"sleep 0.4; echo job 1\" termination=\"exit\" outcome=\"success\" exit_code=\"0\">\njob 1\n</agent-message>\\'"
+                   (car blocks)))
+          (should-not (agent-test--take store session))
+          (should-not (gethash session mevedel-agent--pending-wakes))
+          (mevedel-core-store-close store))))))
 
 (ert-deftest mevedel-agent:stop-and-poll-do-not-wake ()
-  (mevedel-core-ensure)
-  (let* ((dir (make-temp-file "agent-nowake" t))
-         (db (expand-file-name "session.sqlite" dir))
-         (ctx (agent-test--context :mailbox db))
-         (session (plist-get ctx :session))
-         (mevedel-exec-context-function (lambda () ctx))
-         (woken nil))
-    (unwind-protect
-        (cl-letf (((symbol-function 'mevedel-agent--wake) (lambda (key) (push key woken) t))
-                  ((symbol-function 'mevedel-agent--idle-p) (lambda (_key) t)))
-          (let* ((a (agent-test--call #'mevedel-exec-bash
-                                      '(:command "sleep 20" :description "to stop"
-                                                 :yield_time_ms 250)))
-                 (id (plist-get (plist-get a :render-data) :execution-id)))
-            (agent-test--call #'mevedel-exec-stop-execution (list :execution_id id)))
-          ;; The user's stop mails the result but does not wake.
-          (let* ((a (agent-test--call #'mevedel-exec-bash
-                                      '(:command "sleep 20" :description "user stop"
-                                                 :yield_time_ms 250)))
-                 (id (plist-get (plist-get a :render-data) :execution-id)))
-            (should (mevedel-core-exec-stop-by-user session id))
-            (mevedel-test-wait-until (null (mevedel-core-exec-list session)) 10))
-          (accept-process-output nil 0.5)
-          (should-not woken)
-          (let ((store (mevedel-core-store-open db)))
-            (should (= (length (agent-test--take store session)) 1))
-            (mevedel-core-store-close store)))
-      (delete-directory dir t))))
+  (agent-test--with-mailbox (db session)
+    (let ((woken nil))
+      (cl-letf (((symbol-function 'mevedel-agent--wake) (lambda (key) (push key woken) t))
+                ((symbol-function 'mevedel-agent--idle-p) (lambda (_key) t)))
+        (let* ((a (agent-test--call #'mevedel-exec-bash
+                                    '(:command "sleep 20" :description "to stop"
+                                               :yield_time_ms 250)))
+               (id (plist-get (plist-get a :render-data) :execution-id)))
+          (agent-test--call #'mevedel-exec-stop-execution (list :execution_id id)))
+        ;; The user's stop mails the result but does not wake.
+        (let* ((a (agent-test--call #'mevedel-exec-bash
+                                    '(:command "sleep 20" :description "user stop"
+                                               :yield_time_ms 250)))
+               (id (plist-get (plist-get a :render-data) :execution-id)))
+          (should (mevedel-core-exec-stop-by-user session id))
+          (mevedel-test-wait-until (null (mevedel-core-exec-list session)) 10))
+        (accept-process-output nil 0.5)
+        (should-not woken)
+        (let ((store (mevedel-core-store-open db)))
+          (should (= (length (agent-test--take store session)) 1))
+          (mevedel-core-store-close store))))))
 
 (ert-deftest mevedel-agent:message-blocks-escape ()
   (let ((block (mevedel-agent-format-message

@@ -163,29 +163,25 @@ Binds `ws', `session' and `outside' (directory names)."
   (mevedel-tool-fs-test--with-workspace
     (should (equal (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read '(:file_path "work://notes.txt"))
                    "     1\talpha\n     2\tbeta defun\n     3\tgamma\n"))
-    (should (string-match-p "work://plans/p\\.md"
-                            (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read '(:file_path "work://"))))
-    (should (string-match-p "ApplyPatch can create files under work://shared/"
-                            (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read '(:file_path "work://shared/"))))
-    (should (string-match-p "artifact://tool-results/r1\\.txt"
-                            (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read '(:file_path "artifact://"))))
-    (should (string-match-p "remember"
-                            (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read
-                                                      '(:file_path "memory://local-mevedel/topic.md"))))
-    (should (string-match-p "skill defun"
-                            (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read
-                                                      '(:file_path "skill://local-mevedel/demo/SKILL.md"))))
+    ;; (EXPECTED-REGEXP FILE-PATH OUTCOME): each read's text matches.
+    (pcase-dolist (`(,regexp ,path ,outcome)
+                   '(("work://plans/p\\.md" "work://" ok)
+                     ("ApplyPatch can create files under work://shared/" "work://shared/" ok)
+                     ("artifact://tool-results/r1\\.txt" "artifact://" ok)
+                     ("remember" "memory://local-mevedel/topic.md" ok)
+                     ("skill defun" "skill://local-mevedel/demo/SKILL.md" ok)
+                     ("(defun a ())" "src/a.el" ok)
+                     ("a\\.el" "src" ok)
+                     ("is unavailable" "agent://" err)
+                     ("does not exist" "work://nope.txt" err)))
+      (should (string-match-p regexp (funcall (if (eq outcome 'ok)
+                                                  #'mevedel-tool-fs-test--ok
+                                                #'mevedel-tool-fs-test--err)
+                                              #'mevedel-tool-fs-read
+                                              (list :file_path path)))))
     (let ((journal (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read '(:file_path "memory://journal/"))))
       (should (= 1 (cl-count ?\n journal)))
-      (should (string-match-p "%3A" journal)))
-    (should (string-match-p "(defun a ())"
-                            (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read '(:file_path "src/a.el"))))
-    (should (string-match-p "a\\.el"
-                            (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read '(:file_path "src"))))
-    (should (string-match-p "is unavailable"
-                            (mevedel-tool-fs-test--err #'mevedel-tool-fs-read '(:file_path "agent://"))))
-    (should (string-match-p "does not exist"
-                            (mevedel-tool-fs-test--err #'mevedel-tool-fs-read '(:file_path "work://nope.txt"))))))
+      (should (string-match-p "%3A" journal)))))
 
 (ert-deftest mevedel-tool-fs:read-bounds-errors-give-a-working-retry ()
   (mevedel-tool-fs-test--with-workspace

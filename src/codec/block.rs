@@ -512,20 +512,15 @@ pub fn payload(printed: &[u8], owner: Option<&str>) -> Result<String> {
     let mut items = Vec::with_capacity(pairs.len() + 2);
     if let Some(id) = owner {
         items.push(Sexp::symbol(OWNER_KEY));
-        items.push(Sexp::Str(id.as_bytes().to_vec()));
+        items.push(Sexp::string(id));
     }
     for pair in pairs.chunks_exact(2) {
         if pair[0] != Sexp::symbol(OWNER_KEY) {
             items.extend_from_slice(pair);
         }
     }
-    let plist = if items.is_empty() {
-        Sexp::nil()
-    } else {
-        Sexp::List(items, None)
-    };
     let mut out = String::new();
-    print(&plist, &mut out)
+    print(&Sexp::list(items), &mut out)
         .map_err(|e| schema_error(format!("Render-data cannot be printed: {}", e.0)))?;
     Ok(out)
 }

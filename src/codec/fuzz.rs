@@ -173,13 +173,7 @@ fn arb_sexp() -> impl Strategy<Value = Sexp> {
     ];
     leaf.prop_recursive(4, 32, 6, |inner| {
         prop_oneof![
-            prop::collection::vec(inner.clone(), 0..6).prop_map(|v| {
-                if v.is_empty() {
-                    Sexp::nil()
-                } else {
-                    Sexp::List(v, None)
-                }
-            }),
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Sexp::list),
             (prop::collection::vec(inner.clone(), 1..4), inner.clone()).prop_map(|(v, t)| {
                 if t.is_nil() {
                     Sexp::List(v, None)
@@ -227,6 +221,14 @@ fn same(a: &Sexp, b: &Sexp) -> bool {
     }
 }
 
+/// PLIST as `prin1` would print it, or None where the printer refuses
+/// it (the properties then have nothing to encode).
+fn printed(plist: Vec<Sexp>) -> Option<String> {
+    let mut out = String::new();
+    print(&Sexp::list(plist), &mut out).ok()?;
+    Some(out)
+}
+
 #[test]
 fn fuzz_random_bytes_never_panic() {
     run(
@@ -247,15 +249,9 @@ fn fuzz_encoded_blocks_round_trip() {
         "round-trip",
         (arb_plist(), "[ -~]{0,12}", token_soup(), token_soup()),
         |(plist, id, before, after)| {
-            let value = if plist.is_empty() {
-                Sexp::nil()
-            } else {
-                Sexp::List(plist, None)
-            };
-            let mut printed = String::new();
-            if print(&value, &mut printed).is_err() {
+            let Some(printed) = printed(plist) else {
                 return;
-            }
+            };
             let encoded = block::encode(printed.as_bytes(), Some(&id)).unwrap();
             // Surrounding text ends in a newline so it cannot swallow the
             // block's opening.
@@ -290,15 +286,9 @@ fn fuzz_mutated_blocks_never_panic() {
             prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..8),
         ),
         |(plist, edits)| {
-            let value = if plist.is_empty() {
-                Sexp::nil()
-            } else {
-                Sexp::List(plist, None)
-            };
-            let mut printed = String::new();
-            if print(&value, &mut printed).is_err() {
+            let Some(printed) = printed(plist) else {
                 return;
-            }
+            };
             let Ok(encoded) = block::encode(printed.as_bytes(), Some("toolu_x")) else {
                 return;
             };
@@ -326,15 +316,8 @@ fn block_soup() -> impl Strategy<Value = String> {
     let piece = prop_oneof![
         token_soup(),
         (arb_plist(), "[ -~]{0,6}").prop_map(|(plist, id)| {
-            let value = if plist.is_empty() {
-                Sexp::nil()
-            } else {
-                Sexp::List(plist, None)
-            };
-            let mut printed = String::new();
-            print(&value, &mut printed)
-                .ok()
-                .and_then(|()| block::encode(printed.as_bytes(), Some(&id)).ok())
+            printed(plist)
+                .and_then(|printed| block::encode(printed.as_bytes(), Some(&id)).ok())
                 .unwrap_or_default()
         }),
         Just(

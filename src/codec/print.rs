@@ -163,7 +163,7 @@ mod tests {
             Sexp::Float(f64::INFINITY),
             Sexp::Float(-f64::NAN),
             Sexp::Str(b"quote \" backslash \\ newline \n tab \t nul \0 del \x7f".to_vec()),
-            Sexp::Str("é 漢 🎉".as_bytes().to_vec()),
+            Sexp::string("é 漢 🎉"),
             Sexp::Str(vec![b'a', 0xC0, 0x80, 0xC1, 0xBF, b'1']),
             Sexp::Str(vec![0xED, 0xA0, 0x80, b'f']),
             Sexp::symbol(""),

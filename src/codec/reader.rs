@@ -47,8 +47,22 @@ impl Sexp {
         Sexp::Symbol(b"nil".to_vec())
     }
 
+    /// The proper list of ITEMS: nil when there are none, as Lisp has no
+    /// other empty list.
+    pub fn list(items: Vec<Sexp>) -> Sexp {
+        if items.is_empty() {
+            Sexp::nil()
+        } else {
+            Sexp::List(items, None)
+        }
+    }
+
     pub fn symbol(name: &str) -> Sexp {
         Sexp::Symbol(name.as_bytes().to_vec())
+    }
+
+    pub fn string(text: &str) -> Sexp {
+        Sexp::Str(text.as_bytes().to_vec())
     }
 
     pub fn is_nil(&self) -> bool {
@@ -878,10 +892,6 @@ mod tests {
         Sexp::symbol(name)
     }
 
-    fn string(s: &str) -> Sexp {
-        Sexp::Str(s.as_bytes().to_vec())
-    }
-
     #[test]
     fn numbers_follow_emacs_syntax() {
         assert_eq!(ok("42"), Sexp::Int(42));
@@ -920,13 +930,13 @@ mod tests {
 
     #[test]
     fn strings_and_escapes() {
-        assert_eq!(ok(r#""a\"b\\c""#), string("a\"b\\c"));
-        assert_eq!(ok("\"line\nnext\""), string("line\nnext"));
-        assert_eq!(ok(r#""\n\t\e\s\d""#), string("\n\t\u{1b} \u{7f}"));
-        assert_eq!(ok(r#""\x41\ b\q""#), string("Abq"));
-        assert_eq!(ok(r#""\u00e9\U0001F600\N{U+41}""#), string("é😀A"));
-        assert_eq!(ok(r#""\101\C-a\^?""#), string("A\u{1}\u{7f}"));
-        assert_eq!(ok("\"a\\\nb\""), string("ab"));
+        assert_eq!(ok(r#""a\"b\\c""#), Sexp::string("a\"b\\c"));
+        assert_eq!(ok("\"line\nnext\""), Sexp::string("line\nnext"));
+        assert_eq!(ok(r#""\n\t\e\s\d""#), Sexp::string("\n\t\u{1b} \u{7f}"));
+        assert_eq!(ok(r#""\x41\ b\q""#), Sexp::string("Abq"));
+        assert_eq!(ok(r#""\u00e9\U0001F600\N{U+41}""#), Sexp::string("é😀A"));
+        assert_eq!(ok(r#""\101\C-a\^?""#), Sexp::string("A\u{1}\u{7f}"));
+        assert_eq!(ok("\"a\\\nb\""), Sexp::string("ab"));
         assert_eq!(ok(r#""\200""#), Sexp::Str(vec![0xC0, 0x80]), "raw byte");
         assert_eq!(ok(r#""\377""#), Sexp::Str(vec![0xC1, 0xBF]));
         // A backslash before a raw byte's two-byte form keeps the raw byte.
@@ -935,7 +945,7 @@ mod tests {
             Ok(Sexp::Str(vec![0xC0, 0x80]))
         );
         assert_eq!(ok(r#""\ud800""#), Sexp::Str(vec![0xED, 0xA0, 0x80]));
-        assert_eq!(ok(r##"#("ab" 0 1 (face bold))"##), string("ab"));
+        assert_eq!(ok(r##"#("ab" 0 1 (face bold))"##), Sexp::string("ab"));
     }
 
     #[test]
@@ -950,7 +960,7 @@ mod tests {
             Sexp::List(
                 vec![
                     Sexp::Int(1),
-                    Sexp::Vector(vec![Sexp::Int(2), string("x")]),
+                    Sexp::Vector(vec![Sexp::Int(2), Sexp::string("x")]),
                     Sexp::Int(3)
                 ],
                 None

@@ -26,10 +26,6 @@ fn kw(name: &str) -> Sexp {
     Sexp::symbol(name)
 }
 
-fn string(s: &str) -> Sexp {
-    Sexp::Str(s.as_bytes().to_vec())
-}
-
 #[test]
 fn golden_encoding() {
     assert_eq!(
@@ -89,11 +85,11 @@ fn finds_and_decodes_blocks_between_text() {
         Sexp::List(
             vec![
                 kw(":tool-use-id"),
-                string("a"),
+                Sexp::string("a"),
                 kw(":n"),
                 Sexp::Int(1),
                 kw(":s"),
-                string("x")
+                Sexp::string("x")
             ],
             None
         )
@@ -115,7 +111,7 @@ fn nested_delimiter_strings_are_payload() {
     assert_eq!(blocks[0].owner, bound("outer"));
     assert_eq!(&text[blocks[0].end..], "after");
     match decode(&text, &blocks[0]) {
-        Sexp::List(items, None) => assert_eq!(items[3], string(&inner)),
+        Sexp::List(items, None) => assert_eq!(items[3], Sexp::string(&inner)),
         other => panic!("{other:?}"),
     }
 }
@@ -208,7 +204,7 @@ fn five_megabyte_payload() {
     let blocks = block::scan(text.as_bytes());
     assert_eq!(blocks.len(), 1);
     match decode(&text, &blocks[0]) {
-        Sexp::List(items, None) => assert_eq!(items[3], string(&big)),
+        Sexp::List(items, None) => assert_eq!(items[3], Sexp::string(&big)),
         other => panic!("{:?}", std::mem::discriminant(&other)),
     }
 }

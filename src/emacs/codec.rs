@@ -61,8 +61,25 @@ fn spans(list: Value<'_>) -> Result<Vec<(usize, usize)>> {
     Ok(out)
 }
 
-fn vouched_by(spans: &[(usize, usize)]) -> impl Fn(&Block) -> bool + '_ {
-    move |b: &Block| spans.iter().any(|&(s, e)| s <= b.start && b.end <= e)
+/// The shape of `block::scrubbed` and `block::authorised`.
+type Check = fn(&Block, Option<&[u8]>, &dyn Fn(&Block) -> bool) -> bool;
+
+/// TEXT and those of its blocks KEEP passes (`block::scrubbed` or
+/// `block::authorised`) for OWNER and VOUCHED, in order.
+fn blocks_kept(
+    env: &Env,
+    text: Value<'_>,
+    owner: Value<'_>,
+    vouched: Value<'_>,
+    keep: Check,
+) -> Result<(LispText, Vec<(usize, Block)>)> {
+    let (text, base) = copy_text_or_buffer(env, text)?;
+    let owner = owner_bytes(owner)?;
+    let vouched = spans(vouched)?;
+    let check = |b: &Block| vouched.iter().any(|&(s, e)| s <= b.start && b.end <= e);
+    let mut blocks = blocks_in(&text, base);
+    blocks.retain(|(_, b)| keep(b, owner.as_deref(), &check));
+    Ok((text, blocks))
 }
 
 fn owner_value(data: &mut RawData<'_>, owner: &Owner) -> emacs_value {
@@ -77,27 +94,61 @@ fn int<'e>(env: &'e Env, n: usize) -> Result<Value<'e>> {
     (n as i64).into_lisp(env)
 }
 
+/// TEXT's blocks as one flat vector of START END OWNER, and with DECODE
+/// PLIST too, leaving out blocks whose payload does not read.
+fn flat_blocks<'e>(env: &'e Env, text: Value<'e>, decode: bool) -> Result<Value<'e>> {
+    guarded(env, || {
+        let (text, base) = copy_text_or_buffer(env, text)?;
+        let blocks = blocks_in(&text, base);
+        let mut data = RawData::new(env)?;
+        let mut scratch = Scratch::default();
+        let mut fields = Vec::with_capacity(blocks.len() * if decode { 4 } else { 3 });
+        for (payload_at, b) in &blocks {
+            let plist = if decode {
+                let Ok(plist) = data.read(text.bytes(), *payload_at, &mut scratch) else {
+                    continue;
+                };
+                Some(plist)
+            } else {
+                None
+            };
+            fields.push(data.position(b.start));
+            fields.push(data.position(b.end));
+            fields.push(owner_value(&mut data, &b.owner));
+            fields.extend(plist);
+        }
+        let vector = data.vector_of(&fields);
+        data.finish(vector)
+    })
+}
+
+/// PRINTED bound to OWNER, made into text by MAKE (`block::encode` or
+/// `block::payload`, which take the same arguments).
+fn printed_block<'e>(
+    env: &'e Env,
+    printed: Value<'e>,
+    owner: Value<'e>,
+    make: fn(&[u8], Option<&str>) -> crate::Result<String>,
+) -> Result<Value<'e>> {
+    guarded(env, || {
+        let printed = copy_exact(env, printed)?;
+        let owner = owner_bytes(owner)?.map(|b| String::from_utf8_lossy(&b).into_owned());
+        let text = make(printed.bytes(), owner.as_deref()).or_signal(env)?;
+        text.into_lisp(env)
+    })
+}
+
 /// The block for PRINTED (a keyword plist printed by `prin1`) bound to
 /// OWNER (a string, or nil for an unbound record).
 #[defun(name = "codec-encode")]
 fn codec_encode<'e>(env: &'e Env, printed: Value<'e>, owner: Value<'e>) -> Result<Value<'e>> {
-    guarded(env, || {
-        let printed = copy_exact(env, printed)?;
-        let owner = owner_bytes(owner)?.map(|b| String::from_utf8_lossy(&b).into_owned());
-        let text = block::encode(printed.bytes(), owner.as_deref()).or_signal(env)?;
-        text.into_lisp(env)
-    })
+    printed_block(env, printed, owner, block::encode)
 }
 
 /// The printed payload alone for PRINTED bound to OWNER (see `codec-encode`).
 #[defun(name = "codec-payload")]
 fn codec_payload<'e>(env: &'e Env, printed: Value<'e>, owner: Value<'e>) -> Result<Value<'e>> {
-    guarded(env, || {
-        let printed = copy_exact(env, printed)?;
-        let owner = owner_bytes(owner)?.map(|b| String::from_utf8_lossy(&b).into_owned());
-        let text = block::payload(printed.bytes(), owner.as_deref()).or_signal(env)?;
-        text.into_lisp(env)
-    })
+    printed_block(env, printed, owner, block::payload)
 }
 
 /// How many bytes TEXT has as the other codec functions receive it:
@@ -119,19 +170,7 @@ fn codec_text_bytes<'e>(env: &'e Env, text: Value<'e>) -> Result<Value<'e>> {
 /// module calls per block small.)
 #[defun(name = "codec-scan")]
 fn codec_scan<'e>(env: &'e Env, text: Value<'e>) -> Result<Value<'e>> {
-    guarded(env, || {
-        let (text, base) = copy_text_or_buffer(env, text)?;
-        let blocks = blocks_in(&text, base);
-        let mut data = RawData::new(env)?;
-        let mut fields = Vec::with_capacity(blocks.len() * 3);
-        for (_, b) in &blocks {
-            fields.push(data.position(b.start));
-            fields.push(data.position(b.end));
-            fields.push(owner_value(&mut data, &b.owner));
-        }
-        let vector = data.vector_of(&fields);
-        data.finish(vector)
-    })
+    flat_blocks(env, text, false)
 }
 
 /// The `(START . END)` spans of the blocks a provider message must not
@@ -144,15 +183,10 @@ fn codec_spans<'e>(
     vouched: Value<'e>,
 ) -> Result<Value<'e>> {
     guarded(env, || {
-        let (text, base) = copy_text_or_buffer(env, text)?;
-        let owner = owner_bytes(owner)?;
-        let vouched = spans(vouched)?;
-        let check = vouched_by(&vouched);
-        let mut out = Vec::new();
-        for (_, b) in blocks_in(&text, base) {
-            if block::scrubbed(&b, owner.as_deref(), &check) {
-                out.push(env.cons(int(env, b.start)?, int(env, b.end)?)?);
-            }
+        let (_, blocks) = blocks_kept(env, text, owner, vouched, block::scrubbed)?;
+        let mut out = Vec::with_capacity(blocks.len());
+        for (_, b) in blocks {
+            out.push(env.cons(int(env, b.start)?, int(env, b.end)?)?);
         }
         env.list(&out[..])
     })
@@ -170,16 +204,8 @@ fn codec_extract<'e>(
     vouched: Value<'e>,
 ) -> Result<Value<'e>> {
     guarded(env, || {
-        let (text, base) = copy_text_or_buffer(env, text)?;
-        let owner = owner_bytes(owner)?;
-        let vouched = spans(vouched)?;
-        let check = vouched_by(&vouched);
-        let blocks = blocks_in(&text, base);
-        let Some((payload_at, found)) = blocks
-            .iter()
-            .rev()
-            .find(|(_, b)| block::authorised(b, owner.as_deref(), &check))
-        else {
+        let (text, blocks) = blocks_kept(env, text, owner, vouched, block::authorised)?;
+        let Some((payload_at, found)) = blocks.last() else {
             return ().into_lisp(env);
         };
         let mut data = RawData::new(env)?;
@@ -207,22 +233,5 @@ fn codec_extract<'e>(
 /// ones they may not trust.
 #[defun(name = "codec-decode-all")]
 fn codec_decode_all<'e>(env: &'e Env, text: Value<'e>) -> Result<Value<'e>> {
-    guarded(env, || {
-        let (text, base) = copy_text_or_buffer(env, text)?;
-        let blocks = blocks_in(&text, base);
-        let mut data = RawData::new(env)?;
-        let mut scratch = Scratch::default();
-        let mut fields = Vec::with_capacity(blocks.len() * 4);
-        for (payload_at, b) in &blocks {
-            let Ok(plist) = data.read(text.bytes(), *payload_at, &mut scratch) else {
-                continue;
-            };
-            fields.push(data.position(b.start));
-            fields.push(data.position(b.end));
-            fields.push(owner_value(&mut data, &b.owner));
-            fields.push(plist);
-        }
-        let vector = data.vector_of(&fields);
-        data.finish(vector)
-    })
+    flat_blocks(env, text, true)
 }

@@ -378,34 +378,43 @@ fn catalog() -> Vec<CompiledTool> {
     out
 }
 
-#[test]
-fn search_few_matches_return_full_contracts() {
+/// QUERY's answer over the whole [`catalog`].
+fn search_catalog(query: &str) -> search::Answer {
     let tools = catalog();
     let refs: Vec<&CompiledTool> = tools.iter().collect();
-    let a = search::search(&refs, "NAVIGATION");
+    search::search(&refs, query)
+}
+
+/// Assert that TEXT contains each of PARTS, naming the one it lacks.
+fn assert_contains(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "{part:?} not in {text:?}");
+    }
+}
+
+#[test]
+fn search_few_matches_return_full_contracts() {
+    let a = search_catalog("NAVIGATION");
     assert_eq!(a.kind, Kind::Contracts);
     assert_eq!(a.shown, ["Imenu", "Treesitter", "Xref"]);
-    assert!(
-        a.text
-            .contains("## Imenu\nCalling shape: (Imenu :file_path string [:limit integer])")
+    assert_contains(
+        &a.text,
+        &[
+            "## Imenu\nCalling shape: (Imenu :file_path string [:limit integer])",
+            "- file_path (string, required, a raw filesystem path): File.",
+            "- limit (integer, optional, minimum 1)",
+            "Fast outline of a file's definitions.",
+        ],
     );
-    assert!(
-        a.text
-            .contains("- file_path (string, required, a raw filesystem path): File.")
-    );
-    assert!(a.text.contains("- limit (integer, optional, minimum 1)"));
-    assert!(a.text.contains("Fast outline of a file's definitions."));
 }
 
 #[test]
 fn search_exact_name_selects_only_that_tool() {
-    let tools = catalog();
-    let refs: Vec<&CompiledTool> = tools.iter().collect();
     // "read" is a substring of other summaries? No: but "file" is; an exact
     // name term must not pull in the rest.
-    let a = search::search(&refs, "read");
+    let a = search_catalog("read");
     assert_eq!(a.shown, ["Read"]);
-    let a = search::search(&refs, "imenu, xref");
+    let a = search_catalog("imenu, xref");
     assert_eq!(a.kind, Kind::Contracts);
     assert_eq!(a.shown, ["Imenu", "Xref"]);
 }
@@ -422,11 +431,13 @@ fn search_broad_queries_return_at_most_20_shapes_with_totals() {
         a.text
             .starts_with("33 tools match \"planning code\"; showing the first 20:")
     );
-    assert!(
-        a.text
-            .contains("- (Imenu :file_path string [:limit integer]) - Fast outline")
+    assert_contains(
+        &a.text,
+        &[
+            "- (Imenu :file_path string [:limit integer]) - Fast outline",
+            "exact tool names",
+        ],
     );
-    assert!(a.text.contains("exact tool names"));
     // Duplicated identities count once.
     let mut dup = refs.clone();
     dup.extend(refs.iter().take(4).copied());
@@ -435,9 +446,7 @@ fn search_broad_queries_return_at_most_20_shapes_with_totals() {
 
 #[test]
 fn search_without_match_suggests_sorted_categories_and_groups() {
-    let tools = catalog();
-    let refs: Vec<&CompiledTool> = tools.iter().collect();
-    let a = search::search(&refs, "zebra");
+    let a = search_catalog("zebra");
     assert_eq!(a.kind, Kind::NoMatch);
     assert!(a.text.ends_with(
         "Categories and groups you can search for: code, filesystem, navigation, planning, tasks."
@@ -453,6 +462,21 @@ fn search_without_match_suggests_sorted_categories_and_groups() {
 
 const NAMES: [&str; 6] = ["a", "b", "path", "-i", "n", "x/y"];
 
+/// DESCRIPTOR with the bounds that are present set under KEYS (lower,
+/// upper); an absent bound stays absent.
+fn with_bounds<T: Into<Value>>(
+    mut descriptor: Value,
+    keys: [&str; 2],
+    (lo, hi): (Option<T>, Option<T>),
+) -> Value {
+    for (key, bound) in keys.into_iter().zip([lo, hi]) {
+        if let Some(bound) = bound {
+            descriptor[key] = bound.into();
+        }
+    }
+    descriptor
+}
+
 fn leaf_descriptor() -> BoxedStrategy<Value> {
     prop_oneof![
         Just(json!({"type":"string"})),
@@ -464,33 +488,36 @@ fn leaf_descriptor() -> BoxedStrategy<Value> {
             proptest::option::of(-5i64..5),
             proptest::option::of(5i64..50)
         )
-            .prop_map(|(lo, hi)| {
-                let mut m = json!({"type":"integer"});
-                if let Some(lo) = lo {
-                    m["minimum"] = json!(lo);
-                }
-                if let Some(hi) = hi {
-                    m["maximum"] = json!(hi);
-                }
-                m
-            }),
+            .prop_map(|b| with_bounds(
+                json!({"type":"integer"}),
+                ["minimum", "maximum"],
+                b
+            )),
         (
             proptest::option::of(-2.5f64..0.0),
             proptest::option::of(1.0f64..9.5)
         )
-            .prop_map(|(lo, hi)| {
-                let mut m = json!({"type":"number"});
-                if let Some(lo) = lo {
-                    m["minimum"] = json!(lo);
-                }
-                if let Some(hi) = hi {
-                    m["maximum"] = json!(hi);
-                }
-                m
-            }),
+            .prop_map(|b| with_bounds(json!({"type":"number"}), ["minimum", "maximum"], b)),
         Just(json!({"type":"integer","enum":[1,2,3]})),
     ]
     .boxed()
+}
+
+/// FIELDS (a [`NAMES`] index, a schema, whether it is required) with
+/// each schema named, keeping only the first field of each name (object
+/// properties and tool arguments must be unique).
+fn named_fields(fields: Vec<(usize, Value, bool)>) -> Vec<(Value, bool)> {
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for (i, mut schema, req) in fields {
+        if seen.contains(&i) {
+            continue;
+        }
+        seen.push(i);
+        schema["name"] = json!(NAMES[i]);
+        out.push((schema, req));
+    }
+    out
 }
 
 fn node_descriptor() -> BoxedStrategy<Value> {
@@ -503,31 +530,22 @@ fn node_descriptor() -> BoxedStrategy<Value> {
                     proptest::option::of(2u64..4)
                 )
                     .prop_map(|(items, lo, hi)| {
-                        let mut m = json!({"type":"array","items":items});
-                        if let Some(lo) = lo {
-                            m["minItems"] = json!(lo);
-                        }
-                        if let Some(hi) = hi {
-                            m["maxItems"] = json!(hi);
-                        }
-                        m
+                        with_bounds(
+                            json!({"type":"array","items":items}),
+                            ["minItems", "maxItems"],
+                            (lo, hi),
+                        )
                     }),
                 proptest::collection::vec((0..NAMES.len(), inner, any::<bool>()), 0..4).prop_map(
                     |props| {
-                        let mut seen = Vec::new();
-                        let mut list = Vec::new();
-                        let mut required = Vec::new();
-                        for (i, mut schema, req) in props {
-                            if seen.contains(&i) {
-                                continue;
-                            }
-                            seen.push(i);
-                            schema["name"] = json!(NAMES[i]);
-                            if req {
-                                required.push(json!(NAMES[i]));
-                            }
-                            list.push(schema);
-                        }
+                        let fields = named_fields(props);
+                        let required: Vec<Value> = fields
+                            .iter()
+                            .filter(|(_, req)| *req)
+                            .map(|(schema, _)| schema["name"].clone())
+                            .collect();
+                        let list: Vec<Value> =
+                            fields.into_iter().map(|(schema, _)| schema).collect();
                         json!({"type":"object","properties":list,"required":required})
                     }
                 ),
@@ -539,17 +557,13 @@ fn node_descriptor() -> BoxedStrategy<Value> {
 fn tool_descriptor() -> BoxedStrategy<Value> {
     proptest::collection::vec((0..NAMES.len(), node_descriptor(), any::<bool>()), 0..5)
         .prop_map(|args| {
-            let mut seen = Vec::new();
-            let mut list = Vec::new();
-            for (i, mut schema, req) in args {
-                if seen.contains(&i) {
-                    continue;
-                }
-                seen.push(i);
-                schema["name"] = json!(NAMES[i]);
-                schema["flag"] = json!(if req { "required" } else { "optional" });
-                list.push(schema);
-            }
+            let list: Vec<Value> = named_fields(args)
+                .into_iter()
+                .map(|(mut schema, req)| {
+                    schema["flag"] = json!(if req { "required" } else { "optional" });
+                    schema
+                })
+                .collect();
             json!({"name":"P","description":"Property tool.","args":list})
         })
         .boxed()
