@@ -317,22 +317,8 @@ Read mevedel://tools/files.md."
              (lambda (result) (funcall callback (mevedel-tool-fs--text result)))
              args)))
 
-(defmacro mevedel-tool-fs--define (name handler path-key &rest properties)
-  "Declare NAME, a read-only asynchronous filesystem tool run by HANDLER.
-The three tools share this wiring: HANDLER goes through
-`mevedel-tool-fs--adapt', and PATH-KEY names the argument holding the
-path the tool reads.  PROPERTIES are the rest, as for
-`mevedel-define-tool'."
-  (declare (indent 3))
-  `(mevedel-define-tool ,name
-     :category "filesystem"
-     ,@properties
-     :function (mevedel-tool-fs--adapt ,handler)
-     :async-p t
-     :read-only-p t
-     :get-path (lambda (args) (plist-get args ,path-key))))
-
-(mevedel-tool-fs--define "Read" #'mevedel-tool-fs-read :file_path
+(mevedel-define-tool "Read"
+  :category "filesystem"
   :description mevedel-tool-fs-read-description
   :args ((file_path path-or-resource :required
                     "File, directory or resource address (scheme://...) to read."
@@ -341,18 +327,28 @@ path the tool reads.  PROPERTIES are the rest, as for
          (limit integer :optional "How many lines to show (default 2000).")
          (char_offset integer :optional
                       "Characters to skip in line OFFSET; shows only that line (for very long lines)."))
-  :renderer #'mevedel-tool-fs-render-read)
+  :function (mevedel-tool-fs--adapt #'mevedel-tool-fs-read)
+  :async-p t
+  :read-only-p t
+  :renderer #'mevedel-tool-fs-render-read
+  :get-path (lambda (args) (plist-get args :file_path)))
 
-(mevedel-tool-fs--define "Glob" #'mevedel-tool-fs-glob :path
+(mevedel-define-tool "Glob"
+  :category "filesystem"
   :description mevedel-tool-fs-glob-description
   :args ((pattern string :required "Glob pattern, relative to path (e.g. \"**/*.el\").")
          (path path-or-resource :optional
                "Directory or resource address to search (default: the working directory)."
                :access glob))
   :max-result-size 30000
-  :renderer #'mevedel-tool-fs-render-glob)
+  :function (mevedel-tool-fs--adapt #'mevedel-tool-fs-glob)
+  :async-p t
+  :read-only-p t
+  :renderer #'mevedel-tool-fs-render-glob
+  :get-path (lambda (args) (plist-get args :path)))
 
-(mevedel-tool-fs--define "Grep" #'mevedel-tool-fs-grep :path
+(mevedel-define-tool "Grep"
+  :category "filesystem"
   :description mevedel-tool-fs-grep-description
   :args ((pattern string :required "Regular expression to search for.")
          (path path-or-resource :optional
@@ -372,7 +368,11 @@ path the tool reads.  PROPERTIES are the rest, as for
          (head_limit integer :optional "Show at most this many output lines (default 250; 0: all).")
          (offset integer :optional "Skip this many output lines first (default 0)."))
   :max-result-size 20000
-  :renderer #'mevedel-tool-fs-render-grep)
+  :function (mevedel-tool-fs--adapt #'mevedel-tool-fs-grep)
+  :async-p t
+  :read-only-p t
+  :renderer #'mevedel-tool-fs-render-grep
+  :get-path (lambda (args) (plist-get args :path)))
 
 (provide 'mevedel-tool-fs)
 ;;; mevedel-tool-fs.el ends here
