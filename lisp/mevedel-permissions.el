@@ -302,12 +302,18 @@ Return a plist: :verdict (`allow', (allow . RECORD), `ask', `deny' or
 :command (the command's facts, for command tools), :paths and :grant
 \(the sandbox grant asked for; a grant makes any verdict but a deny
 `ask', with :operation the verdict on the call itself)."
+  (mevedel-permissions--judge context session t))
+
+(defun mevedel-permissions--judge (context session full)
+  "Judge CONTEXT in SESSION: the plist of `mevedel-permissions-judge' if FULL.
+Without FULL, return only the verdict, making nothing else: this is
+the path of every call, and the plist is for cards only."
   (let* ((tool (plist-get context :tool))
          (args (plist-get context :args))
          (check (mevedel-tool-check-permission tool))
          (own (and check (funcall check args))))
     (if (eq own 'delegated)
-        (list :verdict 'allow :by 'delegated)
+        (if full (list :verdict 'allow :by 'delegated) 'allow)
       (let* ((name (mevedel-tool-name tool))
              (mode (mevedel-permissions-mode session))
              (root (mevedel-permissions--root context session))
@@ -319,29 +325,31 @@ Return a plist: :verdict (`allow', (allow . RECORD), `ask', `deny' or
              (rule (and rules (mevedel-permissions-matching-rule
                                rules (if source (list "Bash" name) (list name)) paths root)))
              (grant (mevedel-permissions-tool-grant context))
-             (judged
-              (cond
-               (rule (list (car rule) 'rule))
-               ((or (eq own 'deny) (eq (car-safe own) 'deny)) (list own 'own))
-               (source
-                (cond ((plist-get facts :inside) '(allow read-only))
-                      ((eq mode 'full-auto) '(allow mode))
-                      ((mevedel-permissions--commands-answered-p session facts) '(allow answer))
-                      (t '(ask mode))))
-               ((eq (car-safe own) 'allow) (list own 'own))
-               ((memq own '(allow ask)) (list (if (eq mode 'full-auto) 'allow own) 'own))
-               ((mevedel-permissions-answered-p session name) '(allow answer))
-               (t (list (mevedel-permissions--mode-verdict
-                         mode (mevedel-tool-read-only-p tool) (mevedel-tool-snapshot-p tool)
-                         (mevedel-permissions--inside-p paths root))
-                        'mode))))
-             (verdict (car judged)))
-        (list :verdict (if (and grant (not (memq (car-safe verdict) '(deny)))
-                                (not (eq verdict 'deny)))
-                           'ask
-                         verdict)
-              :operation verdict :by (cadr judged) :rule rule :mode mode
-              :command facts :paths paths :grant grant)))))
+             (verdict nil)
+             (by nil))
+        (cond
+         (rule (setq verdict (car rule) by 'rule))
+         ((or (eq own 'deny) (eq (car-safe own) 'deny)) (setq verdict own by 'own))
+         (source
+          (cond ((plist-get facts :inside) (setq verdict 'allow by 'read-only))
+                ((eq mode 'full-auto) (setq verdict 'allow by 'mode))
+                ((mevedel-permissions--commands-answered-p session facts)
+                 (setq verdict 'allow by 'answer))
+                (t (setq verdict 'ask by 'mode))))
+         ((eq (car-safe own) 'allow) (setq verdict own by 'own))
+         ((memq own '(allow ask)) (setq verdict (if (eq mode 'full-auto) 'allow own) by 'own))
+         ((mevedel-permissions-answered-p session name) (setq verdict 'allow by 'answer))
+         (t (setq verdict (mevedel-permissions--mode-verdict
+                           mode (mevedel-tool-read-only-p tool) (mevedel-tool-snapshot-p tool)
+                           (mevedel-permissions--inside-p paths root))
+                  by 'mode)))
+        (let ((final (if (and grant (not (eq verdict 'deny)) (not (eq (car-safe verdict) 'deny)))
+                         'ask
+                       verdict)))
+          (if full
+              (list :verdict final :operation verdict :by by :rule rule :mode mode
+                    :command facts :paths paths :grant grant)
+            final))))))
 
 (defun mevedel-permissions-decide-call (context session)
   "Decide the tool call CONTEXT (a pipeline context) in SESSION (or nil).
@@ -349,7 +357,7 @@ Return `allow', (allow . RECORD), `ask' or (deny . REASON); see the
 Commentary for the order of rules, the tool's own check, answers and
 the mode.  Outside a session the mode is `ask' and there are no
 answers."
-  (let ((verdict (plist-get (mevedel-permissions-judge context session) :verdict)))
+  (let ((verdict (mevedel-permissions--judge context session nil)))
     (if (eq verdict 'deny)
         (cons 'deny (mevedel-permissions-refusal-reason
                      (mevedel-tool-name (plist-get context :tool)) 'rule))

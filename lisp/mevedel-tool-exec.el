@@ -144,7 +144,7 @@ The call runs its command: (command . SOURCE), which
 mevedel-permissions.el judges by the command's analysis, with Bash's
 rules and session answers for both tools."
   (let ((command (plist-get args :command)))
-    (if (and (stringp command) (not (string-blank-p command)))
+    (if (and (stringp command) (string-match-p "[^ \t\n\r]" command))
         (cons 'command command)
       'ask)))
 
