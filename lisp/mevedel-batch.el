@@ -39,7 +39,9 @@
 (require 'json)
 (require 'mevedel-chat)
 (require 'mevedel-permissions)
-(require 'mevedel)
+(require 'mevedel-agent)
+(require 'mevedel-tool-exec)
+(require 'mevedel-tool-fs)
 
 (declare-function mevedel-view-segments "mevedel-view")
 (declare-function mevedel-demo-attach "mevedel-demo")
@@ -251,7 +253,6 @@ See the commentary of mevedel-batch.el for the arguments."
             (unless (file-readable-p init)
               (signal 'mevedel-batch-usage (list (format "Cannot read init file %s" init))))
             (load init nil t))
-          (mevedel--load)
           (let ((result (mevedel-batch-run-turn options)))
             (princ (plist-get result :output))
             (when (plist-get result :error)
