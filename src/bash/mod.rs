@@ -211,8 +211,27 @@ pub fn access(analysis: &Analysis, cwd: &str, root: &str, home: Option<&str>) ->
     Access { inside, paths }
 }
 
-/// PATH read from DIR (absolute), normalised by its text.
+/// PATH read from DIR (absolute and normalised), normalised by its text.
 fn normalize(dir: &str, path: &str) -> String {
+    // Most operands and directories need no resolving: one copy, no
+    // component list.
+    if clean(path) {
+        let absolute = path.starts_with('/');
+        let path = path.trim_end_matches('/');
+        if absolute {
+            return if path.is_empty() {
+                "/".into()
+            } else {
+                path.into()
+            };
+        }
+        let dir = dir.trim_end_matches('/');
+        let mut out = String::with_capacity(dir.len() + path.len() + 1);
+        out.push_str(dir);
+        out.push('/');
+        out.push_str(path);
+        return out;
+    }
     let mut parts: Vec<&str> = Vec::new();
     let start = if path.starts_with('/') { "" } else { dir };
     for part in start.split('/').chain(path.split('/')) {
@@ -233,6 +252,18 @@ fn normalize(dir: &str, path: &str) -> String {
         out.push('/');
     }
     out
+}
+
+/// Whether PATH has no component to resolve: no `.` or `..`, no empty
+/// component but a leading or trailing slash, and is not empty.
+fn clean(path: &str) -> bool {
+    let inner = path.strip_prefix('/').unwrap_or(path);
+    let inner = inner.strip_suffix('/').unwrap_or(inner);
+    !path.is_empty()
+        && (inner.is_empty() && path.starts_with('/')
+            || inner
+                .split('/')
+                .all(|part| !part.is_empty() && part != "." && part != ".."))
 }
 
 /// Whether the normalised PATH is ROOT or below it.

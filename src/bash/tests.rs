@@ -1273,3 +1273,39 @@ fn read_only_paths_are_judged_against_the_workspace() {
     assert!(!access(&analyze("ls"), "/tmp", "/ws", None).inside);
     assert!(access(&analyze("ls x"), "/ws/sub/", "/ws/", None).inside);
 }
+
+/// The reference for [`normalize`]: every path resolved by its components.
+fn normalize_by_components(dir: &str, path: &str) -> String {
+    let start = if path.starts_with('/') { "" } else { dir };
+    let mut parts: Vec<&str> = Vec::new();
+    for part in start.split('/').chain(path.split('/')) {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    if parts.is_empty() {
+        "/".into()
+    } else {
+        parts.iter().map(|p| format!("/{p}")).collect()
+    }
+}
+
+proptest! {
+    #[test]
+    fn normalize_agrees_with_resolving_every_component(
+        dir in proptest::collection::vec(prop_oneof!["a", "bc"], 0..4),
+        path in proptest::collection::vec(prop_oneof!["a", "bc", ".", "..", ""], 0..6),
+        absolute in any::<bool>(),
+        trailing in any::<bool>(),
+    ) {
+        let dir = format!("/{}", dir.join("/"));
+        let mut path = path.join("/");
+        if absolute { path.insert(0, '/'); }
+        if trailing { path.push('/'); }
+        prop_assert_eq!(normalize(&dir, &path), normalize_by_components(&dir, &path));
+    }
+}
