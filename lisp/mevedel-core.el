@@ -63,7 +63,6 @@ signals an error instead."
 (declare-function mevedel-core--events-dropped "ext:mevedel-dyn" ())
 (declare-function mevedel-core--selftest-events "ext:mevedel-dyn" (count))
 (declare-function mevedel-core--selftest-ping "ext:mevedel-dyn" (id))
-(declare-function mevedel-core--exec-spawn "ext:mevedel-dyn" (argv cwd))
 (declare-function mevedel-core--exec-stop-all "ext:mevedel-dyn" (grace-ms))
 (declare-function mevedel-core--exec-live-groups "ext:mevedel-dyn" ())
 (declare-function mevedel-core--sandbox-probe "ext:mevedel-dyn" (id timeout-ms))
@@ -86,7 +85,6 @@ signals an error instead."
 (declare-function mevedel-core--sandbox-forget-probes "ext:mevedel-dyn" ())
 (declare-function mevedel-core--sandbox-decide "ext:mevedel-dyn" (request-json))
 (declare-function mevedel-core--sandbox-prepare "ext:mevedel-dyn" (request-json))
-(declare-function mevedel-core--sandbox-run "ext:mevedel-dyn" (id request-json))
 (declare-function mevedel-core--schema-compile "ext:mevedel-dyn" (descriptor))
 (declare-function mevedel-core--schema-check "ext:mevedel-dyn" (tool arguments repair))
 (declare-function mevedel-core--schema-search "ext:mevedel-dyn" (tools query))
@@ -456,13 +454,6 @@ Measures one round trip: Lisp to module to worker to pipe to filter."
 
 ;;;; Processes and sandbox
 
-(defun mevedel-core-spawn (argv &optional directory)
-  "Start ARGV, a list of strings, as a process group owned by the module.
-It runs in DIRECTORY (default: `default-directory') with standard streams
-at /dev/null and is stopped by `mevedel-core-shutdown'.  Return its pid."
-  (mevedel-core-ensure)
-  (mevedel-core--exec-spawn argv (expand-file-name (or directory default-directory))))
-
 (defun mevedel-core-live-process-groups ()
   "Return the ids of owned process groups that still have members."
   (mevedel-core-ensure)
@@ -603,7 +594,6 @@ Return non-nil if the request was running."
     (:inaccessible . list) (:network . boolean) (:extra-write . list)
     (:extra-read . list) (:escalated . boolean) (:env . list)
     (:path . string) (:helper . string) (:target . string)
-    (:timeout-ms . integer) (:max-output . integer)
     (:probe-timeout-ms . integer))
   "Keys of a sandbox request plist and the type of each value.")
 
@@ -649,19 +639,6 @@ Return (:boundary :argv :cwd :disclosure :refusal :network
 Signals `mevedel-core-sandbox-error' when a path cannot be used."
   (mevedel-core-ensure)
   (mevedel-core--sandbox-prepare (mevedel-core--sandbox-json request)))
-
-(defun mevedel-core-sandbox-run (request callback)
-  "Run the sandbox REQUEST plist to completion without blocking Emacs.
-REQUEST names :command (a list of strings) and the policy (see
-`mevedel-core--sandbox-request-keys').  CALLBACK gets `ok' and the
-outcome plist (:boundary :start :start-problem :disclosure :landlock
-:exit-code :signal :output :output-bytes :truncated :timed-out
-:duration-ms :network :extra-writes :extra-reads), or `error' and
-\(ERROR-SYMBOL MESSAGE).  Return the request id."
-  (let ((json (progn (mevedel-core-ensure) (mevedel-core--sandbox-json request))))
-    (mevedel-core-request
-     (lambda (id) (mevedel-core--sandbox-run id json))
-     callback)))
 
 ;;;; Managed execution (Bash, Monitor)
 

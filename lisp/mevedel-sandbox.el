@@ -13,10 +13,11 @@
 ;; ~/.aws, ~/.azure, ~/.config/gcloud and ~/.kube are inaccessible; the
 ;; network is denied unless a call was granted it.
 ;;
-;; This file owns the user options, the per-target probe,
-;; `mevedel-sandbox-run' (the launch API the execution tools build on),
-;; \\[mevedel-sandbox-status], and the model-hidden `:sandbox-summary'
-;; facts that tool rows keep in their render-data.
+;; This file owns the user options, the per-target probe, the sandbox
+;; requests the execution tools put in their managed executions' specs
+;; (`mevedel-sandbox-request'), \\[mevedel-sandbox-status], and the
+;; model-hidden `:sandbox-summary' facts that tool rows keep in their
+;; render-data.
 
 ;;; Code:
 
@@ -87,20 +88,6 @@ to the module, the probe timeout, and the local target."
       (unless (plist-member request (car default))
         (setq request (plist-put request (car default) (cdr default)))))
     request))
-
-(defun mevedel-sandbox-run (request callback)
-  "Run the sandbox REQUEST to completion without blocking Emacs.
-REQUEST is a plist for `mevedel-sandbox-request'.  CALLBACK gets the
-outcome plist (see `mevedel-core-sandbox-run'); a module error becomes
-an outcome whose :start is `sandbox-failed'.  Return the request id."
-  (mevedel-core-sandbox-run
-   (apply #'mevedel-sandbox-request request)
-   (lambda (status value)
-     (funcall callback
-              (if (eq status 'ok)
-                  value
-                (list :boundary 'refused :start 'sandbox-failed
-                      :start-problem (cadr value)))))))
 
 (defun mevedel-sandbox-prepare (request)
   "Describe the launch of the sandbox REQUEST plist without running it.

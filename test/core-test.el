@@ -254,9 +254,11 @@
 (ert-deftest mevedel-core:children-stopped-when-emacs-exits ()
   "Hazard 3: finalizers do not run at exit, so `kill-emacs-hook' stops children."
   (let* ((result (mevedel-test-run-emacs
-                  '(progn
+                  `(progn
                      (require 'mevedel-core)
-                     (princ (mevedel-core-spawn '("sh" "-c" "sleep 300 & sleep 300; wait")))
+                     (load ,(expand-file-name "test/mevedel-test-helpers.el" mevedel-test-root)
+                           nil t)
+                     (princ (mevedel-test-start-group "sh -c 'sleep 300 & sleep 300; wait'"))
                      (sleep-for 0.2)
                      (kill-emacs 0))))
          (pgid (string-to-number (cdr result))))
@@ -271,8 +273,11 @@
                 :name "mevedel-victim" :connection-type 'pipe
                 :command (cons (expand-file-name invocation-name invocation-directory)
                                (mevedel-test-emacs-args
-                                '(progn (require 'mevedel-core)
-                                        (message "PID:%d" (mevedel-core-spawn '("sleep" "300")))
+                                `(progn (require 'mevedel-core)
+                                        (load ,(expand-file-name "test/mevedel-test-helpers.el"
+                                                                 mevedel-test-root)
+                                              nil t)
+                                        (message "PID:%d" (mevedel-test-start-group "sleep 300"))
                                         (sleep-for 60))))
                 :filter (lambda (_ s) (setq out (concat out s))))))
     (unwind-protect
@@ -285,16 +290,32 @@
       (delete-process proc))))
 
 (ert-deftest mevedel-core:stop-all-processes ()
-  (let ((pid (mevedel-core-spawn '("sleep" "300"))))
+  (let ((pid (mevedel-test-start-group "sleep 300")))
     (should (memq pid (mevedel-core-live-process-groups)))
     (should (>= (mevedel-core-stop-all-processes 200) 1))
     (should-not (memq pid (mevedel-core-live-process-groups)))
-    (should-not (mevedel-test-pid-alive-p pid))))
+    (should-not (mevedel-test-pid-alive-p pid))
+    (mevedel-core-exec-teardown "test-group")))
 
-(ert-deftest mevedel-core:spawn-errors-are-exec-errors ()
-  (let ((err (should-error (mevedel-core-spawn '("/no/such/program"))
+(ert-deftest mevedel-core:start-failures-are-exec-failures ()
+  ;; Refused before anything is spawned: an exec error at once.
+  (let ((err (should-error (mevedel-core-exec-start
+                            (list :session "core-test" :owner "/root"
+                                  :command "sleep 1 & true")
+                            #'ignore)
                            :type 'mevedel-core-exec-error)))
-    (should (string-match-p "cannot start the command" (cadr err)))))
+    (should (string-match-p "background operator" (cadr err))))
+  ;; The shell cannot be started: the owner's error, reported as a
+  ;; launch failure.
+  (let ((obs nil))
+    (mevedel-core-exec-start
+     (list :session "core-test" :owner "/root" :command "true" :yield-ms 10000
+           :environment '("PATH=/no/such/dir"))
+     (lambda (_status value) (setq obs value)))
+    (mevedel-test-wait-until obs 10)
+    (let ((facts (plist-get obs :facts)))
+      (should (equal (plist-get facts :termination) "launch-failed"))
+      (should (string-match-p "cannot start the command" (plist-get facts :error))))))
 
 ;;;; Sandbox probe
 

@@ -60,6 +60,25 @@ A process that ends while its stat file is read counts as gone."
                 (search-backward ")" nil t))
          (not (looking-at ") Z")))))
 
+(declare-function mevedel-core-live-process-groups "mevedel-core")
+(declare-function mevedel-core-exec-start "mevedel-core")
+
+(defun mevedel-test-start-group (command)
+  "Start the shell COMMAND as an unconfined managed execution.
+Managed executions are how the product starts every child; each leads
+a process group of its own.  Return that group once the module owns
+it, or nil after 10 s."
+  (let ((before (mevedel-core-live-process-groups)))
+    (mevedel-core-exec-start
+     (list :session "test-group" :owner "/root" :command command :yield-ms 100)
+     #'ignore)
+    (let ((deadline (+ (float-time) 10)) new)
+      (while (and (not (setq new (cl-set-difference (mevedel-core-live-process-groups)
+                                                    before)))
+                  (< (float-time) deadline))
+        (accept-process-output nil 0.02))
+      (car new))))
+
 (defun mevedel-test-group-members (pgid)
   "Return the pids of live (non-zombie) processes in process group PGID."
   (cl-loop for dir in (directory-files "/proc" nil "\\`[0-9]+\\'")

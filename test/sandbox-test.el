@@ -2,11 +2,13 @@
 
 ;;; Commentary:
 
-;; The Lisp side of sandbox launches: the helper's installation, the
-;; probe, confined runs answered through the event channel, `required'
-;; refusing and `best-effort' disclosing when bwrap is missing, network
-;; denial and grants, the summary facts, and the status buffer.  The
-;; full escape suite is the cargo test tests/sandbox_escape.rs.
+;; The Lisp side of the sandbox: the helper's installation, the probe,
+;; confined commands run the way the execution tools run them (a
+;; managed execution whose spec carries the sandbox request, answered
+;; through the event channel), `required' refusing and `best-effort'
+;; disclosing when bwrap is missing, network denial and grants, the
+;; summary facts, and the status buffer.  The full escape suite is the
+;; cargo test tests/sandbox_escape.rs.
 ;;
 ;; bwrap and Landlock are expected to work here: these tests fail, never
 ;; skip, when they do not.
@@ -38,12 +40,32 @@ bwrap's private /tmp would hide them."
      (unwind-protect (progn ,@body)
        (delete-directory mevedel-sandbox-test--base t))))
 
-(defun mevedel-sandbox-test--run (&rest request)
-  "Run the sandbox REQUEST plist and return its outcome (waits up to 30 s)."
-  (let ((outcome nil))
-    (mevedel-sandbox-run request (lambda (o) (setq outcome o)))
-    (mevedel-test-wait-until outcome 30)
-    outcome))
+(defun mevedel-sandbox-test--start (command cwd request callback)
+  "Start the shell COMMAND in CWD as a managed execution under REQUEST.
+REQUEST is a plist for `mevedel-sandbox-request'.  CALLBACK gets the
+first observation, after at most 30 s.  Return the execution id."
+  (mevedel-core-exec-start
+   (list :session "sandbox-test" :owner "/root" :command command
+         :description "sandbox test" :cwd (directory-file-name cwd) :yield-ms 30000
+         :sandbox (mevedel-core-sandbox-object
+                   (apply #'mevedel-sandbox-request :env nil request)))
+   (lambda (_status value) (funcall callback value))))
+
+(defun mevedel-sandbox-test--run (command cwd &rest request)
+  "Run the shell COMMAND in CWD under the sandbox REQUEST plist.
+Return its terminal observation (waits up to 30 s)."
+  (let ((obs nil))
+    (mevedel-sandbox-test--start command cwd request (lambda (o) (setq obs o)))
+    (mevedel-test-wait-until obs 30)
+    obs))
+
+(defun mevedel-sandbox-test--facts (obs key)
+  "Return KEY of the terminal facts of observation OBS."
+  (plist-get (plist-get obs :facts) key))
+
+(defun mevedel-sandbox-test--boundary (obs key)
+  "Return KEY of the sandbox facts of observation OBS."
+  (plist-get (plist-get obs :sandbox) key))
 
 (defun mevedel-sandbox-test--contents (file)
   "Return FILE's contents, or nil when it does not exist."
@@ -74,26 +96,26 @@ bwrap's private /tmp would hide them."
 (ert-deftest mevedel-sandbox:confined-run-answers-through-the-channel ()
   (mevedel-sandbox-test--with-world
     (let* ((start (float-time))
-           (outcome nil)
-           (id (mevedel-sandbox-run
-                (list :command (list "sh" "-c"
-                                     (concat "sleep 0.3; echo made > sub/made; "
-                                             "echo evil > .git/config; "
-                                             "echo evil > " out "target; "
-                                             "echo done; exit 3"))
-                      :cwd ws :writable (list ws))
-                (lambda (o) (setq outcome o)))))
-      (should (integerp id))
+           (obs nil)
+           (id (mevedel-sandbox-test--start
+                (concat "sleep 0.3; echo made > sub/made; "
+                        "echo evil > .git/config; "
+                        "echo evil > " out "target; "
+                        "echo done; exit 3")
+                ws (list :writable (list ws))
+                (lambda (o) (setq obs o)))))
+      (should (stringp id))
       ;; The call returned at once; the answer comes later as an event.
       (should (< (- (float-time) start) 0.25))
-      (should-not outcome)
-      (mevedel-test-wait-until outcome 30)
-      (should (eq (plist-get outcome :boundary) 'bwrap-landlock))
-      (should (eq (plist-get outcome :start) 'started))
-      (should (equal (plist-get outcome :landlock) "full"))
-      (should (eql (plist-get outcome :exit-code) 3))
-      (should (string-match-p "done" (plist-get outcome :output)))
-      (should (string-match-p "Read-only file system" (plist-get outcome :output)))
+      (should-not obs)
+      (mevedel-test-wait-until obs 30)
+      (should (equal (plist-get obs :state) "completed"))
+      (should (eq (mevedel-sandbox-test--boundary obs :boundary) 'bwrap-landlock))
+      (should (eq (mevedel-sandbox-test--boundary obs :start) 'started))
+      (should (equal (mevedel-sandbox-test--boundary obs :landlock) "full"))
+      (should (eql (mevedel-sandbox-test--facts obs :exit-code) 3))
+      (should (string-match-p "done" (plist-get obs :output)))
+      (should (string-match-p "Read-only file system" (plist-get obs :output)))
       (should (equal (mevedel-sandbox-test--contents (expand-file-name "sub/made" ws)) "made\n"))
       (should (equal (mevedel-sandbox-test--contents (expand-file-name ".git/config" ws)) "orig\n"))
       (should (equal (mevedel-sandbox-test--contents (expand-file-name "target" out)) "orig\n")))))
@@ -104,51 +126,54 @@ bwrap's private /tmp would hide them."
            (key (expand-file-name ".ssh/id_rsa" home)))
       (make-directory (file-name-directory key) t)
       (with-temp-file key (insert "FAKE-KEY-93a1"))
-      (let ((outcome (mevedel-sandbox-test--run
-                      :command (list "sh" "-c" (concat "cat " key "; echo evil > .git/config"))
-                      :cwd ws :writable (list ws) :home home
-                      :backend 'landlock :mode 'required)))
-        (should (eq (plist-get outcome :boundary) 'landlock))
-        (should (eq (plist-get outcome :start) 'started))
-        (should-not (string-match-p "FAKE-KEY" (plist-get outcome :output)))
-        (should (string-match-p "Permission denied" (plist-get outcome :output)))
+      (let ((obs (mevedel-sandbox-test--run
+                  (concat "cat " key "; echo evil > .git/config")
+                  ws :writable (list ws) :home home
+                  :backend 'landlock :mode 'required)))
+        (should (eq (mevedel-sandbox-test--boundary obs :boundary) 'landlock))
+        (should (eq (mevedel-sandbox-test--boundary obs :start) 'started))
+        (should-not (string-match-p "FAKE-KEY" (plist-get obs :output)))
+        (should (string-match-p "Permission denied" (plist-get obs :output)))
         (should (equal (mevedel-sandbox-test--contents (expand-file-name ".git/config" ws))
                        "orig\n"))))))
 
 (ert-deftest mevedel-sandbox:required-refuses-without-bwrap ()
   (mevedel-sandbox-test--with-world
     (let* ((marker (expand-file-name "sub/ran" ws))
-           (outcome (mevedel-sandbox-test--run
-                     :command (list "touch" marker)
-                     :cwd ws :writable (list ws)
-                     :mode 'required :path "/nonexistent-bin")))
-      (should (eq (plist-get outcome :boundary) 'refused))
-      (should (eq (plist-get outcome :start) 'refused))
-      (should (string-match-p "required" (plist-get outcome :start-problem)))
-      (should (string-match-p "bwrap is not installed" (plist-get outcome :start-problem)))
+           (obs (mevedel-sandbox-test--run
+                 (concat "touch " marker)
+                 ws :writable (list ws)
+                 :mode 'required :path "/nonexistent-bin")))
+      (should (eq (mevedel-sandbox-test--boundary obs :boundary) 'refused))
+      (should (eq (mevedel-sandbox-test--boundary obs :start) 'refused))
+      (should (equal (mevedel-sandbox-test--facts obs :termination) "launch-failed"))
+      (should (string-match-p "required" (mevedel-sandbox-test--facts obs :error)))
+      (should (string-match-p "bwrap is not installed" (mevedel-sandbox-test--facts obs :error)))
       (should-not (file-exists-p marker)))))
 
 (ert-deftest mevedel-sandbox:best-effort-discloses-without-bwrap ()
   (mevedel-sandbox-test--with-world
     (let* ((marker (expand-file-name "sub/ran" ws))
-           (outcome (mevedel-sandbox-test--run
-                     :command (list "touch" marker)
-                     :cwd ws :writable (list ws)
-                     :mode 'best-effort :path "/nonexistent-bin")))
-      (should (eq (plist-get outcome :boundary) 'landlock))
-      (should (eq (plist-get outcome :start) 'started))
-      (should (string-match-p "Landlock only" (plist-get outcome :disclosure)))
-      (should (string-match-p "bwrap is not installed" (plist-get outcome :disclosure)))
+           (obs (mevedel-sandbox-test--run
+                 (concat "touch " marker)
+                 ws :writable (list ws)
+                 :mode 'best-effort :path "/nonexistent-bin")))
+      (should (eq (mevedel-sandbox-test--boundary obs :boundary) 'landlock))
+      (should (eq (mevedel-sandbox-test--boundary obs :start) 'started))
+      (should (string-match-p "Landlock only" (mevedel-sandbox-test--boundary obs :disclosure)))
+      (should (string-match-p "bwrap is not installed"
+                              (mevedel-sandbox-test--boundary obs :disclosure)))
       (should (file-exists-p marker))
       (delete-file marker)
       ;; No layer at all (the helper is missing too): run directly, say so.
       (let ((direct (mevedel-sandbox-test--run
-                     :command (list "touch" marker)
-                     :cwd ws :writable (list ws)
+                     (concat "touch " marker)
+                     ws :writable (list ws)
                      :mode 'best-effort :path "/nonexistent-bin"
                      :helper "/nonexistent/mevedel-sandbox")))
-        (should (eq (plist-get direct :boundary) 'unconfined))
-        (should (string-match-p "ran unconfined" (plist-get direct :disclosure)))
+        (should (eq (mevedel-sandbox-test--boundary direct :boundary) 'unconfined))
+        (should (string-match-p "ran unconfined"
+                                (mevedel-sandbox-test--boundary direct :disclosure)))
         (should (file-exists-p marker))))))
 
 (ert-deftest mevedel-sandbox:network-denied-unless-granted ()
@@ -162,14 +187,12 @@ bwrap's private /tmp would hide them."
            (port (process-contact server :service))
            (script (format "exec 3<>/dev/tcp/127.0.0.1/%d && echo CONNECTED" port)))
       (unwind-protect
-          (let ((denied (mevedel-sandbox-test--run
-                         :command (list "bash" "-c" script) :cwd ws :writable (list ws)))
-                (granted (mevedel-sandbox-test--run
-                          :command (list "bash" "-c" script) :cwd ws :writable (list ws)
-                          :network t)))
-            (should (eq (plist-get denied :network) 'denied))
+          (let ((denied (mevedel-sandbox-test--run script ws :writable (list ws)))
+                (granted (mevedel-sandbox-test--run script ws :writable (list ws)
+                                                    :network t)))
+            (should (eq (mevedel-sandbox-test--boundary denied :network) 'denied))
             (should-not (string-match-p "CONNECTED" (plist-get denied :output)))
-            (should (eq (plist-get granted :network) 'granted))
+            (should (eq (mevedel-sandbox-test--boundary granted :network) 'granted))
             (should (string-match-p "CONNECTED" (plist-get granted :output)))
             (mevedel-test-wait-until (= connections 1) 5))
         (delete-process server)))))

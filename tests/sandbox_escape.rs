@@ -2,6 +2,10 @@
 //! bubblewrap plus the Landlock helper and under the Landlock helper
 //! alone. Each attempt must be denied *and* leave its target unchanged.
 //!
+//! Every attempt runs the way the product runs a model's command: as a
+//! managed execution (`exec::manager`) whose spec carries the sandbox
+//! policy, so the driver prepares, starts and settles it.
+//!
 //! These tests run as root on the build machines, where file permissions
 //! stop nothing. So each attempt that can be run harmlessly is first run
 //! unconfined (the "control"), which must succeed: the denial that
@@ -22,8 +26,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use mevedel_dyn::process::Owner;
-use mevedel_dyn::sandbox::launch::{self, Outcome, Request, Start};
+use mevedel_dyn::Datum;
+use mevedel_dyn::exec::execution::{Facts, Kind, Phase, Spec, Termination};
+use mevedel_dyn::exec::manager;
+use mevedel_dyn::sandbox::launch::{self, Request, Start};
 use mevedel_dyn::sandbox::policy::{Backend, Boundary, Mode};
 
 const HELPER: &str = env!("CARGO_BIN_EXE_mevedel-sandbox");
@@ -107,33 +113,107 @@ impl World {
         }
     }
 
-    fn request(&self, layer: Option<Layer>, script: &str) -> Request {
+    /// The managed execution of SCRIPT (after `echo RAN`) in the
+    /// workspace, under LAYER (unconfined for `None`).
+    fn spec(&self, layer: Option<Layer>, script: &str) -> Spec {
         let (mode, backend) = match layer {
             None => (Mode::Off, Backend::Auto),
             Some(Layer::BwrapLandlock) => (Mode::Required, Backend::Auto),
             Some(Layer::LandlockOnly) => (Mode::Required, Backend::Landlock),
         };
-        Request {
-            mode,
-            backend,
-            command: vec!["bash".into(), "-c".into(), format!("echo RAN; {script}")],
+        // Managed Bash refuses the background operator, the model's
+        // commands included; a script that needs one runs in a child
+        // bash, as a model's would have to.
+        let script = if mevedel_dyn::bash::analyze(script).background {
+            format!("bash -c '{}'", script.replace('\'', "'\\''"))
+        } else {
+            script.to_string()
+        };
+        Spec {
+            session: format!("escape-{}", self.tag),
+            owner: "/root".into(),
+            command: format!("echo RAN; {script}"),
+            description: Some("escape attempt".into()),
+            kind: Kind::Bash,
             cwd: Some(self.ws.clone()),
-            writable: vec![self.ws.clone()],
-            home: Some(self.home.clone()),
-            env: Some(vec![
+            tty: false,
+            timeout_ms: None,
+            yield_ms: None,
+            artifact_dir: None,
+            mailbox: None,
+            tool_use_id: None,
+            sandbox: Some(Request {
+                mode,
+                backend,
+                writable: vec![self.ws.clone()],
+                home: Some(self.home.clone()),
+                helper: Some(HELPER.into()),
+                ..Request::default()
+            }),
+            environment: Some(vec![
                 "PATH=/usr/local/bin:/usr/bin:/bin".into(),
                 format!("HOME={}", self.home.display()),
                 "LC_ALL=C".into(),
             ]),
-            helper: Some(HELPER.into()),
-            timeout_ms: Some(30_000),
-            ..Request::default()
+            env: Vec::new(),
+            output_cap: None,
+            stop_grace_ms: None,
+            // As every spec from Lisp has it.
+            progress: true,
         }
     }
 
-    fn run(&self, request: &Request) -> Outcome {
-        let prepared = launch::prepare(request).expect("prepare");
-        launch::run(prepared, &Owner::new(), launch::Limits::of(request))
+    /// Run SPEC to settlement (stopped after 30 s) and return what it
+    /// showed.
+    fn run(&self, spec: Spec) -> Run {
+        let exec = manager::global().start(spec).expect("start");
+        let runtime = mevedel_dyn::runtime::get().expect("runtime");
+        let wait = Duration::from_secs(30);
+        let mut obs = runtime.block_on(manager::observe(Arc::clone(&exec), wait, |_| {}));
+        let mut output = text(get(&obs, "output")).to_string();
+        if text(get(&obs, "state")) != "completed" {
+            obs = runtime.block_on(manager::stop_for_model(Arc::clone(&exec)));
+            output.push_str(text(get(&obs, "output")));
+        }
+        let facts = exec.state().facts.clone().expect("not settled");
+        Run { output, facts }
+    }
+}
+
+/// What one managed execution showed: all its output and its terminal
+/// facts.
+struct Run {
+    output: String,
+    facts: Facts,
+}
+
+impl Run {
+    fn output_text(&self) -> &str {
+        &self.output
+    }
+
+    /// The boundary facts (every spec here carries a sandbox policy).
+    fn sandbox(&self) -> launch::Facts {
+        self.facts.sandbox.clone().expect("no boundary facts")
+    }
+}
+
+/// The value after KEY in a plist datum.
+fn get<'a>(d: &'a Datum, key: &str) -> &'a Datum {
+    let Datum::List(items) = d else {
+        panic!("not a plist: {d:?}")
+    };
+    let key = format!(":{key}");
+    items
+        .chunks(2)
+        .find(|kv| kv[0] == Datum::Symbol(key.clone()))
+        .map_or(&Datum::Nil, |kv| &kv[1])
+}
+
+fn text(d: &Datum) -> &str {
+    match d {
+        Datum::Str(s) => s,
+        _ => "",
     }
 }
 
@@ -224,7 +304,7 @@ impl Drop for Victim {
     }
 }
 
-type Check = Box<dyn Fn(&World, &Outcome) -> Result<(), String>>;
+type Check = Box<dyn Fn(&World, &Run) -> Result<(), String>>;
 
 /// One escape attempt.
 struct Attempt {
@@ -578,20 +658,22 @@ fn suite(layer: Layer, tag: &str) {
     let mut blocked = 0;
     let mut failures = Vec::new();
     for attempt in &list {
-        let request_for = |layer: Option<Layer>, script: &str| {
-            let mut request = world.request(layer, script);
+        let spec_for = |layer: Option<Layer>, script: &str| {
+            let mut spec = world.spec(layer, script);
             if attempt.home_is_ws {
                 let home = world.ws.join("ws-home");
-                request.home = Some(home.clone());
-                if let Some(env) = request.env.as_mut() {
+                if let Some(request) = spec.sandbox.as_mut() {
+                    request.home = Some(home.clone());
+                }
+                if let Some(env) = spec.environment.as_mut() {
                     env.retain(|kv| !kv.starts_with("HOME="));
                     env.push(format!("HOME={}", home.display()));
                 }
             }
-            request
+            spec
         };
         if let Some(control) = &attempt.control {
-            let outcome = world.run(&request_for(None, control));
+            let outcome = world.run(spec_for(None, control));
             let escaped = outcome.output_text().contains("ESCAPED")
                 || (attempt.check)(&world, &outcome).is_err();
             if !escaped {
@@ -603,16 +685,17 @@ fn suite(layer: Layer, tag: &str) {
             }
             (attempt.reset)(&world);
         }
-        let outcome = world.run(&request_for(Some(layer), &attempt.script));
+        let outcome = world.run(spec_for(Some(layer), &attempt.script));
         let expected = match layer {
             Layer::BwrapLandlock => Boundary::BwrapLandlock,
             Layer::LandlockOnly => Boundary::Landlock,
         };
-        let verdict = if outcome.start != Start::Started || outcome.boundary != expected {
+        let facts = outcome.sandbox();
+        let verdict = if facts.start != Start::Started || facts.boundary != expected {
             Err(format!(
                 "the sandbox did not run the attempt ({:?}, {:?}): {}",
-                outcome.boundary,
-                outcome.start,
+                facts.boundary,
+                facts.start,
                 outcome.output_text()
             ))
         } else if !outcome.output_text().starts_with("RAN") {
@@ -626,13 +709,7 @@ fn suite(layer: Layer, tag: &str) {
             (attempt.check)(&world, &outcome)
         };
         (attempt.reset)(&world);
-        let said: Vec<&str> = outcome
-            .output
-            .split(|b| *b == b'\n')
-            .skip(1)
-            .take(2)
-            .map(|l| std::str::from_utf8(l).unwrap_or("?"))
-            .collect();
+        let said: Vec<&str> = outcome.output_text().lines().skip(1).take(2).collect();
         println!(
             "  [{tag}] {}: {} ({})",
             attempt.name,
@@ -660,15 +737,17 @@ fn suite(layer: Layer, tag: &str) {
     assert_eq!(blocked, list.len());
     // The denial is network policy, not a broken network: granted, the
     // same connection goes through.
-    let mut granted = world.request(
+    let mut granted = world.spec(
         Some(layer),
         &format!(
             "curl -s -m 3 http://127.0.0.1:{}/ && exec 3<>/dev/tcp/127.0.0.1/{} && echo CONNECTED",
             world.port, world.port
         ),
     );
-    granted.network = true;
-    let outcome = world.run(&granted);
+    if let Some(request) = granted.sandbox.as_mut() {
+        request.network = true;
+    }
+    let outcome = world.run(granted);
     assert!(
         outcome.output_text().contains("okCONNECTED"),
         "granted network failed: {}",
@@ -693,9 +772,9 @@ fn escape_suite_landlock_only() {
     suite(Layer::LandlockOnly, "landlock");
 }
 
-/// Teardown (the owner's stop-all, as at Emacs exit) kills a descendant
-/// that left the process group, under both layers; unconfined, it
-/// survives (the control).
+/// Teardown (of the execution's session, as when a chat closes or
+/// Emacs exits) kills a descendant that left the process group, under
+/// both layers; unconfined, it survives (the control).
 #[test]
 fn teardown_kills_setsid_descendants() {
     let world = World::new("teardown");
@@ -704,16 +783,9 @@ fn teardown_kills_setsid_descendants() {
         .enumerate()
     {
         let marker = format!("3134{n}{:05}", std::process::id() % 100_000);
-        let request = world.request(layer, &format!("setsid sleep {marker} & sleep 60"));
-        let owner = Arc::new(Owner::new());
-        let runner = {
-            let owner = Arc::clone(&owner);
-            let request = request.clone();
-            std::thread::spawn(move || {
-                let prepared = launch::prepare(&request).unwrap();
-                launch::run(prepared, &owner, launch::Limits::of(&request))
-            })
-        };
+        let spec = world.spec(layer, &format!("setsid sleep {marker} & sleep 60"));
+        let session = spec.session.clone();
+        let exec = manager::global().start(spec).expect("start");
         let deadline = Instant::now() + Duration::from_secs(10);
         while processes_with(&format!("sleep {marker}")).is_empty() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
@@ -722,14 +794,24 @@ fn teardown_kills_setsid_descendants() {
             !processes_with(&format!("sleep {marker}")).is_empty(),
             "{layer:?}: never started"
         );
-        assert_eq!(owner.stop_all(Duration::from_millis(500)), 1);
-        let outcome = runner.join().expect("runner panicked");
+        assert_eq!(manager::global().teardown(&session), 1);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while exec.state().phase != Phase::Completed && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let (phase, facts) = {
+            let st = exec.state();
+            (st.phase, st.facts.clone())
+        };
+        let facts = facts.unwrap_or_else(|| panic!("{layer:?}: not settled ({phase:?})"));
         let survived = !gone_within(&format!("sleep {marker}"), Duration::from_secs(3));
         kill_all(&format!("sleep {marker}"));
+        assert_eq!(facts.termination, Termination::Teardown, "{layer:?}");
         match layer {
             None => assert!(survived, "control: setsid did not escape the group"),
             Some(layer) => {
-                assert_eq!(outcome.start, Start::Started, "{layer:?}");
+                let start = facts.sandbox.map(|s| s.start);
+                assert_eq!(start, Some(Start::Started), "{layer:?}");
                 assert!(
                     !survived,
                     "{layer:?}: the setsid descendant survived teardown"
@@ -749,21 +831,27 @@ fn missing_bwrap_required_refuses_best_effort_discloses() {
     // directory holding a protected .git accepts no new entries.
     let ran = world.ws.join("sub2/ran");
     let script = format!("touch {}", ran.display());
-    let mut request = world.request(Some(Layer::BwrapLandlock), &script);
-    request.path = Some("/nonexistent-bin".into());
-    let outcome = world.run(&request);
-    assert_eq!(outcome.boundary, Boundary::Refused);
-    let Start::Refused(why) = &outcome.start else {
-        panic!("not refused: {:?}", outcome.start)
+    let mut spec = world.spec(Some(Layer::BwrapLandlock), &script);
+    fn request(spec: &mut Spec) -> &mut Request {
+        spec.sandbox.as_mut().unwrap()
+    }
+    request(&mut spec).path = Some("/nonexistent-bin".into());
+    let outcome = world.run(spec.clone());
+    let facts = outcome.sandbox();
+    assert_eq!(facts.boundary, Boundary::Refused);
+    let Start::Refused(why) = &facts.start else {
+        panic!("not refused: {:?}", facts.start)
     };
     assert!(why.contains("bwrap is not installed"), "{why}");
+    assert_eq!(outcome.facts.termination, Termination::LaunchFailed);
     assert!(!ran.exists(), "the refused command ran");
 
-    request.mode = Mode::BestEffort;
-    let outcome = world.run(&request);
-    assert_eq!(outcome.boundary, Boundary::Landlock);
-    assert_eq!(outcome.start, Start::Started);
-    let disclosure = outcome.disclosure.clone().unwrap_or_default();
+    request(&mut spec).mode = Mode::BestEffort;
+    let outcome = world.run(spec.clone());
+    let facts = outcome.sandbox();
+    assert_eq!(facts.boundary, Boundary::Landlock);
+    assert_eq!(facts.start, Start::Started);
+    let disclosure = facts.disclosure.clone().unwrap_or_default();
     assert!(disclosure.contains("Landlock only"), "{disclosure}");
     assert!(
         disclosure.contains("bwrap is not installed"),
@@ -772,60 +860,91 @@ fn missing_bwrap_required_refuses_best_effort_discloses() {
     assert!(ran.exists());
     let _ = std::fs::remove_file(&ran);
 
-    request.helper = Some("/nonexistent/mevedel-sandbox".into());
-    let outcome = world.run(&request);
-    assert_eq!(outcome.boundary, Boundary::Unconfined);
+    request(&mut spec).helper = Some("/nonexistent/mevedel-sandbox".into());
+    let outcome = world.run(spec.clone());
+    let facts = outcome.sandbox();
+    assert_eq!(facts.boundary, Boundary::Unconfined);
     assert!(
-        outcome
+        facts
             .disclosure
             .as_deref()
             .unwrap_or("")
             .contains("ran unconfined"),
         "{:?}",
-        outcome.disclosure
+        facts.disclosure
     );
     assert!(ran.exists(), "best-effort did not run the command");
-    request.mode = Mode::Required;
+    request(&mut spec).mode = Mode::Required;
     let _ = std::fs::remove_file(&ran);
-    let outcome = world.run(&request);
-    assert_eq!(outcome.boundary, Boundary::Refused);
+    let outcome = world.run(spec);
+    assert_eq!(outcome.sandbox().boundary, Boundary::Refused);
     assert!(!ran.exists());
 }
 
 /// A sandbox that cannot start is reported as such, not as the
-/// command's failure; a missing command is an exec failure.
+/// command's failure; a shell that cannot be executed is an exec
+/// failure; a missing command is the command's own failure.
 #[test]
 fn start_marker_tells_sandbox_failure_from_command_failure() {
     let world = World::new("marker");
-    let request = world.request(Some(Layer::BwrapLandlock), "exit 7");
-    let outcome = world.run(&request);
+    let spec = world.spec(Some(Layer::BwrapLandlock), "exit 7");
+    let outcome = world.run(spec.clone());
+    let facts = outcome.sandbox();
     assert_eq!(
-        (outcome.start.clone(), outcome.exit_code),
+        (facts.start.clone(), outcome.facts.exit_code),
         (Start::Started, Some(7))
     );
-    assert_eq!(outcome.landlock.as_deref(), Some("full"));
+    assert_eq!(facts.landlock.as_deref(), Some("full"));
 
-    let mut missing = request.clone();
-    missing.command = vec!["/nonexistent/program".into()];
-    let outcome = world.run(&missing);
+    // The command is missing: the sandbox started the shell, which says so.
+    let missing = world.spec(Some(Layer::BwrapLandlock), "/nonexistent/program");
+    let outcome = world.run(missing);
+    assert_eq!(outcome.sandbox().start, Start::Started);
+    assert_eq!(outcome.facts.exit_code, Some(127));
     assert!(
-        matches!(outcome.start, Start::ExecFailed(_)),
-        "{:?}",
-        outcome.start
+        outcome.output_text().contains("No such file"),
+        "{}",
+        outcome.output_text()
     );
 
-    // Break bwrap after preparation: its argv names a writable root
-    // that has disappeared.
-    let gone = world.base.join("vanishing");
-    std::fs::create_dir_all(&gone).unwrap();
-    let mut broken = request.clone();
-    broken.writable.push(gone.clone());
-    let prepared = launch::prepare(&broken).unwrap();
-    std::fs::remove_dir_all(&gone).unwrap();
-    let outcome = launch::run(prepared, &Owner::new(), launch::Limits::of(&broken));
-    let Start::SandboxFailed(why) = &outcome.start else {
-        panic!("not a sandbox failure: {:?}", outcome.start)
+    // The shell itself cannot be found inside the sandbox (bwrap is).
+    let mut no_shell = spec.clone();
+    no_shell.environment = Some(vec!["PATH=/nonexistent-bin".into()]);
+    if let Some(request) = no_shell.sandbox.as_mut() {
+        request.path = Some("/usr/local/bin:/usr/bin:/bin".into());
+    }
+    let outcome = world.run(no_shell);
+    let facts = outcome.sandbox();
+    assert!(
+        matches!(facts.start, Start::ExecFailed(_)),
+        "{:?}",
+        facts.start
+    );
+    assert_eq!(outcome.facts.termination, Termination::LaunchFailed);
+
+    // Break bwrap at start: the working directory lies inside a path it
+    // masks, so it cannot change into it.
+    let gone = world.ws.join("vanishing");
+    std::fs::create_dir_all(gone.join("inner")).unwrap();
+    let mut broken = spec;
+    broken.cwd = Some(gone.join("inner"));
+    if let Some(request) = broken.sandbox.as_mut() {
+        request.inaccessible.push(gone.clone());
+    }
+    let outcome = world.run(broken);
+    let Start::SandboxFailed(why) = &outcome.sandbox().start else {
+        panic!("not a sandbox failure: {:?}", outcome.sandbox().start)
     };
     assert!(why.contains("vanishing"), "{why}");
+    assert_eq!(outcome.facts.termination, Termination::LaunchFailed);
+    assert!(
+        outcome
+            .facts
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("vanishing")),
+        "{:?}",
+        outcome.facts.error
+    );
     assert!(!outcome.output_text().contains("RAN"));
 }

@@ -14,31 +14,8 @@ use crate::error::ErrorKind;
 use crate::events;
 use crate::exec::execution::{Exec, Kind, Spec};
 use crate::exec::manager;
-use crate::process::{self, Program};
+use crate::process;
 use crate::runtime;
-
-fn string_list(list: Value) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    let mut rest = list;
-    while rest.is_not_nil() {
-        out.push(rest.car::<String>()?);
-        rest = rest.cdr()?;
-    }
-    Ok(out)
-}
-
-/// Start ARGV (a list of strings) in directory CWD (or the current one)
-/// as an owned process group. Returns its pid.
-#[defun(name = "exec-spawn")]
-fn exec_spawn(env: &Env, argv: Value, cwd: Option<String>) -> Result<i64> {
-    guarded(env, || {
-        let argv = string_list(argv)?;
-        let mut program = Program::new(argv.into_iter().map(Into::into).collect());
-        program.cwd = cwd.map(Into::into);
-        let child = process::global().start(program, None).or_signal(env)?;
-        Ok(i64::from(child.pid))
-    })
-}
 
 /// Stop every owned process group (TERM, KILL after GRACE-MS). Returns
 /// how many groups were signalled.

@@ -1,8 +1,9 @@
-//! Sandbox probe, preparation and confined runs.
+//! Sandbox probe and preparation (confined commands run as managed
+//! executions: `exec-start` with a `:sandbox` request).
 //!
 //! Requests arrive as JSON text (built by `lisp/mevedel-core.el`), so
 //! their shape is checked in one place (`sandbox::launch::Request`).
-//! Slow work (probing, running) happens on a background thread and
+//! Slow work (probing) happens on a background thread and
 //! answers as the `reply' event for the request id.
 
 use std::path::PathBuf;
@@ -16,7 +17,6 @@ use super::guard::guarded;
 use crate::datum::Datum;
 use crate::error::{Error, ErrorKind};
 use crate::events;
-use crate::process;
 use crate::sandbox::launch::{self, Request};
 use crate::sandbox::{policy, probe};
 
@@ -101,18 +101,5 @@ fn sandbox_prepare<'e>(env: &'e Env, request_json: String) -> Result<Value<'e>> 
         let request = Request::from_json(&request_json).or_signal(env)?;
         let prepared = launch::prepare(&request).or_signal(env)?;
         to_lisp(env, &prepared.to_datum())
-    })
-}
-
-/// Run REQUEST-JSON to completion on a background thread; the outcome
-/// plist arrives as the `reply' event for request ID.
-#[defun(name = "sandbox-run")]
-fn sandbox_run(env: &Env, id: i64, request_json: String) -> Result<()> {
-    guarded(env, || {
-        let request = Request::from_json(&request_json).or_signal(env)?;
-        background(env, "mevedel-sandbox-run", move || {
-            let outcome = launch::run_request(&request, process::global());
-            events::global().push(events::reply(id, Ok(outcome.to_datum())));
-        })
     })
 }

@@ -273,12 +273,18 @@ fn launch(exec: &Exec) -> std::result::Result<Launched, NotLaunched> {
     // The child has its copy of the start pipe's writer; ours would keep
     // the pipe from ever reaching its end.
     let marker = marker.map(|(reader, _writer)| reader);
-    let info = started.map_err(|e| NotLaunched {
-        message: if marker.is_some() {
-            format!("the sandbox failed to start: {}", e.message)
+    let info = started.map_err(|e| {
+        let (message, start) = if marker.is_some() {
+            let why = format!("the sandbox failed to start: {}", e.message);
+            (why.clone(), launch::Start::SandboxFailed(why))
         } else {
-            e.message
-        },
+            (e.message.clone(), launch::Start::ExecFailed(e.message))
+        };
+        // The boundary facts say the command never started.
+        if let Some(facts) = exec.state().sandbox.as_mut() {
+            facts.start = start;
+        }
+        NotLaunched { message }
     })?;
     let mut st = exec.state();
     st.pid = Some(info.pid as i32);

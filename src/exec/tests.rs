@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 use super::execution::{Exec, Kind, Phase, Spec};
 use super::manager::{self, global};
 use crate::datum::Datum;
+use crate::sandbox::launch::Request;
+use crate::sandbox::policy::Mode;
 use crate::store::{Message, Store};
 
 fn spec(session: &str, command: &str) -> Spec {
@@ -139,6 +141,64 @@ fn foreground_command_returns_output_and_facts() {
     assert_eq!(int(get(facts, "bytes")), 7);
     // Delivered foreground results are forgotten at once.
     assert!(global().find("fg", &exec.id, Some("/root")).is_err());
+}
+
+/// SPEC under a sandbox policy whose mode is off (run directly, said so).
+fn unconfined(mut s: Spec) -> Spec {
+    s.sandbox = Some(Request {
+        mode: Mode::Off,
+        ..Request::default()
+    });
+    s
+}
+
+#[test]
+fn unconfined_run_reports_exit_output_and_boundary() {
+    let exec = start(unconfined(spec("direct", "echo out; echo err >&2; exit 3")));
+    let obs = observe(&exec, 10_000);
+    assert_eq!(text(get(&obs, "output")), "out\nerr\n");
+    let facts = get(&obs, "facts");
+    assert_eq!(int(get(facts, "exit-code")), 3);
+    assert_eq!(text(get(facts, "termination")), "exit");
+    let sandbox = get(facts, "sandbox");
+    assert_eq!(get(sandbox, "boundary"), &Datum::Symbol("off".into()));
+    assert_eq!(get(sandbox, "start"), &Datum::Symbol("started".into()));
+    assert_eq!(get(sandbox, "network"), &Datum::Symbol("granted".into()));
+}
+
+#[test]
+fn shell_that_cannot_be_executed_is_an_exec_failure() {
+    let mut s = unconfined(spec("exec-failed", "echo never"));
+    s.environment = Some(vec!["PATH=/nonexistent-bin".into()]);
+    let exec = start(s);
+    let obs = observe(&exec, 10_000);
+    let facts = get(&obs, "facts");
+    assert_eq!(text(get(facts, "termination")), "launch-failed");
+    assert!(
+        text(get(facts, "error")).contains("bash was not found in PATH"),
+        "{facts:?}"
+    );
+    assert_eq!(
+        get(get(facts, "sandbox"), "start"),
+        &Datum::Symbol("exec-failed".into())
+    );
+    assert_eq!(text(get(&obs, "output")), "");
+}
+
+#[test]
+fn small_output_cap_stops_the_group_at_once() {
+    let mut s = unconfined(spec("small-cap", "head -c 5000 /dev/zero; sleep 30"));
+    s.output_cap = Some(100);
+    let started = Instant::now();
+    let exec = start(s);
+    let obs = observe(&exec, 10_000);
+    let facts = get(&obs, "facts");
+    assert_eq!(text(get(facts, "termination")), "output-limit");
+    assert_eq!(int(get(facts, "bytes")), 100);
+    assert_eq!(text(get(&obs, "output")).len(), 100);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let pgid = exec.state().pid.unwrap_or(0);
+    assert!(pgid > 0 && group_members(pgid).is_empty());
 }
 
 #[test]

@@ -212,22 +212,6 @@ impl Owner {
         targets.len()
     }
 
-    /// Stop the one owned group PGID: SIGTERM, SIGKILL after GRACE if
-    /// members remain, then wait (bounded) for its leader to be reaped.
-    pub fn stop_group(&self, pgid: i32, grace: Duration) {
-        let leader_reaped =
-            |groups: &HashMap<i32, bool>| !groups.get(&pgid).copied().unwrap_or(false);
-        if !group_exists(pgid) && leader_reaped(&lock(&self.state.groups)) {
-            return;
-        }
-        signal_group(pgid, libc::SIGTERM);
-        self.wait_until(grace, |groups| leader_reaped(groups) && !group_exists(pgid));
-        if group_exists(pgid) {
-            signal_group(pgid, libc::SIGKILL);
-        }
-        self.wait_until(Duration::from_secs(1), leader_reaped);
-    }
-
     fn wait_until(&self, limit: Duration, done: impl Fn(&HashMap<i32, bool>) -> bool) {
         let deadline = Instant::now() + limit;
         let mut groups = lock(&self.state.groups);
@@ -412,20 +396,6 @@ mod tests {
         let mut text = String::new();
         reader.read_to_string(&mut text).expect("read");
         assert_eq!(text, "kept\n");
-    }
-
-    #[test]
-    fn stop_group_stops_only_that_group() {
-        let owner = Owner::new();
-        let first = spawn(&owner, &["sh", "-c", "sleep 300 & wait"]);
-        let second = spawn(&owner, &["sleep", "300"]);
-        owner.stop_group(first as i32, Duration::from_millis(500));
-        assert!(!alive(first as i32));
-        assert!(!group_exists(first as i32));
-        assert!(alive(second as i32));
-        assert_eq!(owner.live_groups(), vec![second as i32]);
-        owner.stop_all(Duration::from_millis(500));
-        assert!(!alive(second as i32));
     }
 
     #[test]

@@ -4,30 +4,27 @@
 //! policy's paths and builds the complete command line: bwrap around the
 //! `mevedel-sandbox` helper around the command, the helper alone
 //! (Landlock-only layer), or the command itself when the sandbox is off,
-//! escalated or (best-effort, disclosed) unavailable. [`run`] starts it
-//! through the process owner ([`crate::process::Owner::start`], the one
-//! way a child is started) and waits for it.
+//! escalated or (best-effort, disclosed) unavailable. A managed
+//! execution (`crate::exec::driver`) takes the prepared launch apart
+//! ([`Prepared::into_parts`]) and starts it through the process owner
+//! ([`crate::process::Owner::start`], the one way a child is started).
 //!
 //! The helper reports on a dedicated pipe just before it executes the
 //! command; a launch whose helper never reported failed to *start* (the
-//! sandbox is broken), which is told apart from the command failing.
-//! Once confined preparation has begun nothing falls back to running the
-//! command directly.
+//! sandbox is broken), which is told apart from the command failing
+//! ([`Facts::settle_start`]). Once confined preparation has begun nothing
+//! falls back to running the command directly.
 
 use std::ffi::OsString;
-use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Deserialize;
 
 use crate::datum::Datum;
 use crate::error::{Error, ErrorKind, Result};
-use crate::process::{Owner, Program};
 use crate::sandbox::helper_args::{HelperArgs, Marker};
 use crate::sandbox::policy::{self, Backend, Boundary, Decision, Mode, Policy};
 use crate::sandbox::probe::{self, Probe};
@@ -75,10 +72,6 @@ pub struct Request {
     #[serde(default)]
     pub target: Option<String>,
     #[serde(default)]
-    pub timeout_ms: Option<u64>,
-    #[serde(default)]
-    pub max_output: Option<usize>,
-    #[serde(default)]
     pub probe_timeout_ms: Option<u64>,
     /// Standard input is a terminal private to this launch; inside
     /// bwrap's new session the helper makes it the controlling terminal.
@@ -86,8 +79,6 @@ pub struct Request {
     pub tty: bool,
 }
 
-/// Output kept when the request names no limit.
-pub const DEFAULT_MAX_OUTPUT: usize = 1 << 20;
 /// Probe timeout when the request names none.
 pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -577,139 +568,12 @@ impl Start {
     }
 }
 
-/// What happened to one launch. Paths and the command are not part of
-/// it, so it can be summarised without leaking them.
-#[derive(Debug, Clone)]
-pub struct Outcome {
-    pub boundary: Boundary,
-    pub start: Start,
-    pub disclosure: Option<String>,
-    /// `full`, `partial` or `none`, as the helper reported.
-    pub landlock: Option<String>,
-    pub exit_code: Option<i32>,
-    pub signal: Option<i32>,
-    /// Combined stdout and stderr, at most the limit's bytes.
-    pub output: Vec<u8>,
-    pub output_bytes: u64,
-    pub truncated: bool,
-    pub timed_out: bool,
-    pub duration: Duration,
-    pub network: bool,
-    pub extra_writes: usize,
-    pub extra_reads: usize,
-}
-
-impl Outcome {
-    pub fn output_text(&self) -> String {
-        String::from_utf8_lossy(&self.output).into_owned()
-    }
-
-    pub fn to_datum(&self) -> Datum {
-        let int = |v: Option<i32>| v.map_or(Datum::Nil, |n| Datum::Int(n.into()));
-        Datum::plist([
-            ("boundary", Datum::Symbol(self.boundary.symbol().into())),
-            ("start", Datum::Symbol(self.start.symbol().into())),
-            ("start-problem", Datum::opt_str(self.start.problem())),
-            ("disclosure", Datum::opt_str(self.disclosure.clone())),
-            ("landlock", Datum::opt_str(self.landlock.clone())),
-            ("exit-code", int(self.exit_code)),
-            ("signal", int(self.signal)),
-            ("output", Datum::str(self.output_text())),
-            ("output-bytes", Datum::Int(self.output_bytes as i64)),
-            ("truncated", Datum::bool(self.truncated)),
-            ("timed-out", Datum::bool(self.timed_out)),
-            (
-                "duration-ms",
-                Datum::Float(self.duration.as_secs_f64() * 1000.0),
-            ),
-            ("network", network_datum(self.network)),
-            ("extra-writes", Datum::Int(self.extra_writes as i64)),
-            ("extra-reads", Datum::Int(self.extra_reads as i64)),
-        ])
-    }
-}
-
-/// Limits of one run.
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    pub timeout: Option<Duration>,
-    pub max_output: usize,
-    /// Between TERM and KILL when stopping.
-    pub grace: Duration,
-}
-
-impl Limits {
-    pub fn of(request: &Request) -> Limits {
-        Limits {
-            timeout: request.timeout_ms.map(Duration::from_millis),
-            max_output: request.max_output.unwrap_or(DEFAULT_MAX_OUTPUT),
-            grace: Duration::from_millis(500),
-        }
-    }
-}
-
-/// How long to wait for output pipes to close once the leader is gone.
-const DRAIN_LIMIT: Duration = Duration::from_secs(2);
-
-/// Start PREPARED through OWNER and wait for it to finish.
-pub fn run(prepared: Prepared, owner: &Owner, limits: Limits) -> Outcome {
-    let started_at = Instant::now();
-    let (disclosure, refusal) = disclosure_and_refusal(&prepared.decision);
-    let mut outcome = Outcome {
-        boundary: prepared.boundary(),
-        start: Start::Started,
-        disclosure,
-        landlock: None,
-        exit_code: None,
-        signal: None,
-        output: Vec::new(),
-        output_bytes: 0,
-        truncated: false,
-        timed_out: false,
-        duration: Duration::ZERO,
-        network: prepared.network,
-        extra_writes: prepared.extra_writes,
-        extra_reads: prepared.extra_reads,
-    };
-    if let Some(why) = refusal {
-        outcome.start = Start::Refused(why);
-        return outcome;
-    }
-    let confined = prepared.marker.is_some();
-    match start_and_wait(prepared, owner, limits, &mut outcome) {
-        Ok(markers) if confined => {
-            outcome.start = classify(&markers, &outcome);
-            if let Some(Marker::Started { landlock }) =
-                markers.iter().find(|m| matches!(m, Marker::Started { .. }))
-            {
-                outcome.landlock = Some(landlock.clone());
-            }
-            if matches!(outcome.start, Start::Refused(_)) {
-                outcome.boundary = Boundary::Refused;
-            }
-            if let Some(raw) = exited(&markers) {
-                let status = std::process::ExitStatus::from_raw(raw);
-                outcome.exit_code = status.code();
-                outcome.signal = status.signal();
-            }
-        }
-        Ok(_) => {}
-        Err(start) => outcome.start = start,
-    }
-    outcome.duration = started_at.elapsed();
-    outcome
-}
-
 /// The command's raw wait status, as the supervising helper reported it.
 pub fn exited(markers: &[Marker]) -> Option<i32> {
     markers.iter().find_map(|m| match m {
         Marker::Exited(raw) => Some(*raw),
         _ => None,
     })
-}
-
-fn classify(markers: &[Marker], outcome: &Outcome) -> Start {
-    start_of(markers, &outcome.output_text(), &status_text(outcome))
 }
 
 /// How a confined launch started, from its MARKERS; SAID (its output) and
@@ -734,156 +598,6 @@ pub fn start_of(markers: &[Marker], said: &str, status: &str) -> Start {
     } else {
         format!("the sandbox failed to start: {said}")
     })
-}
-
-fn status_text(outcome: &Outcome) -> String {
-    match (outcome.exit_code, outcome.signal) {
-        (Some(code), _) => format!("status {code}"),
-        (None, Some(sig)) => format!("signal {sig}"),
-        (None, None) => "unknown status".into(),
-    }
-}
-
-/// Spawn, collect output and markers, wait (with the timeout). Returns
-/// the markers, or how the start failed.
-fn start_and_wait(
-    prepared: Prepared,
-    owner: &Owner,
-    limits: Limits,
-    outcome: &mut Outcome,
-) -> std::result::Result<Vec<Marker>, Start> {
-    let Prepared {
-        argv,
-        cwd,
-        env,
-        marker,
-        scratch,
-        ..
-    } = prepared;
-    let _scratch = scratch;
-    if argv.is_empty() {
-        return Err(Start::ExecFailed("empty command".into()));
-    }
-    let (out_reader, out_writer) = std::io::pipe()
-        .map_err(|e| Start::SandboxFailed(format!("cannot create the output pipe: {e}")))?;
-    let out_writer2 = out_writer
-        .try_clone()
-        .map_err(|e| Start::SandboxFailed(format!("cannot create the output pipe: {e}")))?;
-    let mut program = Program::new(argv);
-    program.cwd = Some(cwd);
-    program.env = env;
-    program.stdout = Some(out_writer.into());
-    program.stderr = Some(out_writer2.into());
-    program.fd_map = marker
-        .iter()
-        .map(|(_, w)| (w.as_raw_fd(), w.as_raw_fd()))
-        .collect();
-    let (exit_tx, exit) = mpsc::channel();
-    let spawned = owner.start(
-        program,
-        Some(Box::new(move |status| {
-            let _ = exit_tx.send(status);
-        })),
-    );
-    let marker_reader = marker.map(|(reader, writer)| {
-        drop(writer);
-        reader
-    });
-    let child = match spawned {
-        Ok(child) => child,
-        Err(e) if marker_reader.is_some() => {
-            return Err(Start::SandboxFailed(format!(
-                "cannot start the sandbox: {e}"
-            )));
-        }
-        Err(e) => return Err(Start::ExecFailed(e.message)),
-    };
-    let max_output = limits.max_output;
-    let (out_tx, out_rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = out_tx.send(collect(out_reader, max_output));
-    });
-    let (marker_tx, marker_rx) = mpsc::channel();
-    if let Some(reader) = marker_reader {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = std::fs::File::from(reader).read_to_string(&mut text);
-            let _ = marker_tx.send(Marker::parse_all(&text));
-        });
-    } else {
-        let _ = marker_tx.send(Vec::new());
-    }
-    let pgid = child.pid as i32;
-    let status = match limits.timeout {
-        Some(limit) => match exit.recv_timeout(limit) {
-            Ok(status) => Some(status),
-            Err(_) => {
-                outcome.timed_out = true;
-                owner.stop_group(pgid, limits.grace);
-                exit.recv_timeout(DRAIN_LIMIT).ok()
-            }
-        },
-        None => exit.recv().ok(),
-    };
-    // Whatever is left of the group goes the same bounded TERM/KILL way.
-    owner.stop_group(pgid, limits.grace);
-    if let Some(Ok(status)) = status {
-        outcome.exit_code = status.code();
-        outcome.signal = status.signal();
-    }
-    if let Ok((output, total)) = out_rx.recv_timeout(DRAIN_LIMIT) {
-        outcome.truncated = total > output.len() as u64;
-        outcome.output = output;
-        outcome.output_bytes = total;
-    }
-    Ok(marker_rx.recv_timeout(DRAIN_LIMIT).unwrap_or_default())
-}
-
-/// Read READER to the end, keeping the first MAX bytes; returns them and
-/// the total byte count.
-fn collect(mut reader: std::io::PipeReader, max: usize) -> (Vec<u8>, u64) {
-    let mut kept = Vec::new();
-    let mut total = 0u64;
-    let mut buf = [0u8; 65536];
-    loop {
-        match reader.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                total += n as u64;
-                let room = max.saturating_sub(kept.len());
-                kept.extend_from_slice(&buf[..n.min(room)]);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-    (kept, total)
-}
-
-/// Prepare and run REQUEST to completion (blocking; call it off the main
-/// thread). A preparation error becomes a sandbox-failed outcome, never a
-/// direct run.
-pub fn run_request(request: &Request, owner: &Owner) -> Outcome {
-    let limits = Limits::of(request);
-    match prepare(request) {
-        Ok(prepared) => run(prepared, owner, limits),
-        Err(e) => Outcome {
-            boundary: Boundary::Refused,
-            start: Start::SandboxFailed(e.message),
-            disclosure: None,
-            landlock: None,
-            exit_code: None,
-            signal: None,
-            output: Vec::new(),
-            output_bytes: 0,
-            truncated: false,
-            timed_out: false,
-            duration: Duration::ZERO,
-            network: request.network,
-            extra_writes: request.extra_write.len(),
-            extra_reads: request.extra_read.len(),
-        },
-    }
 }
 
 #[cfg(test)]
@@ -915,13 +629,6 @@ mod tests {
         }
     }
 
-    /// Prepare and run REQ (whose mode is off) with a fresh owner.
-    fn run_unconfined(req: &Request) -> Outcome {
-        let scanner = Scanner::new(ScanLimits::default());
-        let prepared = prepare_with(req, &probe(true, true), &scanner).unwrap();
-        run(prepared, &Owner::new(), Limits::of(req))
-    }
-
     fn text(argv: &[OsString]) -> String {
         argv.iter()
             .map(|a| a.to_string_lossy().into_owned())
@@ -933,12 +640,13 @@ mod tests {
     fn request_json_is_checked() {
         let ok = Request::from_json(
             r#"{"mode":"required","backend":"landlock","command":["ls","-l"],"network":true,
-                "extra-write":["/x"],"timeout-ms":5}"#,
+                "extra-write":["/x"],"probe-timeout-ms":5}"#,
         )
         .unwrap();
         assert_eq!(ok.mode, Mode::Required);
         assert_eq!(ok.backend, Backend::Landlock);
         assert_eq!(ok.extra_write, vec![PathBuf::from("/x")]);
+        assert_eq!(ok.probe_timeout(), Duration::from_millis(5));
         let bad = Request::from_json(r#"{"command":["x"],"wrtable":[]}"#).expect_err("accepted");
         assert!(bad.message.contains("wrtable"), "{}", bad.message);
         let bad =
@@ -1031,8 +739,22 @@ mod tests {
         let refused = prepare_with(&req, &probe(false, true), &scanner).unwrap();
         assert_eq!(refused.boundary(), Boundary::Refused);
         assert!(refused.argv.is_empty());
-        let outcome = run(refused, &Owner::new(), Limits::of(&req));
-        assert!(matches!(outcome.start, Start::Refused(_)));
+        // What the execution driver gets: a refusal and nothing to start.
+        let parts = refused.into_parts();
+        assert!(parts.argv.is_empty());
+        assert!(
+            parts
+                .refusal
+                .as_deref()
+                .is_some_and(|why| why.contains("bwrap"))
+        );
+        let facts = parts.facts.unwrap();
+        assert!(
+            matches!(facts.start, Start::Refused(_)),
+            "{:?}",
+            facts.start
+        );
+        assert_eq!(facts.boundary, Boundary::Refused);
         req.mode = Mode::Off;
         req.cwd = Some("relative/dir".into());
         let err =
@@ -1042,49 +764,6 @@ mod tests {
         let direct = prepare_with(&req, &probe(true, true), &scanner).unwrap();
         assert_eq!(text(&direct.argv), "true");
         assert_eq!(direct.boundary(), Boundary::Off);
-    }
-
-    #[test]
-    fn direct_run_reports_exit_output_and_exec_failure() {
-        let dir = TestDir::new("launch-run");
-        let mut req = request(dir.path());
-        req.mode = Mode::Off;
-        req.command = vec![
-            "sh".into(),
-            "-c".into(),
-            "echo out; echo err >&2; exit 3".into(),
-        ];
-        let outcome = run_unconfined(&req);
-        assert_eq!(outcome.start, Start::Started);
-        assert_eq!(outcome.exit_code, Some(3));
-        assert_eq!(outcome.output_text(), "out\nerr\n");
-        req.command = vec!["/nonexistent/program".into()];
-        let outcome = run_unconfined(&req);
-        assert!(
-            matches!(outcome.start, Start::ExecFailed(_)),
-            "{:?}",
-            outcome.start
-        );
-    }
-
-    #[test]
-    fn timeout_stops_the_group_and_output_is_bounded() {
-        let dir = TestDir::new("launch-timeout");
-        let mut req = request(dir.path());
-        req.mode = Mode::Off;
-        req.command = vec![
-            "sh".into(),
-            "-c".into(),
-            "head -c 5000 /dev/zero; sleep 30".into(),
-        ];
-        req.timeout_ms = Some(200);
-        req.max_output = Some(100);
-        let outcome = run_unconfined(&req);
-        assert!(outcome.timed_out);
-        assert_eq!(outcome.output.len(), 100);
-        assert_eq!(outcome.output_bytes, 5000);
-        assert!(outcome.truncated);
-        assert!(outcome.duration < Duration::from_secs(5));
     }
 
     #[test]
@@ -1100,43 +779,53 @@ mod tests {
 
     #[test]
     fn markers_classify_the_start() {
-        let outcome = Outcome {
-            boundary: Boundary::Bwrap,
-            start: Start::Started,
-            disclosure: None,
-            landlock: None,
-            exit_code: Some(1),
-            signal: None,
-            output: b"bwrap: Can't mount tmpfs".to_vec(),
-            output_bytes: 24,
-            truncated: false,
-            timed_out: false,
-            duration: Duration::ZERO,
-            network: false,
-            extra_writes: 0,
-            extra_reads: 0,
-        };
+        let said = "bwrap: Can't mount tmpfs";
         assert_eq!(
-            classify(&[], &outcome),
+            start_of(&[], said, "status 1"),
             Start::SandboxFailed("the sandbox failed to start: bwrap: Can't mount tmpfs".into())
+        );
+        assert_eq!(
+            start_of(&[], "  ", "signal 9"),
+            Start::SandboxFailed(
+                "the sandbox exited (signal 9) before starting the command".into()
+            )
         );
         let started = Marker::Started {
             landlock: "full".into(),
         };
         assert_eq!(
-            classify(std::slice::from_ref(&started), &outcome),
+            start_of(std::slice::from_ref(&started), said, "status 1"),
             Start::Started
         );
         assert_eq!(
-            classify(
-                &[started, Marker::ExecFailed("x: not found".into())],
-                &outcome
+            start_of(
+                &[started.clone(), Marker::ExecFailed("x: not found".into())],
+                said,
+                "status 1"
             ),
             Start::ExecFailed("x: not found".into())
         );
         assert_eq!(
-            classify(&[Marker::Refused("no".into())], &outcome),
+            start_of(&[Marker::Refused("no".into())], said, "status 1"),
             Start::Refused("no".into())
         );
+        // The facts a managed execution keeps: the helper's Landlock
+        // report, and a refusal makes the boundary refused.
+        let mut facts = Facts {
+            boundary: Boundary::Bwrap,
+            start: Start::Started,
+            disclosure: None,
+            landlock: None,
+            network: false,
+            extra_writes: 0,
+            extra_reads: 0,
+        };
+        facts.settle_start(std::slice::from_ref(&started), "", "status 0");
+        assert_eq!(
+            (facts.start.clone(), facts.landlock.as_deref()),
+            (Start::Started, Some("full"))
+        );
+        facts.settle_start(&[Marker::Refused("no".into())], "", "status 1");
+        assert_eq!(facts.boundary, Boundary::Refused);
     }
 }

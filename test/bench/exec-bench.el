@@ -30,6 +30,11 @@
 
 (defvar exec-bench--confined t
   "Non-nil runs the benchmarked commands in the default sandbox.")
+
+(defvar exec-bench--layer nil
+  "Sandbox request keys that choose a layer other than the default.
+Both `exec-bench--sandbox' and the call-process peer's preparation get
+them.")
 ;; Settlement events have no consumer here (the tools are not loaded).
 (mevedel-core-register-event-handler 'exec-settled #'ignore)
 
@@ -71,11 +76,13 @@ session pays (callbacks run from the event channel's filter)."
 The launch is prepared as the Bash tool's (policy, bwrap and the
 Landlock helper's command line) and run into a buffer; return its size."
   (let ((argv (plist-get (mevedel-sandbox-prepare
-                          (list :command (list "bash" "--noprofile" "--norc" "-c" command)
-                                :env nil :cwd exec-bench--workspace
-                                :writable (list exec-bench--workspace)
-                                :state-dirs (list (expand-file-name ".mevedel"
-                                                                    exec-bench--workspace))))
+                          (append
+                           exec-bench--layer
+                           (list :command (list "bash" "--noprofile" "--norc" "-c" command)
+                                 :env nil :cwd exec-bench--workspace
+                                 :writable (list exec-bench--workspace)
+                                 :state-dirs (list (expand-file-name ".mevedel"
+                                                                     exec-bench--workspace)))))
                          :argv)))
     (with-temp-buffer
       (apply #'call-process (car argv) nil t nil (cdr argv))
@@ -131,6 +138,20 @@ function of the command) replace the raw `call-process' peer."
  "exec-true-confined"
  "`true` confined as Bash's default (bwrap and the Landlock helper), against call-process running the same prepared sandbox command line (bwrap's own cost is in both)"
  "true" 30 nil "call-process-confined" #'exec-bench--call-process-confined)
+
+(let* ((exec-bench--layer '(:mode required :backend landlock))
+       (exec-bench--sandbox
+        (mevedel-core-sandbox-object
+         (apply #'mevedel-sandbox-request
+                :env nil :writable (list exec-bench--workspace)
+                :state-dirs (list (expand-file-name ".mevedel" exec-bench--workspace))
+                exec-bench--layer))))
+  (exec-bench--compare
+   "exec-true-landlock-only"
+   "`true` confined by the Landlock helper alone (mevedel-sandbox-backend landlock, where bwrap cannot start), against call-process running the same prepared helper command line"
+   "true" 30
+   (lambda (obs) (eq (plist-get (plist-get obs :sandbox) :boundary) 'landlock))
+   "call-process-landlock-only" #'exec-bench--call-process-confined))
 
 ;;;; Memory while capturing 1 GiB
 
