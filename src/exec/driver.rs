@@ -633,6 +633,9 @@ impl Running {
                     self.begin_stop(Termination::Timeout);
                 }
                 () = sleep_until(poll_at.into()), if polling => {}
+                // The drain deadline wakes the loop itself: an escaped
+                // process may hold the pipe open with nothing else due.
+                () = sleep_until(self.drain_until.unwrap_or_else(far_future).into()), if self.drain_until.is_some() => {}
             }
             if self.exit.is_some() && !self.group_gone {
                 self.clean_up_group();
