@@ -121,7 +121,7 @@ That is the project.el project root, else DIRECTORY itself."
         (let* ((name (file-name-nondirectory (directory-file-name root)))
                (chat (mevedel-chat--make :root root :name name))
                (session (mevedel-session-create :workspace root)))
-          (setf (mevedel-session-permission-mode session) mevedel-permission-mode
+          (setf (mevedel-session-permission-mode session) mevedel-permissions-mode
                 (mevedel-chat-session chat) session
                 (mevedel-chat-data-buffer chat) (mevedel-chat--make-data-buffer chat))
           (puthash root chat mevedel-chat--chats)
@@ -580,7 +580,7 @@ update, so a later one with the same ID and KEY replaces it.  Return
 
 (defun mevedel-chat-permission-mode (chat)
   "Return the permission mode of CHAT's session."
-  (mevedel-permissions-mode (mevedel-chat-session chat)))
+  (mevedel-permissions-session-mode (mevedel-chat-session chat)))
 
 (gv-define-setter mevedel-chat-permission-mode (mode chat)
   `(setf (mevedel-session-permission-mode (mevedel-chat-session ,chat)) ,mode))

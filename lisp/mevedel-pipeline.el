@@ -547,7 +547,7 @@ render-data as :permission-approvals."
               call (mevedel-pipeline--refusal
                     call (format "this %s call needs approval and nobody can approve it here; \
 run it in a mevedel session (M-x mevedel), enable gptel's tool confirmation, or add an \
-allow rule to `mevedel-permission-rules'" name)))))))
+allow rule to `mevedel-permissions-rules'" name)))))))
       (`(failed ,message)
        (mevedel-pipeline--fail call (format "Error: the permission check failed: %s" message)))
       (_ (mevedel-pipeline--fail

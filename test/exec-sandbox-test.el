@@ -421,9 +421,9 @@ echo hi > /dev/tcp/127.0.0.1/9 2>/dev/null; echo net=$?"
       (should (eq (exec-sandbox-test--decide chat net) 'ask))
       (should (eq (exec-sandbox-test--decide chat escalated) 'ask))
       ;; An allow rule for Bash does not cover a grant either; a deny rule wins.
-      (let ((mevedel-permission-rules '((allow "Bash"))))
+      (let ((mevedel-permissions-rules '((allow "Bash"))))
         (should (eq (exec-sandbox-test--decide chat net) 'ask)))
-      (let ((mevedel-permission-rules '((deny "Bash"))))
+      (let ((mevedel-permissions-rules '((deny "Bash"))))
         (should (eq (car (exec-sandbox-test--decide chat escalated))
                     'deny)))
       ;; Malformed grants are named.
