@@ -632,7 +632,7 @@ a list of (:mime TYPE :data BYTES) or (:mime TYPE :path FILE) records"
          ;; A wrapped tool whose source changed has no handler to run.
          (handler (condition-case err (mevedel-tool-handler tool)
                     (error (mevedel-pipeline--signal-result err))))
-         (args (mevedel-tool-handler-args (mevedel-pipeline--call-args call)))
+         (args (mevedel-tool-repair-handler-args (mevedel-pipeline--call-args call)))
          (mevedel-pipeline--current call)
          (default-directory (file-name-as-directory (mevedel-pipeline--workspace call))))
     (setf (mevedel-pipeline--call-ran call) t)
