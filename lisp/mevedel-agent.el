@@ -235,7 +235,7 @@ command's row gets its breadcrumb, and its live progress goes."
     (when (plist-get data :yielded)
       (condition-case err
           (mevedel-chat-update-render-data
-           chat id (lambda (render-data) (mevedel-exec-settle-render-data render-data data))
+           chat id (lambda (render-data) (mevedel-tool-exec-settle-render-data render-data data))
            (cons 'settled (plist-get data :id)))
         (error (display-warning 'mevedel (format "Cannot record how %s ended: %s"
                                                  (plist-get data :id)
@@ -265,10 +265,10 @@ are transient and go when the execution settles."
 (add-hook 'mevedel-chat-accepted-functions #'mevedel-agent--chat-accepted)
 (add-hook 'mevedel-chat-idle-functions #'mevedel-agent--chat-idle)
 (add-hook 'mevedel-session-close-functions #'mevedel-agent--session-closed)
-(add-hook 'mevedel-exec-settled-functions #'mevedel-agent--exec-settled)
-(add-hook 'mevedel-exec-monitor-functions #'mevedel-agent--exec-monitor)
-(add-hook 'mevedel-exec-delivered-functions #'mevedel-agent--exec-delivered)
-(add-hook 'mevedel-exec-progress-functions #'mevedel-agent--exec-progress)
+(add-hook 'mevedel-tool-exec-settled-functions #'mevedel-agent--exec-settled)
+(add-hook 'mevedel-tool-exec-monitor-functions #'mevedel-agent--exec-monitor)
+(add-hook 'mevedel-tool-exec-delivered-functions #'mevedel-agent--exec-delivered)
+(add-hook 'mevedel-tool-exec-progress-functions #'mevedel-agent--exec-progress)
 
 (provide 'mevedel-agent)
 ;;; mevedel-agent.el ends here

@@ -69,7 +69,7 @@
             ("--dir" (setq options (plist-put options :dir (value))))
             ("--permission-mode"
              (let ((mode (intern (value))))
-               (unless (memq mode mevedel-permission-modes)
+               (unless (memq mode mevedel-permissions-modes)
                  (signal 'mevedel-batch-usage
                          (list (format "Unknown permission mode %s (ask, edits or full-auto)"
                                        mode))))

@@ -50,7 +50,7 @@
   :group 'mevedel
   :prefix "mevedel-chat-")
 
-(defcustom mevedel-system-prompt
+(defcustom mevedel-chat-system-prompt
   "You are mevedel, a coding agent working inside Emacs on the user's project.
 Work in the workspace directory given below.  Use the tools to read and \
 search files instead of guessing their contents, and cite file names with \
@@ -121,7 +121,7 @@ That is the project.el project root, else DIRECTORY itself."
         (let* ((name (file-name-nondirectory (directory-file-name root)))
                (chat (mevedel-chat--make :root root :name name))
                (session (mevedel-session-create :workspace root)))
-          (setf (mevedel-session-permission-mode session) mevedel-permission-mode
+          (setf (mevedel-session-permission-mode session) mevedel-permissions-mode
                 (mevedel-chat-session chat) session
                 (mevedel-chat-data-buffer chat) (mevedel-chat--make-data-buffer chat))
           (puthash root chat mevedel-chat--chats)
@@ -225,10 +225,10 @@ never written to the transcript.  Observers hear `tool-progress'."
 
 ;;;; System prompt and tools
 
-(defun mevedel-chat-system-prompt (chat)
+(defun mevedel-chat--system-text (chat)
   "Return the system prompt for CHAT's next turn."
   (format "%s\n\nWorkspace directory: %s\nToday's date: %s"
-          mevedel-system-prompt (mevedel-chat-root chat) (format-time-string "%F")))
+          mevedel-chat-system-prompt (mevedel-chat-root chat) (format-time-string "%F")))
 
 (defun mevedel-chat-tools (_chat)
   "Return the gptel tools offered to the model of a chat.
@@ -312,7 +312,7 @@ and TEXT stays out of the input history."
     (with-current-buffer buffer
       (setq-local gptel-backend backend
                   gptel-model model
-                  gptel-system-prompt (mevedel-chat-system-prompt chat)
+                  gptel-system-prompt (mevedel-chat--system-text chat)
                   gptel-tools (mevedel-chat-tools chat))
       (goto-char (point-max))
       (let ((start (point))
@@ -580,7 +580,7 @@ update, so a later one with the same ID and KEY replaces it.  Return
 
 (defun mevedel-chat-permission-mode (chat)
   "Return the permission mode of CHAT's session."
-  (mevedel-permissions-mode (mevedel-chat-session chat)))
+  (mevedel-permissions-session-mode (mevedel-chat-session chat)))
 
 (gv-define-setter mevedel-chat-permission-mode (mode chat)
   `(setf (mevedel-session-permission-mode (mevedel-chat-session ,chat)) ,mode))

@@ -87,7 +87,7 @@
 TOOL-CALL is gptel's plist (:name NAME :args ARGS ...).  Idempotent."
   (when (plist-get tool-call :args)
     (plist-put tool-call :args
-               (mevedel-tool-json-restore-empty-objects (plist-get tool-call :args))))
+               (mevedel-tool-repair-json-restore-empty-objects (plist-get tool-call :args))))
   tool-call)
 
 ;;;; Call order

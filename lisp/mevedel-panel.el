@@ -308,7 +308,7 @@ Foreground commands are not listed: their tool rows show them."
         (when-let* ((seen (and mevedel-panel--seen (gethash id mevedel-panel--seen))))
           (remhash id mevedel-panel--seen)
           (when (gethash id mevedel-panel--expanded)
-            (puthash id (append (list :ended (mevedel-exec-outcome-word (plist-get data :facts))
+            (puthash id (append (list :ended (mevedel-tool-exec-outcome-word (plist-get data :facts))
                                       :preview (or (mevedel-panel--preview (plist-get seen :spool))
                                                    (plist-get seen :preview)))
                                 seen)
@@ -322,9 +322,9 @@ Foreground commands are not listed: their tool rows show them."
       (when (buffer-local-value 'mevedel-panel--stale buffer)
         (mevedel-panel-redraw buffer)))))
 
-(add-hook 'mevedel-exec-progress-functions #'mevedel-panel--on-event)
-(add-hook 'mevedel-exec-settled-functions #'mevedel-panel--on-settled)
-(add-hook 'mevedel-exec-monitor-functions #'mevedel-panel--on-event)
+(add-hook 'mevedel-tool-exec-progress-functions #'mevedel-panel--on-event)
+(add-hook 'mevedel-tool-exec-settled-functions #'mevedel-panel--on-settled)
+(add-hook 'mevedel-tool-exec-monitor-functions #'mevedel-panel--on-event)
 (add-hook 'mevedel-view-open-functions #'mevedel-panel-redraw)
 (add-hook 'window-buffer-change-functions #'mevedel-panel--shown)
 

@@ -21,7 +21,7 @@
 ;; With globs, an ask or deny rule matches when one of the call's paths
 ;; matches one of them, an allow rule only when all of them do.  Among
 ;; matching rules deny beats ask beats allow.  Rules come from
-;; `mevedel-permission-rules' and from the workspace's
+;; `mevedel-permissions-rules' and from the workspace's
 ;; .mevedel/permissions.el (a list of rules, read as data, never
 ;; evaluated; reread when it changed, checked at most once every
 ;; `mevedel-permissions-recheck-interval' seconds).
@@ -66,19 +66,19 @@
 (defgroup mevedel-permissions nil
   "Which tool calls run without asking."
   :group 'mevedel
-  :prefix "mevedel-permission-")
+  :prefix "mevedel-permissions-")
 
-(defconst mevedel-permission-modes '(ask edits full-auto)
+(defconst mevedel-permissions-modes '(ask edits full-auto)
   "The permission modes.")
 
-(defcustom mevedel-permission-mode 'ask
+(defcustom mevedel-permissions-mode 'ask
   "Default permission mode of new sessions.
 `ask': read-only tools run inside the workspace; anything else asks.
 `edits': file edits inside the workspace run as well.
 `full-auto': every call runs unless a rule says otherwise."
   :type '(choice (const ask) (const edits) (const full-auto)))
 
-(defcustom mevedel-permission-rules nil
+(defcustom mevedel-permissions-rules nil
   "Permission rules for every workspace, each (ACTION TOOL [GLOB...]).
 ACTION is `allow', `ask' or `deny'; TOOL is a tool name or \"*\";
 each GLOB matches file paths (`*' within a component, `**' across).
@@ -87,7 +87,7 @@ Example: ((deny \"Bash\") (allow \"Read\" \"/usr/share/doc/**\"))."
   :type '(repeat (cons (choice (const allow) (const ask) (const deny))
                        (cons string (repeat string)))))
 
-(defcustom mevedel-permission-workspace-file ".mevedel/permissions.el"
+(defcustom mevedel-permissions-workspace-file ".mevedel/permissions.el"
   "File, relative to a workspace root, holding that workspace's rules."
   :type 'string)
 
@@ -115,7 +115,7 @@ Example: ((deny \"Bash\") (allow \"Read\" \"/usr/share/doc/**\"))."
 (defun mevedel-permissions-workspace-rules (root)
   "Return the rules in ROOT's workspace permission file, or nil.
 The file holds one list of rules; it is read, never evaluated."
-  (let ((file (expand-file-name mevedel-permission-workspace-file root)))
+  (let ((file (expand-file-name mevedel-permissions-workspace-file root)))
     (when (file-readable-p file)
       (let ((rules (with-temp-buffer
                      (insert-file-contents file)
@@ -162,7 +162,7 @@ The file's attributes are compared at most once every
         (now (float-time)))
     (if (and entry (< (- now (car entry)) mevedel-permissions-recheck-interval))
         (nth 2 entry)
-      (let* ((file (expand-file-name mevedel-permission-workspace-file root))
+      (let* ((file (expand-file-name mevedel-permissions-workspace-file root))
              (attributes (file-attributes file))
              (stamp (and attributes (list (file-attribute-modification-time attributes)
                                           (file-attribute-size attributes)
@@ -174,15 +174,15 @@ The file's attributes are compared at most once every
             rules))))))
 
 (defvar mevedel-permissions--user-rules nil
-  "(RULES . CHECKED): `mevedel-permission-rules' when last checked.")
+  "(RULES . CHECKED): `mevedel-permissions-rules' when last checked.")
 
-(defun mevedel-permissions-rules (root)
+(defun mevedel-permissions-applicable-rules (root)
   "Return the rules that apply in workspace ROOT: the user's, then ROOT's."
-  (let ((user (if (eq (car mevedel-permissions--user-rules) mevedel-permission-rules)
+  (let ((user (if (eq (car mevedel-permissions--user-rules) mevedel-permissions-rules)
                   (cdr mevedel-permissions--user-rules)
                 (let ((checked (mapc #'mevedel-permissions-check-rule
-                                     (copy-sequence mevedel-permission-rules))))
-                  (setq mevedel-permissions--user-rules (cons mevedel-permission-rules checked))
+                                     (copy-sequence mevedel-permissions-rules))))
+                  (setq mevedel-permissions--user-rules (cons mevedel-permissions-rules checked))
                   checked)))
         (workspace (mevedel-permissions--workspace-rules-cached root)))
     (if workspace (append user workspace) user)))
@@ -279,10 +279,10 @@ Each key is a tool name or (command . KEY) for a command key."
 
 ;;;; Decisions
 
-(defun mevedel-permissions-mode (session)
+(defun mevedel-permissions-session-mode (session)
   "Return the permission mode in SESSION, or `ask' outside any session."
   (if (mevedel-session-p session)
-      (or (mevedel-session-permission-mode session) mevedel-permission-mode)
+      (or (mevedel-session-permission-mode session) mevedel-permissions-mode)
     'ask))
 
 (defun mevedel-permissions--mode-verdict (mode read-only-p edits-p inside)
@@ -292,7 +292,7 @@ Each key is a tool name or (command . KEY) for a command key."
     ('edits (if (and (or read-only-p edits-p) inside) 'allow 'ask))
     ('ask (if (and read-only-p inside) 'allow 'ask))
     (_ (error "Unknown permission mode %S (expected one of %S)"
-              mode mevedel-permission-modes))))
+              mode mevedel-permissions-modes))))
 
 (defun mevedel-permissions-judge (context session)
   "Judge the tool call CONTEXT (a pipeline context) in SESSION (or nil).
@@ -315,13 +315,13 @@ the path of every call, and the plist is for cards only."
     (if (eq own 'delegated)
         (if full (list :verdict 'allow :by 'delegated) 'allow)
       (let* ((name (mevedel-tool-name tool))
-             (mode (mevedel-permissions-mode session))
+             (mode (mevedel-permissions-session-mode session))
              (root (mevedel-permissions--root context session))
              (source (and (eq (car-safe own) 'command) (cdr own)))
              (facts (and source (mevedel-core-bash-permission source root root)))
              (paths (if source (plist-get facts :paths)
                       (mevedel-permissions-tool-paths tool args)))
-             (rules (mevedel-permissions-rules root))
+             (rules (mevedel-permissions-applicable-rules root))
              (rule (and rules (mevedel-permissions-matching-rule
                                rules (if source (list "Bash" name) (list name)) paths root)))
              (grant (mevedel-permissions-tool-grant context))

@@ -547,7 +547,7 @@ render-data as :permission-approvals."
               call (mevedel-pipeline--refusal
                     call (format "this %s call needs approval and nobody can approve it here; \
 run it in a mevedel session (M-x mevedel), enable gptel's tool confirmation, or add an \
-allow rule to `mevedel-permission-rules'" name)))))))
+allow rule to `mevedel-permissions-rules'" name)))))))
       (`(failed ,message)
        (mevedel-pipeline--fail call (format "Error: the permission check failed: %s" message)))
       (_ (mevedel-pipeline--fail
@@ -632,7 +632,7 @@ a list of (:mime TYPE :data BYTES) or (:mime TYPE :path FILE) records"
          ;; A wrapped tool whose source changed has no handler to run.
          (handler (condition-case err (mevedel-tool-handler tool)
                     (error (mevedel-pipeline--signal-result err))))
-         (args (mevedel-tool-handler-args (mevedel-pipeline--call-args call)))
+         (args (mevedel-tool-repair-handler-args (mevedel-pipeline--call-args call)))
          (mevedel-pipeline--current call)
          (default-directory (file-name-as-directory (mevedel-pipeline--workspace call))))
     (setf (mevedel-pipeline--call-ran call) t)

@@ -127,7 +127,7 @@ Each is a plist: :id :kind :owner :state :command :description :label
   (if (null sandbox)
       ""
     (let ((name (symbol-name (plist-get sandbox :boundary))))
-      (if (mevedel-exec-sandbox-summary sandbox)
+      (if (mevedel-tool-exec-sandbox-summary sandbox)
           (propertize name 'face 'warning)
         name))))
 
@@ -246,9 +246,9 @@ started the execution, \\[mevedel-ps-describe] its details and latest output,
               (mevedel-ps--schedule (- (+ mevedel-ps--refreshed mevedel-ps-refresh-interval)
                                        (float-time))))))))))
 
-(add-hook 'mevedel-exec-progress-functions #'mevedel-ps--on-event)
-(add-hook 'mevedel-exec-settled-functions #'mevedel-ps--on-event)
-(add-hook 'mevedel-exec-monitor-functions #'mevedel-ps--on-event)
+(add-hook 'mevedel-tool-exec-progress-functions #'mevedel-ps--on-event)
+(add-hook 'mevedel-tool-exec-settled-functions #'mevedel-ps--on-event)
+(add-hook 'mevedel-tool-exec-monitor-functions #'mevedel-ps--on-event)
 
 ;;;; Commands
 

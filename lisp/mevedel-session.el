@@ -47,7 +47,7 @@
   (workspace nil :read-only t)
   (ephemeral nil :read-only t)
   store
-  ;; nil means `mevedel-permission-mode'.
+  ;; nil means `mevedel-permissions-mode'.
   permission-mode
   ;; "Always this session" answers: an `equal' table whose keys are
   ;; tool names and (command . KEY) for command keys.

@@ -15,7 +15,7 @@
 ;; background wakes.
 ;;
 ;; Calls run in a context (session, owner, working directory, storage)
-;; supplied by `mevedel-exec-context-function'; the session code binds
+;; supplied by `mevedel-tool-exec-context-function'; the session code binds
 ;; it.  See docs/tools/execution.md for what the model is told.
 
 ;;; Code:
@@ -31,36 +31,36 @@
 
 ;;;; Customization
 
-(defgroup mevedel-exec nil
+(defgroup mevedel-tool-exec nil
   "Managed command execution: Bash, Monitor and their controls."
   :group 'mevedel-tool
-  :prefix "mevedel-exec-")
+  :prefix "mevedel-tool-exec-")
 
-(defcustom mevedel-exec-stop-grace-ms 1000
+(defcustom mevedel-tool-exec-stop-grace-ms 1000
   "Milliseconds between TERM and KILL when an execution is stopped."
   :type 'natnum)
 
-(defconst mevedel-exec-yield-range '(250 30000 10000)
+(defconst mevedel-tool-exec-yield-range '(250 30000 10000)
   "Bash yield_time_ms: minimum, maximum, default.")
 
-(defconst mevedel-exec-poll-range '(5000 300000 5000)
+(defconst mevedel-tool-exec-poll-range '(5000 300000 5000)
   "WriteStdin yield_time_ms for an empty poll: minimum, maximum, default.")
 
-(defconst mevedel-exec-input-range '(250 30000 250)
+(defconst mevedel-tool-exec-input-range '(250 30000 250)
   "WriteStdin yield_time_ms after input: minimum, maximum, default.")
 
-(defconst mevedel-exec-monitor-timeout-range '(1000 3600000 300000)
+(defconst mevedel-tool-exec-monitor-timeout-range '(1000 3600000 300000)
   "Monitor timeout_ms: minimum, maximum, default.")
 
-(defconst mevedel-exec-description-max 200
+(defconst mevedel-tool-exec-description-max 200
   "Longest Bash or Monitor description accepted, in characters.")
 
-(defconst mevedel-exec-manual-address "mevedel://tools/execution.md"
+(defconst mevedel-tool-exec-manual-address "mevedel://tools/execution.md"
   "Where the execution manual is served.")
 
 ;;;; Context
 
-(defun mevedel-exec-default-context ()
+(defun mevedel-tool-exec-default-context ()
   "Return the context of the running tool call.
 Inside a session (the pipeline's call context names one), executions
 use the session's ID as their scheduler key and its workspace as
@@ -84,7 +84,7 @@ The owner is /root."
                       :mailbox (and durable-session (mevedel-session-database-file session)))
                 base)))))
 
-(defvar mevedel-exec-context-function #'mevedel-exec-default-context
+(defvar mevedel-tool-exec-context-function #'mevedel-tool-exec-default-context
   "Function of no arguments returning the calling context, a plist.
 Keys: :session (the session key), :owner (\"/root\" or an agent path),
 :cwd, :artifact-dir (durable directory for kept output), :store (the
@@ -93,22 +93,22 @@ session store handle) and :mailbox (its session.sqlite file),
 write besides :cwd) and :environment (a complete \"NAME=VALUE\" list;
 `process-environment' when absent).")
 
-(defun mevedel-exec-context (&optional durable)
-  "Return the current call's context (see `mevedel-exec-context-function').
+(defun mevedel-tool-exec-context (&optional durable)
+  "Return the current call's context (see `mevedel-tool-exec-context-function').
 DURABLE non-nil (a command that may change files, a Monitor) first
 creates the storage of the call's durable session; reads never do."
   (when-let* ((durable)
               (session (plist-get (mevedel-pipeline-current-context) :session))
               ((mevedel-session-durable-p session)))
     (mevedel-session-ensure-storage session))
-  (let ((context (funcall mevedel-exec-context-function)))
+  (let ((context (funcall mevedel-tool-exec-context-function)))
     (unless (plist-get context :session)
       (error "The execution context names no session"))
     context))
 
 ;;;; Arguments
 
-(defun mevedel-exec--bounded (value range name)
+(defun mevedel-tool-exec--bounded (value range name)
   "Return VALUE clamped to RANGE (MIN MAX DEFAULT); nil means DEFAULT.
 NAME labels the argument in errors.  Non-numbers are rejected."
   (pcase-let ((`(,min ,max ,default) range))
@@ -117,28 +117,28 @@ NAME labels the argument in errors.  Non-numbers are rejected."
            (error "%s must be a number of milliseconds, not %S" name value))
           (t (max min (min max (round value)))))))
 
-(defun mevedel-exec--true-p (value)
+(defun mevedel-tool-exec--true-p (value)
   "Return non-nil when the JSON-faithful VALUE is true."
   (and value (not (memq value '(:json-false :false :null)))))
 
-(defun mevedel-exec--required-string (args key name)
+(defun mevedel-tool-exec--required-string (args key name)
   "Return the non-empty string at KEY of ARGS, or signal naming NAME."
   (let ((value (plist-get args key)))
     (unless (and (stringp value) (not (string-blank-p value)))
       (error "%s is required and must be a non-empty string" name))
     value))
 
-(defun mevedel-exec--description (args)
+(defun mevedel-tool-exec--description (args)
   "Return the short description in ARGS, or signal."
-  (let ((value (string-trim (mevedel-exec--required-string args :description "description"))))
-    (when (> (length value) mevedel-exec-description-max)
+  (let ((value (string-trim (mevedel-tool-exec--required-string args :description "description"))))
+    (when (> (length value) mevedel-tool-exec-description-max)
       (error "The description must be short (at most %d characters); it names the command"
-             mevedel-exec-description-max))
+             mevedel-tool-exec-description-max))
     value))
 
 ;;;; Permissions
 
-(defun mevedel-exec-check-command (args)
+(defun mevedel-tool-exec-check-command (args)
   "Return the permission facet of a Bash or Monitor call with ARGS.
 The call runs its command: (command . SOURCE), which
 mevedel-permissions.el judges by the command's analysis, with Bash's
@@ -148,14 +148,14 @@ rules and session answers for both tools."
         (cons 'command command)
       'ask)))
 
-(defun mevedel-exec-check-control (_args)
+(defun mevedel-tool-exec-check-control (_args)
   "Return the permission facet of an execution control call.
 WriteStdin, StopExecution and ListExecutions act under the authority
 of the execution they name, which the module only lets its owner
 reach: `delegated', never asked about."
   'delegated)
 
-(defun mevedel-exec--read-only-p (command context)
+(defun mevedel-tool-exec--read-only-p (command context)
   "Return non-nil when COMMAND, run for CONTEXT, is proven read-only."
   (let ((cwd (or (plist-get context :cwd) default-directory)))
     (plist-get (mevedel-core-bash-permission command (expand-file-name cwd)
@@ -164,7 +164,7 @@ reach: `delegated', never asked about."
 
 ;;;; Sandbox
 
-(defun mevedel-exec--grant-paths (value name)
+(defun mevedel-tool-exec--grant-paths (value name)
   "Return VALUE, the paths of additional_permissions.NAME, as a list.
 Each must be an absolute file name; signal otherwise."
   (let ((paths (cond ((memq value '(nil :null)) nil)
@@ -178,17 +178,17 @@ of absolute paths" name)))))
               (directory-file-name (expand-file-name path)))
             paths)))
 
-(defun mevedel-exec-grant-request (args)
+(defun mevedel-tool-exec-grant-request (args)
   "Return the sandbox grant a Bash or Monitor call with ARGS asks for.
 That is nil for the default sandbox, or a plist (:escalated BOOL
 :network BOOL :read PATHS :write PATHS :justification TEXT) from the
 sandbox_permissions, additional_permissions and justification
 arguments.  Malformed values signal an error naming them."
   (when (or (plist-get args :sandbox_permissions) (plist-get args :additional_permissions))
-    (mevedel-exec--grant-request args)))
+    (mevedel-tool-exec--grant-request args)))
 
-(defun mevedel-exec--grant-request (args)
-  "Return the grant ARGS ask for (see `mevedel-exec-grant-request')."
+(defun mevedel-tool-exec--grant-request (args)
+  "Return the grant ARGS ask for (see `mevedel-tool-exec-grant-request')."
   (let* ((mode (plist-get args :sandbox_permissions))
          (escalated (pcase mode
                       ((or 'nil :null "use_default") nil)
@@ -199,17 +199,17 @@ or \"require_escalated\", not %S" mode))))
          (extra (if (or (hash-table-p extra) (eq extra :null)) nil extra))
          (_ (unless (listp extra)
               (error "The additional_permissions argument must be an object")))
-         (network (mevedel-exec--true-p (plist-get extra :network)))
-         (read (mevedel-exec--grant-paths (plist-get extra :read) "read"))
-         (write (mevedel-exec--grant-paths (plist-get extra :write) "write"))
+         (network (mevedel-tool-exec--true-p (plist-get extra :network)))
+         (read (mevedel-tool-exec--grant-paths (plist-get extra :read) "read"))
+         (write (mevedel-tool-exec--grant-paths (plist-get extra :write) "write"))
          (why (plist-get args :justification)))
     (when (or escalated network read write)
       (list :escalated escalated :network network :read read :write write
             :justification (and (stringp why) (not (string-blank-p why)) why)))))
 
-(defun mevedel-exec--sandbox (context cwd grant)
+(defun mevedel-tool-exec--sandbox (context cwd grant)
   "Return the sandbox request of a command run for CONTEXT in CWD.
-GRANT is what `mevedel-exec-grant-request' returned (approved by the
+GRANT is what `mevedel-tool-exec-grant-request' returned (approved by the
 permission step).  Writable: CWD and the context's :writable; the
 workspace's .mevedel state stays read-only."
   (mevedel-core-sandbox-object
@@ -222,18 +222,18 @@ workspace's .mevedel state stays read-only."
     :extra-write (plist-get grant :write)
     :escalated (plist-get grant :escalated))))
 
-(defun mevedel-exec--boundary (obs)
+(defun mevedel-tool-exec--boundary (obs)
   "Return the sandbox facts plist of observation OBS, or nil."
   (or (plist-get obs :sandbox)
       (plist-get (plist-get obs :facts) :sandbox)))
 
-(defun mevedel-exec-sandbox-summary (sandbox)
+(defun mevedel-tool-exec-sandbox-summary (sandbox)
   "Return the `:sandbox-summary' for the SANDBOX facts of one execution.
 It is nil when the facts are the default (confined, nothing added)."
   (let ((summary (and sandbox (mevedel-sandbox-summary-add nil sandbox))))
     (and (mevedel-sandbox-summary-warning summary) summary)))
 
-(defun mevedel-exec--scrub (text)
+(defun mevedel-tool-exec--scrub (text)
   "Return TEXT without the sandbox helper's file name or scratch directories.
 The model sees why a sandbox failed, not mevedel's private paths."
   (let ((helper (ignore-errors (mevedel-sandbox-helper))))
@@ -242,7 +242,7 @@ The model sees why a sandbox failed, not mevedel's private paths."
      (if (stringp helper) (string-replace helper "the sandbox helper" text) text)
      t t)))
 
-(defun mevedel-exec--boundary-note (sandbox)
+(defun mevedel-tool-exec--boundary-note (sandbox)
   "Return one line telling the model about a non-default SANDBOX boundary."
   (pcase (plist-get sandbox :boundary)
     ('unconfined "Note: no sandbox layer works here, so this command ran unconfined.")
@@ -252,7 +252,7 @@ The model sees why a sandbox failed, not mevedel's private paths."
 
 ;;;; Model-visible text
 
-(defun mevedel-exec--xml-escape (value)
+(defun mevedel-tool-exec--xml-escape (value)
   "Return VALUE (any object) as text safe inside an XML attribute."
   (let ((text (if (stringp value) value (format "%s" value))))
     (replace-regexp-in-string
@@ -260,23 +260,23 @@ The model sees why a sandbox failed, not mevedel's private paths."
      (lambda (c) (pcase c ("&" "&amp;") ("<" "&lt;") (">" "&gt;") ("\"" "&quot;") (_ "&#10;")))
      text t t)))
 
-(defun mevedel-exec--attrs (pairs)
+(defun mevedel-tool-exec--attrs (pairs)
   "Return the attribute text of PAIRS ((NAME . VALUE) ...), skipping nil values."
-  (mapconcat (lambda (p) (format "%s=\"%s\"" (car p) (mevedel-exec--xml-escape (cdr p))))
+  (mapconcat (lambda (p) (format "%s=\"%s\"" (car p) (mevedel-tool-exec--xml-escape (cdr p))))
              (cl-remove-if-not #'cdr pairs)
              " "))
 
-(defun mevedel-exec--ints (list)
+(defun mevedel-tool-exec--ints (list)
   "Return LIST of integers as space-separated text, or nil when empty."
   (and list (mapconcat #'number-to-string list " ")))
 
-(defun mevedel-exec-envelope (obs)
+(defun mevedel-tool-exec-envelope (obs)
   "Return the <bash-execution .../> line summarising observation OBS."
   (let* ((facts (plist-get obs :facts))
          (monitor (equal (plist-get obs :kind) "monitor")))
     (format "<%s %s/>"
             (if monitor "monitor-execution" "bash-execution")
-            (mevedel-exec--attrs
+            (mevedel-tool-exec--attrs
              `(("execution_id" . ,(plist-get obs :id))
                ("state" . ,(plist-get obs :state))
                ("command" . ,(plist-get obs :command))
@@ -286,9 +286,9 @@ The model sees why a sandbox failed, not mevedel's private paths."
                        ("termination" . ,(plist-get facts :termination))
                        ("outcome" . ,(plist-get facts :outcome))
                        ("duration_ms" . ,(plist-get facts :duration-ms))
-                       ("pipeline_exit_codes" . ,(mevedel-exec--ints
+                       ("pipeline_exit_codes" . ,(mevedel-tool-exec--ints
                                                   (plist-get facts :pipeline-exit-codes)))
-                       ("pipeline_failed_stages" . ,(mevedel-exec--ints
+                       ("pipeline_failed_stages" . ,(mevedel-tool-exec--ints
                                                      (plist-get facts :pipeline-failed-stages)))
                        ("pipeline_classification" . ,(plist-get facts :pipeline-classification)))
                    `(("elapsed_ms" . ,(plist-get obs :elapsed-ms))))
@@ -298,7 +298,7 @@ The model sees why a sandbox failed, not mevedel's private paths."
                                      (and n (> n 0) n)))
                ("output_file" . ,(plist-get obs :artifact)))))))
 
-(defun mevedel-exec-format-observation (obs &optional first)
+(defun mevedel-tool-exec-format-observation (obs &optional first)
   "Return the model-visible text of observation OBS.
 The command's output comes first, unchanged; then, when a pipeline
 stage failed, one line naming it; in the FIRST observation of a
@@ -313,8 +313,8 @@ envelope.  A still-running command says how to continue."
     (when-let* ((note (plist-get facts :note)))
       (push (concat note "\n") parts))
     (when-let* ((error (plist-get facts :error)))
-      (push (concat (mevedel-exec--scrub error) "\n") parts))
-    (when-let* ((note (and first (mevedel-exec--boundary-note (mevedel-exec--boundary obs)))))
+      (push (concat (mevedel-tool-exec--scrub error) "\n") parts))
+    (when-let* ((note (and first (mevedel-tool-exec--boundary-note (mevedel-tool-exec--boundary obs)))))
       (push (concat note "\n") parts))
     (unless facts
       (push (format (if (equal state "queued")
@@ -324,10 +324,10 @@ Poll with WriteStdin(execution_id=\"%s\", chars=\"\") or cancel with StopExecuti
 send input (tty only) or stop it with StopExecution.\n")
                     (plist-get obs :id))
             parts))
-    (push (mevedel-exec-envelope obs) parts)
+    (push (mevedel-tool-exec-envelope obs) parts)
     (apply #'concat (nreverse parts))))
 
-(defun mevedel-exec-render-data (obs)
+(defun mevedel-tool-exec-render-data (obs)
   "Return the render-data plist for observation OBS."
   (let ((facts (plist-get obs :facts)))
     (mevedel-sandbox-render-data
@@ -344,37 +344,37 @@ send input (tty only) or stop it with StopExecution.\n")
           :omitted-chars (plist-get obs :omitted-chars)
           :artifact (plist-get obs :artifact)
           :envelope t)
-     (mevedel-exec-sandbox-summary (mevedel-exec--boundary obs)))))
+     (mevedel-tool-exec-sandbox-summary (mevedel-tool-exec--boundary obs)))))
 
-(defun mevedel-exec--answer (callback &optional first)
+(defun mevedel-tool-exec--answer (callback &optional first)
   "Return a module callback that answers CALLBACK with a tool result.
 FIRST says the result is the command's first observation."
   (lambda (status value)
     (funcall callback
              (if (eq status 'ok)
-                 (list :result (mevedel-exec-format-observation value first)
-                       :render-data (mevedel-exec-render-data value))
+                 (list :result (mevedel-tool-exec-format-observation value first)
+                       :render-data (mevedel-tool-exec-render-data value))
                (format "Error: %s" (cadr value))))))
 
-(defun mevedel-exec--error-text (err)
+(defun mevedel-tool-exec--error-text (err)
   "Return the message of the signal ERR, without its error-symbol prefix."
   (if (and (memq 'mevedel-core-error (get (car err) 'error-conditions))
            (stringp (cadr err)))
       (cadr err)
     (error-message-string err)))
 
-(defun mevedel-exec--guard (callback thunk)
+(defun mevedel-tool-exec--guard (callback thunk)
   "Call THUNK; a signal becomes an \"Error: ...\" answer to CALLBACK."
   (condition-case err
       (funcall thunk)
-    (error (funcall callback (format "Error: %s" (mevedel-exec--error-text err))))))
+    (error (funcall callback (format "Error: %s" (mevedel-tool-exec--error-text err))))))
 
 ;;;; Handlers
 
-(defun mevedel-exec--spec (context args &rest extra)
+(defun mevedel-tool-exec--spec (context args &rest extra)
   "Return the execution spec for CONTEXT plus EXTRA keys.
 ARGS are the call's arguments; their sandbox grant (see
-`mevedel-exec-grant-request') shapes the sandbox request."
+`mevedel-tool-exec-grant-request') shapes the sandbox request."
   (let ((cwd (let ((dir (or (plist-get context :cwd) default-directory)))
                (and dir (directory-file-name (expand-file-name dir))))))
     (append extra
@@ -384,33 +384,33 @@ ARGS are the call's arguments; their sandbox grant (see
                   :artifact-dir (plist-get context :artifact-dir)
                   :mailbox (plist-get context :mailbox)
                   :tool-use-id (plist-get context :tool-use-id)
-                  :sandbox (mevedel-exec--sandbox context cwd (mevedel-exec-grant-request args))
+                  :sandbox (mevedel-tool-exec--sandbox context cwd (mevedel-tool-exec-grant-request args))
                   :environment (or (plist-get context :environment) process-environment)
-                  :stop-grace-ms mevedel-exec-stop-grace-ms))))
+                  :stop-grace-ms mevedel-tool-exec-stop-grace-ms))))
 
-(defun mevedel-exec-bash (callback args)
+(defun mevedel-tool-exec-bash (callback args)
   "Run the Bash call ARGS (:command :description :yield_time_ms :tty).
 Answer CALLBACK with the output so far and the execution's facts."
-  (mevedel-exec--guard
+  (mevedel-tool-exec--guard
    callback
    (lambda ()
-     (let ((command (mevedel-exec--required-string args :command "command"))
-           (description (mevedel-exec--description args))
-           (yield (mevedel-exec--bounded (plist-get args :yield_time_ms)
-                                         mevedel-exec-yield-range "yield_time_ms")))
-       (let* ((context (let ((context (mevedel-exec-context)))
+     (let ((command (mevedel-tool-exec--required-string args :command "command"))
+           (description (mevedel-tool-exec--description args))
+           (yield (mevedel-tool-exec--bounded (plist-get args :yield_time_ms)
+                                              mevedel-tool-exec-yield-range "yield_time_ms")))
+       (let* ((context (let ((context (mevedel-tool-exec-context)))
                          ;; A command that may change files keeps its
                          ;; output in the session's storage.
-                         (if (mevedel-exec--read-only-p command context)
+                         (if (mevedel-tool-exec--read-only-p command context)
                              context
-                           (mevedel-exec-context t))))
+                           (mevedel-tool-exec-context t))))
               (answered nil)
               (id (mevedel-core-exec-start
-                   (mevedel-exec--spec context args
-                                       :command command :description description :kind "bash"
-                                       :tty (and (mevedel-exec--true-p (plist-get args :tty)) t)
-                                       :yield-ms yield)
-                   (let ((answer (mevedel-exec--answer callback t)))
+                   (mevedel-tool-exec--spec context args
+                                            :command command :description description :kind "bash"
+                                            :tty (and (mevedel-tool-exec--true-p (plist-get args :tty)) t)
+                                            :yield-ms yield)
+                   (let ((answer (mevedel-tool-exec--answer callback t)))
                      (lambda (status value)
                        (setq answered t)
                        (funcall answer status value))))))
@@ -421,41 +421,41 @@ Answer CALLBACK with the output so far and the execution's facts."
             (unless answered
               (mevedel-core-exec-stop-by-user (plist-get context :session) id)))))))))
 
-(defun mevedel-exec-write-stdin (callback args)
+(defun mevedel-tool-exec-write-stdin (callback args)
   "Poll or send input to an execution; answer CALLBACK with what it printed.
 ARGS has :execution_id, :chars and :yield_time_ms.  Empty chars polls;
 other chars go to a PTY; \"\\u0003\" is Ctrl-C."
-  (mevedel-exec--guard
+  (mevedel-tool-exec--guard
    callback
    (lambda ()
-     (let* ((id (mevedel-exec--required-string args :execution_id "execution_id"))
+     (let* ((id (mevedel-tool-exec--required-string args :execution_id "execution_id"))
             (chars (or (plist-get args :chars) ""))
             (_ (unless (stringp chars) (error "The chars argument must be a string")))
-            (context (mevedel-exec-context))
-            (range (if (string-empty-p chars) mevedel-exec-poll-range mevedel-exec-input-range))
-            (wait (mevedel-exec--bounded (plist-get args :yield_time_ms) range "yield_time_ms")))
+            (context (mevedel-tool-exec-context))
+            (range (if (string-empty-p chars) mevedel-tool-exec-poll-range mevedel-tool-exec-input-range))
+            (wait (mevedel-tool-exec--bounded (plist-get args :yield_time_ms) range "yield_time_ms")))
        (if (string-empty-p chars)
            (mevedel-core-exec-observe (plist-get context :session) id
                                       (or (plist-get context :owner) "/root") wait
-                                      (mevedel-exec--answer callback))
+                                      (mevedel-tool-exec--answer callback))
          (mevedel-core-exec-write (plist-get context :session) id
                                   (or (plist-get context :owner) "/root") chars wait
-                                  (mevedel-exec--answer callback)))))))
+                                  (mevedel-tool-exec--answer callback)))))))
 
-(defun mevedel-exec-stop-execution (callback args)
+(defun mevedel-tool-exec-stop-execution (callback args)
   "Stop the execution named in ARGS (:execution_id) and answer CALLBACK."
-  (mevedel-exec--guard
+  (mevedel-tool-exec--guard
    callback
    (lambda ()
-     (let ((id (mevedel-exec--required-string args :execution_id "execution_id"))
-           (context (mevedel-exec-context)))
+     (let ((id (mevedel-tool-exec--required-string args :execution_id "execution_id"))
+           (context (mevedel-tool-exec-context)))
        (mevedel-core-exec-stop (plist-get context :session) id
                                (or (plist-get context :owner) "/root")
-                               (mevedel-exec--answer callback))))))
+                               (mevedel-tool-exec--answer callback))))))
 
-(defun mevedel-exec-list-executions (_args)
+(defun mevedel-tool-exec-list-executions (_args)
   "Return the caller's yielded, unfinished executions as text."
-  (let* ((context (mevedel-exec-context))
+  (let* ((context (mevedel-tool-exec-context))
          (items (mevedel-core-exec-list (plist-get context :session)
                                         (or (plist-get context :owner) "/root"))))
     (if (null items)
@@ -463,7 +463,7 @@ other chars go to a PTY; \"\\u0003\" is Ctrl-C."
       (mapconcat
        (lambda (e)
          (format "<execution %s/>"
-                 (mevedel-exec--attrs
+                 (mevedel-tool-exec--attrs
                   `(("execution_id" . ,(plist-get e :id))
                     ("kind" . ,(plist-get e :kind))
                     ("state" . ,(plist-get e :state))
@@ -474,144 +474,144 @@ other chars go to a PTY; \"\\u0003\" is Ctrl-C."
                     ("tty" . ,(and (plist-get e :tty) "true"))))))
        items "\n"))))
 
-(defun mevedel-exec-monitor (callback args)
+(defun mevedel-tool-exec-monitor (callback args)
   "Start a Monitor: ARGS :command :description :timeout_ms.
 Its stdout lines reach the root model as events; answer CALLBACK with
 its execution id once it is launched."
-  (mevedel-exec--guard
+  (mevedel-tool-exec--guard
    callback
    (lambda ()
-     (let* ((command (mevedel-exec--required-string args :command "command"))
-            (description (mevedel-exec--description args))
+     (let* ((command (mevedel-tool-exec--required-string args :command "command"))
+            (description (mevedel-tool-exec--description args))
             (timeout (or (plist-get args :timeout_ms)
-                         (nth 2 mevedel-exec-monitor-timeout-range)))
-            (context (mevedel-exec-context t)))
+                         (nth 2 mevedel-tool-exec-monitor-timeout-range)))
+            (context (mevedel-tool-exec-context t)))
        (unless (and (integerp timeout)
-                    (<= (nth 0 mevedel-exec-monitor-timeout-range) timeout
-                        (nth 1 mevedel-exec-monitor-timeout-range)))
+                    (<= (nth 0 mevedel-tool-exec-monitor-timeout-range) timeout
+                        (nth 1 mevedel-tool-exec-monitor-timeout-range)))
          (error "The timeout_ms argument must be an integer from %d to %d"
-                (nth 0 mevedel-exec-monitor-timeout-range)
-                (nth 1 mevedel-exec-monitor-timeout-range)))
+                (nth 0 mevedel-tool-exec-monitor-timeout-range)
+                (nth 1 mevedel-tool-exec-monitor-timeout-range)))
        (unless (equal (or (plist-get context :owner) "/root") "/root")
          (error "Monitor is only available to the root agent"))
        (mevedel-core-exec-start
-        (mevedel-exec--spec context args :command command :description description
-                            :kind "monitor" :timeout-ms timeout :yield-ms 10000)
-        (mevedel-exec--answer callback t))))))
+        (mevedel-tool-exec--spec context args :command command :description description
+                                 :kind "monitor" :timeout-ms timeout :yield-ms 10000)
+        (mevedel-tool-exec--answer callback t))))))
 
 ;;;; Events: progress, settlement, monitor lines
 
-(defvar mevedel-exec-progress-functions nil
+(defvar mevedel-tool-exec-progress-functions nil
   "Abnormal hook run with each progress plist of a running command.
 Keys: :session :id :tool-use-id :state :elapsed-ms :bytes :tail.  The
 view uses it to refresh the command's row; it creates no transcript.")
 
-(defvar mevedel-exec-settled-functions nil
+(defvar mevedel-tool-exec-settled-functions nil
   "Abnormal hook run with each settlement plist.
 Keys: :session :id :owner :kind :tool-use-id :command :description
 :yielded :facts :mailbox-ids :mailbox :wake :error.")
 
-(defvar mevedel-exec-monitor-functions nil
+(defvar mevedel-tool-exec-monitor-functions nil
   "Abnormal hook run with each batch of monitor lines.
 Keys: :session :id :owner :tool-use-id :description :monitor-lines
 :monitor-omitted :mailbox-ids :wake.")
 
-(defvar mevedel-exec-delivered-functions nil
+(defvar mevedel-tool-exec-delivered-functions nil
   "Abnormal hook run when polling read background results.
 Called with a plist (:session KEY :mailbox-ids IDS): those records
 were delivered by WriteStdin or StopExecution, so they wake nobody.")
 
-(defun mevedel-exec--on-progress (data)
+(defun mevedel-tool-exec--on-progress (data)
   "Handle a progress event DATA."
-  (run-hook-with-args 'mevedel-exec-progress-functions data))
+  (run-hook-with-args 'mevedel-tool-exec-progress-functions data))
 
-(defun mevedel-exec--on-settled (data)
+(defun mevedel-tool-exec--on-settled (data)
   "Handle a settlement event DATA."
-  (run-hook-with-args 'mevedel-exec-settled-functions data))
+  (run-hook-with-args 'mevedel-tool-exec-settled-functions data))
 
-(defun mevedel-exec--on-monitor (data)
+(defun mevedel-tool-exec--on-monitor (data)
   "Handle a monitor-lines event DATA."
-  (run-hook-with-args 'mevedel-exec-monitor-functions data))
+  (run-hook-with-args 'mevedel-tool-exec-monitor-functions data))
 
-(defun mevedel-exec--on-delivered (data)
+(defun mevedel-tool-exec--on-delivered (data)
   "Handle DATA: a result was read by polling, so it wakes nobody."
-  (run-hook-with-args 'mevedel-exec-delivered-functions data))
+  (run-hook-with-args 'mevedel-tool-exec-delivered-functions data))
 
-(mevedel-core-register-event-handler 'exec-progress #'mevedel-exec--on-progress)
-(mevedel-core-register-event-handler 'exec-settled #'mevedel-exec--on-settled)
-(mevedel-core-register-event-handler 'exec-monitor #'mevedel-exec--on-monitor)
-(mevedel-core-register-event-handler 'exec-delivered #'mevedel-exec--on-delivered)
+(mevedel-core-register-event-handler 'exec-progress #'mevedel-tool-exec--on-progress)
+(mevedel-core-register-event-handler 'exec-settled #'mevedel-tool-exec--on-settled)
+(mevedel-core-register-event-handler 'exec-monitor #'mevedel-tool-exec--on-monitor)
+(mevedel-core-register-event-handler 'exec-delivered #'mevedel-tool-exec--on-delivered)
 
 ;;;; Renderers
 
-(defconst mevedel-exec--success-outcomes '("success" "no-match" "different" "false")
+(defconst mevedel-tool-exec--success-outcomes '("success" "no-match" "different" "false")
   "Outcomes of a command that did what it was asked (see the execution manual).")
 
-(defun mevedel-exec--elapsed (ms)
+(defun mevedel-tool-exec--elapsed (ms)
   "Return MS milliseconds as a short duration."
   (cond ((null ms) nil)
         ((< ms 1000) (format "%dms" ms))
         ((< ms 60000) (format "%.1fs" (/ ms 1000.0)))
         (t (format "%dm%02ds" (/ ms 60000) (/ (% ms 60000) 1000)))))
 
-(defun mevedel-exec--state-label (render-data status)
+(defun mevedel-tool-exec--state-label (render-data status)
   "Return the state shown for a row with RENDER-DATA and call STATUS."
   (let ((state (plist-get render-data :state))
         (outcome (plist-get render-data :outcome)))
     (cond ((member state '("running" "queued" "stopping")) state)
           ((equal outcome "success") "done")
-          ((member outcome mevedel-exec--success-outcomes) outcome)
+          ((member outcome mevedel-tool-exec--success-outcomes) outcome)
           ((equal outcome "stopped") "stopped")
           ((equal (plist-get render-data :termination) "lost") "lost")
           ((or outcome (eq status 'error)) "failed"))))
 
-(defun mevedel-exec--header (prefix text render-data status)
+(defun mevedel-tool-exec--header (prefix text render-data status)
   "Return a row header: PREFIX, TEXT's first line (60 columns), state, elapsed.
 RENDER-DATA and STATUS give the state; a non-default sandbox boundary
 adds its warning."
-  (let* ((state (mevedel-exec--state-label render-data status))
+  (let* ((state (mevedel-tool-exec--state-label render-data status))
          (warning (mevedel-sandbox-summary-warning
                    (plist-get render-data :sandbox-summary)))
          (exit (let ((code (plist-get render-data :exit-code))
                      (signal (plist-get render-data :signal)))
                  (cond (signal (format "signal %s" signal))
                        (code (format "exit %s" code)))))
-         (elapsed (mevedel-exec--elapsed (plist-get render-data :elapsed-ms))))
-    (concat prefix (mevedel-exec--first-line text)
+         (elapsed (mevedel-tool-exec--elapsed (plist-get render-data :elapsed-ms))))
+    (concat prefix (mevedel-tool-exec--first-line text)
             (and state (concat "  " state))
             (and exit (concat " (" exit ")"))
             (and elapsed (concat " " elapsed))
             (and warning (concat "  [" warning "]")))))
 
-(defun mevedel-exec--strip-envelope (result)
+(defun mevedel-tool-exec--strip-envelope (result)
   "Return RESULT without its trailing execution envelope."
   (if (and result (string-match "\n?<\\(?:bash\\|monitor\\)-execution [^\n]*/>\\'" result))
       (substring result 0 (match-beginning 0))
     result))
 
-(defun mevedel-exec--body (command result render-data)
+(defun mevedel-tool-exec--body (command result render-data)
   "Return a row body: the exact COMMAND above RESULT's bounded output.
 RENDER-DATA marks whether RESULT carries an envelope to remove; while
 the command runs, its live progress brings the latest output instead."
   (unless mevedel-tool-render-summary-only
     (let ((output (cond ((plist-get render-data :live-tail))
                         ((plist-get render-data :envelope)
-                         (mevedel-exec--strip-envelope result))
+                         (mevedel-tool-exec--strip-envelope result))
                         (t result))))
       (concat "$ " command "\n"
               (and output (not (string-empty-p output)) (concat "\n" output))))))
 
-(defun mevedel-exec--status (render-data fallback)
+(defun mevedel-tool-exec--status (render-data fallback)
   "Return the row status for RENDER-DATA, else FALLBACK."
   (let ((state (plist-get render-data :state))
         (outcome (plist-get render-data :outcome)))
     (cond ((member state '("running" "queued" "stopping")) 'running)
-          ((member outcome mevedel-exec--success-outcomes) 'success)
+          ((member outcome mevedel-tool-exec--success-outcomes) 'success)
           ((equal outcome "stopped") 'warning)
           (outcome 'error)
           (t fallback))))
 
-(defun mevedel-exec--text-exit (result render-data)
+(defun mevedel-tool-exec--text-exit (result render-data)
   "Return the exit status of a Bash call from RENDER-DATA or RESULT, or nil."
   (or (plist-get render-data :exit-code)
       (plist-get render-data :exit_code)
@@ -619,7 +619,7 @@ the command runs, its live progress brings the latest output instead."
            (string-match "exit[_ ]code[=:]? *\"?\\(-?[0-9]+\\)" result)
            (string-to-number (match-string 1 result)))))
 
-(defun mevedel-exec--render-plain (args result render-data)
+(defun mevedel-tool-exec--render-plain (args result render-data)
   "Render a Bash call that started no execution: ARGS, RESULT, RENDER-DATA.
 That is a call still waiting (RESULT nil) or one refused or failed
 before it ran.  The header shows the command's first line and any
@@ -627,7 +627,7 @@ exit status RESULT names."
   (let* ((command (or (plist-get args :command) ""))
          (first (mevedel-tool-render-first-line command))
          (more (string-match-p "\n[ \t]*[^ \t\n]" (string-trim command)))
-         (exit (mevedel-exec--text-exit result render-data)))
+         (exit (mevedel-tool-exec--text-exit result render-data)))
     (list :header (concat "$ " (mevedel-tool-render-shorten first 64) (and more " …")
                           (cond ((null result) "")
                                 (exit (format "  [exit %s]" exit))))
@@ -636,21 +636,21 @@ exit status RESULT names."
           :expandable-p t
           :initially-collapsed-p t)))
 
-(defun mevedel-exec-render-bash (_name args result render-data)
+(defun mevedel-tool-exec-render-bash (_name args result render-data)
   "Render a Bash call with ARGS, RESULT and RENDER-DATA.
 Rows whose render-data did not come from these handlers (no execution
-id) are drawn by `mevedel-exec--render-plain'."
+id) are drawn by `mevedel-tool-exec--render-plain'."
   (let ((command (or (plist-get args :command) "")))
     (if (not (plist-get render-data :execution-id))
-        (mevedel-exec--render-plain args result render-data)
-      (list :header (mevedel-exec--header "$ " command render-data nil)
-            :status (mevedel-exec--status render-data 'success)
-            :body (mevedel-exec--body command result render-data)
-            :breadcrumb (mevedel-exec-breadcrumb-text (plist-get render-data :breadcrumb))
+        (mevedel-tool-exec--render-plain args result render-data)
+      (list :header (mevedel-tool-exec--header "$ " command render-data nil)
+            :status (mevedel-tool-exec--status render-data 'success)
+            :body (mevedel-tool-exec--body command result render-data)
+            :breadcrumb (mevedel-tool-exec-breadcrumb-text (plist-get render-data :breadcrumb))
             :expandable-p t
             :initially-collapsed-p t))))
 
-(defun mevedel-exec-render-monitor (_name args result render-data)
+(defun mevedel-tool-exec-render-monitor (_name args result render-data)
   "Render a Monitor call with ARGS, RESULT and RENDER-DATA."
   (let ((description (or (plist-get args :description) "")))
     (list :header (concat "Watching: "
@@ -658,13 +658,13 @@ id) are drawn by `mevedel-exec--render-plain'."
                           (when-let* ((warning (mevedel-sandbox-summary-warning
                                                 (plist-get render-data :sandbox-summary))))
                             (concat "  [" warning "]")))
-          :status (mevedel-exec--status render-data 'success)
-          :body (mevedel-exec--body (or (plist-get args :command) "") result render-data)
-          :breadcrumb (mevedel-exec-breadcrumb-text (plist-get render-data :breadcrumb))
+          :status (mevedel-tool-exec--status render-data 'success)
+          :body (mevedel-tool-exec--body (or (plist-get args :command) "") result render-data)
+          :breadcrumb (mevedel-tool-exec-breadcrumb-text (plist-get render-data :breadcrumb))
           :expandable-p t
           :initially-collapsed-p t)))
 
-(defun mevedel-exec-render-control (name args result render-data)
+(defun mevedel-tool-exec-render-control (name args result render-data)
   "Render a WriteStdin, StopExecution or ListExecutions call NAME.
 ARGS, RESULT and RENDER-DATA are as for any renderer.  An empty poll
 is hidden: the command's own row shows its output and status."
@@ -675,11 +675,11 @@ is hidden: the command's own row shows its output and status."
                           (cond ((equal chars "\u0003") " (Ctrl-C)")
                                 ((and chars (not poll))
                                    (format " %S" (truncate-string-to-width chars 40 nil nil "…")))))
-          :status (mevedel-exec--status render-data 'success)
+          :status (mevedel-tool-exec--status render-data 'success)
           :hidden-p (and poll (not (string-prefix-p "Error:" (or result ""))))
           :body (unless mevedel-tool-render-summary-only
                   (if (plist-get render-data :envelope)
-                      (mevedel-exec--strip-envelope result)
+                      (mevedel-tool-exec--strip-envelope result)
                     result))
           :expandable-p t
           :initially-collapsed-p t)))
@@ -694,23 +694,23 @@ is hidden: the command's own row shows its output and status."
 ;; identity (session, owner, execution ID) is checked there: repeated
 ;; events add nothing, and two runs of one command are two rows.
 
-(defun mevedel-exec-outcome-word (facts)
+(defun mevedel-tool-exec-outcome-word (facts)
   "Return how an execution with terminal FACTS ended, for the user.
 That is \"completed\", \"failed\", \"stopped\" or \"timed out\"."
   (let ((outcome (plist-get facts :outcome)))
-    (cond ((member outcome mevedel-exec--success-outcomes) "completed")
+    (cond ((member outcome mevedel-tool-exec--success-outcomes) "completed")
           ((equal outcome "stopped") "stopped")
           ((equal outcome "timeout") "timed out")
           (t "failed"))))
 
-(defun mevedel-exec--first-line (text)
+(defun mevedel-tool-exec--first-line (text)
   "Return TEXT's first line, bounded to 60 columns, marking what was cut."
   (let* ((text (string-trim (or text "")))
          (first (car (split-string text "\n"))))
     (concat (truncate-string-to-width (or first "") 60 nil nil "…")
             (and (string-match-p "\n" text) " …"))))
 
-(defun mevedel-exec-breadcrumb (data)
+(defun mevedel-tool-exec-breadcrumb (data)
   "Return the breadcrumb plist of the settlement DATA of a yielded execution."
   (let ((facts (plist-get data :facts))
         (monitor (equal (plist-get data :kind) "monitor")))
@@ -718,14 +718,14 @@ That is \"completed\", \"failed\", \"stopped\" or \"timed out\"."
           :owner (plist-get data :owner)
           :execution-id (plist-get data :id)
           :label (if monitor
-                     (concat "Watching: " (mevedel-exec--first-line
+                     (concat "Watching: " (mevedel-tool-exec--first-line
                                            (plist-get data :description)))
-                   (concat "$ " (mevedel-exec--first-line (plist-get data :command))))
-          :outcome (mevedel-exec-outcome-word facts)
+                   (concat "$ " (mevedel-tool-exec--first-line (plist-get data :command))))
+          :outcome (mevedel-tool-exec-outcome-word facts)
           :exit-code (plist-get facts :exit-code)
           :signal (plist-get facts :signal))))
 
-(defun mevedel-exec-breadcrumb-text (breadcrumb)
+(defun mevedel-tool-exec-breadcrumb-text (breadcrumb)
   "Return the line shown for BREADCRUMB (a plist), or nil for none."
   (when breadcrumb
     (let ((code (plist-get breadcrumb :exit-code))
@@ -734,22 +734,22 @@ That is \"completed\", \"failed\", \"stopped\" or \"timed out\"."
               (cond (code (format " (exit %s)" code))
                     (signal (format " (signal %s)" signal)))))))
 
-(defun mevedel-exec--same-breadcrumb-p (a b)
+(defun mevedel-tool-exec--same-breadcrumb-p (a b)
   "Return non-nil when breadcrumbs A and B are for the same execution."
   (cl-every (lambda (key) (equal (plist-get a key) (plist-get b key)))
             '(:session :owner :execution-id)))
 
-(defun mevedel-exec-settle-render-data (render-data data)
+(defun mevedel-tool-exec-settle-render-data (render-data data)
   "Return RENDER-DATA of a row updated for the settlement DATA.
 A yielded execution's row gets its terminal facts and its breadcrumb.
 RENDER-DATA itself comes back (unchanged) when it belongs to another
 execution, when DATA is not a yielded one's, or when the row already
 has this breadcrumb."
   (let ((facts (plist-get data :facts))
-        (breadcrumb (mevedel-exec-breadcrumb data)))
+        (breadcrumb (mevedel-tool-exec-breadcrumb data)))
     (if (or (not (plist-get data :yielded))
             (not (equal (plist-get render-data :execution-id) (plist-get data :id)))
-            (mevedel-exec--same-breadcrumb-p (plist-get render-data :breadcrumb) breadcrumb))
+            (mevedel-tool-exec--same-breadcrumb-p (plist-get render-data :breadcrumb) breadcrumb))
         render-data
       (let ((new (copy-sequence render-data)))
         (dolist (pair `((:state . "completed")
@@ -762,24 +762,24 @@ has this breadcrumb."
                         (:breadcrumb . ,breadcrumb)))
           (setq new (plist-put new (car pair) (cdr pair))))
         (mevedel-sandbox-render-data
-         new (mevedel-exec-sandbox-summary (plist-get facts :sandbox)))))))
+         new (mevedel-tool-exec-sandbox-summary (plist-get facts :sandbox)))))))
 
 ;;;; Session teardown
 
-(defun mevedel-exec-session-teardown (session)
+(defun mevedel-tool-exec-session-teardown (session)
   "Stop every execution of SESSION (a `mevedel-session'), silently."
   (when (and (mevedel-session-p session) (featurep 'mevedel-dyn))
     (mevedel-core-exec-teardown (mevedel-session-id session))))
 
-(add-hook 'mevedel-session-close-functions #'mevedel-exec-session-teardown)
+(add-hook 'mevedel-session-close-functions #'mevedel-tool-exec-session-teardown)
 
-(defun mevedel-exec--mail-written (data)
+(defun mevedel-tool-exec--mail-written (data)
   "Complete the storage of DATA's session when the module posted mail to it."
   (when (plist-get data :mailbox)
     (mevedel-session-storage-written (plist-get data :session))))
 
-(add-hook 'mevedel-exec-settled-functions #'mevedel-exec--mail-written)
-(add-hook 'mevedel-exec-monitor-functions #'mevedel-exec--mail-written)
+(add-hook 'mevedel-tool-exec-settled-functions #'mevedel-tool-exec--mail-written)
+(add-hook 'mevedel-tool-exec-monitor-functions #'mevedel-tool-exec--mail-written)
 
 ;;;; Tools
 
@@ -795,7 +795,7 @@ automatic timeout (use `timeout N cmd'). Output is capped at 64 MiB and long out
 shown as head and tail. Commands run in a sandbox: the workspace is writable (not .git), the \
 network is off; additional_permissions (network, read/write paths) or \
 sandbox_permissions=\"require_escalated\" ask the user first, with your justification. \
-Manual: " mevedel-exec-manual-address)
+Manual: " mevedel-tool-exec-manual-address)
   :args ((command string :required "The Bash source to run")
          (description string :required
                       "A short description of what the command does (a few words)")
@@ -814,43 +814,43 @@ Manual: " mevedel-exec-manual-address)
          (justification string :optional "Why the extra permissions are needed, for the user"))
   :async-p t
   :max-result-size 30000
-  :check-permission #'mevedel-exec-check-command
-  :grant-request #'mevedel-exec-grant-request
-  :function #'mevedel-exec-bash
-  :renderer #'mevedel-exec-render-bash)
+  :check-permission #'mevedel-tool-exec-check-command
+  :grant-request #'mevedel-tool-exec-grant-request
+  :function #'mevedel-tool-exec-bash
+  :renderer #'mevedel-tool-exec-render-bash)
 
 (mevedel-define-tool WriteStdin
   :description (concat
                 "Poll a running execution, or send it input. With empty chars it waits up to \
 yield_time_ms (5000-300000, default 5000) for completion and returns the output printed since \
 your last look. Input goes only to tty executions (yield_time_ms 250-30000, default 250); \
-chars \"\\u0003\" sends Ctrl-C. Manual: " mevedel-exec-manual-address)
+chars \"\\u0003\" sends Ctrl-C. Manual: " mevedel-tool-exec-manual-address)
   :args ((execution_id string :required "The id a Bash or Monitor call returned")
          (chars string :optional "Text to type (empty: just poll)")
          (yield_time_ms integer :optional "How long to wait, in milliseconds"
                         :minimum 250 :maximum 300000))
   :async-p t
   :max-result-size 30000
-  :check-permission #'mevedel-exec-check-control
-  :function #'mevedel-exec-write-stdin
-  :renderer #'mevedel-exec-render-control)
+  :check-permission #'mevedel-tool-exec-check-control
+  :function #'mevedel-tool-exec-write-stdin
+  :renderer #'mevedel-tool-exec-render-control)
 
 (mevedel-define-tool ListExecutions
   :description "List your executions that are still running after they yielded."
   :args ()
   :read-only-p t
-  :check-permission #'mevedel-exec-check-control
-  :function #'mevedel-exec-list-executions
-  :renderer #'mevedel-exec-render-control)
+  :check-permission #'mevedel-tool-exec-check-control
+  :function #'mevedel-tool-exec-list-executions
+  :renderer #'mevedel-tool-exec-render-control)
 
 (mevedel-define-tool StopExecution
   :description "Stop one of your running executions (TERM, then KILL) and return its final output."
   :args ((execution_id string :required "The id a Bash or Monitor call returned"))
   :async-p t
   :max-result-size 30000
-  :check-permission #'mevedel-exec-check-control
-  :function #'mevedel-exec-stop-execution
-  :renderer #'mevedel-exec-render-control)
+  :check-permission #'mevedel-tool-exec-check-control
+  :function #'mevedel-tool-exec-stop-execution
+  :renderer #'mevedel-tool-exec-render-control)
 
 (mevedel-define-tool Monitor
   :description (concat
@@ -860,7 +860,7 @@ event; stderr is only kept in the output file. It stops at timeout_ms (default 3
 it floods (over 100 lines a minute). For one eventual result use Bash instead. It runs in \
 Bash's sandbox, with the same sandbox_permissions, additional_permissions and justification. \
 Manual: "
-                mevedel-exec-manual-address)
+                mevedel-tool-exec-manual-address)
   :args ((command string :required "The Bash source of the watcher")
          (description string :required "What it watches; shown with every event")
          (timeout_ms integer :optional "Milliseconds until it is stopped (default 300000)"
@@ -875,10 +875,10 @@ Manual: "
                                               write (:type array :items string)))
          (justification string :optional "Why the extra permissions are needed, for the user"))
   :async-p t
-  :check-permission #'mevedel-exec-check-command
-  :grant-request #'mevedel-exec-grant-request
-  :function #'mevedel-exec-monitor
-  :renderer #'mevedel-exec-render-monitor)
+  :check-permission #'mevedel-tool-exec-check-command
+  :grant-request #'mevedel-tool-exec-grant-request
+  :function #'mevedel-tool-exec-monitor
+  :renderer #'mevedel-tool-exec-render-monitor)
 
 (provide 'mevedel-tool-exec)
 ;;; mevedel-tool-exec.el ends here

@@ -35,7 +35,7 @@
 ;; Argument values are kept JSON-faithful while they are checked: JSON
 ;; null is :null, false is :json-false, true is t, an array is a vector,
 ;; an object is a keyword plist, and an empty object nested in a value
-;; is an empty hash table (see `mevedel-tool-json-empty-object').  An
+;; is an empty hash table (see `mevedel-tool-repair-json-empty-object').  An
 ;; absent argument is simply missing from the plist.
 
 ;;; Code:

@@ -1046,7 +1046,7 @@ instead."
   "Set this session's permission MODE."
   (interactive
    (list (intern (completing-read "Permission mode: "
-                                  (mapcar #'symbol-name mevedel-permission-modes) nil t))))
+                                  (mapcar #'symbol-name mevedel-permissions-modes) nil t))))
   (setf (mevedel-chat-permission-mode mevedel-view--chat) mode)
   (force-mode-line-update))
 

@@ -45,7 +45,7 @@ session.  The store's directory goes afterwards."
               (,(car vars) (expand-file-name "session.sqlite" ,dir))
               (,ctx (agent-test--context :mailbox ,(car vars)))
               (,(cadr vars) (plist-get ,ctx :session))
-              (mevedel-exec-context-function (lambda () ,ctx)))
+              (mevedel-tool-exec-context-function (lambda () ,ctx)))
          (unwind-protect
              (progn ,@body)
            (delete-directory ,dir t))))))
@@ -62,7 +62,7 @@ session.  The store's directory goes afterwards."
         ;; Two background completions while idle start one turn: the
         ;; second arrives while that turn runs and is read by it.
         (dolist (n '(1 2))
-          (agent-test--call #'mevedel-exec-bash
+          (agent-test--call #'mevedel-tool-exec-bash
                             (list :command (format "sleep 0.%d; echo job %d" (+ 3 n) n)
                                   :description (format "job %d" n)
                                   :yield_time_ms 250)))
@@ -86,13 +86,13 @@ session.  The store's directory goes afterwards."
     (let ((woken nil))
       (cl-letf (((symbol-function 'mevedel-agent--wake) (lambda (key) (push key woken) t))
                 ((symbol-function 'mevedel-agent--idle-p) (lambda (_key) t)))
-        (let* ((a (agent-test--call #'mevedel-exec-bash
+        (let* ((a (agent-test--call #'mevedel-tool-exec-bash
                                     '(:command "sleep 20" :description "to stop"
                                                :yield_time_ms 250)))
                (id (plist-get (plist-get a :render-data) :execution-id)))
-          (agent-test--call #'mevedel-exec-stop-execution (list :execution_id id)))
+          (agent-test--call #'mevedel-tool-exec-stop-execution (list :execution_id id)))
         ;; The user's stop mails the result but does not wake.
-        (let* ((a (agent-test--call #'mevedel-exec-bash
+        (let* ((a (agent-test--call #'mevedel-tool-exec-bash
                                     '(:command "sleep 20" :description "user stop"
                                                :yield_time_ms 250)))
                (id (plist-get (plist-get a :render-data) :execution-id)))

@@ -46,7 +46,7 @@ Return the execution ID."
     (let* ((settlements nil)
            (capture (lambda (data) (push data settlements)))
            (session (mevedel-session-id (mevedel-chat-session chat))))
-      (add-hook 'mevedel-exec-settled-functions capture)
+      (add-hook 'mevedel-tool-exec-settled-functions capture)
       (unwind-protect
           (let ((execution (exec-breadcrumb-test--yielded-bash
                             chat "call_y" "sleep 0.6; echo done-marker")))
@@ -78,7 +78,7 @@ Return the execution ID."
             (should (= (length settlements) 1))
             (let ((data-text (with-current-buffer (mevedel-chat-data-buffer chat)
                                (buffer-string))))
-              (mevedel-exec--on-settled (car settlements))
+              (mevedel-tool-exec--on-settled (car settlements))
               (should (equal (with-current-buffer (mevedel-chat-data-buffer chat) (buffer-string))
                              data-text)))
             (mevedel-view-rerender view)
@@ -94,7 +94,7 @@ Return the execution ID."
               (should (looking-at-p "▾ ✓ \\$ sleep 0\\.6"))
               (should (string-match-p "    \\$ sleep 0\\.6; echo done-marker\n"
                                       (exec-breadcrumb-test--transcript view)))))
-        (remove-hook 'mevedel-exec-settled-functions capture)))))
+        (remove-hook 'mevedel-tool-exec-settled-functions capture)))))
 
 (ert-deftest mevedel-exec-breadcrumb:foreground-completion-leaves-none ()
   (mevedel-core-ensure)
@@ -177,18 +177,18 @@ Return the execution ID."
                      '("    ↳ $ sleep 0.3; echo early — completed (exit 0)"))))))
 
 (ert-deftest mevedel-exec-breadcrumb:texts ()
-  (should (equal (mevedel-exec-outcome-word '(:outcome "no-match")) "completed"))
-  (should (equal (mevedel-exec-outcome-word '(:outcome "timeout")) "timed out"))
-  (should (equal (mevedel-exec-outcome-word '(:outcome "failure")) "failed"))
-  (should (equal (mevedel-exec-outcome-word '(:outcome "stopped")) "stopped"))
-  (let ((monitor (mevedel-exec-breadcrumb
+  (should (equal (mevedel-tool-exec-outcome-word '(:outcome "no-match")) "completed"))
+  (should (equal (mevedel-tool-exec-outcome-word '(:outcome "timeout")) "timed out"))
+  (should (equal (mevedel-tool-exec-outcome-word '(:outcome "failure")) "failed"))
+  (should (equal (mevedel-tool-exec-outcome-word '(:outcome "stopped")) "stopped"))
+  (let ((monitor (mevedel-tool-exec-breadcrumb
                   '(:session "s" :owner "/root" :id "x1" :kind "monitor" :command "tail -f log"
                              :description "errors in the log" :yielded t
                              :facts (:outcome "timeout" :termination "timeout")))))
-    (should (equal (mevedel-exec-breadcrumb-text monitor)
+    (should (equal (mevedel-tool-exec-breadcrumb-text monitor)
                    "Watching: errors in the log — timed out")))
-  (should (equal (mevedel-exec-breadcrumb-text
-                  (mevedel-exec-breadcrumb
+  (should (equal (mevedel-tool-exec-breadcrumb-text
+                  (mevedel-tool-exec-breadcrumb
                    (list :session "s" :owner "/root" :id "x2" :kind "bash" :yielded t
                          :command (concat (make-string 70 ?a) "\nsecond")
                          :facts '(:outcome "failure" :signal 9))))
@@ -196,8 +196,8 @@ Return the execution ID."
   (should-error (mevedel-tool-render-validate '(:header "h" :breadcrumb "two\nlines")))
   ;; Another execution's row, or a foreground one, is left alone.
   (let ((data '(:execution-id "x3" :state "running")))
-    (should (eq (mevedel-exec-settle-render-data data '(:id "x4" :yielded t :facts nil)) data))
-    (should (eq (mevedel-exec-settle-render-data data '(:id "x3" :yielded nil :facts nil)) data))))
+    (should (eq (mevedel-tool-exec-settle-render-data data '(:id "x4" :yielded t :facts nil)) data))
+    (should (eq (mevedel-tool-exec-settle-render-data data '(:id "x3" :yielded nil :facts nil)) data))))
 
 (provide 'exec-breadcrumb-test)
 ;;; exec-breadcrumb-test.el ends here

@@ -29,7 +29,7 @@
   `(let* ((,var (file-name-as-directory (make-temp-file "exec-sbx-ws" t)))
           (ctx (list :session (format "exec-sbx-%d" (cl-incf exec-sandbox-test--n))
                      :owner "/root" :cwd ,var))
-          (mevedel-exec-context-function (lambda () ctx)))
+          (mevedel-tool-exec-context-function (lambda () ctx)))
      (unwind-protect (progn ,@body)
        (mevedel-core-exec-teardown (plist-get ctx :session))
        (delete-directory ,var t))))
@@ -51,7 +51,7 @@
 
 (defun exec-sandbox-test--bash (command &rest args)
   "Run COMMAND through the Bash handler with ARGS; return the answer."
-  (exec-sandbox-test--call #'mevedel-exec-bash
+  (exec-sandbox-test--call #'mevedel-tool-exec-bash
                            (append (list :command command :description "test"
                                          :yield_time_ms 20000)
                                    args)))
@@ -86,7 +86,7 @@
         (mevedel-core-exec-start
          (list :session (plist-get ctx :session) :owner "/root" :command "true"
                :description "t" :kind "bash" :cwd (directory-file-name ws) :yield-ms 20000
-               :sandbox (mevedel-exec--sandbox ctx (directory-file-name ws) nil))
+               :sandbox (mevedel-tool-exec--sandbox ctx (directory-file-name ws) nil))
          (lambda (_status value) (setq obs value)))
         (mevedel-test-wait-until obs 30)
         (should (eq (plist-get (plist-get obs :sandbox) :boundary) 'bwrap-landlock))
@@ -202,7 +202,7 @@ echo x > %s || echo denied-outside; echo x > %s || echo denied-hook"
             (should-not (file-exists-p (expand-file-name "ran" ws)))
             (should (= 1 (plist-get (plist-get data :sandbox-summary) :refusals)))
             (should (string-match-p "1 refused"
-                                    (plist-get (mevedel-exec-render-bash
+                                    (plist-get (mevedel-tool-exec-render-bash
                                                 "Bash" '(:command "touch ran") text data)
                                                :header))))
           ;; The reason names no private path of mevedel's.
@@ -231,7 +231,7 @@ echo x > %s || echo denied-outside; echo x > %s || echo denied-hook"
             (should (string-match-p "Note: this command was confined by Landlock only" text))
             (should (equal (plist-get summary :boundaries) '(landlock)))
             (should (string-match-p "\\[sandbox: Landlock only\\]"
-                                    (plist-get (mevedel-exec-render-bash
+                                    (plist-get (mevedel-tool-exec-render-bash
                                                 "Bash" '(:command "touch ran") text
                                                 (plist-get answer :render-data))
                                                :header))))
@@ -256,7 +256,7 @@ echo x > %s || echo denied-outside; echo x > %s || echo denied-hook"
   (mevedel-core-ensure)
   (exec-sandbox-test--with-workspace _ws
     (let* ((answer (exec-sandbox-test--call
-                    #'mevedel-exec-bash
+                    #'mevedel-tool-exec-bash
                     '(:command "read x; echo got $x" :description "ask" :tty t
                                :yield_time_ms 500)))
            (id (plist-get (plist-get answer :render-data) :execution-id)))
@@ -264,21 +264,21 @@ echo x > %s || echo denied-outside; echo x > %s || echo denied-hook"
       (should (string-match-p "got hello"
                               (exec-sandbox-test--text
                                (exec-sandbox-test--call
-                                #'mevedel-exec-write-stdin
+                                #'mevedel-tool-exec-write-stdin
                                 (list :execution_id id :chars "hello\n" :yield_time_ms 5000))))))
     ;; Ctrl-C reaches the command once, through the terminal, and only it.
     (dolist (tty '(t nil))
       (let* ((answer (exec-sandbox-test--call
-                      #'mevedel-exec-bash
+                      #'mevedel-tool-exec-bash
                       (list :command "trap 'echo got-INT; exit 7' INT; \
 while :; do sleep 0.1; done"
                             :description "wait" :tty tty :yield_time_ms 700)))
              (id (plist-get (plist-get answer :render-data) :execution-id)))
         (should (equal (plist-get (plist-get answer :render-data) :state) "running"))
-        (exec-sandbox-test--call #'mevedel-exec-write-stdin
+        (exec-sandbox-test--call #'mevedel-tool-exec-write-stdin
                                  (list :execution_id id :chars "\u0003" :yield_time_ms 250))
         (let ((done (exec-sandbox-test--text
-                     (exec-sandbox-test--call #'mevedel-exec-write-stdin
+                     (exec-sandbox-test--call #'mevedel-tool-exec-write-stdin
                                               (list :execution_id id :chars ""
                                                     :yield_time_ms 10000)))))
           (should (string-match-p "got-INT\r?$" done))
@@ -290,7 +290,7 @@ while :; do sleep 0.1; done"
     (exec-sandbox-test--with-workspace _ws
       (setq session (plist-get ctx :session))
       (let* ((answer (exec-sandbox-test--call
-                      #'mevedel-exec-bash
+                      #'mevedel-tool-exec-bash
                       (list :command (concat "echo started; " (mevedel-test-sleep 301 "5")
                                              " | " (mevedel-test-sleep 301 "75"))
                             :description "nap" :yield_time_ms 700)))
@@ -300,16 +300,16 @@ while :; do sleep 0.1; done"
         (should (string-match-p "state=\"running\""
                                 (exec-sandbox-test--text
                                  (exec-sandbox-test--call
-                                  #'mevedel-exec-write-stdin
+                                  #'mevedel-tool-exec-write-stdin
                                   (list :execution_id id :chars "" :yield_time_ms 5000)))))
         (should (string-match-p "termination=\"stopped\""
                                 (exec-sandbox-test--text
-                                 (exec-sandbox-test--call #'mevedel-exec-stop-execution
+                                 (exec-sandbox-test--call #'mevedel-tool-exec-stop-execution
                                                           (list :execution_id id)))))
         (should-not (mevedel-test-processes-running (mevedel-test-sleep 301))))
       ;; A yielded command left running goes with its session.
       (let ((answer (exec-sandbox-test--call
-                     #'mevedel-exec-bash
+                     #'mevedel-tool-exec-bash
                      (list :command (mevedel-test-sleep 302 "5")
                            :description "nap" :yield_time_ms 500))))
         (should (equal (plist-get (plist-get answer :render-data) :state) "running"))
@@ -361,11 +361,11 @@ while :; do sleep 0.1; done"
   (exec-sandbox-test--with-workspace _ws
     (exec-sandbox-test--with-outside out
       (let* ((lines nil)
-             (mevedel-exec-monitor-functions
+             (mevedel-tool-exec-monitor-functions
               (list (lambda (data) (setq lines (append lines (plist-get data :monitor-lines))))))
              (target (expand-file-name "m" out))
              (answer (exec-sandbox-test--call
-                      #'mevedel-exec-monitor
+                      #'mevedel-tool-exec-monitor
                       (list :command (format "touch %s 2>/dev/null; echo rc=$?; \
 echo hi > /dev/tcp/127.0.0.1/9 2>/dev/null; echo net=$?"
                                              (shell-quote-argument target))
@@ -421,9 +421,9 @@ echo hi > /dev/tcp/127.0.0.1/9 2>/dev/null; echo net=$?"
       (should (eq (exec-sandbox-test--decide chat net) 'ask))
       (should (eq (exec-sandbox-test--decide chat escalated) 'ask))
       ;; An allow rule for Bash does not cover a grant either; a deny rule wins.
-      (let ((mevedel-permission-rules '((allow "Bash"))))
+      (let ((mevedel-permissions-rules '((allow "Bash"))))
         (should (eq (exec-sandbox-test--decide chat net) 'ask)))
-      (let ((mevedel-permission-rules '((deny "Bash"))))
+      (let ((mevedel-permissions-rules '((deny "Bash"))))
         (should (eq (car (exec-sandbox-test--decide chat escalated))
                     'deny)))
       ;; Malformed grants are named.

@@ -56,7 +56,7 @@ moves it to state nil and stops there."
   (let ((captured nil))
     (cl-letf (((symbol-function 'mevedel-pipeline-run-tool)
                (lambda (_tool args callback &rest _)
-                 (push (mevedel-tool-json-encode args) captured)
+                 (push (mevedel-tool-repair-json-encode args) captured)
                  (funcall callback "ok"))))
       (gptel--handle-tool-use (mevedel-gptel-test--fsm info)))
     captured))

@@ -20,7 +20,7 @@
 (declare-function mevedel-pipeline-run-tool "mevedel-pipeline")
 (declare-function mevedel-tool-get "mevedel-tool-registry")
 (declare-function mevedel-render-data-extract "mevedel-render-data")
-(defvar mevedel-permission-rules)
+(defvar mevedel-permissions-rules)
 
 (defconst mevedel-test-root
   (file-name-directory
@@ -139,8 +139,8 @@ the session's executions table, the data buffer and the workspace go."
   `(let* ((root (file-name-as-directory (make-temp-file "mevedel-view-" t)))
           (,view (mevedel root))
           (,chat (mevedel-view-chat ,view))
-          (mevedel-permission-rules (append '((allow "Bash") (allow "Monitor"))
-                                            mevedel-permission-rules)))
+          (mevedel-permissions-rules (append '((allow "Bash") (allow "Monitor"))
+                                             mevedel-permissions-rules)))
      (unwind-protect (cl-letf (((symbol-function 'mevedel-agent--wake) #'ignore))
                        ,@body)
        (when-let* ((ps (get-buffer (format "*mevedel ps: %s*" (mevedel-chat-name ,chat)))))

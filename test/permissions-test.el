@@ -37,7 +37,7 @@ refusal is returned as `deny'."
   "Bind VAR to a fresh workspace directory around BODY."
   (declare (indent 1))
   `(let ((,var (file-name-as-directory (make-temp-file "mevedel-perm-" t)))
-         (mevedel-permission-rules nil)
+         (mevedel-permissions-rules nil)
          (mevedel-permissions-recheck-interval 0))
      (unwind-protect (progn ,@body)
        (delete-directory ,var t))))
@@ -71,20 +71,20 @@ refusal is returned as `deny'."
 (ert-deftest mevedel-permissions:deny-beats-ask-beats-allow ()
   (mevedel-permissions-test--with-root root
     (let ((path (list (expand-file-name "src/secret.env" root))))
-      (let ((mevedel-permission-rules '((allow "Read") (ask "Read" "**/*.env"))))
+      (let ((mevedel-permissions-rules '((allow "Read") (ask "Read" "**/*.env"))))
         (should (eq (mevedel-permissions-test--decide "Read" :paths path :root root
                                                 :mode 'full-auto)
                     'ask)))
-      (let ((mevedel-permission-rules '((allow "Read") (ask "Read" "**/*.env")
-                                        (deny "*" "src/secret.*"))))
+      (let ((mevedel-permissions-rules '((allow "Read") (ask "Read" "**/*.env")
+                                         (deny "*" "src/secret.*"))))
         (should (eq (mevedel-permissions-test--decide "Read" :paths path :root root) 'deny)))
       ;; Session "always" answers are allow rules: a configured ask still wins.
-      (let ((mevedel-permission-rules '((ask "Read" "**/*.env"))))
+      (let ((mevedel-permissions-rules '((ask "Read" "**/*.env"))))
         (should (eq (mevedel-permissions-test--decide "Read" :paths path :root root
                                                 :session-rules '((allow "Read")))
                     'ask)))
       ;; A rule for another tool does not apply.
-      (let ((mevedel-permission-rules '((deny "Bash"))))
+      (let ((mevedel-permissions-rules '((deny "Bash"))))
         (should (eq (mevedel-permissions-test--decide "Read" :paths path :root root
                                                 :read-only-p t)
                     'allow))))))
@@ -98,7 +98,7 @@ refusal is returned as `deny'."
   (should-not (string-match-p (mevedel-permissions-glob-regexp "a.c") "abc"))
   (mevedel-permissions-test--with-root root
     ;; Allow rules need every path to match; deny rules any path.
-    (let ((mevedel-permission-rules '((allow "Edit" "docs/**"))))
+    (let ((mevedel-permissions-rules '((allow "Edit" "docs/**"))))
       (should (eq (mevedel-permissions-test--decide
                    "Edit" :root root :mode 'ask
                    :paths (list (expand-file-name "docs/a.md" root)))
@@ -108,7 +108,7 @@ refusal is returned as `deny'."
                    :paths (list (expand-file-name "docs/a.md" root)
                                 (expand-file-name "src/b.el" root)))
                   'ask)))
-    (let ((mevedel-permission-rules '((deny "Edit" "/etc/**"))))
+    (let ((mevedel-permissions-rules '((deny "Edit" "/etc/**"))))
       (should (eq (mevedel-permissions-test--decide "Edit" :root root :mode 'full-auto
                                               :paths '("/tmp/x" "/etc/hosts"))
                   'deny)))))
@@ -116,7 +116,7 @@ refusal is returned as `deny'."
 (ert-deftest mevedel-permissions:workspace-file-is-data ()
   (mevedel-permissions-test--with-root root
     (make-directory (expand-file-name ".mevedel" root))
-    (let ((file (expand-file-name mevedel-permission-workspace-file root))
+    (let ((file (expand-file-name mevedel-permissions-workspace-file root))
           (marker (expand-file-name "evaluated" root)))
       (with-temp-file file (insert "((deny \"Bash\") (allow \"Read\" \"docs/**\"))\n"))
       (should (eq (mevedel-permissions-test--decide "Bash" :root root :mode 'full-auto) 'deny))
@@ -150,7 +150,7 @@ prompter pushes each permission card it is shown on CARDS."
   `(let* ((ws (file-name-as-directory (make-temp-file "mevedel-perm-chat" t)))
           (,chat (mevedel-chat-get-create ws))
           (,cards nil)
-          (mevedel-permission-rules nil))
+          (mevedel-permissions-rules nil))
      (mevedel-chat-set-prompter ,chat (lambda (_chat request) (push request ,cards)))
      (setf (mevedel-chat-turn ,chat) 'test-turn)
      (unwind-protect (progn ,@body)
@@ -215,7 +215,7 @@ prompter pushes each permission card it is shown on CARDS."
                               (mevedel-test-run-tool chat "ListExecutions" "call_list" nil)))
       (should-not cards)
       ;; Even an ask rule for every tool does not make them ask.
-      (let ((mevedel-permission-rules '((ask "*"))))
+      (let ((mevedel-permissions-rules '((ask "*"))))
         (should (eq (mevedel-permissions-decide-call
                      (mevedel-permissions-test--context chat "StopExecution"
                                                         (list :execution_id id))
@@ -261,7 +261,7 @@ prompter pushes each permission card it is shown on CARDS."
   (mevedel-permissions-test--with-chat chat _cards
     (mevedel-permissions-remember (mevedel-chat-session chat) '((command . "npm test")))
     (should (eq (mevedel-permissions-test--bash chat "npm test") 'allow))
-    (let ((mevedel-permission-rules '((ask "Bash"))))
+    (let ((mevedel-permissions-rules '((ask "Bash"))))
       (should (eq (mevedel-permissions-test--bash chat "npm test") 'ask))
       (should (eq (mevedel-permissions-test--bash chat "git status") 'ask))
       (let ((card (mevedel-permissions-test--card chat "npm test")))
@@ -271,7 +271,7 @@ prompter pushes each permission card it is shown on CARDS."
         (should (string-match-p "rule (ask \"Bash\")"
                                 (mevedel-view--card-text card)))))
     ;; Bash's rules are Monitor's.
-    (let ((mevedel-permission-rules '((deny "Bash"))))
+    (let ((mevedel-permissions-rules '((deny "Bash"))))
       (should (eq (car (mevedel-permissions-test--bash chat "git status" "Monitor")) 'deny)))))
 
 (ert-deftest mevedel-permissions:read-only-bash-outside-the-workspace-asks ()
@@ -285,7 +285,7 @@ prompter pushes each permission card it is shown on CARDS."
                             (plist-get (mevedel-permissions-test--card chat "cat /etc/passwd")
                                        :why)))
     ;; A rule with globs sees the command's files.
-    (let ((mevedel-permission-rules '((allow "Bash" "/etc/**"))))
+    (let ((mevedel-permissions-rules '((allow "Bash" "/etc/**"))))
       (should (eq (mevedel-permissions-test--bash chat "cat /etc/passwd") 'allow)))
     ;; full-auto runs it; edits mode does not cover commands.
     (setf (mevedel-chat-permission-mode chat) 'edits)

@@ -18,7 +18,7 @@
   "Run BODY with the execution context CONTEXT (a plist form)."
   (declare (indent 1))
   `(let* ((ctx ,context)
-          (mevedel-exec-context-function (lambda () ctx)))
+          (mevedel-tool-exec-context-function (lambda () ctx)))
      ,@body))
 
 (defun tool-exec-test--context (&rest extra)
@@ -41,7 +41,7 @@
   (mevedel-core-ensure)
   (tool-exec-test--with-context (tool-exec-test--context)
     (let* ((answer (tool-exec-test--call
-                    #'mevedel-exec-bash
+                    #'mevedel-tool-exec-bash
                     '(:command "echo start; sleep 1; echo end" :description "slow echo"
                                :yield_time_ms 300)))
            (text (tool-exec-test--result answer))
@@ -51,95 +51,95 @@
       (should (string-match-p "Still running. Poll with WriteStdin" text))
       (should (string-match-p "<bash-execution execution_id=\"x[0-9a-f]+\" state=\"running\"" text))
       (should (equal (plist-get data :state) "running"))
-      (should (string-match-p (regexp-quote id) (mevedel-exec-list-executions nil)))
-      (let* ((done (tool-exec-test--call #'mevedel-exec-write-stdin
+      (should (string-match-p (regexp-quote id) (mevedel-tool-exec-list-executions nil)))
+      (let* ((done (tool-exec-test--call #'mevedel-tool-exec-write-stdin
                                          (list :execution_id id :chars "")))
              (text (tool-exec-test--result done)))
         (should (string-prefix-p "end\n<bash-execution" text))
         (should (string-match-p "outcome=\"success\"" text))
         (should (string-match-p "exit_code=\"0\"" text))
         (should (equal (plist-get (plist-get done :render-data) :state) "completed")))
-      (should (equal (mevedel-exec-list-executions nil) "No yielded executions are running.")))))
+      (should (equal (mevedel-tool-exec-list-executions nil) "No yielded executions are running.")))))
 
 (ert-deftest mevedel-tool-exec:bash-argument-policy ()
   (mevedel-core-ensure)
   (tool-exec-test--with-context (tool-exec-test--context)
     (should (string-match-p "Error: description is required"
-                            (tool-exec-test--call #'mevedel-exec-bash '(:command "true"))))
+                            (tool-exec-test--call #'mevedel-tool-exec-bash '(:command "true"))))
     (should (string-match-p "Error: command is required"
-                            (tool-exec-test--call #'mevedel-exec-bash '(:description "x"))))
+                            (tool-exec-test--call #'mevedel-tool-exec-bash '(:description "x"))))
     (should (string-match-p "must be short"
                             (tool-exec-test--call
-                             #'mevedel-exec-bash
+                             #'mevedel-tool-exec-bash
                              (list :command "true" :description (make-string 300 ?x)))))
     (should (string-match-p "Error: yield_time_ms must be a number"
                             (tool-exec-test--call
-                             #'mevedel-exec-bash
+                             #'mevedel-tool-exec-bash
                              '(:command "true" :description "x" :yield_time_ms "soon"))))
     (should (string-match-p "Error: .*background operator"
                             (tool-exec-test--call
-                             #'mevedel-exec-bash '(:command "sleep 9 &" :description "bg")))))
-  (should (= (mevedel-exec--bounded 10 mevedel-exec-yield-range "y") 250))
-  (should (= (mevedel-exec--bounded 99999 mevedel-exec-yield-range "y") 30000))
-  (should (= (mevedel-exec--bounded nil mevedel-exec-poll-range "y") 5000))
-  (should (= (mevedel-exec--bounded 1 mevedel-exec-poll-range "y") 5000))
-  (should (= (mevedel-exec--bounded nil mevedel-exec-input-range "y") 250)))
+                             #'mevedel-tool-exec-bash '(:command "sleep 9 &" :description "bg")))))
+  (should (= (mevedel-tool-exec--bounded 10 mevedel-tool-exec-yield-range "y") 250))
+  (should (= (mevedel-tool-exec--bounded 99999 mevedel-tool-exec-yield-range "y") 30000))
+  (should (= (mevedel-tool-exec--bounded nil mevedel-tool-exec-poll-range "y") 5000))
+  (should (= (mevedel-tool-exec--bounded 1 mevedel-tool-exec-poll-range "y") 5000))
+  (should (= (mevedel-tool-exec--bounded nil mevedel-tool-exec-input-range "y") 250)))
 
 (ert-deftest mevedel-tool-exec:pty-input-and-pipe-refusal ()
   (mevedel-core-ensure)
   (tool-exec-test--with-context (tool-exec-test--context)
     (let* ((answer (tool-exec-test--call
-                    #'mevedel-exec-bash
+                    #'mevedel-tool-exec-bash
                     '(:command "read x; echo got $x" :description "ask" :tty t
                                :yield_time_ms 300)))
            (id (plist-get (plist-get answer :render-data) :execution-id)))
       (should (string-match-p "tty=\"true\"" (tool-exec-test--result answer)))
       (let ((done (tool-exec-test--result
-                   (tool-exec-test--call #'mevedel-exec-write-stdin
+                   (tool-exec-test--call #'mevedel-tool-exec-write-stdin
                                          (list :execution_id id :chars "hello\n"
                                                :yield_time_ms 3000)))))
         (should (string-match-p "got hello" done))))
     (let* ((answer (tool-exec-test--call
-                    #'mevedel-exec-bash
+                    #'mevedel-tool-exec-bash
                     '(:command "sleep 20" :description "nap" :yield_time_ms 250)))
            (id (plist-get (plist-get answer :render-data) :execution-id)))
       (should (string-match-p "Error: .*tty=true"
-                              (tool-exec-test--call #'mevedel-exec-write-stdin
+                              (tool-exec-test--call #'mevedel-tool-exec-write-stdin
                                                     (list :execution_id id :chars "x"))))
       (let ((stopped (tool-exec-test--result
-                      (tool-exec-test--call #'mevedel-exec-stop-execution
+                      (tool-exec-test--call #'mevedel-tool-exec-stop-execution
                                             (list :execution_id id)))))
         (should (string-match-p "termination=\"stopped\"" stopped))))
     (should (string-match-p "Error: no execution"
-                            (tool-exec-test--call #'mevedel-exec-stop-execution
+                            (tool-exec-test--call #'mevedel-tool-exec-stop-execution
                                                   '(:execution_id "x00000000"))))))
 
 (ert-deftest mevedel-tool-exec:monitor-rules ()
   (mevedel-core-ensure)
   (tool-exec-test--with-context (tool-exec-test--context :owner "/root/worker")
     (should (string-match-p "only available to the root"
-                            (tool-exec-test--call #'mevedel-exec-monitor
+                            (tool-exec-test--call #'mevedel-tool-exec-monitor
                                                   '(:command "echo" :description "d")))))
   (tool-exec-test--with-context (tool-exec-test--context)
     (should (string-match-p "timeout_ms argument must be an integer"
-                            (tool-exec-test--call #'mevedel-exec-monitor
+                            (tool-exec-test--call #'mevedel-tool-exec-monitor
                                                   '(:command "echo" :description "d"
                                                              :timeout_ms 10))))
-    (let* ((answer (tool-exec-test--call #'mevedel-exec-monitor
+    (let* ((answer (tool-exec-test--call #'mevedel-tool-exec-monitor
                                          '(:command "sleep 20" :description "watch")))
            (text (tool-exec-test--result answer)))
       (should (string-match-p "<monitor-execution execution_id=" text))
       (should (string-match-p "Poll with WriteStdin" text))
-      (tool-exec-test--call #'mevedel-exec-stop-execution
+      (tool-exec-test--call #'mevedel-tool-exec-stop-execution
                             (list :execution_id
                                   (plist-get (plist-get answer :render-data) :execution-id))))))
 
 (ert-deftest mevedel-tool-exec:renderers ()
   (let* ((command "make -j4 all && ./run-the-whole-test-suite --with-many --options --here\necho two")
-         (running (mevedel-exec-render-bash
+         (running (mevedel-tool-exec-render-bash
                    "Bash" (list :command command) "building\nStill running.\n<bash-execution execution_id=\"x1\" state=\"running\"/>"
                    '(:execution-id "x1" :state "running" :elapsed-ms 2500 :envelope t)))
-         (done (mevedel-exec-render-bash
+         (done (mevedel-tool-exec-render-bash
                 "Bash" (list :command "grep x f") "<bash-execution state=\"completed\"/>"
                 '(:execution-id "x2" :state "completed" :outcome "no-match" :elapsed-ms 12
                   :envelope t))))
@@ -153,15 +153,15 @@
     (should (string-match-p "no-match 12ms\\'" (plist-get done :header)))
     (should (eq (plist-get done :status) 'success)))
   ;; Settled rows name the exit status (or the signal).
-  (let ((ok (mevedel-exec-render-bash
+  (let ((ok (mevedel-tool-exec-render-bash
              "Bash" '(:command "make test") "ok\n<bash-execution state=\"completed\"/>"
              '(:execution-id "x3" :state "completed" :outcome "success" :exit-code 0
                :elapsed-ms 1500 :envelope t)))
-        (failed (mevedel-exec-render-bash
+        (failed (mevedel-tool-exec-render-bash
                  "Bash" '(:command "make lint") "" '(:execution-id "x4" :state "completed"
                                                     :outcome "failure" :exit-code 2
                                                     :elapsed-ms 40)))
-        (killed (mevedel-exec-render-bash
+        (killed (mevedel-tool-exec-render-bash
                  "Bash" '(:command "sleep 99") "" '(:execution-id "x5" :state "completed"
                                                    :outcome "stopped" :signal 9
                                                    :elapsed-ms 61000))))
@@ -170,8 +170,8 @@
     (should (equal (plist-get failed :header) "$ make lint  failed (exit 2) 40ms"))
     (should (eq (plist-get failed :status) 'error))
     (should (equal (plist-get killed :header) "$ sleep 99  stopped (signal 9) 1m01s")))
-  (let ((poll (mevedel-exec-render-control "WriteStdin" '(:execution_id "x1" :chars "") "out" nil))
-        (ctrl-c (mevedel-exec-render-control "WriteStdin" '(:execution_id "x1" :chars "\u0003") "" nil)))
+  (let ((poll (mevedel-tool-exec-render-control "WriteStdin" '(:execution_id "x1" :chars "") "out" nil))
+        (ctrl-c (mevedel-tool-exec-render-control "WriteStdin" '(:execution_id "x1" :chars "\u0003") "" nil)))
     (should (plist-get poll :hidden-p))
     (should-not (plist-get ctrl-c :hidden-p))
     (should (string-match-p "Ctrl-C" (plist-get ctrl-c :header)))))

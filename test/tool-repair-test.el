@@ -48,7 +48,7 @@ whether it takes a callback."
   (declare (indent 1))
   `(let ((,var (mevedel-tool-repair-test--tool))
          (mevedel-tool-repair-test--ran nil)
-         (mevedel-tool-input-repair-enabled t))
+         (mevedel-tool-repair-enabled t))
      (unwind-protect (progn ,@body)
        (mevedel-tool-unregister "RGrep" "mevedel-repair-test"))))
 
@@ -58,7 +58,7 @@ whether it takes a callback."
 
 (defun mevedel-tool-repair-test--canon (value)
   "Return VALUE with object keys sorted, to compare regardless of order."
-  (cond ((mevedel-tool-json-empty-object-p value) :empty-object)
+  (cond ((mevedel-tool-repair-json-empty-object-p value) :empty-object)
         ((vectorp value) (cl-map 'vector #'mevedel-tool-repair-test--canon value))
         ((and (consp value) (keywordp (car value)))
          (let ((pairs (cl-loop for (k v) on value by #'cddr
@@ -127,16 +127,16 @@ whether it takes a callback."
 (ert-deftest mevedel-tool-repair:rule4-empty-object-only-for-optional-zero-item-arrays ()
   (mevedel-tool-repair-test--with-tool tool
     (let ((check (mevedel-tool-repair-test--repaired
-                  tool `(:pattern "x" :paths ,(mevedel-tool-json-empty-object))
+                  tool `(:pattern "x" :paths ,(mevedel-tool-repair-json-empty-object))
                   '(:pattern "x" :paths []) '(4))))
       (should (eq (nth 4 (car (plist-get check :audit))) 'empty-object))
       (should (eq (nth 5 (car (plist-get check :audit))) 'empty-array)))
     ;; :minItems 1 forbids the empty array.
     (mevedel-tool-repair-test--invalid
-     tool `(:pattern "x" :globs ,(mevedel-tool-json-empty-object)) '("/globs"))
+     tool `(:pattern "x" :globs ,(mevedel-tool-repair-json-empty-object)) '("/globs"))
     ;; A required array's placeholder stays invalid.
     (let ((check (mevedel-tool-repair-check
-                  tool `(:pattern "x" :files ,(mevedel-tool-json-empty-object)) t)))
+                  tool `(:pattern "x" :files ,(mevedel-tool-repair-json-empty-object)) t)))
       (should (eq (plist-get check :outcome) 'invalid))
       (should (equal (mapcar #'car (plist-get check :issues)) '("/files"))))))
 
@@ -199,7 +199,7 @@ whether it takes a callback."
 
 (ert-deftest mevedel-tool-repair:disabled-repair-validates-without-mutating ()
   (mevedel-tool-repair-test--with-tool tool
-    (let ((mevedel-tool-input-repair-enabled nil))
+    (let ((mevedel-tool-repair-enabled nil))
       (mevedel-tool-repair-test--invalid tool '(:pattern "x" :head_limit "10") '("/head_limit")))
     ;; Programmatic (not model-produced) calls are validation-only too.
     (should (eq (plist-get (mevedel-tool-repair-check tool '(:files ["a"] :pattern "x" :path :null))
@@ -208,19 +208,19 @@ whether it takes a callback."
 
 (ert-deftest mevedel-tool-repair:json-values-stay-distinct-across-the-boundary ()
   (mevedel-tool-repair-test--with-tool tool
-    (let* ((args `(:files ["a"] :pattern "x" :paths ,(mevedel-tool-json-empty-object)
+    (let* ((args `(:files ["a"] :pattern "x" :paths ,(mevedel-tool-repair-json-empty-object)
                           :-i :json-false :globs :null))
-           (json (mevedel-tool-json-encode args)))
+           (json (mevedel-tool-repair-json-encode args)))
       (should (equal json "{\"files\":[\"a\"],\"pattern\":\"x\",\"paths\":{},\"-i\":false,\"globs\":null}"))
-      (let ((decoded (mevedel-tool-json-decode json)))
-        (should (mevedel-tool-json-empty-object-p (plist-get decoded :paths)))
+      (let ((decoded (mevedel-tool-repair-json-decode json)))
+        (should (mevedel-tool-repair-json-empty-object-p (plist-get decoded :paths)))
         (should (eq (plist-get decoded :-i) :json-false))
         (should (eq (plist-get decoded :globs) :null))
-        (should (equal (mevedel-tool-json-encode decoded) json)))
-      (should (equal (mevedel-tool-handler-args `(:a :json-false :b ,(mevedel-tool-json-empty-object)
-                                                     :c [t :json-false]))
+        (should (equal (mevedel-tool-repair-json-encode decoded) json)))
+      (should (equal (mevedel-tool-repair-handler-args `(:a :json-false :b ,(mevedel-tool-repair-json-empty-object)
+                                                            :c [t :json-false]))
                      '(:a nil :b nil :c [t nil])))
-      (should-error (mevedel-tool-json-encode '(:a some-symbol)) :type 'mevedel-tool-error))))
+      (should-error (mevedel-tool-repair-json-encode '(:a some-symbol)) :type 'mevedel-tool-error))))
 
 ;;;; Dispatch and notes
 

@@ -84,7 +84,7 @@ Each tool's only display fact is its :renderer; they are removed after."
   (should (equal (plist-get (mevedel-tool-render-row "Nobody" nil "t" nil) :header) "Nobody"))
   ;; The built-in families draw through their own declared renderers.
   (should (eq (mevedel-tool-renderer (mevedel-tool-get "Read")) #'mevedel-tool-fs-render-read))
-  (should (eq (mevedel-tool-renderer (mevedel-tool-get "Bash")) #'mevedel-exec-render-bash)))
+  (should (eq (mevedel-tool-renderer (mevedel-tool-get "Bash")) #'mevedel-tool-exec-render-bash)))
 
 (ert-deftest mevedel-view:failing-renderer-falls-back-with-warning ()
   (let ((warnings nil))

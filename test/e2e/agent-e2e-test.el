@@ -91,7 +91,7 @@
 
 (defun agent-e2e--mark-wake (chat id)
   "Mark mailbox record ID of CHAT's session to wake it, as a completion does."
-  (run-hook-with-args 'mevedel-exec-settled-functions
+  (run-hook-with-args 'mevedel-tool-exec-settled-functions
                       (list :session (mevedel-session-id (mevedel-chat-session chat))
                             :wake t :mailbox-ids (list id))))
 

@@ -161,7 +161,7 @@ shows two successful rows in call order and the final text."
     "A call denied by a rule never reaches its handler; the model is told."
     (wire stream)
   (mevedel-e2e--with-note-tool
-    (let* ((mevedel-permission-rules '((deny "WriteNote" "**/note.txt")))
+    (let* ((mevedel-permissions-rules '((deny "WriteNote" "**/note.txt")))
            (run (mevedel-e2e-run
                  :wire wire :stream stream :prompt "Write a note"
                  :setup (lambda (chat) (setf (mevedel-chat-permission-mode chat) 'full-auto))
