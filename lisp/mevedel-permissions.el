@@ -152,32 +152,68 @@ The file holds one list of rules; it is read, never evaluated."
              (string-match-p regexp (file-relative-name absolute root))))))
 
 (defvar mevedel-permissions--workspace-cache (make-hash-table :test #'equal)
-  "Workspace root -> (CHECKED ATTRIBUTES RULES) of its rules file.")
+  "Workspace root -> (GENERATION ATTRIBUTES RULES) of its rules file.")
+
+(defvar mevedel-permissions--generation 0
+  "Bumped `mevedel-permissions-recheck-interval' after a file was checked.
+An entry of `mevedel-permissions--workspace-cache' made in the current
+generation is fresh: deciding a call then costs no clock or file call.")
+
+(defvar mevedel-permissions--expiry nil
+  "The timer that starts the next generation, or nil when none waits.")
+
+(defun mevedel-permissions--expire ()
+  "Start a new generation: every workspace's rules file is checked again."
+  (setq mevedel-permissions--expiry nil)
+  (cl-incf mevedel-permissions--generation))
 
 (defun mevedel-permissions--workspace-rules-cached (root)
   "Return ROOT's workspace rules, rereading the file only when it changed.
-The file's attributes are compared at most once every
-`mevedel-permissions-recheck-interval' seconds."
+The file's attributes are compared again only after
+`mevedel-permissions-recheck-interval' seconds (a one-shot timer, armed
+when a file is checked, starts a new generation); an interval of 0
+checks on every call."
   (let ((entry (gethash root mevedel-permissions--workspace-cache))
-        (now (float-time)))
-    (if (and entry (< (- now (car entry)) mevedel-permissions-recheck-interval))
+        (interval mevedel-permissions-recheck-interval))
+    (if (and entry (eq (car entry) mevedel-permissions--generation) (> interval 0))
         (nth 2 entry)
+      (unless (or mevedel-permissions--expiry (<= interval 0))
+        (setq mevedel-permissions--expiry
+              (run-at-time interval nil #'mevedel-permissions--expire)))
       (let* ((file (expand-file-name mevedel-permissions-workspace-file root))
              (attributes (file-attributes file))
              (stamp (and attributes (list (file-attribute-modification-time attributes)
                                           (file-attribute-size attributes)
                                           (file-attribute-inode-number attributes)))))
         (if (and entry (equal stamp (nth 1 entry)))
-            (progn (setcar entry now) (nth 2 entry))
+            (progn (setcar entry mevedel-permissions--generation) (nth 2 entry))
           (let ((rules (and stamp (mevedel-permissions-workspace-rules root))))
-            (puthash root (list now stamp rules) mevedel-permissions--workspace-cache)
+            (puthash root (list mevedel-permissions--generation stamp rules)
+                     mevedel-permissions--workspace-cache)
             rules))))))
 
 (defvar mevedel-permissions--user-rules nil
   "(RULES . CHECKED): `mevedel-permissions-rules' when last checked.")
 
+(defvar mevedel-permissions--last nil
+  "(ROOT GENERATION . RULES): the latest answer of
+`mevedel-permissions-applicable-rules', for the next call in ROOT.")
+
 (defun mevedel-permissions-applicable-rules (root)
   "Return the rules that apply in workspace ROOT: the user's, then ROOT's."
+  (let ((last mevedel-permissions--last))
+    (if (and (eq root (car last))
+             (eq (cadr last) mevedel-permissions--generation)
+             (eq (car mevedel-permissions--user-rules) mevedel-permissions-rules)
+             (> mevedel-permissions-recheck-interval 0))
+        (cddr last)
+      (let ((rules (mevedel-permissions--applicable-rules root)))
+        (setq mevedel-permissions--last
+              (cons root (cons mevedel-permissions--generation rules)))
+        rules))))
+
+(defun mevedel-permissions--applicable-rules (root)
+  "Return the rules that apply in workspace ROOT, checked anew."
   (let ((user (if (eq (car mevedel-permissions--user-rules) mevedel-permissions-rules)
                   (cdr mevedel-permissions--user-rules)
                 (let ((checked (mapc #'mevedel-permissions-check-rule
@@ -230,16 +266,15 @@ ordinary paths among its `path' and `path-or-resource' arguments."
                              (not (string-match-p "\\`[a-z][a-z0-9+.-]*://" path))))
                       (ensure-list paths))))
 
-(defun mevedel-permissions-tool-grant (context)
-  "Return the sandbox grant the tool call CONTEXT asks for, or nil.
+(defsubst mevedel-permissions-tool-grant (tool args)
+  "Return the sandbox grant a call of TOOL with ARGS asks for, or nil.
 It comes from the tool's :grant-request (see `mevedel-define-tool'):
 a plist (:escalated BOOL :network BOOL :read PATHS :write PATHS
 :justification TEXT)."
-  (let ((tool (plist-get context :tool)))
-    (and (mevedel-tool-grant-request tool)
-         (funcall (mevedel-tool-grant-request tool) (plist-get context :args)))))
+  (let ((request (mevedel-tool-grant-request tool)))
+    (and request (funcall request args))))
 
-(defun mevedel-permissions--root (context session)
+(defsubst mevedel-permissions--root (context session)
   "Return the workspace root of the call CONTEXT in SESSION (or nil)."
   (if (mevedel-session-p session)
       (mevedel-session-workspace session)
@@ -279,7 +314,7 @@ Each key is a tool name or (command . KEY) for a command key."
 
 ;;;; Decisions
 
-(defun mevedel-permissions-session-mode (session)
+(defsubst mevedel-permissions-session-mode (session)
   "Return the permission mode in SESSION, or `ask' outside any session."
   (if (mevedel-session-p session)
       (or (mevedel-session-permission-mode session) mevedel-permissions-mode)
@@ -324,7 +359,7 @@ the path of every call, and the plist is for cards only."
              (rules (mevedel-permissions-applicable-rules root))
              (rule (and rules (mevedel-permissions-matching-rule
                                rules (if source (list "Bash" name) (list name)) paths root)))
-             (grant (mevedel-permissions-tool-grant context))
+             (grant (mevedel-permissions-tool-grant tool args))
              (verdict nil)
              (by nil))
         (cond

@@ -144,7 +144,11 @@ The call runs its command: (command . SOURCE), which
 mevedel-permissions.el judges by the command's analysis, with Bash's
 rules and session answers for both tools."
   (let ((command (plist-get args :command)))
-    (if (and (stringp command) (string-match-p "[^ \t\n\r]" command))
+    (if (and (stringp command)
+             (not (string-empty-p command))
+             ;; Commands start with a non-blank; only others need a scan.
+             (or (not (memq (aref command 0) '(?\s ?\t ?\n ?\r)))
+                 (string-match-p "[^ \t\n\r]" command)))
         (cons 'command command)
       'ask)))
 

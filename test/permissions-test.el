@@ -113,6 +113,38 @@ refusal is returned as `deny'."
                                               :paths '("/tmp/x" "/etc/hosts"))
                   'deny)))))
 
+;; Deciding a call checks no file while its generation is fresh; the
+;; next generation (the one-shot timer's expiry) sees a rewritten file.
+(ert-deftest mevedel-permissions:workspace-file-is-rechecked-per-generation ()
+  (mevedel-permissions-test--with-root root
+    (make-directory (expand-file-name ".mevedel" root))
+    (let ((file (expand-file-name mevedel-permissions-workspace-file root))
+          (mevedel-permissions-recheck-interval 3600)
+          (session (mevedel-session-create :workspace root :ephemeral t))
+          (tool (mevedel-tool--make :name "Bash")))
+      (setf (mevedel-session-permission-mode session) 'full-auto)
+      (cl-flet ((decide ()
+                  (let ((verdict (mevedel-permissions-decide-call
+                                  (list :tool tool :args nil :session session) session)))
+                    (if (eq (car-safe verdict) 'deny) 'deny verdict))))
+        (mevedel-permissions--expire)
+        (with-temp-file file (insert "((deny \"Bash\"))\n"))
+        (should (eq (decide) 'deny))
+        (should (timerp mevedel-permissions--expiry))
+        ;; Rewritten (another size): this generation still has the old rules.
+        (with-temp-file file (insert "((allow \"Bash\"))\n"))
+        (let ((checks 0))
+          (cl-letf* ((attributes (symbol-function 'file-attributes))
+                     ((symbol-function 'file-attributes)
+                      (lambda (&rest args) (cl-incf checks) (apply attributes args))))
+            (should (eq (decide) 'deny))
+            (should (= checks 0))
+            (mevedel-permissions--expire)
+            (should (eq (decide) 'allow))
+            (should (= checks 1))))
+        (cancel-timer mevedel-permissions--expiry)
+        (mevedel-permissions--expire)))))
+
 (ert-deftest mevedel-permissions:workspace-file-is-data ()
   (mevedel-permissions-test--with-root root
     (make-directory (expand-file-name ".mevedel" root))
