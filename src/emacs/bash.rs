@@ -23,7 +23,7 @@ use emacs::{Env, FromLisp, Result, Value, defun};
 use super::errors;
 use super::guard::guarded;
 use super::raw::Raw;
-use crate::bash::{self, Analysis, Class, Recent};
+use crate::bash::{self, Analysis, Class, Places, Recent};
 use crate::error::{Error, ErrorKind};
 
 /// Most distinct stage labels and reasons kept as shared strings.
@@ -87,6 +87,8 @@ struct Seam {
     cwd: Vec<u8>,
     root: Vec<u8>,
     home: Option<String>,
+    /// The last working directory and root, normalised.
+    places: Places,
     items: Vec<emacs_value>,
     key: Vec<Shared>,
 }
@@ -109,6 +111,7 @@ impl Seam {
             cwd: vec![0; SOURCE_BUFFER],
             root: vec![0; SOURCE_BUFFER],
             home: std::env::var("HOME").ok(),
+            places: Places::default(),
             items: Vec::with_capacity(16),
             key: Vec::with_capacity(16),
         };
@@ -275,7 +278,7 @@ fn bash_permission<'e>(
             let mut root_buffer = std::mem::take(&mut seam.root);
             let read = (|| -> Result<emacs_value> {
                 let analysis = recent.analyze(text(source, &mut source_buffer, &mut long_source)?);
-                let access = bash::access(
+                let access = seam.places.access(
                     &analysis,
                     text(cwd, &mut cwd_buffer, &mut long_cwd)?,
                     text(root, &mut root_buffer, &mut long_root)?,
