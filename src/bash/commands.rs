@@ -733,42 +733,46 @@ pub fn wrapped(name: &str, args: &[Arg<'_>]) -> Option<usize> {
 }
 
 /// Commands whose first operand names what they do (`git status`,
-/// `npm test`): their key includes it.
-const SUBCOMMANDS: &[&str] = &[
-    "git",
-    "npm",
-    "npx",
-    "yarn",
-    "pnpm",
-    "cargo",
-    "go",
-    "docker",
-    "podman",
-    "pip",
-    "pip3",
-    "apt",
-    "apt-get",
-    "systemctl",
-    "make",
-    "gem",
-    "mvn",
-    "gradle",
-    "kubectl",
-    "gh",
-    "rustup",
-    "brew",
-    "dotnet",
-    "bundle",
-    "poetry",
-    "uv",
-    "composer",
-    "dune",
-    "stack",
-    "cabal",
-    "mix",
-    "bun",
-    "deno",
-];
+/// `npm test`): their key includes it (a `match`, compiled to a length
+/// switch, not a scan of every name).
+fn has_subcommands(name: &str) -> bool {
+    matches!(
+        name,
+        "git"
+            | "npm"
+            | "npx"
+            | "yarn"
+            | "pnpm"
+            | "cargo"
+            | "go"
+            | "docker"
+            | "podman"
+            | "pip"
+            | "pip3"
+            | "apt"
+            | "apt-get"
+            | "systemctl"
+            | "make"
+            | "gem"
+            | "mvn"
+            | "gradle"
+            | "kubectl"
+            | "gh"
+            | "rustup"
+            | "brew"
+            | "dotnet"
+            | "bundle"
+            | "poetry"
+            | "uv"
+            | "composer"
+            | "dune"
+            | "stack"
+            | "cabal"
+            | "mix"
+            | "bun"
+            | "deno"
+    )
+}
 
 /// Options of a subcommand tool that take the next word as their value.
 fn takes_value(name: &str, option: &str) -> bool {
@@ -799,7 +803,7 @@ pub fn key(name: &str, args: &[Arg<'_>], class: Class) -> Option<String> {
         Some(Family::Interpreter) => return interpreter_key(name, args),
         _ => {}
     }
-    if !SUBCOMMANDS.contains(&name) {
+    if !has_subcommands(name) {
         return Some(name.to_string());
     }
     let mut words = args.iter();
@@ -852,19 +856,59 @@ fn interpreter_key(name: &str, args: &[Arg<'_>]) -> Option<String> {
 }
 
 /// Read-only commands whose operands are not files.
-const NO_FILES: &[&str] = &[
-    "echo", "printf", "true", "false", "sleep", "seq", "yes", "expr", "whoami", "id", "uname",
-    "nproc", "date", "hostname", "pwd", "which", "type", "printenv", "basename", "dirname", "test",
-    "[", "locale", "getconf", "groups", "tty", "arch", "logname", "numfmt", "free", "uptime", "ps",
-    "hash", "command", "env", "dirs", "popd", "wait", "read", "cd", "pushd",
-];
+fn no_files(name: &str) -> bool {
+    matches!(
+        name,
+        "echo"
+            | "printf"
+            | "true"
+            | "false"
+            | "sleep"
+            | "seq"
+            | "yes"
+            | "expr"
+            | "whoami"
+            | "id"
+            | "uname"
+            | "nproc"
+            | "date"
+            | "hostname"
+            | "pwd"
+            | "which"
+            | "type"
+            | "printenv"
+            | "basename"
+            | "dirname"
+            | "test"
+            | "["
+            | "locale"
+            | "getconf"
+            | "groups"
+            | "tty"
+            | "arch"
+            | "logname"
+            | "numfmt"
+            | "free"
+            | "uptime"
+            | "ps"
+            | "hash"
+            | "command"
+            | "env"
+            | "dirs"
+            | "popd"
+            | "wait"
+            | "read"
+            | "cd"
+            | "pushd"
+    )
+}
 
 /// Pass each file operand of the read-only command NAME with ARGS to
 /// EACH: its text, or `None` for a computed word (which could name any
 /// file). Generous: a pattern or script that could be a file counts as
 /// one, so what is left out is never a file the command reads.
 pub fn file_operands<'s>(name: &str, args: &'s [Arg<'_>], mut each: impl FnMut(Option<&'s str>)) {
-    if NO_FILES.contains(&name) {
+    if no_files(name) {
         return;
     }
     // The first operand is a pattern, script or program unless an option

@@ -185,9 +185,49 @@ pub struct Access {
 /// HOME expands `~`). Paths are compared as text after one
 /// normalisation, never looked up.
 pub fn access(analysis: &Analysis, cwd: &str, root: &str, home: Option<&str>) -> Access {
-    let cwd = normalize("/", cwd);
-    let root = normalize("/", root);
-    let mut inside = analysis.read_only() && !analysis.paths_unknown && within(&cwd, &root);
+    Places::default().access(analysis, cwd, root, home)
+}
+
+/// The last working directory and workspace root [`Places::access`] was
+/// given, as given and normalised: a caller judges source after source
+/// in the same two, so each is normalised once.
+#[derive(Default)]
+pub struct Places {
+    cwd: (String, String),
+    root: (String, String),
+}
+
+/// The normalised PATH (absolute), from LAST when it was the last given.
+fn remembered<'l>(last: &'l mut (String, String), path: &str) -> &'l str {
+    if last.0 != path {
+        last.0.clear();
+        last.0.push_str(path);
+        last.1 = normalize("/", path);
+    }
+    &last.1
+}
+
+impl Places {
+    /// [`access`], normalising CWD and ROOT only when they changed.
+    pub fn access(
+        &mut self,
+        analysis: &Analysis,
+        cwd: &str,
+        root: &str,
+        home: Option<&str>,
+    ) -> Access {
+        judge_access(
+            analysis,
+            remembered(&mut self.cwd, cwd),
+            remembered(&mut self.root, root),
+            home,
+        )
+    }
+}
+
+/// [`access`] with CWD and ROOT normalised.
+fn judge_access(analysis: &Analysis, cwd: &str, root: &str, home: Option<&str>) -> Access {
+    let mut inside = analysis.read_only() && !analysis.paths_unknown && within(cwd, root);
     let mut paths = Vec::with_capacity(analysis.paths.len());
     for path in &analysis.paths {
         let resolved = match path.strip_prefix('~') {
@@ -195,11 +235,11 @@ pub fn access(analysis: &Analysis, cwd: &str, root: &str, home: Option<&str>) ->
                 home.map(|h| normalize("/", &format!("{h}{rest}")))
             }
             Some(_) => None,
-            None => Some(normalize(&cwd, path)),
+            None => Some(normalize(cwd, path)),
         };
         match resolved {
             Some(p) => {
-                inside &= within(&p, &root);
+                inside &= within(&p, root);
                 paths.push(p);
             }
             None => {

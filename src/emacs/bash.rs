@@ -4,11 +4,11 @@
 //! The result is built through the raw module API, as in `lisp_data.rs`
 //! (ADR 0005): each module call costs more than the analysis of a short
 //! command, and the `emacs` crate adds an exit check after each.
-//! Everything a result is made of but its plist and its paths is made
-//! once per thread and kept behind a global reference: the keywords,
-//! `t`, `nil`, the `list` symbol, class names, command keys and reasons
-//! (at most [`SHARED_MAX`] distinct strings), and the lists of them (as
-//! many). A call then copies its arguments into reused buffers, takes the
+//! Everything a result is made of but its plist is made once per thread
+//! and kept behind a global reference: the keywords, `t`, `nil`, the
+//! `list` symbol, class names, command keys and reasons (at most
+//! [`SHARED_MAX`] distinct strings) and the lists of them (as many), and
+//! as many paths and lists of paths. A call then copies its arguments into reused buffers, takes the
 //! analysis from the thread's table of recent ones or makes it, judges
 //! its paths against the workspace, and calls `list` for the plist and
 //! any list not seen before, with one exit check at the end.
@@ -23,10 +23,10 @@ use emacs::{Env, FromLisp, Result, Value, defun};
 use super::errors;
 use super::guard::guarded;
 use super::raw::Raw;
-use crate::bash::{self, Analysis, Class, Recent};
+use crate::bash::{self, Analysis, Class, Places, Recent};
 use crate::error::{Error, ErrorKind};
 
-/// Most distinct stage labels and reasons kept as shared strings.
+/// Most distinct strings (and lists) of each [`Pool`] kept shared.
 const SHARED_MAX: usize = 512;
 
 /// Sources up to this many bytes are copied into the reused buffer;
@@ -70,6 +70,15 @@ fn list(api: &Raw, seam: &Seam, items: &mut [emacs_value]) -> emacs_value {
     api.funcall(seam.list, items)
 }
 
+/// Shared strings and lists of them, by their text and items.
+#[derive(Default)]
+struct Pool {
+    strings: HashMap<Box<str>, emacs_value, foldhash::fast::RandomState>,
+    /// Lists of shared strings by their items: each `list` call costs
+    /// more than the lookup.
+    lists: HashMap<Box<[Shared]>, emacs_value, foldhash::fast::RandomState>,
+}
+
 /// Values made once per thread (global references, never freed) and the
 /// reused buffers.
 struct Seam {
@@ -78,15 +87,18 @@ struct Seam {
     t: emacs_value,
     keys: [emacs_value; 7],
     classes: [emacs_value; 5],
-    strings: HashMap<Box<str>, emacs_value, foldhash::fast::RandomState>,
-    /// Lists of shared strings (stage labels, reasons) by their items:
-    /// each `list` call costs more than the lookup.
-    lists: HashMap<Box<[Shared]>, emacs_value, foldhash::fast::RandomState>,
+    /// Command keys and reasons.
+    words: Pool,
+    /// Paths: a workspace's few files and directories come back call
+    /// after call.
+    files: Pool,
     /// The arguments' bytes, then a list's items and its key in `lists`.
     source: Vec<u8>,
     cwd: Vec<u8>,
     root: Vec<u8>,
     home: Option<String>,
+    /// The last working directory and root, normalised.
+    places: Places,
     items: Vec<emacs_value>,
     key: Vec<Shared>,
 }
@@ -103,12 +115,13 @@ impl Seam {
             t: symbol(api, c"t"),
             keys,
             classes,
-            strings: HashMap::default(),
-            lists: HashMap::default(),
+            words: Pool::default(),
+            files: Pool::default(),
             source: vec![0; SOURCE_BUFFER],
             cwd: vec![0; SOURCE_BUFFER],
             root: vec![0; SOURCE_BUFFER],
             home: std::env::var("HOME").ok(),
+            places: Places::default(),
             items: Vec::with_capacity(16),
             key: Vec::with_capacity(16),
         };
@@ -126,30 +139,40 @@ impl Seam {
 
     /// The shared Lisp string TEXT, or `None` once [`SHARED_MAX`] are
     /// kept (or making it failed).
-    fn shared_string(&mut self, api: &Raw, text: &str) -> Option<emacs_value> {
-        if let Some(&known) = self.strings.get(text) {
+    fn shared_string(pool: &mut Pool, api: &Raw, text: &str) -> Option<emacs_value> {
+        if let Some(&known) = pool.strings.get(text) {
             return Some(known);
         }
-        if self.strings.len() >= SHARED_MAX {
+        if pool.strings.len() >= SHARED_MAX {
             return None;
         }
         let global = api.make_global_ref(api.make_string(text.as_bytes()));
         if global.is_null() {
             return None;
         }
-        self.strings.insert(text.into(), global);
+        pool.strings.insert(text.into(), global);
         Some(global)
     }
 
-    /// A list of TEXTS as Lisp strings, or nil. Shared, as are its
-    /// strings, when every text is shared and fewer than [`SHARED_MAX`]
-    /// lists are kept.
-    fn strings<'s>(&mut self, api: &Raw, texts: impl Iterator<Item = &'s str>) -> emacs_value {
+    /// A list of TEXTS as Lisp strings, or nil. Shared in the pool of
+    /// FILES or words, as are its strings, when every text is shared and
+    /// fewer than [`SHARED_MAX`] lists are kept.
+    fn strings<'s>(
+        &mut self,
+        api: &Raw,
+        files: bool,
+        texts: impl Iterator<Item = &'s str>,
+    ) -> emacs_value {
+        let mut pool = std::mem::take(if files {
+            &mut self.files
+        } else {
+            &mut self.words
+        });
         let mut items = std::mem::take(&mut self.items);
         items.clear();
         let mut all_shared = true;
         for text in texts {
-            items.push(match self.shared_string(api, text) {
+            items.push(match Seam::shared_string(&mut pool, api, text) {
                 Some(shared) => shared,
                 None => {
                     all_shared = false;
@@ -160,14 +183,14 @@ impl Seam {
         let mut key = std::mem::take(&mut self.key);
         key.clear();
         key.extend(items.iter().map(|&v| Shared(v)));
-        let list = match self.lists.get(key.as_slice()) {
+        let list = match pool.lists.get(key.as_slice()) {
             Some(&known) if all_shared => known,
             _ => {
                 let list = list(api, self, &mut items);
-                if all_shared && !items.is_empty() && self.lists.len() < SHARED_MAX {
+                if all_shared && !items.is_empty() && pool.lists.len() < SHARED_MAX {
                     let global = api.make_global_ref(list);
                     if !global.is_null() {
-                        self.lists.insert(key.as_slice().into(), global);
+                        pool.lists.insert(key.as_slice().into(), global);
                     }
                 }
                 list
@@ -175,18 +198,19 @@ impl Seam {
         };
         self.items = items;
         self.key = key;
+        *(if files {
+            &mut self.files
+        } else {
+            &mut self.words
+        }) = pool;
         list
     }
 
     /// The result plist of A with its ACCESS.
     fn plist(&mut self, api: &Raw, a: &Analysis, access: &bash::Access) -> emacs_value {
-        let reasons = self.strings(api, a.reasons.iter().map(|r| &**r));
-        let keys = self.strings(api, a.keys.iter().map(String::as_str));
-        let mut items = std::mem::take(&mut self.items);
-        items.clear();
-        items.extend(access.paths.iter().map(|p| api.make_string(p.as_bytes())));
-        let paths = list(api, self, &mut items);
-        self.items = items;
+        let reasons = self.strings(api, false, a.reasons.iter().map(|r| &**r));
+        let keys = self.strings(api, false, a.keys.iter().map(String::as_str));
+        let paths = self.strings(api, true, access.paths.iter().map(String::as_str));
         let values = [
             self.class(a.class),
             reasons,
@@ -240,8 +264,8 @@ fn text<'b>(value: Value<'_>, buffer: &'b mut [u8], long: &'b mut String) -> Res
 /// session answer covers the source) and `:paths` (the files it names,
 /// absolute); a key whose value is nil is left out.
 ///
-/// The class, reason and key strings, and the lists of reasons and of
-/// keys, are shared between results: do not modify them.
+/// The class, reason, key and path strings, and the lists of reasons,
+/// of keys and of paths, are shared between results: do not modify them.
 #[defun(name = "bash-permission")]
 fn bash_permission<'e>(
     env: &'e Env,
@@ -275,7 +299,7 @@ fn bash_permission<'e>(
             let mut root_buffer = std::mem::take(&mut seam.root);
             let read = (|| -> Result<emacs_value> {
                 let analysis = recent.analyze(text(source, &mut source_buffer, &mut long_source)?);
-                let access = bash::access(
+                let access = seam.places.access(
                     &analysis,
                     text(cwd, &mut cwd_buffer, &mut long_cwd)?,
                     text(root, &mut root_buffer, &mut long_root)?,
