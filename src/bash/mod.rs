@@ -181,16 +181,11 @@ pub struct Access {
     pub paths: Vec<String>,
 }
 
-/// Judge ANALYSIS run in CWD for the workspace ROOT (absolute paths;
-/// HOME expands `~`). Paths are compared as text after one
-/// normalisation, never looked up.
-pub fn access(analysis: &Analysis, cwd: &str, root: &str, home: Option<&str>) -> Access {
-    Places::default().access(analysis, cwd, root, home)
-}
-
-/// The last working directory and workspace root [`Places::access`] was
-/// given, as given and normalised: a caller judges source after source
-/// in the same two, so each is normalised once.
+/// Judges analyses run in a working directory of a workspace (absolute
+/// paths; HOME expands `~`). Paths are compared as text after one
+/// normalisation, never looked up. The last directory and root given are
+/// kept, as given and normalised: a caller judges source after source in
+/// the same two, so each is normalised once.
 #[derive(Default)]
 pub struct Places {
     cwd: (String, String),
@@ -208,7 +203,8 @@ fn remembered<'l>(last: &'l mut (String, String), path: &str) -> &'l str {
 }
 
 impl Places {
-    /// [`access`], normalising CWD and ROOT only when they changed.
+    /// Judge ANALYSIS run in CWD for the workspace ROOT, normalising CWD
+    /// and ROOT only when they changed.
     pub fn access(
         &mut self,
         analysis: &Analysis,
@@ -225,7 +221,7 @@ impl Places {
     }
 }
 
-/// [`access`] with CWD and ROOT normalised.
+/// [`Places::access`] with CWD and ROOT normalised.
 fn judge_access(analysis: &Analysis, cwd: &str, root: &str, home: Option<&str>) -> Access {
     let mut inside = analysis.read_only() && !analysis.paths_unknown && within(cwd, root);
     let mut paths = Vec::with_capacity(analysis.paths.len());

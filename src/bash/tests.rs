@@ -1210,7 +1210,7 @@ fn command_keys_name_the_command_and_its_subcommand() {
 }
 
 fn access_of(src: &str) -> Access {
-    access(&analyze(src), "/ws", "/ws", Some("/home/u"))
+    Places::default().access(&analyze(src), "/ws", "/ws", Some("/home/u"))
 }
 
 #[test]
@@ -1270,8 +1270,19 @@ fn read_only_paths_are_judged_against_the_workspace() {
     assert_eq!(access_of("cat ../../etc//passwd").paths, ["/etc/passwd"]);
     assert_eq!(access_of("ls ~/p").paths, ["/home/u/p"]);
     // The working directory itself must be inside.
-    assert!(!access(&analyze("ls"), "/tmp", "/ws", None).inside);
-    assert!(access(&analyze("ls x"), "/ws/sub/", "/ws/", None).inside);
+    let mut places = Places::default();
+    assert!(!places.access(&analyze("ls"), "/tmp", "/ws", None).inside);
+    assert!(
+        places
+            .access(&analyze("ls x"), "/ws/sub/", "/ws/", None)
+            .inside
+    );
+    // The remembered directories follow a change of either.
+    assert!(
+        !places
+            .access(&analyze("ls x"), "/ws/sub/", "/other/", None)
+            .inside
+    );
 }
 
 /// The reference for [`normalize`]: every path resolved by its components.
