@@ -196,8 +196,8 @@ checks on every call."
   "(RULES . CHECKED): `mevedel-permissions-rules' when last checked.")
 
 (defvar mevedel-permissions--last nil
-  "(ROOT GENERATION . RULES): the latest answer of
-`mevedel-permissions-applicable-rules', for the next call in ROOT.")
+  "The latest answer of `mevedel-permissions-applicable-rules'.
+It is (ROOT GENERATION . RULES), kept for the next call in ROOT.")
 
 (defun mevedel-permissions-applicable-rules (root)
   "Return the rules that apply in workspace ROOT: the user's, then ROOT's."
