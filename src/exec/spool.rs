@@ -113,36 +113,42 @@ pub fn read_range(file: &File, start: u64, end: u64) -> Vec<u8> {
 
 /// Where a range of possibly still-growing output may end without
 /// splitting a character: END moved back over an incomplete final
-/// sequence (at most 3 bytes), by the lead classes of `text::internal`.
+/// sequence (at most 3 bytes).
 pub fn complete_end(file: &File, start: u64, end: u64) -> u64 {
     let from = end.saturating_sub(3).max(start);
-    let tail = read_range(file, from, end);
-    for (i, &b) in tail.iter().enumerate().rev() {
+    from + complete_len(&read_range(file, from, end)) as u64
+}
+
+/// The length of BYTES without an incomplete final sequence, judged by
+/// the lead classes of `text::internal`.
+fn complete_len(bytes: &[u8]) -> usize {
+    let from = bytes.len().saturating_sub(3);
+    for (i, &b) in bytes[from..].iter().enumerate().rev() {
         if internal::is_continuation(b) {
             continue;
         }
-        let need = Lead::of(b).seq_len();
-        let have = tail.len() - i;
-        return if have < need { from + i as u64 } else { end };
+        let at = from + i;
+        return if bytes.len() - at < Lead::of(b).seq_len() {
+            at
+        } else {
+            bytes.len()
+        };
     }
-    end
+    bytes.len()
 }
 
 /// Characters and newlines of lossily decoded BYTES, as Emacs would see
 /// them: each invalid sequence counts as one replacement character.
 fn count(bytes: &[u8]) -> (usize, usize) {
-    let mut chars = 0;
-    for chunk in bytes.utf8_chunks() {
-        chars += chunk.valid().chars().count();
-        if !chunk.invalid().is_empty() {
-            chars += 1;
-        }
+    let lines = bytecount::count(bytes, b'\n');
+    if std::str::from_utf8(bytes).is_ok() {
+        return (bytecount::num_chars(bytes), lines);
     }
-    (chars, memchr_count(bytes))
-}
-
-fn memchr_count(bytes: &[u8]) -> usize {
-    bytes.iter().filter(|&&b| b == b'\n').count()
+    let chars = bytes
+        .utf8_chunks()
+        .map(|c| bytecount::num_chars(c.valid().as_bytes()) + usize::from(!c.invalid().is_empty()))
+        .sum();
+    (chars, lines)
 }
 
 /// A model-visible view of a byte range.
@@ -166,25 +172,38 @@ impl RangeView {
     }
 }
 
-/// Streaming chunk for counting.
-const COUNT_CHUNK: u64 = 1 << 20;
+/// The buffer counting reads through: small enough to come from the
+/// heap rather than a fresh mapping, and reused for the whole range.
+const COUNT_CHUNK: usize = 64 * 1024;
 
-/// Count characters and newlines of FILE's START..END in chunks cut at
-/// UTF-8 boundaries.
+/// Count characters and newlines of FILE's START..END, reading it through
+/// one buffer; a sequence cut at the buffer's end is carried over.
 fn count_range(file: &File, start: u64, end: u64) -> (usize, usize) {
     let (mut chars, mut lines) = (0, 0);
+    let mut buf = vec![0u8; COUNT_CHUNK];
+    let mut carried = 0;
     let mut pos = start;
     while pos < end {
-        let mut stop = (pos + COUNT_CHUNK).min(end);
-        if stop < end {
-            stop = complete_end(file, pos, stop).max(pos + 1);
-        }
-        let (c, l) = count(&read_range(file, pos, stop));
+        let want = (COUNT_CHUNK - carried).min(usize::try_from(end - pos).unwrap_or(usize::MAX));
+        let n = match file.read_at(&mut buf[carried..carried + want], pos) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        pos += n as u64;
+        let filled = carried + n;
+        let cut = if pos < end {
+            complete_len(&buf[..filled])
+        } else {
+            filled
+        };
+        let (c, l) = count(&buf[..cut]);
         chars += c;
         lines += l;
-        pos = stop;
+        buf.copy_within(cut..filled, 0);
+        carried = filled - cut;
     }
-    (chars, lines)
+    let (c, l) = count(&buf[..carried]);
+    (chars + c, lines + l)
 }
 
 /// View FILE's bytes START..END within BUDGET characters. Head and tail
@@ -199,7 +218,8 @@ pub fn preview(file: &File, start: u64, end: u64, budget: usize) -> RangeView {
         let text = String::from_utf8_lossy(&read_range(file, start, end)).into_owned();
         let total_chars = text.chars().count();
         if total_chars <= budget {
-            let total_lines = memchr_count(text.as_bytes()) + usize::from(!text.ends_with('\n'));
+            let total_lines =
+                bytecount::count(text.as_bytes(), b'\n') + usize::from(!text.ends_with('\n'));
             return RangeView {
                 whole: Some(text),
                 head: String::new(),
@@ -240,8 +260,8 @@ pub fn preview(file: &File, start: u64, end: u64, budget: usize) -> RangeView {
     }
     let head_chars = head.chars().count();
     let tail_chars = tail.chars().count();
-    let head_newlines = memchr_count(head.as_bytes());
-    let tail_newlines = memchr_count(tail.as_bytes());
+    let head_newlines = bytecount::count(head.as_bytes(), b'\n');
+    let tail_newlines = bytecount::count(tail.as_bytes(), b'\n');
     let omitted_newlines = total_newlines - head_newlines - tail_newlines;
     // Whether the last omitted character is a newline: the tail starts a line.
     let last_omitted_newline = head_chars + tail_chars < total_chars && tail_from < end && {
@@ -296,6 +316,37 @@ mod tests {
         let mut spool = Spool::create(&path, DEFAULT_CAP).unwrap();
         assert_eq!(spool.append(bytes), Append::Written);
         (spool, dir)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+        /// Counting through one buffer gives what decoding all of it at
+        /// once gives, wherever sequences (valid or not) meet its edges.
+        #[test]
+        fn counts_match_whole_decoding(
+            pieces in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::strategy::Just("\n".as_bytes().to_vec()),
+                    proptest::strategy::Just("é".as_bytes().to_vec()),
+                    proptest::strategy::Just("€".as_bytes().to_vec()),
+                    proptest::strategy::Just("😀".as_bytes().to_vec()),
+                    proptest::strategy::Just(vec![0xF0, 0x9F]),
+                    proptest::strategy::Just(vec![0x80]),
+                    proptest::collection::vec(b'a'..=b'z', 1..3000),
+                ],
+                1..200,
+            ),
+            skip in 0usize..5,
+        ) {
+            let bytes: Vec<u8> = pieces.concat();
+            let (_spool, dir) = spool_with("count", &bytes);
+            let file = File::open(dir.join("out")).unwrap();
+            let start = skip.min(bytes.len());
+            let text = String::from_utf8_lossy(&bytes[start..]);
+            let want = (text.chars().count(), text.matches('\n').count());
+            proptest::prop_assert_eq!(count_range(&file, start as u64, bytes.len() as u64), want);
+            let _ = std::fs::remove_dir_all(&dir);
+        }
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //! Each child starts in its own process group, gets `PR_SET_PDEATHSIG`
 //! (SIGKILL) as a backstop for an Emacs that dies without running its
 //! exit hooks, has every inherited descriptor from 3 up marked
-//! close-on-exec, and is waited on by a reaper thread so it never lingers
-//! as a zombie. [`Owner::stop_all`] signals every group (TERM, then KILL
+//! close-on-exec, and is reaped as soon as it exits (its pidfd wakes the
+//! shared runtime; no thread waits per child), so it never lingers as a
+//! zombie. [`Owner::stop_all`] signals every group (TERM, then KILL
 //! after a grace period) and is what Emacs's `kill-emacs-hook` calls.
 //!
 //! Children start only through [`Owner::start`], which hands a
@@ -18,10 +19,14 @@
 
 use std::collections::HashMap;
 use std::io;
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::process::ExitStatus;
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
+
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
 
 use super::spawn::{self, Program};
 use crate::error::{Error, ErrorKind, Result};
@@ -116,6 +121,28 @@ fn on_spawner<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) -> Re
     answer.recv().map_err(|_| gone())
 }
 
+/// Reap PID once it exits, holding no thread while it runs: its pidfd
+/// wakes the runtime. Without pidfds (Linux before 5.3) a blocking-pool
+/// thread waits instead.
+async fn reap(pid: i32) -> io::Result<ExitStatus> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd >= 0 {
+        // SAFETY: FD was just opened and nothing else owns it.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        // SAFETY: the OwnedFd stays open, as the same descriptor, for as
+        // long as the AsyncFd owns it.
+        if let Ok(exit) = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }
+            && exit.readable().await.is_ok()
+        {
+            return spawn::wait(pid);
+        }
+    }
+    tokio::task::spawn_blocking(move || spawn::wait(pid))
+        .await
+        .unwrap_or_else(|e| Err(io::Error::other(e.to_string())))
+}
+
 impl Default for Owner {
     fn default() -> Self {
         Self::new()
@@ -133,42 +160,31 @@ impl Owner {
     }
 
     /// Start PROGRAM as an owned group (or session) leader without
-    /// copying this process (see [`spawn`]); the reaper calls ON_EXIT
-    /// with the leader's status. The only way the module starts a child.
+    /// copying this process (see [`spawn`]); ON_EXIT gets the leader's
+    /// status once it is reaped. The only way the module starts a child.
     pub fn start(&self, program: Program, on_exit: Option<OnExit>) -> Result<ChildInfo> {
         let pid = on_spawner(move || spawn::start(&program))?
             .map_err(|e| Error::io(ErrorKind::Exec, "cannot start the command", &e))?;
-        self.watch(pid, move || spawn::wait(pid), on_exit)
-    }
-
-    /// Record group PID and reap its leader with WAIT on a thread of its own.
-    fn watch(
-        &self,
-        pid: i32,
-        wait: impl FnOnce() -> io::Result<ExitStatus> + Send + 'static,
-        on_exit: Option<OnExit>,
-    ) -> Result<ChildInfo> {
         let pgid = pid;
         self.prune();
         lock(&self.state.groups).insert(pgid, true);
         let state = Arc::clone(&self.state);
-        let reaper = std::thread::Builder::new()
-            .name("mevedel-reaper".into())
-            .spawn(move || {
-                let status = wait();
-                lock(&state.groups).insert(pgid, false);
-                state.leader_exited.notify_all();
-                if let Some(notify) = on_exit {
-                    notify(status);
-                }
-            });
-        if let Err(e) = reaper {
+        let reaping = crate::runtime::spawn(async move {
+            let status = reap(pid).await;
+            lock(&state.groups).insert(pgid, false);
+            state.leader_exited.notify_all();
+            if let Some(notify) = on_exit {
+                notify(status);
+            }
+        });
+        if let Err(e) = reaping {
             signal_group(pgid, libc::SIGKILL);
-            return Err(Error::io(
-                ErrorKind::Exec,
-                "cannot start a reaper thread",
-                &e,
-            ));
+            // SAFETY: reaps the child just killed, which nothing else waits for.
+            unsafe {
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+            lock(&self.state.groups).insert(pgid, false);
+            return Err(e);
         }
         Ok(ChildInfo { pid: pid as u32 })
     }
@@ -362,6 +378,36 @@ mod tests {
         }
         assert!(owner.live_groups().is_empty());
         assert!(!alive(pid as i32));
+    }
+
+    #[test]
+    fn running_children_hold_no_thread_each() {
+        let threads = || std::fs::read_dir("/proc/self/task").map_or(0, Iterator::count);
+        let owner = Owner::new();
+        // Warm the spawner and the runtime, which start threads once.
+        spawn(&owner, &["true"]);
+        let before = threads();
+        let (tx, exits) = mpsc::channel();
+        for _ in 0..32 {
+            let tx = tx.clone();
+            let program = Program::new(["sleep", "1"].map(Into::into).to_vec());
+            let exit: OnExit = Box::new(move |status| {
+                let _ = tx.send(status.map(|s| s.success()));
+            });
+            owner.start(program, Some(exit)).expect("spawn");
+        }
+        let during = threads();
+        // Other tests run meanwhile on their own threads, far fewer than 32.
+        assert!(
+            during < before + 16,
+            "{before} threads grew to {during} for 32 children"
+        );
+        for _ in 0..32 {
+            let ok = exits
+                .recv_timeout(Duration::from_secs(10))
+                .expect("no exit");
+            assert!(matches!(ok, Ok(true)));
+        }
     }
 
     #[test]
