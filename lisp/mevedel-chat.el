@@ -599,13 +599,19 @@ the session's prompter asks through the chat during a turn."
   "Ask about the tool call CONTEXT in CHAT; call ANSWER with the reply.
 The cards (see `mevedel-permissions-ask') wait in CHAT's pending
 requests, in the model's call order, and observers hear `permission'
-and `permission-settled'.  Outside a turn, or without a prompter, the
+and `permission-settled'.  A tool that declares :review shows its own
+review instead: its function gets (CONTEXT SESSION ANSWER) and returns
+the withdrawing function.  Outside a turn, or without a prompter, the
 call is refused.  Return a function that withdraws the question."
-  (if (not (and (mevedel-chat-prompter chat) (mevedel-chat-turn chat)))
-      (progn
-        (funcall answer (cons 'deny (mevedel-permissions-refusal-reason
-                                     (mevedel-tool-name (plist-get context :tool)) 'headless)))
-        nil)
+  (cond
+   ((not (and (mevedel-chat-prompter chat) (mevedel-chat-turn chat)))
+    (funcall answer (cons 'deny (mevedel-permissions-refusal-reason
+                                 (mevedel-tool-name (plist-get context :tool)) 'headless)))
+    nil)
+   ((mevedel-tool-review (plist-get context :tool))
+    (funcall (mevedel-tool-review (plist-get context :tool))
+             context (mevedel-chat-session chat) answer))
+   (t
     (mevedel-permissions-ask
      context (mevedel-chat-session chat) answer
      (lambda (request)
@@ -618,7 +624,7 @@ call is refused.  Return a function that withdraws the question."
        (when (memq request (mevedel-chat-pending chat))
          (setf (mevedel-chat-pending chat) (delq request (mevedel-chat-pending chat)))
          (mevedel-chat--notify chat 'permission-settled request)
-         t)))))
+         t))))))
 
 (defun mevedel-chat--sort-pending (chat requests)
   "Return permission REQUESTS of CHAT in the model's call order."

@@ -68,7 +68,7 @@
     ;; Behavior
     :read-only-p :snapshot-p :async-p
     ;; Permissions
-    :check-permission :get-path :get-paths :grant-request
+    :check-permission :get-path :get-paths :grant-request :review
     ;; Loading and grouping
     :category :groups :wrap
     ;; Display and output
@@ -96,7 +96,7 @@
   "A registered tool: its declaration plus what registration built."
   name category description summary function args
   read-only-p snapshot-p async-p
-  check-permission get-path get-paths grant-request
+  check-permission get-path get-paths grant-request review
   wrap max-result-size render-transform renderer
   ;; Built by registration:
   identity handle provider-schema gptel-args shape arg-keys gptel-tool)
@@ -213,7 +213,11 @@ whose contract is frozen and reused.
 Behavior: :read-only-p :snapshot-p :async-p.
 Permissions: :check-permission :get-path :get-paths :grant-request (a
 function of the arguments returning the sandbox grant they ask for,
-or nil; a grant is always asked about, see `mevedel-permissions-judge').
+or nil; a grant is always asked about, see `mevedel-permissions-judge')
+:review (a function of (CONTEXT SESSION ANSWER) that a chat with a
+view calls instead of showing a yes/no card when the call asks: it
+shows its own review, calls ANSWER once with the pipeline's answer and
+returns a function that withdraws the review, see `mevedel-chat--ask').
 Loading and grouping: :category (default \"mevedel\") :groups (a list
 of symbols or strings ToolSearch offers the tool under) :wrap.
 Display and output: :summary (default: the description's first
@@ -348,12 +352,15 @@ Without CATEGORY, return the first tool named NAME in registration order."
 (defun mevedel-tool--check-values (name properties)
   "Check the evaluated display and grouping PROPERTIES of tool NAME."
   (let ((size (plist-get properties :max-result-size))
+        (review (plist-get properties :review))
         (renderer (plist-get properties :renderer))
         (groups (plist-get properties :groups)))
     (unless (and (proper-list-p groups)
                  (cl-every (lambda (g) (or (stringp g) (and g (symbolp g)))) groups))
       (mevedel-tool--declaration-error
        name ":groups must be a list of symbols or strings, not %S" groups))
+    (unless (or (null review) (functionp review))
+      (mevedel-tool--declaration-error name ":review must be a function, not %S" review))
     (unless (or (null size) (and (natnump size) (> size 0)))
       (mevedel-tool--declaration-error
        name ":max-result-size must be a positive integer, not %S" size))
@@ -417,6 +424,7 @@ the same category and name; `mevedel-tool-registered-functions' runs."
                 :get-path (plist-get properties :get-path)
                 :get-paths (plist-get properties :get-paths)
                 :grant-request (plist-get properties :grant-request)
+                :review (plist-get properties :review)
                 :wrap (and wrap (list :source wrap
                                       :args (copy-tree (gptel-tool-args source) t)
                                       :async (gptel-tool-async source)))

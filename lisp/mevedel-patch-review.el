@@ -1,0 +1,726 @@
+;;; mevedel-patch-review.el --- Staged review of an ApplyPatch call  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; When a call of a tool that declares `:review' (ApplyPatch) would
+;; ask for permission in a chat that a view shows, the chat does not
+;; show a yes/no card: it calls the tool's review function with the
+;; call's context, the session and the answer function.  For
+;; ApplyPatch that is `mevedel-patch-review-start', which plans the
+;; patch in memory (nothing is written) and opens a review buffer:
+;;
+;;   per file   a header: operation, path, +added -removed
+;;   per hunk   a state marker ([ ] undecided, [✓] accepted, [×]
+;;              rejected, [e] edited), its @@ header and its lines,
+;;              with `diff-mode' faces and old/new line numbers
+;;
+;; Keys: y accept the hunk, n reject it, e edit its new text (C-c C-c
+;; saves the edit, C-c C-k cancels), f attach feedback (to the hunk at
+;; point, to the file on its header, to the whole patch with a prefix
+;; argument), Y / N accept / reject the file, j / k (also TAB and
+;; S-TAB) the next / previous hunk, M-n / M-p the next / previous file,
+;; C-c C-c settle, C-c C-k reject everything, ? help.
+;;
+;; Settling keeps (:plan PLAN :selection SELECTION :feedback TEXT) in
+;; a table under a fresh id and approves the call; the tool's handler
+;; takes it back with `mevedel-patch-review-take' and applies only the
+;; selection.  Undecided hunks count as accepted.  SELECTION is nil when
+;; everything was accepted unchanged, else an alist from absolute path
+;; to `reject' or a list of per-hunk choices (`accept', `reject' or
+;; (edit . TEXT)), the shape `mevedel-core-patch-apply' takes; a file
+;; accepted whole is left out of it.  Rejecting everything, or closing
+;; the buffer without settling, refuses the call, with the user's
+;; feedback in the reason.  A planning error approves the call with a
+;; `plan-failed' record so that the handler reports the error itself.
+;;
+;; The approval record's :review-id may not survive the pipeline's
+;; normalisation of records, so a handler can also call
+;; `mevedel-patch-review-take' without an id: the review of the call
+;; whose handler is running is found through that call's argument list.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'diff-mode)
+(require 'mevedel-core)
+(require 'mevedel-pipeline)
+(require 'mevedel-session)
+
+(declare-function mevedel-tool-patch-plan-for-review "mevedel-tool-patch" (context))
+(declare-function mevedel-core-patch-plan-files "mevedel-core" (plan))
+
+;;;; Customization
+
+(defgroup mevedel-patch-review nil
+  "The staged review of ApplyPatch calls."
+  :group 'mevedel
+  :prefix "mevedel-patch-review-")
+
+(defcustom mevedel-patch-review-display-action
+  '((display-buffer-reuse-window display-buffer-pop-up-window
+                                 display-buffer-use-some-window)
+    (inhibit-same-window . t))
+  "How the review buffer is shown: a `display-buffer' action.
+The default keeps the selected window (the chat's view, usually) and
+shows the review in another one."
+  :type 'sexp)
+
+(defface mevedel-patch-review-file-header
+  '((t :inherit diff-file-header :extend t))
+  "Face of a file's header line in a review.")
+
+(defface mevedel-patch-review-accepted '((t :inherit success :weight bold))
+  "Face of the marker of an accepted hunk.")
+
+(defface mevedel-patch-review-rejected '((t :inherit error :weight bold))
+  "Face of the marker of a rejected hunk.")
+
+(defface mevedel-patch-review-edited '((t :inherit warning :weight bold))
+  "Face of the marker of an edited hunk.")
+
+(defface mevedel-patch-review-feedback '((t :inherit font-lock-comment-face :slant italic))
+  "Face of feedback shown under a hunk, a file or the patch.")
+
+;;;; Settled reviews
+
+(defvar mevedel-patch-review--settled (make-hash-table :test #'equal)
+  "Review id -> (:plan PLAN :selection SELECTION :feedback TEXT).")
+
+(defvar mevedel-patch-review--by-args (make-hash-table :test #'eq :weakness 'key)
+  "A reviewed call's argument list -> the id its review was settled under.")
+
+(defvar mevedel-patch-review--counter 0
+  "Number of reviews settled so far, for fresh ids.")
+
+(defun mevedel-patch-review-take (&optional id)
+  "Return the settled review ID and forget it, or nil when there is none.
+The value is (:plan PLAN :selection SELECTION :feedback TEXT).  Without
+ID, take the review of the call whose handler is running now."
+  (let ((id (or id
+                (when-let* ((context (mevedel-pipeline-current-context)))
+                  (gethash (plist-get context :args) mevedel-patch-review--by-args)))))
+    (when id
+      (prog1 (gethash id mevedel-patch-review--settled)
+        (remhash id mevedel-patch-review--settled)))))
+
+;;;; Review state
+
+(cl-defstruct (mevedel-patch-review--hunk (:constructor mevedel-patch-review--hunk-make)
+                                          (:copier nil))
+  data index (state 'pending) edit feedback marker overlay)
+
+(cl-defstruct (mevedel-patch-review--file (:constructor mevedel-patch-review--file-make)
+                                          (:copier nil))
+  data hunks (state 'pending) feedback marker overlay)
+
+(defvar-local mevedel-patch-review--files nil
+  "The files of this review, a vector of `mevedel-patch-review--file'.")
+
+(defvar-local mevedel-patch-review--plan nil
+  "The plan this review shows.")
+
+(defvar-local mevedel-patch-review--answer nil
+  "The answer function of the reviewed call.")
+
+(defvar-local mevedel-patch-review--context nil
+  "The pipeline context of the reviewed call.")
+
+(defvar-local mevedel-patch-review--done nil
+  "Non-nil once this review was settled or withdrawn.")
+
+(defvar-local mevedel-patch-review--feedback nil
+  "Feedback on the whole patch, or nil.")
+
+(defvar-local mevedel-patch-review--feedback-overlay nil
+  "The overlay showing the whole patch's feedback.")
+
+(defvar-local mevedel-patch-review--edit-buffer nil
+  "The live hunk edit buffer of this review, or nil.")
+
+;;;; Keys and mode
+
+(defvar-keymap mevedel-patch-review-mode-map
+  :doc "Keys of a patch review."
+  "y" #'mevedel-patch-review-accept
+  "n" #'mevedel-patch-review-reject
+  "e" #'mevedel-patch-review-edit
+  "f" #'mevedel-patch-review-feedback
+  "Y" #'mevedel-patch-review-accept-file
+  "N" #'mevedel-patch-review-reject-file
+  "j" #'mevedel-patch-review-next-hunk
+  "k" #'mevedel-patch-review-previous-hunk
+  "TAB" #'mevedel-patch-review-next-hunk
+  "<backtab>" #'mevedel-patch-review-previous-hunk
+  "M-n" #'mevedel-patch-review-next-file
+  "M-p" #'mevedel-patch-review-previous-file
+  "C-c C-c" #'mevedel-patch-review-settle
+  "C-c C-k" #'mevedel-patch-review-reject-all
+  "q" #'mevedel-patch-review-quit
+  "?" #'mevedel-patch-review-help)
+
+(define-derived-mode mevedel-patch-review-mode special-mode "mevedel-review"
+  "Major mode of an ApplyPatch review.
+Decide per hunk, then settle; nothing is written before that.
+Undecided hunks are accepted when the review is settled.
+
+\\{mevedel-patch-review-mode-map}"
+  (setq-local truncate-lines t)
+  (setq-local buffer-undo-list t)
+  ;; Faces ride on `font-lock-face', which font-lock leaves alone.
+  (setq-local char-property-alias-alist
+              (cons '(font-lock-face face) char-property-alias-alist))
+  (add-hook 'kill-buffer-hook #'mevedel-patch-review--killed nil t))
+
+;;;; Starting a review
+
+(defun mevedel-patch-review-start (context session answer)
+  "Review the ApplyPatch call CONTEXT of SESSION; ANSWER gets the verdict.
+Plan the call's patch (nothing is written) and show the review buffer.
+A planning error approves the call with a `plan-failed' record, so the
+handler reports it.  Return a function that withdraws the review."
+  (ignore session)
+  (condition-case err
+      (let* ((plan (mevedel-tool-patch-plan-for-review context))
+             (buffer (mevedel-patch-review--make-buffer
+                      plan (mevedel-core-patch-plan-files plan) context answer)))
+        (pop-to-buffer buffer mevedel-patch-review-display-action)
+        (lambda () (mevedel-patch-review--withdraw buffer)))
+    (error
+     (funcall answer (cons 'approve (list :source 'review :outcome 'plan-failed
+                                          :reason (error-message-string err))))
+     nil)))
+
+(defun mevedel-patch-review--withdraw (buffer)
+  "Withdraw the review in BUFFER: kill it without answering."
+  (when (buffer-live-p buffer)
+    (with-current-buffer buffer
+      (setq mevedel-patch-review--done t))
+    (kill-buffer buffer)))
+
+(defun mevedel-patch-review--make-buffer (plan files context answer)
+  "Return a new review buffer of PLAN's FILES for CONTEXT, answering ANSWER."
+  (let* ((files (vconcat
+                 (cl-loop for data in files
+                          collect (mevedel-patch-review--file-make
+                                   :data data
+                                   :hunks (vconcat
+                                           (cl-loop for hunk in (plist-get data :hunks)
+                                                    for i from 0
+                                                    collect (mevedel-patch-review--hunk-make
+                                                             :data hunk :index i)))))))
+         (buffer (generate-new-buffer (format "*mevedel-review: %d file%s*" (length files)
+                                              (if (= (length files) 1) "" "s")))))
+    (with-current-buffer buffer
+      (mevedel-patch-review-mode)
+      (setq mevedel-patch-review--plan plan
+            mevedel-patch-review--files files
+            mevedel-patch-review--context context
+            mevedel-patch-review--answer answer)
+      (when-let* ((session (plist-get context :session))
+                  ((mevedel-session-p session)))
+        (setq default-directory (mevedel-session-workspace session)))
+      (let ((inhibit-read-only t))
+        (mevedel-patch-review--insert files))
+      (goto-char (point-min))
+      (mevedel-patch-review-next-hunk))
+    buffer))
+
+;;;; Drawing
+
+(defconst mevedel-patch-review--markers
+  '((pending "[ ]" nil)
+    (accept "[✓]" mevedel-patch-review-accepted)
+    (reject "[×]" mevedel-patch-review-rejected)
+    (edit "[e]" mevedel-patch-review-edited)
+    (partial "[~]" mevedel-patch-review-edited))
+  "State -> (TEXT FACE) of a hunk's or a file's marker.")
+
+(defun mevedel-patch-review--marker-text (state)
+  "Return the marker text of STATE."
+  (pcase-let ((`(,text ,face) (alist-get state mevedel-patch-review--markers)))
+    (if face (propertize text 'font-lock-face face) text)))
+
+(defun mevedel-patch-review--totals (files)
+  "Return (HUNKS ADDED REMOVED) over FILES."
+  (let ((hunks 0) (added 0) (removed 0))
+    (cl-loop for file across files
+             for data = (mevedel-patch-review--file-data file)
+             do (cl-incf hunks (length (mevedel-patch-review--file-hunks file)))
+             (cl-incf added (or (plist-get data :added) 0))
+             (cl-incf removed (or (plist-get data :removed) 0)))
+    (list hunks added removed)))
+
+(defun mevedel-patch-review--file-title (data)
+  "Return the title of the file DATA: operation, path and move target."
+  (let ((op (plist-get data :op))
+        (path (plist-get data :path))
+        (move (plist-get data :move-to)))
+    (concat (pcase op ('add "Add") ('delete "Delete") (_ (if move "Move" "Update")))
+            " " path (if move (concat " → " move) ""))))
+
+(defun mevedel-patch-review--line-face (char)
+  "Return the faces of a diff line starting with CHAR: (INDICATOR . TEXT)."
+  (pcase char
+    (?+ '(diff-indicator-added . diff-added))
+    (?- '(diff-indicator-removed . diff-removed))
+    (?\\ '(diff-context . diff-context))
+    (_ '(diff-context . diff-context))))
+
+(defun mevedel-patch-review--hunk-lines (hunk width)
+  "Return the strings of HUNK's lines with line numbers WIDTH wide."
+  (let* ((old (or (plist-get hunk :old-start) 1))
+         (new (or (plist-get hunk :new-start) 1))
+         (blank (make-string width ?\s))
+         (fmt (format "%%%dd" width))
+         (pieces nil))
+    (dolist (line (split-string (or (plist-get hunk :text) "") "\n"))
+      (unless (or (string-empty-p line) (string-prefix-p "@@" line))
+        (let* ((char (aref line 0))
+               (faces (mevedel-patch-review--line-face char))
+               (numbers (pcase char
+                          (?+ (prog1 (concat blank " " (format fmt new)) (cl-incf new)))
+                          (?- (prog1 (concat (format fmt old) " " blank) (cl-incf old)))
+                          (?\\ (concat blank " " blank))
+                          (_ (prog1 (concat (format fmt old) " " (format fmt new))
+                               (cl-incf old) (cl-incf new))))))
+          (push (propertize (concat "    " numbers " ") 'font-lock-face 'line-number) pieces)
+          (push (propertize (substring line 0 1) 'font-lock-face (car faces)) pieces)
+          (push (propertize (concat (substring line 1) "\n") 'font-lock-face (cdr faces))
+                pieces))))
+    (nreverse pieces)))
+
+(defun mevedel-patch-review--number-width (data)
+  "Return the width of the line numbers of the file DATA's hunks."
+  (let ((top 1))
+    (dolist (hunk (plist-get data :hunks))
+      (setq top (max top
+                     (+ (or (plist-get hunk :old-start) 0) (or (plist-get hunk :old-lines) 0))
+                     (+ (or (plist-get hunk :new-start) 0) (or (plist-get hunk :new-lines) 0)))))
+    (length (number-to-string top))))
+
+(defun mevedel-patch-review--insert (files)
+  "Insert the review of FILES at point, in one pass."
+  (pcase-let ((`(,hunks ,added ,removed) (mevedel-patch-review--totals files)))
+    (insert (propertize (format "Review ApplyPatch: %d file%s, %d hunk%s (+%d −%d)\n"
+                                (length files) (if (= (length files) 1) "" "s")
+                                hunks (if (= hunks 1) "" "s") added removed)
+                        'font-lock-face 'bold)
+            (substitute-command-keys
+             (concat "\\<mevedel-patch-review-mode-map>"
+                     "\\[mevedel-patch-review-accept] accept · "
+                     "\\[mevedel-patch-review-reject] reject · "
+                     "\\[mevedel-patch-review-edit] edit · "
+                     "\\[mevedel-patch-review-feedback] feedback · "
+                     "\\[mevedel-patch-review-accept-file]/\\[mevedel-patch-review-reject-file] "
+                     "file · \\[mevedel-patch-review-settle] settle · "
+                     "\\[mevedel-patch-review-reject-all] reject all · "
+                     "\\[mevedel-patch-review-help] help\n")))
+    (setq mevedel-patch-review--feedback-overlay (make-overlay (point) (point)))
+    (cl-loop
+     for file across files
+     for f from 0
+     for data = (mevedel-patch-review--file-data file)
+     for width = (mevedel-patch-review--number-width data)
+     do
+     (insert "\n")
+     (let ((start (point)))
+       (setf (mevedel-patch-review--file-marker file) (point-marker))
+       (insert (mevedel-patch-review--marker-text 'pending) " "
+               (propertize (format "%s  +%d −%d\n" (mevedel-patch-review--file-title data)
+                                   (or (plist-get data :added) 0)
+                                   (or (plist-get data :removed) 0))
+                           'font-lock-face 'mevedel-patch-review-file-header))
+       (setf (mevedel-patch-review--file-overlay file) (make-overlay (point) (point)))
+       (put-text-property start (point) 'mevedel-patch-review-file f))
+     (cl-loop
+      for hunk across (mevedel-patch-review--file-hunks file)
+      for h from 0
+      for hdata = (mevedel-patch-review--hunk-data hunk)
+      do
+      (let ((start (point)))
+        (insert "  ")
+        (setf (mevedel-patch-review--hunk-marker hunk) (point-marker))
+        (insert (mevedel-patch-review--marker-text 'pending) " "
+                (propertize (concat (or (plist-get hdata :header) "@@") "\n")
+                            'font-lock-face 'diff-hunk-header))
+        (setf (mevedel-patch-review--hunk-overlay hunk) (make-overlay (point) (point)))
+        (apply #'insert (mevedel-patch-review--hunk-lines hdata width))
+        (add-text-properties start (point) (list 'mevedel-patch-review-file f
+                                                 'mevedel-patch-review-hunk h)))))))
+
+(defun mevedel-patch-review--set-marker (marker state)
+  "Replace the state marker at MARKER with that of STATE."
+  (let ((inhibit-read-only t)
+        (props (text-properties-at marker)))
+    (save-excursion
+      (goto-char marker)
+      (delete-char 3)
+      (insert (mevedel-patch-review--marker-text state))
+      (add-text-properties marker (+ marker 3)
+                           (list 'mevedel-patch-review-file
+                                 (plist-get props 'mevedel-patch-review-file)
+                                 'mevedel-patch-review-hunk
+                                 (plist-get props 'mevedel-patch-review-hunk)))
+      (set-marker marker (- (point) 3)))))
+
+(defun mevedel-patch-review--show-feedback (overlay text &optional indent)
+  "Show feedback TEXT (nil to hide it) after OVERLAY, indented by INDENT."
+  (overlay-put overlay 'before-string
+               (and text (propertize (format "%s✎ %s\n" (make-string (or indent 0) ?\s) text)
+                                     'face 'mevedel-patch-review-feedback))))
+
+(defun mevedel-patch-review--set-hunk (hunk state &optional edit)
+  "Set HUNK's STATE (`pending', `accept', `reject' or `edit' with EDIT)."
+  (setf (mevedel-patch-review--hunk-state hunk) state
+        (mevedel-patch-review--hunk-edit hunk) (and (eq state 'edit) edit))
+  (mevedel-patch-review--set-marker (mevedel-patch-review--hunk-marker hunk) state))
+
+(defun mevedel-patch-review--refresh-file (file)
+  "Redraw FILE's marker from its hunks' states."
+  (let* ((hunks (mevedel-patch-review--file-hunks file))
+         (states (cl-map 'list #'mevedel-patch-review--hunk-state hunks))
+         (state (cond ((null states) (mevedel-patch-review--file-state file))
+                      ((cl-every (lambda (s) (eq s 'reject)) states) 'reject)
+                      ((cl-every (lambda (s) (eq s 'accept)) states) 'accept)
+                      ((memq 'pending states) 'pending)
+                      (t 'partial))))
+    (mevedel-patch-review--set-marker (mevedel-patch-review--file-marker file) state)))
+
+;;;; Where point is
+
+(defun mevedel-patch-review--file-at-point ()
+  "Return the file at point, or signal a user error."
+  (let ((f (get-text-property (point) 'mevedel-patch-review-file)))
+    (unless f (user-error "No file here"))
+    (aref mevedel-patch-review--files f)))
+
+(defun mevedel-patch-review--hunk-at-point (&optional noerror)
+  "Return (FILE . HUNK) at point; without one, nil if NOERROR, else signal."
+  (let ((f (get-text-property (point) 'mevedel-patch-review-file))
+        (h (get-text-property (point) 'mevedel-patch-review-hunk)))
+    (cond ((and f h)
+           (let ((file (aref mevedel-patch-review--files f)))
+             (cons file (aref (mevedel-patch-review--file-hunks file) h))))
+          (noerror nil)
+          (t (user-error "No hunk here")))))
+
+(defun mevedel-patch-review--check-live ()
+  "Signal a user error unless this is a review still waiting."
+  (unless (derived-mode-p 'mevedel-patch-review-mode)
+    (user-error "Not in a patch review"))
+  (when mevedel-patch-review--done
+    (user-error "This review is settled")))
+
+;;;; Moving
+
+(defun mevedel-patch-review--hunk-markers ()
+  "Return the state markers of every hunk, in buffer order."
+  (cl-loop for file across mevedel-patch-review--files
+           append (cl-loop for hunk across (mevedel-patch-review--file-hunks file)
+                           collect (mevedel-patch-review--hunk-marker hunk))))
+
+(defun mevedel-patch-review--file-markers ()
+  "Return the header markers of every file, in buffer order."
+  (cl-map 'list #'mevedel-patch-review--file-marker mevedel-patch-review--files))
+
+(defun mevedel-patch-review--step (markers count)
+  "Move point COUNT of MARKERS forward (backward when negative).
+Backwards, the first step goes to the start of the region point is in.
+Stay put when there is no such marker; return non-nil when point moved."
+  (let ((pos (point)))
+    (dotimes (_ (abs count))
+      (when-let* ((next (if (> count 0)
+                            (cl-find-if (lambda (m) (> m pos)) markers)
+                          (cl-find-if (lambda (m) (< m pos)) markers :from-end t))))
+        (setq pos (marker-position next))))
+    (unless (= pos (point))
+      (goto-char pos))))
+
+(defun mevedel-patch-review-next-hunk (&optional count)
+  "Move to the COUNTth next hunk (default 1)."
+  (interactive "p")
+  (mevedel-patch-review--step (mevedel-patch-review--hunk-markers) (or count 1)))
+
+(defun mevedel-patch-review-previous-hunk (&optional count)
+  "Move to the COUNTth previous hunk (default 1)."
+  (interactive "p")
+  (mevedel-patch-review--step (mevedel-patch-review--hunk-markers) (- (or count 1))))
+
+(defun mevedel-patch-review-next-file (&optional count)
+  "Move to the COUNTth next file's header (default 1)."
+  (interactive "p")
+  (mevedel-patch-review--step (mevedel-patch-review--file-markers) (or count 1)))
+
+(defun mevedel-patch-review-previous-file (&optional count)
+  "Move to the COUNTth previous file's header (default 1)."
+  (interactive "p")
+  (mevedel-patch-review--step (mevedel-patch-review--file-markers) (- (or count 1))))
+
+;;;; Deciding
+
+(defun mevedel-patch-review--decide (state)
+  "Set the hunk at point to STATE and move to the next undecided hunk."
+  (mevedel-patch-review--check-live)
+  (pcase-let ((`(,file . ,hunk) (mevedel-patch-review--hunk-at-point)))
+    (mevedel-patch-review--set-hunk hunk state)
+    (mevedel-patch-review--refresh-file file)
+    (mevedel-patch-review-next-hunk)))
+
+(defun mevedel-patch-review-accept ()
+  "Accept the hunk at point."
+  (interactive)
+  (mevedel-patch-review--decide 'accept))
+
+(defun mevedel-patch-review-reject ()
+  "Reject the hunk at point."
+  (interactive)
+  (mevedel-patch-review--decide 'reject))
+
+(defun mevedel-patch-review--decide-file (state)
+  "Set every hunk of the file at point to STATE; move to the next file."
+  (mevedel-patch-review--check-live)
+  (let ((file (mevedel-patch-review--file-at-point)))
+    (setf (mevedel-patch-review--file-state file) state)
+    (cl-loop for hunk across (mevedel-patch-review--file-hunks file)
+             do (mevedel-patch-review--set-hunk hunk state))
+    (mevedel-patch-review--refresh-file file)
+    (goto-char (mevedel-patch-review--file-marker file))
+    (mevedel-patch-review-next-file)))
+
+(defun mevedel-patch-review-accept-file ()
+  "Accept every hunk of the file at point."
+  (interactive)
+  (mevedel-patch-review--decide-file 'accept))
+
+(defun mevedel-patch-review-reject-file ()
+  "Reject the file at point: it is left alone."
+  (interactive)
+  (mevedel-patch-review--decide-file 'reject))
+
+;;;; Editing a hunk
+
+(defvar-local mevedel-patch-review--edit-origin nil
+  "In a hunk edit buffer: (REVIEW-BUFFER FILE . HUNK).")
+
+(defvar-keymap mevedel-patch-review-edit-mode-map
+  :doc "Keys of a hunk edit buffer."
+  "C-c C-c" #'mevedel-patch-review-edit-save
+  "C-c C-k" #'mevedel-patch-review-edit-cancel)
+
+(define-minor-mode mevedel-patch-review-edit-mode
+  "Minor mode of the buffer editing a reviewed hunk's new text.
+\\<mevedel-patch-review-edit-mode-map>\\[mevedel-patch-review-edit-save] \
+saves the edit, \\[mevedel-patch-review-edit-cancel] cancels it."
+  :lighter " Hunk-edit")
+
+(defun mevedel-patch-review-edit ()
+  "Edit the new text of the hunk at point in a small buffer.
+The hunk then applies with that text in place of its new lines."
+  (interactive)
+  (mevedel-patch-review--check-live)
+  (pcase-let* ((`(,file . ,hunk) (mevedel-patch-review--hunk-at-point))
+               (data (mevedel-patch-review--file-data file))
+               (review (current-buffer)))
+    (when (eq (plist-get data :op) 'delete)
+      (user-error "A deleted file has no new text to edit; accept or reject it"))
+    (when (buffer-live-p mevedel-patch-review--edit-buffer)
+      (kill-buffer mevedel-patch-review--edit-buffer))
+    (let ((buffer (generate-new-buffer
+                   (format "*mevedel-review-edit: %s hunk %d*" (plist-get data :path)
+                           (1+ (mevedel-patch-review--hunk-index hunk))))))
+      (setq mevedel-patch-review--edit-buffer buffer)
+      (with-current-buffer buffer
+        (insert (or (mevedel-patch-review--hunk-edit hunk)
+                    (plist-get (mevedel-patch-review--hunk-data hunk) :new-text)
+                    ""))
+        (let ((mode (assoc-default (plist-get data :path) auto-mode-alist #'string-match-p)))
+          (when (and (functionp mode) (not (memq mode '(archive-mode tar-mode))))
+            (ignore-errors (delay-mode-hooks (funcall mode)))))
+        (goto-char (point-min))
+        (setq mevedel-patch-review--edit-origin (cons review (cons file hunk)))
+        (mevedel-patch-review-edit-mode 1)
+        (setq header-line-format
+              (substitute-command-keys
+               "\\<mevedel-patch-review-edit-mode-map>Edit the hunk's new text: \
+\\[mevedel-patch-review-edit-save] save · \\[mevedel-patch-review-edit-cancel] cancel")))
+      (pop-to-buffer buffer '((display-buffer-below-selected) (window-height . fit-window-to-buffer)))
+      buffer)))
+
+(defun mevedel-patch-review-edit-save ()
+  "Save this buffer's text as the reviewed hunk's new text."
+  (interactive)
+  (pcase-let ((`(,review ,file . ,hunk) mevedel-patch-review--edit-origin)
+              (text (buffer-substring-no-properties (point-min) (point-max)))
+              (buffer (current-buffer)))
+    (unless (buffer-live-p review)
+      (user-error "The review of this hunk is gone"))
+    (with-current-buffer review
+      (mevedel-patch-review--check-live)
+      (if (equal text (plist-get (mevedel-patch-review--hunk-data hunk) :new-text))
+          (mevedel-patch-review--set-hunk hunk 'accept)
+        (mevedel-patch-review--set-hunk hunk 'edit text))
+      (mevedel-patch-review--refresh-file file)
+      (setq mevedel-patch-review--edit-buffer nil))
+    (mevedel-patch-review--close-edit buffer)))
+
+(defun mevedel-patch-review-edit-cancel ()
+  "Close this hunk edit buffer; the hunk keeps its former text."
+  (interactive)
+  (mevedel-patch-review--close-edit (current-buffer)))
+
+(defun mevedel-patch-review--close-edit (buffer)
+  "Kill the hunk edit BUFFER and its window."
+  (let ((window (get-buffer-window buffer)))
+    (if (and window (not (one-window-p t window)))
+        (quit-window t window)
+      (kill-buffer buffer))))
+
+;;;; Feedback
+
+(defun mevedel-patch-review-feedback (text &optional whole)
+  "Attach feedback TEXT to the hunk at point, the file on its header, or WHOLE.
+With a prefix argument (WHOLE non-nil) the feedback is on the whole
+patch.  Empty TEXT removes the feedback.  The model receives it with
+the result of the call."
+  (interactive
+   (list (read-string (if current-prefix-arg "Feedback on the patch: " "Feedback: "))
+         current-prefix-arg))
+  (mevedel-patch-review--check-live)
+  (let ((text (and text (not (string-blank-p text)) (string-trim text)))
+        (found (mevedel-patch-review--hunk-at-point t)))
+    (cond
+     (whole
+      (setq mevedel-patch-review--feedback text)
+      (mevedel-patch-review--show-feedback mevedel-patch-review--feedback-overlay text))
+     (found
+      (setf (mevedel-patch-review--hunk-feedback (cdr found)) text)
+      (mevedel-patch-review--show-feedback
+       (mevedel-patch-review--hunk-overlay (cdr found)) text 6))
+     (t
+      (let ((file (mevedel-patch-review--file-at-point)))
+        (setf (mevedel-patch-review--file-feedback file) text)
+        (mevedel-patch-review--show-feedback
+         (mevedel-patch-review--file-overlay file) text 4))))))
+
+(defun mevedel-patch-review--feedback-text ()
+  "Return the review's feedback for the model, or nil when there is none."
+  (let ((lines (and mevedel-patch-review--feedback
+                    (list (format "On the whole patch: %s" mevedel-patch-review--feedback)))))
+    (cl-loop for file across mevedel-patch-review--files
+             for path = (plist-get (mevedel-patch-review--file-data file) :path)
+             do (when-let* ((text (mevedel-patch-review--file-feedback file)))
+                  (push (format "On %s: %s" path text) lines))
+             (cl-loop for hunk across (mevedel-patch-review--file-hunks file)
+                      do (when-let* ((text (mevedel-patch-review--hunk-feedback hunk)))
+                           (push (format "On %s hunk %d (%s): %s" path
+                                         (1+ (mevedel-patch-review--hunk-index hunk))
+                                         (plist-get (mevedel-patch-review--hunk-data hunk)
+                                                    :header)
+                                         text)
+                                 lines))))
+    (and lines (string-join (nreverse lines) "\n"))))
+
+;;;; Settling
+
+(defun mevedel-patch-review--selection ()
+  "Return (SELECTION ACCEPTED TOTAL) of this review.
+Undecided hunks count as accepted; see the Commentary for SELECTION."
+  (let ((accepted 0) (total 0) (selection nil))
+    (cl-loop
+     for file across mevedel-patch-review--files
+     for hunks = (mevedel-patch-review--file-hunks file)
+     for abs = (plist-get (mevedel-patch-review--file-data file) :abs)
+     do
+     (if (zerop (length hunks))
+         (when (eq (mevedel-patch-review--file-state file) 'reject)
+           (push (cons abs 'reject) selection))
+       (let ((choices (cl-loop for hunk across hunks
+                               collect (pcase (mevedel-patch-review--hunk-state hunk)
+                                         ('reject 'reject)
+                                         ('edit (cons 'edit (mevedel-patch-review--hunk-edit hunk)))
+                                         (_ 'accept)))))
+         (cl-incf total (length choices))
+         (cl-incf accepted (cl-count-if-not (lambda (c) (eq c 'reject)) choices))
+         (cond ((cl-every (lambda (c) (eq c 'reject)) choices)
+                (push (cons abs 'reject) selection))
+               ((cl-every (lambda (c) (eq c 'accept)) choices))
+               (t (push (cons abs choices) selection))))))
+    (list (nreverse selection) accepted total)))
+
+(defun mevedel-patch-review--finish (verdict)
+  "End this review with VERDICT for the call, then close its buffer."
+  (let ((answer mevedel-patch-review--answer)
+        (buffer (current-buffer)))
+    (setq mevedel-patch-review--done t)
+    (when (buffer-live-p mevedel-patch-review--edit-buffer)
+      (kill-buffer mevedel-patch-review--edit-buffer))
+    (let ((window (get-buffer-window buffer)))
+      (if (and window (not (one-window-p t window)))
+          (quit-window t window)
+        (kill-buffer buffer)))
+    (funcall answer verdict)))
+
+(defun mevedel-patch-review--rejection (&optional closed)
+  "Return the refusal of the whole patch, with the feedback.
+CLOSED non-nil says the review buffer was closed unsettled."
+  (let ((feedback (mevedel-patch-review--feedback-text)))
+    (cons 'deny (concat "the user rejected the whole patch"
+                        (and closed " (closed the review without settling it)")
+                        (and feedback (concat "; feedback: " feedback))))))
+
+(defun mevedel-patch-review-settle ()
+  "Settle the review: apply what was accepted, as decided.
+Undecided hunks are accepted.  When every hunk was rejected this is
+`mevedel-patch-review-reject-all'."
+  (interactive)
+  (mevedel-patch-review--check-live)
+  (pcase-let ((`(,selection ,accepted ,total) (mevedel-patch-review--selection)))
+    (if (and selection
+             (cl-every (lambda (entry) (eq (cdr entry) 'reject)) selection)
+             (= (length selection) (length mevedel-patch-review--files)))
+        (mevedel-patch-review--finish (mevedel-patch-review--rejection))
+      (let ((id (format "review-%d" (cl-incf mevedel-patch-review--counter)))
+            (args (plist-get mevedel-patch-review--context :args)))
+        (puthash id (list :plan mevedel-patch-review--plan :selection selection
+                          :feedback (mevedel-patch-review--feedback-text))
+                 mevedel-patch-review--settled)
+        (when (consp args)
+          (puthash args id mevedel-patch-review--by-args))
+        (mevedel-patch-review--finish
+         (cons 'approve (list :source 'user :outcome 'allow-once
+                              :reason (format "reviewed: %d of %d hunk%s accepted"
+                                              accepted total (if (= total 1) "" "s"))
+                              :review-id id)))))))
+
+(defun mevedel-patch-review-reject-all ()
+  "Reject the whole patch: nothing is written."
+  (interactive)
+  (mevedel-patch-review--check-live)
+  (mevedel-patch-review--finish (mevedel-patch-review--rejection)))
+
+(defun mevedel-patch-review-quit ()
+  "Reject the whole patch after confirmation, and close the review."
+  (interactive)
+  (mevedel-patch-review--check-live)
+  (when (yes-or-no-p "Reject the whole patch? ")
+    (mevedel-patch-review-reject-all)))
+
+(defun mevedel-patch-review--killed ()
+  "Reject the whole patch when its review buffer is killed unsettled."
+  (when (buffer-live-p mevedel-patch-review--edit-buffer)
+    (kill-buffer mevedel-patch-review--edit-buffer))
+  (unless mevedel-patch-review--done
+    (setq mevedel-patch-review--done t)
+    (funcall mevedel-patch-review--answer (mevedel-patch-review--rejection t))))
+
+(defun mevedel-patch-review-help ()
+  "Show the keys of the patch review."
+  (interactive)
+  (describe-function 'mevedel-patch-review-mode))
+
+(provide 'mevedel-patch-review)
+;;; mevedel-patch-review.el ends here

@@ -1,0 +1,342 @@
+;;; mevedel-patch-review-test.el --- Tests of the ApplyPatch review  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; The review buffer driven by its keys: accept all, reject all, a mix
+;; per hunk, an edited hunk, feedback, closing the buffer, withdrawal,
+;; a planning error, and the chat's hook-up (a tool declaring :review
+;; gets its review instead of a card; its handler takes the settled
+;; review).  Plans come from a stand-in for the tool's planner and the
+;; module's plan files, in the shape of the seam contract.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'mevedel-test-helpers)
+(require 'mevedel-patch-review)
+(require 'mevedel-chat)
+
+(defconst mevedel-patch-review-test--files
+  '((:path "a.el" :abs "/ws/a.el" :op update :added 2 :removed 2
+     :diff "" :hunks
+     ((:index 0 :header "@@ -1,3 +1,3 @@" :old-start 1 :old-lines 3 :new-start 1 :new-lines 3
+       :added 1 :removed 1 :text " (one)\n-(two)\n+(TWO)\n (three)\n" :new-text "(TWO)\n")
+      (:index 1 :header "@@ -10,3 +10,3 @@ (defun f" :old-start 10 :old-lines 3
+       :new-start 10 :new-lines 3 :added 1 :removed 1
+       :text " (ten)\n-(eleven)\n+(ELEVEN)\n (twelve)\n" :new-text "(ELEVEN)\n")))
+    (:path "new.txt" :abs "/ws/new.txt" :op add :added 2 :removed 0 :diff ""
+     :hunks ((:index 0 :header "@@ -0,0 +1,2 @@" :old-start 0 :old-lines 0 :new-start 1
+              :new-lines 2 :added 2 :removed 0 :text "+hello\n+world\n"
+              :new-text "hello\nworld\n")))
+    (:path "old.txt" :abs "/ws/old.txt" :op delete :added 0 :removed 1 :diff ""
+     :hunks ((:index 0 :header "@@ -1,1 +0,0 @@" :old-start 1 :old-lines 1 :new-start 0
+              :new-lines 0 :added 0 :removed 1 :text "-bye\n" :new-text ""))))
+  "The plan files of the test patch: three files, four hunks.")
+
+(defmacro mevedel-patch-review-test--with (answers &rest body)
+  "Run BODY in the review of the test patch; ANSWERS collects its answers.
+BUFFER is bound to the review buffer and CONTEXT to the call's context."
+  (declare (indent 1))
+  `(let* ((,answers nil)
+          (context (list :tool nil :args (list :patch "*** Begin Patch") :session nil))
+          (withdraw nil)
+          (buffer nil))
+     (cl-letf (((symbol-function 'mevedel-tool-patch-plan-for-review)
+                (lambda (_context) 'test-plan))
+               ((symbol-function 'mevedel-core-patch-plan-files)
+                (lambda (_plan) (copy-tree mevedel-patch-review-test--files))))
+       (save-window-excursion
+         (setq withdraw (mevedel-patch-review-start
+                         context nil (lambda (answer) (push answer ,answers))))
+         (setq buffer (window-buffer (selected-window)))
+         (unwind-protect
+             (progn (ignore withdraw) ,@body)
+           (when (buffer-live-p buffer)
+             (with-current-buffer buffer (setq mevedel-patch-review--done t))
+             (kill-buffer buffer)))))))
+
+(defun mevedel-patch-review-test--keys (buffer keys)
+  "Type KEYS (a `kbd' string) in the review BUFFER."
+  (with-current-buffer buffer
+    (execute-kbd-macro (kbd keys))))
+
+(defun mevedel-patch-review-test--take (answer)
+  "Return the settled review that the approving ANSWER names."
+  (should (eq (car answer) 'approve))
+  (mevedel-patch-review-take (plist-get (cdr answer) :review-id)))
+
+(ert-deftest mevedel-patch-review:buffer-shows-files-and-hunks ()
+  "The review names every file with its counts, numbers lines, marks hunks."
+  (mevedel-patch-review-test--with answers
+    (should (equal (buffer-name buffer) "*mevedel-review: 3 files*"))
+    (with-current-buffer buffer
+      (should (eq major-mode 'mevedel-patch-review-mode))
+      (let ((text (buffer-string)))
+        (should (string-search "3 files, 4 hunks (+4 −3)" text))
+        (should (string-search "Update a.el  +2 −2" text))
+        (should (string-match-p "Add new\\.txt" text))
+        (should (string-match-p "Delete old\\.txt" text))
+        (should (string-match-p "\\[ \\] @@ -10,3 \\+10,3 @@ (defun f" text))
+        ;; Old and new line numbers, then the diff line.
+        (should (string-match-p "11    -(eleven)" text))
+        (should (string-match-p "   11 \\+(ELEVEN)" text))
+        (should (string-match-p "10 10  (ten)" text)))
+      ;; Diff faces on the lines.
+      (goto-char (point-min))
+      (search-forward "+(TWO)")
+      (should (eq (get-text-property (1- (point)) 'font-lock-face) 'diff-added))
+      ;; Point starts on the first hunk.
+      (goto-char (point-min))
+      (mevedel-patch-review-next-hunk)
+      (should (looking-at-p "\\[ \\] @@ -1,3"))
+      (should-not answers))))
+
+(ert-deftest mevedel-patch-review:accept-all ()
+  "Accepting every hunk and settling approves with no selection: everything applies."
+  (mevedel-patch-review-test--with answers
+    (mevedel-patch-review-test--keys buffer "y y y y C-c C-c")
+    (should (= (length answers) 1))
+    (let ((answer (car answers)))
+      (should (equal (plist-get (cdr answer) :reason) "reviewed: 4 of 4 hunks accepted"))
+      (should (eq (plist-get (cdr answer) :source) 'user))
+      (should (eq (plist-get (cdr answer) :outcome) 'allow-once))
+      (let ((review (mevedel-patch-review-test--take answer)))
+        (should (eq (plist-get review :plan) 'test-plan))
+        (should (null (plist-get review :selection)))
+        (should (null (plist-get review :feedback))))
+      ;; Taken once only.
+      (should-not (mevedel-patch-review-take (plist-get (cdr answer) :review-id))))
+    (should-not (buffer-live-p buffer))))
+
+(ert-deftest mevedel-patch-review:undecided-hunks-are-accepted ()
+  "Settling at once accepts every hunk."
+  (mevedel-patch-review-test--with answers
+    (mevedel-patch-review-test--keys buffer "C-c C-c")
+    (should (equal (plist-get (cdar answers) :reason) "reviewed: 4 of 4 hunks accepted"))
+    (should (null (plist-get (mevedel-patch-review-test--take (car answers)) :selection)))))
+
+(ert-deftest mevedel-patch-review:reject-all ()
+  "C-c C-k refuses the call: the whole patch is rejected, nothing is kept."
+  (mevedel-patch-review-test--with answers
+    (mevedel-patch-review-test--keys buffer "y C-c C-k")
+    (should (equal answers '((deny . "the user rejected the whole patch"))))
+    (should-not (buffer-live-p buffer))))
+
+(ert-deftest mevedel-patch-review:rejecting-every-hunk-is-reject-all ()
+  "Rejecting every hunk, then settling, refuses the call."
+  (mevedel-patch-review-test--with answers
+    (mevedel-patch-review-test--keys buffer "n n n n C-c C-c")
+    (should (equal answers '((deny . "the user rejected the whole patch"))))))
+
+(ert-deftest mevedel-patch-review:per-hunk-mix ()
+  "Per-hunk choices reach the selection; a wholly accepted file is left out."
+  (mevedel-patch-review-test--with answers
+    ;; a.el: accept, reject; new.txt: accept (y); old.txt: reject file (N).
+    (mevedel-patch-review-test--keys buffer "y n y N")
+    (with-current-buffer buffer
+      (goto-char (point-min))
+      (should (search-forward "[~] Update a.el" nil t))
+      (should (search-forward "[×] @@ -10,3" nil t))
+      (should (search-forward "[×] Delete old.txt" nil t)))
+    (mevedel-patch-review-test--keys buffer "C-c C-c")
+    (let ((answer (car answers)))
+      (should (equal (plist-get (cdr answer) :reason) "reviewed: 2 of 4 hunks accepted"))
+      (should (equal (plist-get (mevedel-patch-review-test--take answer) :selection)
+                     '(("/ws/a.el" accept reject) ("/ws/old.txt" . reject)))))))
+
+(ert-deftest mevedel-patch-review:movement ()
+  "j/k and TAB move between hunks, M-n/M-p between files; decisions go by point."
+  (mevedel-patch-review-test--with answers
+    (mevedel-patch-review-test--keys buffer "j j k")
+    (with-current-buffer buffer
+      (should (looking-at-p "\\[ \\] @@ -10,3")))
+    ;; Reject the second hunk of a.el only, after moving there.
+    (mevedel-patch-review-test--keys buffer "n M-p M-p")
+    (with-current-buffer buffer
+      ;; A file with an undecided hunk is undecided.
+      (should (looking-at-p "\\[ \\] Update a.el")))
+    (mevedel-patch-review-test--keys buffer "M-n TAB C-c C-c")
+    (should (equal (plist-get (mevedel-patch-review-test--take (car answers)) :selection)
+                   '(("/ws/a.el" accept reject))))))
+
+(ert-deftest mevedel-patch-review:edited-hunk ()
+  "e edits a hunk's new text in a small buffer; C-c C-c there keeps the edit."
+  (mevedel-patch-review-test--with answers
+    (mevedel-patch-review-test--keys buffer "j e")
+    (let ((edit (window-buffer (selected-window))))
+      (should-not (eq edit buffer))
+      (should (buffer-local-value 'mevedel-patch-review-edit-mode edit))
+      (with-current-buffer edit
+        (should (equal (buffer-string) "(ELEVEN)\n"))
+        (erase-buffer)
+        (insert "(Eleven, edited)\n"))
+      (with-current-buffer edit (execute-kbd-macro (kbd "C-c C-c")))
+      (should-not (buffer-live-p edit)))
+    (with-current-buffer buffer
+      (save-excursion
+        (goto-char (point-min))
+        (should (search-forward "[e] @@ -10,3" nil t))))
+    ;; A cancelled edit changes nothing.
+    (mevedel-patch-review-test--keys buffer "k e")
+    (let ((edit (window-buffer (selected-window))))
+      (with-current-buffer edit
+        (should (equal (buffer-string) "(TWO)\n"))
+        (insert "junk")
+        (execute-kbd-macro (kbd "C-c C-k")))
+      (should-not (buffer-live-p edit)))
+    (mevedel-patch-review-test--keys buffer "C-c C-c")
+    (let ((answer (car answers)))
+      (should (equal (plist-get (cdr answer) :reason) "reviewed: 4 of 4 hunks accepted"))
+      (should (equal (plist-get (mevedel-patch-review-test--take answer) :selection)
+                     '(("/ws/a.el" accept (edit . "(Eleven, edited)\n"))))))))
+
+(ert-deftest mevedel-patch-review:feedback-captured ()
+  "Feedback on a hunk, a file and the patch is kept for the handler."
+  (mevedel-patch-review-test--with answers
+    (with-current-buffer buffer
+      (mevedel-patch-review-feedback "use a constant here")
+      (mevedel-patch-review-next-file)
+      (mevedel-patch-review-next-file)
+      (mevedel-patch-review-feedback "keep this file")
+      (mevedel-patch-review-feedback "add a test" t)
+      ;; Feedback shows in the buffer.
+      (should (cl-some (lambda (o) (equal (overlay-get o 'before-string)
+                                          "      ✎ use a constant here\n"))
+                       (overlays-in (point-min) (point-max)))))
+    (mevedel-patch-review-test--keys buffer "C-c C-c")
+    (should (equal (plist-get (mevedel-patch-review-test--take (car answers)) :feedback)
+                   (concat "On the whole patch: add a test\n"
+                           "On a.el hunk 1 (@@ -1,3 +1,3 @@): use a constant here\n"
+                           "On old.txt: keep this file")))))
+
+(ert-deftest mevedel-patch-review:feedback-on-reject-all ()
+  "Rejecting everything hands the feedback to the model in the refusal."
+  (mevedel-patch-review-test--with answers
+    (with-current-buffer buffer
+      (mevedel-patch-review-feedback "write a smaller patch" t))
+    (mevedel-patch-review-test--keys buffer "C-c C-k")
+    (should (equal answers '((deny . "the user rejected the whole patch; feedback: \
+On the whole patch: write a smaller patch"))))))
+
+(ert-deftest mevedel-patch-review:closing-the-buffer-rejects ()
+  "Killing the review buffer unsettled rejects the whole patch, once."
+  (mevedel-patch-review-test--with answers
+    (kill-buffer buffer)
+    (should (equal answers '((deny . "the user rejected the whole patch \
+(closed the review without settling it)"))))))
+
+(ert-deftest mevedel-patch-review:withdraw-kills-the-buffer ()
+  "The withdrawing function kills the review without answering."
+  (mevedel-patch-review-test--with answers
+    (should (functionp withdraw))
+    (funcall withdraw)
+    (should-not (buffer-live-p buffer))
+    (should-not answers)))
+
+(ert-deftest mevedel-patch-review:settled-review-refuses-keys ()
+  "Nothing can be decided in a review once it is settled."
+  (mevedel-patch-review-test--with answers
+    (with-current-buffer buffer
+      (setq mevedel-patch-review--done t)
+      (should-error (mevedel-patch-review-accept) :type 'user-error)
+      (should-error (mevedel-patch-review-settle) :type 'user-error))
+    (should-not answers)))
+
+(ert-deftest mevedel-patch-review:plan-failure-goes-to-the-handler ()
+  "A patch that does not plan approves with a plan-failed record and shows nothing."
+  (let ((answers nil))
+    (cl-letf (((symbol-function 'mevedel-tool-patch-plan-for-review)
+               (lambda (_context) (error "Hunk 2 of a.el does not apply"))))
+      (should-not (mevedel-patch-review-start (list :args nil) nil
+                                              (lambda (answer) (push answer answers)))))
+    (should (equal answers '((approve :source review :outcome plan-failed
+                                      :reason "Hunk 2 of a.el does not apply"))))
+    (should-not (cl-some (lambda (b) (string-prefix-p "*mevedel-review" (buffer-name b)))
+                         (buffer-list)))))
+
+(ert-deftest mevedel-patch-review:registry-checks-review ()
+  "`:review' must be a function."
+  (should (memq :review mevedel-tool-keywords))
+  (should-error (mevedel-tool-register "ReviewBad" (list :description "x" :function #'ignore
+                                                         :review 42))
+                :type 'mevedel-tool-declaration-error))
+
+(ert-deftest mevedel-patch-review:chat-shows-the-review-not-a-card ()
+  "In a chat with a prompter, a :review tool's asking call opens its review.
+The handler takes the settled review of its own call, without an id."
+  (let* ((ws (file-name-as-directory (make-temp-file "mevedel-review-chat" t)))
+         (chat (mevedel-chat-get-create ws))
+         (cards nil)
+         (taken nil)
+         (mevedel-permissions-rules nil))
+    (mevedel-chat-set-prompter chat (lambda (_chat request) (push request cards)))
+    (setf (mevedel-chat-turn chat) 'test-turn)
+    (unwind-protect
+        (cl-letf (((symbol-function 'mevedel-tool-patch-plan-for-review)
+                   (lambda (context)
+                     (should (equal (plist-get (plist-get context :args) :patch) "P"))
+                     'chat-plan))
+                  ((symbol-function 'mevedel-core-patch-plan-files)
+                   (lambda (_plan) (copy-tree mevedel-patch-review-test--files))))
+          (mevedel-define-tool ReviewMe
+            :description "A test tool with a review."
+            :args ((patch string :required "The patch."))
+            :snapshot-p t
+            :review #'mevedel-patch-review-start
+            :function (lambda (_args)
+                        (setq taken (mevedel-patch-review-take))
+                        "applied"))
+          (save-window-excursion
+            (let ((box (mevedel-test-start-tool chat "ReviewMe" "toolu_review" '(:patch "P"))))
+              (mevedel-test-wait-until (get-buffer "*mevedel-review: 3 files*") 10)
+              (should-not cards)
+              (should-not (car box))
+              (let ((review (get-buffer "*mevedel-review: 3 files*")))
+                (mevedel-patch-review-test--keys review "n C-c C-c"))
+              (mevedel-test-wait-until (car box) 10)
+              (should (string-prefix-p "applied" (caar box)))
+              (should (eq (plist-get taken :plan) 'chat-plan))
+              (should (equal (plist-get taken :selection) '(("/ws/a.el" reject accept))))
+              (should (string-match-p "reviewed: 3 of 4 hunks accepted" (caar box))))))
+      (mevedel-tool-unregister "ReviewMe")
+      (setf (mevedel-chat-turn chat) nil)
+      (kill-buffer (mevedel-chat-data-buffer chat))
+      (delete-directory ws t))))
+
+(ert-deftest mevedel-patch-review:chat-abort-withdraws-the-review ()
+  "Cancelling the call (an aborted turn) kills its review buffer."
+  (let* ((ws (file-name-as-directory (make-temp-file "mevedel-review-abort" t)))
+         (chat (mevedel-chat-get-create ws))
+         (mevedel-permissions-rules nil))
+    (mevedel-chat-set-prompter chat #'ignore)
+    (setf (mevedel-chat-turn chat) 'test-turn)
+    (unwind-protect
+        (cl-letf (((symbol-function 'mevedel-tool-patch-plan-for-review) (lambda (_) 'p))
+                  ((symbol-function 'mevedel-core-patch-plan-files)
+                   (lambda (_plan) (copy-tree mevedel-patch-review-test--files))))
+          (mevedel-define-tool ReviewMe
+            :description "A test tool with a review."
+            :args ((patch string :required "The patch."))
+            :snapshot-p t
+            :review #'mevedel-patch-review-start
+            :function (lambda (_args) "applied"))
+          (save-window-excursion
+            (let ((cancel nil) (result nil))
+              (with-current-buffer (mevedel-chat-data-buffer chat)
+                (setq cancel (mevedel-pipeline-run-tool
+                              (mevedel-tool-get "ReviewMe") '(:patch "P")
+                              (lambda (r) (setq result r))
+                              :tool-use-id "toolu_abort" :data-buffer (current-buffer))))
+              (mevedel-test-wait-until (get-buffer "*mevedel-review: 3 files*") 10)
+              (let ((review (get-buffer "*mevedel-review: 3 files*")))
+                (funcall cancel)
+                (should-not (buffer-live-p review))
+                (should (string-match-p "cancelled" result))))))
+      (mevedel-tool-unregister "ReviewMe")
+      (setf (mevedel-chat-turn chat) nil)
+      (kill-buffer (mevedel-chat-data-buffer chat))
+      (delete-directory ws t))))
+
+(provide 'mevedel-patch-review-test)
+;;; mevedel-patch-review-test.el ends here
