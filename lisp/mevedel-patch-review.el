@@ -170,9 +170,11 @@ Undecided hunks are accepted when the review is settled.
 \\{mevedel-patch-review-mode-map}"
   (setq-local truncate-lines t)
   (setq-local buffer-undo-list t)
-  ;; Faces ride on `font-lock-face', which font-lock leaves alone.
+  ;; Headers and markers carry `font-lock-face', which font-lock leaves
+  ;; alone; diff lines are fontified by keywords, as they are shown.
   (setq-local char-property-alias-alist
-              (cons '(font-lock-face face) char-property-alias-alist))
+              (cons '(face font-lock-face) char-property-alias-alist))
+  (setq-local font-lock-defaults '(mevedel-patch-review--font-lock-keywords t))
   (add-hook 'kill-buffer-hook #'mevedel-patch-review--killed nil t))
 
 ;;;; Starting a review
@@ -262,36 +264,32 @@ handler reports it.  Return a function that withdraws the review."
     (concat (pcase op ('add "Add") ('delete "Delete") (_ (if move "Move" "Update")))
             " " path (if move (concat " → " move) ""))))
 
-(defun mevedel-patch-review--line-face (char)
-  "Return the faces of a diff line starting with CHAR: (INDICATOR . TEXT)."
-  (pcase char
-    (?+ '(diff-indicator-added . diff-added))
-    (?- '(diff-indicator-removed . diff-removed))
-    (?\\ '(diff-context . diff-context))
-    (_ '(diff-context . diff-context))))
+(defconst mevedel-patch-review--font-lock-keywords
+  '(("^\\( +[0-9 ]*│\\)\\(\\+\\)\\(.*\n?\\)"
+     (1 'line-number) (2 'diff-indicator-added) (3 'diff-added))
+    ("^\\( +[0-9 ]*│\\)\\(-\\)\\(.*\n?\\)"
+     (1 'line-number) (2 'diff-indicator-removed) (3 'diff-removed))
+    ("^\\( +[0-9 ]*│\\)\\(.*\n?\\)" (1 'line-number) (2 'diff-context)))
+  "Font-lock keywords of a review's diff lines: `diff-mode' faces.
+Diff lines are inserted as plain text and fontified as they are shown,
+so that opening a large review costs no face work on unseen lines.")
 
-(defun mevedel-patch-review--hunk-lines (hunk width)
-  "Return the strings of HUNK's lines with line numbers WIDTH wide."
+(defun mevedel-patch-review--insert-hunk-lines (hunk width)
+  "Insert HUNK's lines, each after its old and new line numbers WIDTH wide."
   (let* ((old (or (plist-get hunk :old-start) 1))
          (new (or (plist-get hunk :new-start) 1))
          (blank (make-string width ?\s))
-         (fmt (format "%%%dd" width))
-         (pieces nil))
+         (fmt (format "%%%dd" width)))
     (dolist (line (split-string (or (plist-get hunk :text) "") "\n"))
       (unless (or (string-empty-p line) (string-prefix-p "@@" line))
-        (let* ((char (aref line 0))
-               (faces (mevedel-patch-review--line-face char))
-               (numbers (pcase char
-                          (?+ (prog1 (concat blank " " (format fmt new)) (cl-incf new)))
-                          (?- (prog1 (concat (format fmt old) " " blank) (cl-incf old)))
-                          (?\\ (concat blank " " blank))
-                          (_ (prog1 (concat (format fmt old) " " (format fmt new))
-                               (cl-incf old) (cl-incf new))))))
-          (push (propertize (concat "    " numbers " ") 'font-lock-face 'line-number) pieces)
-          (push (propertize (substring line 0 1) 'font-lock-face (car faces)) pieces)
-          (push (propertize (concat (substring line 1) "\n") 'font-lock-face (cdr faces))
-                pieces))))
-    (nreverse pieces)))
+        (pcase (aref line 0)
+          (?+ (insert "    " blank " " (format fmt new) " │" line "\n")
+              (cl-incf new))
+          (?- (insert "    " (format fmt old) " " blank " │" line "\n")
+              (cl-incf old))
+          (?\\ (insert "    " blank " " blank " │" line "\n"))
+          (_ (insert "    " (format fmt old) " " (format fmt new) " │" line "\n")
+             (cl-incf old) (cl-incf new)))))))
 
 (defun mevedel-patch-review--number-width (data)
   "Return the width of the line numbers of the file DATA's hunks."
@@ -348,7 +346,7 @@ handler reports it.  Return a function that withdraws the review."
                 (propertize (concat (or (plist-get hdata :header) "@@") "\n")
                             'font-lock-face 'diff-hunk-header))
         (setf (mevedel-patch-review--hunk-overlay hunk) (make-overlay (point) (point)))
-        (apply #'insert (mevedel-patch-review--hunk-lines hdata width))
+        (mevedel-patch-review--insert-hunk-lines hdata width)
         (add-text-properties start (point) (list 'mevedel-patch-review-file f
                                                  'mevedel-patch-review-hunk h)))))))
 

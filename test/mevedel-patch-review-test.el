@@ -79,13 +79,22 @@ BUFFER is bound to the review buffer and CONTEXT to the call's context."
         (should (string-match-p "Delete old\\.txt" text))
         (should (string-match-p "\\[ \\] @@ -10,3 \\+10,3 @@ (defun f" text))
         ;; Old and new line numbers, then the diff line.
-        (should (string-match-p "11    -(eleven)" text))
-        (should (string-match-p "   11 \\+(ELEVEN)" text))
-        (should (string-match-p "10 10  (ten)" text)))
-      ;; Diff faces on the lines.
+        (should (string-search "    11    │-(eleven)\n" text))
+        (should (string-search "       11 │+(ELEVEN)\n" text))
+        (should (string-search "    10 10 │ (ten)\n" text)))
+      ;; Diff faces on the lines, once they are fontified.
+      (font-lock-ensure)
       (goto-char (point-min))
       (search-forward "+(TWO)")
-      (should (eq (get-text-property (1- (point)) 'font-lock-face) 'diff-added))
+      (should (eq (get-text-property (1- (point)) 'face) 'diff-added))
+      (should (eq (get-text-property (- (point) 5) 'face) 'diff-added))
+      (should (eq (get-text-property (- (point) 6) 'face) 'diff-indicator-added))
+      (search-forward "-(eleven)")
+      (should (eq (get-text-property (1- (point)) 'face) 'diff-removed))
+      (should (eq (get-text-property (line-beginning-position) 'face) 'line-number))
+      (search-forward "(twelve)")
+      (should (eq (get-text-property (1- (point)) 'face) 'diff-context))
+      (should (eq (get-char-property (point-min) 'face) 'bold))
       ;; Point starts on the first hunk.
       (goto-char (point-min))
       (mevedel-patch-review-next-hunk)
