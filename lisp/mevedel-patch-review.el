@@ -566,7 +566,7 @@ The hunk then applies with that text in place of its new lines."
     (mevedel-patch-review--close-edit buffer)))
 
 (defun mevedel-patch-review-edit-cancel ()
-  "Close this hunk edit buffer; the hunk keeps its former text."
+  "Close this hunk edit buffer, leaving the hunk's text as it was."
   (interactive)
   (mevedel-patch-review--close-edit (current-buffer)))
 
