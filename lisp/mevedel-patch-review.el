@@ -716,9 +716,23 @@ Undecided hunks are accepted.  When every hunk was rejected this is
     (funcall mevedel-patch-review--answer (mevedel-patch-review--rejection t))))
 
 (defun mevedel-patch-review-help ()
-  "Show the keys of the patch review."
+  "Show the keys of the patch review in the echo area."
   (interactive)
-  (describe-function 'mevedel-patch-review-mode))
+  (message "%s"
+           (substitute-command-keys
+            (concat
+             "\\<mevedel-patch-review-mode-map>"
+             "Hunk at point: \\[mevedel-patch-review-accept] accept, "
+             "\\[mevedel-patch-review-reject] reject, \\[mevedel-patch-review-edit] edit "
+             "its new text, \\[mevedel-patch-review-feedback] feedback "
+             "(on a file's header: the file; with a prefix: the patch)\n"
+             "File at point: \\[mevedel-patch-review-accept-file] accept, "
+             "\\[mevedel-patch-review-reject-file] reject\n"
+             "Move: j or TAB / k or S-TAB hunk, "
+             "\\[mevedel-patch-review-next-file] / \\[mevedel-patch-review-previous-file] file\n"
+             "\\[mevedel-patch-review-settle] settle (undecided hunks are accepted), "
+             "\\[mevedel-patch-review-reject-all] reject the whole patch, "
+             "\\[mevedel-patch-review-quit] reject and close"))))
 
 (provide 'mevedel-patch-review)
 ;;; mevedel-patch-review.el ends here

@@ -101,6 +101,22 @@ BUFFER is bound to the review buffer and CONTEXT to the call's context."
       (should (looking-at-p "\\[ \\] @@ -1,3"))
       (should-not answers))))
 
+(ert-deftest mevedel-patch-review:keeps-the-selected-window ()
+  "The review opens in another window: the buffer shown before stays shown."
+  (let ((origin (get-buffer-create " *mevedel-review-origin*")))
+    (unwind-protect
+        (save-window-excursion
+          (delete-other-windows)
+          (switch-to-buffer origin)
+          (mevedel-patch-review-test--with answers
+            (should (get-buffer-window origin))
+            (should (eq (window-buffer (selected-window)) buffer))
+            (should (string-match-p "j or TAB / k or S-TAB hunk"
+                                    (with-current-buffer buffer
+                                      (mevedel-patch-review-help))))
+            (should (get-buffer-window origin))))
+      (kill-buffer origin))))
+
 (ert-deftest mevedel-patch-review:accept-all ()
   "Accepting every hunk and settling approves with no selection: everything applies."
   (mevedel-patch-review-test--with answers
