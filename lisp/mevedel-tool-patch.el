@@ -56,7 +56,7 @@
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-render)
 
-(declare-function mevedel-patch-review-take "mevedel-patch-review" (id))
+(declare-function mevedel-patch-review-take "mevedel-patch-review" (&optional id))
 
 ;;;; Customization
 
@@ -123,7 +123,7 @@ prepared for the ApplyPatch operation and ABS is its backing file.
 A protected, remote or unavailable target signals
 `mevedel-tool-patch-error'; a family the operation matrix refuses
 signals `mevedel-core-resource-error'.  Nothing is read."
-  (let* ((resource (mevedel-resource-address-p authored))
+  (let* ((resource (and (mevedel-resource-address-p authored) t))
          (abs (if (not resource)
                   (expand-file-name authored root)
                 (let* ((facts (mevedel-resource-facts
@@ -173,8 +173,9 @@ the call's workspace."
 ;;;; Visiting buffers
 
 (defun mevedel-tool-patch--unsaved (files selection)
-  "Return (AUTHORED . BUFFER) for each of FILES visited with unsaved changes.
-FILES are the plan's files; one SELECTION rejects whole is left out."
+  "Return (AUTHORED . BUFFER) for each of FILES whose buffer is modified.
+FILES are the plan's files.  A file that SELECTION rejects whole is
+left out: it is not written."
   (cl-loop for file in files
            for abs = (plist-get file :abs)
            unless (eq (alist-get abs selection nil nil #'equal) 'reject)
@@ -309,14 +310,42 @@ SELECTION and FEEDBACK come from a review, or are nil."
 
 (defun mevedel-tool-patch--review ()
   "Return the review that approved the running call, or nil.
-The review is (:plan PLAN :selection SELECTION :feedback TEXT); a
-review the approval names but that is gone signals."
-  (when-let* ((id (cl-some (lambda (approval) (plist-get approval :review-id))
-                           (mevedel-pipeline-active-permission-approvals))))
-    (or (and (fboundp 'mevedel-patch-review-take) (mevedel-patch-review-take id))
-        (mevedel-tool-patch--fail
-         "ApplyPatch: the review %s that approved this call is gone; nothing was written.  \
-Send the patch again" id))))
+The review is (:plan PLAN :selection SELECTION :feedback TEXT), taken
+with `mevedel-patch-review-take' (by the approval's :review-id when
+the record has one).  A call that a review approved without a review
+to take signals: applying the whole patch would ignore what the user
+decided.  A review that could not plan approves with the outcome
+`plan-failed'; the handler then plans and reports the error itself."
+  (let* ((approvals (mevedel-pipeline-active-permission-approvals))
+         (id (cl-some (lambda (approval) (plist-get approval :review-id)) approvals))
+         (review (and (fboundp 'mevedel-patch-review-take) (mevedel-patch-review-take id))))
+    (or review
+        (when (cl-some (lambda (approval)
+                         (and (eq (plist-get approval :source) 'review)
+                              (not (eq (plist-get approval :outcome) 'plan-failed))))
+                       approvals)
+          (mevedel-tool-patch--fail
+           "ApplyPatch: the review that approved this call is gone; nothing was written.  \
+Send the patch again")))))
+
+(defun mevedel-tool-patch--plan (patch targets)
+  "Return the module's plan of PATCH over TARGETS; nothing is written.
+TARGETS are `mevedel-tool-patch--targets' of PATCH."
+  (mevedel-core-patch-plan
+   patch (mapcar (lambda (target) (cons (car target) (cadr target))) targets)))
+
+(defun mevedel-tool-patch-plan-for-review (context)
+  "Return the plan of the ApplyPatch call CONTEXT, for its review.
+CONTEXT is the pipeline's call context.  Targets are resolved and
+refused as for the call itself; nothing is written."
+  (let* ((session (plist-get context :session))
+         (buffer (plist-get context :data-buffer))
+         (mevedel-session-current (or session mevedel-session-current))
+         (root (cond ((mevedel-session-p session) (mevedel-session-workspace session))
+                     ((buffer-live-p buffer) (buffer-local-value 'default-directory buffer))
+                     (t default-directory)))
+         (patch (plist-get (plist-get context :args) :patch)))
+    (mevedel-tool-patch--plan patch (mevedel-tool-patch--targets patch root))))
 
 (defun mevedel-tool-patch--apply (patch)
   "Apply PATCH in the running call's workspace; return the handler's envelope.
@@ -327,9 +356,7 @@ with nothing written."
          (mevedel-session-current (or session mevedel-session-current))
          (targets (mevedel-tool-patch--targets patch default-directory))
          (review (mevedel-tool-patch--review))
-         (plan (or (plist-get review :plan)
-                   (mevedel-core-patch-plan
-                    patch (mapcar (lambda (target) (cons (car target) (cadr target))) targets))))
+         (plan (or (plist-get review :plan) (mevedel-tool-patch--plan patch targets)))
          (selection (plist-get review :selection))
          (unsaved (mevedel-tool-patch--unsaved (mevedel-core-patch-plan-files plan) selection)))
     (when unsaved

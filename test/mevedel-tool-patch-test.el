@@ -376,5 +376,21 @@ call's render-data."
                      "one\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\nTWELVE\n"))
       (should (equal (mevedel-tool-patch-test--read (expand-file-name "s.txt" root)) "s\n")))))
 
+;; Without this guard a lost review would apply what the user may have rejected.
+(ert-deftest mevedel-tool-patch:a-reviewed-call-without-its-review-writes-nothing ()
+  (mevedel-tool-patch-test--with-session 'ask
+    (mevedel-tool-patch-test--write (expand-file-name "a.txt" root) "a\n")
+    (setf (mevedel-session-prompter session)
+          (lambda (_context answer)
+            (funcall answer '(approve . (:source review :reason "reviewed")))))
+    (cl-letf (((symbol-function 'mevedel-patch-review-take) #'ignore))
+      (pcase-let ((`(,text . ,_)
+                   (mevedel-tool-patch-test--run
+                    data (mevedel-tool-patch-test--patch "*** Update File: a.txt"
+                                                         "@@" "-a" "+b"))))
+        (should (string-prefix-p "Error: " text))
+        (should (string-search "review" text))))
+    (should (equal (mevedel-tool-patch-test--read (expand-file-name "a.txt" root)) "a\n"))))
+
 (provide 'mevedel-tool-patch-test)
 ;;; mevedel-tool-patch-test.el ends here

@@ -40,7 +40,7 @@
   "The ApplyPatch result the model must receive.")
 
 (defun patch-e2e--setup (chat)
-  "Put CHAT in permission mode `edits', where ApplyPatch runs without asking."
+  "Put CHAT in permission mode `edits', so that ApplyPatch needs no answer."
   (setf (mevedel-chat-permission-mode chat) 'edits))
 
 (defun patch-e2e--library (chat _view)
