@@ -199,14 +199,17 @@ ends unmodified and in step with FILE's modification time."
             (with-current-buffer source
               (let ((coding-system-for-read coding))
                 (insert-file-contents file)))
+            ;; In step with the file first, so that editing asks nothing
+            ;; about a file changed on disk; no lock for a transient edit.
+            (set-visited-file-modtime)
             (undo-boundary)
-            (let ((inhibit-read-only t))
+            (let ((inhibit-read-only t)
+                  (create-lockfiles nil))
               (save-restriction
                 (widen)
                 (with-undo-amalgamate
                   (replace-buffer-contents source mevedel-tool-patch-buffer-update-seconds))))
-            (set-buffer-modified-p nil)
-            (set-visited-file-modtime))
+            (set-buffer-modified-p nil))
         (kill-buffer source)))))
 
 (defun mevedel-tool-patch--sync (file)
@@ -261,7 +264,7 @@ CHOICE is the review's choice for it (nil: applied whole)."
          (notes (and (consp choice) (mevedel-tool-patch--hunk-notes planned choice)))
          (line (pcase (plist-get file :op)
                  ((guard (eq (plist-get file :status) 'rejected))
-                  (format "Not changed %s: the user rejected this file" path))
+                  (format "Left %s unchanged: the user rejected this file" path))
                  ('add (format "Added %s (%s)" path counts))
                  ('delete (format "Deleted %s (%s)" path counts))
                  ((guard (plist-get file :move-to))

@@ -103,11 +103,12 @@ call's render-data."
       (should (string-search "+(six and a half)"
                              (plist-get (nth 1 (plist-get data :files)) :diff)))
       (let ((row (mevedel-tool-render-row "ApplyPatch" nil text data)))
-        (should (equal (plist-get row :header) "Edited 4 files (+7 −4)"))
+        (should (equal (plist-get row :header) "Edited 4 files (+6 −4)"))
         (should (eq (plist-get row :status) 'success))
         (should (eq (plist-get row :body-mode) #'diff-mode))
         (should (string-search "+(TWO)" (plist-get row :body)))
-        (should (string-search "-(two)" (plist-get row :preview-body)))))))
+        ;; The preview opens on the first change, the new file's lines.
+        (should (string-match-p "\\`[^\n]*\n\\+fresh\n" (plist-get row :preview-body)))))))
 
 (ert-deftest mevedel-tool-patch:rows-name-a-single-file-by-its-operation ()
   (cl-flet ((header (op &optional move-to)
@@ -140,11 +141,10 @@ call's render-data."
     (let ((twice "start\nsame\nline\nmiddle\nsame\nline\nend\n"))
       (mevedel-tool-patch-test--write (expand-file-name "twice.txt" root) twice)
       (mevedel-tool-patch-test--write (expand-file-name "fine.txt" root) "fine\n")
-      (pcase-let ((`(,text . ,data)
-                   (mevedel-tool-patch-test--run
-                    data (mevedel-tool-patch-test--patch
-                          "*** Update File: fine.txt" "@@" "-fine" "+FINE"
-                          "*** Update File: twice.txt" "@@" " same" "-line" "+LINE"))))
+      (pcase-let* ((patch (mevedel-tool-patch-test--patch
+                           "*** Update File: fine.txt" "@@" "-fine" "+FINE"
+                           "*** Update File: twice.txt" "@@" " same" "-line" "+LINE"))
+                   (`(,text . ,data) (mevedel-tool-patch-test--run data patch)))
         (should (string-prefix-p "Error: " text))
         (should (string-search "twice.txt" text))
         (should-not data)
@@ -153,7 +153,7 @@ call's render-data."
                        "fine\n"))
         (should (string-prefix-p "ApplyPatch fine.txt, twice.txt"
                                  (plist-get (mevedel-tool-render-row "ApplyPatch"
-                                                                     (list :patch "x") text nil)
+                                                                     (list :patch patch) text nil)
                                             :header)))))))
 
 ;;;; Visited buffers
@@ -190,6 +190,7 @@ call's render-data."
             (should buffer-read-only)
             ;; One undo step gives the old text back.
             (let ((inhibit-read-only t))
+              (widen)
               (primitive-undo 1 buffer-undo-list))
             (should (equal (save-restriction (widen) (buffer-string)) before)))
         (with-current-buffer buffer (set-buffer-modified-p nil))
@@ -338,10 +339,10 @@ call's render-data."
 (ert-deftest mevedel-tool-patch:a-review-applies-its-own-plan-and-selection ()
   (mevedel-tool-patch-test--with-session 'ask
     (mevedel-tool-patch-test--write (expand-file-name "r.txt" root)
-                                    "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n")
+                                    "alpha\nbravo\ncharlie\ndelta\necho\nfoxtrot\ngolf\nhotel\nindia\njuliet\nkilo\nlima\n")
     (mevedel-tool-patch-test--write (expand-file-name "s.txt" root) "s\n")
     (let* ((patch (mevedel-tool-patch-test--patch
-                   "*** Update File: r.txt" "@@" "-1" "+one" "@@" " 11" "-12" "+twelve"
+                   "*** Update File: r.txt" "@@" "-alpha" "+ALPHA" "@@" " kilo" "-lima" "+Lima"
                    "*** Update File: s.txt" "@@" "-s" "+S"))
            (plan (mevedel-core-patch-plan
                   patch (list (cons "r.txt" (expand-file-name "r.txt" root))
@@ -361,7 +362,7 @@ call's render-data."
                   (lambda (id)
                     (setq taken id)
                     (list :plan plan
-                          :selection `((,r accept (edit . "TWELVE\n"))
+                          :selection `((,r accept (edit . "LIMA\n"))
                                        (,(expand-file-name "s.txt" root) . reject))
                           :feedback "Keep s.txt as it is."))))
         (pcase-let ((`(,text . ,_) (mevedel-tool-patch-test--run data patch)))
@@ -369,11 +370,11 @@ call's render-data."
           (should (string-match-p "^The user reviewed the patch" text))
           (should (string-match-p "^Updated r\\.txt (\\+2 -2); the user edited the change at @@"
                                   text))
-          (should (string-search "+TWELVE" text))
-          (should (string-match-p "^Not changed s\\.txt: the user rejected this file$" text))
+          (should (string-search "+LIMA" text))
+          (should (string-match-p "^Left s\\.txt unchanged: the user rejected this file$" text))
           (should (string-search "The user's feedback on the patch:\nKeep s.txt as it is." text))))
       (should (equal (mevedel-tool-patch-test--read r)
-                     "one\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\nTWELVE\n"))
+                     "ALPHA\nbravo\ncharlie\ndelta\necho\nfoxtrot\ngolf\nhotel\nindia\njuliet\nkilo\nLIMA\n"))
       (should (equal (mevedel-tool-patch-test--read (expand-file-name "s.txt" root)) "s\n")))))
 
 ;; Without this guard a lost review would apply what the user may have rejected.
