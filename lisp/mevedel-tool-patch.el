@@ -212,11 +212,17 @@ ends unmodified and in step with FILE's modification time."
             (set-buffer-modified-p nil))
         (kill-buffer source)))))
 
-(defun mevedel-tool-patch--sync (file)
+(defun mevedel-tool-patch--planned (file planned)
+  "Return the entry of PLANNED, the plan's files, for the applied FILE."
+  (cl-find (plist-get file :abs) planned :key (lambda (entry) (plist-get entry :abs))
+           :test #'equal))
+
+(defun mevedel-tool-patch--sync (file planned)
   "Bring the buffers visiting FILE, an applied file of the patch, in step.
-FILE is a plist of `mevedel-core-patch-apply''s :files."
+FILE is a plist of `mevedel-core-patch-apply''s :files; PLANNED is
+the plan's files, which know where a moved file went."
   (let* ((abs (plist-get file :abs))
-         (dest (or (plist-get file :move-abs) abs))
+         (dest (or (plist-get (mevedel-tool-patch--planned file planned) :move-abs) abs))
          (buffer (find-buffer-visiting abs))
          (dest-buffer (and (not (equal dest abs)) (find-buffer-visiting dest))))
     (cond
@@ -275,18 +281,14 @@ CHOICE is the review's choice for it (nil: applied whole)."
       (concat line "; " notes ".  What the file now holds from this patch:\n"
               (plist-get file :diff)))))
 
-(defun mevedel-tool-patch--summary (applied plan selection feedback)
-  "Return the model's text for the APPLIED result of PLAN.
-SELECTION and FEEDBACK come from a review, or are nil."
-  (let* ((planned (mevedel-core-patch-plan-files plan))
-         (files (plist-get applied :files))
-         (lines (cl-loop for file in files
-                         for abs = (plist-get file :abs)
-                         collect (mevedel-tool-patch--file-line
-                                  file
-                                  (cl-find abs planned :key (lambda (p) (plist-get p :abs))
-                                           :test #'equal)
-                                  (alist-get abs selection nil nil #'equal)))))
+(defun mevedel-tool-patch--summary (applied planned selection feedback)
+  "Return the model's text for the APPLIED result of a plan.
+PLANNED is the plan's files; SELECTION and FEEDBACK come from a
+review, or are nil."
+  (let ((lines (cl-loop for file in (plist-get applied :files)
+                        collect (mevedel-tool-patch--file-line
+                                 file (mevedel-tool-patch--planned file planned)
+                                 (alist-get (plist-get file :abs) selection nil nil #'equal)))))
     (concat (if selection
                 (format "The user reviewed the patch; this is what was applied (%s):\n"
                         (mevedel-tool-patch--counts (plist-get applied :added)
@@ -361,7 +363,8 @@ with nothing written."
          (review (mevedel-tool-patch--review))
          (plan (or (plist-get review :plan) (mevedel-tool-patch--plan patch targets)))
          (selection (plist-get review :selection))
-         (unsaved (mevedel-tool-patch--unsaved (mevedel-core-patch-plan-files plan) selection)))
+         (planned (mevedel-core-patch-plan-files plan))
+         (unsaved (mevedel-tool-patch--unsaved planned selection)))
     (when unsaved
       (mevedel-tool-patch--fail
        "ApplyPatch refused: %s; nothing was written.  Ask the user to save or revert it, \
@@ -373,8 +376,9 @@ then send the patch again"
                (cl-some (lambda (target) (string-prefix-p "work://" (car target))) targets))
       (mevedel-session-ensure-storage mevedel-session-current))
     (let ((applied (mevedel-core-patch-apply plan selection)))
-      (mapc #'mevedel-tool-patch--sync (plist-get applied :files))
-      (list :result (mevedel-tool-patch--summary applied plan selection
+      (dolist (file (plist-get applied :files))
+        (mevedel-tool-patch--sync file planned))
+      (list :result (mevedel-tool-patch--summary applied planned selection
                                                  (plist-get review :feedback))
             :render-data (mevedel-tool-patch--render-data applied)))))
 

@@ -348,8 +348,11 @@ call's render-data."
                   patch (list (cons "r.txt" (expand-file-name "r.txt" root))
                               (cons "s.txt" (expand-file-name "s.txt" root)))))
            (r (expand-file-name "r.txt" root))
+           (hunks (plist-get (car (mevedel-core-patch-plan-files plan)) :hunks))
+           (lima (plist-get (nth 1 hunks) :new-text))
            (taken nil))
-      (should (= (length (plist-get (car (mevedel-core-patch-plan-files plan)) :hunks)) 2))
+      (should (= (length hunks) 2))
+      (should (string-search "Lima" lima))
       (setf (mevedel-session-prompter session)
             (lambda (_context answer)
               (funcall answer '(approve . (:source review :reason "reviewed" :review-id "rv1")))))
@@ -362,7 +365,8 @@ call's render-data."
                   (lambda (id)
                     (setq taken id)
                     (list :plan plan
-                          :selection `((,r accept (edit . "LIMA\n"))
+                          ;; The second hunk's new text, edited.
+                          :selection `((,r accept (edit . ,(string-replace "Lima" "LIMA" lima)))
                                        (,(expand-file-name "s.txt" root) . reject))
                           :feedback "Keep s.txt as it is."))))
         (pcase-let ((`(,text . ,_) (mevedel-tool-patch-test--run data patch)))
