@@ -39,6 +39,7 @@
   (require 'mevedel-view)
   (require 'mevedel-tool-fs)
   (require 'mevedel-tool-exec)
+  (require 'mevedel-tool-patch)
   (require 'mevedel-agent)
   (require 'mevedel-ps)
   (require 'mevedel-panel))

@@ -1,0 +1,516 @@
+;;; mevedel-tool-patch.el --- ApplyPatch: atomic edits of files  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; The file editing tool: the declaration of ApplyPatch, its handler,
+;; the syncing of buffers that visit the files it changes, and its row
+;; renderer.  The native module does the work (src/patch/): it parses
+;; the patch, reads every target, matches every hunk and computes
+;; every result in memory (a plan), then writes all files or none.
+;; This file decides where each authored path points and what may be
+;; touched, and keeps Emacs's buffers in step with the files.
+;;
+;; A call goes:
+;;
+;; 1. Targets (`mevedel-tool-patch--targets'), for permission (the
+;;    tool's :get-paths) and again in the handler: every path of the
+;;    patch, Move destinations included.  An ordinary path is relative
+;;    to the session's working directory unless absolute; a resource
+;;    address (work://..., memory://KEY/FILE) is prepared for the
+;;    ApplyPatch operation, so the operation matrix refuses other
+;;    families, and its backing file is what permission judges.
+;;    Paths inside a .git directory, the workspace's .mevedel/ and
+;;    `mevedel-tool-patch-protected-files' are refused.  Nothing has
+;;    been read yet.
+;; 2. Permission is the ordinary policy: ApplyPatch is a :snapshot-p
+;;    edit, so `edits' and `full-auto' apply inside the workspace and
+;;    `ask' asks through the session's prompter.  A prompter that
+;;    showed a review approves with a record carrying :review-id; the
+;;    handler then takes that review's plan and selection
+;;    (`mevedel-patch-review-take') instead of planning again.
+;; 3. The handler plans (`mevedel-core-patch-plan'), refuses the whole
+;;    patch when a file it changes is visited by a buffer with unsaved
+;;    changes, applies (`mevedel-core-patch-apply') and syncs visiting
+;;    buffers (`mevedel-tool-patch--sync'): an unmodified buffer gets
+;;    the new text in place as one undo step, keeping point, window
+;;    starts and narrowing, and stays unmodified; a moved file's
+;;    buffer follows it; a deleted file's buffer is left as it is.
+;;
+;; The model reads one line per file (`Updated lisp/a.el (+3 -1)'),
+;; with authored paths, plus what a review rejected or edited and the
+;; user's feedback.  The row shows `Edited 3 files (+12 −4)' over the
+;; unified diff (render-data :kind patch, one block per file).  The
+;; manual is docs/tools/applypatch.md (mevedel://tools/applypatch.md).
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'mevedel-core)
+(require 'mevedel-pipeline)
+(require 'mevedel-resource)
+(require 'mevedel-session)
+(require 'mevedel-tool-registry)
+(require 'mevedel-tool-render)
+
+(declare-function mevedel-patch-review-take "mevedel-patch-review" (&optional id))
+
+;;;; Customization
+
+(defgroup mevedel-tool-patch nil
+  "ApplyPatch, the tool that edits files."
+  :group 'mevedel-tool
+  :prefix "mevedel-tool-patch-")
+
+(defcustom mevedel-tool-patch-protected-files
+  '("~/.bashrc" "~/.bash_profile" "~/.bash_login" "~/.bash_logout" "~/.profile"
+    "~/.zshrc" "~/.zshenv" "~/.zprofile" "~/.zlogin" "~/.zlogout" "~/.config/fish/"
+    "~/.emacs" "~/.emacs.el" "~/.emacs.d/init.el" "~/.emacs.d/early-init.el"
+    "~/.config/emacs/" "~/.gitconfig" "~/.config/git/" "~/.ssh/" "~/.gnupg/"
+    "~/.netrc" "~/.authinfo" "~/.authinfo.gpg" "~/.aws/" "~/.config/gh/")
+  "Files ApplyPatch never changes: startup files, configuration, credentials.
+A name ending in / protects everything below that directory.  A
+patch naming one of them (or a link to one) is refused before any
+file is read."
+  :type '(repeat string))
+
+(defcustom mevedel-tool-patch-buffer-update-seconds 1.0
+  "Seconds an in-place update of a visiting buffer may spend on minimal edits.
+Past it, the buffer's text is replaced whole (still as one undo
+step), which may move point; see `replace-buffer-contents'."
+  :type 'number)
+
+(define-error 'mevedel-tool-patch-error "ApplyPatch error")
+
+;;;; Targets
+
+(defun mevedel-tool-patch--fail (format-string &rest args)
+  "Signal `mevedel-tool-patch-error' with FORMAT-STRING and ARGS."
+  (signal 'mevedel-tool-patch-error (list (apply #'format format-string args))))
+
+(defun mevedel-tool-patch--under-p (file directory)
+  "Return non-nil when FILE is DIRECTORY or below it, links resolved."
+  (string-prefix-p (file-name-as-directory (file-truename directory))
+                   (file-name-as-directory (file-truename file))))
+
+(defun mevedel-tool-patch--protection (file root)
+  "Return why FILE may not be patched, or nil.
+ROOT, the workspace, is non-nil for an ordinary path: then the
+workspace's .mevedel/ and any .git directory are refused as well."
+  (let ((real (file-truename file)))
+    (cond
+     ((and root (cl-some (lambda (name) (member ".git" (split-string name "/" t)))
+                         (list file real)))
+      "it is inside a .git directory, the repository's own data")
+     ((and root (mevedel-tool-patch--under-p file (expand-file-name ".mevedel" root)))
+      "it is inside the workspace's .mevedel/ directory, mevedel's own state \
+(keep working notes at work:// or memory:// addresses instead)")
+     ((cl-some (lambda (entry)
+                 (if (string-suffix-p "/" entry)
+                     (mevedel-tool-patch--under-p real entry)
+                   (equal real (file-truename entry))))
+               mevedel-tool-patch-protected-files)
+      "it is a protected startup, configuration or credential file \
+(`mevedel-tool-patch-protected-files')"))))
+
+(defun mevedel-tool-patch--target (authored root)
+  "Return (AUTHORED ABS RESOURCE-P) for the patch path AUTHORED.
+An ordinary path is made absolute against ROOT; a resource address is
+prepared for the ApplyPatch operation and ABS is its backing file.
+A protected, remote or unavailable target signals
+`mevedel-tool-patch-error'; a family the operation matrix refuses
+signals `mevedel-core-resource-error'.  Nothing is read."
+  (let* ((resource (and (mevedel-resource-address-p authored) t))
+         (abs (if (not resource)
+                  (expand-file-name authored root)
+                (let* ((facts (mevedel-resource-facts
+                               (mevedel-resource-prepare authored "ApplyPatch")))
+                       (paths (plist-get facts :paths)))
+                  (unless (and (plist-get facts :available) (= (length paths) 1))
+                    (mevedel-tool-patch--fail
+                     "ApplyPatch cannot write `%s' in this request: its owner is unavailable \
+\(work:// files need a session with storage)" authored))
+                  (car paths))))
+         (why (and (not (file-remote-p abs))
+                   (mevedel-tool-patch--protection abs (and (not resource) root)))))
+    (cond
+     ((file-remote-p abs)
+      (mevedel-tool-patch--fail
+       "ApplyPatch refuses `%s': it is on a remote host (TRAMP); edit it there with a shell \
+command" authored))
+     (why (mevedel-tool-patch--fail
+           "ApplyPatch refuses `%s': %s.  Nothing was read or written; ask the user to make \
+this change if it is needed" authored why)))
+    (list authored abs resource)))
+
+(defun mevedel-tool-patch--targets (patch root)
+  "Return the targets of PATCH, each (AUTHORED ABS RESOURCE-P), in patch order.
+Every path of every operation is there once, Move destinations
+included.  ROOT is the directory relative paths are relative to.  A
+malformed patch signals the module's error; a target that may not be
+patched signals as `mevedel-tool-patch--target' does."
+  (let ((targets nil))
+    (dolist (op (mevedel-core-patch-parse patch))
+      (dolist (path (list (plist-get op :path) (plist-get op :move-to)))
+        (when (and path (not (assoc path targets)))
+          (push (mevedel-tool-patch--target path root) targets))))
+    (nreverse targets)))
+
+(defun mevedel-tool-patch--paths (args)
+  "Return the file paths a call with ARGS may change, for permission.
+Resource addresses give their backing files.  Ordinary paths are
+given as written: the permission step resolves relative ones against
+the call's workspace."
+  (mapcar (pcase-lambda (`(,authored ,abs ,resource)) (if resource abs authored))
+          (mevedel-tool-patch--targets
+           (plist-get args :patch)
+           (file-name-as-directory
+            (plist-get (funcall mevedel-resource-session-function) :workspace)))))
+
+;;;; Visiting buffers
+
+(defun mevedel-tool-patch--unsaved (files selection)
+  "Return (AUTHORED . BUFFER) for each of FILES whose buffer is modified.
+FILES are the plan's files.  A file that SELECTION rejects whole is
+left out: it is not written."
+  (cl-loop for file in files
+           for abs = (plist-get file :abs)
+           unless (eq (alist-get abs selection nil nil #'equal) 'reject)
+           append (cl-loop for (authored path) in (list (list (plist-get file :path) abs)
+                                                        (list (plist-get file :move-to)
+                                                              (plist-get file :move-abs)))
+                           for buffer = (and path (find-buffer-visiting path))
+                           when (and buffer (buffer-modified-p buffer))
+                           collect (cons authored buffer))))
+
+(defun mevedel-tool-patch--refresh (buffer file)
+  "Give the unmodified BUFFER the contents of FILE in place, as one undo step.
+Point, window starts and markers stay where minimal edits leave them,
+a narrowing stays, read-only text is replaced too, and the buffer
+ends unmodified and in step with FILE's modification time."
+  (with-current-buffer buffer
+    (let ((coding buffer-file-coding-system)
+          (source (generate-new-buffer " *mevedel-patch*" t)))
+      (unwind-protect
+          (progn
+            (with-current-buffer source
+              (let ((coding-system-for-read coding))
+                (insert-file-contents file)))
+            ;; In step with the file first, so that editing asks nothing
+            ;; about a file changed on disk; no lock for a transient edit.
+            (set-visited-file-modtime)
+            (undo-boundary)
+            (let ((inhibit-read-only t)
+                  (create-lockfiles nil))
+              (save-restriction
+                (widen)
+                (with-undo-amalgamate
+                  (replace-buffer-contents source mevedel-tool-patch-buffer-update-seconds))))
+            (set-buffer-modified-p nil))
+        (kill-buffer source)))))
+
+(defun mevedel-tool-patch--planned (file planned)
+  "Return the entry of PLANNED, the plan's files, for the applied FILE."
+  (cl-find (plist-get file :abs) planned :key (lambda (entry) (plist-get entry :abs))
+           :test #'equal))
+
+(defun mevedel-tool-patch--sync (file planned)
+  "Bring the buffers visiting FILE, an applied file of the patch, in step.
+FILE is a plist of `mevedel-core-patch-apply''s :files; PLANNED is
+the plan's files, which know where a moved file went."
+  (let* ((abs (plist-get file :abs))
+         (dest (or (plist-get (mevedel-tool-patch--planned file planned) :move-abs) abs))
+         (buffer (find-buffer-visiting abs))
+         (dest-buffer (and (not (equal dest abs)) (find-buffer-visiting dest))))
+    (cond
+     ((eq (plist-get file :status) 'rejected))
+     ((eq (plist-get file :op) 'delete)
+      (when buffer
+        (message "ApplyPatch deleted %s; buffer %s still holds its text"
+                 (plist-get file :path) (buffer-name buffer))))
+     (t
+      (when dest-buffer (mevedel-tool-patch--refresh dest-buffer dest))
+      (when buffer
+        (mevedel-tool-patch--refresh buffer dest)
+        (unless (equal dest abs)
+          (with-current-buffer buffer
+            (set-visited-file-name dest t t)
+            (set-buffer-modified-p nil)
+            (set-visited-file-modtime))))))))
+
+;;;; The model's result
+
+(defun mevedel-tool-patch--counts (added removed)
+  "Return the line counts ADDED and REMOVED as ASCII text, \"+3 -1\"."
+  (format "+%d -%d" added removed))
+
+(defun mevedel-tool-patch--hunk-notes (file choices)
+  "Return what the per-hunk CHOICES of a review did to plan FILE, or nil."
+  (let ((hunks (plist-get file :hunks)) rejected edited)
+    (cl-loop for choice in choices
+             for hunk in hunks
+             do (pcase choice
+                  ('reject (push (plist-get hunk :header) rejected))
+                  (`(edit . ,_) (push (plist-get hunk :header) edited))))
+    (string-join
+     (delq nil (list (and rejected (format "the user rejected the change at %s"
+                                           (string-join (nreverse rejected) ", ")))
+                     (and edited (format "the user edited the change at %s"
+                                         (string-join (nreverse edited) ", ")))))
+     "; ")))
+
+(defun mevedel-tool-patch--file-line (file planned choice)
+  "Return the result line of the applied FILE, whose plan entry is PLANNED.
+CHOICE is the review's choice for it (nil: applied whole)."
+  (let* ((path (plist-get file :path))
+         (counts (mevedel-tool-patch--counts (plist-get file :added) (plist-get file :removed)))
+         (notes (and (consp choice) (mevedel-tool-patch--hunk-notes planned choice)))
+         (line (pcase (plist-get file :op)
+                 ((guard (eq (plist-get file :status) 'rejected))
+                  (format "Left %s unchanged: the user rejected this file" path))
+                 ('add (format "Added %s (%s)" path counts))
+                 ('delete (format "Deleted %s (%s)" path counts))
+                 ((guard (plist-get file :move-to))
+                  (format "Moved %s to %s (%s)" path (plist-get file :move-to) counts))
+                 (_ (format "Updated %s (%s)" path counts)))))
+    (if (or (null notes) (string-empty-p notes))
+        line
+      (concat line "; " notes ".  What the file now holds from this patch:\n"
+              (plist-get file :diff)))))
+
+(defun mevedel-tool-patch--summary (applied planned selection feedback)
+  "Return the model's text for the APPLIED result of a plan.
+PLANNED is the plan's files; SELECTION and FEEDBACK come from a
+review, or are nil."
+  (let ((lines (cl-loop for file in (plist-get applied :files)
+                        collect (mevedel-tool-patch--file-line
+                                 file (mevedel-tool-patch--planned file planned)
+                                 (alist-get (plist-get file :abs) selection nil nil #'equal)))))
+    (concat (if selection
+                (format "The user reviewed the patch; this is what was applied (%s):\n"
+                        (mevedel-tool-patch--counts (plist-get applied :added)
+                                                    (plist-get applied :removed)))
+              "The patch was applied.\n")
+            (string-join lines "\n")
+            (and feedback (not (string-empty-p feedback))
+                 (concat "\n\nThe user's feedback on the patch:\n" feedback)))))
+
+(defun mevedel-tool-patch--render-data (applied)
+  "Return the render-data of the APPLIED result: one block per file."
+  (list :kind 'patch
+        :added (plist-get applied :added)
+        :removed (plist-get applied :removed)
+        :files (mapcar (lambda (file)
+                         (list :path (plist-get file :path) :op (plist-get file :op)
+                               :move-to (plist-get file :move-to)
+                               :status (plist-get file :status)
+                               :added (plist-get file :added) :removed (plist-get file :removed)
+                               :diff (plist-get file :diff)))
+                       (plist-get applied :files))))
+
+;;;; The handler
+
+(defun mevedel-tool-patch--review ()
+  "Return the review that approved the running call, or nil.
+The review is (:plan PLAN :selection SELECTION :feedback TEXT), taken
+with `mevedel-patch-review-take' (by the approval's :review-id when
+the record has one).  A call that a review approved without a review
+to take signals: applying the whole patch would ignore what the user
+decided.  A review that could not plan approves with the outcome
+`plan-failed'; the handler then plans and reports the error itself."
+  (let* ((approvals (mevedel-pipeline-active-permission-approvals))
+         (id (cl-some (lambda (approval) (plist-get approval :review-id)) approvals))
+         (review (and (fboundp 'mevedel-patch-review-take) (mevedel-patch-review-take id))))
+    (or review
+        (when (cl-some (lambda (approval)
+                         (and (eq (plist-get approval :source) 'review)
+                              (not (eq (plist-get approval :outcome) 'plan-failed))))
+                       approvals)
+          (mevedel-tool-patch--fail
+           "ApplyPatch: the review that approved this call is gone; nothing was written.  \
+Send the patch again")))))
+
+(defun mevedel-tool-patch--plan (patch targets)
+  "Return the module's plan of PATCH over TARGETS; nothing is written.
+TARGETS are `mevedel-tool-patch--targets' of PATCH."
+  (mevedel-core-patch-plan
+   patch (mapcar (lambda (target) (cons (car target) (cadr target))) targets)))
+
+(defun mevedel-tool-patch-plan-for-review (context)
+  "Return the plan of the ApplyPatch call CONTEXT, for its review.
+CONTEXT is the pipeline's call context.  Targets are resolved and
+refused as for the call itself; nothing is written."
+  (let* ((session (plist-get context :session))
+         (buffer (plist-get context :data-buffer))
+         (mevedel-session-current (or session mevedel-session-current))
+         (root (cond ((mevedel-session-p session) (mevedel-session-workspace session))
+                     ((buffer-live-p buffer) (buffer-local-value 'default-directory buffer))
+                     (t default-directory)))
+         (patch (plist-get (plist-get context :args) :patch)))
+    (mevedel-tool-patch--plan patch (mevedel-tool-patch--targets patch root))))
+
+(defun mevedel-tool-patch--apply (patch)
+  "Apply PATCH in the running call's workspace; return the handler's envelope.
+Relative paths are relative to `default-directory', which the
+pipeline binds to the workspace.  Any refusal or failure signals
+with nothing written."
+  (let* ((session (plist-get (mevedel-pipeline-current-context) :session))
+         (mevedel-session-current (or session mevedel-session-current))
+         (targets (mevedel-tool-patch--targets patch default-directory))
+         (review (mevedel-tool-patch--review))
+         (plan (or (plist-get review :plan) (mevedel-tool-patch--plan patch targets)))
+         (selection (plist-get review :selection))
+         (planned (mevedel-core-patch-plan-files plan))
+         (unsaved (mevedel-tool-patch--unsaved planned selection)))
+    (when unsaved
+      (mevedel-tool-patch--fail
+       "ApplyPatch refused: %s; nothing was written.  Ask the user to save or revert it, \
+then send the patch again"
+       (mapconcat (pcase-lambda (`(,path . ,buffer))
+                    (format "`%s' has unsaved changes in buffer %s" path (buffer-name buffer)))
+                  unsaved "; ")))
+    (when (and (mevedel-session-durable-p mevedel-session-current)
+               (cl-some (lambda (target) (string-prefix-p "work://" (car target))) targets))
+      (mevedel-session-ensure-storage mevedel-session-current))
+    (let ((applied (mevedel-core-patch-apply plan selection)))
+      (dolist (file (plist-get applied :files))
+        (mevedel-tool-patch--sync file planned))
+      (list :result (mevedel-tool-patch--summary applied planned selection
+                                                 (plist-get review :feedback))
+            :render-data (mevedel-tool-patch--render-data applied)))))
+
+(defun mevedel-tool-patch-run (callback args)
+  "Apply the patch in ARGS (:patch) and call CALLBACK with the result once.
+The result is an envelope, or an \"Error: ...\" text naming the file,
+hunk and nearest lines of a failure; nothing is written then."
+  (funcall callback
+           (condition-case err
+               (mevedel-tool-patch--apply (plist-get args :patch))
+             ((mevedel-core-error mevedel-tool-patch-error) (concat "Error: " (cadr err)))
+             (error (concat "Error: " (error-message-string err))))))
+
+;;;; The renderer
+
+(defun mevedel-tool-patch--changed (files)
+  "Return the FILES of patch render-data that changed on disk."
+  (cl-remove-if (lambda (file) (eq (plist-get file :status) 'rejected)) files))
+
+(defun mevedel-tool-patch--header (render-data)
+  "Return the row header of a settled patch with RENDER-DATA."
+  (let* ((files (plist-get render-data :files))
+         (changed (mevedel-tool-patch--changed files))
+         (rejected (- (length files) (length changed)))
+         (counts (format "(+%d −%d)" (plist-get render-data :added)
+                         (plist-get render-data :removed)))
+         (file (car changed)))
+    (concat
+     (if (cdr changed)
+         (format "Edited %d files %s" (length changed) counts)
+       (let ((path (mevedel-tool-render-display-path (or (plist-get file :path) "?"))))
+         (pcase (plist-get file :op)
+           ((guard (null file)) "Changed no file")
+           ('add (format "Added %s %s" path counts))
+           ('delete (format "Deleted %s %s" path counts))
+           ((guard (plist-get file :move-to))
+            (format "Moved %s → %s %s" path
+                    (mevedel-tool-render-display-path (plist-get file :move-to)) counts))
+           (_ (format "Edited %s %s" path counts)))))
+     (and (> rejected 0) (format ", %d rejected" rejected)))))
+
+(defun mevedel-tool-patch--preview (diff)
+  "Return the first lines of DIFF from just before its first change."
+  (let* ((lines (split-string diff "\n"))
+         (first (or (cl-position-if (lambda (line)
+                                      (and (string-match-p "\\`[-+]" line)
+                                           (not (string-match-p "\\`\\(?:---\\|\\+\\+\\+\\) " line))))
+                                    lines)
+                    0)))
+    (string-join (take mevedel-tool-render-preview-lines (nthcdr (max 0 (1- first)) lines))
+                 "\n")))
+
+(defun mevedel-tool-patch--attempt-header (args)
+  "Return the header of an ApplyPatch row with ARGS that changed nothing."
+  (let ((paths (ignore-errors
+                 (mapcar (lambda (op) (plist-get op :path))
+                         (mevedel-core-patch-parse (plist-get args :patch))))))
+    (concat "ApplyPatch"
+            (and paths (concat " " (mevedel-tool-render-shorten
+                                    (mapconcat #'mevedel-tool-render-display-path paths ", ")
+                                    60))))))
+
+(defun mevedel-tool-patch-render (_name args result render-data)
+  "Render an ApplyPatch call with ARGS, RESULT and RENDER-DATA.
+A settled patch shows its counts over the unified diff, opening on
+the first changes; a refused or failed one shows its error."
+  (if (eq (plist-get render-data :kind) 'patch)
+      (let ((diff (mapconcat (lambda (file) (plist-get file :diff))
+                             (mevedel-tool-patch--changed (plist-get render-data :files))
+                             "")))
+        (list :header (mevedel-tool-patch--header render-data)
+              :body (unless mevedel-tool-render-summary-only diff)
+              :body-mode #'diff-mode
+              :preview-body (mevedel-tool-patch--preview diff)
+              :expandable-p (not (string-empty-p diff))
+              :initially-collapsed-p t))
+    (list :header (mevedel-tool-patch--attempt-header args)
+          :body (unless mevedel-tool-render-summary-only result)
+          :expandable-p (and result (not (string-empty-p result)))
+          :initially-collapsed-p t)))
+
+;;;; Description
+
+(defconst mevedel-tool-patch-description
+  "Create, change, move or delete files with one patch that applies atomically.
+
+When to use: every edit of a file's text, new files included.  Prefer it to
+shell redirection, sed or heredocs.
+
+When NOT to use: to read files (Read) or to run generators and formatters (Bash).
+
+How to use: `patch' is the whole patch:
+*** Begin Patch
+*** Add File: docs/new.md
++every line of a new file starts with +
+*** Update File: src/old.el
+*** Move to: src/new.el
+@@ (defun example
+ context lines start with a space
+-removed lines with -
++added lines with +
+*** Delete File: obsolete.txt
+*** End Patch
+`*** Move to:' (a rename) and the text after `@@' (a line above the
+change that locates it) are optional; `*** End of File' after a hunk's
+lines anchors it at the end of the file.
+Read a file before changing it and copy context and removed lines exactly;
+give about 3 lines of context around each change, enough to be unique.
+Paths are relative to the working directory unless absolute; work://FILE
+and memory://KEY/FILE addresses work too.  Everything applies or nothing
+does.  A hunk that matches nowhere, or in more than one place, fails the
+whole patch; the error names the file, the hunk and the nearest lines the
+file has: Read them and send a corrected patch, not the same one.  Files
+under .git/ or .mevedel/, startup and credential files, and files with
+unsaved changes in an Emacs buffer are refused.  The user may review the
+patch, accepting, rejecting or editing each change; the result says what
+was applied and passes on their feedback: follow it, and do not resend a
+rejected change unchanged.  Manual: Read mevedel://tools/applypatch.md."
+  "Model-facing description of ApplyPatch.")
+
+;;;; Declaration
+
+(mevedel-define-tool "ApplyPatch"
+  :category "filesystem"
+  :description mevedel-tool-patch-description
+  :args ((patch string :required
+                "The patch text, from *** Begin Patch to *** End Patch."))
+  :function #'mevedel-tool-patch-run
+  :async-p t
+  :snapshot-p t
+  :renderer #'mevedel-tool-patch-render
+  :get-paths #'mevedel-tool-patch--paths)
+
+(provide 'mevedel-tool-patch)
+;;; mevedel-tool-patch.el ends here
