@@ -549,7 +549,8 @@ The hunk then applies with that text in place of its new lines."
       buffer)))
 
 (defun mevedel-patch-review-edit-save ()
-  "Save this buffer's text as the reviewed hunk's new text."
+  "Save this buffer's text as the reviewed hunk's new text.
+The review then moves on to the next hunk."
   (interactive)
   (pcase-let ((`(,review ,file . ,hunk) mevedel-patch-review--edit-origin)
               (text (buffer-substring-no-properties (point-min) (point-max)))
@@ -563,7 +564,13 @@ The hunk then applies with that text in place of its new lines."
         (mevedel-patch-review--set-hunk hunk 'edit text))
       (mevedel-patch-review--refresh-file file)
       (setq mevedel-patch-review--edit-buffer nil))
-    (mevedel-patch-review--close-edit buffer)))
+    (mevedel-patch-review--close-edit buffer)
+    ;; On to the next hunk, as after any decision.
+    (let ((window (get-buffer-window review)))
+      (with-current-buffer review
+        (goto-char (mevedel-patch-review--hunk-marker hunk))
+        (mevedel-patch-review-next-hunk)
+        (when window (set-window-point window (point)))))))
 
 (defun mevedel-patch-review-edit-cancel ()
   "Close this hunk edit buffer, leaving the hunk's text as it was."

@@ -21,10 +21,11 @@
   '((:path "a.el" :abs "/ws/a.el" :op update :added 2 :removed 2
      :diff "" :hunks
      ((:index 0 :header "@@ -1,3 +1,3 @@" :old-start 1 :old-lines 3 :new-start 1 :new-lines 3
-       :added 1 :removed 1 :text " (one)\n-(two)\n+(TWO)\n (three)\n" :new-text "(TWO)\n")
+       :added 1 :removed 1 :text " (one)\n-(two)\n+(TWO)\n (three)\n" :new-text "(one)\n(TWO)\n(three)\n")
       (:index 1 :header "@@ -10,3 +10,3 @@ (defun f" :old-start 10 :old-lines 3
        :new-start 10 :new-lines 3 :added 1 :removed 1
-       :text " (ten)\n-(eleven)\n+(ELEVEN)\n (twelve)\n" :new-text "(ELEVEN)\n")))
+       :text " (ten)\n-(eleven)\n+(ELEVEN)\n (twelve)\n"
+       :new-text "(ten)\n(ELEVEN)\n(twelve)\n")))
     (:path "new.txt" :abs "/ws/new.txt" :op add :added 2 :removed 0 :diff ""
      :hunks ((:index 0 :header "@@ -0,0 +1,2 @@" :old-start 0 :old-lines 0 :new-start 1
               :new-lines 2 :added 2 :removed 0 :text "+hello\n+world\n"
@@ -193,9 +194,9 @@ BUFFER is bound to the review buffer and CONTEXT to the call's context."
       (should-not (eq edit buffer))
       (should (buffer-local-value 'mevedel-patch-review-edit-mode edit))
       (with-current-buffer edit
-        (should (equal (buffer-string) "(ELEVEN)\n"))
+        (should (equal (buffer-string) "(ten)\n(ELEVEN)\n(twelve)\n"))
         (erase-buffer)
-        (insert "(Eleven, edited)\n"))
+        (insert "(ten)\n(Eleven, edited)\n(twelve)\n"))
       (with-current-buffer edit (execute-kbd-macro (kbd "C-c C-c")))
       (should-not (buffer-live-p edit)))
     (with-current-buffer buffer
@@ -203,10 +204,13 @@ BUFFER is bound to the review buffer and CONTEXT to the call's context."
         (goto-char (point-min))
         (should (search-forward "[e] @@ -10,3" nil t))))
     ;; A cancelled edit changes nothing.
-    (mevedel-patch-review-test--keys buffer "k e")
+    ;; Saving moved on to the next hunk; back to the first one.
+    (with-current-buffer buffer
+      (should (looking-at-p "\\[ \\] @@ -0,0 \\+1,2 @@")))
+    (mevedel-patch-review-test--keys buffer "k k e")
     (let ((edit (window-buffer (selected-window))))
       (with-current-buffer edit
-        (should (equal (buffer-string) "(TWO)\n"))
+        (should (equal (buffer-string) "(one)\n(TWO)\n(three)\n"))
         (insert "junk")
         (execute-kbd-macro (kbd "C-c C-k")))
       (should-not (buffer-live-p edit)))
@@ -214,7 +218,7 @@ BUFFER is bound to the review buffer and CONTEXT to the call's context."
     (let ((answer (car answers)))
       (should (equal (plist-get (cdr answer) :reason) "reviewed: 4 of 4 hunks accepted"))
       (should (equal (plist-get (mevedel-patch-review-test--take answer) :selection)
-                     '(("/ws/a.el" accept (edit . "(Eleven, edited)\n"))))))))
+                     '(("/ws/a.el" accept (edit . "(ten)\n(Eleven, edited)\n(twelve)\n"))))))))
 
 (ert-deftest mevedel-patch-review:feedback-captured ()
   "Feedback on a hunk, a file and the patch is kept for the handler."
@@ -362,6 +366,117 @@ The handler takes the settled review of its own call, without an id."
       (setf (mevedel-chat-turn chat) nil)
       (kill-buffer (mevedel-chat-data-buffer chat))
       (delete-directory ws t))))
+
+;;;; With the module's plans and the ApplyPatch tool
+
+(defmacro mevedel-patch-review-test--with-applypatch (chat ws &rest body)
+  "Run BODY with CHAT a chat in a turn in the fresh workspace WS.
+ApplyPatch shows its review there (its :review is set for the test)."
+  (declare (indent 2))
+  `(let* ((,ws (file-name-as-directory (make-temp-file "mevedel-review-real" t)))
+          (,chat (mevedel-chat-get-create ,ws))
+          (tool (mevedel-tool-get "ApplyPatch"))
+          (review (mevedel-tool-review tool))
+          (mevedel-permissions-rules nil))
+     (mevedel-chat-set-prompter ,chat #'ignore)
+     (setf (mevedel-chat-turn ,chat) 'test-turn
+           (mevedel-tool-review tool) #'mevedel-patch-review-start)
+     (unwind-protect (save-window-excursion ,@body)
+       (dolist (buffer (buffer-list))
+         (when (string-prefix-p "*mevedel-review" (buffer-name buffer))
+           (with-current-buffer buffer (setq mevedel-patch-review--done t))
+           (kill-buffer buffer)))
+       (setf (mevedel-tool-review tool) review
+             (mevedel-chat-turn ,chat) nil)
+       (kill-buffer (mevedel-chat-data-buffer ,chat))
+       (delete-directory ,ws t))))
+
+(defun mevedel-patch-review-test--write (file lines)
+  "Write LINES (strings) to FILE, one a line."
+  (with-temp-file file (insert (mapconcat (lambda (l) (concat l "\n")) lines ""))))
+
+(defun mevedel-patch-review-test--read (file)
+  "Return FILE's text."
+  (with-temp-buffer (insert-file-contents file) (buffer-string)))
+
+(defconst mevedel-patch-review-test--patch
+  (concat "*** Begin Patch\n"
+          "*** Update File: a.txt\n"
+          "@@\n l2\n l3\n-l4\n+L4\n l5\n l6\n"
+          "@@\n l16\n l17\n-l18\n+L18\n l19\n l20\n"
+          "*** Add File: b.txt\n+new\n"
+          "*** End Patch\n")
+  "A patch with two hunks far apart in a.txt and a new b.txt.")
+
+(ert-deftest mevedel-patch-review:applypatch-applies-what-the-review-kept ()
+  "Through the module and ApplyPatch: a rejected hunk stays out, an edit goes in.
+Nothing is written before the review settles, and the feedback reaches
+the model's result."
+  (require 'mevedel-tool-patch)
+  (mevedel-patch-review-test--with-applypatch chat ws
+    (let ((a (expand-file-name "a.txt" ws))
+          (b (expand-file-name "b.txt" ws)))
+      (mevedel-patch-review-test--write a (cl-loop for i from 1 to 24 collect (format "l%d" i)))
+      (let* ((before (mevedel-patch-review-test--read a))
+             (box (mevedel-test-start-tool chat "ApplyPatch" "toolu_real"
+                                           (list :patch mevedel-patch-review-test--patch)))
+             (buffer (progn (mevedel-test-wait-until (get-buffer "*mevedel-review: 2 files*") 10)
+                            (get-buffer "*mevedel-review: 2 files*"))))
+        (with-current-buffer buffer
+          (should (string-search "Update a.txt  +2 −2" (buffer-string)))
+          (should (string-search "Add b.txt  +1 −0" (buffer-string))))
+        ;; Nothing is written while the review waits.
+        (should (equal (mevedel-patch-review-test--read a) before))
+        (should-not (file-exists-p b))
+        ;; First hunk: rejected with feedback; second: edited; b.txt: accepted.
+        (with-current-buffer buffer
+          (mevedel-patch-review-feedback "keep l4 as it is"))
+        (mevedel-patch-review-test--keys buffer "n e")
+        (let ((edit (window-buffer (selected-window))))
+          (with-current-buffer edit
+            ;; The hunk's new side, context included.
+            (should (equal (buffer-string) "l15\nl16\nl17\nL18\nl19\nl20\nl21\n"))
+            (goto-char (point-min))
+            (search-forward "L18")
+            (insert " edited")
+            (execute-kbd-macro (kbd "C-c C-c"))))
+        (mevedel-patch-review-test--keys buffer "y C-c C-c")
+        (mevedel-test-wait-until (car box) 10)
+        (let ((text (caar box)))
+          (should (string-match-p "reviewed: 2 of 3 hunks accepted" text))
+          (should (string-search "keep l4 as it is" text)))
+        (should (equal (mevedel-patch-review-test--read a)
+                       (replace-regexp-in-string "^l18$" "L18 edited" before)))
+        (should (equal (mevedel-patch-review-test--read b) "new\n"))))))
+
+(ert-deftest mevedel-patch-review:applypatch-reject-all-writes-nothing ()
+  "Rejecting the whole patch refuses the call; no file changes."
+  (require 'mevedel-tool-patch)
+  (mevedel-patch-review-test--with-applypatch chat ws
+    (let ((a (expand-file-name "a.txt" ws)))
+      (mevedel-patch-review-test--write a (cl-loop for i from 1 to 24 collect (format "l%d" i)))
+      (let* ((before (mevedel-patch-review-test--read a))
+             (box (mevedel-test-start-tool chat "ApplyPatch" "toolu_none"
+                                           (list :patch mevedel-patch-review-test--patch))))
+        (mevedel-test-wait-until (get-buffer "*mevedel-review: 2 files*") 10)
+        (mevedel-patch-review-test--keys (get-buffer "*mevedel-review: 2 files*") "C-c C-k")
+        (mevedel-test-wait-until (car box) 10)
+        (should (string-prefix-p "Permission denied: the user rejected the whole patch"
+                                 (caar box)))
+        (should (equal (mevedel-patch-review-test--read a) before))
+        (should-not (file-exists-p (expand-file-name "b.txt" ws)))))))
+
+(ert-deftest mevedel-patch-review:applypatch-plan-error-reaches-the-model ()
+  "A hunk that does not apply shows no review: the handler reports the error."
+  (require 'mevedel-tool-patch)
+  (mevedel-patch-review-test--with-applypatch chat ws
+    (mevedel-patch-review-test--write (expand-file-name "a.txt" ws) '("x" "y"))
+    (let ((box (mevedel-test-start-tool chat "ApplyPatch" "toolu_bad"
+                                        (list :patch mevedel-patch-review-test--patch))))
+      (mevedel-test-wait-until (car box) 10)
+      (should (string-prefix-p "Error:" (caar box)))
+      (should (string-search "a.txt" (caar box)))
+      (should-not (get-buffer "*mevedel-review: 2 files*")))))
 
 (provide 'mevedel-patch-review-test)
 ;;; mevedel-patch-review-test.el ends here
