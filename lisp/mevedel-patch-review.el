@@ -111,7 +111,7 @@ ID, take the review of the call whose handler is running now."
 
 (cl-defstruct (mevedel-patch-review--hunk (:constructor mevedel-patch-review--hunk-make)
                                           (:copier nil))
-  data index (state 'pending) edit feedback marker overlay)
+  data index (state 'pending) edit feedback marker overlay width prefixes)
 
 (cl-defstruct (mevedel-patch-review--file (:constructor mevedel-patch-review--file-make)
                                           (:copier nil))
@@ -175,6 +175,7 @@ Undecided hunks are accepted when the review is settled.
   (setq-local char-property-alias-alist
               (cons '(face font-lock-face) char-property-alias-alist))
   (setq-local font-lock-defaults '(mevedel-patch-review--font-lock-keywords t))
+  (jit-lock-register #'mevedel-patch-review--number-lines)
   (add-hook 'kill-buffer-hook #'mevedel-patch-review--killed nil t))
 
 ;;;; Starting a review
@@ -265,31 +266,82 @@ handler reports it.  Return a function that withdraws the review."
             " " path (if move (concat " → " move) ""))))
 
 (defconst mevedel-patch-review--font-lock-keywords
-  '(("^\\( +[0-9 ]*│\\)\\(\\+\\)\\(.*\n?\\)"
-     (1 'line-number) (2 'diff-indicator-added) (3 'diff-added))
-    ("^\\( +[0-9 ]*│\\)\\(-\\)\\(.*\n?\\)"
-     (1 'line-number) (2 'diff-indicator-removed) (3 'diff-removed))
-    ("^\\( +[0-9 ]*│\\)\\(.*\n?\\)" (1 'line-number) (2 'diff-context)))
+  '(("^\\(\\+\\)\\(.*\n?\\)" (1 'diff-indicator-added) (2 'diff-added))
+    ("^\\(-\\)\\(.*\n?\\)" (1 'diff-indicator-removed) (2 'diff-removed))
+    ("^[ \\].*\n?" . 'diff-context))
   "Font-lock keywords of a review's diff lines: `diff-mode' faces.
-Diff lines are inserted as plain text and fontified as they are shown,
-so that opening a large review costs no face work on unseen lines.")
+Only diff lines start with a space, `+', `-' or a backslash: headers
+start with their state marker.  Diff lines are inserted as plain text
+and fontified as they are shown, so that opening a large review costs
+no face work on unseen lines.")
 
-(defun mevedel-patch-review--insert-hunk-lines (hunk width)
-  "Insert HUNK's lines, each after its old and new line numbers WIDTH wide."
-  (let* ((old (or (plist-get hunk :old-start) 1))
-         (new (or (plist-get hunk :new-start) 1))
-         (blank (make-string width ?\s))
-         (fmt (format "%%%dd" width)))
-    (dolist (line (split-string (or (plist-get hunk :text) "") "\n"))
-      (unless (or (string-empty-p line) (string-prefix-p "@@" line))
-        (pcase (aref line 0)
-          (?+ (insert "    " blank " " (format fmt new) " │" line "\n")
-              (cl-incf new))
-          (?- (insert "    " (format fmt old) " " blank " │" line "\n")
-              (cl-incf old))
-          (?\\ (insert "    " blank " " blank " │" line "\n"))
-          (_ (insert "    " (format fmt old) " " (format fmt new) " │" line "\n")
-             (cl-incf old) (cl-incf new)))))))
+(defun mevedel-patch-review--body (data)
+  "Return the diff lines of the hunk DATA, ending in a newline."
+  (let ((text (or (plist-get data :text) "")))
+    (when (string-prefix-p "@@" text)
+      (setq text (substring text (or (string-search "\n" text) (length text)))))
+    (when (string-prefix-p "\n" text)
+      (setq text (substring text 1)))
+    (if (or (string-empty-p text) (string-suffix-p "\n" text)) text (concat text "\n"))))
+
+(defun mevedel-patch-review--prefixes (hunk)
+  "Return the line-number prefixes of HUNK's diff lines, a vector.
+Each shows the line's old and new numbers; they are made the first time
+a line of HUNK is shown."
+  (or (mevedel-patch-review--hunk-prefixes hunk)
+      (setf (mevedel-patch-review--hunk-prefixes hunk)
+            (let* ((data (mevedel-patch-review--hunk-data hunk))
+                   (width (mevedel-patch-review--hunk-width hunk))
+                   (old (or (plist-get data :old-start) 1))
+                   (new (or (plist-get data :new-start) 1))
+                   (blank (make-string width ?\s))
+                   (fmt (format "%%%dd" width)))
+              (vconcat
+               (mapcar (lambda (line)
+                         (propertize
+                          (concat
+                           "  "
+                           (pcase (and (not (string-empty-p line)) (aref line 0))
+                             (?+ (prog1 (concat blank " " (format fmt new))
+                                   (cl-incf new)))
+                             (?- (prog1 (concat (format fmt old) " " blank)
+                                   (cl-incf old)))
+                             (?\\ (concat blank " " blank))
+                             (_ (prog1 (concat (format fmt old) " "
+                                               (format fmt new))
+                                  (cl-incf old) (cl-incf new))))
+                           " ")
+                          'face 'line-number))
+                       (split-string (mevedel-patch-review--body data) "\n" t)))))))
+
+(defun mevedel-patch-review--number-lines (beg end)
+  "Show the old and new line numbers of the diff lines from BEG to END.
+A `jit-lock' function: numbers are a `line-prefix', made as lines are
+shown."
+  (save-excursion
+    (goto-char beg)
+    (forward-line 0)
+    (with-silent-modifications
+      (while (< (point) end)
+        (let ((hunk (get-text-property (point) 'mevedel-patch-review-body)))
+          (if (not hunk)
+              (forward-line 1)
+            (let* ((start (if (and (> (point) (point-min))
+                                   (eq (get-text-property (1- (point)) 'mevedel-patch-review-body)
+                                       hunk))
+                              (previous-single-property-change (point) 'mevedel-patch-review-body)
+                            (point)))
+                   (stop (next-single-property-change (point) 'mevedel-patch-review-body nil
+                                                      (point-max)))
+                   (prefixes (mevedel-patch-review--prefixes hunk))
+                   (i (count-lines start (point))))
+              (while (and (< (point) stop) (< (point) end))
+                (when (< i (length prefixes))
+                  (put-text-property (point) (min stop (1+ (line-end-position)))
+                                     'line-prefix (aref prefixes i)))
+                (cl-incf i)
+                (forward-line 1))))))))
+  `(jit-lock-bounds ,beg . ,end))
 
 (defun mevedel-patch-review--number-width (data)
   "Return the width of the line numbers of the file DATA's hunks."
@@ -308,7 +360,7 @@ so that opening a large review costs no face work on unseen lines.")
                                 hunks (if (= hunks 1) "" "s") added removed)
                         'font-lock-face 'bold)
             (substitute-command-keys
-             (concat "\\<mevedel-patch-review-mode-map>"
+             (concat "\\<mevedel-patch-review-mode-map>Keys: "
                      "\\[mevedel-patch-review-accept] accept · "
                      "\\[mevedel-patch-review-reject] reject · "
                      "\\[mevedel-patch-review-edit] edit · "
@@ -340,30 +392,33 @@ so that opening a large review costs no face work on unseen lines.")
       for hdata = (mevedel-patch-review--hunk-data hunk)
       do
       (let ((start (point)))
-        (insert "  ")
-        (setf (mevedel-patch-review--hunk-marker hunk) (point-marker))
+        (setf (mevedel-patch-review--hunk-marker hunk) (point-marker)
+              (mevedel-patch-review--hunk-width hunk) width)
         (insert (mevedel-patch-review--marker-text 'pending) " "
                 (propertize (concat (or (plist-get hdata :header) "@@") "\n")
                             'font-lock-face 'diff-hunk-header))
+        (put-text-property start (point) 'line-prefix "  ")
         (setf (mevedel-patch-review--hunk-overlay hunk) (make-overlay (point) (point)))
-        (mevedel-patch-review--insert-hunk-lines hdata width)
+        (let ((body (point)))
+          (insert (mevedel-patch-review--body hdata))
+          (put-text-property body (point) 'mevedel-patch-review-body hunk))
         (add-text-properties start (point) (list 'mevedel-patch-review-file f
                                                  'mevedel-patch-review-hunk h)))))))
 
 (defun mevedel-patch-review--set-marker (marker state)
-  "Replace the state marker at MARKER with that of STATE."
+  "Replace the state marker at MARKER with that of STATE.
+The marker's text keeps its other properties (the hunk it belongs to,
+its line's prefix)."
   (let ((inhibit-read-only t)
-        (props (text-properties-at marker)))
+        (keep (cl-loop for (key value) on (text-properties-at marker) by #'cddr
+                       unless (memq key '(face font-lock-face))
+                       append (list key value))))
     (save-excursion
       (goto-char marker)
       (delete-char 3)
       (insert (mevedel-patch-review--marker-text state))
-      (add-text-properties marker (+ marker 3)
-                           (list 'mevedel-patch-review-file
-                                 (plist-get props 'mevedel-patch-review-file)
-                                 'mevedel-patch-review-hunk
-                                 (plist-get props 'mevedel-patch-review-hunk)))
-      (set-marker marker (- (point) 3)))))
+      (set-marker marker (- (point) 3))
+      (add-text-properties marker (point) keep))))
 
 (defun mevedel-patch-review--show-feedback (overlay text &optional indent)
   "Show feedback TEXT (nil to hide it) after OVERLAY, indented by INDENT."

@@ -80,9 +80,27 @@ BUFFER is bound to the review buffer and CONTEXT to the call's context."
         (should (string-match-p "Delete old\\.txt" text))
         (should (string-match-p "\\[ \\] @@ -10,3 \\+10,3 @@ (defun f" text))
         ;; Old and new line numbers, then the diff line.
-        (should (string-search "    11    │-(eleven)\n" text))
-        (should (string-search "       11 │+(ELEVEN)\n" text))
-        (should (string-search "    10 10 │ (ten)\n" text)))
+        (should (string-search "\n (ten)\n-(eleven)\n+(ELEVEN)\n (twelve)\n" text)))
+      ;; Old and new line numbers prefix the diff lines once shown.
+      (mevedel-patch-review--number-lines (point-min) (point-max))
+      (cl-flet ((prefix (line)
+                  (save-excursion
+                    (goto-char (point-min))
+                    (search-forward (concat "\n" line "\n"))
+                    (forward-line -1)
+                    (get-text-property (point) 'line-prefix))))
+        (should (equal (prefix "-(eleven)") "  11    "))
+        (should (equal (prefix "+(ELEVEN)") "     11 "))
+        (should (equal (prefix " (ten)") "  10 10 "))
+        (should (equal (prefix " (one)") "   1  1 "))
+        (should (equal (prefix "+world") "    2 "))
+        (should (eq (get-text-property 0 'face (prefix " (ten)")) 'line-number)))
+      ;; A decision keeps the header's indentation.
+      (save-excursion
+        (mevedel-patch-review-accept)
+        (goto-char (point-min))
+        (search-forward "[✓] @@ -1,3")
+        (should (equal (get-text-property (line-beginning-position) 'line-prefix) "  ")))
       ;; Diff faces on the lines, once they are fontified.
       (font-lock-ensure)
       (goto-char (point-min))
@@ -92,14 +110,13 @@ BUFFER is bound to the review buffer and CONTEXT to the call's context."
       (should (eq (get-text-property (- (point) 6) 'face) 'diff-indicator-added))
       (search-forward "-(eleven)")
       (should (eq (get-text-property (1- (point)) 'face) 'diff-removed))
-      (should (eq (get-text-property (line-beginning-position) 'face) 'line-number))
       (search-forward "(twelve)")
       (should (eq (get-text-property (1- (point)) 'face) 'diff-context))
       (should (eq (get-char-property (point-min) 'face) 'bold))
       ;; Point starts on the first hunk.
       (goto-char (point-min))
       (mevedel-patch-review-next-hunk)
-      (should (looking-at-p "\\[ \\] @@ -1,3"))
+      (should (looking-at-p "\\[.\\] @@ -1,3"))
       (should-not answers))))
 
 (ert-deftest mevedel-patch-review:keeps-the-selected-window ()
