@@ -369,7 +369,7 @@ shown."
                      "file · \\[mevedel-patch-review-settle] settle · "
                      "\\[mevedel-patch-review-reject-all] reject all · "
                      "\\[mevedel-patch-review-help] help\n")))
-    (setq mevedel-patch-review--feedback-overlay (make-overlay (point) (point)))
+    (setq mevedel-patch-review--feedback-overlay (make-overlay (1- (point)) (1- (point))))
     (cl-loop
      for file across files
      for f from 0
@@ -384,7 +384,7 @@ shown."
                                    (or (plist-get data :added) 0)
                                    (or (plist-get data :removed) 0))
                            'font-lock-face 'mevedel-patch-review-file-header))
-       (setf (mevedel-patch-review--file-overlay file) (make-overlay (point) (point)))
+       (setf (mevedel-patch-review--file-overlay file) (make-overlay (1- (point)) (1- (point))))
        (put-text-property start (point) 'mevedel-patch-review-file f))
      (cl-loop
       for hunk across (mevedel-patch-review--file-hunks file)
@@ -398,7 +398,7 @@ shown."
                 (propertize (concat (or (plist-get hdata :header) "@@") "\n")
                             'font-lock-face 'diff-hunk-header))
         (put-text-property start (point) 'line-prefix "  ")
-        (setf (mevedel-patch-review--hunk-overlay hunk) (make-overlay (point) (point)))
+        (setf (mevedel-patch-review--hunk-overlay hunk) (make-overlay (1- (point)) (1- (point))))
         (let ((body (point)))
           (insert (mevedel-patch-review--body hdata))
           (put-text-property body (point) 'mevedel-patch-review-body hunk))
@@ -421,10 +421,13 @@ its line's prefix)."
       (add-text-properties marker (point) keep))))
 
 (defun mevedel-patch-review--show-feedback (overlay text &optional indent)
-  "Show feedback TEXT (nil to hide it) after OVERLAY, indented by INDENT."
+  "Show feedback TEXT (nil to hide it) at OVERLAY, indented by INDENT.
+OVERLAY sits at the end of a header line: the feedback is a line of
+its own under it."
   (overlay-put overlay 'before-string
-               (and text (propertize (format "%s✎ %s\n" (make-string (or indent 0) ?\s) text)
-                                     'face 'mevedel-patch-review-feedback))))
+               (and text (concat "\n" (make-string (or indent 0) ?\s)
+                                 (propertize (concat "✎ " text)
+                                             'face 'mevedel-patch-review-feedback)))))
 
 (defun mevedel-patch-review--set-hunk (hunk state &optional edit)
   "Set HUNK's STATE (`pending', `accept', `reject' or `edit' with EDIT)."
@@ -659,7 +662,7 @@ the result of the call."
      (found
       (setf (mevedel-patch-review--hunk-feedback (cdr found)) text)
       (mevedel-patch-review--show-feedback
-       (mevedel-patch-review--hunk-overlay (cdr found)) text 6))
+       (mevedel-patch-review--hunk-overlay (cdr found)) text 4))
      (t
       (let ((file (mevedel-patch-review--file-at-point)))
         (setf (mevedel-patch-review--file-feedback file) text)

@@ -248,7 +248,7 @@ BUFFER is bound to the review buffer and CONTEXT to the call's context."
       (mevedel-patch-review-feedback "add a test" t)
       ;; Feedback shows in the buffer.
       (should (cl-some (lambda (o) (equal (overlay-get o 'before-string)
-                                          "      ✎ use a constant here\n"))
+                                          "\n    ✎ use a constant here"))
                        (overlays-in (point-min) (point-max)))))
     (mevedel-patch-review-test--keys buffer "C-c C-c")
     (should (equal (plist-get (mevedel-patch-review-test--take (car answers)) :feedback)
