@@ -138,6 +138,10 @@ ID, take the review of the call whose handler is running now."
 (defvar-local mevedel-patch-review--feedback-overlay nil
   "The overlay showing the whole patch's feedback.")
 
+(defvar-local mevedel-patch-review--box nil
+  "A cons whose car becomes the id this review was settled under.
+The withdrawing function holds it too, after the buffer is gone.")
+
 (defvar-local mevedel-patch-review--edit-buffer nil
   "The live hunk edit buffer of this review, or nil.")
 
@@ -189,16 +193,21 @@ handler reports it.  Return a function that withdraws the review."
   (condition-case err
       (let* ((plan (mevedel-tool-patch-plan-for-review context))
              (buffer (mevedel-patch-review--make-buffer
-                      plan (mevedel-core-patch-plan-files plan) context answer)))
+                      plan (mevedel-core-patch-plan-files plan) context answer))
+             (box (buffer-local-value 'mevedel-patch-review--box buffer)))
         (pop-to-buffer buffer mevedel-patch-review-display-action)
-        (lambda () (mevedel-patch-review--withdraw buffer)))
+        (lambda () (mevedel-patch-review--withdraw buffer box)))
     (error
      (funcall answer (cons 'approve (list :source 'review :outcome 'plan-failed
                                           :reason (error-message-string err))))
      nil)))
 
-(defun mevedel-patch-review--withdraw (buffer)
-  "Withdraw the review in BUFFER: kill it without answering."
+(defun mevedel-patch-review--withdraw (buffer box)
+  "Withdraw the review in BUFFER: kill it without answering.
+A review already settled (its id in the car of BOX) but not taken yet
+is forgotten: its call was cancelled before its handler ran."
+  (when (car box)
+    (remhash (car box) mevedel-patch-review--settled))
   (when (buffer-live-p buffer)
     (with-current-buffer buffer
       (setq mevedel-patch-review--done t))
@@ -220,6 +229,7 @@ handler reports it.  Return a function that withdraws the review."
     (with-current-buffer buffer
       (mevedel-patch-review-mode)
       (setq mevedel-patch-review--plan plan
+            mevedel-patch-review--box (list nil)
             mevedel-patch-review--files files
             mevedel-patch-review--context context
             mevedel-patch-review--answer answer)
@@ -748,6 +758,7 @@ Undecided hunks are accepted.  When every hunk was rejected this is
         (mevedel-patch-review--finish (mevedel-patch-review--rejection))
       (let ((id (format "review-%d" (cl-incf mevedel-patch-review--counter)))
             (args (plist-get mevedel-patch-review--context :args)))
+        (setcar mevedel-patch-review--box id)
         (puthash id (list :plan mevedel-patch-review--plan :selection selection
                           :feedback (mevedel-patch-review--feedback-text))
                  mevedel-patch-review--settled)

@@ -280,6 +280,15 @@ On the whole patch: write a smaller patch"))))))
     (should-not (buffer-live-p buffer))
     (should-not answers)))
 
+(ert-deftest mevedel-patch-review:withdraw-after-settling-forgets-the-review ()
+  "A call cancelled between its review's settlement and its handler leaves nothing kept."
+  (mevedel-patch-review-test--with answers
+    (mevedel-patch-review-test--keys buffer "C-c C-c")
+    (let ((id (plist-get (cdar answers) :review-id)))
+      (should (gethash id mevedel-patch-review--settled))
+      (funcall withdraw)
+      (should-not (mevedel-patch-review-take id)))))
+
 (ert-deftest mevedel-patch-review:settled-review-refuses-keys ()
   "Nothing can be decided in a review once it is settled."
   (mevedel-patch-review-test--with answers
