@@ -12,10 +12,17 @@
 ;; ApplyPatch that is `mevedel-patch-review-start', which plans the
 ;; patch in memory (nothing is written) and opens a review buffer:
 ;;
-;;   per file   a header: operation, path, +added -removed
+;;   per file   a header: its state marker, operation, path, +added
+;;              -removed ([~]: some hunks rejected or edited)
 ;;   per hunk   a state marker ([ ] undecided, [✓] accepted, [×]
-;;              rejected, [e] edited), its @@ header and its lines,
-;;              with `diff-mode' faces and old/new line numbers
+;;              rejected, [e] edited), its @@ header and its diff
+;;              lines, with `diff-mode' faces and old/new line numbers
+;;
+;; The buffer opens in another window than the selected one (see
+;; `mevedel-patch-review-display-action').  Its text is inserted in one
+;; pass, a hunk's diff lines as one string; faces come from font-lock
+;; keywords and line numbers are a `line-prefix' that a `jit-lock'
+;; function puts on the lines being shown, so a large patch opens fast.
 ;;
 ;; Keys: y accept the hunk, n reject it, e edit its new text (C-c C-c
 ;; saves the edit, C-c C-k cancels), f attach feedback (to the hunk at
@@ -36,10 +43,13 @@
 ;; feedback in the reason.  A planning error approves the call with a
 ;; `plan-failed' record so that the handler reports the error itself.
 ;;
-;; The approval record's :review-id may not survive the pipeline's
-;; normalisation of records, so a handler can also call
+;; The approval record's :review-id does not survive the pipeline's
+;; normalisation of approval records (`mevedel-pipeline--approval-record'
+;; keeps :source, :outcome and :reason), so a handler calls
 ;; `mevedel-patch-review-take' without an id: the review of the call
 ;; whose handler is running is found through that call's argument list.
+;; A review settled for a call that is cancelled before its handler
+;; runs is forgotten when the call withdraws it.
 
 ;;; Code:
 
