@@ -14,6 +14,7 @@ mod errors;
 mod exec;
 mod guard;
 mod lisp_data;
+mod patch;
 mod raw;
 mod resource;
 mod sandbox;
