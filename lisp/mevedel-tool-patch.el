@@ -163,12 +163,15 @@ patched signals as `mevedel-tool-patch--target' does."
   "Return the file paths a call with ARGS may change, for permission.
 Resource addresses give their backing files.  Ordinary paths are
 given as written: the permission step resolves relative ones against
-the call's workspace."
-  (mapcar (pcase-lambda (`(,authored ,abs ,resource)) (if resource abs authored))
-          (mevedel-tool-patch--targets
-           (plist-get args :patch)
-           (file-name-as-directory
-            (plist-get (funcall mevedel-resource-session-function) :workspace)))))
+the call's workspace.  A malformed patch or a refused target signals
+a plain `error' whose message is the model's explanation."
+  (condition-case err
+      (mapcar (pcase-lambda (`(,authored ,abs ,resource)) (if resource abs authored))
+              (mevedel-tool-patch--targets
+               (plist-get args :patch)
+               (file-name-as-directory
+                (plist-get (funcall mevedel-resource-session-function) :workspace))))
+    ((mevedel-core-error mevedel-tool-patch-error) (error "%s" (cadr err)))))
 
 ;;;; Visiting buffers
 
