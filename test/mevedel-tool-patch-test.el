@@ -231,6 +231,24 @@ call's render-data."
               (should (verify-visited-file-modtime buffer))))
         (kill-buffer buffer)))))
 
+(ert-deftest mevedel-tool-patch:a-deleted-file-leaves-its-buffer-alone ()
+  (mevedel-tool-patch-test--with-session 'edits
+    (let ((file (expand-file-name "doomed.txt" root))
+          buffer)
+      (mevedel-tool-patch-test--write file "last words\n")
+      (setq buffer (find-file-noselect file))
+      (unwind-protect
+          (progn
+            (mevedel-tool-patch-test--run
+             data (mevedel-tool-patch-test--patch "*** Delete File: doomed.txt"))
+            (should-not (file-exists-p file))
+            (should (buffer-live-p buffer))
+            (with-current-buffer buffer
+              (should (equal (buffer-string) "last words\n"))
+              (should (equal buffer-file-name file))
+              (should-not (buffer-modified-p))))
+        (kill-buffer buffer)))))
+
 (ert-deftest mevedel-tool-patch:unsaved-changes-refuse-the-whole-patch ()
   (mevedel-tool-patch-test--with-session 'edits
     (let ((dirty (expand-file-name "dirty.txt" root))
@@ -294,6 +312,20 @@ call's render-data."
       (should (equal (mevedel-tool-patch-test--read home-rc) "export A=1\n"))
       (should (equal (mevedel-tool-patch-test--read (expand-file-name ".git/config" root))
                      "[core]\n")))))
+
+(ert-deftest mevedel-tool-patch:a-protected-path-is-refused-without-asking ()
+  (mevedel-tool-patch-test--with-session 'ask
+    (let ((asked 0))
+      (setf (mevedel-session-prompter session)
+            (lambda (_context answer) (cl-incf asked) (funcall answer 'approve)))
+      (pcase-let ((`(,text . ,_)
+                   (mevedel-tool-patch-test--run
+                    data (mevedel-tool-patch-test--patch "*** Add File: .git/hooks/pre-commit"
+                                                         "+exit 0"))))
+        (should (string-prefix-p "Error: " text))
+        (should (string-search ".git directory" text)))
+      (should (= asked 0))
+      (should-not (file-exists-p (expand-file-name ".git/hooks/pre-commit" root))))))
 
 (ert-deftest mevedel-tool-patch:work-and-memory-addresses-are-targets ()
   (mevedel-tool-patch-test--with-session 'edits
