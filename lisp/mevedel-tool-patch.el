@@ -27,10 +27,11 @@
 ;;    been read yet.
 ;; 2. Permission is the ordinary policy: ApplyPatch is a :snapshot-p
 ;;    edit, so `edits' and `full-auto' apply inside the workspace and
-;;    `ask' asks through the session's prompter.  A prompter that
-;;    showed a review approves with a record carrying :review-id; the
-;;    handler then takes that review's plan and selection
-;;    (`mevedel-patch-review-take') instead of planning again.
+;;    `ask' asks through the session's prompter.  A review card plans
+;;    with `mevedel-tool-patch-plan-for-review' and approves once the
+;;    user settles; the handler then takes that review's plan,
+;;    selection and feedback (`mevedel-patch-review-take') instead of
+;;    planning again, and refuses a reviewed call whose review is gone.
 ;; 3. The handler plans (`mevedel-core-patch-plan'), refuses the whole
 ;;    patch when a file it changes is visited by a buffer with unsaved
 ;;    changes, applies (`mevedel-core-patch-apply') and syncs visiting
@@ -163,12 +164,15 @@ patched signals as `mevedel-tool-patch--target' does."
   "Return the file paths a call with ARGS may change, for permission.
 Resource addresses give their backing files.  Ordinary paths are
 given as written: the permission step resolves relative ones against
-the call's workspace."
-  (mapcar (pcase-lambda (`(,authored ,abs ,resource)) (if resource abs authored))
-          (mevedel-tool-patch--targets
-           (plist-get args :patch)
-           (file-name-as-directory
-            (plist-get (funcall mevedel-resource-session-function) :workspace)))))
+the call's workspace.  A malformed patch or a refused target signals
+a plain `error' whose message is the model's explanation."
+  (condition-case err
+      (mapcar (pcase-lambda (`(,authored ,abs ,resource)) (if resource abs authored))
+              (mevedel-tool-patch--targets
+               (plist-get args :patch)
+               (file-name-as-directory
+                (plist-get (funcall mevedel-resource-session-function) :workspace))))
+    ((mevedel-core-error mevedel-tool-patch-error) (error "%s" (cadr err)))))
 
 ;;;; Visiting buffers
 

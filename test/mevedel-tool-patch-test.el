@@ -15,6 +15,7 @@
 (require 'mevedel-test-helpers)
 (require 'mevedel-pipeline)
 (require 'mevedel-render-data)
+(require 'mevedel-tool-fs)
 (require 'mevedel-tool-patch)
 
 (defmacro mevedel-tool-patch-test--with-session (mode &rest body)
@@ -64,6 +65,19 @@ call's render-data."
   "Return a patch of LINES between the begin and end markers."
   (concat "*** Begin Patch\n" (mapconcat (lambda (line) (concat line "\n")) lines "")
           "*** End Patch\n"))
+
+;;;; The manual
+
+(ert-deftest mevedel-tool-patch:the-description-points-to-a-manual-that-is-served ()
+  (should (string-search "mevedel://tools/applypatch.md"
+                         (mevedel-tool-description (mevedel-tool-get "ApplyPatch"))))
+  (let ((result nil))
+    (mevedel-pipeline-run-tool-outcome (mevedel-tool-get "Read")
+                                       (list :file_path "mevedel://tools/applypatch.md")
+                                       (lambda (outcome) (setq result outcome)))
+    (mevedel-test-wait-until result 20)
+    (should (eq (plist-get result :status) 'success))
+    (should (string-search "# ApplyPatch" (plist-get result :result)))))
 
 ;;;; Add, update, delete, move
 
@@ -172,6 +186,8 @@ call's render-data."
             (forward-line 4)            ; on "five", below the change
             (narrow-to-region (line-beginning-position 0) (point-max))
             (setq buffer-read-only t)
+            (set-window-buffer (selected-window) buffer)
+            (set-window-start (selected-window) (point-min))
             (pcase-let ((`(,text . ,_)
                          (mevedel-tool-patch-test--run
                           data (mevedel-tool-patch-test--patch
@@ -185,6 +201,7 @@ call's render-data."
             (should (verify-visited-file-modtime buffer))
             ;; Point stayed on its line, the narrowing and read-only state stayed.
             (should (looking-at "five"))
+            (should (equal (buffer-substring (window-start) (+ (window-start) 4)) "four"))
             (should (buffer-narrowed-p))
             (should (equal (buffer-substring (point-min) (point-max)) "four\nfive\nsix\n"))
             (should buffer-read-only)
@@ -212,6 +229,24 @@ call's render-data."
               (should (equal (buffer-string) "a\nB\n"))
               (should-not (buffer-modified-p))
               (should (verify-visited-file-modtime buffer))))
+        (kill-buffer buffer)))))
+
+(ert-deftest mevedel-tool-patch:a-deleted-file-leaves-its-buffer-alone ()
+  (mevedel-tool-patch-test--with-session 'edits
+    (let ((file (expand-file-name "doomed.txt" root))
+          buffer)
+      (mevedel-tool-patch-test--write file "last words\n")
+      (setq buffer (find-file-noselect file))
+      (unwind-protect
+          (progn
+            (mevedel-tool-patch-test--run
+             data (mevedel-tool-patch-test--patch "*** Delete File: doomed.txt"))
+            (should-not (file-exists-p file))
+            (should (buffer-live-p buffer))
+            (with-current-buffer buffer
+              (should (equal (buffer-string) "last words\n"))
+              (should (equal buffer-file-name file))
+              (should-not (buffer-modified-p))))
         (kill-buffer buffer)))))
 
 (ert-deftest mevedel-tool-patch:unsaved-changes-refuse-the-whole-patch ()
@@ -277,6 +312,20 @@ call's render-data."
       (should (equal (mevedel-tool-patch-test--read home-rc) "export A=1\n"))
       (should (equal (mevedel-tool-patch-test--read (expand-file-name ".git/config" root))
                      "[core]\n")))))
+
+(ert-deftest mevedel-tool-patch:a-protected-path-is-refused-without-asking ()
+  (mevedel-tool-patch-test--with-session 'ask
+    (let ((asked 0))
+      (setf (mevedel-session-prompter session)
+            (lambda (_context answer) (cl-incf asked) (funcall answer 'approve)))
+      (pcase-let ((`(,text . ,_)
+                   (mevedel-tool-patch-test--run
+                    data (mevedel-tool-patch-test--patch "*** Add File: .git/hooks/pre-commit"
+                                                         "+exit 0"))))
+        (should (string-prefix-p "Error: " text))
+        (should (string-search ".git directory" text)))
+      (should (= asked 0))
+      (should-not (file-exists-p (expand-file-name ".git/hooks/pre-commit" root))))))
 
 (ert-deftest mevedel-tool-patch:work-and-memory-addresses-are-targets ()
   (mevedel-tool-patch-test--with-session 'edits
