@@ -213,6 +213,26 @@ call's render-data."
         (with-current-buffer buffer (set-buffer-modified-p nil))
         (kill-buffer buffer)))))
 
+(ert-deftest mevedel-tool-patch:a-crlf-buffer-keeps-its-line-endings ()
+  (mevedel-tool-patch-test--with-session 'edits
+    (let ((file (expand-file-name "dos.txt" root))
+          buffer)
+      (with-temp-file file (set-buffer-multibyte nil) (insert "a\r\nb\r\nc\r\n"))
+      (setq buffer (find-file-noselect file))
+      (unwind-protect
+          (progn
+            (mevedel-tool-patch-test--run
+             data (mevedel-tool-patch-test--patch "*** Update File: dos.txt" "@@" " a" "-b" "+B"))
+            (with-temp-buffer
+              (set-buffer-multibyte nil)
+              (insert-file-contents-literally file)
+              (should (equal (buffer-string) "a\r\nB\r\nc\r\n")))
+            (with-current-buffer buffer
+              (should (equal (buffer-string) "a\nB\nc\n"))
+              (should (eq (coding-system-eol-type buffer-file-coding-system) 1))
+              (should-not (buffer-modified-p))))
+        (kill-buffer buffer)))))
+
 (ert-deftest mevedel-tool-patch:a-moved-file-takes-its-buffer-along ()
   (mevedel-tool-patch-test--with-session 'edits
     (let ((file (expand-file-name "from.txt" root))
