@@ -379,11 +379,19 @@ then send the patch again"
     (when (and (mevedel-session-durable-p mevedel-session-current)
                (cl-some (lambda (target) (string-prefix-p "work://" (car target))) targets))
       (mevedel-session-ensure-storage mevedel-session-current))
-    (let ((applied (mevedel-core-patch-apply plan selection)))
-      (dolist (file (plist-get applied :files))
-        (mevedel-tool-patch--sync file planned))
-      (list :result (mevedel-tool-patch--summary applied planned selection
-                                                 (plist-get review :feedback))
+    (let* ((applied (mevedel-core-patch-apply plan selection))
+           ;; The files are written: a buffer that cannot follow is a
+           ;; note on the result, never an error.
+           (stale (cl-loop for file in (plist-get applied :files)
+                           for failure = (condition-case err
+                                             (progn (mevedel-tool-patch--sync file planned) nil)
+                                           (error (error-message-string err)))
+                           when failure
+                           collect (format "%s was written, but its Emacs buffer could not be \
+updated (%s)" (plist-get file :path) failure))))
+      (list :result (concat (mevedel-tool-patch--summary applied planned selection
+                                                         (plist-get review :feedback))
+                            (and stale (concat "\n\n" (string-join stale "\n"))))
             :render-data (mevedel-tool-patch--render-data applied)))))
 
 (defun mevedel-tool-patch-run (callback args)
