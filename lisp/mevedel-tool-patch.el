@@ -259,12 +259,13 @@ the plan's files, which know where a moved file went."
              do (pcase choice
                   ('reject (push (plist-get hunk :header) rejected))
                   (`(edit . ,_) (push (plist-get hunk :header) edited))))
-    (string-join
-     (delq nil (list (and rejected (format "the user rejected the change at %s"
-                                           (string-join (nreverse rejected) ", ")))
-                     (and edited (format "the user edited the change at %s"
-                                         (string-join (nreverse edited) ", ")))))
-     "; ")))
+    (when (or rejected edited)
+      (string-join
+       (delq nil (list (and rejected (format "the user rejected the change at %s"
+                                             (string-join (nreverse rejected) ", ")))
+                       (and edited (format "the user edited the change at %s"
+                                           (string-join (nreverse edited) ", ")))))
+       "; "))))
 
 (defun mevedel-tool-patch--file-line (file planned choice)
   "Return the result line of the applied FILE, whose plan entry is PLANNED.
@@ -280,7 +281,7 @@ CHOICE is the review's choice for it (nil: applied whole)."
                  ((guard (plist-get file :move-to))
                   (format "Moved %s to %s (%s)" path (plist-get file :move-to) counts))
                  (_ (format "Updated %s (%s)" path counts)))))
-    (if (or (null notes) (string-empty-p notes))
+    (if (null notes)
         line
       (concat line "; " notes ".  What the file now holds from this patch:\n"
               (plist-get file :diff)))))
