@@ -259,12 +259,13 @@ the plan's files, which know where a moved file went."
              do (pcase choice
                   ('reject (push (plist-get hunk :header) rejected))
                   (`(edit . ,_) (push (plist-get hunk :header) edited))))
-    (string-join
-     (delq nil (list (and rejected (format "the user rejected the change at %s"
-                                           (string-join (nreverse rejected) ", ")))
-                     (and edited (format "the user edited the change at %s"
-                                         (string-join (nreverse edited) ", ")))))
-     "; ")))
+    (when (or rejected edited)
+      (string-join
+       (delq nil (list (and rejected (format "the user rejected the change at %s"
+                                             (string-join (nreverse rejected) ", ")))
+                       (and edited (format "the user edited the change at %s"
+                                           (string-join (nreverse edited) ", ")))))
+       "; "))))
 
 (defun mevedel-tool-patch--file-line (file planned choice)
   "Return the result line of the applied FILE, whose plan entry is PLANNED.
@@ -280,7 +281,7 @@ CHOICE is the review's choice for it (nil: applied whole)."
                  ((guard (plist-get file :move-to))
                   (format "Moved %s to %s (%s)" path (plist-get file :move-to) counts))
                  (_ (format "Updated %s (%s)" path counts)))))
-    (if (or (null notes) (string-empty-p notes))
+    (if (null notes)
         line
       (concat line "; " notes ".  What the file now holds from this patch:\n"
               (plist-get file :diff)))))
@@ -379,11 +380,19 @@ then send the patch again"
     (when (and (mevedel-session-durable-p mevedel-session-current)
                (cl-some (lambda (target) (string-prefix-p "work://" (car target))) targets))
       (mevedel-session-ensure-storage mevedel-session-current))
-    (let ((applied (mevedel-core-patch-apply plan selection)))
-      (dolist (file (plist-get applied :files))
-        (mevedel-tool-patch--sync file planned))
-      (list :result (mevedel-tool-patch--summary applied planned selection
-                                                 (plist-get review :feedback))
+    (let* ((applied (mevedel-core-patch-apply plan selection))
+           ;; The files are written: a buffer that cannot follow is a
+           ;; note on the result, never an error.
+           (stale (cl-loop for file in (plist-get applied :files)
+                           for failure = (condition-case err
+                                             (progn (mevedel-tool-patch--sync file planned) nil)
+                                           (error (error-message-string err)))
+                           when failure
+                           collect (format "%s was written, but its Emacs buffer could not be \
+updated (%s)" (plist-get file :path) failure))))
+      (list :result (concat (mevedel-tool-patch--summary applied planned selection
+                                                         (plist-get review :feedback))
+                            (and stale (concat "\n\n" (string-join stale "\n"))))
             :render-data (mevedel-tool-patch--render-data applied)))))
 
 (defun mevedel-tool-patch-run (callback args)

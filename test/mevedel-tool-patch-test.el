@@ -213,6 +213,49 @@ call's render-data."
         (with-current-buffer buffer (set-buffer-modified-p nil))
         (kill-buffer buffer)))))
 
+(ert-deftest mevedel-tool-patch:a-buffer-that-cannot-follow-is-a-note-not-an-error ()
+  (mevedel-tool-patch-test--with-session 'edits
+    (let ((file (expand-file-name "hooked.txt" root))
+          buffer)
+      (mevedel-tool-patch-test--write file "x\n")
+      (setq buffer (find-file-noselect file))
+      (unwind-protect
+          (progn
+            (with-current-buffer buffer
+              (add-hook 'before-change-functions (lambda (&rest _) (error "Hook says no")) nil t))
+            (pcase-let ((`(,text . ,_)
+                         (mevedel-tool-patch-test--run
+                          data (mevedel-tool-patch-test--patch "*** Update File: hooked.txt"
+                                                               "@@" "-x" "+y"))))
+              (should (string-match-p "^Updated hooked\\.txt (\\+1 -1)$" text))
+              (should (string-search "hooked.txt was written, but its Emacs buffer could not be \
+updated (Hook says no)" text)))
+            (should (equal (mevedel-tool-patch-test--read file) "y\n")))
+        (with-current-buffer buffer
+          (setq before-change-functions nil)
+          (set-buffer-modified-p nil))
+        (kill-buffer buffer)))))
+
+(ert-deftest mevedel-tool-patch:a-crlf-buffer-keeps-its-line-endings ()
+  (mevedel-tool-patch-test--with-session 'edits
+    (let ((file (expand-file-name "dos.txt" root))
+          buffer)
+      (with-temp-file file (set-buffer-multibyte nil) (insert "a\r\nb\r\nc\r\n"))
+      (setq buffer (find-file-noselect file))
+      (unwind-protect
+          (progn
+            (mevedel-tool-patch-test--run
+             data (mevedel-tool-patch-test--patch "*** Update File: dos.txt" "@@" " a" "-b" "+B"))
+            (with-temp-buffer
+              (set-buffer-multibyte nil)
+              (insert-file-contents-literally file)
+              (should (equal (buffer-string) "a\r\nB\r\nc\r\n")))
+            (with-current-buffer buffer
+              (should (equal (buffer-string) "a\nB\nc\n"))
+              (should (eq (coding-system-eol-type buffer-file-coding-system) 1))
+              (should-not (buffer-modified-p))))
+        (kill-buffer buffer)))))
+
 (ert-deftest mevedel-tool-patch:a-moved-file-takes-its-buffer-along ()
   (mevedel-tool-patch-test--with-session 'edits
     (let ((file (expand-file-name "from.txt" root))
