@@ -40,6 +40,7 @@
   (require 'mevedel-tool-fs)
   (require 'mevedel-tool-exec)
   (require 'mevedel-agent)
+  (require 'mevedel-checkpoint)
   (require 'mevedel-ps)
   (require 'mevedel-panel))
 
