@@ -114,7 +114,7 @@ call that may change files untracked marks its turn."
   "Return a line naming the recorded TURN: its number, label and files."
   (let ((files (plist-get turn :files)))
     (format "%d. %s%s%s"
-            (plist-get turn :seq) (plist-get turn :label)
+            (plist-get turn :number) (plist-get turn :label)
             (if files
                 (format "  [%s]" (mapconcat #'file-name-nondirectory files ", "))
               "")
@@ -178,7 +178,7 @@ when you agree), TURN and every later turn leave the conversation."
          (bash (cl-loop for each in (mevedel-core-checkpoint-turns store)
                         when (and (plist-get each :bash)
                                   (>= (plist-get each :seq) (plist-get turn :seq)))
-                        collect (plist-get each :seq))))
+                        collect (plist-get each :number))))
     (mevedel-checkpoint--refuse-modified paths)
     (when (and changed
                (not (yes-or-no-p (format "Changed since the session edited them: %s.  Restore anyway? "
@@ -190,7 +190,7 @@ when you agree), TURN and every later turn leave the conversation."
                   (turn (mevedel-checkpoint--chat-turn chat id)))
         (mevedel-chat-truncate chat turn))
       (message "Rewound %d file%s to before turn %d%s"
-               (length done) (if (= (length done) 1) "" "s") (plist-get turn :seq)
+               (length done) (if (= (length done) 1) "" "s") (plist-get turn :number)
                (if bash
                    (format "; Bash ran in turn%s %s and is not undone"
                            (if (cdr bash) "s" "") (mapconcat #'number-to-string bash ", "))

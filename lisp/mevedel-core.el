@@ -896,6 +896,76 @@ Each is a plist (:id :recipient :sender :kind :payload :created-at)."
   "Mark the messages with IDS delivered in STORE; return how many were not yet."
   (mevedel-core--store-mailbox-deliver store ids))
 
+;;;; Patches
+
+(define-error 'mevedel-core-patch-error "mevedel patch error" 'mevedel-core-error)
+
+(declare-function mevedel-core--patch-parse "ext:mevedel-dyn" (patch))
+(declare-function mevedel-core--patch-plan "ext:mevedel-dyn" (patch paths))
+(declare-function mevedel-core--patch-plan-files "ext:mevedel-dyn" (plan))
+(declare-function mevedel-core--patch-apply "ext:mevedel-dyn" (plan selection))
+(declare-function mevedel-core--patch-before "ext:mevedel-dyn" (plan))
+
+(defun mevedel-core-patch-parse (patch)
+  "Return the file operations of PATCH, a patch in the ApplyPatch grammar.
+Each is a plist (:op OP :path PATH), OP being `add', `delete' or
+`update'; an update also has :move-to (the authored destination or nil)
+and :hunks (how many `@@' hunks).  Paths are as written in PATCH.  A
+grammar error signals `mevedel-core-patch-error' naming the line number
+and the offending line."
+  (mevedel-core-ensure)
+  (mevedel-core--patch-parse patch))
+
+(defun mevedel-core-patch-plan (patch paths)
+  "Plan PATCH against the files PATHS resolves it to; return the plan.
+PATHS is an alist from every authored path in PATCH, `:move-to'
+destinations included, to the absolute file name it stands for.  Every
+target is read, every hunk matched and every result computed in memory;
+nothing is written.  A hunk that does not apply, an ambiguous hunk, a
+missing or existing target, or a binary or non-UTF-8 file signals
+`mevedel-core-patch-error' naming the file, the hunk and the nearest
+lines the file contains.  The plan is opaque: pass it to
+`mevedel-core-patch-plan-files', `mevedel-core-patch-apply' and
+`mevedel-core-patch-before'."
+  (mevedel-core-ensure)
+  (mevedel-core--patch-plan
+   patch
+   (mapcar (lambda (pair) (cons (car pair) (expand-file-name (cdr pair))))
+           paths)))
+
+(defun mevedel-core-patch-plan-files (plan)
+  "Return the files of PLAN in patch order, each a plist.
+Keys: :path (authored), :abs, :op (`add', `delete' or `update'),
+:move-to and :move-abs (nil without a move), :added, :removed, :diff
+\(the unified diff of the whole file change) and :hunks.  The hunks are
+the diff hunks of the computed change, indexed from 0, each a plist of
+:index, :header (\"@@ -12,7 +12,9 @@\"), :old-start, :old-lines,
+:new-start, :new-lines, :added, :removed, :text (the hunk's unified
+lines with 3 lines of context) and :new-text (the lines that replace the
+hunk's old lines, context included)."
+  (mevedel-core--patch-plan-files plan))
+
+(defun mevedel-core-patch-apply (plan &optional selection)
+  "Apply PLAN atomically and return what was done.
+With SELECTION nil, apply everything.  Otherwise SELECTION is an alist
+\((ABS . CHOICE) ...) keyed by the :abs of a file of PLAN; CHOICE is
+`reject' (leave the file alone), `accept' (all of it) or a list with one
+choice per hunk of the file, in index order: `accept', `reject' or
+\(edit . TEXT), TEXT replacing that hunk's :new-text.  A file missing
+from SELECTION is applied whole.  Every target is checked against the
+bytes PLAN read first; a file changed since makes the whole apply fail
+with nothing written, and so does any failure while writing.  The value
+is (:files FILES :added N :removed N), each of FILES a plist of :path,
+:abs, :op, :move-to, :status (`applied', `rejected' or `partial'),
+:added, :removed and :diff (what was actually applied)."
+  (mevedel-core--patch-apply plan selection))
+
+(defun mevedel-core-patch-before (plan)
+  "Return the before-state of every target of PLAN, for checkpoints.
+The value is an alist ((ABS . BYTES) ...): BYTES is a unibyte string
+of the file as PLAN read it, or nil when the file did not exist (as for
+an added file or a move destination)."
+  (mevedel-core--patch-before plan))
 ;;;; Checkpoints
 
 (defun mevedel-core-checkpoint-before (store turn label paths)
@@ -917,8 +987,8 @@ A later rewind compares the files with this to find changes made since."
 
 (defun mevedel-core-checkpoint-turns (store)
   "Return STORE's recorded turns, oldest first.
-Each is a plist (:id ID :seq N :label TEXT :started-at MS :bash BOOL
-:files PATHS)."
+Each is a plist (:id ID :seq N :number N :label TEXT :started-at MS
+:bash BOOL :files PATHS): SEQ orders them, NUMBER counts them from 1."
   (mevedel-core--checkpoint-turns store))
 
 (defun mevedel-core-checkpoint-rewind-plan (store turn)

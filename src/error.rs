@@ -15,6 +15,7 @@ pub enum ErrorKind {
     Exec,
     Sandbox,
     Store,
+    Patch,
     Internal,
 }
 
@@ -35,6 +36,7 @@ impl ErrorKind {
             ErrorKind::Exec => "exec",
             ErrorKind::Sandbox => "sandbox",
             ErrorKind::Store => "store",
+            ErrorKind::Patch => "patch",
             ErrorKind::Internal => "internal",
         }
     }

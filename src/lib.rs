@@ -10,6 +10,7 @@ pub mod datum;
 pub mod error;
 pub mod events;
 pub mod exec;
+pub mod patch;
 pub mod process;
 pub mod resource;
 pub mod runtime;

@@ -184,5 +184,22 @@ edits a.txt again and runs CkRun.  Return the ids and files."
       (should-not (mevedel-session-store (mevedel-chat-session chat)))
       (should-not (file-exists-p (expand-file-name ".mevedel" (mevedel-chat-root chat)))))))
 
+(ert-deftest checkpoint-test-bash-before-storage-is-named ()
+  "A turn that ran Bash before the session had storage is still named."
+  (checkpoint-test--with chat
+    (let ((a (checkpoint-test--file chat "a.txt")))
+      (checkpoint-test--turn chat "t1" "run only")
+      (mevedel-test-run-tool chat "CkRun" "r1" (list :text "x"))
+      (checkpoint-test--end-turn chat)
+      (should-not (mevedel-session-store (mevedel-chat-session chat)))
+      (checkpoint-test--turn chat "t2" "edit")
+      (mevedel-test-run-tool chat "CkWrite" "w1" (list :path a :text "one\n"))
+      (checkpoint-test--end-turn chat)
+      (let ((turns (mevedel-core-checkpoint-turns
+                    (mevedel-session-store (mevedel-chat-session chat)))))
+        (should (equal (mapcar (lambda (turn) (list (plist-get turn :id) (plist-get turn :bash)))
+                               turns)
+                       '(("t1" t) ("t2" nil))))))))
+
 (provide 'checkpoint-test)
 ;;; checkpoint-test.el ends here

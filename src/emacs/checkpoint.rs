@@ -58,7 +58,10 @@ fn checkpoint_note_bash(env: &Env, handle: Value, turn: String, label: String) -
 fn checkpoint_turns<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
     guarded(env, || {
         let turns = store_of(env, handle)?.checkpoint_turns().or_signal(env)?;
-        to_lisp(env, &Datum::List(turns.iter().map(|t| t.to_datum()).collect()))
+        to_lisp(
+            env,
+            &Datum::List(turns.iter().map(|t| t.to_datum()).collect()),
+        )
     })
 }
 
@@ -69,7 +72,10 @@ fn checkpoint_turns<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
 fn checkpoint_rewind_plan<'e>(env: &'e Env, handle: Value<'e>, turn: String) -> Result<Value<'e>> {
     guarded(env, || {
         let steps = store_of(env, handle)?.rewind_steps(&turn).or_signal(env)?;
-        to_lisp(env, &Datum::List(steps.iter().map(|s| s.to_datum()).collect()))
+        to_lisp(
+            env,
+            &Datum::List(steps.iter().map(|s| s.to_datum()).collect()),
+        )
     })
 }
 
@@ -80,7 +86,10 @@ fn checkpoint_rewind_plan<'e>(env: &'e Env, handle: Value<'e>, turn: String) -> 
 fn checkpoint_rewind<'e>(env: &'e Env, handle: Value<'e>, turn: String) -> Result<Value<'e>> {
     guarded(env, || {
         let steps = store_of(env, handle)?.rewind(&turn).or_signal(env)?;
-        to_lisp(env, &Datum::List(steps.iter().map(|s| s.to_datum()).collect()))
+        to_lisp(
+            env,
+            &Datum::List(steps.iter().map(|s| s.to_datum()).collect()),
+        )
     })
 }
 

@@ -15,6 +15,7 @@ emacs::define_errors! {
     mevedel_core_exec_error "mevedel execution error" (mevedel_core_error)
     mevedel_core_sandbox_error "mevedel sandbox error" (mevedel_core_error)
     mevedel_core_store_error "mevedel store error" (mevedel_core_error)
+    mevedel_core_patch_error "mevedel patch error" (mevedel_core_error)
     mevedel_core_internal_error "mevedel internal error" (mevedel_core_error)
 }
 
@@ -27,6 +28,7 @@ pub fn signal<T>(env: &Env, err: Error) -> Result<T> {
         ErrorKind::Exec => mevedel_core_exec_error,
         ErrorKind::Sandbox => mevedel_core_sandbox_error,
         ErrorKind::Store => mevedel_core_store_error,
+        ErrorKind::Patch => mevedel_core_patch_error,
         ErrorKind::Internal => mevedel_core_internal_error,
     };
     let message = err.message.into_lisp(env)?;

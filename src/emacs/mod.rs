@@ -15,6 +15,7 @@ mod errors;
 mod exec;
 mod guard;
 mod lisp_data;
+mod patch;
 mod raw;
 mod resource;
 mod sandbox;

@@ -18,8 +18,8 @@ use sha2::{Digest, Sha256};
 
 use super::Store;
 use crate::datum::Datum;
-use crate::patch;
 use crate::error::{Error, ErrorKind, Result};
+use crate::patch;
 
 /// A file as an edit found it (or left it).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,7 +47,8 @@ impl FileState {
             Err(e) => Err(io_error("Cannot read", Path::new(path), e)),
             Ok(meta) if !meta.is_file() => Ok(None),
             Ok(meta) => {
-                let content = std::fs::read(path).map_err(|e| io_error("Cannot read", Path::new(path), e))?;
+                let content =
+                    std::fs::read(path).map_err(|e| io_error("Cannot read", Path::new(path), e))?;
                 Ok(Some(FileState {
                     path: path.to_string(),
                     content: Some(content),
@@ -71,8 +72,10 @@ impl FileState {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Turn {
     pub id: String,
-    /// Order among the session's turns, from 1.
+    /// Order among the session's turns (increasing, with gaps).
     pub seq: i64,
+    /// Position among the recorded turns, from 1.
+    pub number: i64,
     pub label: String,
     /// Milliseconds since the Unix epoch of the turn's first record.
     pub started_at: i64,
@@ -86,6 +89,7 @@ impl Turn {
         Datum::plist([
             ("id", Datum::str(&self.id)),
             ("seq", Datum::Int(self.seq)),
+            ("number", Datum::Int(self.number)),
             ("label", Datum::str(&self.label)),
             ("started-at", Datum::Int(self.started_at)),
             ("bash", Datum::bool(self.bash)),
@@ -258,13 +262,15 @@ impl Store {
                         label: row.get(2)?,
                         started_at: row.get(3)?,
                         bash: row.get::<_, i64>(4)? != 0,
+                        number: 0,
                         files: Vec::new(),
                     })
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let mut files =
                 c.prepare_cached("SELECT path FROM checkpoints WHERE turn = ?1 ORDER BY path")?;
-            for turn in &mut turns {
+            for (turn, number) in turns.iter_mut().zip(1..) {
+                turn.number = number;
                 turn.files = files
                     .query_map([&turn.id], |row| row.get(0))?
                     .collect::<rusqlite::Result<Vec<String>>>()?;
@@ -356,46 +362,48 @@ impl RewindStep {
 }
 
 impl Store {
-    /// What rewinding to the start of turn ID would do, path by path.
-    /// Paths already in their before-state are left out.
-    pub fn rewind_steps(&self, id: &str) -> Result<Vec<RewindStep>> {
-        let mut steps = Vec::new();
+    /// The paths a rewind to the start of turn ID changes (those not in
+    /// their before-state already), each with its bytes now.
+    fn rewind_targets(&self, id: &str) -> Result<Vec<(Restore, Option<Vec<u8>>)>> {
+        let mut targets = Vec::new();
         for r in self.checkpoint_rewind_plan(id)? {
             let now = FileState::read(&r.path)?.and_then(|s| s.content);
-            let now_digest = now.as_deref().map(digest);
-            if now_digest == r.blob {
-                continue;
+            if now.as_deref().map(digest) != r.blob {
+                targets.push((r, now));
             }
-            let changed = match &r.left {
-                Some(left) => *left != now_digest,
-                // No edit of the session settled on it: compare with the
-                // state before the turn only.
-                None => true,
-            };
-            steps.push(RewindStep {
-                path: r.path,
-                restore: r.blob.is_some(),
-                changed,
-            });
         }
-        Ok(steps)
+        Ok(targets)
+    }
+
+    fn step(r: &Restore, now: Option<&[u8]>) -> RewindStep {
+        let now = now.map(digest);
+        RewindStep {
+            path: r.path.clone(),
+            restore: r.blob.is_some(),
+            // Without a settled edit to compare with, any difference counts.
+            changed: r.left.as_ref().is_none_or(|left| *left != now),
+        }
+    }
+
+    /// What rewinding to the start of turn ID would do, path by path.
+    pub fn rewind_steps(&self, id: &str) -> Result<Vec<RewindStep>> {
+        Ok(self
+            .rewind_targets(id)?
+            .iter()
+            .map(|(r, now)| Self::step(r, now.as_deref()))
+            .collect())
     }
 
     /// Restore every file turn ID and later turns recorded to its state
     /// before ID, all or none, then forget those turns. Returns the
     /// steps taken.
     pub fn rewind(&self, id: &str) -> Result<Vec<RewindStep>> {
-        let plan = self.checkpoint_rewind_plan(id)?;
         let mut expect = Vec::new();
         let mut actions = Vec::new();
         let mut steps = Vec::new();
         let mut after = Vec::new();
-        for r in plan {
-            let now = FileState::read(&r.path)?.and_then(|s| s.content);
-            let now_digest = now.as_deref().map(digest);
-            if now_digest == r.blob {
-                continue;
-            }
+        for (r, now) in self.rewind_targets(id)? {
+            steps.push(Self::step(&r, now.as_deref()));
             let path = PathBuf::from(&r.path);
             expect.push(patch::commit::Expect {
                 display: r.path.clone(),
@@ -417,11 +425,6 @@ impl Store {
                     display: r.path.clone(),
                     path,
                 },
-            });
-            steps.push(RewindStep {
-                path: r.path.clone(),
-                restore: content.is_some(),
-                changed: r.left.as_ref().is_none_or(|left| *left != now_digest),
             });
             after.push(FileState {
                 path: r.path,
@@ -453,13 +456,47 @@ impl Store {
             if before == now {
                 continue;
             }
-            let (old, new) = (String::from_utf8_lossy(&before), String::from_utf8_lossy(&now));
-            let old_name = if r.blob.is_some() { r.path.clone() } else { "/dev/null".into() };
-            let new_name = if Path::new(&r.path).exists() { r.path.clone() } else { "/dev/null".into() };
-            out.push_str(&patch::diff::text_diff(&old, &new, &old_name, &new_name));
+            let old_name = if r.blob.is_some() {
+                r.path.as_str()
+            } else {
+                "/dev/null"
+            };
+            let new_name = if Path::new(&r.path).exists() {
+                r.path.as_str()
+            } else {
+                "/dev/null"
+            };
+            out.push_str(&whole_file_diff(&before, &now, old_name, new_name));
         }
         Ok(out)
     }
+}
+
+/// The unified diff of BEFORE against NOW, files named OLD_NAME and
+/// NEW_NAME; text that is not UTF-8 is shown lossily.
+fn whole_file_diff(before: &[u8], now: &[u8], old_name: &str, new_name: &str) -> String {
+    let lines = |bytes: &[u8]| {
+        let text = String::from_utf8_lossy(bytes);
+        let newline = text.ends_with('\n');
+        let body = text.strip_suffix('\n').unwrap_or(&text);
+        let lines: Vec<String> = if body.is_empty() && !newline {
+            Vec::new()
+        } else {
+            body.split('\n')
+                .map(|l| l.strip_suffix('\r').unwrap_or(l).to_string())
+                .collect()
+        };
+        (lines, newline || bytes.is_empty())
+    };
+    let (old, old_nl) = lines(before);
+    let (new, new_nl) = lines(now);
+    let whole = patch::apply::Replacement {
+        start: 0,
+        old_len: old.len(),
+        new: new.clone(),
+    };
+    let hunks = patch::diff::hunks(&old, &new, &[whole], old_nl, new_nl);
+    patch::diff::unified(old_name, new_name, &hunks)
 }
 
 #[cfg(test)]
@@ -563,6 +600,42 @@ mod tests {
             .map(|t| t.id)
             .collect();
         assert_eq!(left, ["t1"]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn rewind_restores_and_removes_then_forgets() {
+        let (s, dir) = store("rewind");
+        let a = dir.join("a").to_string_lossy().into_owned();
+        let b = dir.join("b").to_string_lossy().into_owned();
+        std::fs::write(&a, "a0").unwrap();
+        s.checkpoint_before(
+            "t1",
+            "x",
+            &FileState::read_all(&[a.clone(), b.clone()]).unwrap(),
+        )
+        .unwrap();
+        std::fs::write(&a, "a1").unwrap();
+        std::fs::write(&b, "b1").unwrap();
+        s.checkpoint_after(&FileState::read_all(&[a.clone(), b.clone()]).unwrap())
+            .unwrap();
+        let steps = s.rewind_steps("t1").unwrap();
+        assert_eq!(
+            steps
+                .iter()
+                .map(|s| (s.restore, s.changed))
+                .collect::<Vec<_>>(),
+            [(true, false), (false, false)]
+        );
+        let diff = s.session_diff().unwrap();
+        assert!(
+            diff.contains("-a0") && diff.contains("+a1") && diff.contains("+b1"),
+            "{diff}"
+        );
+        s.rewind("t1").unwrap();
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "a0");
+        assert!(!Path::new(&b).exists());
+        assert!(s.checkpoint_turns().unwrap().is_empty());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

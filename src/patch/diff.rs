@@ -1,0 +1,372 @@
+//! Unified diff hunks of a computed change, with 3 lines of context.
+//!
+//! The change is known as replacements of old line ranges (what the
+//! patch's hunks matched), so only those ranges are diffed: each one's
+//! common head and tail are trimmed and the rest is aligned by a longest
+//! common subsequence (or, past [`LCS_CELLS`], shown as removed then
+//! added). Neighbouring changes closer than twice the context share a
+//! hunk, as `diff -u` does.
+
+use super::apply::Replacement;
+
+/// Lines of context around each change.
+pub const CONTEXT: usize = 3;
+
+/// Largest old×new region aligned line by line.
+const LCS_CELLS: usize = 4_000_000;
+
+/// One hunk of a unified diff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiffHunk {
+    /// 0-based first old line the hunk covers, and how many.
+    pub old_from: usize,
+    pub old_count: usize,
+    /// 0-based first new line, and how many.
+    pub new_from: usize,
+    pub new_count: usize,
+    pub added: usize,
+    pub removed: usize,
+    /// Every line of the hunk: (' ' | '-' | '+', text).
+    pub lines: Vec<(char, String)>,
+    /// The old file's last line is in the hunk and has no newline.
+    pub old_no_newline: bool,
+    pub new_no_newline: bool,
+}
+
+impl DiffHunk {
+    /// `@@ -12,7 +12,9 @@`, line numbers as `diff -u` prints them.
+    pub fn header(&self) -> String {
+        format!(
+            "@@ -{} +{} @@",
+            range(self.old_from, self.old_count),
+            range(self.new_from, self.new_count)
+        )
+    }
+
+    pub fn old_start(&self) -> usize {
+        if self.old_count == 0 {
+            self.old_from
+        } else {
+            self.old_from + 1
+        }
+    }
+
+    pub fn new_start(&self) -> usize {
+        if self.new_count == 0 {
+            self.new_from
+        } else {
+            self.new_from + 1
+        }
+    }
+
+    /// The hunk's lines, each prefixed and newline-terminated.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        let last_old = self.lines.iter().rposition(|(c, _)| *c != '+');
+        let last_new = self.lines.iter().rposition(|(c, _)| *c != '-');
+        for (i, (c, line)) in self.lines.iter().enumerate() {
+            out.push(*c);
+            out.push_str(line);
+            out.push('\n');
+            let old_end = self.old_no_newline && Some(i) == last_old;
+            let new_end = self.new_no_newline && Some(i) == last_new;
+            if (*c == ' ' && (old_end || new_end))
+                || (*c == '-' && old_end)
+                || (*c == '+' && new_end)
+            {
+                out.push_str("\\ No newline at end of file\n");
+            }
+        }
+        out
+    }
+
+    /// The new side: the lines the file will hold in place of the old side.
+    pub fn new_side(&self) -> Vec<String> {
+        self.lines
+            .iter()
+            .filter(|(c, _)| *c != '-')
+            .map(|(_, l)| l.clone())
+            .collect()
+    }
+
+    /// The new side as text, newline-terminated (LF) unless it ends a
+    /// file without a final newline.
+    pub fn new_text(&self) -> String {
+        let side = self.new_side();
+        let mut out = side.join("\n");
+        if !side.is_empty() && !self.new_no_newline {
+            out.push('\n');
+        }
+        out
+    }
+}
+
+fn range(from: usize, count: usize) -> String {
+    match count {
+        0 => format!("{from},0"),
+        1 => format!("{}", from + 1),
+        n => format!("{},{n}", from + 1),
+    }
+}
+
+/// A run of changed lines: old OLD..OLD+DEL become new NEW..NEW+INS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Change {
+    old: usize,
+    del: usize,
+    new: usize,
+    ins: usize,
+}
+
+/// The diff hunks from OLD to NEW, where NEW is OLD with REPLACEMENTS
+/// made. OLD_NL / NEW_NL: whether each ends with a newline.
+pub fn hunks(
+    old: &[String],
+    new: &[String],
+    replacements: &[Replacement],
+    old_nl: bool,
+    new_nl: bool,
+) -> Vec<DiffHunk> {
+    let mut changes = Vec::new();
+    let mut shift: isize = 0;
+    for r in replacements {
+        let new_start = (r.start as isize + shift) as usize;
+        align(
+            &old[r.start..r.start + r.old_len],
+            &r.new,
+            r.start,
+            new_start,
+            &mut changes,
+        );
+        shift += r.new.len() as isize - r.old_len as isize;
+    }
+    // A change of only the final newline shows as the last line changed.
+    if old_nl != new_nl && !old.is_empty() && !new.is_empty() {
+        let (o, n) = (old.len() - 1, new.len() - 1);
+        let covered = changes
+            .last()
+            .is_some_and(|c| c.old + c.del == old.len() && c.new + c.ins == new.len());
+        if !covered && old[o] == new[n] {
+            changes.push(Change {
+                old: o,
+                del: 1,
+                new: n,
+                ins: 1,
+            });
+        }
+    }
+    group(old, new, &changes, old_nl, new_nl)
+}
+
+/// Changes turning OLD into NEW (both slices), offset to file lines.
+fn align(old: &[String], new: &[String], o0: usize, n0: usize, out: &mut Vec<Change>) {
+    let head = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let tail = old[head..]
+        .iter()
+        .rev()
+        .zip(new[head..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let (a, b) = (&old[head..old.len() - tail], &new[head..new.len() - tail]);
+    let (o0, n0) = (o0 + head, n0 + head);
+    if a.is_empty() && b.is_empty() {
+        return;
+    }
+    if a.is_empty() || b.is_empty() || a.len().saturating_mul(b.len()) > LCS_CELLS {
+        out.push(Change {
+            old: o0,
+            del: a.len(),
+            new: n0,
+            ins: b.len(),
+        });
+        return;
+    }
+    // LCS lengths of suffixes: table[i][j] for a[i..], b[j..].
+    let w = b.len() + 1;
+    let mut table = vec![0u32; (a.len() + 1) * w];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            table[i * w + j] = if a[i] == b[j] {
+                table[(i + 1) * w + j + 1] + 1
+            } else {
+                table[(i + 1) * w + j].max(table[i * w + j + 1])
+            };
+        }
+    }
+    let (mut i, mut j) = (0, 0);
+    let mut pending: Option<Change> = None;
+    let flush = |pending: &mut Option<Change>, out: &mut Vec<Change>| {
+        if let Some(c) = pending.take() {
+            out.push(c);
+        }
+    };
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            flush(&mut pending, out);
+            i += 1;
+            j += 1;
+            continue;
+        }
+        let c = pending.get_or_insert(Change {
+            old: o0 + i,
+            del: 0,
+            new: n0 + j,
+            ins: 0,
+        });
+        if i < a.len() && (j == b.len() || table[(i + 1) * w + j] >= table[i * w + j + 1]) {
+            c.del += 1;
+            i += 1;
+        } else {
+            c.ins += 1;
+            j += 1;
+        }
+    }
+    flush(&mut pending, out);
+}
+
+fn group(
+    old: &[String],
+    new: &[String],
+    changes: &[Change],
+    old_nl: bool,
+    new_nl: bool,
+) -> Vec<DiffHunk> {
+    let mut out = Vec::new();
+    let mut k = 0;
+    while k < changes.len() {
+        let mut last = k;
+        while last + 1 < changes.len()
+            && changes[last + 1].old - (changes[last].old + changes[last].del) <= 2 * CONTEXT
+        {
+            last += 1;
+        }
+        let first = changes[k];
+        let end = changes[last];
+        let before = first.old.min(CONTEXT).min(first.new);
+        let old_from = first.old - before;
+        let new_from = first.new - before;
+        let old_end = (end.old + end.del + CONTEXT).min(old.len());
+        let after = old_end - (end.old + end.del);
+        let new_end = end.new + end.ins + after;
+        let mut lines = Vec::new();
+        let mut o = old_from;
+        let (mut added, mut removed) = (0, 0);
+        for c in &changes[k..=last] {
+            while o < c.old {
+                lines.push((' ', old[o].clone()));
+                o += 1;
+            }
+            for line in &old[c.old..c.old + c.del] {
+                lines.push(('-', line.clone()));
+            }
+            for line in &new[c.new..c.new + c.ins] {
+                lines.push(('+', line.clone()));
+            }
+            removed += c.del;
+            added += c.ins;
+            o = c.old + c.del;
+        }
+        while o < old_end {
+            lines.push((' ', old[o].clone()));
+            o += 1;
+        }
+        out.push(DiffHunk {
+            old_from,
+            old_count: old_end - old_from,
+            new_from,
+            new_count: new_end - new_from,
+            added,
+            removed,
+            lines,
+            old_no_newline: !old_nl && old_end == old.len() && old_end > old_from,
+            new_no_newline: !new_nl && new_end == new.len() && new_end > new_from,
+        });
+        k = last + 1;
+    }
+    out
+}
+
+/// A whole-file unified diff: `---`/`+++` lines, then each hunk.
+pub fn unified(old_name: &str, new_name: &str, hunks: &[DiffHunk]) -> String {
+    if hunks.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("--- {old_name}\n+++ {new_name}\n");
+    for h in hunks {
+        out.push_str(&h.header());
+        out.push('\n');
+        out.push_str(&h.text());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(text: &str) -> Vec<String> {
+        text.lines().map(str::to_string).collect()
+    }
+
+    fn whole(old: &[String], new: &[String]) -> Vec<Replacement> {
+        vec![Replacement {
+            start: 0,
+            old_len: old.len(),
+            new: new.to_vec(),
+        }]
+    }
+
+    #[test]
+    fn one_change_with_context() {
+        let old = v("1\n2\n3\n4\n5\n6\n7\n8\n9");
+        let new = v("1\n2\n3\n4\nfive\n6\n7\n8\n9");
+        let h = hunks(&old, &new, &whole(&old, &new), true, true);
+        assert_eq!(h.len(), 1);
+        assert_eq!(h[0].header(), "@@ -2,7 +2,7 @@");
+        assert_eq!(h[0].text(), " 2\n 3\n 4\n-5\n+five\n 6\n 7\n 8\n");
+        assert_eq!((h[0].added, h[0].removed), (1, 1));
+        assert_eq!(h[0].new_text(), "2\n3\n4\nfive\n6\n7\n8\n");
+    }
+
+    #[test]
+    fn distant_changes_are_separate_hunks() {
+        let old: Vec<String> = (1..=20).map(|i| i.to_string()).collect();
+        let mut new = old.clone();
+        new[1] = "two".into();
+        new[18] = "nineteen".into();
+        let h = hunks(&old, &new, &whole(&old, &new), true, true);
+        assert_eq!(h.len(), 2);
+        assert_eq!(h[0].header(), "@@ -1,5 +1,5 @@");
+        assert_eq!(h[1].header(), "@@ -16,5 +16,5 @@");
+    }
+
+    #[test]
+    fn pure_insertion_and_deletion_headers() {
+        let old: Vec<String> = vec![];
+        let new = v("a\nb");
+        let h = hunks(&old, &new, &whole(&old, &new), true, true);
+        assert_eq!(h[0].header(), "@@ -0,0 +1,2 @@");
+        let h = hunks(&new, &old, &whole(&new, &old), true, true);
+        assert_eq!(h[0].header(), "@@ -1,2 +0,0 @@");
+    }
+
+    #[test]
+    fn missing_final_newline_is_marked() {
+        let old = v("a\nb");
+        let new = v("a\nc");
+        let h = hunks(&old, &new, &whole(&old, &new), false, false);
+        assert_eq!(
+            h[0].text(),
+            " a\n-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n"
+        );
+        assert_eq!(h[0].new_text(), "a\nc");
+    }
+
+    #[test]
+    fn lcs_keeps_common_lines() {
+        let old = v("a\nb\nc\nd");
+        let new = v("a\nx\nc\ny");
+        let h = hunks(&old, &new, &whole(&old, &new), true, true);
+        assert_eq!(h[0].text(), " a\n-b\n+x\n c\n-d\n+y\n");
+    }
+}

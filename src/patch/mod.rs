@@ -1,0 +1,20 @@
+//! ApplyPatch's engine: the patch grammar, matching, applying in memory,
+//! diffs of the computed change, selection of hunks, and the atomic
+//! commit across files.
+//!
+//! `grammar` parses; `plan` reads every target and runs `apply` (which
+//! uses `matching`) and `diff` for every file, writing nothing;
+//! `selection` turns a plan and the reviewer's choices into `commit`'s
+//! actions, which write everything or nothing.
+
+pub mod apply;
+pub mod commit;
+pub mod diff;
+pub mod grammar;
+pub mod matching;
+pub mod plan;
+pub mod selection;
+
+pub use grammar::{Chunk, Kind, Op, Patch, parse};
+pub use plan::{FilePlan, OpKind, Plan, plan};
+pub use selection::{FileChoice, FileOutcome, HunkChoice, Outcome, Status, apply};
