@@ -86,6 +86,8 @@ The outcome is `done', `error' or `abort'.")
   root name data-buffer session
   (status 'idle) status-detail
   fsm turn turn-start on-done mail accepted
+  ;; The turns sent so far, newest first: plists (:id :label :start).
+  turns
   backend model label
   observers prompter history
   live-calls pending cancellers updates
@@ -177,8 +179,9 @@ EVENT is one of `turn-start', `text' (ARGS: the chunk), `tools-start'
 `tool-updated' (the ID of a call whose render-data changed after it
 settled, see `mevedel-chat-update-render-data'), `tool-progress' (the
 ID of a call whose live progress changed, see
-`mevedel-chat-set-progress'), `status' and
-`turn-end' (the outcome: `done', `error' or `abort')."
+`mevedel-chat-set-progress'), `status', `truncated' (turns were
+removed, see `mevedel-chat-truncate') and `turn-end' (the outcome:
+`done', `error' or `abort')."
   (cl-pushnew function (mevedel-chat-observers chat)))
 
 (defun mevedel-chat-unobserve (chat function)
@@ -293,6 +296,28 @@ render-data never reaches the model."
      (ERRS :after ,#'mevedel-chat--handle-error)
      (ABRT :after ,#'mevedel-chat--handle-abort))))
 
+(defun mevedel-chat--turn-label (text)
+  "Return the first line of TEXT, shortened, to name its turn."
+  (let ((line (car (split-string (string-trim text) "\n"))))
+    (truncate-string-to-width (or line "") 72 nil nil "…")))
+
+(defun mevedel-chat-truncate (chat turn)
+  "Remove TURN and every later turn from CHAT's conversation.
+TURN is one of `mevedel-chat-turns'.  The data buffer loses the text
+from the turn's start on, so the model no longer sees it; the view is
+drawn again by observers of `truncated'."
+  (when (mevedel-chat-busy-p chat)
+    (user-error "A turn is running in %s; abort it first" (mevedel-chat-name chat)))
+  (let ((tail (memq turn (mevedel-chat-turns chat))))
+    (unless tail
+      (error "Turn %s is not one of this chat's" (plist-get turn :id)))
+    (with-current-buffer (mevedel-chat-data-buffer chat)
+      (let ((inhibit-read-only t))
+        (delete-region (plist-get turn :start) (point-max))))
+    (setf (mevedel-chat-turns chat) (cdr tail)
+          (mevedel-chat-turn-start chat) (plist-get (cadr tail) :start))
+    (mevedel-chat--notify chat 'truncated)))
+
 (cl-defun mevedel-chat-send (chat text &key on-done background)
   "Send TEXT as the user's next message in CHAT.
 ON-DONE, if non-nil, is called with CHAT and the outcome (`done',
@@ -334,8 +359,11 @@ and TEXT stays out of the input history."
                   (string-trim text))
                 "\n")
         (setf (mevedel-chat-turn-start chat) (copy-marker start)))
-      (let* ((turn (list :id (format "%x" (random most-positive-fixnum))))
+      (let* ((turn (list :id (format "%x" (random most-positive-fixnum))
+                         :label (mevedel-chat--turn-label (or background text))
+                         :start (mevedel-chat-turn-start chat)))
              (fsm (mevedel-chat--make-fsm)))
+        (push turn (mevedel-chat-turns chat))
         (setf (mevedel-chat-turn chat) turn
               (mevedel-chat-fsm chat) fsm
               (mevedel-chat-on-done chat) on-done

@@ -966,6 +966,50 @@ The value is an alist ((ABS . BYTES) ...): BYTES is a unibyte string
 of the file as PLAN read it, or nil when the file did not exist (as for
 an added file or a move destination)."
   (mevedel-core--patch-before plan))
+;;;; Checkpoints
+
+(defun mevedel-core-checkpoint-before (store turn label paths)
+  "Record in STORE the present state of PATHS before TURN's edit.
+TURN is the turn's id and LABEL what the user asked in it.  Each of
+PATHS (absolute) the turn has not recorded yet gets its bytes kept as
+a content-addressed blob, or a note that it did not exist.  Return how
+many paths were new to the turn."
+  (mevedel-core--checkpoint-before store turn label paths))
+
+(defun mevedel-core-checkpoint-after (store paths)
+  "Remember in STORE what each of PATHS holds now that an edit is done.
+A later rewind compares the files with this to find changes made since."
+  (mevedel-core--checkpoint-after store paths))
+
+(defun mevedel-core-checkpoint-note-bash (store turn label)
+  "Mark TURN (LABEL: what the user asked) in STORE as having run Bash."
+  (mevedel-core--checkpoint-note-bash store turn label))
+
+(defun mevedel-core-checkpoint-turns (store)
+  "Return STORE's recorded turns, oldest first.
+Each is a plist (:id ID :seq N :number N :label TEXT :started-at MS
+:bash BOOL :files PATHS): SEQ orders them, NUMBER counts them from 1."
+  (mevedel-core--checkpoint-turns store))
+
+(defun mevedel-core-checkpoint-rewind-plan (store turn)
+  "Return what rewinding STORE's files to before TURN would do.
+A list of plists (:path PATH :action restore|delete :changed BOOL),
+one per file not already in that state; CHANGED means the file is not
+as the session's last edit left it."
+  (mevedel-core--checkpoint-rewind-plan store turn))
+
+(defun mevedel-core-checkpoint-rewind (store turn)
+  "Restore the files TURN and later turns of STORE edited, all or none.
+Each gets its state before TURN back (a file that did not exist then
+is removed); TURN and the later turns are then forgotten.  Return the
+steps taken, as `mevedel-core-checkpoint-rewind-plan' describes them.
+A file that changes meanwhile makes it fail with nothing written."
+  (mevedel-core--checkpoint-rewind store turn))
+
+(defun mevedel-core-checkpoint-diff (store)
+  "Return the unified diff of what STORE's session edits changed.
+Each file's state before its first checkpoint against the disk now."
+  (mevedel-core--checkpoint-diff store))
 
 (provide 'mevedel-core)
 ;;; mevedel-core.el ends here

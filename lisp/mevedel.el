@@ -41,6 +41,7 @@
   (require 'mevedel-tool-exec)
   (require 'mevedel-tool-patch)
   (require 'mevedel-agent)
+  (require 'mevedel-checkpoint)
   (require 'mevedel-ps)
   (require 'mevedel-panel))
 

@@ -21,3 +21,14 @@ pub fn to_lisp<'e>(env: &'e Env, datum: &Datum) -> Result<Value<'e>> {
         }
     }
 }
+
+/// The strings of the Lisp list LIST.
+pub fn strings(list: Value<'_>) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut rest = list;
+    while rest.is_not_nil() {
+        out.push(rest.car::<String>()?);
+        rest = rest.cdr()?;
+    }
+    Ok(out)
+}

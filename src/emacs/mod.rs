@@ -8,6 +8,7 @@
 
 mod bash;
 mod channel;
+mod checkpoint;
 mod codec;
 mod convert;
 mod errors;

@@ -15,7 +15,7 @@ use crate::store::{NewMessage, Store};
 /// What Lisp holds: the store until `store-close` releases it.
 pub struct StoreHandle(Mutex<Option<Arc<Store>>>);
 
-fn store_of(env: &Env, handle: Value<'_>) -> Result<Arc<Store>> {
+pub(super) fn store_of(env: &Env, handle: Value<'_>) -> Result<Arc<Store>> {
     let handle = handle.into_ref::<StoreHandle>()?;
     let slot = handle.0.lock().ok().and_then(|s| s.clone());
     match slot {

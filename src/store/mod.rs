@@ -2,9 +2,10 @@
 //!
 //! One file per session, in WAL mode so readers never block the writer.
 //! The schema grows by appending to [`schema::MIGRATIONS`]; the file's
-//! `user_version` records how many have run. This issue creates the
-//! mailbox; later ones add the agent registry and tasks.
+//! `user_version` records how many have run. It holds the mailbox and
+//! the checkpoints of edited files.
 
+pub mod checkpoint;
 pub mod mailbox;
 pub mod schema;
 
@@ -17,6 +18,7 @@ use rusqlite::Connection;
 
 use crate::error::{Error, ErrorKind, Result};
 
+pub use checkpoint::{FileState, Restore, Turn};
 pub use mailbox::{Message, NewMessage};
 
 /// An open session store. Safe to share between threads; statements run

@@ -24,6 +24,29 @@ pub const MIGRATIONS: &[&str] = &[
     // 2: opening-tag attributes of a message (EXECUTION, MONITOR, ...):
     // a JSON array of [name, value] string pairs, in order.
     "ALTER TABLE mailbox ADD COLUMN attrs TEXT NOT NULL DEFAULT '[]'",
+    // 3: checkpoints (see `checkpoint`). A turn's first edit of a path
+    // records the path's state before it (`blob` NULL: it did not
+    // exist); `checkpoint_left` holds the digest of what the session's
+    // last edit left in each path.
+    "CREATE TABLE checkpoint_turns (
+         seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+         id         TEXT    NOT NULL UNIQUE,
+         label      TEXT    NOT NULL,
+         started_at INTEGER NOT NULL,
+         bash       INTEGER NOT NULL DEFAULT 0
+     );
+     CREATE TABLE checkpoints (
+         turn TEXT NOT NULL REFERENCES checkpoint_turns (id) ON DELETE CASCADE,
+         path TEXT NOT NULL,
+         blob TEXT,
+         mode INTEGER,
+         PRIMARY KEY (turn, path)
+     );
+     CREATE INDEX checkpoints_by_path ON checkpoints (path);
+     CREATE TABLE checkpoint_left (
+         path TEXT PRIMARY KEY,
+         blob TEXT
+     );",
 ];
 
 /// Apply the migrations CONN has not seen yet.
