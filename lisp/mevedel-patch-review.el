@@ -43,11 +43,8 @@
 ;; feedback in the reason.  A planning error approves the call with a
 ;; `plan-failed' record so that the handler reports the error itself.
 ;;
-;; The approval record's :review-id does not survive the pipeline's
-;; normalisation of approval records (`mevedel-pipeline--approval-record'
-;; keeps :source, :outcome and :reason), so a handler calls
-;; `mevedel-patch-review-take' without an id: the review of the call
-;; whose handler is running is found through that call's argument list.
+;; The approval record's :review-id reaches the handler through the
+;; pipeline's approvals, and the handler takes the review by it.
 ;; A review settled for a call that is cancelled before its handler
 ;; runs is forgotten when the call withdraws it.
 
@@ -100,22 +97,14 @@ shows the review in another one."
 (defvar mevedel-patch-review--settled (make-hash-table :test #'equal)
   "Review id -> (:plan PLAN :selection SELECTION :feedback TEXT).")
 
-(defvar mevedel-patch-review--by-args (make-hash-table :test #'eq :weakness 'key)
-  "A reviewed call's argument list -> the id its review was settled under.")
-
 (defvar mevedel-patch-review--counter 0
   "Number of reviews settled so far, for fresh ids.")
 
-(defun mevedel-patch-review-take (&optional id)
+(defun mevedel-patch-review-take (id)
   "Return the settled review ID and forget it, or nil when there is none.
-The value is (:plan PLAN :selection SELECTION :feedback TEXT).  Without
-ID, take the review of the call whose handler is running now."
-  (let ((id (or id
-                (when-let* ((context (mevedel-pipeline-current-context)))
-                  (gethash (plist-get context :args) mevedel-patch-review--by-args)))))
-    (when id
-      (prog1 (gethash id mevedel-patch-review--settled)
-        (remhash id mevedel-patch-review--settled)))))
+The value is (:plan PLAN :selection SELECTION :feedback TEXT)."
+  (prog1 (gethash id mevedel-patch-review--settled)
+    (remhash id mevedel-patch-review--settled)))
 
 ;;;; Review state
 
@@ -766,16 +755,13 @@ Undecided hunks are accepted.  When every hunk was rejected this is
              (cl-every (lambda (entry) (eq (cdr entry) 'reject)) selection)
              (= (length selection) (length mevedel-patch-review--files)))
         (mevedel-patch-review--finish (mevedel-patch-review--rejection))
-      (let ((id (format "review-%d" (cl-incf mevedel-patch-review--counter)))
-            (args (plist-get mevedel-patch-review--context :args)))
+      (let ((id (format "review-%d" (cl-incf mevedel-patch-review--counter))))
         (setcar mevedel-patch-review--box id)
         (puthash id (list :plan mevedel-patch-review--plan :selection selection
                           :feedback (mevedel-patch-review--feedback-text))
                  mevedel-patch-review--settled)
-        (when (consp args)
-          (puthash args id mevedel-patch-review--by-args))
         (mevedel-patch-review--finish
-         (cons 'approve (list :source 'user :outcome 'allow-once
+         (cons 'approve (list :source 'review :outcome 'allow-once
                               :reason (format "reviewed: %d of %d hunk%s accepted"
                                               accepted total (if (= total 1) "" "s"))
                               :review-id id)))))))

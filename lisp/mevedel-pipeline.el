@@ -472,13 +472,18 @@ unsupported operation or a containment failure signals."
 (defun mevedel-pipeline--approval-record (record)
   "Return the approval RECORD normalised, or nil when it is not one.
 A record is a keyword plist with a symbol :source and a string :reason;
-:outcome defaults to `allow-once'."
+:outcome defaults to `allow-once'.  A string :review-id (the review
+that approved, see `mevedel-define-tool''s :review) is kept for the
+handler."
   (when (and (mevedel-render-data-plist-p record)
              (plist-get record :source) (symbolp (plist-get record :source))
              (stringp (plist-get record :reason)))
-    (list :source (plist-get record :source)
-          :outcome (or (plist-get record :outcome) 'allow-once)
-          :reason (plist-get record :reason))))
+    (append (list :source (plist-get record :source)
+                  :outcome (or (plist-get record :outcome) 'allow-once)
+                  :reason (plist-get record :reason))
+            (when-let* ((id (plist-get record :review-id))
+                        ((stringp id)))
+              (list :review-id id)))))
 
 (defun mevedel-pipeline--approved (call &optional record)
   "Record that CALL may run and continue.  Return t.
@@ -515,6 +520,10 @@ An approval may carry a record: (allow . RECORD) from the decision, or
 allow-once :reason \"read-only\"); it becomes part of the outcome's
 render-data as :permission-approvals."
   (let* ((session (mevedel-pipeline--call-session call))
+         ;; A step resumed from a timer runs in no particular buffer: the
+         ;; tool's :get-paths and :review resolve paths in the call's.
+         (mevedel-session-current (or session mevedel-session-current))
+         (default-directory (file-name-as-directory (mevedel-pipeline--workspace call)))
          (decision (condition-case err
                        (mevedel-permissions-decide-call (mevedel-pipeline--context call) session)
                      (error (list 'failed (error-message-string err)))))

@@ -56,8 +56,8 @@
 (require 'mevedel-session)
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-render)
+(require 'mevedel-patch-review)
 
-(declare-function mevedel-patch-review-take "mevedel-patch-review" (&optional id))
 
 ;;;; Customization
 
@@ -97,10 +97,20 @@ step), which may move point; see `replace-buffer-contents'."
   (string-prefix-p (file-name-as-directory (file-truename directory))
                    (file-name-as-directory (file-truename file))))
 
-(defun mevedel-tool-patch--protection (file root)
+(defun mevedel-tool-patch--protected ()
+  "Return the entries of `mevedel-tool-patch-protected-files', links resolved.
+A directory entry keeps its final slash."
+  (mapcar (lambda (entry)
+            (if (string-suffix-p "/" entry)
+                (file-name-as-directory (file-truename entry))
+              (file-truename entry)))
+          mevedel-tool-patch-protected-files))
+
+(defun mevedel-tool-patch--protection (file root protected)
   "Return why FILE may not be patched, or nil.
 ROOT, the workspace, is non-nil for an ordinary path: then the
-workspace's .mevedel/ and any .git directory are refused as well."
+workspace's .mevedel/ and any .git directory are refused as well.
+PROTECTED is `mevedel-tool-patch--protected', resolved once per patch."
   (let ((real (file-truename file)))
     (cond
      ((and root (cl-some (lambda (name) (member ".git" (split-string name "/" t)))
@@ -111,14 +121,15 @@ workspace's .mevedel/ and any .git directory are refused as well."
 (keep working notes at work:// or memory:// addresses instead)")
      ((cl-some (lambda (entry)
                  (if (string-suffix-p "/" entry)
-                     (mevedel-tool-patch--under-p real entry)
-                   (equal real (file-truename entry))))
-               mevedel-tool-patch-protected-files)
+                     (string-prefix-p entry (file-name-as-directory real))
+                   (equal real entry)))
+               protected)
       "it is a protected startup, configuration or credential file \
 (`mevedel-tool-patch-protected-files')"))))
 
-(defun mevedel-tool-patch--target (authored root)
+(defun mevedel-tool-patch--target (authored root protected)
   "Return (AUTHORED ABS RESOURCE-P) for the patch path AUTHORED.
+PROTECTED is the resolved list of `mevedel-tool-patch--protected'.
 An ordinary path is made absolute against ROOT; a resource address is
 prepared for the ApplyPatch operation and ABS is its backing file.
 A protected, remote or unavailable target signals
@@ -136,7 +147,8 @@ signals `mevedel-core-resource-error'.  Nothing is read."
 \(work:// files need a session with storage)" authored))
                   (car paths))))
          (why (and (not (file-remote-p abs))
-                   (mevedel-tool-patch--protection abs (and (not resource) root)))))
+                   (mevedel-tool-patch--protection abs (and (not resource) root)
+                                                   protected))))
     (cond
      ((file-remote-p abs)
       (mevedel-tool-patch--fail
@@ -153,11 +165,12 @@ Every path of every operation is there once, Move destinations
 included.  ROOT is the directory relative paths are relative to.  A
 malformed patch signals the module's error; a target that may not be
 patched signals as `mevedel-tool-patch--target' does."
-  (let ((targets nil))
+  (let ((targets nil)
+        (protected (mevedel-tool-patch--protected)))
     (dolist (op (mevedel-core-patch-parse patch))
       (dolist (path (list (plist-get op :path) (plist-get op :move-to)))
         (when (and path (not (assoc path targets)))
-          (push (mevedel-tool-patch--target path root) targets))))
+          (push (mevedel-tool-patch--target path root protected) targets))))
     (nreverse targets)))
 
 (defun mevedel-tool-patch--paths (args)
@@ -321,14 +334,14 @@ review, or are nil."
 (defun mevedel-tool-patch--review ()
   "Return the review that approved the running call, or nil.
 The review is (:plan PLAN :selection SELECTION :feedback TEXT), taken
-with `mevedel-patch-review-take' (by the approval's :review-id when
-the record has one).  A call that a review approved without a review
+with `mevedel-patch-review-take' by the approval's :review-id.  A call
+that a review approved without a review
 to take signals: applying the whole patch would ignore what the user
 decided.  A review that could not plan approves with the outcome
 `plan-failed'; the handler then plans and reports the error itself."
   (let* ((approvals (mevedel-pipeline-active-permission-approvals))
          (id (cl-some (lambda (approval) (plist-get approval :review-id)) approvals))
-         (review (and (fboundp 'mevedel-patch-review-take) (mevedel-patch-review-take id))))
+         (review (and id (mevedel-patch-review-take id))))
     (or review
         (when (cl-some (lambda (approval)
                          (and (eq (plist-get approval :source) 'review)
@@ -523,6 +536,7 @@ rejected change unchanged.  Manual: Read mevedel://tools/applypatch.md."
   :async-p t
   :snapshot-p t
   :renderer #'mevedel-tool-patch-render
+  :review #'mevedel-patch-review-start
   :get-paths #'mevedel-tool-patch--paths)
 
 (provide 'mevedel-tool-patch)

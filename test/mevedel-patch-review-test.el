@@ -142,7 +142,7 @@ BUFFER is bound to the review buffer and CONTEXT to the call's context."
     (should (= (length answers) 1))
     (let ((answer (car answers)))
       (should (equal (plist-get (cdr answer) :reason) "reviewed: 4 of 4 hunks accepted"))
-      (should (eq (plist-get (cdr answer) :source) 'user))
+      (should (eq (plist-get (cdr answer) :source) 'review))
       (should (eq (plist-get (cdr answer) :outcome) 'allow-once))
       (let ((review (mevedel-patch-review-test--take answer)))
         (should (eq (plist-get review :plan) 'test-plan))
@@ -319,7 +319,7 @@ On the whole patch: write a smaller patch"))))))
 
 (ert-deftest mevedel-patch-review:chat-shows-the-review-not-a-card ()
   "In a chat with a prompter, a :review tool's asking call opens its review.
-The handler takes the settled review of its own call, without an id."
+The handler takes the settled review by the id its approval carries."
   (let* ((ws (file-name-as-directory (make-temp-file "mevedel-review-chat" t)))
          (chat (mevedel-chat-get-create ws))
          (cards nil)
@@ -340,7 +340,9 @@ The handler takes the settled review of its own call, without an id."
             :snapshot-p t
             :review #'mevedel-patch-review-start
             :function (lambda (_args)
-                        (setq taken (mevedel-patch-review-take))
+                        (setq taken (mevedel-patch-review-take
+                                     (cl-some (lambda (approval) (plist-get approval :review-id))
+                                              (mevedel-pipeline-active-permission-approvals))))
                         "applied"))
           (save-window-excursion
             (let ((box (mevedel-test-start-tool chat "ReviewMe" "toolu_review" '(:patch "P"))))

@@ -448,12 +448,7 @@ updated (Hook says no)" text)))
       (setf (mevedel-session-prompter session)
             (lambda (_context answer)
               (funcall answer '(approve . (:source review :reason "reviewed" :review-id "rv1")))))
-      (cl-letf* ((approvals (symbol-function 'mevedel-pipeline-active-permission-approvals))
-                 ((symbol-function 'mevedel-pipeline-active-permission-approvals)
-                  ;; The pipeline keeps :source, :outcome and :reason of a record.
-                  (lambda () (mapcar (lambda (a) (append a '(:review-id "rv1")))
-                                     (funcall approvals))))
-                 ((symbol-function 'mevedel-patch-review-take)
+      (cl-letf* (((symbol-function 'mevedel-patch-review-take)
                   (lambda (id)
                     (setq taken id)
                     (list :plan plan

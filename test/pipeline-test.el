@@ -203,6 +203,15 @@
              (outcome (mevedel-pipeline-test--run tool nil :session session)))
         (should (equal (plist-get (plist-get outcome :render-data) :permission-approvals)
                        '((:source reviewer :outcome allow-once :reason "ok")))))
+      ;; A review's id reaches the handler; other keys do not.
+      (let* ((tool (funcall reviewed (lambda (_) 'ask)))
+             (session (mevedel-pipeline-test--asking-session
+                       (lambda (_ctx answer)
+                         (funcall answer (cons 'approve '(:source review :reason "reviewed"
+                                                          :review-id "review-7" :extra 1)))))))
+        (mevedel-pipeline-test--run tool nil :session session)
+        (should (equal seen '((:source review :outcome allow-once :reason "reviewed"
+                                       :review-id "review-7")))))
       ;; A malformed record refuses the call before the handler.
       (setq seen 'untouched)
       (let* ((tool (funcall reviewed (lambda (_) '(allow :reason 42))))
