@@ -201,5 +201,37 @@ edits a.txt again and runs CkRun.  Return the ids and files."
                                turns)
                        '(("t1" t) ("t2" nil))))))))
 
+(ert-deftest checkpoint-test-applypatch-turns-rewind ()
+  "ApplyPatch's edits in two turns are checkpointed and rewound."
+  (checkpoint-test--with chat
+    (let ((a (checkpoint-test--file chat "a.txt"))
+          (b (checkpoint-test--file chat "b.txt")))
+      (setf (mevedel-session-permission-mode (mevedel-chat-session chat)) 'edits)
+      (with-temp-file a (insert "alpha\nbeta\n"))
+      (checkpoint-test--turn chat "p1" "patch one")
+      (should (string-match-p
+               "^Updated a\\.txt"
+               (mevedel-test-run-tool
+                chat "ApplyPatch" "ap1"
+                (list :patch (concat "*** Begin Patch\n*** Update File: a.txt\n@@\n alpha\n"
+                                     "-beta\n+BETA\n*** End Patch\n")))))
+      (checkpoint-test--end-turn chat)
+      (checkpoint-test--turn chat "p2" "patch two")
+      (mevedel-test-run-tool
+       chat "ApplyPatch" "ap2"
+       (list :patch (concat "*** Begin Patch\n*** Add File: b.txt\n+new\n"
+                            "*** Update File: a.txt\n@@\n-alpha\n+ALPHA\n*** End Patch\n")))
+      (checkpoint-test--end-turn chat)
+      (should (equal (checkpoint-test--text a) "ALPHA\nBETA\n"))
+      (let ((store (mevedel-session-store (mevedel-chat-session chat))))
+        (should (equal (mapcar (lambda (turn) (plist-get turn :files))
+                               (mevedel-core-checkpoint-turns store))
+                       (list (list a) (list a b))))
+        (mevedel-rewind chat (nth 1 (mevedel-core-checkpoint-turns store)))
+        (should (equal (checkpoint-test--text a) "alpha\nBETA\n"))
+        (should-not (file-exists-p b))
+        (mevedel-rewind chat (car (mevedel-core-checkpoint-turns store)))
+        (should (equal (checkpoint-test--text a) "alpha\nbeta\n"))))))
+
 (provide 'checkpoint-test)
 ;;; checkpoint-test.el ends here
