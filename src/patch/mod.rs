@@ -15,6 +15,9 @@ pub mod matching;
 pub mod plan;
 pub mod selection;
 
+#[cfg(test)]
+mod tests;
+
 pub use grammar::{Chunk, Kind, Op, Patch, parse};
 pub use plan::{FilePlan, OpKind, Plan, plan};
 pub use selection::{FileChoice, FileOutcome, HunkChoice, Outcome, Status, apply};
