@@ -360,6 +360,11 @@ impl<'a> Parser<'_, 'a> {
                 self.at += 1;
                 break;
             }
+            // A unified diff's marker; the file's own final newline is kept.
+            if !lines.is_empty() && line.text.starts_with("\\ No newline at end of file") {
+                self.at += 1;
+                continue;
+            }
             let mut chars = line.text.chars();
             let kind = match chars.next() {
                 None => Kind::Context,
@@ -598,6 +603,14 @@ mod tests {
         let (_, _, chunks) =
             update("*** Begin Patch\n*** Update File: x\n@@\n *** End of File\n-a\n*** End Patch");
         assert!(!chunks[0].end_of_file);
+        assert_eq!(chunks[0].lines.len(), 2);
+    }
+
+    #[test]
+    fn no_newline_markers_are_skipped() {
+        let (_, _, chunks) = update(
+            "*** Begin Patch\n*** Update File: x\n@@\n-a\n\\ No newline at end of file\n+b\n*** End Patch",
+        );
         assert_eq!(chunks[0].lines.len(), 2);
     }
 

@@ -137,6 +137,7 @@ pub fn plan(patch: &Patch, paths: &HashMap<String, PathBuf>) -> Result<Plan> {
                     TextFile::from_lines(Vec::new()),
                     Some(new),
                     &[replacement],
+                    &[],
                 )
             }
             Op::Delete { .. } => {
@@ -162,6 +163,7 @@ pub fn plan(patch: &Patch, paths: &HashMap<String, PathBuf>) -> Result<Plan> {
                     old,
                     None,
                     &[replacement],
+                    &[],
                 )
             }
             Op::Update {
@@ -201,6 +203,10 @@ pub fn plan(patch: &Patch, paths: &HashMap<String, PathBuf>) -> Result<Plan> {
                     old,
                     Some(new),
                     &replacements,
+                    &chunks
+                        .iter()
+                        .map(|c| c.anchors.last().cloned())
+                        .collect::<Vec<_>>(),
                 )
             }
         };
@@ -220,16 +226,18 @@ fn finish(
     old: TextFile,
     new: Option<TextFile>,
     replacements: &[Replacement],
+    sections: &[Option<String>],
 ) -> FilePlan {
     let empty = TextFile::from_lines(Vec::new());
     let target = new.as_ref().unwrap_or(&empty);
-    let hunks = diff::hunks(
+    let mut hunks = diff::hunks(
         &old.lines,
         &target.lines,
         replacements,
         old.final_newline,
         target.final_newline,
     );
+    diff::name_sections(&mut hunks, replacements, sections);
     let added = hunks.iter().map(|h| h.added).sum();
     let removed = hunks.iter().map(|h| h.removed).sum();
     let (move_to, move_abs) = match moved {

@@ -307,6 +307,26 @@ fn plan_files_report_diff_hunks() {
 }
 
 #[test]
+fn diff_headers_carry_the_patch_anchor() {
+    let work = temp_dir("section");
+    fs::write(
+        work.join("c.py"),
+        "def a():\n    return 0\n\ndef b():\n    return 0\n",
+    )
+    .unwrap();
+    let patch = parse(
+        "*** Begin Patch\n*** Update File: c.py\n@@ def b():\n-    return 0\n+    return 1\n*** End Patch",
+    )
+    .unwrap();
+    let planned = plan(&patch, &paths_under(&patch, &work)).unwrap();
+    assert_eq!(
+        planned.files[0].hunks[0].header(),
+        "@@ -2,4 +2,4 @@ def b():"
+    );
+    let _ = fs::remove_dir_all(&work);
+}
+
+#[test]
 fn selections_apply_subsets_and_edits() {
     let work = temp_dir("select");
     let planned = planned_far(&work);
