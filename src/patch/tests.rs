@@ -307,6 +307,36 @@ fn plan_files_report_diff_hunks() {
 }
 
 #[test]
+fn many_hunks_on_a_large_file_report_exact_counts() {
+    let work = temp_dir("many");
+    let text: String = (1..=20_000).map(|i| format!("line {i}\n")).collect();
+    fs::write(work.join("big.txt"), &text).unwrap();
+    let mut patch = String::from("*** Begin Patch\n*** Update File: big.txt\n");
+    for k in 0..200 {
+        let i = 50 + k * 100;
+        patch.push_str(&format!(
+            "@@\n line {}\n-line {i}\n+LINE {i}\n line {}\n",
+            i - 1,
+            i + 1
+        ));
+    }
+    patch.push_str("*** End Patch\n");
+    let parsed = parse(&patch).unwrap();
+    let planned = plan(&parsed, &paths_under(&parsed, &work)).unwrap();
+    assert_eq!(planned.files[0].hunks.len(), 200);
+    assert_eq!(
+        (planned.files[0].added, planned.files[0].removed),
+        (200, 200)
+    );
+    let out = apply(&planned, &|_| FileChoice::All).unwrap();
+    assert_eq!((out.added, out.removed), (200, 200));
+    assert_eq!(out.files[0].diff, planned.files[0].diff());
+    let got = fs::read_to_string(work.join("big.txt")).unwrap();
+    assert!(got.contains("\nLINE 150\nline 151\n"));
+    let _ = fs::remove_dir_all(&work);
+}
+
+#[test]
 fn diff_headers_carry_the_patch_anchor() {
     let work = temp_dir("section");
     fs::write(
