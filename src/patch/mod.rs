@@ -6,6 +6,14 @@
 //! uses `matching`) and `diff` for every file, writing nothing;
 //! `selection` turns a plan and the reviewer's choices into `commit`'s
 //! actions, which write everything or nothing.
+//!
+//! Deliberately stricter or different than the reference (Codex) tool:
+//! a patch applies to every file or to none; Add refuses an existing
+//! file and Move an existing destination; a hunk found in more than one
+//! place is an error; `*** End of File` hunks match only at the end; a
+//! file touched by two operations of one patch is refused; a file keeps
+//! its missing final newline; a pure addition after an `@@ ANCHOR` goes
+//! right after the anchor (the reference appends it to the file).
 
 pub mod apply;
 pub mod commit;
