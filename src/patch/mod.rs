@@ -11,7 +11,8 @@
 //! a patch applies to every file or to none; Add refuses an existing
 //! file and Move an existing destination; a hunk found in more than one
 //! place is an error; `*** End of File` hunks match only at the end; a
-//! file touched by two operations of one patch is refused; a file keeps
+//! file touched by two operations of one patch is refused (but Delete
+//! then Add of one path is one rewrite of it, as an update); a file keeps
 //! its missing final newline; a pure addition after an `@@ ANCHOR` goes
 //! right after the anchor (the reference appends it to the file).
 

@@ -112,6 +112,36 @@ pub fn plan(patch: &Patch, paths: &HashMap<String, PathBuf>) -> Result<Plan> {
     for op in &patch.ops {
         let path = op.path();
         let abs = resolved(paths, path)?.clone();
+        // Delete then Add of one file rewrites it: one update.
+        if let Op::Add { lines, .. } = op
+            && let Some(i) = files
+                .iter()
+                .position(|f: &FilePlan| f.op == OpKind::Delete && f.abs == abs)
+        {
+            let deleted = files.remove(i);
+            let new = TextFile::from_lines(lines.clone());
+            let replacement = Replacement {
+                start: 0,
+                old_len: deleted.old.lines.len(),
+                new: new.lines.clone(),
+            };
+            files.insert(
+                i,
+                finish(
+                    path,
+                    abs,
+                    OpKind::Update,
+                    None,
+                    deleted.before,
+                    deleted.mode,
+                    deleted.old,
+                    Some(new),
+                    &[replacement],
+                    &[],
+                ),
+            );
+            continue;
+        }
         claim(path, &abs)?;
         let before = read_target(path, &abs)?;
         let file = match op {
