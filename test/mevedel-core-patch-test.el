@@ -230,6 +230,48 @@
     (should (equal (mevedel-core-patch-test--read "bin/run.sh") "#!/bin/sh\necho bye\n"))
     (should (= (file-modes "bin/run.sh") #o755))))
 
+(ert-deftest mevedel-core-patch:move-before-state-and-anchor-header ()
+  (mevedel-core-patch-test--in-dir
+    (mevedel-core-patch-test--write "c.py" "def a():\n    return 0\n\ndef b():\n    return 0\n")
+    (let* ((plan (mevedel-core-patch-test--plan
+                  "*** Begin Patch\n*** Update File: c.py\n*** Move to: d.py\n@@ def b():\n-    return 0\n+    return 1\n*** End Patch"))
+           (file (car (mevedel-core-patch-plan-files plan))))
+      (should (equal (plist-get file :move-to) "d.py"))
+      (should (equal (plist-get file :move-abs) (expand-file-name "d.py")))
+      (should (equal (plist-get (car (plist-get file :hunks)) :header)
+                     "@@ -2,4 +2,4 @@ def b():"))
+      (should (equal (mapcar #'car (mevedel-core-patch-before plan))
+                     (list (expand-file-name "c.py") (expand-file-name "d.py"))))
+      (should-not (cdr (nth 1 (mevedel-core-patch-before plan))))
+      (mevedel-core-patch-apply plan)
+      (should-not (file-exists-p "c.py"))
+      (should (string-suffix-p "return 1\n" (mevedel-core-patch-test--read "d.py"))))))
+
+(ert-deftest mevedel-core-patch:line-endings-and-final-newline-follow-the-file ()
+  (mevedel-core-patch-test--in-dir
+    (mevedel-core-patch-test--write "w.txt" "one\r\ntwo\r\n")
+    (mevedel-core-patch-test--write "n.txt" "a\nb")
+    (mevedel-core-patch-apply
+     (mevedel-core-patch-test--plan
+      "*** Begin Patch\n*** Update File: w.txt\n@@\n-two\n+2\n*** Update File: n.txt\n@@\n-b\n+B\n*** End Patch"))
+    (should (equal (mevedel-core-patch-test--read "w.txt") "one\r\n2\r\n"))
+    (should (equal (mevedel-core-patch-test--read "n.txt") "a\nB"))))
+
+(ert-deftest mevedel-core-patch:binary-and-ambiguous-targets-refused ()
+  (mevedel-core-patch-test--in-dir
+    (mevedel-core-patch-test--write "bin.dat" (unibyte-string ?a 0 ?b ?\n))
+    (mevedel-core-patch-test--write "dup.txt" "x\ny\nx\n")
+    (let ((err (should-error
+                (mevedel-core-patch-test--plan
+                 "*** Begin Patch\n*** Update File: bin.dat\n@@\n-a\n+b\n*** End Patch")
+                :type 'mevedel-core-patch-error)))
+      (should (string-match-p "bin\\.dat: the file is binary" (cadr err))))
+    (let ((err (should-error
+                (mevedel-core-patch-test--plan
+                 "*** Begin Patch\n*** Update File: dup.txt\n@@\n-x\n+z\n*** End Patch")
+                :type 'mevedel-core-patch-error)))
+      (should (string-match-p "matches 2 places" (cadr err))))))
+
 (ert-deftest mevedel-core-patch:bad-selection-signals ()
   (mevedel-core-patch-test--in-dir
     (mevedel-core-patch-test--far-file)

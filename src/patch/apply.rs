@@ -126,6 +126,7 @@ pub struct Replacement {
 /// Find every chunk of an Update of DISPLAY in FILE, top to bottom.
 pub fn compute(file: &TextFile, chunks: &[Chunk], display: &str) -> Result<Vec<Replacement>> {
     let lines = &file.lines;
+    let places = matching::Index::new(lines);
     let mut cursor = 0usize;
     let mut out = Vec::with_capacity(chunks.len());
     for (index, chunk) in chunks.iter().enumerate() {
@@ -162,7 +163,7 @@ pub fn compute(file: &TextFile, chunks: &[Chunk], display: &str) -> Result<Vec<R
                     new: body.iter().map(|(_, t)| t.clone()).collect(),
                 };
             }
-            match matching::seek(lines, &old, cursor, chunk.end_of_file) {
+            match matching::seek_with(lines, Some(&places), &old, cursor, chunk.end_of_file) {
                 Seek::Found { start, .. } => break build(lines, body, start, old.len()),
                 Seek::Ambiguous {
                     level,

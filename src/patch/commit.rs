@@ -23,10 +23,10 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// A file the commit must find as the plan saw it.
 #[derive(Debug, Clone)]
-pub struct Expect {
+pub struct Expect<'a> {
     pub display: String,
     pub path: PathBuf,
-    pub bytes: Option<Vec<u8>>,
+    pub bytes: Option<&'a [u8]>,
 }
 
 /// One change to the filesystem.
@@ -79,10 +79,11 @@ fn write_file(path: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Result<(
         .create_new(true)
         .open(path)?;
     file.write_all(bytes)?;
-    if let Some(mode) = mode {
-        file.set_permissions(fs::Permissions::from_mode(mode))?;
+    // No fsync, as Emacs's own saves (`write-region-inhibit-fsync').
+    match mode {
+        Some(mode) => file.set_permissions(fs::Permissions::from_mode(mode)),
+        None => Ok(()),
     }
-    file.sync_all()
 }
 
 /// Where a write to PATH lands: through a symbolic link to its target.
@@ -96,7 +97,7 @@ fn real_target(path: &Path) -> PathBuf {
 }
 
 /// What was done so far, for undoing it.
-enum Done {
+enum Done<'a> {
     /// A temporary file or created directory to remove.
     Temp(PathBuf),
     Dir(PathBuf),
@@ -108,16 +109,16 @@ enum Done {
     /// TARGET was replaced; OLD is what it held (`None`: nothing).
     Replaced {
         target: PathBuf,
-        old: Option<(Vec<u8>, Option<u32>)>,
+        old: Option<(&'a [u8], Option<u32>)>,
     },
 }
 
 /// Check EXPECT, then make every ACTION, all or none.
-pub fn commit(expect: &[Expect], actions: &[Action]) -> Result<()> {
+pub fn commit(expect: &[Expect<'_>], actions: &[Action]) -> Result<()> {
     for e in expect {
         let now = read_target(&e.display, &e.path)?;
-        if now != e.bytes {
-            let what = match (&e.bytes, &now) {
+        if now.as_deref() != e.bytes {
+            let what = match (e.bytes, &now) {
                 (None, Some(_)) => "now exists",
                 (Some(_), None) => "no longer exists",
                 _ => "has changed",
@@ -145,7 +146,7 @@ pub fn commit(expect: &[Expect], actions: &[Action]) -> Result<()> {
     }
 }
 
-fn run(expect: &[Expect], actions: &[Action], done: &mut Vec<Done>) -> Result<()> {
+fn run<'a>(expect: &[Expect<'a>], actions: &[Action], done: &mut Vec<Done<'a>>) -> Result<()> {
     // Step 2: temporaries.
     let mut staged: Vec<(PathBuf, PathBuf, &str)> = Vec::new();
     for action in actions {
@@ -191,7 +192,7 @@ fn run(expect: &[Expect], actions: &[Action], done: &mut Vec<Done>) -> Result<()
         let old = expect
             .iter()
             .find(|e| real_target(&e.path) == target || e.path == target)
-            .and_then(|e| e.bytes.clone())
+            .and_then(|e| e.bytes)
             .map(|b| {
                 let mode = fs::metadata(&target).ok().map(|m| m.permissions().mode());
                 (b, mode)
@@ -212,7 +213,7 @@ fn run(expect: &[Expect], actions: &[Action], done: &mut Vec<Done>) -> Result<()
     Ok(())
 }
 
-fn create_parents(display: &str, dir: &Path, done: &mut Vec<Done>) -> Result<()> {
+fn create_parents(display: &str, dir: &Path, done: &mut Vec<Done<'_>>) -> Result<()> {
     let mut missing = Vec::new();
     let mut at = Some(dir);
     while let Some(d) = at {
@@ -237,7 +238,7 @@ fn create_parents(display: &str, dir: &Path, done: &mut Vec<Done>) -> Result<()>
     Ok(())
 }
 
-fn undo(done: Vec<Done>) {
+fn undo(done: Vec<Done<'_>>) {
     for d in done.into_iter().rev() {
         match d {
             Done::Temp(t) => {
@@ -255,7 +256,7 @@ fn undo(done: Vec<Done>) {
                 }
                 Some((bytes, mode)) => {
                     let temp = sibling(&target, "restore");
-                    if write_file(&temp, &bytes, mode).is_ok() {
+                    if write_file(&temp, bytes, mode).is_ok() {
                         if fs::rename(&temp, &target).is_err() {
                             let _ = fs::remove_file(&temp);
                         }

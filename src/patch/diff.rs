@@ -26,16 +26,24 @@ pub struct DiffHunk {
     /// The old file's last line is in the hunk and has no newline.
     pub old_no_newline: bool,
     pub new_no_newline: bool,
+    /// The text after the header, as `diff -p` prints a function name:
+    /// the `@@` anchor of the patch hunk the change came from.
+    pub section: Option<String>,
 }
 
 impl DiffHunk {
     /// `@@ -12,7 +12,9 @@`, line numbers as `diff -u` prints them.
     pub fn header(&self) -> String {
-        format!(
+        let mut out = format!(
             "@@ -{} +{} @@",
             range(self.old_from, self.old_count),
             range(self.new_from, self.new_count)
-        )
+        );
+        if let Some(section) = &self.section {
+            out.push(' ');
+            out.push_str(section);
+        }
+        out
     }
 
     pub fn old_start(&self) -> usize {
@@ -254,10 +262,28 @@ fn group(
             lines,
             old_no_newline: !old_nl && old_end == old.len() && old_end > old_from,
             new_no_newline: !new_nl && new_end == new.len() && new_end > new_from,
+            section: None,
         });
         k = last + 1;
     }
     out
+}
+
+/// Give each hunk the SECTIONS entry of the first replacement it
+/// overlaps (SECTIONS parallel to REPLACEMENTS).
+pub fn name_sections(
+    hunks: &mut [DiffHunk],
+    replacements: &[Replacement],
+    sections: &[Option<String>],
+) {
+    for h in hunks.iter_mut() {
+        let (from, to) = (h.old_from, h.old_from + h.old_count);
+        h.section = replacements
+            .iter()
+            .zip(sections)
+            .find(|(r, _)| r.start <= to && r.start + r.old_len >= from)
+            .and_then(|(_, s)| s.clone());
+    }
 }
 
 /// A whole-file unified diff: `---`/`+++` lines, then each hunk.

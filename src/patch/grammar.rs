@@ -214,12 +214,10 @@ struct Parser<'s, 'a> {
 
 /// The path after MARKER on a trimmed header line, or `None`.
 fn header<'t>(trimmed: &'t str, marker: &str) -> Option<&'t str> {
-    trimmed.strip_prefix(marker).or_else(|| {
-        // "*** Add File:PATH" or extra spaces after the colon.
-        trimmed
-            .strip_prefix(marker.trim_end())
-            .filter(|rest| !rest.is_empty())
-    })
+    // "*** Add File:PATH", and a bare "*** Add File:" (to say it lacks a path).
+    trimmed
+        .strip_prefix(marker)
+        .or_else(|| trimmed.strip_prefix(marker.trim_end()))
 }
 
 impl<'a> Parser<'_, 'a> {
@@ -280,7 +278,7 @@ impl<'a> Parser<'_, 'a> {
                     self.at += 1;
                     continue;
                 }
-                if trimmed.starts_with("***") && trimmed != END_OF_FILE {
+                if trimmed.starts_with("***") && next.text.trim_end() != END_OF_FILE {
                     break;
                 }
                 chunks.push(self.chunk(chunks.is_empty())?);
@@ -311,12 +309,21 @@ impl<'a> Parser<'_, 'a> {
         let start = self.peek().map_or(0, |l| l.number);
         let mut anchors = Vec::new();
         let mut marked = false;
+        let mut marker = None;
         while let Some(line) = self.peek() {
-            let trimmed = line.text.trim();
+            // Only the first marker line may be indented: after it, an
+            // indented "@@ x" is a context line.
+            let trimmed = if marked {
+                line.text.trim_end()
+            } else {
+                line.text.trim()
+            };
             if trimmed == "@@" {
                 marked = true;
+                marker = Some(line);
             } else if let Some(anchor) = trimmed.strip_prefix("@@ ") {
                 marked = true;
+                marker = Some(line);
                 let anchor = anchor.trim_start();
                 // "@@ -1,3 +1,4 @@" unified headers carry no anchor of ours.
                 if !anchor.is_empty() && !is_unified_header(trimmed) {
@@ -340,7 +347,8 @@ impl<'a> Parser<'_, 'a> {
         let mut lines = Vec::new();
         let mut end_of_file = false;
         while let Some(line) = self.peek() {
-            if line.text.trim() == END_OF_FILE {
+            // Untrimmed on the left: " *** End of File" is a context line.
+            if line.text.trim_end() == END_OF_FILE {
                 if lines.is_empty() {
                     return Err(error_at(
                         line.number,
@@ -351,6 +359,11 @@ impl<'a> Parser<'_, 'a> {
                 end_of_file = true;
                 self.at += 1;
                 break;
+            }
+            // A unified diff's marker; the file's own final newline is kept.
+            if !lines.is_empty() && line.text.starts_with("\\ No newline at end of file") {
+                self.at += 1;
+                continue;
             }
             let mut chars = line.text.chars();
             let kind = match chars.next() {
@@ -374,7 +387,9 @@ impl<'a> Parser<'_, 'a> {
             self.at += 1;
         }
         if lines.is_empty() {
-            let (number, text) = self.peek().map_or((start, ""), |l| (l.number, l.text));
+            let (number, text) = marker
+                .or(self.peek())
+                .map_or((start, ""), |l| (l.number, l.text));
             return Err(error_at(number, "a hunk needs at least one line", text));
         }
         Ok(Chunk {
@@ -401,4 +416,298 @@ fn range_word(word: &str, sign: char) -> bool {
             && r.split(',')
                 .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ops(text: &str) -> Vec<Op> {
+        match parse(text) {
+            Ok(p) => p.ops,
+            Err(e) => panic!("{}", e.message),
+        }
+    }
+
+    fn err(text: &str) -> String {
+        match parse(text) {
+            Ok(p) => panic!("parsed: {p:?}"),
+            Err(e) => {
+                assert_eq!(e.kind, ErrorKind::Patch);
+                e.message
+            }
+        }
+    }
+
+    fn update(text: &str) -> (String, Option<String>, Vec<Chunk>) {
+        match ops(text).into_iter().next() {
+            Some(Op::Update {
+                path,
+                move_to,
+                chunks,
+            }) => (path, move_to, chunks),
+            other => panic!("not an update: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn add_file_takes_plus_lines() {
+        assert_eq!(
+            ops("*** Begin Patch\n*** Add File: a/b.txt\n+one\n+\n+ two\n*** End Patch"),
+            [Op::Add {
+                path: "a/b.txt".into(),
+                lines: vec!["one".into(), "".into(), " two".into()]
+            }]
+        );
+    }
+
+    #[test]
+    fn add_file_may_be_empty() {
+        assert_eq!(
+            ops("*** Begin Patch\n*** Add File: e\n*** End Patch"),
+            [Op::Add {
+                path: "e".into(),
+                lines: vec![]
+            }]
+        );
+    }
+
+    #[test]
+    fn delete_file() {
+        assert_eq!(
+            ops("*** Begin Patch\n*** Delete File: old.txt\n*** End Patch"),
+            [Op::Delete {
+                path: "old.txt".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn update_with_move_and_hunks() {
+        let (path, move_to, chunks) = update(
+            "*** Begin Patch\n*** Update File: x.el\n*** Move to: y.el\n@@ (defun f\n a\n-b\n+c\n@@\n-d\n*** End Patch",
+        );
+        assert_eq!(path, "x.el");
+        assert_eq!(move_to.as_deref(), Some("y.el"));
+        assert_eq!(chunks.len(), 2);
+        assert_eq!(chunks[0].anchors, ["(defun f"]);
+        assert_eq!(
+            chunks[0].lines,
+            [
+                (Kind::Context, "a".to_string()),
+                (Kind::Remove, "b".to_string()),
+                (Kind::Add, "c".to_string())
+            ]
+        );
+        assert_eq!(chunks[0].line, 4);
+        assert!(chunks[1].anchors.is_empty());
+        assert_eq!(chunks[1].line, 8);
+    }
+
+    #[test]
+    fn several_operations_in_order() {
+        let got = ops(
+            "*** Begin Patch\n*** Add File: a\n+x\n*** Delete File: b\n*** Update File: c\n@@\n-1\n+2\n*** End Patch",
+        );
+        let names: Vec<_> = got
+            .iter()
+            .map(|o| (o.name(), o.path().to_string()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("add", "a".to_string()),
+                ("delete", "b".to_string()),
+                ("update", "c".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn padded_markers_and_headers_are_tolerated() {
+        let got = ops(
+            "\n\n  *** Begin Patch  \n \t*** Delete File: y \n   *** Update File:   x.txt  \n  @@  \n-a\n+b\n  *** End Patch \n\n",
+        );
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].path(), "y");
+        assert_eq!(got[1].path(), "x.txt");
+        // After a hunk line, a line starting with a space is context.
+        let (_, _, chunks) = update(
+            "*** Begin Patch\n*** Update File: x\n@@\n-a\n *** Delete File: y\n*** End Patch",
+        );
+        assert_eq!(
+            chunks[0].lines[1],
+            (Kind::Context, "*** Delete File: y".to_string())
+        );
+    }
+
+    #[test]
+    fn heredoc_wrapping_is_stripped() {
+        for open in ["<<'EOF'", "<<EOF", "<<\"EOF\""] {
+            let got = ops(&format!(
+                "{open}\n*** Begin Patch\n*** Delete File: y\n*** End Patch\nEOF\n"
+            ));
+            assert_eq!(got.len(), 1, "{open}");
+        }
+    }
+
+    #[test]
+    fn first_hunk_may_lack_its_at_at_line() {
+        let (_, _, chunks) =
+            update("*** Begin Patch\n*** Update File: x\n a\n-b\n+c\n*** End Patch");
+        assert_eq!(chunks.len(), 1);
+        assert_eq!(chunks[0].lines.len(), 3);
+    }
+
+    #[test]
+    fn later_hunks_need_their_at_at_line() {
+        let m = err("*** Begin Patch\n*** Update File: x\n@@\n-a\nstray\n*** End Patch");
+        assert!(m.contains("line 5") && m.contains("'stray'"), "{m}");
+        assert!(m.contains("'@@'"), "{m}");
+    }
+
+    #[test]
+    fn several_anchors_narrow_in_turn() {
+        let (_, _, chunks) = update(
+            "*** Begin Patch\n*** Update File: x\n@@ class A\n@@   def f\n-a\n+b\n*** End Patch",
+        );
+        assert_eq!(chunks[0].anchors, ["class A", "def f"]);
+        let (_, _, chunks) =
+            update("*** Begin Patch\n*** Update File: x\n  @@ class A\n @@ x\n-a\n*** End Patch");
+        assert_eq!(chunks[0].anchors, ["class A"]);
+        assert_eq!(chunks[0].lines[0], (Kind::Context, "@@ x".to_string()));
+    }
+
+    #[test]
+    fn unified_range_headers_are_not_anchors() {
+        let (_, _, chunks) =
+            update("*** Begin Patch\n*** Update File: x\n@@ -1,2 +1,3 @@\n-a\n+b\n*** End Patch");
+        assert!(chunks[0].anchors.is_empty());
+    }
+
+    #[test]
+    fn empty_line_in_a_hunk_is_empty_context() {
+        let (_, _, chunks) =
+            update("*** Begin Patch\n*** Update File: x\n@@\n a\n\n-b\n*** End Patch");
+        assert_eq!(chunks[0].lines[1], (Kind::Context, String::new()));
+    }
+
+    #[test]
+    fn end_of_file_marker() {
+        let (_, _, chunks) = update(
+            "*** Begin Patch\n*** Update File: x\n@@\n-a\n+b\n*** End of File\n@@\n-c\n*** End Patch",
+        );
+        assert!(chunks[0].end_of_file);
+        assert!(!chunks[1].end_of_file);
+        // Indented, it is the context line "*** End of File".
+        let (_, _, chunks) =
+            update("*** Begin Patch\n*** Update File: x\n@@\n *** End of File\n-a\n*** End Patch");
+        assert!(!chunks[0].end_of_file);
+        assert_eq!(chunks[0].lines.len(), 2);
+    }
+
+    #[test]
+    fn no_newline_markers_are_skipped() {
+        let (_, _, chunks) = update(
+            "*** Begin Patch\n*** Update File: x\n@@\n-a\n\\ No newline at end of file\n+b\n*** End Patch",
+        );
+        assert_eq!(chunks[0].lines.len(), 2);
+    }
+
+    #[test]
+    fn crlf_patch_text() {
+        let (_, _, chunks) =
+            update("*** Begin Patch\r\n*** Update File: x\r\n@@\r\n-a\r\n+b\r\n*** End Patch\r\n");
+        assert_eq!(chunks[0].lines[1], (Kind::Add, "b".to_string()));
+    }
+
+    #[test]
+    fn empty_patch_is_rejected() {
+        assert!(err("").contains("empty"));
+        assert!(err("  \n\n ").contains("empty"));
+        assert!(err("<<'EOF'\nEOF").contains("empty"));
+    }
+
+    #[test]
+    fn patch_without_operations_is_rejected() {
+        let m = err("*** Begin Patch\n*** End Patch");
+        assert!(
+            m.contains("line 2") && m.contains("no file operation"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn missing_begin_is_rejected() {
+        let m = err("*** Update File: x\n@@\n-a\n*** End Patch");
+        assert!(
+            m.contains("line 1") && m.contains("'*** Update File: x'"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn missing_end_is_rejected() {
+        let m = err("*** Begin Patch\n*** Delete File: x\n");
+        assert!(m.contains("line 2") && m.contains("*** End Patch"), "{m}");
+        let m = err("*** Begin Patch");
+        assert!(m.contains("line 1"), "{m}");
+    }
+
+    #[test]
+    fn invalid_file_header_is_rejected() {
+        let m = err("*** Begin Patch\n*** Delete File: a\n*** Rename File: b\n*** End Patch");
+        assert!(
+            m.contains("line 3") && m.contains("'*** Rename File: b'"),
+            "{m}"
+        );
+        assert!(m.contains("not a valid file header"), "{m}");
+        let m = err("*** Begin Patch\n+stray\n*** End Patch");
+        assert!(m.contains("line 2"), "{m}");
+    }
+
+    #[test]
+    fn empty_update_is_rejected() {
+        let m = err("*** Begin Patch\n*** Update File: x\n*** End Patch");
+        assert!(
+            m.contains("line 2") && m.contains("at least one hunk"),
+            "{m}"
+        );
+        let m = err(
+            "*** Begin Patch\n*** Update File: x\n*** Move to: y\n*** Delete File: z\n*** End Patch",
+        );
+        assert!(m.contains("line 2"), "{m}");
+    }
+
+    #[test]
+    fn hunk_without_lines_is_rejected() {
+        let m = err("*** Begin Patch\n*** Update File: x\n@@\n*** End Patch");
+        assert!(
+            m.contains("line 3: a hunk needs at least one line: '@@'"),
+            "{m}"
+        );
+        let m = err("*** Begin Patch\n*** Update File: x\n@@\n-a\n@@ f\n*** End Patch");
+        assert!(m.contains("line 5") && m.contains("'@@ f'"), "{m}");
+    }
+
+    #[test]
+    fn end_of_file_without_lines_is_rejected() {
+        let m = err("*** Begin Patch\n*** Update File: x\n@@\n*** End of File\n*** End Patch");
+        assert!(m.contains("line 4") && m.contains("End of File"), "{m}");
+    }
+
+    #[test]
+    fn unexpected_hunk_line_is_rejected() {
+        let m = err("*** Begin Patch\n*** Update File: x\n@@\n?what\n*** End Patch");
+        assert!(m.contains("line 4") && m.contains("'?what'"), "{m}");
+        assert!(m.contains("every hunk line starts with"), "{m}");
+    }
+
+    #[test]
+    fn header_without_path_is_rejected() {
+        let m = err("*** Begin Patch\n*** Add File:   \n*** End Patch");
+        assert!(m.contains("line 2"), "{m}");
+        let m = err("*** Begin Patch\n*** Update File: x\n*** Move to: \n@@\n-a\n*** End Patch");
+        assert!(m.contains("line 3"), "{m}");
+    }
 }

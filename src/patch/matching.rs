@@ -7,6 +7,7 @@
 //! search start past their first occurrence, as the reference tool does.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 /// How loosely two lines are compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -92,9 +93,75 @@ fn matches_at<S: AsRef<str>>(lines: &[String], pattern: &[S], start: usize, leve
         .all(|(p, l)| level.equal(l, p.as_ref()))
 }
 
+/// Where each distinct line of a file is, so that the exact level looks
+/// only at the places where a hunk's rarest line occurs.
+pub struct Index<'a> {
+    places: HashMap<&'a str, Vec<usize>, foldhash::fast::RandomState>,
+}
+
+impl<'a> Index<'a> {
+    pub fn new(lines: &'a [String]) -> Self {
+        let mut places: HashMap<&str, Vec<usize>, _> =
+            HashMap::with_capacity_and_hasher(lines.len(), foldhash::fast::RandomState::default());
+        for (i, line) in lines.iter().enumerate() {
+            places.entry(line.as_str()).or_default().push(i);
+        }
+        Index { places }
+    }
+
+    fn of(&self, line: &str) -> &[usize] {
+        self.places.get(line).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// Exact matches of PATTERN at or after FROM, through INDEX: (first two, count).
+fn exact_indexed<S: AsRef<str>>(
+    lines: &[String],
+    index: &Index<'_>,
+    pattern: &[S],
+    from: usize,
+) -> (Vec<usize>, usize) {
+    let (n, m) = (lines.len(), pattern.len());
+    let (offset, places) = pattern
+        .iter()
+        .enumerate()
+        .map(|(j, p)| (j, index.of(p.as_ref())))
+        .min_by_key(|(_, places)| places.len())
+        .unwrap_or((0, &[]));
+    let mut found = Vec::new();
+    let mut count = 0;
+    for &at in places {
+        if at < offset {
+            continue;
+        }
+        let start = at - offset;
+        if start < from || start + m > n {
+            continue;
+        }
+        if matches_at(lines, pattern, start, Level::Exact) {
+            count += 1;
+            if found.len() < 2 {
+                found.push(start);
+            }
+        }
+    }
+    (found, count)
+}
+
 /// Where PATTERN (non-empty) occurs in LINES at or after FROM. With
 /// AT_END, only where it ends the file.
 pub fn seek<S: AsRef<str>>(lines: &[String], pattern: &[S], from: usize, at_end: bool) -> Seek {
+    seek_with(lines, None, pattern, from, at_end)
+}
+
+/// [`seek`], with the exact level through INDEX (of LINES) when given.
+pub fn seek_with<S: AsRef<str>>(
+    lines: &[String],
+    index: Option<&Index<'_>>,
+    pattern: &[S],
+    from: usize,
+    at_end: bool,
+) -> Seek {
     let (n, m) = (lines.len(), pattern.len());
     if m == 0 || m > n || from > n - m {
         return Seek::NotFound;
@@ -107,16 +174,22 @@ pub fn seek<S: AsRef<str>>(lines: &[String], pattern: &[S], from: usize, at_end:
             .map_or(Seek::NotFound, |&level| Seek::Found { start, level });
     }
     for level in LEVELS {
-        let mut found: Vec<usize> = Vec::new();
-        let mut count = 0;
-        for start in from..=n - m {
-            if matches_at(lines, pattern, start, level) {
-                count += 1;
-                if found.len() < 2 {
-                    found.push(start);
+        let (found, count) = match index {
+            Some(index) if level == Level::Exact => exact_indexed(lines, index, pattern, from),
+            _ => {
+                let mut found: Vec<usize> = Vec::new();
+                let mut count = 0;
+                for start in from..=n - m {
+                    if matches_at(lines, pattern, start, level) {
+                        count += 1;
+                        if found.len() < 2 {
+                            found.push(start);
+                        }
+                    }
                 }
+                (found, count)
             }
-        }
+        };
         match found[..] {
             [] => continue,
             [start] => return Seek::Found { start, level },
@@ -285,6 +358,27 @@ mod tests {
             seek(&file, &["a"], 0, false),
             Seek::Found { start: 0, .. }
         ));
+    }
+
+    #[test]
+    fn the_index_finds_what_the_scan_finds() {
+        let file = v(&["a", "b", "a", "b", "c", "a", "b"]);
+        let index = Index::new(&file);
+        for pattern in [
+            &["a", "b"][..],
+            &["b", "c"],
+            &["c"],
+            &["z"],
+            &["b", "a", "b"],
+        ] {
+            for from in 0..file.len() {
+                assert_eq!(
+                    seek_with(&file, Some(&index), pattern, from, false),
+                    seek(&file, pattern, from, false),
+                    "{pattern:?} from {from}"
+                );
+            }
+        }
     }
 
     #[test]

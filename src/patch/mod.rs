@@ -6,6 +6,15 @@
 //! uses `matching`) and `diff` for every file, writing nothing;
 //! `selection` turns a plan and the reviewer's choices into `commit`'s
 //! actions, which write everything or nothing.
+//!
+//! Deliberately stricter or different than the reference (Codex) tool:
+//! a patch applies to every file or to none; Add refuses an existing
+//! file and Move an existing destination; a hunk found in more than one
+//! place is an error; `*** End of File` hunks match only at the end; a
+//! file touched by two operations of one patch is refused (but Delete
+//! then Add of one path is one rewrite of it, as an update); a file keeps
+//! its missing final newline; a pure addition after an `@@ ANCHOR` goes
+//! right after the anchor (the reference appends it to the file).
 
 pub mod apply;
 pub mod commit;
@@ -14,6 +23,9 @@ pub mod grammar;
 pub mod matching;
 pub mod plan;
 pub mod selection;
+
+#[cfg(test)]
+mod tests;
 
 pub use grammar::{Chunk, Kind, Op, Patch, parse};
 pub use plan::{FilePlan, OpKind, Plan, plan};

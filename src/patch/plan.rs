@@ -112,6 +112,36 @@ pub fn plan(patch: &Patch, paths: &HashMap<String, PathBuf>) -> Result<Plan> {
     for op in &patch.ops {
         let path = op.path();
         let abs = resolved(paths, path)?.clone();
+        // Delete then Add of one file rewrites it: one update.
+        if let Op::Add { lines, .. } = op
+            && let Some(i) = files
+                .iter()
+                .position(|f: &FilePlan| f.op == OpKind::Delete && f.abs == abs)
+        {
+            let deleted = files.remove(i);
+            let new = TextFile::from_lines(lines.clone());
+            let replacement = Replacement {
+                start: 0,
+                old_len: deleted.old.lines.len(),
+                new: new.lines.clone(),
+            };
+            files.insert(
+                i,
+                finish(
+                    path,
+                    abs,
+                    OpKind::Update,
+                    None,
+                    deleted.before,
+                    deleted.mode,
+                    deleted.old,
+                    Some(new),
+                    &[replacement],
+                    &[],
+                ),
+            );
+            continue;
+        }
         claim(path, &abs)?;
         let before = read_target(path, &abs)?;
         let file = match op {
@@ -137,6 +167,7 @@ pub fn plan(patch: &Patch, paths: &HashMap<String, PathBuf>) -> Result<Plan> {
                     TextFile::from_lines(Vec::new()),
                     Some(new),
                     &[replacement],
+                    &[],
                 )
             }
             Op::Delete { .. } => {
@@ -162,6 +193,7 @@ pub fn plan(patch: &Patch, paths: &HashMap<String, PathBuf>) -> Result<Plan> {
                     old,
                     None,
                     &[replacement],
+                    &[],
                 )
             }
             Op::Update {
@@ -201,6 +233,10 @@ pub fn plan(patch: &Patch, paths: &HashMap<String, PathBuf>) -> Result<Plan> {
                     old,
                     Some(new),
                     &replacements,
+                    &chunks
+                        .iter()
+                        .map(|c| c.anchors.last().cloned())
+                        .collect::<Vec<_>>(),
                 )
             }
         };
@@ -220,16 +256,18 @@ fn finish(
     old: TextFile,
     new: Option<TextFile>,
     replacements: &[Replacement],
+    sections: &[Option<String>],
 ) -> FilePlan {
     let empty = TextFile::from_lines(Vec::new());
     let target = new.as_ref().unwrap_or(&empty);
-    let hunks = diff::hunks(
+    let mut hunks = diff::hunks(
         &old.lines,
         &target.lines,
         replacements,
         old.final_newline,
         target.final_newline,
     );
+    diff::name_sections(&mut hunks, replacements, sections);
     let added = hunks.iter().map(|h| h.added).sum();
     let removed = hunks.iter().map(|h| h.removed).sum();
     let (move_to, move_abs) = match moved {

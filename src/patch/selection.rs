@@ -6,6 +6,7 @@
 //! side (or by the edited text) and leaves the rest of the file as it was.
 //! Hunks of one file never overlap, so any subset applies cleanly.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use super::apply::{Replacement, TextFile};
@@ -79,8 +80,11 @@ fn edited_lines(text: &str) -> (Vec<String>, bool) {
     (lines, text.is_empty() || text.ends_with('\n'))
 }
 
-/// The file's result under CHOICES: (new text or `None` for removal, status).
-fn resolve(file: &FilePlan, choices: &[HunkChoice]) -> Result<(Option<TextFile>, Status)> {
+/// The file's result under CHOICES: (new text or `None` for removal,
+/// status, the replacements made when only some hunks are).
+type Resolved<'a> = (Option<Cow<'a, TextFile>>, Status, Option<Vec<Replacement>>);
+
+fn resolve<'a>(file: &'a FilePlan, choices: &[HunkChoice]) -> Result<Resolved<'a>> {
     if choices.len() != file.hunks.len() {
         return Err(patch_error(format!(
             "{}: the selection has {} hunk choices but the file has {} hunks",
@@ -92,10 +96,10 @@ fn resolve(file: &FilePlan, choices: &[HunkChoice]) -> Result<(Option<TextFile>,
     let all_accept = choices.iter().all(|c| *c == HunkChoice::Accept);
     let all_reject = choices.iter().all(|c| *c == HunkChoice::Reject);
     if all_accept {
-        return Ok((file.new.clone(), Status::Applied));
+        return Ok((file.new.as_ref().map(Cow::Borrowed), Status::Applied, None));
     }
     if all_reject && file.move_abs.is_none() {
-        return Ok((Some(file.old.clone()), Status::Rejected));
+        return Ok((Some(Cow::Borrowed(&file.old)), Status::Rejected, None));
     }
     if file.op == OpKind::Delete {
         if choices.iter().any(|c| matches!(c, HunkChoice::Edit(_))) {
@@ -104,7 +108,7 @@ fn resolve(file: &FilePlan, choices: &[HunkChoice]) -> Result<(Option<TextFile>,
                 file.path
             )));
         }
-        return Ok((Some(file.old.clone()), Status::Rejected));
+        return Ok((Some(Cow::Borrowed(&file.old)), Status::Rejected, None));
     }
     let old = &file.old;
     let mut replacements = Vec::new();
@@ -135,11 +139,33 @@ fn resolve(file: &FilePlan, choices: &[HunkChoice]) -> Result<(Option<TextFile>,
         });
     }
     let lines = super::apply::replace(&old.lines, &replacements);
-    Ok((Some(old.with_lines(lines, final_newline)), Status::Partial))
+    Ok((
+        Some(Cow::Owned(old.with_lines(lines, final_newline))),
+        Status::Partial,
+        Some(replacements),
+    ))
 }
 
-/// The diff of what is actually done to FILE when it becomes NEW.
-fn diff_of(file: &FilePlan, new: Option<&TextFile>, removed: bool) -> (Vec<DiffHunk>, String) {
+/// The plan's own change as replacements of old lines.
+fn planned(file: &FilePlan) -> Vec<Replacement> {
+    file.hunks
+        .iter()
+        .map(|h| Replacement {
+            start: h.old_from,
+            old_len: h.old_count,
+            new: h.new_side(),
+        })
+        .collect()
+}
+
+/// The diff of what is actually done to FILE when it becomes NEW through
+/// REPLACEMENTS (`None`: all of it at once).
+fn diff_of(
+    file: &FilePlan,
+    new: Option<&TextFile>,
+    removed: bool,
+    replacements: Option<&[Replacement]>,
+) -> (Vec<DiffHunk>, String) {
     let empty = TextFile::from_lines(Vec::new());
     let target = if removed {
         &empty
@@ -154,7 +180,7 @@ fn diff_of(file: &FilePlan, new: Option<&TextFile>, removed: bool) -> (Vec<DiffH
     let hunks = diff::hunks(
         &file.old.lines,
         &target.lines,
-        &[whole],
+        replacements.unwrap_or(&[whole]),
         file.old.final_newline,
         target.final_newline,
     );
@@ -183,7 +209,7 @@ pub fn apply(plan: &Plan, choice_of: &dyn Fn(&Path) -> FileChoice) -> Result<Out
         expect.push(Expect {
             display: file.path.clone(),
             path: file.abs.clone(),
-            bytes: file.before.clone(),
+            bytes: file.before.as_deref(),
         });
         if let (Some(to), Some(to_abs)) = (&file.move_to, &file.move_abs) {
             expect.push(Expect {
@@ -193,10 +219,15 @@ pub fn apply(plan: &Plan, choice_of: &dyn Fn(&Path) -> FileChoice) -> Result<Out
             });
         }
         let choice = choice_of(&file.abs);
-        let (new, status) = match &choice {
-            FileChoice::Reject => (None, Status::Rejected),
-            FileChoice::All => (file.new.clone(), Status::Applied),
+        let (new, status, replacements) = match &choice {
+            FileChoice::Reject => (None, Status::Rejected, None),
+            FileChoice::All => (file.new.as_ref().map(Cow::Borrowed), Status::Applied, None),
             FileChoice::Hunks(choices) => resolve(file, choices)?,
+        };
+        let replacements = match (status, replacements) {
+            (_, Some(r)) => r,
+            (Status::Applied, None) => planned(file),
+            _ => Vec::new(),
         };
         if status == Status::Rejected {
             files.push(FileOutcome {
@@ -209,7 +240,12 @@ pub fn apply(plan: &Plan, choice_of: &dyn Fn(&Path) -> FileChoice) -> Result<Out
             continue;
         }
         let removes = file.op == OpKind::Delete && new.is_none();
-        let (hunks, diff) = diff_of(file, new.as_ref(), removes);
+        let (hunks, diff) = diff_of(
+            file,
+            new.as_deref(),
+            removes,
+            (!removes).then_some(&replacements[..]),
+        );
         files.push(FileOutcome {
             index,
             status,

@@ -1,0 +1,3 @@
+def f():
+    if x:
+        return 2

@@ -1,0 +1,6 @@
+class A:
+    def f(self):
+        pass
+class B:
+    def f(self):
+        pass
