@@ -13,7 +13,7 @@
 (require 'mevedel-core)
 
 (defconst mevedel-core-test--areas
-  '(schema resource search exec sandbox store internal))
+  '(schema resource search exec sandbox store patch internal))
 
 ;;;; Loading
 

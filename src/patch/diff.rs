@@ -1,14 +1,19 @@
 //! Unified diff hunks of a computed change, with 3 lines of context.
 //!
 //! The change is known as replacements of old line ranges (what the
-//! patch's hunks matched), so only those ranges are diffed, each by a
-//! Myers diff (`similar`). Neighbouring changes closer than twice the
-//! context share a hunk, as `diff -u` does.
+//! patch's hunks matched), so only those ranges are diffed: each one's
+//! common head and tail are trimmed and the rest is aligned by a longest
+//! common subsequence (or, past [`LCS_CELLS`], shown as removed then
+//! added). Neighbouring changes closer than twice the context share a
+//! hunk, as `diff -u` does.
 
 use super::apply::Replacement;
 
 /// Lines of context around each change.
 pub const CONTEXT: usize = 3;
+
+/// Largest old×new region aligned line by line.
+const LCS_CELLS: usize = 4_000_000;
 
 /// One hunk of a unified diff.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,49 +166,70 @@ pub fn hunks(
     group(old, new, &changes, old_nl, new_nl)
 }
 
-/// Append to OUT the changes that turn OLD into NEW, whose first lines
-/// are old line O0 and new line N0: a Myers diff (`similar`), so large
-/// regions with scattered edits still come out line by line.
+/// Changes turning OLD into NEW (both slices), offset to file lines.
 fn align(old: &[String], new: &[String], o0: usize, n0: usize, out: &mut Vec<Change>) {
-    use similar::{Algorithm, DiffOp, capture_diff_slices};
-    for op in capture_diff_slices(Algorithm::Myers, old, new) {
-        let change = match op {
-            DiffOp::Equal { .. } => continue,
-            DiffOp::Delete {
-                old_index,
-                old_len,
-                new_index,
-            } => (old_index, old_len, new_index, 0),
-            DiffOp::Insert {
-                old_index,
-                new_index,
-                new_len,
-            } => (old_index, 0, new_index, new_len),
-            DiffOp::Replace {
-                old_index,
-                old_len,
-                new_index,
-                new_len,
-            } => (old_index, old_len, new_index, new_len),
-        };
-        let (old_index, del, new_index, ins) = change;
-        match out.last_mut() {
-            // A deletion right before an insertion is one change.
-            Some(last)
-                if last.old + last.del == o0 + old_index
-                    && last.new + last.ins == n0 + new_index =>
-            {
-                last.del += del;
-                last.ins += ins;
-            }
-            _ => out.push(Change {
-                old: o0 + old_index,
-                del,
-                new: n0 + new_index,
-                ins,
-            }),
+    let head = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let tail = old[head..]
+        .iter()
+        .rev()
+        .zip(new[head..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let (a, b) = (&old[head..old.len() - tail], &new[head..new.len() - tail]);
+    let (o0, n0) = (o0 + head, n0 + head);
+    if a.is_empty() && b.is_empty() {
+        return;
+    }
+    if a.is_empty() || b.is_empty() || a.len().saturating_mul(b.len()) > LCS_CELLS {
+        out.push(Change {
+            old: o0,
+            del: a.len(),
+            new: n0,
+            ins: b.len(),
+        });
+        return;
+    }
+    // LCS lengths of suffixes: table[i][j] for a[i..], b[j..].
+    let w = b.len() + 1;
+    let mut table = vec![0u32; (a.len() + 1) * w];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            table[i * w + j] = if a[i] == b[j] {
+                table[(i + 1) * w + j + 1] + 1
+            } else {
+                table[(i + 1) * w + j].max(table[i * w + j + 1])
+            };
         }
     }
+    let (mut i, mut j) = (0, 0);
+    let mut pending: Option<Change> = None;
+    let flush = |pending: &mut Option<Change>, out: &mut Vec<Change>| {
+        if let Some(c) = pending.take() {
+            out.push(c);
+        }
+    };
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            flush(&mut pending, out);
+            i += 1;
+            j += 1;
+            continue;
+        }
+        let c = pending.get_or_insert(Change {
+            old: o0 + i,
+            del: 0,
+            new: n0 + j,
+            ins: 0,
+        });
+        if i < a.len() && (j == b.len() || table[(i + 1) * w + j] >= table[i * w + j + 1]) {
+            c.del += 1;
+            i += 1;
+        } else {
+            c.ins += 1;
+            j += 1;
+        }
+    }
+    flush(&mut pending, out);
 }
 
 fn group(

@@ -398,18 +398,11 @@ impl Store {
     /// before ID, all or none, then forget those turns. Returns the
     /// steps taken.
     pub fn rewind(&self, id: &str) -> Result<Vec<RewindStep>> {
-        let mut expect = Vec::new();
-        let mut actions = Vec::new();
-        let mut steps = Vec::new();
-        let mut after = Vec::new();
-        for (r, now) in self.rewind_targets(id)? {
-            steps.push(Self::step(&r, now.as_deref()));
+        let targets = self.rewind_targets(id)?;
+        let mut actions = Vec::with_capacity(targets.len());
+        let mut after = Vec::with_capacity(targets.len());
+        for (r, _) in &targets {
             let path = PathBuf::from(&r.path);
-            expect.push(patch::commit::Expect {
-                display: r.path.clone(),
-                path: path.clone(),
-                bytes: now,
-            });
             let content = match &r.blob {
                 Some(hex) => Some(self.read_blob(hex)?),
                 None => None,
@@ -427,15 +420,26 @@ impl Store {
                 },
             });
             after.push(FileState {
-                path: r.path,
+                path: r.path.clone(),
                 content,
                 mode: r.mode,
             });
         }
+        let expect: Vec<_> = targets
+            .iter()
+            .map(|(r, now)| patch::commit::Expect {
+                display: r.path.clone(),
+                path: PathBuf::from(&r.path),
+                bytes: now.as_deref(),
+            })
+            .collect();
         patch::commit::commit(&expect, &actions)?;
         self.checkpoint_after(&after)?;
         self.checkpoint_forget_from(id)?;
-        Ok(steps)
+        Ok(targets
+            .iter()
+            .map(|(r, now)| Self::step(r, now.as_deref()))
+            .collect())
     }
 
     /// One unified diff of every file the session's edits touched: its

@@ -1,4 +1,4 @@
-;;; mevedel-patch-review-test.el --- Tests of the ApplyPatch review  -*- lexical-binding: t; -*-
+;;; patch-review-test.el --- Tests of the ApplyPatch review  -*- lexical-binding: t; -*-
 
 ;;; Commentary:
 
@@ -506,5 +506,5 @@ the model's result."
       (should (string-search "a.txt" (caar box)))
       (should-not (get-buffer "*mevedel-review: 2 files*")))))
 
-(provide 'mevedel-patch-review-test)
-;;; mevedel-patch-review-test.el ends here
+(provide 'patch-review-test)
+;;; patch-review-test.el ends here

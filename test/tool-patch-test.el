@@ -1,4 +1,4 @@
-;;; mevedel-tool-patch-test.el --- Tests of ApplyPatch through the pipeline  -*- lexical-binding: t; -*-
+;;; tool-patch-test.el --- Tests of ApplyPatch through the pipeline  -*- lexical-binding: t; -*-
 
 ;;; Commentary:
 
@@ -484,5 +484,5 @@ updated (Hook says no)" text)))
         (should (string-search "review" text))))
     (should (equal (mevedel-tool-patch-test--read (expand-file-name "a.txt" root)) "a\n"))))
 
-(provide 'mevedel-tool-patch-test)
-;;; mevedel-tool-patch-test.el ends here
+(provide 'tool-patch-test)
+;;; tool-patch-test.el ends here

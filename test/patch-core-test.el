@@ -1,4 +1,4 @@
-;;; mevedel-core-patch-test.el --- The patch engine through its wrappers  -*- lexical-binding: t; -*-
+;;; patch-core-test.el --- The patch engine through its wrappers  -*- lexical-binding: t; -*-
 
 ;;; Commentary:
 
@@ -285,5 +285,5 @@
       (should (equal (mevedel-core-patch-test--read "far.txt")
                      (mapconcat (lambda (n) (format "%d\n" n)) (number-sequence 1 20) ""))))))
 
-(provide 'mevedel-core-patch-test)
-;;; mevedel-core-patch-test.el ends here
+(provide 'patch-core-test)
+;;; patch-core-test.el ends here
