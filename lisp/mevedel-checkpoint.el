@@ -52,7 +52,7 @@ checkpoint, so that reads and commands alone create no storage.")
             (mevedel-permissions-tool-paths tool args))))
 
 (defun mevedel-checkpoint--flush (session store)
-  "Write SESSION's Bash turns noted before it had STORE."
+  "Record in STORE where SESSION ran Bash before it had storage."
   (dolist (turn (reverse (gethash session mevedel-checkpoint--bash)))
     (mevedel-core-checkpoint-note-bash store (car turn) (cdr turn)))
   (remhash session mevedel-checkpoint--bash))
@@ -121,7 +121,7 @@ call that may change files untracked marks its turn."
             (if (plist-get turn :bash) "  (ran Bash)" ""))))
 
 (defun mevedel-checkpoint--read-turn (chat prompt)
-  "Ask with PROMPT for one of CHAT's recorded turns; return its plist."
+  "Ask with PROMPT for a recorded turn of CHAT; return its plist."
   (let* ((turns (or (mevedel-core-checkpoint-turns (mevedel-checkpoint--store chat))
                     (user-error "Session %s has no checkpoints" (mevedel-chat-name chat))))
          (choices (mapcar (lambda (turn) (cons (mevedel-checkpoint--describe turn) turn))
@@ -132,7 +132,7 @@ call that may change files untracked marks its turn."
 ;;;; Rewinding
 
 (defun mevedel-checkpoint--refuse-modified (paths)
-  "Signal when a buffer visiting one of PATHS has unsaved changes."
+  "Signal when a buffer visiting one of PATHS is modified."
   (when-let* ((modified (cl-loop for path in paths
                                  for buffer = (find-buffer-visiting path)
                                  when (and buffer (buffer-modified-p buffer))

@@ -977,7 +977,7 @@ many paths were new to the turn."
   (mevedel-core--checkpoint-before store turn label paths))
 
 (defun mevedel-core-checkpoint-after (store paths)
-  "Remember in STORE what each of PATHS holds now that an edit is done.
+  "Remember in STORE the present content of PATHS after an edit.
 A later rewind compares the files with this to find changes made since."
   (mevedel-core--checkpoint-after store paths))
 
@@ -986,7 +986,7 @@ A later rewind compares the files with this to find changes made since."
   (mevedel-core--checkpoint-note-bash store turn label))
 
 (defun mevedel-core-checkpoint-turns (store)
-  "Return STORE's recorded turns, oldest first.
+  "Return the recorded turn plists of STORE, oldest first.
 Each is a plist (:id ID :seq N :number N :label TEXT :started-at MS
 :bash BOOL :files PATHS): SEQ orders them, NUMBER counts them from 1."
   (mevedel-core--checkpoint-turns store))
@@ -999,7 +999,7 @@ as the session's last edit left it."
   (mevedel-core--checkpoint-rewind-plan store turn))
 
 (defun mevedel-core-checkpoint-rewind (store turn)
-  "Restore the files TURN and later turns of STORE edited, all or none.
+  "Restore what STORE's session edited from TURN on, all files or none.
 Each gets its state before TURN back (a file that did not exist then
 is removed); TURN and the later turns are then forgotten.  Return the
 steps taken, as `mevedel-core-checkpoint-rewind-plan' describes them.
