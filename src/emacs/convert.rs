@@ -22,13 +22,21 @@ pub fn to_lisp<'e>(env: &'e Env, datum: &Datum) -> Result<Value<'e>> {
     }
 }
 
-/// The strings of the Lisp list LIST.
-pub fn strings(list: Value<'_>) -> Result<Vec<String>> {
+/// The elements of the Lisp list LIST.
+pub fn list_items(list: Value<'_>) -> Result<Vec<Value<'_>>> {
     let mut out = Vec::new();
     let mut rest = list;
     while rest.is_not_nil() {
-        out.push(rest.car::<String>()?);
+        out.push(rest.car()?);
         rest = rest.cdr()?;
     }
     Ok(out)
+}
+
+/// The strings of the Lisp list LIST.
+pub fn strings(list: Value<'_>) -> Result<Vec<String>> {
+    list_items(list)?
+        .into_iter()
+        .map(|v| v.into_rust())
+        .collect()
 }

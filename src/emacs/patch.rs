@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use emacs::{Env, IntoLisp, Result, Value, defun};
 
-use super::convert::to_lisp;
+use super::convert::{list_items, to_lisp};
 use super::errors::OrSignal;
 use super::guard::guarded;
 use super::text::copy_exact;
@@ -21,16 +21,6 @@ use crate::patch::{self, FileChoice, FilePlan, HunkChoice, Op, Plan};
 
 /// The opaque plan Lisp holds between planning and applying.
 pub type PlanPtr = Arc<Plan>;
-
-fn list_items(list: Value<'_>) -> Result<Vec<Value<'_>>> {
-    let mut out = Vec::new();
-    let mut rest = list;
-    while rest.is_not_nil() {
-        out.push(rest.car()?);
-        rest = rest.cdr()?;
-    }
-    Ok(out)
-}
 
 fn patch_text(env: &Env, patch: Value<'_>) -> Result<String> {
     let copied = copy_exact(env, patch)?;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use emacs::{Env, IntoLisp, Result, Value, defun};
 
+use super::convert::list_items;
 use super::errors::OrSignal;
 use super::guard::guarded;
 use crate::error::{Error, ErrorKind};
@@ -16,16 +17,6 @@ use crate::resource::{self, Attempt, Context, Operation};
 
 /// The opaque attempt Lisp holds between preparation and execution.
 pub type AttemptPtr = Arc<Attempt>;
-
-fn list_items(list: Value<'_>) -> Result<Vec<Value<'_>>> {
-    let mut out = Vec::new();
-    let mut rest = list;
-    while rest.is_not_nil() {
-        out.push(rest.car()?);
-        rest = rest.cdr()?;
-    }
-    Ok(out)
-}
 
 fn opt_string(v: Value<'_>) -> Result<Option<String>> {
     if v.is_not_nil() {
