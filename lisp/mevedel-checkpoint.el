@@ -41,9 +41,14 @@ Session -> list of (ID . LABEL); written with the session's first
 checkpoint, so that reads and commands alone create no storage.")
 
 (defun mevedel-checkpoint--turn (buffer)
-  "Return the running turn plist of the chat whose data buffer is BUFFER."
-  (when-let* ((chat (mevedel-chat-of-buffer buffer)))
-    (mevedel-chat-turn chat)))
+  "Return the running turn of the chat whose data buffer is BUFFER, or nil.
+The value is (ID . LABEL), from the turn plist `mevedel-chat-send' made."
+  (when-let* ((chat (mevedel-chat-of-buffer buffer))
+              (turn (mevedel-chat-turn chat))
+              ((consp turn))
+              (id (plist-get turn :id))
+              ((stringp id)))
+    (cons id (or (plist-get turn :label) ""))))
 
 (defun mevedel-checkpoint--paths (tool args session)
   "Return the absolute file paths a call of TOOL with ARGS in SESSION touches."
@@ -69,8 +74,7 @@ turn or in an ephemeral session."
                                                 (plist-get context :args) session)))
     (let ((store (mevedel-session-store-handle session)))
       (mevedel-checkpoint--flush session store)
-      (mevedel-core-checkpoint-before store (plist-get turn :id) (plist-get turn :label)
-                                      paths))))
+      (mevedel-core-checkpoint-before store (car turn) (cdr turn) paths))))
 
 (defun mevedel-checkpoint--observe (event info)
   "Follow the tool call INFO's EVENT for checkpoints.
@@ -90,9 +94,8 @@ call that may change files untracked marks its turn."
      ((and (eq event 'started) (not (mevedel-tool-read-only-p tool))
            (not (mevedel-tool-snapshot-p tool)))
       (if-let* ((store (mevedel-session-store session)))
-          (mevedel-core-checkpoint-note-bash store (plist-get turn :id) (plist-get turn :label))
-        (cl-pushnew (cons (plist-get turn :id) (plist-get turn :label))
-                    (gethash session mevedel-checkpoint--bash) :test #'equal))))))
+          (mevedel-core-checkpoint-note-bash store (car turn) (cdr turn))
+        (cl-pushnew turn (gethash session mevedel-checkpoint--bash) :test #'equal))))))
 
 (add-hook 'mevedel-pipeline-snapshot-functions #'mevedel-checkpoint-snapshot)
 (add-hook 'mevedel-pipeline-tool-event-hook #'mevedel-checkpoint--observe)

@@ -233,5 +233,16 @@ edits a.txt again and runs CkRun.  Return the ids and files."
         (mevedel-rewind chat (car (mevedel-core-checkpoint-turns store)))
         (should (equal (checkpoint-test--text a) "alpha\nbeta\n"))))))
 
+(ert-deftest checkpoint-test-turn-without-an-id-records-nothing ()
+  "A turn that is not a plist with an id (as some callers set it) records nothing."
+  (checkpoint-test--with chat
+    (let ((a (checkpoint-test--file chat "a.txt")))
+      (setf (mevedel-chat-turn chat) 'some-turn)
+      (should (string-prefix-p "wrote "
+                               (mevedel-test-run-tool chat "CkWrite" "w1"
+                                                      (list :path a :text "one\n"))))
+      (setf (mevedel-chat-turn chat) nil)
+      (should-not (mevedel-session-store (mevedel-chat-session chat))))))
+
 (provide 'checkpoint-test)
 ;;; checkpoint-test.el ends here
