@@ -30,6 +30,9 @@ use crate::process::{self, Program, pty};
 use crate::sandbox::helper_args::Marker;
 use crate::sandbox::launch;
 
+// The start markers and the PIPESTATUS snapshot need their own numbers.
+const _: () = assert!(launch::START_FD != bash::SNAPSHOT_FD);
+
 /// Default time between TERM and KILL.
 pub const DEFAULT_GRACE: Duration = Duration::from_millis(1000);
 /// How long to keep reading after the group is gone (an escaped process
@@ -217,7 +220,7 @@ fn launch(exec: &Exec) -> std::result::Result<Launched, NotLaunched> {
         None
     };
     let marker = marker.map(|(reader, writer)| {
-        fd_map.push((writer.as_raw_fd(), writer.as_raw_fd()));
+        fd_map.push((writer.as_raw_fd(), launch::START_FD));
         (reader, writer)
     });
 

@@ -14,7 +14,7 @@
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
@@ -159,12 +159,7 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         );
         for i in 0..a.map_len {
             let (from, to) = *a.map.add(i);
-            let placed = if from == to {
-                libc::fcntl(from, libc::F_SETFD, 0)
-            } else {
-                libc::dup2(from, to)
-            };
-            if placed < 0 {
+            if libc::dup2(from, to) < 0 {
                 fail(a, 5);
             }
         }
@@ -207,6 +202,37 @@ fn resolve(program: &OsStr, path: Option<&OsStr>) -> io::Result<PathBuf> {
         io::ErrorKind::NotFound,
         format!("{} was not found in PATH", program.to_string_lossy()),
     ))
+}
+
+/// MAP's descriptors copied above every target number, each with its
+/// target: placing one then never overwrites another still to be placed
+/// (a source whose number is a later target), and `dup2` always makes a
+/// fresh, inheritable copy. Two descriptors for one number is an error.
+fn staged(map: &[(RawFd, RawFd)]) -> io::Result<Vec<(OwnedFd, RawFd)>> {
+    let invalid = |what: String| Err(io::Error::new(io::ErrorKind::InvalidInput, what));
+    for (i, &(_, to)) in map.iter().enumerate() {
+        if to < 3 {
+            return invalid(format!("descriptor {to} is a standard stream of the child"));
+        }
+        if map[..i].iter().any(|&(_, earlier)| earlier == to) {
+            return invalid(format!(
+                "two descriptors are given number {to} in the child"
+            ));
+        }
+    }
+    let floor = map.iter().map(|&(_, to)| to + 1).max().unwrap_or(3);
+    map.iter()
+        .map(|&(from, to)| {
+            // SAFETY: duplicates a descriptor the caller keeps open; the
+            // copy is ours and close-on-exec.
+            let fd = unsafe { libc::fcntl(from, libc::F_DUPFD_CLOEXEC, floor) };
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: FD was just opened and nothing else owns it.
+            Ok((unsafe { OwnedFd::from_raw_fd(fd) }, to))
+        })
+        .collect()
 }
 
 fn dev_null() -> io::Result<OwnedFd> {
@@ -269,6 +295,11 @@ pub fn start(program: &Program) -> io::Result<libc::pid_t> {
             "a descriptor given to the child is a standard stream of this process",
         ));
     }
+    let map = staged(&program.fd_map)?;
+    let placements: Vec<(RawFd, RawFd)> = map
+        .iter()
+        .map(|(staged, to)| (staged.as_raw_fd(), *to))
+        .collect();
     let mut failure = Failure { step: 0, errno: 0 };
     let args = ChildArgs {
         path: path.as_ptr(),
@@ -276,8 +307,8 @@ pub fn start(program: &Program) -> io::Result<libc::pid_t> {
         envp: env_ptrs.as_ptr(),
         cwd: cwd.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
         stdio,
-        map: program.fd_map.as_ptr(),
-        map_len: program.fd_map.len(),
+        map: placements.as_ptr(),
+        map_len: placements.len(),
         new_session: program.new_session,
         parent: std::process::id() as libc::pid_t,
         failure: &mut failure,
@@ -372,6 +403,40 @@ mod tests {
         assert!(status.success());
         assert_eq!(text, format!("placed\n{pid}\n"));
         drop(leak_r);
+    }
+
+    #[test]
+    fn a_source_numbered_like_another_target_is_not_overwritten() {
+        let (mut first_r, first_w) = io::pipe().expect("pipe");
+        let (mut second_r, second_w) = io::pipe().expect("pipe");
+        // The first is placed at the second's own number, the second
+        // elsewhere: placed in order, the second would be lost.
+        let clash = second_w.as_raw_fd();
+        let elsewhere = 900 + (clash % 50);
+        let (mut program, _out) = program(&format!("echo one >&{clash}; echo two >&{elsewhere}"));
+        program.argv[0] = "bash".into();
+        program.fd_map.push((first_w.as_raw_fd(), clash));
+        program.fd_map.push((second_w.as_raw_fd(), elsewhere));
+        let pid = start(&program).expect("start");
+        drop((program, first_w, second_w));
+        assert!(wait(pid).expect("wait").success());
+        let (mut one, mut two) = (String::new(), String::new());
+        first_r.read_to_string(&mut one).expect("read");
+        second_r.read_to_string(&mut two).expect("read");
+        assert_eq!((one.as_str(), two.as_str()), ("one\n", "two\n"));
+    }
+
+    #[test]
+    fn one_number_for_two_descriptors_is_refused() {
+        let (_r, w) = io::pipe().expect("pipe");
+        let (mut program, _out) = program("true");
+        program.fd_map.push((w.as_raw_fd(), 63));
+        program.fd_map.push((w.as_raw_fd(), 63));
+        let err = start(&program)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("two descriptors are given number 63"), "{err}");
     }
 
     #[test]

@@ -382,7 +382,7 @@ pub fn prepare_with(request: &Request, probe: &Probe, scanner: &scan::Scanner) -
         } else {
             plan.masked.iter().map(|m| m.path.clone()).collect()
         },
-        start_fd: Some(writer.as_raw_fd()),
+        start_fd: Some(START_FD),
         command,
     };
     let mut inner = vec![helper.into_os_string()];
@@ -427,7 +427,7 @@ pub struct Parts {
     /// Complete environment, or `None` to inherit Emacs's.
     pub env: Option<Vec<(OsString, OsString)>>,
     /// The start-marker pipe (reader, writer) of a confined launch: the
-    /// child must inherit the writer under its own descriptor number.
+    /// child must inherit the writer as descriptor [`START_FD`].
     pub marker: Option<(OwnedFd, OwnedFd)>,
     /// bwrap is the outermost layer (it starts its own session).
     pub bwrap: bool,
@@ -510,6 +510,11 @@ impl Facts {
         ])
     }
 }
+
+/// The helper's start-marker descriptor in the child. A fixed number,
+/// not the writer's own: that number could be one another descriptor is
+/// placed at (Bash's PIPESTATUS snapshot), which would swallow the markers.
+pub const START_FD: i32 = 62;
 
 /// Every marker the start pipe READER holds now, without waiting: read
 /// it after the launch is gone (a writer still open gives what is there).
