@@ -68,6 +68,7 @@ signals an error instead."
 (declare-function mevedel-core--sandbox-probe "ext:mevedel-dyn" (id timeout-ms))
 (declare-function mevedel-core--resource-parse "ext:mevedel-dyn" (text))
 (declare-function mevedel-core--resource-parse-many "ext:mevedel-dyn" (texts))
+(declare-function mevedel-core--truenames "ext:mevedel-dyn" (files))
 (declare-function mevedel-core--resource-prepare "ext:mevedel-dyn"
                   (address operation session-dir workspace docs-root
                            memory-roots skills recall-days))
@@ -506,6 +507,13 @@ An ordinary path gives nil; a malformed address signals
 `mevedel-core-resource-error'."
   (mevedel-core-ensure)
   (mevedel-core--resource-parse-many texts))
+
+(defun mevedel-core-truenames (files)
+  "Return each absolute file name in FILES with its links resolved.
+Like `file-truename' (missing parts kept, a dangling link followed),
+for many names in one call and without a system call per Lisp step."
+  (mevedel-core-ensure)
+  (mevedel-core--truenames files))
 
 (defun mevedel-core-resource-prepare (address operation context)
   "Prepare resource ADDRESS for OPERATION and return an opaque attempt.

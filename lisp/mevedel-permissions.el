@@ -305,12 +305,16 @@ Each key is a tool name or (command . KEY) for a command key."
 
 (defun mevedel-permissions--commands-answered-p (session facts)
   "Return non-nil when SESSION's answers cover every command key of FACTS."
-  (and (mevedel-session-p session)
-       (not (plist-get facts :unkeyed))
-       (plist-get facts :keys)
-       (let ((answers (mevedel-session-permission-answers session)))
-         (cl-every (lambda (key) (gethash (cons 'command key) answers))
-                   (plist-get facts :keys)))))
+  (let ((keys (plist-get facts :keys)))
+    (and keys
+         (mevedel-session-p session)
+         (not (plist-get facts :unkeyed))
+         (let ((answers (mevedel-session-permission-answers session)))
+           ;; Most sessions have answered nothing: no key to make.
+           (and (> (hash-table-count answers) 0)
+                (progn (while (and keys (gethash (cons 'command (car keys)) answers))
+                         (setq keys (cdr keys)))
+                       (null keys)))))))
 
 ;;;; Decisions
 

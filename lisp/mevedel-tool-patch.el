@@ -92,86 +92,87 @@ step), which may move point; see `replace-buffer-contents'."
   "Signal `mevedel-tool-patch-error' with FORMAT-STRING and ARGS."
   (signal 'mevedel-tool-patch-error (list (apply #'format format-string args))))
 
-(defun mevedel-tool-patch--under-p (file directory)
-  "Return non-nil when FILE is DIRECTORY or below it, links resolved."
-  (string-prefix-p (file-name-as-directory (file-truename directory))
-                   (file-name-as-directory (file-truename file))))
+;; Links are resolved by the module, every name of a patch in one call:
+;; `file-truename' costs a Lisp step per component and would make the
+;; protected list alone cost milliseconds per patch.
 
-(defun mevedel-tool-patch--protected ()
-  "Return the entries of `mevedel-tool-patch-protected-files', links resolved.
-A directory entry keeps its final slash."
-  (mapcar (lambda (entry)
-            (if (string-suffix-p "/" entry)
-                (file-name-as-directory (file-truename entry))
-              (file-truename entry)))
-          mevedel-tool-patch-protected-files))
-
-(defun mevedel-tool-patch--protection (file root protected)
-  "Return why FILE may not be patched, or nil.
-ROOT, the workspace, is non-nil for an ordinary path: then the
-workspace's .mevedel/ and any .git directory are refused as well.
-PROTECTED is `mevedel-tool-patch--protected', resolved once per patch."
-  (let ((real (file-truename file)))
-    (cond
-     ((and root (cl-some (lambda (name) (member ".git" (split-string name "/" t)))
-                         (list file real)))
-      "it is inside a .git directory, the repository's own data")
-     ((and root (mevedel-tool-patch--under-p file (expand-file-name ".mevedel" root)))
-      "it is inside the workspace's .mevedel/ directory, mevedel's own state \
+(defun mevedel-tool-patch--protection (file real state protected)
+  "Return why FILE (links resolved: REAL) may not be patched, or nil.
+STATE is the workspace's .mevedel/ directory, links resolved, for an
+ordinary path (nil for a resource's backing file): then it and any
+.git directory are refused as well.  PROTECTED is the resolved
+`mevedel-tool-patch-protected-files', directories ending in a slash."
+  (cond
+   ((and state (cl-some (lambda (name) (member ".git" (split-string name "/" t)))
+                        (list file real)))
+    "it is inside a .git directory, the repository's own data")
+   ((and state (string-prefix-p state (file-name-as-directory real)))
+    "it is inside the workspace's .mevedel/ directory, mevedel's own state \
 (keep working notes at work:// or memory:// addresses instead)")
-     ((cl-some (lambda (entry)
-                 (if (string-suffix-p "/" entry)
-                     (string-prefix-p entry (file-name-as-directory real))
-                   (equal real entry)))
-               protected)
-      "it is a protected startup, configuration or credential file \
-(`mevedel-tool-patch-protected-files')"))))
+   ((cl-some (lambda (entry)
+               (if (string-suffix-p "/" entry)
+                   (string-prefix-p entry (file-name-as-directory real))
+                 (equal real entry)))
+             protected)
+    "it is a protected startup, configuration or credential file \
+(`mevedel-tool-patch-protected-files')")))
 
-(defun mevedel-tool-patch--target (authored root protected)
+(defun mevedel-tool-patch--backing (authored root)
   "Return (AUTHORED ABS RESOURCE-P) for the patch path AUTHORED.
-PROTECTED is the resolved list of `mevedel-tool-patch--protected'.
 An ordinary path is made absolute against ROOT; a resource address is
 prepared for the ApplyPatch operation and ABS is its backing file.
-A protected, remote or unavailable target signals
-`mevedel-tool-patch-error'; a family the operation matrix refuses
-signals `mevedel-core-resource-error'.  Nothing is read."
-  (let* ((resource (and (mevedel-resource-address-p authored) t))
-         (abs (if (not resource)
-                  (expand-file-name authored root)
-                (let* ((facts (mevedel-resource-facts
-                               (mevedel-resource-prepare authored "ApplyPatch")))
-                       (paths (plist-get facts :paths)))
-                  (unless (and (plist-get facts :available) (= (length paths) 1))
-                    (mevedel-tool-patch--fail
-                     "ApplyPatch cannot write `%s' in this request: its owner is unavailable \
+An unavailable resource signals `mevedel-tool-patch-error'; a family
+the operation matrix refuses signals `mevedel-core-resource-error'.
+Nothing is read."
+  (if (not (mevedel-resource-address-p authored))
+      (list authored (expand-file-name authored root) nil)
+    (let* ((facts (mevedel-resource-facts
+                   (mevedel-resource-prepare authored "ApplyPatch")))
+           (paths (plist-get facts :paths)))
+      (unless (and (plist-get facts :available) (= (length paths) 1))
+        (mevedel-tool-patch--fail
+         "ApplyPatch cannot write `%s' in this request: its owner is unavailable \
 \(work:// files need a session with storage)" authored))
-                  (car paths))))
-         (why (and (not (file-remote-p abs))
-                   (mevedel-tool-patch--protection abs (and (not resource) root)
-                                                   protected))))
-    (cond
-     ((file-remote-p abs)
-      (mevedel-tool-patch--fail
-       "ApplyPatch refuses `%s': it is on a remote host (TRAMP); edit it there with a shell \
-command" authored))
-     (why (mevedel-tool-patch--fail
-           "ApplyPatch refuses `%s': %s.  Nothing was read or written; ask the user to make \
-this change if it is needed" authored why)))
-    (list authored abs resource)))
+      (list authored (car paths) t))))
 
 (defun mevedel-tool-patch--targets (patch root)
   "Return the targets of PATCH, each (AUTHORED ABS RESOURCE-P), in patch order.
 Every path of every operation is there once, Move destinations
 included.  ROOT is the directory relative paths are relative to.  A
-malformed patch signals the module's error; a target that may not be
-patched signals as `mevedel-tool-patch--target' does."
-  (let ((targets nil)
-        (protected (mevedel-tool-patch--protected)))
+malformed patch signals the module's error; a remote, protected or
+unavailable target signals `mevedel-tool-patch-error' before anything
+is read."
+  (let ((authored nil))
     (dolist (op (mevedel-core-patch-parse patch))
       (dolist (path (list (plist-get op :path) (plist-get op :move-to)))
-        (when (and path (not (assoc path targets)))
-          (push (mevedel-tool-patch--target path root protected) targets))))
-    (nreverse targets)))
+        (when (and path (not (member path authored)))
+          (push path authored))))
+    (let ((targets (mapcar (lambda (path) (mevedel-tool-patch--backing path root))
+                           (nreverse authored))))
+      (dolist (target targets)
+        (when (file-remote-p (cadr target))
+          (mevedel-tool-patch--fail
+           "ApplyPatch refuses `%s': it is on a remote host (TRAMP); edit it there with \
+a shell command" (car target))))
+      (let* ((entries mevedel-tool-patch-protected-files)
+             (reals (mevedel-core-truenames
+                     (append (list (expand-file-name ".mevedel" root))
+                             (mapcar #'expand-file-name entries)
+                             (mapcar #'cadr targets))))
+             (state (file-name-as-directory (pop reals)))
+             (protected (cl-loop for entry in entries
+                                 collect (if (string-suffix-p "/" entry)
+                                             (file-name-as-directory (pop reals))
+                                           (pop reals)))))
+        (cl-loop for (authored abs resource) in targets
+                 for real in reals
+                 for why = (mevedel-tool-patch--protection
+                            abs real (and (not resource) state) protected)
+                 when why
+                 do (mevedel-tool-patch--fail
+                     "ApplyPatch refuses `%s': %s.  Nothing was read or written; ask the user \
+to make this change if it is needed" authored why))
+        targets))))
 
 (defun mevedel-tool-patch--paths (args)
   "Return the file paths a call with ARGS may change, for permission.

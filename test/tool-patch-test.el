@@ -333,6 +333,11 @@ updated (Hook says no)" text)))
       (mevedel-tool-patch-test--write (expand-file-name ".mevedel/state.el" root) "()\n")
       (mevedel-tool-patch-test--write home-rc "export A=1\n")
       (make-symbolic-link home-rc (expand-file-name "rc-link" root))
+      ;; A link to a protected file that does not exist yet: adding
+      ;; through it would create the file.
+      (make-symbolic-link (expand-file-name "home/.profile" root)
+                          (expand-file-name "profile-link" root))
+      (push (expand-file-name "home/.profile" root) mevedel-tool-patch-protected-files)
       (advice-add 'mevedel-core-patch-plan :before (lambda (&rest _) (cl-incf planned))
                   '((name . mevedel-tool-patch-test--count)))
       (unwind-protect
@@ -340,7 +345,8 @@ updated (Hook says no)" text)))
                          `((".git/config" . ".git directory")
                            ("sub/../.mevedel/state.el" . ".mevedel/")
                            (,home-rc . "protected startup")
-                           ("rc-link" . "protected startup")))
+                           ("rc-link" . "protected startup")
+                           ("profile-link" . "protected startup")))
             (pcase-let ((`(,text . ,_)
                          (mevedel-tool-patch-test--run
                           data (mevedel-tool-patch-test--patch
@@ -353,6 +359,7 @@ updated (Hook says no)" text)))
         (advice-remove 'mevedel-core-patch-plan 'mevedel-tool-patch-test--count))
       (should (= planned 0))
       (should (equal (mevedel-tool-patch-test--read home-rc) "export A=1\n"))
+      (should-not (file-exists-p (expand-file-name "home/.profile" root)))
       (should (equal (mevedel-tool-patch-test--read (expand-file-name ".git/config" root))
                      "[core]\n")))))
 

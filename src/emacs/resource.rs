@@ -110,6 +110,25 @@ fn resource_parse_many<'e>(env: &'e Env, texts: Value<'e>) -> Result<Value<'e>> 
     })
 }
 
+/// Each absolute file name in FILES with its symbolic links resolved,
+/// as `file-truename` resolves it (see `resource::contain::truename`),
+/// in one call: ApplyPatch compares every target and protected file.
+#[defun(name = "truenames")]
+fn truenames<'e>(env: &'e Env, files: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || {
+        let out = super::convert::strings(files)?
+            .iter()
+            .map(|f| {
+                crate::resource::contain::truename(std::path::Path::new(f))
+                    .to_string_lossy()
+                    .into_owned()
+                    .into_lisp(env)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        env.list(&out[..])
+    })
+}
+
 /// Prepare ADDRESS for OPERATION ("Read", "Glob", "Grep", "ApplyPatch")
 /// in the given session context. MEMORY-ROOTS is a list of (PATH KIND
 /// LABEL), SKILLS a list of (NAME SOURCE-KEY ROOT ORIGIN PLUGIN). Returns

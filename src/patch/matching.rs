@@ -94,23 +94,46 @@ fn matches_at<S: AsRef<str>>(lines: &[String], pattern: &[S], start: usize, leve
 }
 
 /// Where each distinct line of a file is, so that the exact level looks
-/// only at the places where a hunk's rarest line occurs.
+/// only at the places where a hunk's rarest line occurs. Each distinct
+/// line maps to its first place and count; `next` chains each place to
+/// the following one of the same line (one allocation for the file, not
+/// one per distinct line).
 pub struct Index<'a> {
-    places: HashMap<&'a str, Vec<usize>, foldhash::fast::RandomState>,
+    places: HashMap<&'a str, (u32, u32), foldhash::fast::RandomState>,
+    next: Vec<u32>,
 }
+
+/// The end of a chain of places.
+const END: u32 = u32::MAX;
 
 impl<'a> Index<'a> {
     pub fn new(lines: &'a [String]) -> Self {
-        let mut places: HashMap<&str, Vec<usize>, _> =
+        let mut places: HashMap<&str, (u32, u32), _> =
             HashMap::with_capacity_and_hasher(lines.len(), foldhash::fast::RandomState::default());
-        for (i, line) in lines.iter().enumerate() {
-            places.entry(line.as_str()).or_default().push(i);
+        let mut next = vec![END; lines.len()];
+        for (i, line) in lines.iter().enumerate().rev() {
+            let entry = places.entry(line.as_str()).or_insert((END, 0));
+            next[i] = entry.0;
+            *entry = (i as u32, entry.1 + 1);
         }
-        Index { places }
+        Index { places, next }
     }
 
-    fn of(&self, line: &str) -> &[usize] {
-        self.places.get(line).map_or(&[], Vec::as_slice)
+    /// How often LINE occurs.
+    fn count(&self, line: &str) -> u32 {
+        self.places.get(line).map_or(0, |&(_, count)| count)
+    }
+
+    /// Where LINE occurs, top to bottom.
+    fn of(&self, line: &str) -> impl Iterator<Item = usize> + '_ {
+        let mut at = self.places.get(line).map_or(END, |&(first, _)| first);
+        std::iter::from_fn(move || {
+            (at != END).then(|| {
+                let here = at as usize;
+                at = self.next[here];
+                here
+            })
+        })
     }
 }
 
@@ -122,15 +145,12 @@ fn exact_indexed<S: AsRef<str>>(
     from: usize,
 ) -> (Vec<usize>, usize) {
     let (n, m) = (lines.len(), pattern.len());
-    let (offset, places) = pattern
-        .iter()
-        .enumerate()
-        .map(|(j, p)| (j, index.of(p.as_ref())))
-        .min_by_key(|(_, places)| places.len())
-        .unwrap_or((0, &[]));
+    let Some(offset) = (0..m).min_by_key(|&j| index.count(pattern[j].as_ref())) else {
+        return (Vec::new(), 0);
+    };
     let mut found = Vec::new();
     let mut count = 0;
-    for &at in places {
+    for at in index.of(pattern[offset].as_ref()) {
         if at < offset {
             continue;
         }

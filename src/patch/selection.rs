@@ -146,18 +146,6 @@ fn resolve<'a>(file: &'a FilePlan, choices: &[HunkChoice]) -> Result<Resolved<'a
     ))
 }
 
-/// The plan's own change as replacements of old lines.
-fn planned(file: &FilePlan) -> Vec<Replacement> {
-    file.hunks
-        .iter()
-        .map(|h| Replacement {
-            start: h.old_from,
-            old_len: h.old_count,
-            new: h.new_side(),
-        })
-        .collect()
-}
-
 /// The diff of what is actually done to FILE when it becomes NEW through
 /// REPLACEMENTS (`None`: all of it at once).
 fn diff_of(
@@ -172,15 +160,22 @@ fn diff_of(
     } else {
         new.unwrap_or(&empty)
     };
-    let whole = Replacement {
-        start: 0,
-        old_len: file.old.lines.len(),
-        new: target.lines.clone(),
+    let whole;
+    let replacements = match replacements {
+        Some(r) => r,
+        None => {
+            whole = [Replacement {
+                start: 0,
+                old_len: file.old.lines.len(),
+                new: target.lines.clone(),
+            }];
+            &whole[..]
+        }
     };
     let hunks = diff::hunks(
         &file.old.lines,
         &target.lines,
-        replacements.unwrap_or(&[whole]),
+        replacements,
         file.old.final_newline,
         target.final_newline,
     );
@@ -224,11 +219,6 @@ pub fn apply(plan: &Plan, choice_of: &dyn Fn(&Path) -> FileChoice) -> Result<Out
             FileChoice::All => (file.new.as_ref().map(Cow::Borrowed), Status::Applied, None),
             FileChoice::Hunks(choices) => resolve(file, choices)?,
         };
-        let replacements = match (status, replacements) {
-            (_, Some(r)) => r,
-            (Status::Applied, None) => planned(file),
-            _ => Vec::new(),
-        };
         if status == Status::Rejected {
             files.push(FileOutcome {
                 index,
@@ -239,18 +229,29 @@ pub fn apply(plan: &Plan, choice_of: &dyn Fn(&Path) -> FileChoice) -> Result<Out
             });
             continue;
         }
-        let removes = file.op == OpKind::Delete && new.is_none();
-        let (hunks, diff) = diff_of(
-            file,
-            new.as_deref(),
-            removes,
-            (!removes).then_some(&replacements[..]),
-        );
+        // Applied whole, the change is the plan's own, diff included.
+        let (added, removed, diff) = if status == Status::Applied {
+            (file.added, file.removed, file.diff())
+        } else {
+            let replacements = replacements.unwrap_or_default();
+            let removes = file.op == OpKind::Delete && new.is_none();
+            let (hunks, diff) = diff_of(
+                file,
+                new.as_deref(),
+                removes,
+                (!removes).then_some(&replacements[..]),
+            );
+            (
+                hunks.iter().map(|h| h.added).sum(),
+                hunks.iter().map(|h| h.removed).sum(),
+                diff,
+            )
+        };
         files.push(FileOutcome {
             index,
             status,
-            added: hunks.iter().map(|h| h.added).sum(),
-            removed: hunks.iter().map(|h| h.removed).sum(),
+            added,
+            removed,
             diff,
         });
         match (&new, &file.move_abs) {

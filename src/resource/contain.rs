@@ -120,8 +120,67 @@ pub fn contain(root: &Path, rel: &[String]) -> Result<(PathBuf, Found), Escape> 
     }
 }
 
+/// Most symbolic links followed while resolving one path (as the
+/// kernel's own limit).
+const MAX_LINKS: usize = 40;
+
+/// PATH (absolute) with every symbolic link resolved, as Emacs's
+/// `file-truename` resolves it: components that do not exist are kept
+/// as written, and a dangling link resolves to where it points. A patch
+/// target is compared with protected files through this, so a link to
+/// one (even a missing one) is caught. A loop of links stops resolving.
+pub fn truename(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    let mut pending: Vec<std::ffi::OsString> = path
+        .components()
+        .rev()
+        .map(|c| c.as_os_str().to_owned())
+        .collect();
+    let mut links = 0;
+    while let Some(part) = pending.pop() {
+        let part = Path::new(&part);
+        match part.components().next() {
+            Some(Component::RootDir) => out = PathBuf::from("/"),
+            Some(Component::ParentDir) => {
+                out.pop();
+            }
+            Some(Component::Normal(name)) => {
+                let next = out.join(name);
+                let link = std::fs::symlink_metadata(&next)
+                    .is_ok_and(|m| m.file_type().is_symlink())
+                    .then(|| std::fs::read_link(&next).ok())
+                    .flatten();
+                match link {
+                    Some(target) if links < MAX_LINKS => {
+                        links += 1;
+                        pending.extend(target.components().rev().map(|c| c.as_os_str().to_owned()));
+                    }
+                    _ => out = next,
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn truename_resolves_links_and_keeps_what_is_missing() {
+        let root = truename(&tmp("truename"));
+        std::fs::create_dir(root.join("real")).unwrap();
+        std::os::unix::fs::symlink(root.join("real"), root.join("link")).unwrap();
+        std::os::unix::fs::symlink("real/../gone/x", root.join("dangling")).unwrap();
+        std::os::unix::fs::symlink("loop", root.join("loop")).unwrap();
+        assert_eq!(truename(&root.join("link/a/b")), root.join("real/a/b"));
+        assert_eq!(truename(&root.join("dangling")), root.join("gone/x"));
+        assert_eq!(truename(&root.join("real/../link")), root.join("real"));
+        assert_eq!(truename(&root.join("loop")), root.join("loop"));
+        assert_eq!(truename(Path::new("/")), PathBuf::from("/"));
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
     use super::*;
     use std::os::unix::fs::symlink;
 
