@@ -123,8 +123,14 @@ pub struct Replacement {
     pub new: Vec<String>,
 }
 
-/// Find every chunk of an Update of DISPLAY in FILE, top to bottom.
-pub fn compute(file: &TextFile, chunks: &[Chunk], display: &str) -> Result<Vec<Replacement>> {
+/// Find every chunk of an Update of DISPLAY in FILE, top to bottom: the
+/// replacements in file order, each with the section (last anchor) of
+/// its chunk.
+pub fn compute(
+    file: &TextFile,
+    chunks: &[Chunk],
+    display: &str,
+) -> Result<(Vec<Replacement>, Vec<Option<String>>)> {
     let lines = &file.lines;
     let places = matching::Index::new(lines);
     let mut cursor = 0usize;
@@ -151,14 +157,12 @@ pub fn compute(file: &TextFile, chunks: &[Chunk], display: &str) -> Result<Vec<R
                 .filter(|(k, _)| *k != Kind::Add)
                 .map(|(_, t)| t.as_str())
                 .collect();
+            // A hunk of only added lines goes at the end of the file, its
+            // anchors notwithstanding (as the reference tool does), and
+            // leaves the search position where its anchors put it.
             if old.is_empty() {
-                let at = if chunk.anchors.is_empty() || chunk.end_of_file {
-                    lines.len()
-                } else {
-                    cursor
-                };
                 break Replacement {
-                    start: at,
+                    start: lines.len(),
                     old_len: 0,
                     new: body.iter().map(|(_, t)| t.clone()).collect(),
                 };
@@ -205,10 +209,14 @@ pub fn compute(file: &TextFile, chunks: &[Chunk], display: &str) -> Result<Vec<R
                 }
             }
         };
-        cursor = replacement.start + replacement.old_len;
-        out.push(replacement);
+        if replacement.old_len > 0 {
+            cursor = replacement.start + replacement.old_len;
+        }
+        out.push((replacement, chunk.anchors.last().cloned()));
     }
-    Ok(out)
+    // In file order; additions at the end keep their patch order.
+    out.sort_by_key(|(r, _)| r.start);
+    Ok(out.into_iter().unzip())
 }
 
 fn after(cursor: usize) -> String {
@@ -299,7 +307,7 @@ mod tests {
 
     fn run(file: &str, patch: &str) -> Result<String> {
         let text = TextFile::decode("f", file.as_bytes())?;
-        let reps = compute(&text, &chunks(patch), "f")?;
+        let (reps, _) = compute(&text, &chunks(patch), "f")?;
         let new = text.with_lines(replace(&text.lines, &reps), text.final_newline);
         Ok(String::from_utf8(new.encode()).unwrap_or_default())
     }
@@ -340,9 +348,12 @@ mod tests {
     }
 
     #[test]
-    fn pure_addition_goes_after_the_anchor_or_at_the_end() {
+    fn pure_addition_goes_at_the_end_whatever_its_anchor() {
         let p = "*** Begin Patch\n*** Update File: f\n@@ fn a\n+x\n*** End Patch";
-        assert_eq!(run("fn a\nfn b\n", p).unwrap(), "fn a\nx\nfn b\n");
+        assert_eq!(run("fn a\nfn b\n", p).unwrap(), "fn a\nfn b\nx\n");
+        // The anchor still narrows the search for the hunks after it.
+        let p = "*** Begin Patch\n*** Update File: f\n@@ fn b\n+x\n@@\n-y\n+Y\n*** End Patch";
+        assert_eq!(run("y\nfn b\ny\n", p).unwrap(), "y\nfn b\nY\nx\n");
         let p = "*** Begin Patch\n*** Update File: f\n@@\n+x\n*** End Patch";
         assert_eq!(run("fn a\n", p).unwrap(), "fn a\nx\n");
     }

@@ -9,12 +9,12 @@
 //!
 //! Deliberately stricter or different than the reference (Codex) tool:
 //! a patch applies to every file or to none; Add refuses an existing
-//! file and Move an existing destination; a hunk found in more than one
-//! place is an error; `*** End of File` hunks match only at the end; a
-//! file touched by two operations of one patch is refused (but Delete
-//! then Add of one path is one rewrite of it, as an update); a file keeps
-//! its missing final newline; a pure addition after an `@@ ANCHOR` goes
-//! right after the anchor (the reference appends it to the file).
+//! file; a hunk found in more than one place is an error; a file touched
+//! by two operations of one patch is refused (but Delete then Add of one
+//! path is one rewrite of it, as an update); a file keeps its missing
+//! final newline. As in the reference, a Move overwrites an existing
+//! destination and a hunk of only added lines goes at the end of the
+//! file, whatever its anchors.
 
 pub mod apply;
 pub mod commit;

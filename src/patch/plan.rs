@@ -3,7 +3,8 @@
 //!
 //! Paths come resolved from the caller (authored path → absolute backing
 //! path). The plan keeps the bytes it read of every target so that
-//! [`super::commit`] can refuse to write over a file changed since.
+//! [`super::commit`] can refuse to write over a file changed since (a
+//! Move's existing destination included).
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -42,6 +43,9 @@ pub struct FilePlan {
     pub move_abs: Option<PathBuf>,
     /// The bytes read at ABS (`None`: it did not exist).
     pub before: Option<Vec<u8>>,
+    /// The bytes read at MOVE_ABS, which the move overwrites (`None`: it
+    /// did not exist).
+    pub move_before: Option<Vec<u8>>,
     /// The old text (empty for an Add).
     pub old: TextFile,
     /// The new text (`None` for a Delete).
@@ -205,25 +209,25 @@ pub fn plan(patch: &Patch, paths: &HashMap<String, PathBuf>) -> Result<Plan> {
                     )));
                 };
                 let old = TextFile::decode(path, &bytes)?;
-                let replacements = apply::compute(&old, chunks, path)?;
+                let (replacements, sections) = apply::compute(&old, chunks, path)?;
                 let new =
                     old.with_lines(apply::replace(&old.lines, &replacements), old.final_newline);
                 let mut move_abs = None;
+                let mut move_before = None;
                 if let Some(dest) = move_to {
                     let dest_abs = resolved(paths, dest)?.clone();
                     if dest_abs != abs {
                         claim(dest, &dest_abs)?;
-                        if fs::symlink_metadata(&dest_abs).is_ok() {
-                            return Err(patch_error(format!(
-                                "{path}: Move to {dest}: the destination already exists"
-                            )));
-                        }
+                        // An existing destination is overwritten (as the
+                        // reference tool does); its bytes let the commit
+                        // check it and put it back on failure.
+                        move_before = read_target(dest, &dest_abs)?;
                         move_abs = Some(dest_abs);
                     }
                 }
                 let mode = mode_of(&abs);
                 let move_to = move_abs.as_ref().and(move_to.clone());
-                finish(
+                let mut file = finish(
                     path,
                     abs,
                     OpKind::Update,
@@ -233,11 +237,10 @@ pub fn plan(patch: &Patch, paths: &HashMap<String, PathBuf>) -> Result<Plan> {
                     old,
                     Some(new),
                     &replacements,
-                    &chunks
-                        .iter()
-                        .map(|c| c.anchors.last().cloned())
-                        .collect::<Vec<_>>(),
-                )
+                    &sections,
+                );
+                file.move_before = move_before;
+                file
             }
         };
         files.push(file);
@@ -281,6 +284,7 @@ fn finish(
         move_to,
         move_abs,
         before,
+        move_before: None,
         old,
         new,
         hunks,

@@ -210,7 +210,7 @@ pub fn apply(plan: &Plan, choice_of: &dyn Fn(&Path) -> FileChoice) -> Result<Out
             expect.push(Expect {
                 display: to.clone(),
                 path: to_abs.clone(),
-                bytes: None,
+                bytes: file.move_before.as_deref(),
             });
         }
         let choice = choice_of(&file.abs);

@@ -597,7 +597,7 @@ fn apply_text(patch: &str, bytes: &[u8]) -> crate::Result<(Vec<u8>, TextFile, Te
         return Err(crate::Error::new(crate::ErrorKind::Patch, "not an update"));
     };
     let old = TextFile::decode("f", bytes)?;
-    let reps = apply::compute(&old, chunks, "f")?;
+    let (reps, _) = apply::compute(&old, chunks, "f")?;
     let new = old.with_lines(apply::replace(&old.lines, &reps), old.final_newline);
     // The diff hunks reproduce the change.
     let hunks = diff::hunks(&old.lines, &new.lines, &reps, true, true);
