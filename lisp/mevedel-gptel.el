@@ -391,28 +391,39 @@ retry allowance."
     (dolist (key mevedel-gptel--failure-keys)
       (when (plist-get info key) (plist-put info key nil)))
     (plist-put info :mevedel-attempt
-               (list :end (with-current-buffer (marker-buffer position)
-                            (copy-marker (point-max)))
+               (list :start (copy-marker (if (markerp tracking) tracking position))
                      :position (marker-position position)
                      :tracking (and (markerp tracking) (marker-position tracking))
                      :keys (mapcar (lambda (key) (cons key (plist-get info key)))
                                    mevedel-gptel--attempt-keys)
                      :data (copy-sequence (plist-get info :data))))))
 
+(defun mevedel-gptel--attempt-end (info)
+  "Return where the text of the current attempt of INFO ends, or nil.
+gptel inserts a response at its tracking marker, which follows the
+text; an attempt that inserted nothing has no text."
+  (let ((start (plist-get (plist-get info :mevedel-attempt) :start))
+        (tracking (plist-get info :tracking-marker)))
+    (and (markerp tracking) (eq (marker-buffer tracking) (marker-buffer start))
+         (> tracking start)
+         (marker-position tracking))))
+
 (defun mevedel-gptel--discard-attempt (info)
   "Undo what the failed attempt of request INFO left behind.
 Its text leaves the data buffer, gptel's parser state and the request
 data return to how they were when it began."
   (when-let* ((attempt (plist-get info :mevedel-attempt))
-              (end (plist-get attempt :end))
-              ((marker-buffer end)))
-    (with-current-buffer (marker-buffer end)
-      (let ((inhibit-read-only t))
-        (delete-region end (point-max))))
-    (set-marker (plist-get info :position) (plist-get attempt :position))
-    (if (plist-get attempt :tracking)
-        (set-marker (plist-get info :tracking-marker) (plist-get attempt :tracking))
-      (plist-put info :tracking-marker nil))
+              (start (plist-get attempt :start))
+              (buffer (marker-buffer start)))
+    (let ((end (mevedel-gptel--attempt-end info)))
+      (when end
+        (with-current-buffer buffer
+          (let ((inhibit-read-only t))
+            (delete-region start end))))
+      (set-marker (plist-get info :position) (plist-get attempt :position) buffer)
+      (if (plist-get attempt :tracking)
+          (set-marker (plist-get info :tracking-marker) (plist-get attempt :tracking) buffer)
+        (plist-put info :tracking-marker nil)))
     (pcase-dolist (`(,key . ,value) (plist-get attempt :keys))
       (plist-put info key value))
     (let ((data (plist-get info :data)))
@@ -453,14 +464,14 @@ data return to how they were when it began."
   "Mark the response text of FSM's failed attempt as incomplete.
 The text stays in the data buffer, with the `mevedel-incomplete'
 property, so views and transcripts can say it was cut."
-  (when-let* ((attempt (plist-get (gptel-fsm-info fsm) :mevedel-attempt))
-              (end (plist-get attempt :end))
-              ((marker-buffer end)))
-    (with-current-buffer (marker-buffer end)
+  (when-let* ((info (gptel-fsm-info fsm))
+              (start (plist-get (plist-get info :mevedel-attempt) :start))
+              (end (mevedel-gptel--attempt-end info)))
+    (with-current-buffer (marker-buffer start)
       (let ((inhibit-read-only t)
-            (pos (marker-position end)))
-        (while (< pos (point-max))
-          (let ((next (next-single-property-change pos 'gptel nil (point-max))))
+            (pos (marker-position start)))
+        (while (< pos end)
+          (let ((next (next-single-property-change pos 'gptel nil end)))
             (when (eq (get-text-property pos 'gptel) 'response)
               (put-text-property pos next 'mevedel-incomplete t))
             (setq pos next)))))))

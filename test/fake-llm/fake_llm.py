@@ -410,7 +410,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if fault in ("truncated_stream", "close_mid_stream", "truncated_json"):
             events = events[:int(cut_after) if cut_after is not None else len(events) // 2]
         elif fault == "malformed":
-            events = events[:1] + ["data: {this is not json\n\n"] + events[1:]
+            bad = "data: {this is not json\n\n"
+            if events[0].startswith("event:"):
+                bad = "event: content_block_delta\n" + bad
+            events = events[:1] + [bad] + events[1:]
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
