@@ -141,7 +141,7 @@ Then record the call order in INFO."
                                most-positive-fixnum)))))
 
 (defun mevedel-gptel--order-calls (fsm)
-  "Put the calls of FSM's response, and their echo, into the model's order.
+  "Put the tool invocations of FSM's response and their echo in the model's order.
 gptel answers the calls in the order of the request info's :tool-use
 and echoes them as the request data's last assistant message; the
 stream parsers keep both newest first.  Text and reasoning blocks of an

@@ -56,7 +56,7 @@ drops below the provider's Retry-After."
   timer)
 
 (defun mevedel-recovery-new-sample (recovery)
-  "Give RECOVERY a fresh allowance: a new sample starts."
+  "Give RECOVERY a fresh allowance, for a new sample."
   (mevedel-recovery-cancel recovery)
   (setf (mevedel-recovery-retries recovery) 0))
 
