@@ -217,7 +217,7 @@ would reach stdout as Emacs's raw-byte characters, encoded twice."
 (defun mevedel-batch--report-retry (event _chat &rest args)
   "Report EVENT with ARGS on stderr when it is a retry of a failed sample."
   (when (eq event 'retry)
-    (message "mevedel: %s — %s" (plist-get (car args) :message)
+    (message "mevedel: %s; %s" (plist-get (car args) :message)
              (mevedel-recovery-describe (car args)))))
 
 (defun mevedel-batch--progress (event _chat &rest args)

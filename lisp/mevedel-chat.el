@@ -505,7 +505,7 @@ Observers hear `retry' with the plist (:message :retry :of :delay)."
               ((eq (mevedel-chat-fsm chat) fsm)))
     (let ((retry (plist-get info :mevedel-retry)))
       (mevedel-chat--set-status chat 'retrying
-                                (format "%s — %s" (plist-get retry :message)
+                                (format "%s; %s" (plist-get retry :message)
                                         (mevedel-recovery-describe retry)))
       (mevedel-chat--notify chat 'retry retry))))
 

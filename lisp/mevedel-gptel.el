@@ -48,6 +48,18 @@
 ;;   one authoritative record at a time, in call order.
 ;; - `gptel--request-alist', `gptel--fsm-transition': aborting a turn
 ;;   that has no network request running (`mevedel-gptel-abort').
+;; - `gptel-send--transitions' again: a turn's table adds RTRY, where a
+;;   failed sample waits to be sent again (see "Turns" below and
+;;   mevedel-recovery.el).  A retry restores gptel's `:position' and
+;;   `:tracking-marker' markers, its parsers' keys in the request info
+;;   and the request data as they were when the attempt began.
+;; - `gptel-curl--sentinel', `gptel-curl--stream-cleanup' (advice): in
+;;   a mevedel turn they note curl's exit code and Retry-After, and when
+;;   curl failed or a 200 stream closed before its last event they fail
+;;   the request themselves, so that it moves once, with its error set.
+;;   `gptel--parse-response' (above) also makes a 200 body that is not
+;;   the backend's answer an error.  `gptel--handle-error' runs without
+;;   its message: `mevedel-gptel-failure' names the failure, once.
 ;; - `gptel--sanitize-model': gptel's default backend
 ;;   (`mevedel-gptel-default-backend').
 ;; - `gptel--get-api-key': whether a backend's key can be found
@@ -627,8 +639,9 @@ provider asked to wait, or nil)."
                    (mevedel-recovery-exhausted-p recovery)
                    (> (mevedel-recovery-retries recovery) 0))
           (plist-put failure :message
-                     (format "%s; gave up after %d retries" (plist-get failure :message)
-                             (mevedel-recovery-retries recovery)))))
+                     (let ((retries (mevedel-recovery-retries recovery)))
+                       (format "%s; gave up after %d %s" (plist-get failure :message)
+                               retries (if (= retries 1) "retry" "retries"))))))
       (plist-put failure :retry-after (plist-get info :mevedel-retry-after)))))
 
 (defun mevedel-gptel--sentinel (sentinel process status)

@@ -772,7 +772,10 @@ gathered: at most one every `mevedel-view--progress-delay' seconds."
     ((or 'tool-results 'turn-end 'retry) (mevedel-view--render-turn))
     ('tool-updated (save-excursion (mevedel-view--refresh-row (car args))))
     ('tool-progress (mevedel-view--progress (car args)))
-    ('status (force-mode-line-update))
+    ('status
+     (when (text-property-any mevedel-view--transcript-end mevedel-view--panel 'mevedel-retry t)
+       (save-excursion (mevedel-view--render-live)))
+     (force-mode-line-update))
     ('truncated (mevedel-view-rerender)))
   (when (eq event 'turn-end)
     (mevedel-view--stop-spinner)

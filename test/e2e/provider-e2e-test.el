@@ -257,7 +257,7 @@ the failed attempt's text is gone."
         (should (= (length (plist-get run :log)) 4))
         (dolist (n '(1 2 3))
           (should (string-match-p
-                   (format "answered HTTP 503: busy — retrying in [0-9]+ s (%d/3)" n) stderr)))
+                   (format "answered HTTP 503: busy; retrying in [0-9]+ s (%d/3)" n) stderr)))
         (should (string-match-p "the turn failed: .*HTTP 503: busy; gave up after 3 retries"
                                 stderr))))
    t))
@@ -300,7 +300,7 @@ the failed attempt's text is gone."
                           (plist-get (gptel-fsm-info (mevedel-chat-fsm chat))
                                      :mevedel-recovery)))))
     (should shown)
-    (should (string-match-p "answered HTTP 500: overloaded — retrying in [0-9]+ s (1/10)" shown))
+    (should (string-match-p "answered HTTP 500: overloaded; retrying in [0-9]+ s (1/10)" shown))
     (should (eq (plist-get run :outcome) 'abort))
     (should (= (length (plist-get run :log)) 1))
     (should-not (mevedel-recovery-waiting-p (plist-get run :inspected)))))
