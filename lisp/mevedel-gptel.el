@@ -383,8 +383,8 @@ The turn reports the failure itself, once, in its own words."
 A retried attempt gets them back as they were when it began.")
 
 (defconst mevedel-gptel--failure-keys
-  '(:mevedel-curl-exit :mevedel-retry-after :mevedel-stream-end :mevedel-malformed
-    :mevedel-retry)
+  '(:mevedel-curl-exit :mevedel-retry-after :mevedel-stream-end :mevedel-stream-error
+    :mevedel-malformed :mevedel-retry)
   "Request info keys mevedel fills while one response fails.")
 
 (defun mevedel-gptel--begin-attempt (fsm)
@@ -458,7 +458,8 @@ data return to how they were when it began."
                (append (mevedel-recovery-schedule
                         (plist-get info :mevedel-recovery)
                         (lambda ()
-                          (when (eq (gptel-fsm-state fsm) 'RTRY)
+                          (when (and (eq (gptel-fsm-state fsm) 'RTRY)
+                                     (buffer-live-p (plist-get info :buffer)))
                             (gptel--fsm-transition fsm 'WAIT)))
                         (plist-get failure :retry-after))
                        (list :message (plist-get failure :message))))))
@@ -520,6 +521,13 @@ FORMAT names the host (the response or stream for 18).")
   "How the stream of a backend type ends: (TYPE . REGEXP).
 A stream of these types that closes without its end is incomplete.")
 
+(defconst mevedel-gptel--unreadable-errors
+  '("Malformed JSON in response" "Malformed JSON in response."
+    "Could not parse HTTP response." "Could not parse Curl response"
+    "Could not parse curl response.")
+  "What gptel says of an error response whose body it could not read.
+The status line's reason phrase says more.")
+
 (defun mevedel-gptel--address (backend)
   "Return BACKEND's host with its port, as HOST:PORT."
   (let ((host (or (gptel-backend-host backend) "?")))
@@ -531,6 +539,9 @@ A stream of these types that closes without its end is incomplete.")
   "Return what is wrong with the decoded 200 RESPONSE of BACKEND, or nil."
   (cond ((not (and (consp response) (keywordp (car response))))
          "the response body is not valid JSON")
+        ((plist-get response :error)
+         (format "the response is an error: %s"
+                 (or (mevedel-gptel--error-text (plist-get response :error)) "no message")))
         ((and (cl-typep backend 'gptel-anthropic)
               (not (vectorp (plist-get response :content))))
          "the response has no content")
@@ -553,6 +564,23 @@ event it could not read); nil for backends without a known end."
             ((< found (point)) 'complete)
             (t 'malformed)))))
 
+(defun mevedel-gptel--stream-error ()
+  "Return the message of an error event in the current process buffer, or nil.
+Providers may report a failure inside a 200 stream (an Anthropic
+`error' event, an OpenAI-style error object) and then close it."
+  (save-excursion
+    (goto-char (point-min))
+    (when (re-search-forward "\r?\n\r?\n" nil t)
+      (let (found)
+        (while (and (not found)
+                    (re-search-forward "^\\(?:data: *\\)?\\({.*\"error\".*}\\)[ \t\r]*$" nil t))
+          (let ((object (ignore-errors
+                          (json-parse-string (match-string 1) :object-type 'plist
+                                             :null-object nil :false-object nil))))
+            (setq found (and (consp object)
+                             (mevedel-gptel--error-text (plist-get object :error))))))
+        found))))
+
 (defun mevedel-gptel--retry-after (buffer)
   "Return the Retry-After of the response in BUFFER in seconds, or nil."
   (with-current-buffer buffer
@@ -560,13 +588,17 @@ event it could not read); nil for backends without a known end."
       (goto-char (point-min))
       (let ((case-fold-search t)
             (headers-end (save-excursion (re-search-forward "\r?\n\r?\n" nil t))))
-        (when (and headers-end
-                   (re-search-forward "^retry-after:[ \t]*\\([^\r\n]+\\)" headers-end t))
-          (let ((value (string-trim (match-string 1))))
-            (if (string-match-p "\\`[0-9]+\\(?:\\.[0-9]*\\)?\\'" value)
-                (string-to-number value)
-              (ignore-errors
-                (max 0 (float-time (time-subtract (date-to-time value) nil)))))))))))
+        (if (and headers-end
+                 (re-search-forward "^retry-after-ms:[ \t]*\\([0-9.]+\\)" headers-end t))
+            (/ (string-to-number (match-string 1)) 1000.0)
+          (goto-char (point-min))
+          (when (and headers-end
+                     (re-search-forward "^retry-after:[ \t]*\\([^\r\n]+\\)" headers-end t))
+            (let ((value (string-trim (match-string 1))))
+              (if (string-match-p "\\`[0-9]+\\(?:\\.[0-9]*\\)?\\'" value)
+                  (string-to-number value)
+                (ignore-errors
+                  (max 0 (float-time (time-subtract (date-to-time value) nil))))))))))))
 
 (defun mevedel-gptel--error-text (error)
   "Return the provider's message in gptel's ERROR (a plist or string), or nil."
@@ -615,16 +647,26 @@ provider asked to wait, or nil)."
                     :transient transient)))
            ((and status (not (member status '("200" "100"))))
             (let ((code (string-to-number status))
-                  (text (mevedel-gptel--error-text (plist-get info :error))))
+                  (text (mevedel-gptel--error-text (plist-get info :error)))
+                  (reason (and (stringp (plist-get info :status))
+                               (string-match "HTTP/[.0-9]+ +[0-9]+ +\\([^()\r\n]+\\)"
+                                             (plist-get info :status))
+                               (string-trim (match-string 1 (plist-get info :status))))))
+              (when (member text mevedel-gptel--unreadable-errors)
+                (setq text nil))
               (list :message (format "%s answered HTTP %s%s" address status
-                                     (if text (concat ": " text) ""))
+                                     (cond (text (concat ": " text))
+                                           (reason (concat " " reason))
+                                           (t "")))
                     :transient (or (memq code '(408 429)) (<= 500 code 599)))))
            ((plist-get info :mevedel-malformed)
             (list :message (format "%s (HTTP 200 from %s)"
                                    (plist-get info :mevedel-malformed) address)))
            ((eq (plist-get info :mevedel-stream-end) 'incomplete)
             (list :message (concat "the stream ended before it was complete"
-                                   " (the connection closed before its last event)"
+                                   (if-let* ((text (plist-get info :mevedel-stream-error)))
+                                       (format " (%s reported: %s)" address text)
+                                     " (the connection closed before its last event)")
                                    (mevedel-gptel--writing-call info))
                   :transient t))
            ((eq (plist-get info :mevedel-stream-end) 'malformed)
@@ -661,8 +703,10 @@ failure as its error instead of reading as an answer."
         (plist-put info :mevedel-retry-after (mevedel-gptel--retry-after buffer))
         (when (and (plist-get info :stream) (zerop exit)
                    (member (plist-get info :http-status) '("200" "100")))
-          (plist-put info :mevedel-stream-end
-                     (with-current-buffer buffer (mevedel-gptel--stream-end info))))
+          (with-current-buffer buffer
+            (plist-put info :mevedel-stream-end (mevedel-gptel--stream-end info))
+            (unless (eq (plist-get info :mevedel-stream-end) 'complete)
+              (plist-put info :mevedel-stream-error (mevedel-gptel--stream-error)))))
         (if (and (zerop exit)
                  (memq (plist-get info :mevedel-stream-end) '(nil complete)))
             (funcall sentinel process status)

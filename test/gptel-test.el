@@ -352,6 +352,34 @@ model was writing a call of Read"))
     (insert "HTTP/1.1 500 Oops\r\n\r\nretry-after: 9 (in the body, not a header)")
     (should-not (mevedel-gptel--retry-after (current-buffer)))))
 
+(ert-deftest mevedel-gptel:provider-words-are-kept-and-gptels-guesses-dropped ()
+  "An error body the provider wrote is quoted; one gptel could not read is not."
+  (let ((backend (mevedel-gptel-test--backend)))
+    (should (equal (plist-get (mevedel-gptel-failure
+                               (list :backend backend :http-status "502"
+                                     :status "(HTTP/1.1 502 Bad Gateway) Malformed JSON in response."
+                                     :error "Malformed JSON in response"))
+                              :message)
+                   "api.example:443 answered HTTP 502 Bad Gateway"))
+    (should (equal (mevedel-gptel--malformed backend '(:error (:message "quota exceeded")))
+                   "the response is an error: quota exceeded"))
+    (should (equal (plist-get (mevedel-gptel-failure
+                               (list :backend backend :stream t :mevedel-stream-end 'incomplete
+                                     :mevedel-stream-error "Overloaded"))
+                              :message)
+                   "the stream ended before it was complete (api.example:443 reported: Overloaded)"))
+    (with-temp-buffer
+      (insert "HTTP/1.1 200 OK\r\n\r\nevent: message_start\ndata: {\"type\":\"message_start\"}\n\n"
+              "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
+              "\"message\":\"Overloaded\"}}\n\n")
+      (should (equal (mevedel-gptel--stream-error) "Overloaded")))
+    (with-temp-buffer
+      (insert "HTTP/1.1 200 OK\r\n\r\ndata: {\"choices\":[{\"delta\":{\"content\":\"an \\\"error\\\" here\"}}]}\n\n")
+      (should-not (mevedel-gptel--stream-error)))
+    (with-temp-buffer
+      (insert "HTTP/1.1 429 Too Many\r\nretry-after-ms: 1500\r\nretry-after: 9\r\n\r\n{}")
+      (should (equal (mevedel-gptel--retry-after (current-buffer)) 1.5)))))
+
 (ert-deftest mevedel-gptel:calls-and-their-echo-go-back-in-call-order ()
   "A response parsed newest first is answered and echoed in the model's order."
   (let* ((a (list :id "a" :name "Read")) (b (list :id "b" :name "Read"))

@@ -242,6 +242,25 @@ the failed attempt's text is gone."
       (should (= (length log) 2))
       (should (>= (- (alist-get 't (nth 1 log)) (alist-get 't (nth 0 log))) 1.0)))))
 
+(ert-deftest mevedel-e2e:timeouts-are-retried ()
+  "A request that times out (curl's --max-time) is sent again."
+  (provider-e2e--fast
+    (let ((run (mevedel-e2e-run
+                :wire 'openai :stream t :prompt "Hello" :timeout 30
+                :setup (lambda (chat)
+                         (setf (mevedel-chat-backend chat)
+                               (gptel-make-openai "scripted with a timeout"
+                                 :host (gptel-backend-host (mevedel-chat-backend chat))
+                                 :protocol "http" :endpoint "/v1/chat/completions"
+                                 :stream t :key "scripted" :models '(scripted-model)
+                                 :curl-args '("--noproxy" "127.0.0.1" "--max-time" "1"))))
+                :steps '(((fault . "stall") (seconds . 5))
+                         ((text . "Back in time."))))))
+      (should (eq (plist-get run :outcome) 'done))
+      (should (equal (mapcar (lambda (entry) (alist-get 'fault entry)) (plist-get run :log))
+                     '("stall" nil)))
+      (should (string-search "Back in time." (plist-get run :transcript))))))
+
 (dolist (wire mevedel-e2e-wires)
   (eval
    `(ert-deftest ,(intern (format "mevedel-e2e:headless-retries-then-gives-up-%s" wire)) ()

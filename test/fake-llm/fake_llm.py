@@ -33,6 +33,8 @@ header), or with a broken response, its "fault":
   close_mid_stream   as truncated_stream, but Content-Length promised more, so
                      the client sees the connection close early (curl exit 18)
   reset              the connection closes before any response (curl exit 52)
+  stall              nothing is sent for "seconds" (default 30), then the
+                     connection closes (a client timeout fires first)
 
 "times": N serves an error or fault step N times in a row (N failures, then
 the next step), so retries can be counted.  Error and fault steps hand out
@@ -69,7 +71,8 @@ class ScriptError(Exception):
     """The script itself is malformed."""
 
 
-FAULTS = ("malformed", "truncated_json", "truncated_stream", "close_mid_stream", "reset")
+FAULTS = ("malformed", "truncated_json", "truncated_stream", "close_mid_stream", "reset",
+          "stall")
 
 
 def substitute(value, variables):
@@ -354,7 +357,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                      error.get("message", "scripted error"), headers)
             return
         fault = step.get("fault")
-        if fault == "reset":
+        if fault == "stall":
+            time.sleep(float(step.get("seconds", 30)))
+        if fault in ("reset", "stall"):
             self.close_connection = True
             return
         model = body.get("model") or "fake-model"
