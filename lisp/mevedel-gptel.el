@@ -125,7 +125,7 @@ holds the newest call first, as gptel's stream parsers keep it."
 Then record the call order in INFO.  In a mevedel request a body that
 is not what BACKEND answers with is an error, never an empty answer."
   (if-let* (((plist-get info :mevedel-recovery))
-            (problem (mevedel-gptel--malformed backend response)))
+            (problem (mevedel-gptel--malformed backend response info)))
       (progn (plist-put info :mevedel-malformed problem)
              (plist-put info :error problem)
              nil)
@@ -402,6 +402,8 @@ retry allowance."
       (mevedel-recovery-new-sample recovery))
     (dolist (key mevedel-gptel--failure-keys)
       (when (plist-get info key) (plist-put info key nil)))
+    (when-let* ((previous (plist-get (plist-get info :mevedel-attempt) :start)))
+      (set-marker previous nil))
     (plist-put info :mevedel-attempt
                (list :start (copy-marker (if (markerp tracking) tracking position))
                      :position (marker-position position)
@@ -469,10 +471,6 @@ data return to how they were when it began."
   (when-let* ((recovery (plist-get (gptel-fsm-info fsm) :mevedel-recovery)))
     (mevedel-recovery-cancel recovery)))
 
-(defun mevedel-gptel-retrying-p (fsm)
-  "Return non-nil while FSM waits to send a failed sample again."
-  (eq (gptel-fsm-state fsm) 'RTRY))
-
 (defun mevedel-gptel--mark-incomplete (fsm)
   "Mark the response text of FSM's failed attempt as incomplete.
 The text stays in the data buffer, with the `mevedel-incomplete'
@@ -535,10 +533,33 @@ The status line's reason phrase says more.")
         host
       (format "%s:%s" host (if (equal (gptel-backend-protocol backend) "http") 80 443)))))
 
-(defun mevedel-gptel--malformed (backend response)
-  "Return what is wrong with the decoded 200 RESPONSE of BACKEND, or nil."
+(defun mevedel-gptel--unreadable-body (info)
+  "Return why the body of request INFO in the current buffer is not JSON.
+The buffer is curl's output: headers, body, and the write-out that
+gptel put after it, which gives the body's start."
+  (save-excursion
+    (goto-char (point-max))
+    (when-let* ((uuid (plist-get info :uuid))
+                ((search-backward uuid nil t))
+                (trailer (1- (point)))
+                (start (progn (goto-char trailer)
+                              (cdr-safe (ignore-errors (read (current-buffer))))))
+                ((integerp start))
+                (body (string-trim (buffer-substring-no-properties
+                                    (min (max start (point-min)) trailer) trailer))))
+      (if (string-empty-p body)
+          "the response body is empty"
+        (condition-case nil
+            (progn (json-parse-string body) nil)
+          (json-end-of-file "the response body is cut off: its JSON ends early")
+          (error nil))))))
+
+(defun mevedel-gptel--malformed (backend response &optional info)
+  "Return what is wrong with the decoded 200 RESPONSE of BACKEND, or nil.
+INFO, the request, lets an unreadable body be looked at again."
   (cond ((not (and (consp response) (keywordp (car response))))
-         "the response body is not valid JSON")
+         (or (and info (mevedel-gptel--unreadable-body info))
+             "the response body is not valid JSON"))
         ((plist-get response :error)
          (format "the response is an error: %s"
                  (or (mevedel-gptel--error-text (plist-get response :error)) "no message")))

@@ -160,7 +160,8 @@ JSON transcript."
                                                (arguments . ((file_path . "/nowhere/at/all.txt"))))])
                               '(cut_after . 3)))
     (provider-e2e--broken wire nil "malformed" "the response body is not valid JSON (HTTP 200")
-    (provider-e2e--broken wire nil "truncated_json" "the response body is not valid JSON (HTTP 200")
+    (provider-e2e--broken wire nil "truncated_json"
+                          "the response body is cut off: its JSON ends early (HTTP 200")
     (provider-e2e--broken wire nil "close_mid_stream"
                           "the response ended before it was complete (curl exit 18)")))
 
