@@ -25,6 +25,10 @@
 ;;   --demo                    talk to the offline demo model
 ;;   --timeout SECONDS         give up after SECONDS (default 600)
 ;;
+;; The JSON transcript is UTF-8.  A failed sample that is retried says
+;; so on stderr ("...; retrying in 4 s (3/10)"); a failed turn's
+;; `error' names what failed.
+;;
 ;; Nobody can answer a permission question in a headless run: a call
 ;; that would ask is refused (the model is told so).  Exit status: 0
 ;; when the turn completed, 1 when it failed or timed out, 2 for a

@@ -26,6 +26,13 @@
 ;; then run); a request that failed or was aborted before that takes
 ;; its mail out of the data buffer again.
 ;;
+;; Failures.  A sample that failed for a reason that may pass is sent
+;; again by the turn's state machine (mevedel-gptel.el, RTRY, with the
+;; pauses of mevedel-recovery.el); the chat's status is then `retrying'
+;; and observers hear `retry'.  A turn that fails for good has one
+;; message naming what failed (`mevedel-gptel-failure'), in its status
+;; detail and in an error notice.
+;;
 ;; The pipeline's permission step decides with mevedel-permissions.el.
 ;; The chat's session carries the permission mode and answers; while a
 ;; view shows the chat (`mevedel-chat-set-prompter'), the session's
