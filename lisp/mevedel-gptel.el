@@ -550,7 +550,7 @@ gptel put after it, which gives the body's start."
       (if (string-empty-p body)
           "the response body is empty"
         (condition-case nil
-            (progn (json-parse-string body) nil)
+            (ignore (json-parse-string body))
           (json-end-of-file "the response body is cut off: its JSON ends early")
           (error nil))))))
 
