@@ -254,8 +254,8 @@ the failed attempt's text is gone."
                                  :host (gptel-backend-host (mevedel-chat-backend chat))
                                  :protocol "http" :endpoint "/v1/chat/completions"
                                  :stream t :key "scripted" :models '(scripted-model)
-                                 :curl-args '("--noproxy" "127.0.0.1" "--max-time" "1"))))
-                :steps '(((fault . "stall") (seconds . 5))
+                                 :curl-args '("--noproxy" "127.0.0.1" "--max-time" "3"))))
+                :steps '(((fault . "stall") (seconds . 10))
                          ((text . "Back in time."))))))
       (should (eq (plist-get run :outcome) 'done))
       (should (equal (mapcar (lambda (entry) (alist-get 'fault entry)) (plist-get run :log))
