@@ -246,27 +246,27 @@ the failed attempt's text is gone."
 (ert-deftest mevedel-e2e:timeouts-are-retried ()
   "A request that times out (curl's --max-time) is sent again."
   (provider-e2e--fast
-   (let* ((retries nil)
-          (run (mevedel-e2e-run
-                :wire 'openai :stream t :prompt "Hello" :timeout 30
-                :setup (lambda (chat)
-                         (mevedel-chat-observe chat (lambda (event _chat &rest args)
-                                                      (when (eq event 'retry)
-                                                        (push (car args) retries))))
-                         (setf (mevedel-chat-backend chat)
-                               (gptel-make-openai "scripted with a timeout"
-                                 :host (gptel-backend-host (mevedel-chat-backend chat))
-                                 :protocol "http" :endpoint "/v1/chat/completions"
-                                 :stream t :key "scripted" :models '(scripted-model)
-                                 :curl-args '("--noproxy" "127.0.0.1" "--max-time" "3"))))
-                :steps '(((fault . "stall") (seconds . 10))
-                         ((text . "Back in time."))))))
-     (should (eq (plist-get run :outcome) 'done))
-     (should (equal (mapcar (lambda (entry) (alist-get 'fault entry)) (plist-get run :log))
-                    '("stall" nil)))
-     (should (string-search "Back in time." (plist-get run :transcript)))
-     (should (= (length retries) 1))
-     (should (string-match-p "timed out (curl exit 28)" (plist-get (car retries) :message))))))
+    (let* ((retries nil)
+           (run (mevedel-e2e-run
+                 :wire 'openai :stream t :prompt "Hello" :timeout 30
+                 :setup (lambda (chat)
+                          (mevedel-chat-observe chat (lambda (event _chat &rest args)
+                                                       (when (eq event 'retry)
+                                                         (push (car args) retries))))
+                          (setf (mevedel-chat-backend chat)
+				(gptel-make-openai "scripted with a timeout"
+                                  :host (gptel-backend-host (mevedel-chat-backend chat))
+                                  :protocol "http" :endpoint "/v1/chat/completions"
+                                  :stream t :key "scripted" :models '(scripted-model)
+                                  :curl-args '("--noproxy" "127.0.0.1" "--max-time" "3"))))
+                 :steps '(((fault . "stall") (seconds . 10))
+                          ((text . "Back in time."))))))
+      (should (eq (plist-get run :outcome) 'done))
+      (should (equal (mapcar (lambda (entry) (alist-get 'fault entry)) (plist-get run :log))
+                     '("stall" nil)))
+      (should (string-search "Back in time." (plist-get run :transcript)))
+      (should (= (length retries) 1))
+      (should (string-match-p "timed out (curl exit 28)" (plist-get (car retries) :message))))))
 
 (dolist (wire mevedel-e2e-wires)
   (eval
