@@ -230,6 +230,23 @@ the failed attempt's text is gone."
       (should-not (string-search "PARTIAL" (plist-get run :transcript)))
       (should (string-search "All good." (plist-get run :transcript))))))
 
+(ert-deftest mevedel-e2e:each-sample-has-its-own-allowance ()
+  "The allowance is per sample: a retry before and after a tool call both fit in one."
+  (provider-e2e--fast
+    (let* ((mevedel-recovery-max-retries 1)
+           (run (mevedel-e2e-run
+                 :wire 'anthropic :stream t :prompt "Read a"
+                 :files '(("a.txt" . "alpha\n"))
+                 :steps '(((error . ((status . 529) (message . "overloaded"))))
+                          ((tool_calls . [((name . "Read")
+                                           (arguments . ((file_path . "{{root}}a.txt"))))]))
+                          ((error . ((status . 529) (message . "overloaded"))))
+                          ((expect . ((results . [((contains . "alpha"))])))
+                           (text . "Done."))))))
+      (should (eq (plist-get run :outcome) 'done))
+      (should (= (length (plist-get run :log)) 4))
+      (should-not (provider-e2e--mismatches (plist-get run :log))))))
+
 (mevedel-e2e-deftest-matrix mevedel-e2e:retry-after-is-honoured
     "A 429's Retry-After sets the least pause before the retry."
     (wire stream)
