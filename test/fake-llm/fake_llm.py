@@ -25,8 +25,9 @@ A step answers with text (optionally preceded by "text" before tool calls),
 with tool calls, with an HTTP error ("retry_after" adds a Retry-After
 header), or with a broken response, its "fault":
 
-  malformed          200 whose body is not JSON
-  truncated_json     200 whose JSON is cut; Content-Length matches (curl exit 0)
+  malformed          200 whose body (streaming: its second event) is not JSON
+  truncated_json     200 whose JSON is cut; Content-Length matches (curl exit 0);
+                     streaming: as truncated_stream
   truncated_stream   the response (text and tool calls) cut after "cut_after"
                      events, or half of them, then a clean close (curl exit 0);
                      not streaming: as truncated_json
@@ -39,9 +40,10 @@ header), or with a broken response, its "fault":
 "times": N serves an error or fault step N times in a row (N failures, then
 the next step), so retries can be counted.  Error and fault steps hand out
 no calls: the request after them is checked against the last tool-call
-step, as its retry.  Each request after a tool-call step
-must carry one result per call of that step, identified by the IDs the
-server handed out; missing, duplicated, unknown or mismatched results, and
+step, as its retry.
+
+Each request after a tool-call step must carry one result per call of that
+step, identified by the IDs the server handed out; missing, duplicated, unknown or mismatched results, and
 results or echoed assistant calls out of the order the server gave the calls
 in, are "mismatches".  "expect.results" (in call order) may add "contains" /
 "is_error" checks per result, "expect.user_contains" checks the latest user
