@@ -25,6 +25,10 @@
 ;;   --demo                    talk to the offline demo model
 ;;   --timeout SECONDS         give up after SECONDS (default 600)
 ;;
+;; The JSON transcript is UTF-8.  A failed sample that is retried says
+;; so on stderr ("...; retrying in 4 s (3/10)"); a failed turn's
+;; `error' names what failed.
+;;
 ;; Nobody can answer a permission question in a headless run: a call
 ;; that would ask is refused (the model is told so).  Exit status: 0
 ;; when the turn completed, 1 when it failed or timed out, 2 for a
@@ -40,6 +44,7 @@
 (require 'mevedel-chat)
 (require 'mevedel-permissions)
 (require 'mevedel-agent)
+(require 'mevedel-recovery)
 (require 'mevedel-tool-exec)
 (require 'mevedel-tool-fs)
 
@@ -55,6 +60,12 @@
 
 (define-error 'mevedel-batch-usage "Usage error")
 
+(defun mevedel-batch--argument-text (arg)
+  "Return the command-line ARG as text.
+Emacs decodes arguments with the locale's coding system; without one
+\(the C locale) they stay bytes, which are taken as UTF-8."
+  (if (multibyte-string-p arg) arg (decode-coding-string arg 'utf-8)))
+
 (defun mevedel-batch--parse-args (args)
   "Return a plist of options parsed from the command-line ARGS."
   (let ((options (list :json nil :dir nil :mode nil :init nil :demo nil :timeout 600)))
@@ -64,7 +75,8 @@
                     (or (pop args)
                         (signal 'mevedel-batch-usage (list (format "%s needs a value" arg))))))
           (pcase arg
-            ((or "-p" "--prompt") (setq options (plist-put options :prompt (value))))
+            ((or "-p" "--prompt")
+             (setq options (plist-put options :prompt (mevedel-batch--argument-text (value)))))
             ("--json" (setq options (plist-put options :json t)))
             ("--dir" (setq options (plist-put options :dir (value))))
             ("--permission-mode"
@@ -109,7 +121,8 @@
            (maphash (lambda (k v) (puthash (format "%s" k) (mevedel-batch--json-value v) table))
                     value)
            table))
-        ((or (stringp value) (numberp value)) value)
+        ((stringp value) (mevedel-batch--json-string value))
+        ((numberp value) value)
         ((keywordp value) (substring (symbol-name value) 1))
         ((symbolp value) (symbol-name value))
         ((vectorp value) (vconcat (mapcar #'mevedel-batch--json-value value)))
@@ -117,6 +130,12 @@
          (mevedel-batch--json-object value))
         ((consp value) (vconcat (mapcar #'mevedel-batch--json-value value)))
         (t (format "%S" value))))
+
+(defun mevedel-batch--json-string (string)
+  "Return STRING with raw bytes replaced by U+FFFD, as JSON needs Unicode."
+  (if (cl-some (lambda (char) (> char #x3fff7f)) string)
+      (concat (mapcar (lambda (char) (if (> char #x3fff7f) #xfffd char)) string))
+    string))
 
 (defun mevedel-batch--json-object (plist)
   "Return PLIST as a hash table for `json-serialize'."
@@ -135,7 +154,8 @@
 
 (defun mevedel-batch-transcript (chat outcome)
   "Return the transcript of CHAT's last turn, ended with OUTCOME, as a plist.
-Keys: :messages (user, assistant and tool entries in order),
+Keys: :messages (user, assistant and tool entries in order; an
+assistant entry cut by a failed request has :incomplete t),
 :tool-calls, :answer (the last assistant text) and :error."
   (require 'mevedel-view)
   (require 'mevedel-tool-render)
@@ -148,7 +168,9 @@ Keys: :messages (user, assistant and tool entries in order),
         ('response
          (let ((text (string-trim (plist-get segment :text))))
            (setq answer text)
-           (push (list :role "assistant" :content text) messages)))
+           (push (append (list :role "assistant" :content text)
+                         (and (plist-get segment :incomplete) (list :incomplete t)))
+                 messages)))
         ('tool
          (let* ((result (plist-get segment :result))
                 (call (list :id (plist-get segment :id)
@@ -171,7 +193,9 @@ Keys: :messages (user, assistant and tool entries in order),
                       (or (mevedel-chat-status-detail chat) (symbol-name outcome))))))
 
 (defun mevedel-batch-transcript-json (transcript)
-  "Return TRANSCRIPT (from `mevedel-batch-transcript') as a JSON string."
+  "Return TRANSCRIPT (from `mevedel-batch-transcript') as a JSON string.
+The string is text, not `json-serialize''s UTF-8 bytes: printed, bytes
+would reach stdout as Emacs's raw-byte characters, encoded twice."
   (let ((object (make-hash-table :test #'equal)))
     (cl-loop for (key value) on transcript by #'cddr
              do (puthash (substring (symbol-name key) 1)
@@ -190,9 +214,15 @@ Keys: :messages (user, assistant and tool entries in order),
                                      value)))
                            (_ (mevedel-batch--json-value value)))
                          object))
-    (json-serialize object)))
+    (decode-coding-string (json-serialize object) 'utf-8 t)))
 
 ;;;; Running
+
+(defun mevedel-batch--report-retry (event _chat &rest args)
+  "Report EVENT with ARGS on stderr when it is a retry of a failed sample."
+  (when (eq event 'retry)
+    (message "mevedel: %s; %s" (plist-get (car args) :message)
+             (mevedel-recovery-describe (car args)))))
 
 (defun mevedel-batch--progress (event _chat &rest args)
   "Report EVENT with ARGS of a headless turn on stderr."
@@ -220,6 +250,7 @@ and :error (a message, or nil)."
         (signal 'mevedel-batch-usage
                 (list "No usable gptel backend: set `gptel-backend' (and its key) in a \
 config file (--config FILE, $MEVEDEL_INIT or ~/.config/mevedel/init.el), or use --demo"))))
+    (mevedel-chat-observe chat #'mevedel-batch--report-retry)
     (unless (plist-get options :json)
       (mevedel-chat-observe chat #'mevedel-batch--progress))
     (mevedel-chat-send chat (plist-get options :prompt)

@@ -26,6 +26,13 @@
 ;; then run); a request that failed or was aborted before that takes
 ;; its mail out of the data buffer again.
 ;;
+;; Failures.  A sample that failed for a reason that may pass is sent
+;; again by the turn's state machine (mevedel-gptel.el, RTRY, with the
+;; pauses of mevedel-recovery.el); the chat's status is then `retrying'
+;; and observers hear `retry'.  A turn that fails for good has one
+;; message naming what failed (`mevedel-gptel-failure'), in its status
+;; detail and in an error notice.
+;;
 ;; The pipeline's permission step decides with mevedel-permissions.el.
 ;; The chat's session carries the permission mode and answers; while a
 ;; view shows the chat (`mevedel-chat-set-prompter'), the session's
@@ -41,6 +48,7 @@
 (require 'mevedel-gptel)
 (require 'mevedel-permissions)
 (require 'mevedel-pipeline)
+(require 'mevedel-recovery)
 (require 'mevedel-render-data)
 (require 'mevedel-session)
 (require 'mevedel-tool-registry)
@@ -177,6 +185,8 @@ gptel's default (OpenAI) is chosen and recorded in `gptel-backend'."
 EVENT is one of `turn-start', `text' (ARGS: the chunk), `tools-start'
 \(the records), `tool-results' (the records, in call order),
 `permission' (the request), `permission-settled' (the request),
+`retry' (a failed sample is sent again after a pause: the plist
+\(:message :retry :of :delay), the attempt's text already gone),
 `tool-updated' (the ID of a call whose render-data changed after it
 settled, see `mevedel-chat-update-render-data'), `tool-progress' (the
 ID of a call whose live progress changed, see
@@ -294,6 +304,7 @@ render-data never reaches the model."
      (TOOL :before ,#'mevedel-chat--note-accepted)
      (DONE :before ,#'mevedel-chat--note-accepted)
      (DONE :after ,#'mevedel-chat--handle-done)
+     (RTRY :after ,#'mevedel-chat--handle-retry)
      (ERRS :after ,#'mevedel-chat--handle-error)
      (ABRT :after ,#'mevedel-chat--handle-abort))))
 
@@ -489,14 +500,21 @@ Notices are never sent to the model."
 
 (defun mevedel-chat-error-message (info)
   "Return a one-line description of the error in request INFO."
-  (let ((error (plist-get info :error))
-        (status (plist-get info :status)))
-    (string-trim
-     (cond ((stringp error) (format "%s %s" (or status "") error))
-           ((plist-get error :message)
-            (format "%s %s" (or status "") (plist-get error :message)))
-           (error (format "%s %S" (or status "") error))
-           (t (or status "unknown error"))))))
+  (or (plist-get (mevedel-gptel-failure info) :message) "unknown error"))
+
+(defun mevedel-chat--handle-retry (fsm)
+  "Tell observers that FSM's failed sample will be sent again.
+The failed attempt's text is already out of the data buffer.
+Observers hear `retry' with the plist (:message :retry :of :delay)."
+  (when-let* ((info (gptel-fsm-info fsm))
+              (chat (plist-get info :context))
+              ((mevedel-chat-p chat))
+              ((eq (mevedel-chat-fsm chat) fsm)))
+    (let ((retry (plist-get info :mevedel-retry)))
+      (mevedel-chat--set-status chat 'retrying
+                                (format "%s; %s" (plist-get retry :message)
+                                        (mevedel-recovery-describe retry)))
+      (mevedel-chat--notify chat 'retry retry))))
 
 (defun mevedel-chat--handle-error (fsm)
   "Finish the turn of FSM with an error."

@@ -48,6 +48,18 @@
 ;;   one authoritative record at a time, in call order.
 ;; - `gptel--request-alist', `gptel--fsm-transition': aborting a turn
 ;;   that has no network request running (`mevedel-gptel-abort').
+;; - `gptel-send--transitions' again: a turn's table adds RTRY, where a
+;;   failed sample waits to be sent again (see "Turns" below and
+;;   mevedel-recovery.el).  A retry restores gptel's `:position' and
+;;   `:tracking-marker' markers, its parsers' keys in the request info
+;;   and the request data as they were when the attempt began.
+;; - `gptel-curl--sentinel', `gptel-curl--stream-cleanup' (advice): in
+;;   a mevedel turn they note curl's exit code and Retry-After, and when
+;;   curl failed or a 200 stream closed before its last event they fail
+;;   the request themselves, so that it moves once, with its error set.
+;;   `gptel--parse-response' (above) also makes a 200 body that is not
+;;   the backend's answer an error.  `gptel--handle-error' runs without
+;;   its message: `mevedel-gptel-failure' names the failure, once.
 ;; - `gptel--sanitize-model': gptel's default backend
 ;;   (`mevedel-gptel-default-backend').
 ;; - `gptel--get-api-key': whether a backend's key can be found
@@ -65,7 +77,10 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'gptel)
+(require 'gptel-openai)
+(require 'gptel-anthropic)
 (require 'mevedel-pipeline)
+(require 'mevedel-recovery)
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-repair)
 
@@ -107,10 +122,16 @@ holds the newest call first, as gptel's stream parsers keep it."
 
 (defun mevedel-gptel--parse-response (parse backend response info &rest rest)
   "Apply PARSE to BACKEND, RESPONSE, INFO and REST, null kept distinct.
-Then record the call order in INFO."
-  (prog1 (let ((mevedel-gptel--decoding t))
-           (apply parse backend response info rest))
-    (mevedel-gptel--note-calls info t)))
+Then record the call order in INFO.  In a mevedel request a body that
+is not what BACKEND answers with is an error, never an empty answer."
+  (if-let* (((plist-get info :mevedel-recovery))
+            (problem (mevedel-gptel--malformed backend response info)))
+      (progn (plist-put info :mevedel-malformed problem)
+             (plist-put info :error problem)
+             nil)
+    (prog1 (let ((mevedel-gptel--decoding t))
+             (apply parse backend response info rest))
+      (mevedel-gptel--note-calls info t))))
 
 (defun mevedel-gptel--parse-stream (parse backend info &rest rest)
   "Apply PARSE to BACKEND, INFO and REST, null kept distinct.
@@ -130,6 +151,32 @@ Then record the call order in INFO."
                     :key (lambda (record)
                            (or (cl-position (plist-get record :id) order :test #'equal)
                                most-positive-fixnum)))))
+
+(defun mevedel-gptel--order-calls (fsm)
+  "Put the tool invocations of FSM's response and their echo in the model's order.
+gptel answers the calls in the order of the request info's :tool-use
+and echoes them as the request data's last assistant message; the
+stream parsers keep both newest first.  Text and reasoning blocks of an
+Anthropic echo stay ahead of its tool_use blocks."
+  (let* ((info (gptel-fsm-info fsm))
+         (messages (plist-get (plist-get info :data) :messages))
+         (echo (and (vectorp messages) (> (length messages) 0)
+                    (aref messages (1- (length messages))))))
+    (plist-put info :tool-use (mevedel-gptel-in-call-order info (plist-get info :tool-use)))
+    (when (equal (plist-get echo :role) "assistant")
+      (let ((calls (plist-get echo :tool_calls))
+            (content (plist-get echo :content)))
+        (when (vectorp calls)
+          (plist-put echo :tool_calls
+                     (vconcat (mevedel-gptel-in-call-order info (append calls nil)))))
+        (when (vectorp content)
+          (let ((uses (cl-remove-if-not (lambda (block)
+                                          (equal (plist-get block :type) "tool_use"))
+                                        (append content nil))))
+            (plist-put echo :content
+                       (vconcat (cl-remove-if (lambda (block) (memq block uses))
+                                              (append content nil))
+                                (mevedel-gptel-in-call-order info uses)))))))))
 
 ;;;; Which call a tool function serves
 
@@ -267,19 +314,46 @@ request does to them reaches the registry."
 
 ;;;; Turns
 
+;; A mevedel turn runs gptel-send's state machine with one more state,
+;; RTRY: a response that failed for a reason that may pass goes from
+;; TYPE to RTRY instead of ERRS, and from there, after the pause the
+;; recovery controller (mevedel-recovery.el) chose, back to WAIT, which
+;; sends the same sample again.  Each WAIT notes where its attempt
+;; began (`mevedel-gptel--begin-attempt'), so that a retry takes the
+;; failed attempt's text out of the data buffer and its state out of
+;; the request.  Tools only run after TYPE, so no completed call is
+;; ever replayed.
+
 (defun mevedel-gptel-send-fsm (extras)
   "Return a new request state machine: gptel-send's, with EXTRAS handlers.
 EXTRAS is a list of (STATE WHERE FUNCTION): WHERE is :before (first),
 :after (last) or :before-results (right before gptel puts the tool
-results into the next request)."
-  (gptel-make-fsm :table gptel-send--transitions
+results into the next request).  STATE may be RTRY, entered when a
+failed sample will be retried; (plist-get INFO :mevedel-retry) then
+says when (see `mevedel-recovery-schedule') and why (:message)."
+  (gptel-make-fsm :table (mevedel-gptel--send-transitions)
                   :handlers (mevedel-gptel--send-handlers extras)))
 
+(defun mevedel-gptel--send-transitions ()
+  "Return gptel-send's transition table with the RTRY state added."
+  (let ((table (copy-tree gptel-send--transitions)))
+    (push (cons #'mevedel-gptel--retry-p 'RTRY) (alist-get 'TYPE table))
+    (append table (list (list 'RTRY (cons t 'WAIT))))))
+
 (defun mevedel-gptel--send-handlers (extras)
-  "Return gptel-send's state handlers with EXTRAS added.
+  "Return gptel-send's state handlers with mevedel's and EXTRAS added.
 See `mevedel-gptel-send-fsm'."
   (let ((handlers (copy-tree gptel-send--handlers)))
-    (pcase-dolist (`(,state ,where ,function) extras)
+    (setf (alist-get 'ERRS handlers)
+          (cl-substitute #'mevedel-gptel--handle-error #'gptel--handle-error
+                         (alist-get 'ERRS handlers)))
+    (pcase-dolist (`(,state ,where ,function)
+                   (append extras
+                           `((WAIT :before ,#'mevedel-gptel--begin-attempt)
+                             (TOOL :before ,#'mevedel-gptel--order-calls)
+                             (RTRY :before ,#'mevedel-gptel--retry)
+                             (ERRS :before ,#'mevedel-gptel--mark-incomplete)
+                             (ABRT :before ,#'mevedel-gptel--cancel-retry))))
       (let ((entry (assq state handlers)))
         (unless entry
           (setq entry (list state))
@@ -292,6 +366,377 @@ See `mevedel-gptel-send-fsm'."
                    (let ((tail (memq #'gptel--handle-tool-result (cdr entry))))
                      (append (butlast (cdr entry) (length tail)) (list function) tail)))))))
     handlers))
+
+(defun mevedel-gptel--handle-error (fsm)
+  "Run gptel's error handler for FSM without its echo-area message.
+The turn reports the failure itself, once, in its own words."
+  (let ((inhibit-message t)
+        (message-log-max nil))
+    (gptel--handle-error fsm)))
+
+;;;; Attempts and retries
+
+(defconst mevedel-gptel--attempt-keys
+  '(:partial_text :partial_json :partial_reasoning :reasoning :reasoning-block
+    :reasoning-chunks :signature :stop-reason)
+  "Request info keys gptel's parsers fill during one response.
+A retried attempt gets them back as they were when it began.")
+
+(defconst mevedel-gptel--failure-keys
+  '(:mevedel-curl-exit :mevedel-retry-after :mevedel-stream-end :mevedel-stream-error
+    :mevedel-malformed :mevedel-retry)
+  "Request info keys mevedel fills while one response fails.")
+
+(defun mevedel-gptel--begin-attempt (fsm)
+  "Note where the attempt FSM is about to send begins.
+A WAIT that does not follow RTRY starts a new sample, with a fresh
+retry allowance."
+  (let* ((info (gptel-fsm-info fsm))
+         (recovery (or (plist-get info :mevedel-recovery)
+                       (let ((new (mevedel-recovery-create)))
+                         (plist-put info :mevedel-recovery new)
+                         new)))
+         (position (plist-get info :position))
+         (tracking (plist-get info :tracking-marker)))
+    (unless (eq (car (plist-get info :history)) 'RTRY)
+      (mevedel-recovery-new-sample recovery))
+    (dolist (key mevedel-gptel--failure-keys)
+      (when (plist-get info key) (plist-put info key nil)))
+    (when-let* ((previous (plist-get (plist-get info :mevedel-attempt) :start)))
+      (set-marker previous nil))
+    (plist-put info :mevedel-attempt
+               (list :start (copy-marker (if (markerp tracking) tracking position))
+                     :position (marker-position position)
+                     :tracking (and (markerp tracking) (marker-position tracking))
+                     :keys (mapcar (lambda (key) (cons key (plist-get info key)))
+                                   mevedel-gptel--attempt-keys)
+                     :data (copy-sequence (plist-get info :data))))))
+
+(defun mevedel-gptel--attempt-end (info)
+  "Return where the text of the current attempt of INFO ends, or nil.
+gptel inserts a response at its tracking marker, which follows the
+text; an attempt that inserted nothing has no text."
+  (let ((start (plist-get (plist-get info :mevedel-attempt) :start))
+        (tracking (plist-get info :tracking-marker)))
+    (and (markerp tracking) (eq (marker-buffer tracking) (marker-buffer start))
+         (> tracking start)
+         (marker-position tracking))))
+
+(defun mevedel-gptel--discard-attempt (info)
+  "Undo what the failed attempt of request INFO left behind.
+Its text leaves the data buffer, gptel's parser state and the request
+data return to how they were when it began."
+  (when-let* ((attempt (plist-get info :mevedel-attempt))
+              (start (plist-get attempt :start))
+              (buffer (marker-buffer start)))
+    (let ((end (mevedel-gptel--attempt-end info)))
+      (when end
+        (with-current-buffer buffer
+          (let ((inhibit-read-only t))
+            (delete-region start end))))
+      (set-marker (plist-get info :position) (plist-get attempt :position) buffer)
+      (if (plist-get attempt :tracking)
+          (set-marker (plist-get info :tracking-marker) (plist-get attempt :tracking) buffer)
+        (plist-put info :tracking-marker nil)))
+    (pcase-dolist (`(,key . ,value) (plist-get attempt :keys))
+      (plist-put info key value))
+    (let ((data (plist-get info :data)))
+      (cl-loop for (key value) on (plist-get attempt :data) by #'cddr
+               do (plist-put data key value)))))
+
+(defun mevedel-gptel--retry-p (info)
+  "Return non-nil when the failed response of INFO should be retried."
+  (when-let* ((recovery (plist-get info :mevedel-recovery))
+              (failure (mevedel-gptel-failure info)))
+    (and (plist-get failure :transient)
+         (not (mevedel-recovery-exhausted-p recovery)))))
+
+(defun mevedel-gptel--retry (fsm)
+  "Discard FSM's failed attempt and send its sample again after a pause."
+  (let* ((info (gptel-fsm-info fsm))
+         (failure (mevedel-gptel-failure info)))
+    (mevedel-gptel--discard-attempt info)
+    (plist-put info :mevedel-retry
+               (append (mevedel-recovery-schedule
+                        (plist-get info :mevedel-recovery)
+                        (lambda ()
+                          (when (and (eq (gptel-fsm-state fsm) 'RTRY)
+                                     (buffer-live-p (plist-get info :buffer)))
+                            (gptel--fsm-transition fsm 'WAIT)))
+                        (plist-get failure :retry-after))
+                       (list :message (plist-get failure :message))))))
+
+(defun mevedel-gptel--cancel-retry (fsm)
+  "Stop the pending retry of FSM, which is being aborted."
+  (when-let* ((recovery (plist-get (gptel-fsm-info fsm) :mevedel-recovery)))
+    (mevedel-recovery-cancel recovery)))
+
+(defun mevedel-gptel--mark-incomplete (fsm)
+  "Mark the response text of FSM's failed attempt as incomplete.
+The text stays in the data buffer, with the `mevedel-incomplete'
+property, so views and transcripts can say it was cut."
+  (when-let* ((info (gptel-fsm-info fsm))
+              (start (plist-get (plist-get info :mevedel-attempt) :start))
+              (end (mevedel-gptel--attempt-end info)))
+    (with-current-buffer (marker-buffer start)
+      (let ((inhibit-read-only t)
+            (pos (marker-position start)))
+        (while (< pos end)
+          (let ((next (next-single-property-change pos 'gptel nil end)))
+            (when (eq (get-text-property pos 'gptel) 'response)
+              (put-text-property pos next 'mevedel-incomplete t))
+            (setq pos next)))))))
+
+;;;; Failures
+
+;; gptel reports a failed request as curl's exit code or the provider's
+;; error object, and reads a broken 200 (a body that is not JSON, a
+;; stream cut before its end) as a short answer.  In a mevedel request
+;; the sentinels below note what happened, broken responses become
+;; errors, and `mevedel-gptel-failure' says in one sentence what failed
+;; and whether it may pass.
+
+(defconst mevedel-gptel--curl-exits
+  '((5 "could not resolve the proxy of %s" nil)
+    (6 "could not resolve the host of %s" nil)
+    (7 "could not connect to %s: connection refused or host unreachable" t)
+    (16 "the HTTP/2 connection to %s failed" t)
+    (18 "the %s ended before it was complete" t)
+    (28 "the request to %s timed out" t)
+    (35 "the TLS handshake with %s failed" t)
+    (47 "%s redirected too many times" nil)
+    (52 "%s closed the connection without answering" t)
+    (55 "the connection to %s was reset while sending" t)
+    (56 "the connection to %s was reset" t)
+    (60 "the TLS certificate of %s could not be verified" nil)
+    (92 "the HTTP/2 stream from %s was reset" t))
+  "Curl exit codes: (CODE FORMAT TRANSIENT).
+FORMAT names the host (the response or stream for 18).")
+
+(defconst mevedel-gptel--stream-ends
+  '((gptel-anthropic . "^event: *message_stop")
+    (gptel-openai . "^data: *\\[DONE\\]"))
+  "How the stream of a backend type ends: (TYPE . REGEXP).
+A stream of these types that closes without its end is incomplete.")
+
+(defconst mevedel-gptel--unreadable-errors
+  '("Malformed JSON in response" "Malformed JSON in response."
+    "Could not parse HTTP response." "Could not parse Curl response"
+    "Could not parse curl response.")
+  "What gptel says of an error response whose body it could not read.
+The status line's reason phrase says more.")
+
+(defun mevedel-gptel--address (backend)
+  "Return BACKEND's host with its port, as HOST:PORT."
+  (let ((host (or (gptel-backend-host backend) "?")))
+    (if (string-match-p ":[0-9]+\\'" host)
+        host
+      (format "%s:%s" host (if (equal (gptel-backend-protocol backend) "http") 80 443)))))
+
+(defun mevedel-gptel--unreadable-body (info)
+  "Return why the body of request INFO in the current buffer is not JSON.
+The buffer is curl's output: headers, body, and the write-out that
+gptel put after it, which gives the body's start."
+  (save-excursion
+    (goto-char (point-max))
+    (when-let* ((uuid (plist-get info :uuid))
+                ((search-backward uuid nil t))
+                (trailer (1- (point)))
+                (start (progn (goto-char trailer)
+                              (cdr-safe (ignore-errors (read (current-buffer))))))
+                ((integerp start))
+                (body (string-trim (buffer-substring-no-properties
+                                    (min (max start (point-min)) trailer) trailer))))
+      (if (string-empty-p body)
+          "the response body is empty"
+        (condition-case nil
+            (ignore (json-parse-string body))
+          (json-end-of-file "the response body is cut off: its JSON ends early")
+          (error nil))))))
+
+(defun mevedel-gptel--malformed (backend response &optional info)
+  "Return what is wrong with the decoded 200 RESPONSE of BACKEND, or nil.
+INFO, the request, lets an unreadable body be looked at again."
+  (cond ((not (and (consp response) (keywordp (car response))))
+         (or (and info (mevedel-gptel--unreadable-body info))
+             "the response body is not valid JSON"))
+        ((plist-get response :error)
+         (format "the response is an error: %s"
+                 (or (mevedel-gptel--error-text (plist-get response :error)) "no message")))
+        ((and (cl-typep backend 'gptel-anthropic)
+              (not (vectorp (plist-get response :content))))
+         "the response has no content")
+        ((and (cl-typep backend 'gptel-openai)
+              (not (and (vectorp (plist-get response :choices))
+                        (> (length (plist-get response :choices)) 0))))
+         "the response has no choices")))
+
+(defun mevedel-gptel--stream-end (info)
+  "Return how the stream of INFO in the current process buffer ended.
+That is `complete', `incomplete' (it closed before its end) or
+`malformed' (its end arrived, but the parser stopped before it, at an
+event it could not read); nil for backends without a known end."
+  (when-let* ((end (cdr (cl-find-if (lambda (entry) (cl-typep (plist-get info :backend) (car entry)))
+                                    mevedel-gptel--stream-ends))))
+    (let ((found (save-excursion
+                   (goto-char (point-max))
+                   (re-search-backward end nil t))))
+      (cond ((null found) 'incomplete)
+            ((< found (point)) 'complete)
+            (t 'malformed)))))
+
+(defun mevedel-gptel--stream-error ()
+  "Return the message of an error event in the current process buffer, or nil.
+Providers may report a failure inside a 200 stream (an Anthropic
+`error' event, an OpenAI-style error object) and then close it."
+  (save-excursion
+    (goto-char (point-min))
+    (when (re-search-forward "\r?\n\r?\n" nil t)
+      (let (found)
+        (while (and (not found)
+                    (re-search-forward "^\\(?:data: *\\)?\\({.*\"error\".*}\\)[ \t\r]*$" nil t))
+          (let ((object (ignore-errors
+                          (json-parse-string (match-string 1) :object-type 'plist
+                                             :null-object nil :false-object nil))))
+            (setq found (and (consp object)
+                             (mevedel-gptel--error-text (plist-get object :error))))))
+        found))))
+
+(defun mevedel-gptel--retry-after (buffer)
+  "Return the Retry-After of the response in BUFFER in seconds, or nil."
+  (with-current-buffer buffer
+    (save-excursion
+      (goto-char (point-min))
+      (let ((case-fold-search t)
+            (headers-end (save-excursion (re-search-forward "\r?\n\r?\n" nil t))))
+        (if (and headers-end
+                 (re-search-forward "^retry-after-ms:[ \t]*\\([0-9.]+\\)" headers-end t))
+            (/ (string-to-number (match-string 1)) 1000.0)
+          (goto-char (point-min))
+          (when (and headers-end
+                     (re-search-forward "^retry-after:[ \t]*\\([^\r\n]+\\)" headers-end t))
+            (let ((value (string-trim (match-string 1))))
+              (if (string-match-p "\\`[0-9]+\\(?:\\.[0-9]*\\)?\\'" value)
+                  (string-to-number value)
+                (ignore-errors
+                  (max 0 (float-time (time-subtract (date-to-time value) nil))))))))))))
+
+(defun mevedel-gptel--error-text (error)
+  "Return the provider's message in gptel's ERROR (a plist or string), or nil."
+  (let ((text (cond ((stringp error) error)
+                    ((consp error) (or (plist-get error :message)
+                                       (plist-get error :type)))
+                    (error (format "%S" error)))))
+    (and text (not (string-blank-p (format "%s" text)))
+         (string-trim (format "%s" text)))))
+
+(defun mevedel-gptel--writing-call (info)
+  "Return the words naming the tool call INFO's cut stream was writing.
+They are empty when no call was arriving."
+  (let* ((call (car (plist-get info :tool-use)))
+         (name (or (plist-get call :name)
+                   (plist-get (plist-get call :function) :name))))
+    (if (and (stringp name) (not (string-empty-p name)))
+        (format " while the model was writing a call of %s" name)
+      "")))
+
+(defun mevedel-gptel-failure (info)
+  "Return what failed in the request of INFO, or nil when nothing did.
+The result is a plist: :message (one sentence naming the failure),
+:transient (a retry may succeed) and :retry-after (seconds the
+provider asked to wait, or nil)."
+  (let* ((backend (plist-get info :backend))
+         (address (if backend (mevedel-gptel--address backend) "the backend"))
+         (stream (plist-get info :stream))
+         (exit (plist-get info :mevedel-curl-exit))
+         (status (plist-get info :http-status))
+         (failure
+          (cond
+           ((and exit (/= exit 0))
+            (pcase-let ((`(,format ,transient)
+                         (or (alist-get exit mevedel-gptel--curl-exits)
+                             (list "the request to %s failed" nil))))
+              (list :message
+                    (concat (format format (if (= exit 18)
+                                               (if stream "stream" "response")
+                                             address))
+                            (format " (curl exit %d)" exit)
+                            (if stream (mevedel-gptel--writing-call info) "")
+                            (if (memq exit '(5 6 7 28 35 60))
+                                " — check gptel-backend and the network"
+                              ""))
+                    :transient transient)))
+           ((and status (not (member status '("200" "100"))))
+            (let ((code (string-to-number status))
+                  (text (mevedel-gptel--error-text (plist-get info :error)))
+                  (reason (and (stringp (plist-get info :status))
+                               (string-match "HTTP/[.0-9]+ +[0-9]+ +\\([^()\r\n]+\\)"
+                                             (plist-get info :status))
+                               (string-trim (match-string 1 (plist-get info :status))))))
+              (when (member text mevedel-gptel--unreadable-errors)
+                (setq text nil))
+              (list :message (format "%s answered HTTP %s%s" address status
+                                     (cond (text (concat ": " text))
+                                           (reason (concat " " reason))
+                                           (t "")))
+                    :transient (or (memq code '(408 429)) (<= 500 code 599)))))
+           ((plist-get info :mevedel-malformed)
+            (list :message (format "%s (HTTP 200 from %s)"
+                                   (plist-get info :mevedel-malformed) address)))
+           ((eq (plist-get info :mevedel-stream-end) 'incomplete)
+            (list :message (concat "the stream ended before it was complete"
+                                   (if-let* ((text (plist-get info :mevedel-stream-error)))
+                                       (format " (%s reported: %s)" address text)
+                                     " (the connection closed before its last event)")
+                                   (mevedel-gptel--writing-call info))
+                  :transient t))
+           ((eq (plist-get info :mevedel-stream-end) 'malformed)
+            (list :message (format "the stream from %s held an event that is not valid JSON"
+                                   address)))
+           ((plist-get info :error)
+            (list :message (or (mevedel-gptel--error-text (plist-get info :error))
+                               "the request failed"))))))
+    (when failure
+      (let ((recovery (plist-get info :mevedel-recovery)))
+        (when (and (plist-get failure :transient) recovery
+                   (mevedel-recovery-exhausted-p recovery)
+                   (> (mevedel-recovery-retries recovery) 0))
+          (plist-put failure :message
+                     (let ((retries (mevedel-recovery-retries recovery)))
+                       (format "%s; gave up after %d %s" (plist-get failure :message)
+                               retries (if (= retries 1) "retry" "retries"))))))
+      (plist-put failure :retry-after (plist-get info :mevedel-retry-after)))))
+
+(defun mevedel-gptel--sentinel (sentinel process status)
+  "Apply gptel's SENTINEL to PROCESS and STATUS, noting how it ended.
+In a mevedel request, a transfer curl gave up on, and a 200 stream
+that closed before its end, fail here: the request moves on with the
+failure as its error instead of reading as an answer."
+  (let* ((fsm (car (alist-get process gptel--request-alist)))
+         (info (and fsm (gptel-fsm-info fsm)))
+         (buffer (process-buffer process)))
+    (if (not (and info (plist-get info :mevedel-recovery)
+                  (memq (process-status process) '(exit signal))
+                  (buffer-live-p buffer)))
+        (funcall sentinel process status)
+      (let ((exit (process-exit-status process)))
+        (plist-put info :mevedel-curl-exit exit)
+        (plist-put info :mevedel-retry-after (mevedel-gptel--retry-after buffer))
+        (when (and (plist-get info :stream) (zerop exit)
+                   (member (plist-get info :http-status) '("200" "100")))
+          (with-current-buffer buffer
+            (plist-put info :mevedel-stream-end (mevedel-gptel--stream-end info))
+            (unless (eq (plist-get info :mevedel-stream-end) 'complete)
+              (plist-put info :mevedel-stream-error (mevedel-gptel--stream-error)))))
+        (if (and (zerop exit)
+                 (memq (plist-get info :mevedel-stream-end) '(nil complete)))
+            (funcall sentinel process status)
+          (setf (alist-get process gptel--request-alist nil 'remove) nil)
+          (kill-buffer buffer)
+          (when (eq (gptel-fsm-state fsm) 'WAIT)
+            (gptel--fsm-transition fsm))
+          (plist-put info :error (plist-get (mevedel-gptel-failure info) :message))
+          (gptel--fsm-transition fsm))))))
 
 (defun mevedel-gptel-accepted-p (info)
   "Return non-nil when the backend answered the request of INFO with HTTP 200."
@@ -356,6 +801,8 @@ stop: FSM moves to ABRT itself, its callback silenced."
 (advice-add 'gptel-curl--parse-stream :around #'mevedel-gptel--parse-stream)
 (advice-add 'gptel--handle-tool-use :around #'mevedel-gptel--handle-tool-use)
 (advice-add 'gptel--accept-tool-calls :around #'mevedel-gptel--accept-tool-calls)
+(advice-add 'gptel-curl--sentinel :around #'mevedel-gptel--sentinel)
+(advice-add 'gptel-curl--stream-cleanup :around #'mevedel-gptel--sentinel)
 
 (mapc #'mevedel-gptel--register (mevedel-tool-all))
 (add-hook 'mevedel-tool-registered-functions #'mevedel-gptel--register)

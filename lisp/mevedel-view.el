@@ -234,6 +234,7 @@ knows none.")
     ('error (propertize (format "error: %s" (or (mevedel-chat-status-detail chat) "?"))
                         'face 'error))
     ('abort "aborted")
+    ('retrying (propertize (or (mevedel-chat-status-detail chat) "retrying") 'face 'warning))
     (other (format "%s" other))))
 
 ;;;; Parsing the data buffer
@@ -287,7 +288,8 @@ property; the model reads it, the transcript does not show it."
 (defun mevedel-view-segments (buffer &optional start end)
   "Return the transcript segments of data BUFFER between START and END.
 They default to the buffer's beginning and end.  Each segment is a
-plist with :type `user', `response', `tool' or `notice'."
+plist with :type `user', `response', `tool' or `notice'.  A response
+cut by a failed request has :incomplete t."
   (with-current-buffer buffer
     (save-restriction
       (widen)
@@ -306,7 +308,9 @@ plist with :type `user', `response', `tool' or `notice'."
              ((eq prop 'response)
               (if (eq (plist-get (car segments) :type) 'response)
                   (plist-put (car segments) :text (concat (plist-get (car segments) :text) text))
-                (push (list :type 'response :text text) segments)))
+                (push (list :type 'response :text text) segments))
+              (when (get-text-property pos 'mevedel-incomplete)
+                (plist-put (car segments) :incomplete t)))
              ((eq (car-safe prop) 'tool)
               (push (mevedel-view--tool-segment (cdr prop) text) segments))
              ((null prop)
@@ -363,7 +367,13 @@ plist with :type `user', `response', `tool' or `notice'."
               "\n")))
     ('response
      (mevedel-view--begin-block 'response)
-     (mevedel-view--append (concat (string-trim (plist-get segment :text)) "\n")))
+     (mevedel-view--append
+      (concat (string-trim (plist-get segment :text))
+              (if (plist-get segment :incomplete)
+                  (propertize " [incomplete: the response was cut off]"
+                              'face 'mevedel-view-warning 'mevedel-incomplete t)
+                "")
+              "\n")))
     ('notice
      (mevedel-view--begin-block 'notice)
      (mevedel-view--append
@@ -615,6 +625,12 @@ A group is a segment (:type group :id FIRST-ID :members SEGMENTS)."
             (when text (insert (mevedel-view--mark-row text (plist-get call :id))))))
         (dolist (request (mevedel-chat-pending chat))
           (insert "\n" (mevedel-view--card-text request)))
+        (when (eq (mevedel-chat-status chat) 'retrying)
+          (insert "\n" (propertize (concat "⟳ " (or (mevedel-chat-status-detail chat) "retrying")
+                                           (substitute-command-keys
+                                            " · \\<mevedel-view-mode-map>\\[mevedel-view-abort] stops"))
+                                   'face 'mevedel-view-warning 'mevedel-retry t)
+                  "\n"))
         (when (and (memq (mevedel-chat-status chat) '(waiting))
                    (not calls))
           (setq running t)
@@ -753,10 +769,13 @@ gathered: at most one every `mevedel-view--progress-delay' seconds."
     ('permission-settled
      (save-excursion (mevedel-view--render-live))
      (mevedel-view--unfocus-card))
-    ((or 'tool-results 'turn-end) (mevedel-view--render-turn))
+    ((or 'tool-results 'turn-end 'retry) (mevedel-view--render-turn))
     ('tool-updated (save-excursion (mevedel-view--refresh-row (car args))))
     ('tool-progress (mevedel-view--progress (car args)))
-    ('status (force-mode-line-update))
+    ('status
+     (when (text-property-any mevedel-view--transcript-end mevedel-view--panel 'mevedel-retry t)
+       (save-excursion (mevedel-view--render-live)))
+     (force-mode-line-update))
     ('truncated (mevedel-view-rerender)))
   (when (eq event 'turn-end)
     (mevedel-view--stop-spinner)

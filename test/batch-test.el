@@ -47,5 +47,22 @@
     (should (equal (alist-get 'opts args) '((deep))))
     (should (equal (alist-get 'messages parsed) nil))))
 
+(ert-deftest mevedel-batch:json-is-text-not-bytes ()
+  "The JSON transcript is decoded text, so printing it writes UTF-8 once."
+  (let ((json (mevedel-batch-transcript-json
+               (list :outcome "done" :answer "Größe ✓ 日本" :error nil
+                     :messages (list (list :role "user" :content (string ?a #x3fffc3 ?b)))
+                     :tool_calls nil))))
+    (should (multibyte-string-p json))
+    (should (string-search "\"answer\":\"Größe ✓ 日本\"" json))
+    (should (string-search (string ?a #xfffd ?b) json))))
+
+(ert-deftest mevedel-batch:prompt-bytes-are-read-as-utf-8 ()
+  "A prompt Emacs left as bytes (the C locale) is decoded as UTF-8."
+  (should (equal (plist-get (mevedel-batch--parse-args
+                             (list "-p" (encode-coding-string "Grüße ✓" 'utf-8)))
+                            :prompt)
+                 "Grüße ✓")))
+
 (provide 'batch-test)
 ;;; batch-test.el ends here

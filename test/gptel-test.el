@@ -288,5 +288,133 @@ backend names another host, as OpenAI-compatible servers do."
             (should (eq (plist-get event :outcome) 'repaired))))
       (mevedel-tool-repair-log-forget session))))
 
+;;;; Failures, retries and call order
+
+(defun mevedel-gptel-test--backend ()
+  "Return an OpenAI backend at api.example over HTTPS."
+  (gptel-make-openai "failure test" :host "api.example" :key "k" :models '(m)))
+
+(ert-deftest mevedel-gptel:failures-are-named-once ()
+  "Each failure is one sentence naming what failed, and whether it may pass."
+  (let ((backend (mevedel-gptel-test--backend)))
+    (cl-flet ((failure (&rest info) (mevedel-gptel-failure (append info (list :backend backend)))))
+      (let ((refused (failure :mevedel-curl-exit 7 :error "Curl failed with exit code 7.")))
+        (should (equal (plist-get refused :message)
+                       "could not connect to api.example:443: connection refused or host \
+unreachable (curl exit 7) — check gptel-backend and the network"))
+        (should (plist-get refused :transient)))
+      (let ((cut (failure :mevedel-curl-exit 18 :stream t
+                          :tool-use (list (list :id "c" :function (list :name "Read"))))))
+        (should (equal (plist-get cut :message)
+                       "the stream ended before it was complete (curl exit 18) while the \
+model was writing a call of Read"))
+        (should (plist-get cut :transient)))
+      (should (equal (plist-get (failure :mevedel-curl-exit 18) :message)
+                     "the response ended before it was complete (curl exit 18)"))
+      (let ((limited (failure :http-status "429" :mevedel-retry-after 3
+                              :error '(:type "rate_limit" :message "slow down"))))
+        (should (equal (plist-get limited :message) "api.example:443 answered HTTP 429: slow down"))
+        (should (plist-get limited :transient))
+        (should (equal (plist-get limited :retry-after) 3)))
+      (should (plist-get (failure :http-status "503") :transient))
+      (should (plist-get (failure :http-status "408") :transient))
+      (should-not (plist-get (failure :http-status "400" :error "bad") :transient))
+      (should-not (plist-get (failure :http-status "401") :transient))
+      (should-not (plist-get (failure :mevedel-curl-exit 60) :transient))
+      (let ((bad (failure :mevedel-malformed "the response body is not valid JSON")))
+        (should (equal (plist-get bad :message)
+                       "the response body is not valid JSON (HTTP 200 from api.example:443)"))
+        (should-not (plist-get bad :transient)))
+      (should (plist-get (failure :mevedel-stream-end 'incomplete) :transient))
+      (should-not (plist-get (failure :mevedel-stream-end 'malformed) :transient))
+      (should-not (failure :http-status "200")))))
+
+(ert-deftest mevedel-gptel:malformed-bodies-are-recognized ()
+  (let ((openai (mevedel-gptel-test--backend))
+        (anthropic (gptel-make-anthropic "failure test a" :key "k" :models '(m))))
+    (should (mevedel-gptel--malformed openai 'json-read-error))
+    (should (mevedel-gptel--malformed openai '(:id "x")))
+    (should (mevedel-gptel--malformed openai '(:choices [])))
+    (should-not (mevedel-gptel--malformed openai '(:choices [(:message (:content "hi"))])))
+    (should (mevedel-gptel--malformed anthropic '(:type "message")))
+    (should-not (mevedel-gptel--malformed anthropic '(:content [(:type "text" :text "hi")])))))
+
+(ert-deftest mevedel-gptel:retry-after-is-read-from-the-headers ()
+  (with-temp-buffer
+    (insert "HTTP/1.1 429 Too Many Requests\r\nretry-after: 7\r\n\r\n{}")
+    (should (equal (mevedel-gptel--retry-after (current-buffer)) 7)))
+  (with-temp-buffer
+    (insert "HTTP/1.1 503 Busy\r\nRetry-After: "
+            (format-time-string "%a, %d %b %Y %T GMT" (time-add nil 120) t)
+            "\r\n\r\n{}")
+    (should (< 100 (mevedel-gptel--retry-after (current-buffer)) 121)))
+  (with-temp-buffer
+    (insert "HTTP/1.1 500 Oops\r\n\r\nretry-after: 9 (in the body, not a header)")
+    (should-not (mevedel-gptel--retry-after (current-buffer)))))
+
+(ert-deftest mevedel-gptel:provider-words-are-kept-and-gptels-guesses-dropped ()
+  "An error body the provider wrote is quoted; one gptel could not read is not."
+  (let ((backend (mevedel-gptel-test--backend)))
+    (should (equal (plist-get (mevedel-gptel-failure
+                               (list :backend backend :http-status "502"
+                                     :status "(HTTP/1.1 502 Bad Gateway) Malformed JSON in response."
+                                     :error "Malformed JSON in response"))
+                              :message)
+                   "api.example:443 answered HTTP 502 Bad Gateway"))
+    (should (equal (mevedel-gptel--malformed backend '(:error (:message "quota exceeded")))
+                   "the response is an error: quota exceeded"))
+    (should (equal (plist-get (mevedel-gptel-failure
+                               (list :backend backend :stream t :mevedel-stream-end 'incomplete
+                                     :mevedel-stream-error "Overloaded"))
+                              :message)
+                   "the stream ended before it was complete (api.example:443 reported: Overloaded)"))
+    (with-temp-buffer
+      (insert "HTTP/1.1 200 OK\r\n\r\nevent: message_start\ndata: {\"type\":\"message_start\"}\n\n"
+              "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
+              "\"message\":\"Overloaded\"}}\n\n")
+      (should (equal (mevedel-gptel--stream-error) "Overloaded")))
+    (with-temp-buffer
+      (insert "HTTP/1.1 200 OK\r\n\r\ndata: {\"choices\":[{\"delta\":{\"content\":\"an \\\"error\\\" here\"}}]}\n\n")
+      (should-not (mevedel-gptel--stream-error)))
+    (with-temp-buffer
+      (insert "HTTP/1.1 429 Too Many\r\nretry-after-ms: 1500\r\nretry-after: 9\r\n\r\n{}")
+      (should (equal (mevedel-gptel--retry-after (current-buffer)) 1.5)))))
+
+(ert-deftest mevedel-gptel:calls-and-their-echo-go-back-in-call-order ()
+  "A response parsed newest first is answered and echoed in the model's order."
+  (let* ((a (list :id "a" :name "Read")) (b (list :id "b" :name "Read"))
+         (c (list :id "c" :name "Read"))
+         (openai-echo (list :role "assistant" :tool_calls (vector (list :id "c") (list :id "b")
+                                                                  (list :id "a"))))
+         (anthropic-echo (list :role "assistant"
+                               :content (vector (list :type "text" :text "hi")
+                                                (list :type "tool_use" :id "b")
+                                                (list :type "tool_use" :id "a"))))
+         (fsm (gptel-make-fsm
+               :info (list :mevedel-call-order '("a" "b" "c") :tool-use (list c b a)
+                           :data (list :messages (vector '(:role "user") openai-echo))))))
+    (mevedel-gptel--order-calls fsm)
+    (should (equal (mapcar (lambda (r) (plist-get r :id)) (plist-get (gptel-fsm-info fsm) :tool-use))
+                   '("a" "b" "c")))
+    (should (equal (mapcar (lambda (r) (plist-get r :id)) (plist-get openai-echo :tool_calls))
+                   '("a" "b" "c")))
+    (setf (gptel-fsm-info fsm) (list :mevedel-call-order '("a" "b") :tool-use (list b a)
+                                     :data (list :messages (vector anthropic-echo))))
+    (mevedel-gptel--order-calls fsm)
+    (should (equal (mapcar (lambda (r) (or (plist-get r :id) (plist-get r :type)))
+                           (plist-get anthropic-echo :content))
+                   '("text" "a" "b")))))
+
+(ert-deftest mevedel-gptel:turn-state-machine-can-retry ()
+  "A turn's table leaves TYPE for RTRY first, and RTRY goes back to WAIT."
+  (let* ((fsm (mevedel-gptel-send-fsm nil))
+         (table (gptel-fsm-table fsm)))
+    (should (eq (cdr (car (alist-get 'TYPE table))) 'RTRY))
+    (should (equal (alist-get 'RTRY table) '((t . WAIT))))
+    (should (memq #'mevedel-gptel--retry (alist-get 'RTRY (gptel-fsm-handlers fsm))))
+    (should-not (memq #'gptel--handle-error (alist-get 'ERRS (gptel-fsm-handlers fsm))))
+    ;; gptel's own table is left alone.
+    (should-not (assq 'RTRY gptel-send--transitions))))
+
 (provide 'gptel-test)
 ;;; gptel-test.el ends here

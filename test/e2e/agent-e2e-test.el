@@ -66,7 +66,7 @@
 (ert-deftest mevedel-e2e:mail-of-a-failed-request-stays-unread ()
   "A record carried by a failed request is unread afterwards; a success delivers it once."
   (agent-e2e--with-chat (chat server store)
-      '(((error . ((status . 500) (message . "overloaded"))))
+      '(((error . ((status . 400) (message . "rejected"))))
         ((expect . ((user_contains . "late-output-7"))) (text . "Read it."))
         ((text . "Nothing new.")))
     (agent-e2e--post store)
@@ -98,7 +98,7 @@
 (ert-deftest mevedel-e2e:failed-or-aborted-turn-starts-no-background-turn ()
   "With a wake pending, neither a failed nor an aborted turn starts a background turn."
   (agent-e2e--with-chat (chat server store)
-      '(((error . ((status . 500) (message . "overloaded"))))
+      '(((error . ((status . 400) (message . "rejected"))))
         ((text . "unused")))
     (let ((turns 0)
           (id (agent-e2e--post store)))

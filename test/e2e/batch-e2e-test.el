@@ -108,10 +108,10 @@ FILES populate the workspace.  Return (STATUS STDOUT STDERR LOG)."
     (should (equal stdout "The answer is 42.\n"))))
 
 (ert-deftest mevedel-batch:model-error-exits-non-zero ()
-  "A failing request exits with status 1; --json still prints valid JSON."
+  "A request failing for good exits with status 1; --json still prints valid JSON."
   (pcase-let ((`(,status ,stdout ,stderr ,_log)
                (mevedel-batch-test--run
-                :steps '(((error . ((status . 500) (message . "backend exploded")))))
+                :steps '(((error . ((status . 400) (message . "backend exploded")))))
                 :args '("-p" "Hello" "--json"))))
     (should (eql status 1))
     (let ((json (json-parse-string stdout :object-type 'alist :null-object nil)))

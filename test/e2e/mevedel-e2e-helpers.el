@@ -137,6 +137,89 @@ streamed chunks.  Return a plist: :outcome :log :rows :transcript :rich-transcri
       (delete-file script)
       (delete-directory root t))))
 
+(defun mevedel-e2e-free-port ()
+  "Return a loopback TCP port nothing listens on (it was just free)."
+  (let* ((server (make-network-process :name "mevedel-e2e-port" :server t
+                                       :host "127.0.0.1" :service t :noquery t))
+         (port (process-contact server :service)))
+    (delete-process server)
+    port))
+
+(defun mevedel-e2e-headless-config (port wire stream settings)
+  "Write an init file pointing gptel at 127.0.0.1:PORT; return its name.
+WIRE and STREAM choose the backend; SETTINGS are forms evaluated after."
+  (let ((file (make-temp-file "mevedel-e2e-init" nil ".el")))
+    (with-temp-file file
+      (prin1 `(progn
+                (require 'gptel)
+                (require 'gptel-openai)
+                (require 'gptel-anthropic)
+                (setq gptel-model 'scripted-model
+                      gptel-stream ,stream
+                      gptel-backend
+                      (,(if (eq wire 'openai) 'gptel-make-openai 'gptel-make-anthropic)
+                       "headless scripted"
+                       :host ,(format "127.0.0.1:%d" port)
+                       :protocol "http"
+                       :endpoint ,(if (eq wire 'openai) "/v1/chat/completions" "/v1/messages")
+                       :stream ,stream :key "scripted" :models '(scripted-model)
+                       :curl-args '("--noproxy" "127.0.0.1")))
+                ,@settings)
+             (current-buffer)))
+    file))
+
+(cl-defun mevedel-e2e-headless (&key steps files (wire 'openai) (stream t) args settings
+                                      env port (delay 0.001))
+  "Run bin/mevedel with ARGS against a scripted server replaying STEPS.
+FILES populate the workspace; WIRE and STREAM choose the backend;
+SETTINGS are Lisp forms the init file evaluates last; ENV entries
+\(\"NAME=VALUE\") go into the environment.  PORT, when given, is where
+the backend is said to be instead of the server's port.  Return a
+plist: :status, :stdout (decoded as UTF-8), :stdout-valid (non-nil when
+stdout was valid UTF-8), :stderr, :log, :root and :port."
+  (mevedel-e2e-require-python)
+  (let* ((root (mevedel-e2e-workspace files))
+         (script (mevedel-e2e-write-script steps))
+         (server (mevedel-scripted-model-start script :vars `(("root" . ,root)) :delay delay))
+         (port (or port (mevedel-scripted-model-port server)))
+         (init (mevedel-e2e-headless-config port wire stream settings))
+         (stderr (make-temp-file "mevedel-e2e-stderr")))
+    (unwind-protect
+        (with-temp-buffer
+          (set-buffer-multibyte nil)
+          (let* ((process-environment
+                  (append env (list (concat "EMACS=" (expand-file-name invocation-name
+                                                                       invocation-directory)))
+                          process-environment))
+                 (coding-system-for-read 'binary)
+                 (status (apply #'call-process
+                                (expand-file-name "bin/mevedel" mevedel-test-root)
+                                nil (list t stderr) nil
+                                (append (list "--config" init "--dir" root) args)))
+                 (bytes (buffer-string))
+                 (text (decode-coding-string bytes 'utf-8)))
+            (list :status status
+                  :stdout text
+                  :stdout-valid (and (not (cl-some (lambda (char) (> char #x3fff7f)) text))
+                                     (equal (encode-coding-string text 'utf-8) bytes))
+                  :stderr (with-temp-buffer
+                            (let ((coding-system-for-read 'utf-8))
+                              (insert-file-contents stderr))
+                            (buffer-string))
+                  :log (mevedel-scripted-model-log server)
+                  :root root :port port)))
+      (mevedel-scripted-model-stop server)
+      (dolist (file (list init script stderr)) (delete-file file))
+      (delete-directory root t))))
+
+(defun mevedel-e2e-json (run)
+  "Return the JSON transcript RUN (from `mevedel-e2e-headless') printed."
+  (condition-case err
+      (json-parse-string (plist-get run :stdout) :object-type 'alist :array-type 'list
+                         :null-object nil :false-object nil)
+    (error (ert-fail (format "Not JSON (%S): %s\nstderr: %s"
+                             err (plist-get run :stdout) (plist-get run :stderr))))))
+
 (defmacro mevedel-e2e-deftest-matrix (name doc args &rest body)
   "Define NAME-WIRE-stream and NAME-WIRE-plain tests for every wire format.
 DOC is the docstring.  ARGS is (WIRE STREAM): BODY runs with them bound."

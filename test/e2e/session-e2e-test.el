@@ -423,12 +423,14 @@ at its start, when tool results arrive and at its end."
 ;;;; Errors
 
 (ert-deftest mevedel-e2e:request-error-ends-turn ()
-  "An HTTP error from the model ends the turn with an error notice."
+  "An HTTP error that will not pass (400) ends the turn with an error notice."
   (let ((run (mevedel-e2e-run
               :wire 'openai :stream t :prompt "Hello"
-              :steps '(((error . ((status . 500) (message . "model overloaded"))))))))
+              :steps '(((error . ((status . 400) (message . "no such model"))))))))
     (should (eq (plist-get run :outcome) 'error))
-    (should (string-match-p "Request failed:.*model overloaded" (plist-get run :transcript)))))
+    (should (= (length (plist-get run :log)) 1))
+    (should (string-match-p "Request failed: 127\\.0\\.0\\.1:[0-9]+ answered HTTP 400: no such model"
+                            (plist-get run :transcript)))))
 
 (provide 'session-e2e-test)
 ;;; session-e2e-test.el ends here

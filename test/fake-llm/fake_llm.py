@@ -17,20 +17,43 @@ Script (JSON; "repeat": true starts over after the last step):
                       "id": "call_read"}]},          # id optional
      {"expect": {"results": [{"contains": "hello"}]},   # optional checks
       "text": "The file says hello."},
-     {"error": {"status": 500, "message": "overloaded"}}
+     {"error": {"status": 429, "message": "slow down", "retry_after": 1}},
+     {"fault": "close_mid_stream", "text": "Half an ans", "times": 2}
   ]}
 
 A step answers with text (optionally preceded by "text" before tool calls),
-with tool calls, or with an HTTP error.  Each request after a tool-call step
-must carry one result per call of that step, identified by the IDs the
-server handed out; missing, duplicated, unknown or mismatched results are
-"mismatches".  "expect.results" (in call order) may add "contains" /
+with tool calls, with an HTTP error ("retry_after" adds a Retry-After
+header), or with a broken response, its "fault":
+
+  malformed          200 whose body (streaming: its second event) is not JSON
+  truncated_json     200 whose JSON is cut; Content-Length matches (curl exit 0);
+                     streaming: as truncated_stream
+  truncated_stream   the response (text and tool calls) cut after "cut_after"
+                     events, or half of them, then a clean close (curl exit 0);
+                     not streaming: as truncated_json
+  close_mid_stream   as truncated_stream, but Content-Length promised more, so
+                     the client sees the connection close early (curl exit 18)
+  reset              the connection closes before any response (curl exit 52)
+  stall              nothing is sent for "seconds" (default 30), then the
+                     connection closes (a client timeout fires first)
+
+"times": N serves an error or fault step N times in a row (N failures, then
+the next step), so retries can be counted.  Error and fault steps hand out
+no calls: the request after them is checked against the last tool-call
+step, as its retry.
+
+Each request after a tool-call step must carry one result per call of that
+step, identified by the IDs the server handed out; missing, duplicated, unknown or mismatched results, and
+results or echoed assistant calls out of the order the server gave the calls
+in, are "mismatches".  "expect.results" (in call order) may add "contains" /
 "is_error" checks per result, "expect.user_contains" checks the latest user
 text.  A mismatch is logged and answered with HTTP 409, so a client under
 test fails loudly.
 
 Every request is appended to the JSON-lines log (--log): its path, body,
-the step served, the tool-call IDs handed out and any mismatches.
+arrival time ("t", seconds since the epoch), the step served, the fault or
+error served, the tool-call IDs handed out, the result IDs and echoed call
+IDs it carried (in its order) and any mismatches.
 "{{name}}" placeholders in the script are replaced by --var name=value.
 
 The server binds 127.0.0.1 on a free port (or --port), prints "PORT <n>"
@@ -48,6 +71,10 @@ import uuid
 
 class ScriptError(Exception):
     """The script itself is malformed."""
+
+
+FAULTS = ("malformed", "truncated_json", "truncated_stream", "close_mid_stream", "reset",
+          "stall")
 
 
 def substitute(value, variables):
@@ -73,8 +100,10 @@ def load_script(path, variables):
     for index, step in enumerate(steps):
         if not isinstance(step, dict):
             raise ScriptError(f"{path}: step {index} is not an object")
-        if not any(key in step for key in ("text", "tool_calls", "error")):
-            raise ScriptError(f"{path}: step {index} has no text, tool_calls or error")
+        if not any(key in step for key in ("text", "tool_calls", "error", "fault")):
+            raise ScriptError(f"{path}: step {index} has no text, tool_calls, error or fault")
+        if "fault" in step and step["fault"] not in FAULTS:
+            raise ScriptError(f"{path}: step {index} has an unknown fault {step['fault']!r}")
         for call in step.get("tool_calls", []):
             if not isinstance(call, dict) or "name" not in call:
                 raise ScriptError(f"{path}: step {index} has a tool call without a name")
@@ -94,18 +123,23 @@ def chunks_of(text, parts):
 
 
 def openai_results(body):
-    """Return (results, user_text) of the last turn of an OpenAI request.
+    """Return (results, user_text, echo) of the last turn of an OpenAI request.
 
     RESULTS lists (id, content, is_error) of the tool messages after the
-    last assistant message; USER_TEXT is the latest user message's text.
+    last assistant message; USER_TEXT is the latest user message's text;
+    ECHO the IDs of the tool calls of the assistant message before them
+    (None without one).
     """
     messages = body.get("messages") or []
     results = []
+    echo = None
     for message in reversed(messages):
         role = message.get("role")
         if role == "tool":
             results.append((message.get("tool_call_id"), text_of(message.get("content")), None))
         else:
+            if role == "assistant" and results:
+                echo = [call.get("id") for call in message.get("tool_calls") or []]
             break
     results.reverse()
     user_text = ""
@@ -113,19 +147,24 @@ def openai_results(body):
         if message.get("role") == "user":
             user_text = text_of(message.get("content"))
             break
-    return results, user_text
+    return results, user_text, echo
 
 
 def anthropic_results(body):
-    """Return (results, user_text) of the last turn of an Anthropic request."""
+    """Return (results, user_text, echo) of the last turn of an Anthropic request."""
     messages = body.get("messages") or []
     results = []
     user_text = ""
     # Trailing user messages may hold tool_result blocks (gptel sends one
     # user message per batch; a restored transcript may split them).
     tail = []
+    echo = None
     for message in reversed(messages):
         if message.get("role") != "user":
+            content = message.get("content")
+            if message.get("role") == "assistant" and isinstance(content, list):
+                echo = [block.get("id") for block in content
+                        if isinstance(block, dict) and block.get("type") == "tool_use"]
             break
         tail.append(message)
     tail.reverse()
@@ -149,7 +188,9 @@ def anthropic_results(body):
             if texts:
                 user_text = "".join(texts)
                 break
-    return results, user_text
+    if not results:
+        echo = None
+    return results, user_text, echo
 
 
 def text_of(content):
@@ -164,10 +205,14 @@ def text_of(content):
     return json.dumps(content)
 
 
-def check_request(expected_ids, results, user_text, expect):
+def check_request(expected_ids, results, user_text, expect, echo=None):
     """Return the list of mismatches between a request and its expectations."""
     problems = []
     ids = [result[0] for result in results]
+    if expected_ids is not None and sorted(ids) == sorted(expected_ids) and ids != expected_ids:
+        problems.append(f"tool results in the order {ids}, not the calls' order {expected_ids}")
+    if expected_ids is not None and echo is not None and echo != expected_ids:
+        problems.append(f"echoed assistant calls {echo}, not the calls {expected_ids} in order")
     if expected_ids is not None:
         for call_id in expected_ids:
             count = ids.count(call_id)
@@ -219,6 +264,7 @@ class State:
         self.lock = threading.Lock()
         self.position = 0
         self.pending_ids = None  # IDs of the last tool-call step served
+        self.served = 0  # times the current step was served ("times")
         self.requests = 0
 
     def log(self, entry):
@@ -271,19 +317,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.send_error_response(wire, 409, f"script exhausted after {index} steps")
                 return
             step = state.steps[index]
-            results, user_text = (openai_results(body) if wire == "openai"
-                                  else anthropic_results(body))
+            results, user_text, echo = (openai_results(body) if wire == "openai"
+                                        else anthropic_results(body))
             problems = check_request(state.pending_ids, results, user_text,
-                                     step.get("expect") or {})
+                                     step.get("expect") or {}, echo)
+            entry["t"] = time.time()
             entry["step"] = index
             entry["results"] = [{"id": r[0], "content": r[1][:2000], "is_error": r[2]}
                                 for r in results]
+            entry["echo_ids"] = echo
             entry["mismatches"] = problems
             if problems:
                 state.log(entry)
                 self.send_error_response(wire, 409, "; ".join(problems))
                 return
-            state.position += 1
+            failing = "error" in step or "fault" in step
+            state.served += 1
+            if state.served >= int(step.get("times", 1)):
+                state.position += 1
+                state.served = 0
             calls = []
             for position, call in enumerate(step.get("tool_calls", [])):
                 prefix = "call_" if wire == "openai" else "toolu_"
@@ -291,49 +343,93 @@ class Handler(http.server.BaseHTTPRequestHandler):
                               f"{prefix}{index}_{position}_{uuid.uuid4().hex[:8]}",
                               "name": call["name"],
                               "arguments": call.get("arguments", {})})
-            state.pending_ids = [call["id"] for call in calls] if calls else None
-            entry["served_tool_ids"] = [call["id"] for call in calls]
+            if failing:
+                entry["served_tool_ids"] = []
+                entry["fault"] = step.get("fault") or f"http {step['error'].get('status', 500)}"
+            else:
+                state.pending_ids = [call["id"] for call in calls] if calls else None
+                entry["served_tool_ids"] = [call["id"] for call in calls]
             state.log(entry)
         if "error" in step:
             error = step["error"]
+            headers = {}
+            if "retry_after" in error:
+                headers["Retry-After"] = str(error["retry_after"])
             self.send_error_response(wire, int(error.get("status", 500)),
-                                     error.get("message", "scripted error"))
+                                     error.get("message", "scripted error"), headers)
+            return
+        fault = step.get("fault")
+        if fault == "stall":
+            time.sleep(float(step.get("seconds", 30)))
+        if fault in ("reset", "stall"):
+            self.close_connection = True
             return
         model = body.get("model") or "fake-model"
         text = step.get("text")
         stream = body.get("stream") is True
-        if wire == "openai":
-            if stream:
-                self.stream_openai(model, text, calls)
-            else:
-                self.send_json(200, openai_message(model, text, calls))
-        elif stream:
-            self.stream_anthropic(model, text, calls)
+        if stream:
+            events = (openai_events if wire == "openai" else anthropic_events)(model, text, calls)
+            self.send_stream(events, fault, step.get("cut_after"))
         else:
-            self.send_json(200, anthropic_message(model, text, calls))
+            payload = (openai_message if wire == "openai" else anthropic_message)(model, text, calls)
+            self.send_body(json.dumps(payload).encode("utf-8"), fault)
 
     # -- plumbing
 
-    def send_json(self, status, payload):
+    def send_json(self, status, payload, headers=None):
         data = json.dumps(payload).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
-    def send_error_response(self, wire, status, message):
+    def send_error_response(self, wire, status, message, headers=None):
         if wire == "openai":
             payload = {"error": {"message": message, "type": "fake_llm_error"}}
         else:
             payload = {"type": "error", "error": {"type": "fake_llm_error", "message": message}}
-        self.send_json(status, payload)
+        self.send_json(status, payload, headers)
 
-    def start_stream(self):
+    def send_body(self, data, fault):
+        """Send the 200 body DATA, broken as FAULT says."""
+        promised = len(data)
+        if fault == "malformed":
+            data = b"<html>upstream said: this is not JSON {"
+            promised = len(data)
+        elif fault in ("truncated_json", "truncated_stream"):
+            data = data[:len(data) // 2]
+            promised = len(data)
+        elif fault == "close_mid_stream":
+            data = data[:len(data) // 2]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(promised))
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+        self.close_connection = True
+
+    def send_stream(self, events, fault, cut_after):
+        """Stream EVENTS (SSE strings), cut as FAULT says after CUT_AFTER events."""
+        if fault in ("truncated_stream", "close_mid_stream", "truncated_json"):
+            events = events[:int(cut_after) if cut_after is not None else len(events) // 2]
+        elif fault == "malformed":
+            bad = "data: {this is not json\n\n"
+            if events[0].startswith("event:"):
+                bad = "event: content_block_delta\n" + bad
+            events = events[:1] + [bad] + events[1:]
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
+        if fault == "close_mid_stream":
+            self.send_header("Content-Length", "10000000")
         self.end_headers()
+        for event in events:
+            self.emit(event)
+        self.close_connection = True
 
     def emit(self, text):
         self.wfile.write(text.encode("utf-8"))
@@ -341,65 +437,71 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.server.state.delay:
             time.sleep(self.server.state.delay)
 
-    def stream_openai(self, model, text, calls):
-        self.start_stream()
-        ident = f"chatcmpl-{uuid.uuid4().hex[:12]}"
 
-        def chunk(delta, finish=None, usage=None):
-            payload = {"id": ident, "object": "chat.completion.chunk", "created": int(time.time()),
-                       "model": model,
-                       "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-            if usage is not None:
-                payload["choices"] = []
-                payload["usage"] = usage
-            self.emit("data: " + json.dumps(payload) + "\n\n")
+def openai_events(model, text, calls):
+    """Return the SSE events of a streamed OpenAI chat completion."""
+    ident = f"chatcmpl-{uuid.uuid4().hex[:12]}"
+    events = []
 
-        chunk({"role": "assistant", "content": ""})
-        if text:
-            for piece in chunks_of(text, max(4, len(text) // 12)):
-                chunk({"content": piece})
-        for position, call in enumerate(calls):
-            arguments = json.dumps(call["arguments"])
-            chunk({"tool_calls": [{"index": position, "id": call["id"], "type": "function",
-                                   "function": {"name": call["name"], "arguments": ""}}]})
-            for piece in chunks_of(arguments, 3):
-                chunk({"tool_calls": [{"index": position, "function": {"arguments": piece}}]})
-        chunk({}, finish="tool_calls" if calls else "stop")
-        chunk({}, usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})
-        self.emit("data: [DONE]\n\n")
+    def chunk(delta, finish=None, usage=None):
+        payload = {"id": ident, "object": "chat.completion.chunk", "created": int(time.time()),
+                   "model": model,
+                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        if usage is not None:
+            payload["choices"] = []
+            payload["usage"] = usage
+        events.append("data: " + json.dumps(payload) + "\n\n")
 
-    def stream_anthropic(self, model, text, calls):
-        self.start_stream()
+    chunk({"role": "assistant", "content": ""})
+    if text:
+        for piece in chunks_of(text, max(4, len(text) // 12)):
+            chunk({"content": piece})
+    for position, call in enumerate(calls):
+        arguments = json.dumps(call["arguments"])
+        chunk({"tool_calls": [{"index": position, "id": call["id"], "type": "function",
+                               "function": {"name": call["name"], "arguments": ""}}]})
+        for piece in chunks_of(arguments, 3):
+            chunk({"tool_calls": [{"index": position, "function": {"arguments": piece}}]})
+    chunk({}, finish="tool_calls" if calls else "stop")
+    chunk({}, usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})
+    events.append("data: [DONE]\n\n")
+    return events
 
-        def event(name, payload):
-            payload = dict(payload, type=name)
-            self.emit(f"event: {name}\ndata: {json.dumps(payload)}\n\n")
 
-        event("message_start", {"message": {
-            "id": f"msg_{uuid.uuid4().hex[:12]}", "type": "message", "role": "assistant",
-            "model": model, "content": [], "stop_reason": None,
-            "usage": {"input_tokens": 10, "output_tokens": 1}}})
-        index = 0
-        if text:
-            event("content_block_start", {"index": index,
-                                          "content_block": {"type": "text", "text": ""}})
-            for piece in chunks_of(text, max(4, len(text) // 12)):
-                event("content_block_delta", {"index": index,
-                                              "delta": {"type": "text_delta", "text": piece}})
-            event("content_block_stop", {"index": index})
-            index += 1
-        for call in calls:
-            event("content_block_start", {"index": index, "content_block": {
-                "type": "tool_use", "id": call["id"], "name": call["name"], "input": {}}})
-            for piece in chunks_of(json.dumps(call["arguments"]), 3):
-                event("content_block_delta", {"index": index, "delta": {
-                    "type": "input_json_delta", "partial_json": piece}})
-            event("content_block_stop", {"index": index})
-            index += 1
-        event("message_delta", {"delta": {"stop_reason": "tool_use" if calls else "end_turn",
-                                          "stop_sequence": None},
-                                "usage": {"output_tokens": 5}})
-        event("message_stop", {})
+def anthropic_events(model, text, calls):
+    """Return the SSE events of a streamed Anthropic message."""
+    events = []
+
+    def event(name, payload):
+        payload = dict(payload, type=name)
+        events.append(f"event: {name}\ndata: {json.dumps(payload)}\n\n")
+
+    event("message_start", {"message": {
+        "id": f"msg_{uuid.uuid4().hex[:12]}", "type": "message", "role": "assistant",
+        "model": model, "content": [], "stop_reason": None,
+        "usage": {"input_tokens": 10, "output_tokens": 1}}})
+    index = 0
+    if text:
+        event("content_block_start", {"index": index,
+                                      "content_block": {"type": "text", "text": ""}})
+        for piece in chunks_of(text, max(4, len(text) // 12)):
+            event("content_block_delta", {"index": index,
+                                          "delta": {"type": "text_delta", "text": piece}})
+        event("content_block_stop", {"index": index})
+        index += 1
+    for call in calls:
+        event("content_block_start", {"index": index, "content_block": {
+            "type": "tool_use", "id": call["id"], "name": call["name"], "input": {}}})
+        for piece in chunks_of(json.dumps(call["arguments"]), 3):
+            event("content_block_delta", {"index": index, "delta": {
+                "type": "input_json_delta", "partial_json": piece}})
+        event("content_block_stop", {"index": index})
+        index += 1
+    event("message_delta", {"delta": {"stop_reason": "tool_use" if calls else "end_turn",
+                                      "stop_sequence": None},
+                            "usage": {"output_tokens": 5}})
+    event("message_stop", {})
+    return events
 
 
 def openai_message(model, text, calls):

@@ -103,6 +103,78 @@ class AnthropicTest(ServerCase):
         self.assertEqual(status, 409)
 
 
+def raw_post(port, path, body):
+    """POST BODY; return (status line, headers and body bytes) or the error."""
+    import socket
+    data = json.dumps(body).encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
+        chunks = []
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class FaultTest(ServerCase):
+    steps = [{"tool_calls": [{"name": "Read", "arguments": {}, "id": "call_a"},
+                             {"name": "Read", "arguments": {}, "id": "call_b"}]},
+             {"error": {"status": 429, "message": "slow down", "retry_after": 1}, "times": 2},
+             {"fault": "malformed"},
+             {"fault": "truncated_json"},
+             {"fault": "close_mid_stream", "text": "Half of an answer"},
+             {"fault": "reset"},
+             {"text": "done"}]
+
+    def test_faults_in_order_and_results_kept_pending(self):
+        answered = [{"role": "assistant", "tool_calls": [{"id": "call_a"}, {"id": "call_b"}]},
+                    {"role": "tool", "tool_call_id": "call_a", "content": "one"},
+                    {"role": "tool", "tool_call_id": "call_b", "content": "two"}]
+        path = "/v1/chat/completions"
+        self.assertEqual(post(self.port, path, {"model": "m", "messages": []})[0], 200)
+        # Results out of order, or an echo out of order: mismatches.
+        status, text = post(self.port, path, {"model": "m", "messages": [
+            answered[0], answered[2], answered[1]]})
+        self.assertEqual(status, 409)
+        self.assertIn("not the calls' order", text)
+        status, text = post(self.port, path, {"model": "m", "messages": [
+            {"role": "assistant", "tool_calls": [{"id": "call_b"}, {"id": "call_a"}]},
+            answered[1], answered[2]]})
+        self.assertEqual(status, 409)
+        self.assertIn("echoed assistant calls", text)
+        for _ in range(2):
+            reply = raw_post(self.port, path, {"model": "m", "messages": answered})
+            self.assertIn(b" 429 ", reply.split(b"\r\n")[0])
+            self.assertIn(b"Retry-After: 1\r\n", reply)
+        reply = raw_post(self.port, path, {"model": "m", "messages": answered})
+        body = reply.split(b"\r\n\r\n", 1)[1]
+        with self.assertRaises(ValueError):
+            json.loads(body)
+        reply = raw_post(self.port, path, {"model": "m", "messages": answered})
+        head, body = reply.split(b"\r\n\r\n", 1)
+        self.assertIn(f"Content-Length: {len(body)}".encode(), head)
+        with self.assertRaises(ValueError):
+            json.loads(body)
+        reply = raw_post(self.port, path, {"model": "m", "stream": True, "messages": answered})
+        head, body = reply.split(b"\r\n\r\n", 1)
+        self.assertIn(b"Content-Length: 10000000", head)
+        self.assertIn(b"Half", body)
+        self.assertNotIn(b"[DONE]", body)
+        self.assertEqual(raw_post(self.port, path, {"model": "m", "messages": answered}), b"")
+        status, text = post(self.port, path, {"model": "m", "messages": answered})
+        self.assertEqual(status, 200, text)
+        entries = self.log_entries()
+        self.assertEqual([e.get("fault") for e in entries[3:]],
+                         ["http 429", "http 429", "malformed", "truncated_json",
+                          "close_mid_stream", "reset", None])
+        self.assertEqual([e["mismatches"] for e in entries[3:]], [[]] * 7)
+        self.assertEqual(entries[-1]["echo_ids"], ["call_a", "call_b"])
+        self.assertGreater(entries[4]["t"], entries[3]["t"])
+
+
 class ScriptTest(unittest.TestCase):
     def test_variables_and_validation(self):
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
