@@ -38,7 +38,7 @@ Zero turns retries off: every failure ends the turn."
   "Seconds before the first retry; each further retry waits twice as long."
   :type 'number)
 
-(defcustom mevedel-recovery-max-delay 32.0
+(defcustom mevedel-recovery-max-delay 8.0
   "Longest pause between two attempts, in seconds, before jitter.
 A provider's Retry-After may ask for longer; it is honoured."
   :type 'number)
