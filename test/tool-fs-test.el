@@ -157,6 +157,48 @@ Binds `ws', `session' and `outside' (directory names)."
                                                                '(:file_path "work://x"))))))
       (delete-directory ws t))))
 
+;;;; Special files
+
+(defun mevedel-tool-fs-test--threads ()
+  "Return how many threads this Emacs has."
+  (length (directory-files "/proc/self/task" nil "\\`[0-9]+\\'")))
+
+(ert-deftest mevedel-tool-fs:special-files-never-block ()
+  (mevedel-tool-fs-test--with-workspace
+    (let* ((fifo (expand-file-name "pipe" ws))
+           (socket (expand-file-name "sock" ws))
+           (server (progn
+                     (should (eql 0 (call-process "mkfifo" nil nil nil fifo)))
+                     (make-network-process :name "mevedel-fs-test-socket" :server t
+                                           :family 'local :service socket :noquery t)))
+           (cases `((,#'mevedel-tool-fs-read (:file_path ,fifo) "not a regular file")
+                    (,#'mevedel-tool-fs-read (:file_path "pipe") "not a regular file")
+                    (,#'mevedel-tool-fs-read (:file_path ,socket) "not a regular file")
+                    (,#'mevedel-tool-fs-read (:file_path "/dev/zero") "not a regular file")
+                    (,#'mevedel-tool-fs-grep (:pattern "x" :path ,fifo) "not a regular file")
+                    (,#'mevedel-tool-fs-grep (:pattern "x" :path "/dev/zero")
+                                             "not a regular file"))))
+      (unwind-protect
+          (let ((before nil))
+            ;; Each call settles (the helper waits a bounded time), as an
+            ;; error naming the file's kind.
+            (pcase-dolist (`(,handler ,args ,expected) cases)
+              (should (string-match-p expected (mevedel-tool-fs-test--err handler args))))
+            ;; A directory holding them is searched and listed past them.
+            (should (string-match-p "a\\.el" (mevedel-tool-fs-test--ok
+                                               #'mevedel-tool-fs-grep
+                                               (list :pattern "defun" :path ws))))
+            (let ((listed (mevedel-tool-fs-test--ok #'mevedel-tool-fs-glob
+                                                    (list :pattern "*" :path ws))))
+              (should (string-match-p "a\\.el" listed))
+              (should-not (string-match-p "pipe\\|sock" listed)))
+            (setq before (mevedel-tool-fs-test--threads))
+            (dotimes (i 100)
+              (pcase-let ((`(,handler ,args ,_) (nth (% i (length cases)) cases)))
+                (mevedel-tool-fs-test--err handler args)))
+            (should (= (mevedel-tool-fs-test--threads) before)))
+        (delete-process server)))))
+
 ;;;; Read
 
 (ert-deftest mevedel-tool-fs:read-families-and-paths ()

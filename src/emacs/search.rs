@@ -35,11 +35,18 @@ fn plan(
         Some(a) => Plan::for_attempt(&a).or_signal(env),
         None => {
             let path = PathBuf::from(path.unwrap_or_default());
-            if !path.exists() {
+            let problem = match std::fs::metadata(&path) {
+                Err(_) => Some("does not exist"),
+                Ok(m) if !m.is_file() && !m.is_dir() => {
+                    Some("is not a regular file or directory (a FIFO, socket or device)")
+                }
+                Ok(_) => None,
+            };
+            if let Some(problem) = problem {
                 let shown = display.unwrap_or_default();
                 return Err(Error::new(
                     ErrorKind::Search,
-                    format!("`{shown}` does not exist"),
+                    format!("`{shown}` {problem}"),
                 ))
                 .or_signal(env);
             }

@@ -37,6 +37,39 @@ fn media_kind(name: &str) -> Option<&'static str> {
     })
 }
 
+/// Most bytes read from a file under `/proc` or `/sys`: their sizes say
+/// 0 and some never end.
+const PSEUDO_FILE_LIMIT: u64 = 16 * 1024 * 1024;
+
+/// Open PATH for reading if it is a regular file, else fail at once with
+/// `InvalidInput` ("not a regular file"). A FIFO, socket or device is
+/// never opened in a way that could block or act (a FIFO without a writer
+/// would block `open`, a tape device rewinds): the type is checked before
+/// opening, and again on the open file (it may have been swapped in), which
+/// stays non-blocking, so a pseudo-file with nothing to say (`/proc/kmsg`)
+/// fails its read instead of waiting.
+pub fn open_regular(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let not_regular =
+        || std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file");
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(not_regular());
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(not_regular());
+    }
+    Ok(file)
+}
+
+/// Whether PATH is a kernel pseudo-file, read with a size bound.
+fn pseudo_file(path: &Path) -> bool {
+    path.starts_with("/proc") || path.starts_with("/sys")
+}
+
 /// Read a text file at PATH, naming it ADDRESS in everything it says.
 pub fn read_file(path: &Path, address: &str, req: &PageRequest) -> Result<String, Error> {
     let open = |e: std::io::Error| {
@@ -45,7 +78,7 @@ pub fn read_file(path: &Path, address: &str, req: &PageRequest) -> Result<String
             io_reason(&e)
         ))
     };
-    let mut file = File::open(path).map_err(open)?;
+    let mut file = open_regular(path).map_err(open)?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     if let Some(kind) = media_kind(address) {
         return Ok(format!(
@@ -64,7 +97,12 @@ pub fn read_file(path: &Path, address: &str, req: &PageRequest) -> Result<String
         )));
     }
     file.seek(SeekFrom::Start(0)).map_err(open)?;
-    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let limit = if pseudo_file(path) {
+        PSEUDO_FILE_LIMIT
+    } else {
+        u64::MAX
+    };
+    let mut reader = BufReader::with_capacity(64 * 1024, file.take(limit));
     page::page(&mut reader, req, address, true)
 }
 
@@ -85,6 +123,8 @@ fn io_reason(e: &std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::NotFound => "it does not exist".into(),
         std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+        std::io::ErrorKind::InvalidInput => e.to_string(),
+        std::io::ErrorKind::WouldBlock => "it has nothing to read now".into(),
         _ => e.kind().to_string(),
     }
 }
@@ -96,6 +136,12 @@ pub fn read_path(path: &Path, display: &str, req: &PageRequest) -> Result<String
     if meta.is_dir() {
         let text = list_dir_one_level(path, display)?;
         return page::page(&mut text.as_bytes(), req, display, false);
+    }
+    if !meta.is_file() {
+        return Err(fail(format!(
+            "Read `{display}`: it is not a regular file (a FIFO, socket or device); Read shows \
+             files and directories only"
+        )));
     }
     read_file(path, display, req)
 }

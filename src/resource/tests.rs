@@ -716,3 +716,30 @@ fn compressed_execution_logs_answer_to_logical_names() {
         "artifact://executions/run1.log:1\n"
     );
 }
+
+#[test]
+fn only_regular_files_are_opened() {
+    use std::io::ErrorKind;
+    let dir = std::env::temp_dir().join(format!("mevedel-res-special-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("fifo");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: mkfifo on a NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let socket = dir.join("socket");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    std::fs::write(dir.join("plain"), "text\n").unwrap();
+    // A FIFO with no writer would block a plain open for good.
+    for special in [fifo.as_path(), socket.as_path(), Path::new("/dev/zero")] {
+        let err = super::read::open_regular(special).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{special:?}");
+        assert!(err.to_string().contains("not a regular file"));
+    }
+    assert!(super::read::open_regular(&dir.join("plain")).is_ok());
+    // A pseudo-file reads with its size bound, to its end.
+    let req = super::page::PageRequest::default();
+    let text = super::read::read_path(Path::new("/proc/self/status"), "status", &req).unwrap();
+    assert!(text.contains("Name:"), "{text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,7 +1,6 @@
 //! Grep in-process: the `ignore` walker feeding `grep-searcher` with a
 //! `grep-regex` matcher, configured like ripgrep with `--hidden`.
 
-use std::fs::File;
 use std::io;
 use std::sync::Mutex;
 
@@ -206,7 +205,7 @@ fn search_file(
         let inner = gzlog::open(path, gzlog::INFLATE_LIMIT).ok()?;
         searcher.search_reader(matcher, BudgetReader { inner, budget }, &mut sink)
     } else {
-        let inner = File::open(path).ok()?;
+        let inner = crate::resource::read::open_regular(path).ok()?;
         searcher.search_reader(matcher, BudgetReader { inner, budget }, &mut sink)
     };
     if sink.binary || sink.count == 0 {
