@@ -3,6 +3,7 @@
 //! are listed; VCS directories and symbolic links are not.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ignore::WalkState;
 
@@ -11,12 +12,19 @@ use super::output::Found;
 use super::walk::{self, Root, path_order};
 use crate::error::{Error, ErrorKind};
 
-/// Every file under ROOTS matching PATTERN, in path order.
+/// Most files one Glob lists: past it the listing says it stopped, so a
+/// pattern like `**/*` over a huge tree stays a usable answer.
+pub const GLOB_CAP: usize = 100_000;
+
+/// Every file under ROOTS matching PATTERN, in path order, up to
+/// [`GLOB_CAP`].
 pub fn glob_lines(roots: &[Root], pattern: &str, budget: &Budget) -> Result<Found, Error> {
     walk::check_pattern("pattern", pattern)?;
     let hits: Mutex<Vec<(usize, Vec<String>)>> = Mutex::new(Vec::new());
+    let count = AtomicUsize::new(0);
+    let full = || count.load(Ordering::Relaxed) >= GLOB_CAP;
     for (index, root) in roots.iter().enumerate() {
-        if budget.stop() {
+        if budget.stop() || full() {
             break;
         }
         if let Some((file, _)) = &root.file {
@@ -30,6 +38,7 @@ pub fn glob_lines(roots: &[Root], pattern: &str, budget: &Budget) -> Result<Foun
             if ov.matched(&logical, false).is_whitelist() {
                 let rel = root.rel(file);
                 lock(&hits).push((index, rel));
+                count.fetch_add(1, Ordering::Relaxed);
             }
             continue;
         }
@@ -46,7 +55,7 @@ pub fn glob_lines(roots: &[Root], pattern: &str, budget: &Budget) -> Result<Foun
         }
         builder.build_parallel().run(|| {
             Box::new(|entry| {
-                if budget.stop() {
+                if budget.stop() || full() {
                     return WalkState::Quit;
                 }
                 let Ok(entry) = entry else {
@@ -57,6 +66,7 @@ pub fn glob_lines(roots: &[Root], pattern: &str, budget: &Budget) -> Result<Foun
                     let name = rel.last().map(String::as_str).unwrap_or("");
                     if root.filter.admits(name, rel.len()) {
                         lock(&hits).push((index, rel));
+                        count.fetch_add(1, Ordering::Relaxed);
                     }
                 }
                 WalkState::Continue
@@ -70,6 +80,8 @@ pub fn glob_lines(roots: &[Root], pattern: &str, budget: &Budget) -> Result<Foun
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     hits.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| path_order(&a.1, &b.1)));
+    let capped = hits.len() >= GLOB_CAP;
+    hits.truncate(GLOB_CAP);
     let mut found = Found::default();
     for (i, rel) in hits {
         match &roots[i].file {
@@ -79,6 +91,12 @@ pub fn glob_lines(roots: &[Root], pattern: &str, budget: &Budget) -> Result<Foun
     }
     if found.is_empty() {
         found.notes = roots.iter().filter_map(|r| r.empty_note.clone()).collect();
+    }
+    if capped {
+        found.notes.push(format!(
+            "[Partial results: Glob stopped after {GLOB_CAP} files. Narrow `pattern` or `path` \
+             to list the rest.]"
+        ));
     }
     found.partial = budget.timed_out();
     Ok(found)

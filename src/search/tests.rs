@@ -3,6 +3,7 @@
 //! symbolic links inside and outside the root. Every output mode must
 //! give the same sorted lines as `rg --hidden` with the same rules.
 
+use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -448,4 +449,49 @@ fn long_lines_are_previewed_with_a_read_continuation() {
         "{line}"
     );
     assert!(line.len() < 1300);
+}
+
+#[test]
+fn glob_stops_at_its_cap_and_says_so() {
+    let tree = std::env::temp_dir().join(format!("mevedel-glob-cap-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tree);
+    for d in 0..=super::glob::GLOB_CAP / 1000 {
+        let dir = tree.join(format!("d{d:03}"));
+        fs::create_dir_all(&dir).unwrap();
+        for f in 0..1000 {
+            fs::File::create(dir.join(format!("f{f:03}"))).unwrap();
+        }
+    }
+    let found = super::glob::glob_lines(&[root(&tree)], "**/*", &Budget::unlimited()).unwrap();
+    assert_eq!(found.lines().count(), super::glob::GLOB_CAP);
+    assert!(
+        found
+            .notes
+            .iter()
+            .any(|n| n.contains("Glob stopped after 100000 files")),
+        "{:?}",
+        found.notes
+    );
+    fs::remove_dir_all(&tree).unwrap();
+}
+
+#[test]
+fn walks_from_the_root_skip_kernel_file_systems() {
+    let b = Budget::new(
+        Arc::new(AtomicBool::new(false)),
+        Some(Duration::from_secs(5)),
+    );
+    let found = super::glob::glob_lines(&[root(Path::new("/"))], "**/status", &b).unwrap();
+    assert!(
+        !found
+            .lines()
+            .any(|l| l.starts_with("proc/") || l.starts_with("/proc/"))
+    );
+    // Named as the path, they are searched.
+    let found = super::glob::glob_lines(&[root(Path::new("/proc/1"))], "status", &b).unwrap();
+    assert!(
+        found.lines().any(|l| l == "status"),
+        "{:?}",
+        found.lines().collect::<Vec<_>>()
+    );
 }

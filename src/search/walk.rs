@@ -250,8 +250,21 @@ pub fn is_vcs(entry: &DirEntry) -> bool {
             .is_some_and(|n| VCS_DIRS.contains(&n))
 }
 
+/// Kernel file systems a walk from above never enters: their files say
+/// nothing true about their size, some never end and some block. Named
+/// as the search path itself, they are searched.
+const PSEUDO_DIRS: [&str; 3] = ["/proc", "/sys", "/dev"];
+
+/// Whether a walk skips ENTRY: a VCS directory, or a kernel file system
+/// below the walk's start.
+fn skipped(entry: &DirEntry) -> bool {
+    is_vcs(entry)
+        || (entry.depth() == 1 && PSEUDO_DIRS.iter().any(|d| entry.path() == Path::new(d)))
+}
+
 /// A walker over START that never follows links, sees hidden files,
-/// skips VCS directories, and honours ignore files when RESPECT_IGNORE.
+/// skips VCS directories and kernel file systems below START, and
+/// honours ignore files when RESPECT_IGNORE.
 pub fn walker(start: &Path, respect_ignore: bool, filter: &Filter) -> WalkBuilder {
     let mut b = WalkBuilder::new(start);
     b.hidden(false)
@@ -263,7 +276,7 @@ pub fn walker(start: &Path, respect_ignore: bool, filter: &Filter) -> WalkBuilde
         .parents(respect_ignore)
         .require_git(true)
         .threads(2)
-        .filter_entry(|e| !is_vcs(e));
+        .filter_entry(|e| !skipped(e));
     if respect_ignore {
         b.add_custom_ignore_filename(".rgignore");
     }
