@@ -77,6 +77,10 @@ pub struct Request {
     /// bwrap's new session the helper makes it the controlling terminal.
     #[serde(default)]
     pub tty: bool,
+    /// Descriptor at which a confined shell gets the supervising
+    /// helper's snapshot pipe (managed Bash sets it; never from Lisp).
+    #[serde(skip)]
+    pub snapshot_fd: Option<i32>,
 }
 
 /// Probe timeout when the request names none.
@@ -383,6 +387,7 @@ pub fn prepare_with(request: &Request, probe: &Probe, scanner: &scan::Scanner) -
             plan.masked.iter().map(|m| m.path.clone()).collect()
         },
         start_fd: Some(START_FD),
+        snapshot_fd: request.snapshot_fd,
         command,
     };
     let mut inner = vec![helper.into_os_string()];
@@ -453,6 +458,7 @@ impl Prepared {
                 },
                 disclosure,
                 landlock: None,
+                sockets: None,
                 network: self.network,
                 extra_writes: self.extra_writes,
                 extra_reads: self.extra_reads,
@@ -477,20 +483,36 @@ pub struct Facts {
     pub start: Start,
     pub disclosure: Option<String>,
     pub landlock: Option<String>,
+    /// `blocked` when new Unix sockets are refused, `open` when the
+    /// helper could not install that filter (best-effort, disclosed).
+    pub sockets: Option<String>,
     pub network: bool,
     pub extra_writes: usize,
     pub extra_reads: usize,
 }
+
+/// What a confined command can still reach when the socket filter is
+/// missing.
+const OPEN_SOCKETS: &str = "pathname Unix sockets outside the workspace (an Emacs server, \
+                            the session bus, ssh or gpg agents) stay connectable: the seccomp \
+                            filter could not be installed";
 
 impl Facts {
     /// Record what the start markers (read after the launch ended) say;
     /// SAID is what the launch printed, STATUS how it exited.
     pub fn settle_start(&mut self, markers: &[Marker], said: &str, status: &str) {
         self.start = start_of(markers, said, status);
-        if let Some(Marker::Started { landlock }) =
+        if let Some(Marker::Started { landlock, sockets }) =
             markers.iter().find(|m| matches!(m, Marker::Started { .. }))
         {
             self.landlock = Some(landlock.clone());
+            self.sockets = Some(sockets.clone());
+            if sockets != "blocked" {
+                self.disclosure = Some(match self.disclosure.take() {
+                    Some(text) => format!("{text}; {OPEN_SOCKETS}"),
+                    None => OPEN_SOCKETS.into(),
+                });
+            }
         }
         if matches!(self.start, Start::Refused(_)) {
             self.boundary = Boundary::Refused;
@@ -504,6 +526,7 @@ impl Facts {
             ("start", Datum::Symbol(self.start.symbol().into())),
             ("disclosure", Datum::opt_str(self.disclosure.clone())),
             ("landlock", Datum::opt_str(self.landlock.clone())),
+            ("sockets", Datum::opt_str(self.sockets.clone())),
             ("network", network_datum(self.network)),
             ("extra-writes", Datum::Int(self.extra_writes as i64)),
             ("extra-reads", Datum::Int(self.extra_reads as i64)),
@@ -577,6 +600,14 @@ impl Start {
 pub fn exited(markers: &[Marker]) -> Option<i32> {
     markers.iter().find_map(|m| match m {
         Marker::Exited(raw) => Some(*raw),
+        _ => None,
+    })
+}
+
+/// The final pipeline's stage statuses the supervising helper relayed.
+pub fn pipestatus(markers: &[Marker]) -> Option<Vec<i32>> {
+    markers.iter().find_map(|m| match m {
+        Marker::Pipestatus(codes) => Some(codes.clone()),
         _ => None,
     })
 }
@@ -797,6 +828,7 @@ mod tests {
         );
         let started = Marker::Started {
             landlock: "full".into(),
+            sockets: "blocked".into(),
         };
         assert_eq!(
             start_of(std::slice::from_ref(&started), said, "status 1"),
@@ -821,6 +853,7 @@ mod tests {
             start: Start::Started,
             disclosure: None,
             landlock: None,
+            sockets: None,
             network: false,
             extra_writes: 0,
             extra_reads: 0,
