@@ -460,7 +460,7 @@ async fn run(exec: Arc<Exec>, launched: Launched) {
         status_file,
         spool,
         marker,
-        _keep,
+        _keep: keep,
     } = launched;
     let mut streams = match Streams::new(out, err, exit) {
         Ok(streams) => streams,
@@ -475,10 +475,14 @@ async fn run(exec: Arc<Exec>, launched: Launched) {
     let mut running = Running::new(Arc::clone(&exec), pid, spool, streams.err.is_some());
     running.watch(&mut streams).await;
     let settlement = running.finish(marker.as_ref(), status_file);
+    let evaluated = keep.watch.changed();
+    if let Some(facts) = exec.state().sandbox.as_mut() {
+        facts.evaluated = evaluated;
+    }
     settle(&exec, settlement).await;
     // The streams, the spool and the sandbox's scratch directory go only
     // once the execution has settled.
-    drop((streams, running, _keep));
+    drop((streams, running, keep));
 }
 
 /// The launched child's output streams, their buffers and its exit.

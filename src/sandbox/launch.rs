@@ -53,6 +53,10 @@ pub struct Request {
     #[serde(default)]
     pub inaccessible: Vec<PathBuf>,
     #[serde(default)]
+    pub read_only: Vec<PathBuf>,
+    #[serde(default)]
+    pub allow_dir_locals: bool,
+    #[serde(default)]
     pub network: bool,
     #[serde(default)]
     pub extra_write: Vec<PathBuf>,
@@ -107,6 +111,8 @@ impl Request {
             state_dirs: self.state_dirs.clone(),
             home: self.home.clone(),
             inaccessible: self.inaccessible.clone(),
+            read_only: self.read_only.clone(),
+            allow_dir_locals: self.allow_dir_locals,
             network: self.network,
             extra_write: self.extra_write.clone(),
             extra_read: self.extra_read.clone(),
@@ -205,6 +211,7 @@ pub struct Prepared {
     /// Read end of the helper's start-marker pipe (confined launches).
     marker: Option<(OwnedFd, OwnedFd)>,
     scratch: Option<Scratch>,
+    watch: Watch,
 }
 
 impl Prepared {
@@ -298,7 +305,13 @@ pub fn prepare_with(request: &Request, probe: &Probe, scanner: &scan::Scanner) -
         extra_reads: counts.1,
         marker: None,
         scratch: None,
+        watch: Watch::default(),
     };
+    let state_dirs: Vec<PathBuf> = request
+        .state_dirs
+        .iter()
+        .filter_map(|d| std::fs::canonicalize(d).ok())
+        .collect();
     let (bwrap_layer, landlock) = match decision {
         Decision::Refuse(_) => return Ok(prepared),
         Decision::Direct { .. } => {
@@ -310,6 +323,12 @@ pub fn prepare_with(request: &Request, probe: &Probe, scanner: &scan::Scanner) -
             prepared.cwd = cwd_of(request, prepared.scratch.as_ref());
             prepared.argv = command;
             prepared.env = env;
+            let roots = request
+                .writable
+                .iter()
+                .filter_map(|d| std::fs::canonicalize(d).ok())
+                .collect();
+            prepared.watch = Watch::new(roots, state_dirs);
             return Ok(prepared);
         }
         Decision::Confine {
@@ -377,9 +396,13 @@ pub fn prepare_with(request: &Request, probe: &Probe, scanner: &scan::Scanner) -
         // Landlock carve-outs would forbid creating anything in the
         // directories that hold them (a repository's top level).
         protect: if bwrap_layer {
-            Vec::new()
+            plan.landlock_protected.clone()
         } else {
-            plan.protected.clone()
+            plan.protected
+                .iter()
+                .chain(&plan.landlock_protected)
+                .cloned()
+                .collect()
         },
         deny: if bwrap_layer {
             Vec::new()
@@ -400,6 +423,8 @@ pub fn prepare_with(request: &Request, probe: &Probe, scanner: &scan::Scanner) -
     prepared.env = env;
     prepared.marker = Some((reader, writer));
     prepared.scratch = scratch;
+    let roots = plan.writable.iter().chain(&plan.grant_write).cloned().collect();
+    prepared.watch = Watch::new(roots, state_dirs);
     Ok(prepared)
 }
 
@@ -417,10 +442,109 @@ pub fn prepare(request: &Request) -> Result<Prepared> {
 }
 
 /// What a caller that starts a prepared launch itself keeps until the
-/// command is done: the private scratch directory (removed on drop).
+/// command is done: the private scratch directory (removed on drop) and
+/// the watch on files Emacs may evaluate later.
 #[derive(Debug, Default)]
 pub struct Keep {
     _scratch: Option<Scratch>,
+    pub watch: Watch,
+}
+
+/// Identity and content stamp of a file: (device, inode, mtime ns, size).
+type FileStamp = (u64, u64, i128, u64);
+
+fn file_stamp(path: &Path) -> Option<FileStamp> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(path).ok()?;
+    Some((
+        m.dev(),
+        m.ino(),
+        i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+        m.size(),
+    ))
+}
+
+/// Files under a state directory the watch stamps, at most.
+const STATE_FILES_MAX: usize = 10_000;
+
+/// The files Emacs may evaluate later that a command could change: every
+/// `.dir-locals.el` / `.dir-locals-2.el` under the writable roots (found
+/// by the cached scan) and every file under the workspace's state
+/// directories (permission rules, memory, skills) but the sessions'
+/// storage, stamped before the launch and compared after it.
+#[derive(Debug, Default)]
+pub struct Watch {
+    roots: Vec<PathBuf>,
+    state: Vec<PathBuf>,
+    before: std::collections::BTreeMap<PathBuf, FileStamp>,
+}
+
+impl Watch {
+    fn new(roots: Vec<PathBuf>, state: Vec<PathBuf>) -> Watch {
+        let mut watch = Watch {
+            roots,
+            state,
+            before: Default::default(),
+        };
+        watch.before = watch.stamps();
+        watch
+    }
+
+    fn stamps(&self) -> std::collections::BTreeMap<PathBuf, FileStamp> {
+        let mut out = std::collections::BTreeMap::new();
+        for root in &self.roots {
+            if let Ok((found, _)) = scan::global().protected_under(root) {
+                for path in found.into_iter().filter(|p| scan::is_dir_locals(p)) {
+                    if let Some(stamp) = file_stamp(&path) {
+                        out.insert(path, stamp);
+                    }
+                }
+            }
+        }
+        let mut stack: Vec<(PathBuf, bool)> = self.state.iter().map(|d| (d.clone(), true)).collect();
+        while let Some((dir, top)) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                if out.len() >= STATE_FILES_MAX {
+                    return out;
+                }
+                let path = entry.path();
+                match entry.file_type() {
+                    // Sessions' storage is mevedel's own output, written
+                    // while commands run.
+                    Ok(kind) if kind.is_dir() && top && entry.file_name() == "sessions" => {}
+                    Ok(kind) if kind.is_dir() => stack.push((path, false)),
+                    Ok(_) => {
+                        if let Some(stamp) = file_stamp(&path) {
+                            out.insert(path, stamp);
+                        }
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+        out
+    }
+
+    /// The watched files created, changed or removed since the launch.
+    pub fn changed(&self) -> Vec<PathBuf> {
+        if self.roots.is_empty() && self.state.is_empty() {
+            return Vec::new();
+        }
+        let after = self.stamps();
+        let mut out: Vec<PathBuf> = after
+            .iter()
+            .filter(|(path, stamp)| self.before.get(*path) != Some(*stamp))
+            .map(|(path, _)| path.clone())
+            .chain(
+                self.before
+                    .keys()
+                    .filter(|path| !after.contains_key(*path))
+                    .cloned(),
+            )
+            .collect();
+        out.sort();
+        out
+    }
 }
 
 /// A prepared launch taken apart for a caller that starts it itself
@@ -459,6 +583,7 @@ impl Prepared {
                 disclosure,
                 landlock: None,
                 sockets: None,
+                evaluated: Vec::new(),
                 network: self.network,
                 extra_writes: self.extra_writes,
                 extra_reads: self.extra_reads,
@@ -470,6 +595,7 @@ impl Prepared {
             bwrap,
             keep: Keep {
                 _scratch: self.scratch,
+                watch: self.watch,
             },
             refusal,
         }
@@ -486,6 +612,9 @@ pub struct Facts {
     /// `blocked` when new Unix sockets are refused, `open` when the
     /// helper could not install that filter (best-effort, disclosed).
     pub sockets: Option<String>,
+    /// Files Emacs may evaluate later that the command created, changed
+    /// or removed (dir-locals, the session's state).
+    pub evaluated: Vec<PathBuf>,
     pub network: bool,
     pub extra_writes: usize,
     pub extra_reads: usize,
@@ -527,6 +656,15 @@ impl Facts {
             ("disclosure", Datum::opt_str(self.disclosure.clone())),
             ("landlock", Datum::opt_str(self.landlock.clone())),
             ("sockets", Datum::opt_str(self.sockets.clone())),
+            (
+                "evaluated-changes",
+                Datum::List(
+                    self.evaluated
+                        .iter()
+                        .map(|p| Datum::str(p.to_string_lossy()))
+                        .collect(),
+                ),
+            ),
             ("network", network_datum(self.network)),
             ("extra-writes", Datum::Int(self.extra_writes as i64)),
             ("extra-reads", Datum::Int(self.extra_reads as i64)),
@@ -854,6 +992,7 @@ mod tests {
             disclosure: None,
             landlock: None,
             sockets: None,
+            evaluated: Vec::new(),
             network: false,
             extra_writes: 0,
             extra_reads: 0,
