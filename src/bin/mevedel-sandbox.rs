@@ -479,3 +479,31 @@ fn kill_descendants(me: libc::pid_t) {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot_of(text: &str, status: i32) -> Option<Vec<i32>> {
+        let (reader, writer) = snapshot_pipe().unwrap();
+        let mut writer = std::fs::File::from(writer);
+        writer.write_all(text.as_bytes()).unwrap();
+        drop(writer);
+        checked_snapshot(&reader, status)
+    }
+
+    #[test]
+    fn snapshot_must_agree_with_the_reaped_status() {
+        // Raw wait statuses: exit N is N << 8; 9 is death by SIGKILL.
+        assert_eq!(snapshot_of("1 0 1\n", 1 << 8), Some(vec![0, 1]));
+        assert_eq!(snapshot_of("0 1 0\n", 0), Some(vec![1, 0]));
+        // A forged line that disagrees with the exit, a second line, a
+        // shell killed before its snapshot line, junk: nothing.
+        assert_eq!(snapshot_of("0 0 0\n", 1 << 8), None);
+        assert_eq!(snapshot_of("1 1 1\n1 0 1\n", 1 << 8), None);
+        assert_eq!(snapshot_of("0 0\n", 9), None);
+        assert_eq!(snapshot_of("1 0 1", 1 << 8), None);
+        assert_eq!(snapshot_of("x 1\n", 1 << 8), None);
+        assert_eq!(snapshot_of("", 0), None);
+    }
+}

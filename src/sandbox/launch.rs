@@ -952,6 +952,56 @@ mod tests {
     }
 
     #[test]
+    fn watch_names_changed_dir_locals_and_state_but_not_sessions() {
+        let dir = TestDir::new("launch-watch");
+        dir.mkdirs(&["ws/src", "ws/.mevedel/sessions/s1", "ws/.mevedel/memory"]);
+        dir.write("ws/.dir-locals.el", "()");
+        dir.write("ws/.mevedel/permissions.el", "()");
+        let ws = dir.path().join("ws");
+        let watch = Watch::new(vec![ws.clone()], vec![ws.join(".mevedel")]);
+        assert!(watch.changed().is_empty());
+        dir.write("ws/.mevedel/sessions/s1/out.log", "output");
+        dir.write("ws/src/plain.txt", "x");
+        assert!(watch.changed().is_empty());
+        dir.write("ws/src/.dir-locals-2.el", "((nil . ((eval . (x)))))");
+        dir.write("ws/.mevedel/memory/note.md", "x");
+        std::fs::remove_file(ws.join(".dir-locals.el")).unwrap();
+        assert_eq!(
+            watch.changed(),
+            [".dir-locals.el", ".mevedel/memory/note.md", "src/.dir-locals-2.el"]
+                .map(|f| ws.join(f))
+                .to_vec()
+        );
+    }
+
+    #[test]
+    fn open_sockets_are_disclosed() {
+        let mut facts = Facts {
+            boundary: Boundary::Landlock,
+            start: Start::Started,
+            disclosure: Some("confined by Landlock only".into()),
+            landlock: None,
+            sockets: None,
+            evaluated: Vec::new(),
+            network: false,
+            extra_writes: 0,
+            extra_reads: 0,
+        };
+        let open = Marker::Started {
+            landlock: "full".into(),
+            sockets: "open".into(),
+        };
+        facts.settle_start(&[open], "", "status 0");
+        assert_eq!(facts.sockets.as_deref(), Some("open"));
+        let text = facts.disclosure.unwrap_or_default();
+        assert!(text.starts_with("confined by Landlock only; pathname Unix sockets"), "{text}");
+        assert_eq!(
+            pipestatus(&[Marker::Pipestatus(vec![1, 0]), Marker::Exited(0)]),
+            Some(vec![1, 0])
+        );
+    }
+
+    #[test]
     fn markers_classify_the_start() {
         let said = "bwrap: Can't mount tmpfs";
         assert_eq!(
