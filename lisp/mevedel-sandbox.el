@@ -62,19 +62,20 @@ hosts where bubblewrap misbehaves."
     ".zshenv" ".zprofile" ".zshrc" ".zlogin" ".zlogout" ".kshrc" ".mkshrc" ".cshrc"
     ".tcshrc" ".login" ".logout" ".inputrc" ".config/fish" ".config/environment.d"
     ".xprofile" ".xinitrc" ".xsession" ".pam_environment" ".config/autostart"
-    ".emacs" ".emacs.el" ".emacs.elc" ".emacs.d/init.el" ".emacs.d/init.elc"
-    ".emacs.d/early-init.el" ".emacs.d/early-init.elc" ".emacs.d/custom.el"
-    ".emacs.d/site-lisp" ".emacs.d/lisp" ".emacs.d/elpa" ".emacs.d/server"
-    ".config/emacs" ".gitconfig" ".config/git" ".ssh" ".gnupg" ".netrc"
+    ".bashrc.d" ".vimrc" ".vim" ".config/nvim" ".tmux.conf" ".screenrc"
+    "bin" ".local/bin" ".emacs" ".emacs.el" ".emacs.elc" ".emacs.d" ".config/emacs"
+    ".gitconfig" ".config/git" ".ssh" ".gnupg" ".netrc"
     ".authinfo" ".authinfo.gpg" ".aws" ".config/gh" ".docker" ".npmrc" ".pypirc"
     ".cargo/credentials" ".cargo/credentials.toml" ".config/systemd" ".mevedel"
     ".config/mevedel")
   "Files and directories under the home directory that commands never write.
 Each is relative to the home directory and stays read-only even when a
 writable root (the workspace) contains it, as when mevedel works in
-~ itself: shell and login startup files, Emacs init files and package
-directories, git, ssh and gpg configuration, credential files and
-mevedel's own user configuration.  One that does not exist yet cannot
+~ itself: shell, login and editor startup files, the personal `bin'
+directories on PATH, Emacs init files and directories (all of
+~/.emacs.d: packages and native-compiled code load from there too),
+git, ssh and gpg configuration, credential files and mevedel's own user
+configuration.  One that does not exist yet cannot
 be created either: its directory then accepts no new entries (Landlock
 enforces that in both layers)."
   :type '(repeat string))
@@ -88,7 +89,8 @@ on its result and row."
   :type 'boolean)
 
 (defcustom mevedel-sandbox-env-drop-patterns
-  '("*KEY*" "*SECRET*" "*TOKEN*" "*PASSWORD*" "*CREDENTIAL*" "*_AUTH*")
+  '("*KEY*" "*SECRET*" "*TOKEN*" "*PASSWORD*" "*PASSWD*" "*PASSPHRASE*"
+    "*CREDENTIAL*" "*_AUTH*")
   "Wildcard patterns of environment variable names withheld from commands.
 Matching ignores case; `*' matches any run of characters.  A command
 the model causes never sees a matching variable unless
