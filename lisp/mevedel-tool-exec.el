@@ -241,12 +241,12 @@ unless GRANT passes them for this call."
 commands: %s.  Ask for one with additional_permissions.env when a command needs it."
             (string-join withheld ", "))))
 
-(defun mevedel-tool-exec--evaluated-warning (changes)
-  "Return the warning naming CHANGES, files Emacs may evaluate, or nil."
-  (when changes
+(defun mevedel-tool-exec--evaluated-warning (files)
+  "Return the warning naming FILES Emacs may evaluate that changed, or nil."
+  (when files
     (format "Warning: this command created, changed or removed files Emacs may \
 evaluate later: %s"
-            (mapconcat #'abbreviate-file-name changes ", "))))
+            (mapconcat #'abbreviate-file-name files ", "))))
 
 (defun mevedel-tool-exec--sandbox (context cwd grant)
   "Return the sandbox request of a command run for CONTEXT in CWD.

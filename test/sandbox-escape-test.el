@@ -235,7 +235,7 @@ a,b=socket.socketpair(); a.sendall(b\"ok\"); print(\"pair\", b.recv(2).decode())
     (write-region "original\n" nil (expand-file-name file home) nil 'silent)))
 
 (defun sandbox-escape-test--attack-startup ()
-  "Return Bash source that writes, creates and replaces every startup file."
+  "Return Bash source that attacks each startup file (write, create, replace)."
   (mapconcat (lambda (file)
                (format "mkdir -p %s 2>/dev/null; echo pwned >> %s 2>/dev/null; \
 { echo pwned > x.tmp && mv -f x.tmp %s; } 2>/dev/null; rm -f x.tmp 2>/dev/null"

@@ -781,8 +781,9 @@ impl Running {
             _ => Termination::Exit,
         };
         let mut error = self.write_error.take();
-        if let Some(problem) =
-            markers.as_deref().and_then(|m| sandbox_start(&self.exec, m, &self.spool, status))
+        if let Some(problem) = markers
+            .as_deref()
+            .and_then(|m| sandbox_start(&self.exec, m, &self.spool, status))
             && self.ending.is_none()
         {
             termination = Termination::LaunchFailed;

@@ -190,7 +190,9 @@ impl HelperArgs {
                 b"--write" => parsed.write.push(value("--write")?.into()),
                 b"--protect" => parsed.protect.push(value("--protect")?.into()),
                 b"--deny" => parsed.deny.push(value("--deny")?.into()),
-                b"--start-fd" => parsed.start_fd = Some(fd_arg(value("--start-fd")?, "--start-fd")?),
+                b"--start-fd" => {
+                    parsed.start_fd = Some(fd_arg(value("--start-fd")?, "--start-fd")?)
+                }
                 b"--snapshot-fd" => {
                     parsed.snapshot_fd = Some(fd_arg(value("--snapshot-fd")?, "--snapshot-fd")?)
                 }

@@ -423,7 +423,12 @@ pub fn prepare_with(request: &Request, probe: &Probe, scanner: &scan::Scanner) -
     prepared.env = env;
     prepared.marker = Some((reader, writer));
     prepared.scratch = scratch;
-    let roots = plan.writable.iter().chain(&plan.grant_write).cloned().collect();
+    let roots = plan
+        .writable
+        .iter()
+        .chain(&plan.grant_write)
+        .cloned()
+        .collect();
     prepared.watch = Watch::new(roots, state_dirs);
     Ok(prepared)
 }
@@ -501,7 +506,8 @@ impl Watch {
                 }
             }
         }
-        let mut stack: Vec<(PathBuf, bool)> = self.state.iter().map(|d| (d.clone(), true)).collect();
+        let mut stack: Vec<(PathBuf, bool)> =
+            self.state.iter().map(|d| (d.clone(), true)).collect();
         while let Some((dir, top)) = stack.pop() {
             for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
                 if out.len() >= STATE_FILES_MAX {
@@ -968,9 +974,13 @@ mod tests {
         std::fs::remove_file(ws.join(".dir-locals.el")).unwrap();
         assert_eq!(
             watch.changed(),
-            [".dir-locals.el", ".mevedel/memory/note.md", "src/.dir-locals-2.el"]
-                .map(|f| ws.join(f))
-                .to_vec()
+            [
+                ".dir-locals.el",
+                ".mevedel/memory/note.md",
+                "src/.dir-locals-2.el"
+            ]
+            .map(|f| ws.join(f))
+            .to_vec()
         );
     }
 
@@ -994,7 +1004,10 @@ mod tests {
         facts.settle_start(&[open], "", "status 0");
         assert_eq!(facts.sockets.as_deref(), Some("open"));
         let text = facts.disclosure.unwrap_or_default();
-        assert!(text.starts_with("confined by Landlock only; pathname Unix sockets"), "{text}");
+        assert!(
+            text.starts_with("confined by Landlock only; pathname Unix sockets"),
+            "{text}"
+        );
         assert_eq!(
             pipestatus(&[Marker::Pipestatus(vec![1, 0]), Marker::Exited(0)]),
             Some(vec![1, 0])
