@@ -147,6 +147,22 @@ the answer while `mevedel-core-module-directory' stays the same.")
           (cons mevedel-core-module-directory (mevedel-core-sandbox-helper-file))))
   (cdr mevedel-sandbox--helper-cache))
 
+(defvar mevedel-sandbox--read-only-cache nil
+  "((HOME . NAMES) . FILES): the last expansion of the protected home files.
+Every request carries them, so requests reuse it while the home
+directory and `mevedel-sandbox-protected-home-files' stay the same.")
+
+(defun mevedel-sandbox--read-only-files ()
+  "Return `mevedel-sandbox-protected-home-files' as absolute file names."
+  (let ((home (getenv "HOME")))
+    (unless (and (equal (caar mevedel-sandbox--read-only-cache) home)
+                 (eq (cdar mevedel-sandbox--read-only-cache) mevedel-sandbox-protected-home-files))
+      (let ((dir (file-name-as-directory (expand-file-name "~"))))
+        (setq mevedel-sandbox--read-only-cache
+              (cons (cons home mevedel-sandbox-protected-home-files)
+                    (mapcar (lambda (f) (concat dir f)) mevedel-sandbox-protected-home-files)))))
+    (cdr mevedel-sandbox--read-only-cache)))
+
 (defun mevedel-sandbox--socket-dirs ()
   "Return the directories where Emacs servers and MCP sockets of this user live.
 They are masked from confined commands: a server there evaluates Lisp
@@ -179,8 +195,7 @@ to the module, the probe timeout, and the local target."
                        (:backend . ,mevedel-sandbox-backend)
                        (:home . ,(expand-file-name "~"))
                        (:inaccessible . ,(mevedel-sandbox--socket-dirs))
-                       (:read-only . ,(mapcar (lambda (f) (expand-file-name f "~"))
-                                              mevedel-sandbox-protected-home-files))
+                       (:read-only . ,(mevedel-sandbox--read-only-files))
                        (:allow-dir-locals . ,mevedel-sandbox-allow-dir-locals)
                        (:env . ,process-environment)
                        (:path . ,(getenv "PATH"))

@@ -173,6 +173,7 @@ mod tests {
                 "/home/u/ws/lib/dep/.git".into(),
             ],
             landlock_protected: Vec::new(),
+            dir_locals: Vec::new(),
             masked: vec![
                 Masked {
                     path: "/home/u/.netrc".into(),

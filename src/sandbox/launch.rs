@@ -328,7 +328,7 @@ pub fn prepare_with(request: &Request, probe: &Probe, scanner: &scan::Scanner) -
                 .iter()
                 .filter_map(|d| std::fs::canonicalize(d).ok())
                 .collect();
-            prepared.watch = Watch::new(roots, state_dirs);
+            prepared.watch = Watch::new(roots, None, state_dirs);
             return Ok(prepared);
         }
         Decision::Confine {
@@ -429,7 +429,7 @@ pub fn prepare_with(request: &Request, probe: &Probe, scanner: &scan::Scanner) -
         .chain(&plan.grant_write)
         .cloned()
         .collect();
-    prepared.watch = Watch::new(roots, state_dirs);
+    prepared.watch = Watch::new(roots, Some(&plan.dir_locals), state_dirs);
     Ok(prepared)
 }
 
@@ -485,25 +485,39 @@ pub struct Watch {
 }
 
 impl Watch {
-    fn new(roots: Vec<PathBuf>, state: Vec<PathBuf>) -> Watch {
+    /// Watch ROOTS' dir-locals (DIR_LOCALS when the caller has just found
+    /// them, else by scanning) and the STATE directories.
+    fn new(roots: Vec<PathBuf>, dir_locals: Option<&[PathBuf]>, state: Vec<PathBuf>) -> Watch {
         let mut watch = Watch {
             roots,
             state,
             before: Default::default(),
         };
-        watch.before = watch.stamps();
+        watch.before = match dir_locals {
+            Some(found) => watch.stamps_with(found.to_vec()),
+            None => watch.stamps(),
+        };
         watch
     }
 
     fn stamps(&self) -> std::collections::BTreeMap<PathBuf, FileStamp> {
-        let mut out = std::collections::BTreeMap::new();
+        let mut found = Vec::new();
         for root in &self.roots {
-            if let Ok((found, _)) = scan::global().protected_under(root) {
-                for path in found.into_iter().filter(|p| scan::is_dir_locals(p)) {
-                    if let Some(stamp) = file_stamp(&path) {
-                        out.insert(path, stamp);
-                    }
-                }
+            if let Ok((under, _)) = scan::global().protected_under(root) {
+                found.extend(under.into_iter().filter(|p| scan::is_dir_locals(p)));
+            }
+        }
+        self.stamps_with(found)
+    }
+
+    fn stamps_with(
+        &self,
+        dir_locals: Vec<PathBuf>,
+    ) -> std::collections::BTreeMap<PathBuf, FileStamp> {
+        let mut out = std::collections::BTreeMap::new();
+        for path in dir_locals {
+            if let Some(stamp) = file_stamp(&path) {
+                out.insert(path, stamp);
             }
         }
         let mut stack: Vec<(PathBuf, bool)> =
@@ -964,7 +978,7 @@ mod tests {
         dir.write("ws/.dir-locals.el", "()");
         dir.write("ws/.mevedel/permissions.el", "()");
         let ws = dir.path().join("ws");
-        let watch = Watch::new(vec![ws.clone()], vec![ws.join(".mevedel")]);
+        let watch = Watch::new(vec![ws.clone()], None, vec![ws.join(".mevedel")]);
         assert!(watch.changed().is_empty());
         dir.write("ws/.mevedel/sessions/s1/out.log", "output");
         dir.write("ws/src/plain.txt", "x");

@@ -278,6 +278,8 @@ pub struct Plan {
     pub masked: Vec<Masked>,
     /// Granted extra writable paths (applied after carve-outs).
     pub grant_write: Vec<PathBuf>,
+    /// Every dir-locals file under the writable roots, protected or not.
+    pub dir_locals: Vec<PathBuf>,
     /// Granted extra readable paths (applied after carve-outs).
     pub grant_read: Vec<PathBuf>,
     pub network: bool,
@@ -323,23 +325,23 @@ fn outermost(mut paths: Vec<PathBuf>) -> Vec<PathBuf> {
     out
 }
 
-/// PATH with its nearest existing ancestor resolved (the rest of it does
-/// not exist, or is the link itself), so it compares with canonical roots.
-fn beneath_real_parent(path: &Path) -> PathBuf {
-    let mut rest = Vec::new();
-    let mut at = path;
-    while let Some(parent) = at.parent() {
-        if let Some(name) = at.file_name() {
-            rest.push(name.to_os_string());
-        }
-        if let Ok(real) = std::fs::canonicalize(parent) {
-            let mut out = real;
-            out.extend(rest.iter().rev());
-            return out;
-        }
-        at = parent;
+/// PATH with its parent resolved as far as it exists (the rest does not
+/// exist, or is the link itself), so it compares with canonical roots.
+/// PARENTS caches the answer for each parent.
+fn beneath_real_parent(
+    path: &Path,
+    parents: &mut std::collections::HashMap<PathBuf, PathBuf>,
+) -> PathBuf {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return path.to_path_buf();
+    };
+    if let Some(real) = parents.get(parent) {
+        return real.join(name);
     }
-    path.to_path_buf()
+    let real =
+        std::fs::canonicalize(parent).unwrap_or_else(|_| beneath_real_parent(parent, parents));
+    parents.insert(parent.to_path_buf(), real.clone());
+    real.join(name)
 }
 
 /// Resolve POLICY's paths for a confined launch. Writable roots and
@@ -378,6 +380,11 @@ pub fn resolve(policy: &Policy, scanner: &Scanner) -> Result<Plan> {
             protected.extend(scanner.protected_under(root)?.0);
         }
     }
+    let dir_locals: Vec<PathBuf> = protected
+        .iter()
+        .filter(|p| scan::is_dir_locals(p))
+        .cloned()
+        .collect();
     for dir in &policy.state_dirs {
         if let Ok(dir) = std::fs::canonicalize(dir) {
             protected.push(dir);
@@ -387,6 +394,7 @@ pub fn resolve(policy: &Policy, scanner: &Scanner) -> Result<Plan> {
         protected.retain(|p| !scan::is_dir_locals(p));
     }
     let mut landlock_protected = Vec::new();
+    let mut parents = std::collections::HashMap::new();
     for path in &policy.read_only {
         if !path.is_absolute() {
             return Err(Error::new(
@@ -394,7 +402,12 @@ pub fn resolve(policy: &Policy, scanner: &Scanner) -> Result<Plan> {
                 format!("read-only path {} is not absolute", path.display()),
             ));
         }
-        let lexical = beneath_real_parent(path);
+        // Most of the list lies outside every writable root: tell that
+        // from the resolved parent alone (shared by many entries).
+        let lexical = beneath_real_parent(path, &mut parents);
+        if !inside_writable(&lexical) && !write_hierarchies.iter().any(|w| is_within(w, &lexical)) {
+            continue;
+        }
         match std::fs::symlink_metadata(path) {
             Ok(meta) => {
                 if meta.file_type().is_symlink() {
@@ -441,6 +454,7 @@ pub fn resolve(policy: &Policy, scanner: &Scanner) -> Result<Plan> {
         writable,
         protected,
         landlock_protected,
+        dir_locals,
         masked,
         grant_write,
         grant_read,
