@@ -336,6 +336,25 @@ pub fn prepare_with(request: &Request, probe: &Probe, scanner: &scan::Scanner) -
         } => (bwrap, landlock),
     };
     let mut plan = policy::resolve(&policy, scanner)?;
+    // Only Landlock keeps a missing read-only path from being created (or
+    // a protected link from being replaced).
+    if landlock.is_none() && !plan.landlock_protected.is_empty() {
+        let why = format!(
+            "without Landlock, {} protected startup file(s) that do not exist yet or are \
+             symbolic links could be created or replaced",
+            plan.landlock_protected.len()
+        );
+        if policy.mode == Mode::Required {
+            prepared.decision = Decision::Refuse(format!("not run: {why}"));
+            return Ok(prepared);
+        }
+        if let Decision::Confine { disclosure, .. } = &mut prepared.decision {
+            *disclosure = Some(match disclosure.take() {
+                Some(text) => format!("{text}; {why}"),
+                None => why,
+            });
+        }
+    }
     // A private working directory when none is given; the private TMPDIR
     // where no mount namespace gives a private /tmp.
     let scratch = if request.cwd.is_none() || !bwrap_layer {
@@ -921,6 +940,33 @@ mod tests {
         );
         drop(prepared);
         assert!(!scratch.exists(), "scratch directory left behind");
+    }
+
+    #[test]
+    fn bwrap_without_landlock_cannot_keep_missing_startup_files() {
+        let dir = TestDir::new("launch-nolandlock");
+        let ws = dir.path().to_path_buf();
+        let scanner = Scanner::new(ScanLimits::default());
+        let mut req = request(&ws);
+        req.read_only = vec![ws.join(".bashrc")];
+        let mut no_landlock = probe(true, true);
+        no_landlock.landlock_abi = None;
+        no_landlock.landlock_enforced = false;
+        no_landlock.landlock_problem = Some("no Landlock".into());
+        let prepared = prepare_with(&req, &no_landlock, &scanner).unwrap();
+        assert_eq!(prepared.boundary(), Boundary::Bwrap);
+        let (disclosure, _) = disclosure_and_refusal(&prepared.decision);
+        assert!(
+            disclosure.is_some_and(|d| d.contains("could be created or replaced")),
+            "{:?}",
+            prepared.decision
+        );
+        req.mode = Mode::Required;
+        let refused = prepare_with(&req, &no_landlock, &scanner).unwrap();
+        assert_eq!(refused.boundary(), Boundary::Refused);
+        // With Landlock, the helper gets the carve-out inside bwrap.
+        let confined = prepare_with(&req, &probe(true, true), &scanner).unwrap();
+        assert!(text(&confined.argv).contains(&format!("--protect {}/.bashrc", ws.display())));
     }
 
     #[test]
