@@ -599,7 +599,8 @@ Return non-nil if the request was running."
 (defconst mevedel-core--sandbox-request-keys
   '((:mode . symbol) (:backend . symbol) (:command . list) (:cwd . string)
     (:writable . list) (:state-dirs . list) (:home . string)
-    (:inaccessible . list) (:network . boolean) (:extra-write . list)
+    (:inaccessible . list) (:read-only . list) (:allow-dir-locals . boolean)
+    (:network . boolean) (:extra-write . list)
     (:extra-read . list) (:escalated . boolean) (:env . list)
     (:path . string) (:helper . string) (:target . string)
     (:probe-timeout-ms . integer))

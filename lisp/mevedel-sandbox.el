@@ -8,10 +8,14 @@
 ;; Every child the model causes runs confined: bubblewrap namespaces
 ;; plus the `mevedel-sandbox' helper's Landlock ruleset, or Landlock
 ;; alone where bubblewrap cannot start.  Writable roots are the
-;; workspace, session scratch and artifact directories; every `.git' and
-;; the session's own state stay read-only inside them; ~/.ssh, ~/.gnupg,
-;; ~/.aws, ~/.azure, ~/.config/gcloud and ~/.kube are inaccessible; the
-;; network is denied unless a call was granted it.
+;; workspace, session scratch and artifact directories; every `.git',
+;; every `.dir-locals.el', the session's own state and the user's
+;; startup files (`mevedel-sandbox-protected-home-files') stay read-only
+;; inside them; ~/.ssh, ~/.gnupg, ~/.aws, ~/.azure, ~/.config/gcloud and
+;; ~/.kube are inaccessible, and so are the Emacs server and MCP socket
+;; directories; no Unix socket can be created; the network is denied
+;; unless a call was granted it.  Secrets in the environment are
+;; withheld (`mevedel-sandbox-environment').
 ;;
 ;; This file owns the user options, the per-target probe, the sandbox
 ;; requests the execution tools put in their managed executions' specs
@@ -53,6 +57,81 @@ hosts where bubblewrap misbehaves."
   "Seconds a local sandbox probe may take before the layer counts as broken."
   :type 'number)
 
+(defcustom mevedel-sandbox-protected-home-files
+  '(".profile" ".bash_profile" ".bash_login" ".bashrc" ".bash_logout" ".bash_aliases"
+    ".zshenv" ".zprofile" ".zshrc" ".zlogin" ".zlogout" ".kshrc" ".mkshrc" ".cshrc"
+    ".tcshrc" ".login" ".logout" ".inputrc" ".config/fish" ".config/environment.d"
+    ".xprofile" ".xinitrc" ".xsession" ".pam_environment" ".config/autostart"
+    ".bashrc.d" ".vimrc" ".vim" ".config/nvim" ".tmux.conf" ".screenrc"
+    "bin" ".local/bin" ".emacs" ".emacs.el" ".emacs.elc" ".emacs.d" ".config/emacs"
+    ".gitconfig" ".config/git" ".ssh" ".gnupg" ".netrc"
+    ".authinfo" ".authinfo.gpg" ".aws" ".config/gh" ".docker" ".npmrc" ".pypirc"
+    ".cargo/credentials" ".cargo/credentials.toml" ".config/systemd" ".mevedel"
+    ".config/mevedel")
+  "Files and directories under the home directory that commands never write.
+Each is relative to the home directory and stays read-only even when a
+writable root (the workspace) contains it, as when mevedel works in
+~ itself: shell, login and editor startup files, the personal `bin'
+directories on PATH, Emacs init files and directories (all of
+~/.emacs.d: packages and native-compiled code load from there too),
+git, ssh and gpg configuration, credential files and mevedel's own user
+configuration.  One that does not exist yet cannot
+be created either: its directory then accepts no new entries (Landlock
+enforces that in both layers)."
+  :type '(repeat string))
+
+(defcustom mevedel-sandbox-allow-dir-locals nil
+  "Non-nil lets commands write `.dir-locals.el' and `.dir-locals-2.el'.
+By default every one under a writable root is read-only, because Emacs
+evaluates what they hold (`eval:' forms) when it visits a file beneath.
+Either way, a command that creates or changes one is named in a warning
+on its result and row."
+  :type 'boolean)
+
+(defcustom mevedel-sandbox-env-drop-patterns
+  '("*KEY*" "*SECRET*" "*TOKEN*" "*PASSWORD*" "*PASSWD*" "*PASSPHRASE*"
+    "*CREDENTIAL*" "*_AUTH*")
+  "Wildcard patterns of environment variable names withheld from commands.
+Matching ignores case; `*' matches any run of characters.  A command
+the model causes never sees a matching variable unless
+`mevedel-sandbox-env-keep' names it or a grant passes it for one call."
+  :type '(repeat string))
+
+(defcustom mevedel-sandbox-env-drop nil
+  "More wildcard patterns of variable names to withhold from commands."
+  :type '(repeat string))
+
+(defcustom mevedel-sandbox-env-keep nil
+  "Wildcard patterns of variable names passed even though they look secret."
+  :type '(repeat string))
+
+;;;; Environment
+
+(defun mevedel-sandbox--env-match-p (name patterns)
+  "Return non-nil when NAME matches one of the wildcard PATTERNS, ignoring case."
+  (let ((case-fold-search t))
+    (cl-some (lambda (pattern) (string-match-p (wildcard-to-regexp pattern) name))
+             patterns)))
+
+(defun mevedel-sandbox-environment (env &optional pass)
+  "Return (ENTRIES . WITHHELD) for the environment list ENV.
+ENV holds \"NAME=VALUE\" entries like `process-environment'.  ENTRIES
+is ENV without the variables whose names look secret (see
+`mevedel-sandbox-env-drop-patterns'), except those named in PASS (a
+list of names granted for one call); WITHHELD lists the names left
+out, sorted, never their values."
+  (let ((drop (append mevedel-sandbox-env-drop-patterns mevedel-sandbox-env-drop))
+        (kept nil)
+        (withheld nil))
+    (dolist (entry env)
+      (let ((name (if (string-match "\\`\\([^=]*\\)=" entry) (match-string 1 entry) entry)))
+        (if (and (mevedel-sandbox--env-match-p name drop)
+                 (not (mevedel-sandbox--env-match-p name mevedel-sandbox-env-keep))
+                 (not (member name pass)))
+            (cl-pushnew name withheld :test #'equal)
+          (push entry kept))))
+    (cons (nreverse kept) (sort withheld #'string<))))
+
 ;;;; Requests
 
 (defvar mevedel-sandbox--helper-cache nil
@@ -68,6 +147,42 @@ the answer while `mevedel-core-module-directory' stays the same.")
           (cons mevedel-core-module-directory (mevedel-core-sandbox-helper-file))))
   (cdr mevedel-sandbox--helper-cache))
 
+(defvar mevedel-sandbox--read-only-cache nil
+  "((HOME . NAMES) . FILES): the last expansion of the protected home files.
+Every request carries them, so requests reuse it while the home
+directory and `mevedel-sandbox-protected-home-files' stay the same.")
+
+(defun mevedel-sandbox--read-only-files ()
+  "Return `mevedel-sandbox-protected-home-files' as absolute file names."
+  (let ((home (getenv "HOME")))
+    (unless (and (equal (caar mevedel-sandbox--read-only-cache) home)
+                 (eq (cdar mevedel-sandbox--read-only-cache) mevedel-sandbox-protected-home-files))
+      (let ((dir (file-name-as-directory (expand-file-name "~"))))
+        (setq mevedel-sandbox--read-only-cache
+              (cons (cons home mevedel-sandbox-protected-home-files)
+                    (mapcar (lambda (f) (concat dir f)) mevedel-sandbox-protected-home-files)))))
+    (cdr mevedel-sandbox--read-only-cache)))
+
+(defun mevedel-sandbox--socket-dirs ()
+  "Return the directories where Emacs servers and MCP sockets of this user live.
+They are masked from confined commands: a server there evaluates Lisp
+in its Emacs, outside any sandbox."
+  (let ((runtime (getenv "XDG_RUNTIME_DIR"))
+        (uid (user-uid)))
+    (delete-dups
+     (mapcar #'directory-file-name
+             (delq nil
+                   (list (and (boundp 'server-socket-dir) (stringp server-socket-dir)
+                              server-socket-dir)
+                         (and (boundp 'server-auth-dir) (stringp server-auth-dir)
+                              (expand-file-name server-auth-dir))
+                         (and runtime (expand-file-name "emacs" runtime))
+                         (format "/tmp/emacs%d" uid)
+                         (expand-file-name (format "emacs%d" uid)
+                                           (or (getenv "TMPDIR") "/tmp"))
+                         (expand-file-name (format "mevedel-mcp-%d" uid)
+                                           (or runtime temporary-file-directory))))))))
+
 (defun mevedel-sandbox-request (&rest args)
   "Return a sandbox request plist: ARGS over the user's defaults.
 ARGS are keys of `mevedel-core--sandbox-request-keys', e.g. :command
@@ -79,6 +194,9 @@ to the module, the probe timeout, and the local target."
     (dolist (default `((:mode . ,mevedel-sandbox-mode)
                        (:backend . ,mevedel-sandbox-backend)
                        (:home . ,(expand-file-name "~"))
+                       (:inaccessible . ,(mevedel-sandbox--socket-dirs))
+                       (:read-only . ,(mevedel-sandbox--read-only-files))
+                       (:allow-dir-locals . ,mevedel-sandbox-allow-dir-locals)
                        (:env . ,process-environment)
                        (:path . ,(getenv "PATH"))
                        (:helper . ,(mevedel-sandbox-helper))
@@ -110,8 +228,9 @@ Probes are cached per target; REFRESH non-nil probes again."
 (defun mevedel-sandbox-summary-add (summary outcome)
   "Return SUMMARY with one execution OUTCOME added.
 SUMMARY is a `:sandbox-summary' plist or nil; it counts attempts,
-starts, refusals, failed starts, network grants and additional mounts,
-and lists the boundaries used.  It never holds paths or commands."
+starts, refusals, failed starts, network grants, launches whose Unix
+socket filter was missing and additional mounts, and lists the
+boundaries used.  It never holds paths or commands."
   (let* ((boundary (plist-get outcome :boundary))
          (start (plist-get outcome :start))
          (count (lambda (key test)
@@ -128,6 +247,8 @@ and lists the boundaries used.  It never holds paths or commands."
           :network-grants (funcall count :network-grants
                                    (and (eq (plist-get outcome :network) 'granted)
                                         (memq boundary '(bwrap-landlock bwrap landlock))))
+          :open-sockets (funcall count :open-sockets
+                                 (equal (plist-get outcome :sockets) "open"))
           :extra-write-mounts (+ (or (plist-get summary :extra-write-mounts) 0)
                                  (or (plist-get outcome :extra-writes) 0))
           :extra-read-mounts (+ (or (plist-get summary :extra-read-mounts) 0)
@@ -158,6 +279,8 @@ read-only mounts stay silent."
       (push (format "%d never started" (funcall n :start-failures)) parts))
     (when (> (funcall n :network-grants) 0)
       (push "network allowed" parts))
+    (when (> (funcall n :open-sockets) 0)
+      (push "Unix sockets not blocked" parts))
     (when (> (funcall n :extra-write-mounts) 0)
       (push (format "%d extra writable path%s" (funcall n :extra-write-mounts)
                     (if (= 1 (funcall n :extra-write-mounts)) "" "s"))
@@ -217,9 +340,12 @@ unchanged."
                           (plist-get decision :disclosure))))
       (insert "  " text "\n")))
   (insert "\nWritable: the workspace, session scratch and artifact directories, a\n"
-          "private /tmp.  Read-only inside them: every .git and the session's\n"
-          "state.  Inaccessible: ~/.ssh ~/.gnupg ~/.aws ~/.azure ~/.config/gcloud\n"
-          "~/.kube.  Network: denied unless a call is granted it.\n"))
+          "private /tmp.  Read-only inside them: every .git, .dir-locals.el, the\n"
+          "session's state and your startup files.  Inaccessible: ~/.ssh ~/.gnupg\n"
+          "~/.aws ~/.azure ~/.config/gcloud ~/.kube and the Emacs server and MCP\n"
+          "socket directories.  Unix sockets: none can be created.  Network: denied\n"
+          "unless a call is granted it.  Secret-looking environment variables are\n"
+          "withheld.\n"))
 
 ;;;###autoload
 (defun mevedel-sandbox-status (&optional refresh)

@@ -206,10 +206,47 @@ or \"require_escalated\", not %S" mode))))
          (network (mevedel-tool-exec--true-p (plist-get extra :network)))
          (read (mevedel-tool-exec--grant-paths (plist-get extra :read) "read"))
          (write (mevedel-tool-exec--grant-paths (plist-get extra :write) "write"))
+         (env (mevedel-tool-exec--grant-names (plist-get extra :env)))
          (why (plist-get args :justification)))
-    (when (or escalated network read write)
-      (list :escalated escalated :network network :read read :write write
+    (when (or escalated network read write env)
+      (list :escalated escalated :network network :read read :write write :env env
             :justification (and (stringp why) (not (string-blank-p why)) why)))))
+
+(defun mevedel-tool-exec--grant-names (value)
+  "Return VALUE, the names of additional_permissions.env, as a list.
+Each must be an environment variable name; signal otherwise."
+  (let ((names (cond ((memq value '(nil :null)) nil)
+                     ((or (vectorp value) (listp value)) (append value nil))
+                     (t (error "The additional_permissions.env argument must be an array \
+of variable names")))))
+    (dolist (name names names)
+      (unless (and (stringp name) (string-match-p "\\`[A-Za-z_][A-Za-z0-9_]*\\'" name))
+        (error "The additional_permissions.env entry %S is not a variable name" name)))))
+
+(defun mevedel-tool-exec--environment (context grant)
+  "Return (ENTRIES . WITHHELD), the environment of a command run for CONTEXT.
+Secret-looking variables are withheld (`mevedel-sandbox-environment')
+unless GRANT passes them for this call."
+  (mevedel-sandbox-environment (or (plist-get context :environment) process-environment)
+                               (plist-get grant :env)))
+
+(defvar mevedel-tool-exec--env-told (make-hash-table :test #'equal)
+  "Sessions whose model was told which variables are withheld.")
+
+(defun mevedel-tool-exec--withheld-note (session withheld)
+  "Return the note naming WITHHELD variables, once per SESSION, or nil."
+  (when (and withheld (not (gethash session mevedel-tool-exec--env-told)))
+    (puthash session t mevedel-tool-exec--env-told)
+    (format "Note: these environment variables look secret and are withheld from \
+commands: %s.  Ask for one with additional_permissions.env when a command needs it."
+            (string-join withheld ", "))))
+
+(defun mevedel-tool-exec--evaluated-warning (files)
+  "Return the warning naming FILES Emacs may evaluate that changed, or nil."
+  (when files
+    (format "Warning: this command created, changed or removed files Emacs may \
+evaluate later: %s"
+            (mapconcat #'abbreviate-file-name files ", "))))
 
 (defun mevedel-tool-exec--sandbox (context cwd grant)
   "Return the sandbox request of a command run for CONTEXT in CWD.
@@ -302,11 +339,12 @@ The model sees why a sandbox failed, not mevedel's private paths."
                                      (and n (> n 0) n)))
                ("output_file" . ,(plist-get obs :artifact)))))))
 
-(defun mevedel-tool-exec-format-observation (obs &optional first)
+(defun mevedel-tool-exec-format-observation (obs &optional first note)
   "Return the model-visible text of observation OBS.
 The command's output comes first, unchanged; then, when a pipeline
 stage failed, one line naming it; in the FIRST observation of a
-command, a line about a non-default sandbox boundary; then the
+command, a line about a non-default sandbox boundary; a warning naming
+changed files Emacs may evaluate; the line NOTE, if any; then the
 envelope.  A still-running command says how to continue."
   (let* ((facts (plist-get obs :facts))
          (output (or (plist-get obs :output) ""))
@@ -319,6 +357,11 @@ envelope.  A still-running command says how to continue."
     (when-let* ((error (plist-get facts :error)))
       (push (concat (mevedel-tool-exec--scrub error) "\n") parts))
     (when-let* ((note (and first (mevedel-tool-exec--boundary-note (mevedel-tool-exec--boundary obs)))))
+      (push (concat note "\n") parts))
+    (when-let* ((warning (mevedel-tool-exec--evaluated-warning
+                          (plist-get (mevedel-tool-exec--boundary obs) :evaluated-changes))))
+      (push (concat warning "\n") parts))
+    (when note
       (push (concat note "\n") parts))
     (unless facts
       (push (format (if (equal state "queued")
@@ -347,16 +390,18 @@ send input (tty only) or stop it with StopExecution.\n")
           :bytes (plist-get obs :bytes)
           :omitted-chars (plist-get obs :omitted-chars)
           :artifact (plist-get obs :artifact)
+          :evaluated-changes (plist-get (mevedel-tool-exec--boundary obs) :evaluated-changes)
           :envelope t)
      (mevedel-tool-exec-sandbox-summary (mevedel-tool-exec--boundary obs)))))
 
-(defun mevedel-tool-exec--answer (callback &optional first)
+(defun mevedel-tool-exec--answer (callback &optional first note)
   "Return a module callback that answers CALLBACK with a tool result.
-FIRST says the result is the command's first observation."
+FIRST says the result is the command's first observation; NOTE is a
+line it adds."
   (lambda (status value)
     (funcall callback
              (if (eq status 'ok)
-                 (list :result (mevedel-tool-exec-format-observation value first)
+                 (list :result (mevedel-tool-exec-format-observation value first note)
                        :render-data (mevedel-tool-exec-render-data value))
                (format "Error: %s" (cadr value))))))
 
@@ -380,7 +425,8 @@ FIRST says the result is the command's first observation."
 ARGS are the call's arguments; their sandbox grant (see
 `mevedel-tool-exec-grant-request') shapes the sandbox request."
   (let ((cwd (let ((dir (or (plist-get context :cwd) default-directory)))
-               (and dir (directory-file-name (expand-file-name dir))))))
+               (and dir (directory-file-name (expand-file-name dir)))))
+        (grant (mevedel-tool-exec-grant-request args)))
     (append extra
             (list :session (plist-get context :session)
                   :owner (or (plist-get context :owner) "/root")
@@ -388,8 +434,8 @@ ARGS are the call's arguments; their sandbox grant (see
                   :artifact-dir (plist-get context :artifact-dir)
                   :mailbox (plist-get context :mailbox)
                   :tool-use-id (plist-get context :tool-use-id)
-                  :sandbox (mevedel-tool-exec--sandbox context cwd (mevedel-tool-exec-grant-request args))
-                  :environment (or (plist-get context :environment) process-environment)
+                  :sandbox (mevedel-tool-exec--sandbox context cwd grant)
+                  :environment (car (mevedel-tool-exec--environment context grant))
                   :stop-grace-ms mevedel-tool-exec-stop-grace-ms))))
 
 (defun mevedel-tool-exec-bash (callback args)
@@ -409,12 +455,16 @@ Answer CALLBACK with the output so far and the execution's facts."
                              context
                            (mevedel-tool-exec-context t))))
               (answered nil)
+              (note (mevedel-tool-exec--withheld-note
+                     (plist-get context :session)
+                     (cdr (mevedel-tool-exec--environment
+                           context (mevedel-tool-exec-grant-request args)))))
               (id (mevedel-core-exec-start
                    (mevedel-tool-exec--spec context args
                                             :command command :description description :kind "bash"
                                             :tty (and (mevedel-tool-exec--true-p (plist-get args :tty)) t)
                                             :yield-ms yield)
-                   (let ((answer (mevedel-tool-exec--answer callback t)))
+                   (let ((answer (mevedel-tool-exec--answer callback t note)))
                      (lambda (status value)
                        (setq answered t)
                        (funcall answer status value))))))
@@ -569,13 +619,21 @@ were delivered by WriteStdin or StopExecution, so they wake nobody.")
           ((equal (plist-get render-data :termination) "lost") "lost")
           ((or outcome (eq status 'error)) "failed"))))
 
+(defun mevedel-tool-exec--row-warning (render-data)
+  "Return the bracketed warning of a row with RENDER-DATA, or nil."
+  (let ((parts (delq nil (list (mevedel-sandbox-summary-warning
+                                (plist-get render-data :sandbox-summary))
+                               (when-let* ((changes (plist-get render-data :evaluated-changes)))
+                                 (concat "changed files Emacs evaluates: "
+                                         (mapconcat #'abbreviate-file-name changes ", ")))))))
+    (and parts (string-join parts "; "))))
+
 (defun mevedel-tool-exec--header (prefix text render-data status)
   "Return a row header: PREFIX, TEXT's first line (60 columns), state, elapsed.
 RENDER-DATA and STATUS give the state; a non-default sandbox boundary
-adds its warning."
+and changed files Emacs may evaluate add their warnings."
   (let* ((state (mevedel-tool-exec--state-label render-data status))
-         (warning (mevedel-sandbox-summary-warning
-                   (plist-get render-data :sandbox-summary)))
+         (warning (mevedel-tool-exec--row-warning render-data))
          (exit (let ((code (plist-get render-data :exit-code))
                      (signal (plist-get render-data :signal)))
                  (cond (signal (format "signal %s" signal))
@@ -659,8 +717,7 @@ id) are drawn by `mevedel-tool-exec--render-plain'."
   (let ((description (or (plist-get args :description) "")))
     (list :header (concat "Watching: "
                           (truncate-string-to-width description 60 nil nil "…")
-                          (when-let* ((warning (mevedel-sandbox-summary-warning
-                                                (plist-get render-data :sandbox-summary))))
+                          (when-let* ((warning (mevedel-tool-exec--row-warning render-data)))
                             (concat "  [" warning "]")))
           :status (mevedel-tool-exec--status render-data 'success)
           :body (mevedel-tool-exec--body (or (plist-get args :command) "") result render-data)
@@ -763,6 +820,8 @@ has this breadcrumb."
                         (:termination . ,(plist-get facts :termination))
                         (:outcome . ,(plist-get facts :outcome))
                         (:bytes . ,(plist-get facts :bytes))
+                        (:evaluated-changes
+                         . ,(plist-get (plist-get facts :sandbox) :evaluated-changes))
                         (:breadcrumb . ,breadcrumb)))
           (setq new (plist-put new (car pair) (cdr pair))))
         (mevedel-sandbox-render-data
@@ -797,7 +856,8 @@ a background completion is delivered to you later. tty=true gives the command a 
 with writable stdin; otherwise stdin is closed. Do not use `&' (rejected); there is no \
 automatic timeout (use `timeout N cmd'). Output is capped at 64 MiB and long output is \
 shown as head and tail. Commands run in a sandbox: the workspace is writable (not .git), the \
-network is off; additional_permissions (network, read/write paths) or \
+network is off and secret-looking environment variables are withheld; \
+additional_permissions (network, read/write paths, env names) or \
 sandbox_permissions=\"require_escalated\" ask the user first, with your justification. \
 Manual: " mevedel-tool-exec-manual-address)
   :args ((command string :required "The Bash source to run")
@@ -811,10 +871,11 @@ Manual: " mevedel-tool-exec-manual-address)
                               "\"require_escalated\" to run outside the sandbox (asks the user)"
                               :enum ("use_default" "require_escalated"))
          (additional_permissions object :optional
-                                 "More sandbox permissions (asks the user): network, read/write paths"
+                                 "More sandbox permissions (asks the user): network, read/write paths, withheld environment variables to pass"
                                  :properties (network (:type boolean)
                                               read (:type array :items string)
-                                              write (:type array :items string)))
+                                              write (:type array :items string)
+                                              env (:type array :items string)))
          (justification string :optional "Why the extra permissions are needed, for the user"))
   :async-p t
   :max-result-size 30000
@@ -873,10 +934,11 @@ Manual: "
                               "\"require_escalated\" to run outside the sandbox (asks the user)"
                               :enum ("use_default" "require_escalated"))
          (additional_permissions object :optional
-                                 "More sandbox permissions (asks the user): network, read/write paths"
+                                 "More sandbox permissions (asks the user): network, read/write paths, withheld environment variables to pass"
                                  :properties (network (:type boolean)
                                               read (:type array :items string)
-                                              write (:type array :items string)))
+                                              write (:type array :items string)
+                                              env (:type array :items string)))
          (justification string :optional "Why the extra permissions are needed, for the user"))
   :async-p t
   :check-permission #'mevedel-tool-exec-check-command

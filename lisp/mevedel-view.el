@@ -649,7 +649,9 @@ OPERATION-GRANTED non-nil means the call itself is allowed already."
       (format "  [%s] run the command\n" (if operation-granted "x" " "))
       (and (plist-get grant :network) "  [ ] network access\n")
       (mapconcat (lambda (path) (format "  [ ] read %s\n" path)) (plist-get grant :read) "")
-      (mapconcat (lambda (path) (format "  [ ] write %s\n" path)) (plist-get grant :write) "")))
+      (mapconcat (lambda (path) (format "  [ ] write %s\n" path)) (plist-get grant :write) "")
+      (mapconcat (lambda (name) (format "  [ ] pass the withheld variable %s\n" name))
+                 (plist-get grant :env) "")))
    (when-let* ((why (plist-get grant :justification)))
      (format "  why: %s\n" (mevedel-tool-render-shorten why 200)))))
 

@@ -232,7 +232,7 @@ Return its terminal observation (waits up to 30 s)."
          (summary (mevedel-sandbox-summary-add nil ok)))
     (should (equal summary '(:attempts 1 :starts 1 :refusals 0 :start-failures 0
                              :boundaries (bwrap-landlock) :network-grants 0
-                             :extra-write-mounts 0 :extra-read-mounts 2)))
+                             :open-sockets 0 :extra-write-mounts 0 :extra-read-mounts 2)))
     ;; Defaults and extra read-only mounts stay silent.
     (should-not (mevedel-sandbox-summary-warning summary))
     (setq summary (mevedel-sandbox-summary-add
@@ -243,14 +243,17 @@ Return its terminal observation (waits up to 30 s)."
                              :extra-writes 0 :extra-reads 0)))
     (setq summary (mevedel-sandbox-summary-add
                    summary '(:boundary bwrap-landlock :start exec-failed :network denied)))
-    (should (equal (plist-get summary :attempts) 4))
-    (should (equal (plist-get summary :starts) 2))
+    (setq summary (mevedel-sandbox-summary-add
+                   summary '(:boundary bwrap-landlock :start started :network denied
+                             :sockets "open")))
+    (should (equal (plist-get summary :attempts) 5))
+    (should (equal (plist-get summary :starts) 3))
     (should (equal (plist-get summary :refusals) 1))
     (should (equal (plist-get summary :start-failures) 1))
     (should (equal (plist-get summary :boundaries) '(bwrap-landlock landlock refused)))
     (should (equal (mevedel-sandbox-summary-warning summary)
                    (concat "sandbox: Landlock only, 1 refused, 1 never started, "
-                           "network allowed, 1 extra writable path")))
+                           "network allowed, Unix sockets not blocked, 1 extra writable path")))
     (should-not (string-match-p "/" (format "%S" summary)))
     (let ((data (mevedel-sandbox-render-data '(:preview "x") summary)))
       (should (equal (plist-get data :preview) "x"))

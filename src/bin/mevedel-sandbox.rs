@@ -12,23 +12,37 @@
 //! the command's raw wait status (bwrap would turn a death by signal into
 //! an exit code).
 //!
+//! The helper is what the launcher trusts, so nothing the command can
+//! reach may speak for it: it makes itself non-dumpable first (its
+//! `/proc/<pid>/fd`, memory and ptrace are then out of the command's
+//! reach, root in a namespace or not), its own descriptors are
+//! close-on-exec, the command runs in a nested Landlock scope that
+//! cannot signal it, and the PIPESTATUS snapshot reaches the launcher
+//! only through a pipe the helper reads and checks.
+//!
 //! `mevedel-sandbox --probe` applies a trivial ruleset and prints whether
 //! Landlock could be enforced.
 
 #[path = "../sandbox/landlock.rs"]
 mod confine;
+#[path = "../sandbox/seccomp.rs"]
+mod seccomp;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io::Write;
-use std::os::fd::FromRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use mevedel_dyn::bash::parse_snapshot;
 use mevedel_dyn::sandbox::helper_args::{EXIT_EXEC_FAILED, EXIT_REFUSED, HelperArgs, Marker};
 
 fn main() {
+    // Before anything the launcher trusts is opened or written.
+    // SAFETY: plain prctl.
+    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     if args.len() == 1 && args[0] == "--probe" {
         println!("{}", confine::probe());
@@ -76,14 +90,21 @@ fn main() {
             "none"
         }
     };
+    let sockets = match seccomp::install() {
+        Ok(()) => "blocked",
+        Err(why) if args.required => refuse(&mut start, why),
+        Err(_) => "open",
+    };
     report(
         &mut start,
         &Marker::Started {
             landlock: landlock.into(),
+            sockets: sockets.into(),
         },
     );
     if args.supervise {
-        supervise(&args.command, start)
+        let scoped = args.landlock.is_some_and(|abi| abi >= confine::SCOPE_ABI);
+        supervise(&args.command, args.snapshot_fd, scoped, start)
     } else {
         let err = command(&args.command).exec();
         exec_failed(&mut start, &args.command, &err)
@@ -215,7 +236,12 @@ fn drop_capabilities() -> Result<(), String> {
 /// Fork the command and stay as its subreaper until it exits or we are
 /// told to stop (TERM or HUP; an interrupt is left to the command); then kill whatever descends from us and exit the way
 /// the command did.
-fn supervise(argv: &[OsString], mut start: Option<std::fs::File>) -> ! {
+fn supervise(
+    argv: &[OsString],
+    snapshot_fd: Option<i32>,
+    scoped: bool,
+    mut start: Option<std::fs::File>,
+) -> ! {
     // SAFETY: plain prctl and signal-mask calls in a single-threaded process.
     let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
     unsafe {
@@ -233,6 +259,13 @@ fn supervise(argv: &[OsString], mut start: Option<std::fs::File>) -> ! {
         libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
     }
     let me = std::process::id() as libc::pid_t;
+    let snapshot = match snapshot_fd.map(|_| snapshot_pipe()).transpose() {
+        Ok(pipe) => pipe,
+        Err(err) => {
+            report(&mut start, &Marker::Refused(err));
+            std::process::exit(EXIT_REFUSED);
+        }
+    };
     // SAFETY: the helper is single-threaded, so the child may run Rust.
     let main = unsafe { libc::fork() };
     if main < 0 {
@@ -248,9 +281,24 @@ fn supervise(argv: &[OsString], mut start: Option<std::fs::File>) -> ! {
                 libc::_exit(EXIT_REFUSED);
             }
         }
+        if let (Some((_, writer)), Some(fd)) = (&snapshot, snapshot_fd) {
+            // SAFETY: dup2 of our pipe's writer; the copy is inheritable.
+            if unsafe { libc::dup2(writer.as_raw_fd(), fd) } < 0 {
+                let err = std::io::Error::last_os_error();
+                exec_failed(&mut start, argv, &err);
+            }
+        }
+        if scoped && let Err(why) = confine::scope_child() {
+            report(&mut start, &Marker::Refused(why));
+            // SAFETY: leaving the forked child without unwinding.
+            unsafe { libc::_exit(EXIT_REFUSED) };
+        }
         let err = command(argv).exec();
         exec_failed(&mut start, argv, &err);
     }
+    // Only the command may hold the snapshot's writer, so the end of the
+    // pipe is its end.
+    let snapshot = snapshot.map(|(reader, _writer)| reader);
     loop {
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: waiting for one of the blocked signals.
@@ -258,6 +306,9 @@ fn supervise(argv: &[OsString], mut start: Option<std::fs::File>) -> ! {
         if sig == libc::SIGCHLD {
             if let Some(status) = reap(main) {
                 kill_descendants(me);
+                if let Some(codes) = snapshot.as_ref().and_then(|r| checked_snapshot(r, status)) {
+                    report(&mut start, &Marker::Pipestatus(codes));
+                }
                 report(&mut start, &Marker::Exited(status));
                 exit_like(status);
             }
@@ -280,6 +331,61 @@ fn supervise(argv: &[OsString], mut start: Option<std::fs::File>) -> ! {
             std::process::exit(128 + sig);
         }
     }
+}
+
+/// A close-on-exec pipe (reader, writer) for the snapshot; the writer
+/// never blocks, so a command that filled the pipe cannot hang itself on
+/// the snapshot line.
+fn snapshot_pipe() -> Result<(OwnedFd, OwnedFd), String> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills two descriptors we then own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(format!(
+            "cannot create the snapshot pipe: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: both descriptors were just created and are ours.
+    let (reader, writer) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    for fd in [&reader, &writer] {
+        // SAFETY: flag change on a descriptor we own.
+        unsafe {
+            let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+            libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+    }
+    Ok((reader, writer))
+}
+
+/// The stage statuses in the snapshot READER holds, when it is exactly
+/// one well-formed line agreeing with the shell's reaped STATUS: the
+/// shell wrote its `$?` first and exited with it, and without pipefail
+/// that is the last stage's status. A shell killed by a signal never
+/// reached the snapshot line, and a second line means the command wrote
+/// one of its own: both give nothing.
+fn checked_snapshot(reader: &OwnedFd, status: i32) -> Option<Vec<i32>> {
+    if !libc::WIFEXITED(status) {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 512];
+    loop {
+        // SAFETY: reads into a buffer we own, at most its length.
+        let n = unsafe { libc::read(reader.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n <= 0 || bytes.len() > 4096 {
+            break;
+        }
+        bytes.extend_from_slice(&buf[..n as usize]);
+    }
+    let text = std::str::from_utf8(&bytes).ok()?;
+    let line = text.strip_suffix('\n')?;
+    if line.contains('\n') {
+        return None;
+    }
+    let first: i32 = line.split_whitespace().next()?.parse().ok()?;
+    let codes = parse_snapshot(text)?;
+    let exit = libc::WEXITSTATUS(status);
+    (first == exit && codes.last() == Some(&exit)).then_some(codes)
 }
 
 /// Reap every exited child; return MAIN's wait status if it was one.
@@ -371,5 +477,33 @@ fn kill_descendants(me: libc::pid_t) {
             unsafe { libc::kill(pid, signal) };
         }
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot_of(text: &str, status: i32) -> Option<Vec<i32>> {
+        let (reader, writer) = snapshot_pipe().unwrap();
+        let mut writer = std::fs::File::from(writer);
+        writer.write_all(text.as_bytes()).unwrap();
+        drop(writer);
+        checked_snapshot(&reader, status)
+    }
+
+    #[test]
+    fn snapshot_must_agree_with_the_reaped_status() {
+        // Raw wait statuses: exit N is N << 8; 9 is death by SIGKILL.
+        assert_eq!(snapshot_of("1 0 1\n", 1 << 8), Some(vec![0, 1]));
+        assert_eq!(snapshot_of("0 1 0\n", 0), Some(vec![1, 0]));
+        // A forged line that disagrees with the exit, a second line, a
+        // shell killed before its snapshot line, junk: nothing.
+        assert_eq!(snapshot_of("0 0 0\n", 1 << 8), None);
+        assert_eq!(snapshot_of("1 1 1\n1 0 1\n", 1 << 8), None);
+        assert_eq!(snapshot_of("0 0\n", 9), None);
+        assert_eq!(snapshot_of("1 0 1", 1 << 8), None);
+        assert_eq!(snapshot_of("x 1\n", 1 << 8), None);
+        assert_eq!(snapshot_of("", 0), None);
     }
 }

@@ -30,8 +30,13 @@ use crate::process::{self, Program, pty};
 use crate::sandbox::helper_args::Marker;
 use crate::sandbox::launch;
 
-// The start markers and the PIPESTATUS snapshot need their own numbers.
+// The helper's start markers and the shell's PIPESTATUS snapshot need
+// their own numbers.
 const _: () = assert!(launch::START_FD != bash::SNAPSHOT_FD);
+
+fn wants_snapshot(exec: &Exec) -> bool {
+    exec.spec.kind == Kind::Bash && exec.analysis.snapshot()
+}
 
 /// Default time between TERM and KILL.
 pub const DEFAULT_GRACE: Duration = Duration::from_millis(1000);
@@ -73,7 +78,7 @@ fn exec_err(doing: &str, e: &io::Error) -> Error {
 
 /// The shell command line for EXEC (inside the sandbox, if any).
 pub fn shell_argv(exec: &Exec) -> Vec<String> {
-    let script = if exec.spec.kind == Kind::Bash && exec.analysis.snapshot() {
+    let script = if wants_snapshot(exec) {
         bash::with_snapshot(&exec.spec.command)
     } else {
         exec.spec.command.clone()
@@ -153,6 +158,10 @@ fn plan(exec: &Exec) -> Result<launch::Parts> {
     request.command = argv;
     request.cwd = spec.cwd.clone();
     request.tty = spec.tty;
+    // Confined, the snapshot goes to the supervising helper, which checks
+    // it against the status it reaps: the command holds no descriptor
+    // onto anything Emacs reads.
+    request.snapshot_fd = wants_snapshot(exec).then_some(bash::SNAPSHOT_FD);
     request.env = Some(
         env.iter()
             .map(|(k, v)| format!("{}={}", k.to_string_lossy(), v.to_string_lossy()))
@@ -212,7 +221,9 @@ fn launch(exec: &Exec) -> std::result::Result<Launched, NotLaunched> {
     exec.state().reader = Some(spool.reader().map_err(failed)?);
 
     let mut fd_map = Vec::new();
-    let status = if spec.kind == Kind::Bash && exec.analysis.snapshot() {
+    // Unconfined (no helper), the shell writes its snapshot to a file of
+    // ours; it could write anything else there too, as it could anywhere.
+    let status = if wants_snapshot(exec) && marker.is_none() {
         let file = status_file(&dir, &exec.id).map_err(failed)?;
         fd_map.push((file.as_raw_fd(), bash::SNAPSHOT_FD));
         Some(file)
@@ -449,7 +460,7 @@ async fn run(exec: Arc<Exec>, launched: Launched) {
         status_file,
         spool,
         marker,
-        _keep,
+        _keep: keep,
     } = launched;
     let mut streams = match Streams::new(out, err, exit) {
         Ok(streams) => streams,
@@ -464,10 +475,14 @@ async fn run(exec: Arc<Exec>, launched: Launched) {
     let mut running = Running::new(Arc::clone(&exec), pid, spool, streams.err.is_some());
     running.watch(&mut streams).await;
     let settlement = running.finish(marker.as_ref(), status_file);
+    let evaluated = keep.watch.changed();
+    if let Some(facts) = exec.state().sandbox.as_mut() {
+        facts.evaluated = evaluated;
+    }
     settle(&exec, settlement).await;
     // The streams, the spool and the sandbox's scratch directory go only
     // once the execution has settled.
-    drop((streams, running, _keep));
+    drop((streams, running, keep));
 }
 
 /// The launched child's output streams, their buffers and its exit.
@@ -766,19 +781,28 @@ impl Running {
             _ => Termination::Exit,
         };
         let mut error = self.write_error.take();
-        if let Some(problem) =
-            markers.and_then(|m| sandbox_start(&self.exec, &m, &self.spool, status))
+        if let Some(problem) = markers
+            .as_deref()
+            .and_then(|m| sandbox_start(&self.exec, m, &self.spool, status))
             && self.ending.is_none()
         {
             termination = Termination::LaunchFailed;
             error = Some(problem);
         }
-        let pipestatus = status_file.and_then(|mut f| {
-            use std::io::{Read, Seek};
-            let mut text = String::new();
-            f.rewind().ok()?;
-            f.read_to_string(&mut text).ok()?;
-            bash::parse_snapshot(&text)
+        // The relayed statuses must also have one entry per stage.
+        let stages = self.exec.analysis.final_pipeline.as_ref().map(Vec::len);
+        let relayed = markers
+            .as_deref()
+            .and_then(launch::pipestatus)
+            .filter(|codes| Some(codes.len()) == stages);
+        let pipestatus = relayed.or_else(|| {
+            status_file.and_then(|mut f| {
+                use std::io::{Read, Seek};
+                let mut text = String::new();
+                f.rewind().ok()?;
+                f.read_to_string(&mut text).ok()?;
+                bash::parse_snapshot(&text)
+            })
         });
         if let Some(m) = self.monitor.as_mut() {
             let by = self.exec.state().stop.map(|(_, by)| by);

@@ -172,6 +172,8 @@ mod tests {
                 "/home/u/ws/.mevedel".into(),
                 "/home/u/ws/lib/dep/.git".into(),
             ],
+            landlock_protected: Vec::new(),
+            dir_locals: Vec::new(),
             masked: vec![
                 Masked {
                     path: "/home/u/.netrc".into(),

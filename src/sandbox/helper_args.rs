@@ -37,6 +37,11 @@ pub struct HelperArgs {
     pub deny: Vec<PathBuf>,
     /// Descriptor on which the helper reports its start (see [`Marker`]).
     pub start_fd: Option<i32>,
+    /// Give the command a pipe at this descriptor for Bash's PIPESTATUS
+    /// snapshot: the supervising helper alone reads it, checks it against
+    /// the status it reaped and relays it as [`Marker::Pipestatus`], so
+    /// no descriptor onto anything the launcher trusts reaches the command.
+    pub snapshot_fd: Option<i32>,
     /// The command and its arguments.
     pub command: Vec<OsString>,
 }
@@ -45,8 +50,9 @@ pub struct HelperArgs {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Marker {
     /// Confinement is in place; the command is about to be executed.
-    /// `landlock` is `full`, `partial` or `none`.
-    Started { landlock: String },
+    /// `landlock` is `full`, `partial` or `none`; `sockets` is `blocked`
+    /// when the seccomp filter stops new Unix sockets, `open` otherwise.
+    Started { landlock: String, sockets: String },
     /// The helper refused to run the command (e.g. `required` and the
     /// Landlock ruleset could not be enforced).
     Refused(String),
@@ -55,16 +61,25 @@ pub enum Marker {
     /// The command ended with this raw wait status (a supervising helper
     /// reports it: bwrap turns a death by signal into an exit code).
     Exited(i32),
+    /// The final pipeline's stage statuses, from the snapshot the helper
+    /// read and found consistent with the status it reaped.
+    Pipestatus(Vec<i32>),
 }
 
 impl Marker {
     pub fn line(&self) -> String {
         let one_line = |s: &str| s.replace('\n', " ");
         match self {
-            Marker::Started { landlock } => format!("started landlock={landlock}\n"),
+            Marker::Started { landlock, sockets } => {
+                format!("started landlock={landlock} sockets={sockets}\n")
+            }
             Marker::Refused(why) => format!("refused {}\n", one_line(why)),
             Marker::ExecFailed(why) => format!("exec-failed {}\n", one_line(why)),
             Marker::Exited(status) => format!("exited status={status}\n"),
+            Marker::Pipestatus(codes) => {
+                let codes: Vec<String> = codes.iter().map(i32::to_string).collect();
+                format!("pipestatus {}\n", codes.join(" "))
+            }
         }
     }
 
@@ -73,9 +88,18 @@ impl Marker {
         text.lines()
             .filter_map(|line| {
                 if let Some(rest) = line.strip_prefix("started landlock=") {
+                    let (landlock, sockets) = rest
+                        .trim()
+                        .split_once(" sockets=")
+                        .unwrap_or((rest.trim(), "open"));
                     Some(Marker::Started {
-                        landlock: rest.trim().to_string(),
+                        landlock: landlock.to_string(),
+                        sockets: sockets.to_string(),
                     })
+                } else if let Some(rest) = line.strip_prefix("pipestatus ") {
+                    let codes: Option<Vec<i32>> =
+                        rest.split_whitespace().map(|f| f.parse().ok()).collect();
+                    codes.filter(|c| !c.is_empty()).map(Marker::Pipestatus)
                 } else if let Some(rest) = line.strip_prefix("refused ") {
                     Some(Marker::Refused(rest.to_string()))
                 } else if let Some(rest) = line.strip_prefix("exited status=") {
@@ -123,9 +147,14 @@ impl HelperArgs {
                 out.push(path.clone().into_os_string());
             }
         }
-        if let Some(fd) = self.start_fd {
-            out.push("--start-fd".into());
-            out.push(fd.to_string().into());
+        for (name, fd) in [
+            ("--start-fd", self.start_fd),
+            ("--snapshot-fd", self.snapshot_fd),
+        ] {
+            if let Some(fd) = fd {
+                out.push(name.into());
+                out.push(fd.to_string().into());
+            }
         }
         out.push("--".into());
         out.extend(self.command.iter().cloned());
@@ -162,17 +191,22 @@ impl HelperArgs {
                 b"--protect" => parsed.protect.push(value("--protect")?.into()),
                 b"--deny" => parsed.deny.push(value("--deny")?.into()),
                 b"--start-fd" => {
-                    let text = value("--start-fd")?;
-                    let fd = number(&text)
-                        .and_then(|n| i32::try_from(n).ok())
-                        .ok_or_else(|| format!("bad --start-fd {}", show(&text)))?;
-                    parsed.start_fd = Some(fd);
+                    parsed.start_fd = Some(fd_arg(value("--start-fd")?, "--start-fd")?)
+                }
+                b"--snapshot-fd" => {
+                    parsed.snapshot_fd = Some(fd_arg(value("--snapshot-fd")?, "--snapshot-fd")?)
                 }
                 _ => return Err(format!("unknown argument {}", show(&arg))),
             }
         }
         Err("missing -- before the command".into())
     }
+}
+
+fn fd_arg(text: OsString, name: &str) -> Result<i32, String> {
+    number(&text)
+        .and_then(|n| i32::try_from(n).ok())
+        .ok_or_else(|| format!("bad {name} {}", show(&text)))
 }
 
 fn number(s: &OsStr) -> Option<u32> {
@@ -199,6 +233,7 @@ mod tests {
             protect: vec!["/w/.git".into()],
             deny: vec!["/home/u/.ssh".into()],
             start_fd: Some(7),
+            snapshot_fd: Some(63),
             command: vec!["sh".into(), "-c".into(), "echo --read".into()],
         }
     }
@@ -238,9 +273,11 @@ mod tests {
         let all = [
             Marker::Started {
                 landlock: "full".into(),
+                sockets: "blocked".into(),
             },
             Marker::Refused("Landlock is not enforced".into()),
             Marker::ExecFailed("nope: No such file or directory".into()),
+            Marker::Pipestatus(vec![1, 0]),
             Marker::Exited(15),
         ];
         let text: String = all.iter().map(Marker::line).collect();

@@ -163,6 +163,28 @@ pub fn restrict(args: &HelperArgs, abi: u32) -> Result<&'static str, String> {
     }
 }
 
+/// Landlock ABI that scopes signals and abstract Unix sockets.
+pub const SCOPE_ABI: u32 = 6;
+
+/// Put the command (a freshly forked child) in a nested domain scoped
+/// for signals and abstract sockets: it can no longer signal the
+/// supervising helper, which stays in the outer domain.
+pub fn scope_child() -> Result<(), String> {
+    let fail = |what: &str, e: &dyn std::fmt::Display| format!("Landlock {what}: {e}");
+    let status = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .scope(Scope::AbstractUnixSocket | Scope::Signal)
+        .map_err(|e| fail("cannot scope the command", &e))?
+        .create()
+        .map_err(|e| fail("cannot create the command's scope", &e))?
+        .restrict_self()
+        .map_err(|e| fail("cannot scope the command", &e))?;
+    match status.ruleset {
+        RulesetStatus::FullyEnforced => Ok(()),
+        _ => Err("the command's Landlock scope is not enforced".into()),
+    }
+}
+
 /// For `--probe`: restrict this process with a trivial ruleset and say
 /// whether it worked, e.g. `landlock=full abi=6`.
 pub fn probe() -> String {

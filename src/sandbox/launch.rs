@@ -53,6 +53,10 @@ pub struct Request {
     #[serde(default)]
     pub inaccessible: Vec<PathBuf>,
     #[serde(default)]
+    pub read_only: Vec<PathBuf>,
+    #[serde(default)]
+    pub allow_dir_locals: bool,
+    #[serde(default)]
     pub network: bool,
     #[serde(default)]
     pub extra_write: Vec<PathBuf>,
@@ -77,6 +81,10 @@ pub struct Request {
     /// bwrap's new session the helper makes it the controlling terminal.
     #[serde(default)]
     pub tty: bool,
+    /// Descriptor at which a confined shell gets the supervising
+    /// helper's snapshot pipe (managed Bash sets it; never from Lisp).
+    #[serde(skip)]
+    pub snapshot_fd: Option<i32>,
 }
 
 /// Probe timeout when the request names none.
@@ -103,6 +111,8 @@ impl Request {
             state_dirs: self.state_dirs.clone(),
             home: self.home.clone(),
             inaccessible: self.inaccessible.clone(),
+            read_only: self.read_only.clone(),
+            allow_dir_locals: self.allow_dir_locals,
             network: self.network,
             extra_write: self.extra_write.clone(),
             extra_read: self.extra_read.clone(),
@@ -201,6 +211,7 @@ pub struct Prepared {
     /// Read end of the helper's start-marker pipe (confined launches).
     marker: Option<(OwnedFd, OwnedFd)>,
     scratch: Option<Scratch>,
+    watch: Watch,
 }
 
 impl Prepared {
@@ -294,7 +305,13 @@ pub fn prepare_with(request: &Request, probe: &Probe, scanner: &scan::Scanner) -
         extra_reads: counts.1,
         marker: None,
         scratch: None,
+        watch: Watch::default(),
     };
+    let state_dirs: Vec<PathBuf> = request
+        .state_dirs
+        .iter()
+        .filter_map(|d| std::fs::canonicalize(d).ok())
+        .collect();
     let (bwrap_layer, landlock) = match decision {
         Decision::Refuse(_) => return Ok(prepared),
         Decision::Direct { .. } => {
@@ -306,6 +323,12 @@ pub fn prepare_with(request: &Request, probe: &Probe, scanner: &scan::Scanner) -
             prepared.cwd = cwd_of(request, prepared.scratch.as_ref());
             prepared.argv = command;
             prepared.env = env;
+            let roots = request
+                .writable
+                .iter()
+                .filter_map(|d| std::fs::canonicalize(d).ok())
+                .collect();
+            prepared.watch = Watch::new(roots, None, state_dirs);
             return Ok(prepared);
         }
         Decision::Confine {
@@ -313,6 +336,25 @@ pub fn prepare_with(request: &Request, probe: &Probe, scanner: &scan::Scanner) -
         } => (bwrap, landlock),
     };
     let mut plan = policy::resolve(&policy, scanner)?;
+    // Only Landlock keeps a missing read-only path from being created (or
+    // a protected link from being replaced).
+    if landlock.is_none() && !plan.landlock_protected.is_empty() {
+        let why = format!(
+            "without Landlock, {} protected startup file(s) that do not exist yet or are \
+             symbolic links could be created or replaced",
+            plan.landlock_protected.len()
+        );
+        if policy.mode == Mode::Required {
+            prepared.decision = Decision::Refuse(format!("not run: {why}"));
+            return Ok(prepared);
+        }
+        if let Decision::Confine { disclosure, .. } = &mut prepared.decision {
+            *disclosure = Some(match disclosure.take() {
+                Some(text) => format!("{text}; {why}"),
+                None => why,
+            });
+        }
+    }
     // A private working directory when none is given; the private TMPDIR
     // where no mount namespace gives a private /tmp.
     let scratch = if request.cwd.is_none() || !bwrap_layer {
@@ -373,9 +415,13 @@ pub fn prepare_with(request: &Request, probe: &Probe, scanner: &scan::Scanner) -
         // Landlock carve-outs would forbid creating anything in the
         // directories that hold them (a repository's top level).
         protect: if bwrap_layer {
-            Vec::new()
+            plan.landlock_protected.clone()
         } else {
-            plan.protected.clone()
+            plan.protected
+                .iter()
+                .chain(&plan.landlock_protected)
+                .cloned()
+                .collect()
         },
         deny: if bwrap_layer {
             Vec::new()
@@ -383,6 +429,7 @@ pub fn prepare_with(request: &Request, probe: &Probe, scanner: &scan::Scanner) -
             plan.masked.iter().map(|m| m.path.clone()).collect()
         },
         start_fd: Some(START_FD),
+        snapshot_fd: request.snapshot_fd,
         command,
     };
     let mut inner = vec![helper.into_os_string()];
@@ -395,6 +442,13 @@ pub fn prepare_with(request: &Request, probe: &Probe, scanner: &scan::Scanner) -
     prepared.env = env;
     prepared.marker = Some((reader, writer));
     prepared.scratch = scratch;
+    let roots = plan
+        .writable
+        .iter()
+        .chain(&plan.grant_write)
+        .cloned()
+        .collect();
+    prepared.watch = Watch::new(roots, Some(&plan.dir_locals), state_dirs);
     Ok(prepared)
 }
 
@@ -412,10 +466,124 @@ pub fn prepare(request: &Request) -> Result<Prepared> {
 }
 
 /// What a caller that starts a prepared launch itself keeps until the
-/// command is done: the private scratch directory (removed on drop).
+/// command is done: the private scratch directory (removed on drop) and
+/// the watch on files Emacs may evaluate later.
 #[derive(Debug, Default)]
 pub struct Keep {
     _scratch: Option<Scratch>,
+    pub watch: Watch,
+}
+
+/// Identity and content stamp of a file: (device, inode, mtime ns, size).
+type FileStamp = (u64, u64, i128, u64);
+
+fn file_stamp(path: &Path) -> Option<FileStamp> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(path).ok()?;
+    Some((
+        m.dev(),
+        m.ino(),
+        i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+        m.size(),
+    ))
+}
+
+/// Files under a state directory the watch stamps, at most.
+const STATE_FILES_MAX: usize = 10_000;
+
+/// The files Emacs may evaluate later that a command could change: every
+/// `.dir-locals.el` / `.dir-locals-2.el` under the writable roots (found
+/// by the cached scan) and every file under the workspace's state
+/// directories (permission rules, memory, skills) but the sessions'
+/// storage, stamped before the launch and compared after it.
+#[derive(Debug, Default)]
+pub struct Watch {
+    roots: Vec<PathBuf>,
+    state: Vec<PathBuf>,
+    before: std::collections::BTreeMap<PathBuf, FileStamp>,
+}
+
+impl Watch {
+    /// Watch ROOTS' dir-locals (DIR_LOCALS when the caller has just found
+    /// them, else by scanning) and the STATE directories.
+    fn new(roots: Vec<PathBuf>, dir_locals: Option<&[PathBuf]>, state: Vec<PathBuf>) -> Watch {
+        let mut watch = Watch {
+            roots,
+            state,
+            before: Default::default(),
+        };
+        watch.before = match dir_locals {
+            Some(found) => watch.stamps_with(found.to_vec()),
+            None => watch.stamps(),
+        };
+        watch
+    }
+
+    fn stamps(&self) -> std::collections::BTreeMap<PathBuf, FileStamp> {
+        let mut found = Vec::new();
+        for root in &self.roots {
+            if let Ok((under, _)) = scan::global().protected_under(root) {
+                found.extend(under.into_iter().filter(|p| scan::is_dir_locals(p)));
+            }
+        }
+        self.stamps_with(found)
+    }
+
+    fn stamps_with(
+        &self,
+        dir_locals: Vec<PathBuf>,
+    ) -> std::collections::BTreeMap<PathBuf, FileStamp> {
+        let mut out = std::collections::BTreeMap::new();
+        for path in dir_locals {
+            if let Some(stamp) = file_stamp(&path) {
+                out.insert(path, stamp);
+            }
+        }
+        let mut stack: Vec<(PathBuf, bool)> =
+            self.state.iter().map(|d| (d.clone(), true)).collect();
+        while let Some((dir, top)) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                if out.len() >= STATE_FILES_MAX {
+                    return out;
+                }
+                let path = entry.path();
+                match entry.file_type() {
+                    // Sessions' storage is mevedel's own output, written
+                    // while commands run.
+                    Ok(kind) if kind.is_dir() && top && entry.file_name() == "sessions" => {}
+                    Ok(kind) if kind.is_dir() => stack.push((path, false)),
+                    Ok(_) => {
+                        if let Some(stamp) = file_stamp(&path) {
+                            out.insert(path, stamp);
+                        }
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+        out
+    }
+
+    /// The watched files created, changed or removed since the launch.
+    pub fn changed(&self) -> Vec<PathBuf> {
+        if self.roots.is_empty() && self.state.is_empty() {
+            return Vec::new();
+        }
+        let after = self.stamps();
+        let mut out: Vec<PathBuf> = after
+            .iter()
+            .filter(|(path, stamp)| self.before.get(*path) != Some(*stamp))
+            .map(|(path, _)| path.clone())
+            .chain(
+                self.before
+                    .keys()
+                    .filter(|path| !after.contains_key(*path))
+                    .cloned(),
+            )
+            .collect();
+        out.sort();
+        out
+    }
 }
 
 /// A prepared launch taken apart for a caller that starts it itself
@@ -453,6 +621,8 @@ impl Prepared {
                 },
                 disclosure,
                 landlock: None,
+                sockets: None,
+                evaluated: Vec::new(),
                 network: self.network,
                 extra_writes: self.extra_writes,
                 extra_reads: self.extra_reads,
@@ -464,6 +634,7 @@ impl Prepared {
             bwrap,
             keep: Keep {
                 _scratch: self.scratch,
+                watch: self.watch,
             },
             refusal,
         }
@@ -477,20 +648,39 @@ pub struct Facts {
     pub start: Start,
     pub disclosure: Option<String>,
     pub landlock: Option<String>,
+    /// `blocked` when new Unix sockets are refused, `open` when the
+    /// helper could not install that filter (best-effort, disclosed).
+    pub sockets: Option<String>,
+    /// Files Emacs may evaluate later that the command created, changed
+    /// or removed (dir-locals, the session's state).
+    pub evaluated: Vec<PathBuf>,
     pub network: bool,
     pub extra_writes: usize,
     pub extra_reads: usize,
 }
+
+/// What a confined command can still reach when the socket filter is
+/// missing.
+const OPEN_SOCKETS: &str = "pathname Unix sockets outside the workspace (an Emacs server, \
+                            the session bus, ssh or gpg agents) stay connectable: the seccomp \
+                            filter could not be installed";
 
 impl Facts {
     /// Record what the start markers (read after the launch ended) say;
     /// SAID is what the launch printed, STATUS how it exited.
     pub fn settle_start(&mut self, markers: &[Marker], said: &str, status: &str) {
         self.start = start_of(markers, said, status);
-        if let Some(Marker::Started { landlock }) =
+        if let Some(Marker::Started { landlock, sockets }) =
             markers.iter().find(|m| matches!(m, Marker::Started { .. }))
         {
             self.landlock = Some(landlock.clone());
+            self.sockets = Some(sockets.clone());
+            if sockets != "blocked" {
+                self.disclosure = Some(match self.disclosure.take() {
+                    Some(text) => format!("{text}; {OPEN_SOCKETS}"),
+                    None => OPEN_SOCKETS.into(),
+                });
+            }
         }
         if matches!(self.start, Start::Refused(_)) {
             self.boundary = Boundary::Refused;
@@ -504,6 +694,16 @@ impl Facts {
             ("start", Datum::Symbol(self.start.symbol().into())),
             ("disclosure", Datum::opt_str(self.disclosure.clone())),
             ("landlock", Datum::opt_str(self.landlock.clone())),
+            ("sockets", Datum::opt_str(self.sockets.clone())),
+            (
+                "evaluated-changes",
+                Datum::List(
+                    self.evaluated
+                        .iter()
+                        .map(|p| Datum::str(p.to_string_lossy()))
+                        .collect(),
+                ),
+            ),
             ("network", network_datum(self.network)),
             ("extra-writes", Datum::Int(self.extra_writes as i64)),
             ("extra-reads", Datum::Int(self.extra_reads as i64)),
@@ -577,6 +777,14 @@ impl Start {
 pub fn exited(markers: &[Marker]) -> Option<i32> {
     markers.iter().find_map(|m| match m {
         Marker::Exited(raw) => Some(*raw),
+        _ => None,
+    })
+}
+
+/// The final pipeline's stage statuses the supervising helper relayed.
+pub fn pipestatus(markers: &[Marker]) -> Option<Vec<i32>> {
+    markers.iter().find_map(|m| match m {
+        Marker::Pipestatus(codes) => Some(codes.clone()),
         _ => None,
     })
 }
@@ -735,6 +943,33 @@ mod tests {
     }
 
     #[test]
+    fn bwrap_without_landlock_cannot_keep_missing_startup_files() {
+        let dir = TestDir::new("launch-nolandlock");
+        let ws = dir.path().to_path_buf();
+        let scanner = Scanner::new(ScanLimits::default());
+        let mut req = request(&ws);
+        req.read_only = vec![ws.join(".bashrc")];
+        let mut no_landlock = probe(true, true);
+        no_landlock.landlock_abi = None;
+        no_landlock.landlock_enforced = false;
+        no_landlock.landlock_problem = Some("no Landlock".into());
+        let prepared = prepare_with(&req, &no_landlock, &scanner).unwrap();
+        assert_eq!(prepared.boundary(), Boundary::Bwrap);
+        let (disclosure, _) = disclosure_and_refusal(&prepared.decision);
+        assert!(
+            disclosure.is_some_and(|d| d.contains("could be created or replaced")),
+            "{:?}",
+            prepared.decision
+        );
+        req.mode = Mode::Required;
+        let refused = prepare_with(&req, &no_landlock, &scanner).unwrap();
+        assert_eq!(refused.boundary(), Boundary::Refused);
+        // With Landlock, the helper gets the carve-out inside bwrap.
+        let confined = prepare_with(&req, &probe(true, true), &scanner).unwrap();
+        assert!(text(&confined.argv).contains(&format!("--protect {}/.bashrc", ws.display())));
+    }
+
+    #[test]
     fn refused_and_direct_launches() {
         let dir = TestDir::new("launch-direct");
         let ws = dir.path().to_path_buf();
@@ -783,6 +1018,63 @@ mod tests {
     }
 
     #[test]
+    fn watch_names_changed_dir_locals_and_state_but_not_sessions() {
+        let dir = TestDir::new("launch-watch");
+        dir.mkdirs(&["ws/src", "ws/.mevedel/sessions/s1", "ws/.mevedel/memory"]);
+        dir.write("ws/.dir-locals.el", "()");
+        dir.write("ws/.mevedel/permissions.el", "()");
+        let ws = dir.path().join("ws");
+        let watch = Watch::new(vec![ws.clone()], None, vec![ws.join(".mevedel")]);
+        assert!(watch.changed().is_empty());
+        dir.write("ws/.mevedel/sessions/s1/out.log", "output");
+        dir.write("ws/src/plain.txt", "x");
+        assert!(watch.changed().is_empty());
+        dir.write("ws/src/.dir-locals-2.el", "((nil . ((eval . (x)))))");
+        dir.write("ws/.mevedel/memory/note.md", "x");
+        std::fs::remove_file(ws.join(".dir-locals.el")).unwrap();
+        assert_eq!(
+            watch.changed(),
+            [
+                ".dir-locals.el",
+                ".mevedel/memory/note.md",
+                "src/.dir-locals-2.el"
+            ]
+            .map(|f| ws.join(f))
+            .to_vec()
+        );
+    }
+
+    #[test]
+    fn open_sockets_are_disclosed() {
+        let mut facts = Facts {
+            boundary: Boundary::Landlock,
+            start: Start::Started,
+            disclosure: Some("confined by Landlock only".into()),
+            landlock: None,
+            sockets: None,
+            evaluated: Vec::new(),
+            network: false,
+            extra_writes: 0,
+            extra_reads: 0,
+        };
+        let open = Marker::Started {
+            landlock: "full".into(),
+            sockets: "open".into(),
+        };
+        facts.settle_start(&[open], "", "status 0");
+        assert_eq!(facts.sockets.as_deref(), Some("open"));
+        let text = facts.disclosure.unwrap_or_default();
+        assert!(
+            text.starts_with("confined by Landlock only; pathname Unix sockets"),
+            "{text}"
+        );
+        assert_eq!(
+            pipestatus(&[Marker::Pipestatus(vec![1, 0]), Marker::Exited(0)]),
+            Some(vec![1, 0])
+        );
+    }
+
+    #[test]
     fn markers_classify_the_start() {
         let said = "bwrap: Can't mount tmpfs";
         assert_eq!(
@@ -797,6 +1089,7 @@ mod tests {
         );
         let started = Marker::Started {
             landlock: "full".into(),
+            sockets: "blocked".into(),
         };
         assert_eq!(
             start_of(std::slice::from_ref(&started), said, "status 1"),
@@ -821,6 +1114,8 @@ mod tests {
             start: Start::Started,
             disclosure: None,
             landlock: None,
+            sockets: None,
+            evaluated: Vec::new(),
             network: false,
             extra_writes: 0,
             extra_reads: 0,

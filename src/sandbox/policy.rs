@@ -8,8 +8,10 @@
 //! - everything is readable, nothing is writable, except the writable
 //!   roots (workspace, session scratch, artifact directory; `/tmp` is
 //!   private);
-//! - inside writable roots every `.git` and the session's own state stay
-//!   read-only;
+//! - inside writable roots every `.git`, every `.dir-locals.el` and
+//!   `.dir-locals-2.el` (unless allowed), the session's own state and the
+//!   user's startup files (a list from Lisp) stay read-only; a startup
+//!   file that does not exist yet cannot be created (Landlock only);
 //! - [`HOME_SECRETS`] and any extra inaccessible path cannot be read;
 //! - the network is denied unless this call was granted it;
 //! - exact extra read/write paths, granted through the permission prompt,
@@ -21,7 +23,7 @@ use serde::Deserialize;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::sandbox::probe::Probe;
-use crate::sandbox::scan::Scanner;
+use crate::sandbox::scan::{self, Scanner};
 
 /// Secrets under the home directory that confined commands cannot read.
 pub const HOME_SECRETS: &[&str] = &[
@@ -111,6 +113,11 @@ pub struct Policy {
     pub home: Option<PathBuf>,
     /// More paths to make inaccessible.
     pub inaccessible: Vec<PathBuf>,
+    /// Paths (existing or not) that stay read-only even inside a writable
+    /// root: the user's startup and credential files.
+    pub read_only: Vec<PathBuf>,
+    /// Let commands write `.dir-locals.el` and `.dir-locals-2.el`.
+    pub allow_dir_locals: bool,
     /// Additive permission: network access for this call.
     pub network: bool,
     /// Additive permission: exact extra writable paths.
@@ -262,10 +269,17 @@ pub struct Plan {
     pub writable: Vec<PathBuf>,
     /// Read-only carve-outs inside writable hierarchies.
     pub protected: Vec<PathBuf>,
+    /// Carve-outs only Landlock can enforce, in both layers: read-only
+    /// paths that do not exist (bwrap can bind nothing there) and symbolic
+    /// links (bwrap binds their target; the link itself could be
+    /// replaced). Their directories accept no new entries.
+    pub landlock_protected: Vec<PathBuf>,
     /// Inaccessible paths that exist.
     pub masked: Vec<Masked>,
     /// Granted extra writable paths (applied after carve-outs).
     pub grant_write: Vec<PathBuf>,
+    /// Every dir-locals file under the writable roots, protected or not.
+    pub dir_locals: Vec<PathBuf>,
     /// Granted extra readable paths (applied after carve-outs).
     pub grant_read: Vec<PathBuf>,
     pub network: bool,
@@ -311,6 +325,25 @@ fn outermost(mut paths: Vec<PathBuf>) -> Vec<PathBuf> {
     out
 }
 
+/// PATH with its parent resolved as far as it exists (the rest does not
+/// exist, or is the link itself), so it compares with canonical roots.
+/// PARENTS caches the answer for each parent.
+fn beneath_real_parent(
+    path: &Path,
+    parents: &mut std::collections::HashMap<PathBuf, PathBuf>,
+) -> PathBuf {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return path.to_path_buf();
+    };
+    if let Some(real) = parents.get(parent) {
+        return real.join(name);
+    }
+    let real =
+        std::fs::canonicalize(parent).unwrap_or_else(|_| beneath_real_parent(parent, parents));
+    parents.insert(parent.to_path_buf(), real.clone());
+    real.join(name)
+}
+
 /// Resolve POLICY's paths for a confined launch. Writable roots and
 /// granted paths must exist; secrets that do not exist are skipped.
 pub fn resolve(policy: &Policy, scanner: &Scanner) -> Result<Plan> {
@@ -347,12 +380,50 @@ pub fn resolve(policy: &Policy, scanner: &Scanner) -> Result<Plan> {
             protected.extend(scanner.protected_under(root)?.0);
         }
     }
+    let dir_locals: Vec<PathBuf> = protected
+        .iter()
+        .filter(|p| scan::is_dir_locals(p))
+        .cloned()
+        .collect();
     for dir in &policy.state_dirs {
         if let Ok(dir) = std::fs::canonicalize(dir) {
             protected.push(dir);
         }
     }
+    if policy.allow_dir_locals {
+        protected.retain(|p| !scan::is_dir_locals(p));
+    }
+    let mut landlock_protected = Vec::new();
+    let mut parents = std::collections::HashMap::new();
+    for path in &policy.read_only {
+        if !path.is_absolute() {
+            return Err(Error::new(
+                ErrorKind::Sandbox,
+                format!("read-only path {} is not absolute", path.display()),
+            ));
+        }
+        // Most of the list lies outside every writable root: tell that
+        // from the resolved parent alone (shared by many entries).
+        let lexical = beneath_real_parent(path, &mut parents);
+        if !inside_writable(&lexical) && !write_hierarchies.iter().any(|w| is_within(w, &lexical)) {
+            continue;
+        }
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) => {
+                if meta.file_type().is_symlink() {
+                    landlock_protected.push(lexical);
+                }
+                if let Ok(real) = std::fs::canonicalize(path) {
+                    protected.push(real);
+                }
+            }
+            Err(_) => landlock_protected.push(lexical),
+        }
+    }
     protected.retain(|p| inside_writable(p));
+    landlock_protected.retain(|p| inside_writable(p));
+    landlock_protected.sort();
+    landlock_protected.dedup();
 
     let mut secret_paths: Vec<PathBuf> = policy.inaccessible.clone();
     if let Some(home) = &policy.home {
@@ -382,6 +453,8 @@ pub fn resolve(policy: &Policy, scanner: &Scanner) -> Result<Plan> {
     Ok(Plan {
         writable,
         protected,
+        landlock_protected,
+        dir_locals,
         masked,
         grant_write,
         grant_read,
@@ -531,6 +604,48 @@ mod tests {
         ] {
             assert!(!b.is_default(), "{}", b.symbol());
         }
+    }
+
+    #[test]
+    fn startup_files_and_dir_locals_stay_read_only_in_a_writable_home() {
+        let dir = TestDir::new("policy-home");
+        dir.mkdirs(&["home/.emacs.d", "home/src/deep", "home/dots"]);
+        dir.write("home/.bashrc", "x");
+        dir.write("home/.dir-locals.el", "()");
+        dir.write("home/src/deep/.dir-locals-2.el", "()");
+        dir.write("home/dots/gitconfig", "x");
+        let home = dir.path().join("home");
+        std::os::unix::fs::symlink(home.join("dots/gitconfig"), home.join(".gitconfig")).unwrap();
+        let mut p = Policy {
+            writable: vec![home.clone()],
+            read_only: [".bashrc", ".profile", ".gitconfig", ".emacs.d/init.el"]
+                .iter()
+                .map(|f| home.join(f))
+                .chain([PathBuf::from("/etc/outside-any-root")])
+                .collect(),
+            ..Policy::default()
+        };
+        let plan = resolve(&p, &Scanner::new(Limits::default())).unwrap();
+        for f in [
+            ".bashrc",
+            "dots/gitconfig",
+            ".dir-locals.el",
+            "src/deep/.dir-locals-2.el",
+        ] {
+            assert!(plan.protected.contains(&home.join(f)), "{f}: {plan:?}");
+        }
+        // Missing files and the link itself: Landlock keeps them from
+        // being created or replaced.
+        assert_eq!(
+            plan.landlock_protected,
+            [".emacs.d/init.el", ".gitconfig", ".profile"]
+                .map(|f| home.join(f))
+                .to_vec()
+        );
+        p.allow_dir_locals = true;
+        let plan = resolve(&p, &Scanner::new(Limits::default())).unwrap();
+        assert!(!plan.protected.iter().any(|f| scan::is_dir_locals(f)));
+        assert!(plan.protected.contains(&home.join(".bashrc")));
     }
 
     #[test]

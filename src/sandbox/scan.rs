@@ -1,4 +1,6 @@
-//! Discovery of protected entries (every `.git`) under writable roots.
+//! Discovery of protected entries (every `.git`, and every
+//! `.dir-locals.el` and `.dir-locals-2.el`, which Emacs evaluates when it
+//! visits a file beneath) under writable roots.
 //!
 //! A repository's hooks and config must stay read-only even though the
 //! workspace around them is writable, so each launch needs to know where
@@ -20,7 +22,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Entry names that are protected wherever they appear.
-pub const PROTECTED_NAMES: &[&str] = &[".git"];
+pub const PROTECTED_NAMES: &[&str] = &[".git", ".dir-locals.el", ".dir-locals-2.el"];
+
+/// Whether PATH names a directory-local variables file.
+pub fn is_dir_locals(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|n| n == ".dir-locals.el" || n == ".dir-locals-2.el")
+}
 
 /// Directories changed this close to the walk are re-walked next time.
 pub const RACY_MARGIN: Duration = Duration::from_secs(2);
