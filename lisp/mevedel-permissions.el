@@ -270,7 +270,8 @@ ordinary paths among its `path' and `path-or-resource' arguments."
   "Return the sandbox grant a call of TOOL with ARGS asks for, or nil.
 It comes from the tool's :grant-request (see `mevedel-define-tool'):
 a plist (:escalated BOOL :network BOOL :read PATHS :write PATHS
-:justification TEXT)."
+:env NAMES :justification TEXT), NAMES being withheld environment
+variables to pass through for this call."
   (let ((request (mevedel-tool-grant-request tool)))
     (and request (funcall request args))))
 

@@ -185,9 +185,10 @@ of absolute paths" name)))))
 (defun mevedel-tool-exec-grant-request (args)
   "Return the sandbox grant a Bash or Monitor call with ARGS asks for.
 That is nil for the default sandbox, or a plist (:escalated BOOL
-:network BOOL :read PATHS :write PATHS :justification TEXT) from the
-sandbox_permissions, additional_permissions and justification
-arguments.  Malformed values signal an error naming them."
+:network BOOL :read PATHS :write PATHS :env NAMES :justification TEXT)
+from the sandbox_permissions, additional_permissions and
+justification arguments.  Malformed values signal an error naming
+them."
   (when (or (plist-get args :sandbox_permissions) (plist-get args :additional_permissions))
     (mevedel-tool-exec--grant-request args)))
 
