@@ -220,6 +220,47 @@ a,b=socket.socketpair(); a.sendall(b\"ok\"); print(\"pair\", b.recv(2).decode())
           (delete-process agent)
           (delete-directory outside t))))))
 
+;; A TCP server is reachable over the network once that is granted:
+;; what guards it is its key, in `server-auth-dir', masked like the
+;; socket directory.
+(ert-deftest mevedel-sandbox-escape:tcp-emacs-server-key-stays-hidden ()
+  (mevedel-core-ensure)
+  (sandbox-escape-test--with-workspace _ws
+    ;; Outside /tmp, which bwrap replaces: only the mask hides it.
+    (let* ((auth (make-temp-file (expand-file-name "target/sbx-escape-auth"
+                                                   sandbox-escape-test--root)
+                                 t))
+           (server-use-tcp t)
+           (server-host "127.0.0.1")
+           (server-auth-dir (file-name-as-directory auth))
+           (server-name (format "sbx-escape-tcp-%d" (emacs-pid)))
+           (key (expand-file-name server-name auth))
+           (client (format "emacsclient -f %s --eval '(setq sandbox-escape-test--pwned t)' \
+2>&1; echo client=$?; echo keybytes=$(cat %s 2>/dev/null | wc -c)"
+                           (shell-quote-argument key) (shell-quote-argument key))))
+      (unwind-protect
+          (progn
+            (server-start)
+            (should (file-exists-p key))
+            ;; The control: unconfined, the key works.
+            (setq sandbox-escape-test--pwned nil)
+            (let ((text (sandbox-escape-test--unconfined client)))
+              (should (string-match-p "client=0" text))
+              (should-not (string-match-p "keybytes=0$" text)))
+            (mevedel-test-wait-until sandbox-escape-test--pwned 10)
+            (should sandbox-escape-test--pwned)
+            (sandbox-escape-test--in-each-layer layer
+              (setq sandbox-escape-test--pwned nil)
+              (let ((text (sandbox-escape-test--confined
+                           layer client :additional_permissions '(:network t)
+                           :justification "reach the test server")))
+                (should-not (string-match-p "client=0" text))
+                (should (string-match-p "^keybytes=0$" text)))
+              (accept-process-output nil 0.3)
+              (should-not sandbox-escape-test--pwned)))
+        (server-force-delete server-name)
+        (delete-directory auth t)))))
+
 ;;;; 3. The user's startup files in a workspace that is $HOME
 
 (defconst sandbox-escape-test--startup-files
