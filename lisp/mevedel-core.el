@@ -673,7 +673,8 @@ SPEC is a plist: :session (key of the session's scheduler), :owner
 :mailbox (the session.sqlite file), :tool-use-id, :sandbox (a plist
 from `mevedel-core-sandbox-object' without :command; absent runs the
 shell directly), :environment (complete \"NAME=VALUE\" list), :env (extra
-settings), :output-cap, :stop-grace-ms and :progress.  Refusals (the
+settings), :login-prelude (Bash run after a login shell's startup
+files), :output-cap, :stop-grace-ms and :progress.  Refusals (the
 `&' operator, 64 live processes, Monitor rules) signal
 `mevedel-core-exec-error' at once.  CALLBACK gets `ok' and the first
 observation plist after :yield-ms, or `error' and (SYMBOL MESSAGE)."

@@ -132,6 +132,33 @@ out, sorted, never their values."
           (push entry kept))))
     (cons (nreverse kept) (sort withheld #'string<))))
 
+(defun mevedel-sandbox--case-patterns (patterns)
+  "Return PATTERNS as one Bash `case' pattern list, upper-cased, or nil.
+Only names and the wildcards `*' and `?' can appear in a Bash pattern
+unquoted; a pattern with anything else is left out."
+  (let ((safe (cl-loop for pattern in patterns
+                       when (string-match-p "\\`[A-Za-z0-9_*?]+\\'" pattern)
+                       collect (upcase pattern))))
+    (and safe (mapconcat #'identity safe "|"))))
+
+(defun mevedel-sandbox-login-prelude (&optional pass)
+  "Return Bash that unsets exported variables the policy withholds, or nil.
+A login shell's startup files may export secrets after the
+environment was filtered (see `mevedel-sandbox-environment'); this
+runs after them, before the command.  PASS lists names granted for
+one call, kept like `mevedel-sandbox-env-keep'."
+  (let ((drop (mevedel-sandbox--case-patterns
+               (append mevedel-sandbox-env-drop-patterns mevedel-sandbox-env-drop)))
+        (keep (mevedel-sandbox--case-patterns (append mevedel-sandbox-env-keep pass))))
+    (when drop
+      (concat "for __mevedel_v in $(compgen -e); do case ${__mevedel_v^^} in "
+              drop ") "
+              (if keep
+                  (concat "case ${__mevedel_v^^} in " keep
+                          ") ;; *) unset -v \"$__mevedel_v\";; esac")
+                "unset -v \"$__mevedel_v\"")
+              ";; esac; done; unset -v __mevedel_v"))))
+
 ;;;; Requests
 
 (defvar mevedel-sandbox--helper-cache nil

@@ -437,6 +437,7 @@ ARGS are the call's arguments; their sandbox grant (see
                   :tool-use-id (plist-get context :tool-use-id)
                   :sandbox (mevedel-tool-exec--sandbox context cwd grant)
                   :environment (car (mevedel-tool-exec--environment context grant))
+                  :login-prelude (mevedel-sandbox-login-prelude (plist-get grant :env))
                   :stop-grace-ms mevedel-tool-exec-stop-grace-ms))))
 
 (defun mevedel-tool-exec-bash (callback args)

@@ -396,6 +396,36 @@ echo %s > x.tmp && mv -f x.tmp $f; rm -f $f; done 2>/dev/null; true"
             (dolist (kv secrets)
               (should (string-match-p (regexp-quote (cdr kv)) text)))))))))
 
+(ert-deftest mevedel-sandbox-escape:secrets-from-login-startup-files-are-withheld ()
+  (mevedel-core-ensure)
+  ;; A home outside /tmp, which bwrap replaces.
+  (let* ((home (make-temp-file (expand-file-name "target/sbx-escape-home"
+                                                 sandbox-escape-test--root)
+                               t))
+         (process-environment (cons (concat "HOME=" home) process-environment))
+         (profile (expand-file-name ".bash_profile" home))
+         ;; Not provably read-only, so it runs in a login shell.
+         (probe "touch made; echo \"k=${FAKE_API_KEY:-none} p=${PLAIN_FROM_PROFILE:-none}\""))
+    (write-region "export FAKE_API_KEY=profile-s3cret\nexport PLAIN_FROM_PROFILE=shown\n"
+                  nil profile nil 'silent)
+    (unwind-protect
+        (progn
+          (sandbox-escape-test--in-each-layer layer
+            (sandbox-escape-test--with-workspace _ws
+              (should (string-match-p "^k=none p=shown$"
+                                      (sandbox-escape-test--confined layer probe)))
+              ;; Granted for one call, it passes.
+              (should (string-match-p "^k=profile-s3cret "
+                                      (sandbox-escape-test--confined
+                                       layer probe
+                                       :additional_permissions '(:env ["FAKE_API_KEY"]))))))
+          ;; The control: without the policy the profile's export shows.
+          (sandbox-escape-test--with-workspace _ws
+            (let ((mevedel-sandbox-env-drop-patterns nil))
+              (should (string-match-p "^k=profile-s3cret p=shown$"
+                                      (sandbox-escape-test--unconfined probe))))))
+      (delete-directory home t))))
+
 (ert-deftest mevedel-sandbox-escape:env-grant-is-asked-on-its-card ()
   (let ((grant (mevedel-tool-exec-grant-request
                 '(:command "gh pr list" :additional_permissions (:env ["GITHUB_TOKEN"])

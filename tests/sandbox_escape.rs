@@ -156,6 +156,7 @@ impl World {
                 "LC_ALL=C".into(),
             ]),
             env: Vec::new(),
+            login_prelude: None,
             output_cap: None,
             stop_grace_ms: None,
             // As every spec from Lisp has it.

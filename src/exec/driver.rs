@@ -90,7 +90,10 @@ pub fn shell_argv(exec: &Exec) -> Vec<String> {
     } else {
         vec!["bash".into(), "-lc".into()]
     };
-    argv.push(script);
+    match &exec.spec.login_prelude {
+        Some(prelude) if !exec.analysis.read_only() => argv.push(format!("{prelude}\n{script}")),
+        _ => argv.push(script),
+    }
     argv
 }
 

@@ -58,6 +58,11 @@ pub struct Spec {
     /// Extra "NAME=VALUE" settings applied last.
     #[serde(default)]
     pub env: Vec<String>,
+    /// Bash run in a login shell after its startup files, before the
+    /// command: it unsets what those files exported that the environment
+    /// policy withholds (the policy itself is the caller's).
+    #[serde(default)]
+    pub login_prelude: Option<String>,
     #[serde(default)]
     pub output_cap: Option<u64>,
     /// Milliseconds between TERM and KILL.

@@ -30,6 +30,7 @@ fn spec(session: &str, command: &str) -> Spec {
         sandbox: None,
         environment: None,
         env: Vec::new(),
+        login_prelude: None,
         output_cap: None,
         stop_grace_ms: None,
         progress: true,
