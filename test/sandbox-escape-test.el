@@ -225,11 +225,9 @@ a,b=socket.socketpair(); a.sendall(b\"ok\"); print(\"pair\", b.recv(2).decode())
 ;; socket directory.
 (ert-deftest mevedel-sandbox-escape:tcp-emacs-server-key-stays-hidden ()
   (mevedel-core-ensure)
-  (sandbox-escape-test--with-workspace _ws
-    ;; Outside /tmp, which bwrap replaces: only the mask hides it.
-    (let* ((auth (make-temp-file (expand-file-name "target/sbx-escape-auth"
-                                                   sandbox-escape-test--root)
-                                 t))
+  (sandbox-escape-test--with-workspace ws
+    ;; In the workspace, which every layer shows: only the mask hides it.
+    (let* ((auth (expand-file-name "auth" ws))
            (server-use-tcp t)
            (server-host "127.0.0.1")
            (server-auth-dir (file-name-as-directory auth))
@@ -238,6 +236,8 @@ a,b=socket.socketpair(); a.sendall(b\"ok\"); print(\"pair\", b.recv(2).decode())
            (client (format "emacsclient -f %s --eval '(setq sandbox-escape-test--pwned t)' \
 2>&1; echo client=$?; echo keybytes=$(cat %s 2>/dev/null | wc -c)"
                            (shell-quote-argument key) (shell-quote-argument key))))
+      (make-directory auth)
+      (set-file-modes auth #o700)
       (unwind-protect
           (progn
             (server-start)
@@ -396,35 +396,41 @@ echo %s > x.tmp && mv -f x.tmp $f; rm -f $f; done 2>/dev/null; true"
             (dolist (kv secrets)
               (should (string-match-p (regexp-quote (cdr kv)) text)))))))))
 
+(defmacro sandbox-escape-test--with-profile (&rest body)
+  "Run BODY in a fresh workspace whose HOME's login profile exports two variables.
+HOME is inside the workspace, which every layer shows (bwrap replaces
+/tmp, where a checkout may be)."
+  (declare (indent 0))
+  `(sandbox-escape-test--with-workspace ws
+     (let* ((home (expand-file-name "home/" ws))
+            (process-environment (cons (concat "HOME=" home) process-environment)))
+       (make-directory home t)
+       (write-region "export FAKE_API_KEY=profile-s3cret\nexport PLAIN_FROM_PROFILE=shown\n"
+                     nil (expand-file-name ".bash_profile" home) nil 'silent)
+       ,@body)))
+
+(defconst sandbox-escape-test--profile-probe
+  "touch made; echo \"k=${FAKE_API_KEY:-none} p=${PLAIN_FROM_PROFILE:-none}\""
+  "Not provably read-only, so it runs in a login shell, after the profile.")
+
 (ert-deftest mevedel-sandbox-escape:secrets-from-login-startup-files-are-withheld ()
   (mevedel-core-ensure)
-  ;; A home outside /tmp, which bwrap replaces.
-  (let* ((home (make-temp-file (expand-file-name "target/sbx-escape-home"
-                                                 sandbox-escape-test--root)
-                               t))
-         (process-environment (cons (concat "HOME=" home) process-environment))
-         (profile (expand-file-name ".bash_profile" home))
-         ;; Not provably read-only, so it runs in a login shell.
-         (probe "touch made; echo \"k=${FAKE_API_KEY:-none} p=${PLAIN_FROM_PROFILE:-none}\""))
-    (write-region "export FAKE_API_KEY=profile-s3cret\nexport PLAIN_FROM_PROFILE=shown\n"
-                  nil profile nil 'silent)
-    (unwind-protect
-        (progn
-          (sandbox-escape-test--in-each-layer layer
-            (sandbox-escape-test--with-workspace _ws
-              (should (string-match-p "^k=none p=shown$"
-                                      (sandbox-escape-test--confined layer probe)))
-              ;; Granted for one call, it passes.
-              (should (string-match-p "^k=profile-s3cret "
-                                      (sandbox-escape-test--confined
-                                       layer probe
-                                       :additional_permissions '(:env ["FAKE_API_KEY"]))))))
-          ;; The control: without the policy the profile's export shows.
-          (sandbox-escape-test--with-workspace _ws
-            (let ((mevedel-sandbox-env-drop-patterns nil))
-              (should (string-match-p "^k=profile-s3cret p=shown$"
-                                      (sandbox-escape-test--unconfined probe))))))
-      (delete-directory home t))))
+  (sandbox-escape-test--in-each-layer layer
+    (sandbox-escape-test--with-profile
+      (should (string-match-p "^k=none p=shown$"
+                              (sandbox-escape-test--confined
+                               layer sandbox-escape-test--profile-probe)))
+      ;; Granted for one call, it passes.
+      (should (string-match-p "^k=profile-s3cret "
+                              (sandbox-escape-test--confined
+                               layer sandbox-escape-test--profile-probe
+                               :additional_permissions '(:env ["FAKE_API_KEY"]))))))
+  ;; The control: without the policy the profile's export shows.
+  (sandbox-escape-test--with-profile
+    (let ((mevedel-sandbox-env-drop-patterns nil))
+      (should (string-match-p "^k=profile-s3cret p=shown$"
+                              (sandbox-escape-test--unconfined
+                               sandbox-escape-test--profile-probe))))))
 
 (ert-deftest mevedel-sandbox-escape:env-grant-is-asked-on-its-card ()
   (let ((grant (mevedel-tool-exec-grant-request
