@@ -32,13 +32,15 @@
 (defmacro sandbox-escape-test--with-workspace (var &rest body)
   "Run BODY with VAR a fresh workspace that is the execution context's cwd."
   (declare (indent 1))
-  `(let* ((,var (file-name-as-directory (make-temp-file "sbx-escape-ws" t)))
-          (ctx (list :session (format "sbx-escape-%d" (cl-incf sandbox-escape-test--n))
-                     :owner "/root" :cwd ,var))
-          (mevedel-tool-exec-context-function (lambda () ctx)))
-     (unwind-protect (progn ,@body)
-       (mevedel-core-exec-teardown (plist-get ctx :session))
-       (delete-directory ,var t))))
+  (let ((dir (make-symbol "dir")))
+    `(let* ((,dir (file-name-as-directory (make-temp-file "sbx-escape-ws" t)))
+            (,var ,dir)
+            (ctx (list :session (format "sbx-escape-%d" (cl-incf sandbox-escape-test--n))
+                       :owner "/root" :cwd ,dir))
+            (mevedel-tool-exec-context-function (lambda () ctx)))
+       (unwind-protect (progn ,@body)
+         (mevedel-core-exec-teardown (plist-get ctx :session))
+         (delete-directory ,dir t)))))
 
 (defmacro sandbox-escape-test--in-each-layer (layer &rest body)
   "Run BODY once per layer, with LAYER bound to its boundary symbol."
