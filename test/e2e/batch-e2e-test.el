@@ -12,26 +12,6 @@
   (add-to-list 'load-path (file-name-directory (or load-file-name buffer-file-name))))
 (require 'mevedel-e2e-helpers)
 
-(defun mevedel-batch-test--config (server wire)
-  "Write an init file pointing gptel at SERVER with WIRE; return its name."
-  (let ((file (make-temp-file "mevedel-batch-init" nil ".el")))
-    (with-temp-file file
-      (prin1 `(progn
-                (require 'gptel)
-                (require 'gptel-openai)
-                (require 'gptel-anthropic)
-                (setq gptel-model 'scripted-model
-                      gptel-backend
-                      (,(if (eq wire 'openai) 'gptel-make-openai 'gptel-make-anthropic)
-                       "batch scripted"
-                       :host ,(format "127.0.0.1:%d" (mevedel-scripted-model-port server))
-                       :protocol "http"
-                       :endpoint ,(if (eq wire 'openai) "/v1/chat/completions" "/v1/messages")
-                       :stream t :key "scripted" :models '(scripted-model)
-                       :curl-args '("--noproxy" "127.0.0.1"))))
-             (current-buffer)))
-    file))
-
 (cl-defun mevedel-batch-test--run (&key steps files (wire 'openai) args)
   "Run bin/mevedel with ARGS against a server replaying STEPS.
 FILES populate the workspace.  Return (STATUS STDOUT STDERR LOG)."
@@ -39,7 +19,7 @@ FILES populate the workspace.  Return (STATUS STDOUT STDERR LOG)."
   (let* ((root (mevedel-e2e-workspace files))
          (script (mevedel-e2e-write-script steps))
          (server (mevedel-scripted-model-start script :vars `(("root" . ,root))))
-         (init (mevedel-batch-test--config server wire))
+         (init (mevedel-e2e-headless-config (mevedel-scripted-model-port server) wire t nil))
          (stderr (make-temp-file "mevedel-batch-stderr")))
     (unwind-protect
         (with-temp-buffer
