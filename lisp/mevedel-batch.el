@@ -24,7 +24,14 @@
 ;;                             ~/.config/mevedel/init.el when it exists
 ;;   --demo                    talk to the offline demo model
 ;;   --timeout SECONDS         give up after SECONDS (default 600)
+;;   -c, --continue            continue the workspace's most recent session
+;;   -r, --resume ID           continue the saved session ID
+;;   --list-sessions           list the workspace's saved sessions and exit
+;;                             (with --json: a JSON array)
 ;;
+;; Every run saves its session (see `mevedel-chat-save-sessions'); the
+;; JSON transcript names it under "session", with the session's token
+;; usage under "usage".
 ;; The JSON transcript is UTF-8.  A failed sample that is retried says
 ;; so on stderr ("...; retrying in 4 s (3/10)"); a failed turn's
 ;; `error' names what failed.
@@ -68,7 +75,8 @@ Emacs decodes arguments with the locale's coding system; without one
 
 (defun mevedel-batch--parse-args (args)
   "Return a plist of options parsed from the command-line ARGS."
-  (let ((options (list :json nil :dir nil :mode nil :init nil :demo nil :timeout 600)))
+  (let ((options (list :json nil :dir nil :mode nil :init nil :demo nil :timeout 600
+                       :continue nil :resume nil :list nil)))
     (while args
       (let ((arg (pop args)))
         (cl-flet ((value ()
@@ -88,6 +96,9 @@ Emacs decodes arguments with the locale's coding system; without one
                (setq options (plist-put options :mode mode))))
             ("--config" (setq options (plist-put options :init (value))))
             ("--demo" (setq options (plist-put options :demo t)))
+            ((or "-c" "--continue") (setq options (plist-put options :continue t)))
+            ((or "-r" "--resume") (setq options (plist-put options :resume (value))))
+            ("--list-sessions" (setq options (plist-put options :list t)))
             ("--timeout"
              (let ((seconds (string-to-number (value))))
                (unless (> seconds 0)
@@ -95,9 +106,62 @@ Emacs decodes arguments with the locale's coding system; without one
                (setq options (plist-put options :timeout seconds))))
             ("--" nil)
             (_ (signal 'mevedel-batch-usage (list (format "Unknown argument %s" arg))))))))
-    (unless (plist-get options :prompt)
+    (unless (or (plist-get options :prompt) (plist-get options :list))
       (signal 'mevedel-batch-usage (list "Missing -p PROMPT")))
+    (when (and (plist-get options :continue) (plist-get options :resume))
+      (signal 'mevedel-batch-usage (list "Use --continue or --resume ID, not both")))
     options))
+
+(defun mevedel-batch--session (root options)
+  "Return the saved session ID OPTIONS ask to resume in ROOT, or nil.
+Signal a usage error when the session asked for does not exist."
+  (cond
+   ((plist-get options :resume)
+    (let ((id (plist-get options :resume)))
+      (unless (assoc id (mevedel-session-saved root))
+        (signal 'mevedel-batch-usage
+                (list (format "No saved session %s in %s (see --list-sessions)" id root))))
+      id))
+   ((plist-get options :continue)
+    (or (mevedel-session-latest root)
+        (signal 'mevedel-batch-usage
+                (list (format "No saved session to continue in %s" root)))))))
+
+(defun mevedel-batch-sessions (root)
+  "Return ROOT's saved sessions as a list of plists, newest first."
+  (mapcar (lambda (entry)
+            (let ((info (cdr entry)))
+              (cl-flet ((get (key) (cdr (assoc key info)))
+                        (num (key) (string-to-number (or (cdr (assoc key info)) "0"))))
+                (list :id (car entry)
+                      :title (get "title")
+                      :created (num "created")
+                      :updated (num "updated")
+                      :turns (num "turns")
+                      :backend (get "backend")
+                      :model (get "model")
+                      :chars (num "chars")
+                      :input_tokens (num "input-tokens")
+                      :output_tokens (num "output-tokens")
+                      :error (get "error")))))
+          (mevedel-session-saved root)))
+
+(defun mevedel-batch-list-sessions (options)
+  "Return the output listing the saved sessions of OPTIONS' workspace."
+  (let* ((root (mevedel-chat-workspace-root (or (plist-get options :dir) default-directory)))
+         (sessions (mevedel-batch-sessions root)))
+    (if (plist-get options :json)
+        (concat (decode-coding-string
+                 (json-serialize (vconcat (mapcar #'mevedel-batch--json-object sessions)))
+                 'utf-8 t)
+                "\n")
+      (mapconcat (lambda (session)
+                   (format "%s  %s  %3d turns  %s\n"
+                           (plist-get session :id)
+                           (format-time-string "%F %R" (/ (plist-get session :updated) 1000.0))
+                           (plist-get session :turns)
+                           (or (plist-get session :title) "")))
+                 sessions ""))))
 
 (defun mevedel-batch--config-file (options)
   "Return the init file named by OPTIONS or the environment, or nil."
@@ -183,6 +247,9 @@ assistant entry cut by a failed request has :incomplete t),
            (push (append (list :role "tool") call) messages)))
         ('notice (push (list :role "notice" :content (plist-get segment :text)) messages))))
     (list :outcome (symbol-name outcome)
+          :session (mevedel-session-id (mevedel-chat-session chat))
+          :usage (list :input_tokens (mevedel-chat-input-tokens chat)
+                       :output_tokens (mevedel-chat-output-tokens chat))
           :workspace (mevedel-chat-root chat)
           :backend (gptel-backend-name (mevedel-chat-backend-effective chat))
           :model (format "%s" (mevedel-chat-model-effective chat))
@@ -238,7 +305,7 @@ would reach stdout as Emacs's raw-byte characters, encoded twice."
 Return a plist: :status (the exit status), :output (what to print)
 and :error (a message, or nil)."
   (let* ((root (mevedel-chat-workspace-root (or (plist-get options :dir) default-directory)))
-         (chat (mevedel-chat-get-create root))
+         (chat (mevedel-chat-get-create root (mevedel-batch--session root options)))
          (outcome nil)
          (deadline (+ (float-time) (plist-get options :timeout))))
     (when (plist-get options :mode)
@@ -284,7 +351,9 @@ See the commentary of mevedel-batch.el for the arguments."
             (unless (file-readable-p init)
               (signal 'mevedel-batch-usage (list (format "Cannot read init file %s" init))))
             (load init nil t))
-          (let ((result (mevedel-batch-run-turn options)))
+          (let ((result (if (plist-get options :list)
+                            (list :status 0 :output (mevedel-batch-list-sessions options))
+                          (mevedel-batch-run-turn options))))
             (princ (plist-get result :output))
             (when (plist-get result :error)
               (message "mevedel: the turn failed: %s" (plist-get result :error)))
@@ -292,7 +361,8 @@ See the commentary of mevedel-batch.el for the arguments."
       (mevedel-batch-usage
        (message "mevedel: %s" (cadr err))
        (message "Usage: mevedel -p PROMPT [--json] [--dir DIR] [--permission-mode MODE] \
-\[--config FILE] [--demo] [--timeout SECONDS]")
+\[--config FILE] [--demo] [--timeout SECONDS] [--continue | --resume ID]
+       mevedel --list-sessions [--json] [--dir DIR]")
        (setq status 2))
       (error
        (message "mevedel: %s" (error-message-string err))

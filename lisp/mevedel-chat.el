@@ -52,6 +52,7 @@
 (require 'mevedel-render-data)
 (require 'mevedel-session)
 (require 'mevedel-tool-registry)
+(require 'mevedel-transcript)
 
 (defgroup mevedel-chat nil
   "Agent sessions."
@@ -100,7 +101,12 @@ The outcome is `done', `error' or `abort'.")
   backend model label
   observers prompter history
   live-calls pending cancellers updates
-  (progress (make-hash-table :test #'equal)))
+  (progress (make-hash-table :test #'equal))
+  ;; Saving: the session's title (its first prompt unless renamed),
+  ;; when it was created (epoch milliseconds), the timer checkpointing
+  ;; a running turn, and the token usage reported so far.
+  title created save-timer
+  (input-tokens 0) (output-tokens 0))
 
 (defvar mevedel-chat--chats (make-hash-table :test #'equal)
   "Live chats by workspace root.")
@@ -125,17 +131,20 @@ That is the project.el project root, else DIRECTORY itself."
              mevedel-chat--chats)
     chats))
 
-(defun mevedel-chat-get-create (root)
-  "Return the chat of workspace ROOT, creating it if needed."
+(defun mevedel-chat-get-create (root &optional id)
+  "Return the chat of workspace ROOT, creating it if needed.
+A new chat starts a new session, or resumes the saved session ID of
+ROOT when ID is non-nil (see `mevedel-session-saved')."
   (let ((root (file-name-as-directory (expand-file-name root))))
     (or (mevedel-chat-get root)
         (let* ((name (file-name-nondirectory (directory-file-name root)))
                (chat (mevedel-chat--make :root root :name name))
-               (session (mevedel-session-create :workspace root)))
+               (session (mevedel-session-create :workspace root :id id)))
           (setf (mevedel-session-permission-mode session) mevedel-permissions-mode
                 (mevedel-chat-session chat) session
                 (mevedel-chat-data-buffer chat) (mevedel-chat--make-data-buffer chat))
           (puthash root chat mevedel-chat--chats)
+          (when id (mevedel-chat--resume chat))
           chat))))
 
 (defun mevedel-chat--make-data-buffer (chat)
@@ -160,6 +169,11 @@ That is the project.el project root, else DIRECTORY itself."
   "Forget the chat whose data buffer is being killed, aborting its turn."
   (when-let* ((chat mevedel-chat--owner))
     (ignore-errors (mevedel-chat-abort chat))
+    (mevedel-chat--stop-save-timer chat)
+    (condition-case err
+        (mevedel-chat-checkpoint chat)
+      (error (display-warning 'mevedel (format "Saving %s failed: %s" (mevedel-chat-name chat)
+                                               (error-message-string err)))))
     (mevedel-session-close (mevedel-chat-session chat))
     (remhash (mevedel-chat-root chat) mevedel-chat--chats)))
 
@@ -258,6 +272,12 @@ They are those of every registered mevedel tool."
     (when (mevedel-chat-p chat)
       (setf (mevedel-chat-live-calls chat)
             (mevedel-gptel-in-call-order info (plist-get info :tool-use)))
+      (mevedel-chat-checkpoint
+       chat `(("open-calls" . ,(mevedel-chat--print
+                                (mapcar (lambda (record)
+                                          (list (plist-get record :id) (plist-get record :name)
+                                                (plist-get record :args)))
+                                        (mevedel-chat-live-calls chat))))))
       (mevedel-chat--set-status chat 'tools)
       (mevedel-chat--notify chat 'tools-start (mevedel-chat-live-calls chat)))))
 
@@ -328,6 +348,7 @@ drawn again by observers of `truncated'."
         (delete-region (plist-get turn :start) (point-max))))
     (setf (mevedel-chat-turns chat) (cdr tail)
           (mevedel-chat-turn-start chat) (plist-get (cadr tail) :start))
+    (mevedel-chat-checkpoint chat)
     (mevedel-chat--notify chat 'truncated)))
 
 (cl-defun mevedel-chat-send (chat text &key on-done background)
@@ -345,7 +366,9 @@ and TEXT stays out of the input history."
         (model (mevedel-chat-model-effective chat))
         (buffer (mevedel-chat-data-buffer chat)))
     (unless background
-      (push text (mevedel-chat-history chat)))
+      (push text (mevedel-chat-history chat))
+      (unless (mevedel-chat-title chat)
+        (setf (mevedel-chat-title chat) (mevedel-chat--turn-label text))))
     (with-current-buffer buffer
       (setq-local gptel-backend backend
                   gptel-model model
@@ -381,6 +404,7 @@ and TEXT stays out of the input history."
               (mevedel-chat-on-done chat) on-done
               (mevedel-chat-live-calls chat) nil)
         (mevedel-chat--set-status chat 'waiting)
+        (mevedel-chat--begin-save chat (unless background text))
         (mevedel-chat--notify chat 'turn-start text)
         (goto-char (point-max))
         (gptel-request nil
@@ -427,6 +451,7 @@ included), in the model's call order."
                       (plist-get record :result))))
     (mevedel-chat--retry-updates chat)
     (setf (mevedel-chat-live-calls chat) nil)
+    (mevedel-chat-checkpoint chat '(("open-calls" . "")))
     (mevedel-chat--set-status chat 'waiting)
     (mevedel-chat--notify chat 'tool-results records)))
 
@@ -486,6 +511,7 @@ Notices are never sent to the model."
           (mevedel-chat-cancellers chat) nil)
     (mevedel-chat--set-status chat (pcase outcome ('done 'idle) (_ outcome))
                               (mevedel-chat-status-detail chat))
+    (mevedel-chat--settle-save chat)
     (mevedel-chat--notify chat 'turn-end outcome)
     (when on-done (funcall on-done chat outcome))
     (run-hook-with-args 'mevedel-chat-idle-functions chat outcome)))
@@ -533,6 +559,9 @@ Observers hear `retry' with the plist (:message :retry :of :delay)."
               ((mevedel-chat-p chat))
               ((eq (mevedel-chat-fsm chat) fsm))
               ((mevedel-chat-turn chat)))
+    (mevedel-chat--settle-open-calls
+     chat (mevedel-chat-live-calls chat)
+     "Cancelled: the user interrupted the turn before this call finished.")
     (mevedel-chat--insert-notice chat 'abort "Aborted")
     (setf (mevedel-chat-status-detail chat) nil)
     (mevedel-chat--finish chat 'abort)))
@@ -549,6 +578,188 @@ was running."
       ;; The turn is over: settle its tool calls (and their cards).
       (mapc #'funcall cancellers))
     t))
+
+;;;; Saving and resuming
+
+(defcustom mevedel-chat-save-sessions t
+  "Non-nil means conversations are saved in their session's storage.
+Each session's transcript, metadata and input history then live in
+WORKSPACE/.mevedel/sessions/ID/ and `mevedel' resumes the newest one."
+  :type 'boolean)
+
+(defconst mevedel-chat-checkpoint-interval 2
+  "Seconds between checkpoints of a turn's streamed text.")
+
+(defconst mevedel-chat--history-kept 500
+  "Composer inputs a resumed session brings back.")
+
+(defun mevedel-chat--print (value)
+  "Return VALUE printed readably on one line."
+  (let ((print-escape-newlines t) (print-length nil) (print-level nil))
+    (prin1-to-string value)))
+
+(defun mevedel-chat--saving-p (chat)
+  "Return non-nil when CHAT's conversation is saved."
+  (and mevedel-chat-save-sessions
+       (mevedel-session-durable-p (mevedel-chat-session chat))))
+
+(defun mevedel-chat--now ()
+  "Return the time now in epoch milliseconds, as a string."
+  (number-to-string (truncate (* 1000 (float-time)))))
+
+(defun mevedel-chat--metadata (chat)
+  "Return the metadata of CHAT that every checkpoint refreshes."
+  (let ((backend (mevedel-chat-backend-effective chat))
+        (buffer (mevedel-chat-data-buffer chat)))
+    `(("title" . ,(or (mevedel-chat-title chat) ""))
+      ("created" . ,(or (mevedel-chat-created chat) ""))
+      ("updated" . ,(mevedel-chat--now))
+      ("backend" . ,(if backend (gptel-backend-name backend) ""))
+      ("model" . ,(format "%s" (or (mevedel-chat-model-effective chat) "")))
+      ("turns" . ,(number-to-string (length (mevedel-chat-turns chat))))
+      ("turn-list" . ,(mevedel-chat--print
+                       (mapcar (lambda (turn)
+                                 (list (plist-get turn :id) (plist-get turn :label)
+                                       (marker-position (plist-get turn :start))))
+                               (mevedel-chat-turns chat))))
+      ("input-tokens" . ,(number-to-string (mevedel-chat-input-tokens chat)))
+      ("output-tokens" . ,(number-to-string (mevedel-chat-output-tokens chat)))
+      ("chars" . ,(number-to-string (buffer-size buffer))))))
+
+(defun mevedel-chat-checkpoint (chat &optional info)
+  "Save CHAT's unsaved conversation, with its metadata and INFO.
+INFO is an alist of extra metadata strings.  The writes happen in the
+background; does nothing when CHAT is not saved or has no storage yet."
+  (when-let* (((mevedel-chat--saving-p chat))
+              (buffer (mevedel-chat-data-buffer chat))
+              ((mevedel-transcript-tracked-p buffer)))
+    (mevedel-transcript-save buffer)
+    (mevedel-core-store-info-set (mevedel-session-store (mevedel-chat-session chat))
+                                 (append info (mevedel-chat--metadata chat)))))
+
+(defun mevedel-chat--begin-save (chat text)
+  "Checkpoint CHAT at the start of a turn; TEXT is the user's input, if any.
+The first turn materialises the session's storage."
+  (when (mevedel-chat--saving-p chat)
+    (condition-case err
+        (let ((store (mevedel-session-store-handle (mevedel-chat-session chat)))
+              (buffer (mevedel-chat-data-buffer chat)))
+          (unless (mevedel-transcript-tracked-p buffer)
+            (mevedel-transcript-track buffer store))
+          (unless (mevedel-chat-created chat)
+            (setf (mevedel-chat-created chat) (mevedel-chat--now)))
+          (when text (mevedel-core-store-input-push store text))
+          (mevedel-chat-checkpoint chat '(("turn-open" . "1")))
+          (when (timerp (mevedel-chat-save-timer chat))
+            (cancel-timer (mevedel-chat-save-timer chat)))
+          (setf (mevedel-chat-save-timer chat)
+                (run-at-time mevedel-chat-checkpoint-interval mevedel-chat-checkpoint-interval
+                             #'mevedel-chat--tick-save chat)))
+      (error (display-warning 'mevedel (format "Cannot save the conversation: %s"
+                                               (error-message-string err)))))))
+
+(defun mevedel-chat--tick-save (chat)
+  "Checkpoint the streamed text of CHAT's running turn."
+  (if (and (mevedel-chat-turn chat) (buffer-live-p (mevedel-chat-data-buffer chat)))
+      (when (mevedel-transcript-dirty-p (mevedel-chat-data-buffer chat))
+        (mevedel-chat-checkpoint chat))
+    (mevedel-chat--stop-save-timer chat)))
+
+(defun mevedel-chat--stop-save-timer (chat)
+  "Stop CHAT's checkpoint timer."
+  (when (timerp (mevedel-chat-save-timer chat))
+    (cancel-timer (mevedel-chat-save-timer chat)))
+  (setf (mevedel-chat-save-timer chat) nil))
+
+(defun mevedel-chat--settle-save (chat)
+  "Checkpoint CHAT at the end of a turn and refresh its readable copy."
+  (mevedel-chat--stop-save-timer chat)
+  (when-let* ((fsm (mevedel-chat-fsm chat))
+              (info (gptel-fsm-info fsm)))
+    (cl-incf (mevedel-chat-input-tokens chat) (or (plist-get info :input-tokens) 0))
+    (cl-incf (mevedel-chat-output-tokens chat) (or (plist-get info :output-tokens) 0)))
+  (when (mevedel-transcript-tracked-p (mevedel-chat-data-buffer chat))
+    (mevedel-chat-checkpoint chat '(("turn-open" . "") ("open-calls" . "")))
+    (mevedel-transcript-compact
+     (mevedel-chat-data-buffer chat)
+     (mevedel-transcript-export-name (mevedel-chat-data-buffer chat)
+                                     (mevedel-session-directory (mevedel-chat-session chat))))))
+
+(defun mevedel-chat-flush (chat &optional timeout)
+  "Save CHAT now and wait up to TIMEOUT seconds for the writes to finish.
+Return the message of a write that failed, or nil."
+  (when (and (mevedel-chat--saving-p chat)
+             (mevedel-transcript-tracked-p (mevedel-chat-data-buffer chat)))
+    (mevedel-chat-checkpoint chat)
+    (mevedel-core-store-flush (mevedel-session-store (mevedel-chat-session chat)) timeout)))
+
+(defun mevedel-chat--flush-all ()
+  "Save every live chat before Emacs exits (`kill-emacs-hook')."
+  (dolist (chat (mevedel-chat-list))
+    (condition-case err
+        (mevedel-chat-flush chat 3)
+      (error (message "mevedel: saving %s failed: %s" (mevedel-chat-name chat)
+                      (error-message-string err))))))
+
+(add-hook 'kill-emacs-hook #'mevedel-chat--flush-all)
+
+(defun mevedel-chat--settle-open-calls (chat pending text)
+  "Settle with the result TEXT each call of CHAT in PENDING that has none yet.
+Each call is a record (a plist with :id :name :args) or a list (ID NAME
+ARGS).  A call the model made must have a result in the transcript, or
+the next request is invalid for most backends."
+  (with-current-buffer (mevedel-chat-data-buffer chat)
+    (dolist (call pending)
+      (pcase-let ((`(,id ,name ,args)
+                   (if (keywordp (car-safe call))
+                       (list (plist-get call :id) (plist-get call :name) (plist-get call :args))
+                     call)))
+        (unless (mevedel-chat-tool-region (current-buffer) id)
+          (mevedel-gptel-append-settled-call id name args text))))))
+
+(defun mevedel-chat--resume (chat)
+  "Load CHAT's saved conversation, input history and metadata.
+A turn that was running when Emacs stopped is settled: its calls get
+cancelled results, its cut response is marked incomplete and a notice
+says what happened."
+  (let* ((session (mevedel-chat-session chat))
+         (store (mevedel-session-store-handle session))
+         (buffer (mevedel-chat-data-buffer chat))
+         (info (mevedel-core-store-info-get store))
+         (get (lambda (key) (let ((v (cdr (assoc key info)))) (and v (not (string-empty-p v)) v)))))
+    (mevedel-transcript-restore buffer store)
+    (setf (mevedel-chat-title chat) (funcall get "title")
+          (mevedel-chat-created chat) (funcall get "created")
+          (mevedel-chat-input-tokens chat) (string-to-number (or (funcall get "input-tokens") "0"))
+          (mevedel-chat-output-tokens chat) (string-to-number (or (funcall get "output-tokens") "0"))
+          (mevedel-chat-history chat) (reverse (mevedel-core-store-inputs
+                                                store mevedel-chat--history-kept)))
+    (when-let* ((backend (and (funcall get "backend") (gptel-get-backend (funcall get "backend")))))
+      (setf (mevedel-chat-backend chat) backend))
+    (when-let* ((model (funcall get "model")))
+      (setf (mevedel-chat-model chat) (intern model)))
+    (with-current-buffer buffer
+      (setf (mevedel-chat-turns chat)
+            (mapcar (pcase-lambda (`(,id ,label ,start))
+                      (list :id id :label label
+                            :start (copy-marker (max (point-min) (min start (point-max))))))
+                    (car (read-from-string (or (funcall get "turn-list") "nil"))))))
+    (when (funcall get "turn-open")
+      (mevedel-chat--recover chat (car (read-from-string (or (funcall get "open-calls") "nil")))))))
+
+(defun mevedel-chat--recover (chat open-calls)
+  "Settle the turn of CHAT that was running when Emacs stopped.
+OPEN-CALLS are the (ID NAME ARGS) of the calls it was running."
+  (mevedel-chat--settle-open-calls
+   chat open-calls "Cancelled: Emacs stopped before this call finished.")
+  (with-current-buffer (mevedel-chat-data-buffer chat)
+    (let ((end (point-max)))
+      (when (and (> end (point-min)) (eq (get-text-property (1- end) 'gptel) 'response))
+        (let ((start (or (previous-single-property-change end 'gptel) (point-min))))
+          (put-text-property start end 'mevedel-incomplete t)))))
+  (mevedel-chat--insert-notice chat 'interrupted
+                               "Interrupted: Emacs stopped before this turn finished")
+  (mevedel-chat-checkpoint chat '(("turn-open" . "") ("open-calls" . ""))))
 
 ;;;; Updating a settled call's render-data
 

@@ -106,6 +106,15 @@ signals an error instead."
                   (store recipient kind payload sender attrs))
 (declare-function mevedel-core--store-mailbox-unread "ext:mevedel-dyn" (store recipient))
 (declare-function mevedel-core--store-mailbox-deliver "ext:mevedel-dyn" (store ids))
+(declare-function mevedel-core--store-transcript-save "ext:mevedel-dyn" (store at props))
+(declare-function mevedel-core--store-transcript-compact "ext:mevedel-dyn" (store export))
+(declare-function mevedel-core--store-transcript-load "ext:mevedel-dyn" (store))
+(declare-function mevedel-core--store-flush "ext:mevedel-dyn" (store timeout-ms))
+(declare-function mevedel-core--store-info-set "ext:mevedel-dyn" (store pairs))
+(declare-function mevedel-core--store-info-get "ext:mevedel-dyn" (store))
+(declare-function mevedel-core--store-file-info "ext:mevedel-dyn" (file))
+(declare-function mevedel-core--store-input-push "ext:mevedel-dyn" (store text))
+(declare-function mevedel-core--store-inputs "ext:mevedel-dyn" (store limit))
 (declare-function mevedel-core--exec-start "ext:mevedel-dyn" (spec-json request-id))
 (declare-function mevedel-core--exec-observe "ext:mevedel-dyn"
                   (session id owner wait-ms request-id))
@@ -905,6 +914,53 @@ Each is a plist (:id :recipient :sender :kind :payload :created-at)."
 (defun mevedel-core-mailbox-deliver (store ids)
   "Mark the messages with IDS delivered in STORE; return how many were not yet."
   (mevedel-core--store-mailbox-deliver store ids))
+
+(defun mevedel-core-transcript-save (store at props)
+  "Save the current buffer's accessible text as STORE's transcript from AT on.
+AT is a 0-based character offset: the transcript keeps its first AT
+characters and continues with this text.  PROPS is a string of lines
+\"START END NAME VALUE\" (bounds relative to the text, VALUE printed
+on one line).  The text is copied now and written in the background; a
+failed write becomes a `store-failure' event."
+  (mevedel-core--store-transcript-save store at props))
+
+(defun mevedel-core-transcript-compact (store &optional export)
+  "Compact STORE's transcript log, then write its text to the file EXPORT.
+Both happen in the background, after the saves already queued."
+  (mevedel-core--store-transcript-compact store (and export (expand-file-name export))))
+
+(defun mevedel-core-transcript-load (store)
+  "Return (TEXT . PROPS) of STORE's saved transcript, once queued writes end.
+PROPS is as for `mevedel-core-transcript-save', with absolute bounds."
+  (mevedel-core--store-transcript-load store))
+
+(defun mevedel-core-store-flush (store &optional timeout)
+  "Wait up to TIMEOUT seconds (default 5) for the queued writes of STORE.
+Return the message of the first save that failed since the last
+flush, or nil; signal `mevedel-core-store-error' on timeout."
+  (mevedel-core--store-flush store (round (* 1000 (or timeout 5)))))
+
+(defun mevedel-core-store-info-set (store pairs)
+  "Set session metadata in STORE from PAIRS, an alist of strings.
+An empty value removes its key.  Written in the background."
+  (mevedel-core--store-info-set store pairs))
+
+(defun mevedel-core-store-info-get (store)
+  "Return the session metadata of STORE, an alist of strings."
+  (mevedel-core--store-info-get store))
+
+(defun mevedel-core-store-file-info (file)
+  "Return the session metadata of the session store FILE, read-only."
+  (mevedel-core-ensure)
+  (mevedel-core--store-file-info (expand-file-name file)))
+
+(defun mevedel-core-store-input-push (store text)
+  "Append TEXT to the composer history kept in STORE (in the background)."
+  (mevedel-core--store-input-push store text))
+
+(defun mevedel-core-store-inputs (store limit)
+  "Return the newest LIMIT composer inputs kept in STORE, oldest first."
+  (mevedel-core--store-inputs store limit))
 
 ;;;; Patches
 

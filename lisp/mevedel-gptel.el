@@ -84,6 +84,8 @@
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-repair)
 
+(declare-function org-escape-code-in-string "org-src")
+
 ;;;; JSON null bridge
 
 (defvar mevedel-gptel--decoding nil
@@ -772,6 +774,29 @@ function of a record returning the text to insert for it."
                          (funcall result record)))
              info)))
       (plist-put info :tool-use all))))
+
+;; gptel's format for a settled call, written without a request: a
+;; call the turn never finished (aborted, or Emacs stopped) still gets
+;; a result, so that every later request is valid for every backend.
+(defun mevedel-gptel-append-settled-call (id name args result)
+  "Append tool call ID of NAME with ARGS and RESULT to the current buffer.
+The text is what gptel writes for a finished call in the buffer's mode
+\(Org or Markdown-like), so the call and its result reach the model."
+  (save-excursion
+    (goto-char (point-max))
+    (let ((call (prin1-to-string (list :name name :args args)))
+          (inhibit-read-only t))
+      (unless (or (bobp) (eq (char-before) ?\n)) (insert "\n"))
+      (if (derived-mode-p 'org-mode)
+          (progn
+            (require 'org-src)
+            (insert "#+begin_tool (" name ")"
+                    (propertize (org-escape-code-in-string (concat "\n" call "\n\n" result))
+                                'gptel (cons 'tool id))
+                    "\n#+end_tool\n"))
+        (insert (propertize (format "``` tool (%s)" name) 'gptel 'ignore)
+                (propertize (concat "\n" call "\n\n" result) 'gptel (cons 'tool id))
+                (propertize "\n```\n" 'gptel 'ignore))))))
 
 (defun mevedel-gptel-abort (fsm buffer)
   "Abort the request of FSM, whose data buffer is BUFFER.

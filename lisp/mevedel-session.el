@@ -128,6 +128,39 @@ The directory may not exist yet; see `mevedel-session-ensure-storage'."
   (when-let* ((dir (mevedel-session-directory session)))
     (expand-file-name "session.sqlite" dir)))
 
+;;;; Saved sessions
+
+(defun mevedel-session-sessions-directory (workspace)
+  "Return the directory holding WORKSPACE's sessions (maybe not yet made)."
+  (file-name-as-directory (expand-file-name ".mevedel/sessions" workspace)))
+
+(defun mevedel-session-saved (workspace)
+  "Return WORKSPACE's saved conversations, most recently updated first.
+Each is (ID . INFO), INFO the session's metadata as an alist of
+strings (\"title\", \"updated\", \"turns\", \"model\", ...).  Only sessions
+that saved a conversation are listed; a session whose store cannot be
+read is listed with an \"error\" entry."
+  (let ((dir (mevedel-session-sessions-directory workspace))
+        (sessions nil))
+    (when (file-directory-p dir)
+      (dolist (id (directory-files dir nil "\\`[A-Za-z0-9][A-Za-z0-9._-]*\\'"))
+        (let ((file (expand-file-name "session.sqlite" (expand-file-name id dir))))
+          (when (file-exists-p file)
+            (let ((info (condition-case err
+                            (mevedel-core-store-file-info file)
+                          (error (list (cons "error" (error-message-string err)))))))
+              (when (or (assoc "turns" info) (assoc "error" info))
+                (push (cons id info) sessions)))))))
+    (sort sessions
+          (lambda (a b)
+            (> (string-to-number (or (cdr (assoc "updated" (cdr a))) "0"))
+               (string-to-number (or (cdr (assoc "updated" (cdr b))) "0")))))))
+
+(defun mevedel-session-latest (workspace)
+  "Return the ID of WORKSPACE's most recently updated saved conversation, or nil."
+  (car (cl-find-if-not (lambda (entry) (assoc "error" (cdr entry)))
+                       (mevedel-session-saved workspace))))
+
 ;;;; Git exclusion
 
 (defun mevedel-session--git-common-dir (workspace)

@@ -1078,9 +1078,18 @@ instead."
   "Return the chat shown in view BUFFER (default the current buffer)."
   (buffer-local-value 'mevedel-view--chat (or buffer (current-buffer))))
 
-(defun mevedel-view-open (&optional directory)
-  "Show the view of the session of DIRECTORY's workspace; return the buffer."
-  (let* ((chat (mevedel-chat-get-create (mevedel-chat-workspace-root directory)))
+(defun mevedel-view-open (&optional directory session)
+  "Show the view of the session of DIRECTORY's workspace; return the buffer.
+Without a live session there, the saved SESSION (an ID) is resumed;
+SESSION nil means the most recent saved one when sessions are saved
+\(`mevedel-chat-save-sessions'), and `new' a fresh session."
+  (let* ((root (mevedel-chat-workspace-root directory))
+         (chat (or (mevedel-chat-get root)
+                   (mevedel-chat-get-create
+                    root (pcase session
+                           ('new nil)
+                           ('nil (and mevedel-chat-save-sessions (mevedel-session-latest root)))
+                           (_ session)))))
          (buffer (mevedel-view-buffer chat)))
     (pop-to-buffer-same-window buffer)
     (goto-char (point-max))

@@ -1,30 +1,86 @@
 //! The session store (`store`) for Lisp: a handle per open
-//! `session.sqlite`, and the mailbox.
+//! `session.sqlite`, the mailbox, and the conversation's saves.
+//!
+//! Saves of the conversation (`store-transcript-save`, metadata, input
+//! history) go to the store's writer thread, started on the first save:
+//! Lisp only pays for copying the text. A failed save becomes a
+//! `store-failure` event `(FILE MESSAGE)`.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use emacs::{Env, IntoLisp, Result, Value, defun};
 
-use super::convert::to_lisp;
+use super::convert::{list_items, to_lisp};
 use super::errors::{self, OrSignal};
 use super::guard::guarded;
+use super::text::copy_current_buffer;
+use crate::datum::Datum;
 use crate::error::{Error, ErrorKind};
-use crate::store::{NewMessage, Store};
+use crate::events::{self, Event};
+use crate::store::transcript::{self, print_props};
+use crate::store::{NewMessage, Store, Writer};
+use crate::text::internal;
 
-/// What Lisp holds: the store until `store-close` releases it.
-pub struct StoreHandle(Mutex<Option<Arc<Store>>>);
+/// What Lisp holds: the store (and its writer, once something was
+/// saved) until `store-close` releases it.
+pub struct StoreHandle {
+    store: Mutex<Option<Arc<Store>>>,
+    writer: Mutex<Option<Arc<Writer>>>,
+}
+
+fn closed() -> Error {
+    Error::new(ErrorKind::Store, "The session store is closed")
+}
 
 pub(super) fn store_of(env: &Env, handle: Value<'_>) -> Result<Arc<Store>> {
     let handle = handle.into_ref::<StoreHandle>()?;
-    let slot = handle.0.lock().ok().and_then(|s| s.clone());
+    let slot = handle.store.lock().ok().and_then(|s| s.clone());
     match slot {
         Some(store) => Ok(store),
-        None => errors::signal(
-            env,
-            Error::new(ErrorKind::Store, "The session store is closed"),
-        ),
+        None => errors::signal(env, closed()),
     }
+}
+
+/// HANDLE's writer, started on first use.
+fn writer_of(env: &Env, handle: Value<'_>) -> Result<Arc<Writer>> {
+    let store = store_of(env, handle)?;
+    let handle = handle.into_ref::<StoreHandle>()?;
+    let mut slot = handle.writer.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(writer) = slot.as_ref() {
+        return Ok(Arc::clone(writer));
+    }
+    let file = store.path().to_string_lossy().into_owned();
+    let writer = Writer::spawn(
+        store,
+        Box::new(move |message| {
+            events::global().push(Event::new(
+                "store-failure",
+                Datum::List(vec![Datum::str(&file), Datum::Str(message)]),
+            ));
+        }),
+    )
+    .or_signal(env)?;
+    let writer = Arc::new(writer);
+    *slot = Some(Arc::clone(&writer));
+    Ok(writer)
+}
+
+/// BYTES (from Emacs) as a string with one character per Emacs
+/// character: what is not Unicode becomes U+FFFD, so that positions
+/// stay those of the buffer.
+fn per_char_string(bytes: &[u8]) -> String {
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(bytes.len());
+    let mut rest = bytes;
+    while let Some((code, len)) = internal::char_at(rest) {
+        out.push(char::from_u32(code).unwrap_or('\u{FFFD}'));
+        rest = &rest[len.max(1)..];
+    }
+    out
 }
 
 /// Open (creating if needed) the session store FILE in WAL mode, with
@@ -33,16 +89,24 @@ pub(super) fn store_of(env: &Env, handle: Value<'_>) -> Result<Arc<Store>> {
 fn store_open(env: &Env, file: String) -> Result<StoreHandle> {
     guarded(env, || {
         let store = Store::open(&PathBuf::from(file)).or_signal(env)?;
-        Ok(StoreHandle(Mutex::new(Some(Arc::new(store)))))
+        Ok(StoreHandle {
+            store: Mutex::new(Some(Arc::new(store))),
+            writer: Mutex::new(None),
+        })
     })
 }
 
-/// Close HANDLE's store; later calls on it signal `mevedel-core-store-error`.
+/// Close HANDLE's store, after its queued saves are done; later calls
+/// on it signal `mevedel-core-store-error`.
 #[defun(name = "store-close")]
 fn store_close(env: &Env, handle: Value) -> Result<()> {
     guarded(env, || {
         let handle = handle.into_ref::<StoreHandle>()?;
-        if let Ok(mut slot) = handle.0.lock() {
+        let writer = handle.writer.lock().ok().and_then(|mut w| w.take());
+        if let Some(writer) = writer {
+            writer.stop();
+        }
+        if let Ok(mut slot) = handle.store.lock() {
             slot.take();
         }
         Ok(())
@@ -132,5 +196,129 @@ fn store_mailbox_deliver(env: &Env, handle: Value, ids: Value) -> Result<i64> {
         }
         let n = store.mailbox_mark_delivered(&list).or_signal(env)?;
         Ok(n as i64)
+    })
+}
+
+/// Save the current buffer's accessible text as the transcript from
+/// character AT on (0-based), with PROPS (property lines, bounds
+/// relative to the text). The text is copied now and written by the
+/// store's writer thread.
+#[defun(name = "store-transcript-save")]
+fn store_transcript_save(env: &Env, handle: Value, at: i64, props: String) -> Result<()> {
+    guarded(env, || {
+        let writer = writer_of(env, handle)?;
+        let (text, _) = copy_current_buffer(env)?;
+        let text = per_char_string(text.bytes());
+        writer
+            .append(usize::try_from(at).unwrap_or(0), text, props)
+            .or_signal(env)
+    })
+}
+
+/// Compact HANDLE's transcript log into one record, then write the
+/// readable copy EXPORT (a file name, or nil for none), in the background.
+#[defun(name = "store-transcript-compact")]
+fn store_transcript_compact(env: &Env, handle: Value, export: Option<String>) -> Result<()> {
+    guarded(env, || {
+        writer_of(env, handle)?
+            .compact(export.map(PathBuf::from))
+            .or_signal(env)
+    })
+}
+
+/// Wait up to TIMEOUT-MS for HANDLE's queued saves; return the message
+/// of the first save that failed since the last flush, or nil.
+#[defun(name = "store-flush")]
+fn store_flush(env: &Env, handle: Value, timeout_ms: i64) -> Result<Option<String>> {
+    guarded(env, || {
+        let handle_ref = handle.into_ref::<StoreHandle>()?;
+        let writer = handle_ref.writer.lock().ok().and_then(|w| w.clone());
+        match writer {
+            None => Ok(None),
+            Some(writer) => writer
+                .flush(Duration::from_millis(timeout_ms.max(0) as u64))
+                .or_signal(env),
+        }
+    })
+}
+
+/// `(TEXT . PROPS)`: the transcript HANDLE's log leaves, after the
+/// queued saves; PROPS are property lines with absolute bounds.
+#[defun(name = "store-transcript-load")]
+fn store_transcript_load<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || {
+        let store = store_of(env, handle)?;
+        store_flush(env, handle, 10_000)?;
+        let t = store.transcript_load().or_signal(env)?;
+        env.cons(
+            t.text.into_lisp(env)?,
+            print_props(&t.props).into_lisp(env)?,
+        )
+    })
+}
+
+/// Set metadata of HANDLE's session: PAIRS is an alist of strings; an
+/// empty value removes its key. Written in the background.
+#[defun(name = "store-info-set")]
+fn store_info_set(env: &Env, handle: Value, pairs: Value) -> Result<()> {
+    guarded(env, || {
+        let mut list = Vec::new();
+        for pair in list_items(pairs)? {
+            list.push((pair.car::<String>()?, pair.cdr::<String>()?));
+        }
+        writer_of(env, handle)?.info(list).or_signal(env)
+    })
+}
+
+fn info_alist<'e>(env: &'e Env, pairs: Vec<(String, String)>) -> Result<Value<'e>> {
+    let values = pairs
+        .into_iter()
+        .map(|(k, v)| env.cons(k.into_lisp(env)?, v.into_lisp(env)?))
+        .collect::<Result<Vec<_>>>()?;
+    env.list(&values[..])
+}
+
+/// The metadata of HANDLE's session, an alist of strings (after the
+/// queued saves).
+#[defun(name = "store-info-get")]
+fn store_info_get<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || {
+        let store = store_of(env, handle)?;
+        store_flush(env, handle, 10_000)?;
+        let pairs = store.info().or_signal(env)?;
+        info_alist(env, pairs)
+    })
+}
+
+/// The metadata of the saved session whose `session.sqlite` is FILE,
+/// read without opening it for writing (for session lists).
+#[defun(name = "store-file-info")]
+fn store_file_info<'e>(env: &'e Env, file: String) -> Result<Value<'e>> {
+    guarded(env, || {
+        let pairs = transcript::read_info(&PathBuf::from(file)).or_signal(env)?;
+        info_alist(env, pairs)
+    })
+}
+
+/// Append TEXT to the composer history of HANDLE's session (in the background).
+#[defun(name = "store-input-push")]
+fn store_input_push(env: &Env, handle: Value, text: String) -> Result<()> {
+    guarded(env, || writer_of(env, handle)?.input(text).or_signal(env))
+}
+
+/// The newest LIMIT inputs of HANDLE's session, oldest first.
+#[defun(name = "store-inputs")]
+fn store_inputs<'e>(env: &'e Env, handle: Value<'e>, limit: i64) -> Result<Value<'e>> {
+    guarded(env, || {
+        let store = store_of(env, handle)?;
+        store_flush(env, handle, 10_000)?;
+        let inputs = store
+            .inputs(usize::try_from(limit).unwrap_or(0))
+            .or_signal(env)?;
+        let values = inputs
+            .into_iter()
+            .map(|t| t.into_lisp(env))
+            .collect::<Result<Vec<_>>>()?;
+        env.list(&values[..])
     })
 }

@@ -2,12 +2,13 @@
 //!
 //! One file per session, in WAL mode so readers never block the writer.
 //! The schema grows by appending to [`schema::MIGRATIONS`]; the file's
-//! `user_version` records how many have run. It holds the mailbox and
-//! the checkpoints of edited files.
+//! `user_version` records how many have run. It holds the mailbox, the
+//! checkpoints of edited files and the conversation (`transcript`).
 
 pub mod checkpoint;
 pub mod mailbox;
 pub mod schema;
+pub mod transcript;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -20,6 +21,7 @@ use crate::error::{Error, ErrorKind, Result};
 
 pub use checkpoint::{FileState, Restore, Turn};
 pub use mailbox::{Message, NewMessage};
+pub use transcript::{Prop, Transcript, Writer};
 
 /// An open session store. Safe to share between threads; statements run
 /// one at a time.

@@ -47,6 +47,23 @@ pub const MIGRATIONS: &[&str] = &[
          path TEXT PRIMARY KEY,
          blob TEXT
      );",
+    // 4: the conversation (see `transcript`): a log of tail
+    // replacements, session metadata as keys and values, and the
+    // composer's input history.
+    "CREATE TABLE transcript_log (
+         seq   INTEGER PRIMARY KEY AUTOINCREMENT,
+         at    INTEGER NOT NULL,
+         text  TEXT    NOT NULL,
+         props TEXT    NOT NULL
+     );
+     CREATE TABLE session_info (
+         key   TEXT PRIMARY KEY,
+         value TEXT NOT NULL
+     );
+     CREATE TABLE inputs (
+         seq  INTEGER PRIMARY KEY AUTOINCREMENT,
+         text TEXT NOT NULL
+     );",
 ];
 
 /// Apply the migrations CONN has not seen yet.

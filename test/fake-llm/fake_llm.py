@@ -205,6 +205,19 @@ def text_of(content):
     return json.dumps(content)
 
 
+def history_result_ids(body, wire):
+    """Return the IDs of every tool result anywhere in request BODY."""
+    ids = set()
+    for message in body.get("messages") or []:
+        if wire == "openai":
+            if message.get("role") == "tool":
+                ids.add(message.get("tool_call_id"))
+        elif isinstance(message.get("content"), list):
+            ids.update(block.get("tool_use_id") for block in message["content"]
+                       if isinstance(block, dict) and block.get("type") == "tool_result")
+    return ids
+
+
 def check_request(expected_ids, results, user_text, expect, echo=None):
     """Return the list of mismatches between a request and its expectations."""
     problems = []
@@ -319,7 +332,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             step = state.steps[index]
             results, user_text, echo = (openai_results(body) if wire == "openai"
                                         else anthropic_results(body))
-            problems = check_request(state.pending_ids, results, user_text,
+            pending = state.pending_ids
+            # A new user turn after calls that were settled (cancelled by
+            # an abort, or after a crash) carries their results earlier
+            # in the history: that request is valid.
+            if (pending is not None and not results
+                    and set(pending) <= history_result_ids(body, wire)):
+                pending = None
+            problems = check_request(pending, results, user_text,
                                      step.get("expect") or {}, echo)
             entry["t"] = time.time()
             entry["step"] = index

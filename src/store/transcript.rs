@@ -1,0 +1,629 @@
+//! A session's conversation on disk: an append-only log of text
+//! replacements in `session.sqlite`, replayed on resume and compacted
+//! into one record (plus a readable copy) at quiet moments.
+//!
+//! A record says "from character AT on, the transcript is now TEXT",
+//! with the text properties of TEXT. The chat buffer only ever changes
+//! near its end (streamed text, tool results, notices), so a checkpoint
+//! costs the changed tail, not the whole conversation, and SQLite makes
+//! each record atomic: after a crash the log holds every record that
+//! committed and nothing half-written.
+//!
+//! Compaction rewrites the log as one record inside one transaction,
+//! then refreshes the readable copy (`transcript.org`, `.md` or `.txt`,
+//! by temporary file and rename), which nothing reads back: the log is
+//! the truth, the copy is for people.
+//!
+//! Offsets and property bounds count characters, as Emacs positions do.
+//! A property is one line `START END NAME VALUE`: bounds relative to its
+//! record, the property's name, and its value as Lisp printed it (opaque
+//! here).
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread;
+
+use rusqlite::{OptionalExtension, params};
+
+use super::{Store, store_error};
+use crate::error::{Error, ErrorKind, Result};
+
+/// One text property over a range of characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prop {
+    pub start: usize,
+    pub end: usize,
+    pub name: String,
+    /// The value as Lisp printed it.
+    pub value: String,
+}
+
+/// A whole transcript: its text and its properties (absolute bounds, in
+/// order of start).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Transcript {
+    pub text: String,
+    pub chars: usize,
+    pub props: Vec<Prop>,
+}
+
+/// Parse the property lines of a record.
+pub fn parse_props(lines: &str) -> Result<Vec<Prop>> {
+    let bad = |line: &str| {
+        Error::new(
+            ErrorKind::Store,
+            format!("Malformed transcript property line {line:?}: expected START END NAME VALUE"),
+        )
+    };
+    let mut props = Vec::new();
+    for line in lines.lines().filter(|l| !l.is_empty()) {
+        let mut fields = line.splitn(4, ' ');
+        let (Some(start), Some(end), Some(name), Some(value)) =
+            (fields.next(), fields.next(), fields.next(), fields.next())
+        else {
+            return Err(bad(line));
+        };
+        let (Ok(start), Ok(end)) = (start.parse::<usize>(), end.parse::<usize>()) else {
+            return Err(bad(line));
+        };
+        if end < start || name.is_empty() {
+            return Err(bad(line));
+        }
+        props.push(Prop {
+            start,
+            end,
+            name: name.to_owned(),
+            value: value.to_owned(),
+        });
+    }
+    Ok(props)
+}
+
+/// Print PROPS as property lines (the inverse of [`parse_props`]).
+pub fn print_props(props: &[Prop]) -> String {
+    let mut out = String::new();
+    for p in props {
+        out.push_str(&format!("{} {} {} {}\n", p.start, p.end, p.name, p.value));
+    }
+    out
+}
+
+/// Byte offset of character AT of TEXT (which has CHARS characters),
+/// counted from whichever end is nearer: records replace the tail.
+fn byte_of_char(text: &str, chars: usize, at: usize) -> usize {
+    if at >= chars {
+        return text.len();
+    }
+    if at <= chars / 2 {
+        text.char_indices().nth(at).map_or(text.len(), |(i, _)| i)
+    } else {
+        text.char_indices()
+            .rev()
+            .nth(chars - at - 1)
+            .map_or(0, |(i, _)| i)
+    }
+}
+
+/// A transcript being rebuilt from its records.
+#[derive(Default)]
+struct Replay(Transcript);
+
+impl Replay {
+    /// Apply one record. AT beyond the end counts as the end, so that a
+    /// log that lost records (a damaged file) still replays.
+    fn apply(&mut self, at: usize, text: &str, props: Vec<Prop>) {
+        let t = &mut self.0;
+        let at = at.min(t.chars);
+        t.text.truncate(byte_of_char(&t.text, t.chars, at));
+        t.props.retain(|p| p.start < at);
+        for p in &mut t.props {
+            p.end = p.end.min(at);
+        }
+        t.text.push_str(text);
+        let added = text.chars().count();
+        t.chars = at + added;
+        t.props.extend(props.into_iter().filter_map(|p| {
+            let end = p.end.min(added);
+            (p.start < end).then(|| Prop {
+                start: p.start + at,
+                end: end + at,
+                ..p
+            })
+        }));
+    }
+
+    /// The transcript with adjacent equal properties joined and sorted.
+    fn finish(self) -> Transcript {
+        let mut t = self.0;
+        t.props
+            .sort_by(|a, b| (&a.name, a.start).cmp(&(&b.name, b.start)));
+        let mut joined: Vec<Prop> = Vec::with_capacity(t.props.len());
+        for p in t.props {
+            match joined.last_mut() {
+                Some(last)
+                    if last.name == p.name && last.value == p.value && last.end == p.start =>
+                {
+                    last.end = p.end;
+                }
+                _ => joined.push(p),
+            }
+        }
+        joined.sort_by_key(|p| p.start);
+        t.props = joined;
+        t
+    }
+}
+
+impl Store {
+    /// Record that from character AT on the transcript is TEXT, whose
+    /// properties are PROPS (property lines, bounds relative to TEXT).
+    pub fn transcript_append(&self, at: usize, text: &str, props: &str) -> Result<()> {
+        parse_props(props)?;
+        self.with("Cannot save the transcript", |c| {
+            c.execute(
+                "INSERT INTO transcript_log (at, text, props) VALUES (?1, ?2, ?3)",
+                params![at as i64, text, props],
+            )
+            .map(|_| ())
+        })
+    }
+
+    /// The transcript as its records leave it.
+    pub fn transcript_load(&self) -> Result<Transcript> {
+        let rows = self.with("Cannot read the transcript", |c| {
+            let mut stmt = c.prepare("SELECT at, text, props FROM transcript_log ORDER BY seq")?;
+            let rows = stmt
+                .query_map([], |row| {
+                    Ok((
+                        row.get::<_, i64>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, String>(2)?,
+                    ))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows)
+        })?;
+        let mut replay = Replay::default();
+        for (at, text, props) in rows {
+            replay.apply(at.max(0) as usize, &text, parse_props(&props)?);
+        }
+        Ok(replay.finish())
+    }
+
+    /// Number of records in the log.
+    pub fn transcript_records(&self) -> Result<i64> {
+        self.with("Cannot read the transcript", |c| {
+            c.query_row("SELECT count(*) FROM transcript_log", [], |row| row.get(0))
+        })
+    }
+
+    /// Rewrite the log as one record, then write the readable copy
+    /// EXPORT (when given) by temporary file and rename.
+    pub fn transcript_compact(&self, export: Option<&Path>) -> Result<()> {
+        let t = self.transcript_load()?;
+        let props = print_props(&t.props);
+        self.with("Cannot compact the transcript", |c| {
+            let tx = c.transaction()?;
+            tx.execute("DELETE FROM transcript_log", [])?;
+            tx.execute(
+                "INSERT INTO transcript_log (at, text, props) VALUES (0, ?1, ?2)",
+                params![t.text, props],
+            )?;
+            tx.commit()
+        })?;
+        if let Some(path) = export {
+            write_atomic(path, t.text.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Set session metadata: each (KEY, VALUE); an empty value removes KEY.
+    pub fn info_set(&self, pairs: &[(String, String)]) -> Result<()> {
+        self.with("Cannot save the session metadata", |c| {
+            let tx = c.transaction()?;
+            for (key, value) in pairs {
+                if value.is_empty() {
+                    tx.execute("DELETE FROM session_info WHERE key = ?1", params![key])?;
+                } else {
+                    tx.execute(
+                        "INSERT INTO session_info (key, value) VALUES (?1, ?2)
+                         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        params![key, value],
+                    )?;
+                }
+            }
+            tx.commit()
+        })
+    }
+
+    /// Every metadata (KEY, VALUE), sorted by key.
+    pub fn info(&self) -> Result<Vec<(String, String)>> {
+        self.with("Cannot read the session metadata", |c| {
+            let mut stmt = c.prepare("SELECT key, value FROM session_info ORDER BY key")?;
+            let rows = stmt
+                .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows)
+        })
+    }
+
+    /// One metadata value, if set.
+    pub fn info_value(&self, key: &str) -> Result<Option<String>> {
+        self.with("Cannot read the session metadata", |c| {
+            c.query_row(
+                "SELECT value FROM session_info WHERE key = ?1",
+                params![key],
+                |row| row.get(0),
+            )
+            .optional()
+        })
+    }
+
+    /// Append TEXT to the composer's input history.
+    pub fn inputs_push(&self, text: &str) -> Result<()> {
+        self.with("Cannot save the input history", |c| {
+            c.execute("INSERT INTO inputs (text) VALUES (?1)", params![text])
+                .map(|_| ())
+        })
+    }
+
+    /// The composer's input history, oldest first (at most LIMIT, the newest).
+    pub fn inputs(&self, limit: usize) -> Result<Vec<String>> {
+        self.with("Cannot read the input history", |c| {
+            let mut stmt =
+                c.prepare("SELECT text FROM (SELECT seq, text FROM inputs ORDER BY seq DESC LIMIT ?1) ORDER BY seq")?;
+            let rows = stmt
+                .query_map(params![limit as i64], |row| row.get(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows)
+        })
+    }
+}
+
+/// Write BYTES to PATH through a synced temporary file and a rename, so
+/// that PATH holds either its old or its new content.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let io = |e: std::io::Error| {
+        Error::new(
+            ErrorKind::Store,
+            format!("Cannot write {}: {e}", path.display()),
+        )
+    };
+    let name = path
+        .file_name()
+        .map_or_else(Default::default, |n| n.to_string_lossy().into_owned());
+    let temp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let written = std::fs::File::create(&temp)
+        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
+        .and_then(|()| std::fs::rename(&temp, path));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&temp);
+        return Err(io(e));
+    }
+    Ok(())
+}
+
+/// Work for a session's writer thread, done in order.
+enum Job {
+    Append {
+        at: usize,
+        text: String,
+        props: String,
+    },
+    Compact(Option<std::path::PathBuf>),
+    Info(Vec<(String, String)>),
+    Input(String),
+    Flush(mpsc::SyncSender<()>),
+}
+
+/// A session's background writer: saves happen off Emacs's thread, in
+/// the order they were asked for. Failures go to the reporter given at
+/// spawn time (the first since the last [`Writer::flush`] is also kept
+/// for it); the caller keeps its in-memory conversation and can save
+/// again.
+pub struct Writer {
+    jobs: Mutex<Option<mpsc::Sender<Job>>>,
+    thread: Mutex<Option<thread::JoinHandle<()>>>,
+    failure: Arc<Mutex<Option<String>>>,
+}
+
+impl Writer {
+    /// Start the writer of STORE; REPORT is called (on the writer
+    /// thread) with the message of each failed save.
+    pub fn spawn(store: Arc<Store>, report: Box<dyn Fn(String) + Send>) -> Result<Writer> {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let failure = Arc::new(Mutex::new(None::<String>));
+        let kept = Arc::clone(&failure);
+        let thread = thread::Builder::new()
+            .name("mevedel-transcript".into())
+            .spawn(move || {
+                for job in rx {
+                    let done = match job {
+                        Job::Append { at, text, props } => {
+                            store.transcript_append(at, &text, &props)
+                        }
+                        Job::Compact(export) => store.transcript_compact(export.as_deref()),
+                        Job::Info(pairs) => store.info_set(&pairs),
+                        Job::Input(text) => store.inputs_push(&text),
+                        Job::Flush(reply) => {
+                            let _ = reply.send(());
+                            Ok(())
+                        }
+                    };
+                    if let Err(e) = done {
+                        let mut slot = kept.lock().unwrap_or_else(PoisonError::into_inner);
+                        slot.get_or_insert_with(|| e.message.clone());
+                        drop(slot);
+                        report(e.message);
+                    }
+                }
+            })
+            .map_err(|e| store_error("Cannot start the transcript writer", e))?;
+        Ok(Writer {
+            jobs: Mutex::new(Some(tx)),
+            thread: Mutex::new(Some(thread)),
+            failure,
+        })
+    }
+
+    fn send(&self, job: Job) -> Result<()> {
+        let jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
+        match jobs.as_ref().map(|tx| tx.send(job)) {
+            Some(Ok(())) => Ok(()),
+            _ => Err(Error::new(
+                ErrorKind::Store,
+                "The transcript writer has stopped",
+            )),
+        }
+    }
+
+    pub fn append(&self, at: usize, text: String, props: String) -> Result<()> {
+        parse_props(&props)?;
+        self.send(Job::Append { at, text, props })
+    }
+
+    pub fn compact(&self, export: Option<std::path::PathBuf>) -> Result<()> {
+        self.send(Job::Compact(export))
+    }
+
+    pub fn info(&self, pairs: Vec<(String, String)>) -> Result<()> {
+        self.send(Job::Info(pairs))
+    }
+
+    pub fn input(&self, text: String) -> Result<()> {
+        self.send(Job::Input(text))
+    }
+
+    /// Wait until every save asked for so far is done (at most TIMEOUT);
+    /// return the first failure since the last flush, if any.
+    pub fn flush(&self, timeout: std::time::Duration) -> Result<Option<String>> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.send(Job::Flush(tx))?;
+        rx.recv_timeout(timeout).map_err(|_| {
+            Error::new(
+                ErrorKind::Store,
+                format!("The transcript writer did not finish within {timeout:?}"),
+            )
+        })?;
+        Ok(self
+            .failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take())
+    }
+
+    /// Finish the queued saves and stop the thread.
+    pub fn stop(&self) {
+        self.jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(thread) = self
+            .thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// What a session list shows of one saved session, read without
+/// opening it for writing.
+pub fn read_info(file: &Path) -> Result<Vec<(String, String)>> {
+    use rusqlite::{Connection, OpenFlags};
+    let doing = format!("Cannot read session {}", file.display());
+    let conn = Connection::open_with_flags(
+        file,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| store_error(&doing, e))?;
+    conn.busy_timeout(std::time::Duration::from_secs(2))
+        .map_err(|e| store_error(&doing, e))?;
+    let mut stmt = conn
+        .prepare("SELECT key, value FROM session_info ORDER BY key")
+        .map_err(|e| store_error(&doing, e))?;
+    let rows = stmt
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+        .map_err(|e| store_error(&doing, e))?;
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn store(name: &str) -> (PathBuf, Store) {
+        let dir =
+            std::env::temp_dir().join(format!("mevedel-transcript-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = Store::open(&dir.join("session.sqlite")).unwrap();
+        (dir, store)
+    }
+
+    fn prop(start: usize, end: usize, name: &str, value: &str) -> Prop {
+        Prop {
+            start,
+            end,
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+
+    #[test]
+    fn records_replace_the_tail_and_keep_properties() {
+        let (dir, s) = store("tail");
+        s.transcript_append(0, "### hi\n", "").unwrap();
+        s.transcript_append(7, "answer…", "0 7 gptel response\n")
+            .unwrap();
+        // The streamed response grows: the record restarts inside it.
+        s.transcript_append(7, "answer… more", "0 12 gptel response\n")
+            .unwrap();
+        s.transcript_append(19, "\n[Aborted]", "1 10 mevedel-notice abort\n")
+            .unwrap();
+        let t = s.transcript_load().unwrap();
+        assert_eq!(t.text, "### hi\nanswer… more\n[Aborted]");
+        assert_eq!(t.chars, t.text.chars().count());
+        assert_eq!(
+            t.props,
+            vec![
+                prop(7, 19, "gptel", "response"),
+                prop(20, 29, "mevedel-notice", "abort")
+            ]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn compaction_keeps_the_text_and_writes_the_readable_copy() {
+        let (dir, s) = store("compact");
+        s.transcript_append(0, "héllo ", "0 6 gptel response\n")
+            .unwrap();
+        s.transcript_append(6, "wörld", "0 5 gptel response\n")
+            .unwrap();
+        let before = s.transcript_load().unwrap();
+        let export = dir.join("transcript.md");
+        s.transcript_compact(Some(&export)).unwrap();
+        assert_eq!(s.transcript_records().unwrap(), 1);
+        let after = s.transcript_load().unwrap();
+        assert_eq!(after, before);
+        // Adjacent equal properties were joined.
+        assert_eq!(after.props, vec![prop(0, 11, "gptel", "response")]);
+        assert_eq!(std::fs::read_to_string(&export).unwrap(), "héllo wörld");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn offsets_past_the_end_append() {
+        let mut r = Replay::default();
+        for (at, text) in [(0, "abc"), (3, "def"), (2, "XY"), (40, "z")] {
+            r.apply(at, text, vec![]);
+        }
+        assert_eq!(r.0.text, "abXYz");
+        assert_eq!(r.0.chars, 5);
+    }
+
+    #[test]
+    fn offsets_count_characters_from_either_end() {
+        let text = "aé𝄞b";
+        assert_eq!(byte_of_char(text, 4, 0), 0);
+        assert_eq!(byte_of_char(text, 4, 1), 1);
+        assert_eq!(byte_of_char(text, 4, 2), 3);
+        assert_eq!(byte_of_char(text, 4, 3), 7);
+        assert_eq!(byte_of_char(text, 4, 4), 8);
+        assert_eq!(byte_of_char(text, 4, 9), 8);
+    }
+
+    #[test]
+    fn malformed_property_lines_are_refused_before_anything_is_written() {
+        let (dir, s) = store("bad");
+        for bad in [
+            "1 x gptel response",
+            "5 2 gptel response",
+            "1 2 gptel",
+            "1 2  v",
+        ] {
+            let err = s.transcript_append(0, "text", bad).unwrap_err();
+            assert!(
+                err.message.contains("Malformed transcript property"),
+                "{bad}: {}",
+                err.message
+            );
+        }
+        assert_eq!(s.transcript_records().unwrap(), 0);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn metadata_and_inputs_round_trip() {
+        let (dir, s) = store("info");
+        s.info_set(&[
+            ("title".into(), "Fix it".into()),
+            ("turns".into(), "1".into()),
+        ])
+        .unwrap();
+        s.info_set(&[
+            ("turns".into(), "2".into()),
+            ("title".into(), String::new()),
+        ])
+        .unwrap();
+        assert_eq!(
+            s.info().unwrap(),
+            vec![("turns".to_owned(), "2".to_owned())]
+        );
+        assert_eq!(s.info_value("turns").unwrap().as_deref(), Some("2"));
+        for i in 0..5 {
+            s.inputs_push(&format!("prompt {i}")).unwrap();
+        }
+        assert_eq!(s.inputs(2).unwrap(), vec!["prompt 3", "prompt 4"]);
+        assert_eq!(
+            read_info(&dir.join("session.sqlite")).unwrap(),
+            vec![("turns".to_owned(), "2".to_owned())]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_writer_saves_in_order_and_reports_failures() {
+        let (dir, s) = store("writer");
+        let s = Arc::new(s);
+        let reported = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&reported);
+        let writer = Writer::spawn(
+            Arc::clone(&s),
+            Box::new(move |m| sink.lock().unwrap().push(m)),
+        )
+        .unwrap();
+        writer.append(0, "one ".into(), String::new()).unwrap();
+        writer.append(4, "two".into(), String::new()).unwrap();
+        writer.input("hello".into()).unwrap();
+        writer
+            .compact(Some(dir.join("no-such-dir").join("transcript.md")))
+            .unwrap();
+        let failure = writer.flush(std::time::Duration::from_secs(10)).unwrap();
+        assert!(failure.is_some_and(|m| m.contains("Cannot write")));
+        assert_eq!(reported.lock().unwrap().len(), 1);
+        assert_eq!(s.transcript_load().unwrap().text, "one two");
+        assert_eq!(s.inputs(10).unwrap(), vec!["hello"]);
+        // The failure was taken by the flush.
+        assert_eq!(
+            writer.flush(std::time::Duration::from_secs(10)).unwrap(),
+            None
+        );
+        writer.stop();
+        assert!(writer.append(0, "late".into(), String::new()).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
