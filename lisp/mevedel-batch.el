@@ -248,8 +248,12 @@ assistant entry cut by a failed request has :incomplete t),
         ('notice (push (list :role "notice" :content (plist-get segment :text)) messages))))
     (list :outcome (symbol-name outcome)
           :session (mevedel-session-id (mevedel-chat-session chat))
-          :usage (list :input_tokens (mevedel-chat-input-tokens chat)
-                       :output_tokens (mevedel-chat-output-tokens chat))
+          :usage (pcase-let ((`(,tokens ,window ,estimated) (mevedel-chat-context-usage chat)))
+                   (list :input_tokens (mevedel-chat-input-tokens chat)
+                         :output_tokens (mevedel-chat-output-tokens chat)
+                         :context_tokens tokens
+                         :context_window window
+                         :context_estimated (if estimated t :json-false)))
           :workspace (mevedel-chat-root chat)
           :backend (gptel-backend-name (mevedel-chat-backend-effective chat))
           :model (format "%s" (mevedel-chat-model-effective chat))

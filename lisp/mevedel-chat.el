@@ -106,7 +106,9 @@ The outcome is `done', `error' or `abort'.")
   ;; when it was created (epoch milliseconds), the timer checkpointing
   ;; a running turn, and the token usage reported so far.
   title created save-timer
-  (input-tokens 0) (output-tokens 0))
+  ;; Token usage the provider reported: totals of the session, and the
+  ;; size of the last request's context (nil until one was reported).
+  (input-tokens 0) (output-tokens 0) context-tokens)
 
 (defvar mevedel-chat--chats (make-hash-table :test #'equal)
   "Live chats by workspace root.")
@@ -451,7 +453,7 @@ included), in the model's call order."
                       (plist-get record :result))))
     (mevedel-chat--retry-updates chat)
     (setf (mevedel-chat-live-calls chat) nil)
-    (mevedel-chat-checkpoint chat '(("open-calls" . "")))
+    (mevedel-chat-checkpoint chat '(("open-calls" . "")) t)
     (mevedel-chat--set-status chat 'waiting)
     (mevedel-chat--notify chat 'tool-results records)))
 
@@ -579,6 +581,45 @@ was running."
       (mapc #'funcall cancellers))
     t))
 
+;;;; Token usage
+
+(defcustom mevedel-chat-context-windows nil
+  "Context window sizes in tokens of models gptel has no size for.
+An alist of (MODEL . TOKENS), MODEL a symbol as in `gptel-model'."
+  :type '(alist :key-type symbol :value-type natnum))
+
+(defun mevedel-chat--count-usage (chat info)
+  "Add the token usage reported for the turn of request INFO to CHAT.
+gptel keeps the last sample's counts under :tokens and the turn's sums
+under :tokens-full (input, cached input and output)."
+  (when-let* ((full (plist-get info :tokens-full)))
+    (cl-incf (mevedel-chat-input-tokens chat)
+             (+ (or (plist-get full :input) 0) (or (plist-get full :cached) 0)))
+    (cl-incf (mevedel-chat-output-tokens chat) (or (plist-get full :output) 0)))
+  (when-let* ((last (plist-get info :tokens)))
+    (setf (mevedel-chat-context-tokens chat)
+          (+ (or (plist-get last :input) 0) (or (plist-get last :cached) 0)
+             (or (plist-get last :output) 0)))))
+
+(defun mevedel-chat-context-window (chat)
+  "Return the context window of CHAT's model in tokens, or nil if unknown."
+  (let ((model (mevedel-chat-model-effective chat)))
+    (or (alist-get model mevedel-chat-context-windows)
+        (and (symbolp model) (numberp (get model :context-window))
+             (round (* 1000 (get model :context-window)))))))
+
+(defun mevedel-chat-context-usage (chat)
+  "Return (TOKENS WINDOW ESTIMATED) for the context of CHAT's next request.
+TOKENS is what the provider reported for the last request, or, when
+none was reported, an estimate from the transcript's size (four
+characters a token), and then ESTIMATED is non-nil.  WINDOW is the
+model's context window in tokens, or nil when unknown."
+  (let ((reported (mevedel-chat-context-tokens chat)))
+    (list (or reported
+              (/ (buffer-size (mevedel-chat-data-buffer chat)) 4))
+          (mevedel-chat-context-window chat)
+          (not reported))))
+
 ;;;; Saving and resuming
 
 (defcustom mevedel-chat-save-sessions t
@@ -623,19 +664,33 @@ WORKSPACE/.mevedel/sessions/ID/ and `mevedel' resumes the newest one."
                                        (marker-position (plist-get turn :start))))
                                (mevedel-chat-turns chat))))
       ("input-tokens" . ,(number-to-string (mevedel-chat-input-tokens chat)))
+      ("context-tokens" . ,(if (mevedel-chat-context-tokens chat)
+                               (number-to-string (mevedel-chat-context-tokens chat))
+                             ""))
       ("output-tokens" . ,(number-to-string (mevedel-chat-output-tokens chat)))
       ("chars" . ,(number-to-string (buffer-size buffer))))))
 
-(defun mevedel-chat-checkpoint (chat &optional info)
+(defconst mevedel-chat--settle-timeout 2
+  "Seconds a settled checkpoint waits for its writes.")
+
+(defun mevedel-chat-checkpoint (chat &optional info settled)
   "Save CHAT's unsaved conversation, with its metadata and INFO.
 INFO is an alist of extra metadata strings.  The writes happen in the
-background; does nothing when CHAT is not saved or has no storage yet."
+background; SETTLED non-nil waits until they are done (they then
+survive Emacs being killed), as after tool results and at the end of
+a turn.  Does nothing when CHAT is not saved or has no storage yet."
   (when-let* (((mevedel-chat--saving-p chat))
               (buffer (mevedel-chat-data-buffer chat))
               ((mevedel-transcript-tracked-p buffer)))
-    (mevedel-transcript-save buffer)
-    (mevedel-core-store-info-set (mevedel-session-store (mevedel-chat-session chat))
-                                 (append info (mevedel-chat--metadata chat)))))
+    (let ((store (mevedel-session-store (mevedel-chat-session chat))))
+      (mevedel-transcript-save buffer)
+      (mevedel-core-store-info-set store (append info (mevedel-chat--metadata chat)))
+      (when settled
+        (condition-case err
+            (mevedel-core-store-flush store mevedel-chat--settle-timeout)
+          (mevedel-core-store-error
+           (display-warning 'mevedel (format "Saving %s is slow: %s" (mevedel-chat-name chat)
+                                             (error-message-string err)))))))))
 
 (defun mevedel-chat--begin-save (chat text)
   "Checkpoint CHAT at the start of a turn; TEXT is the user's input, if any.
@@ -674,12 +729,10 @@ The first turn materialises the session's storage."
 (defun mevedel-chat--settle-save (chat)
   "Checkpoint CHAT at the end of a turn and refresh its readable copy."
   (mevedel-chat--stop-save-timer chat)
-  (when-let* ((fsm (mevedel-chat-fsm chat))
-              (info (gptel-fsm-info fsm)))
-    (cl-incf (mevedel-chat-input-tokens chat) (or (plist-get info :input-tokens) 0))
-    (cl-incf (mevedel-chat-output-tokens chat) (or (plist-get info :output-tokens) 0)))
+  (when-let* ((fsm (mevedel-chat-fsm chat)))
+    (mevedel-chat--count-usage chat (gptel-fsm-info fsm)))
   (when (mevedel-transcript-tracked-p (mevedel-chat-data-buffer chat))
-    (mevedel-chat-checkpoint chat '(("turn-open" . "") ("open-calls" . "")))
+    (mevedel-chat-checkpoint chat '(("turn-open" . "") ("open-calls" . "")) t)
     (mevedel-transcript-compact
      (mevedel-chat-data-buffer chat)
      (mevedel-transcript-export-name (mevedel-chat-data-buffer chat)
@@ -732,9 +785,14 @@ says what happened."
           (mevedel-chat-created chat) (funcall get "created")
           (mevedel-chat-input-tokens chat) (string-to-number (or (funcall get "input-tokens") "0"))
           (mevedel-chat-output-tokens chat) (string-to-number (or (funcall get "output-tokens") "0"))
+          (mevedel-chat-context-tokens chat) (and (funcall get "context-tokens")
+                                                  (string-to-number (funcall get "context-tokens")))
           (mevedel-chat-history chat) (reverse (mevedel-core-store-inputs
                                                 store mevedel-chat--history-kept)))
-    (when-let* ((backend (and (funcall get "backend") (gptel-get-backend (funcall get "backend")))))
+    ;; The backend saved may not be defined in this Emacs: then the
+    ;; user's default one serves.
+    (when-let* ((name (funcall get "backend"))
+                (backend (ignore-error user-error (gptel-get-backend name))))
       (setf (mevedel-chat-backend chat) backend))
     (when-let* ((model (funcall get "model")))
       (setf (mevedel-chat-model chat) (intern model)))

@@ -221,8 +221,27 @@ knows none.")
                                        (if model (format " / %s" model) "")))
                       (t "no backend"))
                 " · " (mevedel-view--status-text chat)
+                " · " (mevedel-view--usage-text chat)
                 " · " (format "permissions: %s" (mevedel-chat-permission-mode chat))))
     " mevedel"))
+
+(defun mevedel-view--tokens (n)
+  "Return the token count N briefly (e.g. 12.3k)."
+  (if (< n 1000) (number-to-string n) (format "%.1fk" (/ n 1000.0))))
+
+(defun mevedel-view--usage-text (chat)
+  "Return the session's token usage and how full CHAT's context is."
+  (pcase-let ((`(,tokens ,window ,estimated) (mevedel-chat-context-usage chat)))
+    (concat (format "%s in / %s out"
+                    (mevedel-view--tokens (mevedel-chat-input-tokens chat))
+                    (mevedel-view--tokens (mevedel-chat-output-tokens chat)))
+            " · context "
+            (if estimated "≈" "")
+            (if window
+                (format "%d%% of %s" (round (* 100.0 (/ (float tokens) window)))
+                        (mevedel-view--tokens window))
+              (mevedel-view--tokens tokens))
+            (if estimated " (estimate)" ""))))
 
 (defun mevedel-view--status-text (chat)
   "Return a short description of CHAT's status."
@@ -1026,8 +1045,10 @@ instead."
     (cond
      (slash
       (funcall (car slash) chat (cdr slash))
-      (with-current-buffer view
-        (mevedel-view--set-composer "")))
+      ;; A command may replace the view (/new).
+      (when (buffer-live-p view)
+        (with-current-buffer view
+          (mevedel-view--set-composer ""))))
      ((string-empty-p text) (user-error "The composer is empty"))
      ((mevedel-chat-busy-p chat)
       (user-error "The model is still working; wait or abort with %s"

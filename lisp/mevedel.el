@@ -43,7 +43,8 @@
   (require 'mevedel-agent)
   (require 'mevedel-checkpoint)
   (require 'mevedel-ps)
-  (require 'mevedel-panel))
+  (require 'mevedel-panel)
+  (require 'mevedel-sessions))
 
 ;;;###autoload
 (defun mevedel (&optional directory)

@@ -205,6 +205,18 @@ def text_of(content):
     return json.dumps(content)
 
 
+def ends_with_user_text(body):
+    """Return True when BODY's last message is the user's text (a new turn)."""
+    messages = body.get("messages") or []
+    if not messages or messages[-1].get("role") != "user":
+        return False
+    content = messages[-1].get("content")
+    if isinstance(content, str):
+        return True
+    return isinstance(content, list) and any(
+        isinstance(block, dict) and block.get("type") == "text" for block in content)
+
+
 def history_result_ids(body, wire):
     """Return the IDs of every tool result anywhere in request BODY."""
     ids = set()
@@ -216,6 +228,39 @@ def history_result_ids(body, wire):
             ids.update(block.get("tool_use_id") for block in message["content"]
                        if isinstance(block, dict) and block.get("type") == "tool_result")
     return ids
+
+
+def orphan_calls(body, wire):
+    """Return the IDs of tool calls in BODY's history that have no result.
+
+    Real providers refuse such a request: OpenAI wants a tool message for
+    every call of an assistant message, Anthropic a tool_result block in
+    the user message right after each tool_use.
+    """
+    messages = body.get("messages") or []
+    orphans = []
+    for index, message in enumerate(messages):
+        if message.get("role") != "assistant":
+            continue
+        if wire == "openai":
+            calls = [call.get("id") for call in message.get("tool_calls") or []]
+            answered = set()
+            for later in messages[index + 1:]:
+                if later.get("role") != "tool":
+                    break
+                answered.add(later.get("tool_call_id"))
+        else:
+            content = message.get("content")
+            calls = [block.get("id") for block in content
+                     if isinstance(block, dict) and block.get("type") == "tool_use"] \
+                if isinstance(content, list) else []
+            answered = set()
+            following = messages[index + 1] if index + 1 < len(messages) else None
+            if following and isinstance(following.get("content"), list):
+                answered = {block.get("tool_use_id") for block in following["content"]
+                            if isinstance(block, dict) and block.get("type") == "tool_result"}
+        orphans.extend(call for call in calls if call not in answered)
+    return orphans
 
 
 def check_request(expected_ids, results, user_text, expect, echo=None):
@@ -335,12 +380,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
             pending = state.pending_ids
             # A new user turn after calls that were settled (cancelled by
             # an abort, or after a crash) carries their results earlier
-            # in the history: that request is valid.
-            if (pending is not None and not results
-                    and set(pending) <= history_result_ids(body, wire)):
+            # in the history: they answer no call of this request.
+            if (ends_with_user_text(body)
+                    and (pending is None or set(pending) <= history_result_ids(body, wire))):
                 pending = None
+                results = []
             problems = check_request(pending, results, user_text,
                                      step.get("expect") or {}, echo)
+            problems += [f"tool call {call} in the history has no result"
+                         for call in orphan_calls(body, wire)]
             entry["t"] = time.time()
             entry["step"] = index
             entry["results"] = [{"id": r[0], "content": r[1][:2000], "is_error": r[2]}

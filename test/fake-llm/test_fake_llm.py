@@ -193,5 +193,26 @@ class ScriptTest(unittest.TestCase):
             os.unlink(handle.name)
 
 
+class HistoryTest(unittest.TestCase):
+    def test_calls_without_results_are_found_for_both_wires(self):
+        openai = {"messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "tool_calls": [{"id": "a"}, {"id": "b"}]},
+            {"role": "tool", "tool_call_id": "a", "content": "ok"},
+            {"role": "user", "content": "again"}]}
+        self.assertEqual(fake_llm.orphan_calls(openai, "openai"), ["b"])
+        self.assertEqual(fake_llm.history_result_ids(openai, "openai"), {"a"})
+        anthropic = {"messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1"}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1"}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t2"}]},
+            {"role": "user", "content": "no result"}]}
+        self.assertEqual(fake_llm.orphan_calls(anthropic, "anthropic"), ["t2"])
+        self.assertTrue(fake_llm.ends_with_user_text(anthropic))
+        self.assertFalse(fake_llm.ends_with_user_text({"messages": anthropic["messages"][:3]}))
+        self.assertEqual(fake_llm.history_result_ids(anthropic, "anthropic"), {"t1"})
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,298 @@
+;;; mevedel-sessions.el --- Saved sessions: new, resume, fork, rename, delete  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; A workspace has one live session at a time (its chat); every
+;; session it ever had is saved under .mevedel/sessions/ID/ (see
+;; mevedel-chat.el, "Saving and resuming").  This file switches between
+;; them:
+;;
+;;   M-x mevedel-new, /new, /clear   a fresh session in the same window
+;;   M-x mevedel-sessions, /sessions the workspace's saved sessions, newest
+;;                                   first: RET resume, r rename, f fork,
+;;                                   d delete (after confirmation), g refresh
+;;
+;; Switching saves the live session and closes it first; a running
+;; turn must be aborted before.  A fork copies a session's
+;; conversation up to the start of a chosen turn (or all of it) into a
+;; new session and resumes that; the original is left as it was.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'tabulated-list)
+(require 'mevedel-chat)
+(require 'mevedel-session)
+(require 'mevedel-transcript)
+(require 'mevedel-view)
+
+;;;; Switching
+
+(defun mevedel-sessions--close-live (root)
+  "Save and close the live session of workspace ROOT, if any.
+Return the window that showed its view, or nil."
+  (when-let* ((chat (mevedel-chat-get root)))
+    (when (mevedel-chat-busy-p chat)
+      (user-error "A turn is running in %s; abort it first (C-c C-k)" (mevedel-chat-name chat)))
+    (let* ((view (get-buffer (format "*mevedel: %s*" (mevedel-chat-name chat))))
+           (window (and view (get-buffer-window view t))))
+      (when-let* ((failure (mevedel-chat-flush chat)))
+        (user-error "Cannot save the session before switching: %s" failure))
+      (when (buffer-live-p view) (kill-buffer view))
+      (kill-buffer (mevedel-chat-data-buffer chat))
+      window)))
+
+(defun mevedel-sessions-switch (root &optional id)
+  "Make the saved session ID (nil: a fresh one) the live session of ROOT.
+The view takes the window the previous session's view had, if any.
+Return the view buffer."
+  (let* ((root (file-name-as-directory (expand-file-name root)))
+         (window (mevedel-sessions--close-live root))
+         (view (mevedel-view-open root (or id 'new))))
+    (when (window-live-p window)
+      (set-window-buffer window view))
+    view))
+
+(defun mevedel-sessions--root ()
+  "Return the workspace of the current buffer."
+  (if-let* ((chat (and (derived-mode-p 'mevedel-view-mode) (mevedel-view-chat))))
+      (mevedel-chat-root chat)
+    (mevedel-chat-workspace-root)))
+
+;;;###autoload
+(defun mevedel-new (&optional directory)
+  "Start a fresh session in DIRECTORY's workspace, saving the current one.
+The current session stays saved and can be resumed from
+\\[mevedel-sessions]."
+  (interactive)
+  (mevedel-sessions-switch (if directory (mevedel-chat-workspace-root directory)
+                             (mevedel-sessions--root))))
+
+(defun mevedel-sessions--slash-new (chat _argument)
+  "Start a fresh session in CHAT's workspace (the /new and /clear commands)."
+  (mevedel-sessions-switch (mevedel-chat-root chat)))
+
+;;;; Forking, renaming, deleting
+
+(defun mevedel-sessions--store-of (root id)
+  "Return (STORE . CLOSE) for saved session ID of ROOT.
+STORE is the live session's store when ID is live; CLOSE is non-nil
+when the caller must close STORE."
+  (let ((chat (mevedel-chat-get root)))
+    (if (and chat (equal (mevedel-session-id (mevedel-chat-session chat)) id))
+        (progn (mevedel-chat-flush chat)
+               (cons (mevedel-session-store-handle (mevedel-chat-session chat)) nil))
+      (cons (mevedel-core-store-open
+             (expand-file-name "session.sqlite"
+                               (expand-file-name id (mevedel-session-sessions-directory root))))
+            t))))
+
+(defmacro mevedel-sessions--with-store (var root id &rest body)
+  "Bind VAR to the store of saved session ID of ROOT around BODY."
+  (declare (indent 3))
+  (let ((pair (make-symbol "pair")))
+    `(let* ((,pair (mevedel-sessions--store-of ,root ,id))
+            (,var (car ,pair)))
+       (unwind-protect (progn ,@body)
+         (when (cdr ,pair) (mevedel-core-store-close ,var))))))
+
+(defun mevedel-sessions--info (store key)
+  "Return the metadata KEY of STORE, or nil when unset."
+  (cdr (assoc key (mevedel-core-store-info-get store))))
+
+(defun mevedel-sessions-fork (root id &optional turn)
+  "Copy saved session ID of ROOT into a new session and return its ID.
+TURN, a turn index (0 for the first turn), keeps the conversation
+before that turn; nil keeps all of it.  The new session is saved, not
+resumed."
+  (let ((session (mevedel-session-create :workspace root)))
+    (with-temp-buffer
+      (let (title turns inputs)
+        (mevedel-sessions--with-store store root id
+          (mevedel-transcript-restore (current-buffer) store)
+          (setq title (mevedel-sessions--info store "title")
+                turns (reverse (car (read-from-string
+                                     (or (mevedel-sessions--info store "turn-list") "nil"))))
+                inputs (mevedel-core-store-inputs store most-positive-fixnum)))
+        (when (and turn (< turn (length turns)))
+          (delete-region (nth 2 (nth turn turns)) (point-max))
+          (setq turns (cl-subseq turns 0 turn)))
+        (let ((store (mevedel-session-store-handle session)))
+          (mevedel-transcript-track (current-buffer) store)
+          (mevedel-transcript-save (current-buffer))
+          (dolist (input inputs) (mevedel-core-store-input-push store input))
+          (mevedel-core-store-info-set
+           store `(("title" . ,(format "Fork of %s" (or title id)))
+                   ("forked-from" . ,id)
+                   ("created" . ,(mevedel-chat--now))
+                   ("updated" . ,(mevedel-chat--now))
+                   ("turns" . ,(number-to-string (length turns)))
+                   ("turn-list" . ,(mevedel-chat--print (reverse turns)))
+                   ("chars" . ,(number-to-string (buffer-size)))))
+          (mevedel-transcript-compact
+           (current-buffer)
+           (mevedel-transcript-export-name (current-buffer) (mevedel-session-directory session)))
+          (when-let* ((failure (mevedel-core-store-flush store)))
+            (error "Saving the fork failed: %s" failure))
+          (mevedel-session-close session))))
+    (mevedel-session-id session)))
+
+(defun mevedel-sessions-rename (root id title)
+  "Set the title of saved session ID of ROOT to TITLE."
+  (when (string-blank-p title) (user-error "A title cannot be empty"))
+  (let ((chat (mevedel-chat-get root)))
+    (when (and chat (equal (mevedel-session-id (mevedel-chat-session chat)) id))
+      (setf (mevedel-chat-title chat) title)))
+  (mevedel-sessions--with-store store root id
+    (mevedel-core-store-info-set store `(("title" . ,title)))
+    (mevedel-core-store-flush store)))
+
+(defun mevedel-sessions-delete (root id)
+  "Delete saved session ID of ROOT and everything it stored.
+The live session cannot be deleted: switch to another first."
+  (let ((chat (mevedel-chat-get root)))
+    (when (and chat (equal (mevedel-session-id (mevedel-chat-session chat)) id))
+      (user-error "Session %s is live; start or resume another one first" id)))
+  (let ((dir (expand-file-name (mevedel-session--check-id id)
+                               (mevedel-session-sessions-directory root))))
+    (unless (file-exists-p (expand-file-name "session.sqlite" dir))
+      (user-error "No saved session %s in %s" id root))
+    (delete-directory dir t)))
+
+;;;; The session list
+
+(defvar-local mevedel-sessions--root nil
+  "Workspace whose sessions this list shows.")
+
+(defvar-keymap mevedel-sessions-mode-map
+  :doc "Keys of the session list."
+  "RET" #'mevedel-sessions-resume
+  "r" #'mevedel-sessions-rename-at-point
+  "f" #'mevedel-sessions-fork-at-point
+  "d" #'mevedel-sessions-delete-at-point)
+
+(define-derived-mode mevedel-sessions-mode tabulated-list-mode "mevedel-sessions"
+  "Major mode of a workspace's list of saved mevedel sessions.
+\\{mevedel-sessions-mode-map}"
+  (setq tabulated-list-format [("Title" 44 t) ("Updated" 16 t) ("Turns" 5 mevedel-sessions--turns<)
+                               ("Model" 22 t) ("Size" 8 mevedel-sessions--size<)]
+        tabulated-list-sort-key nil)
+  (add-hook 'tabulated-list-revert-hook #'mevedel-sessions--refresh nil t)
+  (tabulated-list-init-header))
+
+(defun mevedel-sessions--number (entry column)
+  "Return the number shown in COLUMN of the list ENTRY."
+  (string-to-number (aref (cadr entry) column)))
+
+(defun mevedel-sessions--turns< (a b)
+  "Return non-nil when the turn count of list entry A is below that of B."
+  (< (mevedel-sessions--number a 2) (mevedel-sessions--number b 2)))
+
+(defun mevedel-sessions--size< (a b)
+  "Return non-nil when list entry A is smaller than B."
+  (< (get-text-property 0 'mevedel-chars (aref (cadr a) 4))
+     (get-text-property 0 'mevedel-chars (aref (cadr b) 4))))
+
+(defun mevedel-sessions--refresh ()
+  "Read the workspace's saved sessions into the list."
+  (let ((live (when-let* ((chat (mevedel-chat-get mevedel-sessions--root)))
+                (mevedel-session-id (mevedel-chat-session chat)))))
+    (setq tabulated-list-entries
+          (mapcar
+           (lambda (entry)
+             (let* ((info (cdr entry))
+                    (get (lambda (key) (or (cdr (assoc key info)) "")))
+                    (chars (string-to-number (funcall get "chars")))
+                    (title (or (cdr (assoc "error" info))
+                               (if (string-empty-p (funcall get "title")) (car entry)
+                                 (funcall get "title")))))
+               (list (car entry)
+                     (vector (if (equal (car entry) live)
+                                 (propertize (concat "● " title) 'face 'bold)
+                               title)
+                             (let ((ms (string-to-number (funcall get "updated"))))
+                               (if (> ms 0) (format-time-string "%F %R" (/ ms 1000.0)) ""))
+                             (funcall get "turns")
+                             (funcall get "model")
+                             (propertize (file-size-human-readable chars) 'mevedel-chars chars)))))
+           (mevedel-session-saved mevedel-sessions--root)))))
+
+;;;###autoload
+(defun mevedel-sessions (&optional directory)
+  "List the saved sessions of DIRECTORY's workspace (default: the current one)."
+  (interactive)
+  (let* ((root (if directory (mevedel-chat-workspace-root directory) (mevedel-sessions--root)))
+         (buffer (get-buffer-create
+                  (format "*mevedel sessions: %s*"
+                          (file-name-nondirectory (directory-file-name root))))))
+    (with-current-buffer buffer
+      (mevedel-sessions-mode)
+      (setq default-directory root
+            mevedel-sessions--root root)
+      (mevedel-sessions--refresh)
+      (tabulated-list-print))
+    (pop-to-buffer buffer)
+    buffer))
+
+(defun mevedel-sessions--slash-sessions (chat _argument)
+  "List the saved sessions of CHAT's workspace (the /sessions command)."
+  (mevedel-sessions (mevedel-chat-root chat)))
+
+(defun mevedel-sessions--id-at-point ()
+  "Return the ID of the session on this line."
+  (or (tabulated-list-get-id) (user-error "No session on this line")))
+
+(defun mevedel-sessions-resume ()
+  "Resume the session on this line."
+  (interactive)
+  (let ((root mevedel-sessions--root)
+        (id (mevedel-sessions--id-at-point)))
+    (pop-to-buffer (mevedel-sessions-switch root id))))
+
+(defun mevedel-sessions-rename-at-point (title)
+  "Rename the session on this line to TITLE."
+  (interactive (list (read-string "New title: "
+                                  (aref (tabulated-list-get-entry) 0))))
+  (mevedel-sessions-rename mevedel-sessions--root (mevedel-sessions--id-at-point) title)
+  (revert-buffer))
+
+(defun mevedel-sessions-fork-at-point ()
+  "Fork the session on this line up to a turn chosen by name, and resume the fork."
+  (interactive)
+  (let* ((root mevedel-sessions--root)
+         (id (mevedel-sessions--id-at-point))
+         (turns (mevedel-sessions--with-store store root id
+                  (reverse (car (read-from-string
+                                 (or (mevedel-sessions--info store "turn-list") "nil"))))))
+         (all "the whole conversation")
+         (choices (cons all (cl-loop for (_ label) in turns for i from 1
+                                     collect (format "before turn %d: %s" i label))))
+         (choice (completing-read "Fork keeping: " choices nil t nil nil all))
+         (turn (unless (equal choice all) (1- (cl-position choice choices :test #'equal))))
+         (fork (mevedel-sessions-fork root id turn)))
+    (pop-to-buffer (mevedel-sessions-switch root fork))))
+
+(defun mevedel-sessions-delete-at-point ()
+  "Delete the session on this line after confirmation."
+  (interactive)
+  (let ((id (mevedel-sessions--id-at-point)))
+    (when (yes-or-no-p (format "Delete session %s (%s) and everything it saved? "
+                               id (aref (tabulated-list-get-entry) 0)))
+      (mevedel-sessions-delete mevedel-sessions--root id)
+      (revert-buffer))))
+
+;;;; In the view
+
+(setf (alist-get "new" mevedel-view-slash-commands nil nil #'equal)
+      (list #'mevedel-sessions--slash-new "start a fresh session (this one stays saved)" nil))
+(setf (alist-get "clear" mevedel-view-slash-commands nil nil #'equal)
+      (list #'mevedel-sessions--slash-new "start a fresh session in this window" nil))
+(setf (alist-get "sessions" mevedel-view-slash-commands nil nil #'equal)
+      (list #'mevedel-sessions--slash-sessions "list, resume, fork, rename or delete saved sessions" nil))
+
+(provide 'mevedel-sessions)
+;;; mevedel-sessions.el ends here

@@ -1,0 +1,431 @@
+;;; sessions-e2e-test.el --- Saved sessions: round trip, resume, fork, crashes  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; Sessions saved through the real path (turns against the scripted
+;; model, the transcript log in session.sqlite) and brought back: in
+;; this Emacs, in a child Emacs, after `kill -9' of a child Emacs at
+;; many points of its turns, and from the headless command line.  The
+;; scripted server refuses a request whose history has a tool call
+;; without a result, as real providers do.
+
+;;; Code:
+
+(eval-and-compile
+  (add-to-list 'load-path (file-name-directory (or load-file-name buffer-file-name))))
+(require 'mevedel-e2e-helpers)
+(require 'mevedel-sessions)
+
+(defvar mevedel-sessions-test--outcome nil "Outcome of the last turn waited for.")
+
+(defun mevedel-sessions-test--attach (chat server wire)
+  "Point CHAT at the scripted SERVER with WIRE."
+  (setf (mevedel-chat-backend chat) (mevedel-scripted-model-backend server :wire wire :stream t)
+        (mevedel-chat-model chat) 'scripted-model))
+
+(defun mevedel-sessions-test--send (view prompt &optional during)
+  "Send PROMPT from VIEW's composer and wait for the turn; return its outcome.
+DURING is called with the chat while the turn runs."
+  (let* ((chat (mevedel-view-chat view))
+         (outcome nil)
+         (observer (lambda (event _chat &rest args)
+                     (when (eq event 'turn-end) (setq outcome (car args))))))
+    (mevedel-chat-observe chat observer)
+    (unwind-protect
+        (progn
+          (with-current-buffer view
+            (goto-char (point-max))
+            (insert prompt)
+            (mevedel-view-send))
+          (let ((deadline (+ (float-time) 20)))
+            (while (and (not outcome) (< (float-time) deadline))
+              (when during (funcall during chat))
+              (accept-process-output nil 0.02))))
+      (mevedel-chat-unobserve chat observer))
+    outcome))
+
+(defun mevedel-sessions-test--close (root)
+  "Kill the view and data buffer of ROOT's live chat, as a restart would."
+  (when-let* ((chat (mevedel-chat-get root)))
+    (let ((view (get-buffer (format "*mevedel: %s*" (mevedel-chat-name chat)))))
+      (when view (kill-buffer view)))
+    (kill-buffer (mevedel-chat-data-buffer chat))))
+
+(defun mevedel-sessions-test--saved-runs (buffer)
+  "Return BUFFER's text with the runs of every saved property."
+  (with-current-buffer buffer
+    (cons (buffer-substring-no-properties (point-min) (point-max))
+          (cl-loop for name in mevedel-transcript-properties
+                   collect (let ((pos (point-min)) runs)
+                             (while (< pos (point-max))
+                               (let ((next (next-single-property-change pos name nil (point-max))))
+                                 (when (get-text-property pos name)
+                                   (push (list pos next (get-text-property pos name)) runs))
+                                 (setq pos next)))
+                             (cons name (nreverse runs)))))))
+
+(defmacro mevedel-sessions-test--with (spec &rest body)
+  "Run BODY with a workspace and a scripted server.
+SPEC is (ROOT SERVER STEPS &optional FILES): ROOT and SERVER are bound."
+  (declare (indent 1))
+  (pcase-let ((`(,root ,server ,steps ,files) spec))
+    `(progn
+       (mevedel-e2e-require-python)
+       (let* ((,root (mevedel-e2e-workspace (or ,files '(("notes.txt" . "the answer is 42\n")))))
+              (script (mevedel-e2e-write-script ,steps))
+              (,server (mevedel-scripted-model-start script :vars `(("root" . ,,root))))
+              (mevedel-permissions-mode 'full-auto))
+         (unwind-protect (progn ,@body)
+           (mevedel-sessions-test--close ,root)
+           (mevedel-scripted-model-stop ,server)
+           (delete-file script)
+           (delete-directory ,root t))))))
+
+(defconst mevedel-sessions-test--two-turns
+  '(((text . "Let me read.")
+     (tool_calls . [((name . "Read") (arguments . ((file_path . "{{root}}notes.txt"))))]))
+    ((expect . ((results . [((contains . "the answer is 42"))])))
+     (text . "It is 42."))
+    ((expect . ((user_contains . "And the file?")))
+     (tool_calls . [((name . "Grep") (arguments . ((pattern . "answer") (path . "{{root}}")
+                                                   (output_mode . "content"))))]))
+    ((text . "notes.txt holds it.")))
+  "A script of two turns with one call each.")
+
+;;;; Round trip in this Emacs
+
+(ert-deftest mevedel-sessions:save-restore-round-trip ()
+  "A saved session comes back with its text, properties, rows, mail and history.
+The view after resuming shows the same rows; the next turn's request
+carries every earlier message."
+  (mevedel-sessions-test--with (root server mevedel-sessions-test--two-turns)
+    (let* ((view (mevedel root))
+           (chat (mevedel-view-chat view))
+           (id (mevedel-session-id (mevedel-chat-session chat))))
+      (mevedel-sessions-test--attach chat server 'openai)
+      (should (eq (mevedel-sessions-test--send view "What is the answer?") 'done))
+      ;; The header shows the usage the provider reported.
+      (let ((usage (with-current-buffer view (mevedel-view--usage-text chat))))
+        (should (equal usage "20 in / 10 out · context 15")))
+      ;; Mail read with the first turn stays in the transcript, marked.
+      (mevedel-core-mailbox-post (mevedel-session-store-handle (mevedel-chat-session chat))
+                                 "/root" "EXECUTION" "a background note")
+      (let* ((before (mevedel-sessions-test--saved-runs (mevedel-chat-data-buffer chat)))
+             (rows (mevedel-e2e-view-rows view)))
+        (should (string-match-p "It is 42" (car before)))
+        (mevedel-sessions-test--close root)
+        (should (equal (mapcar #'car (mevedel-session-saved root)) (list id)))
+        (let* ((view2 (mevedel root))
+               (chat2 (mevedel-view-chat view2)))
+          (should-not (eq chat2 chat))
+          (should (equal (mevedel-session-id (mevedel-chat-session chat2)) id))
+          (should (equal (mevedel-sessions-test--saved-runs (mevedel-chat-data-buffer chat2)) before))
+          (should (equal (mevedel-e2e-view-rows view2) rows))
+          (should (equal (mevedel-chat-history chat2) '("What is the answer?")))
+          (should (equal (mevedel-chat-title chat2) "What is the answer?"))
+          (should (equal (with-current-buffer view2 (mevedel-view--usage-text chat2))
+                         "20 in / 10 out · context 15"))
+          (should (equal (mapcar (lambda (turn) (plist-get turn :label)) (mevedel-chat-turns chat2))
+                         '("What is the answer?")))
+          ;; The unread mail is still unread and goes with the next turn.
+          (mevedel-sessions-test--attach chat2 server 'openai)
+          (should (eq (mevedel-sessions-test--send view2 "And the file?") 'done))
+          (let* ((request (car (last (mevedel-scripted-model-log server))))
+                 (messages (alist-get 'messages (alist-get 'body request)))
+                 (texts (mapconcat (lambda (m) (format "%s" (alist-get 'content m))) messages "\n")))
+            (should-not (alist-get 'mismatches request))
+            (should (string-match-p "What is the answer\\?" texts))
+            (should (string-match-p "It is 42" texts))
+            (should (string-match-p "a background note" texts)))
+          (with-current-buffer (mevedel-chat-data-buffer chat2)
+            (should (text-property-any (point-min) (point-max) 'mevedel-mail t)))
+          ;; The readable copy follows the transcript.
+          (mevedel-chat-flush chat2)
+          (let ((copy (mevedel-transcript-export-name
+                       (mevedel-chat-data-buffer chat2)
+                       (mevedel-session-directory (mevedel-chat-session chat2)))))
+            (should (file-exists-p copy))
+            (should (string-match-p "notes.txt holds it"
+                                    (with-temp-buffer (insert-file-contents copy)
+                                                      (buffer-string))))))))))
+
+;;;; Resume after a restart
+
+(ert-deftest mevedel-sessions:resume-in-a-new-emacs ()
+  "A child Emacs opening the workspace resumes its newest session.
+It shows the saved turn and brings back the composer history."
+  (mevedel-sessions-test--with (root server mevedel-sessions-test--two-turns)
+    (let* ((view (mevedel root))
+           (chat (mevedel-view-chat view)))
+      (mevedel-sessions-test--attach chat server 'anthropic)
+      (should (eq (mevedel-sessions-test--send view "What is the answer?") 'done))
+      (mevedel-sessions-test--close root)
+      (pcase-let ((`(,status . ,output)
+                   (mevedel-test-run-emacs
+                    `(progn
+                       (require 'mevedel)
+                       (let* ((view (mevedel ,root))
+                              (chat (mevedel-view-chat view)))
+                         (princ (format "HISTORY=%S\n" (mevedel-chat-history chat)))
+                         (princ (with-current-buffer view
+                                  (buffer-substring-no-properties (point-min) (point-max)))))))))
+        (unless (= status 0) (ert-fail (list status output)))
+        (should (string-match-p "HISTORY=(\"What is the answer\\?\")" output))
+        (should (string-match-p "❯ What is the answer\\?" output))
+        (should (string-match-p "✓ Read notes\\.txt" output))
+        (should (string-match-p "It is 42\\." output))))))
+
+;;;; New, fork, rename, delete
+
+(ert-deftest mevedel-sessions:new-fork-rename-delete ()
+  "Sessions can be started afresh, resumed, forked, renamed and deleted."
+  (mevedel-sessions-test--with (root server mevedel-sessions-test--two-turns)
+    (let* ((view (mevedel root))
+           (chat (mevedel-view-chat view))
+           (first (mevedel-session-id (mevedel-chat-session chat))))
+      (mevedel-sessions-test--attach chat server 'openai)
+      (should (eq (mevedel-sessions-test--send view "What is the answer?") 'done))
+      (should (eq (mevedel-sessions-test--send view "And the file?") 'done))
+      ;; /new: a fresh session; the first stays saved.
+      (with-current-buffer view
+        (goto-char (point-max))
+        (insert "/new")
+        (mevedel-view-send))
+      (should-not (buffer-live-p view))
+      (let ((fresh (mevedel-chat-get root)))
+        (should-not (equal (mevedel-session-id (mevedel-chat-session fresh)) first))
+        (should (= 0 (buffer-size (mevedel-chat-data-buffer fresh))))
+        (should (equal (mapcar #'car (mevedel-session-saved root)) (list first))))
+      ;; Fork the first session before its second turn.
+      (let ((fork (mevedel-sessions-fork root first 1)))
+        (should (equal (sort (mapcar #'car (mevedel-session-saved root)) #'string<)
+                       (sort (list first fork) #'string<)))
+        (let ((view (mevedel-sessions-switch root fork)))
+          (with-current-buffer (mevedel-chat-data-buffer (mevedel-view-chat view))
+            (should (string-match-p "It is 42" (buffer-string)))
+            (should-not (string-match-p "And the file" (buffer-string))))
+          (should (equal (length (mevedel-chat-turns (mevedel-view-chat view))) 1)))
+        ;; Rename it; the list shows the new title.
+        (mevedel-sessions-rename root fork "Only the answer")
+        (should (equal (cdr (assoc "title" (cdr (assoc fork (mevedel-session-saved root)))))
+                       "Only the answer"))
+        (with-current-buffer (mevedel-sessions root)
+          (should (string-match-p "Only the answer" (buffer-string)))
+          (should (string-match-p "What is the answer" (buffer-string)))
+          (kill-buffer))
+        ;; The live session cannot be deleted; the other one can.
+        (should-error (mevedel-sessions-delete root fork) :type 'user-error)
+        (mevedel-sessions-switch root first)
+        (with-current-buffer (mevedel-chat-data-buffer (mevedel-chat-get root))
+          (should (string-match-p "notes.txt holds it" (buffer-string))))
+        (mevedel-sessions-delete root fork)
+        (should (equal (mapcar #'car (mevedel-session-saved root)) (list first)))))))
+
+;;;; Abort during a tool call
+
+(mevedel-e2e-deftest-matrix mevedel-sessions:abort-during-call-then-next-turn
+    "After C-c C-k while a call runs, the call has a cancelled result.
+The next turn's request is valid (no call without a result) and succeeds."
+    (wire stream)
+  (mevedel-sessions-test--with
+      (root server `(((tool_calls . [((name . "Bash")
+                                      (arguments . ((command . "sleep 5") (description . "wait"))))]))
+                     ((text . "Fine."))))
+    (let* ((view (mevedel root))
+           (chat (mevedel-view-chat view))
+           (aborted nil))
+      (setf (mevedel-chat-backend chat) (mevedel-scripted-model-backend server :wire wire :stream stream)
+            (mevedel-chat-model chat) 'scripted-model)
+      (should (eq (mevedel-sessions-test--send
+                   view "wait"
+                   (lambda (chat)
+                     (when (and (not aborted) (eq (mevedel-chat-status chat) 'tools))
+                       (setq aborted t)
+                       (mevedel-chat-abort chat))))
+                  'abort))
+      (should (string-match-p "Cancelled: the user interrupted"
+                              (with-current-buffer (mevedel-chat-data-buffer chat) (buffer-string))))
+      (should (eq (mevedel-sessions-test--send view "go on") 'done))
+      (let ((request (car (last (mevedel-scripted-model-log server)))))
+        (should-not (alist-get 'mismatches request))))))
+
+;;;; Crashes
+
+(defconst mevedel-sessions-test--crash-steps
+  (let ((long (mapconcat (lambda (i) (format "word%d" i)) (number-sequence 1 60) " ")))
+    `(((text . ,(concat "First I look. " long))
+       (tool_calls . [((name . "Read") (arguments . ((file_path . "{{root}}notes.txt"))))
+                      ((name . "Bash") (arguments . ((command . "sleep 0.4; echo slept")
+                                                     (description . "pause"))))]))
+      ((text . ,(concat "Then I search. " long))
+       (tool_calls . [((name . "Grep") (arguments . ((pattern . "answer") (path . "{{root}}"))))]))
+      ((text . ,(concat "Done: 42. " long)))))
+  "One turn of a crash run: streamed text, two parallel calls, a call, an answer.")
+
+(defun mevedel-sessions-test--child-form (root init turns)
+  "Return the form of a child Emacs running TURNS turns in ROOT with INIT.
+It reports on stderr: STREAM on the first chunk of each response, TOOLS
+when calls start, SETTLED ID once a call's result is saved, TURN-END."
+  `(progn
+     (require 'mevedel)
+     (load ,init nil t)
+     (setq mevedel-permissions-mode 'full-auto)
+     (let* ((view (mevedel ,root))
+            (chat (mevedel-view-chat view))
+            (done nil) (streaming nil))
+       (mevedel-chat-observe
+        chat (lambda (event _chat &rest args)
+               (pcase event
+                 ('text (unless streaming (setq streaming t) (message "STREAM")))
+                 ('tools-start (setq streaming nil) (message "TOOLS"))
+                 ('tool-results (dolist (r (car args)) (message "SETTLED %s" (plist-get r :id))))
+                 ('turn-end (setq done t streaming nil) (message "TURN-END %s" (car args))))))
+       (dotimes (i ,turns)
+         (setq done nil)
+         (mevedel-chat-send chat (format "turn %d" (1+ i)))
+         (while (not done) (accept-process-output nil 0.02)))
+       (message "ALL-DONE"))))
+
+(defun mevedel-sessions-test--crash-once (wire marker nth delay)
+  "Kill a child Emacs DELAY seconds after its NTH MARKER line, then resume.
+WIRE is the backend's format.  Return a description of what failed, or nil."
+  (let* ((root (mevedel-e2e-workspace '(("notes.txt" . "the answer is 42\n"))))
+         (script (mevedel-e2e-write-script
+                  (append mevedel-sessions-test--crash-steps mevedel-sessions-test--crash-steps)))
+         (server (mevedel-scripted-model-start script :vars `(("root" . ,root)) :delay 0.01))
+         (init (mevedel-e2e-headless-config (mevedel-scripted-model-port server) wire t nil))
+         (recovery-script (mevedel-e2e-write-script '(((text . "Recovered.")))))
+         (recovery (mevedel-scripted-model-start recovery-script))
+         (output (generate-new-buffer " *crash child*"))
+         (seen 0) (killed nil) (problem nil))
+    (unwind-protect
+        (let ((child (make-process
+                      :name "mevedel-crash-child" :buffer output :noquery t
+                      :connection-type 'pipe
+                      :command (cons (expand-file-name invocation-name invocation-directory)
+                                     (mevedel-test-emacs-args
+                                      (mevedel-sessions-test--child-form root init 2)))))
+              (deadline (+ (float-time) 60)))
+          ;; Kill at the chosen point.
+          (while (and (process-live-p child) (not killed) (< (float-time) deadline))
+            (accept-process-output child 0.01)
+            (setq seen (with-current-buffer output
+                         (cl-count-if (lambda (line) (string-prefix-p marker line))
+                                      (split-string (buffer-string) "\n"))))
+            (when (>= seen nth)
+              (sleep-for delay)
+              (signal-process child 'SIGKILL)
+              (setq killed t)))
+          (while (process-live-p child) (accept-process-output child 0.05))
+          (let* ((lines (with-current-buffer output (split-string (buffer-string) "\n" t)))
+                 (settled (delq nil (mapcar (lambda (line)
+                                              (and (string-match "\\`SETTLED \\(.+\\)" line)
+                                                   (match-string 1 line)))
+                                            lines)))
+                 (ended (cl-count-if (lambda (line) (string-prefix-p "TURN-END done" line)) lines))
+                 (view (mevedel root))
+                 (chat (mevedel-view-chat view))
+                 (data (mevedel-chat-data-buffer chat))
+                 (segments (mevedel-view-segments data)))
+            (cond
+             ((not killed) (setq problem (format "never saw %d %s lines: %S" nth marker lines)))
+             ((cl-find-if-not (lambda (id) (mevedel-chat-tool-region data id)) settled)
+              (setq problem (format "settled call %s lost"
+                                    (cl-find-if-not (lambda (id) (mevedel-chat-tool-region data id))
+                                                    settled))))
+             ((< (cl-count 'user segments :key (lambda (s) (plist-get s :type))) ended)
+              (setq problem (format "%d turns ended but %d are saved" ended
+                                    (cl-count 'user segments :key (lambda (s) (plist-get s :type))))))
+             (t
+              (setf (mevedel-chat-backend chat)
+                    (mevedel-scripted-model-backend recovery :wire wire :stream t)
+                    (mevedel-chat-model chat) 'scripted-model)
+              (let ((outcome (mevedel-sessions-test--send view "after the crash"))
+                    (request (car (last (mevedel-scripted-model-log recovery)))))
+                (unless (and (eq outcome 'done) request (not (alist-get 'mismatches request)))
+                  (setq problem (format "next turn %s: %S" outcome
+                                        (alist-get 'mismatches request)))))))
+            (when problem
+              (setq problem (format "%s %s #%d +%ss: %s\nchild: %S" wire marker nth delay problem
+                                    lines)))))
+      (mevedel-sessions-test--close root)
+      (kill-buffer output)
+      (mevedel-scripted-model-stop server)
+      (mevedel-scripted-model-stop recovery)
+      (dolist (file (list script recovery-script init)) (delete-file file))
+      (delete-directory root t))
+    problem))
+
+(defconst mevedel-sessions-test--kill-points
+  '(("STREAM" 1 0.05) ("STREAM" 1 0.2) ("TOOLS" 1 0.0) ("TOOLS" 1 0.2) ("SETTLED" 1 0.0)
+    ("SETTLED" 2 0.01) ("STREAM" 2 0.1) ("TOOLS" 2 0.05) ("SETTLED" 3 0.0) ("TURN-END" 1 0.0))
+  "Where a crash run kills its child: after the Nth MARKER line, plus a delay.
+Streaming text, calls running, right after a result was saved, and a
+turn's end (its compaction) are all covered, for each wire format.")
+
+(ert-deftest mevedel-sessions:kill-9-at-20-points ()
+  "After `kill -9' of Emacs at 20 points, the resumed session is whole.
+Every call whose result was reported saved is in the transcript, every
+ended turn is there, and the next turn's request is valid and succeeds,
+for OpenAI and Anthropic."
+  (let ((problems nil))
+    (dolist (wire '(openai anthropic))
+      (pcase-dolist (`(,marker ,nth ,delay) mevedel-sessions-test--kill-points)
+        (when-let* ((problem (mevedel-sessions-test--crash-once wire marker nth delay)))
+          (push problem problems))))
+    (should-not problems)))
+
+;;;; Headless
+
+(ert-deftest mevedel-sessions:headless-continue-and-list ()
+  "The second headless run with --continue sends the first run's messages.
+--list-sessions --json lists the session the --json transcript names."
+  (mevedel-e2e-require-python)
+  (let* ((root (mevedel-e2e-workspace '(("notes.txt" . "x\n"))))
+         (script (mevedel-e2e-write-script '(((text . "First answer."))
+                                             ((expect . ((user_contains . "second")))
+                                              (text . "Second answer.")))))
+         (server (mevedel-scripted-model-start script))
+         (init (mevedel-e2e-headless-config (mevedel-scripted-model-port server) 'openai t nil))
+         (process-environment (cons (concat "EMACS=" (expand-file-name invocation-name
+                                                                       invocation-directory))
+                                    process-environment)))
+    (cl-flet ((run (&rest args)
+                (with-temp-buffer
+                  (let ((status (apply #'call-process (expand-file-name "bin/mevedel" mevedel-test-root)
+                                       nil (list t nil) nil "--config" init "--dir" root args)))
+                    (cons status (buffer-string))))))
+      (unwind-protect
+          (pcase-let* ((`(,s1 . ,out1) (run "-p" "first question" "--json"))
+                       (first (json-parse-string out1 :object-type 'alist))
+                       (`(,s2 . ,out2) (run "--continue" "-p" "second question"))
+                       (`(,s3 . ,out3) (run "--list-sessions" "--json"))
+                       (listed (json-parse-string out3 :object-type 'alist :array-type 'list))
+                       (`(,s4 . ,_) (run "--resume" "no-such-session" "-p" "x")))
+            (should (= s1 0))
+            (should (stringp (alist-get 'session first)))
+            (should (equal (alist-get 'usage first)
+                           '((input_tokens . 10) (output_tokens . 5) (context_tokens . 15)
+                             (context_window . :null) (context_estimated . :false))))
+            (should (= s2 0))
+            (should (string-match-p "Second answer" out2))
+            (let* ((log (mevedel-scripted-model-log server))
+                   (messages (alist-get 'messages (alist-get 'body (nth 1 log)))))
+              (should-not (alist-get 'mismatches (nth 1 log)))
+              (should (cl-find "first question" messages
+                               :key (lambda (m) (format "%s" (alist-get 'content m)))
+                               :test #'string-match-p))
+              (should (cl-find "First answer." messages
+                               :key (lambda (m) (format "%s" (alist-get 'content m)))
+                               :test #'string-match-p)))
+            (should (= s3 0))
+            (should (equal (mapcar (lambda (s) (alist-get 'id s)) listed)
+                           (list (alist-get 'session first))))
+            (should (= (alist-get 'turns (car listed)) 2))
+            (should (= s4 2)))
+        (mevedel-scripted-model-stop server)
+        (dolist (file (list script init)) (delete-file file))
+        (delete-directory root t)))))
+
+(provide 'sessions-e2e-test)
+;;; sessions-e2e-test.el ends here
