@@ -108,7 +108,9 @@ The outcome is `done', `error' or `abort'.")
   title created save-timer
   ;; Token usage the provider reported: totals of the session, and the
   ;; size of the last request's context (nil until one was reported).
-  (input-tokens 0) (output-tokens 0) context-tokens)
+  (input-tokens 0) (output-tokens 0) context-tokens
+  ;; Messages the user sent while the turn ran, oldest first.
+  queued)
 
 (defvar mevedel-chat--chats (make-hash-table :test #'equal)
   "Live chats by workspace root.")
@@ -207,7 +209,9 @@ EVENT is one of `turn-start', `text' (ARGS: the chunk), `tools-start'
 settled, see `mevedel-chat-update-render-data'), `tool-progress' (the
 ID of a call whose live progress changed, see
 `mevedel-chat-set-progress'), `status', `truncated' (turns were
-removed, see `mevedel-chat-truncate') and `turn-end' (the outcome:
+removed, see `mevedel-chat-truncate'), `queued' (the queued messages
+changed, see `mevedel-chat-queue'), `delivered' (queued messages joined
+the turn: the list of texts) and `turn-end' (the outcome:
 `done', `error' or `abort')."
   (cl-pushnew function (mevedel-chat-observers chat)))
 
@@ -515,6 +519,7 @@ Notices are never sent to the model."
                               (mevedel-chat-status-detail chat))
     (mevedel-chat--settle-save chat)
     (mevedel-chat--notify chat 'turn-end outcome)
+    (mevedel-chat--send-queued chat outcome)
     (when on-done (funcall on-done chat outcome))
     (run-hook-with-args 'mevedel-chat-idle-functions chat outcome)))
 
@@ -580,6 +585,57 @@ was running."
       ;; The turn is over: settle its tool calls (and their cards).
       (mapc #'funcall cancellers))
     t))
+
+;;;; Queued input
+
+(defun mevedel-chat-queue (chat text)
+  "Queue TEXT for CHAT's running turn; observers hear `queued'.
+It is delivered as a user message after the current tool batch,
+before the next sample; if the turn ends first, it starts the next
+turn."
+  (when (string-blank-p text) (user-error "Nothing to queue"))
+  (setf (mevedel-chat-queued chat) (append (mevedel-chat-queued chat) (list (string-trim text))))
+  (mevedel-chat--notify chat 'queued))
+
+(defun mevedel-chat-unqueue (chat)
+  "Take the newest queued message of CHAT back; return it, or nil."
+  (when-let* ((queued (mevedel-chat-queued chat)))
+    (setf (mevedel-chat-queued chat) (butlast queued))
+    (mevedel-chat--notify chat 'queued)
+    (car (last queued))))
+
+(defun mevedel-chat--deliver-queued (info)
+  "Return the queued messages of the chat of request INFO, now delivered.
+A `mevedel-gptel-continuation-functions' member: the messages join
+the request that continues after a tool batch."
+  (when-let* ((chat (plist-get info :context))
+              ((mevedel-chat-p chat))
+              (queued (mevedel-chat-queued chat)))
+    (setf (mevedel-chat-queued chat) nil)
+    (dolist (text queued)
+      (push text (mevedel-chat-history chat))
+      (when-let* ((store (and (mevedel-chat--saving-p chat)
+                              (mevedel-session-store (mevedel-chat-session chat)))))
+        (mevedel-core-store-input-push store text)))
+    (mevedel-chat--notify chat 'queued)
+    (mevedel-chat--notify chat 'delivered queued)
+    queued))
+
+(add-hook 'mevedel-gptel-continuation-functions #'mevedel-chat--deliver-queued)
+
+(defun mevedel-chat--send-queued (chat outcome)
+  "After a turn of CHAT ended with OUTCOME, send what was queued for it.
+Only a turn that completed hands its queue on; after a failure or an
+abort the queue waits for the user."
+  (when (and (eq outcome 'done) (mevedel-chat-queued chat))
+    (run-at-time 0 nil
+                 (lambda ()
+                   (when (and (buffer-live-p (mevedel-chat-data-buffer chat))
+                              (not (mevedel-chat-busy-p chat))
+                              (mevedel-chat-queued chat))
+                     (let ((text (pop (mevedel-chat-queued chat))))
+                       (mevedel-chat--notify chat 'queued)
+                       (mevedel-chat-send chat text)))))))
 
 ;;;; Token usage
 

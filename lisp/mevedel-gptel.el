@@ -46,6 +46,9 @@
 ;;   finds a result's ID by tool name, so parallel calls of one tool
 ;;   would share an ID; `mevedel-gptel-insert-tool-results' hands it
 ;;   one authoritative record at a time, in call order.
+;; - `gptel--inject-prompt': a message the user queued while tools ran
+;;   joins the request that continues after them
+;;   (`mevedel-gptel-continuation-functions'), and the data buffer.
 ;; - `gptel--request-alist', `gptel--fsm-transition': aborting a turn
 ;;   that has no network request running (`mevedel-gptel-abort').
 ;; - `gptel-send--transitions' again: a turn's table adds RTRY, where a
@@ -85,6 +88,7 @@
 (require 'mevedel-tool-repair)
 
 (declare-function org-escape-code-in-string "org-src")
+(declare-function gptel-gemini-p "gptel-gemini")
 
 ;;;; JSON null bridge
 
@@ -389,6 +393,31 @@ A retried attempt gets them back as they were when it began.")
     :mevedel-malformed :mevedel-retry)
   "Request info keys mevedel fills while one response fails.")
 
+(defvar mevedel-gptel-continuation-functions nil
+  "Abnormal hook run with a request's info before it continues after tools.
+The first function returning non-nil gives a list of strings: user
+messages added to the request (and to its buffer) before the next
+sample, in order.")
+
+(defun mevedel-gptel--insert-user-message (info text)
+  "Add TEXT as a user message to the request INFO, in its buffer and data.
+The text goes where the next response would, and the response
+follows it."
+  (let* ((tracking (plist-get info :tracking-marker))
+         (at (if (markerp tracking) tracking (plist-get info :position))))
+    (with-current-buffer (marker-buffer at)
+      (save-excursion
+        (goto-char at)
+        (let ((inhibit-read-only t))
+          (insert (if (bolp) "\n" "\n\n") (gptel-prompt-prefix-string) (string-trim text) "\n\n"))
+        (set-marker at (point))
+        (unless (eq at (plist-get info :position))
+          (set-marker (plist-get info :position) (point)))))
+    (gptel--inject-prompt (plist-get info :backend) (plist-get info :data)
+                          (if (and (fboundp 'gptel-gemini-p) (gptel-gemini-p (plist-get info :backend)))
+                              (list :role "user" :parts (vector (list :text text)))
+                            (list :role "user" :content text)))))
+
 (defun mevedel-gptel--begin-attempt (fsm)
   "Note where the attempt FSM is about to send begins.
 A WAIT that does not follow RTRY starts a new sample, with a fresh
@@ -402,6 +431,12 @@ retry allowance."
          (tracking (plist-get info :tracking-marker)))
     (unless (eq (car (plist-get info :history)) 'RTRY)
       (mevedel-recovery-new-sample recovery))
+    ;; Between a tool batch and the next sample, messages the user
+    ;; queued join the request (before the attempt is recorded, so that
+    ;; a retry resends them).
+    (when (eq (car (plist-get info :history)) 'TRET)
+      (dolist (text (run-hook-with-args-until-success 'mevedel-gptel-continuation-functions info))
+        (mevedel-gptel--insert-user-message info text)))
     (dolist (key mevedel-gptel--failure-keys)
       (when (plist-get info key) (plist-put info key nil)))
     (when-let* ((previous (plist-get (plist-get info :mevedel-attempt) :start)))

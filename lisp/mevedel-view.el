@@ -109,6 +109,7 @@ advances; whoever draws the panel puts it back at the panel's start.")
   "C-c C-k" #'mevedel-view-abort
   "C-c C-l" #'mevedel-view-rerender
   "C-c C-p" #'mevedel-view-set-permission-mode
+  "C-c C-u" #'mevedel-view-unqueue
   "M-p" #'mevedel-view-history-previous
   "M-n" #'mevedel-view-history-next)
 
@@ -797,7 +798,9 @@ gathered: at most one every `mevedel-view--progress-delay' seconds."
      (when (text-property-any mevedel-view--transcript-end mevedel-view--panel 'mevedel-retry t)
        (save-excursion (mevedel-view--render-live)))
      (force-mode-line-update))
-    ('truncated (mevedel-view-rerender)))
+    ('truncated (mevedel-view-rerender))
+    ('queued (mevedel-view--show-queued))
+    ('delivered (mevedel-view--render-turn)))
   (when (eq event 'turn-end)
     (mevedel-view--stop-spinner)
     (force-mode-line-update)))
@@ -1051,12 +1054,49 @@ instead."
           (mevedel-view--set-composer ""))))
      ((string-empty-p text) (user-error "The composer is empty"))
      ((mevedel-chat-busy-p chat)
-      (user-error "The model is still working; wait or abort with %s"
-                  (substitute-command-keys "\\[mevedel-view-abort]")))
+      (mevedel-view--set-composer "")
+      (setq mevedel-view--history-index nil mevedel-view--draft nil)
+      (mevedel-chat-queue chat text)
+      (message "%s" (substitute-command-keys
+                     "Queued for after the current tool calls; \\[mevedel-view-unqueue] takes it back")))
      (t
       (mevedel-view--set-composer "")
       (setq mevedel-view--history-index nil mevedel-view--draft nil)
       (mevedel-chat-send chat text)))))
+
+(defvar-local mevedel-view--queued-overlay nil
+  "Overlay showing the queued messages above the separator, or nil.")
+
+(defun mevedel-view--show-queued ()
+  "Show the chat's queued messages just above the separator line."
+  (let ((queued (mevedel-chat-queued mevedel-view--chat)))
+    (if (not queued)
+        (when mevedel-view--queued-overlay
+          (delete-overlay mevedel-view--queued-overlay)
+          (setq mevedel-view--queued-overlay nil))
+      (unless mevedel-view--queued-overlay
+        (setq mevedel-view--queued-overlay
+              (make-overlay mevedel-view--separator mevedel-view--separator)))
+      (move-overlay mevedel-view--queued-overlay mevedel-view--separator mevedel-view--separator)
+      (overlay-put mevedel-view--queued-overlay 'before-string
+                   (propertize
+                    (concat "\n" (mapconcat (lambda (text)
+                                              (concat "⏵ queued: "
+                                                      (truncate-string-to-width
+                                                       (car (split-string text "\n")) 72 nil nil "…")))
+                                            queued "\n")
+                            (substitute-command-keys
+                             "\n  (sent after the current tool calls; \\[mevedel-view-unqueue] takes the last back)"))
+                    'face 'mevedel-view-notice)))))
+
+(defun mevedel-view-unqueue ()
+  "Take the newest queued message back into the composer, to edit or drop."
+  (interactive)
+  (unless (string-blank-p (mevedel-view--composer-text))
+    (user-error "Empty the composer first"))
+  (let ((text (or (mevedel-chat-unqueue mevedel-view--chat)
+                  (user-error "Nothing is queued"))))
+    (mevedel-view--set-composer text)))
 
 (defun mevedel-view-abort ()
   "Abort the running turn."

@@ -249,6 +249,85 @@ The next turn's request is valid (no call without a result) and succeeds."
       (let ((request (car (last (mevedel-scripted-model-log server)))))
         (should-not (alist-get 'mismatches request))))))
 
+;;;; Queued input
+
+(mevedel-e2e-deftest-matrix mevedel-sessions:queued-message-joins-after-the-tool-batch
+    "A message sent while a call runs is queued, shown, then delivered.
+It reaches the model as a user message after the call's result and
+before the next sample; the transcript shows it there."
+    (wire stream)
+  (mevedel-sessions-test--with
+      (root server `(((tool_calls . [((name . "Bash")
+                                      (arguments . ((command . "sleep 1; echo slept")
+                                                    (description . "wait"))))]))
+                     ((expect . ((user_contains . "also look at the tests")))
+                      (text . "Noted, tests too."))))
+    (let* ((view (mevedel root))
+           (chat (mevedel-view-chat view))
+           (queued nil))
+      (setf (mevedel-chat-backend chat) (mevedel-scripted-model-backend server :wire wire :stream stream)
+            (mevedel-chat-model chat) 'scripted-model)
+      (should (eq (mevedel-sessions-test--send
+                   view "wait a bit"
+                   (lambda (chat)
+                     (when (and (not queued) (eq (mevedel-chat-status chat) 'tools))
+                       (setq queued t)
+                       (with-current-buffer view
+                         (goto-char (point-max))
+                         (insert "also look at the tests")
+                         (mevedel-view-send)
+                         ;; Shown above the composer, and the composer is free.
+                         (should (equal (mevedel-chat-queued chat) '("also look at the tests")))
+                         (should (string-match-p "queued: also look at the tests"
+                                                 (overlay-get mevedel-view--queued-overlay
+                                                              'before-string)))
+                         (should (string-empty-p (mevedel-view--composer-text)))))))
+                  'done))
+      (should queued)
+      (should-not (mevedel-chat-queued chat))
+      (let* ((request (car (last (mevedel-scripted-model-log server))))
+             (messages (alist-get 'messages (alist-get 'body request))))
+        (should-not (alist-get 'mismatches request))
+        (should (string-match-p "also look at the tests"
+                                (format "%s" (alist-get 'content (car (last messages)))))))
+      (let ((transcript (mevedel-e2e-transcript-text view)))
+        (should (< (string-search "$ sleep 1" transcript)
+                   (string-search "❯ also look at the tests" transcript)
+                   (string-search "Noted, tests too." transcript))))
+      (should (equal (car (mevedel-chat-history chat)) "also look at the tests")))))
+
+(ert-deftest mevedel-sessions:queued-message-after-the-last-sample-starts-the-next-turn ()
+  "A message queued during a turn without more tool batches is its own next turn.
+A queued message can also be taken back into the composer."
+  (mevedel-sessions-test--with
+      (root server '(((text . "First answer, streamed slowly to leave time to queue."))
+                     ((expect . ((user_contains . "follow-up")))
+                      (text . "Second answer."))))
+    (let* ((view (mevedel root))
+           (chat (mevedel-view-chat view))
+           (ends nil))
+      (mevedel-sessions-test--attach chat server 'openai)
+      (mevedel-chat-observe chat (lambda (event _chat &rest args)
+                                   (when (eq event 'turn-end) (push (car args) ends))))
+      (with-current-buffer view
+        (goto-char (point-max))
+        (insert "first")
+        (mevedel-view-send)
+        (should (mevedel-chat-busy-p chat))
+        (insert "take me back")
+        (mevedel-view-send)
+        (mevedel-view-unqueue)
+        (should (equal (mevedel-view--composer-text) "take me back"))
+        (should-not (mevedel-chat-queued chat))
+        (mevedel-view--set-composer "follow-up")
+        (mevedel-view-send)
+        (should (equal (mevedel-chat-queued chat) '("follow-up"))))
+      (mevedel-test-wait-until (= (length ends) 2) 20)
+      (should (equal ends '(done done)))
+      (should (string-match-p "Second answer" (mevedel-e2e-transcript-text view)))
+      (should-not (cl-some (lambda (entry) (alist-get 'mismatches entry))
+                           (mevedel-scripted-model-log server))))))
+
 ;;;; Crashes
 
 (defconst mevedel-sessions-test--crash-steps
