@@ -110,7 +110,9 @@ The outcome is `done', `error' or `abort'.")
   ;; size of the last request's context (nil until one was reported).
   (input-tokens 0) (output-tokens 0) context-tokens
   ;; Messages the user sent while the turn ran, oldest first.
-  queued)
+  queued
+  ;; Non-nil while older turns are being summarised.
+  compacting)
 
 (defvar mevedel-chat--chats (make-hash-table :test #'equal)
   "Live chats by workspace root.")
@@ -193,8 +195,8 @@ gptel's default (OpenAI) is chosen and recorded in `gptel-backend'."
   (or (mevedel-chat-model chat) (default-value 'gptel-model)))
 
 (defun mevedel-chat-busy-p (chat)
-  "Return non-nil while a turn of CHAT is running."
-  (and (mevedel-chat-turn chat) t))
+  "Return non-nil during a turn of CHAT or the compaction of its history."
+  (and (or (mevedel-chat-turn chat) (mevedel-chat-compacting chat)) t))
 
 ;;;; Observers
 
@@ -363,11 +365,25 @@ ON-DONE, if non-nil, is called with CHAT and the outcome (`done',
 `error' or `abort') when the turn ends.  BACKGROUND, a string, marks a
 turn the harness starts on its own (a background wake): the model reads
 TEXT, but the view shows BACKGROUND as a notice instead of a user line,
-and TEXT stays out of the input history."
+and TEXT stays out of the input history.  When the request would fill
+too much of the model's context (`mevedel-chat-needs-compaction-p'),
+older turns are compacted first and the turn starts after that; the
+value is then nil instead of the turn."
   (when (mevedel-chat-busy-p chat)
     (user-error "A turn is already running in %s; abort it first" (mevedel-chat-name chat)))
   (when (string-blank-p text)
     (user-error "Nothing to send"))
+  (if (mevedel-chat-needs-compaction-p chat text)
+      (progn
+        (mevedel-chat-compact
+         chat nil (lambda (chat _outcome)
+                    (mevedel-chat--send-now chat text on-done background)))
+        nil)
+    (mevedel-chat--send-now chat text on-done background)))
+
+(defun mevedel-chat--send-now (chat text on-done background)
+  "Start the turn of CHAT sending TEXT.
+ON-DONE and BACKGROUND are as for `mevedel-chat-send'."
   (let ((backend (mevedel-chat-backend-effective chat))
         (model (mevedel-chat-model-effective chat))
         (buffer (mevedel-chat-data-buffer chat)))
@@ -420,7 +436,8 @@ and TEXT stays out of the input history."
           :callback #'mevedel-chat--callback
           :context chat
           :transforms (append gptel-prompt-transform-functions
-                              (list #'mevedel-chat--strip-render-data))
+                              (list #'mevedel-chat--strip-render-data
+                                #'mevedel-chat--drop-compacted))
           :fsm fsm)
         (mevedel-gptel-track-call-order fsm)
         turn))))
@@ -636,6 +653,174 @@ abort the queue waits for the user."
                      (let ((text (pop (mevedel-chat-queued chat))))
                        (mevedel-chat--notify chat 'queued)
                        (mevedel-chat-send chat text)))))))
+
+;;;; Compaction
+
+(defcustom mevedel-chat-compact-threshold 0.8
+  "Fraction of the model's context window that triggers compaction.
+Before a turn is sent, when the context would exceed it, the older
+turns are summarised first (see `mevedel-chat-compact').  nil turns
+automatic compaction off; `/compact' still works."
+  :type '(choice (const :tag "Never automatically" nil) number))
+
+(defcustom mevedel-chat-compact-keep-turns 2
+  "Most recent turns a compaction keeps verbatim."
+  :type 'natnum)
+
+(defcustom mevedel-chat-compact-prompt
+  "Summarise the conversation below between a user and a coding agent \
+working in their project, so that the agent can continue the work from \
+the summary alone.  Keep: the user's goals and instructions, decisions \
+and their reasons, files read or changed (with paths), commands run and \
+what they showed, errors met, and what is left to do.  Drop pleasantries \
+and repetition.  If an earlier summary is given, merge it with the new \
+turns into one summary."
+  "Instruction of the request that summarises older turns."
+  :type 'string)
+
+(defun mevedel-chat--drop-compacted ()
+  "Remove the compacted text from this prompt buffer (a prompt transform).
+Their summary, which follows them, stands in for them."
+  (let ((pos (point-min)) (regions nil))
+    (while (setq pos (text-property-any pos (point-max) 'mevedel-compacted t))
+      (let ((end (or (text-property-not-all pos (point-max) 'mevedel-compacted t) (point-max))))
+        (push (cons pos end) regions)
+        (setq pos end)))
+    (pcase-dolist (`(,start . ,end) regions)
+      (delete-region start end))))
+
+(defun mevedel-chat--summary-region (buffer)
+  "Return (START . END) of the compaction summary in data BUFFER, or nil."
+  (with-current-buffer buffer
+    (when-let* ((start (text-property-any (point-min) (point-max) 'mevedel-notice 'compaction)))
+      (cons start (or (text-property-not-all start (point-max) 'mevedel-notice 'compaction)
+                      (point-max))))))
+
+(defun mevedel-chat--summary-body (text)
+  "Return the summary inside the compaction block TEXT."
+  (string-trim (replace-regexp-in-string
+                "\\`[ \t\n]*<conversation-summary[^>]*>\\|</conversation-summary>[ \t\n]*\\'" ""
+                text)))
+
+(defun mevedel-chat--model-text (start end)
+  "Return the conversation between START and END as the model would read it.
+Notices, ignored text and render-data are left out."
+  (let ((pos start) (parts nil))
+    (while (< pos end)
+      (let ((next (min (next-single-property-change pos 'gptel nil end)
+                       (next-single-property-change pos 'mevedel-notice nil end)))
+            (prop (get-text-property pos 'gptel)))
+        (unless (or (eq prop 'ignore) (get-text-property pos 'mevedel-notice)
+                    (get-text-property pos 'mevedel-compacted))
+          (let ((text (buffer-substring-no-properties pos next)))
+            (push (if (eq (car-safe prop) 'tool)
+                      (mevedel-render-data-strip text (cdr prop))
+                    text)
+                  parts)))
+        (setq pos next)))
+    (apply #'concat (nreverse parts))))
+
+(defun mevedel-chat--recovery-copy (chat)
+  "Write CHAT's whole transcript to the next compact-NNNN file; return its name."
+  (let* ((buffer (mevedel-chat-data-buffer chat))
+         (dir (mevedel-session-ensure-storage (mevedel-chat-session chat)))
+         (ext (file-name-extension (mevedel-transcript-export-name buffer dir)))
+         (n 1))
+    (while (file-exists-p (expand-file-name (format "compact-%04d.%s" n ext) dir))
+      (cl-incf n))
+    (let ((file (expand-file-name (format "compact-%04d.%s" n ext) dir))
+          (coding-system-for-write 'utf-8-unix))
+      (with-current-buffer buffer
+        (save-restriction
+          (widen)
+          (write-region (point-min) (point-max) file nil 'silent)))
+      file)))
+
+(defun mevedel-chat-needs-compaction-p (chat &optional text)
+  "Return non-nil when CHAT's next request, with TEXT, would be too large.
+That is more than `mevedel-chat-compact-threshold' of the model's
+context window, with enough turns to compact."
+  (pcase-let ((`(,tokens ,window ,_) (mevedel-chat-context-usage chat)))
+    (and mevedel-chat-compact-threshold window
+         (> (length (mevedel-chat-turns chat)) mevedel-chat-compact-keep-turns)
+         (> (+ tokens (/ (length (or text "")) 4))
+            (* mevedel-chat-compact-threshold window)))))
+
+(defun mevedel-chat-compact (chat &optional focus on-done)
+  "Summarise the older part of CHAT's conversation, and send that instead.
+The `mevedel-chat-compact-keep-turns' most recent turns stay verbatim.
+One summary request (without tools) summarises the turns since the
+last compaction together with its summary, so summaries never stack;
+FOCUS, a string, says what the summary should keep above all.  The
+whole transcript is first copied to a numbered compact-NNNN file, and
+the view keeps showing every turn.  ON-DONE is called with CHAT and
+`done' or `error' at the end; observers hear `compacted'."
+  (when (mevedel-chat-busy-p chat)
+    (user-error "A turn is running in %s; wait or abort it first" (mevedel-chat-name chat)))
+  (let* ((keep (max 1 mevedel-chat-compact-keep-turns))
+         (turns (mevedel-chat-turns chat))
+         (buffer (mevedel-chat-data-buffer chat)))
+    (when (<= (length turns) keep)
+      (user-error "Nothing to compact: %s has only %d turn%s" (mevedel-chat-name chat)
+                  (length turns) (if (= (length turns) 1) "" "s")))
+    (let* ((cut (copy-marker (plist-get (nth (1- keep) turns) :start)))
+           (old (mevedel-chat--summary-region buffer))
+           (from (if old (cdr old) (with-current-buffer buffer (point-min))))
+           (previous (and old (with-current-buffer buffer
+                                (mevedel-chat--summary-body
+                                 (buffer-substring-no-properties (car old) (cdr old))))))
+           (conversation (with-current-buffer buffer (mevedel-chat--model-text from cut)))
+           (backend (mevedel-chat-backend-effective chat))
+           (model (mevedel-chat-model-effective chat))
+           (recovery (mevedel-chat--recovery-copy chat)))
+      (setf (mevedel-chat-compacting chat) t)
+      (mevedel-chat--set-status chat 'compacting)
+      (with-current-buffer buffer
+        (let ((gptel-backend backend) (gptel-model model) (gptel-use-tools nil) (gptel-tools nil))
+          (gptel-request
+              (concat (and previous (concat "Earlier summary:\n" previous "\n\n"))
+                      "Conversation to summarise:\n" (string-trim conversation)
+                      (and focus (not (string-blank-p focus))
+                           (concat "\n\nKeep above all: " focus)))
+            :system mevedel-chat-compact-prompt
+            :stream nil
+            :callback
+            (lambda (response info)
+              (cond
+               ((stringp response)
+                (mevedel-chat--install-summary chat response cut recovery)
+                (mevedel-chat--end-compaction chat 'done on-done))
+               ((null response)
+                (message "mevedel: compaction failed: %s"
+                         (mevedel-chat-error-message info))
+                (mevedel-chat--end-compaction chat 'error on-done)))))))
+      recovery)))
+
+(defun mevedel-chat--install-summary (chat summary cut recovery)
+  "Put SUMMARY at CUT in CHAT's data buffer; what precedes it is compacted.
+The previous summary goes.  RECOVERY names the copy of the transcript
+made before."
+  (with-current-buffer (mevedel-chat-data-buffer chat)
+    (let ((inhibit-read-only t))
+      (when-let* ((old (mevedel-chat--summary-region (current-buffer))))
+        (delete-region (car old) (cdr old)))
+      (put-text-property (point-min) cut 'mevedel-compacted t)
+      (save-excursion
+        (goto-char cut)
+        (insert (propertize
+                 (format "\n\n<conversation-summary recovery=\"%s\">\n%s\n</conversation-summary>\n"
+                         (file-name-nondirectory recovery) (string-trim summary))
+                 'mevedel-notice 'compaction 'front-sticky nil 'rear-nonsticky t)))
+      (set-marker cut nil)))
+  (mevedel-chat-checkpoint chat nil t))
+
+(defun mevedel-chat--end-compaction (chat outcome on-done)
+  "Finish CHAT's compaction with OUTCOME; call ON-DONE and tell observers."
+  (setf (mevedel-chat-compacting chat) nil)
+  (mevedel-chat--set-status chat (if (eq outcome 'done) 'idle 'error)
+                            (unless (eq outcome 'done) "compaction failed"))
+  (mevedel-chat--notify chat 'compacted outcome)
+  (when on-done (funcall on-done chat outcome)))
 
 ;;;; Token usage
 

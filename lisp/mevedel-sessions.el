@@ -14,6 +14,8 @@
 ;;   M-x mevedel-sessions, /sessions the workspace's saved sessions, newest
 ;;                                   first: RET resume, r rename, f fork,
 ;;                                   d delete (after confirmation), g refresh
+;;   /compact [FOCUS]                summarise older turns now (see
+;;                                   `mevedel-chat-compact')
 ;;
 ;; Switching saves the live session and closes it first; a running
 ;; turn must be aborted before.  A fork copies a session's
@@ -285,12 +287,26 @@ The live session cannot be deleted: switch to another first."
       (mevedel-sessions-delete mevedel-sessions--root id)
       (revert-buffer))))
 
+;;;; Compacting by hand
+
+(defun mevedel-sessions--slash-compact (chat argument)
+  "Compact the older part of CHAT now, keeping above all ARGUMENT (/compact FOCUS)."
+  (mevedel-chat-compact chat argument
+                        (lambda (_chat outcome)
+                          (message (if (eq outcome 'done)
+                                       "mevedel: older turns compacted into a summary"
+                                     "mevedel: compaction failed; nothing changed"))))
+  (message "mevedel: summarising older turns..."))
+
 ;;;; In the view
 
 (setf (alist-get "new" mevedel-view-slash-commands nil nil #'equal)
       (list #'mevedel-sessions--slash-new "start a fresh session (this one stays saved)" nil))
 (setf (alist-get "clear" mevedel-view-slash-commands nil nil #'equal)
       (list #'mevedel-sessions--slash-new "start a fresh session in this window" nil))
+(setf (alist-get "compact" mevedel-view-slash-commands nil nil #'equal)
+      (list #'mevedel-sessions--slash-compact
+            "summarise older turns now (/compact FOCUS: what to keep above all)" nil))
 (setf (alist-get "sessions" mevedel-view-slash-commands nil nil #'equal)
       (list #'mevedel-sessions--slash-sessions "list, resume, fork, rename or delete saved sessions" nil))
 

@@ -31,10 +31,11 @@
   :prefix "mevedel-transcript-")
 
 (defconst mevedel-transcript-properties
-  '(gptel mevedel-notice mevedel-incomplete mevedel-mail)
+  '(gptel mevedel-notice mevedel-incomplete mevedel-mail mevedel-compacted)
   "Text properties of a data buffer that are saved with its text.
 gptel's `gptel' marks responses, tool calls and ignored text; the
-others are mevedel's notices, cut responses and mail.")
+others are mevedel's notices, cut responses, mail and turns replaced
+by a summary in what the model is sent.")
 
 (defvar-local mevedel-transcript--dirty nil
   "First position changed since the last save, or nil when saved.")

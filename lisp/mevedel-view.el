@@ -397,7 +397,9 @@ cut by a failed request has :incomplete t."
     ('notice
      (mevedel-view--begin-block 'notice)
      (mevedel-view--append
-      (concat (propertize (plist-get segment :text)
+      (concat (propertize (if (eq (plist-get segment :kind) 'compaction)
+                              (mevedel-view--compaction-text (plist-get segment :text))
+                            (plist-get segment :text))
                           'face (if (eq (plist-get segment :kind) 'error)
                                     'error 'mevedel-view-notice))
               "\n")))
@@ -409,6 +411,15 @@ cut by a failed request has :incomplete t."
     ('group
      (mevedel-view--begin-block 'tool)
      (mevedel-view--append (mevedel-view--group-text segment)))))
+
+(defun mevedel-view--compaction-text (text)
+  "Return the text of the compaction summary TEXT as the view has it."
+  (if (string-match "\\`<conversation-summary recovery=\"\\([^\"]*\\)\">\n?\\(\\(?:.\\|\n\\)*?\\)\n?</conversation-summary>\\'"
+                    text)
+      (format "⟲ Earlier turns compacted: the model reads this summary instead \
+\(full text kept in %s):\n%s"
+              (match-string 1 text) (match-string 2 text))
+    text))
 
 (defun mevedel-view--expanded-p (id row)
   "Return non-nil when the row of call ID with ROW plist is expanded."
@@ -800,6 +811,7 @@ gathered: at most one every `mevedel-view--progress-delay' seconds."
      (force-mode-line-update))
     ('truncated (mevedel-view-rerender))
     ('queued (mevedel-view--show-queued))
+    ('compacted (mevedel-view-rerender))
     ('delivered (mevedel-view--render-turn)))
   (when (eq event 'turn-end)
     (mevedel-view--stop-spinner)
