@@ -918,10 +918,11 @@ Each is a plist (:id :recipient :sender :kind :payload :created-at)."
 (defun mevedel-core-transcript-save (store at props)
   "Save the current buffer's accessible text as STORE's transcript from AT on.
 AT is a 0-based character offset: the transcript keeps its first AT
-characters and continues with this text.  PROPS is a string of lines
-\"START END NAME VALUE\" (bounds relative to the text, VALUE printed
-on one line).  The text is copied now and written in the background; a
-failed write becomes a `store-failure' event."
+characters and continues with this text.  PROPS is a flat list (START
+END NAME VALUE ...) of the text's properties, bounds relative to the
+text, each VALUE readable once printed.  The text is copied now and
+written in the background; a failed write becomes a `store-failure'
+event."
   (mevedel-core--store-transcript-save store at props))
 
 (defun mevedel-core-transcript-compact (store &optional export)
@@ -931,7 +932,8 @@ Both happen in the background, after the saves already queued."
 
 (defun mevedel-core-transcript-load (store)
   "Return (TEXT . PROPS) of STORE's saved transcript, once queued writes end.
-PROPS is as for `mevedel-core-transcript-save', with absolute bounds."
+PROPS is a string: the printed list ((START END NAME VALUE) ...) of
+the text's properties, with 0-based bounds."
   (mevedel-core--store-transcript-load store))
 
 (defun mevedel-core-store-flush (store &optional timeout)

@@ -64,22 +64,19 @@ otherwise the next save writes all of it."
   "Return non-nil when BUFFER has text not yet saved."
   (and (buffer-local-value 'mevedel-transcript--dirty buffer) t))
 
-(defun mevedel-transcript--property-lines (from to)
-  "Return the saved properties between FROM and TO as lines.
-Bounds are relative to FROM; values are printed on one line."
-  (let ((print-escape-newlines t) (print-length nil) (print-level nil)
-        (lines nil))
+(defun mevedel-transcript--properties (from to)
+  "Return the saved properties between FROM and TO as a flat list.
+It is (START END NAME VALUE ...), bounds relative to FROM."
+  (let ((props nil))
     (dolist (name mevedel-transcript-properties)
       (let ((pos from))
         (while (< pos to)
           (let ((next (next-single-property-change pos name nil to))
                 (value (get-text-property pos name)))
             (when value
-              (push (format "%d %d %s %s" (- pos from) (- next from) name
-                            (prin1-to-string value))
-                    lines))
+              (setq props (cons value (cons name (cons (- next from) (cons (- pos from) props))))))
             (setq pos next)))))
-    (mapconcat (lambda (line) (concat line "\n")) (nreverse lines) "")))
+    (nreverse props)))
 
 (defun mevedel-transcript-save (buffer)
   "Queue a save of BUFFER's unsaved text; return non-nil if there was any."
@@ -92,7 +89,7 @@ Bounds are relative to FROM; values are printed on one line."
           (save-restriction
             (narrow-to-region from (point-max))
             (mevedel-core-transcript-save
-             store (- from 1) (mevedel-transcript--property-lines from (point-max))))))
+             store (- from 1) (mevedel-transcript--properties from (point-max))))))
       (setq mevedel-transcript--dirty nil)
       t)))
 
@@ -111,14 +108,8 @@ Return non-nil when STORE held any text."
         (widen)
         (erase-buffer)
         (insert text)
-        (dolist (line (split-string props "\n" t))
-          (unless (string-match "\\`\\([0-9]+\\) \\([0-9]+\\) \\([^ ]+\\) " line)
-            (signal 'mevedel-core-store-error
-                    (list (format "Malformed saved property line %S" line))))
-          (put-text-property (1+ (string-to-number (match-string 1 line)))
-                             (1+ (string-to-number (match-string 2 line)))
-                             (intern (match-string 3 line))
-                             (car (read-from-string line (match-end 0)))))
+        (pcase-dolist (`(,start ,end ,name ,value) (car (read-from-string props)))
+          (put-text-property (1+ start) (1+ end) name value))
         (set-buffer-modified-p nil))
       (mevedel-transcript-track buffer store t)
       (> (length text) 0))))

@@ -9,6 +9,8 @@
 
 (require 'cl-lib)
 
+(declare-function mevedel-gptel-append-settled-call "mevedel-gptel")
+
 (defun mevedel-bench-percentile (samples p)
   "Return the P-th percentile (0-100) of the number list SAMPLES."
   (let* ((sorted (sort (copy-sequence samples) #'<))
@@ -48,6 +50,39 @@ The ratio is PEER divided by OURS, so above 1 means we are faster."
              (format "BENCH %s ours=%.3f %s peer=%s:%.3f %s ratio=%.2f\n"
                      id ours unit peer-id peer unit (/ peer (float ours)))
            (format "BENCH %s ours=%.3f %s\n" id ours unit))))
+
+(defun mevedel-bench--lines (n prefix)
+  "Return N numbered lines of about 70 characters starting with PREFIX."
+  (mapconcat (lambda (i)
+               (format "%s %4d: (defun example-%d (arg) \"Return ARG.\" (list arg %d))"
+                       prefix i i i))
+             (number-sequence 1 n) "\n"))
+
+(defun mevedel-bench-fill-transcript (buffer turns calls)
+  "Append a synthetic conversation of TURNS turns to data BUFFER.
+Each turn has a prompt, a response and CALLS pairs of tool calls: a
+Grep with a 40-line result and a Read with a 100-line result, in
+gptel's format for the buffer's mode.  Return the turns' start
+positions, first turn first."
+  (let ((grep (mevedel-bench--lines 40 "src/file.el:"))
+        (read (mevedel-bench--lines 100 "    "))
+        (starts nil))
+    (with-current-buffer buffer
+      (dotimes (turn turns)
+        (goto-char (point-max))
+        (push (point) starts)
+        (insert (format "### Question %d: where is example defined?\n\n" turn))
+        (insert (propertize (format "Let me look (turn %d).\n" turn) 'gptel 'response))
+        (dotimes (call calls)
+          (mevedel-gptel-append-settled-call (format "call_%d_%d_g" turn call) "Grep"
+                                             '(:pattern "defun example" :output_mode "content")
+                                             grep)
+          (mevedel-gptel-append-settled-call (format "call_%d_%d_r" turn call) "Read"
+                                             '(:file_path "/tmp/src/file.el") read))
+        (goto-char (point-max))
+        (insert (propertize (format "\nIt is defined in src/file.el (turn %d).\n" turn)
+                            'gptel 'response))))
+    (nreverse starts)))
 
 (provide 'mevedel-bench-lib)
 ;;; mevedel-bench-lib.el ends here
