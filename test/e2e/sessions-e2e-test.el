@@ -149,6 +149,38 @@ carries every earlier message."
                                     (with-temp-buffer (insert-file-contents copy)
                                                       (buffer-string))))))))))
 
+;;;; A failed write
+
+(ert-deftest mevedel-sessions:failed-write-is-reported-and-nothing-is-lost ()
+  "A write the store refuses is reported, and the next checkpoint saves all.
+The store's writer cannot write the readable copy into a directory
+that is not there: the failure arrives as an event, warns, and marks
+the conversation unsaved from its start, so nothing in memory is lost."
+  (mevedel-sessions-test--with (root server mevedel-sessions-test--two-turns)
+    (let* ((view (mevedel root))
+           (chat (mevedel-view-chat view))
+           (buffer (mevedel-chat-data-buffer chat))
+           (reported nil)
+           (mevedel-transcript-failure-functions
+            (list (lambda (_file message) (push message reported)))))
+      (mevedel-sessions-test--attach chat server 'openai)
+      (should (eq (mevedel-sessions-test--send view "What is the answer?") 'done))
+      (should-not (mevedel-chat-flush chat))
+      (should-not (mevedel-transcript-dirty-p buffer))
+      (mevedel-transcript-compact buffer (expand-file-name "no-such-dir/transcript.md" root))
+      (mevedel-test-wait-until reported 10)
+      (should (string-match-p "Cannot write" (car reported)))
+      (should (mevedel-transcript-dirty-p buffer))
+      (with-current-buffer "*Warnings*"
+        (should (string-match-p "Saving the conversation failed" (buffer-string))))
+      (let ((before (mevedel-sessions-test--saved-runs buffer)))
+        (mevedel-chat-flush chat)
+        (mevedel-sessions-test--close root)
+        (let ((view2 (mevedel root)))
+          (should (equal (mevedel-sessions-test--saved-runs
+                          (mevedel-chat-data-buffer (mevedel-view-chat view2)))
+                         before)))))))
+
 ;;;; Resume after a restart
 
 (ert-deftest mevedel-sessions:resume-in-a-new-emacs ()
@@ -196,6 +228,14 @@ It shows the saved turn and brings back the composer history."
         (should-not (equal (mevedel-session-id (mevedel-chat-session fresh)) first))
         (should (= 0 (buffer-size (mevedel-chat-data-buffer fresh))))
         (should (equal (mapcar #'car (mevedel-session-saved root)) (list first))))
+      ;; /clear does the same, in the same window.
+      (let ((before (mevedel-session-id (mevedel-chat-session (mevedel-chat-get root)))))
+        (with-current-buffer (mevedel-view-buffer (mevedel-chat-get root))
+          (goto-char (point-max))
+          (insert "/clear")
+          (mevedel-view-send))
+        (should-not (equal (mevedel-session-id (mevedel-chat-session (mevedel-chat-get root)))
+                           before)))
       ;; Fork the first session before its second turn.
       (let ((fork (mevedel-sessions-fork root first 1)))
         (should (equal (sort (mapcar #'car (mevedel-session-saved root)) #'string<)
