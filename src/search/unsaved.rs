@@ -134,13 +134,23 @@ pub fn admits(
         && root.filter.admits(name, rel.len())
         && !ov.matched(path, false).is_ignore()
         && types.is_none_or(|t| !t.matched(path, false).is_ignore())
-        && !(respect_ignore && ignored(path))
+        && !(respect_ignore && ignored(&root.base, path))
 }
 
-/// Whether an ignore file in a directory above PATH ignores it: the
-/// nearest file with a say decides, `.gitignore` only up to the root of
-/// the Git repository, as the walk reads them.
-fn ignored(path: &Path) -> bool {
+/// Whether the walk of ROOT would skip PATH for an ignore file: PATH or
+/// a directory between the root and it is ignored. The walk's start
+/// itself is never ignored (naming a directory selects it).
+fn ignored(root: &Path, path: &Path) -> bool {
+    path.ancestors()
+        .take_while(|a| *a != root && a.starts_with(root))
+        .enumerate()
+        .any(|(i, a)| verdict(a, i > 0))
+}
+
+/// Whether an ignore file above PATH (IS_DIR: a directory) ignores it:
+/// the nearest file with a say decides, `.gitignore` only up to the
+/// root of the Git repository, as the walk reads them.
+fn verdict(path: &Path, is_dir: bool) -> bool {
     let dirs: Vec<&Path> = path.ancestors().skip(1).collect();
     let git_root = dirs.iter().position(|d| d.join(".git").exists());
     for (i, dir) in dirs.iter().enumerate() {
@@ -151,7 +161,7 @@ fn ignored(path: &Path) -> bool {
                 continue;
             }
             let (gi, _) = Gitignore::new(&file);
-            match gi.matched_path_or_any_parents(path, false) {
+            match gi.matched(path, is_dir) {
                 Match::Ignore(_) => return true,
                 Match::Whitelist(_) => return false,
                 Match::None => {}
