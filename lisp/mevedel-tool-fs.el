@@ -282,10 +282,10 @@ Return a function that cancels the search."
 ;;;; Renderers
 
 (defun mevedel-tool-fs--unsaved-mark (result read)
-  "Return what a row's header adds when RESULT shows unsaved buffer text.
-RESULT is a result text, of Read when READ is non-nil (its first line
-says so), else of Glob or Grep (a line names a file with the mark).
-Return nil when RESULT shows none."
+  "Return the mark a row's header gets for RESULT, or nil.
+RESULT is a result text: of Read when READ is non-nil (its first line
+says whether it is a buffer's text), else of Glob or Grep (a line names
+a file with the mark of unsaved buffer text)."
   (when (stringp result)
     (if read
         (cl-loop for mark in '("unsaved changes in Emacs" "unsaved new buffer in Emacs")

@@ -13,6 +13,8 @@
 (require 'mevedel-resource)
 (require 'mevedel-tool-fs)
 
+(defvar mevedel-permissions-rules)      ; bound by a pipeline test
+
 (defun mevedel-tool-fs-test--write (file text)
   "Write TEXT to FILE, creating its directory."
   (make-directory (file-name-directory file) t)
