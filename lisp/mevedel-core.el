@@ -74,11 +74,11 @@ signals an error instead."
                            memory-roots skills recall-days))
 (declare-function mevedel-core--resource-attempt-facts "ext:mevedel-dyn" (attempt))
 (declare-function mevedel-core--resource-read "ext:mevedel-dyn"
-                  (id attempt path display offset limit char-offset))
+                  (id attempt path display offset limit char-offset unsaved))
 (declare-function mevedel-core--search-grep "ext:mevedel-dyn"
-                  (id attempt path display options timeout-ms))
+                  (id attempt path display options timeout-ms unsaved))
 (declare-function mevedel-core--search-glob "ext:mevedel-dyn"
-                  (id attempt path display pattern timeout-ms))
+                  (id attempt path display pattern timeout-ms new-files))
 (declare-function mevedel-core--search-cancel "ext:mevedel-dyn" (id))
 (declare-function mevedel-core--search-running "ext:mevedel-dyn" ())
 (declare-function mevedel-core--sandbox-probe "ext:mevedel-dyn"
@@ -544,28 +544,35 @@ containment failures signal `mevedel-core-resource-error'."
 Keys: :operation :scheme :canonical :authored :write :paths :available."
   (mevedel-core--resource-attempt-facts attempt))
 
-(defun mevedel-core-resource-read (target display page callback)
+(defun mevedel-core-resource-read (target display page callback &optional unsaved)
   "Read TARGET in the background and call CALLBACK with the outcome.
 TARGET is an attempt from `mevedel-core-resource-prepare' or an
 absolute file name, shown to the model as DISPLAY.  PAGE is a plist
-\(:offset :limit :char-offset).  CALLBACK gets `ok' and (:text TEXT), or
-`error' and (ERROR-SYMBOL MESSAGE).  Return the request id."
+\(:offset :limit :char-offset).  UNSAVED, when non-nil, is (TEXT .
+NEW-P): the text of a modified buffer visiting TARGET, read instead of
+it, and whether its file is yet to be created.  CALLBACK gets `ok' and
+\(:text TEXT), or `error' and (ERROR-SYMBOL MESSAGE).  Return the
+request id."
   (let ((path (and (stringp target) target)))
     (mevedel-core-request
      (lambda (id)
        (mevedel-core--resource-read id (and (not path) target) path display
                                     (plist-get page :offset) (plist-get page :limit)
-                                    (plist-get page :char-offset)))
+                                    (plist-get page :char-offset) unsaved))
      callback)))
 
-(defun mevedel-core-search-grep (target display options timeout-ms callback)
+(defun mevedel-core-search-grep (target display options timeout-ms callback
+                                        &optional unsaved)
   "Grep TARGET in the background and call CALLBACK with the outcome.
 TARGET and DISPLAY are as in `mevedel-core-resource-read'.  OPTIONS is
 a plist (:pattern :glob :type :output-mode :before :after
 :case-insensitive :line-numbers :multiline :head-limit :offset).
-TIMEOUT-MS (0: none) ends the search with partial results.  CALLBACK
-gets `ok' and (:text :total :shown :partial), or `error' and (ERROR-SYMBOL
-MESSAGE).  Return the request id, for `mevedel-core-search-cancel'."
+TIMEOUT-MS (0: none) ends the search with partial results.  UNSAVED is
+a list of (TRUENAME TEXT NEW-P): modified buffers searched instead of
+the files of those truenames (NEW-P: the file does not exist yet).
+CALLBACK gets `ok' and (:text :total :shown :partial), or `error' and
+\(ERROR-SYMBOL MESSAGE).  Return the request id, for
+`mevedel-core-search-cancel'."
   (let ((path (and (stringp target) target))
         (opts (list (plist-get options :pattern) (plist-get options :glob)
                     (plist-get options :type) (plist-get options :output-mode)
@@ -576,17 +583,22 @@ MESSAGE).  Return the request id, for `mevedel-core-search-cancel'."
                     (plist-get options :head-limit) (plist-get options :offset))))
     (mevedel-core-request
      (lambda (id)
-       (mevedel-core--search-grep id (and (not path) target) path display opts timeout-ms))
+       (mevedel-core--search-grep id (and (not path) target) path display opts timeout-ms
+                                  unsaved))
      callback)))
 
-(defun mevedel-core-search-glob (target display pattern timeout-ms callback)
+(defun mevedel-core-search-glob (target display pattern timeout-ms callback
+                                        &optional new-files)
   "Glob PATTERN below TARGET in the background; call CALLBACK when done.
 TARGET, DISPLAY, TIMEOUT-MS and CALLBACK are as in
-`mevedel-core-search-grep'.  Return the request id."
+`mevedel-core-search-grep'.  NEW-FILES are the truenames of files that
+exist only as unsaved buffers, listed (marked) when they match.  Return
+the request id."
   (let ((path (and (stringp target) target)))
     (mevedel-core-request
      (lambda (id)
-       (mevedel-core--search-glob id (and (not path) target) path display pattern timeout-ms))
+       (mevedel-core--search-glob id (and (not path) target) path display pattern timeout-ms
+                                  new-files))
      callback)))
 
 (defun mevedel-core-search-cancel (id)

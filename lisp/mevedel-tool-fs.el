@@ -21,6 +21,20 @@
 ;; opaque attempt beside it; the handler takes it with
 ;; `mevedel-resource-take-prepared'.  A handler called without that
 ;; preparation prepares the address itself.
+;;
+;; Unsaved buffers are what the model reads: before a call, one pass
+;; over `buffer-list' finds the file-visiting buffers with unsaved
+;; changes, and those whose file (by truename, as the module resolves
+;; the search root) is the Read target or lies below the Glob or Grep
+;; path hand their text to the module, one string per buffer and call.
+;; Read pages that text, Grep searches it in place of the disk copy
+;; (the buffer's line numbers; the walk's ignore rules still decide
+;; which files are searched, and a buffer whose file does not exist
+;; yet is searched when the walk would have searched it), and Glob
+;; lists the files that exist only as such buffers.  Results mark each
+;; such file, since ApplyPatch refuses it until the user saves.
+;; Without modified buffers nothing changes.  Remote buffers are left
+;; out; `mevedel-tool-fs-read-unsaved-buffers' turns it all off.
 
 ;;; Code:
 
@@ -41,6 +55,15 @@
 (defcustom mevedel-tool-fs-search-timeout 20
   "Seconds a Glob or Grep may run before it returns partial results."
   :type 'number)
+
+(defcustom mevedel-tool-fs-read-unsaved-buffers t
+  "Whether Read, Grep and Glob see files as their modified buffers have them.
+When non-nil, a file visited in a buffer with unsaved changes is read
+and searched as that buffer's text, marked \"(unsaved changes in
+Emacs)\", and a buffer whose file does not exist yet is read, searched
+and listed as that file, marked \"(unsaved new buffer in Emacs)\".
+When nil, the tools see only what is on disk."
+  :type 'boolean)
 
 (defcustom mevedel-tool-fs-remote-read-limit (* 64 1024 1024)
   "Largest remote (TRAMP) file, in bytes, that Read copies here to show.
@@ -97,6 +120,50 @@ List it with a shell command on that host, or Read a file in it"))
      (t (or (file-local-copy file)
             (funcall fail "TRAMP could not copy it here"))))))
 
+;;;; Unsaved buffers
+
+(defun mevedel-tool-fs--unsaved (target exact)
+  "Return (BUFFER TRUENAME NEW-P) for each modified buffer under TARGET.
+TARGET is an absolute file name or a prepared attempt, whose backing
+paths count.  A buffer counts when it visits a local file with unsaved
+changes, and its file is TARGET or, unless EXACT, below it.  NEW-P
+says the file does not exist.  Return nil when
+`mevedel-tool-fs-read-unsaved-buffers' is off."
+  (when-let* ((mevedel-tool-fs-read-unsaved-buffers)
+              (buffers (cl-loop for buffer in (buffer-list)
+                                for file = (buffer-file-name buffer)
+                                when (and file (buffer-modified-p buffer)
+                                          (not (file-remote-p file)))
+                                collect (cons buffer file)))
+              (roots (if (stringp target)
+                         (unless (file-remote-p target) (list target))
+                       (plist-get (mevedel-core-resource-attempt-facts target) :paths))))
+    (let* ((names (mevedel-core-truenames (append roots (mapcar #'cdr buffers))))
+           (root-names (cl-subseq names 0 (length roots)))
+           (dirs (unless exact (mapcar #'file-name-as-directory root-names))))
+      (cl-loop for (buffer . file) in buffers
+               for truename in (nthcdr (length roots) names)
+               when (or (member truename root-names)
+                        (cl-some (lambda (dir) (string-prefix-p dir truename)) dirs))
+               collect (list buffer truename (not (file-exists-p file)))))))
+
+(defun mevedel-tool-fs--buffer-text (buffer)
+  "Return the whole text of BUFFER, narrowing aside, without properties."
+  (with-current-buffer buffer
+    (save-restriction
+      (widen)
+      (buffer-substring-no-properties (point-min) (point-max)))))
+
+(defun mevedel-tool-fs--grep-unsaved (unsaved)
+  "Return the module's Grep overlay, (TRUENAME TEXT NEW-P)s, for UNSAVED."
+  (mapcar (pcase-lambda (`(,buffer ,truename ,new))
+            (list truename (mevedel-tool-fs--buffer-text buffer) new))
+          unsaved))
+
+(defun mevedel-tool-fs--glob-unsaved (unsaved)
+  "Return the truenames of the new files among UNSAVED, for Glob."
+  (cl-loop for (_ truename new) in unsaved when new collect truename))
+
 ;;;; Running
 
 (defun mevedel-tool-fs--run (callback start)
@@ -144,7 +211,8 @@ Return a function that cancels the read."
    (lambda ()
      (pcase-let* ((`(,target . ,display) (mevedel-tool-fs--target "Read" :file_path args))
                   (copy (and (stringp target) (file-remote-p target)
-                             (mevedel-tool-fs--remote-copy target display))))
+                             (mevedel-tool-fs--remote-copy target display)))
+                  (`(,buffer ,_ ,new) (car (mevedel-tool-fs--unsaved target t))))
        (mevedel-tool-fs--run
         (if copy
             (lambda (result)
@@ -157,22 +225,26 @@ Return a function that cancels the read."
            (list :offset (mevedel-tool-fs--value args :offset)
                  :limit (mevedel-tool-fs--value args :limit)
                  :char-offset (mevedel-tool-fs--value args :char_offset))
-           reply)))))))
+           reply
+           (and buffer (cons (mevedel-tool-fs--buffer-text buffer) new)))))))))
 
-(defun mevedel-tool-fs--search (tool search query callback args)
+(defun mevedel-tool-fs--search (tool search query unsaved callback args)
   "Run the module's SEARCH for TOOL below the :path in ARGS; call CALLBACK.
-Glob and Grep differ only in SEARCH and in QUERY, a function of ARGS
-returning what SEARCH takes after the target and its display form.
-Return a function that cancels the search."
+Glob and Grep differ only in SEARCH, in QUERY, a function of ARGS
+returning what SEARCH takes after the target and its display form, and
+in UNSAVED, a function of the modified buffers under the target (see
+`mevedel-tool-fs--unsaved') returning what SEARCH takes last.  Return
+a function that cancels the search."
   (mevedel-tool-fs--guard
    callback
    (lambda ()
-     (pcase-let ((`(,target . ,display) (mevedel-tool-fs--target tool :path args)))
+     (pcase-let* ((`(,target . ,display) (mevedel-tool-fs--target tool :path args))
+                  (buffers (funcall unsaved (mevedel-tool-fs--unsaved target nil))))
        (mevedel-tool-fs--run
         callback
         (lambda (reply)
           (funcall search target display (funcall query args)
-                   (mevedel-tool-fs--timeout-ms) reply)))))))
+                   (mevedel-tool-fs--timeout-ms) reply buffers)))))))
 
 (defun mevedel-tool-fs--glob-pattern (args)
   "Return the module's Glob pattern for tool ARGS."
@@ -182,7 +254,7 @@ Return a function that cancels the search."
   "List the files matching :pattern below :path in ARGS; call CALLBACK.
 Return a function that cancels the search."
   (mevedel-tool-fs--search "Glob" #'mevedel-core-search-glob #'mevedel-tool-fs--glob-pattern
-                           callback args))
+                           #'mevedel-tool-fs--glob-unsaved callback args))
 
 (defun mevedel-tool-fs--grep-options (args)
   "Return the module's Grep options for tool ARGS."
@@ -205,9 +277,22 @@ Return a function that cancels the search."
   "Search file contents for :pattern as ARGS say; call CALLBACK.
 Return a function that cancels the search."
   (mevedel-tool-fs--search "Grep" #'mevedel-core-search-grep #'mevedel-tool-fs--grep-options
-                           callback args))
+                           #'mevedel-tool-fs--grep-unsaved callback args))
 
 ;;;; Renderers
+
+(defun mevedel-tool-fs--unsaved-mark (result read)
+  "Return the mark a row's header gets for RESULT, or nil.
+RESULT is a result text: of Read when READ is non-nil (its first line
+says whether it is a buffer's text), else of Glob or Grep (a line names
+a file with the mark of unsaved buffer text)."
+  (when (stringp result)
+    (if read
+        (cl-loop for mark in '("unsaved changes in Emacs" "unsaved new buffer in Emacs")
+                 when (string-prefix-p (concat "(" mark ":") result)
+                 return (format " (%s)" mark))
+      (and (string-match-p " (unsaved \\(?:changes\\|new buffer\\) in Emacs)$" result)
+           " (unsaved buffers in Emacs)"))))
 
 (defun mevedel-tool-fs-render-read (_name args result _render-data)
   "Render a Read call with ARGS and RESULT."
@@ -217,7 +302,8 @@ Return a function that cancels the search."
          (range (cond ((and offset limit) (format " (lines %s–%s)" offset (+ offset limit -1)))
                       (offset (format " (from line %s)" offset))
                       (limit (format " (first %s lines)" limit)))))
-    (list :header (concat "Read " (mevedel-tool-render-display-path (or path "?")) range)
+    (list :header (concat "Read " (mevedel-tool-render-display-path (or path "?")) range
+                          (mevedel-tool-fs--unsaved-mark result t))
           :body (unless mevedel-tool-render-summary-only result)
           :expandable-p (and result (not (string-empty-p result)))
           :initially-collapsed-p t)))
@@ -229,7 +315,8 @@ Return a function that cancels the search."
          (lines (and result (mevedel-tool-render-count-lines result))))
     (list :header (concat (format "Grep %S" (mevedel-tool-render-shorten (or pattern "") 48))
                           (and path (concat " in " (mevedel-tool-render-display-path path)))
-                          (and lines (format " (%d line%s)" lines (if (= lines 1) "" "s"))))
+                          (and lines (format " (%d line%s)" lines (if (= lines 1) "" "s")))
+                          (mevedel-tool-fs--unsaved-mark result nil))
           :body (unless mevedel-tool-render-summary-only result)
           :body-mode 'grep-mode
           :expandable-p (and result (not (string-empty-p result)))
@@ -241,7 +328,8 @@ Return a function that cancels the search."
     (list :header (concat "Glob " (or (plist-get args :pattern) "?")
                           (when-let* ((path (plist-get args :path)))
                             (concat " in " (mevedel-tool-render-display-path path)))
-                          (and lines (format " (%d)" lines)))
+                          (and lines (format " (%d)" lines))
+                          (mevedel-tool-fs--unsaved-mark result nil))
           :body (unless mevedel-tool-render-summary-only result)
           :expandable-p (and result (not (string-empty-p result)))
           :initially-collapsed-p t)))
@@ -262,7 +350,11 @@ How to use: file_path is a path or a scheme:// address.  Pages show
 offset past the last line is an error naming the lines that exist and
 a working last-page call.  Directories and bare addresses (work://,
 artifact://, mevedel://, skill://, memory://root) list their entries.
-Images and PDFs are not shown yet.  Manual: Read mevedel://tools/files.md."
+Images and PDFs are not shown yet.  A file open in Emacs with unsaved
+changes is read as the buffer's current text, headed \"(unsaved changes
+in Emacs: ...)\" (or \"(unsaved new buffer in Emacs: ...)\" when not on
+disk yet); ApplyPatch refuses such a file until the user saves it.
+Manual: Read mevedel://tools/files.md."
   "Model-facing description of Read.")
 
 (defconst mevedel-tool-fs-glob-description
@@ -276,9 +368,10 @@ How to use: pattern is relative to path (default: the working directory;
 a resource address works too).  A pattern without / matches file names at
 any depth; one with / is anchored at path.  Hidden files are listed,
 ignore files do not apply, VCS directories and symbolic links are
-skipped; absolute patterns and .. are refused.  A search running past the
-time limit returns labelled partial results.  Manual: Read
-mevedel://tools/files.md."
+skipped; absolute patterns and .. are refused.  Files that exist only as
+unsaved Emacs buffers are listed too, marked \" (unsaved new buffer in
+Emacs)\".  A search running past the time limit returns labelled
+partial results.  Manual: Read mevedel://tools/files.md."
   "Model-facing description of Glob.")
 
 (defconst mevedel-tool-fs-grep-description
@@ -296,9 +389,13 @@ content mode: -A/-B/-C context, -n line numbers (default on), -i ignores
 case, multiline lets patterns span lines.  head_limit (default 250, 0 for
 all) and offset page the output lines; an offset past the last line is
 an error, not \"no matches\".  Hidden files are searched, .gitignore is
-respected while walking, VCS directories are skipped.  Past the time limit
-you get labelled partial results: narrow path, glob or type.  Manual:
-Read mevedel://tools/files.md."
+respected while walking, VCS directories are skipped.  A file open in
+Emacs with unsaved changes is searched as the buffer's current text, with
+the buffer's line numbers, and named \"PATH (unsaved changes in Emacs)\"
+once (\"(unsaved new buffer in Emacs)\": not on disk yet); ApplyPatch
+refuses such a file until the user saves it.  Past the time limit you
+get labelled partial results: narrow path, glob or type.  Manual: Read
+mevedel://tools/files.md."
   "Model-facing description of Grep.")
 
 ;;;; Declarations

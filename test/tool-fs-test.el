@@ -13,6 +13,8 @@
 (require 'mevedel-resource)
 (require 'mevedel-tool-fs)
 
+(defvar mevedel-permissions-rules)      ; bound by a pipeline test
+
 (defun mevedel-tool-fs-test--write (file text)
   "Write TEXT to FILE, creating its directory."
   (make-directory (file-name-directory file) t)
@@ -197,6 +199,210 @@ Binds `ws', `session' and `outside' (directory names)."
               (pcase-let ((`(,handler ,args ,_) (nth (% i (length cases)) cases)))
                 (mevedel-tool-fs-test--err handler args)))
             (should (= (mevedel-tool-fs-test--threads) before)))
+        (delete-process server)))))
+
+;;;; Unsaved buffers
+
+(defun mevedel-tool-fs-test--run (tool args)
+  "Run the registered TOOL on ARGS through the pipeline; return its text."
+  (let ((result nil))
+    (mevedel-pipeline-run-tool (mevedel-tool-get tool "filesystem") args
+                               (lambda (r) (setq result r)))
+    (mevedel-test-wait-until result 20)
+    result))
+
+(defun mevedel-tool-fs-test--run-in (dir tool args)
+  "Run TOOL on ARGS through the pipeline; return its text, DIR's name cut.
+The pipeline makes relative paths absolute; results are compared
+relative to DIR."
+  (string-replace dir "" (mevedel-tool-fs-test--run tool args)))
+
+(defmacro mevedel-tool-fs-test--with-buffers (bindings &rest body)
+  "Bind BINDINGS, (VAR FILE) pairs, to buffers visiting FILE; run BODY.
+The buffers are killed afterwards, their changes discarded."
+  (declare (indent 1))
+  `(let ,(mapcar (lambda (b) `(,(car b) (find-file-noselect ,(cadr b)))) bindings)
+     (unwind-protect (progn ,@body)
+       (dolist (buffer (list ,@(mapcar #'car bindings)))
+         (with-current-buffer buffer (set-buffer-modified-p nil))
+         (kill-buffer buffer)))))
+
+(ert-deftest mevedel-tool-fs:unsaved-buffers-are-what-the-model-reads ()
+  (require 'mevedel-pipeline)
+  (mevedel-tool-fs-test--with-workspace
+    (mevedel-tool-fs-test--write (expand-file-name "src/b.el" ws)
+                                 "line one\n(defun disk-only ())\n(defun shared ())\n")
+    (mevedel-tool-fs-test--with-buffers ((edited (expand-file-name "src/b.el" ws))
+                                         (fresh (expand-file-name "src/new.el" ws)))
+      ;; Three lines above the matches, so buffer and disk numbers differ.
+      (with-current-buffer edited
+        (goto-char (point-min))
+        (insert "new 1\nnew 2\nnew 3\n")
+        (should (search-forward "disk-only"))
+        (replace-match "buffer-only"))
+      (with-current-buffer fresh (insert "(defun brand-new ())\n"))
+      (should-not (file-exists-p (expand-file-name "src/new.el" ws)))
+      (let ((grep (mevedel-tool-fs-test--run-in
+                   ws "Grep" '(:pattern "defun" :path "src" :output_mode "content"))))
+        (should (string-search "src/b.el (unsaved changes in Emacs)\nsrc/b.el:5:(defun buffer-only ())\nsrc/b.el:6:(defun shared ())\n" grep))
+        (should-not (string-search "disk-only" grep))
+        (should-not (string-search "src/b.el:3:" grep))
+        (should (string-search "src/a.el:1:(defun a ())" grep))
+        (should (string-search "src/new.el (unsaved new buffer in Emacs)\nsrc/new.el:1:(defun brand-new ())" grep))
+        (should (string-search " (unsaved buffers in Emacs)"
+                               (plist-get (mevedel-tool-fs-render-grep "Grep" '(:pattern "defun")
+                                                                       grep nil)
+                                          :header))))
+      (should (equal (mevedel-tool-fs-test--run-in ws "Grep" '(:pattern "buffer-only"))
+                     "src/b.el (unsaved changes in Emacs)\n"))
+      (should (equal (mevedel-tool-fs-test--run-in ws "Grep" '(:pattern "buffer-only" :path "src/b.el"
+                                                          :output_mode "count"))
+                     "src/b.el:1 (unsaved changes in Emacs)\n"))
+      (let ((read (mevedel-tool-fs-test--run-in ws "Read" '(:file_path "src/b.el"))))
+        (should (string-prefix-p "(unsaved changes in Emacs: " read))
+        (should (string-search "ApplyPatch refuses this file until the user saves it" read))
+        (should (string-search "\n     5\t(defun buffer-only ())\n     6\t(defun shared ())\n" read))
+        (should-not (string-search "disk-only" read))
+        (should (string-suffix-p "Read src/b.el (unsaved changes in Emacs)"
+                                 (plist-get (mevedel-tool-fs-render-read
+                                             "Read" '(:file_path "src/b.el") read nil)
+                                            :header))))
+      (should (string-search "     1\t(defun brand-new ())"
+                             (mevedel-tool-fs-test--run-in ws "Read" '(:file_path "src/new.el"))))
+      (should (string-prefix-p "(unsaved new buffer in Emacs: "
+                               (mevedel-tool-fs-test--run-in ws "Read" '(:file_path "src/new.el"))))
+      (should (equal (mevedel-tool-fs-test--run-in ws "Glob" '(:pattern "*.el" :path "src"))
+                     "src/a.el\nsrc/b.el\nsrc/new.el (unsaved new buffer in Emacs)\n"))
+      ;; A narrowing is the user's view, not the file's text.
+      (with-current-buffer edited
+        (narrow-to-region (point-min) (point-min)))
+      (should (string-search "src/b.el:5:(defun buffer-only ())"
+                             (mevedel-tool-fs-test--run-in
+                              ws "Grep" '(:pattern "buffer-only" :output_mode "content"))))
+      ;; The option off: the disk, and nothing but the disk.
+      (let ((mevedel-tool-fs-read-unsaved-buffers nil))
+        (let ((grep (mevedel-tool-fs-test--run-in
+                     ws "Grep" '(:pattern "defun" :path "src" :output_mode "content"))))
+          (should (string-search "src/b.el:2:(defun disk-only ())\nsrc/b.el:3:(defun shared ())" grep))
+          (should-not (string-search "unsaved" grep))
+          (should-not (string-search "brand-new" grep)))
+        (should (equal (mevedel-tool-fs-test--run-in ws "Read" '(:file_path "src/b.el"))
+                       "     1\tline one\n     2\t(defun disk-only ())\n     3\t(defun shared ())\n"))
+        (should (equal (mevedel-tool-fs-test--run-in ws "Glob" '(:pattern "*.el" :path "src"))
+                       "src/a.el\nsrc/b.el\n"))
+        (should (string-match-p "does not exist"
+                                (mevedel-tool-fs-test--run-in ws "Read" '(:file_path "src/new.el")))))
+      ;; Saved, the buffer is the disk again and nothing is marked.
+      (with-current-buffer edited
+        (widen)
+        (let ((save-silently t)) (save-buffer)))
+      (should (equal (mevedel-tool-fs-test--run-in ws "Grep" '(:pattern "buffer-only"))
+                     "src/b.el\n")))))
+
+(ert-deftest mevedel-tool-fs:unsaved-buffers-keep-the-walk-rules ()
+  (mevedel-tool-fs-test--with-workspace
+    (mevedel-tool-fs-test--write (expand-file-name ".gitignore" ws) "build/\n")
+    (make-directory (expand-file-name ".git" ws))
+    (mevedel-tool-fs-test--write (expand-file-name "build/old.el" ws) "(defun built ())\n")
+    (mevedel-tool-fs-test--with-buffers ((ignored (expand-file-name "build/old.el" ws))
+                                         (ignored-new (expand-file-name "build/new.el" ws))
+                                         (vcs (expand-file-name ".git/x.el" ws)))
+      (dolist (b (list ignored ignored-new vcs))
+        (with-current-buffer b (insert "(defun unsaved-everywhere ())\n")))
+      ;; Ignored or VCS files are not searched, buffer or not.
+      (should (equal (mevedel-tool-fs-test--ok #'mevedel-tool-fs-grep
+                                               '(:pattern "unsaved-everywhere"))
+                     "No files found."))
+      ;; Named as the path, an ignored file is searched, as its buffer.
+      (should (equal (mevedel-tool-fs-test--ok #'mevedel-tool-fs-grep
+                                               '(:pattern "unsaved-everywhere" :path "build")
+                                               )
+                     "build/new.el (unsaved new buffer in Emacs)\nbuild/old.el (unsaved changes in Emacs)\n"))
+      ;; Glob ignores ignore files but never lists VCS directories.
+      (let ((listed (mevedel-tool-fs-test--ok #'mevedel-tool-fs-glob '(:pattern "**/*.el"))))
+        (should (string-search "build/new.el (unsaved new buffer in Emacs)\n" listed))
+        (should-not (string-search ".git" listed))))))
+
+(ert-deftest mevedel-tool-fs:unsaved-buffers-behind-resource-addresses ()
+  (mevedel-tool-fs-test--with-workspace
+    (mevedel-tool-fs-test--with-buffers ((notes (expand-file-name "local/notes.txt" session))
+                                         (fresh (expand-file-name "local/draft.md" session)))
+      (with-current-buffer notes
+        (goto-char (point-max))
+        (insert "delta defun\n"))
+      (with-current-buffer fresh (insert "draft defun\n"))
+      (let ((read (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read
+                                            '(:file_path "work://notes.txt"))))
+        (should (string-prefix-p "(unsaved changes in Emacs: " read))
+        (should (string-suffix-p "     4\tdelta defun\n" read)))
+      (let ((grep (mevedel-tool-fs-test--ok #'mevedel-tool-fs-grep
+                                            '(:pattern "delta|draft" :path "work://"
+                                              :output_mode "content"))))
+        (should (equal grep (concat "work://draft.md (unsaved new buffer in Emacs)\n"
+                                    "work://draft.md:1:draft defun\n"
+                                    "work://notes.txt (unsaved changes in Emacs)\n"
+                                    "work://notes.txt:4:delta defun\n"))))
+      (should (string-search "work://draft.md (unsaved new buffer in Emacs)\n"
+                             (mevedel-tool-fs-test--ok #'mevedel-tool-fs-glob
+                                                       '(:pattern "*.md" :path "work://")))))))
+
+(ert-deftest mevedel-tool-fs:a-large-modified-buffer-is-searched-without-blocking ()
+  (require 'mevedel-pipeline)
+  (mevedel-tool-fs-test--with-workspace
+    (mevedel-tool-fs-test--write (expand-file-name "big.txt" ws) "nothing here\n")
+    (mevedel-tool-fs-test--with-buffers ((big (expand-file-name "big.txt" ws)))
+      (with-current-buffer big
+        (erase-buffer)
+        (dotimes (i 9999) (insert (format "line %d of a large buffer\n" (1+ i))))
+        (insert "the needle on line 10000\n"))
+      (let* ((result nil) (ticks 0)
+             (timer (run-at-time 0 0.005 (lambda () (cl-incf ticks))))
+             (start (float-time)))
+        (unwind-protect
+            (progn
+              (mevedel-pipeline-run-tool (mevedel-tool-get "Grep" "filesystem")
+                                         '(:pattern "needle|line 5000 " :output_mode "content")
+                                         (lambda (r) (setq result r)))
+              ;; The call returns at once and answers later: Emacs runs
+              ;; timers (and everything else) while the search runs.
+              (should-not result)
+              (should (< (- (float-time) start) 1.0))
+              (mevedel-test-wait-until result 20)
+              (should (> ticks 0)))
+          (cancel-timer timer))
+        (should (equal (string-replace ws "" result)
+                       (concat "big.txt (unsaved changes in Emacs)\n"
+                               "big.txt:5000:line 5000 of a large buffer\n"
+                               "big.txt:10000:the needle on line 10000\n")))))))
+
+(ert-deftest mevedel-tool-fs:special-file-calls-through-the-pipeline-leave-no-threads ()
+  (require 'mevedel-pipeline)
+  (mevedel-tool-fs-test--with-workspace
+    (let* ((fifo (expand-file-name "pipe" ws))
+           (socket (expand-file-name "sock" ws))
+           (server (progn
+                     (should (eql 0 (call-process "mkfifo" nil nil nil fifo)))
+                     (make-network-process :name "mevedel-fs-test-socket2" :server t
+                                           :family 'local :service socket :noquery t)))
+           (cases (cl-loop for file in (list fifo socket "/dev/zero" "/dev/null")
+                           append `(("Read" (:file_path ,file))
+                                    ("Grep" (:pattern "x" :path ,file))
+                                    ("Glob" (:pattern "*" :path ,file)))))
+           (mevedel-permissions-rules '((allow "Read") (allow "Grep") (allow "Glob")))
+           (run (lambda (case)
+                  (let ((text (mevedel-tool-fs-test--run (car case) (cadr case))))
+                    (should (string-match-p "\\`Error: .*not a regular file" text))))))
+      (unwind-protect
+          (progn
+            ;; Every kind of call once first, so lasting threads (the
+            ;; event channel, the runtime) exist before counting.
+            (mapc run cases)
+            (let ((before (mevedel-tool-fs-test--threads)))
+              (dotimes (i 100)
+                (funcall run (nth (% i (length cases)) cases)))
+              ;; A job's thread ends just after its reply: allow it that.
+              (mevedel-test-wait-until (<= (mevedel-tool-fs-test--threads) before) 5)
+              (should (= (mevedel-tool-fs-test--threads) before))))
         (delete-process server)))))
 
 ;;;; Read

@@ -1,5 +1,8 @@
 //! Read, Glob and Grep jobs: started here, answered by `reply` events,
 //! cancellable by request id.
+//!
+//! The text of modified Emacs buffers crosses here once per call, one
+//! string per buffer (see `super::text`), and the job owns the copies.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -7,14 +10,18 @@ use std::time::Duration;
 
 use emacs::{Env, Result, Value, defun};
 
+use super::convert;
 use super::errors::OrSignal;
 use super::guard::guarded;
 use super::resource::AttemptPtr;
+use super::text::copy_exact;
 use crate::error::{Error, ErrorKind};
 use crate::resource::page::PageRequest;
+use crate::resource::prepare::Filter;
 use crate::search::grep::{Mode, Options};
 use crate::search::jobs::{self, Job, ReadTarget};
-use crate::search::{Plan, Root};
+use crate::search::unsaved::{Buffer, Unsaved};
+use crate::search::{Naming, Plan, Root};
 
 fn attempt_of(v: Value<'_>) -> Result<Option<Arc<crate::resource::Attempt>>> {
     if v.is_not_nil() {
@@ -24,17 +31,55 @@ fn attempt_of(v: Value<'_>) -> Result<Option<Arc<crate::resource::Attempt>>> {
     }
 }
 
-/// The plan for ATTEMPT, or for the ordinary PATH shown as DISPLAY.
+/// A buffer's text (a string) as bytes.
+fn buffer_text(env: &Env, text: Value<'_>) -> Result<Vec<u8>> {
+    Ok(copy_exact(env, text)?.bytes().to_vec())
+}
+
+/// The modified buffers in LIST, items (TRUENAME TEXT NEW-P).
+fn unsaved_of(env: &Env, list: Value<'_>) -> Result<Unsaved> {
+    let mut out = Vec::new();
+    for item in convert::list_items(list)? {
+        let truename: String = item.car()?;
+        let rest = item.cdr::<Value>()?;
+        let text = buffer_text(env, rest.car()?)?;
+        let new = rest.cdr::<Value>()?.car::<Value>()?.is_not_nil();
+        out.push((PathBuf::from(truename), Buffer { text, new }));
+    }
+    Ok(Unsaved::new(out))
+}
+
+/// The plan for ATTEMPT, or for the ordinary PATH shown as DISPLAY,
+/// with the modified buffers UNSAVED standing in for their files. A
+/// PATH that exists only as one of them is searched as that file.
 fn plan(
     env: &Env,
     attempt: Value<'_>,
     path: Option<String>,
     display: Option<String>,
+    unsaved: Unsaved,
 ) -> Result<Plan> {
     match attempt_of(attempt)? {
-        Some(a) => Plan::for_attempt(&a).or_signal(env),
+        Some(a) => {
+            let plan = Plan::for_attempt(&a).or_signal(env)?;
+            Ok(Plan { unsaved, ..plan })
+        }
         None => {
             let path = PathBuf::from(path.unwrap_or_default());
+            let truename = crate::resource::contain::truename(&path);
+            if unsaved.get(&truename).is_some_and(|b| b.new) {
+                let root = Root {
+                    base: path.parent().map(PathBuf::from).unwrap_or_default(),
+                    file: Some((path, display.unwrap_or_default())),
+                    naming: Naming::Plain(String::new()),
+                    filter: Filter::Any,
+                    empty_note: None,
+                };
+                return Ok(Plan {
+                    unsaved,
+                    ..Plan::ordinary(root)
+                });
+            }
             let problem = match std::fs::metadata(&path) {
                 Err(_) => Some("does not exist"),
                 Ok(m) if !m.is_file() && !m.is_dir() => {
@@ -50,10 +95,10 @@ fn plan(
                 ))
                 .or_signal(env);
             }
-            Ok(Plan::ordinary(Root::ordinary(
-                &path,
-                &display.unwrap_or_default(),
-            )))
+            Ok(Plan {
+                unsaved,
+                ..Plan::ordinary(Root::ordinary(&path, &display.unwrap_or_default()))
+            })
         }
     }
 }
@@ -63,7 +108,9 @@ fn timeout(ms: i64) -> Option<Duration> {
 }
 
 /// Read ATTEMPT (or the ordinary PATH shown as DISPLAY) in the
-/// background; the reply for request ID is (:text TEXT).
+/// background; the reply for request ID is (:text TEXT). UNSAVED, when
+/// non-nil, is (TEXT . NEW-P): the text of the modified buffer visiting
+/// the file, read instead of it.
 #[defun(name = "resource-read")]
 #[allow(clippy::too_many_arguments)]
 fn resource_read(
@@ -75,9 +122,15 @@ fn resource_read(
     offset: Option<i64>,
     limit: Option<i64>,
     char_offset: Option<i64>,
+    unsaved: Value<'_>,
 ) -> Result<()> {
     guarded(env, || {
         let target = match attempt_of(attempt)? {
+            _ if unsaved.is_not_nil() => ReadTarget::Buffer {
+                text: buffer_text(env, unsaved.car()?)?,
+                display: display.unwrap_or_default(),
+                new: unsaved.cdr::<Value>()?.is_not_nil(),
+            },
             Some(a) => ReadTarget::Attempt(a),
             None => ReadTarget::Path(
                 PathBuf::from(path.unwrap_or_default()),
@@ -95,8 +148,11 @@ fn resource_read(
 
 /// Grep in the background. OPTIONS is a list (PATTERN GLOB TYPE MODE
 /// BEFORE AFTER CASE-INSENSITIVE LINE-NUMBERS MULTILINE HEAD-LIMIT
-/// OFFSET); the reply for request ID is (:text :total :shown :partial).
+/// OFFSET); UNSAVED a list of (TRUENAME TEXT NEW-P), modified buffers
+/// searched instead of their files; the reply for request ID is (:text
+/// :total :shown :partial).
 #[defun(name = "search-grep")]
+#[allow(clippy::too_many_arguments)]
 fn search_grep(
     env: &Env,
     id: i64,
@@ -105,9 +161,11 @@ fn search_grep(
     display: Option<String>,
     options: Value<'_>,
     timeout_ms: i64,
+    unsaved: Value<'_>,
 ) -> Result<()> {
     guarded(env, || {
-        let plan = plan(env, attempt, path, display)?;
+        let unsaved = unsaved_of(env, unsaved)?;
+        let plan = plan(env, attempt, path, display, unsaved)?;
         let mut o = Vec::new();
         let mut rest = options;
         while rest.is_not_nil() {
@@ -170,9 +228,11 @@ fn search_grep(
     })
 }
 
-/// Glob PATTERN in the background; the reply for request ID is (:text
-/// :total :shown :partial).
+/// Glob PATTERN in the background; NEW-FILES are the truenames of
+/// files that exist only as unsaved buffers, listed when they match.
+/// The reply for request ID is (:text :total :shown :partial).
 #[defun(name = "search-glob")]
+#[allow(clippy::too_many_arguments)]
 fn search_glob(
     env: &Env,
     id: i64,
@@ -181,9 +241,19 @@ fn search_glob(
     display: Option<String>,
     pattern: String,
     timeout_ms: i64,
+    new_files: Value<'_>,
 ) -> Result<()> {
     guarded(env, || {
-        let plan = plan(env, attempt, path, display)?;
+        let unsaved = Unsaved::new(convert::strings(new_files)?.into_iter().map(|f| {
+            (
+                PathBuf::from(f),
+                Buffer {
+                    text: Vec::new(),
+                    new: true,
+                },
+            )
+        }));
+        let plan = plan(env, attempt, path, display, unsaved)?;
         jobs::start(id, Job::Glob(plan, pattern), timeout(timeout_ms)).or_signal(env)
     })
 }

@@ -106,6 +106,35 @@ pub fn read_file(path: &Path, address: &str, req: &PageRequest) -> Result<String
     page::page(&mut reader, req, address, true)
 }
 
+/// Read TEXT, the unsaved text of the Emacs buffer visiting DISPLAY
+/// (NEW: its file does not exist yet), paged as the file would be and
+/// headed by a line saying so, since the model must not take it for the
+/// disk copy.
+pub fn read_buffer(
+    text: &[u8],
+    display: &str,
+    new: bool,
+    req: &PageRequest,
+) -> Result<String, Error> {
+    let head = if new {
+        "(unsaved new buffer in Emacs: this text exists only in an Emacs buffer, not on disk yet; \
+         ApplyPatch refuses this file until the user saves it.)"
+    } else {
+        "(unsaved changes in Emacs: this is the text of the buffer visiting the file, not the \
+         copy on disk; ApplyPatch refuses this file until the user saves it.)"
+    };
+    if text[..text.len().min(8192)].contains(&0) {
+        return Err(fail(format!(
+            "Read `{display}`: its buffer in Emacs holds binary data ({} bytes, unsaved \
+             changes); Read shows text only",
+            text.len()
+        )));
+    }
+    let page = page::page(&mut &text[..], req, display, true)
+        .map_err(|e| fail(format!("{} {head}", e.message)))?;
+    Ok(format!("{head}\n{page}"))
+}
+
 /// Read the uncompressed text of the compressed log at PATH, named
 /// ADDRESS (its logical `.log` address).
 fn read_compressed(path: &Path, address: &str, req: &PageRequest) -> Result<String, Error> {

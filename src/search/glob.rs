@@ -1,6 +1,7 @@
 //! Glob in-process: every file whose path below the search root matches
 //! one gitignore-style pattern. Ignore files do not apply; hidden files
-//! are listed; VCS directories and symbolic links are not.
+//! are listed; VCS directories and symbolic links are not. Files that
+//! exist only as unsaved Emacs buffers are listed too, marked.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -9,6 +10,7 @@ use ignore::WalkState;
 
 use super::budget::Budget;
 use super::output::Found;
+use super::unsaved::{self, Unsaved};
 use super::walk::{self, Root, path_order};
 use crate::error::{Error, ErrorKind};
 
@@ -16,11 +18,20 @@ use crate::error::{Error, ErrorKind};
 /// pattern like `**/*` over a huge tree stays a usable answer.
 pub const GLOB_CAP: usize = 100_000;
 
+/// One listed file: its root, its components below the root, and
+/// whether it exists only as an unsaved buffer.
+type Hit = (usize, Vec<String>, bool);
+
 /// Every file under ROOTS matching PATTERN, in path order, up to
-/// [`GLOB_CAP`].
-pub fn glob_lines(roots: &[Root], pattern: &str, budget: &Budget) -> Result<Found, Error> {
+/// [`GLOB_CAP`], with the new files of UNSAVED among them.
+pub fn glob_lines(
+    roots: &[Root],
+    pattern: &str,
+    unsaved: &Unsaved,
+    budget: &Budget,
+) -> Result<Found, Error> {
     walk::check_pattern("pattern", pattern)?;
-    let hits: Mutex<Vec<(usize, Vec<String>)>> = Mutex::new(Vec::new());
+    let hits: Mutex<Vec<Hit>> = Mutex::new(Vec::new());
     let count = AtomicUsize::new(0);
     let full = || count.load(Ordering::Relaxed) >= GLOB_CAP;
     for (index, root) in roots.iter().enumerate() {
@@ -37,17 +48,28 @@ pub fn glob_lines(roots: &[Root], pattern: &str, budget: &Budget) -> Result<Foun
             };
             if ov.matched(&logical, false).is_whitelist() {
                 let rel = root.rel(file);
-                lock(&hits).push((index, rel));
+                lock(&hits).push((index, rel, false));
                 count.fetch_add(1, Ordering::Relaxed);
             }
             continue;
+        }
+        let ov = walk::overrides(&root.base, "pattern", Some(pattern))?;
+        if let Some(located) = unsaved.locate(root) {
+            for (truename, _) in unsaved.new_files() {
+                if let Some((path, rel)) = located.walked(truename)
+                    && ov.matched(&path, false).is_whitelist()
+                    && unsaved::admits(root, &path, &rel, &ov, None, false)
+                {
+                    lock(&hits).push((index, rel, true));
+                    count.fetch_add(1, Ordering::Relaxed);
+                }
+            }
         }
         let prefix = walk::literal_prefix(pattern);
         let Some(start) = walk::narrowed_start(&root.base, &prefix, "pattern")? else {
             continue;
         };
         let mut builder = walk::walker(&start, false, &root.filter);
-        let ov = walk::overrides(&root.base, "pattern", Some(pattern))?;
         if root.filter.maps_compressed() {
             walk::logical_selection(&mut builder, ov, None);
         } else {
@@ -65,7 +87,7 @@ pub fn glob_lines(roots: &[Root], pattern: &str, budget: &Budget) -> Result<Foun
                     let rel = root.logical_rel(entry.path());
                     let name = rel.last().map(String::as_str).unwrap_or("");
                     if root.filter.admits(name, rel.len()) {
-                        lock(&hits).push((index, rel));
+                        lock(&hits).push((index, rel, false));
                         count.fetch_add(1, Ordering::Relaxed);
                     }
                 }
@@ -79,14 +101,25 @@ pub fn glob_lines(roots: &[Root], pattern: &str, budget: &Budget) -> Result<Foun
     let mut hits = hits
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    hits.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| path_order(&a.1, &b.1)));
+    hits.sort_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then_with(|| path_order(&a.1, &b.1))
+            .then(a.2.cmp(&b.2))
+    });
+    // A buffer's file written since Lisp looked is listed once, as a file.
+    hits.dedup_by(|later, first| later.0 == first.0 && later.1 == first.1);
     let capped = hits.len() >= GLOB_CAP;
     hits.truncate(GLOB_CAP);
     let mut found = Found::default();
-    for (i, rel) in hits {
+    for (i, rel, new) in hits {
         match &roots[i].file {
             Some((_, name)) => found.push(name, false),
-            None => found.push(&roots[i].display(&rel), false),
+            None => found.push_with(false, |buf| {
+                buf.push_str(&roots[i].display(&rel));
+                if new {
+                    buf.push_str(unsaved::NEW);
+                }
+            }),
         }
     }
     if found.is_empty() {

@@ -9,9 +9,12 @@ use grep_searcher::{
     BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch,
 };
 use ignore::WalkState;
+use ignore::overrides::Override;
+use ignore::types::Types;
 
 use super::budget::{Budget, BudgetReader};
 use super::output::Found;
+use super::unsaved::{self, Unsaved};
 use super::walk::{self, Root, path_order};
 use crate::error::{Error, ErrorKind};
 use crate::resource::gzlog;
@@ -180,12 +183,21 @@ struct FileHits {
     display: String,
     out: Found,
     count: u64,
+    /// Said after the file's name: how its text is not the disk copy.
+    mark: &'static str,
 }
 
-/// Search the file at PATH (the uncompressed text of a COMPRESSED log).
+/// What one searched file's text comes from.
+enum Source<'a> {
+    /// The file at a path (the uncompressed text of a compressed log).
+    Disk(&'a std::path::Path, bool),
+    /// A modified Emacs buffer's text.
+    Buffer(&'a [u8]),
+}
+
+/// Search the text of SOURCE, named DISPLAY.
 fn search_file(
-    path: &std::path::Path,
-    compressed: bool,
+    source: Source<'_>,
     display: &str,
     matcher: &RegexMatcher,
     searcher: &mut Searcher,
@@ -201,12 +213,16 @@ fn search_file(
         count: 0,
         binary: false,
     };
-    let result = if compressed {
-        let inner = gzlog::open(path, gzlog::INFLATE_LIMIT).ok()?;
-        searcher.search_reader(matcher, BudgetReader { inner, budget }, &mut sink)
-    } else {
-        let inner = crate::resource::read::open_regular(path).ok()?;
-        searcher.search_reader(matcher, BudgetReader { inner, budget }, &mut sink)
+    let result = match source {
+        Source::Disk(path, true) => {
+            let inner = gzlog::open(path, gzlog::INFLATE_LIMIT).ok()?;
+            searcher.search_reader(matcher, BudgetReader { inner, budget }, &mut sink)
+        }
+        Source::Disk(path, false) => {
+            let inner = crate::resource::read::open_regular(path).ok()?;
+            searcher.search_reader(matcher, BudgetReader { inner, budget }, &mut sink)
+        }
+        Source::Buffer(text) => searcher.search_slice(matcher, text, &mut sink),
     };
     if sink.binary || sink.count == 0 {
         return None;
@@ -218,20 +234,45 @@ fn search_file(
     Some((sink.out, sink.count))
 }
 
-fn walk_root(
-    root: &Root,
-    index: usize,
-    opts: &Options,
-    matcher: &RegexMatcher,
-    budget: &Budget,
-    hits: &Mutex<Vec<FileHits>>,
-) -> Result<(), Error> {
+/// The source of the file at PATH: the buffer standing in for it, when
+/// LOCATED finds one, else the disk.
+fn source<'a>(
+    path: &'a std::path::Path,
+    compressed: bool,
+    located: Option<&unsaved::Located>,
+    unsaved: &'a Unsaved,
+) -> (Source<'a>, &'static str) {
+    match located.filter(|_| !compressed) {
+        Some(l) => match unsaved.get(&l.truename_of(path)) {
+            Some(b) => (Source::Buffer(&b.text), b.mark()),
+            None => (Source::Disk(path, false), ""),
+        },
+        None => (Source::Disk(path, compressed), ""),
+    }
+}
+
+/// Where one search's hits go and what it searches with.
+struct Run<'a> {
+    opts: &'a Options,
+    matcher: &'a RegexMatcher,
+    unsaved: &'a Unsaved,
+    budget: &'a Budget,
+    hits: &'a Mutex<Vec<FileHits>>,
+}
+
+fn walk_root(root: &Root, index: usize, run: &Run<'_>) -> Result<(), Error> {
+    let Run {
+        opts,
+        matcher,
+        unsaved,
+        budget,
+        hits,
+    } = *run;
+    let located = unsaved.locate(root);
     if let Some((file, display)) = &root.file {
         let mut s = searcher(opts);
-        let compressed = root.compressed(file);
-        if let Some((out, count)) =
-            search_file(file, compressed, display, matcher, &mut s, opts, budget)
-        {
+        let (src, mark) = source(file, root.compressed(file), located.as_ref(), unsaved);
+        if let Some((out, count)) = search_file(src, display, matcher, &mut s, opts, budget) {
             push(
                 hits,
                 FileHits {
@@ -240,6 +281,7 @@ fn walk_root(
                     display: display.clone(),
                     out,
                     count,
+                    mark,
                 },
             );
         }
@@ -248,12 +290,16 @@ fn walk_root(
     let mut builder = walk::walker(&root.base, true, &root.filter);
     let ov = walk::overrides(&root.base, "glob", opts.glob.as_deref())?;
     let types = walk::types(opts.file_type.as_deref())?;
+    if let Some(l) = &located {
+        search_new_files(root, index, run, l, (&ov, &types));
+    }
     if root.filter.maps_compressed() {
         walk::logical_selection(&mut builder, ov, Some(types));
     } else {
         builder.overrides(ov);
         builder.types(types);
     }
+    let located = located.as_ref();
     builder.build_parallel().run(|| {
         let mut s = searcher(opts);
         let matcher = matcher.clone();
@@ -274,15 +320,8 @@ fn walk_root(
             }
             let display = root.display(&rel);
             let compressed = root.compressed(entry.path());
-            if let Some((out, count)) = search_file(
-                entry.path(),
-                compressed,
-                &display,
-                &matcher,
-                &mut s,
-                opts,
-                budget,
-            ) {
+            let (src, mark) = source(entry.path(), compressed, located, unsaved);
+            if let Some((out, count)) = search_file(src, &display, &matcher, &mut s, opts, budget) {
                 push(
                     hits,
                     FileHits {
@@ -291,6 +330,7 @@ fn walk_root(
                         display,
                         out,
                         count,
+                        mark,
                     },
                 );
             }
@@ -298,6 +338,44 @@ fn walk_root(
         })
     });
     Ok(())
+}
+
+/// Search the buffers of ROOT's files that do not exist yet, which the
+/// walk cannot meet, when the walk would have searched them (OV and
+/// TYPES are its filters).
+fn search_new_files(
+    root: &Root,
+    index: usize,
+    run: &Run<'_>,
+    located: &unsaved::Located,
+    (ov, types): (&Override, &Types),
+) {
+    let mut s = searcher(run.opts);
+    for (truename, buffer) in run.unsaved.new_files() {
+        let Some((path, rel)) = located.walked(truename) else {
+            continue;
+        };
+        if !unsaved::admits(root, &path, &rel, ov, Some(types), true) {
+            continue;
+        }
+        let display = root.display(&rel);
+        let src = Source::Buffer(&buffer.text);
+        if let Some((out, count)) =
+            search_file(src, &display, run.matcher, &mut s, run.opts, run.budget)
+        {
+            push(
+                run.hits,
+                FileHits {
+                    rel,
+                    root: index,
+                    display,
+                    out,
+                    count,
+                    mark: buffer.mark(),
+                },
+            );
+        }
+    }
 }
 
 fn push(hits: &Mutex<Vec<FileHits>>, h: FileHits) {
@@ -349,30 +427,55 @@ fn render(mut hits: Vec<FileHits>, opts: &Options) -> Found {
     let context = opts.before > 0 || opts.after > 0;
     for h in hits {
         match opts.mode {
-            Mode::FilesWithMatches => found.push(&h.display, false),
+            Mode::FilesWithMatches => found.push_with(false, |buf| {
+                buf.push_str(&h.display);
+                buf.push_str(h.mark);
+            }),
             Mode::Count => found.push_with(false, |buf| {
                 buf.push_str(&h.display);
                 buf.push(':');
                 push_number(buf, h.count);
+                buf.push_str(h.mark);
             }),
+            // A buffer's lines follow one line naming it and its mark.
+            Mode::Content if !h.mark.is_empty() => {
+                found.push_with(context, |buf| {
+                    buf.push_str(&h.display);
+                    buf.push_str(h.mark);
+                });
+                found.append(h.out, false);
+            }
             Mode::Content => found.append(h.out, context),
         }
     }
     found
 }
 
-/// Search ROOTS and return every output line, unpaged.
-pub fn grep_lines(roots: &[Root], opts: &Options, budget: &Budget) -> Result<Found, Error> {
+/// Search ROOTS, with the buffers of UNSAVED standing in for their
+/// files, and return every output line, unpaged.
+pub fn grep_lines(
+    roots: &[Root],
+    opts: &Options,
+    unsaved: &Unsaved,
+    budget: &Budget,
+) -> Result<Found, Error> {
     if opts.pattern.is_empty() {
         return Err(fail("Grep: `pattern` must not be empty".into()));
     }
     let matcher = matcher(opts)?;
     let hits = Mutex::new(Vec::new());
+    let run = Run {
+        opts,
+        matcher: &matcher,
+        unsaved,
+        budget,
+        hits: &hits,
+    };
     for (i, root) in roots.iter().enumerate() {
         if budget.stop() {
             break;
         }
-        walk_root(root, i, opts, &matcher, budget, &hits)?;
+        walk_root(root, i, &run)?;
     }
     if budget.cancelled() {
         return Err(fail("Grep was cancelled".into()));

@@ -21,6 +21,13 @@ pub enum ReadTarget {
     Attempt(Arc<Attempt>),
     /// An ordinary path and how the caller spelled it.
     Path(PathBuf, String),
+    /// The text of a modified Emacs buffer standing in for the file
+    /// spelled DISPLAY, and whether that file is new.
+    Buffer {
+        text: Vec<u8>,
+        display: String,
+        new: bool,
+    },
 }
 
 pub enum Job {
@@ -43,6 +50,9 @@ pub fn run(job: &Job, budget: &Budget) -> Result<Datum, Error> {
             let text = match target {
                 ReadTarget::Attempt(a) => read::read_attempt(a, req)?,
                 ReadTarget::Path(path, display) => read::read_path(path, display, req)?,
+                ReadTarget::Buffer { text, display, new } => {
+                    read::read_buffer(text, display, *new, req)?
+                }
             };
             Ok(Datum::plist([("text", Datum::Str(text))]))
         }

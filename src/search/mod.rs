@@ -5,7 +5,8 @@
 //! - [`grep`] and [`glob`]: the two searches, each with its own sink;
 //! - [`output`]: `offset`/`head_limit` pages and result notes;
 //! - [`budget`]: cancellation and the time limit (partial results);
-//! - [`jobs`]: background runs answered through the event channel.
+//! - [`jobs`]: background runs answered through the event channel;
+//! - [`unsaved`]: the text of files with unsaved changes in Emacs.
 //!
 //! Resource attempts become [`Plan`]s here, so a search over
 //! `work://` or `mevedel://` names its results by address and never
@@ -16,6 +17,7 @@ pub mod glob;
 pub mod grep;
 pub mod jobs;
 pub mod output;
+pub mod unsaved;
 pub mod walk;
 
 #[cfg(test)]
@@ -32,13 +34,15 @@ pub struct Plan {
     pub roots: Vec<Root>,
     /// Said when no root had anything to search (e.g. no memory roots).
     pub none_note: Option<String>,
+    /// Modified Emacs buffers standing in for their files.
+    pub unsaved: unsaved::Unsaved,
 }
 
 impl Plan {
     pub fn ordinary(root: Root) -> Plan {
         Plan {
             roots: vec![root],
-            none_note: None,
+            ..Plan::default()
         }
     }
 
@@ -118,6 +122,7 @@ impl Plan {
         Ok(Plan {
             roots,
             none_note: none_note.clone(),
+            ..Plan::default()
         })
     }
 }
@@ -128,7 +133,7 @@ pub fn grep(
     opts: &grep::Options,
     budget: &budget::Budget,
 ) -> Result<output::Page, Error> {
-    let mut found = grep::grep_lines(&plan.roots, opts, budget)?;
+    let mut found = grep::grep_lines(&plan.roots, opts, &plan.unsaved, budget)?;
     if found.is_empty()
         && let Some(n) = &plan.none_note
     {
@@ -144,7 +149,7 @@ pub fn grep(
 
 /// Run Glob over PLAN.
 pub fn glob(plan: &Plan, pattern: &str, budget: &budget::Budget) -> Result<output::Page, Error> {
-    let mut found = glob::glob_lines(&plan.roots, pattern, budget)?;
+    let mut found = glob::glob_lines(&plan.roots, pattern, &plan.unsaved, budget)?;
     if found.is_empty()
         && let Some(n) = &plan.none_note
     {

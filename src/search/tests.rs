@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use super::budget::Budget;
 use super::grep::{Mode, Options};
+use super::unsaved::Unsaved;
 use super::{Plan, Root};
 
 fn write(p: &Path, bytes: &[u8]) {
@@ -103,14 +104,26 @@ fn root(tree: &Path) -> Root {
 }
 
 fn ours_grep(tree: &Path, opts: &Options) -> Vec<String> {
-    let found = super::grep::grep_lines(&[root(tree)], opts, &Budget::unlimited()).unwrap();
+    let found = super::grep::grep_lines(
+        &[root(tree)],
+        opts,
+        &Unsaved::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     let mut lines: Vec<String> = found.lines().map(str::to_string).collect();
     lines.sort();
     lines
 }
 
 fn ours_glob(tree: &Path, pattern: &str) -> Vec<String> {
-    let found = super::glob::glob_lines(&[root(tree)], pattern, &Budget::unlimited()).unwrap();
+    let found = super::glob::glob_lines(
+        &[root(tree)],
+        pattern,
+        &Unsaved::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     let mut lines: Vec<String> = found.lines().map(str::to_string).collect();
     lines.sort();
     lines
@@ -310,10 +323,10 @@ fn glob_patterns_are_checked_and_narrowed() {
     let tree = dir.join("tree");
     let b = Budget::unlimited();
     for bad in ["/etc/*", "../*", "sub/../../x", "~/x"] {
-        let e = super::glob::glob_lines(&[root(&tree)], bad, &b).err();
+        let e = super::glob::glob_lines(&[root(&tree)], bad, &Unsaved::default(), &b).err();
         assert!(e.is_some(), "{bad} accepted");
     }
-    let e = super::glob::glob_lines(&[root(&tree)], "dirlink_out/**", &b)
+    let e = super::glob::glob_lines(&[root(&tree)], "dirlink_out/**", &Unsaved::default(), &b)
         .err()
         .map(|e| e.message)
         .unwrap_or_default();
@@ -322,14 +335,14 @@ fn glob_patterns_are_checked_and_narrowed() {
     // A link inside the root is simply not followed; a missing qualified
     // directory is an ordinary no-match.
     for none in ["dirlink_in/**", "missing/dir/*.el"] {
-        let found = super::glob::glob_lines(&[root(&tree)], none, &b).unwrap();
+        let found = super::glob::glob_lines(&[root(&tree)], none, &Unsaved::default(), &b).unwrap();
         assert!(found.is_empty(), "{none}");
     }
     let grep_bad = Options {
         glob: Some("../*".into()),
         ..opts("x", Mode::Content)
     };
-    assert!(super::grep::grep_lines(&[root(&tree)], &grep_bad, &b).is_err());
+    assert!(super::grep::grep_lines(&[root(&tree)], &grep_bad, &Unsaved::default(), &b).is_err());
 }
 
 #[test]
@@ -338,12 +351,23 @@ fn explicit_paths_select_ignored_content() {
     let tree = dir.join("tree");
     let b = Budget::unlimited();
     let file = Root::ordinary(&tree.join("ignored.txt"), "ignored.txt");
-    let found = super::grep::grep_lines(&[file], &opts("defun", Mode::Content), &b).unwrap();
+    let found = super::grep::grep_lines(
+        &[file],
+        &opts("defun", Mode::Content),
+        &Unsaved::default(),
+        &b,
+    )
+    .unwrap();
     assert_eq!(found.len(), 1);
     assert_eq!(found.line(0), "ignored.txt:1:defun ignored");
     let build = Root::ordinary(&tree.join("build"), "build");
-    let found =
-        super::grep::grep_lines(&[build], &opts("defun", Mode::FilesWithMatches), &b).unwrap();
+    let found = super::grep::grep_lines(
+        &[build],
+        &opts("defun", Mode::FilesWithMatches),
+        &Unsaved::default(),
+        &b,
+    )
+    .unwrap();
     assert_eq!(found.lines().collect::<Vec<_>>(), ["build/out.el"]);
 }
 
@@ -439,9 +463,13 @@ fn long_lines_are_previewed_with_a_read_continuation() {
         format!("{}defun{}\n", "x".repeat(3000), "y".repeat(10)).as_bytes(),
     );
     let file = Root::ordinary(&tree.join("min.js"), "min.js");
-    let found =
-        super::grep::grep_lines(&[file], &opts("defun", Mode::Content), &Budget::unlimited())
-            .unwrap();
+    let found = super::grep::grep_lines(
+        &[file],
+        &opts("defun", Mode::Content),
+        &Unsaved::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     let line = found.line(0);
     assert!(line.starts_with("min.js:1:xxx"));
     assert!(
@@ -462,7 +490,13 @@ fn glob_stops_at_its_cap_and_says_so() {
             fs::File::create(dir.join(format!("f{f:03}"))).unwrap();
         }
     }
-    let found = super::glob::glob_lines(&[root(&tree)], "**/*", &Budget::unlimited()).unwrap();
+    let found = super::glob::glob_lines(
+        &[root(&tree)],
+        "**/*",
+        &Unsaved::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     assert_eq!(found.lines().count(), super::glob::GLOB_CAP);
     assert!(
         found
@@ -481,7 +515,13 @@ fn walks_from_the_root_skip_kernel_file_systems() {
         Arc::new(AtomicBool::new(false)),
         Some(Duration::from_secs(5)),
     );
-    let found = super::glob::glob_lines(&[root(Path::new("/"))], "**/status", &b).unwrap();
+    let found = super::glob::glob_lines(
+        &[root(Path::new("/"))],
+        "**/status",
+        &Unsaved::default(),
+        &b,
+    )
+    .unwrap();
     assert!(
         !found
             .lines()
@@ -492,6 +532,7 @@ fn walks_from_the_root_skip_kernel_file_systems() {
     let found = super::glob::glob_lines(
         &[root(Path::new("/proc/1"))],
         "status",
+        &Unsaved::default(),
         &Budget::unlimited(),
     )
     .unwrap();
@@ -500,4 +541,98 @@ fn walks_from_the_root_skip_kernel_file_systems() {
         "{:?}",
         found.lines().collect::<Vec<_>>()
     );
+}
+
+#[test]
+fn unsaved_buffers_stand_in_for_their_files() {
+    use super::unsaved::{Buffer, CHANGED, NEW};
+    let tree = fixture("unsaved").join("tree");
+    let t = crate::resource::contain::truename(&tree);
+    let buffer = |rel: &str, text: &str, new: bool| {
+        (
+            t.join(rel),
+            Buffer {
+                text: text.as_bytes().to_vec(),
+                new,
+            },
+        )
+    };
+    let unsaved = Unsaved::new([
+        buffer("a.el", "added\nlines\n(defun alpha-edited ())\n", false),
+        buffer("sub/new.el", "(defun fresh ())\n", true),
+        buffer("new.log", "(defun ignored-log ())\n", true),
+        buffer("build/n.el", "(defun ignored-dir ())\n", true),
+        buffer(".git/n.el", "(defun in-vcs ())\n", true),
+    ]);
+    let b = Budget::unlimited();
+    let run = |mode| {
+        let found =
+            super::grep::grep_lines(&[root(&tree)], &opts("defun", mode), &unsaved, &b).unwrap();
+        found.lines().map(str::to_string).collect::<Vec<_>>()
+    };
+    let content = run(Mode::Content);
+    let at = |l: &str| content.iter().position(|c| c == l);
+    let head = at(&format!("a.el{CHANGED}")).expect("a.el's heading");
+    assert_eq!(at("a.el:3:(defun alpha-edited ())"), Some(head + 1));
+    assert!(at("a.el:2:(defun alpha ()").is_none(), "{content:?}");
+    assert!(at(&format!("sub/new.el{NEW}")).is_some(), "{content:?}");
+    assert!(at("sub/new.el:1:(defun fresh ())").is_some());
+    for hidden in ["ignored-log", "ignored-dir", "in-vcs"] {
+        assert!(!content.iter().any(|l| l.contains(hidden)), "{hidden}");
+    }
+    // Lines of files without buffers are the disk's, as rg sees them.
+    assert!(at("sub/c.el:3:(defun c1 ()").is_some());
+    let files = run(Mode::FilesWithMatches);
+    assert!(files.contains(&format!("a.el{CHANGED}")), "{files:?}");
+    assert!(files.contains(&format!("sub/new.el{NEW}")), "{files:?}");
+    assert!(files.contains(&"sub/c.el".to_string()));
+    assert!(run(Mode::Count).contains(&format!("a.el:1{CHANGED}")));
+    // A single file is searched as its buffer, new or not.
+    let file = Root::ordinary(&tree.join("a.el"), "a.el");
+    let found =
+        super::grep::grep_lines(&[file], &opts("alpha", Mode::Content), &unsaved, &b).unwrap();
+    assert_eq!(
+        found.lines().collect::<Vec<_>>(),
+        [
+            format!("a.el{CHANGED}").as_str(),
+            "a.el:3:(defun alpha-edited ())"
+        ]
+    );
+    // Glob lists new buffers by name, ignore files aside, VCS not.
+    let listed = super::glob::glob_lines(&[root(&tree)], "**/*.el", &unsaved, &b).unwrap();
+    let listed: Vec<&str> = listed.lines().collect();
+    assert!(listed.contains(&format!("sub/new.el{NEW}").as_str()));
+    assert!(listed.contains(&format!("build/n.el{NEW}").as_str()));
+    assert!(listed.contains(&"a.el"), "{listed:?}");
+    assert!(!listed.iter().any(|l| l.contains(".git/")));
+    assert_eq!(listed.len(), ours_glob(&tree, "**/*.el").len() + 2);
+}
+
+#[test]
+fn read_pages_a_buffer_like_a_file_and_says_whose_text_it_is() {
+    use crate::resource::page::PageRequest;
+    use crate::resource::read::read_buffer;
+    let req = PageRequest {
+        offset: Some(2),
+        limit: Some(1),
+        char_offset: None,
+    };
+    let out = read_buffer(b"one\ntwo\nthree\n", "f.txt", false, &req).unwrap();
+    assert!(out.starts_with("(unsaved changes in Emacs: "), "{out}");
+    assert!(out.contains("\n     2\ttwo\n"), "{out}");
+    assert!(out.contains("Showing lines 2-2 of 3"), "{out}");
+    let new = read_buffer(b"x\n", "n.txt", true, &PageRequest::default()).unwrap();
+    assert!(new.starts_with("(unsaved new buffer in Emacs: "), "{new}");
+    let past = PageRequest {
+        offset: Some(9),
+        ..PageRequest::default()
+    };
+    let e = read_buffer(b"x\n", "n.txt", false, &past).expect_err("past the end");
+    assert!(
+        e.message.contains("unsaved changes in Emacs"),
+        "{}",
+        e.message
+    );
+    let e = read_buffer(b"a\0b", "b.bin", false, &PageRequest::default()).expect_err("binary");
+    assert!(e.message.contains("binary"), "{}", e.message);
 }
