@@ -148,7 +148,8 @@ ROOT when ID is non-nil (see `mevedel-session-saved')."
                (session (mevedel-session-create :workspace root :id id)))
           (setf (mevedel-session-permission-mode session) mevedel-permissions-mode
                 (mevedel-chat-session chat) session
-                (mevedel-chat-data-buffer chat) (mevedel-chat--make-data-buffer chat))
+                (mevedel-chat-data-buffer chat) (mevedel-chat--make-data-buffer chat)
+                (mevedel-session-conversation session) (mevedel-chat-data-buffer chat))
           (puthash root chat mevedel-chat--chats)
           (when id (mevedel-chat--resume chat))
           chat))))

@@ -79,6 +79,10 @@ signals an error instead."
                   (id attempt path display options timeout-ms unsaved))
 (declare-function mevedel-core--search-glob "ext:mevedel-dyn"
                   (id attempt path display pattern timeout-ms new-files))
+(declare-function mevedel-core--resource-read-text "ext:mevedel-dyn"
+                  (id text display offset limit char-offset))
+(declare-function mevedel-core--search-grep-texts "ext:mevedel-dyn"
+                  (id texts options timeout-ms))
 (declare-function mevedel-core--search-cancel "ext:mevedel-dyn" (id))
 (declare-function mevedel-core--search-running "ext:mevedel-dyn" ())
 (declare-function mevedel-core--sandbox-probe "ext:mevedel-dyn"
@@ -574,18 +578,37 @@ CALLBACK gets `ok' and (:text :total :shown :partial), or `error' and
 \(ERROR-SYMBOL MESSAGE).  Return the request id, for
 `mevedel-core-search-cancel'."
   (let ((path (and (stringp target) target))
-        (opts (list (plist-get options :pattern) (plist-get options :glob)
-                    (plist-get options :type) (plist-get options :output-mode)
-                    (plist-get options :before) (plist-get options :after)
-                    (plist-get options :case-insensitive)
-                    (plist-get options :line-numbers)
-                    (plist-get options :multiline)
-                    (plist-get options :head-limit) (plist-get options :offset))))
+        (opts (mevedel-core--grep-options options)))
     (mevedel-core-request
      (lambda (id)
        (mevedel-core--search-grep id (and (not path) target) path display opts timeout-ms
                                   unsaved))
      callback)))
+
+(defun mevedel-core--grep-options (options)
+  "Return the module's list of Grep options for the plist OPTIONS."
+  (mapcar (lambda (key) (plist-get options key))
+          '(:pattern :glob :type :output-mode :before :after :case-insensitive
+                     :line-numbers :multiline :head-limit :offset)))
+
+(defun mevedel-core-resource-read-text (text display page callback)
+  "Read TEXT, a document of mevedel's own named DISPLAY, in pages like a file.
+PAGE and CALLBACK are as in `mevedel-core-resource-read'.  Return the
+request id."
+  (mevedel-core-request
+   (lambda (id)
+     (mevedel-core--resource-read-text id text display (plist-get page :offset)
+                                       (plist-get page :limit) (plist-get page :char-offset)))
+   callback))
+
+(defun mevedel-core-search-grep-texts (texts options timeout-ms callback)
+  "Grep TEXTS, a list of (ADDRESS . TEXT) documents, in the background.
+Each is searched as one file named ADDRESS.  OPTIONS, TIMEOUT-MS and
+CALLBACK are as in `mevedel-core-search-grep'.  Return the request id."
+  (mevedel-core-request
+   (lambda (id)
+     (mevedel-core--search-grep-texts id texts (mevedel-core--grep-options options) timeout-ms))
+   callback))
 
 (defun mevedel-core-search-glob (target display pattern timeout-ms callback
                                         &optional new-files)

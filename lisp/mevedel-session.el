@@ -54,7 +54,10 @@
   (permission-answers (make-hash-table :test #'equal) :read-only t)
   ;; Function of (CONTEXT ANSWER) asking the user about a call, or nil
   ;; when nobody can be asked.
-  prompter)
+  prompter
+  ;; The buffer of the session's main conversation (history://root),
+  ;; or nil.
+  conversation)
 
 (defvar mevedel-session--live (make-hash-table :test #'equal :weakness 'value)
   "Sessions by ID, while something holds them.")

@@ -41,7 +41,9 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'mevedel-core)
+(require 'mevedel-history)
 (require 'mevedel-resource)
+(require 'mevedel-session)
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-render)
 
@@ -164,6 +166,24 @@ says the file does not exist.  Return nil when
   "Return the truenames of the new files among UNSAVED, for Glob."
   (cl-loop for (_ truename new) in unsaved when new collect truename))
 
+;;;; Conversations (history://)
+
+(defun mevedel-tool-fs--documents (target tool)
+  "Return the conversation documents TARGET names for TOOL, or nil.
+TARGET is what `mevedel-tool-fs--target' returned: only a prepared
+history:// attempt names documents (see `mevedel-history-documents')."
+  (unless (stringp target)
+    (let ((facts (mevedel-core-resource-attempt-facts target)))
+      (when (and (equal (plist-get facts :scheme) "history") (plist-get facts :available)
+                 ;; The bare listing is text the module has already.
+                 (not (equal (plist-get facts :canonical) "history://")))
+        (unless (mevedel-session-p mevedel-session-current)
+          (signal 'mevedel-core-resource-error
+                  (list (format "%s is unavailable outside a mevedel session"
+                                (plist-get facts :canonical)))))
+        (or (mevedel-history-documents (plist-get facts :canonical) mevedel-session-current tool)
+            (list (cons (plist-get facts :canonical) "")))))))
+
 ;;;; Running
 
 (defun mevedel-tool-fs--run (callback start)
@@ -210,10 +230,20 @@ Return a function that cancels the read."
    callback
    (lambda ()
      (pcase-let* ((`(,target . ,display) (mevedel-tool-fs--target "Read" :file_path args))
+                  (documents (mevedel-tool-fs--documents target "Read"))
                   (copy (and (stringp target) (file-remote-p target)
                              (mevedel-tool-fs--remote-copy target display)))
-                  (`(,buffer ,_ ,new) (car (mevedel-tool-fs--unsaved target t))))
-       (mevedel-tool-fs--run
+                  (`(,buffer ,_ ,new) (and (not documents)
+                                           (car (mevedel-tool-fs--unsaved target t))))
+                  (page (list :offset (mevedel-tool-fs--value args :offset)
+                              :limit (mevedel-tool-fs--value args :limit)
+                              :char-offset (mevedel-tool-fs--value args :char_offset))))
+       (if documents
+           (mevedel-tool-fs--run
+            callback (lambda (reply)
+                       (mevedel-core-resource-read-text (cdar documents) (caar documents)
+                                                        page reply)))
+         (mevedel-tool-fs--run
         (if copy
             (lambda (result)
               (delete-file copy)
@@ -221,12 +251,8 @@ Return a function that cancels the read."
           callback)
         (lambda (reply)
           (mevedel-core-resource-read
-           (or copy target) display
-           (list :offset (mevedel-tool-fs--value args :offset)
-                 :limit (mevedel-tool-fs--value args :limit)
-                 :char-offset (mevedel-tool-fs--value args :char_offset))
-           reply
-           (and buffer (cons (mevedel-tool-fs--buffer-text buffer) new)))))))))
+           (or copy target) display page reply
+           (and buffer (cons (mevedel-tool-fs--buffer-text buffer) new))))))))))
 
 (defun mevedel-tool-fs--search (tool search query unsaved callback args)
   "Run the module's SEARCH for TOOL below the :path in ARGS; call CALLBACK.
@@ -238,13 +264,31 @@ a function that cancels the search."
   (mevedel-tool-fs--guard
    callback
    (lambda ()
-     (pcase-let* ((`(,target . ,display) (mevedel-tool-fs--target tool :path args))
-                  (buffers (funcall unsaved (mevedel-tool-fs--unsaved target nil))))
-       (mevedel-tool-fs--run
-        callback
-        (lambda (reply)
-          (funcall search target display (funcall query args)
-                   (mevedel-tool-fs--timeout-ms) reply buffers)))))))
+     (pcase-let ((`(,target . ,display) (mevedel-tool-fs--target tool :path args)))
+       (if-let* ((documents (mevedel-tool-fs--documents target tool)))
+           (mevedel-tool-fs--run
+            callback (lambda (reply)
+                       (mevedel-tool-fs--search-documents tool documents (funcall query args)
+                                                          reply)))
+         (let ((buffers (funcall unsaved (mevedel-tool-fs--unsaved target nil))))
+           (mevedel-tool-fs--run
+            callback
+            (lambda (reply)
+              (funcall search target display (funcall query args)
+                       (mevedel-tool-fs--timeout-ms) reply buffers)))))))))
+
+(defun mevedel-tool-fs--search-documents (tool documents query reply)
+  "Run TOOL's QUERY over conversation DOCUMENTS; REPLY gets the outcome.
+Grep searches their text; Glob lists the addresses whose last part
+matches the pattern.  Return the request id, or nil when done here."
+  (if (equal tool "Grep")
+      (mevedel-core-search-grep-texts documents query (mevedel-tool-fs--timeout-ms) reply)
+    (let* ((regexp (wildcard-to-regexp (file-name-nondirectory query)))
+           (names (cl-loop for (address . _) in documents
+                           when (string-match-p regexp (file-name-nondirectory address))
+                           collect address)))
+      (funcall reply 'ok (list :text (if names (string-join names "\n") "No files found")))
+      nil)))
 
 (defun mevedel-tool-fs--glob-pattern (args)
   "Return the module's Glob pattern for tool ARGS."
@@ -275,6 +319,7 @@ Return a function that cancels the search."
 
 (defun mevedel-tool-fs-grep (callback args)
   "Search file contents for :pattern as ARGS say; call CALLBACK.
+Conversations (history://) are searched as their Read projection.
 Return a function that cancels the search."
   (mevedel-tool-fs--search "Grep" #'mevedel-core-search-grep #'mevedel-tool-fs--grep-options
                            #'mevedel-tool-fs--grep-unsaved callback args))

@@ -44,7 +44,7 @@ fn unsaved_of(env: &Env, list: Value<'_>) -> Result<Unsaved> {
         let rest = item.cdr::<Value>()?;
         let text = buffer_text(env, rest.car()?)?;
         let new = rest.cdr::<Value>()?.car::<Value>()?.is_not_nil();
-        out.push((PathBuf::from(truename), Buffer { text, new }));
+        out.push((PathBuf::from(truename), Buffer::of_file(text, new)));
     }
     Ok(Unsaved::new(out))
 }
@@ -146,6 +146,71 @@ fn resource_read(
     })
 }
 
+/// The Grep options of OPTIONS, a list (PATTERN GLOB TYPE MODE BEFORE
+/// AFTER CASE-INSENSITIVE LINE-NUMBERS MULTILINE HEAD-LIMIT OFFSET).
+fn grep_options(env: &Env, options: Value<'_>) -> Result<Options> {
+    let mut o = Vec::new();
+    let mut rest = options;
+    while rest.is_not_nil() {
+        o.push(rest.car::<Value>()?);
+        rest = rest.cdr()?;
+    }
+    if o.len() != 11 {
+        return Err(Error::new(
+            ErrorKind::Internal,
+            "search-grep: OPTIONS needs 11 items",
+        ))
+        .or_signal(env);
+    }
+    let s = |v: Value| -> Result<Option<String>> {
+        if v.is_not_nil() {
+            Ok(Some(v.into_rust()?))
+        } else {
+            Ok(None)
+        }
+    };
+    let n = |v: Value| -> Result<i64> { if v.is_not_nil() { v.into_rust() } else { Ok(0) } };
+    let mode_name = s(o[3])?.unwrap_or_else(|| "files_with_matches".into());
+    let mode = Mode::from_name(&mode_name)
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::Search,
+                format!(
+                    "Grep: unknown output_mode `{mode_name}` (content, files_with_matches, count)"
+                ),
+            )
+        })
+        .or_signal(env)?;
+    let mut nums = [0usize; 4];
+    for (slot, (i, field)) in
+        nums.iter_mut()
+            .zip([(4, "-B"), (5, "-A"), (9, "head_limit"), (10, "offset")])
+    {
+        let v = n(o[i])?;
+        if v < 0 {
+            return Err(Error::new(
+                ErrorKind::Search,
+                format!("Grep: `{field}` must not be negative (got {v})"),
+            ))
+            .or_signal(env);
+        }
+        *slot = v as usize;
+    }
+    Ok(Options {
+        pattern: s(o[0])?.unwrap_or_default(),
+        glob: s(o[1])?,
+        file_type: s(o[2])?,
+        mode,
+        before: nums[0],
+        after: nums[1],
+        case_insensitive: o[6].is_not_nil(),
+        line_numbers: o[7].is_not_nil(),
+        multiline: o[8].is_not_nil(),
+        head_limit: nums[2],
+        offset: nums[3],
+    })
+}
+
 /// Grep in the background. OPTIONS is a list (PATTERN GLOB TYPE MODE
 /// BEFORE AFTER CASE-INSENSITIVE LINE-NUMBERS MULTILINE HEAD-LIMIT
 /// OFFSET); UNSAVED a list of (TRUENAME TEXT NEW-P), modified buffers
@@ -166,64 +231,7 @@ fn search_grep(
     guarded(env, || {
         let unsaved = unsaved_of(env, unsaved)?;
         let plan = plan(env, attempt, path, display, unsaved)?;
-        let mut o = Vec::new();
-        let mut rest = options;
-        while rest.is_not_nil() {
-            o.push(rest.car::<Value>()?);
-            rest = rest.cdr()?;
-        }
-        if o.len() != 11 {
-            return Err(Error::new(
-                ErrorKind::Internal,
-                "search-grep: OPTIONS needs 11 items",
-            ))
-            .or_signal(env);
-        }
-        let s = |v: Value| -> Result<Option<String>> {
-            if v.is_not_nil() {
-                Ok(Some(v.into_rust()?))
-            } else {
-                Ok(None)
-            }
-        };
-        let n = |v: Value| -> Result<i64> { if v.is_not_nil() { v.into_rust() } else { Ok(0) } };
-        let mode_name = s(o[3])?.unwrap_or_else(|| "files_with_matches".into());
-        let mode = Mode::from_name(&mode_name)
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Search,
-                    format!("Grep: unknown output_mode `{mode_name}` (content, files_with_matches, count)"),
-                )
-            })
-            .or_signal(env)?;
-        let mut nums = [0usize; 4];
-        for (slot, (i, field)) in
-            nums.iter_mut()
-                .zip([(4, "-B"), (5, "-A"), (9, "head_limit"), (10, "offset")])
-        {
-            let v = n(o[i])?;
-            if v < 0 {
-                return Err(Error::new(
-                    ErrorKind::Search,
-                    format!("Grep: `{field}` must not be negative (got {v})"),
-                ))
-                .or_signal(env);
-            }
-            *slot = v as usize;
-        }
-        let opts = Options {
-            pattern: s(o[0])?.unwrap_or_default(),
-            glob: s(o[1])?,
-            file_type: s(o[2])?,
-            mode,
-            before: nums[0],
-            after: nums[1],
-            case_insensitive: o[6].is_not_nil(),
-            line_numbers: o[7].is_not_nil(),
-            multiline: o[8].is_not_nil(),
-            head_limit: nums[2],
-            offset: nums[3],
-        };
+        let opts = grep_options(env, options)?;
         jobs::start(id, Job::Grep(plan, opts), timeout(timeout_ms)).or_signal(env)
     })
 }
@@ -244,17 +252,65 @@ fn search_glob(
     new_files: Value<'_>,
 ) -> Result<()> {
     guarded(env, || {
-        let unsaved = Unsaved::new(convert::strings(new_files)?.into_iter().map(|f| {
-            (
-                PathBuf::from(f),
-                Buffer {
-                    text: Vec::new(),
-                    new: true,
-                },
-            )
-        }));
+        let unsaved = Unsaved::new(
+            convert::strings(new_files)?
+                .into_iter()
+                .map(|f| (PathBuf::from(f), Buffer::of_file(Vec::new(), true))),
+        );
         let plan = plan(env, attempt, path, display, unsaved)?;
         jobs::start(id, Job::Glob(plan, pattern), timeout(timeout_ms)).or_signal(env)
+    })
+}
+
+/// Read TEXT, a document of mevedel's own (a conversation) named
+/// DISPLAY, in pages like a file; the reply for request ID is (:text TEXT).
+#[defun(name = "resource-read-text")]
+fn resource_read_text(
+    env: &Env,
+    id: i64,
+    text: Value<'_>,
+    display: String,
+    offset: Option<i64>,
+    limit: Option<i64>,
+    char_offset: Option<i64>,
+) -> Result<()> {
+    guarded(env, || {
+        let target = ReadTarget::Text {
+            text: buffer_text(env, text)?,
+            display,
+        };
+        let req = PageRequest {
+            offset,
+            limit,
+            char_offset,
+        };
+        jobs::start(id, Job::Read(target, req), None).or_signal(env)
+    })
+}
+
+/// Grep TEXTS, a list of (ADDRESS . TEXT) documents of mevedel's own,
+/// each named by its address, in the background. OPTIONS are as for
+/// `search-grep`; the reply for request ID is (:text :total :shown :partial).
+#[defun(name = "search-grep-texts")]
+fn search_grep_texts(
+    env: &Env,
+    id: i64,
+    texts: Value<'_>,
+    options: Value<'_>,
+    timeout_ms: i64,
+) -> Result<()> {
+    guarded(env, || {
+        let mut documents = Vec::new();
+        for item in convert::list_items(texts)? {
+            documents.push((item.car::<String>()?, buffer_text(env, item.cdr()?)?));
+        }
+        let opts = grep_options(env, options)?;
+        jobs::start(
+            id,
+            Job::Grep(Plan::texts(documents), opts),
+            timeout(timeout_ms),
+        )
+        .or_signal(env)
     })
 }
 

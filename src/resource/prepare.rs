@@ -105,6 +105,10 @@ pub enum Target {
     },
     /// Text computed from metadata at preparation (skill listing).
     Text(String),
+    /// A conversation (`history://root`, `history://saved/...`): Lisp
+    /// projects its text at execution, after permission, and Read and
+    /// Grep serve that text under the canonical address.
+    Conversation,
     /// The family or target cannot be served now; execution fails so.
     Unavailable(String),
 }
@@ -477,12 +481,17 @@ pub fn prepare(authored: &str, op: Operation, ctx: &Context) -> Result<Attempt, 
             "agent:// is unavailable: this session has no retained agents \
              (retained agent results are not supported yet)",
         ),
-        Locator::History(HistoryRef::Saved { .. }) => unavailable(
-            "history://saved is unavailable: saved-conversation search is not supported yet",
+        Locator::History(HistoryRef::Listing) => Target::Text(
+            "history://root  this session's conversation, as the model and the user see it \
+             (Read pages it, Grep searches it)\n\
+             history://saved  the workspace's saved conversations (Read lists them)"
+                .into(),
         ),
-        Locator::History(_) => unavailable(
-            "history:// is unavailable: conversation history projection is not supported yet",
-        ),
+        Locator::History(HistoryRef::Root(path)) if !path.is_empty() => unavailable(format!(
+            "`{authored}` is unavailable: this session has no retained agents \
+             (history://root names the main conversation)"
+        )),
+        Locator::History(_) => Target::Conversation,
         Locator::Mcp { .. } => unavailable(
             "mcp:// is unavailable: no MCP servers are configured (MCP resources are not supported yet)",
         ),

@@ -135,6 +135,11 @@ pub fn read_buffer(
     Ok(format!("{head}\n{page}"))
 }
 
+/// Page TEXT, a document of mevedel's own named DISPLAY (a conversation).
+pub fn read_text(text: &[u8], display: &str, req: &PageRequest) -> Result<String, Error> {
+    page::page(&mut &text[..], req, display, true)
+}
+
 /// Read the uncompressed text of the compressed log at PATH, named
 /// ADDRESS (its logical `.log` address).
 fn read_compressed(path: &Path, address: &str, req: &PageRequest) -> Result<String, Error> {
@@ -306,6 +311,11 @@ pub fn read_attempt(attempt: &Attempt, req: &PageRequest) -> Result<String, Erro
     let text = match &attempt.target {
         Target::Unavailable(msg) => return Err(fail(msg.clone())),
         Target::Text(text) => format!("{text}\n"),
+        Target::Conversation => {
+            return Err(fail(format!(
+                "Read `{address}`: the conversation's text was not supplied"
+            )));
+        }
         Target::Files {
             selections,
             none_note,

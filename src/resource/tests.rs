@@ -472,8 +472,7 @@ fn families_read_through_attempts() {
     let mut seen = std::collections::HashSet::new();
     for addr in [
         "agent://",
-        "history://root",
-        "history://saved",
+        "history://root/reviewer",
         "mcp://",
         "shared://",
         "shared://i",
@@ -484,6 +483,16 @@ fn families_read_through_attempts() {
         };
         assert!(seen.insert(msg), "{addr}");
     }
+    // Conversations are projected by Lisp at execution.
+    for addr in [
+        "history://root",
+        "history://saved",
+        "history://saved/s/segment-0001.chat.org",
+    ] {
+        let a = prepare(addr, Operation::Grep, &f.ctx).unwrap();
+        assert!(matches!(a.target, Target::Conversation), "{addr}");
+    }
+    assert!(read(&f, "history://").is_ok_and(|t| t.contains("history://saved")));
 }
 
 #[test]

@@ -28,6 +28,11 @@ pub enum ReadTarget {
         display: String,
         new: bool,
     },
+    /// A document of mevedel's own (a conversation) named DISPLAY.
+    Text {
+        text: Vec<u8>,
+        display: String,
+    },
 }
 
 pub enum Job {
@@ -53,6 +58,7 @@ pub fn run(job: &Job, budget: &Budget) -> Result<Datum, Error> {
                 ReadTarget::Buffer { text, display, new } => {
                     read::read_buffer(text, display, *new, req)?
                 }
+                ReadTarget::Text { text, display } => read::read_text(text, display, req)?,
             };
             Ok(Datum::plist([("text", Datum::Str(text))]))
         }

@@ -57,6 +57,12 @@ impl Plan {
                     attempt.authored
                 )));
             }
+            Target::Conversation => {
+                return Err(fail(format!(
+                    "`{}`: the conversation's text was not supplied",
+                    attempt.authored
+                )));
+            }
             Target::Files {
                 selections,
                 none_note,
@@ -124,6 +130,39 @@ impl Plan {
             none_note: none_note.clone(),
             ..Plan::default()
         })
+    }
+}
+
+impl Plan {
+    /// A plan over documents of mevedel's own: each (ADDRESS, TEXT) is
+    /// searched as one file named ADDRESS, without a mark.
+    pub fn texts(texts: Vec<(String, Vec<u8>)>) -> Plan {
+        let mut roots = Vec::new();
+        let mut buffers = Vec::new();
+        for (index, (address, text)) in texts.into_iter().enumerate() {
+            // A name no file has, standing for the document.
+            let path = std::path::PathBuf::from(format!("/\0mevedel-document/{index}"));
+            roots.push(Root {
+                base: std::path::PathBuf::from("/\0mevedel-document"),
+                file: Some((path.clone(), address)),
+                naming: Naming::Plain(String::new()),
+                filter: crate::resource::prepare::Filter::Any,
+                empty_note: None,
+            });
+            buffers.push((
+                path,
+                unsaved::Buffer {
+                    text,
+                    new: true,
+                    plain: true,
+                },
+            ));
+        }
+        Plan {
+            roots,
+            unsaved: unsaved::Unsaved::new(buffers),
+            ..Plan::default()
+        }
     }
 }
 

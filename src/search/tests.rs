@@ -549,13 +549,7 @@ fn unsaved_buffers_stand_in_for_their_files() {
     let tree = fixture("unsaved").join("tree");
     let t = crate::resource::contain::truename(&tree);
     let buffer = |rel: &str, text: &str, new: bool| {
-        (
-            t.join(rel),
-            Buffer {
-                text: text.as_bytes().to_vec(),
-                new,
-            },
-        )
+        (t.join(rel), Buffer::of_file(text.as_bytes().to_vec(), new))
     };
     let unsaved = Unsaved::new([
         buffer("a.el", "added\nlines\n(defun alpha-edited ())\n", false),
@@ -635,4 +629,36 @@ fn read_pages_a_buffer_like_a_file_and_says_whose_text_it_is() {
     );
     let e = read_buffer(b"a\0b", "b.bin", false, &PageRequest::default()).expect_err("binary");
     assert!(e.message.contains("binary"), "{}", e.message);
+}
+
+#[test]
+fn documents_are_searched_under_their_addresses_with_their_line_numbers() {
+    let plan = Plan::texts(vec![
+        (
+            "history://root".into(),
+            b"## User\nwhere is the answer?\n\n## Assistant\nthe answer is 42\n".to_vec(),
+        ),
+        (
+            "history://saved/s1/segment-0001.chat.org".into(),
+            b"## User\nno answer here\n".to_vec(),
+        ),
+    ]);
+    let mut content = opts("answer", Mode::Content);
+    content.line_numbers = true;
+    let page = super::grep(&plan, &content, &Budget::unlimited()).unwrap();
+    assert_eq!(
+        page.text.lines().collect::<Vec<_>>(),
+        vec![
+            "history://root:2:where is the answer?",
+            "history://root:5:the answer is 42",
+            "history://saved/s1/segment-0001.chat.org:2:no answer here",
+        ]
+    );
+    let files = super::grep(
+        &plan,
+        &opts("42", Mode::FilesWithMatches),
+        &Budget::unlimited(),
+    )
+    .unwrap();
+    assert_eq!(files.text.trim(), "history://root");
 }

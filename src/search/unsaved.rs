@@ -36,11 +36,28 @@ pub struct Buffer {
     pub text: Vec<u8>,
     /// The file does not exist on disk.
     pub new: bool,
+    /// A document of mevedel's own (a conversation), named by its
+    /// address: results do not mark it.
+    pub plain: bool,
 }
 
 impl Buffer {
+    /// A buffer's text standing in for its file; NEW when the file does
+    /// not exist yet.
+    pub fn of_file(text: Vec<u8>, new: bool) -> Buffer {
+        Buffer {
+            text,
+            new,
+            plain: false,
+        }
+    }
+
     pub fn mark(&self) -> &'static str {
-        if self.new { NEW } else { CHANGED }
+        match (self.plain, self.new) {
+            (true, _) => "",
+            (false, true) => NEW,
+            (false, false) => CHANGED,
+        }
     }
 }
 

@@ -149,6 +149,67 @@ carries every earlier message."
                                     (with-temp-buffer (insert-file-contents copy)
                                                       (buffer-string))))))))))
 
+;;;; history://
+
+(ert-deftest mevedel-sessions:history-read-and-grep ()
+  "history://root pages the live conversation; Grep's lines match Read's.
+history://saved lists saved sessions and reads and searches them
+without resuming them; unavailable forms say why."
+  (mevedel-sessions-test--with (root server mevedel-sessions-test--two-turns)
+    (let* ((view (mevedel root))
+           (chat (mevedel-view-chat view))
+           (id (mevedel-session-id (mevedel-chat-session chat))))
+      (mevedel-sessions-test--attach chat server 'openai)
+      (should (eq (mevedel-sessions-test--send view "What is the answer?") 'done))
+      (cl-flet ((run (name args) (mevedel-test-run-tool chat name "call_h" args)))
+        (let* ((whole (run "Read" '(:file_path "history://root")))
+               (grep (run "Grep" '(:pattern "answer is 42" :path "history://root"
+                                            :output_mode "content")))
+               (line (and (string-match "\\`history://root:\\([0-9]+\\):" grep)
+                          (string-to-number (match-string 1 grep)))))
+          (should (string-match-p "## User" whole))
+          (should (string-match-p "What is the answer\\?" whole))
+          (should (string-match-p "### Tool call Read" whole))
+          (should (string-match-p "It is 42\\." whole))
+          (should-not (string-match-p "mevedel-render-data" whole))
+          ;; Grep's line is the line Read shows there.
+          (should line)
+          (should (string-match-p
+                   (format "^ *%d\t.*the answer is 42" line)
+                   (run "Read" `(:file_path "history://root" :offset ,line :limit 1))))
+          ;; Pages: a later page starts where asked.
+          (should (string-match-p "^ *3\t" (run "Read" '(:file_path "history://root"
+                                                                :offset 3 :limit 2)))))
+        ;; Unsaved text is there at once.
+        (with-current-buffer (mevedel-chat-data-buffer chat)
+          (goto-char (point-max))
+          (insert "\n\n### a note typed just now\n"))
+        (should (string-match-p "a note typed just now"
+                                (run "Grep" '(:pattern "typed just" :path "history://root"
+                                                       :output_mode "content"))))
+        ;; Saved sessions: listed, read and searched without resuming.
+        (mevedel-chat-flush chat)
+        (let ((listing (run "Read" '(:file_path "history://saved"))))
+          (should (string-match-p (regexp-quote (format "history://saved/%s/segment-0001.chat.org" id))
+                                  listing))
+          (should (string-match-p "What is the answer\\?" listing)))
+        (should (string-match-p "It is 42"
+                                (run "Read" `(:file_path ,(format "history://saved/%s/segment-0001.chat.org"
+                                                                  id)))))
+        (should (string-match-p (regexp-quote (format "history://saved/%s/segment-0001.chat.org:" id))
+                                (run "Grep" '(:pattern "It is 42" :path "history://saved"
+                                                       :output_mode "content"))))
+        (should (string-match-p "segment-0001.chat.org"
+                                (run "Glob" '(:pattern "*.org" :path "history://saved"))))
+        (should (string-match-p "history://saved" (run "Read" (list :file_path "history://"))))
+        (should (string-match-p "no retained agents"
+                                (run "Read" '(:file_path "history://root/reviewer"))))
+        (should (string-match-p "has no segment"
+                                (run "Read" `(:file_path ,(format "history://saved/%s/segment-0002.chat.org"
+                                                                  id)))))
+        (should (string-match-p "lists the saved sessions"
+                                (run "Read" '(:file_path "history://saved/no-such-session"))))))))
+
 ;;;; A failed write
 
 (ert-deftest mevedel-sessions:failed-write-is-reported-and-nothing-is-lost ()
