@@ -20,6 +20,8 @@
 (require 'mevedel-bench-lib)
 (require 'mevedel-test-helpers)
 
+(defvar mevedel-view--transcript-end)
+
 (defun view-bench--grep-result (i)
   "Return the 40-line result of the Grep of call I."
   (mapconcat (lambda (k)
