@@ -94,16 +94,22 @@ advances; whoever draws the panel puts it back at the panel's start.")
   "Start of the transcript's last block, which the next turn event draws again.")
 (defvar-local mevedel-view--tail-data nil
   "Marker in the data buffer where the data of the transcript's last block starts.")
-(defvar-local mevedel-view--rows nil
-  "Hash table: tool-use ID to the marker at the start of its row.")
-(defvar-local mevedel-view--calls nil
-  "Hash table: tool-use ID to a marker at the start of its call in the data buffer.")
+(defvar-local mevedel-view--parts nil
+  "Hash table: tool-use ID to the drawn turn that holds its row.
+A drawn turn is (DATA-START . VIEW-START): where it starts in the data
+\(a position or the chat's marker of the turn) and a marker where its
+drawing starts in the view.")
+(defvar-local mevedel-view--part nil
+  "The drawn turn that blocks are drawn into: the last one, or a pending one.")
+(defvar-local mevedel-view--part-starts nil "The VIEW-START markers of the drawn turns.")
 (defvar-local mevedel-view--pending nil
   "The turns not drawn yet, oldest first: a list of (START . END) in the data.
 START and END are positions or markers of the chat's turns.")
 (defvar-local mevedel-view--fill nil
   "Where the next pending turn is drawn (the line saying that they are), or nil.")
 (defvar-local mevedel-view--fill-timer nil "Timer drawing the pending turns.")
+(defvar-local mevedel-view--stale nil
+  "Overlay hiding the old transcript a full redraw left to the timer, or nil.")
 (defvar-local mevedel-view--expanded nil "Hash table: tool-use ID to t (expanded) or `collapsed'.")
 (defvar-local mevedel-view--history-index nil "Position in the input history, or nil.")
 (defvar-local mevedel-view--draft nil "Composer text saved while browsing history.")
@@ -169,8 +175,7 @@ The transcript is read-only; type in the composer at the bottom.
         (setq default-directory (mevedel-chat-root chat))
         (setq mevedel-view--chat chat
               mevedel-view--expanded (make-hash-table :test #'equal)
-              mevedel-view--rows (make-hash-table :test #'equal)
-              mevedel-view--calls (make-hash-table :test #'equal))
+              mevedel-view--parts (make-hash-table :test #'equal))
         (let ((inhibit-read-only t))
           (insert (mevedel-view--separator-text))
           (setq mevedel-view--composer (point-marker))
@@ -380,21 +385,24 @@ where it starts in BUFFER.  A response cut by a failed request has
                               :incomplete (plist-get segment :incomplete))
                         result))))))))))
 
+(defun mevedel-view--find (property value start limit)
+  "Return the first position from START before LIMIT where PROPERTY is VALUE.
+Values compare with `equal'; nil when there is none."
+  (let ((pos start) (found nil))
+    (while (and (not found) (< pos limit))
+      (if (equal (get-text-property pos property) value)
+          (setq found pos)
+        (setq pos (next-single-property-change pos property nil limit))))
+    found))
+
 (defun mevedel-view--find-tool (id)
-  "Return the segment of tool call ID in this view's data buffer, or nil.
-Calls drawn before are found through `mevedel-view--calls'."
-  (let ((known (gethash id mevedel-view--calls))
-        (data (mevedel-chat-data-buffer mevedel-view--chat))
-        (value (cons 'tool id)))
-    (with-current-buffer data
+  "Return the segment of the drawn tool call ID in the data buffer, or nil.
+The search starts where the data of the turn that holds its row starts."
+  (when-let* ((part (gethash id mevedel-view--parts)))
+    (with-current-buffer (mevedel-chat-data-buffer mevedel-view--chat)
       (save-restriction
         (widen)
-        (when-let* ((start (if (and known (eq (marker-buffer known) data)
-                                    (equal (get-text-property known 'gptel) value)
-                                    (or (= known (point-min))
-                                        (not (equal (get-text-property (1- known) 'gptel) value))))
-                               (marker-position known)
-                             (car (mevedel-chat-tool-region data id)))))
+        (when-let* ((start (mevedel-view--find 'gptel (cons 'tool id) (car part) (point-max))))
           (mevedel-view--tool-segment
            id (buffer-substring-no-properties start (mevedel-view--run-end start 'gptel (point-max)))
            start))))))
@@ -446,48 +454,16 @@ Calls drawn before are found through `mevedel-view--calls'."
                                     'error 'mevedel-view-notice))
               "\n")))
     ('tool
-     (mevedel-view--note-call segment)
      (let ((row (mevedel-view--row-text segment)))
        (when row
+         (puthash (plist-get segment :id) mevedel-view--part mevedel-view--parts)
          (mevedel-view--begin-block 'tool)
          (mevedel-view--append (propertize row 'mevedel-row (plist-get segment :id))))))
     ('group
-     (mapc #'mevedel-view--note-call (plist-get segment :members))
+     (dolist (member (plist-get segment :members))
+       (puthash (plist-get member :id) mevedel-view--part mevedel-view--parts))
      (mevedel-view--begin-block 'tool)
      (mevedel-view--append (mevedel-view--group-text segment)))))
-
-(defun mevedel-view--note-call (segment)
-  "Remember where the call of tool SEGMENT starts in the data buffer."
-  (let ((id (plist-get segment :id))
-        (start (plist-get segment :start)))
-    (if-let* ((marker (gethash id mevedel-view--calls)))
-        (set-marker marker start (mevedel-chat-data-buffer mevedel-view--chat))
-      (puthash id (with-current-buffer (mevedel-chat-data-buffer mevedel-view--chat)
-                    (copy-marker start))
-               mevedel-view--calls))))
-
-(defun mevedel-view--note-rows (start end)
-  "Remember the starts of the tool rows drawn between START and END."
-  (let ((pos start))
-    (while (< pos end)
-      (let ((next (next-single-property-change pos 'mevedel-row nil end)))
-        (when-let* ((id (get-text-property pos 'mevedel-row)))
-          (if-let* ((marker (gethash id mevedel-view--rows)))
-              (set-marker marker pos)
-            (puthash id (copy-marker pos) mevedel-view--rows)))
-        (setq pos next)))))
-
-(defun mevedel-view--forget-rows (start end)
-  "Forget the tool rows between START and END, which are about to go."
-  (let ((pos start))
-    (while (< pos end)
-      (let ((next (next-single-property-change pos 'mevedel-row nil end)))
-        (when-let* ((id (get-text-property pos 'mevedel-row))
-                    (marker (gethash id mevedel-view--rows))
-                    ((= marker pos)))
-          (set-marker marker nil)
-          (remhash id mevedel-view--rows))
-        (setq pos next)))))
 
 (defun mevedel-view--expanded-p (id row)
   "Return non-nil when the row of call ID with ROW plist is expanded."
@@ -672,7 +648,6 @@ Return the last block drawn, (VIEW-START . DATA-START), or nil."
         (mevedel-view--insert-segment segment)
         (put-text-property begin mevedel-view--transcript-end
                            'mevedel-kind (plist-get segment :type))
-        (mevedel-view--note-rows begin mevedel-view--transcript-end)
         (setq last (cons begin (plist-get segment :start)))))))
 
 (defun mevedel-view--kind-before (position)
@@ -684,7 +659,6 @@ A coalesced group is drawn as a tool block."
 (defun mevedel-view--truncate-to (position)
   "Delete the transcript from POSITION to its end."
   (let ((inhibit-read-only t))
-    (mevedel-view--forget-rows position mevedel-view--transcript-end)
     (delete-region position mevedel-view--transcript-end)
     (set-marker mevedel-view--transcript-end position)
     (setq mevedel-view--last-kind (mevedel-view--kind-before position))))
@@ -703,18 +677,29 @@ are drawn by a timer, a few at a time.")
 (defconst mevedel-view--fill-seconds 0.02
   "Longest time the timer draws earlier turns before Emacs does other work.")
 
-(defun mevedel-view--turns ()
-  "Return the data buffer's turns, oldest first, as (START . END).
-START and END are the chat's markers of its turns' starts, or the
-buffer's ends; without recorded turns, all of the data is one turn."
+(defconst mevedel-view--delete-now-chars 20000
+  "Longest old transcript a full redraw deletes at once.
+Deleting text costs more than its length (its text properties), so a
+longer one is hidden and deleted by the timer, a piece at a time.")
+
+(defun mevedel-view--turns (&optional from)
+  "Return the data buffer's turns from FROM on, oldest first, as (START . END).
+The first starts at FROM (default the buffer's start), the others at
+the chat's markers of its turns' starts; the last ends at the buffer's
+end.  Without recorded turns, all of the data is one turn."
   (let* ((data (mevedel-chat-data-buffer mevedel-view--chat))
+         (from (or from 1))
          (end (with-current-buffer data (1+ (buffer-size))))
          (starts (sort (cl-loop for turn in (mevedel-chat-turns mevedel-view--chat)
                                 for start = (plist-get turn :start)
-                                when (and (eq (marker-buffer start) data) (< 1 start end))
+                                when (and (eq (marker-buffer start) data) (< from start end))
                                 collect start)
                        #'<))
-         (bounds (cl-remove-duplicates (append (list 1) starts (list end)) :test #'=)))
+         (bounds (list from)))
+    (dolist (bound (append starts (list end)))
+      (unless (= bound (car bounds))
+        (push bound bounds)))
+    (setq bounds (nreverse bounds))
     (cl-mapcar #'cons bounds (cdr bounds))))
 
 (defun mevedel-view--estimated-lines (segments)
@@ -735,7 +720,14 @@ first, above a line saying so."
     (unless mevedel-view--chat (user-error "Not a mevedel view"))
     (save-excursion
       (mevedel-view--forget)
-      (mevedel-view--truncate-to (point-min))
+      (when mevedel-view--stale (delete-overlay mevedel-view--stale))
+      (setq mevedel-view--stale nil)
+      (if (< (- mevedel-view--transcript-end (point-min)) mevedel-view--delete-now-chars)
+          (let ((inhibit-read-only t))
+            (delete-region (point-min) mevedel-view--transcript-end))
+        (setq mevedel-view--stale (make-overlay (point-min) mevedel-view--transcript-end))
+        (overlay-put mevedel-view--stale 'invisible t))
+      (setq mevedel-view--last-kind nil)
       (let* ((data (mevedel-chat-data-buffer mevedel-view--chat))
              (turns (nreverse (mevedel-view--turns)))
              (lines 0)
@@ -746,39 +738,56 @@ first, above a line saying so."
             (setq lines (+ lines (mevedel-view--estimated-lines segments)))
             (push (cons turn segments) parsed)))
         (set-marker mevedel-view--tail-data (or (car (car (car parsed))) 1) data)
-        (when turns
+        (when (or turns mevedel-view--stale)
           (setq mevedel-view--pending (nreverse turns)
-                mevedel-view--fill (copy-marker (point-min)))
+                mevedel-view--fill (copy-marker mevedel-view--transcript-end))
           (mevedel-view--append (propertize "Drawing the earlier turns…\n"
                                             'face 'shadow 'mevedel-kind 'pending))
           (setq mevedel-view--last-kind 'pending)
           (setq mevedel-view--fill-timer
                 (run-at-time 0 nil #'mevedel-view--fill-pending (current-buffer))))
         (set-marker mevedel-view--tail mevedel-view--transcript-end)
-        (dolist (turn parsed)
-          (mevedel-view--draw (cdr turn))))
+        (pcase-dolist (`(,turn . ,segments) parsed)
+          (setq mevedel-view--part (mevedel-view--new-part (car turn)))
+          (mevedel-view--draw segments)))
       (mevedel-view--render-live))))
 
 (defun mevedel-view--fill-pending (buffer &optional all)
   "Draw BUFFER's pending turns, oldest first, for a while or ALL of them.
-Once none is left, the line saying they are drawn goes."
+The old transcript a full redraw left goes first; once no turn is
+left, the line saying they are drawn goes too."
   (when (buffer-live-p buffer)
     (with-current-buffer buffer
       (setq mevedel-view--fill-timer nil)
-      (let ((deadline (+ (float-time) mevedel-view--fill-seconds))
-            (data (mevedel-chat-data-buffer mevedel-view--chat)))
-        (save-excursion
-          (while (progn
-                   (let* ((turn (pop mevedel-view--pending))
-                          (mevedel-view--transcript-end mevedel-view--fill)
-                          (mevedel-view--last-kind (mevedel-view--kind-before mevedel-view--fill)))
-                     (mevedel-view--insert-segments
-                      (mevedel-view-segments data (car turn) (cdr turn))))
-                   (and mevedel-view--pending (or all (< (float-time) deadline)))))
-          (if mevedel-view--pending
-              (setq mevedel-view--fill-timer
-                    (run-at-time 0 nil #'mevedel-view--fill-pending buffer))
-            (mevedel-view--end-fill)))))))
+      (let* ((deadline (+ (float-time) mevedel-view--fill-seconds))
+             (more (lambda () (or all (< (float-time) deadline)))))
+        (while (and mevedel-view--stale (progn (mevedel-view--delete-stale) (funcall more))))
+        (while (and mevedel-view--pending (not mevedel-view--stale)
+                    (progn (mevedel-view--fill-one) (funcall more))))
+        (if (or mevedel-view--stale mevedel-view--pending)
+            (setq mevedel-view--fill-timer
+                  (run-at-time 0 nil #'mevedel-view--fill-pending buffer))
+          (mevedel-view--end-fill))))))
+
+(defun mevedel-view--delete-stale ()
+  "Delete a piece of the old transcript hidden by `mevedel-view--stale'."
+  (let ((inhibit-read-only t))
+    (delete-region (point-min) (min (overlay-end mevedel-view--stale)
+                                    (+ (point-min) mevedel-view--delete-now-chars))))
+  (when (= (overlay-start mevedel-view--stale) (overlay-end mevedel-view--stale))
+    (delete-overlay mevedel-view--stale)
+    (setq mevedel-view--stale nil)))
+
+(defun mevedel-view--fill-one ()
+  "Draw the oldest pending turn where pending turns are drawn."
+  (save-excursion
+    (let* ((turn (pop mevedel-view--pending))
+           (mevedel-view--transcript-end mevedel-view--fill)
+           (mevedel-view--last-kind (mevedel-view--kind-before mevedel-view--fill))
+           (mevedel-view--part (mevedel-view--new-part (car turn))))
+      (mevedel-view--insert-segments
+       (mevedel-view-segments (mevedel-chat-data-buffer mevedel-view--chat)
+                              (car turn) (cdr turn))))))
 
 (defun mevedel-view--end-fill ()
   "Remove the line saying that earlier turns are drawn, joining the two parts.
@@ -804,9 +813,16 @@ after all, or when both are tool rows."
   (when mevedel-view--fill
     (set-marker mevedel-view--fill nil))
   (setq mevedel-view--fill-timer nil mevedel-view--fill nil mevedel-view--pending nil)
-  (dolist (table (list mevedel-view--rows mevedel-view--calls))
-    (maphash (lambda (_ marker) (set-marker marker nil)) table)
-    (clrhash table)))
+  (mapc (lambda (marker) (set-marker marker nil)) mevedel-view--part-starts)
+  (setq mevedel-view--part-starts nil mevedel-view--part nil)
+  (clrhash mevedel-view--parts))
+
+(defun mevedel-view--new-part (data-start)
+  "Return a new drawn turn whose data starts at DATA-START, drawn from here.
+Here is the transcript's end, or where a pending turn is drawn."
+  (let ((start (copy-marker mevedel-view--transcript-end)))
+    (push start mevedel-view--part-starts)
+    (cons data-start start)))
 
 (defun mevedel-view--render-turn ()
   "Redraw the transcript's tail from the data buffer, and the live zone.
@@ -815,8 +831,12 @@ it: streamed text drawn as it came is replaced by its rendering, new
 rows are added, and nothing before the tail is touched."
   (save-excursion
     (mevedel-view--truncate-to mevedel-view--tail)
-    (mevedel-view--draw (mevedel-view-segments (mevedel-chat-data-buffer mevedel-view--chat)
-                                               (marker-position mevedel-view--tail-data)))
+    (let ((data (mevedel-chat-data-buffer mevedel-view--chat))
+          (from (marker-position mevedel-view--tail-data)))
+      (pcase-dolist (`(,start . ,end) (mevedel-view--turns from))
+        (unless (and mevedel-view--part (eql start from))
+          (setq mevedel-view--part (mevedel-view--new-part start)))
+        (mevedel-view--draw (mevedel-view-segments data start end))))
     (mevedel-view--render-live)))
 
 (defun mevedel-view--render-live ()
@@ -1113,25 +1133,21 @@ keys (`npm test'); a card that offers no \"always\" says why."
 
 (defun mevedel-view--replace (start end text)
   "Replace the transcript's text from START to END with TEXT, read-only.
-TEXT is one block, or one row of a block; the rows in it are noted.
-Point moves to START."
+TEXT is one block, or one row of a block.  Point moves to START."
   (let ((inhibit-read-only t)
         (kind (get-text-property start 'mevedel-kind)))
-    (mevedel-view--forget-rows start end)
     ;; The new text goes in after the old before it goes, so that the
     ;; markers at END (the next row, the transcript's end) stay after it.
     (goto-char end)
     (insert-before-markers
      (propertize text 'mevedel-kind kind 'read-only t 'front-sticky '(read-only)))
     (delete-region start end)
-    (mevedel-view--note-rows start (+ start (length text)))
     (goto-char start)))
 
 (defun mevedel-view--row-start (id)
   "Return the start of the row of call ID in this view's transcript, or nil."
-  (when-let* ((marker (gethash id mevedel-view--rows))
-              ((equal (get-text-property marker 'mevedel-row) id)))
-    (marker-position marker)))
+  (when-let* ((part (gethash id mevedel-view--parts)))
+    (mevedel-view--find 'mevedel-row id (cdr part) mevedel-view--transcript-end)))
 
 (defun mevedel-view--redraw-row (id segment)
   "Redraw the transcript row of call ID from its data SEGMENT."

@@ -398,10 +398,19 @@ The text is what `mevedel-chat-send' writes, and the turn is recorded."
     (should (equal (mevedel-view-test--transcript view) mevedel-view-test--mixed-drawn))
     (let ((mevedel-view--first-paint-lines 10)
           (mevedel-view--fill-seconds 0)
+          (mevedel-view--delete-now-chars 100)
           (full (car mevedel-view-test--mixed-drawn)))
       (mevedel-view-rerender view)
+      ;; The old transcript is hidden, to be deleted piece by piece.
+      (with-current-buffer view
+        (should (= (overlay-start mevedel-view--stale) (point-min)))
+        (should (overlay-get mevedel-view--stale 'invisible))
+        (should (equal (buffer-substring-no-properties (point-min) (overlay-end mevedel-view--stale))
+                       full)))
       ;; The last turn is there; earlier ones wait below a line saying so.
-      (let ((drawn (car (mevedel-view-test--transcript view))))
+      (let ((drawn (with-current-buffer view
+                     (buffer-substring-no-properties (overlay-end mevedel-view--stale)
+                                                     mevedel-view--transcript-end))))
         (should (string-prefix-p "Drawing the earlier turns…\n" drawn))
         (should (string-suffix-p (substring full (- (length full) 120)) drawn))
         (should (< (length drawn) (/ (length full) 2))))

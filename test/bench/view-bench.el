@@ -94,7 +94,7 @@
 
 (defun view-bench--settle ()
   "Let timers the view started run until none is pending."
-  (while (cl-some (lambda (timer) (memq (timer--function timer) '(mevedel-view--render-pending)))
+  (while (cl-some (lambda (timer) (eq (timer--function timer) #'mevedel-view--fill-pending))
                   timer-list)
     (accept-process-output nil 0.001)))
 
@@ -117,7 +117,7 @@
                 (push (- (float-time) start) times)
                 (view-bench--settle)
                 (push (- (float-time) start) totals)))
-            (mevedel-bench-describe "%d turns x %d calls (Grep 40 lines / Read 100 lines), data buffer %.1f MB, view %.1f MB; `mevedel-view-rerender' until it returns, median of %d runs after one warm-up (the whole transcript drawn after %.0f ms)"
+            (mevedel-bench-describe "%d turns x %d calls (Grep 40 lines / Read 100 lines), data buffer %.1f MB, view %.2f MB; `mevedel-view-rerender' until it returns, median of %d runs after one warm-up (the whole transcript drawn after %.0f ms)"
                                     turns calls (/ (view-bench--data-size chat) 1e6)
                                     (/ (with-current-buffer view (buffer-size)) 1e6)
                                     runs (* 1000 (mevedel-bench-percentile totals 50)))
