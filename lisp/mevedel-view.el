@@ -19,11 +19,32 @@
 ;;
 ;; The transcript is always re-derived from the data buffer: user text,
 ;; response text, tool rows (through the renderers of
-;; mevedel-tool-render.el) and notices.  Streaming text is appended as
-;; it arrives; the current turn is redrawn from the data buffer when
-;; tool results arrive and when the turn ends, and one row is redrawn
-;; when it is toggled.  The only state the view keeps is disposable:
-;; which rows the user expanded or collapsed, markers, the spinner.
+;; mevedel-tool-render.el) and notices.  The only state the view keeps
+;; is disposable: which rows the user expanded or collapsed, markers,
+;; an index of what is drawn where, the spinner.
+;;
+;; What each change costs.  Reading the data is one pass over its
+;; property changes, each scan bounded by the part being read.  A full
+;; redraw (`mevedel-view-rerender') draws the last turns, those that
+;; fill `mevedel-view--first-paint-lines', and returns; a timer draws
+;; the turns before them a few at a time, oldest first, above a line
+;; saying so (an old transcript too long to delete at once is hidden
+;; and deleted by the same timer).  After that, nothing is drawn again
+;; but the *tail*: the last block drawn and whatever the data gained
+;; after it.  Streamed text is appended as it arrives; when tool results
+;; arrive, the turn ends or a sample is retried, the tail is drawn again
+;; from the data (the streamed text replaced by its rendering, the new
+;; rows added), so a settled call costs its own row and the text
+;; streamed since the last one, not its turn.  A row is drawn again
+;; alone when it is toggled or its call's render-data or progress
+;; changes.  Collapsed rows get their renderer's summary only
+;; (`mevedel-tool-render-summary-only'); bodies are made on expanding.
+;;
+;; The index: each tool row's ID maps to the drawn turn holding it, a
+;; marker where that turn's drawing starts and the chat's marker of
+;; the turn in the data, so finding a row or its call searches one
+;; turn.  There is one marker per turn, not per row: every marker
+;; costs each insertion into its buffer.
 
 ;;; Code:
 
@@ -106,7 +127,7 @@ drawing starts in the view.")
   "The turns not drawn yet, oldest first: a list of (START . END) in the data.
 START and END are positions or markers of the chat's turns.")
 (defvar-local mevedel-view--fill nil
-  "Where the next pending turn is drawn (the line saying that they are), or nil.")
+  "Where the next pending turn is drawn (the line telling of them), or nil.")
 (defvar-local mevedel-view--fill-timer nil "Timer drawing the pending turns.")
 (defvar-local mevedel-view--stale nil
   "Overlay hiding the old transcript a full redraw left to the timer, or nil.")
@@ -683,7 +704,7 @@ Deleting text costs more than its length (its text properties), so a
 longer one is hidden and deleted by the timer, a piece at a time.")
 
 (defun mevedel-view--turns (&optional from)
-  "Return the data buffer's turns from FROM on, oldest first, as (START . END).
+  "Return each turn of the data from FROM on, oldest first, as (START . END).
 The first starts at FROM (default the buffer's start), the others at
 the chat's markers of its turns' starts; the last ends at the buffer's
 end.  Without recorded turns, all of the data is one turn."
@@ -753,9 +774,9 @@ first, above a line saying so."
       (mevedel-view--render-live))))
 
 (defun mevedel-view--fill-pending (buffer &optional all)
-  "Draw BUFFER's pending turns, oldest first, for a while or ALL of them.
+  "Draw what BUFFER has pending, oldest first, for a while or all if ALL.
 The old transcript a full redraw left goes first; once no turn is
-left, the line saying they are drawn goes too."
+left, the line telling they are pending goes too."
   (when (buffer-live-p buffer)
     (with-current-buffer buffer
       (setq mevedel-view--fill-timer nil)
@@ -779,7 +800,7 @@ left, the line saying they are drawn goes too."
     (setq mevedel-view--stale nil)))
 
 (defun mevedel-view--fill-one ()
-  "Draw the oldest pending turn where pending turns are drawn."
+  "Draw the oldest pending turn, above the line telling it is pending."
   (save-excursion
     (let* ((turn (pop mevedel-view--pending))
            (mevedel-view--transcript-end mevedel-view--fill)
@@ -790,7 +811,7 @@ left, the line saying they are drawn goes too."
                               (car turn) (cdr turn))))))
 
 (defun mevedel-view--end-fill ()
-  "Remove the line saying that earlier turns are drawn, joining the two parts.
+  "Remove the line standing for what is pending, joining the text around it.
 The part after it was drawn as if a block came before it; the
 separator its first block got goes when no block comes before it
 after all, or when both are tool rows."
@@ -807,7 +828,7 @@ after all, or when both are tool rows."
       (delete-region join (1+ join)))))
 
 (defun mevedel-view--forget ()
-  "Drop what this view knows about its drawn rows and calls, and pending turns."
+  "Drop this view's index of what it drew and what it has pending."
   (when (timerp mevedel-view--fill-timer)
     (cancel-timer mevedel-view--fill-timer))
   (when mevedel-view--fill
@@ -818,7 +839,7 @@ after all, or when both are tool rows."
   (clrhash mevedel-view--parts))
 
 (defun mevedel-view--new-part (data-start)
-  "Return a new drawn turn whose data starts at DATA-START, drawn from here.
+  "Return a new drawn turn of the data from DATA-START, drawn from here on.
 Here is the transcript's end, or where a pending turn is drawn."
   (let ((start (copy-marker mevedel-view--transcript-end)))
     (push start mevedel-view--part-starts)
@@ -1115,7 +1136,7 @@ keys (`npm test'); a card that offers no \"always\" says why."
         (mevedel-view--redraw-row id segment)))))
 
 (defun mevedel-view--toggle-group (group)
-  "Show or hide the calls of the coalesced GROUP at point."
+  "Show or hide the rows of the coalesced GROUP at point."
   (let* ((key (concat "group:" group))
          (start (if (and (> (point) (point-min))
                          (eq (get-text-property (1- (point)) 'mevedel-group) group))
