@@ -17,10 +17,10 @@
 ;;; Code:
 
 (require 'mevedel)
+(require 'mevedel-view)
+(require 'memory-report)
 (require 'mevedel-bench-lib)
 (require 'mevedel-test-helpers)
-
-(defvar mevedel-view--transcript-end)
 
 (defun view-bench--grep-result (i)
   "Return the 40-line result of the Grep of call I."
@@ -161,14 +161,23 @@ them when the transcript's end, where the window shows, is drawn."
 Then report the memory of the view of the resumed session."
   (let* ((root (view-bench--workspace))
          (size (view-bench--save-session root turns calls))
-         times totals lines)
+         times totals views lines)
     (unwind-protect
         (progn
           (dotimes (_ runs)
             (garbage-collect)
-            (let* ((start (float-time))
-                   (view (mevedel root))
+            (let* ((drawing 0)
+                   (timed (lambda (redraw &rest args)
+                            (let ((start (float-time)))
+                              (prog1 (apply redraw args)
+                                (setq drawing (+ drawing (- (float-time) start)))))))
+                   (start (float-time))
+                   (view (unwind-protect
+                             (progn (advice-add 'mevedel-view-rerender :around timed)
+                                    (mevedel root))
+                           (advice-remove 'mevedel-view-rerender timed)))
                    (first (- (float-time) start)))
+              (push drawing views)
               (setq lines (window-body-height (get-buffer-window view)))
               (unless (view-bench--last-screen-drawn-p view lines)
                 (error "The view's last screen is not drawn when `mevedel' returns"))
@@ -176,8 +185,9 @@ Then report the memory of the view of the resumed session."
               (view-bench--settle)
               (push (- (float-time) start) totals)
               (view-bench--close view)))
-          (mevedel-bench-describe "saved session of %d turns x %d calls, %.1f MB of data, in session.sqlite; `mevedel' on its workspace until it returns with the last screen drawn (the view's transcript ends with the last %d lines, the window's height, of the conversation; batch Emacs has no redisplay), median of %d runs (everything drawn after %.0f ms)"
+          (mevedel-bench-describe "saved session of %d turns x %d calls, %.1f MB of data, in session.sqlite; `mevedel' on its workspace until it returns with the last screen drawn (the view's transcript ends with the last %d lines, the window's height, of the conversation; batch Emacs has no redisplay), median of %d runs; of that, the view's drawing (`mevedel-view-rerender') took %.0f ms, the rest is the chat resuming its data buffer from session.sqlite (everything drawn after %.0f ms)"
                                   turns calls (/ size 1e6) lines runs
+                                  (* 1000 (mevedel-bench-percentile views 50))
                                   (* 1000 (mevedel-bench-percentile totals 50)))
           (mevedel-bench-report "view-resume-20mb-first-paint"
                                 (* 1000 (mevedel-bench-percentile times 50)) "ms")
@@ -186,9 +196,10 @@ Then report the memory of the view of the resumed session."
                  (view (mevedel-view-buffer chat)))
             (view-bench--settle)
             (let ((objects (- (view-bench--gc-bytes) before))
-                  (text (with-current-buffer view (1- (position-bytes (point-max))))))
-              (mevedel-bench-describe "the session above resumed without a view, then its view made and drawn to the end: the view buffer's text (%.2f MB) plus the growth of the Lisp objects `garbage-collect' counts (%.2f MB: text properties' intervals, markers, index tables, strings, all of both buffers), over the data buffer's %.1f MB"
-                                      (/ text 1e6) (/ objects 1e6) (/ size 1e6))
+                  (text (with-current-buffer view (1- (position-bytes (point-max)))))
+                  (undo (memory-report-object-size (buffer-local-value 'buffer-undo-list view))))
+              (mevedel-bench-describe "the session above resumed without a view, then its view made and drawn to the end: the view buffer's text (%.2f MB) plus the growth of the Lisp objects `garbage-collect' counts (%.2f MB: text properties' intervals, markers, the index, and the view's undo list, %.2f MB by `memory-report-object-size', as batch Emacs has no command loop to truncate it), over the data buffer's %.1f MB"
+                                      (/ text 1e6) (/ objects 1e6) (/ undo 1e6) (/ size 1e6))
               (mevedel-bench-report "view-memory-20mb" (/ (+ text objects) (float size)) "x-data"))
             (view-bench--close view)))
       (delete-directory root t))))
