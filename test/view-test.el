@@ -538,5 +538,45 @@ The text is what `mevedel-chat-send' writes, and the turn is recorded."
                             start (save-excursion (goto-char start) (pos-eol)))
                            "▸ × $ make a  [exit 3]"))))))))
 
+(ert-deftest mevedel-view:revealing-a-row-not-drawn-yet ()
+  "Showing a call whose turn waits to be drawn draws the pending turns first."
+  (mevedel-view-test--with-mixed view
+    (let ((mevedel-view--first-paint-lines 10))
+      (mevedel-view-rerender view)
+      (with-current-buffer view
+        (should mevedel-view--pending)
+        (should-not (mevedel-view--row-start "g0"))
+        (should (mevedel-view--reveal "g0"))
+        (should-not mevedel-view--pending)
+        (should (equal (get-text-property (point) 'mevedel-row) "g0"))
+        (should (looking-at-p "▾ ✓ Grep \"x\" in lisp (2 lines)\n    a\\.el:1:x\n"))))))
+
+(ert-deftest mevedel-view:a-call-split-in-runs-is-one-row ()
+  "A call whose text runs carry equal but distinct `gptel' values, as a
+transcript read back from disk has, is one segment and one row."
+  (mevedel-view-test--with-view view
+    (with-current-buffer (mevedel-chat-data-buffer (mevedel-view-chat view))
+      (goto-char (point-max))
+      (let ((start (point)))
+        (insert "\n" (mevedel-test-tool-text "call_s" "Grep" '(:pattern "s") "a.el:1:s\nb.el:2:s"))
+        (let ((middle (save-excursion (goto-char start) (search-forward "b.el") (point))))
+          (put-text-property middle (next-single-property-change middle 'gptel)
+                             'gptel (cons 'tool "call_s")))))
+    (let ((segments (mevedel-view-segments (mevedel-chat-data-buffer (mevedel-view-chat view)))))
+      (should (equal (mapcar (lambda (segment) (plist-get segment :id))
+                             (cl-remove-if-not (lambda (segment) (eq (plist-get segment :type) 'tool))
+                                               segments))
+                     '("call_g" "call_r" "call_s")))
+      (should (equal (plist-get (car (last (cl-remove-if-not
+                                             (lambda (segment) (eq (plist-get segment :type) 'tool))
+                                             segments)))
+                                :result)
+                     "a.el:1:s\nb.el:2:s")))
+    (mevedel-view-rerender view)
+    (with-current-buffer view
+      (should (string-suffix-p "▸ ✓ Grep \"s\" (2 lines)\n"
+                               (buffer-substring-no-properties (point-min)
+                                                               mevedel-view--transcript-end))))))
+
 (provide 'view-test)
 ;;; view-test.el ends here
