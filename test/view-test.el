@@ -438,13 +438,17 @@ The text is what `mevedel-chat-send' writes, and the turn is recorded."
       (mevedel-view-test--data chat (propertize "\nOne more." 'gptel 'response) "\n\n"
                                (mevedel-test-tool-text "g9" "Grep" '(:pattern "y") "c.el:3:y"))
       (mevedel-chat--notify chat 'tool-results nil)
-      (with-current-buffer view (mevedel-view--fill-pending view t))
+      (with-current-buffer view
+        (goto-char (mevedel-view--row-start "g9"))
+        (mevedel-view-toggle-row)
+        (should (looking-at-p "▾ ✓ Grep \"y\" (1 line)\n    c\\.el:3:y\n"))
+        (mevedel-view--fill-pending view t))
       (should-not (buffer-local-value 'mevedel-view--pending view))
       (let ((drawn (mevedel-view-test--transcript view))
             (mevedel-view--first-paint-lines most-positive-fixnum))
         (mevedel-view-rerender view)
         (should (equal drawn (mevedel-view-test--transcript view)))
-        (should (string-suffix-p "\n\n❯ More\n\nOne more.\n\n▸ ✓ Grep \"y\" (1 line)\n"
+        (should (string-suffix-p "\n\n❯ More\n\nOne more.\n\n▾ ✓ Grep \"y\" (1 line)\n    c.el:3:y\n"
                                  (car drawn)))))))
 
 (ert-deftest mevedel-view:collapsed-rows-compute-no-body ()
