@@ -198,7 +198,7 @@ Then report the memory of the view of the resumed session."
             (let ((objects (- (view-bench--gc-bytes) before))
                   (text (with-current-buffer view (1- (position-bytes (point-max)))))
                   (undo (memory-report-object-size (buffer-local-value 'buffer-undo-list view))))
-              (mevedel-bench-describe "the session above resumed without a view, then its view made and drawn to the end: the view buffer's text (%.2f MB) plus the growth of the Lisp objects `garbage-collect' counts (%.2f MB: text properties' intervals, markers, the index, and the view's undo list, %.2f MB by `memory-report-object-size', as batch Emacs has no command loop to truncate it), over the data buffer's %.1f MB"
+              (mevedel-bench-describe "the session above resumed without a view, then its view made and drawn to the end: the view buffer's text (%.2f MB) plus the growth of the Lisp objects `garbage-collect' counts (%.2f MB: mostly the view's text properties, intervals and their property lists; also its markers, its index and its undo list, %.2f MB by `memory-report-object-size', which batch Emacs has no command loop to truncate), over the data buffer's %.1f MB"
                                       (/ text 1e6) (/ objects 1e6) (/ undo 1e6) (/ size 1e6))
               (mevedel-bench-report "view-memory-20mb" (/ (+ text objects) (float size)) "x-data"))
             (view-bench--close view)))
