@@ -711,10 +711,11 @@ end.  Without recorded turns, all of the data is one turn."
   (let* ((data (mevedel-chat-data-buffer mevedel-view--chat))
          (from (or from 1))
          (end (with-current-buffer data (1+ (buffer-size))))
+         ;; The chat's turns come newest first: those after FROM lead.
          (starts (sort (cl-loop for turn in (mevedel-chat-turns mevedel-view--chat)
                                 for start = (plist-get turn :start)
-                                when (and (eq (marker-buffer start) data) (< from start end))
-                                collect start)
+                                while (and (eq (marker-buffer start) data) (> start from))
+                                when (< start end) collect start)
                        #'<))
          (bounds (list from)))
     (dolist (bound (append starts (list end)))
