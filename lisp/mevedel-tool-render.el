@@ -165,15 +165,21 @@ is reported with `display-warning' and replaced by the generic one."
     (truncate-string-to-width (string-trim line) (or width 72) nil nil "…")))
 
 (defun mevedel-tool-render-first-line (text)
-  "Return the first non-blank line of TEXT."
-  (or (cl-find-if (lambda (line) (not (string-blank-p line)))
-                  (split-string (or text "") "\n"))
-      ""))
+  "Return the first non-blank line of TEXT.
+Only the text up to that line is looked at."
+  (let ((text (or text "")))
+    (if (string-match "^[ \t\r]*[^ \t\r\n].*$" text)
+        (match-string 0 text)
+      "")))
 
 (defun mevedel-tool-render-count-lines (text)
-  "Return the number of non-empty lines in TEXT."
-  (cl-count-if (lambda (line) (not (string-empty-p line)))
-               (split-string (or text "") "\n")))
+  "Return the number of non-empty lines in TEXT, without splitting it."
+  (let ((text (or text "")) (count 0) (pos 0))
+    (while (< pos (length text))
+      (let ((end (or (string-search "\n" text pos) (length text))))
+        (when (> end pos) (setq count (1+ count)))
+        (setq pos (1+ end))))
+    count))
 
 (defun mevedel-tool-render-display-path (path)
   "Return PATH relative to `default-directory' when it lies inside it."

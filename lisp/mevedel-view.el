@@ -19,11 +19,32 @@
 ;;
 ;; The transcript is always re-derived from the data buffer: user text,
 ;; response text, tool rows (through the renderers of
-;; mevedel-tool-render.el) and notices.  Streaming text is appended as
-;; it arrives; the current turn is redrawn from the data buffer when
-;; tool results arrive and when the turn ends, and one row is redrawn
-;; when it is toggled.  The only state the view keeps is disposable:
-;; which rows the user expanded or collapsed, markers, the spinner.
+;; mevedel-tool-render.el) and notices.  The only state the view keeps
+;; is disposable: which rows the user expanded or collapsed, markers,
+;; an index of what is drawn where, the spinner.
+;;
+;; What each change costs.  Reading the data is one pass over its
+;; property changes, each scan bounded by the part being read.  A full
+;; redraw (`mevedel-view-rerender') draws the last turns, those that
+;; fill `mevedel-view--first-paint-lines', and returns; a timer draws
+;; the turns before them a few at a time, oldest first, above a line
+;; saying so (an old transcript too long to delete at once is hidden
+;; and deleted by the same timer).  After that, nothing is drawn again
+;; but the *tail*: the last block drawn and whatever the data gained
+;; after it.  Streamed text is appended as it arrives; when tool results
+;; arrive, the turn ends or a sample is retried, the tail is drawn again
+;; from the data (the streamed text replaced by its rendering, the new
+;; rows added), so a settled call costs its own row and the text
+;; streamed since the last one, not its turn.  A row is drawn again
+;; alone when it is toggled or its call's render-data or progress
+;; changes.  Collapsed rows get their renderer's summary only
+;; (`mevedel-tool-render-summary-only'); bodies are made on expanding.
+;;
+;; The index: each tool row's ID maps to the drawn turn holding it, a
+;; marker where that turn's drawing starts and the chat's marker of
+;; the turn in the data, so finding a row or its call searches one
+;; turn.  There is one marker per turn, not per row: every marker
+;; costs each insertion into its buffer.
 
 ;;; Code:
 
@@ -90,7 +111,26 @@ Text inserted at it belongs to the live zone before it, so it
 advances; whoever draws the panel puts it back at the panel's start.")
 (defvar-local mevedel-view--separator nil "Start of the separator line.")
 (defvar-local mevedel-view--composer nil "Start of the composer.")
-(defvar-local mevedel-view--turn-start nil "Where the current turn's rendering starts.")
+(defvar-local mevedel-view--tail nil
+  "Start of the transcript's last block, which the next turn event draws again.")
+(defvar-local mevedel-view--tail-data nil
+  "Marker in the data buffer where the data of the transcript's last block starts.")
+(defvar-local mevedel-view--parts nil
+  "Hash table: tool-use ID to the drawn turn that holds its row.
+A drawn turn is (DATA-START . VIEW-START): where it starts in the data
+\(a position or the chat's marker of the turn) and a marker where its
+drawing starts in the view.")
+(defvar-local mevedel-view--part nil
+  "The drawn turn that blocks are drawn into: the last one, or a pending one.")
+(defvar-local mevedel-view--part-starts nil "The VIEW-START markers of the drawn turns.")
+(defvar-local mevedel-view--pending nil
+  "The turns not drawn yet, oldest first: a list of (START . END) in the data.
+START and END are positions or markers of the chat's turns.")
+(defvar-local mevedel-view--fill nil
+  "Where the next pending turn is drawn (the line telling of them), or nil.")
+(defvar-local mevedel-view--fill-timer nil "Timer drawing the pending turns.")
+(defvar-local mevedel-view--stale nil
+  "Overlay hiding the old transcript a full redraw left to the timer, or nil.")
 (defvar-local mevedel-view--expanded nil "Hash table: tool-use ID to t (expanded) or `collapsed'.")
 (defvar-local mevedel-view--history-index nil "Position in the input history, or nil.")
 (defvar-local mevedel-view--draft nil "Composer text saved while browsing history.")
@@ -156,11 +196,15 @@ The transcript is read-only; type in the composer at the bottom.
         (mevedel-view-mode)
         (setq default-directory (mevedel-chat-root chat))
         (setq mevedel-view--chat chat
-              mevedel-view--expanded (make-hash-table :test #'equal))
+              mevedel-view--expanded (make-hash-table :test #'equal)
+              mevedel-view--parts (make-hash-table :test #'equal))
         (let ((inhibit-read-only t))
           (insert (mevedel-view--separator-text))
           (setq mevedel-view--composer (point-marker))
           (setq mevedel-view--transcript-end (point-min-marker))
+          (setq mevedel-view--tail (point-min-marker))
+          (setq mevedel-view--tail-data (with-current-buffer (mevedel-chat-data-buffer chat)
+                                          (point-min-marker)))
           (setq mevedel-view--panel (copy-marker (point-min) t))
           (setq mevedel-view--separator (copy-marker (point-min) t)))
         (setq buffer-undo-list nil)
@@ -184,6 +228,7 @@ The transcript is read-only; type in the composer at the bottom.
       (mevedel-chat-set-prompter chat nil)))
   (when (timerp mevedel-view--progress-timer)
     (cancel-timer mevedel-view--progress-timer))
+  (mevedel-view--forget)
   (mevedel-view--stop-spinner))
 
 (defvar mevedel-view-slash-commands nil
@@ -268,24 +313,35 @@ knows none.")
 (defconst mevedel-view--render-data-opening "<!-- mevedel-render-data -->"
   "How a render-data block starts; results without it have no render-data.")
 
-(defun mevedel-view--tool-segment (id text)
+(defun mevedel-view--trim (string &optional from)
+  "Return STRING from index FROM (default 0) without surrounding whitespace.
+Only the whitespace at the ends is looked at, however long STRING is."
+  (let ((from (or from 0))
+        (to (length string)))
+    (while (and (< from to) (memq (aref string from) '(?\s ?\t ?\n ?\r)))
+      (setq from (1+ from)))
+    (while (and (> to from) (memq (aref string (1- to)) '(?\s ?\t ?\n ?\r)))
+      (setq to (1- to)))
+    (substring string from to)))
+
+(defun mevedel-view--tool-segment (id text &optional start)
   "Return the segment of the tool call ID whose data-buffer TEXT is given.
-The result loses the call's render-data block, which becomes the
-segment's :render-data."
+START is where TEXT starts in the data buffer.  The result loses the
+call's render-data block, which becomes the segment's :render-data."
   (let* ((text (mevedel-view--unescape text))
          (read (condition-case nil
                    (read-from-string text)
                  (error nil)))
          (call (car read))
-         (result (if read (substring text (cdr read)) text))
+         (result (mevedel-view--trim text (cdr read)))
          (render-data nil))
     (when (string-search mevedel-view--render-data-opening result)
       (setq render-data (mevedel-render-data-extract result id)
-            result (mevedel-render-data-strip result id)))
-    (list :type 'tool :id id
+            result (mevedel-view--trim (mevedel-render-data-strip result id))))
+    (list :type 'tool :id id :start start
           :name (or (plist-get call :name) "?")
           :args (plist-get call :args)
-          :result (string-trim result)
+          :result result
           :render-data render-data)))
 
 (defconst mevedel-view--block-line-regexp
@@ -305,34 +361,51 @@ property; the model reads it, the transcript does not show it."
         (setq pos next)))
     (apply #'concat (nreverse parts))))
 
+(defun mevedel-view--run-end (pos property limit)
+  "Return where the run of PROPERTY's value at POS ends, at most LIMIT.
+Adjacent runs of `equal' values (a transcript read back from disk has
+copies) count as one."
+  (let ((value (get-text-property pos property))
+        (next (next-single-property-change pos property nil limit)))
+    (while (and (< next limit) (equal (get-text-property next property) value))
+      (setq next (next-single-property-change next property nil limit)))
+    next))
+
 (defun mevedel-view-segments (buffer &optional start end)
   "Return the transcript segments of data BUFFER between START and END.
 They default to the buffer's beginning and end.  Each segment is a
-plist with :type `user', `response', `tool' or `notice'.  A response
-cut by a failed request has :incomplete t."
+plist with :type `user', `response', `tool' or `notice' and :start,
+where it starts in BUFFER.  A response cut by a failed request has
+:incomplete t.  One pass over the text's property changes finds them."
   (with-current-buffer buffer
     (save-restriction
       (widen)
-      (let ((pos (or start (point-min)))
-            (end (or end (point-max)))
-            (prefix (gptel-prompt-prefix-string))
-            segments)
+      (let* ((pos (if (markerp start) (marker-position start) (or start (point-min))))
+             (end (if (markerp end) (marker-position end) (or end (point-max))))
+             (prefix (gptel-prompt-prefix-string))
+             (notice-change pos)
+             segments)
         (while (< pos end)
+          (when (<= notice-change pos)
+            (setq notice-change (next-single-property-change pos 'mevedel-notice nil end)))
           (let* ((prop (get-text-property pos 'gptel))
                  (notice (get-text-property pos 'mevedel-notice))
-                 (next (min (next-single-property-change pos 'gptel nil end)
-                            (next-single-property-change pos 'mevedel-notice nil end)))
-                 (text (buffer-substring-no-properties pos next)))
+                 (next (min (mevedel-view--run-end pos 'gptel end) notice-change)))
             (cond
-             (notice (push (list :type 'notice :kind notice :text (string-trim text)) segments))
+             (notice (push (list :type 'notice :start pos :kind notice
+                                 :text (string-trim (buffer-substring-no-properties pos next)))
+                           segments))
              ((eq prop 'response)
-              (if (eq (plist-get (car segments) :type) 'response)
-                  (plist-put (car segments) :text (concat (plist-get (car segments) :text) text))
-                (push (list :type 'response :text text) segments))
+              (let ((text (buffer-substring-no-properties pos next)))
+                (if (eq (plist-get (car segments) :type) 'response)
+                    (push text (plist-get (car segments) :pieces))
+                  (push (list :type 'response :start pos :pieces (list text)) segments)))
               (when (get-text-property pos 'mevedel-incomplete)
                 (plist-put (car segments) :incomplete t)))
              ((eq (car-safe prop) 'tool)
-              (push (mevedel-view--tool-segment (cdr prop) text) segments))
+              (push (mevedel-view--tool-segment (cdr prop) (buffer-substring-no-properties pos next)
+                                                pos)
+                    segments))
              ((null prop)
               (let ((clean (string-trim
                             (string-remove-prefix
@@ -341,19 +414,39 @@ cut by a failed request has :incomplete t."
                                       mevedel-view--block-line-regexp ""
                                       (mevedel-view--without-mail pos next)))))))
                 (unless (string-empty-p clean)
-                  (push (list :type 'user :text clean) segments)))))
+                  (push (list :type 'user :start pos :text clean) segments)))))
             (setq pos next)))
-        (cl-remove-if (lambda (segment)
-                        (and (eq (plist-get segment :type) 'response)
-                             (string-blank-p (plist-get segment :text))))
-                      (nreverse segments))))))
+        (let (result)
+          (dolist (segment segments result)
+            (if (not (eq (plist-get segment :type) 'response))
+                (push segment result)
+              (let ((text (apply #'concat (reverse (plist-get segment :pieces)))))
+                (unless (string-blank-p text)
+                  (push (list :type 'response :start (plist-get segment :start) :text text
+                              :incomplete (plist-get segment :incomplete))
+                        result))))))))))
 
-(defun mevedel-view--find-tool (buffer id)
-  "Return the segment of tool call ID in data BUFFER, or nil."
-  (when-let* ((region (mevedel-chat-tool-region buffer id)))
-    (mevedel-view--tool-segment
-     id (with-current-buffer buffer
-          (buffer-substring-no-properties (car region) (cdr region))))))
+(defun mevedel-view--find (property value start limit)
+  "Return the first position from START before LIMIT where PROPERTY is VALUE.
+Values compare with `equal'; nil when there is none."
+  (let ((pos start) (found nil))
+    (while (and (not found) (< pos limit))
+      (if (equal (get-text-property pos property) value)
+          (setq found pos)
+        (setq pos (next-single-property-change pos property nil limit))))
+    found))
+
+(defun mevedel-view--find-tool (id)
+  "Return the segment of the drawn tool call ID in the data buffer, or nil.
+The search starts where the data of the turn that holds its row starts."
+  (when-let* ((part (gethash id mevedel-view--parts)))
+    (with-current-buffer (mevedel-chat-data-buffer mevedel-view--chat)
+      (save-restriction
+        (widen)
+        (when-let* ((start (mevedel-view--find 'gptel (cons 'tool id) (car part) (point-max))))
+          (mevedel-view--tool-segment
+           id (buffer-substring-no-properties start (mevedel-view--run-end start 'gptel (point-max)))
+           start))))))
 
 ;;;; Inserting
 
@@ -388,7 +481,7 @@ cut by a failed request has :incomplete t."
     ('response
      (mevedel-view--begin-block 'response)
      (mevedel-view--append
-      (concat (string-trim (plist-get segment :text))
+      (concat (mevedel-view--trim (plist-get segment :text))
               (if (plist-get segment :incomplete)
                   (propertize " [incomplete: the response was cut off]"
                               'face 'mevedel-view-warning 'mevedel-incomplete t)
@@ -406,9 +499,12 @@ cut by a failed request has :incomplete t."
     ('tool
      (let ((row (mevedel-view--row-text segment)))
        (when row
+         (puthash (plist-get segment :id) mevedel-view--part mevedel-view--parts)
          (mevedel-view--begin-block 'tool)
          (mevedel-view--append (propertize row 'mevedel-row (plist-get segment :id))))))
     ('group
+     (dolist (member (plist-get segment :members))
+       (puthash (plist-get member :id) mevedel-view--part mevedel-view--parts))
      (mevedel-view--begin-block 'tool)
      (mevedel-view--append (mevedel-view--group-text segment)))))
 
@@ -480,7 +576,9 @@ in flight)."
          (args (plist-get segment :args))
          (result (plist-get segment :result))
          (render-data (mevedel-view--with-progress id (plist-get segment :render-data)))
-         (summary (mevedel-tool-render-row name args result render-data t))
+         (summary (if (eq render-data (plist-get segment :render-data))
+                      (mevedel-view--summary segment)
+                    (mevedel-tool-render-row name args result render-data t)))
          (expanded (and (not live-status) (mevedel-view--expanded-p id summary)))
          (row (if expanded
                   (mevedel-tool-render-row name args result render-data nil)
@@ -529,17 +627,24 @@ in flight)."
 
 ;;;; Rendering
 
+(defun mevedel-view--summary (segment)
+  "Return the collapsed row plist of tool SEGMENT, computed once per segment."
+  (or (plist-get segment :summary)
+      (let ((row (mevedel-tool-render-row (plist-get segment :name) (plist-get segment :args)
+                                          (plist-get segment :result)
+                                          (plist-get segment :render-data) t)))
+        (plist-put segment :summary row)
+        row)))
+
 (defun mevedel-view--coalesce-key (segment)
   "Return the coalesce key of tool SEGMENT's row, or nil."
   (and (eq (plist-get segment :type) 'tool)
-       (plist-get (mevedel-tool-render-row (plist-get segment :name) (plist-get segment :args)
-                                           (plist-get segment :result)
-                                           (plist-get segment :render-data) t)
-                  :coalesce-key)))
+       (plist-get (mevedel-view--summary segment) :coalesce-key)))
 
 (defun mevedel-view--coalesce (segments)
   "Return SEGMENTS, grouping consecutive tool rows with equal coalesce keys.
-A group is a segment (:type group :id FIRST-ID :members SEGMENTS)."
+A group is a segment (:type group :id FIRST-ID :start FIRST-START
+:members SEGMENTS)."
   (let (result)
     (while segments
       (let* ((segment (pop segments))
@@ -551,88 +656,241 @@ A group is a segment (:type group :id FIRST-ID :members SEGMENTS)."
               (push (pop segments) members))
             (push (if (cdr members)
                       (list :type 'group :id (plist-get segment :id)
+                            :start (plist-get segment :start)
                             :members (nreverse members))
                     segment)
                   result)))))
     (nreverse result)))
 
 (defun mevedel-view--group-text (group)
-  "Return the text of the coalesced GROUP of tool rows."
+  "Return the text of the coalesced GROUP of tool rows.
+All of it carries `mevedel-group', the group's ID; the header also
+`mevedel-members', the IDs of its calls."
   (let* ((id (plist-get group :id))
          (members (plist-get group :members))
-         (rows (mapcar (lambda (segment)
-                         (mevedel-tool-render-row (plist-get segment :name)
-                                                  (plist-get segment :args)
-                                                  (plist-get segment :result)
-                                                  (plist-get segment :render-data) t))
-                       members))
+         (rows (mapcar #'mevedel-view--summary members))
          (status (cl-find-if (lambda (status)
                                (cl-some (lambda (row) (eq (plist-get row :status) status)) rows))
                              '(error denied warning success)))
          (expanded (eq (gethash (concat "group:" id) mevedel-view--expanded) t)))
-    (concat
-     (propertize
-      (concat (if expanded "▾ " "▸ ") (mevedel-view--glyph (or status 'success)) " "
-              (propertize (plist-get (car rows) :header) 'face 'mevedel-view-tool-header)
-              (propertize (format "  (+%d more)" (1- (length rows))) 'face 'shadow)
-              "\n")
-      'keymap mevedel-view-row-map 'mouse-face 'highlight 'mevedel-group id
-      'help-echo "TAB to show or hide the calls of this group")
-     (when expanded
-       (mapconcat (lambda (segment)
-                    (propertize (or (mevedel-view--row-text segment) "")
-                                'mevedel-row (plist-get segment :id)))
-                  members "")))))
+    (propertize
+     (concat
+      (propertize
+       (concat (if expanded "▾ " "▸ ") (mevedel-view--glyph (or status 'success)) " "
+               (propertize (plist-get (car rows) :header) 'face 'mevedel-view-tool-header)
+               (propertize (format "  (+%d more)" (1- (length rows))) 'face 'shadow)
+               "\n")
+       'keymap mevedel-view-row-map 'mouse-face 'highlight
+       'mevedel-members (mapcar (lambda (segment) (plist-get segment :id)) members)
+       'help-echo "TAB to show or hide the calls of this group")
+      (when expanded
+        (mapconcat (lambda (segment)
+                     (propertize (or (mevedel-view--row-text segment) "")
+                                 'mevedel-row (plist-get segment :id)))
+                   members "")))
+     'mevedel-group id)))
 
-(defun mevedel-view--insert-segments (data-start data-end)
-  "Append the segments of the data buffer between DATA-START and DATA-END."
-  (dolist (segment (mevedel-view--coalesce
-                    (mevedel-view-segments (mevedel-chat-data-buffer mevedel-view--chat)
-                                           data-start data-end)))
-    (let ((begin (marker-position mevedel-view--transcript-end))
-          (inhibit-read-only t))
-      (mevedel-view--insert-segment segment)
-      (put-text-property begin mevedel-view--transcript-end
-                         'mevedel-kind (plist-get segment :type)))))
+(defun mevedel-view--insert-segments (segments)
+  "Append the rendering of data SEGMENTS to the transcript.
+Return the last block drawn, (VIEW-START . DATA-START), or nil."
+  (let (last)
+    (dolist (segment (mevedel-view--coalesce segments) last)
+      (let ((begin (marker-position mevedel-view--transcript-end))
+            (inhibit-read-only t))
+        (mevedel-view--insert-segment segment)
+        (put-text-property begin mevedel-view--transcript-end
+                           'mevedel-kind (plist-get segment :type))
+        (setq last (cons begin (plist-get segment :start)))))))
+
+(defun mevedel-view--kind-before (position)
+  "Return the kind of the transcript block before POSITION, as drawn.
+A coalesced group is drawn as a tool block."
+  (let ((kind (and (> position (point-min)) (get-text-property (1- position) 'mevedel-kind))))
+    (if (eq kind 'group) 'tool kind)))
 
 (defun mevedel-view--truncate-to (position)
   "Delete the transcript from POSITION to its end."
   (let ((inhibit-read-only t))
     (delete-region position mevedel-view--transcript-end)
     (set-marker mevedel-view--transcript-end position)
-    (setq mevedel-view--last-kind
-          (and (> position (point-min))
-               (get-text-property (1- position) 'mevedel-kind)))))
+    (setq mevedel-view--last-kind (mevedel-view--kind-before position))))
+
+(defun mevedel-view--draw (segments)
+  "Append the rendering of SEGMENTS; the last block drawn becomes the tail."
+  (when-let* ((last (mevedel-view--insert-segments segments)))
+    (set-marker mevedel-view--tail (car last))
+    (set-marker mevedel-view--tail-data (cdr last) (mevedel-chat-data-buffer mevedel-view--chat))))
+
+(defconst mevedel-view--first-paint-lines 200
+  "Lines at the transcript's end drawn before a full redraw returns.
+That is more than the tallest window shows; the turns before them
+are drawn by a timer, a few at a time.")
+
+(defconst mevedel-view--fill-seconds 0.02
+  "Longest time the timer draws earlier turns before Emacs does other work.")
+
+(defconst mevedel-view--delete-now-chars 20000
+  "Longest old transcript a full redraw deletes at once.
+Deleting text costs more than its length (its text properties), so a
+longer one is hidden and deleted by the timer, a piece at a time.")
+
+(defun mevedel-view--turns (&optional from)
+  "Return each turn of the data from FROM on, oldest first, as (START . END).
+The first starts at FROM (default the buffer's start), the others at
+the chat's markers of its turns' starts; the last ends at the buffer's
+end.  Without recorded turns, all of the data is one turn."
+  (let* ((data (mevedel-chat-data-buffer mevedel-view--chat))
+         (from (or from 1))
+         (end (with-current-buffer data (1+ (buffer-size))))
+         ;; The chat's turns come newest first: those after FROM lead.
+         (starts (sort (cl-loop for turn in (mevedel-chat-turns mevedel-view--chat)
+                                for start = (plist-get turn :start)
+                                while (and (eq (marker-buffer start) data) (> start from))
+                                when (< start end) collect start)
+                       #'<))
+         (bounds (list from)))
+    (dolist (bound (append starts (list end)))
+      (unless (= bound (car bounds))
+        (push bound bounds)))
+    (setq bounds (nreverse bounds))
+    (cl-mapcar #'cons bounds (cdr bounds))))
+
+(defun mevedel-view--estimated-lines (segments)
+  "Return about how many lines SEGMENTS take in the transcript, at least.
+A tool row counts one line; other blocks the lines of their text."
+  (cl-loop for segment in segments
+           sum (if (memq (plist-get segment :type) '(user response notice))
+                   (1+ (cl-count ?\n (plist-get segment :text)))
+                 1)))
 
 (defun mevedel-view-rerender (&optional buffer)
-  "Redraw all of BUFFER's transcript (default the current view) from its data."
+  "Redraw all of BUFFER's transcript (default the current view) from its data.
+The last turns, at least `mevedel-view--first-paint-lines' of them,
+are drawn now; the turns before them are drawn by a timer, oldest
+first, above a line saying so."
   (interactive)
   (with-current-buffer (or buffer (current-buffer))
     (unless mevedel-view--chat (user-error "Not a mevedel view"))
     (save-excursion
-      (let ((turn-data (mevedel-chat-turn-start mevedel-view--chat)))
-        (mevedel-view--truncate-to (point-min))
-        (mevedel-view--insert-segments nil (and turn-data (marker-position turn-data)))
-        (if mevedel-view--turn-start
-            (set-marker mevedel-view--turn-start mevedel-view--transcript-end)
-          (setq mevedel-view--turn-start (copy-marker mevedel-view--transcript-end)))
-        (when turn-data
-          (mevedel-view--insert-segments (marker-position turn-data) nil)))
+      (mevedel-view--forget)
+      (when mevedel-view--stale (delete-overlay mevedel-view--stale))
+      (setq mevedel-view--stale nil)
+      (if (< (- mevedel-view--transcript-end (point-min)) mevedel-view--delete-now-chars)
+          (let ((inhibit-read-only t))
+            (delete-region (point-min) mevedel-view--transcript-end))
+        (setq mevedel-view--stale (make-overlay (point-min) mevedel-view--transcript-end))
+        (overlay-put mevedel-view--stale 'invisible t))
+      (setq mevedel-view--last-kind nil)
+      (let* ((data (mevedel-chat-data-buffer mevedel-view--chat))
+             (turns (nreverse (mevedel-view--turns)))
+             (lines 0)
+             (parsed nil))
+        (while (and turns (< lines mevedel-view--first-paint-lines))
+          (let* ((turn (pop turns))
+                 (segments (mevedel-view-segments data (car turn) (cdr turn))))
+            (setq lines (+ lines (mevedel-view--estimated-lines segments)))
+            (push (cons turn segments) parsed)))
+        (set-marker mevedel-view--tail-data (or (car (car (car parsed))) 1) data)
+        (when (or turns mevedel-view--stale)
+          (setq mevedel-view--pending (nreverse turns)
+                mevedel-view--fill (copy-marker mevedel-view--transcript-end))
+          (mevedel-view--append (propertize "Drawing the earlier turns…\n"
+                                            'face 'shadow 'mevedel-kind 'pending))
+          (setq mevedel-view--last-kind 'pending)
+          (setq mevedel-view--fill-timer
+                (run-at-time 0 nil #'mevedel-view--fill-pending (current-buffer))))
+        (set-marker mevedel-view--tail mevedel-view--transcript-end)
+        (pcase-dolist (`(,turn . ,segments) parsed)
+          (setq mevedel-view--part (mevedel-view--new-part (car turn)))
+          (mevedel-view--draw segments)))
       (mevedel-view--render-live))))
 
-(defun mevedel-view--render-turn ()
-  "Redraw the current turn from the data buffer, and the live zone."
-  (let ((turn-data (mevedel-chat-turn-start mevedel-view--chat)))
-    (if (not (and mevedel-view--turn-start turn-data))
-        (mevedel-view-rerender)
-      (save-excursion
-        (mevedel-view--truncate-to mevedel-view--turn-start)
-        (mevedel-view--insert-segments (marker-position turn-data) nil)
-        (mevedel-view--render-live)))))
+(defun mevedel-view--fill-pending (buffer &optional all)
+  "Draw what BUFFER has pending, oldest first, for a while or all if ALL.
+The old transcript a full redraw left goes first; once no turn is
+left, the line telling they are pending goes too."
+  (when (buffer-live-p buffer)
+    (with-current-buffer buffer
+      (setq mevedel-view--fill-timer nil)
+      (let* ((deadline (+ (float-time) mevedel-view--fill-seconds))
+             (more (lambda () (or all (< (float-time) deadline)))))
+        (while (and mevedel-view--stale (progn (mevedel-view--delete-stale) (funcall more))))
+        (while (and mevedel-view--pending (not mevedel-view--stale)
+                    (progn (mevedel-view--fill-one) (funcall more))))
+        (if (or mevedel-view--stale mevedel-view--pending)
+            (setq mevedel-view--fill-timer
+                  (run-at-time 0 nil #'mevedel-view--fill-pending buffer))
+          (mevedel-view--end-fill))))))
 
-(defun mevedel-view--in-data-p (id)
-  "Return non-nil when the call ID already is in the data buffer."
-  (mevedel-view--find-tool (mevedel-chat-data-buffer mevedel-view--chat) id))
+(defun mevedel-view--delete-stale ()
+  "Delete a piece of the old transcript hidden by `mevedel-view--stale'."
+  (let ((inhibit-read-only t))
+    (delete-region (point-min) (min (overlay-end mevedel-view--stale)
+                                    (+ (point-min) mevedel-view--delete-now-chars))))
+  (when (= (overlay-start mevedel-view--stale) (overlay-end mevedel-view--stale))
+    (delete-overlay mevedel-view--stale)
+    (setq mevedel-view--stale nil)))
+
+(defun mevedel-view--fill-one ()
+  "Draw the oldest pending turn, above the line telling it is pending."
+  (save-excursion
+    (let* ((turn (pop mevedel-view--pending))
+           (mevedel-view--transcript-end mevedel-view--fill)
+           (mevedel-view--last-kind (mevedel-view--kind-before mevedel-view--fill))
+           (mevedel-view--part (mevedel-view--new-part (car turn))))
+      (mevedel-view--insert-segments
+       (mevedel-view-segments (mevedel-chat-data-buffer mevedel-view--chat)
+                              (car turn) (cdr turn))))))
+
+(defun mevedel-view--end-fill ()
+  "Remove the line standing for what is pending, joining the text around it.
+The part after it was drawn as if a block came before it; the
+separator its first block got goes when no block comes before it
+after all, or when both are tool rows."
+  (let* ((join (marker-position mevedel-view--fill))
+         (inhibit-read-only t))
+    (delete-region join (next-single-property-change join 'mevedel-kind nil
+                                                     mevedel-view--transcript-end))
+    (set-marker mevedel-view--fill nil)
+    (setq mevedel-view--fill nil)
+    (when (and (< join mevedel-view--transcript-end)
+               (or (= join (point-min))
+                   (and (eq (mevedel-view--kind-before join) 'tool)
+                        (memq (get-text-property join 'mevedel-kind) '(tool group)))))
+      (delete-region join (1+ join)))))
+
+(defun mevedel-view--forget ()
+  "Drop this view's index of what it drew and what it has pending."
+  (when (timerp mevedel-view--fill-timer)
+    (cancel-timer mevedel-view--fill-timer))
+  (when mevedel-view--fill
+    (set-marker mevedel-view--fill nil))
+  (setq mevedel-view--fill-timer nil mevedel-view--fill nil mevedel-view--pending nil)
+  (mapc (lambda (marker) (set-marker marker nil)) mevedel-view--part-starts)
+  (setq mevedel-view--part-starts nil mevedel-view--part nil)
+  (clrhash mevedel-view--parts))
+
+(defun mevedel-view--new-part (data-start)
+  "Return a new drawn turn of the data from DATA-START, drawn from here on.
+Here is the transcript's end, or where a pending turn is drawn."
+  (let ((start (copy-marker mevedel-view--transcript-end)))
+    (push start mevedel-view--part-starts)
+    (cons data-start start)))
+
+(defun mevedel-view--render-turn ()
+  "Redraw the transcript's tail from the data buffer, and the live zone.
+The tail is the last block drawn and whatever the data gained after
+it: streamed text drawn as it came is replaced by its rendering, new
+rows are added, and nothing before the tail is touched."
+  (save-excursion
+    (mevedel-view--truncate-to mevedel-view--tail)
+    (let ((data (mevedel-chat-data-buffer mevedel-view--chat))
+          (from (marker-position mevedel-view--tail-data)))
+      (pcase-dolist (`(,start . ,end) (mevedel-view--turns from))
+        (unless (and mevedel-view--part (eql start from))
+          (setq mevedel-view--part (mevedel-view--new-part start)))
+        (mevedel-view--draw (mevedel-view-segments data start end))))
+    (mevedel-view--render-live)))
 
 (defun mevedel-view--render-live ()
   "Redraw the live zone: running tools, permission cards, waiting line."
@@ -794,9 +1052,7 @@ gathered: at most one every `mevedel-view--progress-delay' seconds."
 (defun mevedel-view--observe (event _chat args)
   "Update this view for the chat's EVENT with ARGS."
   (pcase event
-    ('turn-start
-     (set-marker mevedel-view--turn-start mevedel-view--transcript-end)
-     (mevedel-view--render-turn))
+    ('turn-start (mevedel-view--render-turn))
     ('text (mevedel-view--append-text (car args)))
     ('tools-start (save-excursion (mevedel-view--render-live)))
     ('permission-settled
@@ -898,20 +1154,13 @@ keys (`npm test'); a card that offers no \"always\" says why."
   (when (mouse-event-p event) (mouse-set-point event))
   (let ((id (get-text-property (point) 'mevedel-row))
         (group (get-text-property (point) 'mevedel-group)))
-    (unless (or id group) (user-error "No tool row here"))
-    (if group
-        (let ((key (concat "group:" group)))
-          (puthash key (if (eq (gethash key mevedel-view--expanded) t) 'collapsed t)
-                   mevedel-view--expanded)
-          (mevedel-view-rerender)
-          (goto-char (point-min))
-          (when-let* ((match (text-property-search-forward 'mevedel-group group t)))
-            (goto-char (prop-match-beginning match))))
-      (mevedel-view--toggle-call id))))
+    (cond (id (mevedel-view--toggle-call id))
+          (group (mevedel-view--toggle-group group))
+          (t (user-error "No tool row here")))))
 
 (defun mevedel-view--toggle-call (id)
   "Expand or collapse the row of the tool call ID."
-  (let ((segment (mevedel-view--find-tool (mevedel-chat-data-buffer mevedel-view--chat) id)))
+  (let ((segment (mevedel-view--find-tool id)))
     (unless segment (user-error "This call has not finished yet"))
     (let* ((summary (mevedel-tool-render-row (plist-get segment :name) (plist-get segment :args)
                                              (plist-get segment :result)
@@ -921,42 +1170,65 @@ keys (`npm test'); a card that offers no \"always\" says why."
         (puthash id (if expanded 'collapsed t) mevedel-view--expanded)
         (mevedel-view--redraw-row id segment)))))
 
+(defun mevedel-view--toggle-group (group)
+  "Show or hide the rows of the coalesced GROUP at point."
+  (let* ((key (concat "group:" group))
+         (start (if (and (> (point) (point-min))
+                         (eq (get-text-property (1- (point)) 'mevedel-group) group))
+                    (previous-single-property-change (point) 'mevedel-group nil (point-min))
+                  (point)))
+         (segments (mapcar #'mevedel-view--find-tool
+                           (get-text-property start 'mevedel-members))))
+    (puthash key (if (eq (gethash key mevedel-view--expanded) t) 'collapsed t)
+             mevedel-view--expanded)
+    (mevedel-view--replace start (next-single-property-change start 'mevedel-group nil
+                                                              mevedel-view--transcript-end)
+                           (mevedel-view--group-text
+                            (list :id group :members (delq nil segments))))
+    (goto-char start)))
+
+(defun mevedel-view--replace (start end text)
+  "Replace the transcript's text from START to END with TEXT, read-only.
+TEXT is one block, or one row of a block.  Point moves to START."
+  (let ((inhibit-read-only t)
+        (kind (get-text-property start 'mevedel-kind)))
+    ;; The new text goes in after the old before it goes, so that the
+    ;; markers at END (the next row, the transcript's end) stay after it.
+    (goto-char end)
+    (insert-before-markers
+     (propertize text 'mevedel-kind kind 'read-only t 'front-sticky '(read-only)))
+    (delete-region start end)
+    (goto-char start)))
+
+(defun mevedel-view--row-start (id)
+  "Return the start of the row of call ID in this view's transcript, or nil."
+  (when-let* ((part (gethash id mevedel-view--parts)))
+    (mevedel-view--find 'mevedel-row id (cdr part) mevedel-view--transcript-end)))
+
 (defun mevedel-view--redraw-row (id segment)
   "Redraw the transcript row of call ID from its data SEGMENT."
-  (let* ((inhibit-read-only t)
-         (match (save-excursion
-                  (goto-char (point-min))
-                  (text-property-search-forward 'mevedel-row id t))))
-    (when match
-      (let* ((start (prop-match-beginning match))
-             (end (prop-match-end match))
-             (last (= end mevedel-view--transcript-end)))
-        (goto-char start)
-        (delete-region start end)
-        (insert (propertize (or (mevedel-view--row-text segment) "")
-                            'mevedel-row id 'mevedel-kind 'tool
-                            'read-only t 'front-sticky '(read-only)))
-        (when last (set-marker mevedel-view--transcript-end (point)))
-        (goto-char start)))))
+  (when-let* ((start (mevedel-view--row-start id)))
+    (let ((text (propertize (or (mevedel-view--row-text segment) "") 'mevedel-row id)))
+      (when-let* ((group (get-text-property start 'mevedel-group)))
+        (put-text-property 0 (length text) 'mevedel-group group text))
+      (mevedel-view--replace
+       start (next-single-property-change start 'mevedel-row nil mevedel-view--transcript-end)
+       text))))
 
 (defun mevedel-view--refresh-row (id)
   "Redraw the row of call ID, if shown, from the data buffer."
-  (when-let* ((segment (mevedel-view--find-tool (mevedel-chat-data-buffer mevedel-view--chat)
-                                                id)))
-    (mevedel-view--redraw-row id segment)))
-
-(defun mevedel-view--row-start (id)
-  "Return the start of the row of call ID in this view, or nil."
-  (save-excursion
-    (goto-char (point-min))
-    (when-let* ((match (text-property-search-forward 'mevedel-row id t)))
-      (prop-match-beginning match))))
+  (when (mevedel-view--row-start id)
+    (when-let* ((segment (mevedel-view--find-tool id)))
+      (mevedel-view--redraw-row id segment))))
 
 (defun mevedel-view--reveal (id)
-  "Expand the row of call ID and move point to it; return non-nil if shown."
-  (when-let* ((start (mevedel-view--row-start id)))
-    (let ((segment (mevedel-view--find-tool (mevedel-chat-data-buffer mevedel-view--chat) id)))
-      (when (and segment (not (eq (gethash id mevedel-view--expanded) t)))
+  "Expand the row of call ID and move point to it; return non-nil if shown.
+A row of a turn not drawn yet is drawn first, with all pending turns."
+  (when (and mevedel-view--pending (not (mevedel-view--row-start id)))
+    (mevedel-view--fill-pending (current-buffer) t))
+  (when (mevedel-view--row-start id)
+    (unless (eq (gethash id mevedel-view--expanded) t)
+      (when-let* ((segment (mevedel-view--find-tool id)))
         (puthash id t mevedel-view--expanded)
         (mevedel-view--redraw-row id segment)))
     (goto-char (mevedel-view--row-start id))

@@ -292,5 +292,295 @@ Each tool's only display fact is its :renderer; they are removed after."
           (kill-buffer a))
       (delete-directory root t))))
 
+;;;; Long transcripts
+
+(defun mevedel-view-test--turn (chat text &optional mail)
+  "Append the user's TEXT, after MAIL, as a new turn of CHAT.
+The text is what `mevedel-chat-send' writes, and the turn is recorded."
+  (with-current-buffer (mevedel-chat-data-buffer chat)
+    (goto-char (point-max))
+    (let ((start (point-marker)))
+      (unless (bobp) (insert "\n\n"))
+      (insert (gptel-prompt-prefix-string))
+      (when mail (insert (propertize (concat mail "\n") 'mevedel-mail t)))
+      (insert text "\n")
+      (setf (mevedel-chat-turn-start chat) start)
+      (push (list :id (format "t%d" (length (mevedel-chat-turns chat))) :label text :start start)
+            (mevedel-chat-turns chat)))))
+
+(defun mevedel-view-test--data (chat &rest texts)
+  "Append TEXTS to CHAT's data buffer."
+  (with-current-buffer (mevedel-chat-data-buffer chat)
+    (goto-char (point-max))
+    (apply #'insert texts)))
+
+(defun mevedel-view-test--fill-mixed (chat)
+  "Write a conversation of every kind of transcript block into CHAT's data."
+  (dotimes (round 3)
+    (mevedel-view-test--turn chat (format "Question %d" round))
+    (mevedel-view-test--data
+     chat (propertize (format "\nLooking, round %d." round) 'gptel 'response) "\n\n"
+     (mevedel-test-tool-text (format "g%d" round) "Grep" '(:pattern "x" :path "lisp")
+                             "a.el:1:x\nb.el:2:x\n\n")
+     "\n\n"
+     (mevedel-test-tool-text (format "r%d" round) "Read" '(:file_path "a.el")
+                             "Error: File does not exist: a.el")
+     (propertize "\nFound it.  " 'gptel 'response)
+     (propertize "Twice." 'gptel 'response))
+    (mevedel-chat--insert-notice chat 'background (format "Woken up %d" round))
+    (mevedel-view-test--turn chat "Ping them" "<agent-message>hidden</agent-message>")
+    (mevedel-view-test--data
+     chat "\n\n"
+     (mevedel-test-tool-text (format "p%da" round) "Ping" '(:host "a") "pong a")
+     (mevedel-test-tool-text (format "p%db" round) "Ping" '(:host "b") "Error: unreachable")
+     (mevedel-test-tool-text (format "q%d" round) "Quiet" nil "nothing")
+     (mevedel-test-tool-text (format "t%d" round) "Tree" nil "tree result")
+     (mevedel-test-tool-text (format "b%d" round) "Bash" '(:command "make")
+                             (concat "compiled\n"
+                                     (mevedel-render-data-encode '(:status error :exit-code 2)
+                                                                 (format "b%d" round))))
+     (propertize "\nThe build fails and then" 'gptel 'response 'mevedel-incomplete t))
+    (mevedel-chat--insert-notice chat 'error "Request failed: boom")))
+
+(defconst mevedel-view-test--mixed-properties
+  '(mevedel-row mevedel-kind mevedel-group mevedel-breadcrumb face)
+  "Properties of the transcript that `mevedel-view-test--transcript' records.")
+
+(defun mevedel-view-test--transcript (view)
+  "Return VIEW's transcript as its text and the runs of its main properties."
+  (with-current-buffer view
+    (cons (buffer-substring-no-properties (point-min) mevedel-view--transcript-end)
+          (cl-loop for property in mevedel-view-test--mixed-properties
+                   collect
+                   (let ((pos (point-min)) (runs nil))
+                     (while (< pos mevedel-view--transcript-end)
+                       (let ((next (next-single-property-change
+                                    pos property nil mevedel-view--transcript-end)))
+                         (when-let* ((value (get-text-property pos property)))
+                           (push (list pos next value) runs))
+                         (setq pos next)))
+                     (cons property (nreverse runs)))))))
+
+(defmacro mevedel-view-test--with-mixed (var &rest body)
+  "Bind VAR to a view of a mixed conversation around BODY."
+  (declare (indent 1))
+  `(mevedel-view-test--with-renderers
+       (("Ping" (lambda (_name args result _data)
+                  (list :header (format "Ping %s" (plist-get args :host)) :body result
+                        :expandable-p t :initially-collapsed-p t :coalesce-key "ping")))
+        ("Quiet" (lambda (&rest _) '(:header "q" :hidden-p t)))
+        ("Tree" (lambda (&rest _)
+                  '(:header "Tree" :body "tree result" :preview-body "peek"
+                            :expandable-p t :initially-collapsed-p t
+                            :child-calls (("Ping" (:host "child") "pong" nil))))))
+     (mevedel-core-ensure)
+     (let* ((root (file-name-as-directory (make-temp-file "mevedel-view-" t)))
+            (mevedel-chat-save-sessions nil)
+            (,var (mevedel root))
+            (chat (mevedel-view-chat ,var)))
+       (unwind-protect
+           (progn (mevedel-view-test--fill-mixed chat)
+                  ,@body)
+         (kill-buffer ,var)
+         (kill-buffer (mevedel-chat-data-buffer chat))
+         (delete-directory root t)))))
+
+;; What `mevedel-view-rerender' drew for `mevedel-view-test--fill-mixed'
+;; in one pass over the data, before it drew in parts (commit 0d48a42).
+(defconst mevedel-view-test--mixed-drawn
+  '("❯ Question 0\n\nLooking, round 0.\n\n▸ ✓ Grep \"x\" in lisp (2 lines)\n▸ × Read a.el\n\nFound it.  Twice.\n\n[Woken up 0]\n\n❯ Ping them\n\n▸ × Ping a  (+1 more)\n▸ ✓ Tree\n    peek\n▸ × $ make  [exit 2]\n\nThe build fails and then [incomplete: the response was cut off]\n\n[Request failed: boom]\n\n❯ Question 1\n\nLooking, round 1.\n\n▸ ✓ Grep \"x\" in lisp (2 lines)\n▸ × Read a.el\n\nFound it.  Twice.\n\n[Woken up 1]\n\n❯ Ping them\n\n▸ × Ping a  (+1 more)\n▸ ✓ Tree\n    peek\n▸ × $ make  [exit 2]\n\nThe build fails and then [incomplete: the response was cut off]\n\n[Request failed: boom]\n\n❯ Question 2\n\nLooking, round 2.\n\n▸ ✓ Grep \"x\" in lisp (2 lines)\n▸ × Read a.el\n\nFound it.  Twice.\n\n[Woken up 2]\n\n❯ Ping them\n\n▸ × Ping a  (+1 more)\n▸ ✓ Tree\n    peek\n▸ × $ make  [exit 2]\n\nThe build fails and then [incomplete: the response was cut off]\n\n[Request failed: boom]\n" (mevedel-row (34 65 "g0") (65 79 "r0") (148 166 "t0") (166 187 "b0") (310 341 "g1") (341 355 "r1") (424 442 "t1") (442 463 "b1") (586 617 "g2") (617 631 "r2") (700 718 "t2") (718 739 "b2")) (mevedel-kind (1 14 user) (14 33 response) (33 79 tool) (79 98 response) (98 112 notice) (112 125 user) (125 148 group) (148 187 tool) (187 252 response) (252 276 notice) (276 290 user) (290 309 response) (309 355 tool) (355 374 response) (374 388 notice) (388 401 user) (401 424 group) (424 463 tool) (463 528 response) (528 552 notice) (552 566 user) (566 585 response) (585 631 tool) (631 650 response) (650 664 notice) (664 677 user) (677 700 group) (700 739 tool) (739 804 response) (804 828 notice)) (mevedel-group (126 148 "p0a") (402 424 "p1a") (678 700 "p2a")) (mevedel-breadcrumb) (face (1 13 mevedel-view-user) (36 37 mevedel-view-success) (38 64 mevedel-view-tool-header) (67 68 mevedel-view-error) (69 78 mevedel-view-tool-header) (99 111 mevedel-view-notice) (113 124 mevedel-view-user) (128 129 mevedel-view-error) (130 136 mevedel-view-tool-header) (136 147 shadow) (150 151 mevedel-view-success) (152 156 mevedel-view-tool-header) (157 166 shadow) (168 169 mevedel-view-error) (170 186 mevedel-view-tool-header) (212 251 mevedel-view-warning) (253 275 error) (277 289 mevedel-view-user) (312 313 mevedel-view-success) (314 340 mevedel-view-tool-header) (343 344 mevedel-view-error) (345 354 mevedel-view-tool-header) (375 387 mevedel-view-notice) (389 400 mevedel-view-user) (404 405 mevedel-view-error) (406 412 mevedel-view-tool-header) (412 423 shadow) (426 427 mevedel-view-success) (428 432 mevedel-view-tool-header) (433 442 shadow) (444 445 mevedel-view-error) (446 462 mevedel-view-tool-header) (488 527 mevedel-view-warning) (529 551 error) (553 565 mevedel-view-user) (588 589 mevedel-view-success) (590 616 mevedel-view-tool-header) (619 620 mevedel-view-error) (621 630 mevedel-view-tool-header) (651 663 mevedel-view-notice) (665 676 mevedel-view-user) (680 681 mevedel-view-error) (682 688 mevedel-view-tool-header) (688 699 shadow) (702 703 mevedel-view-success) (704 708 mevedel-view-tool-header) (709 718 shadow) (720 721 mevedel-view-error) (722 738 mevedel-view-tool-header) (764 803 mevedel-view-warning) (805 827 error)))
+  "The transcript of the mixed conversation: text and property runs.")
+
+(ert-deftest mevedel-view:long-transcript-draws-as-one-pass-did ()
+  "Drawn at once or the last turns first, the transcript is the same."
+  (mevedel-view-test--with-mixed view
+    (mevedel-view-rerender view)
+    (should (equal (mevedel-view-test--transcript view) mevedel-view-test--mixed-drawn))
+    (let ((mevedel-view--first-paint-lines 10)
+          (mevedel-view--fill-seconds 0)
+          (mevedel-view--delete-now-chars 100)
+          (full (car mevedel-view-test--mixed-drawn)))
+      (mevedel-view-rerender view)
+      ;; The old transcript is hidden, to be deleted piece by piece.
+      (with-current-buffer view
+        (should (= (overlay-start mevedel-view--stale) (point-min)))
+        (should (overlay-get mevedel-view--stale 'invisible))
+        (should (equal (buffer-substring-no-properties (point-min) (overlay-end mevedel-view--stale))
+                       full)))
+      ;; The last turn is there; earlier ones wait below a line saying so.
+      (let ((drawn (with-current-buffer view
+                     (buffer-substring-no-properties (overlay-end mevedel-view--stale)
+                                                     mevedel-view--transcript-end))))
+        (should (string-prefix-p "Drawing the earlier turns…\n" drawn))
+        (should (string-suffix-p (substring full (- (length full) 120)) drawn))
+        (should (< (length drawn) (/ (length full) 2))))
+      (should (buffer-local-value 'mevedel-view--pending view))
+      (with-current-buffer view
+        (goto-char (point-max))
+        (insert "typed"))
+      (mevedel-test-wait-until (null (buffer-local-value 'mevedel-view--pending view)))
+      (should (equal (mevedel-view-test--transcript view) mevedel-view-test--mixed-drawn))
+      (with-current-buffer view
+        (should (equal (mevedel-view--composer-text) "typed"))
+        ;; Every row is known where it is drawn.
+        (dolist (id '("g0" "r0" "t0" "b0" "g2" "b2"))
+          (should (equal (get-text-property (mevedel-view--row-start id) 'mevedel-row) id)))))))
+
+(ert-deftest mevedel-view:turn-events-while-earlier-turns-wait ()
+  "A turn that runs while earlier turns wait to be drawn ends up as if drawn at once."
+  (mevedel-view-test--with-mixed view
+    (let ((chat (mevedel-view-chat view))
+          (mevedel-view--first-paint-lines 10))
+      (mevedel-view-rerender view)
+      (should (buffer-local-value 'mevedel-view--pending view))
+      (mevedel-view-test--turn chat "More")
+      (mevedel-chat--notify chat 'turn-start "More")
+      (mevedel-view-test--data chat (propertize "\nOne more." 'gptel 'response) "\n\n"
+                               (mevedel-test-tool-text "g9" "Grep" '(:pattern "y") "c.el:3:y"))
+      (mevedel-chat--notify chat 'tool-results nil)
+      (with-current-buffer view
+        (goto-char (mevedel-view--row-start "g9"))
+        (mevedel-view-toggle-row)
+        (should (looking-at-p "▾ ✓ Grep \"y\" (1 line)\n    c\\.el:3:y\n"))
+        (mevedel-view--fill-pending view t))
+      (should-not (buffer-local-value 'mevedel-view--pending view))
+      (let ((drawn (mevedel-view-test--transcript view))
+            (mevedel-view--first-paint-lines most-positive-fixnum))
+        (mevedel-view-rerender view)
+        (should (equal drawn (mevedel-view-test--transcript view)))
+        (should (string-suffix-p "\n\n❯ More\n\nOne more.\n\n▾ ✓ Grep \"y\" (1 line)\n    c.el:3:y\n"
+                                 (car drawn)))))))
+
+(ert-deftest mevedel-view:collapsed-rows-compute-no-body ()
+  "Collapsed rows are drawn from their renderer's summary; a body only on expanding."
+  (let ((calls nil))
+    (mevedel-view-test--with-renderers
+        (("Lazy" (lambda (_name args result _data)
+                   (push (cons (plist-get args :n) mevedel-tool-render-summary-only) calls)
+                   (list :header (format "Lazy %s" (plist-get args :n))
+                         :body (unless mevedel-tool-render-summary-only (upcase result))
+                         :expandable-p t :initially-collapsed-p t))))
+      (mevedel-view-test--with-view view
+        (with-current-buffer (mevedel-chat-data-buffer (mevedel-view-chat view))
+          (goto-char (point-max))
+          (dotimes (n 3)
+            (insert "\n" (mevedel-test-tool-text (format "lazy%d" n) "Lazy" (list :n n)
+                                                 (format "body %d" n)))))
+        (with-current-buffer view
+          (mevedel-view-rerender)
+          (should calls)
+          (should (cl-every #'cdr calls))
+          (should-not (string-match-p "BODY" (buffer-string)))
+          (setq calls nil)
+          (goto-char (point-min))
+          (search-forward "Lazy 1")
+          (mevedel-view-toggle-row)
+          (should (member '(1) calls))
+          (should-not (cl-find-if (lambda (call) (and (not (cdr call)) (/= (car call) 1))) calls))
+          (should (string-match-p "▾ ✓ Lazy 1\n    BODY 1\n▸ ✓ Lazy 2"
+                                  (buffer-substring-no-properties (point-min) (point-max)))))))))
+
+(defun mevedel-view-test--mark (view id)
+  "Put the property `test-mark' on the row of call ID in VIEW; return its text."
+  (with-current-buffer view
+    (let* ((start (mevedel-view--row-start id))
+           (end (next-single-property-change start 'mevedel-row))
+           (inhibit-read-only t))
+      (put-text-property start end 'test-mark id)
+      (buffer-substring-no-properties start end))))
+
+(defun mevedel-view-test--marked (view id)
+  "Return the text of VIEW's row of call ID if it still has its `test-mark'."
+  (with-current-buffer view
+    (let* ((start (mevedel-view--row-start id))
+           (end (next-single-property-change start 'mevedel-row)))
+      (and (equal (get-text-property start 'test-mark) id)
+           (= (next-single-property-change start 'test-mark nil end) end)
+           (buffer-substring-no-properties start end)))))
+
+(ert-deftest mevedel-view:tool-event-redraws-only-its-row ()
+  "A settled call adds its row and a changed one redraws its row; other rows stay."
+  (mevedel-core-ensure)
+  (mevedel-view-test--with-view view
+    (let ((chat (mevedel-view-chat view)))
+      (mevedel-view-test--turn chat "Build it")
+      (mevedel-chat--notify chat 'turn-start "Build it")
+      (mevedel-view-test--data
+       chat (propertize "\nBuilding." 'gptel 'response) "\n\n"
+       (mevedel-test-tool-text "call_a" "Bash" '(:command "make a")
+                               (concat "ok" (mevedel-render-data-encode '(:exit-code 0) "call_a")))
+       "\n\n"
+       (mevedel-test-tool-text "call_b" "Bash" '(:command "make b")
+                               (concat "ok" (mevedel-render-data-encode '(:exit-code 0) "call_b"))))
+      (mevedel-chat--notify chat 'tool-results nil)
+      (let ((grep (mevedel-view-test--mark view "call_g"))
+            (a (mevedel-view-test--mark view "call_a")))
+        ;; The model streams more text, then one more call settles.
+        (mevedel-view-test--data chat (propertize "\nNow c." 'gptel 'response))
+        (mevedel-chat--notify chat 'text "\nNow c.")
+        (mevedel-view-test--data
+         chat "\n\n" (mevedel-test-tool-text "call_c" "Bash" '(:command "make c") "ok"))
+        (mevedel-chat--notify chat 'tool-results nil)
+        (should (equal (mevedel-view-test--marked view "call_g") grep))
+        (should (equal (mevedel-view-test--marked view "call_a") a))
+        (should (string-suffix-p "▸ ✓ $ make b  [exit 0]\n\nNow c.\n\n▸ ✓ $ make c\n"
+                                 (with-current-buffer view
+                                   (buffer-substring-no-properties
+                                    (point-min) mevedel-view--transcript-end))))
+        ;; A settled call's render-data changes: its row alone is drawn again.
+        (mevedel-view-test--mark view "call_b")
+        (should (eq (mevedel-chat-update-render-data
+                     chat "call_a" (lambda (data)
+                                     (append '(:status error :exit-code 3) data)))
+                    'updated))
+        (should (equal (mevedel-view-test--marked view "call_g") grep))
+        (should (mevedel-view-test--marked view "call_b"))
+        (should-not (mevedel-view-test--marked view "call_a"))
+        (with-current-buffer view
+          (let ((start (mevedel-view--row-start "call_a")))
+            (should (equal (buffer-substring-no-properties
+                            start (save-excursion (goto-char start) (pos-eol)))
+                           "▸ × $ make a  [exit 3]"))))))))
+
+(ert-deftest mevedel-view:revealing-a-row-not-drawn-yet ()
+  "Showing a call whose turn waits to be drawn draws the pending turns first."
+  (mevedel-view-test--with-mixed view
+    (let ((mevedel-view--first-paint-lines 10))
+      (mevedel-view-rerender view)
+      (with-current-buffer view
+        (should mevedel-view--pending)
+        (should-not (mevedel-view--row-start "g0"))
+        (should (mevedel-view--reveal "g0"))
+        (should-not mevedel-view--pending)
+        (should (equal (get-text-property (point) 'mevedel-row) "g0"))
+        (should (looking-at-p "▾ ✓ Grep \"x\" in lisp (2 lines)\n    a\\.el:1:x\n"))))))
+
+(ert-deftest mevedel-view:a-call-split-in-runs-is-one-row ()
+  "A call whose text runs carry equal but distinct `gptel' values, as a
+transcript read back from disk has, is one segment and one row."
+  (mevedel-view-test--with-view view
+    (with-current-buffer (mevedel-chat-data-buffer (mevedel-view-chat view))
+      (goto-char (point-max))
+      (let ((start (point)))
+        (insert "\n" (mevedel-test-tool-text "call_s" "Grep" '(:pattern "s") "a.el:1:s\nb.el:2:s"))
+        (let ((middle (save-excursion (goto-char start) (search-forward "b.el") (point))))
+          (put-text-property middle (next-single-property-change middle 'gptel)
+                             'gptel (cons 'tool "call_s")))))
+    (let ((segments (mevedel-view-segments (mevedel-chat-data-buffer (mevedel-view-chat view)))))
+      (should (equal (mapcar (lambda (segment) (plist-get segment :id))
+                             (cl-remove-if-not (lambda (segment) (eq (plist-get segment :type) 'tool))
+                                               segments))
+                     '("call_g" "call_r" "call_s")))
+      (should (equal (plist-get (car (last (cl-remove-if-not
+                                             (lambda (segment) (eq (plist-get segment :type) 'tool))
+                                             segments)))
+                                :result)
+                     "a.el:1:s\nb.el:2:s")))
+    (mevedel-view-rerender view)
+    (with-current-buffer view
+      (should (string-suffix-p "▸ ✓ Grep \"s\" (2 lines)\n"
+                               (buffer-substring-no-properties (point-min)
+                                                               mevedel-view--transcript-end))))))
+
 (provide 'view-test)
 ;;; view-test.el ends here

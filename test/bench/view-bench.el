@@ -1,0 +1,249 @@
+;;; view-bench.el --- The session view on long transcripts  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; Synthetic conversations of N turns of M tool calls, written into a
+;; chat's data buffer in the format gptel writes (a prompt, a response,
+;; then each call's "``` tool" block with its arguments and result,
+;; separated as gptel separates them, and a closing response); calls
+;; alternate between a Grep of 40 result lines and a Read of 100.
+;; Measured: a full redraw of the view (`mevedel-view-rerender') on
+;; 100 x 8 and 500 x 8 turns; resuming a saved 1000 x 8 session with
+;; `mevedel' (written through the real save path, then read back from
+;; session.sqlite); one tool settlement (the `tool-results' event) at
+;; the end of a turn of 300 calls; and the view's memory for the
+;; resumed session.
+
+;;; Code:
+
+(require 'mevedel)
+(require 'mevedel-view)
+(require 'memory-report)
+(require 'mevedel-bench-lib)
+(require 'mevedel-test-helpers)
+
+(defun view-bench--grep-result (i)
+  "Return the 40-line result of the Grep of call I."
+  (mapconcat (lambda (k)
+               (format "lisp/m%02d.el:%d:  (defun b-%d-%d () %d)" (% (+ i k) 37) (* 7 k) i k k))
+             (number-sequence 1 40) "\n"))
+
+(defun view-bench--read-result (i)
+  "Return the 100-line result of the Read of call I."
+  (mapconcat (lambda (k)
+               (format "%5d\t(setq v%d (+ v%d %d))" k k i (* i k)))
+             (number-sequence 1 100) "\n"))
+
+(defun view-bench--call (i)
+  "Return the data-buffer text of call number I."
+  (let ((id (format "call_%05d" i)))
+    (if (cl-evenp i)
+        (mevedel-test-tool-text id "Grep" (list :pattern (format "bench-%d" i) :path "lisp")
+                                (view-bench--grep-result i))
+      (mevedel-test-tool-text id "Read" (list :file_path (format "lisp/module-%02d.el" (% i 37)))
+                              (view-bench--read-result i)))))
+
+(defun view-bench--begin-turn (chat text)
+  "Append the user's TEXT as a new turn of CHAT, as `mevedel-chat-send' does."
+  (with-current-buffer (mevedel-chat-data-buffer chat)
+    (goto-char (point-max))
+    (let ((start (point-marker)))
+      (unless (bobp) (insert "\n\n"))
+      (insert (gptel-prompt-prefix-string) text "\n")
+      (setf (mevedel-chat-turn-start chat) start)
+      (push (list :id (format "%x" (length (mevedel-chat-turns chat))) :label text :start start)
+            (mevedel-chat-turns chat)))))
+
+(defun view-bench--append (chat &rest texts)
+  "Append TEXTS to CHAT's data buffer."
+  (with-current-buffer (mevedel-chat-data-buffer chat)
+    (goto-char (point-max))
+    (apply #'insert texts)))
+
+(defun view-bench--response (text)
+  "Return TEXT as a response in the data buffer."
+  (propertize text 'gptel 'response))
+
+(defun view-bench--fill (chat turns calls)
+  "Append TURNS turns of CALLS calls each to CHAT's data buffer."
+  (let ((n 0))
+    (dotimes (turn turns)
+      (view-bench--begin-turn chat (format "Question %d: where is bench-%d defined?" turn turn))
+      (view-bench--append chat (view-bench--response "\nI will search for it and read the files."))
+      (dotimes (_ calls)
+        (view-bench--append chat "\n\n" (view-bench--call n))
+        (setq n (1+ n)))
+      (view-bench--append chat (view-bench--response
+                                (format "\nIt is defined in lisp/module-%02d.el, line %d."
+                                        (% turn 37) turn))))))
+
+(defun view-bench--data-size (chat)
+  "Return the size of CHAT's data buffer in bytes."
+  (with-current-buffer (mevedel-chat-data-buffer chat)
+    (1- (position-bytes (point-max)))))
+
+(defun view-bench--workspace ()
+  "Return a new temporary workspace directory."
+  (file-name-as-directory (make-temp-file "mevedel-vbench-" t)))
+
+(defun view-bench--close (view)
+  "Kill VIEW and its chat's data buffer."
+  (let ((chat (mevedel-view-chat view)))
+    (kill-buffer view)
+    (kill-buffer (mevedel-chat-data-buffer chat))))
+
+(defun view-bench--settle ()
+  "Let timers the view started run until none is pending."
+  (while (cl-some (lambda (timer) (eq (timer--function timer) #'mevedel-view--fill-pending))
+                  timer-list)
+    (accept-process-output nil 0.001)))
+
+(defun view-bench--redraw (id turns calls runs)
+  "Report ID: a full redraw of a view of TURNS x CALLS, median of RUNS."
+  (let* ((root (view-bench--workspace))
+         (mevedel-chat-save-sessions nil)
+         (view (mevedel root))
+         (chat (mevedel-view-chat view)))
+    (unwind-protect
+        (progn
+          (view-bench--fill chat turns calls)
+          (mevedel-view-rerender view)
+          (view-bench--settle)
+          (let (times totals)
+            (dotimes (_ runs)
+              (garbage-collect)
+              (let ((start (float-time)))
+                (mevedel-view-rerender view)
+                (push (- (float-time) start) times)
+                (view-bench--settle)
+                (push (- (float-time) start) totals)))
+            (mevedel-bench-describe "%d turns x %d calls (Grep 40 lines / Read 100 lines), data buffer %.1f MB, view %.2f MB; `mevedel-view-rerender' until it returns, median of %d runs after one warm-up (the whole transcript drawn after %.0f ms)"
+                                    turns calls (/ (view-bench--data-size chat) 1e6)
+                                    (/ (with-current-buffer view (buffer-size)) 1e6)
+                                    runs (* 1000 (mevedel-bench-percentile totals 50)))
+            (mevedel-bench-report id (* 1000 (mevedel-bench-percentile times 50)) "ms")))
+      (view-bench--close view)
+      (delete-directory root t))))
+
+(defun view-bench--save-session (root turns calls)
+  "Save a session of TURNS x CALLS in workspace ROOT through the real save path.
+Return the data size in bytes."
+  (let* ((view (mevedel root))
+         (chat (mevedel-view-chat view)))
+    (mevedel-chat--begin-save chat nil)
+    (view-bench--fill chat turns calls)
+    (let ((size (view-bench--data-size chat))
+          (failure (mevedel-chat-flush chat 60)))
+      (when failure (error "Saving the bench session failed: %s" failure))
+      (view-bench--close view)
+      size)))
+
+(defun view-bench--gc-bytes ()
+  "Return the bytes of Lisp objects in use after a garbage collection."
+  (cl-loop for (name size used) in (garbage-collect)
+           unless (eq name 'heap)
+           sum (* size (or used 0))))
+
+(defun view-bench--last-screen-drawn-p (view lines)
+  "Return non-nil when VIEW's transcript ends with its data's last LINES lines.
+The data's last lines are its last closing response; the view holds
+them when the transcript's end, where the window shows, is drawn."
+  (with-current-buffer view
+    (save-excursion
+      (goto-char mevedel-view--transcript-end)
+      (forward-line (- lines))
+      (and (> (count-lines (point) mevedel-view--transcript-end) (1- lines))
+           (string-match-p "It is defined in"
+                           (buffer-substring-no-properties (point) mevedel-view--transcript-end))))))
+
+(defun view-bench--resume (turns calls runs)
+  "Report resuming a saved TURNS x CALLS session with `mevedel', RUNS times.
+Then report the memory of the view of the resumed session."
+  (let* ((root (view-bench--workspace))
+         (size (view-bench--save-session root turns calls))
+         times totals views lines)
+    (unwind-protect
+        (progn
+          (dotimes (_ runs)
+            (garbage-collect)
+            (let* ((drawing 0)
+                   (timed (lambda (redraw &rest args)
+                            (let ((start (float-time)))
+                              (prog1 (apply redraw args)
+                                (setq drawing (+ drawing (- (float-time) start)))))))
+                   (start (float-time))
+                   (view (unwind-protect
+                             (progn (advice-add 'mevedel-view-rerender :around timed)
+                                    (mevedel root))
+                           (advice-remove 'mevedel-view-rerender timed)))
+                   (first (- (float-time) start)))
+              (push drawing views)
+              (setq lines (window-body-height (get-buffer-window view)))
+              (unless (view-bench--last-screen-drawn-p view lines)
+                (error "The view's last screen is not drawn when `mevedel' returns"))
+              (push first times)
+              (view-bench--settle)
+              (push (- (float-time) start) totals)
+              (view-bench--close view)))
+          (mevedel-bench-describe "saved session of %d turns x %d calls, %.1f MB of data, in session.sqlite; `mevedel' on its workspace until it returns with the last screen drawn (the view's transcript ends with the last %d lines, the window's height, of the conversation; batch Emacs has no redisplay), median of %d runs; of that, the view's drawing (`mevedel-view-rerender') took %.0f ms, the rest is the chat resuming its data buffer from session.sqlite (everything drawn after %.0f ms)"
+                                  turns calls (/ size 1e6) lines runs
+                                  (* 1000 (mevedel-bench-percentile views 50))
+                                  (* 1000 (mevedel-bench-percentile totals 50)))
+          (mevedel-bench-report "view-resume-20mb-first-paint"
+                                (* 1000 (mevedel-bench-percentile times 50)) "ms")
+          (let* ((chat (mevedel-chat-get-create root (mevedel-session-latest root)))
+                 (before (view-bench--gc-bytes))
+                 (view (mevedel-view-buffer chat)))
+            (view-bench--settle)
+            (let ((objects (- (view-bench--gc-bytes) before))
+                  (text (with-current-buffer view (1- (position-bytes (point-max)))))
+                  (undo (memory-report-object-size (buffer-local-value 'buffer-undo-list view))))
+              (mevedel-bench-describe "the session above resumed without a view, then its view made and drawn to the end: the view buffer's text (%.2f MB) plus the growth of the Lisp objects `garbage-collect' counts (%.2f MB: mostly the view's text properties, intervals and their property lists; also its markers, its index and its undo list, %.2f MB by `memory-report-object-size', which batch Emacs has no command loop to truncate), over the data buffer's %.1f MB"
+                                      (/ text 1e6) (/ objects 1e6) (/ undo 1e6) (/ size 1e6))
+              (mevedel-bench-report "view-memory-20mb" (/ (+ text objects) (float size)) "x-data"))
+            (view-bench--close view)))
+      (delete-directory root t))))
+
+(defun view-bench--event (calls rounds)
+  "Report one tool settlement at the end of a turn of CALLS calls.
+The figure is the median over the last ROUNDS settlements."
+  (let* ((root (view-bench--workspace))
+         (mevedel-chat-save-sessions nil)
+         (view (mevedel root))
+         (chat (mevedel-view-chat view))
+         times)
+    (unwind-protect
+        (progn
+          (view-bench--fill chat 20 8)
+          (mevedel-view-rerender view)
+          (view-bench--begin-turn chat "Rename bench everywhere.")
+          (mevedel-chat--notify chat 'turn-start "Rename bench everywhere.")
+          (dotimes (i calls)
+            (let* ((n (+ 1000 i))
+                   (record (list :id (format "call_%05d" n) :name (if (cl-evenp n) "Grep" "Read")
+                                 :args nil)))
+              (dolist (chunk (list "\nChecking " (format "file %d." n)))
+                (view-bench--append chat (view-bench--response chunk))
+                (mevedel-chat--notify chat 'text chunk))
+              (setf (mevedel-chat-live-calls chat) (list record))
+              (mevedel-chat--notify chat 'tools-start (list record))
+              (view-bench--append chat "\n\n" (view-bench--call n))
+              (setf (mevedel-chat-live-calls chat) nil)
+              (let ((start (float-time)))
+                (mevedel-chat--notify chat 'tool-results (list record))
+                (when (>= i (- calls rounds))
+                  (push (- (float-time) start) times)))))
+          (mevedel-bench-describe "a turn of %d calls (one per model response, each response streamed in 2 chunks) after 20 turns x 8 calls; the view's handling of one `tool-results' event (one call settled), median of the last %d"
+                                  calls rounds)
+          (mevedel-bench-report "view-event-300-call-turn"
+                                (* 1000 (mevedel-bench-percentile times 50)) "ms"))
+      (view-bench--close view)
+      (delete-directory root t))))
+
+(mevedel-core-ensure)
+(view-bench--redraw "view-redraw-2mb" 100 8 7)
+(view-bench--redraw "view-redraw-10mb" 500 8 5)
+(view-bench--resume 1000 8 3)
+(view-bench--event 300 50)
+
+;;; view-bench.el ends here
