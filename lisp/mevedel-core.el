@@ -955,8 +955,8 @@ Each is a plist (:id :recipient :sender :kind :payload :created-at)."
 AT is a 0-based character offset: the transcript keeps its first AT
 characters and continues with this text.  PROPS is a flat list (START
 END NAME VALUE ...) of the text's properties, bounds relative to the
-text, each VALUE readable once printed.  The text is copied now and
-written in the background; a failed write becomes a `store-failure'
+text, printed readably (one `prin1-to-string').  The text is copied now
+and written in the background; a failed write becomes a `store-failure'
 event."
   (mevedel-core--store-transcript-save store at props))
 
@@ -969,7 +969,8 @@ Both happen in the background, after the saves already queued."
   "Return (TEXT . PROPS) of STORE's saved transcript, once queued writes end.
 PROPS is a string: the printed list ((START END NAME VALUE) ...) of
 the text's properties, with 0-based bounds."
-  (mevedel-core--store-transcript-load store))
+  (let ((loaded (mevedel-core--store-transcript-load store)))
+    (cons (decode-coding-string (car loaded) 'utf-8-unix t) (cdr loaded))))
 
 (defun mevedel-core-store-flush (store &optional timeout)
   "Wait up to TIMEOUT seconds (default 5) for the queued writes of STORE.

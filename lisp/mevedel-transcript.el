@@ -43,6 +43,15 @@ by a summary in what the model is sent.")
 (defvar-local mevedel-transcript--store nil
   "The session store this buffer saves to, or nil when not tracked.")
 
+(defmacro mevedel-transcript--without-gc (bytes &rest body)
+  "Run BODY, which conses about BYTES of short-lived strings, without GC.
+The text crosses into the module in chunks, each a new string; at the
+default `gc-cons-threshold' a 20 MB conversation would collect garbage
+some 25 times on the way."
+  (declare (indent 1))
+  `(let ((gc-cons-threshold (max gc-cons-threshold (* 2 ,bytes))))
+     ,@body))
+
 (defun mevedel-transcript--changed (beg _end _length)
   "Note that the text from BEG on changed (`after-change-functions')."
   (setq mevedel-transcript--dirty (min beg (or mevedel-transcript--dirty beg))))
@@ -88,8 +97,11 @@ It is (START END NAME VALUE ...), bounds relative to FROM."
         (let ((from (max (point-min) (min from (point-max)))))
           (save-restriction
             (narrow-to-region from (point-max))
-            (mevedel-core-transcript-save
-             store (- from 1) (mevedel-transcript--properties from (point-max))))))
+            (mevedel-transcript--without-gc (- (position-bytes (point-max)) (position-bytes from))
+              (mevedel-core-transcript-save
+               store (- from 1)
+               (let ((print-escape-newlines t) (print-length nil) (print-level nil))
+                 (prin1-to-string (mevedel-transcript--properties from (point-max)))))))))
       (setq mevedel-transcript--dirty nil)
       t)))
 
@@ -102,17 +114,18 @@ It is (START END NAME VALUE ...), bounds relative to FROM."
 (defun mevedel-transcript-restore (buffer store)
   "Replace BUFFER's text with the transcript saved in STORE; track it.
 Return non-nil when STORE held any text."
-  (pcase-let ((`(,text . ,props) (mevedel-core-transcript-load store)))
-    (with-current-buffer buffer
-      (let ((inhibit-read-only t) (inhibit-modification-hooks t))
-        (widen)
-        (erase-buffer)
-        (insert text)
-        (pcase-dolist (`(,start ,end ,name ,value) (car (read-from-string props)))
-          (put-text-property (1+ start) (1+ end) name value))
-        (set-buffer-modified-p nil))
-      (mevedel-transcript-track buffer store t)
-      (> (length text) 0))))
+  (mevedel-transcript--without-gc (* 64 1024 1024)
+    (pcase-let ((`(,text . ,props) (mevedel-core-transcript-load store)))
+      (with-current-buffer buffer
+        (let ((inhibit-read-only t) (inhibit-modification-hooks t))
+          (widen)
+          (erase-buffer)
+          (insert text)
+          (pcase-dolist (`(,start ,end ,name ,value) (car (read-from-string props)))
+            (put-text-property (1+ start) (1+ end) name value))
+          (set-buffer-modified-p nil))
+        (mevedel-transcript-track buffer store t)
+        (> (length text) 0)))))
 
 (defun mevedel-transcript-compact (buffer export)
   "Compact BUFFER's saved log, then write the readable copy EXPORT.

@@ -15,7 +15,8 @@ use emacs::{Env, IntoLisp, Result, Value, defun};
 use super::convert::{list_items, to_lisp};
 use super::errors::{self, OrSignal};
 use super::guard::guarded;
-use super::text::{copy_current_buffer, copy_exact};
+use super::raw::Raw;
+use super::text::copy_current_buffer;
 use crate::datum::Datum;
 use crate::error::{Error, ErrorKind};
 use crate::events::{self, Event};
@@ -65,89 +66,6 @@ fn writer_of(env: &Env, handle: Value<'_>) -> Result<Arc<Writer>> {
     let writer = Arc::new(writer);
     *slot = Some(Arc::clone(&writer));
     Ok(writer)
-}
-
-emacs::use_functions! {
-    symbol_name => "symbol-name"
-    prin1_to_string => "prin1-to-string"
-    consp
-    symbolp
-    stringp
-}
-
-/// Whether NAME prints as itself when Lisp prints the symbol.
-fn plain_symbol(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b':' | b'/'))
-        && !name.bytes().all(|b| b.is_ascii_digit() || b == b'-')
-}
-
-/// STRING printed as Lisp prints it with `print-escape-newlines'.
-fn print_string(out: &mut String, string: &str) {
-    out.push('"');
-    for c in string.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\x0c' => out.push_str("\\f"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-/// VALUE printed readably on one line: symbols and (SYMBOL . STRING)
-/// pairs (what transcripts hold) here, anything else by Lisp.
-fn print_value(env: &Env, out: &mut String, value: Value<'_>) -> Result<()> {
-    if env.call(symbolp, [value])?.is_not_nil() {
-        let name: String = env.call(symbol_name, [value])?.into_rust()?;
-        if plain_symbol(&name) {
-            out.push_str(&name);
-            return Ok(());
-        }
-    } else if env.call(consp, [value])?.is_not_nil() {
-        let (car, cdr): (Value, Value) = (value.car()?, value.cdr()?);
-        if env.call(symbolp, [car])?.is_not_nil() && env.call(stringp, [cdr])?.is_not_nil() {
-            let name: String = env.call(symbol_name, [car])?.into_rust()?;
-            if plain_symbol(&name) {
-                out.push('(');
-                out.push_str(&name);
-                out.push_str(" . ");
-                print_string(out, &per_char_string(copy_exact(env, cdr)?.bytes()));
-                out.push(')');
-                return Ok(());
-            }
-        }
-    }
-    let printed: String = env.call(prin1_to_string, [value])?.into_rust()?;
-    out.push_str(&printed.replace('\n', "\\n"));
-    Ok(())
-}
-
-/// The property lines of PROPS, a flat list (START END NAME VALUE ...).
-fn property_lines(env: &Env, props: Value<'_>) -> Result<String> {
-    let items = list_items(props)?;
-    let mut out = String::with_capacity(items.len() * 8);
-    for quad in items.chunks(4) {
-        let [start, end, name, value] = quad else {
-            return errors::signal(
-                env,
-                Error::new(
-                    ErrorKind::Store,
-                    "Transcript properties must be a list of START END NAME VALUE",
-                ),
-            );
-        };
-        let (start, end): (i64, i64) = (start.into_rust()?, end.into_rust()?);
-        let name: String = env.call(symbol_name, [*name])?.into_rust()?;
-        out.push_str(&format!("{start} {end} {name} "));
-        print_value(env, &mut out, *value)?;
-        out.push('\n');
-    }
-    Ok(out)
 }
 
 /// BYTES (from Emacs) as a string with one character per Emacs
@@ -283,14 +201,14 @@ fn store_mailbox_deliver(env: &Env, handle: Value, ids: Value) -> Result<i64> {
 }
 
 /// Save the current buffer's accessible text as the transcript from
-/// character AT on (0-based), with PROPS, a flat list (START END NAME
-/// VALUE ...) with bounds relative to the text. The text is copied now
-/// and written by the store's writer thread.
+/// character AT on (0-based), with PROPS, the printed flat list (START
+/// END NAME VALUE ...) of its properties, bounds relative to the text.
+/// The text is copied now and written by the store's writer thread.
 #[defun(name = "store-transcript-save")]
-fn store_transcript_save(env: &Env, handle: Value, at: i64, props: Value) -> Result<()> {
+fn store_transcript_save(env: &Env, handle: Value, at: i64, props: String) -> Result<()> {
     guarded(env, || {
         let writer = writer_of(env, handle)?;
-        let lines = property_lines(env, props)?;
+        let lines = transcript::lines_of_printed(&props).or_signal(env)?;
         let (text, _) = copy_current_buffer(env)?;
         let text = per_char_string(text.bytes());
         writer
@@ -327,8 +245,10 @@ fn store_flush(env: &Env, handle: Value, timeout_ms: i64) -> Result<Option<Strin
 }
 
 /// `(TEXT . PROPS)`: the transcript HANDLE's log leaves, after the
-/// queued saves. PROPS is the printed list `((START END NAME VALUE)
-/// ...)` with absolute bounds, for one `read`.
+/// queued saves. TEXT is unibyte UTF-8, for `decode-coding-string'
+/// (several times faster for a large text than the module's own
+/// decoding); PROPS is the printed list `((START END NAME VALUE) ...)`
+/// with absolute bounds, for one `read`.
 #[defun(name = "store-transcript-load")]
 fn store_transcript_load<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
     guarded(env, || {
@@ -343,7 +263,12 @@ fn store_transcript_load<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e
             printed.push(')');
         }
         printed.push(')');
-        env.cons(t.text.into_lisp(env)?, printed.into_lisp(env)?)
+        let api = Raw::new(env)?;
+        let text = api.finish(
+            api.make_unibyte_string(t.text.as_bytes()),
+            "Cannot make the transcript's text",
+        )?;
+        env.cons(text, printed.into_lisp(env)?)
     })
 }
 

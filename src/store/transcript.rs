@@ -81,6 +81,38 @@ pub fn parse_props(lines: &str) -> Result<Vec<Prop>> {
     Ok(props)
 }
 
+/// Property lines from PRINTED, a flat list `(START END NAME VALUE ...)`
+/// as Lisp printed it: one `prin1` in Emacs and one read here cost far
+/// less than a module call per property.
+pub fn lines_of_printed(printed: &str) -> Result<String> {
+    use crate::codec::print::print;
+    use crate::codec::reader::{Sexp, Tree, read_one};
+    let bad = |why: String| {
+        Error::new(
+            ErrorKind::Store,
+            format!("Malformed transcript properties: {why}"),
+        )
+    };
+    let (list, _) =
+        read_one(printed.as_bytes(), 0, &mut Tree).map_err(|e| bad(format!("{e:?}")))?;
+    let items = match list {
+        Sexp::List(items, None) => items,
+        s if s.is_nil() => Vec::new(),
+        _ => return Err(bad("not a proper list".into())),
+    };
+    let mut out = String::with_capacity(items.len() * 8);
+    for quad in items.chunks(4) {
+        let [Sexp::Int(start), Sexp::Int(end), Sexp::Symbol(name), value] = quad else {
+            return Err(bad("expected START END NAME VALUE".into()));
+        };
+        out.push_str(&format!("{start} {end} {} ", String::from_utf8_lossy(name)));
+        print(value, &mut out).map_err(|e| bad(e.0.into()))?;
+        out.push('\n');
+    }
+    parse_props(&out)?;
+    Ok(out)
+}
+
 /// Print PROPS as property lines (the inverse of [`parse_props`]).
 pub fn print_props(props: &[Prop]) -> String {
     let mut out = String::new();
@@ -113,16 +145,22 @@ struct Replay(Transcript);
 impl Replay {
     /// Apply one record. AT beyond the end counts as the end, so that a
     /// log that lost records (a damaged file) still replays.
-    fn apply(&mut self, at: usize, text: &str, props: Vec<Prop>) {
+    fn apply(&mut self, at: usize, text: String, props: Vec<Prop>) {
         let t = &mut self.0;
         let at = at.min(t.chars);
-        t.text.truncate(byte_of_char(&t.text, t.chars, at));
-        t.props.retain(|p| p.start < at);
-        for p in &mut t.props {
-            p.end = p.end.min(at);
-        }
-        t.text.push_str(text);
         let added = text.chars().count();
+        if at == 0 {
+            // A whole new transcript (a compacted log starts so): no copy.
+            t.text = text;
+            t.props.clear();
+        } else {
+            t.text.truncate(byte_of_char(&t.text, t.chars, at));
+            t.props.retain(|p| p.start < at);
+            for p in &mut t.props {
+                p.end = p.end.min(at);
+            }
+            t.text.push_str(&text);
+        }
         t.chars = at + added;
         t.props.extend(props.into_iter().filter_map(|p| {
             let end = p.end.min(added);
@@ -178,7 +216,8 @@ impl Store {
                 .query_map([], |row| {
                     Ok((
                         row.get::<_, i64>(0)?,
-                        row.get::<_, String>(1)?,
+                        // One copy out of SQLite, checked once below.
+                        row.get_ref(1)?.as_bytes()?.to_vec(),
                         row.get::<_, String>(2)?,
                     ))
                 })?
@@ -187,7 +226,9 @@ impl Store {
         })?;
         let mut replay = Replay::default();
         for (at, text, props) in rows {
-            replay.apply(at.max(0) as usize, &text, parse_props(&props)?);
+            let text = String::from_utf8(text)
+                .map_err(|e| store_error("The saved transcript is not UTF-8", e))?;
+            replay.apply(at.max(0) as usize, text, parse_props(&props)?);
         }
         Ok(replay.finish())
     }
@@ -529,10 +570,31 @@ mod tests {
     fn offsets_past_the_end_append() {
         let mut r = Replay::default();
         for (at, text) in [(0, "abc"), (3, "def"), (2, "XY"), (40, "z")] {
-            r.apply(at, text, vec![]);
+            r.apply(at, text.into(), vec![]);
         }
         assert_eq!(r.0.text, "abXYz");
         assert_eq!(r.0.chars, 5);
+    }
+
+    #[test]
+    fn printed_property_lists_become_lines() {
+        let lines = lines_of_printed(
+            r#"(0 7 gptel response 7 9 gptel (tool . "call \"1\"") 2 3 mevedel-mail t)"#,
+        )
+        .unwrap();
+        assert_eq!(
+            lines,
+            "0 7 gptel response\n7 9 gptel (tool . \"call \\\"1\\\"\")\n2 3 mevedel-mail t\n"
+        );
+        assert_eq!(lines_of_printed("nil").unwrap(), "");
+        for bad in [
+            "(0 7 gptel)",
+            "(0 x gptel response)",
+            "(1 2 \"gptel\" response)",
+            "[0 1 a b]",
+        ] {
+            assert!(lines_of_printed(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

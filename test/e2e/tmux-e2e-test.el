@@ -113,8 +113,13 @@
   (unless (executable-find "tmux")
     (ert-fail "tmux is required by this test but is not installed"))
   (mevedel-e2e-require-python)
-  (let ((socket (format "mevedel-demo-%d" (emacs-pid)))
-        (home (make-temp-file "mevedel-demo-home" t)))
+  (let* ((socket (format "mevedel-demo-%d" (emacs-pid)))
+         (home (make-temp-file "mevedel-demo-home" t))
+         ;; The demo's session is saved in the checkout: leave it as found.
+         (storage (expand-file-name ".mevedel" mevedel-test-root))
+         (had-storage (file-exists-p storage))
+         (sessions (expand-file-name "sessions" storage))
+         (before (and (file-directory-p sessions) (directory-files sessions nil "\\`[^.]"))))
     (unwind-protect
         (progn
           (mevedel-tmux-test--tmux
@@ -140,6 +145,11 @@
                        (string-search "Grep \"defun mevedel\"" screen)
                        (string-search "That was a complete" screen)))))
       (ignore-errors (mevedel-tmux-test--tmux socket "kill-server"))
+      (if (not had-storage)
+          (delete-directory storage t)
+        (dolist (id (and (file-directory-p sessions) (directory-files sessions nil "\\`[^.]")))
+          (unless (member id before)
+            (delete-directory (expand-file-name id sessions) t))))
       (delete-directory home t))))
 
 (provide 'tmux-e2e-test)
