@@ -1067,13 +1067,15 @@ OPEN-CALLS are the (ID NAME ARGS) of the calls it was running."
   "Most render-data updates a chat keeps for calls not yet in its data buffer.")
 
 (defun mevedel-chat-tool-region (buffer id)
-  "Return (START . END) of tool call ID's region in data BUFFER, or nil."
+  "Return (START . END) of tool call ID's region in data BUFFER, or nil.
+The search goes backwards from the end, where the calls that change
+\(the running turn's) are."
   (with-current-buffer buffer
     (save-excursion
       (save-restriction
         (widen)
-        (goto-char (point-min))
-        (when-let* ((match (text-property-search-forward
+        (goto-char (point-max))
+        (when-let* ((match (text-property-search-backward
                             'gptel id (lambda (id value)
                                         (and (eq (car-safe value) 'tool)
                                              (equal (cdr value) id))))))
