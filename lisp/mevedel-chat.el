@@ -178,7 +178,7 @@ ROOT when ID is non-nil (see `mevedel-session-saved')."
     (ignore-errors (mevedel-chat-abort chat))
     (mevedel-chat--stop-save-timer chat)
     (condition-case err
-        (mevedel-chat-checkpoint chat)
+        (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat))
       (error (display-warning 'mevedel (format "Saving %s failed: %s" (mevedel-chat-name chat)
                                                (error-message-string err)))))
     (mevedel-session-close (mevedel-chat-session chat))
@@ -357,7 +357,7 @@ drawn again by observers of `truncated'."
         (delete-region (plist-get turn :start) (point-max))))
     (setf (mevedel-chat-turns chat) (cdr tail)
           (mevedel-chat-turn-start chat) (plist-get (cadr tail) :start))
-    (mevedel-chat-checkpoint chat)
+    (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat))
     (mevedel-chat--notify chat 'truncated)))
 
 (cl-defun mevedel-chat-send (chat text &key on-done background)
@@ -813,7 +813,7 @@ made before."
                          (file-name-nondirectory recovery) (string-trim summary))
                  'mevedel-notice 'compaction 'front-sticky nil 'rear-nonsticky t)))
       (set-marker cut nil)))
-  (mevedel-chat-checkpoint chat nil t))
+  (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat) t))
 
 (defun mevedel-chat--end-compaction (chat outcome on-done)
   "Finish CHAT's compaction with OUTCOME; call ON-DONE and tell observers."
@@ -890,11 +890,14 @@ WORKSPACE/.mevedel/sessions/ID/ and `mevedel' resumes the newest one."
   "Return the time now in epoch milliseconds, as a string."
   (number-to-string (truncate (* 1000 (float-time)))))
 
-(defun mevedel-chat--metadata (chat)
-  "Return the metadata of CHAT that every checkpoint refreshes."
+(defun mevedel-chat--metadata (chat &rest extra)
+  "Return EXTRA (pairs of strings) and all of CHAT's metadata.
+It is written when turns begin, end or change; checkpoints in between
+refresh only what grows (see `mevedel-chat-checkpoint')."
   (let ((backend (mevedel-chat-backend-effective chat))
         (buffer (mevedel-chat-data-buffer chat)))
-    `(("title" . ,(or (mevedel-chat-title chat) ""))
+    `(,@extra
+      ("title" . ,(or (mevedel-chat-title chat) ""))
       ("created" . ,(or (mevedel-chat-created chat) ""))
       ("updated" . ,(mevedel-chat--now))
       ("backend" . ,(if backend (gptel-backend-name backend) ""))
@@ -916,8 +919,9 @@ WORKSPACE/.mevedel/sessions/ID/ and `mevedel' resumes the newest one."
   "Seconds a settled checkpoint waits for its writes.")
 
 (defun mevedel-chat-checkpoint (chat &optional info settled)
-  "Save CHAT's unsaved conversation, with its metadata and INFO.
-INFO is an alist of extra metadata strings.  The writes happen in the
+  "Save CHAT's unsaved conversation, its size and the time, and INFO.
+INFO is an alist of metadata strings (`mevedel-chat--metadata' gives
+all of it).  The writes happen in the
 background; SETTLED non-nil waits until they are done (they then
 survive Emacs being killed), as after tool results and at the end of
 a turn.  Does nothing when CHAT is not saved or has no storage yet."
@@ -926,7 +930,9 @@ a turn.  Does nothing when CHAT is not saved or has no storage yet."
               ((mevedel-transcript-tracked-p buffer)))
     (let ((store (mevedel-session-store (mevedel-chat-session chat))))
       (mevedel-transcript-save buffer)
-      (mevedel-core-store-info-set store (append info (mevedel-chat--metadata chat)))
+      (mevedel-core-store-info-set
+       store `(,@info ("updated" . ,(mevedel-chat--now))
+                      ("chars" . ,(number-to-string (buffer-size buffer)))))
       (when settled
         (condition-case err
             (mevedel-core-store-flush store mevedel-chat--settle-timeout)
@@ -946,7 +952,7 @@ The first turn materialises the session's storage."
           (unless (mevedel-chat-created chat)
             (setf (mevedel-chat-created chat) (mevedel-chat--now)))
           (when text (mevedel-core-store-input-push store text))
-          (mevedel-chat-checkpoint chat '(("turn-open" . "1")))
+          (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat '("turn-open" . "1")))
           (when (timerp (mevedel-chat-save-timer chat))
             (cancel-timer (mevedel-chat-save-timer chat)))
           (setf (mevedel-chat-save-timer chat)
@@ -974,7 +980,8 @@ The first turn materialises the session's storage."
   (when-let* ((fsm (mevedel-chat-fsm chat)))
     (mevedel-chat--count-usage chat (gptel-fsm-info fsm)))
   (when (mevedel-transcript-tracked-p (mevedel-chat-data-buffer chat))
-    (mevedel-chat-checkpoint chat '(("turn-open" . "") ("open-calls" . "")) t)
+    (mevedel-chat-checkpoint
+     chat (mevedel-chat--metadata chat '("turn-open" . "") '("open-calls" . "")) t)
     (mevedel-transcript-compact
      (mevedel-chat-data-buffer chat)
      (mevedel-transcript-export-name (mevedel-chat-data-buffer chat)
@@ -985,7 +992,7 @@ The first turn materialises the session's storage."
 Return the message of a write that failed, or nil."
   (when (and (mevedel-chat--saving-p chat)
              (mevedel-transcript-tracked-p (mevedel-chat-data-buffer chat)))
-    (mevedel-chat-checkpoint chat)
+    (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat))
     (mevedel-core-store-flush (mevedel-session-store (mevedel-chat-session chat)) timeout)))
 
 (defun mevedel-chat--flush-all ()
@@ -1059,7 +1066,8 @@ OPEN-CALLS are the (ID NAME ARGS) of the calls it was running."
           (put-text-property start end 'mevedel-incomplete t)))))
   (mevedel-chat--insert-notice chat 'interrupted
                                "Interrupted: Emacs stopped before this turn finished")
-  (mevedel-chat-checkpoint chat '(("turn-open" . "") ("open-calls" . ""))))
+  (mevedel-chat-checkpoint
+   chat (mevedel-chat--metadata chat '("turn-open" . "") '("open-calls" . ""))))
 
 ;;;; Updating a settled call's render-data
 

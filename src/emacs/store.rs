@@ -22,7 +22,6 @@ use crate::error::{Error, ErrorKind};
 use crate::events::{self, Event};
 use crate::store::transcript::{self, print_props};
 use crate::store::{NewMessage, Store, Writer};
-use crate::text::internal;
 
 /// What Lisp holds: the store (and its writer, once something was
 /// saved) until `store-close` releases it.
@@ -66,22 +65,6 @@ fn writer_of(env: &Env, handle: Value<'_>) -> Result<Arc<Writer>> {
     let writer = Arc::new(writer);
     *slot = Some(Arc::clone(&writer));
     Ok(writer)
-}
-
-/// BYTES (from Emacs) as a string with one character per Emacs
-/// character: what is not Unicode becomes U+FFFD, so that positions
-/// stay those of the buffer.
-fn per_char_string(bytes: &[u8]) -> String {
-    if let Ok(text) = std::str::from_utf8(bytes) {
-        return text.to_owned();
-    }
-    let mut out = String::with_capacity(bytes.len());
-    let mut rest = bytes;
-    while let Some((code, len)) = internal::char_at(rest) {
-        out.push(char::from_u32(code).unwrap_or('\u{FFFD}'));
-        rest = &rest[len.max(1)..];
-    }
-    out
 }
 
 /// Open (creating if needed) the session store FILE in WAL mode, with
@@ -208,11 +191,13 @@ fn store_mailbox_deliver(env: &Env, handle: Value, ids: Value) -> Result<i64> {
 fn store_transcript_save(env: &Env, handle: Value, at: i64, props: String) -> Result<()> {
     guarded(env, || {
         let writer = writer_of(env, handle)?;
-        let lines = transcript::lines_of_printed(&props).or_signal(env)?;
         let (text, _) = copy_current_buffer(env)?;
-        let text = per_char_string(text.bytes());
         writer
-            .append(usize::try_from(at).unwrap_or(0), text, lines)
+            .append(
+                usize::try_from(at).unwrap_or(0),
+                text.bytes().to_vec(),
+                props,
+            )
             .or_signal(env)
     })
 }

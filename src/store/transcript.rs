@@ -348,10 +348,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Work for a session's writer thread, done in order.
 enum Job {
+    /// Text as Emacs copied it, and its properties as Lisp printed them:
+    /// both are converted here, off Emacs's thread.
     Append {
         at: usize,
-        text: String,
-        props: String,
+        text: Vec<u8>,
+        printed: String,
     },
     Compact(Option<std::path::PathBuf>),
     Info(Vec<(String, String)>),
@@ -382,8 +384,10 @@ impl Writer {
             .spawn(move || {
                 for job in rx {
                     let done = match job {
-                        Job::Append { at, text, props } => {
-                            store.transcript_append(at, &text, &props)
+                        Job::Append { at, text, printed } => {
+                            lines_of_printed(&printed).and_then(|lines| {
+                                store.transcript_append(at, &crate::text::per_char(text), &lines)
+                            })
                         }
                         Job::Compact(export) => store.transcript_compact(export.as_deref()),
                         Job::Info(pairs) => store.info_set(&pairs),
@@ -420,9 +424,11 @@ impl Writer {
         }
     }
 
-    pub fn append(&self, at: usize, text: String, props: String) -> Result<()> {
-        parse_props(&props)?;
-        self.send(Job::Append { at, text, props })
+    /// Queue "from character AT on, the transcript is TEXT" (bytes as
+    /// Emacs copies them) with PRINTED, its properties as the flat list
+    /// Lisp printed (see [`lines_of_printed`]).
+    pub fn append(&self, at: usize, text: Vec<u8>, printed: String) -> Result<()> {
+        self.send(Job::Append { at, text, printed })
     }
 
     pub fn compact(&self, export: Option<std::path::PathBuf>) -> Result<()> {
@@ -668,15 +674,22 @@ mod tests {
             Box::new(move |m| sink.lock().unwrap().push(m)),
         )
         .unwrap();
-        writer.append(0, "one ".into(), String::new()).unwrap();
-        writer.append(4, "two".into(), String::new()).unwrap();
+        writer
+            .append(0, b"one ".to_vec(), "(0 4 gptel response)".into())
+            .unwrap();
+        writer.append(4, b"two".to_vec(), "nil".into()).unwrap();
+        // Malformed properties fail in the writer, reported.
+        writer
+            .append(7, b"!".to_vec(), "(0 1 gptel)".into())
+            .unwrap();
         writer.input("hello".into()).unwrap();
         writer
             .compact(Some(dir.join("no-such-dir").join("transcript.md")))
             .unwrap();
         let failure = writer.flush(std::time::Duration::from_secs(10)).unwrap();
-        assert!(failure.is_some_and(|m| m.contains("Cannot write")));
-        assert_eq!(reported.lock().unwrap().len(), 1);
+        assert!(failure.is_some_and(|m| m.contains("Malformed transcript properties")));
+        assert_eq!(reported.lock().unwrap().len(), 2);
+        assert!(reported.lock().unwrap()[1].contains("Cannot write"));
         assert_eq!(s.transcript_load().unwrap().text, "one two");
         assert_eq!(s.inputs(10).unwrap(), vec!["hello"]);
         // The failure was taken by the flush.
@@ -685,7 +698,7 @@ mod tests {
             None
         );
         writer.stop();
-        assert!(writer.append(0, "late".into(), String::new()).is_err());
+        assert!(writer.append(0, b"late".to_vec(), "nil".into()).is_err());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

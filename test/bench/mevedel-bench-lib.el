@@ -8,8 +8,12 @@
 ;;; Code:
 
 (require 'cl-lib)
+(eval-when-compile (require 'mevedel-chat))
 
-(declare-function mevedel-gptel-append-settled-call "mevedel-gptel")
+(declare-function mevedel-test-tool-text "mevedel-test-helpers")
+(declare-function mevedel-chat-data-buffer "mevedel-chat")
+(declare-function mevedel-chat-turns "mevedel-chat")
+(declare-function gptel-prompt-prefix-string "gptel")
 
 (defun mevedel-bench-percentile (samples p)
   "Return the P-th percentile (0-100) of the number list SAMPLES."
@@ -51,38 +55,67 @@ The ratio is PEER divided by OURS, so above 1 means we are faster."
                      id ours unit peer-id peer unit (/ peer (float ours)))
            (format "BENCH %s ours=%.3f %s\n" id ours unit))))
 
-(defun mevedel-bench--lines (n prefix)
-  "Return N numbered lines of about 70 characters starting with PREFIX."
-  (mapconcat (lambda (i)
-               (format "%s %4d: (defun example-%d (arg) \"Return ARG.\" (list arg %d))"
-                       prefix i i i))
-             (number-sequence 1 n) "\n"))
+;;;; Synthetic conversations
 
-(defun mevedel-bench-fill-transcript (buffer turns calls)
-  "Append a synthetic conversation of TURNS turns to data BUFFER.
-Each turn has a prompt, a response and CALLS pairs of tool calls: a
-Grep with a 40-line result and a Read with a 100-line result, in
-gptel's format for the buffer's mode.  Return the turns' start
-positions, first turn first."
-  (let ((grep (mevedel-bench--lines 40 "src/file.el:"))
-        (read (mevedel-bench--lines 100 "    "))
-        (starts nil))
-    (with-current-buffer buffer
-      (dotimes (turn turns)
-        (goto-char (point-max))
-        (push (point) starts)
-        (insert (format "### Question %d: where is example defined?\n\n" turn))
-        (insert (propertize (format "Let me look (turn %d).\n" turn) 'gptel 'response))
-        (dotimes (call calls)
-          (mevedel-gptel-append-settled-call (format "call_%d_%d_g" turn call) "Grep"
-                                             '(:pattern "defun example" :output_mode "content")
-                                             grep)
-          (mevedel-gptel-append-settled-call (format "call_%d_%d_r" turn call) "Read"
-                                             '(:file_path "/tmp/src/file.el") read))
-        (goto-char (point-max))
-        (insert (propertize (format "\nIt is defined in src/file.el (turn %d).\n" turn)
-                            'gptel 'response))))
-    (nreverse starts)))
+;; N turns of M tool calls, written into a chat's data buffer in the
+;; format gptel writes (a prompt, a response, then each call's "``` tool"
+;; block with its arguments and result, and a closing response); calls
+;; alternate between a Grep of 40 result lines and a Read of 100.
+
+(defun mevedel-bench--grep-result (i)
+  "Return the 40-line result of the Grep of call I."
+  (mapconcat (lambda (k)
+               (format "lisp/m%02d.el:%d:  (defun b-%d-%d () %d)" (% (+ i k) 37) (* 7 k) i k k))
+             (number-sequence 1 40) "\n"))
+
+(defun mevedel-bench--read-result (i)
+  "Return the 100-line result of the Read of call I."
+  (mapconcat (lambda (k)
+               (format "%5d\t(setq v%d (+ v%d %d))" k k i (* i k)))
+             (number-sequence 1 100) "\n"))
+
+(defun mevedel-bench-call (i)
+  "Return the data-buffer text of call number I."
+  (let ((id (format "call_%05d" i)))
+    (if (cl-evenp i)
+        (mevedel-test-tool-text id "Grep" (list :pattern (format "bench-%d" i) :path "lisp")
+                                (mevedel-bench--grep-result i))
+      (mevedel-test-tool-text id "Read" (list :file_path (format "lisp/module-%02d.el" (% i 37)))
+                              (mevedel-bench--read-result i)))))
+
+(defun mevedel-bench-begin-turn (chat text)
+  "Append the user's TEXT as a new turn of CHAT, as `mevedel-chat-send' does."
+  (with-current-buffer (mevedel-chat-data-buffer chat)
+    (goto-char (point-max))
+    (let ((start (point-marker)))
+      (unless (bobp) (insert "\n\n"))
+      (insert (gptel-prompt-prefix-string) text "\n")
+      (setf (mevedel-chat-turn-start chat) start)
+      (push (list :id (format "%x" (length (mevedel-chat-turns chat))) :label text :start start)
+            (mevedel-chat-turns chat)))))
+
+(defun mevedel-bench-append (chat &rest texts)
+  "Append TEXTS to CHAT's data buffer."
+  (with-current-buffer (mevedel-chat-data-buffer chat)
+    (goto-char (point-max))
+    (apply #'insert texts)))
+
+(defun mevedel-bench-response (text)
+  "Return TEXT as a response in the data buffer."
+  (propertize text 'gptel 'response))
+
+(defun mevedel-bench-fill (chat turns calls)
+  "Append TURNS turns of CALLS calls each to CHAT's data buffer."
+  (let ((n 0))
+    (dotimes (turn turns)
+      (mevedel-bench-begin-turn chat (format "Question %d: where is bench-%d defined?" turn turn))
+      (mevedel-bench-append chat (mevedel-bench-response "\nI will search for it and read the files."))
+      (dotimes (_ calls)
+        (mevedel-bench-append chat "\n\n" (mevedel-bench-call n))
+        (setq n (1+ n)))
+      (mevedel-bench-append chat (mevedel-bench-response
+                                (format "\nIt is defined in lisp/module-%02d.el, line %d."
+                                        (% turn 37) turn))))))
 
 (provide 'mevedel-bench-lib)
 ;;; mevedel-bench-lib.el ends here

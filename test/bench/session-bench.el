@@ -2,8 +2,7 @@
 
 ;;; Commentary:
 
-;; A synthetic 20 MB conversation (turns of Grep and Read calls with 40-
-;; and 100-line results) saved through the product's checkpoint
+;; A synthetic 20 MB conversation (`mevedel-bench-fill') saved through the product's checkpoint
 ;; (`mevedel-chat-checkpoint'): what Emacs's thread pays (the text
 ;; crossing into the module and queued), when the write is durable (the
 ;; writer thread done), a settled checkpoint after one more tool result
@@ -13,6 +12,7 @@
 ;;; Code:
 
 (require 'mevedel-bench-lib)
+(require 'mevedel-test-helpers)
 (require 'mevedel)
 (mevedel--load)
 
@@ -22,16 +22,14 @@
        (store (mevedel-session-store-handle (mevedel-chat-session chat))))
   (unwind-protect
       (let (full durable settled compact load)
-        (mevedel-bench-fill-transcript buffer 235 9)
+        (mevedel-bench-fill chat 1000 8)
         (mevedel-transcript-track buffer store)
         (garbage-collect)
         (setq full (* 1000 (mevedel-bench-seconds (mevedel-chat-checkpoint chat))))
         (setq durable (+ full (* 1000 (mevedel-bench-seconds (mevedel-core-store-flush store 60)))))
-        (let ((samples nil) (result (mevedel-bench--lines 100 "    ")))
+        (let ((samples nil))
           (dotimes (i 20)
-            (with-current-buffer buffer
-              (mevedel-gptel-append-settled-call (format "call_more_%d" i) "Read"
-                                                 '(:file_path "/tmp/x") result))
+            (mevedel-bench-append chat "\n\n" (mevedel-bench-call (+ 100001 (* 2 i))))
             (push (* 1000 (mevedel-bench-seconds (mevedel-chat-checkpoint chat nil t))) samples))
           (setq settled (mevedel-bench-percentile samples 50)))
         (setq compact (* 1000 (mevedel-bench-seconds
@@ -43,7 +41,7 @@
           (garbage-collect)
           (setq load (* 1000 (mevedel-bench-seconds
                                (mevedel-transcript-restore (current-buffer) store)))))
-        (mevedel-bench-describe "a %.1f MB conversation (235 turns x 9 Grep+Read pairs, 40- and 100-line results), saved through mevedel-chat-checkpoint into session.sqlite (no figure before this change: sessions were not saved)"
+        (mevedel-bench-describe "a %.1f MB conversation (1000 turns x 8 calls, Grep 40 lines / Read 100 lines), saved through mevedel-chat-checkpoint into session.sqlite (no figure before this change: sessions were not saved)"
                                 (/ (with-current-buffer buffer (position-bytes (point-max))) 1e6))
         (mevedel-bench-report "session-save-20mb" full "ms")
         (mevedel-bench-report "session-save-20mb-durable" durable "ms")
