@@ -6,6 +6,11 @@
 //! short, otherwise an equal head and tail (cuts moved to nearby newlines)
 //! with the exact number of characters and the lines left out, computed by
 //! streaming the file so a 64 MiB range costs no 64 MiB of memory.
+//!
+//! The same streaming pass finds the omitted lines that look like
+//! failures (`text::keep`): the literal prefilter runs over each buffer
+//! as it is counted, and the preview keeps those lines between its
+//! omission notice and its tail, within the same budget.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -13,6 +18,8 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::text::internal::{self, Lead};
+use crate::text::keep::{Collector, Kept, Patterns};
+use crate::text::preview;
 
 /// Output kept per execution.
 pub const DEFAULT_CAP: u64 = 64 * 1024 * 1024;
@@ -164,6 +171,8 @@ pub struct RangeView {
     /// characters.
     pub omitted_lines: (usize, usize),
     pub total_lines: usize,
+    /// Omitted lines that look like failures (numbered within the range).
+    pub kept: Kept,
 }
 
 impl RangeView {
@@ -177,12 +186,22 @@ impl RangeView {
 const COUNT_CHUNK: usize = 64 * 1024;
 
 /// Count characters and newlines of FILE's START..END, reading it through
-/// one buffer; a sequence cut at the buffer's end is carried over.
-fn count_range(file: &File, start: u64, end: u64) -> (usize, usize) {
+/// one buffer; a sequence cut at the buffer's end is carried over. With
+/// COLLECTOR, the same buffers are scanned for failure lines: then a
+/// buffer ends at its last newline (a line longer than the buffer is
+/// scanned in pieces), and the rest is carried over.
+fn count_range(
+    file: &File,
+    start: u64,
+    end: u64,
+    mut collector: Option<&mut Collector<'_>>,
+) -> (usize, usize) {
     let (mut chars, mut lines) = (0, 0);
     let mut buf = vec![0u8; COUNT_CHUNK];
     let mut carried = 0;
     let mut pos = start;
+    // Offset within the range of the buffer's first byte.
+    let mut at = 0;
     while pos < end {
         let want = (COUNT_CHUNK - carried).min(usize::try_from(end - pos).unwrap_or(usize::MAX));
         let n = match file.read_at(&mut buf[carried..carried + want], pos) {
@@ -191,25 +210,85 @@ fn count_range(file: &File, start: u64, end: u64) -> (usize, usize) {
         };
         pos += n as u64;
         let filled = carried + n;
-        let cut = if pos < end {
-            complete_len(&buf[..filled])
-        } else {
+        let cut = if pos >= end {
             filled
+        } else if let Some(nl) = collector
+            .as_ref()
+            .and_then(|_| memchr::memrchr(b'\n', &buf[..filled]))
+        {
+            nl + 1
+        } else {
+            complete_len(&buf[..filled])
         };
         let (c, l) = count(&buf[..cut]);
+        if let Some(collector) = collector.as_deref_mut() {
+            collector.scan(&buf[..cut], at, lines + 1);
+        }
         chars += c;
         lines += l;
+        at += cut as u64;
         buf.copy_within(cut..filled, 0);
         carried = filled - cut;
     }
     let (c, l) = count(&buf[..carried]);
+    if let Some(collector) = collector {
+        collector.scan(&buf[..carried], at, lines + 1);
+    }
     (chars + c, lines + l)
+}
+
+/// A head and a tail cut from the windows at the range's two ends.
+struct Sides<'a> {
+    head: &'a str,
+    tail: &'a str,
+    /// 1-based lines of the first and last omitted characters.
+    lines: (usize, usize),
+}
+
+impl<'a> Sides<'a> {
+    /// SIDE characters each from HEAD_WINDOW and TAIL_WINDOW (decoded),
+    /// cut as the shared text previews cut. AFTER_NEWLINE says the byte
+    /// before the tail window is a newline; TOTAL_NEWLINES is the range's.
+    fn new(
+        head_window: &'a str,
+        tail_window: &'a str,
+        side: usize,
+        after_newline: bool,
+        total_newlines: usize,
+    ) -> Sides<'a> {
+        let head = &head_window[..preview::head_end(head_window, side)];
+        let from = preview::tail_start(tail_window, side, 0);
+        let tail = &tail_window[from..];
+        let last_omitted_newline = if from > 0 {
+            tail_window.as_bytes()[from - 1] == b'\n'
+        } else {
+            after_newline
+        };
+        let head_newlines = bytecount::count(head.as_bytes(), b'\n');
+        let tail_newlines = bytecount::count(tail.as_bytes(), b'\n');
+        Sides {
+            head,
+            tail,
+            lines: (
+                head_newlines + 1,
+                total_newlines - tail_newlines + 1 - usize::from(last_omitted_newline),
+            ),
+        }
+    }
 }
 
 /// View FILE's bytes START..END within BUDGET characters. Head and tail
 /// get half the budget each; a cut moves to a newline at most a fifth of
-/// its side away, as the shared text previews do.
-pub fn preview(file: &File, start: u64, end: u64, budget: usize) -> RangeView {
+/// its side away, as the shared text previews do. With PATTERNS, omitted
+/// lines that match are kept as in `text::preview::head_tail`, found
+/// while the range is counted.
+pub fn preview(
+    file: &File,
+    start: u64,
+    end: u64,
+    budget: usize,
+    patterns: Option<&Patterns>,
+) -> RangeView {
     let side = budget / 2;
     let slack = side / 5;
     // Four bytes per character at most.
@@ -228,58 +307,43 @@ pub fn preview(file: &File, start: u64, end: u64, budget: usize) -> RangeView {
                 omitted_chars: 0,
                 omitted_lines: (0, 0),
                 total_lines: if total_chars == 0 { 0 } else { total_lines },
+                kept: Kept::default(),
             };
         }
     }
-    let (total_chars, total_newlines) = count_range(file, start, end);
-    let head_bytes = read_range(file, start, (start + window).min(end));
-    let head_text = String::from_utf8_lossy(&head_bytes);
-    let mut head: String = head_text.chars().take(side).collect();
-    if let Some(nl) = head.rfind('\n')
-        && head[nl + 1..].chars().count() <= slack
-    {
-        head.truncate(nl + 1);
-    }
+    let head_window = read_range(file, start, (start + window).min(end));
     let mut tail_from = end.saturating_sub(window).max(start);
     // Start the tail window on a character boundary.
     let probe = read_range(file, tail_from, (tail_from + 4).min(end));
     tail_from += probe.iter().take_while(|&&b| b & 0xC0 == 0x80).count() as u64;
-    let tail_text = String::from_utf8_lossy(&read_range(file, tail_from, end)).into_owned();
-    let tail_chars_all = tail_text.chars().count();
-    let skip = tail_chars_all.saturating_sub(side);
-    let mut tail: String = tail_text.chars().skip(skip).collect();
-    if !tail.is_empty() && skip > 0 {
-        let before = tail_text.chars().nth(skip - 1);
-        if before != Some('\n')
-            && let Some(nl) = tail.find('\n')
-            && nl + 1 < tail.len()
-            && tail[..nl + 1].chars().count() <= slack
-        {
-            tail = tail[nl + 1..].to_string();
+    let tail_window = read_range(file, tail_from, end);
+    let after_newline = tail_from > start && read_range(file, tail_from - 1, tail_from) == b"\n";
+    let mut collector =
+        patterns.map(|p| Collector::new(p, head_window.len() as u64, tail_from - start));
+    let (total_chars, total_newlines) = count_range(file, start, end, collector.as_mut());
+    let head_text = String::from_utf8_lossy(&head_window);
+    let tail_text = String::from_utf8_lossy(&tail_window);
+    let sides = |side| Sides::new(&head_text, &tail_text, side, after_newline, total_newlines);
+    let mut cut = sides(side);
+    let mut kept = Kept::default();
+    if let Some(collector) = &collector {
+        let room = collector.select(cut.lines.0, cut.lines.1, budget / 2);
+        if room.matched > 0 {
+            cut = sides((budget - room.chars()) / 2);
+            kept = collector.select(cut.lines.0, cut.lines.1, room.chars());
         }
     }
-    let head_chars = head.chars().count();
-    let tail_chars = tail.chars().count();
-    let head_newlines = bytecount::count(head.as_bytes(), b'\n');
-    let tail_newlines = bytecount::count(tail.as_bytes(), b'\n');
-    let omitted_newlines = total_newlines - head_newlines - tail_newlines;
-    // Whether the last omitted character is a newline: the tail starts a line.
-    let last_omitted_newline = head_chars + tail_chars < total_chars && tail_from < end && {
-        let idx = tail_chars_all - tail_chars;
-        idx > 0 && tail_text.chars().nth(idx - 1) == Some('\n')
-    };
-    let total_lines = total_newlines + usize::from(!tail.ends_with('\n'));
+    let head_chars = cut.head.chars().count();
+    let tail_chars = cut.tail.chars().count();
     RangeView {
         whole: None,
-        head,
-        tail,
+        head: cut.head.to_string(),
+        tail: cut.tail.to_string(),
         total_chars,
         omitted_chars: total_chars - head_chars - tail_chars,
-        omitted_lines: (
-            head_newlines + 1,
-            head_newlines + omitted_newlines + 1 - usize::from(last_omitted_newline),
-        ),
-        total_lines,
+        omitted_lines: cut.lines,
+        total_lines: total_newlines + usize::from(!cut.tail.ends_with('\n')),
+        kept,
     }
 }
 
@@ -344,7 +408,7 @@ mod tests {
             let start = skip.min(bytes.len());
             let text = String::from_utf8_lossy(&bytes[start..]);
             let want = (text.chars().count(), text.matches('\n').count());
-            proptest::prop_assert_eq!(count_range(&file, start as u64, bytes.len() as u64), want);
+            proptest::prop_assert_eq!(count_range(&file, start as u64, bytes.len() as u64, None), want);
             let _ = std::fs::remove_dir_all(&dir);
         }
     }
@@ -369,9 +433,9 @@ mod tests {
     fn short_range_is_whole() {
         let (spool, dir) = spool_with("short", b"one\ntwo\n");
         let r = spool.reader().unwrap();
-        let v = preview(&r, 0, spool.len(), PREVIEW_BUDGET);
+        let v = preview(&r, 0, spool.len(), PREVIEW_BUDGET, None);
         assert_eq!(v.whole.as_deref(), Some("one\ntwo\n"));
-        let v = preview(&r, 4, spool.len(), PREVIEW_BUDGET);
+        let v = preview(&r, 4, spool.len(), PREVIEW_BUDGET, None);
         assert_eq!(v.whole.as_deref(), Some("two\n"));
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -381,7 +445,7 @@ mod tests {
         let text: String = (1..=1000).map(|i| format!("line {i:04}\n")).collect();
         let (spool, dir) = spool_with("long", text.as_bytes());
         let r = spool.reader().unwrap();
-        let v = preview(&r, 0, spool.len(), 110);
+        let v = preview(&r, 0, spool.len(), 110, None);
         assert!(v.is_preview());
         assert_eq!(
             v.head,
@@ -403,7 +467,7 @@ mod tests {
         let text = "é".repeat(3000);
         let (spool, dir) = spool_with("utf8", text.as_bytes());
         let r = spool.reader().unwrap();
-        let v = preview(&r, 0, spool.len(), 100);
+        let v = preview(&r, 0, spool.len(), 100, None);
         assert_eq!((v.head.chars().count(), v.tail.chars().count()), (50, 50));
         assert_eq!(v.omitted_chars, 2900);
         // A range ending inside a character backs off to its start.
