@@ -409,6 +409,13 @@ mod tests {
             let text = String::from_utf8_lossy(&bytes[start..]);
             let want = (text.chars().count(), text.matches('\n').count());
             proptest::prop_assert_eq!(count_range(&file, start as u64, bytes.len() as u64, None), want);
+            // Buffers cut at newlines for the failure scan count the same.
+            let patterns = crate::text::keep::tests::default_patterns();
+            let mut collector = Collector::new(&patterns, 0, u64::MAX);
+            proptest::prop_assert_eq!(
+                count_range(&file, start as u64, bytes.len() as u64, Some(&mut collector)),
+                want
+            );
             let _ = std::fs::remove_dir_all(&dir);
         }
     }
@@ -483,6 +490,79 @@ mod tests {
         let r = spool.reader().unwrap();
         assert_eq!(live_tail(&r, spool.len(), 2000, 3), "98\n99\n100\n");
         assert_eq!(live_tail(&r, spool.len(), 4, 100), "100\n");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn kept_lines_match_the_text_preview() {
+        // About 3 MiB of mixed-width lines; failures land at and across
+        // the edges of the 64 KiB buffers, and one 100 KiB line starts
+        // with one.
+        let mut text = String::new();
+        let mut i = 0;
+        while text.len() < 3 << 20 {
+            i += 1;
+            if i % 997 == 0 {
+                text.push_str(&format!("src/x.rs:{i}:1: error: bad thing {i}\n"));
+            } else if i == 20_000 {
+                text.push_str(&format!("error: {}\n", "y".repeat(100 * 1024)));
+            } else {
+                text.push_str(&format!("line {i} {}\n", "é".repeat(i % 13)));
+            }
+        }
+        let (spool, dir) = spool_with("kept", text.as_bytes());
+        let r = spool.reader().unwrap();
+        let patterns = crate::text::keep::tests::default_patterns();
+        for budget in [100, 2000, 20_000] {
+            let v = preview(&r, 0, spool.len(), budget, Some(&patterns));
+            let p = crate::text::head_tail(&text, budget, Some(&patterns)).unwrap();
+            assert_eq!(v.head, p.head, "budget {budget}");
+            assert_eq!(v.tail, p.tail, "budget {budget}");
+            assert_eq!(v.kept, p.kept, "budget {budget}");
+            assert_eq!(v.omitted_chars, p.omitted_chars);
+            assert_eq!(v.omitted_lines, (p.omitted_first_line, p.omitted_last_line));
+            assert_eq!(v.total_lines, p.total_lines);
+            let matching = text
+                .lines()
+                .enumerate()
+                .filter(|(i, l)| {
+                    (v.omitted_lines.0..=v.omitted_lines.1).contains(&(i + 1))
+                        && patterns.matches(l.as_bytes())
+                })
+                .count();
+            assert_eq!(v.kept.matched, matching);
+            assert!(matching > 100 && !v.kept.lines.is_empty());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn composed_preview_shows_kept_lines() {
+        let mut text = String::new();
+        for i in 1..=2000 {
+            if i == 1234 {
+                text.push_str("thread 'main' panicked at src/main.rs:3:5:\n");
+            } else {
+                text.push_str(&format!("step {i} done\n"));
+            }
+        }
+        let (spool, dir) = spool_with("compose", text.as_bytes());
+        let r = spool.reader().unwrap();
+        let patterns = crate::text::keep::tests::default_patterns();
+        let v = preview(&r, 0, spool.len(), PREVIEW_BUDGET, Some(&patterns));
+        let out = super::super::execution::compose(&v, Some("/s/out"));
+        let notice = format!(
+            "[... {} characters omitted (lines {}-{} of this output); full output: /s/out ...]\n\
+             [1 of the omitted lines looks like a failure:]\n\
+             \x20 L1234: thread 'main' panicked at src/main.rs:3:5:\n\
+             [end of kept lines]\n",
+            v.omitted_chars, v.omitted_lines.0, v.omitted_lines.1
+        );
+        assert_eq!(out, format!("{}{notice}{}", v.head, v.tail));
+        // Without patterns the same range has the plain preview.
+        let plain = preview(&r, 0, spool.len(), PREVIEW_BUDGET, None);
+        assert_eq!(plain.kept, Kept::default());
+        assert!(plain.head.len() > v.head.len());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

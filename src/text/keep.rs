@@ -121,6 +121,19 @@ fn prefix_literals(hir: &Hir) -> Option<Vec<Vec<u8>>> {
     (!lits.is_empty() && shortest(&lits) >= MIN_LITERAL_LEN).then_some(lits)
 }
 
+/// LITS without those containing another: a text with the longer one
+/// has the shorter, and a small set keeps the SIMD literal search.
+fn minimal(mut lits: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    lits.sort_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
+    let mut kept: Vec<Vec<u8>> = Vec::new();
+    for lit in lits {
+        if !kept.iter().any(|k| memchr::memmem::find(&lit, k).is_some()) {
+            kept.push(lit);
+        }
+    }
+    kept
+}
+
 /// A regex source matching exactly the bytes LIT.
 fn escaped(lit: &[u8]) -> String {
     let mut out = String::new();
@@ -166,10 +179,8 @@ impl Patterns {
             )
         })?;
         let prefilter = match literals {
-            Some(mut lits) if !lits.is_empty() => {
-                lits.sort();
-                lits.dedup();
-                let source = lits
+            Some(lits) if !lits.is_empty() => {
+                let source = minimal(lits)
                     .iter()
                     .map(|l| escaped(l))
                     .collect::<Vec<_>>()
@@ -443,24 +454,46 @@ impl<'p> Collector<'p> {
 pub(crate) mod tests {
     use super::*;
 
-    /// Patterns for the toolchains the fixtures come from; the defaults
-    /// of `mevedel-pipeline-failure-patterns` are checked against the
-    /// same fixtures by test/pipeline-test.el.
-    pub(crate) fn toolchain_patterns() -> Patterns {
-        let sources = [
-            r"^error(\[E\d+\])?: ",
-            r"^warning: ",
-            r"^test .* \.\.\. FAILED$",
-            r"panicked at ",
-            r"^test result: FAILED",
-            r"^[^\s:]+:\d+:(\d+:)? (fatal error|error|warning): ",
-            r"^Traceback \(most recent call last\):",
-            r"^\w+(Error|Exception)\b",
-            r"^\s+FAILED\s+\d+/\d+\s",
-            r"^Ran \d+ tests?, \d+ results? (were|was) unexpected",
-            r"^make(\[\d+\])?: \*\*\* .*Error \d+",
-        ];
-        Patterns::new(sources.iter().map(|s| s.to_string()).collect()).unwrap()
+    /// The default `mevedel-pipeline-failure-patterns`, read from the
+    /// Lisp source so the tests check what users get.
+    pub(crate) fn default_sources() -> Vec<String> {
+        let lisp = include_str!("../../lisp/mevedel-pipeline.el");
+        let from = lisp
+            .find("(defcustom mevedel-pipeline-failure-patterns\n  '(")
+            .expect("the defcustom is in the source");
+        let mut sources = Vec::new();
+        let mut chars = lisp[from..].chars();
+        let mut depth = 0;
+        while let Some(c) = chars.next() {
+            match c {
+                '(' => depth += 1,
+                ')' if depth == 2 => break,
+                ')' => depth -= 1,
+                ';' => {
+                    chars.by_ref().find(|&c| c == '\n');
+                }
+                '"' => {
+                    let mut source = String::new();
+                    while let Some(c) = chars.next() {
+                        match c {
+                            '"' => break,
+                            '\\' => match chars.next() {
+                                Some(e @ ('\\' | '"')) => source.push(e),
+                                other => panic!("unexpected escape {other:?}"),
+                            },
+                            c => source.push(c),
+                        }
+                    }
+                    sources.push(source);
+                }
+                _ => {}
+            }
+        }
+        sources
+    }
+
+    pub(crate) fn default_patterns() -> Patterns {
+        Patterns::new(default_sources()).unwrap()
     }
 
     fn collect<'p>(patterns: &'p Patterns, text: &str) -> Collector<'p> {
@@ -488,7 +521,7 @@ pub(crate) mod tests {
 
     #[test]
     fn prefilter_needs_literals_in_every_pattern() {
-        assert!(toolchain_patterns().has_prefilter());
+        assert!(default_patterns().has_prefilter());
         let loose = Patterns::new(vec!["error".into(), r"^\w+:$".into()]).unwrap();
         assert!(!loose.has_prefilter());
         // Same lines found either way.
@@ -499,6 +532,23 @@ pub(crate) mod tests {
             k.lines.iter().map(|l| l.number).collect::<Vec<_>>(),
             vec![2, 3]
         );
+    }
+
+    #[test]
+    fn default_literals_are_few() {
+        let sources = default_sources();
+        assert!(sources.len() >= 20, "{sources:?}");
+        let all: Vec<Vec<u8>> = sources
+            .iter()
+            .flat_map(|s| required_literals(s).unwrap_or_else(|| panic!("no literals: {s}")))
+            .collect();
+        let lits = minimal(all);
+        let shown: Vec<String> = lits
+            .iter()
+            .map(|l| String::from_utf8_lossy(l).into())
+            .collect();
+        assert!(lits.len() <= 48, "{shown:?}");
+        assert!(shown.contains(&"error".to_string()), "{shown:?}");
     }
 
     #[test]

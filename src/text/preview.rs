@@ -217,4 +217,270 @@ mod tests {
         let p = head_tail("abcdef", 5, None).expect("needs a preview");
         assert_eq!((p.head, p.tail, p.omitted_chars), ("ab", "ef", 2));
     }
+
+    use crate::text::keep::tests::default_patterns;
+    use crate::text::keep::{KEPT_LINE_CHARS, MAX_KEPT_LINES};
+
+    /// Build output that matches no default pattern.
+    fn filler(from: usize, n: usize) -> String {
+        (from..from + n)
+            .map(|i| {
+                format!(
+                    "   Compiling dep-{i:04} v1.0.{} (/home/user/work/crates/dep-{i:04})\n",
+                    i % 10
+                )
+            })
+            .collect()
+    }
+
+    /// FIXTURE between 400 filler lines on each side, and the 1-based
+    /// line of its first line.
+    fn padded(fixture: &str) -> (String, usize) {
+        (
+            format!("{}{fixture}{}", filler(0, 400), filler(400, 400)),
+            401,
+        )
+    }
+
+    /// The kept lines of FIXTURE's padded preview must be exactly its
+    /// lines that start with one of WANTED, numbered in the whole text.
+    fn keeps(fixture: &str, wanted: &[&str]) {
+        let (text, first) = padded(fixture);
+        let patterns = default_patterns();
+        let p = head_tail(&text, 2000, Some(&patterns)).expect("needs a preview");
+        let want: Vec<(usize, String)> = fixture
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| wanted.iter().any(|w| l.starts_with(w)))
+            .map(|(i, l)| (first + i, l.to_string()))
+            .collect();
+        assert!(
+            wanted
+                .iter()
+                .all(|w| fixture.lines().any(|l| l.starts_with(w))),
+            "each wanted line is in the fixture"
+        );
+        let got: Vec<(usize, String)> = p
+            .kept
+            .lines
+            .iter()
+            .map(|l| (l.number, l.text.clone()))
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(p.kept.matched, want.len());
+        assert!(p.head_chars + p.tail_chars + p.kept.chars() <= 2000);
+        assert_eq!(p.omitted_chars, p.total_chars - p.head_chars - p.tail_chars);
+        // The numbers are those of the text's own lines.
+        for (number, line) in &want {
+            assert_eq!(text.lines().nth(number - 1), Some(line.as_str()));
+        }
+    }
+
+    #[test]
+    fn keeps_a_failing_cargo_test() {
+        keeps(
+            include_str!("fixtures/cargo-test-failed.txt"),
+            &[
+                "test tests::adds_wrongly ... FAILED",
+                "thread 'tests::adds_wrongly'",
+                "assertion `left == right` failed",
+                "test result: FAILED.",
+                "error: test failed",
+            ],
+        );
+    }
+
+    #[test]
+    fn keeps_a_cargo_build_error() {
+        keeps(
+            include_str!("fixtures/cargo-build-error.txt"),
+            &["error[E0308]: mismatched types", "error: could not compile"],
+        );
+    }
+
+    #[test]
+    fn keeps_gcc_diagnostics_and_the_make_failure() {
+        keeps(
+            include_str!("fixtures/gcc-make-error.txt"),
+            &[
+                "broken.c:5:17: warning:",
+                "broken.c:6:26: error:",
+                "make: *** [Makefile:2",
+            ],
+        );
+    }
+
+    #[test]
+    fn keeps_a_python_traceback() {
+        keeps(
+            include_str!("fixtures/python-traceback.txt"),
+            &["Traceback (most recent call last):", "FileNotFoundError:"],
+        );
+    }
+
+    #[test]
+    fn keeps_a_failing_ert_run() {
+        keeps(
+            include_str!("fixtures/ert-failed.txt"),
+            &[
+                "Test demo-adds-wrongly condition:",
+                "   FAILED  2/3  demo-adds-wrongly",
+                "Test demo-signals condition:",
+                "   FAILED  3/3  demo-signals",
+                "Ran 3 tests, 1 results as expected, 2 unexpected",
+            ],
+        );
+    }
+
+    #[test]
+    fn keeps_a_node_assertion() {
+        keeps(
+            include_str!("fixtures/node-assert.txt"),
+            &["AssertionError [ERR_ASSERTION]"],
+        );
+    }
+
+    #[test]
+    fn keeps_go_failures() {
+        // Go is not installed here: the shapes `go test` and `go build`
+        // print.
+        keeps(
+            "=== RUN   TestAdd\n    add_test.go:9: Add(2, 2) = 4, want 5\n--- FAIL: TestAdd (0.00s)\n\
+             FAIL\nFAIL\texample.com/demo\t0.002s\n./main.go:5:2: undefined: total\n\
+             panic: runtime error: index out of range [5] with length 3\n\ngoroutine 1 [running]:\n",
+            &[
+                "    add_test.go:9:",
+                "--- FAIL: TestAdd",
+                "FAIL",
+                "./main.go:5:2:",
+                "panic: runtime error",
+            ],
+        );
+    }
+
+    #[test]
+    fn nothing_kept_when_nothing_matches() {
+        let text = filler(0, 800);
+        let patterns = default_patterns();
+        let with = head_tail(&text, 2000, Some(&patterns)).expect("needs a preview");
+        let without = head_tail(&text, 2000, None).expect("needs a preview");
+        assert_eq!(with.kept, Kept::default());
+        assert_eq!(with.kept.render(), "");
+        assert_eq!(with, without);
+    }
+
+    #[test]
+    fn many_failures_keep_the_first_ones_and_the_last() {
+        let text: String = (1..=3000)
+            .map(|i| {
+                if i % 10 == 0 {
+                    format!("src/m{i}.c:{i}:1: error: bad {i}\n")
+                } else {
+                    format!("ok {i}\n")
+                }
+            })
+            .collect();
+        let patterns = default_patterns();
+        let p = head_tail(&text, 4000, Some(&patterns)).expect("needs a preview");
+        let numbers: Vec<usize> = p.kept.lines.iter().map(|l| l.number).collect();
+        // All of them but those the head and tail show.
+        let shown_in_tail = p.tail.matches(": error: ").count();
+        let shown_in_head = p.head.matches(": error: ").count();
+        assert_eq!(p.kept.matched, 300 - shown_in_head - shown_in_tail);
+        assert_eq!(numbers.len(), MAX_KEPT_LINES);
+        let first_omitted = (shown_in_head + 1) * 10;
+        let mut want: Vec<usize> = (0..MAX_KEPT_LINES - 1)
+            .map(|k| first_omitted + 10 * k)
+            .collect();
+        want.push((300 - shown_in_tail) * 10);
+        assert_eq!(numbers, want);
+        assert!(p.head_chars + p.tail_chars + p.kept.chars() <= 4000);
+        assert!(p.kept.render().starts_with(&format!(
+            "[{} of the omitted lines look like failures; {MAX_KEPT_LINES} shown, {} not shown:]\n  L{}: src/m",
+            p.kept.matched,
+            p.kept.matched - MAX_KEPT_LINES,
+            want[0]
+        )));
+        assert!(p.kept.render().ends_with("[end of kept lines]\n"));
+    }
+
+    #[test]
+    fn kept_lines_take_at_most_half_the_budget() {
+        let long = format!("error: {}\n", "x".repeat(400));
+        let text: String = (0..200)
+            .map(|i| {
+                if i % 2 == 0 {
+                    long.clone()
+                } else {
+                    format!("{i}\n")
+                }
+            })
+            .collect();
+        let patterns = default_patterns();
+        let p = head_tail(&text, 2000, Some(&patterns)).expect("needs a preview");
+        assert!(p.kept.chars() <= 1000, "{}", p.kept.chars());
+        assert!(!p.kept.lines.is_empty());
+        assert!(
+            p.kept
+                .lines
+                .iter()
+                .all(|l| l.text.chars().count() == KEPT_LINE_CHARS + 1)
+        );
+        assert!(p.head_chars + p.tail_chars + p.kept.chars() <= 2000);
+        assert!(p.head_chars >= 400 && p.tail_chars >= 400);
+    }
+
+    fn lines_text() -> impl proptest::strategy::Strategy<Value = String> {
+        proptest::collection::vec(
+            proptest::prop_oneof![
+                proptest::strategy::Just("error: x".to_string()),
+                proptest::strategy::Just("FAIL".to_string()),
+                proptest::strategy::Just("éé ok".to_string()),
+                proptest::strategy::Just(String::new()),
+                "[a-z ]{1,40}",
+            ],
+            1..300,
+        )
+        .prop_map(|lines| lines.join("\n"))
+    }
+
+    use proptest::strategy::Strategy;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+        /// Whatever the text and budget: the kept lines are exactly the
+        /// matching lines of the omitted range (or the first ones and the
+        /// last), in order, and they share the budget with head and tail.
+        #[test]
+        fn kept_lines_are_exact(text in lines_text(), budget in 4usize..400) {
+            let patterns = default_patterns();
+            let Some(p) = head_tail(&text, budget, Some(&patterns)) else {
+                return Ok(());
+            };
+            let matching: Vec<usize> = text
+                .split('\n')
+                .enumerate()
+                .map(|(i, l)| (i + 1, l))
+                .filter(|(n, l)| {
+                    (p.omitted_first_line..=p.omitted_last_line).contains(n)
+                        && patterns.matches(l.as_bytes())
+                })
+                .map(|(n, _)| n)
+                .collect();
+            proptest::prop_assert_eq!(p.kept.matched, matching.len());
+            let numbers: Vec<usize> = p.kept.lines.iter().map(|l| l.number).collect();
+            proptest::prop_assert!(numbers.windows(2).all(|w| w[0] < w[1]));
+            proptest::prop_assert!(numbers.iter().all(|n| matching.contains(n)));
+            if let (Some(first), Some(last)) = (numbers.first(), numbers.last())
+                && numbers.len() > 1
+            {
+                proptest::prop_assert_eq!(*first, matching[0]);
+                proptest::prop_assert_eq!(Some(last), matching.last());
+            }
+            proptest::prop_assert!(p.head_chars + p.tail_chars + p.kept.chars() <= budget);
+            proptest::prop_assert_eq!(p.omitted_chars, p.total_chars - p.head_chars - p.tail_chars);
+            proptest::prop_assert!(text.starts_with(p.head) && text.ends_with(p.tail));
+            proptest::prop_assert_eq!(p.omitted_first_line, newlines(p.head.as_bytes()) + 1);
+        }
+    }
 }
