@@ -908,7 +908,8 @@ had: a bad customization never fails a tool call."
           (mevedel-core-text-failure-patterns patterns)
         (mevedel-core-error
          (mevedel-pipeline--warn "mevedel-pipeline-failure-patterns: %s"
-                                 (error-message-string err)))))))
+                                 (if (stringp (cadr err)) (cadr err)
+                                   (error-message-string err))))))))
 
 (defun mevedel-pipeline--omission-line (plan)
   "Return the marker line standing for the middle that PLAN omits."
