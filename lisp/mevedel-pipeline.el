@@ -46,7 +46,9 @@
 ;; A provider call then projects the outcome for gptel: repair note and
 ;; hook context appended, oversized output persisted to the session's
 ;; tool-results/ (an <persisted-output> preview with an artifact://
-;; address and exact Read and Grep follow-ups), and render-data attached
+;; address and exact Read and Grep follow-ups; omitted lines matching
+;; `mevedel-pipeline-failure-patterns' are kept in it, numbered, within
+;; the same budget, as they are in Bash output), and render-data attached
 ;; as the hidden block of mevedel-render-data.el; media records ride on
 ;; the text as its `mevedel-tool-media' property.  Nested callers get the
 ;; canonical outcome only; an external provider (an MCP server) asks
