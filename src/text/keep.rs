@@ -24,7 +24,10 @@
 //! count. [`Collector::select`] then picks, among the lines of the final
 //! omitted middle, the first ones and the last one that fit a character
 //! budget, in file order: the first errors of a build are the ones that
-//! cause the rest, and the last names how the run ended.
+//! cause the rest, and the last names how the run ended. The budget
+//! counts the kept lines as rendered (`  L<n>: <text>`); the block's
+//! header with the exact counts and its closing line, like the omission
+//! notice itself, are not counted.
 
 use std::sync::{Arc, RwLock};
 
