@@ -205,15 +205,6 @@ impl Patterns {
         })
     }
 
-    pub fn sources(&self) -> &[String] {
-        &self.sources
-    }
-
-    /// Whether a literal prefilter narrows the scan.
-    pub fn has_prefilter(&self) -> bool {
-        self.prefilter.is_some()
-    }
-
     /// Whether LINE (without its newline) matches some pattern.
     pub fn matches(&self, line: &[u8]) -> bool {
         self.line.is_match(line)
@@ -517,16 +508,16 @@ pub(crate) mod tests {
         // The only test that touches the installed patterns.
         install(vec!["^boom".into()]).unwrap();
         assert!(install(vec!["(".into()]).is_err());
-        assert_eq!(current().unwrap().sources(), ["^boom".to_string()]);
+        assert_eq!(current().unwrap().sources, ["^boom".to_string()]);
         install(Vec::new()).unwrap();
         assert!(current().is_none());
     }
 
     #[test]
     fn prefilter_needs_literals_in_every_pattern() {
-        assert!(default_patterns().has_prefilter());
+        assert!(default_patterns().prefilter.is_some());
         let loose = Patterns::new(vec!["error".into(), r"^\w+:$".into()]).unwrap();
-        assert!(!loose.has_prefilter());
+        assert!(loose.prefilter.is_none());
         // Same lines found either way.
         let text = "a\nerror here\nword:\nb\n";
         let c = collect(&loose, text);
