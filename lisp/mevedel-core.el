@@ -96,6 +96,7 @@ signals an error instead."
 (declare-function mevedel-core--schema-contract "ext:mevedel-dyn" (tool))
 (declare-function mevedel-core--text-normalize "ext:mevedel-dyn" (string))
 (declare-function mevedel-core--text-preview "ext:mevedel-dyn" (string budget))
+(declare-function mevedel-core--text-failure-patterns "ext:mevedel-dyn" (patterns))
 (declare-function mevedel-core--codec-encode "ext:mevedel-dyn" (printed owner))
 (declare-function mevedel-core--codec-payload "ext:mevedel-dyn" (printed owner))
 (declare-function mevedel-core--codec-scan "ext:mevedel-dyn" (text))
@@ -859,11 +860,23 @@ become U+FFFD."
   "Return a head-and-tail preview plan for STRING within BUDGET characters.
 Nil when STRING fits.  Otherwise a plist of :total-chars, :head-chars
 and :tail-chars (equal budgets, cut near newlines), :omitted-chars
-\(exact), :omitted-first-line and :omitted-last-line (1-based) and
-:total-lines; the pieces are (substring STRING 0 HEAD-CHARS) and
+\(exact), :omitted-first-line and :omitted-last-line (1-based),
+:total-lines and :kept, the block of omitted lines that look like
+failures (see `mevedel-core-text-failure-patterns'; nil when none
+matched), whose characters count against BUDGET; the pieces are
+\(substring STRING 0 HEAD-CHARS) and
 \(substring STRING (- TOTAL-CHARS TAIL-CHARS))."
   (mevedel-core-ensure)
   (mevedel-core--text-preview string budget))
+
+(defun mevedel-core-text-failure-patterns (patterns)
+  "Make every later preview keep omitted lines matching one of PATTERNS.
+PATTERNS is a list of Rust regexps, each matched against one line; nil
+keeps no lines.  This covers `mevedel-core-text-preview' and the
+previews of execution output.  An invalid pattern signals
+`mevedel-core-search-error' naming it, and the patterns in use stay."
+  (mevedel-core-ensure)
+  (mevedel-core--text-failure-patterns patterns))
 
 (defun mevedel-core-render-data-encode (printed owner)
   "Return the render-data block for PRINTED, a keyword plist printed by `prin1'.

@@ -46,7 +46,9 @@
 ;; A provider call then projects the outcome for gptel: repair note and
 ;; hook context appended, oversized output persisted to the session's
 ;; tool-results/ (an <persisted-output> preview with an artifact://
-;; address and exact Read and Grep follow-ups), and render-data attached
+;; address and exact Read and Grep follow-ups; omitted lines matching
+;; `mevedel-pipeline-failure-patterns' are kept in it, numbered, within
+;; the same budget, as they are in Bash output), and render-data attached
 ;; as the hidden block of mevedel-render-data.el; media records ride on
 ;; the text as its `mevedel-tool-media' property.  Nested callers get the
 ;; canonical outcome only; an external provider (an MCP server) asks
@@ -98,6 +100,64 @@ A tool's :max-result-size applies only below this cap."
 (defcustom mevedel-pipeline-read-continuation-lines 2000
   "Most lines the suggested Read continuation of persisted output asks for."
   :type 'natnum)
+
+(defvar mevedel-pipeline--sent-failure-patterns 'unsent
+  "The failure patterns last given to the module, or `unsent'.")
+
+(defcustom mevedel-pipeline-failure-patterns
+  '(;; cargo and rustc
+    "^error(\\[E\\d{4}\\])?: "
+    "^warning: "
+    "^test \\S+ \\.\\.\\. FAILED$"
+    "panicked at "
+    "^test result: FAILED"
+    ;; gcc, clang, Emacs's byte compiler and other file:line:col: tools
+    "^[^\\s:]+(:\\d+){0,2}: ([Ff]atal [Ee]rror|[Ee]rror|[Ww]arning): "
+    "undefined reference to "
+    "[Aa]ssertion .*failed"
+    ;; make
+    "^make(\\[\\d+\\])?: \\*\\*\\* "
+    ;; Python and pytest
+    "^Traceback \\(most recent call last\\):"
+    "^\\w*(Error|Exception)\\b"
+    "^(FAILED|ERROR) \\S+::"
+    "^=+ .*\\d+ (failed|errors?)\\b"
+    ;; Node and npm
+    "^not ok \\d+"
+    "^npm (ERR!|error) "
+    ;; Go
+    "^--- FAIL: "
+    "^FAIL(\\s|$)"
+    "^panic: "
+    "^\\s*\\S+\\.go:\\d+(:\\d+)?: "
+    ;; ERT
+    "^\\s+FAILED\\s+\\d+/\\d+\\s"
+    "^Ran \\d+ tests?, .*[1-9]\\d* unexpected"
+    "^Test \\S+ condition:$"
+    ;; shells
+    ": command not found$")
+  "Regexps of lines a truncated preview keeps from its omitted middle.
+When Bash or Monitor output, an oversized result or a
+<persisted-output> preview leaves out a middle section, the omitted
+lines that match one of these are shown too (at most 20, each with its
+line number, within the preview's character budget).  Nil keeps none.
+
+These are Rust `regex' syntax, not Emacs regexps: `(' `)' `|' `{' `}'
+group and repeat unescaped, \\d \\s \\w \\b are classes and boundaries,
+and `\\(' is a literal parenthesis.  Each is matched against one line
+at a time, so ^ and $ are that line's ends.
+
+Set through Customize or `setopt' (once the module is loaded), an
+invalid pattern signals `mevedel-core-search-error' naming it and the
+value stays as it was; a value set otherwise is checked before the next
+preview (`mevedel-pipeline-sync-failure-patterns'), and an invalid one is
+reported as a warning while the previous patterns stay in use."
+  :type '(repeat string)
+  :set (lambda (symbol value)
+         (when (featurep 'mevedel-dyn)
+           (mevedel-core-text-failure-patterns value)
+           (setq mevedel-pipeline--sent-failure-patterns (copy-sequence value)))
+         (set-default symbol value)))
 
 ;;;; Pluggable steps and hooks
 
@@ -838,6 +898,21 @@ not a reason to create it."
                                        (error-message-string err))
                nil)))))
 
+(defun mevedel-pipeline-sync-failure-patterns ()
+  "Give the module `mevedel-pipeline-failure-patterns' when they changed.
+Called before anything that may build a preview.  Invalid patterns
+are reported once, as a warning, and the module keeps the patterns it
+had: a bad customization never fails a tool call."
+  (unless (equal mevedel-pipeline-failure-patterns mevedel-pipeline--sent-failure-patterns)
+    (let ((patterns (copy-sequence mevedel-pipeline-failure-patterns)))
+      (setq mevedel-pipeline--sent-failure-patterns patterns)
+      (condition-case err
+          (mevedel-core-text-failure-patterns patterns)
+        (mevedel-core-error
+         (mevedel-pipeline--warn "mevedel-pipeline-failure-patterns: %s"
+                                 (if (stringp (cadr err)) (cadr err)
+                                   (error-message-string err))))))))
+
 (defun mevedel-pipeline--omission-line (plan)
   "Return the marker line standing for the middle that PLAN omits."
   (format "[... %d characters omitted (lines %d-%d) ...]"
@@ -850,6 +925,7 @@ not a reason to create it."
   (pcase-let ((`(,head . ,tail) (mevedel-pipeline--preview-pieces text plan)))
     (concat head (unless (or (string-empty-p head) (string-suffix-p "\n" head)) "\n")
             (mevedel-pipeline--omission-line plan) "\n"
+            (plist-get plan :kept)
             tail)))
 
 (defun mevedel-pipeline-oversized-notice (text plan address)
@@ -868,7 +944,9 @@ could not be kept."
          (format "The complete output is saved at %s.\n" address)
        "The omitted text is unavailable: this request has no durable session storage. \
 Rerun the call more narrowly (a smaller range, a more specific pattern or path) to see it.\n")
-     "\nPreview (head and tail):\n"
+     (if (plist-get plan :kept)
+         "\nPreview (head, the omitted lines that look like failures, tail):\n"
+       "\nPreview (head and tail):\n")
      (mevedel-pipeline--preview-body text plan)
      (unless (string-suffix-p "\n" text) "\n")
      (when address
@@ -888,8 +966,10 @@ Rerun the call more narrowly (a smaller range, a more specific pattern or path) 
 STATUS is the canonical status: oversized errors are truncated only."
   (let* ((limit (mevedel-pipeline-result-limit (mevedel-pipeline--call-tool call)))
          (plan (and limit (> (length text) limit)
-                    (mevedel-core-text-preview
-                     text (min mevedel-pipeline-preview-chars limit)))))
+                    (progn
+                      (mevedel-pipeline-sync-failure-patterns)
+                      (mevedel-core-text-preview
+                       text (min mevedel-pipeline-preview-chars limit))))))
     (cond
      ((null plan) text)
      ((eq status 'error)

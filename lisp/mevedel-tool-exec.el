@@ -428,6 +428,7 @@ ARGS are the call's arguments; their sandbox grant (see
   (let ((cwd (let ((dir (or (plist-get context :cwd) default-directory)))
                (and dir (directory-file-name (expand-file-name dir)))))
         (grant (mevedel-tool-exec-grant-request args)))
+    (mevedel-pipeline-sync-failure-patterns)
     (append extra
             (list :session (plist-get context :session)
                   :owner (or (plist-get context :owner) "/root")
@@ -490,6 +491,7 @@ other chars go to a PTY; \"\\u0003\" is Ctrl-C."
             (context (mevedel-tool-exec-context))
             (range (if (string-empty-p chars) mevedel-tool-exec-poll-range mevedel-tool-exec-input-range))
             (wait (mevedel-tool-exec--bounded (plist-get args :yield_time_ms) range "yield_time_ms")))
+       (mevedel-pipeline-sync-failure-patterns)
        (if (string-empty-p chars)
            (mevedel-core-exec-observe (plist-get context :session) id
                                       (or (plist-get context :owner) "/root") wait

@@ -706,6 +706,91 @@
           (mevedel-test-wait-until hits 20)
           (should (equal hits "artifact://tool-results/toolu_huge.txt:1500:line 01500 of the output\n")))))))
 
+;;;; Kept failure lines
+
+(defun mevedel-pipeline-test--fixture (name)
+  "Return the text of the preview fixture NAME under src/text/fixtures/."
+  (with-temp-buffer
+    (insert-file-contents (expand-file-name (concat "src/text/fixtures/" name) mevedel-test-root))
+    (buffer-string)))
+
+(defun mevedel-pipeline-test--padded (fixture)
+  "Return FIXTURE between 1000 numbered lines on each side."
+  (concat (mevedel-pipeline-test--lines 1000) "\n" fixture
+          (mevedel-pipeline-test--lines 1000) "\n"))
+
+(ert-deftest mevedel-pipeline:oversized-result-keeps-failure-lines ()
+  "A failing ERT run in the omitted middle keeps its failure lines, numbered."
+  (mevedel-pipeline-test--with
+    (mevedel-pipeline-test--with-session session t
+      (mevedel-session-ensure-storage session)
+      (let* ((full (mevedel-pipeline-test--padded
+                    (mevedel-pipeline-test--fixture "ert-failed.txt")))
+             (mevedel-pipeline-preview-chars 2000)
+             (tool (mevedel-pipeline-test--tool "PKept" :read-only-p t :max-result-size 5000
+                                                :function (lambda (_) full)))
+             (text (mevedel-pipeline-test--provider tool nil :tool-use-id "toolu_kept"
+                                                    :session session))
+             (lines (split-string full "\n"))
+             (number (lambda (prefix)
+                       (1+ (cl-position-if (lambda (l) (string-prefix-p prefix l)) lines)))))
+        (should (string-match-p "Preview (head, the omitted lines that look like failures, tail):"
+                                text))
+        (should (string-match-p
+                 (concat "(lines [0-9]+-[0-9]+) \\.\\.\\.\\]\n"
+                         "\\[5 of the omitted lines look like failures:\\]\n"
+                         (regexp-quote
+                          (format "  L%d: Test demo-adds-wrongly condition:\n"
+                                  (funcall number "Test demo-adds-wrongly condition:"))))
+                 text))
+        (dolist (prefix '("   FAILED  2/3  demo-adds-wrongly" "Test demo-signals condition:"
+                          "   FAILED  3/3  demo-signals" "Ran 3 tests, 1 results as expected"))
+          (should (string-match-p (regexp-quote (format "  L%d: %s" (funcall number prefix) prefix))
+                                  text)))
+        (should (string-match-p "^\\[end of kept lines\\]\n" text))
+        ;; Head, tail and kept lines share the budget; the counts stay exact.
+        (let ((plan (mevedel-core-text-preview full 2000)))
+          (should (<= (+ (plist-get plan :head-chars) (plist-get plan :tail-chars)
+                         (with-temp-buffer
+                           (insert (plist-get plan :kept))
+                           (goto-char (point-min))
+                           (cl-loop while (re-search-forward "^  L.*\n" nil t)
+                                    sum (length (match-string 0)))))
+                      2000))
+          (should (= (+ (plist-get plan :head-chars) (plist-get plan :tail-chars)
+                        (plist-get plan :omitted-chars))
+                     (length full))))))))
+
+(ert-deftest mevedel-pipeline:failure-patterns-off-and-invalid ()
+  "Nil patterns keep no lines; invalid ones warn once and change nothing."
+  (mevedel-pipeline-test--with
+    (let* ((full (mevedel-pipeline-test--padded
+                  (mevedel-pipeline-test--fixture "python-traceback.txt")))
+           (kept (lambda ()
+                   (mevedel-pipeline-sync-failure-patterns)
+                   (plist-get (mevedel-core-text-preview full 2000) :kept))))
+      (unwind-protect
+          (progn
+            (let ((mevedel-pipeline-failure-patterns nil))
+              (should-not (funcall kept)))
+            (let ((mevedel-pipeline-failure-patterns '("^Traceback" "bad(")))
+              (should-not (funcall kept))
+              (funcall kept)
+              ;; Reported once, naming the pattern; the previous (nil) stay.
+              (should (equal (length (mevedel-pipeline-test--seen 'warning)) 1))
+              (should (string-match-p "\"bad(\"" (cadr (car (mevedel-pipeline-test--seen 'warning))))))
+            (should (string-match-p "\\[2 of the omitted lines look like failures:\\]"
+                                    (funcall kept)))
+            ;; Through Customize, an invalid value is an error and is not set.
+            (let ((before mevedel-pipeline-failure-patterns))
+              (should (string-match-p
+                       "\"(\""
+                       (cadr (should-error (customize-set-variable
+                                            'mevedel-pipeline-failure-patterns '("("))
+                                           :type 'mevedel-core-search-error))))
+              (should (eq mevedel-pipeline-failure-patterns before))))
+        (mevedel-pipeline-sync-failure-patterns)))))
+
 (ert-deftest mevedel-pipeline:oversized-preview-creates-no-storage ()
   "An unsaved session's oversized output is previewed, not saved."
   (mevedel-pipeline-test--with

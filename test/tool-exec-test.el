@@ -225,6 +225,30 @@
       (should (file-exists-p (plist-get data :artifact)))
       (should (equal (plist-get data :outcome) "success")))))
 
+(ert-deftest mevedel-tool-exec:truncated-output-keeps-failure-lines ()
+  "A compiler error in the omitted middle of Bash output is shown with its line."
+  (mevedel-core-ensure)
+  (tool-exec-test--in-session session
+    (mevedel-session-ensure-storage session)
+    (let* ((command "seq 1 3000; echo 'src/main.c:12:5: error: expected ;'; seq 3002 6000")
+           (result (plist-get (tool-exec-test--pipeline
+                               "Bash" (list :command command :description "build") session)
+                              :result)))
+      (should (string-match-p
+               (concat "characters omitted (lines [0-9]+-[0-9]+ of this output); full output: [^\n]+\n"
+                       "\\[1 of the omitted lines looks like a failure:\\]\n"
+                       "  L3001: src/main\\.c:12:5: error: expected ;\n"
+                       "\\[end of kept lines\\]\n")
+               result))
+      ;; Without patterns, the same output has the plain preview.
+      (let* ((mevedel-pipeline-failure-patterns nil)
+             (plain (plist-get (tool-exec-test--pipeline
+                                "Bash" (list :command command :description "build") session)
+                               :result)))
+        (should (string-match-p "characters omitted" plain))
+        (should-not (string-match-p "like a failure\\|like failures" plain)))
+      (mevedel-pipeline-sync-failure-patterns))))
+
 (ert-deftest mevedel-tool-exec:session-close-stops-its-processes ()
   (mevedel-core-ensure)
   ;; The command runs in the sandbox's PID namespace: find it by its

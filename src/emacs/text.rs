@@ -36,10 +36,11 @@ use std::cell::RefCell;
 
 use emacs::{Env, IntoLisp, Result, Value, defun};
 
-use super::errors;
+use super::convert;
+use super::errors::{self, OrSignal};
 use super::guard::guarded;
 use crate::error::{Error, ErrorKind};
-use crate::text::{self, Normalized};
+use crate::text::{self, Normalized, keep};
 
 fn internal(message: &str) -> Error {
     Error::new(ErrorKind::Internal, message)
@@ -249,6 +250,8 @@ fn text_normalize<'e>(env: &'e Env, string: Value<'e>) -> Result<Value<'e>> {
 /// A head-and-tail preview of STRING within BUDGET characters, or nil
 /// when STRING fits. The result is a plist of character counts and line
 /// numbers (see `text::Preview`); Lisp cuts the pieces with `substring`.
+/// `:kept` is the block of kept failure lines (the installed patterns,
+/// `text::keep`), or nil.
 #[defun(name = "text-preview")]
 fn text_preview<'e>(env: &'e Env, string: Value<'e>, budget: i64) -> Result<Value<'e>> {
     guarded(env, || {
@@ -265,10 +268,11 @@ fn text_preview<'e>(env: &'e Env, string: Value<'e>, budget: i64) -> Result<Valu
             }
         };
         let budget = usize::try_from(budget).unwrap_or(0);
-        let Some(p) = text::head_tail(text, budget) else {
+        let patterns = keep::current();
+        let Some(p) = text::head_tail(text, budget, patterns.as_deref()) else {
             return ().into_lisp(env);
         };
-        let mut plist = Vec::with_capacity(14);
+        let mut plist = Vec::with_capacity(16);
         for (key, value) in [
             (":total-chars", p.total_chars),
             (":head-chars", p.head_chars),
@@ -281,6 +285,23 @@ fn text_preview<'e>(env: &'e Env, string: Value<'e>, budget: i64) -> Result<Valu
             plist.push(env.intern(key)?);
             plist.push((value as i64).into_lisp(env)?);
         }
+        plist.push(env.intern(":kept")?);
+        plist.push(match p.kept.matched {
+            0 => ().into_lisp(env)?,
+            _ => p.kept.render().into_lisp(env)?,
+        });
         env.list(&plist[..])
+    })
+}
+
+/// Use PATTERNS (a list of Rust regexps) for the failure lines previews
+/// keep; nil turns them off. An invalid pattern signals
+/// `mevedel-core-search-error` naming it and changes nothing.
+#[defun(name = "text-failure-patterns")]
+fn text_failure_patterns<'e>(env: &'e Env, patterns: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || {
+        let sources = convert::strings(patterns)?;
+        keep::install(sources).or_signal(env)?;
+        ().into_lisp(env)
     })
 }

@@ -14,6 +14,7 @@ use super::spool::{self, RangeView};
 use crate::bash::{self, Analysis};
 use crate::datum::Datum;
 use crate::sandbox::launch::{self, Request};
+use crate::text::keep;
 
 /// What Lisp asks for (JSON with kebab-case keys).
 #[derive(Debug, Clone, Deserialize)]
@@ -416,7 +417,8 @@ impl Exec {
     }
 }
 
-/// Model-visible text of VIEW: whole, or head, an omission notice, tail.
+/// Model-visible text of VIEW: whole, or head, an omission notice, the
+/// kept failure lines, tail.
 pub fn compose(view: &RangeView, artifact: Option<&str>) -> String {
     if let Some(whole) = &view.whole {
         return whole.clone();
@@ -435,6 +437,7 @@ pub fn compose(view: &RangeView, artifact: Option<&str>) -> String {
         "[... {} characters omitted (lines {}-{} of this output); {where_} ...]\n",
         view.omitted_chars, view.omitted_lines.0, view.omitted_lines.1
     ));
+    out.push_str(&view.kept.render());
     out.push_str(&view.tail);
     out
 }
@@ -476,7 +479,14 @@ pub fn take_unread(exec: &Exec) -> (String, Option<RangeView>, Option<String>) {
     } else {
         spool::complete_end(&reader, start, written)
     };
-    let view = spool::preview(&reader, start, end, spool::PREVIEW_BUDGET);
+    let patterns = keep::current();
+    let view = spool::preview(
+        &reader,
+        start,
+        end,
+        spool::PREVIEW_BUDGET,
+        patterns.as_deref(),
+    );
     let artifact =
         (view.is_preview() && exec.durable()).then(|| path.to_string_lossy().into_owned());
     let mut st = exec.state();

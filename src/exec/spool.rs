@@ -6,13 +6,23 @@
 //! short, otherwise an equal head and tail (cuts moved to nearby newlines)
 //! with the exact number of characters and the lines left out, computed by
 //! streaming the file so a 64 MiB range costs no 64 MiB of memory.
+//!
+//! The range is also scanned for the omitted lines that look like
+//! failures (`text::keep`), streaming too: after the count for a short
+//! range, alongside it on a second thread for a long one (over 1 MiB),
+//! where the literal search would otherwise add half again to the
+//! count's time. The preview keeps those lines between its omission
+//! notice and its tail, within the same budget.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::text::internal::{self, Lead};
+use crate::text::keep::{Collector, Kept, Patterns};
+use crate::text::preview;
 
 /// Output kept per execution.
 pub const DEFAULT_CAP: u64 = 64 * 1024 * 1024;
@@ -164,6 +174,8 @@ pub struct RangeView {
     /// characters.
     pub omitted_lines: (usize, usize),
     pub total_lines: usize,
+    /// Omitted lines that look like failures (numbered within the range).
+    pub kept: Kept,
 }
 
 impl RangeView {
@@ -206,10 +218,262 @@ fn count_range(file: &File, start: u64, end: u64) -> (usize, usize) {
     (chars + c, lines + l)
 }
 
+/// Ranges from this long are scanned for failure lines on a second
+/// thread, over the buffers the counting thread reads: the literal
+/// search costs about two thirds of the count, so alongside it a
+/// preview that keeps lines takes little more wall time than a plain
+/// one when a second core is free (`BENCH preview-keep-lines-64mib`).
+const PARALLEL_SCAN: u64 = 1024 * 1024;
+
+/// The buffers the counting thread hands to the scanning thread: large
+/// enough that a handoff costs nothing, few enough to stay small.
+const SHARED_CHUNK: usize = 1024 * 1024;
+const SHARED_BUFFERS: usize = 3;
+
+/// Consecutive pieces of a range, fed to a collector as whole lines:
+/// the whole lines of each piece go straight to it, a line cut at a
+/// piece's end is carried into the next (one longer than
+/// [`COUNT_CHUNK`] goes in pieces).
+struct LineFeed<'c, 'p> {
+    collector: &'c mut Collector<'p>,
+    pending: Vec<u8>,
+    /// Offset within the range of the next byte not yet fed (the first
+    /// pending one), and the newlines before it.
+    at: u64,
+    lines: usize,
+}
+
+impl<'c, 'p> LineFeed<'c, 'p> {
+    fn new(collector: &'c mut Collector<'p>) -> Self {
+        LineFeed {
+            collector,
+            pending: Vec::new(),
+            at: 0,
+            lines: 0,
+        }
+    }
+
+    fn push(&mut self, mut bytes: &[u8]) {
+        if !self.pending.is_empty() {
+            let Some(nl) = memchr::memchr(b'\n', bytes) else {
+                self.pending.extend_from_slice(bytes);
+                self.flush_long();
+                return;
+            };
+            self.pending.extend_from_slice(&bytes[..=nl]);
+            bytes = &bytes[nl + 1..];
+            let pending = std::mem::take(&mut self.pending);
+            self.feed(&pending);
+            self.pending = pending;
+            self.pending.clear();
+        }
+        let whole = memchr::memrchr(b'\n', bytes).map_or(0, |nl| nl + 1);
+        self.feed(&bytes[..whole]);
+        self.pending.extend_from_slice(&bytes[whole..]);
+        self.flush_long();
+    }
+
+    /// Feed the carried line now when it has grown past one buffer.
+    fn flush_long(&mut self) {
+        if self.pending.len() >= COUNT_CHUNK {
+            self.finish();
+        }
+    }
+
+    /// Feed what is carried (the range's last line).
+    fn finish(&mut self) {
+        let pending = std::mem::take(&mut self.pending);
+        self.feed(&pending);
+        self.pending = pending;
+        self.pending.clear();
+    }
+
+    fn feed(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        self.collector.scan(bytes, self.at, self.lines + 1);
+        self.lines += bytecount::count(bytes, b'\n');
+        self.at += bytes.len() as u64;
+    }
+}
+
+/// Feed FILE's START..END to COLLECTOR, read through one buffer.
+fn scan_range(file: &File, start: u64, end: u64, collector: &mut Collector<'_>) {
+    let mut buf = vec![0u8; COUNT_CHUNK];
+    let mut feed = LineFeed::new(collector);
+    let mut pos = start;
+    while pos < end {
+        let want = COUNT_CHUNK.min(usize::try_from(end - pos).unwrap_or(usize::MAX));
+        let n = match file.read_at(&mut buf[..want], pos) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        pos += n as u64;
+        feed.push(&buf[..n]);
+    }
+    feed.finish();
+}
+
+/// Read FILE from POS into BUF, as much as there is; the bytes read.
+fn read_full(file: &File, buf: &mut [u8], pos: u64) -> usize {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], pos + done as u64) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => done += n,
+        }
+    }
+    done
+}
+
+/// [`count_range`] that hands each buffer it has counted to FULL and
+/// takes buffers back from FREE. Buffers end on whole characters (a cut
+/// sequence is read again with the next), so the counts are the same.
+/// Once the other side is gone, the rest is counted on its own.
+fn count_shared(
+    file: &File,
+    start: u64,
+    end: u64,
+    full: &mpsc::SyncSender<(Vec<u8>, usize)>,
+    free: &mpsc::Receiver<Vec<u8>>,
+) -> (usize, usize) {
+    let (mut chars, mut lines) = (0, 0);
+    let mut made = 0;
+    let mut pos = start;
+    while pos < end {
+        let buf = if made < SHARED_BUFFERS {
+            made += 1;
+            Some(vec![0u8; SHARED_CHUNK])
+        } else {
+            free.recv().ok()
+        };
+        let Some(mut buf) = buf else {
+            break;
+        };
+        let want = SHARED_CHUNK.min(usize::try_from(end - pos).unwrap_or(usize::MAX));
+        let n = read_full(file, &mut buf[..want], pos);
+        if n == 0 {
+            break;
+        }
+        let cut = match complete_len(&buf[..n]) {
+            _ if pos + n as u64 >= end => n,
+            0 => n,
+            cut => cut,
+        };
+        let (c, l) = count(&buf[..cut]);
+        chars += c;
+        lines += l;
+        pos += cut as u64;
+        if full.send((buf, cut)).is_err() {
+            break;
+        }
+    }
+    let (c, l) = count_range(file, pos, end);
+    (chars + c, lines + l)
+}
+
+/// Count FILE's START..END and, with PATTERNS, collect its failure
+/// lines (zones as for [`Collector::new`]): after the count for a short
+/// range, on a second thread over the counted buffers for a long one.
+/// If that thread cannot start, the scan runs here; if it panics, no
+/// lines are kept.
+fn count_and_scan<'p>(
+    file: &File,
+    (start, end): (u64, u64),
+    patterns: Option<&'p Patterns>,
+    (head_zone_end, tail_zone_start): (u64, u64),
+) -> ((usize, usize), Option<Collector<'p>>) {
+    let Some(patterns) = patterns else {
+        return (count_range(file, start, end), None);
+    };
+    let scan = move || {
+        let mut collector = Collector::new(patterns, head_zone_end, tail_zone_start);
+        scan_range(file, start, end, &mut collector);
+        collector
+    };
+    if end - start < PARALLEL_SCAN {
+        return (count_range(file, start, end), Some(scan()));
+    }
+    std::thread::scope(|s| {
+        let (full_tx, full_rx) = mpsc::sync_channel::<(Vec<u8>, usize)>(SHARED_BUFFERS);
+        let (free_tx, free_rx) = mpsc::channel::<Vec<u8>>();
+        let scanner = std::thread::Builder::new()
+            .name("mevedel-preview-scan".into())
+            .spawn_scoped(s, move || {
+                let mut collector = Collector::new(patterns, head_zone_end, tail_zone_start);
+                let mut feed = LineFeed::new(&mut collector);
+                for (buf, len) in full_rx {
+                    feed.push(&buf[..len]);
+                    // The counter may be done with buffers already.
+                    let _ = free_tx.send(buf);
+                }
+                feed.finish();
+                collector
+            });
+        match scanner {
+            Ok(handle) => {
+                let counts = count_shared(file, start, end, &full_tx, &free_rx);
+                drop(full_tx);
+                (counts, handle.join().ok())
+            }
+            Err(_) => (count_range(file, start, end), Some(scan())),
+        }
+    })
+}
+
+/// A head and a tail cut from the windows at the range's two ends.
+struct Sides<'a> {
+    head: &'a str,
+    tail: &'a str,
+    /// 1-based lines of the first and last omitted characters.
+    lines: (usize, usize),
+}
+
+impl<'a> Sides<'a> {
+    /// SIDE characters each from HEAD_WINDOW and TAIL_WINDOW (decoded),
+    /// cut as the shared text previews cut. AFTER_NEWLINE says the byte
+    /// before the tail window is a newline; TOTAL_NEWLINES is the range's.
+    fn new(
+        head_window: &'a str,
+        tail_window: &'a str,
+        side: usize,
+        after_newline: bool,
+        total_newlines: usize,
+    ) -> Sides<'a> {
+        let head = &head_window[..preview::head_end(head_window, side)];
+        let from = preview::tail_start(tail_window, side, 0);
+        let tail = &tail_window[from..];
+        let last_omitted_newline = if from > 0 {
+            tail_window.as_bytes()[from - 1] == b'\n'
+        } else {
+            after_newline
+        };
+        let head_newlines = bytecount::count(head.as_bytes(), b'\n');
+        let tail_newlines = bytecount::count(tail.as_bytes(), b'\n');
+        Sides {
+            head,
+            tail,
+            lines: (
+                head_newlines + 1,
+                total_newlines - tail_newlines + 1 - usize::from(last_omitted_newline),
+            ),
+        }
+    }
+}
+
 /// View FILE's bytes START..END within BUDGET characters. Head and tail
 /// get half the budget each; a cut moves to a newline at most a fifth of
-/// its side away, as the shared text previews do.
-pub fn preview(file: &File, start: u64, end: u64, budget: usize) -> RangeView {
+/// its side away, as the shared text previews do. With PATTERNS, omitted
+/// lines that match are kept as in `text::preview::head_tail`, found
+/// while the range is counted.
+pub fn preview(
+    file: &File,
+    start: u64,
+    end: u64,
+    budget: usize,
+    patterns: Option<&Patterns>,
+) -> RangeView {
     let side = budget / 2;
     let slack = side / 5;
     // Four bytes per character at most.
@@ -228,58 +492,46 @@ pub fn preview(file: &File, start: u64, end: u64, budget: usize) -> RangeView {
                 omitted_chars: 0,
                 omitted_lines: (0, 0),
                 total_lines: if total_chars == 0 { 0 } else { total_lines },
+                kept: Kept::default(),
             };
         }
     }
-    let (total_chars, total_newlines) = count_range(file, start, end);
-    let head_bytes = read_range(file, start, (start + window).min(end));
-    let head_text = String::from_utf8_lossy(&head_bytes);
-    let mut head: String = head_text.chars().take(side).collect();
-    if let Some(nl) = head.rfind('\n')
-        && head[nl + 1..].chars().count() <= slack
-    {
-        head.truncate(nl + 1);
-    }
+    let head_window = read_range(file, start, (start + window).min(end));
     let mut tail_from = end.saturating_sub(window).max(start);
     // Start the tail window on a character boundary.
     let probe = read_range(file, tail_from, (tail_from + 4).min(end));
     tail_from += probe.iter().take_while(|&&b| b & 0xC0 == 0x80).count() as u64;
-    let tail_text = String::from_utf8_lossy(&read_range(file, tail_from, end)).into_owned();
-    let tail_chars_all = tail_text.chars().count();
-    let skip = tail_chars_all.saturating_sub(side);
-    let mut tail: String = tail_text.chars().skip(skip).collect();
-    if !tail.is_empty() && skip > 0 {
-        let before = tail_text.chars().nth(skip - 1);
-        if before != Some('\n')
-            && let Some(nl) = tail.find('\n')
-            && nl + 1 < tail.len()
-            && tail[..nl + 1].chars().count() <= slack
-        {
-            tail = tail[nl + 1..].to_string();
+    let tail_window = read_range(file, tail_from, end);
+    let after_newline = tail_from > start && read_range(file, tail_from - 1, tail_from) == b"\n";
+    let ((total_chars, total_newlines), collector) = count_and_scan(
+        file,
+        (start, end),
+        patterns,
+        (head_window.len() as u64, tail_from - start),
+    );
+    let head_text = String::from_utf8_lossy(&head_window);
+    let tail_text = String::from_utf8_lossy(&tail_window);
+    let sides = |side| Sides::new(&head_text, &tail_text, side, after_newline, total_newlines);
+    let mut cut = sides(side);
+    let mut kept = Kept::default();
+    if let Some(collector) = &collector {
+        let room = collector.select(cut.lines.0, cut.lines.1, budget / 2);
+        if room.matched > 0 {
+            cut = sides((budget - room.chars()) / 2);
+            kept = collector.select(cut.lines.0, cut.lines.1, room.chars());
         }
     }
-    let head_chars = head.chars().count();
-    let tail_chars = tail.chars().count();
-    let head_newlines = bytecount::count(head.as_bytes(), b'\n');
-    let tail_newlines = bytecount::count(tail.as_bytes(), b'\n');
-    let omitted_newlines = total_newlines - head_newlines - tail_newlines;
-    // Whether the last omitted character is a newline: the tail starts a line.
-    let last_omitted_newline = head_chars + tail_chars < total_chars && tail_from < end && {
-        let idx = tail_chars_all - tail_chars;
-        idx > 0 && tail_text.chars().nth(idx - 1) == Some('\n')
-    };
-    let total_lines = total_newlines + usize::from(!tail.ends_with('\n'));
+    let head_chars = cut.head.chars().count();
+    let tail_chars = cut.tail.chars().count();
     RangeView {
         whole: None,
-        head,
-        tail,
+        head: cut.head.to_string(),
+        tail: cut.tail.to_string(),
         total_chars,
         omitted_chars: total_chars - head_chars - tail_chars,
-        omitted_lines: (
-            head_newlines + 1,
-            head_newlines + omitted_newlines + 1 - usize::from(last_omitted_newline),
-        ),
-        total_lines,
+        omitted_lines: cut.lines,
+        total_lines: total_newlines + usize::from(!cut.tail.ends_with('\n')),
+        kept,
     }
 }
 
@@ -369,9 +621,9 @@ mod tests {
     fn short_range_is_whole() {
         let (spool, dir) = spool_with("short", b"one\ntwo\n");
         let r = spool.reader().unwrap();
-        let v = preview(&r, 0, spool.len(), PREVIEW_BUDGET);
+        let v = preview(&r, 0, spool.len(), PREVIEW_BUDGET, None);
         assert_eq!(v.whole.as_deref(), Some("one\ntwo\n"));
-        let v = preview(&r, 4, spool.len(), PREVIEW_BUDGET);
+        let v = preview(&r, 4, spool.len(), PREVIEW_BUDGET, None);
         assert_eq!(v.whole.as_deref(), Some("two\n"));
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -381,7 +633,7 @@ mod tests {
         let text: String = (1..=1000).map(|i| format!("line {i:04}\n")).collect();
         let (spool, dir) = spool_with("long", text.as_bytes());
         let r = spool.reader().unwrap();
-        let v = preview(&r, 0, spool.len(), 110);
+        let v = preview(&r, 0, spool.len(), 110, None);
         assert!(v.is_preview());
         assert_eq!(
             v.head,
@@ -403,7 +655,7 @@ mod tests {
         let text = "é".repeat(3000);
         let (spool, dir) = spool_with("utf8", text.as_bytes());
         let r = spool.reader().unwrap();
-        let v = preview(&r, 0, spool.len(), 100);
+        let v = preview(&r, 0, spool.len(), 100, None);
         assert_eq!((v.head.chars().count(), v.tail.chars().count()), (50, 50));
         assert_eq!(v.omitted_chars, 2900);
         // A range ending inside a character backs off to its start.
@@ -419,6 +671,114 @@ mod tests {
         let r = spool.reader().unwrap();
         assert_eq!(live_tail(&r, spool.len(), 2000, 3), "98\n99\n100\n");
         assert_eq!(live_tail(&r, spool.len(), 4, 100), "100\n");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn kept_lines_match_the_text_preview() {
+        // About 3 MiB of mixed-width lines; failures land at and across
+        // the edges of the 64 KiB buffers, and one 100 KiB line starts
+        // with one.
+        let mut text = String::new();
+        let mut i = 0;
+        while text.len() < 3 << 20 {
+            i += 1;
+            if i % 997 == 0 {
+                text.push_str(&format!("src/x.rs:{i}:1: error: bad thing {i}\n"));
+            } else if i == 20_000 {
+                text.push_str(&format!("error: {}\n", "y".repeat(100 * 1024)));
+            } else {
+                text.push_str(&format!("line {i} {}\n", "é".repeat(i % 13)));
+            }
+        }
+        let (spool, dir) = spool_with("kept", text.as_bytes());
+        let r = spool.reader().unwrap();
+        let patterns = crate::text::keep::tests::default_patterns();
+        for budget in [100, 2000, 20_000] {
+            let v = preview(&r, 0, spool.len(), budget, Some(&patterns));
+            let p = crate::text::head_tail(&text, budget, Some(&patterns)).unwrap();
+            assert_eq!(v.head, p.head, "budget {budget}");
+            assert_eq!(v.tail, p.tail, "budget {budget}");
+            assert_eq!(v.kept, p.kept, "budget {budget}");
+            assert_eq!(v.omitted_chars, p.omitted_chars);
+            assert_eq!(v.omitted_lines, (p.omitted_first_line, p.omitted_last_line));
+            assert_eq!(v.total_lines, p.total_lines);
+            let matching = text
+                .lines()
+                .enumerate()
+                .filter(|(i, l)| {
+                    (v.omitted_lines.0..=v.omitted_lines.1).contains(&(i + 1))
+                        && patterns.matches(l.as_bytes())
+                })
+                .count();
+            assert_eq!(v.kept.matched, matching);
+            assert!(matching > 100 && !v.kept.lines.is_empty());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn composed_preview_shows_kept_lines() {
+        let mut text = String::new();
+        for i in 1..=2000 {
+            if i == 1234 {
+                text.push_str("thread 'main' panicked at src/main.rs:3:5:\n");
+            } else {
+                text.push_str(&format!("step {i} done\n"));
+            }
+        }
+        let (spool, dir) = spool_with("compose", text.as_bytes());
+        let r = spool.reader().unwrap();
+        let patterns = crate::text::keep::tests::default_patterns();
+        let v = preview(&r, 0, spool.len(), PREVIEW_BUDGET, Some(&patterns));
+        let out = super::super::execution::compose(&v, Some("/s/out"));
+        let notice = format!(
+            "[... {} characters omitted (lines {}-{} of this output); full output: /s/out ...]\n\
+             [1 of the omitted lines looks like a failure:]\n\
+             \x20 L1234: thread 'main' panicked at src/main.rs:3:5:\n\
+             [end of kept lines]\n",
+            v.omitted_chars, v.omitted_lines.0, v.omitted_lines.1
+        );
+        assert_eq!(out, format!("{}{notice}{}", v.head, v.tail));
+        // Without patterns the same range has the plain preview.
+        let plain = preview(&r, 0, spool.len(), PREVIEW_BUDGET, None);
+        assert_eq!(plain.kept, Kept::default());
+        assert!(plain.head.len() > v.head.len());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn shared_buffers_count_the_same() {
+        // Characters of every width and invalid bytes straddling the
+        // 1 MiB buffer edges, and a 2 MiB line without a newline.
+        let mut bytes = Vec::new();
+        let mut i = 0usize;
+        while bytes.len() < 5 << 20 {
+            i += 1;
+            match i % 5 {
+                0 => bytes.extend_from_slice("😀€é\n".as_bytes()),
+                1 => bytes.extend_from_slice(&[0xF0, 0x9F, b'\n']),
+                2 => bytes.push(0x80),
+                3 if i == 3 => bytes.extend(std::iter::repeat_n(b'z', 2 << 20)),
+                _ => bytes.extend_from_slice(format!("error: {i}\n").as_bytes()),
+            }
+        }
+        let (spool, dir) = spool_with("shared", &bytes);
+        let r = spool.reader().unwrap();
+        let patterns = crate::text::keep::tests::default_patterns();
+        for skip in [0u64, 1, 2, 3] {
+            let end = spool.len();
+            let (counts, collector) =
+                count_and_scan(&r, (skip, end), Some(&patterns), (0, u64::MAX));
+            assert_eq!(counts, count_range(&r, skip, end), "skip {skip}");
+            let mut alone = Collector::new(&patterns, 0, u64::MAX);
+            scan_range(&r, skip, end, &mut alone);
+            let lines = counts.1 + 1;
+            assert_eq!(
+                collector.unwrap().select(1, lines, usize::MAX),
+                alone.select(1, lines, usize::MAX)
+            );
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -1,4 +1,5 @@
-//! Text utilities: Emacs's internal encoding, head/tail previews,
+//! Text utilities: Emacs's internal encoding, head/tail previews (with
+//! the failure lines they keep from the middle, [`keep`]),
 //! Unicode normalisation, and positions in Emacs's generalized UTF-8.
 //!
 //! Text reaches Rust as the bytes of an Emacs string (see
@@ -11,6 +12,7 @@
 
 pub mod chars;
 pub mod internal;
+pub mod keep;
 pub mod preview;
 pub mod unicode;
 
