@@ -10,7 +10,9 @@
 ;; mevedel-chat.el, "Saving and resuming").  This file switches between
 ;; them:
 ;;
-;;   M-x mevedel-new, /new, /clear   a fresh session in the same window
+;;   M-x mevedel-new, /new           a fresh session in a new view, in the
+;;                                   same window
+;;   /clear                          a fresh session in the same view
 ;;   M-x mevedel-sessions, /sessions the workspace's saved sessions, newest
 ;;                                   first: RET resume, r rename, f fork,
 ;;                                   d delete (after confirmation), g refresh
@@ -75,8 +77,21 @@ The current session stays saved and can be resumed from
                              (mevedel-sessions--root))))
 
 (defun mevedel-sessions--slash-new (chat _argument)
-  "Start a fresh session in CHAT's workspace (the /new and /clear commands)."
+  "Start a fresh session in CHAT's workspace, in a new view (/new)."
   (mevedel-sessions-switch (mevedel-chat-root chat)))
+
+(defun mevedel-sessions--slash-clear (chat _argument)
+  "Start a fresh session in CHAT's workspace in the same view (/clear)."
+  (when (mevedel-chat-busy-p chat)
+    (user-error "A turn is running in %s; abort it first (C-c C-k)" (mevedel-chat-name chat)))
+  (let ((view (mevedel-view-buffer chat))
+        (root (mevedel-chat-root chat)))
+    (when-let* ((failure (mevedel-chat-flush chat)))
+      (user-error "Cannot save the session before clearing: %s" failure))
+    ;; The view lets go of the chat before its data buffer goes.
+    (with-current-buffer view (mevedel-view--killed))
+    (kill-buffer (mevedel-chat-data-buffer chat))
+    (mevedel-view-rebind view (mevedel-chat-get-create root))))
 
 ;;;; Forking, renaming, deleting
 
@@ -303,7 +318,7 @@ The live session cannot be deleted: switch to another first."
 (setf (alist-get "new" mevedel-view-slash-commands nil nil #'equal)
       (list #'mevedel-sessions--slash-new "start a fresh session (this one stays saved)" nil))
 (setf (alist-get "clear" mevedel-view-slash-commands nil nil #'equal)
-      (list #'mevedel-sessions--slash-new "start a fresh session in this window" nil))
+      (list #'mevedel-sessions--slash-clear "start a fresh session in this view" nil))
 (setf (alist-get "compact" mevedel-view-slash-commands nil nil #'equal)
       (list #'mevedel-sessions--slash-compact
             "summarise older turns now (/compact FOCUS: what to keep above all)" nil))

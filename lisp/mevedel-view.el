@@ -191,34 +191,48 @@ The transcript is read-only; type in the composer at the bottom.
          (buffer (get-buffer name)))
     (if (and buffer (eq (buffer-local-value 'mevedel-view--chat buffer) chat))
         buffer
-      (setq buffer (generate-new-buffer name))
-      (with-current-buffer buffer
-        (mevedel-view-mode)
-        (setq default-directory (mevedel-chat-root chat))
-        (setq mevedel-view--chat chat
-              mevedel-view--expanded (make-hash-table :test #'equal)
-              mevedel-view--parts (make-hash-table :test #'equal))
-        (let ((inhibit-read-only t))
-          (insert (mevedel-view--separator-text))
-          (setq mevedel-view--composer (point-marker))
-          (setq mevedel-view--transcript-end (point-min-marker))
-          (setq mevedel-view--tail (point-min-marker))
-          (setq mevedel-view--tail-data (with-current-buffer (mevedel-chat-data-buffer chat)
-                                          (point-min-marker)))
-          (setq mevedel-view--panel (copy-marker (point-min) t))
-          (setq mevedel-view--separator (copy-marker (point-min) t)))
-        (setq buffer-undo-list nil)
-        (setq mevedel-view--observer
-              (lambda (event chat &rest args)
-                (when (buffer-live-p buffer)
-                  (with-current-buffer buffer
-                    (mevedel-view--observe event chat args)))))
-        (mevedel-chat-observe chat mevedel-view--observer)
-        (mevedel-chat-set-prompter chat #'mevedel-view--prompt)
-        (add-hook 'kill-buffer-hook #'mevedel-view--killed nil t)
-        (mevedel-view-rerender)
-        (run-hook-with-args 'mevedel-view-open-functions buffer))
-      buffer)))
+      (mevedel-view--setup (generate-new-buffer name) chat))))
+
+(defun mevedel-view-rebind (view chat)
+  "Make VIEW, a view buffer, show CHAT instead of its chat; return VIEW.
+What it showed goes; the window keeps the buffer (`/clear')."
+  (with-current-buffer view
+    (mevedel-view--killed)
+    (remove-hook 'kill-buffer-hook #'mevedel-view--killed t)
+    (let ((inhibit-read-only t))
+      (delete-all-overlays)
+      (erase-buffer)))
+  (mevedel-view--setup view chat))
+
+(defun mevedel-view--setup (buffer chat)
+  "Make the empty BUFFER the view of CHAT, drawn; return BUFFER."
+  (with-current-buffer buffer
+    (mevedel-view-mode)
+    (setq default-directory (mevedel-chat-root chat))
+    (setq mevedel-view--chat chat
+          mevedel-view--expanded (make-hash-table :test #'equal)
+          mevedel-view--parts (make-hash-table :test #'equal))
+    (let ((inhibit-read-only t))
+      (insert (mevedel-view--separator-text))
+      (setq mevedel-view--composer (point-marker))
+      (setq mevedel-view--transcript-end (point-min-marker))
+      (setq mevedel-view--tail (point-min-marker))
+      (setq mevedel-view--tail-data (with-current-buffer (mevedel-chat-data-buffer chat)
+                                      (point-min-marker)))
+      (setq mevedel-view--panel (copy-marker (point-min) t))
+      (setq mevedel-view--separator (copy-marker (point-min) t)))
+    (setq buffer-undo-list nil)
+    (setq mevedel-view--observer
+          (lambda (event chat &rest args)
+            (when (buffer-live-p buffer)
+              (with-current-buffer buffer
+                (mevedel-view--observe event chat args)))))
+    (mevedel-chat-observe chat mevedel-view--observer)
+    (mevedel-chat-set-prompter chat #'mevedel-view--prompt)
+    (add-hook 'kill-buffer-hook #'mevedel-view--killed nil t)
+    (mevedel-view-rerender)
+    (run-hook-with-args 'mevedel-view-open-functions buffer))
+  buffer)
 
 (defun mevedel-view--killed ()
   "Detach the chat from this view as it is killed."

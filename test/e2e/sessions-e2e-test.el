@@ -289,14 +289,19 @@ It shows the saved turn and brings back the composer history."
         (should-not (equal (mevedel-session-id (mevedel-chat-session fresh)) first))
         (should (= 0 (buffer-size (mevedel-chat-data-buffer fresh))))
         (should (equal (mapcar #'car (mevedel-session-saved root)) (list first))))
-      ;; /clear does the same, in the same window.
-      (let ((before (mevedel-session-id (mevedel-chat-session (mevedel-chat-get root)))))
-        (with-current-buffer (mevedel-view-buffer (mevedel-chat-get root))
+      ;; /clear does the same in the same view buffer.
+      (let* ((before (mevedel-chat-get root))
+             (view (mevedel-view-buffer before)))
+        (with-current-buffer view
           (goto-char (point-max))
           (insert "/clear")
           (mevedel-view-send))
+        (should (buffer-live-p view))
+        (should-not (eq (mevedel-view-chat view) before))
+        (should (eq (mevedel-view-chat view) (mevedel-chat-get root)))
         (should-not (equal (mevedel-session-id (mevedel-chat-session (mevedel-chat-get root)))
-                           before)))
+                           (mevedel-session-id (mevedel-chat-session before))))
+        (should (string-empty-p (with-current-buffer view (mevedel-view--composer-text)))))
       ;; Fork the first session before its second turn.
       (let ((fork (mevedel-sessions-fork root first 1)))
         (should (equal (sort (mapcar #'car (mevedel-session-saved root)) #'string<)
