@@ -227,8 +227,8 @@ const PARALLEL_SCAN: u64 = 1024 * 1024;
 
 /// The buffers the counting thread hands to the scanning thread: large
 /// enough that a handoff costs nothing, few enough to stay small.
-const SHARED_CHUNK: usize = 1024 * 1024;
-const SHARED_BUFFERS: usize = 3;
+const SHARED_CHUNK: usize = 256 * 1024;
+const SHARED_BUFFERS: usize = 4;
 
 /// Consecutive pieces of a range, fed to a collector as whole lines:
 /// the whole lines of each piece go straight to it, a line cut at a
@@ -241,6 +241,9 @@ struct LineFeed<'c, 'p> {
     /// pending one), and the newlines before it.
     at: u64,
     lines: usize,
+    /// Whether the feed counts newlines itself; pieces with known line
+    /// numbers ([`LineFeed::push_numbered`]) spare it that pass.
+    counting: bool,
 }
 
 impl<'c, 'p> LineFeed<'c, 'p> {
@@ -250,7 +253,38 @@ impl<'c, 'p> LineFeed<'c, 'p> {
             pending: Vec::new(),
             at: 0,
             lines: 0,
+            counting: true,
         }
+    }
+
+    /// [`LineFeed::push`] BYTES, the piece that starts after BEFORE
+    /// newlines of the range (the counting thread knows them).
+    fn push_numbered(&mut self, bytes: &[u8], before: usize) {
+        self.counting = false;
+        // A carried line holds no newline: it starts after BEFORE too.
+        self.lines = before;
+        if !self.pending.is_empty() {
+            let Some(nl) = memchr::memchr(b'\n', bytes) else {
+                self.pending.extend_from_slice(bytes);
+                self.flush_long();
+                return;
+            };
+            self.pending.extend_from_slice(&bytes[..=nl]);
+            let pending = std::mem::take(&mut self.pending);
+            self.feed(&pending);
+            self.pending = pending;
+            self.pending.clear();
+            self.lines = before + 1;
+            let rest = &bytes[nl + 1..];
+            let whole = memchr::memrchr(b'\n', rest).map_or(0, |i| i + 1);
+            self.feed(&rest[..whole]);
+            self.pending.extend_from_slice(&rest[whole..]);
+        } else {
+            let whole = memchr::memrchr(b'\n', bytes).map_or(0, |i| i + 1);
+            self.feed(&bytes[..whole]);
+            self.pending.extend_from_slice(&bytes[whole..]);
+        }
+        self.flush_long();
     }
 
     fn push(&mut self, mut bytes: &[u8]) {
@@ -293,7 +327,9 @@ impl<'c, 'p> LineFeed<'c, 'p> {
             return;
         }
         self.collector.scan(bytes, self.at, self.lines + 1);
-        self.lines += bytecount::count(bytes, b'\n');
+        if self.counting {
+            self.lines += bytecount::count(bytes, b'\n');
+        }
         self.at += bytes.len() as u64;
     }
 }
@@ -335,7 +371,7 @@ fn count_shared(
     file: &File,
     start: u64,
     end: u64,
-    full: &mpsc::SyncSender<(Vec<u8>, usize)>,
+    full: &mpsc::SyncSender<(Vec<u8>, usize, usize)>,
     free: &mpsc::Receiver<Vec<u8>>,
 ) -> (usize, usize) {
     let (mut chars, mut lines) = (0, 0);
@@ -362,10 +398,11 @@ fn count_shared(
             cut => cut,
         };
         let (c, l) = count(&buf[..cut]);
+        let before = lines;
         chars += c;
         lines += l;
         pos += cut as u64;
-        if full.send((buf, cut)).is_err() {
+        if full.send((buf, cut, before)).is_err() {
             break;
         }
     }
@@ -396,15 +433,15 @@ fn count_and_scan<'p>(
         return (count_range(file, start, end), Some(scan()));
     }
     std::thread::scope(|s| {
-        let (full_tx, full_rx) = mpsc::sync_channel::<(Vec<u8>, usize)>(SHARED_BUFFERS);
+        let (full_tx, full_rx) = mpsc::sync_channel::<(Vec<u8>, usize, usize)>(SHARED_BUFFERS);
         let (free_tx, free_rx) = mpsc::channel::<Vec<u8>>();
         let scanner = std::thread::Builder::new()
             .name("mevedel-preview-scan".into())
             .spawn_scoped(s, move || {
                 let mut collector = Collector::new(patterns, head_zone_end, tail_zone_start);
                 let mut feed = LineFeed::new(&mut collector);
-                for (buf, len) in full_rx {
-                    feed.push(&buf[..len]);
+                for (buf, len, before) in full_rx {
+                    feed.push_numbered(&buf[..len], before);
                     // The counter may be done with buffers already.
                     let _ = free_tx.send(buf);
                 }
