@@ -45,7 +45,6 @@ pub struct Prop {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Transcript {
     pub text: String,
-    pub chars: usize,
     pub props: Vec<Prop>,
 }
 
@@ -138,30 +137,34 @@ fn byte_of_char(text: &str, chars: usize, at: usize) -> usize {
     }
 }
 
-/// A transcript being rebuilt from its records.
+/// A transcript being rebuilt from its records, and its length in
+/// characters once a record needed it.
 #[derive(Default)]
-struct Replay(Transcript);
+struct Replay(Transcript, Option<usize>);
 
 impl Replay {
     /// Apply one record. AT beyond the end counts as the end, so that a
     /// log that lost records (a damaged file) still replays.
     fn apply(&mut self, at: usize, text: String, props: Vec<Prop>) {
-        let t = &mut self.0;
-        let at = at.min(t.chars);
-        let added = text.chars().count();
         if at == 0 {
-            // A whole new transcript (a compacted log starts so): no copy.
-            t.text = text;
-            t.props.clear();
-        } else {
-            t.text.truncate(byte_of_char(&t.text, t.chars, at));
-            t.props.retain(|p| p.start < at);
-            for p in &mut t.props {
-                p.end = p.end.min(at);
-            }
-            t.text.push_str(&text);
+            // A whole new transcript (a compacted log starts so): no copy,
+            // and no count unless a later record needs it.
+            self.0.text = text;
+            self.0.props = props;
+            self.1 = None;
+            return;
         }
-        t.chars = at + added;
+        let t = &mut self.0;
+        let chars = *self.1.get_or_insert_with(|| t.text.chars().count());
+        let at = at.min(chars);
+        let added = text.chars().count();
+        t.text.truncate(byte_of_char(&t.text, chars, at));
+        t.props.retain(|p| p.start < at);
+        for p in &mut t.props {
+            p.end = p.end.min(at);
+        }
+        t.text.push_str(&text);
+        self.1 = Some(at + added);
         t.props.extend(props.into_iter().filter_map(|p| {
             let end = p.end.min(added);
             (p.start < end).then(|| Prop {
@@ -542,7 +545,6 @@ mod tests {
             .unwrap();
         let t = s.transcript_load().unwrap();
         assert_eq!(t.text, "### hi\nanswer… more\n[Aborted]");
-        assert_eq!(t.chars, t.text.chars().count());
         assert_eq!(
             t.props,
             vec![
@@ -579,7 +581,7 @@ mod tests {
             r.apply(at, text.into(), vec![]);
         }
         assert_eq!(r.0.text, "abXYz");
-        assert_eq!(r.0.chars, 5);
+        assert_eq!(r.1, Some(5));
     }
 
     #[test]
