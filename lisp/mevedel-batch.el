@@ -49,13 +49,13 @@
 (require 'cl-lib)
 (require 'json)
 (require 'mevedel-chat)
+(require 'mevedel-history)
 (require 'mevedel-permissions)
 (require 'mevedel-agent)
 (require 'mevedel-recovery)
 (require 'mevedel-tool-exec)
 (require 'mevedel-tool-fs)
 
-(declare-function mevedel-view-segments "mevedel-view")
 (declare-function mevedel-demo-attach "mevedel-demo")
 (declare-function mevedel-demo-backend-usable-p "mevedel-demo")
 (declare-function mevedel-tool-render-status "mevedel-tool-render")
@@ -221,9 +221,8 @@ Signal a usage error when the session asked for does not exist."
 Keys: :messages (user, assistant and tool entries in order; an
 assistant entry cut by a failed request has :incomplete t),
 :tool-calls, :answer (the last assistant text) and :error."
-  (require 'mevedel-view)
   (require 'mevedel-tool-render)
-  (let ((segments (mevedel-view-segments (mevedel-chat-data-buffer chat)
+  (let ((segments (mevedel-history-segments (mevedel-chat-data-buffer chat)
                                          (marker-position (mevedel-chat-turn-start chat))))
         messages calls answer)
     (dolist (segment segments)

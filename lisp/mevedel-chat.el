@@ -46,6 +46,7 @@
 (require 'project)
 (require 'gptel)
 (require 'mevedel-gptel)
+(require 'mevedel-history)
 (require 'mevedel-permissions)
 (require 'mevedel-pipeline)
 (require 'mevedel-recovery)
@@ -703,24 +704,6 @@ Their summary, which follows them, stands in for them."
                 "\\`[ \t\n]*<conversation-summary[^>]*>\\|</conversation-summary>[ \t\n]*\\'" ""
                 text)))
 
-(defun mevedel-chat--model-text (start end)
-  "Return the conversation between START and END as the model would read it.
-Notices, ignored text and render-data are left out."
-  (let ((pos start) (parts nil))
-    (while (< pos end)
-      (let ((next (min (next-single-property-change pos 'gptel nil end)
-                       (next-single-property-change pos 'mevedel-notice nil end)))
-            (prop (get-text-property pos 'gptel)))
-        (unless (or (eq prop 'ignore) (get-text-property pos 'mevedel-notice)
-                    (get-text-property pos 'mevedel-compacted))
-          (let ((text (buffer-substring-no-properties pos next)))
-            (push (if (eq (car-safe prop) 'tool)
-                      (mevedel-render-data-strip text (cdr prop))
-                    text)
-                  parts)))
-        (setq pos next)))
-    (apply #'concat (nreverse parts))))
-
 (defun mevedel-chat--recovery-copy (chat)
   "Write CHAT's whole transcript to the next compact-NNNN file; return its name."
   (let* ((buffer (mevedel-chat-data-buffer chat))
@@ -770,7 +753,7 @@ the view keeps showing every turn.  ON-DONE is called with CHAT and
            (previous (and old (with-current-buffer buffer
                                 (mevedel-chat--summary-body
                                  (buffer-substring-no-properties (car old) (cdr old))))))
-           (conversation (with-current-buffer buffer (mevedel-chat--model-text from cut)))
+           (conversation (mevedel-history-project buffer from cut))
            (backend (mevedel-chat-backend-effective chat))
            (model (mevedel-chat-model-effective chat))
            (recovery (mevedel-chat--recovery-copy chat)))

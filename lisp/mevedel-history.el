@@ -5,13 +5,19 @@
 
 ;;; Commentary:
 
+;; A data buffer (gptel's transcript) reads as a list of segments
+;; (`mevedel-history-segments'): user messages, responses, tool calls
+;; with their arguments, results and render-data, and notices.  The
+;; view draws them, headless runs print them, and history:// projects
+;; them.
+;;
 ;; `history://root' is the session's own conversation and
 ;; `history://saved[/SESSION[/SEGMENT]]' the workspace's saved ones, as
-;; one Markdown projection: user messages, responses, tool calls with
-;; their arguments and results, and notices, without render-data, gptel's
-;; block markup or the transcript's properties.  The live conversation is
-;; projected from its data buffer, unsaved text included; a saved one
-;; from its session's store, without resuming it.  Read pages the
+;; one Markdown projection of its segments, without render-data, mail,
+;; gptel's block markup or the transcript's properties.  The live
+;; conversation is projected from its data buffer, unsaved text
+;; included; a saved one from its session's store, without resuming
+;; it.  Read pages the
 ;; projection and Grep searches it with the same line numbers (the
 ;; module serves both, see `mevedel-core-resource-read-text').
 ;;
@@ -34,62 +40,149 @@
 (defconst mevedel-history-segment "segment-0001.chat.org"
   "The name of a saved session's one segment.")
 
-;;;; Projection
+;;;; Segments of a data buffer
 
-(defun mevedel-history--tool (id text)
-  "Return the projection of tool call ID whose data-buffer TEXT is given."
-  (let* ((text (if (derived-mode-p 'org-mode)
-                   (progn (require 'org-src) (org-unescape-code-in-string text))
-                 text))
-         (read (condition-case nil (read-from-string text) (error nil)))
+(defun mevedel-history--unescape (text)
+  "Undo Org's code escaping of TEXT when the data buffer is in Org mode."
+  (if (derived-mode-p 'org-mode)
+      (progn (require 'org-src) (org-unescape-code-in-string text))
+    text))
+
+(defconst mevedel-history--render-data-opening "<!-- mevedel-render-data -->"
+  "How a render-data block starts; results without it have no render-data.")
+
+(defun mevedel-history-trim (string &optional from)
+  "Return STRING from index FROM (default 0) without surrounding whitespace.
+Only the whitespace at the ends is looked at, however long STRING is."
+  (let ((from (or from 0))
+        (to (length string)))
+    (while (and (< from to) (memq (aref string from) '(?\s ?\t ?\n ?\r)))
+      (setq from (1+ from)))
+    (while (and (> to from) (memq (aref string (1- to)) '(?\s ?\t ?\n ?\r)))
+      (setq to (1- to)))
+    (substring string from to)))
+
+(defun mevedel-history-tool-segment (id text &optional start)
+  "Return the segment of the tool call ID whose data-buffer TEXT is given.
+START is where TEXT starts in the data buffer.  The result loses the
+call's render-data block, which becomes the segment's :render-data."
+  (let* ((text (mevedel-history--unescape text))
+         (read (condition-case nil
+                   (read-from-string text)
+                 (error nil)))
          (call (car read))
-         (result (string-trim (mevedel-render-data-strip
-                               (if read (substring text (cdr read)) text) id))))
-    (format "### Tool call %s (%s)\n\nArguments: %s\n\nResult:\n\n%s\n\n"
-            (or (plist-get call :name) "?") id
-            (let ((print-escape-newlines t)) (prin1-to-string (plist-get call :args)))
-            result)))
+         (result (mevedel-history-trim text (cdr read)))
+         (render-data nil))
+    (when (string-search mevedel-history--render-data-opening result)
+      (setq render-data (mevedel-render-data-extract result id)
+            result (mevedel-history-trim (mevedel-render-data-strip result id))))
+    (list :type 'tool :id id :start start
+          :name (or (plist-get call :name) "?")
+          :args (plist-get call :args)
+          :result result
+          :render-data render-data)))
 
-(defun mevedel-history-project (buffer)
-  "Return data BUFFER's conversation as Markdown, unsaved text included."
+(defconst mevedel-history--block-line-regexp
+  "^[ \t]*#\\+\\(?:begin\\|end\\)_\\(?:tool\\|reasoning\\).*\n?"
+  "Lines framing tool results and reasoning in Org data buffers.
+gptel strips them before sending; so do the segments.")
+
+(defun mevedel-history--without-mail (start end)
+  "Return the text from START to END without the mail sent with a turn.
+Mail (`mevedel-chat-message-functions') carries the `mevedel-mail'
+property; the model reads it, the segments leave it out."
+  (let ((pos start) (parts nil))
+    (while (< pos end)
+      (let ((next (next-single-property-change pos 'mevedel-mail nil end)))
+        (unless (get-text-property pos 'mevedel-mail)
+          (push (buffer-substring-no-properties pos next) parts))
+        (setq pos next)))
+    (apply #'concat (nreverse parts))))
+
+(defun mevedel-history-run-end (pos property limit)
+  "Return where the run of PROPERTY's value at POS ends, at most LIMIT.
+Adjacent runs of `equal' values (a transcript read back from disk has
+copies) count as one."
+  (let ((value (get-text-property pos property))
+        (next (next-single-property-change pos property nil limit)))
+    (while (and (< next limit) (equal (get-text-property next property) value))
+      (setq next (next-single-property-change next property nil limit)))
+    next))
+
+(defun mevedel-history-segments (buffer &optional start end)
+  "Return the transcript segments of data BUFFER between START and END.
+They default to the buffer's beginning and end.  Each segment is a
+plist with :type `user', `response', `tool' or `notice' and :start,
+where it starts in BUFFER.  A response cut by a failed request has
+:incomplete t.  One pass over the text's property changes finds them."
   (with-current-buffer buffer
     (save-restriction
       (widen)
-      (let ((pos (point-min)) (end (point-max)) (parts nil) (last nil)
-            (prefix (string-trim (gptel-prompt-prefix-string))))
+      (let* ((pos (if (markerp start) (marker-position start) (or start (point-min))))
+             (end (if (markerp end) (marker-position end) (or end (point-max))))
+             (prefix (gptel-prompt-prefix-string))
+             (notice-change pos)
+             segments)
         (while (< pos end)
+          (when (<= notice-change pos)
+            (setq notice-change (next-single-property-change pos 'mevedel-notice nil end)))
           (let* ((prop (get-text-property pos 'gptel))
                  (notice (get-text-property pos 'mevedel-notice))
-                 (next (min (next-single-property-change pos 'gptel nil end)
-                            (next-single-property-change pos 'mevedel-notice nil end)))
-                 (text (buffer-substring-no-properties pos next)))
+                 (next (min (mevedel-history-run-end pos 'gptel end) notice-change)))
             (cond
-             (notice
-              (push (format "> %s\n\n" (replace-regexp-in-string
-                                        "\n" "\n> " (string-trim text) t t))
-                    parts)
-              (setq last 'notice))
+             (notice (push (list :type 'notice :start pos :kind notice
+                                 :text (string-trim (buffer-substring-no-properties pos next)))
+                           segments))
              ((eq prop 'response)
-              (unless (eq last 'response) (push "## Assistant\n\n" parts))
-              (push text parts)
-              (setq last 'response))
+              (let ((text (buffer-substring-no-properties pos next)))
+                (if (eq (plist-get (car segments) :type) 'response)
+                    (push text (plist-get (car segments) :pieces))
+                  (push (list :type 'response :start pos :pieces (list text)) segments)))
+              (when (get-text-property pos 'mevedel-incomplete)
+                (plist-put (car segments) :incomplete t)))
              ((eq (car-safe prop) 'tool)
-              (when (eq last 'response) (push "\n\n" parts))
-              (push (mevedel-history--tool (cdr prop) text) parts)
-              (setq last 'tool))
+              (push (mevedel-history-tool-segment (cdr prop) (buffer-substring-no-properties pos next)
+                                                pos)
+                    segments))
              ((null prop)
               (let ((clean (string-trim
-                            (replace-regexp-in-string
-                             "^[ \t]*#\\+\\(?:begin\\|end\\)_\\(?:tool\\|reasoning\\).*\n?" ""
-                             text))))
-                (when (string-prefix-p prefix clean)
-                  (setq clean (string-trim (substring clean (length prefix)))))
+                            (string-remove-prefix
+                             prefix (string-trim-left
+                                     (replace-regexp-in-string
+                                      mevedel-history--block-line-regexp ""
+                                      (mevedel-history--without-mail pos next)))))))
                 (unless (string-empty-p clean)
-                  (when (eq last 'response) (push "\n\n" parts))
-                  (push (format "## User\n\n%s\n\n" clean) parts)
-                  (setq last 'user)))))
+                  (push (list :type 'user :start pos :text clean) segments)))))
             (setq pos next)))
-        (string-trim-right (apply #'concat (nreverse parts)))))))
+        (let (result)
+          (dolist (segment segments result)
+            (if (not (eq (plist-get segment :type) 'response))
+                (push segment result)
+              (let ((text (apply #'concat (reverse (plist-get segment :pieces)))))
+                (unless (string-blank-p text)
+                  (push (list :type 'response :start (plist-get segment :start) :text text
+                              :incomplete (plist-get segment :incomplete))
+                        result))))))))))
+
+;;;; Projection
+
+(defun mevedel-history--segment-text (segment)
+  "Return the Markdown of one SEGMENT of `mevedel-history-segments'."
+  (pcase (plist-get segment :type)
+    ('user (format "## User\n\n%s\n\n" (plist-get segment :text)))
+    ('response (format "## Assistant\n\n%s\n\n" (string-trim (plist-get segment :text))))
+    ('tool (format "### Tool call %s (%s)\n\nArguments: %s\n\nResult:\n\n%s\n\n"
+                   (plist-get segment :name) (plist-get segment :id)
+                   (let ((print-escape-newlines t)) (prin1-to-string (plist-get segment :args)))
+                   (plist-get segment :result)))
+    ('notice (format "> %s\n\n" (replace-regexp-in-string
+                                  "\n" "\n> " (plist-get segment :text) t t)))))
+
+(defun mevedel-history-project (buffer &optional start end)
+  "Return data BUFFER's conversation as Markdown, unsaved text included.
+START and END limit it to part of BUFFER."
+  (string-trim-right
+   (mapconcat #'mevedel-history--segment-text (mevedel-history-segments buffer start end) "")))
 
 ;;;; Sources
 

@@ -52,10 +52,10 @@
 (require 'subr-x)
 (require 'gptel)
 (require 'mevedel-chat)
+(require 'mevedel-history)
 (require 'mevedel-render-data)
 (require 'mevedel-tool-render)
 
-(declare-function org-unescape-code-in-string "org-src")
 (defgroup mevedel-view nil
   "The session view."
   :group 'mevedel
@@ -316,129 +316,7 @@ knows none.")
     ('retrying (propertize (or (mevedel-chat-status-detail chat) "retrying") 'face 'warning))
     (other (format "%s" other))))
 
-;;;; Parsing the data buffer
-
-(defun mevedel-view--unescape (text)
-  "Undo Org's code escaping of TEXT when the data buffer is in Org mode."
-  (if (derived-mode-p 'org-mode)
-      (progn (require 'org-src) (org-unescape-code-in-string text))
-    text))
-
-(defconst mevedel-view--render-data-opening "<!-- mevedel-render-data -->"
-  "How a render-data block starts; results without it have no render-data.")
-
-(defun mevedel-view--trim (string &optional from)
-  "Return STRING from index FROM (default 0) without surrounding whitespace.
-Only the whitespace at the ends is looked at, however long STRING is."
-  (let ((from (or from 0))
-        (to (length string)))
-    (while (and (< from to) (memq (aref string from) '(?\s ?\t ?\n ?\r)))
-      (setq from (1+ from)))
-    (while (and (> to from) (memq (aref string (1- to)) '(?\s ?\t ?\n ?\r)))
-      (setq to (1- to)))
-    (substring string from to)))
-
-(defun mevedel-view--tool-segment (id text &optional start)
-  "Return the segment of the tool call ID whose data-buffer TEXT is given.
-START is where TEXT starts in the data buffer.  The result loses the
-call's render-data block, which becomes the segment's :render-data."
-  (let* ((text (mevedel-view--unescape text))
-         (read (condition-case nil
-                   (read-from-string text)
-                 (error nil)))
-         (call (car read))
-         (result (mevedel-view--trim text (cdr read)))
-         (render-data nil))
-    (when (string-search mevedel-view--render-data-opening result)
-      (setq render-data (mevedel-render-data-extract result id)
-            result (mevedel-view--trim (mevedel-render-data-strip result id))))
-    (list :type 'tool :id id :start start
-          :name (or (plist-get call :name) "?")
-          :args (plist-get call :args)
-          :result result
-          :render-data render-data)))
-
-(defconst mevedel-view--block-line-regexp
-  "^[ \t]*#\\+\\(?:begin\\|end\\)_\\(?:tool\\|reasoning\\).*\n?"
-  "Lines framing tool results and reasoning in Org data buffers.
-gptel strips them before sending; so does the view.")
-
-(defun mevedel-view--without-mail (start end)
-  "Return the text from START to END without the mail sent with a turn.
-Mail (`mevedel-chat-message-functions') carries the `mevedel-mail'
-property; the model reads it, the transcript does not show it."
-  (let ((pos start) (parts nil))
-    (while (< pos end)
-      (let ((next (next-single-property-change pos 'mevedel-mail nil end)))
-        (unless (get-text-property pos 'mevedel-mail)
-          (push (buffer-substring-no-properties pos next) parts))
-        (setq pos next)))
-    (apply #'concat (nreverse parts))))
-
-(defun mevedel-view--run-end (pos property limit)
-  "Return where the run of PROPERTY's value at POS ends, at most LIMIT.
-Adjacent runs of `equal' values (a transcript read back from disk has
-copies) count as one."
-  (let ((value (get-text-property pos property))
-        (next (next-single-property-change pos property nil limit)))
-    (while (and (< next limit) (equal (get-text-property next property) value))
-      (setq next (next-single-property-change next property nil limit)))
-    next))
-
-(defun mevedel-view-segments (buffer &optional start end)
-  "Return the transcript segments of data BUFFER between START and END.
-They default to the buffer's beginning and end.  Each segment is a
-plist with :type `user', `response', `tool' or `notice' and :start,
-where it starts in BUFFER.  A response cut by a failed request has
-:incomplete t.  One pass over the text's property changes finds them."
-  (with-current-buffer buffer
-    (save-restriction
-      (widen)
-      (let* ((pos (if (markerp start) (marker-position start) (or start (point-min))))
-             (end (if (markerp end) (marker-position end) (or end (point-max))))
-             (prefix (gptel-prompt-prefix-string))
-             (notice-change pos)
-             segments)
-        (while (< pos end)
-          (when (<= notice-change pos)
-            (setq notice-change (next-single-property-change pos 'mevedel-notice nil end)))
-          (let* ((prop (get-text-property pos 'gptel))
-                 (notice (get-text-property pos 'mevedel-notice))
-                 (next (min (mevedel-view--run-end pos 'gptel end) notice-change)))
-            (cond
-             (notice (push (list :type 'notice :start pos :kind notice
-                                 :text (string-trim (buffer-substring-no-properties pos next)))
-                           segments))
-             ((eq prop 'response)
-              (let ((text (buffer-substring-no-properties pos next)))
-                (if (eq (plist-get (car segments) :type) 'response)
-                    (push text (plist-get (car segments) :pieces))
-                  (push (list :type 'response :start pos :pieces (list text)) segments)))
-              (when (get-text-property pos 'mevedel-incomplete)
-                (plist-put (car segments) :incomplete t)))
-             ((eq (car-safe prop) 'tool)
-              (push (mevedel-view--tool-segment (cdr prop) (buffer-substring-no-properties pos next)
-                                                pos)
-                    segments))
-             ((null prop)
-              (let ((clean (string-trim
-                            (string-remove-prefix
-                             prefix (string-trim-left
-                                     (replace-regexp-in-string
-                                      mevedel-view--block-line-regexp ""
-                                      (mevedel-view--without-mail pos next)))))))
-                (unless (string-empty-p clean)
-                  (push (list :type 'user :start pos :text clean) segments)))))
-            (setq pos next)))
-        (let (result)
-          (dolist (segment segments result)
-            (if (not (eq (plist-get segment :type) 'response))
-                (push segment result)
-              (let ((text (apply #'concat (reverse (plist-get segment :pieces)))))
-                (unless (string-blank-p text)
-                  (push (list :type 'response :start (plist-get segment :start) :text text
-                              :incomplete (plist-get segment :incomplete))
-                        result))))))))))
+;;;; Finding calls in the data buffer
 
 (defun mevedel-view--find (property value start limit)
   "Return the first position from START before LIMIT where PROPERTY is VALUE.
@@ -458,8 +336,8 @@ The search starts where the data of the turn that holds its row starts."
       (save-restriction
         (widen)
         (when-let* ((start (mevedel-view--find 'gptel (cons 'tool id) (car part) (point-max))))
-          (mevedel-view--tool-segment
-           id (buffer-substring-no-properties start (mevedel-view--run-end start 'gptel (point-max)))
+          (mevedel-history-tool-segment
+           id (buffer-substring-no-properties start (mevedel-history-run-end start 'gptel (point-max)))
            start))))))
 
 ;;;; Inserting
@@ -495,7 +373,7 @@ The search starts where the data of the turn that holds its row starts."
     ('response
      (mevedel-view--begin-block 'response)
      (mevedel-view--append
-      (concat (mevedel-view--trim (plist-get segment :text))
+      (concat (mevedel-history-trim (plist-get segment :text))
               (if (plist-get segment :incomplete)
                   (propertize " [incomplete: the response was cut off]"
                               'face 'mevedel-view-warning 'mevedel-incomplete t)
@@ -801,7 +679,7 @@ first, above a line saying so."
              (parsed nil))
         (while (and turns (< lines mevedel-view--first-paint-lines))
           (let* ((turn (pop turns))
-                 (segments (mevedel-view-segments data (car turn) (cdr turn))))
+                 (segments (mevedel-history-segments data (car turn) (cdr turn))))
             (setq lines (+ lines (mevedel-view--estimated-lines segments)))
             (push (cons turn segments) parsed)))
         (set-marker mevedel-view--tail-data (or (car (car (car parsed))) 1) data)
@@ -853,7 +731,7 @@ left, the line telling they are pending goes too."
            (mevedel-view--last-kind (mevedel-view--kind-before mevedel-view--fill))
            (mevedel-view--part (mevedel-view--new-part (car turn))))
       (mevedel-view--insert-segments
-       (mevedel-view-segments (mevedel-chat-data-buffer mevedel-view--chat)
+       (mevedel-history-segments (mevedel-chat-data-buffer mevedel-view--chat)
                               (car turn) (cdr turn))))))
 
 (defun mevedel-view--end-fill ()
@@ -903,7 +781,7 @@ rows are added, and nothing before the tail is touched."
       (pcase-dolist (`(,start . ,end) (mevedel-view--turns from))
         (unless (and mevedel-view--part (eql start from))
           (setq mevedel-view--part (mevedel-view--new-part start)))
-        (mevedel-view--draw (mevedel-view-segments data start end))))
+        (mevedel-view--draw (mevedel-history-segments data start end))))
     (mevedel-view--render-live)))
 
 (defun mevedel-view--render-live ()

@@ -566,7 +566,7 @@ transcript read back from disk has, is one segment and one row."
         (let ((middle (save-excursion (goto-char start) (search-forward "b.el") (point))))
           (put-text-property middle (next-single-property-change middle 'gptel)
                              'gptel (cons 'tool "call_s")))))
-    (let ((segments (mevedel-view-segments (mevedel-chat-data-buffer (mevedel-view-chat view)))))
+    (let ((segments (mevedel-history-segments (mevedel-chat-data-buffer (mevedel-view-chat view)))))
       (should (equal (mapcar (lambda (segment) (plist-get segment :id))
                              (cl-remove-if-not (lambda (segment) (eq (plist-get segment :type) 'tool))
                                                segments))

@@ -18,9 +18,10 @@
 
 (defvar mevedel-sessions-test--outcome nil "Outcome of the last turn waited for.")
 
-(defun mevedel-sessions-test--attach (chat server wire)
-  "Point CHAT at the scripted SERVER with WIRE."
-  (setf (mevedel-chat-backend chat) (mevedel-scripted-model-backend server :wire wire :stream t)
+(defun mevedel-sessions-test--attach (chat server wire &optional plain)
+  "Point CHAT at the scripted SERVER with WIRE, streaming unless PLAIN."
+  (setf (mevedel-chat-backend chat)
+        (mevedel-scripted-model-backend server :wire wire :stream (not plain))
         (mevedel-chat-model chat) 'scripted-model))
 
 (defun mevedel-sessions-test--send (view prompt &optional during)
@@ -340,8 +341,7 @@ The next turn's request is valid (no call without a result) and succeeds."
     (let* ((view (mevedel root))
            (chat (mevedel-view-chat view))
            (aborted nil))
-      (setf (mevedel-chat-backend chat) (mevedel-scripted-model-backend server :wire wire :stream stream)
-            (mevedel-chat-model chat) 'scripted-model)
+      (mevedel-sessions-test--attach chat server wire (not stream))
       (should (eq (mevedel-sessions-test--send
                    view "wait"
                    (lambda (chat)
@@ -448,8 +448,7 @@ before the next sample; the transcript shows it there."
     (let* ((view (mevedel root))
            (chat (mevedel-view-chat view))
            (queued nil))
-      (setf (mevedel-chat-backend chat) (mevedel-scripted-model-backend server :wire wire :stream stream)
-            (mevedel-chat-model chat) 'scripted-model)
+      (mevedel-sessions-test--attach chat server wire (not stream))
       (should (eq (mevedel-sessions-test--send
                    view "wait a bit"
                    (lambda (chat)
@@ -588,7 +587,7 @@ WIRE is the backend's format.  Return a description of what failed, or nil."
                  (view (mevedel root))
                  (chat (mevedel-view-chat view))
                  (data (mevedel-chat-data-buffer chat))
-                 (segments (mevedel-view-segments data)))
+                 (segments (mevedel-history-segments data)))
             (cond
              ((not killed) (setq problem (format "never saw %d %s lines: %S" nth marker lines)))
              ((cl-find-if-not (lambda (id) (mevedel-chat-tool-region data id)) settled)
