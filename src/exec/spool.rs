@@ -263,28 +263,7 @@ impl<'c, 'p> LineFeed<'c, 'p> {
         self.counting = false;
         // A carried line holds no newline: it starts after BEFORE too.
         self.lines = before;
-        if !self.pending.is_empty() {
-            let Some(nl) = memchr::memchr(b'\n', bytes) else {
-                self.pending.extend_from_slice(bytes);
-                self.flush_long();
-                return;
-            };
-            self.pending.extend_from_slice(&bytes[..=nl]);
-            let pending = std::mem::take(&mut self.pending);
-            self.feed(&pending);
-            self.pending = pending;
-            self.pending.clear();
-            self.lines = before + 1;
-            let rest = &bytes[nl + 1..];
-            let whole = memchr::memrchr(b'\n', rest).map_or(0, |i| i + 1);
-            self.feed(&rest[..whole]);
-            self.pending.extend_from_slice(&rest[whole..]);
-        } else {
-            let whole = memchr::memrchr(b'\n', bytes).map_or(0, |i| i + 1);
-            self.feed(&bytes[..whole]);
-            self.pending.extend_from_slice(&bytes[whole..]);
-        }
-        self.flush_long();
+        self.push(bytes);
     }
 
     fn push(&mut self, mut bytes: &[u8]) {
@@ -300,6 +279,10 @@ impl<'c, 'p> LineFeed<'c, 'p> {
             self.feed(&pending);
             self.pending = pending;
             self.pending.clear();
+            if !self.counting {
+                // The carried line's one newline.
+                self.lines += 1;
+            }
         }
         let whole = memchr::memrchr(b'\n', bytes).map_or(0, |nl| nl + 1);
         self.feed(&bytes[..whole]);
