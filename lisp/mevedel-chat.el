@@ -389,6 +389,7 @@ ON-DONE and BACKGROUND are as for `mevedel-chat-send'."
   (let ((backend (mevedel-chat-backend-effective chat))
         (model (mevedel-chat-model-effective chat))
         (buffer (mevedel-chat-data-buffer chat)))
+    (mevedel-transcript-complete buffer)
     (unless background
       (push text (mevedel-chat-history chat))
       (unless (mevedel-chat-title chat)
@@ -741,6 +742,7 @@ the view keeps showing every turn.  ON-DONE is called with CHAT and
 `done' or `error' at the end; observers hear `compacted'."
   (when (mevedel-chat-busy-p chat)
     (user-error "A turn is running in %s; wait or abort it first" (mevedel-chat-name chat)))
+  (mevedel-transcript-complete (mevedel-chat-data-buffer chat))
   (let* ((keep (max 1 mevedel-chat-compact-keep-turns))
          (turns (mevedel-chat-turns chat))
          (buffer (mevedel-chat-data-buffer chat)))
@@ -1012,7 +1014,7 @@ says what happened."
          (buffer (mevedel-chat-data-buffer chat))
          (info (mevedel-core-store-info-get store))
          (get (lambda (key) (let ((v (cdr (assoc key info)))) (and v (not (string-empty-p v)) v)))))
-    (mevedel-transcript-restore buffer store)
+    (mevedel-transcript-restore buffer store t)
     (setf (mevedel-chat-title chat) (funcall get "title")
           (mevedel-chat-created chat) (funcall get "created")
           (mevedel-chat-input-tokens chat) (string-to-number (or (funcall get "input-tokens") "0"))
@@ -1040,6 +1042,7 @@ says what happened."
 (defun mevedel-chat--recover (chat open-calls)
   "Settle the turn of CHAT that was running when Emacs stopped.
 OPEN-CALLS are the (ID NAME ARGS) of the calls it was running."
+  (mevedel-transcript-complete (mevedel-chat-data-buffer chat))
   (mevedel-chat--settle-open-calls
    chat open-calls "Cancelled: Emacs stopped before this call finished.")
   (with-current-buffer (mevedel-chat-data-buffer chat)
@@ -1061,6 +1064,7 @@ OPEN-CALLS are the (ID NAME ARGS) of the calls it was running."
   "Return (START . END) of tool call ID's region in data BUFFER, or nil.
 The search goes backwards from the end, where the calls that change
 \(the running turn's) are."
+  (mevedel-transcript-complete buffer)
   (with-current-buffer buffer
     (save-excursion
       (save-restriction
