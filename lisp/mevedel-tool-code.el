@@ -119,7 +119,7 @@ visited) are killed afterwards unless they were modified."
           ((numberp pos) pos))))
 
 (defun mevedel-tool-code--imenu-leaves (index)
-  "Return the leaves of the Imenu INDEX as (PATH . POSITION), in order.
+  "Return the leaf entries of the Imenu INDEX as (PATH . POSITION), in order.
 PATH is the list of names from the top category to the leaf.  Entries
 with a negative position (Imenu's *Rescan*) are skipped."
   (let ((leaves nil)

@@ -76,7 +76,7 @@
 (defun mevedel-tool-emacs--library-file (name &optional source)
   "Return the first file of library NAME in a local `load-path' directory.
 With SOURCE, prefer its source file (.el or .el.gz) to compiled code.
-Return nil when no such file lies inside a local load-path directory."
+Return nil when no such file lies inside a local `load-path' directory."
   (unless (or (string-empty-p name) (file-name-absolute-p name)
               (string-match-p "\\(?:\\`\\|/\\)\\.\\.\\(?:/\\|\\'\\)" name))
     (let* ((base (file-name-sans-extension name))
@@ -187,7 +187,7 @@ missing, say so rather than letting find-func prompt for it."
              symbol file (if find-function-C-source-directory "missing" "unset")))))
 
 (defmacro mevedel-tool-emacs--in-definition (form &rest body)
-  "Run BODY at the definition FORM finds, a (BUFFER . POSITION) pair.
+  "Run BODY at the definition located by FORM, a (BUFFER . POSITION) pair.
 A buffer FORM visited only for this is killed afterwards, so no file
 buffer is left behind."
   (declare (indent 1))
@@ -332,7 +332,7 @@ read in a temporary Info buffer."
         ("value" (mevedel-tool-emacs--value kind object))))))
 
 (defun mevedel-tool-emacs-check-describe (args)
-  "Return `ask' for an EmacsDescribe call with ARGS that reads a value.
+  "Return `ask' for an EmacsDescribe call with ARGS asking for a value.
 A value can hold a secret, so reading it always asks; other aspects
 are decided as for any read-only tool."
   (and (equal (plist-get args :aspect) "value") 'ask))
@@ -415,7 +415,7 @@ not compile; FOLD is non-nil unless it has an uppercase letter."
 ;;;; EmacsManual
 
 (defun mevedel-tool-emacs--info-directories ()
-  "Return the directories Info reads manuals from."
+  "Return the directories of the Info manuals."
   (info-initialize)
   (delete-dups (cl-remove-if-not #'file-directory-p
                                  (append Info-directory-list Info-additional-directory-list))))
@@ -462,7 +462,7 @@ not compile; FOLD is non-nil unless it has an uppercase letter."
 ;;;; Renderers
 
 (defun mevedel-tool-emacs-render (name args result _render-data)
-  "Render an EmacsDescribe, EmacsFind or EmacsManual call NAME with ARGS and RESULT."
+  "Render a call NAME (EmacsDescribe, EmacsFind, EmacsManual) with ARGS and RESULT."
   (list :header (concat name " "
                         (pcase name
                           ("EmacsDescribe" (format "%s%s" (or (plist-get args :name) "?")
