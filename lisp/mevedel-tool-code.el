@@ -215,38 +215,51 @@ not have is an error."
           (backward-char))
         (point)))))
 
-(defun mevedel-tool-code--range (node)
-  "Return NODE's range as LINE:COL-LINE:COL (lines from 1, display columns)."
-  (cl-flet ((at (pos) (save-excursion
-                        (goto-char pos)
-                        (format "%d:%d" (line-number-at-pos pos t) (current-column)))))
-    (concat (at (treesit-node-start node)) "-" (at (treesit-node-end node)))))
+(defun mevedel-tool-code--place (pos lines)
+  "Return POS as LINE:COL, its line from LINES (see `mevedel-tool-code--lines')."
+  (save-excursion
+    (goto-char pos)
+    (format "%d:%d" (gethash pos lines) (current-column))))
 
-(defun mevedel-tool-code--node-line (node)
-  "Return NODE's line in a listing: field, type, range and short leaf text."
+(defun mevedel-tool-code--node-line (node lines)
+  "Return NODE's line in a listing: field, type, range and short leaf text.
+LINES maps the node's start and end to their lines."
   (let ((field (treesit-node-field-name node))
         (text (and (zerop (treesit-node-child-count node t))
                    (treesit-node-text node t))))
     (concat (and field (concat field ": "))
-            (treesit-node-type node) " " (mevedel-tool-code--range node)
+            (treesit-node-type node) " "
+            (mevedel-tool-code--place (treesit-node-start node) lines) "-"
+            (mevedel-tool-code--place (treesit-node-end node) lines)
             (and text (<= (length text) mevedel-tool-code-treesit-text-max)
                  (not (string-match-p "\n" text))
                  (format " %S" text)))))
 
+(defun mevedel-tool-code--node-lines (nodes)
+  "Return the listing lines of NODES, a list of (NODE . DEPTH).
+Their line numbers are counted in one pass over the buffer."
+  (let ((lines (mevedel-tool-code--lines
+                (mapcan (lambda (n) (list (treesit-node-start (car n)) (treesit-node-end (car n))))
+                        nodes))))
+    (mapcar (lambda (n)
+              (concat (make-string (* 2 (cdr n)) ?\s)
+                      (mevedel-tool-code--node-line (car n) lines)))
+            nodes)))
+
 (defun mevedel-tool-code--tree (root)
   "Return the named-node outline of ROOT, cut at the node limit."
   (let ((stack (list (cons root 0)))
-        (count 0)
         (limit mevedel-tool-code-treesit-node-limit)
-        (out nil))
+        (count 0)
+        (nodes nil))
     (while (and stack (< count limit))
-      (pcase-let ((`(,node . ,depth) (pop stack)))
+      (let ((entry (pop stack)))
         (cl-incf count)
-        (push (concat (make-string (* 2 depth) ?\s) (mevedel-tool-code--node-line node)) out)
-        (setq stack (nconc (mapcar (lambda (child) (cons child (1+ depth)))
-                                   (treesit-node-children node t))
+        (push entry nodes)
+        (setq stack (nconc (mapcar (lambda (child) (cons child (1+ (cdr entry))))
+                                   (treesit-node-children (car entry) t))
                            stack))))
-    (concat (string-join (nreverse out) "\n")
+    (concat (string-join (mevedel-tool-code--node-lines (nreverse nodes)) "\n")
             (when stack
               (format "\n[Tree truncated after %d nodes (mevedel-tool-code-treesit-node-limit); \
 ask for a line and column to see one part]" limit)))))
@@ -256,20 +269,21 @@ ask for a line and column to see one part]" limit)))))
   (let ((ancestors nil)
         (parent (treesit-node-parent node)))
     (while parent
-      (push parent ancestors)
+      (push (cons parent 1) ancestors)
       (setq parent (treesit-node-parent parent)))
-    (let ((text (treesit-node-text node t)))
-      (concat "Node: " (mevedel-tool-code--node-line node) "\n"
-              (format "Text: %S\n" (truncate-string-to-width text 400 nil nil "…"))
+    (let* ((children (mapcar (lambda (c) (cons c 1)) (treesit-node-children node t)))
+           (listed (mevedel-tool-code--node-lines
+                    (append (list (cons node 0)) ancestors children))))
+      (concat "Node: " (car listed) "\n"
+              (format "Text: %S\n" (truncate-string-to-width (treesit-node-text node t)
+                                                             400 nil nil "…"))
               (when ancestors
                 (concat "Ancestors (outermost first):\n"
-                        (mapconcat (lambda (a) (concat "  " (mevedel-tool-code--node-line a)))
-                                   ancestors "\n")
+                        (string-join (seq-take (cdr listed) (length ancestors)) "\n")
                         "\n"))
-              (when-let* ((children (treesit-node-children node t)))
+              (when children
                 (concat "Children:\n"
-                        (mapconcat (lambda (c) (concat "  " (mevedel-tool-code--node-line c)))
-                                   children "\n")))))))
+                        (string-join (nthcdr (1+ (length ancestors)) listed) "\n")))))))
 
 (defun mevedel-tool-code-treesit (args)
   "Answer the Treesitter call ARGS (:file_path :line :column :language)."

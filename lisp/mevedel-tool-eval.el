@@ -36,6 +36,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'mevedel-pipeline)
+(require 'mevedel-sandbox)
 (require 'mevedel-tool-exec)
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-render)
@@ -219,20 +220,27 @@ ARGS holds :form, :mode (\"live\" or \"batch\") and :preserve_ui."
 ;;;; The renderer
 
 (defun mevedel-tool-eval-render (_name args result render-data)
-  "Render an Eval call with ARGS, RESULT and RENDER-DATA."
+  "Render an Eval call with ARGS, RESULT and RENDER-DATA.
+A batch row shows its execution's state, a non-default sandbox
+boundary and, once a yielded run ended, how it ended."
   (let* ((form (or (plist-get args :form) ""))
          (batch (equal (plist-get args :mode) "batch"))
          (state (plist-get render-data :state))
-         (running (member state '("running" "queued" "stopping"))))
+         (running (member state '("running" "queued" "stopping")))
+         (code (plist-get render-data :exit-code))
+         (warning (mevedel-sandbox-summary-warning (plist-get render-data :sandbox-summary))))
     (append
      (list :header (concat "Eval" (and batch " (batch)") " "
                            (mevedel-tool-render-shorten (mevedel-tool-render-first-line form) 60)
-                           (and running (concat "  " state)))
+                           (and running (concat "  " state))
+                           (and warning (concat "  [" warning "]")))
            :body (unless mevedel-tool-render-summary-only
                    (concat form (and result (concat "\n\n" result))))
+           :breadcrumb (mevedel-tool-exec-breadcrumb-text (plist-get render-data :breadcrumb))
            :expandable-p t
            :initially-collapsed-p t)
-     (when running (list :status 'running)))))
+     (cond (running (list :status 'running))
+           ((or (plist-get render-data :signal) (and code (/= code 0))) (list :status 'error))))))
 
 ;;;; The declaration
 
