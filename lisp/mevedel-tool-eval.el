@@ -193,6 +193,21 @@ or done with status 0 succeeded, whatever its output says."
                               'error))
               answer))))
 
+(defconst mevedel-tool-eval--grant-keys
+  '(:sandbox_permissions :additional_permissions :justification)
+  "The arguments of a batch Eval that ask for more sandbox, as Bash's do.")
+
+(defun mevedel-tool-eval--batch-args (args)
+  "Return the execution arguments of the batch Eval call ARGS: its grant."
+  (cl-loop for key in mevedel-tool-eval--grant-keys
+           when (plist-member args key) append (list key (plist-get args key))))
+
+(defun mevedel-tool-eval-grant-request (args)
+  "Return the sandbox grant a batch Eval call with ARGS asks for, or nil.
+It is Bash's (`mevedel-tool-exec-grant-request'); a live call has none."
+  (and (equal (plist-get args :mode) "batch")
+       (mevedel-tool-exec-grant-request (mevedel-tool-eval--batch-args args))))
+
 (defun mevedel-tool-eval--preserve-ui-p (args)
   "Return non-nil unless ARGS (as handlers get them) set preserve_ui to false.
 Handlers see JSON false as nil, so a present key with a nil value is
@@ -211,7 +226,8 @@ ARGS holds :form, :mode (\"live\" or \"batch\") and :preserve_ui."
           ("live" (funcall callback (mevedel-tool-eval-live forms preserve)))
           ("batch" (mevedel-tool-exec-run-command
                     (lambda (answer) (funcall callback (mevedel-tool-eval--batch-status answer)))
-                    nil (mevedel-tool-eval-batch-command forms) "Eval (batch)"
+                    (mevedel-tool-eval--batch-args args)
+                    (mevedel-tool-eval-batch-command forms) "Eval (batch)"
                     (list (mevedel-tool-eval--load-path-entry))))
           (_ (error "The mode argument must be \"live\" or \"batch\", not %S" mode))))
     (error (funcall callback (list :result (concat "Error: " (error-message-string err))
@@ -255,15 +271,27 @@ default-directory: use it to inspect or change live state. The selected frame's 
 is restored afterwards unless preserve_ui is false. The result is the forms' `message' output \
 and the printed value of the last form (\"=> VALUE\", bounded); an error is an error result. \
 mode \"batch\" runs them in a fresh `emacs --batch -Q' with the current load-path in the \
-session's directory, confined like Bash (workspace writable, no network); a long run returns an \
-execution_id to poll with WriteStdin. Every call asks the user unless the permission mode is \
+session's directory, confined like Bash (workspace writable, no network; sandbox_permissions, \
+additional_permissions and justification as for Bash); a long run returns an execution_id to \
+poll with WriteStdin. Every call asks the user unless the permission mode is \
 full-auto. Manual: " mevedel-tool-eval-manual-address)
   :args ((form string :required "Emacs Lisp: one or more forms, evaluated in order")
          (mode string :optional "\"live\" (default): this Emacs; \"batch\": a child emacs --batch -Q"
                :enum ("live" "batch"))
          (preserve_ui boolean :optional
-                      "Live mode: restore the window layout afterwards (default true)"))
+                      "Live mode: restore the window layout afterwards (default true)")
+         (sandbox_permissions string :optional
+                              "Batch mode: \"require_escalated\" to run outside the sandbox (asks the user)"
+                              :enum ("use_default" "require_escalated"))
+         (additional_permissions object :optional
+                                 "Batch mode: more sandbox permissions (asks the user): network, read/write paths, withheld environment variables to pass"
+                                 :properties (network (:type boolean)
+                                              read (:type array :items string)
+                                              write (:type array :items string)
+                                              env (:type array :items string)))
+         (justification string :optional "Why the extra permissions are needed, for the user"))
   :async-p t
+  :grant-request #'mevedel-tool-eval-grant-request
   :max-result-size 30000
   :function #'mevedel-tool-eval
   :renderer #'mevedel-tool-eval-render)

@@ -189,6 +189,25 @@ answers none."
             (let* ((target (expand-file-name "inside.txt" (mevedel-session-workspace session)))
                    (outcome (write-to target)))
               (should (eq (plist-get outcome :status) 'success))
+              (should (file-exists-p target))))
+          ;; Bash's grants: an additional writable path asks even in
+          ;; full-auto, and once approved the write outside succeeds.
+          (let* ((target (expand-file-name "granted.txt" outside))
+                 (args (list :form (format "(write-region \"granted\" nil %S)" target)
+                             :mode "batch"
+                             :additional_permissions (list :write (vector (directory-file-name outside)))
+                             :justification "the test writes there")))
+            (should (string-match-p "needs approval"
+                                    (plist-get (tool-eval-test--run session args) :result)))
+            (should-not (file-exists-p target))
+            (setf (mevedel-session-prompter session)
+                  (lambda (context answer)
+                    (push context cards)
+                    (funcall answer 'approve)
+                    #'ignore))
+            (let ((outcome (tool-eval-test--run session args 60)))
+              (should (eq (plist-get outcome :status) 'success))
+              (should cards)
               (should (file-exists-p target)))))
       (delete-directory outside t))))
 
