@@ -98,15 +98,15 @@ there (even for a huge or circular structure) and a note says so."
          (print-level mevedel-tool-eval-print-level)
          (print-circle t)
          (chars nil)
-         (count 0))
-    (catch 'mevedel-tool-eval--full
-      (prin1 value (lambda (c)
-                     (when (>= count limit) (throw 'mevedel-tool-eval--full nil))
-                     (push c chars)
-                     (cl-incf count))))
-    (concat (apply #'string (nreverse chars))
-            (and (>= count limit)
-                 (format " …[printing stopped after %d characters]" limit)))))
+         (count 0)
+         (cut (catch 'mevedel-tool-eval--full
+                (prin1 value (lambda (c)
+                               (when (>= count limit) (throw 'mevedel-tool-eval--full t))
+                               (push c chars)
+                               (cl-incf count)))
+                nil)))
+    (concat (concat (nreverse chars))
+            (and cut (format " …[printing stopped after %d characters]" limit)))))
 
 ;;;; Live evaluation
 
@@ -132,9 +132,11 @@ restored afterwards, whatever the forms did to it."
                 (setq value (eval (cons 'progn forms) t))))
           (error (setq failure err)))
       (when config (set-window-configuration config)))
-    (let ((messages (with-current-buffer (marker-buffer log)
-                      (prog1 (buffer-substring-no-properties log (point-max))
-                        (set-marker log nil)))))
+    (let ((messages (if (buffer-live-p (marker-buffer log))
+                        (with-current-buffer (marker-buffer log)
+                          (prog1 (buffer-substring-no-properties log (point-max))
+                            (set-marker log nil)))
+                      "")))
       (list :result (concat (unless (string-empty-p messages)
                               (concat "Messages:\n" messages
                                       (unless (string-suffix-p "\n" messages) "\n")))

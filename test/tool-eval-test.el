@@ -59,6 +59,8 @@ answers none."
   (let ((circular (list 1 2)))
     (setcdr (cdr circular) circular)
     (should (equal (mevedel-tool-eval-print circular) "#1=(1 2 . #1#)")))
+  ;; Exactly the limit is not cut.
+  (should (equal (mevedel-tool-eval-print "ab" 4) "\"ab\""))
   (let ((text (mevedel-tool-eval-print (make-string 5000 ?x) 100)))
     (should (string-prefix-p "\"xxx" text))
     (should (string-suffix-p "[printing stopped after 100 characters]" text))
