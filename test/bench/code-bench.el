@@ -44,6 +44,19 @@
       (error "Imenu failed: %S" outcome))
     (plist-get outcome :result)))
 
+(defun code-bench--interleaved (rounds ours peer)
+  "Return (OURS-SECONDS . PEER-SECONDS), medians of ROUNDS alternating calls.
+OURS and PEER are called in turn after a garbage collection each, so
+that a slower stretch of this shared machine hits both alike."
+  (let ((a nil) (b nil))
+    (funcall ours) (funcall peer)
+    (dotimes (_ rounds)
+      (garbage-collect)
+      (push (mevedel-bench-seconds (funcall ours)) a)
+      (garbage-collect)
+      (push (mevedel-bench-seconds (funcall peer)) b))
+    (cons (mevedel-bench-percentile a 50) (mevedel-bench-percentile b 50))))
+
 (defun code-bench--peer ()
   "Return Emacs's own Imenu index of the current buffer, rescanned."
   (let ((imenu-auto-rescan t)
@@ -65,11 +78,12 @@
               (mevedel-bench-describe
                "a %d-line Emacs Lisp file (%d KB) visited in emacs-lisp-mode, %d Imenu entries; \
 ours: the Imenu tool through mevedel-pipeline-run-tool-outcome to its result text (%d KB); \
-peer: imenu--make-index-alist on the same buffer, rescanned; median of 15 rounds of 3 calls"
+peer: imenu--make-index-alist on the same buffer, rescanned; medians of 21 alternating calls"
                (count-lines (point-min) (point-max)) (/ (buffer-size) 1024) entries
                (/ (length text) 1024))
-              (let ((ours (mevedel-bench-median-per-call 15 3 (lambda () (code-bench--ours tool file))))
-                    (peer (mevedel-bench-median-per-call 15 3 #'code-bench--peer)))
+              (pcase-let ((`(,ours . ,peer)
+                           (code-bench--interleaved 21 (lambda () (code-bench--ours tool file))
+                                                    #'code-bench--peer)))
                 (mevedel-bench-report "imenu-5k-line-file" (* 1000 ours) "ms"
                                       "imenu--make-index-alist" (* 1000 peer)))))
           (kill-buffer buffer)))
