@@ -460,40 +460,40 @@ DESCRIPTION names the command; ENVIRONMENT is a list of \"NAME=VALUE\"
 entries that replace those variables for this command.  Answer
 CALLBACK once with the output so far and the execution's facts.
 Argument errors signal: callers turn them into error results."
-  (let ((yield (mevedel-tool-exec--bounded (plist-get args :yield_time_ms)
-                                           mevedel-tool-exec-yield-range "yield_time_ms")))
-    (let* ((context (let ((context (mevedel-tool-exec-context)))
-                      ;; A command that may change files keeps its
-                      ;; output in the session's storage.
-                      (if (mevedel-tool-exec--read-only-p command context)
-                          context
-                        (mevedel-tool-exec-context t))))
-           (context (if environment
-                        (plist-put (copy-sequence context) :environment
-                                   (mevedel-tool-exec--override-environment
-                                    (or (plist-get context :environment) process-environment)
-                                    environment))
-                      context))
-           (answered nil)
-           (note (mevedel-tool-exec--withheld-note
-                  (plist-get context :session)
-                  (cdr (mevedel-tool-exec--environment
-                        context (mevedel-tool-exec-grant-request args)))))
-           (id (mevedel-core-exec-start
-                (mevedel-tool-exec--spec context args
-                                         :command command :description description :kind "bash"
-                                         :tty (and (mevedel-tool-exec--true-p (plist-get args :tty)) t)
-                                         :yield-ms yield)
-                (let ((answer (mevedel-tool-exec--answer callback t note)))
-                  (lambda (status value)
-                    (setq answered t)
-                    (funcall answer status value))))))
-      ;; Until it yields, the command belongs to its request: an
-      ;; aborted request stops it.
-      (mevedel-pipeline-add-canceller
-       (lambda ()
-         (unless answered
-           (mevedel-core-exec-stop-by-user (plist-get context :session) id)))))))
+  (let* ((yield (mevedel-tool-exec--bounded (plist-get args :yield_time_ms)
+                                            mevedel-tool-exec-yield-range "yield_time_ms"))
+         (context (let ((context (mevedel-tool-exec-context)))
+                    ;; A command that may change files keeps its
+                    ;; output in the session's storage.
+                    (if (mevedel-tool-exec--read-only-p command context)
+                        context
+                      (mevedel-tool-exec-context t))))
+         (context (if environment
+                      (plist-put (copy-sequence context) :environment
+                                 (mevedel-tool-exec--override-environment
+                                  (or (plist-get context :environment) process-environment)
+                                  environment))
+                    context))
+         (answered nil)
+         (note (mevedel-tool-exec--withheld-note
+                (plist-get context :session)
+                (cdr (mevedel-tool-exec--environment
+                      context (mevedel-tool-exec-grant-request args)))))
+         (id (mevedel-core-exec-start
+              (mevedel-tool-exec--spec context args
+                                       :command command :description description :kind "bash"
+                                       :tty (and (mevedel-tool-exec--true-p (plist-get args :tty)) t)
+                                       :yield-ms yield)
+              (let ((answer (mevedel-tool-exec--answer callback t note)))
+                (lambda (status value)
+                  (setq answered t)
+                  (funcall answer status value))))))
+    ;; Until it yields, the command belongs to its request: an
+    ;; aborted request stops it.
+    (mevedel-pipeline-add-canceller
+     (lambda ()
+       (unless answered
+         (mevedel-core-exec-stop-by-user (plist-get context :session) id))))))
 
 (defun mevedel-tool-exec--override-environment (base entries)
   "Return BASE, a \"NAME=VALUE\" list, with ENTRIES replacing their names."
