@@ -323,7 +323,11 @@ read in a temporary Info buffer."
     (pcase-let ((`(,kind . ,object) (mevedel-tool-emacs--kind name (plist-get args :kind) aspect)))
       (pcase aspect
         ("documentation" (pcase kind
-                           ('function (mevedel-tool-emacs--function-doc object))
+                           ('function
+                            (concat (mevedel-tool-emacs--function-doc object)
+                                    (and (mevedel-tool-emacs--variable-p object)
+                                         (format "\n\n(%s is also a variable: ask with kind \
+variable.)" object))))
                            ('variable (mevedel-tool-emacs--variable-doc object))
                            (_ (mevedel-tool-emacs--library-doc object))))
         ("source" (mevedel-tool-emacs--source kind object))

@@ -75,7 +75,9 @@ A test function that the fixture manual documents."
     (should-not (string-match-p "hunter2" doc)))
   (should (string-match-p "is a command"
                           (tool-emacs-test--ok "EmacsDescribe" '(:name "forward-line"))))
-  ;; A name that is both: kind chooses.
+  ;; A name that is both: a function unless kind says otherwise.
+  (should (string-match-p "auto-fill-function is also a variable: ask with kind variable"
+                          (tool-emacs-test--ok "EmacsDescribe" '(:name "auto-fill-function"))))
   (should (string-match-p "is a variable"
                           (tool-emacs-test--ok "EmacsDescribe"
                                                '(:name "auto-fill-function" :kind "variable"))))
