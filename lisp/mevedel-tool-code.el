@@ -27,9 +27,10 @@
 ;; afterwards).
 ;;
 ;; Xref finds definitions or references through the buffer's Xref
-;; backend.  Emacs Lisp references are searched in the recognised
-;; project's root, or the file's directory, without registering a
-;; project.  A buffer without a usable backend (only etags, with no
+;; backend.  Emacs Lisp references are searched with the module's Grep
+;; in the background (the files and modified buffers' texts) below the
+;; recognised project's root, or the file's directory, without
+;; registering a project.  A buffer without a usable backend (only etags, with no
 ;; tags table) says so.  Manual: docs/tools/emacs.md.
 
 ;;; Code:
@@ -40,6 +41,8 @@
 (require 'project)
 (require 'treesit)
 (require 'xref)
+(require 'mevedel-core)
+(require 'mevedel-pipeline)
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-render)
 
@@ -307,13 +310,20 @@ ask for a line and column to see one part]" limit)))))
 
 ;;;; Xref
 
+(defcustom mevedel-tool-code-xref-timeout-ms 30000
+  "Milliseconds before an Emacs Lisp reference search stops with what it found."
+  :type 'natnum)
+
+(defconst mevedel-tool-code--symbol-edge "[^\\w\\-+*/:<>=!?$%&~^.]"
+  "A character no Emacs Lisp symbol name has, as a class of the module's regex.")
+
 (defun mevedel-tool-code--xref-root (file)
   "Return the directory Emacs Lisp references to FILE's symbols are searched in.
 That is the root of the project `project-current' recognises, without
 prompting or remembering it, else FILE's directory."
   (let ((dir (file-name-directory (expand-file-name file))))
     (if-let* ((project (project-current nil dir)))
-        (project-root project)
+        (expand-file-name (project-root project))
       dir)))
 
 (defun mevedel-tool-code--xref-line (item)
@@ -332,46 +342,126 @@ prompting or remembering it, else FILE's directory."
                     (line-number-at-pos nil t) (current-column)
                     (string-trim (substring-no-properties (xref-item-summary item))))))))))
 
-(defun mevedel-tool-code-xref (args)
-  "Answer the Xref call ARGS (:file_path :kind :identifier :line :column)."
-  (let ((file (plist-get args :file_path))
-        (kind (or (plist-get args :kind) "definitions")))
-    (unless (member kind '("definitions" "references"))
-      (error "The kind argument must be definitions or references, not %S" kind))
-    (mevedel-tool-code--in-file file
-      (let* ((backend (xref-find-backend))
-             (identifier (or (plist-get args :identifier)
-                             (and (plist-get args :line)
-                                  (progn (goto-char (mevedel-tool-code--position
-                                                     (plist-get args :line)
-                                                     (plist-get args :column)))
-                                         (and backend (xref-backend-identifier-at-point backend))))
-                             (error "Give an identifier, or a line (and column) to take it from"))))
-        (cond
-         ((null backend)
-          (error "Unsupported: %s (%s) has no Xref backend" (mevedel-tool-code--display-file file)
-                 major-mode))
-         ((and (eq backend 'etags) (not (or tags-file-name tags-table-list)))
-          (error "Unsupported: %s (%s) has only the etags Xref backend and no tags table is \
+(defun mevedel-tool-code--listing (kind identifier backend lines)
+  "Return the Xref answer: a header for KIND of IDENTIFIER by BACKEND, then LINES."
+  (if (null lines)
+      (format "No %s of %s found (%s backend)." kind identifier backend)
+    (concat (format "%d %s of %s (%s backend):\n" (length lines)
+                    (if (cdr lines) kind (string-remove-suffix "s" kind))
+                    identifier backend)
+            (string-join lines "\n"))))
+
+(defun mevedel-tool-code--unsaved-texts (root)
+  "Return (TRUENAME TEXT NEW-P) for each modified local buffer below ROOT.
+The module's Grep searches those texts instead of the files."
+  (cl-loop for buffer in (buffer-list)
+           for file = (buffer-file-name buffer)
+           when (and file (buffer-modified-p buffer) (not (file-remote-p file))
+                     (file-in-directory-p file root))
+           collect (list (file-truename file)
+                         (with-current-buffer buffer
+                           (save-restriction
+                             (widen)
+                             (buffer-substring-no-properties (point-min) (point-max))))
+                         (not (file-exists-p file)))))
+
+(defun mevedel-tool-code--reference-line (identifier match)
+  "Return the listing line of IDENTIFIER's Grep MATCH (FILE:LINE:TEXT), or nil."
+  (when (string-match "\\`\\(.+?\\):\\([0-9]+\\):\\(.*\\)\\'" match)
+    (let* ((file (match-string 1 match))
+           (line (match-string 2 match))
+           (text (match-string 3 match))
+           (start (with-syntax-table emacs-lisp-mode-syntax-table
+                    (string-match (concat "\\_<" (regexp-quote identifier) "\\_>") text))))
+      (format "%s:%s:%d: %s" (mevedel-tool-code--display-file file) line
+              (if start
+                  (with-temp-buffer (insert (substring text 0 start)) (current-column))
+                0)
+              (string-trim text)))))
+
+(defun mevedel-tool-code--elisp-references (identifier root callback)
+  "Search the Emacs Lisp files below ROOT for IDENTIFIER; answer CALLBACK.
+The module's Grep runs in the background over the files and the
+modified buffers' texts.  Return the search's request id."
+  (let* ((directory mevedel-tool-code--directory)
+         (edge mevedel-tool-code--symbol-edge)
+         (pattern (format "(^|%s)%s($|%s)" edge
+                          (replace-regexp-in-string "[][\\\\.+*?(){}|^$#&~-]" "\\\\\\&" identifier)
+                          edge)))
+    (mevedel-core-search-grep
+     (directory-file-name (file-truename root)) (directory-file-name root)
+     (list :pattern pattern :glob "*.el" :output-mode "content" :before 0 :after 0
+           :line-numbers t :head-limit 0 :offset 0)
+     mevedel-tool-code-xref-timeout-ms
+     (lambda (status value)
+       (funcall
+        callback
+        (if (not (eq status 'ok))
+            (list :result (format "Error: the reference search failed: %s" (cadr value))
+                  :status 'error)
+          (let* ((mevedel-tool-code--directory directory)
+                 (lines (delq nil (mapcar (lambda (match)
+                                            (mevedel-tool-code--reference-line identifier match))
+                                          (split-string (plist-get value :text) "\n" t)))))
+            (concat (mevedel-tool-code--listing "references" identifier 'elisp
+                                                (sort lines #'string<))
+                    (and (plist-get value :partial)
+                         (format "\n[The search stopped after %d ms: the list may be incomplete]"
+                                 mevedel-tool-code-xref-timeout-ms)))))))
+     (mevedel-tool-code--unsaved-texts root))))
+
+(defun mevedel-tool-code--xref-check (backend kind file)
+  "Signal unless BACKEND of FILE's buffer can find KIND."
+  (cond
+   ((null backend)
+    (error "Unsupported: %s (%s) has no Xref backend" (mevedel-tool-code--display-file file)
+           major-mode))
+   ((and (eq backend 'etags) (not (or tags-file-name tags-table-list)))
+    (error "Unsupported: %s (%s) has only the etags Xref backend and no tags table is \
 loaded; use Grep instead" (mevedel-tool-code--display-file file) major-mode))
-         ((and (file-remote-p default-directory)
-               (not (and (eq backend 'elisp) (equal kind "references"))))
-          (error "Unsupported: remote Xref supports only Emacs Lisp references")))
-        (let ((items (condition-case nil
-                         (if (equal kind "definitions")
-                             (xref-backend-definitions backend identifier)
-                           (if (memq backend '(elisp etags))
-                               (xref-references-in-directory
-                                identifier (mevedel-tool-code--xref-root buffer-file-name))
-                             (xref-backend-references backend identifier)))
-                       (cl-no-applicable-method
-                        (error "Unsupported: the %s Xref backend cannot find %s" backend kind)))))
-          (if (null items)
-              (format "No %s of %s found (%s backend)." kind identifier backend)
-            (concat (format "%d %s of %s (%s backend):\n" (length items)
-                            (if (cdr items) kind (string-remove-suffix "s" kind))
-                            identifier backend)
-                    (mapconcat #'mevedel-tool-code--xref-line items "\n"))))))))
+   ((and (file-remote-p default-directory)
+         (not (and (eq backend 'elisp) (equal kind "references"))))
+    (error "Unsupported: remote Xref supports only Emacs Lisp references"))))
+
+(defun mevedel-tool-code-xref (callback args)
+  "Answer the Xref call ARGS to CALLBACK.
+ARGS holds :file_path, :kind, :identifier, :line and :column.
+Emacs Lisp references are searched in the background; everything
+else is answered at once."
+  (condition-case err
+      (let ((file (plist-get args :file_path))
+            (kind (or (plist-get args :kind) "definitions")))
+        (unless (member kind '("definitions" "references"))
+          (error "The kind argument must be definitions or references, not %S" kind))
+        (mevedel-tool-code--in-file file
+          (let* ((backend (xref-find-backend))
+                 (identifier
+                  (or (plist-get args :identifier)
+                      (and (plist-get args :line)
+                           (progn (goto-char (mevedel-tool-code--position
+                                              (plist-get args :line) (plist-get args :column)))
+                                  (and backend (xref-backend-identifier-at-point backend))))
+                      (error "Give an identifier, or a line (and column) to take it from"))))
+            (mevedel-tool-code--xref-check backend kind file)
+            (if (and (equal kind "references") (eq backend 'elisp))
+                (let ((id (mevedel-tool-code--elisp-references
+                           (substring-no-properties identifier)
+                           (mevedel-tool-code--xref-root buffer-file-name) callback)))
+                  (mevedel-pipeline-add-canceller (lambda () (mevedel-core-search-cancel id))))
+              (funcall
+               callback
+               (mevedel-tool-code--listing
+                kind identifier backend
+                (mapcar #'mevedel-tool-code--xref-line
+                        (condition-case nil
+                            (if (equal kind "definitions")
+                                (xref-backend-definitions backend identifier)
+                              (xref-backend-references backend identifier))
+                          (cl-no-applicable-method
+                           (error "Unsupported: the %s Xref backend cannot find %s"
+                                  backend kind))))))))))
+    (error (funcall callback (list :result (concat "Error: " (error-message-string err))
+                                   :status 'error)))))
 
 ;;;; Renderer
 
@@ -439,6 +529,7 @@ references are searched in the file's project (or directory). Manual: mevedel://
          (line integer :optional "Line to take the identifier from, from 1")
          (column integer :optional "Display column on that line, from 0"))
   :read-only-p t
+  :async-p t
   :max-result-size 20000
   :function #'mevedel-tool-code-xref
   :renderer #'mevedel-tool-code-render)

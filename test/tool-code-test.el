@@ -277,6 +277,16 @@ proj/sub/a.el:2:0: (defun tool-code-test-target)"))
         (should (string-match-p "^proj/other/b\\.el:2:8: (\\+ 1 (tool-code-test-target)))$" text))
         (should (string-match-p "^proj/sub/a\\.el:2:7: (defun tool-code-test-target ()$" text))
         (should-not (string-match-p "c\\.el" text)))
+      ;; A reference only in the text of a modified buffer counts.
+      (let ((buffer (find-file-noselect b)))
+        (with-current-buffer buffer
+          (goto-char (point-max))
+          (insert "(defun tool-code-test-unsaved () (tool-code-test-target))\n"))
+        (should (string-match-p "^proj/other/b\\.el:3:34: (defun tool-code-test-unsaved"
+                                (tool-code-test--ok "Xref" (list :file_path a :kind "references"
+                                                                 :identifier "tool-code-test-target"))))
+        (with-current-buffer buffer (set-buffer-modified-p nil))
+        (kill-buffer buffer))
       ;; The identifier at a line and column.
       (should (string-match-p "^proj/sub/a\\.el:2:0: (defun tool-code-test-target)$"
                               (tool-code-test--ok "Xref" (list :file_path b :line 2 :column 10))))
@@ -293,7 +303,18 @@ proj/sub/a.el:2:0: (defun tool-code-test-target)"))
       (let ((text (tool-code-test--ok "Xref" (list :file_path a :kind "references"
                                                    :identifier "tool-code-test-lonely"))))
         (should (string-match-p "\\`2 references" text))
-        (should-not (string-match-p "b\\.el" text))))))
+        (should-not (string-match-p "b\\.el" text)))
+      ;; A cancelled search settles the call once.
+      (let* ((outcomes nil)
+             (cancel (mevedel-pipeline-run-tool-outcome
+                      (mevedel-tool-get "Xref" "code")
+                      (list :file_path a :kind "references" :identifier "tool-code-test-lonely")
+                      (lambda (o) (push o outcomes)))))
+        (funcall cancel)
+        (mevedel-test-wait-until outcomes 5)
+        (sleep-for 0.3)
+        (should (= 1 (length outcomes)))
+        (should (eq (plist-get (car outcomes) :status) 'error))))))
 
 (ert-deftest mevedel-tool-code:xref-unsupported-backends-say-so ()
   (tool-code-test--with-dir dir
