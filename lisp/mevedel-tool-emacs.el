@@ -79,7 +79,7 @@ With SOURCE, prefer its source file (.el or .el.gz) to compiled code.
 Return nil when no such file lies inside a local `load-path' directory."
   (unless (or (string-empty-p name) (file-name-absolute-p name)
               (string-match-p "\\(?:\\`\\|/\\)\\.\\.\\(?:/\\|\\'\\)" name))
-    (let* ((base (file-name-sans-extension name))
+    (let* ((base (replace-regexp-in-string "\\.el\\(?:c\\|\\.gz\\)?\\'" "" name))
            (suffixes (if source
                          '(".el" ".el.gz" ".elc" "")
                        '(".elc" ".el" ".el.gz" ""))))
