@@ -171,8 +171,10 @@ The child prints the value on stdout after \"=> \"; an error prints
     (concat (shell-quote-argument (expand-file-name invocation-name invocation-directory))
             " --batch -Q --eval "
             (mevedel-tool-eval--quote
-             (let ((print-circle t) (print-escape-newlines t) (print-length nil)
-                   (print-level nil))
+             ;; One line, no control character (a NUL would end the
+             ;; command), and shared structure kept.
+             (let ((print-circle t) (print-escape-newlines t)
+                   (print-escape-control-characters t) (print-length nil) (print-level nil))
                (prin1-to-string driver))))))
 
 (defun mevedel-tool-eval--load-path-entry ()

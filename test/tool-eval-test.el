@@ -164,6 +164,12 @@ answers none."
       (should (string-match-p "^to stderr$" result))
       (should (string-match-p "<bash-execution [^>]*exit_code=\"0\"" result))
       (should (equal (plist-get (plist-get outcome :render-data) :outcome) "success")))
+    ;; Strings with newlines and control characters reach the child intact.
+    (let ((outcome (tool-eval-test--run
+                    session '(:form "(list (length \"a\nb\0c\") (string-to-char \"\\e\"))"
+                                    :mode "batch")
+                    60)))
+      (should (string-match-p "^=> (5 27)$" (plist-get outcome :result))))
     (let ((outcome (tool-eval-test--run session '(:form "(car 1)" :mode "batch") 60)))
       (should (eq (plist-get outcome :status) 'error))
       (should (string-match-p "^Error: Wrong type argument: listp, 1 (wrong-type-argument)$"
