@@ -40,6 +40,8 @@
   (require 'mevedel-tool-fs)
   (require 'mevedel-tool-exec)
   (require 'mevedel-tool-patch)
+  (require 'mevedel-tool-emacs)
+  (require 'mevedel-tool-code)
   (require 'mevedel-agent)
   (require 'mevedel-checkpoint)
   (require 'mevedel-ps)
