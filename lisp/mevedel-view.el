@@ -253,7 +253,7 @@ model never sees it.  HELP annotates NAME's completion; COMPLETE, when
 non-nil, is a function of the chat returning the candidates for the
 command's arguments.  Files built on the view (mevedel-ps.el: /ps and
 /stop) add their commands here when they are loaded; the view itself
-knows none.")
+knows only /help.")
 
 (defun mevedel-view--separator-text ()
   "Return the read-only line between the live zone and the composer."
@@ -1192,6 +1192,28 @@ names no command in `mevedel-view-slash-commands' is a user error."
                                mevedel-view-slash-commands ", ")))
       (cons (cadr entry) (or (match-string 2 text) "")))))
 
+(defun mevedel-view-help (&optional _chat _argument)
+  "Show the composer's commands and the view's keys (/help)."
+  (interactive)
+  (let ((map (substitute-command-keys "\\{mevedel-view-mode-map}"))
+        (row (substitute-command-keys "\\{mevedel-view-row-map}"))
+        (card (substitute-command-keys "\\{mevedel-view-card-map}")))
+    (with-help-window "*mevedel help*"
+      (princ "Composer commands (type them in the composer, then send):\n\n")
+      (dolist (entry (sort (copy-sequence mevedel-view-slash-commands)
+                           (lambda (a b) (string< (car a) (car b)))))
+        (princ (format "  /%-10s %s\n" (car entry) (nth 2 entry))))
+      (princ "\nAnything else starting with / is refused, not sent; start with a space\n")
+      (princ "to send such text to the model.\n\nKeys of the view:\n")
+      (princ map)
+      (princ "\nOn a tool row:\n")
+      (princ row)
+      (princ "\nOn a permission card:\n")
+      (princ card))))
+
+(setf (alist-get "help" mevedel-view-slash-commands nil nil #'equal)
+      (list #'mevedel-view-help "list the composer's commands and the view's keys" nil))
+
 (defun mevedel-view--slash-capf ()
   "Complete composer command names, then the arguments of a command.
 Arguments complete from the command's COMPLETE function (see
@@ -1217,17 +1239,15 @@ A composer command (see `mevedel-view-slash-commands') runs here
 instead."
   (interactive)
   (let* ((chat mevedel-view--chat)
-         (view (current-buffer))
          (raw (mevedel-view--composer-text))
          (slash (mevedel-view--slash raw))
          (text (string-trim raw)))
     (cond
      (slash
-      (funcall (car slash) chat (cdr slash))
-      ;; A command may replace the view (/new).
-      (when (buffer-live-p view)
-        (with-current-buffer view
-          (mevedel-view--set-composer ""))))
+      ;; A handled command leaves the composer, even when it fails.
+      (mevedel-view--set-composer "")
+      (setq mevedel-view--history-index nil mevedel-view--draft nil)
+      (funcall (car slash) chat (cdr slash)))
      ((string-empty-p text) (user-error "The composer is empty"))
      ((mevedel-chat-busy-p chat)
       (mevedel-view--set-composer "")
