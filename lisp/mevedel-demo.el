@@ -52,12 +52,7 @@ key for api.openai.com."
                  (auth-source-search :host "api.openai.com" :user "apikey"
                                      :require '(:secret))
                  t))
-      (or (null (gptel-backend-key backend))
-          (condition-case nil
-              (let* ((inhibit-message t)
-                     (key (mevedel-gptel-api-key backend)))
-                (and (stringp key) (not (string-empty-p key))))
-            (error nil))))))
+      (not (mevedel-gptel-backend-problem backend)))))
 
 (defun mevedel-demo-attach (chat)
   "Point CHAT at the offline demo model, starting its server if needed."

@@ -56,6 +56,8 @@
 (require 'mevedel-render-data)
 (require 'mevedel-tool-render)
 
+(declare-function mevedel-demo-attach "mevedel-demo" (chat))
+
 (defgroup mevedel-view nil
   "The session view."
   :group 'mevedel
@@ -98,7 +100,8 @@
   '((success "✓" mevedel-view-success)
     (warning "!" mevedel-view-warning)
     (error "×" mevedel-view-error)
-    (denied "×" mevedel-view-error))
+    (denied "×" mevedel-view-error)
+    (cancelled "⊘" mevedel-view-warning))
   "Marker and face of a row for each final status.")
 
 ;;;; Buffer-local state
@@ -140,6 +143,10 @@ START and END are positions or markers of the chat's turns.")
 (defvar-local mevedel-view--observer nil "This view's observer of its chat.")
 (defvar-local mevedel-view--progress-ids nil "Calls whose progress waits to be drawn.")
 (defvar-local mevedel-view--progress-timer nil "The pending progress redraw, or nil.")
+(defvar-local mevedel-view--problem nil
+  "Why the last prompt could not be sent, shown in the live zone, or nil.")
+(defvar-local mevedel-view--card-focused nil
+  "Non-nil while point is on a card because a card took it from the composer.")
 
 ;;;; Modes and keys
 
@@ -485,7 +492,9 @@ in flight)."
         (concat (if expandable (if expanded "▾ " "▸ ") "  ")
                 (mevedel-view--glyph status) " "
                 (propertize (plist-get row :header) 'face 'mevedel-view-tool-header)
-                (and (eq status 'denied) (propertize "  denied" 'face 'mevedel-view-error))
+                (pcase status
+                  ('denied (propertize "  denied" 'face 'mevedel-view-error))
+                  ('cancelled (propertize "  cancelled" 'face 'mevedel-view-warning)))
                 "\n")
         'keymap mevedel-view-row-map 'mouse-face 'highlight
         'help-echo (format "%s call %s: TAB to expand or collapse" name id))
@@ -563,7 +572,7 @@ All of it carries `mevedel-group', the group's ID; the header also
          (rows (mapcar #'mevedel-view--summary members))
          (status (cl-find-if (lambda (status)
                                (cl-some (lambda (row) (eq (plist-get row :status) status)) rows))
-                             '(error denied warning success)))
+                             '(error denied cancelled warning success)))
          (expanded (eq (gethash (concat "group:" id) mevedel-view--expanded) t)))
     (propertize
      (concat
@@ -804,6 +813,8 @@ rows are added, and nothing before the tail is touched."
                         (unless done 'running))))
             (unless done (setq running t))
             (when text (insert (mevedel-view--mark-row text (plist-get call :id))))))
+        (when mevedel-view--problem
+          (insert (mevedel-view--problem-text mevedel-view--problem)))
         (dolist (request (mevedel-chat-pending chat))
           (insert "\n" (mevedel-view--card-text request)))
         (when (eq (mevedel-chat-status chat) 'retrying)
@@ -944,7 +955,7 @@ gathered: at most one every `mevedel-view--progress-delay' seconds."
 (defun mevedel-view--observe (event _chat args)
   "Update this view for the chat's EVENT with ARGS."
   (pcase event
-    ('turn-start (mevedel-view--render-turn))
+    ('turn-start (setq mevedel-view--problem nil) (mevedel-view--render-turn))
     ('text (mevedel-view--append-text (car args)))
     ('tools-start (save-excursion (mevedel-view--render-live)))
     ('permission-settled
@@ -962,6 +973,7 @@ gathered: at most one every `mevedel-view--progress-delay' seconds."
     ('compacted (mevedel-view-rerender))
     ('delivered (mevedel-view--render-turn)))
   (when (eq event 'turn-end)
+    (mevedel-view--unfocus-card)
     (mevedel-view--stop-spinner)
     (force-mode-line-update)))
 
@@ -999,17 +1011,22 @@ gathered: at most one every `mevedel-view--progress-delay' seconds."
                                                                   (lambda (_ v) v))))
                    (prop-match-beginning match)))))
       (when pos
+        (setq mevedel-view--card-focused t)
         (set-window-point window pos)
         (goto-char pos)))))
 
 (defun mevedel-view--unfocus-card ()
-  "Return point to the composer when it sits in the live zone."
-  (when (and (>= (point) mevedel-view--transcript-end)
-             (< (point) mevedel-view--composer)
+  "Return point to the composer once no card waits, if a card took it.
+Point a card took may be left anywhere by the card's going (an abort
+redraws the live zone and the turn's rows); point the user moved
+stays."
+  (when (and mevedel-view--card-focused
              (null (mevedel-chat-pending mevedel-view--chat)))
-    (goto-char (point-max))
-    (when-let* ((window (get-buffer-window (current-buffer))))
-      (set-window-point window (point)))))
+    (setq mevedel-view--card-focused nil)
+    (when (< (point) mevedel-view--composer)
+      (goto-char (point-max))
+      (when-let* ((window (get-buffer-window (current-buffer))))
+        (set-window-point window (point))))))
 
 (defun mevedel-view--card-at-point ()
   "Return the permission request of the card at point, or the first one."
@@ -1258,7 +1275,38 @@ instead."
      (t
       (mevedel-view--set-composer "")
       (setq mevedel-view--history-index nil mevedel-view--draft nil)
-      (mevedel-chat-send chat text)))))
+      (condition-case err
+          (mevedel-chat-send chat text)
+        (error
+         ;; Not sent: the prompt goes back to the composer (it is in
+         ;; the history too), and the view says why.
+         (let* ((backend (eq (car err) 'mevedel-chat-backend-error))
+                (why (if backend (cadr err) (error-message-string err))))
+           (mevedel-view--set-composer raw)
+           (setq mevedel-view--problem (cons why backend))
+           (save-excursion (mevedel-view--render-live))
+           (if backend (user-error "%s" why) (signal (car err) (cdr err))))))))))
+
+(defun mevedel-view-use-demo ()
+  "Talk to the offline demo model in this view's session."
+  (interactive)
+  (require 'mevedel-demo)
+  (mevedel-demo-attach mevedel-view--chat)
+  (setq mevedel-view--problem nil)
+  (save-excursion (mevedel-view--render-live))
+  (force-mode-line-update)
+  (message "%s" (substitute-command-keys
+                 "The offline demo model answers now; \\<mevedel-view-mode-map>\\[mevedel-view-send] sends")))
+
+(defun mevedel-view--problem-text (problem)
+  "Return the live zone's lines for PROBLEM, (MESSAGE . BACKEND-P)."
+  (concat "\n" (propertize (concat "⚠ Not sent: " (car problem)) 'face 'mevedel-view-error) "\n"
+          (if (cdr problem)
+              (concat "  Fix the backend and send again, or "
+                      (buttonize "use the offline demo model"
+                                 (lambda (_) (mevedel-view-use-demo)))
+                      " (M-x mevedel-view-use-demo).\n")
+            "  The prompt is back in the composer.\n")))
 
 (defvar-local mevedel-view--queued-overlay nil
   "Overlay showing the queued messages above the separator, or nil.")
