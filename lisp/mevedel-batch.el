@@ -377,7 +377,7 @@ and :error (a message, or nil)."
       (setf (mevedel-chat-permission-mode chat) (plist-get options :mode)))
     (require 'mevedel-demo)
     (if (plist-get options :demo)
-        (mevedel-demo-attach chat)
+        (mevedel-demo-attach chat 'headless)
       (unless (mevedel-demo-backend-usable-p)
         (signal 'mevedel-batch-usage
                 (list "No usable gptel backend: set `gptel-backend' (and its key) in a \

@@ -56,7 +56,7 @@
 (require 'mevedel-render-data)
 (require 'mevedel-tool-render)
 
-(declare-function mevedel-demo-attach "mevedel-demo" (chat))
+(declare-function mevedel-demo-attach "mevedel-demo" (chat &optional surface))
 
 (defgroup mevedel-view nil
   "The session view."

@@ -232,5 +232,28 @@ and the model's answer is kept."
       (dolist (file (list init script)) (delete-file file))
       (delete-directory root t))))
 
+(ert-deftest mevedel-batch:demo-uses-the-workspace-it-runs-in ()
+  "The headless demo reads a file that exists, finds a word that is there,
+and closes with words for the command line, not for the view."
+  (mevedel-e2e-require-python)
+  (let ((root (mevedel-e2e-workspace '(("src/main.py" . "def compute_total():\n    return 42\n")))))
+    (unwind-protect
+        (pcase-let ((`(,status ,stdout ,stderr)
+                     (mevedel-batch-test--plain "--demo" "--dir" root "-p" "What is here?" "--json")))
+          (should (eql status 0))
+          (let* ((json (json-parse-string stdout :object-type 'alist :array-type 'list
+                                          :null-object nil))
+                 (calls (alist-get 'tool_calls json)))
+            (should (equal (mapcar (lambda (c) (alist-get 'status c)) calls) '("success" "success")))
+            (should (equal (alist-get 'file_path (alist-get 'args (car calls)))
+                           (concat root "src/main.py")))
+            (should (string-match-p "compute_total" (alist-get 'result_preview (car calls))))
+            (should (equal (alist-get 'pattern (alist-get 'args (cadr calls))) "compute_total"))
+            (should (string-match-p "main\\.py" (alist-get 'result_preview (cadr calls))))
+            (should (string-match-p "bin/mevedel --demo --json" (alist-get 'answer json)))
+            (should-not (string-match-p "TAB\\|M-x mevedel" (alist-get 'answer json))))
+          (should-not (string-match-p "README" stderr)))
+      (delete-directory root t))))
+
 (provide 'batch-e2e-test)
 ;;; batch-e2e-test.el ends here

@@ -165,5 +165,28 @@ the README's manual setup promises."
                             nil t nil args)))
       (should (string-match-p "(t t t t t)\\'" (buffer-string))))))
 
+(ert-deftest chat-ux:the-demo-fits-the-workspace-and-the-surface ()
+  "The demo reads a README when there is one, else another text file."
+  (require 'mevedel-demo)
+  (let ((with-readme (mevedel-e2e-workspace '(("README.org" . "* Widgets\nQuantum widgets.\n")
+                                              ("a.txt" . "other\n"))))
+        (without (mevedel-e2e-workspace '(("data.bin" . "\0\1\2binary")
+                                          ("lib/core.el" . "(defun widget-spin () 1)\n"))))
+        (empty (mevedel-e2e-workspace nil)))
+    (unwind-protect
+        (progn
+          (let ((vars (mevedel-demo-vars with-readme 'view)))
+            (should (equal (cdr (assoc "file" vars)) "README.org"))
+            (should (equal (cdr (assoc "pattern" vars)) "Widgets"))
+            (should (string-match-p "TAB on a tool row" (cdr (assoc "hint" vars)))))
+          (let ((vars (mevedel-demo-vars without 'headless)))
+            (should (equal (cdr (assoc "file" vars)) "lib/core.el"))
+            (should (equal (cdr (assoc "pattern" vars)) "defun"))
+            (should (string-match-p "--json" (cdr (assoc "hint" vars)))))
+          (let ((vars (mevedel-demo-vars empty 'view)))
+            (should (equal (cdr (assoc "file" vars)) ""))
+            (should (equal (cdr (assoc "what" vars)) "the workspace's listing"))))
+      (dolist (dir (list with-readme without empty)) (delete-directory dir t)))))
+
 (provide 'chat-ux-e2e-test)
 ;;; chat-ux-e2e-test.el ends here
