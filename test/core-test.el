@@ -72,6 +72,31 @@
       (delete-directory dir t)
       (when (file-exists-p marker) (delete-file marker)))))
 
+(ert-deftest mevedel-core:first-build-shows-progress-and-an-estimate ()
+  "The build buffer's mode line counts the crates cargo compiled and the time left."
+  (progn
+    (should (string-match-p "\\`about \\(?:a minute\\|[0-9]+ minutes\\)\\'"
+                            (mevedel-core--first-build-estimate)))
+    (should (string-match-p "starting; a first build takes about"
+                            (mevedel-core--build-progress-text (list 100.0 0 180) 100.0)))
+    ;; 60 of 180 crates in 120 s: 240 s, 4 minutes, left.
+    (should (equal (mevedel-core--build-progress-text (list 100.0 60 180) 220.0)
+                   " [60/180 crates, ~4 min left]"))
+    (should (equal (mevedel-core--build-progress-text (list 100.0 180 180) 400.0)
+                   " [180/180 crates]"))
+    nil)
+  (with-temp-buffer
+    (setq-local mevedel-core--build-progress (list (float-time) 0 10))
+    (insert "   Compiling libc v0.2\n    Compiling memchr v2\n")
+    (let ((compilation-filter-start (point-min)))
+      (mevedel-core--count-compiled))
+    (insert "warning: x\n   Compiling regex v1\n")
+    (let ((compilation-filter-start (- (point-max) 30)))
+      (mevedel-core--count-compiled))
+    (should (= (nth 1 mevedel-core--build-progress) 3))
+    (should (string-match-p "\\` \\[3/10 crates" mode-line-process)))
+  (should (> (mevedel-core--crate-count mevedel-test-root) 100)))
+
 (ert-deftest mevedel-core:build-policy-in-batch ()
   (let ((mevedel-core-build-policy 'ask))
     (should (eq (mevedel-core--effective-policy) 'always)))
