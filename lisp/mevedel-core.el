@@ -229,8 +229,9 @@ file mapped (or a helper running) keeps a valid file."
 Measured: 276 s of cargo on 2 vCPUs for the release module and helper.")
 
 (defvar-local mevedel-core--build-progress nil
-  "(START DONE TOTAL) of the build in this buffer: when it started,
-the crates compiled so far and how many the lock file names.")
+  "Progress of the build in this buffer, (START DONE TOTAL).
+START is when it started, DONE the crates compiled so far and TOTAL
+how many the lock file names.")
 
 (defun mevedel-core--crate-count (root)
   "Return how many packages ROOT's Cargo.lock names (what a first build compiles)."
