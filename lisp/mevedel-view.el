@@ -179,8 +179,18 @@ START and END are positions or markers of the chat's turns.")
 
 (define-derived-mode mevedel-view-mode fundamental-mode "mevedel"
   "Major mode of mevedel session views.
-The transcript is read-only; type in the composer at the bottom.
-\\{mevedel-view-mode-map}"
+The transcript is read-only; type in the composer at the bottom and
+send with \\[mevedel-view-send].  A composer line starting with /
+is a command (/help lists them); start with a space to send such a
+line to the model.
+
+\\{mevedel-view-mode-map}
+On a tool row:
+\\{mevedel-view-row-map}
+On a row's breadcrumb line:
+\\{mevedel-view-breadcrumb-map}
+On a permission card:
+\\{mevedel-view-card-map}"
   (setq-local truncate-lines nil)
   (setq-local word-wrap t)
   (setq-local buffer-undo-list t)
@@ -237,6 +247,7 @@ What it showed goes; the window keeps the buffer (`/clear')."
     (mevedel-chat-observe chat mevedel-view--observer)
     (mevedel-chat-set-prompter chat #'mevedel-view--prompt)
     (add-hook 'kill-buffer-hook #'mevedel-view--killed nil t)
+    (add-hook 'window-size-change-functions #'mevedel-view--fit-separator nil t)
     (mevedel-view-rerender)
     (run-hook-with-args 'mevedel-view-open-functions buffer))
   buffer)
@@ -262,19 +273,67 @@ command's arguments.  Files built on the view (mevedel-ps.el: /ps and
 /stop) add their commands here when they are loaded; the view itself
 knows only /help.")
 
-(defun mevedel-view--separator-text ()
-  "Return the read-only line between the live zone and the composer."
-  (propertize (concat "\n"
-                      (substitute-command-keys
-                       "── \\<mevedel-view-mode-map>\\[mevedel-view-send] send · \
-\\[mevedel-view-abort] abort · \\[mevedel-view-history-previous]/\
-\\[mevedel-view-history-next] history · TAB on a row: expand")
-                      (and mevedel-view-slash-commands
-                           (concat " · " (mapconcat (lambda (entry) (concat "/" (car entry)))
-                                                    (reverse mevedel-view-slash-commands) ", ")))
-                      " ──\n")
-              'face 'mevedel-view-separator 'read-only t
-              'rear-nonsticky t 'front-sticky t 'mevedel-separator t))
+(defun mevedel-view--separator-text (&optional width)
+  "Return the read-only line between the live zone and the composer.
+Its hints fit in WIDTH columns (default the widest window showing the
+view, else 80): the most useful come first, and /help always shows."
+  (let* ((width (or width
+                    (apply #'max 0 (mapcar #'window-body-width
+                                           (get-buffer-window-list nil nil t)))))
+         (width (if (< width 20) 80 width))
+         (hints (append
+                 (list (substitute-command-keys "\\<mevedel-view-mode-map>\\[mevedel-view-send] send")
+                       (substitute-command-keys "\\<mevedel-view-mode-map>\\[mevedel-view-abort] abort")
+                       (substitute-command-keys "\\<mevedel-view-mode-map>\\[mevedel-view-history-previous]/\
+\\[mevedel-view-history-next] history")
+                       "TAB on a row: expand")
+                 (and mevedel-view-slash-commands
+                      (list (mapconcat (lambda (entry) (concat "/" (car entry)))
+                                       (cons (assoc "help" mevedel-view-slash-commands)
+                                             (remove (assoc "help" mevedel-view-slash-commands)
+                                                     (reverse mevedel-view-slash-commands)))
+                                       ", ")))))
+         (line "──"))
+    (dolist (hint hints)
+      (let* ((next (concat line " " (if (equal line "──") "" "· ") hint))
+             (commands (string-prefix-p "/" hint))
+             ;; Room is kept for /help, which lists what does not fit.
+             (room (- width 3 (if commands 0 (length " · /help")))))
+        (cond ((<= (length next) room) (setq line next))
+              (commands (setq line (concat line " · /help"))))))
+    (propertize (concat "\n" line " ──\n")
+                'face 'mevedel-view-separator 'read-only t
+                'rear-nonsticky t 'front-sticky t 'mevedel-separator t)))
+
+(defun mevedel-view--fit-separator (&optional _window)
+  "Redraw the separator's hints for the view's current width.
+A `window-size-change-functions' member, buffer-local to the view."
+  (let ((text (mevedel-view--separator-text)))
+    (unless (equal-including-properties
+             text (buffer-substring mevedel-view--separator mevedel-view--composer))
+      (let* ((inhibit-read-only t)
+             (start (marker-position mevedel-view--separator))
+             (panel-here (= mevedel-view--panel mevedel-view--separator))
+             ;; Points in the composer keep their place in its text.
+             (in-composer (lambda (pos) (and (>= pos mevedel-view--composer)
+                                             (- pos mevedel-view--composer))))
+             (offset (funcall in-composer (point)))
+             (windows (delq nil (mapcar (lambda (window)
+                                          (when-let* ((o (funcall in-composer
+                                                                  (window-point window))))
+                                            (cons window o)))
+                                        (get-buffer-window-list nil nil t)))))
+        (save-excursion
+          (delete-region start mevedel-view--composer)
+          (goto-char start)
+          (insert text)
+          ;; The markers that advance on insertion stay before the line.
+          (set-marker mevedel-view--separator start)
+          (when panel-here (set-marker mevedel-view--panel start))
+          (set-marker mevedel-view--composer (point)))
+        (when offset (goto-char (+ mevedel-view--composer offset)))
+        (pcase-dolist (`(,window . ,o) windows)
+          (set-window-point window (+ mevedel-view--composer o)))))))
 
 (defun mevedel-view--header-line ()
   "Return the header line of the view."

@@ -165,8 +165,23 @@ from a Rust worker thread) and which sandbox layers are available."
                    (mevedel--status-update buffer 'sandbox (car desc) (cdr desc))))))
           (error
            (mevedel--status-insert "Native module" (error-message-string err) 'error)))
-        (insert "\nStart a session with M-x mevedel.\n")))
+        (insert "\n" (mevedel--status-sessions-text))))
     (pop-to-buffer-same-window buffer)))
+
+(declare-function mevedel-chat-list "mevedel-chat")
+(declare-function mevedel-chat-name "mevedel-chat")
+(declare-function mevedel-chat-status "mevedel-chat")
+
+(defun mevedel--status-sessions-text ()
+  "Return the status buffer's lines about the sessions open in this Emacs."
+  (let ((chats (and (featurep 'mevedel-chat) (mevedel-chat-list))))
+    (if (null chats)
+        "No open session: start one with M-x mevedel in a project.\n"
+      (concat (format "Open session%s:\n" (if (cdr chats) "s" ""))
+              (mapconcat (lambda (chat)
+                           (format "  %s (%s)\n" (mevedel-chat-name chat) (mevedel-chat-status chat)))
+                         chats "")
+              "M-x mevedel in a project shows its session.\n"))))
 
 (provide 'mevedel)
 ;;; mevedel.el ends here

@@ -365,6 +365,8 @@
   (require 'transient)
   (should (version<= "0.7.8" transient-version)))
 
+(defvar mevedel-chat-save-sessions)
+
 (ert-deftest mevedel-core:status-buffer-reports-everything ()
   (require 'mevedel)
   (save-window-excursion (mevedel-status))
@@ -374,6 +376,22 @@
     (let ((text (buffer-string)))
       (should (string-match-p "Native module: +0\\.1\\.0" text))
       (should (string-match-p "1000 events received in order" text))
-      (should (string-match-p "bubblewrap works" text)))))
+      (should (string-match-p "bubblewrap works" text))
+      (should (string-match-p "No open session: start one with M-x mevedel" text))))
+  ;; With a session open, the status names it instead.
+  (let* ((root (file-name-as-directory (make-temp-file "mevedel-status-" t)))
+         (mevedel-chat-save-sessions nil)
+         (view (mevedel root)))
+    (unwind-protect
+        (progn
+          (save-window-excursion (mevedel-status))
+          (with-current-buffer "*mevedel status*"
+            (let ((text (buffer-string)))
+              (should (string-match-p "Open session:\n  mevedel-status-.* (idle)" text))
+              (should-not (string-match-p "start one" text)))))
+      (let ((chat (mevedel-view-chat view)))
+        (kill-buffer view)
+        (kill-buffer (mevedel-chat-data-buffer chat)))
+      (delete-directory root t))))
 
 ;;; core-test.el ends here

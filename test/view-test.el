@@ -154,6 +154,59 @@ Each tool's only display fact is its :renderer; they are removed after."
        (kill-buffer (mevedel-chat-data-buffer chat))
        (delete-directory root t))))
 
+(ert-deftest mevedel-view:an-expanded-read-body-keeps-its-first-line-aligned ()
+  "The first line of a Read result keeps its padding, like the lines after it."
+  (mevedel-view-test--with-view view
+    (let ((chat (mevedel-view-chat view)))
+      (mevedel-view-test--data
+       chat "\n\n" (mevedel-test-tool-text "call_r2" "Read" '(:file_path "b.el")
+                                         "     1\t(defun a ())\n     2\t(defun b ())")))
+    (mevedel-view-rerender view)
+    (with-current-buffer view
+      (goto-char (point-min))
+      (search-forward "Read b.el")
+      (mevedel-view-toggle-row)
+      (should (string-match-p "Read b\\.el.*\n         1\t(defun a ())\n         2\t(defun b ())"
+                              (buffer-substring-no-properties (point-min) (point-max)))))))
+
+(ert-deftest mevedel-view:the-hint-line-fits-the-window ()
+  "The separator's hints fit the width; what does not fit is left to /help."
+  (mevedel-view-test--with-view view
+    (with-current-buffer view
+      (let ((narrow (mevedel-view--separator-text 40))
+            (wide (mevedel-view--separator-text 400)))
+        (should (<= (length (string-trim narrow)) 40))
+        (should (string-match-p "C-c C-c send" narrow))
+        (should (string-match-p "/help" narrow))
+        (should-not (string-match-p "/sessions" narrow))
+        (should (string-match-p "TAB on a row: expand · /help, " wide)))
+      ;; A resize redraws the line; the composer keeps its text.
+      (goto-char (point-max))
+      (insert "draft")
+      (cl-letf (((symbol-function 'window-body-width) (lambda (&rest _) 50)))
+        (mevedel-view--fit-separator))
+      (should (equal (mevedel-view--composer-text) "draft"))
+      (let ((line (buffer-substring-no-properties mevedel-view--separator mevedel-view--composer)))
+        (should (<= (length (string-trim line)) 50))
+        (should (string-match-p "\\`\n──.*──\n\\'" line)))
+      (should (get-text-property mevedel-view--separator 'mevedel-separator))
+      (should (= mevedel-view--panel mevedel-view--separator))
+      ;; The transcript above is untouched.
+      (should (string-match-p "Found it\\.\n\\'" (buffer-substring-no-properties
+                                                  (point-min) mevedel-view--transcript-end))))))
+
+(ert-deftest mevedel-view:describe-mode-documents-every-key ()
+  "\\[describe-mode] in the view lists the keys of the view, rows, breadcrumbs and cards."
+  (mevedel-view-test--with-view view
+    (with-current-buffer view
+      (let ((doc (substitute-command-keys (documentation 'mevedel-view-mode))))
+        (dolist (command '(mevedel-view-send mevedel-view-abort mevedel-view-unqueue
+                           mevedel-view-history-previous mevedel-view-toggle-row
+                           mevedel-view-show-result mevedel-view-allow-once
+                           mevedel-view-allow-session mevedel-view-deny))
+          (should (string-match-p (regexp-quote (symbol-name command)) doc)))
+        (should (string-match-p "/help" doc))))))
+
 (ert-deftest mevedel-view:rows-render-from-data-and-toggle ()
   (mevedel-view-test--with-view view
     (with-current-buffer view
