@@ -55,6 +55,7 @@
 (require 'mevedel-history)
 (require 'mevedel-render-data)
 (require 'mevedel-tool-render)
+(require 'mevedel-locations)
 
 (declare-function mevedel-demo-attach "mevedel-demo" (chat &optional surface))
 
@@ -195,6 +196,7 @@ On a permission card:
   (setq-local word-wrap t)
   (setq-local buffer-undo-list t)
   (setq-local header-line-format '(:eval (mevedel-view--header-line)))
+  (setq-local next-error-function #'mevedel-locations-next-error)
   (add-hook 'completion-at-point-functions #'mevedel-view--slash-capf nil t))
 
 ;;;; Creating the view
@@ -439,7 +441,8 @@ The search starts where the data of the turn that holds its row starts."
     ('response
      (mevedel-view--begin-block 'response)
      (mevedel-view--append
-      (concat (mevedel-history-trim (plist-get segment :text))
+      (concat (mevedel-locations-mark-text (mevedel-history-trim (plist-get segment :text))
+                                           default-directory)
               (if (plist-get segment :incomplete)
                   (propertize " [incomplete: the response was cut off]"
                               'face 'mevedel-view-warning 'mevedel-incomplete t)
@@ -558,7 +561,9 @@ in flight)."
         'keymap mevedel-view-row-map 'mouse-face 'highlight
         'help-echo (format "%s call %s: TAB to expand or collapse" name id))
        (cond ((and expanded body (not (string-empty-p body)))
-              (mevedel-view--body-text body (plist-get row :body-mode)))
+              (mevedel-locations-mark-body
+               (mevedel-view--body-text body (plist-get row :body-mode))
+               name args default-directory))
              ((and (not expanded) preview (not (string-empty-p preview)))
               (propertize (mevedel-view--body-text preview nil) 'face 'shadow)))
        (when (and expanded (plist-get row :child-calls))

@@ -207,6 +207,69 @@ Each tool's only display fact is its :renderer; they are removed after."
           (should (string-match-p (regexp-quote (symbol-name command)) doc)))
         (should (string-match-p "/help" doc))))))
 
+(ert-deftest mevedel-view:rows-and-text-lead-to-the-code ()
+  "RET on a place visits it; `next-error' steps through the row's places."
+  (let* ((root (file-name-as-directory (make-temp-file "mevedel-view-" t)))
+         (view (mevedel root))
+         (chat (mevedel-view-chat view)))
+    (unwind-protect
+        (progn
+          (dolist (file '("a.el" "b.el"))
+            (with-temp-file (expand-file-name file root)
+              (insert (format ";; %s line 1\n;; %s line 2\n;; %s line 3\n" file file file))))
+          (with-current-buffer (mevedel-chat-data-buffer chat)
+            (insert "### Find it\n\n"
+                    (mevedel-test-tool-text "call_g" "Grep" (list :pattern "line" :path root)
+                                            "a.el:1:;; a.el line 1\nb.el:3:;; b.el line 3")
+                    (mevedel-test-tool-text "call_r" "Read" (list :file_path (expand-file-name "b.el" root))
+                                            "     1\t;; b.el line 1\n     2\t;; b.el line 2")
+                    (propertize "See `b.el:2` for the answer, not missing.el." 'gptel 'response)))
+          (mevedel-view-rerender view)
+          (with-current-buffer view
+            (dolist (row '("Grep" "Read b.el"))
+              (goto-char (point-min))
+              (search-forward row)
+              (mevedel-view-toggle-row))
+            ;; RET on a Grep line.
+            (goto-char (point-min))
+            (search-forward "b.el:3")
+            (mevedel-locations-visit)
+            (should (equal (buffer-file-name) (expand-file-name "b.el" root)))
+            (should (= (line-number-at-pos) 3)))
+          (with-current-buffer view
+            ;; next-error from the row's start: the first place, then the next.
+            (goto-char (point-min))
+            (search-forward "Grep")
+            (let ((shown (funcall next-error-function 1 t)))
+              (should (equal (buffer-file-name shown) (expand-file-name "a.el" root)))
+              (should (= (with-current-buffer shown (line-number-at-pos)) 1)))
+            (let ((shown (funcall next-error-function 1)))
+              (should (equal (buffer-file-name shown) (expand-file-name "b.el" root)))
+              (should (= (with-current-buffer shown (line-number-at-pos)) 3)))
+            (should-error (funcall next-error-function 1) :type 'user-error)
+            (funcall next-error-function -1)
+            (should (string-match-p "a\\.el:1" (buffer-substring (line-beginning-position)
+                                                                 (line-end-position))))
+            ;; A Read row's numbered line.
+            (goto-char (point-min))
+            (search-forward "2\t;; b.el line 2")
+            (forward-line 0)
+            (let ((shown (mevedel-locations-show (get-text-property (point) 'mevedel-location))))
+              (should (= (with-current-buffer shown (line-number-at-pos)) 2)))
+            ;; A file named in the answer is a button; a missing one is not.
+            (goto-char (point-min))
+            (search-forward "See `")
+            (should (equal (car (get-text-property (point) 'mevedel-location)) "b.el"))
+            (should (equal (nth 1 (get-text-property (point) 'mevedel-location)) 2))
+            (search-forward "missing")
+            (should-not (get-text-property (point) 'mevedel-location))))
+      (dolist (file '("a.el" "b.el"))
+        (when-let* ((buffer (get-file-buffer (expand-file-name file root))))
+          (kill-buffer buffer)))
+      (kill-buffer view)
+      (kill-buffer (mevedel-chat-data-buffer chat))
+      (delete-directory root t))))
+
 (ert-deftest mevedel-view:rows-render-from-data-and-toggle ()
   (mevedel-view-test--with-view view
     (with-current-buffer view
