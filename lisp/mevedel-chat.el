@@ -192,6 +192,16 @@ gptel's default (OpenAI) is chosen and recorded in `gptel-backend'."
   (or (mevedel-chat-backend chat)
       (mevedel-gptel-default-backend)))
 
+(defun mevedel-chat-set-model (chat backend model)
+  "Make CHAT's next turns use gptel BACKEND and MODEL, and save that.
+The choice is this session's own: other sessions and gptel's defaults
+keep theirs.  Observers hear `status'."
+  (setf (mevedel-chat-backend chat) backend
+        (mevedel-chat-model chat) model
+        (mevedel-chat-label chat) nil)
+  (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat))
+  (mevedel-chat--notify chat 'status))
+
 (defun mevedel-chat-model-effective (chat)
   "Return the gptel model for the next turn of CHAT."
   (or (mevedel-chat-model chat) (default-value 'gptel-model)))

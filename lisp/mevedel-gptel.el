@@ -854,6 +854,10 @@ stop: FSM moves to ABRT itself, its callback silenced."
   (let ((gptel-backend backend))
     (gptel--get-api-key)))
 
+(defun mevedel-gptel-backends ()
+  "Return gptel's configured backends as (NAME . BACKEND), as gptel lists them."
+  (copy-sequence gptel--known-backends))
+
 (defun mevedel-gptel-backend-problem (backend)
   "Return why BACKEND cannot take a request now, and what to do; nil if it can.
 Checked before a turn starts: without a key gptel would fail inside

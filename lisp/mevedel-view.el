@@ -158,6 +158,7 @@ START and END are positions or markers of the chat's turns.")
   "C-c C-l" #'mevedel-view-rerender
   "C-c C-p" #'mevedel-view-set-permission-mode
   "C-c C-u" #'mevedel-view-unqueue
+  "C-c C-m" #'mevedel-view-set-model
   "M-p" #'mevedel-view-history-previous
   "M-n" #'mevedel-view-history-next)
 
@@ -1432,6 +1433,40 @@ instead."
   "Replace the composer's text with the next input."
   (interactive)
   (mevedel-view--history-step -1))
+
+(defun mevedel-view--model-choices ()
+  "Return (\"BACKEND:MODEL\" BACKEND MODEL) for every model gptel knows."
+  (cl-loop for (name . backend) in (mevedel-gptel-backends)
+           append (mapcar (lambda (model)
+                            (let ((model (if (consp model) (car model) model)))
+                              (list (format "%s:%s" name model) backend model)))
+                          (gptel-backend-models backend))))
+
+(defun mevedel-view-set-model (choice)
+  "Use CHOICE, \"BACKEND:MODEL\" of gptel's backends, for this session (/model)."
+  (interactive
+   (list (completing-read
+          (format "Model for this session (now %s:%s): "
+                  (gptel-backend-name (mevedel-chat-backend-effective mevedel-view--chat))
+                  (mevedel-chat-model-effective mevedel-view--chat))
+          (mapcar #'car (mevedel-view--model-choices)) nil t)))
+  (pcase-let ((`(,_ ,backend ,model)
+               (or (assoc choice (mevedel-view--model-choices))
+                   (user-error "No model %s among gptel's backends (see `gptel-make-openai' and \
+friends to add one)" choice))))
+    (mevedel-chat-set-model mevedel-view--chat backend model)
+    (force-mode-line-update)
+    (message "This session now uses %s" choice)))
+
+(defun mevedel-view--slash-model (_chat argument)
+  "Choose this session's backend and model (/model [BACKEND:MODEL])."
+  (if (string-blank-p argument)
+      (call-interactively #'mevedel-view-set-model)
+    (mevedel-view-set-model (string-trim argument))))
+
+(setf (alist-get "model" mevedel-view-slash-commands nil nil #'equal)
+      (list #'mevedel-view--slash-model "choose this session's backend and model (/model B:M)"
+            (lambda (_chat) (mapcar #'car (mevedel-view--model-choices)))))
 
 (defun mevedel-view-set-permission-mode (mode)
   "Set this session's permission MODE."

@@ -188,5 +188,36 @@ the README's manual setup promises."
             (should (equal (cdr (assoc "what" vars)) "the workspace's listing"))))
       (dolist (dir (list with-readme without empty)) (delete-directory dir t)))))
 
+(ert-deftest chat-ux:model-switching-is-per-session-and-saved ()
+  "/model picks one of gptel's backends and models; the header shows it; resume keeps it."
+  (chat-ux-test--with-view (view server '(((text . "Answered by the second model."))))
+    (let* ((chat (mevedel-view-chat view))
+           (first (mevedel-scripted-model-backend server :wire 'openai :stream t
+                                                  :name "mevedel-test-first"))
+           (second (mevedel-scripted-model-backend server :wire 'anthropic :stream t
+                                                   :name "mevedel-test-second"))
+           (mevedel-chat-save-sessions t))
+      (ignore first)
+      (with-current-buffer view
+        (should (member "mevedel-test-second:scripted-model" (mapcar #'car (mevedel-view--model-choices))))
+        (should (eq (key-binding (kbd "C-c C-m")) #'mevedel-view-set-model))
+        (mevedel-view--set-composer "/model mevedel-test-second:scripted-model")
+        (mevedel-view-send)
+        (should (eq (mevedel-chat-backend chat) second))
+        (should (string-match-p "mevedel-test-second / scripted-model" (mevedel-view--header-line)))
+        (should-error (mevedel-view-set-model "nobody:nothing") :type 'user-error)
+        (should (eq (mevedel-chat-backend chat) second))
+        ;; The next turn goes to it, and the session remembers it.
+        (goto-char (point-max))
+        (chat-ux-test--type-and-send view "Hello")
+        (should (chat-ux-test--wait (lambda () (and (mevedel-chat-turns chat)
+                                                    (not (mevedel-chat-busy-p chat))))))
+        (should (string-match-p "Answered by the second model" (mevedel-e2e-transcript-text view)))
+        (should (equal (alist-get 'path (car (mevedel-scripted-model-log server))) "/v1/messages"))
+        (mevedel-chat-flush chat)
+        (let ((info (mevedel-core-store-info-get (mevedel-session-store-handle (mevedel-chat-session chat)))))
+          (should (equal (cdr (assoc "backend" info)) "mevedel-test-second"))
+          (should (equal (cdr (assoc "model" info)) "scripted-model")))))))
+
 (provide 'chat-ux-e2e-test)
 ;;; chat-ux-e2e-test.el ends here
