@@ -1458,9 +1458,9 @@ friends to add one)" choice))))
     (force-mode-line-update)
     (message "This session now uses %s" choice)))
 
+(defun mevedel-view--slash-model (_chat argument)
   "Choose this session's backend and model (/model [BACKEND:MODEL]).
 ARGUMENT is the choice; empty, it is asked for."
-  "Choose this session's backend and model (/model [BACKEND:MODEL])."
   (if (string-blank-p argument)
       (call-interactively #'mevedel-view-set-model)
     (mevedel-view-set-model (string-trim argument))))
