@@ -193,7 +193,7 @@ gptel's default (OpenAI) is chosen and recorded in `gptel-backend'."
       (mevedel-gptel-default-backend)))
 
 (defun mevedel-chat-set-model (chat backend model)
-  "Set the gptel BACKEND and MODEL of the next turns of CHAT, and save them.
+  "Give CHAT the gptel BACKEND and MODEL from its next turn on, and save them.
 The choice is this session's own: other sessions and gptel's defaults
 keep theirs.  Observers hear `status'."
   (setf (mevedel-chat-backend chat) backend
