@@ -58,7 +58,8 @@
   (require 'mevedel-checkpoint)
   (require 'mevedel-ps)
   (require 'mevedel-panel)
-  (require 'mevedel-sessions))
+  (require 'mevedel-sessions)
+  (require 'mevedel-menu))
 
 ;;;###autoload
 (defun mevedel (&optional directory)

@@ -270,6 +270,44 @@ Each tool's only display fact is its :renderer; they are removed after."
       (kill-buffer (mevedel-chat-data-buffer chat))
       (delete-directory root t))))
 
+(ert-deftest mevedel-view:the-menu-runs-the-commands-of-the-keys ()
+  "The transient menu holds the session's commands, each the one its key runs."
+  (require 'mevedel-menu)
+  (let ((commands nil))
+    (cl-labels ((walk (x) (cond ((and (symbolp x) (commandp x)
+                                      (string-prefix-p "mevedel-" (symbol-name x)))
+                                 (push x commands))
+                                ((consp x) (walk (car x)) (walk (cdr x)))
+                                ((vectorp x) (mapc #'walk x)))))
+      (walk (get 'mevedel-menu 'transient--layout)))
+    (dolist (command '(mevedel-view-set-model mevedel-view-set-permission-mode mevedel-new
+                       mevedel-sessions mevedel-compact mevedel-view-abort mevedel-view-unqueue
+                       mevedel-ps mevedel-view-help))
+      (should (memq command commands)))
+    (pcase-dolist (`(,key . ,command) '(("C-c C-m" . mevedel-view-set-model)
+                                        ("C-c C-p" . mevedel-view-set-permission-mode)
+                                        ("C-c C-k" . mevedel-view-abort)
+                                        ("C-c C-u" . mevedel-view-unqueue)
+                                        ("C-c C-l" . mevedel-view-rerender)
+                                        ("C-c C-e" . mevedel-ps)
+                                        ("C-c C-o" . mevedel-menu)))
+      (should (eq (keymap-lookup mevedel-view-mode-map key) command))
+      (when (memq command commands)
+        ;; The entry names the key it teaches.
+        (should (string-match-p (regexp-quote key) (format "%S" (get 'mevedel-menu 'transient--layout)))))))
+  ;; ? opens the menu outside the composer and is a character inside it.
+  (mevedel-view-test--with-view view
+    (with-current-buffer view
+      (goto-char (point-max))
+      (let ((last-command-event ??))
+        (mevedel-menu-or-insert))
+      (should (equal (mevedel-view--composer-text) "?"))
+      (goto-char (point-min))
+      (let ((opened nil))
+        (cl-letf (((symbol-function 'mevedel-menu) (lambda () (interactive) (setq opened t))))
+          (mevedel-menu-or-insert))
+        (should opened)))))
+
 (ert-deftest mevedel-view:rows-render-from-data-and-toggle ()
   (mevedel-view-test--with-view view
     (with-current-buffer view
