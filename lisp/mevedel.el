@@ -40,6 +40,8 @@
   (require 'mevedel-tool-fs)
   (require 'mevedel-tool-exec)
   (require 'mevedel-tool-patch)
+  (require 'mevedel-tool-ptc)
+  (require 'mevedel-tools-list)
   (require 'mevedel-agent)
   (require 'mevedel-checkpoint)
   (require 'mevedel-ps)
