@@ -16,6 +16,7 @@
 (require 'mevedel-tool-exec)
 (require 'mevedel-tool-fs)
 (require 'mevedel-gptel)
+(require 'mevedel-tools-list)
 
 (defvar mevedel-ptc-test--pending nil
   "Calls of the async test tool waiting to finish: (CALLBACK . ARGS), newest first.")
@@ -278,6 +279,42 @@ Return (OUTCOME-CELL . CANCEL): the cell's car becomes the outcome."
       (should (equal (mapcar (lambda (c) (nth 4 c)) children) '(1 1 1)))
       (should (equal (mapcar (lambda (c) (nth 5 c)) children)
                      '("call_1/1" "call_1/2" "call_1/3"))))))
+
+;;;; The tools surface
+
+(ert-deftest mevedel-ptc-test-tools-surface ()
+  "/tools lists native and discoverable tools; RET shows a contract; s searches."
+  (mevedel-ptc-test--with
+    (let ((buffer (mevedel-tools-slash nil "list")))
+      (unwind-protect
+          (with-current-buffer buffer
+            (should (derived-mode-p 'mevedel-tools-mode))
+            (goto-char (point-min))
+            (should (search-forward "Native (offered" nil t))
+            (should (search-forward "(Read " nil t))
+            (should (search-forward "Discoverable" nil t))
+            (should (search-forward "(Echo :file_path string)" nil t))
+            (mevedel-tools-toggle-contract)
+            (should (save-excursion (search-forward "Calling shape: (Echo :file_path string)" nil t)))
+            (mevedel-tools-toggle-contract)
+            (should-not (save-excursion (search-forward "Calling shape: (Echo" nil t)))
+            (mevedel-tools-search "echo")
+            (should (save-excursion (search-forward "Search: echo\n## Echo" nil t))))
+        (kill-buffer buffer)))
+    (should-error (mevedel-tools-slash nil "bogus") :type 'user-error)))
+
+(ert-deftest mevedel-ptc-test-view-brackets-joins ()
+  "Child rows of one join share a gutter; sequential children get none."
+  (let* ((mevedel-view--expanded (make-hash-table :test #'equal))
+         (rows (mevedel-view--child-rows
+               "c1" '(("Echo" (:file_path "a") "A" nil 1 "c1/1")
+                      ("Echo" (:file_path "b") "B" nil 1 "c1/2")
+                      ("Echo" (:file_path "c") "C" nil 1 "c1/3")
+                      ("Echo" (:file_path "d") "D" nil nil "c1/4")))))
+    (should (string-match-p "^    ┌ .*Echo a" rows))
+    (should (string-match-p "^    │ .*Echo b" rows))
+    (should (string-match-p "^    └ .*Echo c" rows))
+    (should (string-match-p "^    [^┌│└ ].*Echo d" rows))))
 
 (provide 'ptc-test)
 ;;; ptc-test.el ends here
