@@ -94,7 +94,8 @@ Zero keeps every value inline."
   :type 'natnum)
 
 (defconst mevedel-ptc--audit-preview-chars 2000
-  "Characters kept of a direct call's result in its audit (the envelope has it all).")
+  "Characters kept of a direct call's result in its audit.
+The envelope's own result has all of it.")
 
 (defconst mevedel-ptc--summary-entries 10
   "Most completed calls a denial's partial summary names.")
@@ -105,7 +106,8 @@ Zero keeps every value inline."
 ;;;; The catalog
 
 (defun mevedel-ptc-catalog ()
-  "Return the tools a ToolCall program may call: every registered tool but ToolCall."
+  "Return the tools a ToolCall program may call.
+That is every registered tool but ToolCall itself."
   (cl-remove-if (lambda (tool) (equal (mevedel-tool-name tool) "ToolCall"))
                 (mevedel-tool-all)))
 
@@ -418,8 +420,8 @@ but their audit entries."
                                 (car cell)))
                (nreverse counts) ", ")))
 
-(defun mevedel-ptc-render (name args result render-data)
-  "Render a ToolCall call NAME with ARGS, RESULT and RENDER-DATA.
+(defun mevedel-ptc-render (_name args result render-data)
+  "Render a ToolCall call with ARGS, RESULT and RENDER-DATA.
 A program that is one direct call renders as that tool's own row; a
 composed program as one row whose children are the nested calls."
   (let* ((children (plist-get render-data :ptc-children))
