@@ -1149,7 +1149,7 @@ program that does not compile fails on its first resume."
   (mevedel-core--ptc-direct machine))
 
 (defun mevedel-core-ptc-feed (machine n ok text)
-  "Give MACHINE the result TEXT of its call N; OK nil says the call failed."
+  "Give MACHINE the result TEXT of its call N (OK nil: the call failed)."
   (mevedel-core--ptc-feed machine n ok text))
 
 (defun mevedel-core-ptc-resume (machine)

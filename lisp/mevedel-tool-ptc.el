@@ -159,7 +159,7 @@ when TOOLS is empty."
             (or (mevedel-chat-context-window chat) mevedel-tools-listing-default-window))))
 
 (defun mevedel-ptc--last-listing (buffer)
-  "Return the last specialist listing the data BUFFER holds, or nil."
+  "Return the last specialist listing in the data BUFFER, or nil."
   (with-current-buffer buffer
     (save-excursion
       (goto-char (point-max))
@@ -290,7 +290,7 @@ again) or a resumed session gets it again."
             (- (length text) mevedel-ptc--audit-preview-chars))))
 
 (defun mevedel-ptc--kick (run)
-  "Advance RUN: start queued calls, or run the machine once every result is in.
+  "Advance RUN: start what is queued, or run the machine when results are in.
 Reentrant calls (a child that settles synchronously) return at once;
 the running loop sees their effect.  An interactive loop that has
 worked for `mevedel-pipeline-yield-budget' goes on from a timer."
@@ -326,8 +326,8 @@ worked for `mevedel-pipeline-yield-budget' goes on from a timer."
                             (concat "Error: the ToolCall program failed: " message))
                           steps))))
 
-(defun mevedel-ptc--finish (run status text &optional steps)
-  "Settle RUN once with STATUS and result TEXT after STEPS steps."
+(defun mevedel-ptc--finish (run status text &optional count)
+  "Settle RUN once with STATUS and result TEXT, after COUNT guest steps."
   (unless (mevedel-ptc--run-settled run)
     (setf (mevedel-ptc--run-settled run) t)
     (mevedel-ptc--cancel-children run)
@@ -336,7 +336,7 @@ worked for `mevedel-pipeline-yield-budget' goes on from a timer."
              (list :result text :status status
                    :render-data (list :ptc-children (mevedel-ptc--run-children run)
                                       :ptc-direct (mevedel-ptc--run-direct run)
-                                      :ptc-steps (or steps 0))))))
+                                      :ptc-steps (or count 0))))))
 
 (defun mevedel-ptc--cancel-children (run)
   "Cancel every nested call of RUN still in flight; forget queued ones.

@@ -518,12 +518,22 @@ ToolSearch, sees it in the conversation's specialist listing and calls
 it through ToolCall.  A short native list keeps the provider schemas,
 and so the cached prompt prefix, stable as tools are added.")
 
+(defcustom mevedel-tool-native-extras nil
+  "Names of further registered tools to offer natively, as provider tools.
+For a tool of your own that the model should see in every request
+instead of finding it through ToolSearch; each one added changes the
+provider schemas, so keep it short."
+  :type '(repeat string)
+  :group 'mevedel-tool)
+
 (defun mevedel-tool-native-p (tool)
   "Return non-nil when TOOL is native: a built-in named in the roster.
 Native membership needs mevedel's own implementation, not just the
-name: a wrapped gptel tool called Read stays a specialist."
-  (and (not (mevedel-tool-wrap tool))
-       (member (mevedel-tool-name tool) mevedel-tool-native-names)))
+name: a wrapped gptel tool called Read stays a specialist.  Tools named
+in `mevedel-tool-native-extras' are native too."
+  (or (member (mevedel-tool-name tool) mevedel-tool-native-extras)
+      (and (not (mevedel-tool-wrap tool))
+           (member (mevedel-tool-name tool) mevedel-tool-native-names))))
 
 (defun mevedel-tool-native-tools ()
   "Return the registered native tools, in registration order."

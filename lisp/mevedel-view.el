@@ -500,7 +500,7 @@ in flight)."
          (mevedel-view--breadcrumb-text crumb id))))))
 
 (defun mevedel-view--child-rows (id children)
-  "Return the rows of CHILDREN, the child calls of the row of call ID.
+  "Return the rows of CHILDREN, nested in the row of call ID.
 Each child is (NAME ARGS RESULT RENDER-DATA [BATCH [CHILD-ID]]); calls
 sharing a non-nil BATCH ran concurrently and are bracketed by a gutter
 \(┌ │ └), so a fan-out reads differently from the same calls in sequence."

@@ -88,12 +88,12 @@ pub fn compile(forms: &[Sexp], catalog: &Catalog<'_>) -> Result<Program, String>
         [Expr::Tool(call)] => Some(call.name.clone()),
         _ => None,
     };
-    if let Some((name, pos)) = c.standalone {
-        if direct.is_none() || c.tool_count != 1 {
-            return Err(format!(
-                "{pos}: {name} is standalone only: the whole program must be the one call ({name} ...)"
-            ));
-        }
+    if let Some((name, pos)) = c.standalone
+        && (direct.is_none() || c.tool_count != 1)
+    {
+        return Err(format!(
+            "{pos}: {name} is standalone only: the whole program must be the one call ({name} ...)"
+        ));
     }
     Ok(Program { body, direct })
 }
@@ -200,7 +200,7 @@ impl Compiler<'_, '_> {
                 };
                 let params = params
                     .iter()
-                    .map(|p| binding_name(p))
+                    .map(binding_name)
                     .collect::<Result<Vec<_>, _>>()?;
                 if args.len() < 2 {
                     return Err(format!("{pos}: the function has no body"));
@@ -271,12 +271,11 @@ impl Compiler<'_, '_> {
     }
 
     fn join_entry(&mut self, form: &Sexp, join: &str) -> Result<ToolCall, String> {
-        if let Sexp::Form(items, pos) = form {
-            if let Some(name) = items.first().and_then(symbol_name) {
-                if self.catalog.tools.contains(name) {
-                    return self.tool_call(name, &items[1..], *pos);
-                }
-            }
+        if let Sexp::Form(items, pos) = form
+            && let Some(name) = items.first().and_then(symbol_name)
+            && self.catalog.tools.contains(name)
+        {
+            return self.tool_call(name, &items[1..], *pos);
         }
         Err(format!(
             "{}: each entry of {join} must be one direct tool call (Tool :arg ...)",
@@ -289,7 +288,7 @@ impl Compiler<'_, '_> {
         if self.catalog.standalone.contains(name) && self.standalone.is_none() {
             self.standalone = Some((name.to_string(), pos));
         }
-        if args.len() % 2 != 0 {
+        if !args.len().is_multiple_of(2) {
             return Err(format!(
                 "{pos}: arguments of {name} come in :name value pairs"
             ));

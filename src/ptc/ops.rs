@@ -536,7 +536,7 @@ pub fn apply(op: Op, args: &[Value], regexps: &mut Regexps) -> Result<Value, Str
                 other => return Err(type_error(op, "a map", other)),
             };
             if op == Op::Assoc {
-                if args.len() % 2 == 0 {
+                if args.len().is_multiple_of(2) {
                     return Err("assoc takes a map and key/value pairs".into());
                 }
                 for pair in args[1..].chunks(2) {

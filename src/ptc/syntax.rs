@@ -257,12 +257,10 @@ impl Reader<'_> {
             if word
                 .bytes()
                 .all(|b| b.is_ascii_digit() || b"-+.eE".contains(&b))
+                && let Ok(x) = word.parse::<f64>()
+                && x.is_finite()
             {
-                if let Ok(x) = word.parse::<f64>() {
-                    if x.is_finite() {
-                        return Ok(Sexp::Float(x, pos));
-                    }
-                }
+                return Ok(Sexp::Float(x, pos));
             }
             return Err(format!("{pos}: `{word}` is not a number"));
         }
