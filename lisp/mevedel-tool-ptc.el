@@ -327,7 +327,7 @@ worked for `mevedel-pipeline-yield-budget' goes on from a timer."
                           steps))))
 
 (defun mevedel-ptc--finish (run status text &optional count)
-  "Settle RUN once with STATUS and result TEXT, after COUNT guest steps."
+  "Settle RUN once with STATUS, result TEXT and the step COUNT of its run."
   (unless (mevedel-ptc--run-settled run)
     (setf (mevedel-ptc--run-settled run) t)
     (mevedel-ptc--cancel-children run)

@@ -141,19 +141,27 @@ impl<'a> Run<'a> {
         Ok(v)
     }
 
+    fn out_of_steps(&self) -> Stop {
+        Stop::Error(format!(
+            "the program used up its step budget of {} steps",
+            self.budgets.steps
+        ))
+    }
+
+    fn too_deep(&self) -> Stop {
+        Stop::Error(format!(
+            "evaluation is nested more than {} deep",
+            self.budgets.depth
+        ))
+    }
+
     fn eval(&mut self, expr: &Expr, scope: &Scope) -> Result<Value, Stop> {
         self.steps += 1;
         if self.steps > self.budgets.steps {
-            return Err(Stop::Error(format!(
-                "the program used up its step budget of {} steps",
-                self.budgets.steps
-            )));
+            return Err(self.out_of_steps());
         }
         if self.depth >= self.budgets.depth {
-            return Err(Stop::Error(format!(
-                "evaluation is nested more than {} deep",
-                self.budgets.depth
-            )));
+            return Err(self.too_deep());
         }
         self.depth += 1;
         let out = self.eval_inner(expr, scope);
@@ -290,10 +298,7 @@ impl<'a> Run<'a> {
         }
         self.steps = self.steps.saturating_add(cost);
         if self.steps > self.budgets.steps {
-            return Err(Stop::Error(format!(
-                "the program used up its step budget of {} steps",
-                self.budgets.steps
-            )));
+            return Err(self.out_of_steps());
         }
         Ok(())
     }
@@ -377,10 +382,7 @@ impl<'a> Run<'a> {
             scope = bind(&scope, p.clone(), a);
         }
         if self.depth >= self.budgets.depth {
-            return Err(Stop::Error(format!(
-                "evaluation is nested more than {} deep",
-                self.budgets.depth
-            )));
+            return Err(self.too_deep());
         }
         self.depth += 1;
         let out = self.body(&lambda.body, &scope);
