@@ -199,6 +199,16 @@ Return (OUTCOME-CELL . CANCEL): the cell's car becomes the outcome."
 
 ;;;; ToolSearch
 
+(ert-deftest mevedel-ptc-test-envelope-needs-no-approval ()
+  "ToolSearch and ToolCall run without a card in `ask' mode; nested calls decide for themselves."
+  (let ((session (mevedel-session-create :workspace temporary-file-directory :ephemeral t)))
+    (should (eq (mevedel-permissions-session-mode session) 'ask))
+    (dolist (name '("ToolSearch" "ToolCall"))
+      (should (eq (mevedel-permissions-decide-call
+                   (list :tool (mevedel-tool-get name) :args '(:program "1" :query "x"))
+                   session)
+                  'allow)))))
+
 (ert-deftest mevedel-ptc-test-tool-search ()
   "Few matches give contracts, more give shapes, none suggests groups; empty is an error."
   (mevedel-ptc-test--with
