@@ -166,7 +166,8 @@ reported as a warning while the previous patterns stay in use."
 
 (defvar mevedel-pipeline-tool-event-hook nil
   "Functions called with (EVENT INFO) as tool calls progress.
-EVENT is `started', `permission-approved' or `settled'.  INFO is a
+EVENT is `started', `permission-asked' (the call waits for the
+user's answer), `permission-approved' or `settled'.  INFO is a
 fresh copy of (:event EVENT :tool-use-id ID :parent-id ID :source
 SOURCE :name NAME :args ARGS :data-buffer BUFFER), plus :status for
 `settled'.  Settlement is published before the caller's callback runs.
@@ -605,6 +606,7 @@ render-data as :permission-approvals."
        (let ((prompter (and (mevedel-session-p session) (mevedel-session-prompter session))))
          (cond
           (prompter
+           (mevedel-pipeline--emit call 'permission-asked)
            (let* ((answer (mevedel-pipeline--await
                            call (lambda (answer) (mevedel-pipeline--answer call answer))))
                   (withdraw (funcall prompter (mevedel-pipeline--context call) answer)))

@@ -182,6 +182,21 @@ again) or a resumed session gets it again."
 
 ;;;; ToolCall: running a program
 
+(defvar mevedel-ptc--runs (make-hash-table :test #'equal)
+  "Programs running now, by the ToolCall's tool-use ID.")
+
+(defun mevedel-ptc--observe (event info)
+  "Mark a nested call of a running program waiting while permission asks.
+For `mevedel-pipeline-tool-event-hook': EVENT and INFO are its."
+  (when-let* (((memq event '(permission-asked permission-approved)))
+              ((eq (plist-get info :source) 'ptc))
+              (run (gethash (plist-get info :parent-id) mevedel-ptc--runs))
+              (n (string-to-number (car (last (split-string (plist-get info :tool-use-id) "/"))))))
+    (mevedel-ptc--set-child run n :waiting (eq event 'permission-asked))
+    (mevedel-ptc--progress run)))
+
+(add-hook 'mevedel-pipeline-tool-event-hook #'mevedel-ptc--observe)
+
 (cl-defstruct (mevedel-ptc--run (:constructor mevedel-ptc--run-make) (:copier nil))
   machine id direct data-buffer session callback
   (queue nil) (active 0) (cancels (make-hash-table)) (children nil)
@@ -225,7 +240,10 @@ again) or a resumed session gets it again."
                                     collect (plist-get c :tool))
                :ptc-done (cl-count-if (lambda (c) (memq (plist-get c :status) '(success error)))
                                       children)
-               :ptc-failed (cl-count 'error children :key (lambda (c) (plist-get c :status)))))))))
+               :ptc-failed (cl-count 'error children :key (lambda (c) (plist-get c :status)))
+               :ptc-waiting (cl-count-if (lambda (c) (and (eq (plist-get c :status) 'running)
+                                                          (plist-get c :waiting)))
+                                         children)))))))
 
 (defun mevedel-ptc--child (run n)
   "Return RUN's audit entry of call N."
@@ -330,6 +348,7 @@ worked for `mevedel-pipeline-yield-budget' goes on from a timer."
   "Settle RUN once with STATUS, result TEXT and the step COUNT of its run."
   (unless (mevedel-ptc--run-settled run)
     (setf (mevedel-ptc--run-settled run) t)
+    (remhash (mevedel-ptc--run-id run) mevedel-ptc--runs)
     (mevedel-ptc--cancel-children run)
     (mevedel-ptc--progress run)
     (funcall (mevedel-ptc--run-callback run)
@@ -396,8 +415,10 @@ but their audit entries."
      (lambda ()
        (unless (mevedel-ptc--run-settled run)
          (setf (mevedel-ptc--run-settled run) t)
+         (remhash (mevedel-ptc--run-id run) mevedel-ptc--runs)
          (mevedel-ptc--cancel-children run)
          (mevedel-ptc--progress run))))
+    (puthash (mevedel-ptc--run-id run) run mevedel-ptc--runs)
     (mevedel-ptc--kick run)))
 
 ;;;; Rendering
@@ -434,9 +455,13 @@ composed program as one row whose children are the nested calls."
                                 (concat "running " (mevedel-ptc--tally
                                                     (mapcar (lambda (n) (list :tool n)) active)))
                               "running")
-                            (format " · %d done%s" (or (plist-get render-data :ptc-done) 0)
+                            (format " · %d done%s%s" (or (plist-get render-data :ptc-done) 0)
                                     (if (> (or (plist-get render-data :ptc-failed) 0) 0)
                                         (format ", %d failed" (plist-get render-data :ptc-failed))
+                                      "")
+                                    (if (> (or (plist-get render-data :ptc-waiting) 0) 0)
+                                        (format ", %d waiting for permission"
+                                                (plist-get render-data :ptc-waiting))
                                       "")))
             :expandable-p nil))
      ((and direct child (null (cdr children)) (not (eq (plist-get child :status) 'denied)))

@@ -44,7 +44,8 @@
          (mevedel-pipeline-post-tool-use-functions nil)
          (mevedel-pipeline-post-tool-use-failure-functions nil)
          (mevedel-pipeline-tool-event-hook
-          (list (lambda (event info)
+          (list #'mevedel-ptc--observe
+                (lambda (event info)
                   (push (list event (plist-get info :tool-use-id) (plist-get info :source)
                               (plist-get info :parent-id))
                         mevedel-ptc-test--events)))))
@@ -60,14 +61,14 @@
          (when (equal (mevedel-tool-category tool) "mevedel-test")
            (mevedel-tool-unregister (mevedel-tool-name tool) "mevedel-test"))))))
 
-(defun mevedel-ptc-test--run (program &optional id)
-  "Start the ToolCall PROGRAM as a nested call with tool-use ID.
+(defun mevedel-ptc-test--run (program &optional session)
+  "Start the ToolCall PROGRAM as the call \"call_1\", in SESSION if given.
 Return (OUTCOME-CELL . CANCEL): the cell's car becomes the outcome."
   (let* ((cell (list nil))
          (cancel (mevedel-pipeline-run-tool-outcome
                   (mevedel-tool-get "ToolCall") (list :program program)
                   (lambda (outcome) (setcar cell outcome))
-                  :tool-use-id (or id "call_1") :source 'provider)))
+                  :tool-use-id "call_1" :source 'provider :session session)))
     (cons cell cancel)))
 
 (defun mevedel-ptc-test--outcome (program)
@@ -196,6 +197,30 @@ Return (OUTCOME-CELL . CANCEL): the cell's car becomes the outcome."
                      "(let [r (Big :file_path \"x\")] (if (failed? r) (error-message r) \"fits\"))")))
       (should (string-match-p "exceeds the value budget" (plist-get outcome :result)))
       (should (< (length (plist-get (car (mevedel-ptc-test--children outcome)) :result)) 2100)))))
+
+(ert-deftest mevedel-ptc-test-live-row-counts-permission-waits ()
+  "While a nested call waits for the user, the live row says so; the answer resumes it."
+  (mevedel-ptc-test--with
+    (mevedel-ptc-test--tool "Asks" :check-permission (lambda (_) 'ask)
+                            :function (lambda (args) (format "asked %s" (plist-get args :file_path))))
+    (let* ((answers nil)
+           (progress nil)
+           (session (mevedel-session-create :workspace temporary-file-directory :ephemeral t)))
+      (setf (mevedel-session-prompter session)
+            (lambda (_context answer) (push answer answers) nil))
+      (cl-letf (((symbol-function 'mevedel-chat-of-buffer) (lambda (_) 'chat))
+                ((symbol-function 'mevedel-chat-set-progress)
+                 (lambda (_chat _id plist) (setq progress plist))))
+        (let ((run (mevedel-ptc-test--run
+                    "(let [a (Echo :file_path \"x\")] (Asks :file_path a))" session)))
+          (should (= 1 (length answers)))
+          (should-not (car (car run)))
+          (let ((row (mevedel-ptc-render "ToolCall" nil nil progress)))
+            (should (string-match-p "running Asks · 1 done, 1 waiting for permission"
+                                    (plist-get row :header))))
+          (funcall (car answers) 'approve)
+          (should (equal (plist-get (car (car run)) :result) "asked echo x"))
+          (should-not progress))))))
 
 ;;;; ToolSearch
 
