@@ -113,7 +113,7 @@ signals an error instead."
 (declare-function mevedel-core--store-mailbox-deliver "ext:mevedel-dyn" (store ids))
 (declare-function mevedel-core--store-transcript-save "ext:mevedel-dyn" (store at props))
 (declare-function mevedel-core--store-transcript-compact "ext:mevedel-dyn" (store export))
-(declare-function mevedel-core--store-transcript-load "ext:mevedel-dyn" (store))
+(declare-function mevedel-core--store-transcript-load "ext:mevedel-dyn" (store &optional full))
 (declare-function mevedel-core--store-flush "ext:mevedel-dyn" (store timeout-ms))
 (declare-function mevedel-core--store-info-set "ext:mevedel-dyn" (store pairs))
 (declare-function mevedel-core--store-info-get "ext:mevedel-dyn" (store))
@@ -978,12 +978,17 @@ event."
 Both happen in the background, after the saves already queued."
   (mevedel-core--store-transcript-compact store (and export (expand-file-name export))))
 
-(defun mevedel-core-transcript-load (store)
-  "Return (TEXT . PROPS) of STORE's saved transcript, once queued writes end.
-PROPS is a string: the printed list ((START END NAME VALUE) ...) of
-the text's properties, with 0-based bounds."
-  (let ((loaded (mevedel-core--store-transcript-load store)))
-    (cons (decode-coding-string (car loaded) 'utf-8-unix t) (cdr loaded))))
+(defun mevedel-core-transcript-load (store &optional full)
+  "Return STORE's saved transcript, once queued writes end, as a plist.
+:text is its text, or nil when :copy, the file name of the readable
+copy, holds exactly that text (:chars characters, UTF-8); FULL non-nil
+always gives :text.  :chunks are its properties as (FROM . PRINTED),
+the latest-ending first: PRINTED is the printed list ((START END NAME
+VALUE) ...), 0-based bounds, and once a chunk and those before it are
+applied every property reaching past character FROM is."
+  (pcase-let ((`(,text ,copy ,chars ,chunks) (mevedel-core--store-transcript-load store full)))
+    (list :text (and text (decode-coding-string text 'utf-8-unix t))
+          :copy copy :chars chars :chunks chunks)))
 
 (defun mevedel-core-store-flush (store &optional timeout)
   "Wait up to TIMEOUT seconds (default 5) for the queued writes of STORE.

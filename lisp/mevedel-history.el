@@ -115,6 +115,7 @@ They default to the buffer's beginning and end.  Each segment is a
 plist with :type `user', `response', `tool' or `notice' and :start,
 where it starts in BUFFER.  A response cut by a failed request has
 :incomplete t.  One pass over the text's property changes finds them."
+  (mevedel-transcript-complete buffer start)
   (with-current-buffer buffer
     (save-restriction
       (widen)

@@ -435,7 +435,9 @@ TEXT describes what the answer allows and KEYS are what it records;
 return nil when no answer may allow the call."
   (let ((facts (plist-get judged :command)))
     (cond
-     ((eq (plist-get judged :by) 'rule) nil)
+     ;; A rule, or the tool's own check, asks every time: no answer
+     ;; is consulted, so none is offered.
+     ((memq (plist-get judged :by) '(rule own)) nil)
      ((not facts) (cons (format "every %s call for the rest of this session" name)
                         (list name)))
      ((or (plist-get facts :unkeyed) (null (plist-get facts :keys))) nil)

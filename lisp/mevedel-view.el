@@ -56,6 +56,8 @@
 (require 'mevedel-render-data)
 (require 'mevedel-tool-render)
 
+(declare-function mevedel-demo-attach "mevedel-demo" (chat &optional surface))
+
 (defgroup mevedel-view nil
   "The session view."
   :group 'mevedel
@@ -98,7 +100,8 @@
   '((success "✓" mevedel-view-success)
     (warning "!" mevedel-view-warning)
     (error "×" mevedel-view-error)
-    (denied "×" mevedel-view-error))
+    (denied "×" mevedel-view-error)
+    (cancelled "⊘" mevedel-view-warning))
   "Marker and face of a row for each final status.")
 
 ;;;; Buffer-local state
@@ -140,6 +143,10 @@ START and END are positions or markers of the chat's turns.")
 (defvar-local mevedel-view--observer nil "This view's observer of its chat.")
 (defvar-local mevedel-view--progress-ids nil "Calls whose progress waits to be drawn.")
 (defvar-local mevedel-view--progress-timer nil "The pending progress redraw, or nil.")
+(defvar-local mevedel-view--problem nil
+  "Why the last prompt could not be sent, shown in the live zone, or nil.")
+(defvar-local mevedel-view--card-focused nil
+  "Non-nil while point is on a card because a card took it from the composer.")
 
 ;;;; Modes and keys
 
@@ -253,7 +260,7 @@ model never sees it.  HELP annotates NAME's completion; COMPLETE, when
 non-nil, is a function of the chat returning the candidates for the
 command's arguments.  Files built on the view (mevedel-ps.el: /ps and
 /stop) add their commands here when they are loaded; the view itself
-knows none.")
+knows only /help.")
 
 (defun mevedel-view--separator-text ()
   "Return the read-only line between the live zone and the composer."
@@ -485,7 +492,9 @@ in flight)."
         (concat (if expandable (if expanded "▾ " "▸ ") "  ")
                 (mevedel-view--glyph status) " "
                 (propertize (plist-get row :header) 'face 'mevedel-view-tool-header)
-                (and (eq status 'denied) (propertize "  denied" 'face 'mevedel-view-error))
+                (pcase status
+                  ('denied (propertize "  denied" 'face 'mevedel-view-error))
+                  ('cancelled (propertize "  cancelled" 'face 'mevedel-view-warning)))
                 "\n")
         'keymap mevedel-view-row-map 'mouse-face 'highlight
         'help-echo (format "%s call %s: TAB to expand or collapse" name id))
@@ -592,7 +601,7 @@ All of it carries `mevedel-group', the group's ID; the header also
          (rows (mapcar #'mevedel-view--summary members))
          (status (cl-find-if (lambda (status)
                                (cl-some (lambda (row) (eq (plist-get row :status) status)) rows))
-                             '(error denied warning success)))
+                             '(error denied cancelled warning success)))
          (expanded (eq (gethash (concat "group:" id) mevedel-view--expanded) t)))
     (propertize
      (concat
@@ -833,6 +842,8 @@ rows are added, and nothing before the tail is touched."
                         (unless done 'running))))
             (unless done (setq running t))
             (when text (insert (mevedel-view--mark-row text (plist-get call :id))))))
+        (when mevedel-view--problem
+          (insert (mevedel-view--problem-text mevedel-view--problem)))
         (dolist (request (mevedel-chat-pending chat))
           (insert "\n" (mevedel-view--card-text request)))
         (when (eq (mevedel-chat-status chat) 'retrying)
@@ -973,7 +984,7 @@ gathered: at most one every `mevedel-view--progress-delay' seconds."
 (defun mevedel-view--observe (event _chat args)
   "Update this view for the chat's EVENT with ARGS."
   (pcase event
-    ('turn-start (mevedel-view--render-turn))
+    ('turn-start (setq mevedel-view--problem nil) (mevedel-view--render-turn))
     ('text (mevedel-view--append-text (car args)))
     ('tools-start (save-excursion (mevedel-view--render-live)))
     ('permission-settled
@@ -991,6 +1002,7 @@ gathered: at most one every `mevedel-view--progress-delay' seconds."
     ('compacted (mevedel-view-rerender))
     ('delivered (mevedel-view--render-turn)))
   (when (eq event 'turn-end)
+    (mevedel-view--unfocus-card)
     (mevedel-view--stop-spinner)
     (force-mode-line-update)))
 
@@ -1028,17 +1040,22 @@ gathered: at most one every `mevedel-view--progress-delay' seconds."
                                                                   (lambda (_ v) v))))
                    (prop-match-beginning match)))))
       (when pos
+        (setq mevedel-view--card-focused t)
         (set-window-point window pos)
         (goto-char pos)))))
 
 (defun mevedel-view--unfocus-card ()
-  "Return point to the composer when it sits in the live zone."
-  (when (and (>= (point) mevedel-view--transcript-end)
-             (< (point) mevedel-view--composer)
+  "Return point to the composer once no card waits, if a card took it.
+Point a card took may be left anywhere by the card's going (an abort
+redraws the live zone and the turn's rows); point the user moved
+stays."
+  (when (and mevedel-view--card-focused
              (null (mevedel-chat-pending mevedel-view--chat)))
-    (goto-char (point-max))
-    (when-let* ((window (get-buffer-window (current-buffer))))
-      (set-window-point window (point)))))
+    (setq mevedel-view--card-focused nil)
+    (when (< (point) mevedel-view--composer)
+      (goto-char (point-max))
+      (when-let* ((window (get-buffer-window (current-buffer))))
+        (set-window-point window (point))))))
 
 (defun mevedel-view--card-at-point ()
   "Return the permission request of the card at point, or the first one."
@@ -1221,6 +1238,28 @@ names no command in `mevedel-view-slash-commands' is a user error."
                                mevedel-view-slash-commands ", ")))
       (cons (cadr entry) (or (match-string 2 text) "")))))
 
+(defun mevedel-view-help (&optional _chat _argument)
+  "Show the composer's commands and the view's keys (/help)."
+  (interactive)
+  (let ((map (substitute-command-keys "\\{mevedel-view-mode-map}"))
+        (row (substitute-command-keys "\\{mevedel-view-row-map}"))
+        (card (substitute-command-keys "\\{mevedel-view-card-map}")))
+    (with-help-window "*mevedel help*"
+      (princ "Composer commands (type them in the composer, then send):\n\n")
+      (dolist (entry (sort (copy-sequence mevedel-view-slash-commands)
+                           (lambda (a b) (string< (car a) (car b)))))
+        (princ (format "  /%-10s %s\n" (car entry) (nth 2 entry))))
+      (princ "\nAnything else starting with / is refused, not sent; start with a space\n")
+      (princ "to send such text to the model.\n\nKeys of the view:\n")
+      (princ map)
+      (princ "\nOn a tool row:\n")
+      (princ row)
+      (princ "\nOn a permission card:\n")
+      (princ card))))
+
+(setf (alist-get "help" mevedel-view-slash-commands nil nil #'equal)
+      (list #'mevedel-view-help "list the composer's commands and the view's keys" nil))
+
 (defun mevedel-view--slash-capf ()
   "Complete composer command names, then the arguments of a command.
 Arguments complete from the command's COMPLETE function (see
@@ -1246,17 +1285,15 @@ A composer command (see `mevedel-view-slash-commands') runs here
 instead."
   (interactive)
   (let* ((chat mevedel-view--chat)
-         (view (current-buffer))
          (raw (mevedel-view--composer-text))
          (slash (mevedel-view--slash raw))
          (text (string-trim raw)))
     (cond
      (slash
-      (funcall (car slash) chat (cdr slash))
-      ;; A command may replace the view (/new).
-      (when (buffer-live-p view)
-        (with-current-buffer view
-          (mevedel-view--set-composer ""))))
+      ;; A handled command leaves the composer, even when it fails.
+      (mevedel-view--set-composer "")
+      (setq mevedel-view--history-index nil mevedel-view--draft nil)
+      (funcall (car slash) chat (cdr slash)))
      ((string-empty-p text) (user-error "The composer is empty"))
      ((mevedel-chat-busy-p chat)
       (mevedel-view--set-composer "")
@@ -1267,7 +1304,38 @@ instead."
      (t
       (mevedel-view--set-composer "")
       (setq mevedel-view--history-index nil mevedel-view--draft nil)
-      (mevedel-chat-send chat text)))))
+      (condition-case err
+          (mevedel-chat-send chat text)
+        (error
+         ;; Not sent: the prompt goes back to the composer (it is in
+         ;; the history too), and the view says why.
+         (let* ((backend (eq (car err) 'mevedel-chat-backend-error))
+                (why (if backend (cadr err) (error-message-string err))))
+           (mevedel-view--set-composer raw)
+           (setq mevedel-view--problem (cons why backend))
+           (save-excursion (mevedel-view--render-live))
+           (if backend (user-error "%s" why) (signal (car err) (cdr err))))))))))
+
+(defun mevedel-view-use-demo ()
+  "Talk to the offline demo model in this view's session."
+  (interactive)
+  (require 'mevedel-demo)
+  (mevedel-demo-attach mevedel-view--chat)
+  (setq mevedel-view--problem nil)
+  (save-excursion (mevedel-view--render-live))
+  (force-mode-line-update)
+  (message "%s" (substitute-command-keys
+                 "The offline demo model answers now; \\<mevedel-view-mode-map>\\[mevedel-view-send] sends")))
+
+(defun mevedel-view--problem-text (problem)
+  "Return the live zone's lines for PROBLEM, (MESSAGE . BACKEND-P)."
+  (concat "\n" (propertize (concat "⚠ Not sent: " (car problem)) 'face 'mevedel-view-error) "\n"
+          (if (cdr problem)
+              (concat "  Fix the backend and send again, or "
+                      (buttonize "use the offline demo model"
+                                 (lambda (_) (mevedel-view-use-demo)))
+                      " (M-x mevedel-view-use-demo).\n")
+            "  The prompt is back in the composer.\n")))
 
 (defvar-local mevedel-view--queued-overlay nil
   "Overlay showing the queued messages above the separator, or nil.")

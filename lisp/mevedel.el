@@ -34,12 +34,26 @@
 (declare-function mevedel-demo-open "mevedel-demo")
 (declare-function mevedel-batch-main "mevedel-batch")
 
+;; The commands of files loaded on first use, for a checkout loaded by
+;; `require' without package autoloads (a package's autoloads file says
+;; the same).
+(dolist (command '((mevedel-new . "mevedel-sessions")
+                   (mevedel-sessions . "mevedel-sessions")
+                   (mevedel-rewind . "mevedel-checkpoint")
+                   (mevedel-session-diff . "mevedel-checkpoint")
+                   (mevedel-ps . "mevedel-ps")
+                   (mevedel-sandbox-status . "mevedel-sandbox")))
+  (unless (fboundp (car command))
+    (autoload (car command) (cdr command) nil t)))
+
 (defun mevedel--load ()
   "Load the session, its view, the tools and the agents."
   (require 'mevedel-view)
   (require 'mevedel-tool-fs)
   (require 'mevedel-tool-exec)
   (require 'mevedel-tool-patch)
+  (require 'mevedel-tool-emacs)
+  (require 'mevedel-tool-code)
   (require 'mevedel-tool-ptc)
   (require 'mevedel-tools-list)
   (require 'mevedel-agent)

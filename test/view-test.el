@@ -278,6 +278,37 @@ Each tool's only display fact is its :renderer; they are removed after."
         (mevedel-view--set-composer "  ")
         (should-error (mevedel-view-send) :type 'user-error)))))
 
+(ert-deftest mevedel-view:composer-commands-clear-unknown-ones-are-refused ()
+  "A handled command leaves the composer even when it fails; an unknown one is not sent."
+  (require 'mevedel-ps)
+  (mevedel-view-test--with-view view
+    (with-current-buffer view
+      (let ((chat (mevedel-view-chat view)))
+        ;; /stop with nothing running: an error, and the composer is empty,
+        ;; so the next text is not sent as "/stop...".
+        (mevedel-view--set-composer "/stop")
+        (should-error (mevedel-view-send) :type 'user-error)
+        (should (equal (mevedel-view--composer-text) ""))
+        ;; An unknown command stays to be fixed and nothing is sent.
+        (mevedel-view--set-composer "/frobnicate now")
+        (let ((err (should-error (mevedel-view-send) :type 'user-error)))
+          (should (string-match-p "Unknown command /frobnicate" (cadr err)))
+          (should (string-match-p "/help" (cadr err))))
+        (should (equal (mevedel-view--composer-text) "/frobnicate now"))
+        (should-not (mevedel-chat-busy-p chat))
+        (should-not (mevedel-chat-turns chat))
+        ;; /help lists the commands and the keys.
+        (mevedel-view--set-composer "/help")
+        (mevedel-view-send)
+        (should (equal (mevedel-view--composer-text) ""))
+        (with-current-buffer "*mevedel help*"
+          (let ((text (buffer-string)))
+            (should (string-match-p "/stop" text))
+            (should (string-match-p "/help" text))
+            (should (string-match-p "C-c C-c.*mevedel-view-send" text))
+            (should (string-match-p "mevedel-view-allow-once" text))))
+        (kill-buffer "*mevedel help*")))))
+
 (ert-deftest mevedel-view:one-chat-per-workspace ()
   (let* ((root (file-name-as-directory (make-temp-file "mevedel-ws-" t)))
          (sub (expand-file-name "sub/" root)))
