@@ -18,7 +18,7 @@
   (add-to-list 'load-path (file-name-directory (or load-file-name buffer-file-name))))
 (require 'mevedel-e2e-helpers)
 
-(defconst ptc-e2e--outline "Outline"
+(defconst ptc-e2e--outline "Imenu"
   "Name of the specialist the scenario searches for and calls.")
 
 (defun ptc-e2e--declare-stand-in ()
