@@ -100,6 +100,9 @@ The envelope's own result has all of it.")
 (defconst mevedel-ptc--summary-entries 10
   "Most completed calls a denial's partial summary names.")
 
+(defconst mevedel-ptc--render-data-chars 4000
+  "Largest printed render-data a child's audit entry keeps.")
+
 (defconst mevedel-ptc--arg-chars 200
   "Longest argument string kept in a child's audit entry.")
 
@@ -225,6 +228,14 @@ For `mevedel-pipeline-tool-event-hook': EVENT and INFO are its."
                                "[dropped: too large]")
                               (t value)))))
 
+(defun mevedel-ptc--audit-render-data (data)
+  "Return a child's render DATA for its audit: dropped whole when it is large.
+Its approval records stay, since they are small and say who allowed it."
+  (if (<= (length (prin1-to-string data)) mevedel-ptc--render-data-chars)
+      data
+    (when-let* ((approvals (plist-get data :permission-approvals)))
+      (list :permission-approvals approvals))))
+
 (defun mevedel-ptc--progress (run)
   "Publish RUN's live aggregate (active tools, counts) to its chat, if any."
   (when-let* (((fboundp 'mevedel-chat-of-buffer))
@@ -293,7 +304,9 @@ For `mevedel-pipeline-tool-event-hook': EVENT and INFO are its."
                      (mevedel-ptc--preview text)
                    text)))
       (mevedel-ptc--set-child run n :status (if (plist-get outcome :denied) 'denied status)
-                              :result kept :render-data (plist-get outcome :render-data))
+                              :result kept
+                              :render-data (mevedel-ptc--audit-render-data
+                                            (plist-get outcome :render-data)))
       (if (plist-get outcome :denied)
           (mevedel-ptc--abort-denied run n text)
         (mevedel-core-ptc-feed (mevedel-ptc--run-machine run) n (eq status 'success) text)

@@ -198,6 +198,18 @@ Return (OUTCOME-CELL . CANCEL): the cell's car becomes the outcome."
       (should (string-match-p "exceeds the value budget" (plist-get outcome :result)))
       (should (< (length (plist-get (car (mevedel-ptc-test--children outcome)) :result)) 2100)))))
 
+(ert-deftest mevedel-ptc-test-audit-bounds-arguments-and-render-data ()
+  "A child's long argument strings are cut and its large render-data dropped."
+  (mevedel-ptc-test--with
+    (mevedel-ptc-test--tool "Heavy" :function
+                            (lambda (_) (list :result "ok"
+                                              :render-data (list :blob (make-string 9000 ?r)))))
+    (let* ((outcome (mevedel-ptc-test--outcome
+                     "(do (Heavy :file_path (join (map (fn [x] \"p\") (range 500)))) 1)"))
+           (child (car (mevedel-ptc-test--children outcome))))
+      (should (< (length (plist-get (plist-get child :args) :file_path)) 210))
+      (should-not (plist-get child :render-data)))))
+
 (ert-deftest mevedel-ptc-test-live-row-counts-permission-waits ()
   "While a nested call waits for the user, the live row says so; the answer resumes it."
   (mevedel-ptc-test--with
