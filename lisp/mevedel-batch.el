@@ -60,6 +60,7 @@
 (require 'mevedel-tool-exec)
 (require 'mevedel-tool-fs)
 (require 'mevedel-tool-render)
+(require 'mevedel-tool-ptc)
 
 (declare-function mevedel-demo-attach "mevedel-demo")
 (declare-function mevedel-demo-backend-usable-p "mevedel-demo")

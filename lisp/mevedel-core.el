@@ -1185,5 +1185,35 @@ A file that changes meanwhile makes it fail with nothing written."
 Each file's state before its first checkpoint against the disk now."
   (mevedel-core--checkpoint-diff store))
 
+;;;; PTC
+
+(declare-function mevedel-core--ptc-start "ext:mevedel-dyn"
+                  (source tools standalone steps depth value retained))
+(declare-function mevedel-core--ptc-direct "ext:mevedel-dyn" (machine))
+(declare-function mevedel-core--ptc-feed "ext:mevedel-dyn" (machine n ok text))
+(declare-function mevedel-core--ptc-resume "ext:mevedel-dyn" (machine))
+
+(defun mevedel-core-ptc-start (source tools standalone budgets)
+  "Compile the ToolCall program SOURCE into a machine and return it.
+TOOLS are the names the program may call, STANDALONE those that must
+be the whole program; BUDGETS is (STEPS DEPTH VALUE RETAINED).  A
+program that does not compile fails on its first resume."
+  (mevedel-core-ensure)
+  (apply #'mevedel-core--ptc-start source tools standalone budgets))
+
+(defun mevedel-core-ptc-direct (machine)
+  "Return the tool of MACHINE's program when it is one direct call, else nil."
+  (mevedel-core--ptc-direct machine))
+
+(defun mevedel-core-ptc-feed (machine n ok text)
+  "Give MACHINE the result TEXT of its call N (OK nil: the call failed)."
+  (mevedel-core--ptc-feed machine n ok text))
+
+(defun mevedel-core-ptc-resume (machine)
+  "Run MACHINE until it needs results or ends.
+Return (calls ((N TOOL ARGS-JSON BATCH) ...)), (done TEXT STEPS) or
+\(failed MESSAGE STEPS)."
+  (mevedel-core--ptc-resume machine))
+
 (provide 'mevedel-core)
 ;;; mevedel-core.el ends here

@@ -315,8 +315,10 @@ request does to them reaches the registry."
     (setcdr entry (cl-remove name (cdr entry) :key #'car :test #'equal))))
 
 (defun mevedel-gptel-tools ()
-  "Return the gptel tools of every registered mevedel tool."
-  (delq nil (mapcar #'mevedel-tool-gptel-tool (mevedel-tool-all))))
+  "Return the gptel tools offered to the model: those of the native tools.
+Specialists stay out of the provider schemas; the model reaches them
+through ToolSearch and ToolCall (see `mevedel-tool-native-names')."
+  (delq nil (mapcar #'mevedel-tool-gptel-tool (mevedel-tool-native-tools))))
 
 ;;;; Turns
 

@@ -31,7 +31,10 @@
 ;;
 ;;   (:status success|error :result CANONICAL :raw-result RAW
 ;;    :render-data PLIST :media LIST :tool-use-id ID :parent-id ID
-;;    :source SOURCE :name NAME :args ARGS)
+;;    :source SOURCE :name NAME :args ARGS :denied BOOL)
+;;
+;; :denied is non-nil when permission (a rule, the user, a PreToolUse
+;; hook) refused the call rather than the tool failing.
 ;;
 ;; Any step can end the call with an error; a denied call never reaches
 ;; snapshots or the handler.  An automatic approval (a reviewer's, say)
@@ -163,7 +166,8 @@ reported as a warning while the previous patterns stay in use."
 
 (defvar mevedel-pipeline-tool-event-hook nil
   "Functions called with (EVENT INFO) as tool calls progress.
-EVENT is `started', `permission-approved' or `settled'.  INFO is a
+EVENT is `started', `permission-asked' (the call waits for the
+user's answer), `permission-approved' or `settled'.  INFO is a
 fresh copy of (:event EVENT :tool-use-id ID :parent-id ID :source
 SOURCE :name NAME :args ARGS :data-buffer BUFFER), plus :status for
 `settled'.  Settlement is published before the caller's callback runs.
@@ -207,7 +211,7 @@ error before the handler runs.")
   args repair-note repair-event ran hook-context
   (step 0) waiting timer cancellers settled finish
   status result raw-result render-data media explicit-status
-  approvals projection)
+  approvals projection denied)
 
 (defvar mevedel-pipeline--frames 0
   "Depth of nested pipeline runner frames on the current stack.")
@@ -369,7 +373,8 @@ replaced by the approvals the permission step accepted, if any."
         :parent-id (mevedel-pipeline--call-parent-id call)
         :source (mevedel-pipeline--call-source call)
         :name (mevedel-pipeline--call-name call)
-        :args (mevedel-pipeline--call-args call)))
+        :args (mevedel-pipeline--call-args call)
+        :denied (mevedel-pipeline--call-denied call)))
 
 (defun mevedel-pipeline--settle (call)
   "Settle CALL: publish `settled', then hand its outcome on.  Once only."
@@ -479,9 +484,10 @@ Rewritten arguments are validated again; a denial refuses CALL."
                 (append (mevedel-pipeline--call-hook-context call) (list text))))
         (when (plist-member answer :deny)
           (throw 'done (mevedel-pipeline--fail
-                        call (format "Permission denied: a PreToolUse hook blocked this %s call: %s"
-                                     (mevedel-pipeline--call-name call)
-                                     (or (plist-get answer :deny) "no reason given")))))
+                        call (mevedel-pipeline--refusal
+                              call (format "a PreToolUse hook blocked this %s call: %s"
+                                           (mevedel-pipeline--call-name call)
+                                           (or (plist-get answer :deny) "no reason given"))))))
         (when (plist-member answer :args)
           (let ((check (mevedel-tool-repair-check (mevedel-pipeline--call-tool call)
                                                   (plist-get answer :args) nil)))
@@ -525,7 +531,10 @@ unsupported operation or a containment failure signals."
     (error (mevedel-pipeline--fail call (format "Error: %s" (error-message-string err))))))
 
 (defun mevedel-pipeline--refusal (call reason)
-  "Return the refusal text of CALL, for REASON (a string or nil)."
+  "Mark CALL denied and return its refusal text, for REASON (a string or nil).
+The outcome's :denied then tells a program that called the tool
+\(ToolCall) that permission, not the tool, stopped it."
+  (setf (mevedel-pipeline--call-denied call) t)
   (format "Permission denied: %s" (or reason (format "the %s call was not allowed"
                                                      (mevedel-pipeline--call-name call)))))
 
@@ -597,6 +606,7 @@ render-data as :permission-approvals."
        (let ((prompter (and (mevedel-session-p session) (mevedel-session-prompter session))))
          (cond
           (prompter
+           (mevedel-pipeline--emit call 'permission-asked)
            (let* ((answer (mevedel-pipeline--await
                            call (lambda (answer) (mevedel-pipeline--answer call answer))))
                   (withdraw (funcall prompter (mevedel-pipeline--context call) answer)))

@@ -932,6 +932,7 @@ chars \"\\u0003\" sends Ctrl-C. Manual: " mevedel-tool-exec-manual-address)
 (mevedel-define-tool ListExecutions
   :description "List your executions that are still running after they yielded."
   :args ()
+  :groups '(execution)
   :read-only-p t
   :check-permission #'mevedel-tool-exec-check-control
   :function #'mevedel-tool-exec-list-executions
@@ -940,6 +941,7 @@ chars \"\\u0003\" sends Ctrl-C. Manual: " mevedel-tool-exec-manual-address)
 (mevedel-define-tool StopExecution
   :description "Stop one of your running executions (TERM, then KILL) and return its final output."
   :args ((execution_id string :required "The id a Bash or Monitor call returned"))
+  :groups '(execution)
   :async-p t
   :max-result-size 30000
   :check-permission #'mevedel-tool-exec-check-control

@@ -508,5 +508,45 @@ KIND is `contracts' (one to three matches, full contracts), `shapes'
   "Return the full contract text of TOOL, as in ToolSearch results."
   (mevedel-core-schema-contract (mevedel-tool-handle tool)))
 
+;;;; The catalog: native tools and specialists
+
+(defconst mevedel-tool-native-names
+  '("Read" "Bash" "WriteStdin" "Monitor" "Glob" "Grep" "ApplyPatch" "ToolSearch" "ToolCall")
+  "Names of the tools offered to the model natively, as provider tools.
+Every other registered tool is a specialist: the model finds it with
+ToolSearch, sees it in the conversation's specialist listing and calls
+it through ToolCall.  A short native list keeps the provider schemas,
+and so the cached prompt prefix, stable as tools are added.")
+
+(defcustom mevedel-tool-native-extras nil
+  "Names of further registered tools to offer natively, as provider tools.
+For a tool of your own that the model should see in every request
+instead of finding it through ToolSearch; each one added changes the
+provider schemas, so keep it short."
+  :type '(repeat string)
+  :group 'mevedel-tool)
+
+(defun mevedel-tool-native-p (tool)
+  "Return non-nil when TOOL is native: a built-in named in the roster.
+Native membership needs mevedel's own implementation, not just the
+name: a wrapped gptel tool called Read stays a specialist.  Tools named
+in `mevedel-tool-native-extras' are native too."
+  (or (member (mevedel-tool-name tool) mevedel-tool-native-extras)
+      (and (not (mevedel-tool-wrap tool))
+           (member (mevedel-tool-name tool) mevedel-tool-native-names))))
+
+(defun mevedel-tool-native-tools ()
+  "Return the registered native tools, in registration order."
+  (cl-remove-if-not #'mevedel-tool-native-p (mevedel-tool-all)))
+
+(defun mevedel-tool-specialists ()
+  "Return the registered specialists (every tool that is not native)."
+  (cl-remove-if #'mevedel-tool-native-p (mevedel-tool-all)))
+
+(defun mevedel-tool-by-identity (identity)
+  "Return the registered tool whose identity is IDENTITY, or nil.
+A built-in's identity is its name, a wrapped tool's CATEGORY/NAME."
+  (cl-find identity (mevedel-tool-all) :key #'mevedel-tool-identity :test #'equal))
+
 (provide 'mevedel-tool-registry)
 ;;; mevedel-tool-registry.el ends here

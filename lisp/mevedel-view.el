@@ -568,17 +568,46 @@ in flight)."
              ((and (not expanded) preview (not (string-empty-p preview)))
               (propertize (mevedel-view--body-text preview nil) 'face 'shadow)))
        (when (and expanded (plist-get row :child-calls))
-         (mapconcat (lambda (child)
-                      (mevedel-view--indent
-                       (or (mevedel-view--row-text
-                            (list :id (format "%s/%s" id (car child)) :name (car child)
-                                  :args (nth 1 child) :result (nth 2 child)
-                                  :render-data (nth 3 child)))
-                           "")))
-                    (plist-get row :child-calls) ""))
+         (mevedel-view--child-rows id (plist-get row :child-calls)))
        (when-let* (((not live-status))
                    (crumb (plist-get row :breadcrumb)))
          (mevedel-view--breadcrumb-text crumb id))))))
+
+(defun mevedel-view--child-rows (id children)
+  "Return the rows of CHILDREN, nested in the row of call ID.
+Each child is (NAME ARGS RESULT RENDER-DATA [BATCH [CHILD-ID]]); calls
+sharing a non-nil BATCH ran concurrently and are bracketed by a gutter
+\(┌ │ └), so a fan-out reads differently from the same calls in sequence."
+  (let ((prev nil) (rows nil))
+    (while children
+      (let* ((child (pop children))
+             (batch (nth 4 child))
+             (first (not (and batch (equal prev batch))))
+             (last (not (and batch (equal (nth 4 (car children)) batch))))
+             (text (or (mevedel-view--row-text
+                        (list :id (or (nth 5 child) (format "%s/%s" id (car child)))
+                              :name (car child) :args (nth 1 child) :result (nth 2 child)
+                              :render-data (nth 3 child)))
+                       "")))
+        (push (mevedel-view--indent
+               (if batch
+                   (mevedel-view--gutter text (cond (first "┌ ") (last "└ ") (t "│ "))
+                                         (if last "  " "│ "))
+                 text))
+              rows)
+        (setq prev batch)))
+    (apply #'concat (nreverse rows))))
+
+(defun mevedel-view--gutter (text mark bar)
+  "Return TEXT with MARK before its first line and BAR before the others."
+  (let ((lines (split-string text "\n")))
+    (mapconcat #'identity
+               (cons (concat (propertize mark 'face 'shadow) (car lines))
+                     (mapcar (lambda (line)
+                               (if (string-empty-p line) line
+                                 (concat (propertize bar 'face 'shadow) line)))
+                             (cdr lines)))
+               "\n")))
 
 (defun mevedel-view--breadcrumb-text (crumb id)
   "Return the breadcrumb line CRUMB of the row of call ID."

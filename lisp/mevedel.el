@@ -54,6 +54,8 @@
   (require 'mevedel-tool-patch)
   (require 'mevedel-tool-emacs)
   (require 'mevedel-tool-code)
+  (require 'mevedel-tool-ptc)
+  (require 'mevedel-tools-list)
   (require 'mevedel-agent)
   (require 'mevedel-checkpoint)
   (require 'mevedel-ps)

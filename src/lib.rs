@@ -12,6 +12,7 @@ pub mod events;
 pub mod exec;
 pub mod patch;
 pub mod process;
+pub mod ptc;
 pub mod resource;
 pub mod runtime;
 pub mod sandbox;

@@ -16,6 +16,7 @@ mod exec;
 mod guard;
 mod lisp_data;
 mod patch;
+mod ptc;
 mod raw;
 mod resource;
 mod sandbox;

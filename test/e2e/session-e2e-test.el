@@ -138,9 +138,9 @@ shows two successful rows in call order and the final text."
   (format "Wrote %s" (plist-get args :file)))
 
 (defmacro mevedel-e2e--with-note-tool (&rest body)
-  "Run BODY with the WriteNote tool registered and its run counter reset."
+  "Run BODY with the WriteNote tool registered natively and its run counter reset."
   (declare (indent 0))
-  `(progn
+  `(let ((mevedel-tool-native-extras '("WriteNote")))
      (setq mevedel-e2e--note-runs 0)
      (mevedel-define-tool WriteNote
        :description "Write a note file in the workspace."
@@ -318,7 +318,8 @@ sees the block, neither in the turn nor in the next turn's history."
                 (list :result (format "probed %s" (plist-get args :target))
                       :render-data '(:warnings ("the probe was slow")))))
   (unwind-protect
-      (let* ((second-outcome nil)
+      (let* ((mevedel-tool-native-extras '("Probe"))
+             (second-outcome nil)
              (run (mevedel-e2e-run
                    :wire 'openai :stream t :prompt "Probe it"
                    :steps `(((tool_calls . [((name . "Probe")

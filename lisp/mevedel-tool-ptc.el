@@ -1,0 +1,562 @@
+;;; mevedel-tool-ptc.el --- ToolSearch, ToolCall and the specialist listing  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; The model is offered a short native roster (`mevedel-tool-native-names');
+;; every other registered tool is a specialist it reaches in three ways:
+;;
+;; - the specialist listing, mail a conversation receives when the
+;;   listing changes (`mevedel-ptc-listing-mail'): one calling shape and
+;;   summary per specialist, within `mevedel-tools-listing-budget';
+;; - ToolSearch, which answers a query with full contracts (one to
+;;   three matches), calling shapes (more) or categories to try (none);
+;; - ToolCall, which runs a program in the closed dialect of
+;;   docs/ptc-dialect.md (mevedel://ptc-dialect.md).
+;;
+;; A ToolCall program is compiled and run by the native module (src/ptc/):
+;; each run stops at the tool calls it needs, and this file's driver
+;; starts them through `mevedel-pipeline-run-tool-outcome' (validation,
+;; hooks, permission, cancellation) with ids TOOLCALL-ID/N and source
+;; `ptc', at most `mevedel-ptc-parallelism' at once, feeds the results
+;; back and runs the machine again.  Nothing blocks: the driver waits for
+;; callbacks like any async tool.  A denied child aborts the program
+;; with a bounded summary of what ran; other failures are values the
+;; program sees.  The settled envelope's render-data holds the audit,
+;; one entry per child (:ptc-children), drawn by `mevedel-ptc-render' as
+;; one row per child with that tool's own renderer.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'mevedel-core)
+(require 'mevedel-pipeline)
+(require 'mevedel-tool-registry)
+(require 'mevedel-tool-render)
+
+(declare-function mevedel-chat-of-buffer "mevedel-chat" (buffer))
+(declare-function mevedel-chat-set-progress "mevedel-chat" (chat id progress))
+(declare-function mevedel-chat-context-window "mevedel-chat" (chat))
+(declare-function mevedel-chat-data-buffer "mevedel-chat" (chat))
+
+;;;; Customization
+
+(defgroup mevedel-ptc nil
+  "Programmatic tool calling: ToolSearch, ToolCall and the specialist listing."
+  :group 'mevedel
+  :prefix "mevedel-ptc-")
+
+(defcustom mevedel-ptc-parallelism 4
+  "Most nested calls of one ToolCall join that run at once."
+  :type 'natnum)
+
+(defcustom mevedel-ptc-step-budget 100000
+  "Steps (evaluated expressions, elements an operation reads) a program may take."
+  :type 'natnum)
+
+(defcustom mevedel-ptc-depth-budget 64
+  "How deep a program's expressions and function calls may nest."
+  :type 'natnum)
+
+(defcustom mevedel-ptc-value-budget 100000
+  "Largest value a program may hold, in characters of its JSON form.
+A child result larger than this becomes a failure the program sees."
+  :type 'natnum)
+
+(defcustom mevedel-ptc-retained-budget 400000
+  "Characters of child results one program may keep in total."
+  :type 'natnum)
+
+(defcustom mevedel-ptc-standalone-tools '("Ask" "Skill" "WaitAgent" "UpdateGoal")
+  "Tools a ToolCall program may call only as its whole expression.
+Wrapped tools are standalone too unless `mevedel-ptc-composable-tools'
+names them."
+  :type '(repeat string))
+
+(defcustom mevedel-ptc-composable-tools nil
+  "Wrapped tools (CATEGORY/NAME) a ToolCall program may compose freely."
+  :type '(repeat string))
+
+(defcustom mevedel-ptc-result-collapse-line-threshold 20
+  "Returned values longer than this many lines go into a collapsed Returned row.
+Zero keeps every value inline."
+  :type 'natnum)
+
+(defcustom mevedel-tools-listing-budget 0.02
+  "Share of the model's context window the specialist listing may use."
+  :type 'number)
+
+(defcustom mevedel-tools-listing-default-window 128000
+  "Context window in tokens assumed when the model's is unknown."
+  :type 'natnum)
+
+(defconst mevedel-ptc--audit-preview-chars 2000
+  "Characters kept of a direct call's result in its audit.
+The envelope's own result has all of it.")
+
+(defconst mevedel-ptc--summary-entries 10
+  "Most completed calls a denial's partial summary names.")
+
+(defconst mevedel-ptc--render-data-chars 4000
+  "Largest printed render-data a child's audit entry keeps.")
+
+(defconst mevedel-ptc--arg-chars 200
+  "Longest argument string kept in a child's audit entry.")
+
+;;;; The catalog
+
+(defun mevedel-ptc-catalog ()
+  "Return the tools a ToolCall program may call.
+That is every registered tool but ToolCall itself."
+  (cl-remove-if (lambda (tool) (equal (mevedel-tool-name tool) "ToolCall"))
+                (mevedel-tool-all)))
+
+(defun mevedel-ptc-standalone-p (tool)
+  "Return non-nil when TOOL may only be a ToolCall program's whole expression."
+  (if (mevedel-tool-wrap tool)
+      (not (member (mevedel-tool-identity tool) mevedel-ptc-composable-tools))
+    (member (mevedel-tool-name tool) mevedel-ptc-standalone-tools)))
+
+;;;; ToolSearch
+
+(defun mevedel-ptc-tool-search (args)
+  "Answer ToolSearch ARGS (:query) over the caller's catalog."
+  (let ((query (string-trim (or (plist-get args :query) ""))))
+    (if (string-empty-p query)
+        "Error: give ToolSearch a query: tool names, words of what you need, or a group"
+      (plist-get (mevedel-tool-search query (mevedel-ptc-catalog)) :text))))
+
+;;;; The specialist listing
+
+(defun mevedel-tools-listing-section (tools budget)
+  "Return the specialist listing of TOOLS within BUDGET characters, or nil.
+One line per tool, its calling shape and summary, `[standalone only]'
+marked; tools beyond BUDGET are counted and left to ToolSearch.  Nil
+when TOOLS is empty."
+  (when tools
+    (let* ((head (concat "Specialist tools you can call through ToolCall "
+                         "(ToolSearch gives a tool's full contract; "
+                         "bracketed arguments are optional):\n"))
+           (used (length head))
+           (lines nil)
+           (left 0))
+      (dolist (tool tools)
+        (let ((line (concat "- " (mevedel-tool-shape tool) " - " (mevedel-tool-summary tool)
+                            (if (mevedel-ptc-standalone-p tool) " [standalone only]" "")
+                            "\n")))
+          (if (and (zerop left) (<= (+ used (length line)) budget))
+              (progn (push line lines) (cl-incf used (length line)))
+            (cl-incf left))))
+      (concat "<specialist-tools>\n" head (apply #'concat (nreverse lines))
+              (if (> left 0)
+                  (format "(%d more: find them with ToolSearch.)\n" left)
+                "")
+              "</specialist-tools>"))))
+
+(defun mevedel-ptc--listing-budget (chat)
+  "Return the listing budget of CHAT in characters (four to a token)."
+  (floor (* 4 mevedel-tools-listing-budget
+            (or (mevedel-chat-context-window chat) mevedel-tools-listing-default-window))))
+
+(defun mevedel-ptc--last-listing (buffer)
+  "Return the last specialist listing in the data BUFFER, or nil."
+  (with-current-buffer buffer
+    (save-excursion
+      (goto-char (point-max))
+      (when-let* ((end (search-backward "</specialist-tools>" nil t))
+                  (start (search-backward "<specialist-tools>" nil t)))
+        (buffer-substring-no-properties start (+ end (length "</specialist-tools>")))))))
+
+(defun mevedel-ptc-listing-mail (chat)
+  "Return CHAT's specialist listing as mail when it differs from the last one sent.
+For `mevedel-chat-message-functions'.  The last listing is the one the
+chat's data buffer holds, so a failed request (whose mail is taken out
+again) or a resumed session gets it again."
+  (when-let* ((listing (mevedel-tools-listing-section
+                        (mevedel-tool-specialists) (mevedel-ptc--listing-budget chat))))
+    (unless (equal listing (mevedel-ptc--last-listing (mevedel-chat-data-buffer chat)))
+      (list listing))))
+
+(with-eval-after-load 'mevedel-chat
+  (add-hook 'mevedel-chat-message-functions #'mevedel-ptc-listing-mail))
+
+;;;; ToolCall: running a program
+
+(defvar mevedel-ptc--runs (make-hash-table :test #'equal)
+  "Programs running now, by the ToolCall's tool-use ID.")
+
+(defun mevedel-ptc--observe (event info)
+  "Mark a nested call of a running program waiting while permission asks.
+For `mevedel-pipeline-tool-event-hook': EVENT and INFO are its."
+  (when-let* (((memq event '(permission-asked permission-approved)))
+              ((eq (plist-get info :source) 'ptc))
+              (run (gethash (plist-get info :parent-id) mevedel-ptc--runs))
+              (n (string-to-number (car (last (split-string (plist-get info :tool-use-id) "/"))))))
+    (mevedel-ptc--set-child run n :waiting (eq event 'permission-asked))
+    (mevedel-ptc--progress run)))
+
+(add-hook 'mevedel-pipeline-tool-event-hook #'mevedel-ptc--observe)
+
+(cl-defstruct (mevedel-ptc--run (:constructor mevedel-ptc--run-make) (:copier nil))
+  machine id direct data-buffer session callback
+  (queue nil) (active 0) (cancels (make-hash-table)) (children nil)
+  settled busy slice)
+
+(defun mevedel-ptc--json-args (json)
+  "Return the argument plist of the JSON object text JSON, JSON-faithful."
+  (json-parse-string json :object-type 'plist :array-type 'array
+                     :null-object :null :false-object :json-false))
+
+(defun mevedel-ptc--text (value)
+  "Return the tool result VALUE as the text a program sees."
+  (cond ((stringp value) (substring-no-properties value))
+        ((null value) "")
+        ((symbolp value) (symbol-name value))
+        (t (prin1-to-string value))))
+
+(defun mevedel-ptc--audit-args (args)
+  "Return ARGS for a child's audit: long strings cut, big aggregates dropped."
+  (cl-loop for (key value) on args by #'cddr
+           append (list key
+                        (cond ((and (stringp value) (> (length value) mevedel-ptc--arg-chars))
+                               (concat (substring value 0 mevedel-ptc--arg-chars) "…"))
+                              ((and (or (vectorp value) (consp value))
+                                    (> (length (prin1-to-string value)) mevedel-ptc--arg-chars))
+                               "[dropped: too large]")
+                              (t value)))))
+
+(defun mevedel-ptc--audit-render-data (data)
+  "Return a child's render DATA for its audit: dropped whole when it is large.
+Its approval records stay, since they are small and say who allowed it."
+  (if (<= (length (prin1-to-string data)) mevedel-ptc--render-data-chars)
+      data
+    (when-let* ((approvals (plist-get data :permission-approvals)))
+      (list :permission-approvals approvals))))
+
+(defun mevedel-ptc--progress (run)
+  "Publish RUN's live aggregate (active tools, counts) to its chat, if any."
+  (when-let* (((fboundp 'mevedel-chat-of-buffer))
+              (chat (mevedel-chat-of-buffer (mevedel-ptc--run-data-buffer run)))
+              (id (mevedel-ptc--run-id run)))
+    (let ((children (mevedel-ptc--run-children run)))
+      (mevedel-chat-set-progress
+       chat id
+       (unless (mevedel-ptc--run-settled run)
+         (list :ptc-live t
+               :ptc-active (cl-loop for c in children
+                                    when (eq (plist-get c :status) 'running)
+                                    collect (plist-get c :tool))
+               :ptc-done (cl-count-if (lambda (c) (memq (plist-get c :status) '(success error)))
+                                      children)
+               :ptc-failed (cl-count 'error children :key (lambda (c) (plist-get c :status)))
+               :ptc-waiting (cl-count-if (lambda (c) (and (eq (plist-get c :status) 'running)
+                                                          (plist-get c :waiting)))
+                                         children)))))))
+
+(defun mevedel-ptc--child (run n)
+  "Return RUN's audit entry of call N."
+  (cl-find n (mevedel-ptc--run-children run) :key (lambda (c) (plist-get c :n))))
+
+(defun mevedel-ptc--set-child (run n &rest props)
+  "Set PROPS in RUN's audit entry of call N."
+  (let ((entry (mevedel-ptc--child run n)))
+    (cl-loop for (k v) on props by #'cddr do (setq entry (plist-put entry k v)))
+    (setf (mevedel-ptc--run-children run)
+          (mapcar (lambda (c) (if (eql (plist-get c :n) n) entry c))
+                  (mevedel-ptc--run-children run)))))
+
+(defun mevedel-ptc--launch (run request)
+  "Start the nested call REQUEST, (N TOOL ARGS-JSON BATCH), of RUN."
+  (pcase-let* ((`(,n ,name ,json ,batch) request)
+               (tool (mevedel-tool-by-identity name))
+               (args (mevedel-ptc--json-args json))
+               (child-id (format "%s/%d" (mevedel-ptc--run-id run) n)))
+    (setf (mevedel-ptc--run-children run)
+          (append (mevedel-ptc--run-children run)
+                  (list (list :n n :id child-id :tool name :args (mevedel-ptc--audit-args args)
+                              :batch batch :status 'running))))
+    (cl-incf (mevedel-ptc--run-active run))
+    (if (null tool)
+        (mevedel-ptc--child-settled
+         run n (list :status 'error
+                     :result (format "Error: the tool %s is no longer registered" name)))
+      (mevedel-ptc--progress run)
+      (let ((cancel (mevedel-pipeline-run-tool-outcome
+                     tool args (lambda (outcome) (mevedel-ptc--child-settled run n outcome))
+                     :tool-use-id child-id :parent-id (mevedel-ptc--run-id run) :source 'ptc
+                     :data-buffer (mevedel-ptc--run-data-buffer run)
+                     :session (mevedel-ptc--run-session run))))
+        (when (eq (plist-get (mevedel-ptc--child run n) :status) 'running)
+          (puthash n cancel (mevedel-ptc--run-cancels run)))))))
+
+(defun mevedel-ptc--child-settled (run n outcome)
+  "Record OUTCOME of RUN's call N, feed it to the machine and go on."
+  (remhash n (mevedel-ptc--run-cancels run))
+  (unless (mevedel-ptc--run-settled run)
+    (cl-decf (mevedel-ptc--run-active run))
+    (let* ((status (if (eq (plist-get outcome :status) 'error) 'error 'success))
+           (text (mevedel-ptc--text (plist-get outcome :result)))
+           (kept (if (or (mevedel-ptc--run-direct run)
+                         (> (length text) mevedel-ptc-value-budget))
+                     (mevedel-ptc--preview text)
+                   text)))
+      (mevedel-ptc--set-child run n :status (if (plist-get outcome :denied) 'denied status)
+                              :result kept
+                              :render-data (mevedel-ptc--audit-render-data
+                                            (plist-get outcome :render-data)))
+      (if (plist-get outcome :denied)
+          (mevedel-ptc--abort-denied run n text)
+        (mevedel-core-ptc-feed (mevedel-ptc--run-machine run) n (eq status 'success) text)
+        (mevedel-ptc--progress run)
+        (mevedel-ptc--kick run)))))
+
+(defun mevedel-ptc--preview (text)
+  "Return TEXT cut to the audit's preview size, saying so."
+  (if (<= (length text) mevedel-ptc--audit-preview-chars)
+      text
+    (format "%s\n[... %d more characters]" (substring text 0 mevedel-ptc--audit-preview-chars)
+            (- (length text) mevedel-ptc--audit-preview-chars))))
+
+(defun mevedel-ptc--kick (run)
+  "Advance RUN: start what is queued, or run the machine when results are in.
+Reentrant calls (a child that settles synchronously) return at once;
+the running loop sees their effect.  An interactive loop that has
+worked for `mevedel-pipeline-yield-budget' goes on from a timer."
+  (unless (mevedel-ptc--run-busy run)
+    (setf (mevedel-ptc--run-busy run) t
+          (mevedel-ptc--run-slice run) (float-time))
+    (unwind-protect
+        (catch 'yield
+          (while (and (not (mevedel-ptc--run-settled run))
+                      (or (and (mevedel-ptc--run-queue run)
+                               (< (mevedel-ptc--run-active run) (max 1 mevedel-ptc-parallelism)))
+                          (and (null (mevedel-ptc--run-queue run))
+                               (zerop (mevedel-ptc--run-active run)))))
+            (when (and (funcall mevedel-pipeline-interactive-function)
+                       (> (- (float-time) (mevedel-ptc--run-slice run))
+                          mevedel-pipeline-yield-budget))
+              (run-at-time 0 nil #'mevedel-ptc--kick run)
+              (throw 'yield nil))
+            (if (mevedel-ptc--run-queue run)
+                (mevedel-ptc--launch run (pop (mevedel-ptc--run-queue run)))
+              (mevedel-ptc--step run))))
+      (setf (mevedel-ptc--run-busy run) nil))))
+
+(defun mevedel-ptc--step (run)
+  "Run RUN's machine to its next requests, or settle RUN when it ends."
+  (pcase (mevedel-core-ptc-resume (mevedel-ptc--run-machine run))
+    (`(calls ,requests) (setf (mevedel-ptc--run-queue run) requests))
+    (`(done ,text ,steps) (mevedel-ptc--finish run 'success text steps))
+    (`(failed ,message ,steps)
+     (mevedel-ptc--finish run 'error
+                          (if (and (mevedel-ptc--run-direct run) (mevedel-ptc--run-children run))
+                              message
+                            (concat "Error: the ToolCall program failed: " message))
+                          steps))))
+
+(defun mevedel-ptc--finish (run status text &optional count)
+  "Settle RUN once with STATUS, result TEXT and the step COUNT of its run."
+  (unless (mevedel-ptc--run-settled run)
+    (setf (mevedel-ptc--run-settled run) t)
+    (remhash (mevedel-ptc--run-id run) mevedel-ptc--runs)
+    (mevedel-ptc--cancel-children run)
+    (mevedel-ptc--progress run)
+    (funcall (mevedel-ptc--run-callback run)
+             (list :result text :status status
+                   :render-data (list :ptc-children (mevedel-ptc--run-children run)
+                                      :ptc-direct (mevedel-ptc--run-direct run)
+                                      :ptc-steps (or count 0))))))
+
+(defun mevedel-ptc--cancel-children (run)
+  "Cancel every nested call of RUN still in flight; forget queued ones.
+RUN is settled already, so the cancelled calls' outcomes change nothing
+but their audit entries."
+  (setf (mevedel-ptc--run-queue run) nil)
+  (let ((cancels nil))
+    (maphash (lambda (n cancel) (push (cons n cancel) cancels)) (mevedel-ptc--run-cancels run))
+    (clrhash (mevedel-ptc--run-cancels run))
+    (pcase-dolist (`(,n . ,cancel) cancels)
+      (funcall cancel)
+      (mevedel-ptc--set-child run n :status 'error :result "Error: cancelled"))))
+
+(defun mevedel-ptc--abort-denied (run n refusal)
+  "Abort RUN because permission refused its call N with REFUSAL."
+  (let* ((child (mevedel-ptc--child run n))
+         (done (cl-remove-if (lambda (c) (memq (plist-get c :status) '(running denied)))
+                             (mevedel-ptc--run-children run))))
+    (mevedel-ptc--finish
+     run 'error
+     (concat
+      (format "Permission denied: the ToolCall program stopped at call %d (%s): %s\n"
+              n (plist-get child :tool) (string-trim (mevedel-ptc--preview refusal)))
+      (if done
+          (concat (format "Calls completed before it (%d):\n" (length done))
+                  (mapconcat (lambda (c)
+                               (format "- %s %s: %s" (plist-get c :tool)
+                                       (mevedel-tool-render-shorten
+                                        (prin1-to-string (plist-get c :args)) 60)
+                                       (plist-get c :status)))
+                             (take mevedel-ptc--summary-entries done) "\n")
+                  (if (> (length done) mevedel-ptc--summary-entries)
+                      (format "\n(and %d more)" (- (length done) mevedel-ptc--summary-entries))
+                    ""))
+        "No call completed before it.")
+      "\nDo not retry the denied call unchanged."))))
+
+(defun mevedel-ptc-run-program (callback args)
+  "Run the ToolCall program in ARGS (:program); CALLBACK gets the envelope."
+  (let* ((context (mevedel-pipeline-current-context))
+         (catalog (mevedel-ptc-catalog))
+         (machine (mevedel-core-ptc-start
+                   (or (plist-get args :program) "")
+                   (mapcar #'mevedel-tool-identity catalog)
+                   (mapcar #'mevedel-tool-identity
+                           (cl-remove-if-not #'mevedel-ptc-standalone-p catalog))
+                   (list mevedel-ptc-step-budget mevedel-ptc-depth-budget
+                         mevedel-ptc-value-budget mevedel-ptc-retained-budget)))
+         (run (mevedel-ptc--run-make
+               :machine machine :direct (mevedel-core-ptc-direct machine)
+               :id (or (plist-get context :tool-use-id)
+                       (format "ToolCall-%x" (random most-positive-fixnum)))
+               :data-buffer (or (plist-get context :data-buffer) (current-buffer))
+               :session (plist-get context :session)
+               :callback callback)))
+    (mevedel-pipeline-add-canceller
+     (lambda ()
+       (unless (mevedel-ptc--run-settled run)
+         (setf (mevedel-ptc--run-settled run) t)
+         (remhash (mevedel-ptc--run-id run) mevedel-ptc--runs)
+         (mevedel-ptc--cancel-children run)
+         (mevedel-ptc--progress run))))
+    (puthash (mevedel-ptc--run-id run) run mevedel-ptc--runs)
+    (mevedel-ptc--kick run)))
+
+;;;; Rendering
+
+(defun mevedel-ptc--child-row (child)
+  "Return the view's child-call entry of the audit entry CHILD."
+  (list (plist-get child :tool) (plist-get child :args) (plist-get child :result)
+        (append (list :status (pcase (plist-get child :status)
+                                ('denied 'error) ('running 'running) (s s)))
+                (plist-get child :render-data))
+        (plist-get child :batch) (plist-get child :id)))
+
+(defun mevedel-ptc--tally (children)
+  "Return a short tally of CHILDREN's tools, e.g. \"Read ×2, Grep\"."
+  (let ((counts nil))
+    (dolist (c children)
+      (let ((cell (assoc (plist-get c :tool) counts)))
+        (if cell (cl-incf (cdr cell)) (push (cons (plist-get c :tool) 1) counts))))
+    (mapconcat (lambda (cell) (if (> (cdr cell) 1) (format "%s ×%d" (car cell) (cdr cell))
+                                (car cell)))
+               (nreverse counts) ", ")))
+
+(defun mevedel-ptc-render (_name args result render-data)
+  "Render a ToolCall call with ARGS, RESULT and RENDER-DATA.
+A program that is one direct call renders as that tool's own row; a
+composed program as one row whose children are the nested calls."
+  (let* ((children (plist-get render-data :ptc-children))
+         (direct (plist-get render-data :ptc-direct))
+         (child (car children)))
+    (cond
+     ((plist-get render-data :ptc-live)
+      (list :header (format "ToolCall: %s%s"
+                            (if-let* ((active (plist-get render-data :ptc-active)))
+                                (concat "running " (mevedel-ptc--tally
+                                                    (mapcar (lambda (n) (list :tool n)) active)))
+                              "running")
+                            (format " · %d done%s%s" (or (plist-get render-data :ptc-done) 0)
+                                    (if (> (or (plist-get render-data :ptc-failed) 0) 0)
+                                        (format ", %d failed" (plist-get render-data :ptc-failed))
+                                      "")
+                                    (if (> (or (plist-get render-data :ptc-waiting) 0) 0)
+                                        (format ", %d waiting for permission"
+                                                (plist-get render-data :ptc-waiting))
+                                      "")))
+            :expandable-p nil))
+     ((and direct child (null (cdr children)) (not (eq (plist-get child :status) 'denied)))
+      (mevedel-tool-render-row (plist-get child :tool) (plist-get child :args) result
+                               (plist-get child :render-data) mevedel-tool-render-summary-only))
+     (t
+      (let* ((failed (cl-count-if (lambda (c) (memq (plist-get c :status) '(error denied)))
+                                  children))
+             (status (cond ((eq (plist-get render-data :status) 'error) 'error)
+                           ((> failed 0) 'warning)
+                           (t 'success)))
+             (lines (and result (mevedel-tool-render-count-lines result)))
+             (collapse (and result (eq status 'success)
+                            (> mevedel-ptc-result-collapse-line-threshold 0)
+                            (> lines mevedel-ptc-result-collapse-line-threshold))))
+        (list :header (format "ToolCall: %s%s"
+                              (if children
+                                  (format "%d call%s (%s)" (length children)
+                                          (if (cdr children) "s" "")
+                                          (mevedel-ptc--tally children))
+                                (mevedel-tool-render-shorten (or (plist-get args :program) "") 60))
+                              (if (> failed 0) (format " · %d failed" failed) ""))
+              :status status
+              :body (unless (or mevedel-tool-render-summary-only collapse) result)
+              :body-mode nil
+              :expandable-p t
+              :initially-collapsed-p t
+              :child-calls
+              (unless mevedel-tool-render-summary-only
+                (append (mapcar #'mevedel-ptc--child-row children)
+                        (when collapse
+                          (list (list "Returned" nil result (list :status 'success)
+                                      nil nil)))))))))))
+
+(defun mevedel-ptc-render-search (_name args result _render-data)
+  "Render a ToolSearch call with ARGS and RESULT."
+  (list :header (format "ToolSearch %s" (mevedel-tool-render-shorten
+                                         (or (plist-get args :query) "") 60))
+        :body result :expandable-p t :initially-collapsed-p t))
+
+;;;; Declarations
+
+(mevedel-define-tool ToolSearch
+  :description "Find tools beyond your native ones and get their full contracts.
+When to use: you need a capability your native tools lack (Emacs
+introspection, code outlines, the web, executions...), or you need the
+exact arguments of a specialist before calling it with ToolCall, or a
+ToolCall failed on a specialist's arguments.
+How: query is words matched (case-insensitive, any word) against tool
+names, summaries, categories and groups. One to three matches return
+full contracts; more return calling shapes - search again with one or
+two exact names for their contracts. No match lists categories and
+groups to try. Finding a tool does not authorize calling it."
+  :args ((query string :required "Tool names, groups or words of what you need, e.g. \"outline\" or \"Imenu Xref\""))
+  :read-only-p t
+  :groups '(discovery)
+  :function #'mevedel-ptc-tool-search
+  :renderer #'mevedel-ptc-render-search)
+
+(mevedel-define-tool ToolCall
+  :description "Call specialist tools (and native ones) with a small program.
+When to use: to call a specialist from your tool listing or ToolSearch;
+to make several independent calls at once (parallel, parallel-map); to
+chain calls and keep only what you need of their results.
+How: program is one expression in a closed Lisp-like dialect:
+  (Imenu :file_path \"lisp/a.el\")                  ; one call, shown as that tool
+  (let [r (Grep :pattern \"defun\" :path \"lisp\")] (take (lines r) 5))
+  (parallel-map [f [\"a.el\" \"b.el\"]] (Imenu :file_path f))  ; results in input order
+  (parallel (Read :file_path \"a\") (Glob :pattern \"*.md\"))
+Arguments are named :arg value, as in the tool's contract. A failed
+call is a value: test it with (failed? x), read it with (error-message x).
+A permission denial stops the whole program. Standalone-only tools must
+be the whole program. Budgets bound steps, nesting and value sizes. The
+operations (strings, numbers, lists, maps, get-in, json-parse, re-find,
+map/filter/reduce...) are listed in mevedel://ptc-dialect.md; Read it
+before writing anything beyond simple calls."
+  :args ((program string :required "The program: one expression, e.g. (Imenu :file_path \"x.el\")"))
+  :async-p t
+  :read-only-p t
+  :groups '(discovery)
+  :function #'mevedel-ptc-run-program
+  :renderer #'mevedel-ptc-render)
+
+(provide 'mevedel-tool-ptc)
+;;; mevedel-tool-ptc.el ends here
