@@ -16,6 +16,7 @@
 (require 'mevedel-view)
 (require 'mevedel-sessions)
 (require 'mevedel-ps)
+(require 'mevedel-tools-list)
 
 (defun mevedel-menu--session-line ()
   "Return the menu's heading: the session, its model and permission mode."
@@ -42,7 +43,8 @@
     ("k" "abort (C-c C-k)" mevedel-view-abort)
     ("u" "take a queued message back (C-c C-u)" mevedel-view-unqueue)
     ("l" "redraw (C-c C-l)" mevedel-view-rerender)]
-   ["Running commands"
+   ["Tools and commands"
+    ("t" "tools and their contracts (/tools)" mevedel-tools-list)
     ("e" "executions (C-c C-e, /ps)" mevedel-ps)]
    ["Help"
     ("h" "commands and keys (/help)" mevedel-view-help)]])

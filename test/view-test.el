@@ -282,7 +282,7 @@ Each tool's only display fact is its :renderer; they are removed after."
       (walk (get 'mevedel-menu 'transient--layout)))
     (dolist (command '(mevedel-view-set-model mevedel-view-set-permission-mode mevedel-new
                        mevedel-sessions mevedel-compact mevedel-view-abort mevedel-view-unqueue
-                       mevedel-ps mevedel-view-help))
+                       mevedel-ps mevedel-tools-list mevedel-view-help))
       (should (memq command commands)))
     (pcase-dolist (`(,key . ,command) '(("C-c C-m" . mevedel-view-set-model)
                                         ("C-c C-p" . mevedel-view-set-permission-mode)
