@@ -375,6 +375,16 @@ Used in batch Emacs, where nobody watches an asynchronous build."
 (defvar mevedel-core--ready nil
   "Non-nil once the module is loaded, version-checked and wired up.")
 
+(defvar mevedel-core-ready-hook nil
+  "Hook run once, when the native module has been loaded and connected.
+Lisp that needs the module to set itself up (the tool registry
+compiling its declarations) waits for this, so that loading or
+byte-compiling mevedel never builds the module.")
+
+(defun mevedel-core-ready-p ()
+  "Return non-nil when the native module is loaded and connected."
+  mevedel-core--ready)
+
 (defun mevedel-core-ensure ()
   "Make sure the native module is built, loaded, current and connected.
 Builds per `mevedel-core-build-policy' when needed.  Signals
@@ -388,7 +398,8 @@ when the module cannot be used."
     (mevedel-core--check-version)
     (mevedel-core--open-channel)
     (add-hook 'kill-emacs-hook #'mevedel-core-shutdown)
-    (setq mevedel-core--ready t))
+    (setq mevedel-core--ready t)
+    (run-hooks 'mevedel-core-ready-hook))
   t)
 
 (defun mevedel-core-version ()

@@ -323,9 +323,31 @@ before or after it was loaded is offered alike.")
 (defvar mevedel-tool-unregistered-functions nil
   "Abnormal hook run with the NAME and CATEGORY of an unregistered tool.")
 
+(defvar mevedel-tool--pending nil
+  "Declarations waiting for the native module: (NAME . PROPERTIES), newest first.
+Registering compiles a declaration in the module, and loading or
+byte-compiling a tool family must not build it: until the module is
+loaded (`mevedel-core-ready-hook'), or a tool is looked up, they wait.")
+
+(defun mevedel-tool--register-pending ()
+  "Register the declarations that waited for the native module."
+  (let ((pending (reverse mevedel-tool--pending)))
+    (setq mevedel-tool--pending nil)
+    (pcase-dolist (`(,name . ,properties) pending)
+      (mevedel-tool-register name properties))))
+
+(add-hook 'mevedel-core-ready-hook #'mevedel-tool--register-pending)
+
+(defun mevedel-tool--ready ()
+  "Register the waiting declarations, loading the native module for them."
+  (when mevedel-tool--pending
+    (mevedel-core-ensure)
+    (mevedel-tool--register-pending)))
+
 (defun mevedel-tool-get (name &optional category)
   "Return the registered tool NAME in CATEGORY, or nil.
 Without CATEGORY, return the first tool named NAME in registration order."
+  (mevedel-tool--ready)
   (if category
       (gethash (cons category name) mevedel-tool--registry)
     (cl-loop for key in (reverse mevedel-tool--order)
@@ -334,12 +356,18 @@ Without CATEGORY, return the first tool named NAME in registration order."
 
 (defun mevedel-tool-all ()
   "Return every registered tool, in first-registration order."
+  (mevedel-tool--ready)
   (cl-loop for key in (reverse mevedel-tool--order)
            collect (gethash key mevedel-tool--registry)))
 
 (defun mevedel-tool-unregister (name &optional category)
   "Remove the tool NAME in CATEGORY (default \"mevedel\") from the registry."
   (let ((key (cons (or category "mevedel") name)))
+    (setq mevedel-tool--pending
+          (cl-remove-if (lambda (entry)
+                          (and (equal (car entry) name)
+                               (equal (or (plist-get (cdr entry) :category) "mevedel") (car key))))
+                        mevedel-tool--pending))
     (remhash key mevedel-tool--registry)
     (setq mevedel-tool--order (delete key mevedel-tool--order))
     (run-hook-with-args 'mevedel-tool-unregistered-functions name (car key))))
@@ -390,9 +418,17 @@ the argument's :access, else from whether TOOL is read-only."
 (defun mevedel-tool-register (name properties)
   "Register the tool NAME with PROPERTIES, as `mevedel-define-tool' does.
 Return the new `mevedel-tool'.  Replaces an earlier registration with
-the same category and name; `mevedel-tool-registered-functions' runs."
+the same category and name; `mevedel-tool-registered-functions' runs.
+Before the native module is loaded the declaration is checked and
+waits (`mevedel-tool--pending'); the value is then nil."
   (mevedel-tool--check-declaration name properties)
   (mevedel-tool--check-values name properties)
+  (if (not (mevedel-core-ready-p))
+      (progn (push (cons name properties) mevedel-tool--pending) nil)
+    (mevedel-tool--register-now name properties)))
+
+(defun mevedel-tool--register-now (name properties)
+  "Register the checked declaration of NAME with PROPERTIES; return the tool."
   (let* ((category (or (plist-get properties :category) "mevedel"))
          (wrap (plist-get properties :wrap))
          (source (and wrap (mevedel-tool--wrap-source name wrap)))

@@ -61,7 +61,9 @@
   (require 'mevedel-ps)
   (require 'mevedel-panel)
   (require 'mevedel-sessions)
-  (require 'mevedel-menu))
+  (require 'mevedel-menu)
+  ;; Here, when a session is asked for, is where a first build asks.
+  (mevedel-core-ensure))
 
 ;;;###autoload
 (defun mevedel (&optional directory)

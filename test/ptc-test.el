@@ -17,6 +17,7 @@
 (require 'mevedel-tool-fs)
 (require 'mevedel-gptel)
 (require 'mevedel-tools-list)
+(require 'mevedel)
 
 (defvar mevedel-ptc-test--pending nil
   "Calls of the async test tool waiting to finish: (CALLBACK . ARGS), newest first.")
@@ -290,18 +291,17 @@ Return (OUTCOME-CELL . CANCEL): the cell's car becomes the outcome."
 (ert-deftest mevedel-ptc-test-listing-delivered-when-changed ()
   "The listing is mail only when it differs from the last one the transcript holds."
   (mevedel-ptc-test--with
-    (with-temp-buffer
-      (let ((buffer (current-buffer)))
-        (cl-letf (((symbol-function 'mevedel-chat-context-window) (lambda (_) 100000))
-                  ((symbol-function 'mevedel-chat-data-buffer) (lambda (_) buffer)))
-          (let ((mail (mevedel-ptc-listing-mail 'chat)))
-            (should (= 1 (length mail)))
-            (should (string-match-p "(Echo :file_path string)" (car mail)))
-            (insert "earlier text\n" (car mail) "\nlater text")
-            (should-not (mevedel-ptc-listing-mail 'chat))
-            (mevedel-ptc-test--tool "Extra" :function #'ignore)
-            (should (string-match-p "(Extra :file_path string)"
-                                    (car (mevedel-ptc-listing-mail 'chat))))))))))
+    (mevedel-test-with-view _view chat
+      (cl-letf (((symbol-function 'mevedel-chat-context-window) (lambda (_) 100000)))
+        (let ((mail (mevedel-ptc-listing-mail chat)))
+          (should (= 1 (length mail)))
+          (should (string-match-p "(Echo :file_path string)" (car mail)))
+          (with-current-buffer (mevedel-chat-data-buffer chat)
+            (insert "earlier text\n" (car mail) "\nlater text"))
+          (should-not (mevedel-ptc-listing-mail chat))
+          (mevedel-ptc-test--tool "Extra" :function #'ignore)
+          (should (string-match-p "(Extra :file_path string)"
+                                  (car (mevedel-ptc-listing-mail chat)))))))))
 
 ;;;; Rendering
 
