@@ -24,6 +24,7 @@ mod search;
 mod selftest;
 mod store;
 mod text;
+mod web;
 
 use emacs::{Env, Result};
 
