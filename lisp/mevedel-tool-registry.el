@@ -68,7 +68,7 @@
     ;; Behavior
     :read-only-p :snapshot-p :async-p
     ;; Permissions
-    :check-permission :get-path :get-paths :grant-request :review
+    :check-permission :get-path :get-paths :get-domain :grant-request :review
     ;; Loading and grouping
     :category :groups :wrap
     ;; Display and output
@@ -96,7 +96,7 @@
   "A registered tool: its declaration plus what registration built."
   name category description summary function args
   read-only-p snapshot-p async-p
-  check-permission get-path get-paths grant-request review
+  check-permission get-path get-paths get-domain grant-request review
   wrap max-result-size render-transform renderer
   ;; Built by registration:
   identity handle provider-schema gptel-args shape arg-keys gptel-tool)
@@ -211,7 +211,9 @@ called with the argument plist, or with a callback and the plist when
 whose contract is frozen and reused.
 
 Behavior: :read-only-p :snapshot-p :async-p.
-Permissions: :check-permission :get-path :get-paths :grant-request (a
+Permissions: :check-permission :get-path :get-paths :get-domain (a
+function of the arguments returning the host a call contacts, which
+permission rules match instead of paths) :grant-request (a
 function of the arguments returning the sandbox grant they ask for,
 or nil; a grant is always asked about, see `mevedel-permissions-judge')
 :review (a function of (CONTEXT SESSION ANSWER) that a chat with a
@@ -423,6 +425,7 @@ the same category and name; `mevedel-tool-registered-functions' runs."
                 :check-permission (plist-get properties :check-permission)
                 :get-path (plist-get properties :get-path)
                 :get-paths (plist-get properties :get-paths)
+                :get-domain (plist-get properties :get-domain)
                 :grant-request (plist-get properties :grant-request)
                 :review (plist-get properties :review)
                 :wrap (and wrap (list :source wrap
