@@ -159,19 +159,25 @@ localhost names count; other names are judged public."
 
 (defun mevedel-web--send (r)
   "Send retrieval R's request for its current URL."
-  (let ((url-request-method (mevedel-web--retrieval-method r))
-        (url-request-data (mevedel-web--retrieval-data r))
-        (url-request-extra-headers (mevedel-web--retrieval-headers r))
-        (url-max-redirections 0)
-        (url-show-status nil))
+  (let* ((headers (mevedel-web--retrieval-headers r))
+         (accept (cdr (assoc "Accept" headers)))
+         (url-request-method (mevedel-web--retrieval-method r))
+         (url-request-data (mevedel-web--retrieval-data r))
+         (url-request-extra-headers (assoc-delete-all "Accept" (copy-sequence headers)))
+         (url-mime-accept-string (or accept url-mime-accept-string))
+         (url-max-redirections 0)
+         (url-show-status nil))
     (condition-case err
         (let ((buffer (url-retrieve (mevedel-web--retrieval-url r)
                                     #'mevedel-web--response (list r) t t)))
           (if (not (buffer-live-p buffer))
               (mevedel-web--deliver r (list :error (format "cannot connect to %s"
                                                            (mevedel-web--retrieval-url r))))
-            ;; url-http reads this when the response arrives, in this buffer.
-            (with-current-buffer buffer (setq-local url-max-redirections 0))
+            ;; url-http reads these in this buffer later: the request
+            ;; once connected, the redirect limit when the response comes.
+            (with-current-buffer buffer
+              (setq-local url-max-redirections 0)
+              (setq-local url-mime-accept-string url-mime-accept-string))
             (setf (mevedel-web--retrieval-buffer r) buffer)))
       (error (mevedel-web--deliver
               r (list :error (format "cannot retrieve %s: %s" (mevedel-web--retrieval-url r)
@@ -345,7 +351,7 @@ stores its stop function there."
 
 (defun mevedel-web--size (bytes)
   "Return BYTES (a number) for people."
-  (file-size-human-readable bytes 'si " " "B"))
+  (file-size-human-readable bytes 'iec " " "B"))
 
 (defun mevedel-web--lead (response &rest lines)
   "Return the lines leading a WebFetch result for RESPONSE, then LINES.
@@ -470,7 +476,7 @@ figures and layout)" address (mevedel-web--size (length body))))))
           (funcall
            callback
            (cond
-            ((and (stringp text) (string-blank-p text))
+            ((and (stringp text) (string-match-p "\\`[ \t\n\r\f\v]*\\'" text))
              (list :result (mevedel-web--lead response saved
                                               "The PDF has no extractable text (a scan or \
 only figures?).")
@@ -765,12 +771,16 @@ with a prefix argument in the system browser."
         (start 0))
     (while (string-match mevedel-web--link-regexp text start)
       (let ((url (or (match-string 2 text) (match-string 3 text))))
-        (make-text-button (match-beginning 0) (match-end 0)
-                          'action #'mevedel-web--open 'mevedel-url url
-                          'help-echo (concat url "\nRET: open in EWW; C-u RET: system browser")
-                          'object text)
+        (add-text-properties (match-beginning 0) (match-end 0)
+                             (mevedel-web--button-properties url) text)
         (setq start (match-end 0))))
     text))
+
+(defun mevedel-web--button-properties (url)
+  "Return the text properties of a button opening URL."
+  (list 'button '(t) 'category 'default-button 'face 'button 'follow-link t
+        'action #'mevedel-web--open 'mevedel-url url
+        'help-echo (concat url "\nRET: open in EWW; C-u RET: system browser")))
 
 (defun mevedel-web-render-fetch (_name args result render-data)
   "Render a WebFetch call with ARGS, RESULT and RENDER-DATA."
@@ -799,10 +809,8 @@ with a prefix argument in the system browser."
                       (mapconcat
                        (lambda (hit)
                          (let ((url (plist-get hit :url)))
-                           (concat (make-text-button
-                                    (copy-sequence (plist-get hit :title)) nil
-                                    'action #'mevedel-web--open 'mevedel-url url
-                                    'help-echo (concat url "\nRET: open in EWW; C-u RET: system browser"))
+                           (concat (apply #'propertize (plist-get hit :title)
+                                          (mevedel-web--button-properties url))
                                    " — " (or (mevedel-web-host url) url))))
                        results "\n")
                     result))

@@ -52,10 +52,8 @@ fn selector(css: &str) -> Option<Selector> {
 }
 
 fn text_of(e: ElementRef<'_>) -> String {
-    e.text()
-        .flat_map(str::split_ascii_whitespace)
-        .collect::<Vec<_>>()
-        .join(" ")
+    let all: String = e.text().collect();
+    all.split_ascii_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// HREF's real destination, or None for an ad, a non-web link or junk.
