@@ -420,7 +420,7 @@
   (let* ((row (mevedel-tool-render-row
                "WebFetch" '(:url "http://a.example/x")
                "Final URL: http://b.example/y\n\nSee [the docs](https://d.example/p) now."
-               '(:url "http://a.example/x" :final-url "http://b.example/y" :status 200
+               '(:url "http://a.example/x" :final-url "http://b.example/y" :http-status 200
                       :type "text/html" :size 2048)))
          (body (plist-get row :body)))
     (should (equal (plist-get row :header) "WebFetch a.example · → b.example · 2 KiB · 200 · text/html"))
