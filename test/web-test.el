@@ -15,7 +15,8 @@
 (require 'mevedel-pipeline)
 (require 'mevedel-tool-web)
 (require 'mevedel-gptel)
-(load (expand-file-name "test/fixtures/web/mevedel-web-fixture" mevedel-test-root) nil t)
+(eval-and-compile
+  (add-to-list 'load-path (expand-file-name "test/fixtures/web" mevedel-test-root)))
 (require 'mevedel-web-fixture)
 
 (defvar mevedel-web-test-rules

@@ -12,7 +12,8 @@
 (eval-and-compile
   (add-to-list 'load-path (file-name-directory (or load-file-name buffer-file-name))))
 (require 'mevedel-e2e-helpers)
-(load (expand-file-name "test/fixtures/web/mevedel-web-fixture" mevedel-test-root) nil t)
+(eval-and-compile
+  (add-to-list 'load-path (expand-file-name "test/fixtures/web" mevedel-test-root)))
 (require 'mevedel-web-fixture)
 
 (mevedel-e2e-deftest-matrix mevedel-e2e:web-search-then-fetch
