@@ -143,7 +143,7 @@ localhost names count; other names are judged public."
       (kill-buffer buffer))))
 
 (defun mevedel-web--release (r)
-  "Release what retrieval R holds: its timer and its response buffer."
+  "Release the timer and the response buffer of retrieval R."
   (when (mevedel-web--retrieval-timer r)
     (cancel-timer (mevedel-web--retrieval-timer r))
     (setf (mevedel-web--retrieval-timer r) nil))
@@ -339,7 +339,7 @@ stores its stop function there."
   "Image types WebFetch attaches, and the signature their bytes start with.")
 
 (defun mevedel-web--sniff (body)
-  "Return the content type BODY looks like: a PDF, HTML, binary or text."
+  "Return the content type of BODY by its first bytes: PDF, HTML, binary or text."
   (let ((head (substring body 0 (min 1024 (length body)))))
     (cond ((string-prefix-p "%PDF-" head) "application/pdf")
           ((let ((case-fold-search t))

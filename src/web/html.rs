@@ -143,7 +143,7 @@ impl Writer<'_> {
             }
             return;
         }
-        let mut words = text.split(|c: char| c.is_ascii_whitespace()).peekable();
+        let words = text.split(|c: char| c.is_ascii_whitespace());
         let starts_blank = text.starts_with(|c: char| c.is_ascii_whitespace());
         let ends_blank = text.ends_with(|c: char| c.is_ascii_whitespace());
         if let Some(link) = &mut self.link {
@@ -152,7 +152,7 @@ impl Writer<'_> {
                 t.push(' ');
             }
             let mut first = true;
-            for w in words.by_ref().filter(|w| !w.is_empty()) {
+            for w in words.filter(|w| !w.is_empty()) {
                 if !first {
                     t.push(' ');
                 }
@@ -168,10 +168,7 @@ impl Writer<'_> {
             self.space = true;
         }
         let mut any = false;
-        while let Some(w) = words.next() {
-            if w.is_empty() {
-                continue;
-            }
+        for w in words.filter(|w| !w.is_empty()) {
             if any {
                 self.out.push(' ');
             } else {
