@@ -85,6 +85,9 @@ It is WebSearch's own, independent of `eww-search-prefix'."
 With a prefix argument the button uses `browse-url' instead."
   :type 'function)
 
+(defconst mevedel-web-manual-address "mevedel://tools/web.md"
+  "Where the model reads the web tools' manual.")
+
 (defconst mevedel-web-image-limit (* 10 1024 1024)
   "Largest image WebFetch attaches, in bytes.")
 
@@ -822,12 +825,13 @@ with a prefix argument in the system browser."
 (mevedel-define-tool WebFetch
   :category "web"
   :groups '(web)
-  :description "Fetch a web page or file by URL and return it as text. HTML comes back as \
+  :description (concat "Fetch a web page or file by URL and return it as text. HTML comes back as \
 readable text with links as [text](url); other text types (JSON, XML, Markdown, JavaScript) \
 verbatim; images attached when the model accepts them; PDFs as their text (also saved as an \
 artifact:// copy). Only http(s) URLs. A redirect to another host you may not fetch comes \
 back as \"REDIRECT: URL\": fetch that URL to follow it. YouTube URLs return the video's \
-description and English captions. Results over 50,000 characters are saved and previewed."
+description and English captions. Results over 50,000 characters are saved and previewed. \
+Manual: " mevedel-web-manual-address)
   :args ((url string :required "The http or https URL to fetch"))
   :async-p t
   :read-only-p t
@@ -839,9 +843,10 @@ description and English captions. Results over 50,000 characters are saved and p
 (mevedel-define-tool WebSearch
   :category "web"
   :groups '(web)
-  :description "Search the web (DuckDuckGo) and return up to 10 numbered results: title, URL \
+  :description (concat "Search the web (DuckDuckGo) and return up to 10 numbered results: title, URL \
 and snippet. allowed_domains keeps only results on those domains (and their subdomains); \
-blocked_domains drops them; give one or the other. Fetch a result with WebFetch to read it."
+blocked_domains drops them; give one or the other. Fetch a result with WebFetch to read it. \
+Manual: " mevedel-web-manual-address)
   :args ((query string :required "What to search for")
          (allowed_domains array :optional "Only results from these domains" :items string)
          (blocked_domains array :optional "No results from these domains" :items string))

@@ -445,6 +445,19 @@
     (should (equal (substring-no-properties body) "Doc — docs.example.com\nOther — o.example"))
     (should (equal (get-text-property 0 'mevedel-url body) "https://docs.example.com/a"))))
 
+;;;; Manual
+
+(ert-deftest mevedel-web:manual-is-readable ()
+  (require 'mevedel-tool-fs)
+  (let ((outcome nil))
+    (with-temp-buffer
+      (mevedel-pipeline-run-tool-outcome (mevedel-tool-get "Read" "filesystem")
+                                         (list :file_path mevedel-web-manual-address)
+                                         (lambda (o) (setq outcome o)))
+      (mevedel-test-wait-until outcome 20))
+    (should (eq (plist-get outcome :status) 'success))
+    (should (string-search "# WebFetch and WebSearch" (plist-get outcome :result)))))
+
 ;;;; Permissions
 
 (ert-deftest mevedel-web:permission-by-host ()

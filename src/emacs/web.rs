@@ -10,6 +10,7 @@ use emacs::{Env, Result, Value, defun};
 use super::convert;
 use super::errors::OrSignal;
 use super::guard::guarded;
+use super::resource::opt_string;
 use super::text::copy_exact;
 use crate::error::{Error, ErrorKind};
 use crate::web::{self, Job};
@@ -23,14 +24,6 @@ fn body_bytes(env: &Env, body: Value<'_>) -> Result<Vec<u8>> {
         .collect::<std::result::Result<Vec<u8>, _>>()
         .map_err(|_| Error::new(ErrorKind::Internal, "web body holds a non-byte character"))
         .or_signal(env)
-}
-
-fn optional_string(v: Value<'_>) -> Result<Option<String>> {
-    if v.is_not_nil() {
-        Ok(Some(v.into_rust()?))
-    } else {
-        Ok(None)
-    }
 }
 
 /// Convert BODY of KIND in the background; the reply for request ID
@@ -54,16 +47,16 @@ fn web_convert(
         let job = match kind.as_str() {
             "html" => Job::Html {
                 body,
-                charset: opt(0).map(optional_string).transpose()?.flatten(),
+                charset: opt(0).map(opt_string).transpose()?.flatten(),
                 url: opt(1)
-                    .map(optional_string)
+                    .map(opt_string)
                     .transpose()?
                     .flatten()
                     .unwrap_or_default(),
             },
             "text" => Job::Text {
                 body,
-                charset: opt(0).map(optional_string).transpose()?.flatten(),
+                charset: opt(0).map(opt_string).transpose()?.flatten(),
             },
             "search" => Job::Search {
                 body,

@@ -86,17 +86,8 @@ pub fn start(id: i64, job: Job) -> Result<(), Error> {
         .name("mevedel-web".into())
         .stack_size(STACK_BYTES)
         .spawn(move || {
-            let result = catch_unwind(AssertUnwindSafe(|| run(job))).unwrap_or_else(|p| {
-                let text = p
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| p.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".into());
-                Err(Error::new(
-                    ErrorKind::Internal,
-                    format!("web conversion panicked: {text}"),
-                ))
-            });
+            let result = catch_unwind(AssertUnwindSafe(|| run(job)))
+                .unwrap_or_else(|p| Err(Error::from_panic("web conversion", p.as_ref())));
             events::global().push(events::reply(id, result));
         })
         .map(|_| ())

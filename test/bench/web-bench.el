@@ -90,18 +90,11 @@
 
 (defun web-bench-timer-lag ()
   "Report the p99 lag of a 10 ms timer while WebFetch converts big pages."
-  (let* ((lags nil) (last (float-time)) (fetches 0)
-         (timer (run-at-time 0.01 0.01
-                             (lambda ()
-                               (let ((now (float-time)))
-                                 (push (* 1000 (max 0 (- now last 0.01))) lags)
-                                 (setq last now))))))
-    (unwind-protect
-        (let ((deadline (+ (float-time) 4)))
-          (while (< (float-time) deadline)
-            (web-bench--fetch (if (cl-evenp fetches) "/gen?kind=mb" "/gen?kind=long"))
-            (cl-incf fetches)))
-      (cancel-timer timer))
+  (let* ((fetches 0)
+         (lags (mevedel-bench-timer-lags
+                4 (lambda ()
+                    (web-bench--fetch (if (cl-evenp fetches) "/gen?kind=mb" "/gen?kind=long"))
+                    (cl-incf fetches)))))
     (mevedel-bench-describe "10 ms repeating timer while %d back-to-back WebFetch calls alternate the 1 MB page and a 5 MB single-line page (280,000 spans) for 4 s; %d timer samples, max lag %.1f ms"
                             fetches (length lags) (apply #'max lags))
     (mevedel-bench-report "webfetch-timer-lag-p99" (mevedel-bench-percentile lags 99) "ms")))
