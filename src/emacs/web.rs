@@ -1,9 +1,10 @@
 //! WebFetch and WebSearch conversions: started here, answered by `reply`
 //! events (`crate::web`).
 //!
-//! A body crosses as a multibyte string of characters U+0000..U+00FF
-//! (Lisp decodes the response bytes as Latin-1, which the module API can
-//! copy); each character is one byte of the body again here.
+//! A body crosses as a string of characters U+0000..U+00FF (Lisp decodes
+//! the response bytes as Latin-1, which the module API can copy); the
+//! worker turns each character back into its byte, so the main thread
+//! only copies.
 
 use emacs::{Env, Result, Value, defun};
 
@@ -13,17 +14,11 @@ use super::guard::guarded;
 use super::resource::opt_string;
 use super::text::copy_exact;
 use crate::error::{Error, ErrorKind};
-use crate::web::{self, Job};
+use crate::web::{self, Job, Kind};
 
-/// The bytes BODY stands for (see the module docs).
+/// BODY's text, as UTF-8 of its Latin-1 characters (see the module docs).
 fn body_bytes(env: &Env, body: Value<'_>) -> Result<Vec<u8>> {
-    let copied = copy_exact(env, body)?;
-    let text = std::str::from_utf8(copied.bytes()).unwrap_or_default();
-    text.chars()
-        .map(|c| u8::try_from(u32::from(c)))
-        .collect::<std::result::Result<Vec<u8>, _>>()
-        .map_err(|_| Error::new(ErrorKind::Internal, "web body holds a non-byte character"))
-        .or_signal(env)
+    Ok(copy_exact(env, body)?.bytes().to_vec())
 }
 
 /// Convert BODY of KIND in the background; the reply for request ID
@@ -41,12 +36,10 @@ fn web_convert(
     options: Value<'_>,
 ) -> Result<()> {
     guarded(env, || {
-        let body = body_bytes(env, body)?;
         let opts = convert::list_items(options)?;
         let opt = |i: usize| opts.get(i).copied();
-        let job = match kind.as_str() {
-            "html" => Job::Html {
-                body,
+        let kind = match kind.as_str() {
+            "html" => Kind::Html {
                 charset: opt(0).map(opt_string).transpose()?.flatten(),
                 url: opt(1)
                     .map(opt_string)
@@ -54,12 +47,10 @@ fn web_convert(
                     .flatten()
                     .unwrap_or_default(),
             },
-            "text" => Job::Text {
-                body,
+            "text" => Kind::Text {
                 charset: opt(0).map(opt_string).transpose()?.flatten(),
             },
-            "search" => Job::Search {
-                body,
+            "search" => Kind::Search {
                 allowed: opt(0)
                     .map(convert::strings)
                     .transpose()?
@@ -69,8 +60,8 @@ fn web_convert(
                     .transpose()?
                     .unwrap_or_default(),
             },
-            "youtube-page" => Job::YoutubePage { body },
-            "captions" => Job::Captions { body },
+            "youtube-page" => Kind::YoutubePage,
+            "captions" => Kind::Captions,
             other => {
                 return Err(Error::new(
                     ErrorKind::Internal,
@@ -78,6 +69,10 @@ fn web_convert(
                 ))
                 .or_signal(env);
             }
+        };
+        let job = Job {
+            kind,
+            latin1: body_bytes(env, body)?,
         };
         web::start(id, job).or_signal(env)
     })

@@ -11,35 +11,51 @@ use crate::events;
 /// tree builder and selector matching recurse a little per level.
 const STACK_BYTES: usize = 64 << 20;
 
-/// One body to convert; CHARSET is the Content-Type header's, if any.
-pub enum Job {
+/// What to make of a body; CHARSET is the Content-Type header's, if any.
+pub enum Kind {
     /// HTML to readable text, links resolved against the final URL.
     Html {
-        body: Vec<u8>,
         charset: Option<String>,
         url: String,
     },
     /// Any other text type, decoded and returned as it is.
-    Text {
-        body: Vec<u8>,
-        charset: Option<String>,
-    },
+    Text { charset: Option<String> },
     /// A DuckDuckGo result page, filtered by host.
     Search {
-        body: Vec<u8>,
         allowed: Vec<String>,
         blocked: Vec<String>,
     },
     /// A YouTube watch page: its player data.
-    YoutubePage { body: Vec<u8> },
+    YoutubePage,
     /// A YouTube caption track, as text.
-    Captions { body: Vec<u8> },
+    Captions,
+}
+
+/// One body to convert, still as the UTF-8 of its Latin-1 reading: the
+/// main thread only copies it, the worker takes the bytes back.
+pub struct Job {
+    pub kind: Kind,
+    pub latin1: Vec<u8>,
+}
+
+/// The bytes that UTF8, text of characters U+0000..U+00FF, stands for.
+fn latin1_bytes(utf8: Vec<u8>) -> Result<Vec<u8>, Error> {
+    if utf8.is_ascii() {
+        return Ok(utf8);
+    }
+    let text = String::from_utf8(utf8)
+        .map_err(|_| Error::new(ErrorKind::Internal, "web body is not valid text"))?;
+    text.chars()
+        .map(|c| u8::try_from(u32::from(c)))
+        .collect::<Result<Vec<u8>, _>>()
+        .map_err(|_| Error::new(ErrorKind::Internal, "web body holds a non-byte character"))
 }
 
 /// Run JOB on this thread.
 pub fn run(job: Job) -> Result<Datum, Error> {
-    match job {
-        Job::Html { body, charset, url } => {
+    let body = latin1_bytes(job.latin1)?;
+    match job.kind {
+        Kind::Html { charset, url } => {
             let (text, used) = charset::decode(&body, charset.as_deref(), true);
             let page = html::render(&text, &url);
             Ok(Datum::plist([
@@ -48,22 +64,18 @@ pub fn run(job: Job) -> Result<Datum, Error> {
                 ("charset", Datum::str(used)),
             ]))
         }
-        Job::Text { body, charset } => {
+        Kind::Text { charset } => {
             let (text, used) = charset::decode(&body, charset.as_deref(), false);
             Ok(Datum::plist([
                 ("text", Datum::Str(text)),
                 ("charset", Datum::str(used)),
             ]))
         }
-        Job::Search {
-            body,
-            allowed,
-            blocked,
-        } => {
+        Kind::Search { allowed, blocked } => {
             let (text, _) = charset::decode(&body, None, true);
             Ok(search::parse(&text, &allowed, &blocked).to_datum())
         }
-        Job::YoutubePage { body } => {
+        Kind::YoutubePage => {
             let (text, _) = charset::decode(&body, None, true);
             youtube::player(&text).map(|p| p.to_datum()).ok_or_else(|| {
                 Error::new(
@@ -72,7 +84,7 @@ pub fn run(job: Job) -> Result<Datum, Error> {
                 )
             })
         }
-        Job::Captions { body } => {
+        Kind::Captions => {
             let (text, _) = charset::decode(&body, None, false);
             Ok(Datum::str(youtube::captions(&text)))
         }

@@ -15,4 +15,4 @@ pub mod youtube;
 #[cfg(test)]
 mod tests;
 
-pub use jobs::{Job, start};
+pub use jobs::{Job, Kind, start};
