@@ -404,14 +404,14 @@ accept %s" type (mevedel-web--size size) type))
     (condition-case nil
         (progn
           (mevedel-session-ensure-storage session)
-          (let* ((dir (mevedel-session-tool-results-directory session))
-                 (file (make-temp-file (expand-file-name
-                                        (format-time-string "WebFetch-%Y%m%dT%H%M%S-") dir)
-                                       nil ".pdf"))
-                 (coding-system-for-write 'binary))
+          (let ((dir (mevedel-session-tool-results-directory session))
+                (coding-system-for-write 'binary))
             (make-directory dir t)
-            (write-region body nil file nil 'silent)
-            (concat "artifact://tool-results/" (file-name-nondirectory file))))
+            (let ((file (make-temp-file (expand-file-name
+                                         (format-time-string "WebFetch-%Y%m%dT%H%M%S-") dir)
+                                        nil ".pdf")))
+              (write-region body nil file nil 'silent)
+              (concat "artifact://tool-results/" (file-name-nondirectory file)))))
       (error nil))))
 
 (defun mevedel-web--pdftotext (body callback)

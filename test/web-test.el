@@ -263,7 +263,11 @@
                            (mevedel-web-test-fetch (mevedel-web-test-bytes-path
                                                     "\0\1\2\3" "application/octet-stream")))))
   (should (string-match-p "answered HTTP 404"
-                          (mevedel-web-test-error (mevedel-web-test-fetch "/missing")))))
+                          (mevedel-web-test-error (mevedel-web-test-fetch "/missing"))))
+  ;; Nothing listens on port 1: a network error, said so.
+  (should (string-match-p "\\`Error: retrieving http://127.0.0.1:1/ failed: "
+                          (mevedel-web-test-error
+                           (mevedel-web-test-run "WebFetch" '(:url "http://127.0.0.1:1/"))))))
 
 (ert-deftest mevedel-web:responses-without-a-type-are-sniffed ()
   (mevedel-web-test-should-succeed (mevedel-web-test-fetch "/file?name=guide.html")
