@@ -28,6 +28,7 @@
 ;;   -r, --resume ID           continue the saved session ID
 ;;   --list-sessions           list the workspace's saved sessions and exit
 ;;                             (with --json: a JSON array)
+;;   -h, --help                print the usage and exit
 ;;
 ;; Every run saves its session (see `mevedel-chat-save-sessions'); the
 ;; JSON transcript names it under "session", with the session's token
@@ -37,9 +38,12 @@
 ;; `error' names what failed.
 ;;
 ;; Nobody can answer a permission question in a headless run: a call
-;; that would ask is refused (the model is told so).  Exit status: 0
-;; when the turn completed, 1 when it failed or timed out, 2 for a
-;; usage error.
+;; that would ask is refused (the model is told so), and a turn whose
+;; every call was refused ends with the outcome `refused'.  Exit status
+;; (`mevedel-batch-usage-text'): 0 when the turn completed, 1 when it
+;; failed, timed out or had every call refused, 2 for a usage or
+;; configuration error, 130 when interrupted (bin/mevedel; Emacs itself
+;; exits with 2 on SIGINT in batch mode).
 ;;
 ;; The "--" keeps Emacs's own start-up from reading the options (it
 ;; would take an abbreviated --init-directory, for one).
@@ -55,10 +59,10 @@
 (require 'mevedel-recovery)
 (require 'mevedel-tool-exec)
 (require 'mevedel-tool-fs)
+(require 'mevedel-tool-render)
 
 (declare-function mevedel-demo-attach "mevedel-demo")
 (declare-function mevedel-demo-backend-usable-p "mevedel-demo")
-(declare-function mevedel-tool-render-status "mevedel-tool-render")
 
 (defcustom mevedel-batch-preview-chars 2000
   "Longest result preview in a JSON transcript."
@@ -66,6 +70,37 @@
   :group 'mevedel)
 
 (define-error 'mevedel-batch-usage "Usage error")
+
+(defconst mevedel-batch-usage-text
+  "Usage: mevedel -p PROMPT [OPTIONS]
+       mevedel --list-sessions [--json] [--dir DIR]
+
+Run one turn of a mevedel session headless and print the answer.
+
+Options:
+  -p, --prompt TEXT        the user's message
+  --json                   print a JSON transcript instead of the answer
+  --dir DIR                workspace directory (default: the current one)
+  --permission-mode MODE   ask (default), edits or full-auto; calls that
+                           would ask are refused, nobody can answer them
+  --config FILE            Elisp setting gptel-backend and gptel-model
+                           (default: $MEVEDEL_INIT, else
+                           ~/.config/mevedel/init.el when it exists)
+  --demo                   talk to the offline demo model
+  --timeout SECONDS        give up after SECONDS (default 600)
+  -c, --continue           continue the workspace's most recent session
+  -r, --resume ID          continue the saved session ID
+  --list-sessions          list the workspace's saved sessions
+  -h, --help               print this and exit
+
+Exit status: 0 done, 1 the turn failed, timed out or had every tool call
+refused, 2 usage or configuration error, 130 interrupted.
+"
+  "What `bin/mevedel --help' prints.")
+
+(defun mevedel-batch--usage-error (format-string &rest args)
+  "Signal a usage error with the message FORMAT-STRING formatted with ARGS."
+  (signal 'mevedel-batch-usage (list (apply #'format format-string args))))
 
 (defun mevedel-batch--argument-text (arg)
   "Return the command-line ARG as text.
@@ -81,7 +116,7 @@ Emacs decodes arguments with the locale's coding system; without one
       (let ((arg (pop args)))
         (cl-flet ((value ()
                     (or (pop args)
-                        (signal 'mevedel-batch-usage (list (format "%s needs a value" arg))))))
+                        (mevedel-batch--usage-error "%s needs a value" arg))))
           (pcase arg
             ((or "-p" "--prompt")
              (setq options (plist-put options :prompt (mevedel-batch--argument-text (value)))))
@@ -90,9 +125,8 @@ Emacs decodes arguments with the locale's coding system; without one
             ("--permission-mode"
              (let ((mode (intern (value))))
                (unless (memq mode mevedel-permissions-modes)
-                 (signal 'mevedel-batch-usage
-                         (list (format "Unknown permission mode %s (ask, edits or full-auto)"
-                                       mode))))
+                 (mevedel-batch--usage-error
+                  "Unknown permission mode %s (ask, edits or full-auto)" mode))
                (setq options (plist-put options :mode mode))))
             ("--config" (setq options (plist-put options :init (value))))
             ("--demo" (setq options (plist-put options :demo t)))
@@ -102,12 +136,17 @@ Emacs decodes arguments with the locale's coding system; without one
             ("--timeout"
              (let ((seconds (string-to-number (value))))
                (unless (> seconds 0)
-                 (signal 'mevedel-batch-usage (list "--timeout needs a positive number")))
+                 (mevedel-batch--usage-error "--timeout needs a positive number"))
                (setq options (plist-put options :timeout seconds))))
+            ;; Help wins over whatever follows it.
+            ((or "-h" "--help") (setq options (plist-put options :help t) args nil))
             ("--" nil)
-            (_ (signal 'mevedel-batch-usage (list (format "Unknown argument %s" arg))))))))
-    (unless (or (plist-get options :prompt) (plist-get options :list))
-      (signal 'mevedel-batch-usage (list "Missing -p PROMPT")))
+            (_ (mevedel-batch--usage-error "Unknown argument %s (see --help)" arg))))))
+    (unless (or (plist-get options :prompt) (plist-get options :list) (plist-get options :help))
+      (mevedel-batch--usage-error "Missing -p PROMPT (see --help)"))
+    (when-let* ((dir (plist-get options :dir)))
+      (unless (file-directory-p dir)
+        (mevedel-batch--usage-error "--dir %s is not a directory" dir)))
     (when (and (plist-get options :continue) (plist-get options :resume))
       (signal 'mevedel-batch-usage (list "Use --continue or --resume ID, not both")))
     options))
@@ -221,7 +260,6 @@ Signal a usage error when the session asked for does not exist."
 Keys: :messages (user, assistant and tool entries in order; an
 assistant entry cut by a failed request has :incomplete t),
 :tool-calls, :answer (the last assistant text) and :error."
-  (require 'mevedel-tool-render)
   (let ((segments (mevedel-history-segments (mevedel-chat-data-buffer chat)
                                          (marker-position (mevedel-chat-turn-start chat))))
         messages calls answer)
@@ -294,14 +332,38 @@ would reach stdout as Emacs's raw-byte characters, encoded twice."
     (message "mevedel: %s; %s" (plist-get (car args) :message)
              (mevedel-recovery-describe (car args)))))
 
+(defconst mevedel-batch--main-arguments
+  '(:pattern :command :file_path :path :query :url :form :name :task_name :message)
+  "Arguments that say what a tool call is about, in order of preference.")
+
+(defun mevedel-batch--shorten (text width)
+  "Return TEXT on one line, at most WIDTH characters."
+  (truncate-string-to-width (replace-regexp-in-string "[\n\t ]+" " " text) width nil nil "…"))
+
+(defun mevedel-batch-progress-line (record)
+  "Return the stderr line telling of the settled tool call RECORD.
+It is the tool's name, what the call is about (its first telling
+argument) and what came of it: `Grep \"defun\" … 21 lines'."
+  (let* ((args (plist-get record :args))
+         (about (cl-loop for key in mevedel-batch--main-arguments
+                         for value = (plist-get args key)
+                         when (and (stringp value) (not (string-empty-p value)))
+                         return value))
+         (result (string-trim-right (or (plist-get record :result) "")))
+         (lines (if (string-empty-p result) 0 (1+ (cl-count ?\n result)))))
+    (concat (or (plist-get record :name) "?")
+            (if about (concat " " (prin1-to-string (mevedel-batch--shorten about 60))) "")
+            " … "
+            (pcase (mevedel-tool-render-status result nil)
+              ('denied "refused")
+              ('error (concat "failed: " (mevedel-batch--shorten result 80)))
+              (_ (format "%d line%s" lines (if (= lines 1) "" "s")))))))
+
 (defun mevedel-batch--progress (event _chat &rest args)
-  "Report EVENT with ARGS of a headless turn on stderr."
-  (pcase event
-    ('tool-results
-     (dolist (record (car args))
-       (message "[tool] %s %s" (plist-get record :name)
-                (mevedel-batch--preview
-                 (replace-regexp-in-string "\n" " " (format "%S" (plist-get record :args)))))))))
+  "Report EVENT with ARGS of a headless turn on stderr, one line per call."
+  (when (eq event 'tool-results)
+    (dolist (record (car args))
+      (message "%s" (mevedel-batch-progress-line record)))))
 
 (defun mevedel-batch-run-turn (options)
   "Run one turn described by OPTIONS.
@@ -315,7 +377,7 @@ and :error (a message, or nil)."
       (setf (mevedel-chat-permission-mode chat) (plist-get options :mode)))
     (require 'mevedel-demo)
     (if (plist-get options :demo)
-        (mevedel-demo-attach chat)
+        (mevedel-demo-attach chat 'headless)
       (unless (mevedel-demo-backend-usable-p)
         (signal 'mevedel-batch-usage
                 (list "No usable gptel backend: set `gptel-backend' (and its key) in a \
@@ -333,43 +395,105 @@ config file (--config FILE, $MEVEDEL_INIT or ~/.config/mevedel/init.el), or use 
             (format "timed out after %s seconds" (plist-get options :timeout)))
       (setq outcome 'error))
     (let ((transcript (mevedel-batch-transcript chat outcome)))
-      (list :status (if (eq outcome 'done) 0 1)
+      (when (and (eq outcome 'done) (mevedel-batch--all-refused-p transcript))
+        (setq transcript (mevedel-batch--refused transcript)))
+      (list :status (if (equal (plist-get transcript :outcome) "done") 0 1)
+            :outcome (plist-get transcript :outcome)
             :error (plist-get transcript :error)
             :output (if (plist-get options :json)
                         (concat (mevedel-batch-transcript-json transcript) "\n")
-                      (if (eq outcome 'done)
-                          (concat (or (plist-get transcript :answer) "") "\n")
+                      (if (plist-get transcript :answer)
+                          (concat (plist-get transcript :answer) "\n")
                         ""))))))
+
+(defun mevedel-batch--all-refused-p (transcript)
+  "Return non-nil when every tool call of TRANSCRIPT was refused (and it has some)."
+  (let ((calls (plist-get transcript :tool_calls)))
+    (and calls (cl-every (lambda (call) (equal (plist-get call :status) "denied")) calls))))
+
+(defun mevedel-batch--refused (transcript)
+  "Return TRANSCRIPT with the outcome `refused' and an error saying why.
+Its answer stays: the model may say what it could not do."
+  (let ((transcript (copy-sequence transcript)))
+    (setq transcript (plist-put transcript :outcome "refused"))
+    (plist-put transcript :error
+               (format "every tool call was refused (%d): a headless run cannot ask, so calls \
+that would ask are refused; allow them with --permission-mode edits or full-auto, or with \
+`mevedel-permissions-rules' in the config file"
+                       (length (plist-get transcript :tool_calls))))))
+
+(define-error 'mevedel-batch-config "Configuration error")
+
+(defun mevedel-batch--syntax-line (file)
+  "Return the line of the first unbalanced bracket or string in FILE, or nil."
+  (with-temp-buffer
+    (insert-file-contents file)
+    (with-syntax-table emacs-lisp-mode-syntax-table
+      (goto-char (point-min))
+      (condition-case err
+          (progn (while (progn (forward-comment (buffer-size)) (not (eobp)))
+                   (forward-sexp 1))
+                 nil)
+        (scan-error (line-number-at-pos (nth 2 err)))))))
+
+(defun mevedel-batch--load-config (file)
+  "Load the config FILE; signal `mevedel-batch-config' saying what is wrong.
+A syntax error names its line."
+  (unless (file-readable-p file)
+    (signal 'mevedel-batch-config (list (format "Cannot read the config file %s" file))))
+  (condition-case err
+      (load file nil t t)
+    ((end-of-file invalid-read-syntax)
+     (signal 'mevedel-batch-config
+             (list (format "%s:%s: syntax error in the config file: %s"
+                           file
+                           (or (mevedel-batch--syntax-line file)
+                               (and (natnump (nth 2 err)) (nth 2 err))
+                               "?")
+                           (error-message-string err)))))
+    (error
+     (signal 'mevedel-batch-config
+             (list (format "Error in the config file %s: %s" file (error-message-string err)))))))
+
+(defun mevedel-batch--interrupted ()
+  "Say on stderr that the run was interrupted (`kill-emacs-hook' during a run)."
+  (message "mevedel: interrupted; the session is saved (--continue resumes it)"))
 
 (defun mevedel-batch-main ()
   "Run one headless turn with the command line's arguments and exit.
-See the commentary of mevedel-batch.el for the arguments."
+See the commentary of mevedel-batch.el for the arguments and
+`mevedel-batch-usage-text' for the exit status."
   (let ((args command-line-args-left)
         (status 1))
     (setq command-line-args-left nil)
+    (add-hook 'kill-emacs-hook #'mevedel-batch--interrupted)
     (condition-case err
-        (let* ((options (mevedel-batch--parse-args args))
-               (init (mevedel-batch--config-file options)))
-          (when init
-            (unless (file-readable-p init)
-              (signal 'mevedel-batch-usage (list (format "Cannot read init file %s" init))))
-            (load init nil t))
-          (let ((result (if (plist-get options :list)
-                            (list :status 0 :output (mevedel-batch-list-sessions options))
-                          (mevedel-batch-run-turn options))))
-            (princ (plist-get result :output))
-            (when (plist-get result :error)
-              (message "mevedel: the turn failed: %s" (plist-get result :error)))
-            (setq status (plist-get result :status))))
+        (let ((options (mevedel-batch--parse-args args)))
+          (if (plist-get options :help)
+              (progn (princ mevedel-batch-usage-text) (setq status 0))
+            (when-let* ((init (mevedel-batch--config-file options)))
+              (mevedel-batch--load-config init))
+            (let ((result (if (plist-get options :list)
+                              (list :status 0 :output (mevedel-batch-list-sessions options))
+                            (mevedel-batch-run-turn options))))
+              (princ (plist-get result :output))
+              (when (plist-get result :error)
+                (message (if (equal (plist-get result :outcome) "refused")
+                             "mevedel: %s"
+                           "mevedel: the turn failed: %s")
+                         (plist-get result :error)))
+              (setq status (plist-get result :status)))))
       (mevedel-batch-usage
        (message "mevedel: %s" (cadr err))
-       (message "Usage: mevedel -p PROMPT [--json] [--dir DIR] [--permission-mode MODE] \
-\[--config FILE] [--demo] [--timeout SECONDS] [--continue | --resume ID]
-       mevedel --list-sessions [--json] [--dir DIR]")
+       (message "%s" (car (split-string mevedel-batch-usage-text "\n\n")))
+       (setq status 2))
+      (mevedel-batch-config
+       (message "mevedel: %s" (cadr err))
        (setq status 2))
       (error
        (message "mevedel: %s" (error-message-string err))
        (setq status 1)))
+    (remove-hook 'kill-emacs-hook #'mevedel-batch--interrupted)
     (kill-emacs status)))
 
 (provide 'mevedel-batch)

@@ -192,6 +192,16 @@ gptel's default (OpenAI) is chosen and recorded in `gptel-backend'."
   (or (mevedel-chat-backend chat)
       (mevedel-gptel-default-backend)))
 
+(defun mevedel-chat-set-model (chat backend model)
+  "Give CHAT the gptel BACKEND and MODEL from its next turn on, and save them.
+The choice is this session's own: other sessions and gptel's defaults
+keep theirs.  Observers hear `status'."
+  (setf (mevedel-chat-backend chat) backend
+        (mevedel-chat-model chat) model
+        (mevedel-chat-label chat) nil)
+  (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat))
+  (mevedel-chat--notify chat 'status))
+
 (defun mevedel-chat-model-effective (chat)
   "Return the gptel model for the next turn of CHAT."
   (or (mevedel-chat-model chat) (default-value 'gptel-model)))
@@ -383,16 +393,53 @@ value is then nil instead of the turn."
         nil)
     (mevedel-chat--send-now chat text on-done background)))
 
+(define-error 'mevedel-chat-backend-error
+              "The backend cannot take a request" 'user-error)
+
 (defun mevedel-chat--send-now (chat text on-done background)
   "Start the turn of CHAT sending TEXT.
-ON-DONE and BACKGROUND are as for `mevedel-chat-send'."
+ON-DONE and BACKGROUND are as for `mevedel-chat-send'.  A backend
+that cannot take the request (`mevedel-gptel-backend-problem') is a
+`mevedel-chat-backend-error' before anything changes; any other
+failure before the request is on its way undoes the turn, so the
+chat is never left waiting for a request that was not sent.  Either
+way TEXT stays in the input history."
   (let ((backend (mevedel-chat-backend-effective chat))
         (model (mevedel-chat-model-effective chat))
         (buffer (mevedel-chat-data-buffer chat)))
+    (mevedel-transcript-complete buffer)
     (unless background
       (push text (mevedel-chat-history chat))
       (unless (mevedel-chat-title chat)
         (setf (mevedel-chat-title chat) (mevedel-chat--turn-label text))))
+    (when-let* ((problem (mevedel-gptel-backend-problem backend)))
+      (signal 'mevedel-chat-backend-error (list problem)))
+    (let ((start (with-current-buffer buffer (point-max))))
+      (condition-case err
+          (mevedel-chat--start-turn chat text on-done background backend model)
+        (error
+         (mevedel-chat--undo-start chat start)
+         (signal (car err) (cdr err)))))))
+
+(defun mevedel-chat--undo-start (chat start)
+  "Undo a turn of CHAT whose request failed to start; its text began at START."
+  (with-current-buffer (mevedel-chat-data-buffer chat)
+    (let ((inhibit-read-only t))
+      (delete-region (min start (point-max)) (point-max))))
+  (when (eq (car (mevedel-chat-turns chat)) (mevedel-chat-turn chat))
+    (pop (mevedel-chat-turns chat)))
+  (mevedel-chat--stop-save-timer chat)
+  (setf (mevedel-chat-turn chat) nil
+        (mevedel-chat-fsm chat) nil
+        (mevedel-chat-on-done chat) nil
+        (mevedel-chat-live-calls chat) nil)
+  (mevedel-chat--set-status chat 'idle)
+  (mevedel-chat--notify chat 'truncated))
+
+(defun mevedel-chat--start-turn (chat text on-done background backend model)
+  "Write TEXT as CHAT's next turn and send it to BACKEND's MODEL.
+ON-DONE and BACKGROUND are as for `mevedel-chat-send'."
+  (let ((buffer (mevedel-chat-data-buffer chat)))
     (with-current-buffer buffer
       (setq-local gptel-backend backend
                   gptel-model model
@@ -741,6 +788,7 @@ the view keeps showing every turn.  ON-DONE is called with CHAT and
 `done' or `error' at the end; observers hear `compacted'."
   (when (mevedel-chat-busy-p chat)
     (user-error "A turn is running in %s; wait or abort it first" (mevedel-chat-name chat)))
+  (mevedel-transcript-complete (mevedel-chat-data-buffer chat))
   (let* ((keep (max 1 mevedel-chat-compact-keep-turns))
          (turns (mevedel-chat-turns chat))
          (buffer (mevedel-chat-data-buffer chat)))
@@ -1012,7 +1060,7 @@ says what happened."
          (buffer (mevedel-chat-data-buffer chat))
          (info (mevedel-core-store-info-get store))
          (get (lambda (key) (let ((v (cdr (assoc key info)))) (and v (not (string-empty-p v)) v)))))
-    (mevedel-transcript-restore buffer store)
+    (mevedel-transcript-restore buffer store t)
     (setf (mevedel-chat-title chat) (funcall get "title")
           (mevedel-chat-created chat) (funcall get "created")
           (mevedel-chat-input-tokens chat) (string-to-number (or (funcall get "input-tokens") "0"))
@@ -1040,6 +1088,7 @@ says what happened."
 (defun mevedel-chat--recover (chat open-calls)
   "Settle the turn of CHAT that was running when Emacs stopped.
 OPEN-CALLS are the (ID NAME ARGS) of the calls it was running."
+  (mevedel-transcript-complete (mevedel-chat-data-buffer chat))
   (mevedel-chat--settle-open-calls
    chat open-calls "Cancelled: Emacs stopped before this call finished.")
   (with-current-buffer (mevedel-chat-data-buffer chat)
@@ -1061,6 +1110,7 @@ OPEN-CALLS are the (ID NAME ARGS) of the calls it was running."
   "Return (START . END) of tool call ID's region in data BUFFER, or nil.
 The search goes backwards from the end, where the calls that change
 \(the running turn's) are."
+  (mevedel-transcript-complete buffer)
   (with-current-buffer buffer
     (save-excursion
       (save-restriction

@@ -113,7 +113,7 @@ signals an error instead."
 (declare-function mevedel-core--store-mailbox-deliver "ext:mevedel-dyn" (store ids))
 (declare-function mevedel-core--store-transcript-save "ext:mevedel-dyn" (store at props))
 (declare-function mevedel-core--store-transcript-compact "ext:mevedel-dyn" (store export))
-(declare-function mevedel-core--store-transcript-load "ext:mevedel-dyn" (store))
+(declare-function mevedel-core--store-transcript-load "ext:mevedel-dyn" (store &optional full))
 (declare-function mevedel-core--store-flush "ext:mevedel-dyn" (store timeout-ms))
 (declare-function mevedel-core--store-info-set "ext:mevedel-dyn" (store pairs))
 (declare-function mevedel-core--store-info-get "ext:mevedel-dyn" (store))
@@ -224,6 +224,54 @@ file mapped (or a helper running) keeps a valid file."
         (rename-file tmp (cdr pair) t)))
     target))
 
+(defconst mevedel-core--first-build-cpu-seconds 550
+  "About how long a first build takes on one core, in seconds.
+Measured: 276 s of cargo on 2 vCPUs for the release module and helper.")
+
+(defvar-local mevedel-core--build-progress nil
+  "Progress of the build in this buffer, (START DONE TOTAL).
+START is when it started, DONE the crates compiled so far and TOTAL
+how many the lock file names.")
+
+(defun mevedel-core--crate-count (root)
+  "Return how many packages ROOT's Cargo.lock names (what a first build compiles)."
+  (let ((lock (expand-file-name "Cargo.lock" root)))
+    (if (file-readable-p lock)
+        (with-temp-buffer
+          (insert-file-contents lock)
+          (how-many "^\\[\\[package\\]\\]" (point-min) (point-max)))
+      0)))
+
+(defun mevedel-core--first-build-estimate ()
+  "Return a rough duration of a first build on this machine, as text."
+  (let ((minutes (/ mevedel-core--first-build-cpu-seconds
+                    (max 1 (num-processors)) 60.0)))
+    (if (< minutes 1.5) "about a minute" (format "about %d minutes" (round minutes)))))
+
+(defun mevedel-core--build-progress-text (progress now)
+  "Return the mode-line text of build PROGRESS, (START DONE TOTAL), at time NOW."
+  (pcase-let ((`(,start ,done ,total) progress))
+    (if (or (zerop done) (zerop total))
+        (format " [starting; a first build takes %s]" (mevedel-core--first-build-estimate))
+      (let ((left (* (- now start) (/ (float (max 0 (- total done))) done))))
+        (format " [%d/%d crates%s]" (min done total) total
+                (if (>= done total) ""
+                  (format ", ~%d min left" (max 1 (round (/ left 60))))))))))
+
+(defun mevedel-core--count-compiled ()
+  "Count the crates cargo reports compiled in this build's new output.
+A `compilation-filter-hook' member: the mode line shows the progress."
+  (when mevedel-core--build-progress
+    (save-excursion
+      (goto-char compilation-filter-start)
+      (forward-line 0)
+      (let ((found (how-many "^ *Compiling " (point) (point-max))))
+        (setf (nth 1 mevedel-core--build-progress)
+              (+ found (nth 1 mevedel-core--build-progress)))))
+    (setq mode-line-process
+          (mevedel-core--build-progress-text mevedel-core--build-progress (float-time)))
+    (force-mode-line-update)))
+
 (defvar mevedel-core--build-callbacks nil
   "Functions to call once the running build has installed the module.")
 
@@ -254,11 +302,15 @@ to use the new build."
         (command (mevedel-core--build-command))
         (target (mevedel-core-module-file)))
     (when callback (push callback mevedel-core--build-callbacks))
+    (message "mevedel: building the native module; a first build takes %s"
+             (mevedel-core--first-build-estimate))
     (let* ((default-directory root)
            (buffer (compilation-start command 'compilation-mode
                                       (lambda (_) "*mevedel-core-build*"))))
       (with-current-buffer buffer
-        (setq mevedel-core--build-target target)
+        (setq mevedel-core--build-target target
+              mevedel-core--build-progress (list (float-time) 0 (mevedel-core--crate-count root)))
+        (add-hook 'compilation-filter-hook #'mevedel-core--count-compiled nil t)
         (add-hook 'compilation-finish-functions #'mevedel-core--build-finished nil t))
       buffer)))
 
@@ -978,12 +1030,17 @@ event."
 Both happen in the background, after the saves already queued."
   (mevedel-core--store-transcript-compact store (and export (expand-file-name export))))
 
-(defun mevedel-core-transcript-load (store)
-  "Return (TEXT . PROPS) of STORE's saved transcript, once queued writes end.
-PROPS is a string: the printed list ((START END NAME VALUE) ...) of
-the text's properties, with 0-based bounds."
-  (let ((loaded (mevedel-core--store-transcript-load store)))
-    (cons (decode-coding-string (car loaded) 'utf-8-unix t) (cdr loaded))))
+(defun mevedel-core-transcript-load (store &optional full)
+  "Return STORE's saved transcript, once queued writes end, as a plist.
+:text is its text, or nil when :copy, the file name of the readable
+copy, holds exactly that text (:chars characters, UTF-8); FULL non-nil
+always gives :text.  :chunks are its properties as (FROM . PRINTED),
+the latest-ending first: PRINTED is the printed list ((START END NAME
+VALUE) ...), 0-based bounds, and once a chunk and those before it are
+applied every property reaching past character FROM is."
+  (pcase-let ((`(,text ,copy ,chars ,chunks) (mevedel-core--store-transcript-load store full)))
+    (list :text (and text (decode-coding-string text 'utf-8-unix t))
+          :copy copy :chars chars :chunks chunks)))
 
 (defun mevedel-core-store-flush (store &optional timeout)
   "Wait up to TIMEOUT seconds (default 5) for the queued writes of STORE.

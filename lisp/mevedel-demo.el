@@ -15,6 +15,7 @@
 ;;; Code:
 
 (require 'auth-source)
+(require 'cl-lib)
 (require 'mevedel-chat)
 (require 'mevedel-gptel)
 (require 'mevedel-scripted-model)
@@ -32,6 +33,61 @@
 
 (defvar mevedel-demo--server nil
   "The running demo server, or nil.")
+
+(defvar mevedel-demo--vars nil
+  "The script variables the running demo server was started with.")
+
+(defconst mevedel-demo--readme-regexp "\\`README\\(?:\\.[[:alnum:]]+\\)?\\'"
+  "File names the demo reads first.")
+
+(defun mevedel-demo--file (root)
+  "Return a file of ROOT for the demo to read, relative to ROOT, or nil.
+A README first, else the first small text file at the top or one
+level down."
+  (let ((candidates
+         (cl-loop for dir in (cons root (cl-remove-if-not
+                                         #'file-directory-p
+                                         (directory-files root t "\\`[^.]" nil 20)))
+                  append (cl-remove-if-not
+                          (lambda (file)
+                            (and (file-regular-p file) (file-readable-p file)
+                                 (< 0 (file-attribute-size (file-attributes file)) 1000000)))
+                          (directory-files dir t "\\`[^.]" nil 200)))))
+    (when-let* ((file (or (cl-find-if (lambda (file)
+                                        (string-match-p mevedel-demo--readme-regexp
+                                                        (file-name-nondirectory file)))
+                                      candidates)
+                          (cl-find-if (lambda (file)
+                                        (with-temp-buffer
+                                          (insert-file-contents-literally file nil 0 4096)
+                                          (not (search-forward "\0" nil t))))
+                                      candidates))))
+      (file-relative-name file root))))
+
+(defun mevedel-demo--pattern (file)
+  "Return a word of FILE for the demo to search for, or nil."
+  (with-temp-buffer
+    (insert-file-contents file nil 0 8192)
+    (goto-char (point-min))
+    (let (word)
+      (while (and (not word) (re-search-forward "\\_<[[:alpha:]][[:alnum:]_-]\\{4,30\\}\\_>" nil t))
+        (unless (member (downcase (match-string 0)) '("about" "there" "these" "their" "which"))
+          (setq word (match-string 0))))
+      word)))
+
+(defun mevedel-demo-vars (root surface)
+  "Return the demo script's variables for workspace ROOT shown on SURFACE.
+SURFACE is `view' or `headless': the closing words fit it."
+  (let* ((file (mevedel-demo--file root))
+         (pattern (or (and file (mevedel-demo--pattern (expand-file-name file root))) "TODO")))
+    `(("root" . ,root)
+      ("file" . ,(or file ""))
+      ("what" . ,(if file (format "`%s'" file) "the workspace's listing"))
+      ("pattern" . ,(regexp-quote pattern))
+      ("hint" . ,(if (eq surface 'headless)
+                     "Run `bin/mevedel --demo --json` to see each call's arguments and result."
+                   "Press TAB on a tool row above to see what each call returned."))
+      ("again" . ,(if (eq surface 'headless) "" " and run `M-x mevedel` again")))))
 
 (defun mevedel-demo-script ()
   "Return the file name of the demo script."
@@ -52,20 +108,19 @@ key for api.openai.com."
                  (auth-source-search :host "api.openai.com" :user "apikey"
                                      :require '(:secret))
                  t))
-      (or (null (gptel-backend-key backend))
-          (condition-case nil
-              (let* ((inhibit-message t)
-                     (key (mevedel-gptel-api-key backend)))
-                (and (stringp key) (not (string-empty-p key))))
-            (error nil))))))
+      (not (mevedel-gptel-backend-problem backend)))))
 
-(defun mevedel-demo-attach (chat)
-  "Point CHAT at the offline demo model, starting its server if needed."
-  (unless (and mevedel-demo--server (mevedel-scripted-model-live-p mevedel-demo--server))
-    (setq mevedel-demo--server
-          (mevedel-scripted-model-start (mevedel-demo-script)
-                                        :vars `(("root" . ,(mevedel-chat-root chat)))
-                                        :delay 0.03)))
+(defun mevedel-demo-attach (chat &optional surface)
+  "Point CHAT at the offline demo model, starting its server if needed.
+SURFACE, `view' (the default) or `headless', is where the demo's words
+are read.  The script reads and searches CHAT's own workspace."
+  (let ((vars (mevedel-demo-vars (mevedel-chat-root chat) (or surface 'view))))
+    (unless (and mevedel-demo--server (mevedel-scripted-model-live-p mevedel-demo--server)
+                 (equal vars mevedel-demo--vars))
+      (mevedel-demo-stop)
+      (setq mevedel-demo--server
+            (mevedel-scripted-model-start (mevedel-demo-script) :vars vars :delay 0.03)
+            mevedel-demo--vars vars)))
   (setf (mevedel-chat-backend chat)
         (mevedel-scripted-model-backend mevedel-demo--server
                                         :wire 'openai :stream t

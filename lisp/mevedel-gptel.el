@@ -854,6 +854,30 @@ stop: FSM moves to ABRT itself, its callback silenced."
   (let ((gptel-backend backend))
     (gptel--get-api-key)))
 
+(defun mevedel-gptel-backends ()
+  "Return gptel's configured backends as (NAME . BACKEND), as gptel lists them."
+  (copy-sequence gptel--known-backends))
+
+(defun mevedel-gptel-backend-problem (backend)
+  "Return why BACKEND cannot take a request now, and what to do; nil if it can.
+Checked before a turn starts: without a key gptel would fail inside
+its request, and the turn would wait forever."
+  (cond
+   ((null backend) "No gptel backend is set: set `gptel-backend' (M-x customize-variable)")
+   ((not (gptel-backend-p backend))
+    (format "`gptel-backend' is %S, not a gptel backend (make one with gptel-make-openai, \
+gptel-make-anthropic, gptel-make-ollama, ...)" backend))
+   ((null (gptel-backend-key backend)) nil)
+   ((condition-case nil
+        (let* ((inhibit-message t)
+               (key (mevedel-gptel-api-key backend)))
+          (and (stringp key) (not (string-empty-p key))))
+      (error nil))
+    nil)
+   (t (format "No API key for %s: set the backend's :key or `gptel-api-key', or add \
+\"machine %s login apikey password KEY\" to your auth-source file (~/.authinfo)"
+              (gptel-backend-name backend) (gptel-backend-host backend)))))
+
 ;;;; Installation
 
 (advice-add 'json-parse-string :around #'mevedel-gptel--json-parse-string)

@@ -52,12 +52,17 @@
   "How a render-data block starts; results without it have no render-data.")
 
 (defun mevedel-history-trim (string &optional from)
-  "Return STRING from index FROM (default 0) without surrounding whitespace.
-Only the whitespace at the ends is looked at, however long STRING is."
-  (let ((from (or from 0))
-        (to (length string)))
-    (while (and (< from to) (memq (aref string from) '(?\s ?\t ?\n ?\r)))
-      (setq from (1+ from)))
+  "Return STRING from index FROM (default 0) without blank lines around it.
+Leading blank lines go but the first line keeps its indentation (a
+Read result's padded line numbers); trailing whitespace goes.  Only
+the ends are looked at, however long STRING is."
+  (let* ((from (or from 0))
+         (to (length string))
+         (scan from))
+    (while (and (< scan to) (memq (aref string scan) '(?\s ?\t ?\n ?\r)))
+      (when (eq (aref string scan) ?\n) (setq from (1+ scan)))
+      (setq scan (1+ scan)))
+    (when (= scan to) (setq from to))
     (while (and (> to from) (memq (aref string (1- to)) '(?\s ?\t ?\n ?\r)))
       (setq to (1- to)))
     (substring string from to)))
@@ -115,6 +120,7 @@ They default to the buffer's beginning and end.  Each segment is a
 plist with :type `user', `response', `tool' or `notice' and :start,
 where it starts in BUFFER.  A response cut by a failed request has
 :incomplete t.  One pass over the text's property changes finds them."
+  (mevedel-transcript-complete buffer start)
   (with-current-buffer buffer
     (save-restriction
       (widen)

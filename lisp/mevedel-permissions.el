@@ -475,7 +475,9 @@ TEXT describes what the answer allows and KEYS are what it records;
 return nil when no answer may allow the call."
   (let ((facts (plist-get judged :command)))
     (cond
-     ((eq (plist-get judged :by) 'rule) nil)
+     ;; A rule, or the tool's own check, asks every time: no answer
+     ;; is consulted, so none is offered.
+     ((memq (plist-get judged :by) '(rule own)) nil)
      ((plist-get judged :domain)
       (let ((host (plist-get judged :domain)))
         (cons (format "%s of %s for the rest of this session (not other hosts)" name host)

@@ -226,8 +226,39 @@ started the execution, \\[mevedel-ps-describe] its details and latest output,
   (when (and mevedel-ps--stale (mevedel-ps--visible-p))
     (mevedel-ps-refresh)))
 
+(defvar mevedel-ps--details nil
+  "Buffers in `mevedel-ps-detail-mode': the ones execution events may refresh.")
+
+(defun mevedel-ps--refresh-detail (buffer)
+  "Show BUFFER's execution details again, keeping its windows' places."
+  (when (buffer-live-p buffer)
+    (with-current-buffer buffer
+      (setq mevedel-ps--timer nil)
+      (let ((places (mapcar (lambda (window)
+                              (list window (window-point window) (window-start window)))
+                            (get-buffer-window-list buffer nil t))))
+        (mevedel-ps--revert-detail)
+        (pcase-dolist (`(,window ,point ,start) places)
+          (set-window-start window (min start (point-max)) t)
+          (set-window-point window (min point (point-max))))))))
+
+(defun mevedel-ps--on-detail-event (key)
+  "Refresh the shown details of executions of session KEY, once a second at most."
+  (setq mevedel-ps--details (cl-remove-if-not #'buffer-live-p mevedel-ps--details))
+  (dolist (buffer mevedel-ps--details)
+    (with-current-buffer buffer
+      (when (and mevedel-ps--detail (not mevedel-ps--timer)
+                 (get-buffer-window buffer t)
+                 (buffer-live-p (mevedel-chat-data-buffer (car mevedel-ps--detail)))
+                 (equal (mevedel-ps-session-key (car mevedel-ps--detail)) key))
+        (setq mevedel-ps--timer
+              (run-at-time (max 0 (- (+ mevedel-ps--refreshed mevedel-ps-refresh-interval)
+                                     (float-time)))
+                           nil #'mevedel-ps--refresh-detail buffer))))))
+
 (defun mevedel-ps--on-event (data)
-  "Refresh the tables of the session named in the execution event DATA."
+  "Refresh the tables and details of the session named in the execution event DATA."
+  (mevedel-ps--on-detail-event (plist-get data :session))
   (let ((key (plist-get data :session)))
     (dolist (buffer mevedel-ps--tables)
       (when (and (buffer-live-p buffer)
@@ -314,7 +345,9 @@ Through its terminal when it has one, else SIGINT to its process group."
 (define-derived-mode mevedel-ps-detail-mode special-mode "mevedel-execution"
   "Major mode of one execution's details.
 \\<mevedel-ps-detail-mode-map>\\[revert-buffer] shows them again."
-  (setq-local revert-buffer-function #'mevedel-ps--revert-detail))
+  (setq-local revert-buffer-function #'mevedel-ps--revert-detail)
+  (add-hook 'kill-buffer-hook #'mevedel-ps--cancel-timer nil t)
+  (cl-pushnew (current-buffer) mevedel-ps--details))
 
 (defun mevedel-ps-tail (file)
   "Return the last `mevedel-ps-tail-bytes' of FILE from a line start, or nil."
@@ -350,6 +383,7 @@ Through its terminal when it has one, else SIGINT to its process group."
                                 (mevedel-ps-items chat))
                         :key (lambda (item) (plist-get item :id)) :test #'equal))
          (inhibit-read-only t))
+    (setq mevedel-ps--refreshed (float-time))
     (erase-buffer)
     (if (null item)
         (insert (propertize (format "Execution %s has ended; its result is on its tool row.\n" id)

@@ -304,6 +304,13 @@ The live session cannot be deleted: switch to another first."
 
 ;;;; Compacting by hand
 
+(defun mevedel-compact (focus)
+  "Compact the older part of this view's session now, keeping above all FOCUS.
+FOCUS may be empty."
+  (interactive (list (read-string "Keep above all (empty: nothing special): ")))
+  (mevedel-sessions--slash-compact (or (mevedel-view-chat) (user-error "Not a mevedel view"))
+                                   focus))
+
 (defun mevedel-sessions--slash-compact (chat argument)
   "Compact the older part of CHAT now, keeping above all ARGUMENT (/compact FOCUS)."
   (mevedel-chat-compact chat argument

@@ -447,36 +447,61 @@ Answer CALLBACK with the output so far and the execution's facts."
   (mevedel-tool-exec--guard
    callback
    (lambda ()
-     (let ((command (mevedel-tool-exec--required-string args :command "command"))
-           (description (mevedel-tool-exec--description args))
-           (yield (mevedel-tool-exec--bounded (plist-get args :yield_time_ms)
-                                              mevedel-tool-exec-yield-range "yield_time_ms")))
-       (let* ((context (let ((context (mevedel-tool-exec-context)))
-                         ;; A command that may change files keeps its
-                         ;; output in the session's storage.
-                         (if (mevedel-tool-exec--read-only-p command context)
-                             context
-                           (mevedel-tool-exec-context t))))
-              (answered nil)
-              (note (mevedel-tool-exec--withheld-note
-                     (plist-get context :session)
-                     (cdr (mevedel-tool-exec--environment
-                           context (mevedel-tool-exec-grant-request args)))))
-              (id (mevedel-core-exec-start
-                   (mevedel-tool-exec--spec context args
-                                            :command command :description description :kind "bash"
-                                            :tty (and (mevedel-tool-exec--true-p (plist-get args :tty)) t)
-                                            :yield-ms yield)
-                   (let ((answer (mevedel-tool-exec--answer callback t note)))
-                     (lambda (status value)
-                       (setq answered t)
-                       (funcall answer status value))))))
-         ;; Until it yields, the command belongs to its request: an
-         ;; aborted request stops it.
-         (mevedel-pipeline-add-canceller
-          (lambda ()
-            (unless answered
-              (mevedel-core-exec-stop-by-user (plist-get context :session) id)))))))))
+     (mevedel-tool-exec-run-command
+      callback args (mevedel-tool-exec--required-string args :command "command")
+      (mevedel-tool-exec--description args)))))
+
+(defun mevedel-tool-exec-run-command (callback args command description &optional environment)
+  "Run the Bash COMMAND for the tool call ARGS as a managed execution.
+This is Bash's path, shared by every tool that runs a child process
+\(batch Eval): the call's context, sandbox, output spool, yield and
+teardown.  ARGS give :yield_time_ms, :tty and the sandbox grant;
+DESCRIPTION names the command; ENVIRONMENT is a list of \"NAME=VALUE\"
+entries that replace those variables for this command.  Answer
+CALLBACK once with the output so far and the execution's facts.
+Argument errors signal: callers turn them into error results."
+  (let* ((yield (mevedel-tool-exec--bounded (plist-get args :yield_time_ms)
+                                            mevedel-tool-exec-yield-range "yield_time_ms"))
+         (context (let ((context (mevedel-tool-exec-context)))
+                    ;; A command that may change files keeps its
+                    ;; output in the session's storage.
+                    (if (mevedel-tool-exec--read-only-p command context)
+                        context
+                      (mevedel-tool-exec-context t))))
+         (context (if environment
+                      (plist-put (copy-sequence context) :environment
+                                 (mevedel-tool-exec--override-environment
+                                  (or (plist-get context :environment) process-environment)
+                                  environment))
+                    context))
+         (answered nil)
+         (note (mevedel-tool-exec--withheld-note
+                (plist-get context :session)
+                (cdr (mevedel-tool-exec--environment
+                      context (mevedel-tool-exec-grant-request args)))))
+         (id (mevedel-core-exec-start
+              (mevedel-tool-exec--spec context args
+                                       :command command :description description :kind "bash"
+                                       :tty (and (mevedel-tool-exec--true-p (plist-get args :tty)) t)
+                                       :yield-ms yield)
+              (let ((answer (mevedel-tool-exec--answer callback t note)))
+                (lambda (status value)
+                  (setq answered t)
+                  (funcall answer status value))))))
+    ;; Until it yields, the command belongs to its request: an
+    ;; aborted request stops it.
+    (mevedel-pipeline-add-canceller
+     (lambda ()
+       (unless answered
+         (mevedel-core-exec-stop-by-user (plist-get context :session) id))))))
+
+(defun mevedel-tool-exec--override-environment (base entries)
+  "Return BASE, a \"NAME=VALUE\" list, with ENTRIES replacing their names."
+  (let ((names (mapcar (lambda (entry) (concat (car (split-string entry "=")) "=")) entries)))
+    (append entries
+            (cl-remove-if (lambda (entry)
+                            (cl-some (lambda (name) (string-prefix-p name entry)) names))
+                          base))))
 
 (defun mevedel-tool-exec-write-stdin (callback args)
   "Poll or send input to an execution; answer CALLBACK with what it printed.

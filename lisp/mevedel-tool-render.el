@@ -15,7 +15,7 @@
 ;; RENDER-DATA the call's render-data plist or nil.  PLIST may carry
 ;; :header (a string, required), :body, :preview-body (strings),
 ;; :body-mode (a major mode used to fontify the body), :status
-;; (`success', `error', `warning', `denied' or `running'),
+;; (`success', `error', `warning', `denied', `cancelled' or `running'),
 ;; :expandable-p, :hidden-p, :coalesce-key, :child-calls,
 ;; :initially-collapsed-p and :breadcrumb (one line shown below the row
 ;; whether it is expanded or not, e.g. how a background command ended;
@@ -59,7 +59,7 @@ Renderers may then return only the header and status.")
             :coalesce-key :child-calls :initially-collapsed-p :breadcrumb)
   "Keys a renderer's plist may carry.")
 
-(defconst mevedel-tool-render-statuses '(success error warning denied running)
+(defconst mevedel-tool-render-statuses '(success error warning denied cancelled running)
   "Statuses a tool row can have.")
 
 ;;;; Lookup
@@ -74,7 +74,7 @@ matching entry in its dispatch alist, the generic renderer draws."
           ((functionp renderer) renderer)
           (t (or (alist-get (pcase status
                               ((or 'success 'warning) 'success)
-                              ((or 'error 'denied) 'error))
+                              ((or 'error 'denied 'cancelled) 'error))
                             renderer)
                  (alist-get 'default renderer)
                  #'mevedel-tool-render-generic)))))
@@ -85,13 +85,15 @@ matching entry in its dispatch alist, the generic renderer draws."
   "Return the status of a call with RESULT text and RENDER-DATA plist.
 An explicit :status in RENDER-DATA wins; otherwise a result starting
 with \"Error\" or a tool-call error tag is an error, a permission
-refusal is `denied', anything else `success'.  :warnings in
+refusal is `denied', a call an abort or a stopped Emacs cut short
+`cancelled', anything else `success'.  :warnings in
 RENDER-DATA turn success into `warning'."
   (let ((explicit (plist-get render-data :status)))
     (cond ((and (eq explicit 'success) (plist-get render-data :warnings)) 'warning)
           ((memq explicit mevedel-tool-render-statuses) explicit)
           ((null result) 'running)
           ((string-match-p "\\`[ \t\n]*Permission denied" result) 'denied)
+          ((string-match-p "\\`[ \t\n]*Cancelled\\b" result) 'cancelled)
           ((string-match-p "\\`[ \t\n]*\\(?:Error\\b\\|<tool_call_error>\\)" result) 'error)
           ((plist-get render-data :warnings) 'warning)
           (t 'success))))

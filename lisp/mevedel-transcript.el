@@ -15,6 +15,12 @@
 ;; it on its own thread; at quiet moments the log is compacted and a
 ;; readable copy (transcript.org, .md or .txt) is refreshed beside it.
 ;;
+;; Restoring inserts that copy when it is provably the compacted text
+;; (src/store/readable.rs), else the log's text.  A chat resuming lazily
+;; gets the properties of its last part at once and the rest from a
+;; timer; `mevedel-transcript-complete' applies them on demand, and any
+;; change to the buffer applies them first (docs/adr/0009-*).
+;;
 ;; A failed write arrives as a `store-failure' event: the buffer is then
 ;; marked unsaved from its start, so the next save rewrites it whole,
 ;; and nothing in memory is lost.
@@ -43,6 +49,16 @@ by a summary in what the model is sent.")
 (defvar-local mevedel-transcript--store nil
   "The session store this buffer saves to, or nil when not tracked.")
 
+(defvar-local mevedel-transcript--pending nil
+  "Property chunks of the restored text not applied yet, latest-ending first.
+Each is (FROM . PRINTED), as `mevedel-core-transcript-load' gives them.")
+
+(defvar-local mevedel-transcript--complete-from nil
+  "Position from which on the restored text has all its properties.")
+
+(defvar-local mevedel-transcript--timer nil
+  "Timer applying the pending properties, or nil.")
+
 (defmacro mevedel-transcript--without-gc (bytes &rest body)
   "Run BODY, which conses about BYTES of short-lived strings, without GC.
 The text crosses into the module in chunks, each a new string; at the
@@ -63,6 +79,7 @@ otherwise the next save writes all of it."
   (with-current-buffer buffer
     (setq mevedel-transcript--store store
           mevedel-transcript--dirty (unless saved (point-min)))
+    (add-hook 'before-change-functions #'mevedel-transcript--before-change nil t)
     (add-hook 'after-change-functions #'mevedel-transcript--changed nil t)))
 
 (defun mevedel-transcript-tracked-p (buffer)
@@ -95,6 +112,7 @@ It is (START END NAME VALUE ...), bounds relative to FROM."
       (save-restriction
         (widen)
         (let ((from (max (point-min) (min from (point-max)))))
+          (mevedel-transcript-complete buffer from)
           (save-restriction
             (narrow-to-region from (point-max))
             (mevedel-transcript--without-gc (- (position-bytes (point-max)) (position-bytes from))
@@ -111,23 +129,97 @@ It is (START END NAME VALUE ...), bounds relative to FROM."
     (setq mevedel-transcript--dirty (point-min)))
   (mevedel-transcript-save buffer))
 
-(defun mevedel-transcript-restore (buffer store)
+;;;; Properties applied after the text
+
+(defconst mevedel-transcript--apply-seconds 0.01
+  "Longest time the timer applies properties before Emacs does other work.")
+
+(defun mevedel-transcript--apply-chunk ()
+  "Apply the next pending chunk of properties to the current buffer."
+  (pcase-let ((`(,from . ,printed) (pop mevedel-transcript--pending))
+              (size (buffer-size))
+              (inhibit-read-only t)
+              (inhibit-modification-hooks t))
+    (save-restriction
+      (widen)
+      (pcase-dolist (`(,start ,end ,name ,value) (car (read-from-string printed)))
+        (when (< start size)
+          (put-text-property (1+ start) (1+ (min end size)) name value))))
+    (setq mevedel-transcript--complete-from (1+ from))))
+
+(defun mevedel-transcript-complete (buffer &optional from)
+  "Apply BUFFER's pending properties from FROM (default its start) on.
+After this, the text from FROM to the end has every saved property."
+  (with-current-buffer buffer
+    (while (and mevedel-transcript--pending
+                (> mevedel-transcript--complete-from (or from 1)))
+      (mevedel-transcript--apply-chunk))
+    (unless mevedel-transcript--pending
+      (when (timerp mevedel-transcript--timer)
+        (cancel-timer mevedel-transcript--timer))
+      (setq mevedel-transcript--timer nil))))
+
+(defun mevedel-transcript--complete-later (buffer)
+  "Apply BUFFER's pending properties a few at a time on a timer."
+  (with-current-buffer buffer
+    (setq mevedel-transcript--timer
+          (and mevedel-transcript--pending
+               (run-at-time 0 nil #'mevedel-transcript--complete-some buffer)))))
+
+(defun mevedel-transcript--complete-some (buffer)
+  "Apply pending properties of BUFFER for a while, then let Emacs work."
+  (when (buffer-live-p buffer)
+    (with-current-buffer buffer
+      (let ((deadline (+ (float-time) mevedel-transcript--apply-seconds)))
+        (while (and mevedel-transcript--pending (< (float-time) deadline))
+          (mevedel-transcript--apply-chunk)))
+      (mevedel-transcript--complete-later buffer))))
+
+(defun mevedel-transcript--before-change (_beg _end)
+  "Apply the pending properties before a change to the text (a hook).
+Their bounds count from the text as it was restored."
+  (when mevedel-transcript--pending
+    (mevedel-transcript-complete (current-buffer))))
+
+(defun mevedel-transcript--insert-copy (file chars)
+  "Insert FILE, the readable copy of CHARS characters; return non-nil if so.
+Only the file is read: no handler, format or hook sees it."
+  (let ((coding-system-for-read 'utf-8-unix)
+        (file-name-handler-alist nil)
+        (after-insert-file-functions nil)
+        (format-alist nil))
+    (and (ignore-error file-error (insert-file-contents file) t)
+         (or (= (buffer-size) chars)
+             (progn (erase-buffer) nil)))))
+
+(defun mevedel-transcript-restore (buffer store &optional lazy)
   "Replace BUFFER's text with the transcript saved in STORE; track it.
-Return non-nil when STORE held any text."
+The text is the session's readable copy when it is intact, else what
+the log holds.  With LAZY non-nil, only the properties of the last
+part are applied now: the rest are applied by a timer, or at once by
+`mevedel-transcript-complete' (which every reader of the buffer
+other than a view drawing its last turns must call).  Return non-nil
+when STORE held any text."
   (mevedel-transcript--without-gc (* 64 1024 1024)
-    (pcase-let ((`(,text . ,props) (mevedel-core-transcript-load store)))
+    (let ((loaded (mevedel-core-transcript-load store)))
       (with-current-buffer buffer
         (let ((inhibit-read-only t) (inhibit-modification-hooks t))
           (widen)
           (erase-buffer)
-          (insert text)
-          (let ((size (buffer-size)))
-            (pcase-dolist (`(,start ,end ,name ,value) (car (read-from-string props)))
-              (when (< start size)
-                (put-text-property (1+ start) (1+ (min end size)) name value))))
+          (unless (and (plist-get loaded :copy)
+                       (mevedel-transcript--insert-copy (plist-get loaded :copy)
+                                                        (plist-get loaded :chars)))
+            (unless (plist-get loaded :text)
+              (setq loaded (mevedel-core-transcript-load store t)))
+            (insert (plist-get loaded :text)))
           (set-buffer-modified-p nil))
+        (setq mevedel-transcript--pending (plist-get loaded :chunks)
+              mevedel-transcript--complete-from (point-max))
         (mevedel-transcript-track buffer store t)
-        (> (length text) 0)))))
+        (if lazy
+            (mevedel-transcript--complete-later buffer)
+          (mevedel-transcript-complete buffer))
+        (> (buffer-size) 0)))))
 
 (defun mevedel-transcript-compact (buffer export)
   "Compact BUFFER's saved log, then write the readable copy EXPORT.

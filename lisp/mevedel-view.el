@@ -55,6 +55,9 @@
 (require 'mevedel-history)
 (require 'mevedel-render-data)
 (require 'mevedel-tool-render)
+(require 'mevedel-locations)
+
+(declare-function mevedel-demo-attach "mevedel-demo" (chat &optional surface))
 
 (defgroup mevedel-view nil
   "The session view."
@@ -98,7 +101,8 @@
   '((success "✓" mevedel-view-success)
     (warning "!" mevedel-view-warning)
     (error "×" mevedel-view-error)
-    (denied "×" mevedel-view-error))
+    (denied "×" mevedel-view-error)
+    (cancelled "⊘" mevedel-view-warning))
   "Marker and face of a row for each final status.")
 
 ;;;; Buffer-local state
@@ -140,6 +144,10 @@ START and END are positions or markers of the chat's turns.")
 (defvar-local mevedel-view--observer nil "This view's observer of its chat.")
 (defvar-local mevedel-view--progress-ids nil "Calls whose progress waits to be drawn.")
 (defvar-local mevedel-view--progress-timer nil "The pending progress redraw, or nil.")
+(defvar-local mevedel-view--problem nil
+  "Why the last prompt could not be sent, shown in the live zone, or nil.")
+(defvar-local mevedel-view--card-focused nil
+  "Non-nil while point is on a card because a card took it from the composer.")
 
 ;;;; Modes and keys
 
@@ -150,6 +158,7 @@ START and END are positions or markers of the chat's turns.")
   "C-c C-l" #'mevedel-view-rerender
   "C-c C-p" #'mevedel-view-set-permission-mode
   "C-c C-u" #'mevedel-view-unqueue
+  "C-c C-m" #'mevedel-view-set-model
   "M-p" #'mevedel-view-history-previous
   "M-n" #'mevedel-view-history-next)
 
@@ -172,12 +181,23 @@ START and END are positions or markers of the chat's turns.")
 
 (define-derived-mode mevedel-view-mode fundamental-mode "mevedel"
   "Major mode of mevedel session views.
-The transcript is read-only; type in the composer at the bottom.
-\\{mevedel-view-mode-map}"
+The transcript is read-only; type in the composer at the bottom and
+send with \\[mevedel-view-send].  A composer line starting with /
+is a command (/help lists them); start with a space to send such a
+line to the model.
+
+\\{mevedel-view-mode-map}
+On a tool row:
+\\{mevedel-view-row-map}
+On a row's breadcrumb line:
+\\{mevedel-view-breadcrumb-map}
+On a permission card:
+\\{mevedel-view-card-map}"
   (setq-local truncate-lines nil)
   (setq-local word-wrap t)
   (setq-local buffer-undo-list t)
   (setq-local header-line-format '(:eval (mevedel-view--header-line)))
+  (setq-local next-error-function #'mevedel-locations-next-error)
   (add-hook 'completion-at-point-functions #'mevedel-view--slash-capf nil t))
 
 ;;;; Creating the view
@@ -230,6 +250,7 @@ What it showed goes; the window keeps the buffer (`/clear')."
     (mevedel-chat-observe chat mevedel-view--observer)
     (mevedel-chat-set-prompter chat #'mevedel-view--prompt)
     (add-hook 'kill-buffer-hook #'mevedel-view--killed nil t)
+    (add-hook 'window-size-change-functions #'mevedel-view--fit-separator nil t)
     (mevedel-view-rerender)
     (run-hook-with-args 'mevedel-view-open-functions buffer))
   buffer)
@@ -253,21 +274,69 @@ model never sees it.  HELP annotates NAME's completion; COMPLETE, when
 non-nil, is a function of the chat returning the candidates for the
 command's arguments.  Files built on the view (mevedel-ps.el: /ps and
 /stop) add their commands here when they are loaded; the view itself
-knows none.")
+knows only /help.")
 
-(defun mevedel-view--separator-text ()
-  "Return the read-only line between the live zone and the composer."
-  (propertize (concat "\n"
-                      (substitute-command-keys
-                       "── \\<mevedel-view-mode-map>\\[mevedel-view-send] send · \
-\\[mevedel-view-abort] abort · \\[mevedel-view-history-previous]/\
-\\[mevedel-view-history-next] history · TAB on a row: expand")
-                      (and mevedel-view-slash-commands
-                           (concat " · " (mapconcat (lambda (entry) (concat "/" (car entry)))
-                                                    (reverse mevedel-view-slash-commands) ", ")))
-                      " ──\n")
-              'face 'mevedel-view-separator 'read-only t
-              'rear-nonsticky t 'front-sticky t 'mevedel-separator t))
+(defun mevedel-view--separator-text (&optional width)
+  "Return the read-only line between the live zone and the composer.
+Its hints fit in WIDTH columns (default the widest window showing the
+view, else 80): the most useful come first, and /help always shows."
+  (let* ((width (or width
+                    (apply #'max 0 (mapcar #'window-body-width
+                                           (get-buffer-window-list nil nil t)))))
+         (width (if (< width 20) 80 width))
+         (hints (append
+                 (list (substitute-command-keys "\\<mevedel-view-mode-map>\\[mevedel-view-send] send")
+                       (substitute-command-keys "\\<mevedel-view-mode-map>\\[mevedel-view-abort] abort")
+                       (substitute-command-keys "\\<mevedel-view-mode-map>\\[mevedel-view-history-previous]/\
+\\[mevedel-view-history-next] history")
+                       "TAB on a row: expand")
+                 (and mevedel-view-slash-commands
+                      (list (mapconcat (lambda (entry) (concat "/" (car entry)))
+                                       (cons (assoc "help" mevedel-view-slash-commands)
+                                             (remove (assoc "help" mevedel-view-slash-commands)
+                                                     (reverse mevedel-view-slash-commands)))
+                                       ", ")))))
+         (line "──"))
+    (dolist (hint hints)
+      (let* ((next (concat line " " (if (equal line "──") "" "· ") hint))
+             (commands (string-prefix-p "/" hint))
+             ;; Room is kept for /help, which lists what does not fit.
+             (room (- width 3 (if commands 0 (length " · /help")))))
+        (cond ((<= (length next) room) (setq line next))
+              (commands (setq line (concat line " · /help"))))))
+    (propertize (concat "\n" line " ──\n")
+                'face 'mevedel-view-separator 'read-only t
+                'rear-nonsticky t 'front-sticky t 'mevedel-separator t)))
+
+(defun mevedel-view--fit-separator (&optional _window)
+  "Redraw the separator's hints for the view's current width.
+A `window-size-change-functions' member, buffer-local to the view."
+  (let ((text (mevedel-view--separator-text)))
+    (unless (equal-including-properties
+             text (buffer-substring mevedel-view--separator mevedel-view--composer))
+      (let* ((inhibit-read-only t)
+             (start (marker-position mevedel-view--separator))
+             (panel-here (= mevedel-view--panel mevedel-view--separator))
+             ;; Points in the composer keep their place in its text.
+             (in-composer (lambda (pos) (and (>= pos mevedel-view--composer)
+                                             (- pos mevedel-view--composer))))
+             (offset (funcall in-composer (point)))
+             (windows (delq nil (mapcar (lambda (window)
+                                          (when-let* ((o (funcall in-composer
+                                                                  (window-point window))))
+                                            (cons window o)))
+                                        (get-buffer-window-list nil nil t)))))
+        (save-excursion
+          (delete-region start mevedel-view--composer)
+          (goto-char start)
+          (insert text)
+          ;; The markers that advance on insertion stay before the line.
+          (set-marker mevedel-view--separator start)
+          (when panel-here (set-marker mevedel-view--panel start))
+          (set-marker mevedel-view--composer (point)))
+        (when offset (goto-char (+ mevedel-view--composer offset)))
+        (pcase-dolist (`(,window . ,o) windows)
+          (set-window-point window (+ mevedel-view--composer o)))))))
 
 (defun mevedel-view--header-line ()
   "Return the header line of the view."
@@ -373,7 +442,8 @@ The search starts where the data of the turn that holds its row starts."
     ('response
      (mevedel-view--begin-block 'response)
      (mevedel-view--append
-      (concat (mevedel-history-trim (plist-get segment :text))
+      (concat (mevedel-locations-mark-text (mevedel-history-trim (plist-get segment :text))
+                                           default-directory)
               (if (plist-get segment :incomplete)
                   (propertize " [incomplete: the response was cut off]"
                               'face 'mevedel-view-warning 'mevedel-incomplete t)
@@ -485,12 +555,16 @@ in flight)."
         (concat (if expandable (if expanded "▾ " "▸ ") "  ")
                 (mevedel-view--glyph status) " "
                 (propertize (plist-get row :header) 'face 'mevedel-view-tool-header)
-                (and (eq status 'denied) (propertize "  denied" 'face 'mevedel-view-error))
+                (pcase status
+                  ('denied (propertize "  denied" 'face 'mevedel-view-error))
+                  ('cancelled (propertize "  cancelled" 'face 'mevedel-view-warning)))
                 "\n")
         'keymap mevedel-view-row-map 'mouse-face 'highlight
         'help-echo (format "%s call %s: TAB to expand or collapse" name id))
        (cond ((and expanded body (not (string-empty-p body)))
-              (mevedel-view--body-text body (plist-get row :body-mode)))
+              (mevedel-locations-mark-body
+               (mevedel-view--body-text body (plist-get row :body-mode))
+               name args default-directory))
              ((and (not expanded) preview (not (string-empty-p preview)))
               (propertize (mevedel-view--body-text preview nil) 'face 'shadow)))
        (when (and expanded (plist-get row :child-calls))
@@ -563,7 +637,7 @@ All of it carries `mevedel-group', the group's ID; the header also
          (rows (mapcar #'mevedel-view--summary members))
          (status (cl-find-if (lambda (status)
                                (cl-some (lambda (row) (eq (plist-get row :status) status)) rows))
-                             '(error denied warning success)))
+                             '(error denied cancelled warning success)))
          (expanded (eq (gethash (concat "group:" id) mevedel-view--expanded) t)))
     (propertize
      (concat
@@ -804,6 +878,8 @@ rows are added, and nothing before the tail is touched."
                         (unless done 'running))))
             (unless done (setq running t))
             (when text (insert (mevedel-view--mark-row text (plist-get call :id))))))
+        (when mevedel-view--problem
+          (insert (mevedel-view--problem-text mevedel-view--problem)))
         (dolist (request (mevedel-chat-pending chat))
           (insert "\n" (mevedel-view--card-text request)))
         (when (eq (mevedel-chat-status chat) 'retrying)
@@ -944,7 +1020,7 @@ gathered: at most one every `mevedel-view--progress-delay' seconds."
 (defun mevedel-view--observe (event _chat args)
   "Update this view for the chat's EVENT with ARGS."
   (pcase event
-    ('turn-start (mevedel-view--render-turn))
+    ('turn-start (setq mevedel-view--problem nil) (mevedel-view--render-turn))
     ('text (mevedel-view--append-text (car args)))
     ('tools-start (save-excursion (mevedel-view--render-live)))
     ('permission-settled
@@ -962,6 +1038,7 @@ gathered: at most one every `mevedel-view--progress-delay' seconds."
     ('compacted (mevedel-view-rerender))
     ('delivered (mevedel-view--render-turn)))
   (when (eq event 'turn-end)
+    (mevedel-view--unfocus-card)
     (mevedel-view--stop-spinner)
     (force-mode-line-update)))
 
@@ -999,17 +1076,22 @@ gathered: at most one every `mevedel-view--progress-delay' seconds."
                                                                   (lambda (_ v) v))))
                    (prop-match-beginning match)))))
       (when pos
+        (setq mevedel-view--card-focused t)
         (set-window-point window pos)
         (goto-char pos)))))
 
 (defun mevedel-view--unfocus-card ()
-  "Return point to the composer when it sits in the live zone."
-  (when (and (>= (point) mevedel-view--transcript-end)
-             (< (point) mevedel-view--composer)
+  "Return point to the composer once no card waits, if a card took it.
+Point a card took may be left anywhere by the card's going (an abort
+redraws the live zone and the turn's rows); point the user moved
+stays."
+  (when (and mevedel-view--card-focused
              (null (mevedel-chat-pending mevedel-view--chat)))
-    (goto-char (point-max))
-    (when-let* ((window (get-buffer-window (current-buffer))))
-      (set-window-point window (point)))))
+    (setq mevedel-view--card-focused nil)
+    (when (< (point) mevedel-view--composer)
+      (goto-char (point-max))
+      (when-let* ((window (get-buffer-window (current-buffer))))
+        (set-window-point window (point))))))
 
 (defun mevedel-view--card-at-point ()
   "Return the permission request of the card at point, or the first one."
@@ -1192,6 +1274,28 @@ names no command in `mevedel-view-slash-commands' is a user error."
                                mevedel-view-slash-commands ", ")))
       (cons (cadr entry) (or (match-string 2 text) "")))))
 
+(defun mevedel-view-help (&optional _chat _argument)
+  "Show the composer's commands and the view's keys (/help)."
+  (interactive)
+  (let ((map (substitute-command-keys "\\{mevedel-view-mode-map}"))
+        (row (substitute-command-keys "\\{mevedel-view-row-map}"))
+        (card (substitute-command-keys "\\{mevedel-view-card-map}")))
+    (with-help-window "*mevedel help*"
+      (princ "Composer commands (type them in the composer, then send):\n\n")
+      (dolist (entry (sort (copy-sequence mevedel-view-slash-commands)
+                           (lambda (a b) (string< (car a) (car b)))))
+        (princ (format "  /%-10s %s\n" (car entry) (nth 2 entry))))
+      (princ "\nAnything else starting with / is refused, not sent; start with a space\n")
+      (princ "to send such text to the model.\n\nKeys of the view:\n")
+      (princ map)
+      (princ "\nOn a tool row:\n")
+      (princ row)
+      (princ "\nOn a permission card:\n")
+      (princ card))))
+
+(setf (alist-get "help" mevedel-view-slash-commands nil nil #'equal)
+      (list #'mevedel-view-help "list the composer's commands and the view's keys" nil))
+
 (defun mevedel-view--slash-capf ()
   "Complete composer command names, then the arguments of a command.
 Arguments complete from the command's COMPLETE function (see
@@ -1217,17 +1321,15 @@ A composer command (see `mevedel-view-slash-commands') runs here
 instead."
   (interactive)
   (let* ((chat mevedel-view--chat)
-         (view (current-buffer))
          (raw (mevedel-view--composer-text))
          (slash (mevedel-view--slash raw))
          (text (string-trim raw)))
     (cond
      (slash
-      (funcall (car slash) chat (cdr slash))
-      ;; A command may replace the view (/new).
-      (when (buffer-live-p view)
-        (with-current-buffer view
-          (mevedel-view--set-composer ""))))
+      ;; A handled command leaves the composer, even when it fails.
+      (mevedel-view--set-composer "")
+      (setq mevedel-view--history-index nil mevedel-view--draft nil)
+      (funcall (car slash) chat (cdr slash)))
      ((string-empty-p text) (user-error "The composer is empty"))
      ((mevedel-chat-busy-p chat)
       (mevedel-view--set-composer "")
@@ -1238,7 +1340,38 @@ instead."
      (t
       (mevedel-view--set-composer "")
       (setq mevedel-view--history-index nil mevedel-view--draft nil)
-      (mevedel-chat-send chat text)))))
+      (condition-case err
+          (mevedel-chat-send chat text)
+        (error
+         ;; Not sent: the prompt goes back to the composer (it is in
+         ;; the history too), and the view says why.
+         (let* ((backend (eq (car err) 'mevedel-chat-backend-error))
+                (why (if backend (cadr err) (error-message-string err))))
+           (mevedel-view--set-composer raw)
+           (setq mevedel-view--problem (cons why backend))
+           (save-excursion (mevedel-view--render-live))
+           (if backend (user-error "%s" why) (signal (car err) (cdr err))))))))))
+
+(defun mevedel-view-use-demo ()
+  "Talk to the offline demo model in this view's session."
+  (interactive)
+  (require 'mevedel-demo)
+  (mevedel-demo-attach mevedel-view--chat)
+  (setq mevedel-view--problem nil)
+  (save-excursion (mevedel-view--render-live))
+  (force-mode-line-update)
+  (message "%s" (substitute-command-keys
+                 "The offline demo model answers now; \\<mevedel-view-mode-map>\\[mevedel-view-send] sends")))
+
+(defun mevedel-view--problem-text (problem)
+  "Return the live zone's lines for PROBLEM, (MESSAGE . BACKEND-P)."
+  (concat "\n" (propertize (concat "⚠ Not sent: " (car problem)) 'face 'mevedel-view-error) "\n"
+          (if (cdr problem)
+              (concat "  Fix the backend and send again, or "
+                      (buttonize "use the offline demo model"
+                                 (lambda (_) (mevedel-view-use-demo)))
+                      " (M-x mevedel-view-use-demo).\n")
+            "  The prompt is back in the composer.\n")))
 
 (defvar-local mevedel-view--queued-overlay nil
   "Overlay showing the queued messages above the separator, or nil.")
@@ -1300,6 +1433,41 @@ instead."
   "Replace the composer's text with the next input."
   (interactive)
   (mevedel-view--history-step -1))
+
+(defun mevedel-view--model-choices ()
+  "Return (\"BACKEND:MODEL\" BACKEND MODEL) for every model gptel knows."
+  (cl-loop for (name . backend) in (mevedel-gptel-backends)
+           append (mapcar (lambda (model)
+                            (let ((model (if (consp model) (car model) model)))
+                              (list (format "%s:%s" name model) backend model)))
+                          (gptel-backend-models backend))))
+
+(defun mevedel-view-set-model (choice)
+  "Use CHOICE, \"BACKEND:MODEL\" of gptel's backends, for this session (/model)."
+  (interactive
+   (list (completing-read
+          (format "Model for this session (now %s:%s): "
+                  (gptel-backend-name (mevedel-chat-backend-effective mevedel-view--chat))
+                  (mevedel-chat-model-effective mevedel-view--chat))
+          (mapcar #'car (mevedel-view--model-choices)) nil t)))
+  (pcase-let ((`(,_ ,backend ,model)
+               (or (assoc choice (mevedel-view--model-choices))
+                   (user-error "No model %s among gptel's backends (see `gptel-make-openai' and \
+friends to add one)" choice))))
+    (mevedel-chat-set-model mevedel-view--chat backend model)
+    (force-mode-line-update)
+    (message "This session now uses %s" choice)))
+
+(defun mevedel-view--slash-model (_chat argument)
+  "Choose this session's backend and model (/model [BACKEND:MODEL]).
+ARGUMENT is the choice; empty, it is asked for."
+  (if (string-blank-p argument)
+      (call-interactively #'mevedel-view-set-model)
+    (mevedel-view-set-model (string-trim argument))))
+
+(setf (alist-get "model" mevedel-view-slash-commands nil nil #'equal)
+      (list #'mevedel-view--slash-model "choose this session's backend and model (/model B:M)"
+            (lambda (_chat) (mapcar #'car (mevedel-view--model-choices)))))
 
 (defun mevedel-view-set-permission-mode (mode)
   "Set this session's permission MODE."

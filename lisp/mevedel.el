@@ -34,18 +34,33 @@
 (declare-function mevedel-demo-open "mevedel-demo")
 (declare-function mevedel-batch-main "mevedel-batch")
 
+;; The commands of files loaded on first use, for a checkout loaded by
+;; `require' without package autoloads (a package's autoloads file says
+;; the same).
+(dolist (command '((mevedel-new . "mevedel-sessions")
+                   (mevedel-sessions . "mevedel-sessions")
+                   (mevedel-rewind . "mevedel-checkpoint")
+                   (mevedel-session-diff . "mevedel-checkpoint")
+                   (mevedel-ps . "mevedel-ps")
+                   (mevedel-sandbox-status . "mevedel-sandbox")))
+  (unless (fboundp (car command))
+    (autoload (car command) (cdr command) nil t)))
+
 (defun mevedel--load ()
   "Load the session, its view, the tools and the agents."
   (require 'mevedel-view)
   (require 'mevedel-tool-fs)
   (require 'mevedel-tool-exec)
   (require 'mevedel-tool-patch)
+  (require 'mevedel-tool-emacs)
+  (require 'mevedel-tool-code)
   (require 'mevedel-tool-web)
   (require 'mevedel-agent)
   (require 'mevedel-checkpoint)
   (require 'mevedel-ps)
   (require 'mevedel-panel)
-  (require 'mevedel-sessions))
+  (require 'mevedel-sessions)
+  (require 'mevedel-menu))
 
 ;;;###autoload
 (defun mevedel (&optional directory)
@@ -152,8 +167,23 @@ from a Rust worker thread) and which sandbox layers are available."
                    (mevedel--status-update buffer 'sandbox (car desc) (cdr desc))))))
           (error
            (mevedel--status-insert "Native module" (error-message-string err) 'error)))
-        (insert "\nStart a session with M-x mevedel.\n")))
+        (insert "\n" (mevedel--status-sessions-text))))
     (pop-to-buffer-same-window buffer)))
+
+(declare-function mevedel-chat-list "mevedel-chat")
+(declare-function mevedel-chat-name "mevedel-chat")
+(declare-function mevedel-chat-status "mevedel-chat")
+
+(defun mevedel--status-sessions-text ()
+  "Return the status buffer's lines about the sessions open in this Emacs."
+  (let ((chats (and (featurep 'mevedel-chat) (mevedel-chat-list))))
+    (if (null chats)
+        "No open session: start one with M-x mevedel in a project.\n"
+      (concat (format "Open session%s:\n" (if (cdr chats) "s" ""))
+              (mapconcat (lambda (chat)
+                           (format "  %s (%s)\n" (mevedel-chat-name chat) (mevedel-chat-status chat)))
+                         chats "")
+              "M-x mevedel in a project shows its session.\n"))))
 
 (provide 'mevedel)
 ;;; mevedel.el ends here

@@ -94,6 +94,26 @@ ensure_cargo() {
   die "cargo is missing: install the Rust toolchain with rustup (https://rustup.rs), then rerun"
 }
 
+# The options that point every apt path into the private directory $1
+# (sid's lists, no system state), in the array `opts'.
+sid_apt_opts() {
+  local apt=$1
+  opts=(
+    -o "Dir::Etc::sourcelist=$apt/sources.list"
+    -o "Dir::Etc::sourceparts=-"
+    -o "Dir::Etc::preferencesparts=$apt/etc/preferences.d"
+    -o "Dir::Etc::trustedparts=$apt/etc/trusted.gpg.d"
+    -o "Dir::State::Lists=$apt/lists"
+    -o "Dir::State::status=$apt/status"
+    -o "Dir::Cache=$apt/cache"
+    -o "APT::Architecture=$(dpkg --print-architecture)"
+    -o "Debug::NoLocking=1"
+  )
+  is_root && opts+=(-o "APT::Sandbox::User=root")
+  [ "${MEVEDEL_APT_SKIP_VALID_UNTIL:-}" = 1 ] && opts+=(-o "Acquire::Check-Valid-Until=false")
+  return 0
+}
+
 # Fetch the ELPA packages from sid into $deps/elpa without changing the
 # system's apt state: every apt path points into $deps/apt.
 ensure_elpa() {
@@ -109,19 +129,8 @@ ensure_elpa() {
   : > "$apt/status"
   echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror sid main" \
     > "$apt/sources.list"
-  local opts=(
-    -o "Dir::Etc::sourcelist=$apt/sources.list"
-    -o "Dir::Etc::sourceparts=-"
-    -o "Dir::Etc::preferencesparts=$apt/etc/preferences.d"
-    -o "Dir::Etc::trustedparts=$apt/etc/trusted.gpg.d"
-    -o "Dir::State::Lists=$apt/lists"
-    -o "Dir::State::status=$apt/status"
-    -o "Dir::Cache=$apt/cache"
-    -o "APT::Architecture=$(dpkg --print-architecture)"
-    -o "Debug::NoLocking=1"
-  )
-  is_root && opts+=(-o "APT::Sandbox::User=root")
-  [ "${MEVEDEL_APT_SKIP_VALID_UNTIL:-}" = 1 ] && opts+=(-o "Acquire::Check-Valid-Until=false")
+  local opts=()
+  sid_apt_opts "$apt"
   say "fetching ${elpa_pkgs[*]} from Debian unstable into $deps/elpa"
   if ! apt-get "${opts[@]}" -qq update >&2; then
     die "could not read Debian unstable's package lists. If apt said the Release file
@@ -145,7 +154,38 @@ ensure_elpa() {
   say "installed: $(tr '\n' ';' < "$manifest")"
 }
 
+# Build the tree-sitter grammars the Treesitter tests parse with (JSON),
+# for the libtree-sitter Emacs links against, into $deps/tree-sitter/.
+# The grammar's C source comes from sid's tree-sitter-json-src, through
+# the private apt directory of ensure_elpa.
+ensure_grammars() {
+  local out=$deps/tree-sitter
+  [ -f "$out/libtree-sitter-json.so" ] && return
+  command -v cc >/dev/null || {
+    if is_root && is_debian; then apt_install gcc libc6-dev
+    else die "a C compiler (cc) is needed to build the tree-sitter JSON grammar"; fi
+  }
+  local apt=$deps/apt opts=()
+  [ -d "$apt/lists" ] || die "$apt is missing: remove $deps/elpa/.stamp and rerun"
+  sid_apt_opts "$apt"
+  say "building the tree-sitter JSON grammar into $out"
+  local work
+  work=$(mktemp -d)
+  (cd "$work" && apt-get "${opts[@]}" -qq download tree-sitter-json-src >&2) || {
+    apt-get "${opts[@]}" -qq update >&2
+    (cd "$work" && apt-get "${opts[@]}" -qq download tree-sitter-json-src >&2)
+  }
+  dpkg -x "$work"/tree-sitter-json-src_*.deb "$work/root"
+  local src
+  src=$(dirname "$(find "$work/root" -name parser.c | head -1)")
+  mkdir -p "$out"
+  cc -O2 -fPIC -shared -I "$src" -o "$out/libtree-sitter-json.so.tmp" "$src/parser.c"
+  mv -f "$out/libtree-sitter-json.so.tmp" "$out/libtree-sitter-json.so"
+  rm -rf "$work"
+}
+
 ensure_emacs
 ensure_tools
 ensure_cargo
 ensure_elpa
+ensure_grammars

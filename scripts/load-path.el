@@ -5,7 +5,10 @@
 ;; Loaded with -l by `make run', `make test', `make bench' and `make
 ;; lint'.  The packages that scripts/deps.sh extracted under
 ;; .deps/elpa/ go in *front* of load-path, so that they shadow older
-;; built-in copies (Emacs 30.1's transient is too old for gptel).
+;; built-in copies (Emacs 30.1's transient is too old for gptel).  The
+;; tree-sitter grammars it built under .deps/tree-sitter/ are found
+;; through `treesit-extra-load-path'.  MEVEDEL_DEPS_DIR names another
+;; .deps, as it does for scripts/deps.sh.
 
 ;;; Code:
 
@@ -14,7 +17,10 @@
 
 (let* ((root (file-name-directory
               (directory-file-name (file-name-directory load-file-name))))
-       (elpa (expand-file-name ".deps/elpa" root)))
+       (deps (or (getenv "MEVEDEL_DEPS_DIR") (expand-file-name ".deps" root)))
+       (elpa (expand-file-name "elpa" deps)))
+  (defvar treesit-extra-load-path)
+  (push (expand-file-name "tree-sitter" deps) treesit-extra-load-path)
   (when (file-directory-p elpa)
     (dolist (dir (directory-files elpa t "\\`[^.]"))
       (when (file-directory-p dir)

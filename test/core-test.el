@@ -72,6 +72,31 @@
       (delete-directory dir t)
       (when (file-exists-p marker) (delete-file marker)))))
 
+(ert-deftest mevedel-core:first-build-shows-progress-and-an-estimate ()
+  "The build buffer's mode line counts the crates cargo compiled and the time left."
+  (progn
+    (should (string-match-p "\\`about \\(?:a minute\\|[0-9]+ minutes\\)\\'"
+                            (mevedel-core--first-build-estimate)))
+    (should (string-match-p "starting; a first build takes about"
+                            (mevedel-core--build-progress-text (list 100.0 0 180) 100.0)))
+    ;; 60 of 180 crates in 120 s: 240 s, 4 minutes, left.
+    (should (equal (mevedel-core--build-progress-text (list 100.0 60 180) 220.0)
+                   " [60/180 crates, ~4 min left]"))
+    (should (equal (mevedel-core--build-progress-text (list 100.0 180 180) 400.0)
+                   " [180/180 crates]"))
+    nil)
+  (with-temp-buffer
+    (setq-local mevedel-core--build-progress (list (float-time) 0 10))
+    (insert "   Compiling libc v0.2\n    Compiling memchr v2\n")
+    (let ((compilation-filter-start (point-min)))
+      (mevedel-core--count-compiled))
+    (insert "warning: x\n   Compiling regex v1\n")
+    (let ((compilation-filter-start (- (point-max) 30)))
+      (mevedel-core--count-compiled))
+    (should (= (nth 1 mevedel-core--build-progress) 3))
+    (should (string-match-p "\\` \\[3/10 crates" mode-line-process)))
+  (should (> (mevedel-core--crate-count mevedel-test-root) 100)))
+
 (ert-deftest mevedel-core:build-policy-in-batch ()
   (let ((mevedel-core-build-policy 'ask))
     (should (eq (mevedel-core--effective-policy) 'always)))
@@ -340,6 +365,8 @@
   (require 'transient)
   (should (version<= "0.7.8" transient-version)))
 
+(defvar mevedel-chat-save-sessions)
+
 (ert-deftest mevedel-core:status-buffer-reports-everything ()
   (require 'mevedel)
   (save-window-excursion (mevedel-status))
@@ -349,6 +376,22 @@
     (let ((text (buffer-string)))
       (should (string-match-p "Native module: +0\\.1\\.0" text))
       (should (string-match-p "1000 events received in order" text))
-      (should (string-match-p "bubblewrap works" text)))))
+      (should (string-match-p "bubblewrap works" text))
+      (should (string-match-p "No open session: start one with M-x mevedel" text))))
+  ;; With a session open, the status names it instead.
+  (let* ((root (file-name-as-directory (make-temp-file "mevedel-status-" t)))
+         (mevedel-chat-save-sessions nil)
+         (view (mevedel root)))
+    (unwind-protect
+        (progn
+          (save-window-excursion (mevedel-status))
+          (with-current-buffer "*mevedel status*"
+            (let ((text (buffer-string)))
+              (should (string-match-p "Open session:\n  mevedel-status-.* (idle)" text))
+              (should-not (string-match-p "start one" text)))))
+      (let ((chat (mevedel-view-chat view)))
+        (kill-buffer view)
+        (kill-buffer (mevedel-chat-data-buffer chat)))
+      (delete-directory root t))))
 
 ;;; core-test.el ends here

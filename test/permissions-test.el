@@ -15,6 +15,7 @@
 (require 'mevedel-chat)
 (require 'mevedel-tool-exec)
 (require 'mevedel-tool-fs)
+(require 'mevedel-tool-emacs)
 (require 'mevedel-view)
 
 (cl-defun mevedel-permissions-test--decide (name &key paths root mode read-only-p edits-p
@@ -305,6 +306,18 @@ prompter pushes each permission card it is shown on CARDS."
     ;; Bash's rules are Monitor's.
     (let ((mevedel-permissions-rules '((deny "Bash"))))
       (should (eq (car (mevedel-permissions-test--bash chat "git status" "Monitor")) 'deny)))))
+
+(ert-deftest mevedel-permissions:a-tool-that-always-asks-offers-no-always ()
+  "A call the tool's own check asks about gets no \"always this session\".
+No answer is consulted for it (EmacsDescribe's value reads ask every
+time), so offering one would be a lie."
+  (mevedel-permissions-test--with-chat chat _cards
+    (let ((card (car (mevedel-permissions-cards
+                      (mevedel-permissions-test--context
+                       chat "EmacsDescribe" '(:name "user-full-name" :aspect "value"))
+                      (mevedel-chat-session chat)))))
+      (should (string-match-p "EmacsDescribe asks" (plist-get card :why)))
+      (should-not (plist-get card :always)))))
 
 (ert-deftest mevedel-permissions:read-only-bash-outside-the-workspace-asks ()
   (mevedel-permissions-test--with-chat chat _cards

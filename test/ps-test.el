@@ -183,7 +183,14 @@
         ;; A pipe-mode command takes no line, but Ctrl-C interrupts it.
         (ps-test--goto pipe)
         (should-error (call-interactively #'mevedel-ps-send-line) :type 'user-error)
-        (mevedel-ps-interrupt))
+        (let ((details (mevedel-ps-describe)))
+          (should (string-match-p "State: *running" (with-current-buffer details (buffer-string))))
+          (mevedel-ps-interrupt)
+          ;; Shown details follow the execution: they say when it ended.
+          (mevedel-test-wait-until
+            (string-match-p "has ended" (with-current-buffer details (buffer-string)))
+            10)
+          (kill-buffer details)))
       (mevedel-test-wait-until (null (assoc pipe (mapcar (lambda (item) (cons (plist-get item :id) t))
                                                          (mevedel-core-exec-list session))))
                                10)

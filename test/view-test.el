@@ -154,6 +154,160 @@ Each tool's only display fact is its :renderer; they are removed after."
        (kill-buffer (mevedel-chat-data-buffer chat))
        (delete-directory root t))))
 
+(ert-deftest mevedel-view:an-expanded-read-body-keeps-its-first-line-aligned ()
+  "The first line of a Read result keeps its padding, like the lines after it."
+  (mevedel-view-test--with-view view
+    (let ((chat (mevedel-view-chat view)))
+      (mevedel-view-test--data
+       chat "\n\n" (mevedel-test-tool-text "call_r2" "Read" '(:file_path "b.el")
+                                         "     1\t(defun a ())\n     2\t(defun b ())")))
+    (mevedel-view-rerender view)
+    (with-current-buffer view
+      (goto-char (point-min))
+      (search-forward "Read b.el")
+      (mevedel-view-toggle-row)
+      (should (string-match-p "Read b\\.el.*\n         1\t(defun a ())\n         2\t(defun b ())"
+                              (buffer-substring-no-properties (point-min) (point-max)))))))
+
+(ert-deftest mevedel-view:the-hint-line-fits-the-window ()
+  "The separator's hints fit the width; what does not fit is left to /help."
+  (mevedel-view-test--with-view view
+    (with-current-buffer view
+      (let ((narrow (mevedel-view--separator-text 40))
+            (wide (mevedel-view--separator-text 400)))
+        (should (<= (length (string-trim narrow)) 40))
+        (should (string-match-p "C-c C-c send" narrow))
+        (should (string-match-p "/help" narrow))
+        (should-not (string-match-p "/sessions" narrow))
+        (should (string-match-p "TAB on a row: expand · /help, " wide)))
+      ;; A resize redraws the line; the composer keeps its text.
+      (goto-char (point-max))
+      (insert "draft")
+      (cl-letf (((symbol-function 'window-body-width) (lambda (&rest _) 50)))
+        (mevedel-view--fit-separator))
+      (should (equal (mevedel-view--composer-text) "draft"))
+      (let ((line (buffer-substring-no-properties mevedel-view--separator mevedel-view--composer)))
+        (should (<= (length (string-trim line)) 50))
+        (should (string-match-p "\\`\n──.*──\n\\'" line)))
+      (should (get-text-property mevedel-view--separator 'mevedel-separator))
+      (should (= mevedel-view--panel mevedel-view--separator))
+      ;; The transcript above is untouched.
+      (should (string-match-p "Found it\\.\n\\'" (buffer-substring-no-properties
+                                                  (point-min) mevedel-view--transcript-end))))))
+
+(ert-deftest mevedel-view:describe-mode-documents-every-key ()
+  "\\[describe-mode] in the view lists the keys of the view, rows, breadcrumbs and cards."
+  (mevedel-view-test--with-view view
+    (with-current-buffer view
+      (let ((doc (substitute-command-keys (documentation 'mevedel-view-mode))))
+        (dolist (command '(mevedel-view-send mevedel-view-abort mevedel-view-unqueue
+                           mevedel-view-history-previous mevedel-view-toggle-row
+                           mevedel-view-show-result mevedel-view-allow-once
+                           mevedel-view-allow-session mevedel-view-deny))
+          (should (string-match-p (regexp-quote (symbol-name command)) doc)))
+        (should (string-match-p "/help" doc))))))
+
+(ert-deftest mevedel-view:rows-and-text-lead-to-the-code ()
+  "RET on a place visits it; `next-error' steps through the row's places."
+  (let* ((root (file-name-as-directory (make-temp-file "mevedel-view-" t)))
+         (view (mevedel root))
+         (chat (mevedel-view-chat view)))
+    (unwind-protect
+        (progn
+          (dolist (file '("a.el" "b.el"))
+            (with-temp-file (expand-file-name file root)
+              (insert (format ";; %s line 1\n;; %s line 2\n;; %s line 3\n" file file file))))
+          (with-current-buffer (mevedel-chat-data-buffer chat)
+            (insert "### Find it\n\n"
+                    (mevedel-test-tool-text "call_g" "Grep" (list :pattern "line" :path root)
+                                            "a.el:1:;; a.el line 1\nb.el:3:;; b.el line 3")
+                    (mevedel-test-tool-text "call_r" "Read" (list :file_path (expand-file-name "b.el" root))
+                                            "     1\t;; b.el line 1\n     2\t;; b.el line 2")
+                    (propertize "See `b.el:2` for the answer, not missing.el." 'gptel 'response)))
+          (mevedel-view-rerender view)
+          (with-current-buffer view
+            (dolist (row '("Grep" "Read b.el"))
+              (goto-char (point-min))
+              (search-forward row)
+              (mevedel-view-toggle-row))
+            ;; RET on a Grep line.
+            (goto-char (point-min))
+            (search-forward "b.el:3")
+            (mevedel-locations-visit)
+            (should (equal (buffer-file-name) (expand-file-name "b.el" root)))
+            (should (= (line-number-at-pos) 3)))
+          (with-current-buffer view
+            ;; next-error from the row's start: the first place, then the next.
+            (goto-char (point-min))
+            (search-forward "Grep")
+            (let ((shown (funcall next-error-function 1 t)))
+              (should (equal (buffer-file-name shown) (expand-file-name "a.el" root)))
+              (should (= (with-current-buffer shown (line-number-at-pos)) 1)))
+            (let ((shown (funcall next-error-function 1)))
+              (should (equal (buffer-file-name shown) (expand-file-name "b.el" root)))
+              (should (= (with-current-buffer shown (line-number-at-pos)) 3)))
+            (should-error (funcall next-error-function 1) :type 'user-error)
+            (funcall next-error-function -1)
+            (should (string-match-p "a\\.el:1" (buffer-substring (line-beginning-position)
+                                                                 (line-end-position))))
+            ;; A Read row's numbered line.
+            (goto-char (point-min))
+            (search-forward "2\t;; b.el line 2")
+            (forward-line 0)
+            (let ((shown (mevedel-locations-show (get-text-property (point) 'mevedel-location))))
+              (should (= (with-current-buffer shown (line-number-at-pos)) 2)))
+            ;; A file named in the answer is a button; a missing one is not.
+            (goto-char (point-min))
+            (search-forward "See `")
+            (should (equal (car (get-text-property (point) 'mevedel-location)) "b.el"))
+            (should (equal (nth 1 (get-text-property (point) 'mevedel-location)) 2))
+            (search-forward "missing")
+            (should-not (get-text-property (point) 'mevedel-location))))
+      (dolist (file '("a.el" "b.el"))
+        (when-let* ((buffer (get-file-buffer (expand-file-name file root))))
+          (kill-buffer buffer)))
+      (kill-buffer view)
+      (kill-buffer (mevedel-chat-data-buffer chat))
+      (delete-directory root t))))
+
+(ert-deftest mevedel-view:the-menu-runs-the-commands-of-the-keys ()
+  "The transient menu holds the session's commands, each the one its key runs."
+  (require 'mevedel-menu)
+  (let ((commands nil))
+    (cl-labels ((walk (x) (cond ((and (symbolp x) (commandp x)
+                                      (string-prefix-p "mevedel-" (symbol-name x)))
+                                 (push x commands))
+                                ((consp x) (walk (car x)) (walk (cdr x)))
+                                ((vectorp x) (mapc #'walk x)))))
+      (walk (get 'mevedel-menu 'transient--layout)))
+    (dolist (command '(mevedel-view-set-model mevedel-view-set-permission-mode mevedel-new
+                       mevedel-sessions mevedel-compact mevedel-view-abort mevedel-view-unqueue
+                       mevedel-ps mevedel-view-help))
+      (should (memq command commands)))
+    (pcase-dolist (`(,key . ,command) '(("C-c C-m" . mevedel-view-set-model)
+                                        ("C-c C-p" . mevedel-view-set-permission-mode)
+                                        ("C-c C-k" . mevedel-view-abort)
+                                        ("C-c C-u" . mevedel-view-unqueue)
+                                        ("C-c C-l" . mevedel-view-rerender)
+                                        ("C-c C-e" . mevedel-ps)
+                                        ("C-c C-o" . mevedel-menu)))
+      (should (eq (keymap-lookup mevedel-view-mode-map key) command))
+      (when (memq command commands)
+        ;; The entry names the key it teaches.
+        (should (string-match-p (regexp-quote key) (format "%S" (get 'mevedel-menu 'transient--layout)))))))
+  ;; ? opens the menu outside the composer and is a character inside it.
+  (mevedel-view-test--with-view view
+    (with-current-buffer view
+      (goto-char (point-max))
+      (let ((last-command-event ??))
+        (mevedel-menu-or-insert))
+      (should (equal (mevedel-view--composer-text) "?"))
+      (goto-char (point-min))
+      (let ((opened nil))
+        (cl-letf (((symbol-function 'mevedel-menu) (lambda () (interactive) (setq opened t))))
+          (mevedel-menu-or-insert))
+        (should opened)))))
+
 (ert-deftest mevedel-view:rows-render-from-data-and-toggle ()
   (mevedel-view-test--with-view view
     (with-current-buffer view
@@ -277,6 +431,37 @@ Each tool's only display fact is its :renderer; they are removed after."
         (should (eq (key-binding (kbd "M-p")) #'mevedel-view-history-previous))
         (mevedel-view--set-composer "  ")
         (should-error (mevedel-view-send) :type 'user-error)))))
+
+(ert-deftest mevedel-view:composer-commands-clear-unknown-ones-are-refused ()
+  "A handled command leaves the composer even when it fails; an unknown one is not sent."
+  (require 'mevedel-ps)
+  (mevedel-view-test--with-view view
+    (with-current-buffer view
+      (let ((chat (mevedel-view-chat view)))
+        ;; /stop with nothing running: an error, and the composer is empty,
+        ;; so the next text is not sent as "/stop...".
+        (mevedel-view--set-composer "/stop")
+        (should-error (mevedel-view-send) :type 'user-error)
+        (should (equal (mevedel-view--composer-text) ""))
+        ;; An unknown command stays to be fixed and nothing is sent.
+        (mevedel-view--set-composer "/frobnicate now")
+        (let ((err (should-error (mevedel-view-send) :type 'user-error)))
+          (should (string-match-p "Unknown command /frobnicate" (cadr err)))
+          (should (string-match-p "/help" (cadr err))))
+        (should (equal (mevedel-view--composer-text) "/frobnicate now"))
+        (should-not (mevedel-chat-busy-p chat))
+        (should-not (mevedel-chat-turns chat))
+        ;; /help lists the commands and the keys.
+        (mevedel-view--set-composer "/help")
+        (mevedel-view-send)
+        (should (equal (mevedel-view--composer-text) ""))
+        (with-current-buffer "*mevedel help*"
+          (let ((text (buffer-string)))
+            (should (string-match-p "/stop" text))
+            (should (string-match-p "/help" text))
+            (should (string-match-p "C-c C-c.*mevedel-view-send" text))
+            (should (string-match-p "mevedel-view-allow-once" text))))
+        (kill-buffer "*mevedel help*")))))
 
 (ert-deftest mevedel-view:one-chat-per-workspace ()
   (let* ((root (file-name-as-directory (make-temp-file "mevedel-ws-" t)))

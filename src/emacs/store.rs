@@ -20,8 +20,8 @@ use super::text::copy_current_buffer;
 use crate::datum::Datum;
 use crate::error::{Error, ErrorKind};
 use crate::events::{self, Event};
-use crate::store::transcript::{self, print_props};
-use crate::store::{NewMessage, Store, Writer};
+use crate::store::transcript;
+use crate::store::{Loaded, NewMessage, Store, Writer};
 
 /// What Lisp holds: the store (and its writer, once something was
 /// saved) until `store-close` releases it.
@@ -229,31 +229,61 @@ fn store_flush(env: &Env, handle: Value, timeout_ms: i64) -> Result<Option<Strin
     })
 }
 
-/// `(TEXT . PROPS)`: the transcript HANDLE's log leaves, after the
-/// queued saves. TEXT is unibyte UTF-8, for `decode-coding-string'
+/// Properties per chunk of `store-transcript-load': a view drawing the
+/// last turns reads one or two, each a few milliseconds of Lisp.
+const PROPS_PER_CHUNK: usize = 2000;
+
+/// `(TEXT COPY CHARS CHUNKS)`: the transcript of HANDLE, after the queued
+/// saves. TEXT is its text as unibyte UTF-8, for `decode-coding-string'
 /// (several times faster for a large text than the module's own
-/// decoding); PROPS is the printed list `((START END NAME VALUE) ...)`
-/// with absolute bounds, for one `read`.
+/// decoding) — or nil when COPY, the readable copy, holds exactly that
+/// text, CHARS characters of it (see `store::readable`); FULL non-nil
+/// always gives TEXT. CHUNKS are the properties as `(FROM . PRINTED)`,
+/// PRINTED a list `((START END NAME VALUE) ...)` with absolute bounds,
+/// for one `read` each (see `transcript::printed_chunks`).
 #[defun(name = "store-transcript-load")]
-fn store_transcript_load<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
+fn store_transcript_load<'e>(
+    env: &'e Env,
+    handle: Value<'e>,
+    full: Option<Value<'e>>,
+) -> Result<Value<'e>> {
     guarded(env, || {
         let store = store_of(env, handle)?;
         store_flush(env, handle, 10_000)?;
-        let t = store.transcript_load().or_signal(env)?;
-        let mut printed = String::with_capacity(t.props.len() * 24 + 2);
-        printed.push('(');
-        for line in print_props(&t.props).lines() {
-            printed.push('(');
-            printed.push_str(line);
-            printed.push(')');
-        }
-        printed.push(')');
+        let loaded = if full.is_some_and(|v| v.is_not_nil()) {
+            let t = store.transcript_load().or_signal(env)?;
+            Loaded {
+                text: Some(t.text),
+                copy: None,
+                props: t.props,
+            }
+        } else {
+            store.transcript_load_for_resume().or_signal(env)?
+        };
         let api = Raw::new(env)?;
-        let text = api.finish(
-            api.make_unibyte_string(t.text.as_bytes()),
-            "Cannot make the transcript's text",
-        )?;
-        env.cons(text, printed.into_lisp(env)?)
+        let text = match &loaded.text {
+            Some(text) => api.finish(
+                api.make_unibyte_string(text.as_bytes()),
+                "Cannot make the transcript's text",
+            )?,
+            None => ().into_lisp(env)?,
+        };
+        let (copy, chars) = match loaded.copy {
+            Some((path, chars)) => (
+                path.to_string_lossy().into_owned().into_lisp(env)?,
+                (chars as i64).into_lisp(env)?,
+            ),
+            None => (().into_lisp(env)?, ().into_lisp(env)?),
+        };
+        let mut chunks = ().into_lisp(env)?;
+        for (from, printed) in transcript::printed_chunks(&loaded.props, PROPS_PER_CHUNK)
+            .into_iter()
+            .rev()
+        {
+            let chunk = env.cons((from as i64).into_lisp(env)?, printed.into_lisp(env)?)?;
+            chunks = env.cons(chunk, chunks)?;
+        }
+        env.list((text, copy, chars, chunks))
     })
 }
 

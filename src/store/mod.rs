@@ -7,6 +7,7 @@
 
 pub mod checkpoint;
 pub mod mailbox;
+pub mod readable;
 pub mod schema;
 pub mod transcript;
 
@@ -21,7 +22,7 @@ use crate::error::{Error, ErrorKind, Result};
 
 pub use checkpoint::{FileState, Restore, Turn};
 pub use mailbox::{Message, NewMessage};
-pub use transcript::{Prop, Transcript, Writer};
+pub use transcript::{Loaded, Prop, Transcript, Writer};
 
 /// An open session store. Safe to share between threads; statements run
 /// one at a time.

@@ -64,6 +64,29 @@ pub const MIGRATIONS: &[&str] = &[
          seq  INTEGER PRIMARY KEY AUTOINCREMENT,
          text TEXT NOT NULL
      );",
+    // 5: the log's properties before its text, so that a load taking
+    // its base text from the readable copy reads no text pages; and the
+    // identity of that copy when it was written (see `readable`).
+    "CREATE TABLE transcript_log_next (
+         seq   INTEGER PRIMARY KEY AUTOINCREMENT,
+         at    INTEGER NOT NULL,
+         props TEXT    NOT NULL,
+         text  TEXT    NOT NULL
+     );
+     INSERT INTO transcript_log_next (seq, at, props, text)
+         SELECT seq, at, props, text FROM transcript_log;
+     DROP TABLE transcript_log;
+     ALTER TABLE transcript_log_next RENAME TO transcript_log;
+     CREATE TABLE transcript_copy (
+         id       INTEGER PRIMARY KEY CHECK (id = 1),
+         base_seq INTEGER NOT NULL,
+         name     TEXT    NOT NULL,
+         ino      INTEGER NOT NULL,
+         size     INTEGER NOT NULL,
+         mtime_ns INTEGER NOT NULL,
+         ctime_ns INTEGER NOT NULL,
+         chars    INTEGER NOT NULL
+     );",
 ];
 
 /// Apply the migrations CONN has not seen yet.

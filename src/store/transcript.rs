@@ -27,7 +27,7 @@ use std::thread;
 
 use rusqlite::{OptionalExtension, params};
 
-use super::{Store, store_error};
+use super::{Store, readable, store_error};
 use crate::error::{Error, ErrorKind, Result};
 
 /// One text property over a range of characters.
@@ -46,6 +46,41 @@ pub struct Prop {
 pub struct Transcript {
     pub text: String,
     pub props: Vec<Prop>,
+}
+
+/// A transcript as resuming gets it: its text, or the readable copy
+/// holding it (file and length in characters), and its properties.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Loaded {
+    pub text: Option<String>,
+    pub copy: Option<(std::path::PathBuf, usize)>,
+    pub props: Vec<Prop>,
+}
+
+/// PROPS as Lisp lists `((START END NAME VALUE) ...)` in chunks of at
+/// most PER, the latest-ending first, each with FROM: once it and the
+/// chunks before it are applied, every property reaching past character
+/// FROM is. A view drawing the last turns needs only the first chunks;
+/// the rest can wait.
+pub fn printed_chunks(props: &[Prop], per: usize) -> Vec<(usize, String)> {
+    use std::fmt::Write as _;
+    let mut order: Vec<&Prop> = props.iter().collect();
+    order.sort_by_key(|p| std::cmp::Reverse(p.end));
+    let per = per.max(1);
+    order
+        .chunks(per)
+        .enumerate()
+        .map(|(i, chunk)| {
+            let from = order.get((i + 1) * per).map_or(0, |p| p.end);
+            let mut out = String::with_capacity(chunk.len() * 40 + 2);
+            out.push('(');
+            for p in chunk {
+                let _ = write!(out, "({} {} {} {})", p.start, p.end, p.name, p.value);
+            }
+            out.push(')');
+            (from, out)
+        })
+        .collect()
 }
 
 /// Parse the property lines of a record.
@@ -244,23 +279,72 @@ impl Store {
     }
 
     /// Rewrite the log as one record, then write the readable copy
-    /// EXPORT (when given) by temporary file and rename.
+    /// EXPORT (when given) by temporary file and rename, and record it
+    /// as the stand-in for that record (see [`readable`](super::readable)).
     pub fn transcript_compact(&self, export: Option<&Path>) -> Result<()> {
         let t = self.transcript_load()?;
         let props = print_props(&t.props);
-        self.with("Cannot compact the transcript", |c| {
+        let base = self.with("Cannot compact the transcript", |c| {
             let tx = c.transaction()?;
             tx.execute("DELETE FROM transcript_log", [])?;
             tx.execute(
                 "INSERT INTO transcript_log (at, text, props) VALUES (0, ?1, ?2)",
                 params![t.text, props],
             )?;
-            tx.commit()
+            let base = tx.last_insert_rowid();
+            readable::forget(&tx)?;
+            tx.commit()?;
+            Ok(base)
         })?;
         if let Some(path) = export {
             write_atomic(path, t.text.as_bytes())?;
+            let dir = self.path.parent().unwrap_or(Path::new("."));
+            let chars = t.text.chars().count();
+            self.with("Cannot record the readable copy", |c| {
+                readable::record(c, dir, path, base, chars)
+            })?;
         }
         Ok(())
+    }
+
+    /// The transcript for resuming: when the log is one compacted record
+    /// whose readable copy is intact, its text is that file (not read
+    /// here); otherwise the text the records leave.
+    pub fn transcript_load_for_resume(&self) -> Result<Loaded> {
+        let dir = self.path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let fast = self.with("Cannot read the transcript", |c| {
+            let mut stmt = c.prepare("SELECT seq, at, props FROM transcript_log ORDER BY seq")?;
+            let rows = stmt
+                .query_map([], |row| {
+                    Ok((
+                        row.get::<_, i64>(0)?,
+                        row.get::<_, i64>(1)?,
+                        row.get::<_, String>(2)?,
+                    ))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            match rows.as_slice() {
+                [(seq, 0, props)] => {
+                    Ok(readable::intact(c, &dir, *seq)?.map(|copy| (copy, props.clone())))
+                }
+                _ => Ok(None),
+            }
+        })?;
+        match fast {
+            Some((copy, props)) => Ok(Loaded {
+                text: None,
+                copy: Some(copy),
+                props: parse_props(&props)?,
+            }),
+            None => {
+                let t = self.transcript_load()?;
+                Ok(Loaded {
+                    text: Some(t.text),
+                    copy: None,
+                    props: t.props,
+                })
+            }
+        }
     }
 
     /// Set session metadata: each (KEY, VALUE); an empty value removes KEY.
@@ -571,6 +655,119 @@ mod tests {
         // Adjacent equal properties were joined.
         assert_eq!(after.props, vec![prop(0, 11, "gptel", "response")]);
         assert_eq!(std::fs::read_to_string(&export).unwrap(), "héllo wörld");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_intact_readable_copy_stands_in_for_the_compacted_text() {
+        let (dir, s) = store("copy");
+        s.transcript_append(0, "héllo ", "0 6 gptel response\n")
+            .unwrap();
+        s.transcript_append(6, "wörld", "0 5 gptel ignore\n")
+            .unwrap();
+        // Not compacted: the text comes from the log.
+        let loaded = s.transcript_load_for_resume().unwrap();
+        assert_eq!(loaded.text.as_deref(), Some("héllo wörld"));
+        assert_eq!(loaded.copy, None);
+        let export = dir.join("transcript.md");
+        s.transcript_compact(Some(&export)).unwrap();
+        let loaded = s.transcript_load_for_resume().unwrap();
+        assert_eq!(loaded.text, None);
+        assert_eq!(loaded.copy, Some((export.clone(), 11)));
+        assert_eq!(loaded.props, s.transcript_load().unwrap().props);
+        // A later record: the log again.
+        s.transcript_append(11, "!", "").unwrap();
+        let loaded = s.transcript_load_for_resume().unwrap();
+        assert_eq!(loaded.text.as_deref(), Some("héllo wörld!"));
+        assert_eq!(loaded.copy, None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_changed_or_missing_copy_is_not_trusted() {
+        let (dir, s) = store("copy-changed");
+        s.transcript_append(0, "the text", "").unwrap();
+        let export = dir.join("transcript.org");
+        s.transcript_compact(Some(&export)).unwrap();
+        assert!(s.transcript_load_for_resume().unwrap().copy.is_some());
+        // Same size, same inode, a later write (past the clock's tick).
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        std::fs::write(&export, "THE TEXT").unwrap();
+        let loaded = s.transcript_load_for_resume().unwrap();
+        assert_eq!(loaded.text.as_deref(), Some("the text"));
+        assert_eq!(loaded.copy, None);
+        // A new compaction trusts its new copy; removing it ends that.
+        s.transcript_compact(Some(&export)).unwrap();
+        assert!(s.transcript_load_for_resume().unwrap().copy.is_some());
+        std::fs::remove_file(&export).unwrap();
+        assert_eq!(
+            s.transcript_load_for_resume().unwrap().text.as_deref(),
+            Some("the text")
+        );
+        // Compaction without a copy, or with one elsewhere, records none.
+        s.transcript_compact(None).unwrap();
+        assert_eq!(s.transcript_load_for_resume().unwrap().copy, None);
+        let elsewhere =
+            std::env::temp_dir().join(format!("mevedel-elsewhere-{}.md", std::process::id()));
+        s.transcript_compact(Some(&elsewhere)).unwrap();
+        assert_eq!(s.transcript_load_for_resume().unwrap().copy, None);
+        let _ = std::fs::remove_file(&elsewhere);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn property_chunks_cover_the_text_from_its_end() {
+        let props: Vec<Prop> = (0..10)
+            .map(|i| prop(i * 10, i * 10 + 5, "gptel", &format!("(tool . \"c{i}\")")))
+            .chain([prop(0, 100, "mevedel-mail", "t")])
+            .collect();
+        let chunks = printed_chunks(&props, 4);
+        assert_eq!(chunks.len(), 3);
+        // The property spanning everything ends last, so it comes first.
+        assert!(
+            chunks[0]
+                .1
+                .starts_with("((0 100 mevedel-mail t)(90 95 gptel (tool . \"c9\"))")
+        );
+        let froms: Vec<usize> = chunks.iter().map(|c| c.0).collect();
+        assert_eq!(froms, vec![65, 25, 0]);
+        // After each chunk, every property ending past its FROM is in it
+        // or an earlier one.
+        for (i, (from, _)) in chunks.iter().enumerate() {
+            let applied: String = chunks[..=i].iter().map(|c| c.1.as_str()).collect();
+            for p in props.iter().filter(|p| p.end > *from) {
+                assert!(
+                    applied.contains(&format!("({} {} {} {})", p.start, p.end, p.name, p.value))
+                );
+            }
+        }
+        assert!(printed_chunks(&[], 4).is_empty());
+    }
+
+    #[test]
+    fn a_store_of_schema_4_keeps_its_log_when_upgraded() {
+        let dir =
+            std::env::temp_dir().join(format!("mevedel-transcript-v4-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("session.sqlite");
+        {
+            let c = rusqlite::Connection::open(&file).unwrap();
+            for sql in &crate::store::schema::MIGRATIONS[..4] {
+                c.execute_batch(sql).unwrap();
+            }
+            c.execute_batch(
+                "PRAGMA user_version = 4;
+                 INSERT INTO transcript_log (at, text, props) VALUES (0, 'old text', '0 3 gptel response\n');",
+            )
+            .unwrap();
+        }
+        let s = Store::open(&file).unwrap();
+        let t = s.transcript_load().unwrap();
+        assert_eq!(t.text, "old text");
+        assert_eq!(t.props, vec![prop(0, 3, "gptel", "response")]);
+        s.transcript_append(3, " new", "").unwrap();
+        assert_eq!(s.transcript_load().unwrap().text, "old new");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

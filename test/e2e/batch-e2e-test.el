@@ -108,7 +108,9 @@ FILES populate the workspace.  Return (STATUS STDOUT STDERR LOG)."
       (should (string-match-p "Usage: mevedel -p PROMPT" stderr)))))
 
 (ert-deftest mevedel-batch:headless-ask-is-refused ()
-  "In ask mode a call that needs approval is refused, since nobody can answer."
+  "In ask mode a call that needs approval is refused, since nobody can answer.
+A turn whose every call was refused says so: outcome `refused', exit 1,
+and the model's answer is kept."
   (pcase-let ((`(,status ,stdout ,_stderr ,log)
                (mevedel-batch-test--run
                 :steps `(((tool_calls . [((name . "Read")
@@ -116,12 +118,142 @@ FILES populate the workspace.  Return (STATUS STDOUT STDERR LOG)."
                          ((expect . ((results . [((contains . "headless"))])))
                           (text . "I could not read it.")))
                 :args '("-p" "Read /etc/hostname" "--json"))))
-    (should (eql status 0))
+    (should (eql status 1))
     (should-not (cl-mapcan (lambda (e) (copy-sequence (alist-get 'mismatches e))) log))
-    (let ((call (car (alist-get 'tool_calls (json-parse-string stdout :object-type 'alist
-                                                                :array-type 'list
-                                                                :null-object nil)))))
-      (should (equal (alist-get 'status call) "denied")))))
+    (let* ((json (json-parse-string stdout :object-type 'alist :array-type 'list
+                                    :null-object nil))
+           (call (car (alist-get 'tool_calls json))))
+      (should (equal (alist-get 'status call) "denied"))
+      (should (equal (alist-get 'outcome json) "refused"))
+      (should (string-match-p "every tool call was refused (1).*--permission-mode"
+                              (alist-get 'error json)))
+      (should (equal (alist-get 'answer json) "I could not read it.")))))
+
+(defun mevedel-batch-test--plain (&rest args)
+  "Run bin/mevedel with ARGS and no model; return (STATUS STDOUT STDERR)."
+  (let ((stderr (make-temp-file "mevedel-batch-stderr"))
+        (process-environment (append (list (concat "EMACS=" (expand-file-name invocation-name
+                                                                              invocation-directory))
+                                           "MEVEDEL_INIT=")
+                                     process-environment)))
+    (unwind-protect
+        (with-temp-buffer
+          (let ((status (apply #'call-process (expand-file-name "bin/mevedel" mevedel-test-root)
+                               nil (list t stderr) nil args)))
+            (list status (buffer-string)
+                  (with-temp-buffer (insert-file-contents stderr) (buffer-string)))))
+      (delete-file stderr))))
+
+(ert-deftest mevedel-batch:help-and-exit-codes ()
+  "--help and -h print the usage and exit 0; other mistakes say what is wrong, exit 2."
+  (dolist (flag '("--help" "-h"))
+    (pcase-let ((`(,status ,stdout ,stderr) (mevedel-batch-test--plain flag)))
+      (should (eql status 0))
+      (should (string-match-p "\\`Usage: mevedel -p PROMPT" stdout))
+      (should (string-match-p "--continue" stdout))
+      (should (string-match-p "Exit status: 0 done.*130 interrupted" (replace-regexp-in-string "\n" " " stdout)))
+      (should (equal stderr ""))))
+  ;; Help wins over what follows it.
+  (should (eql (car (mevedel-batch-test--plain "--help" "--bogus")) 0))
+  (pcase-let ((`(,status ,_ ,stderr) (mevedel-batch-test--plain "--dir" "/no/such/dir" "-p" "x")))
+    (should (eql status 2))
+    (should (string-match-p "\\`mevedel: --dir /no/such/dir is not a directory\n" stderr))
+    (should-not (string-match-p "file-missing\\|wrong-type\\|(\"" stderr)))
+  (pcase-let ((`(,status ,_ ,stderr) (mevedel-batch-test--plain "--bogus")))
+    (should (eql status 2))
+    (should (string-match-p "Unknown argument --bogus (see --help)" stderr)))
+  ;; Configuration errors come from the config file, a syntax error with its line.
+  (let ((config (make-temp-file "mevedel-config" nil ".el")))
+    (unwind-protect
+        (progn
+          (with-temp-file config
+            (insert "(setq gptel-model 'x)\n\n(setq mevedel-test-list (list 1 2)\n(setq other 3)\n"))
+          (pcase-let ((`(,status ,_ ,stderr) (mevedel-batch-test--plain "--config" config "-p" "x")))
+            (should (eql status 2))
+            (should (string-match-p (concat (regexp-quote config) ":3: syntax error in the config file")
+                                    stderr)))
+          (with-temp-file config (insert "(setq x 1))\n"))
+          (pcase-let ((`(,status ,_ ,stderr) (mevedel-batch-test--plain "--config" config "-p" "x")))
+            (should (eql status 2))
+            (should (string-match-p (concat (regexp-quote config) ":1: syntax error") stderr)))
+          (with-temp-file config (insert "(mevedel-no-such-function 1)\n"))
+          (pcase-let ((`(,status ,_ ,stderr) (mevedel-batch-test--plain "--config" config "-p" "x")))
+            (should (eql status 2))
+            (should (string-match-p (concat "Error in the config file " (regexp-quote config)
+                                            ": .*mevedel-no-such-function")
+                                    stderr))))
+      (delete-file config))))
+
+(ert-deftest mevedel-batch:progress-is-one-readable-line-per-call ()
+  "Headless progress on stderr: tool, what the call is about, what came of it."
+  (pcase-let ((`(,status ,_stdout ,stderr ,_log)
+               (mevedel-batch-test--run
+                :steps mevedel-batch-test--steps
+                :files '(("notes.txt" . "the answer is 42\n"))
+                :args '("-p" "What is the answer?"))))
+    (should (eql status 0))
+    (should (string-match-p "^Read \"[^\"\n]*notes\\.txt\" … 1 line$" stderr))
+    (should (string-match-p "^Read \"[^\"\n]*gone\\.txt\" … failed: Error" stderr))
+    (should-not (string-match-p ":file_path\\|\\[tool\\]" stderr))))
+
+(ert-deftest mevedel-batch:ctrl-c-exits-130 ()
+  "Ctrl-C during a turn exits with 130, says so, and leaves the session saved."
+  (mevedel-e2e-require-python)
+  (let* ((root (mevedel-e2e-workspace nil))
+         (script (mevedel-e2e-write-script '(((fault . "stall") (seconds . 30)))))
+         (server (mevedel-scripted-model-start script))
+         (init (mevedel-e2e-headless-config (mevedel-scripted-model-port server) 'openai t nil))
+         (process-environment (cons (concat "EMACS=" (expand-file-name invocation-name
+                                                                       invocation-directory))
+                                    process-environment))
+         (output (generate-new-buffer " *mevedel-batch-int*"))
+         (process (make-process :name "mevedel-batch-int" :buffer output
+                                :command (list (expand-file-name "bin/mevedel" mevedel-test-root)
+                                               "--config" init "--dir" root "-p" "Hello")
+                                :connection-type 'pipe)))
+    (unwind-protect
+        (progn
+          ;; Wait until the request is at the server, then Ctrl-C the group.
+          (let ((deadline (+ (float-time) 30)))
+            (while (and (null (mevedel-scripted-model-log server)) (< (float-time) deadline))
+              (accept-process-output nil 0.05)))
+          (should (mevedel-scripted-model-log server))
+          (interrupt-process process)
+          (let ((deadline (+ (float-time) 20)))
+            (while (and (process-live-p process) (< (float-time) deadline))
+              (accept-process-output process 0.05)))
+          (should (eql (process-exit-status process) 130))
+          (should (string-match-p "mevedel: interrupted; the session is saved"
+                                  (with-current-buffer output (buffer-string))))
+          (should (mevedel-session-saved root)))
+      (when (process-live-p process) (delete-process process))
+      (kill-buffer output)
+      (mevedel-scripted-model-stop server)
+      (dolist (file (list init script)) (delete-file file))
+      (delete-directory root t))))
+
+(ert-deftest mevedel-batch:demo-uses-the-workspace-it-runs-in ()
+  "The headless demo reads a file that exists, finds a word that is there,
+and closes with words for the command line, not for the view."
+  (mevedel-e2e-require-python)
+  (let ((root (mevedel-e2e-workspace '(("src/main.py" . "def compute_total():\n    return 42\n")))))
+    (unwind-protect
+        (pcase-let ((`(,status ,stdout ,stderr)
+                     (mevedel-batch-test--plain "--demo" "--dir" root "-p" "What is here?" "--json")))
+          (should (eql status 0))
+          (let* ((json (json-parse-string stdout :object-type 'alist :array-type 'list
+                                          :null-object nil))
+                 (calls (alist-get 'tool_calls json)))
+            (should (equal (mapcar (lambda (c) (alist-get 'status c)) calls) '("success" "success")))
+            (should (equal (alist-get 'file_path (alist-get 'args (car calls)))
+                           (concat root "src/main.py")))
+            (should (string-match-p "compute_total" (alist-get 'result_preview (car calls))))
+            (should (equal (alist-get 'pattern (alist-get 'args (cadr calls))) "compute_total"))
+            (should (string-match-p "main\\.py" (alist-get 'result_preview (cadr calls))))
+            (should (string-match-p "bin/mevedel --demo --json" (alist-get 'answer json)))
+            (should-not (string-match-p "TAB\\|M-x mevedel" (alist-get 'answer json))))
+          (should-not (string-match-p "README" stderr)))
+      (delete-directory root t))))
 
 (provide 'batch-e2e-test)
 ;;; batch-e2e-test.el ends here

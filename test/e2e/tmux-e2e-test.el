@@ -37,6 +37,87 @@
       (ert-fail (format "Screen never matched %S; last capture:\n%s" regexp capture)))
     capture))
 
+(ert-deftest mevedel-tmux:no-key-then-abort-at-a-card ()
+  "In `emacs -nw': a prompt without an API key says so within 2 s and offers the
+demo; the prompt stays; aborting at a permission card, then typing a new
+prompt, works."
+  (unless (executable-find "tmux")
+    (ert-fail "tmux is required by this test but is not installed"))
+  (mevedel-e2e-require-python)
+  (let* ((root (mevedel-e2e-workspace '(("notes.txt" . "the answer is 42\n"))))
+         (script (mevedel-e2e-write-script
+                  '(((tool_calls . [((name . "Bash")
+                                     (arguments . ((command . "rm -rf build")
+                                                   (description . "clean"))))]))
+                    ((text . "TMUX-SECOND: here is the next answer.")))))
+         (server (mevedel-scripted-model-start script))
+         (init (make-temp-file "mevedel-tmux-init" nil ".el"))
+         (socket (format "mevedel-nokey-%d" (emacs-pid)))
+         (emacs (expand-file-name invocation-name invocation-directory)))
+    (with-temp-file init
+      (prin1 `(progn
+                (require 'mevedel)
+                (require 'gptel)
+                (require 'gptel-openai)
+                (setq auth-sources nil
+                      gptel-api-key nil
+                      mevedel-chat-save-sessions nil
+                      gptel-backend (gptel-make-openai "tmux no key"
+                                      :host "api.invalid" :key #'gptel-api-key-from-auth-source
+                                      :models '(gpt-test))
+                      gptel-model 'gpt-test
+                      inhibit-startup-screen t)
+                (gptel-make-openai "tmux cards"
+                  :host ,(format "127.0.0.1:%d" (mevedel-scripted-model-port server))
+                  :protocol "http" :endpoint "/v1/chat/completions"
+                  :stream t :key "scripted" :models '(scripted-model)
+                  :curl-args '("--noproxy" "127.0.0.1")))
+             (current-buffer)))
+    (unwind-protect
+        (let ((process-environment (append '("LANG=C.UTF-8" "LC_ALL=C.UTF-8" "TERM=xterm-256color")
+                                           process-environment)))
+          (cl-flet ((keys (&rest keys) (apply #'mevedel-tmux-test--tmux socket "send-keys" "-t"
+                                              "mevedel-test" keys)))
+            (mevedel-tmux-test--tmux
+             socket "-u" "new-session" "-d" "-s" "mevedel-test" "-x" "110" "-y" "36" "-c" root
+             (mapconcat #'shell-quote-argument
+                        (list emacs "-nw" "-Q"
+                              "-l" (expand-file-name "scripts/load-path.el" mevedel-test-root)
+                              "-l" init)
+                        " "))
+            (mevedel-tmux-test--wait-for socket "\\*scratch\\*" 20)
+            (keys "M-x") (keys "-l" "mevedel") (keys "Enter")
+            (mevedel-tmux-test--wait-for socket "C-c C-c send" 20)
+            (keys "-l" "Clean up")
+            (keys "C-c" "C-c")
+            (let ((screen (mevedel-tmux-test--wait-for
+                           socket "use the offline demo model" 2)))
+              (should (string-match-p "Not sent: No API key for tmux no key" screen))
+              (should-not (string-match-p "Waiting for the model" screen))
+              ;; The prompt is still in the composer.
+              (should (string-match-p "── *\n\\(?:.*\n\\)*Clean up" screen)))
+            ;; Switch to a backend that works, send the same prompt: a card.
+            (keys "C-c" "C-m")
+            (mevedel-tmux-test--wait-for socket "Model for this session" 10)
+            (keys "-l" "tmux cards:scripted-model") (keys "Enter")
+            (mevedel-tmux-test--wait-for socket "tmux cards / scripted-model" 10)
+            (keys "C-c" "C-c")
+            (mevedel-tmux-test--wait-for socket "y allow once" 20)
+            (keys "C-c" "C-k")
+            (let ((screen (mevedel-tmux-test--wait-for socket "rm -rf build  cancelled" 20)))
+              (should (string-match-p "⊘ \\$ rm -rf build  cancelled" screen)))
+            ;; Point is back in the composer: typing works and sends.
+            (keys "-l" "Next question")
+            (keys "C-c" "C-c")
+            (let ((screen (mevedel-tmux-test--wait-for socket "TMUX-SECOND" 20)))
+              (should (string-match-p "^❯ Next question" screen))
+              (should-not (string-match-p "read-only" screen)))))
+      (ignore-errors (mevedel-tmux-test--tmux socket "kill-server"))
+      (mevedel-scripted-model-stop server)
+      (delete-file init)
+      (delete-file script)
+      (delete-directory root t))))
+
 (ert-deftest mevedel-tmux:type-prompt-and-see-answer ()
   "M-x mevedel in `emacs -nw', type a prompt, C-c C-c, see the tool row and answer."
   (unless (executable-find "tmux")
@@ -139,10 +220,10 @@
             (should (string-match-p "^❯ What is this project" screen))
             (should (string-match-p "^This is the offline demo model" screen))
             (should (string-match-p "^▸ ✓ Read README\\.md" screen))
-            (should (string-match-p "^▸ ✓ Grep \"defun mevedel\"" screen))
+            (should (string-match-p "^▸ ✓ Grep \"mevedel\" in \\./" screen))
             (should-not (string-match-p "×" screen))
             (should (< (string-search "Read README.md" screen)
-                       (string-search "Grep \"defun mevedel\"" screen)
+                       (string-search "Grep \"mevedel\"" screen)
                        (string-search "That was a complete" screen)))))
       (ignore-errors (mevedel-tmux-test--tmux socket "kill-server"))
       (if (not had-storage)

@@ -1,0 +1,61 @@
+;;; mevedel-menu.el --- The session view's transient menu  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; `mevedel-menu' (C-c C-o in a view, or ? outside the composer) gathers
+;; what a session can do, as gptel's and Magit's users expect from a
+;; transient: each entry runs the same command as its own key binding
+;; or composer command, so the menu teaches the keys.
+
+;;; Code:
+
+(require 'transient)
+(require 'mevedel-view)
+(require 'mevedel-sessions)
+(require 'mevedel-ps)
+
+(defun mevedel-menu--session-line ()
+  "Return the menu's heading: the session, its model and permission mode."
+  (if-let* ((chat (mevedel-view-chat)))
+      (format "mevedel · %s · %s / %s · permissions: %s"
+              (mevedel-chat-name chat)
+              (gptel-backend-name (mevedel-chat-backend-effective chat))
+              (mevedel-chat-model-effective chat)
+              (mevedel-chat-permission-mode chat))
+    "mevedel"))
+
+;;;###autoload (autoload 'mevedel-menu "mevedel-menu" nil t)
+(transient-define-prefix mevedel-menu ()
+  "What this session can do: model, permissions, sessions, commands, help."
+  [:description mevedel-menu--session-line
+   ["Model and permissions"
+    ("m" "model and backend (C-c C-m, /model)" mevedel-view-set-model)
+    ("p" "permission mode (C-c C-p)" mevedel-view-set-permission-mode)]
+   ["Sessions"
+    ("n" "new session (/new)" mevedel-new)
+    ("r" "resume, fork, rename, delete (/sessions)" mevedel-sessions)
+    ("c" "compact older turns now (/compact)" mevedel-compact)]]
+  [["This turn"
+    ("k" "abort (C-c C-k)" mevedel-view-abort)
+    ("u" "take a queued message back (C-c C-u)" mevedel-view-unqueue)
+    ("l" "redraw (C-c C-l)" mevedel-view-rerender)]
+   ["Running commands"
+    ("e" "executions (C-c C-e, /ps)" mevedel-ps)]
+   ["Help"
+    ("h" "commands and keys (/help)" mevedel-view-help)]])
+
+(defun mevedel-menu-or-insert ()
+  "Open `mevedel-menu' outside the composer; in it, insert the character typed."
+  (interactive)
+  (if (and mevedel-view--composer (>= (point) mevedel-view--composer))
+      (call-interactively #'self-insert-command)
+    (call-interactively #'mevedel-menu)))
+
+(keymap-set mevedel-view-mode-map "C-c C-o" #'mevedel-menu)
+(keymap-set mevedel-view-mode-map "?" #'mevedel-menu-or-insert)
+
+(provide 'mevedel-menu)
+;;; mevedel-menu.el ends here
