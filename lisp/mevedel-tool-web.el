@@ -418,7 +418,7 @@ accept %s" type (mevedel-web--size size) type))
   "Extract the text of the PDF BODY with pdftotext; CALLBACK gets it.
 CALLBACK is called once with the text or (:error MESSAGE).  The bytes
 go to a private temporary file, removed afterwards.  Return a function
-that stops the extraction."
+that stops the extraction (CALLBACK is then never called)."
   (let ((program (executable-find mevedel-web-pdftotext-program)))
     (if (not program)
         (progn (funcall callback (list :error (format "%s is not installed"
@@ -426,20 +426,35 @@ that stops the extraction."
                #'ignore)
       (let* ((file (make-temp-file "mevedel-web-" nil ".pdf"))
              (out (generate-new-buffer " *mevedel-pdftotext*" t))
+             (errors (generate-new-buffer " *mevedel-pdftotext-errors*" t))
              (timer nil)
              (process nil)
+             (done nil)
+             (release
+              (lambda ()
+                (setq done t)
+                (when timer (cancel-timer timer))
+                (dolist (p (list process (get-buffer-process errors)))
+                  (when (process-live-p p) (delete-process p)))
+                (ignore-errors (delete-file file))
+                (dolist (b (list out errors))
+                  (when (buffer-live-p b) (kill-buffer b)))))
              (finish
               (lambda (result)
-                (when timer (cancel-timer timer))
-                (when (process-live-p process) (delete-process process))
-                (ignore-errors (delete-file file))
-                (let ((text (and (buffer-live-p out)
-                                 (with-current-buffer out
-                                   (decode-coding-region (point-min) (point-max) 'utf-8)
-                                   (buffer-string)))))
-                  (when (buffer-live-p out) (kill-buffer out))
-                  (funcall callback (if (eq result 'ok) text result)))))
-             (once (mevedel-web--once finish)))
+                (unless done
+                  (let ((text (with-current-buffer out
+                                (decode-coding-region (point-min) (point-max) 'utf-8)
+                                (buffer-string)))
+                        (why (with-current-buffer errors
+                               (string-trim (buffer-substring (point-min)
+                                                              (min (point-max) 300))))))
+                    (funcall release)
+                    (funcall callback
+                             (pcase result
+                               ('ok text)
+                               (`(:error ,message)
+                                (list :error (if (string-empty-p why) message
+                                               (format "%s: %s" message why)))))))))))
         (let ((coding-system-for-write 'binary))
           (write-region body nil file nil 'silent))
         (setq process
@@ -447,19 +462,19 @@ that stops the extraction."
                :name "mevedel-pdftotext" :buffer out :noquery t
                :connection-type 'pipe :coding 'binary
                :command (list program "-layout" "-enc" "UTF-8" file "-")
-               :stderr (get-buffer-create " *mevedel-pdftotext-errors*")
+               :stderr errors
                :sentinel (lambda (p _)
                            (unless (process-live-p p)
-                             (funcall once
+                             (funcall finish
                                       (if (eq (process-exit-status p) 0)
                                           'ok
                                         (list :error (format "pdftotext failed (exit %d)"
                                                              (process-exit-status p)))))))))
         (setq timer (run-at-time mevedel-web-timeout nil
                                  (lambda ()
-                                   (funcall once (list :error (format "pdftotext timed out after %s s"
-                                                                      mevedel-web-timeout))))))
-        (lambda () (funcall once (list :error "stopped")))))))
+                                   (funcall finish (list :error (format "pdftotext timed out after %s s"
+                                                                        mevedel-web-timeout))))))
+        (lambda () (unless done (funcall release)))))))
 
 (defun mevedel-web--fetch-pdf (response context stop callback)
   "Give CALLBACK the text of the PDF RESPONSE, led by its artifact address.

@@ -237,6 +237,14 @@
       (mevedel-web-test-fetch "/file?name=blank.pdf&type=application/pdf" nil
                               (mevedel-web-test-session))
     (should (string-search "no extractable text" text)))
+  ;; A failed extraction keeps the saved copy and says why.
+  (mevedel-web-test-should-succeed
+      (mevedel-web-test-fetch (mevedel-web-test-bytes-path "%PDF-1.4 not really" "application/pdf")
+                              nil (mevedel-web-test-session))
+    (should (string-prefix-p "artifact://tool-results/WebFetch-" text))
+    (should (string-match-p "No text extracted: pdftotext failed (exit [0-9]+): ." text)))
+  (should-not (cl-find-if (lambda (p) (string-prefix-p "mevedel-pdftotext" (process-name p)))
+                          (process-list)))
   ;; Without storage the text alone.
   (mevedel-web-test-should-succeed (mevedel-web-test-fetch "/file?name=sample.pdf&type=application/pdf")
     (should (string-prefix-p "Fixture PDF text" (string-trim-left text)))))
