@@ -1233,5 +1233,24 @@ Return (calls ((N TOOL ARGS-JSON BATCH) ...)), (done TEXT STEPS) or
 \(failed MESSAGE STEPS)."
   (mevedel-core--ptc-resume machine))
 
+;;;; Web
+
+(declare-function mevedel-core--web-convert "ext:mevedel-dyn" (id kind body options))
+
+(defun mevedel-core-web-convert (kind body options callback)
+  "Convert BODY, a fetched response, in the background; CALLBACK gets it.
+BODY holds the response's bytes as characters 0..255 (decode the
+unibyte body as `latin-1').  KIND and OPTIONS: \"html\" (CHARSET URL):
+readable text with Markdown links resolved against URL, `ok' and
+\(:text :title :charset); \"text\" (CHARSET): the decoded text, (:text
+:charset); \"search\" (ALLOWED BLOCKED): a DuckDuckGo result page,
+\(:results ((:title :url :snippet) ...) :challenge BOOL); \"youtube-page\"
+nil: (:title :author :description :captions URL); \"captions\" nil: the
+caption text.  CHARSET is the Content-Type header's, or nil.  Return
+the request id."
+  (mevedel-core-request
+   (lambda (id) (mevedel-core--web-convert id kind body options))
+   callback))
+
 (provide 'mevedel-core)
 ;;; mevedel-core.el ends here

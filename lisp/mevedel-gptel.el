@@ -894,5 +894,16 @@ gptel-make-anthropic, gptel-make-ollama, ...)" backend))
 (add-hook 'mevedel-tool-registered-functions #'mevedel-gptel--register)
 (add-hook 'mevedel-tool-unregistered-functions #'mevedel-gptel--unregister)
 
+;;;; Model capabilities
+
+(defun mevedel-gptel-model-accepts-mime-p (mime &optional buffer)
+  "Return non-nil when BUFFER's gptel model accepts media of type MIME.
+BUFFER defaults to the current buffer; WebFetch asks before it
+attaches an image."
+  (with-current-buffer (if (buffer-live-p buffer) buffer (current-buffer))
+    (and gptel-model
+         (gptel--model-capable-p 'media)
+         (gptel--model-mime-capable-p mime))))
+
 (provide 'mevedel-gptel)
 ;;; mevedel-gptel.el ends here

@@ -26,6 +26,11 @@
 ;; evaluated; reread when it changed, checked at most once every
 ;; `mevedel-permissions-recheck-interval' seconds).
 ;;
+;; A tool with :get-domain (WebFetch) contacts a host: its rules' globs
+;; match that host instead of paths ("docs.python.org", "*.example.com"),
+;; it is never "inside the workspace", so `ask' and `edits' ask for it,
+;; and "always" answers it per host: (domain . HOST).
+;;
 ;; A tool's own :check-permission, called with the arguments, says
 ;; more: `allow', `ask', `deny' or (deny . REASON) (rules decide before
 ;; it; `full-auto' turns its allow or ask into allow), (allow . RECORD)
@@ -223,26 +228,35 @@ It is (ROOT GENERATION . RULES), kept for the next call in ROOT.")
         (workspace (mevedel-permissions--workspace-rules-cached root)))
     (if workspace (append user workspace) user)))
 
-(defun mevedel-permissions--rule-matches-p (rule names paths root)
-  "Return non-nil when RULE matches a call of a tool in NAMES on PATHS under ROOT."
+(defun mevedel-permissions--domain-match-p (glob host)
+  "Return non-nil when GLOB (\"example.com\", \"*.example.com\") matches HOST."
+  (string-match-p (mevedel-permissions-glob-regexp (downcase glob)) (downcase host)))
+
+(defun mevedel-permissions--rule-matches-p (rule names paths root &optional domain)
+  "Return non-nil when RULE matches a call of a tool in NAMES on PATHS under ROOT.
+With DOMAIN, the call contacts that host and the globs match it instead."
   (pcase-let ((`(,action ,rule-tool . ,globs) rule))
     (and (or (equal rule-tool "*") (member rule-tool names))
          (or (null globs)
-             (and paths
-                  (funcall (if (eq action 'allow) #'cl-every #'cl-some)
-                           (lambda (path)
-                             (cl-some (lambda (glob)
-                                        (mevedel-permissions--glob-match-p glob path root))
-                                      globs))
-                           paths))))))
+             (if domain
+                 (cl-some (lambda (glob) (mevedel-permissions--domain-match-p glob domain))
+                          globs)
+               (and paths
+                    (funcall (if (eq action 'allow) #'cl-every #'cl-some)
+                             (lambda (path)
+                               (cl-some (lambda (glob)
+                                          (mevedel-permissions--glob-match-p glob path root))
+                                        globs))
+                             paths)))))))
 
-(defun mevedel-permissions-matching-rule (rules names paths root)
+(defun mevedel-permissions-matching-rule (rules names paths root &optional domain)
   "Return the strongest of RULES matching a call on PATHS, or nil.
 NAMES are the names the call's tool answers to; ROOT is the workspace
-root for relative globs."
+root for relative globs.  DOMAIN is the host a :get-domain tool's call
+contacts; the globs then match it."
   (let ((best nil))
     (dolist (rule rules)
-      (when (and (mevedel-permissions--rule-matches-p rule names paths root)
+      (when (and (mevedel-permissions--rule-matches-p rule names paths root domain)
                  (> (alist-get (car rule) mevedel-permissions--rank)
                     (alist-get (car best) mevedel-permissions--rank 0)))
         (setq best rule)))
@@ -359,11 +373,15 @@ the path of every call, and the plist is for cards only."
              (root (mevedel-permissions--root context session))
              (source (and (eq (car-safe own) 'command) (cdr own)))
              (facts (and source (mevedel-core-bash-permission source root root)))
-             (paths (if source (plist-get facts :paths)
-                      (mevedel-permissions-tool-paths tool args)))
+             (domain (and (mevedel-tool-get-domain tool)
+                          (funcall (mevedel-tool-get-domain tool) args)))
+             (paths (cond (source (plist-get facts :paths))
+                          (domain nil)
+                          (t (mevedel-permissions-tool-paths tool args))))
              (rules (mevedel-permissions-applicable-rules root))
              (rule (and rules (mevedel-permissions-matching-rule
-                               rules (if source (list "Bash" name) (list name)) paths root)))
+                               rules (if source (list "Bash" name) (list name)) paths root
+                               domain)))
              (grant (mevedel-permissions-tool-grant tool args))
              (verdict nil)
              (by nil))
@@ -378,17 +396,19 @@ the path of every call, and the plist is for cards only."
                 (t (setq verdict 'ask by 'mode))))
          ((eq (car-safe own) 'allow) (setq verdict own by 'own))
          ((memq own '(allow ask)) (setq verdict (if (eq mode 'full-auto) 'allow own) by 'own))
-         ((mevedel-permissions-answered-p session name) (setq verdict 'allow by 'answer))
+         ((or (mevedel-permissions-answered-p session name)
+              (and domain (mevedel-permissions-answered-p session (cons 'domain domain))))
+          (setq verdict 'allow by 'answer))
          (t (setq verdict (mevedel-permissions--mode-verdict
                            mode (mevedel-tool-read-only-p tool) (mevedel-tool-snapshot-p tool)
-                           (mevedel-permissions--inside-p paths root))
+                           (and (not domain) (mevedel-permissions--inside-p paths root)))
                   by 'mode)))
         (let ((final (if (and grant (not (eq verdict 'deny)) (not (eq (car-safe verdict) 'deny)))
                          'ask
                        verdict)))
           (if full
               (list :verdict final :operation verdict :by by :rule rule :mode mode
-                    :command facts :paths paths :grant grant)
+                    :command facts :paths paths :domain domain :grant grant)
             final))))))
 
 (defun mevedel-permissions-decide-call (context session)
@@ -402,6 +422,23 @@ answers."
         (cons 'deny (mevedel-permissions-refusal-reason
                      (mevedel-tool-name (plist-get context :tool)) 'rule))
       verdict)))
+
+(defun mevedel-tool-permission-decide-now (tool args &optional buffer)
+  "Return what a fresh call of TOOL with ARGS would get, without asking.
+The call is judged as if dispatched from BUFFER (default: the current
+buffer), under its session's mode, rules and answers: `allow' when it
+would run without a prompt, `deny' when it is refused, `ask' when
+someone would have to be asked.  WebFetch decides a redirect to
+another host with this."
+  (let* ((buffer (or buffer (current-buffer)))
+         (session (and (buffer-live-p buffer)
+                       (buffer-local-value 'mevedel-session-current buffer)))
+         (verdict (mevedel-permissions--judge
+                   (list :tool tool :args args :data-buffer buffer) session nil)))
+    (pcase verdict
+      ((or 'allow `(allow . ,_)) 'allow)
+      ((or 'deny `(deny . ,_)) 'deny)
+      (_ 'ask))))
 
 ;;;; Cards
 
@@ -424,6 +461,9 @@ answers."
                                     (list (format "`%s' is not read-only"
                                                   (plist-get facts :class))))
                                 "; ")))
+          ((plist-get judged :domain)
+           (format "permission mode %s: it contacts %s" (plist-get judged :mode)
+                   (plist-get judged :domain)))
           (t (format "permission mode %s: %s" (plist-get judged :mode)
                      (if (plist-get judged :paths)
                          "it is not read-only, or reaches outside the workspace"
@@ -438,6 +478,10 @@ return nil when no answer may allow the call."
      ;; A rule, or the tool's own check, asks every time: no answer
      ;; is consulted, so none is offered.
      ((memq (plist-get judged :by) '(rule own)) nil)
+     ((plist-get judged :domain)
+      (let ((host (plist-get judged :domain)))
+        (cons (format "%s of %s for the rest of this session (not other hosts)" name host)
+              (list (cons 'domain host)))))
      ((not facts) (cons (format "every %s call for the rest of this session" name)
                         (list name)))
      ((or (plist-get facts :unkeyed) (null (plist-get facts :keys))) nil)

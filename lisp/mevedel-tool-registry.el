@@ -68,7 +68,7 @@
     ;; Behavior
     :read-only-p :snapshot-p :async-p
     ;; Permissions
-    :check-permission :get-path :get-paths :grant-request :review
+    :check-permission :get-path :get-paths :get-domain :grant-request :review
     ;; Loading and grouping
     :category :groups :wrap
     ;; Display and output
@@ -96,7 +96,7 @@
   "A registered tool: its declaration plus what registration built."
   name category description summary function args
   read-only-p snapshot-p async-p
-  check-permission get-path get-paths grant-request review
+  check-permission get-path get-paths get-domain grant-request review
   wrap max-result-size render-transform renderer
   ;; Built by registration:
   identity handle provider-schema gptel-args shape arg-keys gptel-tool)
@@ -211,7 +211,9 @@ called with the argument plist, or with a callback and the plist when
 whose contract is frozen and reused.
 
 Behavior: :read-only-p :snapshot-p :async-p.
-Permissions: :check-permission :get-path :get-paths :grant-request (a
+Permissions: :check-permission :get-path :get-paths :get-domain (a
+function of the arguments returning the host a call contacts, which
+permission rules match instead of paths) :grant-request (a
 function of the arguments returning the sandbox grant they ask for,
 or nil; a grant is always asked about, see `mevedel-permissions-judge')
 :review (a function of (CONTEXT SESSION ANSWER) that a chat with a
@@ -234,7 +236,7 @@ the earlier registration."
   (mevedel-tool--check-declaration name properties)
   (let ((forms (cl-loop for (key value) on properties by #'cddr
                         append (list key (if (eq key :args) (list 'quote value) value)))))
-    `(mevedel-tool-register ,(mevedel-tool--name-string name) (list ,@forms))))
+    `(mevedel-tool-declare ,(mevedel-tool--name-string name) (list ,@forms))))
 
 ;;;; Descriptors for the module
 
@@ -334,7 +336,7 @@ loaded (`mevedel-core-ready-hook'), or a tool is looked up, they wait.")
   (let ((pending (reverse mevedel-tool--pending)))
     (setq mevedel-tool--pending nil)
     (pcase-dolist (`(,name . ,properties) pending)
-      (mevedel-tool-register name properties))))
+      (mevedel-tool--register-now name properties))))
 
 (add-hook 'mevedel-core-ready-hook #'mevedel-tool--register-pending)
 
@@ -419,13 +421,25 @@ the argument's :access, else from whether TOOL is read-only."
   "Register the tool NAME with PROPERTIES, as `mevedel-define-tool' does.
 Return the new `mevedel-tool'.  Replaces an earlier registration with
 the same category and name; `mevedel-tool-registered-functions' runs.
-Before the native module is loaded the declaration is checked and
-waits (`mevedel-tool--pending'); the value is then nil."
+This loads the native module; a declaration at load time
+\(`mevedel-define-tool') waits for it instead, see `mevedel-tool-declare'."
   (mevedel-tool--check-declaration name properties)
   (mevedel-tool--check-values name properties)
-  (if (not (mevedel-core-ready-p))
-      (progn (push (cons name properties) mevedel-tool--pending) nil)
-    (mevedel-tool--register-now name properties)))
+  (mevedel-core-ensure)
+  (mevedel-tool--register-now name properties))
+
+(defun mevedel-tool-declare (name properties)
+  "Declare the tool NAME with PROPERTIES: register it once the module is loaded.
+The declaration is checked now.  Until the native module is loaded
+it waits in `mevedel-tool--pending' (loading or byte-compiling a tool
+family must not build the module), and the value is nil; with the
+module loaded, it is registered at once and the tool returned."
+  (mevedel-tool--check-declaration name properties)
+  (mevedel-tool--check-values name properties)
+  (if (mevedel-core-ready-p)
+      (mevedel-tool--register-now name properties)
+    (push (cons name properties) mevedel-tool--pending)
+    nil))
 
 (defun mevedel-tool--register-now (name properties)
   "Register the checked declaration of NAME with PROPERTIES; return the tool."
@@ -459,6 +473,7 @@ waits (`mevedel-tool--pending'); the value is then nil."
                 :check-permission (plist-get properties :check-permission)
                 :get-path (plist-get properties :get-path)
                 :get-paths (plist-get properties :get-paths)
+                :get-domain (plist-get properties :get-domain)
                 :grant-request (plist-get properties :grant-request)
                 :review (plist-get properties :review)
                 :wrap (and wrap (list :source wrap

@@ -56,6 +56,7 @@
   (require 'mevedel-tool-code)
   (require 'mevedel-tool-ptc)
   (require 'mevedel-tools-list)
+  (require 'mevedel-tool-web)
   (require 'mevedel-agent)
   (require 'mevedel-checkpoint)
   (require 'mevedel-ps)

@@ -2,8 +2,9 @@
 # Install what mevedel's build, tests and `make run` need, idempotently.
 #
 #  - Emacs >= 30.1 (from Debian bookworm-backports when root on Debian)
-#  - bubblewrap, curl, git, python3, ripgrep, tmux (apt when root;
-#    ripgrep is the reference the Grep/Glob tests and benches compare with)
+#  - bubblewrap, curl, git, poppler-utils, python3, ripgrep, tmux (apt
+#    when root; ripgrep is the reference the Grep/Glob tests and benches
+#    compare with, pdftotext the PDF text WebFetch returns)
 #  - gptel and its Lisp dependencies, extracted from Debian's unstable
 #    archive into .deps/elpa/ through a private apt directory that never
 #    touches the system's apt configuration.
@@ -73,7 +74,7 @@ ensure_emacs() {
 
 ensure_tools() {
   local missing=() cmd pkg
-  for pair in bwrap:bubblewrap curl:curl git:git python3:python3 rg:ripgrep tmux:tmux; do
+  for pair in bwrap:bubblewrap curl:curl git:git pdftotext:poppler-utils python3:python3 rg:ripgrep tmux:tmux; do
     cmd=${pair%%:*}; pkg=${pair#*:}
     command -v "$cmd" >/dev/null || missing+=("$pkg")
   done

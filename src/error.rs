@@ -52,6 +52,16 @@ impl Error {
         }
     }
 
+    /// A panic caught on a worker thread, with what it was doing.
+    pub fn from_panic(doing: &str, payload: &(dyn std::any::Any + Send)) -> Self {
+        let text = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        Error::new(ErrorKind::Internal, format!("{doing} panicked: {text}"))
+    }
+
     /// An I/O failure, with what we were doing when it happened.
     pub fn io(kind: ErrorKind, doing: &str, err: &std::io::Error) -> Self {
         Error::new(kind, format!("{doing}: {err}"))

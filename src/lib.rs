@@ -20,6 +20,7 @@ pub mod schema;
 pub mod search;
 pub mod store;
 pub mod text;
+pub mod web;
 
 mod emacs;
 

@@ -25,6 +25,7 @@ mod search;
 mod selftest;
 mod store;
 mod text;
+mod web;
 
 use emacs::{Env, Result};
 

@@ -18,7 +18,8 @@ use crate::resource::{self, Attempt, Context, Operation};
 /// The opaque attempt Lisp holds between preparation and execution.
 pub type AttemptPtr = Arc<Attempt>;
 
-fn opt_string(v: Value<'_>) -> Result<Option<String>> {
+/// V as a string, or None for nil.
+pub(super) fn opt_string(v: Value<'_>) -> Result<Option<String>> {
     if v.is_not_nil() {
         Ok(Some(v.into_rust()?))
     } else {

@@ -85,18 +85,8 @@ pub fn start(id: i64, job: Job, timeout: Option<Duration>) -> Result<(), Error> 
         .name("mevedel-search".into())
         .spawn(move || {
             let budget = Budget::new(cancel, timeout);
-            let result =
-                catch_unwind(AssertUnwindSafe(|| run(&job, &budget))).unwrap_or_else(|p| {
-                    let text = p
-                        .downcast_ref::<&str>()
-                        .map(|s| s.to_string())
-                        .or_else(|| p.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "unknown panic".into());
-                    Err(Error::new(
-                        ErrorKind::Internal,
-                        format!("search panicked: {text}"),
-                    ))
-                });
+            let result = catch_unwind(AssertUnwindSafe(|| run(&job, &budget)))
+                .unwrap_or_else(|p| Err(Error::from_panic("search", p.as_ref())));
             with_running(|m| m.remove(&id));
             events::global().push(events::reply(id, result));
         });

@@ -43,6 +43,23 @@ and a single preemption of this process would decide it."
                           collect (mevedel-bench-per-call n thunk))))
     (nth (/ rounds 2) (sort figures #'<))))
 
+(defun mevedel-bench-timer-lags (seconds step)
+  "Call STEP back to back for SECONDS under a 10 ms repeating timer.
+Return how late the timer ran each time, in milliseconds: how long
+the main thread was kept from running timers while STEP's work ran."
+  (let* ((lags nil) (last (float-time))
+         (timer (run-at-time 0.01 0.01
+                             (lambda ()
+                               (let ((now (float-time)))
+                                 (push (* 1000 (max 0 (- now last 0.01))) lags)
+                                 (setq last now))))))
+    (unwind-protect
+        (let ((deadline (+ (float-time) seconds)))
+          (while (< (float-time) deadline)
+            (funcall step)))
+      (cancel-timer timer))
+    lags))
+
 (defun mevedel-bench-describe (format-string &rest args)
   "Print the line describing the next figures' input (FORMAT-STRING, ARGS)."
   (princ (concat "input: " (apply #'format format-string args) "\n")))

@@ -173,23 +173,16 @@ Return the buffers."
 
 (defun search-bench--responsiveness (dir)
   "Report the p99 lag of a 10 ms timer while Greps of DIR run."
-  (let* ((lags nil) (last (float-time)) (searches 0)
-         (timer (run-at-time 0.01 0.01
-                             (lambda ()
-                               (let ((now (float-time)))
-                                 (push (* 1000 (max 0 (- now last 0.01))) lags)
-                                 (setq last now))))))
-    (unwind-protect
-        (let ((deadline (+ (float-time) 3)))
-          (while (< (float-time) deadline)
-            (let ((cell (list nil)))
-              (mevedel-core-search-grep dir "" (list :pattern "defun" :output-mode "content"
-                                                     :line-numbers t :head-limit 250 :offset 0
-                                                     :before 0 :after 0)
-                                        0 (lambda (_s _v) (setcar cell t)))
-              (search-bench--wait cell)
-              (setq searches (1+ searches)))))
-      (cancel-timer timer))
+  (let* ((searches 0)
+         (lags (mevedel-bench-timer-lags
+                3 (lambda ()
+                    (let ((cell (list nil)))
+                      (mevedel-core-search-grep dir "" (list :pattern "defun" :output-mode "content"
+                                                             :line-numbers t :head-limit 250 :offset 0
+                                                             :before 0 :after 0)
+                                                0 (lambda (_s _v) (setcar cell t)))
+                      (search-bench--wait cell)
+                      (setq searches (1+ searches)))))))
     (mevedel-bench-describe "10 ms repeating timer while %d back-to-back Greps (`defun', content mode, head_limit 250) of the 60 MB tree run for 3 s; %d timer samples"
                             searches (length lags))
     (mevedel-bench-report "grep-60mb-timer-lag-p99" (mevedel-bench-percentile lags 99) "ms")))
