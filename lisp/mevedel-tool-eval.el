@@ -25,9 +25,10 @@
 ;; output spool, yield and teardown.  Its value is printed on stdout
 ;; after "=> "; an error exits with status 1.
 ;;
-;; Eval is never read-only: in the `ask' and `edits' permission modes
-;; every call asks (an "always this session" answer allows later ones);
-;; `full-auto' runs it.  The forms are read before anything runs, so a
+;; Eval is never read-only and can do anything Emacs can: in the `ask'
+;; and `edits' permission modes every call asks, and no "always this
+;; session" answer is offered (its own check asks, see
+;; `mevedel-tool-eval-check'); `full-auto' runs it.  The forms are read before anything runs, so a
 ;; form that does not read is an error naming where.  Manual:
 ;; docs/tools/emacs.md (mevedel://tools/emacs.md).
 
@@ -262,6 +263,12 @@ boundary and, once a yielded run ended, how it ended."
      (cond (running (list :status 'running))
            ((or (plist-get render-data :signal) (and code (/= code 0))) (list :status 'error))))))
 
+(defun mevedel-tool-eval-check (_args)
+  "Ask about every Eval call, whatever was answered before.
+Evaluated Lisp can do anything this Emacs can, so no answer covers
+the next form; `full-auto' still runs it (see `mevedel-permissions-judge')."
+  'ask)
+
 ;;;; The declaration
 
 (mevedel-define-tool Eval
@@ -295,6 +302,7 @@ full-auto. Manual: " mevedel-tool-eval-manual-address)
                                               env (:type array :items string)))
          (justification string :optional "Why the extra permissions are needed, for the user"))
   :async-p t
+  :check-permission #'mevedel-tool-eval-check
   :grant-request #'mevedel-tool-eval-grant-request
   :max-result-size 30000
   :function #'mevedel-tool-eval

@@ -162,13 +162,20 @@ when TOOLS is empty."
             (or (mevedel-chat-context-window chat) mevedel-tools-listing-default-window))))
 
 (defun mevedel-ptc--last-listing (buffer)
-  "Return the last specialist listing in the data BUFFER, or nil."
+  "Return the last specialist listing the model still reads in data BUFFER, or nil.
+A listing in turns a compaction replaced by its summary
+\(`mevedel-compacted') is no longer sent, so it does not count."
   (with-current-buffer buffer
     (save-excursion
       (goto-char (point-max))
-      (when-let* ((end (search-backward "</specialist-tools>" nil t))
-                  (start (search-backward "<specialist-tools>" nil t)))
-        (buffer-substring-no-properties start (+ end (length "</specialist-tools>")))))))
+      (let (found)
+        (while (and (not found) (search-backward "</specialist-tools>" nil t))
+          (let ((end (+ (point) (length "</specialist-tools>"))))
+            (if (get-text-property (point) 'mevedel-compacted)
+                (goto-char (point-min))
+              (when-let* ((start (search-backward "<specialist-tools>" nil t)))
+                (setq found (buffer-substring-no-properties start end))))))
+        found))))
 
 (defun mevedel-ptc-listing-mail (chat)
   "Return CHAT's specialist listing as mail when it differs from the last one sent.

@@ -299,6 +299,14 @@ Return (OUTCOME-CELL . CANCEL): the cell's car becomes the outcome."
           (with-current-buffer (mevedel-chat-data-buffer chat)
             (insert "earlier text\n" (car mail) "\nlater text"))
           (should-not (mevedel-ptc-listing-mail chat))
+          ;; Compacted away, the listing is no longer read: it goes again.
+          (with-current-buffer (mevedel-chat-data-buffer chat)
+            (put-text-property (point-min) (point-max) 'mevedel-compacted t))
+          (should (equal (mevedel-ptc-listing-mail chat) mail))
+          (with-current-buffer (mevedel-chat-data-buffer chat)
+            (goto-char (point-max))
+            (insert "\n" (car mail)))
+          (should-not (mevedel-ptc-listing-mail chat))
           (mevedel-ptc-test--tool "Extra" :function #'ignore)
           (should (string-match-p "(Extra :file_path string)"
                                   (car (mevedel-ptc-listing-mail chat)))))))))

@@ -133,7 +133,18 @@ answers none."
                      #'ignore :session session)))
         (mevedel-test-wait-until cards 5)
         (should-not tool-eval-test--ran)
-        (funcall cancel))))
+        (funcall cancel))
+      ;; Every call asks: no answer covers the next form, none is offered.
+      (should-not (plist-get (car (mevedel-permissions-cards
+                                   (list :tool (mevedel-tool-get "Eval" "emacs")
+                                         :args '(:form "1") :tool-use-id "t" :session session)
+                                   session))
+                             :always))
+      (mevedel-permissions-remember session '("Eval"))
+      (setf (mevedel-session-prompter session) nil)
+      (let ((outcome (tool-eval-test--run session '(:form "(setq tool-eval-test--ran t)"))))
+        (should (string-match-p "needs approval" (plist-get outcome :result)))
+        (should-not tool-eval-test--ran))))
   (tool-eval-test--in-session session 'full-auto
     (setq tool-eval-test--ran nil)
     (should (eq (plist-get (tool-eval-test--run session '(:form "(setq tool-eval-test--ran t)"))
