@@ -162,7 +162,8 @@ when TOOLS is empty."
             (or (mevedel-chat-context-window chat) mevedel-tools-listing-default-window))))
 
 (defun mevedel-ptc--last-listing (buffer)
-  "Return the last specialist listing the model still reads in data BUFFER, or nil.
+  "Return the last specialist listing of data BUFFER still sent to the model.
+Nil when there is none.
 A listing in turns a compaction replaced by its summary
 \(`mevedel-compacted') is no longer sent, so it does not count."
   (with-current-buffer buffer
