@@ -120,6 +120,35 @@ That is every registered tool but ToolCall itself."
       (not (member (mevedel-tool-identity tool) mevedel-ptc-composable-tools))
     (member (mevedel-tool-name tool) mevedel-ptc-standalone-tools)))
 
+;; Every program is compiled against the names it may call.  They
+;; change only when a tool is (un)registered or the two options change,
+;; so they are kept rather than rebuilt on each ToolCall.
+(defvar mevedel-ptc--names nil
+  "(STANDALONE COMPOSABLE NAMES . STANDALONE-NAMES) for the catalog as last built.
+STANDALONE and COMPOSABLE are the option values it was built with.")
+
+(defun mevedel-ptc--forget-names (&rest _)
+  "Drop the kept catalog names (a registry hook)."
+  (setq mevedel-ptc--names nil))
+
+(add-hook 'mevedel-tool-registered-functions #'mevedel-ptc--forget-names)
+(add-hook 'mevedel-tool-unregistered-functions #'mevedel-ptc--forget-names)
+
+(defun mevedel-ptc--catalog-names ()
+  "Return (NAMES . STANDALONE-NAMES): the identities a program may call."
+  (pcase mevedel-ptc--names
+    ((and `(,standalone ,composable . ,names)
+          (guard (and (eq standalone mevedel-ptc-standalone-tools)
+                      (eq composable mevedel-ptc-composable-tools))))
+     names)
+    (_ (let* ((catalog (mevedel-ptc-catalog))
+              (names (cons (mapcar #'mevedel-tool-identity catalog)
+                           (mapcar #'mevedel-tool-identity
+                                   (cl-remove-if-not #'mevedel-ptc-standalone-p catalog)))))
+         (setq mevedel-ptc--names
+               (cons mevedel-ptc-standalone-tools (cons mevedel-ptc-composable-tools names)))
+         names))))
+
 ;;;; ToolSearch
 
 (defun mevedel-ptc-tool-search (args)
@@ -417,12 +446,11 @@ but their audit entries."
 (defun mevedel-ptc-run-program (callback args)
   "Run the ToolCall program in ARGS (:program); CALLBACK gets the envelope."
   (let* ((context (mevedel-pipeline-current-context))
-         (catalog (mevedel-ptc-catalog))
+         (names (mevedel-ptc--catalog-names))
          (machine (mevedel-core-ptc-start
                    (or (plist-get args :program) "")
-                   (mapcar #'mevedel-tool-identity catalog)
-                   (mapcar #'mevedel-tool-identity
-                           (cl-remove-if-not #'mevedel-ptc-standalone-p catalog))
+                   (car names)
+                   (cdr names)
                    (list mevedel-ptc-step-budget mevedel-ptc-depth-budget
                          mevedel-ptc-value-budget mevedel-ptc-retained-budget)))
          (run (mevedel-ptc--run-make

@@ -311,6 +311,22 @@ Return (OUTCOME-CELL . CANCEL): the cell's car becomes the outcome."
           (should (string-match-p "(Extra :file_path string)"
                                   (car (mevedel-ptc-listing-mail chat)))))))))
 
+(ert-deftest mevedel-ptc-test-catalog-follows-the-registry ()
+  "The names a program may call are kept between runs, and follow registrations."
+  (mevedel-ptc-test--with
+    (should (string-match-p "`Later` is neither an operation" (plist-get (mevedel-ptc-test--outcome "(Later :file_path \"x\")")
+                                                            :result)))
+    (mevedel-ptc-test--tool "Later" :function (lambda (_) "later ran"))
+    (should (equal (plist-get (mevedel-ptc-test--outcome "(Later :file_path \"x\")") :result)
+                   "later ran"))
+    ;; A changed option is seen too: Later becomes standalone-only.
+    (let ((mevedel-ptc-standalone-tools (cons "Later" mevedel-ptc-standalone-tools)))
+      (should (string-match-p "standalone\\|whole program"
+                              (plist-get (mevedel-ptc-test--outcome
+                                          "[(Later :file_path \"x\") (Later :file_path \"y\")]")
+                                         :result))))
+    (mevedel-tool-unregister "Later" "mevedel-test")))
+
 ;;;; Rendering
 
 (ert-deftest mevedel-ptc-test-render-direct-and-composed ()
