@@ -179,5 +179,20 @@ With INSERT, also append it to the data buffer as gptel would."
   "Return the execution ID in the render-data of call ID of CHAT."
   (plist-get (mevedel-render-data-extract (mevedel-chat-data-buffer chat) id) :execution-id))
 
+(defvar mevedel-transcript-properties)
+
+(defun mevedel-test-saved-runs (buffer)
+  "Return BUFFER's text with the runs of every saved property."
+  (with-current-buffer buffer
+    (cons (buffer-substring-no-properties (point-min) (point-max))
+          (cl-loop for name in mevedel-transcript-properties
+                   collect (let ((pos (point-min)) runs)
+                             (while (< pos (point-max))
+                               (let ((next (next-single-property-change pos name nil (point-max))))
+                                 (when (get-text-property pos name)
+                                   (push (list pos next (get-text-property pos name)) runs))
+                                 (setq pos next)))
+                             (cons name (nreverse runs)))))))
+
 (provide 'mevedel-test-helpers)
 ;;; mevedel-test-helpers.el ends here

@@ -35,19 +35,6 @@ properties per call, more than one chunk of them for a few thousand."
                         'gptel (cons 'tool (format "call_%05d" i)))))
   (insert (propertize "Done.\n" 'gptel 'response 'mevedel-incomplete t)))
 
-(defun mevedel-transcript-test--runs (buffer)
-  "Return BUFFER's text and the runs of its saved properties."
-  (with-current-buffer buffer
-    (cons (buffer-substring-no-properties (point-min) (point-max))
-          (cl-loop for name in mevedel-transcript-properties
-                   collect (let ((pos (point-min)) runs)
-                             (while (< pos (point-max))
-                               (let ((next (next-single-property-change pos name nil (point-max))))
-                                 (when (get-text-property pos name)
-                                   (push (list pos next (get-text-property pos name)) runs))
-                                 (setq pos next)))
-                             (cons name (nreverse runs)))))))
-
 (defun mevedel-transcript-test--save (store dir calls)
   "Save a conversation of CALLS calls in STORE, compacted with its copy in DIR.
 Return the saved buffer's text and property runs."
@@ -57,7 +44,7 @@ Return the saved buffer's text and property runs."
     (mevedel-transcript-save (current-buffer))
     (mevedel-transcript-compact (current-buffer) (expand-file-name "transcript.txt" dir))
     (should-not (mevedel-core-store-flush store))
-    (mevedel-transcript-test--runs (current-buffer))))
+    (mevedel-test-saved-runs (current-buffer))))
 
 (ert-deftest mevedel-transcript:restore-from-the-intact-copy ()
   "A compacted transcript comes back from its readable copy, whole."
@@ -69,7 +56,7 @@ Return the saved buffer's text and property runs."
       (with-temp-buffer
         (should (mevedel-transcript-restore (current-buffer) store))
         (should-not mevedel-transcript--pending)
-        (should (equal (mevedel-transcript-test--runs (current-buffer)) saved))
+        (should (equal (mevedel-test-saved-runs (current-buffer)) saved))
         (should-not (mevedel-transcript-dirty-p (current-buffer)))))))
 
 (ert-deftest mevedel-transcript:an-edited-copy-is-not-used ()
@@ -83,12 +70,12 @@ Return the saved buffer's text and property runs."
       (should-not (plist-get (mevedel-core-transcript-load store) :copy))
       (with-temp-buffer
         (mevedel-transcript-restore (current-buffer) store)
-        (should (equal (mevedel-transcript-test--runs (current-buffer)) saved)))
+        (should (equal (mevedel-test-saved-runs (current-buffer)) saved)))
       ;; A missing copy too.
       (delete-file copy)
       (with-temp-buffer
         (mevedel-transcript-restore (current-buffer) store)
-        (should (equal (mevedel-transcript-test--runs (current-buffer)) saved))))))
+        (should (equal (mevedel-test-saved-runs (current-buffer)) saved))))))
 
 (ert-deftest mevedel-transcript:lazy-restore-applies-the-last-part-first ()
   "A lazy restore leaves the early properties for later: readers get them.
@@ -110,7 +97,7 @@ timer each bring them in before anything could read them wrong."
         ;; An early region brings in everything before it.
         (mevedel-history-segments (current-buffer) 1)
         (should-not mevedel-transcript--pending)
-        (should (equal (mevedel-transcript-test--runs (current-buffer)) saved)))
+        (should (equal (mevedel-test-saved-runs (current-buffer)) saved)))
       ;; A change anywhere first applies what is pending, at the right places.
       (with-temp-buffer
         (mevedel-transcript-restore (current-buffer) store t)
@@ -119,7 +106,7 @@ timer each bring them in before anything could read them wrong."
         (insert "x")
         (should-not mevedel-transcript--pending)
         (delete-region 1 2)
-        (should (equal (mevedel-transcript-test--runs (current-buffer)) saved)))
+        (should (equal (mevedel-test-saved-runs (current-buffer)) saved)))
       ;; The timer finishes the job on its own.
       (with-temp-buffer
         (mevedel-transcript-restore (current-buffer) store t)
@@ -129,7 +116,7 @@ timer each bring them in before anything could read them wrong."
             (accept-process-output nil 0.01)))
         (should-not mevedel-transcript--pending)
         (should-not mevedel-transcript--timer)
-        (should (equal (mevedel-transcript-test--runs (current-buffer)) saved))))))
+        (should (equal (mevedel-test-saved-runs (current-buffer)) saved))))))
 
 (provide 'transcript-test)
 ;;; transcript-test.el ends here

@@ -52,19 +52,6 @@ DURING is called with the chat while the turn runs."
       (when view (kill-buffer view)))
     (kill-buffer (mevedel-chat-data-buffer chat))))
 
-(defun mevedel-sessions-test--saved-runs (buffer)
-  "Return BUFFER's text with the runs of every saved property."
-  (with-current-buffer buffer
-    (cons (buffer-substring-no-properties (point-min) (point-max))
-          (cl-loop for name in mevedel-transcript-properties
-                   collect (let ((pos (point-min)) runs)
-                             (while (< pos (point-max))
-                               (let ((next (next-single-property-change pos name nil (point-max))))
-                                 (when (get-text-property pos name)
-                                   (push (list pos next (get-text-property pos name)) runs))
-                                 (setq pos next)))
-                             (cons name (nreverse runs)))))))
-
 (defmacro mevedel-sessions-test--with (spec &rest body)
   "Run BODY with a workspace and a scripted server.
 SPEC is (ROOT SERVER STEPS &optional FILES): ROOT and SERVER are bound."
@@ -111,7 +98,7 @@ carries every earlier message."
       ;; Mail read with the first turn stays in the transcript, marked.
       (mevedel-core-mailbox-post (mevedel-session-store-handle (mevedel-chat-session chat))
                                  "/root" "EXECUTION" "a background note")
-      (let* ((before (mevedel-sessions-test--saved-runs (mevedel-chat-data-buffer chat)))
+      (let* ((before (mevedel-test-saved-runs (mevedel-chat-data-buffer chat)))
              (rows (mevedel-e2e-view-rows view)))
         (should (string-match-p "It is 42" (car before)))
         (mevedel-sessions-test--close root)
@@ -120,7 +107,7 @@ carries every earlier message."
                (chat2 (mevedel-view-chat view2)))
           (should-not (eq chat2 chat))
           (should (equal (mevedel-session-id (mevedel-chat-session chat2)) id))
-          (should (equal (mevedel-sessions-test--saved-runs (mevedel-chat-data-buffer chat2)) before))
+          (should (equal (mevedel-test-saved-runs (mevedel-chat-data-buffer chat2)) before))
           (should (equal (mevedel-e2e-view-rows view2) rows))
           (should (equal (mevedel-chat-history chat2) '("What is the answer?")))
           (should (equal (mevedel-chat-title chat2) "What is the answer?"))
@@ -235,11 +222,11 @@ the conversation unsaved from its start, so nothing in memory is lost."
       (should (mevedel-transcript-dirty-p buffer))
       (with-current-buffer "*Warnings*"
         (should (string-match-p "Saving the conversation failed" (buffer-string))))
-      (let ((before (mevedel-sessions-test--saved-runs buffer)))
+      (let ((before (mevedel-test-saved-runs buffer)))
         (mevedel-chat-flush chat)
         (mevedel-sessions-test--close root)
         (let ((view2 (mevedel root)))
-          (should (equal (mevedel-sessions-test--saved-runs
+          (should (equal (mevedel-test-saved-runs
                           (mevedel-chat-data-buffer (mevedel-view-chat view2)))
                          before)))))))
 

@@ -37,6 +37,21 @@
       (ert-fail (format "Screen never matched %S; last capture:\n%s" regexp capture)))
     capture))
 
+(defun mevedel-tmux-test--open (socket root init)
+  "Start `emacs -nw' loading INIT in ROOT on SOCKET, then M-x mevedel in it."
+  (mevedel-tmux-test--tmux
+   socket "-u" "new-session" "-d" "-s" "mevedel-test" "-x" "110" "-y" "36" "-c" root
+   (mapconcat #'shell-quote-argument
+              (list (expand-file-name invocation-name invocation-directory) "-nw" "-Q"
+                    "-l" (expand-file-name "scripts/load-path.el" mevedel-test-root)
+                    "-l" init)
+              " "))
+  (mevedel-tmux-test--wait-for socket "\\*scratch\\*" 20)
+  (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "M-x")
+  (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "-l" "mevedel")
+  (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "Enter")
+  (mevedel-tmux-test--wait-for socket "C-c C-c send" 20))
+
 (ert-deftest mevedel-tmux:no-key-then-abort-at-a-card ()
   "In `emacs -nw': a prompt without an API key says so within 2 s and offers the
 demo; the prompt stays; aborting at a permission card, then typing a new
@@ -52,8 +67,7 @@ prompt, works."
                     ((text . "TMUX-SECOND: here is the next answer.")))))
          (server (mevedel-scripted-model-start script))
          (init (make-temp-file "mevedel-tmux-init" nil ".el"))
-         (socket (format "mevedel-nokey-%d" (emacs-pid)))
-         (emacs (expand-file-name invocation-name invocation-directory)))
+         (socket (format "mevedel-nokey-%d" (emacs-pid))))
     (with-temp-file init
       (prin1 `(progn
                 (require 'mevedel)
@@ -78,16 +92,7 @@ prompt, works."
                                            process-environment)))
           (cl-flet ((keys (&rest keys) (apply #'mevedel-tmux-test--tmux socket "send-keys" "-t"
                                               "mevedel-test" keys)))
-            (mevedel-tmux-test--tmux
-             socket "-u" "new-session" "-d" "-s" "mevedel-test" "-x" "110" "-y" "36" "-c" root
-             (mapconcat #'shell-quote-argument
-                        (list emacs "-nw" "-Q"
-                              "-l" (expand-file-name "scripts/load-path.el" mevedel-test-root)
-                              "-l" init)
-                        " "))
-            (mevedel-tmux-test--wait-for socket "\\*scratch\\*" 20)
-            (keys "M-x") (keys "-l" "mevedel") (keys "Enter")
-            (mevedel-tmux-test--wait-for socket "C-c C-c send" 20)
+            (mevedel-tmux-test--open socket root init)
             (keys "-l" "Clean up")
             (keys "C-c" "C-c")
             (let ((screen (mevedel-tmux-test--wait-for
@@ -133,8 +138,7 @@ prompt, works."
                      (text . "TMUX-ANSWER: the notes say 42.")))))
          (server (mevedel-scripted-model-start script :vars `(("root" . ,root))))
          (init (make-temp-file "mevedel-tmux-init" nil ".el"))
-         (socket (format "mevedel-test-%d" (emacs-pid)))
-         (emacs (expand-file-name invocation-name invocation-directory)))
+         (socket (format "mevedel-test-%d" (emacs-pid))))
     (with-temp-file init
       (prin1 `(progn
                 (require 'mevedel)
@@ -152,18 +156,7 @@ prompt, works."
     (unwind-protect
         (let ((process-environment (append '("LANG=C.UTF-8" "LC_ALL=C.UTF-8" "TERM=xterm-256color")
                                            process-environment)))
-          (mevedel-tmux-test--tmux
-           socket "-u" "new-session" "-d" "-s" "mevedel-test" "-x" "110" "-y" "36" "-c" root
-           (mapconcat #'shell-quote-argument
-                      (list emacs "-nw" "-Q"
-                            "-l" (expand-file-name "scripts/load-path.el" mevedel-test-root)
-                            "-l" init)
-                      " "))
-          (mevedel-tmux-test--wait-for socket "\\*scratch\\*" 20)
-          (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "M-x")
-          (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "-l" "mevedel")
-          (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "Enter")
-          (mevedel-tmux-test--wait-for socket "C-c C-c send" 20)
+          (mevedel-tmux-test--open socket root init)
           (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "-l"
                                    "What is the answer?")
           (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "C-c" "C-c")
