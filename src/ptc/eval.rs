@@ -9,6 +9,8 @@
 
 use std::rc::Rc;
 
+use smallvec::SmallVec;
+
 use super::compile::{Expr, Program, ToolCall};
 use super::ops::{self, Op, Regexps};
 use super::value::{Closure, Value};
@@ -68,6 +70,10 @@ impl From<String> for Stop {
 }
 
 pub type Scope = Option<Rc<Frame>>;
+
+/// The evaluated arguments of one operation: inline for the usual few,
+/// so evaluating an operation allocates nothing of its own.
+type Args = SmallVec<[Value; 4]>;
 
 #[derive(Debug)]
 pub struct Frame {
@@ -231,10 +237,10 @@ impl<'a> Run<'a> {
                 scope: scope.clone(),
             }))),
             Expr::Op(op, args, pos) => {
-                let vs = args
-                    .iter()
-                    .map(|e| self.eval(e, scope))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let mut vs = Args::with_capacity(args.len());
+                for e in args {
+                    vs.push(self.eval(e, scope)?);
+                }
                 self.charge(*op, &vs)?;
                 let v = self.apply(*op, &vs).map_err(|e| match e {
                     Stop::Error(m) => Stop::Error(format!("{pos}: {m}")),
@@ -360,7 +366,12 @@ impl<'a> Run<'a> {
         }
     }
 
-    fn call_fn(&mut self, f: &Value, args: Vec<Value>, op: Op) -> Result<Value, Stop> {
+    fn call_fn<const N: usize>(
+        &mut self,
+        f: &Value,
+        args: [Value; N],
+        op: Op,
+    ) -> Result<Value, Stop> {
         let Value::Fn(closure) = f else {
             return Err(Stop::Error(format!(
                 "{} expects a function (fn [x] ...), not a {}",
@@ -391,23 +402,23 @@ impl<'a> Run<'a> {
     }
 
     fn apply(&mut self, op: Op, args: &[Value]) -> Result<Value, Stop> {
-        let list = |i: usize| -> Result<Vec<Value>, Stop> {
-            Ok(ops::as_list(op, args.get(i).unwrap_or(&Value::Null))?.to_vec())
+        let list = |i: usize| -> Result<&[Value], Stop> {
+            Ok(ops::as_list(op, args.get(i).unwrap_or(&Value::Null))?)
         };
         match op {
             Op::Map => {
                 let items = list(1)?;
                 let mut out = Vec::with_capacity(items.len());
                 for x in items {
-                    out.push(self.call_fn(&args[0], vec![x], op)?);
+                    out.push(self.call_fn(&args[0], [x.clone()], op)?);
                 }
                 Ok(Value::list(out))
             }
             Op::Filter => {
                 let mut out = Vec::new();
                 for x in list(1)? {
-                    if self.call_fn(&args[0], vec![x.clone()], op)?.truthy() {
-                        out.push(x);
+                    if self.call_fn(&args[0], [x.clone()], op)?.truthy() {
+                        out.push(x.clone());
                     }
                 }
                 Ok(Value::list(out))
@@ -415,7 +426,7 @@ impl<'a> Run<'a> {
             Op::Reduce => {
                 let mut acc = args[1].clone();
                 for x in list(2)? {
-                    let next = self.call_fn(&args[0], vec![acc, x], op)?;
+                    let next = self.call_fn(&args[0], [acc, x.clone()], op)?;
                     acc = self.check(next)?;
                 }
                 Ok(acc)
@@ -423,7 +434,7 @@ impl<'a> Run<'a> {
             Op::SortBy => {
                 let mut keyed = Vec::new();
                 for x in list(1)? {
-                    keyed.push((self.call_fn(&args[0], vec![x.clone()], op)?, x));
+                    keyed.push((self.call_fn(&args[0], [x.clone()], op)?, x.clone()));
                 }
                 let mut failure = None;
                 keyed.sort_by(|a, b| {
@@ -439,15 +450,15 @@ impl<'a> Run<'a> {
             }
             Op::Some_ => {
                 for x in list(1)? {
-                    if self.call_fn(&args[0], vec![x.clone()], op)?.truthy() {
-                        return Ok(x);
+                    if self.call_fn(&args[0], [x.clone()], op)?.truthy() {
+                        return Ok(x.clone());
                     }
                 }
                 Ok(Value::Null)
             }
             Op::Every => {
                 for x in list(1)? {
-                    if !self.call_fn(&args[0], vec![x], op)?.truthy() {
+                    if !self.call_fn(&args[0], [x.clone()], op)?.truthy() {
                         return Ok(Value::Bool(false));
                     }
                 }

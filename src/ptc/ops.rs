@@ -193,18 +193,22 @@ fn float(x: f64) -> Result<Value, String> {
 fn arith(op: Op, args: &[Value]) -> Result<Value, String> {
     let all_int = args.iter().all(|a| matches!(a, Value::Int(_)));
     if all_int {
-        let ints: Vec<i64> = args
-            .iter()
-            .map(|a| as_int(op, a))
-            .collect::<Result<_, _>>()?;
-        let overflow = || "integer overflow".to_string();
+        let mut ints = args.iter().map(|a| match a {
+            Value::Int(i) => *i,
+            _ => 0,
+        });
         let r = match op {
-            Op::Add => ints.iter().try_fold(0i64, |a, b| a.checked_add(*b)),
-            Op::Mul => ints.iter().try_fold(1i64, |a, b| a.checked_mul(*b)),
-            _ if ints.len() == 1 => ints[0].checked_neg(),
-            _ => ints[1..].iter().try_fold(ints[0], |a, b| a.checked_sub(*b)),
+            Op::Add => ints.try_fold(0i64, i64::checked_add),
+            Op::Mul => ints.try_fold(1i64, i64::checked_mul),
+            _ => match (ints.next(), args.len()) {
+                (Some(first), 1) => first.checked_neg(),
+                (Some(first), _) => ints.try_fold(first, i64::checked_sub),
+                (None, _) => Some(0),
+            },
         };
-        return r.map(Value::Int).ok_or_else(overflow);
+        return r
+            .map(Value::Int)
+            .ok_or_else(|| "integer overflow".to_string());
     }
     let xs: Vec<f64> = args.iter().map(|a| num(op, a)).collect::<Result<_, _>>()?;
     float(match op {
