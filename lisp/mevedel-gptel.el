@@ -67,6 +67,13 @@
 ;;   (`mevedel-gptel-default-backend').
 ;; - `gptel--get-api-key': whether a backend's key can be found
 ;;   (`mevedel-gptel-api-key').
+;; - `gptel--parse-tool-results', `gptel--parse-buffer' (advice): a
+;;   tool result's images (mevedel-tool-media.el) reach Anthropic inside
+;;   its tool_result and OpenAI's chat API as a user message after it,
+;;   both when gptel sends a result it just got and when it reads the
+;;   conversation back from the buffer.
+;; - `gptel--model-capable-p', `gptel--model-mime-capable-p': whether
+;;   the model takes an image (`mevedel-gptel-model-accepts-mime-p').
 ;;
 ;; When the backend accepted a request: gptel's state machine leaves
 ;; WAIT for TYPE when the response's status line arrives (streaming,
@@ -84,6 +91,8 @@
 (require 'gptel-anthropic)
 (require 'mevedel-pipeline)
 (require 'mevedel-recovery)
+(require 'mevedel-session)
+(require 'mevedel-tool-media)
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-repair)
 
@@ -880,6 +889,73 @@ gptel-make-anthropic, gptel-make-ollama, ...)" backend))
 \"machine %s login apikey password KEY\" to your auth-source file (~/.authinfo)"
               (gptel-backend-name backend) (gptel-backend-host backend)))))
 
+;;;; Tool-result media
+
+(defvar mevedel-gptel--parsing nil
+  "Non-nil while gptel parses a buffer into messages.
+Then it is a list of (TOOL-MESSAGE . MEDIA-MESSAGE) pairs: OpenAI
+messages carrying a call's images, to follow that call's result.")
+
+(defun mevedel-gptel--region-media ()
+  "Return the media references of the tool result region at point, or nil.
+While gptel parses a buffer, point is inside the result it reads."
+  (when (eq (car-safe (get-text-property (point) 'gptel)) 'tool)
+    (let* ((end (next-single-property-change (point) 'gptel nil (point-max)))
+           (at (text-property-not-all (point) end 'mevedel-tool-media nil)))
+      (and at (get-text-property at 'mevedel-tool-media)))))
+
+(defun mevedel-gptel--call-media (call)
+  "Return the media payloads of the tool CALL gptel is sending a result for.
+A result gptel has from the tool carries its references on its text;
+one gptel reads back from the buffer has them on the buffer's text."
+  (let* ((result (plist-get call :result))
+         (refs (or (and (stringp result) (> (length result) 0)
+                        (get-text-property 0 'mevedel-tool-media result))
+                   (and mevedel-gptel--parsing (mevedel-gptel--region-media)))))
+    (and refs (mevedel-tool-media-payloads refs mevedel-session-current))))
+
+(defun mevedel-gptel--parse-tool-results (orig backend tool-use)
+  "Call ORIG with BACKEND and TOOL-USE, then add each call's images.
+Anthropic takes them inside the tool_result block; OpenAI's chat API
+takes images only from the user, so a user message naming the call
+follows its result."
+  (let ((messages (funcall orig backend tool-use)))
+    (dolist (call tool-use)
+      (when-let* ((payloads (mevedel-gptel--call-media call))
+                  (id (plist-get call :id)))
+        (cond
+         ((and (equal (plist-get messages :role) "user")
+               (vectorp (plist-get messages :content)))
+          (cl-loop for block across (plist-get messages :content)
+                   when (equal (plist-get block :tool_use_id) id)
+                   do (plist-put block :content
+                                 (vconcat (list (list :type "text"
+                                                      :text (plist-get block :content)))
+                                          (mevedel-tool-media-anthropic-blocks payloads)))))
+         ((and (consp messages) (consp (car messages)))
+          (when-let* ((tool-message (cl-find id messages :key (lambda (m) (plist-get m :tool_call_id))
+                                             :test #'equal)))
+            (let ((media-message
+                   (list :role "user"
+                         :content (vconcat (list (list :type "text"
+                                                       :text (format "Images the tool call %s returned:" id)))
+                                           (mevedel-tool-media-openai-parts payloads)))))
+              ;; A buffer's parser keeps only its first message: the
+              ;; parse below puts this one in after it.
+              (if mevedel-gptel--parsing
+                  (push (cons tool-message media-message) mevedel-gptel--parsing)
+                (setq messages (append messages (list media-message))))))))))
+    messages))
+
+(defun mevedel-gptel--parse-buffer (orig backend &rest args)
+  "Call ORIG with BACKEND and ARGS; put OpenAI media messages after their results."
+  (let* ((mevedel-gptel--parsing (list 'parsing))
+         (prompts (apply orig backend args)))
+    (dolist (pair (butlast mevedel-gptel--parsing))
+      (when-let* ((tail (memq (car pair) prompts)))
+        (setcdr tail (cons (cdr pair) (cdr tail)))))
+    prompts))
+
 ;;;; Installation
 
 (advice-add 'json-parse-string :around #'mevedel-gptel--json-parse-string)
@@ -889,6 +965,8 @@ gptel-make-anthropic, gptel-make-ollama, ...)" backend))
 (advice-add 'gptel--accept-tool-calls :around #'mevedel-gptel--accept-tool-calls)
 (advice-add 'gptel-curl--sentinel :around #'mevedel-gptel--sentinel)
 (advice-add 'gptel-curl--stream-cleanup :around #'mevedel-gptel--sentinel)
+(advice-add 'gptel--parse-tool-results :around #'mevedel-gptel--parse-tool-results)
+(advice-add 'gptel--parse-buffer :around #'mevedel-gptel--parse-buffer)
 
 (mapc #'mevedel-gptel--register (mevedel-tool-all))
 (add-hook 'mevedel-tool-registered-functions #'mevedel-gptel--register)
@@ -899,9 +977,11 @@ gptel-make-anthropic, gptel-make-ollama, ...)" backend))
 (defun mevedel-gptel-model-accepts-mime-p (mime &optional buffer)
   "Return non-nil when BUFFER's gptel model accepts media of type MIME.
 BUFFER defaults to the current buffer; WebFetch asks before it
-attaches an image."
+attaches an image.  Only Anthropic and OpenAI chat backends are sent
+tool-result images (see \"Tool-result media\")."
   (with-current-buffer (if (buffer-live-p buffer) buffer (current-buffer))
     (and gptel-model
+         (or (cl-typep gptel-backend 'gptel-anthropic) (cl-typep gptel-backend 'gptel-openai))
          (gptel--model-capable-p 'media)
          (gptel--model-mime-capable-p mime))))
 

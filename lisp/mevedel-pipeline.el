@@ -52,8 +52,9 @@
 ;; address and exact Read and Grep follow-ups; omitted lines matching
 ;; `mevedel-pipeline-failure-patterns' are kept in it, numbered, within
 ;; the same budget, as they are in Bash output), and render-data attached
-;; as the hidden block of mevedel-render-data.el; media records ride on
-;; the text as its `mevedel-tool-media' property.  Nested callers get the
+;; as the hidden block of mevedel-render-data.el; media, captured at the
+;; handler boundary by mevedel-tool-media.el, ride on the text as
+;; references in its `mevedel-tool-media' property.  Nested callers get the
 ;; canonical outcome only; an external provider (an MCP server) asks
 ;; `mevedel-pipeline-run-tool-outcome' for :projection `provider' and
 ;; gets the projected text as well, without the display block.
@@ -73,6 +74,7 @@
 (require 'mevedel-render-data)
 (require 'mevedel-resource)
 (require 'mevedel-session)
+(require 'mevedel-tool-media)
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-repair)
 
@@ -652,13 +654,15 @@ allow rule to `mevedel-permissions-rules'" name)))))))
 (defun mevedel-pipeline--media-p (media)
   "Return non-nil when MEDIA is a proper list of media records (nil included).
 A record is a keyword plist with a string :mime and a string :data
-\(the bytes) or :path (a file)."
+\(the bytes) or :path (a file), or a reference an earlier capture
+gave (a nested call's media passed on)."
   (and (proper-list-p media)
        (cl-every (lambda (record)
                    (and (mevedel-render-data-plist-p record)
-                        (stringp (plist-get record :mime))
-                        (or (stringp (plist-get record :data))
-                            (stringp (plist-get record :path)))))
+                        (or (mevedel-tool-media-reference-p record)
+                            (and (stringp (plist-get record :mime))
+                                 (or (stringp (plist-get record :data))
+                                     (stringp (plist-get record :path)))))))
                  media)))
 
 (defun mevedel-pipeline--accept (call value)
@@ -685,6 +689,14 @@ not a keyword plist" (mevedel-pipeline--call-name call))))
       (mevedel-pipeline--fail call (format "Error: the %s handler returned :media that is not \
 a list of (:mime TYPE :data BYTES) or (:mime TYPE :path FILE) records"
                                            (mevedel-pipeline--call-name call))))
+     ((and media
+           (condition-case err
+               (progn (setq media (mevedel-tool-media-capture
+                                   media (mevedel-pipeline--call-tool-use-id call)
+                                   (mevedel-pipeline--call-session call)))
+                      nil)
+             (error (mevedel-pipeline--fail
+                     call (format "Error: %s" (error-message-string err)))))))
      (t
       (when (stringp result)
         (setq result (mevedel-core-text-normalize result)))
@@ -1026,7 +1038,7 @@ non-string result without any of those stays as it is."
         (mevedel-pipeline--attach-media text (plist-get outcome :media))))))
 
 (defun mevedel-pipeline--attach-media (text media)
-  "Return TEXT carrying the MEDIA records as its `mevedel-tool-media' property.
+  "Return TEXT carrying the MEDIA references as its `mevedel-tool-media' property.
 Without MEDIA, return TEXT itself."
   (if (null media)
       text

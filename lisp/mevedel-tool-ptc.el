@@ -240,7 +240,7 @@ For `mevedel-pipeline-tool-event-hook': EVENT and INFO are its."
 (cl-defstruct (mevedel-ptc--run (:constructor mevedel-ptc--run-make) (:copier nil))
   machine id direct data-buffer session callback
   (queue nil) (active 0) (cancels (make-hash-table)) (children nil)
-  settled busy slice)
+  settled busy slice media)
 
 (defun mevedel-ptc--json-args (json)
   "Return the argument plist of the JSON object text JSON, JSON-faithful."
@@ -340,6 +340,9 @@ Its approval records stay, since they are small and say who allowed it."
                          (> (length text) mevedel-ptc-value-budget))
                      (mevedel-ptc--preview text)
                    text)))
+      ;; A direct call's images are the program's: they reach the model.
+      (when (mevedel-ptc--run-direct run)
+        (setf (mevedel-ptc--run-media run) (plist-get outcome :media)))
       (mevedel-ptc--set-child run n :status (if (plist-get outcome :denied) 'denied status)
                               :result kept
                               :render-data (mevedel-ptc--audit-render-data
@@ -402,7 +405,7 @@ worked for `mevedel-pipeline-yield-budget' goes on from a timer."
     (mevedel-ptc--cancel-children run)
     (mevedel-ptc--progress run)
     (funcall (mevedel-ptc--run-callback run)
-             (list :result text :status status
+             (list :result text :status status :media (mevedel-ptc--run-media run)
                    :render-data (list :ptc-children (mevedel-ptc--run-children run)
                                       :ptc-direct (mevedel-ptc--run-direct run)
                                       :ptc-steps (or count 0))))))

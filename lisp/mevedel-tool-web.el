@@ -40,6 +40,7 @@
 (require 'mevedel-permissions)
 (require 'mevedel-pipeline)
 (require 'mevedel-session)
+(require 'mevedel-tool-media)
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-render)
 
@@ -87,9 +88,6 @@ With a prefix argument the button uses `browse-url' instead."
 
 (defconst mevedel-web-manual-address "mevedel://tools/web.md"
   "Where the model reads the web tools' manual.")
-
-(defconst mevedel-web-image-limit (* 10 1024 1024)
-  "Largest image WebFetch attaches, in bytes.")
 
 (defconst mevedel-web-pdf-artifact-limit (* 25 1024 1024)
   "Largest PDF WebFetch saves as a session artifact, in bytes.")
@@ -334,13 +332,6 @@ stores its stop function there."
       eos)
   "Content types WebFetch returns verbatim, decoded.")
 
-(defconst mevedel-web--image-signatures
-  '(("image/png" . "\\`\x89PNG\r\n\x1a\n")
-    ("image/jpeg" . "\\`\xff\xd8\xff")
-    ("image/gif" . "\\`GIF8[79]a")
-    ("image/webp" . "\\`RIFF....WEBP"))
-  "Image types WebFetch attaches, and the signature their bytes start with.")
-
 (defun mevedel-web--sniff (body)
   "Return the content type of BODY by its first bytes: PDF, HTML, binary or text."
   (let ((head (substring body 0 (min 1024 (length body)))))
@@ -382,10 +373,10 @@ CONTEXT is the call's pipeline context: its buffer's model decides."
     (funcall
      callback
      (cond
-      ((> size mevedel-web-image-limit)
+      ((> size mevedel-tool-media-limit)
        (format "Error: the image (%s, %s) is larger than %s" type (mevedel-web--size size)
-               (mevedel-web--size mevedel-web-image-limit)))
-      ((not (string-match-p (cdr (assoc type mevedel-web--image-signatures)) body))
+               (mevedel-web--size mevedel-tool-media-limit)))
+      ((not (string-match-p (nth 2 (mevedel-tool-media-type-p type)) body))
        (format "Error: the response says %s but its bytes are not one (%s)"
                type (mevedel-web--size size)))
       ((not (and (fboundp 'mevedel-gptel-model-accepts-mime-p)
@@ -540,7 +531,7 @@ CONTEXT and STOP are the call's context and stop cell."
       (mevedel-web--fetch-text "html" response callback))
      ((string-match-p mevedel-web--text-types type)
       (mevedel-web--fetch-text "text" response callback))
-     ((assoc type mevedel-web--image-signatures)
+     ((mevedel-tool-media-type-p type)
       (mevedel-web--fetch-image response type context callback))
      ((member type '("application/pdf" "application/x-pdf"))
       (mevedel-web--fetch-pdf response context stop callback))

@@ -549,15 +549,28 @@
 
 (ert-deftest mevedel-pipeline:media-rides-on-the-provider-result ()
   (mevedel-pipeline-test--with
-    (let* ((media (list (list :mime "image/png" :data (unibyte-string #x89 ?P ?N ?G))))
+    (let* ((png (concat (unibyte-string #x89 ?P ?N ?G ?\r ?\n #x1a ?\n) "rest"))
+           (media (list (list :mime "image/png" :data png)))
            (tool (mevedel-pipeline-test--tool
                   "PMedia" :read-only-p t
                   :function (lambda (_) (list :result "one image" :media media))))
            (text (mevedel-pipeline-test--provider tool nil :tool-use-id "toolu_img"))
+           (refs (get-text-property 0 'mevedel-tool-media text))
            (outcome (mevedel-pipeline-test--run tool nil)))
       (should (equal (substring-no-properties text) "one image"))
-      (should (equal (get-text-property 0 'mevedel-tool-media text) media))
-      (should (equal (plist-get outcome :media) media))
+      ;; The text carries a reference, not the bytes; it restores to them.
+      (should (equal (plist-get (car refs) :tool-use-id) "toolu_img"))
+      (should-not (plist-get (car refs) :data))
+      (should (equal (mevedel-tool-media-payloads refs nil)
+                     (list (cons "image/png" (base64-encode-string png t)))))
+      (should (mevedel-tool-media-reference-p (car (plist-get outcome :media))))
+      ;; Bytes that are not the type they claim fail the call.
+      (let* ((fake (mevedel-pipeline-test--tool
+                    "PFakeMedia" :read-only-p t
+                    :function (lambda (_) '(:result "x" :media ((:mime "image/png" :data "GIF89a"))))))
+             (outcome (mevedel-pipeline-test--run fake nil)))
+        (should (eq (plist-get outcome :status) 'error))
+        (should (string-match-p "signature" (plist-get outcome :result))))
       ;; Malformed media is a canonical error at the handler boundary.
       (let* ((bad (mevedel-pipeline-test--tool
                    "PBadMedia" :read-only-p t
@@ -570,7 +583,8 @@
   (mevedel-pipeline-test--with
     (mevedel-pipeline-test--with-session session t
       (mevedel-session-ensure-storage session)
-      (let* ((media (list (list :mime "image/png" :path "/tmp/x.png")))
+      (let* ((png-file (expand-file-name "x.png" (mevedel-session-directory session)))
+             (media (list (list :mime "image/png" :path png-file)))
              (big (mevedel-pipeline-test--lines 2000))
              (tool (mevedel-pipeline-test--tool
                     "PExternal" :read-only-p t :max-result-size 5000
@@ -578,6 +592,8 @@
                                 (list :result (if (plist-get args :text) big "small")
                                       :render-data '(:lines 2000) :media media))))
              (outcome nil))
+        (let ((coding-system-for-write 'binary))
+          (write-region (unibyte-string #x89 ?P ?N ?G ?\r ?\n #x1a ?\n) nil png-file nil 'silent))
         ;; Raw arguments are repaired (a null optional is dropped), the
         ;; oversized text persisted, the display block left out.
         (mevedel-pipeline-run-tool-outcome
@@ -587,14 +603,15 @@
         (should (eq (plist-get outcome :projection) 'provider))
         (should (equal (plist-get outcome :tool-use-id) "toolu_mcp"))
         (should (eq (plist-get outcome :source) 'mcp))
-        (should (equal (plist-get outcome :media) media))
+        (should (mevedel-tool-media-reference-p (car (plist-get outcome :media))))
         (should (equal (plist-get outcome :render-data) '(:lines 2000)))
         (should (equal (plist-get outcome :result) big))
         (let ((provider (plist-get outcome :provider-result)))
           (should (string-prefix-p "<persisted-output>" provider))
           (should (string-match-p "artifact://tool-results/toolu_mcp\\.txt" provider))
           (should-not (string-match-p "mevedel-render-data" provider))
-          (should (equal (get-text-property 0 'mevedel-tool-media provider) media)))
+          (should (equal (get-text-property 0 'mevedel-tool-media provider)
+                         (plist-get outcome :media))))
         ;; Without :projection the same raw arguments are not repaired.
         (setq outcome nil)
         (mevedel-pipeline-run-tool-outcome tool '(:text "x" :count :null)

@@ -199,7 +199,8 @@
       (let ((o (mevedel-web-test-fetch (mevedel-web-test-bytes-path png "image/png"))))
         (mevedel-web-test-should-succeed o
           (should (string-match-p "\\`Image image/png, 32 B, attached\\.\\'" text))
-          (should (equal (plist-get o :media) (list (list :mime "image/png" :data png))))))
+          (should (equal (mevedel-tool-media-payloads (plist-get o :media) nil)
+                         (list (cons "image/png" (base64-encode-string png t)))))))
       ;; The bytes must carry the type's signature.
       (should (string-match-p "image/png but its bytes are not one"
                               (mevedel-web-test-error

@@ -47,5 +47,54 @@
     (should (string-search (format "forty-two, according to The Fixture Guide (%s)." guide)
                            (plist-get run :transcript)))))
 
+(mevedel-e2e-deftest-matrix mevedel-e2e:web-image-reaches-the-model
+    "An image WebFetch returns is in the model's next request, in the wire's own shape."
+    (wire stream)
+  (let* ((png (concat (unibyte-string #x89 ?P ?N ?G ?\r ?\n #x1a ?\n) (make-string 24 0)))
+         (url (mevedel-web-fixture-url
+               (concat "/bytes?hex=" (mapconcat (lambda (b) (format "%02x" b)) png "")
+                       "&type=image%2Fpng")))
+         (b64 (base64-encode-string png t))
+         (capabilities (get 'scripted-model :capabilities))
+         (mimes (get 'scripted-model :mime-types))
+         (run (unwind-protect
+                  (progn
+                    (put 'scripted-model :capabilities '(media tool-use))
+                    (put 'scripted-model :mime-types '("image/png"))
+                    (mevedel-e2e-run
+                     :wire wire :stream stream
+                     :prompt "What does the picture show?"
+                     :setup (lambda (chat) (setf (mevedel-chat-permission-mode chat) 'full-auto))
+                     :steps `(((tool_calls . [((name . "ToolCall")
+                                               (arguments . ((program . ,(format "(WebFetch :url %S)" url)))))]))
+                              ((expect . ((results . [((contains . "Image image/png, 32 B, attached."))])))
+                               (text . "A blank picture.")))))
+                (put 'scripted-model :capabilities capabilities)
+                (put 'scripted-model :mime-types mimes)))
+         (log (plist-get run :log))
+         (messages (append (alist-get 'messages (alist-get 'body (nth 1 log))) nil)))
+    (should (eq (plist-get run :outcome) 'done))
+    (should (= (length log) 2))
+    (should-not (cl-mapcan (lambda (entry) (copy-sequence (alist-get 'mismatches entry))) log))
+    (pcase wire
+      ('anthropic
+       (let* ((result (cl-loop for m in messages
+                               thereis (cl-find "tool_result" (append (alist-get 'content m) nil)
+                                                :key (lambda (b) (and (listp b) (alist-get 'type b)))
+                                                :test #'equal)))
+              (image (cl-find "image" (append (alist-get 'content result) nil)
+                              :key (lambda (b) (alist-get 'type b)) :test #'equal)))
+         (should (equal (alist-get 'data (alist-get 'source image)) b64))
+         (should (equal (alist-get 'media_type (alist-get 'source image)) "image/png"))))
+      ('openai
+       (let* ((tool-at (cl-position "tool" messages :key (lambda (m) (alist-get 'role m))
+                                    :test #'equal))
+              (after (nth (1+ tool-at) messages))
+              (part (cl-find "image_url" (append (alist-get 'content after) nil)
+                             :key (lambda (b) (alist-get 'type b)) :test #'equal)))
+         (should (equal (alist-get 'role after) "user"))
+         (should (equal (alist-get 'url (alist-get 'image_url part))
+                        (concat "data:image/png;base64," b64))))))))
+
 (provide 'web-e2e-test)
 ;;; web-e2e-test.el ends here

@@ -137,6 +137,8 @@ def openai_results(body):
         role = message.get("role")
         if role == "tool":
             results.append((message.get("tool_call_id"), text_of(message.get("content")), None))
+        elif role == "user" and is_media_message(message):
+            continue  # a tool result's images, sent as the user's (the API's only way)
         else:
             if role == "assistant" and results:
                 echo = [call.get("id") for call in message.get("tool_calls") or []]
@@ -144,7 +146,7 @@ def openai_results(body):
     results.reverse()
     user_text = ""
     for message in reversed(messages):
-        if message.get("role") == "user":
+        if message.get("role") == "user" and not is_media_message(message):
             user_text = text_of(message.get("content"))
             break
     return results, user_text, echo
@@ -193,6 +195,13 @@ def anthropic_results(body):
     return results, user_text, echo
 
 
+def is_media_message(message):
+    """Return True when MESSAGE is an OpenAI user message carrying images."""
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(part, dict) and part.get("type") == "image_url" for part in content)
+
+
 def text_of(content):
     """Flatten message CONTENT (string or list of blocks) to text."""
     if content is None:
@@ -208,7 +217,7 @@ def text_of(content):
 def ends_with_user_text(body):
     """Return True when BODY's last message is the user's text (a new turn)."""
     messages = body.get("messages") or []
-    if not messages or messages[-1].get("role") != "user":
+    if not messages or messages[-1].get("role") != "user" or is_media_message(messages[-1]):
         return False
     content = messages[-1].get("content")
     if isinstance(content, str):

@@ -213,6 +213,21 @@ class HistoryTest(unittest.TestCase):
         self.assertFalse(fake_llm.ends_with_user_text({"messages": anthropic["messages"][:3]}))
         self.assertEqual(fake_llm.history_result_ids(anthropic, "anthropic"), {"t1"})
 
+    def test_openai_image_messages_after_results_belong_to_them(self):
+        media = {"role": "user", "content": [
+            {"type": "text", "text": "Images the tool call a returned:"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}}]}
+        body = {"messages": [
+            {"role": "user", "content": "look"},
+            {"role": "assistant", "tool_calls": [{"id": "a"}]},
+            {"role": "tool", "tool_call_id": "a", "content": "Image attached."},
+            media]}
+        self.assertFalse(fake_llm.ends_with_user_text(body))
+        results, user_text, echo = fake_llm.openai_results(body)
+        self.assertEqual(results, [("a", "Image attached.", None)])
+        self.assertEqual(user_text, "look")
+        self.assertEqual(echo, ["a"])
+
 
 if __name__ == "__main__":
     unittest.main()
