@@ -103,6 +103,23 @@ Return (OUTCOME-CELL . CANCEL): the cell's car becomes the outcome."
       (should (equal (mapcar (lambda (c) (plist-get c :id)) (mevedel-ptc-test--children outcome))
                      '("call_1/1" "call_1/2"))))))
 
+(ert-deftest mevedel-ptc-test-only-a-direct-call-passes-images-on ()
+  "A direct call's images are the program's; a composed program's result is text only."
+  (mevedel-ptc-test--with
+    (let ((png (concat (unibyte-string #x89 ?P ?N ?G ?\r ?\n #x1a ?\n) "pixels")))
+      (mevedel-ptc-test--tool "Picture"
+                              :function (lambda (_) (list :result "one picture"
+                                                          :media (list (list :mime "image/png"
+                                                                             :data png)))))
+      (let ((direct (mevedel-ptc-test--outcome "(Picture :file_path \"p.png\")"))
+            (composed (mevedel-ptc-test--outcome
+                       "(let [p (Picture :file_path \"p.png\")] (str p \"!\"))")))
+        (should (equal (mevedel-tool-media-payloads (plist-get direct :media) nil)
+                       (list (cons "image/png" (base64-encode-string png t)))))
+        (should (equal (plist-get (car (plist-get direct :media)) :tool-use-id) "call_1/1"))
+        (should (equal (plist-get composed :result) "one picture!"))
+        (should-not (plist-get composed :media))))))
+
 (ert-deftest mevedel-ptc-test-failures-are-values ()
   "A failed call is a value the program inspects; the row counts the failure."
   (mevedel-ptc-test--with
