@@ -1039,8 +1039,9 @@ Return the message of a write that failed, or nil."
 (defun mevedel-chat--settle-open-calls (chat pending text)
   "Settle with the result TEXT each call of CHAT in PENDING that has none yet.
 Each call is a record (a plist with :id :name :args) or a list (ID NAME
-ARGS).  A call the model made must have a result in the transcript, or
-the next request is invalid for most backends."
+ARGS).  TEXT may also be a function of ID, NAME and ARGS.  A call the
+model made must have a result in the transcript, or the next request
+is invalid for most backends."
   (with-current-buffer (mevedel-chat-data-buffer chat)
     (dolist (call pending)
       (pcase-let ((`(,id ,name ,args)
@@ -1048,7 +1049,15 @@ the next request is invalid for most backends."
                        (list (plist-get call :id) (plist-get call :name) (plist-get call :args))
                      call)))
         (unless (mevedel-chat-tool-region (current-buffer) id)
-          (mevedel-gptel-append-settled-call id name args text))))))
+          (mevedel-gptel-append-settled-call
+           id name args (if (functionp text) (funcall text id name args) text)))))))
+
+(defvar mevedel-chat-recovered-result-functions nil
+  "Functions that may give the result of a call Emacs stopped during.
+Each is called with the session's STORE, its saved metadata INFO (an
+alist of strings), and the call's ID, NAME and ARGS; the first string
+returned is the call's result instead of the plain cancellation.
+ToolCall settles from its recorded envelope this way.")
 
 (defun mevedel-chat--resume (chat)
   "Load CHAT's saved conversation, input history and metadata.
@@ -1089,8 +1098,14 @@ says what happened."
   "Settle the turn of CHAT that was running when Emacs stopped.
 OPEN-CALLS are the (ID NAME ARGS) of the calls it was running."
   (mevedel-transcript-complete (mevedel-chat-data-buffer chat))
-  (mevedel-chat--settle-open-calls
-   chat open-calls "Cancelled: Emacs stopped before this call finished.")
+  (let* ((store (mevedel-session-store-handle (mevedel-chat-session chat)))
+         (info (mevedel-core-store-info-get store)))
+    (mevedel-chat--settle-open-calls
+     chat open-calls
+     (lambda (id name args)
+       (or (run-hook-with-args-until-success 'mevedel-chat-recovered-result-functions
+                                             store info id name args)
+           "Cancelled: Emacs stopped before this call finished."))))
   (with-current-buffer (mevedel-chat-data-buffer chat)
     (let ((end (point-max)))
       (when (and (> end (point-min)) (eq (get-text-property (1- end) 'gptel) 'response))

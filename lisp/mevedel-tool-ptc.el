@@ -34,6 +34,8 @@
 (require 'subr-x)
 (require 'mevedel-core)
 (require 'mevedel-pipeline)
+(require 'mevedel-render-data)
+(require 'mevedel-session)
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-render)
 
@@ -132,6 +134,7 @@ STANDALONE and COMPOSABLE are the option values it was built with.")
   (setq mevedel-ptc--names nil))
 
 (add-hook 'mevedel-tool-registered-functions #'mevedel-ptc--forget-names)
+(add-hook 'mevedel-chat-recovered-result-functions #'mevedel-ptc-recovered-result)
 (add-hook 'mevedel-tool-unregistered-functions #'mevedel-ptc--forget-names)
 
 (defun mevedel-ptc--catalog-names ()
@@ -240,7 +243,7 @@ For `mevedel-pipeline-tool-event-hook': EVENT and INFO are its."
 (cl-defstruct (mevedel-ptc--run (:constructor mevedel-ptc--run-make) (:copier nil))
   machine id direct data-buffer session callback
   (queue nil) (active 0) (cancels (make-hash-table)) (children nil)
-  settled busy slice media)
+  settled busy slice media checkpoint-timer)
 
 (defun mevedel-ptc--json-args (json)
   "Return the argument plist of the JSON object text JSON, JSON-faithful."
@@ -305,6 +308,82 @@ Its approval records stay, since they are small and say who allowed it."
           (mapcar (lambda (c) (if (eql (plist-get c :n) n) entry c))
                   (mevedel-ptc--run-children run)))))
 
+;;;; The durable envelope
+
+;; A ToolCall whose program calls tools records its envelope in the
+;; session's metadata before the first nested call runs, and again at
+;; most once a second while nested calls start and settle.  If Emacs stops mid-program, resuming settles the call
+;; from that record: its row shows what had run, not only that it was
+;; cut off.  The interpreter's own state is never resumed.
+
+(defun mevedel-ptc--checkpoint-key (id)
+  "Return the session metadata key of the envelope of ToolCall ID."
+  (concat "ptc-envelope:" id))
+
+(defun mevedel-ptc--store (run)
+  "Return the open session store RUN's envelope is recorded in, or nil."
+  (let ((session (mevedel-ptc--run-session run)))
+    (and (mevedel-session-p session) (mevedel-session-store session))))
+
+(defun mevedel-ptc--checkpoint (run)
+  "Record RUN's envelope (its audit so far), or remove the record once RUN settled.
+The write is queued before anything the nested calls write later."
+  (when-let* ((store (mevedel-ptc--store run)))
+    (condition-case err
+        (mevedel-core-store-info-set
+         store (list (cons (mevedel-ptc--checkpoint-key (mevedel-ptc--run-id run))
+                           (if (mevedel-ptc--run-settled run)
+                               ""
+                             (let ((print-length nil) (print-level nil) (print-escape-newlines t))
+                               (prin1-to-string
+                                (list :direct (mevedel-ptc--run-direct run)
+                                      :children (mevedel-ptc--run-children run))))))))
+      (mevedel-core-error
+       (display-warning 'mevedel (format "ToolCall %s: recording its progress failed: %s"
+                                         (mevedel-ptc--run-id run) (error-message-string err)))))))
+
+(defun mevedel-ptc--checkpoint-soon (run)
+  "Record RUN's changed audit with the next write, at most once a second.
+One record per nested call would rewrite the whole audit each time."
+  (unless (or (mevedel-ptc--run-checkpoint-timer run) (not (mevedel-ptc--store run)))
+    (setf (mevedel-ptc--run-checkpoint-timer run)
+          (run-at-time 1 nil (lambda ()
+                               (setf (mevedel-ptc--run-checkpoint-timer run) nil)
+                               (unless (mevedel-ptc--run-settled run)
+                                 (mevedel-ptc--checkpoint run)))))))
+
+(defun mevedel-ptc--checkpoint-end (run)
+  "Remove the record of the settled RUN, if it made one."
+  (when-let* ((timer (mevedel-ptc--run-checkpoint-timer run)))
+    (cancel-timer timer)
+    (setf (mevedel-ptc--run-checkpoint-timer run) nil))
+  (when (mevedel-ptc--run-children run)
+    (mevedel-ptc--checkpoint run)))
+
+(defun mevedel-ptc-recovered-result (store info id name _args)
+  "Return the result of ToolCall ID, cut off when Emacs stopped, from its record.
+INFO is STORE's saved metadata.  NAME must be ToolCall.  The record's
+nested calls that were still running are marked interrupted; the
+record is removed.  Return nil without a usable record."
+  (when-let* (((equal name "ToolCall"))
+              (key (mevedel-ptc--checkpoint-key id))
+              (printed (cdr (assoc key info)))
+              ((not (string-empty-p printed))))
+    (mevedel-core-store-info-set store (list (cons key "")))
+    (when-let* ((record (ignore-errors (car (read-from-string printed))))
+                ((plist-get record :children)))
+      (let* ((children (mapcar (lambda (c)
+                                 (if (eq (plist-get c :status) 'running)
+                                     (plist-put (copy-sequence c) :status 'error)
+                                   c))
+                               (plist-get record :children)))
+             (finished (cl-count-if-not (lambda (c) (eq (plist-get c :status) 'error)) children)))
+        (concat (format "Error: Emacs stopped while this ToolCall program ran; %d of its %d nested calls had finished (%s).  Check their effects before running it again."
+                        finished (length children) (mevedel-ptc--tally children))
+                (mevedel-render-data-encode
+                 (list :status 'error :ptc-children children :ptc-direct (plist-get record :direct))
+                 id))))))
+
 (defun mevedel-ptc--launch (run request)
   "Start the nested call REQUEST, (N TOOL ARGS-JSON BATCH), of RUN."
   (pcase-let* ((`(,n ,name ,json ,batch) request)
@@ -316,6 +395,9 @@ Its approval records stay, since they are small and say who allowed it."
                   (list (list :n n :id child-id :tool name :args (mevedel-ptc--audit-args args)
                               :batch batch :status 'running))))
     (cl-incf (mevedel-ptc--run-active run))
+    (if (= 1 (length (mevedel-ptc--run-children run)))
+        (mevedel-ptc--checkpoint run)
+      (mevedel-ptc--checkpoint-soon run))
     (if (null tool)
         (mevedel-ptc--child-settled
          run n (list :status 'error
@@ -347,6 +429,7 @@ Its approval records stay, since they are small and say who allowed it."
                               :result kept
                               :render-data (mevedel-ptc--audit-render-data
                                             (plist-get outcome :render-data)))
+      (mevedel-ptc--checkpoint-soon run)
       (if (plist-get outcome :denied)
           (mevedel-ptc--abort-denied run n text)
         (mevedel-core-ptc-feed (mevedel-ptc--run-machine run) n (eq status 'success) text)
@@ -404,6 +487,7 @@ worked for `mevedel-pipeline-yield-budget' goes on from a timer."
     (remhash (mevedel-ptc--run-id run) mevedel-ptc--runs)
     (mevedel-ptc--cancel-children run)
     (mevedel-ptc--progress run)
+    (mevedel-ptc--checkpoint-end run)
     (funcall (mevedel-ptc--run-callback run)
              (list :result text :status status :media (mevedel-ptc--run-media run)
                    :render-data (list :ptc-children (mevedel-ptc--run-children run)
@@ -469,7 +553,8 @@ but their audit entries."
          (setf (mevedel-ptc--run-settled run) t)
          (remhash (mevedel-ptc--run-id run) mevedel-ptc--runs)
          (mevedel-ptc--cancel-children run)
-         (mevedel-ptc--progress run))))
+         (mevedel-ptc--progress run)
+         (mevedel-ptc--checkpoint-end run))))
     (puthash (mevedel-ptc--run-id run) run mevedel-ptc--runs)
     (mevedel-ptc--kick run)))
 

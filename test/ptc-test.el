@@ -120,6 +120,48 @@ Return (OUTCOME-CELL . CANCEL): the cell's car becomes the outcome."
         (should (equal (plist-get composed :result) "one picture!"))
         (should-not (plist-get composed :media))))))
 
+(ert-deftest mevedel-ptc-test-a-cut-off-program-settles-from-its-record ()
+  "A running program's audit is in the session store; resuming settles it from there."
+  (mevedel-ptc-test--with
+    (let* ((workspace (make-temp-file "mevedel-ptc-ws" t))
+           (session (mevedel-session-create :workspace workspace))
+           (store (mevedel-session-store-handle session))
+           (key "ptc-envelope:call_1")
+           (recorded (lambda ()
+                       (mevedel-core-store-flush store)
+                       (cdr (assoc key (mevedel-core-store-info-get store))))))
+      (unwind-protect
+          (progn
+            (mevedel-ptc-test--run
+             "(let [a (Echo :file_path \"x\") b (Slow :file_path a)] b)" session)
+            ;; Echo ran, Slow runs: the record catches up within a second.
+            (mevedel-test-wait-until
+              (let ((r (funcall recorded)))
+                (and r (string-match-p "Slow" r) (string-match-p "echo x" r)))
+              3)
+            (let* ((text (mevedel-ptc-recovered-result
+                          store (mevedel-core-store-info-get store) "call_1" "ToolCall" nil))
+                   (data (mevedel-render-data-extract text "call_1"))
+                   (children (plist-get data :ptc-children)))
+              (should (string-prefix-p "Error: Emacs stopped while this ToolCall program ran; 1 of \
+its 2 nested calls had finished (Echo, Slow)" text))
+              (should (eq (plist-get data :status) 'error))
+              (should (equal (mapcar (lambda (c) (list (plist-get c :tool) (plist-get c :status)))
+                                     children)
+                             '(("Echo" success) ("Slow" error))))
+              ;; The record is consumed; another tool's call is not ToolCall's.
+              (should-not (funcall recorded))
+              (should-not (mevedel-ptc-recovered-result store nil "call_1" "ToolCall" nil))
+              (should-not (mevedel-ptc-recovered-result store `((,key . "x")) "call_1" "Bash" nil)))
+            ;; A program that settles leaves no record.
+            (mevedel-ptc-test--run "(Slow :file_path \"y\")" session)
+            (should (funcall recorded))
+            (pcase-dolist (`(,callback . ,_) mevedel-ptc-test--pending)
+              (funcall callback "done"))
+            (should-not (funcall recorded)))
+        (mevedel-session-close session)
+        (delete-directory workspace t)))))
+
 (ert-deftest mevedel-ptc-test-failures-are-values ()
   "A failed call is a value the program inspects; the row counts the failure."
   (mevedel-ptc-test--with

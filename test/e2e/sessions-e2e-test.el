@@ -623,6 +623,45 @@ for OpenAI and Anthropic."
           (push problem problems))))
     (should-not problems)))
 
+(ert-deftest mevedel-sessions:kill-9-during-a-toolcall-program ()
+  "A ToolCall program cut off by `kill -9' comes back with what it had run."
+  (let* ((root (mevedel-e2e-workspace '(("notes.txt" . "the answer is 42\n"))))
+         (program "(let [a (Read :file_path \"{{root}}notes.txt\")
+                         b (Bash :command \"sleep 30; echo late\" :description \"wait\")]
+                     b)")
+         (script (mevedel-e2e-write-script
+                  `(((tool_calls . [((name . "ToolCall") (arguments . ((program . ,program))))]))
+                    ((text . "unreachable")))))
+         (server (mevedel-scripted-model-start script :vars `(("root" . ,root))))
+         (init (mevedel-e2e-headless-config (mevedel-scripted-model-port server) 'openai t nil))
+         (output (generate-new-buffer " *crash child*")))
+    (unwind-protect
+        (let ((child (make-process
+                      :name "mevedel-crash-child" :buffer output :noquery t
+                      :connection-type 'pipe
+                      :command (cons (expand-file-name invocation-name invocation-directory)
+                                     (mevedel-test-emacs-args
+                                      (mevedel-sessions-test--child-form root init 1))))))
+          ;; Read has settled and Bash runs once the record has caught up (1 s).
+          (mevedel-test-wait-until
+            (with-current-buffer output (string-search "TOOLS" (buffer-string))) 30)
+          (sleep-for 2)
+          (signal-process child 'SIGKILL)
+          (while (process-live-p child) (accept-process-output child 0.05))
+          (let* ((view (mevedel root))
+                 (data (mevedel-chat-data-buffer (mevedel-view-chat view)))
+                 (text (with-current-buffer data (buffer-substring-no-properties
+                                                  (point-min) (point-max)))))
+            (should (string-search "Error: Emacs stopped while this ToolCall program ran; 1 of \
+its 2 nested calls had finished (Read, Bash)" text))
+            (should (string-search "Interrupted: Emacs stopped before this turn finished"
+                                   (with-current-buffer view (buffer-string))))))
+      (mevedel-sessions-test--close root)
+      (kill-buffer output)
+      (mevedel-scripted-model-stop server)
+      (dolist (file (list script init)) (delete-file file))
+      (delete-directory root t))))
+
 ;;;; Headless
 
 (ert-deftest mevedel-sessions:headless-continue-and-list ()
