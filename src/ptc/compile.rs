@@ -6,14 +6,24 @@
 use std::collections::HashSet;
 use std::rc::Rc;
 
-use super::ops::{Op, lookup};
+use super::op::{Op, lookup};
 use super::syntax::{Pos, Sexp};
-use super::value::Value;
+
+/// A constant the program writes. Code holds these, not guest values,
+/// so that the compiler does not depend on what values are.
+#[derive(Debug, Clone)]
+pub enum Literal {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(Rc<str>),
+}
 
 /// A compiled expression.
 #[derive(Debug)]
 pub enum Expr {
-    Const(Value),
+    Const(Literal),
     Var(Rc<str>, Pos),
     List(Vec<Expr>),
     Map(Vec<(Rc<str>, Expr)>),
@@ -118,14 +128,14 @@ impl Compiler<'_, '_> {
 
     fn expr(&mut self, form: &Sexp) -> Result<Expr, String> {
         Ok(match form {
-            Sexp::Int(n, _) => Expr::Const(Value::Int(*n)),
-            Sexp::Float(x, _) => Expr::Const(Value::Float(*x)),
-            Sexp::Str(s, _) => Expr::Const(Value::str(s)),
-            Sexp::Keyword(k, _) => Expr::Const(Value::str(k)),
+            Sexp::Int(n, _) => Expr::Const(Literal::Int(*n)),
+            Sexp::Float(x, _) => Expr::Const(Literal::Float(*x)),
+            Sexp::Str(s, _) => Expr::Const(Literal::Str(Rc::from(s.as_str()))),
+            Sexp::Keyword(k, _) => Expr::Const(Literal::Str(Rc::from(k.as_str()))),
             Sexp::Symbol(name, pos) => match name.as_str() {
-                "null" | "nil" => Expr::Const(Value::Null),
-                "true" => Expr::Const(Value::Bool(true)),
-                "false" => Expr::Const(Value::Bool(false)),
+                "null" | "nil" => Expr::Const(Literal::Null),
+                "true" => Expr::Const(Literal::Bool(true)),
+                "false" => Expr::Const(Literal::Bool(false)),
                 _ => Expr::Var(Rc::from(name.as_str()), *pos),
             },
             Sexp::List(items, _) => Expr::List(self.exprs(items)?),
@@ -175,7 +185,7 @@ impl Compiler<'_, '_> {
                 let then = self.expr(&args[1])?;
                 let other = match args.get(2) {
                     Some(e) => self.expr(e)?,
-                    None => Expr::Const(Value::Null),
+                    None => Expr::Const(Literal::Null),
                 };
                 Ok(Expr::If(Box::new(test), Box::new(then), Box::new(other)))
             }
@@ -188,7 +198,7 @@ impl Compiler<'_, '_> {
                 Ok(Expr::If(
                     Box::new(test),
                     Box::new(body),
-                    Box::new(Expr::Const(Value::Null)),
+                    Box::new(Expr::Const(Literal::Null)),
                 ))
             }
             "and" => Ok(Expr::And(self.exprs(args)?)),

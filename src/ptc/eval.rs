@@ -12,8 +12,9 @@ use std::rc::Rc;
 use smallvec::SmallVec;
 
 use super::compile::{Expr, Program, ToolCall};
-use super::ops::{self, Op, Regexps};
-use super::value::{Closure, Value};
+use super::op::{self, Op};
+use super::ops::{self, Regexps};
+use super::value::{Closure, Scope, Value, bind, lookup};
 
 /// Limits of one program.
 #[derive(Debug, Clone, Copy)]
@@ -69,37 +70,9 @@ impl From<String> for Stop {
     }
 }
 
-pub type Scope = Option<Rc<Frame>>;
-
 /// The evaluated arguments of one operation: inline for the usual few,
 /// so evaluating an operation allocates nothing of its own.
 type Args = SmallVec<[Value; 4]>;
-
-#[derive(Debug)]
-pub struct Frame {
-    name: Rc<str>,
-    value: Value,
-    next: Scope,
-}
-
-fn bind(scope: &Scope, name: Rc<str>, value: Value) -> Scope {
-    Some(Rc::new(Frame {
-        name,
-        value,
-        next: scope.clone(),
-    }))
-}
-
-fn lookup(scope: &Scope, name: &str) -> Option<Value> {
-    let mut at = scope.as_ref();
-    while let Some(frame) = at {
-        if &*frame.name == name {
-            return Some(frame.value.clone());
-        }
-        at = frame.next.as_ref();
-    }
-    None
-}
 
 /// One run of a program over the results known so far.
 pub struct Run<'a> {
@@ -177,7 +150,7 @@ impl<'a> Run<'a> {
 
     fn eval_inner(&mut self, expr: &Expr, scope: &Scope) -> Result<Value, Stop> {
         match expr {
-            Expr::Const(v) => Ok(v.clone()),
+            Expr::Const(literal) => Ok(Value::from(literal)),
             Expr::Var(name, pos) => lookup(scope, name)
                 .ok_or_else(|| Stop::Error(format!("{pos}: `{name}` is not bound here"))),
             Expr::List(items) => {
@@ -375,7 +348,7 @@ impl<'a> Run<'a> {
         let Value::Fn(closure) = f else {
             return Err(Stop::Error(format!(
                 "{} expects a function (fn [x] ...), not a {}",
-                ops::name(op),
+                op::name(op),
                 f.type_name()
             )));
         };
@@ -383,7 +356,7 @@ impl<'a> Run<'a> {
         if lambda.params.len() != args.len() {
             return Err(Stop::Error(format!(
                 "{} calls its function with {} argument(s), but it takes {}",
-                ops::name(op),
+                op::name(op),
                 args.len(),
                 lambda.params.len()
             )));

@@ -5,11 +5,13 @@
 //! until the program needs tool results it does not have and returns
 //! those requests; the host runs them (through its own pipeline, with
 //! its own permissions) and feeds the results back. The guest reaches
-//! nothing but tool calls and the pure operations of [`ops`]. The
+//! nothing but tool calls and the pure operations named in [`op`] and
+//! implemented in [`ops`]. The
 //! dialect is documented for models in docs/ptc-dialect.md.
 
 pub mod compile;
 pub mod eval;
+pub mod op;
 pub mod ops;
 pub mod syntax;
 pub mod value;

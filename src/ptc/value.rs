@@ -8,8 +8,7 @@ use std::rc::Rc;
 
 use serde_json::Value as Json;
 
-use super::compile::Lambda;
-use super::eval::Scope;
+use super::compile::{Lambda, Literal};
 
 /// A guest value.
 #[derive(Debug, Clone)]
@@ -184,4 +183,45 @@ impl PartialEq for Value {
             _ => false,
         }
     }
+}
+
+impl From<&Literal> for Value {
+    fn from(literal: &Literal) -> Value {
+        match literal {
+            Literal::Null => Value::Null,
+            Literal::Bool(b) => Value::Bool(*b),
+            Literal::Int(n) => Value::Int(*n),
+            Literal::Float(x) => Value::Float(*x),
+            Literal::Str(s) => Value::Str(s.clone()),
+        }
+    }
+}
+
+/// The bindings a closure sees: a shared chain, innermost first.
+pub type Scope = Option<Rc<Frame>>;
+
+#[derive(Debug)]
+pub struct Frame {
+    name: Rc<str>,
+    value: Value,
+    next: Scope,
+}
+
+pub fn bind(scope: &Scope, name: Rc<str>, value: Value) -> Scope {
+    Some(Rc::new(Frame {
+        name,
+        value,
+        next: scope.clone(),
+    }))
+}
+
+pub fn lookup(scope: &Scope, name: &str) -> Option<Value> {
+    let mut at = scope.as_ref();
+    while let Some(frame) = at {
+        if &*frame.name == name {
+            return Some(frame.value.clone());
+        }
+        at = frame.next.as_ref();
+    }
+    None
 }

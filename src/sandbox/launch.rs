@@ -25,9 +25,10 @@ use serde::Deserialize;
 
 use crate::datum::Datum;
 use crate::error::{Error, ErrorKind, Result};
+use crate::sandbox::facts::Probe;
 use crate::sandbox::helper_args::{HelperArgs, Marker};
 use crate::sandbox::policy::{self, Backend, Boundary, Decision, Mode, Policy};
-use crate::sandbox::probe::{self, Probe};
+use crate::sandbox::probe;
 use crate::sandbox::{bwrap, scan};
 
 /// One launch, as Lisp describes it (JSON with kebab-case keys).

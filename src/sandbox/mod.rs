@@ -7,9 +7,11 @@
 //! binary, which applies Landlock and the Unix-socket filter
 //! (`landlock.rs`, `seccomp.rs`, compiled into the helper only) and
 //! reports its start; [`launch`] puts them together and runs a command through the
-//! process owner; [`probe`] finds out which layers work here.
+//! process owner; [`probe`] finds out which layers work here and
+//! [`facts`] holds what it found.
 
 pub mod bwrap;
+pub mod facts;
 pub mod helper_args;
 pub mod launch;
 pub mod policy;

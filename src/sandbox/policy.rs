@@ -22,7 +22,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::sandbox::probe::Probe;
+use crate::sandbox::facts::Probe;
 use crate::sandbox::scan::{self, Scanner};
 
 /// Secrets under the home directory that confined commands cannot read.
