@@ -103,7 +103,7 @@ A target is a plist with :kind `uncommitted', `base' (:branch),
 
 (cl-defstruct (mevedel-review--git (:constructor mevedel-review--git-make) (:copier nil))
   "One git command's run."
-  process stderr timer (truncated nil) (timed-out nil))
+  process stderr timer (truncated nil) (timed-out nil) (finished nil))
 
 (defun mevedel-review--git (directory args limit callback)
   "Run git with ARGS in DIRECTORY; call CALLBACK with the outcome.
@@ -139,10 +139,14 @@ callback is not called once the run was stopped."
                            (setf (mevedel-review--git-truncated run) t)
                            (delete-process process)))))
            :sentinel (lambda (process _event)
-                       (unless (process-live-p process)
+                       (unless (or (process-live-p process)
+                                   (mevedel-review--git-finished run))
+                         (setf (mevedel-review--git-finished run) t)
                          (let ((outcome
                                 (list :exit (process-exit-status process)
-                                      :output (with-current-buffer out (buffer-string))
+                                      :output (if (buffer-live-p out)
+                                                  (with-current-buffer out (buffer-string))
+                                                "")
                                       :error (if (buffer-live-p err)
                                                  (with-current-buffer err
                                                    (string-trim (buffer-string)))

@@ -415,13 +415,77 @@ a variable holding the spawn calls, newest first, as (ARGS ON-SETTLE)."
   (review-test--with-session (root _view chat _spawns)
     (mevedel-review--complete chat)
     (mevedel-test-wait-until
-      (member "branch:main" (mevedel-review--complete chat)) 10)
+      (let ((candidates (mevedel-review--complete chat)))
+        (and (member "branch:main" candidates)
+             (cl-some (lambda (c) (string-prefix-p "commit:" c)) candidates)))
+      10)
     (let ((candidates (mevedel-review--complete chat)))
       (should (member "current" candidates))
       (should (member "HEAD" candidates))
       (should (member "branch:feature" candidates))
       (should (member (concat "commit:" (string-trim (review-test--git root "rev-parse" "--short" "HEAD")))
                       candidates)))))
+
+;;;; The picker
+
+(ert-deftest mevedel-review:picker-asks-what-to-look-at ()
+  (let ((dir (review-test--repo))
+        (answers nil)
+        (offered nil))
+    (unwind-protect
+        (cl-letf (((symbol-function 'completing-read)
+                   (lambda (prompt collection &rest args)
+                     (push (list prompt collection (nth 4 args)) offered)
+                     (pop answers)))
+                  ((symbol-function 'read-string) (lambda (&rest _) (pop answers))))
+          (setq answers '("Uncommitted changes"))
+          (should (equal (mevedel-review-read-target dir) '(:kind uncommitted)))
+          (setq answers '("The last commit"))
+          (should (equal (mevedel-review-read-target dir) '(:kind last-commit)))
+          ;; The branches come from git, read in the background; main is the default.
+          (setq answers '("Against a base branch (its merge-base)…" "main"))
+          (should (equal (mevedel-review-read-target dir) '(:kind base :branch "main")))
+          (pcase-let ((`(,prompt ,branches ,default) (car offered)))
+            (should (string-prefix-p "Base branch (default main)" prompt))
+            (should (member "feature" branches))
+            (should (equal default "main")))
+          (let ((short (string-trim (review-test--git dir "rev-parse" "--short" "main"))))
+            (setq answers (list "A commit…" (concat short " Add a")))
+            (should (equal (mevedel-review-read-target dir) (list :kind 'commit :rev short)))
+            (should (member (concat short " Add a") (nth 1 (car offered)))))
+          (setq answers '("Custom instructions…" "check the error paths"))
+          (should (equal (mevedel-review-read-target dir)
+                         '(:kind custom :instructions "check the error paths")))
+          (setq answers '("Custom instructions…" "  "))
+          (should-error (mevedel-review-read-target dir) :type 'user-error))
+      (delete-directory dir t))))
+
+(ert-deftest mevedel-review:result-turn-is-saved-with-the-session ()
+  (let* ((mevedel-chat-save-sessions t)
+         (root (review-test--repo))
+         (view (mevedel root))
+         (chat (mevedel-view-chat view)))
+    (unwind-protect
+        (progn
+          (mevedel-chat-append-reply chat "/review of x by /root/review" "<user_action>r</user_action>"
+                                     "1. [P1] Saved finding")
+          (kill-buffer view)
+          (kill-buffer (mevedel-chat-data-buffer chat))
+          (let ((resumed (mevedel-chat-get-create root (mevedel-session-latest root))))
+            (unwind-protect
+                (progn
+                  (should (equal (plist-get (car (mevedel-chat-turns resumed)) :label)
+                                 "/review of x by /root/review"))
+                  (let ((segments (mevedel-history-segments (mevedel-chat-data-buffer resumed))))
+                    (should (equal (mapcar (lambda (s) (plist-get s :type)) segments)
+                                   '(notice response)))
+                    (should (equal (plist-get (cadr segments) :text) "1. [P1] Saved finding")))
+                  (with-current-buffer (mevedel-chat-data-buffer resumed)
+                    (goto-char (point-min))
+                    (search-forward "<user_action>")
+                    (should (get-text-property (point) 'mevedel-mail))))
+              (kill-buffer (mevedel-chat-data-buffer resumed)))))
+      (delete-directory root t))))
 
 (provide 'review-test)
 ;;; review-test.el ends here
