@@ -144,8 +144,16 @@ Answer with one JSON object and nothing else:
 An empty findings list is fine when you found nothing."
   "The reviewer role's own instructions: the JSON shape /review reads.")
 
+(defvar mevedel-agent-roles--builtins nil
+  "The built-in role plists, made once (callers get copies).")
+
 (defun mevedel-agent-roles--builtins ()
   "Return the built-in role plists."
+  (or mevedel-agent-roles--builtins
+      (setq mevedel-agent-roles--builtins (mevedel-agent-roles--make-builtins))))
+
+(defun mevedel-agent-roles--make-builtins ()
+  "Make the built-in role plists."
   (let ((read '("Read" "Glob" "Grep" "Bash" "ToolSearch" "ToolCall")))
     (mapcar
      (lambda (role)
@@ -461,12 +469,35 @@ are not read again."
       (and workspace (expand-file-name dir workspace))
     (expand-file-name dir)))
 
+(defconst mevedel-agent-roles--recheck-seconds 1.0
+  "Seconds the files of a role directory are trusted before they are looked at.
+The directory itself is looked at on every lookup, so a file added or
+removed shows at once; a file edited in place shows within this time.")
+
+(defvar mevedel-agent-roles--entries-cache (make-hash-table :test #'equal)
+  "Directory name -> (FILES CHECKED . ENTRIES) of the role directories read.")
+
 (defun mevedel-agent-roles--from-directory (origin dir)
   "Return the roles and broken files of ORIGIN's directory DIR.
 The value is a list of role plists and (:error MESSAGE :file FILE)
-entries.  Two files naming one role are an error for both."
+entries.  Two files naming one role are an error for both.  The files
+are looked at again only once `mevedel-agent-roles--recheck-seconds'
+have passed, or when the directory changed."
+  (let ((files (mevedel-agent-roles--directory-files dir))
+        (cached (gethash dir mevedel-agent-roles--entries-cache))
+        (now (float-time)))
+    (if (and cached (eq (car cached) files)
+             (< (- now (cadr cached)) mevedel-agent-roles--recheck-seconds))
+        (cddr cached)
+      (let ((entries (mevedel-agent-roles--check-directory origin files)))
+        (puthash dir (cons files (cons now entries)) mevedel-agent-roles--entries-cache)
+        entries))))
+
+(defun mevedel-agent-roles--check-directory (origin files)
+  "Return the entries of the role FILES of one ORIGIN directory.
+See `mevedel-agent-roles--from-directory'."
   (let* ((entries (mapcar (lambda (file) (mevedel-agent-roles--cached-parse file origin))
-                          (mevedel-agent-roles--directory-files dir)))
+                          files))
          (names (make-hash-table :test #'equal)))
     (dolist (entry entries)
       (when-let* ((name (plist-get entry :name)))
@@ -545,7 +576,7 @@ would define NAME (by its name or its file's) signals its own error."
                                (equal (file-name-base (plist-get entry :file)) name)))
                  do (signal 'mevedel-agent-role-error (list (plist-get entry :error)))
                  when (equal (plist-get entry :name) name)
-                 return (copy-sequence entry))
+                 return (copy-tree entry))
         (user-error "Unknown agent role %S (roles: %s; omit the role for the default)"
                     name (string-join (mevedel-agent-role-names directory) ", ")))))
 

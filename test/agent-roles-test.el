@@ -27,7 +27,9 @@ HOME/.mevedel/agents and HOME/.claude/agents.  Caches start empty."
                  (cons 'global-claude (expand-file-name ".claude/agents" ,(cadr vars)))))
           (mevedel-agent-roles--file-cache (make-hash-table :test #'equal))
           (mevedel-agent-roles--dir-cache (make-hash-table :test #'equal))
-          (mevedel-agent-roles--warned (make-hash-table :test #'equal)))
+          (mevedel-agent-roles--warned (make-hash-table :test #'equal))
+          (mevedel-agent-roles--entries-cache (make-hash-table :test #'equal))
+          (mevedel-agent-roles--recheck-seconds 0))
      (unwind-protect
          (progn ,@body)
        (delete-directory ,(car vars) t)
@@ -279,6 +281,14 @@ Help.
           (progn
             (dotimes (_ 5) (mevedel-agent-role "one" ws) (mevedel-agent-role-names ws))
             (should (= reads 1))
+            ;; Within the recheck time a file is not even looked at.
+            (let ((mevedel-agent-roles--recheck-seconds 60)
+                  (stats 0))
+              (cl-letf* ((identity (symbol-function 'mevedel-agent-roles--identity))
+                         ((symbol-function 'mevedel-agent-roles--identity)
+                          (lambda (f) (when (equal f file) (cl-incf stats)) (funcall identity f))))
+                (dotimes (_ 5) (mevedel-agent-role "one" ws))
+                (should (= stats 0))))
             ;; A changed file (another size and time) is read again, once.
             (with-temp-file file (insert "---\ndescription: version two\n---\n"))
             (set-file-times file (time-add nil 10))
