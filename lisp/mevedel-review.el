@@ -509,7 +509,29 @@ inside it, so the view makes them buttons."
 
 (defun mevedel-review--forget (workflow)
   "Drop WORKFLOW from the active ones."
-  (setq mevedel-review--workflows (delq workflow mevedel-review--workflows)))
+  (setq mevedel-review--workflows (delq workflow mevedel-review--workflows))
+  (force-mode-line-update t))
+
+(defun mevedel-review-mode-line ()
+  "Return what the /review and /verify of this view's chat are doing, or nil.
+The view shows it in its mode line while one is active."
+  (when-let* ((chat (mevedel-view-chat (current-buffer)))
+              (active (cl-remove-if-not (lambda (workflow)
+                                          (eq (mevedel-review-workflow-chat workflow) chat))
+                                        mevedel-review--workflows)))
+    (concat " "
+            (mapconcat (lambda (workflow)
+                         (format "[%s: %s]" (mevedel-review-workflow-kind workflow)
+                                 (if (eq (mevedel-review-workflow-state workflow) 'preparing)
+                                     "preparing the evidence"
+                                   (mevedel-review-workflow-path workflow))))
+                       (reverse active) " "))))
+
+(defun mevedel-review--show-in-view (chat)
+  "Have CHAT's view show the active workflows in its mode line."
+  (with-current-buffer (mevedel-view-buffer chat)
+    (setq-local mode-line-process '(:eval (mevedel-review-mode-line))))
+  (force-mode-line-update t))
 
 (defun mevedel-review-start (chat kind target)
   "Start the workflow KIND (`review' or `verify') of TARGET in CHAT.
@@ -523,6 +545,7 @@ its agent started after that."
     (push workflow mevedel-review--workflows)
     (with-current-buffer buffer
       (add-hook 'kill-buffer-hook #'mevedel-review--chat-killed nil t))
+    (mevedel-review--show-in-view chat)
     (message "Preparing %s…" (mevedel-review--label workflow))
     workflow))
 
@@ -560,6 +583,7 @@ its agent started after that."
               (when (eq (mevedel-review-workflow-state workflow) 'preparing)
                 (setf (mevedel-review-workflow-state workflow) 'running
                       (mevedel-review-workflow-path workflow) path)
+                (force-mode-line-update t)
                 (message "%s: %s is working" (mevedel-review--label workflow) path)))
           (error
            (setf (mevedel-review-workflow-state workflow) 'failed)

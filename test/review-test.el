@@ -303,7 +303,12 @@ a variable holding the spawn calls, newest first, as (ARGS ON-SETTLE)."
     (review-test--write root "lisp/a.el" "(defun a ()\n  3)\n")
     (let ((workflow (review-test--slash chat "review" "current")))
       (should (eq (mevedel-review-workflow-state workflow) 'preparing))
+      (with-current-buffer view
+        (should (equal mode-line-process '(:eval (mevedel-review-mode-line))))
+        (should (equal (mevedel-review-mode-line) " [review: preparing the evidence]")))
       (mevedel-test-wait-until spawns 20)
+      (with-current-buffer view
+        (should (equal (mevedel-review-mode-line) " [review: /root/review]")))
       (pcase-let ((`(,args ,on-settle) (car spawns)))
         ;; A context-isolated leaf reviewer, with the evidence in its task.
         (should (equal (plist-get args :task_name) "review"))
@@ -317,6 +322,8 @@ a variable holding the spawn calls, newest first, as (ARGS ON-SETTLE)."
         (funcall on-settle "/root/review" 'completed (mevedel-review-test-answer root))
         (should (eq (mevedel-review-workflow-state workflow) 'done))
         (should-not (memq workflow mevedel-review--workflows))
+        (with-current-buffer view
+          (should-not (mevedel-review-mode-line)))
         ;; Settling twice changes nothing.
         (funcall on-settle "/root/review" 'completed "other")
         ;; The view shows the notice and the numbered summary, not the record.
