@@ -675,18 +675,25 @@ Observers hear `retry' with the plist (:message :retry :of :delay)."
     (setf (mevedel-chat-status-detail chat) nil)
     (mevedel-chat--finish chat 'abort)))
 
+(defvar mevedel-chat-abort-functions nil
+  "Abnormal hook run with a chat to abort that has no running turn.
+Each function may stop other work the user started in the chat (a
+/review preparing its evidence) and returns non-nil if it did.")
+
 (defun mevedel-chat-abort (chat)
   "Abort CHAT's running turn, if any.
 The request stops first; then the turn's tool calls are cancelled,
-which withdraws their permission cards.  Return non-nil when a turn
-was running."
-  (when-let* (((mevedel-chat-turn chat))
-              (fsm (mevedel-chat-fsm chat)))
-    (let ((cancellers (mevedel-chat-cancellers chat)))
-      (mevedel-gptel-abort fsm (mevedel-chat-data-buffer chat))
-      ;; The turn is over: settle its tool calls (and their cards).
-      (mapc #'funcall cancellers))
-    t))
+which withdraws their permission cards.  Without a running turn,
+`mevedel-chat-abort-functions' may stop other work.  Return non-nil
+when a turn was running or other work stopped."
+  (if-let* (((mevedel-chat-turn chat))
+            (fsm (mevedel-chat-fsm chat)))
+      (let ((cancellers (mevedel-chat-cancellers chat)))
+        (mevedel-gptel-abort fsm (mevedel-chat-data-buffer chat))
+        ;; The turn is over: settle its tool calls (and their cards).
+        (mapc #'funcall cancellers)
+        t)
+    (run-hook-with-args-until-success 'mevedel-chat-abort-functions chat)))
 
 ;;;; Queued input
 

@@ -537,25 +537,28 @@ The view shows it in its mode line while one is active."
   "Start the workflow KIND (`review' or `verify') of TARGET in CHAT.
 Return the workflow; its evidence is prepared in the background and
 its agent started after that."
-  (let* ((workflow (mevedel-review--workflow-make :chat chat :kind kind :target target))
-         (buffer (mevedel-chat-data-buffer chat)))
+  (let ((workflow (mevedel-review--workflow-make :chat chat :kind kind :target target)))
     (setf (mevedel-review-workflow-job workflow)
           (mevedel-review-prepare (mevedel-chat-root chat) target
                                   (lambda (job) (mevedel-review--prepared workflow job))))
     (push workflow mevedel-review--workflows)
-    (with-current-buffer buffer
-      (add-hook 'kill-buffer-hook #'mevedel-review--chat-killed nil t))
     (mevedel-review--show-in-view chat)
     (message "Preparing %s…" (mevedel-review--label workflow))
     workflow))
 
-(defun mevedel-review--chat-killed ()
-  "Stop the preparations of the chat whose data buffer is being killed."
-  (let ((buffer (current-buffer)))
+(defun mevedel-review--abort (chat)
+  "Stop the preparations of CHAT (`mevedel-chat-abort-functions').
+Return non-nil when one was stopped."
+  (let ((stopped nil))
     (dolist (workflow mevedel-review--workflows)
-      (when (and (eq (mevedel-review-workflow-state workflow) 'preparing)
-                 (eq (mevedel-chat-data-buffer (mevedel-review-workflow-chat workflow)) buffer))
-        (mevedel-review--cancel workflow)))))
+      (when (and (eq (mevedel-review-workflow-chat workflow) chat)
+                 (eq (mevedel-review-workflow-state workflow) 'preparing))
+        (mevedel-review--cancel workflow)
+        (message "Cancelled %s" (mevedel-review--label workflow))
+        (setq stopped t)))
+    stopped))
+
+(add-hook 'mevedel-chat-abort-functions #'mevedel-review--abort)
 
 (defun mevedel-review--prepared (workflow job)
   "Start WORKFLOW's agent with the evidence of JOB, or report JOB's failure."

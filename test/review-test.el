@@ -398,6 +398,11 @@ a variable holding the spawn calls, newest first, as (ARGS ON-SETTLE)."
             (with-current-buffer view (mevedel-review-cancel))
             (should (eq (mevedel-review-workflow-state workflow) 'cancelled))
             (should-error (with-current-buffer view (mevedel-review-cancel)) :type 'user-error))
+          ;; The view's abort (C-c C-k) with no turn running stops a preparation.
+          (let ((workflow (review-test--slash chat "review" "HEAD")))
+            (mevedel-test-wait-until (mevedel-review-job-run (mevedel-review-workflow-job workflow)) 5)
+            (with-current-buffer view (mevedel-view-abort))
+            (should (eq (mevedel-review-workflow-state workflow) 'cancelled)))
           (let ((workflow (review-test--slash chat "verify" "current")))
             (mevedel-test-wait-until (mevedel-review-job-run (mevedel-review-workflow-job workflow)) 5)
             (kill-buffer (mevedel-chat-data-buffer chat))
