@@ -329,6 +329,9 @@ they set out to do and break nothing.\n" what directory))))
          ""
        (concat "\nThe git evidence, prepared for you (read the files around it as you need):\n\n"
                evidence))
+     (if (eq (plist-get target :kind) 'uncommitted)
+         "\nFiles marked ?? in the status are new and not yet tracked: read them too.\n"
+       "")
      (pcase kind
        ('review "\nAnswer with the JSON object your instructions describe, and nothing else.\n")
        ('verify "\nRun or recommend the relevant checks where you are allowed to, and end \

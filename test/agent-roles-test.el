@@ -264,6 +264,20 @@ Help.
     ;; The other roles still resolve.
     (should (equal (plist-get (mevedel-agent-role "good" ws) :description) "fine"))))
 
+(ert-deftest mevedel-agent-roles:describe-lists-sources-and-broken-files ()
+  (agent-roles-test--with-dirs (ws _home)
+    (agent-roles-test--write ws ".mevedel/agents/worker.md" "---\ndescription: Our worker\n---\n")
+    (agent-roles-test--write ws ".mevedel/agents/bad.md" "---\ndescription: x\n")
+    (mevedel-agent-roles-describe ws)
+    (with-current-buffer "*mevedel agent roles*"
+      (let ((text (buffer-string)))
+        (should (string-match-p "worker +Our worker\n +from .*\\.mevedel/agents/worker\\.md; tools: inherited"
+                                text))
+        (should (string-match-p "worker +(hidden by the one above) builtin" text))
+        (should (string-match-p "BROKEN .*bad\\.md:1: the front matter opened here has no closing" text))
+        (should (string-match-p "reviewer +Code review" text))))
+    (kill-buffer "*mevedel agent roles*")))
+
 (ert-deftest mevedel-agent-roles:duplicate-names-in-one-directory ()
   (agent-roles-test--with-dirs (ws _home)
     (agent-roles-test--write ws ".claude/agents/a.md" "---\nname: twin\ndescription: a\n---\n")

@@ -317,6 +317,7 @@ a variable holding the spawn calls, newest first, as (ARGS ON-SETTLE)."
         (should (string-match-p "Review the uncommitted changes" (plist-get args :message)))
         (should (string-match-p "-  2)\n\\+  3)" (plist-get args :message)))
         (should (string-match-p "Answer with the JSON object" (plist-get args :message)))
+        (should (string-match-p "Files marked \\?\\? in the status" (plist-get args :message)))
         (should (eq (mevedel-review-workflow-state workflow) 'running))
         (should (equal (mevedel-review-workflow-path workflow) "/root/review"))
         (funcall on-settle "/root/review" 'completed (mevedel-review-test-answer root))
