@@ -564,11 +564,11 @@ the defcustom's roles before the global ones and the built-ins last."
 
 (defun mevedel-agent-role (name directory)
   "Return the role plist called NAME for the workspace DIRECTORY.
-NAME nil (or \"default\") is the default role: nil, the child inherits
+NAME nil (or \"\" or \"default\") is the default role: nil, the child inherits
 its delegator's instructions, tools and model policy.  An unknown name
 is a `user-error' listing the roles there are; a broken role file that
 would define NAME (by its name or its file's) signals its own error."
-  (if (or (null name) (equal name "default"))
+  (if (or (null name) (member name '("" "default")))
       nil
     (or (cl-loop for entry in (mevedel-agent-roles--entries directory)
                  when (and (plist-get entry :error)

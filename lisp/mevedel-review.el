@@ -238,11 +238,18 @@ callback still runs from a timer, never from here.  Return the job;
     (if-let* ((step (pop (mevedel-review-job-steps job))))
         (let* ((args (plist-get step :args))
                (args (if (functionp args) (funcall args job) args))
-               (left (max 0 (- mevedel-review-evidence-limit (mevedel-review-job-used job)))))
-          (setf (mevedel-review-job-run job)
-                (mevedel-review--git (mevedel-review-job-directory job) args (max left 1)
-                                     (lambda (outcome)
-                                       (mevedel-review--step-done job step args outcome)))))
+               (left (- mevedel-review-evidence-limit (mevedel-review-job-used job))))
+          (if (and (plist-get step :section) (<= left 0))
+              ;; The limit is reached: the rest is only named.
+              (mevedel-review--step-done job step args (list :exit 0 :output "" :truncated t))
+            (condition-case err
+                (setf (mevedel-review-job-run job)
+                      (mevedel-review--git (mevedel-review-job-directory job) args (max left 1)
+                                           (lambda (outcome)
+                                             (mevedel-review--step-done job step args outcome))))
+              (error (mevedel-review--finish
+                      job (format "cannot run %s: %s" mevedel-review-git-program
+                                  (error-message-string err)))))))
       (mevedel-review--finish job nil))))
 
 (defun mevedel-review--step-done (job step args outcome)

@@ -55,6 +55,7 @@ HOME/.mevedel/agents and HOME/.claude/agents.  Caches start empty."
     (should (equal (mevedel-agent-role-names ws) '("explorer" "reviewer" "verifier" "worker")))
     (should-not (mevedel-agent-role nil ws))
     (should-not (mevedel-agent-role "default" ws))
+    (should-not (mevedel-agent-role "" ws))
     (let ((worker (mevedel-agent-role "worker" ws))
           (explorer (mevedel-agent-role "explorer" ws))
           (verifier (mevedel-agent-role "verifier" ws))

@@ -121,7 +121,15 @@
             (should (string-match-p "git status .* failed.*not a git repository"
                                     (downcase (mevedel-review-job-error job))))))
       (delete-directory dir t)
-      (delete-directory plain t))))
+      (delete-directory plain t)))
+  ;; No git at all, or a workspace gone: the preparation fails, saying so.
+  (let ((mevedel-review-git-program "/nonexistent/git"))
+    (should (string-match-p "cannot run /nonexistent/git"
+                            (mevedel-review-job-error
+                             (review-test--prepare temporary-file-directory '(:kind uncommitted))))))
+  (should (string-match-p "cannot run git"
+                          (mevedel-review-job-error
+                           (review-test--prepare "/nonexistent/workspace/" '(:kind uncommitted))))))
 
 (ert-deftest mevedel-review:evidence-is-bounded ()
   (let ((dir (review-test--repo))
@@ -136,7 +144,9 @@
             (should (<= (cl-loop for s in (mevedel-review-job-sections job)
                                  sum (length (plist-get s :output)))
                         300))
-            (should (string-match-p "Cut at the evidence limit of 300 characters" evidence))))
+            (should (string-match-p "Cut at the evidence limit of 300 characters" evidence))
+            ;; The sections after the limit are named, not run.
+            (should (= (length (mevedel-review-job-sections job)) 3))))
       (delete-directory dir t))))
 
 (defun review-test--slow-git (seconds)
