@@ -193,6 +193,24 @@ Help.
       ;; No tools line: the role inherits the delegator's tools.
       (should (eq (plist-get role :tools) t))
       (should (plist-get role :delegate)))
+    ;; Folded block scalars and block lists, as YAML writes them.
+    (agent-roles-test--write ws ".claude/agents/folded.md" "---
+name: folded
+description: >
+  Reviews pull requests
+  before they merge.
+tools:
+  - Read
+  - \"Grep\"
+model: claude-opus-4-1
+---
+Body.
+")
+    (let ((role (mevedel-agent-role "folded" ws)))
+      (should (equal (plist-get role :description) "Reviews pull requests before they merge."))
+      (should (equal (seq-take (plist-get role :tools) 2) '("Read" "Grep")))
+      ;; A full model name is kept for resolution (one backend must offer it).
+      (should (eq (plist-get role :model) 'claude-opus-4-1)))
     (dolist (pair '(("opus" . strong) ("haiku" . fast)))
       (agent-roles-test--write ws ".claude/agents/m.md"
                                (format "---\nname: m\ndescription: d\nmodel: %s\n---\nx\n" (car pair)))
