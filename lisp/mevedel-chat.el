@@ -225,8 +225,9 @@ ID of a call whose live progress changed, see
 `mevedel-chat-set-progress'), `status', `truncated' (turns were
 removed, see `mevedel-chat-truncate'), `queued' (the queued messages
 changed, see `mevedel-chat-queue'), `delivered' (queued messages joined
-the turn: the list of texts) and `turn-end' (the outcome:
-`done', `error' or `abort')."
+the turn: the list of texts), `appended' (a turn mevedel wrote, see
+`mevedel-chat-append-reply') and `turn-end' (the outcome: `done',
+`error' or `abort')."
   (cl-pushnew function (mevedel-chat-observers chat)))
 
 (defun mevedel-chat-unobserve (chat function)
@@ -370,6 +371,41 @@ drawn again by observers of `truncated'."
           (mevedel-chat-turn-start chat) (plist-get (cadr tail) :start))
     (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat))
     (mevedel-chat--notify chat 'truncated)))
+
+(defun mevedel-chat-append-reply (chat notice hidden reply)
+  "Append to idle CHAT a turn mevedel wrote: NOTICE, HIDDEN, then REPLY.
+A workflow such as /review ends this way.  NOTICE is what the view
+shows of the user's side (the model never reads it), HIDDEN user-role
+text the model reads and the view leaves out (the record of what was
+asked and answered, e.g. a <user_action> block), REPLY the assistant's
+answer both read.  The turn is saved; observers hear `appended'."
+  (when (mevedel-chat-busy-p chat)
+    (error "A turn is running in %s" (mevedel-chat-name chat)))
+  (let ((buffer (mevedel-chat-data-buffer chat))
+        (start nil))
+    (mevedel-transcript-complete buffer)
+    (setq start (with-current-buffer buffer (copy-marker (point-max))))
+    (mevedel-chat--insert-notice chat 'workflow notice)
+    (with-current-buffer buffer
+      (save-excursion
+        (goto-char (point-max))
+        (insert "\n\n" (gptel-prompt-prefix-string)
+                (propertize (concat (string-trim hidden) "\n") 'mevedel-mail t)
+                "\n" (propertize (string-trim reply) 'gptel 'response) "\n")))
+    (push (list :id (format "%x" (random most-positive-fixnum))
+                :label (mevedel-chat--turn-label notice) :start start)
+          (mevedel-chat-turns chat))
+    (setf (mevedel-chat-turn-start chat) start)
+    (when (mevedel-chat--saving-p chat)
+      (condition-case err
+          (progn
+            (unless (mevedel-transcript-tracked-p buffer)
+              (mevedel-transcript-track
+               buffer (mevedel-session-store-handle (mevedel-chat-session chat))))
+            (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat) t))
+        (error (display-warning 'mevedel (format "Cannot save the conversation: %s"
+                                                 (error-message-string err))))))
+    (mevedel-chat--notify chat 'appended)))
 
 (cl-defun mevedel-chat-send (chat text &key on-done background)
   "Send TEXT as the user's next message in CHAT.
@@ -639,18 +675,25 @@ Observers hear `retry' with the plist (:message :retry :of :delay)."
     (setf (mevedel-chat-status-detail chat) nil)
     (mevedel-chat--finish chat 'abort)))
 
+(defvar mevedel-chat-abort-functions nil
+  "Abnormal hook run with a chat to abort that has no running turn.
+Each function may stop other work the user started in the chat (a
+/review preparing its evidence) and returns non-nil if it did.")
+
 (defun mevedel-chat-abort (chat)
   "Abort CHAT's running turn, if any.
 The request stops first; then the turn's tool calls are cancelled,
-which withdraws their permission cards.  Return non-nil when a turn
-was running."
-  (when-let* (((mevedel-chat-turn chat))
-              (fsm (mevedel-chat-fsm chat)))
-    (let ((cancellers (mevedel-chat-cancellers chat)))
-      (mevedel-gptel-abort fsm (mevedel-chat-data-buffer chat))
-      ;; The turn is over: settle its tool calls (and their cards).
-      (mapc #'funcall cancellers))
-    t))
+which withdraws their permission cards.  Without a running turn,
+`mevedel-chat-abort-functions' may stop other work.  Return non-nil
+when a turn was running or other work stopped."
+  (if-let* (((mevedel-chat-turn chat))
+            (fsm (mevedel-chat-fsm chat)))
+      (let ((cancellers (mevedel-chat-cancellers chat)))
+        (mevedel-gptel-abort fsm (mevedel-chat-data-buffer chat))
+        ;; The turn is over: settle its tool calls (and their cards).
+        (mapc #'funcall cancellers)
+        t)
+    (run-hook-with-args-until-success 'mevedel-chat-abort-functions chat)))
 
 ;;;; Queued input
 

@@ -17,6 +17,7 @@
 (require 'mevedel-sessions)
 (require 'mevedel-ps)
 (require 'mevedel-tools-list)
+(require 'mevedel-review)
 
 (defun mevedel-menu--session-line ()
   "Return the menu's heading: the session, its model and permission mode."
@@ -45,7 +46,9 @@
     ("l" "redraw (C-c C-l)" mevedel-view-rerender)]
    ["Tools and commands"
     ("t" "tools and their contracts (/tools)" mevedel-tools-list)
-    ("e" "executions (C-c C-e, /ps)" mevedel-ps)]
+    ("e" "executions (C-c C-e, /ps)" mevedel-ps)
+    ("R" "review changes (/review)" mevedel-review)
+    ("V" "verify changes (/verify)" mevedel-verify)]
    ["Help"
     ("h" "commands and keys (/help)" mevedel-view-help)]])
 

@@ -1065,7 +1065,7 @@ gathered: at most one every `mevedel-view--progress-delay' seconds."
     ('truncated (mevedel-view-rerender))
     ('queued (mevedel-view--show-queued))
     ('compacted (mevedel-view-rerender))
-    ('delivered (mevedel-view--render-turn)))
+    ((or 'delivered 'appended) (mevedel-view--render-turn)))
   (when (eq event 'turn-end)
     (mevedel-view--unfocus-card)
     (mevedel-view--stop-spinner)
