@@ -429,7 +429,7 @@ TEXT stays in the input history; ON-DONE gets `blocked'."
   (when on-done (funcall on-done chat 'blocked)))
 
 (defun mevedel-chat--send-or-compact (chat text on-done background)
-  "Send TEXT in CHAT, compacting older turns first when needed.
+  "Send TEXT in CHAT, after a compaction of its history when needed.
 ON-DONE and BACKGROUND are as for `mevedel-chat-send'."
   (if (mevedel-chat-needs-compaction-p chat text)
       (progn

@@ -388,7 +388,7 @@ are classes."
     (apply #'concat (nreverse out))))
 
 (defun mevedel-hooks-matches-p (matcher value)
-  "Return non-nil when MATCHER selects VALUE (a tool name, source, agent type).
+  "Return non-nil when MATCHER matches VALUE (a tool name, source, agent type).
 Nil, \"\" and \"*\" select everything; letters, digits, `_' and `|'
 are exact names and alternatives; anything else is a regexp, as in
 Claude Code."
@@ -531,7 +531,7 @@ and hook_event_name."
              (error (list :error (error-message-string err))))))
 
 (defun mevedel-hooks--scheduler-key (session entry)
-  "Return the execution scheduler key of ENTRY's runs in SESSION.
+  "Return the execution scheduler key of ENTRY's command in SESSION.
 Each command has its own, so different hooks run in parallel and none
 waits behind the model's commands."
   (format "%s/hook-%s"
@@ -548,8 +548,9 @@ waits behind the model's commands."
 
 (defun mevedel-hooks--run-command (entry json session workspace callback)
   "Run ENTRY's command in WORKSPACE with JSON on stdin; CALLBACK gets the result.
-The result is (:exit CODE :stdout TEXT :stderr TEXT), or (:error TEXT)
-when it could not run or was stopped at its timeout.  Return a
+SESSION owns the execution.  The result is (:exit CODE :stdout TEXT
+:stderr TEXT), or (:error TEXT) when it could not run or was stopped
+at its timeout.  Return a
 function that stops the command."
   (let* ((dir (make-temp-file "mevedel-hook-" t))
          (in (expand-file-name "input.json" dir))
@@ -618,7 +619,7 @@ function that stops the command."
         (json-error nil)))))
 
 (defun mevedel-hooks--context-on-stdout-p (event)
-  "Return non-nil when EVENT adds a successful hook's plain stdout to the context."
+  "Return non-nil when plain stdout of EVENT's successful hooks is context."
   (memq event '(UserPromptSubmit SessionStart SubagentStart)))
 
 (defun mevedel-hooks--string (value)
@@ -885,7 +886,8 @@ A member of `mevedel-pipeline-post-tool-use-failure-functions'."
 ;;;; Session events (called by mevedel-chat.el)
 
 (defvar mevedel-hooks--state (make-hash-table :test #'eq :weakness 'key)
-  "SESSION -> plist: :context (blocks for the next turn, oldest first),
+  "The hook state of each session.
+SESSION -> plist: :context (blocks for the next turn, oldest first),
 :starting (callbacks waiting for SessionStart hooks, or nil), :stops
 \(continuations since the last prompt).")
 

@@ -638,7 +638,7 @@ RECORD, when given, is the automatic approval that allowed it (see
                            (mevedel-pipeline--call-name call)))))))
 
 (defun mevedel-pipeline--hook-decision (call decision)
-  "Return DECISION about CALL as its PreToolUse hooks' permission changes it.
+  "Return DECISION about CALL, as modified by its PreToolUse hooks.
 A hook's `ask' turns an allow into a question; its `allow' answers a
 question, recorded as the hook's approval.  A refusal stays one."
   (pcase-let ((`(,permission . ,reason) (mevedel-pipeline--call-hook-permission call)))

@@ -1,0 +1,73 @@
+;;; hooks-e2e-test.el --- User hooks in a real session against the scripted model  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; A real mevedel session whose workspace has a .mevedel/hooks.el: the
+;; user approves it once, its UserPromptSubmit hook's output reaches the
+;; model with the prompt, and its PreToolUse guard blocks the model's
+;; `rm' with exit status 2, so the model's next request carries the
+;; guard's reason and the directory survives.  A Stop hook then sends
+;; the finished turn on once, with its reason as the next instruction.
+
+;;; Code:
+
+(eval-and-compile
+  (add-to-list 'load-path (file-name-directory (or load-file-name buffer-file-name))))
+(require 'mevedel-e2e-helpers)
+(require 'mevedel-hooks)
+
+(defconst hooks-e2e--guard
+  "input=$(cat)
+case \"$input\" in
+  *'\"command\":\"rm '*) echo 'rm is blocked by the project guard; use git clean -n first' >&2; exit 2 ;;
+esac
+"
+  "A PreToolUse guard refusing `rm'.")
+
+(defconst hooks-e2e--stop
+  "input=$(cat)
+case \"$input\" in
+  *'\"stop_hook_active\":true'*) exit 0 ;;
+esac
+echo '{\"decision\": \"block\", \"reason\": \"Say which files remain.\"}'
+"
+  "A Stop hook asking for one more answer.")
+
+(ert-deftest mevedel-e2e:a-hook-blocks-bash-and-the-model-reads-why ()
+  "The guard blocks `rm'; the model's next request holds the reason."
+  (let* ((asked nil)
+         (mevedel-hooks-can-ask-function (lambda () t))
+         (mevedel-hooks-approve-function
+          (lambda (file _summary callback) (push file asked) (funcall callback t)))
+         (run (mevedel-e2e-run
+               :wire 'openai :stream t :timeout 30
+               :files `(("build/out.o" . "object")
+                        ("guard.sh" . ,hooks-e2e--guard)
+                        ("stop.sh" . ,hooks-e2e--stop)
+                        (".mevedel/hooks.el"
+                         . ,(prin1-to-string
+                             '((UserPromptSubmit (:command "echo 'Sprint goal: smaller builds'"))
+                               (PreToolUse (:matcher "Bash" :command "sh guard.sh" :timeout 10))
+                               (Stop (:command "sh stop.sh"))))))
+               :prompt "Remove the build directory"
+               :setup (lambda (chat) (setf (mevedel-chat-permission-mode chat) 'full-auto))
+               :steps `(((expect . ((user_contains . "Sprint goal: smaller builds")))
+                         (tool_calls . [((name . "Bash")
+                                         (arguments . ((command . "rm -rf build")
+                                                       (description . "remove build"))))]))
+                        ((expect . ((results . [((contains . "rm is blocked by the project guard; use git clean -n first"))])))
+                         (text . "The guard refused; I left build/ alone."))
+                        ((expect . ((user_contains . "Say which files remain.")))
+                         (text . "build/out.o remains.")))
+               :inspect (lambda (chat _view)
+                          (mevedel-test-wait-until (not (mevedel-chat-busy-p chat)) 15)
+                          (file-exists-p (expand-file-name "build/out.o" (mevedel-chat-root chat))))))
+         (log (plist-get run :log)))
+    (should (plist-get run :inspected))
+    (should (= (length log) 3))
+    (should-not (cl-mapcan (lambda (entry) (copy-sequence (alist-get 'mismatches entry))) log))
+    (should (= (length asked) 1))
+    (should (string-match-p "build/out\\.o remains\\." (plist-get run :transcript)))))
+
+(provide 'hooks-e2e-test)
+;;; hooks-e2e-test.el ends here
