@@ -659,6 +659,16 @@ Notices are never sent to the model."
 
 (add-hook 'mevedel-chat-message-functions #'mevedel-chat--hook-context)
 
+(defun mevedel-chat--hook-stop-turn (session reason)
+  "Abort the turn of SESSION's chat, which a tool hook stopped for REASON.
+The hook's own call is cancelled with the turn's other calls."
+  (when-let* ((chat (cl-find session (mevedel-chat-list) :key #'mevedel-chat-session))
+              ((mevedel-chat-abort chat)))
+    (mevedel-chat--insert-notice chat 'hook (concat "A hook stopped the turn: " reason))
+    (mevedel-chat--notify chat 'truncated)))
+
+(setq mevedel-hooks-stop-turn-function #'mevedel-chat--hook-stop-turn)
+
 (defun mevedel-chat--stop-hooks (chat)
   "End CHAT's turn, unless its Stop hooks send it on with their reason.
 The turn's ON-DONE then waits for the turn that goes on."

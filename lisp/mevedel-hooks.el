@@ -123,6 +123,11 @@ approve.  Tests replace it with a stub.")
 Failed and timed-out hooks, blocked prompts and a hook's
 systemMessage reach the user through it.")
 
+(defvar mevedel-hooks-stop-turn-function #'ignore
+  "Function of (SESSION REASON) ending SESSION's turn for a tool hook.
+A PreToolUse or PostToolUse hook answering continue false calls it;
+mevedel-chat.el aborts the chat's turn.")
+
 (define-error 'mevedel-hooks-error "mevedel hook error")
 
 ;;;; Reading the sources
@@ -493,6 +498,24 @@ and hook_event_name."
   (decode-coding-string
    (json-serialize input :null-object :null :false-object :json-false) 'utf-8 t))
 
+;;;; Per-session state
+
+(defvar mevedel-hooks--state (make-hash-table :test #'eq :weakness 'key)
+  "The hook state of each session.
+SESSION -> plist: :context (blocks for the next turn, oldest first),
+:starting (callbacks waiting for SessionStart hooks, or nil), :stops
+\(continuations since the last prompt), :keys (the scheduler keys of its
+hook commands).")
+
+(defun mevedel-hooks--get (session key)
+  "Return KEY of SESSION's hook state."
+  (plist-get (gethash session mevedel-hooks--state) key))
+
+(defun mevedel-hooks--put (session key value)
+  "Set KEY of SESSION's hook state to VALUE."
+  (puthash session (plist-put (gethash session mevedel-hooks--state) key value)
+           mevedel-hooks--state))
+
 ;;;; Running one hook
 
 (defun mevedel-hooks--bound (text)
@@ -534,9 +557,22 @@ and hook_event_name."
   "Return the execution scheduler key of ENTRY's command in SESSION.
 Each command has its own, so different hooks run in parallel and none
 waits behind the model's commands."
-  (format "%s/hook-%s"
-          (if (mevedel-session-p session) (mevedel-session-id session) "none")
-          (substring (secure-hash 'sha1 (plist-get entry :command)) 0 10)))
+  (let ((key (format "%s/hook-%s"
+                     (if (mevedel-session-p session) (mevedel-session-id session) "none")
+                     (substring (secure-hash 'sha1 (plist-get entry :command)) 0 10))))
+    (when (mevedel-session-p session)
+      (let ((keys (mevedel-hooks--get session :keys)))
+        (unless (member key keys)
+          (mevedel-hooks--put session :keys (cons key keys)))))
+    key))
+
+(defun mevedel-hooks--session-teardown (session)
+  "Stop the hook commands SESSION still runs and forget their schedulers."
+  (dolist (key (mevedel-hooks--get session :keys))
+    (mevedel-core-exec-teardown key))
+  (remhash session mevedel-hooks--state))
+
+(add-hook 'mevedel-session-close-functions #'mevedel-hooks--session-teardown)
 
 (defun mevedel-hooks--environment (workspace)
   "Return the environment of hook commands run in WORKSPACE."
@@ -822,6 +858,7 @@ A member of `mevedel-pipeline-pre-tool-use-functions'."
      (apply #'mevedel-hooks-input 'PreToolUse session (mevedel-hooks--tool-input context))
      session
      (lambda (verdict)
+       (mevedel-hooks--stop-turn 'PreToolUse session verdict)
        (append
         (when-let* ((text (plist-get verdict :context))) (list :context text))
         (cond
@@ -844,8 +881,15 @@ A member of `mevedel-pipeline-pre-tool-use-functions'."
                       result)
              (error (prin1-to-string result))))))
 
-(defun mevedel-hooks--post-answer (event verdict)
-  "Return the pipeline's answer to the post-tool VERDICT of EVENT."
+(defun mevedel-hooks--stop-turn (event session verdict)
+  "End SESSION's turn when the tool hooks' VERDICT of EVENT says stop."
+  (when-let* ((reason (plist-get verdict :stop)))
+    (funcall mevedel-hooks-report-function (format "A %s hook stopped the turn: %s" event reason))
+    (funcall mevedel-hooks-stop-turn-function session reason)))
+
+(defun mevedel-hooks--post-answer (event session verdict)
+  "Return the pipeline's answer to the post-tool VERDICT of EVENT in SESSION."
+  (mevedel-hooks--stop-turn event session verdict)
   (let ((texts (delq nil (list (plist-get verdict :context)
                                (when-let* ((text (plist-get verdict :block)))
                                  (format "%s hook feedback: %s" event text))
@@ -863,7 +907,7 @@ A member of `mevedel-pipeline-post-tool-use-functions'."
             (mevedel-hooks--tool-input
              context :tool_response (mevedel-hooks--result-value (plist-get outcome :result))))
      session
-     (lambda (verdict) (mevedel-hooks--post-answer 'PostToolUse verdict)))))
+     (lambda (verdict) (mevedel-hooks--post-answer 'PostToolUse session verdict)))))
 
 (defun mevedel-hooks-post-tool-use-failure (context outcome)
   "Run the PostToolUseFailure hooks for the call CONTEXT that failed with OUTCOME.
@@ -876,7 +920,7 @@ A member of `mevedel-pipeline-post-tool-use-failure-functions'."
              context :error (mevedel-hooks--result-value (plist-get outcome :result))
              :is_interrupt :json-false))
      session
-     (lambda (verdict) (mevedel-hooks--post-answer 'PostToolUseFailure verdict)))))
+     (lambda (verdict) (mevedel-hooks--post-answer 'PostToolUseFailure session verdict)))))
 
 (add-hook 'mevedel-pipeline-pre-tool-use-functions #'mevedel-hooks-pre-tool-use)
 (add-hook 'mevedel-pipeline-post-tool-use-functions #'mevedel-hooks-post-tool-use)
@@ -884,21 +928,6 @@ A member of `mevedel-pipeline-post-tool-use-failure-functions'."
           #'mevedel-hooks-post-tool-use-failure)
 
 ;;;; Session events (called by mevedel-chat.el)
-
-(defvar mevedel-hooks--state (make-hash-table :test #'eq :weakness 'key)
-  "The hook state of each session.
-SESSION -> plist: :context (blocks for the next turn, oldest first),
-:starting (callbacks waiting for SessionStart hooks, or nil), :stops
-\(continuations since the last prompt).")
-
-(defun mevedel-hooks--get (session key)
-  "Return KEY of SESSION's hook state."
-  (plist-get (gethash session mevedel-hooks--state) key))
-
-(defun mevedel-hooks--put (session key value)
-  "Set KEY of SESSION's hook state to VALUE."
-  (puthash session (plist-put (gethash session mevedel-hooks--state) key value)
-           mevedel-hooks--state))
 
 (defun mevedel-hooks--add-context (session event text)
   "Keep TEXT from EVENT's hooks for SESSION's next request."

@@ -14,6 +14,7 @@
 (require 'mevedel-hooks)
 (require 'mevedel-tool-exec)
 (require 'mevedel-batch)
+(require 'mevedel-chat)
 
 (defvar hooks-test--reports nil
   "What the hooks told the user, newest first.")
@@ -275,6 +276,29 @@ cat >/dev/null; sleep 0.3; echo 'Branch: main; 3 open TODOs'
     (mevedel-hooks-session-start session "resume")
     (should-not (hooks-test--await #'mevedel-hooks-prompt-submit session "hi"))
     (should (equal (length (mevedel-hooks-take-context session)) 1))))
+
+(ert-deftest mevedel-hooks:chat-keeps-a-blocked-prompt-from-the-model ()
+  (hooks-test--with (list (list ".mevedel/hooks.el"
+                                (hooks-test--hooks-el
+                                 '(UserPromptSubmit
+                                   (:command "echo 'Deploys are frozen until Monday' >&2; exit 2")))))
+    (let* ((chat (mevedel-chat-get-create workspace))
+           (outcome nil))
+      (unwind-protect
+          (progn
+            (should-not (mevedel-chat-send chat "deploy now"
+                                           :on-done (lambda (_chat result) (setq outcome result))))
+            ;; Busy while the hook decides: a second prompt would queue.
+            (should (mevedel-chat-busy-p chat))
+            (mevedel-test-wait-until outcome 10)
+            (should (eq outcome 'blocked))
+            (should-not (mevedel-chat-busy-p chat))
+            (should-not (mevedel-chat-turns chat))
+            (should (equal (car (mevedel-chat-history chat)) "deploy now"))
+            (should (string-match-p "Prompt blocked by a hook: Deploys are frozen until Monday"
+                                    (with-current-buffer (mevedel-chat-data-buffer chat)
+                                      (buffer-string)))))
+        (kill-buffer (mevedel-chat-data-buffer chat))))))
 
 ;;;; Timeouts and failures
 

@@ -69,5 +69,23 @@ echo '{\"decision\": \"block\", \"reason\": \"Say which files remain.\"}'
     (should (= (length asked) 1))
     (should (string-match-p "build/out\\.o remains\\." (plist-get run :transcript)))))
 
+(ert-deftest mevedel-e2e:a-hook-answering-continue-false-ends-the-turn ()
+  "A PreToolUse hook's continue false refuses the call and aborts the turn."
+  (let* ((mevedel-hooks
+          '((PreToolUse (:matcher "Bash"
+                         :command "cat >/dev/null; echo '{\"continue\": false, \"stopReason\": \"maintenance window\"}'"))))
+         (run (mevedel-e2e-run
+               :wire 'anthropic :stream t
+               :prompt "Deploy"
+               :setup (lambda (chat) (setf (mevedel-chat-permission-mode chat) 'full-auto))
+               :steps `(((tool_calls . [((name . "Bash")
+                                         (arguments . ((command . "echo deploying")
+                                                       (description . "deploy"))))]))
+                        ((text . "never sent"))))))
+    (should (eq (plist-get run :outcome) 'abort))
+    (should (= (length (plist-get run :log)) 1))
+    (should (string-match-p "A hook stopped the turn: maintenance window"
+                            (plist-get run :transcript)))))
+
 (provide 'hooks-e2e-test)
 ;;; hooks-e2e-test.el ends here
