@@ -567,7 +567,7 @@ waits behind the model's commands."
     key))
 
 (defun mevedel-hooks--session-teardown (session)
-  "Stop the hook commands SESSION still runs and forget their schedulers."
+  "Stop the hook commands of SESSION and forget their schedulers."
   (dolist (key (mevedel-hooks--get session :keys))
     (mevedel-core-exec-teardown key))
   (remhash session mevedel-hooks--state))
@@ -882,7 +882,7 @@ A member of `mevedel-pipeline-pre-tool-use-functions'."
              (error (prin1-to-string result))))))
 
 (defun mevedel-hooks--stop-turn (event session verdict)
-  "End SESSION's turn when the tool hooks' VERDICT of EVENT says stop."
+  "End SESSION's turn when the VERDICT of EVENT's tool hooks is to stop."
   (when-let* ((reason (plist-get verdict :stop)))
     (funcall mevedel-hooks-report-function (format "A %s hook stopped the turn: %s" event reason))
     (funcall mevedel-hooks-stop-turn-function session reason)))
