@@ -308,12 +308,17 @@ The parse is cached until FILE's modification time or size changes."
   (let ((approvals (cons (cons file hash)
                          (assoc-delete-all file (copy-sequence (mevedel-hooks--approvals))))))
     (setq mevedel-hooks--approvals approvals)
-    (make-directory (file-name-directory mevedel-hooks-approvals-file) t)
-    (with-temp-file mevedel-hooks-approvals-file
-      (let ((print-length nil) (print-level nil))
-        (insert ";; Workspace hook files whose content the user approved.\n")
-        (prin1 approvals (current-buffer))
-        (insert "\n")))))
+    (remhash file mevedel-hooks--declined)
+    (mevedel-hooks--save-approvals)))
+
+(defun mevedel-hooks--save-approvals ()
+  "Write the approvals to `mevedel-hooks-approvals-file'."
+  (make-directory (file-name-directory mevedel-hooks-approvals-file) t)
+  (with-temp-file mevedel-hooks-approvals-file
+    (let ((print-length nil) (print-level nil))
+      (insert ";; Workspace hook files whose content the user approved.\n")
+      (prin1 mevedel-hooks--approvals (current-buffer))
+      (insert "\n"))))
 
 (defun mevedel-hooks--summary (entries)
   "Return the lines naming the commands of ENTRIES, for an approval question."
@@ -366,6 +371,34 @@ Run these commands (outside the sandbox)? " (abbreviate-file-name file) summary)
     (puthash file (list callback) mevedel-hooks--asking)
     (funcall mevedel-hooks-approve-function file (mevedel-hooks--summary entries)
              (lambda (approved) (mevedel-hooks--settle-question file hash approved))))))
+
+(defun mevedel-hooks-revoke (file)
+  "Forget the approval of FILE: its hooks ask again before they run."
+  (let ((approvals (assoc-delete-all file (copy-sequence (mevedel-hooks--approvals)))))
+    (setq mevedel-hooks--approvals approvals)
+    (remhash file mevedel-hooks--declined)
+    (mevedel-hooks--save-approvals)))
+
+(defun mevedel-hooks-sources (workspace)
+  "Return the hook sources of WORKSPACE, in running order, for display.
+Each is a plist: :file (nil for `mevedel-hooks'), :state (`trusted',
+`approved', `unapproved', `declined', `broken' or `absent'), :hash,
+:entries and :error."
+  (cons (condition-case err
+            (list :file nil :state 'trusted
+                  :entries (mevedel-hooks--entries-of mevedel-hooks nil))
+          (mevedel-hooks-error (list :file nil :state 'broken :error (error-message-string err))))
+        (mapcar (lambda (file)
+                  (pcase (mevedel-hooks--file file)
+                    ('nil (list :file file :state 'absent))
+                    (`(,hash ,entries ,problem)
+                     (list :file file :hash hash :entries entries :error problem
+                           :state (cond (problem 'broken)
+                                        ((mevedel-hooks-approved-p file hash) 'approved)
+                                        ((equal (gethash file mevedel-hooks--declined) hash)
+                                         'declined)
+                                        (t 'unapproved))))))
+                (mevedel-hooks--workspace-files workspace))))
 
 ;;;; Matching
 

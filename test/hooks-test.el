@@ -454,6 +454,40 @@ cat >/dev/null; sleep 0.3; echo 'Branch: main; 3 open TODOs'
   (should (plist-get (mevedel-batch--parse-args '("-p" "x" "--trust-hooks")) :trust-hooks))
   (should (string-match-p "--trust-hooks" mevedel-batch-usage-text)))
 
+(ert-deftest mevedel-hooks:list-shows-sources-and-approves ()
+  (require 'mevedel-hooks-list)
+  (hooks-test--with (list (list ".mevedel/hooks.el"
+                                (hooks-test--hooks-el
+                                 '(PreToolUse (:matcher "Bash" :command "scripts/guard.sh" :timeout 10))))
+                          (list ".claude/settings.json" "{\"hooks\": 3"))
+    (let* ((mevedel-hooks '((Stop (:command "notify-send done"))))
+           (file (expand-file-name ".mevedel/hooks.el" workspace))
+           (buffer (mevedel-hooks-list workspace)))
+      (unwind-protect
+          (with-current-buffer buffer
+            (let ((text (buffer-string)))
+              (should (string-match-p "mevedel-hooks: trusted" text))
+              (should (string-match-p "Stop +notify-send done" text))
+              (should (string-match-p "\\.mevedel/hooks\\.el: not approved" text))
+              (should (string-match-p "PreToolUse +\\[Bash\\] scripts/guard\\.sh  (timeout 10 s)" text))
+              (should (string-match-p "\\.claude/settings\\.json: not used\n +.*invalid JSON" text))
+              (should (string-match-p "\\.claude/settings\\.local\\.json: absent" text)))
+            (goto-char (point-min))
+            (search-forward ".mevedel/hooks.el")
+            (mevedel-hooks-list-approve)
+            (should (string-match-p "\\.mevedel/hooks\\.el: approved" (buffer-string)))
+            ;; Approved here: the first command runs without a question.
+            (hooks-test--await #'mevedel-hooks-prompt-submit session "x")
+            (should (hooks-test--bash session "echo fine"))
+            (should-not hooks-test--asked)
+            (goto-char (point-min))
+            (search-forward ".mevedel/hooks.el")
+            (mevedel-hooks-list-revoke)
+            (should (string-match-p "\\.mevedel/hooks\\.el: not approved" (buffer-string)))
+            (should-not (mevedel-hooks-approved-p file (plist-get (nth 1 (mevedel-hooks-sources workspace))
+                                                                  :hash))))
+        (kill-buffer buffer)))))
+
 ;;;; The input's shape
 
 (defun hooks-test--keys (alist)
