@@ -642,9 +642,13 @@ function that stops the command."
     (condition-case failure
         (setq id (mevedel-core-exec-start
                   (list :session key :owner "/hooks"
-                        :command (format "{ %s\n} < %s > %s 2> %s"
-                                         (plist-get entry :command) (shell-quote-argument in)
-                                         (shell-quote-argument out) (shell-quote-argument err))
+                        ;; Its own shell: a hook may start background
+                        ;; work (`notify-send ... &'), which the
+                        ;; model's commands may not.
+                        :command (format "bash -c %s < %s > %s 2> %s"
+                                         (shell-quote-argument (plist-get entry :command))
+                                         (shell-quote-argument in) (shell-quote-argument out)
+                                         (shell-quote-argument err))
                         :description (format "hook: %s" (mevedel-hooks--label entry))
                         :cwd (directory-file-name workspace)
                         :yield-ms (max 1 (round (* 1000 timeout)))

@@ -306,7 +306,8 @@ cat >/dev/null; sleep 0.3; echo 'Branch: main; 3 open TODOs'
   (hooks-test--with (list (list ".mevedel/hooks.el"
                                 (hooks-test--hooks-el
                                  '(PreToolUse (:command "sleep 300; echo hooks-test-late" :timeout 0.5))
-                                 '(PostToolUse (:command "echo oops >&2; exit 3")))))
+                                 '(PostToolUse (:command "echo oops >&2; exit 3")
+                                                (:command "(sleep 0.2; echo late) & echo '{\"systemMessage\": \"formatted\"}'")))))
     (let* ((start (float-time))
            (text (hooks-test--bash session "echo still-runs")))
       (should (< (- (float-time) start) 10))
@@ -315,6 +316,8 @@ cat >/dev/null; sleep 0.3; echo 'Branch: main; 3 open TODOs'
                      hooks-test--reports))
     (should (cl-some (lambda (r) (string-match-p "exited with status 3: oops" r))
                      hooks-test--reports))
+    ;; A hook may start background work; its systemMessage reaches the user.
+    (should (member "formatted" hooks-test--reports))
     (mevedel-test-wait-until (null (mevedel-test-processes-running "sleep 300")) 5)))
 
 ;;;; Sources and trust
