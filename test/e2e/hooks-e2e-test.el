@@ -87,5 +87,35 @@ echo '{\"decision\": \"block\", \"reason\": \"Say which files remain.\"}'
     (should (string-match-p "A hook stopped the turn: maintenance window"
                             (plist-get run :transcript)))))
 
+(defconst hooks-e2e--frozen
+  '((".mevedel/hooks.el"
+     . "((UserPromptSubmit
+  (:command \"case \\\"$(cat)\\\" in *deploy*) echo 'Deploys are frozen until Monday' >&2; exit 2 ;; esac\")))"))
+  "A workspace whose UserPromptSubmit hook blocks deploy prompts.")
+
+(ert-deftest mevedel-e2e:headless-skips-unapproved-hooks-unless-trusted ()
+  "bin/mevedel skips an unapproved hook file with one stderr line.
+With --trust-hooks the hook runs and blocks the prompt: nothing is sent."
+  (let* ((file-line "mevedel: skipping the unapproved hooks of .*/\\.mevedel/hooks\\.el \
+(--trust-hooks runs them)")
+         (skipped (mevedel-e2e-headless
+                   :files hooks-e2e--frozen
+                   :steps '(((text . "Deploying.")))
+                   :args '("-p" "deploy now")))
+         (trusted (mevedel-e2e-headless
+                   :files hooks-e2e--frozen
+                   :steps '(((text . "Deploying.")))
+                   :args '("-p" "deploy now" "--trust-hooks"))))
+    (should (eql (plist-get skipped :status) 0))
+    (should (equal (plist-get skipped :stdout) "Deploying.\n"))
+    (should (= 1 (cl-count-if (lambda (line) (string-match-p file-line line))
+                              (split-string (plist-get skipped :stderr) "\n"))))
+    (should (= (length (plist-get skipped :log)) 1))
+    (should (eql (plist-get trusted :status) 1))
+    (should-not (string-match-p "skipping" (plist-get trusted :stderr)))
+    (should (string-match-p "mevedel: a UserPromptSubmit hook blocked the prompt: \
+Deploys are frozen until Monday" (plist-get trusted :stderr)))
+    (should-not (plist-get trusted :log))))
+
 (provide 'hooks-e2e-test)
 ;;; hooks-e2e-test.el ends here
