@@ -409,6 +409,7 @@ gets `blocked'."
            (mevedel-chat-session chat) text
            (lambda (blocked)
              (setf (mevedel-chat-hooking chat) nil)
+             (unless sync (mevedel-chat--set-status chat 'idle))
              (cond (blocked (mevedel-chat--prompt-blocked chat text blocked on-done))
                    (sync (setq turn (mevedel-chat--send-or-compact chat text on-done nil)))
                    (t (condition-case err
@@ -417,6 +418,8 @@ gets `blocked'."
         (error (setf (mevedel-chat-hooking chat) nil)
                (signal (car err) (cdr err))))
       (setq sync nil)
+      (when (mevedel-chat-hooking chat)
+        (mevedel-chat--set-status chat 'hooks "UserPromptSubmit"))
       turn)))
 
 (defun mevedel-chat--prompt-blocked (chat text reason on-done)
@@ -675,9 +678,11 @@ The turn's ON-DONE then waits for the turn that goes on."
   (let ((session (mevedel-chat-session chat)))
     (if (not (mevedel-hooks-any-p session 'Stop))
         (mevedel-chat--finish chat 'done)
+      (mevedel-chat--set-status chat 'hooks "Stop")
       (mevedel-hooks-stop
        session (mevedel-chat--last-answer chat)
        (lambda (reason)
+         (setf (mevedel-chat-status-detail chat) nil)
          (if (not reason)
              (mevedel-chat--finish chat 'done)
            (let ((on-done (mevedel-chat-on-done chat)))

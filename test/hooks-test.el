@@ -290,6 +290,7 @@ cat >/dev/null; sleep 0.3; echo 'Branch: main; 3 open TODOs'
                                            :on-done (lambda (_chat result) (setq outcome result))))
             ;; Busy while the hook decides: a second prompt would queue.
             (should (mevedel-chat-busy-p chat))
+            (should (eq (mevedel-chat-status chat) 'hooks))
             (mevedel-test-wait-until outcome 10)
             (should (eq outcome 'blocked))
             (should-not (mevedel-chat-busy-p chat))
