@@ -28,8 +28,8 @@
 ;;   -r, --resume ID           continue the saved session ID
 ;;   --list-sessions           list the workspace's saved sessions and exit
 ;;                             (with --json: a JSON array)
-;;   --trust-hooks             run the workspace's hook files even when
-;;                             nobody approved their current content
+;;   --trust-hooks             run the workspace's hook files as they are
+;;                             when the run starts, approved or not
 ;;   -h, --help                print the usage and exit
 ;;
 ;; Every run saves its session (see `mevedel-chat-save-sessions'); the
@@ -100,7 +100,7 @@ Options:
   -r, --resume ID          continue the saved session ID
   --list-sessions          list the workspace's saved sessions
   --trust-hooks            run the workspace's hook files (.mevedel/hooks.el,
-                           .claude/settings.json) without approval
+                           .claude/settings.json) as they are now, unapproved
   -h, --help               print this and exit
 
 Exit status: 0 done, 1 the turn failed, timed out, was blocked by a hook
@@ -381,8 +381,9 @@ argument) and what came of it: `Grep \"defun\" … 21 lines'."
 Return a plist: :status (the exit status), :output (what to print)
 and :error (a message, or nil)."
   (let* ((root (mevedel-chat-workspace-root (or (plist-get options :dir) default-directory)))
-         (mevedel-hooks-trust-workspace (or (plist-get options :trust-hooks)
-                                            mevedel-hooks-trust-workspace))
+         (mevedel-hooks-trust-workspace (if (plist-get options :trust-hooks)
+                                            (mevedel-hooks-trust-snapshot root)
+                                          mevedel-hooks-trust-workspace))
          (chat (mevedel-chat-get-create root (mevedel-batch--session root options)))
          (outcome nil)
          (deadline (+ (float-time) (plist-get options :timeout))))

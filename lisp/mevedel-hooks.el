@@ -19,7 +19,7 @@
 ;; content hashes kept in `mevedel-hooks-approvals-file', outside every
 ;; workspace.  A headless run cannot ask; it skips such a file with one
 ;; line on stderr unless `mevedel-hooks-trust-workspace' (bin/mevedel
-;; --trust-hooks) is set.
+;; --trust-hooks) trusts it: the content it had when the run began.
 ;;
 ;; Events: PreToolUse, PostToolUse and PostToolUseFailure run inside the
 ;; tool pipeline (they are functions on its hook variables and answer
@@ -106,8 +106,10 @@ they run only once approved."
   "The workspace's hook files, relative to its root, in running order.")
 
 (defvar mevedel-hooks-trust-workspace nil
-  "Non-nil runs unapproved workspace hook files without asking.
-bin/mevedel --trust-hooks sets it.")
+  "Workspace hook files that run without approval: t (all), or an alist.
+The alist holds (FILE . HASH) for the content trusted; bin/mevedel
+--trust-hooks trusts the files as they are when the run starts (see
+`mevedel-hooks-trust-snapshot'), so one the model changes is not.")
 
 (defvar mevedel-hooks-can-ask-function (lambda () (not noninteractive))
   "Function returning non-nil when the user can be asked to approve a file.
@@ -357,7 +359,9 @@ Run these commands (outside the sandbox)? " (abbreviate-file-name file) summary)
 (defun mevedel-hooks--trust (file hash entries callback)
   "Call CALLBACK with non-nil when FILE (content HASH, ENTRIES) may run."
   (cond
-   ((or mevedel-hooks-trust-workspace (mevedel-hooks-approved-p file hash))
+   ((or (eq mevedel-hooks-trust-workspace t)
+        (equal (cdr (assoc file mevedel-hooks-trust-workspace)) hash)
+        (mevedel-hooks-approved-p file hash))
     (funcall callback t))
    ((equal (gethash file mevedel-hooks--declined) hash) (funcall callback nil))
    ((not (funcall mevedel-hooks-can-ask-function))
@@ -378,6 +382,13 @@ Run these commands (outside the sandbox)? " (abbreviate-file-name file) summary)
     (setq mevedel-hooks--approvals approvals)
     (remhash file mevedel-hooks--declined)
     (mevedel-hooks--save-approvals)))
+
+(defun mevedel-hooks-trust-snapshot (workspace)
+  "Return (FILE . HASH) for each hook file of WORKSPACE as it is now.
+As `mevedel-hooks-trust-workspace' it trusts this content only."
+  (cl-loop for file in (mevedel-hooks--workspace-files workspace)
+           for parsed = (mevedel-hooks--file file)
+           when parsed collect (cons file (car parsed))))
 
 (defun mevedel-hooks-sources (workspace)
   "Return the hook sources of WORKSPACE, in running order, for display.
