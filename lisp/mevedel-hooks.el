@@ -630,8 +630,7 @@ waits behind the model's commands."
   "Run ENTRY's command in WORKSPACE with JSON on stdin; CALLBACK gets the result.
 SESSION owns the execution.  The result is (:exit CODE :stdout TEXT
 :stderr TEXT), or (:error TEXT) when it could not run or was stopped
-at its timeout.  Return a
-function that stops the command."
+at its timeout.  Return a function that stops the command."
   (let* ((dir (make-temp-file "mevedel-hook-" t))
          (in (expand-file-name "input.json" dir))
          (out (expand-file-name "stdout" dir))
@@ -854,10 +853,16 @@ and :agent_type) and SubagentStop (also :stop_hook_active,
       (mevedel-hooks--trusted-entries
        groups
        (lambda (entries)
-         (cond (stopped nil)
-               ((null entries) (funcall callback nil))
-               (t (setq stop (mevedel-hooks--run-entries event entries input session
-                                                         callback))))))
+         ;; The same command from two sources runs once, as in Claude Code.
+         (let ((entries (cl-remove-duplicates
+                         entries :from-end t
+                         :test (lambda (a b) (and (plist-get a :command)
+                                                  (equal (plist-get a :command)
+                                                         (plist-get b :command)))))))
+           (cond (stopped nil)
+                 ((null entries) (funcall callback nil))
+                 (t (setq stop (mevedel-hooks--run-entries event entries input session
+                                                           callback)))))))
       (lambda () (setq stopped t) (when stop (funcall stop))))))
 
 (defun mevedel-hooks-any-p (session event)

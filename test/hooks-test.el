@@ -362,7 +362,8 @@ cat >/dev/null; sleep 0.3; echo 'Branch: main; 3 open TODOs'
   }
 }")
             (list ".claude/settings.local.json"
-                  "{\"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"./stop.sh\"}]}]}}"))
+                  "{\"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"echo once >> stops\"}]}]}}")
+            (list ".mevedel/hooks.el" (hooks-test--hooks-el '(Stop (:command "echo once >> stops")))))
     (let* ((file (expand-file-name ".claude/settings.json" workspace))
            (entries (nth 1 (mevedel-hooks--file file))))
       (should (equal (mapcar (lambda (e) (list (plist-get e :event) (plist-get e :matcher)
@@ -373,8 +374,14 @@ cat >/dev/null; sleep 0.3; echo 'Branch: main; 3 open TODOs'
       (should (mevedel-hooks--candidates workspace 'PreToolUse '(:tool_name "Write")))
       (should-not (mevedel-hooks--candidates workspace 'PreToolUse '(:tool_name "Bash")))
       (should (mevedel-hooks--candidates workspace 'Stop nil))
+      ;; The same command in two files runs once.
+      (hooks-test--await #'mevedel-hooks-stop session "done")
+      (should (equal (with-temp-buffer
+                       (insert-file-contents (expand-file-name "stops" workspace))
+                       (buffer-string))
+                     "once\n"))
       (let ((mevedel-hooks-read-claude-settings nil))
-        (should-not (mevedel-hooks--candidates workspace 'Stop nil))))))
+        (should (= 1 (length (mevedel-hooks--candidates workspace 'Stop nil))))))))
 
 (ert-deftest mevedel-hooks:matchers-follow-claude-code ()
   (should (mevedel-hooks-matches-p nil "Bash"))
