@@ -674,25 +674,37 @@ The hook's own call is cancelled with the turn's other calls."
 
 (defun mevedel-chat--stop-hooks (chat)
   "End CHAT's turn, unless its Stop hooks send it on with their reason.
-The turn's ON-DONE then waits for the turn that goes on."
-  (let ((session (mevedel-chat-session chat)))
+The turn's ON-DONE then waits for the turn that goes on.  Aborting the
+turn meanwhile stops the hooks."
+  (let ((session (mevedel-chat-session chat))
+        (turn (mevedel-chat-turn chat)))
     (if (not (mevedel-hooks-any-p session 'Stop))
         (mevedel-chat--finish chat 'done)
       (mevedel-chat--set-status chat 'hooks "Stop")
-      (mevedel-hooks-stop
-       session (mevedel-chat--last-answer chat)
-       (lambda (reason)
-         (setf (mevedel-chat-status-detail chat) nil)
-         (if (not reason)
-             (mevedel-chat--finish chat 'done)
-           (let ((on-done (mevedel-chat-on-done chat)))
-             (setf (mevedel-chat-on-done chat) nil)
-             (mevedel-chat--finish chat 'done)
-             (if (mevedel-chat-busy-p chat)
-                 (when on-done (funcall on-done chat 'done))
-               (mevedel-chat-send chat (concat "Stop hook feedback:\n" reason)
-                                  :on-done on-done
-                                  :background "A Stop hook sent the turn on")))))))))
+      (when-let* ((stop (mevedel-chat--run-stop-hooks chat session)))
+        (push (lambda ()
+                (funcall stop)
+                (when (eq (mevedel-chat-turn chat) turn)
+                  (mevedel-chat--insert-notice chat 'abort "Aborted")
+                  (mevedel-chat--finish chat 'abort)))
+              (mevedel-chat-cancellers chat))))))
+
+(defun mevedel-chat--run-stop-hooks (chat session)
+  "Run SESSION's Stop hooks for CHAT's turn; return what stops them."
+  (mevedel-hooks-stop
+   session (mevedel-chat--last-answer chat)
+   (lambda (reason)
+     (setf (mevedel-chat-status-detail chat) nil)
+     (if (not reason)
+         (mevedel-chat--finish chat 'done)
+       (let ((on-done (mevedel-chat-on-done chat)))
+         (setf (mevedel-chat-on-done chat) nil)
+         (mevedel-chat--finish chat 'done)
+         (if (mevedel-chat-busy-p chat)
+             (when on-done (funcall on-done chat 'done))
+           (mevedel-chat-send chat (concat "Stop hook feedback:\n" reason)
+                              :on-done on-done
+                              :background "A Stop hook sent the turn on")))))))
 
 (defun mevedel-chat-error-message (info)
   "Return a one-line description of the error in request INFO."

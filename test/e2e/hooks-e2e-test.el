@@ -87,6 +87,23 @@ echo '{\"decision\": \"block\", \"reason\": \"Say which files remain.\"}'
     (should (string-match-p "A hook stopped the turn: maintenance window"
                             (plist-get run :transcript)))))
 
+(ert-deftest mevedel-e2e:aborting-during-a-stop-hook-stops-it ()
+  "C-c C-k while a slow Stop hook runs ends the turn at once and stops the hook."
+  (let* ((mevedel-hooks '((Stop (:command "sleep 300; echo hooks-e2e-slow-stop"))))
+         (aborted nil)
+         (run (mevedel-e2e-run
+               :wire 'openai :stream t :timeout 20
+               :prompt "Hello"
+               :steps '(((text . "Hi there.")))
+               :during (lambda (chat _view)
+                         (when (and (not aborted) (eq (mevedel-chat-status chat) 'hooks))
+                           (setq aborted (float-time))
+                           (mevedel-chat-abort chat))))))
+    (should aborted)
+    (should (eq (plist-get run :outcome) 'abort))
+    (should (string-match-p "Aborted" (plist-get run :transcript)))
+    (mevedel-test-wait-until (null (mevedel-test-processes-running "hooks-e2e-slow-stop")) 5)))
+
 (defconst hooks-e2e--frozen
   '((".mevedel/hooks.el"
      . "((UserPromptSubmit
