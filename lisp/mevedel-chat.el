@@ -121,7 +121,8 @@ The outcome is `done', `error' or `abort'.")
   queued
   ;; Non-nil while older turns are being summarised.
   compacting
-  ;; Non-nil while UserPromptSubmit hooks decide about a prompt.
+  ;; Non-nil while UserPromptSubmit hooks decide about a prompt: then
+  ;; (once they run in the background) the function that stops them.
   hooking)
 
 (defvar mevedel-chat--chats (make-hash-table :test #'equal)
@@ -405,22 +406,38 @@ gets `blocked'."
     (let ((turn nil) (sync t))
       (setf (mevedel-chat-hooking chat) t)
       (condition-case err
-          (mevedel-hooks-prompt-submit
-           (mevedel-chat-session chat) text
-           (lambda (blocked)
-             (setf (mevedel-chat-hooking chat) nil)
-             (unless sync (mevedel-chat--set-status chat 'idle))
-             (cond (blocked (mevedel-chat--prompt-blocked chat text blocked on-done))
-                   (sync (setq turn (mevedel-chat--send-or-compact chat text on-done nil)))
-                   (t (condition-case err
-                          (mevedel-chat--send-or-compact chat text on-done nil)
-                        (error (message "mevedel: %s" (error-message-string err))))))))
+          (let ((stop (mevedel-hooks-prompt-submit
+                       (mevedel-chat-session chat) text
+                       (lambda (blocked)
+                         (let ((sent (mevedel-chat--after-prompt-hooks
+                                      chat text on-done blocked sync)))
+                           (when sync (setq turn sent)))))))
+            (when (mevedel-chat-hooking chat)
+              ;; They run in the background: an abort stops them.
+              (setf (mevedel-chat-hooking chat)
+                    (lambda ()
+                      (funcall stop)
+                      (push text (mevedel-chat-history chat))
+                      (when on-done (funcall on-done chat 'abort))))
+              (mevedel-chat--set-status chat 'hooks "UserPromptSubmit")))
         (error (setf (mevedel-chat-hooking chat) nil)
                (signal (car err) (cdr err))))
       (setq sync nil)
-      (when (mevedel-chat-hooking chat)
-        (mevedel-chat--set-status chat 'hooks "UserPromptSubmit"))
       turn)))
+
+(defun mevedel-chat--after-prompt-hooks (chat text on-done blocked sync)
+  "Send TEXT in CHAT now that its UserPromptSubmit hooks answered; return the turn.
+BLOCKED is the hooks' reason to keep TEXT from the model, or nil.
+SYNC non-nil says they answered at once, within `mevedel-chat-send',
+whose caller then hears a failure to send; later, it is a message.
+ON-DONE is as for `mevedel-chat-send'."
+  (setf (mevedel-chat-hooking chat) nil)
+  (unless sync (mevedel-chat--set-status chat 'idle))
+  (cond (blocked (mevedel-chat--prompt-blocked chat text blocked on-done) nil)
+        (sync (mevedel-chat--send-or-compact chat text on-done nil))
+        (t (condition-case err
+               (mevedel-chat--send-or-compact chat text on-done nil)
+             (error (message "mevedel: %s" (error-message-string err)) nil)))))
 
 (defun mevedel-chat--prompt-blocked (chat text reason on-done)
   "Tell CHAT's user that a hook blocked the prompt TEXT for REASON.
@@ -751,15 +768,22 @@ Observers hear `retry' with the plist (:message :retry :of :delay)."
 (defun mevedel-chat-abort (chat)
   "Abort CHAT's running turn, if any.
 The request stops first; then the turn's tool calls are cancelled,
-which withdraws their permission cards.  Return non-nil when a turn
-was running."
-  (when-let* (((mevedel-chat-turn chat))
-              (fsm (mevedel-chat-fsm chat)))
+which withdraws their permission cards.  A prompt still waiting for
+its UserPromptSubmit hooks is not sent (it stays in the input
+history).  Return non-nil when a turn or such a prompt was running."
+  (cond
+   ((functionp (mevedel-chat-hooking chat))
+    (let ((stop (mevedel-chat-hooking chat)))
+      (setf (mevedel-chat-hooking chat) nil)
+      (mevedel-chat--set-status chat 'idle)
+      (funcall stop))
+    t)
+   ((and (mevedel-chat-turn chat) (mevedel-chat-fsm chat))
     (let ((cancellers (mevedel-chat-cancellers chat)))
-      (mevedel-gptel-abort fsm (mevedel-chat-data-buffer chat))
+      (mevedel-gptel-abort (mevedel-chat-fsm chat) (mevedel-chat-data-buffer chat))
       ;; The turn is over: settle its tool calls (and their cards).
       (mapc #'funcall cancellers))
-    t))
+    t)))
 
 ;;;; Queued input
 

@@ -1014,24 +1014,29 @@ turn; a prompt sent meanwhile waits for them."
   "Run SESSION's UserPromptSubmit hooks for PROMPT; CALLBACK gets the outcome.
 The outcome is nil to send PROMPT (the hooks' context goes with it),
 or the reason it is blocked (already told to the user).  CALLBACK runs
-synchronously when no hook applies."
-  (let ((go (lambda ()
-              (mevedel-hooks--put session :stops 0)
-              (mevedel-hooks-run
-               'UserPromptSubmit
-               (mevedel-hooks-input 'UserPromptSubmit session :prompt prompt)
-               (lambda (verdict)
-                 (let ((blocked (or (plist-get verdict :block) (plist-get verdict :stop))))
-                   (if blocked
-                       (funcall mevedel-hooks-report-function
-                                (format "A UserPromptSubmit hook blocked the prompt: %s" blocked))
-                     (mevedel-hooks--add-context session 'UserPromptSubmit
-                                                 (plist-get verdict :context)))
-                   (funcall callback blocked)))
-               session))))
+synchronously when no hook applies.  Return a function that stops the
+hooks; CALLBACK is then never called."
+  (let* ((stopped nil) (stop nil)
+         (go (lambda ()
+               (unless stopped
+                 (mevedel-hooks--put session :stops 0)
+                 (setq stop
+                       (mevedel-hooks-run
+                        'UserPromptSubmit
+                        (mevedel-hooks-input 'UserPromptSubmit session :prompt prompt)
+                        (lambda (verdict)
+                          (let ((blocked (or (plist-get verdict :block) (plist-get verdict :stop))))
+                            (if blocked
+                                (funcall mevedel-hooks-report-function
+                                         (format "A UserPromptSubmit hook blocked the prompt: %s" blocked))
+                              (mevedel-hooks--add-context session 'UserPromptSubmit
+                                                          (plist-get verdict :context)))
+                            (funcall callback blocked)))
+                        session))))))
     (if-let* ((starting (mevedel-hooks--get session :starting)))
         (setcdr starting (cons go (cdr starting)))
-      (funcall go))))
+      (funcall go))
+    (lambda () (setq stopped t) (when stop (funcall stop)))))
 
 (defun mevedel-hooks-stop (session last-message callback)
   "Run SESSION's Stop hooks after a turn answered LAST-MESSAGE.

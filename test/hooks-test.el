@@ -302,12 +302,32 @@ cat >/dev/null; sleep 0.3; echo 'Branch: main; 3 open TODOs'
                                       (buffer-string)))))
         (kill-buffer (mevedel-chat-data-buffer chat))))))
 
+(ert-deftest mevedel-hooks:aborting-a-prompt-stops-its-slow-hook ()
+  (hooks-test--with (list (list ".mevedel/hooks.el"
+                                (hooks-test--hooks-el
+                                 `(UserPromptSubmit (:command ,(mevedel-test-sleep 300 "1"))))))
+    (let* ((chat (mevedel-chat-get-create workspace))
+           (outcome nil))
+      (unwind-protect
+          (progn
+            (mevedel-chat-send chat "slow one" :on-done (lambda (_chat result) (setq outcome result)))
+            (mevedel-test-wait-until (mevedel-test-processes-running (mevedel-test-sleep 300 "1")) 10)
+            (should (mevedel-chat-abort chat))
+            (should (eq outcome 'abort))
+            (should-not (mevedel-chat-busy-p chat))
+            (should (eq (mevedel-chat-status chat) 'idle))
+            (should-not (mevedel-chat-turns chat))
+            (should (equal (car (mevedel-chat-history chat)) "slow one"))
+            (mevedel-test-wait-until
+              (null (mevedel-test-processes-running (mevedel-test-sleep 300 "1"))) 5))
+        (kill-buffer (mevedel-chat-data-buffer chat))))))
+
 ;;;; Timeouts and failures
 
 (ert-deftest mevedel-hooks:timed-out-hook-is-stopped-and-reported ()
   (hooks-test--with (list (list ".mevedel/hooks.el"
                                 (hooks-test--hooks-el
-                                 '(PreToolUse (:command "sleep 300; echo hooks-test-late" :timeout 0.5))
+                                 `(PreToolUse (:command ,(mevedel-test-sleep 300 "2") :timeout 0.5))
                                  '(PostToolUse (:command "echo oops >&2; exit 3")
                                                 (:command "(sleep 0.2; echo late) & echo '{\"systemMessage\": \"formatted\"}'")))))
     (let* ((start (float-time))
@@ -316,11 +336,11 @@ cat >/dev/null; sleep 0.3; echo 'Branch: main; 3 open TODOs'
       (should (string-match-p "still-runs" text)))
     (should (cl-some (lambda (r) (string-match-p "PreToolUse hook `sleep 300.*timed out after 0.5 s" r))
                      hooks-test--reports))
+    (should-not (mevedel-test-processes-running (mevedel-test-sleep 300 "2")))
     (should (cl-some (lambda (r) (string-match-p "exited with status 3: oops" r))
                      hooks-test--reports))
     ;; A hook may start background work; its systemMessage reaches the user.
-    (should (member "formatted" hooks-test--reports))
-    (mevedel-test-wait-until (null (mevedel-test-processes-running "sleep 300")) 5)))
+    (should (member "formatted" hooks-test--reports))))
 
 ;;;; Sources and trust
 

@@ -89,20 +89,22 @@ echo '{\"decision\": \"block\", \"reason\": \"Say which files remain.\"}'
 
 (ert-deftest mevedel-e2e:aborting-during-a-stop-hook-stops-it ()
   "C-c C-k while a slow Stop hook runs ends the turn at once and stops the hook."
-  (let* ((mevedel-hooks '((Stop (:command "sleep 300; echo hooks-e2e-slow-stop"))))
+  (let* ((mevedel-hooks `((Stop (:command ,(mevedel-test-sleep 300 "3")))))
          (aborted nil)
          (run (mevedel-e2e-run
                :wire 'openai :stream t :timeout 20
                :prompt "Hello"
                :steps '(((text . "Hi there.")))
                :during (lambda (chat _view)
-                         (when (and (not aborted) (eq (mevedel-chat-status chat) 'hooks))
+                         (when (and (not aborted) (eq (mevedel-chat-status chat) 'hooks)
+                                    (mevedel-test-processes-running (mevedel-test-sleep 300 "3")))
                            (setq aborted (float-time))
                            (mevedel-chat-abort chat))))))
     (should aborted)
     (should (eq (plist-get run :outcome) 'abort))
     (should (string-match-p "Aborted" (plist-get run :transcript)))
-    (mevedel-test-wait-until (null (mevedel-test-processes-running "hooks-e2e-slow-stop")) 5)))
+    (mevedel-test-wait-until (null (mevedel-test-processes-running (mevedel-test-sleep 300 "3")))
+      5)))
 
 (defconst hooks-e2e--frozen
   '((".mevedel/hooks.el"
