@@ -271,8 +271,11 @@ Signal a usage error when the session asked for does not exist."
 Keys: :messages (user, assistant and tool entries in order; an
 assistant entry cut by a failed request has :incomplete t),
 :tool-calls, :answer (the last assistant text) and :error."
-  (let ((segments (mevedel-history-segments (mevedel-chat-data-buffer chat)
-                                         (marker-position (mevedel-chat-turn-start chat))))
+  (let ((segments (when-let* ((start (mevedel-chat-turn-start chat)))
+                    ;; No turn started when the run timed out in its
+                    ;; prompt's hooks.
+                    (mevedel-history-segments (mevedel-chat-data-buffer chat)
+                                              (marker-position start))))
         messages calls answer)
     (dolist (segment segments)
       (pcase (plist-get segment :type)
