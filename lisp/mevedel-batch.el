@@ -28,6 +28,8 @@
 ;;   -r, --resume ID           continue the saved session ID
 ;;   --list-sessions           list the workspace's saved sessions and exit
 ;;                             (with --json: a JSON array)
+;;   --trust-hooks             run the workspace's hook files as they are
+;;                             when the run starts, approved or not
 ;;   -h, --help                print the usage and exit
 ;;
 ;; Every run saves its session (see `mevedel-chat-save-sessions'); the
@@ -44,6 +46,11 @@
 ;; failed, timed out or had every call refused, 2 for a usage or
 ;; configuration error, 130 when interrupted (bin/mevedel; Emacs itself
 ;; exits with 2 on SIGINT in batch mode).
+;;
+;; Nobody can approve a workspace hook file either (mevedel-hooks.el):
+;; an unapproved one is skipped with one line on stderr naming it,
+;; unless --trust-hooks is given.  A prompt a UserPromptSubmit hook
+;; blocks ends the run with the outcome `blocked' and status 1.
 ;;
 ;; The "--" keeps Emacs's own start-up from reading the options (it
 ;; would take an abbreviated --init-directory, for one).
@@ -92,10 +99,12 @@ Options:
   -c, --continue           continue the workspace's most recent session
   -r, --resume ID          continue the saved session ID
   --list-sessions          list the workspace's saved sessions
+  --trust-hooks            run the workspace's hook files (.mevedel/hooks.el,
+                           .claude/settings.json) as they are now, unapproved
   -h, --help               print this and exit
 
-Exit status: 0 done, 1 the turn failed, timed out or had every tool call
-refused, 2 usage or configuration error, 130 interrupted.
+Exit status: 0 done, 1 the turn failed, timed out, was blocked by a hook
+or had every tool call refused, 2 usage or configuration error, 130 interrupted.
 "
   "What `bin/mevedel --help' prints.")
 
@@ -134,6 +143,7 @@ Emacs decodes arguments with the locale's coding system; without one
             ((or "-c" "--continue") (setq options (plist-put options :continue t)))
             ((or "-r" "--resume") (setq options (plist-put options :resume (value))))
             ("--list-sessions" (setq options (plist-put options :list t)))
+            ("--trust-hooks" (setq options (plist-put options :trust-hooks t)))
             ("--timeout"
              (let ((seconds (string-to-number (value))))
                (unless (> seconds 0)
@@ -261,8 +271,11 @@ Signal a usage error when the session asked for does not exist."
 Keys: :messages (user, assistant and tool entries in order; an
 assistant entry cut by a failed request has :incomplete t),
 :tool-calls, :answer (the last assistant text) and :error."
-  (let ((segments (mevedel-history-segments (mevedel-chat-data-buffer chat)
-                                         (marker-position (mevedel-chat-turn-start chat))))
+  (let ((segments (when-let* ((start (mevedel-chat-turn-start chat)))
+                    ;; No turn started when the run timed out in its
+                    ;; prompt's hooks.
+                    (mevedel-history-segments (mevedel-chat-data-buffer chat)
+                                              (marker-position start))))
         messages calls answer)
     (dolist (segment segments)
       (pcase (plist-get segment :type)
@@ -371,6 +384,9 @@ argument) and what came of it: `Grep \"defun\" … 21 lines'."
 Return a plist: :status (the exit status), :output (what to print)
 and :error (a message, or nil)."
   (let* ((root (mevedel-chat-workspace-root (or (plist-get options :dir) default-directory)))
+         (mevedel-hooks-trust-workspace (if (plist-get options :trust-hooks)
+                                            (mevedel-hooks-trust-snapshot root)
+                                          mevedel-hooks-trust-workspace))
          (chat (mevedel-chat-get-create root (mevedel-batch--session root options)))
          (outcome nil)
          (deadline (+ (float-time) (plist-get options :timeout))))
@@ -390,22 +406,42 @@ config file (--config FILE, $MEVEDEL_INIT or ~/.config/mevedel/init.el), or use 
                        :on-done (lambda (_chat result) (setq outcome result)))
     (while (and (not outcome) (< (float-time) deadline))
       (accept-process-output nil 0.05))
-    (unless outcome
-      (mevedel-chat-abort chat)
-      (setf (mevedel-chat-status-detail chat)
-            (format "timed out after %s seconds" (plist-get options :timeout)))
-      (setq outcome 'error))
-    (let ((transcript (mevedel-batch-transcript chat outcome)))
-      (when (and (eq outcome 'done) (mevedel-batch--all-refused-p transcript))
-        (setq transcript (mevedel-batch--refused transcript)))
-      (list :status (if (equal (plist-get transcript :outcome) "done") 0 1)
-            :outcome (plist-get transcript :outcome)
-            :error (plist-get transcript :error)
-            :output (if (plist-get options :json)
-                        (concat (mevedel-batch-transcript-json transcript) "\n")
-                      (if (plist-get transcript :answer)
-                          (concat (plist-get transcript :answer) "\n")
-                        ""))))))
+    (if (eq outcome 'blocked)
+        (mevedel-batch--blocked chat options)
+      (mevedel-batch--result chat outcome options))))
+
+(defun mevedel-batch--blocked (chat options)
+  "Return the result of a run whose prompt a hook blocked in CHAT.
+OPTIONS are the run's; the reason is the run's error."
+  (let ((reason (format "a UserPromptSubmit hook blocked the prompt: %s"
+                        (mevedel-chat-status-detail chat))))
+    (list :status 1 :outcome "blocked" :error reason
+          :output (if (plist-get options :json)
+                      (concat (mevedel-batch-transcript-json
+                               (list :outcome "blocked" :error reason
+                                     :session (mevedel-session-id (mevedel-chat-session chat))))
+                              "\n")
+                    ""))))
+
+(defun mevedel-batch--result (chat outcome options)
+  "Return the result of CHAT's turn that ended with OUTCOME (nil: it timed out).
+OPTIONS are the run's."
+  (unless outcome
+    (mevedel-chat-abort chat)
+    (setf (mevedel-chat-status-detail chat)
+          (format "timed out after %s seconds" (plist-get options :timeout)))
+    (setq outcome 'error))
+  (let ((transcript (mevedel-batch-transcript chat outcome)))
+    (when (and (eq outcome 'done) (mevedel-batch--all-refused-p transcript))
+      (setq transcript (mevedel-batch--refused transcript)))
+    (list :status (if (equal (plist-get transcript :outcome) "done") 0 1)
+          :outcome (plist-get transcript :outcome)
+          :error (plist-get transcript :error)
+          :output (if (plist-get options :json)
+                      (concat (mevedel-batch-transcript-json transcript) "\n")
+                    (if (plist-get transcript :answer)
+                        (concat (plist-get transcript :answer) "\n")
+                      "")))))
 
 (defun mevedel-batch--all-refused-p (transcript)
   "Return non-nil when every tool call of TRANSCRIPT was refused (and it has some)."
@@ -479,7 +515,7 @@ See the commentary of mevedel-batch.el for the arguments and
                             (mevedel-batch-run-turn options))))
               (princ (plist-get result :output))
               (when (plist-get result :error)
-                (message (if (equal (plist-get result :outcome) "refused")
+                (message (if (member (plist-get result :outcome) '("refused" "blocked"))
                              "mevedel: %s"
                            "mevedel: the turn failed: %s")
                          (plist-get result :error)))

@@ -33,6 +33,12 @@
 ;; message naming what failed (`mevedel-gptel-failure'), in its status
 ;; detail and in an error notice.
 ;;
+;; Hooks.  The user's hooks (mevedel-hooks.el) run at three points
+;; here: SessionStart when a chat starts, resumes or is compacted,
+;; UserPromptSubmit before a prompt is sent (it may block it), and Stop
+;; when a turn ends (it may send the turn on, as a background turn with
+;; the hook's reason).  Their context reaches the model as mail.
+;;
 ;; The pipeline's permission step decides with mevedel-permissions.el.
 ;; The chat's session carries the permission mode and answers; while a
 ;; view shows the chat (`mevedel-chat-set-prompter'), the session's
@@ -47,6 +53,7 @@
 (require 'gptel)
 (require 'mevedel-gptel)
 (require 'mevedel-history)
+(require 'mevedel-hooks)
 (require 'mevedel-permissions)
 (require 'mevedel-pipeline)
 (require 'mevedel-recovery)
@@ -113,7 +120,10 @@ The outcome is `done', `error' or `abort'.")
   ;; Messages the user sent while the turn ran, oldest first.
   queued
   ;; Non-nil while older turns are being summarised.
-  compacting)
+  compacting
+  ;; Non-nil while UserPromptSubmit hooks decide about a prompt: then
+  ;; (once they run in the background) the function that stops them.
+  hooking)
 
 (defvar mevedel-chat--chats (make-hash-table :test #'equal)
   "Live chats by workspace root.")
@@ -153,6 +163,8 @@ ROOT when ID is non-nil (see `mevedel-session-saved')."
                 (mevedel-session-conversation session) (mevedel-chat-data-buffer chat))
           (puthash root chat mevedel-chat--chats)
           (when id (mevedel-chat--resume chat))
+          (mevedel-hooks-session-start session (if id "resume" "startup")
+                                       (format "%s" (mevedel-chat-model-effective chat)))
           chat))))
 
 (defun mevedel-chat--make-data-buffer (chat)
@@ -207,8 +219,9 @@ keep theirs.  Observers hear `status'."
   (or (mevedel-chat-model chat) (default-value 'gptel-model)))
 
 (defun mevedel-chat-busy-p (chat)
-  "Return non-nil during a turn of CHAT or the compaction of its history."
-  (and (or (mevedel-chat-turn chat) (mevedel-chat-compacting chat)) t))
+  "Return non-nil during a turn of CHAT, its prompt's hooks or a compaction."
+  (and (or (mevedel-chat-turn chat) (mevedel-chat-compacting chat) (mevedel-chat-hooking chat))
+       t))
 
 ;;;; Observers
 
@@ -416,11 +429,64 @@ TEXT, but the view shows BACKGROUND as a notice instead of a user line,
 and TEXT stays out of the input history.  When the request would fill
 too much of the model's context (`mevedel-chat-needs-compaction-p'),
 older turns are compacted first and the turn starts after that; the
-value is then nil instead of the turn."
+value is then nil instead of the turn.  The user's UserPromptSubmit
+hooks see TEXT first (not BACKGROUND turns'); while they run, or when
+they block it, the value is nil too, and a blocked prompt's ON-DONE
+gets `blocked'."
   (when (mevedel-chat-busy-p chat)
     (user-error "A turn is already running in %s; abort it first" (mevedel-chat-name chat)))
   (when (string-blank-p text)
     (user-error "Nothing to send"))
+  (if background
+      (mevedel-chat--send-or-compact chat text on-done background)
+    (let ((turn nil) (sync t))
+      (setf (mevedel-chat-hooking chat) t)
+      (condition-case err
+          (let ((stop (mevedel-hooks-prompt-submit
+                       (mevedel-chat-session chat) text
+                       (lambda (blocked)
+                         (let ((sent (mevedel-chat--after-prompt-hooks
+                                      chat text on-done blocked sync)))
+                           (when sync (setq turn sent)))))))
+            (when (mevedel-chat-hooking chat)
+              ;; They run in the background: an abort stops them.
+              (setf (mevedel-chat-hooking chat)
+                    (lambda ()
+                      (funcall stop)
+                      (push text (mevedel-chat-history chat))
+                      (when on-done (funcall on-done chat 'abort))))
+              (mevedel-chat--set-status chat 'hooks "UserPromptSubmit")))
+        (error (setf (mevedel-chat-hooking chat) nil)
+               (signal (car err) (cdr err))))
+      (setq sync nil)
+      turn)))
+
+(defun mevedel-chat--after-prompt-hooks (chat text on-done blocked sync)
+  "Send TEXT in CHAT now that its UserPromptSubmit hooks answered; return the turn.
+BLOCKED is the hooks' reason to keep TEXT from the model, or nil.
+SYNC non-nil says they answered at once, within `mevedel-chat-send',
+whose caller then hears a failure to send; later, it is a message.
+ON-DONE is as for `mevedel-chat-send'."
+  (setf (mevedel-chat-hooking chat) nil)
+  (unless sync (mevedel-chat--set-status chat 'idle))
+  (cond (blocked (mevedel-chat--prompt-blocked chat text blocked on-done) nil)
+        (sync (mevedel-chat--send-or-compact chat text on-done nil))
+        (t (condition-case err
+               (mevedel-chat--send-or-compact chat text on-done nil)
+             (error (message "mevedel: %s" (error-message-string err)) nil)))))
+
+(defun mevedel-chat--prompt-blocked (chat text reason on-done)
+  "Tell CHAT's user that a hook blocked the prompt TEXT for REASON.
+TEXT stays in the input history; ON-DONE gets `blocked'."
+  (push text (mevedel-chat-history chat))
+  (mevedel-chat--insert-notice chat 'hook (concat "Prompt blocked by a hook: " reason))
+  (setf (mevedel-chat-status-detail chat) reason)
+  (mevedel-chat--notify chat 'truncated)
+  (when on-done (funcall on-done chat 'blocked)))
+
+(defun mevedel-chat--send-or-compact (chat text on-done background)
+  "Send TEXT in CHAT, after a compaction of its history when needed.
+ON-DONE and BACKGROUND are as for `mevedel-chat-send'."
   (if (mevedel-chat-needs-compaction-p chat text)
       (progn
         (mevedel-chat-compact
@@ -631,7 +697,67 @@ Notices are never sent to the model."
               ((mevedel-chat-p chat))
               ((eq (mevedel-chat-fsm chat) fsm)))
     (setf (mevedel-chat-status-detail chat) nil)
-    (mevedel-chat--finish chat 'done)))
+    (mevedel-chat--stop-hooks chat)))
+
+(defun mevedel-chat--last-answer (chat)
+  "Return the last assistant text of CHAT's current turn, or nil."
+  (when-let* ((start (mevedel-chat-turn-start chat)))
+    (let (answer)
+      (dolist (segment (mevedel-history-segments (mevedel-chat-data-buffer chat)
+                                                 (marker-position start))
+                       answer)
+        (when (eq (plist-get segment :type) 'response)
+          (setq answer (string-trim (plist-get segment :text))))))))
+
+(defun mevedel-chat--hook-context (chat)
+  "Return the context of CHAT's hooks waiting for its turn, as mail blocks."
+  (mevedel-hooks-take-context (mevedel-chat-session chat)))
+
+(add-hook 'mevedel-chat-message-functions #'mevedel-chat--hook-context)
+
+(defun mevedel-chat--hook-stop-turn (session reason)
+  "Abort the turn of SESSION's chat, which a tool hook stopped for REASON.
+The hook's own call is cancelled with the turn's other calls."
+  (when-let* ((chat (cl-find session (mevedel-chat-list) :key #'mevedel-chat-session))
+              ((mevedel-chat-abort chat)))
+    (mevedel-chat--insert-notice chat 'hook (concat "A hook stopped the turn: " reason))
+    (mevedel-chat--notify chat 'truncated)))
+
+(setq mevedel-hooks-stop-turn-function #'mevedel-chat--hook-stop-turn)
+
+(defun mevedel-chat--stop-hooks (chat)
+  "End CHAT's turn, unless its Stop hooks send it on with their reason.
+The turn's ON-DONE then waits for the turn that goes on.  Aborting the
+turn meanwhile stops the hooks."
+  (let ((session (mevedel-chat-session chat))
+        (turn (mevedel-chat-turn chat)))
+    (if (not (mevedel-hooks-any-p session 'Stop))
+        (mevedel-chat--finish chat 'done)
+      (mevedel-chat--set-status chat 'hooks "Stop")
+      (when-let* ((stop (mevedel-chat--run-stop-hooks chat session)))
+        (push (lambda ()
+                (funcall stop)
+                (when (eq (mevedel-chat-turn chat) turn)
+                  (mevedel-chat--insert-notice chat 'abort "Aborted")
+                  (mevedel-chat--finish chat 'abort)))
+              (mevedel-chat-cancellers chat))))))
+
+(defun mevedel-chat--run-stop-hooks (chat session)
+  "Run SESSION's Stop hooks for CHAT's turn; return what stops them."
+  (mevedel-hooks-stop
+   session (mevedel-chat--last-answer chat)
+   (lambda (reason)
+     (setf (mevedel-chat-status-detail chat) nil)
+     (if (not reason)
+         (mevedel-chat--finish chat 'done)
+       (let ((on-done (mevedel-chat-on-done chat)))
+         (setf (mevedel-chat-on-done chat) nil)
+         (mevedel-chat--finish chat 'done)
+         (if (mevedel-chat-busy-p chat)
+             (when on-done (funcall on-done chat 'done))
+           (mevedel-chat-send chat (concat "Stop hook feedback:\n" reason)
+                              :on-done on-done
+                              :background "A Stop hook sent the turn on")))))))
 
 (defun mevedel-chat-error-message (info)
   "Return a one-line description of the error in request INFO."
@@ -683,17 +809,25 @@ Each function may stop other work the user started in the chat (a
 (defun mevedel-chat-abort (chat)
   "Abort CHAT's running turn, if any.
 The request stops first; then the turn's tool calls are cancelled,
-which withdraws their permission cards.  Without a running turn,
-`mevedel-chat-abort-functions' may stop other work.  Return non-nil
-when a turn was running or other work stopped."
-  (if-let* (((mevedel-chat-turn chat))
-            (fsm (mevedel-chat-fsm chat)))
-      (let ((cancellers (mevedel-chat-cancellers chat)))
-        (mevedel-gptel-abort fsm (mevedel-chat-data-buffer chat))
-        ;; The turn is over: settle its tool calls (and their cards).
-        (mapc #'funcall cancellers)
-        t)
-    (run-hook-with-args-until-success 'mevedel-chat-abort-functions chat)))
+which withdraws their permission cards.  A prompt still waiting for
+its UserPromptSubmit hooks is not sent (it stays in the input
+history).  Without a running turn, `mevedel-chat-abort-functions' may
+stop other work.  Return non-nil when a turn, such a prompt or other
+work was running."
+  (cond
+   ((functionp (mevedel-chat-hooking chat))
+    (let ((stop (mevedel-chat-hooking chat)))
+      (setf (mevedel-chat-hooking chat) nil)
+      (mevedel-chat--set-status chat 'idle)
+      (funcall stop))
+    t)
+   ((and (mevedel-chat-turn chat) (mevedel-chat-fsm chat))
+    (let ((cancellers (mevedel-chat-cancellers chat)))
+      (mevedel-gptel-abort (mevedel-chat-fsm chat) (mevedel-chat-data-buffer chat))
+      ;; The turn is over: settle its tool calls (and their cards).
+      (mapc #'funcall cancellers))
+    t)
+   (t (run-hook-with-args-until-success 'mevedel-chat-abort-functions chat))))
 
 ;;;; Queued input
 
@@ -892,6 +1026,8 @@ made before."
 (defun mevedel-chat--end-compaction (chat outcome on-done)
   "Finish CHAT's compaction with OUTCOME; call ON-DONE and tell observers."
   (setf (mevedel-chat-compacting chat) nil)
+  (when (eq outcome 'done)
+    (mevedel-hooks-session-start (mevedel-chat-session chat) "compact"))
   (mevedel-chat--set-status chat (if (eq outcome 'done) 'idle 'error)
                             (unless (eq outcome 'done) "compaction failed"))
   (mevedel-chat--notify chat 'compacted outcome)

@@ -12,8 +12,11 @@
 ;;
 ;;   1. schema-directed repair of the raw arguments (provider calls only;
 ;;      nested calls are validated without repair)
-;;   2. PreToolUse hooks; an argument rewrite is validated again, never
-;;      repaired
+;;   2. PreToolUse hooks, each answering now or later (:await); an
+;;      argument rewrite is validated again, never repaired; a hook's
+;;      `allow' answers step 4's question, its `ask' forces one, and
+;;      neither overrides a refusal (mevedel-hooks.el runs the user's
+;;      hooks here)
 ;;   3. resource preparation, from the tool's declaration: `path'
 ;;      arguments are made absolute, and so are `path-or-resource' ones
 ;;      holding a path; a resource address is prepared for the
@@ -179,16 +182,23 @@ An observer's error is reported and changes nothing.")
   "PreToolUse hooks: functions of one argument, the call context.
 Each returns nil, or a plist: (:args NEW-ARGS) rewrites the arguments
 \(validated again, never repaired), (:deny REASON) refuses the call,
-\(:context TEXT) adds text to the provider's result.  A signal ends
-the call with an error.")
+\(:context TEXT) adds text to the provider's result, (:permission
+`allow' or `ask' :permission-reason TEXT) lets the call skip the
+permission question or forces it (a deny never becomes an allow).  A
+hook that answers later returns (:await START): START is called with
+a function to give the answer plist to, and may return a function
+that stops the work when the call is cancelled.  A signal ends the
+call with an error.")
 
 (defvar mevedel-pipeline-post-tool-use-functions nil
   "PostToolUse hooks: functions of (CONTEXT OUTCOME) after a success.
-They may return (:context TEXT); their errors are reported only.")
+They may return (:context TEXT), or (:await START) as PreToolUse
+hooks do; their errors are reported only.")
 
 (defvar mevedel-pipeline-post-tool-use-failure-functions nil
   "Failure hooks: functions of (CONTEXT OUTCOME) after an error outcome.
-They may return (:context TEXT); their errors are reported only.")
+They may return (:context TEXT), or (:await START) as PreToolUse
+hooks do; their errors are reported only.")
 
 
 (defvar mevedel-pipeline-snapshot-functions nil
@@ -210,7 +220,7 @@ error before the handler runs.")
 (cl-defstruct (mevedel-pipeline--call (:constructor mevedel-pipeline--call-make)
                                       (:copier nil))
   tool name source tool-use-id parent-id data-buffer session confirmed
-  args repair-note repair-event ran hook-context
+  args repair-note repair-event ran hook-context hook-queue hook-permission
   (step 0) waiting timer cancellers settled finish
   status result raw-result render-data media explicit-status
   approvals projection denied)
@@ -470,35 +480,83 @@ whether the handler ran and how it ended."
        t)
       (_ (mevedel-pipeline--fail call (plist-get check :guidance))))))
 
+(defun mevedel-pipeline--run-hooks (call hooks invoke apply)
+  "Run HOOKS of CALL in order, going on from where an awaited one left off.
+INVOKE calls a hook and returns its answer; APPLY applies an answer
+and returns nil when that ended CALL.  An answer (:await START) makes
+CALL wait for the answer START is given (see
+`mevedel-pipeline-pre-tool-use-functions'); this step then runs again
+for the hooks left.  Return t to go on now, nil while waiting."
+  (let ((queue (if-let* ((left (mevedel-pipeline--call-hook-queue call)))
+                   (cdr left)
+                 hooks)))
+    (setf (mevedel-pipeline--call-hook-queue call) nil)
+    (catch 'done
+      (while queue
+        (let ((answer (funcall invoke (pop queue))))
+          (if (eq (car-safe answer) :await)
+              (let* ((rest queue)
+                     (resume (mevedel-pipeline--await
+                              call (lambda (answer)
+                                     (when (funcall apply answer)
+                                       (setf (mevedel-pipeline--call-hook-queue call)
+                                             (cons 'left rest))
+                                       (cl-decf (mevedel-pipeline--call-step call))))))
+                     (stop (funcall (cadr answer) resume)))
+                (when (functionp stop)
+                  (push stop (mevedel-pipeline--call-cancellers call)))
+                (throw 'done nil))
+            (unless (funcall apply answer)
+              (throw 'done t)))))
+      t)))
+
+(defun mevedel-pipeline--apply-pre-answer (call answer)
+  "Apply the PreToolUse ANSWER to CALL; return nil when it ended CALL."
+  (catch 'done
+    (when-let* ((text (plist-get answer :context)))
+      (setf (mevedel-pipeline--call-hook-context call)
+            (append (mevedel-pipeline--call-hook-context call) (list text))))
+    (when (plist-member answer :deny)
+      (mevedel-pipeline--fail
+       call (mevedel-pipeline--refusal
+             call (format "a PreToolUse hook blocked this %s call: %s"
+                          (mevedel-pipeline--call-name call)
+                          (or (plist-get answer :deny) "no reason given"))))
+      (throw 'done nil))
+    (when (plist-member answer :args)
+      (let ((check (condition-case err
+                       (mevedel-tool-repair-check (mevedel-pipeline--call-tool call)
+                                                  (plist-get answer :args) nil)
+                     (error (list :outcome 'invalid :guidance (error-message-string err))))))
+        (if (eq (plist-get check :outcome) 'valid)
+            (setf (mevedel-pipeline--call-args call) (plist-get check :args))
+          (mevedel-pipeline--fail
+           call (concat "Error: a PreToolUse hook rewrote the arguments invalidly. "
+                        (plist-get check :guidance)))
+          (throw 'done nil))))
+    (when-let* ((permission (plist-get answer :permission)))
+      (when (memq permission '(allow ask))
+        (let ((old (car (mevedel-pipeline--call-hook-permission call))))
+          (unless (eq old 'ask)
+            (setf (mevedel-pipeline--call-hook-permission call)
+                  (cons permission (plist-get answer :permission-reason)))))))
+    t))
+
 (defun mevedel-pipeline--step-pre-hooks (call)
   "Run the PreToolUse hooks of CALL.
 Rewritten arguments are validated again; a denial refuses CALL."
-  (catch 'done
-    (dolist (hook mevedel-pipeline-pre-tool-use-functions t)
-      (let ((answer (condition-case err
-                        (funcall hook (mevedel-pipeline--context call))
-                      (error (throw 'done
-                                    (mevedel-pipeline--fail
-                                     call (format "Error: a PreToolUse hook failed: %s"
-                                                  (error-message-string err))))))))
-        (when-let* ((text (plist-get answer :context)))
-          (setf (mevedel-pipeline--call-hook-context call)
-                (append (mevedel-pipeline--call-hook-context call) (list text))))
-        (when (plist-member answer :deny)
-          (throw 'done (mevedel-pipeline--fail
-                        call (mevedel-pipeline--refusal
-                              call (format "a PreToolUse hook blocked this %s call: %s"
-                                           (mevedel-pipeline--call-name call)
-                                           (or (plist-get answer :deny) "no reason given"))))))
-        (when (plist-member answer :args)
-          (let ((check (mevedel-tool-repair-check (mevedel-pipeline--call-tool call)
-                                                  (plist-get answer :args) nil)))
-            (if (eq (plist-get check :outcome) 'valid)
-                (setf (mevedel-pipeline--call-args call) (plist-get check :args))
-              (throw 'done
-                     (mevedel-pipeline--fail
-                      call (concat "Error: a PreToolUse hook rewrote the arguments invalidly. "
-                                   (plist-get check :guidance)))))))))))
+  (mevedel-pipeline--run-hooks
+   call mevedel-pipeline-pre-tool-use-functions
+   (lambda (hook)
+     (condition-case err
+         (funcall hook (mevedel-pipeline--context call))
+       (error (list :failed (error-message-string err)))))
+   (lambda (answer)
+     (if (plist-member answer :failed)
+         (progn (mevedel-pipeline--fail
+                 call (format "Error: a PreToolUse hook failed: %s" (plist-get answer :failed)))
+                nil)
+       (mevedel-pipeline--apply-pre-answer call answer)))))
 
 (defun mevedel-pipeline-prepare-resources (tool args workspace session)
   "Return ARGS of TOOL with its path arguments prepared from its declaration.
@@ -581,6 +639,20 @@ RECORD, when given, is the automatic approval that allowed it (see
               call (format "the user declined this %s call; do not retry it unchanged"
                            (mevedel-pipeline--call-name call)))))))
 
+(defun mevedel-pipeline--hook-decision (call decision)
+  "Return DECISION about CALL, as modified by its PreToolUse hooks.
+A hook's `ask' turns an allow into a question; its `allow' answers a
+question, recorded as the hook's approval.  A refusal stays one."
+  (pcase-let ((`(,permission . ,reason) (mevedel-pipeline--call-hook-permission call)))
+    (cond
+     ((and (eq permission 'ask) (or (eq decision 'allow) (eq (car-safe decision) 'allow)))
+      'ask)
+     ((and (eq permission 'allow) (eq decision 'ask))
+      (cons 'allow (list :source 'hook :outcome 'allow-once
+                         :reason (or reason (format "a PreToolUse hook allowed this %s call"
+                                                    (mevedel-pipeline--call-name call))))))
+     (t decision))))
+
 (defun mevedel-pipeline--step-permission (call)
   "Allow, refuse, or ask about CALL.
 The decision is `mevedel-permissions-decide-call''s.  An `ask' goes to
@@ -595,9 +667,11 @@ render-data as :permission-approvals."
          ;; tool's :get-paths and :review resolve paths in the call's.
          (mevedel-session-current (or session mevedel-session-current))
          (default-directory (file-name-as-directory (mevedel-pipeline--workspace call)))
-         (decision (condition-case err
-                       (mevedel-permissions-decide-call (mevedel-pipeline--context call) session)
-                     (error (list 'failed (error-message-string err)))))
+         (decision (mevedel-pipeline--hook-decision
+                    call (condition-case err
+                             (mevedel-permissions-decide-call (mevedel-pipeline--context call)
+                                                              session)
+                           (error (list 'failed (error-message-string err))))))
          (name (mevedel-pipeline--call-name call)))
     (pcase decision
       ('allow (mevedel-pipeline--approved call))
@@ -780,18 +854,21 @@ of metadata; ignored" (mevedel-pipeline--call-name call) mevedel-render-data-tra
 
 (defun mevedel-pipeline--step-post-hooks (call)
   "Run CALL's PostToolUse hooks, or its failure hooks after an error."
-  (let ((hooks (if (eq (mevedel-pipeline--call-status call) 'error)
-                   mevedel-pipeline-post-tool-use-failure-functions
-                 mevedel-pipeline-post-tool-use-functions)))
-    (dolist (hook hooks t)
-      (condition-case err
-          (when-let* ((text (plist-get (funcall hook (mevedel-pipeline--context call)
-                                                (mevedel-pipeline--outcome call))
-                                       :context)))
-            (setf (mevedel-pipeline--call-hook-context call)
-                  (append (mevedel-pipeline--call-hook-context call) (list text))))
-        (error (mevedel-pipeline--warn "A post-tool-use hook failed: %s"
-                                       (error-message-string err)))))))
+  (mevedel-pipeline--run-hooks
+   call (if (eq (mevedel-pipeline--call-status call) 'error)
+            mevedel-pipeline-post-tool-use-failure-functions
+          mevedel-pipeline-post-tool-use-functions)
+   (lambda (hook)
+     (condition-case err
+         (funcall hook (mevedel-pipeline--context call) (mevedel-pipeline--outcome call))
+       (error (mevedel-pipeline--warn "A post-tool-use hook failed: %s"
+                                      (error-message-string err))
+              nil)))
+   (lambda (answer)
+     (when-let* ((text (plist-get answer :context)))
+       (setf (mevedel-pipeline--call-hook-context call)
+             (append (mevedel-pipeline--call-hook-context call) (list text))))
+     t)))
 
 ;;;; Entry points
 

@@ -379,6 +379,7 @@ A `window-size-change-functions' member, buffer-local to the view."
     ('waiting "waiting for the model")
     ('streaming "receiving")
     ('tools "running tools")
+    ('hooks (format "running %s hooks" (mevedel-chat-status-detail chat)))
     ('error (propertize (format "error: %s" (or (mevedel-chat-status-detail chat) "?"))
                         'face 'error))
     ('abort "aborted")

@@ -279,6 +279,65 @@
                               (plist-get (mevedel-pipeline-test--run tool nil) :result)))
       (should-not (mevedel-pipeline-test--seen 'handler)))))
 
+(ert-deftest mevedel-pipeline:hooks-may-answer-later ()
+  (mevedel-pipeline-test--with
+    (let* ((tool (mevedel-pipeline-test--tool "PHookLater" :read-only-p t
+                                              :function #'mevedel-pipeline-test--echo))
+           (resume nil) (stopped nil) (order nil)
+           (mevedel-pipeline-pre-tool-use-functions
+            (list (lambda (_) (push 'first order)
+                    (list :await (lambda (answer) (setq resume answer)
+                                   (lambda () (setq stopped t)))))
+                  (lambda (ctx) (push (list 'second (plist-get ctx :args)) order) nil)))
+           (mevedel-pipeline-post-tool-use-functions
+            (list (lambda (_ctx _outcome)
+                    (list :await (lambda (answer) (funcall answer '(:context "post later")))))))
+           (result 'unsettled))
+      (mevedel-pipeline-run-tool tool '(:text "orig") (lambda (r) (setq result r)))
+      ;; The first hook waits; nothing after it ran.
+      (should (eq result 'unsettled))
+      (should (equal order '(first)))
+      (funcall resume '(:args (:text "later") :context "pre later"))
+      ;; The second hook ran with the rewrite, then the handler.
+      (should (equal (reverse order) '(first (second (:text "later")))))
+      (should (equal (cadr (car (mevedel-pipeline-test--seen 'handler))) '(:text "later")))
+      (should (string-match-p "pre later\n\npost later" result))
+      ;; A call cancelled while a hook waits stops the hook's work.
+      (setq order nil stopped nil)
+      (let ((cancel (mevedel-pipeline-run-tool tool nil #'ignore)))
+        (funcall cancel)
+        (should stopped)
+        (funcall resume '(:args (:text "too late")))
+        (should-not (cdr order))))))
+
+(ert-deftest mevedel-pipeline:hook-permission-never-overrides-a-refusal ()
+  (mevedel-pipeline-test--with
+    (let* ((tool (mevedel-pipeline-test--tool "PHookPerm"
+                                              :function #'mevedel-pipeline-test--echo))
+           (asked 0)
+           (session (mevedel-pipeline-test--asking-session
+                     (lambda (_ctx answer) (cl-incf asked) (funcall answer 'approve))))
+           (permission nil)
+           (mevedel-pipeline-pre-tool-use-functions
+            (list (lambda (_) (list :permission permission :permission-reason "hook says so")))))
+      ;; allow answers the question the mode would ask.
+      (setq permission 'allow)
+      (let ((outcome (mevedel-pipeline-test--run tool nil :session session)))
+        (should (eq (plist-get outcome :status) 'success))
+        (should (= asked 0))
+        (should (equal (plist-get (plist-get outcome :render-data) :permission-approvals)
+                       '((:source hook :outcome allow-once :reason "hook says so")))))
+      ;; ask asks even where the mode allows.
+      (setf (mevedel-session-permission-mode session) 'full-auto)
+      (setq permission 'ask)
+      (should (eq (plist-get (mevedel-pipeline-test--run tool nil :session session) :status)
+                  'success))
+      (should (= asked 1))
+      ;; allow is no match for a deny rule.
+      (setq permission 'allow)
+      (let ((mevedel-permissions-rules '((deny "PHookPerm"))))
+        (should (plist-get (mevedel-pipeline-test--run tool nil :session session) :denied))))))
+
 (ert-deftest mevedel-pipeline:paths-are-normalised ()
   (mevedel-pipeline-test--with
     (let* ((ws (file-name-as-directory (make-temp-file "mevedel-ws" t)))

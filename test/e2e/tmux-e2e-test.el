@@ -182,6 +182,65 @@ prompt, works."
       (delete-file script)
       (delete-directory root t))))
 
+(ert-deftest mevedel-tmux:new-hook-file-asks-once-then-runs ()
+  "A workspace hook file asks before its first command; y runs it, and its
+output reaches the model with the prompt.  The second prompt does not ask."
+  (unless (executable-find "tmux")
+    (ert-fail "tmux is required by this test but is not installed"))
+  (mevedel-e2e-require-python)
+  (let* ((root (mevedel-e2e-workspace
+                '((".mevedel/hooks.el"
+                   . "((UserPromptSubmit (:command \"echo TMUX-HOOK-CONTEXT\")))"))))
+         (script (mevedel-e2e-write-script
+                  '(((expect . ((user_contains . "TMUX-HOOK-CONTEXT")))
+                     (text . "TMUX-HOOKED: first."))
+                    ((expect . ((user_contains . "TMUX-HOOK-CONTEXT")))
+                     (text . "TMUX-HOOKED: second.")))))
+         (server (mevedel-scripted-model-start script))
+         (init (make-temp-file "mevedel-tmux-init" nil ".el"))
+         (state (make-temp-file "mevedel-tmux-state" t))
+         (socket (format "mevedel-hooks-%d" (emacs-pid))))
+    (with-temp-file init
+      (prin1 `(progn
+                (require 'mevedel)
+                (require 'gptel)
+                (require 'gptel-openai)
+                (setq gptel-backend
+                      (gptel-make-openai "tmux scripted"
+                        :host ,(format "127.0.0.1:%d" (mevedel-scripted-model-port server))
+                        :protocol "http" :endpoint "/v1/chat/completions"
+                        :stream t :key "scripted" :models '(scripted-model)
+                        :curl-args '("--noproxy" "127.0.0.1"))
+                      gptel-model 'scripted-model
+                      mevedel-chat-save-sessions nil
+                      mevedel-hooks-approvals-file ,(expand-file-name "approved.eld" state)
+                      inhibit-startup-screen t))
+             (current-buffer)))
+    (unwind-protect
+        (let ((process-environment (append '("LANG=C.UTF-8" "LC_ALL=C.UTF-8" "TERM=xterm-256color")
+                                           process-environment)))
+          (mevedel-tmux-test--open socket root init)
+          (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "-l" "hello")
+          (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "C-c" "C-c")
+          (let ((screen (mevedel-tmux-test--wait-for socket "outside the sandbox)\\? (y or n)" 20)))
+            (should (string-match-p "hooks\\.el is new or changed" screen))
+            (should (string-match-p "UserPromptSubmit: echo TMUX-HOOK-CONTEXT" screen)))
+          (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "y")
+          (mevedel-tmux-test--wait-for socket "TMUX-HOOKED: first\\." 30)
+          (should (file-exists-p (expand-file-name "approved.eld" state)))
+          (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "-l" "again")
+          (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "C-c" "C-c")
+          (should-not (string-match-p "(y or n)"
+                                      (mevedel-tmux-test--wait-for
+                                       socket "TMUX-HOOKED: second\\." 30)))
+          (should-not (mevedel-scripted-model-mismatches server)))
+      (ignore-errors (mevedel-tmux-test--tmux socket "kill-server"))
+      (mevedel-scripted-model-stop server)
+      (delete-file init)
+      (delete-file script)
+      (delete-directory state t)
+      (delete-directory root t))))
+
 (ert-deftest mevedel-tmux:make-run-offline-demo ()
   "scripts/run.sh (what `make run' starts) without a backend runs the demo turn."
   (unless (executable-find "tmux")

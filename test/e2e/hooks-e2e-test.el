@@ -1,0 +1,140 @@
+;;; hooks-e2e-test.el --- User hooks in a real session against the scripted model  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; A real mevedel session whose workspace has a .mevedel/hooks.el: the
+;; user approves it once, its UserPromptSubmit hook's output reaches the
+;; model with the prompt, and its PreToolUse guard blocks the model's
+;; `rm' with exit status 2, so the model's next request carries the
+;; guard's reason and the directory survives.  A Stop hook then sends
+;; the finished turn on once, with its reason as the next instruction.
+
+;;; Code:
+
+(eval-and-compile
+  (add-to-list 'load-path (file-name-directory (or load-file-name buffer-file-name))))
+(require 'mevedel-e2e-helpers)
+(require 'mevedel-hooks)
+
+(defconst hooks-e2e--guard
+  "input=$(cat)
+case \"$input\" in
+  *'\"command\":\"rm '*) echo 'rm is blocked by the project guard; use git clean -n first' >&2; exit 2 ;;
+esac
+"
+  "A PreToolUse guard refusing `rm'.")
+
+(defconst hooks-e2e--stop
+  "input=$(cat)
+case \"$input\" in
+  *'\"stop_hook_active\":true'*) exit 0 ;;
+esac
+echo '{\"decision\": \"block\", \"reason\": \"Say which files remain.\"}'
+"
+  "A Stop hook asking for one more answer.")
+
+(ert-deftest mevedel-e2e:a-hook-blocks-bash-and-the-model-reads-why ()
+  "The guard blocks `rm'; the model's next request holds the reason."
+  (let* ((asked nil)
+         (mevedel-hooks-can-ask-function (lambda () t))
+         (mevedel-hooks-approve-function
+          (lambda (file _summary callback) (push file asked) (funcall callback t)))
+         (run (mevedel-e2e-run
+               :wire 'openai :stream t :timeout 30
+               :files `(("build/out.o" . "object")
+                        ("guard.sh" . ,hooks-e2e--guard)
+                        ("stop.sh" . ,hooks-e2e--stop)
+                        (".mevedel/hooks.el"
+                         . ,(prin1-to-string
+                             '((UserPromptSubmit (:command "echo 'Sprint goal: smaller builds'"))
+                               (PreToolUse (:matcher "Bash" :command "sh guard.sh" :timeout 10))
+                               (Stop (:command "sh stop.sh"))))))
+               :prompt "Remove the build directory"
+               :setup (lambda (chat) (setf (mevedel-chat-permission-mode chat) 'full-auto))
+               :steps `(((expect . ((user_contains . "Sprint goal: smaller builds")))
+                         (tool_calls . [((name . "Bash")
+                                         (arguments . ((command . "rm -rf build")
+                                                       (description . "remove build"))))]))
+                        ((expect . ((results . [((contains . "rm is blocked by the project guard; use git clean -n first"))])))
+                         (text . "The guard refused; I left build/ alone."))
+                        ((expect . ((user_contains . "Say which files remain.")))
+                         (text . "build/out.o remains.")))
+               :inspect (lambda (chat _view)
+                          (mevedel-test-wait-until (not (mevedel-chat-busy-p chat)) 15)
+                          (file-exists-p (expand-file-name "build/out.o" (mevedel-chat-root chat))))))
+         (log (plist-get run :log)))
+    (should (plist-get run :inspected))
+    (should (= (length log) 3))
+    (should-not (cl-mapcan (lambda (entry) (copy-sequence (alist-get 'mismatches entry))) log))
+    (should (= (length asked) 1))
+    (should (string-match-p "build/out\\.o remains\\." (plist-get run :transcript)))))
+
+(ert-deftest mevedel-e2e:a-hook-answering-continue-false-ends-the-turn ()
+  "A PreToolUse hook's continue false refuses the call and aborts the turn."
+  (let* ((mevedel-hooks
+          '((PreToolUse (:matcher "Bash"
+                         :command "cat >/dev/null; echo '{\"continue\": false, \"stopReason\": \"maintenance window\"}'"))))
+         (run (mevedel-e2e-run
+               :wire 'anthropic :stream t
+               :prompt "Deploy"
+               :setup (lambda (chat) (setf (mevedel-chat-permission-mode chat) 'full-auto))
+               :steps `(((tool_calls . [((name . "Bash")
+                                         (arguments . ((command . "echo deploying")
+                                                       (description . "deploy"))))]))
+                        ((text . "never sent"))))))
+    (should (eq (plist-get run :outcome) 'abort))
+    (should (= (length (plist-get run :log)) 1))
+    (should (string-match-p "A hook stopped the turn: maintenance window"
+                            (plist-get run :transcript)))))
+
+(ert-deftest mevedel-e2e:aborting-during-a-stop-hook-stops-it ()
+  "C-c C-k while a slow Stop hook runs ends the turn at once and stops the hook."
+  (let* ((mevedel-hooks `((Stop (:command ,(mevedel-test-sleep 300 "3")))))
+         (aborted nil)
+         (run (mevedel-e2e-run
+               :wire 'openai :stream t :timeout 20
+               :prompt "Hello"
+               :steps '(((text . "Hi there.")))
+               :during (lambda (chat _view)
+                         (when (and (not aborted) (eq (mevedel-chat-status chat) 'hooks)
+                                    (mevedel-test-processes-running (mevedel-test-sleep 300 "3")))
+                           (setq aborted (float-time))
+                           (mevedel-chat-abort chat))))))
+    (should aborted)
+    (should (eq (plist-get run :outcome) 'abort))
+    (should (string-match-p "Aborted" (plist-get run :transcript)))
+    (mevedel-test-wait-until (null (mevedel-test-processes-running (mevedel-test-sleep 300 "3")))
+      5)))
+
+(defconst hooks-e2e--frozen
+  '((".mevedel/hooks.el"
+     . "((UserPromptSubmit
+  (:command \"case \\\"$(cat)\\\" in *deploy*) echo 'Deploys are frozen until Monday' >&2; exit 2 ;; esac\")))"))
+  "A workspace whose UserPromptSubmit hook blocks deploy prompts.")
+
+(ert-deftest mevedel-e2e:headless-skips-unapproved-hooks-unless-trusted ()
+  "bin/mevedel skips an unapproved hook file with one stderr line.
+With --trust-hooks the hook runs and blocks the prompt: nothing is sent."
+  (let* ((file-line "mevedel: skipping the unapproved hooks of .*/\\.mevedel/hooks\\.el \
+(--trust-hooks runs them)")
+         (skipped (mevedel-e2e-headless
+                   :files hooks-e2e--frozen
+                   :steps '(((text . "Deploying.")))
+                   :args '("-p" "deploy now")))
+         (trusted (mevedel-e2e-headless
+                   :files hooks-e2e--frozen
+                   :steps '(((text . "Deploying.")))
+                   :args '("-p" "deploy now" "--trust-hooks"))))
+    (should (eql (plist-get skipped :status) 0))
+    (should (equal (plist-get skipped :stdout) "Deploying.\n"))
+    (should (= 1 (cl-count-if (lambda (line) (string-match-p file-line line))
+                              (split-string (plist-get skipped :stderr) "\n"))))
+    (should (= (length (plist-get skipped :log)) 1))
+    (should (eql (plist-get trusted :status) 1))
+    (should-not (string-match-p "skipping" (plist-get trusted :stderr)))
+    (should (string-match-p "mevedel: a UserPromptSubmit hook blocked the prompt: \
+Deploys are frozen until Monday" (plist-get trusted :stderr)))
+    (should-not (plist-get trusted :log))))
+
+(provide 'hooks-e2e-test)
+;;; hooks-e2e-test.el ends here
