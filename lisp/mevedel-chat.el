@@ -9,8 +9,9 @@
 ;; chat owns a gptel *data buffer*: the transcript gptel reads and
 ;; writes, in `gptel-default-mode'.  Each turn inserts the user's text
 ;; there and runs `gptel-request' with the user's backend and model,
-;; mevedel's system prompt and mevedel's tools.  Observers (the view,
-;; headless runs) follow the turn through `mevedel-chat-observe'.
+;; mevedel's system prompt (mevedel-prompt.el) and mevedel's tools.
+;; Observers (the view, headless runs) follow the turn through
+;; `mevedel-chat-observe'.
 ;;
 ;; Everything that touches gptel's internals goes through the gptel
 ;; adapter (mevedel-gptel.el): the turn's state handlers, inserting
@@ -47,11 +48,16 @@
 (require 'gptel)
 (require 'mevedel-gptel)
 (require 'mevedel-history)
+(require 'mevedel-environment)
+(require 'mevedel-instructions)
+(require 'mevedel-memory)
 (require 'mevedel-permissions)
 (require 'mevedel-pipeline)
+(require 'mevedel-prompt)
 (require 'mevedel-recovery)
 (require 'mevedel-render-data)
 (require 'mevedel-session)
+(require 'mevedel-skills)
 (require 'mevedel-tool-registry)
 (require 'mevedel-transcript)
 
@@ -59,18 +65,6 @@
   "Agent sessions."
   :group 'mevedel
   :prefix "mevedel-chat-")
-
-(defcustom mevedel-chat-system-prompt
-  "You are mevedel, a coding agent working inside Emacs on the user's project.
-Work in the workspace directory given below.  Use the tools to read and \
-search files instead of guessing their contents, and cite file names with \
-line numbers when you refer to code.  Change files with ApplyPatch, not \
-with shell commands.  Keep answers short and concrete.  \
-When a tool fails or a call is refused, read the message, adjust, and \
-tell the user what happened."
-  "System prompt of mevedel sessions.
-The workspace directory and today's date are appended to it."
-  :type 'string)
 
 (defvar mevedel-chat-message-functions nil
   "Functions returning mail to put before the user's text of a turn.
@@ -274,9 +268,16 @@ never written to the transcript.  Observers hear `tool-progress'."
 ;;;; System prompt and tools
 
 (defun mevedel-chat--system-text (chat)
-  "Return the system prompt for CHAT's next turn."
-  (format "%s\n\nWorkspace directory: %s\nToday's date: %s"
-          mevedel-chat-system-prompt (mevedel-chat-root chat) (format-time-string "%F")))
+  "Return the system prompt for CHAT's next turn (mevedel-prompt.el)."
+  (mevedel-prompt-system-text chat))
+
+;; What changed since the model last read it goes with the user's text
+;; of a turn; the environment and a skill's tool restriction are the
+;; turn's own.
+(add-hook 'mevedel-chat-message-functions #'mevedel-prompt-context-updates)
+(add-hook 'mevedel-chat-accepted-functions #'mevedel-prompt-note-accepted)
+(add-hook 'mevedel-chat-idle-functions #'mevedel-environment-turn-ended)
+(add-hook 'mevedel-chat-idle-functions #'mevedel-skills-turn-ended)
 
 (defun mevedel-chat-tools (_chat)
   "Return the gptel tools offered to the model of a chat.

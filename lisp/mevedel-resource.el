@@ -60,11 +60,18 @@ every root can also be named by the SHA-256 digest of its path."
 (defcustom mevedel-resource-skill-roots
   '((local-mevedel . ".mevedel/skills")
     (local-agents . ".agents/skills")
+    (local-agents . ".claude/skills")
     (global-mevedel . "~/.mevedel/skills")
-    (global-agents . "~/.agents/skills"))
+    (global-agents . "~/.agents/skills")
+    (global-agents . "~/.claude/skills")
+    (bundled . "skills"))
   "Where skills are discovered: an alist of (ORIGIN . DIRECTORY).
 Each subdirectory of DIRECTORY holding a SKILL.md file is one skill.
-Relative directories are relative to the workspace root."
+Relative directories are relative to the workspace root, except for
+the `bundled' origin, whose directory is relative to the package.
+Claude Code's .claude/skills share the agents origins: a skill there
+with the name of one in .agents/skills has no readable alias, only its
+exact skill://NAME@SOURCE-KEY address."
   :type '(alist :key-type symbol :value-type directory))
 
 (defvar mevedel-resource-skills-function #'mevedel-resource-discover-skills
@@ -135,15 +142,33 @@ session directory, and the workspace is the current project's root or
            for kind = (mevedel-resource--kind dir workspace)
            collect (list dir kind (or kind (abbreviate-file-name dir)))))
 
+(defun mevedel-resource-memory-root-list (workspace)
+  "Return the memory roots of WORKSPACE as (PATH KEY LABEL) lists.
+KEY is the root's key in memory://KEY/PATH addresses: its readable
+kind when no other root has that kind, else the SHA-256 digest of PATH
+\(the module's rule)."
+  (let ((roots (mevedel-resource--memory-roots workspace)))
+    (cl-loop for (path kind label) in roots
+             collect (list path
+                           (if (and kind (= 1 (cl-count kind roots :key #'cadr
+                                                        :test #'equal)))
+                               kind
+                             (secure-hash 'sha256 path))
+                           label))))
+
 (defun mevedel-resource-discover-skills ()
   "Return the skills found under `mevedel-resource-skill-roots'.
 The source key of a skill is its origin and the real path of its
 directory."
   (let ((workspace (plist-get (funcall mevedel-resource-session-function) :workspace)))
     (cl-loop for (origin . root) in mevedel-resource-skill-roots
-             for dir = (if (and workspace (not (file-name-absolute-p root))
+             for base = (if (eq origin 'bundled)
+                            (file-name-directory
+                             (directory-file-name mevedel-resource--this-directory))
+                          workspace)
+             for dir = (if (and base (not (file-name-absolute-p root))
                                 (not (string-prefix-p "~" root)))
-                           (expand-file-name root workspace)
+                           (expand-file-name root base)
                          (expand-file-name root))
              when (file-directory-p dir)
              append (cl-loop for sub in (directory-files dir t "\\`[^.]")

@@ -1,0 +1,215 @@
+;;; mevedel-memory.el --- Persistent memory and the workspace journal in the prompt  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Two prompt components over what the resource layer already serves:
+;;
+;; - `memory-index': the files of the configured memory roots
+;;   (`mevedel-resource-memory-roots'), each as its memory://KEY/PATH
+;;   address and its first line, bounded.  The model reads them with
+;;   Read and writes them with ApplyPatch on the explicit address, under
+;;   the normal review.  A root's listing is kept until one of its
+;;   directories changes (their modification times are checked, nothing
+;;   is listed again otherwise).
+;; - `journal-map': the recent public entries of the workspace journal
+;;   (.mevedel/journal/NAME.md, NAME being YYYY-MM-DDTHH:MM:SSZ-SLUG),
+;;   newest first, within `mevedel-resource-journal-recall-days'.  The
+;;   directory is looked at most once every ten seconds; ages are checked
+;;   on every use.  It belongs in the main session's prompt only.
+;;
+;; `mevedel-memory-journal-file-name' names a new entry.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'seq)
+(require 'url-util)
+(require 'mevedel-prompt)
+(require 'mevedel-resource)
+
+(defgroup mevedel-memory nil
+  "Persistent memory and the journal in mevedel's prompt."
+  :group 'mevedel
+  :prefix "mevedel-memory-")
+
+(defcustom mevedel-memory-index-entries 100
+  "How many memory files the prompt's memory index lists at most."
+  :type 'natnum)
+
+(defcustom mevedel-memory-journal-map-entries 20
+  "How many journal entries the prompt's journal map lists at most."
+  :type 'natnum)
+
+;;;; Memory roots
+
+(defvar mevedel-memory--listings (make-hash-table :test #'equal)
+  "Per memory root: (DIRECTORY-TIMES . FILES), FILES relative, sorted.")
+
+(defun mevedel-memory--mtime (dir)
+  "Return DIR's modification time, or nil when it is not a directory."
+  (let ((attrs (file-attributes dir)))
+    (and (eq (file-attribute-type attrs) t) (file-attribute-modification-time attrs))))
+
+(defun mevedel-memory--walk (root)
+  "Return (DIRECTORY-TIMES . FILES) of ROOT, listed now, at most the index's size."
+  (let ((times nil) (files nil) (queue (list root))
+        (limit (1+ mevedel-memory-index-entries)))
+    (while (and queue (< (length files) limit))
+      (let ((dir (pop queue)))
+        (push (cons dir (mevedel-memory--mtime dir)) times)
+        (dolist (entry (directory-files dir t "\\`[^.]" t))
+          (cond ((file-directory-p entry) (setq queue (append queue (list entry))))
+                ((file-regular-p entry) (push (file-relative-name entry root) files))))))
+    (cons times (sort files #'string<))))
+
+(defun mevedel-memory-root-files (root)
+  "Return the files below memory ROOT, relative and sorted, or nil.
+The last listing is reused while none of ROOT's directories changed."
+  (when (mevedel-memory--mtime root)
+    (let ((cached (gethash root mevedel-memory--listings)))
+      (if (and cached (cl-every (lambda (pair) (equal (cdr pair) (mevedel-memory--mtime (car pair))))
+                                (car cached)))
+          (cdr cached)
+        (let ((listing (mevedel-memory--walk root)))
+          (puthash root listing mevedel-memory--listings)
+          (cdr listing))))))
+
+(defun mevedel-memory--first-line (file)
+  "Return the first non-blank line of FILE, shortened, or nil."
+  (when-let* ((text (mevedel-prompt-file-text file)))
+    (when (string-match "^[ \t#*-]*\\([^ \t\n].*\\)$" text)
+      (truncate-string-to-width (match-string 1 text) 100 nil nil "…"))))
+
+(defun mevedel-memory-index (workspace)
+  "Return the memory index text of WORKSPACE, or nil without memory roots."
+  (when-let* ((roots (mevedel-resource-memory-root-list workspace)))
+    (let ((lines nil) (count 0) (more 0))
+      (pcase-dolist (`(,path ,key ,_label) roots)
+        (dolist (file (mevedel-memory-root-files path))
+          (if (>= count mevedel-memory-index-entries)
+              (cl-incf more)
+            (cl-incf count)
+            (push (format "- memory://%s/%s%s" key
+                          (mapconcat #'url-hexify-string (split-string file "/") "/")
+                          (if-let* ((line (mevedel-memory--first-line
+                                           (expand-file-name file path))))
+                              (concat " — " line) ""))
+                  lines))))
+      (concat
+       "Persistent memory (memory://): notes kept across sessions.  Read a note with Read; "
+       "add or change one with ApplyPatch on its memory://KEY/PATH address (the user reviews "
+       "it).  Keep one topic per short file; record lasting facts and decisions, not "
+       "session chatter.\nRoots: "
+       (mapconcat (pcase-lambda (`(,path ,key ,_)) (format "memory://%s/ (%s)" key
+                                                           (abbreviate-file-name path)))
+                  roots ", ")
+       "\n"
+       (if lines
+           (concat "Index:\n" (string-join (nreverse lines) "\n")
+                   (if (> more 0) (format "\n… %d more (Glob memory://root lists all)" more) ""))
+         "No memory files yet.")))))
+
+(defun mevedel-memory--index-component (chat)
+  "Return the memory-index component's text for CHAT."
+  (mevedel-memory-index (directory-file-name (mevedel-prompt-workspace chat))))
+
+(mevedel-prompt-define-component
+ 'memory-index :function #'mevedel-memory--index-component
+ :budget 8000 :doc "memory://root index (`mevedel-resource-memory-roots')")
+
+;;;; The journal
+
+(defconst mevedel-memory--journal-name-re
+  (concat "\\`\\([0-9]\\{4\\}\\)-\\([0-9][0-9]\\)-\\([0-9][0-9]\\)T"
+          "\\([0-9][0-9]\\):\\([0-9][0-9]\\):\\([0-9][0-9]\\)Z"
+          "\\(?:-[A-Za-z0-9._-]+\\)?\\.md\\'")
+  "Names of public journal entries.")
+
+(defun mevedel-memory-journal-file-name (slug &optional time)
+  "Return the file name of a journal entry about SLUG written at TIME.
+TIME defaults to now; SLUG is reduced to letters, digits and dashes."
+  (let ((slug (replace-regexp-in-string "[^A-Za-z0-9]+" "-" (downcase slug))))
+    (format "%s%s.md" (format-time-string "%FT%TZ" time t)
+            (if (string-empty-p (string-trim slug "-+" "-+")) ""
+              (concat "-" (string-trim slug "-+" "-+"))))))
+
+(defun mevedel-memory-journal-entry-time (name)
+  "Return the creation time NAME records, or nil for no entry name."
+  (when (string-match mevedel-memory--journal-name-re name)
+    (encode-time (list (string-to-number (match-string 6 name))
+                       (string-to-number (match-string 5 name))
+                       (string-to-number (match-string 4 name))
+                       (string-to-number (match-string 3 name))
+                       (string-to-number (match-string 2 name))
+                       (string-to-number (match-string 1 name))
+                       nil nil t))))
+
+(defvar mevedel-memory--journal-seen (make-hash-table :test #'equal)
+  "Per journal directory: (TIME . NAMES), when it was last looked at.")
+
+(defconst mevedel-memory--journal-interval 10
+  "Seconds between two looks at a journal directory.")
+
+(defun mevedel-memory-journal-names (workspace &optional now)
+  "Return WORKSPACE's recallable journal entry names, newest first.
+NOW (default the current time) decides the age; the directory is looked
+at again only after `mevedel-memory--journal-interval' seconds."
+  (let* ((dir (expand-file-name ".mevedel/journal" workspace))
+         (now (or now (current-time)))
+         (seen (gethash dir mevedel-memory--journal-seen))
+         (names (if (and seen (< (float-time (time-subtract now (car seen)))
+                                 mevedel-memory--journal-interval)
+                         (not (time-less-p now (car seen))))
+                    (cdr seen)
+                  (let ((names (and (file-directory-p dir)
+                                    (cl-remove-if-not
+                                     (lambda (name)
+                                       (file-regular-p (expand-file-name name dir)))
+                                     (directory-files dir nil mevedel-memory--journal-name-re t)))))
+                    (puthash dir (cons now names) mevedel-memory--journal-seen)
+                    names)))
+         (oldest (time-subtract now (* 86400 mevedel-resource-journal-recall-days))))
+    (sort (cl-remove-if-not
+           (lambda (name)
+             (let ((time (mevedel-memory-journal-entry-time name)))
+               (and time (not (time-less-p time oldest)) (not (time-less-p now time)))))
+           names)
+          (lambda (a b) (string< b a)))))
+
+(defun mevedel-memory-journal-address (name)
+  "Return the memory://journal/ address of entry NAME (colons as %3A)."
+  (concat "memory://journal/" (string-replace ":" "%3A" name)))
+
+(defun mevedel-memory-journal-map (workspace)
+  "Return the journal map text of WORKSPACE, or nil without recent entries."
+  (when-let* ((names (mevedel-memory-journal-names workspace)))
+    (let ((dir (expand-file-name ".mevedel/journal" workspace)))
+      (concat
+       (format "Recent journal entries (last %d days, newest first; Read one for the whole entry):\n"
+               mevedel-resource-journal-recall-days)
+       (mapconcat (lambda (name)
+                    (concat "- " (mevedel-memory-journal-address name)
+                            (if-let* ((line (mevedel-memory--first-line
+                                             (expand-file-name name dir))))
+                                (concat " — " line) "")))
+                  (seq-take names mevedel-memory-journal-map-entries) "\n")))))
+
+(defun mevedel-memory--journal-component (chat)
+  "Return the journal-map component's text for CHAT."
+  (concat
+   (or (mevedel-memory-journal-map (mevedel-prompt-workspace chat)) "")
+   "\nWhen the user asks you to record the work, write a short public journal entry "
+   "with ApplyPatch as the new file .mevedel/journal/YYYY-MM-DDTHH:MM:SSZ-SLUG.md "
+   "(UTC time now, SLUG a few lowercase words joined by dashes): what was done, why, "
+   "and what is left.  Entries are never edited afterwards."))
+
+(mevedel-prompt-define-component
+ 'journal-map :function #'mevedel-memory--journal-component :placement 'update
+ :budget 4000 :doc "recent memory://journal/ entries (main session only)")
+
+(provide 'mevedel-memory)
+;;; mevedel-memory.el ends here
