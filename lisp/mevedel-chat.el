@@ -51,6 +51,7 @@
 (require 'mevedel-environment)
 (require 'mevedel-instructions)
 (require 'mevedel-memory)
+(require 'mevedel-mentions)
 (require 'mevedel-permissions)
 (require 'mevedel-pipeline)
 (require 'mevedel-prompt)
@@ -72,6 +73,11 @@ Each is called with the chat when a turn is sent and returns a list of
 strings (e.g. <agent-message> blocks); they are sent with the user's
 message, in order, and the view does not show them.  The mail counts
 as read only once `mevedel-chat-accepted-functions' run for the turn.")
+
+(defvar mevedel-chat-turn-text nil
+  "The user's text of the turn whose mail is being gathered, or nil.
+Bound while `mevedel-chat-message-functions' run; nil for a turn the
+harness starts on its own.")
 
 (defvar mevedel-chat-accepted-functions nil
   "Abnormal hook run with a chat whose turn's request the backend accepted.
@@ -271,10 +277,11 @@ never written to the transcript.  Observers hear `tool-progress'."
   "Return the system prompt for CHAT's next turn (mevedel-prompt.el)."
   (mevedel-prompt-system-text chat))
 
-;; What changed since the model last read it goes with the user's text
-;; of a turn; the environment and a skill's tool restriction are the
-;; turn's own.
+;; What changed since the model last read it, and what the user's
+;; mentions attach, go with the user's text of a turn; the environment
+;; and a skill's tool restriction are refreshed and lifted at its end.
 (add-hook 'mevedel-chat-message-functions #'mevedel-prompt-context-updates)
+(add-hook 'mevedel-chat-message-functions #'mevedel-mentions-message-function t)
 (add-hook 'mevedel-chat-accepted-functions #'mevedel-prompt-note-accepted)
 (add-hook 'mevedel-chat-idle-functions #'mevedel-environment-turn-ended)
 (add-hook 'mevedel-chat-idle-functions #'mevedel-skills-turn-ended)
@@ -448,8 +455,9 @@ ON-DONE and BACKGROUND are as for `mevedel-chat-send'."
                   gptel-tools (mevedel-chat-tools chat))
       (goto-char (point-max))
       (let ((start (point))
-            (mail (cl-loop for function in mevedel-chat-message-functions
-                           append (funcall function chat))))
+            (mail (let ((mevedel-chat-turn-text (unless background text)))
+                    (cl-loop for function in mevedel-chat-message-functions
+                             append (funcall function chat)))))
         (when background
           (mevedel-chat--insert-notice chat 'background background)
           (goto-char (point-max)))

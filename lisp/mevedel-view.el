@@ -56,6 +56,7 @@
 (require 'mevedel-render-data)
 (require 'mevedel-tool-render)
 (require 'mevedel-locations)
+(require 'mevedel-mentions)
 
 (declare-function mevedel-demo-attach "mevedel-demo" (chat &optional surface))
 
@@ -437,7 +438,8 @@ The search starts where the data of the turn that holds its row starts."
      (mevedel-view--begin-block 'user)
      (mevedel-view--append
       (concat (propertize "❯ " 'face 'mevedel-view-user)
-              (propertize (plist-get segment :text) 'face 'mevedel-view-user)
+              (mevedel-mentions-chips
+               (propertize (plist-get segment :text) 'face 'mevedel-view-user))
               "\n")))
     ('response
      (mevedel-view--begin-block 'response)

@@ -58,6 +58,7 @@
   (require 'mevedel-tools-list)
   (require 'mevedel-tool-web)
   (require 'mevedel-tool-skill)
+  (require 'mevedel-composer)
   (require 'mevedel-agent)
   (require 'mevedel-checkpoint)
   (require 'mevedel-ps)
