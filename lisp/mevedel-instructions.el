@@ -52,22 +52,34 @@
 
 (defun mevedel-instructions-files (directory)
   "Return the instruction files of DIRECTORY that exist, in reading order.
-AGENTS.md, else CLAUDE.md; then AGENTS.local.md."
-  (let ((main (cl-loop for name in '("AGENTS.md" "CLAUDE.md")
-                       for file = (expand-file-name name directory)
-                       when (file-regular-p file) return file))
-        (local (expand-file-name "AGENTS.local.md" directory)))
-    (delq nil (list main (and (file-regular-p local) local)))))
+AGENTS.md, else CLAUDE.md; then AGENTS.local.md.  One module call
+looks at all three."
+  (let* ((names (mapcar (lambda (name) (expand-file-name name directory))
+                        '("AGENTS.md" "CLAUDE.md" "AGENTS.local.md")))
+         (regular (cl-mapcar (lambda (file stamp) (and stamp (string-prefix-p "f:" stamp) file))
+                             names (mevedel-core-file-stamps names))))
+    (delq nil (list (or (nth 0 regular) (nth 1 regular)) (nth 2 regular)))))
+
+(defvar mevedel-instructions--blocks (make-hash-table :test #'equal)
+  "Prompt blocks by instruction file: (TEXT . BLOCK), TEXT compared by `eq'.")
 
 (defun mevedel-instructions-block (file)
-  "Return the prompt block of instruction FILE, or nil when it is empty."
-  (when-let* ((text (mevedel-prompt-file-text file))
-              ((not (string-blank-p text))))
-    (format "<instructions file=\"%s\">\n%s\n</instructions>"
-            (abbreviate-file-name file)
-            (string-trim-right
-             (mevedel-prompt-truncate text mevedel-instructions-file-budget
-                                      (abbreviate-file-name file))))))
+  "Return the prompt block of instruction FILE, or nil when it is empty.
+The block is made once per text of the file."
+  (when-let* ((text (mevedel-prompt-file-text file)))
+    (let ((cached (gethash file mevedel-instructions--blocks)))
+      (if (eq (car cached) text)
+          (cdr cached)
+        (cdr (puthash
+              file
+              (cons text
+                    (unless (string-blank-p text)
+                      (format "<instructions file=\"%s\">\n%s\n</instructions>"
+                              (abbreviate-file-name file)
+                              (string-trim-right
+                               (mevedel-prompt-truncate text mevedel-instructions-file-budget
+                                                        (abbreviate-file-name file))))))
+              mevedel-instructions--blocks))))))
 
 (defun mevedel-instructions-base-files (root)
   "Return the global and workspace ROOT instruction files in effect."

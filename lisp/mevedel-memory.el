@@ -13,7 +13,7 @@
 ;;   Read and writes them with ApplyPatch on the explicit address, under
 ;;   the normal review.  A root's listing is kept until one of its
 ;;   directories changes (their modification times are checked, nothing
-;;   is listed again otherwise).
+;;   is listed again otherwise; one module call stamps them all).
 ;; - `journal-map': the recent public entries of the workspace journal
 ;;   (.mevedel/journal/NAME.md, NAME being YYYY-MM-DDTHH:MM:SSZ-SLUG),
 ;;   newest first, within `mevedel-resource-journal-recall-days'.  The
@@ -28,6 +28,7 @@
 (require 'subr-x)
 (require 'seq)
 (require 'url-util)
+(require 'mevedel-core)
 (require 'mevedel-prompt)
 (require 'mevedel-resource)
 
@@ -47,15 +48,15 @@
 ;;;; Memory roots
 
 (defvar mevedel-memory--listings (make-hash-table :test #'equal)
-  "Per memory root: (DIRECTORY-TIMES . FILES), FILES relative, sorted.")
+  "Per memory root: (DIRECTORY-STAMPS . FILES), FILES relative, sorted.")
 
 (defun mevedel-memory--mtime (dir)
-  "Return DIR's modification time, or nil when it is not a directory."
-  (let ((attrs (file-attributes dir)))
-    (and (eq (file-attribute-type attrs) t) (file-attribute-modification-time attrs))))
+  "Return DIR's stamp, or nil when it is not a directory."
+  (let ((stamp (mevedel-prompt-file-stamp dir)))
+    (and stamp (string-prefix-p "d:" stamp) stamp)))
 
 (defun mevedel-memory--walk (root)
-  "Return (DIRECTORY-TIMES . FILES) of ROOT, listed now, at most the index's size."
+  "Return (DIRECTORY-STAMPS . FILES) of ROOT, listed now, at most the index's size."
   (let ((times nil) (files nil) (queue (list root))
         (limit (1+ mevedel-memory-index-entries)))
     (while (and queue (< (length files) limit))
@@ -71,47 +72,81 @@
 The last listing is reused while none of ROOT's directories changed."
   (when (mevedel-memory--mtime root)
     (let ((cached (gethash root mevedel-memory--listings)))
-      (if (and cached (cl-every (lambda (pair) (equal (cdr pair) (mevedel-memory--mtime (car pair))))
-                                (car cached)))
+      (if (and cached (equal (mapcar #'cdr (car cached))
+                             (mevedel-core-file-stamps (mapcar #'car (car cached)))))
           (cdr cached)
         (let ((listing (mevedel-memory--walk root)))
           (puthash root listing mevedel-memory--listings)
           (cdr listing))))))
 
-(defun mevedel-memory--first-line (file)
-  "Return the first non-blank line of FILE, shortened, or nil."
-  (when-let* ((text (mevedel-prompt-file-text file)))
-    (when (string-match "^[ \t#*-]*\\([^ \t\n].*\\)$" text)
-      (truncate-string-to-width (match-string 1 text) 100 nil nil "…"))))
+(defvar mevedel-memory--first-lines (make-hash-table :test #'equal)
+  "First lines by file: (TEXT . LINE), TEXT compared by `eq'.")
+
+(defun mevedel-memory--first-line (file &optional stamp)
+  "Return the first non-blank line of FILE, shortened, or nil.
+It is found once per text of the file.  STAMP is the file's stamp,
+when known."
+  (when-let* ((text (mevedel-prompt-file-text file stamp)))
+    (let ((cached (gethash file mevedel-memory--first-lines)))
+      (if (eq (car cached) text)
+          (cdr cached)
+        (cdr (puthash file
+                      (cons text
+                            (and (string-match "^[ \t#*-]*\\([^ \t\n].*\\)$" text)
+                                 (truncate-string-to-width (match-string 1 text) 100 nil nil "…")))
+                      mevedel-memory--first-lines))))))
+
+(defvar mevedel-memory--indexes (make-hash-table :test #'equal)
+  "Memory index texts by workspace: (LISTINGS STAMPS . TEXT).")
 
 (defun mevedel-memory-index (workspace)
-  "Return the memory index text of WORKSPACE, or nil without memory roots."
+  "Return the memory index text of WORKSPACE, or nil without memory roots.
+The text is made again only when a root's listing or a listed file's
+stamp changed."
   (when-let* ((roots (mevedel-resource-memory-root-list workspace)))
-    (let ((lines nil) (count 0) (more 0))
-      (pcase-dolist (`(,path ,key ,_label) roots)
-        (dolist (file (mevedel-memory-root-files path))
-          (if (>= count mevedel-memory-index-entries)
-              (cl-incf more)
-            (cl-incf count)
-            (push (format "- memory://%s/%s%s" key
-                          (mapconcat #'url-hexify-string (split-string file "/") "/")
-                          (if-let* ((line (mevedel-memory--first-line
-                                           (expand-file-name file path))))
-                              (concat " — " line) ""))
-                  lines))))
-      (concat
-       "Persistent memory (memory://): notes kept across sessions.  Read a note with Read; "
-       "add or change one with ApplyPatch on its memory://KEY/PATH address (the user reviews "
-       "it).  Keep one topic per short file; record lasting facts and decisions, not "
-       "session chatter.\nRoots: "
-       (mapconcat (pcase-lambda (`(,path ,key ,_)) (format "memory://%s/ (%s)" key
-                                                           (abbreviate-file-name path)))
-                  roots ", ")
-       "\n"
-       (if lines
-           (concat "Index:\n" (string-join (nreverse lines) "\n")
-                   (if (> more 0) (format "\n… %d more (Glob memory://root lists all)" more) ""))
-         "No memory files yet.")))))
+    (let* ((listings (mapcar (lambda (root) (mevedel-memory-root-files (car root))) roots))
+           (absolute (cl-loop for (path) in roots
+                              for files in listings
+                              for dir = (file-name-as-directory path)
+                              append (mapcar (lambda (file) (concat dir file))
+                                             (seq-take files mevedel-memory-index-entries))))
+           (stamps (mevedel-core-file-stamps (seq-take absolute mevedel-memory-index-entries)))
+           (cached (gethash workspace mevedel-memory--indexes)))
+      (if (and cached (cl-every #'eq (car cached) listings) (equal (cadr cached) stamps))
+          (cddr cached)
+        (let ((text (mevedel-memory--index-text roots listings stamps)))
+          (puthash workspace (cons listings (cons stamps text)) mevedel-memory--indexes)
+          text)))))
+
+(defun mevedel-memory--index-text (roots listings stamps)
+  "Return the index text of memory ROOTS with their LISTINGS.
+STAMPS are those of the first listed files, in order."
+  (let ((lines nil) (count 0) (more 0))
+    (cl-loop for (path key) in roots
+             for files in listings
+             for dir = (file-name-as-directory path)
+             do (dolist (file files)
+                  (if (>= count mevedel-memory-index-entries)
+                      (cl-incf more)
+                    (cl-incf count)
+                    (push (format "- memory://%s/%s%s" key (mevedel-prompt-hexify file)
+                                  (if-let* ((line (mevedel-memory--first-line
+                                                   (concat dir file) (pop stamps))))
+                                      (concat " — " line) ""))
+                          lines))))
+    (concat
+     "Persistent memory (memory://): notes kept across sessions.  Read a note with Read; "
+     "add or change one with ApplyPatch on its memory://KEY/PATH address (the user reviews "
+     "it).  Keep one topic per short file; record lasting facts and decisions, not "
+     "session chatter.\nRoots: "
+     (mapconcat (pcase-lambda (`(,path ,key ,_)) (format "memory://%s/ (%s)" key
+                                                         (abbreviate-file-name path)))
+                roots ", ")
+     "\n"
+     (if lines
+         (concat "Index:\n" (string-join (nreverse lines) "\n")
+                 (if (> more 0) (format "\n… %d more (Glob memory://root lists all)" more) ""))
+       "No memory files yet."))))
 
 (defun mevedel-memory--index-component (chat)
   "Return the memory-index component's text for CHAT."

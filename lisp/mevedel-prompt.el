@@ -42,6 +42,8 @@
 
 (require 'cl-lib)
 (require 'subr-x)
+(require 'mevedel-core)
+(require 'url-util)
 
 (declare-function mevedel-chat-root "mevedel-chat" (chat))
 (declare-function mevedel-chat-data-buffer "mevedel-chat" (chat))
@@ -121,28 +123,30 @@ for /context."
 ;;;; File texts, cached by identity
 
 (defvar mevedel-prompt--files (make-hash-table :test #'equal)
-  "Texts of files read for the prompt: absolute name -> (IDENTITY . TEXT).")
+  "Texts of files read for the prompt: absolute name -> (STAMP . TEXT).")
 
-(defun mevedel-prompt-file-text (file)
+(defun mevedel-prompt-file-stamp (file)
+  "Return FILE's stamp (`mevedel-core-file-stamps'), or nil when it is missing."
+  (car (mevedel-core-file-stamps (list (expand-file-name file)))))
+
+(defun mevedel-prompt-file-text (file &optional stamp)
   "Return the text of FILE, or nil when it is not a readable regular file.
-The text is read again only when the file's size, modification time or
-inode changed since the last read."
-  (let* ((file (expand-file-name file))
-         (attrs (file-attributes file 'integer)))
-    (if (not (and attrs (null (file-attribute-type attrs))))
+The text is read again only when the file's stamp (size, modification
+time, inode) changed since the last read.  STAMP, when the caller has
+it already, saves looking again.  A relative FILE is expanded."
+  (let* ((file (if (file-name-absolute-p file) file (expand-file-name file)))
+         (stamp (or stamp (car (mevedel-core-file-stamps (list file))))))
+    (if (not (and stamp (string-prefix-p "f:" stamp)))
         (progn (remhash file mevedel-prompt--files) nil)
-      (let ((identity (list (file-attribute-size attrs)
-                            (file-attribute-modification-time attrs)
-                            (file-attribute-inode-number attrs)))
-            (cached (gethash file mevedel-prompt--files)))
-        (if (equal (car cached) identity)
+      (let ((cached (gethash file mevedel-prompt--files)))
+        (if (equal (car cached) stamp)
             (cdr cached)
           (let ((text (condition-case nil
                           (with-temp-buffer
                             (insert-file-contents file)
                             (buffer-string))
                         (file-error nil))))
-            (puthash file (cons identity text) mevedel-prompt--files)
+            (puthash file (cons stamp text) mevedel-prompt--files)
             text))))))
 
 ;;;; Budgets
@@ -160,7 +164,14 @@ LABEL names what was cut in the note."
 
 (defun mevedel-prompt-workspace (chat)
   "Return CHAT's workspace root as a directory name."
-  (file-name-as-directory (expand-file-name (mevedel-chat-root chat))))
+  (file-name-as-directory (mevedel-chat-root chat)))
+
+(defun mevedel-prompt-hexify (path)
+  "Return PATH percent-encoded for an address, slashes kept.
+The common case, a name of unreserved characters only, costs nothing."
+  (if (string-match-p "[^A-Za-z0-9._~/-]" path)
+      (mapconcat #'url-hexify-string (split-string path "/") "/")
+    path))
 
 (defun mevedel-prompt--raw (name plist chat)
   "Return the text of component NAME with PLIST for CHAT, unbounded."
@@ -174,7 +185,15 @@ LABEL names what was cut in the note."
                      (mevedel-prompt-file-text
                       (expand-file-name (plist-get plist :file)
                                         (mevedel-prompt-workspace chat)))))))
-    (and (stringp text) (not (string-blank-p text)) (string-trim-right text))))
+    (and (stringp text) (not (string-blank-p text)) (mevedel-prompt--trim-end text))))
+
+(defun mevedel-prompt--trim-end (text)
+  "Return TEXT without trailing whitespace, TEXT itself when it has none.
+Only the end is looked at, however long TEXT is."
+  (let ((end (length text)))
+    (while (and (> end 0) (memq (aref text (1- end)) '(?\s ?\t ?\n ?\r)))
+      (setq end (1- end)))
+    (if (= end (length text)) text (substring text 0 end))))
 
 (defvar mevedel-prompt--warned nil
   "Unknown component entries already warned about.")
@@ -217,9 +236,12 @@ unknown entry is skipped with one warning."
 ;;;; Per-chat state: the frozen system text and what the model read
 
 (defvar mevedel-prompt--states (make-hash-table :test #'eq :weakness 'key)
-  "Per chat: plist (:components :system :read :pending).
-:system is the frozen system text; :read an alist NAME -> text the
-model has read; :pending the updates sent with the current turn.")
+  "Per chat: plist (:components :system :rendered :read :pending).
+:system is the frozen system text; :rendered (TIME . COMPONENTS) what
+it was made of, which the turn's context updates use when they follow
+within a second; :read an alist
+NAME -> text the model has read; :pending the updates sent with the
+current turn.")
 
 (defun mevedel-prompt--state (chat)
   "Return CHAT's prompt state plist, made if needed."
@@ -240,6 +262,7 @@ as context updates (`mevedel-prompt-context-updates')."
                  (equal (plist-get state :components) components))
       (let ((rendered (mevedel-prompt-render chat components)))
         (setq state (plist-put state :components components))
+        (setq state (plist-put state :rendered (cons (float-time) rendered)))
         (setq state (plist-put state :system (mevedel-prompt--join rendered)))
         (setq state (plist-put state :read
                                (cl-loop for (name placement text) in rendered
@@ -266,13 +289,17 @@ empty says so."
          (read (plist-get state :read))
          (pending nil) (blocks nil))
     (pcase-dolist (`(,name ,_placement ,text)
-                   (mevedel-prompt-render chat (plist-get state :components)))
+                   (let ((rendered (plist-get state :rendered)))
+                     (if (and rendered (< (- (float-time) (car rendered)) 1.0))
+                         (cdr rendered)
+                       (mevedel-prompt-render chat (plist-get state :components)))))
       (let ((seen (assq name read)))
         (unless (if seen (equal (cdr seen) text) (null text))
           (push (cons name text) pending)
           (push (mevedel-prompt-update-block
                  name (or text (format "(%s has nothing to report any more)" name)))
                 blocks))))
+    (setq state (plist-put state :rendered nil))
     (puthash chat (plist-put state :pending (nreverse pending)) mevedel-prompt--states)
     (nreverse blocks)))
 

@@ -29,6 +29,7 @@
 (require 'seq)
 (require 'subr-x)
 (require 'url-util)
+(require 'mevedel-core)
 (require 'mevedel-prompt)
 (require 'mevedel-resource)
 (require 'mevedel-pipeline)
@@ -82,22 +83,51 @@ names, or nil for no restriction)."
 
 ;;;; Discovery
 
+(defvar mevedel-skills--fronts (make-hash-table :test #'equal)
+  "Parsed front matter by SKILL.md file: (TEXT . FRONT), TEXT compared by `eq'.")
+
+(defun mevedel-skills--front (file stamp)
+  "Return the front matter of the SKILL.md FILE, parsed once per text.
+STAMP is the file's stamp."
+  (let ((text (or (and stamp (mevedel-prompt-file-text file stamp)) ""))
+        (cached (gethash file mevedel-skills--fronts)))
+    (if (eq (car cached) text)
+        (cdr cached)
+      (cdr (puthash file (cons text (car (mevedel-skills-parse text))) mevedel-skills--fronts)))))
+
+(defvar mevedel-skills--last nil
+  "The last skill list: (RAW STAMPS . SKILLS), reused while both are the same.")
+
 (defun mevedel-skills-list ()
   "Return the discovered skills as plists.
 Keys: :name :origin :source-key :root :file :description :allowed-tools
 :exact (skill://NAME@DIGEST) :alias (skill://ORIGIN/NAME, nil when
 another skill of the origin has the name)."
   (let* ((raw (funcall mevedel-resource-skills-function))
-         (skills
-          (cl-loop for (name source-key root origin plugin) in raw
-                   for file = (expand-file-name "SKILL.md" root)
-                   for front = (car (mevedel-skills-parse (or (mevedel-prompt-file-text file) "")))
-                   collect (list :name name :origin origin :plugin plugin
-                                 :source-key source-key :root root :file file
-                                 :description (plist-get front :description)
-                                 :allowed-tools (plist-get front :allowed-tools)
-                                 :exact (format "skill://%s@%s" (url-hexify-string name)
-                                                (secure-hash 'sha256 source-key))))))
+         (files (mapcar (lambda (skill) (concat (file-name-as-directory (nth 2 skill)) "SKILL.md"))
+                        raw))
+         (stamps (mevedel-core-file-stamps files)))
+    (if (and mevedel-skills--last (eq (car mevedel-skills--last) raw)
+             (equal (cadr mevedel-skills--last) stamps))
+        (cddr mevedel-skills--last)
+      (let ((skills (mevedel-skills--make raw files stamps)))
+        (setq mevedel-skills--last (cons raw (cons stamps skills)))
+        skills))))
+
+(defun mevedel-skills--make (raw files stamps)
+  "Return the skill plists of discovered RAW skills.
+FILES are their SKILL.md files and STAMPS the files' stamps."
+  (let ((skills
+         (cl-loop for (name source-key root origin plugin) in raw
+                  for file in files
+                  for stamp in stamps
+                  for front = (mevedel-skills--front file stamp)
+                  collect (list :name name :origin origin :plugin plugin
+                                :source-key source-key :root root :file file
+                                :description (plist-get front :description)
+                                :allowed-tools (plist-get front :allowed-tools)
+                                :exact (format "skill://%s@%s" (url-hexify-string name)
+                                               (secure-hash 'sha256 source-key))))))
     (dolist (skill skills)
       (let ((twins (cl-count-if (lambda (other)
                                   (and (equal (plist-get other :name) (plist-get skill :name))
@@ -174,8 +204,18 @@ there are; nothing falls back to another skill."
                  (- (length skills) mevedel-skills-roster-entries))
        ""))))
 
+(defvar mevedel-skills--roster nil
+  "The last roster: (SKILLS . TEXT), SKILLS compared by `eq'.")
+
+(defun mevedel-skills--roster-component (_chat)
+  "Return the skills-roster component's text, made again when the skills changed."
+  (let ((skills (mevedel-skills-list)))
+    (if (eq (car mevedel-skills--roster) skills)
+        (cdr mevedel-skills--roster)
+      (cdr (setq mevedel-skills--roster (cons skills (mevedel-skills-roster skills)))))))
+
 (mevedel-prompt-define-component
- 'skills-roster :function (lambda (_chat) (mevedel-skills-roster (mevedel-skills-list)))
+ 'skills-roster :function #'mevedel-skills--roster-component
  :budget 8000 :doc "discovered skills (`mevedel-resource-skill-roots')")
 
 ;;;; Invoking a skill
