@@ -853,6 +853,9 @@ made before."
                          (file-name-nondirectory recovery) (string-trim summary))
                  'mevedel-notice 'compaction 'front-sticky nil 'rear-nonsticky t)))
       (set-marker cut nil)))
+  ;; What the compacted turns told the model (context updates,
+  ;; subdirectory instructions) is told again.
+  (mevedel-prompt-reset chat)
   (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat) t))
 
 (defun mevedel-chat--end-compaction (chat outcome on-done)

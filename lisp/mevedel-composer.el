@@ -29,6 +29,7 @@
 (require 'seq)
 (require 'subr-x)
 (require 'mevedel-core)
+(require 'mevedel-environment)
 (require 'mevedel-instructions)
 (require 'mevedel-memory)
 (require 'mevedel-mentions)
@@ -179,10 +180,14 @@ KIND is `file' (@: files and agents), `skill' ($) or `address'
                (list start (point) candidates :exclusive 'no))))))))
 
 (defun mevedel-composer--setup (view)
-  "Set up completion in the VIEW buffer and refresh its workspace's metadata."
+  "Set up completion in the VIEW buffer; refresh its workspace's metadata.
+The environment's git facts are looked for too, so that the first turn
+has them."
   (with-current-buffer view
     (add-hook 'completion-at-point-functions #'mevedel-composer-capf nil t)
-    (mevedel-composer-refresh (file-name-as-directory default-directory))))
+    (let ((root (file-name-as-directory default-directory)))
+      (mevedel-composer-refresh root)
+      (mevedel-environment-refresh root))))
 
 (add-hook 'mevedel-view-open-functions #'mevedel-composer--setup)
 

@@ -162,6 +162,12 @@ A PostToolUse function of the pipeline, for the model's own calls."
 
 (add-hook 'mevedel-pipeline-post-tool-use-functions #'mevedel-instructions-post-tool-use)
 
+(defun mevedel-instructions-forget (chat)
+  "Forget which subdirectory instructions CHAT's model has read."
+  (remhash (mevedel-chat-data-buffer chat) mevedel-instructions--seen))
+
+(add-hook 'mevedel-prompt-reset-functions #'mevedel-instructions-forget)
+
 (defun mevedel-instructions-in-effect (chat)
   "Return every instruction file in effect for CHAT, in reading order."
   (append (mevedel-instructions-base-files (mevedel-prompt-workspace chat))

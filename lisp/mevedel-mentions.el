@@ -104,8 +104,22 @@ Each is a plist (:kind file|agent|skill :token STRING :start :end) plus
         (insert-file-contents file)
         (buffer-string)))))
 
+(defcustom mevedel-mentions-file-size-limit (* 8 1024 1024)
+  "Bytes beyond which a mentioned file is not attached (the model can Read it)."
+  :type 'natnum)
+
 (defun mevedel-mentions-attachment (mention root)
   "Return the <attachment> block of file MENTION, relative to ROOT."
+  (if (> (or (file-attribute-size (file-attributes (plist-get mention :file))) 0)
+         mevedel-mentions-file-size-limit)
+      (format "<attachment kind=\"file\" path=\"%s\">\nNot attached: the file is larger \
+than %d bytes; Read it in pages instead.\n</attachment>"
+              (file-relative-name (plist-get mention :file) root)
+              mevedel-mentions-file-size-limit)
+    (mevedel-mentions--attachment mention root)))
+
+(defun mevedel-mentions--attachment (mention root)
+  "Return the <attachment> block of file MENTION, relative to ROOT, read now."
   (let* ((file (plist-get mention :file))
          (lines (split-string (mevedel-mentions--file-text file) "\n"))
          (lines (if (and lines (string-empty-p (car (last lines)))) (butlast lines) lines))

@@ -271,9 +271,17 @@ as context updates (`mevedel-prompt-context-updates')."
         (puthash chat state mevedel-prompt--states)))
     (plist-get state :system)))
 
+(defvar mevedel-prompt-reset-functions nil
+  "Functions called with a chat whose prompt state was reset.
+Components that told the model something outside the system text and
+the context updates (subdirectory instructions) forget it here.")
+
 (defun mevedel-prompt-reset (chat)
-  "Forget CHAT's frozen system text; the next request assembles it again."
-  (remhash chat mevedel-prompt--states))
+  "Forget CHAT's frozen system text and what the model read.
+The next request assembles the system text again and sends every
+context update again (after a compaction, say)."
+  (remhash chat mevedel-prompt--states)
+  (run-hook-with-args 'mevedel-prompt-reset-functions chat))
 
 (defun mevedel-prompt-update-block (name text)
   "Return the context-update block of component NAME saying TEXT."

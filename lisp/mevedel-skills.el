@@ -191,8 +191,8 @@ there are; nothing falls back to another skill."
   (when skills
     (concat
      "Skills (skill://): instruction packages for particular tasks.  When one fits the "
-     "task, call the Skill tool with its address before you start; follow what it says.  "
-     "Read skill://ADDRESS/FILE reads the files it ships.\n"
+     "task, load it before you start, through ToolCall: (Skill :skill \"ADDRESS\"); "
+     "follow what it says.  Read skill://ADDRESS/FILE reads the files it ships.\n"
      (mapconcat (lambda (skill)
                   (format "- %s%s" (mevedel-skills-address skill)
                           (if-let* ((d (plist-get skill :description)))

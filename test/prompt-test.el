@@ -155,7 +155,12 @@ is empty; the chat and the workspace go afterwards."
                                                       (list :file_path "other/x.el"))))
     (should (equal (mapcar (lambda (f) (file-relative-name f root))
                            (last (mevedel-instructions-in-effect chat) 2))
-                   '("sub/CLAUDE.md" "sub/deep/AGENTS.md")))))
+                   '("sub/CLAUDE.md" "sub/deep/AGENTS.md")))
+    ;; After a compaction (a reset) they come again.
+    (mevedel-prompt-reset chat)
+    (should (string-search "deep rules"
+                           (mevedel-test-run-tool chat "Read" "call_r4"
+                                                  (list :file_path "sub/deep/file.el"))))))
 
 ;;;; Environment
 
