@@ -75,7 +75,7 @@
       (puthash root (mevedel-composer--cache-make) mevedel-composer--caches)))
 
 (defun mevedel-composer--addresses (root)
-  "Return the addresses of ROOT's resources completion offers."
+  "Return the addresses of ROOT's resources, for completion."
   (let ((workspace (directory-file-name root)))
     (append
      (list "memory://root" "memory://journal/" "history://root" "history://saved")

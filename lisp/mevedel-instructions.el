@@ -103,8 +103,9 @@ The block is made once per text of the file."
 ;;;; Subdirectories, when first relevant
 
 (defvar mevedel-instructions--seen (make-hash-table :test #'eq :weakness 'key)
-  "Per data buffer: (DIRECTORIES . FILES), the subdirectories already
-looked at and the instruction files loaded from them, in order.")
+  "Subdirectory instructions per data buffer: (DIRECTORIES . FILES).
+DIRECTORIES are those already looked at, FILES the instruction files
+loaded from them, in order.")
 
 (defun mevedel-instructions--between (root file)
   "Return the directories below ROOT down to FILE's own, outermost first."

@@ -288,7 +288,7 @@ context update again (after a compaction, say)."
   (format "<context-update component=\"%s\">\n%s\n</context-update>" name text))
 
 (defun mevedel-prompt-context-updates (chat)
-  "Return the context updates for CHAT's turn: a list of blocks.
+  "Return the blocks to send with CHAT's turn, one per changed component.
 A component whose current text differs from what the model last read
 gets one block; it counts as read once the backend accepts the turn
 \(`mevedel-prompt-note-accepted').  A `system' component that has gone
@@ -312,7 +312,7 @@ empty says so."
     (nreverse blocks)))
 
 (defun mevedel-prompt-note-accepted (chat)
-  "Record that the model read CHAT's pending context updates."
+  "Record that the model read what CHAT's turn sent (its pending blocks)."
   (let* ((state (mevedel-prompt--state chat))
          (read (plist-get state :read)))
     (pcase-dolist (`(,name . ,text) (plist-get state :pending))

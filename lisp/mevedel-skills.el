@@ -244,7 +244,7 @@ ARGUMENTS, a string, is what the user or model passed to the skill."
   "Tools a skill's restriction never stops (ToolCall's own calls are checked).")
 
 (defun mevedel-skills-restrict (buffer skill)
-  "Restrict the calls of data BUFFER's turn to SKILL's allowed tools.
+  "Restrict data BUFFER's turn to SKILL's allowed tools.
 A skill without allowed-tools changes nothing."
   (when-let* ((tools (plist-get skill :allowed-tools)))
     (puthash buffer (cons (plist-get skill :name) tools) mevedel-skills--restrictions)))

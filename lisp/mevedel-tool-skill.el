@@ -20,7 +20,8 @@
 (require 'mevedel-tool-render)
 
 (defun mevedel-tool-skill (args)
-  "Return the instructions of the skill ARGS name; restrict the turn if it says so."
+  "Return the instructions of the skill ARGS name; restrict the turn's tools.
+A skill without allowed-tools restricts nothing."
   (condition-case err
       (let ((skill (mevedel-skills-find (plist-get args :skill)))
             (buffer (plist-get (mevedel-pipeline-current-context) :data-buffer)))

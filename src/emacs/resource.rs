@@ -138,10 +138,12 @@ fn file_stamps<'e>(env: &'e Env, files: Value<'e>) -> Result<Value<'e>> {
     guarded(env, || {
         let out = super::convert::strings(files)?
             .iter()
-            .map(|f| match crate::resource::stamp::stamp(std::path::Path::new(f)) {
-                Some(s) => s.into_lisp(env),
-                None => env.intern("nil"),
-            })
+            .map(
+                |f| match crate::resource::stamp::stamp(std::path::Path::new(f)) {
+                    Some(s) => s.into_lisp(env),
+                    None => env.intern("nil"),
+                },
+            )
             .collect::<Result<Vec<_>>>()?;
         env.list(&out[..])
     })
