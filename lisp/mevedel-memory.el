@@ -47,6 +47,14 @@
 
 ;;;; Memory roots
 
+(defconst mevedel-memory--journal-guidance
+  (concat "The workspace journal (memory://journal/, read-only) holds dated public entries.  "
+          "When the user asks you to record the work, write a short entry with ApplyPatch as "
+          "the new file .mevedel/journal/YYYY-MM-DDTHH:MM:SSZ-SLUG.md (UTC time now, SLUG a "
+          "few lowercase words joined by dashes): what was done, why, and what is left.  "
+          "Entries are never edited afterwards.")
+  "How the model writes a journal entry, in the memory index.")
+
 (defvar mevedel-memory--listings (make-hash-table :test #'equal)
   "Per memory root: (DIRECTORY-STAMPS . FILES), FILES relative, sorted.")
 
@@ -138,7 +146,9 @@ STAMPS are those of the first listed files, in order."
      "Persistent memory (memory://): notes kept across sessions.  Read a note with Read; "
      "add or change one with ApplyPatch on its memory://KEY/PATH address (the user reviews "
      "it).  Keep one topic per short file; record lasting facts and decisions, not "
-     "session chatter.\nRoots: "
+     "session chatter.\n"
+     mevedel-memory--journal-guidance
+     "\nRoots: "
      (mapconcat (pcase-lambda (`(,path ,key ,_)) (format "memory://%s/ (%s)" key
                                                          (abbreviate-file-name path)))
                 roots ", ")
@@ -235,12 +245,7 @@ at again only after `mevedel-memory--journal-interval' seconds."
 
 (defun mevedel-memory--journal-component (chat)
   "Return the journal-map component's text for CHAT."
-  (concat
-   (or (mevedel-memory-journal-map (mevedel-prompt-workspace chat)) "")
-   "\nWhen the user asks you to record the work, write a short public journal entry "
-   "with ApplyPatch as the new file .mevedel/journal/YYYY-MM-DDTHH:MM:SSZ-SLUG.md "
-   "(UTC time now, SLUG a few lowercase words joined by dashes): what was done, why, "
-   "and what is left.  Entries are never edited afterwards."))
+  (mevedel-memory-journal-map (mevedel-prompt-workspace chat)))
 
 (mevedel-prompt-define-component
  'journal-map :function #'mevedel-memory--journal-component :placement 'update
