@@ -79,6 +79,8 @@
       (should (string-search "readme" (nth 1 blocks)))
       (should (string-search "delegated to the worker agent" (nth 2 blocks)))
       (should (string-search "LINT STEPS" (nth 3 blocks)))
+      ;; $lint has no allowed-tools: the turn is not restricted.
+      (should-not (gethash (mevedel-chat-data-buffer chat) mevedel-skills--restrictions))
       ;; A modified buffer's text is the file's current content.
       (with-current-buffer (find-file-noselect (expand-file-name "src/b.el" root))
         (erase-buffer)
@@ -130,6 +132,15 @@
           (should-not (mevedel-composer-capf))
           (should (member "context" (nth 2 (mevedel-view--slash-capf))))))
       (should (null composer-test--accessed)))))
+
+(ert-deftest composer:slash-memory-opens-the-root ()
+  (composer-test--with-view
+    (save-window-excursion
+      (mevedel-composer-memory chat "")
+      (should (derived-mode-p 'dired-mode))
+      (should (equal (file-name-as-directory default-directory)
+                     (file-name-as-directory (expand-file-name ".mevedel/memory" root))))
+      (kill-buffer))))
 
 (ert-deftest composer:slash-context-shows-components-and-files ()
   (composer-test--with-view

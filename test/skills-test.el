@@ -29,6 +29,8 @@
                        . "---\nname: deploy\ndescription: \"Deploy from .claude\"\nallowed-tools:\n  - Bash\n---\nCLAUDE DEPLOY STEPS\n")
                       (".mevedel/skills/lint/SKILL.md"
                        . "---\nname: lint\ndescription: Lint the code\n---\nRun the linter on $ARGUMENTS.\n")
+                      (".agents/skills/lint/SKILL.md"
+                       . "---\nname: lint\ndescription: Lint with the agents' rules\n---\nAGENTS LINT\n")
                       ("a.txt" . "a\n")))
        (let ((file (expand-file-name name root)))
          (make-directory (file-name-directory file) t)
@@ -58,7 +60,7 @@
            (agents (mevedel-skills-test--named skills "deploy" ".agents"))
            (claude (mevedel-skills-test--named skills "deploy" ".claude"))
            (lint (mevedel-skills-test--named skills "lint" ".mevedel")))
-      (should (= (length skills) 3))
+      (should (= (length skills) 4))
       ;; Exact locators: the name and the SHA-256 of the source key.
       (should (equal (plist-get agents :exact)
                      (concat "skill://deploy@"
@@ -72,8 +74,13 @@
       (should (equal (plist-get claude :description) "Deploy from .claude"))
       ;; Lookups never fall back.
       (should (eq (mevedel-skills-find (plist-get claude :exact) skills) claude))
-      (should (eq (mevedel-skills-find "lint" skills) lint))
       (should (eq (mevedel-skills-find "skill://local-mevedel/lint" skills) lint))
+      ;; Same name, different origins: each alias is its own skill, the bare
+      ;; name is nobody's.
+      (let ((agents-lint (mevedel-skills-test--named skills "lint" ".agents")))
+        (should (equal (plist-get agents-lint :alias) "skill://local-agents/lint"))
+        (should (eq (mevedel-skills-find "skill://local-agents/lint" skills) agents-lint)))
+      (should-error (mevedel-skills-find "lint" skills) :type 'mevedel-skills-error)
       (let ((err (should-error (mevedel-skills-find "deploy" skills) :type 'mevedel-skills-error)))
         (should (string-search (plist-get agents :exact) (cadr err)))
         (should (string-search (plist-get claude :exact) (cadr err))))

@@ -44,7 +44,7 @@
          (mevedel-instructions-global-directory (make-temp-file "mevedel-global-" t))
          (run (mevedel-e2e-run
                :wire wire :stream stream :files prompt-e2e--files
-               :prompt "$review look at @notes.txt:2-3 please"
+               :prompt "$review look at @notes.txt:2-3 and @src/main.c please"
                :steps `(((tool_calls . [((name . "Read")
                                          (arguments . ((file_path . "{{root}}src/main.c"))))]))
                         ((expect . ((results . [((contains . "Code in src/ uses tabs."))])))
@@ -66,7 +66,8 @@
       (should (string-search "     2\tline two\n     3\tline three" user))
       (should-not (string-search "line one" user))
       (should (string-search "Look for off-by-one errors." user))
-      (should (string-search "$review look at @notes.txt:2-3 please" user)))
+      (should (string-search "<attachment kind=\"file\" path=\"src/main.c\">\n     1\tint main(void) {" user))
+      (should (string-search "$review look at @notes.txt:2-3 and @src/main.c please" user)))
     ;; The second request: the same system text (the provider's cache).
     (let ((log (plist-get run :log)))
       (should (= (length log) 2))
