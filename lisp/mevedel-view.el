@@ -161,7 +161,9 @@ START and END are positions or markers of the chat's turns.")
   "C-c C-u" #'mevedel-view-unqueue
   "C-c C-m" #'mevedel-view-set-model
   "M-p" #'mevedel-view-history-previous
-  "M-n" #'mevedel-view-history-next)
+  "M-n" #'mevedel-view-history-next
+  ;; A row's own TAB (expand) wins on the row.
+  "TAB" #'completion-at-point)
 
 (defvar-keymap mevedel-view-row-map
   :doc "Keys on a tool row's header."

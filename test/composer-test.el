@@ -133,6 +133,15 @@
           (should (member "context" (nth 2 (mevedel-view--slash-capf))))))
       (should (null composer-test--accessed)))))
 
+(ert-deftest composer:tab-completes-in-the-composer ()
+  (composer-test--with-view
+    (composer-test--wait-files root)
+    (with-current-buffer view
+      (goto-char (point-max))
+      (insert "look at @src/a")
+      (execute-kbd-macro (kbd "TAB"))
+      (should (string-suffix-p "@src/a.el" (mevedel-view--composer-text))))))
+
 (ert-deftest composer:slash-memory-opens-the-root ()
   (composer-test--with-view
     (save-window-excursion
