@@ -103,6 +103,14 @@ package they belong to."
            for docs = (expand-file-name "docs" dir)
            when (file-directory-p docs) return docs))
 
+(defun mevedel-resource--package-directory (name)
+  "Return the package directory holding NAME: this library's, or its parent."
+  (cl-loop for dir in (list mevedel-resource--this-directory
+                            (file-name-directory
+                             (directory-file-name mevedel-resource--this-directory)))
+           when (file-exists-p (expand-file-name name dir)) return dir
+           finally return mevedel-resource--this-directory))
+
 (defun mevedel-resource-default-session ()
   "Return the owners of the current buffer's requests.
 With a `mevedel-session-current' session, its storage directory (nil
@@ -188,8 +196,7 @@ at (the roots and each skill's) changed."
       (let ((stamps nil) (skills nil))
         (cl-loop for (origin . root) in mevedel-resource-skill-roots
                  for base = (if (eq origin 'bundled)
-                                (file-name-directory
-                                 (directory-file-name mevedel-resource--this-directory))
+                                (mevedel-resource--package-directory root)
                               workspace)
                  for dir = (if (and base (not (file-name-absolute-p root))
                                     (not (string-prefix-p "~" root)))

@@ -102,6 +102,13 @@
                                                     (list :file_path (concat (plist-get claude :exact)
                                                                              "/SKILL.md"))))))))
 
+(ert-deftest mevedel-skills:the-bundled-journal-skill ()
+  (let* ((mevedel-resource-skill-roots '((bundled . "skills")))
+         (skill (mevedel-skills-find "skill://bundled/journal")))
+    (should (string-search "journal entry" (plist-get skill :description)))
+    (should (string-search ".mevedel/journal/YYYY-MM-DDTHH:MM:SSZ-SLUG.md"
+                           (mevedel-skills-instructions skill)))))
+
 (ert-deftest mevedel-skills:the-skill-tool-loads-and-restricts ()
   (mevedel-skills-test--with
     (let* ((skills (mevedel-skills-list))
