@@ -332,8 +332,11 @@ empty says so."
              (if system "" (format " %d now" (length (mevedel-prompt--join rendered)))))
      (mapconcat
       (pcase-lambda (`(,name ,placement ,text))
-        (format "  %-24s %-7s %6d chars  %s" name placement (length (or text ""))
-                (or (plist-get (mevedel-prompt-component name) :doc) "")))
+        (let ((read (assq name (plist-get state :read))))
+          (format "  %-24s %-7s %6d chars%s  %s" name placement (length (or text ""))
+                  (if (and system (not (equal (cdr read) text)) (or read text))
+                      " (changed: sent with the next turn)" "")
+                  (or (plist-get (mevedel-prompt-component name) :doc) ""))))
       rendered "\n"))))
 
 ;;;; Built-in components

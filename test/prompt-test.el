@@ -93,6 +93,7 @@ is empty; the chat and the workspace go afterwards."
       (should (string-search "first rules" first))
       (should (null (mevedel-prompt-context-updates chat)))
       (mevedel-prompt-test--touch-later (expand-file-name "AGENTS.md" root) "second rules")
+      (should (string-search "changed: sent with the next turn" (mevedel-prompt-report chat)))
       ;; The system text stays (the provider's cache); the change is an update.
       (should (eq (mevedel-prompt-system-text chat components) first))
       (let ((updates (mevedel-prompt-context-updates chat)))
