@@ -67,13 +67,15 @@ Nothing starts while a run for ROOT is still going."
           (progn (puthash root (list :text nil) mevedel-environment--git)
                  (when on-done (funcall on-done)))
         (let* ((buffer (generate-new-buffer " *mevedel git status*" t))
+               (errors (get-buffer-create " *mevedel git status errors*" t))
                (default-directory root)
                (process
                 (make-process
                  :name "mevedel-git-status" :buffer buffer :noquery t
                  :connection-type 'pipe
                  :command '("git" "--no-optional-locks" "status" "--porcelain=v1" "-b")
-                 :stderr (get-buffer-create " *mevedel git status errors*" t)
+                 ;; One buffer for every run's errors, emptied each time.
+                 :stderr (with-current-buffer errors (erase-buffer) errors)
                  :sentinel
                  (lambda (process _event)
                    (unless (process-live-p process)
