@@ -20,8 +20,8 @@
 ;; nothing (that happens when the message is sent, mevedel-mentions.el).
 ;;
 ;; The composer commands /context (the prompt's components, their
-;; sizes and the instruction files in effect) and /memory (the memory
-;; root in Dired) are here too.
+;; sizes and the instruction files in effect), /memory (the memory
+;; root in Dired) and /journal (a new journal entry) are here too.
 
 ;;; Code:
 
@@ -197,7 +197,7 @@ has them."
 
 (add-hook 'mevedel-chat-idle-functions #'mevedel-composer--turn-ended)
 
-;;;; /context and /memory
+;;;; /context, /memory and /journal
 
 (defun mevedel-composer-context (chat _argument)
   "Show what CHAT's model is told: components, sizes, instruction files (/context)."
@@ -220,6 +220,15 @@ has them."
     (make-directory root t)
     (dired-other-window root)))
 
+(defun mevedel-composer-journal (chat argument)
+  "Open a new journal entry of CHAT's workspace about ARGUMENT (/journal)."
+  (mevedel-memory-journal-new (mevedel-prompt-workspace chat)
+                              (if (string-blank-p argument)
+                                  (read-string "Journal entry about: ")
+                                argument)))
+
+(setf (alist-get "journal" mevedel-view-slash-commands nil nil #'equal)
+      (list #'mevedel-composer-journal "write a journal entry yourself (/journal SLUG)" nil))
 (setf (alist-get "context" mevedel-view-slash-commands nil nil #'equal)
       (list #'mevedel-composer-context
             "show the prompt's components, their sizes and the instruction files" nil))

@@ -20,7 +20,8 @@
 ;;   directory is looked at most once every ten seconds; ages are checked
 ;;   on every use.  It belongs in the main session's prompt only.
 ;;
-;; `mevedel-memory-journal-file-name' names a new entry.
+;; `mevedel-memory-journal-file-name' names a new entry;
+;; `mevedel-memory-journal-new' (/journal) opens one for the user.
 
 ;;; Code:
 
@@ -28,6 +29,7 @@
 (require 'subr-x)
 (require 'seq)
 (require 'url-util)
+(require 'project)
 (require 'mevedel-core)
 (require 'mevedel-prompt)
 (require 'mevedel-resource)
@@ -224,6 +226,21 @@ at again only after `mevedel-memory--journal-interval' seconds."
                (and time (not (time-less-p time oldest)) (not (time-less-p now time)))))
            names)
           (lambda (a b) (string< b a)))))
+
+(defun mevedel-memory-journal-new (workspace slug)
+  "Visit a new journal entry about SLUG in WORKSPACE, for the user to write.
+The file is named for now (`mevedel-memory-journal-file-name') and is
+created when saved.  Return its buffer."
+  (interactive
+   (list (or (and (fboundp 'project-current)
+                  (when-let* ((project (project-current))) (project-root project)))
+             default-directory)
+         (read-string "Journal entry about: ")))
+  (let* ((dir (expand-file-name ".mevedel/journal" workspace))
+         (file (expand-file-name (mevedel-memory-journal-file-name slug) dir)))
+    (make-directory dir t)
+    (pop-to-buffer (find-file-noselect file))
+    (current-buffer)))
 
 (defun mevedel-memory-journal-address (name)
   "Return the memory://journal/ address of entry NAME (colons as %3A)."

@@ -151,6 +151,18 @@
                      (file-name-as-directory (expand-file-name ".mevedel/memory" root))))
       (kill-buffer))))
 
+(ert-deftest composer:slash-journal-opens-a-new-entry ()
+  (composer-test--with-view
+    (save-window-excursion
+      (let ((buffer (mevedel-composer-journal chat "Fixed the build")))
+        (unwind-protect
+            (let ((name (file-name-nondirectory (buffer-file-name buffer))))
+              (should (string-suffix-p "-fixed-the-build.md" name))
+              (should (mevedel-memory-journal-entry-time name))
+              (should (equal (file-name-directory (buffer-file-name buffer))
+                             (file-name-as-directory (expand-file-name ".mevedel/journal" root)))))
+          (kill-buffer buffer))))))
+
 (ert-deftest composer:slash-context-shows-components-and-files ()
   (composer-test--with-view
     (mevedel-composer-context chat "")
