@@ -327,9 +327,11 @@ empty says so."
          (rendered (mevedel-prompt-render chat components))
          (system (plist-get state :system)))
     (concat
-     (format "System text: %s characters%s\n\nComponents, in order:\n"
-             (if system (length system) "not yet sent;")
-             (if system "" (format " %d now" (length (mevedel-prompt--join rendered)))))
+     (if system
+         (format "System text: %d characters, as sent since the first request\n" (length system))
+       (format "System text: not sent yet (%d characters now)\n"
+               (length (mevedel-prompt--join rendered))))
+     "\nComponents, in order:\n"
      (mapconcat
       (pcase-lambda (`(,name ,placement ,text))
         (let ((read (assq name (plist-get state :read))))
