@@ -68,6 +68,7 @@
 (require 'mevedel-tool-fs)
 (require 'mevedel-tool-render)
 (require 'mevedel-tool-ptc)
+(require 'mevedel-tool-skill)
 
 (declare-function mevedel-demo-attach "mevedel-demo")
 (declare-function mevedel-demo-backend-usable-p "mevedel-demo")

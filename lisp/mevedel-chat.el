@@ -9,8 +9,9 @@
 ;; chat owns a gptel *data buffer*: the transcript gptel reads and
 ;; writes, in `gptel-default-mode'.  Each turn inserts the user's text
 ;; there and runs `gptel-request' with the user's backend and model,
-;; mevedel's system prompt and mevedel's tools.  Observers (the view,
-;; headless runs) follow the turn through `mevedel-chat-observe'.
+;; mevedel's system prompt (mevedel-prompt.el) and mevedel's tools.
+;; Observers (the view, headless runs) follow the turn through
+;; `mevedel-chat-observe'.
 ;;
 ;; Everything that touches gptel's internals goes through the gptel
 ;; adapter (mevedel-gptel.el): the turn's state handlers, inserting
@@ -54,11 +55,17 @@
 (require 'mevedel-gptel)
 (require 'mevedel-history)
 (require 'mevedel-hooks)
+(require 'mevedel-environment)
+(require 'mevedel-instructions)
+(require 'mevedel-memory)
+(require 'mevedel-mentions)
 (require 'mevedel-permissions)
 (require 'mevedel-pipeline)
+(require 'mevedel-prompt)
 (require 'mevedel-recovery)
 (require 'mevedel-render-data)
 (require 'mevedel-session)
+(require 'mevedel-skills)
 (require 'mevedel-tool-registry)
 (require 'mevedel-transcript)
 
@@ -67,24 +74,17 @@
   :group 'mevedel
   :prefix "mevedel-chat-")
 
-(defcustom mevedel-chat-system-prompt
-  "You are mevedel, a coding agent working inside Emacs on the user's project.
-Work in the workspace directory given below.  Use the tools to read and \
-search files instead of guessing their contents, and cite file names with \
-line numbers when you refer to code.  Change files with ApplyPatch, not \
-with shell commands.  Keep answers short and concrete.  \
-When a tool fails or a call is refused, read the message, adjust, and \
-tell the user what happened."
-  "System prompt of mevedel sessions.
-The workspace directory and today's date are appended to it."
-  :type 'string)
-
 (defvar mevedel-chat-message-functions nil
   "Functions returning mail to put before the user's text of a turn.
 Each is called with the chat when a turn is sent and returns a list of
 strings (e.g. <agent-message> blocks); they are sent with the user's
 message, in order, and the view does not show them.  The mail counts
 as read only once `mevedel-chat-accepted-functions' run for the turn.")
+
+(defvar mevedel-chat-turn-text nil
+  "The user's text of the turn whose mail is being gathered, or nil.
+Bound while `mevedel-chat-message-functions' run; nil for a turn the
+harness starts on its own.")
 
 (defvar mevedel-chat-accepted-functions nil
   "Abnormal hook run with a chat whose turn's request the backend accepted.
@@ -288,9 +288,17 @@ never written to the transcript.  Observers hear `tool-progress'."
 ;;;; System prompt and tools
 
 (defun mevedel-chat--system-text (chat)
-  "Return the system prompt for CHAT's next turn."
-  (format "%s\n\nWorkspace directory: %s\nToday's date: %s"
-          mevedel-chat-system-prompt (mevedel-chat-root chat) (format-time-string "%F")))
+  "Return the system prompt for CHAT's next turn (mevedel-prompt.el)."
+  (mevedel-prompt-system-text chat))
+
+;; What changed since the model last read it, and what the user's
+;; mentions attach, go with the user's text of a turn; the environment
+;; and a skill's tool restriction are refreshed and lifted at its end.
+(add-hook 'mevedel-chat-message-functions #'mevedel-prompt-context-updates)
+(add-hook 'mevedel-chat-message-functions #'mevedel-mentions-message-function t)
+(add-hook 'mevedel-chat-accepted-functions #'mevedel-prompt-note-accepted)
+(add-hook 'mevedel-chat-idle-functions #'mevedel-environment-turn-ended)
+(add-hook 'mevedel-chat-idle-functions #'mevedel-skills-turn-ended)
 
 (defun mevedel-chat-tools (_chat)
   "Return the gptel tools offered to the model of a chat.
@@ -549,8 +557,9 @@ ON-DONE and BACKGROUND are as for `mevedel-chat-send'."
                   gptel-tools (mevedel-chat-tools chat))
       (goto-char (point-max))
       (let ((start (point))
-            (mail (cl-loop for function in mevedel-chat-message-functions
-                           append (funcall function chat))))
+            (mail (let ((mevedel-chat-turn-text (unless background text)))
+                    (cl-loop for function in mevedel-chat-message-functions
+                             append (funcall function chat)))))
         (when background
           (mevedel-chat--insert-notice chat 'background background)
           (goto-char (point-max)))
@@ -1021,6 +1030,9 @@ made before."
                          (file-name-nondirectory recovery) (string-trim summary))
                  'mevedel-notice 'compaction 'front-sticky nil 'rear-nonsticky t)))
       (set-marker cut nil)))
+  ;; What the compacted turns told the model (context updates,
+  ;; subdirectory instructions) is told again.
+  (mevedel-prompt-reset chat)
   (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat) t))
 
 (defun mevedel-chat--end-compaction (chat outcome on-done)

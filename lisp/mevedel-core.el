@@ -69,6 +69,7 @@ signals an error instead."
 (declare-function mevedel-core--resource-parse "ext:mevedel-dyn" (text))
 (declare-function mevedel-core--resource-parse-many "ext:mevedel-dyn" (texts))
 (declare-function mevedel-core--truenames "ext:mevedel-dyn" (files))
+(declare-function mevedel-core--file-stamps "ext:mevedel-dyn" (files))
 (declare-function mevedel-core--resource-prepare "ext:mevedel-dyn"
                   (address operation session-dir workspace docs-root
                            memory-roots skills recall-days))
@@ -598,6 +599,14 @@ Like `file-truename' (missing parts kept, a dangling link followed),
 for many names in one call and without a system call per Lisp step."
   (mevedel-core-ensure)
   (mevedel-core--truenames files))
+
+(defun mevedel-core-file-stamps (files)
+  "Return the stamp of each absolute file name in FILES, in one call.
+A stamp is a string that stays `equal' while the file is unchanged
+\(kind, size, modification time, inode; links followed), nil for a
+missing file."
+  (mevedel-core-ensure)
+  (mevedel-core--file-stamps files))
 
 (defun mevedel-core-resource-prepare (address operation context)
   "Prepare resource ADDRESS for OPERATION and return an opaque attempt.

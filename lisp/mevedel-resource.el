@@ -60,11 +60,18 @@ every root can also be named by the SHA-256 digest of its path."
 (defcustom mevedel-resource-skill-roots
   '((local-mevedel . ".mevedel/skills")
     (local-agents . ".agents/skills")
+    (local-agents . ".claude/skills")
     (global-mevedel . "~/.mevedel/skills")
-    (global-agents . "~/.agents/skills"))
+    (global-agents . "~/.agents/skills")
+    (global-agents . "~/.claude/skills")
+    (bundled . "skills"))
   "Where skills are discovered: an alist of (ORIGIN . DIRECTORY).
 Each subdirectory of DIRECTORY holding a SKILL.md file is one skill.
-Relative directories are relative to the workspace root."
+Relative directories are relative to the workspace root, except for
+the `bundled' origin, whose directory is relative to the package.
+Claude Code's .claude/skills share the agents origins: a skill there
+with the name of one in .agents/skills has no readable alias, only its
+exact skill://NAME@SOURCE-KEY address."
   :type '(alist :key-type symbol :value-type directory))
 
 (defvar mevedel-resource-skills-function #'mevedel-resource-discover-skills
@@ -95,6 +102,14 @@ package they belong to."
                              (directory-file-name mevedel-resource--this-directory)))
            for docs = (expand-file-name "docs" dir)
            when (file-directory-p docs) return docs))
+
+(defun mevedel-resource--package-directory (name)
+  "Return the package directory holding NAME: this library's, or its parent."
+  (cl-loop for dir in (list mevedel-resource--this-directory
+                            (file-name-directory
+                             (directory-file-name mevedel-resource--this-directory)))
+           when (file-exists-p (expand-file-name name dir)) return dir
+           finally return mevedel-resource--this-directory))
 
 (defun mevedel-resource-default-session ()
   "Return the owners of the current buffer's requests.
@@ -135,23 +150,69 @@ session directory, and the workspace is the current project's root or
            for kind = (mevedel-resource--kind dir workspace)
            collect (list dir kind (or kind (abbreviate-file-name dir)))))
 
+(defvar mevedel-resource--root-lists (make-hash-table :test #'equal)
+  "Memory root lists by (WORKSPACE . `mevedel-resource-memory-roots').")
+
+(defun mevedel-resource-memory-root-list (workspace)
+  "Return the memory roots of WORKSPACE as (PATH KEY LABEL) lists.
+KEY is the root's key in memory://KEY/PATH addresses: its readable
+kind when no other root has that kind, else the SHA-256 digest of PATH
+\(the module's rule).  The list is made once per workspace and setting."
+  (let ((key (cons workspace mevedel-resource-memory-roots)))
+    (or (gethash key mevedel-resource--root-lists)
+        (puthash
+         key
+         (let ((roots (mevedel-resource--memory-roots workspace)))
+           (cl-loop for (path kind label) in roots
+                    collect (list path
+                                  (if (and kind (= 1 (cl-count kind roots :key #'cadr
+                                                               :test #'equal)))
+                                      kind
+                                    (secure-hash 'sha256 path))
+                                  label)))
+         mevedel-resource--root-lists))))
+
+(defvar mevedel-resource--skill-scans (make-hash-table :test #'equal)
+  "Skill discoveries by (WORKSPACE . `mevedel-resource-skill-roots').
+Each value is (STAMPS . SKILLS): STAMPS the (DIRECTORY . STAMP) of
+the directories looked at, which must all be the same for SKILLS to
+stand.")
+
+(defun mevedel-resource--mtime (dir)
+  "Return DIR's stamp (`mevedel-core-file-stamps'), or nil when it is missing."
+  (car (mevedel-core-file-stamps (list dir))))
+
 (defun mevedel-resource-discover-skills ()
   "Return the skills found under `mevedel-resource-skill-roots'.
 The source key of a skill is its origin and the real path of its
-directory."
-  (let ((workspace (plist-get (funcall mevedel-resource-session-function) :workspace)))
-    (cl-loop for (origin . root) in mevedel-resource-skill-roots
-             for dir = (if (and workspace (not (file-name-absolute-p root))
-                                (not (string-prefix-p "~" root)))
-                           (expand-file-name root workspace)
-                         (expand-file-name root))
-             when (file-directory-p dir)
-             append (cl-loop for sub in (directory-files dir t "\\`[^.]")
-                             when (file-exists-p (expand-file-name "SKILL.md" sub))
-                             collect (let ((real (file-truename sub)))
-                                       (list (file-name-nondirectory sub)
-                                             (format "%s:%s" origin real)
-                                             real (symbol-name origin) nil))))))
+directory.  A discovery stands while none of the directories it looked
+at (the roots and each skill's) changed."
+  (let* ((workspace (plist-get (funcall mevedel-resource-session-function) :workspace))
+         (key (cons workspace mevedel-resource-skill-roots))
+         (scan (gethash key mevedel-resource--skill-scans)))
+    (if (and scan (equal (mapcar #'cdr (car scan))
+                         (mevedel-core-file-stamps (mapcar #'car (car scan)))))
+        (cdr scan)
+      (let ((stamps nil) (skills nil))
+        (cl-loop for (origin . root) in mevedel-resource-skill-roots
+                 for base = (if (eq origin 'bundled)
+                                (mevedel-resource--package-directory root)
+                              workspace)
+                 for dir = (if (and base (not (file-name-absolute-p root))
+                                    (not (string-prefix-p "~" root)))
+                               (expand-file-name root base)
+                             (expand-file-name root))
+                 do (push (cons dir (mevedel-resource--mtime dir)) stamps)
+                 when (file-directory-p dir)
+                 do (dolist (sub (directory-files dir t "\\`[^.]"))
+                      (push (cons sub (mevedel-resource--mtime sub)) stamps)
+                      (when (file-exists-p (expand-file-name "SKILL.md" sub))
+                        (let ((real (file-truename sub)))
+                          (push (list (file-name-nondirectory sub)
+                                      (format "%s:%s" origin real)
+                                      real (symbol-name origin) nil)
+                                skills)))))
+        (cdr (puthash key (cons stamps (nreverse skills)) mevedel-resource--skill-scans))))))
 
 (defun mevedel-resource-context ()
   "Return the resolver context of the current request."

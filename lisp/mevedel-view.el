@@ -56,6 +56,7 @@
 (require 'mevedel-render-data)
 (require 'mevedel-tool-render)
 (require 'mevedel-locations)
+(require 'mevedel-mentions)
 
 (declare-function mevedel-demo-attach "mevedel-demo" (chat &optional surface))
 
@@ -160,7 +161,9 @@ START and END are positions or markers of the chat's turns.")
   "C-c C-u" #'mevedel-view-unqueue
   "C-c C-m" #'mevedel-view-set-model
   "M-p" #'mevedel-view-history-previous
-  "M-n" #'mevedel-view-history-next)
+  "M-n" #'mevedel-view-history-next
+  ;; A row's own TAB (expand) wins on the row.
+  "TAB" #'completion-at-point)
 
 (defvar-keymap mevedel-view-row-map
   :doc "Keys on a tool row's header."
@@ -438,7 +441,8 @@ The search starts where the data of the turn that holds its row starts."
      (mevedel-view--begin-block 'user)
      (mevedel-view--append
       (concat (propertize "❯ " 'face 'mevedel-view-user)
-              (propertize (plist-get segment :text) 'face 'mevedel-view-user)
+              (mevedel-mentions-chips
+               (propertize (plist-get segment :text) 'face 'mevedel-view-user))
               "\n")))
     ('response
      (mevedel-view--begin-block 'response)

@@ -62,6 +62,8 @@
   (require 'mevedel-tools-list)
   (require 'mevedel-hooks-list)
   (require 'mevedel-tool-web)
+  (require 'mevedel-tool-skill)
+  (require 'mevedel-composer)
   (require 'mevedel-agent)
   (require 'mevedel-review)
   (require 'mevedel-checkpoint)

@@ -130,6 +130,25 @@ fn truenames<'e>(env: &'e Env, files: Value<'e>) -> Result<Value<'e>> {
     })
 }
 
+/// The stamp of each file name in FILES (see `resource::stamp`): a
+/// string equal between two calls only if the file did not change, or
+/// nil for a missing file.  One call checks every file a prompt caches.
+#[defun(name = "file-stamps")]
+fn file_stamps<'e>(env: &'e Env, files: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || {
+        let out = super::convert::strings(files)?
+            .iter()
+            .map(
+                |f| match crate::resource::stamp::stamp(std::path::Path::new(f)) {
+                    Some(s) => s.into_lisp(env),
+                    None => env.intern("nil"),
+                },
+            )
+            .collect::<Result<Vec<_>>>()?;
+        env.list(&out[..])
+    })
+}
+
 /// Prepare ADDRESS for OPERATION ("Read", "Glob", "Grep", "ApplyPatch")
 /// in the given session context. MEMORY-ROOTS is a list of (PATH KIND
 /// LABEL), SKILLS a list of (NAME SOURCE-KEY ROOT ORIGIN PLUGIN). Returns

@@ -9,7 +9,8 @@
 //! - [`prepare`]: stage one, address to opaque [`Attempt`];
 //! - [`read`] and [`page`]: Read's execution and line pages;
 //! - [`journal`]: journal entry names and the recall window;
-//! - [`gzlog`]: retired execution logs kept as gzip, under logical names.
+//! - [`gzlog`]: retired execution logs kept as gzip, under logical names;
+//! - [`stamp`]: file identities, many in one call.
 //!
 //! Glob and Grep over attempts live in `crate::search`.
 
@@ -23,6 +24,7 @@ pub mod matrix;
 pub mod page;
 pub mod prepare;
 pub mod read;
+pub mod stamp;
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,239 @@
+;;; mevedel-composer.el --- Completion in the composer; /context and /memory  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Completion at point in the view's composer for @file and @agent
+;; mentions, $skill, and scheme:// addresses (/command is the view's
+;; own).  Completion reads only cached metadata, never the filesystem:
+;;
+;; - the project's files: one bounded list per workspace, made by the
+;;   module's Glob off the main thread when a view opens, at the end of
+;;   every turn and when it is older than `mevedel-composer-refresh-seconds'
+;;   as completion runs (the old list serves meanwhile);
+;; - skills, memory files, journal entries and manuals: gathered with
+;;   that refresh.
+;;
+;; Completion inserts plain text; it attaches, invokes or delegates
+;; nothing (that happens when the message is sent, mevedel-mentions.el).
+;;
+;; The composer commands /context (the prompt's components, their
+;; sizes and the instruction files in effect), /memory (the memory
+;; root in Dired) and /journal (a new journal entry) are here too.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'seq)
+(require 'subr-x)
+(require 'mevedel-core)
+(require 'mevedel-environment)
+(require 'mevedel-instructions)
+(require 'mevedel-memory)
+(require 'mevedel-mentions)
+(require 'mevedel-prompt)
+(require 'mevedel-resource)
+(require 'mevedel-skills)
+(require 'mevedel-view)
+
+(defgroup mevedel-composer nil
+  "Completion in mevedel's composer."
+  :group 'mevedel
+  :prefix "mevedel-composer-")
+
+(defcustom mevedel-composer-file-limit 20000
+  "How many project files completion knows at most."
+  :type 'natnum)
+
+(defcustom mevedel-composer-refresh-seconds 60
+  "Age after which completion refreshes the project's file list."
+  :type 'number)
+
+(defcustom mevedel-composer-candidate-limit 500
+  "How many candidates one completion offers at most."
+  :type 'natnum)
+
+;;;; Cached metadata
+
+(cl-defstruct (mevedel-composer--cache (:constructor mevedel-composer--cache-make)
+                                       (:copier nil))
+  "What completion knows about one workspace."
+  (files []) time request skills addresses)
+
+(defvar mevedel-composer--caches (make-hash-table :test #'equal)
+  "Completion metadata per workspace root (a directory name).")
+
+(defconst mevedel-composer--schemes
+  '("mevedel://" "work://" "work://shared/" "artifact://" "memory://" "skill://" "history://")
+  "Address prefixes offered first.")
+
+(defun mevedel-composer--cache (root)
+  "Return the completion cache of workspace ROOT, made if needed."
+  (or (gethash root mevedel-composer--caches)
+      (puthash root (mevedel-composer--cache-make) mevedel-composer--caches)))
+
+(defun mevedel-composer--addresses (root)
+  "Return the addresses of ROOT's resources, for completion."
+  (let ((workspace (directory-file-name root)))
+    (append
+     (list "memory://root" "memory://journal/" "history://root" "history://saved")
+     (cl-loop for (path key _) in (mevedel-resource-memory-root-list workspace)
+              collect (format "memory://%s/" key)
+              append (mapcar (lambda (file) (format "memory://%s/%s" key file))
+                             (mevedel-memory-root-files path)))
+     (mapcar #'mevedel-memory-journal-address (mevedel-memory-journal-names root))
+     (when-let* ((docs (mevedel-resource-docs-directory)))
+       (mapcar (lambda (file) (concat "mevedel://" (file-relative-name file docs)))
+               (directory-files-recursively docs "\\.md\\'"))))))
+
+(defun mevedel-composer-refresh (root &optional on-done)
+  "Refresh the completion metadata of workspace ROOT in the background.
+The file list comes from the module's Glob; ON-DONE, if non-nil, is
+called once it is in.  A refresh still running is not started again."
+  (let ((cache (mevedel-composer--cache root)))
+    (unless (mevedel-composer--cache-request cache)
+      (setf (mevedel-composer--cache-time cache) (float-time))
+      (let ((default-directory root))
+        (setf (mevedel-composer--cache-skills cache) (mevedel-skills-list)
+              (mevedel-composer--cache-addresses cache) (mevedel-composer--addresses root)))
+      (setf (mevedel-composer--cache-request cache)
+            (mevedel-core-search-glob
+             (directory-file-name root) "" "**/*" 10000
+             (lambda (status value)
+               (setf (mevedel-composer--cache-request cache) nil)
+               (when (eq status 'ok)
+                 (let ((files (split-string (plist-get value :text) "\n" t)))
+                   (setf (mevedel-composer--cache-files cache)
+                         (vconcat (seq-take (cl-remove-if (lambda (f) (string-prefix-p "(" f))
+                                                          files)
+                                            mevedel-composer-file-limit)))))
+               (when on-done (funcall on-done))))))))
+
+(defun mevedel-composer--fresh-cache (root)
+  "Return ROOT's cache, starting a refresh when it is old."
+  (let ((cache (mevedel-composer--cache root)))
+    (when (> (- (float-time) (or (mevedel-composer--cache-time cache) 0))
+             mevedel-composer-refresh-seconds)
+      (mevedel-composer-refresh root))
+    cache))
+
+;;;; Candidates
+
+(defun mevedel-composer--take (prefix strings)
+  "Return the STRINGS that start with PREFIX, in order.
+At most `mevedel-composer-candidate-limit' of them."
+  (let ((out nil) (n 0))
+    (catch 'full
+      (seq-doseq (s strings)
+        (when (string-prefix-p prefix s)
+          (push s out)
+          (when (>= (cl-incf n) mevedel-composer-candidate-limit) (throw 'full nil)))))
+    (nreverse out)))
+
+(defun mevedel-composer-candidates (root kind prefix)
+  "Return the completions of PREFIX for KIND in workspace ROOT.
+KIND is `file' (@: files and agents), `skill' ($) or `address'
+\(scheme://).  Only cached metadata is read."
+  (let ((cache (mevedel-composer--fresh-cache root)))
+    (pcase kind
+      ('file (append (mevedel-composer--take prefix (funcall mevedel-mentions-agent-names-function))
+                     (mevedel-composer--take prefix (mevedel-composer--cache-files cache))))
+      ('skill (mevedel-composer--take
+               prefix (delete-dups (mapcar (lambda (s) (plist-get s :name))
+                                           (mevedel-composer--cache-skills cache)))))
+      ('address
+       (if (not (string-match-p "://" prefix))
+           (mevedel-composer--take prefix mevedel-composer--schemes)
+         (mevedel-composer--take
+          prefix
+          (if (string-prefix-p "skill://" prefix)
+              ;; Readable aliases; exact locators once @ is typed or
+              ;; when a skill has no alias.
+              (mapcar (lambda (s) (if (or (string-search "@" prefix) (null (plist-get s :alias)))
+                                      (plist-get s :exact)
+                                    (plist-get s :alias)))
+                      (mevedel-composer--cache-skills cache))
+            (mevedel-composer--cache-addresses cache))))))))
+
+(defun mevedel-composer-capf ()
+  "Complete @file, @agent, $skill and scheme:// addresses in the composer."
+  (when (and mevedel-view--composer (>= (point) mevedel-view--composer))
+    (let* ((start (save-excursion
+                    (skip-chars-backward "^ \t\n(" mevedel-view--composer)
+                    (point)))
+           (token (buffer-substring-no-properties start (point)))
+           (root (file-name-as-directory default-directory)))
+      (cond
+       ((string-prefix-p "@" token)
+        (list (1+ start) (point) (mevedel-composer-candidates root 'file (substring token 1))
+              :exclusive 'no :annotation-function
+              (lambda (c) (if (member c (funcall mevedel-mentions-agent-names-function))
+                              "  agent" ""))))
+       ((string-prefix-p "$" token)
+        (list (1+ start) (point) (mevedel-composer-candidates root 'skill (substring token 1))
+              :exclusive 'no :annotation-function (lambda (_) "  skill")))
+       ((string-match-p "\\`[a-z][a-z+.-]*:" token)
+        (let ((candidates (mevedel-composer-candidates root 'address token)))
+          (and candidates
+               (list start (point) candidates :exclusive 'no))))))))
+
+(defun mevedel-composer--setup (view)
+  "Set up completion in the VIEW buffer; refresh its workspace's metadata.
+The environment's git facts are looked for too, so that the first turn
+has them."
+  (with-current-buffer view
+    (add-hook 'completion-at-point-functions #'mevedel-composer-capf nil t)
+    (let ((root (file-name-as-directory default-directory)))
+      (mevedel-composer-refresh root)
+      (mevedel-environment-refresh root))))
+
+(add-hook 'mevedel-view-open-functions #'mevedel-composer--setup)
+
+(defun mevedel-composer--turn-ended (chat &rest _)
+  "Refresh the completion metadata of CHAT's workspace after a turn."
+  (mevedel-composer-refresh (mevedel-prompt-workspace chat)))
+
+(add-hook 'mevedel-chat-idle-functions #'mevedel-composer--turn-ended)
+
+;;;; /context, /memory and /journal
+
+(defun mevedel-composer-context (chat _argument)
+  "Show what CHAT's model is told: components, sizes, instruction files (/context)."
+  (let ((report (mevedel-prompt-report chat))
+        (files (mevedel-instructions-in-effect chat)))
+    (with-help-window "*mevedel context*"
+      (princ report)
+      (princ "\n\nInstruction files in effect:\n")
+      (if files
+          (dolist (file files)
+            (princ (format "  %s (%d chars)\n" (abbreviate-file-name file)
+                           (length (or (mevedel-prompt-file-text file) "")))))
+        (princ "  none\n")))))
+
+(defun mevedel-composer-memory (chat _argument)
+  "Open CHAT's first memory root in Dired, creating it if needed (/memory)."
+  (let ((root (car (car (mevedel-resource-memory-root-list
+                         (directory-file-name (mevedel-prompt-workspace chat)))))))
+    (unless root (user-error "No memory roots are configured (`mevedel-resource-memory-roots')"))
+    (make-directory root t)
+    (dired-other-window root)))
+
+(defun mevedel-composer-journal (chat argument)
+  "Open a new journal entry of CHAT's workspace about ARGUMENT (/journal)."
+  (mevedel-memory-journal-new (mevedel-prompt-workspace chat)
+                              (if (string-blank-p argument)
+                                  (read-string "Journal entry about: ")
+                                argument)))
+
+(setf (alist-get "journal" mevedel-view-slash-commands nil nil #'equal)
+      (list #'mevedel-composer-journal "write a journal entry yourself (/journal SLUG)" nil))
+(setf (alist-get "context" mevedel-view-slash-commands nil nil #'equal)
+      (list #'mevedel-composer-context
+            "show the prompt's components, their sizes and the instruction files" nil))
+(setf (alist-get "memory" mevedel-view-slash-commands nil nil #'equal)
+      (list #'mevedel-composer-memory "open the memory root in Dired" nil))
+
+(provide 'mevedel-composer)
+;;; mevedel-composer.el ends here

@@ -1,0 +1,176 @@
+;;; composer-test.el --- Tests of mentions and composer completion  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; @file and @file:10-40 attachments, @agent, $skill and plain tokens;
+;; completion candidates for @, $ and scheme:// without filesystem
+;; access on the keystroke path; /context.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'mevedel-test-helpers)
+(require 'mevedel)
+(mevedel--load)
+
+(defmacro composer-test--with-view (&rest body)
+  "Run BODY with `root' a workspace, `view' its view and `chat' its chat."
+  (declare (indent 0))
+  `(let* ((root (file-name-as-directory (make-temp-file "mevedel-composer-" t)))
+          (mevedel-resource-memory-roots '(".mevedel/memory"))
+          (mevedel-resource-skill-roots '((local-mevedel . ".mevedel/skills")))
+          (mevedel-instructions-global-directory (make-temp-file "mevedel-global-" t)))
+     (pcase-dolist (`(,name . ,content)
+                    `(("src/a.el" . ,(mapconcat (lambda (n) (format "line %d" n))
+                                                (number-sequence 1 60) "\n"))
+                      ("src/b.el" . "b\n")
+                      ("README.md" . "readme\n")
+                      ("AGENTS.md" . "Be brief.\n")
+                      (".mevedel/memory/topic.md" . "topic\n")
+                      (".mevedel/skills/lint/SKILL.md" . "---\ndescription: Lint\n---\nLINT STEPS\n")))
+       (let ((file (expand-file-name name root)))
+         (make-directory (file-name-directory file) t)
+         (with-temp-file file (insert content))))
+     (remhash root mevedel-composer--caches)
+     (let* ((view (mevedel root))
+            (chat (mevedel-view-chat view)))
+       (unwind-protect (progn ,@body)
+         (kill-buffer view)
+         (kill-buffer (mevedel-chat-data-buffer chat))
+         (remhash (mevedel-chat-root chat) mevedel-chat--chats)
+         (delete-directory root t)
+         (delete-directory mevedel-instructions-global-directory t)))))
+
+(defun composer-test--wait-files (root)
+  "Wait until the composer knows ROOT's files."
+  (mevedel-test-wait-until
+   (and (not (mevedel-composer--cache-request (mevedel-composer--cache root)))
+        (> (length (mevedel-composer--cache-files (mevedel-composer--cache root))) 0))
+   10))
+
+(defvar composer-test--accessed nil
+  "File operations `composer-test--spy' saw.")
+
+(defconst composer-test--operations
+  '(file-attributes file-exists-p file-regular-p file-directory-p file-readable-p
+                    directory-files directory-files-and-attributes insert-file-contents
+                    file-truename file-modes)
+  "Operations that touch the filesystem.")
+
+(defun composer-test--spy (operation &rest args)
+  "Record OPERATION when it touches the filesystem; run it with ARGS."
+  (when (memq operation composer-test--operations)
+    (push (cons operation (car args)) composer-test--accessed))
+  (let ((inhibit-file-name-handlers (cons #'composer-test--spy inhibit-file-name-handlers))
+        (inhibit-file-name-operation operation))
+    (apply operation args)))
+
+(ert-deftest composer:mentions-become-blocks ()
+  (composer-test--with-view
+    (let* ((text "see @src/a.el:10-12 and @README.md, ask @worker, run $lint; not @nothing.txt or $HOME")
+           (mentions (mevedel-mentions-parse text root))
+           (blocks (mevedel-mentions-blocks chat text)))
+      (should (equal (mapcar (lambda (m) (plist-get m :kind)) mentions) '(file file agent skill)))
+      (should (equal (plist-get (car mentions) :token) "@src/a.el:10-12"))
+      (should (= (length blocks) 4))
+      (should (string-prefix-p "<attachment kind=\"file\" path=\"src/a.el\" lines=\"10-12\">\n    10\tline 10\n    11\tline 11\n    12\tline 12\n</attachment>"
+                               (nth 0 blocks)))
+      (should (string-search "readme" (nth 1 blocks)))
+      (should (string-search "delegated to the worker agent" (nth 2 blocks)))
+      (should (string-search "LINT STEPS" (nth 3 blocks)))
+      ;; $lint has no allowed-tools: the turn is not restricted.
+      (should-not (gethash (mevedel-chat-data-buffer chat) mevedel-skills--restrictions))
+      ;; A modified buffer's text is the file's current content.
+      (with-current-buffer (find-file-noselect (expand-file-name "src/b.el" root))
+        (erase-buffer)
+        (insert "unsaved b\n")
+        (unwind-protect
+            (should (string-search "unsaved b"
+                                   (car (mevedel-mentions-blocks chat "@src/b.el"))))
+          (set-buffer-modified-p nil)
+          (kill-buffer))))))
+
+(ert-deftest composer:chips-in-the-view ()
+  (let ((text (mevedel-mentions-chips "look at @src/a.el:3 with @worker, not @ alone")))
+    (should (eq (get-text-property (string-search "@src" text) 'face text) 'mevedel-mentions-chip))
+    (should (eq (get-text-property (string-search "@worker" text) 'face text)
+                'mevedel-mentions-chip))
+    (should-not (get-text-property (string-search "not" text) 'face text))))
+
+(ert-deftest composer:completion-without-filesystem-access ()
+  (composer-test--with-view
+    (composer-test--wait-files root)
+    (let* ((file-name-handler-alist
+            (cons (cons "\\`/" #'composer-test--spy) file-name-handler-alist))
+           (composer-test--accessed nil))
+      ;; The spy sees filesystem access.
+      (file-exists-p root)
+      (should composer-test--accessed)
+      (setq composer-test--accessed nil)
+      (with-current-buffer view
+        (cl-flet ((complete (input)
+                    (goto-char (point-max))
+                    (delete-region mevedel-view--composer (point-max))
+                    (insert input)
+                    (let ((capf (mevedel-composer-capf)))
+                      (and capf (all-completions (buffer-substring-no-properties
+                                                  (nth 0 capf) (nth 1 capf))
+                                                 (nth 2 capf))))))
+          (should (equal (sort (complete "look at @src/") #'string<) '("src/a.el" "src/b.el")))
+          (should (member "worker" (complete "ask @wor")))
+          (should (equal (complete "run $li") '("lint")))
+          (should (member "memory://" (complete "see memory:")))
+          (should (member "memory://local-mevedel/topic.md" (complete "see memory://local")))
+          (should (member "skill://local-mevedel/lint" (complete "skill://")))
+          (should (string-prefix-p "skill://lint@" (car (complete "skill://lint@"))))
+          (should (member "mevedel://ptc-dialect.md" (complete "mevedel://p")))
+          ;; /command stays the view's own completion.
+          (goto-char (point-max))
+          (delete-region mevedel-view--composer (point-max))
+          (insert "/con")
+          (should-not (mevedel-composer-capf))
+          (should (member "context" (nth 2 (mevedel-view--slash-capf))))))
+      (should (null composer-test--accessed)))))
+
+(ert-deftest composer:tab-completes-in-the-composer ()
+  (composer-test--with-view
+    (composer-test--wait-files root)
+    (with-current-buffer view
+      (goto-char (point-max))
+      (insert "look at @src/a")
+      (execute-kbd-macro (kbd "TAB"))
+      (should (string-suffix-p "@src/a.el" (mevedel-view--composer-text))))))
+
+(ert-deftest composer:slash-memory-opens-the-root ()
+  (composer-test--with-view
+    (save-window-excursion
+      (mevedel-composer-memory chat "")
+      (should (derived-mode-p 'dired-mode))
+      (should (equal (file-name-as-directory default-directory)
+                     (file-name-as-directory (expand-file-name ".mevedel/memory" root))))
+      (kill-buffer))))
+
+(ert-deftest composer:slash-journal-opens-a-new-entry ()
+  (composer-test--with-view
+    (save-window-excursion
+      (let ((buffer (mevedel-composer-journal chat "Fixed the build")))
+        (unwind-protect
+            (let ((name (file-name-nondirectory (buffer-file-name buffer))))
+              (should (string-suffix-p "-fixed-the-build.md" name))
+              (should (mevedel-memory-journal-entry-time name))
+              (should (equal (file-name-directory (buffer-file-name buffer))
+                             (file-name-as-directory (expand-file-name ".mevedel/journal" root)))))
+          (kill-buffer buffer))))))
+
+(ert-deftest composer:slash-context-shows-components-and-files ()
+  (composer-test--with-view
+    (mevedel-composer-context chat "")
+    (with-current-buffer "*mevedel context*"
+      (should (string-search "workspace-instructions" (buffer-string)))
+      (should (string-search "AGENTS.md" (buffer-string)))
+      (should (string-search "memory-index" (buffer-string))))
+    (kill-buffer "*mevedel context*")))
+
+(provide 'composer-test)
+;;; composer-test.el ends here
