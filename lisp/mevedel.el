@@ -57,6 +57,7 @@
   (require 'mevedel-tool-ptc)
   (require 'mevedel-tools-list)
   (require 'mevedel-tool-web)
+  (require 'mevedel-tool-ask)
   (require 'mevedel-agent)
   (require 'mevedel-checkpoint)
   (require 'mevedel-ps)
