@@ -172,7 +172,7 @@ indentation)."
   (max 10 (- width 6)))
 
 (defun mevedel-ask--line (line)
-  "Return LINE and its newline, marked with LINE's entry and panel marks.
+  "Return LINE and its newline, which has LINE's entry and panel properties.
 Each entry is then one run of its property, however many lines it takes."
   (concat line (propertize "\n"
                            'mevedel-ask-entry (get-text-property 0 'mevedel-ask-entry line)

@@ -58,6 +58,8 @@
   (require 'mevedel-tools-list)
   (require 'mevedel-tool-web)
   (require 'mevedel-tool-ask)
+  (require 'mevedel-tool-tasks)
+  (require 'mevedel-tasks-view)
   (require 'mevedel-agent)
   (require 'mevedel-checkpoint)
   (require 'mevedel-ps)
