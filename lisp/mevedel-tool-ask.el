@@ -134,7 +134,11 @@ decide yourself and say what you assumed"))
               (lambda (_interaction outcome)
                 (pcase outcome
                   (`(submitted . ,answers)
-                   (funcall callback (mevedel-tool-ask-result answers)))
+                   (funcall callback
+                            (list :result (mevedel-tool-ask-result answers)
+                                  :render-data
+                                  (list :headers (mapcar (lambda (q) (plist-get (car q) :header))
+                                                         answers)))))
                   ('aborted
                    (funcall callback "Error: the user cancelled the questions and stopped the run")
                    (run-at-time 0 nil #'mevedel-chat-abort chat))
@@ -145,13 +149,18 @@ answering; do not ask them again unless something changed")))))))
 
 ;;;; The renderer
 
-(defun mevedel-tool-ask-render (_name args result _render-data)
-  "Render an Ask call with ARGS and its RESULT."
-  (let ((questions (append (plist-get args :questions) nil)))
-    (list :header (format "Ask %s" (mevedel-tool-render-shorten
-                                    (mapconcat (lambda (q) (format "%s" (plist-get q :header)))
-                                               questions " · ")
-                                    60))
+(defun mevedel-tool-ask-render (_name args result render-data)
+  "Render an Ask call with ARGS, its RESULT and RENDER-DATA.
+The headers come from RENDER-DATA, else from ARGS when they are
+whole (a ToolCall row may hold them shortened)."
+  (let* ((questions (plist-get args :questions))
+         (headers (or (plist-get render-data :headers)
+                      (and (sequencep questions) (not (stringp questions))
+                           (delq nil (mapcar (lambda (q) (and (listp q) (plist-get q :header)))
+                                             questions))))))
+    (list :header (if headers
+                      (concat "Ask " (mevedel-tool-render-shorten (string-join headers " · ") 60))
+                    "Ask")
           :body (unless mevedel-tool-render-summary-only result)
           :expandable-p (and result (not (string-empty-p result)))
           :initially-collapsed-p nil)))
