@@ -352,7 +352,9 @@ A `window-size-change-functions' member, buffer-local to the view."
                       (t "no backend"))
                 " · " (mevedel-view--status-text chat)
                 " · " (mevedel-view--usage-text chat)
-                " · " (format "permissions: %s" (mevedel-chat-permission-mode chat))))
+                " · " (if (eq (mevedel-chat-permission-mode chat) 'plan)
+                          (propertize "PLAN mode (read-only)" 'face 'warning)
+                        (format "permissions: %s" (mevedel-chat-permission-mode chat)))))
     " mevedel"))
 
 (defun mevedel-view--tokens (n)

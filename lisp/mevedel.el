@@ -60,6 +60,7 @@
   (require 'mevedel-tool-ask)
   (require 'mevedel-tool-tasks)
   (require 'mevedel-tasks-view)
+  (require 'mevedel-tool-plan)
   (require 'mevedel-agent)
   (require 'mevedel-checkpoint)
   (require 'mevedel-ps)

@@ -136,17 +136,17 @@ Return (OUTCOME-CELL . CANCEL): the cell's car becomes the outcome."
 (ert-deftest mevedel-ptc-test-static-errors ()
   "Unknown tools, malformed programs and composed standalone tools fail before any call."
   (mevedel-ptc-test--with
-    (mevedel-ptc-test--tool "Ask" :function (lambda (_) "answer"))
-    (let ((mevedel-ptc-standalone-tools '("Ask")))
+    (mevedel-ptc-test--tool "Quiz" :function (lambda (_) "answer"))
+    (let ((mevedel-ptc-standalone-tools '("Quiz")))
       (dolist (case '(("(Nope :file_path \"x\")" . "neither an operation")
                       ("(Echo :file_path" . "never closed")
-                      ("(do (Ask :file_path \"q\") (Echo :file_path \"x\"))" . "standalone only")))
+                      ("(do (Quiz :file_path \"q\") (Echo :file_path \"x\"))" . "standalone only")))
         (let ((outcome (mevedel-ptc-test--outcome (car case))))
           (should (eq (plist-get outcome :status) 'error))
           (should (string-match-p "\\`Error: the ToolCall program failed" (plist-get outcome :result)))
           (should (string-match-p (regexp-quote (cdr case)) (plist-get outcome :result)))
           (should-not (mevedel-ptc-test--children outcome))))
-      (should (equal (plist-get (mevedel-ptc-test--outcome "(Ask :file_path \"q\")") :result)
+      (should (equal (plist-get (mevedel-ptc-test--outcome "(Quiz :file_path \"q\")") :result)
                      "answer")))))
 
 (ert-deftest mevedel-ptc-test-parallel-order-and-cap ()
@@ -295,13 +295,13 @@ Return (OUTCOME-CELL . CANCEL): the cell's car becomes the outcome."
 (ert-deftest mevedel-ptc-test-listing-budget-and-standalone ()
   "The listing shows shapes and summaries within its budget and counts the rest."
   (mevedel-ptc-test--with
-    (mevedel-ptc-test--tool "Ask" :function #'ignore)
-    (let* ((mevedel-ptc-standalone-tools '("Ask"))
-           (tools (list (mevedel-tool-get "Echo") (mevedel-tool-get "Ask")))
+    (mevedel-ptc-test--tool "Quiz" :function #'ignore)
+    (let* ((mevedel-ptc-standalone-tools '("Quiz"))
+           (tools (list (mevedel-tool-get "Echo") (mevedel-tool-get "Quiz")))
            (full (mevedel-tools-listing-section tools 10000))
            (cut (mevedel-tools-listing-section tools 200)))
       (should (string-match-p "^- (Echo :file_path string) - Echo: a test tool" full))
-      (should (string-match-p "^- (Ask :file_path string) - .* \\[standalone only\\]$" full))
+      (should (string-match-p "^- (Quiz :file_path string) - .* \\[standalone only\\]$" full))
       (should (string-match-p "(1 more: find them with ToolSearch.)" cut))
       (should-not (mevedel-tools-listing-section nil 100)))))
 
