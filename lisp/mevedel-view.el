@@ -8,7 +8,10 @@
 ;; A chat's view buffer shows, top to bottom:
 ;;
 ;;   transcript   read-only; rendered from the chat's gptel data buffer
-;;   live zone    calls in flight (spinner), permission cards, waiting line
+;;   live zone    calls in flight (spinner), permission cards, waiting line,
+;;                the parts of `mevedel-view-live-functions' (the task
+;;                fragment), then open interactions (Ask, the plan card;
+;;                mevedel-interaction.el), whose text redraws leave alone
 ;;   panel        background work: yielded commands and monitors
 ;;                (drawn by mevedel-panel.el)
 ;;   separator    key hints
