@@ -303,5 +303,33 @@
       (mevedel-test-run-tool chat "TaskWrite" "t4" (list :tasks (vector '(:id 2 :status "completed"))))
       (should-not (text-property-any (point-min) (point-max) 'mevedel-tasks t)))))
 
+(ert-deftest mevedel-tasks:a-resumed-session-shows-its-tasks ()
+  (let* ((root (file-name-as-directory (make-temp-file "mevedel-tasks-resume-" t)))
+         (view (mevedel root))
+         (chat (mevedel-view-chat view))
+         (id (mevedel-session-id (mevedel-chat-session chat))))
+    (unwind-protect
+        (progn
+          (mevedel-test-run-tool chat "TaskWrite" "r1"
+                                 (list :tasks (vector '(:subject "Survive the restart"
+                                                        :status "in_progress"))))
+          (let* ((resumed (mevedel-sessions-switch root id))
+                 (again (mevedel-view-chat resumed)))
+            (setq view resumed chat again)
+            ;; What is shown now was read back from the session's storage.
+            (clrhash mevedel-tasks--states)
+            (mevedel-view-rerender resumed)
+            (should-not (eq (mevedel-chat-session again) nil))
+            (should (equal (mapcar (lambda (task) (plist-get task :subject))
+                                   (mevedel-tasks-list (mevedel-chat-session again)))
+                           '("Survive the restart")))
+            (with-current-buffer resumed
+              (should (string-match-p "── tasks · 1 running[^\n]*\n◐ Survive the restart"
+                                      (buffer-substring-no-properties (point-min) (point-max)))))))
+      (when (buffer-live-p view) (kill-buffer view))
+      (when (buffer-live-p (mevedel-chat-data-buffer chat))
+        (kill-buffer (mevedel-chat-data-buffer chat)))
+      (delete-directory root t))))
+
 (provide 'tasks-test)
 ;;; tasks-test.el ends here
