@@ -61,6 +61,9 @@
 (require 'mevedel-tool-fs)
 (require 'mevedel-tool-render)
 (require 'mevedel-tool-ptc)
+(require 'mevedel-tool-ask)
+(require 'mevedel-tool-tasks)
+(require 'mevedel-plan)
 
 (declare-function mevedel-demo-attach "mevedel-demo")
 (declare-function mevedel-demo-backend-usable-p "mevedel-demo")
