@@ -125,7 +125,8 @@ request counts towards `mevedel-tasks-nudge-interval'."
   (when-let* ((chat (plist-get info :context))
               ((mevedel-chat-p chat))
               (text (mevedel-tasks-nudge (mevedel-chat-session chat))))
-    (list text)))
+    ;; Marked as mail: the model reads it, the view does not show it.
+    (list (propertize text 'mevedel-mail t))))
 
 (add-hook 'mevedel-gptel-continuation-functions #'mevedel-tool-tasks--nudge 90)
 

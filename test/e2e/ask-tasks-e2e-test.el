@@ -70,5 +70,33 @@
     (should (string-match-p "── tasks · 1 running · 1 done ─+\n◐ Test\n"
                             (plist-get run :inspected)))))
 
+(ert-deftest mevedel-e2e:task-nudge-reaches-the-model-once ()
+  "After an interval of requests without a task write, one reminder joins a request."
+  (let* ((mevedel-tasks-nudge-interval 2)
+         (read-call (lambda () `((name . "Read") (arguments . ((file_path . "a.txt"))))))
+         (run (mevedel-e2e-run
+               :files '(("a.txt" . "alpha\n"))
+               :prompt "Work on it"
+               :setup (lambda (chat) (setf (mevedel-chat-permission-mode chat) 'full-auto))
+               :steps `(((tool_calls . [((name . "ToolCall")
+                                         (arguments
+                                          . ((program . "(TaskWrite :tasks [{:subject \"Long job\" :status \"in_progress\"}])"))))]))
+                        ((tool_calls . [,(funcall read-call)]))
+                        ((expect . ((user_contains . "<system-reminder>The task list has not changed")))
+                         (tool_calls . [,(funcall read-call)]))
+                        ((tool_calls . [,(funcall read-call)]))
+                        ((text . "Still going."))))))
+    (should (eq (plist-get run :outcome) 'done))
+    ;; Continuations 2 and 4 are due (interval 2); 3 is not: requests 3
+    ;; and 4 carry one reminder, request 5 two.
+    (should (equal (mapcar (lambda (entry)
+                             (let ((body (format "%S" (alist-get 'body entry))) (n 0) (start 0))
+                               (while (string-match "<system-reminder>The task list" body start)
+                                 (setq n (1+ n) start (match-end 0)))
+                               n))
+                           (plist-get run :log))
+                   '(0 0 1 1 2)))
+    (should-not (string-match-p "system-reminder" (plist-get run :transcript)))))
+
 (provide 'ask-tasks-e2e-test)
 ;;; ask-tasks-e2e-test.el ends here
