@@ -57,6 +57,12 @@ The first function returning non-nil gives the stamp, or `none' for a
 request that has none; the agents runtime answers for its requests.
 Without an answer, the root turn's stamp applies.")
 
+(defvar mevedel-plan-passing-tools '("ToolCall" "ToolSearch")
+  "Tools that are not read-only but that Plan mode leaves to the usual decision.
+Each checks what it starts itself: ToolCall's nested calls go through
+the pipeline one by one.  The agents runtime adds its tools (a spawn
+under Plan is stamped, SendMessage checks its target's stamp).")
+
 (defvar mevedel-plan--previous (make-hash-table :test #'eq :weakness 'key)
   "Hash table: session to its permission mode before it entered Plan.")
 
@@ -170,7 +176,7 @@ this one is %s%s; nothing ran"
                                     (concat " (" (string-join reasons "; ") ")")
                                   ""))))))
        ((or (mevedel-tool-read-only-p tool) (eq own 'delegated)
-            (member name '("ToolCall" "ToolSearch")))
+            (member name mevedel-plan-passing-tools))
         nil)
        (t (cons 'deny (format "Plan mode: %s changes things and is not available while planning"
                               name)))))))
