@@ -129,7 +129,10 @@ decide yourself and say what you assumed"))
       (let ((interaction
              (mevedel-ask-ui-open
               chat questions
-              :request (mevedel-chat-turn chat)
+              :owner (car (mevedel-interaction-requester context))
+              :request (if-let* ((requester (mevedel-interaction-requester context)))
+                           (cdr requester)
+                         (mevedel-chat-turn chat))
               :on-settle
               (lambda (_interaction outcome)
                 (pcase outcome

@@ -121,7 +121,10 @@ the plan as your final answer"))
       (let ((interaction
              (mevedel-interaction-open
               chat :kind 'plan :title "Plan proposal" :data plan
-              :request (mevedel-chat-turn chat)
+              :owner (car (mevedel-interaction-requester context))
+              :request (if-let* ((requester (mevedel-interaction-requester context)))
+                           (cdr requester)
+                         (mevedel-chat-turn chat))
               :render #'mevedel-tool-plan--render
               :keymap mevedel-tool-plan-card-map
               :on-settle

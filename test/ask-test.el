@@ -265,5 +265,16 @@
         (should (equal (delete-dups seen) (list height))))
       (set-frame-width nil 80))))
 
+(ert-deftest mevedel-ask:a-childs-form-is-attributed-and-cancelled-with-its-request ()
+  (let ((mevedel-interaction-requester-function
+         (lambda (_context) (cons "/root/worker" 'worker-request))))
+    (ask-test--with-form (ask-test--three)
+      (should (string-match-p "\\`\nAsk · 3 questions · /root/worker\n" (ask-test--form-text)))
+      ;; Interrupting another request leaves it; its own request cancels it.
+      (should (= 0 (mevedel-interaction-cancel-request chat 'other-request)))
+      (should-not (car box))
+      (should (= 1 (mevedel-interaction-cancel-request chat 'worker-request)))
+      (should (string-match-p "cancelled the questions" (ask-test--result box))))))
+
 (provide 'ask-test)
 ;;; ask-test.el ends here
