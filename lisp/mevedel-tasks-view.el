@@ -138,7 +138,9 @@ bounds their number; SHOW-DONE non-nil adds the done section."
                                :key #'mevedel-tasks-view--rank))
          (done (cl-remove-if #'mevedel-tasks-open-p tasks)))
     (when open
-      (let* ((main-note (cdr (assoc "/root" notes)))
+      (let* ((main-note (and (cl-find "/root" open
+                                      :key (lambda (task) (plist-get task :owner)) :test #'equal)
+                             (cdr (assoc "/root" notes))))
              (body (append
                     (and main-note (list (cons 'note (mevedel-tasks-view--note main-note ""))))
                     (mevedel-tasks-view--open-lines open notes)

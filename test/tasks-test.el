@@ -273,6 +273,12 @@
     (should (equal (car (last (mevedel-tasks-view-lines (mevedel-tasks-list session)
                                                         (mevedel-tasks-notes session) 60 11 t)))
                    "… 2 completed"))
+    ;; A note goes from view with its owner's last open task.
+    (tasks-test--write session "/root" :tasks '((:id 2 :status "completed") (:id 3 :status "completed")))
+    (should-not (string-match-p "migrating the schema"
+                                (tasks-test--plain
+                                 (mevedel-tasks-view-lines (mevedel-tasks-list session)
+                                                           (mevedel-tasks-notes session) 60))))
     ;; No open task: no fragment.
     (dolist (id '(2 3 4 5 6 7))
       (tasks-test--write session "/root" :tasks `((:id ,id :status "completed"))))
