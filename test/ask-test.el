@@ -276,5 +276,16 @@
       (should (= 1 (mevedel-interaction-cancel-request chat 'worker-request)))
       (should (string-match-p "cancelled the questions" (ask-test--result box))))))
 
+(ert-deftest mevedel-ask:a-click-chooses ()
+  (ask-test--with-form (ask-test--three)
+    (let ((pos (mevedel-ask-ui--entry-start (mevedel-interaction-at) '(option 0 1))))
+      (goto-char (mevedel-ask-ui--entry-start (mevedel-interaction-at) '(question 0)))
+      (execute-kbd-macro (vector (list 'mouse-1 (list (selected-window) pos '(0 . 0) 0))))
+      (should (string-match-p "▸ Format: Which export format\\? → Org" (ask-test--form-text)))
+      (should (equal (ask-test--entry) '(question 1)))
+      ;; S-TAB goes back like <backtab>.
+      (ask-test--keys "S-TAB")
+      (should (equal (ask-test--entry) '(option 0 1))))))
+
 (provide 'ask-test)
 ;;; ask-test.el ends here
