@@ -647,7 +647,8 @@ OPEN equal to the number of questions means Submit."
 
 (defun mevedel-ask-ui--relayout (&optional _frame)
   "Lay open questionnaires out again whose narrowest window changed width.
-A `window-size-change-functions' member."
+A `window-size-change-functions' and `window-buffer-change-functions'
+member."
   (dolist (interaction mevedel-ask-ui--forms)
     (let ((form (mevedel-interaction-data interaction)))
       (when (and (mevedel-interaction-start interaction)
@@ -660,6 +661,8 @@ A `window-size-change-functions' member."
             (mevedel-ask-ui--redraw interaction (or entry (list 'question 0)))))))))
 
 (add-hook 'window-size-change-functions #'mevedel-ask-ui--relayout)
+;; A view shown in a window of another width counts as a change too.
+(add-hook 'window-buffer-change-functions #'mevedel-ask-ui--relayout)
 
 (provide 'mevedel-tool-ask-ui)
 ;;; mevedel-tool-ask-ui.el ends here
