@@ -200,5 +200,26 @@ noted in `asked'."
       (should (eq (mevedel-permissions-session-mode session) 'edits))
       (should-error (mevedel-tool-plan--slash chat "maybe") :type 'user-error))))
 
+(ert-deftest mevedel-plan:approve-leaves-plan-for-the-previous-mode ()
+  (mevedel-test-with-view view chat
+    (switch-to-buffer view)
+    (let ((session (mevedel-chat-session chat))
+          (sent nil))
+      (setf (mevedel-session-permission-mode session) 'edits)
+      (mevedel-plan-enter session)
+      (cl-letf (((symbol-function 'mevedel-chat-send)
+                 (lambda (_chat text &rest _) (push text sent))))
+        (let ((box (mevedel-test-start-tool chat "ProposePlan" "pa" (list :plan "1. Go"))))
+          (mevedel-test-wait-until (mevedel-interaction-list chat) 5)
+          (execute-kbd-macro (kbd "a"))
+          (mevedel-test-wait-until (car box) 5)
+          (should (string-match-p "\\`The user approved the plan\\." (caar box)))
+          (should (eq (mevedel-permissions-session-mode session) 'edits))
+          (should (= 1 (length sent)))
+          (let ((turn (list :id "impl")))
+            (mevedel-plan--stamp-turn chat turn)
+            (should-not (plist-get turn :mode-override))
+            (should-not (plist-get turn :plan-stamp))))))))
+
 (provide 'plan-test)
 ;;; plan-test.el ends here
