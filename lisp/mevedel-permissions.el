@@ -53,6 +53,11 @@
 ;; sandbox grant (network, more paths, escalation) always asks, and
 ;; answers never cover a grant.
 ;;
+;; Before all of that, `mevedel-permissions-restriction-functions' may
+;; decide a call outright (Plan mode's boundary, mevedel-plan.el), and
+;; `mevedel-permissions-mode-functions' may give one request its own
+;; mode (an approved plan's implementation override).
+;;
 ;; `mevedel-permissions-decide-call' returns `allow', (allow . RECORD),
 ;; `ask' or (deny . REASON).  On `ask', the pipeline calls the session's
 ;; prompter, whose cards `mevedel-permissions-cards' plans and
