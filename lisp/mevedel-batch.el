@@ -18,7 +18,7 @@
 ;;   -p, --prompt TEXT         the user's message (required)
 ;;   --json                    print a JSON transcript instead of the answer
 ;;   --dir DIR                 workspace directory (default: the current one)
-;;   --permission-mode MODE    ask (default), edits or full-auto
+;;   --permission-mode MODE    ask (default), edits, full-auto or plan
 ;;   --config FILE             load FILE first (gptel backend settings);
 ;;                             default $MEVEDEL_INIT, else
 ;;                             ~/.config/mevedel/init.el when it exists
@@ -69,6 +69,9 @@
 (require 'mevedel-tool-render)
 (require 'mevedel-tool-ptc)
 (require 'mevedel-tool-skill)
+(require 'mevedel-tool-ask)
+(require 'mevedel-tool-tasks)
+(require 'mevedel-plan)
 
 (declare-function mevedel-demo-attach "mevedel-demo")
 (declare-function mevedel-demo-backend-usable-p "mevedel-demo")
@@ -90,7 +93,7 @@ Options:
   -p, --prompt TEXT        the user's message
   --json                   print a JSON transcript instead of the answer
   --dir DIR                workspace directory (default: the current one)
-  --permission-mode MODE   ask (default), edits or full-auto; calls that
+  --permission-mode MODE   ask (default), edits, full-auto or plan; calls that
                            would ask are refused, nobody can answer them
   --config FILE            Elisp setting gptel-backend and gptel-model
                            (default: $MEVEDEL_INIT, else
@@ -137,7 +140,7 @@ Emacs decodes arguments with the locale's coding system; without one
              (let ((mode (intern (value))))
                (unless (memq mode mevedel-permissions-modes)
                  (mevedel-batch--usage-error
-                  "Unknown permission mode %s (ask, edits or full-auto)" mode))
+                  "Unknown permission mode %s (ask, edits, full-auto or plan)" mode))
                (setq options (plist-put options :mode mode))))
             ("--config" (setq options (plist-put options :init (value))))
             ("--demo" (setq options (plist-put options :demo t)))

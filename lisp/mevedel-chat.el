@@ -92,6 +92,10 @@ It runs once per turn, when the first response of the turn's first
 request begins (see `mevedel-gptel-accepted-p'): from then on the
 transcript holds the turn's mail and the model has read it.")
 
+(defvar mevedel-chat-turn-functions nil
+  "Abnormal hook run with a chat and its new turn's plist as the turn is sent.
+Functions may add keys to the plist (Plan mode's stamp).")
+
 (defvar mevedel-chat-idle-functions nil
   "Abnormal hook run with a chat whose turn has just ended, and the outcome.
 The outcome is `done', `error' or `abort'.")
@@ -581,6 +585,7 @@ ON-DONE and BACKGROUND are as for `mevedel-chat-send'."
                          :start (mevedel-chat-turn-start chat)))
              (fsm (mevedel-chat--make-fsm)))
         (push turn (mevedel-chat-turns chat))
+        (run-hook-with-args 'mevedel-chat-turn-functions chat turn)
         (setf (mevedel-chat-turn chat) turn
               (mevedel-chat-fsm chat) fsm
               (mevedel-chat-on-done chat) on-done

@@ -18,6 +18,7 @@
 (require 'mevedel-ps)
 (require 'mevedel-tools-list)
 (require 'mevedel-review)
+(require 'mevedel-tool-plan)
 
 (defun mevedel-menu--session-line ()
   "Return the menu's heading: the session, its model and permission mode."
@@ -35,7 +36,8 @@
   [:description mevedel-menu--session-line
    ["Model and permissions"
     ("m" "model and backend (C-c C-m, /model)" mevedel-view-set-model)
-    ("p" "permission mode (C-c C-p)" mevedel-view-set-permission-mode)]
+    ("p" "permission mode (C-c C-p)" mevedel-view-set-permission-mode)
+    ("P" "plan mode on/off (/plan)" mevedel-tool-plan-toggle)]
    ["Sessions"
     ("n" "new session (/new)" mevedel-new)
     ("r" "resume, fork, rename, delete (/sessions)" mevedel-sessions)

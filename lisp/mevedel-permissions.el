@@ -53,6 +53,11 @@
 ;; sandbox grant (network, more paths, escalation) always asks, and
 ;; answers never cover a grant.
 ;;
+;; Before all of that, `mevedel-permissions-restriction-functions' may
+;; decide a call outright (Plan mode's boundary, mevedel-plan.el), and
+;; `mevedel-permissions-mode-functions' may give one request its own
+;; mode (an approved plan's implementation override).
+;;
 ;; `mevedel-permissions-decide-call' returns `allow', (allow . RECORD),
 ;; `ask' or (deny . REASON).  On `ask', the pipeline calls the session's
 ;; prompter, whose cards `mevedel-permissions-cards' plans and
@@ -73,15 +78,18 @@
   :group 'mevedel
   :prefix "mevedel-permissions-")
 
-(defconst mevedel-permissions-modes '(ask edits full-auto)
-  "The permission modes.")
+(defconst mevedel-permissions-modes '(ask edits full-auto plan)
+  "The permission modes.
+`plan' is sticky Plan mode (mevedel-plan.el): it asks like `ask', and
+the restrictions of Plan come first, whatever the rules say.")
 
 (defcustom mevedel-permissions-mode 'ask
   "Default permission mode of new sessions.
 `ask': read-only tools run inside the workspace; anything else asks.
 `edits': file edits inside the workspace run as well.
-`full-auto': every call runs unless a rule says otherwise."
-  :type '(choice (const ask) (const edits) (const full-auto)))
+`full-auto': every call runs unless a rule says otherwise.
+`plan': sticky Plan mode: read-only work and plans in work://plans/."
+  :type '(choice (const ask) (const edits) (const full-auto) (const plan)))
 
 (defcustom mevedel-permissions-rules nil
   "Permission rules for every workspace, each (ACTION TOOL [GLOB...]).
@@ -333,6 +341,17 @@ Each key is a tool name or (command . KEY) for a command key."
 
 ;;;; Decisions
 
+(defvar mevedel-permissions-restriction-functions nil
+  "Abnormal hook run with a call's context and session before any rule.
+The first function returning non-nil decides the call: `allow' or
+\(deny . REASON).  Plan mode's boundary (mevedel-plan.el) is one: no
+mode, rule or answer widens it.")
+
+(defvar mevedel-permissions-mode-functions nil
+  "Abnormal hook run with a call's context and session to get its mode.
+The first function returning non-nil gives the mode instead of the
+session's, such as an implementation override of one invocation.")
+
 (defsubst mevedel-permissions-session-mode (session)
   "Return the permission mode in SESSION, or `ask' outside any session."
   (if (mevedel-session-p session)
@@ -344,7 +363,7 @@ Each key is a tool name or (command . KEY) for a command key."
   (pcase mode
     ('full-auto 'allow)
     ('edits (if (and (or read-only-p edits-p) inside) 'allow 'ask))
-    ('ask (if (and read-only-p inside) 'allow 'ask))
+    ((or 'ask 'plan) (if (and read-only-p inside) 'allow 'ask))
     (_ (error "Unknown permission mode %S (expected one of %S)"
               mode mevedel-permissions-modes))))
 
@@ -364,12 +383,20 @@ Without FULL, return only the verdict, making nothing else: this is
 the path of every call, and the plist is for cards only."
   (let* ((tool (plist-get context :tool))
          (args (plist-get context :args))
-         (check (mevedel-tool-check-permission tool))
+         (restricted (run-hook-with-args-until-success
+                      'mevedel-permissions-restriction-functions context session))
+         (check (and (not restricted) (mevedel-tool-check-permission tool)))
          (own (and check (funcall check args))))
-    (if (eq own 'delegated)
-        (if full (list :verdict 'allow :by 'delegated) 'allow)
+    (cond
+     (restricted
+      (if full (list :verdict restricted :operation restricted :by 'restriction) restricted))
+     ((eq own 'delegated)
+      (if full (list :verdict 'allow :by 'delegated) 'allow))
+     (t
       (let* ((name (mevedel-tool-name tool))
-             (mode (mevedel-permissions-session-mode session))
+             (mode (or (run-hook-with-args-until-success
+                        'mevedel-permissions-mode-functions context session)
+                       (mevedel-permissions-session-mode session)))
              (root (mevedel-permissions--root context session))
              (source (and (eq (car-safe own) 'command) (cdr own)))
              (facts (and source (mevedel-core-bash-permission source root root)))
@@ -409,7 +436,7 @@ the path of every call, and the plist is for cards only."
           (if full
               (list :verdict final :operation verdict :by by :rule rule :mode mode
                     :command facts :paths paths :domain domain :grant grant)
-            final))))))
+            final)))))))
 
 (defun mevedel-permissions-decide-call (context session)
   "Decide the tool call CONTEXT (a pipeline context) in SESSION (or nil).

@@ -72,7 +72,7 @@ A child result larger than this becomes a failure the program sees."
   "Characters of child results one program may keep in total."
   :type 'natnum)
 
-(defcustom mevedel-ptc-standalone-tools '("Ask" "Skill" "WaitAgent" "UpdateGoal")
+(defcustom mevedel-ptc-standalone-tools '("Ask" "ProposePlan" "Skill" "WaitAgent" "UpdateGoal")
   "Tools a ToolCall program may call only as its whole expression.
 Wrapped tools are standalone too unless `mevedel-ptc-composable-tools'
 names them."

@@ -8,7 +8,10 @@
 ;; A chat's view buffer shows, top to bottom:
 ;;
 ;;   transcript   read-only; rendered from the chat's gptel data buffer
-;;   live zone    calls in flight (spinner), permission cards, waiting line
+;;   live zone    calls in flight (spinner), permission cards, waiting line,
+;;                the parts of `mevedel-view-live-functions' (the task
+;;                fragment), then open interactions (Ask, the plan card;
+;;                mevedel-interaction.el), whose text redraws leave alone
 ;;   panel        background work: yielded commands and monitors
 ;;                (drawn by mevedel-panel.el)
 ;;   separator    key hints
@@ -57,6 +60,7 @@
 (require 'mevedel-tool-render)
 (require 'mevedel-locations)
 (require 'mevedel-mentions)
+(require 'mevedel-interaction)
 
 (declare-function mevedel-demo-attach "mevedel-demo" (chat &optional surface))
 
@@ -354,7 +358,9 @@ A `window-size-change-functions' member, buffer-local to the view."
                       (t "no backend"))
                 " · " (mevedel-view--status-text chat)
                 " · " (mevedel-view--usage-text chat)
-                " · " (format "permissions: %s" (mevedel-chat-permission-mode chat))))
+                " · " (if (eq (mevedel-chat-permission-mode chat) 'plan)
+                          (propertize "PLAN mode (read-only)" 'face 'warning)
+                        (format "permissions: %s" (mevedel-chat-permission-mode chat)))))
     " mevedel"))
 
 (defun mevedel-view--tokens (n)
@@ -898,7 +904,8 @@ rows are added, and nothing before the tail is touched."
         (chat mevedel-view--chat)
         (running nil))
     (save-excursion
-      (delete-region mevedel-view--transcript-end mevedel-view--panel)
+      ;; Open interactions keep their text (and point in it) across redraws.
+      (delete-region mevedel-view--transcript-end (mevedel-view--interactions-start))
       (goto-char mevedel-view--transcript-end)
       (let ((calls (mevedel-chat-live-calls chat))
             (start (point)))
@@ -927,7 +934,9 @@ rows are added, and nothing before the tail is touched."
           (setq running t)
           (insert "\n" (mevedel-view--glyph 'running) " "
                   (propertize "Waiting for the model…" 'face 'shadow) "\n"))
-        (add-text-properties start (point) '(read-only t mevedel-live t))))
+        (run-hook-with-args 'mevedel-view-live-functions chat)
+        (add-text-properties start (point) '(read-only t mevedel-live t))
+        (mevedel-view--draw-interactions chat)))
     (if running (mevedel-view--start-spinner) (mevedel-view--stop-spinner))))
 
 (defun mevedel-view--grant-text (card grant operation-granted)
@@ -982,6 +991,63 @@ OPERATION-GRANTED non-nil means the call itself is allowed already."
 \\[mevedel-view-allow-session] always this session · \\[mevedel-view-deny] deny\n")))
      'face 'mevedel-view-card 'keymap mevedel-view-card-map
      'mevedel-card request)))
+
+;;;; Interactions
+
+(defvar mevedel-view-live-functions nil
+  "Abnormal hook run with the chat while the live zone is drawn.
+Each function inserts its part at point (the task fragment), after
+the cards and before the open interactions.")
+
+(defun mevedel-view--drawn-p (interaction)
+  "Return non-nil when INTERACTION's text is in the view."
+  (when-let* ((start (mevedel-interaction-start interaction)))
+    (< start (overlay-end (mevedel-interaction-overlay interaction)))))
+
+(defun mevedel-view--interactions-start ()
+  "Return where the drawn interactions start in the live zone, else the panel."
+  (let ((start (marker-position mevedel-view--panel)))
+    (dolist (interaction (mevedel-interaction-list mevedel-view--chat))
+      (when (mevedel-view--drawn-p interaction)
+        (setq start (min start (mevedel-interaction-start interaction)))))
+    start))
+
+(defun mevedel-view--draw-interactions (chat)
+  "Draw CHAT's open interactions that are not drawn yet, before the panel."
+  (dolist (interaction (mevedel-interaction-list chat))
+    (unless (mevedel-view--drawn-p interaction)
+      (goto-char mevedel-view--panel)
+      (let ((start (point)))
+        (mevedel-interaction-insert interaction)
+        (add-text-properties start (point) '(read-only t mevedel-live t))))))
+
+(defun mevedel-view--interactions-changed (chat)
+  "Redraw the live zone of CHAT's view; focus a new interaction.
+A `mevedel-interaction-change-functions' member."
+  (when-let* ((buffer (get-buffer (format "*mevedel: %s*" (mevedel-chat-name chat))))
+              ((eq (buffer-local-value 'mevedel-view--chat buffer) chat)))
+    (with-current-buffer buffer
+      (let ((before (mevedel-interaction-at)))
+        (save-excursion (mevedel-view--render-live))
+        (when-let* (((not before))
+                    (interaction (car (mevedel-interaction-list chat)))
+                    (start (mevedel-interaction-start interaction))
+                    ((string-blank-p (mevedel-view--composer-text))))
+          (setq mevedel-view--card-focused t)
+          (goto-char start)
+          (when-let* ((window (get-buffer-window buffer)))
+            (set-window-point window start)))
+        (unless (mevedel-interaction-list chat)
+          (mevedel-view--unfocus-card))))))
+
+(add-hook 'mevedel-interaction-change-functions #'mevedel-view--interactions-changed)
+
+(defun mevedel-view-redraw-live (chat)
+  "Redraw the live zone of CHAT's view, if it has one."
+  (when-let* ((buffer (get-buffer (format "*mevedel: %s*" (mevedel-chat-name chat))))
+              ((eq (buffer-local-value 'mevedel-view--chat buffer) chat)))
+    (with-current-buffer buffer
+      (save-excursion (mevedel-view--render-live)))))
 
 ;;;; Spinner
 
@@ -1081,7 +1147,7 @@ gathered: at most one every `mevedel-view--progress-delay' seconds."
   (save-excursion
     (unless (eq mevedel-view--last-kind 'response)
       (let ((inhibit-read-only t))
-        (delete-region mevedel-view--transcript-end mevedel-view--panel))
+        (delete-region mevedel-view--transcript-end (mevedel-view--interactions-start)))
       (mevedel-view--stop-spinner)
       (mevedel-view--begin-block 'response)
       (setq chunk (string-trim-left chunk)))

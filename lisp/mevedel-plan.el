@@ -1,0 +1,253 @@
+;;; mevedel-plan.el --- Plan mode: explore, propose, approve, implement  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; Sticky Plan mode is the permission mode `plan' of a session (`/plan',
+;; C-c C-p plan, the menu, `--permission-mode plan').  A turn sent
+;; while it is on carries a Plan stamp, (:plan sticky), made once and
+;; never changed: the turn keeps Plan's boundary whatever happens to
+;; the session's mode meanwhile.  Directive planning (the model asked
+;; to plan first) is the stamp (:plan directive).  Under a stamp,
+;; before any rule, mode or answer:
+;;
+;;   read-only tools       decided as usual
+;;   Bash, Monitor         only commands the analysis proves read-only
+;;   Eval, other editors   denied
+;;   ApplyPatch            sticky: only when every target is a session
+;;                         work:// file (plans go in work://plans/),
+;;                         and then without asking; directive: denied
+;;
+;; A denial happens in the permission step, before the patch is
+;; prepared or anything is read or written.
+;;
+;; ProposePlan (standalone only) shows the plan as a card in the view:
+;; a approves (the session leaves Plan, back to its mode before it),
+;; e approves with edits allowed for the implementation (an override
+;; of that invocation's permission mode), f sends feedback and stays,
+;; q stays in Plan.  An approval ends the Plan turn and starts the
+;; implementation turn with the plan as its task; the approved plan
+;; is kept in the session's metadata.  See docs/plan.md.
+;;
+;; The agents runtime (not here) copies a stamp into each invocation it
+;; starts and answers `mevedel-plan-request-functions' for its
+;; requests; `mevedel-plan-stamp' is what every check reads.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'mevedel-core)
+(require 'mevedel-session)
+(require 'mevedel-permissions)
+(require 'mevedel-tool-registry)
+(require 'mevedel-chat)
+(require 'mevedel-interaction)
+
+(defgroup mevedel-plan nil
+  "Plan mode: read-only exploration, a proposed plan, approval."
+  :group 'mevedel
+  :prefix "mevedel-plan-")
+
+(defvar mevedel-plan-request-functions nil
+  "Abnormal hook run with a call's context to find its request's Plan stamp.
+The first function returning non-nil gives the stamp, or `none' for a
+request that has none; the agents runtime answers for its requests.
+Without an answer, the root turn's stamp applies.")
+
+(defvar mevedel-plan-passing-tools '("ToolCall" "ToolSearch")
+  "Tools that are not read-only but that Plan mode leaves to the usual decision.
+Each checks what it starts itself: ToolCall's nested calls go through
+the pipeline one by one.  The agents runtime adds its tools (a spawn
+under Plan is stamped, SendMessage checks its target's stamp).")
+
+(defvar mevedel-plan--previous (make-hash-table :test #'eq :weakness 'key)
+  "Hash table: session to its permission mode before it entered Plan.")
+
+(defvar mevedel-plan--next-override (make-hash-table :test #'eq :weakness 'key)
+  "Hash table: chat to the mode override its next turn gets (approval with edits).")
+
+;;;; The stamp
+
+(defun mevedel-plan-make-stamp (kind)
+  "Return a new Plan stamp of KIND, `sticky' or `directive'."
+  (list :plan kind))
+
+(defun mevedel-plan-stamp-kind (stamp)
+  "Return the kind of Plan STAMP, or nil for no stamp."
+  (and (consp stamp) (plist-get stamp :plan)))
+
+(defun mevedel-plan-active-p (session)
+  "Return non-nil when SESSION is in sticky Plan mode."
+  (and (mevedel-session-p session)
+       (eq (mevedel-permissions-session-mode session) 'plan)))
+
+(defun mevedel-plan--stamp-turn (chat turn)
+  "Stamp CHAT's new TURN if its session is in Plan; give it a pending override.
+A `mevedel-chat-turn-functions' member."
+  (when (mevedel-plan-active-p (mevedel-chat-session chat))
+    (nconc turn (list :plan-stamp (mevedel-plan-make-stamp 'sticky))))
+  (when-let* ((override (gethash chat mevedel-plan--next-override)))
+    (remhash chat mevedel-plan--next-override)
+    (nconc turn (list :mode-override override))))
+
+(add-hook 'mevedel-chat-turn-functions #'mevedel-plan--stamp-turn)
+
+(defun mevedel-plan--turn (context)
+  "Return the root turn plist of the call CONTEXT, or nil."
+  (when-let* ((chat (mevedel-chat-of-buffer (plist-get context :data-buffer)))
+              ((mevedel-chat-p chat)))
+    (mevedel-chat-turn chat)))
+
+(defun mevedel-plan-stamp (context)
+  "Return the Plan stamp of the request the call CONTEXT belongs to, or nil.
+An agent request's stamp comes from `mevedel-plan-request-functions';
+a root turn's from the turn; a call outside any turn (a plain gptel
+buffer) follows its session's mode."
+  (let ((answer (run-hook-with-args-until-success 'mevedel-plan-request-functions context)))
+    (cond ((eq answer 'none) nil)
+          (answer answer)
+          ((mevedel-plan--turn context) (plist-get (mevedel-plan--turn context) :plan-stamp))
+          ((mevedel-plan-active-p (plist-get context :session))
+           (mevedel-plan-make-stamp 'sticky)))))
+
+;;;; The boundary
+
+(defun mevedel-plan-session-target-p (address)
+  "Return non-nil when ADDRESS is a session-owned work:// file.
+work://shared/ belongs to the workspace, and a bare work:// names no file."
+  (and (string-prefix-p "work://" address)
+       (not (string-prefix-p "work://shared/" address))
+       (not (member address '("work://" "work://shared")))
+       (not (string-match-p "\\(?:\\`\\|/\\)\\.\\.\\(?:/\\|\\'\\)" (substring address 7)))))
+
+(defun mevedel-plan--patch-verdict (kind patch)
+  "Return the Plan verdict of kind KIND on an ApplyPatch of PATCH."
+  (if (eq kind 'directive)
+      (cons 'deny "Planning is read-only: ApplyPatch is not available, not even for work:// \
+files.  Present the plan in your answer")
+    (let ((targets (condition-case err
+                       (cl-loop for op in (mevedel-core-patch-parse patch)
+                                append (delq nil (list (plist-get op :path)
+                                                       (plist-get op :move-to))))
+                     (mevedel-core-error (cons 'error (error-message-string err))))))
+      (cond
+       ((eq (car-safe targets) 'error) nil)
+       ((cl-every #'mevedel-plan-session-target-p targets) 'allow)
+       (t (cons 'deny
+                (format "Plan mode: ApplyPatch may only write this session's work:// files \
+\(put plans in work://plans/), and this patch also targets %s; nothing was written.  \
+Propose the plan with ProposePlan; the change is made after approval"
+                        (mapconcat (lambda (target) (format "`%s'" target))
+                                   (cl-remove-if #'mevedel-plan-session-target-p targets)
+                                   ", "))))))))
+
+(defun mevedel-plan-restriction (context session)
+  "Return Plan's verdict on the call CONTEXT in SESSION, or nil when it has none.
+A `mevedel-permissions-restriction-functions' member: under a Plan
+stamp, read-only tools are left to the usual decision, Bash and
+Monitor must be proven read-only, ApplyPatch must stay in the
+session's work:// files (sticky Plan only), everything else is
+denied."
+  (ignore session)
+  (when-let* ((stamp (mevedel-plan-stamp context))
+              (kind (mevedel-plan-stamp-kind stamp)))
+    (let* ((tool (plist-get context :tool))
+           (name (mevedel-tool-name tool))
+           (args (plist-get context :args))
+           (check (mevedel-tool-check-permission tool))
+           (own (and check (not (mevedel-tool-read-only-p tool)) (funcall check args))))
+      (cond
+       ((equal name "Eval")
+        (cons 'deny "Plan mode: Eval is not available while planning"))
+       ((equal name "ApplyPatch")
+        (mevedel-plan--patch-verdict kind (plist-get args :patch)))
+       ((eq (car-safe own) 'command)
+        (let* ((root (or (and (mevedel-session-p session) (mevedel-session-workspace session))
+                         default-directory))
+               (facts (mevedel-core-bash-permission (cdr own) root root)))
+          (unless (plist-get facts :read-only)
+            (cons 'deny (format "Plan mode: only read-only commands run while planning, and \
+this one is %s%s; nothing ran"
+                                (plist-get facts :class)
+                                (if-let* ((reasons (plist-get facts :reasons)))
+                                    (concat " (" (string-join reasons "; ") ")")
+                                  ""))))))
+       ((or (mevedel-tool-read-only-p tool) (eq own 'delegated)
+            (member name mevedel-plan-passing-tools))
+        nil)
+       (t (cons 'deny (format "Plan mode: %s changes things and is not available while planning"
+                              name)))))))
+
+(add-hook 'mevedel-permissions-restriction-functions #'mevedel-plan-restriction)
+
+(defun mevedel-plan-mode-override (context _session)
+  "Return the implementation override of the request of CONTEXT, or nil.
+A `mevedel-permissions-mode-functions' member."
+  (plist-get (mevedel-plan--turn context) :mode-override))
+
+(add-hook 'mevedel-permissions-mode-functions #'mevedel-plan-mode-override)
+
+;;;; Entering and leaving
+
+(defun mevedel-plan-enter (session)
+  "Put SESSION in sticky Plan mode, remembering the mode to come back to."
+  (unless (mevedel-plan-active-p session)
+    (puthash session (mevedel-permissions-session-mode session) mevedel-plan--previous)
+    (setf (mevedel-session-permission-mode session) 'plan)))
+
+(defun mevedel-plan-leave (session)
+  "Take SESSION out of Plan mode, back to the mode it had before."
+  (when (mevedel-plan-active-p session)
+    (setf (mevedel-session-permission-mode session)
+          (let ((previous (gethash session mevedel-plan--previous)))
+            (if (memq previous '(nil plan))
+                (if (eq mevedel-permissions-mode 'plan) 'ask mevedel-permissions-mode)
+              previous)))
+    (remhash session mevedel-plan--previous)))
+
+;;;; The approved plan
+
+(defun mevedel-plan-save (session plan)
+  "Keep the approved PLAN in SESSION's metadata, when it is durable."
+  (when (mevedel-session-durable-p session)
+    (condition-case err
+        (mevedel-core-store-info-set (mevedel-session-store-handle session) `(("plan" . ,plan)))
+      (error (display-warning 'mevedel (format "Cannot save the plan: %s"
+                                               (error-message-string err)))))))
+
+(defun mevedel-plan-current (session)
+  "Return the plan last approved in SESSION (also after a resume), or nil."
+  (when (mevedel-session-storage-p session)
+    (let ((plan (cdr (assoc "plan" (mevedel-core-store-info-get
+                                    (mevedel-session-store-handle session))))))
+      (and plan (not (string-empty-p plan)) plan))))
+
+(defun mevedel-plan-implementation-prompt (plan)
+  "Return the task of the implementation turn of the approved PLAN."
+  (concat "The user approved this plan.  Implement it now, step by step, tracking the \
+steps with TaskWrite:\n\n" plan))
+
+(defun mevedel-plan-approve (chat plan override)
+  "Approve PLAN in CHAT: leave Plan, then start the implementation turn.
+OVERRIDE non-nil is the permission mode of that turn (`edits'), kept
+with that invocation only.  The turn starts once the Plan turn ends."
+  (let ((session (mevedel-chat-session chat)))
+    (mevedel-plan-leave session)
+    (mevedel-plan-save session plan)
+    (when override (puthash chat override mevedel-plan--next-override))
+    (letrec ((start (lambda (ended outcome)
+                      (when (eq ended chat)
+                        (remove-hook 'mevedel-chat-idle-functions start)
+                        (if (eq outcome 'done)
+                            (run-at-time 0 nil #'mevedel-chat-send chat
+                                         (mevedel-plan-implementation-prompt plan))
+                          (remhash chat mevedel-plan--next-override))))))
+      (if (mevedel-chat-turn chat)
+          (add-hook 'mevedel-chat-idle-functions start)
+        (mevedel-chat-send chat (mevedel-plan-implementation-prompt plan))))))
+
+(provide 'mevedel-plan)
+;;; mevedel-plan.el ends here
