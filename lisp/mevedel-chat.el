@@ -85,6 +85,14 @@ It runs once per turn, when the first response of the turn's first
 request begins (see `mevedel-gptel-accepted-p'): from then on the
 transcript holds the turn's mail and the model has read it.")
 
+(defvar mevedel-chat-continuation-mail-functions nil
+  "Functions returning mail for the next sample of a running turn.
+Each is called with the chat before a request continues after a tool
+batch and returns a list of strings (e.g. <agent-message> blocks),
+each sent as a user message of that request and written to the data
+buffer before it; the view does not show them.  Unlike
+`mevedel-chat-message-functions', the mail counts as read at once.")
+
 (defvar mevedel-chat-idle-functions nil
   "Abnormal hook run with a chat whose turn has just ended, and the outcome.
 The outcome is `done', `error' or `abort'.")
@@ -113,7 +121,10 @@ The outcome is `done', `error' or `abort'.")
   ;; Messages the user sent while the turn ran, oldest first.
   queued
   ;; Non-nil while older turns are being summarised.
-  compacting)
+  compacting
+  ;; A child agent's chat: its canonical path (nil for the root), and
+  ;; the system text and gptel tools frozen when it was created.
+  agent frozen-system frozen-tools)
 
 (defvar mevedel-chat--chats (make-hash-table :test #'equal)
   "Live chats by workspace root.")
@@ -155,6 +166,24 @@ ROOT when ID is non-nil (see `mevedel-session-saved')."
           (when id (mevedel-chat--resume chat))
           chat))))
 
+(defun mevedel-chat-make-child (parent path &optional directory)
+"Return a new chat for the child agent PATH below the chat PARENT.
+It shares PARENT's workspace, session (permissions, mailbox) and
+model, has its own data buffer (working directory DIRECTORY, default
+PARENT's) and is not one of `mevedel-chat-list': the agent runtime
+owns it.  Its conversation is not saved with the session's."
+  (let ((chat (mevedel-chat--make :root (mevedel-chat-root parent)
+                                  :name (format "%s %s" (mevedel-chat-name parent) path)
+                                  :session (mevedel-chat-session parent)
+                                  :backend (mevedel-chat-backend-effective parent)
+                                  :model (mevedel-chat-model-effective parent)
+                                  :agent path)))
+    (setf (mevedel-chat-data-buffer chat) (mevedel-chat--make-data-buffer chat))
+    (when directory
+      (with-current-buffer (mevedel-chat-data-buffer chat)
+        (setq default-directory (file-name-as-directory directory))))
+    chat))
+
 (defun mevedel-chat--make-data-buffer (chat)
   "Create the gptel data buffer of CHAT."
   (let ((buffer (generate-new-buffer (format " *mevedel-data: %s*" (mevedel-chat-name chat)))))
@@ -174,16 +203,19 @@ ROOT when ID is non-nil (see `mevedel-session-saved')."
   "The chat owning this data buffer.")
 
 (defun mevedel-chat--data-buffer-killed ()
-  "Forget the chat whose data buffer is being killed, aborting its turn."
+  "Forget the chat whose data buffer is being killed, aborting its turn.
+A root chat is saved and its session closed; a child agent's chat
+shares its session with the root, which stays open."
   (when-let* ((chat mevedel-chat--owner))
     (ignore-errors (mevedel-chat-abort chat))
     (mevedel-chat--stop-save-timer chat)
-    (condition-case err
-        (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat))
-      (error (display-warning 'mevedel (format "Saving %s failed: %s" (mevedel-chat-name chat)
-                                               (error-message-string err)))))
-    (mevedel-session-close (mevedel-chat-session chat))
-    (remhash (mevedel-chat-root chat) mevedel-chat--chats)))
+    (unless (mevedel-chat-agent chat)
+      (condition-case err
+          (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat))
+        (error (display-warning 'mevedel (format "Saving %s failed: %s" (mevedel-chat-name chat)
+                                                 (error-message-string err)))))
+      (mevedel-session-close (mevedel-chat-session chat))
+      (remhash (mevedel-chat-root chat) mevedel-chat--chats))))
 
 (defun mevedel-chat-backend-effective (chat)
   "Return the gptel backend for the next turn of CHAT.
@@ -274,14 +306,21 @@ never written to the transcript.  Observers hear `tool-progress'."
 ;;;; System prompt and tools
 
 (defun mevedel-chat--system-text (chat)
-  "Return the system prompt for CHAT's next turn."
+  "Return the system prompt for CHAT's next turn.
+A child agent's is the text frozen when it was created."
+  (or (mevedel-chat-frozen-system chat)
+      (mevedel-chat-base-system-text chat)))
+
+(defun mevedel-chat-base-system-text (chat)
+  "Return mevedel's own system prompt for CHAT, with its workspace and date."
   (format "%s\n\nWorkspace directory: %s\nToday's date: %s"
           mevedel-chat-system-prompt (mevedel-chat-root chat) (format-time-string "%F")))
 
-(defun mevedel-chat-tools (_chat)
-  "Return the gptel tools offered to the model of a chat.
-They are those of every registered mevedel tool."
-  (mevedel-gptel-tools))
+(defun mevedel-chat-tools (chat)
+  "Return the gptel tools offered to the model of CHAT.
+They are those of every native mevedel tool, or a child agent's
+frozen set."
+  (or (mevedel-chat-frozen-tools chat) (mevedel-gptel-tools)))
 
 ;;;; Tool calls
 
@@ -671,21 +710,26 @@ turn."
     (car (last queued))))
 
 (defun mevedel-chat--deliver-queued (info)
-  "Return the queued messages of the chat of request INFO, now delivered.
-A `mevedel-gptel-continuation-functions' member: the messages join
-the request that continues after a tool batch."
+  "Return the mail and queued messages of the chat of request INFO, now delivered.
+A `mevedel-gptel-continuation-functions' member: they join the
+request that continues after a tool batch, each a user message, the
+mail (`mevedel-chat-continuation-mail-functions') first."
   (when-let* ((chat (plist-get info :context))
-              ((mevedel-chat-p chat))
-              (queued (mevedel-chat-queued chat)))
-    (setf (mevedel-chat-queued chat) nil)
-    (dolist (text queued)
-      (push text (mevedel-chat-history chat))
-      (when-let* ((store (and (mevedel-chat--saving-p chat)
-                              (mevedel-session-store (mevedel-chat-session chat)))))
-        (mevedel-core-store-input-push store text)))
-    (mevedel-chat--notify chat 'queued)
-    (mevedel-chat--notify chat 'delivered queued)
-    queued))
+              ((mevedel-chat-p chat)))
+    (let ((mail (cl-loop for function in mevedel-chat-continuation-mail-functions
+                         append (mapcar (lambda (block) (propertize block 'mevedel-mail t))
+                                        (funcall function chat))))
+          (queued (mevedel-chat-queued chat)))
+      (when queued
+        (setf (mevedel-chat-queued chat) nil)
+        (dolist (text queued)
+          (push text (mevedel-chat-history chat))
+          (when-let* ((store (and (mevedel-chat--saving-p chat)
+                                  (mevedel-session-store (mevedel-chat-session chat)))))
+            (mevedel-core-store-input-push store text)))
+        (mevedel-chat--notify chat 'queued)
+        (mevedel-chat--notify chat 'delivered queued))
+      (append mail queued))))
 
 (add-hook 'mevedel-gptel-continuation-functions #'mevedel-chat--deliver-queued)
 
@@ -915,6 +959,7 @@ WORKSPACE/.mevedel/sessions/ID/ and `mevedel' resumes the newest one."
 (defun mevedel-chat--saving-p (chat)
   "Return non-nil when CHAT's conversation is saved."
   (and mevedel-chat-save-sessions
+       (not (mevedel-chat-agent chat))
        (mevedel-session-durable-p (mevedel-chat-session chat))))
 
 (defun mevedel-chat--now ()
@@ -1205,7 +1250,9 @@ review instead: its function gets (CONTEXT SESSION ANSWER) and returns
 the withdrawing function.  Outside a turn, or without a prompter, the
 call is refused.  Return a function that withdraws the question."
   (cond
-   ((not (and (mevedel-chat-prompter chat) (mevedel-chat-turn chat)))
+   ((not (and (mevedel-chat-prompter chat)
+              (mevedel-chat-turn (or (mevedel-chat-of-buffer (plist-get context :data-buffer))
+                                     chat))))
     (funcall answer (cons 'deny (mevedel-permissions-refusal-reason
                                  (mevedel-tool-name (plist-get context :tool)) 'headless)))
     nil)

@@ -58,6 +58,7 @@
   (require 'mevedel-tools-list)
   (require 'mevedel-tool-web)
   (require 'mevedel-agent)
+  (require 'mevedel-tool-agent)
   (require 'mevedel-checkpoint)
   (require 'mevedel-ps)
   (require 'mevedel-panel)
