@@ -66,10 +66,7 @@ decided call by call under the session's permissions."
                                       (format "%s (waiting for a free agent slot: %d agents are \
 active; it starts when one settles)" path mevedel-agent-capacity)
                                     path)
-                                  :render-data
-                                  (append (list :path path
-                                                :role (or (plist-get args :role) "default"))
-                                          (mevedel-agent-status chat path)))))))
+                                  :render-data (mevedel-agent-status chat path))))))
              id))
       (mevedel-pipeline-add-canceller
        (lambda ()

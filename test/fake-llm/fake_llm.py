@@ -167,7 +167,9 @@ def openai_results(body):
     """Return (results, user_text, echo) of the last turn of an OpenAI request.
 
     RESULTS lists (id, content, is_error) of the tool messages after the
-    last assistant message; USER_TEXT is the latest user message's text;
+    last assistant message (user messages between them, such as mail
+    joining a continued request, are passed over); USER_TEXT is the
+    latest user message's text;
     ECHO the IDs of the tool calls of the assistant message before them
     (None without one).
     """
@@ -178,6 +180,8 @@ def openai_results(body):
         role = message.get("role")
         if role == "tool":
             results.append((message.get("tool_call_id"), text_of(message.get("content")), None))
+        elif role == "user":
+            continue
         else:
             if role == "assistant" and results:
                 echo = [call.get("id") for call in message.get("tool_calls") or []]
@@ -247,15 +251,30 @@ def text_of(content):
 
 
 def ends_with_user_text(body):
-    """Return True when BODY's last message is the user's text (a new turn)."""
+    """Return True when BODY's last message is the user's text (a new turn).
+
+    User text that follows tool results (mail joining a continued
+    request) continues the turn instead.
+    """
     messages = body.get("messages") or []
     if not messages or messages[-1].get("role") != "user":
         return False
     content = messages[-1].get("content")
-    if isinstance(content, str):
-        return True
-    return isinstance(content, list) and any(
-        isinstance(block, dict) and block.get("type") == "text" for block in content)
+    if not (isinstance(content, str) or (isinstance(content, list) and any(
+            isinstance(block, dict) and block.get("type") == "text" for block in content))):
+        return False
+    for message in reversed(messages):
+        role = message.get("role")
+        if role == "assistant":
+            return True
+        if role == "tool":
+            return False
+        blocks = message.get("content")
+        if isinstance(blocks, list) and any(isinstance(block, dict)
+                                            and block.get("type") == "tool_result"
+                                            for block in blocks):
+            return False
+    return True
 
 
 def history_result_ids(body, wire):
