@@ -847,6 +847,17 @@ without calling tools.]" n limit)))
 
 ;;;; Status and views
 
+(defun mevedel-agent--roster (session)
+  "Return the retained agents of SESSION for history:// and agent://."
+  (when-let* ((tree (gethash (mevedel-session-id session) mevedel-agent--trees)))
+    (mapcar (lambda (handle)
+              (append (mevedel-agent--handle-data handle)
+                      (list :payload (mevedel-agent-handle-payload handle)
+                            :buffer (mevedel-chat-data-buffer (mevedel-agent-handle-chat handle)))))
+            (mevedel-agent--handles tree))))
+
+(setq mevedel-history-agents-function #'mevedel-agent--roster)
+
 (defun mevedel-agent-status (chat path)
   "Return the handle data of the agent PATH in CHAT's session, or nil.
 A plist (:path :role :status :tool-calls :outcome :verdict)."

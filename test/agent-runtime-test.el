@@ -56,6 +56,10 @@
            (mevedel-chat-model ,var) 'm)
      (cl-letf (((symbol-function 'mevedel-chat-send)
                 (lambda (chat text &rest keys)
+                  ;; The task goes into the transcript, as a real send does.
+                  (with-current-buffer (mevedel-chat-data-buffer chat)
+                    (goto-char (point-max))
+                    (insert text "\n"))
                   (push (list chat text (plist-get keys :on-done)) agent-runtime-test--sends)
                   nil)))
        (unwind-protect (progn ,@body)
@@ -343,6 +347,39 @@
       (agent-runtime-test--finish a 'done "a waits")
       (agent-runtime-test--finish sub 'done "sub result")
       (should (equal (cadr (agent-runtime-test--send-of a)) mevedel-agent-wake-prompt)))))
+
+;;;; Resources
+
+(ert-deftest mevedel-agent:agent-and-history-addresses-read-without-changing-state ()
+  (agent-runtime-test--with-root root
+    (let* ((session (mevedel-chat-session root))
+           (a (agent-runtime-test--spawn root "json result"))
+           (b (agent-runtime-test--spawn root "busy")))
+      (should (string-match-p "agent://root/json-result  default  running"
+                              (cdar (mevedel-history-agent-documents "agent://" session))))
+      (should-error (mevedel-history-agent-documents "agent://root/json-result" session)
+                    :type 'mevedel-core-resource-error)
+      (agent-runtime-test--finish a 'done "{\"findings\": [{\"title\": \"x/y\"}], \"ok\": true}")
+      (let ((mail (length (agent-runtime-test--mail root "/root"))))
+        (should (equal (cdar (mevedel-history-agent-documents "agent://root/json-result" session))
+                       "{\"findings\": [{\"title\": \"x/y\"}], \"ok\": true}"))
+        (should (equal (cdar (mevedel-history-agent-documents
+                              "agent://root/json-result#/findings/0/title" session))
+                       "x/y"))
+        (should-error (mevedel-history-agent-documents "agent://root/json-result#/nope" session)
+                      :type 'mevedel-core-resource-error)
+        (should-error (mevedel-history-agent-documents "agent://root/nobody" session)
+                      :type 'mevedel-core-resource-error)
+        ;; history://root/PATH is the agent's own transcript.
+        (let ((text (cdar (mevedel-history-documents "history://root/json-result" session "Read"))))
+          (should (string-match-p "Task of json result" text))
+          (should (string-match-p "findings" text)))
+        (should (string-match-p "Task of busy"
+                                (cdar (mevedel-history-documents "history://root/busy" session
+                                                                 "Grep"))))
+        ;; Reading changed nothing.
+        (should (= mail (length (agent-runtime-test--mail root "/root"))))
+        (should (eq (plist-get (mevedel-agent-status root b) :status) 'running))))))
 
 ;;;; Turn limits
 

@@ -471,8 +471,6 @@ fn families_read_through_attempts() {
     // Unavailable families have distinct messages, after preparation.
     let mut seen = std::collections::HashSet::new();
     for addr in [
-        "agent://",
-        "history://root/reviewer",
         "mcp://",
         "shared://",
         "shared://i",
@@ -484,8 +482,13 @@ fn families_read_through_attempts() {
         assert!(seen.insert(msg), "{addr}");
     }
     // Conversations are projected by Lisp at execution.
+    for addr in ["agent://", "agent://root/reviewer#/findings"] {
+        let a = prepare(addr, Operation::Read, &f.ctx).unwrap();
+        assert!(matches!(a.target, Target::Conversation), "{addr}");
+    }
     for addr in [
         "history://root",
+        "history://root/reviewer",
         "history://saved",
         "history://saved/s/segment-0001.chat.org",
     ] {

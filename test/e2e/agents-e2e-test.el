@@ -222,5 +222,51 @@
     (should (= (length (mevedel-agent-list chat)) 12))
     (should (cl-every (lambda (a) (eq (plist-get a :outcome) 'completed)) (mevedel-agent-list chat)))))
 
+(agents-e2e--deftest mevedel-e2e:summary-context-and-child-retries
+  "A summary context runs one handoff request first; a child's failed sample is retried."
+  (let ((mevedel-recovery-initial-delay 0.01)
+        (mevedel-recovery-jitter 0.0))
+    (agents-e2e--with-session (chat server) wire
+        `(("handoff summaries"
+           ((expect . ((user_contains . "Use the background")))
+            (text . "The user prefers tabs.")))
+          ("retained agent /root/summarized"
+           ((error . ((status . 503) (message . "overloaded"))) (times . 2))
+           ((expect . ((user_contains . "Use the background")))
+            (text . "summarized done")))
+          (nil
+           ((text . "Earlier answer about tabs."))
+           ((tool_calls . [((name . "Agent")
+                            (arguments . ((task_name . "Summarized")
+                                          (message . "Use the background")
+                                          (context . "summary"))))]))
+           ((expect . ((results . [((contains . "/root/summarized"))])))
+            (tool_calls . [((name . "WaitAgent") (arguments . ((timeout_ms . 20000))))]))
+           ((expect . ((user_contains . "summarized done"))) (text . "Root done."))
+           ,agents-e2e--noted))
+      (should (eq (agents-e2e--send chat "Talk about tabs.") 'done))
+      (should (eq (agents-e2e--send chat "Delegate with a summary.") 'done))
+      (agents-e2e--settle chat 30)
+      (should-not (mevedel-scripted-model-mismatches server))
+      ;; One handoff request, carrying the parent conversation.
+      (let ((summary (agents-e2e--served server 0)))
+        (should (= (length summary) 1))
+        (should (string-match-p "Earlier answer about tabs" (json-encode (alist-get 'body (car summary))))))
+      ;; The child's sample failed twice and was sent again; its task
+      ;; follows the labelled background.
+      (let ((child (agents-e2e--served server 1)))
+        (should (= (length child) 3))
+        (should (string-match-p "Task background.*The user prefers tabs"
+                                (json-encode (alist-get 'body (car (last child)))))))
+      (should (equal (mevedel-agent-result chat "/root/summarized")
+                     '(completed . "summarized done")))
+      ;; Exactly one RESULT reached the root, however many attempts.
+      (let ((data (with-current-buffer (mevedel-chat-data-buffer chat) (buffer-string))))
+        (should (= 1 (cl-loop with start = 0
+                              while (string-match "type=\"RESULT\" sender=\"/root/summarized\""
+                                                  data start)
+                              count t do (setq start (match-end 0))))))
+      t)))
+
 (provide 'agents-e2e-test)
 ;;; agents-e2e-test.el ends here
