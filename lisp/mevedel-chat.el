@@ -1263,6 +1263,10 @@ call is refused.  Return a function that withdraws the question."
     (mevedel-permissions-ask
      context (mevedel-chat-session chat) answer
      (lambda (request)
+       ;; A child agent's request is attributed by its path.
+       (when-let* ((asker (mevedel-chat-of-buffer (plist-get context :data-buffer)))
+                   (path (mevedel-chat-agent asker)))
+         (setq request (plist-put request :agent path)))
        (setf (mevedel-chat-pending chat)
              (mevedel-chat--sort-pending chat (append (mevedel-chat-pending chat)
                                                       (list request))))

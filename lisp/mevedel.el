@@ -59,6 +59,7 @@
   (require 'mevedel-tool-web)
   (require 'mevedel-agent)
   (require 'mevedel-tool-agent)
+  (require 'mevedel-agent-view)
   (require 'mevedel-checkpoint)
   (require 'mevedel-ps)
   (require 'mevedel-panel)

@@ -381,6 +381,38 @@
         (should (= mail (length (agent-runtime-test--mail root "/root"))))
         (should (eq (plist-get (mevedel-agent-status root b) :status) 'running))))))
 
+;;;; Views
+
+(ert-deftest mevedel-agent:an-agent-row-opens-the-childs-read-only-view ()
+  (require 'mevedel-agent-view)
+  (agent-runtime-test--with-root root
+    (let* ((view (mevedel-view-buffer root))
+           (prompter (mevedel-session-prompter (mevedel-chat-session root)))
+           (path (agent-runtime-test--spawn root "looked at")))
+      (unwind-protect
+          (progn
+            (should (mevedel-agent-view--visit-row root "Agent" nil (list :path path)))
+            (should-not (mevedel-agent-view--visit-row root "Read" nil (list :path path)))
+            (let ((child-view (window-buffer (selected-window))))
+              (should (equal (mevedel-chat-agent (mevedel-view-chat child-view)) path))
+              ;; Opening it left the session's cards with the root's view.
+              (should (eq (mevedel-session-prompter (mevedel-chat-session root)) prompter))
+              (with-current-buffer child-view
+                (should (string-match-p "Task of looked at" (buffer-string)))
+                (should-error (mevedel-view-send) :type 'user-error))
+              (kill-buffer child-view))
+            ;; /agents lists it; k interrupts it.
+            (mevedel-agent-view-list root)
+            (with-current-buffer (format "*mevedel agents: %s*" (mevedel-chat-name root))
+              (goto-char (point-min))
+              (should (equal (tabulated-list-get-id) path))
+              (mevedel-agent-view-interrupt-at-point)
+              (should (string-match-p "idle (interrupted)" (buffer-string)))
+              (kill-buffer))
+            (should (string-match-p "interrupted by user"
+                                    (cdr (mevedel-agent-result root path)))))
+        (kill-buffer view)))))
+
 ;;;; Turn limits
 
 (ert-deftest mevedel-agent:max-turns-warns-then-stops-with-a-note ()
