@@ -313,7 +313,7 @@ that may not delegate has none of them."
                       names))))
 
 (defun mevedel-agent--directory (parent value)
-  "Return the working directory VALUE selects for a child of chat PARENT.
+  "Return the working directory that VALUE names for a child of chat PARENT.
 VALUE is absolute or relative to PARENT's directory; nil inherits it.
 It must exist, symlinks resolved, inside the workspace or a registered
 Git worktree of its repository; otherwise `user-error'."
@@ -322,12 +322,12 @@ Git worktree of its repository; otherwise `user-error'."
         base
       (let ((dir (file-name-as-directory (expand-file-name value base))))
         (unless (file-directory-p dir)
-          (user-error "working_directory %s does not exist" value))
+          (user-error "The working_directory %s does not exist" value))
         (let ((true (file-name-as-directory (file-truename dir))))
           (unless (cl-some (lambda (root) (file-in-directory-p true root))
                            (cons (file-truename (mevedel-chat-root parent))
                                  (mevedel-agent--worktrees (mevedel-chat-root parent))))
-            (user-error "working_directory %s is outside the workspace and its Git worktrees"
+            (user-error "The working_directory %s is outside the workspace and its Git worktrees"
                         value))
           true)))))
 
@@ -350,13 +350,13 @@ Signal `user-error' for anything else."
         ((equal value "summary") 'summary)
         ((and (stringp value) (string-match-p "\\`[1-9][0-9]*\\'" value))
          (string-to-number value))
-        (t (user-error "context must be none, all, summary or a positive number of turns, not %S"
+        (t (user-error "The context must be none, all, summary or a positive number of turns, not %S"
                        value))))
 
 ;;;; Context copies
 
 (defun mevedel-agent--copy-context (parent child mode)
-  "Copy the dialogue MODE selects from chat PARENT into chat CHILD's buffer.
+  "Copy the dialogue of chat PARENT that MODE names into chat CHILD's buffer.
 `all' copies PARENT's effective conversation, a number N the
 compaction summary (when there is one) and the last N turns; the text
 keeps gptel's properties, so the copy is a conversation."
@@ -427,10 +427,10 @@ calls DONE."
   "Return the string ARGS has under KEY, or nil; REQUIRED refuses blanks."
   (let ((value (plist-get args key)))
     (cond ((and (stringp value) (not (string-blank-p value))) value)
-          (required (user-error "%s must be a non-empty string" (substring (symbol-name key) 1)))
+          (required (user-error "The argument %s must be a non-empty string" (substring (symbol-name key) 1)))
           ((or (null value) (eq value :null) (equal value "")) nil)
           ((stringp value) nil)
-          (t (user-error "%s must be a string" (substring (symbol-name key) 1))))))
+          (t (user-error "The argument %s must be a string" (substring (symbol-name key) 1))))))
 
 (defun mevedel-agent--prompt-hooks (path text)
   "Run `mevedel-agent-prompt-functions' on TEXT for PATH; return the task.
@@ -460,7 +460,8 @@ is reserved."
   (mevedel-agent--spawn chat args on-settle nil))
 
 (defun mevedel-agent--spawn (chat args on-settle on-ready &optional spawn-id)
-  "Create the child of CHAT for ARGS; see `mevedel-agent-spawn'.
+  "Create the child of CHAT for ARGS, calling ON-SETTLE when its turn settles.
+See `mevedel-agent-spawn'.
 ON-READY, if non-nil, is called with the path (nil when preparation
 failed), whether the turn waits for a slot and the failure message,
 once the child is dispatched; SPAWN-ID is the Agent call's ID, whose
@@ -535,7 +536,7 @@ preparing (a `summary' context: see
        (signal (car err) (cdr err))))))
 
 (defun mevedel-agent-cancel-preparation (chat path)
-  "Cancel the preparation of the child PATH of CHAT's session, if it runs.
+  "Cancel the running preparation of the child PATH of CHAT's session.
 The reservation goes at once and the preparation's late callback is
 suppressed."
   (when-let* ((tree (gethash (mevedel-session-id (mevedel-chat-session chat)) mevedel-agent--trees))
@@ -597,7 +598,7 @@ A start that fails gives the slot back and settles TURN as failed."
     (mevedel-agent--refresh handle)))
 
 (defun mevedel-agent--offer (tree)
-  "Start waiting turns of TREE while slots are free, oldest first."
+  "Start the waiting invocations of TREE, oldest first, while slots are free."
   (while (and (mevedel-agent--tree-waiting tree)
               (zerop (mevedel-agent--tree-settling tree))
               (< (mevedel-agent--tree-active tree) mevedel-agent-capacity))
@@ -606,7 +607,7 @@ A start that fails gives the slot back and settles TURN as failed."
         (mevedel-agent--start tree turn)))))
 
 (defun mevedel-agent--child-event (handle event records)
-  "Follow EVENT (with RECORDS) of HANDLE's conversation: count its calls."
+  "Add the finished tool batch of HANDLE's conversation (EVENT, RECORDS) to its count."
   (when (eq event 'tool-results)
     (cl-incf (mevedel-agent-handle-tool-calls handle) (length (car records)))
     (mevedel-agent--refresh handle)))
@@ -656,7 +657,7 @@ With ALL, return every response of the turn, for partial work."
             (if (string-empty-p partial) "" (concat "\nPartial work:\n" partial)))))
 
 (defun mevedel-agent--settle (turn outcome payload)
-  "Settle TURN once with OUTCOME and PAYLOAD; later calls do nothing.
+  "Settle TURN with OUTCOME and PAYLOAD, once; later attempts do nothing.
 Return non-nil when this call settled it."
   (unless (mevedel-agent--turn-settled turn)
     (setf (mevedel-agent--turn-settled turn) t)
@@ -738,7 +739,7 @@ Return `started', `queued' or `waiting' (for a slot).  An idle child
 starts a turn with MESSAGE as its task; an active one, /root and the
 sender itself get a MAIL record."
   (unless (and (stringp message) (not (string-blank-p message)))
-    (user-error "message must be a non-empty string"))
+    (user-error "The message must be a non-empty string"))
   (let* ((session (mevedel-chat-session chat))
          (tree (mevedel-agent--tree-of session))
          (sender (mevedel-agent--path-of chat))

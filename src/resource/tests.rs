@@ -470,11 +470,7 @@ fn families_read_through_attempts() {
     assert!(listing.contains("skill://local-mevedel/foo") && listing.contains(&digest));
     // Unavailable families have distinct messages, after preparation.
     let mut seen = std::collections::HashSet::new();
-    for addr in [
-        "mcp://",
-        "shared://",
-        "shared://i",
-    ] {
+    for addr in ["mcp://", "shared://", "shared://i"] {
         let a = prepare(addr, Operation::Read, &f.ctx).unwrap();
         let Target::Unavailable(msg) = a.target else {
             panic!("{addr} is available")
