@@ -116,8 +116,9 @@ is not sent.")
   outcome payload verdict (tool-calls 0)
   ;; The running invocation, or nil.
   turn
-  ;; The spawn parent's chat and Agent call ID (its handle row).
-  parent-chat spawn-id
+  ;; The session's tree, and the spawn parent's chat (nil for an agent
+  ;; restored from a saved session) and Agent call ID (its handle row).
+  tree parent-chat spawn-id
   ;; While preparing: a function cancelling the preparation.
   cancel)
 
@@ -486,7 +487,8 @@ preparing (a `summary' context: see
          (path (mevedel-agent--unique-path tree parent-path
                                            (mevedel-agent-normalize-name task-name)))
          (handle (mevedel-agent--make-handle :path path :parent parent-path :role-name role-name
-                                             :role role :parent-chat chat :spawn-id spawn-id)))
+                                             :role role :parent-chat chat :spawn-id spawn-id
+                                             :tree tree)))
     ;; The reservation: the path is taken, but nobody sees it yet.
     (puthash path handle (mevedel-agent--tree-agents tree))
     (condition-case err
@@ -559,7 +561,7 @@ suppressed."
 
 (defun mevedel-agent--tree-of-handle (handle)
   "Return the tree HANDLE belongs to."
-  (mevedel-agent--tree-of (mevedel-chat-session (mevedel-agent-handle-parent-chat handle))))
+  (mevedel-agent-handle-tree handle))
 
 (defun mevedel-agent--activate (handle text on-settle)
   "Start a turn of HANDLE with TEXT, or queue it for a slot.
@@ -577,6 +579,7 @@ ON-SETTLE is called when it settles.  Return non-nil when it waits."
       (setf (mevedel-agent-handle-status handle) 'waiting
             (mevedel-agent--tree-waiting tree) (append (mevedel-agent--tree-waiting tree)
                                                        (list turn)))
+      (mevedel-agent--save-registry tree)
       (mevedel-agent--refresh handle)
       t)))
 
@@ -589,9 +592,12 @@ A start that fails gives the slot back and settles TURN as failed."
     (setf (mevedel-agent--turn-started turn) t
           (mevedel-agent-handle-status handle) 'running)
     (condition-case err
-        (mevedel-chat-send chat (mevedel-agent--turn-text turn)
-                           :on-done (lambda (_chat outcome)
-                                      (mevedel-agent--turn-ended turn outcome)))
+        (progn
+          (mevedel-chat-send chat (mevedel-agent--turn-text turn)
+                             :on-done (lambda (_chat outcome)
+                                        (mevedel-agent--turn-ended turn outcome)))
+          ;; After dispatch: the request is on its way meanwhile.
+          (mevedel-agent--save-registry tree))
       (error (mevedel-agent--settle turn 'failed
                                     (format "The turn could not start: %s"
                                             (error-message-string err)))))
@@ -607,7 +613,8 @@ A start that fails gives the slot back and settles TURN as failed."
         (mevedel-agent--start tree turn)))))
 
 (defun mevedel-agent--child-event (handle event records)
-  "Add the finished tool batch of HANDLE's conversation (EVENT, RECORDS) to its count."
+  "Add a finished tool batch of HANDLE's conversation to its count.
+EVENT is the conversation's event, RECORDS its arguments."
   (when (eq event 'tool-results)
     (cl-incf (mevedel-agent-handle-tool-calls handle) (length (car records)))
     (mevedel-agent--refresh handle)))
@@ -680,7 +687,9 @@ Return non-nil when this call settled it."
                   (and (plist-get (mevedel-agent-handle-role handle) :verdict)
                        (mevedel-agent-parse-verdict payload)))
             (mevedel-agent--cancel-wait tree path)
-            ;; The complete payload is on the handle: publish the preview.
+            (mevedel-agent--save-registry tree)
+            ;; The complete payload is on the handle and saved: publish
+            ;; the preview.
             (let ((id (condition-case err
                           (mevedel-agent--post session parent "RESULT"
                                                (mevedel-agent--preview payload) path
@@ -730,6 +739,7 @@ background turn, and an idle child (not mailing itself) a turn."
    ((equal recipient mevedel-agent-root)
     (mevedel-agent--note-wake (mevedel-session-id (mevedel-agent--tree-session tree)) (list id)))
    ((when-let* ((handle (mevedel-agent--handle tree recipient))
+                ((mevedel-agent-handle-chat handle))
                 ((eq (mevedel-agent-handle-status handle) 'idle)))
       (mevedel-agent--activate handle mevedel-agent-wake-prompt nil)))))
 
@@ -745,6 +755,10 @@ sender itself get a MAIL record."
          (sender (mevedel-agent--path-of chat))
          (handle (mevedel-agent-resolve-path tree sender target))
          (recipient (if handle (mevedel-agent-handle-path handle) mevedel-agent-root)))
+    (when (and handle (null (mevedel-agent-handle-chat handle))
+               (not (equal recipient sender)))
+      (user-error "%s ran before this session was resumed; its conversation was not kept \
+\(its result is at agent:/%s): start a new agent instead" recipient recipient))
     (if (and handle (eq (mevedel-agent-handle-status handle) 'idle)
              (not (equal recipient sender)))
         (let ((task (mevedel-agent--prompt-hooks recipient message)))
@@ -846,6 +860,99 @@ without calling tools.]" n limit)))
 
 (add-hook 'mevedel-chat-continuation-mail-functions #'mevedel-agent--sample-notices)
 
+;;;; Saving and restoring the registry
+
+(defconst mevedel-agent-record-keys
+  '(:path :parent :role :config :status :outcome :payload :tool-calls)
+  "Every key of a saved registry record, exactly once each.")
+
+(defun mevedel-agent--record (handle)
+  "Return HANDLE as a registry record of printable data."
+  (let ((config (copy-sequence (mevedel-agent-handle-config handle))))
+    (setq config (plist-put config :backend (let ((b (plist-get config :backend)))
+                                              (and b (gptel-backend-name b)))))
+    (setq config (plist-put config :tools (mapcar #'gptel-tool-name (plist-get config :tools))))
+    (list :path (mevedel-agent-handle-path handle) :parent (mevedel-agent-handle-parent handle)
+          :role (mevedel-agent-handle-role-name handle) :config config
+          :status (mevedel-agent-handle-status handle) :outcome (mevedel-agent-handle-outcome handle)
+          :payload (mevedel-agent-handle-payload handle)
+          :tool-calls (mevedel-agent-handle-tool-calls handle))))
+
+(defun mevedel-agent--save-registry (tree)
+  "Save TREE's published agents in its session's store and wait for the write.
+Does nothing for a session without durable storage."
+  (let ((session (mevedel-agent--tree-session tree)))
+    (when (and mevedel-chat-save-sessions (mevedel-session-durable-p session))
+      (condition-case err
+          (let ((store (mevedel-session-store-handle session)))
+            (mevedel-core-store-info-set
+             store `(("agents" . ,(let ((print-escape-newlines t) (print-length nil)
+                                        (print-level nil))
+                                    (prin1-to-string
+                                     (mapcar #'mevedel-agent--record
+                                             (mevedel-agent--handles tree)))))))
+            (mevedel-core-store-flush store 2))
+        (error (display-warning 'mevedel (format "Cannot save the agents: %s"
+                                                 (error-message-string err))))))))
+
+(defun mevedel-agent-check-record (record)
+  "Return RECORD, a saved registry record, or signal `error'.
+Unknown, duplicate or missing keys, a malformed path and a
+configuration that is not exactly the frozen schema are refused."
+  (unless (and (proper-list-p record) (cl-evenp (length record)))
+    (error "An agent record is a plist, not %S" record))
+  (let ((keys (cl-loop for (key _) on record by #'cddr collect key)))
+    (unless (and (= (length keys) (length mevedel-agent-record-keys))
+                 (null (cl-set-exclusive-or keys mevedel-agent-record-keys)))
+      (error "An agent record has the keys %S, not %S" keys mevedel-agent-record-keys)))
+  (unless (and (stringp (plist-get record :path))
+               (string-match-p mevedel-agent--path-regexp (plist-get record :path)))
+    (error "An agent record has the path %S" (plist-get record :path)))
+  (mevedel-agent-check-config (plist-get record :config))
+  record)
+
+(defun mevedel-agent--restore (chat)
+  "Bring back the retained agents saved with the session of the root CHAT.
+The records are checked; no conversation is loaded.  An agent that was
+active when Emacs stopped comes back interrupted, and its spawn parent
+gets that RESULT (it wakes nobody)."
+  (when-let* (((not (mevedel-chat-agent chat)))
+              (session (mevedel-chat-session chat))
+              ((mevedel-session-durable-p session))
+              (store (mevedel-session-store session))
+              (text (cdr (assoc "agents" (mevedel-core-store-info-get store))))
+              ((not (string-empty-p text))))
+    (let ((tree (mevedel-agent--tree-of session))
+          (interrupted nil))
+      (condition-case err
+          (dolist (record (car (read-from-string text)))
+            (mevedel-agent-check-record record)
+            (let* ((active (memq (plist-get record :status) '(running waiting preparing)))
+                   (handle (mevedel-agent--make-handle
+                            :path (plist-get record :path) :parent (plist-get record :parent)
+                            :role-name (plist-get record :role) :config (plist-get record :config)
+                            :status 'idle :tree tree
+                            :outcome (if active 'interrupted (plist-get record :outcome))
+                            :payload (if active
+                                         "Interrupted: Emacs stopped before this turn finished."
+                                       (plist-get record :payload))
+                            :tool-calls (plist-get record :tool-calls))))
+              (puthash (mevedel-agent-handle-path handle) handle (mevedel-agent--tree-agents tree))
+              (when active (push handle interrupted))))
+        (error (display-warning 'mevedel (format "The saved agents of this session are unusable: %s"
+                                                 (error-message-string err)))
+               (clrhash (mevedel-agent--tree-agents tree))
+               (setq interrupted nil)))
+      (when interrupted
+        (mevedel-agent--save-registry tree)
+        (dolist (handle (nreverse interrupted))
+          (mevedel-agent--post session (mevedel-agent-handle-parent handle) "RESULT"
+                               (mevedel-agent-handle-payload handle)
+                               (mevedel-agent-handle-path handle)
+                               '(("outcome" "interrupted"))))))))
+
+(add-hook 'mevedel-chat-resume-functions #'mevedel-agent--restore)
+
 ;;;; Status and views
 
 (defun mevedel-agent--roster (session)
@@ -854,7 +961,9 @@ without calling tools.]" n limit)))
     (mapcar (lambda (handle)
               (append (mevedel-agent--handle-data handle)
                       (list :payload (mevedel-agent-handle-payload handle)
-                            :buffer (mevedel-chat-data-buffer (mevedel-agent-handle-chat handle)))))
+                            :buffer (and (mevedel-agent-handle-chat handle)
+                                         (mevedel-chat-data-buffer
+                                          (mevedel-agent-handle-chat handle))))))
             (mevedel-agent--handles tree))))
 
 (setq mevedel-history-agents-function #'mevedel-agent--roster)
@@ -894,10 +1003,12 @@ Signal `user-error' while it is active or before it has settled."
     (cons (mevedel-agent-handle-outcome handle) (mevedel-agent-handle-payload handle))))
 
 (defun mevedel-agent-conversation (chat path)
-  "Return the data buffer of the agent PATH in CHAT's session, or nil."
+  "Return the data buffer of the agent PATH in CHAT's session, or nil.
+An agent restored from a saved session has none."
   (when-let* ((tree (gethash (mevedel-session-id (mevedel-chat-session chat)) mevedel-agent--trees))
-              (handle (mevedel-agent--handle tree path)))
-    (mevedel-chat-data-buffer (mevedel-agent-handle-chat handle))))
+              (handle (mevedel-agent--handle tree path))
+              (child (mevedel-agent-handle-chat handle)))
+    (mevedel-chat-data-buffer child)))
 
 (defun mevedel-agent--refresh (handle)
   "Update HANDLE's row in its spawn parent's transcript."

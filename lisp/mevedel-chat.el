@@ -93,6 +93,9 @@ each sent as a user message of that request and written to the data
 buffer before it; the view does not show them.  Unlike
 `mevedel-chat-message-functions', the mail counts as read at once.")
 
+(defvar mevedel-chat-resume-functions nil
+  "Abnormal hook run with a chat once its saved session is loaded.")
+
 (defvar mevedel-chat-idle-functions nil
   "Abnormal hook run with a chat whose turn has just ended, and the outcome.
 The outcome is `done', `error' or `abort'.")
@@ -1128,7 +1131,8 @@ says what happened."
                             :start (copy-marker (max (point-min) (min start (point-max))))))
                     (car (read-from-string (or (funcall get "turn-list") "nil"))))))
     (when (funcall get "turn-open")
-      (mevedel-chat--recover chat (car (read-from-string (or (funcall get "open-calls") "nil")))))))
+      (mevedel-chat--recover chat (car (read-from-string (or (funcall get "open-calls") "nil")))))
+    (run-hook-with-args 'mevedel-chat-resume-functions chat)))
 
 (defun mevedel-chat--recover (chat open-calls)
   "Settle the turn of CHAT that was running when Emacs stopped.

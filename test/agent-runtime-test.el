@@ -381,6 +381,54 @@
         (should (= mail (length (agent-runtime-test--mail root "/root"))))
         (should (eq (plist-get (mevedel-agent-status root b) :status) 'running))))))
 
+;;;; Saved with the session
+
+(ert-deftest mevedel-agent:the-registry-is-saved-and-resumed-interrupted ()
+  (agent-runtime-test--with-root root
+    (let* ((session (mevedel-chat-session root))
+           (id (mevedel-session-id session))
+           (dir (mevedel-chat-root root))
+           (done (agent-runtime-test--spawn root "finished"))
+           (busy (agent-runtime-test--spawn root "busy")))
+      (agent-runtime-test--finish done 'done "the finished report")
+      (mevedel-agent-send root busy "unread mail for busy")
+      (let ((unread (length (agent-runtime-test--mail root busy))))
+        ;; The session goes as Emacs would at a crash: nothing settles.
+        (kill-buffer (mevedel-chat-data-buffer root))
+        (let ((again (mevedel-chat-get-create dir id)))
+          (unwind-protect
+              (progn
+                (should (equal (mapcar (lambda (a) (list (plist-get a :path) (plist-get a :status)
+                                                         (plist-get a :outcome)))
+                                       (mevedel-agent-list again))
+                               `((,busy idle interrupted) (,done idle completed))))
+                (should (equal (mevedel-agent-result again done) '(completed . "the finished report")))
+                ;; The turn that was running reports interrupted, once.
+                (let ((results (cl-remove-if-not
+                                (lambda (m) (equal (plist-get m :sender) busy))
+                                (agent-runtime-test--mail again "/root"))))
+                  (should (= (length results) 1))
+                  (should (equal (plist-get (car results) :attrs) '(("outcome" "interrupted")))))
+                ;; Unread mail is intact; no conversation was loaded.
+                (should (= (length (agent-runtime-test--mail again busy)) unread))
+                (should-not (mevedel-agent-conversation again busy))
+                (should-error (mevedel-agent-send again busy "go on") :type 'user-error)
+                ;; A new agent still gets the next free name.
+                (should (equal (agent-runtime-test--spawn again "busy") "/root/busy-2")))
+            (kill-buffer (mevedel-chat-data-buffer again))))))))
+
+(ert-deftest mevedel-agent:saved-records-are-a-closed-schema ()
+  (let* ((config (cl-loop for key in mevedel-agent-config-keys append (list key nil)))
+         (good (list :path "/root/a" :parent "/root" :role nil :config config :status 'idle
+                     :outcome 'completed :payload "x" :tool-calls 0)))
+    (should (eq (mevedel-agent-check-record good) good))
+    (should-error (mevedel-agent-check-record (append good '(:extra 1))))
+    (should-error (mevedel-agent-check-record (append good '(:path "/root/b"))))
+    (should-error (mevedel-agent-check-record (cddr good)))
+    (should-error (mevedel-agent-check-record (plist-put (copy-sequence good) :path "root/a")))
+    (should-error (mevedel-agent-check-record
+                   (plist-put (copy-sequence good) :config (append config '(:x 1)))))))
+
 ;;;; Views
 
 (ert-deftest mevedel-agent:an-agent-row-opens-the-childs-read-only-view ()
