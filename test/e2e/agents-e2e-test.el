@@ -268,5 +268,107 @@
                               count t do (setq start (match-end 0))))))
       t)))
 
+;;;; Crashes
+
+(defun agents-e2e--crash-form (root init)
+  "Return the form of a child Emacs working in ROOT with INIT.
+After one root turn it spawns two children (whose model never answers)
+and mails the first one again and again, printing SPAWNED, then POSTED N
+once the Nth record's append was acknowledged."
+  `(progn
+     (require 'mevedel)
+     (load ,init nil t)
+     (load ,(expand-file-name "test/agent-roles-stub.el" mevedel-test-root) nil t)
+     (require 'mevedel-agent-runtime)
+     (let* ((view (mevedel ,root))
+            (chat (mevedel-view-chat view))
+            (done nil))
+       (mevedel-chat-send chat "hello" :on-done (lambda (&rest _) (setq done t)))
+       (while (not done) (accept-process-output nil 0.02))
+       (let ((a (mevedel-agent-spawn chat '(:task_name "a" :message "work a"))))
+         (mevedel-agent-spawn chat '(:task_name "b" :message "work b"))
+         (message "SPAWNED")
+         (dotimes (i 100000)
+           (mevedel-agent-send chat a (format "mail %d" i))
+           (message "POSTED %d" i)
+           (accept-process-output nil 0.002))))))
+
+(defun agents-e2e--crash-once (posted delay)
+  "Kill a child Emacs DELAY seconds after its POSTED-th mail, then resume.
+Return a description of what failed, or nil."
+  (let* ((root (mevedel-e2e-workspace '(("a.txt" . "a\n"))))
+         (script (agents-e2e--script '(("retained agent /root/" ((text . "never") (sleep . 60) (times . 2)))
+                                       (nil ((text . "hi") (times . 5))))))
+         (server (mevedel-scripted-model-start script))
+         (init (mevedel-e2e-headless-config (mevedel-scripted-model-port server) 'openai t nil))
+         (output (generate-new-buffer " *agents crash child*"))
+         (problem nil))
+    (unwind-protect
+        (let ((child (make-process
+                      :name "mevedel-agents-crash" :buffer output :noquery t
+                      :connection-type 'pipe
+                      :command (cons (expand-file-name invocation-name invocation-directory)
+                                     (mevedel-test-emacs-args (agents-e2e--crash-form root init)))))
+              (deadline (+ (float-time) 60))
+              (acknowledged -1))
+          (while (and (process-live-p child) (< acknowledged posted) (< (float-time) deadline))
+            (accept-process-output child 0.01)
+            (with-current-buffer output
+              (goto-char (point-max))
+              (when (re-search-backward "^POSTED \\([0-9]+\\)$" nil t)
+                (setq acknowledged (string-to-number (match-string 1))))))
+          (sleep-for delay)
+          (signal-process child 'SIGKILL)
+          (while (process-live-p child) (accept-process-output child 0.05))
+          (with-current-buffer output
+            (goto-char (point-max))
+            (when (re-search-backward "^POSTED \\([0-9]+\\)$" nil t)
+              (setq acknowledged (string-to-number (match-string 1)))))
+          (let* ((view (mevedel root))
+                 (chat (mevedel-view-chat view))
+                 (store (mevedel-session-store-handle (mevedel-chat-session chat)))
+                 (mail (mapcar (lambda (m) (plist-get m :payload))
+                               (mevedel-core-mailbox-unread store "/root/a")))
+                 (results (cl-remove-if-not (lambda (m) (equal (plist-get m :kind) "RESULT"))
+                                            (mevedel-core-mailbox-unread store "/root")))
+                 (agents (mevedel-agent-list chat)))
+            (cond
+             ((< acknowledged posted)
+              (setq problem (format "only %d mails were posted: %s" acknowledged
+                                    (with-current-buffer output (buffer-string)))))
+             ((not (equal (mapcar (lambda (a) (list (plist-get a :path) (plist-get a :outcome)))
+                                  agents)
+                          '(("/root/a" interrupted) ("/root/b" interrupted))))
+              (setq problem (format "agents after the crash: %S" agents)))
+             ((cl-loop for i from 0 to acknowledged
+                       thereis (not (member (format "mail %d" i) mail)))
+              (setq problem (format "acknowledged mail lost: %d acknowledged, %d unread"
+                                    (1+ acknowledged) (length mail))))
+             ((/= (length results) 2)
+              (setq problem (format "%d RESULT records" (length results)))))))
+      (agents-e2e--close root)
+      (kill-buffer output)
+      (mevedel-scripted-model-stop server)
+      (dolist (file (list script init)) (delete-file file))
+      (delete-directory root t))
+    (when problem (format "kill after mail %d +%ss: %s" posted delay problem))))
+
+(defun agents-e2e--close (root)
+  "Kill the view and data buffer of ROOT's live chat, as a restart would."
+  (when-let* ((chat (mevedel-chat-get root)))
+    (let ((view (get-buffer (format "*mevedel: %s*" (mevedel-chat-name chat)))))
+      (when view (kill-buffer view)))
+    (kill-buffer (mevedel-chat-data-buffer chat))))
+
+(ert-deftest mevedel-e2e:kill-9-while-children-run ()
+  "After `kill -9' while two children run, 20 times: they resume interrupted.
+Unread mail is intact and no acknowledged record is lost."
+  (mevedel-e2e-require-python)
+  (let ((problems nil))
+    (dotimes (run 20)
+      (when-let* ((problem (agents-e2e--crash-once (* 3 run) (* 0.005 (% run 4)))))
+        (push problem problems)))
+    (should-not problems)))
+
 (provide 'agents-e2e-test)
 ;;; agents-e2e-test.el ends here
