@@ -61,6 +61,7 @@
 (require 'mevedel-gptel)
 (require 'mevedel-session)
 (require 'mevedel-tool-registry)
+(require 'mevedel-transcript)
 (require 'mevedel-agent-roles nil t)
 
 (declare-function mevedel-agent-role "mevedel-agent-roles" (name directory))
@@ -120,7 +121,9 @@ is not sent.")
   ;; restored from a saved session) and Agent call ID (its handle row).
   tree parent-chat spawn-id
   ;; While preparing: a function cancelling the preparation.
-  cancel)
+  cancel
+  ;; The session-relative file of its saved conversation, or nil.
+  transcript)
 
 (cl-defstruct (mevedel-agent--turn (:constructor mevedel-agent--make-turn) (:copier nil))
   "One invocation of a retained agent: a task until its settlement."
@@ -506,6 +509,7 @@ preparing (a `summary' context: see
                 (mevedel-chat-model child) (plist-get config :model)
                 (mevedel-chat-frozen-system child) (plist-get config :system)
                 (mevedel-chat-frozen-tools child) (plist-get config :tools))
+          (mevedel-agent--give-store handle child)
           (with-current-buffer (mevedel-chat-data-buffer child)
             (setq-local mevedel-session-agent path)
             (when (boundp 'gptel-reasoning-effort)
@@ -596,7 +600,10 @@ A start that fails gives the slot back and settles TURN as failed."
           (mevedel-chat-send chat (mevedel-agent--turn-text turn)
                              :on-done (lambda (_chat outcome)
                                         (mevedel-agent--turn-ended turn outcome)))
-          ;; After dispatch: the request is on its way meanwhile.
+          ;; After dispatch (the request is on its way meanwhile): the
+          ;; task is on disk before the registry names the agent active.
+          (when-let* ((store (mevedel-chat-store chat)))
+            (mevedel-core-store-flush store 2))
           (mevedel-agent--save-registry tree))
       (error (mevedel-agent--settle turn 'failed
                                     (format "The turn could not start: %s"
@@ -755,10 +762,8 @@ sender itself get a MAIL record."
          (sender (mevedel-agent--path-of chat))
          (handle (mevedel-agent-resolve-path tree sender target))
          (recipient (if handle (mevedel-agent-handle-path handle) mevedel-agent-root)))
-    (when (and handle (null (mevedel-agent-handle-chat handle))
-               (not (equal recipient sender)))
-      (user-error "%s ran before this session was resumed; its conversation was not kept \
-\(its result is at agent:/%s): start a new agent instead" recipient recipient))
+    (when (and handle (not (equal recipient sender)))
+      (mevedel-agent--hydrate handle))
     (if (and handle (eq (mevedel-agent-handle-status handle) 'idle)
              (not (equal recipient sender)))
         (let ((task (mevedel-agent--prompt-hooks recipient message)))
@@ -862,8 +867,66 @@ without calling tools.]" n limit)))
 
 ;;;; Saving and restoring the registry
 
+(defun mevedel-agent--give-store (handle child)
+  "Give the chat CHILD of HANDLE the store its conversation is saved in.
+It lives under the session's agents/ directory and keeps the
+conversation from its start; a session without durable storage saves
+no conversation."
+  (let ((session (mevedel-chat-session child)))
+    (when (and mevedel-chat-save-sessions (mevedel-session-durable-p session))
+      (let* ((relative (concat "agents/" (replace-regexp-in-string
+                                          "/" "." (substring (mevedel-agent-handle-path handle) 1))
+                               ".sqlite"))
+             (file (expand-file-name relative (mevedel-session-ensure-storage session))))
+        (make-directory (file-name-directory file) t)
+        (setf (mevedel-chat-store child) (mevedel-core-store-open file)
+              (mevedel-agent-handle-transcript handle) relative)
+        (mevedel-transcript-track (mevedel-chat-data-buffer child) (mevedel-chat-store child))))))
+
+(defun mevedel-agent--tool-named (name)
+  "Return the gptel tool of the registered tool NAME, or nil."
+  (when-let* ((tool (cl-find name (mevedel-tool-all) :key #'mevedel-tool-name :test #'equal)))
+    (mevedel-tool-gptel-tool tool)))
+
+(defun mevedel-agent--hydrate (handle)
+  "Load the saved conversation of the restored HANDLE into a chat; return it.
+Only this agent is loaded, with its frozen configuration.  Signal
+`user-error' when its conversation cannot be loaded."
+  (or (mevedel-agent-handle-chat handle)
+      (let* ((tree (mevedel-agent-handle-tree handle))
+             (session (mevedel-agent--tree-session tree))
+             (root (or (mevedel-agent--chat-of (mevedel-session-id session))
+                       (user-error "The session of %s is not open" (mevedel-agent-handle-path handle))))
+             (relative (mevedel-agent-handle-transcript handle))
+             (file (and relative (expand-file-name relative (mevedel-session-directory session))))
+             (config (mevedel-agent-handle-config handle)))
+        (unless (and file (file-exists-p file))
+          (user-error "The conversation of %s was not saved" (mevedel-agent-handle-path handle)))
+        (let ((child (mevedel-chat-make-child root (mevedel-agent-handle-path handle)
+                                              (plist-get config :directory))))
+          (setf (mevedel-chat-store child) (mevedel-core-store-open file)
+                (mevedel-chat-backend child)
+                (or (ignore-errors (gptel-get-backend (plist-get config :backend)))
+                    (mevedel-chat-backend-effective root))
+                (mevedel-chat-model child) (or (plist-get config :model)
+                                               (mevedel-chat-model-effective root))
+                (mevedel-chat-frozen-system child) (plist-get config :system)
+                (mevedel-chat-frozen-tools child)
+                (delq nil (mapcar #'mevedel-agent--tool-named (plist-get config :tools)))
+                (mevedel-agent-handle-parent-chat handle) root
+                (mevedel-agent-handle-chat handle) child)
+          (setf (mevedel-agent-handle-config handle)
+                (plist-put (plist-put (copy-sequence config) :backend (mevedel-chat-backend child))
+                           :tools (mevedel-chat-frozen-tools child)))
+          (mevedel-transcript-restore (mevedel-chat-data-buffer child) (mevedel-chat-store child))
+          (with-current-buffer (mevedel-chat-data-buffer child)
+            (setq-local mevedel-session-agent (mevedel-agent-handle-path handle)))
+          (mevedel-chat-observe child (lambda (event _chat &rest records)
+                                        (mevedel-agent--child-event handle event records)))
+          child))))
+
 (defconst mevedel-agent-record-keys
-  '(:path :parent :role :config :status :outcome :payload :tool-calls)
+  '(:path :parent :role :config :status :outcome :payload :tool-calls :transcript)
   "Every key of a saved registry record, exactly once each.")
 
 (defun mevedel-agent--record (handle)
@@ -876,7 +939,8 @@ without calling tools.]" n limit)))
           :role (mevedel-agent-handle-role-name handle) :config config
           :status (mevedel-agent-handle-status handle) :outcome (mevedel-agent-handle-outcome handle)
           :payload (mevedel-agent-handle-payload handle)
-          :tool-calls (mevedel-agent-handle-tool-calls handle))))
+          :tool-calls (mevedel-agent-handle-tool-calls handle)
+          :transcript (mevedel-agent-handle-transcript handle))))
 
 (defun mevedel-agent--save-registry (tree)
   "Save TREE's published agents in its session's store and wait for the write.
@@ -913,7 +977,8 @@ configuration that is not exactly the frozen schema are refused."
 
 (defun mevedel-agent--restore (chat)
   "Bring back the retained agents saved with the session of the root CHAT.
-The records are checked; no conversation is loaded.  An agent that was
+The records are checked; no conversation is loaded (the first use of
+one does, `mevedel-agent--hydrate').  An agent that was
 active when Emacs stopped comes back interrupted, and its spawn parent
 gets that RESULT (it wakes nobody)."
   (when-let* (((not (mevedel-chat-agent chat)))
@@ -936,7 +1001,8 @@ gets that RESULT (it wakes nobody)."
                             :payload (if active
                                          "Interrupted: Emacs stopped before this turn finished."
                                        (plist-get record :payload))
-                            :tool-calls (plist-get record :tool-calls))))
+                            :tool-calls (plist-get record :tool-calls)
+                            :transcript (plist-get record :transcript))))
               (puthash (mevedel-agent-handle-path handle) handle (mevedel-agent--tree-agents tree))
               (when active (push handle interrupted))))
         (error (display-warning 'mevedel (format "The saved agents of this session are unusable: %s"
@@ -961,9 +1027,9 @@ gets that RESULT (it wakes nobody)."
     (mapcar (lambda (handle)
               (append (mevedel-agent--handle-data handle)
                       (list :payload (mevedel-agent-handle-payload handle)
-                            :buffer (and (mevedel-agent-handle-chat handle)
-                                         (mevedel-chat-data-buffer
-                                          (mevedel-agent-handle-chat handle))))))
+                            :buffer (lambda ()
+                                      (mevedel-chat-data-buffer
+                                       (mevedel-agent--hydrate handle))))))
             (mevedel-agent--handles tree))))
 
 (setq mevedel-history-agents-function #'mevedel-agent--roster)
@@ -1004,11 +1070,10 @@ Signal `user-error' while it is active or before it has settled."
 
 (defun mevedel-agent-conversation (chat path)
   "Return the data buffer of the agent PATH in CHAT's session, or nil.
-An agent restored from a saved session has none."
+A restored agent's conversation is loaded now."
   (when-let* ((tree (gethash (mevedel-session-id (mevedel-chat-session chat)) mevedel-agent--trees))
-              (handle (mevedel-agent--handle tree path))
-              (child (mevedel-agent-handle-chat handle)))
-    (mevedel-chat-data-buffer child)))
+              (handle (mevedel-agent--handle tree path)))
+    (mevedel-chat-data-buffer (mevedel-agent--hydrate handle))))
 
 (defun mevedel-agent--refresh (handle)
   "Update HANDLE's row in its spawn parent's transcript."

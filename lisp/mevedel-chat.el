@@ -125,9 +125,10 @@ The outcome is `done', `error' or `abort'.")
   queued
   ;; Non-nil while older turns are being summarised.
   compacting
-  ;; A child agent's chat: its canonical path (nil for the root), and
-  ;; the system text and gptel tools frozen when it was created.
-  agent frozen-system frozen-tools)
+  ;; A child agent's chat: its canonical path (nil for the root), the
+  ;; system text and gptel tools frozen when it was created, and the
+  ;; store of its own transcript (nil: not saved).
+  agent frozen-system frozen-tools store)
 
 (defvar mevedel-chat--chats (make-hash-table :test #'equal)
   "Live chats by workspace root.")
@@ -174,7 +175,8 @@ ROOT when ID is non-nil (see `mevedel-session-saved')."
 It shares PARENT's workspace, session (permissions, mailbox) and
 model, has its own data buffer (working directory DIRECTORY, default
 PARENT's) and is not one of `mevedel-chat-list': the agent runtime
-owns it.  Its conversation is not saved with the session's."
+owns it.  Its conversation is saved only in the store the runtime
+gives it (`mevedel-chat-store'), never in the session's."
   (let ((chat (mevedel-chat--make :root (mevedel-chat-root parent)
                                   :name (format "%s %s" (mevedel-chat-name parent) path)
                                   :session (mevedel-chat-session parent)
@@ -212,11 +214,15 @@ shares its session with the root, which stays open."
   (when-let* ((chat mevedel-chat--owner))
     (ignore-errors (mevedel-chat-abort chat))
     (mevedel-chat--stop-save-timer chat)
-    (unless (mevedel-chat-agent chat)
-      (condition-case err
-          (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat))
-        (error (display-warning 'mevedel (format "Saving %s failed: %s" (mevedel-chat-name chat)
-                                                 (error-message-string err)))))
+    (condition-case err
+        (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat))
+      (error (display-warning 'mevedel (format "Saving %s failed: %s" (mevedel-chat-name chat)
+                                               (error-message-string err)))))
+    (if (mevedel-chat-agent chat)
+        (when-let* ((store (mevedel-chat-store chat)))
+          (ignore-errors (mevedel-core-store-flush store 2))
+          (mevedel-core-store-close store)
+          (setf (mevedel-chat-store chat) nil))
       (mevedel-session-close (mevedel-chat-session chat))
       (remhash (mevedel-chat-root chat) mevedel-chat--chats))))
 
@@ -960,10 +966,21 @@ WORKSPACE/.mevedel/sessions/ID/ and `mevedel' resumes the newest one."
     (prin1-to-string value)))
 
 (defun mevedel-chat--saving-p (chat)
-  "Return non-nil when CHAT's conversation is saved."
+  "Return non-nil when CHAT's conversation is saved.
+A child agent's is, in its own store, when it has one."
   (and mevedel-chat-save-sessions
-       (not (mevedel-chat-agent chat))
-       (mevedel-session-durable-p (mevedel-chat-session chat))))
+       (if (mevedel-chat-agent chat)
+           (mevedel-chat-store chat)
+         (mevedel-session-durable-p (mevedel-chat-session chat)))))
+
+(defun mevedel-chat--store (chat &optional materialize)
+  "Return the store CHAT's conversation is saved in.
+That is a child agent's own, else the session's; MATERIALIZE makes the
+session's storage first."
+  (or (mevedel-chat-store chat)
+      (if materialize
+          (mevedel-session-store-handle (mevedel-chat-session chat))
+        (mevedel-session-store (mevedel-chat-session chat)))))
 
 (defun mevedel-chat--now ()
   "Return the time now in epoch milliseconds, as a string."
@@ -1007,7 +1024,7 @@ a turn.  Does nothing when CHAT is not saved or has no storage yet."
   (when-let* (((mevedel-chat--saving-p chat))
               (buffer (mevedel-chat-data-buffer chat))
               ((mevedel-transcript-tracked-p buffer)))
-    (let ((store (mevedel-session-store (mevedel-chat-session chat))))
+    (let ((store (mevedel-chat--store chat)))
       (mevedel-transcript-save buffer)
       (mevedel-core-store-info-set
        store `(,@info ("updated" . ,(mevedel-chat--now))
@@ -1024,13 +1041,14 @@ a turn.  Does nothing when CHAT is not saved or has no storage yet."
 The first turn materialises the session's storage."
   (when (mevedel-chat--saving-p chat)
     (condition-case err
-        (let ((store (mevedel-session-store-handle (mevedel-chat-session chat)))
+        (let ((store (mevedel-chat--store chat t))
               (buffer (mevedel-chat-data-buffer chat)))
           (unless (mevedel-transcript-tracked-p buffer)
             (mevedel-transcript-track buffer store))
           (unless (mevedel-chat-created chat)
             (setf (mevedel-chat-created chat) (mevedel-chat--now)))
-          (when text (mevedel-core-store-input-push store text))
+          (when (and text (not (mevedel-chat-agent chat)))
+            (mevedel-core-store-input-push store text))
           (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat '("turn-open" . "1")))
           (when (timerp (mevedel-chat-save-timer chat))
             (cancel-timer (mevedel-chat-save-timer chat)))
@@ -1063,8 +1081,11 @@ The first turn materialises the session's storage."
      chat (mevedel-chat--metadata chat '("turn-open" . "") '("open-calls" . "")) t)
     (mevedel-transcript-compact
      (mevedel-chat-data-buffer chat)
-     (mevedel-transcript-export-name (mevedel-chat-data-buffer chat)
-                                     (mevedel-session-directory (mevedel-chat-session chat))))))
+     (mevedel-transcript-export-name
+      (mevedel-chat-data-buffer chat)
+      (if (mevedel-chat-store chat)
+          (file-name-directory (plist-get (mevedel-core-store-info (mevedel-chat-store chat)) :file))
+        (mevedel-session-directory (mevedel-chat-session chat)))))))
 
 (defun mevedel-chat-flush (chat &optional timeout)
   "Save CHAT now and wait up to TIMEOUT seconds for the writes to finish.
@@ -1072,7 +1093,7 @@ Return the message of a write that failed, or nil."
   (when (and (mevedel-chat--saving-p chat)
              (mevedel-transcript-tracked-p (mevedel-chat-data-buffer chat)))
     (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat))
-    (mevedel-core-store-flush (mevedel-session-store (mevedel-chat-session chat)) timeout)))
+    (mevedel-core-store-flush (mevedel-chat--store chat) timeout)))
 
 (defun mevedel-chat--flush-all ()
   "Save every live chat before Emacs exits (`kill-emacs-hook')."

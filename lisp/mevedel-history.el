@@ -227,8 +227,9 @@ START and END limit it to part of BUFFER."
 
 (defvar mevedel-history-agents-function nil
   "Function of a session returning its retained agents, or nil.
-Each is a plist (:path :role :status :outcome :payload :buffer), the
-buffer being the agent's data buffer; the agent runtime sets it, and
+Each is a plist (:path :role :status :outcome :payload :buffer),
+:buffer a function returning the agent's data buffer (loading a saved
+one); the agent runtime sets it, and
 `history://root/PATH' and `agent://' read through it.")
 
 (defun mevedel-history--agent (session path)
@@ -313,9 +314,12 @@ address that names nothing available signals
          (list (cons canonical (unless (equal operation "Glob")
                                  (mevedel-history-project buffer))))))
       (`("root" . ,path)
-       (let ((buffer (plist-get (mevedel-history--agent
-                                 session (concat "/root/" (string-join path "/")))
-                                :buffer)))
+       (let ((buffer (condition-case err
+                         (funcall (plist-get (mevedel-history--agent
+                                              session (concat "/root/" (string-join path "/")))
+                                             :buffer))
+                       (user-error (signal 'mevedel-core-resource-error
+                                           (list (error-message-string err)))))))
          (list (cons canonical (unless (equal operation "Glob")
                                  (mevedel-history-project buffer))))))
       (`("saved")

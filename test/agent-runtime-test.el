@@ -411,8 +411,17 @@
                   (should (equal (plist-get (car results) :attrs) '(("outcome" "interrupted")))))
                 ;; Unread mail is intact; no conversation was loaded.
                 (should (= (length (agent-runtime-test--mail again busy)) unread))
-                (should-not (mevedel-agent-conversation again busy))
-                (should-error (mevedel-agent-send again busy "go on") :type 'user-error)
+                ;; The first use loads that one conversation, and
+                ;; continues it with the frozen configuration.
+                (let ((buffer (mevedel-agent-conversation again done)))
+                  (should (string-match-p "the finished report"
+                                          (with-current-buffer buffer (buffer-string))))
+                  (should (string-match-p "retained agent /root/finished"
+                                          (mevedel-chat-frozen-system
+                                           (mevedel-chat-of-buffer buffer))))
+                  (should (eq (mevedel-agent-send again done "go on") 'started))
+                  (should (eq (car (agent-runtime-test--send-of done))
+                              (mevedel-chat-of-buffer buffer))))
                 ;; A new agent still gets the next free name.
                 (should (equal (agent-runtime-test--spawn again "busy") "/root/busy-2")))
             (kill-buffer (mevedel-chat-data-buffer again))))))))
@@ -421,6 +430,7 @@
   (let* ((config (cl-loop for key in mevedel-agent-config-keys append (list key nil)))
          (good (list :path "/root/a" :parent "/root" :role nil :config config :status 'idle
                      :outcome 'completed :payload "x" :tool-calls 0)))
+    (setq good (append good '(:transcript "agents/root.a.sqlite")))
     (should (eq (mevedel-agent-check-record good) good))
     (should-error (mevedel-agent-check-record (append good '(:extra 1))))
     (should-error (mevedel-agent-check-record (append good '(:path "/root/b"))))

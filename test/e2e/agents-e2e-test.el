@@ -345,7 +345,12 @@ Return a description of what failed, or nil."
               (setq problem (format "acknowledged mail lost: %d acknowledged, %d unread"
                                     (1+ acknowledged) (length mail))))
              ((/= (length results) 2)
-              (setq problem (format "%d RESULT records" (length results)))))))
+              (setq problem (format "%d RESULT records" (length results))))
+             ;; The first use loads the child's saved conversation.
+             ((not (string-match-p "work a" (with-current-buffer
+                                                (mevedel-agent-conversation chat "/root/a")
+                                              (buffer-string))))
+              (setq problem "the conversation of /root/a was not saved")))))
       (agents-e2e--close root)
       (kill-buffer output)
       (mevedel-scripted-model-stop server)
@@ -362,7 +367,8 @@ Return a description of what failed, or nil."
 
 (ert-deftest mevedel-e2e:kill-9-while-children-run ()
   "After `kill -9' while two children run, 20 times: they resume interrupted.
-Unread mail is intact and no acknowledged record is lost."
+Unread mail is intact, no acknowledged record is lost, and a child's
+conversation loads on first use."
   (mevedel-e2e-require-python)
   (let ((problems nil))
     (dotimes (run 20)
