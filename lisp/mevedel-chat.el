@@ -1119,13 +1119,18 @@ the next request is invalid for most backends."
         (unless (mevedel-chat-tool-region (current-buffer) id)
           (mevedel-gptel-append-settled-call id name args text))))))
 
+(defun mevedel-chat-resume (chat)
+  "Load the saved conversation of CHAT, a child agent's chat, from its store.
+See `mevedel-chat--resume'; the agent runtime loads a retained agent
+this way when it is first used."
+  (mevedel-chat--resume chat))
+
 (defun mevedel-chat--resume (chat)
   "Load CHAT's saved conversation, input history and metadata.
 A turn that was running when Emacs stopped is settled: its calls get
 cancelled results, its cut response is marked incomplete and a notice
 says what happened."
-  (let* ((session (mevedel-chat-session chat))
-         (store (mevedel-session-store-handle session))
+  (let* ((store (mevedel-chat--store chat t))
          (buffer (mevedel-chat-data-buffer chat))
          (info (mevedel-core-store-info-get store))
          (get (lambda (key) (let ((v (cdr (assoc key info)))) (and v (not (string-empty-p v)) v)))))

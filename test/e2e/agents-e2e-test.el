@@ -347,10 +347,12 @@ Return a description of what failed, or nil."
              ((/= (length results) 2)
               (setq problem (format "%d RESULT records" (length results))))
              ;; The first use loads the child's saved conversation.
-             ((not (string-match-p "work a" (with-current-buffer
-                                                (mevedel-agent-conversation chat "/root/a")
-                                              (buffer-string))))
-              (setq problem "the conversation of /root/a was not saved")))))
+             ((not (string-match-p "work a\\(.\\|\n\\)*Interrupted: Emacs stopped"
+                                   (with-current-buffer (mevedel-agent-conversation chat "/root/a")
+                                     (buffer-string))))
+              (setq problem (format "the conversation of /root/a was not saved and settled: %S"
+                                    (with-current-buffer (mevedel-agent-conversation chat "/root/a")
+                                      (buffer-string))))))))
       (agents-e2e--close root)
       (kill-buffer output)
       (mevedel-scripted-model-stop server)

@@ -253,8 +253,9 @@ def text_of(content):
 def ends_with_user_text(body):
     """Return True when BODY's last message is the user's text (a new turn).
 
-    User text that follows tool results (mail joining a continued
-    request) continues the turn instead.
+    Mail that joins a request continued after tool results (user text
+    made only of <agent-message> blocks right after the results)
+    continues the turn instead.
     """
     messages = body.get("messages") or []
     if not messages or messages[-1].get("role") != "user":
@@ -263,18 +264,22 @@ def ends_with_user_text(body):
     if not (isinstance(content, str) or (isinstance(content, list) and any(
             isinstance(block, dict) and block.get("type") == "text" for block in content))):
         return False
+    texts = []
     for message in reversed(messages):
         role = message.get("role")
         if role == "assistant":
             return True
         if role == "tool":
-            return False
+            break
         blocks = message.get("content")
-        if isinstance(blocks, list) and any(isinstance(block, dict)
-                                            and block.get("type") == "tool_result"
-                                            for block in blocks):
-            return False
-    return True
+        if isinstance(blocks, str):
+            texts.append(blocks)
+            continue
+        blocks = [block for block in blocks or [] if isinstance(block, dict)]
+        texts.extend(block.get("text", "") for block in blocks if block.get("type") == "text")
+        if any(block.get("type") == "tool_result" for block in blocks):
+            break
+    return not (texts and all(text.lstrip().startswith("<agent-message") for text in texts))
 
 
 def history_result_ids(body, wire):
