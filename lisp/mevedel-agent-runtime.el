@@ -704,6 +704,7 @@ Return non-nil when this call settled it."
                         (error (display-warning 'mevedel (format "The result of %s is lost: %s"
                                                                  path (error-message-string err)))
                                nil))))
+              (mevedel-agent--hand-on-executions session path parent)
               (dolist (function mevedel-agent-stop-functions)
                 (condition-case err
                     (funcall function path outcome payload)
@@ -716,6 +717,19 @@ Return non-nil when this call settled it."
         (cl-decf (mevedel-agent--tree-settling tree)))
       (mevedel-agent--offer tree)
       t)))
+
+(defun mevedel-agent--hand-on-executions (session path parent)
+  "Move the unread EXECUTION records of PATH in SESSION to PARENT's mailbox.
+Completions of the agent's yielded commands that it did not read
+before its answer reach its spawn parent, attributed to it; they wake
+nobody."
+  (when-let* ((store (mevedel-session-store session))
+              (left (cl-remove-if-not (lambda (m) (equal (plist-get m :kind) "EXECUTION"))
+                                      (mevedel-core-mailbox-unread store path))))
+    (dolist (message left)
+      (mevedel-agent--post session parent "EXECUTION" (plist-get message :payload) path
+                           (plist-get message :attrs)))
+    (mevedel-core-mailbox-deliver store (mapcar (lambda (m) (plist-get m :id)) left))))
 
 (defun mevedel-agent--preview (payload)
   "Return PAYLOAD bounded for a RESULT record."

@@ -275,6 +275,19 @@
 
 ;;;; Mail and waiting
 
+(ert-deftest mevedel-agent:unread-completions-go-to-the-spawn-parent-after-the-answer ()
+  (agent-runtime-test--with-root root
+    (let* ((a (agent-runtime-test--spawn root "runner"))
+           (store (mevedel-session-store-handle (mevedel-chat-session root))))
+      (mevedel-core-mailbox-post store a "EXECUTION" "late output\n" "x1"
+                                 '(("execution_id" "x1") ("outcome" "success")))
+      (agent-runtime-test--finish a 'done "answer")
+      (should-not (agent-runtime-test--mail root a))
+      (should (equal (mapcar (lambda (m) (list (plist-get m :kind) (plist-get m :sender)
+                                               (plist-get m :payload)))
+                             (agent-runtime-test--mail root "/root"))
+                     `(("RESULT" ,a "answer") ("EXECUTION" ,a "late output\n")))))))
+
 (ert-deftest mevedel-agent:send-starts-queues-or-waits ()
   (agent-runtime-test--with-root root
     (let* ((mevedel-agent-capacity 1)
