@@ -509,7 +509,6 @@ preparing (a `summary' context: see
                 (mevedel-chat-model child) (plist-get config :model)
                 (mevedel-chat-frozen-system child) (plist-get config :system)
                 (mevedel-chat-frozen-tools child) (plist-get config :tools))
-          (mevedel-agent--give-store handle child)
           (with-current-buffer (mevedel-chat-data-buffer child)
             (setq-local mevedel-session-agent path)
             (when (boundp 'gptel-reasoning-effort)
@@ -583,6 +582,8 @@ ON-SETTLE is called when it settles.  Return non-nil when it waits."
       (setf (mevedel-agent-handle-status handle) 'waiting
             (mevedel-agent--tree-waiting tree) (append (mevedel-agent--tree-waiting tree)
                                                        (list turn)))
+      (unless (mevedel-chat-store (mevedel-agent-handle-chat handle))
+        (mevedel-agent--give-store handle (mevedel-agent-handle-chat handle)))
       (mevedel-agent--save-registry tree)
       (mevedel-agent--refresh handle)
       t)))
@@ -600,10 +601,13 @@ A start that fails gives the slot back and settles TURN as failed."
           (mevedel-chat-send chat (mevedel-agent--turn-text turn)
                              :on-done (lambda (_chat outcome)
                                         (mevedel-agent--turn-ended turn outcome)))
-          ;; After dispatch (the request is on its way meanwhile): the
-          ;; task is on disk before the registry names the agent active.
-          (when-let* ((store (mevedel-chat-store chat)))
-            (mevedel-core-store-flush store 2))
+          ;; After dispatch (the request is on its way meanwhile; a new
+          ;; store takes a while to make): the conversation is on disk
+          ;; before the registry names the agent active.
+          (unless (mevedel-chat-store chat)
+            (mevedel-agent--give-store handle chat))
+          (when (mevedel-chat-store chat)
+            (mevedel-chat-checkpoint chat '(("turn-open" . "1")) t))
           (mevedel-agent--save-registry tree))
       (error (mevedel-agent--settle turn 'failed
                                     (format "The turn could not start: %s"
