@@ -161,7 +161,8 @@ An empty findings list is fine when you found nothing."
      (list
       (list :name "worker" :source 'builtin
             :description "Implementation, commands and debugging of one bounded task; may delegate."
-            :system-components (list 'workspace-config 'environment 'memory 'skills
+            :system-components (list 'identity 'tool-guidance 'environment 'workspace-instructions
+                                     'memory-index 'resource-roster 'skills-roster
                                      mevedel-agent-roles--reporting)
             :prompt mevedel-agent-roles--worker-prompt
             :tools (append read '("Monitor" "StopExecution" "ListExecutions" "ApplyPatch"
@@ -170,7 +171,8 @@ An empty findings list is fine when you found nothing."
             :model nil :effort nil :max-turns nil :workload nil :verdict nil)
       (list :name "explorer" :source 'builtin
             :description "Read-only investigation returning a compact report; may delegate to workers."
-            :system-components (list 'workspace-config 'environment 'skills
+            :system-components (list 'identity 'tool-guidance 'environment 'workspace-instructions
+                                     'resource-roster 'skills-roster
                                      mevedel-agent-roles--reporting)
             :prompt mevedel-agent-roles--explorer-prompt
             :tools (append read '("Skill" "Agent"))
@@ -178,7 +180,7 @@ An empty findings list is fine when you found nothing."
             :model nil :effort nil :max-turns nil :workload 'explore :verdict nil)
       (list :name "verifier" :source 'builtin
             :description "Adversarial read-only check of a claim or change, ending in VERDICT: PASS, FAIL or PARTIAL."
-            :system-components (list 'workspace-config 'environment
+            :system-components (list 'identity 'tool-guidance 'environment 'workspace-instructions
                                      mevedel-agent-roles--reporting)
             :prompt mevedel-agent-roles--verifier-prompt
             :tools (copy-sequence read)
@@ -186,7 +188,8 @@ An empty findings list is fine when you found nothing."
             :model nil :effort nil :max-turns nil :workload 'verify :verdict t)
       (list :name "reviewer" :source 'builtin
             :description "Code review of a diff, answering with prioritized findings as JSON (/review)."
-            :system-components (list 'workspace-config 'environment)
+            :system-components (list 'identity 'tool-guidance 'environment
+                                     'workspace-instructions)
             :prompt mevedel-agent-roles--reviewer-prompt
             :tools (copy-sequence read)
             :read-only t :delegate nil :leaf t
@@ -432,7 +435,8 @@ Signal a role error naming FILE and the line at fault."
     (plist-put role :tools tools)
     (plist-put role :delegate (or (eq tools t) (and (member "Agent" tools) t)))
     (unless (plist-member role :system-components)
-      (plist-put role :system-components (list 'workspace-config 'environment)))
+      (plist-put role :system-components
+                 (list 'identity 'tool-guidance 'environment 'workspace-instructions)))
     role))
 
 (defun mevedel-agent-roles--cached-parse (file origin)

@@ -49,9 +49,9 @@
 (defconst mevedel-agent-root "/root"
   "The canonical path of a session's root agent.")
 
-(defun mevedel-agent-owner (_chat)
-  "Return the path of the agent that talks in a chat: the root agent."
-  mevedel-agent-root)
+(defun mevedel-agent-owner (chat)
+  "Return the path of the agent that talks in CHAT: a child's, else the root's."
+  (or (mevedel-chat-agent chat) mevedel-agent-root))
 
 (defun mevedel-agent--chat-of (key)
   "Return the live chat whose session has the key KEY, or nil."
@@ -63,7 +63,8 @@
 
 ;;;; Message blocks
 
-(defconst mevedel-agent-message-kinds '("EXECUTION" "MONITOR" "MONITOR_TERMINAL")
+(defconst mevedel-agent-message-kinds
+  '("EXECUTION" "MONITOR" "MONITOR_TERMINAL" "MAIL" "RESULT")
   "Mailbox kinds delivered to agents as <agent-message> blocks.")
 
 (defun mevedel-agent--xml-escape (value)
@@ -201,6 +202,17 @@ The records stay unread until the turn's request is accepted (see
         (remhash chat mevedel-agent--in-flight))
       (mapcar #'mevedel-agent-format-message messages))))
 
+(defun mevedel-agent-chat-continuation-mail (chat)
+  "Return the unread mail of CHAT's agent for the next sample, now read.
+Before each sample of a running turn the queue drains in arrival
+order; the records count as delivered once the chat writes them to its
+data buffer, which it does before the sample is sent."
+  (when-let* ((store (mevedel-agent--store chat))
+              (messages (mevedel-agent-unread store (mevedel-agent-owner chat))))
+    (mevedel-agent-deliver store (mevedel-session-id (mevedel-chat-session chat))
+                           (mapcar (lambda (m) (plist-get m :id)) messages))
+    (mapcar #'mevedel-agent-format-message messages)))
+
 (defun mevedel-agent--chat-accepted (chat)
   "Mark the mail of CHAT's turn delivered: the backend accepted it."
   (when-let* ((ids (gethash chat mevedel-agent--in-flight))
@@ -217,6 +229,8 @@ background turn: the mail stays unread for the next turn."
   (let* ((session (mevedel-chat-session chat))
          (key (and (mevedel-session-p session) (mevedel-session-id session))))
     (cond ((null key))
+          ;; A child agent's turn says nothing about the root's wakes.
+          ((mevedel-chat-agent chat))
           ((not (eq outcome 'done)) (remhash key mevedel-agent--pending-wakes))
           ((gethash key mevedel-agent--pending-wakes)
            (run-at-time 0 nil #'mevedel-agent-offer-wakes key)))))
@@ -262,6 +276,7 @@ are transient and go when the execution settles."
                                              :live-tail (plist-get data :tail)))))
 
 (add-hook 'mevedel-chat-message-functions #'mevedel-agent-chat-messages)
+(add-hook 'mevedel-chat-continuation-mail-functions #'mevedel-agent-chat-continuation-mail)
 (add-hook 'mevedel-chat-accepted-functions #'mevedel-agent--chat-accepted)
 (add-hook 'mevedel-chat-idle-functions #'mevedel-agent--chat-idle)
 (add-hook 'mevedel-session-close-functions #'mevedel-agent--session-closed)

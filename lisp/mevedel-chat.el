@@ -96,6 +96,17 @@ transcript holds the turn's mail and the model has read it.")
   "Abnormal hook run with a chat and its new turn's plist as the turn is sent.
 Functions may add keys to the plist (Plan mode's stamp).")
 
+(defvar mevedel-chat-continuation-mail-functions nil
+  "Functions returning mail for the next sample of a running turn.
+Each is called with the chat before a request continues after a tool
+batch and returns a list of strings (e.g. <agent-message> blocks),
+each sent as a user message of that request and written to the data
+buffer before it; the view does not show them.  Unlike
+`mevedel-chat-message-functions', the mail counts as read at once.")
+
+(defvar mevedel-chat-resume-functions nil
+  "Abnormal hook run with a chat once its saved session is loaded.")
+
 (defvar mevedel-chat-idle-functions nil
   "Abnormal hook run with a chat whose turn has just ended, and the outcome.
 The outcome is `done', `error' or `abort'.")
@@ -127,7 +138,11 @@ The outcome is `done', `error' or `abort'.")
   compacting
   ;; Non-nil while UserPromptSubmit hooks decide about a prompt: then
   ;; (once they run in the background) the function that stops them.
-  hooking)
+  hooking
+  ;; A child agent's chat: its canonical path (nil for the root), the
+  ;; system text and gptel tools frozen when it was created, and the
+  ;; store of its own transcript (nil: not saved).
+  agent frozen-system frozen-tools store)
 
 (defvar mevedel-chat--chats (make-hash-table :test #'equal)
   "Live chats by workspace root.")
@@ -171,6 +186,25 @@ ROOT when ID is non-nil (see `mevedel-session-saved')."
                                        (format "%s" (mevedel-chat-model-effective chat)))
           chat))))
 
+(defun mevedel-chat-make-child (parent path &optional directory)
+"Return a new chat for the child agent PATH below the chat PARENT.
+It shares PARENT's workspace, session (permissions, mailbox) and
+model, has its own data buffer (working directory DIRECTORY, default
+PARENT's) and is not one of `mevedel-chat-list': the agent runtime
+owns it.  Its conversation is saved only in the store the runtime
+gives it (`mevedel-chat-store'), never in the session's."
+  (let ((chat (mevedel-chat--make :root (mevedel-chat-root parent)
+                                  :name (format "%s %s" (mevedel-chat-name parent) path)
+                                  :session (mevedel-chat-session parent)
+                                  :backend (mevedel-chat-backend-effective parent)
+                                  :model (mevedel-chat-model-effective parent)
+                                  :agent path)))
+    (setf (mevedel-chat-data-buffer chat) (mevedel-chat--make-data-buffer chat))
+    (when directory
+      (with-current-buffer (mevedel-chat-data-buffer chat)
+        (setq default-directory (file-name-as-directory directory))))
+    chat))
+
 (defun mevedel-chat--make-data-buffer (chat)
   "Create the gptel data buffer of CHAT."
   (let ((buffer (generate-new-buffer (format " *mevedel-data: %s*" (mevedel-chat-name chat)))))
@@ -190,7 +224,9 @@ ROOT when ID is non-nil (see `mevedel-session-saved')."
   "The chat owning this data buffer.")
 
 (defun mevedel-chat--data-buffer-killed ()
-  "Forget the chat whose data buffer is being killed, aborting its turn."
+  "Forget the chat whose data buffer is being killed, aborting its turn.
+A root chat is saved and its session closed; a child agent's chat
+shares its session with the root, which stays open."
   (when-let* ((chat mevedel-chat--owner))
     (ignore-errors (mevedel-chat-abort chat))
     (mevedel-chat--stop-save-timer chat)
@@ -198,8 +234,13 @@ ROOT when ID is non-nil (see `mevedel-session-saved')."
         (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat))
       (error (display-warning 'mevedel (format "Saving %s failed: %s" (mevedel-chat-name chat)
                                                (error-message-string err)))))
-    (mevedel-session-close (mevedel-chat-session chat))
-    (remhash (mevedel-chat-root chat) mevedel-chat--chats)))
+    (if (mevedel-chat-agent chat)
+        (when-let* ((store (mevedel-chat-store chat)))
+          (ignore-errors (mevedel-core-store-flush store 2))
+          (mevedel-core-store-close store)
+          (setf (mevedel-chat-store chat) nil))
+      (mevedel-session-close (mevedel-chat-session chat))
+      (remhash (mevedel-chat-root chat) mevedel-chat--chats))))
 
 (defun mevedel-chat-backend-effective (chat)
   "Return the gptel backend for the next turn of CHAT.
@@ -292,8 +333,10 @@ never written to the transcript.  Observers hear `tool-progress'."
 ;;;; System prompt and tools
 
 (defun mevedel-chat--system-text (chat)
-  "Return the system prompt for CHAT's next turn (mevedel-prompt.el)."
-  (mevedel-prompt-system-text chat))
+  "Return the system prompt for CHAT's next turn (mevedel-prompt.el).
+A child agent's is the text frozen when it was created."
+  (or (mevedel-chat-frozen-system chat)
+      (mevedel-prompt-system-text chat)))
 
 ;; What changed since the model last read it, and what the user's
 ;; mentions attach, go with the user's text of a turn; the environment
@@ -304,10 +347,11 @@ never written to the transcript.  Observers hear `tool-progress'."
 (add-hook 'mevedel-chat-idle-functions #'mevedel-environment-turn-ended)
 (add-hook 'mevedel-chat-idle-functions #'mevedel-skills-turn-ended)
 
-(defun mevedel-chat-tools (_chat)
-  "Return the gptel tools offered to the model of a chat.
-They are those of every registered mevedel tool."
-  (mevedel-gptel-tools))
+(defun mevedel-chat-tools (chat)
+  "Return the gptel tools offered to the model of CHAT.
+They are those of every native mevedel tool, or a child agent's
+frozen set."
+  (or (mevedel-chat-frozen-tools chat) (mevedel-gptel-tools)))
 
 ;;;; Tool calls
 
@@ -862,21 +906,26 @@ turn."
     (car (last queued))))
 
 (defun mevedel-chat--deliver-queued (info)
-  "Return the queued messages of the chat of request INFO, now delivered.
-A `mevedel-gptel-continuation-functions' member: the messages join
-the request that continues after a tool batch."
+  "Return the mail and queued messages of the chat of request INFO, now delivered.
+A `mevedel-gptel-continuation-functions' member: they join the
+request that continues after a tool batch, each a user message, the
+mail (`mevedel-chat-continuation-mail-functions') first."
   (when-let* ((chat (plist-get info :context))
-              ((mevedel-chat-p chat))
-              (queued (mevedel-chat-queued chat)))
-    (setf (mevedel-chat-queued chat) nil)
-    (dolist (text queued)
-      (push text (mevedel-chat-history chat))
-      (when-let* ((store (and (mevedel-chat--saving-p chat)
-                              (mevedel-session-store (mevedel-chat-session chat)))))
-        (mevedel-core-store-input-push store text)))
-    (mevedel-chat--notify chat 'queued)
-    (mevedel-chat--notify chat 'delivered queued)
-    queued))
+              ((mevedel-chat-p chat)))
+    (let ((mail (cl-loop for function in mevedel-chat-continuation-mail-functions
+                         append (mapcar (lambda (block) (propertize block 'mevedel-mail t))
+                                        (funcall function chat))))
+          (queued (mevedel-chat-queued chat)))
+      (when queued
+        (setf (mevedel-chat-queued chat) nil)
+        (dolist (text queued)
+          (push text (mevedel-chat-history chat))
+          (when-let* ((store (and (mevedel-chat--saving-p chat)
+                                  (mevedel-session-store (mevedel-chat-session chat)))))
+            (mevedel-core-store-input-push store text)))
+        (mevedel-chat--notify chat 'queued)
+        (mevedel-chat--notify chat 'delivered queued))
+      (append mail queued))))
 
 (add-hook 'mevedel-gptel-continuation-functions #'mevedel-chat--deliver-queued)
 
@@ -1109,9 +1158,21 @@ WORKSPACE/.mevedel/sessions/ID/ and `mevedel' resumes the newest one."
     (prin1-to-string value)))
 
 (defun mevedel-chat--saving-p (chat)
-  "Return non-nil when CHAT's conversation is saved."
+  "Return non-nil when CHAT's conversation is saved.
+A child agent's is, in its own store, when it has one."
   (and mevedel-chat-save-sessions
-       (mevedel-session-durable-p (mevedel-chat-session chat))))
+       (if (mevedel-chat-agent chat)
+           (mevedel-chat-store chat)
+         (mevedel-session-durable-p (mevedel-chat-session chat)))))
+
+(defun mevedel-chat--store (chat &optional materialize)
+  "Return the store CHAT's conversation is saved in.
+That is a child agent's own, else the session's; MATERIALIZE makes the
+session's storage first."
+  (or (mevedel-chat-store chat)
+      (if materialize
+          (mevedel-session-store-handle (mevedel-chat-session chat))
+        (mevedel-session-store (mevedel-chat-session chat)))))
 
 (defun mevedel-chat--now ()
   "Return the time now in epoch milliseconds, as a string."
@@ -1155,7 +1216,7 @@ a turn.  Does nothing when CHAT is not saved or has no storage yet."
   (when-let* (((mevedel-chat--saving-p chat))
               (buffer (mevedel-chat-data-buffer chat))
               ((mevedel-transcript-tracked-p buffer)))
-    (let ((store (mevedel-session-store (mevedel-chat-session chat))))
+    (let ((store (mevedel-chat--store chat)))
       (mevedel-transcript-save buffer)
       (mevedel-core-store-info-set
        store `(,@info ("updated" . ,(mevedel-chat--now))
@@ -1172,13 +1233,14 @@ a turn.  Does nothing when CHAT is not saved or has no storage yet."
 The first turn materialises the session's storage."
   (when (mevedel-chat--saving-p chat)
     (condition-case err
-        (let ((store (mevedel-session-store-handle (mevedel-chat-session chat)))
+        (let ((store (mevedel-chat--store chat t))
               (buffer (mevedel-chat-data-buffer chat)))
           (unless (mevedel-transcript-tracked-p buffer)
             (mevedel-transcript-track buffer store))
           (unless (mevedel-chat-created chat)
             (setf (mevedel-chat-created chat) (mevedel-chat--now)))
-          (when text (mevedel-core-store-input-push store text))
+          (when (and text (not (mevedel-chat-agent chat)))
+            (mevedel-core-store-input-push store text))
           (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat '("turn-open" . "1")))
           (when (timerp (mevedel-chat-save-timer chat))
             (cancel-timer (mevedel-chat-save-timer chat)))
@@ -1211,8 +1273,11 @@ The first turn materialises the session's storage."
      chat (mevedel-chat--metadata chat '("turn-open" . "") '("open-calls" . "")) t)
     (mevedel-transcript-compact
      (mevedel-chat-data-buffer chat)
-     (mevedel-transcript-export-name (mevedel-chat-data-buffer chat)
-                                     (mevedel-session-directory (mevedel-chat-session chat))))))
+     (mevedel-transcript-export-name
+      (mevedel-chat-data-buffer chat)
+      (if (mevedel-chat-store chat)
+          (file-name-directory (plist-get (mevedel-core-store-info (mevedel-chat-store chat)) :file))
+        (mevedel-session-directory (mevedel-chat-session chat)))))))
 
 (defun mevedel-chat-flush (chat &optional timeout)
   "Save CHAT now and wait up to TIMEOUT seconds for the writes to finish.
@@ -1220,7 +1285,7 @@ Return the message of a write that failed, or nil."
   (when (and (mevedel-chat--saving-p chat)
              (mevedel-transcript-tracked-p (mevedel-chat-data-buffer chat)))
     (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat))
-    (mevedel-core-store-flush (mevedel-session-store (mevedel-chat-session chat)) timeout)))
+    (mevedel-core-store-flush (mevedel-chat--store chat) timeout)))
 
 (defun mevedel-chat--flush-all ()
   "Save every live chat before Emacs exits (`kill-emacs-hook')."
@@ -1255,13 +1320,18 @@ alist of strings), and the call's ID, NAME and ARGS; the first string
 returned is the call's result instead of the plain cancellation.
 ToolCall settles from its recorded envelope this way.")
 
+(defun mevedel-chat-resume (chat)
+  "Load the saved conversation of CHAT, a child agent's chat, from its store.
+See `mevedel-chat--resume'; the agent runtime loads a retained agent
+this way when it is first used."
+  (mevedel-chat--resume chat))
+
 (defun mevedel-chat--resume (chat)
   "Load CHAT's saved conversation, input history and metadata.
 A turn that was running when Emacs stopped is settled: its calls get
 cancelled results, its cut response is marked incomplete and a notice
 says what happened."
-  (let* ((session (mevedel-chat-session chat))
-         (store (mevedel-session-store-handle session))
+  (let* ((store (mevedel-chat--store chat t))
          (buffer (mevedel-chat-data-buffer chat))
          (info (mevedel-core-store-info-get store))
          (get (lambda (key) (let ((v (cdr (assoc key info)))) (and v (not (string-empty-p v)) v)))))
@@ -1288,7 +1358,8 @@ says what happened."
                             :start (copy-marker (max (point-min) (min start (point-max))))))
                     (car (read-from-string (or (funcall get "turn-list") "nil"))))))
     (when (funcall get "turn-open")
-      (mevedel-chat--recover chat (car (read-from-string (or (funcall get "open-calls") "nil")))))))
+      (mevedel-chat--recover chat (car (read-from-string (or (funcall get "open-calls") "nil")))))
+    (run-hook-with-args 'mevedel-chat-resume-functions chat)))
 
 (defun mevedel-chat--recover (chat open-calls)
   "Settle the turn of CHAT that was running when Emacs stopped.
@@ -1416,7 +1487,9 @@ review instead: its function gets (CONTEXT SESSION ANSWER) and returns
 the withdrawing function.  Outside a turn, or without a prompter, the
 call is refused.  Return a function that withdraws the question."
   (cond
-   ((not (and (mevedel-chat-prompter chat) (mevedel-chat-turn chat)))
+   ((not (and (mevedel-chat-prompter chat)
+              (mevedel-chat-turn (or (mevedel-chat-of-buffer (plist-get context :data-buffer))
+                                     chat))))
     (funcall answer (cons 'deny (mevedel-permissions-refusal-reason
                                  (mevedel-tool-name (plist-get context :tool)) 'headless)))
     nil)
@@ -1427,6 +1500,10 @@ call is refused.  Return a function that withdraws the question."
     (mevedel-permissions-ask
      context (mevedel-chat-session chat) answer
      (lambda (request)
+       ;; A child agent's request is attributed by its path.
+       (when-let* ((asker (mevedel-chat-of-buffer (plist-get context :data-buffer)))
+                   (path (mevedel-chat-agent asker)))
+         (setq request (plist-put request :agent path)))
        (setf (mevedel-chat-pending chat)
              (mevedel-chat--sort-pending chat (append (mevedel-chat-pending chat)
                                                       (list request))))

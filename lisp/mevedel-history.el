@@ -225,6 +225,72 @@ START and END limit it to part of BUFFER."
                      (format-time-string "%F %R" (/ ms 1000.0))))))
        saved "\n"))))
 
+(defvar mevedel-history-agents-function nil
+  "Function of a session returning its retained agents, or nil.
+Each is a plist (:path :role :status :outcome :payload :buffer),
+:buffer a function returning the agent's data buffer (loading a saved
+one); the agent runtime sets it, and
+`history://root/PATH' and `agent://' read through it.")
+
+(defun mevedel-history--agent (session path)
+  "Return the retained agent PATH of SESSION as a plist, or signal."
+  (or (cl-find path (and mevedel-history-agents-function
+                         (funcall mevedel-history-agents-function session))
+               :key (lambda (agent) (plist-get agent :path)) :test #'equal)
+      (signal 'mevedel-core-resource-error
+              (list (format "No retained agent at %s (Read agent:// lists them)" path)))))
+
+(defun mevedel-history--pointer (text pointer canonical)
+  "Return the part of the JSON TEXT that the JSON POINTER names, as JSON.
+CANONICAL names the address in errors."
+  (let ((value (condition-case nil
+                   (json-parse-string text :object-type 'alist :null-object :null
+                                      :false-object :false)
+                 (error (signal 'mevedel-core-resource-error
+                                (list (format "%s: the result is not JSON, so it has no %s"
+                                              canonical pointer)))))))
+    (dolist (token (cdr (split-string pointer "/")))
+      (let ((key (replace-regexp-in-string "~0" "~" (replace-regexp-in-string "~1" "/" token))))
+        (setq value
+              (cond ((and (consp value) (assoc (intern key) value)) (cdr (assoc (intern key) value)))
+                    ((and (vectorp value) (string-match-p "\\`[0-9]+\\'" key)
+                          (< (string-to-number key) (length value)))
+                     (aref value (string-to-number key)))
+                    (t (signal 'mevedel-core-resource-error
+                               (list (format "%s: the result has nothing at %s" canonical pointer))))))))
+    (if (stringp value) value (json-serialize value :null-object :null :false-object :false))))
+
+(defun mevedel-history-agent-documents (canonical session)
+  "Return the one document the agent:// address CANONICAL names in SESSION.
+agent:// lists the retained agents; agent://root/PATH is the complete
+settled result of PATH's latest turn (#POINTER a part of a JSON
+result), NOT READY while the agent works.  Nothing changes state."
+  (pcase-let* ((`(,address ,pointer) (split-string canonical "#"))
+               (path (string-remove-prefix "agent://" address)))
+    (list
+     (cons canonical
+           (if (string-empty-p path)
+               (let ((agents (and mevedel-history-agents-function
+                                  (funcall mevedel-history-agents-function session))))
+                 (if (null agents)
+                     "No retained agents in this session."
+                   (mapconcat (lambda (agent)
+                                (format "agent://%s  %s  %s%s"
+                                        (substring (plist-get agent :path) 1)
+                                        (plist-get agent :role) (plist-get agent :status)
+                                        (if (plist-get agent :outcome)
+                                            (format " (last turn %s)" (plist-get agent :outcome))
+                                          "")))
+                              agents "\n")))
+             (let ((agent (mevedel-history--agent session (concat "/" path))))
+               (unless (and (eq (plist-get agent :status) 'idle) (plist-get agent :outcome))
+                 (signal 'mevedel-core-resource-error
+                         (list (format "NOT READY: /%s is %s; its result is readable once it settles"
+                                       path (plist-get agent :status)))))
+               (if (and pointer (not (string-empty-p pointer)))
+                   (mevedel-history--pointer (plist-get agent :payload) pointer canonical)
+                 (plist-get agent :payload))))))))
+
 (defun mevedel-history-documents (canonical session operation)
   "Return the documents CANONICAL names for SESSION, for OPERATION.
 CANONICAL is a history:// address in canonical form; OPERATION is
@@ -245,6 +311,15 @@ address that names nothing available signals
        (let ((buffer (mevedel-session-conversation session)))
          (unless (buffer-live-p buffer)
            (funcall fail "history://root is unavailable: this session has no live conversation"))
+         (list (cons canonical (unless (equal operation "Glob")
+                                 (mevedel-history-project buffer))))))
+      (`("root" . ,path)
+       (let ((buffer (condition-case err
+                         (funcall (plist-get (mevedel-history--agent
+                                              session (concat "/root/" (string-join path "/")))
+                                             :buffer))
+                       (user-error (signal 'mevedel-core-resource-error
+                                           (list (error-message-string err)))))))
          (list (cons canonical (unless (equal operation "Glob")
                                  (mevedel-history-project buffer))))))
       (`("saved")

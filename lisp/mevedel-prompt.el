@@ -271,6 +271,18 @@ as context updates (`mevedel-prompt-context-updates')."
         (puthash chat state mevedel-prompt--states)))
     (plist-get state :system)))
 
+(defun mevedel-prompt-whole-text (chat components)
+  "Return COMPONENTS for CHAT as one text, every placement in it.
+Nothing of CHAT's own state changes.  A child agent's system text is
+made once this way from its role's components and stays frozen with
+it."
+  (mevedel-prompt-truncate
+   (mapconcat #'identity
+              (delq nil (mapcar (lambda (rendered) (nth 2 rendered))
+                                (mevedel-prompt-render chat components)))
+              "\n\n")
+   mevedel-prompt-system-budget "system prompt"))
+
 (defvar mevedel-prompt-reset-functions nil
   "Functions called with a chat whose prompt state was reset.
 Components that told the model something outside the system text and

@@ -266,5 +266,9 @@ Runs `mevedel-session-close-functions' first."
 Data buffers set it; tool calls without an explicit session use the
 one of the buffer they run in.")
 
+(defvar-local mevedel-session-agent nil
+  "The canonical path of the child agent whose tool calls this buffer runs.
+nil means the session's root agent, /root.")
+
 (provide 'mevedel-session)
 ;;; mevedel-session.el ends here

@@ -69,10 +69,15 @@ background results (the module creates it when it posts the first
 one), and its tool-results directory keeps output once the storage
 exists; until then output stays in a temporary spool.  Outside any
 session executions share the key \"default\" and have no storage.
-The owner is /root."
+The owner is the agent whose data buffer runs the call (see
+`mevedel-session-agent'), /root by default."
   (let* ((call (mevedel-pipeline-current-context))
          (session (plist-get call :session))
-         (base (list :owner "/root" :tool-use-id (plist-get call :tool-use-id))))
+         (buffer (plist-get call :data-buffer))
+         (base (list :owner (or (and (buffer-live-p buffer)
+                                     (buffer-local-value 'mevedel-session-agent buffer))
+                                "/root")
+                     :tool-use-id (plist-get call :tool-use-id))))
     (if (not (mevedel-session-p session))
         (append (list :session "default" :cwd default-directory) base)
       (let* ((durable-session (mevedel-session-durable-p session))

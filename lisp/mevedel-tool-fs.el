@@ -171,17 +171,20 @@ says the file does not exist.  Return nil when
 (defun mevedel-tool-fs--documents (target tool)
   "Return the conversation documents TARGET names for TOOL, or nil.
 TARGET is what `mevedel-tool-fs--target' returned: only a prepared
-history:// attempt names documents (see `mevedel-history-documents')."
+history:// or agent:// attempt names documents (see
+`mevedel-history-documents', `mevedel-history-agent-documents')."
   (unless (stringp target)
     (let ((facts (mevedel-core-resource-attempt-facts target)))
-      (when (and (equal (plist-get facts :scheme) "history") (plist-get facts :available)
+      (when (and (member (plist-get facts :scheme) '("history" "agent")) (plist-get facts :available)
                  ;; The bare listing is text the module has already.
                  (not (equal (plist-get facts :canonical) "history://")))
         (unless (mevedel-session-p mevedel-session-current)
           (signal 'mevedel-core-resource-error
                   (list (format "%s is unavailable outside a mevedel session"
                                 (plist-get facts :canonical)))))
-        (or (mevedel-history-documents (plist-get facts :canonical) mevedel-session-current tool)
+        (or (if (equal (plist-get facts :scheme) "agent")
+                (mevedel-history-agent-documents (plist-get facts :canonical) mevedel-session-current)
+              (mevedel-history-documents (plist-get facts :canonical) mevedel-session-current tool))
             (list (cons (plist-get facts :canonical) "")))))))
 
 ;;;; Running

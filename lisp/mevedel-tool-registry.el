@@ -562,7 +562,8 @@ KIND is `contracts' (one to three matches, full contracts), `shapes'
 ;;;; The catalog: native tools and specialists
 
 (defconst mevedel-tool-native-names
-  '("Read" "Bash" "WriteStdin" "Monitor" "Glob" "Grep" "ApplyPatch" "ToolSearch" "ToolCall")
+  '("Read" "Bash" "WriteStdin" "Monitor" "Glob" "Grep" "ApplyPatch" "ToolSearch" "ToolCall"
+    "Agent" "SendMessage" "WaitAgent" "InterruptAgent" "ListAgents")
   "Names of the tools offered to the model natively, as provider tools.
 Every other registered tool is a specialist: the model finds it with
 ToolSearch, sees it in the conversation's specialist listing and calls

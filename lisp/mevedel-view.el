@@ -172,7 +172,7 @@ START and END are positions or markers of the chat's turns.")
 (defvar-keymap mevedel-view-row-map
   :doc "Keys on a tool row's header."
   "TAB" #'mevedel-view-toggle-row
-  "RET" #'mevedel-view-toggle-row
+  "RET" #'mevedel-view-visit-row
   "<mouse-1>" #'mevedel-view-toggle-row)
 
 (defvar-keymap mevedel-view-breadcrumb-map
@@ -255,7 +255,9 @@ What it showed goes; the window keeps the buffer (`/clear')."
               (with-current-buffer buffer
                 (mevedel-view--observe event chat args)))))
     (mevedel-chat-observe chat mevedel-view--observer)
-    (mevedel-chat-set-prompter chat #'mevedel-view--prompt)
+    ;; A child agent's view only looks: its cards are the root's.
+    (unless (mevedel-chat-agent chat)
+      (mevedel-chat-set-prompter chat #'mevedel-view--prompt))
     (add-hook 'kill-buffer-hook #'mevedel-view--killed nil t)
     (add-hook 'window-size-change-functions #'mevedel-view--fit-separator nil t)
     (mevedel-view-rerender)
@@ -968,6 +970,7 @@ OPERATION-GRANTED non-nil means the call itself is allowed already."
                                     (plist-get request :tool)))
                     (_ (format "Allow %s?" (plist-get request :tool))))
                   'face 'bold)
+      (if-let* ((agent (plist-get request :agent))) (format "  (asked by %s)" agent) "")
       "\n"
       (cl-loop for (key value) on args by #'cddr
                concat (format "  %s: %s\n" (substring (symbol-name key) 1)
@@ -1222,6 +1225,25 @@ keys (`npm test'); a card that offers no \"always\" says why."
 
 ;;;; Rows
 
+(defvar mevedel-view-row-visit-functions nil
+  "Functions that may open what a tool row stands for, on RET.
+Each is called with the view's chat, the call's tool name, arguments
+and render-data; the first returning non-nil handled it (an Agent row
+opens the child's view).  Otherwise RET expands or collapses the row.")
+
+(defun mevedel-view-visit-row (&optional event)
+  "Open what the tool row at point (or at mouse EVENT) stands for, else toggle it."
+  (interactive (list last-nonmenu-event))
+  (when (mouse-event-p event) (mouse-set-point event))
+  (let* ((id (get-text-property (point) 'mevedel-row))
+         (segment (and id (mevedel-view--find-tool id))))
+    (unless (and segment
+                 (run-hook-with-args-until-success
+                  'mevedel-view-row-visit-functions mevedel-view--chat
+                  (plist-get segment :name) (plist-get segment :args)
+                  (plist-get segment :render-data)))
+      (mevedel-view-toggle-row))))
+
 (defun mevedel-view-toggle-row (&optional event)
   "Expand or collapse the tool row at point (or at mouse EVENT)."
   (interactive (list last-nonmenu-event))
@@ -1425,6 +1447,9 @@ instead."
          (slash (mevedel-view--slash raw))
          (text (string-trim raw)))
     (cond
+     ((mevedel-chat-agent chat)
+      (user-error "This view of %s only looks; reach the agent with SendMessage from its parent"
+                  (mevedel-chat-agent chat)))
      (slash
       ;; A handled command leaves the composer, even when it fails.
       (mevedel-view--set-composer "")

@@ -70,6 +70,8 @@
   (require 'mevedel-tool-plan)
   (require 'mevedel-agent)
   (require 'mevedel-review)
+  (require 'mevedel-tool-agent)
+  (require 'mevedel-agent-view)
   (require 'mevedel-checkpoint)
   (require 'mevedel-ps)
   (require 'mevedel-panel)

@@ -67,7 +67,7 @@ HOME/.mevedel/agents and HOME/.claude/agents.  Caches start empty."
         (should (member "WriteStdin" (plist-get role :tools)))
         (should (stringp (plist-get role :description)))
         (should (stringp (plist-get role :prompt)))
-        (should (memq 'workspace-config (plist-get role :system-components)))
+        (should (memq 'workspace-instructions (plist-get role :system-components)))
         (should (memq 'environment (plist-get role :system-components)))
         (should-not (plist-get role :max-turns)))
       ;; Agent brings the whole control bundle; leaves have none of it.
@@ -83,10 +83,10 @@ HOME/.mevedel/agents and HOME/.claude/agents.  Caches start empty."
           (should-not (member tool (plist-get role :tools)))))
       (should-not (plist-get worker :read-only))
       (should (member "ApplyPatch" (plist-get worker :tools)))
-      (should (memq 'memory (plist-get worker :system-components)))
-      (should-not (memq 'memory (plist-get explorer :system-components)))
-      (should (memq 'skills (plist-get explorer :system-components)))
-      (should-not (memq 'skills (plist-get verifier :system-components)))
+      (should (memq 'memory-index (plist-get worker :system-components)))
+      (should-not (memq 'memory-index (plist-get explorer :system-components)))
+      (should (memq 'skills-roster (plist-get explorer :system-components)))
+      (should-not (memq 'skills-roster (plist-get verifier :system-components)))
       (should (plist-get explorer :read-only))
       (should-not (member "ApplyPatch" (plist-get explorer :tools)))
       (should (eq (plist-get explorer :workload) 'explore))
@@ -115,7 +115,8 @@ HOME/.mevedel/agents and HOME/.claude/agents.  Caches start empty."
         (should (eq (plist-get role :model) 'fast))
         (should (= (plist-get role :max-turns) 20))
         (should-not (plist-get role :delegate))
-        (should (equal (plist-get role :system-components) '(workspace-config environment)))
+        (should (equal (plist-get role :system-components)
+                       '(identity tool-guidance environment workspace-instructions)))
         (should (member "docs" (mevedel-agent-role-names ws)))))
     (let ((mevedel-agent-roles '(("Bad Name" :description "x"))))
       (should-error (mevedel-agent-role "worker" ws) :type 'mevedel-agent-role-error))
@@ -136,7 +137,7 @@ read-only: true
 verdict: false
 workload: verify
 system-components:
-  - workspace-config
+  - workspace-instructions
   - environment
 ---
 Run the benches and report the figures.
@@ -155,7 +156,8 @@ Run the benches and report the figures.
       (should (plist-get role :read-only))
       (should-not (plist-get role :verdict))
       (should (eq (plist-get role :workload) 'verify))
-      (should (equal (plist-get role :system-components) '(workspace-config environment)))
+      (should (equal (plist-get role :system-components)
+                       '(identity tool-guidance environment workspace-instructions)))
       (should (equal (plist-get role :prompt) "Run the benches and report the figures.")))))
 
 (ert-deftest mevedel-agent-roles:claude-file ()

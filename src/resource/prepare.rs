@@ -105,9 +105,10 @@ pub enum Target {
     },
     /// Text computed from metadata at preparation (skill listing).
     Text(String),
-    /// A conversation (`history://root`, `history://saved/...`): Lisp
-    /// projects its text at execution, after permission, and Read and
-    /// Grep serve that text under the canonical address.
+    /// A conversation (`history://root[/PATH]`, `history://saved/...`)
+    /// or a retained agent's settled result (`agent://`): Lisp projects
+    /// its text at execution, after permission, and Read and Grep serve
+    /// that text under the canonical address.
     Conversation,
     /// The family or target cannot be served now; execution fails so.
     Unavailable(String),
@@ -477,20 +478,15 @@ pub fn prepare(authored: &str, op: Operation, ctx: &Context) -> Result<Attempt, 
         Locator::Docs(rel) => p.docs(rel)?,
         Locator::Memory(r) => p.memory(r)?,
         Locator::Skill(r) => p.skill(r)?,
-        Locator::Agent { .. } => unavailable(
-            "agent:// is unavailable: this session has no retained agents \
-             (retained agent results are not supported yet)",
-        ),
+        // Retained agents live in Lisp: it supplies the roster, the
+        // settled payload or the transcript at execution.
+        Locator::Agent { .. } => Target::Conversation,
         Locator::History(HistoryRef::Listing) => Target::Text(
             "history://root  this session's conversation, as the model and the user see it \
              (Read pages it, Grep searches it)\n\
              history://saved  the workspace's saved conversations (Read lists them)"
                 .into(),
         ),
-        Locator::History(HistoryRef::Root(path)) if !path.is_empty() => unavailable(format!(
-            "`{authored}` is unavailable: this session has no retained agents \
-             (history://root names the main conversation)"
-        )),
         Locator::History(_) => Target::Conversation,
         Locator::Mcp { .. } => unavailable(
             "mcp:// is unavailable: no MCP servers are configured (MCP resources are not supported yet)",

@@ -470,13 +470,7 @@ fn families_read_through_attempts() {
     assert!(listing.contains("skill://local-mevedel/foo") && listing.contains(&digest));
     // Unavailable families have distinct messages, after preparation.
     let mut seen = std::collections::HashSet::new();
-    for addr in [
-        "agent://",
-        "history://root/reviewer",
-        "mcp://",
-        "shared://",
-        "shared://i",
-    ] {
+    for addr in ["mcp://", "shared://", "shared://i"] {
         let a = prepare(addr, Operation::Read, &f.ctx).unwrap();
         let Target::Unavailable(msg) = a.target else {
             panic!("{addr} is available")
@@ -484,8 +478,13 @@ fn families_read_through_attempts() {
         assert!(seen.insert(msg), "{addr}");
     }
     // Conversations are projected by Lisp at execution.
+    for addr in ["agent://", "agent://root/reviewer#/findings"] {
+        let a = prepare(addr, Operation::Read, &f.ctx).unwrap();
+        assert!(matches!(a.target, Target::Conversation), "{addr}");
+    }
     for addr in [
         "history://root",
+        "history://root/reviewer",
         "history://saved",
         "history://saved/s/segment-0001.chat.org",
     ] {

@@ -190,7 +190,7 @@ without resuming them; unavailable forms say why."
         (should (string-match-p "segment-0001.chat.org"
                                 (run "Glob" '(:pattern "*.org" :path "history://saved"))))
         (should (string-match-p "history://saved" (run "Read" (list :file_path "history://"))))
-        (should (string-match-p "no retained agents"
+        (should (string-match-p "No retained agent at /root/reviewer"
                                 (run "Read" '(:file_path "history://root/reviewer"))))
         (should (string-match-p "has no segment"
                                 (run "Read" `(:file_path ,(format "history://saved/%s/segment-0002.chat.org"

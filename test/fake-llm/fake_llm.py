@@ -54,6 +54,14 @@ Every request is appended to the JSON-lines log (--log): its path, body,
 arrival time ("t", seconds since the epoch), the step served, the fault or
 error served, the tool-call IDs handed out, the result IDs and echoed call
 IDs it carried (in its order) and any mismatches.
+Concurrent conversations (child agents): instead of "steps" a script may
+list "conversations", each {"match": TEXT, "steps": [...], "repeat": bool}.
+A request is served by the first conversation whose "match" occurs in its
+system prompt (one without "match" takes every other request); each has its
+own position and pending calls, and requests are answered in parallel.
+"sleep": SECONDS on a step holds its answer back that long (a slow model).
+The log entry names the conversation served ("conversation", its index).
+
 "{{name}}" placeholders in the script are replaced by --var name=value.
 
 The server binds 127.0.0.1 on a free port (or --port), prints "PORT <n>"
@@ -90,24 +98,57 @@ def substitute(value, variables):
     return value
 
 
-def load_script(path, variables):
-    """Read and check the script at PATH; return (steps, repeat)."""
-    with open(path, encoding="utf-8") as handle:
-        data = json.load(handle)
-    steps = data.get("steps") if isinstance(data, dict) else None
+def check_steps(path, steps, where):
+    """Raise ScriptError unless STEPS (of WHERE in PATH) is a list of valid steps."""
     if not isinstance(steps, list) or not steps:
-        raise ScriptError(f"{path}: expected an object with a non-empty \"steps\" list")
+        raise ScriptError(f"{path}: expected {where} to be a non-empty \"steps\" list")
     for index, step in enumerate(steps):
         if not isinstance(step, dict):
-            raise ScriptError(f"{path}: step {index} is not an object")
+            raise ScriptError(f"{path}: {where} step {index} is not an object")
         if not any(key in step for key in ("text", "tool_calls", "error", "fault")):
-            raise ScriptError(f"{path}: step {index} has no text, tool_calls, error or fault")
+            raise ScriptError(f"{path}: {where} step {index} has no text, tool_calls, error or fault")
         if "fault" in step and step["fault"] not in FAULTS:
-            raise ScriptError(f"{path}: step {index} has an unknown fault {step['fault']!r}")
+            raise ScriptError(f"{path}: {where} step {index} has an unknown fault {step['fault']!r}")
         for call in step.get("tool_calls", []):
             if not isinstance(call, dict) or "name" not in call:
-                raise ScriptError(f"{path}: step {index} has a tool call without a name")
-    return substitute(steps, variables), bool(data.get("repeat"))
+                raise ScriptError(f"{path}: {where} step {index} has a tool call without a name")
+
+
+def load_script(path, variables):
+    """Read and check the script at PATH; return its conversations.
+
+    Each is a dict with "match" (None: any request), "steps" and "repeat".
+    A plain script is one conversation that takes every request.
+    """
+    with open(path, encoding="utf-8") as handle:
+        data = json.load(handle)
+    if not isinstance(data, dict):
+        raise ScriptError(f"{path}: expected an object with \"steps\" or \"conversations\"")
+    if "conversations" in data:
+        conversations = data["conversations"]
+        if not isinstance(conversations, list) or not conversations:
+            raise ScriptError(f"{path}: \"conversations\" must be a non-empty list")
+    else:
+        conversations = [{"steps": data.get("steps"), "repeat": data.get("repeat")}]
+    result = []
+    for index, conversation in enumerate(conversations):
+        if not isinstance(conversation, dict):
+            raise ScriptError(f"{path}: conversation {index} is not an object")
+        check_steps(path, conversation.get("steps"), f"conversation {index}")
+        result.append({"match": substitute(conversation.get("match"), variables),
+                       "steps": substitute(conversation["steps"], variables),
+                       "repeat": bool(conversation.get("repeat"))})
+    return result
+
+
+def system_text(body, wire):
+    """Return the system prompt of request BODY."""
+    if wire == "anthropic":
+        return text_of(body.get("system"))
+    for message in body.get("messages") or []:
+        if message.get("role") == "system":
+            return text_of(message.get("content"))
+    return ""
 
 
 def chunks_of(text, parts):
@@ -126,7 +167,9 @@ def openai_results(body):
     """Return (results, user_text, echo) of the last turn of an OpenAI request.
 
     RESULTS lists (id, content, is_error) of the tool messages after the
-    last assistant message; USER_TEXT is the latest user message's text;
+    last assistant message (user messages between them, such as mail
+    joining a continued request, are passed over); USER_TEXT is the
+    latest user message's text;
     ECHO the IDs of the tool calls of the assistant message before them
     (None without one).
     """
@@ -137,8 +180,8 @@ def openai_results(body):
         role = message.get("role")
         if role == "tool":
             results.append((message.get("tool_call_id"), text_of(message.get("content")), None))
-        elif role == "user" and is_media_message(message):
-            continue  # a tool result's images, sent as the user's (the API's only way)
+        elif role == "user":
+            continue
         else:
             if role == "assistant" and results:
                 echo = [call.get("id") for call in message.get("tool_calls") or []]
@@ -215,15 +258,35 @@ def text_of(content):
 
 
 def ends_with_user_text(body):
-    """Return True when BODY's last message is the user's text (a new turn)."""
+    """Return True when BODY's last message is the user's text (a new turn).
+
+    Mail that joins a request continued after tool results (user text
+    made only of <agent-message> blocks right after the results)
+    continues the turn instead.
+    """
     messages = body.get("messages") or []
     if not messages or messages[-1].get("role") != "user" or is_media_message(messages[-1]):
         return False
     content = messages[-1].get("content")
-    if isinstance(content, str):
-        return True
-    return isinstance(content, list) and any(
-        isinstance(block, dict) and block.get("type") == "text" for block in content)
+    if not (isinstance(content, str) or (isinstance(content, list) and any(
+            isinstance(block, dict) and block.get("type") == "text" for block in content))):
+        return False
+    texts = []
+    for message in reversed(messages):
+        role = message.get("role")
+        if role == "assistant":
+            return True
+        if role == "tool":
+            break
+        blocks = message.get("content")
+        if isinstance(blocks, str):
+            texts.append(blocks)
+            continue
+        blocks = [block for block in blocks or [] if isinstance(block, dict)]
+        texts.extend(block.get("text", "") for block in blocks if block.get("type") == "text")
+        if any(block.get("type") == "tool_result" for block in blocks):
+            break
+    return not (texts and all(text.lstrip().startswith("<agent-message") for text in texts))
 
 
 def history_result_ids(body, wire):
@@ -320,19 +383,34 @@ def check_request(expected_ids, results, user_text, expect, echo=None):
 # The server
 
 
-class State:
-    """The script position shared by all request threads."""
+class Track:
+    """The position of one conversation of the script."""
 
-    def __init__(self, steps, log_path, delay, repeat=False):
+    def __init__(self, match, steps, repeat):
+        self.match = match
         self.steps = steps
         self.repeat = repeat
-        self.log_path = log_path
-        self.delay = delay
-        self.lock = threading.Lock()
         self.position = 0
         self.pending_ids = None  # IDs of the last tool-call step served
         self.served = 0  # times the current step was served ("times")
+
+
+class State:
+    """The script positions shared by all request threads."""
+
+    def __init__(self, conversations, log_path, delay):
+        self.tracks = [Track(c["match"], c["steps"], c["repeat"]) for c in conversations]
+        self.log_path = log_path
+        self.delay = delay
+        self.lock = threading.Lock()
         self.requests = 0
+
+    def track_for(self, system):
+        """Return (index, track) of the conversation serving SYSTEM, or (None, None)."""
+        for index, track in enumerate(self.tracks):
+            if track.match is None or track.match in system:
+                return index, track
+        return None, None
 
     def log(self, entry):
         if not self.log_path:
@@ -373,20 +451,27 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with state.lock:
             state.requests += 1
             number = state.requests
-            if state.repeat and state.position >= len(state.steps):
-                state.position = 0
-            index = state.position
             entry = {"n": number, "path": self.path, "wire": wire,
                      "stream": bool(body.get("stream") is True), "body": body}
-            if index >= len(state.steps):
+            conversation, track = state.track_for(system_text(body, wire))
+            entry["conversation"] = conversation
+            if track is None:
+                entry["mismatches"] = ["no conversation matches the system prompt"]
+                state.log(entry)
+                self.send_error_response(wire, 409, "no conversation matches the system prompt")
+                return
+            if track.repeat and track.position >= len(track.steps):
+                track.position = 0
+            index = track.position
+            if index >= len(track.steps):
                 entry["mismatches"] = ["script exhausted"]
                 state.log(entry)
                 self.send_error_response(wire, 409, f"script exhausted after {index} steps")
                 return
-            step = state.steps[index]
+            step = track.steps[index]
             results, user_text, echo = (openai_results(body) if wire == "openai"
                                         else anthropic_results(body))
-            pending = state.pending_ids
+            pending = track.pending_ids
             # A new user turn after calls that were settled (cancelled by
             # an abort, or after a crash) carries their results earlier
             # in the history: they answer no call of this request.
@@ -409,10 +494,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.send_error_response(wire, 409, "; ".join(problems))
                 return
             failing = "error" in step or "fault" in step
-            state.served += 1
-            if state.served >= int(step.get("times", 1)):
-                state.position += 1
-                state.served = 0
+            track.served += 1
+            if track.served >= int(step.get("times", 1)):
+                track.position += 1
+                track.served = 0
             calls = []
             for position, call in enumerate(step.get("tool_calls", [])):
                 prefix = "call_" if wire == "openai" else "toolu_"
@@ -424,9 +509,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 entry["served_tool_ids"] = []
                 entry["fault"] = step.get("fault") or f"http {step['error'].get('status', 500)}"
             else:
-                state.pending_ids = [call["id"] for call in calls] if calls else None
+                track.pending_ids = [call["id"] for call in calls] if calls else None
                 entry["served_tool_ids"] = [call["id"] for call in calls]
             state.log(entry)
+        if step.get("sleep"):
+            time.sleep(float(step["sleep"]))
         if "error" in step:
             error = step["error"]
             headers = {}
@@ -618,9 +705,10 @@ class Server(http.server.ThreadingHTTPServer):
         self.state = state
 
 
-def make_server(steps, log_path=None, delay=0.0, port=0, repeat=False):
-    """Return a bound (not yet serving) server for STEPS."""
-    return Server(("127.0.0.1", port), State(steps, log_path, delay, repeat))
+def make_server(steps, log_path=None, delay=0.0, port=0, repeat=False, conversations=None):
+    """Return a bound (not yet serving) server for STEPS (or CONVERSATIONS)."""
+    conversations = conversations or [{"match": None, "steps": steps, "repeat": repeat}]
+    return Server(("127.0.0.1", port), State(conversations, log_path, delay))
 
 
 def main(argv=None):
@@ -641,11 +729,11 @@ def main(argv=None):
             parser.error(f"--var needs NAME=VALUE, got {item!r}")
         variables[name] = value
     try:
-        steps, repeat = load_script(args.script, variables)
+        conversations = load_script(args.script, variables)
     except (OSError, ValueError, ScriptError) as err:
         print(f"fake_llm: {err}", file=sys.stderr)
         return 2
-    server = make_server(steps, args.log, args.delay, args.port, repeat)
+    server = make_server(None, args.log, args.delay, args.port, conversations=conversations)
     port = server.server_address[1]
     if args.port_file:
         with open(args.port_file, "w", encoding="utf-8") as handle:

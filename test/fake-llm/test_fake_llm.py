@@ -181,7 +181,7 @@ class ScriptTest(unittest.TestCase):
             json.dump({"steps": [{"text": "{{root}}/a"}]}, handle)
         try:
             self.assertEqual(fake_llm.load_script(handle.name, {"root": "/w"}),
-                             ([{"text": "/w/a"}], False))
+                             [{"match": None, "steps": [{"text": "/w/a"}], "repeat": False}])
         finally:
             os.unlink(handle.name)
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
@@ -191,6 +191,48 @@ class ScriptTest(unittest.TestCase):
                 fake_llm.load_script(handle.name, {})
         finally:
             os.unlink(handle.name)
+
+
+class ConversationTest(unittest.TestCase):
+    """Requests are routed by their system prompt and answered in parallel."""
+
+    def test_routing_and_parallel_answers(self):
+        conversations = [
+            {"match": "agent /root/slow", "steps": [{"text": "slow done", "sleep": 0.6}],
+             "repeat": False},
+            {"match": "agent /root/fast", "steps": [{"text": "fast done"}], "repeat": False},
+            {"match": None, "steps": [{"text": "root one"}, {"text": "root two"}],
+             "repeat": False}]
+        handle, log = tempfile.mkstemp(suffix=".jsonl")
+        os.close(handle)
+        server = fake_llm.make_server(None, log, delay=0, conversations=conversations)
+        port = server.server_address[1]
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        answers = {}
+
+        def ask(name, system):
+            answers[name] = post(port, "/v1/messages",
+                                 {"model": "m", "system": system,
+                                  "messages": [{"role": "user", "content": "go"}]})
+
+        try:
+            slow = threading.Thread(target=ask, args=("slow", "You are the agent /root/slow."))
+            slow.start()
+            ask("fast", "You are the agent /root/fast.")
+            # The fast child is answered while the slow one still sleeps.
+            self.assertTrue(slow.is_alive())
+            ask("root", "You are mevedel.")
+            slow.join()
+            self.assertIn("fast done", answers["fast"][1])
+            self.assertIn("slow done", answers["slow"][1])
+            self.assertIn("root one", answers["root"][1])
+            with open(log, encoding="utf-8") as stream:
+                served = sorted(json.loads(line)["conversation"] for line in stream)
+            self.assertEqual(served, [0, 1, 2])
+        finally:
+            server.shutdown()
+            server.server_close()
+            os.unlink(log)
 
 
 class HistoryTest(unittest.TestCase):

@@ -1,0 +1,1104 @@
+;;; mevedel-agent-runtime.el --- Retained child agents: spawn, mail, settlement  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; The retained agents of a session below its root (/root).  Each child
+;; is a conversation of its own: a chat made by `mevedel-chat-make-child'
+;; that shares the root's session (permissions, mailbox) and is driven
+;; through the same gptel path as the root's.  The child's identity is
+;; its canonical path (/root/NAME, /root/NAME/SUB); storage ids never
+;; reach the model.
+;;
+;; Lifecycle.  `mevedel-agent-spawn' validates the Agent call's inputs,
+;; reserves the canonical path (a handle in `preparing', absent from
+;; ListAgents and path resolution), freezes the configuration (backend,
+;; model, effort, system text, tools, context settings, working
+;; directory), runs `mevedel-agent-start-functions' once and
+;; `mevedel-agent-prompt-functions' on the task, copies the requested
+;; parent context and sends the task.  Only then is the path published.
+;; A failure on the way releases the reservation synchronously; a
+;; summary preparation cancelled with its Agent call suppresses its late
+;; callback.
+;;
+;; Capacity.  At most `mevedel-agent-capacity' non-root turns of one
+;; session are active at once, whatever their depth; the root uses no
+;; slot.  A turn that finds no slot waits, first come first served, and
+;; starts when one frees.  While a settlement runs no turn starts.
+;;
+;; Settlement.  Each turn (an invocation) settles exactly once, through
+;; one gate: completion, failure and interruption race for it and the
+;; first wins.  The complete payload and outcome are kept on the handle
+;; before the bounded RESULT record (`mevedel-agent-result-preview'
+;; characters) is appended to the spawn parent's mailbox, a durable,
+;; acknowledged write.  Then `mevedel-agent-stop-functions' run, the
+;; slot is released, the parent is woken (its WaitAgent, an idle
+;; root's background turn, an idle child's turn) and waiting turns are
+;; offered the free slots, oldest first.
+;;
+;; Mail.  SendMessage to an idle child starts a turn with the message
+;; as its task (or waits for a slot); to an active one, or to /root,
+;; it appends one MAIL record, drained before the recipient's next
+;; sample (mevedel-agent.el).  Self-mail never starts a turn.
+;; WaitAgent suspends its call until the caller has unread mail, the
+;; user queues input in the caller's chat, or the timeout passes.
+;;
+;; Roles and models come from mevedel-agent-roles.el
+;; (`mevedel-agent-role', `mevedel-agent-resolve-model',
+;; `mevedel-agent-parse-verdict'); a child's system text is built in
+;; one place, `mevedel-agent--system-text'.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'gptel)
+(require 'mevedel-agent)
+(require 'mevedel-chat)
+(require 'mevedel-history)
+(require 'mevedel-gptel)
+(require 'mevedel-session)
+(require 'mevedel-tool-registry)
+(require 'mevedel-transcript)
+(require 'mevedel-agent-roles)
+(require 'mevedel-prompt)
+
+(declare-function mevedel-agent-role "mevedel-agent-roles" (name directory))
+(declare-function mevedel-agent-resolve-model "mevedel-agent-roles" (spec workload inherited))
+(declare-function mevedel-agent-parse-verdict "mevedel-agent-roles" (text))
+
+(defgroup mevedel-agent nil
+  "Retained child agents."
+  :group 'mevedel
+  :prefix "mevedel-agent-")
+
+(defcustom mevedel-agent-capacity 10
+  "Most active child-agent turns of one session at once.
+The root agent uses no slot, so a session may run one more agent than
+this."
+  :type 'natnum)
+
+(defconst mevedel-agent-result-preview 32768
+  "Most characters of a payload a RESULT record carries.
+The complete payload stays on the agent's handle (agent://root/PATH).")
+
+(defconst mevedel-agent-wait-range '(10000 3600000 30000)
+  "WaitAgent's timeout in milliseconds: minimum, maximum, default.")
+
+(defconst mevedel-agent-name-limit 40
+  "Most characters of an agent name's base before a -N suffix.")
+
+(defvar mevedel-agent-start-functions nil
+  "Abnormal hook run once when a child agent is created (SubagentStart).
+Each function is called with the child's path, its task text and its
+role name (nil for the default role), before the task is sent.")
+
+(defvar mevedel-agent-stop-functions nil
+  "Abnormal hook run after each turn of a child agent settles (SubagentStop).
+Each function is called with the path, the outcome (`completed',
+`failed' or `interrupted') and the complete payload.  It observes: the
+agent stays retained.")
+
+(defvar mevedel-agent-prompt-functions nil
+  "Functions run on each task given to a child agent (UserPromptSubmit).
+Each is called with the child's path and the task text and returns nil
+to accept it, a string to use instead, or (block . REASON) to refuse
+it; a refused initial task fails the Agent call, a refused follow-up
+is not sent.")
+
+;;;; Handles and trees
+
+(cl-defstruct (mevedel-agent-handle (:constructor mevedel-agent--make-handle) (:copier nil))
+  "A retained child agent."
+  path parent role-name role config chat
+  ;; `preparing', `running', `waiting' (for a slot) or `idle'.
+  (status 'preparing)
+  outcome payload verdict (tool-calls 0)
+  ;; The running invocation, or nil.
+  turn
+  ;; The session's tree, and the spawn parent's chat (nil for an agent
+  ;; restored from a saved session) and Agent call ID (its handle row).
+  tree parent-chat spawn-id
+  ;; While preparing: a function cancelling the preparation.
+  cancel
+  ;; The session-relative file of its saved conversation, or nil.
+  transcript)
+
+(cl-defstruct (mevedel-agent--turn (:constructor mevedel-agent--make-turn) (:copier nil))
+  "One invocation of a retained agent: a task until its settlement."
+  handle text settled reason (samples 1) on-settle started)
+
+(cl-defstruct (mevedel-agent--tree (:constructor mevedel-agent--make-tree) (:copier nil))
+  "The agents of one session."
+  session
+  (agents (make-hash-table :test #'equal))
+  (active 0)
+  ;; Turns waiting for a slot, oldest first.
+  waiting
+  ;; Settlements running now.
+  (settling 0)
+  ;; Path -> (CALLBACK . TIMER) of a pending WaitAgent.
+  (waits (make-hash-table :test #'equal)))
+
+(defvar mevedel-agent--trees (make-hash-table :test #'equal)
+  "Session ID -> its `mevedel-agent--tree'.")
+
+(defun mevedel-agent--tree-of (session)
+  "Return the agent tree of SESSION, creating it."
+  (let ((key (mevedel-session-id session)))
+    (or (gethash key mevedel-agent--trees)
+        (puthash key (mevedel-agent--make-tree :session session) mevedel-agent--trees))))
+
+(defun mevedel-agent--path-of (chat)
+  "Return the canonical path of the agent talking in CHAT."
+  (or (mevedel-chat-agent chat) mevedel-agent-root))
+
+(defun mevedel-agent--handle (tree path)
+  "Return the published handle of PATH in TREE, or nil."
+  (when-let* ((handle (gethash path (mevedel-agent--tree-agents tree))))
+    (and (not (eq (mevedel-agent-handle-status handle) 'preparing)) handle)))
+
+(defun mevedel-agent--handles (tree)
+  "Return the published handles of TREE, sorted by path."
+  (let (handles)
+    (maphash (lambda (_ handle)
+               (unless (eq (mevedel-agent-handle-status handle) 'preparing)
+                 (push handle handles)))
+             (mevedel-agent--tree-agents tree))
+    (sort handles (lambda (a b) (string< (mevedel-agent-handle-path a)
+                                         (mevedel-agent-handle-path b))))))
+
+(defun mevedel-agent--forget-tree (session)
+  "Forget SESSION's agents, killing their conversations."
+  (when-let* (((mevedel-session-p session))
+              (tree (gethash (mevedel-session-id session) mevedel-agent--trees)))
+    (remhash (mevedel-session-id session) mevedel-agent--trees)
+    (maphash (lambda (_ handle)
+               (when-let* ((turn (mevedel-agent-handle-turn handle)))
+                 (setf (mevedel-agent--turn-settled turn) t))
+               (when-let* ((chat (mevedel-agent-handle-chat handle))
+                           (buffer (mevedel-chat-data-buffer chat)))
+                 (when (buffer-live-p buffer) (kill-buffer buffer))))
+             (mevedel-agent--tree-agents tree))
+    (maphash (lambda (_ wait) (when (timerp (cdr wait)) (cancel-timer (cdr wait))))
+             (mevedel-agent--tree-waits tree))))
+
+(add-hook 'mevedel-session-close-functions #'mevedel-agent--forget-tree)
+
+;;;; Names and paths
+
+(defun mevedel-agent-normalize-name (name)
+  "Return the base of an agent path for the free-form task NAME.
+Lowercase; runs outside [a-z0-9_-] become one hyphen; hyphens at
+either end go; the base is capped at `mevedel-agent-name-limit'
+characters, cut at the last hyphen when there is one; empty is
+\"agent\", \"root\" is \"agent-root\"."
+  (let* ((base (replace-regexp-in-string "[^a-z0-9_-]+" "-" (downcase name) t t))
+         (base (string-trim base "-+" "-+")))
+    (when (> (length base) mevedel-agent-name-limit)
+      (let* ((cut (substring base 0 mevedel-agent-name-limit))
+             (hyphen (string-match-p "-[^-]*\\'" cut)))
+        (setq base (string-trim-right (if (and hyphen (> hyphen 0)) (substring cut 0 hyphen) cut)
+                                      "-+"))))
+    (cond ((string-empty-p base) "agent")
+          ((equal base "root") "agent-root")
+          (t base))))
+
+(defun mevedel-agent--unique-path (tree parent base)
+  "Return the first free path PARENT/BASE, PARENT/BASE-2, ... in TREE.
+Retained and preparing siblings both occupy their paths."
+  (let* ((stem (concat parent "/" base))
+         (path stem)
+         (n 1))
+    (while (gethash path (mevedel-agent--tree-agents tree))
+      (setq n (1+ n) path (format "%s-%d" stem n)))
+    path))
+
+(defconst mevedel-agent--path-regexp "\\`/root\\(?:/[a-z0-9_-]+\\)+\\'"
+  "A canonical child path.")
+
+(defun mevedel-agent-resolve-path (tree caller target)
+  "Return the retained handle TARGET names in TREE, seen from CALLER's path.
+TARGET is canonical (/root/...) or relative to CALLER (a/b).  Signal
+`user-error' for a malformed path or one no retained agent has."
+  (let ((path (cond ((not (stringp target)) nil)
+                    ((string-prefix-p "/" target) target)
+                    (t (concat caller "/" target)))))
+    (cond ((equal path mevedel-agent-root) nil)
+          ((not (and path (string-match-p mevedel-agent--path-regexp path)))
+           (user-error "`%s' is not an agent path (use the canonical /root/NAME a call returned)"
+                       target))
+          ((mevedel-agent--handle tree path))
+          (t (user-error "No retained agent at %s (ListAgents lists them)" path)))))
+
+;;;; Frozen configuration
+
+(defconst mevedel-agent-config-keys
+  '(:backend :model :effort :system :tools :context :directory :role :max-turns :params)
+  "Every key of a frozen agent configuration, exactly once each.")
+
+(defun mevedel-agent-check-config (config)
+  "Return CONFIG, a frozen configuration plist, or signal `error'.
+Unknown, duplicate or missing keys are refused, so that a restored
+configuration is exactly what was frozen."
+  (unless (and (proper-list-p config) (cl-evenp (length config)))
+    (error "An agent configuration is a plist, not %S" config))
+  (let ((keys (cl-loop for (key _) on config by #'cddr collect key)))
+    (dolist (key keys)
+      (unless (memq key mevedel-agent-config-keys)
+        (error "Unknown key %s in an agent configuration" key))
+      (when (memq key (cdr (memq key keys)))
+        (error "Key %s appears twice in an agent configuration" key)))
+    (dolist (key mevedel-agent-config-keys)
+      (unless (memq key keys)
+        (error "Key %s is missing from an agent configuration" key))))
+  config)
+
+(defun mevedel-agent--system-text (parent path role)
+  "Return the system text of the child PATH of chat PARENT with ROLE.
+The default role (ROLE nil) inherits PARENT's effective instructions;
+a named role's are its `:system-components' (mevedel-prompt.el) and
+then its `:prompt'.  Either way a section naming the agent and its
+reporting duty follows."
+  (let ((body (if (null role)
+                  (or (mevedel-chat-frozen-system parent) (mevedel-prompt-system-text parent))
+                (mapconcat #'identity
+                           (delq nil (list (mevedel-prompt-whole-text
+                                            parent (plist-get role :system-components))
+                                           (plist-get role :prompt)))
+                           "\n\n"))))
+    (format "%s\n\nYou are the retained agent %s, working for %s. The user's message is your \
+task; your final answer is returned to %s as your result, so make it a complete, compact report \
+(list measurements as labelled items: scenario, metric, value, unit, runs). SendMessage reaches \
+other agents by path; ListAgents lists them."
+            body path (mevedel-agent--parent-path path) (mevedel-agent--parent-path path))))
+
+(defun mevedel-agent--parent-path (path)
+  "Return the path of PATH's spawn parent."
+  (substring path 0 (string-match-p "/[^/]*\\'" path)))
+
+(defconst mevedel-agent-delegation-tools '("Agent" "WaitAgent" "InterruptAgent")
+  "The control bundle that possessing Agent grants.")
+
+(defconst mevedel-agent-named-role-tools '("SendMessage" "ListAgents")
+  "Tools every named role gets.")
+
+(defun mevedel-agent--tools (parent role)
+  "Return the gptel tools of a child of chat PARENT with ROLE.
+The default role (nil, or `:tools' t) inherits PARENT's; a named role
+lists its own (registered tools by name) and gets SendMessage and
+ListAgents; Agent comes with WaitAgent and InterruptAgent, and a role
+that may not delegate has none of them."
+  (let* ((inherited (mevedel-chat-tools parent))
+         (names (if (or (null role) (eq (plist-get role :tools) t))
+                    (mapcar #'gptel-tool-name inherited)
+                  (append (plist-get role :tools) mevedel-agent-named-role-tools)))
+         (names (if (and role (not (plist-get role :delegate)))
+                    (cl-set-difference names mevedel-agent-delegation-tools :test #'equal)
+                  (if (member "Agent" names)
+                      (append names mevedel-agent-delegation-tools)
+                    names)))
+         (names (cl-remove-duplicates names :test #'equal :from-end t)))
+    (delq nil (mapcar (lambda (name)
+                        (or (cl-find name inherited :key #'gptel-tool-name :test #'equal)
+                            (when-let* ((tool (cl-find name (mevedel-tool-all)
+                                                       :key #'mevedel-tool-name :test #'equal)))
+                              (mevedel-tool-gptel-tool tool))))
+                      names))))
+
+(defun mevedel-agent--directory (parent value)
+  "Return the working directory that VALUE names for a child of chat PARENT.
+VALUE is absolute or relative to PARENT's directory; nil inherits it.
+It must exist, symlinks resolved, inside the workspace or a registered
+Git worktree of its repository; otherwise `user-error'."
+  (let ((base (buffer-local-value 'default-directory (mevedel-chat-data-buffer parent))))
+    (if (or (null value) (string-empty-p value))
+        base
+      (let ((dir (file-name-as-directory (expand-file-name value base))))
+        (unless (file-directory-p dir)
+          (user-error "The working_directory %s does not exist" value))
+        (let ((true (file-name-as-directory (file-truename dir))))
+          (unless (cl-some (lambda (root) (file-in-directory-p true root))
+                           (cons (file-truename (mevedel-chat-root parent))
+                                 (mevedel-agent--worktrees (mevedel-chat-root parent))))
+            (user-error "The working_directory %s is outside the workspace and its Git worktrees"
+                        value))
+          true)))))
+
+(defun mevedel-agent--worktrees (root)
+  "Return the truenames of the Git worktrees of the repository at ROOT."
+  (with-temp-buffer
+    (let ((default-directory root))
+      (when (eq 0 (ignore-errors (process-file "git" nil t nil "worktree" "list" "--porcelain")))
+        (goto-char (point-min))
+        (let (dirs)
+          (while (re-search-forward "^worktree \\(.+\\)$" nil t)
+            (push (file-truename (file-name-as-directory (match-string 1))) dirs))
+          dirs)))))
+
+(defun mevedel-agent--context-mode (value)
+  "Return the context mode VALUE names: `none', `all', `summary' or a count.
+Signal `user-error' for anything else."
+  (cond ((or (null value) (equal value "none")) 'none)
+        ((equal value "all") 'all)
+        ((equal value "summary") 'summary)
+        ((and (stringp value) (string-match-p "\\`[1-9][0-9]*\\'" value))
+         (string-to-number value))
+        (t (user-error "The context must be none, all, summary or a positive number of turns, not %S"
+                       value))))
+
+;;;; Context copies
+
+(defun mevedel-agent--copy-context (parent child mode)
+  "Copy the dialogue of chat PARENT that MODE names into chat CHILD's buffer.
+`all' copies PARENT's effective conversation, a number N the
+compaction summary (when there is one) and the last N turns; the text
+keeps gptel's properties, so the copy is a conversation."
+  (let* ((from (mevedel-chat-data-buffer parent))
+         (pieces
+          (with-current-buffer from
+            (pcase mode
+              ('all (list (buffer-substring (point-min) (point-max))))
+              ((pred integerp)
+               (let* ((turns (mevedel-chat-turns parent))
+                      (turn (nth (1- (min mode (length turns))) turns))
+                      (start (if turn (marker-position (plist-get turn :start)) (point-min)))
+                      (summary (text-property-any (point-min) start 'mevedel-notice 'compaction)))
+                 (delq nil (list (and summary
+                                      (buffer-substring
+                                       summary (or (text-property-not-all
+                                                    summary start 'mevedel-notice 'compaction)
+                                                   start)))
+                                 (buffer-substring start (point-max))))))))))
+    (with-current-buffer (mevedel-chat-data-buffer child)
+      (goto-char (point-max))
+      (dolist (piece pieces) (insert piece)))))
+
+(defconst mevedel-agent-summary-prompt
+  "Write a handoff summary of the conversation below for an agent that will do this task:\n\n%s\n\n\
+Keep what the agent needs: decisions, constraints, file names, findings. Leave out the rest."
+  "The request of a `summary' context; %s is the task.")
+
+(defun mevedel-agent--summarize (parent task done)
+  "Summarise chat PARENT's conversation for TASK; call DONE with the text or nil.
+Return a function that cancels the request; a cancelled request never
+calls DONE."
+  (let* ((buffer (mevedel-chat-data-buffer parent))
+         (text (mevedel-history-project buffer))
+         (cancelled nil)
+         (work (generate-new-buffer " *mevedel-agent-summary*")))
+    (with-current-buffer work
+      (setq-local gptel-backend (mevedel-chat-backend-effective parent)
+                  gptel-model (mevedel-chat-model-effective parent)
+                  gptel-use-tools nil)
+      (gptel-request (concat (format mevedel-agent-summary-prompt task) "\n\n" text)
+        :buffer work
+        :system "You write handoff summaries of coding conversations."
+        :stream nil
+        :callback (lambda (response _info)
+                    (unless (or cancelled (not (or (stringp response) (null response))))
+                      (setq cancelled t)
+                      (kill-buffer work)
+                      (funcall done (and (stringp response) response))))))
+    (lambda ()
+      (unless cancelled
+        (setq cancelled t)
+        (when (buffer-live-p work)
+          (ignore-errors (gptel-abort work))
+          (kill-buffer work))))))
+
+(defun mevedel-agent--insert-background (child summary)
+  "Put SUMMARY in chat CHILD's buffer as a labelled Task background block."
+  (with-current-buffer (mevedel-chat-data-buffer child)
+    (goto-char (point-max))
+    (insert (gptel-prompt-prefix-string)
+            "[Task background: a summary of the delegating conversation, for reference only]\n"
+            (string-trim summary) "\n")))
+
+;;;; Spawning
+
+(defun mevedel-agent--string-arg (args key &optional required)
+  "Return the string ARGS has under KEY, or nil; REQUIRED refuses blanks."
+  (let ((value (plist-get args key)))
+    (cond ((and (stringp value) (not (string-blank-p value))) value)
+          (required (user-error "The argument %s must be a non-empty string" (substring (symbol-name key) 1)))
+          ((or (null value) (eq value :null) (equal value "")) nil)
+          ((stringp value) nil)
+          (t (user-error "The argument %s must be a string" (substring (symbol-name key) 1))))))
+
+(defun mevedel-agent--prompt-hooks (path text)
+  "Run `mevedel-agent-prompt-functions' on TEXT for PATH; return the task.
+Signal `user-error' when a hook blocks it."
+  (dolist (function mevedel-agent-prompt-functions text)
+    (pcase (funcall function path text)
+      ('nil)
+      ((and (pred stringp) replacement) (setq text replacement))
+      (`(block . ,reason) (user-error "The task for %s was blocked: %s" path reason)))))
+
+(defun mevedel-agent--inherited-model (parent)
+  "Return the model plist of chat PARENT (:backend :model :effort)."
+  (list :backend (mevedel-chat-backend-effective parent)
+        :model (mevedel-chat-model-effective parent)
+        :effort (and (boundp 'gptel-reasoning-effort)
+                     (buffer-local-value 'gptel-reasoning-effort
+                                         (mevedel-chat-data-buffer parent)))))
+
+(defun mevedel-agent-spawn (chat args &optional on-settle)
+  "Create a retained child of the agent of CHAT for the Agent call ARGS.
+ARGS is the plist the Agent tool receives (:task_name :message :role
+:context :model :effort :working_directory).  ON-SETTLE, if non-nil,
+is called once with (PATH OUTCOME PAYLOAD) when the child's first turn
+settles.  Return the canonical path; the turn runs, or waits for a
+slot, on its own.  Invalid inputs signal `user-error' before anything
+is reserved."
+  (mevedel-agent--spawn chat args on-settle nil))
+
+(defun mevedel-agent--spawn (chat args on-settle on-ready &optional spawn-id)
+  "Create the child of CHAT for ARGS, calling ON-SETTLE when its turn settles.
+See `mevedel-agent-spawn'.
+ON-READY, if non-nil, is called with the path (nil when preparation
+failed), whether the turn waits for a slot and the failure message,
+once the child is dispatched; SPAWN-ID is the Agent call's ID, whose
+row shows the handle.  Return the path, reserved and maybe still
+preparing (a `summary' context: see
+`mevedel-agent-cancel-preparation')."
+  (let* ((session (mevedel-chat-session chat))
+         (task-name (mevedel-agent--string-arg args :task_name t))
+         (message (mevedel-agent--string-arg args :message t))
+         (role-name (mevedel-agent--string-arg args :role))
+         (role (mevedel-agent-role role-name (mevedel-chat-root chat)))
+         (mode (mevedel-agent--context-mode (mevedel-agent--string-arg args :context)))
+         (directory (mevedel-agent--directory chat (mevedel-agent--string-arg args :working_directory)))
+         (model (mevedel-agent-resolve-model
+                 (or (mevedel-agent--string-arg args :model) (plist-get role :model))
+                 (plist-get role :workload)
+                 (mevedel-agent--inherited-model chat)))
+         (effort (or (let ((e (mevedel-agent--string-arg args :effort))) (and e (intern e)))
+                     (plist-get role :effort) (plist-get model :effort)))
+         (tree (mevedel-agent--tree-of session))
+         (parent-path (mevedel-agent--path-of chat))
+         (path (mevedel-agent--unique-path tree parent-path
+                                           (mevedel-agent-normalize-name task-name)))
+         (handle (mevedel-agent--make-handle :path path :parent parent-path :role-name role-name
+                                             :role role :parent-chat chat :spawn-id spawn-id
+                                             :tree tree)))
+    ;; The reservation: the path is taken, but nobody sees it yet.
+    (puthash path handle (mevedel-agent--tree-agents tree))
+    (condition-case err
+        (let* ((child (mevedel-chat-make-child chat path directory))
+               (config (mevedel-agent-check-config
+                        (list :backend (plist-get model :backend) :model (plist-get model :model)
+                              :effort effort
+                              :system (mevedel-agent--system-text chat path role)
+                              :tools (mevedel-agent--tools chat role)
+                              :context mode :directory directory :role role-name
+                              :max-turns (plist-get role :max-turns) :params nil))))
+          (setf (mevedel-agent-handle-chat handle) child
+                (mevedel-agent-handle-config handle) config
+                (mevedel-chat-backend child) (plist-get config :backend)
+                (mevedel-chat-model child) (plist-get config :model)
+                (mevedel-chat-frozen-system child) (plist-get config :system)
+                (mevedel-chat-frozen-tools child) (plist-get config :tools))
+          (with-current-buffer (mevedel-chat-data-buffer child)
+            (setq-local mevedel-session-agent path)
+            (when (boundp 'gptel-reasoning-effort)
+              (set (make-local-variable 'gptel-reasoning-effort) effort)))
+          (mevedel-chat-observe child (lambda (event _chat &rest records)
+                                        (mevedel-agent--child-event handle event records)))
+          (run-hook-with-args 'mevedel-agent-start-functions path message role-name)
+          (let ((task (mevedel-agent--prompt-hooks path message))
+                (dispatch (lambda (task)
+                            (let ((waiting (mevedel-agent--activate handle task on-settle)))
+                              (when on-ready (funcall on-ready path waiting nil))))))
+            (if (not (eq mode 'summary))
+                (progn
+                  (unless (eq mode 'none) (mevedel-agent--copy-context chat child mode))
+                  (funcall dispatch task))
+              (setf (mevedel-agent-handle-cancel handle)
+                    (mevedel-agent--summarize
+                chat task
+                (lambda (summary)
+                  (condition-case err
+                      (if (not summary)
+                          (error "The handoff summary request failed")
+                        (mevedel-agent--insert-background child summary)
+                        (funcall dispatch task))
+                    (error (mevedel-agent--release-reservation tree handle)
+                           (when on-ready (funcall on-ready nil nil (error-message-string err))))))))))
+          path)
+      (error
+       (mevedel-agent--release-reservation tree handle)
+       (signal (car err) (cdr err))))))
+
+(defun mevedel-agent-cancel-preparation (chat path)
+  "Cancel the running preparation of the child PATH of CHAT's session.
+The reservation goes at once and the preparation's late callback is
+suppressed."
+  (when-let* ((tree (gethash (mevedel-session-id (mevedel-chat-session chat)) mevedel-agent--trees))
+              (handle (gethash path (mevedel-agent--tree-agents tree)))
+              ((eq (mevedel-agent-handle-status handle) 'preparing)))
+    (when (mevedel-agent-handle-cancel handle)
+      (funcall (mevedel-agent-handle-cancel handle)))
+    (mevedel-agent--release-reservation tree handle)))
+
+(defun mevedel-agent--release-reservation (tree handle)
+  "Drop HANDLE's reservation in TREE and its conversation."
+  (when (eq (gethash (mevedel-agent-handle-path handle) (mevedel-agent--tree-agents tree)) handle)
+    (remhash (mevedel-agent-handle-path handle) (mevedel-agent--tree-agents tree)))
+  (when-let* ((chat (mevedel-agent-handle-chat handle))
+              (buffer (mevedel-chat-data-buffer chat)))
+    (when (buffer-live-p buffer) (kill-buffer buffer)))
+  (mevedel-agent--offer tree))
+
+;;;; Turns and capacity
+
+(defun mevedel-agent--tree-of-handle (handle)
+  "Return the tree HANDLE belongs to."
+  (mevedel-agent-handle-tree handle))
+
+(defun mevedel-agent--activate (handle text on-settle)
+  "Start a turn of HANDLE with TEXT, or queue it for a slot.
+ON-SETTLE is called when it settles.  Return non-nil when it waits."
+  (let* ((tree (mevedel-agent--tree-of-handle handle))
+         (turn (mevedel-agent--make-turn :handle handle :text text :on-settle on-settle)))
+    (setf (mevedel-agent-handle-turn handle) turn
+          (mevedel-agent-handle-outcome handle) nil
+          (mevedel-agent-handle-payload handle) nil
+          (mevedel-agent-handle-verdict handle) nil)
+    (if (and (< (mevedel-agent--tree-active tree) mevedel-agent-capacity)
+             (zerop (mevedel-agent--tree-settling tree))
+             (null (mevedel-agent--tree-waiting tree)))
+        (progn (mevedel-agent--start tree turn) nil)
+      (setf (mevedel-agent-handle-status handle) 'waiting
+            (mevedel-agent--tree-waiting tree) (append (mevedel-agent--tree-waiting tree)
+                                                       (list turn)))
+      (unless (mevedel-chat-store (mevedel-agent-handle-chat handle))
+        (mevedel-agent--give-store handle (mevedel-agent-handle-chat handle)))
+      (mevedel-agent--save-registry tree)
+      (mevedel-agent--refresh handle)
+      t)))
+
+(defun mevedel-agent--start (tree turn)
+  "Start TURN in TREE, taking a slot.
+A start that fails gives the slot back and settles TURN as failed."
+  (let* ((handle (mevedel-agent--turn-handle turn))
+         (chat (mevedel-agent-handle-chat handle)))
+    (cl-incf (mevedel-agent--tree-active tree))
+    (setf (mevedel-agent--turn-started turn) t
+          (mevedel-agent-handle-status handle) 'running)
+    (condition-case err
+        (progn
+          (mevedel-chat-send chat (mevedel-agent--turn-text turn)
+                             :on-done (lambda (_chat outcome)
+                                        (mevedel-agent--turn-ended turn outcome)))
+          ;; After dispatch (the request is on its way meanwhile; a new
+          ;; store takes a while to make): the conversation is on disk
+          ;; before the registry names the agent active.
+          (unless (mevedel-chat-store chat)
+            (mevedel-agent--give-store handle chat))
+          (when (mevedel-chat-store chat)
+            (mevedel-chat-checkpoint chat '(("turn-open" . "1")) t))
+          (mevedel-agent--save-registry tree))
+      (error (mevedel-agent--settle turn 'failed
+                                    (format "The turn could not start: %s"
+                                            (error-message-string err)))))
+    (mevedel-agent--refresh handle)))
+
+(defun mevedel-agent--offer (tree)
+  "Start the waiting invocations of TREE, oldest first, while slots are free."
+  (while (and (mevedel-agent--tree-waiting tree)
+              (zerop (mevedel-agent--tree-settling tree))
+              (< (mevedel-agent--tree-active tree) mevedel-agent-capacity))
+    (let ((turn (pop (mevedel-agent--tree-waiting tree))))
+      (unless (mevedel-agent--turn-settled turn)
+        (mevedel-agent--start tree turn)))))
+
+(defun mevedel-agent--child-event (handle event records)
+  "Add a finished tool batch of HANDLE's conversation to its count.
+EVENT is the conversation's event, RECORDS its arguments."
+  (when (eq event 'tool-results)
+    (cl-incf (mevedel-agent-handle-tool-calls handle) (length (car records)))
+    (mevedel-agent--refresh handle)))
+
+;;;; Settlement
+
+(defun mevedel-agent--final-response (chat &optional all)
+  "Return the text of the last response of CHAT's latest turn.
+With ALL, return every response of the turn, for partial work."
+  (let* ((start (mevedel-chat-turn-start chat))
+         (segments (mevedel-history-segments (mevedel-chat-data-buffer chat)
+                                             (and start (marker-position start))))
+         (responses (cl-remove-if-not (lambda (s) (eq (plist-get s :type) 'response)) segments)))
+    (string-trim
+     (if all
+         (mapconcat (lambda (s) (plist-get s :text)) responses "\n\n")
+       (or (plist-get (car (last responses)) :text) "")))))
+
+(defun mevedel-agent--turn-ended (turn outcome)
+  "Settle TURN, whose chat turn ended with OUTCOME (`done', `error', `abort')."
+  (let* ((handle (mevedel-agent--turn-handle turn))
+         (chat (mevedel-agent-handle-chat handle))
+         (reason (mevedel-agent--turn-reason turn)))
+    (pcase outcome
+      ((guard (eq reason 'max-turns))
+       (mevedel-agent--settle
+        turn 'completed
+        (format "%s\n\n[Stopped before a final answer: the agent reached its limit of %d turns]"
+                (mevedel-agent--final-response chat)
+                (plist-get (mevedel-agent-handle-config handle) :max-turns))))
+      ('done (mevedel-agent--settle turn 'completed (mevedel-agent--final-response chat)))
+      ('error (mevedel-agent--settle turn 'failed
+                                     (format "The agent's request failed: %s"
+                                             (or (mevedel-chat-status-detail chat) "unknown error"))))
+      (_ (mevedel-agent--settle turn 'interrupted (mevedel-agent--interrupted-payload turn))))))
+
+(defun mevedel-agent--interrupted-payload (turn)
+  "Return the payload of the interrupted TURN: its reason and partial work."
+  (let* ((handle (mevedel-agent--turn-handle turn))
+         (partial (if (mevedel-agent--turn-started turn)
+                      (mevedel-agent--final-response (mevedel-agent-handle-chat handle) t)
+                    ""))
+         (partial (if (> (length partial) 4000)
+                      (concat "…" (substring partial (- (length partial) 4000)))
+                    partial)))
+    (concat (format "Interrupted: %s." (or (mevedel-agent--turn-reason turn) "interrupted"))
+            (if (string-empty-p partial) "" (concat "\nPartial work:\n" partial)))))
+
+(defun mevedel-agent--settle (turn outcome payload)
+  "Settle TURN with OUTCOME and PAYLOAD, once; later attempts do nothing.
+Return non-nil when this call settled it."
+  (unless (mevedel-agent--turn-settled turn)
+    (setf (mevedel-agent--turn-settled turn) t)
+    (let* ((handle (mevedel-agent--turn-handle turn))
+           (tree (mevedel-agent--tree-of-handle handle))
+           (session (mevedel-agent--tree-session tree))
+           (path (mevedel-agent-handle-path handle))
+           (parent (mevedel-agent-handle-parent handle)))
+      (cl-incf (mevedel-agent--tree-settling tree))
+      (unwind-protect
+          (progn
+            (when (mevedel-agent--turn-started turn)
+              (cl-decf (mevedel-agent--tree-active tree)))
+            (setf (mevedel-agent--tree-waiting tree) (delq turn (mevedel-agent--tree-waiting tree))
+                  (mevedel-agent-handle-turn handle) nil
+                  (mevedel-agent-handle-status handle) 'idle
+                  (mevedel-agent-handle-outcome handle) outcome
+                  (mevedel-agent-handle-payload handle) payload
+                  (mevedel-agent-handle-verdict handle)
+                  (and (plist-get (mevedel-agent-handle-role handle) :verdict)
+                       (mevedel-agent-parse-verdict payload)))
+            (mevedel-agent--cancel-wait tree path)
+            (mevedel-agent--save-registry tree)
+            ;; The complete payload is on the handle and saved: publish
+            ;; the preview.
+            (let ((id (condition-case err
+                          (mevedel-agent--post session parent "RESULT"
+                                               (mevedel-agent--preview payload) path
+                                               `(("outcome" ,(symbol-name outcome))))
+                        (error (display-warning 'mevedel (format "The result of %s is lost: %s"
+                                                                 path (error-message-string err)))
+                               nil))))
+              (mevedel-agent--hand-on-executions session path parent)
+              (dolist (function mevedel-agent-stop-functions)
+                (condition-case err
+                    (funcall function path outcome payload)
+                  (error (display-warning 'mevedel (format "A stop hook of %s failed: %s"
+                                                           path (error-message-string err))))))
+              (when-let* ((on-settle (mevedel-agent--turn-on-settle turn)))
+                (funcall on-settle path outcome payload))
+              (mevedel-agent--refresh handle)
+              (when id (mevedel-agent--arrived tree parent id path))))
+        (cl-decf (mevedel-agent--tree-settling tree)))
+      (mevedel-agent--offer tree)
+      t)))
+
+(defun mevedel-agent--hand-on-executions (session path parent)
+  "Move the unread EXECUTION records of PATH in SESSION to PARENT's mailbox.
+Completions of the agent's yielded commands that it did not read
+before its answer reach its spawn parent, attributed to it; they wake
+nobody."
+  (when-let* ((store (mevedel-session-store session))
+              (left (cl-remove-if-not (lambda (m) (equal (plist-get m :kind) "EXECUTION"))
+                                      (mevedel-core-mailbox-unread store path))))
+    (dolist (message left)
+      (mevedel-agent--post session parent "EXECUTION" (plist-get message :payload) path
+                           (plist-get message :attrs)))
+    (mevedel-core-mailbox-deliver store (mapcar (lambda (m) (plist-get m :id)) left))))
+
+(defun mevedel-agent--preview (payload)
+  "Return PAYLOAD bounded for a RESULT record."
+  (if (> (length payload) mevedel-agent-result-preview)
+      (concat (substring payload 0 mevedel-agent-result-preview)
+              "\n[…the complete result is at agent://root/…; this is its beginning]")
+    payload))
+
+;;;; Mail
+
+(defun mevedel-agent--post (session recipient kind payload sender &optional attrs)
+  "Append PAYLOAD of KIND from SENDER to RECIPIENT's mailbox in SESSION.
+The write is durable and acknowledged: on failure nothing was queued
+and the error is signalled.  Return the record's id."
+  (let ((store (condition-case err
+                   (mevedel-session-store-handle session)
+                 (error (user-error "The session has no mailbox: %s" (error-message-string err))))))
+    (mevedel-core-mailbox-post store recipient kind payload sender attrs)))
+
+(defun mevedel-agent--arrived (tree recipient id sender)
+  "React to the record ID from SENDER now in RECIPIENT's mailbox in TREE.
+A pending WaitAgent of RECIPIENT wakes; else an idle root gets a
+background turn, and an idle child (not mailing itself) a turn."
+  (cond
+   ((gethash recipient (mevedel-agent--tree-waits tree))
+    (mevedel-agent--release-wait tree recipient (format "mail from %s" sender)))
+   ((equal sender recipient))
+   ((equal recipient mevedel-agent-root)
+    (mevedel-agent--note-wake (mevedel-session-id (mevedel-agent--tree-session tree)) (list id)))
+   ((when-let* ((handle (mevedel-agent--handle tree recipient))
+                ((mevedel-agent-handle-chat handle))
+                ((eq (mevedel-agent-handle-status handle) 'idle)))
+      (mevedel-agent--activate handle mevedel-agent-wake-prompt nil)))))
+
+(defun mevedel-agent-send (chat target message)
+  "Send MESSAGE from the agent of CHAT to the agent TARGET (SendMessage).
+Return `started', `queued' or `waiting' (for a slot).  An idle child
+starts a turn with MESSAGE as its task; an active one, /root and the
+sender itself get a MAIL record."
+  (unless (and (stringp message) (not (string-blank-p message)))
+    (user-error "The message must be a non-empty string"))
+  (let* ((session (mevedel-chat-session chat))
+         (tree (mevedel-agent--tree-of session))
+         (sender (mevedel-agent--path-of chat))
+         (handle (mevedel-agent-resolve-path tree sender target))
+         (recipient (if handle (mevedel-agent-handle-path handle) mevedel-agent-root)))
+    (when (and handle (not (equal recipient sender)))
+      (mevedel-agent--hydrate handle))
+    (if (and handle (eq (mevedel-agent-handle-status handle) 'idle)
+             (not (equal recipient sender)))
+        (let ((task (mevedel-agent--prompt-hooks recipient message)))
+          (if (mevedel-agent--activate handle task nil) 'waiting 'started))
+      (let ((id (mevedel-agent--post session recipient "MAIL" message sender)))
+        (mevedel-agent--arrived tree recipient id sender)
+        (if (and handle (eq (mevedel-agent-handle-status handle) 'waiting)) 'waiting 'queued)))))
+
+;;;; Waiting
+
+(defun mevedel-agent-wait (chat timeout-ms callback)
+  "Call CALLBACK with the wake reason once the agent of CHAT has mail.
+Unread mail wakes it at once; user input queued in CHAT and
+TIMEOUT-MS (clamped to `mevedel-agent-wait-range', nil for the
+default) also wake it; a timeout is a success.  Return a function
+that cancels the wait."
+  (pcase-let* ((`(,low ,high ,default) mevedel-agent-wait-range)
+               (ms (min high (max low (or timeout-ms default))))
+               (tree (mevedel-agent--tree-of (mevedel-chat-session chat)))
+               (path (mevedel-agent--path-of chat))
+               (store (mevedel-agent--store chat)))
+    (if-let* ((unread (and store (mevedel-agent-unread store path))))
+        (progn (funcall callback (format "mail from %s" (mevedel-agent--sender (car unread))))
+               #'ignore)
+      (mevedel-agent--cancel-wait tree path)
+      (let* ((observer nil)
+             (entry (list callback
+                          (run-at-time (/ ms 1000.0) nil #'mevedel-agent--release-wait tree path
+                                       (format "timed out after %d ms" ms))
+                          nil)))
+        (setq observer (lambda (event _chat &rest _)
+                         (when (eq event 'queued)
+                           (mevedel-agent--release-wait tree path "the user sent a message"))))
+        (setf (nth 2 entry) (lambda () (mevedel-chat-unobserve chat observer)))
+        (mevedel-chat-observe chat observer)
+        (puthash path entry (mevedel-agent--tree-waits tree))
+        (lambda () (mevedel-agent--cancel-wait tree path))))))
+
+(defun mevedel-agent--cancel-wait (tree path)
+  "Drop PATH's pending wait in TREE without calling it; return its callback."
+  (when-let* ((entry (gethash path (mevedel-agent--tree-waits tree))))
+    (remhash path (mevedel-agent--tree-waits tree))
+    (when (timerp (nth 1 entry)) (cancel-timer (nth 1 entry)))
+    (when (nth 2 entry) (funcall (nth 2 entry)))
+    (car entry)))
+
+(defun mevedel-agent--release-wait (tree path reason)
+  "Release PATH's pending wait in TREE with REASON, the registration first."
+  (when-let* ((callback (mevedel-agent--cancel-wait tree path)))
+    (funcall callback reason)))
+
+;;;; Interrupting
+
+(defun mevedel-agent-interrupt (chat target &optional reason)
+  "Interrupt the current turn of the agent TARGET, seen from CHAT's agent.
+REASON (default \"interrupted\") is recorded.  Never recursive: the
+target's children go on.  Return its activity before the request:
+`idle', `running' or `waiting'."
+  (let* ((tree (mevedel-agent--tree-of (mevedel-chat-session chat)))
+         (caller (mevedel-agent--path-of chat))
+         (handle (or (mevedel-agent-resolve-path tree caller target)
+                     (user-error "/root cannot be interrupted by InterruptAgent")))
+         (status (mevedel-agent-handle-status handle))
+         (turn (mevedel-agent-handle-turn handle)))
+    (when (equal (mevedel-agent-handle-path handle) caller)
+      (user-error "An agent cannot interrupt itself"))
+    (mevedel-agent--cancel-wait tree (mevedel-agent-handle-path handle))
+    (when (and turn (not (mevedel-agent--turn-settled turn)))
+      (setf (mevedel-agent--turn-reason turn) (or reason "interrupted"))
+      (when (mevedel-agent--turn-started turn)
+        (mevedel-chat-abort (mevedel-agent-handle-chat handle)))
+      ;; The abort settled it through the chat, unless the turn had not
+      ;; started or its request was already gone: the gate decides.
+      (mevedel-agent--settle turn 'interrupted (mevedel-agent--interrupted-payload turn)))
+    status))
+
+;;;; Turn limits
+
+(defun mevedel-agent--sample-notices (chat)
+  "Count the next sample of CHAT's agent turn; return its limit notices.
+A `mevedel-chat-continuation-mail-functions' member: at 80% of
+`:max-turns' the agent is told to wrap up, at the limit to answer now;
+past it the turn stops at this tool boundary."
+  (when-let* ((path (mevedel-chat-agent chat))
+              (tree (gethash (mevedel-session-id (mevedel-chat-session chat)) mevedel-agent--trees))
+              (handle (gethash path (mevedel-agent--tree-agents tree)))
+              (turn (mevedel-agent-handle-turn handle))
+              (limit (plist-get (mevedel-agent-handle-config handle) :max-turns)))
+    (let ((n (cl-incf (mevedel-agent--turn-samples turn))))
+      (cond ((> n limit)
+             (setf (mevedel-agent--turn-reason turn) 'max-turns)
+             (run-at-time 0 nil #'mevedel-chat-abort chat)
+             nil)
+            ((= n limit)
+             (list (format "[Turn limit: this is your final sample (%d of %d). Answer now, \
+without calling tools.]" n limit)))
+            ((= n (ceiling (* 0.8 limit)))
+             (list (format "[Turn limit: %d of %d samples used. Wrap up soon.]" n limit)))))))
+
+(add-hook 'mevedel-chat-continuation-mail-functions #'mevedel-agent--sample-notices)
+
+;;;; Saving and restoring the registry
+
+(defun mevedel-agent--give-store (handle child)
+  "Give the chat CHILD of HANDLE the store its conversation is saved in.
+It lives under the session's agents/ directory and keeps the
+conversation from its start; a session without durable storage saves
+no conversation."
+  (let ((session (mevedel-chat-session child)))
+    (when (and mevedel-chat-save-sessions (mevedel-session-durable-p session))
+      (let* ((relative (concat "agents/" (replace-regexp-in-string
+                                          "/" "." (substring (mevedel-agent-handle-path handle) 1))
+                               ".sqlite"))
+             (file (expand-file-name relative (mevedel-session-ensure-storage session))))
+        (make-directory (file-name-directory file) t)
+        (setf (mevedel-chat-store child) (mevedel-core-store-open file)
+              (mevedel-agent-handle-transcript handle) relative)
+        (mevedel-transcript-track (mevedel-chat-data-buffer child) (mevedel-chat-store child))))))
+
+(defun mevedel-agent--tool-named (name)
+  "Return the gptel tool of the registered tool NAME, or nil."
+  (when-let* ((tool (cl-find name (mevedel-tool-all) :key #'mevedel-tool-name :test #'equal)))
+    (mevedel-tool-gptel-tool tool)))
+
+(defun mevedel-agent--hydrate (handle)
+  "Load the saved conversation of the restored HANDLE into a chat; return it.
+Only this agent is loaded, with its frozen configuration.  Signal
+`user-error' when its conversation cannot be loaded."
+  (or (mevedel-agent-handle-chat handle)
+      (let* ((tree (mevedel-agent-handle-tree handle))
+             (session (mevedel-agent--tree-session tree))
+             (root (or (mevedel-agent--chat-of (mevedel-session-id session))
+                       (user-error "The session of %s is not open" (mevedel-agent-handle-path handle))))
+             (relative (mevedel-agent-handle-transcript handle))
+             (file (and relative (expand-file-name relative (mevedel-session-directory session))))
+             (config (mevedel-agent-handle-config handle)))
+        (unless (and file (file-exists-p file))
+          (user-error "The conversation of %s was not saved" (mevedel-agent-handle-path handle)))
+        (let ((child (mevedel-chat-make-child root (mevedel-agent-handle-path handle)
+                                              (plist-get config :directory))))
+          (setf (mevedel-chat-store child) (mevedel-core-store-open file))
+          ;; A turn cut by a crash is settled as the root's would be.
+          (mevedel-chat-resume child)
+          (setf (mevedel-chat-backend child)
+                (or (ignore-errors (gptel-get-backend (plist-get config :backend)))
+                    (mevedel-chat-backend-effective root))
+                (mevedel-chat-model child) (or (plist-get config :model)
+                                               (mevedel-chat-model-effective root))
+                (mevedel-chat-frozen-system child) (plist-get config :system)
+                (mevedel-chat-frozen-tools child)
+                (delq nil (mapcar #'mevedel-agent--tool-named (plist-get config :tools)))
+                (mevedel-agent-handle-parent-chat handle) root
+                (mevedel-agent-handle-chat handle) child)
+          (setf (mevedel-agent-handle-config handle)
+                (plist-put (plist-put (copy-sequence config) :backend (mevedel-chat-backend child))
+                           :tools (mevedel-chat-frozen-tools child)))
+          (with-current-buffer (mevedel-chat-data-buffer child)
+            (setq-local mevedel-session-agent (mevedel-agent-handle-path handle)))
+          (mevedel-chat-observe child (lambda (event _chat &rest records)
+                                        (mevedel-agent--child-event handle event records)))
+          child))))
+
+(defconst mevedel-agent-record-keys
+  '(:path :parent :role :config :status :outcome :payload :tool-calls :transcript)
+  "Every key of a saved registry record, exactly once each.")
+
+(defun mevedel-agent--record (handle)
+  "Return HANDLE as a registry record of printable data."
+  (let ((config (copy-sequence (mevedel-agent-handle-config handle))))
+    (setq config (plist-put config :backend (let ((b (plist-get config :backend)))
+                                              (and b (gptel-backend-name b)))))
+    (setq config (plist-put config :tools (mapcar #'gptel-tool-name (plist-get config :tools))))
+    (list :path (mevedel-agent-handle-path handle) :parent (mevedel-agent-handle-parent handle)
+          :role (mevedel-agent-handle-role-name handle) :config config
+          :status (mevedel-agent-handle-status handle) :outcome (mevedel-agent-handle-outcome handle)
+          :payload (mevedel-agent-handle-payload handle)
+          :tool-calls (mevedel-agent-handle-tool-calls handle)
+          :transcript (mevedel-agent-handle-transcript handle))))
+
+(defun mevedel-agent--save-registry (tree)
+  "Save TREE's published agents in its session's store and wait for the write.
+Does nothing for a session without durable storage."
+  (let ((session (mevedel-agent--tree-session tree)))
+    (when (and mevedel-chat-save-sessions (mevedel-session-durable-p session))
+      (condition-case err
+          (let ((store (mevedel-session-store-handle session)))
+            (mevedel-core-store-info-set
+             store `(("agents" . ,(let ((print-escape-newlines t) (print-length nil)
+                                        (print-level nil))
+                                    (prin1-to-string
+                                     (mapcar #'mevedel-agent--record
+                                             (mevedel-agent--handles tree)))))))
+            (mevedel-core-store-flush store 2))
+        (error (display-warning 'mevedel (format "Cannot save the agents: %s"
+                                                 (error-message-string err))))))))
+
+(defun mevedel-agent-check-record (record)
+  "Return RECORD, a saved registry record, or signal `error'.
+Unknown, duplicate or missing keys, a malformed path and a
+configuration that is not exactly the frozen schema are refused."
+  (unless (and (proper-list-p record) (cl-evenp (length record)))
+    (error "An agent record is a plist, not %S" record))
+  (let ((keys (cl-loop for (key _) on record by #'cddr collect key)))
+    (unless (and (= (length keys) (length mevedel-agent-record-keys))
+                 (null (cl-set-exclusive-or keys mevedel-agent-record-keys)))
+      (error "An agent record has the keys %S, not %S" keys mevedel-agent-record-keys)))
+  (unless (and (stringp (plist-get record :path))
+               (string-match-p mevedel-agent--path-regexp (plist-get record :path)))
+    (error "An agent record has the path %S" (plist-get record :path)))
+  (mevedel-agent-check-config (plist-get record :config))
+  record)
+
+(defun mevedel-agent--restore (chat)
+  "Bring back the retained agents saved with the session of the root CHAT.
+The records are checked; no conversation is loaded (the first use of
+one does, `mevedel-agent--hydrate').  An agent that was
+active when Emacs stopped comes back interrupted, and its spawn parent
+gets that RESULT (it wakes nobody)."
+  (when-let* (((not (mevedel-chat-agent chat)))
+              (session (mevedel-chat-session chat))
+              ((mevedel-session-durable-p session))
+              (store (mevedel-session-store session))
+              (text (cdr (assoc "agents" (mevedel-core-store-info-get store))))
+              ((not (string-empty-p text))))
+    (let ((tree (mevedel-agent--tree-of session))
+          (interrupted nil))
+      (condition-case err
+          (dolist (record (car (read-from-string text)))
+            (mevedel-agent-check-record record)
+            (let* ((active (memq (plist-get record :status) '(running waiting preparing)))
+                   (handle (mevedel-agent--make-handle
+                            :path (plist-get record :path) :parent (plist-get record :parent)
+                            :role-name (plist-get record :role) :config (plist-get record :config)
+                            :status 'idle :tree tree
+                            :outcome (if active 'interrupted (plist-get record :outcome))
+                            :payload (if active
+                                         "Interrupted: Emacs stopped before this turn finished."
+                                       (plist-get record :payload))
+                            :tool-calls (plist-get record :tool-calls)
+                            :transcript (plist-get record :transcript))))
+              (puthash (mevedel-agent-handle-path handle) handle (mevedel-agent--tree-agents tree))
+              (when active (push handle interrupted))))
+        (error (display-warning 'mevedel (format "The saved agents of this session are unusable: %s"
+                                                 (error-message-string err)))
+               (clrhash (mevedel-agent--tree-agents tree))
+               (setq interrupted nil)))
+      (when interrupted
+        (mevedel-agent--save-registry tree)
+        (dolist (handle (nreverse interrupted))
+          (mevedel-agent--post session (mevedel-agent-handle-parent handle) "RESULT"
+                               (mevedel-agent-handle-payload handle)
+                               (mevedel-agent-handle-path handle)
+                               '(("outcome" "interrupted"))))))))
+
+(add-hook 'mevedel-chat-resume-functions #'mevedel-agent--restore)
+
+;;;; Status and views
+
+(defun mevedel-agent--roster (session)
+  "Return the retained agents of SESSION for history:// and agent://."
+  (when-let* ((tree (gethash (mevedel-session-id session) mevedel-agent--trees)))
+    (mapcar (lambda (handle)
+              (append (mevedel-agent--handle-data handle)
+                      (list :payload (mevedel-agent-handle-payload handle)
+                            :buffer (lambda ()
+                                      (mevedel-chat-data-buffer
+                                       (mevedel-agent--hydrate handle))))))
+            (mevedel-agent--handles tree))))
+
+(setq mevedel-history-agents-function #'mevedel-agent--roster)
+
+(defun mevedel-agent-status (chat path)
+  "Return the handle data of the agent PATH in CHAT's session, or nil.
+A plist (:path :role :status :tool-calls :outcome :verdict)."
+  (when-let* ((tree (gethash (mevedel-session-id (mevedel-chat-session chat))
+                             mevedel-agent--trees))
+              (handle (mevedel-agent--handle tree path)))
+    (mevedel-agent--handle-data handle)))
+
+(defun mevedel-agent--handle-data (handle)
+  "Return the status plist of HANDLE."
+  (list :path (mevedel-agent-handle-path handle)
+        :role (or (mevedel-agent-handle-role-name handle) "default")
+        :status (mevedel-agent-handle-status handle)
+        :tool-calls (mevedel-agent-handle-tool-calls handle)
+        :outcome (mevedel-agent-handle-outcome handle)
+        :verdict (mevedel-agent-handle-verdict handle)))
+
+(defun mevedel-agent-list (chat)
+  "Return the status plists of the retained agents of CHAT's session, by path."
+  (mapcar #'mevedel-agent--handle-data
+          (mevedel-agent--handles (mevedel-agent--tree-of (mevedel-chat-session chat)))))
+
+(defun mevedel-agent-result (chat path)
+  "Return (OUTCOME . PAYLOAD) of PATH's latest settled turn in CHAT's session.
+Signal `user-error' while it is active or before it has settled."
+  (let* ((tree (mevedel-agent--tree-of (mevedel-chat-session chat)))
+         (handle (or (mevedel-agent--handle tree path)
+                     (user-error "No retained agent at %s" path))))
+    (unless (and (eq (mevedel-agent-handle-status handle) 'idle)
+                 (mevedel-agent-handle-outcome handle))
+      (user-error "NOT READY: %s is %s; its result is readable once it settles"
+                  path (mevedel-agent-handle-status handle)))
+    (cons (mevedel-agent-handle-outcome handle) (mevedel-agent-handle-payload handle))))
+
+(defun mevedel-agent-conversation (chat path)
+  "Return the data buffer of the agent PATH in CHAT's session, or nil.
+A restored agent's conversation is loaded now."
+  (when-let* ((tree (gethash (mevedel-session-id (mevedel-chat-session chat)) mevedel-agent--trees))
+              (handle (mevedel-agent--handle tree path)))
+    (mevedel-chat-data-buffer (mevedel-agent--hydrate handle))))
+
+(defun mevedel-agent--refresh (handle)
+  "Update HANDLE's row in its spawn parent's transcript."
+  (when-let* ((id (mevedel-agent-handle-spawn-id handle))
+              (parent (mevedel-agent-handle-parent-chat handle))
+              ((buffer-live-p (mevedel-chat-data-buffer parent))))
+    (let ((data (mevedel-agent--handle-data handle)))
+      (ignore-errors
+        (mevedel-chat-update-render-data
+         parent id (lambda (render-data)
+                     (let ((new (copy-sequence render-data)))
+                       (dolist (key '(:status :tool-calls :outcome :verdict) new)
+                         (setq new (plist-put new key (plist-get data key))))))
+         'agent-handle)))))
+
+(provide 'mevedel-agent-runtime)
+;;; mevedel-agent-runtime.el ends here

@@ -1,0 +1,235 @@
+;;; mevedel-tool-agent.el --- Agent, SendMessage, WaitAgent, InterruptAgent, ListAgents  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; The collaboration tools over the agent runtime
+;; (mevedel-agent-runtime.el): their declarations, handlers and
+;; renderers.  The calling agent is the one whose data buffer runs the
+;; call.  Agent rows are one-line handles (path, role, status, tool
+;; calls, verdict) that the runtime updates as the child works.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'mevedel-agent-runtime)
+(require 'mevedel-chat)
+(require 'mevedel-pipeline)
+(require 'mevedel-tool-registry)
+(require 'mevedel-tool-render)
+
+(defconst mevedel-tool-agent-manual-address "mevedel://agents.md"
+  "Where the model reads how agents are named, run, mail and wait.")
+
+(defun mevedel-tool-agent--chat ()
+  "Return the chat of the running call, or signal `user-error'."
+  (or (mevedel-chat-of-buffer (plist-get (mevedel-pipeline-current-context) :data-buffer))
+      (user-error "Agents are only available in a mevedel session")))
+
+(defmacro mevedel-tool-agent--guard (callback &rest body)
+  "Run BODY; a `user-error' or `error' settles CALLBACK with an error result."
+  (declare (indent 1))
+  `(condition-case err
+       (progn ,@body)
+     (error (funcall ,callback (list :result (concat "Error: " (error-message-string err))
+                                     :status 'error)))))
+
+(defun mevedel-tool-agent-check (_args)
+  "Return the permission facet of a collaboration call: `delegated'.
+The calls themselves touch no files; what each agent then does is
+decided call by call under the session's permissions."
+  'delegated)
+
+;;;; Agent
+
+(defun mevedel-tool-agent-spawn (callback args)
+  "Start a retained child agent for ARGS; call CALLBACK with its path."
+  (mevedel-tool-agent--guard callback
+    (let* ((chat (mevedel-tool-agent--chat))
+           (id (mevedel-pipeline-current-tool-use-id))
+           (settled nil)
+           (path nil))
+      (setq path
+            (mevedel-agent--spawn
+             chat args nil
+             (lambda (path waiting failure)
+               (unless settled
+                 (setq settled t)
+                 (funcall callback
+                          (if failure
+                              (list :result (concat "Error: " failure) :status 'error)
+                            (list :result
+                                  (if waiting
+                                      (format "%s (waiting for a free agent slot: %d agents are \
+active; it starts when one settles)" path mevedel-agent-capacity)
+                                    path)
+                                  :render-data (mevedel-agent-status chat path))))))
+             id))
+      (mevedel-pipeline-add-canceller
+       (lambda ()
+         (setq settled t)
+         (mevedel-agent-cancel-preparation chat path))))))
+
+(defun mevedel-tool-agent-render (_name args result render-data)
+  "Render an Agent call with ARGS, RESULT and RENDER-DATA as a one-line handle."
+  (let ((path (or (plist-get render-data :path) (plist-get args :task_name) "?")))
+    (list :header (concat "Agent " path
+                          (if-let* ((role (plist-get render-data :role))) (format " · %s" role) "")
+                          (if-let* ((status (plist-get render-data :status)))
+                              (format " · %s" (if (eq status 'idle)
+                                                  (or (plist-get render-data :outcome) 'idle)
+                                                status))
+                            "")
+                          (if-let* ((n (plist-get render-data :tool-calls)))
+                              (format " · %d tool call%s" n (if (= n 1) "" "s"))
+                            "")
+                          (if-let* ((verdict (plist-get render-data :verdict)))
+                              (format " · VERDICT %s" verdict)
+                            ""))
+          :body (unless mevedel-tool-render-summary-only
+                  (concat (or (plist-get args :message) "")
+                          (if result (concat "\n\n" result) "")))
+          :expandable-p t
+          :initially-collapsed-p t)))
+
+(mevedel-define-tool Agent
+  :description (concat
+                "Start a retained child agent on a task; it works in parallel with you and its \
+final answer reaches you as a RESULT message (wait for it with WaitAgent, or finish and be woken). \
+Work directly by default: delegate parallel work or a fresh-context investigation with a compact \
+result. The message is the child's whole assignment (files it owns, what to return). Returns \
+the child's canonical path (/root/NAME) for SendMessage, InterruptAgent and agent://PATH. \
+context: none (default), all (your whole conversation), summary (a handoff summary) or a \
+number of recent turns. Manual: " mevedel-tool-agent-manual-address)
+  :args ((task_name string :required "A short name for the task; it becomes the agent's path")
+         (message string :required "The complete task for the child")
+         (role string :optional "A named role; omit for the default role, which inherits yours")
+         (context string :optional "none (default), all, summary, or a number of turns as a string")
+         (model string :optional "A model tier or BACKEND:MODEL; omit to inherit")
+         (effort string :optional "Reasoning effort; omit to inherit")
+         (working_directory string :optional
+                            "An existing directory in the workspace or one of its Git worktrees"))
+  :groups '(agents)
+  :async-p t
+  :check-permission #'mevedel-tool-agent-check
+  :function #'mevedel-tool-agent-spawn
+  :renderer #'mevedel-tool-agent-render)
+
+;;;; SendMessage
+
+(defun mevedel-tool-agent-send (callback args)
+  "Send the message of ARGS to its target agent; call CALLBACK."
+  (mevedel-tool-agent--guard callback
+    (let* ((chat (mevedel-tool-agent--chat))
+           (delivery (mevedel-agent-send chat (plist-get args :target) (plist-get args :message))))
+      (funcall callback
+               (list :result (if (eq delivery 'waiting)
+                                 (format "%s is waiting for a free agent slot; it starts when one \
+settles." (plist-get args :target))
+                               "")
+                     :render-data (list :delivery delivery))))))
+
+(defun mevedel-tool-agent-render-send (_name args _result render-data)
+  "Render a SendMessage call with ARGS and RENDER-DATA."
+  (list :header (format "SendMessage: %s (%s)" (or (plist-get args :target) "?")
+                        (pcase (plist-get render-data :delivery)
+                          ('started "started")
+                          ('waiting "waiting for a slot")
+                          ('queued "queued")
+                          (_ "failed")))
+        :body (unless mevedel-tool-render-summary-only (plist-get args :message))
+        :expandable-p t
+        :initially-collapsed-p t))
+
+(mevedel-define-tool SendMessage
+  :description "Send a message to a retained agent by path (/root for the main agent). An idle \
+agent starts a turn with it as its task; a running one reads it before its next step. Put \
+final findings in your final answer, not only in mail."
+  :args ((target string :required "The agent's canonical path (/root/NAME) or one relative to you")
+         (message string :required "The message"))
+  :groups '(agents)
+  :async-p t
+  :check-permission #'mevedel-tool-agent-check
+  :function #'mevedel-tool-agent-send
+  :renderer #'mevedel-tool-agent-render-send)
+
+;;;; WaitAgent
+
+(defun mevedel-tool-agent-wait (callback args)
+  "Wait for mail to the caller as ARGS say; call CALLBACK with the wake reason."
+  (mevedel-tool-agent--guard callback
+    (let* ((timeout (plist-get args :timeout_ms))
+           (cancel (mevedel-agent-wait
+                    (mevedel-tool-agent--chat)
+                    (and (numberp timeout) (round timeout))
+                    (lambda (reason) (funcall callback (format "Woken: %s." reason))))))
+      (mevedel-pipeline-add-canceller cancel))))
+
+(defun mevedel-tool-agent-render-wait (_name _args result _render-data)
+  "Render a WaitAgent call with its RESULT."
+  (list :header (if result
+                    (format "WaitAgent: agents (%s)"
+                            (string-remove-suffix "." (string-remove-prefix "Woken: " result)))
+                  "Waiting for agents")
+        :coalesce-key "WaitAgent"))
+
+(mevedel-define-tool WaitAgent
+  :description "Wait until mail or a RESULT from an agent arrives for you, the user writes, or \
+timeout_ms passes (default 30000, 10000-3600000); a timeout is not an error. The result only \
+says what woke you: the messages themselves follow."
+  :args ((timeout_ms integer :optional "Longest wait in milliseconds"))
+  :groups '(agents)
+  :async-p t
+  :read-only-p t
+  :function #'mevedel-tool-agent-wait
+  :renderer #'mevedel-tool-agent-render-wait)
+
+;;;; InterruptAgent
+
+(defun mevedel-tool-agent-interrupt (args)
+  "Interrupt the current turn of the agent ARGS name; return what it was doing."
+  (let* ((chat (mevedel-tool-agent--chat))
+         (before (mevedel-agent-interrupt chat (plist-get args :target))))
+    (format "%s was %s." (plist-get args :target)
+            (if (eq before 'idle) "idle: nothing to interrupt" before))))
+
+(mevedel-define-tool InterruptAgent
+  :description "Interrupt the current turn of one retained agent (not /root, not yourself). Its \
+children go on; its path, conversation and mail stay, so SendMessage can continue it. Exactly \
+one RESULT with outcome interrupted follows."
+  :args ((target string :required "The agent's canonical path or one relative to you"))
+  :groups '(agents)
+  :check-permission #'mevedel-tool-agent-check
+  :function #'mevedel-tool-agent-interrupt)
+
+;;;; ListAgents
+
+(defun mevedel-tool-agent-list (_args)
+  "Return the retained agents of the session, sorted by path."
+  (let ((agents (mevedel-agent-list (mevedel-tool-agent--chat))))
+    (if (null agents)
+        "No retained agents."
+      (mapconcat (lambda (agent)
+                   (format "%s  %s  %s  %d tool calls%s"
+                           (plist-get agent :path) (plist-get agent :role)
+                           (if (eq (plist-get agent :status) 'idle)
+                               (format "idle (%s)" (or (plist-get agent :outcome) "new"))
+                             (plist-get agent :status))
+                           (plist-get agent :tool-calls)
+                           (if (plist-get agent :verdict)
+                               (format "  VERDICT %s" (plist-get agent :verdict))
+                             "")))
+                 agents "\n"))))
+
+(mevedel-define-tool ListAgents
+  :description "List every retained agent of the session by path, with role and status."
+  :args ()
+  :groups '(agents)
+  :read-only-p t
+  :function #'mevedel-tool-agent-list)
+
+(provide 'mevedel-tool-agent)
+;;; mevedel-tool-agent.el ends here

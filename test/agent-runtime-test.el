@@ -1,0 +1,513 @@
+;;; agent-runtime-test.el --- Tests of the retained agent runtime  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; Naming, path resolution, the frozen configuration's closed schema,
+;; capacity, the settlement gate and its races, mail and WaitAgent, and
+;; turn limits.  Child turns are not sent to a model here: sending is
+;; replaced by a recorder, and a test ends a turn by calling the
+;; `:on-done' the chat would call.  The end-to-end tests
+;; (test/e2e/agents-e2e-test.el) run real turns.
+
+;;; Code:
+
+(require 'mevedel-test-helpers)
+(require 'mevedel-agent-roles)
+(require 'mevedel)
+(mevedel--load)
+(require 'mevedel-agent-runtime)
+
+;;;; Names
+
+(ert-deftest mevedel-agent:names-are-normalised-exactly ()
+  (dolist (case '(("Review code-block copy" . "review-code-block-copy")
+                  ("" . "agent")
+                  ("!!!" . "agent")
+                  ("root" . "agent-root")
+                  ("ROOT" . "agent-root")
+                  ("--Tests  and   docs--" . "tests-and-docs")
+                  ("snake_case_ok" . "snake_case_ok")
+                  ("été x" . "t-x")
+                  ("a/b" . "a-b")))
+    (should (equal (mevedel-agent-normalize-name (car case)) (cdr case))))
+  ;; Capped at 40, at the last hyphen of the first 40 characters.
+  (let ((long "implement the retained multi agent runtime with mail and waits"))
+    (should (equal (mevedel-agent-normalize-name long) "implement-the-retained-multi-agent"))
+    (should (<= (length (mevedel-agent-normalize-name long)) 40)))
+  ;; Without a hyphen the first 40 characters stay.
+  (should (equal (mevedel-agent-normalize-name (make-string 50 ?x)) (make-string 40 ?x))))
+
+;;;; A session with agents, turns recorded instead of sent
+
+(defvar agent-runtime-test--sends nil
+  "The sends recorded: (CHAT TEXT ON-DONE), newest first.")
+
+(defmacro agent-runtime-test--with-root (var &rest body)
+  "Run BODY with VAR a root chat of a fresh workspace, child turns recorded."
+  (declare (indent 1))
+  `(let* ((dir (make-temp-file "agent-runtime" t))
+          (,var (mevedel-chat-get-create dir))
+          (agent-runtime-test--sends nil)
+          (mevedel-agent-start-functions nil)
+          (mevedel-agent-stop-functions nil)
+          (mevedel-agent-prompt-functions nil))
+     (setf (mevedel-chat-backend ,var) (gptel-make-openai "agent-runtime-test" :key "x"
+                                                          :models '(m))
+           (mevedel-chat-model ,var) 'm)
+     (cl-letf (((symbol-function 'mevedel-chat-send)
+                (lambda (chat text &rest keys)
+                  ;; The task goes into the transcript, as a real send does.
+                  (with-current-buffer (mevedel-chat-data-buffer chat)
+                    (goto-char (point-max))
+                    (insert text "\n"))
+                  (push (list chat text (plist-get keys :on-done)) agent-runtime-test--sends)
+                  nil)))
+       (unwind-protect (progn ,@body)
+         (kill-buffer (mevedel-chat-data-buffer ,var))
+         (delete-directory dir t)))))
+
+(defun agent-runtime-test--spawn (chat name &rest args)
+  "Spawn a child of CHAT named NAME with more ARGS; return its path."
+  (mevedel-agent-spawn chat (append (list :task_name name :message (format "Task of %s" name))
+                                    args)))
+
+(defun agent-runtime-test--send-of (path)
+  "Return the latest recorded send of the agent PATH."
+  (cl-find path agent-runtime-test--sends
+           :key (lambda (send) (mevedel-chat-agent (car send))) :test #'equal))
+
+(defun agent-runtime-test--finish (path outcome &optional answer)
+  "End the running turn of PATH with OUTCOME; its response is ANSWER."
+  (let* ((send (agent-runtime-test--send-of path))
+         (chat (car send)))
+    (when answer
+      (with-current-buffer (mevedel-chat-data-buffer chat)
+        (goto-char (point-max))
+        (insert (propertize answer 'gptel 'response))))
+    (setq agent-runtime-test--sends (delq send agent-runtime-test--sends))
+    (funcall (nth 2 send) chat outcome)))
+
+(defun agent-runtime-test--mail (chat recipient)
+  "Return the unread mail of RECIPIENT in CHAT's session."
+  (mevedel-core-mailbox-unread (mevedel-session-store-handle (mevedel-chat-session chat))
+                               recipient))
+
+(ert-deftest mevedel-agent:repeated-names-get-suffixes-among-retained-and-preparing ()
+  (agent-runtime-test--with-root root
+    (should (equal (agent-runtime-test--spawn root "Review code-block copy")
+                   "/root/review-code-block-copy"))
+    (should (equal (agent-runtime-test--spawn root "review code block copy")
+                   "/root/review-code-block-copy-2"))
+    ;; A preparing sibling (summary context) occupies its path too.
+    (cl-letf (((symbol-function 'mevedel-agent--summarize) (lambda (&rest _) #'ignore)))
+      (should (equal (agent-runtime-test--spawn root "review code block copy" :context "summary")
+                     "/root/review-code-block-copy-3")))
+    (should (equal (agent-runtime-test--spawn root "review-code-block-copy")
+                   "/root/review-code-block-copy-4"))
+    ;; The preparing one is not listed.
+    (should (equal (mapcar (lambda (a) (plist-get a :path)) (mevedel-agent-list root))
+                   '("/root/review-code-block-copy" "/root/review-code-block-copy-2"
+                     "/root/review-code-block-copy-4")))
+    ;; Cancelling the preparation frees its path at once.
+    (mevedel-agent-cancel-preparation root "/root/review-code-block-copy-3")
+    (should (equal (agent-runtime-test--spawn root "review code block copy")
+                   "/root/review-code-block-copy-3"))))
+
+(ert-deftest mevedel-agent:children-are-created-below-their-caller ()
+  (agent-runtime-test--with-root root
+    (let* ((path (agent-runtime-test--spawn root "implementation"))
+           (child (car (agent-runtime-test--send-of path))))
+      (should (equal (agent-runtime-test--spawn child "tests") "/root/implementation/tests"))
+      ;; The child's own system text names it; the grandchild inherits it.
+      (should (string-match-p "retained agent /root/implementation, working for /root"
+                              (mevedel-chat-frozen-system child)))
+      (should (equal (mevedel-agent--path-of child) "/root/implementation")))))
+
+(ert-deftest mevedel-agent:inputs-are-validated-before-reservation ()
+  (agent-runtime-test--with-root root
+    (dolist (args '((:task_name "a")
+                    (:task_name "a" :message "  ")
+                    (:message "m")
+                    (:task_name "a" :message "m" :context "0")
+                    (:task_name "a" :message "m" :context "-3")
+                    (:task_name "a" :message "m" :context "some")
+                    (:task_name "a" :message "m" :role "nonexistent")
+                    (:task_name "a" :message "m" :working_directory "/")
+                    (:task_name "a" :message "m" :working_directory "no/such/dir")))
+      (should-error (mevedel-agent-spawn root args) :type 'user-error))
+    (should-not (mevedel-agent-list root))
+    (should-not agent-runtime-test--sends)
+    ;; A blocked initial task releases its reservation.
+    (let ((mevedel-agent-prompt-functions (list (lambda (_path _text) '(block . "no")))))
+      (should-error (agent-runtime-test--spawn root "a") :type 'user-error))
+    (should (equal (agent-runtime-test--spawn root "a") "/root/a"))))
+
+(ert-deftest mevedel-agent:paths-resolve-strictly ()
+  (agent-runtime-test--with-root root
+    (let* ((tree (mevedel-agent--tree-of (mevedel-chat-session root)))
+           (path (agent-runtime-test--spawn root "explore"))
+           (child (car (agent-runtime-test--send-of path))))
+      (agent-runtime-test--spawn child "deep")
+      (should (equal (mevedel-agent-handle-path (mevedel-agent-resolve-path tree "/root" "explore"))
+                     "/root/explore"))
+      (should (equal (mevedel-agent-handle-path
+                      (mevedel-agent-resolve-path tree "/root/explore" "deep"))
+                     "/root/explore/deep"))
+      (should-not (mevedel-agent-resolve-path tree "/root/explore" "/root"))
+      (dolist (bad '("/root/Explore" "/root//x" "/other/x" "/root/explore/" "explore deep"))
+        (should-error (mevedel-agent-resolve-path tree "/root" bad) :type 'user-error))
+      ;; An unknown path, and a storage-id-like string, are unknown.
+      (should-error (mevedel-agent-resolve-path tree "/root" "/root/nobody") :type 'user-error)
+      (should-error (mevedel-agent-resolve-path tree "/root" "4f3a9c") :type 'user-error))))
+
+(ert-deftest mevedel-agent:frozen-configuration-is-a-closed-schema ()
+  (let ((good (cl-loop for key in mevedel-agent-config-keys append (list key nil))))
+    (should (eq (mevedel-agent-check-config good) good))
+    (should-error (mevedel-agent-check-config (append good '(:extra 1))))
+    (should-error (mevedel-agent-check-config (append good '(:model x))))
+    (should-error (mevedel-agent-check-config (cddr good)))
+    (should-error (mevedel-agent-check-config '(:backend)))))
+
+(ert-deftest mevedel-agent:follow-ups-keep-the-frozen-configuration ()
+  (agent-runtime-test--with-root root
+    (let* ((path (agent-runtime-test--spawn root "frozen"))
+           (child (car (agent-runtime-test--send-of path)))
+           (system (mevedel-chat-frozen-system child)))
+      (agent-runtime-test--finish path 'done "first answer")
+      (let ((mevedel-prompt-identity "A different prompt now."))
+        (setf (mevedel-chat-model root) 'other)
+        (should (eq (mevedel-agent-send root path "again") 'started)))
+      (should (eq (car (agent-runtime-test--send-of path)) child))
+      (should (equal (mevedel-chat-frozen-system child) system))
+      (should (eq (mevedel-chat-model child) 'm)))))
+
+;;;; Capacity and settlement
+
+(ert-deftest mevedel-agent:capacity-is-ten-and-the-rest-wait-in-order ()
+  (agent-runtime-test--with-root root
+    (let ((paths (cl-loop for n from 1 to 12
+                          collect (agent-runtime-test--spawn root (format "job %d" n)))))
+      (should (= (length agent-runtime-test--sends) 10))
+      (should (equal (mapcar (lambda (p) (plist-get (mevedel-agent-status root p) :status))
+                             (last paths 2))
+                     '(waiting waiting)))
+      ;; A settlement frees a slot: the oldest waiting turn starts.
+      (agent-runtime-test--finish (nth 3 paths) 'done "four")
+      (should (eq (plist-get (mevedel-agent-status root (nth 10 paths)) :status) 'running))
+      (should (eq (plist-get (mevedel-agent-status root (nth 11 paths)) :status) 'waiting))
+      ;; A failed turn frees its slot too.
+      (agent-runtime-test--finish (nth 0 paths) 'error)
+      (should (eq (plist-get (mevedel-agent-status root (nth 11 paths)) :status) 'running))
+      (should (= (length agent-runtime-test--sends) 10))
+      (should (equal (mapcar (lambda (m) (list (plist-get m :sender) (plist-get m :kind)))
+                             (agent-runtime-test--mail root "/root"))
+                     `((,(nth 3 paths) "RESULT") (,(nth 0 paths) "RESULT")))))))
+
+(ert-deftest mevedel-agent:a-settlement-publishes-the-payload-before-the-preview ()
+  (agent-runtime-test--with-root root
+    (let* ((path (agent-runtime-test--spawn root "big"))
+           (answer (make-string (+ mevedel-agent-result-preview 100) ?a))
+           (seen nil))
+      (setq mevedel-agent-stop-functions
+            (list (lambda (p outcome payload)
+                    ;; By now the handle holds the complete payload.
+                    (push (list p outcome (length payload)
+                                (cdr (mevedel-agent-result root p)))
+                          seen))))
+      (should-error (mevedel-agent-result root path) :type 'user-error)
+      (agent-runtime-test--finish path 'done answer)
+      (should (equal (car (car seen)) path))
+      (should (eq (nth 1 (car seen)) 'completed))
+      (should (equal (mevedel-agent-result root path) (cons 'completed answer)))
+      (let ((record (car (agent-runtime-test--mail root "/root"))))
+        (should (< (length (plist-get record :payload)) (length answer)))
+        (should (equal (plist-get record :attrs) '(("outcome" "completed"))))))))
+
+(ert-deftest mevedel-agent:interrupt-during-settlement-settles-once ()
+  (agent-runtime-test--with-root root
+    (let* ((path (agent-runtime-test--spawn root "racer"))
+           (interrupted nil))
+      ;; The interrupt arrives while the completion settles.
+      (setq mevedel-agent-stop-functions
+            (list (lambda (p _outcome _payload)
+                    (push (mevedel-agent-interrupt root p) interrupted))))
+      (agent-runtime-test--finish path 'done "the answer")
+      (should (equal interrupted '(idle)))
+      (let ((results (agent-runtime-test--mail root "/root")))
+        (should (= (length results) 1))
+        (should (equal (plist-get (car results) :attrs) '(("outcome" "completed"))))))))
+
+(ert-deftest mevedel-agent:interrupt-yields-one-interrupted-result-and-keeps-the-agent ()
+  (agent-runtime-test--with-root root
+    (let* ((path (agent-runtime-test--spawn root "long"))
+           (child (car (agent-runtime-test--send-of path)))
+           (grandchild (agent-runtime-test--spawn child "sub"))
+           (ends 0))
+      (setq mevedel-agent-stop-functions (list (lambda (&rest _) (cl-incf ends))))
+      (should-error (mevedel-agent-interrupt root "/root") :type 'user-error)
+      (should-error (mevedel-agent-interrupt child path) :type 'user-error)
+      (should (eq (mevedel-agent-interrupt root path) 'running))
+      ;; The chat's own end (its abort) comes late and is ignored.
+      (agent-runtime-test--finish path 'abort)
+      (should (= ends 1))
+      (let ((results (agent-runtime-test--mail root "/root")))
+        (should (= (length results) 1))
+        (should (equal (plist-get (car results) :attrs) '(("outcome" "interrupted"))))
+        (should (string-prefix-p "Interrupted: interrupted." (plist-get (car results) :payload))))
+      ;; Not recursive; identity kept; a follow-up continues it.
+      (should (eq (plist-get (mevedel-agent-status root grandchild) :status) 'running))
+      (should (eq (mevedel-agent-interrupt root path) 'idle))
+      (should (eq (mevedel-agent-send root path "go on") 'started))
+      (should (eq (car (agent-runtime-test--send-of path)) child)))))
+
+(ert-deftest mevedel-agent:a-waiting-turn-interrupted-settles-without-starting ()
+  (agent-runtime-test--with-root root
+    (let ((mevedel-agent-capacity 1))
+      (agent-runtime-test--spawn root "one")
+      (let ((second (agent-runtime-test--spawn root "two")))
+        (should (eq (plist-get (mevedel-agent-status root second) :status) 'waiting))
+        (should (eq (mevedel-agent-interrupt root second) 'waiting))
+        (should (eq (plist-get (mevedel-agent-status root second) :status) 'idle))
+        (should (eq (plist-get (mevedel-agent-status root second) :outcome) 'interrupted))
+        (agent-runtime-test--finish "/root/one" 'done "x")
+        ;; Nothing started for it.
+        (should-not agent-runtime-test--sends)))))
+
+;;;; Mail and waiting
+
+(ert-deftest mevedel-agent:unread-completions-go-to-the-spawn-parent-after-the-answer ()
+  (agent-runtime-test--with-root root
+    (let* ((a (agent-runtime-test--spawn root "runner"))
+           (store (mevedel-session-store-handle (mevedel-chat-session root))))
+      (mevedel-core-mailbox-post store a "EXECUTION" "late output\n" "x1"
+                                 '(("execution_id" "x1") ("outcome" "success")))
+      (agent-runtime-test--finish a 'done "answer")
+      (should-not (agent-runtime-test--mail root a))
+      (should (equal (mapcar (lambda (m) (list (plist-get m :kind) (plist-get m :sender)
+                                               (plist-get m :payload)))
+                             (agent-runtime-test--mail root "/root"))
+                     `(("RESULT" ,a "answer") ("EXECUTION" ,a "late output\n")))))))
+
+(ert-deftest mevedel-agent:send-starts-queues-or-waits ()
+  (agent-runtime-test--with-root root
+    (let* ((mevedel-agent-capacity 1)
+           (a (agent-runtime-test--spawn root "a"))
+           (child (car (agent-runtime-test--send-of a))))
+      ;; Active recipient: one MAIL record.
+      (should (eq (mevedel-agent-send root a "hello a") 'queued))
+      (should (equal (mapcar (lambda (m) (list (plist-get m :kind) (plist-get m :sender)
+                                               (plist-get m :payload)))
+                             (agent-runtime-test--mail root a))
+                     '(("MAIL" "/root" "hello a"))))
+      ;; Self-mail is queued and starts nothing.
+      (should (eq (mevedel-agent-send child a "note to self") 'queued))
+      ;; Mail to /root from a child.
+      (should (eq (mevedel-agent-send child "/root" "hi root") 'queued))
+      (should (equal (plist-get (car (agent-runtime-test--mail root "/root")) :sender) a))
+      ;; An idle child at capacity waits for a slot.
+      (agent-runtime-test--finish a 'done "done")
+      (let ((b (agent-runtime-test--spawn root "b")))
+        (should (eq (mevedel-agent-send root a "more") 'waiting))
+        (agent-runtime-test--finish b 'done "b done")
+        (should (equal (cadr (agent-runtime-test--send-of a)) "more"))))))
+
+(ert-deftest mevedel-agent:mail-drains-before-each-sample-in-order ()
+  (agent-runtime-test--with-root root
+    (let* ((a (agent-runtime-test--spawn root "a"))
+           (child (car (agent-runtime-test--send-of a))))
+      (mevedel-agent-send root a "first")
+      (mevedel-agent-send root a "second")
+      (let ((blocks (mevedel-agent-chat-continuation-mail child)))
+        (should (= (length blocks) 2))
+        (should (string-match-p "\\`<agent-message type=\"MAIL\" sender=\"/root\" recipient=\"/root/a\">\nfirst\n" (car blocks)))
+        (should (string-match-p "second" (cadr blocks))))
+      (should-not (agent-runtime-test--mail root a))
+      (should-not (mevedel-agent-chat-continuation-mail child)))))
+
+(ert-deftest mevedel-agent:wait-wakes-on-mail-once-and-clamps ()
+  (agent-runtime-test--with-root root
+    (let* ((a (agent-runtime-test--spawn root "a"))
+           (tree (mevedel-agent--tree-of (mevedel-chat-session root)))
+           (woken nil))
+      (mevedel-agent-wait root 5 (lambda (reason)
+                                   ;; Released before the callback runs.
+                                   (push (list reason (gethash "/root" (mevedel-agent--tree-waits
+                                                                         tree)))
+                                         woken)))
+      ;; 5 ms is clamped to the 10 s minimum.
+      (let ((timer (nth 1 (gethash "/root" (mevedel-agent--tree-waits tree)))))
+        (should (> (float-time (time-subtract (timer--time timer) nil)) 9)))
+      (agent-runtime-test--finish a 'done "result")
+      (should (equal woken (list (list (format "mail from %s" a) nil))))
+      ;; The RESULT is still unread: another wait returns at once.
+      (let ((again nil))
+        (mevedel-agent-wait root nil (lambda (reason) (setq again reason)))
+        (should (equal again (format "mail from %s" a))))
+      ;; User input in the waiting chat wakes it too.
+      (mevedel-core-mailbox-deliver (mevedel-session-store-handle (mevedel-chat-session root))
+                                    (mapcar (lambda (m) (plist-get m :id))
+                                            (agent-runtime-test--mail root "/root")))
+      (let ((steered nil))
+        (mevedel-agent-wait root nil (lambda (reason) (setq steered reason)))
+        (mevedel-chat-queue root "look at this")
+        (should (equal steered "the user sent a message"))))))
+
+(ert-deftest mevedel-agent:a-result-to-an-idle-child-parent-starts-its-turn ()
+  (agent-runtime-test--with-root root
+    (let* ((a (agent-runtime-test--spawn root "a"))
+           (child (car (agent-runtime-test--send-of a)))
+           (sub (agent-runtime-test--spawn child "sub")))
+      (agent-runtime-test--finish a 'done "a waits")
+      (agent-runtime-test--finish sub 'done "sub result")
+      (should (equal (cadr (agent-runtime-test--send-of a)) mevedel-agent-wake-prompt)))))
+
+;;;; Resources
+
+(ert-deftest mevedel-agent:agent-and-history-addresses-read-without-changing-state ()
+  (agent-runtime-test--with-root root
+    (let* ((session (mevedel-chat-session root))
+           (a (agent-runtime-test--spawn root "json result"))
+           (b (agent-runtime-test--spawn root "busy")))
+      (should (string-match-p "agent://root/json-result  default  running"
+                              (cdar (mevedel-history-agent-documents "agent://" session))))
+      (should-error (mevedel-history-agent-documents "agent://root/json-result" session)
+                    :type 'mevedel-core-resource-error)
+      (agent-runtime-test--finish a 'done "{\"findings\": [{\"title\": \"x/y\"}], \"ok\": true}")
+      (let ((mail (length (agent-runtime-test--mail root "/root"))))
+        (should (equal (cdar (mevedel-history-agent-documents "agent://root/json-result" session))
+                       "{\"findings\": [{\"title\": \"x/y\"}], \"ok\": true}"))
+        (should (equal (cdar (mevedel-history-agent-documents
+                              "agent://root/json-result#/findings/0/title" session))
+                       "x/y"))
+        (should-error (mevedel-history-agent-documents "agent://root/json-result#/nope" session)
+                      :type 'mevedel-core-resource-error)
+        (should-error (mevedel-history-agent-documents "agent://root/nobody" session)
+                      :type 'mevedel-core-resource-error)
+        ;; history://root/PATH is the agent's own transcript.
+        (let ((text (cdar (mevedel-history-documents "history://root/json-result" session "Read"))))
+          (should (string-match-p "Task of json result" text))
+          (should (string-match-p "findings" text)))
+        (should (string-match-p "Task of busy"
+                                (cdar (mevedel-history-documents "history://root/busy" session
+                                                                 "Grep"))))
+        ;; Reading changed nothing.
+        (should (= mail (length (agent-runtime-test--mail root "/root"))))
+        (should (eq (plist-get (mevedel-agent-status root b) :status) 'running))))))
+
+;;;; Saved with the session
+
+(ert-deftest mevedel-agent:the-registry-is-saved-and-resumed-interrupted ()
+  (agent-runtime-test--with-root root
+    (let* ((session (mevedel-chat-session root))
+           (id (mevedel-session-id session))
+           (dir (mevedel-chat-root root))
+           (done (agent-runtime-test--spawn root "finished"))
+           (busy (agent-runtime-test--spawn root "busy")))
+      (agent-runtime-test--finish done 'done "the finished report")
+      (mevedel-agent-send root busy "unread mail for busy")
+      (let ((unread (length (agent-runtime-test--mail root busy))))
+        ;; The session goes as Emacs would at a crash: nothing settles.
+        (kill-buffer (mevedel-chat-data-buffer root))
+        (let ((again (mevedel-chat-get-create dir id)))
+          (unwind-protect
+              (progn
+                (should (equal (mapcar (lambda (a) (list (plist-get a :path) (plist-get a :status)
+                                                         (plist-get a :outcome)))
+                                       (mevedel-agent-list again))
+                               `((,busy idle interrupted) (,done idle completed))))
+                (should (equal (mevedel-agent-result again done) '(completed . "the finished report")))
+                ;; The turn that was running reports interrupted, once.
+                (let ((results (cl-remove-if-not
+                                (lambda (m) (equal (plist-get m :sender) busy))
+                                (agent-runtime-test--mail again "/root"))))
+                  (should (= (length results) 1))
+                  (should (equal (plist-get (car results) :attrs) '(("outcome" "interrupted")))))
+                ;; Unread mail is intact; no conversation was loaded.
+                (should (= (length (agent-runtime-test--mail again busy)) unread))
+                ;; The first use loads that one conversation, and
+                ;; continues it with the frozen configuration.
+                (let ((buffer (mevedel-agent-conversation again done)))
+                  (should (string-match-p "the finished report"
+                                          (with-current-buffer buffer (buffer-string))))
+                  (should (string-match-p "retained agent /root/finished"
+                                          (mevedel-chat-frozen-system
+                                           (mevedel-chat-of-buffer buffer))))
+                  (should (eq (mevedel-agent-send again done "go on") 'started))
+                  (should (eq (car (agent-runtime-test--send-of done))
+                              (mevedel-chat-of-buffer buffer))))
+                ;; A new agent still gets the next free name.
+                (should (equal (agent-runtime-test--spawn again "busy") "/root/busy-2")))
+            (kill-buffer (mevedel-chat-data-buffer again))))))))
+
+(ert-deftest mevedel-agent:saved-records-are-a-closed-schema ()
+  (let* ((config (cl-loop for key in mevedel-agent-config-keys append (list key nil)))
+         (good (list :path "/root/a" :parent "/root" :role nil :config config :status 'idle
+                     :outcome 'completed :payload "x" :tool-calls 0)))
+    (setq good (append good '(:transcript "agents/root.a.sqlite")))
+    (should (eq (mevedel-agent-check-record good) good))
+    (should-error (mevedel-agent-check-record (append good '(:extra 1))))
+    (should-error (mevedel-agent-check-record (append good '(:path "/root/b"))))
+    (should-error (mevedel-agent-check-record (cddr good)))
+    (should-error (mevedel-agent-check-record (plist-put (copy-sequence good) :path "root/a")))
+    (should-error (mevedel-agent-check-record
+                   (plist-put (copy-sequence good) :config (append config '(:x 1)))))))
+
+;;;; Views
+
+(ert-deftest mevedel-agent:an-agent-row-opens-the-childs-read-only-view ()
+  (require 'mevedel-agent-view)
+  (agent-runtime-test--with-root root
+    (let* ((view (mevedel-view-buffer root))
+           (prompter (mevedel-session-prompter (mevedel-chat-session root)))
+           (path (agent-runtime-test--spawn root "looked at")))
+      (unwind-protect
+          (progn
+            (should (mevedel-agent-view--visit-row root "Agent" nil (list :path path)))
+            (should-not (mevedel-agent-view--visit-row root "Read" nil (list :path path)))
+            (let ((child-view (window-buffer (selected-window))))
+              (should (equal (mevedel-chat-agent (mevedel-view-chat child-view)) path))
+              ;; Opening it left the session's cards with the root's view.
+              (should (eq (mevedel-session-prompter (mevedel-chat-session root)) prompter))
+              (with-current-buffer child-view
+                (should (string-match-p "Task of looked at" (buffer-string)))
+                (should-error (mevedel-view-send) :type 'user-error))
+              (kill-buffer child-view))
+            ;; /agents lists it; k interrupts it.
+            (mevedel-agent-view-list root)
+            (with-current-buffer (format "*mevedel agents: %s*" (mevedel-chat-name root))
+              (goto-char (point-min))
+              (should (equal (tabulated-list-get-id) path))
+              (mevedel-agent-view-interrupt-at-point)
+              (should (string-match-p "idle (interrupted)" (buffer-string)))
+              (kill-buffer))
+            (should (string-match-p "interrupted by user"
+                                    (cdr (mevedel-agent-result root path)))))
+        (kill-buffer view)))))
+
+;;;; Turn limits
+
+(ert-deftest mevedel-agent:max-turns-warns-then-stops-with-a-note ()
+  (agent-runtime-test--with-root root
+    (let* ((a (agent-runtime-test--spawn root "capped"))
+           (child (car (agent-runtime-test--send-of a)))
+           (tree (mevedel-agent--tree-of (mevedel-chat-session root)))
+           (handle (gethash a (mevedel-agent--tree-agents tree)))
+           (aborted nil))
+      (setf (mevedel-agent-handle-config handle)
+            (plist-put (mevedel-agent-handle-config handle) :max-turns 5))
+      (cl-letf (((symbol-function 'mevedel-chat-abort) (lambda (chat) (setq aborted chat) t)))
+        ;; Samples 2, 3: nothing; 4 (80%): a warning; 5: the last; 6: stop.
+        (should-not (mevedel-agent--sample-notices child))
+        (should-not (mevedel-agent--sample-notices child))
+        (should (string-match-p "Wrap up" (car (mevedel-agent--sample-notices child))))
+        (should (string-match-p "final sample" (car (mevedel-agent--sample-notices child))))
+        (should-not (mevedel-agent--sample-notices child))
+        (mevedel-test-wait-until aborted 2)
+        (should (eq aborted child)))
+      (agent-runtime-test--finish a 'abort "partial answer")
+      (should (equal (mevedel-agent-result root a)
+                     (cons 'completed "partial answer\n\n[Stopped before a final answer: \
+the agent reached its limit of 5 turns]"))))))
+
+(provide 'agent-runtime-test)
+;;; agent-runtime-test.el ends here
