@@ -466,22 +466,33 @@ Return where it starts in OUT."
       (prog1 (point)
         (insert-buffer-substring work from to)))))
 
+(defvar mevedel-markdown--plain nil
+  "Where the text not yet appended to the output starts, and where it ends.
+A cons (START . END): a construct appends it just before itself, so
+that plain text goes over in one piece, not split where a construct
+was tried and did not match.")
+
+(defun mevedel-markdown--flush (out)
+  "Append the plain text `mevedel-markdown--plain' holds to OUT."
+  (mevedel-markdown--copy out (car mevedel-markdown--plain) (cdr mevedel-markdown--plain))
+  (setcar mevedel-markdown--plain (cdr mevedel-markdown--plain)))
+
 (defun mevedel-markdown--inline (start end out)
   "Append the text from START to END, its inline constructs rendered, to OUT.
 Code spans, links, URLs and emphasis are found in one forward pass;
 each stays on its line, and the text inside a link or an emphasis is
 rendered the same way.  Nothing goes through a string."
-  (let ((pos start))
+  (let ((mevedel-markdown--plain (cons start start)))
     (goto-char start)
     (while (re-search-forward mevedel-markdown--inline-start end t)
       (let ((from (match-beginning 0)))
-        (mevedel-markdown--copy out pos from)
-        (setq pos from)
+        (setcdr mevedel-markdown--plain from)
         (goto-char from)
         (if (mevedel-markdown--construct end out)
-            (setq pos (point))
+            (setcar mevedel-markdown--plain (point))
           (goto-char (1+ from)))))
-    (mevedel-markdown--copy out pos end)))
+    (setcdr mevedel-markdown--plain end)
+    (mevedel-markdown--flush out)))
 
 (defun mevedel-markdown--construct (end out)
   "Append the inline construct at point, rendered, to OUT; move past it.
@@ -495,7 +506,7 @@ it ends after END."
          (let ((url (match-string-no-properties 2))
                (text-start (match-beginning 1)) (text-end (match-end 1))
                (after (match-end 0))
-               (from (mevedel-markdown--in out (point))))
+               (from (progn (mevedel-markdown--flush out) (mevedel-markdown--in out (point)))))
            (mevedel-markdown--inline text-start text-end out)
            (mevedel-markdown--in out (mevedel-markdown--button from (point) url))
            (goto-char after))))
@@ -514,7 +525,8 @@ it ends after END."
            (if (not (and (<= after end) (or bracketed (eq char ?h))))
                (progn (goto-char (1- url-start)) nil)
              (let ((url (buffer-substring-no-properties url-start url-end))
-                   (from (mevedel-markdown--copy out url-start url-end)))
+                   (from (progn (mevedel-markdown--flush out)
+                                (mevedel-markdown--copy out url-start url-end))))
                (mevedel-markdown--in out (mevedel-markdown--button from (point) url))
                (goto-char after))))))
       (_ (mevedel-markdown--emphasis char end out)))))
@@ -544,6 +556,7 @@ It closes on its line, before END, with as many backticks as it opens with."
                  (eq (char-before close) ?\s)
                  (progn (goto-char content) (skip-chars-forward " " close) (< (point) close)))
         (setq content (1+ content) close (1- close)))
+      (mevedel-markdown--flush out)
       (let ((from (mevedel-markdown--copy out content close)))
         (mevedel-markdown--in out
           (add-face-text-property from (point) 'mevedel-markdown-code)))
@@ -599,7 +612,7 @@ a character that is not a space; underscores count only outside words."
         (setq size (if (eq char ?~) 0 (1- size)))))
     (when found
       (pcase-let ((`(,text-start ,text-end ,after ,face) found))
-        (let ((from (mevedel-markdown--in out (point))))
+        (let ((from (progn (mevedel-markdown--flush out) (mevedel-markdown--in out (point)))))
           (mevedel-markdown--inline text-start text-end out)
           (mevedel-markdown--in out (add-face-text-property from (point) face))
           (goto-char after))))))

@@ -1094,15 +1094,21 @@ gathered: at most one every `mevedel-view--progress-delay' seconds."
 
 (defun mevedel-view--append-markdown (text &optional suffix)
   "Append the assistant's TEXT rendered, then SUFFIX, to the transcript.
-Names of existing files in it are buttons."
+Names of existing files in it are buttons.  In an Org data buffer
+gptel has turned the model's Markdown into Org: TEXT is shown as it is."
   (let ((inhibit-read-only t)
         (base default-directory)
-        (cache (mevedel-locations-cache)))
+        (cache (mevedel-locations-cache))
+        (mevedel-markdown-enabled
+         (and mevedel-markdown-enabled
+              (not (with-current-buffer (mevedel-chat-data-buffer mevedel-view--chat)
+                     (derived-mode-p 'org-mode))))))
     (save-excursion
       (goto-char mevedel-view--transcript-end)
       (let ((start (point)))
-        (mevedel-markdown-insert text (lambda (start end)
-                                        (mevedel-locations-mark-region start end base cache)))
+        (mevedel-markdown-insert text
+                                 (lambda (start end)
+                                   (mevedel-locations-mark-region start end base cache)))
         (when suffix (insert suffix))
         (add-text-properties start (point) '(read-only t front-sticky (read-only)))
         (when (text-property-not-all start (point) 'mevedel-markdown-pending nil)
