@@ -473,7 +473,7 @@ that plain text goes over in one piece, not split where a construct
 was tried and did not match.")
 
 (defun mevedel-markdown--flush (out)
-  "Append the plain text `mevedel-markdown--plain' holds to OUT."
+  "Append to OUT the plain text from the bounds in `mevedel-markdown--plain'."
   (mevedel-markdown--copy out (car mevedel-markdown--plain) (cdr mevedel-markdown--plain))
   (setcar mevedel-markdown--plain (cdr mevedel-markdown--plain)))
 
