@@ -151,7 +151,7 @@ paragraph long enough to wrap, as models write when they explain what they did a
             (unless (and (search-forward "example-3" nil t)
                          (text-property-search-forward 'mevedel-markdown-block))
               (error "The answer is not drawn rendered")))
-          (let (cold fontify warm)
+          (let (cold fontify warm raw)
             (dotimes (_ runs)
               ;; Cold: the answer's blocks were never fontified (a resumed
               ;; session); their fontification waits for the view's timer.
@@ -163,6 +163,12 @@ paragraph long enough to wrap, as models write when they explain what they did a
               (let ((start (float-time)))
                 (markdown-bench--drain view)
                 (push (- (float-time) start) fontify))
+              ;; Rendering off: the text as written, as before this change.
+              (let ((mevedel-markdown-enabled nil))
+                (garbage-collect)
+                (let ((start (float-time)))
+                  (mevedel-chat--notify chat 'turn-end)
+                  (push (- (float-time) start) raw)))
               ;; Warm: as when the turn ends after the answer streamed,
               ;; its blocks fontified as each closed.
               (garbage-collect)
@@ -174,10 +180,11 @@ paragraph long enough to wrap, as models write when they explain what they did a
               (search-forward "(defun mevedel-example-6")
               (unless (memq 'font-lock-keyword-face (ensure-list (get-text-property (- (point) 20) 'face)))
                 (error "The emacs-lisp block is not fontified")))
-            (mevedel-bench-describe "a Markdown answer of %.0f KB (30 sections: heading, 9 paragraphs with inline code, bold, italic, strike-through, a link and file names, an 8-item list, a fenced block in one of emacs-lisp, python, sh, js, c, diff), its turn drawn again by the view on `turn-end' (rendered: markup removed, file names checked), the blocks never fontified before, median of %d runs; their fontification by their modes then runs on the view's timer, in slices of at most 20 ms: %.1f ms in all; the same `turn-end' when the blocks were fontified as they closed while streaming: %.1f ms; before this change: the raw text, 4.6 ms"
+            (mevedel-bench-describe "a Markdown answer of %.0f KB (30 sections: heading, 9 paragraphs with inline code, bold, italic, strike-through, a link and file names, an 8-item list, a fenced block in one of emacs-lisp, python, sh, js, c, diff), its turn drawn again by the view on `turn-end' (rendered: markup removed, file names checked), the blocks never fontified before, median of %d runs; their fontification by their modes then runs on the view's timer, in slices of at most 20 ms: %.1f ms in all; the same `turn-end' when the blocks were fontified as they closed while streaming: %.1f ms; with rendering off (`mevedel-markdown-enabled' nil: the text as written, file names marked, as before this change): %.1f ms"
                                     (/ (length answer) 1000.0) runs
                                     (* 1000 (mevedel-bench-percentile fontify 50))
-                                    (* 1000 (mevedel-bench-percentile warm 50)))
+                                    (* 1000 (mevedel-bench-percentile warm 50))
+                                    (* 1000 (mevedel-bench-percentile raw 50)))
             (mevedel-bench-report "view-markdown-200kb" (* 1000 (mevedel-bench-percentile cold 50)) "ms")))
       (markdown-bench--close view))))
 
@@ -228,8 +235,7 @@ paragraph long enough to wrap, as models write when they explain what they did a
       (markdown-bench--close view))))
 
 (mevedel-core-ensure)
-(unless (bound-and-true-p markdown-bench-no-run)
 (markdown-bench--render 7)
-(markdown-bench--stream 24))
+(markdown-bench--stream 24)
 
 ;;; markdown-bench.el ends here
