@@ -474,8 +474,9 @@ was tried and did not match.")
 
 (defun mevedel-markdown--flush (out)
   "Append to OUT the plain text from the bounds in `mevedel-markdown--plain'."
-  (mevedel-markdown--copy out (car mevedel-markdown--plain) (cdr mevedel-markdown--plain))
-  (setcar mevedel-markdown--plain (cdr mevedel-markdown--plain)))
+  (unless (= (car mevedel-markdown--plain) (cdr mevedel-markdown--plain))
+    (mevedel-markdown--copy out (car mevedel-markdown--plain) (cdr mevedel-markdown--plain))
+    (setcar mevedel-markdown--plain (cdr mevedel-markdown--plain))))
 
 (defun mevedel-markdown--inline (start end out)
   "Append the text from START to END, its inline constructs rendered, to OUT.
@@ -575,14 +576,14 @@ It closes on its line, before END, with as many backticks as it opens with."
   "Faces of emphasis by the number of its delimiter characters.")
 
 (defconst mevedel-markdown--emphasis-regexps
-  (cl-loop for (char . sizes) in '((?* 3 2 1) (?_ 3 2 1) (?~ 2))
-           append (cl-loop for size in sizes
-                           for quoted = (regexp-quote (make-string size char))
-                           for c = (if (eq char ?*) "*" (string char))
-                           collect (cons (cons char size)
-                                         (concat quoted "\\([^ \t\n" c "]\\(?:[^\n]*?[^ \t\n" c
-                                                 "]\\)??\\)" quoted))))
-  "Alist: (CHAR . SIZE) to the regexp of an emphasis delimited by SIZE CHARs.")
+  (vconcat (cl-loop for char in '(?* ?_ ?~)
+                    append (cl-loop for size from 1 to 3
+                                    for quoted = (regexp-quote (make-string size char))
+                                    for c = (string char)
+                                    collect (concat quoted "\\([^ \t\n" c "]\\(?:[^\n]*?[^ \t\n"
+                                                    c "]\\)??\\)" quoted))))
+  "Regexps of emphasis delimited by SIZE characters, at SIZE - 1.
+The * regexps come first, then those of _ (from 3), then ~ (from 6).")
 
 (defun mevedel-markdown--emphasis (char end out)
   "Append the emphasis delimited by CHAR at point to OUT, moving past it.
@@ -600,8 +601,8 @@ a character that is not a space; underscores count only outside words."
          (found nil))
     (when (and size (not (and underscore (mevedel-markdown--word-char-p (char-before)))))
       (while (and (not found) (> size 0))
-        (when (and (looking-at (alist-get (cons char size) mevedel-markdown--emphasis-regexps
-                                          nil nil #'equal))
+        (when (and (looking-at (aref mevedel-markdown--emphasis-regexps
+                                     (+ size -1 (pcase char (?* 0) (?_ 3) (_ 6)))))
                    (<= (match-end 0) end)
                    (not (eq (char-after (match-end 0)) char))
                    (not (and underscore (mevedel-markdown--word-char-p
