@@ -483,17 +483,21 @@ was tried and did not match.")
 Code spans, links, URLs and emphasis are found in one forward pass;
 each stays on its line, and the text inside a link or an emphasis is
 rendered the same way.  Nothing goes through a string."
-  (let ((mevedel-markdown--plain (cons start start)))
-    (goto-char start)
-    (while (re-search-forward mevedel-markdown--inline-start end t)
-      (let ((from (match-beginning 0)))
-        (setcdr mevedel-markdown--plain from)
-        (goto-char from)
-        (if (mevedel-markdown--construct end out)
-            (setcar mevedel-markdown--plain (point))
-          (goto-char (1+ from)))))
-    (setcdr mevedel-markdown--plain end)
-    (mevedel-markdown--flush out)))
+  (goto-char start)
+  (if (not (re-search-forward mevedel-markdown--inline-start end t))
+      ;; Most text holds no construct: one copy.
+      (mevedel-markdown--copy out start end)
+    (let ((mevedel-markdown--plain (cons start start)))
+      (goto-char (match-beginning 0))
+      (while (re-search-forward mevedel-markdown--inline-start end t)
+        (let ((from (match-beginning 0)))
+          (setcdr mevedel-markdown--plain from)
+          (goto-char from)
+          (if (mevedel-markdown--construct end out)
+              (setcar mevedel-markdown--plain (point))
+            (goto-char (1+ from)))))
+      (setcdr mevedel-markdown--plain end)
+      (mevedel-markdown--flush out))))
 
 (defun mevedel-markdown--construct (end out)
   "Append the inline construct at point, rendered, to OUT; move past it.
