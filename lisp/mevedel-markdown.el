@@ -7,14 +7,15 @@
 
 ;; The model writes Markdown.  The data buffer keeps it as written (the
 ;; provider reads it again); the view shows it rendered: headings,
-;; emphasis, inline code, lists, quotes, rules, links and URLs as
-;; buttons, fenced code blocks fontified by their language's major
+;; emphasis, inline code, lists, quotes, rules, tables, links and URLs
+;; as buttons, fenced code blocks fontified by their language's major
 ;; mode.  Markup is removed, not hidden, so what is copied from the
 ;; view is the text as read: a code block's lines are its source,
 ;; without its fences (its header also has a copy button).
 ;;
-;; Rendering is line-local: apart from fenced blocks, each line is
-;; rendered alone (emphasis, code spans and links do not span lines).
+;; Rendering is line-local: apart from fenced blocks and tables (whose
+;; columns are aligned), each line is rendered alone (emphasis, code
+;; spans and links do not span lines).
 ;; So a streamed answer can be rendered as its lines complete
 ;; (`mevedel-markdown-settled'), and rendering the pieces one by one
 ;; gives what rendering the whole gives.
@@ -378,15 +379,116 @@ code is fontified once the block closes."
   (when (< start end)
     (let ((end (copy-marker end)))
       (mevedel-markdown--lines start end)
+      (mevedel-markdown--mark-tables start end)
       ;; The inline constructs: one pass writing the new text into
       ;; another buffer, which then replaces the old at once.
       (let ((out (mevedel-markdown--out-buffer)))
         (mevedel-markdown--inline start end out)
+        (with-current-buffer out (mevedel-markdown--align-tables))
         (delete-region start end)
         (goto-char start)
         (insert-buffer-substring out))
       (set-marker end nil)
       (when mark (funcall mark start (point))))))
+
+(defconst mevedel-markdown--table-delimiter-regexp
+  "^[ \t]*|?[ \t]*:?-+:?[ \t]*\\(?:|[ \t]*:?-+:?[ \t]*\\)*|?[ \t]*$"
+  "A table's delimiter row, under its header row.")
+
+(defun mevedel-markdown--mark-tables (start end)
+  "Mark each table from START to END, a marker, with `mevedel-markdown-table'.
+A table is a row starting with |, a delimiter row, then the rows that
+start with |.  The value is the list of the columns' alignments."
+  (goto-char start)
+  (while (re-search-forward "^[ \t]*|" end t)
+    (let ((header (line-beginning-position)))
+      (forward-line 1)
+      (if (not (and (< (point) end) (looking-at mevedel-markdown--table-delimiter-regexp)))
+          (goto-char (min end (line-end-position)))
+        (let ((aligns (mapcar (lambda (cell)
+                                (let ((cell (string-trim cell)))
+                                  (cond ((and (string-prefix-p ":" cell) (string-suffix-p ":" cell))
+                                         'center)
+                                        ((string-suffix-p ":" cell) 'right)
+                                        (t 'left))))
+                              (mevedel-markdown--row-cells (match-string-no-properties 0)))))
+          (while (and (zerop (forward-line 1)) (< (point) end) (looking-at-p "[ \t]*|")))
+          (put-text-property header (min (point) end) 'mevedel-markdown-table aligns))))))
+
+(defun mevedel-markdown--row-cells (line)
+  "Return the cells of the table row LINE, a string: split at |, ends trimmed."
+  (let ((line (string-trim line)))
+    (split-string (string-remove-suffix "|" (string-remove-prefix "|" line)) "|")))
+
+(defun mevedel-markdown--cell-bounds ()
+  "Return the cells of the table row at point: a list of (START . END).
+A | inside inline code does not separate cells."
+  (let ((eol (line-end-position)) (cells nil) (from nil))
+    (skip-chars-forward " \t" eol)
+    (when (eq (char-after) ?|) (forward-char 1))
+    (setq from (point))
+    (while (search-forward "|" eol 'move)
+      (unless (memq 'mevedel-markdown-code (ensure-list (get-text-property (1- (point)) 'face)))
+        (push (cons from (1- (point))) cells)
+        (setq from (point))))
+    (when (save-excursion (goto-char from) (skip-chars-forward " \t" eol) (< (point) eol))
+      (push (cons from eol) cells))
+    (nreverse cells)))
+
+(defun mevedel-markdown--align-tables ()
+  "Align the columns of the rendered tables of the current buffer.
+Cells are padded to their column's width as shown (after the inline
+constructs were rendered); | becomes │ and the delimiter row a rule."
+  (let ((pos (point-min)))
+    (while (setq pos (text-property-not-all pos (point-max) 'mevedel-markdown-table nil))
+      (let* ((aligns (get-text-property pos 'mevedel-markdown-table))
+             (end (copy-marker (next-single-property-change pos 'mevedel-markdown-table nil
+                                                            (point-max))))
+             (rows nil) (widths nil))
+        ;; The rows' cells, as text, and each column's width.
+        (goto-char pos)
+        (while (< (point) end)
+          (let ((cells (mapcar (lambda (bounds)
+                                 (string-trim (buffer-substring (car bounds) (cdr bounds))))
+                               (save-excursion (mevedel-markdown--cell-bounds)))))
+            (push cells rows)
+            (unless (= (length rows) 2)
+              (let ((i 0))
+                (dolist (cell cells)
+                  (if (nth i widths)
+                      (setcar (nthcdr i widths) (max (nth i widths) (string-width cell)))
+                    (setq widths (append widths (list (string-width cell)))))
+                  (setq i (1+ i))))))
+          (forward-line 1))
+        (setq rows (nreverse rows))
+        (delete-region pos end)
+        (goto-char pos)
+        (let ((bar (propertize "│" 'face 'mevedel-markdown-rule)))
+          (cl-loop for cells in rows for n from 0
+                   do (insert
+                       (if (= n 1)
+                           (propertize (concat "├" (mapconcat (lambda (w) (make-string (+ w 2) ?─))
+                                                              widths "┼")
+                                               "┤\n")
+                                       'face 'mevedel-markdown-rule)
+                         (concat bar
+                                 (cl-loop for width in widths for i from 0
+                                          for cell = (or (nth i cells) "")
+                                          for room = (- width (string-width cell))
+                                          for align = (or (nth i aligns) 'left)
+                                          for left = (pcase align
+                                                       ('right room) ('center (/ room 2)) (_ 0))
+                                          concat (concat " " (make-string left ?\s)
+                                                         (if (= n 0)
+                                                             (let ((cell (copy-sequence cell)))
+                                                               (add-face-text-property
+                                                                0 (length cell) 'bold nil cell)
+                                                               cell)
+                                                           cell)
+                                                         (make-string (- room left) ?\s) " " bar))
+                                 "\n")))))
+        (setq pos (point))
+        (set-marker end nil)))))
 
 (defconst mevedel-markdown--line-regexp
   (concat "^\\([ \t]*\\)\\(?:"
@@ -627,7 +729,8 @@ a character that is not a space; underscores count only outside words."
 (defun mevedel-markdown-settled (text)
   "Return where the settled part of TEXT, a Markdown text still growing, ends.
 The settled part is its complete lines up to the last one outside a
-fenced block: more text changes nothing in its rendering.  The value
+fenced block and before a table still growing: more text changes
+nothing in its rendering.  The value
 is (END . FENCE): FENCE is non-nil when a fenced block opens at END and
 is not closed yet; it is then the regexp of the line that closes it,
 and its opening line is complete."
@@ -650,6 +753,13 @@ and its opening line is complete."
                 (if (re-search-forward close last-line t)
                     (forward-line 1)
                   (setq settled (1- start) fence close))))))
+        (unless fence
+          ;; A table is aligned as a whole: its rows settle when it ends.
+          (let ((table nil))
+            (goto-char last-line)
+            (while (and (not (bobp)) (progn (forward-line -1) (looking-at-p "[ \t]*|")))
+              (setq table (point)))
+            (when table (setq settled (1- table)))))
         (prog1 (cons (or settled (1- last-line)) fence)
           (erase-buffer))))))
 

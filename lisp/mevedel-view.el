@@ -1179,7 +1179,8 @@ still open gets its chunks as unfontified code until it closes."
        ((and fence (not (mevedel-markdown-closed-p fence raw (- (length raw) (length chunk)))))
         (mevedel-view--append-response (mevedel-markdown-code-text chunk)))
        ((and (not fence) (not (string-search "\n" chunk)))
-        ;; RAW is one unfinished line.
+        ;; RAW is the unfinished line (after the rows of a table
+        ;; still growing): nothing settles.
         (if (> (length raw) mevedel-view--stream-line-chars)
             (mevedel-view--append-response chunk)
           (delete-region start mevedel-view--transcript-end)

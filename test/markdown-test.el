@@ -3,7 +3,8 @@
 ;;; Commentary:
 
 ;; Golden faces: the face at given places of rendered Markdown for each
-;; construct, code blocks fontified by their modes, links as buttons;
+;; construct, code blocks fontified by their modes, links as buttons,
+;; tables aligned;
 ;; then the view: the data keeps the raw Markdown, copying gives the
 ;; text as read, and a streamed answer (an unclosed fence included) is
 ;; drawn as the whole answer is.
@@ -147,6 +148,25 @@ and https://b.example/y. Not `https://c.example/z`.\n")))
         (text "# Title\n**bold** and `code`\n```sh\nls\n```\n"))
     (should (equal (mevedel-markdown-test--render text) text))))
 
+(ert-deftest mevedel-markdown:tables-are-aligned ()
+  "A table's columns are aligned as shown, its header bold, its rule drawn."
+  (let ((out (mevedel-markdown-test--render
+              (concat "| Name | Size | Note |\n|:-----|-----:|:----:|\n"
+                      "| **lib.sh** | 12 | `a|b` ok |\n| test.sh | 1234 | x |\n\nAfter.\n"))))
+    (should (equal (substring-no-properties out)
+                   (concat "│ Name    │ Size │  Note  │\n"
+                           "├─────────┼──────┼────────┤\n"
+                           "│ lib.sh  │   12 │ a|b ok │\n"
+                           "│ test.sh │ 1234 │   x    │\n"
+                           "\nAfter.\n")))
+    (mevedel-markdown-test--should-face out "Name" 'bold)
+    (mevedel-markdown-test--should-face out "lib.sh" 'bold)
+    (mevedel-markdown-test--should-face out "a|b" 'mevedel-markdown-code)
+    (mevedel-markdown-test--should-face out "├" 'mevedel-markdown-rule)
+    ;; Rows without a delimiter row are no table.
+    (should (string-search "| a | b |"
+                           (mevedel-markdown-test--render "| a | b |\n| c | d |\n")))))
+
 ;;;; In the view
 
 (defmacro mevedel-markdown-test--with-view (var &rest body)
@@ -247,6 +267,27 @@ and https://b.example/y. Not `https://c.example/z`.\n")))
           (search-forward "emacs-lisp ")
           (push-button)
           (should (equal-including-properties (car kill-ring) source)))))))
+
+(ert-deftest mevedel-markdown:a-streamed-table-is-aligned-as-a-whole ()
+  "A streamed table's rows wait for its end; the view then aligns it as a whole."
+  (mevedel-markdown-test--with-view view
+    (let ((answer "Sizes:\n\n| File | Lines |\n|---|---:|\n| a.el | 5 |\n| longer-name.el | 1200 |\n\nDone.\n"))
+      (mevedel-markdown-test--begin chat "Count")
+      (mevedel-markdown-test--stream
+       chat (cl-loop for i from 0 below (length answer) by 4
+                     collect (substring answer i (min (length answer) (+ i 4)))))
+      (let ((streamed (mevedel-markdown-test--transcript view)))
+        (should (string-search (concat "│ File           │ Lines │\n"
+                                       "├────────────────┼───────┤\n"
+                                       "│ a.el           │     5 │\n"
+                                       "│ longer-name.el │  1200 │\n")
+                               streamed))
+        (mevedel-chat--notify chat 'turn-end)
+        (should (equal (string-trim (substring-no-properties
+                                     streamed (string-search "Sizes" streamed)))
+                       (let ((drawn (mevedel-markdown-test--transcript view)))
+                         (string-trim (substring-no-properties
+                                       drawn (string-search "Sizes" drawn))))))))))
 
 (ert-deftest mevedel-markdown:a-streamed-answer-is-drawn-as-the-whole ()
   "Streamed in small chunks, an open fence included, the answer reads as drawn at once."
