@@ -400,11 +400,14 @@ code is fontified once the block closes."
 A table is a row starting with |, a delimiter row, then the rows that
 start with |.  The value is the list of the columns' alignments."
   (goto-char start)
-  (while (re-search-forward "^[ \t]*|" end t)
+  ;; Found from their bars, not from every line start.
+  (while (search-forward "|" end t)
     (let ((header (line-beginning-position)))
-      (forward-line 1)
-      (if (not (and (< (point) end) (looking-at mevedel-markdown--table-delimiter-regexp)))
-          (goto-char (min end (line-end-position)))
+      (if (not (and (save-excursion (backward-char) (skip-chars-backward " \t") (bolp))
+                    (zerop (forward-line 1))
+                    (< (point) end)
+                    (looking-at mevedel-markdown--table-delimiter-regexp)))
+          (progn (goto-char header) (goto-char (min end (line-end-position))))
         (let ((aligns (mapcar (lambda (cell)
                                 (let ((cell (string-trim cell)))
                                   (cond ((and (string-prefix-p ":" cell) (string-suffix-p ":" cell))

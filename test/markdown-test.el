@@ -165,7 +165,11 @@ and https://b.example/y. Not `https://c.example/z`.\n")))
     (mevedel-markdown-test--should-face out "├" 'mevedel-markdown-rule)
     ;; Rows without a delimiter row are no table.
     (should (string-search "| a | b |"
-                           (mevedel-markdown-test--render "| a | b |\n| c | d |\n")))))
+                           (mevedel-markdown-test--render "| a | b |\n| c | d |\n")))
+    ;; A row that is no header, then a table.
+    (should (string-prefix-p "| x\n│ a │\n├───┤\n"
+                             (substring-no-properties
+                              (mevedel-markdown-test--render "| x\n| a |\n|---|\n"))))))
 
 ;;;; In the view
 
