@@ -1110,7 +1110,10 @@ gptel has turned the model's Markdown into Org: TEXT is shown as it is."
                                  (lambda (start end)
                                    (mevedel-locations-mark-region start end base cache)))
         (when suffix (insert suffix))
-        (add-text-properties start (point) '(read-only t front-sticky (read-only)))
+        ;; The kind too, in the same pass: what marks the block's kind
+        ;; after this finds it there and changes nothing.
+        (add-text-properties start (point)
+                             '(read-only t front-sticky (read-only) mevedel-kind response))
         (when (text-property-not-all start (point) 'mevedel-markdown-pending nil)
           (mevedel-view--queue-code start (point)))
         (set-marker mevedel-view--transcript-end (point))))))
