@@ -8,7 +8,7 @@ MODULE := mevedel-dyn.so
 BATCH := $(EMACS) -Q --batch -l scripts/load-path.el
 ELS := $(wildcard lisp/*.el)
 
-.PHONY: help deps module test run bench lint clean
+.PHONY: help deps module test run bench lint clean screenshots
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 10
@@ -32,6 +32,11 @@ run: deps ## Start Emacs in M-x mevedel (offline demo model when no backend is s
 bench: deps ## Run the benchmarks; prints BENCH lines
 	@$(MAKE) --no-print-directory module
 	@bash scripts/bench.sh
+
+screenshots: ## Draw the view's screenshots into docs/images (graphical Emacs under Xvfb)
+	@bash scripts/deps.sh screenshots
+	@$(MAKE) --no-print-directory module
+	@bash scripts/screenshots.sh docs/images
 
 lint: deps ## cargo fmt --check, clippy -D warnings, byte-compile -Werror, checkdoc
 	$(CARGO) fmt --check

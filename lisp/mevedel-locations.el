@@ -37,9 +37,9 @@
 (defconst mevedel-locations--read-regexp "^ *\\([0-9]+\\)\t"
   "A Read result's numbered line.")
 
-(defconst mevedel-locations--text-regexp
-  "\\(?:^\\|[[:space:]`(\"']\\)\\(\\(?:[[:alnum:]_.~-]+/\\)*[[:alnum:]_.-]+\\.[[:alpha:]][[:alnum:]]\\{0,7\\}\\)\\(?::\\([0-9]+\\)\\)?"
-  "A file name with an extension in prose, with an optional `:LINE'.")
+(defconst mevedel-locations--name-regexp
+  "\\`[/~]?\\(?:[[:alnum:]_.~-]+/\\)*[[:alnum:]_.-]+\\.[[:alpha:]][[:alnum:]]\\{0,7\\}\\'"
+  "A file name with an extension, alone.")
 
 (defun mevedel-locations--put (start end file line base)
   "Mark START to END of the current buffer as the place FILE:LINE under BASE."
@@ -82,34 +82,49 @@ searched directory)."
     (buffer-string)))
 
 (defvar-local mevedel-locations--exists nil
-  "Hash table: file name to whether it exists, for the assistant's text.")
+  "Hash table: (NAME . BASE) to whether file NAME exists under BASE.")
 
-(defun mevedel-locations-mark-text (text base)
-  "Return the assistant's TEXT with names of files under BASE as buttons.
-Only names of files that exist become buttons."
-  (let ((cache (or mevedel-locations--exists
-                   (setq mevedel-locations--exists (make-hash-table :test #'equal))))
-        (start 0)
-        (text (copy-sequence text)))
-    (while (string-match mevedel-locations--text-regexp text start)
-      (let* ((name (match-string 1 text))
-             (file (expand-file-name name base))
-             (exists (let ((known (gethash file cache 'unknown)))
-                       (if (eq known 'unknown)
-                           (puthash file (file-exists-p file) cache)
-                         known))))
-        (when exists
-          (let ((end (or (match-end 2) (match-end 1))))
-            (add-text-properties
-             (match-beginning 1) end
-             (list 'mevedel-location (list name (and (match-beginning 2)
-                                                     (string-to-number (match-string 2 text)))
-                                           base)
-                   'keymap mevedel-locations-map 'mouse-face 'highlight
-                   'face 'link 'help-echo "RET: visit this file")
-             text)))
-        (setq start (match-end 0))))
-    text))
+(defun mevedel-locations-cache ()
+  "Return the current buffer's table of which files named in text exist."
+  (or mevedel-locations--exists
+      (setq mevedel-locations--exists (make-hash-table :test #'equal))))
+
+(defun mevedel-locations-mark-region (start end base cache)
+  "Make the names of files under BASE from START to END buttons.
+Only names of existing files become buttons, each with an extension and
+an optional `:LINE'; CACHE, from `mevedel-locations-cache', remembers
+which exist.  Each candidate is found from its extension's dot, so the
+text is searched once for dots."
+  (save-excursion
+    (goto-char start)
+    (while (search-forward "." end t)
+      (let ((dot (1- (point))))
+        (when (looking-at-p "[[:alpha:]]")
+          (let* ((from (progn (goto-char dot) (skip-chars-backward "[:alnum:]_.~/-" start)
+                              (point)))
+                 (to (progn (goto-char dot) (skip-chars-forward "[:alnum:]_.~/-" end)
+                            (skip-chars-backward "." dot)
+                            (point)))
+                 (name (buffer-substring-no-properties from to))
+                 (before (char-before from)))
+            (when (and (or (null before) (memq before '(?\s ?\t ?\n ?\( ?\" ?' ?` ?\[)))
+                       (string-match-p mevedel-locations--name-regexp name))
+              (let* ((line (and (eq (char-after to) ?:)
+                                (progn (goto-char (1+ to)) (skip-chars-forward "0-9" end)
+                                       (> (point) (1+ to)))
+                                (string-to-number (buffer-substring-no-properties (1+ to) (point)))))
+                     (to (if line (point) to))
+                     (key (cons name base))
+                     (known (gethash key cache 'unknown)))
+                (when (if (eq known 'unknown)
+                          (puthash key (file-exists-p (expand-file-name name base)) cache)
+                        known)
+                  (add-text-properties from to
+                                       (list 'mevedel-location (list name line base)
+                                             'keymap mevedel-locations-map 'mouse-face 'highlight
+                                             'help-echo "RET: visit this file"))
+                  (add-face-text-property from to 'link))))
+            (goto-char (max to (1+ dot)))))))))
 
 ;;;; Visiting
 

@@ -61,6 +61,7 @@
 (require 'mevedel-locations)
 (require 'mevedel-mentions)
 (require 'mevedel-interaction)
+(require 'mevedel-markdown)
 
 (declare-function mevedel-demo-attach "mevedel-demo" (chat &optional surface))
 
@@ -151,6 +152,14 @@ START and END are positions or markers of the chat's turns.")
 (defvar-local mevedel-view--progress-timer nil "The pending progress redraw, or nil.")
 (defvar-local mevedel-view--problem nil
   "Why the last prompt could not be sent, shown in the live zone, or nil.")
+(defvar-local mevedel-view--stream nil
+  "The response being streamed: (START RAW FENCE), or nil.
+START is a marker where the drawing of RAW starts, RAW the text
+streamed since its last settled line (`mevedel-markdown-settled') and
+FENCE the regexp of the line closing the code block RAW opens, if any.")
+(defvar-local mevedel-view--code-queue nil
+  "Drawn text whose code blocks wait to be fontified: (START . END) markers.")
+(defvar-local mevedel-view--code-timer nil "Timer fontifying the queued code blocks.")
 (defvar-local mevedel-view--card-focused nil
   "Non-nil while point is on a card because a card took it from the composer.")
 
@@ -205,7 +214,16 @@ On a permission card:
   (setq-local buffer-undo-list t)
   (setq-local header-line-format '(:eval (mevedel-view--header-line)))
   (setq-local next-error-function #'mevedel-locations-next-error)
+  ;; Copied text is the text as read: no faces, buttons or keymaps.
+  (setq-local filter-buffer-substring-function #'mevedel-view--plain-substring)
   (add-hook 'completion-at-point-functions #'mevedel-view--slash-capf nil t))
+
+(defun mevedel-view--plain-substring (start end &optional delete)
+  "Return the text from START to END without its properties; DELETE it if non-nil.
+The view's `filter-buffer-substring-function'."
+  (let ((text (buffer-substring--filter start end delete)))
+    (set-text-properties 0 (length text) nil text)
+    text))
 
 ;;;; Creating the view
 
@@ -272,6 +290,8 @@ What it showed goes; the window keeps the buffer (`/clear')."
       (mevedel-chat-set-prompter chat nil)))
   (when (timerp mevedel-view--progress-timer)
     (cancel-timer mevedel-view--progress-timer))
+  (when (timerp mevedel-view--code-timer)
+    (cancel-timer mevedel-view--code-timer))
   (mevedel-view--forget)
   (mevedel-view--stop-spinner))
 
@@ -454,10 +474,9 @@ The search starts where the data of the turn that holds its row starts."
               "\n")))
     ('response
      (mevedel-view--begin-block 'response)
-     (mevedel-view--append
-      (concat (mevedel-locations-mark-text (mevedel-history-trim (plist-get segment :text))
-                                           default-directory)
-              (if (plist-get segment :incomplete)
+     (mevedel-view--append-markdown
+      (mevedel-history-trim (plist-get segment :text))
+      (concat (if (plist-get segment :incomplete)
                   (propertize " [incomplete: the response was cut off]"
                               'face 'mevedel-view-warning 'mevedel-incomplete t)
                 "")
@@ -718,6 +737,7 @@ A coalesced group is drawn as a tool block."
 
 (defun mevedel-view--truncate-to (position)
   "Delete the transcript from POSITION to its end."
+  (mevedel-view--end-stream)
   (let ((inhibit-read-only t))
     (delete-region position mevedel-view--transcript-end)
     (set-marker mevedel-view--transcript-end position)
@@ -781,6 +801,7 @@ first, above a line saying so."
     (unless mevedel-view--chat (user-error "Not a mevedel view"))
     (save-excursion
       (mevedel-view--forget)
+      (mevedel-view--end-stream)
       (when mevedel-view--stale (delete-overlay mevedel-view--stale))
       (setq mevedel-view--stale nil)
       (if (< (- mevedel-view--transcript-end (point-min)) mevedel-view--delete-now-chars)
@@ -1145,19 +1166,120 @@ gathered: at most one every `mevedel-view--progress-delay' seconds."
     (mevedel-view--stop-spinner)
     (force-mode-line-update)))
 
+(defun mevedel-view--append-markdown (text &optional suffix)
+  "Append the assistant's TEXT rendered, then SUFFIX, to the transcript.
+Names of existing files in it are buttons.  In an Org data buffer
+gptel has turned the model's Markdown into Org: TEXT is shown as it is."
+  (let ((inhibit-read-only t)
+        (base default-directory)
+        (cache (mevedel-locations-cache))
+        (mevedel-markdown-enabled
+         (and mevedel-markdown-enabled
+              (not (with-current-buffer (mevedel-chat-data-buffer mevedel-view--chat)
+                     (derived-mode-p 'org-mode))))))
+    (save-excursion
+      (goto-char mevedel-view--transcript-end)
+      (let ((start (point)))
+        (mevedel-markdown-insert text
+                                 (lambda (start end)
+                                   (mevedel-locations-mark-region start end base cache)))
+        (when suffix (insert suffix))
+        ;; The kind too, in the same pass: what marks the block's kind
+        ;; after this finds it there and changes nothing.
+        (add-text-properties start (point)
+                             '(read-only t front-sticky (read-only) mevedel-kind response))
+        (when (text-property-not-all start (point) 'mevedel-markdown-pending nil)
+          (mevedel-view--queue-code start (point)))
+        (set-marker mevedel-view--transcript-end (point))))))
+
+(defun mevedel-view--queue-code (start end)
+  "Fontify the code blocks from START to END soon, on a timer."
+  (setq mevedel-view--code-queue
+        (nconc mevedel-view--code-queue (list (cons (copy-marker start) (copy-marker end)))))
+  (unless (timerp mevedel-view--code-timer)
+    (setq mevedel-view--code-timer
+          (run-at-time 0 nil #'mevedel-view--fontify-code (current-buffer)))))
+
+(defun mevedel-view--fontify-code (buffer)
+  "Fontify BUFFER's queued code blocks for a while.
+The rest, if any, waits for the next run of the timer."
+  (when (buffer-live-p buffer)
+    (with-current-buffer buffer
+      (setq mevedel-view--code-timer nil)
+      (let ((deadline (+ (float-time) mevedel-view--fill-seconds)))
+        (while (and mevedel-view--code-queue
+                    (let* ((range (car mevedel-view--code-queue))
+                           (stopped (mevedel-markdown-fontify-pending
+                                     (car range) (cdr range) deadline)))
+                      (if stopped
+                          (progn (set-marker (car range) stopped) nil)
+                        (set-marker (car range) nil)
+                        (set-marker (cdr range) nil)
+                        (pop mevedel-view--code-queue)
+                        t))))
+        (when mevedel-view--code-queue
+          (setq mevedel-view--code-timer
+                (run-at-time 0 nil #'mevedel-view--fontify-code buffer)))))))
+
+(defconst mevedel-view--stream-line-chars 4096
+  "Longest unfinished line of a streamed response rendered again per chunk.
+A longer one gets its chunks as they come until its line ends.")
+
+(defun mevedel-view--append-response (text &optional markdown)
+  "Append TEXT, a piece of the response being streamed, to the transcript.
+MARKDOWN non-nil means TEXT is rendered."
+  (let ((begin (marker-position mevedel-view--transcript-end))
+        (inhibit-read-only t))
+    (if markdown (mevedel-view--append-markdown text) (mevedel-view--append text))
+    (put-text-property begin mevedel-view--transcript-end 'mevedel-kind 'response)))
+
 (defun mevedel-view--append-text (chunk)
-  "Append the streamed response CHUNK to the transcript."
+  "Append the streamed response CHUNK to the transcript, rendered.
+What is settled (`mevedel-markdown-settled') is rendered once; the
+unfinished line is rendered again with each chunk, and a code block
+still open gets its chunks as unfontified code until it closes."
   (save-excursion
     (unless (eq mevedel-view--last-kind 'response)
       (let ((inhibit-read-only t))
         (delete-region mevedel-view--transcript-end (mevedel-view--interactions-start)))
       (mevedel-view--stop-spinner)
       (mevedel-view--begin-block 'response)
-      (setq chunk (string-trim-left chunk)))
-    (let ((begin (marker-position mevedel-view--transcript-end))
-          (inhibit-read-only t))
-      (mevedel-view--append chunk)
-      (put-text-property begin mevedel-view--transcript-end 'mevedel-kind 'response))))
+      (setq chunk (string-trim-left chunk))
+      (mevedel-view--end-stream))
+    (unless mevedel-view--stream
+      (setq mevedel-view--stream (list (copy-marker mevedel-view--transcript-end) "" nil)))
+    (pcase-let* ((`(,start ,raw ,fence) mevedel-view--stream)
+                 (raw (concat raw chunk))
+                 (inhibit-read-only t))
+      (setf (nth 1 mevedel-view--stream) raw)
+      (cond
+       ((and fence (not (mevedel-markdown-closed-p fence raw (- (length raw) (length chunk)))))
+        (mevedel-view--append-response (mevedel-markdown-code-text chunk)))
+       ((and (not fence) (not (string-search "\n" chunk)))
+        ;; RAW is the unfinished line (after the rows of a table
+        ;; still growing): nothing settles.
+        (if (> (length raw) mevedel-view--stream-line-chars)
+            (mevedel-view--append-response chunk)
+          (delete-region start mevedel-view--transcript-end)
+          (mevedel-view--append-response raw t)))
+       (t
+        (pcase-let ((`(,settled . ,fence) (mevedel-markdown-settled raw)))
+          (delete-region start mevedel-view--transcript-end)
+          (when (> settled 0)
+            (mevedel-view--append-response (substring raw 0 settled) t)
+            (set-marker start mevedel-view--transcript-end))
+          (let ((rest (substring raw settled)))
+            (setf (nth 1 mevedel-view--stream) rest
+                  (nth 2 mevedel-view--stream) fence)
+            (if fence
+                (mevedel-view--append-response (mevedel-markdown-open-block rest))
+              (mevedel-view--append-response rest t)))))))))
+
+(defun mevedel-view--end-stream ()
+  "Forget the response being streamed; what is drawn stays."
+  (when mevedel-view--stream
+    (set-marker (car mevedel-view--stream) nil)
+    (setq mevedel-view--stream nil)))
 
 ;;;; Permission cards
 

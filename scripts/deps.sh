@@ -9,6 +9,9 @@
 #    archive into .deps/elpa/ through a private apt directory that never
 #    touches the system's apt configuration.
 #
+# `scripts/deps.sh screenshots' (or MEVEDEL_DEPS_SCREENSHOTS=1) also
+# installs a graphical Emacs and Xvfb for `make screenshots'.
+#
 # Environment:
 #   MEVEDEL_DEPS_DIR          where to put fetched packages (default: .deps)
 #   MEVEDEL_APT_SKIP_VALID_UNTIL=1
@@ -184,8 +187,35 @@ ensure_grammars() {
   rm -rf "$work"
 }
 
+# `deps.sh screenshots': what `make screenshots' needs besides the rest, a
+# graphical Emacs that can export its frames as PNG (Debian's emacs-gtk is
+# a Cairo build; it replaces emacs-nox and runs batch and -nw sessions as
+# well) and Xvfb to give it a display.
+ensure_screenshots() {
+  local missing=()
+  command -v Xvfb >/dev/null || missing+=(xvfb)
+  command -v xauth >/dev/null || missing+=(xauth)
+  if ! { command -v emacs-gtk || command -v emacs-lucid; } >/dev/null; then
+    missing+=(emacs-gtk)
+  fi
+  [ ${#missing[@]} = 0 ] && return
+  if is_root && is_debian; then
+    say "installing ${missing[*]} for the screenshots"
+    if grep -q bookworm /etc/os-release; then
+      apt_install -t bookworm-backports "${missing[@]}"
+    else
+      apt_install "${missing[@]}"
+    fi
+  else
+    die "the screenshots need ${missing[*]} (install them with your package manager)"
+  fi
+}
+
 ensure_emacs
 ensure_tools
 ensure_cargo
 ensure_elpa
 ensure_grammars
+if [ "${1:-}" = screenshots ] || [ "${MEVEDEL_DEPS_SCREENSHOTS:-}" = 1 ]; then
+  ensure_screenshots
+fi

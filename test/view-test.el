@@ -256,9 +256,11 @@ Each tool's only display fact is its :renderer; they are removed after."
             (forward-line 0)
             (let ((shown (mevedel-locations-show (get-text-property (point) 'mevedel-location))))
               (should (= (with-current-buffer shown (line-number-at-pos)) 2)))
-            ;; A file named in the answer is a button; a missing one is not.
+            ;; A file named in the answer is a button (its inline code
+            ;; rendered); a missing one is not.
             (goto-char (point-min))
-            (search-forward "See `")
+            (search-forward "See ")
+            (should (memq 'mevedel-markdown-code (ensure-list (get-text-property (point) 'face))))
             (should (equal (car (get-text-property (point) 'mevedel-location)) "b.el"))
             (should (equal (nth 1 (get-text-property (point) 'mevedel-location)) 2))
             (search-forward "missing")
