@@ -21,7 +21,8 @@ module: ## Build the native module (cargo --release --locked) and install it
 	cp target/release/libmevedel_dyn.so $(MODULE).tmp && mv -f $(MODULE).tmp $(MODULE)
 	cp target/release/mevedel-sandbox mevedel-sandbox.tmp && mv -f mevedel-sandbox.tmp mevedel-sandbox
 
-test: deps ## Run every test: cargo tests, ERT, end-to-end; ends with "N passed, N failed"
+test: ## Run every test: cargo tests, ERT, end-to-end; ends with "N passed, N failed"
+	@bash scripts/deps.sh screenshots
 	@$(MAKE) --no-print-directory module
 	@bash scripts/test.sh
 

@@ -57,18 +57,26 @@ need_mirror() {
   [ -n "$mirror" ] || die "cannot tell which Debian mirror apt uses; set MEVEDEL_DEBIAN_MIRROR"
 }
 
+want_screenshots() {
+  [ "${1:-}" = screenshots ] || [ "${MEVEDEL_DEPS_SCREENSHOTS:-}" = 1 ]
+}
+
 ensure_emacs() {
   if emacs_ok; then return; fi
+  # With the screenshots wanted, the graphical build is the one Emacs
+  # from the start, rather than replacing emacs-nox later.
+  local package=emacs-nox
+  want_screenshots "$@" && package=emacs-gtk
   if is_root && is_debian && grep -q bookworm /etc/os-release; then
-    say "installing emacs-nox 30 from bookworm-backports"
+    say "installing $package 30 from bookworm-backports"
     need_mirror
     local list=/etc/apt/sources.list.d/mevedel-bookworm-backports.list
     if ! grep -rqs bookworm-backports /etc/apt/sources.list /etc/apt/sources.list.d/; then
       echo "deb $mirror bookworm-backports main" > "$list"
       apt_updated=
     fi
-    apt_install -t bookworm-backports emacs-nox
-    emacs_ok || die "emacs-nox from bookworm-backports is older than 30.1"
+    apt_install -t bookworm-backports "$package"
+    emacs_ok || die "$package from bookworm-backports is older than 30.1"
   else
     die "Emacs >= 30.1 is required. Install it (Debian 12: enable bookworm-backports and
        'apt-get install -t bookworm-backports emacs-nox'; elsewhere your distribution's emacs 30 package)."
@@ -211,11 +219,11 @@ ensure_screenshots() {
   fi
 }
 
-ensure_emacs
+ensure_emacs "$@"
 ensure_tools
 ensure_cargo
 ensure_elpa
 ensure_grammars
-if [ "${1:-}" = screenshots ] || [ "${MEVEDEL_DEPS_SCREENSHOTS:-}" = 1 ]; then
+if want_screenshots "$@"; then
   ensure_screenshots
 fi
