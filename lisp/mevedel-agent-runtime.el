@@ -58,8 +58,11 @@
 (require 'mevedel-agent)
 (require 'mevedel-chat)
 (require 'mevedel-history)
+(require 'mevedel-interaction)
+(require 'mevedel-hooks)
 (require 'mevedel-gptel)
 (require 'mevedel-session)
+(require 'mevedel-tasks)
 (require 'mevedel-tool-registry)
 (require 'mevedel-transcript)
 (require 'mevedel-agent-roles)
@@ -123,6 +126,8 @@ is not sent.")
   tree parent-chat spawn-id
   ;; While preparing: a function cancelling the preparation.
   cancel
+  ;; How many times SubagentStop hooks sent the agent on.
+  (stop-continuations 0)
   ;; The session-relative file of its saved conversation, or nil.
   transcript)
 
@@ -417,7 +422,76 @@ calls DONE."
             "[Task background: a summary of the delegating conversation, for reference only]\n"
             (string-trim summary) "\n")))
 
+;;;; Who is calling: tasks and interactions
+
+(defun mevedel-agent-caller-path (context)
+  "Return the canonical path of the agent whose tool call has CONTEXT.
+A child's data buffer names its agent; any other call is the root's."
+  (let ((buffer (plist-get context :data-buffer)))
+    (or (and (buffer-live-p buffer) (buffer-local-value 'mevedel-session-agent buffer))
+        mevedel-agent-root)))
+
+(defun mevedel-agent-known-p (session path)
+  "Return non-nil when PATH is /root or a retained agent of SESSION."
+  (or (equal path mevedel-agent-root)
+      (when-let* ((tree (gethash (mevedel-session-id session) mevedel-agent--trees)))
+        (and (mevedel-agent--handle tree path) t))))
+
+(defun mevedel-agent-requester (context)
+  "Return (PATH . TURN) of the child agent whose call has CONTEXT, or nil.
+An Ask or plan card of a child is attributed to PATH and belongs to
+its running TURN."
+  (let ((path (mevedel-agent-caller-path context))
+        (session (plist-get context :session)))
+    (unless (equal path mevedel-agent-root)
+      (when-let* (((mevedel-session-p session))
+                  (tree (gethash (mevedel-session-id session) mevedel-agent--trees))
+                  (handle (mevedel-agent--handle tree path)))
+        (cons path (mevedel-agent-handle-turn handle))))))
+
+(setq mevedel-tasks-caller-function #'mevedel-agent-caller-path
+      mevedel-tasks-agent-known-function #'mevedel-agent-known-p
+      mevedel-interaction-requester-function #'mevedel-agent-requester)
+
 ;;;; Spawning
+
+(defun mevedel-agent--start-hooks (session child path role-name continue)
+  "Run SESSION's SubagentStart hooks for the new agent PATH, then CONTINUE.
+Their context goes into chat CHILD as a background block before its
+first request.  Without hooks CONTINUE runs at once."
+  (mevedel-hooks-subagent-start
+   session path (or role-name "default")
+   (lambda (context)
+     (when (and context (not (string-blank-p context)))
+       (with-current-buffer (mevedel-chat-data-buffer child)
+         (goto-char (point-max))
+         (insert (gptel-prompt-prefix-string)
+                 "[SubagentStart hook context]\n" (string-trim context) "\n")))
+     (funcall continue))))
+
+(defun mevedel-agent--dispatch-first (handle chat child task mode on-settle on-ready)
+  "Send the first TASK of HANDLE's chat CHILD, spawned by CHAT in context MODE.
+ON-SETTLE and ON-READY are the spawn's callbacks."
+  (let ((dispatch (lambda (task)
+                    (let ((waiting (mevedel-agent--activate handle task on-settle)))
+                      (when on-ready (funcall on-ready (mevedel-agent-handle-path handle)
+                                              waiting nil))))))
+    (if (not (eq mode 'summary))
+        (progn
+          (unless (eq mode 'none) (mevedel-agent--copy-context chat child mode))
+          (funcall dispatch task))
+      (setf (mevedel-agent-handle-cancel handle)
+            (mevedel-agent--summarize
+             chat task
+             (lambda (summary)
+               (condition-case err
+                   (if (not summary)
+                       (error "The handoff summary request failed")
+                     (mevedel-agent--insert-background child summary)
+                     (funcall dispatch task))
+                 (error (mevedel-agent--release-reservation (mevedel-agent-handle-tree handle) handle)
+                        (when on-ready (funcall on-ready nil nil (error-message-string err)))))))))))
+
 
 (defun mevedel-agent--string-arg (args key &optional required)
   "Return the string ARGS has under KEY, or nil; REQUIRED refuses blanks."
@@ -508,25 +582,11 @@ preparing (a `summary' context: see
           (mevedel-chat-observe child (lambda (event _chat &rest records)
                                         (mevedel-agent--child-event handle event records)))
           (run-hook-with-args 'mevedel-agent-start-functions path message role-name)
-          (let ((task (mevedel-agent--prompt-hooks path message))
-                (dispatch (lambda (task)
-                            (let ((waiting (mevedel-agent--activate handle task on-settle)))
-                              (when on-ready (funcall on-ready path waiting nil))))))
-            (if (not (eq mode 'summary))
-                (progn
-                  (unless (eq mode 'none) (mevedel-agent--copy-context chat child mode))
-                  (funcall dispatch task))
-              (setf (mevedel-agent-handle-cancel handle)
-                    (mevedel-agent--summarize
-                chat task
-                (lambda (summary)
-                  (condition-case err
-                      (if (not summary)
-                          (error "The handoff summary request failed")
-                        (mevedel-agent--insert-background child summary)
-                        (funcall dispatch task))
-                    (error (mevedel-agent--release-reservation tree handle)
-                           (when on-ready (funcall on-ready nil nil (error-message-string err))))))))))
+          (let ((task (mevedel-agent--prompt-hooks path message)))
+            (mevedel-agent--start-hooks
+             session child path role-name
+             (lambda ()
+               (mevedel-agent--dispatch-first handle chat child task mode on-settle on-ready))))
           path)
       (error
        (mevedel-agent--release-reservation tree handle)
@@ -666,6 +726,28 @@ With ALL, return every response of the turn, for partial work."
     (concat (format "Interrupted: %s." (or (mevedel-agent--turn-reason turn) "interrupted"))
             (if (string-empty-p partial) "" (concat "\nPartial work:\n" partial)))))
 
+(defconst mevedel-agent-stop-continuation-limit 8
+  "Most times SubagentStop hooks may send one agent on.")
+
+(defun mevedel-agent--stop-hooks (session handle outcome payload)
+  "Run SESSION's SubagentStop hooks for HANDLE's settled turn.
+A hook that blocks the stop (exit 2, decision \"block\") sends a
+completed agent on with its reason as the next task, at most
+`mevedel-agent-stop-continuation-limit' times."
+  (let ((path (mevedel-agent-handle-path handle))
+        (continued (mevedel-agent-handle-stop-continuations handle)))
+    (mevedel-hooks-subagent-stop
+     session (list :id path :type (or (mevedel-agent-handle-role-name handle) "default"))
+     :last-message (or payload "") :active (> continued 0)
+     :callback
+     (lambda (reason)
+       (when (and reason (eq outcome 'completed)
+                  (< continued mevedel-agent-stop-continuation-limit)
+                  (eq (mevedel-agent-handle-status handle) 'idle)
+                  (mevedel-agent-handle-parent-chat handle))
+         (setf (mevedel-agent-handle-stop-continuations handle) (1+ continued))
+         (mevedel-agent-send (mevedel-agent-handle-parent-chat handle) path reason))))))
+
 (defun mevedel-agent--settle (turn outcome payload)
   "Settle TURN with OUTCOME and PAYLOAD, once; later attempts do nothing.
 Return non-nil when this call settled it."
@@ -706,6 +788,8 @@ Return non-nil when this call settled it."
                     (funcall function path outcome payload)
                   (error (display-warning 'mevedel (format "A stop hook of %s failed: %s"
                                                            path (error-message-string err))))))
+              (mevedel-tasks-settle-owner session path (eq outcome 'completed))
+              (mevedel-agent--stop-hooks session handle outcome payload)
               (when-let* ((on-settle (mevedel-agent--turn-on-settle turn)))
                 (funcall on-settle path outcome payload))
               (mevedel-agent--refresh handle)

@@ -347,6 +347,11 @@ A child agent's is the text frozen when it was created."
 (add-hook 'mevedel-chat-idle-functions #'mevedel-environment-turn-ended)
 (add-hook 'mevedel-chat-idle-functions #'mevedel-skills-turn-ended)
 
+(defun mevedel-chat--refresh-agent-names (chat &rest _)
+  "Read the agent roles of CHAT's workspace for the composer's @NAME."
+  (mevedel-mentions-refresh-agent-names (mevedel-chat-root chat)))
+(add-hook 'mevedel-chat-idle-functions #'mevedel-chat--refresh-agent-names)
+
 (defun mevedel-chat-tools (chat)
   "Return the gptel tools offered to the model of CHAT.
 They are those of every native mevedel tool, or a child agent's

@@ -138,7 +138,7 @@ KIND is `file' (@: files and agents), `skill' ($) or `address'
 \(scheme://).  Only cached metadata is read."
   (let ((cache (mevedel-composer--fresh-cache root)))
     (pcase kind
-      ('file (append (mevedel-composer--take prefix (funcall mevedel-mentions-agent-names-function))
+      ('file (append (mevedel-composer--take prefix (mevedel-mentions-agent-names))
                      (mevedel-composer--take prefix (mevedel-composer--cache-files cache))))
       ('skill (mevedel-composer--take
                prefix (delete-dups (mapcar (lambda (s) (plist-get s :name))
@@ -169,7 +169,7 @@ KIND is `file' (@: files and agents), `skill' ($) or `address'
        ((string-prefix-p "@" token)
         (list (1+ start) (point) (mevedel-composer-candidates root 'file (substring token 1))
               :exclusive 'no :annotation-function
-              (lambda (c) (if (member c (funcall mevedel-mentions-agent-names-function))
+              (lambda (c) (if (member c (mevedel-mentions-agent-names))
                               "  agent" ""))))
        ((string-prefix-p "$" token)
         (list (1+ start) (point) (mevedel-composer-candidates root 'skill (substring token 1))

@@ -12,7 +12,7 @@
 ;; - @PATH attaches the file's current content (a modified buffer
 ;;   visiting it counts), @PATH:10-40 lines 10 to 40, as an
 ;;   <attachment> block, bounded by `mevedel-mentions-file-budget';
-;; - @AGENT, a name `mevedel-mentions-agent-names-function' returns,
+;; - @AGENT, a role `mevedel-mentions-agent-names' returns,
 ;;   asks the model to delegate the task to that agent;
 ;; - $NAME invokes the skill NAME for the turn: its instructions, and
 ;;   its tool restriction (mevedel-skills.el).  A name fitting two
@@ -25,6 +25,7 @@
 
 (require 'cl-lib)
 (require 'subr-x)
+(require 'mevedel-agent-roles)
 (require 'mevedel-prompt)
 (require 'mevedel-skills)
 
@@ -41,9 +42,20 @@
   "Characters an attached file may take in a request."
   :type 'natnum)
 
-(defvar mevedel-mentions-agent-names-function
-  (lambda () '("worker" "explorer" "verifier" "reviewer"))
-  "Function returning the agent names @NAME can ask to delegate to.")
+(defvar mevedel-mentions--agent-names nil
+  "The agent roles of the workspace, as last read at a turn's end.")
+
+(defun mevedel-mentions-agent-names ()
+  "Return the agent roles @NAME can ask to delegate to.
+Completion runs on keystrokes, so this reads no role files: it is the
+list `mevedel-mentions-refresh-agent-names' read last, else the
+built-in roles."
+  (or mevedel-mentions--agent-names '("worker" "explorer" "verifier" "reviewer")))
+
+(defun mevedel-mentions-refresh-agent-names (directory)
+  "Read the agent roles of the workspace DIRECTORY for @NAME."
+  (setq mevedel-mentions--agent-names
+        (ignore-errors (mevedel-agent-role-names directory))))
 
 (defface mevedel-mentions-chip '((t :inherit (highlight fixed-pitch) :box (:line-width -1)))
   "Face of a mention in the view.")
@@ -68,7 +80,7 @@
 Each is a plist (:kind file|agent|skill :token STRING :start :end) plus
 :file, :from and :to for files, :name for agents and skills."
   (let ((mentions nil) (start 0)
-        (agents (funcall mevedel-mentions-agent-names-function))
+        (agents (mevedel-mentions-agent-names))
         (skills nil))
     (while (string-match mevedel-mentions-regexp text start)
       (setq start (match-end 1))
@@ -168,7 +180,7 @@ seen when a message was sent."
   (if (not (string-match-p "[@$]" text))
       text
     (let ((text (copy-sequence text)) (start 0)
-          (agents (funcall mevedel-mentions-agent-names-function)))
+          (agents (mevedel-mentions-agent-names)))
       (while (string-match mevedel-mentions-regexp text start)
         (setq start (match-end 1))
         (let* ((sigil (match-string 2 text)) (name (match-string 3 text))

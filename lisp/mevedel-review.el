@@ -41,10 +41,10 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'mevedel-agent-roles)
+(require 'mevedel-agent-runtime)
 (require 'mevedel-chat)
 (require 'mevedel-view)
 
-(declare-function mevedel-agent-spawn "mevedel-agent" (chat args &optional on-settle))
 (declare-function mevedel "mevedel" (&optional directory))
 
 (defgroup mevedel-review nil
@@ -65,11 +65,6 @@ itself for the rest."
 (defcustom mevedel-review-git-program "git"
   "The git executable."
   :type 'string)
-
-(defvar mevedel-review-interrupt-function nil
-  "Function interrupting a running review agent, or nil.
-It is called with the chat and the agent's path by
-`mevedel-review-cancel' (the agent runtime's interrupt).")
 
 ;;;; Targets
 
@@ -679,12 +674,9 @@ exactly one line VERDICT: PASS, VERDICT: FAIL or VERDICT: PARTIAL).\n\n" what pa
      (mevedel-review--forget workflow)
      t)
     ('running
-     (if mevedel-review-interrupt-function
-         (progn (funcall mevedel-review-interrupt-function (mevedel-review-workflow-chat workflow)
-                         (mevedel-review-workflow-path workflow))
-                t)
-       (user-error "%s runs in %s: interrupt it from the background panel"
-                   (mevedel-review--label workflow) (mevedel-review-workflow-path workflow))))))
+     (mevedel-agent-interrupt (mevedel-review-workflow-chat workflow)
+                              (mevedel-review-workflow-path workflow))
+     t)))
 
 ;;;; Commands
 

@@ -156,8 +156,7 @@ Run the benches and report the figures.
       (should (plist-get role :read-only))
       (should-not (plist-get role :verdict))
       (should (eq (plist-get role :workload) 'verify))
-      (should (equal (plist-get role :system-components)
-                       '(identity tool-guidance environment workspace-instructions)))
+      (should (equal (plist-get role :system-components) '(workspace-instructions environment)))
       (should (equal (plist-get role :prompt) "Run the benches and report the figures.")))))
 
 (ert-deftest mevedel-agent-roles:claude-file ()

@@ -181,6 +181,64 @@
       (should (equal (mevedel-chat-frozen-system child) system))
       (should (eq (mevedel-chat-model child) 'm)))))
 
+;;;; What other features see of agents
+
+(ert-deftest mevedel-agent:tasks-and-cards-know-the-calling-agent ()
+  (agent-runtime-test--with-root root
+    (let* ((path (agent-runtime-test--spawn root "owner"))
+           (child (car (agent-runtime-test--send-of path)))
+           (session (mevedel-chat-session root))
+           (context (list :data-buffer (mevedel-chat-data-buffer child) :session session)))
+      (should (equal (mevedel-agent-caller-path context) path))
+      (should (equal (mevedel-agent-caller-path
+                      (list :data-buffer (mevedel-chat-data-buffer root) :session session))
+                     "/root"))
+      (should (mevedel-agent-known-p session path))
+      (should (mevedel-agent-known-p session "/root"))
+      (should-not (mevedel-agent-known-p session "/root/nobody"))
+      (should (equal (car (mevedel-agent-requester context)) path))
+      (should-not (mevedel-agent-requester (list :data-buffer (mevedel-chat-data-buffer root)
+                                                 :session session)))
+      ;; The agent's own task is completed when its turn succeeds.
+      (mevedel-tasks-write session path '(:tasks [(:subject "look around" :status "in_progress")]))
+      (should (mevedel-tasks-open-p (car (mevedel-tasks-list session))))
+      (agent-runtime-test--finish path 'done "all seen")
+      (should-not (mevedel-tasks-open-p (car (mevedel-tasks-list session)))))))
+
+(defun agent-runtime-test--start-hook (seen)
+  "Return a SubagentStart hook function recording into the cons SEEN."
+  (lambda (input)
+    (push (list 'start (plist-get input :agent_id) (plist-get input :agent_type)) (car seen))
+    "Use the project's own test runner."))
+
+(defun agent-runtime-test--stop-hook (seen)
+  "Return a SubagentStop hook function recording into the cons SEEN.
+It blocks the first stop of a turn, not one a stop hook caused."
+  (lambda (input)
+    (push (list 'stop (plist-get input :stop_hook_active) (plist-get input :last_assistant_message))
+          (car seen))
+    (unless (eq (plist-get input :stop_hook_active) t)
+      '(:decision "block" :reason "Run the tests too."))))
+
+(ert-deftest mevedel-agent:subagent-hooks-add-context-and-send-an-agent-on ()
+  (agent-runtime-test--with-root root
+    (let* ((seen (list nil))
+           (mevedel-hooks `((SubagentStart (:function ,(agent-runtime-test--start-hook seen)))
+                            (SubagentStop (:function ,(agent-runtime-test--stop-hook seen)))))
+           (path (agent-runtime-test--spawn root "tester" :role "worker"))
+           (child (car (agent-runtime-test--send-of path))))
+      (should (equal (car (last (car seen))) (list 'start path "worker")))
+      (should (string-search "[SubagentStart hook context]\nUse the project's own test runner."
+                             (with-current-buffer (mevedel-chat-data-buffer child) (buffer-string))))
+      ;; The first stop is blocked: the agent goes on with the reason.
+      (agent-runtime-test--finish path 'done "first report")
+      (should (equal (nth 1 (agent-runtime-test--send-of path)) "Run the tests too."))
+      (should (equal (car (car seen)) '(stop :json-false "first report")))
+      ;; The second stop, with stop_hook_active, lets it stop.
+      (agent-runtime-test--finish path 'done "tests pass")
+      (should (equal (car (car seen)) '(stop t "tests pass")))
+      (should-not (agent-runtime-test--send-of path)))))
+
 ;;;; Capacity and settlement
 
 (ert-deftest mevedel-agent:capacity-is-ten-and-the-rest-wait-in-order ()

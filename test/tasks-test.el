@@ -11,9 +11,17 @@
 (mevedel--load)
 
 (defmacro tasks-test--with-session (session &rest body)
-  "Bind SESSION to a fresh ephemeral session around BODY."
+  "Bind SESSION to a fresh ephemeral session around BODY.
+Any well-formed agent path counts as a retained agent there."
   (declare (indent 1))
-  `(let ((,session (mevedel-session-create :ephemeral t)))
+  `(let ((,session (mevedel-session-create :ephemeral t))
+         (mevedel-tasks-agent-known-function (lambda (_session _path) t)))
+     ,@body))
+
+(defmacro tasks-test--with-any-agent (&rest body)
+  "Run BODY where any well-formed agent path counts as a retained agent."
+  (declare (indent 0))
+  `(let ((mevedel-tasks-agent-known-function (lambda (_session _path) t)))
      ,@body))
 
 (defun tasks-test--write (session caller &rest args)
@@ -142,6 +150,7 @@
     (should (mevedel-tasks-open-p (tasks-test--task session 3)))))
 
 (ert-deftest mevedel-tasks:saved-and-restored-with-owners-checked ()
+  (tasks-test--with-any-agent
   (let* ((root (file-name-as-directory (make-temp-file "mevedel-tasks-" t)))
          (session (mevedel-session-create :workspace root))
          (id (mevedel-session-id session)))
@@ -170,7 +179,7 @@
                   (should (equal (tasks-test--write resumed "/root" :tasks '((:subject "new")))
                                  '(5))))
               (mevedel-session-close resumed))))
-      (delete-directory root t))))
+      (delete-directory root t)))))
 
 (ert-deftest mevedel-tasks:restore-drops-opaque-and-malformed-owners ()
   (tasks-test--with-session session
@@ -232,6 +241,7 @@
     session))
 
 (ert-deftest mevedel-tasks:fragment-golden ()
+  (tasks-test--with-any-agent
   (let ((session (tasks-test--sample)))
     (should (equal (tasks-test--plain
                     (mevedel-tasks-view-lines (mevedel-tasks-list session)
@@ -253,9 +263,10 @@
                                  (mevedel-tasks-view-lines (mevedel-tasks-list session)
                                                            (mevedel-tasks-notes session) 60 nil t))
                          3)
-                   '("done" "  ✓ Plan the migration · /root" "  ✓ Old docs · docs")))))
+                   '("done" "  ✓ Plan the migration · /root" "  ✓ Old docs · docs"))))))
 
 (ert-deftest mevedel-tasks:fragment-height-cap ()
+  (tasks-test--with-any-agent
   (let ((session (tasks-test--sample)))
     ;; Six rows: five kept, the header left alone goes, one count row.
     (should (equal (tasks-test--plain
@@ -282,7 +293,7 @@
     ;; No open task: no fragment.
     (dolist (id '(2 3 4 5 6 7))
       (tasks-test--write session "/root" :tasks `((:id ,id :status "completed"))))
-    (should-not (mevedel-tasks-view-lines (mevedel-tasks-list session) (mevedel-tasks-notes session)))))
+    (should-not (mevedel-tasks-view-lines (mevedel-tasks-list session) (mevedel-tasks-notes session))))))
 
 (ert-deftest mevedel-tasks:taskwrite-renders-and-updates-the-fragment ()
   (mevedel-test-with-view view chat
