@@ -730,10 +730,10 @@ With ALL, return every response of the turn, for partial work."
   "Most times SubagentStop hooks may send one agent on.")
 
 (defun mevedel-agent--stop-hooks (session handle outcome payload)
-  "Run SESSION's SubagentStop hooks for HANDLE's settled turn.
-A hook that blocks the stop (exit 2, decision \"block\") sends a
-completed agent on with its reason as the next task, at most
-`mevedel-agent-stop-continuation-limit' times."
+  "Run SESSION's SubagentStop hooks for HANDLE's turn settled with OUTCOME.
+PAYLOAD is its final answer.  A hook that blocks the stop (exit 2,
+decision \"block\") sends a completed agent on with its reason as
+the next task, at most `mevedel-agent-stop-continuation-limit' times."
   (let ((path (mevedel-agent-handle-path handle))
         (continued (mevedel-agent-handle-stop-continuations handle)))
     (mevedel-hooks-subagent-stop
