@@ -124,29 +124,26 @@ unless another way finds a mode, see `mevedel-markdown--mode')."
 (defvar mevedel-markdown--mode-buffers nil
   "Alist: major mode to its hidden fontification buffer, or to nil if it failed.")
 
-(defun mevedel-markdown--work-buffer ()
-  "Return the hidden buffer text is rendered in, empty."
-  (unless (buffer-live-p mevedel-markdown--work)
-    (setq mevedel-markdown--work (generate-new-buffer " *mevedel-markdown*" t))
-    (with-current-buffer mevedel-markdown--work
+(defun mevedel-markdown--hidden-buffer (variable name)
+  "Return the hidden buffer kept in VARIABLE (made as NAME if gone), empty."
+  (unless (buffer-live-p (symbol-value variable))
+    (set variable (generate-new-buffer name t))
+    (with-current-buffer (symbol-value variable)
       (setq buffer-undo-list t)))
-  (with-current-buffer mevedel-markdown--work
+  (with-current-buffer (symbol-value variable)
     (let ((inhibit-read-only t) (inhibit-modification-hooks t))
       (erase-buffer)))
-  mevedel-markdown--work)
+  (symbol-value variable))
+
+(defun mevedel-markdown--work-buffer ()
+  "Return the hidden buffer text is rendered in, empty."
+  (mevedel-markdown--hidden-buffer 'mevedel-markdown--work " *mevedel-markdown*"))
 
 (defvar mevedel-markdown--out nil "The hidden buffer prose is rendered into.")
 
 (defun mevedel-markdown--out-buffer ()
   "Return the hidden buffer prose is rendered into, empty."
-  (unless (buffer-live-p mevedel-markdown--out)
-    (setq mevedel-markdown--out (generate-new-buffer " *mevedel-markdown-out*" t))
-    (with-current-buffer mevedel-markdown--out
-      (setq buffer-undo-list t)))
-  (with-current-buffer mevedel-markdown--out
-    (let ((inhibit-read-only t) (inhibit-modification-hooks t))
-      (erase-buffer)))
-  mevedel-markdown--out)
+  (mevedel-markdown--hidden-buffer 'mevedel-markdown--out " *mevedel-markdown-out*"))
 
 (defun mevedel-markdown--mode-buffer (mode)
   "Return the hidden buffer that fontifies as MODE, or nil if MODE fails there."

@@ -186,17 +186,6 @@ and https://b.example/y. Not `https://c.example/z`.\n")))
        (kill-buffer (mevedel-chat-data-buffer chat))
        (delete-directory root t))))
 
-(defun mevedel-markdown-test--begin (chat text)
-  "Start a turn of CHAT with the user's TEXT."
-  (with-current-buffer (mevedel-chat-data-buffer chat)
-    (goto-char (point-max))
-    (let ((start (point-marker)))
-      (unless (bobp) (insert "\n\n"))
-      (insert (gptel-prompt-prefix-string) text "\n")
-      (setf (mevedel-chat-turn-start chat) start)
-      (push (list :id "t1" :label text :start start) (mevedel-chat-turns chat))))
-  (mevedel-chat--notify chat 'turn-start text))
-
 (defun mevedel-markdown-test--stream (chat chunks)
   "Stream CHUNKS of a response into CHAT, as gptel does."
   (dolist (chunk chunks)
@@ -223,7 +212,7 @@ and https://b.example/y. Not `https://c.example/z`.\n")))
   (mevedel-markdown-test--with-view view
     (make-directory (expand-file-name "lisp" root))
     (with-temp-file (expand-file-name "lisp/a.el" root) (insert ";; a\n"))
-    (mevedel-markdown-test--begin chat "Fix it")
+    (mevedel-test-begin-turn chat "Fix it")
     (mevedel-markdown-test--stream chat (list (concat "\n" mevedel-markdown-test--answer)))
     (mevedel-chat--notify chat 'turn-end)
     (with-current-buffer (mevedel-chat-data-buffer chat)
@@ -248,7 +237,7 @@ and https://b.example/y. Not `https://c.example/z`.\n")))
 (ert-deftest mevedel-markdown:copying-a-block-gives-its-source ()
   "`kill-ring-save' over a rendered block, or its copy button, gives the source."
   (mevedel-markdown-test--with-view view
-    (mevedel-markdown-test--begin chat "Fix it")
+    (mevedel-test-begin-turn chat "Fix it")
     (mevedel-markdown-test--stream chat (list (concat "\n" mevedel-markdown-test--answer)))
     (mevedel-chat--notify chat 'turn-end)
     (mevedel-markdown-test--transcript view)
@@ -276,7 +265,7 @@ and https://b.example/y. Not `https://c.example/z`.\n")))
   "A streamed table's rows wait for its end; the view then aligns it as a whole."
   (mevedel-markdown-test--with-view view
     (let ((answer "Sizes:\n\n| File | Lines |\n|---|---:|\n| a.el | 5 |\n| longer-name.el | 1200 |\n\nDone.\n"))
-      (mevedel-markdown-test--begin chat "Count")
+      (mevedel-test-begin-turn chat "Count")
       (mevedel-markdown-test--stream
        chat (cl-loop for i from 0 below (length answer) by 4
                      collect (substring answer i (min (length answer) (+ i 4)))))
@@ -299,7 +288,7 @@ and https://b.example/y. Not `https://c.example/z`.\n")))
     (let ((answer (concat "# Roadmap\n\nFirst **bold\nline** then `co" "de`.\n\n"
                            "```emacs-lisp\n(defun streamed ()\n  (list 1 2))\n```\n"
                            "Done *now*.")))
-      (mevedel-markdown-test--begin chat "Plan it")
+      (mevedel-test-begin-turn chat "Plan it")
       ;; Up to an open fence: its code shows as code, no fence characters.
       (let ((open (string-search "(list" answer)))
         (mevedel-markdown-test--stream chat (list (concat "\n" (substring answer 0 open))))

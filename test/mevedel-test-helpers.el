@@ -10,6 +10,8 @@
 
 (require 'ert)
 (require 'cl-lib)
+;; The chat's struct, for `setf' of its slots in compiled helpers.
+(eval-when-compile (require 'mevedel-chat))
 
 (declare-function mevedel "mevedel")
 (declare-function mevedel-view-chat "mevedel-view")
@@ -128,6 +130,17 @@ The text is what gptel writes for a tool call."
           (propertize (concat "\n" (prin1-to-string (list :name name :args args)) "\n\n" result)
                       'gptel (cons 'tool id))
           (propertize "\n```\n" 'gptel 'ignore)))
+
+(defun mevedel-test-begin-turn (chat text)
+  "Append the user's TEXT as a new turn of CHAT, as `mevedel-chat-send' does."
+  (with-current-buffer (mevedel-chat-data-buffer chat)
+    (goto-char (point-max))
+    (let ((start (point-marker)))
+      (unless (bobp) (insert "\n\n"))
+      (insert (gptel-prompt-prefix-string) text "\n")
+      (setf (mevedel-chat-turn-start chat) start)
+      (push (list :id (format "%x" (length (mevedel-chat-turns chat))) :label text :start start)
+            (mevedel-chat-turns chat)))))
 
 (defmacro mevedel-test-with-view (view chat &rest body)
   "Bind VIEW and CHAT to a fresh session's view and chat around BODY.

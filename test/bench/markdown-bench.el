@@ -141,7 +141,7 @@ paragraph long enough to wrap, as models write when they explain what they did a
          (answer (markdown-bench--answer 200000 30)))
     (unwind-protect
         (progn
-          (mevedel-bench-begin-turn chat "Explain the example functions.")
+          (mevedel-test-begin-turn chat "Explain the example functions.")
           (mevedel-chat--notify chat 'turn-start "Explain the example functions.")
           (mevedel-bench-append chat (mevedel-bench-response (concat "\n" answer)))
           (mevedel-chat--notify chat 'turn-end)
@@ -214,11 +214,11 @@ paragraph long enough to wrap, as models write when they explain what they did a
           (while (with-current-buffer view mevedel-view--pending)
             (accept-process-output nil 0.001))
           (let ((size (with-current-buffer (mevedel-chat-data-buffer chat) (buffer-size))))
-            (mevedel-bench-begin-turn chat "Explain the example functions.")
+            (mevedel-test-begin-turn chat "Explain the example functions.")
             (mevedel-chat--notify chat 'turn-start "Explain the example functions.")
             (setq raw (let ((mevedel-markdown-enabled nil))
                         (mevedel-bench-percentile (markdown-bench--chunks chat answer chunk-size) 50)))
-            (mevedel-bench-begin-turn chat "Explain the example functions again.")
+            (mevedel-test-begin-turn chat "Explain the example functions again.")
             (mevedel-chat--notify chat 'turn-start "Explain the example functions again.")
             (setq times (markdown-bench--chunks chat answer chunk-size))
             (with-current-buffer view

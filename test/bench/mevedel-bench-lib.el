@@ -9,6 +9,7 @@
 
 (require 'cl-lib)
 (eval-when-compile (require 'mevedel-chat))
+(declare-function mevedel-test-begin-turn "mevedel-test-helpers" (chat text))
 
 (declare-function mevedel-test-tool-text "mevedel-test-helpers")
 (declare-function mevedel-chat-data-buffer "mevedel-chat")
@@ -100,17 +101,6 @@ The ratio is PEER divided by OURS, so above 1 means we are faster."
       (mevedel-test-tool-text id "Read" (list :file_path (format "lisp/module-%02d.el" (% i 37)))
                               (mevedel-bench--read-result i)))))
 
-(defun mevedel-bench-begin-turn (chat text)
-  "Append the user's TEXT as a new turn of CHAT, as `mevedel-chat-send' does."
-  (with-current-buffer (mevedel-chat-data-buffer chat)
-    (goto-char (point-max))
-    (let ((start (point-marker)))
-      (unless (bobp) (insert "\n\n"))
-      (insert (gptel-prompt-prefix-string) text "\n")
-      (setf (mevedel-chat-turn-start chat) start)
-      (push (list :id (format "%x" (length (mevedel-chat-turns chat))) :label text :start start)
-            (mevedel-chat-turns chat)))))
-
 (defun mevedel-bench-append (chat &rest texts)
   "Append TEXTS to CHAT's data buffer."
   (with-current-buffer (mevedel-chat-data-buffer chat)
@@ -125,7 +115,7 @@ The ratio is PEER divided by OURS, so above 1 means we are faster."
   "Append TURNS turns of CALLS calls each to CHAT's data buffer."
   (let ((n 0))
     (dotimes (turn turns)
-      (mevedel-bench-begin-turn chat (format "Question %d: where is bench-%d defined?" turn turn))
+      (mevedel-test-begin-turn chat (format "Question %d: where is bench-%d defined?" turn turn))
       (mevedel-bench-append chat (mevedel-bench-response "\nI will search for it and read the files."))
       (dotimes (_ calls)
         (mevedel-bench-append chat "\n\n" (mevedel-bench-call n))

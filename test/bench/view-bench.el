@@ -166,7 +166,7 @@ The figure is the median over the last ROUNDS settlements."
         (progn
           (mevedel-bench-fill chat 20 8)
           (mevedel-view-rerender view)
-          (mevedel-bench-begin-turn chat "Rename bench everywhere.")
+          (mevedel-test-begin-turn chat "Rename bench everywhere.")
           (mevedel-chat--notify chat 'turn-start "Rename bench everywhere.")
           (dotimes (i calls)
             (let* ((n (+ 1000 i))

@@ -37,6 +37,25 @@
       (ert-fail (format "Screen never matched %S; last capture:\n%s" regexp capture)))
     capture))
 
+(defun mevedel-tmux-test--write-init (init server &rest forms)
+  "Write to INIT an init file whose gptel talks to the scripted SERVER.
+FORMS are evaluated after that setup."
+  (with-temp-file init
+    (prin1 `(progn
+              (require 'mevedel)
+              (require 'gptel)
+              (require 'gptel-openai)
+              (setq gptel-backend
+                    (gptel-make-openai "tmux scripted"
+                      :host ,(format "127.0.0.1:%d" (mevedel-scripted-model-port server))
+                      :protocol "http" :endpoint "/v1/chat/completions"
+                      :stream t :key "scripted" :models '(scripted-model)
+                      :curl-args '("--noproxy" "127.0.0.1"))
+                    gptel-model 'scripted-model
+                    inhibit-startup-screen t)
+              ,@forms)
+           (current-buffer))))
+
 (defun mevedel-tmux-test--open (socket root init)
   "Start `emacs -nw' loading INIT in ROOT on SOCKET, then M-x mevedel in it."
   (mevedel-tmux-test--tmux
@@ -139,20 +158,7 @@ prompt, works."
          (server (mevedel-scripted-model-start script :vars `(("root" . ,root))))
          (init (make-temp-file "mevedel-tmux-init" nil ".el"))
          (socket (format "mevedel-test-%d" (emacs-pid))))
-    (with-temp-file init
-      (prin1 `(progn
-                (require 'mevedel)
-                (require 'gptel)
-                (require 'gptel-openai)
-                (setq gptel-backend
-                      (gptel-make-openai "tmux scripted"
-                        :host ,(format "127.0.0.1:%d" (mevedel-scripted-model-port server))
-                        :protocol "http" :endpoint "/v1/chat/completions"
-                        :stream t :key "scripted" :models '(scripted-model)
-                        :curl-args '("--noproxy" "127.0.0.1"))
-                      gptel-model 'scripted-model
-                      inhibit-startup-screen t))
-             (current-buffer)))
+    (mevedel-tmux-test--write-init init server)
     (unwind-protect
         (let ((process-environment (append '("LANG=C.UTF-8" "LC_ALL=C.UTF-8" "TERM=xterm-256color")
                                            process-environment)))
@@ -200,22 +206,9 @@ output reaches the model with the prompt.  The second prompt does not ask."
          (init (make-temp-file "mevedel-tmux-init" nil ".el"))
          (state (make-temp-file "mevedel-tmux-state" t))
          (socket (format "mevedel-hooks-%d" (emacs-pid))))
-    (with-temp-file init
-      (prin1 `(progn
-                (require 'mevedel)
-                (require 'gptel)
-                (require 'gptel-openai)
-                (setq gptel-backend
-                      (gptel-make-openai "tmux scripted"
-                        :host ,(format "127.0.0.1:%d" (mevedel-scripted-model-port server))
-                        :protocol "http" :endpoint "/v1/chat/completions"
-                        :stream t :key "scripted" :models '(scripted-model)
-                        :curl-args '("--noproxy" "127.0.0.1"))
-                      gptel-model 'scripted-model
-                      mevedel-chat-save-sessions nil
-                      mevedel-hooks-approvals-file ,(expand-file-name "approved.eld" state)
-                      inhibit-startup-screen t))
-             (current-buffer)))
+    (mevedel-tmux-test--write-init
+     init server `(setq mevedel-chat-save-sessions nil
+                        mevedel-hooks-approvals-file ,(expand-file-name "approved.eld" state)))
     (unwind-protect
         (let ((process-environment (append '("LANG=C.UTF-8" "LC_ALL=C.UTF-8" "TERM=xterm-256color")
                                            process-environment)))
