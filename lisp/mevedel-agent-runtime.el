@@ -59,6 +59,7 @@
 (require 'mevedel-chat)
 (require 'mevedel-history)
 (require 'mevedel-interaction)
+(require 'mevedel-plan)
 (require 'mevedel-hooks)
 (require 'mevedel-gptel)
 (require 'mevedel-session)
@@ -128,6 +129,9 @@ is not sent.")
   cancel
   ;; How many times SubagentStop hooks sent the agent on.
   (stop-continuations 0)
+  ;; The Plan stamp of the request that spawned it (mevedel-plan.el),
+  ;; which its every turn carries, or nil.  Never changes.
+  plan-stamp
   ;; The session-relative file of its saved conversation, or nil.
   transcript)
 
@@ -449,6 +453,31 @@ its running TURN."
                   (handle (mevedel-agent--handle tree path)))
         (cons path (mevedel-agent-handle-turn handle))))))
 
+(defun mevedel-agent--spawn-stamp (chat session)
+  "Return the Plan stamp of the request of CHAT in SESSION that spawns a child.
+The child keeps it, so it stays read-only after the root leaves Plan."
+  (mevedel-plan-stamp (list :data-buffer (mevedel-chat-data-buffer chat) :session session)))
+
+(defun mevedel-agent-plan-stamp (context)
+  "Return the Plan stamp of the child agent whose call has CONTEXT.
+That is the stamp it was spawned under, else a read-only role's own
+\(`read-only'), else `none'; nil for the root's calls."
+  (let ((path (mevedel-agent-caller-path context))
+        (session (plist-get context :session)))
+    (unless (equal path mevedel-agent-root)
+      (let ((handle (when-let* (((mevedel-session-p session))
+                                (tree (gethash (mevedel-session-id session) mevedel-agent--trees)))
+                      (gethash path (mevedel-agent--tree-agents tree)))))
+        (cond ((null handle) 'none)
+              ((mevedel-agent-handle-plan-stamp handle))
+              ((plist-get (mevedel-agent-handle-role handle) :read-only)
+               (mevedel-plan-make-stamp 'read-only))
+              (t 'none))))))
+
+(add-hook 'mevedel-plan-request-functions #'mevedel-agent-plan-stamp)
+;; A spawn under Plan is stamped, so Plan may leave Agent to the usual decision.
+(add-to-list 'mevedel-plan-passing-tools "Agent")
+
 (setq mevedel-tasks-caller-function #'mevedel-agent-caller-path
       mevedel-tasks-agent-known-function #'mevedel-agent-known-p
       mevedel-interaction-requester-function #'mevedel-agent-requester)
@@ -555,9 +584,10 @@ preparing (a `summary' context: see
          (parent-path (mevedel-agent--path-of chat))
          (path (mevedel-agent--unique-path tree parent-path
                                            (mevedel-agent-normalize-name task-name)))
-         (handle (mevedel-agent--make-handle :path path :parent parent-path :role-name role-name
-                                             :role role :parent-chat chat :spawn-id spawn-id
-                                             :tree tree)))
+         (handle (mevedel-agent--make-handle
+                  :path path :parent parent-path :role-name role-name
+                  :role role :parent-chat chat :spawn-id spawn-id :tree tree
+                  :plan-stamp (mevedel-agent--spawn-stamp chat session))))
     ;; The reservation: the path is taken, but nobody sees it yet.
     (puthash path handle (mevedel-agent--tree-agents tree))
     (condition-case err

@@ -72,7 +72,9 @@ under Plan is stamped, SendMessage checks its target's stamp).")
 ;;;; The stamp
 
 (defun mevedel-plan-make-stamp (kind)
-  "Return a new Plan stamp of KIND, `sticky' or `directive'."
+  "Return a new Plan stamp of KIND, `sticky', `directive' or `read-only'.
+A `read-only' stamp is a read-only agent role's: the boundary of
+directive planning, worded for the role."
   (list :plan kind))
 
 (defun mevedel-plan-stamp-kind (stamp)
@@ -123,11 +125,20 @@ work://shared/ belongs to the workspace, and a bare work:// names no file."
        (not (member address '("work://" "work://shared")))
        (not (string-match-p "\\(?:\\`\\|/\\)\\.\\.\\(?:/\\|\\'\\)" (substring address 7)))))
 
+(defun mevedel-plan--who (kind)
+  "Return what refuses a call under a stamp of KIND, to lead its message."
+  (if (eq kind 'read-only) "This agent's role is read-only" "Plan mode"))
+
 (defun mevedel-plan--patch-verdict (kind patch)
   "Return the Plan verdict of kind KIND on an ApplyPatch of PATCH."
-  (if (eq kind 'directive)
-      (cons 'deny "Planning is read-only: ApplyPatch is not available, not even for work:// \
-files.  Present the plan in your answer")
+  (cond
+   ((eq kind 'read-only)
+    (cons 'deny "This agent's role is read-only: ApplyPatch is not available; report the \
+change you propose instead"))
+   ((eq kind 'directive)
+    (cons 'deny "Planning is read-only: ApplyPatch is not available, not even for work:// \
+files.  Present the plan in your answer"))
+   (t
     (let ((targets (condition-case err
                        (cl-loop for op in (mevedel-core-patch-parse patch)
                                 append (delq nil (list (plist-get op :path)
@@ -142,7 +153,7 @@ files.  Present the plan in your answer")
 Propose the plan with ProposePlan; the change is made after approval"
                         (mapconcat (lambda (target) (format "`%s'" target))
                                    (cl-remove-if #'mevedel-plan-session-target-p targets)
-                                   ", "))))))))
+                                   ", ")))))))))
 
 (defun mevedel-plan-restriction (context session)
   "Return Plan's verdict on the call CONTEXT in SESSION, or nil when it has none.
@@ -161,7 +172,7 @@ denied."
            (own (and check (not (mevedel-tool-read-only-p tool)) (funcall check args))))
       (cond
        ((equal name "Eval")
-        (cons 'deny "Plan mode: Eval is not available while planning"))
+        (cons 'deny (format "%s: Eval is not available" (mevedel-plan--who kind))))
        ((equal name "ApplyPatch")
         (mevedel-plan--patch-verdict kind (plist-get args :patch)))
        ((eq (car-safe own) 'command)
@@ -169,17 +180,17 @@ denied."
                          default-directory))
                (facts (mevedel-core-bash-permission (cdr own) root root)))
           (unless (plist-get facts :read-only)
-            (cons 'deny (format "Plan mode: only read-only commands run while planning, and \
-this one is %s%s; nothing ran"
-                                (plist-get facts :class)
+            (cons 'deny (format "%s: only read-only commands run, and this one is %s%s; \
+nothing ran"
+                                (mevedel-plan--who kind) (plist-get facts :class)
                                 (if-let* ((reasons (plist-get facts :reasons)))
                                     (concat " (" (string-join reasons "; ") ")")
                                   ""))))))
        ((or (mevedel-tool-read-only-p tool) (eq own 'delegated)
             (member name mevedel-plan-passing-tools))
         nil)
-       (t (cons 'deny (format "Plan mode: %s changes things and is not available while planning"
-                              name)))))))
+       (t (cons 'deny (format "%s: %s changes things and is not available"
+                              (mevedel-plan--who kind) name)))))))
 
 (add-hook 'mevedel-permissions-restriction-functions #'mevedel-plan-restriction)
 

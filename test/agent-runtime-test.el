@@ -205,6 +205,39 @@
       (agent-runtime-test--finish path 'done "all seen")
       (should-not (mevedel-tasks-open-p (car (mevedel-tasks-list session)))))))
 
+(defun agent-runtime-test--verdict (chat tool args)
+  "Return the Plan boundary's verdict on CHAT's call of TOOL with ARGS."
+  (let ((session (mevedel-chat-session chat)))
+    (mevedel-plan-restriction (list :tool (mevedel-tool-get tool) :args args
+                                    :data-buffer (mevedel-chat-data-buffer chat) :session session)
+                              session)))
+
+(ert-deftest mevedel-agent:read-only-roles-and-plan-spawns-stay-read-only ()
+  (agent-runtime-test--with-root root
+    (let* ((patch "*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch")
+           (verifier (car (agent-runtime-test--send-of
+                           (agent-runtime-test--spawn root "check" :role "verifier"))))
+           (worker (car (agent-runtime-test--send-of
+                         (agent-runtime-test--spawn root "build" :role "worker")))))
+      ;; A read-only role edits nothing, through any path; it reads.
+      (should (string-match-p "role is read-only"
+                              (cdr (agent-runtime-test--verdict verifier "ApplyPatch"
+                                                                (list :patch patch)))))
+      (should (eq (car (agent-runtime-test--verdict verifier "Eval" '(:form "1"))) 'deny))
+      (should-not (agent-runtime-test--verdict verifier "Read" '(:file_path "x.txt")))
+      ;; A worker is left to the usual decision; so is the root.
+      (should-not (agent-runtime-test--verdict worker "ApplyPatch" (list :patch patch)))
+      (should-not (agent-runtime-test--verdict root "ApplyPatch" (list :patch patch)))
+      ;; A child spawned under Plan keeps Plan's boundary after the root leaves it.
+      (mevedel-plan-enter (mevedel-chat-session root))
+      (let ((planner (car (agent-runtime-test--send-of
+                           (agent-runtime-test--spawn root "plan it" :role "worker")))))
+        (mevedel-plan-leave (mevedel-chat-session root))
+        (should (string-match-p "Plan mode"
+                                (cdr (agent-runtime-test--verdict planner "ApplyPatch"
+                                                                  (list :patch patch)))))
+        (should-not (agent-runtime-test--verdict root "ApplyPatch" (list :patch patch)))))))
+
 (defun agent-runtime-test--start-hook (seen)
   "Return a SubagentStart hook function recording into the cons SEEN."
   (lambda (input)
