@@ -606,7 +606,8 @@ preparing (a `summary' context: see
                 (mevedel-chat-frozen-system child) (plist-get config :system)
                 (mevedel-chat-frozen-tools child) (plist-get config :tools))
           (with-current-buffer (mevedel-chat-data-buffer child)
-            (setq-local mevedel-session-agent path)
+            (setq-local mevedel-session-agent path
+                        mevedel-tool-offered (mapcar #'gptel-tool-name (plist-get config :tools)))
             (when (boundp 'gptel-reasoning-effort)
               (set (make-local-variable 'gptel-reasoning-effort) effort)))
           (mevedel-chat-observe child (lambda (event _chat &rest records)
@@ -1045,7 +1046,9 @@ Only this agent is loaded, with its frozen configuration.  Signal
                 (plist-put (plist-put (copy-sequence config) :backend (mevedel-chat-backend child))
                            :tools (mevedel-chat-frozen-tools child)))
           (with-current-buffer (mevedel-chat-data-buffer child)
-            (setq-local mevedel-session-agent (mevedel-agent-handle-path handle)))
+            (setq-local mevedel-session-agent (mevedel-agent-handle-path handle)
+                        mevedel-tool-offered (mapcar #'gptel-tool-name
+                                                     (mevedel-chat-frozen-tools child))))
           (mevedel-chat-observe child (lambda (event _chat &rest records)
                                         (mevedel-agent--child-event handle event records)))
           child))))

@@ -110,11 +110,16 @@ The envelope's own result has all of it.")
 
 ;;;; The catalog
 
-(defun mevedel-ptc-catalog ()
-  "Return the tools a ToolCall program may call.
-That is every registered tool but ToolCall itself."
-  (cl-remove-if (lambda (tool) (equal (mevedel-tool-name tool) "ToolCall"))
-                (mevedel-tool-all)))
+(defun mevedel-ptc-catalog (&optional buffer)
+  "Return the tools a ToolCall program in data BUFFER may call.
+That is every registered tool but ToolCall itself and the native tools
+outside BUFFER's `mevedel-tool-offered' (a child agent's role)."
+  (let ((offered (and (buffer-live-p buffer) (buffer-local-value 'mevedel-tool-offered buffer))))
+    (cl-remove-if (lambda (tool)
+                    (or (equal (mevedel-tool-name tool) "ToolCall")
+                        (and offered (mevedel-tool-native-p tool)
+                             (not (member (mevedel-tool-name tool) offered)))))
+                  (mevedel-tool-all))))
 
 (defun mevedel-ptc-standalone-p (tool)
   "Return non-nil when TOOL may only be a ToolCall program's whole expression."
@@ -137,17 +142,26 @@ STANDALONE and COMPOSABLE are the option values it was built with.")
 (add-hook 'mevedel-chat-recovered-result-functions #'mevedel-ptc-recovered-result)
 (add-hook 'mevedel-tool-unregistered-functions #'mevedel-ptc--forget-names)
 
-(defun mevedel-ptc--catalog-names ()
-  "Return (NAMES . STANDALONE-NAMES): the identities a program may call."
+(defun mevedel-ptc--names-of (catalog)
+  "Return (NAMES . STANDALONE-NAMES) of the tools in CATALOG."
+  (cons (mapcar #'mevedel-tool-identity catalog)
+        (mapcar #'mevedel-tool-identity (cl-remove-if-not #'mevedel-ptc-standalone-p catalog))))
+
+(defun mevedel-ptc--catalog-names (&optional buffer)
+  "Return (NAMES . STANDALONE-NAMES): the identities a program in BUFFER may call.
+The names of the whole catalog are kept; a narrowed one is made anew."
+  (if (and (buffer-live-p buffer) (buffer-local-value 'mevedel-tool-offered buffer))
+      (mevedel-ptc--names-of (mevedel-ptc-catalog buffer))
+    (mevedel-ptc--whole-catalog-names)))
+
+(defun mevedel-ptc--whole-catalog-names ()
+  "Return (NAMES . STANDALONE-NAMES) of the whole catalog, kept between calls."
   (pcase mevedel-ptc--names
     ((and `(,standalone ,composable . ,names)
           (guard (and (eq standalone mevedel-ptc-standalone-tools)
                       (eq composable mevedel-ptc-composable-tools))))
      names)
-    (_ (let* ((catalog (mevedel-ptc-catalog))
-              (names (cons (mapcar #'mevedel-tool-identity catalog)
-                           (mapcar #'mevedel-tool-identity
-                                   (cl-remove-if-not #'mevedel-ptc-standalone-p catalog)))))
+    (_ (let ((names (mevedel-ptc--names-of (mevedel-ptc-catalog))))
          (setq mevedel-ptc--names
                (cons mevedel-ptc-standalone-tools (cons mevedel-ptc-composable-tools names)))
          names))))
@@ -159,7 +173,10 @@ STANDALONE and COMPOSABLE are the option values it was built with.")
   (let ((query (string-trim (or (plist-get args :query) ""))))
     (if (string-empty-p query)
         "Error: give ToolSearch a query: tool names, words of what you need, or a group"
-      (plist-get (mevedel-tool-search query (mevedel-ptc-catalog)) :text))))
+      (plist-get (mevedel-tool-search
+                  query (mevedel-ptc-catalog
+                         (plist-get (mevedel-pipeline-current-context) :data-buffer)))
+                 :text))))
 
 ;;;; The specialist listing
 
@@ -533,7 +550,7 @@ but their audit entries."
 (defun mevedel-ptc-run-program (callback args)
   "Run the ToolCall program in ARGS (:program); CALLBACK gets the envelope."
   (let* ((context (mevedel-pipeline-current-context))
-         (names (mevedel-ptc--catalog-names))
+         (names (mevedel-ptc--catalog-names (plist-get context :data-buffer)))
          (machine (mevedel-core-ptc-start
                    (or (plist-get args :program) "")
                    (car names)

@@ -587,6 +587,11 @@ in `mevedel-tool-native-extras' are native too."
       (and (not (mevedel-tool-wrap tool))
            (member (mevedel-tool-name tool) mevedel-tool-native-names))))
 
+(defvar-local mevedel-tool-offered nil
+  "Names of the tools this data buffer's model is offered, or nil for all.
+A child agent's role narrows them; a ToolCall program there may call
+no native tool outside them (specialists stay reachable).")
+
 (defun mevedel-tool-native-tools ()
   "Return the registered native tools, in registration order."
   (cl-remove-if-not #'mevedel-tool-native-p (mevedel-tool-all)))

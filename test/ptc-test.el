@@ -162,6 +162,21 @@ its 2 nested calls had finished (Echo, Slow)" text))
         (mevedel-session-close session)
         (delete-directory workspace t)))))
 
+(ert-deftest mevedel-ptc-test-a-narrowed-buffer-calls-only-its-natives ()
+  "A child agent's ToolCall reaches its role's native tools and every specialist."
+  (mevedel-ptc-test--with
+    (with-temp-buffer
+      (setq-local mevedel-tool-offered '("Read" "ToolCall" "ToolSearch"))
+      (let ((names (car (mevedel-ptc--catalog-names (current-buffer))))
+            (whole (car (mevedel-ptc--catalog-names nil))))
+        (should (member "Read" names))
+        (should (member "Echo" names))
+        (should-not (member "Bash" names))
+        (should-not (member "ApplyPatch" names))
+        (should (member "Bash" whole))
+        (should-not (cl-find "Bash" (mevedel-ptc-catalog (current-buffer))
+                             :key #'mevedel-tool-name :test #'equal))))))
+
 (ert-deftest mevedel-ptc-test-failures-are-values ()
   "A failed call is a value the program inspects; the row counts the failure."
   (mevedel-ptc-test--with
