@@ -1058,11 +1058,14 @@ Only this agent is loaded, with its frozen configuration.  Signal
   "Every key of a saved registry record, exactly once each.")
 
 (defun mevedel-agent--record (handle)
-  "Return HANDLE as a registry record of printable data."
+  "Return HANDLE as a registry record of printable data.
+An agent restored but not used yet still has the saved names."
   (let ((config (copy-sequence (mevedel-agent-handle-config handle))))
     (setq config (plist-put config :backend (let ((b (plist-get config :backend)))
-                                              (and b (gptel-backend-name b)))))
-    (setq config (plist-put config :tools (mapcar #'gptel-tool-name (plist-get config :tools))))
+                                              (if (gptel-backend-p b) (gptel-backend-name b) b))))
+    (setq config (plist-put config :tools (mapcar (lambda (tool)
+                                                    (if (gptel-tool-p tool) (gptel-tool-name tool) tool))
+                                                  (plist-get config :tools))))
     (list :path (mevedel-agent-handle-path handle) :parent (mevedel-agent-handle-parent handle)
           :role (mevedel-agent-handle-role-name handle) :config config
           :status (mevedel-agent-handle-status handle) :outcome (mevedel-agent-handle-outcome handle)
