@@ -155,7 +155,7 @@ The names of the whole catalog are kept; a narrowed one is made anew."
     (mevedel-ptc--whole-catalog-names)))
 
 (defun mevedel-ptc--whole-catalog-names ()
-  "Return (NAMES . STANDALONE-NAMES) of the whole catalog, kept between uses."
+  "Return (NAMES . STANDALONE-NAMES) of the whole catalog, as last kept."
   (pcase mevedel-ptc--names
     ((and `(,standalone ,composable . ,names)
           (guard (and (eq standalone mevedel-ptc-standalone-tools)
