@@ -930,7 +930,19 @@ mail (`mevedel-chat-continuation-mail-functions') first."
             (mevedel-core-store-input-push store text)))
         (mevedel-chat--notify chat 'queued)
         (mevedel-chat--notify chat 'delivered queued))
-      (append mail queued))))
+      (append mail (cl-loop for text in queued
+                            collect text
+                            append (mevedel-chat--queued-mentions chat text))))))
+
+(defun mevedel-chat--queued-mentions (chat text)
+  "Return the hidden blocks of the mentions in the queued TEXT of CHAT.
+A mention that cannot be expanded (an ambiguous skill) says why."
+  (when (string-match-p "[@$]" text)
+    (mapcar (lambda (block) (propertize block 'mevedel-mail t))
+            (condition-case err
+                (mevedel-mentions-blocks chat text)
+              (user-error (list (format "[The mentions of the message above were not \
+expanded: %s]" (error-message-string err))))))))
 
 (add-hook 'mevedel-gptel-continuation-functions #'mevedel-chat--deliver-queued)
 

@@ -91,6 +91,17 @@
           (set-buffer-modified-p nil)
           (kill-buffer))))))
 
+(ert-deftest composer:a-queued-message-brings-its-mentions ()
+  "A message queued while tools run joins the request with its attachments."
+  (composer-test--with-view
+    (setf (mevedel-chat-queued chat) '("also look at @src/b.el" "and this, plainly"))
+    (let ((delivered (mevedel-chat--deliver-queued (list :context chat))))
+      (should (equal (nth 0 delivered) "also look at @src/b.el"))
+      (should (string-prefix-p "<attachment kind=\"file\" path=\"src/b.el\"" (nth 1 delivered)))
+      ;; The attachment is hidden mail in the transcript, not the user's text.
+      (should (get-text-property 0 'mevedel-mail (nth 1 delivered)))
+      (should (equal (nthcdr 2 delivered) '("and this, plainly"))))))
+
 (ert-deftest composer:chips-in-the-view ()
   (let ((text (mevedel-mentions-chips "look at @src/a.el:3 with @worker, not @ alone")))
     (should (eq (get-text-property (string-search "@src" text) 'face text) 'mevedel-mentions-chip))
