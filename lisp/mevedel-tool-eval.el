@@ -178,10 +178,17 @@ The child prints the value on stdout after \"=> \"; an error prints
                    (print-escape-control-characters t) (print-length nil) (print-level nil))
                (prin1-to-string driver))))))
 
-(defun mevedel-tool-eval--load-path-entry ()
-  "Return the EMACSLOADPATH entry giving a child the current `load-path'."
-  (concat "EMACSLOADPATH="
-          (mapconcat #'expand-file-name (cl-remove-if-not #'stringp load-path) ":")))
+(defun mevedel-tool-eval--load-path-dirs ()
+  "Return the existing directories of the current `load-path', expanded.
+The sandbox shows them to a batch child read-only, wherever they are
+\(a private /tmp hides what is under it otherwise)."
+  (cl-remove-if-not #'file-directory-p
+                    (delete-dups (mapcar #'expand-file-name
+                                         (cl-remove-if-not #'stringp load-path)))))
+
+(defun mevedel-tool-eval--load-path-entry (dirs)
+  "Return the EMACSLOADPATH entry giving a child the load path DIRS."
+  (concat "EMACSLOADPATH=" (mapconcat #'identity dirs ":")))
 
 ;;;; The handler
 
@@ -229,11 +236,12 @@ ARGS holds :form, :mode (\"live\" or \"batch\") and :preserve_ui."
             (preserve (mevedel-tool-eval--preserve-ui-p args)))
         (pcase mode
           ("live" (funcall callback (mevedel-tool-eval-live forms preserve)))
-          ("batch" (mevedel-tool-exec-run-command
-                    (lambda (answer) (funcall callback (mevedel-tool-eval--batch-status answer)))
-                    (mevedel-tool-eval--batch-args args)
-                    (mevedel-tool-eval-batch-command forms) "Eval (batch)"
-                    (list (mevedel-tool-eval--load-path-entry))))
+          ("batch" (let ((dirs (mevedel-tool-eval--load-path-dirs)))
+                     (mevedel-tool-exec-run-command
+                      (lambda (answer) (funcall callback (mevedel-tool-eval--batch-status answer)))
+                      (mevedel-tool-eval--batch-args args)
+                      (mevedel-tool-eval-batch-command forms) "Eval (batch)"
+                      (list (mevedel-tool-eval--load-path-entry dirs)) dirs)))
           (_ (error "The mode argument must be \"live\" or \"batch\", not %S" mode))))
     (error (funcall callback (list :result (concat "Error: " (error-message-string err))
                                    :status 'error)))))

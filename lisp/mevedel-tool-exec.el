@@ -258,14 +258,15 @@ evaluate later: %s"
   "Return the sandbox request of a command run for CONTEXT in CWD.
 GRANT is what `mevedel-tool-exec-grant-request' returned (approved by the
 permission step).  Writable: CWD and the context's :writable; the
-workspace's .mevedel state stays read-only."
+workspace's .mevedel state stays read-only.  Readable besides the
+default: the grant's and the context's :readable."
   (mevedel-core-sandbox-object
    (mevedel-sandbox-request
     :env nil
     :writable (delete-dups (delq nil (cons cwd (plist-get context :writable))))
     :state-dirs (list (expand-file-name ".mevedel" cwd))
     :network (plist-get grant :network)
-    :extra-read (plist-get grant :read)
+    :extra-read (append (plist-get grant :read) (plist-get context :readable))
     :extra-write (plist-get grant :write)
     :escalated (plist-get grant :escalated))))
 
@@ -456,13 +457,15 @@ Answer CALLBACK with the output so far and the execution's facts."
       callback args (mevedel-tool-exec--required-string args :command "command")
       (mevedel-tool-exec--description args)))))
 
-(defun mevedel-tool-exec-run-command (callback args command description &optional environment)
+(defun mevedel-tool-exec-run-command (callback args command description
+                                               &optional environment readable)
   "Run the Bash COMMAND for the tool call ARGS as a managed execution.
 This is Bash's path, shared by every tool that runs a child process
 \(batch Eval): the call's context, sandbox, output spool, yield and
 teardown.  ARGS give :yield_time_ms, :tty and the sandbox grant;
 DESCRIPTION names the command; ENVIRONMENT is a list of \"NAME=VALUE\"
-entries that replace those variables for this command.  Answer
+entries that replace those variables for this command; READABLE lists
+directories the sandbox shows read-only besides its defaults.  Answer
 CALLBACK once with the output so far and the execution's facts.
 Argument errors signal: callers turn them into error results."
   (let* ((yield (mevedel-tool-exec--bounded (plist-get args :yield_time_ms)
@@ -479,6 +482,7 @@ Argument errors signal: callers turn them into error results."
                                   (or (plist-get context :environment) process-environment)
                                   environment))
                     context))
+         (context (if readable (plist-put (copy-sequence context) :readable readable) context))
          (answered nil)
          (note (mevedel-tool-exec--withheld-note
                 (plist-get context :session)
