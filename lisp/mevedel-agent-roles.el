@@ -152,6 +152,10 @@ An empty findings list is fine when you found nothing."
   (or mevedel-agent-roles--builtins
       (setq mevedel-agent-roles--builtins (mevedel-agent-roles--make-builtins))))
 
+(defun mevedel-agent-builtin-role-names ()
+  "Return the names of the built-in roles, reading no file."
+  (mapcar (lambda (role) (plist-get role :name)) (mevedel-agent-roles--builtins)))
+
 (defun mevedel-agent-roles--make-builtins ()
   "Make the built-in role plists."
   (let ((read '("Read" "Glob" "Grep" "Bash" "ToolSearch" "ToolCall")))

@@ -418,13 +418,15 @@ calls DONE."
           (ignore-errors (gptel-abort work))
           (kill-buffer work))))))
 
-(defun mevedel-agent--insert-background (child summary)
-  "Put SUMMARY in chat CHILD's buffer as a labelled Task background block."
+(defun mevedel-agent--insert-background (child text &optional label)
+  "Put TEXT in chat CHILD's buffer as a block headed by LABEL.
+LABEL defaults to that of the handoff summary, a Task background."
   (with-current-buffer (mevedel-chat-data-buffer child)
     (goto-char (point-max))
     (insert (gptel-prompt-prefix-string)
-            "[Task background: a summary of the delegating conversation, for reference only]\n"
-            (string-trim summary) "\n")))
+            (or label
+                "[Task background: a summary of the delegating conversation, for reference only]")
+            "\n" (string-trim text) "\n")))
 
 ;;;; Who is calling: tasks and interactions
 
@@ -492,10 +494,7 @@ first request.  Without hooks CONTINUE runs at once."
    session path (or role-name "default")
    (lambda (context)
      (when (and context (not (string-blank-p context)))
-       (with-current-buffer (mevedel-chat-data-buffer child)
-         (goto-char (point-max))
-         (insert (gptel-prompt-prefix-string)
-                 "[SubagentStart hook context]\n" (string-trim context) "\n")))
+       (mevedel-agent--insert-background child context "[SubagentStart hook context]"))
      (funcall continue))))
 
 (defun mevedel-agent--dispatch-first (handle chat child task mode on-settle on-ready)

@@ -892,9 +892,12 @@ gptel-make-anthropic, gptel-make-ollama, ...)" backend))
 ;;;; Tool-result media
 
 (defvar mevedel-gptel--parsing nil
-  "Non-nil while gptel parses a buffer into messages.
-Then it is a list of (TOOL-MESSAGE . MEDIA-MESSAGE) pairs: OpenAI
-messages carrying a call's images, to follow that call's result.")
+  "Non-nil while gptel parses a buffer into messages.")
+
+(defvar mevedel-gptel--media-messages nil
+  "While gptel parses a buffer: (TOOL-MESSAGE . MEDIA-MESSAGE) pairs.
+Each MEDIA-MESSAGE is an OpenAI user message carrying a call's images,
+to follow that call's result.")
 
 (defun mevedel-gptel--region-media ()
   "Return the media references of the tool result region at point, or nil.
@@ -943,15 +946,16 @@ follows its result."
               ;; A buffer's parser keeps only its first message: the
               ;; parse below puts this one in after it.
               (if mevedel-gptel--parsing
-                  (push (cons tool-message media-message) mevedel-gptel--parsing)
+                  (push (cons tool-message media-message) mevedel-gptel--media-messages)
                 (setq messages (append messages (list media-message))))))))))
     messages))
 
 (defun mevedel-gptel--parse-buffer (orig backend &rest args)
   "Call ORIG with BACKEND and ARGS; put OpenAI media messages after their results."
-  (let* ((mevedel-gptel--parsing (list 'parsing))
+  (let* ((mevedel-gptel--parsing t)
+         (mevedel-gptel--media-messages nil)
          (prompts (apply orig backend args)))
-    (dolist (pair (butlast mevedel-gptel--parsing))
+    (dolist (pair mevedel-gptel--media-messages)
       (when-let* ((tail (memq (car pair) prompts)))
         (setcdr tail (cons (cdr pair) (cdr tail)))))
     prompts))

@@ -50,7 +50,7 @@
 Completion runs on keystrokes, so this reads no role files: it is the
 list `mevedel-mentions-refresh-agent-names' read last, else the
 built-in roles."
-  (or mevedel-mentions--agent-names '("worker" "explorer" "verifier" "reviewer")))
+  (or mevedel-mentions--agent-names (mevedel-agent-builtin-role-names)))
 
 (defun mevedel-mentions-refresh-agent-names (directory)
   "Read the agent roles of the workspace DIRECTORY for @NAME."

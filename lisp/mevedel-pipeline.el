@@ -739,6 +739,15 @@ gave (a nested call's media passed on)."
                                      (stringp (plist-get record :path)))))))
                  media)))
 
+(defun mevedel-pipeline--capture-media (call media)
+  "Return the references of CALL's well-formed MEDIA, or the error text.
+The error (bytes that are not what they claim, a file that cannot be
+read) fails the call rather than reach the model without its image."
+  (condition-case err
+      (and media (mevedel-tool-media-capture media (mevedel-pipeline--call-tool-use-id call)
+                                             (mevedel-pipeline--call-session call)))
+    (error (format "Error: %s" (error-message-string err)))))
+
 (defun mevedel-pipeline--accept (call value)
   "Take the handler's return VALUE for CALL: classify it at the boundary."
   (let (result status render-data media explicit)
@@ -763,14 +772,8 @@ not a keyword plist" (mevedel-pipeline--call-name call))))
       (mevedel-pipeline--fail call (format "Error: the %s handler returned :media that is not \
 a list of (:mime TYPE :data BYTES) or (:mime TYPE :path FILE) records"
                                            (mevedel-pipeline--call-name call))))
-     ((and media
-           (condition-case err
-               (progn (setq media (mevedel-tool-media-capture
-                                   media (mevedel-pipeline--call-tool-use-id call)
-                                   (mevedel-pipeline--call-session call)))
-                      nil)
-             (error (mevedel-pipeline--fail
-                     call (format "Error: %s" (error-message-string err)))))))
+     ((stringp (setq media (mevedel-pipeline--capture-media call media)))
+      (mevedel-pipeline--fail call media))
      (t
       (when (stringp result)
         (setq result (mevedel-core-text-normalize result)))
