@@ -42,6 +42,7 @@
 (require 'subr-x)
 (require 'mevedel-core)
 (require 'mevedel-history)
+(require 'mevedel-memory)
 (require 'mevedel-resource)
 (require 'mevedel-session)
 (require 'mevedel-tool-registry)
@@ -166,26 +167,32 @@ says the file does not exist.  Return nil when
   "Return the truenames of the new files among UNSAVED, for Glob."
   (cl-loop for (_ truename new) in unsaved when new collect truename))
 
-;;;; Conversations (history://)
+;;;; Text documents (history://, agent://, memory://root)
 
 (defun mevedel-tool-fs--documents (target tool)
-  "Return the conversation documents TARGET names for TOOL, or nil.
+  "Return the text documents TARGET names for TOOL, or nil.
 TARGET is what `mevedel-tool-fs--target' returned: only a prepared
 history:// or agent:// attempt names documents (see
-`mevedel-history-documents', `mevedel-history-agent-documents')."
+`mevedel-history-documents', `mevedel-history-agent-documents'), and a
+Read of memory://root, which reads as the prompt's memory index."
   (unless (stringp target)
-    (let ((facts (mevedel-core-resource-attempt-facts target)))
-      (when (and (member (plist-get facts :scheme) '("history" "agent")) (plist-get facts :available)
-                 ;; The bare listing is text the module has already.
-                 (not (equal (plist-get facts :canonical) "history://")))
+    (let* ((facts (mevedel-core-resource-attempt-facts target))
+           (canonical (plist-get facts :canonical)))
+      (cond
+       ((and (equal tool "Read") (equal canonical "memory://root"))
+        (let ((workspace (plist-get (funcall mevedel-resource-session-function) :workspace)))
+          (list (cons canonical (or (mevedel-memory-index workspace)
+                                    "No memory roots are configured.")))))
+       ((and (member (plist-get facts :scheme) '("history" "agent")) (plist-get facts :available)
+             ;; The bare listing is text the module has already.
+             (not (equal canonical "history://")))
         (unless (mevedel-session-p mevedel-session-current)
           (signal 'mevedel-core-resource-error
-                  (list (format "%s is unavailable outside a mevedel session"
-                                (plist-get facts :canonical)))))
+                  (list (format "%s is unavailable outside a mevedel session" canonical))))
         (or (if (equal (plist-get facts :scheme) "agent")
-                (mevedel-history-agent-documents (plist-get facts :canonical) mevedel-session-current)
-              (mevedel-history-documents (plist-get facts :canonical) mevedel-session-current tool))
-            (list (cons (plist-get facts :canonical) "")))))))
+                (mevedel-history-agent-documents canonical mevedel-session-current)
+              (mevedel-history-documents canonical mevedel-session-current tool))
+            (list (cons canonical ""))))))))
 
 ;;;; Running
 

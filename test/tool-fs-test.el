@@ -446,6 +446,20 @@ The buffers are killed afterwards, their changes discarded."
                             (mevedel-tool-fs-test--err #'mevedel-tool-fs-read
                                                        '(:file_path "work://notes.txt" :offset -1))))))
 
+(ert-deftest mevedel-tool-fs:bare-memory-root-reads-as-the-prompt-index ()
+  "Read of memory://root gives the prompt's memory index, labelled and in order."
+  (mevedel-tool-fs-test--with-workspace
+    (let ((read (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read '(:file_path "memory://root")))
+          (index (mevedel-memory-index (directory-file-name ws))))
+      (should (string-match-p "^ +3\tRoots: memory://local-mevedel/ " read))
+      (should (string-match-p "^ +5\t- memory://local-mevedel/topic\.md — remember defun$" read))
+      (should (equal (replace-regexp-in-string "^ *[0-9]+\t" "" read)
+                     (concat index "\n"))))
+    (let ((mevedel-resource-memory-roots nil))
+      (should (string-match-p "No memory roots are configured"
+                              (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read
+                                                        '(:file_path "memory://root")))))))
+
 (ert-deftest mevedel-tool-fs:read-packaged-manuals ()
   (let ((listing (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read '(:file_path "mevedel://"))))
     (should (string-match-p "^mevedel://tools/files\\.md$" listing))
