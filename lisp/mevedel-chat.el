@@ -772,11 +772,27 @@ Notices are never sent to the model."
         (when (eq (plist-get segment :type) 'response)
           (setq answer (string-trim (plist-get segment :text))))))))
 
+(defvar mevedel-chat--hook-context-sent (make-hash-table :test #'eq :weakness 'key)
+  "The hook context blocks each chat's unaccepted turn carries.")
+
 (defun mevedel-chat--hook-context (chat)
-  "Return the context of CHAT's hooks waiting for its turn, as mail blocks."
-  (mevedel-hooks-take-context (mevedel-chat-session chat)))
+  "Return the context of CHAT's hooks waiting for its turn, as mail blocks.
+They are forgotten only once the backend accepts the turn's request, so
+a request that fails before that sends them again with the next turn."
+  (let ((blocks (mevedel-hooks-context (mevedel-chat-session chat))))
+    (if blocks
+        (puthash chat blocks mevedel-chat--hook-context-sent)
+      (remhash chat mevedel-chat--hook-context-sent))
+    blocks))
+
+(defun mevedel-chat--hook-context-accepted (chat)
+  "Forget the hook context that CHAT's accepted request carried."
+  (when-let* ((blocks (gethash chat mevedel-chat--hook-context-sent)))
+    (remhash chat mevedel-chat--hook-context-sent)
+    (mevedel-hooks-forget-context (mevedel-chat-session chat) blocks)))
 
 (add-hook 'mevedel-chat-message-functions #'mevedel-chat--hook-context)
+(add-hook 'mevedel-chat-accepted-functions #'mevedel-chat--hook-context-accepted)
 
 (defun mevedel-chat--hook-stop-turn (session reason)
   "Abort the turn of SESSION's chat, which a tool hook stopped for REASON.

@@ -990,10 +990,16 @@ A member of `mevedel-pipeline-post-tool-use-failure-functions'."
                                 (list (format "<hook-context event=\"%s\">\n%s\n</hook-context>"
                                               event text))))))
 
-(defun mevedel-hooks-take-context (session)
-  "Return and forget the hook context blocks waiting for SESSION's next turn."
-  (prog1 (mevedel-hooks--get session :context)
-    (mevedel-hooks--put session :context nil)))
+(defun mevedel-hooks-context (session)
+  "Return the hook context blocks waiting for SESSION's next turn.
+They stay until `mevedel-hooks-forget-context' says the model read them."
+  (mevedel-hooks--get session :context))
+
+(defun mevedel-hooks-forget-context (session blocks)
+  "Forget BLOCKS, context of SESSION's hooks that a request carried."
+  (mevedel-hooks--put session :context
+                      (cl-remove-if (lambda (block) (memq block blocks))
+                                    (mevedel-hooks--get session :context))))
 
 (defun mevedel-hooks-session-start (session source &optional model)
   "Run SESSION's SessionStart hooks for SOURCE (\"startup\", \"resume\", ...).

@@ -76,6 +76,12 @@ approver approves and records what it is asked; reports are kept."
     (mevedel-test-wait-until (car box) 20)
     (substring-no-properties (mevedel-render-data-strip (caar box) "toolu_hook"))))
 
+(defun hooks-test--take-context (session)
+  "Return SESSION's waiting hook context and forget it, as an accepted turn does."
+  (let ((blocks (mevedel-hooks-context session)))
+    (mevedel-hooks-forget-context session blocks)
+    blocks))
+
 (defun hooks-test--await (function &rest args)
   "Call FUNCTION with ARGS and a callback last; return what it was given."
   (let ((box (list nil)))
@@ -231,12 +237,12 @@ echo \"Current sprint: 42\"
                           (list ".mevedel/hooks.el"
                                 (hooks-test--hooks-el '(UserPromptSubmit (:command "./prompt.sh")))))
     (should-not (hooks-test--await #'mevedel-hooks-prompt-submit session "fix the bug"))
-    (should (equal (mevedel-hooks-take-context session)
+    (should (equal (hooks-test--take-context session)
                    '("<hook-context event=\"UserPromptSubmit\">\nCurrent sprint: 42\n</hook-context>")))
-    (should-not (mevedel-hooks-take-context session))
+    (should-not (hooks-test--take-context session))
     (should (equal (hooks-test--await #'mevedel-hooks-prompt-submit session "my password is x")
                    "Prompts must not contain passwords"))
-    (should-not (mevedel-hooks-take-context session))
+    (should-not (hooks-test--take-context session))
     (should (string-match-p "blocked the prompt: Prompts must not contain passwords"
                             (car hooks-test--reports)))))
 
@@ -270,13 +276,13 @@ cat >/dev/null; sleep 0.3; echo 'Branch: main; 3 open TODOs'
     (mevedel-hooks-session-start session "startup" "test-model")
     ;; The prompt waits for SessionStart; both contexts go, in order.
     (should-not (hooks-test--await #'mevedel-hooks-prompt-submit session "hi"))
-    (should (equal (mevedel-hooks-take-context session)
+    (should (equal (hooks-test--take-context session)
                    '("<hook-context event=\"SessionStart\">\nBranch: main; 3 open TODOs\n</hook-context>"
                      "<hook-context event=\"UserPromptSubmit\">\nprompt context\n</hook-context>")))
     ;; The matcher selects on the source.
     (mevedel-hooks-session-start session "resume")
     (should-not (hooks-test--await #'mevedel-hooks-prompt-submit session "hi"))
-    (should (equal (length (mevedel-hooks-take-context session)) 1))))
+    (should (equal (length (hooks-test--take-context session)) 1))))
 
 (ert-deftest mevedel-hooks:chat-keeps-a-blocked-prompt-from-the-model ()
   (hooks-test--with (list (list ".mevedel/hooks.el"
@@ -364,10 +370,10 @@ cat >/dev/null; sleep 0.3; echo 'Branch: main; 3 open TODOs'
              (lambda (file _summary callback) (push file hooks-test--asked) (funcall callback nil))))
         (hooks-test--await #'mevedel-hooks-prompt-submit session "d")
         (should (= 2 (length hooks-test--asked)))
-        (mevedel-hooks-take-context session)
+        (hooks-test--take-context session)
         (hooks-test--await #'mevedel-hooks-prompt-submit session "e")
         (should (= 2 (length hooks-test--asked)))
-        (should-not (mevedel-hooks-take-context session))))))
+        (should-not (hooks-test--take-context session))))))
 
 (ert-deftest mevedel-hooks:claude-settings-are-read ()
   (hooks-test--with

@@ -69,6 +69,48 @@ echo '{\"decision\": \"block\", \"reason\": \"Say which files remain.\"}'
     (should (= (length asked) 1))
     (should (string-match-p "build/out\\.o remains\\." (plist-get run :transcript)))))
 
+(ert-deftest mevedel-e2e:hook-context-of-a-failed-request-goes-with-the-next ()
+  "SessionStart context carried by a refused request is sent again, then once only."
+  (mevedel-e2e-require-python)
+  (let* ((mevedel-hooks '((SessionStart (:command "cat >/dev/null; echo 'Branch: feature-x'"))))
+         (root (mevedel-e2e-workspace '(("a.txt" . "a\n"))))
+         (script (mevedel-e2e-write-script
+                  '(((error . ((status . 400) (message . "rejected"))))
+                    ((expect . ((user_contains . "Branch: feature-x"))) (text . "Noted."))
+                    ((text . "Again.")))))
+         (server (mevedel-scripted-model-start script))
+         (gptel-stream t)
+         (view (mevedel root))
+         (chat (mevedel-view-chat view))
+         (turn (lambda (text)
+                 (let ((outcome nil))
+                   (mevedel-chat-send chat text :on-done (lambda (_chat result) (setq outcome result)))
+                   (mevedel-test-wait-until outcome 20)
+                   outcome))))
+    (setf (mevedel-chat-backend chat) (mevedel-scripted-model-backend server)
+          (mevedel-chat-model chat) 'scripted-model)
+    (unwind-protect
+        (progn
+          (should (eq (funcall turn "first") 'error))
+          (should (eq (funcall turn "second") 'done))
+          (should (eq (funcall turn "third") 'done))
+          (let ((log (mevedel-scripted-model-log server)))
+            (should (= (length log) 3))
+            (should-not (mevedel-scripted-model-mismatches server))
+            ;; The refused request and the next one carry it as new
+            ;; context; the third only has it in the history, once.
+            (dolist (n '(0 1 2))
+              (let ((body (json-encode (alist-get 'body (nth n log)))))
+                (should (= 1 (cl-loop with start = 0
+                                      while (string-match "Branch: feature-x" body start)
+                                      count t do (setq start (match-end 0)))))))))
+      (mevedel-scripted-model-stop server)
+      (kill-buffer view)
+      (when (buffer-live-p (mevedel-chat-data-buffer chat))
+        (kill-buffer (mevedel-chat-data-buffer chat)))
+      (delete-file script)
+      (delete-directory root t))))
+
 (ert-deftest mevedel-e2e:a-hook-answering-continue-false-ends-the-turn ()
   "A PreToolUse hook's continue false refuses the call and aborts the turn."
   (let* ((mevedel-hooks
