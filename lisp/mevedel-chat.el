@@ -791,8 +791,18 @@ a request that fails before that sends them again with the next turn."
     (remhash chat mevedel-chat--hook-context-sent)
     (mevedel-hooks-forget-context (mevedel-chat-session chat) blocks)))
 
+(defun mevedel-chat--hook-context-idle (chat _outcome)
+  "Forget the prompt's own hook context of CHAT's turn if never accepted.
+UserPromptSubmit hooks run again when the prompt is sent again; the
+rest (SessionStart) waits for the next turn."
+  (when-let* ((blocks (gethash chat mevedel-chat--hook-context-sent)))
+    (remhash chat mevedel-chat--hook-context-sent)
+    (mevedel-hooks-forget-context (mevedel-chat-session chat)
+                                  (cl-remove-if-not #'mevedel-hooks-prompt-context-p blocks))))
+
 (add-hook 'mevedel-chat-message-functions #'mevedel-chat--hook-context)
 (add-hook 'mevedel-chat-accepted-functions #'mevedel-chat--hook-context-accepted)
+(add-hook 'mevedel-chat-idle-functions #'mevedel-chat--hook-context-idle)
 
 (defun mevedel-chat--hook-stop-turn (session reason)
   "Abort the turn of SESSION's chat, which a tool hook stopped for REASON.

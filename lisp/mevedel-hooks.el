@@ -990,6 +990,10 @@ A member of `mevedel-pipeline-post-tool-use-failure-functions'."
                                 (list (format "<hook-context event=\"%s\">\n%s\n</hook-context>"
                                               event text))))))
 
+(defun mevedel-hooks-prompt-context-p (block)
+  "Return non-nil when context BLOCK came from a UserPromptSubmit hook."
+  (string-prefix-p "<hook-context event=\"UserPromptSubmit\">" block))
+
 (defun mevedel-hooks-context (session)
   "Return the hook context blocks waiting for SESSION's next turn.
 They stay until `mevedel-hooks-forget-context' says the model read them."

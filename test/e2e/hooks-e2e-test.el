@@ -69,10 +69,19 @@ echo '{\"decision\": \"block\", \"reason\": \"Say which files remain.\"}'
     (should (= (length asked) 1))
     (should (string-match-p "build/out\\.o remains\\." (plist-get run :transcript)))))
 
+(defun hooks-e2e--count (text string)
+  "Return how many times TEXT occurs in STRING."
+  (let ((n 0) (start 0))
+    (while (string-search text string start)
+      (setq n (1+ n) start (+ (string-search text string start) (length text))))
+    n))
+
 (ert-deftest mevedel-e2e:hook-context-of-a-failed-request-goes-with-the-next ()
-  "SessionStart context carried by a refused request is sent again, then once only."
+  "SessionStart context carried by a refused request is sent again, then once only.
+The refused prompt's own UserPromptSubmit context goes with it."
   (mevedel-e2e-require-python)
-  (let* ((mevedel-hooks '((SessionStart (:command "cat >/dev/null; echo 'Branch: feature-x'"))))
+  (let* ((mevedel-hooks '((SessionStart (:command "cat >/dev/null; echo 'Branch: feature-x'"))
+                          (UserPromptSubmit (:command "cat >/dev/null; echo 'Prompt note'"))))
          (root (mevedel-e2e-workspace '(("a.txt" . "a\n"))))
          (script (mevedel-e2e-write-script
                   '(((error . ((status . 400) (message . "rejected"))))
@@ -97,13 +106,15 @@ echo '{\"decision\": \"block\", \"reason\": \"Say which files remain.\"}'
           (let ((log (mevedel-scripted-model-log server)))
             (should (= (length log) 3))
             (should-not (mevedel-scripted-model-mismatches server))
-            ;; The refused request and the next one carry it as new
-            ;; context; the third only has it in the history, once.
-            (dolist (n '(0 1 2))
-              (let ((body (json-encode (alist-get 'body (nth n log)))))
-                (should (= 1 (cl-loop with start = 0
-                                      while (string-match "Branch: feature-x" body start)
-                                      count t do (setq start (match-end 0)))))))))
+            ;; The SessionStart context: new in the refused request and
+            ;; the next one, only in the history of the third.  Each
+            ;; prompt's own context goes with it: the third request has
+            ;; the second's in its history, and its own.
+            (cl-loop for n from 0 to 2
+                     for notes in '(1 1 2)
+                     for body = (json-encode (alist-get 'body (nth n log)))
+                     do (should (= 1 (hooks-e2e--count "Branch: feature-x" body)))
+                     (should (= notes (hooks-e2e--count "Prompt note" body))))))
       (mevedel-scripted-model-stop server)
       (kill-buffer view)
       (when (buffer-live-p (mevedel-chat-data-buffer chat))
