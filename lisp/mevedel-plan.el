@@ -33,7 +33,11 @@
 ;;
 ;; The agents runtime (not here) copies a stamp into each invocation it
 ;; starts and answers `mevedel-plan-request-functions' for its
-;; requests; `mevedel-plan-stamp' is what every check reads.
+;; requests; `mevedel-plan-stamp' is what every check reads.  It also
+;; hands an invocation its caller's mode override, stamps a turn that
+;; reads Plan mail, and keeps Plan from directing an unstamped turn.
+;;
+;; Sticky Plan is saved with the session and comes back on resume.
 
 ;;; Code:
 
