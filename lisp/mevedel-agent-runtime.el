@@ -985,7 +985,8 @@ turn already: Plan cannot direct a turn that may change things."
                     (mevedel-agent--request-context (mevedel-agent-handle-chat handle)))
                    'none))
       (user-error "%s is running a turn that is not in Plan mode, and this turn is: \
-Plan cannot direct it.  Wait for it (WaitAgent) and send it the message when it is idle"
+Plan cannot direct it.  Send the message once it is idle (ListAgents shows its status); \
+it then starts a Plan turn"
                   recipient))
     (if (and handle (eq (mevedel-agent-handle-status handle) 'idle)
              (not (equal recipient sender)))
