@@ -137,7 +137,11 @@ is not sent.")
 
 (cl-defstruct (mevedel-agent--turn (:constructor mevedel-agent--make-turn) (:copier nil))
   "One invocation of a retained agent: a task until its settlement."
-  handle text settled reason (samples 1) on-settle started)
+  handle text settled reason (samples 1) on-settle started
+  ;; Its Plan stamp beyond the handle's (from its caller, the session's
+  ;; sticky Plan or Plan mail it reads), given once; and the permission
+  ;; mode override it inherited from its caller (mevedel-plan.el).
+  plan-stamp mode-override)
 
 (cl-defstruct (mevedel-agent--tree (:constructor mevedel-agent--make-tree) (:copier nil))
   "The agents of one session."
@@ -455,28 +459,97 @@ its running TURN."
                   (handle (mevedel-agent--handle tree path)))
         (cons path (mevedel-agent-handle-turn handle))))))
 
-(defun mevedel-agent--spawn-stamp (chat session)
-  "Return the Plan stamp of the request of CHAT in SESSION that spawns a child.
-The child keeps it, so it stays read-only after the root leaves Plan."
-  (mevedel-plan-stamp (list :data-buffer (mevedel-chat-data-buffer chat) :session session)))
+(defun mevedel-agent--request-context (chat)
+  "Return the context of a call of CHAT's running request, for its stamp or mode."
+  (list :data-buffer (mevedel-chat-data-buffer chat) :session (mevedel-chat-session chat)))
+
+(defun mevedel-agent--request-stamp (chat)
+  "Return the Plan stamp of CHAT's running request, or nil.
+A child spawned by it keeps it, so it stays read-only after the root
+leaves Plan; a turn it starts or directs is stamped with it."
+  (mevedel-plan-stamp (mevedel-agent--request-context chat)))
+
+(defun mevedel-agent--request-override (chat)
+  "Return the permission mode override of CHAT's running request, or nil.
+An invocation it starts inherits it (an approved plan's `edits')."
+  (run-hook-with-args-until-success 'mevedel-permissions-mode-functions
+                                    (mevedel-agent--request-context chat)
+                                    (mevedel-chat-session chat)))
+
+(defun mevedel-agent--caller-handle (context)
+  "Return the handle of the child agent whose call has CONTEXT, or nil."
+  (let ((path (mevedel-agent-caller-path context))
+        (session (plist-get context :session)))
+    (unless (equal path mevedel-agent-root)
+      (when-let* (((mevedel-session-p session))
+                  (tree (gethash (mevedel-session-id session) mevedel-agent--trees)))
+        (gethash path (mevedel-agent--tree-agents tree))))))
 
 (defun mevedel-agent-plan-stamp (context)
   "Return the Plan stamp of the child agent whose call has CONTEXT.
 That is the stamp it was spawned under, else a read-only role's own
-\(`read-only'), else `none'; nil for the root's calls."
-  (let ((path (mevedel-agent-caller-path context))
-        (session (plist-get context :session)))
-    (unless (equal path mevedel-agent-root)
-      (let ((handle (when-let* (((mevedel-session-p session))
-                                (tree (gethash (mevedel-session-id session) mevedel-agent--trees)))
-                      (gethash path (mevedel-agent--tree-agents tree)))))
-        (cond ((null handle) 'none)
-              ((mevedel-agent-handle-plan-stamp handle))
-              ((plist-get (mevedel-agent-handle-role handle) :read-only)
-               (mevedel-plan-make-stamp 'read-only))
-              (t 'none))))))
+\(`read-only'), else its running invocation's, else `none'; nil for
+the root's calls."
+  (unless (equal (mevedel-agent-caller-path context) mevedel-agent-root)
+    (let* ((handle (mevedel-agent--caller-handle context))
+           (turn (and handle (mevedel-agent-handle-turn handle))))
+      (cond ((null handle) 'none)
+            ((mevedel-agent-handle-plan-stamp handle))
+            ((plist-get (mevedel-agent-handle-role handle) :read-only)
+             (mevedel-plan-make-stamp 'read-only))
+            ((and turn (mevedel-agent--turn-plan-stamp turn)))
+            (t 'none)))))
 
 (add-hook 'mevedel-plan-request-functions #'mevedel-agent-plan-stamp)
+
+(defun mevedel-agent-mode-override (context _session)
+  "Return the mode override of the child invocation whose call has CONTEXT, or nil.
+A `mevedel-permissions-mode-functions' member: an invocation started
+by a request with an override (the implementation of a plan approved
+with edits) keeps it until it settles."
+  (when-let* ((handle (mevedel-agent--caller-handle context))
+              (turn (mevedel-agent-handle-turn handle)))
+    (mevedel-agent--turn-mode-override turn)))
+
+(add-hook 'mevedel-permissions-mode-functions #'mevedel-agent-mode-override)
+
+(defun mevedel-agent--mail-stamp (messages)
+  "Return the Plan stamp carried by MESSAGES (mailbox records), or nil.
+MAIL from a request with Plan authority names its stamp's kind in the
+attribute \"plan\"; RESULT records carry none."
+  (cl-loop for message in messages
+           for kind = (cadr (assoc "plan" (plist-get message :attrs)))
+           when (member kind '("sticky" "directive"))
+           return (mevedel-plan-make-stamp (intern kind))))
+
+(defun mevedel-agent--unread-stamp (chat)
+  "Return the Plan stamp of the unread mail of CHAT's agent, or nil."
+  (when-let* ((store (mevedel-agent--store chat)))
+    (mevedel-agent--mail-stamp (mevedel-agent-unread store (mevedel-agent-owner chat)))))
+
+(defun mevedel-agent--stamp-root-turn (chat turn)
+  "Stamp the new TURN of the root CHAT if the unread mail it gets is Plan mail.
+A `mevedel-chat-turn-functions' member; a child's invocation is
+stamped when it starts (`mevedel-agent--start')."
+  (unless (mevedel-chat-agent chat)
+    (mevedel-plan-stamp-turn turn (mevedel-agent--unread-stamp chat))))
+
+(add-hook 'mevedel-chat-turn-functions #'mevedel-agent--stamp-root-turn)
+
+(defun mevedel-agent--mail-read (chat messages)
+  "Stamp CHAT's running turn when MESSAGES, read before a sample, are Plan mail.
+A `mevedel-agent-read-functions' member: from that sample on the
+turn's calls keep Plan's boundary."
+  (when-let* ((stamp (mevedel-agent--mail-stamp messages)))
+    (if (mevedel-chat-agent chat)
+        (when-let* ((handle (mevedel-agent--caller-handle (mevedel-agent--request-context chat)))
+                    (turn (mevedel-agent-handle-turn handle))
+                    ((not (mevedel-agent--turn-plan-stamp turn))))
+          (setf (mevedel-agent--turn-plan-stamp turn) stamp))
+      (when-let* ((turn (mevedel-chat-turn chat)))
+        (mevedel-plan-stamp-turn turn stamp)))))
+
+(add-hook 'mevedel-agent-read-functions #'mevedel-agent--mail-read)
 ;; A spawn under Plan is stamped, so Plan may leave Agent to the usual decision.
 (add-to-list 'mevedel-plan-passing-tools "Agent")
 
@@ -501,7 +574,7 @@ first request.  Without hooks CONTINUE runs at once."
   "Send the first TASK of HANDLE's chat CHILD, spawned by CHAT in context MODE.
 ON-SETTLE and ON-READY are the spawn's callbacks."
   (let ((dispatch (lambda (task)
-                    (let ((waiting (mevedel-agent--activate handle task on-settle)))
+                    (let ((waiting (mevedel-agent--activate handle task on-settle chat)))
                       (when on-ready (funcall on-ready (mevedel-agent-handle-path handle)
                                               waiting nil))))))
     (if (not (eq mode 'summary))
@@ -586,7 +659,7 @@ preparing (a `summary' context: see
          (handle (mevedel-agent--make-handle
                   :path path :parent parent-path :role-name role-name
                   :role role :parent-chat chat :spawn-id spawn-id :tree tree
-                  :plan-stamp (mevedel-agent--spawn-stamp chat session))))
+                  :plan-stamp (mevedel-agent--request-stamp chat))))
     ;; The reservation: the path is taken, but nobody sees it yet.
     (puthash path handle (mevedel-agent--tree-agents tree))
     (condition-case err
@@ -648,11 +721,18 @@ suppressed."
   "Return the tree HANDLE belongs to."
   (mevedel-agent-handle-tree handle))
 
-(defun mevedel-agent--activate (handle text on-settle)
+(defun mevedel-agent--activate (handle text on-settle &optional caller)
   "Start a turn of HANDLE with TEXT, or queue it for a slot.
-ON-SETTLE is called when it settles.  Return non-nil when it waits."
+ON-SETTLE is called when it settles.  CALLER, the chat whose request
+starts the turn, gives it that request's mode override and, when the
+request has Plan authority, its Plan stamp.  Return non-nil when it
+waits."
   (let* ((tree (mevedel-agent--tree-of-handle handle))
-         (turn (mevedel-agent--make-turn :handle handle :text text :on-settle on-settle)))
+         (stamp (and caller (mevedel-agent--request-stamp caller)))
+         (turn (mevedel-agent--make-turn
+                :handle handle :text text :on-settle on-settle
+                :plan-stamp (and (mevedel-plan-authority-p stamp) stamp)
+                :mode-override (and caller (mevedel-agent--request-override caller)))))
     (setf (mevedel-agent-handle-turn handle) turn
           (mevedel-agent-handle-outcome handle) nil
           (mevedel-agent-handle-payload handle) nil
@@ -676,6 +756,13 @@ A start that fails gives the slot back and settles TURN as failed."
   (let* ((handle (mevedel-agent--turn-handle turn))
          (chat (mevedel-agent-handle-chat handle)))
     (cl-incf (mevedel-agent--tree-active tree))
+    ;; A new turn follows the session's sticky Plan, and reading Plan
+    ;; mail first makes it a Plan turn.
+    (unless (mevedel-agent--turn-plan-stamp turn)
+      (setf (mevedel-agent--turn-plan-stamp turn)
+            (or (mevedel-agent--unread-stamp chat)
+                (and (mevedel-plan-active-p (mevedel-agent--tree-session tree))
+                     (mevedel-plan-make-stamp 'sticky)))))
     (setf (mevedel-agent--turn-started turn) t
           (mevedel-agent-handle-status handle) 'running)
     (condition-case err
@@ -878,21 +965,36 @@ background turn, and an idle child (not mailing itself) a turn."
   "Send MESSAGE from the agent of CHAT to the agent TARGET (SendMessage).
 Return `started', `queued' or `waiting' (for a slot).  An idle child
 starts a turn with MESSAGE as its task; an active one, /root and the
-sender itself get a MAIL record."
+sender itself get a MAIL record.  From a request with Plan authority
+the started turn is stamped, the record names the stamp (the turn
+reading it is stamped), and a running child must be in a stamped
+turn already: Plan cannot direct a turn that may change things."
   (unless (and (stringp message) (not (string-blank-p message)))
     (user-error "The message must be a non-empty string"))
   (let* ((session (mevedel-chat-session chat))
          (tree (mevedel-agent--tree-of session))
          (sender (mevedel-agent--path-of chat))
          (handle (mevedel-agent-resolve-path tree sender target))
-         (recipient (if handle (mevedel-agent-handle-path handle) mevedel-agent-root)))
+         (recipient (if handle (mevedel-agent-handle-path handle) mevedel-agent-root))
+         (stamp (mevedel-agent--request-stamp chat))
+         (plan (and (mevedel-plan-authority-p stamp) (not (equal recipient sender)))))
     (when (and handle (not (equal recipient sender)))
       (mevedel-agent--hydrate handle))
+    (when (and plan handle (eq (mevedel-agent-handle-status handle) 'running)
+               (eq (mevedel-agent-plan-stamp
+                    (mevedel-agent--request-context (mevedel-agent-handle-chat handle)))
+                   'none))
+      (user-error "%s is running a turn that is not in Plan mode, and this turn is: \
+Plan cannot direct it.  Send the message once it is idle (ListAgents shows its status); \
+it then starts a Plan turn"
+                  recipient))
     (if (and handle (eq (mevedel-agent-handle-status handle) 'idle)
              (not (equal recipient sender)))
         (let ((task (mevedel-agent--prompt-hooks recipient message)))
-          (if (mevedel-agent--activate handle task nil) 'waiting 'started))
-      (let ((id (mevedel-agent--post session recipient "MAIL" message sender)))
+          (if (mevedel-agent--activate handle task nil chat) 'waiting 'started))
+      (let ((id (mevedel-agent--post session recipient "MAIL" message sender
+                                     (and plan `(("plan" ,(symbol-name
+                                                           (mevedel-plan-stamp-kind stamp))))))))
         (mevedel-agent--arrived tree recipient id sender)
         (if (and handle (eq (mevedel-agent-handle-status handle) 'waiting)) 'waiting 'queued)))))
 
@@ -1053,7 +1155,7 @@ Only this agent is loaded, with its frozen configuration.  Signal
           child))))
 
 (defconst mevedel-agent-record-keys
-  '(:path :parent :role :config :status :outcome :payload :tool-calls :transcript)
+  '(:path :parent :role :config :status :outcome :payload :tool-calls :transcript :plan-stamp)
   "Every key of a saved registry record, exactly once each.")
 
 (defun mevedel-agent--record (handle)
@@ -1070,7 +1172,8 @@ An agent restored but not used yet still has the saved names."
           :status (mevedel-agent-handle-status handle) :outcome (mevedel-agent-handle-outcome handle)
           :payload (mevedel-agent-handle-payload handle)
           :tool-calls (mevedel-agent-handle-tool-calls handle)
-          :transcript (mevedel-agent-handle-transcript handle))))
+          :transcript (mevedel-agent-handle-transcript handle)
+          :plan-stamp (mevedel-agent-handle-plan-stamp handle))))
 
 (defun mevedel-agent--save-registry (tree)
   "Save TREE's published agents in its session's store and wait for the write.
@@ -1091,8 +1194,9 @@ Does nothing for a session without durable storage."
 
 (defun mevedel-agent-check-record (record)
   "Return RECORD, a saved registry record, or signal `error'.
-Unknown, duplicate or missing keys, a malformed path and a
-configuration that is not exactly the frozen schema are refused."
+Unknown, duplicate or missing keys, a malformed path, a configuration
+that is not exactly the frozen schema and a Plan stamp of an unknown
+kind are refused."
   (unless (and (proper-list-p record) (cl-evenp (length record)))
     (error "An agent record is a plist, not %S" record))
   (let ((keys (cl-loop for (key _) on record by #'cddr collect key)))
@@ -1103,6 +1207,9 @@ configuration that is not exactly the frozen schema are refused."
                (string-match-p mevedel-agent--path-regexp (plist-get record :path)))
     (error "An agent record has the path %S" (plist-get record :path)))
   (mevedel-agent-check-config (plist-get record :config))
+  (let ((stamp (plist-get record :plan-stamp)))
+    (unless (or (null stamp) (memq (mevedel-plan-stamp-kind stamp) '(sticky directive read-only)))
+      (error "An agent record has the Plan stamp %S" stamp)))
   record)
 
 (defun mevedel-agent--restore (chat)
@@ -1132,7 +1239,8 @@ gets that RESULT (it wakes nobody)."
                                          "Interrupted: Emacs stopped before this turn finished."
                                        (plist-get record :payload))
                             :tool-calls (plist-get record :tool-calls)
-                            :transcript (plist-get record :transcript))))
+                            :transcript (plist-get record :transcript)
+                            :plan-stamp (plist-get record :plan-stamp))))
               (puthash (mevedel-agent-handle-path handle) handle (mevedel-agent--tree-agents tree))
               (when active (push handle interrupted))))
         (error (display-warning 'mevedel (format "The saved agents of this session are unusable: %s"

@@ -202,6 +202,11 @@ The records stay unread until the turn's request is accepted (see
         (remhash chat mevedel-agent--in-flight))
       (mapcar #'mevedel-agent-format-message messages))))
 
+(defvar mevedel-agent-read-functions nil
+  "Abnormal hook run with a chat and the mail its running turn reads now.
+The mail (mailbox records) was drained before the turn's next sample;
+the agents runtime stamps a turn that reads Plan mail.")
+
 (defun mevedel-agent-chat-continuation-mail (chat)
   "Return the unread mail of CHAT's agent for the next sample, now read.
 Before each sample of a running turn the queue drains in arrival
@@ -211,6 +216,7 @@ data buffer, which it does before the sample is sent."
               (messages (mevedel-agent-unread store (mevedel-agent-owner chat))))
     (mevedel-agent-deliver store (mevedel-session-id (mevedel-chat-session chat))
                            (mapcar (lambda (m) (plist-get m :id)) messages))
+    (run-hook-with-args 'mevedel-agent-read-functions chat messages)
     (mapcar #'mevedel-agent-format-message messages)))
 
 (defun mevedel-agent--chat-accepted (chat)

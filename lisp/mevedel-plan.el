@@ -33,7 +33,11 @@
 ;;
 ;; The agents runtime (not here) copies a stamp into each invocation it
 ;; starts and answers `mevedel-plan-request-functions' for its
-;; requests; `mevedel-plan-stamp' is what every check reads.
+;; requests; `mevedel-plan-stamp' is what every check reads.  It also
+;; hands an invocation its caller's mode override, stamps a turn that
+;; reads Plan mail, and keeps Plan from directing an unstamped turn.
+;;
+;; Sticky Plan is saved with the session and comes back on resume.
 
 ;;; Code:
 
@@ -81,16 +85,28 @@ directive planning, worded for the role."
   "Return the kind of Plan STAMP, or nil for no stamp."
   (and (consp stamp) (plist-get stamp :plan)))
 
+(defun mevedel-plan-authority-p (stamp)
+  "Return non-nil when STAMP is Plan's (sticky or directive), not a role's.
+A request with Plan authority cannot direct a turn that lacks a stamp,
+and its mail stamps the turn that reads it."
+  (memq (mevedel-plan-stamp-kind stamp) '(sticky directive)))
+
 (defun mevedel-plan-active-p (session)
   "Return non-nil when SESSION is in sticky Plan mode."
   (and (mevedel-session-p session)
        (eq (mevedel-permissions-session-mode session) 'plan)))
 
+(defun mevedel-plan-stamp-turn (turn stamp)
+  "Give TURN, a turn plist, STAMP unless it has a stamp already.
+A stamp, once given, never changes; STAMP nil gives nothing."
+  (when (and stamp (not (plist-get turn :plan-stamp)))
+    (nconc turn (list :plan-stamp stamp))))
+
 (defun mevedel-plan--stamp-turn (chat turn)
   "Stamp CHAT's new TURN if its session is in Plan; give it a pending override.
 A `mevedel-chat-turn-functions' member."
   (when (mevedel-plan-active-p (mevedel-chat-session chat))
-    (nconc turn (list :plan-stamp (mevedel-plan-make-stamp 'sticky))))
+    (mevedel-plan-stamp-turn turn (mevedel-plan-make-stamp 'sticky)))
   (when-let* ((override (gethash chat mevedel-plan--next-override)))
     (remhash chat mevedel-plan--next-override)
     (nconc turn (list :mode-override override))))
@@ -207,7 +223,8 @@ A `mevedel-permissions-mode-functions' member."
   "Put SESSION in sticky Plan mode, remembering the mode to come back to."
   (unless (mevedel-plan-active-p session)
     (puthash session (mevedel-permissions-session-mode session) mevedel-plan--previous)
-    (setf (mevedel-session-permission-mode session) 'plan)))
+    (setf (mevedel-session-permission-mode session) 'plan)
+    (mevedel-plan--save-mode session)))
 
 (defun mevedel-plan-leave (session)
   "Take SESSION out of Plan mode, back to the mode it had before."
@@ -217,7 +234,49 @@ A `mevedel-permissions-mode-functions' member."
             (if (memq previous '(nil plan))
                 (if (eq mevedel-permissions-mode 'plan) 'ask mevedel-permissions-mode)
               previous)))
-    (remhash session mevedel-plan--previous)))
+    (remhash session mevedel-plan--previous)
+    (mevedel-plan--save-mode session)))
+
+;;;; Sticky Plan across a resume
+
+(defun mevedel-plan--save-mode (session)
+  "Save in SESSION's storage whether it is in sticky Plan, and the mode after it.
+The metadata \"sticky-plan\" is empty outside Plan, else the mode
+leaving Plan returns to (\"plan\" when that is not known).  A session
+without storage yet saves it at the end of its first turn."
+  (when (mevedel-session-storage-p session)
+    (condition-case err
+        (mevedel-core-store-info-set
+         (mevedel-session-store-handle session)
+         `(("sticky-plan" . ,(if (mevedel-plan-active-p session)
+                                 (symbol-name (or (gethash session mevedel-plan--previous) 'plan))
+                               ""))))
+      (error (display-warning 'mevedel (format "Cannot save the Plan mode: %s"
+                                               (error-message-string err)))))))
+
+(defun mevedel-plan--turn-ended (chat _outcome)
+  "Save whether the session of the root CHAT is in sticky Plan.
+A `mevedel-chat-idle-functions' member: the mode may have changed
+during the turn, or the turn made the session's storage."
+  (unless (mevedel-chat-agent chat)
+    (mevedel-plan--save-mode (mevedel-chat-session chat))))
+
+(add-hook 'mevedel-chat-idle-functions #'mevedel-plan--turn-ended)
+
+(defun mevedel-plan--resume (chat)
+  "Put the resumed session of the root CHAT back in sticky Plan if it was.
+A `mevedel-chat-resume-functions' member."
+  (unless (mevedel-chat-agent chat)
+    (let* ((session (mevedel-chat-session chat))
+           (saved (cdr (assoc "sticky-plan" (mevedel-core-store-info-get
+                                             (mevedel-session-store-handle session)))))
+           (previous (and saved (intern-soft saved))))
+      (when (and saved (not (string-empty-p saved)))
+        (setf (mevedel-session-permission-mode session) 'plan)
+        (when (and (memq previous mevedel-permissions-modes) (not (eq previous 'plan)))
+          (puthash session previous mevedel-plan--previous))))))
+
+(add-hook 'mevedel-chat-resume-functions #'mevedel-plan--resume)
 
 ;;;; The approved plan
 

@@ -534,14 +534,155 @@ It blocks the first stop of a turn, not one a stop hook caused."
   (let* ((config (cl-loop for key in mevedel-agent-config-keys append (list key nil)))
          (good (list :path "/root/a" :parent "/root" :role nil :config config :status 'idle
                      :outcome 'completed :payload "x" :tool-calls 0)))
-    (setq good (append good '(:transcript "agents/root.a.sqlite")))
+    (setq good (append good '(:transcript "agents/root.a.sqlite" :plan-stamp (:plan sticky))))
     (should (eq (mevedel-agent-check-record good) good))
+    (should-error (mevedel-agent-check-record (plist-put (copy-sequence good) :plan-stamp '(:plan x))))
     (should-error (mevedel-agent-check-record (append good '(:extra 1))))
     (should-error (mevedel-agent-check-record (append good '(:path "/root/b"))))
     (should-error (mevedel-agent-check-record (cddr good)))
     (should-error (mevedel-agent-check-record (plist-put (copy-sequence good) :path "root/a")))
     (should-error (mevedel-agent-check-record
                    (plist-put (copy-sequence good) :config (append config '(:x 1)))))))
+
+;;;; Plan stamps and the implementation override across agents
+
+(defmacro agent-runtime-test--in-root-turn (root turn &rest body)
+  "Run BODY while the root chat ROOT's running turn is TURN (a plist)."
+  (declare (indent 2))
+  `(progn
+     (setf (mevedel-chat-turn ,root) ,turn)
+     (unwind-protect (progn ,@body)
+       (setf (mevedel-chat-turn ,root) nil))))
+
+(defun agent-runtime-test--mode-verdict (chat patch)
+  "Return the permission verdict on CHAT's ApplyPatch of PATCH."
+  (let ((session (mevedel-chat-session chat)))
+    (mevedel-permissions-decide-call (list :tool (mevedel-tool-get "ApplyPatch")
+                                           :args (list :patch patch)
+                                           :data-buffer (mevedel-chat-data-buffer chat)
+                                           :session session)
+                                     session)))
+
+(ert-deftest mevedel-agent:approve-with-edits-child-inherits-override ()
+  (agent-runtime-test--with-root root
+    (let ((patch "*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch")
+          child grandchild)
+      ;; The implementation turn of a plan approved with edits spawns a child.
+      (agent-runtime-test--in-root-turn root (list :id "impl" :mode-override 'edits)
+        (let ((path (agent-runtime-test--spawn root "build" :role "worker")))
+          (setq child (car (agent-runtime-test--send-of path)))
+          (should (eq (agent-runtime-test--mode-verdict child patch) 'allow))))
+      ;; The override stays with the child's invocation after the root
+      ;; turn ended, and reaches what it spawns.
+      (should (eq (agent-runtime-test--mode-verdict root patch) 'ask))
+      (should (eq (agent-runtime-test--mode-verdict child patch) 'allow))
+      (setq grandchild (car (agent-runtime-test--send-of
+                             (agent-runtime-test--spawn child "part" :role "worker"))))
+      (should (eq (agent-runtime-test--mode-verdict grandchild patch) 'allow))
+      ;; It ends with that invocation: a later follow-up has the session's mode.
+      (agent-runtime-test--finish "/root/build" 'done "built")
+      (should (eq (mevedel-agent-send root "/root/build" "more") 'started))
+      (should (eq (agent-runtime-test--mode-verdict child patch) 'ask))
+      (should (eq (mevedel-permissions-session-mode (mevedel-chat-session root)) 'ask)))))
+
+(ert-deftest mevedel-agent:plan-turns-direct-only-plan-turns ()
+  (agent-runtime-test--with-root root
+    (let* ((patch "*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch")
+           (session (mevedel-chat-session root))
+           (plain (agent-runtime-test--spawn root "plain" :role "worker"))
+           (plain-chat (car (agent-runtime-test--send-of plain)))
+           (sticky (list :id "plan" :plan-stamp (mevedel-plan-make-stamp 'sticky))))
+      (agent-runtime-test--in-root-turn root sticky
+        (let ((planner (agent-runtime-test--spawn root "planner" :role "worker")))
+          ;; A running turn without a stamp cannot be directed from Plan.
+          (should (string-match-p
+                   "/root/plain is running a turn that is not in Plan mode"
+                   (cadr (should-error (mevedel-agent-send root plain "edit it")
+                                       :type 'user-error))))
+          (should-not (agent-runtime-test--mail root plain))
+          ;; A stamped one can, and the record names the stamp.
+          (should (eq (mevedel-agent-send root planner "look at b") 'queued))
+          (should (equal (plist-get (car (agent-runtime-test--mail root planner)) :attrs)
+                         '(("plan" "sticky"))))
+          ;; An idle agent started from Plan starts a Plan turn.
+          (agent-runtime-test--finish plain 'done "done")
+          (should (eq (mevedel-agent-send root plain "now plan") 'started))
+          (should (string-match-p "Plan mode" (cdr (agent-runtime-test--verdict
+                                                    plain-chat "ApplyPatch" (list :patch patch)))))
+          ;; Mail from Plan to it stays unread when that turn ends...
+          (should (eq (mevedel-agent-send root plain "one more thing") 'queued))
+          (agent-runtime-test--finish plain 'done "planned")))
+      ;; ...and stamps the ordinary follow-up that reads it first.
+      (should (eq (mevedel-agent-send root plain "go on") 'started))
+      (should (string-match-p "Plan mode" (cdr (agent-runtime-test--verdict
+                                                plain-chat "ApplyPatch" (list :patch patch)))))
+      (mevedel-agent-chat-continuation-mail plain-chat)
+      (agent-runtime-test--finish plain 'done "read")
+      ;; With no Plan mail left, an ordinary follow-up is ordinary.
+      (should (eq (mevedel-agent-send root plain "edit now") 'started))
+      (should-not (agent-runtime-test--verdict plain-chat "ApplyPatch" (list :patch patch)))
+      (agent-runtime-test--finish plain 'done "edited")
+      ;; A turn starting while the session is in sticky Plan is a Plan
+      ;; turn, even without a caller (a result waking its parent).
+      (let ((sub (agent-runtime-test--spawn plain-chat "sub")))
+        (mevedel-agent-send root plain "wait for sub")
+        (agent-runtime-test--finish plain 'done "waiting")
+        (mevedel-plan-enter session)
+        (agent-runtime-test--finish sub 'done "sub result")
+        (should (equal (cadr (agent-runtime-test--send-of plain)) mevedel-agent-wake-prompt))
+        (mevedel-plan-leave session)
+        (should (string-match-p "Plan mode" (cdr (agent-runtime-test--verdict
+                                                  plain-chat "ApplyPatch" (list :patch patch)))))))))
+
+(ert-deftest mevedel-agent:plan-mail-stamps-the-root-turn-that-reads-it ()
+  (agent-runtime-test--with-root root
+    (let* ((patch "*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch")
+           (planner (agent-runtime-test--in-root-turn root
+                        (list :id "plan" :plan-stamp (mevedel-plan-make-stamp 'sticky))
+                      (agent-runtime-test--spawn root "planner" :role "worker")))
+           (planner-chat (car (agent-runtime-test--send-of planner))))
+      ;; /root always takes mail, even from Plan.
+      (should (eq (mevedel-agent-send planner-chat "/root" "first") 'queued))
+      ;; A root turn that starts with it unread is a Plan turn.
+      (let ((turn (list :id "next")))
+        (run-hook-with-args 'mevedel-chat-turn-functions root turn)
+        (should (eq (mevedel-plan-stamp-kind (plist-get turn :plan-stamp)) 'sticky)))
+      ;; A running root turn becomes one when it drains the mail.
+      (agent-runtime-test--in-root-turn root (list :id "running")
+        (should-not (agent-runtime-test--verdict root "ApplyPatch" (list :patch patch)))
+        (should (= 1 (length (mevedel-agent-chat-continuation-mail root))))
+        (should (string-match-p "Plan mode" (cdr (agent-runtime-test--verdict
+                                                  root "ApplyPatch" (list :patch patch))))))
+      ;; A RESULT from the planner carries no stamp.
+      (agent-runtime-test--finish planner 'done "the plan")
+      (let ((turn (list :id "after")))
+        (run-hook-with-args 'mevedel-chat-turn-functions root turn)
+        (should-not (plist-get turn :plan-stamp))))))
+
+(ert-deftest mevedel-agent:a-plan-spawned-child-stays-read-only-after-resume ()
+  (agent-runtime-test--with-root root
+    (let* ((patch "*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch")
+           (session (mevedel-chat-session root))
+           (id (mevedel-session-id session))
+           (dir (mevedel-chat-root root))
+           (planner (progn (mevedel-plan-enter session)
+                           (agent-runtime-test--in-root-turn root
+                               (list :id "plan" :plan-stamp (mevedel-plan-make-stamp 'sticky))
+                             (agent-runtime-test--spawn root "planner" :role "worker")))))
+      (mevedel-plan-leave session)
+      (agent-runtime-test--finish planner 'done "the plan")
+      (kill-buffer (mevedel-chat-data-buffer root))
+      (let ((again (mevedel-chat-get-create dir id)))
+        (unwind-protect
+            (let ((child (mevedel-chat-of-buffer (mevedel-agent-conversation again planner))))
+              (should-not (mevedel-plan-active-p (mevedel-chat-session again)))
+              (should (string-match-p "Plan mode" (cdr (agent-runtime-test--verdict
+                                                        child "ApplyPatch" (list :patch patch)))))
+              ;; Also in a follow-up from the root, which is not in Plan.
+              (should (eq (mevedel-agent-send again planner "go on") 'started))
+              (should (string-match-p "Plan mode" (cdr (agent-runtime-test--verdict
+                                                        child "ApplyPatch" (list :patch patch))))))
+          (kill-buffer (mevedel-chat-data-buffer again)))))))
 
 ;;;; Views
 

@@ -221,5 +221,46 @@ noted in `asked'."
             (should-not (plist-get turn :mode-override))
             (should-not (plist-get turn :plan-stamp))))))))
 
+(ert-deftest mevedel-plan:sticky-plan-and-the-approved-plan-survive-resume ()
+  (let* ((root (file-name-as-directory (make-temp-file "mevedel-plan-resume-" t)))
+         (view (mevedel root))
+         (chat (mevedel-view-chat view))
+         (session (mevedel-chat-session chat))
+         (id (mevedel-session-id session)))
+    (unwind-protect
+        (progn
+          (setf (mevedel-session-permission-mode session) 'edits)
+          ;; Entered before the session has storage: the turn's end saves it.
+          (mevedel-plan-enter session)
+          (should-not (mevedel-session-storage-p session))
+          (mevedel-session-ensure-storage session)
+          (mevedel-plan--turn-ended chat 'done)
+          (mevedel-plan-save session "1. Keep it")
+          (let* ((resumed (mevedel-sessions-switch root id))
+                 (again (mevedel-view-chat resumed))
+                 (restored (mevedel-chat-session again)))
+            (setq view resumed chat again)
+            (should-not (eq restored session))
+            (should (mevedel-plan-active-p restored))
+            (with-current-buffer resumed
+              (should (string-match-p "PLAN mode" (mevedel-view--header-line))))
+            ;; The next turn is stamped, so Plan's boundary applies to it.
+            (let ((turn (list :id "next")))
+              (mevedel-plan--stamp-turn again turn)
+              (should (eq (mevedel-plan-stamp-kind (plist-get turn :plan-stamp)) 'sticky)))
+            (should (equal (mevedel-plan-current restored) "1. Keep it"))
+            ;; Leaving returns to the mode before Plan, and that is saved too.
+            (mevedel-plan-leave restored)
+            (should (eq (mevedel-permissions-session-mode restored) 'edits))
+            (let* ((later (mevedel-sessions-switch root id))
+                   (last (mevedel-view-chat later)))
+              (setq view later chat last)
+              (should-not (mevedel-plan-active-p (mevedel-chat-session last)))
+              (should (equal (mevedel-plan-current (mevedel-chat-session last)) "1. Keep it")))))
+      (when (buffer-live-p view) (kill-buffer view))
+      (when (buffer-live-p (mevedel-chat-data-buffer chat))
+        (kill-buffer (mevedel-chat-data-buffer chat)))
+      (delete-directory root t))))
+
 (provide 'plan-test)
 ;;; plan-test.el ends here

@@ -5,7 +5,9 @@
 ;; A real session (gptel against the scripted model) in Plan mode: the
 ;; model's edits and mutating command are refused, its plan goes to
 ;; work://plans/, its proposal is approved with edits by a key, and
-;; the implementation turn that follows applies a patch.
+;; the implementation turn that follows applies a patch; in a second
+;; session that turn delegates, and its child's patch of an ordinary
+;; file runs under the same override, without a card.
 
 ;;; Code:
 
@@ -71,6 +73,80 @@
       (should (plist-get inspected :file))
       (should (eq (plist-get inspected :mode) 'ask))
       (should (string-match-p "Implemented\\." (plist-get inspected :transcript))))))
+
+(defun plan-e2e--conversations-script (conversations)
+  "Write a script of CONVERSATIONS ((MATCH . STEPS) ...; MATCH nil for the root)."
+  (let ((file (make-temp-file "mevedel-plan-script-" nil ".json")))
+    (with-temp-file file
+      (insert (json-encode
+               `((conversations
+                  . ,(vconcat (mapcar (lambda (c)
+                                        `(,@(and (car c) `((match . ,(car c))))
+                                          (steps . ,(vconcat (cdr c)))))
+                                      conversations)))))))
+    file))
+
+(ert-deftest mevedel-e2e:approve-with-edits-child-inherits-override ()
+  "A plan approved with edits: the implementation's child agent edits without a card."
+  (mevedel-e2e-require-python)
+  (let* ((root (mevedel-e2e-workspace '(("a.txt" . "a\n"))))
+         (script (plan-e2e--conversations-script
+                  `(("retained agent /root/builder"
+                     ((expect . ((user_contains . "Write child.txt")))
+                      (tool_calls . [((name . "ApplyPatch")
+                                      (arguments . ((patch . ,(plan-e2e--patch "child.txt")))))]))
+                     ((text . "child done")))
+                    (nil
+                     ((tool_calls . [((name . "ToolCall")
+                                      (arguments . ((program . "(ProposePlan :plan \"1. Delegate child.txt\")"))))]))
+                     ((expect . ((results . [((contains . "allowed file edits"))])))
+                      (text . "Approved; implementing next."))
+                     ((expect . ((user_contains . "The user approved this plan")))
+                      (tool_calls . [((name . "Agent")
+                                      (arguments . ((task_name . "Builder")
+                                                    (message . "Write child.txt"))))]))
+                     ((tool_calls . [((name . "WaitAgent") (arguments . ((timeout_ms . 30000))))]))
+                     ((expect . ((user_contains . "child done")))
+                      (text . "Implemented."))
+                     ((text . "Noted.") (times . 50))))))
+         (server (mevedel-scripted-model-start script :vars `(("root" . ,root))))
+         (gptel-stream t)
+         (view (mevedel root))
+         (chat (mevedel-view-chat view))
+         (file (expand-file-name "child.txt" root))
+         (answered nil)
+         (carded nil))
+    (unwind-protect
+        (progn
+          (setf (mevedel-chat-backend chat) (mevedel-scripted-model-backend server :wire 'openai)
+                (mevedel-chat-model chat) 'scripted-model)
+          (mevedel-plan-enter (mevedel-chat-session chat))
+          (mevedel-chat-send chat "Plan, then delegate child.txt")
+          (let ((deadline (+ (float-time) 40)))
+            (while (and (< (float-time) deadline)
+                        (not (and (file-exists-p file)
+                                  (not (mevedel-chat-busy-p chat))
+                                  (string-match-p "Implemented\\."
+                                                  (mevedel-e2e-transcript-text view)))))
+              (when (mevedel-chat-pending chat) (setq carded t))
+              (when (and (not answered) (mevedel-interaction-list chat))
+                (setq answered t)
+                (switch-to-buffer view)
+                (execute-kbd-macro (kbd "e")))
+              (accept-process-output nil 0.02)))
+          (should answered)
+          (should-not (mevedel-scripted-model-mismatches server))
+          (should (file-exists-p file))
+          (should-not carded)
+          (should (equal (mevedel-agent-result chat "/root/builder") '(completed . "child done")))
+          ;; The session itself is back in its own mode.
+          (should (eq (mevedel-chat-permission-mode chat) 'ask)))
+      (mevedel-scripted-model-stop server)
+      (kill-buffer view)
+      (when (buffer-live-p (mevedel-chat-data-buffer chat))
+        (kill-buffer (mevedel-chat-data-buffer chat)))
+      (delete-file script)
+      (delete-directory root t))))
 
 (provide 'plan-e2e-test)
 ;;; plan-e2e-test.el ends here

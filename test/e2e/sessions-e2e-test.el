@@ -256,6 +256,32 @@ It shows the saved turn and brings back the composer history."
         (should (string-match-p "✓ Read notes\\.txt" output))
         (should (string-match-p "It is 42\\." output))))))
 
+;; A session in sticky Plan is saved in Plan: a new Emacs resumes it
+;; there, with the header saying so and the next turn stamped.
+(ert-deftest mevedel-sessions:sticky-plan-survives-resume-in-a-new-emacs ()
+  "A session saved in sticky Plan resumes in Plan in a child Emacs."
+  (mevedel-sessions-test--with (root server '(((text . "Planning first."))))
+    (let* ((view (mevedel root))
+           (chat (mevedel-view-chat view)))
+      (mevedel-sessions-test--attach chat server 'openai)
+      (mevedel-plan-enter (mevedel-chat-session chat))
+      (should (eq (mevedel-sessions-test--send view "Plan the change") 'done))
+      (mevedel-sessions-test--close root)
+      (pcase-let ((`(,status . ,output)
+                   (mevedel-test-run-emacs
+                    `(progn
+                       (require 'mevedel)
+                       (let* ((view (mevedel ,root))
+                              (chat (mevedel-view-chat view))
+                              (turn (list :id "next")))
+                         (run-hook-with-args 'mevedel-chat-turn-functions chat turn)
+                         (princ (format "MODE=%s STAMP=%S\n" (mevedel-chat-permission-mode chat)
+                                        (plist-get turn :plan-stamp)))
+                         (princ (with-current-buffer view (mevedel-view--header-line))))))))
+        (unless (= status 0) (ert-fail (list status output)))
+        (should (string-match-p "MODE=plan STAMP=(:plan sticky)" output))
+        (should (string-match-p "PLAN mode" output))))))
+
 ;;;; New, fork, rename, delete
 
 (ert-deftest mevedel-sessions:new-fork-rename-delete ()
