@@ -237,6 +237,15 @@ A `mevedel-permissions-mode-functions' member."
     (remhash session mevedel-plan--previous)
     (mevedel-plan--save-mode session)))
 
+(defun mevedel-plan-set-mode (session mode)
+  "Set SESSION's permission MODE, entering or leaving Plan as needed.
+Choosing `plan' remembers the mode to come back to; choosing another
+mode from Plan leaves it first, so the choice is saved either way."
+  (if (eq mode 'plan)
+      (mevedel-plan-enter session)
+    (mevedel-plan-leave session)
+    (setf (mevedel-session-permission-mode session) mode)))
+
 ;;;; Sticky Plan across a resume
 
 (defun mevedel-plan--save-mode (session)

@@ -62,6 +62,7 @@
 (require 'mevedel-mentions)
 (require 'mevedel-interaction)
 (require 'mevedel-markdown)
+(require 'mevedel-plan)
 
 (declare-function mevedel-demo-attach "mevedel-demo" (chat &optional surface))
 
@@ -1721,7 +1722,7 @@ ARGUMENT is the choice; empty, it is asked for."
   (interactive
    (list (intern (completing-read "Permission mode: "
                                   (mapcar #'symbol-name mevedel-permissions-modes) nil t))))
-  (setf (mevedel-chat-permission-mode mevedel-view--chat) mode)
+  (mevedel-plan-set-mode (mevedel-chat-session mevedel-view--chat) mode)
   (force-mode-line-update))
 
 ;;;; Entry point

@@ -221,6 +221,23 @@ noted in `asked'."
             (should-not (plist-get turn :mode-override))
             (should-not (plist-get turn :plan-stamp))))))))
 
+(ert-deftest mevedel-plan:choosing-plan-with-c-c-c-p-comes-back-to-the-mode-before ()
+  "C-c C-p plan enters Plan remembering the mode; another mode leaves it."
+  (mevedel-test-with-view view chat
+    (switch-to-buffer view)
+    (let ((session (mevedel-chat-session chat)))
+      (setf (mevedel-session-permission-mode session) 'edits)
+      (mevedel-view-set-permission-mode 'plan)
+      (should (mevedel-plan-active-p session))
+      (mevedel-plan-leave session)
+      (should (eq (mevedel-permissions-session-mode session) 'edits))
+      (mevedel-view-set-permission-mode 'plan)
+      (mevedel-view-set-permission-mode 'full-auto)
+      (should-not (mevedel-plan-active-p session))
+      (should (eq (mevedel-permissions-session-mode session) 'full-auto))
+      (mevedel-plan-leave session)
+      (should (eq (mevedel-permissions-session-mode session) 'full-auto)))))
+
 (ert-deftest mevedel-plan:sticky-plan-and-the-approved-plan-survive-resume ()
   (let* ((root (file-name-as-directory (make-temp-file "mevedel-plan-resume-" t)))
          (view (mevedel root))
