@@ -111,6 +111,11 @@ their message.")
          (plan (string-trim (or (plist-get args :plan) ""))))
     (cond
      ((string-empty-p plan) (funcall callback "Error: the plan is empty"))
+     ((mevedel-interaction-requester context)
+      ;; Approval leaves the session's Plan mode and starts the
+      ;; implementation, which only the root conversation can own.
+      (funcall callback "Error: only the main conversation proposes plans to the user; \
+give the plan as your final answer, for your caller to propose"))
      ((not (mevedel-plan-stamp context))
       (funcall callback "Error: ProposePlan is for Plan mode, which is off: go ahead and \
 work on the task"))
@@ -121,10 +126,7 @@ the plan as your final answer"))
       (let ((interaction
              (mevedel-interaction-open
               chat :kind 'plan :title "Plan proposal" :data plan
-              :owner (car (mevedel-interaction-requester context))
-              :request (if-let* ((requester (mevedel-interaction-requester context)))
-                           (cdr requester)
-                         (mevedel-chat-turn chat))
+              :request (mevedel-chat-turn chat)
               :render #'mevedel-tool-plan--render
               :keymap mevedel-tool-plan-card-map
               :on-settle

@@ -205,6 +205,21 @@
       (agent-runtime-test--finish path 'done "all seen")
       (should-not (mevedel-tasks-open-p (car (mevedel-tasks-list session)))))))
 
+(ert-deftest mevedel-agent:only-the-root-proposes-plans ()
+  "A child's ProposePlan is refused: approving would end the session's Plan."
+  (agent-runtime-test--with-root root
+    (let ((session (mevedel-chat-session root)))
+      (mevedel-plan-enter session)
+      (let* ((path (agent-runtime-test--spawn root "planner"))
+             (child (car (agent-runtime-test--send-of path))))
+        (mevedel-chat-set-prompter root (lambda (&rest _) (error "No card expected")))
+        (should (string-match-p "only the main conversation proposes plans"
+                                (mevedel-test-run-tool child "ProposePlan" "pp1"
+                                                       (list :plan "1. Do it"))))
+        (should-not (mevedel-interaction-list root))
+        (should-not (mevedel-interaction-list child))
+        (should (mevedel-plan-active-p session))))))
+
 (defun agent-runtime-test--verdict (chat tool args)
   "Return the Plan boundary's verdict on CHAT's call of TOOL with ARGS."
   (let ((session (mevedel-chat-session chat)))
