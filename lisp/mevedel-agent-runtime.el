@@ -552,9 +552,10 @@ Signal `user-error' when a hook blocks it."
 ARGS is the plist the Agent tool receives (:task_name :message :role
 :context :model :effort :working_directory).  ON-SETTLE, if non-nil,
 is called once with (PATH OUTCOME PAYLOAD) when the child's first turn
-settles.  Return the canonical path; the turn runs, or waits for a
-slot, on its own.  Invalid inputs signal `user-error' before anything
-is reserved."
+settles, and consumes its RESULT: when it returns, the record
+leaves the parent's mailbox (`mevedel-agent--consume').  Return
+the canonical path; the turn runs, or waits for a slot, on its own.
+Invalid inputs signal `user-error' before anything is reserved."
   (mevedel-agent--spawn chat args on-settle nil))
 
 (defun mevedel-agent--spawn (chat args on-settle on-ready &optional spawn-id)
@@ -820,13 +821,35 @@ Return non-nil when this call settled it."
                                                            path (error-message-string err))))))
               (mevedel-tasks-settle-owner session path (eq outcome 'completed))
               (mevedel-agent--stop-hooks session handle outcome payload)
-              (when-let* ((on-settle (mevedel-agent--turn-on-settle turn)))
-                (funcall on-settle path outcome payload))
-              (mevedel-agent--refresh handle)
-              (when id (mevedel-agent--arrived tree parent id path))))
+              (let ((consumed (mevedel-agent--consume turn id)))
+                (mevedel-agent--refresh handle)
+                (when (and id (not consumed)) (mevedel-agent--arrived tree parent id path)))))
         (cl-decf (mevedel-agent--tree-settling tree)))
       (mevedel-agent--offer tree)
       t)))
+
+(defun mevedel-agent--consume (turn id)
+  "Hand TURN's settlement to its workflow consumer; return non-nil if it took it.
+The consumer (/review, /verify) shows the result itself, so once it
+returns the RESULT record ID leaves the parent's mailbox: no later
+turn reads it again and it wakes nobody.  A consumer that fails
+leaves the record for ordinary delivery."
+  (when-let* ((on-settle (mevedel-agent--turn-on-settle turn)))
+    (let* ((handle (mevedel-agent--turn-handle turn))
+           (path (mevedel-agent-handle-path handle)))
+      (condition-case err
+          (progn
+            (funcall on-settle path (mevedel-agent-handle-outcome handle)
+                     (mevedel-agent-handle-payload handle))
+            (when id
+              (mevedel-core-mailbox-deliver
+               (mevedel-session-store-handle
+                (mevedel-agent--tree-session (mevedel-agent-handle-tree handle)))
+               (list id)))
+            t)
+        (error (display-warning 'mevedel (format "The result handler of %s failed: %s"
+                                                 path (error-message-string err)))
+               nil)))))
 
 (defun mevedel-agent--hand-on-executions (session path parent)
   "Move the unread EXECUTION records of PATH in SESSION to PARENT's mailbox.
@@ -1053,8 +1076,14 @@ Only this agent is loaded, with its frozen configuration.  Signal
           child))))
 
 (defconst mevedel-agent-record-keys
-  '(:path :parent :role :config :status :outcome :payload :tool-calls :transcript)
+  '(:path :parent :role :role-flags :plan-stamp :config :status :outcome :payload :verdict
+          :tool-calls :transcript)
   "Every key of a saved registry record, exactly once each.")
+
+(defconst mevedel-agent--role-flags '(:read-only :verdict)
+  "The facts of a role the runtime reads after the spawn.
+They are saved with the agent, so a resumed read-only role stays
+read-only and a resumed verifier's reports are still parsed.")
 
 (defun mevedel-agent--record (handle)
   "Return HANDLE as a registry record of printable data.
@@ -1066,9 +1095,14 @@ An agent restored but not used yet still has the saved names."
                                                     (if (gptel-tool-p tool) (gptel-tool-name tool) tool))
                                                   (plist-get config :tools))))
     (list :path (mevedel-agent-handle-path handle) :parent (mevedel-agent-handle-parent handle)
-          :role (mevedel-agent-handle-role-name handle) :config config
+          :role (mevedel-agent-handle-role-name handle)
+          :role-flags (cl-loop with role = (mevedel-agent-handle-role handle)
+                               for flag in mevedel-agent--role-flags
+                               append (list flag (and (plist-get role flag) t)))
+          :plan-stamp (mevedel-agent-handle-plan-stamp handle) :config config
           :status (mevedel-agent-handle-status handle) :outcome (mevedel-agent-handle-outcome handle)
           :payload (mevedel-agent-handle-payload handle)
+          :verdict (mevedel-agent-handle-verdict handle)
           :tool-calls (mevedel-agent-handle-tool-calls handle)
           :transcript (mevedel-agent-handle-transcript handle))))
 
@@ -1126,11 +1160,14 @@ gets that RESULT (it wakes nobody)."
                    (handle (mevedel-agent--make-handle
                             :path (plist-get record :path) :parent (plist-get record :parent)
                             :role-name (plist-get record :role) :config (plist-get record :config)
+                            :role (plist-get record :role-flags)
+                            :plan-stamp (plist-get record :plan-stamp)
                             :status 'idle :tree tree
                             :outcome (if active 'interrupted (plist-get record :outcome))
                             :payload (if active
                                          "Interrupted: Emacs stopped before this turn finished."
                                        (plist-get record :payload))
+                            :verdict (and (not active) (plist-get record :verdict))
                             :tool-calls (plist-get record :tool-calls)
                             :transcript (plist-get record :transcript))))
               (puthash (mevedel-agent-handle-path handle) handle (mevedel-agent--tree-agents tree))

@@ -314,6 +314,38 @@ It blocks the first stop of a turn, not one a stop hook caused."
         (should (< (length (plist-get record :payload)) (length answer)))
         (should (equal (plist-get record :attrs) '(("outcome" "completed"))))))))
 
+(ert-deftest mevedel-agent:a-workflow-consumed-result-is-not-mail-for-the-root ()
+  (agent-runtime-test--with-root root
+    (let* ((seen nil)
+           (wakes nil)
+           (key (mevedel-session-id (mevedel-chat-session root)))
+           (results (lambda (sender)
+                      (cl-remove-if-not (lambda (m) (and (equal (plist-get m :sender) sender)
+                                                         (equal (plist-get m :kind) "RESULT")))
+                                        (agent-runtime-test--mail root "/root")))))
+      (cl-letf (((symbol-function 'mevedel-agent--note-wake)
+                 (lambda (session ids) (when (equal session key) (push ids wakes)))))
+        ;; A consumer that returns takes the RESULT: no mail, no wake.
+        (let ((path (mevedel-agent-spawn root '(:task_name "review" :message "look")
+                                         (lambda (p outcome payload)
+                                           (push (list p outcome payload) seen)))))
+          (agent-runtime-test--finish path 'done "the findings")
+          (should (equal seen `((,path completed "the findings"))))
+          (should-not (funcall results path))
+          (should-not wakes))
+        ;; A consumer that fails leaves it for ordinary delivery.
+        (let ((path (mevedel-agent-spawn root '(:task_name "verify" :message "check")
+                                         (lambda (&rest _) (error "Handler broke")))))
+          (let ((warning-minimum-log-level :emergency))
+            (agent-runtime-test--finish path 'done "VERDICT: PASS"))
+          (should (= (length (funcall results path)) 1))
+          (should (= (length wakes) 1)))
+        ;; Without a consumer the RESULT is mail, as ever.
+        (let ((path (agent-runtime-test--spawn root "plain")))
+          (agent-runtime-test--finish path 'done "report")
+          (should (= (length (funcall results path)) 1))
+          (should (= (length wakes) 2)))))))
+
 (ert-deftest mevedel-agent:interrupt-during-settlement-settles-once ()
   (agent-runtime-test--with-root root
     (let* ((path (agent-runtime-test--spawn root "racer"))
@@ -532,8 +564,10 @@ It blocks the first stop of a turn, not one a stop hook caused."
 
 (ert-deftest mevedel-agent:saved-records-are-a-closed-schema ()
   (let* ((config (cl-loop for key in mevedel-agent-config-keys append (list key nil)))
-         (good (list :path "/root/a" :parent "/root" :role nil :config config :status 'idle
-                     :outcome 'completed :payload "x" :tool-calls 0)))
+         (good (list :path "/root/a" :parent "/root" :role nil
+                     :role-flags '(:read-only nil :verdict nil) :plan-stamp nil
+                     :config config :status 'idle
+                     :outcome 'completed :payload "x" :verdict nil :tool-calls 0)))
     (setq good (append good '(:transcript "agents/root.a.sqlite")))
     (should (eq (mevedel-agent-check-record good) good))
     (should-error (mevedel-agent-check-record (append good '(:extra 1))))
@@ -542,6 +576,36 @@ It blocks the first stop of a turn, not one a stop hook caused."
     (should-error (mevedel-agent-check-record (plist-put (copy-sequence good) :path "root/a")))
     (should-error (mevedel-agent-check-record
                    (plist-put (copy-sequence good) :config (append config '(:x 1)))))))
+
+(ert-deftest mevedel-agent:resumed-agents-keep-their-plan-stamps-and-verdicts ()
+  (agent-runtime-test--with-root root
+    (let* ((session (mevedel-chat-session root))
+           (id (mevedel-session-id session))
+           (dir (mevedel-chat-root root))
+           (patch "*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch")
+           (checker (agent-runtime-test--spawn root "check" :role "verifier"))
+           (planner (progn (mevedel-plan-enter session)
+                           (prog1 (agent-runtime-test--spawn root "plan it" :role "worker")
+                             (mevedel-plan-leave session))))
+           (builder (agent-runtime-test--spawn root "build" :role "worker")))
+      (agent-runtime-test--finish checker 'done "Probed it.\nVERDICT: FAIL")
+      (dolist (path (list planner builder)) (agent-runtime-test--finish path 'done "done"))
+      (kill-buffer (mevedel-chat-data-buffer root))
+      (let ((again (mevedel-chat-get-create dir id)))
+        (unwind-protect
+            (cl-flet ((verdict (path)
+                        (agent-runtime-test--verdict
+                         (mevedel-chat-of-buffer (mevedel-agent-conversation again path))
+                         "ApplyPatch" (list :patch patch))))
+              (should (equal (plist-get (mevedel-agent-status again checker) :verdict) "FAIL"))
+              (should (string-match-p "role is read-only" (cdr (verdict checker))))
+              (should (string-match-p "Plan mode" (cdr (verdict planner))))
+              (should-not (verdict builder))
+              ;; The resumed verifier's next report is still read for its verdict.
+              (should (eq (mevedel-agent-send again checker "again") 'started))
+              (agent-runtime-test--finish checker 'done "Looked again.\nVERDICT: PASS")
+              (should (equal (plist-get (mevedel-agent-status again checker) :verdict) "PASS")))
+          (kill-buffer (mevedel-chat-data-buffer again)))))))
 
 ;;;; Views
 
