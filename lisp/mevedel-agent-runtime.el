@@ -265,24 +265,30 @@ configuration is exactly what was frozen."
         (error "Key %s is missing from an agent configuration" key))))
   config)
 
-(defun mevedel-agent--system-text (parent path role)
-  "Return the system text of the child PATH of chat PARENT with ROLE.
+(defun mevedel-agent--system-text (parent child path role)
+  "Return the system text of the child PATH (chat CHILD) of chat PARENT with ROLE.
 The default role (ROLE nil) inherits PARENT's effective instructions;
-a named role's are its `:system-components' (mevedel-prompt.el) and
-then its `:prompt'.  Either way a section naming the agent and its
-reporting duty follows."
+a named role's are its `:system-components' (mevedel-prompt.el),
+rendered for CHILD, and then its `:prompt'.  Either way a section
+naming the agent and its reporting duty follows, and its working
+directory when that is not the workspace root."
   (let ((body (if (null role)
                   (or (mevedel-chat-frozen-system parent) (mevedel-prompt-system-text parent))
                 (mapconcat #'identity
                            (delq nil (list (mevedel-prompt-whole-text
-                                            parent (plist-get role :system-components))
+                                            child (plist-get role :system-components))
                                            (plist-get role :prompt)))
-                           "\n\n"))))
+                           "\n\n")))
+        (directory (mevedel-prompt-directory child)))
     (format "%s\n\nYou are the retained agent %s, working for %s. The user's message is your \
 task; your final answer is returned to %s as your result, so make it a complete, compact report \
 (list measurements as labelled items: scenario, metric, value, unit, runs). SendMessage reaches \
-other agents by path; ListAgents lists them."
-            body path (mevedel-agent--parent-path path) (mevedel-agent--parent-path path))))
+other agents by path; ListAgents lists them.%s"
+            body path (mevedel-agent--parent-path path) (mevedel-agent--parent-path path)
+            (if (equal directory (mevedel-prompt-workspace child))
+                ""
+              (format " Your working directory is %s: relative paths, Bash and Eval start \
+there." directory)))))
 
 (defun mevedel-agent--parent-path (path)
   "Return the path of PATH's spawn parent."
@@ -595,7 +601,7 @@ preparing (a `summary' context: see
                (config (mevedel-agent-check-config
                         (list :backend (plist-get model :backend) :model (plist-get model :model)
                               :effort effort
-                              :system (mevedel-agent--system-text chat path role)
+                              :system (mevedel-agent--system-text chat child path role)
                               :tools (mevedel-agent--tools chat role)
                               :context mode :directory directory :role role-name
                               :max-turns (plist-get role :max-turns) :params nil))))

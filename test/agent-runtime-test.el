@@ -142,6 +142,56 @@
       (should-error (agent-runtime-test--spawn root "a") :type 'user-error))
     (should (equal (agent-runtime-test--spawn root "a") "/root/a"))))
 
+(ert-deftest mevedel-agent:a-working-directory-is-where-the-childs-tools-work ()
+  (agent-runtime-test--with-root root
+    (let* ((dir (file-name-as-directory (file-truename (mevedel-chat-root root))))
+           (sub (expand-file-name "sub/" dir))
+           (mevedel-permissions-rules (append '((allow "Bash") (allow "ApplyPatch"))
+                                              mevedel-permissions-rules)))
+      (make-directory sub)
+      (with-temp-file (expand-file-name "here.txt" sub) (insert "inside sub\n"))
+      (with-temp-file (expand-file-name "top.txt" dir) (insert "inside the root\n"))
+      (let* ((path (agent-runtime-test--spawn root "sub work" :working_directory "sub"))
+             (child (car (agent-runtime-test--send-of path))))
+        ;; Relative Read, Glob and Grep start at the child's directory.
+        (should (string-match-p "inside sub"
+                                (mevedel-test-run-tool child "Read" "r1" '(:file_path "here.txt"))))
+        (let ((glob (mevedel-test-run-tool child "Glob" "g1" '(:pattern "*.txt"))))
+          (should (string-match-p "here\\.txt" glob))
+          (should-not (string-match-p "top\\.txt" glob)))
+        (let ((grep (mevedel-test-run-tool child "Grep" "s1" '(:pattern "inside"))))
+          (should (string-match-p "here\\.txt" grep))
+          (should-not (string-match-p "top\\.txt" grep)))
+        ;; Bash runs there.
+        (should (string-match-p (regexp-quote (directory-file-name sub))
+                                (mevedel-test-run-tool child "Bash" "b1" '(:command "pwd" :description "where"))))
+        ;; ApplyPatch's relative paths are there, for the permission step too.
+        (mevedel-test-run-tool child "ApplyPatch" "p1"
+                               '(:patch "*** Begin Patch\n*** Add File: made.txt\n+made\n*** End Patch"))
+        (should (file-exists-p (expand-file-name "made.txt" sub)))
+        (should-not (file-exists-p (expand-file-name "made.txt" dir)))
+        (let ((mevedel-permissions-rules '((allow "ApplyPatch") (deny "ApplyPatch" "sub/**"))))
+          (should (string-match-p "denied"
+                                  (mevedel-test-run-tool
+                                   child "ApplyPatch" "p2"
+                                   '(:patch "*** Begin Patch\n*** Add File: no.txt\n+no\n*** End Patch")))))
+        (should-not (file-exists-p (expand-file-name "no.txt" sub)))
+        ;; Its checkpoints record the files it changes there.
+        (should (equal (mevedel-checkpoint--paths
+                        (mevedel-tool-get "ApplyPatch")
+                        '(:patch "*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch")
+                        (mevedel-chat-session child) (mevedel-chat-data-buffer child))
+                       (list (expand-file-name "x.txt" sub))))
+        ;; Its prompt says where it works; the root's calls stay at the root.
+        (should (string-match-p (regexp-quote (concat "Your working directory is " sub))
+                                (mevedel-chat-frozen-system child)))
+        (should (string-match-p (regexp-quote (concat "Working directory: " sub))
+                                (mevedel-environment--component child)))
+        (should-not (string-match-p "Working directory"
+                                    (mevedel-environment--component root)))
+        (should (string-match-p "inside the root"
+                                (mevedel-test-run-tool root "Read" "r2" '(:file_path "top.txt"))))))))
+
 (ert-deftest mevedel-agent:paths-resolve-strictly ()
   (agent-runtime-test--with-root root
     (let* ((tree (mevedel-agent--tree-of (mevedel-chat-session root)))
