@@ -105,6 +105,11 @@ Each function is called with the path, the outcome (`completed',
 `failed' or `interrupted') and the complete payload.  It observes: the
 agent stays retained.")
 
+(defvar mevedel-agent-change-functions nil
+  "Abnormal hook run with a session's ID when one of its agents changed.
+That is its status (waiting, running, idle) or its tool-call count;
+the background panel and `mevedel-ps' follow it.")
+
 (defvar mevedel-agent-prompt-functions nil
   "Functions run on each task given to a child agent (UserPromptSubmit).
 Each is called with the child's path and the task text and returns nil
@@ -137,7 +142,9 @@ is not sent.")
 
 (cl-defstruct (mevedel-agent--turn (:constructor mevedel-agent--make-turn) (:copier nil))
   "One invocation of a retained agent: a task until its settlement."
-  handle text settled reason (samples 1) on-settle started)
+  handle text settled reason (samples 1) on-settle started
+  ;; When it began waiting for a slot, then when it started (a float time).
+  (since (float-time)))
 
 (cl-defstruct (mevedel-agent--tree (:constructor mevedel-agent--make-tree) (:copier nil))
   "The agents of one session."
@@ -684,6 +691,7 @@ A start that fails gives the slot back and settles TURN as failed."
          (chat (mevedel-agent-handle-chat handle)))
     (cl-incf (mevedel-agent--tree-active tree))
     (setf (mevedel-agent--turn-started turn) t
+          (mevedel-agent--turn-since turn) (float-time)
           (mevedel-agent-handle-status handle) 'running)
     (condition-case err
         (progn
@@ -1229,6 +1237,21 @@ A plist (:path :role :status :tool-calls :outcome :verdict)."
   (mapcar #'mevedel-agent--handle-data
           (mevedel-agent--handles (mevedel-agent--tree-of (mevedel-chat-session chat)))))
 
+(defun mevedel-agent-active (chat)
+  "Return the running and waiting agents of CHAT's session, by path.
+Each is a plist (:path :parent :role :status :tool-calls :elapsed-ms),
+the time since the turn started, or since it began waiting."
+  (when-let* ((tree (gethash (mevedel-session-id (mevedel-chat-session chat))
+                             mevedel-agent--trees)))
+    (cl-loop for handle in (mevedel-agent--handles tree)
+             for turn = (mevedel-agent-handle-turn handle)
+             when (and turn (memq (mevedel-agent-handle-status handle) '(running waiting)))
+             collect (append (mevedel-agent--handle-data handle)
+                             (list :parent (mevedel-agent-handle-parent handle)
+                                   :elapsed-ms (round (* 1000 (- (float-time)
+                                                                 (mevedel-agent--turn-since
+                                                                  turn)))))))))
+
 (defun mevedel-agent-result (chat path)
   "Return (OUTCOME . PAYLOAD) of PATH's latest settled turn in CHAT's session.
 Signal `user-error' while it is active or before it has settled."
@@ -1249,7 +1272,10 @@ A restored agent's conversation is loaded now."
     (mevedel-chat-data-buffer (mevedel-agent--hydrate handle))))
 
 (defun mevedel-agent--refresh (handle)
-  "Update HANDLE's row in its spawn parent's transcript."
+  "Update HANDLE's row in its spawn parent's transcript; tell its followers."
+  (run-hook-with-args 'mevedel-agent-change-functions
+                      (mevedel-session-id (mevedel-agent--tree-session
+                                           (mevedel-agent-handle-tree handle))))
   (when-let* ((id (mevedel-agent-handle-spawn-id handle))
               (parent (mevedel-agent-handle-parent-chat handle))
               ((buffer-live-p (mevedel-chat-data-buffer parent))))

@@ -691,6 +691,88 @@ It blocks the first stop of a turn, not one a stop hook caused."
 
 ;;;; Turn limits
 
+(defun agent-runtime-test--panel (view)
+  "Return the background panel's text in VIEW."
+  (with-current-buffer view
+    (buffer-substring-no-properties mevedel-view--panel mevedel-view--separator)))
+
+(defun agent-runtime-test--press (view label)
+  "Press the button labelled [LABEL] in VIEW's panel."
+  (with-current-buffer view
+    (goto-char mevedel-view--panel)
+    (should (search-forward (concat "[" label "]") mevedel-view--separator t))
+    (push-button (match-beginning 0))))
+
+(ert-deftest mevedel-agent:active-agents-are-background-work-with-interrupt ()
+  (require 'mevedel-agent-view)
+  (agent-runtime-test--with-root root
+    (let* ((mevedel-agent-capacity 1)
+           (view (mevedel-view-buffer root))
+           (ps nil)
+           (rows (lambda ()
+                   (with-current-buffer ps
+                     (mapcar (lambda (entry)
+                               (mapcar #'substring-no-properties (append (cadr entry) nil)))
+                             tabulated-list-entries)))))
+      (unwind-protect
+          (cl-letf (((symbol-function 'y-or-n-p) (lambda (&rest _) t)))
+            (switch-to-buffer view)
+            (mevedel-panel-redraw view)
+            (should (equal (agent-runtime-test--panel view) ""))
+            (setq ps (mevedel-ps root))
+            (should-not (funcall rows))
+            (switch-to-buffer view)
+            (display-buffer ps)
+            (let ((alpha (agent-runtime-test--spawn root "alpha" :role "worker"))
+                  (beta (agent-runtime-test--spawn root "beta")))
+              ;; The panel and /ps follow the new agents by themselves (no
+              ;; timer was running): the running one and the waiting one.
+              (mevedel-test-wait-until
+                (string-match-p "Background work (2)" (agent-runtime-test--panel view)) 5)
+              (mevedel-test-wait-until (= 2 (length (funcall rows))) 5)
+              (let ((text (agent-runtime-test--panel view)))
+                (should (string-match-p "Background work (2)" text))
+                (should (string-match-p "▸ Agent /root/alpha (worker)  running [0-9.]+s\n" text))
+                (should (string-match-p
+                         "▸ Agent /root/beta (default)  waiting for a slot [0-9.]+s\n" text)))
+              ;; /ps has them too, with the same interrupt as a stop.
+              (let ((row (assoc "Agent" (funcall rows))))
+                (should (equal (butlast row 3) (list "Agent" alpha "running" "/root/alpha (worker)"
+                                                     "/root")))
+                (should (equal (last row 2) '("0 calls" ""))))
+              (should (member "waiting for a slot" (mapcar #'caddr (funcall rows))))
+              (with-current-buffer ps
+                (goto-char (point-min))
+                (while (not (equal (tabulated-list-get-id) beta)) (forward-line 1))
+                (mevedel-ps-stop))
+              (should (eq (plist-get (mevedel-agent-status root beta) :outcome) 'interrupted))
+              (should (string-match-p "interrupted by user" (cdr (mevedel-agent-result root beta))))
+              ;; Both follow the change by themselves; the settled agent leaves.
+              (mevedel-test-wait-until
+                (not (string-match-p "beta" (agent-runtime-test--panel view))) 5)
+              (mevedel-test-wait-until (= 1 (length (funcall rows))) 5)
+              (should (string-match-p "Background work (1)" (agent-runtime-test--panel view)))
+              ;; Expanded, an agent offers its view and the interrupt.
+              (with-current-buffer view
+                (goto-char mevedel-view--panel)
+                (search-forward "Agent /root/alpha")
+                (mevedel-panel-toggle))
+              (should (string-match-p "0 tool calls\n +\\[Open view\\] \\[Interrupt\\]"
+                                      (agent-runtime-test--panel view)))
+              (agent-runtime-test--press view "Open view")
+              (let ((child-view (window-buffer (selected-window))))
+                (should (equal (mevedel-chat-agent (mevedel-view-chat child-view)) alpha))
+                (kill-buffer child-view))
+              (switch-to-buffer view)
+              (agent-runtime-test--press view "Interrupt")
+              (should (eq (plist-get (mevedel-agent-status root alpha) :outcome) 'interrupted))
+              ;; Idle agents are /agents', not the panel's.
+              (mevedel-test-wait-until (equal (agent-runtime-test--panel view) "") 5)
+              (mevedel-test-wait-until (null (funcall rows)) 5)
+              (should (= (length (mevedel-agent-list root)) 2))))
+        (when (buffer-live-p ps) (kill-buffer ps))
+        (kill-buffer view)))))
+
 (ert-deftest mevedel-agent:max-turns-warns-then-stops-with-a-note ()
   (agent-runtime-test--with-root root
     (let* ((a (agent-runtime-test--spawn root "capped"))
