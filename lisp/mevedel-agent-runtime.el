@@ -821,9 +821,11 @@ Return non-nil when this call settled it."
             ;; The complete payload is on the handle and saved: publish
             ;; the preview.
             (let ((id (condition-case err
-                          (mevedel-agent--post session parent "RESULT"
-                                               (mevedel-agent--preview payload) path
-                                               `(("outcome" ,(symbol-name outcome))))
+                          (mevedel-agent--post
+                           session parent "RESULT" (mevedel-agent--preview payload) path
+                           `(("outcome" ,(symbol-name outcome))
+                             ,@(when-let* ((verdict (mevedel-agent-handle-verdict handle)))
+                                 `(("verdict" ,verdict)))))
                         (error (display-warning 'mevedel (format "The result of %s is lost: %s"
                                                                  path (error-message-string err)))
                                nil))))

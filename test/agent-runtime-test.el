@@ -639,6 +639,11 @@ It blocks the first stop of a turn, not one a stop hook caused."
                              (mevedel-plan-leave session))))
            (builder (agent-runtime-test--spawn root "build" :role "worker")))
       (agent-runtime-test--finish checker 'done "Probed it.\nVERDICT: FAIL")
+      ;; The RESULT names the verdict it parsed.
+      (should (equal (plist-get (cl-find checker (agent-runtime-test--mail root "/root")
+                                         :key (lambda (m) (plist-get m :sender)) :test #'equal)
+                                :attrs)
+                     '(("outcome" "completed") ("verdict" "FAIL"))))
       (dolist (path (list planner builder)) (agent-runtime-test--finish path 'done "done"))
       (kill-buffer (mevedel-chat-data-buffer root))
       (let ((again (mevedel-chat-get-create dir id)))
