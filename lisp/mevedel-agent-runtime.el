@@ -695,6 +695,10 @@ A start that fails gives the slot back and settles TURN as failed."
           (mevedel-agent-handle-status handle) 'running)
     (condition-case err
         (progn
+          ;; The directory was checked at the spawn; it may have gone since.
+          (let ((directory (plist-get (mevedel-agent-handle-config handle) :directory)))
+            (unless (file-directory-p directory)
+              (error "Its working directory %s no longer exists" directory)))
           (mevedel-chat-send chat (mevedel-agent--turn-text turn)
                              :on-done (lambda (_chat outcome)
                                         (mevedel-agent--turn-ended turn outcome)))

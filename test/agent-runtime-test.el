@@ -190,7 +190,16 @@
         (should-not (string-match-p "Working directory"
                                     (mevedel-environment--component root)))
         (should (string-match-p "inside the root"
-                                (mevedel-test-run-tool root "Read" "r2" '(:file_path "top.txt"))))))))
+                                (mevedel-test-run-tool root "Read" "r2" '(:file_path "top.txt"))))
+        ;; A directory gone by a follow-up fails the turn; nothing falls back.
+        (agent-runtime-test--finish path 'done "worked in sub")
+        (delete-directory sub t)
+        (let ((sends (length agent-runtime-test--sends)))
+          (mevedel-agent-send root path "go on")
+          (should (= (length agent-runtime-test--sends) sends)))
+        (should (eq (plist-get (mevedel-agent-status root path) :outcome) 'failed))
+        (should (string-match-p "working directory .*sub/ no longer exists"
+                                (cdr (mevedel-agent-result root path))))))))
 
 (ert-deftest mevedel-agent:paths-resolve-strictly ()
   (agent-runtime-test--with-root root
