@@ -588,15 +588,21 @@ would define NAME (by its name or its file's) signals its own error."
         (user-error "Unknown agent role %S (roles: %s; omit the role for the default)"
                     name (string-join (mevedel-agent-role-names directory) ", ")))))
 
+(defun mevedel-agent-role-roster (directory)
+  "Return ((NAME . DESCRIPTION) ...) of the roles of the workspace DIRECTORY.
+Sorted by name, each name once (the source of highest precedence).
+Broken role files are left out, with a warning once per version."
+  (let (roster)
+    (dolist (entry (mevedel-agent-roles--entries directory))
+      (cond ((plist-get entry :error) (mevedel-agent-roles--warn entry))
+            ((assoc (plist-get entry :name) roster))
+            (t (push (cons (plist-get entry :name) (plist-get entry :description)) roster))))
+    (sort roster (lambda (a b) (string< (car a) (car b))))))
+
 (defun mevedel-agent-role-names (directory)
   "Return the names of the roles of the workspace DIRECTORY, sorted.
 Broken role files are left out, with a warning once per version."
-  (let (names)
-    (dolist (entry (mevedel-agent-roles--entries directory))
-      (if (plist-get entry :error)
-          (mevedel-agent-roles--warn entry)
-        (cl-pushnew (plist-get entry :name) names :test #'equal)))
-    (sort names #'string<)))
+  (mapcar #'car (mevedel-agent-role-roster directory)))
 
 (defun mevedel-agent-roles-describe (&optional directory)
   "Describe the agent roles of the workspace DIRECTORY and where they come from.

@@ -105,6 +105,11 @@ Each function is called with the path, the outcome (`completed',
 `failed' or `interrupted') and the complete payload.  It observes: the
 agent stays retained.")
 
+(defvar mevedel-agent-change-functions nil
+  "Abnormal hook run with a session's ID when one of its agents changed.
+That is its status (waiting, running, idle) or its tool-call count;
+the background panel and `mevedel-ps' follow it.")
+
 (defvar mevedel-agent-prompt-functions nil
   "Functions run on each task given to a child agent (UserPromptSubmit).
 Each is called with the child's path and the task text and returns nil
@@ -141,7 +146,9 @@ is not sent.")
   ;; Its Plan stamp beyond the handle's (from its caller, the session's
   ;; sticky Plan or Plan mail it reads), given once; and the permission
   ;; mode override it inherited from its caller (mevedel-plan.el).
-  plan-stamp mode-override)
+  plan-stamp mode-override
+  ;; When it began waiting for a slot, then when it started (a float time).
+  (since (float-time)))
 
 (cl-defstruct (mevedel-agent--tree (:constructor mevedel-agent--make-tree) (:copier nil))
   "The agents of one session."
@@ -269,24 +276,30 @@ configuration is exactly what was frozen."
         (error "Key %s is missing from an agent configuration" key))))
   config)
 
-(defun mevedel-agent--system-text (parent path role)
-  "Return the system text of the child PATH of chat PARENT with ROLE.
+(defun mevedel-agent--system-text (parent child path role)
+  "Return the system text of the child PATH (chat CHILD) of chat PARENT with ROLE.
 The default role (ROLE nil) inherits PARENT's effective instructions;
-a named role's are its `:system-components' (mevedel-prompt.el) and
-then its `:prompt'.  Either way a section naming the agent and its
-reporting duty follows."
+a named role's are its `:system-components' (mevedel-prompt.el),
+rendered for CHILD, and then its `:prompt'.  Either way a section
+naming the agent and its reporting duty follows, and its working
+directory when that is not the workspace root."
   (let ((body (if (null role)
                   (or (mevedel-chat-frozen-system parent) (mevedel-prompt-system-text parent))
                 (mapconcat #'identity
                            (delq nil (list (mevedel-prompt-whole-text
-                                            parent (plist-get role :system-components))
+                                            child (plist-get role :system-components))
                                            (plist-get role :prompt)))
-                           "\n\n"))))
+                           "\n\n")))
+        (directory (mevedel-prompt-directory child)))
     (format "%s\n\nYou are the retained agent %s, working for %s. The user's message is your \
 task; your final answer is returned to %s as your result, so make it a complete, compact report \
 (list measurements as labelled items: scenario, metric, value, unit, runs). SendMessage reaches \
-other agents by path; ListAgents lists them."
-            body path (mevedel-agent--parent-path path) (mevedel-agent--parent-path path))))
+other agents by path; ListAgents lists them.%s"
+            body path (mevedel-agent--parent-path path) (mevedel-agent--parent-path path)
+            (if (equal directory (mevedel-prompt-workspace child))
+                ""
+              (format " Your working directory is %s: relative paths, Bash and Eval start \
+there." directory)))))
 
 (defun mevedel-agent--parent-path (path)
   "Return the path of PATH's spawn parent."
@@ -625,9 +638,10 @@ Signal `user-error' when a hook blocks it."
 ARGS is the plist the Agent tool receives (:task_name :message :role
 :context :model :effort :working_directory).  ON-SETTLE, if non-nil,
 is called once with (PATH OUTCOME PAYLOAD) when the child's first turn
-settles.  Return the canonical path; the turn runs, or waits for a
-slot, on its own.  Invalid inputs signal `user-error' before anything
-is reserved."
+settles, and consumes its RESULT: when it returns, the record
+leaves the parent's mailbox (`mevedel-agent--consume').  Return
+the canonical path; the turn runs, or waits for a slot, on its own.
+Invalid inputs signal `user-error' before anything is reserved."
   (mevedel-agent--spawn chat args on-settle nil))
 
 (defun mevedel-agent--spawn (chat args on-settle on-ready &optional spawn-id)
@@ -667,7 +681,7 @@ preparing (a `summary' context: see
                (config (mevedel-agent-check-config
                         (list :backend (plist-get model :backend) :model (plist-get model :model)
                               :effort effort
-                              :system (mevedel-agent--system-text chat path role)
+                              :system (mevedel-agent--system-text chat child path role)
                               :tools (mevedel-agent--tools chat role)
                               :context mode :directory directory :role role-name
                               :max-turns (plist-get role :max-turns) :params nil))))
@@ -764,9 +778,14 @@ A start that fails gives the slot back and settles TURN as failed."
                 (and (mevedel-plan-active-p (mevedel-agent--tree-session tree))
                      (mevedel-plan-make-stamp 'sticky)))))
     (setf (mevedel-agent--turn-started turn) t
+          (mevedel-agent--turn-since turn) (float-time)
           (mevedel-agent-handle-status handle) 'running)
     (condition-case err
         (progn
+          ;; The directory was checked at the spawn; it may have gone since.
+          (let ((directory (plist-get (mevedel-agent-handle-config handle) :directory)))
+            (unless (file-directory-p directory)
+              (error "Its working directory %s no longer exists" directory)))
           (mevedel-chat-send chat (mevedel-agent--turn-text turn)
                              :on-done (lambda (_chat outcome)
                                         (mevedel-agent--turn-ended turn outcome)))
@@ -893,9 +912,11 @@ Return non-nil when this call settled it."
             ;; The complete payload is on the handle and saved: publish
             ;; the preview.
             (let ((id (condition-case err
-                          (mevedel-agent--post session parent "RESULT"
-                                               (mevedel-agent--preview payload) path
-                                               `(("outcome" ,(symbol-name outcome))))
+                          (mevedel-agent--post
+                           session parent "RESULT" (mevedel-agent--preview payload) path
+                           `(("outcome" ,(symbol-name outcome))
+                             ,@(when-let* ((verdict (mevedel-agent-handle-verdict handle)))
+                                 `(("verdict" ,verdict)))))
                         (error (display-warning 'mevedel (format "The result of %s is lost: %s"
                                                                  path (error-message-string err)))
                                nil))))
@@ -907,13 +928,35 @@ Return non-nil when this call settled it."
                                                            path (error-message-string err))))))
               (mevedel-tasks-settle-owner session path (eq outcome 'completed))
               (mevedel-agent--stop-hooks session handle outcome payload)
-              (when-let* ((on-settle (mevedel-agent--turn-on-settle turn)))
-                (funcall on-settle path outcome payload))
-              (mevedel-agent--refresh handle)
-              (when id (mevedel-agent--arrived tree parent id path))))
+              (let ((consumed (mevedel-agent--consume turn id)))
+                (mevedel-agent--refresh handle)
+                (when (and id (not consumed)) (mevedel-agent--arrived tree parent id path)))))
         (cl-decf (mevedel-agent--tree-settling tree)))
       (mevedel-agent--offer tree)
       t)))
+
+(defun mevedel-agent--consume (turn id)
+  "Hand TURN's settlement to its workflow consumer; return non-nil if it took it.
+The consumer (/review, /verify) shows the result itself, so once it
+returns the RESULT record ID leaves the parent's mailbox: no later
+turn reads it again and it wakes nobody.  A consumer that fails
+leaves the record for ordinary delivery."
+  (when-let* ((on-settle (mevedel-agent--turn-on-settle turn)))
+    (let* ((handle (mevedel-agent--turn-handle turn))
+           (path (mevedel-agent-handle-path handle)))
+      (condition-case err
+          (progn
+            (funcall on-settle path (mevedel-agent-handle-outcome handle)
+                     (mevedel-agent-handle-payload handle))
+            (when id
+              (mevedel-core-mailbox-deliver
+               (mevedel-session-store-handle
+                (mevedel-agent--tree-session (mevedel-agent-handle-tree handle)))
+               (list id)))
+            t)
+        (error (display-warning 'mevedel (format "The result handler of %s failed: %s"
+                                                 path (error-message-string err)))
+               nil)))))
 
 (defun mevedel-agent--hand-on-executions (session path parent)
   "Move the unread EXECUTION records of PATH in SESSION to PARENT's mailbox.
@@ -1155,8 +1198,14 @@ Only this agent is loaded, with its frozen configuration.  Signal
           child))))
 
 (defconst mevedel-agent-record-keys
-  '(:path :parent :role :config :status :outcome :payload :tool-calls :transcript :plan-stamp)
+  '(:path :parent :role :role-flags :plan-stamp :config :status :outcome :payload :verdict
+          :tool-calls :transcript)
   "Every key of a saved registry record, exactly once each.")
+
+(defconst mevedel-agent--role-flags '(:read-only :verdict)
+  "The facts of a role the runtime reads after the spawn.
+They are saved with the agent, so a resumed read-only role stays
+read-only and a resumed verifier's reports are still parsed.")
 
 (defun mevedel-agent--record (handle)
   "Return HANDLE as a registry record of printable data.
@@ -1168,12 +1217,16 @@ An agent restored but not used yet still has the saved names."
                                                     (if (gptel-tool-p tool) (gptel-tool-name tool) tool))
                                                   (plist-get config :tools))))
     (list :path (mevedel-agent-handle-path handle) :parent (mevedel-agent-handle-parent handle)
-          :role (mevedel-agent-handle-role-name handle) :config config
+          :role (mevedel-agent-handle-role-name handle)
+          :role-flags (cl-loop with role = (mevedel-agent-handle-role handle)
+                               for flag in mevedel-agent--role-flags
+                               append (list flag (and (plist-get role flag) t)))
+          :plan-stamp (mevedel-agent-handle-plan-stamp handle) :config config
           :status (mevedel-agent-handle-status handle) :outcome (mevedel-agent-handle-outcome handle)
           :payload (mevedel-agent-handle-payload handle)
+          :verdict (mevedel-agent-handle-verdict handle)
           :tool-calls (mevedel-agent-handle-tool-calls handle)
-          :transcript (mevedel-agent-handle-transcript handle)
-          :plan-stamp (mevedel-agent-handle-plan-stamp handle))))
+          :transcript (mevedel-agent-handle-transcript handle))))
 
 (defun mevedel-agent--save-registry (tree)
   "Save TREE's published agents in its session's store and wait for the write.
@@ -1233,14 +1286,16 @@ gets that RESULT (it wakes nobody)."
                    (handle (mevedel-agent--make-handle
                             :path (plist-get record :path) :parent (plist-get record :parent)
                             :role-name (plist-get record :role) :config (plist-get record :config)
+                            :role (plist-get record :role-flags)
+                            :plan-stamp (plist-get record :plan-stamp)
                             :status 'idle :tree tree
                             :outcome (if active 'interrupted (plist-get record :outcome))
                             :payload (if active
                                          "Interrupted: Emacs stopped before this turn finished."
                                        (plist-get record :payload))
+                            :verdict (and (not active) (plist-get record :verdict))
                             :tool-calls (plist-get record :tool-calls)
-                            :transcript (plist-get record :transcript)
-                            :plan-stamp (plist-get record :plan-stamp))))
+                            :transcript (plist-get record :transcript))))
               (puthash (mevedel-agent-handle-path handle) handle (mevedel-agent--tree-agents tree))
               (when active (push handle interrupted))))
         (error (display-warning 'mevedel (format "The saved agents of this session are unusable: %s"
@@ -1294,6 +1349,21 @@ A plist (:path :role :status :tool-calls :outcome :verdict)."
   (mapcar #'mevedel-agent--handle-data
           (mevedel-agent--handles (mevedel-agent--tree-of (mevedel-chat-session chat)))))
 
+(defun mevedel-agent-active (chat)
+  "Return the running and waiting agents of CHAT's session, by path.
+Each is a plist (:path :parent :role :status :tool-calls :elapsed-ms),
+the time since the turn started, or since it began waiting."
+  (when-let* ((tree (gethash (mevedel-session-id (mevedel-chat-session chat))
+                             mevedel-agent--trees)))
+    (cl-loop for handle in (mevedel-agent--handles tree)
+             for turn = (mevedel-agent-handle-turn handle)
+             when (and turn (memq (mevedel-agent-handle-status handle) '(running waiting)))
+             collect (append (mevedel-agent--handle-data handle)
+                             (list :parent (mevedel-agent-handle-parent handle)
+                                   :elapsed-ms (round (* 1000 (- (float-time)
+                                                                 (mevedel-agent--turn-since
+                                                                  turn)))))))))
+
 (defun mevedel-agent-result (chat path)
   "Return (OUTCOME . PAYLOAD) of PATH's latest settled turn in CHAT's session.
 Signal `user-error' while it is active or before it has settled."
@@ -1314,7 +1384,10 @@ A restored agent's conversation is loaded now."
     (mevedel-chat-data-buffer (mevedel-agent--hydrate handle))))
 
 (defun mevedel-agent--refresh (handle)
-  "Update HANDLE's row in its spawn parent's transcript."
+  "Update HANDLE's row in its spawn parent's transcript; tell its followers."
+  (run-hook-with-args 'mevedel-agent-change-functions
+                      (mevedel-session-id (mevedel-agent--tree-session
+                                           (mevedel-agent-handle-tree handle))))
   (when-let* ((id (mevedel-agent-handle-spawn-id handle))
               (parent (mevedel-agent-handle-parent-chat handle))
               ((buffer-live-p (mevedel-chat-data-buffer parent))))

@@ -12,6 +12,13 @@
 ;; path).  `/agents' (or M-x mevedel-agent-view-list) lists the
 ;; session's agents, running and waiting ones first: RET opens one, k
 ;; interrupts its turn (the turn records "interrupted by user").
+;;
+;; Agents running or waiting for a slot are also background work: this
+;; file gives them to the background panel and `mevedel-ps' as items
+;; (`mevedel-ps-agents-function'), with the same open and interrupt
+;; actions, and redraws both as their status changes
+;; (`mevedel-agent-change-functions').  Idle agents are only in
+;; `/agents'.
 
 ;;; Code:
 
@@ -20,6 +27,8 @@
 (require 'tabulated-list)
 (require 'mevedel-agent-runtime)
 (require 'mevedel-chat)
+(require 'mevedel-panel)
+(require 'mevedel-ps)
 (require 'mevedel-view)
 
 (defun mevedel-agent-view-open (chat path)
@@ -100,13 +109,44 @@
   (mevedel-agent-view-open mevedel-agent-view--chat
                            (or (tabulated-list-get-id) (user-error "No agent here"))))
 
+(defun mevedel-agent-view-interrupt (chat path)
+  "Interrupt the current turn of the agent PATH of CHAT's session for the user."
+  (let ((before (mevedel-agent-interrupt chat path "interrupted by user")))
+    (message "%s was %s" path (if (eq before 'idle) "idle: nothing to interrupt" before))))
+
 (defun mevedel-agent-view-interrupt-at-point ()
   "Interrupt the current turn of the agent on this line."
   (interactive)
-  (let* ((path (or (tabulated-list-get-id) (user-error "No agent here")))
-         (before (mevedel-agent-interrupt mevedel-agent-view--chat path "interrupted by user")))
-    (message "%s was %s" path (if (eq before 'idle) "idle: nothing to interrupt" before))
-    (revert-buffer)))
+  (mevedel-agent-view-interrupt mevedel-agent-view--chat
+                                (or (tabulated-list-get-id) (user-error "No agent here")))
+  (revert-buffer))
+
+;;;; Background work
+
+(defun mevedel-agent-view-work-items (chat)
+  "Return the running and waiting agents of CHAT's session as work items.
+See `mevedel-ps-agents-function' for their shape."
+  (let ((root (mevedel-agent-view--root chat)))
+    (mapcar (lambda (agent)
+              (let ((path (plist-get agent :path)))
+                (list :id path :kind "agent" :owner (plist-get agent :parent)
+                      :state (if (eq (plist-get agent :status) 'waiting)
+                                 "waiting for a slot"
+                               "running")
+                      :label (format "%s (%s)" path (plist-get agent :role))
+                      :elapsed-ms (plist-get agent :elapsed-ms)
+                      :tool-calls (plist-get agent :tool-calls)
+                      :visit (lambda () (mevedel-agent-view-open root path))
+                      :stop (lambda () (mevedel-agent-view-interrupt root path)))))
+            (mevedel-agent-active root))))
+
+(defun mevedel-agent-view--changed (session)
+  "Redraw the panels and tables of SESSION (its ID) after an agent changed."
+  (mevedel-panel-note-change session)
+  (mevedel-ps-note-change session))
+
+(setq mevedel-ps-agents-function #'mevedel-agent-view-work-items)
+(add-hook 'mevedel-agent-change-functions #'mevedel-agent-view--changed)
 
 (setf (alist-get "agents" mevedel-view-slash-commands nil nil #'equal)
       (list (lambda (chat _args) (mevedel-agent-view-list chat))

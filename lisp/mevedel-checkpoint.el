@@ -50,9 +50,11 @@ The value is (ID . LABEL), from the turn plist `mevedel-chat-send' made."
               ((stringp id)))
     (cons id (or (plist-get turn :label) ""))))
 
-(defun mevedel-checkpoint--paths (tool args session)
-  "Return the absolute file paths a call of TOOL with ARGS in SESSION touches."
-  (let ((root (mevedel-session-workspace session)))
+(defun mevedel-checkpoint--paths (tool args session buffer)
+  "Return the absolute file paths a call of TOOL with ARGS in SESSION touches.
+BUFFER is the call's data buffer: a child agent's relative paths start
+at its own directory."
+  (let ((root (mevedel-session-call-directory session buffer)))
     (mapcar (lambda (path) (expand-file-name path root))
             (mevedel-permissions-tool-paths tool args))))
 
@@ -71,7 +73,8 @@ turn or in an ephemeral session."
               ((mevedel-session-durable-p session))
               (turn (mevedel-checkpoint--turn (plist-get context :data-buffer)))
               (paths (mevedel-checkpoint--paths (plist-get context :tool)
-                                                (plist-get context :args) session)))
+                                                (plist-get context :args) session
+                                                (plist-get context :data-buffer))))
     (let ((store (mevedel-session-store-handle session)))
       (mevedel-checkpoint--flush session store)
       (mevedel-core-checkpoint-before store (car turn) (cdr turn) paths))))
@@ -90,7 +93,7 @@ call that may change files untracked marks its turn."
      ((and (eq event 'settled) (mevedel-tool-snapshot-p tool) (mevedel-session-store session))
       (mevedel-core-checkpoint-after
        (mevedel-session-store session)
-       (mevedel-checkpoint--paths tool (plist-get info :args) session)))
+       (mevedel-checkpoint--paths tool (plist-get info :args) session buffer)))
      ((and (eq event 'started) (not (mevedel-tool-read-only-p tool))
            (not (mevedel-tool-snapshot-p tool)))
       (if-let* ((store (mevedel-session-store session)))

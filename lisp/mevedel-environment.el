@@ -89,28 +89,43 @@ Nothing starts while a run for ROOT is still going."
           (puthash root (list :text (plist-get entry :text) :process process)
                    mevedel-environment--git))))))
 
-(defun mevedel-environment-text (root)
+(defun mevedel-environment--checkout (root directory)
+  "Return whose git facts describe DIRECTORY of workspace ROOT.
+A DIRECTORY that is a checkout of its own (a Git worktree) has its
+own; any other has ROOT's."
+  (if (and directory (file-exists-p (expand-file-name ".git" directory)))
+      directory
+    root))
+
+(defun mevedel-environment-text (root &optional directory)
   "Return the environment text for workspace ROOT from what is known now.
-Start a git refresh when none ran yet."
-  (unless (gethash root mevedel-environment--git)
-    (mevedel-environment-refresh root))
-  (string-join
-   (delq nil
-         (list (format "Operating system: %s" system-type)
-               (format "Shell: %s" (or (getenv "SHELL") shell-file-name))
-               (format "Emacs: %s" emacs-version)
-               (format "Workspace root: %s" root)
-               (plist-get (gethash root mevedel-environment--git) :text)
-               (format "Date: %s" (format-time-string "%F"))))
-   "\n"))
+DIRECTORY, when it is not ROOT, is where the calls work (a child
+agent's working directory): it is named, with its own git facts when
+it is a checkout.  Start a git refresh when none ran yet."
+  (let* ((directory (and directory (not (equal directory root)) directory))
+         (checkout (mevedel-environment--checkout root directory)))
+    (unless (gethash checkout mevedel-environment--git)
+      (mevedel-environment-refresh checkout))
+    (string-join
+     (delq nil
+           (list (format "Operating system: %s" system-type)
+                 (format "Shell: %s" (or (getenv "SHELL") shell-file-name))
+                 (format "Emacs: %s" emacs-version)
+                 (format "Workspace root: %s" root)
+                 (and directory (format "Working directory: %s (relative paths and commands \
+start here)" directory))
+                 (plist-get (gethash checkout mevedel-environment--git) :text)
+                 (format "Date: %s" (format-time-string "%F"))))
+     "\n")))
 
 (defun mevedel-environment--component (chat)
   "Return the environment component's text for CHAT."
-  (mevedel-environment-text (mevedel-prompt-workspace chat)))
+  (mevedel-environment-text (mevedel-prompt-workspace chat) (mevedel-prompt-directory chat)))
 
 (defun mevedel-environment-turn-ended (chat &rest _)
   "Refresh the git facts of CHAT's workspace for its next turn."
-  (mevedel-environment-refresh (mevedel-prompt-workspace chat)))
+  (mevedel-environment-refresh (mevedel-environment--checkout (mevedel-prompt-workspace chat)
+                                                              (mevedel-prompt-directory chat))))
 
 (mevedel-prompt-define-component
  'environment :function #'mevedel-environment--component :placement 'update

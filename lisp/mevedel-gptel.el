@@ -329,6 +329,29 @@ Specialists stay out of the provider schemas; the model reaches them
 through ToolSearch and ToolCall (see `mevedel-tool-native-names')."
   (delq nil (mapcar #'mevedel-tool-gptel-tool (mevedel-tool-native-tools))))
 
+(defvar mevedel-gptel-request-args-functions nil
+  "Alist of tool name -> function giving that tool's arguments per buffer.
+The function runs in the data buffer of a request and returns the
+gptel argument plists the request offers (same names, same order), or
+nil for the registered ones.  The Agent tool lists the buffer's roles
+and model tiers this way.")
+
+(defun mevedel-gptel-request-tools (tools)
+  "Return TOOLS as offered by a request from the current buffer.
+A tool with a `mevedel-gptel-request-args-functions' entry is replaced
+by a copy carrying the arguments it gives; the registered tool, shared
+by every buffer, is never changed."
+  (mapcar (lambda (tool)
+            (if-let* ((function (alist-get (gptel-tool-name tool)
+                                           mevedel-gptel-request-args-functions
+                                           nil nil #'equal))
+                      (args (funcall function)))
+                (let ((copy (gptel--copy-tool tool)))
+                  (setf (gptel-tool-args copy) args)
+                  copy)
+              tool))
+          tools))
+
 ;;;; Turns
 
 ;; A mevedel turn runs gptel-send's state machine with one more state,

@@ -6,15 +6,18 @@
 ;;; Commentary:
 
 ;; Above the composer of each view, the panel lists the work that goes
-;; on without the model waiting for it: commands that yielded and
-;; monitors, of every owner of the session.  Each item is one line (the
+;; on without the model waiting for it: commands that yielded,
+;; monitors, and child agents running or waiting for a slot
+;; (`mevedel-ps-agent-items'), of every owner of the session.  Each item is one line (the
 ;; model's description, else the command; state; elapsed time; the
 ;; owner when it is not /root).  RET, TAB or a click expands an item in
 ;; place, without leaving the composer, to show its latest output and
 ;; the actions: open the whole output read-only, show the call that
 ;; started it, stop it.  Looking never consumes output the model has not
-;; read.  An ended item leaves the panel, unless it is expanded: then it
-;; stays, marked with how it ended, until collapsed.  Beyond
+;; read.  An expanded agent offers to open its view or interrupt its
+;; turn.  An ended item leaves the panel, unless it is expanded: then
+;; it stays, marked with how it ended, until collapsed; an agent whose
+;; turn settled always leaves (its row in the transcript tells how).  Beyond
 ;; `mevedel-panel-max-items' items, [Show all N] expands the panel in
 ;; place; [Manage] opens the session's table (`mevedel-ps').
 ;;
@@ -72,17 +75,20 @@
 ;;;; Items
 
 (defun mevedel-panel-items (chat)
-  "Return the background work of CHAT's session: yielded executions.
-Foreground commands are not listed: their tool rows show them."
-  (and (featurep 'mevedel-dyn)
-       (cl-remove-if-not (lambda (item) (plist-get item :yielded))
-                         (mevedel-ps-items chat))))
+  "Return the background work of CHAT's session.
+That is its yielded executions and its active agents.  Foreground
+commands are not listed: their tool rows show them."
+  (append (and (featurep 'mevedel-dyn)
+               (cl-remove-if-not (lambda (item) (plist-get item :yielded))
+                                 (mevedel-ps-items chat)))
+          (mevedel-ps-agent-items chat)))
 
 (defun mevedel-panel--label (item)
   "Return ITEM's one-line label."
-  (if (equal (plist-get item :kind) "monitor")
-      (plist-get item :label)
-    (concat "$ " (plist-get item :label))))
+  (pcase (plist-get item :kind)
+    ("monitor" (plist-get item :label))
+    ("agent" (concat "Agent " (plist-get item :label)))
+    (_ (concat "$ " (plist-get item :label)))))
 
 ;;;; Drawing
 
@@ -116,26 +122,43 @@ Foreground commands are not listed: their tool rows show them."
      (propertize line 'keymap mevedel-panel-item-map 'mouse-face 'highlight
                  'help-echo "RET: show or hide its output")
      (when expanded
-       (concat
-        (mapconcat (lambda (text) (concat "      " text "\n"))
-                   (or (plist-get item :preview) '("(no output yet)"))
-                   "")
-        "      "
-        (mevedel-panel--button "Open output"
-                               (lambda (_) (mevedel-ps-show-output id (plist-get item :spool))))
-        " "
-        (mevedel-panel--button "Show call"
-                               (let ((chat (mevedel-view-chat))
-                                     (call (plist-get item :tool-use-id)))
-                                 (lambda (_)
-                                   (unless (and call (mevedel-view-show-call chat call))
-                                     (user-error "The call that started %s is not in the conversation"
-                                                 id)))))
-        " "
-        (if ended
-            (mevedel-panel--button "Collapse" (lambda (_) (mevedel-panel--collapse id)))
-          (mevedel-panel--button "Stop" (lambda (_) (mevedel-panel--stop item))))
-        "\n")))))
+       (if (mevedel-ps-agent-p item)
+           (mevedel-panel--agent-details item)
+         (mevedel-panel--execution-details item))))))
+
+(defun mevedel-panel--execution-details (item)
+  "Return the expanded details of the execution ITEM: its output and actions."
+  (let ((id (plist-get item :id)))
+    (concat
+     (mapconcat (lambda (text) (concat "      " text "\n"))
+                (or (plist-get item :preview) '("(no output yet)"))
+                "")
+     "      "
+     (mevedel-panel--button "Open output"
+                            (lambda (_) (mevedel-ps-show-output id (plist-get item :spool))))
+     " "
+     (mevedel-panel--button "Show call"
+                            (let ((chat (mevedel-view-chat))
+                                  (call (plist-get item :tool-use-id)))
+                              (lambda (_)
+                                (unless (and call (mevedel-view-show-call chat call))
+                                  (user-error "The call that started %s is not in the conversation"
+                                              id)))))
+     " "
+     (if (plist-get item :ended)
+         (mevedel-panel--button "Collapse" (lambda (_) (mevedel-panel--collapse id)))
+       (mevedel-panel--button "Stop" (lambda (_) (mevedel-panel--stop item))))
+     "\n")))
+
+(defun mevedel-panel--agent-details (item)
+  "Return the expanded details of the agent ITEM: its counts and actions."
+  (let ((n (plist-get item :tool-calls)))
+    (concat "      " (format "%d tool call%s" n (if (= n 1) "" "s")) "\n"
+            "      "
+            (mevedel-panel--button "Open view" (lambda (_) (funcall (plist-get item :visit))))
+            " "
+            (mevedel-panel--button "Interrupt" (lambda (_) (mevedel-panel--stop item)))
+            "\n")))
 
 (defun mevedel-panel--preview (file)
   "Return the last lines of output FILE, as a list of one-line strings."
@@ -174,7 +197,8 @@ Foreground commands are not listed: their tool rows show them."
          (ids (mapcar (lambda (item) (plist-get item :id)) live)))
     (append
      (mapcar (lambda (item)
-               (when (gethash (plist-get item :id) mevedel-panel--expanded)
+               (when (and (gethash (plist-get item :id) mevedel-panel--expanded)
+                          (not (mevedel-ps-agent-p item)))
                  (setq item (plist-put item :preview
                                        (mevedel-panel--preview (plist-get item :spool))))
                  (puthash (plist-get item :id) item mevedel-panel--seen))
@@ -252,12 +276,16 @@ Foreground commands are not listed: their tool rows show them."
   (mevedel-panel-redraw))
 
 (defun mevedel-panel--stop (item)
-  "Stop the execution of ITEM for the user, after confirmation."
+  "Stop the execution of ITEM for the user, after confirmation.
+An agent's turn is interrupted."
   (when (or (not mevedel-ps-confirm-stop)
-            (y-or-n-p (format "Stop %s (%s)? " (plist-get item :id) (plist-get item :label))))
-    (if (mevedel-ps-stop-execution (mevedel-view-chat) (plist-get item :id))
-        (message "Stopping %s" (plist-get item :id))
-      (message "%s had already ended" (plist-get item :id)))))
+            (y-or-n-p (format "%s %s (%s)? "
+                              (if (mevedel-ps-agent-p item) "Interrupt" "Stop")
+                              (plist-get item :id) (plist-get item :label))))
+    (cond ((mevedel-ps-agent-p item) (funcall (plist-get item :stop)))
+          ((mevedel-ps-stop-execution (mevedel-view-chat) (plist-get item :id))
+           (message "Stopping %s" (plist-get item :id)))
+          (t (message "%s had already ended" (plist-get item :id))))))
 
 ;;;; Following the executions
 
@@ -299,6 +327,10 @@ Foreground commands are not listed: their tool rows show them."
           (mevedel-panel--schedule (- (+ mevedel-panel--drawn mevedel-panel--refresh-interval)
                                       (float-time)))
         (setq mevedel-panel--stale t)))))
+
+(defun mevedel-panel-note-change (session)
+  "Redraw the panels of SESSION (its ID): work other than executions changed."
+  (mevedel-panel--on-event (list :session session)))
 
 (defun mevedel-panel--on-settled (data)
   "Keep the settled execution in DATA in its panels while expanded."

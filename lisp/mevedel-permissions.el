@@ -398,13 +398,18 @@ the path of every call, and the plist is for cards only."
                         'mevedel-permissions-mode-functions context session)
                        (mevedel-permissions-session-mode session)))
              (root (mevedel-permissions--root context session))
+             ;; A child agent's relative paths start at its own directory.
+             (directory (file-name-as-directory
+                         (expand-file-name (mevedel-session-call-directory
+                                            session (plist-get context :data-buffer)))))
              (source (and (eq (car-safe own) 'command) (cdr own)))
-             (facts (and source (mevedel-core-bash-permission source root root)))
+             (facts (and source (mevedel-core-bash-permission source directory root)))
              (domain (and (mevedel-tool-get-domain tool)
                           (funcall (mevedel-tool-get-domain tool) args)))
              (paths (cond (source (plist-get facts :paths))
                           (domain nil)
-                          (t (mevedel-permissions-tool-paths tool args))))
+                          (t (mapcar (lambda (path) (expand-file-name path directory))
+                                     (mevedel-permissions-tool-paths tool args)))))
              (rules (mevedel-permissions-applicable-rules root))
              (rule (and rules (mevedel-permissions-matching-rule
                                rules (if source (list "Bash" name) (list name)) paths root

@@ -256,11 +256,8 @@ error before the handler runs.")
 
 (defun mevedel-pipeline--workspace (call)
   "Return the directory CALL's relative paths are relative to."
-  (let ((session (mevedel-pipeline--call-session call))
-        (buffer (mevedel-pipeline--call-data-buffer call)))
-    (cond ((mevedel-session-p session) (mevedel-session-workspace session))
-          ((buffer-live-p buffer) (buffer-local-value 'default-directory buffer))
-          (t default-directory))))
+  (mevedel-session-call-directory (mevedel-pipeline--call-session call)
+                                  (mevedel-pipeline--call-data-buffer call)))
 
 ;;;; Events
 

@@ -166,6 +166,13 @@ LABEL names what was cut in the note."
   "Return CHAT's workspace root as a directory name."
   (file-name-as-directory (mevedel-chat-root chat)))
 
+(defun mevedel-prompt-directory (chat)
+  "Return the working directory of CHAT's tools, as a directory name.
+That is its data buffer's: a child agent's own working directory, the
+workspace root for any other chat."
+  (file-name-as-directory
+   (expand-file-name (buffer-local-value 'default-directory (mevedel-chat-data-buffer chat)))))
+
 (defun mevedel-prompt-hexify (path)
   "Return PATH percent-encoded for an address, slashes kept.
 The common case, a name of unreserved characters only, costs nothing."

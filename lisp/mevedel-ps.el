@@ -15,6 +15,11 @@
 ;; (o).  /stop ID in the composer stops one directly; a bare /stop stops
 ;; every execution of the session.
 ;;
+;; The session's running and waiting child agents are listed too, from
+;; `mevedel-ps-agents-function' (mevedel-agent-view.el): RET, i or o
+;; opens the agent's view, k, s or c interrupts its turn (k and s after
+;; confirmation).  An agent leaves the table when its turn settles.
+;;
 ;; These are the user's controls: they do not go through the model's
 ;; tools and do not widen what the model may do, and reading the output
 ;; opens the spool file itself, so the model's unread output stays
@@ -69,6 +74,22 @@ this list rather than every buffer.")
 (defvar-local mevedel-ps--refreshed 0 "When the table was last refreshed (a float time).")
 (defvar-local mevedel-ps--stale nil "Non-nil when an event arrived while hidden.")
 (defvar-local mevedel-ps--items nil "Execution ID -> its item plist, for the commands.")
+(defvar-local mevedel-ps--detail nil "(CHAT . ID): the execution these details show.")
+
+(defvar mevedel-ps-agents-function nil
+  "Function of a chat returning its session's active agents as items, or nil.
+Each item is a plist: :id (the agent's path) :kind \"agent\" :owner
+:state :label :elapsed-ms :tool-calls, :visit (a function showing
+the agent) and :stop (a function interrupting its turn for the user).
+The background panel lists them too.")
+
+(defun mevedel-ps-agent-items (chat)
+  "Return the active agents of CHAT's session, as items."
+  (and mevedel-ps-agents-function (funcall mevedel-ps-agents-function chat)))
+
+(defun mevedel-ps-agent-p (item)
+  "Return non-nil when ITEM is an agent's, not an execution's."
+  (equal (plist-get item :kind) "agent"))
 
 ;;;; Items
 
@@ -106,6 +127,17 @@ Each is a plist: :id :kind :owner :state :command :description :label
 
 (defun mevedel-ps--entry (item)
   "Return the tabulated-list entry of ITEM."
+  (if (mevedel-ps-agent-p item)
+      (list (plist-get item :id)
+            (vector "Agent" (plist-get item :id)
+                    (propertize (plist-get item :state) 'face 'mevedel-ps-live)
+                    (plist-get item :label) (or (plist-get item :owner) "")
+                    (mevedel-ps-duration (plist-get item :elapsed-ms))
+                    (format "%d calls" (plist-get item :tool-calls)) ""))
+    (mevedel-ps--execution-entry item)))
+
+(defun mevedel-ps--execution-entry (item)
+  "Return the tabulated-list entry of the execution ITEM."
   (let ((monitor (equal (plist-get item :kind) "monitor")))
     (list (plist-get item :id)
           (vector (if monitor "Monitor" "Bash")
@@ -170,7 +202,8 @@ started the execution, \\[mevedel-ps-describe] its details and latest output,
 (defun mevedel-ps--update ()
   "Recompute this table's entries."
   (let ((items (and (buffer-live-p (mevedel-chat-data-buffer mevedel-ps--chat))
-                    (mevedel-ps-items mevedel-ps--chat))))
+                    (append (mevedel-ps-items mevedel-ps--chat)
+                            (mevedel-ps-agent-items mevedel-ps--chat)))))
     (setq mevedel-ps--items (make-hash-table :test #'equal))
     (dolist (item items)
       (puthash (plist-get item :id) item mevedel-ps--items))
@@ -277,6 +310,10 @@ started the execution, \\[mevedel-ps-describe] its details and latest output,
               (mevedel-ps--schedule (- (+ mevedel-ps--refreshed mevedel-ps-refresh-interval)
                                        (float-time))))))))))
 
+(defun mevedel-ps-note-change (session)
+  "Refresh the tables of SESSION (its ID): work other than executions changed."
+  (mevedel-ps--on-event (list :session session)))
+
 (add-hook 'mevedel-tool-exec-progress-functions #'mevedel-ps--on-event)
 (add-hook 'mevedel-tool-exec-settled-functions #'mevedel-ps--on-event)
 (add-hook 'mevedel-tool-exec-monitor-functions #'mevedel-ps--on-event)
@@ -289,26 +326,33 @@ started the execution, \\[mevedel-ps-describe] its details and latest output,
       (user-error "No execution on this line")))
 
 (defun mevedel-ps-show-entry ()
-  "Show the tool call that started the execution at point in the chat view."
+  "Show the tool call that started the execution at point in the chat view.
+On an agent, show the agent's view."
   (interactive)
   (let* ((item (mevedel-ps--item-at-point))
          (id (plist-get item :tool-use-id)))
-    (unless (and id (mevedel-view-show-call mevedel-ps--chat id))
-      (user-error "The call that started %s is not in the conversation" (plist-get item :id)))))
+    (cond ((mevedel-ps-agent-p item) (funcall (plist-get item :visit)))
+          ((not (and id (mevedel-view-show-call mevedel-ps--chat id)))
+           (user-error "The call that started %s is not in the conversation"
+                       (plist-get item :id))))))
 
 (defun mevedel-ps-stop-execution (chat id)
   "Stop execution ID of CHAT's session for the user; return non-nil if it ran."
   (mevedel-core-exec-stop-by-user (mevedel-ps-session-key chat) id))
 
 (defun mevedel-ps-stop ()
-  "Stop the execution at point (TERM to its process group, then KILL)."
+  "Stop the execution at point (TERM to its process group, then KILL).
+On an agent, interrupt its turn."
   (interactive)
   (let ((item (mevedel-ps--item-at-point)))
     (when (or (not mevedel-ps-confirm-stop)
-              (y-or-n-p (format "Stop %s (%s)? " (plist-get item :id) (plist-get item :label))))
-      (if (mevedel-ps-stop-execution mevedel-ps--chat (plist-get item :id))
-          (message "Stopping %s" (plist-get item :id))
-        (message "%s had already ended" (plist-get item :id)))
+              (y-or-n-p (format "%s %s (%s)? "
+                                (if (mevedel-ps-agent-p item) "Interrupt" "Stop")
+                                (plist-get item :id) (plist-get item :label))))
+      (cond ((mevedel-ps-agent-p item) (funcall (plist-get item :stop)))
+            ((mevedel-ps-stop-execution mevedel-ps--chat (plist-get item :id))
+             (message "Stopping %s" (plist-get item :id)))
+            (t (message "%s had already ended" (plist-get item :id))))
       (mevedel-ps--schedule 0))))
 
 (defun mevedel-ps--input (item chars)
@@ -332,15 +376,17 @@ Only executions started with a terminal (tty) take input."
 
 (defun mevedel-ps-interrupt ()
   "Interrupt the execution at point, as Ctrl-C would.
-Through its terminal when it has one, else SIGINT to its process group."
+Through its terminal when it has one, else SIGINT to its process group.
+On an agent, interrupt its turn."
   (interactive)
   (let ((item (mevedel-ps--item-at-point)))
-    (mevedel-ps--input item "\x03")
-    (message "Interrupted %s" (plist-get item :id))))
+    (if (mevedel-ps-agent-p item)
+        (funcall (plist-get item :stop))
+      (mevedel-ps--input item "\x03")
+      (message "Interrupted %s" (plist-get item :id)))
+    (mevedel-ps--schedule 0)))
 
 ;;;; Details
-
-(defvar-local mevedel-ps--detail nil "(CHAT . ID): the execution these details show.")
 
 (define-derived-mode mevedel-ps-detail-mode special-mode "mevedel-execution"
   "Major mode of one execution's details.
@@ -409,17 +455,20 @@ Through its terminal when it has one, else SIGINT to its process group."
 
 (defun mevedel-ps-describe ()
   "Show the details and latest output of the execution at point.
-Reading the output file leaves the model's unread output unread."
+Reading the output file leaves the model's unread output unread.  On
+an agent, show the agent's view."
   (interactive)
-  (let* ((item (mevedel-ps--item-at-point))
-         (chat mevedel-ps--chat)
-         (buffer (get-buffer-create (format "*mevedel execution: %s*" (plist-get item :id)))))
-    (with-current-buffer buffer
-      (mevedel-ps-detail-mode)
-      (setq mevedel-ps--detail (cons chat (plist-get item :id)))
-      (mevedel-ps--revert-detail))
-    (display-buffer buffer)
-    buffer))
+  (let ((item (mevedel-ps--item-at-point)))
+    (if (mevedel-ps-agent-p item)
+        (funcall (plist-get item :visit))
+      (let ((chat mevedel-ps--chat)
+            (buffer (get-buffer-create (format "*mevedel execution: %s*" (plist-get item :id)))))
+        (with-current-buffer buffer
+          (mevedel-ps-detail-mode)
+          (setq mevedel-ps--detail (cons chat (plist-get item :id)))
+          (mevedel-ps--revert-detail))
+        (display-buffer buffer)
+        buffer))))
 
 (defvar-local mevedel-ps--output-file nil "The spool file this output buffer shows.")
 
@@ -458,10 +507,13 @@ This reads the file; the model's unread output stays unread."
 
 (defun mevedel-ps-open-output ()
   "Open the whole output of the execution at point, read-only.
-This reads the output file; the model's unread output stays unread."
+This reads the output file; the model's unread output stays unread.
+On an agent, show the agent's view."
   (interactive)
   (let ((item (mevedel-ps--item-at-point)))
-    (mevedel-ps-show-output (plist-get item :id) (plist-get item :spool))))
+    (if (mevedel-ps-agent-p item)
+        (funcall (plist-get item :visit))
+      (mevedel-ps-show-output (plist-get item :id) (plist-get item :spool)))))
 
 ;;;; Entry point
 

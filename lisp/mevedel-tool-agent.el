@@ -16,6 +16,8 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'mevedel-agent-runtime)
+(require 'mevedel-agent-roles)
+(require 'mevedel-gptel)
 (require 'mevedel-chat)
 (require 'mevedel-pipeline)
 (require 'mevedel-tool-registry)
@@ -117,6 +119,53 @@ number of recent turns. Manual: " mevedel-tool-agent-manual-address)
   :check-permission #'mevedel-tool-agent-check
   :function #'mevedel-tool-agent-spawn
   :renderer #'mevedel-tool-agent-render)
+
+;;;; The Agent schema of a buffer's requests
+
+(defvar mevedel-tool-agent--schema nil
+  "(KEY . ARGS): the Agent arguments made last, KEY its roles and tiers.
+A request whose buffer has the same roster and tiers reuses ARGS.")
+
+(defun mevedel-tool-agent--schema-args (roles tiers)
+  "Return the Agent tool's gptel arguments listing ROLES and TIERS.
+ROLES is ((NAME . DESCRIPTION) ...), TIERS a list of tier names."
+  (mapcar
+   (lambda (arg)
+     (let ((arg (copy-sequence arg)))
+       (pcase (plist-get arg :name)
+         ("role"
+          (plist-put (plist-put arg :enum (vconcat (mapcar #'car roles)))
+                     :description
+                     (concat "A named role; omit it for the default role, which inherits yours. \
+Roles: "
+                             (mapconcat (lambda (role)
+                                          (format "%s (%s)" (car role)
+                                                  (mevedel-tool-render-shorten
+                                                   (or (cdr role) "") 120)))
+                                        roles "; "))))
+         ("model"
+          (plist-put arg :description
+                     (concat "A model tier or BACKEND:MODEL; omit it to inherit. Tiers: "
+                             (if tiers (string-join tiers ", ") "none configured"))))
+         (_ arg))))
+   (mevedel-tool-gptel-args (mevedel-tool-get "Agent"))))
+
+(defun mevedel-tool-agent-request-args ()
+  "Return the Agent arguments for the requests of the current data buffer.
+They list the roles of its workspace (built-ins, `mevedel-agent-roles',
+.mevedel/agents and .claude/agents files) and the model tiers.  Role
+files are read through the roles module's cache, and the arguments
+are made again only when the roster or the tiers changed."
+  (when-let* ((chat (mevedel-chat-of-buffer (current-buffer))))
+    (let ((key (cons (mevedel-agent-role-roster (mevedel-chat-root chat))
+                     (mevedel-agent-tier-names))))
+      (unless (equal (car mevedel-tool-agent--schema) key)
+        (setq mevedel-tool-agent--schema
+              (cons key (mevedel-tool-agent--schema-args (car key) (cdr key)))))
+      (cdr mevedel-tool-agent--schema))))
+
+(setf (alist-get "Agent" mevedel-gptel-request-args-functions nil nil #'equal)
+      #'mevedel-tool-agent-request-args)
 
 ;;;; SendMessage
 

@@ -63,8 +63,9 @@
 (defun mevedel-tool-exec-default-context ()
   "Return the context of the running tool call.
 Inside a session (the pipeline's call context names one), executions
-use the session's ID as their scheduler key and its workspace as
-working directory.  A durable session's session.sqlite receives
+use the session's ID as their scheduler key and the call's directory
+\(`mevedel-session-call-directory': a child agent's own, else the
+workspace) as working directory.  A durable session's session.sqlite receives
 background results (the module creates it when it posts the first
 one), and its tool-results directory keeps output once the storage
 exists; until then output stays in a temporary spool.  Outside any
@@ -83,7 +84,7 @@ The owner is the agent whose data buffer runs the call (see
       (let* ((durable-session (mevedel-session-durable-p session))
              (stored (and durable-session (mevedel-session-storage-p session))))
         (append (list :session (mevedel-session-id session)
-                      :cwd (mevedel-session-workspace session)
+                      :cwd (mevedel-session-call-directory session buffer)
                       :artifact-dir (and stored
                                          (mevedel-session-tool-results-directory session))
                       :mailbox (and durable-session (mevedel-session-database-file session)))

@@ -365,9 +365,7 @@ refused as for the call itself; nothing is written."
   (let* ((session (plist-get context :session))
          (buffer (plist-get context :data-buffer))
          (mevedel-session-current (or session mevedel-session-current))
-         (root (cond ((mevedel-session-p session) (mevedel-session-workspace session))
-                     ((buffer-live-p buffer) (buffer-local-value 'default-directory buffer))
-                     (t default-directory)))
+         (root (mevedel-session-call-directory session buffer))
          (patch (plist-get (plist-get context :args) :patch)))
     (mevedel-tool-patch--plan patch (mevedel-tool-patch--targets patch root))))
 

@@ -338,6 +338,74 @@ Body.
             (should-not (member "one" (mevedel-agent-role-names ws))))
         (advice-remove 'mevedel-agent-roles--front-matter 'count)))))
 
+;;;; The Agent schema of each buffer's requests
+
+(defun agent-roles-test--agent-arg (chat name)
+  "Return the Agent argument NAME a request of CHAT offers."
+  (with-current-buffer (mevedel-chat-data-buffer chat)
+    (cl-find name (gptel-tool-args (cl-find "Agent" (mevedel-gptel-request-tools
+                                                     (mevedel-chat-tools chat))
+                                            :key #'gptel-tool-name :test #'equal))
+             :key (lambda (arg) (plist-get arg :name)) :test #'equal)))
+
+(ert-deftest mevedel-agent-roles:a-requests-agent-schema-lists-its-roles-and-tiers ()
+  (require 'mevedel)
+  (mevedel--load)
+  (require 'mevedel-tool-agent)
+  (agent-roles-test--with-dirs (ws _home)
+    (agent-roles-test--write ws ".mevedel/agents/perf.md"
+                             "---\ndescription: Runs the benches\n---\nRun them.\n")
+    (agent-roles-test--write ws ".claude/agents/code-reviewer.md"
+                             "---\nname: code-reviewer\ndescription: Reviews code\n---\nReview.\n")
+    (let* ((other (make-temp-file "roles-other" t))
+           (mevedel-agent-tiers '((fast) (deep :effort high)))
+           (mevedel-tool-agent--schema nil)
+           (registered (mevedel-tool-gptel-tool (mevedel-tool-get "Agent")))
+           (before (copy-tree (gptel-tool-args registered) t))
+           (chat (mevedel-chat-get-create ws))
+           (elsewhere (mevedel-chat-get-create other)))
+      (unwind-protect
+          (let ((role (agent-roles-test--agent-arg chat "role"))
+                (reads 0))
+            (should (equal (plist-get role :enum)
+                           ["code-reviewer" "explorer" "perf" "reviewer" "verifier" "worker"]))
+            (should (string-match-p "perf (Runs the benches)" (plist-get role :description)))
+            (should (string-match-p "code-reviewer (Reviews code)" (plist-get role :description)))
+            (should (string-match-p "Tiers: fast, deep"
+                                    (plist-get (agent-roles-test--agent-arg chat "model")
+                                               :description)))
+            ;; Another workspace's requests list its own roles.
+            (should (equal (plist-get (agent-roles-test--agent-arg elsewhere "role") :enum)
+                           ["explorer" "reviewer" "verifier" "worker"]))
+            ;; The registered tool, shared by every buffer, is untouched.
+            (should (equal (gptel-tool-args registered) before))
+            (should-not (plist-get (cl-find "role" (gptel-tool-args registered)
+                                            :key (lambda (arg) (plist-get arg :name))
+                                            :test #'equal)
+                                   :enum))
+            ;; The same roster reuses the arguments, reading no role file.
+            (advice-add 'mevedel-agent-roles--front-matter :before (lambda (&rest _) (cl-incf reads))
+                        '((name . count)))
+            (unwind-protect
+                (should (eq (agent-roles-test--agent-arg chat "role")
+                            (agent-roles-test--agent-arg chat "role")))
+              (advice-remove 'mevedel-agent-roles--front-matter 'count))
+            (should (= reads 0))
+            ;; A new role file shows in the next request.
+            (agent-roles-test--write ws ".mevedel/agents/docs.md"
+                                     "---\ndescription: Writes docs\n---\nWrite.\n")
+            (set-file-times (expand-file-name ".mevedel/agents" ws) (time-add nil 10))
+            (should (seq-contains-p (plist-get (agent-roles-test--agent-arg chat "role") :enum)
+                                    "docs"))
+            ;; So do changed tiers.
+            (let ((mevedel-agent-tiers '((quick))))
+              (should (string-match-p "Tiers: quick\\'"
+                                      (plist-get (agent-roles-test--agent-arg chat "model")
+                                                 :description)))))
+        (kill-buffer (mevedel-chat-data-buffer chat))
+        (kill-buffer (mevedel-chat-data-buffer elsewhere))
+        (delete-directory other t)))))
+
 ;;;; Model tiers
 
 (defvar agent-roles-test--backends nil

@@ -142,6 +142,65 @@
       (should-error (agent-runtime-test--spawn root "a") :type 'user-error))
     (should (equal (agent-runtime-test--spawn root "a") "/root/a"))))
 
+(ert-deftest mevedel-agent:a-working-directory-is-where-the-childs-tools-work ()
+  (agent-runtime-test--with-root root
+    (let* ((dir (file-name-as-directory (file-truename (mevedel-chat-root root))))
+           (sub (expand-file-name "sub/" dir))
+           (mevedel-permissions-rules (append '((allow "Bash") (allow "ApplyPatch"))
+                                              mevedel-permissions-rules)))
+      (make-directory sub)
+      (with-temp-file (expand-file-name "here.txt" sub) (insert "inside sub\n"))
+      (with-temp-file (expand-file-name "top.txt" dir) (insert "inside the root\n"))
+      (let* ((path (agent-runtime-test--spawn root "sub work" :working_directory "sub"))
+             (child (car (agent-runtime-test--send-of path))))
+        ;; Relative Read, Glob and Grep start at the child's directory.
+        (should (string-match-p "inside sub"
+                                (mevedel-test-run-tool child "Read" "r1" '(:file_path "here.txt"))))
+        (let ((glob (mevedel-test-run-tool child "Glob" "g1" '(:pattern "*.txt"))))
+          (should (string-match-p "here\\.txt" glob))
+          (should-not (string-match-p "top\\.txt" glob)))
+        (let ((grep (mevedel-test-run-tool child "Grep" "s1" '(:pattern "inside"))))
+          (should (string-match-p "here\\.txt" grep))
+          (should-not (string-match-p "top\\.txt" grep)))
+        ;; Bash runs there.
+        (should (string-match-p (regexp-quote (directory-file-name sub))
+                                (mevedel-test-run-tool child "Bash" "b1" '(:command "pwd" :description "where"))))
+        ;; ApplyPatch's relative paths are there, for the permission step too.
+        (mevedel-test-run-tool child "ApplyPatch" "p1"
+                               '(:patch "*** Begin Patch\n*** Add File: made.txt\n+made\n*** End Patch"))
+        (should (file-exists-p (expand-file-name "made.txt" sub)))
+        (should-not (file-exists-p (expand-file-name "made.txt" dir)))
+        (let ((mevedel-permissions-rules '((allow "ApplyPatch") (deny "ApplyPatch" "sub/**"))))
+          (should (string-match-p "denied"
+                                  (mevedel-test-run-tool
+                                   child "ApplyPatch" "p2"
+                                   '(:patch "*** Begin Patch\n*** Add File: no.txt\n+no\n*** End Patch")))))
+        (should-not (file-exists-p (expand-file-name "no.txt" sub)))
+        ;; Its checkpoints record the files it changes there.
+        (should (equal (mevedel-checkpoint--paths
+                        (mevedel-tool-get "ApplyPatch")
+                        '(:patch "*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch")
+                        (mevedel-chat-session child) (mevedel-chat-data-buffer child))
+                       (list (expand-file-name "x.txt" sub))))
+        ;; Its prompt says where it works; the root's calls stay at the root.
+        (should (string-match-p (regexp-quote (concat "Your working directory is " sub))
+                                (mevedel-chat-frozen-system child)))
+        (should (string-match-p (regexp-quote (concat "Working directory: " sub))
+                                (mevedel-environment--component child)))
+        (should-not (string-match-p "Working directory"
+                                    (mevedel-environment--component root)))
+        (should (string-match-p "inside the root"
+                                (mevedel-test-run-tool root "Read" "r2" '(:file_path "top.txt"))))
+        ;; A directory gone by a follow-up fails the turn; nothing falls back.
+        (agent-runtime-test--finish path 'done "worked in sub")
+        (delete-directory sub t)
+        (let ((sends (length agent-runtime-test--sends)))
+          (mevedel-agent-send root path "go on")
+          (should (= (length agent-runtime-test--sends) sends)))
+        (should (eq (plist-get (mevedel-agent-status root path) :outcome) 'failed))
+        (should (string-match-p "working directory .*sub/ no longer exists"
+                                (cdr (mevedel-agent-result root path))))))))
+
 (ert-deftest mevedel-agent:paths-resolve-strictly ()
   (agent-runtime-test--with-root root
     (let* ((tree (mevedel-agent--tree-of (mevedel-chat-session root)))
@@ -328,6 +387,38 @@ It blocks the first stop of a turn, not one a stop hook caused."
       (let ((record (car (agent-runtime-test--mail root "/root"))))
         (should (< (length (plist-get record :payload)) (length answer)))
         (should (equal (plist-get record :attrs) '(("outcome" "completed"))))))))
+
+(ert-deftest mevedel-agent:a-workflow-consumed-result-is-not-mail-for-the-root ()
+  (agent-runtime-test--with-root root
+    (let* ((seen nil)
+           (wakes nil)
+           (key (mevedel-session-id (mevedel-chat-session root)))
+           (results (lambda (sender)
+                      (cl-remove-if-not (lambda (m) (and (equal (plist-get m :sender) sender)
+                                                         (equal (plist-get m :kind) "RESULT")))
+                                        (agent-runtime-test--mail root "/root")))))
+      (cl-letf (((symbol-function 'mevedel-agent--note-wake)
+                 (lambda (session ids) (when (equal session key) (push ids wakes)))))
+        ;; A consumer that returns takes the RESULT: no mail, no wake.
+        (let ((path (mevedel-agent-spawn root '(:task_name "review" :message "look")
+                                         (lambda (p outcome payload)
+                                           (push (list p outcome payload) seen)))))
+          (agent-runtime-test--finish path 'done "the findings")
+          (should (equal seen `((,path completed "the findings"))))
+          (should-not (funcall results path))
+          (should-not wakes))
+        ;; A consumer that fails leaves it for ordinary delivery.
+        (let ((path (mevedel-agent-spawn root '(:task_name "verify" :message "check")
+                                         (lambda (&rest _) (error "Handler broke")))))
+          (let ((warning-minimum-log-level :emergency))
+            (agent-runtime-test--finish path 'done "VERDICT: PASS"))
+          (should (= (length (funcall results path)) 1))
+          (should (= (length wakes) 1)))
+        ;; Without a consumer the RESULT is mail, as ever.
+        (let ((path (agent-runtime-test--spawn root "plain")))
+          (agent-runtime-test--finish path 'done "report")
+          (should (= (length (funcall results path)) 1))
+          (should (= (length wakes) 2)))))))
 
 (ert-deftest mevedel-agent:interrupt-during-settlement-settles-once ()
   (agent-runtime-test--with-root root
@@ -547,9 +638,11 @@ It blocks the first stop of a turn, not one a stop hook caused."
 
 (ert-deftest mevedel-agent:saved-records-are-a-closed-schema ()
   (let* ((config (cl-loop for key in mevedel-agent-config-keys append (list key nil)))
-         (good (list :path "/root/a" :parent "/root" :role nil :config config :status 'idle
-                     :outcome 'completed :payload "x" :tool-calls 0)))
-    (setq good (append good '(:transcript "agents/root.a.sqlite" :plan-stamp (:plan sticky))))
+         (good (list :path "/root/a" :parent "/root" :role nil
+                     :role-flags '(:read-only nil :verdict nil) :plan-stamp '(:plan sticky)
+                     :config config :status 'idle
+                     :outcome 'completed :payload "x" :verdict nil :tool-calls 0)))
+    (setq good (append good '(:transcript "agents/root.a.sqlite")))
     (should (eq (mevedel-agent-check-record good) good))
     (should-error (mevedel-agent-check-record (plist-put (copy-sequence good) :plan-stamp '(:plan x))))
     (should-error (mevedel-agent-check-record (append good '(:extra 1))))
@@ -699,6 +792,41 @@ It blocks the first stop of a turn, not one a stop hook caused."
                                                         child "ApplyPatch" (list :patch patch))))))
           (kill-buffer (mevedel-chat-data-buffer again)))))))
 
+(ert-deftest mevedel-agent:resumed-agents-keep-their-plan-stamps-and-verdicts ()
+  (agent-runtime-test--with-root root
+    (let* ((session (mevedel-chat-session root))
+           (id (mevedel-session-id session))
+           (dir (mevedel-chat-root root))
+           (patch "*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch")
+           (checker (agent-runtime-test--spawn root "check" :role "verifier"))
+           (planner (progn (mevedel-plan-enter session)
+                           (prog1 (agent-runtime-test--spawn root "plan it" :role "worker")
+                             (mevedel-plan-leave session))))
+           (builder (agent-runtime-test--spawn root "build" :role "worker")))
+      (agent-runtime-test--finish checker 'done "Probed it.\nVERDICT: FAIL")
+      ;; The RESULT names the verdict it parsed.
+      (should (equal (plist-get (cl-find checker (agent-runtime-test--mail root "/root")
+                                         :key (lambda (m) (plist-get m :sender)) :test #'equal)
+                                :attrs)
+                     '(("outcome" "completed") ("verdict" "FAIL"))))
+      (dolist (path (list planner builder)) (agent-runtime-test--finish path 'done "done"))
+      (kill-buffer (mevedel-chat-data-buffer root))
+      (let ((again (mevedel-chat-get-create dir id)))
+        (unwind-protect
+            (cl-flet ((verdict (path)
+                        (agent-runtime-test--verdict
+                         (mevedel-chat-of-buffer (mevedel-agent-conversation again path))
+                         "ApplyPatch" (list :patch patch))))
+              (should (equal (plist-get (mevedel-agent-status again checker) :verdict) "FAIL"))
+              (should (string-match-p "role is read-only" (cdr (verdict checker))))
+              (should (string-match-p "Plan mode" (cdr (verdict planner))))
+              (should-not (verdict builder))
+              ;; The resumed verifier's next report is still read for its verdict.
+              (should (eq (mevedel-agent-send again checker "again") 'started))
+              (agent-runtime-test--finish checker 'done "Looked again.\nVERDICT: PASS")
+              (should (equal (plist-get (mevedel-agent-status again checker) :verdict) "PASS")))
+          (kill-buffer (mevedel-chat-data-buffer again)))))))
+
 ;;;; Views
 
 (ert-deftest mevedel-agent:an-agent-row-opens-the-childs-read-only-view ()
@@ -732,6 +860,88 @@ It blocks the first stop of a turn, not one a stop hook caused."
         (kill-buffer view)))))
 
 ;;;; Turn limits
+
+(defun agent-runtime-test--panel (view)
+  "Return the background panel's text in VIEW."
+  (with-current-buffer view
+    (buffer-substring-no-properties mevedel-view--panel mevedel-view--separator)))
+
+(defun agent-runtime-test--press (view label)
+  "Press the button labelled [LABEL] in VIEW's panel."
+  (with-current-buffer view
+    (goto-char mevedel-view--panel)
+    (should (search-forward (concat "[" label "]") mevedel-view--separator t))
+    (push-button (match-beginning 0))))
+
+(ert-deftest mevedel-agent:active-agents-are-background-work-with-interrupt ()
+  (require 'mevedel-agent-view)
+  (agent-runtime-test--with-root root
+    (let* ((mevedel-agent-capacity 1)
+           (view (mevedel-view-buffer root))
+           (ps nil)
+           (rows (lambda ()
+                   (with-current-buffer ps
+                     (mapcar (lambda (entry)
+                               (mapcar #'substring-no-properties (append (cadr entry) nil)))
+                             tabulated-list-entries)))))
+      (unwind-protect
+          (cl-letf (((symbol-function 'y-or-n-p) (lambda (&rest _) t)))
+            (switch-to-buffer view)
+            (mevedel-panel-redraw view)
+            (should (equal (agent-runtime-test--panel view) ""))
+            (setq ps (mevedel-ps root))
+            (should-not (funcall rows))
+            (switch-to-buffer view)
+            (display-buffer ps)
+            (let ((alpha (agent-runtime-test--spawn root "alpha" :role "worker"))
+                  (beta (agent-runtime-test--spawn root "beta")))
+              ;; The panel and /ps follow the new agents by themselves (no
+              ;; timer was running): the running one and the waiting one.
+              (mevedel-test-wait-until
+                (string-match-p "Background work (2)" (agent-runtime-test--panel view)) 5)
+              (mevedel-test-wait-until (= 2 (length (funcall rows))) 5)
+              (let ((text (agent-runtime-test--panel view)))
+                (should (string-match-p "Background work (2)" text))
+                (should (string-match-p "▸ Agent /root/alpha (worker)  running [0-9.]+s\n" text))
+                (should (string-match-p
+                         "▸ Agent /root/beta (default)  waiting for a slot [0-9.]+s\n" text)))
+              ;; /ps has them too, with the same interrupt as a stop.
+              (let ((row (assoc "Agent" (funcall rows))))
+                (should (equal (butlast row 3) (list "Agent" alpha "running" "/root/alpha (worker)"
+                                                     "/root")))
+                (should (equal (last row 2) '("0 calls" ""))))
+              (should (member "waiting for a slot" (mapcar #'caddr (funcall rows))))
+              (with-current-buffer ps
+                (goto-char (point-min))
+                (while (not (equal (tabulated-list-get-id) beta)) (forward-line 1))
+                (mevedel-ps-stop))
+              (should (eq (plist-get (mevedel-agent-status root beta) :outcome) 'interrupted))
+              (should (string-match-p "interrupted by user" (cdr (mevedel-agent-result root beta))))
+              ;; Both follow the change by themselves; the settled agent leaves.
+              (mevedel-test-wait-until
+                (not (string-match-p "beta" (agent-runtime-test--panel view))) 5)
+              (mevedel-test-wait-until (= 1 (length (funcall rows))) 5)
+              (should (string-match-p "Background work (1)" (agent-runtime-test--panel view)))
+              ;; Expanded, an agent offers its view and the interrupt.
+              (with-current-buffer view
+                (goto-char mevedel-view--panel)
+                (search-forward "Agent /root/alpha")
+                (mevedel-panel-toggle))
+              (should (string-match-p "0 tool calls\n +\\[Open view\\] \\[Interrupt\\]"
+                                      (agent-runtime-test--panel view)))
+              (agent-runtime-test--press view "Open view")
+              (let ((child-view (window-buffer (selected-window))))
+                (should (equal (mevedel-chat-agent (mevedel-view-chat child-view)) alpha))
+                (kill-buffer child-view))
+              (switch-to-buffer view)
+              (agent-runtime-test--press view "Interrupt")
+              (should (eq (plist-get (mevedel-agent-status root alpha) :outcome) 'interrupted))
+              ;; Idle agents are /agents', not the panel's.
+              (mevedel-test-wait-until (equal (agent-runtime-test--panel view) "") 5)
+              (mevedel-test-wait-until (null (funcall rows)) 5)
+              (should (= (length (mevedel-agent-list root)) 2))))
+        (when (buffer-live-p ps) (kill-buffer ps))
+        (kill-buffer view)))))
 
 (ert-deftest mevedel-agent:max-turns-warns-then-stops-with-a-note ()
   (agent-runtime-test--with-root root

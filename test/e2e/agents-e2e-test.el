@@ -17,6 +17,8 @@
 (require 'mevedel-e2e-helpers)
 (require 'mevedel-agent-roles)
 (require 'mevedel-agent-runtime)
+(require 'mevedel-review)
+(require 'mevedel-review-test-helpers)
 
 (defun agents-e2e--script (conversations)
   "Write a script of CONVERSATIONS ((MATCH . STEPS) ...; MATCH nil for the root)."
@@ -267,6 +269,108 @@
                                                   data start)
                               count t do (setq start (match-end 0))))))
       t)))
+
+;;;; Verdicts and /review
+
+(defun agents-e2e--view-text (chat)
+  "Return the transcript text of CHAT's view."
+  (with-current-buffer (mevedel-view-buffer chat)
+    (buffer-substring-no-properties (point-min) mevedel-view--transcript-end)))
+
+(agents-e2e--deftest mevedel-e2e:a-verifiers-verdict-is-its-badge-and-in-its-result
+  "A verifier ending with VERDICT: FAIL: the handle row's badge and the RESULT say it.
+The root's requests offer the Agent schema listing the roles and tiers."
+  (agents-e2e--with-session (chat server) wire
+      `(("retained agent /root/check,"
+         ((expect . ((user_contains . "Check that a.txt holds b")))
+          (text . "Read a.txt: it holds a, not b.\nVERDICT: FAIL")))
+        (nil
+         ((tool_calls . [((name . "Agent")
+                          (arguments . ((task_name . "check") (role . "verifier")
+                                        (message . "Check that a.txt holds b"))))]))
+         ((expect . ((results . [((contains . "/root/check"))])))
+          (tool_calls . [((name . "WaitAgent") (arguments . ((timeout_ms . 20000))))]))
+         ((expect . ((user_contains . "verdict=\"FAIL\"")))
+          (text . "The claim fails."))
+         ,agents-e2e--noted))
+    (should (eq (agents-e2e--send chat "Verify that a.txt holds b.") 'done))
+    (agents-e2e--settle chat 30)
+    (should-not (mevedel-scripted-model-mismatches server))
+    (should (equal (plist-get (mevedel-agent-status chat "/root/check") :verdict) "FAIL"))
+    (mevedel-test-wait-until
+      (string-match-p "Agent /root/check · verifier · completed · 0 tool calls · VERDICT FAIL"
+                      (agents-e2e--view-text chat))
+      5)
+    (let ((data (with-current-buffer (mevedel-chat-data-buffer chat) (buffer-string))))
+      (should (string-match-p "type=\"RESULT\" sender=\"/root/check\"[^>]*verdict=\"FAIL\"" data))
+      (should (string-match-p "it holds a, not b\\.\nVERDICT: FAIL" data)))
+    ;; The schema the root's first request offered for Agent.
+    (let ((body (json-encode (alist-get 'body (car (agents-e2e--served server 1))))))
+      (should (string-match-p (regexp-quote "\"enum\":[\"explorer\",\"reviewer\",\"verifier\",\"worker\"]")
+                              body))
+      (should (string-match-p "Tiers: fast, balanced, strong" body)))))
+
+(defun agents-e2e--git (dir &rest args)
+  "Run git with ARGS in DIR (test setup only)."
+  (let ((default-directory dir))
+    (should (eq 0 (apply #'call-process "git" nil nil nil
+                         "-c" "user.name=Test" "-c" "user.email=test@example.invalid"
+                         "-c" "init.defaultBranch=main" "-c" "commit.gpgsign=false" args)))))
+
+(defun agents-e2e--review (chat)
+  "Run /review of CHAT's uncommitted changes; return its workflow once done."
+  (let ((workflow (mevedel-review-start chat 'review '(:kind uncommitted))))
+    (mevedel-test-wait-until (and (eq (mevedel-review-workflow-state workflow) 'done)
+                                  (not (mevedel-chat-busy-p chat)))
+                             40)
+    (agents-e2e--settle chat 20)
+    workflow))
+
+(agents-e2e--deftest mevedel-e2e:review-renders-the-reviewers-findings
+  "/review of an uncommitted change: the reviewer's JSON becomes the numbered summary.
+The result reaches the root model once, as the workflow's record, not
+as agent mail; invalid JSON keeps the reviewer's answer as written."
+  (agents-e2e--with-session (chat server) wire
+      `(("retained agent /root/review,"
+         ,(mevedel-review-test-reviewer-step root))
+        ("retained agent /root/review-2,"
+         ((expect . ((user_contains . "Answer with the JSON object")))
+          (text . "Looks fine to me, nothing to report.")))
+        (nil
+         ((expect . ((user_contains . "What did the review find")))
+          (text . "It found three problems."))
+         ,agents-e2e--noted))
+    (let ((dir (mevedel-chat-root chat)))
+      (make-directory (expand-file-name "lisp" dir))
+      (with-temp-file (expand-file-name "lisp/a.el" dir) (insert "(defun a ()\n  1)\n"))
+      (agents-e2e--git dir "init" "-q")
+      (agents-e2e--git dir "add" ".")
+      (agents-e2e--git dir "commit" "-q" "-m" "Add a")
+      (with-temp-file (expand-file-name "lisp/a.el" dir) (insert "(defun a ()\n  2)\n")))
+    (let ((workflow (agents-e2e--review chat)))
+      (should (equal (mevedel-review-workflow-path workflow) "/root/review"))
+      (should (plist-get (mevedel-review-workflow-result workflow) :findings)))
+    (should-not (mevedel-scripted-model-mismatches server))
+    (let ((text (agents-e2e--view-text chat)))
+      (should (string-match-p (regexp-quote "[/review of the uncommitted changes by /root/review]")
+                              text))
+      (should (string-match-p (regexp-quote mevedel-review-test-rendered) text)))
+    ;; The workflow consumed the RESULT: no mail waits, no background turn ran.
+    (should-not (mevedel-core-mailbox-unread
+                 (mevedel-session-store-handle (mevedel-chat-session chat)) "/root"))
+    (should-not (agents-e2e--served server 2))
+    ;; The next root turn reads the findings from the workflow's record only.
+    (should (eq (agents-e2e--send chat "What did the review find?") 'done))
+    (let ((body (json-encode (alist-get 'body (car (agents-e2e--served server 2))))))
+      (should (string-match-p "Return the old value when the cache is cold" body))
+      (should-not (string-match-p "agent-message" body)))
+    ;; A reviewer that does not answer with the JSON: its answer as written.
+    (agents-e2e--review chat)
+    (should-not (mevedel-scripted-model-mismatches server))
+    (let ((text (agents-e2e--view-text chat)))
+      (should (string-match-p "The reviewer /root/review-2 did not answer with the findings JSON"
+                              text))
+      (should (string-match-p "Looks fine to me, nothing to report\\." text)))))
 
 ;;;; Crashes
 
