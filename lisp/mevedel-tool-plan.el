@@ -119,12 +119,8 @@ work on the task"))
 the plan as your final answer"))
      (t
       (let ((interaction
-             (mevedel-interaction-open
-              chat :kind 'plan :title "Plan proposal" :data plan
-              :owner (car (mevedel-interaction-requester context))
-              :request (if-let* ((requester (mevedel-interaction-requester context)))
-                           (cdr requester)
-                         (mevedel-chat-turn chat))
+             (mevedel-chat-open-interaction
+              chat context :kind 'plan :title "Plan proposal" :data plan
               :render #'mevedel-tool-plan--render
               :keymap mevedel-tool-plan-card-map
               :on-settle

@@ -41,6 +41,8 @@ BUFFER is bound to the review buffer and CONTEXT to the call's context."
   (declare (indent 1))
   `(let* ((,answers nil)
           (context (list :tool nil :args (list :patch "*** Begin Patch") :session nil))
+          (ws (file-name-as-directory (make-temp-file "mevedel-review" t)))
+          (chat (mevedel-chat-get-create ws))
           (withdraw nil)
           (buffer nil))
      (cl-letf (((symbol-function 'mevedel-tool-patch-plan-for-review)
@@ -49,13 +51,18 @@ BUFFER is bound to the review buffer and CONTEXT to the call's context."
                 (lambda (_plan) (copy-tree mevedel-patch-review-test--files))))
        (save-window-excursion
          (setq withdraw (mevedel-patch-review-start
-                         context nil (lambda (answer) (push answer ,answers))))
+                         context nil (lambda (answer) (push answer ,answers))
+                         (lambda (&rest keys)
+                           (apply #'mevedel-interaction-open chat :request 'review-request keys))))
          (setq buffer (window-buffer (selected-window)))
          (unwind-protect
              (progn (ignore withdraw) ,@body)
            (when (buffer-live-p buffer)
              (with-current-buffer buffer (setq mevedel-patch-review--done t))
-             (kill-buffer buffer)))))))
+             (kill-buffer buffer))
+           (mevedel-interaction-cancel-request chat 'review-request)
+           (kill-buffer (mevedel-chat-data-buffer chat))
+           (delete-directory ws t))))))
 
 (defun mevedel-patch-review-test--keys (buffer keys)
   "Type KEYS (a `kbd' string) in the review BUFFER."
@@ -304,7 +311,8 @@ On the whole patch: write a smaller patch"))))))
     (cl-letf (((symbol-function 'mevedel-tool-patch-plan-for-review)
                (lambda (_context) (error "Hunk 2 of a.el does not apply"))))
       (should-not (mevedel-patch-review-start (list :args nil) nil
-                                              (lambda (answer) (push answer answers)))))
+                                              (lambda (answer) (push answer answers))
+                                              (lambda (&rest _) (error "Opened a review")))))
     (should (equal answers '((approve :source review :outcome plan-failed
                                       :reason "Hunk 2 of a.el does not apply"))))
     (should-not (cl-some (lambda (b) (string-prefix-p "*mevedel-review" (buffer-name b)))
