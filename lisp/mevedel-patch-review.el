@@ -18,6 +18,11 @@
 ;;              rejected, [e] edited), its @@ header and its diff
 ;;              lines, with `diff-mode' faces and old/new line numbers
 ;;
+;; The review is an interaction (mevedel-interaction.el) of the request
+;; that made the call: its card in the root view names the patch and
+;; its requester (RET shows the buffer), and it is settled once, by the
+;; buffer's keys, by killing the buffer, or by cancelling that request.
+;;
 ;; The buffer opens in another window than the selected one (see
 ;; `mevedel-patch-review-display-action').  Its text is inserted in one
 ;; pass, a hunk's diff lines as one string; faces come from font-lock

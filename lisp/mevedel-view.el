@@ -1017,7 +1017,7 @@ OPERATION-GRANTED non-nil means the call itself is allowed already."
 (defvar mevedel-view-live-functions nil
   "Abnormal hook run with the chat while the live zone is drawn.
 Each function inserts its part at point (the task fragment), after
-the cards and before the open interactions.")
+the running calls and before the open interactions.")
 
 (defun mevedel-view--drawn-p (interaction)
   "Return non-nil when INTERACTION's text is in the view."
