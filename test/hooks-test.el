@@ -631,6 +631,18 @@ cat >/dev/null; sleep 0.3; echo 'Branch: main; 3 open TODOs'
       (should (hooks-test--card chat))
       (mevedel-interaction-settle other 'done))))
 
+(ert-deftest mevedel-hooks:aborting-the-prompt-takes-its-card-away ()
+  (hooks-test--with-view
+    (mevedel-chat-send chat "go")
+    (should (eq (mevedel-chat-status chat) 'hooks))
+    (hooks-test--card chat)
+    (should (mevedel-chat-abort chat))
+    (should-not (mevedel-interaction-list chat))
+    (should-not (mevedel-chat-busy-p chat))
+    (should (eq (hooks-test--source-state workspace) 'unapproved))
+    (with-current-buffer view
+      (should-not (string-search "Run the hooks of" (buffer-string))))))
+
 (ert-deftest mevedel-hooks:without-a-view-the-minibuffer-asks ()
   (hooks-test--with (list (list ".mevedel/hooks.el"
                                 (hooks-test--hooks-el
