@@ -163,5 +163,36 @@ ANSWERS is a cons whose car lists the call's answers, newest first."
       (mevedel-interaction-settle root-card 'deny)
       (should (string-match-p "declined" (cdr (car (caar root))))))))
 
+(ert-deftest mevedel-interaction:an-escalation-card-follows-the-calls-own ()
+  (interaction-test--with-cards view chat
+    (let* ((mevedel-permissions-rules nil)
+           (answers nil)
+           (session (mevedel-chat-session chat)))
+      (funcall (mevedel-session-prompter session)
+               (list :tool (mevedel-tool-get "Bash")
+                     :args '(:command "make install" :description "install"
+                                      :sandbox_permissions "require_escalated")
+                     :tool-use-id "toolu_esc" :data-buffer (mevedel-chat-data-buffer chat)
+                     :session session)
+               (lambda (answer) (push answer answers)))
+      (let ((first (car (mevedel-interaction-list chat))))
+        (should (equal (mevedel-interaction-title first) "Allow Bash?"))
+        (with-current-buffer view
+          (goto-char (mevedel-interaction-start first))
+          (mevedel-view-allow-once)))
+      ;; The call's card went; the escalation's own card took its place.
+      (let ((second (car (mevedel-interaction-list chat))))
+        (should (= 1 (length (mevedel-interaction-list chat))))
+        (should (equal (mevedel-interaction-title second)
+                       "Run this Bash call OUTSIDE the sandbox?"))
+        (should (eq (mevedel-interaction-request second) 'turn-a))
+        (should-not answers)
+        (with-current-buffer view
+          (should (string-search "no sandbox" (buffer-string)))
+          (goto-char (mevedel-interaction-start second))
+          (mevedel-view-allow-once)))
+      (should (equal answers '(approve)))
+      (should-not (mevedel-interaction-list chat)))))
+
 (provide 'interaction-test)
 ;;; interaction-test.el ends here
