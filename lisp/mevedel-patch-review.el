@@ -191,8 +191,7 @@ Undecided hunks are accepted when the review is settled.
 
 (defvar-keymap mevedel-patch-review-card-map
   :doc "Keys on a review's card in the view."
-  "RET" #'mevedel-patch-review-show
-  "<mouse-1>" #'mevedel-patch-review-show)
+  "RET" #'mevedel-patch-review-show)
 
 (defun mevedel-patch-review-start (context session answer open)
   "Review the ApplyPatch call CONTEXT of SESSION; ANSWER gets the verdict.
