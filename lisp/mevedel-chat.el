@@ -43,8 +43,9 @@
 ;; The pipeline's permission step decides with mevedel-permissions.el.
 ;; The chat's session carries the permission mode and answers; while a
 ;; view shows the chat (`mevedel-chat-set-prompter'), the session's
-;; prompter puts the cards mevedel-permissions.el plans in the chat's
-;; pending requests for the view to show.
+;; prompter hands the cards mevedel-permissions.el plans, and a tool's
+;; :review, to the view, where they are interactions
+;; (mevedel-interaction.el) of the request that asked.
 
 ;;; Code:
 
@@ -55,6 +56,7 @@
 (require 'mevedel-gptel)
 (require 'mevedel-history)
 (require 'mevedel-hooks)
+(require 'mevedel-interaction)
 (require 'mevedel-environment)
 (require 'mevedel-instructions)
 (require 'mevedel-memory)
@@ -123,7 +125,7 @@ The outcome is `done', `error' or `abort'.")
   turns
   backend model label
   observers prompter history
-  live-calls pending cancellers updates
+  live-calls cancellers updates
   (progress (make-hash-table :test #'equal))
   ;; Saving: the session's title (its first prompt unless renamed),
   ;; when it was created (epoch milliseconds), the timer checkpointing
@@ -274,7 +276,7 @@ keep theirs.  Observers hear `status'."
   "Call FUNCTION with (EVENT CHAT . ARGS) for each event of CHAT.
 EVENT is one of `turn-start', `text' (ARGS: the chunk), `tools-start'
 \(the records), `tool-results' (the records, in call order),
-`permission' (the request), `permission-settled' (the request),
+`permission' (the request),
 `retry' (a failed sample is sent again after a pause: the plist
 \(:message :retry :of :delay), the attempt's text already gone),
 `tool-updated' (the ID of a call whose render-data changed after it
@@ -741,10 +743,11 @@ Notices are never sent to the model."
     (mevedel-chat--retry-updates chat)
     (setf (mevedel-chat-updates chat) nil)
     (mevedel-chat--withdraw-mail chat)
+    ;; Whatever the turn still asks the user is moot now.
+    (mevedel-interaction-cancel-request chat (mevedel-chat-turn chat))
     (setf (mevedel-chat-turn chat) nil
           (mevedel-chat-on-done chat) nil
           (mevedel-chat-live-calls chat) nil
-          (mevedel-chat-pending chat) nil
           (mevedel-chat-cancellers chat) nil)
     (mevedel-chat--set-status chat (pcase outcome ('done 'idle) (_ outcome))
                               (mevedel-chat-status-detail chat))
@@ -908,7 +911,8 @@ work was running."
     (let ((stop (mevedel-chat-hooking chat)))
       (setf (mevedel-chat-hooking chat) nil)
       (mevedel-chat--set-status chat 'idle)
-      (funcall stop))
+      (funcall stop)
+      (mevedel-interaction-cancel-request chat 'idle))
     t)
    ((and (mevedel-chat-turn chat) (mevedel-chat-fsm chat))
     (let ((cancellers (mevedel-chat-cancellers chat)))
@@ -1513,22 +1517,60 @@ update, so a later one with the same ID and KEY replaces it.  Return
 
 (defun mevedel-chat-set-prompter (chat function)
   "Let FUNCTION show CHAT's permission cards, or nobody with nil.
-FUNCTION is called with CHAT and each new request once it is in
-`mevedel-chat-pending' (the view draws the cards).  While it is set,
-the session's prompter asks through the chat during a turn."
+FUNCTION is called with CHAT and each card's request (see
+`mevedel-permissions-cards'; :agent and :request say who asked, as
+`mevedel-chat-requester' does) and returns a function taking the card
+away, or nil.  While it is set, the session's prompter asks through
+the chat during a turn."
   (setf (mevedel-chat-prompter chat) function
         (mevedel-session-prompter (mevedel-chat-session chat))
         (and function
              (lambda (context answer) (mevedel-chat--ask chat context answer)))))
 
+(defun mevedel-chat-requester (chat context)
+  "Return (OWNER . REQUEST) of the tool call CONTEXT that asks in CHAT.
+A child agent's call belongs to its path and its running request
+\=(`mevedel-interaction-requester'); any other to \"/root\" and CHAT's
+request (`mevedel-chat-request').  Its interactions are opened with
+these, so that interrupting one request cancels only its own."
+  (or (mevedel-interaction-requester context)
+      (cons "/root" (mevedel-chat-request chat))))
+
+(defun mevedel-chat-request (chat)
+  "Return the token of CHAT's request: its running turn, else `idle'.
+Between turns (a prompt's UserPromptSubmit hooks, SessionStart) the
+request is `idle'; aborting the prompt cancels its interactions."
+  (or (mevedel-chat-turn chat) 'idle))
+
+(defun mevedel-chat-open-interaction (chat context &rest keys)
+  "Open an interaction in CHAT for the tool call CONTEXT; return it.
+KEYS are `mevedel-interaction-open''s; the owner and request are the
+call's requester (`mevedel-chat-requester')."
+  (let ((requester (mevedel-chat-requester chat context)))
+    (apply #'mevedel-interaction-open chat
+           :owner (car requester) :request (cdr requester) keys)))
+
+(defun mevedel-chat-pending (chat)
+  "Return the permission requests of CHAT's open cards, in the model's call order."
+  (let ((order (and (mevedel-chat-fsm chat)
+                    (plist-get (gptel-fsm-info (mevedel-chat-fsm chat)) :mevedel-call-order))))
+    (cl-stable-sort (cl-loop for interaction in (mevedel-interaction-list chat)
+                             when (eq (mevedel-interaction-kind interaction) 'permission)
+                             collect (mevedel-interaction-data interaction))
+                    #'<
+                    :key (lambda (request)
+                           (or (cl-position (plist-get request :id) order :test #'equal)
+                               most-positive-fixnum)))))
+
 (defun mevedel-chat--ask (chat context answer)
   "Ask about the tool call CONTEXT in CHAT; call ANSWER with the reply.
-The cards (see `mevedel-permissions-ask') wait in CHAT's pending
-requests, in the model's call order, and observers hear `permission'
-and `permission-settled'.  A tool that declares :review shows its own
-review instead: its function gets (CONTEXT SESSION ANSWER) and returns
-the withdrawing function.  Outside a turn, or without a prompter, the
-call is refused.  Return a function that withdraws the question."
+The cards (see `mevedel-permissions-ask') go to CHAT's prompter one by
+one, and observers hear `permission'.  A tool that declares :review
+shows its own review instead: its function gets (CONTEXT SESSION
+ANSWER OPEN), OPEN being `mevedel-chat-open-interaction' for CHAT and
+CONTEXT without them, and returns the withdrawing function.  Outside a
+turn, or without a prompter, the call is refused.  Return a function
+that withdraws the question."
   (cond
    ((not (and (mevedel-chat-prompter chat)
               (mevedel-chat-turn (or (mevedel-chat-of-buffer (plist-get context :data-buffer))
@@ -1538,34 +1580,18 @@ call is refused.  Return a function that withdraws the question."
     nil)
    ((mevedel-tool-review (plist-get context :tool))
     (funcall (mevedel-tool-review (plist-get context :tool))
-             context (mevedel-chat-session chat) answer))
+             context (mevedel-chat-session chat) answer
+             (lambda (&rest keys) (apply #'mevedel-chat-open-interaction chat context keys))))
    (t
-    (mevedel-permissions-ask
-     context (mevedel-chat-session chat) answer
-     (lambda (request)
-       ;; A child agent's request is attributed by its path.
-       (when-let* ((asker (mevedel-chat-of-buffer (plist-get context :data-buffer)))
-                   (path (mevedel-chat-agent asker)))
-         (setq request (plist-put request :agent path)))
-       (setf (mevedel-chat-pending chat)
-             (mevedel-chat--sort-pending chat (append (mevedel-chat-pending chat)
-                                                      (list request))))
-       (mevedel-chat--notify chat 'permission request)
-       (funcall (mevedel-chat-prompter chat) chat request))
-     (lambda (request)
-       (when (memq request (mevedel-chat-pending chat))
-         (setf (mevedel-chat-pending chat) (delq request (mevedel-chat-pending chat)))
-         (mevedel-chat--notify chat 'permission-settled request)
-         t))))))
-
-(defun mevedel-chat--sort-pending (chat requests)
-  "Return permission REQUESTS of CHAT in the model's call order."
-  (let ((order (and (mevedel-chat-fsm chat)
-                    (plist-get (gptel-fsm-info (mevedel-chat-fsm chat)) :mevedel-call-order))))
-    (cl-stable-sort requests #'<
-                    :key (lambda (request)
-                           (or (cl-position (plist-get request :id) order :test #'equal)
-                               most-positive-fixnum)))))
+    (let ((requester (mevedel-chat-requester chat context)))
+      (mevedel-permissions-ask
+       context (mevedel-chat-session chat) answer
+       (lambda (request)
+         (unless (equal (car requester) "/root")
+           (setq request (plist-put request :agent (car requester))))
+         (setq request (plist-put request :request (cdr requester)))
+         (mevedel-chat--notify chat 'permission request)
+         (funcall (mevedel-chat-prompter chat) chat request)))))))
 
 (defun mevedel-chat--keep-canceller (cancel)
   "Keep CANCEL, the thunk of a call started in this data buffer, with its turn.

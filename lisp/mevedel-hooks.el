@@ -117,8 +117,16 @@ A headless run (bin/mevedel) cannot ask.")
 
 (defvar mevedel-hooks-approve-function #'mevedel-hooks-ask-approval
   "Function of (FILE SUMMARY CALLBACK) asking whether FILE's hooks may run.
-SUMMARY lists its commands.  CALLBACK is called once, with non-nil to
-approve.  Tests replace it with a stub.")
+SUMMARY lists its commands.  CALLBACK is called once: with t to
+approve, nil to refuse, or `cancelled' when the question went
+unanswered (it is asked again next time).  Tests replace it with a
+stub.")
+
+(defvar mevedel-hooks-card-function nil
+  "Function of (FILE SUMMARY CALLBACK) asking in a session's view, or nil.
+It returns nil when no view of FILE's workspace can show the question,
+else it asks there and calls CALLBACK as `mevedel-hooks-approve-function'
+says.  mevedel-hooks-list.el sets it.")
 
 (defvar mevedel-hooks-report-function #'mevedel-hooks--display
   "Function of a message string telling the user about a hook.
@@ -333,28 +341,36 @@ The parse is cached until FILE's modification time or size changes."
 
 (defun mevedel-hooks-ask-approval (file summary callback)
   "Ask whether FILE's hook commands (SUMMARY) may run; tell CALLBACK.
-The question is asked from a timer, so it never runs inside a process
-filter."
-  (run-at-time
-   0 nil
-   (lambda ()
-     (funcall callback
-              (condition-case nil
-                  (y-or-n-p (format "The hook file %s is new or changed.  It runs:\n%s\n\
+A view of FILE's workspace asks with a card (`mevedel-hooks-card-function')
+and the hooks wait for it without blocking; without one the question
+is asked in the minibuffer, from a timer, so it never runs inside a
+process filter."
+  (unless (and mevedel-hooks-card-function
+               (funcall mevedel-hooks-card-function file summary callback))
+    (run-at-time
+     0 nil
+     (lambda ()
+       (funcall callback
+                (condition-case nil
+                    (y-or-n-p (format "The hook file %s is new or changed.  It runs:\n%s\n\
 Run these commands (outside the sandbox)? " (abbreviate-file-name file) summary))
-                (quit nil))))))
+                  (quit nil)))))))
 
 (defun mevedel-hooks--settle-question (file hash approved)
-  "Record the answer APPROVED about FILE's content HASH; call its waiters."
-  (if approved
-      (mevedel-hooks-approve file hash)
-    (puthash file hash mevedel-hooks--declined)
-    (funcall mevedel-hooks-report-function
-             (format "The hooks of %s do not run: not approved" (abbreviate-file-name file))))
+  "Record the answer APPROVED about FILE's content HASH; call its waiters.
+APPROVED is as `mevedel-hooks-approve-function''s callback gets it; a
+cancelled question records nothing, and its waiters run no hooks."
+  (pcase approved
+    ('t (mevedel-hooks-approve file hash))
+    ('cancelled)
+    (_ (puthash file hash mevedel-hooks--declined)
+       (funcall mevedel-hooks-report-function
+                (format "The hooks of %s do not run: not approved"
+                        (abbreviate-file-name file)))))
   (let ((waiting (gethash file mevedel-hooks--asking)))
     (remhash file mevedel-hooks--asking)
     (dolist (callback (nreverse waiting))
-      (funcall callback approved))))
+      (funcall callback (eq approved t)))))
 
 (defun mevedel-hooks--trust (file hash entries callback)
   "Call CALLBACK with non-nil when FILE (content HASH, ENTRIES) may run."

@@ -5,9 +5,10 @@
 
 ;;; Commentary:
 
-;; Every direct question to the user (Ask's questionnaire, a plan
-;; proposal, and later permission cards and patch reviews) is an
-;; interaction: this file owns only what they all share.
+;; Every direct question to the user (a permission or grant card, a
+;; patch review's card, Ask's questionnaire, a plan proposal, a
+;; workspace hook file's approval) is an interaction: this file owns
+;; only what they all share.
 ;;
 ;;   identity      each open interaction has one overlay in the root
 ;;                 view's live zone; the overlay is the interaction's
@@ -28,8 +29,10 @@
 ;; Owners supply the body (RENDER, a function of the interaction
 ;; returning text), keys and outcome translation; the primitive never
 ;; interprets an outcome.  Interactions are listed per chat in opening
-;; order; the view draws them after its permission cards and hears of
-;; every change through `mevedel-interaction-change-functions'.
+;; order; the view draws them at the end of its live zone and hears of
+;; every change through `mevedel-interaction-change-functions'.  A tool
+;; call's interactions are opened with `mevedel-chat-open-interaction',
+;; which names the requester.
 
 ;;; Code:
 
@@ -37,7 +40,7 @@
 (require 'subr-x)
 
 (defgroup mevedel-interaction nil
-  "Direct questions to the user: Ask, plan approval."
+  "Direct questions to the user: cards, reviews, Ask, plan approval."
   :group 'mevedel
   :prefix "mevedel-interaction-")
 

@@ -18,6 +18,11 @@
 ;;              rejected, [e] edited), its @@ header and its diff
 ;;              lines, with `diff-mode' faces and old/new line numbers
 ;;
+;; The review is an interaction (mevedel-interaction.el) of the request
+;; that made the call: its card in the root view names the patch and
+;; its requester (RET shows the buffer), and it is settled once, by the
+;; buffer's keys, by killing the buffer, or by cancelling that request.
+;;
 ;; The buffer opens in another window than the selected one (see
 ;; `mevedel-patch-review-display-action').  Its text is inserted in one
 ;; pass, a hunk's diff lines as one string; faces come from font-lock
@@ -54,6 +59,7 @@
 (require 'subr-x)
 (require 'diff-mode)
 (require 'mevedel-core)
+(require 'mevedel-interaction)
 (require 'mevedel-pipeline)
 (require 'mevedel-session)
 
@@ -122,14 +128,14 @@ The value is (:plan PLAN :selection SELECTION :feedback TEXT)."
 (defvar-local mevedel-patch-review--plan nil
   "The plan this review shows.")
 
-(defvar-local mevedel-patch-review--answer nil
-  "The answer function of the reviewed call.")
+(defvar-local mevedel-patch-review--interaction nil
+  "The interaction (mevedel-interaction.el) this review settles.")
 
 (defvar-local mevedel-patch-review--context nil
   "The pipeline context of the reviewed call.")
 
 (defvar-local mevedel-patch-review--done nil
-  "Non-nil once this review was settled or withdrawn.")
+  "Non-nil once this review's buffer is closing.")
 
 (defvar-local mevedel-patch-review--feedback nil
   "Feedback on the whole patch, or nil.")
@@ -183,37 +189,94 @@ Undecided hunks are accepted when the review is settled.
 
 ;;;; Starting a review
 
-(defun mevedel-patch-review-start (context session answer)
+(defvar-keymap mevedel-patch-review-card-map
+  :doc "Keys on a review's card in the view."
+  "RET" #'mevedel-patch-review-show)
+
+(defun mevedel-patch-review-start (context session answer open)
   "Review the ApplyPatch call CONTEXT of SESSION; ANSWER gets the verdict.
-Plan the call's patch (nothing is written) and show the review buffer.
-A planning error approves the call with a `plan-failed' record, so the
+Plan the call's patch (nothing is written), open the review's
+interaction with OPEN (it takes `mevedel-interaction-open''s keys but
+the owner and request) and show the review buffer.  The review is
+settled through that interaction, once: by the buffer's keys, by
+killing the buffer, or by cancelling the request that asked.  A
+planning error approves the call with a `plan-failed' record, so the
 handler reports it.  Return a function that withdraws the review."
   (ignore session)
   (condition-case err
       (let* ((plan (mevedel-tool-patch-plan-for-review context))
              (buffer (mevedel-patch-review--make-buffer
-                      plan (mevedel-core-patch-plan-files plan) context answer))
-             (box (buffer-local-value 'mevedel-patch-review--box buffer)))
+                      plan (mevedel-core-patch-plan-files plan) context))
+             (box (buffer-local-value 'mevedel-patch-review--box buffer))
+             (interaction
+              (funcall open :kind 'review :data buffer
+                           :title (mevedel-patch-review--card-title buffer)
+                           :render #'mevedel-patch-review--card-body
+                           :keymap mevedel-patch-review-card-map
+                           :on-settle (lambda (_interaction outcome)
+                                        (mevedel-patch-review--close buffer)
+                                        (pcase outcome
+                                          (`(verdict . ,verdict) (funcall answer verdict))
+                                          ('cancelled
+                                           (funcall answer (cons 'deny "the request that made \
+this ApplyPatch call was interrupted before its review was settled"))))))))
+        (with-current-buffer buffer
+          (setq mevedel-patch-review--interaction interaction))
         (pop-to-buffer buffer mevedel-patch-review-display-action)
-        (lambda () (mevedel-patch-review--withdraw buffer box)))
+        (lambda () (mevedel-patch-review--withdraw interaction box)))
     (error
      (funcall answer (cons 'approve (list :source 'review :outcome 'plan-failed
                                           :reason (error-message-string err))))
      nil)))
 
-(defun mevedel-patch-review--withdraw (buffer box)
-  "Withdraw the review in BUFFER: kill it without answering.
+(defun mevedel-patch-review--card-title (buffer)
+  "Return the title of the card of the review in BUFFER."
+  (with-current-buffer buffer
+    (pcase-let ((`(,hunks ,added ,removed) (mevedel-patch-review--totals
+                                             mevedel-patch-review--files))
+                (count (length mevedel-patch-review--files)))
+      (format "Review the patch: %d file%s, %d hunk%s (+%d −%d)"
+              count (if (= count 1) "" "s") hunks (if (= hunks 1) "" "s") added removed))))
+
+(defun mevedel-patch-review--card-body (interaction)
+  "Return the body of the review card INTERACTION: where the review is."
+  (concat "  " (buffer-name (mevedel-interaction-data interaction)) "\n"
+          (propertize (substitute-command-keys
+                       "  \\<mevedel-patch-review-card-map>\\[mevedel-patch-review-show] \
+shows the review; settle it there\n")
+                      'face 'shadow)))
+
+(defun mevedel-patch-review-show ()
+  "Show the review of the card at point."
+  (interactive)
+  (let ((interaction (mevedel-interaction-at)))
+    (unless (and interaction (eq (mevedel-interaction-kind interaction) 'review))
+      (user-error "No patch review here"))
+    (pop-to-buffer (mevedel-interaction-data interaction) mevedel-patch-review-display-action)))
+
+(defun mevedel-patch-review--withdraw (interaction box)
+  "Withdraw the review INTERACTION: close its buffer without answering.
 A review already settled (its id in the car of BOX) but not taken yet
 is forgotten: its call was cancelled before its handler ran."
   (when (car box)
     (remhash (car box) mevedel-patch-review--settled))
+  (mevedel-interaction-settle interaction 'withdrawn))
+
+(defun mevedel-patch-review--close (buffer)
+  "Close the review BUFFER and its hunk edit buffer, unless they are closing."
   (when (buffer-live-p buffer)
     (with-current-buffer buffer
-      (setq mevedel-patch-review--done t))
-    (kill-buffer buffer)))
+      (unless mevedel-patch-review--done
+        (setq mevedel-patch-review--done t)
+        (when (buffer-live-p mevedel-patch-review--edit-buffer)
+          (kill-buffer mevedel-patch-review--edit-buffer))
+        (let ((window (get-buffer-window buffer)))
+          (if (and window (not (one-window-p t window)))
+              (quit-window t window)
+            (kill-buffer buffer)))))))
 
-(defun mevedel-patch-review--make-buffer (plan files context answer)
-  "Return a new review buffer of PLAN's FILES for CONTEXT, answering ANSWER."
+(defun mevedel-patch-review--make-buffer (plan files context)
+  "Return a new review buffer of PLAN's FILES for CONTEXT."
   (let* ((files (vconcat
                  (cl-loop for data in files
                           collect (mevedel-patch-review--file-make
@@ -230,8 +293,7 @@ is forgotten: its call was cancelled before its handler ran."
       (setq mevedel-patch-review--plan plan
             mevedel-patch-review--box (list nil)
             mevedel-patch-review--files files
-            mevedel-patch-review--context context
-            mevedel-patch-review--answer answer)
+            mevedel-patch-review--context context)
       (when-let* ((session (plist-get context :session))
                   ((mevedel-session-p session)))
         (setq default-directory (mevedel-session-workspace session)))
@@ -724,17 +786,9 @@ Undecided hunks count as accepted; see the Commentary for SELECTION."
     (list (nreverse selection) accepted total)))
 
 (defun mevedel-patch-review--finish (verdict)
-  "End this review with VERDICT for the call, then close its buffer."
-  (let ((answer mevedel-patch-review--answer)
-        (buffer (current-buffer)))
-    (setq mevedel-patch-review--done t)
-    (when (buffer-live-p mevedel-patch-review--edit-buffer)
-      (kill-buffer mevedel-patch-review--edit-buffer))
-    (let ((window (get-buffer-window buffer)))
-      (if (and window (not (one-window-p t window)))
-          (quit-window t window)
-        (kill-buffer buffer)))
-    (funcall answer verdict)))
+  "Settle this review's interaction with VERDICT for the call.
+Its settlement closes the buffer."
+  (mevedel-interaction-settle mevedel-patch-review--interaction (cons 'verdict verdict)))
 
 (defun mevedel-patch-review--rejection (&optional closed)
   "Return the refusal of the whole patch, with the feedback.
@@ -781,11 +835,11 @@ Undecided hunks are accepted.  When every hunk was rejected this is
 
 (defun mevedel-patch-review--killed ()
   "Reject the whole patch when its review buffer is killed unsettled."
-  (when (buffer-live-p mevedel-patch-review--edit-buffer)
-    (kill-buffer mevedel-patch-review--edit-buffer))
   (unless mevedel-patch-review--done
     (setq mevedel-patch-review--done t)
-    (funcall mevedel-patch-review--answer (mevedel-patch-review--rejection t))))
+    (when (buffer-live-p mevedel-patch-review--edit-buffer)
+      (kill-buffer mevedel-patch-review--edit-buffer))
+    (mevedel-patch-review--finish (mevedel-patch-review--rejection t))))
 
 (defun mevedel-patch-review-help ()
   "Show the keys of the patch review in the echo area."

@@ -550,36 +550,50 @@ turns confinement off, has a card of its own after the call's."
                            (list :card 'grant :grant grant
                                  :operation-granted (not operation))))))))
 
-(defun mevedel-permissions-ask (context session answer present settle)
+(defun mevedel-permissions-ask (context session answer present)
   "Ask about the tool call CONTEXT of SESSION, card by card.
 ANSWER takes `approve' or (deny . REASON), once.  PRESENT is called
-with each card's request (see `mevedel-permissions-cards') to show it;
-the request's :answer function then gets the user's reply, `once',
-`session' (also remembers the card's :remember answers) or `deny'.
-SETTLE is called with a request when it is answered or withdrawn and
-returns non-nil when it was still waiting.  Return a function that
-withdraws the question."
+with each card's request (see `mevedel-permissions-cards') to show it
+and returns a function taking the card away, or nil.  The request's
+:answer function then gets the reply: `once', `session' (also
+remembers the card's :remember answers), `deny', or `cancelled' when
+the request that asked was interrupted; only the first reply counts,
+and it takes the card away.  Return a function that withdraws the
+question."
   (let ((cards (mevedel-permissions-cards context session))
         (name (mevedel-tool-name (plist-get context :tool)))
         (current nil))
     (cl-labels ((ask (request)
-                  (setq current request)
-                  (plist-put request :answer
-                             (lambda (reply)
-                               (when (funcall settle request)
-                                 (pcase reply
-                                   ((or 'once 'session)
-                                    (when (eq reply 'session)
-                                      (mevedel-permissions-remember
-                                       session (plist-get request :remember)))
-                                    (setq cards (cdr cards))
-                                    (if cards (ask (car cards)) (funcall answer 'approve)))
-                                   (_ (funcall answer
-                                               (cons 'deny (mevedel-permissions-refusal-reason
-                                                            name 'user))))))))
-                  (funcall present request)))
+                  (let* ((open t)
+                         (hide nil)
+                         (close (lambda ()
+                                  (prog1 open
+                                    (when open
+                                      (setq open nil)
+                                      (when (functionp hide) (funcall hide)))))))
+                    (setq current close)
+                    (plist-put request :answer
+                               (lambda (reply)
+                                 (when (funcall close)
+                                   (pcase reply
+                                     ((or 'once 'session)
+                                      (when (eq reply 'session)
+                                        (mevedel-permissions-remember
+                                         session (plist-get request :remember)))
+                                      (setq cards (cdr cards))
+                                      (if cards (ask (car cards)) (funcall answer 'approve)))
+                                     ('cancelled
+                                      (funcall answer (cons 'deny (format "the request that made \
+this %s call was interrupted before the user answered" name))))
+                                     (_ (funcall answer
+                                                 (cons 'deny (mevedel-permissions-refusal-reason
+                                                              name 'user))))))))
+                    (setq hide (funcall present request))
+                    ;; PRESENT may have had the card answered already.
+                    (when (and (not open) (functionp hide))
+                      (funcall hide)))))
       (ask (car cards))
-      (lambda () (funcall settle current)))))
+      (lambda () (funcall current)))))
 
 (defun mevedel-permissions-refusal (tool how)
   "Return the result text the model sees when a call of TOOL is refused.

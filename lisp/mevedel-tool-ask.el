@@ -126,26 +126,24 @@ Selected options' samples follow their answer."
       (funcall callback "Error: no interactive user: this run cannot ask questions; \
 decide yourself and say what you assumed"))
      (t
-      (let ((interaction
-             (mevedel-ask-ui-open
-              chat questions
-              :owner (car (mevedel-interaction-requester context))
-              :request (if-let* ((requester (mevedel-interaction-requester context)))
-                           (cdr requester)
-                         (mevedel-chat-turn chat))
-              :on-settle
-              (lambda (_interaction outcome)
-                (pcase outcome
-                  (`(submitted . ,answers)
-                   (funcall callback
-                            (list :result (mevedel-tool-ask-result answers)
-                                  :render-data
-                                  (list :headers (mapcar (lambda (q) (plist-get (car q) :header))
-                                                         answers)))))
-                  ('aborted
-                   (funcall callback "Error: the user cancelled the questions and stopped the run")
-                   (run-at-time 0 nil #'mevedel-chat-abort chat))
-                  (_ (funcall callback "Error: the user cancelled the questions without \
+      (let* ((requester (mevedel-chat-requester chat context))
+             (interaction
+              (mevedel-ask-ui-open
+               chat questions
+               :owner (car requester) :request (cdr requester)
+               :on-settle
+               (lambda (_interaction outcome)
+                 (pcase outcome
+                   (`(submitted . ,answers)
+                    (funcall callback
+                             (list :result (mevedel-tool-ask-result answers)
+                                   :render-data
+                                   (list :headers (mapcar (lambda (q) (plist-get (car q) :header))
+                                                          answers)))))
+                   ('aborted
+                    (funcall callback "Error: the user cancelled the questions and stopped the run")
+                    (run-at-time 0 nil #'mevedel-chat-abort chat))
+                   (_ (funcall callback "Error: the user cancelled the questions without \
 answering; do not ask them again unless something changed")))))))
         (mevedel-pipeline-add-canceller
          (lambda () (mevedel-interaction-settle interaction 'withdrawn))))))))

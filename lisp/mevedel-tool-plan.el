@@ -124,9 +124,8 @@ work on the task"))
 the plan as your final answer"))
      (t
       (let ((interaction
-             (mevedel-interaction-open
-              chat :kind 'plan :title "Plan proposal" :data plan
-              :request (mevedel-chat-turn chat)
+             (mevedel-chat-open-interaction
+              chat context :kind 'plan :title "Plan proposal" :data plan
               :render #'mevedel-tool-plan--render
               :keymap mevedel-tool-plan-card-map
               :on-settle

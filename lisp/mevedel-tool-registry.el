@@ -216,10 +216,11 @@ function of the arguments returning the host a call contacts, which
 permission rules match instead of paths) :grant-request (a
 function of the arguments returning the sandbox grant they ask for,
 or nil; a grant is always asked about, see `mevedel-permissions-judge')
-:review (a function of (CONTEXT SESSION ANSWER) that a chat with a
-view calls instead of showing a yes/no card when the call asks: it
-shows its own review, calls ANSWER once with the pipeline's answer and
-returns a function that withdraws the review, see `mevedel-chat--ask').
+:review (a function of (CONTEXT SESSION ANSWER OPEN) that a chat with
+a view calls instead of showing a yes/no card when the call asks: it
+opens its interaction with OPEN, shows its own review, calls ANSWER
+once with the pipeline's answer and returns a function that withdraws
+the review, see `mevedel-chat--ask').
 Loading and grouping: :category (default \"mevedel\") :groups (a list
 of symbols or strings ToolSearch offers the tool under) :wrap.
 Display and output: :summary (default: the description's first

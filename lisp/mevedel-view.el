@@ -8,9 +8,10 @@
 ;; A chat's view buffer shows, top to bottom:
 ;;
 ;;   transcript   read-only; rendered from the chat's gptel data buffer
-;;   live zone    calls in flight (spinner), permission cards, waiting line,
-;;                the parts of `mevedel-view-live-functions' (the task
-;;                fragment), then open interactions (Ask, the plan card;
+;;   live zone    calls in flight (spinner), waiting line, the parts of
+;;                `mevedel-view-live-functions' (the task fragment),
+;;                then open interactions (permission cards, patch
+;;                reviews, Ask, the plan card, hook approval;
 ;;                mevedel-interaction.el), whose text redraws leave alone
 ;;   panel        background work: yielded commands and monitors
 ;;                (drawn by mevedel-panel.el)
@@ -923,7 +924,7 @@ rows are added, and nothing before the tail is touched."
     (mevedel-view--render-live)))
 
 (defun mevedel-view--render-live ()
-  "Redraw the live zone: running tools, permission cards, waiting line."
+  "Redraw the live zone: running tools, waiting line, then the interactions."
   (let ((inhibit-read-only t)
         (chat mevedel-view--chat)
         (running nil))
@@ -945,8 +946,6 @@ rows are added, and nothing before the tail is touched."
             (when text (insert (mevedel-view--mark-row text (plist-get call :id))))))
         (when mevedel-view--problem
           (insert (mevedel-view--problem-text mevedel-view--problem)))
-        (dolist (request (mevedel-chat-pending chat))
-          (insert "\n" (mevedel-view--card-text request)))
         (when (eq (mevedel-chat-status chat) 'retrying)
           (insert "\n" (propertize (concat "⟳ " (or (mevedel-chat-status-detail chat) "retrying")
                                            (substitute-command-keys
@@ -979,21 +978,19 @@ OPERATION-GRANTED non-nil means the call itself is allowed already."
    (when-let* ((why (plist-get grant :justification)))
      (format "  why: %s\n" (mevedel-tool-render-shorten why 200)))))
 
+(defun mevedel-view--card-title (request)
+  "Return the title of the permission card for REQUEST."
+  (pcase (plist-get request :card)
+    ('escalation (format "Run this %s call OUTSIDE the sandbox?" (plist-get request :tool)))
+    ('grant (format "Allow %s with more sandbox permissions?" (plist-get request :tool)))
+    (_ (format "Allow %s?" (plist-get request :tool)))))
+
 (defun mevedel-view--card-text (request)
-  "Return the text of the permission card for REQUEST."
+  "Return the body of the permission card for REQUEST."
   (let ((args (plist-get request :args))
         (card (plist-get request :card)))
     (propertize
      (concat
-      (propertize (pcase card
-                    ('escalation (format "Run this %s call OUTSIDE the sandbox?"
-                                         (plist-get request :tool)))
-                    ('grant (format "Allow %s with more sandbox permissions?"
-                                    (plist-get request :tool)))
-                    (_ (format "Allow %s?" (plist-get request :tool))))
-                  'face 'bold)
-      (if-let* ((agent (plist-get request :agent))) (format "  (asked by %s)" agent) "")
-      "\n"
       (cl-loop for (key value) on args by #'cddr
                concat (format "  %s: %s\n" (substring (symbol-name key) 1)
                               (mevedel-tool-render-shorten value 100)))
@@ -1014,15 +1011,14 @@ OPERATION-GRANTED non-nil means the call itself is allowed already."
 \\[mevedel-view-deny] deny\n"
          "  \\<mevedel-view-card-map>\\[mevedel-view-allow-once] allow once · \
 \\[mevedel-view-allow-session] always this session · \\[mevedel-view-deny] deny\n")))
-     'face 'mevedel-view-card 'keymap mevedel-view-card-map
-     'mevedel-card request)))
+     'face 'mevedel-view-card)))
 
 ;;;; Interactions
 
 (defvar mevedel-view-live-functions nil
   "Abnormal hook run with the chat while the live zone is drawn.
 Each function inserts its part at point (the task fragment), after
-the cards and before the open interactions.")
+the running calls and before the open interactions.")
 
 (defun mevedel-view--drawn-p (interaction)
   "Return non-nil when INTERACTION's text is in the view."
@@ -1148,9 +1144,6 @@ gathered: at most one every `mevedel-view--progress-delay' seconds."
     ('turn-start (setq mevedel-view--problem nil) (mevedel-view--render-turn))
     ('text (mevedel-view--append-text (car args)))
     ('tools-start (save-excursion (mevedel-view--render-live)))
-    ('permission-settled
-     (save-excursion (mevedel-view--render-live))
-     (mevedel-view--unfocus-card))
     ((or 'tool-results 'turn-end 'retry) (mevedel-view--render-turn))
     ('tool-updated (save-excursion (mevedel-view--refresh-row (car args))))
     ('tool-progress (mevedel-view--progress (car args)))
@@ -1284,35 +1277,30 @@ still open gets its chunks as unfontified code until it closes."
 
 ;;;; Permission cards
 
-(defun mevedel-view--prompt (chat _request)
-  "Show CHAT's pending permission requests as cards in its view."
-  (when-let* ((buffer (get-buffer (format "*mevedel: %s*" (mevedel-chat-name chat))))
-              ((eq (buffer-local-value 'mevedel-view--chat buffer) chat)))
-    (with-current-buffer buffer
-      (save-excursion (mevedel-view--render-live))
-      (mevedel-view--focus-card))))
-
-(defun mevedel-view--focus-card ()
-  "Move point to the first card when the composer is empty."
-  (when-let* ((window (get-buffer-window (current-buffer)))
-              ((string-blank-p (mevedel-view--composer-text))))
-    (let ((pos (save-excursion
-                 (goto-char mevedel-view--transcript-end)
-                 (when-let* ((match (text-property-search-forward 'mevedel-card nil
-                                                                  (lambda (_ v) v))))
-                   (prop-match-beginning match)))))
-      (when pos
-        (setq mevedel-view--card-focused t)
-        (set-window-point window pos)
-        (goto-char pos)))))
+(defun mevedel-view--prompt (chat request)
+  "Show CHAT's permission REQUEST as a card; return what takes it away.
+The card is an interaction of the request that asked; its keys
+settle it, and its settlement is the request's answer."
+  (let ((interaction
+         (mevedel-interaction-open
+          chat :kind 'permission :owner (plist-get request :agent)
+          :request (plist-get request :request)
+          :title (mevedel-view--card-title request)
+          :render (lambda (interaction)
+                    (mevedel-view--card-text (mevedel-interaction-data interaction)))
+          :keymap mevedel-view-card-map :data request
+          :on-settle (lambda (_interaction outcome)
+                       (unless (eq outcome 'withdrawn)
+                         (funcall (plist-get request :answer) outcome))))))
+    (lambda () (mevedel-interaction-settle interaction 'withdrawn))))
 
 (defun mevedel-view--unfocus-card ()
-  "Return point to the composer once no card waits, if a card took it.
-Point a card took may be left anywhere by the card's going (an abort
+  "Return point to the composer once no interaction waits, if one took it.
+Point an interaction took may be left anywhere by its going (an abort
 redraws the live zone and the turn's rows); point the user moved
 stays."
   (when (and mevedel-view--card-focused
-             (null (mevedel-chat-pending mevedel-view--chat)))
+             (null (mevedel-interaction-list mevedel-view--chat)))
     (setq mevedel-view--card-focused nil)
     (when (< (point) mevedel-view--composer)
       (goto-char (point-max))
@@ -1320,31 +1308,34 @@ stays."
         (set-window-point window (point))))))
 
 (defun mevedel-view--card-at-point ()
-  "Return the permission request of the card at point, or the first one."
-  (or (get-text-property (point) 'mevedel-card)
-      (car (mevedel-chat-pending mevedel-view--chat))
-      (user-error "No permission request is waiting")))
+  "Return the permission card at point, or the first one."
+  (let ((here (mevedel-interaction-at)))
+    (or (and here (eq (mevedel-interaction-kind here) 'permission) here)
+        (cl-find 'permission (mevedel-interaction-list mevedel-view--chat)
+                 :key #'mevedel-interaction-kind)
+        (user-error "No permission request is waiting"))))
 
 (defun mevedel-view-allow-once ()
   "Allow the tool call of the permission card at point, this once."
   (interactive)
-  (funcall (plist-get (mevedel-view--card-at-point) :answer) 'once))
+  (mevedel-interaction-settle (mevedel-view--card-at-point) 'once))
 
 (defun mevedel-view-allow-session ()
   "Allow the call of the card at point, and what its card names, for the session.
 The card says what that is: the tool, or for a command its command
 keys (`npm test'); a card that offers no \"always\" says why."
   (interactive)
-  (let ((request (mevedel-view--card-at-point)))
+  (let* ((card (mevedel-view--card-at-point))
+         (request (mevedel-interaction-data card)))
     (unless (and (plist-get request :always) (not (plist-get request :card)))
       (user-error "This card offers no \"always this session\" (%s)"
                   (or (plist-get request :why) "it asks for more sandbox permissions")))
-    (funcall (plist-get request :answer) 'session)))
+    (mevedel-interaction-settle card 'session)))
 
 (defun mevedel-view-deny ()
   "Deny the tool call of the permission card at point."
   (interactive)
-  (funcall (plist-get (mevedel-view--card-at-point) :answer) 'deny))
+  (mevedel-interaction-settle (mevedel-view--card-at-point) 'deny))
 
 ;;;; Rows
 

@@ -15,6 +15,8 @@
 (require 'mevedel-tool-exec)
 (require 'mevedel-batch)
 (require 'mevedel-chat)
+(require 'mevedel)
+(require 'mevedel-hooks-list)
 
 (defvar hooks-test--reports nil
   "What the hooks told the user, newest first.")
@@ -540,6 +542,128 @@ cat >/dev/null; sleep 0.3; echo 'Branch: main; 3 open TODOs'
              (lambda (file _summary callback) (push file hooks-test--asked) (funcall callback nil))))
         (hooks-test--await #'mevedel-hooks-stop session "b"))
       (should (equal hooks-test--asked (list (expand-file-name ".claude/settings.json" workspace)))))))
+
+;;;; The approval card
+
+(defun hooks-test--source-state (workspace)
+  "Return the state of WORKSPACE's .mevedel/hooks.el."
+  (plist-get (cl-find (expand-file-name ".mevedel/hooks.el" workspace)
+                      (mevedel-hooks-sources workspace)
+                      :key (lambda (source) (plist-get source :file)) :test #'equal)
+             :state))
+
+(defun hooks-test--submit (session)
+  "Start SESSION's UserPromptSubmit hooks; return the box their outcome fills."
+  (let ((box (list nil)))
+    (mevedel-hooks-prompt-submit session "go" (lambda (blocked) (setcar box (list blocked))))
+    box))
+
+(defun hooks-test--card (chat)
+  "Return CHAT's one open hook approval card."
+  (let ((cards (cl-remove-if-not (lambda (i) (eq (mevedel-interaction-kind i) 'hook-approval))
+                                 (mevedel-interaction-list chat))))
+    (should (= 1 (length cards)))
+    (car cards)))
+
+(defun hooks-test--press (view card key)
+  "Press KEY on CARD in VIEW."
+  (with-current-buffer view
+    (goto-char (mevedel-interaction-start card))
+    (call-interactively (lookup-key (mevedel-interaction-keymap card) key))))
+
+(defmacro hooks-test--with-view (&rest body)
+  "Run BODY in `hooks-test--with' a UserPromptSubmit hook, a view of it shown.
+`view' and `chat' are bound; the approval is asked as a user is."
+  (declare (indent 0))
+  `(hooks-test--with (list (list ".mevedel/hooks.el"
+                                 (hooks-test--hooks-el
+                                  '(UserPromptSubmit (:command "echo from-the-hook")))))
+     (let* ((mevedel-hooks-approve-function #'mevedel-hooks-ask-approval)
+            (view (mevedel workspace))
+            (chat (mevedel-view-chat view)))
+       (unwind-protect (progn ,@body)
+         (kill-buffer view)
+         (kill-buffer (mevedel-chat-data-buffer chat))))))
+
+(ert-deftest mevedel-hooks:a-view-asks-with-a-card-and-approving-runs-the-hook ()
+  (hooks-test--with-view
+    (let* ((box (hooks-test--submit session))
+           (card (hooks-test--card chat)))
+      ;; The hooks wait for the card; nothing ran yet.
+      (should-not (car box))
+      (should-not (mevedel-hooks-take-context session))
+      (with-current-buffer view
+        (let ((text (buffer-substring-no-properties (point-min) (point-max))))
+          (should (string-match-p "Run the hooks of .*/\\.mevedel/hooks\\.el\\?\n" text))
+          (should (string-search "UserPromptSubmit: echo from-the-hook" text))))
+      (hooks-test--press view card "y")
+      (mevedel-test-wait-until (car box) 20)
+      (should-not (caar box))
+      (should (string-search "from-the-hook" (format "%s" (mevedel-hooks-take-context session))))
+      (should (eq (hooks-test--source-state workspace) 'approved))
+      ;; Settled once: a second answer or a late cancel changes nothing.
+      (should-not (mevedel-interaction-settle card 'refuse))
+      (should (= 0 (mevedel-interaction-cancel-request chat 'idle)))
+      (should (eq (hooks-test--source-state workspace) 'approved))
+      (should-not (mevedel-interaction-list chat))
+      ;; Approved: the next prompt asks nothing.
+      (let ((again (hooks-test--submit session)))
+        (mevedel-test-wait-until (car again) 20)
+        (should-not (mevedel-interaction-list chat))))))
+
+(ert-deftest mevedel-hooks:refusing-the-card-skips-the-hook ()
+  (hooks-test--with-view
+    (let ((box (hooks-test--submit session)))
+      (hooks-test--press view (hooks-test--card chat) "n")
+      (mevedel-test-wait-until (car box) 20)
+      (should-not (caar box))
+      (should-not (mevedel-hooks-take-context session))
+      (should (eq (hooks-test--source-state workspace) 'declined))
+      (should (string-match-p "do not run: not approved" (car hooks-test--reports))))))
+
+(ert-deftest mevedel-hooks:cancelling-the-prompt-cancels-only-its-card ()
+  (hooks-test--with-view
+    (let* ((other (mevedel-interaction-open chat :kind 'test :request 'other-request
+                                            :title "Other" :render (lambda (_) "  x\n")))
+           (box (hooks-test--submit session)))
+      (hooks-test--card chat)
+      (should (= 1 (mevedel-interaction-cancel-request chat 'idle)))
+      (mevedel-test-wait-until (car box) 20)
+      ;; No hook ran, nothing was declined: the next prompt asks again.
+      (should-not (mevedel-hooks-take-context session))
+      (should (eq (hooks-test--source-state workspace) 'unapproved))
+      (should (equal (mevedel-interaction-list chat) (list other)))
+      (hooks-test--submit session)
+      (should (hooks-test--card chat))
+      (mevedel-interaction-settle other 'done))))
+
+(ert-deftest mevedel-hooks:aborting-the-prompt-takes-its-card-away ()
+  (hooks-test--with-view
+    (mevedel-chat-send chat "go")
+    (should (eq (mevedel-chat-status chat) 'hooks))
+    (hooks-test--card chat)
+    (should (mevedel-chat-abort chat))
+    (should-not (mevedel-interaction-list chat))
+    (should-not (mevedel-chat-busy-p chat))
+    (should (eq (hooks-test--source-state workspace) 'unapproved))
+    (with-current-buffer view
+      (should-not (string-search "Run the hooks of" (buffer-string))))))
+
+(ert-deftest mevedel-hooks:without-a-view-the-minibuffer-asks ()
+  (hooks-test--with (list (list ".mevedel/hooks.el"
+                                (hooks-test--hooks-el
+                                 '(UserPromptSubmit (:command "echo from-the-hook")))))
+    (let ((mevedel-hooks-approve-function #'mevedel-hooks-ask-approval)
+          (questions nil))
+      (cl-letf (((symbol-function 'y-or-n-p) (lambda (prompt) (push prompt questions) t)))
+        (should-not (mevedel-hooks-list-ask-card (expand-file-name ".mevedel/hooks.el" workspace)
+                                                 "" #'ignore))
+        (let ((box (hooks-test--submit session)))
+          (mevedel-test-wait-until (car box) 20)
+          (should (= 1 (length questions)))
+          (should (string-match-p "hooks\\.el is new or changed" (car questions)))
+          (should (string-search "from-the-hook"
+                                 (format "%s" (mevedel-hooks-take-context session)))))))))
 
 ;;;; The input's shape
 

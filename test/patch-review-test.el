@@ -16,6 +16,8 @@
 (require 'mevedel-test-helpers)
 (require 'mevedel-patch-review)
 (require 'mevedel-chat)
+(require 'mevedel)
+(mevedel--load)
 
 (defconst mevedel-patch-review-test--files
   '((:path "a.el" :abs "/ws/a.el" :op update :added 2 :removed 2
@@ -41,6 +43,8 @@ BUFFER is bound to the review buffer and CONTEXT to the call's context."
   (declare (indent 1))
   `(let* ((,answers nil)
           (context (list :tool nil :args (list :patch "*** Begin Patch") :session nil))
+          (ws (file-name-as-directory (make-temp-file "mevedel-review" t)))
+          (chat (mevedel-chat-get-create ws))
           (withdraw nil)
           (buffer nil))
      (cl-letf (((symbol-function 'mevedel-tool-patch-plan-for-review)
@@ -49,13 +53,18 @@ BUFFER is bound to the review buffer and CONTEXT to the call's context."
                 (lambda (_plan) (copy-tree mevedel-patch-review-test--files))))
        (save-window-excursion
          (setq withdraw (mevedel-patch-review-start
-                         context nil (lambda (answer) (push answer ,answers))))
+                         context nil (lambda (answer) (push answer ,answers))
+                         (lambda (&rest keys)
+                           (apply #'mevedel-interaction-open chat :request 'review-request keys))))
          (setq buffer (window-buffer (selected-window)))
          (unwind-protect
              (progn (ignore withdraw) ,@body)
            (when (buffer-live-p buffer)
              (with-current-buffer buffer (setq mevedel-patch-review--done t))
-             (kill-buffer buffer)))))))
+             (kill-buffer buffer))
+           (mevedel-interaction-cancel-request chat 'review-request)
+           (kill-buffer (mevedel-chat-data-buffer chat))
+           (delete-directory ws t))))))
 
 (defun mevedel-patch-review-test--keys (buffer keys)
   "Type KEYS (a `kbd' string) in the review BUFFER."
@@ -304,7 +313,8 @@ On the whole patch: write a smaller patch"))))))
     (cl-letf (((symbol-function 'mevedel-tool-patch-plan-for-review)
                (lambda (_context) (error "Hunk 2 of a.el does not apply"))))
       (should-not (mevedel-patch-review-start (list :args nil) nil
-                                              (lambda (answer) (push answer answers)))))
+                                              (lambda (answer) (push answer answers))
+                                              (lambda (&rest _) (error "Opened a review")))))
     (should (equal answers '((approve :source review :outcome plan-failed
                                       :reason "Hunk 2 of a.el does not apply"))))
     (should-not (cl-some (lambda (b) (string-prefix-p "*mevedel-review" (buffer-name b)))
@@ -394,6 +404,100 @@ The handler takes the settled review by the id its approval carries."
       (setf (mevedel-chat-turn chat) nil)
       (kill-buffer (mevedel-chat-data-buffer chat))
       (delete-directory ws t))))
+
+;;;; The review as an interaction
+
+(defun mevedel-patch-review-test--open (chat id answers)
+  "Open a review of the test patch in CHAT for call ID; return its buffer.
+Its answers are pushed onto the car of ANSWERS; call IDs starting with
+\"child\" are asked by /root/worker's `worker-request'."
+  (let* ((context (list :tool nil :args (list :patch "P") :tool-use-id id))
+         (mevedel-interaction-requester-function
+          (lambda (context)
+            (and (string-prefix-p "child" (plist-get context :tool-use-id))
+                 (cons "/root/worker" 'worker-request)))))
+    (cl-letf (((symbol-function 'mevedel-tool-patch-plan-for-review) (lambda (_) 'plan))
+              ((symbol-function 'mevedel-core-patch-plan-files)
+               (lambda (_plan) (copy-tree mevedel-patch-review-test--files))))
+      (save-window-excursion
+        (mevedel-patch-review-start
+         context nil (lambda (answer) (push answer (car answers)))
+         (lambda (&rest keys) (apply #'mevedel-chat-open-interaction chat context keys)))
+        (window-buffer (selected-window))))))
+
+(defun mevedel-patch-review-test--press (buffer keys)
+  "Type KEYS (a `kbd' string) in the review BUFFER, shown in the selected window."
+  (save-window-excursion
+    (switch-to-buffer buffer)
+    (execute-kbd-macro (kbd keys))))
+
+(defun mevedel-patch-review-test--card (buffer)
+  "Return the open interaction of the review in BUFFER."
+  (buffer-local-value 'mevedel-patch-review--interaction buffer))
+
+(ert-deftest mevedel-patch-review:its-card-settles-once ()
+  "The review is a card in the view; the first settlement is the only answer."
+  (mevedel-test-with-view view chat
+    (setf (mevedel-chat-turn chat) 'turn-a)
+    (let* ((answers (list nil))
+           (review (mevedel-patch-review-test--open chat "toolu_r" answers))
+           (card (mevedel-patch-review-test--card review)))
+      (unwind-protect
+          (progn
+            (should (eq (mevedel-interaction-kind card) 'review))
+            (should (equal (mevedel-interaction-list chat) (list card)))
+            (with-current-buffer view
+              (should (string-search "\nReview the patch: 3 files, 4 hunks (+4 −3)\n  *mevedel-review: 3 files*\n"
+                                     (buffer-substring-no-properties (point-min) (point-max))))
+              ;; RET on the card shows the review.
+              (goto-char (mevedel-interaction-start card))
+              (save-window-excursion
+                (call-interactively (lookup-key (mevedel-interaction-keymap card) (kbd "RET")))
+                (should (eq (window-buffer (selected-window)) review))))
+            (mevedel-patch-review-test--press review "C-c C-k")
+            (should-not (buffer-live-p review))
+            (should (= 1 (length (car answers))))
+            (should (eq (car (caar answers)) 'deny))
+            ;; Later settlements and cancels are ignored.
+            (should-not (mevedel-interaction-settle card '(verdict approve)))
+            (should (= 0 (mevedel-interaction-cancel-request chat 'turn-a)))
+            (should (= 1 (length (car answers))))
+            (should-not (mevedel-interaction-list chat))
+            (with-current-buffer view
+              (should-not (string-search "Review the patch" (buffer-string)))))
+        (setf (mevedel-chat-turn chat) nil)
+        (when (buffer-live-p review) (kill-buffer review))))))
+
+(ert-deftest mevedel-patch-review:cancelling-a-request-closes-only-its-review ()
+  "A child's review is attributed by path; cancelling its request leaves the root's."
+  (mevedel-test-with-view view chat
+    (setf (mevedel-chat-turn chat) 'turn-a)
+    (let* ((root-answers (list nil))
+           (child-answers (list nil))
+           (root (mevedel-patch-review-test--open chat "toolu_r" root-answers))
+           (child (mevedel-patch-review-test--open chat "child_r" child-answers)))
+      (unwind-protect
+          (progn
+            (should (equal (mevedel-interaction-owner (mevedel-patch-review-test--card child))
+                           "/root/worker"))
+            (with-current-buffer view
+              (should (string-search "Review the patch: 3 files, 4 hunks (+4 −3) · /root/worker\n"
+                                     (buffer-substring-no-properties (point-min) (point-max)))))
+            (should (= 1 (mevedel-interaction-cancel-request chat 'worker-request)))
+            (should-not (buffer-live-p child))
+            (should (eq (car (caar child-answers)) 'deny))
+            (should (string-match-p "interrupted" (cdr (caar child-answers))))
+            ;; The root's review still waits, and still settles.
+            (should (buffer-live-p root))
+            (should-not (car root-answers))
+            (should (equal (mevedel-interaction-list chat)
+                           (list (mevedel-patch-review-test--card root))))
+            (mevedel-patch-review-test--press root "y C-c C-c")
+            (should (eq (car (caar root-answers)) 'approve))
+            (mevedel-patch-review-take (plist-get (cdr (caar root-answers)) :review-id)))
+        (setf (mevedel-chat-turn chat) nil)
+        (dolist (buffer (list root child))
+          (when (buffer-live-p buffer) (kill-buffer buffer)))))))
 
 ;;;; With the module's plans and the ApplyPatch tool
 

@@ -215,7 +215,10 @@ is empty; the chat and the workspace go afterwards."
       (setf (mevedel-session-prompter session)
             (lambda (context answer)
               (setq review (save-window-excursion
-                             (mevedel-patch-review-start context session answer)
+                             (mevedel-patch-review-start
+                              context session answer
+                              (lambda (&rest keys)
+                                (apply #'mevedel-chat-open-interaction chat context keys)))
                              (window-buffer (selected-window))))))
       (let ((box (mevedel-test-start-tool
                   chat "ApplyPatch" "call_m"

@@ -26,6 +26,7 @@
 (require 'mevedel-tool-patch)
 (require 'mevedel-bench-lib)
 (require 'mevedel-pipeline)
+(require 'mevedel-chat)
 
 (mevedel-core-ensure)
 
@@ -75,6 +76,7 @@
        (patches (patch-bench--big-patch))
        (diff-file (expand-file-name "change.diff" (make-temp-file "patch-bench-diff" t)))
        (session (mevedel-session-create :workspace dir :ephemeral t))
+       (chat (mevedel-chat-get-create dir))
        (data (generate-new-buffer " *patch-bench*"))
        (reset (lambda () (let ((coding-system-for-write 'utf-8-unix))
                            (write-region original nil file nil 'silent))))
@@ -155,6 +157,7 @@ unified diff (call-process); median of %d runs each, alternating"
 
 (let* ((dir (patch-review-bench--tree))
        (session (mevedel-session-create :workspace dir :ephemeral t))
+       (chat (mevedel-chat-get-create dir))
        (context (list :tool (mevedel-tool-get "ApplyPatch")
                       :args (list :patch (patch-review-bench--patch)) :session session))
        (samples nil)
@@ -164,7 +167,11 @@ unified diff (call-process); median of %d runs each, alternating"
         (garbage-collect)
         (let* ((withdraw nil)
                (seconds (mevedel-bench-seconds
-                          (setq withdraw (mevedel-patch-review-start context session #'ignore)))))
+                          (setq withdraw (mevedel-patch-review-start
+                                         context session #'ignore
+                                         (lambda (&rest keys)
+                                           (apply #'mevedel-chat-open-interaction
+                                                  chat context keys)))))))
           (unless (functionp withdraw)
             (error "The review did not open"))
           (unless (string-match-p "\\`\\*mevedel-review: 50 files\\*"
@@ -176,6 +183,7 @@ unified diff (call-process); median of %d runs each, alternating"
                             collect (* 1000 (mevedel-bench-seconds
                                               (mevedel-tool-patch-plan-for-review context)))))
     (mevedel-session-close session)
+    (kill-buffer (mevedel-chat-data-buffer chat))
     (delete-directory dir t))
   (mevedel-bench-describe
    "%d-file patch, %d hunks per file (%d-line files), planned by ApplyPatch's \

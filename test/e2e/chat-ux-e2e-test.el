@@ -67,7 +67,7 @@ Typing a new prompt then works."
         (should (chat-ux-test--wait (lambda () (mevedel-chat-pending chat))))
         ;; The card took point.
         (should (< (point) mevedel-view--composer))
-        (should (get-text-property (point) 'mevedel-card))
+        (should (eq (mevedel-interaction-kind (mevedel-interaction-at)) 'permission))
         (mevedel-view-abort)
         (should (chat-ux-test--wait (lambda () (not (mevedel-chat-busy-p chat)))))
         (should (>= (point) mevedel-view--composer))

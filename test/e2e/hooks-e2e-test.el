@@ -15,6 +15,7 @@
   (add-to-list 'load-path (file-name-directory (or load-file-name buffer-file-name))))
 (require 'mevedel-e2e-helpers)
 (require 'mevedel-hooks)
+(require 'mevedel-interaction)
 
 (defconst hooks-e2e--guard
   "input=$(cat)
@@ -121,6 +122,43 @@ The refused prompt's own UserPromptSubmit context goes with it."
         (kill-buffer (mevedel-chat-data-buffer chat)))
       (delete-file script)
       (delete-directory root t))))
+
+(ert-deftest mevedel-e2e:a-refused-hook-card-leaves-the-guard-out ()
+  "The view asks about a new hook file with a card while the Bash call waits.
+Refusing it with n: the guard never runs, and the command does."
+  (let* ((cards 0)
+         (mevedel-hooks-can-ask-function (lambda () t))
+         (run (mevedel-e2e-run
+               :wire 'openai :stream t :timeout 30
+               :files `(("build/out.o" . "object")
+                        ("guard.sh" . ,hooks-e2e--guard)
+                        (".mevedel/hooks.el"
+                         . ,(prin1-to-string
+                             '((PreToolUse (:matcher "Bash" :command "sh guard.sh" :timeout 10))))))
+               :prompt "Remove the build directory"
+               :setup (lambda (chat) (setf (mevedel-chat-permission-mode chat) 'full-auto))
+               :during (lambda (chat view)
+                         (when-let* ((card (cl-find 'hook-approval (mevedel-interaction-list chat)
+                                                    :key #'mevedel-interaction-kind)))
+                           (cl-incf cards)
+                           (with-current-buffer view
+                             (should (string-search "PreToolUse [Bash]: sh guard.sh"
+                                                    (buffer-string)))
+                             (goto-char (mevedel-interaction-start card))
+                             (call-interactively
+                              (lookup-key (mevedel-interaction-keymap card) "n")))))
+               :steps `(((tool_calls . [((name . "Bash")
+                                         (arguments . ((command . "rm -rf build")
+                                                       (description . "remove build"))))]))
+                        ((text . "Removed build/.")))
+               :inspect (lambda (chat _view)
+                          (mevedel-test-wait-until (not (mevedel-chat-busy-p chat)) 15)
+                          (not (file-exists-p (expand-file-name "build/out.o"
+                                                                (mevedel-chat-root chat))))))))
+    (should (= cards 1))
+    (should (plist-get run :inspected))
+    (should (= (length (plist-get run :log)) 2))
+    (should-not (string-match-p "blocked by the project guard" (plist-get run :transcript)))))
 
 (ert-deftest mevedel-e2e:a-hook-answering-continue-false-ends-the-turn ()
   "A PreToolUse hook's continue false refuses the call and aborts the turn."

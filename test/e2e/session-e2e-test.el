@@ -182,13 +182,13 @@ shows two successful rows in call order and the final text."
       (when (and (not pressed) (mevedel-chat-pending chat))
         (setq pressed t)
         (with-current-buffer view
-          (goto-char (point-min))
-          (let ((match (text-property-search-forward 'mevedel-card nil (lambda (_ v) v))))
-            (should match)
-            (goto-char (prop-match-beginning match))
+          (let ((card (car (mevedel-interaction-list chat))))
+            (goto-char (mevedel-interaction-start card))
+            (forward-line 1)
             (should (string-match-p "Allow WriteNote\\?"
                                     (buffer-substring (point) (line-end-position))))
-            (call-interactively (lookup-key (get-text-property (point) 'keymap) key))))))))
+            (should (eq (mevedel-interaction-at) card))
+            (call-interactively (lookup-key (mevedel-interaction-keymap card) key))))))))
 
 (ert-deftest mevedel-e2e:card-deny-never-runs-handler ()
   "In ask mode a non-read-only call shows a card; `n' refuses it unrun."

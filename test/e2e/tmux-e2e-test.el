@@ -189,8 +189,9 @@ prompt, works."
       (delete-directory root t))))
 
 (ert-deftest mevedel-tmux:new-hook-file-asks-once-then-runs ()
-  "A workspace hook file asks before its first command; y runs it, and its
-output reaches the model with the prompt.  The second prompt does not ask."
+  "A workspace hook file asks with a card before its first command; y runs
+it, and its output reaches the model with the prompt.  The second prompt
+does not ask."
   (unless (executable-find "tmux")
     (ert-fail "tmux is required by this test but is not installed"))
   (mevedel-e2e-require-python)
@@ -215,15 +216,17 @@ output reaches the model with the prompt.  The second prompt does not ask."
           (mevedel-tmux-test--open socket root init)
           (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "-l" "hello")
           (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "C-c" "C-c")
-          (let ((screen (mevedel-tmux-test--wait-for socket "outside the sandbox)\\? (y or n)" 20)))
-            (should (string-match-p "hooks\\.el is new or changed" screen))
-            (should (string-match-p "UserPromptSubmit: echo TMUX-HOOK-CONTEXT" screen)))
+          ;; The view asks with a card, which takes point.
+          (let ((screen (mevedel-tmux-test--wait-for socket "Run the hooks of .*hooks\\.el\\?" 20)))
+            (should (string-match-p "new or changed since you approved it" screen))
+            (should (string-match-p "UserPromptSubmit: echo TMUX-HOOK-CONTEXT" screen))
+            (should (string-match-p "y approve · n refuse" screen)))
           (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "y")
           (mevedel-tmux-test--wait-for socket "TMUX-HOOKED: first\\." 30)
           (should (file-exists-p (expand-file-name "approved.eld" state)))
           (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "-l" "again")
           (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "C-c" "C-c")
-          (should-not (string-match-p "(y or n)"
+          (should-not (string-match-p "Run the hooks of"
                                       (mevedel-tmux-test--wait-for
                                        socket "TMUX-HOOKED: second\\." 30)))
           (should-not (mevedel-scripted-model-mismatches server)))
