@@ -591,7 +591,7 @@ cat >/dev/null; sleep 0.3; echo 'Branch: main; 3 open TODOs'
            (card (hooks-test--card chat)))
       ;; The hooks wait for the card; nothing ran yet.
       (should-not (car box))
-      (should-not (mevedel-hooks-take-context session))
+      (should-not (hooks-test--take-context session))
       (with-current-buffer view
         (let ((text (buffer-substring-no-properties (point-min) (point-max))))
           (should (string-match-p "Run the hooks of .*/\\.mevedel/hooks\\.el\\?\n" text))
@@ -599,7 +599,7 @@ cat >/dev/null; sleep 0.3; echo 'Branch: main; 3 open TODOs'
       (hooks-test--press view card "y")
       (mevedel-test-wait-until (car box) 20)
       (should-not (caar box))
-      (should (string-search "from-the-hook" (format "%s" (mevedel-hooks-take-context session))))
+      (should (string-search "from-the-hook" (format "%s" (hooks-test--take-context session))))
       (should (eq (hooks-test--source-state workspace) 'approved))
       ;; Settled once: a second answer or a late cancel changes nothing.
       (should-not (mevedel-interaction-settle card 'refuse))
@@ -617,7 +617,7 @@ cat >/dev/null; sleep 0.3; echo 'Branch: main; 3 open TODOs'
       (hooks-test--press view (hooks-test--card chat) "n")
       (mevedel-test-wait-until (car box) 20)
       (should-not (caar box))
-      (should-not (mevedel-hooks-take-context session))
+      (should-not (hooks-test--take-context session))
       (should (eq (hooks-test--source-state workspace) 'declined))
       (should (string-match-p "do not run: not approved" (car hooks-test--reports))))))
 
@@ -630,7 +630,7 @@ cat >/dev/null; sleep 0.3; echo 'Branch: main; 3 open TODOs'
       (should (= 1 (mevedel-interaction-cancel-request chat 'idle)))
       (mevedel-test-wait-until (car box) 20)
       ;; No hook ran, nothing was declined: the next prompt asks again.
-      (should-not (mevedel-hooks-take-context session))
+      (should-not (hooks-test--take-context session))
       (should (eq (hooks-test--source-state workspace) 'unapproved))
       (should (equal (mevedel-interaction-list chat) (list other)))
       (hooks-test--submit session)
@@ -663,7 +663,7 @@ cat >/dev/null; sleep 0.3; echo 'Branch: main; 3 open TODOs'
           (should (= 1 (length questions)))
           (should (string-match-p "hooks\\.el is new or changed" (car questions)))
           (should (string-search "from-the-hook"
-                                 (format "%s" (mevedel-hooks-take-context session)))))))))
+                                 (format "%s" (hooks-test--take-context session)))))))))
 
 ;;;; The input's shape
 
