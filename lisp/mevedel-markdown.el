@@ -24,6 +24,9 @@
 ;; fenced blocks are found in one pass, then each stretch of prose
 ;; between them gets one forward pass per construct, each a search for
 ;; the construct's first character with its match bounded to the line.
+;; Faces and buttons go on the text where it is; the markup around
+;; them is deleted once the pass is done, last first, so that no
+;; position found moves and no text is copied piece by piece.
 ;; A code block's text is fontified once, in a hidden buffer kept per
 ;; major mode (made with the mode's hooks delayed, so a user's
 ;; `prog-mode-hook' never runs there), and its faces are copied over
@@ -138,12 +141,6 @@ unless another way finds a mode, see `mevedel-markdown--mode')."
 (defun mevedel-markdown--work-buffer ()
   "Return the hidden buffer text is rendered in, empty."
   (mevedel-markdown--hidden-buffer 'mevedel-markdown--work " *mevedel-markdown*"))
-
-(defvar mevedel-markdown--out nil "The hidden buffer prose is rendered into.")
-
-(defun mevedel-markdown--out-buffer ()
-  "Return the hidden buffer prose is rendered into, empty."
-  (mevedel-markdown--hidden-buffer 'mevedel-markdown--out " *mevedel-markdown-out*"))
 
 (defun mevedel-markdown--mode-buffer (mode)
   "Return the hidden buffer that fontifies as MODE, or nil if MODE fails there."
@@ -371,22 +368,27 @@ code is fontified once the block closes."
 
 ;;;;; Prose
 
+(defvar mevedel-markdown--markup nil
+  "The inline markup found so far, to be deleted: a list of (START . END).
+The inline pass puts faces and buttons on the text as written and
+pushes each delimiter it passes here; the ranges do not overlap and
+come last found first, so deleting them in this order moves none that
+is still to be deleted.")
+
 (defun mevedel-markdown--prose (start end mark)
   "Render the prose from START to END; MARK as for the render."
   (when (< start end)
-    (let ((end (copy-marker end)))
+    ;; The end stays after text a table's alignment inserts there.
+    (let ((end (copy-marker end t)))
       (mevedel-markdown--lines start end)
       (mevedel-markdown--mark-tables start end)
-      ;; The inline constructs: one pass writing the new text into
-      ;; another buffer, which then replaces the old at once.
-      (let ((out (mevedel-markdown--out-buffer)))
-        (mevedel-markdown--inline start end out)
-        (with-current-buffer out (mevedel-markdown--align-tables))
-        (delete-region start end)
-        (goto-char start)
-        (insert-buffer-substring out))
-      (set-marker end nil)
-      (when mark (funcall mark start (point))))))
+      (let ((mevedel-markdown--markup nil))
+        (mevedel-markdown--inline start (marker-position end))
+        (pcase-dolist (`(,from . ,to) mevedel-markdown--markup)
+          (delete-region from to)))
+      (mevedel-markdown--align-tables start end)
+      (when mark (funcall mark start (marker-position end)))
+      (set-marker end nil))))
 
 (defconst mevedel-markdown--table-delimiter-regexp
   "^[ \t]*|?[ \t]*:?-+:?[ \t]*\\(?:|[ \t]*:?-+:?[ \t]*\\)*|?[ \t]*$"
@@ -435,15 +437,15 @@ A | inside inline code does not separate cells."
       (push (cons from eol) cells))
     (nreverse cells)))
 
-(defun mevedel-markdown--align-tables ()
-  "Align the columns of the rendered tables of the current buffer.
+(defun mevedel-markdown--align-tables (start limit)
+  "Align the columns of the rendered tables from START to LIMIT, a marker.
 Cells are padded to their column's width as shown (after the inline
 constructs were rendered); | becomes │ and the delimiter row a rule."
-  (let ((pos (point-min)))
-    (while (setq pos (text-property-not-all pos (point-max) 'mevedel-markdown-table nil))
+  (let ((pos start))
+    (while (setq pos (text-property-not-all pos limit 'mevedel-markdown-table nil))
       (let* ((aligns (get-text-property pos 'mevedel-markdown-table))
              (end (copy-marker (next-single-property-change pos 'mevedel-markdown-table nil
-                                                            (point-max))))
+                                                            limit)))
              (rows nil) (widths nil))
         ;; The rows' cells, as text, and each column's width.
         (goto-char pos)
@@ -555,72 +557,45 @@ constructs were rendered); | becomes │ and the delimiter row a rule."
 (defconst mevedel-markdown--url-regexp "<?\\(https?://[^] \t\n<>\"'`()]+\\)\\(>\\)?"
   "A bare or <bracketed> URL.")
 
-(defmacro mevedel-markdown--in (out &rest body)
-  "Run BODY in the buffer OUT."
-  (declare (indent 1))
-  `(with-current-buffer ,out ,@body))
-
-(defun mevedel-markdown--copy (out from to)
-  "Append the current buffer's text from FROM to TO to the buffer OUT.
-Return where it starts in OUT."
-  (let ((work (current-buffer)))
-    (mevedel-markdown--in out
-      (prog1 (point)
-        (insert-buffer-substring work from to)))))
-
-(defvar mevedel-markdown--plain nil
-  "Where the text not yet appended to the output starts, and where it ends.
-A cons (START . END): a construct appends it just before itself, so
-that plain text goes over in one piece, not split where a construct
-was tried and did not match.")
-
-(defun mevedel-markdown--flush (out)
-  "Append to OUT the plain text from the bounds in `mevedel-markdown--plain'."
-  (unless (= (car mevedel-markdown--plain) (cdr mevedel-markdown--plain))
-    (mevedel-markdown--copy out (car mevedel-markdown--plain) (cdr mevedel-markdown--plain))
-    (setcar mevedel-markdown--plain (cdr mevedel-markdown--plain))))
-
-(defun mevedel-markdown--inline (start end out)
-  "Append the text from START to END, its inline constructs rendered, to OUT.
+(defun mevedel-markdown--inline (start end)
+  "Render the inline constructs from START to END, in place.
 Code spans, links, URLs and emphasis are found in one forward pass;
 each stays on its line, and the text inside a link or an emphasis is
-rendered the same way.  Nothing goes through a string."
+rendered the same way.  Faces and buttons go on the text as written,
+whose positions do not change: the markup around them is left to
+delete, in `mevedel-markdown--markup'."
   (goto-char start)
-  (if (not (re-search-forward mevedel-markdown--inline-start end t))
-      ;; Most text holds no construct: one copy.
-      (mevedel-markdown--copy out start end)
-    (let ((mevedel-markdown--plain (cons start start)))
-      (goto-char (match-beginning 0))
-      (while (re-search-forward mevedel-markdown--inline-start end t)
-        (let ((from (match-beginning 0)))
-          (setcdr mevedel-markdown--plain from)
-          (goto-char from)
-          (if (mevedel-markdown--construct end out)
-              (setcar mevedel-markdown--plain (point))
-            (goto-char (1+ from)))))
-      (setcdr mevedel-markdown--plain end)
-      (mevedel-markdown--flush out))))
+  (while (re-search-forward mevedel-markdown--inline-start end t)
+    (let ((from (match-beginning 0)))
+      (goto-char from)
+      (unless (mevedel-markdown--construct end)
+        (goto-char (1+ from))))))
 
-(defun mevedel-markdown--construct (end out)
-  "Append the inline construct at point, rendered, to OUT; move past it.
-Return nil, point unmoved and nothing appended, when none starts here or
-it ends after END."
+(defun mevedel-markdown--delete-later (from to)
+  "Leave the markup from FROM to TO to be deleted after the inline pass."
+  (push (cons from to) mevedel-markdown--markup))
+
+(defun mevedel-markdown--construct (end)
+  "Render the inline construct at point, moving past it.
+Return nil, point unmoved, when none starts here or it ends after END."
   (let ((char (char-after)))
     (pcase char
-      (?` (mevedel-markdown--code-span end out))
+      (?` (mevedel-markdown--code-span end))
       ((or ?\[ ?!)
        (when (and (looking-at mevedel-markdown--link-regexp) (<= (match-end 0) end))
          (let ((url (match-string-no-properties 2))
                (text-start (match-beginning 1)) (text-end (match-end 1))
-               (after (match-end 0))
-               (from (progn (mevedel-markdown--flush out) (mevedel-markdown--in out (point)))))
-           (mevedel-markdown--inline text-start text-end out)
-           (mevedel-markdown--in out (mevedel-markdown--button from (point) url))
+               (after (match-end 0)))
+           (mevedel-markdown--delete-later (point) text-start)
+           (mevedel-markdown--inline text-start text-end)
+           (mevedel-markdown--delete-later text-end after)
+           (mevedel-markdown--button text-start text-end url)
            (goto-char after))))
       ((or ?< ?h)
        (when (and (looking-at mevedel-markdown--url-regexp)
                   (or (eq char ?<) (not (mevedel-markdown--word-char-p (char-before)))))
-         (let ((url-start (match-beginning 1))
+         (let ((from (point))
+               (url-start (match-beginning 1))
                (url-end (match-end 1))
                (after (match-end 0))
                (bracketed (and (eq char ?<) (match-beginning 2))))
@@ -630,16 +605,17 @@ it ends after END."
              (skip-chars-backward ".,;:!?" url-start)
              (setq url-end (point) after (point)))
            (if (not (and (<= after end) (or bracketed (eq char ?h))))
-               (progn (goto-char (1- url-start)) nil)
-             (let ((url (buffer-substring-no-properties url-start url-end))
-                   (from (progn (mevedel-markdown--flush out)
-                                (mevedel-markdown--copy out url-start url-end))))
-               (mevedel-markdown--in out (mevedel-markdown--button from (point) url))
-               (goto-char after))))))
-      (_ (mevedel-markdown--emphasis char end out)))))
+               (progn (goto-char from) nil)
+             (when bracketed
+               (mevedel-markdown--delete-later from url-start)
+               (mevedel-markdown--delete-later url-end after))
+             (mevedel-markdown--button url-start url-end
+                                       (buffer-substring-no-properties url-start url-end))
+             (goto-char after)))))
+      (_ (mevedel-markdown--emphasis char end)))))
 
-(defun mevedel-markdown--code-span (end out)
-  "Append the code span at point to OUT, moving past it; nil if it is not closed.
+(defun mevedel-markdown--code-span (end)
+  "Render the code span at point, moving past it; nil if it is not closed.
 It closes on its line, before END, with as many backticks as it opens with."
   (let ((open (point))
         (close nil) (content nil) (after nil))
@@ -663,10 +639,9 @@ It closes on its line, before END, with as many backticks as it opens with."
                  (eq (char-before close) ?\s)
                  (progn (goto-char content) (skip-chars-forward " " close) (< (point) close)))
         (setq content (1+ content) close (1- close)))
-      (mevedel-markdown--flush out)
-      (let ((from (mevedel-markdown--copy out content close)))
-        (mevedel-markdown--in out
-          (add-face-text-property from (point) 'mevedel-markdown-code)))
+      (mevedel-markdown--delete-later open content)
+      (mevedel-markdown--delete-later close after)
+      (add-face-text-property content close 'mevedel-markdown-code)
       (goto-char after))))
 
 (defun mevedel-markdown--button (start end url)
@@ -691,9 +666,9 @@ It closes on its line, before END, with as many backticks as it opens with."
   "Regexps of emphasis delimited by SIZE characters, at SIZE - 1.
 The * regexps come first, then those of _ (from 3), then ~ (from 6).")
 
-(defun mevedel-markdown--emphasis (char end out)
-  "Append the emphasis delimited by CHAR at point to OUT, moving past it.
-Return nil, with nothing appended, when there is none.
+(defun mevedel-markdown--emphasis (char end)
+  "Render the emphasis delimited by CHAR at point, moving past it.
+Return nil, point unmoved, when there is none.
 The longest delimiter (up to three CHARs; two for ~) whose closing one
 follows on the line, before END, wins.  Its text starts and ends with
 a character that is not a space; underscores count only outside words."
@@ -704,25 +679,26 @@ a character that is not a space; underscores count only outside words."
                  from))
          (size (if (eq char ?~) (and (>= run 2) 2) run))
          (underscore (eq char ?_))
-         (found nil))
+         (face nil))
     (when (and size (not (and underscore (mevedel-markdown--word-char-p (char-before)))))
-      (while (and (not found) (> size 0))
-        (when (and (looking-at (aref mevedel-markdown--emphasis-regexps
-                                     (+ size -1 (pcase char (?* 0) (?_ 3) (_ 6)))))
-                   (<= (match-end 0) end)
-                   (not (eq (char-after (match-end 0)) char))
-                   (not (and underscore (mevedel-markdown--word-char-p
-                                         (char-after (match-end 0))))))
-          (setq found (list (match-beginning 1) (match-end 1) (match-end 0)
-                            (if (eq char ?~) 'mevedel-markdown-strike
-                              (alist-get size mevedel-markdown--emphasis-faces)))))
-        (setq size (if (eq char ?~) 0 (1- size)))))
-    (when found
-      (pcase-let ((`(,text-start ,text-end ,after ,face) found))
-        (let ((from (progn (mevedel-markdown--flush out) (mevedel-markdown--in out (point)))))
-          (mevedel-markdown--inline text-start text-end out)
-          (mevedel-markdown--in out (add-face-text-property from (point) face))
-          (goto-char after))))))
+      (while (and (not face) (> size 0))
+        (if (and (looking-at (aref mevedel-markdown--emphasis-regexps
+                                   (+ size -1 (pcase char (?* 0) (?_ 3) (_ 6)))))
+                 (<= (match-end 0) end)
+                 (not (eq (char-after (match-end 0)) char))
+                 (not (and underscore (mevedel-markdown--word-char-p
+                                       (char-after (match-end 0))))))
+            (setq face (if (eq char ?~) 'mevedel-markdown-strike
+                         (alist-get size mevedel-markdown--emphasis-faces)))
+          (setq size (if (eq char ?~) 0 (1- size))))))
+    (when face
+      ;; The match data are those of the delimiters that won.
+      (let ((text-start (match-beginning 1)) (text-end (match-end 1)) (after (match-end 0)))
+        (mevedel-markdown--delete-later from text-start)
+        (mevedel-markdown--inline text-start text-end)
+        (mevedel-markdown--delete-later text-end after)
+        (add-face-text-property text-start text-end face)
+        (goto-char after)))))
 
 ;;;; Streaming
 
