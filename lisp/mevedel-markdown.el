@@ -175,25 +175,46 @@ unless another way finds a mode, see `mevedel-markdown--mode')."
 
 ;;;; Rendering
 
-(defun mevedel-markdown-insert (text &optional mark)
+(defvar mevedel-markdown--properties nil
+  "Text properties the text being rendered gets everywhere, a plist.
+They are put on TEXT while it is one run, and on what the rendering
+inserts as it inserts it: a pass over the rendered text, split into
+a run per face, would cost more.")
+
+(defvar mevedel-markdown--pending nil
+  "Non-nil when the rendering left code blocks' faces for later.")
+
+(defun mevedel-markdown-insert (text &optional mark properties)
   "Insert TEXT, Markdown, rendered for the view, at point.
 MARK, when non-nil, is called with the bounds of each stretch of prose
 \(not code blocks), in the buffer where TEXT is rendered, once it is
-rendered: the view marks file names there.  The rendering goes from
-buffer to buffer, never through a string."
-  (let ((work (mevedel-markdown--work-buffer)))
+rendered: the view marks file names there.  PROPERTIES, a plist, go on
+all of the text.  The rendering goes from buffer to buffer, never
+through a string.  Return non-nil when code blocks wait for their
+faces (`mevedel-markdown-fontify-pending')."
+  (let ((work (mevedel-markdown--work-buffer))
+        (mevedel-markdown--properties properties)
+        (mevedel-markdown--pending nil))
     (with-current-buffer work
       (let ((inhibit-read-only t)
             (inhibit-modification-hooks t)
             (case-fold-search nil))
-        (insert text)
+        (mevedel-markdown--insert text)
         (if mevedel-markdown-enabled
             (mevedel-markdown--render-buffer mark)
           (when mark (funcall mark (point-min) (point-max))))))
     (insert-buffer-substring work)
     (with-current-buffer work
       (let ((inhibit-read-only t) (inhibit-modification-hooks t))
-        (erase-buffer)))))
+        (erase-buffer)))
+    mevedel-markdown--pending))
+
+(defun mevedel-markdown--insert (string)
+  "Insert STRING at point with `mevedel-markdown--properties'."
+  (let ((start (point)))
+    (insert string)
+    (when mevedel-markdown--properties
+      (add-text-properties start (point) mevedel-markdown--properties))))
 
 (defconst mevedel-markdown--fence-regexp
   "^\\([ \t]*\\)\\(```+\\|~~~+\\)[ \t]*\\([^ \t\n`{}]*\\)\\([^\n]*\\)$"
@@ -267,7 +288,7 @@ BLOCK nil is a block still being written: it has no copy button yet."
     (put-text-property code code-end 'mevedel-markdown-block id)
     (delete-region start code)
     (goto-char start)
-    (insert (mevedel-markdown--header lang id))
+    (mevedel-markdown--insert (mevedel-markdown--header lang id))
     (set-marker code-end nil)))
 
 (defconst mevedel-markdown--faces-kept 256
@@ -317,6 +338,7 @@ the code is marked `mevedel-markdown-pending' with MODE."
                        mevedel-markdown--faces)))
     (if runs
         (mevedel-markdown--apply-faces start runs)
+      (setq mevedel-markdown--pending t)
       (put-text-property start end 'mevedel-markdown-pending mode))))
 
 (defun mevedel-markdown-fontify-pending (start end &optional deadline)
@@ -467,7 +489,7 @@ constructs were rendered); | becomes │ and the delimiter row a rule."
         (goto-char pos)
         (let ((bar (propertize "│" 'face 'mevedel-markdown-rule)))
           (cl-loop for cells in rows for n from 0
-                   do (insert
+                   do (mevedel-markdown--insert
                        (if (= n 1)
                            (propertize (concat "├" (mapconcat (lambda (w) (make-string (+ w 2) ?─))
                                                               widths "┼")
@@ -523,7 +545,7 @@ constructs were rendered); | becomes │ and the delimiter row a rule."
        ((match-beginning 3)
         (delete-region (match-beginning 3) (match-end 3))
         (goto-char (match-beginning 3))
-        (insert (propertize (make-string 40 ?─) 'face 'mevedel-markdown-rule)))
+        (mevedel-markdown--insert (propertize (make-string 40 ?─) 'face 'mevedel-markdown-rule)))
        ((match-beginning 5)
         (let ((task (and (match-beginning 6)
                          (if (eq (char-after (1+ (match-beginning 6))) ?\s) "☐ " "☑ ")))
@@ -533,17 +555,17 @@ constructs were rendered); | becomes │ and the delimiter row a rule."
           (when task
             (delete-region task-start task-end)
             (goto-char task-start)
-            (insert (propertize task 'face 'mevedel-markdown-bullet)))
+            (mevedel-markdown--insert (propertize task 'face 'mevedel-markdown-bullet)))
           (delete-region bullet (1+ bullet))
           (goto-char bullet)
-          (insert (propertize (aref mevedel-markdown--bullets (% (/ indent 2) 3))
+          (mevedel-markdown--insert (propertize (aref mevedel-markdown--bullets (% (/ indent 2) 3))
                               'face 'mevedel-markdown-bullet))))
        ((match-beginning 7)
         (add-face-text-property (match-beginning 7) (match-end 7) 'mevedel-markdown-bullet))
        ((match-beginning 8)
         (delete-region (match-beginning 8) (match-end 8))
         (goto-char (match-beginning 8))
-        (insert (propertize "▌ " 'face 'mevedel-markdown-rule))
+        (mevedel-markdown--insert (propertize "▌ " 'face 'mevedel-markdown-rule))
         (add-face-text-property (point) (line-end-position) 'mevedel-markdown-quote)))
       (goto-char (line-end-position)))))
 
