@@ -695,10 +695,11 @@ The longest delimiter (up to three CHARs; two for ~) whose closing one
 follows on the line, before END, wins.  Its text starts and ends with
 a character that is not a space; underscores count only outside words."
   (let* ((from (point))
-         (run (- (save-excursion (skip-chars-forward (pcase char (?* "*") (?_ "_") (_ "~"))
-                                                     (min end (+ from 3)))
-                                 (point))
-                 from))
+         (limit (min end (+ from 3)))
+         (run (let ((to (1+ from)))
+                (while (and (< to limit) (eq (char-after to) char))
+                  (setq to (1+ to)))
+                (- to from)))
          (size (if (eq char ?~) (and (>= run 2) 2) run))
          (underscore (eq char ?_))
          (face nil))
