@@ -20,8 +20,9 @@
 ;; (`mevedel-markdown-settled'), and rendering the pieces one by one
 ;; gives what rendering the whole gives.
 ;;
-;; What it costs.  The text goes into one reused hidden buffer; the
-;; fenced blocks are found in one pass, then each stretch of prose
+;; What it costs.  The text goes into a hidden buffer of its own,
+;; killed once the rendering is copied out (erasing it would step
+;; through each of its property runs); the fenced blocks are found in one pass, then each stretch of prose
 ;; between them gets one forward pass per construct, each a search for
 ;; the construct's first character with its match bounded to the line.
 ;; Faces and buttons go on the text where it is; the markup around
@@ -122,7 +123,8 @@ unless another way finds a mode, see `mevedel-markdown--mode')."
 
 ;;;; Buffers
 
-(defvar mevedel-markdown--work nil "The hidden buffer text is rendered in.")
+(defvar mevedel-markdown--work nil
+  "The hidden buffer a streamed text is looked at in.")
 
 (defvar mevedel-markdown--mode-buffers nil
   "Alist: major mode to its hidden fontification buffer, or to nil if it failed.")
@@ -139,7 +141,7 @@ unless another way finds a mode, see `mevedel-markdown--mode')."
   (symbol-value variable))
 
 (defun mevedel-markdown--work-buffer ()
-  "Return the hidden buffer text is rendered in, empty."
+  "Return the hidden buffer a streamed text is looked at in, empty."
   (mevedel-markdown--hidden-buffer 'mevedel-markdown--work " *mevedel-markdown*"))
 
 (defun mevedel-markdown--mode-buffer (mode)
@@ -192,21 +194,24 @@ rendered: the view marks file names there.  PROPERTIES, a plist, go on
 all of the text.  The rendering goes from buffer to buffer, never
 through a string.  Return non-nil when code blocks wait for their
 faces (`mevedel-markdown-fontify-pending')."
-  (let ((work (mevedel-markdown--work-buffer))
+  ;; A buffer of its own, killed after: erasing the rendered text
+  ;; would step through each of its property runs.
+  (let ((work (generate-new-buffer " *mevedel-markdown-render*" t))
         (mevedel-markdown--properties properties)
         (mevedel-markdown--pending nil))
-    (with-current-buffer work
-      (let ((inhibit-read-only t)
-            (inhibit-modification-hooks t)
-            (case-fold-search nil))
-        (mevedel-markdown--insert text)
-        (if mevedel-markdown-enabled
-            (mevedel-markdown--render-buffer mark)
-          (when mark (funcall mark (point-min) (point-max))))))
-    (insert-buffer-substring work)
-    (with-current-buffer work
-      (let ((inhibit-read-only t) (inhibit-modification-hooks t))
-        (erase-buffer)))
+    (unwind-protect
+        (progn
+          (with-current-buffer work
+            (setq buffer-undo-list t)
+            (let ((inhibit-read-only t)
+                  (inhibit-modification-hooks t)
+                  (case-fold-search nil))
+              (mevedel-markdown--insert text)
+              (if mevedel-markdown-enabled
+                  (mevedel-markdown--render-buffer mark)
+                (when mark (funcall mark (point-min) (point-max))))))
+          (insert-buffer-substring work))
+      (kill-buffer work))
     mevedel-markdown--pending))
 
 (defun mevedel-markdown--insert (string)
