@@ -94,37 +94,36 @@ searched directory)."
 Only names of existing files become buttons, each with an extension and
 an optional `:LINE'; CACHE, from `mevedel-locations-cache', remembers
 which exist.  Each candidate is found from its extension's dot, so the
-text is searched once for dots."
+text is searched once for dots followed by a letter."
   (save-excursion
     (goto-char start)
-    (while (search-forward "." end t)
-      (let ((dot (1- (point))))
-        (when (looking-at-p "[[:alpha:]]")
-          (let* ((from (progn (goto-char dot) (skip-chars-backward "[:alnum:]_.~/-" start)
-                              (point)))
-                 (to (progn (goto-char dot) (skip-chars-forward "[:alnum:]_.~/-" end)
-                            (skip-chars-backward "." dot)
-                            (point)))
-                 (name (buffer-substring-no-properties from to))
-                 (before (char-before from)))
-            (when (and (or (null before) (memq before '(?\s ?\t ?\n ?\( ?\" ?' ?` ?\[)))
-                       (string-match-p mevedel-locations--name-regexp name))
-              (let* ((line (and (eq (char-after to) ?:)
-                                (progn (goto-char (1+ to)) (skip-chars-forward "0-9" end)
-                                       (> (point) (1+ to)))
-                                (string-to-number (buffer-substring-no-properties (1+ to) (point)))))
-                     (to (if line (point) to))
-                     (key (cons name base))
-                     (known (gethash key cache 'unknown)))
-                (when (if (eq known 'unknown)
-                          (puthash key (file-exists-p (expand-file-name name base)) cache)
-                        known)
-                  (add-text-properties from to
-                                       (list 'mevedel-location (list name line base)
-                                             'keymap mevedel-locations-map 'mouse-face 'highlight
-                                             'help-echo "RET: visit this file"))
-                  (add-face-text-property from to 'link))))
-            (goto-char (max to (1+ dot)))))))))
+    (while (re-search-forward "\\.[[:alpha:]]" end t)
+      (let* ((dot (match-beginning 0))
+             (from (progn (goto-char dot) (skip-chars-backward "[:alnum:]_.~/-" start)
+                          (point)))
+             (to (progn (goto-char dot) (skip-chars-forward "[:alnum:]_.~/-" end)
+                        (skip-chars-backward "." dot)
+                        (point)))
+             (name (buffer-substring-no-properties from to))
+             (before (char-before from)))
+        (when (and (or (null before) (memq before '(?\s ?\t ?\n ?\( ?\" ?' ?` ?\[)))
+                   (string-match-p mevedel-locations--name-regexp name))
+          (let* ((line (and (eq (char-after to) ?:)
+                            (progn (goto-char (1+ to)) (skip-chars-forward "0-9" end)
+                                   (> (point) (1+ to)))
+                            (string-to-number (buffer-substring-no-properties (1+ to) (point)))))
+                 (to (if line (point) to))
+                 (key (cons name base))
+                 (known (gethash key cache 'unknown)))
+            (when (if (eq known 'unknown)
+                      (puthash key (file-exists-p (expand-file-name name base)) cache)
+                    known)
+              (add-text-properties from to
+                                   (list 'mevedel-location (list name line base)
+                                         'keymap mevedel-locations-map 'mouse-face 'highlight
+                                         'help-echo "RET: visit this file"))
+              (add-face-text-property from to 'link))))
+        (goto-char (max to (1+ dot)))))))
 
 ;;;; Visiting
 

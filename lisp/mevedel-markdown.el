@@ -20,10 +20,14 @@
 ;; (`mevedel-markdown-settled'), and rendering the pieces one by one
 ;; gives what rendering the whole gives.
 ;;
-;; What it costs.  The text goes into one reused hidden buffer; the
-;; fenced blocks are found in one pass, then each stretch of prose
+;; What it costs.  The text goes into a hidden buffer of its own,
+;; killed once the rendering is copied out (erasing it would step
+;; through each of its property runs); the fenced blocks are found in one pass, then each stretch of prose
 ;; between them gets one forward pass per construct, each a search for
 ;; the construct's first character with its match bounded to the line.
+;; Faces and buttons go on the text where it is; the markup around
+;; them is deleted once the pass is done, last first, so that no
+;; position found moves and no text is copied piece by piece.
 ;; A code block's text is fontified once, in a hidden buffer kept per
 ;; major mode (made with the mode's hooks delayed, so a user's
 ;; `prog-mode-hook' never runs there), and its faces are copied over
@@ -119,7 +123,8 @@ unless another way finds a mode, see `mevedel-markdown--mode')."
 
 ;;;; Buffers
 
-(defvar mevedel-markdown--work nil "The hidden buffer text is rendered in.")
+(defvar mevedel-markdown--work nil
+  "The hidden buffer a streamed text is looked at in.")
 
 (defvar mevedel-markdown--mode-buffers nil
   "Alist: major mode to its hidden fontification buffer, or to nil if it failed.")
@@ -136,14 +141,8 @@ unless another way finds a mode, see `mevedel-markdown--mode')."
   (symbol-value variable))
 
 (defun mevedel-markdown--work-buffer ()
-  "Return the hidden buffer text is rendered in, empty."
+  "Return the hidden buffer a streamed text is looked at in, empty."
   (mevedel-markdown--hidden-buffer 'mevedel-markdown--work " *mevedel-markdown*"))
-
-(defvar mevedel-markdown--out nil "The hidden buffer prose is rendered into.")
-
-(defun mevedel-markdown--out-buffer ()
-  "Return the hidden buffer prose is rendered into, empty."
-  (mevedel-markdown--hidden-buffer 'mevedel-markdown--out " *mevedel-markdown-out*"))
 
 (defun mevedel-markdown--mode-buffer (mode)
   "Return the hidden buffer that fontifies as MODE, or nil if MODE fails there."
@@ -178,25 +177,49 @@ unless another way finds a mode, see `mevedel-markdown--mode')."
 
 ;;;; Rendering
 
-(defun mevedel-markdown-insert (text &optional mark)
+(defvar mevedel-markdown--properties nil
+  "Text properties the text being rendered gets everywhere, a plist.
+They are put on TEXT while it is one run, and on what the rendering
+inserts as it inserts it: a pass over the rendered text, split into
+a run per face, would cost more.")
+
+(defvar mevedel-markdown--pending nil
+  "Non-nil when the rendering left code blocks' faces for later.")
+
+(defun mevedel-markdown-insert (text &optional mark properties)
   "Insert TEXT, Markdown, rendered for the view, at point.
 MARK, when non-nil, is called with the bounds of each stretch of prose
 \(not code blocks), in the buffer where TEXT is rendered, once it is
-rendered: the view marks file names there.  The rendering goes from
-buffer to buffer, never through a string."
-  (let ((work (mevedel-markdown--work-buffer)))
-    (with-current-buffer work
-      (let ((inhibit-read-only t)
-            (inhibit-modification-hooks t)
-            (case-fold-search nil))
-        (insert text)
-        (if mevedel-markdown-enabled
-            (mevedel-markdown--render-buffer mark)
-          (when mark (funcall mark (point-min) (point-max))))))
-    (insert-buffer-substring work)
-    (with-current-buffer work
-      (let ((inhibit-read-only t) (inhibit-modification-hooks t))
-        (erase-buffer)))))
+rendered: the view marks file names there.  PROPERTIES, a plist, go on
+all of the text.  The rendering goes from buffer to buffer, never
+through a string.  Return non-nil when code blocks wait for their
+faces (`mevedel-markdown-fontify-pending')."
+  ;; A buffer of its own, killed after: erasing the rendered text
+  ;; would step through each of its property runs.
+  (let ((work (generate-new-buffer " *mevedel-markdown-render*" t))
+        (mevedel-markdown--properties properties)
+        (mevedel-markdown--pending nil))
+    (unwind-protect
+        (progn
+          (with-current-buffer work
+            (setq buffer-undo-list t)
+            (let ((inhibit-read-only t)
+                  (inhibit-modification-hooks t)
+                  (case-fold-search nil))
+              (mevedel-markdown--insert text)
+              (if mevedel-markdown-enabled
+                  (mevedel-markdown--render-buffer mark)
+                (when mark (funcall mark (point-min) (point-max))))))
+          (insert-buffer-substring work))
+      (kill-buffer work))
+    mevedel-markdown--pending))
+
+(defun mevedel-markdown--insert (string)
+  "Insert STRING at point with `mevedel-markdown--properties'."
+  (let ((start (point)))
+    (insert string)
+    (when mevedel-markdown--properties
+      (add-text-properties start (point) mevedel-markdown--properties))))
 
 (defconst mevedel-markdown--fence-regexp
   "^\\([ \t]*\\)\\(```+\\|~~~+\\)[ \t]*\\([^ \t\n`{}]*\\)\\([^\n]*\\)$"
@@ -270,7 +293,7 @@ BLOCK nil is a block still being written: it has no copy button yet."
     (put-text-property code code-end 'mevedel-markdown-block id)
     (delete-region start code)
     (goto-char start)
-    (insert (mevedel-markdown--header lang id))
+    (mevedel-markdown--insert (mevedel-markdown--header lang id))
     (set-marker code-end nil)))
 
 (defconst mevedel-markdown--faces-kept 256
@@ -320,6 +343,7 @@ the code is marked `mevedel-markdown-pending' with MODE."
                        mevedel-markdown--faces)))
     (if runs
         (mevedel-markdown--apply-faces start runs)
+      (setq mevedel-markdown--pending t)
       (put-text-property start end 'mevedel-markdown-pending mode))))
 
 (defun mevedel-markdown-fontify-pending (start end &optional deadline)
@@ -371,22 +395,27 @@ code is fontified once the block closes."
 
 ;;;;; Prose
 
+(defvar mevedel-markdown--markup nil
+  "The inline markup found so far, to be deleted: a list of (START . END).
+The inline pass puts faces and buttons on the text as written and
+pushes each delimiter it passes here; the ranges do not overlap and
+come last found first, so deleting them in this order moves none that
+is still to be deleted.")
+
 (defun mevedel-markdown--prose (start end mark)
   "Render the prose from START to END; MARK as for the render."
   (when (< start end)
-    (let ((end (copy-marker end)))
+    ;; The end stays after text a table's alignment inserts there.
+    (let ((end (copy-marker end t)))
       (mevedel-markdown--lines start end)
       (mevedel-markdown--mark-tables start end)
-      ;; The inline constructs: one pass writing the new text into
-      ;; another buffer, which then replaces the old at once.
-      (let ((out (mevedel-markdown--out-buffer)))
-        (mevedel-markdown--inline start end out)
-        (with-current-buffer out (mevedel-markdown--align-tables))
-        (delete-region start end)
-        (goto-char start)
-        (insert-buffer-substring out))
-      (set-marker end nil)
-      (when mark (funcall mark start (point))))))
+      (let ((mevedel-markdown--markup nil))
+        (mevedel-markdown--inline start (marker-position end))
+        (pcase-dolist (`(,from . ,to) mevedel-markdown--markup)
+          (delete-region from to)))
+      (mevedel-markdown--align-tables start end)
+      (when mark (funcall mark start (marker-position end)))
+      (set-marker end nil))))
 
 (defconst mevedel-markdown--table-delimiter-regexp
   "^[ \t]*|?[ \t]*:?-+:?[ \t]*\\(?:|[ \t]*:?-+:?[ \t]*\\)*|?[ \t]*$"
@@ -435,15 +464,15 @@ A | inside inline code does not separate cells."
       (push (cons from eol) cells))
     (nreverse cells)))
 
-(defun mevedel-markdown--align-tables ()
-  "Align the columns of the rendered tables of the current buffer.
+(defun mevedel-markdown--align-tables (start limit)
+  "Align the columns of the rendered tables from START to LIMIT, a marker.
 Cells are padded to their column's width as shown (after the inline
 constructs were rendered); | becomes │ and the delimiter row a rule."
-  (let ((pos (point-min)))
-    (while (setq pos (text-property-not-all pos (point-max) 'mevedel-markdown-table nil))
+  (let ((pos start))
+    (while (setq pos (text-property-not-all pos limit 'mevedel-markdown-table nil))
       (let* ((aligns (get-text-property pos 'mevedel-markdown-table))
              (end (copy-marker (next-single-property-change pos 'mevedel-markdown-table nil
-                                                            (point-max))))
+                                                            limit)))
              (rows nil) (widths nil))
         ;; The rows' cells, as text, and each column's width.
         (goto-char pos)
@@ -465,7 +494,7 @@ constructs were rendered); | becomes │ and the delimiter row a rule."
         (goto-char pos)
         (let ((bar (propertize "│" 'face 'mevedel-markdown-rule)))
           (cl-loop for cells in rows for n from 0
-                   do (insert
+                   do (mevedel-markdown--insert
                        (if (= n 1)
                            (propertize (concat "├" (mapconcat (lambda (w) (make-string (+ w 2) ?─))
                                                               widths "┼")
@@ -521,7 +550,7 @@ constructs were rendered); | becomes │ and the delimiter row a rule."
        ((match-beginning 3)
         (delete-region (match-beginning 3) (match-end 3))
         (goto-char (match-beginning 3))
-        (insert (propertize (make-string 40 ?─) 'face 'mevedel-markdown-rule)))
+        (mevedel-markdown--insert (propertize (make-string 40 ?─) 'face 'mevedel-markdown-rule)))
        ((match-beginning 5)
         (let ((task (and (match-beginning 6)
                          (if (eq (char-after (1+ (match-beginning 6))) ?\s) "☐ " "☑ ")))
@@ -531,17 +560,17 @@ constructs were rendered); | becomes │ and the delimiter row a rule."
           (when task
             (delete-region task-start task-end)
             (goto-char task-start)
-            (insert (propertize task 'face 'mevedel-markdown-bullet)))
+            (mevedel-markdown--insert (propertize task 'face 'mevedel-markdown-bullet)))
           (delete-region bullet (1+ bullet))
           (goto-char bullet)
-          (insert (propertize (aref mevedel-markdown--bullets (% (/ indent 2) 3))
+          (mevedel-markdown--insert (propertize (aref mevedel-markdown--bullets (% (/ indent 2) 3))
                               'face 'mevedel-markdown-bullet))))
        ((match-beginning 7)
         (add-face-text-property (match-beginning 7) (match-end 7) 'mevedel-markdown-bullet))
        ((match-beginning 8)
         (delete-region (match-beginning 8) (match-end 8))
         (goto-char (match-beginning 8))
-        (insert (propertize "▌ " 'face 'mevedel-markdown-rule))
+        (mevedel-markdown--insert (propertize "▌ " 'face 'mevedel-markdown-rule))
         (add-face-text-property (point) (line-end-position) 'mevedel-markdown-quote)))
       (goto-char (line-end-position)))))
 
@@ -555,72 +584,45 @@ constructs were rendered); | becomes │ and the delimiter row a rule."
 (defconst mevedel-markdown--url-regexp "<?\\(https?://[^] \t\n<>\"'`()]+\\)\\(>\\)?"
   "A bare or <bracketed> URL.")
 
-(defmacro mevedel-markdown--in (out &rest body)
-  "Run BODY in the buffer OUT."
-  (declare (indent 1))
-  `(with-current-buffer ,out ,@body))
-
-(defun mevedel-markdown--copy (out from to)
-  "Append the current buffer's text from FROM to TO to the buffer OUT.
-Return where it starts in OUT."
-  (let ((work (current-buffer)))
-    (mevedel-markdown--in out
-      (prog1 (point)
-        (insert-buffer-substring work from to)))))
-
-(defvar mevedel-markdown--plain nil
-  "Where the text not yet appended to the output starts, and where it ends.
-A cons (START . END): a construct appends it just before itself, so
-that plain text goes over in one piece, not split where a construct
-was tried and did not match.")
-
-(defun mevedel-markdown--flush (out)
-  "Append to OUT the plain text from the bounds in `mevedel-markdown--plain'."
-  (unless (= (car mevedel-markdown--plain) (cdr mevedel-markdown--plain))
-    (mevedel-markdown--copy out (car mevedel-markdown--plain) (cdr mevedel-markdown--plain))
-    (setcar mevedel-markdown--plain (cdr mevedel-markdown--plain))))
-
-(defun mevedel-markdown--inline (start end out)
-  "Append the text from START to END, its inline constructs rendered, to OUT.
+(defun mevedel-markdown--inline (start end)
+  "Render the inline constructs from START to END, in place.
 Code spans, links, URLs and emphasis are found in one forward pass;
 each stays on its line, and the text inside a link or an emphasis is
-rendered the same way.  Nothing goes through a string."
+rendered the same way.  Faces and buttons go on the text as written,
+whose positions do not change: the markup around them is left to
+delete, in `mevedel-markdown--markup'."
   (goto-char start)
-  (if (not (re-search-forward mevedel-markdown--inline-start end t))
-      ;; Most text holds no construct: one copy.
-      (mevedel-markdown--copy out start end)
-    (let ((mevedel-markdown--plain (cons start start)))
-      (goto-char (match-beginning 0))
-      (while (re-search-forward mevedel-markdown--inline-start end t)
-        (let ((from (match-beginning 0)))
-          (setcdr mevedel-markdown--plain from)
-          (goto-char from)
-          (if (mevedel-markdown--construct end out)
-              (setcar mevedel-markdown--plain (point))
-            (goto-char (1+ from)))))
-      (setcdr mevedel-markdown--plain end)
-      (mevedel-markdown--flush out))))
+  (while (re-search-forward mevedel-markdown--inline-start end t)
+    (let ((from (match-beginning 0)))
+      (goto-char from)
+      (unless (mevedel-markdown--construct end)
+        (goto-char (1+ from))))))
 
-(defun mevedel-markdown--construct (end out)
-  "Append the inline construct at point, rendered, to OUT; move past it.
-Return nil, point unmoved and nothing appended, when none starts here or
-it ends after END."
+(defun mevedel-markdown--delete-later (from to)
+  "Leave the markup from FROM to TO to be deleted after the inline pass."
+  (push (cons from to) mevedel-markdown--markup))
+
+(defun mevedel-markdown--construct (end)
+  "Render the inline construct at point, moving past it.
+Return nil, point unmoved, when none starts here or it ends after END."
   (let ((char (char-after)))
     (pcase char
-      (?` (mevedel-markdown--code-span end out))
+      (?` (mevedel-markdown--code-span end))
       ((or ?\[ ?!)
        (when (and (looking-at mevedel-markdown--link-regexp) (<= (match-end 0) end))
          (let ((url (match-string-no-properties 2))
                (text-start (match-beginning 1)) (text-end (match-end 1))
-               (after (match-end 0))
-               (from (progn (mevedel-markdown--flush out) (mevedel-markdown--in out (point)))))
-           (mevedel-markdown--inline text-start text-end out)
-           (mevedel-markdown--in out (mevedel-markdown--button from (point) url))
+               (after (match-end 0)))
+           (mevedel-markdown--delete-later (point) text-start)
+           (mevedel-markdown--inline text-start text-end)
+           (mevedel-markdown--delete-later text-end after)
+           (mevedel-markdown--button text-start text-end url)
            (goto-char after))))
       ((or ?< ?h)
        (when (and (looking-at mevedel-markdown--url-regexp)
                   (or (eq char ?<) (not (mevedel-markdown--word-char-p (char-before)))))
-         (let ((url-start (match-beginning 1))
+         (let ((from (point))
+               (url-start (match-beginning 1))
                (url-end (match-end 1))
                (after (match-end 0))
                (bracketed (and (eq char ?<) (match-beginning 2))))
@@ -630,16 +632,17 @@ it ends after END."
              (skip-chars-backward ".,;:!?" url-start)
              (setq url-end (point) after (point)))
            (if (not (and (<= after end) (or bracketed (eq char ?h))))
-               (progn (goto-char (1- url-start)) nil)
-             (let ((url (buffer-substring-no-properties url-start url-end))
-                   (from (progn (mevedel-markdown--flush out)
-                                (mevedel-markdown--copy out url-start url-end))))
-               (mevedel-markdown--in out (mevedel-markdown--button from (point) url))
-               (goto-char after))))))
-      (_ (mevedel-markdown--emphasis char end out)))))
+               (progn (goto-char from) nil)
+             (when bracketed
+               (mevedel-markdown--delete-later from url-start)
+               (mevedel-markdown--delete-later url-end after))
+             (mevedel-markdown--button url-start url-end
+                                       (buffer-substring-no-properties url-start url-end))
+             (goto-char after)))))
+      (_ (mevedel-markdown--emphasis char end)))))
 
-(defun mevedel-markdown--code-span (end out)
-  "Append the code span at point to OUT, moving past it; nil if it is not closed.
+(defun mevedel-markdown--code-span (end)
+  "Render the code span at point, moving past it; nil if it is not closed.
 It closes on its line, before END, with as many backticks as it opens with."
   (let ((open (point))
         (close nil) (content nil) (after nil))
@@ -663,10 +666,9 @@ It closes on its line, before END, with as many backticks as it opens with."
                  (eq (char-before close) ?\s)
                  (progn (goto-char content) (skip-chars-forward " " close) (< (point) close)))
         (setq content (1+ content) close (1- close)))
-      (mevedel-markdown--flush out)
-      (let ((from (mevedel-markdown--copy out content close)))
-        (mevedel-markdown--in out
-          (add-face-text-property from (point) 'mevedel-markdown-code)))
+      (mevedel-markdown--delete-later open content)
+      (mevedel-markdown--delete-later close after)
+      (add-face-text-property content close 'mevedel-markdown-code)
       (goto-char after))))
 
 (defun mevedel-markdown--button (start end url)
@@ -691,38 +693,40 @@ It closes on its line, before END, with as many backticks as it opens with."
   "Regexps of emphasis delimited by SIZE characters, at SIZE - 1.
 The * regexps come first, then those of _ (from 3), then ~ (from 6).")
 
-(defun mevedel-markdown--emphasis (char end out)
-  "Append the emphasis delimited by CHAR at point to OUT, moving past it.
-Return nil, with nothing appended, when there is none.
+(defun mevedel-markdown--emphasis (char end)
+  "Render the emphasis delimited by CHAR at point, moving past it.
+Return nil, point unmoved, when there is none.
 The longest delimiter (up to three CHARs; two for ~) whose closing one
 follows on the line, before END, wins.  Its text starts and ends with
 a character that is not a space; underscores count only outside words."
   (let* ((from (point))
-         (run (- (save-excursion (skip-chars-forward (pcase char (?* "*") (?_ "_") (_ "~"))
-                                                     (min end (+ from 3)))
-                                 (point))
-                 from))
+         (limit (min end (+ from 3)))
+         (run (let ((to (1+ from)))
+                (while (and (< to limit) (eq (char-after to) char))
+                  (setq to (1+ to)))
+                (- to from)))
          (size (if (eq char ?~) (and (>= run 2) 2) run))
          (underscore (eq char ?_))
-         (found nil))
+         (face nil))
     (when (and size (not (and underscore (mevedel-markdown--word-char-p (char-before)))))
-      (while (and (not found) (> size 0))
-        (when (and (looking-at (aref mevedel-markdown--emphasis-regexps
-                                     (+ size -1 (pcase char (?* 0) (?_ 3) (_ 6)))))
-                   (<= (match-end 0) end)
-                   (not (eq (char-after (match-end 0)) char))
-                   (not (and underscore (mevedel-markdown--word-char-p
-                                         (char-after (match-end 0))))))
-          (setq found (list (match-beginning 1) (match-end 1) (match-end 0)
-                            (if (eq char ?~) 'mevedel-markdown-strike
-                              (alist-get size mevedel-markdown--emphasis-faces)))))
-        (setq size (if (eq char ?~) 0 (1- size)))))
-    (when found
-      (pcase-let ((`(,text-start ,text-end ,after ,face) found))
-        (let ((from (progn (mevedel-markdown--flush out) (mevedel-markdown--in out (point)))))
-          (mevedel-markdown--inline text-start text-end out)
-          (mevedel-markdown--in out (add-face-text-property from (point) face))
-          (goto-char after))))))
+      (while (and (not face) (> size 0))
+        (if (and (looking-at (aref mevedel-markdown--emphasis-regexps
+                                   (+ size -1 (pcase char (?* 0) (?_ 3) (_ 6)))))
+                 (<= (match-end 0) end)
+                 (not (eq (char-after (match-end 0)) char))
+                 (not (and underscore (mevedel-markdown--word-char-p
+                                       (char-after (match-end 0))))))
+            (setq face (if (eq char ?~) 'mevedel-markdown-strike
+                         (alist-get size mevedel-markdown--emphasis-faces)))
+          (setq size (if (eq char ?~) 0 (1- size))))))
+    (when face
+      ;; The match data are those of the delimiters that won.
+      (let ((text-start (match-beginning 1)) (text-end (match-end 1)) (after (match-end 0)))
+        (mevedel-markdown--delete-later from text-start)
+        (mevedel-markdown--inline text-start text-end)
+        (mevedel-markdown--delete-later text-end after)
+        (add-face-text-property text-start text-end face)
+        (goto-char after)))))
 
 ;;;; Streaming
 

@@ -475,7 +475,10 @@ The search starts where the data of the turn that holds its row starts."
                (propertize (plist-get segment :text) 'face 'mevedel-view-user))
               "\n")))
     ('response
-     (mevedel-view--begin-block 'response)
+     (let ((begin (marker-position mevedel-view--transcript-end)))
+       (mevedel-view--begin-block 'response)
+       ;; The separator's kind; the answer has its own already.
+       (put-text-property begin mevedel-view--transcript-end 'mevedel-kind 'response))
      (mevedel-view--append-markdown
       (mevedel-history-trim (plist-get segment :text))
       (concat (if (plist-get segment :incomplete)
@@ -727,8 +730,12 @@ Return the last block drawn, (VIEW-START . DATA-START), or nil."
       (let ((begin (marker-position mevedel-view--transcript-end))
             (inhibit-read-only t))
         (mevedel-view--insert-segment segment)
-        (put-text-property begin mevedel-view--transcript-end
-                           'mevedel-kind (plist-get segment :type))
+        ;; A response's text is drawn with its kind
+        ;; (`mevedel-view--append-markdown'): a pass over it would
+        ;; change nothing and cost a step per face.
+        (unless (eq (plist-get segment :type) 'response)
+          (put-text-property begin mevedel-view--transcript-end
+                             'mevedel-kind (plist-get segment :type)))
         (setq last (cons begin (plist-get segment :start)))))))
 
 (defun mevedel-view--kind-before (position)
@@ -1173,16 +1180,17 @@ gptel has turned the model's Markdown into Org: TEXT is shown as it is."
                      (derived-mode-p 'org-mode))))))
     (save-excursion
       (goto-char mevedel-view--transcript-end)
-      (let ((start (point)))
-        (mevedel-markdown-insert text
-                                 (lambda (start end)
-                                   (mevedel-locations-mark-region start end base cache)))
-        (when suffix (insert suffix))
-        ;; The kind too, in the same pass: what marks the block's kind
-        ;; after this finds it there and changes nothing.
-        (add-text-properties start (point)
-                             '(read-only t front-sticky (read-only) mevedel-kind response))
-        (when (text-property-not-all start (point) 'mevedel-markdown-pending nil)
+      (let* ((start (point))
+             ;; The kind too: the block is marked with it here.
+             (properties '(read-only t front-sticky (read-only) mevedel-kind response))
+             (pending (mevedel-markdown-insert
+                       text
+                       (lambda (start end)
+                         (mevedel-locations-mark-region start end base cache))
+                       properties)))
+        (when suffix
+          (insert (apply #'propertize suffix properties)))
+        (when pending
           (mevedel-view--queue-code start (point)))
         (set-marker mevedel-view--transcript-end (point))))))
 

@@ -171,6 +171,36 @@ and https://b.example/y. Not `https://c.example/z`.\n")))
                              (substring-no-properties
                               (mevedel-markdown-test--render "| x\n| a |\n|---|\n"))))))
 
+;; The inline pass puts faces on the text as written and deletes the
+;; markup afterwards: what a construct's checks see next to it is the
+;; markup, not the text the deletion brings there.
+(ert-deftest mevedel-markdown:markup-next-to-markup ()
+  "Constructs side by side, nested or after a table render as written apart."
+  (let ((out (mevedel-markdown-test--render
+              "**a**_b_ x_*y*_z `c`https://e.example/p [l **m**](https://l.example) end\n")))
+    (should (equal (substring-no-properties out) "ab x_y_z chttps://e.example/p l m end\n"))
+    (mevedel-markdown-test--should-face out "a" 'bold)
+    (mevedel-markdown-test--should-face out "b" 'italic)
+    (should-not (memq 'bold (mevedel-markdown-test--faces out "b")))
+    ;; Underscores inside a word stay; the stars between them are emphasis.
+    (mevedel-markdown-test--should-face out "y" 'italic)
+    (mevedel-markdown-test--should-face out "c" 'mevedel-markdown-code)
+    (with-temp-buffer
+      (insert out)
+      ;; Before the URL is the code span's closing backtick, not its c.
+      (should (equal (button-get (button-at (1+ (string-search "https://e" out)))
+                                 'mevedel-markdown-url)
+                     "https://e.example/p"))
+      (let ((link (button-at (1+ (string-search "l m" out)))))
+        (should (equal (button-get link 'mevedel-markdown-url) "https://l.example"))
+        ;; One button over the link's text, its bold word included.
+        (should (= (button-end link) (+ 4 (string-search "l m" out)))))
+      (mevedel-markdown-test--should-face out "m end" 'bold)))
+  ;; A table that ends where a code block starts keeps its rows.
+  (let ((out (mevedel-markdown-test--render "| a | b |\n|---|---|\n| 1 | 2 |\n```sh\nls\n```\n")))
+    (should (equal (substring-no-properties out)
+                   "│ a │ b │\n├───┼───┤\n│ 1 │ 2 │\nsh copy\nls\n"))))
+
 ;;;; In the view
 
 (defmacro mevedel-markdown-test--with-view (var &rest body)
