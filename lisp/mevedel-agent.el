@@ -10,7 +10,7 @@
 ;; multi-agent work grows this file.
 ;;
 ;; Mailbox delivery.  Background work (yielded Bash commands, Monitor)
-;; leaves records in the session's mailbox (session.sqlite).  When a
+;; leaves records in the session's mailbox (mailbox.sqlite).  When a
 ;; turn is sent, the owner's unread records go with it as
 ;; <agent-message> blocks, in arrival order; the opening tag names the
 ;; record's type, its sender and recipient (agent paths), then the

@@ -1,9 +1,14 @@
-//! Durable session state in SQLite (`session.sqlite`).
+//! Durable session state in SQLite: `session.sqlite` and, beside it,
+//! `mailbox.sqlite`.
 //!
-//! One file per session, in WAL mode so readers never block the writer.
-//! The schema grows by appending to [`schema::MIGRATIONS`]; the file's
-//! `user_version` records how many have run. It holds the mailbox, the
-//! checkpoints of edited files and the conversation (`transcript`).
+//! Both files are in WAL mode so readers never block the writer. Each
+//! schema grows by appending to its list in [`schema`]; a file's
+//! `user_version` records how many have run. `session.sqlite` holds the
+//! checkpoints of edited files and the conversation (`transcript`), in
+//! large pages for large records; the mailbox has a file of small pages
+//! of its own, because each message is a small commit of its own and a
+//! commit writes whole pages to the WAL (ADR 0018). An older
+//! `session.sqlite` hands its mailbox over when it is opened.
 
 pub mod checkpoint;
 pub mod mailbox;
@@ -25,10 +30,72 @@ pub use mailbox::{Message, NewMessage};
 pub use transcript::{Loaded, Prop, Transcript, Writer};
 
 /// An open session store. Safe to share between threads; statements run
-/// one at a time.
+/// one at a time on each of its two connections.
 pub struct Store {
     path: PathBuf,
     conn: Mutex<Connection>,
+    mail: Mutex<Connection>,
+}
+
+/// The page size of a new `session.sqlite`: a 20 MB transcript record
+/// then spans hundreds of overflow pages instead of thousands, and loads
+/// several times faster.
+const SESSION_PAGE_SIZE: u32 = 65536;
+
+/// The page size of a new `mailbox.sqlite`: a message is a few hundred
+/// bytes, and every page its commit touches is written to the WAL and
+/// later synced; smaller pages measured fastest (ADR 0018).
+const MAILBOX_PAGE_SIZE: u32 = 1024;
+
+/// Open (creating if needed) the SQLite file PATH in WAL mode with
+/// synchronous NORMAL; PAGE_SIZE applies to a new file only.
+fn connect(path: &Path, page_size: u32, doing: &str) -> Result<Connection> {
+    let fail = |e: rusqlite::Error| store_error(doing, e);
+    let conn = Connection::open(path).map_err(fail)?;
+    conn.busy_timeout(Duration::from_secs(5)).map_err(fail)?;
+    conn.execute_batch(&format!("PRAGMA page_size = {page_size}"))
+        .map_err(fail)?;
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+        .map_err(fail)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(store_error(
+            doing,
+            format!("the file system refused WAL mode (journal mode is {mode})"),
+        ));
+    }
+    conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+        .map_err(fail)?;
+    Ok(conn)
+}
+
+/// The mailbox file of the session store at PATH.
+pub fn mailbox_path(path: &Path) -> PathBuf {
+    path.with_file_name("mailbox.sqlite")
+}
+
+/// Bring CONN (`session.sqlite`) up to date, first copying the mailbox
+/// of a file from before the move into the mailbox file MAIL. The copy
+/// keeps the ids and commits on its own before the drop: a crash in
+/// between leaves both copies, and the next open copies nothing twice.
+fn migrate_session(conn: &Connection, mail: &Path) -> rusqlite::Result<()> {
+    schema::migrate(
+        conn,
+        &schema::MIGRATIONS[..schema::MAILBOX_MOVED_AFTER as usize],
+    )?;
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    if version == schema::MAILBOX_MOVED_AFTER {
+        conn.execute("ATTACH DATABASE ?1 AS mail", [mail.to_string_lossy()])?;
+        let copied = conn.execute_batch(
+            "INSERT OR IGNORE INTO mail.mailbox
+                 (id, recipient, sender, kind, payload, created_at, delivered_at, attrs)
+             SELECT id, recipient, sender, kind, payload, created_at, delivered_at, attrs
+             FROM main.mailbox",
+        );
+        conn.execute_batch("DETACH DATABASE mail")?;
+        copied?;
+    }
+    schema::migrate(conn, schema::MIGRATIONS)
 }
 
 pub(crate) fn store_error(doing: &str, err: impl std::fmt::Display) -> Error {
@@ -40,29 +107,15 @@ impl Store {
     /// up to date.
     pub fn open(path: &Path) -> Result<Store> {
         let doing = format!("Cannot open session store {}", path.display());
-        let conn = Connection::open(path).map_err(|e| store_error(&doing, e))?;
-        conn.busy_timeout(Duration::from_secs(5))
-            .map_err(|e| store_error(&doing, e))?;
-        // Large pages for a new file: a 20 MB transcript record then
-        // spans hundreds of overflow pages instead of thousands, and
-        // loads several times faster. (A no-op for an existing file.)
-        conn.execute_batch("PRAGMA page_size = 65536")
-            .map_err(|e| store_error(&doing, e))?;
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-            .map_err(|e| store_error(&doing, e))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(store_error(
-                &doing,
-                format!("the file system refused WAL mode (journal mode is {mode})"),
-            ));
-        }
-        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
-            .map_err(|e| store_error(&doing, e))?;
-        schema::migrate(&conn).map_err(|e| store_error(&doing, e))?;
+        let mail_path = mailbox_path(path);
+        let mail = connect(&mail_path, MAILBOX_PAGE_SIZE, &doing)?;
+        schema::migrate(&mail, schema::MAILBOX_MIGRATIONS).map_err(|e| store_error(&doing, e))?;
+        let conn = connect(path, SESSION_PAGE_SIZE, &doing)?;
+        migrate_session(&conn, &mail_path).map_err(|e| store_error(&doing, e))?;
         Ok(Store {
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
+            mail: Mutex::new(mail),
         })
     }
 
@@ -102,6 +155,19 @@ impl Store {
     ) -> Result<T> {
         let mut conn = self
             .conn
+            .lock()
+            .map_err(|_| Error::new(ErrorKind::Store, format!("{doing}: store lock poisoned")))?;
+        body(&mut conn).map_err(|e| store_error(doing, e))
+    }
+
+    /// Run BODY with the mailbox's connection.
+    pub(crate) fn with_mail<T>(
+        &self,
+        doing: &str,
+        body: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
+    ) -> Result<T> {
+        let mut conn = self
+            .mail
             .lock()
             .map_err(|_| Error::new(ErrorKind::Store, format!("{doing}: store lock poisoned")))?;
         body(&mut conn).map_err(|e| store_error(doing, e))
@@ -150,6 +216,132 @@ mod tests {
             again.schema_version().ok(),
             Some(schema::MIGRATIONS.len() as i64)
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn page_size(file: &Path) -> i64 {
+        let c = Connection::open(file).unwrap();
+        c.query_row("PRAGMA page_size", [], |row| row.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn the_mailbox_has_a_file_of_small_pages() {
+        let dir = temp_dir("pages");
+        let path = dir.join("session.sqlite");
+        let store = Store::open(&path).unwrap();
+        drop(store);
+        assert_eq!(page_size(&path), i64::from(SESSION_PAGE_SIZE));
+        assert_eq!(
+            page_size(&mailbox_path(&path)),
+            i64::from(MAILBOX_PAGE_SIZE)
+        );
+        let c = Connection::open(&path).unwrap();
+        let tables: i64 = c
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE name = 'mailbox'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(tables, 0, "session.sqlite keeps no mailbox");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A `session.sqlite` of schema 5 with two messages, the first
+    /// delivered, ids 7 and 9.
+    fn old_store(path: &Path) {
+        let c = Connection::open(path).unwrap();
+        c.execute_batch("PRAGMA journal_mode = WAL").unwrap();
+        schema::migrate(&c, &schema::MIGRATIONS[..5]).unwrap();
+        c.execute_batch(
+            "INSERT INTO mailbox (id, recipient, sender, kind, payload, created_at, delivered_at, attrs)
+             VALUES (7, '/root', '/root/a', 'MAIL', 'read', 1, 2, '[]'),
+                    (9, '/root', 'x1', 'EXECUTION', 'unread é', 3, NULL, '[[\"execution_id\",\"x1\"]]');",
+        )
+        .unwrap();
+    }
+
+    fn unread_ids(store: &Store) -> Vec<(i64, String)> {
+        store
+            .mailbox_unread("/root")
+            .unwrap()
+            .into_iter()
+            .map(|m| (m.id, m.payload))
+            .collect()
+    }
+
+    #[test]
+    fn an_older_store_hands_its_mailbox_over() {
+        let dir = temp_dir("upgrade");
+        let path = dir.join("session.sqlite");
+        old_store(&path);
+        let store = Store::open(&path).unwrap();
+        assert_eq!(
+            store.schema_version().ok(),
+            Some(schema::MIGRATIONS.len() as i64)
+        );
+        assert_eq!(unread_ids(&store), vec![(9, "unread é".to_string())]);
+        let unread = store.mailbox_unread("/root").unwrap();
+        assert_eq!(unread[0].attrs, vec![("execution_id".into(), "x1".into())]);
+        assert_eq!(unread[0].kind, "EXECUTION");
+        // Ids go on past the old ones, and the delivered message stays so.
+        let next = store
+            .mailbox_post(&NewMessage {
+                recipient: "/root".into(),
+                sender: None,
+                kind: "MAIL".into(),
+                payload: "new".into(),
+                attrs: Vec::new(),
+            })
+            .unwrap();
+        assert!(next > 9, "{next}");
+        assert_eq!(store.mailbox_mark_delivered(&[7]).ok(), Some(0));
+        drop(store);
+        let again = Store::open(&path).unwrap();
+        assert_eq!(
+            unread_ids(&again),
+            vec![(9, "unread é".to_string()), (next, "new".to_string())]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_crash_between_copy_and_drop_copies_nothing_twice() {
+        let dir = temp_dir("upgrade-crash");
+        let path = dir.join("session.sqlite");
+        old_store(&path);
+        // The copy committed, then the process died before the drop:
+        // the mailbox file has the rows (one already delivered there),
+        // session.sqlite still has its table at schema 5.
+        {
+            let mail = connect(&mailbox_path(&path), MAILBOX_PAGE_SIZE, "test").unwrap();
+            schema::migrate(&mail, schema::MAILBOX_MIGRATIONS).unwrap();
+            mail.execute_batch(&format!(
+                "ATTACH DATABASE '{}' AS old;
+                 INSERT INTO mailbox SELECT id, recipient, sender, kind, payload, created_at,
+                     delivered_at, attrs FROM old.mailbox;
+                 DETACH DATABASE old;
+                 UPDATE mailbox SET delivered_at = 4 WHERE id = 9;",
+                path.display()
+            ))
+            .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        assert_eq!(
+            store.schema_version().ok(),
+            Some(schema::MIGRATIONS.len() as i64)
+        );
+        assert!(
+            unread_ids(&store).is_empty(),
+            "a delivered message came back"
+        );
+        let count: i64 = store
+            .with_mail("count", |c| {
+                c.query_row("SELECT COUNT(*) FROM mailbox", [], |row| row.get(0))
+            })
+            .unwrap();
+        assert_eq!(count, 2);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
