@@ -8,7 +8,9 @@
 //! large pages for large records; the mailbox has a file of small pages
 //! of its own, because each message is a small commit of its own and a
 //! commit writes whole pages to the WAL (ADR 0018). An older
-//! `session.sqlite` hands its mailbox over when it is opened.
+//! `session.sqlite` hands its mailbox over when it is opened; otherwise
+//! the mailbox file is opened (and made) on the first mailbox call, so
+//! stores that hold only a conversation (a child agent's) make none.
 
 pub mod checkpoint;
 pub mod mailbox;
@@ -34,7 +36,8 @@ pub use transcript::{Loaded, Prop, Transcript, Writer};
 pub struct Store {
     path: PathBuf,
     conn: Mutex<Connection>,
-    mail: Mutex<Connection>,
+    /// The mailbox's connection, once opened.
+    mail: Mutex<Option<Connection>>,
 }
 
 /// The page size of a new `session.sqlite`: a 20 MB transcript record
@@ -74,28 +77,46 @@ pub fn mailbox_path(path: &Path) -> PathBuf {
     path.with_file_name("mailbox.sqlite")
 }
 
-/// Bring CONN (`session.sqlite`) up to date, first copying the mailbox
-/// of a file from before the move into the mailbox file MAIL. The copy
-/// keeps the ids and commits on its own before the drop: a crash in
-/// between leaves both copies, and the next open copies nothing twice.
-fn migrate_session(conn: &Connection, mail: &Path) -> rusqlite::Result<()> {
-    schema::migrate(
-        conn,
-        &schema::MIGRATIONS[..schema::MAILBOX_MOVED_AFTER as usize],
-    )?;
-    let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
-    if version == schema::MAILBOX_MOVED_AFTER {
-        conn.execute("ATTACH DATABASE ?1 AS mail", [mail.to_string_lossy()])?;
+/// Open (creating if needed) the mailbox file PATH, its schema up to date.
+fn connect_mailbox(path: &Path, doing: &str) -> Result<Connection> {
+    let mail = connect(path, MAILBOX_PAGE_SIZE, doing)?;
+    schema::migrate(&mail, schema::MAILBOX_MIGRATIONS).map_err(|e| store_error(doing, e))?;
+    Ok(mail)
+}
+
+/// Bring CONN (`session.sqlite` at PATH) up to date; return the
+/// mailbox's connection when a file from before the move handed its
+/// mailbox over. The copy keeps the ids and commits on its own before
+/// the drop: a crash in between leaves both copies, and the next open
+/// copies nothing twice.
+fn migrate_session(conn: &Connection, path: &Path, doing: &str) -> Result<Option<Connection>> {
+    let fail = |e: rusqlite::Error| store_error(doing, e);
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(fail)?;
+    let mut mail = None;
+    // A new file (version 0) has no mail to hand over.
+    if (1..=schema::MAILBOX_MOVED_AFTER).contains(&version) {
+        schema::migrate(
+            conn,
+            &schema::MIGRATIONS[..schema::MAILBOX_MOVED_AFTER as usize],
+        )
+        .map_err(fail)?;
+        let mail_path = mailbox_path(path);
+        mail = Some(connect_mailbox(&mail_path, doing)?);
+        conn.execute("ATTACH DATABASE ?1 AS mail", [mail_path.to_string_lossy()])
+            .map_err(fail)?;
         let copied = conn.execute_batch(
             "INSERT OR IGNORE INTO mail.mailbox
                  (id, recipient, sender, kind, payload, created_at, delivered_at, attrs)
              SELECT id, recipient, sender, kind, payload, created_at, delivered_at, attrs
              FROM main.mailbox",
         );
-        conn.execute_batch("DETACH DATABASE mail")?;
-        copied?;
+        conn.execute_batch("DETACH DATABASE mail").map_err(fail)?;
+        copied.map_err(fail)?;
     }
-    schema::migrate(conn, schema::MIGRATIONS)
+    schema::migrate(conn, schema::MIGRATIONS).map_err(fail)?;
+    Ok(mail)
 }
 
 pub(crate) fn store_error(doing: &str, err: impl std::fmt::Display) -> Error {
@@ -107,11 +128,8 @@ impl Store {
     /// up to date.
     pub fn open(path: &Path) -> Result<Store> {
         let doing = format!("Cannot open session store {}", path.display());
-        let mail_path = mailbox_path(path);
-        let mail = connect(&mail_path, MAILBOX_PAGE_SIZE, &doing)?;
-        schema::migrate(&mail, schema::MAILBOX_MIGRATIONS).map_err(|e| store_error(&doing, e))?;
         let conn = connect(path, SESSION_PAGE_SIZE, &doing)?;
-        migrate_session(&conn, &mail_path).map_err(|e| store_error(&doing, e))?;
+        let mail = migrate_session(&conn, path, &doing)?;
         Ok(Store {
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
@@ -160,17 +178,21 @@ impl Store {
         body(&mut conn).map_err(|e| store_error(doing, e))
     }
 
-    /// Run BODY with the mailbox's connection.
+    /// Run BODY with the mailbox's connection, opened on first use.
     pub(crate) fn with_mail<T>(
         &self,
         doing: &str,
         body: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
     ) -> Result<T> {
-        let mut conn = self
+        let mut slot = self
             .mail
             .lock()
             .map_err(|_| Error::new(ErrorKind::Store, format!("{doing}: store lock poisoned")))?;
-        body(&mut conn).map_err(|e| store_error(doing, e))
+        let conn = match slot.as_mut() {
+            Some(conn) => conn,
+            None => slot.insert(connect_mailbox(&mailbox_path(&self.path), doing)?),
+        };
+        body(conn).map_err(|e| store_error(doing, e))
     }
 
     /// The schema version (number of migrations applied).
@@ -230,6 +252,11 @@ mod tests {
         let dir = temp_dir("pages");
         let path = dir.join("session.sqlite");
         let store = Store::open(&path).unwrap();
+        assert!(
+            !mailbox_path(&path).exists(),
+            "a store without mail made a mailbox"
+        );
+        assert!(store.mailbox_unread("/root").unwrap().is_empty());
         drop(store);
         assert_eq!(page_size(&path), i64::from(SESSION_PAGE_SIZE));
         assert_eq!(
@@ -315,8 +342,7 @@ mod tests {
         // the mailbox file has the rows (one already delivered there),
         // session.sqlite still has its table at schema 5.
         {
-            let mail = connect(&mailbox_path(&path), MAILBOX_PAGE_SIZE, "test").unwrap();
-            schema::migrate(&mail, schema::MAILBOX_MIGRATIONS).unwrap();
+            let mail = connect_mailbox(&mailbox_path(&path), "test").unwrap();
             mail.execute_batch(&format!(
                 "ATTACH DATABASE '{}' AS old;
                  INSERT INTO mailbox SELECT id, recipient, sender, kind, payload, created_at,
