@@ -985,7 +985,7 @@ nobody."
 The write is durable and acknowledged: on failure nothing was queued
 and the error is signalled.  Return the record's id."
   (let ((store (condition-case err
-                   (mevedel-session-store-handle session)
+                   (or (mevedel-session-store session) (mevedel-session-store-handle session))
                  (error (user-error "The session has no mailbox: %s" (error-message-string err))))))
     (mevedel-core-mailbox-post store recipient kind payload sender attrs)))
 

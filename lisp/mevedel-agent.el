@@ -10,7 +10,7 @@
 ;; multi-agent work grows this file.
 ;;
 ;; Mailbox delivery.  Background work (yielded Bash commands, Monitor)
-;; leaves records in the session's mailbox (session.sqlite).  When a
+;; leaves records in the session's mailbox (mailbox.sqlite).  When a
 ;; turn is sent, the owner's unread records go with it as
 ;; <agent-message> blocks, in arrival order; the opening tag names the
 ;; record's type, its sender and recipient (agent paths), then the
@@ -69,10 +69,13 @@
 
 (defun mevedel-agent--xml-escape (value)
   "Return VALUE (any object) as text safe inside an XML attribute."
-  (replace-regexp-in-string
-   "[&<>\"\n]"
-   (lambda (c) (pcase c ("&" "&amp;") ("<" "&lt;") (">" "&gt;") ("\"" "&quot;") (_ "&#10;")))
-   (if (stringp value) value (format "%s" value)) t t))
+  (let ((text (if (stringp value) value (format "%s" value))))
+    (if (string-match-p "[&<>\"\n]" text)
+        (replace-regexp-in-string
+         "[&<>\"\n]"
+         (lambda (c) (pcase c ("&" "&amp;") ("<" "&lt;") (">" "&gt;") ("\"" "&quot;") (_ "&#10;")))
+         text t t)
+      text)))
 
 (defun mevedel-agent--sender (message)
   "Return the agent path that sent MESSAGE (a mailbox plist).
@@ -84,20 +87,25 @@ from the agent that owns the execution, its recipient."
       (plist-get message :recipient))))
 
 (defun mevedel-agent-format-message (message)
-  "Return MESSAGE (a mailbox plist) as an <agent-message> block."
+  "Return MESSAGE (a mailbox plist) as an <agent-message> block.
+Built by `concat', not `format': this runs for every record drained."
   (let ((body (or (plist-get message :payload) ""))
         (attrs (append `(("type" ,(plist-get message :kind))
                          ("sender" ,(mevedel-agent--sender message))
                          ("recipient" ,(plist-get message :recipient)))
                        (plist-get message :attrs))))
-    (format "<agent-message %s>\n%s%s</agent-message>"
+    (concat "<agent-message "
             (mapconcat (lambda (pair)
-                         (format "%s=\"%s\"" (car pair) (mevedel-agent--xml-escape (cadr pair))))
+                         (concat (car pair) "=\"" (mevedel-agent--xml-escape (cadr pair)) "\""))
                        (cl-remove-if-not #'cadr attrs)
                        " ")
+            ">\n"
             ;; A closing tag inside the output must not end the block.
-            (replace-regexp-in-string "</agent-message" "<\\/agent-message" body t t)
-            (if (or (string-empty-p body) (string-suffix-p "\n" body)) "" "\n"))))
+            (if (string-match-p "</agent-message" body)
+                (replace-regexp-in-string "</agent-message" "<\\/agent-message" body t t)
+              body)
+            (if (or (string-empty-p body) (string-suffix-p "\n" body)) "" "\n")
+            "</agent-message>")))
 
 (defun mevedel-agent-unread (store recipient)
   "Return RECIPIENT's unread agent messages in STORE, oldest first."
@@ -182,13 +190,16 @@ later.  Return the sessions offered a turn."
   "Chat -> mailbox ids its running turn carries, not yet accepted.")
 
 (defun mevedel-agent--store (chat)
-  "Return the open store of CHAT's durable session with mail, or nil."
+  "Return the open store of CHAT's durable session with mail, or nil.
+A store already open is taken as it is: this runs before every sample
+and every send, and the files behind an open store exist."
   (let ((session (mevedel-chat-session chat)))
     (and (mevedel-session-p session)
          (mevedel-session-durable-p session)
          (featurep 'mevedel-dyn)
-         (file-exists-p (mevedel-session-database-file session))
-         (mevedel-session-store-handle session))))
+         (or (mevedel-session-store session)
+             (and (file-exists-p (mevedel-session-database-file session))
+                  (mevedel-session-store-handle session))))))
 
 (defun mevedel-agent-chat-messages (chat)
   "Return the unread mail of CHAT's agent as blocks for its next turn.

@@ -10,7 +10,8 @@
 ;;   WORKSPACE/.mevedel/sessions/SESSION-ID/
 ;;     tool-results/    persisted oversized tool output (artifact://)
 ;;     local/           session working files (work://)
-;;     session.sqlite   mailbox, and later the agent registry and tasks
+;;     session.sqlite   conversation, checkpoints, later the registry and tasks
+;;     mailbox.sqlite   the mailbox (made with session.sqlite)
 ;;
 ;; Nothing exists until the first durable write asks for it
 ;; (`mevedel-session-ensure-storage'): creating a session, reading its

@@ -1,4 +1,5 @@
-//! The mailbox: messages queued for an agent, each delivered once.
+//! The mailbox (`mailbox.sqlite`): messages queued for an agent, each
+//! delivered once.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -70,7 +71,7 @@ impl Store {
 
     /// Queue MESSAGES in one transaction, in order; return their ids.
     pub fn mailbox_post_all(&self, messages: &[NewMessage]) -> Result<Vec<i64>> {
-        self.with("Cannot post to the mailbox", |c| {
+        self.with_mail("Cannot post to the mailbox", |c| {
             let tx = c.transaction()?;
             let mut ids = Vec::with_capacity(messages.len());
             {
@@ -99,7 +100,7 @@ impl Store {
 
     /// Bytes of SENDER's undelivered payloads (a monitor's flood gauge).
     pub fn mailbox_undelivered_bytes(&self, sender: &str) -> Result<u64> {
-        self.with("Cannot read the mailbox", |c| {
+        self.with_mail("Cannot read the mailbox", |c| {
             c.query_row(
                 "SELECT COALESCE(SUM(LENGTH(CAST(payload AS BLOB))), 0) FROM mailbox
                  WHERE sender = ?1 AND delivered_at IS NULL",
@@ -112,7 +113,7 @@ impl Store {
 
     /// Undelivered messages for RECIPIENT, oldest first.
     pub fn mailbox_unread(&self, recipient: &str) -> Result<Vec<Message>> {
-        self.with("Cannot read the mailbox", |c| {
+        self.with_mail("Cannot read the mailbox", |c| {
             let mut stmt = c.prepare_cached(
                 "SELECT id, recipient, sender, kind, payload, created_at, attrs FROM mailbox
                  WHERE recipient = ?1 AND delivered_at IS NULL ORDER BY id",
@@ -135,7 +136,7 @@ impl Store {
     /// Mark IDS delivered (in one transaction); return how many were
     /// still undelivered. A message is delivered at most once.
     pub fn mailbox_mark_delivered(&self, ids: &[i64]) -> Result<usize> {
-        self.with("Cannot mark mailbox messages delivered", |c| {
+        self.with_mail("Cannot mark mailbox messages delivered", |c| {
             let tx = c.transaction()?;
             let mut changed = 0;
             {

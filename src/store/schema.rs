@@ -2,7 +2,8 @@
 //!
 //! Migration N (1-based) runs when the file's `user_version` is below N,
 //! inside one transaction with the version bump. Later issues append
-//! their tables here; a released migration is never edited.
+//! their tables here; a released migration is never edited. The mailbox
+//! has its own file and list ([`MAILBOX_MIGRATIONS`], ADR 0018).
 
 use rusqlite::Connection;
 
@@ -87,12 +88,39 @@ pub const MIGRATIONS: &[&str] = &[
          ctime_ns INTEGER NOT NULL,
          chars    INTEGER NOT NULL
      );",
+    // 6: the mailbox moved to its own file (`MAILBOX_MIGRATIONS`); the
+    // store copied its rows there before this runs.
+    "DROP TABLE mailbox",
 ];
 
-/// Apply the migrations CONN has not seen yet.
-pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+/// The last migration whose `mailbox` table the store copies into the
+/// mailbox file before migration 6 drops it.
+pub const MAILBOX_MOVED_AFTER: i64 = 5;
+
+/// Every migration of `mailbox.sqlite`, oldest first.
+pub const MAILBOX_MIGRATIONS: &[&str] = &[
+    // 1: messages for one recipient (an agent path such as "/root"),
+    // delivered at most once: `delivered_at` is set when the recipient
+    // has taken the message. Ids are never reused (AUTOINCREMENT), also
+    // across the move from `session.sqlite`. The index holds only the
+    // undelivered messages, so marking one delivered shrinks it.
+    "CREATE TABLE mailbox (
+         id           INTEGER PRIMARY KEY AUTOINCREMENT,
+         recipient    TEXT    NOT NULL,
+         sender       TEXT,
+         kind         TEXT    NOT NULL,
+         payload      TEXT    NOT NULL,
+         created_at   INTEGER NOT NULL,
+         delivered_at INTEGER,
+         attrs        TEXT    NOT NULL DEFAULT '[]'
+     );
+     CREATE INDEX mailbox_undelivered ON mailbox (recipient, id) WHERE delivered_at IS NULL;",
+];
+
+/// Apply the migrations of LIST that CONN has not seen yet.
+pub fn migrate(conn: &Connection, list: &[&str]) -> rusqlite::Result<()> {
     let current: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
-    for (index, sql) in MIGRATIONS.iter().enumerate() {
+    for (index, sql) in list.iter().enumerate() {
         let version = index as i64 + 1;
         if version <= current {
             continue;
