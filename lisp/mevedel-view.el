@@ -218,7 +218,59 @@ On a permission card:
   (setq-local next-error-function #'mevedel-locations-next-error)
   ;; Copied text is the text as read: no faces, buttons or keymaps.
   (setq-local filter-buffer-substring-function #'mevedel-view--plain-substring)
-  (add-hook 'completion-at-point-functions #'mevedel-view--slash-capf nil t))
+  (add-hook 'completion-at-point-functions #'mevedel-view--slash-capf nil t)
+  (add-hook 'before-change-functions #'mevedel-view--before-change nil t)
+  (add-hook 'after-change-functions #'mevedel-view--after-change nil t))
+
+;;;; Undo is the composer's
+
+(defvar-local mevedel-view--undo-before nil
+  "(UNDO-LIST . COMPOSER-START) before a change above the composer, or nil.")
+
+(defun mevedel-view--before-change (beg _end)
+  "Note the undo list before a change from BEG, when it is above the composer.
+The view draws the transcript, the live zone and the panel above the
+composer while the user types; `undo' there must undo only the
+composer's editing (`mevedel-view--after-change')."
+  (setq mevedel-view--undo-before
+        (and (listp buffer-undo-list) mevedel-view--composer
+             (< beg mevedel-view--composer)
+             (cons buffer-undo-list (marker-position mevedel-view--composer)))))
+
+(defun mevedel-view--after-change (&rest _)
+  "Forget the undo records of a change above the composer.
+The composer's own records move with its text: its positions changed
+by the size of the change."
+  (when-let* ((before mevedel-view--undo-before))
+    (setq mevedel-view--undo-before nil
+          buffer-undo-list (car before))
+    (let ((delta (- mevedel-view--composer (cdr before))))
+      (unless (zerop delta)
+        (mevedel-view--shift-undo buffer-undo-list (cdr before) delta)))))
+
+(defun mevedel-view--shift-undo (list from delta)
+  "Move the positions from FROM on in the undo LIST by DELTA, in place.
+In place, so that an `undo' going on (its `pending-undo-list' shares
+the records) moves too."
+  (let ((moved (lambda (pos) (if (>= pos from) (+ pos delta) pos))))
+    (while (consp list)
+      (let ((entry (car list)))
+        (pcase entry
+          ((pred integerp) (setcar list (funcall moved entry)))
+          (`(,(and (pred integerp) beg) . ,(and (pred integerp) end))
+           (setcar entry (funcall moved beg))
+           (setcdr entry (funcall moved end)))
+          (`(,(pred stringp) . ,(and (pred integerp) pos))
+           (setcdr entry (if (< pos 0) (- (funcall moved (- pos))) (funcall moved pos))))
+          (`(nil ,_ ,_ ,(pred integerp) . ,(pred integerp))
+           (let ((cell (nthcdr 3 entry)))
+             (setcar cell (funcall moved (car cell)))
+             (setcdr cell (funcall moved (cdr cell)))))
+          (`(apply ,(pred integerp) ,(pred integerp) ,(pred integerp) . ,_)
+           (let ((cell (nthcdr 2 entry)))
+             (setcar cell (funcall moved (car cell)))
+             (setcar (cdr cell) (funcall moved (cadr cell)))))))
+      (setq list (cdr list)))))
 
 (defun mevedel-view--plain-substring (start end &optional delete)
   "Return the text from START to END without its properties; DELETE it if non-nil.
@@ -1483,8 +1535,7 @@ draws it (mevedel-panel.el) replaces it with `mevedel-view-replace-panel'."
 (defun mevedel-view-replace-panel (text)
   "Replace the current view's panel with TEXT, read-only; return its start."
   (let ((start (marker-position mevedel-view--panel))
-        (inhibit-read-only t)
-        (buffer-undo-list t))
+        (inhibit-read-only t))
     (save-excursion
       (delete-region start mevedel-view--separator)
       (goto-char start)
