@@ -18,24 +18,9 @@
   "Run BODY with VARS (CHAT SERVER STORE) for a fresh session scripted by STEPS."
   (declare (indent 2))
   (pcase-let ((`(,chat ,server ,store) vars))
-    `(progn
-       (mevedel-e2e-require-python)
-       (let* ((root (mevedel-e2e-workspace '(("a.txt" . "a\n"))))
-              (script (mevedel-e2e-write-script ,steps))
-              (,server (mevedel-scripted-model-start script :vars `(("root" . ,root))))
-              (gptel-stream t)
-              (view (mevedel root))
-              (,chat (mevedel-view-chat view))
-              (,store (mevedel-session-store-handle (mevedel-chat-session ,chat))))
-         (setf (mevedel-chat-backend ,chat) (mevedel-scripted-model-backend ,server)
-               (mevedel-chat-model ,chat) 'scripted-model)
-         (unwind-protect (progn ,@body)
-           (mevedel-scripted-model-stop ,server)
-           (kill-buffer view)
-           (when (buffer-live-p (mevedel-chat-data-buffer ,chat))
-             (kill-buffer (mevedel-chat-data-buffer ,chat)))
-           (delete-file script)
-           (delete-directory root t))))))
+    `(mevedel-e2e-with-chat (_view ,chat ,server _root) (mevedel-e2e-write-script ,steps)
+       (let ((,store (mevedel-session-store-handle (mevedel-chat-session ,chat))))
+         ,@body))))
 
 (defun agent-e2e--post (store)
   "Queue one EXECUTION record for /root in STORE; return its id."

@@ -20,18 +20,6 @@
 (require 'mevedel-review)
 (require 'mevedel-review-test-helpers)
 
-(defun agents-e2e--script (conversations)
-  "Write a script of CONVERSATIONS ((MATCH . STEPS) ...; MATCH nil for the root)."
-  (let ((file (make-temp-file "mevedel-agents-script-" nil ".json")))
-    (with-temp-file file
-      (insert (json-encode
-               `((conversations
-                  . ,(vconcat (mapcar (lambda (c)
-                                        `(,@(and (car c) `((match . ,(car c))))
-                                          (steps . ,(vconcat (cdr c)))))
-                                      conversations)))))))
-    file))
-
 (defmacro agents-e2e--with-session (vars wire conversations &rest body)
   "Run BODY with VARS (CHAT SERVER) for a session on WIRE scripted by CONVERSATIONS."
   (declare (indent 3))
@@ -39,7 +27,7 @@
     `(progn
        (mevedel-e2e-require-python)
        (let* ((root (mevedel-e2e-workspace '(("a.txt" . "a\n"))))
-              (script (agents-e2e--script ,conversations))
+              (script (mevedel-e2e-write-conversations ,conversations))
               (,server (mevedel-scripted-model-start script :vars `(("root" . ,root))))
               (gptel-stream t)
               (view (mevedel root))
@@ -400,7 +388,7 @@ once the Nth record's append was acknowledged."
   "Kill a child Emacs DELAY seconds after its POSTED-th mail, then resume.
 Return a description of what failed, or nil."
   (let* ((root (mevedel-e2e-workspace '(("a.txt" . "a\n"))))
-         (script (agents-e2e--script '(("retained agent /root/" ((text . "never") (sleep . 60) (times . 2)))
+         (script (mevedel-e2e-write-conversations '(("retained agent /root/" ((text . "never") (sleep . 60) (times . 2)))
                                        (nil ((text . "hi") (times . 5))))))
          (server (mevedel-scripted-model-start script))
          (init (mevedel-e2e-headless-config (mevedel-scripted-model-port server) 'openai t nil))

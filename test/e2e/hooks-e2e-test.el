@@ -80,48 +80,33 @@ echo '{\"decision\": \"block\", \"reason\": \"Say which files remain.\"}'
 (ert-deftest mevedel-e2e:hook-context-of-a-failed-request-goes-with-the-next ()
   "SessionStart context carried by a refused request is sent again, then once only.
 The refused prompt's own UserPromptSubmit context goes with it."
-  (mevedel-e2e-require-python)
-  (let* ((mevedel-hooks '((SessionStart (:command "cat >/dev/null; echo 'Branch: feature-x'"))
-                          (UserPromptSubmit (:command "cat >/dev/null; echo 'Prompt note'"))))
-         (root (mevedel-e2e-workspace '(("a.txt" . "a\n"))))
-         (script (mevedel-e2e-write-script
-                  '(((error . ((status . 400) (message . "rejected"))))
-                    ((expect . ((user_contains . "Branch: feature-x"))) (text . "Noted."))
-                    ((text . "Again.")))))
-         (server (mevedel-scripted-model-start script))
-         (gptel-stream t)
-         (view (mevedel root))
-         (chat (mevedel-view-chat view))
-         (turn (lambda (text)
-                 (let ((outcome nil))
-                   (mevedel-chat-send chat text :on-done (lambda (_chat result) (setq outcome result)))
-                   (mevedel-test-wait-until outcome 20)
-                   outcome))))
-    (setf (mevedel-chat-backend chat) (mevedel-scripted-model-backend server)
-          (mevedel-chat-model chat) 'scripted-model)
-    (unwind-protect
-        (progn
-          (should (eq (funcall turn "first") 'error))
-          (should (eq (funcall turn "second") 'done))
-          (should (eq (funcall turn "third") 'done))
-          (let ((log (mevedel-scripted-model-log server)))
-            (should (= (length log) 3))
-            (should-not (mevedel-scripted-model-mismatches server))
-            ;; The SessionStart context: new in the refused request and
-            ;; the next one, only in the history of the third.  Each
-            ;; prompt's own context goes with it: the third request has
-            ;; the second's in its history, and its own.
-            (cl-loop for n from 0 to 2
-                     for notes in '(1 1 2)
-                     for body = (json-encode (alist-get 'body (nth n log)))
-                     do (should (= 1 (hooks-e2e--count "Branch: feature-x" body)))
-                     (should (= notes (hooks-e2e--count "Prompt note" body))))))
-      (mevedel-scripted-model-stop server)
-      (kill-buffer view)
-      (when (buffer-live-p (mevedel-chat-data-buffer chat))
-        (kill-buffer (mevedel-chat-data-buffer chat)))
-      (delete-file script)
-      (delete-directory root t))))
+  (let ((mevedel-hooks '((SessionStart (:command "cat >/dev/null; echo 'Branch: feature-x'"))
+                         (UserPromptSubmit (:command "cat >/dev/null; echo 'Prompt note'")))))
+    (mevedel-e2e-with-chat (_view chat server _root)
+        (mevedel-e2e-write-script
+         '(((error . ((status . 400) (message . "rejected"))))
+           ((expect . ((user_contains . "Branch: feature-x"))) (text . "Noted."))
+           ((text . "Again."))))
+      (cl-flet ((turn (text)
+                  (let ((outcome nil))
+                    (mevedel-chat-send chat text :on-done (lambda (_chat result) (setq outcome result)))
+                    (mevedel-test-wait-until outcome 20)
+                    outcome)))
+        (should (eq (turn "first") 'error))
+        (should (eq (turn "second") 'done))
+        (should (eq (turn "third") 'done)))
+      (let ((log (mevedel-scripted-model-log server)))
+        (should (= (length log) 3))
+        (should-not (mevedel-scripted-model-mismatches server))
+        ;; The SessionStart context: new in the refused request and the
+        ;; next one, only in the history of the third.  Each prompt's own
+        ;; context goes with it: the third request has the second's in
+        ;; its history, and its own.
+        (cl-loop for n from 0 to 2
+                 for notes in '(1 1 2)
+                 for body = (json-encode (alist-get 'body (nth n log)))
+                 do (should (= 1 (hooks-e2e--count "Branch: feature-x" body)))
+                 (should (= notes (hooks-e2e--count "Prompt note" body))))))))
 
 (ert-deftest mevedel-e2e:a-refused-hook-card-leaves-the-guard-out ()
   "The view asks about a new hook file with a card while the Bash call waits.

@@ -40,6 +40,46 @@
       (insert (json-encode `((steps . ,(vconcat steps))))))
     file))
 
+(defun mevedel-e2e-write-conversations (conversations)
+  "Write a script of CONVERSATIONS ((MATCH . STEPS) ...; MATCH nil for the root).
+The scripted server answers each request with the steps of the first
+conversation whose MATCH its system prompt contains."
+  (let ((file (make-temp-file "mevedel-conversations-" nil ".json")))
+    (with-temp-file file
+      (insert (json-encode
+               `((conversations
+                  . ,(vconcat (mapcar (lambda (c)
+                                        `(,@(and (car c) `((match . ,(car c))))
+                                          (steps . ,(vconcat (cdr c)))))
+                                      conversations)))))))
+    file))
+
+(defmacro mevedel-e2e-with-chat (vars script &rest body)
+  "Run BODY with VARS (VIEW CHAT SERVER ROOT) bound for a fresh session.
+SCRIPT (evaluated) is a script file for the scripted server, which the
+chat's backend is (${root} in it is ROOT); ROOT is a workspace holding
+a.txt.  Afterwards the
+server stops and the buffers, SCRIPT and ROOT go."
+  (declare (indent 2))
+  (pcase-let ((`(,view ,chat ,server ,root) vars))
+    `(progn
+       (mevedel-e2e-require-python)
+       (let* ((,root (mevedel-e2e-workspace '(("a.txt" . "a\n"))))
+              (script ,script)
+              (,server (mevedel-scripted-model-start script :vars `(("root" . ,,root))))
+              (gptel-stream t)
+              (,view (mevedel ,root))
+              (,chat (mevedel-view-chat ,view)))
+         (setf (mevedel-chat-backend ,chat) (mevedel-scripted-model-backend ,server)
+               (mevedel-chat-model ,chat) 'scripted-model)
+         (unwind-protect (progn ,@body)
+           (mevedel-scripted-model-stop ,server)
+           (kill-buffer ,view)
+           (when (buffer-live-p (mevedel-chat-data-buffer ,chat))
+             (kill-buffer (mevedel-chat-data-buffer ,chat)))
+           (delete-file script)
+           (delete-directory ,root t))))))
+
 (defun mevedel-e2e-view-rows (buffer)
   "Return the tool rows of view BUFFER's transcript as (ID . HEADER-LINE)."
   (with-current-buffer buffer
