@@ -7,7 +7,7 @@
 //! checkpoints of edited files and the conversation (`transcript`), in
 //! large pages for large records; the mailbox has a file of small pages
 //! of its own, because each message is a small commit of its own and a
-//! commit writes whole pages to the WAL (ADR 0018). An older
+//! commit writes whole pages to the WAL (ADR 0017). An older
 //! `session.sqlite` hands its mailbox over when it is opened; otherwise
 //! the mailbox file is opened (and made) on the first mailbox call, so
 //! stores that hold only a conversation (a child agent's) make none.
@@ -47,7 +47,7 @@ const SESSION_PAGE_SIZE: u32 = 65536;
 
 /// The page size of a new `mailbox.sqlite`: a message is a few hundred
 /// bytes, and every page its commit touches is written to the WAL and
-/// later synced; smaller pages measured fastest (ADR 0018).
+/// later synced; smaller pages measured fastest (ADR 0017).
 const MAILBOX_PAGE_SIZE: u32 = 1024;
 
 /// Open (creating if needed) the SQLite file PATH in WAL mode with

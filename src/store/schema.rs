@@ -3,7 +3,7 @@
 //! Migration N (1-based) runs when the file's `user_version` is below N,
 //! inside one transaction with the version bump. Later issues append
 //! their tables here; a released migration is never edited. The mailbox
-//! has its own file and list ([`MAILBOX_MIGRATIONS`], ADR 0018).
+//! has its own file and list ([`MAILBOX_MIGRATIONS`], ADR 0017).
 
 use rusqlite::Connection;
 
