@@ -654,14 +654,6 @@ It blocks the first stop of a turn, not one a stop hook caused."
 
 ;;;; Plan stamps and the implementation override across agents
 
-(defmacro agent-runtime-test--in-root-turn (root turn &rest body)
-  "Run BODY while the root chat ROOT's running turn is TURN (a plist)."
-  (declare (indent 2))
-  `(progn
-     (setf (mevedel-chat-turn ,root) ,turn)
-     (unwind-protect (progn ,@body)
-       (setf (mevedel-chat-turn ,root) nil))))
-
 (defun agent-runtime-test--mode-verdict (chat patch)
   "Return the permission verdict on CHAT's ApplyPatch of PATCH."
   (let ((session (mevedel-chat-session chat)))
@@ -676,7 +668,7 @@ It blocks the first stop of a turn, not one a stop hook caused."
     (let ((patch "*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch")
           child grandchild)
       ;; The implementation turn of a plan approved with edits spawns a child.
-      (agent-runtime-test--in-root-turn root (list :id "impl" :mode-override 'edits)
+      (mevedel-test-in-turn root (list :id "impl" :mode-override 'edits)
         (let ((path (agent-runtime-test--spawn root "build" :role "worker")))
           (setq child (car (agent-runtime-test--send-of path)))
           (should (eq (agent-runtime-test--mode-verdict child patch) 'allow))))
@@ -700,7 +692,7 @@ It blocks the first stop of a turn, not one a stop hook caused."
            (plain (agent-runtime-test--spawn root "plain" :role "worker"))
            (plain-chat (car (agent-runtime-test--send-of plain)))
            (sticky (list :id "plan" :plan-stamp (mevedel-plan-make-stamp 'sticky))))
-      (agent-runtime-test--in-root-turn root sticky
+      (mevedel-test-in-turn root sticky
         (let ((planner (agent-runtime-test--spawn root "planner" :role "worker")))
           ;; A running turn without a stamp cannot be directed from Plan.
           (should (string-match-p
@@ -745,7 +737,7 @@ It blocks the first stop of a turn, not one a stop hook caused."
 (ert-deftest mevedel-agent:plan-mail-stamps-the-root-turn-that-reads-it ()
   (agent-runtime-test--with-root root
     (let* ((patch "*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch")
-           (planner (agent-runtime-test--in-root-turn root
+           (planner (mevedel-test-in-turn root
                         (list :id "plan" :plan-stamp (mevedel-plan-make-stamp 'sticky))
                       (agent-runtime-test--spawn root "planner" :role "worker")))
            (planner-chat (car (agent-runtime-test--send-of planner))))
@@ -756,7 +748,7 @@ It blocks the first stop of a turn, not one a stop hook caused."
         (run-hook-with-args 'mevedel-chat-turn-functions root turn)
         (should (eq (mevedel-plan-stamp-kind (plist-get turn :plan-stamp)) 'sticky)))
       ;; A running root turn becomes one when it drains the mail.
-      (agent-runtime-test--in-root-turn root (list :id "running")
+      (mevedel-test-in-turn root (list :id "running")
         (should-not (agent-runtime-test--verdict root "ApplyPatch" (list :patch patch)))
         (should (= 1 (length (mevedel-agent-chat-continuation-mail root))))
         (should (string-match-p "Plan mode" (cdr (agent-runtime-test--verdict
@@ -774,7 +766,7 @@ It blocks the first stop of a turn, not one a stop hook caused."
            (id (mevedel-session-id session))
            (dir (mevedel-chat-root root))
            (planner (progn (mevedel-plan-enter session)
-                           (agent-runtime-test--in-root-turn root
+                           (mevedel-test-in-turn root
                                (list :id "plan" :plan-stamp (mevedel-plan-make-stamp 'sticky))
                              (agent-runtime-test--spawn root "planner" :role "worker")))))
       (mevedel-plan-leave session)
@@ -866,13 +858,6 @@ It blocks the first stop of a turn, not one a stop hook caused."
   (with-current-buffer view
     (buffer-substring-no-properties mevedel-view--panel mevedel-view--separator)))
 
-(defun agent-runtime-test--press (view label)
-  "Press the button labelled [LABEL] in VIEW's panel."
-  (with-current-buffer view
-    (goto-char mevedel-view--panel)
-    (should (search-forward (concat "[" label "]") mevedel-view--separator t))
-    (push-button (match-beginning 0))))
-
 (ert-deftest mevedel-agent:active-agents-are-background-work-with-interrupt ()
   (require 'mevedel-agent-view)
   (agent-runtime-test--with-root root
@@ -929,12 +914,12 @@ It blocks the first stop of a turn, not one a stop hook caused."
                 (mevedel-panel-toggle))
               (should (string-match-p "0 tool calls\n +\\[Open view\\] \\[Interrupt\\]"
                                       (agent-runtime-test--panel view)))
-              (agent-runtime-test--press view "Open view")
+              (mevedel-test-press-panel-button view "Open view")
               (let ((child-view (window-buffer (selected-window))))
                 (should (equal (mevedel-chat-agent (mevedel-view-chat child-view)) alpha))
                 (kill-buffer child-view))
               (switch-to-buffer view)
-              (agent-runtime-test--press view "Interrupt")
+              (mevedel-test-press-panel-button view "Interrupt")
               (should (eq (plist-get (mevedel-agent-status root alpha) :outcome) 'interrupted))
               ;; Idle agents are /agents', not the panel's.
               (mevedel-test-wait-until (equal (agent-runtime-test--panel view) "") 5)

@@ -39,13 +39,6 @@
       (should match)
       (goto-char (prop-match-beginning match)))))
 
-(defun exec-view-test--press (view label)
-  "Press the button labelled [LABEL] in VIEW's panel."
-  (with-current-buffer view
-    (goto-char mevedel-view--panel)
-    (should (search-forward (concat "[" label "]") mevedel-view--separator t))
-    (push-button (match-beginning 0))))
-
 (defun exec-view-test--row (view id)
   "Return the text of the row of call ID in VIEW."
   (with-current-buffer view
@@ -117,7 +110,7 @@
       (with-current-buffer view
         (should (equal (mevedel-view--composer-text) "half-typed")))
       ;; Open output reads the spool; the model still gets all of it.
-      (exec-view-test--press view "Open output")
+      (mevedel-test-press-panel-button view "Open output")
       (with-current-buffer (format "*mevedel output: %s*" job)
         (should (string-match-p "first\nsecond-line\n" (buffer-string)))
         (kill-buffer))
@@ -125,18 +118,18 @@
                                          (list :execution_id job :chars "" :yield_time_ms 5000))))
         (should (string-match-p "second-line" poll)))
       ;; Show call reveals the row that started it.
-      (exec-view-test--press view "Show call")
+      (mevedel-test-press-panel-button view "Show call")
       (with-current-buffer view
         (should (equal (get-text-property (point) 'mevedel-row) "call_job")))
       ;; Stop (confirmed) ends it; expanded, it stays marked until collapsed.
       (switch-to-buffer view)
       (cl-letf (((symbol-function 'y-or-n-p) (lambda (&rest _) t)))
-        (exec-view-test--press view "Stop"))
+        (mevedel-test-press-panel-button view "Stop"))
       (mevedel-test-wait-until (null (mevedel-core-exec-list session)) 10)
       (mevedel-test-wait-until (string-match-p "counts slowly  stopped" (exec-view-test--text view)) 5)
       (should (string-match-p "\\[Collapse\\]" (exec-view-test--text view)))
       (should (string-match-p "second-line" (exec-view-test--text view)))
-      (exec-view-test--press view "Collapse")
+      (mevedel-test-press-panel-button view "Collapse")
       (should (equal (exec-view-test--text view) "")))))
 
 (ert-deftest mevedel-panel:ended-items-leave-and-long-lists-fold ()
@@ -152,7 +145,7 @@
       (should (string-match-p "Background work (7)" (exec-view-test--text view)))
       (should (= 5 (cl-count-if (lambda (line) (string-prefix-p "  ▸" line))
                                 (split-string (exec-view-test--text view) "\n"))))
-      (exec-view-test--press view "Show all 7")
+      (mevedel-test-press-panel-button view "Show all 7")
       (should (= 7 (cl-count-if (lambda (line) (string-prefix-p "  ▸" line))
                                 (split-string (exec-view-test--text view) "\n"))))
       ;; A collapsed item that ends leaves the panel by itself.
@@ -161,7 +154,7 @@
                                         (mevedel-core-exec-list session))))
       (should (string-match-p "Background work (6)" (exec-view-test--text view)))
       ;; [Manage] opens the session's table.
-      (exec-view-test--press view "Manage")
+      (mevedel-test-press-panel-button view "Manage")
       (with-current-buffer (format "*mevedel ps: %s*" (mevedel-chat-name chat))
         (should (= 6 (length tabulated-list-entries))))
       (dolist (id ids) (mevedel-ps-stop-execution chat id))

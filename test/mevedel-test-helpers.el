@@ -207,5 +207,23 @@ With INSERT, also append it to the data buffer as gptel would."
                                  (setq pos next)))
                              (cons name (nreverse runs)))))))
 
+(defmacro mevedel-test-in-turn (chat turn &rest body)
+  "Run BODY while CHAT's running turn is TURN (a plist)."
+  (declare (indent 2))
+  `(progn
+     (setf (mevedel-chat-turn ,chat) ,turn)
+     (unwind-protect (progn ,@body)
+       (setf (mevedel-chat-turn ,chat) nil))))
+
+(defvar mevedel-view--panel)
+(defvar mevedel-view--separator)
+
+(defun mevedel-test-press-panel-button (view label)
+  "Press the button labelled [LABEL] in VIEW's background panel."
+  (with-current-buffer view
+    (goto-char mevedel-view--panel)
+    (should (search-forward (concat "[" label "]") mevedel-view--separator t))
+    (push-button (match-beginning 0))))
+
 (provide 'mevedel-test-helpers)
 ;;; mevedel-test-helpers.el ends here

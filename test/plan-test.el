@@ -36,17 +36,9 @@ noted in `asked'."
   "Run tool NAME with ARGS in CHAT as a call of its running turn; return the result."
   (mevedel-test-run-tool chat name (format "p%d" (random 100000)) args))
 
-(defmacro plan-test--in-turn (chat turn &rest body)
-  "Run BODY while CHAT's running turn is TURN (a plist)."
-  (declare (indent 2))
-  `(progn
-     (setf (mevedel-chat-turn ,chat) ,turn)
-     (unwind-protect (progn ,@body)
-       (setf (mevedel-chat-turn ,chat) nil))))
-
 (ert-deftest mevedel-plan:refused-before-anything-is-touched ()
   (plan-test--with-plan
-    (plan-test--in-turn chat (list :id "t1" :plan-stamp (mevedel-plan-make-stamp 'sticky))
+    (mevedel-test-in-turn chat (list :id "t1" :plan-stamp (mevedel-plan-make-stamp 'sticky))
       ;; An ordinary path.
       (should (string-match-p "Plan mode: ApplyPatch may only write this session's work://"
                               (plan-test--run chat "ApplyPatch"
@@ -83,7 +75,7 @@ noted in `asked'."
 
 (ert-deftest mevedel-plan:plans-and-reads-are-allowed ()
   (plan-test--with-plan
-    (plan-test--in-turn chat (list :id "t2" :plan-stamp (mevedel-plan-make-stamp 'sticky))
+    (mevedel-test-in-turn chat (list :id "t2" :plan-stamp (mevedel-plan-make-stamp 'sticky))
       (with-temp-file (expand-file-name "seen.txt" root) (insert "hello\n"))
       ;; A plan in work://plans/ is written, without a card.
       (should (string-match-p "work://plans/plan.md"
@@ -113,13 +105,13 @@ noted in `asked'."
         (mevedel-plan--stamp-turn chat turn)
         (should-not (plist-get turn :plan-stamp)))
       ;; The stamped turn keeps Plan's boundary after the session left Plan.
-      (plan-test--in-turn chat stamped
+      (mevedel-test-in-turn chat stamped
         (should (string-match-p "Plan mode"
                                 (plan-test--run chat "ApplyPatch"
                                                 (list :patch (plan-test--patch "d.txt")))))
         (should-not (file-exists-p (expand-file-name "d.txt" root))))
       ;; Directive planning refuses even a plan file.
-      (plan-test--in-turn chat (list :id "t4" :plan-stamp (mevedel-plan-make-stamp 'directive))
+      (mevedel-test-in-turn chat (list :id "t4" :plan-stamp (mevedel-plan-make-stamp 'directive))
         (should (string-match-p "Planning is read-only"
                                 (plan-test--run chat "ApplyPatch"
                                                 (list :patch (plan-test--patch
@@ -136,7 +128,7 @@ noted in `asked'."
     (mevedel-plan-leave session)
     (setq asked nil)
     ;; The implementation turn runs in `edits' while the session stays in `ask'.
-    (plan-test--in-turn chat (list :id "impl" :mode-override 'edits)
+    (mevedel-test-in-turn chat (list :id "impl" :mode-override 'edits)
       (should (string-match-p "Added e.txt\\|e.txt"
                               (plan-test--run chat "ApplyPatch"
                                               (list :patch (plan-test--patch "e.txt")))))
@@ -151,7 +143,7 @@ noted in `asked'."
       (cl-letf (((symbol-function 'mevedel-chat-send)
                  (lambda (_chat text &rest _) (push text sent))))
         ;; f: feedback, staying in Plan.
-        (plan-test--in-turn chat (list :id "t5" :plan-stamp (mevedel-plan-make-stamp 'sticky))
+        (mevedel-test-in-turn chat (list :id "t5" :plan-stamp (mevedel-plan-make-stamp 'sticky))
           (let ((box (mevedel-test-start-tool chat "ProposePlan" "pp1" (list :plan "1. Do it"))))
             (mevedel-test-wait-until (mevedel-interaction-list chat) 5)
             (should (eq (mevedel-interaction-kind (mevedel-interaction-at)) 'plan))
