@@ -328,15 +328,18 @@ fn teardown_stops_grandchildren_and_nohup() {
     // Yielding releases the exclusive lane for the next command.
     let _ = observe(&forker, 200);
     let hup = start(spec(session, "nohup sleep 300"));
-    assert!(wait_until(Duration::from_secs(5), || dir
-        .join("gc")
-        .exists()
+    // The shell creates the file before it writes the pid: wait for the
+    // pid itself, not for the file.
+    let read_gc = || {
+        std::fs::read_to_string(dir.join("gc"))
+            .unwrap_or_default()
+            .trim()
+            .parse::<i32>()
+            .unwrap_or(0)
+    };
+    assert!(wait_until(Duration::from_secs(10), || read_gc() > 0
         && hup.state().pid.is_some()));
-    let gc: i32 = std::fs::read_to_string(dir.join("gc"))
-        .unwrap_or_default()
-        .trim()
-        .parse()
-        .unwrap_or(0);
+    let gc = read_gc();
     let groups = [
         forker.state().pid.unwrap_or(0),
         hup.state().pid.unwrap_or(0),
