@@ -189,6 +189,9 @@ later.  Return the sessions offered a turn."
 (defvar mevedel-agent--in-flight (make-hash-table :test #'eq :weakness 'key)
   "Chat -> mailbox ids its running turn carries, not yet accepted.")
 
+(defvar mevedel-agent--draining (make-hash-table :test #'eq :weakness 'key)
+  "Chat -> mailbox ids its next sample carries, not yet saved with it.")
+
 (defun mevedel-agent--store (chat)
   "Return the open store of CHAT's durable session with mail, or nil.
 A store already open is taken as it is: this runs before every sample
@@ -219,23 +222,33 @@ The mail (mailbox records) was drained before the turn's next sample;
 the agents runtime stamps a turn that reads Plan mail.")
 
 (defun mevedel-agent-chat-continuation-mail (chat)
-  "Return the unread mail of CHAT's agent for the next sample, now read.
+  "Return the unread mail of CHAT's agent for the next sample.
 Before each sample of a running turn the queue drains in arrival
-order; the records count as delivered once the chat writes them to its
-data buffer, which it does before the sample is sent."
+order.  The records count as delivered once the chat has saved them
+with its conversation (`mevedel-agent--mail-written'), which it does
+before the sample is sent."
   (when-let* ((store (mevedel-agent--store chat))
               (messages (mevedel-agent-unread store (mevedel-agent-owner chat))))
-    (mevedel-agent-deliver store (mevedel-session-id (mevedel-chat-session chat))
-                           (mapcar (lambda (m) (plist-get m :id)) messages))
+    (puthash chat (mapcar (lambda (m) (plist-get m :id)) messages) mevedel-agent--draining)
     (run-hook-with-args 'mevedel-agent-read-functions chat messages)
     (mapcar #'mevedel-agent-format-message messages)))
 
+(defun mevedel-agent--mail-written (chat)
+  "Mark the mail CHAT's next sample carries delivered: it is saved."
+  (when-let* ((ids (gethash chat mevedel-agent--draining))
+              (store (mevedel-agent--store chat)))
+    (remhash chat mevedel-agent--draining)
+    (mevedel-agent-deliver store (mevedel-session-id (mevedel-chat-session chat)) ids)))
+
 (defun mevedel-agent--chat-accepted (chat)
-  "Mark the mail of CHAT's turn delivered: the backend accepted it."
+  "Mark the mail of CHAT's turn delivered: the backend accepted it.
+The conversation holding it is saved first; mail whose save fails
+stays unread."
   (when-let* ((ids (gethash chat mevedel-agent--in-flight))
               (store (mevedel-agent--store chat)))
     (remhash chat mevedel-agent--in-flight)
-    (mevedel-agent-deliver store (mevedel-session-id (mevedel-chat-session chat)) ids)))
+    (when (mevedel-chat-checkpoint chat nil t)
+      (mevedel-agent-deliver store (mevedel-session-id (mevedel-chat-session chat)) ids))))
 
 (defun mevedel-agent--chat-idle (chat outcome)
   "Forget the mail of CHAT's ended turn, whose OUTCOME is given.
@@ -243,6 +256,7 @@ A turn that ended well (`done') offers the session's pending wakes;
 after a failed or aborted one they are dropped, so that it starts no
 background turn: the mail stays unread for the next turn."
   (remhash chat mevedel-agent--in-flight)
+  (remhash chat mevedel-agent--draining)
   (let* ((session (mevedel-chat-session chat))
          (key (and (mevedel-session-p session) (mevedel-session-id session))))
     (cond ((null key))
@@ -294,6 +308,7 @@ are transient and go when the execution settles."
 
 (add-hook 'mevedel-chat-message-functions #'mevedel-agent-chat-messages)
 (add-hook 'mevedel-chat-continuation-mail-functions #'mevedel-agent-chat-continuation-mail)
+(add-hook 'mevedel-chat-mail-written-functions #'mevedel-agent--mail-written)
 (add-hook 'mevedel-chat-accepted-functions #'mevedel-agent--chat-accepted)
 (add-hook 'mevedel-chat-idle-functions #'mevedel-agent--chat-idle)
 (add-hook 'mevedel-session-close-functions #'mevedel-agent--session-closed)

@@ -103,8 +103,15 @@ Functions may add keys to the plist (Plan mode's stamp).")
 Each is called with the chat before a request continues after a tool
 batch and returns a list of strings (e.g. <agent-message> blocks),
 each sent as a user message of that request and written to the data
-buffer before it; the view does not show them.  Unlike
-`mevedel-chat-message-functions', the mail counts as read at once.")
+buffer before it; the view does not show them.  The mail counts as
+read once it is saved with the conversation: then
+`mevedel-chat-mail-written-functions' run.")
+
+(defvar mevedel-chat-mail-written-functions nil
+  "Abnormal hook run with a chat once the mail of its next sample is saved.
+The mail `mevedel-chat-continuation-mail-functions' gave is in the data
+buffer and, when the conversation is saved, written to its store: a
+crash from now on cannot lose it, so it counts as read.")
 
 (defvar mevedel-chat-resume-functions nil
   "Abnormal hook run with a chat once its saved session is loaded.")
@@ -976,6 +983,19 @@ expanded: %s]" (error-message-string err))))))))
 
 (add-hook 'mevedel-gptel-continuation-functions #'mevedel-chat--deliver-queued)
 
+(defun mevedel-chat--continued (info texts)
+  "Save the mail among TEXTS that the request INFO continues with.
+A `mevedel-gptel-continued-functions' member: the mail is written to
+the conversation's store before it counts as read; when the write
+fails, it stays unread (read again later, never lost)."
+  (when-let* ((chat (plist-get info :context))
+              ((mevedel-chat-p chat))
+              ((cl-some (lambda (text) (get-text-property 0 'mevedel-mail text)) texts))
+              ((mevedel-chat-checkpoint chat nil t)))
+    (run-hook-with-args 'mevedel-chat-mail-written-functions chat)))
+
+(add-hook 'mevedel-gptel-continued-functions #'mevedel-chat--continued)
+
 (defun mevedel-chat--send-queued (chat outcome)
   "After a turn of CHAT ended with OUTCOME, send what was queued for it.
 Only a turn that completed hands its queue on; after a failure or an
@@ -1259,21 +1279,25 @@ INFO is an alist of metadata strings (`mevedel-chat--metadata' gives
 all of it).  The writes happen in the
 background; SETTLED non-nil waits until they are done (they then
 survive Emacs being killed), as after tool results and at the end of
-a turn.  Does nothing when CHAT is not saved or has no storage yet."
-  (when-let* (((mevedel-chat--saving-p chat))
-              (buffer (mevedel-chat-data-buffer chat))
-              ((mevedel-transcript-tracked-p buffer)))
-    (let ((store (mevedel-chat--store chat)))
-      (mevedel-transcript-save buffer)
-      (mevedel-core-store-info-set
-       store `(,@info ("updated" . ,(mevedel-chat--now))
-                      ("chars" . ,(number-to-string (buffer-size buffer)))))
-      (when settled
-        (condition-case err
-            (mevedel-core-store-flush store mevedel-chat--settle-timeout)
-          (mevedel-core-store-error
-           (display-warning 'mevedel (format "Saving %s is slow: %s" (mevedel-chat-name chat)
-                                             (error-message-string err)))))))))
+a turn.  Does nothing when CHAT is not saved or has no storage yet.
+Return nil when SETTLED writes failed or did not end in time (the
+store reports a failure itself), else non-nil."
+  (if-let* (((mevedel-chat--saving-p chat))
+            (buffer (mevedel-chat-data-buffer chat))
+            ((mevedel-transcript-tracked-p buffer)))
+      (let ((store (mevedel-chat--store chat)))
+        (mevedel-transcript-save buffer)
+        (mevedel-core-store-info-set
+         store `(,@info ("updated" . ,(mevedel-chat--now))
+                        ("chars" . ,(number-to-string (buffer-size buffer)))))
+        (or (not settled)
+            (condition-case err
+                (null (mevedel-core-store-flush store mevedel-chat--settle-timeout))
+              (mevedel-core-store-error
+               (display-warning 'mevedel (format "Saving %s is slow: %s" (mevedel-chat-name chat)
+                                                 (error-message-string err)))
+               nil))))
+    t))
 
 (defun mevedel-chat--begin-save (chat text)
   "Checkpoint CHAT at the start of a turn; TEXT is the user's input, if any.

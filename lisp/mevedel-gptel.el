@@ -433,6 +433,11 @@ The first function returning non-nil gives a list of strings: user
 messages added to the request (and to its buffer) before the next
 sample, in order.")
 
+(defvar mevedel-gptel-continued-functions nil
+  "Abnormal hook run with a request's info and the messages it continues with.
+It runs once the messages `mevedel-gptel-continuation-functions' gave
+are in the request and its buffer, before the sample is sent.")
+
 (defun mevedel-gptel--insert-user-message (info text)
   "Add TEXT as a user message to the request INFO, in its buffer and data.
 The text goes where the next response would, and the response
@@ -469,8 +474,11 @@ retry allowance."
     ;; queued join the request (before the attempt is recorded, so that
     ;; a retry resends them).
     (when (eq (car (plist-get info :history)) 'TRET)
-      (dolist (text (run-hook-with-args-until-success 'mevedel-gptel-continuation-functions info))
-        (mevedel-gptel--insert-user-message info text)))
+      (let ((texts (run-hook-with-args-until-success 'mevedel-gptel-continuation-functions info)))
+        (dolist (text texts)
+          (mevedel-gptel--insert-user-message info text))
+        (when texts
+          (run-hook-with-args 'mevedel-gptel-continued-functions info texts))))
     (dolist (key mevedel-gptel--failure-keys)
       (when (plist-get info key) (plist-put info key nil)))
     (when-let* ((previous (plist-get (plist-get info :mevedel-attempt) :start)))

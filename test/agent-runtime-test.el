@@ -87,6 +87,14 @@
     (setq agent-runtime-test--sends (delq send agent-runtime-test--sends))
     (funcall (nth 2 send) chat outcome)))
 
+(defun agent-runtime-test--drain (chat)
+  "Drain CHAT's mail before its next sample, as a request continuing does.
+Return the blocks; they are saved with the conversation and then read."
+  (let* ((info (list :context chat))
+         (texts (mevedel-chat--deliver-queued info)))
+    (run-hook-with-args 'mevedel-gptel-continued-functions info texts)
+    texts))
+
 (defun agent-runtime-test--mail (chat recipient)
   "Return the unread mail of RECIPIENT in CHAT's session."
   (mevedel-core-mailbox-unread (mevedel-session-store-handle (mevedel-chat-session chat))
@@ -514,12 +522,27 @@ It blocks the first stop of a turn, not one a stop hook caused."
            (child (car (agent-runtime-test--send-of a))))
       (mevedel-agent-send root a "first")
       (mevedel-agent-send root a "second")
-      (let ((blocks (mevedel-agent-chat-continuation-mail child)))
+      (let ((blocks (agent-runtime-test--drain child)))
         (should (= (length blocks) 2))
         (should (string-match-p "\\`<agent-message type=\"MAIL\" sender=\"/root\" recipient=\"/root/a\">\nfirst\n" (car blocks)))
         (should (string-match-p "second" (cadr blocks))))
       (should-not (agent-runtime-test--mail root a))
       (should-not (mevedel-agent-chat-continuation-mail child)))))
+
+(ert-deftest mevedel-agent:drained-mail-stays-unread-until-saved ()
+  (agent-runtime-test--with-root root
+    (let* ((a (agent-runtime-test--spawn root "a"))
+           (child (car (agent-runtime-test--send-of a))))
+      (mevedel-agent-send root a "first")
+      ;; Drained, not yet saved with the conversation: still unread.
+      (should (= 1 (length (mevedel-agent-chat-continuation-mail child))))
+      (should (= 1 (length (agent-runtime-test--mail root a))))
+      ;; A save that fails leaves it unread, to be read again.
+      (cl-letf (((symbol-function 'mevedel-chat-checkpoint) #'ignore))
+        (agent-runtime-test--drain child))
+      (should (= 1 (length (agent-runtime-test--mail root a))))
+      (should (= 1 (length (agent-runtime-test--drain child))))
+      (should-not (agent-runtime-test--mail root a)))))
 
 (ert-deftest mevedel-agent:wait-wakes-on-mail-once-and-clamps ()
   (agent-runtime-test--with-root root
@@ -716,7 +739,7 @@ It blocks the first stop of a turn, not one a stop hook caused."
       (should (eq (mevedel-agent-send root plain "go on") 'started))
       (should (string-match-p "Plan mode" (cdr (agent-runtime-test--verdict
                                                 plain-chat "ApplyPatch" (list :patch patch)))))
-      (mevedel-agent-chat-continuation-mail plain-chat)
+      (agent-runtime-test--drain plain-chat)
       (agent-runtime-test--finish plain 'done "read")
       ;; With no Plan mail left, an ordinary follow-up is ordinary.
       (should (eq (mevedel-agent-send root plain "edit now") 'started))
@@ -750,7 +773,7 @@ It blocks the first stop of a turn, not one a stop hook caused."
       ;; A running root turn becomes one when it drains the mail.
       (mevedel-test-in-turn root (list :id "running")
         (should-not (agent-runtime-test--verdict root "ApplyPatch" (list :patch patch)))
-        (should (= 1 (length (mevedel-agent-chat-continuation-mail root))))
+        (should (= 1 (length (agent-runtime-test--drain root))))
         (should (string-match-p "Plan mode" (cdr (agent-runtime-test--verdict
                                                   root "ApplyPatch" (list :patch patch))))))
       ;; A RESULT from the planner carries no stamp.
