@@ -233,22 +233,31 @@ before the sample is sent."
     (run-hook-with-args 'mevedel-agent-read-functions chat messages)
     (mapcar #'mevedel-agent-format-message messages)))
 
-(defun mevedel-agent--mail-written (chat)
-  "Mark the mail CHAT's next sample carries delivered: it is saved."
-  (when-let* ((ids (gethash chat mevedel-agent--draining))
-              (store (mevedel-agent--store chat)))
+(defun mevedel-agent--deliver-saved (chat ids conversation)
+  "Mark IDS, mail CHAT read, delivered once CONVERSATION has saved it.
+CONVERSATION is the store CHAT's conversation is being saved to, or
+nil when it is not saved: the mail is delivered at once then.  Mail
+whose save fails stays unread, to be read again, never lost."
+  (when-let* ((store (mevedel-agent--store chat)))
+    (let ((session (mevedel-session-id (mevedel-chat-session chat))))
+      (if (not conversation)
+          (mevedel-agent-deliver store session ids)
+        (mevedel-core-mailbox-deliver-after conversation store ids)
+        (mevedel-agent-forget-wakes session ids)))))
+
+(defun mevedel-agent--mail-written (chat conversation)
+  "Deliver the mail CHAT's next sample carries once CONVERSATION saved it.
+A `mevedel-chat-mail-written-functions' member."
+  (when-let* ((ids (gethash chat mevedel-agent--draining)))
     (remhash chat mevedel-agent--draining)
-    (mevedel-agent-deliver store (mevedel-session-id (mevedel-chat-session chat)) ids)))
+    (mevedel-agent--deliver-saved chat ids conversation)))
 
 (defun mevedel-agent--chat-accepted (chat)
   "Mark the mail of CHAT's turn delivered: the backend accepted it.
-The conversation holding it is saved first; mail whose save fails
-stays unread."
-  (when-let* ((ids (gethash chat mevedel-agent--in-flight))
-              (store (mevedel-agent--store chat)))
+That happens once the conversation holding it is saved."
+  (when-let* ((ids (gethash chat mevedel-agent--in-flight)))
     (remhash chat mevedel-agent--in-flight)
-    (when (mevedel-chat-checkpoint chat nil t)
-      (mevedel-agent-deliver store (mevedel-session-id (mevedel-chat-session chat)) ids))))
+    (mevedel-agent--deliver-saved chat ids (mevedel-chat-queue-save chat))))
 
 (defun mevedel-agent--chat-idle (chat outcome)
   "Forget the mail of CHAT's ended turn, whose OUTCOME is given.

@@ -108,10 +108,12 @@ read once it is saved with the conversation: then
 `mevedel-chat-mail-written-functions' run.")
 
 (defvar mevedel-chat-mail-written-functions nil
-  "Abnormal hook run with a chat once the mail of its next sample is saved.
+  "Abnormal hook run with a chat once the mail of its next sample is written.
 The mail `mevedel-chat-continuation-mail-functions' gave is in the data
-buffer and, when the conversation is saved, written to its store: a
-crash from now on cannot lose it, so it counts as read.")
+buffer.  The second argument is the store the conversation's save was
+queued to (`mevedel-chat-queue-save'), or nil when it is not saved:
+the mail counts as read once that save is done, so that a crash cannot
+lose it (`mevedel-core-mailbox-deliver-after').")
 
 (defvar mevedel-chat-resume-functions nil
   "Abnormal hook run with a chat once its saved session is loaded.")
@@ -985,14 +987,12 @@ expanded: %s]" (error-message-string err))))))))
 
 (defun mevedel-chat--continued (info texts)
   "Save the mail among TEXTS that the request INFO continues with.
-A `mevedel-gptel-continued-functions' member: the mail is written to
-the conversation's store before it counts as read; when the write
-fails, it stays unread (read again later, never lost)."
+A `mevedel-gptel-continued-functions' member: the mail goes to the
+conversation's store before it counts as read."
   (when-let* ((chat (plist-get info :context))
               ((mevedel-chat-p chat))
-              ((cl-some (lambda (text) (get-text-property 0 'mevedel-mail text)) texts))
-              ((mevedel-chat-checkpoint chat nil t)))
-    (run-hook-with-args 'mevedel-chat-mail-written-functions chat)))
+              ((cl-some (lambda (text) (get-text-property 0 'mevedel-mail text)) texts)))
+    (run-hook-with-args 'mevedel-chat-mail-written-functions chat (mevedel-chat-queue-save chat))))
 
 (add-hook 'mevedel-gptel-continued-functions #'mevedel-chat--continued)
 
@@ -1279,25 +1279,26 @@ INFO is an alist of metadata strings (`mevedel-chat--metadata' gives
 all of it).  The writes happen in the
 background; SETTLED non-nil waits until they are done (they then
 survive Emacs being killed), as after tool results and at the end of
-a turn.  Does nothing when CHAT is not saved or has no storage yet.
-Return nil when SETTLED writes failed or did not end in time (the
-store reports a failure itself), else non-nil."
-  (if-let* (((mevedel-chat--saving-p chat))
-            (buffer (mevedel-chat-data-buffer chat))
-            ((mevedel-transcript-tracked-p buffer)))
-      (let ((store (mevedel-chat--store chat)))
-        (mevedel-transcript-save buffer)
-        (mevedel-core-store-info-set
-         store `(,@info ("updated" . ,(mevedel-chat--now))
-                        ("chars" . ,(number-to-string (buffer-size buffer)))))
-        (or (not settled)
-            (condition-case err
-                (null (mevedel-core-store-flush store mevedel-chat--settle-timeout))
-              (mevedel-core-store-error
-               (display-warning 'mevedel (format "Saving %s is slow: %s" (mevedel-chat-name chat)
-                                                 (error-message-string err)))
-               nil))))
-    t))
+a turn.  Does nothing when CHAT is not saved or has no storage yet."
+  (when-let* ((store (mevedel-chat-queue-save chat)))
+    (mevedel-core-store-info-set
+     store `(,@info ("updated" . ,(mevedel-chat--now))
+                    ("chars" . ,(number-to-string (buffer-size (mevedel-chat-data-buffer chat))))))
+    (when settled
+      (condition-case err
+          (mevedel-core-store-flush store mevedel-chat--settle-timeout)
+        (mevedel-core-store-error
+         (display-warning 'mevedel (format "Saving %s is slow: %s" (mevedel-chat-name chat)
+                                           (error-message-string err))))))))
+
+(defun mevedel-chat-queue-save (chat)
+  "Queue a save of CHAT's unsaved conversation and return its store.
+Return nil when CHAT's conversation is not saved or has no storage yet."
+  (when-let* (((mevedel-chat--saving-p chat))
+              (buffer (mevedel-chat-data-buffer chat))
+              ((mevedel-transcript-tracked-p buffer)))
+    (mevedel-transcript-save buffer)
+    (mevedel-chat--store chat)))
 
 (defun mevedel-chat--begin-save (chat text)
   "Checkpoint CHAT at the start of a turn; TEXT is the user's input, if any.

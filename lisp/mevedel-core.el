@@ -112,6 +112,7 @@ signals an error instead."
                   (store recipient kind payload sender attrs))
 (declare-function mevedel-core--store-mailbox-unread "ext:mevedel-dyn" (store recipient))
 (declare-function mevedel-core--store-mailbox-deliver "ext:mevedel-dyn" (store ids))
+(declare-function mevedel-core--store-mailbox-deliver-after "ext:mevedel-dyn" (store mailbox ids))
 (declare-function mevedel-core--store-transcript-save "ext:mevedel-dyn" (store at props))
 (declare-function mevedel-core--store-transcript-compact "ext:mevedel-dyn" (store export))
 (declare-function mevedel-core--store-transcript-load "ext:mevedel-dyn" (store &optional full))
@@ -1041,6 +1042,14 @@ Each is a plist (:id :recipient :sender :kind :payload :created-at)."
 (defun mevedel-core-mailbox-deliver (store ids)
   "Mark the messages with IDS delivered in STORE; return how many were not yet."
   (mevedel-core--store-mailbox-deliver store ids))
+
+(defun mevedel-core-mailbox-deliver-after (store mailbox ids)
+  "Mark the messages with IDS in MAILBOX delivered after STORE's queued writes.
+Those writes (a conversation's transcript) go first, in the
+background; the messages are not unread meanwhile, and become unread
+again if one of those writes fails.  MAILBOX is the session store that
+holds the mailbox; it may be STORE."
+  (mevedel-core--store-mailbox-deliver-after store mailbox ids))
 
 (defun mevedel-core-transcript-save (store at props)
   "Save the current buffer's accessible text as STORE's transcript from AT on.

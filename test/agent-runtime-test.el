@@ -534,15 +534,23 @@ It blocks the first stop of a turn, not one a stop hook caused."
     (let* ((a (agent-runtime-test--spawn root "a"))
            (child (car (agent-runtime-test--send-of a))))
       (mevedel-agent-send root a "first")
-      ;; Drained, not yet saved with the conversation: still unread.
+      ;; Drained, not yet in the conversation: still unread.
       (should (= 1 (length (mevedel-agent-chat-continuation-mail child))))
       (should (= 1 (length (agent-runtime-test--mail root a))))
-      ;; A save that fails leaves it unread, to be read again.
-      (cl-letf (((symbol-function 'mevedel-chat-checkpoint) #'ignore))
-        (agent-runtime-test--drain child))
-      (should (= 1 (length (agent-runtime-test--mail root a))))
-      (should (= 1 (length (agent-runtime-test--drain child))))
-      (should-not (agent-runtime-test--mail root a)))))
+      ;; In the conversation, its save queued: read, and delivered once
+      ;; the save is written.
+      (let ((written nil))
+        (cl-letf* ((deliver-after (symbol-function 'mevedel-core-mailbox-deliver-after))
+                   ((symbol-function 'mevedel-core-mailbox-deliver-after)
+                    (lambda (conversation mailbox ids)
+                      (push conversation written)
+                      (funcall deliver-after conversation mailbox ids))))
+          (should (= 1 (length (agent-runtime-test--drain child)))))
+        (should (equal written (list (mevedel-chat-store child)))))
+      (should-not (agent-runtime-test--mail root a))
+      (mevedel-core-store-flush (mevedel-chat-store child))
+      (should-not (agent-runtime-test--mail root a))
+      (should-not (agent-runtime-test--drain child)))))
 
 (ert-deftest mevedel-agent:wait-wakes-on-mail-once-and-clamps ()
   (agent-runtime-test--with-root root

@@ -166,20 +166,39 @@ fn store_mailbox_unread<'e>(
     })
 }
 
+/// The integers of the Lisp list IDS.
+fn id_list(ids: Value) -> Result<Vec<i64>> {
+    let mut list = Vec::new();
+    let mut rest = ids;
+    while rest.is_not_nil() {
+        list.push(rest.car::<i64>()?);
+        rest = rest.cdr()?;
+    }
+    Ok(list)
+}
+
 /// Mark the messages with IDS (a list) delivered; return how many were
 /// still undelivered.
 #[defun(name = "store-mailbox-deliver")]
 fn store_mailbox_deliver(env: &Env, handle: Value, ids: Value) -> Result<i64> {
     guarded(env, || {
         let store = store_of(env, handle)?;
-        let mut list = Vec::new();
-        let mut rest = ids;
-        while rest.is_not_nil() {
-            list.push(rest.car::<i64>()?);
-            rest = rest.cdr()?;
-        }
-        let n = store.mailbox_mark_delivered(&list).or_signal(env)?;
+        let n = store
+            .mailbox_mark_delivered(&id_list(ids)?)
+            .or_signal(env)?;
         Ok(n as i64)
+    })
+}
+
+/// Mark the messages with IDS in MAILBOX's mailbox delivered once the
+/// saves queued in HANDLE are written; until then they are not unread.
+#[defun(name = "store-mailbox-deliver-after")]
+fn store_mailbox_deliver_after(env: &Env, handle: Value, mailbox: Value, ids: Value) -> Result<()> {
+    guarded(env, || {
+        let mailbox = store_of(env, mailbox)?;
+        writer_of(env, handle)?
+            .deliver_after(mailbox, id_list(ids)?)
+            .or_signal(env)
     })
 }
 

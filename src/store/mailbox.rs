@@ -1,6 +1,7 @@
 //! The mailbox (`mailbox.sqlite`): messages queued for an agent, each
 //! delivered once.
 
+use std::sync::PoisonError;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::params;
@@ -111,8 +112,14 @@ impl Store {
         })
     }
 
-    /// Undelivered messages for RECIPIENT, oldest first.
+    /// Undelivered messages for RECIPIENT, oldest first, but for those
+    /// held for delivery.
     pub fn mailbox_unread(&self, recipient: &str) -> Result<Vec<Message>> {
+        let held = self
+            .held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         self.with_mail("Cannot read the mailbox", |c| {
             let mut stmt = c.prepare_cached(
                 "SELECT id, recipient, sender, kind, payload, created_at, attrs FROM mailbox
@@ -129,8 +136,31 @@ impl Store {
                     attrs: serde_json::from_str(&row.get::<_, String>(6)?).unwrap_or_default(),
                 })
             })?;
-            rows.collect()
+            rows.filter(|m| m.as_ref().map_or(true, |m| !held.contains(&m.id)))
+                .collect()
         })
+    }
+
+    /// Hold IDS for delivery: they are read (no longer unread) while a
+    /// writer saves the conversation that read them.
+    pub fn mailbox_hold(&self, ids: &[i64]) {
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        held.extend(ids);
+    }
+
+    /// Release the held IDS: marked delivered when DELIVER, else unread
+    /// again (the conversation that read them was not saved).
+    pub fn mailbox_release(&self, ids: &[i64], deliver: bool) -> Result<usize> {
+        let marked = if deliver {
+            self.mailbox_mark_delivered(ids)
+        } else {
+            Ok(0)
+        };
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        for id in ids {
+            held.remove(id);
+        }
+        marked
     }
 
     /// Mark IDS delivered (in one transaction); return how many were

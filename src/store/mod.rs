@@ -18,7 +18,7 @@ pub mod readable;
 pub mod schema;
 pub mod transcript;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
@@ -38,6 +38,9 @@ pub struct Store {
     conn: Mutex<Connection>,
     /// The mailbox's connection, once opened.
     mail: Mutex<Option<Connection>>,
+    /// Records a writer will mark delivered once the conversation that
+    /// read them is saved ([`Store::mailbox_hold`]): no longer unread.
+    held: Mutex<HashSet<i64>>,
 }
 
 /// The page size of a new `session.sqlite`: a 20 MB transcript record
@@ -134,6 +137,7 @@ impl Store {
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
             mail: Mutex::new(mail),
+            held: Mutex::new(HashSet::new()),
         })
     }
 

@@ -446,6 +446,12 @@ enum Job {
     Info(Vec<(String, String)>),
     Input(String),
     Flush(mpsc::SyncSender<()>),
+    /// Mail the saved conversation read: delivered once what was queued
+    /// before is written, unread again if any of that failed.
+    Deliver {
+        mailbox: Arc<Store>,
+        ids: Vec<i64>,
+    },
 }
 
 /// A session's background writer: saves happen off Emacs's thread, in
@@ -469,6 +475,8 @@ impl Writer {
         let thread = thread::Builder::new()
             .name("mevedel-transcript".into())
             .spawn(move || {
+                // Whether a job failed since the last delivery.
+                let mut failed = false;
                 for job in rx {
                     let done = match job {
                         Job::Append { at, text, printed } => {
@@ -483,8 +491,13 @@ impl Writer {
                             let _ = reply.send(());
                             Ok(())
                         }
+                        Job::Deliver { mailbox, ids } => {
+                            let deliver = !std::mem::take(&mut failed);
+                            mailbox.mailbox_release(&ids, deliver).map(|_| ())
+                        }
                     };
                     if let Err(e) = done {
+                        failed = true;
                         let mut slot = kept.lock().unwrap_or_else(PoisonError::into_inner);
                         slot.get_or_insert_with(|| e.message.clone());
                         drop(slot);
@@ -528,6 +541,19 @@ impl Writer {
 
     pub fn input(&self, text: String) -> Result<()> {
         self.send(Job::Input(text))
+    }
+
+    /// Hold IDS of MAILBOX for delivery and mark them delivered once the
+    /// saves queued so far are written: mail a conversation read is in
+    /// its saved transcript before it stops being unread. A crash in
+    /// between leaves it unread, never lost.
+    pub fn deliver_after(&self, mailbox: Arc<Store>, ids: Vec<i64>) -> Result<()> {
+        mailbox.mailbox_hold(&ids);
+        let kept = Arc::clone(&mailbox);
+        let held = ids.clone();
+        self.send(Job::Deliver { mailbox, ids }).inspect_err(|_| {
+            let _ = kept.mailbox_release(&held, false);
+        })
     }
 
     /// Wait until every save asked for so far is done (at most TIMEOUT);
@@ -898,6 +924,54 @@ mod tests {
         );
         writer.stop();
         assert!(writer.append(0, b"late".to_vec(), "nil".into()).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn mail_is_delivered_after_the_save_that_read_it_and_only_if_it_was_written() {
+        let (dir, s) = store("deliver-after");
+        let s = Arc::new(s);
+        let writer = Writer::spawn(Arc::clone(&s), Box::new(|_| {})).unwrap();
+        let post = |payload: &str| {
+            s.mailbox_post(&crate::store::NewMessage {
+                recipient: "/root/a".into(),
+                sender: Some("/root".into()),
+                kind: "MAIL".into(),
+                payload: payload.into(),
+                attrs: Vec::new(),
+            })
+            .unwrap()
+        };
+        let unread = || {
+            s.mailbox_unread("/root/a")
+                .unwrap()
+                .iter()
+                .map(|m| m.payload.clone())
+                .collect::<Vec<_>>()
+        };
+        let (one, two) = (post("one"), post("two"));
+        // A failing save before the delivery: the mail is unread again.
+        writer
+            .append(0, b"x".to_vec(), "(0 1 gptel)".into())
+            .unwrap();
+        writer.deliver_after(Arc::clone(&s), vec![one]).unwrap();
+        // Held meanwhile: not unread, not delivered.
+        assert_eq!(unread(), ["two"]);
+        writer.flush(std::time::Duration::from_secs(10)).unwrap();
+        assert_eq!(unread(), ["one", "two"]);
+        // A good save: delivered once it is written.
+        writer.append(0, b"one".to_vec(), "nil".into()).unwrap();
+        writer
+            .deliver_after(Arc::clone(&s), vec![one, two])
+            .unwrap();
+        writer.flush(std::time::Duration::from_secs(10)).unwrap();
+        assert!(unread().is_empty());
+        assert_eq!(s.mailbox_mark_delivered(&[one, two]).unwrap(), 0);
+        // A stopped writer delivers nothing and holds nothing.
+        let three = post("three");
+        writer.stop();
+        assert!(writer.deliver_after(Arc::clone(&s), vec![three]).is_err());
+        assert_eq!(unread(), ["three"]);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

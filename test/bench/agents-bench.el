@@ -7,9 +7,11 @@
 ;;
 ;; - mailbox-append-deliver: SendMessage's path to a running agent
 ;;   (`mevedel-agent-send': the durable, acknowledged append and its
-;;   arrival) plus the drain before the recipient's next sample
-;;   (`mevedel-agent-chat-continuation-mail': unread, delivered,
-;;   formatted), per record;
+;;   arrival) plus the drain before the recipient's next sample, as the
+;;   gptel adapter runs it (`mevedel-gptel-continuation-functions':
+;;   unread, formatted; then `mevedel-gptel-continued-functions': the
+;;   recipient's conversation save queued, the record marked delivered
+;;   after it by the writer thread), per record;
 ;; - agent-spawn-to-dispatch: from the Agent call (`mevedel-agent-spawn')
 ;;   to the child's request arriving at the scripted model server, which
 ;;   answers at once;
@@ -72,8 +74,11 @@
             (per (mevedel-bench-median-per-call
                   5 n (lambda ()
                         (mevedel-agent-send sender-chat recipient message)
-                        (mevedel-agent-chat-continuation-mail recipient-chat)))))
-       (mevedel-bench-describe "SendMessage of a 400-character message from one running child to another (durable SQLite append in WAL mode, acknowledged), then the recipient's drain before its next sample (unread query, delivered mark, <agent-message> block); median of 5 rounds of %d records" n)
+                        (let* ((info (list :context recipient-chat))
+                               (texts (run-hook-with-args-until-success
+                                       'mevedel-gptel-continuation-functions info)))
+                          (run-hook-with-args 'mevedel-gptel-continued-functions info texts))))))
+       (mevedel-bench-describe "SendMessage of a 400-character message from one running child to another (durable SQLite append in WAL mode, acknowledged), then the recipient's drain before its next sample (unread query, <agent-message> block, the recipient's conversation save queued, the records held and marked delivered by its writer thread after that save); median of 5 rounds of %d records" n)
        (mevedel-bench-report "mailbox-append-deliver" (* 1e6 per) "us"))
      (mevedel-agent-interrupt chat sender)
      (mevedel-agent-interrupt chat recipient))))
