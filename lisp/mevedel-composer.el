@@ -192,8 +192,10 @@ has them."
 (add-hook 'mevedel-view-open-functions #'mevedel-composer--setup)
 
 (defun mevedel-composer--turn-ended (chat &rest _)
-  "Refresh the completion metadata of CHAT's workspace after a turn."
-  (mevedel-composer-refresh (mevedel-prompt-workspace chat)))
+  "Refresh the completion metadata of CHAT's workspace after a turn.
+A child agent's chat has no composer: its turns refresh nothing."
+  (unless (mevedel-chat-agent chat)
+    (mevedel-composer-refresh (mevedel-prompt-workspace chat))))
 
 (add-hook 'mevedel-chat-idle-functions #'mevedel-composer--turn-ended)
 

@@ -144,6 +144,20 @@
           (should (member "context" (nth 2 (mevedel-view--slash-capf))))))
       (should (null composer-test--accessed)))))
 
+(ert-deftest composer:only-the-root-chat-s-turns-refresh-the-metadata ()
+  (composer-test--with-view
+    (let* ((child (mevedel-chat-make-child chat "/root/helper"))
+           (refreshed nil))
+      (unwind-protect
+          (cl-letf (((symbol-function 'mevedel-composer-refresh)
+                     (lambda (root &rest _) (push root refreshed))))
+            ;; A child agent has no composer: its turns cost nothing here.
+            (run-hook-with-args 'mevedel-chat-idle-functions child 'done)
+            (should-not refreshed)
+            (run-hook-with-args 'mevedel-chat-idle-functions chat 'done)
+            (should (equal refreshed (list (mevedel-prompt-workspace chat)))))
+        (kill-buffer (mevedel-chat-data-buffer child))))))
+
 (ert-deftest composer:tab-completes-in-the-composer ()
   (composer-test--with-view
     (composer-test--wait-files root)
