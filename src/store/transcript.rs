@@ -950,13 +950,16 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         let (one, two) = (post("one"), post("two"));
+        // Held: not unread, and unread again once released undelivered.
+        s.mailbox_hold(&[one]);
+        assert_eq!(unread(), ["two"]);
+        assert_eq!(s.mailbox_release(&[one], false).unwrap(), 0);
+        assert_eq!(unread(), ["one", "two"]);
         // A failing save before the delivery: the mail is unread again.
         writer
             .append(0, b"x".to_vec(), "(0 1 gptel)".into())
             .unwrap();
         writer.deliver_after(Arc::clone(&s), vec![one]).unwrap();
-        // Held meanwhile: not unread, not delivered.
-        assert_eq!(unread(), ["two"]);
         writer.flush(std::time::Duration::from_secs(10)).unwrap();
         assert_eq!(unread(), ["one", "two"]);
         // A good save: delivered once it is written.
