@@ -195,11 +195,13 @@ WORKSPACE defaults to the current session's, else `default-directory'."
   "Ask with a card in a view of FILE's workspace whether its hooks (SUMMARY) run.
 CALLBACK gets t, nil or `cancelled' (the turn that waited was
 interrupted).  Return nil when no view can ask.  The value of
-`mevedel-hooks-card-function'."
+`mevedel-hooks-card-function'.  A child agent's tool call asks in
+its name: the card shows its path and goes with its request."
   (when-let* ((view (mevedel-hooks-list--view-of file)))
-    (let ((chat (buffer-local-value 'mevedel-view--chat view)))
+    (let* ((chat (buffer-local-value 'mevedel-view--chat view))
+           (requester (mevedel-chat-requester chat mevedel-hooks-call-context)))
       (mevedel-interaction-open
-       chat :kind 'hook-approval :request (mevedel-chat-request chat)
+       chat :kind 'hook-approval :owner (car requester) :request (cdr requester)
        :title (format "Run the hooks of %s?" (abbreviate-file-name file))
        :data summary
        :render #'mevedel-hooks-list--card-body

@@ -128,6 +128,12 @@ It returns nil when no view of FILE's workspace can show the question,
 else it asks there and calls CALLBACK as `mevedel-hooks-approve-function'
 says.  mevedel-hooks-list.el sets it.")
 
+(defvar mevedel-hooks-call-context nil
+  "The pipeline context of the tool call whose hooks start now, or nil.
+Bound while `mevedel-hooks-run' starts a tool event's hooks: an
+approval question it opens belongs to that call's requester (a child
+agent's path and request, see `mevedel-interaction-requester').")
+
 (defvar mevedel-hooks-report-function #'mevedel-hooks--display
   "Function of a message string telling the user about a hook.
 Failed and timed-out hooks, blocked prompts and a hook's
@@ -904,19 +910,21 @@ an event's input."
           fields
           (list :tool_use_id (or (plist-get context :tool-use-id) ""))))
 
-(defun mevedel-hooks--await (event input session answer)
+(defun mevedel-hooks--await (event input context answer)
   "Return the pipeline's (:await START) for EVENT's hooks, or nil.
-INPUT and SESSION are as for `mevedel-hooks-run'; ANSWER turns the
-verdict into the pipeline's answer plist.  Nil (nothing to wait for)
-when no hook of EVENT could apply."
-  (when (mevedel-hooks--candidates (and (mevedel-session-p session)
-                                        (mevedel-session-workspace session))
-                                   event input)
-    (list :await
-          (lambda (resume)
-            (mevedel-hooks-run event input
-                               (lambda (verdict) (funcall resume (funcall answer verdict)))
-                               session)))))
+INPUT is as for `mevedel-hooks-run'; CONTEXT is the call's pipeline
+context; ANSWER turns the verdict into the pipeline's answer plist.
+Nil (nothing to wait for) when no hook of EVENT could apply."
+  (let ((session (plist-get context :session)))
+    (when (mevedel-hooks--candidates (and (mevedel-session-p session)
+                                          (mevedel-session-workspace session))
+                                     event input)
+      (list :await
+            (lambda (resume)
+              (let ((mevedel-hooks-call-context context))
+                (mevedel-hooks-run event input
+                                   (lambda (verdict) (funcall resume (funcall answer verdict)))
+                                   session)))))))
 
 (defun mevedel-hooks-pre-tool-use (context)
   "Run the PreToolUse hooks for the pipeline call CONTEXT.
@@ -925,7 +933,7 @@ A member of `mevedel-pipeline-pre-tool-use-functions'."
     (mevedel-hooks--await
      'PreToolUse
      (apply #'mevedel-hooks-input 'PreToolUse session (mevedel-hooks--tool-input context))
-     session
+     context
      (lambda (verdict)
        (mevedel-hooks--stop-turn 'PreToolUse session verdict)
        (append
@@ -975,7 +983,7 @@ A member of `mevedel-pipeline-post-tool-use-functions'."
      (apply #'mevedel-hooks-input 'PostToolUse session
             (mevedel-hooks--tool-input
              context :tool_response (mevedel-hooks--result-value (plist-get outcome :result))))
-     session
+     context
      (lambda (verdict) (mevedel-hooks--post-answer 'PostToolUse session verdict)))))
 
 (defun mevedel-hooks-post-tool-use-failure (context outcome)
@@ -988,7 +996,7 @@ A member of `mevedel-pipeline-post-tool-use-failure-functions'."
             (mevedel-hooks--tool-input
              context :error (mevedel-hooks--result-value (plist-get outcome :result))
              :is_interrupt :json-false))
-     session
+     context
      (lambda (verdict) (mevedel-hooks--post-answer 'PostToolUseFailure session verdict)))))
 
 (add-hook 'mevedel-pipeline-pre-tool-use-functions #'mevedel-hooks-pre-tool-use)

@@ -649,6 +649,32 @@ cat >/dev/null; sleep 0.3; echo 'Branch: main; 3 open TODOs'
     (with-current-buffer view
       (should-not (string-search "Run the hooks of" (buffer-string))))))
 
+(ert-deftest mevedel-hooks:a-child-agent-s-call-asks-in-its-name ()
+  (hooks-test--with (list (list ".mevedel/hooks.el"
+                                (hooks-test--hooks-el
+                                 '(PreToolUse (:matcher "Read" :command "true")))))
+    (let* ((mevedel-hooks-approve-function #'mevedel-hooks-ask-approval)
+           (view (mevedel workspace))
+           (chat (mevedel-view-chat view))
+           ;; The call's requester, as the agents runtime names a child's.
+           (mevedel-interaction-requester-function
+            (lambda (context) (and (plist-get context :agent) (cons "/root/helper" 'helper-turn))))
+           (answers nil))
+      (unwind-protect
+          (let ((await (mevedel-hooks-pre-tool-use
+                        (list :session (mevedel-chat-session chat) :name "Read"
+                              :args '(:path "x") :tool-use-id "t1" :agent t))))
+            (funcall (plist-get await :await) (lambda (answer) (push answer answers)))
+            (let ((card (hooks-test--card chat)))
+              (should (equal (mevedel-interaction-owner card) "/root/helper"))
+              ;; The root's request does not own it; the child's does.
+              (should (zerop (mevedel-interaction-cancel-request chat (mevedel-chat-request chat))))
+              (should (= 1 (mevedel-interaction-cancel-request chat 'helper-turn)))
+              (should-not (mevedel-interaction-list chat))
+              (should answers)))
+        (kill-buffer view)
+        (kill-buffer (mevedel-chat-data-buffer chat))))))
+
 (ert-deftest mevedel-hooks:without-a-view-the-minibuffer-asks ()
   (hooks-test--with (list (list ".mevedel/hooks.el"
                                 (hooks-test--hooks-el
