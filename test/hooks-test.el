@@ -667,6 +667,8 @@ cat >/dev/null; sleep 0.3; echo 'Branch: main; 3 open TODOs'
             (funcall (plist-get await :await) (lambda (answer) (push answer answers)))
             (let ((card (hooks-test--card chat)))
               (should (equal (mevedel-interaction-owner card) "/root/helper"))
+              (with-current-buffer view
+                (should (string-search "· /root/helper" (buffer-string))))
               ;; The root's request does not own it; the child's does.
               (should (zerop (mevedel-interaction-cancel-request chat (mevedel-chat-request chat))))
               (should (= 1 (mevedel-interaction-cancel-request chat 'helper-turn)))
