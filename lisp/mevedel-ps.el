@@ -556,21 +556,42 @@ every owner); an execution leaves it when it ends."
   "Show the executions of CHAT's session (the composer's /ps)."
   (mevedel-ps chat))
 
+(defun mevedel-ps-stop-candidates (chat)
+  "Return what /stop can name in CHAT's session: execution ids, agent paths."
+  (append (mevedel-ps-live-ids chat)
+          (mapcar (lambda (item) (plist-get item :id)) (mevedel-ps-agent-items chat))))
+
 (defun mevedel-ps-slash-stop (chat argument)
-  "Stop the execution named by ARGUMENT in CHAT's session (/stop).
-An empty ARGUMENT stops every running execution of the session,
-whoever owns it.  Return how many were running."
+  "Stop what ARGUMENT names in CHAT's session (/stop).
+ARGUMENT holds execution ids, whose processes stop, and paths of
+active agents, whose turns are interrupted.  An empty ARGUMENT stops
+every running execution of the session, whoever owns it; agents are
+interrupted only when named.  Return how many were running."
   (let* ((live (mevedel-ps-live-ids chat))
+         (agents (mevedel-ps-agent-items chat))
          (ids (if (string-blank-p argument) live (split-string argument))))
     (unless ids
       (user-error "No execution is running in this session"))
     (dolist (id ids)
-      (unless (member id live)
-        (user-error "No running execution %s (running: %s)" id
-                    (if live (string-join live ", ") "none"))))
-    (let ((stopped (cl-count-if (lambda (id) (mevedel-ps-stop-execution chat id)) ids)))
-      (message "Stopping %d execution%s" stopped (if (= stopped 1) "" "s"))
-      stopped)))
+      (unless (or (member id live) (cl-find id agents :key (lambda (a) (plist-get a :id))
+                                            :test #'equal))
+        (let ((running (mevedel-ps-stop-candidates chat)))
+          (user-error "No running execution or active agent %s (running: %s)" id
+                      (if running (string-join running ", ") "none")))))
+    (let ((stopped 0) (interrupted 0))
+      (dolist (id ids)
+        (if-let* ((agent (cl-find id agents :key (lambda (a) (plist-get a :id)) :test #'equal)))
+            (progn (funcall (plist-get agent :stop)) (cl-incf interrupted))
+          (when (mevedel-ps-stop-execution chat id) (cl-incf stopped))))
+      (message "%s" (string-join
+                     (delq nil (list (and (or (> stopped 0) (zerop interrupted))
+                                          (format "Stopping %d execution%s" stopped
+                                                  (if (= stopped 1) "" "s")))
+                                     (and (> interrupted 0)
+                                          (format "interrupted %d agent%s" interrupted
+                                                  (if (= interrupted 1) "" "s")))))
+                     "; "))
+      (+ stopped interrupted))))
 
 ;;;; In the view
 
@@ -578,8 +599,9 @@ whoever owns it.  Return how many were running."
 (setf (alist-get "ps" mevedel-view-slash-commands nil nil #'equal)
       (list #'mevedel-ps-slash-ps "show the session's running executions" nil))
 (setf (alist-get "stop" mevedel-view-slash-commands nil nil #'equal)
-      (list #'mevedel-ps-slash-stop "stop execution ID (/stop ID), or all of them (/stop)"
-            #'mevedel-ps-live-ids))
+      (list #'mevedel-ps-slash-stop
+            "stop execution ID or interrupt agent PATH (/stop ID), or stop all executions (/stop)"
+            #'mevedel-ps-stop-candidates))
 
 (provide 'mevedel-ps)
 ;;; mevedel-ps.el ends here

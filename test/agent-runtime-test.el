@@ -959,6 +959,20 @@ It blocks the first stop of a turn, not one a stop hook caused."
         (when (buffer-live-p ps) (kill-buffer ps))
         (kill-buffer view)))))
 
+(ert-deftest mevedel-agent:slash-stop-interrupts-a-named-agent ()
+  (agent-runtime-test--with-root root
+    (let ((a (agent-runtime-test--spawn root "alpha"))
+          (b (agent-runtime-test--spawn root "beta")))
+      ;; The composer completes agent paths after /stop.
+      (should (member a (mevedel-ps-stop-candidates root)))
+      (should-error (mevedel-ps-slash-stop root "/root/nobody") :type 'user-error)
+      ;; A bare /stop is for executions: agents are interrupted by name.
+      (should-error (mevedel-ps-slash-stop root "") :type 'user-error)
+      (should (= 1 (mevedel-ps-slash-stop root a)))
+      (should (eq (plist-get (mevedel-agent-status root a) :outcome) 'interrupted))
+      (should-not (plist-get (mevedel-agent-status root b) :outcome))
+      (should-not (member a (mevedel-ps-stop-candidates root))))))
+
 (ert-deftest mevedel-agent:max-turns-warns-then-stops-with-a-note ()
   (agent-runtime-test--with-root root
     (let* ((a (agent-runtime-test--spawn root "capped"))
