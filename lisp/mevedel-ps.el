@@ -569,18 +569,19 @@ every running execution of the session, whoever owns it; agents are
 interrupted only when named.  Return how many were running."
   (let* ((live (mevedel-ps-live-ids chat))
          (agents (mevedel-ps-agent-items chat))
+         (agent-of (lambda (id) (cl-find id agents :key (lambda (a) (plist-get a :id))
+                                         :test #'equal)))
          (ids (if (string-blank-p argument) live (split-string argument))))
     (unless ids
       (user-error "No execution is running in this session"))
     (dolist (id ids)
-      (unless (or (member id live) (cl-find id agents :key (lambda (a) (plist-get a :id))
-                                            :test #'equal))
+      (unless (or (member id live) (funcall agent-of id))
         (let ((running (mevedel-ps-stop-candidates chat)))
           (user-error "No running execution or active agent %s (running: %s)" id
                       (if running (string-join running ", ") "none")))))
     (let ((stopped 0) (interrupted 0))
       (dolist (id ids)
-        (if-let* ((agent (cl-find id agents :key (lambda (a) (plist-get a :id)) :test #'equal)))
+        (if-let* ((agent (funcall agent-of id)))
             (progn (funcall (plist-get agent :stop)) (cl-incf interrupted))
           (when (mevedel-ps-stop-execution chat id) (cl-incf stopped))))
       (message "%s" (string-join

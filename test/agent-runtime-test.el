@@ -87,14 +87,6 @@
     (setq agent-runtime-test--sends (delq send agent-runtime-test--sends))
     (funcall (nth 2 send) chat outcome)))
 
-(defun agent-runtime-test--drain (chat)
-  "Drain CHAT's mail before its next sample, as a request continuing does.
-Return the blocks; they are saved with the conversation and then read."
-  (let* ((info (list :context chat))
-         (texts (mevedel-chat--deliver-queued info)))
-    (run-hook-with-args 'mevedel-gptel-continued-functions info texts)
-    texts))
-
 (defun agent-runtime-test--mail (chat recipient)
   "Return the unread mail of RECIPIENT in CHAT's session."
   (mevedel-core-mailbox-unread (mevedel-session-store-handle (mevedel-chat-session chat))
@@ -522,7 +514,7 @@ It blocks the first stop of a turn, not one a stop hook caused."
            (child (car (agent-runtime-test--send-of a))))
       (mevedel-agent-send root a "first")
       (mevedel-agent-send root a "second")
-      (let ((blocks (agent-runtime-test--drain child)))
+      (let ((blocks (mevedel-test-drain-mail child)))
         (should (= (length blocks) 2))
         (should (string-match-p "\\`<agent-message type=\"MAIL\" sender=\"/root\" recipient=\"/root/a\">\nfirst\n" (car blocks)))
         (should (string-match-p "second" (cadr blocks))))
@@ -545,12 +537,12 @@ It blocks the first stop of a turn, not one a stop hook caused."
                     (lambda (conversation mailbox ids)
                       (push conversation written)
                       (funcall deliver-after conversation mailbox ids))))
-          (should (= 1 (length (agent-runtime-test--drain child)))))
+          (should (= 1 (length (mevedel-test-drain-mail child)))))
         (should (equal written (list (mevedel-chat-store child)))))
       (should-not (agent-runtime-test--mail root a))
       (mevedel-core-store-flush (mevedel-chat-store child))
       (should-not (agent-runtime-test--mail root a))
-      (should-not (agent-runtime-test--drain child)))))
+      (should-not (mevedel-test-drain-mail child)))))
 
 (ert-deftest mevedel-agent:wait-wakes-on-mail-once-and-clamps ()
   (agent-runtime-test--with-root root
@@ -747,7 +739,7 @@ It blocks the first stop of a turn, not one a stop hook caused."
       (should (eq (mevedel-agent-send root plain "go on") 'started))
       (should (string-match-p "Plan mode" (cdr (agent-runtime-test--verdict
                                                 plain-chat "ApplyPatch" (list :patch patch)))))
-      (agent-runtime-test--drain plain-chat)
+      (mevedel-test-drain-mail plain-chat)
       (agent-runtime-test--finish plain 'done "read")
       ;; With no Plan mail left, an ordinary follow-up is ordinary.
       (should (eq (mevedel-agent-send root plain "edit now") 'started))
@@ -781,7 +773,7 @@ It blocks the first stop of a turn, not one a stop hook caused."
       ;; A running root turn becomes one when it drains the mail.
       (mevedel-test-in-turn root (list :id "running")
         (should-not (agent-runtime-test--verdict root "ApplyPatch" (list :patch patch)))
-        (should (= 1 (length (agent-runtime-test--drain root))))
+        (should (= 1 (length (mevedel-test-drain-mail root))))
         (should (string-match-p "Plan mode" (cdr (agent-runtime-test--verdict
                                                   root "ApplyPatch" (list :patch patch))))))
       ;; A RESULT from the planner carries no stamp.

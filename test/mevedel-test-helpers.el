@@ -215,6 +215,20 @@ With INSERT, also append it to the data buffer as gptel would."
      (unwind-protect (progn ,@body)
        (setf (mevedel-chat-turn ,chat) nil))))
 
+(defvar mevedel-gptel-continuation-functions)
+(defvar mevedel-gptel-continued-functions)
+
+(defun mevedel-test-drain-mail (chat)
+  "Drain CHAT's mail as its request continuing after tools does; return the blocks.
+These are the gptel adapter's two calls: the blocks are gathered, then
+(once they would be in the request) the conversation's save is queued
+and the mail counts as read."
+  (let* ((info (list :context chat))
+         (texts (run-hook-with-args-until-success 'mevedel-gptel-continuation-functions info)))
+    (when texts
+      (run-hook-with-args 'mevedel-gptel-continued-functions info texts))
+    texts))
+
 (defvar mevedel-view--panel)
 (defvar mevedel-view--separator)
 

@@ -74,10 +74,7 @@
             (per (mevedel-bench-median-per-call
                   5 n (lambda ()
                         (mevedel-agent-send sender-chat recipient message)
-                        (let* ((info (list :context recipient-chat))
-                               (texts (run-hook-with-args-until-success
-                                       'mevedel-gptel-continuation-functions info)))
-                          (run-hook-with-args 'mevedel-gptel-continued-functions info texts))))))
+                        (mevedel-test-drain-mail recipient-chat)))))
        (mevedel-bench-describe "SendMessage of a 400-character message from one running child to another (durable SQLite append in WAL mode, acknowledged), then the recipient's drain before its next sample (unread query, <agent-message> block, the recipient's conversation save queued, the records held and marked delivered by its writer thread after that save); median of 5 rounds of %d records" n)
        (mevedel-bench-report "mailbox-append-deliver" (* 1e6 per) "us"))
      (mevedel-agent-interrupt chat sender)
