@@ -1345,11 +1345,14 @@ The first turn materialises the session's storage."
      chat (mevedel-chat--metadata chat '("turn-open" . "") '("open-calls" . "")) t)
     (mevedel-transcript-compact
      (mevedel-chat-data-buffer chat)
-     (mevedel-transcript-export-name
-      (mevedel-chat-data-buffer chat)
-      (if (mevedel-chat-store chat)
-          (file-name-directory (plist-get (mevedel-core-store-info (mevedel-chat-store chat)) :file))
-        (mevedel-session-directory (mevedel-chat-session chat)))))))
+     (if-let* ((store (mevedel-chat-store chat)))
+         ;; A child agent's copy is named after its own store: the
+         ;; agents share a directory.
+         (let ((file (plist-get (mevedel-core-store-info store) :file)))
+           (mevedel-transcript-export-name (mevedel-chat-data-buffer chat)
+                                           (file-name-directory file) (file-name-base file)))
+       (mevedel-transcript-export-name (mevedel-chat-data-buffer chat)
+                                       (mevedel-session-directory (mevedel-chat-session chat)))))))
 
 (defun mevedel-chat-flush (chat &optional timeout)
   "Save CHAT now and wait up to TIMEOUT seconds for the writes to finish.

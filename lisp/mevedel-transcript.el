@@ -228,11 +228,12 @@ Both happen in the background."
   (when-let* ((store (buffer-local-value 'mevedel-transcript--store buffer)))
     (mevedel-core-transcript-compact store export)))
 
-(defun mevedel-transcript-export-name (buffer directory)
+(defun mevedel-transcript-export-name (buffer directory &optional stem)
   "Return the readable copy's file name for data BUFFER in DIRECTORY.
-Its extension follows BUFFER's mode: .org, .md or .txt."
+STEM names it (default \"transcript\"); its extension follows BUFFER's
+mode: .org, .md or .txt."
   (expand-file-name
-   (concat "transcript."
+   (concat (or stem "transcript") "."
            (with-current-buffer buffer
              (cond ((derived-mode-p 'org-mode) "org")
                    ((derived-mode-p 'markdown-mode) "md")

@@ -154,7 +154,17 @@
     (should (equal (mapcar (lambda (a) (plist-get a :path)) (mevedel-agent-list chat))
                    '("/root/alpha" "/root/beta")))
     (should (equal (mevedel-agent-result chat "/root/alpha") '(completed . "alpha follow-up")))
-    (should (equal (mevedel-agent-result chat "/root/beta") '(completed . "beta report")))))
+    (should (equal (mevedel-agent-result chat "/root/beta") '(completed . "beta report")))
+    ;; Each child's readable copy is its own, beside its store.
+    (let ((agents (expand-file-name "agents" (mevedel-session-directory (mevedel-chat-session chat)))))
+      (mevedel-test-wait-until (and (file-exists-p (expand-file-name "root.alpha.txt" agents))
+                                    (file-exists-p (expand-file-name "root.beta.txt" agents)))
+                               10)
+      (should-not (file-exists-p (expand-file-name "transcript.txt" agents)))
+      (with-temp-buffer
+        (insert-file-contents (expand-file-name "root.alpha.txt" agents))
+        (should (search-forward "alpha follow-up" nil t))
+        (should-not (search-forward "beta report" nil t))))))
 
 (agents-e2e--deftest mevedel-e2e:interrupt-yields-one-interrupted-result
   "InterruptAgent aborts a child's request; exactly one interrupted RESULT reaches the root."
