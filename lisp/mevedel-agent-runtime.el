@@ -563,8 +563,6 @@ turn's calls keep Plan's boundary."
         (mevedel-plan-stamp-turn turn stamp)))))
 
 (add-hook 'mevedel-agent-read-functions #'mevedel-agent--mail-read)
-;; A spawn under Plan is stamped, so Plan may leave Agent to the usual decision.
-(add-to-list 'mevedel-plan-passing-tools "Agent")
 
 (setq mevedel-tasks-caller-function #'mevedel-agent-caller-path
       mevedel-tasks-agent-known-function #'mevedel-agent-known-p

@@ -181,7 +181,11 @@ That is the project.el project root, else DIRECTORY itself."
 (defun mevedel-chat-get-create (root &optional id)
   "Return the chat of workspace ROOT, creating it if needed.
 A new chat starts a new session, or resumes the saved session ID of
-ROOT when ID is non-nil (see `mevedel-session-saved')."
+ROOT when ID is non-nil (see `mevedel-session-saved').
+The tool catalog (mevedel-catalog.el) must be loaded: a session opened
+without it would offer the model fewer tools than every other one."
+  (unless (featurep 'mevedel-catalog)
+    (error "Load the tool catalog before opening a session: (require 'mevedel-catalog)"))
   (let ((root (file-name-as-directory (expand-file-name root))))
     (or (mevedel-chat-get root)
         (let* ((name (file-name-nondirectory (directory-file-name root)))

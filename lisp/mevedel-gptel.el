@@ -326,25 +326,19 @@ request does to them reaches the registry."
 (defun mevedel-gptel-tools ()
   "Return the gptel tools offered to the model: those of the native tools.
 Specialists stay out of the provider schemas; the model reaches them
-through ToolSearch and ToolCall (see `mevedel-tool-native-names')."
+through ToolSearch and ToolCall (see `mevedel-tool-native-p')."
   (delq nil (mapcar #'mevedel-tool-gptel-tool (mevedel-tool-native-tools))))
-
-(defvar mevedel-gptel-request-args-functions nil
-  "Alist of tool name -> function giving that tool's arguments per buffer.
-The function runs in the data buffer of a request and returns the
-gptel argument plists the request offers (same names, same order), or
-nil for the registered ones.  The Agent tool lists the buffer's roles
-and model tiers this way.")
 
 (defun mevedel-gptel-request-tools (tools)
   "Return TOOLS as offered by a request from the current buffer.
-A tool with a `mevedel-gptel-request-args-functions' entry is replaced
-by a copy carrying the arguments it gives; the registered tool, shared
-by every buffer, is never changed."
+A tool declared with :request-args is replaced by a copy carrying the
+arguments its function gives here (the Agent tool lists the buffer's
+roles and model tiers this way); the registered tool, shared by every
+buffer, is never changed."
   (mapcar (lambda (tool)
-            (if-let* ((function (alist-get (gptel-tool-name tool)
-                                           mevedel-gptel-request-args-functions
-                                           nil nil #'equal))
+            (if-let* ((declared (mevedel-tool-get (gptel-tool-name tool)
+                                                  (gptel-tool-category tool)))
+                      (function (mevedel-tool-request-args declared))
                       (args (funcall function)))
                 (let ((copy (gptel--copy-tool tool)))
                   (setf (gptel-tool-args copy) args)

@@ -61,12 +61,6 @@ The first function returning non-nil gives the stamp, or `none' for a
 request that has none; the agents runtime answers for its requests.
 Without an answer, the root turn's stamp applies.")
 
-(defvar mevedel-plan-passing-tools '("ToolCall" "ToolSearch")
-  "Tools that are not read-only but that Plan mode leaves to the usual decision.
-Each checks what it starts itself: ToolCall's nested calls go through
-the pipeline one by one.  The agents runtime adds its tools (a spawn
-under Plan is stamped, SendMessage checks its target's stamp).")
-
 (defvar mevedel-plan--previous (make-hash-table :test #'eq :weakness 'key)
   "Hash table: session to its permission mode before it entered Plan.")
 
@@ -145,8 +139,10 @@ work://shared/ belongs to the workspace, and a bare work:// names no file."
   "Return what refuses a call under a stamp of KIND, to lead its message."
   (if (eq kind 'read-only) "This agent's role is read-only" "Plan mode"))
 
-(defun mevedel-plan--patch-verdict (kind patch)
-  "Return the Plan verdict of kind KIND on an ApplyPatch of PATCH."
+(defun mevedel-plan-patch-verdict (kind args _context)
+  "Return the Plan verdict of a stamp of KIND on an ApplyPatch of ARGS.
+ApplyPatch's :plan: sticky Plan lets it write the session's work://
+files only, directive planning and read-only roles not at all."
   (cond
    ((eq kind 'read-only)
     (cons 'deny "This agent's role is read-only: ApplyPatch is not available; report the \
@@ -156,7 +152,7 @@ change you propose instead"))
 files.  Present the plan in your answer"))
    (t
     (let ((targets (condition-case err
-                       (cl-loop for op in (mevedel-core-patch-parse patch)
+                       (cl-loop for op in (mevedel-core-patch-parse (plist-get args :patch))
                                 append (delq nil (list (plist-get op :path)
                                                        (plist-get op :move-to))))
                      (mevedel-core-error (cons 'error (error-message-string err))))))
@@ -174,23 +170,21 @@ Propose the plan with ProposePlan; the change is made after approval"
 (defun mevedel-plan-restriction (context session)
   "Return Plan's verdict on the call CONTEXT in SESSION, or nil when it has none.
 A `mevedel-permissions-restriction-functions' member: under a Plan
-stamp, read-only tools are left to the usual decision, Bash and
-Monitor must be proven read-only, ApplyPatch must stay in the
-session's work:// files (sticky Plan only), everything else is
+stamp, a tool's :plan decides (ApplyPatch's); read-only tools and
+calls acting under what they address are left to the usual decision;
+commands (Bash, Monitor) must be proven read-only; everything else is
 denied."
   (ignore session)
   (when-let* ((stamp (mevedel-plan-stamp context))
               (kind (mevedel-plan-stamp-kind stamp)))
     (let* ((tool (plist-get context :tool))
-           (name (mevedel-tool-name tool))
+           (plan (mevedel-tool-plan tool))
            (args (plist-get context :args))
            (check (mevedel-tool-check-permission tool))
-           (own (and check (not (mevedel-tool-read-only-p tool)) (funcall check args))))
+           (own (and check (not plan) (not (mevedel-tool-read-only-p tool))
+                     (funcall check args))))
       (cond
-       ((equal name "Eval")
-        (cons 'deny (format "%s: Eval is not available" (mevedel-plan--who kind))))
-       ((equal name "ApplyPatch")
-        (mevedel-plan--patch-verdict kind (plist-get args :patch)))
+       (plan (funcall plan kind args context))
        ((eq (car-safe own) 'command)
         (let* ((root (or (and (mevedel-session-p session) (mevedel-session-workspace session))
                          default-directory))
@@ -202,11 +196,9 @@ nothing ran"
                                 (if-let* ((reasons (plist-get facts :reasons)))
                                     (concat " (" (string-join reasons "; ") ")")
                                   ""))))))
-       ((or (mevedel-tool-read-only-p tool) (eq own 'delegated)
-            (member name mevedel-plan-passing-tools))
-        nil)
-       (t (cons 'deny (format "%s: %s changes things and is not available"
-                              (mevedel-plan--who kind) name)))))))
+       ((or (mevedel-tool-read-only-p tool) (eq own 'delegated)) nil)
+       (t (cons 'deny (format "%s: %s is not available, as it changes things"
+                              (mevedel-plan--who kind) (mevedel-tool-name tool))))))))
 
 (add-hook 'mevedel-permissions-restriction-functions #'mevedel-plan-restriction)
 

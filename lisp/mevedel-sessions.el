@@ -29,6 +29,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'tabulated-list)
+(require 'mevedel-catalog)
 (require 'mevedel-chat)
 (require 'mevedel-session)
 (require 'mevedel-transcript)

@@ -98,6 +98,8 @@ active; it starts when one settles)" path mevedel-agent-capacity)
           :initially-collapsed-p t)))
 
 (mevedel-define-tool Agent
+  :native t
+  :request-args #'mevedel-tool-agent-request-args
   :description (concat
                 "Start a retained child agent on a task; it works in parallel with you and its \
 final answer reaches you as a RESULT message (wait for it with WaitAgent, or finish and be woken). \
@@ -164,9 +166,6 @@ are made again only when the roster or the tiers changed."
               (cons key (mevedel-tool-agent--schema-args (car key) (cdr key)))))
       (cdr mevedel-tool-agent--schema))))
 
-(setf (alist-get "Agent" mevedel-gptel-request-args-functions nil nil #'equal)
-      #'mevedel-tool-agent-request-args)
-
 ;;;; SendMessage
 
 (defun mevedel-tool-agent-send (callback args)
@@ -194,6 +193,7 @@ settles." (plist-get args :target))
         :initially-collapsed-p t))
 
 (mevedel-define-tool SendMessage
+  :native t
   :description "Send a message to a retained agent by path (/root for the main agent). An idle \
 agent starts a turn with it as its task; a running one reads it before its next step. Put \
 final findings in your final answer, not only in mail."
@@ -226,6 +226,8 @@ final findings in your final answer, not only in mail."
         :coalesce-key "WaitAgent"))
 
 (mevedel-define-tool WaitAgent
+  :native t
+  :standalone t
   :description "Wait until mail or a RESULT from an agent arrives for you, the user writes, or \
 timeout_ms passes (default 30000, 10000-3600000); a timeout is not an error. The result only \
 says what woke you: the messages themselves follow."
@@ -246,6 +248,7 @@ says what woke you: the messages themselves follow."
             (if (eq before 'idle) "idle: nothing to interrupt" before))))
 
 (mevedel-define-tool InterruptAgent
+  :native t
   :description "Interrupt the current turn of one retained agent (not /root, not yourself). Its \
 children go on; its path, conversation and mail stay, so SendMessage can continue it. Exactly \
 one RESULT with outcome interrupted follows."
@@ -274,6 +277,7 @@ one RESULT with outcome interrupted follows."
                  agents "\n"))))
 
 (mevedel-define-tool ListAgents
+  :native t
   :description "List every retained agent of the session by path, with role and status."
   :args ()
   :groups '(agents)

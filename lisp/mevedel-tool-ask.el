@@ -169,6 +169,7 @@ whole (a ToolCall row may hold them shortened)."
 ;;;; The declaration
 
 (mevedel-define-tool "Ask"
+  :standalone t
   :category "interaction"
   :description mevedel-tool-ask-description
   :summary "Ask the user clarifying questions with options in a form; returns the answers."

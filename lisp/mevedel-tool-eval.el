@@ -294,21 +294,12 @@ session's directory, confined like Bash (workspace writable, no network; sandbox
 additional_permissions and justification as for Bash); a long run returns an execution_id to \
 poll with WriteStdin. Every call asks the user unless the permission mode is \
 full-auto. Manual: " mevedel-tool-eval-manual-address)
-  :args ((form string :required "Emacs Lisp: one or more forms, evaluated in order")
+  :args `((form string :required "Emacs Lisp: one or more forms, evaluated in order")
          (mode string :optional "\"live\" (default): this Emacs; \"batch\": a child emacs --batch -Q"
                :enum ("live" "batch"))
          (preserve_ui boolean :optional
                       "Live mode: restore the window layout afterwards (default true)")
-         (sandbox_permissions string :optional
-                              "Batch mode: \"require_escalated\" to run outside the sandbox (asks the user)"
-                              :enum ("use_default" "require_escalated"))
-         (additional_permissions object :optional
-                                 "Batch mode: more sandbox permissions (asks the user): network, read/write paths, withheld environment variables to pass"
-                                 :properties (network (:type boolean)
-                                              read (:type array :items string)
-                                              write (:type array :items string)
-                                              env (:type array :items string)))
-         (justification string :optional "Why the extra permissions are needed, for the user"))
+         ,@(mevedel-tool-exec-permission-args "Batch mode: "))
   :async-p t
   :check-permission #'mevedel-tool-eval-check
   :grant-request #'mevedel-tool-eval-grant-request

@@ -188,6 +188,26 @@ of absolute paths" name)))))
               (directory-file-name (expand-file-name path)))
             paths)))
 
+(defun mevedel-tool-exec-permission-args (&optional prefix)
+  "Return the argument forms that ask for more than the default sandbox.
+Bash, Monitor and batch Eval declare them alike, and
+`mevedel-tool-exec-grant-request' reads them.  PREFIX begins the
+descriptions of the two permission arguments (Eval says which mode
+they are for)."
+  `((sandbox_permissions
+     string :optional
+     ,(concat prefix "\"require_escalated\" to run outside the sandbox (asks the user)")
+     :enum ("use_default" "require_escalated"))
+    (additional_permissions
+     object :optional
+     ,(concat prefix "More sandbox permissions (asks the user): network, read/write \
+paths, withheld environment variables to pass")
+     :properties (network (:type boolean)
+                  read (:type array :items string)
+                  write (:type array :items string)
+                  env (:type array :items string)))
+    (justification string :optional "Why the extra permissions are needed, for the user")))
+
 (defun mevedel-tool-exec-grant-request (args)
   "Return the sandbox grant a Bash or Monitor call with ARGS asks for.
 That is nil for the default sandbox, or a plist (:escalated BOOL
@@ -886,6 +906,7 @@ has this breadcrumb."
 ;;;; Tools
 
 (mevedel-define-tool Bash
+  :native t
   :description (concat
                 "Run a Bash command in the workspace and return its combined stdout/stderr \
 with exit facts (exit_code, outcome, termination; pipeline_exit_codes for a final pipeline). \
@@ -899,23 +920,14 @@ network is off and secret-looking environment variables are withheld; \
 additional_permissions (network, read/write paths, env names) or \
 sandbox_permissions=\"require_escalated\" ask the user first, with your justification. \
 Manual: " mevedel-tool-exec-manual-address)
-  :args ((command string :required "The Bash source to run")
+  :args `((command string :required "The Bash source to run")
          (description string :required
                       "A short description of what the command does (a few words)")
          (yield_time_ms integer :optional
                         "How long to wait before returning a running command (default 10000)"
                         :minimum 250 :maximum 30000)
          (tty boolean :optional "Run in a pseudo-terminal with writable stdin (default false)")
-         (sandbox_permissions string :optional
-                              "\"require_escalated\" to run outside the sandbox (asks the user)"
-                              :enum ("use_default" "require_escalated"))
-         (additional_permissions object :optional
-                                 "More sandbox permissions (asks the user): network, read/write paths, withheld environment variables to pass"
-                                 :properties (network (:type boolean)
-                                              read (:type array :items string)
-                                              write (:type array :items string)
-                                              env (:type array :items string)))
-         (justification string :optional "Why the extra permissions are needed, for the user"))
+         ,@(mevedel-tool-exec-permission-args))
   :async-p t
   :max-result-size 30000
   :check-permission #'mevedel-tool-exec-check-command
@@ -924,6 +936,7 @@ Manual: " mevedel-tool-exec-manual-address)
   :renderer #'mevedel-tool-exec-render-bash)
 
 (mevedel-define-tool WriteStdin
+  :native t
   :description (concat
                 "Poll a running execution, or send it input. With empty chars it waits up to \
 yield_time_ms (5000-300000, default 5000) for completion and returns the output printed since \
@@ -959,6 +972,7 @@ chars \"\\u0003\" sends Ctrl-C. Manual: " mevedel-tool-exec-manual-address)
   :renderer #'mevedel-tool-exec-render-control)
 
 (mevedel-define-tool Monitor
+  :native t
   :description (concat
                 "Watch a command whose stdout lines should reach you as events while you do \
 other work (e.g. `tail -f log | grep --line-buffered ERROR'). Each stdout line becomes an \
@@ -967,20 +981,11 @@ it floods (over 100 lines a minute). For one eventual result use Bash instead. I
 Bash's sandbox, with the same sandbox_permissions, additional_permissions and justification. \
 Manual: "
                 mevedel-tool-exec-manual-address)
-  :args ((command string :required "The Bash source of the watcher")
+  :args `((command string :required "The Bash source of the watcher")
          (description string :required "What it watches; shown with every event")
          (timeout_ms integer :optional "Milliseconds until it is stopped (default 300000)"
                      :minimum 1000 :maximum 3600000)
-         (sandbox_permissions string :optional
-                              "\"require_escalated\" to run outside the sandbox (asks the user)"
-                              :enum ("use_default" "require_escalated"))
-         (additional_permissions object :optional
-                                 "More sandbox permissions (asks the user): network, read/write paths, withheld environment variables to pass"
-                                 :properties (network (:type boolean)
-                                              read (:type array :items string)
-                                              write (:type array :items string)
-                                              env (:type array :items string)))
-         (justification string :optional "Why the extra permissions are needed, for the user"))
+         ,@(mevedel-tool-exec-permission-args))
   :async-p t
   :check-permission #'mevedel-tool-exec-check-command
   :grant-request #'mevedel-tool-exec-grant-request

@@ -470,6 +470,7 @@ mevedel://tools/files.md."
              args)))
 
 (mevedel-define-tool "Read"
+  :native t
   :category "filesystem"
   :description mevedel-tool-fs-read-description
   :args ((file_path path-or-resource :required
@@ -486,6 +487,7 @@ mevedel://tools/files.md."
   :get-path (lambda (args) (plist-get args :file_path)))
 
 (mevedel-define-tool "Glob"
+  :native t
   :category "filesystem"
   :description mevedel-tool-fs-glob-description
   :args ((pattern string :required "Glob pattern, relative to path (e.g. \"**/*.el\").")
@@ -500,6 +502,7 @@ mevedel://tools/files.md."
   :get-path (lambda (args) (plist-get args :path)))
 
 (mevedel-define-tool "Grep"
+  :native t
   :category "filesystem"
   :description mevedel-tool-fs-grep-description
   :args ((pattern string :required "Regular expression to search for.")

@@ -57,6 +57,7 @@
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-render)
 (require 'mevedel-patch-review)
+(require 'mevedel-plan)
 
 
 ;;;; Customization
@@ -527,6 +528,8 @@ rejected change unchanged.  Manual: Read mevedel://tools/applypatch.md."
 ;;;; Declaration
 
 (mevedel-define-tool "ApplyPatch"
+  :native t
+  :plan #'mevedel-plan-patch-verdict
   :category "filesystem"
   :description mevedel-tool-patch-description
   :args ((patch string :required

@@ -147,6 +147,7 @@ the plan as your final answer"))
         :initially-collapsed-p t))
 
 (mevedel-define-tool "ProposePlan"
+  :standalone t
   :category "interaction"
   :description mevedel-tool-plan-description
   :summary "Plan mode: present the finished plan to the user for approval."

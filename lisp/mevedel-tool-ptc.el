@@ -5,7 +5,7 @@
 
 ;;; Commentary:
 
-;; The model is offered a short native roster (`mevedel-tool-native-names');
+;; The model is offered a short native roster (tools declared :native);
 ;; every other registered tool is a specialist it reaches in three ways:
 ;;
 ;; - the specialist listing, mail a conversation receives when the
@@ -72,12 +72,6 @@ A child result larger than this becomes a failure the program sees."
   "Characters of child results one program may keep in total."
   :type 'natnum)
 
-(defcustom mevedel-ptc-standalone-tools '("Ask" "ProposePlan" "Skill" "WaitAgent" "UpdateGoal")
-  "Tools a ToolCall program may call only as its whole expression.
-Wrapped tools are standalone too unless `mevedel-ptc-composable-tools'
-names them."
-  :type '(repeat string))
-
 (defcustom mevedel-ptc-composable-tools nil
   "Wrapped tools (CATEGORY/NAME) a ToolCall program may compose freely."
   :type '(repeat string))
@@ -122,17 +116,20 @@ outside BUFFER's `mevedel-tool-offered' (a child agent's role)."
                   (mevedel-tool-all))))
 
 (defun mevedel-ptc-standalone-p (tool)
-  "Return non-nil when TOOL may only be a ToolCall program's whole expression."
+  "Return non-nil when TOOL may only be a ToolCall program's whole expression.
+That is a tool declared :standalone, and a wrapped tool, whose
+contract mevedel cannot vouch for, unless `mevedel-ptc-composable-tools'
+names it."
   (if (mevedel-tool-wrap tool)
       (not (member (mevedel-tool-identity tool) mevedel-ptc-composable-tools))
-    (member (mevedel-tool-name tool) mevedel-ptc-standalone-tools)))
+    (mevedel-tool-standalone tool)))
 
 ;; Every program is compiled against the names it may call.  They
-;; change only when a tool is (un)registered or the two options change,
-;; so they are kept rather than rebuilt on each ToolCall.
+;; change only when a tool is (un)registered or the option changes, so
+;; they are kept rather than rebuilt on each ToolCall.
 (defvar mevedel-ptc--names nil
-  "(STANDALONE COMPOSABLE NAMES . STANDALONE-NAMES) for the catalog as last built.
-STANDALONE and COMPOSABLE are the option values it was built with.")
+  "(COMPOSABLE NAMES . STANDALONE-NAMES) for the catalog as last built.
+COMPOSABLE is the value of `mevedel-ptc-composable-tools' it was built with.")
 
 (defun mevedel-ptc--forget-names (&rest _)
   "Drop the kept catalog names (a registry hook)."
@@ -157,13 +154,10 @@ The names of the whole catalog are kept; a narrowed one is made anew."
 (defun mevedel-ptc--whole-catalog-names ()
   "Return (NAMES . STANDALONE-NAMES) of the whole catalog, as last kept."
   (pcase mevedel-ptc--names
-    ((and `(,standalone ,composable . ,names)
-          (guard (and (eq standalone mevedel-ptc-standalone-tools)
-                      (eq composable mevedel-ptc-composable-tools))))
+    ((and `(,composable . ,names) (guard (eq composable mevedel-ptc-composable-tools)))
      names)
     (_ (let ((names (mevedel-ptc--names-of (mevedel-ptc-catalog))))
-         (setq mevedel-ptc--names
-               (cons mevedel-ptc-standalone-tools (cons mevedel-ptc-composable-tools names)))
+         (setq mevedel-ptc--names (cons mevedel-ptc-composable-tools names))
          names))))
 
 ;;;; ToolSearch
@@ -659,6 +653,7 @@ composed program as one row whose children are the nested calls."
 ;;;; Declarations
 
 (mevedel-define-tool ToolSearch
+  :native t
   :description "Find tools beyond your native ones and get their full contracts.
 When to use: you need a capability your native tools lack (Emacs
 introspection, code outlines, the web, executions...), or you need the
@@ -676,6 +671,7 @@ groups to try. Finding a tool does not authorize calling it."
   :renderer #'mevedel-ptc-render-search)
 
 (mevedel-define-tool ToolCall
+  :native t
   :description "Call specialist tools (and native ones) with a small program.
 When to use: to call a specialist from your tool listing or ToolSearch;
 to make several independent calls at once (parallel, parallel-map); to

@@ -69,8 +69,8 @@
     :read-only-p :snapshot-p :async-p
     ;; Permissions
     :check-permission :get-path :get-paths :get-domain :grant-request :review
-    ;; Loading and grouping
-    :category :groups :wrap
+    ;; Loading, grouping and where the tool is offered
+    :category :groups :wrap :native :standalone :plan :request-args
     ;; Display and output
     :summary :max-result-size :render-transform :renderer)
   "Keywords `mevedel-define-tool' accepts.")
@@ -98,6 +98,7 @@
   read-only-p snapshot-p async-p
   check-permission get-path get-paths get-domain grant-request review
   wrap max-result-size render-transform renderer
+  native standalone plan request-args
   ;; Built by registration:
   identity handle provider-schema gptel-args shape arg-keys gptel-tool)
 
@@ -197,13 +198,17 @@
     (dolist (key '(:description :function))
       (unless (plist-member properties key)
         (mevedel-tool--declaration-error name "%S is required" key))))
-  (mevedel-tool--check-args name (plist-get properties :args))
+  ;; A backquoted :args is checked once evaluated, when it is declared.
+  (unless (eq (car-safe (plist-get properties :args)) '\`)
+    (mevedel-tool--check-args name (plist-get properties :args)))
   properties)
 
 (defmacro mevedel-define-tool (name &rest properties)
   "Declare and register the model-facing tool NAME (a symbol or string).
 PROPERTIES are keyword arguments; every value is evaluated except
-:args, the literal argument DSL (see the Commentary of this file).
+:args, the literal argument DSL (see the Commentary of this file).  A
+backquoted :args is evaluated, for argument forms shared by several
+tools (,@FORMS splices them in); it is checked when it is declared.
 
 Required: :description (for the model) and :function (the handler,
 called with the argument plist, or with a callback and the plist when
@@ -223,6 +228,17 @@ once with the pipeline's answer and returns a function that withdraws
 the review, see `mevedel-chat--ask').
 Loading and grouping: :category (default \"mevedel\") :groups (a list
 of symbols or strings ToolSearch offers the tool under) :wrap.
+Where it is offered: :native (non-nil: offered to the model in every
+request as a provider tool; without it the tool is a specialist, found
+with ToolSearch and called through ToolCall) :standalone (non-nil: a
+ToolCall program may call it only as its whole expression) :plan (what
+Plan mode does with its calls: a function of the stamp's kind, the
+arguments and the call's context returning Plan's verdict, nil for the
+usual decision; without it Plan denies the calls unless the tool is
+read-only or its own check finds them harmless, see mevedel-plan.el)
+:request-args (a function called in a request's data buffer returning
+the gptel argument plists that request offers, or nil for the
+registered ones).
 Display and output: :summary (default: the description's first
 sentence, at most 160 characters) :max-result-size (a positive
 integer: longer results are previewed and persisted, see
@@ -236,7 +252,10 @@ the earlier registration."
   (declare (indent 1))
   (mevedel-tool--check-declaration name properties)
   (let ((forms (cl-loop for (key value) on properties by #'cddr
-                        append (list key (if (eq key :args) (list 'quote value) value)))))
+                        append (list key (if (and (eq key :args)
+                                                  (not (eq (car-safe value) '\`)))
+                                             (list 'quote value)
+                                           value)))))
     `(mevedel-tool-declare ,(mevedel-tool--name-string name) (list ,@forms))))
 
 ;;;; Descriptors for the module
@@ -385,7 +404,19 @@ Without CATEGORY, return the first tool named NAME in registration order."
   (let ((size (plist-get properties :max-result-size))
         (review (plist-get properties :review))
         (renderer (plist-get properties :renderer))
-        (groups (plist-get properties :groups)))
+        (groups (plist-get properties :groups))
+        (plan (plist-get properties :plan))
+        (request-args (plist-get properties :request-args)))
+    (when (and (plist-get properties :native) (plist-get properties :wrap))
+      (mevedel-tool--declaration-error
+       name ":native needs mevedel's own implementation; a :wrap tool is a specialist \
+\(name it in `mevedel-tool-native-extras' to offer it natively)"))
+    ;; A function's name may be declared before the function is defined.
+    (unless (or (symbolp plan) (functionp plan))
+      (mevedel-tool--declaration-error name ":plan must be a function, not %S" plan))
+    (unless (or (symbolp request-args) (functionp request-args))
+      (mevedel-tool--declaration-error
+       name ":request-args must be a function, not %S" request-args))
     (unless (and (proper-list-p groups)
                  (cl-every (lambda (g) (or (stringp g) (and g (symbolp g)))) groups))
       (mevedel-tool--declaration-error
@@ -483,6 +514,10 @@ module loaded, it is registered at once and the tool returned."
                 :max-result-size (plist-get properties :max-result-size)
                 :render-transform (plist-get properties :render-transform)
                 :renderer (plist-get properties :renderer)
+                :native (and (plist-get properties :native) t)
+                :standalone (and (plist-get properties :standalone) t)
+                :plan (plist-get properties :plan)
+                :request-args (plist-get properties :request-args)
                 :identity identity
                 :handle (nth 0 compiled)
                 :provider-schema (mevedel-tool--json-parse (nth 1 compiled))
@@ -562,15 +597,6 @@ KIND is `contracts' (one to three matches, full contracts), `shapes'
 
 ;;;; The catalog: native tools and specialists
 
-(defconst mevedel-tool-native-names
-  '("Read" "Bash" "WriteStdin" "Monitor" "Glob" "Grep" "ApplyPatch" "ToolSearch" "ToolCall"
-    "Agent" "SendMessage" "WaitAgent" "InterruptAgent" "ListAgents")
-  "Names of the tools offered to the model natively, as provider tools.
-Every other registered tool is a specialist: the model finds it with
-ToolSearch, sees it in the conversation's specialist listing and calls
-it through ToolCall.  A short native list keeps the provider schemas,
-and so the cached prompt prefix, stable as tools are added.")
-
 (defcustom mevedel-tool-native-extras nil
   "Names of further registered tools to offer natively, as provider tools.
 For a tool of your own that the model should see in every request
@@ -580,13 +606,16 @@ provider schemas, so keep it short."
   :group 'mevedel-tool)
 
 (defun mevedel-tool-native-p (tool)
-  "Return non-nil when TOOL is native: a built-in named in the roster.
-Native membership needs mevedel's own implementation, not just the
-name: a wrapped gptel tool called Read stays a specialist.  Tools named
-in `mevedel-tool-native-extras' are native too."
-  (or (member (mevedel-tool-name tool) mevedel-tool-native-extras)
-      (and (not (mevedel-tool-wrap tool))
-           (member (mevedel-tool-name tool) mevedel-tool-native-names))))
+  "Return non-nil when TOOL is native: offered to the model as a provider tool.
+A short native roster keeps the provider schemas, and so the cached
+prompt prefix, stable as tools are added: only declarations saying
+:native are in it (a wrapped gptel tool called Read stays a
+specialist), and the tools named in `mevedel-tool-native-extras'.
+Every other tool is a specialist: the model finds it with ToolSearch,
+sees it in the conversation's specialist listing and calls it through
+ToolCall."
+  (or (mevedel-tool-native tool)
+      (member (mevedel-tool-name tool) mevedel-tool-native-extras)))
 
 (defvar-local mevedel-tool-offered nil
   "Names of the tools this data buffer's model is offered, or nil for all.

@@ -43,6 +43,7 @@ A skill without allowed-tools restricts nothing."
         :initially-collapsed-p t))
 
 (mevedel-define-tool Skill
+  :standalone t
   :category "skills"
   :groups '(skills)
   :summary "Load a skill's instructions (from the skills roster) before a task it fits."

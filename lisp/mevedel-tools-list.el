@@ -17,6 +17,7 @@
 
 (require 'cl-lib)
 (require 'subr-x)
+(require 'mevedel-catalog)
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-ptc)
 (require 'mevedel-view)

@@ -10,6 +10,8 @@
 
 (require 'ert)
 (require 'cl-lib)
+;; A session opens only with the tool catalog loaded.
+(require 'mevedel-catalog)
 ;; The chat's struct, for `setf' of its slots in compiled helpers.
 (eval-when-compile (require 'mevedel-chat))
 

@@ -193,18 +193,17 @@ its 2 nested calls had finished (Echo, Slow)" text))
 (ert-deftest mevedel-ptc-test-static-errors ()
   "Unknown tools, malformed programs and composed standalone tools fail before any call."
   (mevedel-ptc-test--with
-    (mevedel-ptc-test--tool "Quiz" :function (lambda (_) "answer"))
-    (let ((mevedel-ptc-standalone-tools '("Quiz")))
-      (dolist (case '(("(Nope :file_path \"x\")" . "neither an operation")
-                      ("(Echo :file_path" . "never closed")
-                      ("(do (Quiz :file_path \"q\") (Echo :file_path \"x\"))" . "standalone only")))
-        (let ((outcome (mevedel-ptc-test--outcome (car case))))
-          (should (eq (plist-get outcome :status) 'error))
-          (should (string-match-p "\\`Error: the ToolCall program failed" (plist-get outcome :result)))
-          (should (string-match-p (regexp-quote (cdr case)) (plist-get outcome :result)))
-          (should-not (mevedel-ptc-test--children outcome))))
-      (should (equal (plist-get (mevedel-ptc-test--outcome "(Quiz :file_path \"q\")") :result)
-                     "answer")))))
+    (mevedel-ptc-test--tool "Quiz" :function (lambda (_) "answer") :standalone t)
+    (dolist (case '(("(Nope :file_path \"x\")" . "neither an operation")
+                    ("(Echo :file_path" . "never closed")
+                    ("(do (Quiz :file_path \"q\") (Echo :file_path \"x\"))" . "standalone only")))
+      (let ((outcome (mevedel-ptc-test--outcome (car case))))
+        (should (eq (plist-get outcome :status) 'error))
+        (should (string-match-p "\\`Error: the ToolCall program failed" (plist-get outcome :result)))
+        (should (string-match-p (regexp-quote (cdr case)) (plist-get outcome :result)))
+        (should-not (mevedel-ptc-test--children outcome))))
+    (should (equal (plist-get (mevedel-ptc-test--outcome "(Quiz :file_path \"q\")") :result)
+                   "answer"))))
 
 (ert-deftest mevedel-ptc-test-parallel-order-and-cap ()
   "parallel-map keeps input order when calls finish out of order, at most the cap at once."
@@ -352,9 +351,8 @@ its 2 nested calls had finished (Echo, Slow)" text))
 (ert-deftest mevedel-ptc-test-listing-budget-and-standalone ()
   "The listing shows shapes and summaries within its budget and counts the rest."
   (mevedel-ptc-test--with
-    (mevedel-ptc-test--tool "Quiz" :function #'ignore)
-    (let* ((mevedel-ptc-standalone-tools '("Quiz"))
-           (tools (list (mevedel-tool-get "Echo") (mevedel-tool-get "Quiz")))
+    (mevedel-ptc-test--tool "Quiz" :function #'ignore :standalone t)
+    (let* ((tools (list (mevedel-tool-get "Echo") (mevedel-tool-get "Quiz")))
            (full (mevedel-tools-listing-section tools 10000))
            (cut (mevedel-tools-listing-section tools 200)))
       (should (string-match-p "^- (Echo :file_path string) - Echo: a test tool" full))
@@ -393,12 +391,12 @@ its 2 nested calls had finished (Echo, Slow)" text))
     (mevedel-ptc-test--tool "Later" :function (lambda (_) "later ran"))
     (should (equal (plist-get (mevedel-ptc-test--outcome "(Later :file_path \"x\")") :result)
                    "later ran"))
-    ;; A changed option is seen too: Later becomes standalone-only.
-    (let ((mevedel-ptc-standalone-tools (cons "Later" mevedel-ptc-standalone-tools)))
-      (should (string-match-p "standalone\\|whole program"
-                              (plist-get (mevedel-ptc-test--outcome
-                                          "[(Later :file_path \"x\") (Later :file_path \"y\")]")
-                                         :result))))
+    ;; A changed declaration is seen too: Later becomes standalone-only.
+    (mevedel-ptc-test--tool "Later" :function (lambda (_) "later ran") :standalone t)
+    (should (string-match-p "standalone\\|whole program"
+                            (plist-get (mevedel-ptc-test--outcome
+                                        "[(Later :file_path \"x\") (Later :file_path \"y\")]")
+                                       :result)))
     (mevedel-tool-unregister "Later" "mevedel-test")))
 
 ;;;; Rendering

@@ -13,6 +13,7 @@
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-repair)
 (require 'mevedel-gptel)
+(require 'mevedel-catalog)
 
 (defconst mevedel-tool-registry-test--category "mevedel-registry-test")
 
@@ -242,6 +243,94 @@
                                              :role)
                                   :enum)
                        ["a" "b"]))))))
+
+;;;; Where a tool is offered: facts of the declaration
+
+(ert-deftest mevedel-tool-registry:offering-facts-are-declared ()
+  "Native, standalone-only, Plan's verdict and request arguments come from the declaration."
+  (mevedel-tool-registry-test--with-clean
+    (let* ((cat mevedel-tool-registry-test--category)
+           (plain (mevedel-tool-register "Plain" (list :description "D." :function #'ignore
+                                                       :category cat)))
+           (native (mevedel-tool-register "Roster" (list :description "D." :function #'ignore
+                                                         :category cat :native t)))
+           (whole (mevedel-tool-register "Whole" (list :description "D." :function #'ignore
+                                                       :category cat :standalone t)))
+           (verdict (lambda (_kind _args _context) '(deny . "no")))
+           (planned (mevedel-tool-register "Planned" (list :description "D." :function #'ignore
+                                                           :category cat :plan verdict))))
+      (should-not (mevedel-tool-native-p plain))
+      (should (mevedel-tool-native-p native))
+      (should (memq native (mevedel-tool-native-tools)))
+      (should (memq plain (mevedel-tool-specialists)))
+      (should (mevedel-tool-standalone whole))
+      (should-not (mevedel-tool-standalone plain))
+      (should (eq (mevedel-tool-plan planned) verdict))
+      ;; A user's extra natives are offered natively too.
+      (let ((mevedel-tool-native-extras '("Plain")))
+        (should (mevedel-tool-native-p plain)))))
+  ;; The built-ins' roster is what their declarations say.
+  (should (equal (sort (mapcar #'mevedel-tool-name (mevedel-tool-native-tools)) #'string<)
+                 (sort (list "Read" "Bash" "WriteStdin" "Monitor" "Glob" "Grep" "ApplyPatch"
+                             "ToolSearch" "ToolCall" "Agent" "SendMessage" "WaitAgent"
+                             "InterruptAgent" "ListAgents")
+                       #'string<)))
+  (should (equal (sort (mapcar #'mevedel-tool-name
+                               (cl-remove-if-not #'mevedel-tool-standalone (mevedel-tool-all)))
+                       #'string<)
+                 '("Ask" "ProposePlan" "Skill" "WaitAgent")))
+  (should (mevedel-tool-plan (mevedel-tool-get "ApplyPatch")))
+  (should (mevedel-tool-request-args (mevedel-tool-get "Agent"))))
+
+(ert-deftest mevedel-tool-registry:offering-facts-are-checked ()
+  (dolist (case '((:plan "deny" ":plan must be a function")
+                  (:request-args 42 ":request-args must be a function")))
+    (let ((err (should-error
+                (mevedel-tool-register
+                 "BadOffer" (list :description "D." :function #'ignore
+                                  :category mevedel-tool-registry-test--category
+                                  (nth 0 case) (nth 1 case)))
+                :type 'mevedel-tool-declaration-error)))
+      (should (string-match-p (regexp-quote (nth 2 case)) (cadr err)))))
+  ;; Native membership needs mevedel's own implementation.
+  (let ((gptel--known-tools (copy-tree gptel--known-tools)))
+    (gptel-make-tool :name "wrapped_probe" :category "mevedel-registry-test-gptel"
+                     :description "A gptel tool." :args nil :function #'ignore)
+    (let ((err (should-error
+                (mevedel-tool-register "WrappedNative"
+                                       (list :wrap '("mevedel-registry-test-gptel" "wrapped_probe")
+                                             :native t))
+                :type 'mevedel-tool-declaration-error)))
+      (should (string-match-p ":native needs mevedel's own implementation" (cadr err)))))
+  (should-not (mevedel-tool-get "BadOffer" mevedel-tool-registry-test--category)))
+
+(ert-deftest mevedel-tool-registry:backquoted-args-share-fragments ()
+  "A backquoted :args is evaluated, so tools can splice shared argument forms."
+  (mevedel-tool-registry-test--with-clean
+    (let ((shared '((depth integer :optional "How deep."))))
+      (eval `(mevedel-define-tool Spliced
+               :description "D." :function #'ignore
+               :category mevedel-tool-registry-test--category
+               :args `((name string :required "A name.") ,@',shared))
+            t)
+      (should (equal (mevedel-tool-arg-keys (mevedel-tool-get "Spliced"
+                                                              mevedel-tool-registry-test--category))
+                     '(:name :depth)))
+      ;; An evaluated mistake is still named when it is declared.
+      (should (string-match-p
+               "argument depth: unknown type integr"
+               (cadr (should-error
+                      (eval `(mevedel-define-tool Misspliced
+                               :description "D." :function #'ignore
+                               :category mevedel-tool-registry-test--category
+                               :args `((depth integr :optional "How deep.")))
+                            t)
+                      :type 'mevedel-tool-declaration-error))))))
+  ;; Bash, Monitor and Eval declare the sandbox arguments once, alike.
+  (let ((keys (lambda (name) (mevedel-tool-arg-keys (mevedel-tool-get name)))))
+    (dolist (name '("Bash" "Monitor" "Eval"))
+      (should (equal (last (funcall keys name) 3)
+                     '(:sandbox_permissions :additional_permissions :justification))))))
 
 ;;;; ToolSearch
 

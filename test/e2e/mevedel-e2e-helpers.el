@@ -209,14 +209,16 @@ WIRE and STREAM choose the backend; SETTINGS are forms evaluated after."
     file))
 
 (cl-defun mevedel-e2e-headless (&key steps files (wire 'openai) (stream t) args settings
-                                      env port (delay 0.001))
+                                      env port (delay 0.001) read)
   "Run bin/mevedel with ARGS against a scripted server replaying STEPS.
 FILES populate the workspace; WIRE and STREAM choose the backend;
 SETTINGS are Lisp forms the init file evaluates last; ENV entries
 \(\"NAME=VALUE\") go into the environment.  PORT, when given, is where
-the backend is said to be instead of the server's port.  Return a
-plist: :status, :stdout (decoded as UTF-8), :stdout-valid (non-nil when
-stdout was valid UTF-8), :stderr, :log, :root and :port."
+the backend is said to be instead of the server's port.  READ names
+workspace files to read after the run.  Return a plist: :status,
+:stdout (decoded as UTF-8), :stdout-valid (non-nil when stdout was
+valid UTF-8), :stderr, :log, :root, :port and :files (an alist of each
+READ file and its text, nil when it does not exist)."
   (mevedel-e2e-require-python)
   (let* ((root (mevedel-e2e-workspace files))
          (script (mevedel-e2e-write-script steps))
@@ -247,7 +249,14 @@ stdout was valid UTF-8), :stderr, :log, :root and :port."
                               (insert-file-contents stderr))
                             (buffer-string))
                   :log (mevedel-scripted-model-log server)
-                  :root root :port port)))
+                  :root root :port port
+                  :files (mapcar (lambda (name)
+                                   (let ((file (expand-file-name name root)))
+                                     (cons name (and (file-exists-p file)
+                                                     (with-temp-buffer
+                                                       (insert-file-contents file)
+                                                       (buffer-string))))))
+                                 read))))
       (mevedel-scripted-model-stop server)
       (dolist (file (list init script stderr)) (delete-file file))
       (delete-directory root t))))
