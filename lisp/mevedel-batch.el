@@ -52,6 +52,11 @@
 ;; unless --trust-hooks is given.  A prompt a UserPromptSubmit hook
 ;; blocks ends the run with the outcome `blocked' and status 1.
 ;;
+;; In Plan mode (--permission-mode plan) the model explores read-only
+;; and may propose a plan with ProposePlan.  Nobody can approve it
+;; here: the plan is printed before the answer (with --json, under
+;; "plan"), and continuing the session outside Plan mode implements it.
+;;
 ;; The "--" keeps Emacs's own start-up from reading the options (it
 ;; would take an abbreviated --init-directory, for one).
 
@@ -267,7 +272,9 @@ Signal a usage error when the session asked for does not exist."
   "Return the transcript of CHAT's last turn, ended with OUTCOME, as a plist.
 Keys: :messages (user, assistant and tool entries in order; an
 assistant entry cut by a failed request has :incomplete t),
-:tool-calls, :answer (the last assistant text) and :error."
+:tool-calls, :answer (the last assistant text), :plan (a plan the
+model proposed in Plan mode, which nobody could approve here) and
+:error."
   (let ((segments (when-let* ((start (mevedel-chat-turn-start chat)))
                     ;; No turn started when the run timed out in its
                     ;; prompt's hooks.
@@ -308,6 +315,7 @@ assistant entry cut by a failed request has :incomplete t),
           :messages (nreverse messages)
           :tool_calls (nreverse calls)
           :answer (if (eq outcome 'done) answer nil)
+          :plan (mevedel-plan-unattended (mevedel-chat-session chat))
           :error (and (not (eq outcome 'done))
                       (or (mevedel-chat-status-detail chat) (symbol-name outcome))))))
 
@@ -436,9 +444,10 @@ OPTIONS are the run's."
           :error (plist-get transcript :error)
           :output (if (plist-get options :json)
                       (concat (mevedel-batch-transcript-json transcript) "\n")
-                    (if (plist-get transcript :answer)
-                        (concat (plist-get transcript :answer) "\n")
-                      "")))))
+                    (concat (when-let* ((plan (plist-get transcript :plan)))
+                              (concat plan "\n\n"))
+                            (when-let* ((answer (plist-get transcript :answer)))
+                              (concat answer "\n")))))))
 
 (defun mevedel-batch--all-refused-p (transcript)
   "Return non-nil when every tool call of TRANSCRIPT was refused (and it has some)."

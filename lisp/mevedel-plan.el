@@ -296,6 +296,19 @@ A `mevedel-chat-resume-functions' member."
                                     (mevedel-session-store-handle session))))))
       (and plan (not (string-empty-p plan)) plan))))
 
+(defvar mevedel-plan--unattended (make-hash-table :test #'eq :weakness 'key)
+  "Hash table: session to the plan proposed where nobody could approve it.")
+
+(defun mevedel-plan-propose-unattended (session plan)
+  "Keep PLAN, proposed in SESSION where nobody can approve it (headless).
+The run reports it to the user; approving is continuing the session
+outside Plan mode."
+  (puthash session plan mevedel-plan--unattended))
+
+(defun mevedel-plan-unattended (session)
+  "Return the plan proposed in SESSION where nobody could approve it, or nil."
+  (gethash session mevedel-plan--unattended))
+
 (defun mevedel-plan-implementation-prompt (plan)
   "Return the task of the implementation turn of the approved PLAN."
   (concat "The user approved this plan.  Implement it now, step by step, tracking the \

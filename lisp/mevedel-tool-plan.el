@@ -16,7 +16,9 @@
 ;;
 ;; What each answer does to the session is mevedel-plan.el's; the
 ;; model reads what happened as the call's result.  Outside Plan mode
-;; the call is refused, and so is a headless one: nobody can approve.
+;; the call is refused.  In a headless run nobody can approve: the
+;; plan is kept for the run to print (`mevedel-plan-unattended') and
+;; the model is told to end its turn.
 
 ;;; Code:
 
@@ -120,8 +122,12 @@ give the plan as your final answer, for your caller to propose"))
       (funcall callback "Error: ProposePlan is for Plan mode, which is off: go ahead and \
 work on the task"))
      ((not (and chat (mevedel-chat-prompter chat)))
-      (funcall callback "Error: no interactive user can approve a plan in this run; give \
-the plan as your final answer"))
+      ;; Headless: the run prints the plan; the user approves it by
+      ;; continuing the session outside Plan mode.
+      (mevedel-plan-propose-unattended (mevedel-chat-session chat) plan)
+      (funcall callback "The plan is proposed.  Nobody can approve it during this run: it \
+is shown to the user, who approves it by continuing the session outside Plan mode.  End \
+this turn now with one short sentence, without repeating the plan."))
      (t
       (let ((interaction
              (mevedel-chat-open-interaction

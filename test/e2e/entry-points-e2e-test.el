@@ -159,5 +159,32 @@ offer the same native tools and the same specialists."
     (should (equal (alist-get 'status call) "success"))
     (should (equal (plist-get run :files) '(("a.txt" . "new line\n"))))))
 
+(ert-deftest mevedel-entry:headless-plan-proposes-and-refuses-writes ()
+  "bin/mevedel in Plan mode refuses an ordinary write and prints the proposed plan."
+  (let* ((run (mevedel-e2e-headless
+               :files '(("a.txt" . "old line\n"))
+               :steps `(((tool_calls
+                          . [((name . "ApplyPatch")
+                              (arguments
+                               . ((patch . "*** Begin Patch\n*** Add File: b.txt\n+new\n*** End Patch\n"))))]))
+                        ((expect . ((results . [((contains . "Plan mode"))])))
+                         (tool_calls
+                          . [((name . "ToolCall")
+                              (arguments
+                               . ((program . "(ProposePlan :plan \"1. Rename the file.\")"))))]))
+                        ((expect . ((results . [((contains . "The plan is proposed"))])))
+                         (text . "Proposed.")))
+               :args '("-p" "plan a change" "--permission-mode" "plan" "--json")
+               :read '("b.txt")))
+         (json (mevedel-e2e-json run)))
+    (should (equal (plist-get run :status) 0))
+    (should-not (cl-mapcan (lambda (e) (copy-sequence (alist-get 'mismatches e)))
+                           (plist-get run :log)))
+    (should (equal (alist-get 'outcome json) "done"))
+    (should (equal (mapcar (lambda (call) (alist-get 'status call)) (alist-get 'tool_calls json))
+                   '("denied" "success")))
+    (should (equal (alist-get 'plan json) "1. Rename the file."))
+    (should (equal (plist-get run :files) '(("b.txt"))))))
+
 (provide 'entry-points-e2e-test)
 ;;; entry-points-e2e-test.el ends here
