@@ -185,7 +185,7 @@ ROOT when ID is non-nil (see `mevedel-session-saved').
 The tool catalog (mevedel-catalog.el) must be loaded: a session opened
 without it would offer the model fewer tools than every other one."
   (unless (featurep 'mevedel-catalog)
-    (error "Load the tool catalog before opening a session: (require 'mevedel-catalog)"))
+    (error "Load the tool catalog (mevedel-catalog) before opening a session"))
   (let ((root (file-name-as-directory (expand-file-name root))))
     (or (mevedel-chat-get root)
         (let* ((name (file-name-nondirectory (directory-file-name root)))

@@ -46,6 +46,8 @@
                    (mevedel-verify . "mevedel-review")
                    (mevedel-agent-roles-describe . "mevedel-agent-roles")
                    (mevedel-hooks-list . "mevedel-hooks-list")
+                   (mevedel-tools-list . "mevedel-tools-list")
+                   (mevedel-menu . "mevedel-menu")
                    (mevedel-sandbox-status . "mevedel-sandbox")))
   (unless (fboundp (car command))
     (autoload (car command) (cdr command) nil t)))

@@ -40,13 +40,15 @@
             (replace-match "\"" t t)))
         (setq mevedel-entry-test--autoloads file))))
 
-(defun mevedel-entry-test--in-emacs (init root command prompt)
+(defun mevedel-entry-test--in-emacs (init root command prompt &optional require)
   "Run COMMAND in a fresh Emacs in ROOT, send PROMPT; return (STATUS . OUTPUT).
 INIT is the init file setting the gptel backend.  COMMAND is a symbol:
-`mevedel', `mevedel-new' or `mevedel-sessions' (RET on its first row)."
+`mevedel', `mevedel-new' or `mevedel-sessions' (RET on its first row).
+The Emacs loads the package's autoloads, or with REQUIRE non-nil only
+does (require \='mevedel), as a checkout on `load-path' is used."
   (mevedel-test-run-emacs
    `(progn
-      (load ,(mevedel-entry-test--autoloads) nil t)
+      ,(if require '(require 'mevedel) `(load ,(mevedel-entry-test--autoloads) nil t))
       (load ,init nil t)
       (let ((default-directory ,(file-name-as-directory root)))
         (call-interactively #',command))
@@ -95,23 +97,29 @@ offer the same native tools and the same specialists."
   (mevedel-e2e-require-python)
   (let* ((root (mevedel-e2e-workspace '(("notes.txt" . "hello\n"))))
          (script (mevedel-e2e-write-script
-                  (make-list 4 '((text . "Done.")))))
+                  (make-list 5 '((text . "Done.")))))
          (server (mevedel-scripted-model-start script))
          (init (mevedel-e2e-headless-config (mevedel-scripted-model-port server)
                                             'openai t nil))
          (offers nil))
     (unwind-protect
         (progn
-          (dolist (command '(mevedel mevedel-new mevedel-sessions))
+          (pcase-dolist (`(,door ,command ,require)
+                         '((mevedel mevedel nil) (new mevedel-new nil)
+                           (resume mevedel-sessions nil) (new-required mevedel-new t)))
             (let* ((before (length (mevedel-scripted-model-log server)))
                    (run (mevedel-entry-test--in-emacs init root command
-                                                      (format "Hello from %s" command))))
+                                                      (format "Hello from %s" door) require)))
               (unless (equal (car run) 0)
-                (ert-fail (format "%s failed:\n%s" command (cdr run))))
+                (ert-fail (format "%s failed:\n%s" door (cdr run))))
               (should (string-match-p "STATUS idle" (cdr run)))
-              (push (cons command (mevedel-entry-test--offer
-                                   (nth before (mevedel-scripted-model-log server))))
-                    offers)))
+              (let ((entry (nth before (mevedel-scripted-model-log server))))
+                (when (eq door 'resume)
+                  ;; RET resumed the newest session: its first turn is there.
+                  (should (cl-some (lambda (text) (string-match-p "Hello from new" text))
+                                   (mevedel-entry-test--strings
+                                    (alist-get 'messages (alist-get 'body entry))))))
+                (push (cons door (mevedel-entry-test--offer entry)) offers))))
           (let* ((before (length (mevedel-scripted-model-log server)))
                  (process-environment
                   (cons (concat "EMACS=" (expand-file-name invocation-name invocation-directory))
