@@ -40,8 +40,8 @@ screenshots: ## Draw the view's screenshots into docs/images (graphical Emacs un
 	@bash scripts/screenshots.sh docs/images
 
 lint: deps ## cargo fmt --check, clippy -D warnings, byte-compile -Werror, checkdoc
-	$(CARGO) fmt --check
-	$(CARGO) clippy --release --locked --all-targets -- -D warnings
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings
 	$(BATCH) --eval '(setq byte-compile-error-on-warn t)' \
 	  --eval '(setq byte-compile-dest-file-function (lambda (f) (concat (make-temp-file "mevedel-lint") ".elc")))' \
 	  -f batch-byte-compile $(ELS)

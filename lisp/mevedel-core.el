@@ -145,7 +145,7 @@ signals an error instead."
 
 (defconst mevedel-core-expected-version "0.1.0"
   "Version of mevedel-dyn that this Lisp code was written against.
-It must equal the crate version in Cargo.toml.")
+It must equal the workspace version in Cargo.toml.")
 
 (defconst mevedel-core--this-directory
   (file-name-directory (or load-file-name byte-compile-current-file
@@ -167,11 +167,14 @@ It must equal the crate version in Cargo.toml.")
                         mevedel-core--this-directory)))
 
 (defun mevedel-core--source-files (root)
-  "Return the files under ROOT whose change requires a rebuild."
+  "Return the files under ROOT whose change requires a rebuild.
+ROOT holds the workspace's Cargo.toml and Cargo.lock; each crate under
+crates/ has its own Cargo.toml and .rs sources."
   (append (cl-remove-if-not #'file-exists-p
                             (mapcar (lambda (f) (expand-file-name f root))
-                                    '("Cargo.toml" "Cargo.lock" "build.rs")))
-          (directory-files-recursively (expand-file-name "src" root) "\\.rs\\'")))
+                                    '("Cargo.toml" "Cargo.lock")))
+          (directory-files-recursively (expand-file-name "crates" root)
+                                       "\\(?:\\.rs\\|\\`Cargo\\.toml\\)\\'")))
 
 (defconst mevedel-core--helper-name "mevedel-sandbox"
   "File name of the sandbox helper binary installed next to the module.")

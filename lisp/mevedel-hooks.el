@@ -27,7 +27,7 @@
 ;; mevedel-chat.el; SubagentStart and SubagentStop by the agents runtime,
 ;; through `mevedel-hooks-run'.
 ;;
-;; Commands run as managed executions of the module (src/exec/): their
+;; Commands run as managed executions of the module (crates/mevedel-core/src/exec/): their
 ;; own process group, never blocking Emacs, outside the model's sandbox
 ;; (they are the user's), in the workspace, with the event's JSON on
 ;; stdin and a per-hook timeout after which the group is stopped.  The

@@ -11,7 +11,7 @@
 ;;   \n<!-- mevedel-render-data -->\n(:tool-use-id "ID" ...)\n<!-- /mevedel-render-data -->\n
 ;;
 ;; propertized `gptel' `mevedel-render-data' and `invisible' t.  The
-;; native codec (src/codec/) does the work: it finds blocks by their
+;; native codec (crates/mevedel-core/src/codec/) does the work: it finds blocks by their
 ;; opening delimiters, reads exactly one printed object with a reader
 ;; that evaluates nothing, and accepts only a proper keyword plist
 ;; followed by whitespace and the closing delimiter.  Anything else is

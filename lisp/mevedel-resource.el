@@ -10,7 +10,7 @@
 ;; `history://', `mcp://' and `shared://') name mevedel-owned content in
 ;; Read, Glob, Grep and ApplyPatch.  The grammar, canonical spelling,
 ;; operation matrix, containment and the two-stage resolver are in the
-;; native module (src/resource/); this file gathers the session facts the
+;; native module (crates/mevedel-core/src/resource/); this file gathers the session facts the
 ;; resolver needs and exposes the Lisp API:
 ;;
 ;; - `mevedel-resource-parse': canonical form of an address, nil for an

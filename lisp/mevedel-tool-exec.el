@@ -6,7 +6,7 @@
 ;;; Commentary:
 
 ;; The execution tools.  The work happens in the native module (see
-;; src/exec/): commands run in their own process groups, their output
+;; crates/mevedel-core/src/exec/): commands run in their own process groups, their output
 ;; goes to a capped spool on disk, and results come back through the
 ;; event channel.  This file holds the tool handlers (argument policy,
 ;; the model-visible text, render-data), the tool-row renderers and

@@ -7,7 +7,7 @@
 
 ;; The file editing tool: the declaration of ApplyPatch, its handler,
 ;; the syncing of buffers that visit the files it changes, and its row
-;; renderer.  The native module does the work (src/patch/): it parses
+;; renderer.  The native module does the work (crates/mevedel-core/src/patch/): it parses
 ;; the patch, reads every target, matches every hunk and computes
 ;; every result in memory (a plan), then writes all files or none.
 ;; This file decides where each authored path points and what may be

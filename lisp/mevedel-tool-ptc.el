@@ -16,7 +16,7 @@
 ;; - ToolCall, which runs a program in the closed dialect of
 ;;   docs/ptc-dialect.md (mevedel://ptc-dialect.md).
 ;;
-;; A ToolCall program is compiled and run by the native module (src/ptc/):
+;; A ToolCall program is compiled and run by the native module (crates/mevedel-core/src/ptc/):
 ;; each run stops at the tool calls it needs, and this file's driver
 ;; starts them through `mevedel-pipeline-run-tool-outcome' (validation,
 ;; hooks, permission, cancellation) with ids TOOLCALL-ID/N and source

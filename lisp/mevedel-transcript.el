@@ -6,7 +6,7 @@
 ;;; Commentary:
 
 ;; A chat's data buffer (gptel's transcript) is saved in its session's
-;; session.sqlite as a log of tail replacements (src/store/transcript.rs):
+;; session.sqlite as a log of tail replacements (crates/mevedel-core/src/store/transcript.rs):
 ;; each save sends the text from the first position that changed since
 ;; the last save to the end of the buffer, with the properties gptel
 ;; and mevedel read back (`mevedel-transcript-properties').  Streaming
@@ -16,7 +16,7 @@
 ;; readable copy (transcript.org, .md or .txt) is refreshed beside it.
 ;;
 ;; Restoring inserts that copy when it is provably the compacted text
-;; (src/store/readable.rs), else the log's text.  A chat resuming lazily
+;; (crates/mevedel-core/src/store/readable.rs), else the log's text.  A chat resuming lazily
 ;; gets the properties of its last part at once and the rest from a
 ;; timer; `mevedel-transcript-complete' applies them on demand, and any
 ;; change to the buffer applies them first (docs/adr/0009-*).

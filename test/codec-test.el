@@ -3,8 +3,8 @@
 ;;; Commentary:
 
 ;; Golden and adversarial tests of render-data blocks through the Lisp
-;; API (mevedel-render-data.el over src/codec/), and of Unicode
-;; normalisation and previews (src/text/).
+;; API (mevedel-render-data.el over crates/mevedel-core/src/codec/), and of Unicode
+;; normalisation and previews (crates/mevedel-core/src/text/).
 
 ;;; Code:
 

@@ -128,7 +128,7 @@ tool declarations wait for the module instead of loading it."
           (should (mevedel-core-module-stale-p)) ; missing
           (with-temp-file file (insert "x"))
           (set-file-times file (encode-time '(0 0 0 1 1 2001 nil nil t)))
-          (should (mevedel-core-module-stale-p)) ; older than src/*.rs
+          (should (mevedel-core-module-stale-p)) ; older than crates/*/src/*.rs
           (set-file-times file)
           (should-not (mevedel-core-module-stale-p)))
       (delete-directory dir t))))

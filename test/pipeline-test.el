@@ -785,9 +785,9 @@
 ;;;; Kept failure lines
 
 (defun mevedel-pipeline-test--fixture (name)
-  "Return the text of the preview fixture NAME under src/text/fixtures/."
+  "Return the text of the preview fixture NAME under crates/mevedel-core/src/text/fixtures/."
   (with-temp-buffer
-    (insert-file-contents (expand-file-name (concat "src/text/fixtures/" name) mevedel-test-root))
+    (insert-file-contents (expand-file-name (concat "crates/mevedel-core/src/text/fixtures/" name) mevedel-test-root))
     (buffer-string)))
 
 (defun mevedel-pipeline-test--padded (fixture)

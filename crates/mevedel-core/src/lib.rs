@@ -1,0 +1,27 @@
+//! Native core of mevedel.
+//!
+//! Every module here is plain Rust that can be unit-tested without Emacs:
+//! this crate does not depend on the `emacs` crate. The seam that exposes
+//! it to Lisp is the `mevedel-dyn` crate. This file only declares modules
+//! and re-exports.
+
+pub mod bash;
+pub mod codec;
+pub mod datum;
+pub mod error;
+pub mod events;
+pub mod exec;
+pub mod patch;
+pub mod process;
+pub mod ptc;
+pub mod resource;
+pub mod runtime;
+pub mod sandbox;
+pub mod schema;
+pub mod search;
+pub mod store;
+pub mod text;
+pub mod web;
+
+pub use datum::Datum;
+pub use error::{Error, ErrorKind, Result};

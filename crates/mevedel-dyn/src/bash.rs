@@ -1,0 +1,317 @@
+//! The facts of a Bash command that its permission decision needs (see
+//! `bash`): the permission step calls this once per Bash or Monitor call.
+//!
+//! The result is built through the raw module API, as in `lisp_data.rs`
+//! (ADR 0005): each module call costs more than the analysis of a short
+//! command, and the `emacs` crate adds an exit check after each.
+//! Everything a result is made of but its plist is made once per thread
+//! and kept behind a global reference: the keywords, `t`, `nil`, the
+//! `list` symbol, class names, command keys and reasons (at most
+//! [`SHARED_MAX`] distinct strings) and the lists of them (as many), and
+//! as many paths and lists of paths. A call then copies its arguments into reused buffers, takes the
+//! analysis from the thread's table of recent ones or makes it, judges
+//! its paths against the workspace, and calls `list` for the plist and
+//! any list not seen before, with one exit check at the end.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::CStr;
+
+use emacs::raw::emacs_value;
+use emacs::{Env, FromLisp, Result, Value, defun};
+use mevedel_core::bash::{self, Analysis, Class, Places, Recent};
+use mevedel_core::error::{Error, ErrorKind};
+
+use crate::errors;
+use crate::guard::guarded;
+use crate::raw::Raw;
+
+/// Most distinct strings (and lists) of each [`Pool`] kept shared.
+const SHARED_MAX: usize = 512;
+
+/// Sources up to this many bytes are copied into the reused buffer;
+/// longer ones are read the `emacs` crate's way.
+const SOURCE_BUFFER: usize = 4096;
+
+/// The result's keys, in order.
+const KEYS: [&CStr; 7] = [
+    c":class",
+    c":reasons",
+    c":read-only",
+    c":inside",
+    c":keys",
+    c":unkeyed",
+    c":paths",
+];
+
+const CLASSES: [Class; 5] = [
+    Class::ReadOnly,
+    Class::Mutating,
+    Class::Unknown,
+    Class::Complex,
+    Class::Dangerous,
+];
+
+/// A shared string's global reference, as a key of a shared list: the
+/// same text always has the same reference.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct Shared(emacs_value);
+
+/// A global reference to the symbol NAME.
+fn symbol(api: &Raw, name: &CStr) -> emacs_value {
+    api.make_global_ref(api.intern(name))
+}
+
+/// `(list ITEMS...)`, or nil without items.
+fn list(api: &Raw, seam: &Seam, items: &mut [emacs_value]) -> emacs_value {
+    if items.is_empty() {
+        return seam.nil;
+    }
+    api.funcall(seam.list, items)
+}
+
+/// Shared strings and lists of them, by their text and items.
+#[derive(Default)]
+struct Pool {
+    strings: HashMap<Box<str>, emacs_value, foldhash::fast::RandomState>,
+    /// Lists of shared strings by their items: each `list` call costs
+    /// more than the lookup.
+    lists: HashMap<Box<[Shared]>, emacs_value, foldhash::fast::RandomState>,
+}
+
+/// Values made once per thread (global references, never freed) and the
+/// reused buffers.
+struct Seam {
+    list: emacs_value,
+    nil: emacs_value,
+    t: emacs_value,
+    keys: [emacs_value; 7],
+    classes: [emacs_value; 5],
+    /// Command keys and reasons.
+    words: Pool,
+    /// Paths: a workspace's few files and directories come back call
+    /// after call.
+    files: Pool,
+    /// The arguments' bytes, then a list's items and its key in `lists`.
+    source: Vec<u8>,
+    cwd: Vec<u8>,
+    root: Vec<u8>,
+    home: Option<String>,
+    /// The last working directory and root, normalised.
+    places: Places,
+    items: Vec<emacs_value>,
+    key: Vec<Shared>,
+}
+
+impl Seam {
+    /// The shared values, or `None` when making one failed (the pending
+    /// signal says why).
+    fn new(api: &Raw) -> Option<Seam> {
+        let keys = KEYS.map(|k| symbol(api, k));
+        let classes = CLASSES.map(|c| api.make_global_ref(api.make_string(c.name().as_bytes())));
+        let seam = Seam {
+            list: symbol(api, c"list"),
+            nil: symbol(api, c"nil"),
+            t: symbol(api, c"t"),
+            keys,
+            classes,
+            words: Pool::default(),
+            files: Pool::default(),
+            source: vec![0; SOURCE_BUFFER],
+            cwd: vec![0; SOURCE_BUFFER],
+            root: vec![0; SOURCE_BUFFER],
+            home: std::env::var("HOME").ok(),
+            places: Places::default(),
+            items: Vec::with_capacity(16),
+            key: Vec::with_capacity(16),
+        };
+        api.ok().then_some(seam)
+    }
+
+    fn boolean(&self, value: bool) -> emacs_value {
+        if value { self.t } else { self.nil }
+    }
+
+    fn class(&self, class: Class) -> emacs_value {
+        let index = CLASSES.iter().position(|&c| c == class).unwrap_or(0);
+        self.classes[index]
+    }
+
+    /// The shared Lisp string TEXT, or `None` once [`SHARED_MAX`] are
+    /// kept (or making it failed).
+    fn shared_string(pool: &mut Pool, api: &Raw, text: &str) -> Option<emacs_value> {
+        if let Some(&known) = pool.strings.get(text) {
+            return Some(known);
+        }
+        if pool.strings.len() >= SHARED_MAX {
+            return None;
+        }
+        let global = api.make_global_ref(api.make_string(text.as_bytes()));
+        if global.is_null() {
+            return None;
+        }
+        pool.strings.insert(text.into(), global);
+        Some(global)
+    }
+
+    /// A list of TEXTS as Lisp strings, or nil. Shared in the pool of
+    /// FILES or words, as are its strings, when every text is shared and
+    /// fewer than [`SHARED_MAX`] lists are kept.
+    fn strings<'s>(
+        &mut self,
+        api: &Raw,
+        files: bool,
+        texts: impl Iterator<Item = &'s str>,
+    ) -> emacs_value {
+        let mut pool = std::mem::take(if files {
+            &mut self.files
+        } else {
+            &mut self.words
+        });
+        let mut items = std::mem::take(&mut self.items);
+        items.clear();
+        let mut all_shared = true;
+        for text in texts {
+            items.push(match Seam::shared_string(&mut pool, api, text) {
+                Some(shared) => shared,
+                None => {
+                    all_shared = false;
+                    api.make_string(text.as_bytes())
+                }
+            });
+        }
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
+        key.extend(items.iter().map(|&v| Shared(v)));
+        let list = match pool.lists.get(key.as_slice()) {
+            Some(&known) if all_shared => known,
+            _ => {
+                let list = list(api, self, &mut items);
+                if all_shared && !items.is_empty() && pool.lists.len() < SHARED_MAX {
+                    let global = api.make_global_ref(list);
+                    if !global.is_null() {
+                        pool.lists.insert(key.as_slice().into(), global);
+                    }
+                }
+                list
+            }
+        };
+        self.items = items;
+        self.key = key;
+        *(if files {
+            &mut self.files
+        } else {
+            &mut self.words
+        }) = pool;
+        list
+    }
+
+    /// The result plist of A with its ACCESS.
+    fn plist(&mut self, api: &Raw, a: &Analysis, access: &bash::Access) -> emacs_value {
+        let reasons = self.strings(api, false, a.reasons.iter().map(|r| &**r));
+        let keys = self.strings(api, false, a.keys.iter().map(String::as_str));
+        let paths = self.strings(api, true, access.paths.iter().map(String::as_str));
+        let values = [
+            self.class(a.class),
+            reasons,
+            self.boolean(a.read_only()),
+            self.boolean(access.inside),
+            keys,
+            self.boolean(a.unkeyed),
+            paths,
+        ];
+        // Keys whose value is nil are left out: `plist-get' reads the
+        // same, and each item costs a cons.
+        let mut items = [self.nil; 2 * KEYS.len()];
+        let mut n = 0;
+        for (&key, value) in self.keys.iter().zip(values) {
+            if value != self.nil {
+                items[n] = key;
+                items[n + 1] = value;
+                n += 2;
+            }
+        }
+        list(api, self, &mut items[..n])
+    }
+}
+
+thread_local! {
+    /// Emacs calls the module from its main thread (and Lisp threads,
+    /// each with their own copy here), with the thread's table of recent
+    /// analyses: a repeated source costs a comparison, not an analysis.
+    static SEAM: RefCell<Option<(Seam, Recent)>> = const { RefCell::new(None) };
+}
+
+/// Copy the Lisp string VALUE into BUFFER and read it, or read it the
+/// `emacs` crate's way when it is longer or not valid UTF-8 (a
+/// non-string signals the usual error).
+fn text<'b>(value: Value<'_>, buffer: &'b mut [u8], long: &'b mut String) -> Result<&'b str> {
+    if let Ok(bytes) = value.copy_string_contents(buffer)
+        && let Ok(text) = std::str::from_utf8(bytes)
+    {
+        return Ok(text);
+    }
+    *long = String::from_lisp(value)?;
+    Ok(long.as_str())
+}
+
+/// Judge Bash SOURCE, run in the directory CWD of the workspace ROOT
+/// (both absolute), without running it: a plist with `:class` (a string:
+/// read-only, mutating, unknown, complex, dangerous), `:reasons` (why it
+/// is not read-only), `:read-only`, `:inside` (read-only, and every file
+/// it names is inside ROOT), `:keys` (each command's key, such as `git
+/// status` or `npm test`), `:unkeyed` (some command has none, so no
+/// session answer covers the source) and `:paths` (the files it names,
+/// absolute); a key whose value is nil is left out.
+///
+/// The class, reason, key and path strings, and the lists of reasons,
+/// of keys and of paths, are shared between results: do not modify them.
+#[defun(name = "bash-permission")]
+fn bash_permission<'e>(
+    env: &'e Env,
+    source: Value<'e>,
+    cwd: Value<'e>,
+    root: Value<'e>,
+) -> Result<Value<'e>> {
+    guarded(env, || {
+        let api = Raw::new(env)?;
+        SEAM.with(|cell| {
+            let Ok(mut slot) = cell.try_borrow_mut() else {
+                return errors::signal(
+                    env,
+                    Error::new(ErrorKind::Internal, "Bash analysis re-entered"),
+                );
+            };
+            if slot.is_none() {
+                *slot = Seam::new(&api).map(|seam| (seam, Recent::default()));
+            }
+            let Some((seam, recent)) = slot.as_mut() else {
+                // Making the shared values failed: the pending signal wins.
+                return errors::signal(
+                    env,
+                    Error::new(ErrorKind::Internal, "Making Lisp values failed"),
+                );
+            };
+            let (mut long_source, mut long_cwd, mut long_root) =
+                (String::new(), String::new(), String::new());
+            let mut source_buffer = std::mem::take(&mut seam.source);
+            let mut cwd_buffer = std::mem::take(&mut seam.cwd);
+            let mut root_buffer = std::mem::take(&mut seam.root);
+            let read = (|| -> Result<emacs_value> {
+                let analysis = recent.analyze(text(source, &mut source_buffer, &mut long_source)?);
+                let access = seam.places.access(
+                    &analysis,
+                    text(cwd, &mut cwd_buffer, &mut long_cwd)?,
+                    text(root, &mut root_buffer, &mut long_root)?,
+                    seam.home.as_deref(),
+                );
+                Ok(seam.plist(&api, &analysis, &access))
+            })();
+            seam.source = source_buffer;
+            seam.cwd = cwd_buffer;
+            seam.root = root_buffer;
+            let plist = read?;
+            api.finish(plist, "Building the result failed")
+        })
+    })
+}

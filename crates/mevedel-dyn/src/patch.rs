@@ -1,0 +1,259 @@
+//! ApplyPatch's engine (`patch`) for Lisp: parse, plan (an opaque
+//! handle), the plan's files and diff hunks, apply with a selection, and
+//! the before-state of every target.
+//!
+//! Results are built as [`Datum`]s and converted in one pass; a plan's
+//! data never crosses until asked for.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use emacs::{Env, IntoLisp, Result, Value, defun};
+use mevedel_core::datum::Datum;
+use mevedel_core::error::{Error, ErrorKind};
+use mevedel_core::patch::{self, FileChoice, FilePlan, HunkChoice, Op, Plan};
+
+use crate::convert::{list_items, to_lisp};
+use crate::errors::OrSignal;
+use crate::guard::guarded;
+use crate::text::copy_exact;
+
+/// The opaque plan Lisp holds between planning and applying.
+pub type PlanPtr = Arc<Plan>;
+
+fn patch_text(env: &Env, patch: Value<'_>) -> Result<String> {
+    let copied = copy_exact(env, patch)?;
+    Ok(String::from_utf8_lossy(copied.bytes()).into_owned())
+}
+
+fn int(n: usize) -> Datum {
+    Datum::Int(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+fn sym(name: &str) -> Datum {
+    Datum::Symbol(name.to_string())
+}
+
+fn path_str(path: &Path) -> Datum {
+    Datum::Str(path.to_string_lossy().into_owned())
+}
+
+fn op_datum(op: &Op) -> Datum {
+    let mut pairs = vec![(":op", sym(op.name())), (":path", Datum::str(op.path()))];
+    if let Op::Update {
+        move_to, chunks, ..
+    } = op
+    {
+        pairs.push((":move-to", Datum::opt_str(move_to.clone())));
+        pairs.push((":hunks", int(chunks.len())));
+    }
+    Datum::plist(pairs)
+}
+
+/// The operations of PATCH, as written: a list of plists `(:op add|delete|update
+/// :path P)`, updates with `:move-to` (or nil) and `:hunks N`. A grammar
+/// error signals `mevedel-core-patch-error` naming the line.
+#[defun(name = "patch-parse")]
+fn patch_parse<'e>(env: &'e Env, patch: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || {
+        let text = patch_text(env, patch)?;
+        let parsed = patch::parse(&text).or_signal(env)?;
+        let ops = parsed.ops.iter().map(op_datum).collect();
+        to_lisp(env, &Datum::List(ops))
+    })
+}
+
+/// Plan PATCH against the files PATHS (an alist from each authored path,
+/// move targets included, to its absolute backing path) resolves it to:
+/// read every target and compute every result, writing nothing. Returns
+/// the opaque plan; a failure signals `mevedel-core-patch-error`.
+#[defun(user_ptr, name = "patch-plan")]
+fn patch_plan(env: &Env, patch: Value<'_>, paths: Value<'_>) -> Result<PlanPtr> {
+    guarded(env, || {
+        let text = patch_text(env, patch)?;
+        let parsed = patch::parse(&text).or_signal(env)?;
+        let mut resolved = HashMap::new();
+        for pair in list_items(paths)? {
+            let authored: String = pair.car()?;
+            let abs: String = pair.cdr()?;
+            resolved.insert(authored, PathBuf::from(abs));
+        }
+        let plan = patch::plan(&parsed, &resolved).or_signal(env)?;
+        Ok(Arc::new(plan))
+    })
+}
+
+fn hunk_datum(index: usize, h: &patch::diff::DiffHunk) -> Datum {
+    Datum::plist([
+        (":index", int(index)),
+        (":header", Datum::Str(h.header())),
+        (":old-start", int(h.old_start())),
+        (":old-lines", int(h.old_count)),
+        (":new-start", int(h.new_start())),
+        (":new-lines", int(h.new_count)),
+        (":added", int(h.added)),
+        (":removed", int(h.removed)),
+        (":text", Datum::Str(h.text())),
+        (":new-text", Datum::Str(h.new_text())),
+    ])
+}
+
+fn file_datum(f: &FilePlan) -> Datum {
+    Datum::plist([
+        (":path", Datum::str(f.path.as_str())),
+        (":abs", path_str(&f.abs)),
+        (":op", sym(f.op.name())),
+        (":move-to", Datum::opt_str(f.move_to.clone())),
+        (
+            ":move-abs",
+            f.move_abs.as_deref().map_or(Datum::Nil, path_str),
+        ),
+        (":added", int(f.added)),
+        (":removed", int(f.removed)),
+        (":diff", Datum::Str(f.diff())),
+        (
+            ":hunks",
+            Datum::List(
+                f.hunks
+                    .iter()
+                    .enumerate()
+                    .map(|(i, h)| hunk_datum(i, h))
+                    .collect(),
+            ),
+        ),
+    ])
+}
+
+/// Per file of PLAN, in patch order, a plist of :path :abs :op :move-to
+/// :move-abs :added :removed :diff and :hunks (the diff hunks of the
+/// computed change, each :index :header :old-start :old-lines :new-start
+/// :new-lines :added :removed :text :new-text).
+#[defun(name = "patch-plan-files")]
+fn patch_plan_files<'e>(env: &'e Env, plan: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || {
+        let plan = plan.into_ref::<PlanPtr>()?;
+        let files = plan.files.iter().map(file_datum).collect();
+        to_lisp(env, &Datum::List(files))
+    })
+}
+
+fn selection_error(message: &str) -> Error {
+    Error::new(ErrorKind::Patch, format!("Invalid selection: {message}"))
+}
+
+fn hunk_choice(env: &Env, item: Value<'_>) -> Result<HunkChoice> {
+    let accept = env.intern("accept")?;
+    let reject = env.intern("reject")?;
+    let edit = env.intern("edit")?;
+    if item == accept {
+        return Ok(HunkChoice::Accept);
+    }
+    if item == reject {
+        return Ok(HunkChoice::Reject);
+    }
+    let head: Value<'_> = match item.car() {
+        Ok(head) => head,
+        Err(_) => {
+            return Err(selection_error(
+                "a hunk choice is accept, reject or (edit . TEXT)",
+            ))
+            .or_signal(env);
+        }
+    };
+    if head != edit {
+        return Err(selection_error(
+            "a hunk choice is accept, reject or (edit . TEXT)",
+        ))
+        .or_signal(env);
+    }
+    let text = patch_text(env, item.cdr()?)?;
+    Ok(HunkChoice::Edit(text))
+}
+
+fn selection(env: &Env, value: Value<'_>) -> Result<HashMap<PathBuf, FileChoice>> {
+    let mut out = HashMap::new();
+    let accept = env.intern("accept")?;
+    let reject = env.intern("reject")?;
+    for pair in list_items(value)? {
+        let abs: String = pair.car()?;
+        let choice: Value<'_> = pair.cdr()?;
+        let choice = if choice == reject {
+            FileChoice::Reject
+        } else if choice == accept {
+            FileChoice::All
+        } else {
+            let hunks = list_items(choice)?
+                .into_iter()
+                .map(|item| hunk_choice(env, item))
+                .collect::<Result<Vec<_>>>()?;
+            FileChoice::Hunks(hunks)
+        };
+        out.insert(PathBuf::from(abs), choice);
+    }
+    Ok(out)
+}
+
+/// Apply PLAN atomically: everything when SELECTION is nil, else per the
+/// alist ((ABS . reject | accept | (HUNK-CHOICE...)) ...), each
+/// HUNK-CHOICE `accept', `reject' or (edit . TEXT); files not named are
+/// applied whole. Returns (:files (PLIST...) :added N :removed N).
+#[defun(name = "patch-apply")]
+fn patch_apply<'e>(env: &'e Env, plan: Value<'e>, choices: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || {
+        let plan = Arc::clone(&*plan.into_ref::<PlanPtr>()?);
+        let chosen = selection(env, choices)?;
+        let outcome = patch::apply(&plan, &|abs: &Path| {
+            chosen.get(abs).cloned().unwrap_or(FileChoice::All)
+        })
+        .or_signal(env)?;
+        let files = outcome
+            .files
+            .iter()
+            .map(|o| {
+                let f = &plan.files[o.index];
+                Datum::plist([
+                    (":path", Datum::str(f.path.as_str())),
+                    (":abs", path_str(&f.abs)),
+                    (":op", sym(f.op.name())),
+                    (":move-to", Datum::opt_str(f.move_to.clone())),
+                    (":status", sym(o.status.name())),
+                    (":added", int(o.added)),
+                    (":removed", int(o.removed)),
+                    (":diff", Datum::Str(o.diff.clone())),
+                ])
+            })
+            .collect();
+        to_lisp(
+            env,
+            &Datum::plist([
+                (":files", Datum::List(files)),
+                (":added", int(outcome.added)),
+                (":removed", int(outcome.removed)),
+            ]),
+        )
+    })
+}
+
+/// The before-state of every target of PLAN: ((ABS . BYTES-OR-NIL) ...),
+/// BYTES a unibyte string, nil for a file that did not exist.
+#[defun(name = "patch-before")]
+fn patch_before<'e>(env: &'e Env, plan: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || {
+        let plan = plan.into_ref::<PlanPtr>()?;
+        let mut items = Vec::new();
+        for f in &plan.files {
+            let abs = f.abs.to_string_lossy().into_owned().into_lisp(env)?;
+            let bytes = match &f.before {
+                Some(b) => b.as_slice().into_lisp(env)?,
+                None => ().into_lisp(env)?,
+            };
+            items.push(env.cons(abs, bytes)?);
+            if let Some(to) = &f.move_abs {
+                let abs = to.to_string_lossy().into_owned().into_lisp(env)?;
+                items.push(env.cons(abs, ().into_lisp(env)?)?);
+            }
+        }
+        env.list(&items[..])
+    })
+}

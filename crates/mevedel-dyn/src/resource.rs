@@ -1,0 +1,240 @@
+//! Resource addresses: parse, prepare (stage one) and the facts a
+//! permission check needs. Execution runs through `search.rs`.
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use emacs::{Env, IntoLisp, Result, Value, defun};
+use mevedel_core::error::{Error, ErrorKind};
+use mevedel_core::resource::address::Origin;
+use mevedel_core::resource::context::{MemoryRoot, Skill};
+use mevedel_core::resource::{self, Attempt, Context, Operation};
+
+use crate::convert::list_items;
+use crate::errors::OrSignal;
+use crate::guard::guarded;
+
+/// The opaque attempt Lisp holds between preparation and execution.
+pub type AttemptPtr = Arc<Attempt>;
+
+/// V as a string, or None for nil.
+pub(super) fn opt_string(v: Value<'_>) -> Result<Option<String>> {
+    if v.is_not_nil() {
+        Ok(Some(v.into_rust()?))
+    } else {
+        Ok(None)
+    }
+}
+
+fn origin(env: &Env, name: Option<String>) -> Result<Option<Origin>> {
+    match name {
+        None => Ok(None),
+        Some(n) => match Origin::from_name(&n) {
+            Some(o) => Ok(Some(o)),
+            None => Err(Error::new(
+                ErrorKind::Resource,
+                format!("unknown origin `{n}`"),
+            ))
+            .or_signal(env),
+        },
+    }
+}
+
+/// Bytes of a text copied in one step; longer texts take the allocating path.
+const STACK_TEXT: usize = 1024;
+
+/// The canonical spelling of the address TEXT names, or nil for an
+/// ordinary path: TEXT itself when it is already canonical, so the
+/// common call allocates nothing in Lisp and copies TEXT once.
+fn canonical_value<'e>(env: &'e Env, text: Value<'e>) -> Result<Value<'e>> {
+    let mut stack = [0u8; STACK_TEXT];
+    let heap: Vec<u8>;
+    let bytes = match text.copy_string_contents(&mut stack) {
+        Ok(bytes) => bytes,
+        Err(e) if too_small(&e) => {
+            heap = text.clone_string_contents()?;
+            &heap[..]
+        }
+        Err(e) => return Err(e),
+    };
+    let authored = std::str::from_utf8(bytes)
+        .map_err(|_| Error::new(ErrorKind::Resource, "address text is not UTF-8"))
+        .or_signal(env)?;
+    match resource::parse_locator(authored).or_signal(env)? {
+        None => ().into_lisp(env),
+        Some(locator) => CANONICAL.with(|buffer| {
+            let mut canonical = buffer.borrow_mut();
+            canonical.clear();
+            locator.write_canonical(&mut canonical);
+            if *canonical == authored {
+                Ok(text)
+            } else {
+                canonical.as_str().into_lisp(env)
+            }
+        }),
+    }
+}
+
+thread_local! {
+    /// The canonical spelling's buffer, reused from call to call.
+    static CANONICAL: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+fn too_small(error: &emacs::Error) -> bool {
+    matches!(
+        error.downcast_ref::<emacs::ErrorKind>(),
+        Some(emacs::ErrorKind::Module(
+            emacs::ModuleError::BufferTooSmall { .. }
+        ))
+    )
+}
+
+/// The canonical spelling of address TEXT, or nil for an ordinary path.
+/// Returns TEXT itself when it is already canonical. Malformed addresses
+/// signal `mevedel-core-resource-error`.
+#[defun(name = "resource-parse")]
+fn resource_parse<'e>(env: &'e Env, text: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || canonical_value(env, text))
+}
+
+/// The canonical spelling of each string in TEXTS (nil for ordinary
+/// paths), in one call; a malformed address signals.
+#[defun(name = "resource-parse-many")]
+fn resource_parse_many<'e>(env: &'e Env, texts: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || {
+        let out = list_items(texts)?
+            .into_iter()
+            .map(|v| canonical_value(env, v))
+            .collect::<Result<Vec<_>>>()?;
+        env.list(&out[..])
+    })
+}
+
+/// Each absolute file name in FILES with its symbolic links resolved,
+/// as `file-truename` resolves it (see `resource::contain::truename`),
+/// in one call: ApplyPatch compares every target and protected file.
+#[defun(name = "truenames")]
+fn truenames<'e>(env: &'e Env, files: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || {
+        let out = crate::convert::strings(files)?
+            .iter()
+            .map(|f| {
+                mevedel_core::resource::contain::truename(std::path::Path::new(f))
+                    .to_string_lossy()
+                    .into_owned()
+                    .into_lisp(env)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        env.list(&out[..])
+    })
+}
+
+/// The stamp of each file name in FILES (see `resource::stamp`): a
+/// string equal between two calls only if the file did not change, or
+/// nil for a missing file.  One call checks every file a prompt caches.
+#[defun(name = "file-stamps")]
+fn file_stamps<'e>(env: &'e Env, files: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || {
+        let out = crate::convert::strings(files)?
+            .iter()
+            .map(
+                |f| match mevedel_core::resource::stamp::stamp(std::path::Path::new(f)) {
+                    Some(s) => s.into_lisp(env),
+                    None => env.intern("nil"),
+                },
+            )
+            .collect::<Result<Vec<_>>>()?;
+        env.list(&out[..])
+    })
+}
+
+/// Prepare ADDRESS for OPERATION ("Read", "Glob", "Grep", "ApplyPatch")
+/// in the given session context. MEMORY-ROOTS is a list of (PATH KIND
+/// LABEL), SKILLS a list of (NAME SOURCE-KEY ROOT ORIGIN PLUGIN). Returns
+/// the opaque attempt; validation failures signal.
+#[defun(user_ptr, name = "resource-prepare")]
+#[allow(clippy::too_many_arguments)]
+fn resource_prepare(
+    env: &Env,
+    address: String,
+    operation: String,
+    session_dir: Value<'_>,
+    workspace: Value<'_>,
+    docs_root: Value<'_>,
+    memory_roots: Value<'_>,
+    skills: Value<'_>,
+    recall_days: i64,
+) -> Result<AttemptPtr> {
+    guarded(env, || {
+        let op = Operation::from_name(&operation)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Resource,
+                    format!("unknown operation `{operation}`"),
+                )
+            })
+            .or_signal(env)?;
+        let mut ctx = Context {
+            session_dir: opt_string(session_dir)?.map(PathBuf::from),
+            workspace: opt_string(workspace)?.map(PathBuf::from),
+            docs_root: opt_string(docs_root)?.map(PathBuf::from),
+            journal_recall_days: recall_days.max(0) as u64,
+            ..Context::default()
+        };
+        for item in list_items(memory_roots)? {
+            let parts = list_items(item)?;
+            let get = |i: usize| parts.get(i).copied().map_or(Ok(None), opt_string);
+            ctx.memory_roots.push(MemoryRoot {
+                path: PathBuf::from(get(0)?.unwrap_or_default()),
+                kind: origin(env, get(1)?)?,
+                label: get(2)?.unwrap_or_default(),
+            });
+        }
+        for item in list_items(skills)? {
+            let parts = list_items(item)?;
+            let get = |i: usize| parts.get(i).copied().map_or(Ok(None), opt_string);
+            ctx.skills.push(Skill {
+                name: get(0)?.unwrap_or_default(),
+                source_key: get(1)?.unwrap_or_default(),
+                root: PathBuf::from(get(2)?.unwrap_or_default()),
+                origin: origin(env, get(3)?)?.unwrap_or(Origin::Managed),
+                plugin: get(4)?,
+            });
+        }
+        let attempt = resource::prepare(&address, op, &ctx).or_signal(env)?;
+        Ok(Arc::new(attempt))
+    })
+}
+
+/// The logical authority facts of ATTEMPT: (:operation OP :scheme S
+/// :canonical C :authored A :write BOOL :paths (BACKING...) :available
+/// BOOL). Backing paths are for permission checks, never for the model.
+#[defun(name = "resource-attempt-facts")]
+fn resource_attempt_facts<'e>(env: &'e Env, attempt: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || {
+        let a = attempt.into_ref::<AttemptPtr>()?;
+        let paths = a
+            .backing_paths()
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned().into_lisp(env))
+            .collect::<Result<Vec<_>>>()?;
+        let available = !matches!(a.target, resource::prepare::Target::Unavailable(_));
+        env.list(&[
+            env.intern(":operation")?,
+            a.operation.name().into_lisp(env)?,
+            env.intern(":scheme")?,
+            a.scheme().into_lisp(env)?,
+            env.intern(":canonical")?,
+            a.canonical.as_str().into_lisp(env)?,
+            env.intern(":authored")?,
+            a.authored.as_str().into_lisp(env)?,
+            env.intern(":write")?,
+            a.operation.writes().into_lisp(env)?,
+            env.intern(":paths")?,
+            env.list(&paths[..])?,
+            env.intern(":available")?,
+            available.into_lisp(env)?,
+        ])
+    })
+}

@@ -1,0 +1,18 @@
+//! What mevedel's sandbox launcher (in core, inside Emacs's process) and
+//! the `mevedel-sandbox` helper binary agree on: the helper's command
+//! line ([`HelperArgs`]) and the markers it reports on its start
+//! descriptor ([`Marker`]), the PIPESTATUS snapshot it relays
+//! ([`with_snapshot`]) and the kernel's Landlock ABI both sides ask for
+//! ([`landlock_abi`]).
+//!
+//! A crate of its own so that both sides share one definition while the
+//! helper links none of core (SQLite, tree-sitter, tokio): it depends on
+//! libc only (ADR 0019).
+
+mod args;
+mod landlock;
+mod snapshot;
+
+pub use args::{EXIT_EXEC_FAILED, EXIT_REFUSED, HelperArgs, Marker};
+pub use landlock::landlock_abi;
+pub use snapshot::{SNAPSHOT_FD, parse_snapshot, with_snapshot};
