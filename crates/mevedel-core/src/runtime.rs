@@ -1,14 +1,19 @@
-//! The one tokio runtime shared by all background work in the module.
+//! Background work: the one tokio runtime shared by every asynchronous
+//! task in the module, and [`spawn_job`], the one way a blocking job
+//! started from Lisp answers it.
 //!
-//! Small on purpose: Emacs machines are often laptops, and the heavy work
-//! (search, process I/O) is I/O-bound. Created on first use so that merely
-//! loading the module starts no threads.
+//! The runtime is small on purpose: Emacs machines are often laptops, and
+//! the heavy work (search, process I/O) is I/O-bound. Created on first use
+//! so that merely loading the module starts no threads.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 
 use tokio::runtime::{Builder, Runtime};
 
+use crate::datum::Datum;
 use crate::error::{Error, ErrorKind, Result};
+use crate::events;
 
 /// Worker threads of the shared runtime.
 pub const WORKER_THREADS: usize = 2;
@@ -41,6 +46,39 @@ where
 {
     get()?.spawn(future);
     Ok(())
+}
+
+/// Run WORK on a thread of its own, named after WHAT (with STACK_BYTES
+/// of stack when a thread's default is not enough), and answer request
+/// ID with its result as a `reply` event.
+///
+/// A thread rather than a task of the runtime, because the work blocks
+/// (parsing, walking trees, waiting for a probe) and the runtime's few
+/// workers drive every execution's I/O. A panic in WORK answers as an
+/// error too, so Lisp never waits for a reply that cannot come.
+pub fn spawn_job<F>(id: i64, what: &str, stack_bytes: Option<usize>, work: F) -> Result<()>
+where
+    F: FnOnce() -> Result<Datum> + Send + 'static,
+{
+    let mut thread = std::thread::Builder::new().name(format!("mevedel-{what}"));
+    if let Some(bytes) = stack_bytes {
+        thread = thread.stack_size(bytes);
+    }
+    let doing = format!("{what} job");
+    thread
+        .spawn(move || {
+            let result = catch_unwind(AssertUnwindSafe(work))
+                .unwrap_or_else(|p| Err(Error::from_panic(&doing, p.as_ref())));
+            events::global().push(events::reply(id, result));
+        })
+        .map(|_| ())
+        .map_err(|e| {
+            Error::io(
+                ErrorKind::Internal,
+                &format!("cannot start a {what} thread"),
+                &e,
+            )
+        })
 }
 
 #[cfg(test)]

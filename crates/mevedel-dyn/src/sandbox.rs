@@ -3,7 +3,7 @@
 //!
 //! Requests arrive as JSON text (built by `lisp/mevedel-core.el`), so
 //! their shape is checked in one place (`sandbox::launch::Request`).
-//! Slow work (probing) happens on a background thread and
+//! Slow work (probing) is a background job (`runtime::spawn_job`) that
 //! answers as the `reply' event for the request id.
 
 use std::path::PathBuf;
@@ -11,23 +11,13 @@ use std::time::Duration;
 
 use emacs::{Env, Result, Value, defun};
 use mevedel_core::datum::Datum;
-use mevedel_core::error::{Error, ErrorKind};
-use mevedel_core::events;
+use mevedel_core::runtime;
 use mevedel_core::sandbox::launch::{self, Request};
 use mevedel_core::sandbox::{policy, probe};
 
 use crate::convert::to_lisp;
 use crate::errors::OrSignal;
 use crate::guard::guarded;
-
-fn background(env: &Env, name: &str, work: impl FnOnce() + Send + 'static) -> Result<()> {
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(work)
-        .map(|_| ())
-        .map_err(|e| Error::io(ErrorKind::Internal, "cannot start a sandbox thread", &e))
-        .or_signal(env)
-}
 
 /// Probe the confinement layers on a background thread; the answer (a
 /// plist) arrives as the `reply' event for request ID. PATH is where to
@@ -52,10 +42,10 @@ fn sandbox_probe(
             helper: helper.map(PathBuf::from),
         };
         let refresh = refresh.is_some_and(|v| v.is_not_nil());
-        background(env, "mevedel-probe", move || {
-            let result = probe::cached(&options, timeout, refresh).to_datum();
-            events::global().push(events::reply(id, Ok(result)));
+        runtime::spawn_job(id, "probe", None, move || {
+            Ok(probe::cached(&options, timeout, refresh).to_datum())
         })
+        .or_signal(env)
     })
 }
 

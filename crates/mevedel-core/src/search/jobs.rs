@@ -2,7 +2,6 @@
 //! channel so Emacs never waits, and cancellable by request id.
 
 use std::collections::HashMap;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -11,11 +10,11 @@ use std::time::Duration;
 use super::budget::Budget;
 use super::{Plan, grep};
 use crate::datum::Datum;
-use crate::error::{Error, ErrorKind};
-use crate::events;
+use crate::error::Error;
 use crate::resource::page::PageRequest;
 use crate::resource::prepare::Attempt;
 use crate::resource::read;
+use crate::runtime;
 
 pub enum ReadTarget {
     Attempt(Arc<Attempt>),
@@ -81,19 +80,21 @@ fn page_datum(p: super::output::Page) -> Result<Datum, Error> {
 pub fn start(id: i64, job: Job, timeout: Option<Duration>) -> Result<(), Error> {
     let cancel = Arc::new(AtomicBool::new(false));
     with_running(|m| m.insert(id, Arc::clone(&cancel)));
-    let spawned = std::thread::Builder::new()
-        .name("mevedel-search".into())
-        .spawn(move || {
-            let budget = Budget::new(cancel, timeout);
-            let result = catch_unwind(AssertUnwindSafe(|| run(&job, &budget)))
-                .unwrap_or_else(|p| Err(Error::from_panic("search", p.as_ref())));
-            with_running(|m| m.remove(&id));
-            events::global().push(events::reply(id, result));
-        });
-    spawned.map(|_| ()).map_err(|e| {
-        with_running(|m| m.remove(&id));
-        Error::io(ErrorKind::Internal, "cannot start a search thread", &e)
+    let running = Running(id);
+    runtime::spawn_job(id, "search", None, move || {
+        let _running = running;
+        run(&job, &Budget::new(cancel, timeout))
     })
+}
+
+/// Request ID's entry among the running jobs, removed when the job is
+/// done, has panicked or could not start, before any reply is sent.
+struct Running(i64);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        with_running(|m| m.remove(&self.0));
+    }
 }
 
 /// Ask the job of request ID to stop; false when none is running.

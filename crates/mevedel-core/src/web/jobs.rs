@@ -1,11 +1,9 @@
 //! Conversions started from Lisp and answered by `reply` events.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-
 use super::{charset, html, search, youtube};
 use crate::datum::Datum;
 use crate::error::{Error, ErrorKind};
-use crate::events;
+use crate::runtime;
 
 /// Stack of a conversion thread: the walkers are iterative, but the HTML
 /// tree builder and selector matching recurse a little per level.
@@ -94,14 +92,5 @@ pub fn run(job: Job) -> Result<Datum, Error> {
 /// Start JOB on a thread of its own; request ID's `reply` event carries
 /// the result.
 pub fn start(id: i64, job: Job) -> Result<(), Error> {
-    std::thread::Builder::new()
-        .name("mevedel-web".into())
-        .stack_size(STACK_BYTES)
-        .spawn(move || {
-            let result = catch_unwind(AssertUnwindSafe(|| run(job)))
-                .unwrap_or_else(|p| Err(Error::from_panic("web conversion", p.as_ref())));
-            events::global().push(events::reply(id, result));
-        })
-        .map(|_| ())
-        .map_err(|e| Error::io(ErrorKind::Internal, "cannot start a web thread", &e))
+    runtime::spawn_job(id, "web", Some(STACK_BYTES), move || run(job))
 }
