@@ -2,8 +2,8 @@
 //! the failure lines they keep from the middle, [`keep`]),
 //! Unicode normalisation, and positions in Emacs's generalized UTF-8.
 //!
-//! Text reaches Rust as the bytes of an Emacs string (see
-//! `src/emacs/text.rs`): UTF-8, except that surrogate code points may
+//! Text reaches Rust as the bytes of an Emacs string (see `text.rs` in
+//! the seam, `mevedel-dyn`): UTF-8, except that surrogate code points may
 //! appear in their three-byte generalized form. Every character starts
 //! with exactly one byte outside `0x80..=0xBF`, which is all that
 //! [`chars`] needs to turn byte offsets into Lisp character positions.
