@@ -141,15 +141,17 @@ are read.  The script reads and searches CHAT's own workspace."
   "Open the session of DIRECTORY's workspace; use the offline demo when needed.
 Without a usable gptel backend, start the offline demo model and
 send `mevedel-demo-prompt' so that a full tool-using turn runs.
-Return the view buffer."
+Return the view buffer, or nil when the user cancelled opening a
+session another process writes (a read-only view sends nothing)."
   (require 'mevedel-view)
   (let ((buffer (mevedel-view-open directory)))
-    (unless (mevedel-demo-backend-usable-p)
-      (let ((chat (mevedel-view-chat buffer)))
-        (mevedel-demo-attach chat)
-        (with-current-buffer buffer (force-mode-line-update))
-        (unless (mevedel-chat-busy-p chat)
-          (mevedel-chat-send chat mevedel-demo-prompt))))
+    (when-let* ((chat (and buffer (mevedel-view-chat buffer)))
+                ((not (mevedel-chat-read-only chat)))
+                ((not (mevedel-demo-backend-usable-p))))
+      (mevedel-demo-attach chat)
+      (with-current-buffer buffer (force-mode-line-update))
+      (unless (mevedel-chat-busy-p chat)
+        (mevedel-chat-send chat mevedel-demo-prompt)))
     buffer))
 
 (provide 'mevedel-demo)

@@ -23,6 +23,13 @@
 ;; turn must be aborted before.  A fork copies a session's
 ;; conversation up to the start of a chosen turn (or all of it) into a
 ;; new session and resumes that; the original is left as it was.
+;;
+;; One process writes a session (see mevedel-session.el, "Ownership").
+;; Resuming a session another process writes (an Emacs, or a headless
+;; `bin/mevedel --continue') asks first, naming that process: open a
+;; fork of it, open it read-only (its view refuses to send), or cancel
+;; (`mevedel-sessions-open-held').  Such a session cannot be renamed or
+;; deleted here.
 
 ;;; Code:
 
@@ -53,13 +60,18 @@ Return the window that showed its view, or nil."
 (defun mevedel-sessions-switch (root &optional id)
   "Make the saved session ID (nil: a fresh one) the live session of ROOT.
 The view takes the window the previous session's view had, if any.
-Return the view buffer."
+Return the view buffer.  When another process writes session ID, the
+user is asked first (`mevedel-sessions-open-held'); the live session
+stays unless a fork replaces it, and nil means the user cancelled."
   (let* ((root (file-name-as-directory (expand-file-name root)))
-         (window (mevedel-sessions--close-live root))
-         (view (mevedel-view-open root (or id 'new))))
-    (when (window-live-p window)
-      (set-window-buffer window view))
-    view))
+         (owner (and id (mevedel-session-owner root id))))
+    (if owner
+        (mevedel-sessions-open-held root id owner)
+      (let* ((window (mevedel-sessions--close-live root))
+             (view (mevedel-view-open root (or id 'new))))
+        (when (window-live-p window)
+          (set-window-buffer window view))
+        view))))
 
 (defun mevedel-sessions--root ()
   "Return the workspace of the current buffer."
@@ -158,9 +170,16 @@ resumed."
           (mevedel-session-close session))))
     (mevedel-session-id session)))
 
+(defun mevedel-sessions--refuse-held (root id doing)
+  "Signal a user error saying DOING is refused when another process writes ID.
+ID is a saved session of ROOT."
+  (when-let* ((owner (mevedel-session-owner root id)))
+    (user-error "Cannot %s: %s" doing (mevedel-session-in-use-message id owner))))
+
 (defun mevedel-sessions-rename (root id title)
   "Set the title of saved session ID of ROOT to TITLE."
   (when (string-blank-p title) (user-error "A title cannot be empty"))
+  (mevedel-sessions--refuse-held root id "rename it")
   (let ((chat (mevedel-chat-get root)))
     (when (and chat (equal (mevedel-session-id (mevedel-chat-session chat)) id))
       (setf (mevedel-chat-title chat) title)))
@@ -174,6 +193,7 @@ The live session cannot be deleted: switch to another first."
   (let ((chat (mevedel-chat-get root)))
     (when (and chat (equal (mevedel-session-id (mevedel-chat-session chat)) id))
       (user-error "Session %s is live; start or resume another one first" id)))
+  (mevedel-sessions--refuse-held root id "delete it")
   (let ((dir (expand-file-name (mevedel-session--check-id id)
                                (mevedel-session-sessions-directory root))))
     (unless (file-exists-p (expand-file-name "session.sqlite" dir))
@@ -268,7 +288,8 @@ The live session cannot be deleted: switch to another first."
   (interactive)
   (let ((root mevedel-sessions--root)
         (id (mevedel-sessions--id-at-point)))
-    (pop-to-buffer (mevedel-sessions-switch root id))))
+    (when-let* ((view (mevedel-sessions-switch root id)))
+      (pop-to-buffer view))))
 
 (defun mevedel-sessions-rename-at-point (title)
   "Rename the session on this line to TITLE."
@@ -292,6 +313,39 @@ The live session cannot be deleted: switch to another first."
          (turn (unless (equal choice all) (1- (cl-position choice choices :test #'equal))))
          (fork (mevedel-sessions-fork root id turn)))
     (pop-to-buffer (mevedel-sessions-switch root fork))))
+
+;;;; Sessions another process writes
+
+(defun mevedel-sessions-ask-held (root id owner)
+  "Ask what to do with saved session ID of ROOT, which OWNER writes.
+Return `fork', `read-only' or nil (cancel)."
+  (let ((title (ignore-errors
+                 (mevedel-sessions--with-store store root id
+                   (mevedel-sessions--info store "title")))))
+    (pcase (car (read-multiple-choice
+                 (format "Session %s%s is in use by %s; open" id
+                         (if (and title (not (string-empty-p title))) (format " (%s)" title) "")
+                         (mevedel-session-owner-text owner))
+                 '((?f "a fork" "a new session copied from it, yours to continue")
+                   (?r "read-only" "its transcript as last saved; sending is refused")
+                   (?c "cancel" "leave it to that process"))))
+      (?f 'fork)
+      (?r 'read-only))))
+
+(defun mevedel-sessions-open-held (root id owner)
+  "Open saved session ID of ROOT, which OWNER (another process) writes.
+The user chooses (`mevedel-sessions-ask-held'): a fork of it, which
+becomes ROOT's live session, or a read-only view of it.  Return the
+view buffer shown, or nil when the user cancels."
+  (pcase (mevedel-sessions-ask-held root id owner)
+    ('fork (mevedel-sessions-switch root (mevedel-sessions-fork root id)))
+    ('read-only
+     (let ((view (mevedel-view-buffer (mevedel-chat-open-read-only root id owner))))
+       (pop-to-buffer-same-window view)
+       (goto-char (point-max))
+       view))
+    (_ (message "Left %s" (mevedel-session-in-use-message id owner))
+       nil)))
 
 (defun mevedel-sessions-delete-at-point ()
   "Delete the session on this line after confirmation."
