@@ -14,7 +14,8 @@
 ;;                                   same window
 ;;   /clear                          a fresh session in the same view
 ;;   M-x mevedel-sessions, /sessions the workspace's saved sessions, newest
-;;                                   first: RET resume, r rename, f fork,
+;;                                   first (those another process has open
+;;                                   say so): RET resume, r rename, f fork,
 ;;                                   d delete (after confirmation), g refresh
 ;;   /compact [FOCUS]                summarise older turns now (see
 ;;                                   `mevedel-chat-compact')
@@ -244,9 +245,16 @@ The live session cannot be deleted: switch to another first."
              (let* ((info (cdr entry))
                     (get (lambda (key) (or (cdr (assoc key info)) "")))
                     (chars (string-to-number (funcall get "chars")))
-                    (title (or (cdr (assoc "error" info))
-                               (if (string-empty-p (funcall get "title")) (car entry)
-                                 (funcall get "title")))))
+                    (owner (mevedel-session-owner mevedel-sessions--root (car entry)))
+                    (title (concat
+                            (or (cdr (assoc "error" info))
+                                (if (string-empty-p (funcall get "title")) (car entry)
+                                  (funcall get "title")))
+                            (if owner
+                                (propertize (format " [in use by %s]"
+                                                    (mevedel-session-owner-text owner))
+                                            'face 'warning)
+                              ""))))
                (list (car entry)
                      (vector (if (equal (car entry) live)
                                  (propertize (concat "● " title) 'face 'bold)

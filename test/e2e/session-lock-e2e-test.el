@@ -182,6 +182,62 @@ The run continues the session and gives the lock up as it exits."
       (should (eql status 0))
       (should (string-match-p "^  --fork  " stdout)))))
 
+;;;; Processes racing for one lock
+
+(ert-deftest mevedel-session-lock:racing-processes-one-wins ()
+  "Of four Emacsen taking a stale lock at the same moment, exactly one wins.
+The others are told the winner's PID: none deleted the lock the
+winner had just made in the stale one's place."
+  (let* ((root (mevedel-e2e-workspace nil))
+         (directory (expand-file-name "race" (mevedel-session-sessions-directory root)))
+         (dead (let ((process (make-process :name "mevedel-dead" :command '("true")
+                                            :noquery t)))
+                 (while (process-live-p process) (accept-process-output process 0.02))
+                 (process-id process)))
+         (start (+ (float-time) 3))
+         (racers nil))
+    (make-directory directory t)
+    (make-symbolic-link (format "%d@%s" dead (system-name)) (expand-file-name "lock" directory))
+    (unwind-protect
+        (progn
+          (dotimes (_ 4)
+            (push (make-process
+                   :name "mevedel-racer" :buffer (generate-new-buffer " *mevedel-racer*")
+                   :noquery t :sentinel #'ignore
+                   :command (list (expand-file-name invocation-name invocation-directory)
+                                  "-Q" "--batch"
+                                  "-l" (expand-file-name "scripts/load-path.el" mevedel-test-root)
+                                  "-l" "mevedel-session"
+                                  "--eval"
+                                  (format "(let ((session (mevedel-session-create :workspace %S
+                                                                                 :id \"race\")))
+                                             (while (< (float-time) %f) (sleep-for 0.001))
+                                             (condition-case err
+                                                 (progn (mevedel-session-lock session)
+                                                        (princ (format \"WON %%d\\n\" (emacs-pid))))
+                                               (mevedel-session-locked
+                                                (princ (format \"LOST %%s\\n\" (cadr err)))))
+                                             (sleep-for 2))"
+                                          root start)))
+                  racers))
+          (let ((deadline (+ start 30)))
+            (while (and (cl-some #'process-live-p racers) (< (float-time) deadline))
+              (accept-process-output nil 0.05)))
+          (let* ((outputs (mapcar (lambda (racer) (with-current-buffer (process-buffer racer)
+                                                    (string-trim (buffer-string))))
+                                  racers))
+                 (won (cl-remove-if-not (lambda (o) (string-prefix-p "WON " o)) outputs))
+                 (winner (and (= (length won) 1) (substring (car won) 4))))
+            (should (= (length won) 1))
+            (dolist (output outputs)
+              (unless (equal output (car won))
+                (should (equal output (format "LOST session race is in use by process %s"
+                                              winner)))))))
+      (dolist (racer racers)
+        (when (process-live-p racer) (delete-process racer))
+        (kill-buffer (process-buffer racer)))
+      (delete-directory root t))))
+
 ;;;; A child Emacs holds, this Emacs opens
 
 (defun mevedel-session-lock-test--holder (root id)
@@ -239,6 +295,11 @@ lock is gone and the session resumes."
                                      :type 'mevedel-session-locked)))
               (should (equal (cadr err) (format "session %s is in use by process %d" id pid))))
             (should-not (mevedel-chat-get root))
+            ;; The sessions list says who has it.
+            (with-current-buffer (mevedel-sessions root)
+              (should (string-match-p (format "first question \\[in use by process %d\\]" pid)
+                                      (buffer-string)))
+              (kill-buffer))
             ;; Cancel.
             (mevedel-session-lock-test--answering ?c prompts
               (should-not (mevedel root)))
