@@ -53,8 +53,8 @@
 ;; every call was refused ends with the outcome `refused'.  Exit status
 ;; (`mevedel-batch-usage-text'): 0 when the turn completed, 1 when it
 ;; failed, timed out or had every call refused, 2 for a usage or
-;; configuration error or a session in use, 130 when interrupted (bin/mevedel; Emacs itself
-;; exits with 2 on SIGINT in batch mode).
+;; configuration error or a session in use, 130 when interrupted
+;; (bin/mevedel; Emacs itself exits with 2 on SIGINT in batch mode).
 ;;
 ;; Nobody can approve a workspace hook file either (mevedel-hooks.el):
 ;; an unapproved one is skipped with one line on stderr naming it,

@@ -138,25 +138,31 @@ when the caller must close STORE."
   "Copy saved session ID of ROOT into a new session and return its ID.
 TURN, a turn index (0 for the first turn), keeps the conversation
 before that turn; nil keeps all of it.  The new session is saved, not
-resumed."
+resumed.  A turn still running in ID (in another process, or cut by a
+crash) is open in the copy too: resuming it settles that turn as
+after a crash."
   (let ((session (mevedel-session-create :workspace root)))
     (with-temp-buffer
-      (let (title turns inputs)
+      (let (title turns inputs open)
         (mevedel-sessions--with-store store root id
           (mevedel-transcript-restore (current-buffer) store)
-          (setq title (mevedel-sessions--info store "title")
+          (setq open (mapcar (lambda (key) (cons key (or (mevedel-sessions--info store key) "")))
+                             '("turn-open" "open-calls"))
+                title (mevedel-sessions--info store "title")
                 turns (reverse (car (read-from-string
                                      (or (mevedel-sessions--info store "turn-list") "nil"))))
                 inputs (mevedel-core-store-inputs store most-positive-fixnum)))
         (when (and turn (< turn (length turns)))
           (delete-region (nth 2 (nth turn turns)) (point-max))
-          (setq turns (cl-subseq turns 0 turn)))
+          (setq turns (cl-subseq turns 0 turn)
+                open nil))
         (let ((store (mevedel-session-store-handle session)))
           (mevedel-transcript-track (current-buffer) store)
           (mevedel-transcript-save (current-buffer))
           (dolist (input inputs) (mevedel-core-store-input-push store input))
           (mevedel-core-store-info-set
-           store `(("title" . ,(format "Fork of %s" (or title id)))
+           store `(,@open
+                   ("title" . ,(format "Fork of %s" (or title id)))
                    ("forked-from" . ,id)
                    ("created" . ,(mevedel-chat--now))
                    ("updated" . ,(mevedel-chat--now))
@@ -322,6 +328,15 @@ The live session cannot be deleted: switch to another first."
          (fork (mevedel-sessions-fork root id turn)))
     (pop-to-buffer (mevedel-sessions-switch root fork))))
 
+(defun mevedel-sessions-delete-at-point ()
+  "Delete the session on this line after confirmation."
+  (interactive)
+  (let ((id (mevedel-sessions--id-at-point)))
+    (when (yes-or-no-p (format "Delete session %s (%s) and everything it saved? "
+                               id (aref (tabulated-list-get-entry) 0)))
+      (mevedel-sessions-delete mevedel-sessions--root id)
+      (revert-buffer))))
+
 ;;;; Sessions another process writes
 
 (defun mevedel-sessions-ask-held (root id owner)
@@ -352,17 +367,8 @@ view buffer shown, or nil when the user cancels."
        (pop-to-buffer-same-window view)
        (goto-char (point-max))
        view))
-    (_ (message "Left %s" (mevedel-session-in-use-message id owner))
+    (_ (message "Not opened: %s" (mevedel-session-in-use-message id owner))
        nil)))
-
-(defun mevedel-sessions-delete-at-point ()
-  "Delete the session on this line after confirmation."
-  (interactive)
-  (let ((id (mevedel-sessions--id-at-point)))
-    (when (yes-or-no-p (format "Delete session %s (%s) and everything it saved? "
-                               id (aref (tabulated-list-get-entry) 0)))
-      (mevedel-sessions-delete mevedel-sessions--root id)
-      (revert-buffer))))
 
 ;;;; Compacting by hand
 

@@ -1804,7 +1804,7 @@ fork and a read-only view, or cancels: then the value is nil (see
          (owner (and id (mevedel-session-owner root id))))
     (if owner
         (progn
-          ;; The sessions list requires this file.
+          ;; Loaded only now: mevedel-sessions.el requires this file.
           (require 'mevedel-sessions)
           (mevedel-sessions-open-held root id owner))
       (let ((buffer (mevedel-view-buffer (or live (mevedel-chat-get-create root id)))))

@@ -182,6 +182,93 @@ The run continues the session and gives the lock up as it exits."
       (should (eql status 0))
       (should (string-match-p "^  --fork  " stdout)))))
 
+;;;; Forking a session in the middle of a turn
+
+(ert-deftest mevedel-session-lock:fork-of-a-running-turn ()
+  "A fork taken while a headless run is in the middle of its turn keeps both.
+The fork resumes that turn as cut (a notice says so) and takes a turn
+of its own; the headless run finishes its turn in the original.
+Neither holds the other's turn."
+  (mevedel-e2e-require-python)
+  (let* ((root (mevedel-e2e-workspace '(("notes.txt" . "the answer is 42\n"))))
+         (script (mevedel-e2e-write-script
+                  '(((text . "Reading.")
+                     (tool_calls . [((name . "Read")
+                                     (arguments . ((file_path . "{{root}}notes.txt"))))]))
+                    ((expect . ((results . [((contains . "the answer is 42"))])))
+                     (sleep . 6) (text . "Slow answer."))
+                    ((expect . ((user_contains . "fork question")))
+                     (text . "Fork answer.")))))
+         (server (mevedel-scripted-model-start script :vars `(("root" . ,root))))
+         (init (mevedel-e2e-headless-config (mevedel-scripted-model-port server) 'openai t nil))
+         (output (generate-new-buffer " *mevedel-slow*"))
+         (process-environment (cons (concat "EMACS=" (expand-file-name invocation-name
+                                                                       invocation-directory))
+                                    process-environment))
+         (headless (make-process
+                    :name "mevedel-slow" :buffer output :noquery t :sentinel #'ignore
+                    :command (list (expand-file-name "bin/mevedel" mevedel-test-root)
+                                   "--config" init "--dir" root "-p" "slow question")
+                    :connection-type 'pipe))
+         (mevedel-permissions-mode 'full-auto)
+         (prompts nil))
+    (unwind-protect
+        (progn
+          ;; The run waits for its second answer: its turn is open.
+          (let ((deadline (+ (float-time) 30)))
+            (while (and (< (length (mevedel-scripted-model-log server)) 2)
+                        (< (float-time) deadline))
+              (accept-process-output nil 0.05)))
+          (should (= (length (mevedel-scripted-model-log server)) 2))
+          (should (process-live-p headless))
+          (let* ((id (mevedel-session-latest root))
+                 (view (mevedel-session-lock-test--answering ?f prompts (mevedel root)))
+                 (chat (mevedel-view-chat view))
+                 (fork (mevedel-session-id (mevedel-chat-session chat))))
+            (should (= (length prompts) 1))
+            ;; The owner is the wrapper's Emacs.
+            (should (string-match "in use by process \\([0-9]+\\)" (car prompts)))
+            (should (eql (alist-get 'ppid (process-attributes
+                                           (string-to-number (match-string 1 (car prompts)))))
+                         (process-id headless)))
+            (should-not (equal fork id))
+            (should (string-match-p "Interrupted"
+                                    (with-current-buffer (mevedel-chat-data-buffer chat)
+                                      (buffer-string))))
+            (setf (mevedel-chat-backend chat)
+                  (mevedel-scripted-model-backend server :wire 'openai :stream t)
+                  (mevedel-chat-model chat) 'scripted-model)
+            (let ((outcome nil))
+              (mevedel-chat-send chat "fork question"
+                                 :on-done (lambda (_chat result) (setq outcome result)))
+              (let ((deadline (+ (float-time) 30)))
+                (while (and (not outcome) (< (float-time) deadline))
+                  (accept-process-output nil 0.05)))
+              (should (eq outcome 'done)))
+            (should-not (mevedel-chat-flush chat 5))
+            (let ((deadline (+ (float-time) 30)))
+              (while (and (process-live-p headless) (< (float-time) deadline))
+                (accept-process-output headless 0.05)))
+            (should (eql (process-exit-status headless) 0))
+            (should (string-match-p "Slow answer" (with-current-buffer output (buffer-string))))
+            (should-not (cl-mapcan (lambda (entry) (copy-sequence (alist-get 'mismatches entry)))
+                                   (mevedel-scripted-model-log server)))
+            (pcase-let ((`(,turns . ,text) (mevedel-session-lock-test--saved root id)))
+              (should (= turns 1))
+              (should (string-match-p "Reading\\.\\(.\\|\n\\)*Slow answer" text))
+              (should-not (string-match-p "fork question\\|Fork answer" text)))
+            (pcase-let ((`(,turns . ,text) (mevedel-session-lock-test--saved root fork)))
+              (should (= turns 2))
+              (should (string-match-p "slow question\\(.\\|\n\\)*Reading\\." text))
+              (should (string-match-p "fork question\\(.\\|\n\\)*Fork answer" text))
+              (should-not (string-match-p "Slow answer" text)))))
+      (when (process-live-p headless) (delete-process headless))
+      (kill-buffer output)
+      (mevedel-session-lock-test--close root)
+      (mevedel-scripted-model-stop server)
+      (dolist (file (list script init)) (delete-file file))
+      (delete-directory root t))))
+
 ;;;; Processes racing for one lock
 
 (ert-deftest mevedel-session-lock:racing-processes-one-wins ()
