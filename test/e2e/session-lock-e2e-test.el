@@ -182,6 +182,60 @@ The run continues the session and gives the lock up as it exits."
       (should (eql status 0))
       (should (string-match-p "^  --fork  " stdout)))))
 
+;;;; Exits of a headless run
+
+(ert-deftest mevedel-session-lock:headless-exits-give-the-lock-up ()
+  "A headless run holds its session's lock and gives it up however it ends.
+Timed out (status 1) or interrupted (Ctrl-C, status 130), it leaves
+no lock behind, so the next run continues the session."
+  (mevedel-e2e-require-python)
+  (let* ((root (mevedel-e2e-workspace '(("notes.txt" . "x\n"))))
+         (script (mevedel-e2e-write-script '(((sleep . 8) (text . "Too late."))
+                                             ((sleep . 8) (text . "Too late again."))
+                                             ((text . "In time.")))))
+         (server (mevedel-scripted-model-start script))
+         (init (mevedel-e2e-headless-config (mevedel-scripted-model-port server) 'openai t nil))
+         (process-environment (cons (concat "EMACS=" (expand-file-name invocation-name
+                                                                       invocation-directory))
+                                    process-environment))
+         (output (generate-new-buffer " *mevedel-interrupted*"))
+         (process nil))
+    (unwind-protect
+        (let ((status (call-process (expand-file-name "bin/mevedel" mevedel-test-root) nil nil nil
+                                    "--config" init "--dir" root "-p" "first" "--timeout" "2"))
+              (id (mevedel-session-latest root)))
+          (should (eql status 1))
+          (should id)
+          (should-not (mevedel-session-lock-test--lock root id))
+          (setq process (make-process
+                         :name "mevedel-interrupted" :buffer output :noquery t :sentinel #'ignore
+                         :command (list (expand-file-name "bin/mevedel" mevedel-test-root)
+                                        "--config" init "--dir" root "--continue" "-p" "second")))
+          (let ((deadline (+ (float-time) 30)))
+            (while (and (< (length (mevedel-scripted-model-log server)) 2)
+                        (< (float-time) deadline))
+              (accept-process-output nil 0.05)))
+          (let ((owner (mevedel-session-owner root id)))
+            (should owner)
+            (should (eql (alist-get 'ppid (process-attributes (plist-get owner :pid)))
+                         (process-id process))))
+          (interrupt-process process)
+          (let ((deadline (+ (float-time) 20)))
+            (while (and (process-live-p process) (< (float-time) deadline))
+              (accept-process-output process 0.05)))
+          (should (eql (process-exit-status process) 130))
+          (should-not (mevedel-session-lock-test--lock root id))
+          (should (eql (call-process (expand-file-name "bin/mevedel" mevedel-test-root) nil nil nil
+                                     "--config" init "--dir" root "--continue" "-p" "third")
+                       0))
+          (should (string-match-p "first\\(.\\|\n\\)*second\\(.\\|\n\\)*third\\(.\\|\n\\)*In time"
+                                  (cdr (mevedel-session-lock-test--saved root id)))))
+      (when (and process (process-live-p process)) (delete-process process))
+      (kill-buffer output)
+      (mevedel-scripted-model-stop server)
+      (dolist (file (list script init)) (delete-file file))
+      (delete-directory root t))))
+
 ;;;; Forking a session in the middle of a turn
 
 (ert-deftest mevedel-session-lock:fork-of-a-running-turn ()
