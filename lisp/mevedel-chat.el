@@ -540,7 +540,7 @@ hooks see TEXT first (not BACKGROUND turns'); while they run, or when
 they block it, the value is nil too, and a blocked prompt's ON-DONE
 gets `blocked'."
   (when-let* ((owner (mevedel-chat-read-only chat)))
-    (user-error "Not sent: %s; this view only reads it (fork it to continue here)"
+    (user-error "Read-only: %s; fork it to continue here"
                 (mevedel-session-in-use-message (mevedel-session-id (mevedel-chat-session chat))
                                                 owner)))
   (when (mevedel-chat-busy-p chat)
