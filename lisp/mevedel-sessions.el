@@ -358,11 +358,20 @@ Return `fork', `read-only' or nil (cancel)."
 (defun mevedel-sessions-open-held (root id owner)
   "Open saved session ID of ROOT, which OWNER (another process) writes.
 The user chooses (`mevedel-sessions-ask-held'): a fork of it, which
-becomes ROOT's live session, or a read-only view of it.  Return the
-view buffer shown, or nil when the user cancels."
+becomes ROOT's live session, or a read-only view of it as last saved,
+which replaces such a view shown before.  Return the view buffer
+shown, or nil when the user cancels."
   (pcase (mevedel-sessions-ask-held root id owner)
     ('fork (mevedel-sessions-switch root (mevedel-sessions-fork root id)))
     ('read-only
+     ;; A read-only view shown before gives way to a fresh copy.
+     (dolist (buffer (buffer-list))
+       (when-let* ((chat (and (eq (buffer-local-value 'major-mode buffer) 'mevedel-view-mode)
+                              (mevedel-view-chat buffer))))
+         (when (and (mevedel-chat-read-only chat)
+                    (equal (mevedel-chat-root chat) root)
+                    (equal (mevedel-session-id (mevedel-chat-session chat)) id))
+           (kill-buffer buffer))))
      (let ((view (mevedel-view-buffer (mevedel-chat-open-read-only root id owner))))
        (pop-to-buffer-same-window view)
        (goto-char (point-max))

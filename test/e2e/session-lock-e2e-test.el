@@ -485,12 +485,19 @@ lock is gone and the session resumes."
                 (should (string-match-p "first question" text))
                 (should (string-match-p "fork question" text)))
               ;; RET in the sessions list asks too; read-only leaves the fork live.
-              (let ((other (mevedel-session-lock-test--answering ?r prompts
-                             (mevedel-sessions-switch root id))))
+              (let* ((other (mevedel-session-lock-test--answering ?r prompts
+                              (mevedel-sessions-switch root id)))
+                     (name (buffer-name other)))
                 (should (= (length prompts) 4))
                 (should (mevedel-chat-read-only (mevedel-view-chat other)))
                 (should (eq (mevedel-chat-get root) chat))
-                (kill-buffer other))
+                ;; Asked again, a fresh read-only view replaces it.
+                (let ((again (mevedel-session-lock-test--answering ?r prompts
+                               (mevedel-sessions-switch root id))))
+                  (should (= (length prompts) 5))
+                  (should-not (buffer-live-p other))
+                  (should (equal (buffer-name again) name))
+                  (kill-buffer again)))
               ;; Nor can the held session be renamed or deleted here.
               (should-error (mevedel-sessions-rename root id "mine") :type 'user-error)
               (should-error (mevedel-sessions-delete root id) :type 'user-error)
@@ -505,7 +512,7 @@ lock is gone and the session resumes."
             (should-not (mevedel-session-owner root id))
             (mevedel-session-lock-test--answering ?c prompts
               (let ((view (mevedel-sessions-switch root id)))
-                (should (= (length prompts) 4))
+                (should (= (length prompts) 5))
                 (should (equal (mevedel-session-id (mevedel-chat-session (mevedel-view-chat view)))
                                id)))))
         (when (process-live-p holder) (delete-process holder))
