@@ -26,6 +26,9 @@
 ;;   --timeout SECONDS         give up after SECONDS (default 600)
 ;;   -c, --continue            continue the workspace's most recent session
 ;;   -r, --resume ID           continue the saved session ID
+;;   --fork                    with --continue or --resume: continue in a
+;;                             fork of that session (a new session copied
+;;                             from it), which is left as it was
 ;;   --list-sessions           list the workspace's saved sessions and exit
 ;;                             (with --json: a JSON array)
 ;;   --trust-hooks             run the workspace's hook files as they are
@@ -33,8 +36,14 @@
 ;;   -h, --help                print the usage and exit
 ;;
 ;; Every run saves its session (see `mevedel-chat-save-sessions'); the
-;; JSON transcript names it under "session", with the session's token
-;; usage under "usage".
+;; JSON transcript names it under "session" (with --fork, the fork),
+;; with the session's token usage under "usage".
+;;
+;; One process writes a session (mevedel-session.el, "Ownership"): a
+;; session another process has open (an Emacs, another headless run)
+;; is not continued.  The run exits with status 2 and says "session
+;; ID is in use by process PID" on stderr; --fork continues in a fork
+;; of it instead.
 ;; The JSON transcript is UTF-8.  A failed sample that is retried says
 ;; so on stderr ("...; retrying in 4 s (3/10)"); a failed turn's
 ;; `error' names what failed.
@@ -44,8 +53,8 @@
 ;; every call was refused ends with the outcome `refused'.  Exit status
 ;; (`mevedel-batch-usage-text'): 0 when the turn completed, 1 when it
 ;; failed, timed out or had every call refused, 2 for a usage or
-;; configuration error, 130 when interrupted (bin/mevedel; Emacs itself
-;; exits with 2 on SIGINT in batch mode).
+;; configuration error or a session in use, 130 when interrupted
+;; (bin/mevedel; Emacs itself exits with 2 on SIGINT in batch mode).
 ;;
 ;; Nobody can approve a workspace hook file either (mevedel-hooks.el):
 ;; an unapproved one is skipped with one line on stderr naming it,
@@ -68,6 +77,7 @@
 (require 'mevedel-chat)
 (require 'mevedel-history)
 (require 'mevedel-permissions)
+(require 'mevedel-sessions)
 (require 'mevedel-recovery)
 (require 'mevedel-tool-render)
 
@@ -100,13 +110,16 @@ Options:
   --timeout SECONDS        give up after SECONDS (default 600)
   -c, --continue           continue the workspace's most recent session
   -r, --resume ID          continue the saved session ID
+  --fork                   with --continue or --resume: continue in a new
+                           session copied from that one, which may be in use
   --list-sessions          list the workspace's saved sessions
   --trust-hooks            run the workspace's hook files (.mevedel/hooks.el,
                            .claude/settings.json) as they are now, unapproved
   -h, --help               print this and exit
 
 Exit status: 0 done, 1 the turn failed, timed out, was blocked by a hook
-or had every tool call refused, 2 usage or configuration error, 130 interrupted.
+or had every tool call refused, 2 usage or configuration error or the session
+is in use by another process, 130 interrupted.
 "
   "What `bin/mevedel --help' prints.")
 
@@ -123,7 +136,7 @@ Emacs decodes arguments with the locale's coding system; without one
 (defun mevedel-batch--parse-args (args)
   "Return a plist of options parsed from the command-line ARGS."
   (let ((options (list :json nil :dir nil :mode nil :init nil :demo nil :timeout 600
-                       :continue nil :resume nil :list nil)))
+                       :continue nil :resume nil :fork nil :list nil)))
     (while args
       (let ((arg (pop args)))
         (cl-flet ((value ()
@@ -144,6 +157,7 @@ Emacs decodes arguments with the locale's coding system; without one
             ("--demo" (setq options (plist-put options :demo t)))
             ((or "-c" "--continue") (setq options (plist-put options :continue t)))
             ((or "-r" "--resume") (setq options (plist-put options :resume (value))))
+            ("--fork" (setq options (plist-put options :fork t)))
             ("--list-sessions" (setq options (plist-put options :list t)))
             ("--trust-hooks" (setq options (plist-put options :trust-hooks t)))
             ("--timeout"
@@ -162,11 +176,23 @@ Emacs decodes arguments with the locale's coding system; without one
         (mevedel-batch--usage-error "--dir %s is not a directory" dir)))
     (when (and (plist-get options :continue) (plist-get options :resume))
       (signal 'mevedel-batch-usage (list "Use --continue or --resume ID, not both")))
+    (when (and (plist-get options :fork)
+               (not (or (plist-get options :continue) (plist-get options :resume))))
+      (mevedel-batch--usage-error "--fork needs --continue or --resume ID"))
     options))
 
 (defun mevedel-batch--session (root options)
   "Return the saved session ID OPTIONS ask to resume in ROOT, or nil.
-Signal a usage error when the session asked for does not exist."
+With --fork, that is a new fork of the session asked for.  Signal a
+usage error when the session asked for does not exist."
+  (let ((id (mevedel-batch--session-asked root options)))
+    (if (and id (plist-get options :fork))
+        (mevedel-sessions-fork root id)
+      id)))
+
+(defun mevedel-batch--session-asked (root options)
+  "Return the saved session ID OPTIONS name in ROOT, or nil.
+Signal a usage error when it does not exist."
   (cond
    ((plist-get options :resume)
     (let ((id (plist-get options :resume)))
@@ -532,6 +558,9 @@ See the commentary of mevedel-batch.el for the arguments and
        (setq status 2))
       (mevedel-batch-config
        (message "mevedel: %s" (cadr err))
+       (setq status 2))
+      (mevedel-session-locked
+       (message "mevedel: %s; --fork continues in a fork of it" (cadr err))
        (setq status 2))
       (error
        (message "mevedel: %s" (error-message-string err))
