@@ -70,6 +70,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'mevedel-core)
+(require 'mevedel-resource)
 (require 'mevedel-session)
 (require 'mevedel-tool-registry)
 
@@ -272,10 +273,24 @@ contacts; the globs then match it."
 
 ;;;; Facts of a call
 
+(defun mevedel-permissions--operation (tool args address)
+  "Return the resource operation of TOOL on ADDRESS, one of its ARGS' values.
+It is the operation of the `path-or-resource' argument holding ADDRESS,
+else a read for a read-only tool and a write for any other."
+  (or (cl-loop for arg in (mevedel-tool-args tool)
+               when (and (eq (nth 1 arg) 'path-or-resource)
+                         (equal (plist-get args (mevedel-tool-arg-key (car arg))) address))
+               return (mevedel-tool-resource-operation tool arg))
+      (if (mevedel-tool-read-only-p tool) "Read" "ApplyPatch")))
+
 (defun mevedel-permissions-tool-paths (tool args)
   "Return the file paths a call of TOOL with ARGS touches.
-TOOL's :get-paths or :get-path decide when it has them; otherwise the
-ordinary paths among its `path' and `path-or-resource' arguments."
+TOOL's :get-paths or :get-path decide when it has them; otherwise its
+`path' and `path-or-resource' arguments.  A resource address, in any
+spelling, stands for the real files behind it
+\(`mevedel-resource-judged-paths'), so that rules and the workspace
+check judge what the call reaches, never the text typed; a malformed
+address signals."
   (let ((paths (cond ((mevedel-tool-get-paths tool)
                       (funcall (mevedel-tool-get-paths tool) args))
                      ((mevedel-tool-get-path tool)
@@ -283,10 +298,13 @@ ordinary paths among its `path' and `path-or-resource' arguments."
                      (t (cl-loop for (name type) in (mevedel-tool-args tool)
                                  when (memq type '(path path-or-resource))
                                  collect (plist-get args (intern (format ":%s" name))))))))
-    (cl-remove-if-not (lambda (path)
-                        (and (stringp path) (not (string-empty-p path))
-                             (not (string-match-p "\\`[a-z][a-z0-9+.-]*://" path))))
-                      (ensure-list paths))))
+    (cl-loop for path in (ensure-list paths)
+             when (and (stringp path) (not (string-empty-p path)))
+             append (if (mevedel-resource-address-p path)
+                        (mevedel-resource-judged-paths
+                         (mevedel-resource-prepared
+                          path (mevedel-permissions--operation tool args path)))
+                      (list path)))))
 
 (defsubst mevedel-permissions-tool-grant (tool args)
   "Return the sandbox grant a call of TOOL with ARGS asks for, or nil.
