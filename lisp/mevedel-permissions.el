@@ -35,8 +35,9 @@
 ;; more: `allow', `ask', `deny' or (deny . REASON) (rules decide before
 ;; it; `full-auto' turns its allow or ask into allow), (allow . RECORD)
 ;; for an automatic approval, `delegated' for a call that acts under
-;; the authority of what it addresses (an execution the caller owns:
-;; no rule, mode or answer applies and it never asks), or (command .
+;; the authority of what it addresses (an execution or agent the
+;; caller owns: no mode, answer, allow or ask rule applies and it never
+;; asks, but a deny rule naming it or "*" refuses it), or (command .
 ;; SOURCE) for a call that runs the Bash SOURCE in the workspace.
 ;; Commands are judged by the module's analysis
 ;; (`mevedel-core-bash-permission'): a read-only command whose files
@@ -54,7 +55,8 @@
 ;; answers never cover a grant.
 ;;
 ;; Before all of that, `mevedel-permissions-restriction-functions' may
-;; decide a call outright (Plan mode's boundary, mevedel-plan.el), and
+;; refuse a call outright or let it run without asking (Plan mode's
+;; boundary, mevedel-plan.el; a deny rule still refuses it), and
 ;; `mevedel-permissions-mode-functions' may give one request its own
 ;; mode (an approved plan's implementation override).
 ;;
@@ -361,9 +363,10 @@ Each key is a tool name or (command . KEY) for a command key."
 
 (defvar mevedel-permissions-restriction-functions nil
   "Abnormal hook run with a call's context and session before any rule.
-The first function returning non-nil decides the call: `allow' or
-\(deny . REASON).  Plan mode's boundary (mevedel-plan.el) is one: no
-mode, rule or answer widens it.")
+The first function returning non-nil decides the call: (deny . REASON)
+refuses it, `allow' runs it without asking unless a deny rule refuses
+it.  Plan mode's boundary (mevedel-plan.el) is one: no mode, rule or
+answer widens it.")
 
 (defvar mevedel-permissions-mode-functions nil
   "Abnormal hook run with a call's context and session to get its mode.
@@ -388,11 +391,12 @@ session's, such as an implementation override of one invocation.")
 (defun mevedel-permissions-judge (context session)
   "Judge the tool call CONTEXT (a pipeline context) in SESSION (or nil).
 Return a plist: :verdict (`allow', (allow . RECORD), `ask', `deny' or
-\(deny . REASON)), :by (what decided: `delegated', `rule', `own',
-`read-only', `answer' or `mode'), :rule (the rule that matched), :mode,
-:command (the command's facts, for command tools), :paths and :grant
-\(the sandbox grant asked for; a grant makes any verdict but a deny
-`ask', with :operation the verdict on the call itself)."
+\(deny . REASON)), :by (what decided: `restriction', `delegated',
+`rule', `own', `read-only', `answer' or `mode'), :rule (the rule that
+matched), :mode, :command (the command's facts, for command tools),
+:paths and :grant (the sandbox grant asked for; a grant makes any
+verdict but a deny `ask', with :operation the verdict on the call
+itself)."
   (mevedel-permissions--judge context session t))
 
 (defun mevedel-permissions--judge (context session full)
@@ -405,12 +409,8 @@ the path of every call, and the plist is for cards only."
                       'mevedel-permissions-restriction-functions context session))
          (check (and (not restricted) (mevedel-tool-check-permission tool)))
          (own (and check (funcall check args))))
-    (cond
-     (restricted
-      (if full (list :verdict restricted :operation restricted :by 'restriction) restricted))
-     ((eq own 'delegated)
-      (if full (list :verdict 'allow :by 'delegated) 'allow))
-     (t
+    (if (and restricted (not (eq restricted 'allow)))
+        (if full (list :verdict restricted :operation restricted :by 'restriction) restricted)
       (let* ((name (mevedel-tool-name tool))
              (mode (or (run-hook-with-args-until-success
                         'mevedel-permissions-mode-functions context session)
@@ -436,6 +436,12 @@ the path of every call, and the plist is for cards only."
              (verdict nil)
              (by nil))
         (cond
+         ;; A restriction's allow and a delegated call never ask, but an
+         ;; explicit deny rule binds them as it binds every call.
+         ((or restricted (eq own 'delegated))
+          (if (eq (car rule) 'deny)
+              (setq verdict 'deny by 'rule)
+            (setq verdict 'allow by (if restricted 'restriction 'delegated) rule nil)))
          (rule (setq verdict (car rule) by 'rule))
          ((or (eq own 'deny) (eq (car-safe own) 'deny)) (setq verdict own by 'own))
          (source
@@ -459,7 +465,7 @@ the path of every call, and the plist is for cards only."
           (if full
               (list :verdict final :operation verdict :by by :rule rule :mode mode
                     :command facts :paths paths :domain domain :grant grant)
-            final)))))))
+            final))))))
 
 (defun mevedel-permissions-decide-call (context session)
   "Decide the tool call CONTEXT (a pipeline context) in SESSION (or nil).

@@ -13,9 +13,10 @@
 ;; addresses of every family (and of ordinary paths) for ApplyPatch's
 ;; Add, Update, Delete and Move targets and for Read, Glob and Grep.
 ;; Then the concrete bypasses: Plan-mode patches that spell
-;; work://shared/ otherwise are refused and write nothing, and memory
-;; and skill roots outside the workspace are judged as the files behind
-;; them.
+;; work://shared/ otherwise are refused and write nothing, deny rules
+;; bind the calls that act under another's authority (which still never
+;; ask), and memory and skill roots outside the workspace are judged as
+;; the files behind them.
 
 ;;; Code:
 
@@ -273,6 +274,49 @@ and for Read, Glob and Grep."
 +q\n*** End Patch"))))
         (should (file-exists-p (expand-file-name "plans/q.md"
                                                  (mevedel-session-local-directory session))))))
+    (should-not asked)))
+
+;;;; Deny rules bind the delegated calls
+
+(ert-deftest mevedel-spelling:deny-rules-bind-delegated-calls ()
+  "Execution controls and collaboration tools never ask; a deny rule refuses them."
+  (spelling-test--with-resources
+    (let ((calls '(("WriteStdin" :execution_id "e1" :chars "")
+                   ("StopExecution" :execution_id "e1")
+                   ("ListExecutions")
+                   ("SendMessage" :to "/root/a" :message "hi")
+                   ("Agent" :task_name "t" :message "hi")
+                   ("InterruptAgent" :path "/root/a"))))
+      (dolist (stamp (list nil (mevedel-plan-make-stamp 'sticky)))
+        (mevedel-test-in-turn chat (list :id "d" :plan-stamp stamp)
+          (pcase-dolist (`(,name . ,args) calls)
+            ;; No rule, or one that asks or allows: they run without asking.
+            (dolist (rules '(nil ((ask "*")) ((allow "*"))))
+              (let ((mevedel-permissions-rules rules))
+                (should (equal (list name rules (spelling-test--verdict chat name args))
+                               (list name rules 'allow)))))
+            ;; A deny rule naming them, or every tool, refuses them.
+            (dolist (rules (list (list (list 'deny name)) '((deny "*"))))
+              (let ((mevedel-permissions-rules rules))
+                (should (equal (list name rules (spelling-test--verdict chat name args))
+                               (list name rules 'deny)))))))
+        ;; Through the pipeline: refused before the handler, without a card.
+        (let ((mevedel-permissions-rules '((deny "ListExecutions"))))
+          (should (string-prefix-p "Permission denied: a permission rule forbids this \
+ListExecutions call"
+                                   (mevedel-test-run-tool chat "ListExecutions" "l" nil))))
+        (should (string-match-p "No yielded"
+                                (mevedel-test-run-tool chat "ListExecutions" "l2" nil)))))
+    ;; A deny rule also binds Plan's own allow of a session patch.
+    (let ((mevedel-permissions-rules '((deny "ApplyPatch" "**/plans/**"))))
+      (mevedel-test-in-turn chat (list :id "p" :plan-stamp (mevedel-plan-make-stamp 'sticky))
+        (should (string-prefix-p "Permission denied: a permission rule"
+                                 (mevedel-test-run-tool
+                                  chat "ApplyPatch" "denied-plan"
+                                  (list :patch "*** Begin Patch\n*** Add File: work://plans/z.md\n\
++z\n*** End Patch"))))
+        (should-not (file-exists-p (expand-file-name
+                                    "plans/z.md" (mevedel-session-local-directory session))))))
     (should-not asked)))
 
 ;;;; Memory and skill roots outside the workspace
