@@ -19,7 +19,8 @@
 ;; components; relative globs are matched against paths relative to
 ;; the workspace).  A rule without globs matches every call of TOOL.
 ;; With globs, an ask or deny rule matches when one of the call's paths
-;; matches one of them, an allow rule only when all of them do.  Among
+;; matches one of them, by its name or by its real path (links
+;; resolved), an allow rule only when all of their real paths do.  Among
 ;; matching rules deny beats ask beats allow.  Rules come from
 ;; `mevedel-permissions-rules' and from the workspace's
 ;; .mevedel/permissions.el (a list of rules, read as data, never
@@ -158,14 +159,20 @@ The file holds one list of rules; it is read, never evaluated."
     (concat "\\`" (apply #'concat (nreverse parts)) "\\'")))
 
 (defun mevedel-permissions--glob-match-p (glob path root)
-  "Return non-nil when GLOB matches PATH; relative globs are under ROOT."
+  "Return non-nil when GLOB matches PATH; relative globs are under ROOT.
+PATH is taken as it is spelled: a link's name below ROOT, or a real
+path (links resolved) below ROOT's real directory."
   (let* ((absolute (expand-file-name path root))
          (regexp (mevedel-permissions-glob-regexp
                   (if (file-name-absolute-p glob) (expand-file-name glob) glob))))
     (or (string-match-p regexp absolute)
         (and (not (file-name-absolute-p glob))
-             (file-in-directory-p absolute root)
-             (string-match-p regexp (file-relative-name absolute root))))))
+             (let ((below (lambda (base)
+                            (setq base (file-name-as-directory base))
+                            (and (string-prefix-p base absolute)
+                                 (string-match-p regexp (substring absolute (length base)))))))
+               (or (funcall below (expand-file-name root))
+                   (funcall below (file-truename root))))))))
 
 (defvar mevedel-permissions--workspace-cache (make-hash-table :test #'equal)
   "Workspace root -> (GENERATION ATTRIBUTES RULES) of its rules file.")
@@ -243,9 +250,12 @@ It is (ROOT GENERATION . RULES), kept for the next call in ROOT.")
   "Return non-nil when GLOB (\"example.com\", \"*.example.com\") matches HOST."
   (string-match-p (mevedel-permissions-glob-regexp (downcase glob)) (downcase host)))
 
-(defun mevedel-permissions--rule-matches-p (rule names paths root &optional domain)
+(defun mevedel-permissions--rule-matches-p (rule names paths root &optional domain reals)
   "Return non-nil when RULE matches a call of a tool in NAMES on PATHS under ROOT.
-With DOMAIN, the call contacts that host and the globs match it instead."
+With DOMAIN, the call contacts that host and the globs match it instead.
+REALS are PATHS with links resolved, one for each: a deny or ask rule
+binds a file by either name, an allow rule must cover every real file,
+so a link cannot carry a call into or out of a glob."
   (pcase-let ((`(,action ,rule-tool . ,globs) rule))
     (and (or (equal rule-tool "*") (member rule-tool names))
          (or (null globs)
@@ -253,21 +263,23 @@ With DOMAIN, the call contacts that host and the globs match it instead."
                  (cl-some (lambda (glob) (mevedel-permissions--domain-match-p glob domain))
                           globs)
                (and paths
-                    (funcall (if (eq action 'allow) #'cl-every #'cl-some)
-                             (lambda (path)
-                               (cl-some (lambda (glob)
-                                          (mevedel-permissions--glob-match-p glob path root))
-                                        globs))
-                             paths)))))))
+                    (let ((match (lambda (path)
+                                   (cl-some (lambda (glob)
+                                              (mevedel-permissions--glob-match-p glob path root))
+                                            globs))))
+                      (if (eq action 'allow)
+                          (cl-every match (or reals paths))
+                        (cl-some match (append paths reals))))))))))
 
-(defun mevedel-permissions-matching-rule (rules names paths root &optional domain)
+(defun mevedel-permissions-matching-rule (rules names paths root &optional domain reals)
   "Return the strongest of RULES matching a call on PATHS, or nil.
 NAMES are the names the call's tool answers to; ROOT is the workspace
 root for relative globs.  DOMAIN is the host a :get-domain tool's call
-contacts; the globs then match it."
+contacts; the globs then match it.  REALS are PATHS with links
+resolved (see `mevedel-permissions--rule-matches-p')."
   (let ((best nil))
     (dolist (rule rules)
-      (when (and (mevedel-permissions--rule-matches-p rule names paths root domain)
+      (when (and (mevedel-permissions--rule-matches-p rule names paths root domain reals)
                  (> (alist-get (car rule) mevedel-permissions--rank)
                     (alist-get (car best) mevedel-permissions--rank 0)))
         (setq best rule)))
@@ -431,7 +443,10 @@ the path of every call, and the plist is for cards only."
              (rules (mevedel-permissions-applicable-rules root))
              (rule (and rules (mevedel-permissions-matching-rule
                                rules (if source (list "Bash" name) (list name)) paths root
-                               domain)))
+                               domain (and paths (mevedel-core-truenames
+                                                  (mapcar (lambda (path)
+                                                            (expand-file-name path root))
+                                                          paths))))))
              (grant (mevedel-permissions-tool-grant tool args))
              (verdict nil)
              (by nil))

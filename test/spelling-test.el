@@ -16,7 +16,9 @@
 ;; work://shared/ otherwise are refused and write nothing, deny rules
 ;; bind the calls that act under another's authority (which still never
 ;; ask), and memory and skill roots outside the workspace are judged as
-;; the files behind them.
+;; the files behind them.  Ordinary paths are judged by their real
+;; path too: a link carries a call neither out of a deny rule nor into
+;; an allow rule.
 
 ;;; Code:
 
@@ -364,6 +366,31 @@ ListExecutions call"
                                                        (list :file_path (caar cases)))))
         (should (equal (plist-get (car asked) :paths)
                        (list (file-truename (expand-file-name "memory/g.md" outside)))))))))
+
+;;;; Links
+
+(ert-deftest mevedel-spelling:rules-judge-the-real-path-behind-a-link ()
+  "A link in the workspace is judged by the file it reaches, and by its name."
+  (spelling-test--with-resources
+    (make-symbolic-link (directory-file-name outside) (expand-file-name "src/link" root))
+    (let ((read (list :file_path "src/link/elsewhere.txt"))
+          (add (list :patch "*** Begin Patch\n*** Add File: src/link/new.txt\n+x\n*** End Patch")))
+      (mevedel-test-in-turn chat (list :id "l")
+        ;; A deny rule on the real directory binds the link's name.
+        (let ((mevedel-permissions-rules (list (list 'deny "*" (concat outside "**")))))
+          (should (eq (spelling-test--verdict chat "Read" read) 'deny))
+          (should (eq (spelling-test--verdict chat "ApplyPatch" add) 'deny)))
+        ;; So does a deny rule on the name.
+        (let ((mevedel-permissions-rules '((deny "Read" "src/link/**"))))
+          (should (eq (spelling-test--verdict chat "Read" read) 'deny)))
+        ;; An allow rule on the name does not cover the real file outside.
+        (let ((mevedel-permissions-rules '((allow "Read" "src/**"))))
+          (should (eq (spelling-test--verdict chat "Read" read) 'ask))
+          (should (eq (spelling-test--verdict chat "Read" (list :file_path "src/a.txt")) 'allow)))
+        ;; An allow rule on the real file does.
+        (let ((mevedel-permissions-rules (list (list 'allow "Read" (concat outside "**")))))
+          (should (eq (spelling-test--verdict chat "Read" read) 'allow)))))
+    (should-not asked)))
 
 (provide 'spelling-test)
 ;;; spelling-test.el ends here
