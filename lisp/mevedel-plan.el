@@ -136,11 +136,10 @@ buffer) follows its session's mode."
 
 (defun mevedel-plan-session-target-p (canonical)
   "Return non-nil when the address CANONICAL names a session-owned work:// file.
-CANONICAL is nil for an ordinary path.
-It must be the canonical spelling (`mevedel-resource-parse'), which
-alone says where the resolver puts a file: `WORK://sh%61red/x' is
-work://shared/x.  work://shared/ belongs to the workspace, and a bare
-work:// names no file."
+CANONICAL is the canonical spelling (`mevedel-resource-parse'), nil for
+an ordinary path: only it says where the resolver puts a file
+\(`WORK://sh%61red/x' is work://shared/x).  work://shared/ belongs to
+the workspace, and a bare work:// names no file."
   (and canonical
        (string-prefix-p "work://" canonical)
        (not (string-prefix-p "work://shared/" canonical))

@@ -292,12 +292,12 @@ See `mevedel-core-resource-attempt-facts' for the keys."
 
 (defun mevedel-resource-judged-paths (attempt)
   "Return the backing files of ATTEMPT that permission judges as ordinary paths.
-Memory, skills and work://shared/ are directories of the user's (in
-the workspace or the home directory): reaching them is reaching those
-files, so rules and the inside-the-workspace check see the real path,
-whatever the address's spelling.  The session's own work:// and
-artifact:// storage, the packaged docs and the virtual families give
-none."
+Memory, skills and work://shared/ are directories the user owns (in
+the workspace, the home directory or wherever configured): reaching
+them is reaching those files, so rules and the inside-the-workspace
+check see the real path, whatever the address's spelling.  The
+session's own work:// and artifact:// storage, the packaged docs and
+the virtual families give none."
   (let* ((facts (mevedel-resource-facts attempt))
          (canonical (plist-get facts :canonical)))
     (when (or (member (plist-get facts :scheme) '("memory" "skill"))
