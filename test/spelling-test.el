@@ -392,5 +392,24 @@ ListExecutions call"
           (should (eq (spelling-test--verdict chat "Read" read) 'allow)))))
     (should-not asked)))
 
+;;;; The first write's storage
+
+(ert-deftest mevedel-spelling:first-write-makes-storage-however-spelled ()
+  "A first ApplyPatch to work:// in another spelling still materialises the session."
+  (mevedel-test-with-view view chat
+    (let ((session (mevedel-chat-session chat)))
+      (ignore view)
+      (mevedel-plan-enter session)
+      (should-not (mevedel-session-store session))
+      ;; Outside a turn: no checkpoint materialises it first.
+      (should (string-match-p "Added"
+                              (mevedel-test-run-tool
+                               chat "ApplyPatch" "first"
+                               (list :patch "*** Begin Patch\n*** Add File: WORK://%70lans/n.md\n\
++n\n*** End Patch"))))
+      (should (file-exists-p (expand-file-name "plans/n.md"
+                                               (mevedel-session-local-directory session))))
+      (should (mevedel-session-store session)))))
+
 (provide 'spelling-test)
 ;;; spelling-test.el ends here
