@@ -20,16 +20,18 @@ export HOME=$home XDG_CONFIG_HOME=$home/.config XDG_CACHE_HOME=$home/.cache \
 # on lisp/ until it exits, and only a run that can then take it alone
 # (the last one out) removes them.  Byte-compiling writes each .elc to a
 # temporary file and renames it, so a reader never sees one half written.
+# The lock is this script's alone (9<&-): a process a bench leaves
+# behind must not keep it.
 els=(lisp/*.el test/mevedel-test-helpers.el test/bench/*.el)
 exec 9<lisp
 flock -s 9
 trap 'rm -rf "$home"; if flock -xn 9; then rm -f "${els[@]/%.el/.elc}"; fi' EXIT
 ${EMACS:-emacs} -Q --batch -l scripts/load-path.el -L test -L test/bench \
-  -f batch-byte-compile "${els[@]}"
+  -f batch-byte-compile "${els[@]}" 9<&-
 status=0
 for bench in test/bench/*-bench.el; do
   echo "== $bench"
   ${EMACS:-emacs} -Q --batch -l scripts/load-path.el -L test -L test/bench -l test/mevedel-test-helpers.elc \
-    -l test/bench/mevedel-bench-lib.elc -l "${bench%.el}.elc" || status=1
+    -l test/bench/mevedel-bench-lib.elc -l "${bench%.el}.elc" 9<&- || status=1
 done
 exit $status
