@@ -44,7 +44,16 @@
 ;; is not continued.  The run exits with status 2 and says "session
 ;; ID is in use by process PID" on stderr; --fork continues in a fork
 ;; of it instead.
-;; The JSON transcript is UTF-8.  A failed sample that is retried says
+;;
+;; The JSON transcript is UTF-8.  Its "unknown_tools" lists the tools
+;; the model called that its catalog does not have (each name once, in
+;; the order of first call; [] when none): each call was answered with
+;; an error and the turn went on, so such a run may still end `done'.
+;; A ToolCall program naming a tool the catalog lacks counts too (see
+;; `mevedel-ptc--note-unknown-tool'); the calls of child agents are
+;; theirs, not the run's.  stderr names each such tool once ("mevedel:
+;; the model called unknown tool NAME"), with or without --json.
+;; A failed sample that is retried says
 ;; so on stderr ("...; retrying in 4 s (3/10)"); a failed turn's
 ;; `error' names what failed.
 ;;
@@ -294,12 +303,14 @@ Signal a usage error when it does not exist."
               (format "… [%d more characters]" (- (length text) mevedel-batch-preview-chars)))
     text))
 
-(defun mevedel-batch-transcript (chat outcome)
+(defun mevedel-batch-transcript (chat outcome &optional unknown-tools)
   "Return the transcript of CHAT's last turn, ended with OUTCOME, as a plist.
 Keys: :messages (user, assistant and tool entries in order; an
 assistant entry cut by a failed request has :incomplete t),
-:tool-calls, :answer (the last assistant text), :plan (a plan the
-model proposed in Plan mode, which nobody could approve here) and
+:tool-calls, :unknown_tools (the list UNKNOWN-TOOLS: tools the model
+called that it does not have), :answer (the last assistant text),
+:plan (a plan the model proposed in Plan mode, which nobody could
+approve here) and
 :error."
   (let ((segments (when-let* ((start (mevedel-chat-turn-start chat)))
                     ;; No turn started when the run timed out in its
@@ -340,6 +351,7 @@ model proposed in Plan mode, which nobody could approve here) and
           :model (format "%s" (mevedel-chat-model-effective chat))
           :messages (nreverse messages)
           :tool_calls (nreverse calls)
+          :unknown_tools (vconcat unknown-tools)
           :answer (if (eq outcome 'done) answer nil)
           :plan (mevedel-plan-unattended (mevedel-chat-session chat))
           :error (and (not (eq outcome 'done))
@@ -420,6 +432,7 @@ and :error (a message, or nil)."
                                           mevedel-hooks-trust-workspace))
          (chat (mevedel-chat-get-create root (mevedel-batch--session root options)))
          (outcome nil)
+         (unknown-tools nil)
          (deadline (+ (float-time) (plist-get options :timeout))))
     (when (plist-get options :mode)
       (setf (mevedel-chat-permission-mode chat) (plist-get options :mode)))
@@ -431,6 +444,11 @@ and :error (a message, or nil)."
                 (list "No usable gptel backend: set `gptel-backend' (and its key) in a \
 config file (--config FILE, $MEVEDEL_INIT or ~/.config/mevedel/init.el), or use --demo"))))
     (mevedel-chat-observe chat #'mevedel-batch--report-retry)
+    (mevedel-chat-observe chat (lambda (event _chat &optional name &rest _)
+                                 (when (and (eq event 'unknown-tool)
+                                            (not (member name unknown-tools)))
+                                   (message "mevedel: the model called unknown tool %s" name)
+                                   (setq unknown-tools (append unknown-tools (list name))))))
     (unless (plist-get options :json)
       (mevedel-chat-observe chat #'mevedel-batch--progress))
     (mevedel-chat-send chat (plist-get options :prompt)
@@ -439,7 +457,7 @@ config file (--config FILE, $MEVEDEL_INIT or ~/.config/mevedel/init.el), or use 
       (accept-process-output nil 0.05))
     (if (eq outcome 'blocked)
         (mevedel-batch--blocked chat options)
-      (mevedel-batch--result chat outcome options))))
+      (mevedel-batch--result chat outcome options unknown-tools))))
 
 (defun mevedel-batch--blocked (chat options)
   "Return the result of a run whose prompt a hook blocked in CHAT.
@@ -449,20 +467,21 @@ OPTIONS are the run's; the reason is the run's error."
     (list :status 1 :outcome "blocked" :error reason
           :output (if (plist-get options :json)
                       (concat (mevedel-batch-transcript-json
-                               (list :outcome "blocked" :error reason
+                               (list :outcome "blocked" :error reason :unknown_tools []
                                      :session (mevedel-session-id (mevedel-chat-session chat))))
                               "\n")
                     ""))))
 
-(defun mevedel-batch--result (chat outcome options)
+(defun mevedel-batch--result (chat outcome options unknown-tools)
   "Return the result of CHAT's turn that ended with OUTCOME (nil: it timed out).
-OPTIONS are the run's."
+OPTIONS are the run's; UNKNOWN-TOOLS the tools the model called that
+it does not have."
   (unless outcome
     (mevedel-chat-abort chat)
     (setf (mevedel-chat-status-detail chat)
           (format "timed out after %s seconds" (plist-get options :timeout)))
     (setq outcome 'error))
-  (let ((transcript (mevedel-batch-transcript chat outcome)))
+  (let ((transcript (mevedel-batch-transcript chat outcome unknown-tools)))
     (when (and (eq outcome 'done) (mevedel-batch--all-refused-p transcript))
       (setq transcript (mevedel-batch--refused transcript)))
     (list :status (if (equal (plist-get transcript :outcome) "done") 0 1)

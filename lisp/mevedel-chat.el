@@ -323,7 +323,9 @@ keep theirs.  Observers hear `status'."
   "Call FUNCTION with (EVENT CHAT . ARGS) for each event of CHAT.
 EVENT is one of `turn-start', `text' (ARGS: the chunk), `tools-start'
 \(the records), `tool-results' (the records, in call order),
-`permission' (the request),
+`permission' (the request), `unknown-tool' (the name of a tool the
+model called that its catalog does not have, see
+`mevedel-chat-note-unknown-tool'),
 `retry' (a failed sample is sent again after a pause: the plist
 \(:message :retry :of :delay), the attempt's text already gone),
 `tool-updated' (the ID of a call whose render-data changed after it
@@ -423,7 +425,15 @@ frozen set."
                                                 (plist-get record :args)))
                                         (mevedel-chat-live-calls chat))))))
       (mevedel-chat--set-status chat 'tools)
-      (mevedel-chat--notify chat 'tools-start (mevedel-chat-live-calls chat)))))
+      (mevedel-chat--notify chat 'tools-start (mevedel-chat-live-calls chat))
+      (dolist (name (mevedel-gptel-unknown-tool-names info))
+        (mevedel-chat-note-unknown-tool chat name)))))
+
+(defun mevedel-chat-note-unknown-tool (chat name)
+  "Tell CHAT's observers that its model called NAME, a tool it was not offered.
+The call is answered with an error and the turn goes on, so nothing
+else would show that the model asked for what it does not have."
+  (mevedel-chat--notify chat 'unknown-tool name))
 
 (defun mevedel-chat--handle-results-ready (fsm)
   "Keep render-data out of the tool results FSM sends to the model.
