@@ -18,8 +18,8 @@ deps: ## Install Emacs 30, bubblewrap, gptel & co. when missing (idempotent)
 
 module: ## Build the native module (cargo --release --locked) and install it
 	$(CARGO) build --release --locked
-	cp target/release/libmevedel_dyn.so $(MODULE).tmp && mv -f $(MODULE).tmp $(MODULE)
-	cp target/release/mevedel-sandbox mevedel-sandbox.tmp && mv -f mevedel-sandbox.tmp mevedel-sandbox
+	cp target/release/libmevedel_dyn.so $(MODULE).tmp$$$$ && mv -f $(MODULE).tmp$$$$ $(MODULE)
+	cp target/release/mevedel-sandbox mevedel-sandbox.tmp$$$$ && mv -f mevedel-sandbox.tmp$$$$ mevedel-sandbox
 
 test: ## Run every test: cargo tests, ERT, end-to-end; ends with "N passed, N failed"
 	@bash scripts/deps.sh screenshots

@@ -26,6 +26,9 @@
 ;;   --timeout SECONDS         give up after SECONDS (default 600)
 ;;   -c, --continue            continue the workspace's most recent session
 ;;   -r, --resume ID           continue the saved session ID
+;;   --fork                    with --continue or --resume: continue in a
+;;                             fork of that session (a new session copied
+;;                             from it), which is left as it was
 ;;   --list-sessions           list the workspace's saved sessions and exit
 ;;                             (with --json: a JSON array)
 ;;   --trust-hooks             run the workspace's hook files as they are
@@ -33,9 +36,24 @@
 ;;   -h, --help                print the usage and exit
 ;;
 ;; Every run saves its session (see `mevedel-chat-save-sessions'); the
-;; JSON transcript names it under "session", with the session's token
-;; usage under "usage".
-;; The JSON transcript is UTF-8.  A failed sample that is retried says
+;; JSON transcript names it under "session" (with --fork, the fork),
+;; with the session's token usage under "usage".
+;;
+;; One process writes a session (mevedel-session.el, "Ownership"): a
+;; session another process has open (an Emacs, another headless run)
+;; is not continued.  The run exits with status 2 and says "session
+;; ID is in use by process PID" on stderr; --fork continues in a fork
+;; of it instead.
+;;
+;; The JSON transcript is UTF-8.  Its "unknown_tools" lists the tools
+;; the model called that its catalog does not have (each name once, in
+;; the order of first call; [] when none): each call was answered with
+;; an error and the turn went on, so such a run may still end `done'.
+;; A ToolCall program naming a tool the catalog lacks counts too (see
+;; `mevedel-ptc--note-unknown-tool'); the calls of child agents are
+;; theirs, not the run's.  stderr names each such tool once ("mevedel:
+;; the model called unknown tool NAME"), with or without --json.
+;; A failed sample that is retried says
 ;; so on stderr ("...; retrying in 4 s (3/10)"); a failed turn's
 ;; `error' names what failed.
 ;;
@@ -44,8 +62,8 @@
 ;; every call was refused ends with the outcome `refused'.  Exit status
 ;; (`mevedel-batch-usage-text'): 0 when the turn completed, 1 when it
 ;; failed, timed out or had every call refused, 2 for a usage or
-;; configuration error, 130 when interrupted (bin/mevedel; Emacs itself
-;; exits with 2 on SIGINT in batch mode).
+;; configuration error or a session in use, 130 when interrupted
+;; (bin/mevedel; Emacs itself exits with 2 on SIGINT in batch mode).
 ;;
 ;; Nobody can approve a workspace hook file either (mevedel-hooks.el):
 ;; an unapproved one is skipped with one line on stderr naming it,
@@ -68,6 +86,7 @@
 (require 'mevedel-chat)
 (require 'mevedel-history)
 (require 'mevedel-permissions)
+(require 'mevedel-sessions)
 (require 'mevedel-recovery)
 (require 'mevedel-tool-render)
 
@@ -100,13 +119,16 @@ Options:
   --timeout SECONDS        give up after SECONDS (default 600)
   -c, --continue           continue the workspace's most recent session
   -r, --resume ID          continue the saved session ID
+  --fork                   with --continue or --resume: continue in a new
+                           session copied from that one, which may be in use
   --list-sessions          list the workspace's saved sessions
   --trust-hooks            run the workspace's hook files (.mevedel/hooks.el,
                            .claude/settings.json) as they are now, unapproved
   -h, --help               print this and exit
 
 Exit status: 0 done, 1 the turn failed, timed out, was blocked by a hook
-or had every tool call refused, 2 usage or configuration error, 130 interrupted.
+or had every tool call refused, 2 usage or configuration error or the session
+is in use by another process, 130 interrupted.
 "
   "What `bin/mevedel --help' prints.")
 
@@ -123,7 +145,7 @@ Emacs decodes arguments with the locale's coding system; without one
 (defun mevedel-batch--parse-args (args)
   "Return a plist of options parsed from the command-line ARGS."
   (let ((options (list :json nil :dir nil :mode nil :init nil :demo nil :timeout 600
-                       :continue nil :resume nil :list nil)))
+                       :continue nil :resume nil :fork nil :list nil)))
     (while args
       (let ((arg (pop args)))
         (cl-flet ((value ()
@@ -144,6 +166,7 @@ Emacs decodes arguments with the locale's coding system; without one
             ("--demo" (setq options (plist-put options :demo t)))
             ((or "-c" "--continue") (setq options (plist-put options :continue t)))
             ((or "-r" "--resume") (setq options (plist-put options :resume (value))))
+            ("--fork" (setq options (plist-put options :fork t)))
             ("--list-sessions" (setq options (plist-put options :list t)))
             ("--trust-hooks" (setq options (plist-put options :trust-hooks t)))
             ("--timeout"
@@ -162,11 +185,23 @@ Emacs decodes arguments with the locale's coding system; without one
         (mevedel-batch--usage-error "--dir %s is not a directory" dir)))
     (when (and (plist-get options :continue) (plist-get options :resume))
       (signal 'mevedel-batch-usage (list "Use --continue or --resume ID, not both")))
+    (when (and (plist-get options :fork)
+               (not (or (plist-get options :continue) (plist-get options :resume))))
+      (mevedel-batch--usage-error "--fork needs --continue or --resume ID"))
     options))
 
 (defun mevedel-batch--session (root options)
   "Return the saved session ID OPTIONS ask to resume in ROOT, or nil.
-Signal a usage error when the session asked for does not exist."
+With --fork, that is a new fork of the session asked for.  Signal a
+usage error when the session asked for does not exist."
+  (let ((id (mevedel-batch--session-asked root options)))
+    (if (and id (plist-get options :fork))
+        (mevedel-sessions-fork root id)
+      id)))
+
+(defun mevedel-batch--session-asked (root options)
+  "Return the saved session ID OPTIONS name in ROOT, or nil.
+Signal a usage error when it does not exist."
   (cond
    ((plist-get options :resume)
     (let ((id (plist-get options :resume)))
@@ -268,12 +303,14 @@ Signal a usage error when the session asked for does not exist."
               (format "… [%d more characters]" (- (length text) mevedel-batch-preview-chars)))
     text))
 
-(defun mevedel-batch-transcript (chat outcome)
+(defun mevedel-batch-transcript (chat outcome &optional unknown-tools)
   "Return the transcript of CHAT's last turn, ended with OUTCOME, as a plist.
 Keys: :messages (user, assistant and tool entries in order; an
 assistant entry cut by a failed request has :incomplete t),
-:tool-calls, :answer (the last assistant text), :plan (a plan the
-model proposed in Plan mode, which nobody could approve here) and
+:tool-calls, :unknown_tools (the list UNKNOWN-TOOLS: tools the model
+called that it does not have), :answer (the last assistant text),
+:plan (a plan the model proposed in Plan mode, which nobody could
+approve here) and
 :error."
   (let ((segments (when-let* ((start (mevedel-chat-turn-start chat)))
                     ;; No turn started when the run timed out in its
@@ -314,6 +351,7 @@ model proposed in Plan mode, which nobody could approve here) and
           :model (format "%s" (mevedel-chat-model-effective chat))
           :messages (nreverse messages)
           :tool_calls (nreverse calls)
+          :unknown_tools (vconcat unknown-tools)
           :answer (if (eq outcome 'done) answer nil)
           :plan (mevedel-plan-unattended (mevedel-chat-session chat))
           :error (and (not (eq outcome 'done))
@@ -394,6 +432,7 @@ and :error (a message, or nil)."
                                           mevedel-hooks-trust-workspace))
          (chat (mevedel-chat-get-create root (mevedel-batch--session root options)))
          (outcome nil)
+         (unknown-tools nil)
          (deadline (+ (float-time) (plist-get options :timeout))))
     (when (plist-get options :mode)
       (setf (mevedel-chat-permission-mode chat) (plist-get options :mode)))
@@ -405,6 +444,11 @@ and :error (a message, or nil)."
                 (list "No usable gptel backend: set `gptel-backend' (and its key) in a \
 config file (--config FILE, $MEVEDEL_INIT or ~/.config/mevedel/init.el), or use --demo"))))
     (mevedel-chat-observe chat #'mevedel-batch--report-retry)
+    (mevedel-chat-observe chat (lambda (event _chat &optional name &rest _)
+                                 (when (and (eq event 'unknown-tool)
+                                            (not (member name unknown-tools)))
+                                   (message "mevedel: the model called unknown tool %s" name)
+                                   (setq unknown-tools (append unknown-tools (list name))))))
     (unless (plist-get options :json)
       (mevedel-chat-observe chat #'mevedel-batch--progress))
     (mevedel-chat-send chat (plist-get options :prompt)
@@ -413,7 +457,7 @@ config file (--config FILE, $MEVEDEL_INIT or ~/.config/mevedel/init.el), or use 
       (accept-process-output nil 0.05))
     (if (eq outcome 'blocked)
         (mevedel-batch--blocked chat options)
-      (mevedel-batch--result chat outcome options))))
+      (mevedel-batch--result chat outcome options unknown-tools))))
 
 (defun mevedel-batch--blocked (chat options)
   "Return the result of a run whose prompt a hook blocked in CHAT.
@@ -423,20 +467,21 @@ OPTIONS are the run's; the reason is the run's error."
     (list :status 1 :outcome "blocked" :error reason
           :output (if (plist-get options :json)
                       (concat (mevedel-batch-transcript-json
-                               (list :outcome "blocked" :error reason
+                               (list :outcome "blocked" :error reason :unknown_tools []
                                      :session (mevedel-session-id (mevedel-chat-session chat))))
                               "\n")
                     ""))))
 
-(defun mevedel-batch--result (chat outcome options)
+(defun mevedel-batch--result (chat outcome options unknown-tools)
   "Return the result of CHAT's turn that ended with OUTCOME (nil: it timed out).
-OPTIONS are the run's."
+OPTIONS are the run's; UNKNOWN-TOOLS the tools the model called that
+it does not have."
   (unless outcome
     (mevedel-chat-abort chat)
     (setf (mevedel-chat-status-detail chat)
           (format "timed out after %s seconds" (plist-get options :timeout)))
     (setq outcome 'error))
-  (let ((transcript (mevedel-batch-transcript chat outcome)))
+  (let ((transcript (mevedel-batch-transcript chat outcome unknown-tools)))
     (when (and (eq outcome 'done) (mevedel-batch--all-refused-p transcript))
       (setq transcript (mevedel-batch--refused transcript)))
     (list :status (if (equal (plist-get transcript :outcome) "done") 0 1)
@@ -532,6 +577,9 @@ See the commentary of mevedel-batch.el for the arguments and
        (setq status 2))
       (mevedel-batch-config
        (message "mevedel: %s" (cadr err))
+       (setq status 2))
+      (mevedel-session-locked
+       (message "mevedel: %s; --fork continues in a fork of it" (cadr err))
        (setq status 2))
       (error
        (message "mevedel: %s" (error-message-string err))

@@ -181,7 +181,10 @@ That is the project.el project root, else DIRECTORY itself."
 (defun mevedel-chat-get-create (root &optional id)
   "Return the chat of workspace ROOT, creating it if needed.
 A new chat starts a new session, or resumes the saved session ID of
-ROOT when ID is non-nil (see `mevedel-session-saved').
+ROOT when ID is non-nil (see `mevedel-session-saved'): this Emacs then
+takes the session's lock first, and signals `mevedel-session-locked'
+when another process writes it (`mevedel-chat-open-read-only' shows
+such a session).
 The tool catalog (mevedel-catalog.el) must be loaded: a session opened
 without it would offer the model fewer tools than every other one."
   (unless (featurep 'mevedel-catalog)
@@ -191,6 +194,7 @@ without it would offer the model fewer tools than every other one."
         (let* ((name (file-name-nondirectory (directory-file-name root)))
                (chat (mevedel-chat--make :root root :name name))
                (session (mevedel-session-create :workspace root :id id)))
+          (when id (mevedel-session-ensure-storage session))
           (setf (mevedel-session-permission-mode session) mevedel-permissions-mode
                 (mevedel-chat-session chat) session
                 (mevedel-chat-data-buffer chat) (mevedel-chat--make-data-buffer chat)
@@ -200,6 +204,34 @@ without it would offer the model fewer tools than every other one."
           (mevedel-hooks-session-start session (if id "resume" "startup")
                                        (format "%s" (mevedel-chat-model-effective chat)))
           chat))))
+
+(defun mevedel-chat-open-read-only (root id owner)
+  "Return a chat showing saved session ID of ROOT, which OWNER writes.
+OWNER is another process (as `mevedel-session-owner' gives it): this
+chat reads the conversation as it was last saved and never writes
+it, and sending in it is refused, naming OWNER.  It is not ROOT's live
+chat; killing its view kills it."
+  (let* ((root (file-name-as-directory (expand-file-name root)))
+         (session (mevedel-session-create :workspace root :id id))
+         (chat (mevedel-chat--make
+                :root root :session session
+                :name (format "%s %s (read-only)"
+                              (file-name-nondirectory (directory-file-name root)) id))))
+    (setf (mevedel-session-read-only session) owner
+          (mevedel-session-permission-mode session) mevedel-permissions-mode
+          (mevedel-chat-data-buffer chat) (mevedel-chat--make-data-buffer chat)
+          (mevedel-session-conversation session) (mevedel-chat-data-buffer chat))
+    (let ((store (mevedel-core-store-open (mevedel-session-database-file session))))
+      (unwind-protect (mevedel-chat--load chat store)
+        (mevedel-core-store-close store)))
+    (mevedel-transcript-untrack (mevedel-chat-data-buffer chat))
+    chat))
+
+(defun mevedel-chat-read-only (chat)
+  "Return the owner writing CHAT's session when CHAT may only read it.
+That is another process (see `mevedel-session-owner'); nil for a chat
+that may write its session."
+  (mevedel-session-read-only (mevedel-chat-session chat)))
 
 (defun mevedel-chat-make-child (parent path &optional directory)
 "Return a new chat for the child agent PATH below the chat PARENT.
@@ -255,7 +287,9 @@ shares its session with the root, which stays open."
           (mevedel-core-store-close store)
           (setf (mevedel-chat-store chat) nil))
       (mevedel-session-close (mevedel-chat-session chat))
-      (remhash (mevedel-chat-root chat) mevedel-chat--chats))))
+      ;; A read-only chat is not its workspace's live one.
+      (when (eq (gethash (mevedel-chat-root chat) mevedel-chat--chats) chat)
+        (remhash (mevedel-chat-root chat) mevedel-chat--chats)))))
 
 (defun mevedel-chat-backend-effective (chat)
   "Return the gptel backend for the next turn of CHAT.
@@ -289,7 +323,9 @@ keep theirs.  Observers hear `status'."
   "Call FUNCTION with (EVENT CHAT . ARGS) for each event of CHAT.
 EVENT is one of `turn-start', `text' (ARGS: the chunk), `tools-start'
 \(the records), `tool-results' (the records, in call order),
-`permission' (the request),
+`permission' (the request), `unknown-tool' (the name of a tool the
+model called that its catalog does not have, see
+`mevedel-chat-note-unknown-tool'),
 `retry' (a failed sample is sent again after a pause: the plist
 \(:message :retry :of :delay), the attempt's text already gone),
 `tool-updated' (the ID of a call whose render-data changed after it
@@ -389,7 +425,15 @@ frozen set."
                                                 (plist-get record :args)))
                                         (mevedel-chat-live-calls chat))))))
       (mevedel-chat--set-status chat 'tools)
-      (mevedel-chat--notify chat 'tools-start (mevedel-chat-live-calls chat)))))
+      (mevedel-chat--notify chat 'tools-start (mevedel-chat-live-calls chat))
+      (dolist (name (mevedel-gptel-unknown-tool-names info))
+        (mevedel-chat-note-unknown-tool chat name)))))
+
+(defun mevedel-chat-note-unknown-tool (chat name)
+  "Tell CHAT's observers that its model called NAME, a tool it was not offered.
+The call is answered with an error and the turn goes on, so nothing
+else would show that the model asked for what it does not have."
+  (mevedel-chat--notify chat 'unknown-tool name))
 
 (defun mevedel-chat--handle-results-ready (fsm)
   "Keep render-data out of the tool results FSM sends to the model.
@@ -509,6 +553,10 @@ value is then nil instead of the turn.  The user's UserPromptSubmit
 hooks see TEXT first (not BACKGROUND turns'); while they run, or when
 they block it, the value is nil too, and a blocked prompt's ON-DONE
 gets `blocked'."
+  (when-let* ((owner (mevedel-chat-read-only chat)))
+    (user-error "Read-only: %s; fork it to continue here"
+                (mevedel-session-in-use-message (mevedel-session-id (mevedel-chat-session chat))
+                                                owner)))
   (when (mevedel-chat-busy-p chat)
     (user-error "A turn is already running in %s; abort it first" (mevedel-chat-name chat)))
   (when (string-blank-p text)
@@ -1234,7 +1282,8 @@ A child agent's is, in its own store, when it has one."
   (and mevedel-chat-save-sessions
        (if (mevedel-chat-agent chat)
            (mevedel-chat-store chat)
-         (mevedel-session-durable-p (mevedel-chat-session chat)))))
+         (and (mevedel-session-durable-p (mevedel-chat-session chat))
+              (not (mevedel-chat-read-only chat))))))
 
 (defun mevedel-chat--store (chat &optional materialize)
   "Return the store CHAT's conversation is saved in.
@@ -1410,8 +1459,16 @@ this way when it is first used."
 A turn that was running when Emacs stopped is settled: its calls get
 cancelled results, its cut response is marked incomplete and a notice
 says what happened."
-  (let* ((store (mevedel-chat--store chat t))
-         (buffer (mevedel-chat-data-buffer chat))
+  (when-let* ((open-calls (mevedel-chat--load chat (mevedel-chat--store chat t))))
+    (mevedel-chat--recover chat (car open-calls)))
+  (run-hook-with-args 'mevedel-chat-resume-functions chat))
+
+(defun mevedel-chat--load (chat store)
+  "Load CHAT's conversation, input history and metadata saved in STORE.
+Nothing is written.  Return (OPEN-CALLS) when a turn was running as
+the conversation was last saved, OPEN-CALLS the (ID NAME ARGS) of the
+calls it ran; else nil."
+  (let* ((buffer (mevedel-chat-data-buffer chat))
          (info (mevedel-core-store-info-get store))
          (get (lambda (key) (let ((v (cdr (assoc key info)))) (and v (not (string-empty-p v)) v)))))
     (mevedel-transcript-restore buffer store t)
@@ -1437,8 +1494,7 @@ says what happened."
                             :start (copy-marker (max (point-min) (min start (point-max))))))
                     (car (read-from-string (or (funcall get "turn-list") "nil"))))))
     (when (funcall get "turn-open")
-      (mevedel-chat--recover chat (car (read-from-string (or (funcall get "open-calls") "nil")))))
-    (run-hook-with-args 'mevedel-chat-resume-functions chat)))
+      (list (car (read-from-string (or (funcall get "open-calls") "nil")))))))
 
 (defun mevedel-chat--recover (chat open-calls)
   "Settle the turn of CHAT that was running when Emacs stopped.

@@ -20,7 +20,6 @@
 (require 'mevedel-gptel)
 (require 'mevedel-scripted-model)
 
-(declare-function mevedel-view-open "mevedel-view")
 (declare-function mevedel-view-chat "mevedel-view")
 
 (defconst mevedel-demo-label "offline demo model"
@@ -137,20 +136,21 @@ are read.  The script reads and searches CHAT's own workspace."
 
 (add-hook 'kill-emacs-hook #'mevedel-demo-stop)
 
-(defun mevedel-demo-open (&optional directory)
-  "Open the session of DIRECTORY's workspace; use the offline demo when needed.
+(defun mevedel-demo-open (buffer)
+  "Use the offline demo in the view BUFFER when needed; return BUFFER.
 Without a usable gptel backend, start the offline demo model and
 send `mevedel-demo-prompt' so that a full tool-using turn runs.
-Return the view buffer."
+BUFFER nil (the user cancelled opening a session another process
+writes) and a read-only view send nothing."
   (require 'mevedel-view)
-  (let ((buffer (mevedel-view-open directory)))
-    (unless (mevedel-demo-backend-usable-p)
-      (let ((chat (mevedel-view-chat buffer)))
-        (mevedel-demo-attach chat)
-        (with-current-buffer buffer (force-mode-line-update))
-        (unless (mevedel-chat-busy-p chat)
-          (mevedel-chat-send chat mevedel-demo-prompt))))
-    buffer))
+  (when-let* ((chat (and buffer (mevedel-view-chat buffer)))
+              ((not (mevedel-chat-read-only chat)))
+              ((not (mevedel-demo-backend-usable-p))))
+    (mevedel-demo-attach chat)
+    (with-current-buffer buffer (force-mode-line-update))
+    (unless (mevedel-chat-busy-p chat)
+      (mevedel-chat-send chat mevedel-demo-prompt)))
+  buffer)
 
 (provide 'mevedel-demo)
 ;;; mevedel-demo.el ends here

@@ -214,7 +214,9 @@ asked the user about it.")
 Decoded empty objects become explicit, the repair log learns the
 request's backend and model, and the calls are queued for
 `mevedel-gptel-dispatched-call'.  Calls gptel holds for its
-confirmation are remembered for `gptel--accept-tool-calls'."
+confirmation are remembered for `gptel--accept-tool-calls'.  gptel's
+notice of a call of an unknown tool is left out when the tool was
+reported already (`mevedel-gptel-unknown-tool-names')."
   (let* ((info (gptel-fsm-info fsm))
          (backend (plist-get info :backend))
          (mevedel-tool-repair-gptel-context
@@ -226,7 +228,15 @@ confirmation are remembered for `gptel--accept-tool-calls'."
          (mevedel-gptel--dispatch (mapcar (lambda (call)
                                             (cons (mevedel-gptel-restore-call call) nil))
                                           pending)))
-    (prog1 (funcall handle fsm)
+    (prog1 (if-let* ((reported (plist-get info :mevedel-unknown-tools)))
+               (cl-letf* ((message (symbol-function 'message))
+                          ((symbol-function 'message)
+                           (lambda (format-string &rest args)
+                             (unless (and (equal format-string "Unknown tool called by model: %s")
+                                          (member (car args) reported))
+                               (apply message format-string args)))))
+                 (funcall handle fsm))
+             (funcall handle fsm))
       (when mevedel-gptel--dispatch
         (setq mevedel-gptel--held
               (take mevedel-gptel--held-limit
@@ -826,6 +836,26 @@ RAW is passed through."
   "Return the tool spec named NAME offered in request INFO, or nil."
   (cl-find-if (lambda (spec) (equal (gptel-tool-name spec) name))
               (plist-get info :tools)))
+
+(defun mevedel-gptel-unknown-tool-names (info)
+  "Return the tools the model asked for in INFO that its request does not offer.
+gptel answers such a call itself (the tool \"is not available\") and
+runs nothing: the model asked for a tool its catalog does not have.
+Each name once, in the model's call order; gptel's stand-in tool for
+structured output is not one of them.  The caller reports them, so
+gptel's own notice, one per call, is left out for these names (see
+`mevedel-gptel--handle-tool-use')."
+  (let ((names nil))
+    (dolist (call (mevedel-gptel-in-call-order info (plist-get info :tool-use)))
+      (let ((name (plist-get call :name)))
+        (unless (or (plist-get call :result)
+                    (mevedel-gptel-tool-spec info name)
+                    (equal name gptel--ersatz-json-tool)
+                    (member name names))
+          (push name names))))
+    (plist-put info :mevedel-unknown-tools
+               (append names (plist-get info :mevedel-unknown-tools)))
+    (nreverse names)))
 
 (defun mevedel-gptel-insert-tool-results (info records result)
   "Insert the finished tool invocations RECORDS of request INFO.

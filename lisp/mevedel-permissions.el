@@ -19,7 +19,8 @@
 ;; components; relative globs are matched against paths relative to
 ;; the workspace).  A rule without globs matches every call of TOOL.
 ;; With globs, an ask or deny rule matches when one of the call's paths
-;; matches one of them, an allow rule only when all of them do.  Among
+;; matches one of them, by its name or by its real path (links
+;; resolved), an allow rule only when all of their real paths do.  Among
 ;; matching rules deny beats ask beats allow.  Rules come from
 ;; `mevedel-permissions-rules' and from the workspace's
 ;; .mevedel/permissions.el (a list of rules, read as data, never
@@ -35,8 +36,9 @@
 ;; more: `allow', `ask', `deny' or (deny . REASON) (rules decide before
 ;; it; `full-auto' turns its allow or ask into allow), (allow . RECORD)
 ;; for an automatic approval, `delegated' for a call that acts under
-;; the authority of what it addresses (an execution the caller owns:
-;; no rule, mode or answer applies and it never asks), or (command .
+;; the authority of what it addresses (an execution or agent the
+;; caller owns: no mode, answer, allow or ask rule applies and it never
+;; asks, but a deny rule naming it or "*" refuses it), or (command .
 ;; SOURCE) for a call that runs the Bash SOURCE in the workspace.
 ;; Commands are judged by the module's analysis
 ;; (`mevedel-core-bash-permission'): a read-only command whose files
@@ -54,7 +56,8 @@
 ;; answers never cover a grant.
 ;;
 ;; Before all of that, `mevedel-permissions-restriction-functions' may
-;; decide a call outright (Plan mode's boundary, mevedel-plan.el), and
+;; refuse a call outright or let it run without asking (Plan mode's
+;; boundary, mevedel-plan.el; a deny rule still refuses it), and
 ;; `mevedel-permissions-mode-functions' may give one request its own
 ;; mode (an approved plan's implementation override).
 ;;
@@ -70,6 +73,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'mevedel-core)
+(require 'mevedel-resource)
 (require 'mevedel-session)
 (require 'mevedel-tool-registry)
 
@@ -155,14 +159,20 @@ The file holds one list of rules; it is read, never evaluated."
     (concat "\\`" (apply #'concat (nreverse parts)) "\\'")))
 
 (defun mevedel-permissions--glob-match-p (glob path root)
-  "Return non-nil when GLOB matches PATH; relative globs are under ROOT."
+  "Return non-nil when GLOB matches PATH; relative globs are under ROOT.
+PATH is taken as it is spelled: a link's name below ROOT, or a real
+path (links resolved) below ROOT's real directory."
   (let* ((absolute (expand-file-name path root))
          (regexp (mevedel-permissions-glob-regexp
                   (if (file-name-absolute-p glob) (expand-file-name glob) glob))))
     (or (string-match-p regexp absolute)
         (and (not (file-name-absolute-p glob))
-             (file-in-directory-p absolute root)
-             (string-match-p regexp (file-relative-name absolute root))))))
+             (let ((below (lambda (base)
+                            (setq base (file-name-as-directory base))
+                            (and (string-prefix-p base absolute)
+                                 (string-match-p regexp (substring absolute (length base)))))))
+               (or (funcall below (expand-file-name root))
+                   (funcall below (file-truename root))))))))
 
 (defvar mevedel-permissions--workspace-cache (make-hash-table :test #'equal)
   "Workspace root -> (GENERATION ATTRIBUTES RULES) of its rules file.")
@@ -240,9 +250,12 @@ It is (ROOT GENERATION . RULES), kept for the next call in ROOT.")
   "Return non-nil when GLOB (\"example.com\", \"*.example.com\") matches HOST."
   (string-match-p (mevedel-permissions-glob-regexp (downcase glob)) (downcase host)))
 
-(defun mevedel-permissions--rule-matches-p (rule names paths root &optional domain)
+(defun mevedel-permissions--rule-matches-p (rule names paths root &optional domain reals)
   "Return non-nil when RULE matches a call of a tool in NAMES on PATHS under ROOT.
-With DOMAIN, the call contacts that host and the globs match it instead."
+With DOMAIN, the call contacts that host and the globs match it instead.
+REALS are PATHS with links resolved, one for each: a deny or ask rule
+binds a file by either name, an allow rule must cover every real file,
+so a link cannot carry a call into or out of a glob."
   (pcase-let ((`(,action ,rule-tool . ,globs) rule))
     (and (or (equal rule-tool "*") (member rule-tool names))
          (or (null globs)
@@ -250,21 +263,23 @@ With DOMAIN, the call contacts that host and the globs match it instead."
                  (cl-some (lambda (glob) (mevedel-permissions--domain-match-p glob domain))
                           globs)
                (and paths
-                    (funcall (if (eq action 'allow) #'cl-every #'cl-some)
-                             (lambda (path)
-                               (cl-some (lambda (glob)
-                                          (mevedel-permissions--glob-match-p glob path root))
-                                        globs))
-                             paths)))))))
+                    (let ((match (lambda (path)
+                                   (cl-some (lambda (glob)
+                                              (mevedel-permissions--glob-match-p glob path root))
+                                            globs))))
+                      (if (eq action 'allow)
+                          (cl-every match (or reals paths))
+                        (cl-some match (append paths reals))))))))))
 
-(defun mevedel-permissions-matching-rule (rules names paths root &optional domain)
+(defun mevedel-permissions-matching-rule (rules names paths root &optional domain reals)
   "Return the strongest of RULES matching a call on PATHS, or nil.
 NAMES are the names the call's tool answers to; ROOT is the workspace
 root for relative globs.  DOMAIN is the host a :get-domain tool's call
-contacts; the globs then match it."
+contacts; the globs then match it.  REALS are PATHS with links
+resolved (see `mevedel-permissions--rule-matches-p')."
   (let ((best nil))
     (dolist (rule rules)
-      (when (and (mevedel-permissions--rule-matches-p rule names paths root domain)
+      (when (and (mevedel-permissions--rule-matches-p rule names paths root domain reals)
                  (> (alist-get (car rule) mevedel-permissions--rank)
                     (alist-get (car best) mevedel-permissions--rank 0)))
         (setq best rule)))
@@ -272,10 +287,24 @@ contacts; the globs then match it."
 
 ;;;; Facts of a call
 
+(defun mevedel-permissions--operation (tool args address)
+  "Return the resource operation of TOOL on ADDRESS, one of its ARGS' values.
+It is the operation of the `path-or-resource' argument holding ADDRESS,
+else a read for a read-only tool and a write for any other."
+  (or (cl-loop for arg in (mevedel-tool-args tool)
+               when (and (eq (nth 1 arg) 'path-or-resource)
+                         (equal (plist-get args (mevedel-tool-arg-key (car arg))) address))
+               return (mevedel-tool-resource-operation tool arg))
+      (if (mevedel-tool-read-only-p tool) "Read" "ApplyPatch")))
+
 (defun mevedel-permissions-tool-paths (tool args)
   "Return the file paths a call of TOOL with ARGS touches.
-TOOL's :get-paths or :get-path decide when it has them; otherwise the
-ordinary paths among its `path' and `path-or-resource' arguments."
+TOOL's :get-paths or :get-path decide when it has them; otherwise its
+`path' and `path-or-resource' arguments.  A resource address, in any
+spelling, stands for the real files behind it
+\(`mevedel-resource-judged-paths'), so that rules and the workspace
+check judge what the call reaches, never the text typed; a malformed
+address signals."
   (let ((paths (cond ((mevedel-tool-get-paths tool)
                       (funcall (mevedel-tool-get-paths tool) args))
                      ((mevedel-tool-get-path tool)
@@ -283,10 +312,13 @@ ordinary paths among its `path' and `path-or-resource' arguments."
                      (t (cl-loop for (name type) in (mevedel-tool-args tool)
                                  when (memq type '(path path-or-resource))
                                  collect (plist-get args (intern (format ":%s" name))))))))
-    (cl-remove-if-not (lambda (path)
-                        (and (stringp path) (not (string-empty-p path))
-                             (not (string-match-p "\\`[a-z][a-z0-9+.-]*://" path))))
-                      (ensure-list paths))))
+    (cl-loop for path in (ensure-list paths)
+             when (and (stringp path) (not (string-empty-p path)))
+             append (if (mevedel-resource-address-p path)
+                        (mevedel-resource-judged-paths
+                         (mevedel-resource-prepared
+                          path (mevedel-permissions--operation tool args path)))
+                      (list path)))))
 
 (defsubst mevedel-permissions-tool-grant (tool args)
   "Return the sandbox grant a call of TOOL with ARGS asks for, or nil.
@@ -343,9 +375,10 @@ Each key is a tool name or (command . KEY) for a command key."
 
 (defvar mevedel-permissions-restriction-functions nil
   "Abnormal hook run with a call's context and session before any rule.
-The first function returning non-nil decides the call: `allow' or
-\(deny . REASON).  Plan mode's boundary (mevedel-plan.el) is one: no
-mode, rule or answer widens it.")
+The first function returning non-nil decides the call: (deny . REASON)
+refuses it, `allow' runs it without asking unless a deny rule refuses
+it.  Plan mode's boundary (mevedel-plan.el) is one: no mode, rule or
+answer widens it.")
 
 (defvar mevedel-permissions-mode-functions nil
   "Abnormal hook run with a call's context and session to get its mode.
@@ -370,11 +403,12 @@ session's, such as an implementation override of one invocation.")
 (defun mevedel-permissions-judge (context session)
   "Judge the tool call CONTEXT (a pipeline context) in SESSION (or nil).
 Return a plist: :verdict (`allow', (allow . RECORD), `ask', `deny' or
-\(deny . REASON)), :by (what decided: `delegated', `rule', `own',
-`read-only', `answer' or `mode'), :rule (the rule that matched), :mode,
-:command (the command's facts, for command tools), :paths and :grant
-\(the sandbox grant asked for; a grant makes any verdict but a deny
-`ask', with :operation the verdict on the call itself)."
+\(deny . REASON)), :by (what decided: `restriction', `delegated',
+`rule', `own', `read-only', `answer' or `mode'), :rule (the rule that
+matched), :mode, :command (the command's facts, for command tools),
+:paths and :grant (the sandbox grant asked for; a grant makes any
+verdict but a deny `ask', with :operation the verdict on the call
+itself)."
   (mevedel-permissions--judge context session t))
 
 (defun mevedel-permissions--judge (context session full)
@@ -387,12 +421,8 @@ the path of every call, and the plist is for cards only."
                       'mevedel-permissions-restriction-functions context session))
          (check (and (not restricted) (mevedel-tool-check-permission tool)))
          (own (and check (funcall check args))))
-    (cond
-     (restricted
-      (if full (list :verdict restricted :operation restricted :by 'restriction) restricted))
-     ((eq own 'delegated)
-      (if full (list :verdict 'allow :by 'delegated) 'allow))
-     (t
+    (if (and restricted (not (eq restricted 'allow)))
+        (if full (list :verdict restricted :operation restricted :by 'restriction) restricted)
       (let* ((name (mevedel-tool-name tool))
              (mode (or (run-hook-with-args-until-success
                         'mevedel-permissions-mode-functions context session)
@@ -413,11 +443,20 @@ the path of every call, and the plist is for cards only."
              (rules (mevedel-permissions-applicable-rules root))
              (rule (and rules (mevedel-permissions-matching-rule
                                rules (if source (list "Bash" name) (list name)) paths root
-                               domain)))
+                               domain (and paths (mevedel-core-truenames
+                                                  (mapcar (lambda (path)
+                                                            (expand-file-name path root))
+                                                          paths))))))
              (grant (mevedel-permissions-tool-grant tool args))
              (verdict nil)
              (by nil))
         (cond
+         ;; A restriction's allow and a delegated call never ask, but an
+         ;; explicit deny rule binds them as it binds every call.
+         ((or restricted (eq own 'delegated))
+          (if (eq (car rule) 'deny)
+              (setq verdict 'deny by 'rule)
+            (setq verdict 'allow by (if restricted 'restriction 'delegated) rule nil)))
          (rule (setq verdict (car rule) by 'rule))
          ((or (eq own 'deny) (eq (car-safe own) 'deny)) (setq verdict own by 'own))
          (source
@@ -441,7 +480,7 @@ the path of every call, and the plist is for cards only."
           (if full
               (list :verdict final :operation verdict :by by :rule rule :mode mode
                     :command facts :paths paths :domain domain :grant grant)
-            final)))))))
+            final))))))
 
 (defun mevedel-permissions-decide-call (context session)
   "Decide the tool call CONTEXT (a pipeline context) in SESSION (or nil).

@@ -46,6 +46,7 @@
 (require 'mevedel-core)
 (require 'mevedel-session)
 (require 'mevedel-permissions)
+(require 'mevedel-resource)
 (require 'mevedel-tool-registry)
 (require 'mevedel-chat)
 (require 'mevedel-interaction)
@@ -127,13 +128,16 @@ buffer) follows its session's mode."
 
 ;;;; The boundary
 
-(defun mevedel-plan-session-target-p (address)
-  "Return non-nil when ADDRESS is a session-owned work:// file.
-work://shared/ belongs to the workspace, and a bare work:// names no file."
-  (and (string-prefix-p "work://" address)
-       (not (string-prefix-p "work://shared/" address))
-       (not (member address '("work://" "work://shared")))
-       (not (string-match-p "\\(?:\\`\\|/\\)\\.\\.\\(?:/\\|\\'\\)" (substring address 7)))))
+(defun mevedel-plan-session-target-p (canonical)
+  "Return non-nil when the address CANONICAL names a session-owned work:// file.
+CANONICAL is the canonical spelling (`mevedel-resource-parse'), nil for
+an ordinary path: only it says where the resolver puts a file
+\(`WORK://sh%61red/x' is work://shared/x).  work://shared/ belongs to
+the workspace, and a bare work:// names no file."
+  (and canonical
+       (string-prefix-p "work://" canonical)
+       (not (string-prefix-p "work://shared/" canonical))
+       (not (member canonical '("work://" "work://shared")))))
 
 (defun mevedel-plan--who (kind)
   "Return what refuses a call under a stamp of KIND, to lead its message."
@@ -151,20 +155,31 @@ change you propose instead"))
     (cons 'deny "Planning is read-only: ApplyPatch is not available, not even for work:// \
 files.  Present the plan in your answer"))
    (t
-    (let ((targets (condition-case err
-                       (cl-loop for op in (mevedel-core-patch-parse (plist-get args :patch))
-                                append (delq nil (list (plist-get op :path)
-                                                       (plist-get op :move-to))))
-                     (mevedel-core-error (cons 'error (error-message-string err))))))
+    (let* ((targets (condition-case nil
+                        (cl-loop for op in (mevedel-core-patch-parse (plist-get args :patch))
+                                 append (delq nil (list (plist-get op :path)
+                                                        (plist-get op :move-to))))
+                      (mevedel-core-error 'unreadable)))
+           (canonical (and (listp targets)
+                           (condition-case err
+                               (mevedel-resource-parse-many targets)
+                             (mevedel-core-error (cons 'error (cadr err)))))))
       (cond
-       ((eq (car-safe targets) 'error) nil)
-       ((cl-every #'mevedel-plan-session-target-p targets) 'allow)
+       ;; The pipeline reports the patch's own syntax error.
+       ((eq targets 'unreadable) nil)
+       ((eq (car-safe canonical) 'error)
+        (cons 'deny (format "Plan mode: ApplyPatch refused: %s; nothing was written"
+                            (cdr canonical))))
+       ((cl-every #'mevedel-plan-session-target-p canonical) 'allow)
        (t (cons 'deny
                 (format "Plan mode: ApplyPatch may only write this session's work:// files \
 \(put plans in work://plans/), and this patch also targets %s; nothing was written.  \
 Propose the plan with ProposePlan; the change is made after approval"
                         (mapconcat (lambda (target) (format "`%s'" target))
-                                   (cl-remove-if #'mevedel-plan-session-target-p targets)
+                                   (cl-loop for target in targets
+                                            for address in canonical
+                                            unless (mevedel-plan-session-target-p address)
+                                            collect target)
                                    ", ")))))))))
 
 (defun mevedel-plan-restriction (context session)

@@ -21,7 +21,8 @@
 ;;   the pipeline prepares every resource argument of a call this way
 ;;   and the handler takes the attempt (kept beside the address string
 ;;   object itself, so the arguments stay plain data);
-;; - `mevedel-resource-facts': what a permission check needs to know;
+;; - `mevedel-resource-facts': what a permission check needs to know,
+;;   and `mevedel-resource-judged-paths': the real files it judges;
 ;; - `mevedel-resource-visit-path': the backing file of a file-backed
 ;;   address, for buttons in the transcript view.
 ;;
@@ -274,10 +275,38 @@ Failures signal as `mevedel-resource-prepare' does."
       (remhash address mevedel-resource--kept)
       (cdr entry))))
 
+(defun mevedel-resource-prepared (address operation)
+  "Return the attempt kept for OPERATION on string ADDRESS, or a fresh one.
+Permission judges the attempt the pipeline prepared, the one its
+handler then executes; a call judged outside the pipeline prepares
+anew.  Failures signal as `mevedel-resource-prepare' does."
+  (let ((entry (gethash address mevedel-resource--kept)))
+    (if (equal (car entry) operation)
+        (cdr entry)
+      (mevedel-resource-prepare address operation))))
+
 (defun mevedel-resource-facts (attempt)
   "Return the permission facts of ATTEMPT.
 See `mevedel-core-resource-attempt-facts' for the keys."
   (mevedel-core-resource-attempt-facts attempt))
+
+(defun mevedel-resource-judged-paths (attempt)
+  "Return the backing files of ATTEMPT that permission judges as ordinary paths.
+Memory, skills and work://shared/ are directories the user owns (in
+the workspace, the home directory or wherever configured): reaching
+them is reaching those files, so rules and the inside-the-workspace
+check see the real path, whatever the address's spelling.  The
+session's own work:// and artifact:// storage, the packaged docs and
+skills and the virtual families give none."
+  (let* ((facts (mevedel-resource-facts attempt))
+         (canonical (plist-get facts :canonical))
+         (bundled (file-name-as-directory
+                   (expand-file-name "skills" (mevedel-resource--package-directory "skills")))))
+    (when (or (member (plist-get facts :scheme) '("memory" "skill"))
+              (equal canonical "work://shared")
+              (string-prefix-p "work://shared/" canonical))
+      (cl-remove-if (lambda (path) (file-in-directory-p path bundled))
+                    (plist-get facts :paths)))))
 
 (defun mevedel-resource-visit-path (address)
   "Return the backing file of the file-backed ADDRESS, or nil.

@@ -131,11 +131,17 @@ one model, `scripted-model', and bypasses any proxy for loopback."
       (_ (error "Unknown wire format %S (expected openai or anthropic)" wire)))))
 
 (defun mevedel-scripted-model-log (server)
-  "Return SERVER's request log: a list of alists, oldest first."
+  "Return SERVER's request log: a list of alists, oldest first.
+The server appends to the log while it runs, and a reader may catch
+an entry half written: a last line without its newline is left out,
+as if it were not there yet."
   (let ((file (mevedel-scripted-model-log-file server)))
     (when (file-exists-p file)
       (with-temp-buffer
         (insert-file-contents file)
+        (goto-char (point-max))
+        (delete-region (if (search-backward "\n" nil t) (1+ (point)) (point-min))
+                       (point-max))
         (goto-char (point-min))
         (let (entries)
           (while (not (eobp))

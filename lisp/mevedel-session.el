@@ -26,6 +26,19 @@
 ;; A session also carries its permission state: its mode, its
 ;; "always this session" answers and the function that asks the user
 ;; (see mevedel-permissions.el).
+;;
+;; One process writes a session: the one holding its lock, the
+;; symbolic link SESSION-DIRECTORY/lock whose target names it,
+;; PID@HOST:START (START: when that process started, in epoch seconds,
+;; which tells a reused PID from the owner).  A symbolic link is made
+;; in one step, so two processes cannot both make it, as with Emacs's
+;; own file locks.  A session takes its lock when it resumes
+;; (`mevedel-session-lock') or first makes its storage, and gives it
+;; up when it is closed or Emacs exits.  A lock whose process is gone
+;; (on this host) is stale and taken over; one held by a live process
+;; makes the storage refuse (`mevedel-session-locked'), and
+;; `mevedel-session-owner' says who holds it beforehand.  A session's
+;; child agents run in its process and share its lock.
 
 ;;; Code:
 
@@ -41,6 +54,7 @@
 (define-error 'mevedel-session-error "mevedel session error")
 (define-error 'mevedel-session-no-storage
               "This session has no durable storage" 'mevedel-session-error)
+(define-error 'mevedel-session-locked "Session in use" 'mevedel-session-error)
 
 (cl-defstruct (mevedel-session (:constructor mevedel-session--make) (:copier nil))
   "A session: its identity, workspace, permission state and storage."
@@ -58,7 +72,10 @@
   prompter
   ;; The buffer of the session's main conversation (history://root),
   ;; or nil.
-  conversation)
+  conversation
+  ;; For a session only looked at, the owner (as `mevedel-session-owner'
+  ;; gives it) of the process writing it: this one never does.
+  read-only)
 
 (defvar mevedel-session--live (make-hash-table :test #'equal :weakness 'value)
   "Sessions by ID, while something holds them.")
@@ -109,8 +126,11 @@ The directory may not exist yet; see `mevedel-session-ensure-storage'."
                        (mevedel-session-workspace session)))))
 
 (defun mevedel-session-storage-p (session)
-  "Return non-nil when SESSION's storage has been materialised."
-  (when-let* ((dir (mevedel-session-directory session)))
+  "Return non-nil when SESSION's storage has been materialised.
+A session only looked at has none here: its storage is the writing
+process's."
+  (when-let* ((dir (mevedel-session-directory session))
+              ((not (mevedel-session-read-only session))))
     (file-directory-p dir)))
 
 (defun mevedel-session-durable-p (session)
@@ -222,11 +242,13 @@ Git repository, excludes .mevedel/.  Signals
                  (signal 'mevedel-session-no-storage
                          (list (format "Session %s is ephemeral" (mevedel-session-id session)))))))
     (unless (and (mevedel-session-store session) (file-directory-p dir))
+      (mevedel-session--refuse-read-only session)
       (make-directory (mevedel-session-tool-results-directory session) t)
       (make-directory (mevedel-session-local-directory session) t)
       ;; Also when the directory exists: the module may have made it
       ;; for mail (the line is added once).
       (mevedel-session-git-exclude (mevedel-session-workspace session))
+      (mevedel-session-lock session)
       (setf (mevedel-session-store session)
             (mevedel-core-store-open (mevedel-session-database-file session))))
     dir))
@@ -253,12 +275,184 @@ It runs before the store closes: execution teardown, for one, stops
 the session's processes here.")
 
 (defun mevedel-session-close (session)
-  "Close SESSION's store, if open.  Files stay on disk.
+  "Close SESSION's store, if open, and give up its lock.  Files stay on disk.
 Runs `mevedel-session-close-functions' first."
   (run-hook-with-args 'mevedel-session-close-functions session)
   (when-let* ((store (mevedel-session-store session)))
     (mevedel-core-store-close store)
-    (setf (mevedel-session-store session) nil)))
+    (setf (mevedel-session-store session) nil))
+  (mevedel-session-unlock session))
+
+;;;; Ownership: one writer per session
+
+(defvar mevedel-session--held (make-hash-table :test #'equal)
+  "Sessions of this process holding their lock, by storage directory.")
+
+(defvar mevedel-session--token nil
+  "The lock target naming this process, once made (see the Commentary).")
+
+(defun mevedel-session--lock-file (directory)
+  "Return the name of the lock of the session storage DIRECTORY."
+  (expand-file-name "lock" directory))
+
+(defun mevedel-session--process-start (pid)
+  "Return when process PID started, in whole epoch seconds, or nil."
+  (when-let* ((start (alist-get 'start (process-attributes pid))))
+    (truncate (float-time start))))
+
+(defun mevedel-session--my-token ()
+  "Return the lock target naming this process, PID@HOST:START.
+It is made once: a start time read again may round differently."
+  (or mevedel-session--token
+      (setq mevedel-session--token
+            (let ((start (mevedel-session--process-start (emacs-pid))))
+              (format "%d@%s%s" (emacs-pid) (system-name) (if start (format ":%d" start) ""))))))
+
+(defun mevedel-session--lock-target (file)
+  "Return the target of the lock FILE, or nil when there is none.
+A file there that is no symbolic link gives \"\", which names nobody."
+  (or (file-symlink-p file) (and (file-exists-p file) "")))
+
+(defun mevedel-session--parse-owner (target)
+  "Return the owner named by the lock TARGET, or nil when it names none.
+An owner is a plist (:pid PID :host HOST :start START)."
+  (when (and target
+             (string-match "\\`\\([0-9]+\\)@\\([^:@]+\\)\\(?::\\([0-9]+\\)\\)?\\'" target))
+    (list :pid (string-to-number (match-string 1 target))
+          :host (match-string 2 target)
+          :start (and (match-beginning 3) (string-to-number (match-string 3 target))))))
+
+(defun mevedel-session--mine-p (owner)
+  "Return non-nil when OWNER is this process."
+  (and (eql (plist-get owner :pid) (emacs-pid))
+       (equal (plist-get owner :host) (system-name))))
+
+(defun mevedel-session--alive-p (owner)
+  "Return non-nil when the process OWNER names may still hold its lock.
+One on another host cannot be checked, so it may.  Here, a process
+that is gone, a zombie or a newer one with the same PID (it started
+at another time) holds nothing."
+  (let ((pid (plist-get owner :pid)))
+    (if (not (equal (plist-get owner :host) (system-name)))
+        t
+      (if-let* ((attributes (process-attributes pid)))
+          (and (not (equal (alist-get 'state attributes) "Z"))
+               (let ((recorded (plist-get owner :start))
+                     (start (mevedel-session--process-start pid)))
+                 (or (not recorded) (not start) (<= (abs (- recorded start)) 2))))
+        ;; Without process attributes (no /proc), ask the kernel.
+        (zerop (signal-process pid 0))))))
+
+(defun mevedel-session--holder (directory target &optional session)
+  "Return the owner holding the lock of DIRECTORY, whose target is TARGET.
+nil when that lock names nobody, its process is gone (it is stale) or
+it is SESSION's.  This process holds it for another of its sessions
+only while that one is open."
+  (when-let* ((owner (mevedel-session--parse-owner target)))
+    (if (mevedel-session--mine-p owner)
+        (let ((holder (gethash directory mevedel-session--held)))
+          (and holder (not (eq holder session)) owner))
+      (and (mevedel-session--alive-p owner) owner))))
+
+(defun mevedel-session-owner (workspace id)
+  "Return the owner of another process writing saved session ID of WORKSPACE.
+That is a plist (:pid PID :host HOST :start START) when a live
+process other than this Emacs holds the session's lock; nil when
+nobody does, the lock is stale or this Emacs holds it."
+  (let* ((directory (file-name-as-directory
+                     (expand-file-name (mevedel-session--check-id id)
+                                       (mevedel-session-sessions-directory workspace))))
+         (owner (mevedel-session--holder
+                 directory (mevedel-session--lock-target (mevedel-session--lock-file directory)))))
+    (and owner (not (mevedel-session--mine-p owner)) owner)))
+
+(defun mevedel-session-owner-text (owner)
+  "Return how to name the process OWNER: \"process PID\" (and its host)."
+  (format "process %d%s" (plist-get owner :pid)
+          (if (equal (plist-get owner :host) (system-name))
+              ""
+            (format " on %s" (plist-get owner :host)))))
+
+(defun mevedel-session-in-use-message (id owner)
+  "Return the sentence saying that session ID is in use by OWNER."
+  (format "session %s is in use by %s" id (mevedel-session-owner-text owner)))
+
+(defun mevedel-session--refuse-read-only (session)
+  "Signal `mevedel-session-locked' when SESSION is only looked at."
+  (when-let* ((owner (mevedel-session-read-only session)))
+    (signal 'mevedel-session-locked
+            (list (mevedel-session-in-use-message (mevedel-session-id session) owner)))))
+
+(defun mevedel-session--make-lock (file token)
+  "Make the lock FILE naming TOKEN in one step; return nil when it exists."
+  (condition-case nil
+      (progn (make-symbolic-link token file) t)
+    (file-already-exists nil)))
+
+(defun mevedel-session--break (file target)
+  "Delete the stale lock FILE, whose target was TARGET, unless it changed.
+One process at a time breaks a lock, holding FILE.break meanwhile: so
+none deletes the lock another has just made in the stale one's place.
+A break lock whose process is gone is deleted."
+  (let ((guard (concat file ".break")))
+    (if (mevedel-session--make-lock guard (mevedel-session--my-token))
+        (unwind-protect
+            (when (equal (mevedel-session--lock-target file) target)
+              (delete-file file))
+          (delete-file guard))
+      (let ((owner (mevedel-session--parse-owner (mevedel-session--lock-target guard))))
+        (if (and owner (not (mevedel-session--mine-p owner)) (mevedel-session--alive-p owner))
+            (sleep-for 0.05)
+          (ignore-error file-missing (delete-file guard)))))))
+
+(defconst mevedel-session--lock-tries 20
+  "Times taking a lock tries again after a stale one went.")
+
+(defun mevedel-session-lock (session)
+  "Make this process the only writer of SESSION: take its lock.
+Does nothing when SESSION holds it already.  A stale lock is taken
+over; one another process holds (or another open session of this
+one) makes this signal `mevedel-session-locked', saying
+\"session ID is in use by process PID\".  SESSION's storage directory
+must exist."
+  (mevedel-session--refuse-read-only session)
+  (let ((directory (mevedel-session-directory session)))
+    (unless (eq (gethash directory mevedel-session--held) session)
+      (let ((file (mevedel-session--lock-file directory))
+            (tries 0))
+        (while (not (mevedel-session--make-lock file (mevedel-session--my-token)))
+          (let* ((target (mevedel-session--lock-target file))
+                 (owner (mevedel-session--holder directory target session)))
+            (when owner
+              (signal 'mevedel-session-locked
+                      (list (mevedel-session-in-use-message (mevedel-session-id session) owner))))
+            (when (> (cl-incf tries) mevedel-session--lock-tries)
+              (signal 'mevedel-session-error
+                      (list (format "Cannot take the lock %s: it keeps changing" file))))
+            (when target (mevedel-session--break file target))))
+        (puthash directory session mevedel-session--held)))))
+
+(defun mevedel-session--drop-lock (directory)
+  "Delete the lock of DIRECTORY when it names this process."
+  (let ((file (mevedel-session--lock-file directory)))
+    (when (equal (mevedel-session--lock-target file) (mevedel-session--my-token))
+      (ignore-error file-missing (delete-file file)))))
+
+(defun mevedel-session-unlock (session)
+  "Give up SESSION's lock, if it has it: another process may then write it."
+  (when-let* ((directory (mevedel-session-directory session))
+              ((eq (gethash directory mevedel-session--held) session)))
+    (remhash directory mevedel-session--held)
+    (mevedel-session--drop-lock directory)))
+
+(defun mevedel-session--unlock-all ()
+  "Give up every lock of this process, as Emacs exits (`kill-emacs-hook').
+It runs after the hooks saving the sessions (depth 90)."
+  (maphash (lambda (directory _session) (mevedel-session--drop-lock directory))
+           mevedel-session--held)
+  (clrhash mevedel-session--held))
+
+(add-hook 'kill-emacs-hook #'mevedel-session--unlock-all 90)
 
 ;;;; The current session
 

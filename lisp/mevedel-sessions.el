@@ -14,7 +14,8 @@
 ;;                                   same window
 ;;   /clear                          a fresh session in the same view
 ;;   M-x mevedel-sessions, /sessions the workspace's saved sessions, newest
-;;                                   first: RET resume, r rename, f fork,
+;;                                   first (those another process has open
+;;                                   say so): RET resume, r rename, f fork,
 ;;                                   d delete (after confirmation), g refresh
 ;;   /compact [FOCUS]                summarise older turns now (see
 ;;                                   `mevedel-chat-compact')
@@ -23,6 +24,13 @@
 ;; turn must be aborted before.  A fork copies a session's
 ;; conversation up to the start of a chosen turn (or all of it) into a
 ;; new session and resumes that; the original is left as it was.
+;;
+;; One process writes a session (see mevedel-session.el, "Ownership").
+;; Resuming a session another process writes (an Emacs, or a headless
+;; `bin/mevedel --continue') asks first, naming that process: open a
+;; fork of it, open it read-only (its view refuses to send), or cancel
+;; (`mevedel-sessions-open-held').  Such a session cannot be renamed or
+;; deleted here.
 
 ;;; Code:
 
@@ -51,16 +59,44 @@ Return the window that showed its view, or nil."
       (kill-buffer (mevedel-chat-data-buffer chat))
       window)))
 
+(defun mevedel-sessions-open (&optional directory session)
+  "Show the view of the session of DIRECTORY's workspace; return the buffer.
+Without a live session there, the saved SESSION (an ID) is resumed;
+SESSION nil means the most recent saved one when sessions are saved
+\(`mevedel-chat-save-sessions'), and `new' a fresh session.  When
+another process writes the saved session, the user chooses between a
+fork and a read-only view, or cancels: then the value is nil (see
+`mevedel-sessions-open-held')."
+  (let* ((root (mevedel-chat-workspace-root directory))
+         (live (mevedel-chat-get root))
+         (id (unless live
+               (pcase session
+                 ('new nil)
+                 ('nil (and mevedel-chat-save-sessions (mevedel-session-latest root)))
+                 (_ session))))
+         (owner (and id (mevedel-session-owner root id))))
+    (if owner
+        (mevedel-sessions-open-held root id owner)
+      (let ((buffer (mevedel-view-buffer (or live (mevedel-chat-get-create root id)))))
+        (pop-to-buffer-same-window buffer)
+        (goto-char (point-max))
+        buffer))))
+
 (defun mevedel-sessions-switch (root &optional id)
   "Make the saved session ID (nil: a fresh one) the live session of ROOT.
 The view takes the window the previous session's view had, if any.
-Return the view buffer."
+Return the view buffer.  When another process writes session ID, the
+user is asked first (`mevedel-sessions-open-held'); the live session
+stays unless a fork replaces it, and nil means the user cancelled."
   (let* ((root (file-name-as-directory (expand-file-name root)))
-         (window (mevedel-sessions--close-live root))
-         (view (mevedel-view-open root (or id 'new))))
-    (when (window-live-p window)
-      (set-window-buffer window view))
-    view))
+         (owner (and id (mevedel-session-owner root id))))
+    (if owner
+        (mevedel-sessions-open-held root id owner)
+      (let* ((window (mevedel-sessions--close-live root))
+             (view (mevedel-sessions-open root (or id 'new))))
+        (when (window-live-p window)
+          (set-window-buffer window view))
+        view))))
 
 (defun mevedel-sessions--root ()
   "Return the workspace of the current buffer."
@@ -126,25 +162,31 @@ when the caller must close STORE."
   "Copy saved session ID of ROOT into a new session and return its ID.
 TURN, a turn index (0 for the first turn), keeps the conversation
 before that turn; nil keeps all of it.  The new session is saved, not
-resumed."
+resumed.  A turn still running in ID (in another process, or cut by a
+crash) is open in the copy too: resuming it settles that turn as
+after a crash."
   (let ((session (mevedel-session-create :workspace root)))
     (with-temp-buffer
-      (let (title turns inputs)
+      (let (title turns inputs open)
         (mevedel-sessions--with-store store root id
           (mevedel-transcript-restore (current-buffer) store)
-          (setq title (mevedel-sessions--info store "title")
+          (setq open (mapcar (lambda (key) (cons key (or (mevedel-sessions--info store key) "")))
+                             '("turn-open" "open-calls"))
+                title (mevedel-sessions--info store "title")
                 turns (reverse (car (read-from-string
                                      (or (mevedel-sessions--info store "turn-list") "nil"))))
                 inputs (mevedel-core-store-inputs store most-positive-fixnum)))
         (when (and turn (< turn (length turns)))
           (delete-region (nth 2 (nth turn turns)) (point-max))
-          (setq turns (cl-subseq turns 0 turn)))
+          (setq turns (cl-subseq turns 0 turn)
+                open nil))
         (let ((store (mevedel-session-store-handle session)))
           (mevedel-transcript-track (current-buffer) store)
           (mevedel-transcript-save (current-buffer))
           (dolist (input inputs) (mevedel-core-store-input-push store input))
           (mevedel-core-store-info-set
-           store `(("title" . ,(format "Fork of %s" (or title id)))
+           store `(,@open
+                   ("title" . ,(format "Fork of %s" (or title id)))
                    ("forked-from" . ,id)
                    ("created" . ,(mevedel-chat--now))
                    ("updated" . ,(mevedel-chat--now))
@@ -159,9 +201,16 @@ resumed."
           (mevedel-session-close session))))
     (mevedel-session-id session)))
 
+(defun mevedel-sessions--refuse-held (root id doing)
+  "Signal a user error saying DOING is refused when another process writes ID.
+ID is a saved session of ROOT."
+  (when-let* ((owner (mevedel-session-owner root id)))
+    (user-error "Cannot %s: %s" doing (mevedel-session-in-use-message id owner))))
+
 (defun mevedel-sessions-rename (root id title)
   "Set the title of saved session ID of ROOT to TITLE."
   (when (string-blank-p title) (user-error "A title cannot be empty"))
+  (mevedel-sessions--refuse-held root id "rename it")
   (let ((chat (mevedel-chat-get root)))
     (when (and chat (equal (mevedel-session-id (mevedel-chat-session chat)) id))
       (setf (mevedel-chat-title chat) title)))
@@ -175,6 +224,7 @@ The live session cannot be deleted: switch to another first."
   (let ((chat (mevedel-chat-get root)))
     (when (and chat (equal (mevedel-session-id (mevedel-chat-session chat)) id))
       (user-error "Session %s is live; start or resume another one first" id)))
+  (mevedel-sessions--refuse-held root id "delete it")
   (let ((dir (expand-file-name (mevedel-session--check-id id)
                                (mevedel-session-sessions-directory root))))
     (unless (file-exists-p (expand-file-name "session.sqlite" dir))
@@ -225,9 +275,16 @@ The live session cannot be deleted: switch to another first."
              (let* ((info (cdr entry))
                     (get (lambda (key) (or (cdr (assoc key info)) "")))
                     (chars (string-to-number (funcall get "chars")))
-                    (title (or (cdr (assoc "error" info))
-                               (if (string-empty-p (funcall get "title")) (car entry)
-                                 (funcall get "title")))))
+                    (owner (mevedel-session-owner mevedel-sessions--root (car entry)))
+                    (title (concat
+                            (or (cdr (assoc "error" info))
+                                (if (string-empty-p (funcall get "title")) (car entry)
+                                  (funcall get "title")))
+                            (if owner
+                                (propertize (format " [in use by %s]"
+                                                    (mevedel-session-owner-text owner))
+                                            'face 'warning)
+                              ""))))
                (list (car entry)
                      (vector (if (equal (car entry) live)
                                  (propertize (concat "● " title) 'face 'bold)
@@ -269,7 +326,8 @@ The live session cannot be deleted: switch to another first."
   (interactive)
   (let ((root mevedel-sessions--root)
         (id (mevedel-sessions--id-at-point)))
-    (pop-to-buffer (mevedel-sessions-switch root id))))
+    (when-let* ((view (mevedel-sessions-switch root id)))
+      (pop-to-buffer view))))
 
 (defun mevedel-sessions-rename-at-point (title)
   "Rename the session on this line to TITLE."
@@ -302,6 +360,48 @@ The live session cannot be deleted: switch to another first."
                                id (aref (tabulated-list-get-entry) 0)))
       (mevedel-sessions-delete mevedel-sessions--root id)
       (revert-buffer))))
+
+;;;; Sessions another process writes
+
+(defun mevedel-sessions-ask-held (root id owner)
+  "Ask what to do with saved session ID of ROOT, which OWNER writes.
+Return `fork', `read-only' or nil (cancel)."
+  (let ((title (ignore-errors
+                 (mevedel-sessions--with-store store root id
+                   (mevedel-sessions--info store "title")))))
+    (pcase (car (read-multiple-choice
+                 (format "Session %s%s is in use by %s; open" id
+                         (if (and title (not (string-empty-p title))) (format " (%s)" title) "")
+                         (mevedel-session-owner-text owner))
+                 '((?f "a fork" "a new session copied from it, yours to continue")
+                   (?r "read-only" "its transcript as last saved; sending is refused")
+                   (?c "cancel" "leave it to that process"))))
+      (?f 'fork)
+      (?r 'read-only))))
+
+(defun mevedel-sessions-open-held (root id owner)
+  "Open saved session ID of ROOT, which OWNER (another process) writes.
+The user chooses (`mevedel-sessions-ask-held'): a fork of it, which
+becomes ROOT's live session, or a read-only view of it as last saved,
+which replaces such a view shown before.  Return the view buffer
+shown, or nil when the user cancels."
+  (pcase (mevedel-sessions-ask-held root id owner)
+    ('fork (mevedel-sessions-switch root (mevedel-sessions-fork root id)))
+    ('read-only
+     ;; A read-only view shown before gives way to a fresh copy.
+     (dolist (buffer (buffer-list))
+       (when-let* ((chat (and (eq (buffer-local-value 'major-mode buffer) 'mevedel-view-mode)
+                              (mevedel-view-chat buffer))))
+         (when (and (mevedel-chat-read-only chat)
+                    (equal (mevedel-chat-root chat) root)
+                    (equal (mevedel-session-id (mevedel-chat-session chat)) id))
+           (kill-buffer buffer))))
+     (let ((view (mevedel-view-buffer (mevedel-chat-open-read-only root id owner))))
+       (pop-to-buffer-same-window view)
+       (goto-char (point-max))
+       view))
+    (_ (message "Not opened: %s" (mevedel-session-in-use-message id owner))
+       nil)))
 
 ;;;; Compacting by hand
 

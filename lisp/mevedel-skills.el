@@ -147,11 +147,18 @@ FILES are their SKILL.md files and STAMPS the files' stamps."
 (defun mevedel-skills-find (spec &optional skills)
   "Return the skill SPEC names among SKILLS (default `mevedel-skills-list').
 SPEC is an exact skill://NAME@DIGEST address, an alias
-skill://ORIGIN/NAME, or a bare NAME.  A SPEC fitting no skill, or
-several, signals `mevedel-skills-error' saying which exact addresses
-there are; nothing falls back to another skill."
+skill://ORIGIN/NAME, or a bare NAME; an address is matched in its
+canonical spelling, whatever its scheme's case or escapes.  A SPEC
+fitting no skill, or several, or a malformed address, signals
+`mevedel-skills-error' saying which exact addresses there are; nothing
+falls back to another skill."
   (let* ((skills (or skills (mevedel-skills-list)))
          (spec (string-trim spec))
+         (spec (if (mevedel-resource-address-p spec)
+                   (condition-case err
+                       (mevedel-resource-parse spec)
+                     (mevedel-core-error (signal 'mevedel-skills-error (list (cadr err)))))
+                 spec))
          (matches
           (cond
            ((string-match "\\`skill://\\([^/@]+\\)@\\([0-9a-f]+\\)/?\\'" spec)

@@ -41,8 +41,9 @@
 
 (defun mevedel-tool-agent-check (_args)
   "Return the permission facet of a collaboration call: `delegated'.
-The calls themselves touch no files; what each agent then does is
-decided call by call under the session's permissions."
+The calls themselves touch no files, so they never ask (an explicit
+deny rule still refuses them); what each agent then does is decided
+call by call under the session's permissions."
   'delegated)
 
 ;;;; Agent

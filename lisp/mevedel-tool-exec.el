@@ -162,7 +162,8 @@ rules and session answers for both tools."
   "Return the permission facet of an execution control call.
 WriteStdin, StopExecution and ListExecutions act under the authority
 of the execution they name, which the module only lets its owner
-reach: `delegated', never asked about."
+reach: `delegated', never asked about (an explicit deny rule still
+refuses them)."
   'delegated)
 
 (defun mevedel-tool-exec--read-only-p (command context)

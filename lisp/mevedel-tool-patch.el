@@ -119,9 +119,11 @@ ordinary path (nil for a resource's backing file): then it and any
 (`mevedel-tool-patch-protected-files')")))
 
 (defun mevedel-tool-patch--backing (authored root)
-  "Return (AUTHORED ABS RESOURCE-P) for the patch path AUTHORED.
-An ordinary path is made absolute against ROOT; a resource address is
-prepared for the ApplyPatch operation and ABS is its backing file.
+  "Return (AUTHORED ABS CANONICAL) for the patch path AUTHORED.
+An ordinary path is made absolute against ROOT (CANONICAL nil); a
+resource address is prepared for the ApplyPatch operation, ABS is its
+backing file and CANONICAL its canonical address, which decisions
+read instead of the spelling typed.
 An unavailable resource signals `mevedel-tool-patch-error'; a family
 the operation matrix refuses signals `mevedel-core-resource-error'.
 Nothing is read."
@@ -134,10 +136,10 @@ Nothing is read."
         (mevedel-tool-patch--fail
          "ApplyPatch cannot write `%s' in this request: its owner is unavailable \
 \(work:// files need a session with storage)" authored))
-      (list authored (car paths) t))))
+      (list authored (car paths) (plist-get facts :canonical)))))
 
 (defun mevedel-tool-patch--targets (patch root)
-  "Return the targets of PATCH, each (AUTHORED ABS RESOURCE-P), in patch order.
+  "Return the targets of PATCH, each (AUTHORED ABS CANONICAL), in patch order.
 Every path of every operation is there once, Move destinations
 included.  ROOT is the directory relative paths are relative to.  A
 malformed patch signals the module's error; a remote, protected or
@@ -391,7 +393,9 @@ then send the patch again"
                     (format "`%s' has unsaved changes in buffer %s" path (buffer-name buffer)))
                   unsaved "; ")))
     (when (and (mevedel-session-durable-p mevedel-session-current)
-               (cl-some (lambda (target) (string-prefix-p "work://" (car target))) targets))
+               (cl-some (lambda (target)
+                          (and (nth 2 target) (string-prefix-p "work://" (nth 2 target))))
+                        targets))
       (mevedel-session-ensure-storage mevedel-session-current))
     (let* ((applied (mevedel-core-patch-apply plan selection))
            ;; The files are written: a buffer that cannot follow is a

@@ -43,6 +43,7 @@
 (declare-function mevedel-chat-set-progress "mevedel-chat" (chat id progress))
 (declare-function mevedel-chat-context-window "mevedel-chat" (chat))
 (declare-function mevedel-chat-data-buffer "mevedel-chat" (chat))
+(declare-function mevedel-chat-note-unknown-tool "mevedel-chat" (chat name))
 
 ;;;; Customization
 
@@ -485,11 +486,27 @@ worked for `mevedel-pipeline-yield-budget' goes on from a timer."
     (`(calls ,requests) (setf (mevedel-ptc--run-queue run) requests))
     (`(done ,text ,steps) (mevedel-ptc--finish run 'success text steps))
     (`(failed ,message ,steps)
+     (mevedel-ptc--note-unknown-tool run message)
      (mevedel-ptc--finish run 'error
                           (if (and (mevedel-ptc--run-direct run) (mevedel-ptc--run-children run))
                               message
                             (concat "Error: the ToolCall program failed: " message))
                           steps))))
+
+(defun mevedel-ptc--note-unknown-tool (run message)
+  "Tell RUN's chat when its failure MESSAGE names a tool the catalog lacks.
+Such a program does not compile, so it fails before any call.  The
+dialect's operations are lower case: a capitalized name, or
+CATEGORY/NAME, was meant as a tool, which the catalog does not have,
+as a native call of a tool it was not offered."
+  (when-let* (((null (mevedel-ptc--run-children run)))
+              ((string-match "`\\([^`]+\\)` is neither an operation of the dialect nor a tool"
+                             message))
+              (name (match-string 1 message))
+              ((let ((case-fold-search nil))
+                 (string-match-p "\\`\\(?:[A-Z]\\|[^/]+/.\\)" name)))
+              (chat (mevedel-chat-of-buffer (mevedel-ptc--run-data-buffer run))))
+    (mevedel-chat-note-unknown-tool chat name)))
 
 (defun mevedel-ptc--finish (run status text &optional count)
   "Settle RUN once with STATUS, result TEXT and the step COUNT of its run."

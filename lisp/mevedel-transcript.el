@@ -83,6 +83,12 @@ otherwise the next save writes all of it."
     (add-hook 'before-change-functions #'mevedel-transcript--before-change nil t)
     (add-hook 'after-change-functions #'mevedel-transcript--changed nil t)))
 
+(defun mevedel-transcript-untrack (buffer)
+  "Stop saving BUFFER: its text is only looked at from now on."
+  (with-current-buffer buffer
+    (setq mevedel-transcript--store nil
+          mevedel-transcript--dirty nil)))
+
 (defun mevedel-transcript-tracked-p (buffer)
   "Return non-nil when BUFFER is kept saved in a session store."
   (and (buffer-live-p buffer) (buffer-local-value 'mevedel-transcript--store buffer) t))

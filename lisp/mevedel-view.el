@@ -341,7 +341,10 @@ What it showed goes; the window keeps the buffer (`/clear')."
   (when-let* ((chat mevedel-view--chat))
     (mevedel-chat-unobserve chat mevedel-view--observer)
     (when (eq (mevedel-chat-prompter chat) #'mevedel-view--prompt)
-      (mevedel-chat-set-prompter chat nil)))
+      (mevedel-chat-set-prompter chat nil))
+    ;; A read-only chat lives only in its view.
+    (when (mevedel-chat-read-only chat)
+      (kill-buffer (mevedel-chat-data-buffer chat))))
   (when (timerp mevedel-view--progress-timer)
     (cancel-timer mevedel-view--progress-timer))
   (when (timerp mevedel-view--code-timer)
@@ -1780,23 +1783,6 @@ ARGUMENT is the choice; empty, it is asked for."
 (defun mevedel-view-chat (&optional buffer)
   "Return the chat shown in view BUFFER (default the current buffer)."
   (buffer-local-value 'mevedel-view--chat (or buffer (current-buffer))))
-
-(defun mevedel-view-open (&optional directory session)
-  "Show the view of the session of DIRECTORY's workspace; return the buffer.
-Without a live session there, the saved SESSION (an ID) is resumed;
-SESSION nil means the most recent saved one when sessions are saved
-\(`mevedel-chat-save-sessions'), and `new' a fresh session."
-  (let* ((root (mevedel-chat-workspace-root directory))
-         (chat (or (mevedel-chat-get root)
-                   (mevedel-chat-get-create
-                    root (pcase session
-                           ('new nil)
-                           ('nil (and mevedel-chat-save-sessions (mevedel-session-latest root)))
-                           (_ session)))))
-         (buffer (mevedel-view-buffer chat)))
-    (pop-to-buffer-same-window buffer)
-    (goto-char (point-max))
-    buffer))
 
 (provide 'mevedel-view)
 ;;; mevedel-view.el ends here

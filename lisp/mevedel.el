@@ -30,7 +30,7 @@
 
 ;;;; Sessions
 
-(declare-function mevedel-view-open "mevedel-view")
+(declare-function mevedel-sessions-open "mevedel-sessions")
 (declare-function mevedel-demo-open "mevedel-demo")
 (declare-function mevedel-batch-main "mevedel-batch")
 
@@ -77,7 +77,7 @@ default `default-directory').  Type in the composer at the bottom;
 \\<mevedel-view-mode-map>\\[mevedel-view-send] sends, \\[mevedel-view-abort] aborts."
   (interactive)
   (mevedel--load)
-  (mevedel-view-open directory))
+  (mevedel-sessions-open directory))
 
 ;;;###autoload
 (defun mevedel-run (&optional directory)
@@ -89,7 +89,7 @@ demo model, a local scripted server, and sends a first prompt.
   (interactive)
   (mevedel--load)
   (require 'mevedel-demo)
-  (mevedel-demo-open directory))
+  (mevedel-demo-open (mevedel-sessions-open directory)))
 
 ;;;###autoload
 (defun mevedel-batch-run ()

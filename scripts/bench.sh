@@ -7,20 +7,31 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 echo "machine: $(nproc) cpus, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), Linux $(uname -r), $(${EMACS:-emacs} --version | head -1)"
+# Every run has its own HOME and XDG directories: two runs at once
+# share no state there.
 home=$(mktemp -d)
+export HOME=$home XDG_CONFIG_HOME=$home/.config XDG_CACHE_HOME=$home/.cache \
+  XDG_DATA_HOME=$home/.local/share XDG_STATE_HOME=$home/.local/state XDG_RUNTIME_DIR=$home/run
 # Installed packages run byte-compiled, and the original figures the
 # benches quote were taken from byte-compiled code: compile the Lisp, the
 # test helpers and the benches themselves in place (the .elc files go
-# again at exit), so that no figure measures the interpreter.
+# again at exit), so that no figure measures the interpreter.  Another
+# run in this checkout may be loading them: each run holds a shared lock
+# on lisp/ until it exits, and only a run that can then take it alone
+# (the last one out) removes them.  Byte-compiling writes each .elc to a
+# temporary file and renames it, so a reader never sees one half written.
+# The lock is this script's alone (9<&-): a process a bench leaves
+# behind must not keep it.
 els=(lisp/*.el test/mevedel-test-helpers.el test/bench/*.el)
-trap 'rm -rf "$home"; rm -f "${els[@]/%.el/.elc}"' EXIT
-HOME=$home ${EMACS:-emacs} -Q --batch -l scripts/load-path.el -L test -L test/bench \
-  -f batch-byte-compile "${els[@]}"
+exec 9<lisp
+flock -s 9
+trap 'rm -rf "$home"; if flock -xn 9; then rm -f "${els[@]/%.el/.elc}"; fi' EXIT
+${EMACS:-emacs} -Q --batch -l scripts/load-path.el -L test -L test/bench \
+  -f batch-byte-compile "${els[@]}" 9<&-
 status=0
 for bench in test/bench/*-bench.el; do
   echo "== $bench"
-  HOME=$home XDG_CONFIG_HOME=$home/.config XDG_CACHE_HOME=$home/.cache \
-    ${EMACS:-emacs} -Q --batch -l scripts/load-path.el -L test -L test/bench -l test/mevedel-test-helpers.elc \
-    -l test/bench/mevedel-bench-lib.elc -l "${bench%.el}.elc" || status=1
+  ${EMACS:-emacs} -Q --batch -l scripts/load-path.el -L test -L test/bench -l test/mevedel-test-helpers.elc \
+    -l test/bench/mevedel-bench-lib.elc -l "${bench%.el}.elc" 9<&- || status=1
 done
 exit $status

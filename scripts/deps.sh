@@ -219,6 +219,11 @@ ensure_screenshots() {
   fi
 }
 
+# Two runs at once (two `make bench', say) take turns here: the second
+# finds in place what the first installed, rather than half of it.
+mkdir -p "$deps"
+exec 8<"$deps"
+flock 8
 ensure_emacs "$@"
 ensure_tools
 ensure_cargo

@@ -189,7 +189,8 @@
               (require 'mevedel-core)
               (mevedel-core-ensure)
               (let ((ids nil))
-                (dolist (cmd (list ,(format "sh -c 'sleep 300 & echo $! > %s/gc; wait'" dir)
+                (dolist (cmd (list ,(format "sh -c 'sleep 300 & echo $! > %s/gc.part && mv %s/gc.part %s/gc; wait'"
+                                           dir dir dir)
                                    "nohup sleep 300"
                                    "sleep 300"))
                   (push (mevedel-core-exec-start

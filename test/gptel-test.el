@@ -405,6 +405,25 @@ model was writing a call of Read"))
                            (plist-get anthropic-echo :content))
                    '("text" "a" "b")))))
 
+(ert-deftest mevedel-gptel:unknown-tools-are-named-once-in-call-order ()
+  "Calls of tools the request does not offer are named once each, in call order.
+A call already answered and gptel's structured-output stand-in are not
+unknown tools."
+  (let* ((known (gptel--make-tool-internal :name "Known" :function #'ignore :description "d"))
+         (info (list :tools (list known)
+                     :mevedel-call-order '("1" "2" "3" "4" "5" "6")
+                     ;; Newest first, as the stream parsers keep them.
+                     :tool-use (list (list :id "6" :name "Other" :result "done")
+                                     (list :id "5" :name "Nope")
+                                     (list :id "4" :name "response_json")
+                                     (list :id "3" :name "Known")
+                                     (list :id "2" :name "Zed")
+                                     (list :id "1" :name "Nope")))))
+    (should (equal (mevedel-gptel-unknown-tool-names info) '("Nope" "Zed")))
+    (should (equal (mevedel-gptel-unknown-tool-names
+                    (list :tools (list known) :tool-use (list (list :id "1" :name "Known"))))
+                   nil))))
+
 (ert-deftest mevedel-gptel:turn-state-machine-can-retry ()
   "A turn's table leaves TYPE for RTRY first, and RTRY goes back to WAIT."
   (let* ((fsm (mevedel-gptel-send-fsm nil))

@@ -702,7 +702,11 @@ cat >/dev/null; sleep 0.3; echo 'Branch: main; 3 open TODOs'
 (ert-deftest mevedel-hooks:input-json-is-claude-codes-shape ()
   (hooks-test--with nil
     (let* ((dir (make-temp-file "hooks-json" t))
-           (capture (lambda (event) (format "cat > %s/%s.json" dir event)))
+           ;; Written aside and renamed: a file that exists is whole
+           ;; (SessionStart's hook is not awaited, only its file).
+           (capture (lambda (event)
+                      (let ((file (format "%s/%s.json" dir event)))
+                        (format "cat > %s.part && mv %s.part %s" file file file))))
            (common '("session_id" "transcript_path" "cwd" "permission_mode" "hook_event_name"))
            (mevedel-hooks
             (mapcar (lambda (event) (list event (list :command (funcall capture event))))

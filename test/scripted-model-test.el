@@ -59,6 +59,28 @@
       (delete-file script))
     (should-not (mevedel-scripted-model-live-p server))))
 
+(ert-deftest mevedel-scripted-model:log-leaves-out-a-half-written-line ()
+  "The log is read while the server appends to it: a last line without
+its newline is an entry still being written, not a parse error."
+  (mevedel-scripted-model-test--python)
+  (let* ((script (make-temp-file "mevedel-script" nil ".json" "{\"steps\": [{\"text\": \"hi\"}]}"))
+         (log-file (make-temp-file "mevedel-scripted-log" nil ".jsonl"
+                                   "{\"n\": 1, \"path\": \"/v1/messages\"}\n"))
+         (server (mevedel-scripted-model-start script :log-file log-file)))
+    (unwind-protect
+        (progn
+          (write-region "{\"n\": 2, \"path\": \"/v1/chat/compl" nil log-file t 'silent)
+          (should (equal (mapcar (lambda (e) (alist-get 'n e)) (mevedel-scripted-model-log server))
+                         '(1)))
+          (write-region "etions\"}\n" nil log-file t 'silent)
+          (should (equal (mapcar (lambda (e) (alist-get 'path e)) (mevedel-scripted-model-log server))
+                         '("/v1/messages" "/v1/chat/completions")))
+          (with-temp-file log-file (insert "{\"n\": 1"))
+          (should-not (mevedel-scripted-model-log server)))
+      (mevedel-scripted-model-stop server)
+      (delete-file script)
+      (delete-file log-file))))
+
 (ert-deftest mevedel-scripted-model:bad-script-is-a-clear-error ()
   (mevedel-scripted-model-test--python)
   (let ((script (make-temp-file "mevedel-script" nil ".json" "{\"steps\": []}")))

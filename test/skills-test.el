@@ -75,6 +75,14 @@
       ;; Lookups never fall back.
       (should (eq (mevedel-skills-find (plist-get claude :exact) skills) claude))
       (should (eq (mevedel-skills-find "skill://local-mevedel/lint" skills) lint))
+      ;; Any spelling of an address names what its canonical spelling does.
+      (should (eq (mevedel-skills-find "SKILL://local-m%65vedel/%6cint" skills) lint))
+      (should (eq (mevedel-skills-find (concat "Skill://"
+                                               (substring (plist-get claude :exact) 8))
+                                       skills)
+                  claude))
+      (should-error (mevedel-skills-find "skill://local-mevedel/./lint" skills)
+                    :type 'mevedel-skills-error)
       ;; Same name, different origins: each alias is its own skill, the bare
       ;; name is nobody's.
       (let ((agents-lint (mevedel-skills-test--named skills "lint" ".agents")))

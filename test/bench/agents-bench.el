@@ -91,7 +91,7 @@
               (path (mevedel-agent-spawn chat (list :task_name (format "dispatch %d" i)
                                                     :message "Answer ok."))))
          (push (* 1000 (- (float-time) start)) returned)
-         (mevedel-test-wait-until (agents-bench--idle-p chat) 10)
+         (mevedel-test-wait-until (agents-bench--idle-p chat) 60)
          (let ((entry (cl-find-if (lambda (e)
                                     (string-match-p (regexp-quote (concat "agent " path ","))
                                                     (json-encode (alist-get 'body e))))

@@ -42,7 +42,7 @@ narrow window, as real ones do."
   (with-current-buffer (mevedel-chat-data-buffer chat)
     (mevedel-pipeline-run-tool (mevedel-tool-get "Ask") (list :questions (ask-bench--questions))
                                #'ignore :tool-use-id "bench" :data-buffer (current-buffer)))
-  (mevedel-test-wait-until (mevedel-interaction-list chat) 10)
+  (mevedel-test-wait-until (mevedel-interaction-list chat) 60)
   (let* ((rounds 5)
          (seconds
           (mevedel-bench-seconds

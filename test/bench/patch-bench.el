@@ -76,7 +76,7 @@
        (patches (patch-bench--big-patch))
        (diff-file (expand-file-name "change.diff" (make-temp-file "patch-bench-diff" t)))
        (session (mevedel-session-create :workspace dir :ephemeral t))
-       (chat (mevedel-chat-get-create dir))
+       (_chat (mevedel-chat-get-create dir))
        (data (generate-new-buffer " *patch-bench*"))
        (reset (lambda () (let ((coding-system-for-write 'utf-8-unix))
                            (write-region original nil file nil 'silent))))

@@ -67,21 +67,26 @@
 (defun preview-bench--poll-ms (check)
   "Return the milliseconds of one poll previewing the whole unread log.
 A command that prints nothing before it yields, then the log, then
-sleeps is started; once all of the log is spooled, a WriteStdin-style
+sleeps is started: it prints once the first observation is in (it
+waits for a file made then, so a loaded machine cannot let output into
+that observation); once all of the log is spooled, a WriteStdin-style
 poll (`mevedel-core-exec-observe', no wait) is timed from the call to
 its callback.  CHECK is called with that observation's output."
   (let* ((session (format "preview-bench-%d" (cl-incf preview-bench--n)))
+         (go (expand-file-name session preview-bench--dir))
          (id (plist-get
               (cdr (preview-bench--wait
                     (lambda (cb)
                       (mevedel-core-exec-start
                        (list :session session :owner "/root" :yield-ms 50
-                             :command (format "sleep 0.3; cat %s; exec sleep 600"
+                             :command (format "until [ -e %s ]; do sleep 0.01; done; cat %s; exec sleep 600"
+                                              (shell-quote-argument go)
                                               (shell-quote-argument preview-bench--file))
                              :cwd preview-bench--dir :progress :false)
                        cb))))
               :id))
          (ms nil))
+    (write-region "" nil go nil 'silent)
     (while (< (or (plist-get (car (mevedel-core-exec-list session "/root")) :bytes) 0)
               preview-bench--size)
       (accept-process-output nil 0.01))

@@ -64,6 +64,7 @@ FILES populate the workspace.  Return (STATUS STDOUT STDERR LOG)."
                (calls (alist-get 'tool_calls json))
                (served (car (mevedel-e2e-served-ids log))))
           (should (equal (alist-get 'outcome json) "done"))
+          (should (equal (assq 'unknown_tools json) '(unknown_tools)))
           (should (equal (alist-get 'answer json) "The answer is 42."))
           (should (= (length calls) 2))
           (should (equal (mapcar (lambda (c) (alist-get 'id c)) calls) served))
@@ -254,6 +255,61 @@ and closes with words for the command line, not for the view."
             (should-not (string-match-p "TAB\\|M-x mevedel" (alist-get 'answer json))))
           (should-not (string-match-p "README" stderr)))
       (delete-directory root t))))
+
+(defun mevedel-batch-test--count (regexp string)
+  "Return how many times REGEXP matches in STRING."
+  (let ((count 0) (start 0))
+    (while (string-match regexp string start)
+      (setq count (1+ count) start (match-end 0)))
+    count))
+
+(ert-deftest mevedel-batch:unknown-tool-is-reported ()
+  "A model that calls a tool the catalog lacks, twice, still ends `done'.
+The JSON names the tool once under unknown_tools, and so does stderr."
+  (let* ((run (mevedel-e2e-headless
+               :steps '(((tool_calls . [((name . "Nope") (arguments . ((x . 1))))]))
+                        ((expect . ((results . [((contains . "Tool 'Nope' is not available")
+                                                 (is_error . t))])))
+                         (tool_calls . [((name . "Nope") (arguments . ((x . 2))))]))
+                        ((expect . ((results . [((contains . "is not available"))])))
+                         (text . "There is no such tool.")))
+               :args '("-p" "Use the Nope tool." "--json")))
+         (json (mevedel-e2e-json run))
+         (stderr (plist-get run :stderr)))
+    (should (eql (plist-get run :status) 0))
+    (should-not (cl-mapcan (lambda (e) (copy-sequence (alist-get 'mismatches e)))
+                           (plist-get run :log)))
+    (should (= (length (plist-get run :log)) 3))
+    (should (equal (alist-get 'outcome json) "done"))
+    (should (equal (alist-get 'unknown_tools json) '("Nope")))
+    (should (= (mevedel-batch-test--count
+                "^mevedel: the model called unknown tool Nope$" stderr)
+               1))
+    (should (= (mevedel-batch-test--count "unknown tool" stderr) 1))))
+
+(ert-deftest mevedel-batch:tool-call-program-naming-a-missing-tool ()
+  "A ToolCall program calling a tool the catalog lacks is an unknown tool call.
+A misspelt operation of the dialect (lower case) is not."
+  (let* ((run (mevedel-e2e-headless
+               :steps '(((tool_calls . [((name . "ToolCall")
+                                         (arguments . ((program . "(Missing :q 1)"))))
+                                        ((name . "ToolCall")
+                                         (arguments . ((program . "(nope 1)"))))]))
+                        ((expect . ((results . [((contains . "`Missing` is neither"))
+                                                ((contains . "`nope` is neither"))])))
+                         (text . "Neither ran.")))
+               :args '("-p" "Run the programs." "--json")))
+         (json (mevedel-e2e-json run))
+         (stderr (plist-get run :stderr)))
+    (should (eql (plist-get run :status) 0))
+    (should-not (cl-mapcan (lambda (e) (copy-sequence (alist-get 'mismatches e)))
+                           (plist-get run :log)))
+    (should (equal (alist-get 'outcome json) "done"))
+    (should (equal (alist-get 'unknown_tools json) '("Missing")))
+    (should (= (mevedel-batch-test--count
+                "^mevedel: the model called unknown tool Missing$" stderr)
+               1))
+    (should-not (string-match-p "unknown tool nope" stderr))))
 
 (provide 'batch-e2e-test)
 ;;; batch-e2e-test.el ends here
