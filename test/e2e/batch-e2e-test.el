@@ -130,37 +130,22 @@ and the model's answer is kept."
                               (alist-get 'error json)))
       (should (equal (alist-get 'answer json) "I could not read it.")))))
 
-(defun mevedel-batch-test--plain (&rest args)
-  "Run bin/mevedel with ARGS and no model; return (STATUS STDOUT STDERR)."
-  (let ((stderr (make-temp-file "mevedel-batch-stderr"))
-        (process-environment (append (list (concat "EMACS=" (expand-file-name invocation-name
-                                                                              invocation-directory))
-                                           "MEVEDEL_INIT=")
-                                     process-environment)))
-    (unwind-protect
-        (with-temp-buffer
-          (let ((status (apply #'call-process (expand-file-name "bin/mevedel" mevedel-test-root)
-                               nil (list t stderr) nil args)))
-            (list status (buffer-string)
-                  (with-temp-buffer (insert-file-contents stderr) (buffer-string)))))
-      (delete-file stderr))))
-
 (ert-deftest mevedel-batch:help-and-exit-codes ()
   "--help and -h print the usage and exit 0; other mistakes say what is wrong, exit 2."
   (dolist (flag '("--help" "-h"))
-    (pcase-let ((`(,status ,stdout ,stderr) (mevedel-batch-test--plain flag)))
+    (pcase-let ((`(,status ,stdout ,stderr) (mevedel-e2e-bin flag)))
       (should (eql status 0))
       (should (string-match-p "\\`Usage: mevedel -p PROMPT" stdout))
       (should (string-match-p "--continue" stdout))
       (should (string-match-p "Exit status: 0 done.*130 interrupted" (replace-regexp-in-string "\n" " " stdout)))
       (should (equal stderr ""))))
   ;; Help wins over what follows it.
-  (should (eql (car (mevedel-batch-test--plain "--help" "--bogus")) 0))
-  (pcase-let ((`(,status ,_ ,stderr) (mevedel-batch-test--plain "--dir" "/no/such/dir" "-p" "x")))
+  (should (eql (car (mevedel-e2e-bin "--help" "--bogus")) 0))
+  (pcase-let ((`(,status ,_ ,stderr) (mevedel-e2e-bin "--dir" "/no/such/dir" "-p" "x")))
     (should (eql status 2))
     (should (string-match-p "\\`mevedel: --dir /no/such/dir is not a directory\n" stderr))
     (should-not (string-match-p "file-missing\\|wrong-type\\|(\"" stderr)))
-  (pcase-let ((`(,status ,_ ,stderr) (mevedel-batch-test--plain "--bogus")))
+  (pcase-let ((`(,status ,_ ,stderr) (mevedel-e2e-bin "--bogus")))
     (should (eql status 2))
     (should (string-match-p "Unknown argument --bogus (see --help)" stderr)))
   ;; Configuration errors come from the config file, a syntax error with its line.
@@ -169,16 +154,16 @@ and the model's answer is kept."
         (progn
           (with-temp-file config
             (insert "(setq gptel-model 'x)\n\n(setq mevedel-test-list (list 1 2)\n(setq other 3)\n"))
-          (pcase-let ((`(,status ,_ ,stderr) (mevedel-batch-test--plain "--config" config "-p" "x")))
+          (pcase-let ((`(,status ,_ ,stderr) (mevedel-e2e-bin "--config" config "-p" "x")))
             (should (eql status 2))
             (should (string-match-p (concat (regexp-quote config) ":3: syntax error in the config file")
                                     stderr)))
           (with-temp-file config (insert "(setq x 1))\n"))
-          (pcase-let ((`(,status ,_ ,stderr) (mevedel-batch-test--plain "--config" config "-p" "x")))
+          (pcase-let ((`(,status ,_ ,stderr) (mevedel-e2e-bin "--config" config "-p" "x")))
             (should (eql status 2))
             (should (string-match-p (concat (regexp-quote config) ":1: syntax error") stderr)))
           (with-temp-file config (insert "(mevedel-no-such-function 1)\n"))
-          (pcase-let ((`(,status ,_ ,stderr) (mevedel-batch-test--plain "--config" config "-p" "x")))
+          (pcase-let ((`(,status ,_ ,stderr) (mevedel-e2e-bin "--config" config "-p" "x")))
             (should (eql status 2))
             (should (string-match-p (concat "Error in the config file " (regexp-quote config)
                                             ": .*mevedel-no-such-function")
@@ -240,7 +225,7 @@ and closes with words for the command line, not for the view."
   (let ((root (mevedel-e2e-workspace '(("src/main.py" . "def compute_total():\n    return 42\n")))))
     (unwind-protect
         (pcase-let ((`(,status ,stdout ,stderr)
-                     (mevedel-batch-test--plain "--demo" "--dir" root "-p" "What is here?" "--json")))
+                     (mevedel-e2e-bin "--demo" "--dir" root "-p" "What is here?" "--json")))
           (should (eql status 0))
           (let* ((json (json-parse-string stdout :object-type 'alist :array-type 'list
                                           :null-object nil))

@@ -261,6 +261,21 @@ READ file and its text, nil when it does not exist)."
       (dolist (file (list init script stderr)) (delete-file file))
       (delete-directory root t))))
 
+(defun mevedel-e2e-bin (&rest args)
+  "Run bin/mevedel with ARGS and no config file; return (STATUS STDOUT STDERR)."
+  (let ((stderr (make-temp-file "mevedel-batch-stderr"))
+        (process-environment (append (list (concat "EMACS=" (expand-file-name invocation-name
+                                                                              invocation-directory))
+                                           "MEVEDEL_INIT=")
+                                     process-environment)))
+    (unwind-protect
+        (with-temp-buffer
+          (let ((status (apply #'call-process (expand-file-name "bin/mevedel" mevedel-test-root)
+                               nil (list t stderr) nil args)))
+            (list status (buffer-string)
+                  (with-temp-buffer (insert-file-contents stderr) (buffer-string)))))
+      (delete-file stderr))))
+
 (defun mevedel-e2e-json (run)
   "Return the JSON transcript RUN (from `mevedel-e2e-headless') printed."
   (condition-case err

@@ -19,18 +19,7 @@
 
 (defun mevedel-session-lock-test--headless (root &rest args)
   "Run bin/mevedel --demo in ROOT with ARGS; return (STATUS STDOUT STDERR)."
-  (let ((stderr (make-temp-file "mevedel-lock-stderr"))
-        (process-environment (append (list (concat "EMACS=" (expand-file-name invocation-name
-                                                                              invocation-directory))
-                                           "MEVEDEL_INIT=")
-                                     process-environment)))
-    (unwind-protect
-        (with-temp-buffer
-          (let ((status (apply #'call-process (expand-file-name "bin/mevedel" mevedel-test-root)
-                               nil (list t stderr) nil "--demo" "--dir" root args)))
-            (list status (buffer-string)
-                  (with-temp-buffer (insert-file-contents stderr) (buffer-string)))))
-      (delete-file stderr))))
+  (apply #'mevedel-e2e-bin "--demo" "--dir" root args))
 
 (defun mevedel-session-lock-test--json (run)
   "Return the JSON transcript RUN, (STATUS STDOUT STDERR), printed."
