@@ -148,9 +148,9 @@ A `mevedel-ps-agents-functions' member; see it for their shape."
 (add-hook 'mevedel-ps-agents-functions #'mevedel-agent-view-work-items)
 (add-hook 'mevedel-agent-change-functions #'mevedel-agent-view--changed)
 
-(setf (alist-get "agents" mevedel-view-slash-commands nil nil #'equal)
-      (list (lambda (chat _args) (mevedel-agent-view-list chat))
-            "list the session's agents (RET opens one, k interrupts it)" nil))
+(mevedel-view-register-slash-command "agents"
+  (lambda (chat _args) (mevedel-agent-view-list chat))
+  "list the session's agents (RET opens one, k interrupts it)")
 
 (provide 'mevedel-agent-view)
 ;;; mevedel-agent-view.el ends here

@@ -168,8 +168,8 @@ WORKSPACE defaults to the current session's, else `default-directory'."
     (user-error "/hooks takes no argument, not %s" args))
   (mevedel-hooks-list (mevedel-session-workspace (mevedel-chat-session chat))))
 
-(setf (alist-get "hooks" mevedel-view-slash-commands nil nil #'equal)
-      (list #'mevedel-hooks-list-slash "the workspace's hooks and their approval (/hooks)" nil))
+(mevedel-view-register-slash-command "hooks"
+  #'mevedel-hooks-list-slash "the workspace's hooks and their approval (/hooks)")
 
 ;;;; The approval card
 

@@ -598,12 +598,12 @@ interrupted only when named.  Return how many were running."
 ;;;; In the view
 
 (keymap-set mevedel-view-mode-map "C-c C-e" #'mevedel-ps)
-(setf (alist-get "ps" mevedel-view-slash-commands nil nil #'equal)
-      (list #'mevedel-ps-slash-ps "show the session's running executions" nil))
-(setf (alist-get "stop" mevedel-view-slash-commands nil nil #'equal)
-      (list #'mevedel-ps-slash-stop
-            "stop execution ID or interrupt agent PATH (/stop ID), or stop all executions (/stop)"
-            #'mevedel-ps-stop-candidates))
+(mevedel-view-register-slash-command "ps"
+  #'mevedel-ps-slash-ps "show the session's running executions")
+(mevedel-view-register-slash-command "stop"
+  #'mevedel-ps-slash-stop
+  "stop execution ID or interrupt agent PATH (/stop ID), or stop all executions (/stop)"
+  #'mevedel-ps-stop-candidates)
 
 (provide 'mevedel-ps)
 ;;; mevedel-ps.el ends here
