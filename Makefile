@@ -39,13 +39,14 @@ screenshots: ## Draw the view's screenshots into docs/images (graphical Emacs un
 	@$(MAKE) --no-print-directory module
 	@bash scripts/screenshots.sh docs/images
 
-lint: deps ## cargo fmt --check, clippy -D warnings, byte-compile -Werror, checkdoc
+lint: deps ## cargo fmt --check, clippy -D warnings, byte-compile -Werror, checkdoc, Lisp structure
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --release --locked --workspace --all-targets -- -D warnings
 	$(BATCH) --eval '(setq byte-compile-error-on-warn t)' \
 	  --eval '(setq byte-compile-dest-file-function (lambda (f) (concat (make-temp-file "mevedel-lint") ".elc")))' \
 	  -f batch-byte-compile $(ELS)
 	$(BATCH) -l scripts/checkdoc.el $(ELS)
+	$(EMACS) -Q --batch -l scripts/lisp-structure.el lisp
 
 clean: ## Remove build output (keeps .deps)
 	$(CARGO) clean

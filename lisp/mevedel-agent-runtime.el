@@ -564,9 +564,9 @@ turn's calls keep Plan's boundary."
 
 (add-hook 'mevedel-agent-read-functions #'mevedel-agent--mail-read)
 
-(setq mevedel-tasks-caller-function #'mevedel-agent-caller-path
-      mevedel-tasks-agent-known-function #'mevedel-agent-known-p
-      mevedel-interaction-requester-function #'mevedel-agent-requester)
+(add-hook 'mevedel-tasks-caller-functions #'mevedel-agent-caller-path)
+(add-hook 'mevedel-tasks-agent-known-functions #'mevedel-agent-known-p)
+(add-hook 'mevedel-interaction-requester-functions #'mevedel-agent-requester)
 
 ;;;; Spawning
 
@@ -1323,7 +1323,7 @@ gets that RESULT (it wakes nobody)."
                                        (mevedel-agent--hydrate handle))))))
             (mevedel-agent--handles tree))))
 
-(setq mevedel-history-agents-function #'mevedel-agent--roster)
+(add-hook 'mevedel-history-agents-functions #'mevedel-agent--roster)
 
 (defun mevedel-agent-status (chat path)
   "Return the handle data of the agent PATH in CHAT's session, or nil.

@@ -15,7 +15,7 @@
 ;;
 ;; Agents running or waiting for a slot are also background work: this
 ;; file gives them to the background panel and `mevedel-ps' as items
-;; (`mevedel-ps-agents-function'), with the same open and interrupt
+;; (`mevedel-ps-agents-functions'), with the same open and interrupt
 ;; actions, and redraws both as their status changes
 ;; (`mevedel-agent-change-functions').  Idle agents are only in
 ;; `/agents'.
@@ -125,7 +125,7 @@
 
 (defun mevedel-agent-view-work-items (chat)
   "Return the running and waiting agents of CHAT's session as work items.
-See `mevedel-ps-agents-function' for their shape."
+A `mevedel-ps-agents-functions' member; see it for their shape."
   (let ((root (mevedel-agent-view--root chat)))
     (mapcar (lambda (agent)
               (let ((path (plist-get agent :path)))
@@ -145,12 +145,12 @@ See `mevedel-ps-agents-function' for their shape."
   (mevedel-panel-note-change session)
   (mevedel-ps-note-change session))
 
-(setq mevedel-ps-agents-function #'mevedel-agent-view-work-items)
+(add-hook 'mevedel-ps-agents-functions #'mevedel-agent-view-work-items)
 (add-hook 'mevedel-agent-change-functions #'mevedel-agent-view--changed)
 
-(setf (alist-get "agents" mevedel-view-slash-commands nil nil #'equal)
-      (list (lambda (chat _args) (mevedel-agent-view-list chat))
-            "list the session's agents (RET opens one, k interrupts it)" nil))
+(mevedel-view-register-slash-command "agents"
+  (lambda (chat _args) (mevedel-agent-view-list chat))
+  "list the session's agents (RET opens one, k interrupts it)")
 
 (provide 'mevedel-agent-view)
 ;;; mevedel-agent-view.el ends here

@@ -870,13 +870,14 @@ rest (SessionStart) waits for the next turn."
 
 (defun mevedel-chat--hook-stop-turn (session reason)
   "Abort the turn of SESSION's chat, which a tool hook stopped for REASON.
-The hook's own call is cancelled with the turn's other calls."
+The hook's own call is cancelled with the turn's other calls.  A
+`mevedel-hooks-stop-turn-functions' member."
   (when-let* ((chat (cl-find session (mevedel-chat-list) :key #'mevedel-chat-session))
               ((mevedel-chat-abort chat)))
     (mevedel-chat--insert-notice chat 'hook (concat "A hook stopped the turn: " reason))
     (mevedel-chat--notify chat 'truncated)))
 
-(setq mevedel-hooks-stop-turn-function #'mevedel-chat--hook-stop-turn)
+(add-hook 'mevedel-hooks-stop-turn-functions #'mevedel-chat--hook-stop-turn)
 
 (defun mevedel-chat--stop-hooks (chat)
   "End CHAT's turn, unless its Stop hooks send it on with their reason.

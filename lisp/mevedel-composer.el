@@ -229,13 +229,13 @@ A child agent's chat has no composer: its turns refresh nothing."
                                   (read-string "Journal entry about: ")
                                 argument)))
 
-(setf (alist-get "journal" mevedel-view-slash-commands nil nil #'equal)
-      (list #'mevedel-composer-journal "write a journal entry yourself (/journal SLUG)" nil))
-(setf (alist-get "context" mevedel-view-slash-commands nil nil #'equal)
-      (list #'mevedel-composer-context
-            "show the prompt's components, their sizes and the instruction files" nil))
-(setf (alist-get "memory" mevedel-view-slash-commands nil nil #'equal)
-      (list #'mevedel-composer-memory "open the memory root in Dired" nil))
+(mevedel-view-register-slash-command "journal"
+  #'mevedel-composer-journal "write a journal entry yourself (/journal SLUG)")
+(mevedel-view-register-slash-command "context"
+  #'mevedel-composer-context
+  "show the prompt's components, their sizes and the instruction files")
+(mevedel-view-register-slash-command "memory"
+  #'mevedel-composer-memory "open the memory root in Dired")
 
 (provide 'mevedel-composer)
 ;;; mevedel-composer.el ends here

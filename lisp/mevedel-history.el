@@ -225,17 +225,20 @@ START and END limit it to part of BUFFER."
                      (format-time-string "%F %R" (/ ms 1000.0))))))
        saved "\n"))))
 
-(defvar mevedel-history-agents-function nil
-  "Function of a session returning its retained agents, or nil.
-Each is a plist (:path :role :status :outcome :payload :buffer),
+(defvar mevedel-history-agents-functions nil
+  "Abnormal hook run with a session until one returns its retained agents.
+Each agent is a plist (:path :role :status :outcome :payload :buffer),
 :buffer a function returning the agent's data buffer (loading a saved
-one); the agent runtime sets it, and
-`history://root/PATH' and `agent://' read through it.")
+one).  `history://root/PATH' and `agent://' read them; the agent
+runtime adds its roster, without which a session has no agents.")
+
+(defun mevedel-history-agents (session)
+  "Return the retained agents of SESSION (see `mevedel-history-agents-functions')."
+  (run-hook-with-args-until-success 'mevedel-history-agents-functions session))
 
 (defun mevedel-history--agent (session path)
   "Return the retained agent PATH of SESSION as a plist, or signal."
-  (or (cl-find path (and mevedel-history-agents-function
-                         (funcall mevedel-history-agents-function session))
+  (or (cl-find path (mevedel-history-agents session)
                :key (lambda (agent) (plist-get agent :path)) :test #'equal)
       (signal 'mevedel-core-resource-error
               (list (format "No retained agent at %s (Read agent:// lists them)" path)))))
@@ -270,8 +273,7 @@ result), NOT READY while the agent works.  Nothing changes state."
     (list
      (cons canonical
            (if (string-empty-p path)
-               (let ((agents (and mevedel-history-agents-function
-                                  (funcall mevedel-history-agents-function session))))
+               (let ((agents (mevedel-history-agents session)))
                  (if (null agents)
                      "No retained agents in this session."
                    (mapconcat (lambda (agent)

@@ -168,8 +168,8 @@ WORKSPACE defaults to the current session's, else `default-directory'."
     (user-error "/hooks takes no argument, not %s" args))
   (mevedel-hooks-list (mevedel-session-workspace (mevedel-chat-session chat))))
 
-(setf (alist-get "hooks" mevedel-view-slash-commands nil nil #'equal)
-      (list #'mevedel-hooks-list-slash "the workspace's hooks and their approval (/hooks)" nil))
+(mevedel-view-register-slash-command "hooks"
+  #'mevedel-hooks-list-slash "the workspace's hooks and their approval (/hooks)")
 
 ;;;; The approval card
 
@@ -194,8 +194,8 @@ WORKSPACE defaults to the current session's, else `default-directory'."
 (defun mevedel-hooks-list-ask-card (file summary callback)
   "Ask with a card in a view of FILE's workspace whether its hooks (SUMMARY) run.
 CALLBACK gets t, nil or `cancelled' (the turn that waited was
-interrupted).  Return nil when no view can ask.  The value of
-`mevedel-hooks-card-function'.  A child agent's tool call asks in
+interrupted).  Return nil when no view can ask.  A member of
+`mevedel-hooks-card-functions'.  A child agent's tool call asks in
 its name: the card shows its path and goes with its request."
   (when-let* ((view (mevedel-hooks-list--view-of file)))
     (let* ((chat (buffer-local-value 'mevedel-view--chat view))
@@ -210,7 +210,7 @@ its name: the card shows its path and goes with its request."
                     (funcall callback (pcase outcome ('approve t) ('refuse nil) (_ 'cancelled))))))
     t))
 
-(setq mevedel-hooks-card-function #'mevedel-hooks-list-ask-card)
+(add-hook 'mevedel-hooks-card-functions #'mevedel-hooks-list-ask-card)
 
 (defun mevedel-hooks-list--card-body (interaction)
   "Return the body of the hook approval card INTERACTION."

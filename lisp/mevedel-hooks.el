@@ -122,11 +122,13 @@ approve, nil to refuse, or `cancelled' when the question went
 unanswered (it is asked again next time).  Tests replace it with a
 stub.")
 
-(defvar mevedel-hooks-card-function nil
-  "Function of (FILE SUMMARY CALLBACK) asking in a session's view, or nil.
-It returns nil when no view of FILE's workspace can show the question,
-else it asks there and calls CALLBACK as `mevedel-hooks-approve-function'
-says.  mevedel-hooks-list.el sets it.")
+(defvar mevedel-hooks-card-functions nil
+  "Abnormal hook run with (FILE SUMMARY CALLBACK) until one asks in a view.
+A member returns nil when no view of FILE's workspace can show the
+question, else it asks there, calls CALLBACK as
+`mevedel-hooks-approve-function' says and returns non-nil.
+mevedel-hooks-list.el adds its card; when no member asks, the
+minibuffer does.")
 
 (defvar mevedel-hooks-call-context nil
   "The pipeline context of the tool call whose hooks start now, or nil.
@@ -139,10 +141,10 @@ agent's path and request, see `mevedel-interaction-requester').")
 Failed and timed-out hooks, blocked prompts and a hook's
 systemMessage reach the user through it.")
 
-(defvar mevedel-hooks-stop-turn-function #'ignore
-  "Function of (SESSION REASON) ending SESSION's turn for a tool hook.
-A PreToolUse or PostToolUse hook answering continue false calls it;
-mevedel-chat.el aborts the chat's turn.")
+(defvar mevedel-hooks-stop-turn-functions nil
+  "Abnormal hook run with (SESSION REASON) to end SESSION's turn for a tool hook.
+A PreToolUse or PostToolUse hook answering continue false runs it;
+mevedel-chat.el adds the abort of the chat's turn.")
 
 (define-error 'mevedel-hooks-error "mevedel hook error")
 
@@ -347,12 +349,12 @@ The parse is cached until FILE's modification time or size changes."
 
 (defun mevedel-hooks-ask-approval (file summary callback)
   "Ask whether FILE's hook commands (SUMMARY) may run; tell CALLBACK.
-A view of FILE's workspace asks with a card (`mevedel-hooks-card-function')
+A view of FILE's workspace asks with a card (`mevedel-hooks-card-functions')
 and the hooks wait for it without blocking; without one the question
 is asked in the minibuffer, from a timer, so it never runs inside a
 process filter."
-  (unless (and mevedel-hooks-card-function
-               (funcall mevedel-hooks-card-function file summary callback))
+  (unless (run-hook-with-args-until-success 'mevedel-hooks-card-functions
+                                            file summary callback)
     (run-at-time
      0 nil
      (lambda ()
@@ -962,7 +964,7 @@ A member of `mevedel-pipeline-pre-tool-use-functions'."
   "End SESSION's turn when the VERDICT of EVENT's tool hooks is to stop."
   (when-let* ((reason (plist-get verdict :stop)))
     (funcall mevedel-hooks-report-function (format "A %s hook stopped the turn: %s" event reason))
-    (funcall mevedel-hooks-stop-turn-function session reason)))
+    (run-hook-with-args 'mevedel-hooks-stop-turn-functions session reason)))
 
 (defun mevedel-hooks--post-answer (event session verdict)
   "Return the pipeline's answer to the post-tool VERDICT of EVENT in SESSION."

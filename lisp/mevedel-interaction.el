@@ -54,17 +54,17 @@
   "Abnormal hook run with a chat whenever its open interactions change.
 The view redraws its live zone from it.")
 
-(defvar mevedel-interaction-requester-function nil
-  "Function of a tool call's context returning (OWNER . REQUEST), or nil.
-OWNER is the canonical path of the agent whose request made the call
-and REQUEST that request's token.  The agents runtime sets it; nil, or
-a nil answer, means the root session's running turn.")
+(defvar mevedel-interaction-requester-functions nil
+  "Abnormal hook run with a tool call's context until one returns non-nil.
+The answer is (OWNER . REQUEST): OWNER the canonical path of the agent
+whose request made the call, REQUEST that request's token.  The agents
+runtime adds the lookup of its agents; no answer means the root
+session's running turn.")
 
 (defun mevedel-interaction-requester (context)
   "Return (OWNER . REQUEST) of the agent request behind a call's CONTEXT, or nil.
 Nil means the root session: owner \"/root\", its running turn."
-  (and mevedel-interaction-requester-function
-       (funcall mevedel-interaction-requester-function context)))
+  (run-hook-with-args-until-success 'mevedel-interaction-requester-functions context))
 
 (cl-defstruct (mevedel-interaction (:constructor mevedel-interaction--make)
                                    (:copier nil))

@@ -16,7 +16,7 @@
 ;; every execution of the session.
 ;;
 ;; The session's running and waiting child agents are listed too, from
-;; `mevedel-ps-agents-function' (mevedel-agent-view.el): RET, i or o
+;; `mevedel-ps-agents-functions' (mevedel-agent-view.el): RET, i or o
 ;; opens the agent's view, k, s or c interrupts its turn (k and s after
 ;; confirmation).  An agent leaves the table when its turn settles.
 ;;
@@ -76,16 +76,17 @@ this list rather than every buffer.")
 (defvar-local mevedel-ps--items nil "Execution ID -> its item plist, for the commands.")
 (defvar-local mevedel-ps--detail nil "(CHAT . ID): the execution these details show.")
 
-(defvar mevedel-ps-agents-function nil
-  "Function of a chat returning its session's active agents as items, or nil.
-Each item is a plist: :id (the agent's path) :kind \"agent\" :owner
-:state :label :elapsed-ms :tool-calls, :visit (a function showing
-the agent) and :stop (a function interrupting its turn for the user).
-The background panel lists them too.")
+(defvar mevedel-ps-agents-functions nil
+  "Abnormal hook run with a chat until one returns its session's active agents.
+They come as items, each a plist: :id (the agent's path) :kind
+\"agent\" :owner :state :label :elapsed-ms :tool-calls, :visit (a
+function showing the agent) and :stop (a function interrupting its
+turn for the user).  The agents' view adds them, so the table works
+without it; the background panel lists them too.")
 
 (defun mevedel-ps-agent-items (chat)
   "Return the active agents of CHAT's session, as items."
-  (and mevedel-ps-agents-function (funcall mevedel-ps-agents-function chat)))
+  (run-hook-with-args-until-success 'mevedel-ps-agents-functions chat))
 
 (defun mevedel-ps-agent-p (item)
   "Return non-nil when ITEM is an agent's, not an execution's."
@@ -597,12 +598,12 @@ interrupted only when named.  Return how many were running."
 ;;;; In the view
 
 (keymap-set mevedel-view-mode-map "C-c C-e" #'mevedel-ps)
-(setf (alist-get "ps" mevedel-view-slash-commands nil nil #'equal)
-      (list #'mevedel-ps-slash-ps "show the session's running executions" nil))
-(setf (alist-get "stop" mevedel-view-slash-commands nil nil #'equal)
-      (list #'mevedel-ps-slash-stop
-            "stop execution ID or interrupt agent PATH (/stop ID), or stop all executions (/stop)"
-            #'mevedel-ps-stop-candidates))
+(mevedel-view-register-slash-command "ps"
+  #'mevedel-ps-slash-ps "show the session's running executions")
+(mevedel-view-register-slash-command "stop"
+  #'mevedel-ps-slash-stop
+  "stop execution ID or interrupt agent PATH (/stop ID), or stop all executions (/stop)"
+  #'mevedel-ps-stop-candidates)
 
 (provide 'mevedel-ps)
 ;;; mevedel-ps.el ends here

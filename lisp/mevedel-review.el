@@ -806,14 +806,14 @@ a follow-up)."
             (mapcar (lambda (line) (concat "commit:" (car (split-string line))))
                     (remq :none (nth 2 entry))))))
 
-(setf (alist-get "review" mevedel-view-slash-commands nil nil #'equal)
-      (list (mevedel-review--slash 'review)
-            "review changes (/review [current|HEAD|branch:B|commit:R|instructions])"
-            #'mevedel-review--complete))
-(setf (alist-get "verify" mevedel-view-slash-commands nil nil #'equal)
-      (list (mevedel-review--slash 'verify)
-            "verify changes (/verify [current|HEAD|branch:B|commit:R|instructions])"
-            #'mevedel-review--complete))
+(mevedel-view-register-slash-command "review"
+  (mevedel-review--slash 'review)
+  "review changes (/review [current|HEAD|branch:B|commit:R|instructions])"
+  #'mevedel-review--complete)
+(mevedel-view-register-slash-command "verify"
+  (mevedel-review--slash 'verify)
+  "verify changes (/verify [current|HEAD|branch:B|commit:R|instructions])"
+  #'mevedel-review--complete)
 
 (provide 'mevedel-review)
 ;;; mevedel-review.el ends here

@@ -423,15 +423,15 @@ FOCUS may be empty."
 
 ;;;; In the view
 
-(setf (alist-get "new" mevedel-view-slash-commands nil nil #'equal)
-      (list #'mevedel-sessions--slash-new "start a fresh session (this one stays saved)" nil))
-(setf (alist-get "clear" mevedel-view-slash-commands nil nil #'equal)
-      (list #'mevedel-sessions--slash-clear "start a fresh session in this view" nil))
-(setf (alist-get "compact" mevedel-view-slash-commands nil nil #'equal)
-      (list #'mevedel-sessions--slash-compact
-            "summarise older turns now (/compact FOCUS: what to keep above all)" nil))
-(setf (alist-get "sessions" mevedel-view-slash-commands nil nil #'equal)
-      (list #'mevedel-sessions--slash-sessions "list, resume, fork, rename or delete saved sessions" nil))
+(mevedel-view-register-slash-command "new"
+  #'mevedel-sessions--slash-new "start a fresh session (this one stays saved)")
+(mevedel-view-register-slash-command "clear"
+  #'mevedel-sessions--slash-clear "start a fresh session in this view")
+(mevedel-view-register-slash-command "compact"
+  #'mevedel-sessions--slash-compact
+  "summarise older turns now (/compact FOCUS: what to keep above all)")
+(mevedel-view-register-slash-command "sessions"
+  #'mevedel-sessions--slash-sessions "list, resume, fork, rename or delete saved sessions")
 
 (provide 'mevedel-sessions)
 ;;; mevedel-sessions.el ends here

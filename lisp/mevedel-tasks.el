@@ -17,9 +17,9 @@
 ;;
 ;; Owners: "/root" is the main session; "/root/NAME[/NAME...]" is a
 ;; retained agent's canonical path, which must name an agent the
-;; session knows (`mevedel-tasks-agent-known-function'); any other
+;; session knows (`mevedel-tasks-agent-known-functions'); any other
 ;; string not starting with "/" is a user-defined bucket.  A write
-;; without owner belongs to its caller (`mevedel-tasks-caller-function').
+;; without owner belongs to its caller (`mevedel-tasks-caller').
 ;; The root may change every task; an agent only its own, its
 ;; descendants', the main session's and buckets', never another
 ;; agent's.  Each owner may carry one short note.
@@ -55,13 +55,17 @@
   "Model requests without a task write after which the model is reminded once."
   :type 'natnum)
 
-(defvar mevedel-tasks-caller-function (lambda (_context) "/root")
-  "Function of a pipeline call context returning the caller's canonical path.
-The agents runtime makes it return the calling agent's path.")
+(defvar mevedel-tasks-caller-functions nil
+  "Abnormal hook run with a pipeline call context until one returns a path.
+That is the canonical path of the calling agent; without an answer the
+caller is the main session, \"/root\".  The agents runtime adds the
+lookup of its agents, so the tasks work without it.")
 
-(defvar mevedel-tasks-agent-known-function (lambda (_session _path) t)
-  "Function of a session and a canonical agent path: non-nil if the agent exists.
-The agents runtime makes it consult the session's registry.")
+(defvar mevedel-tasks-agent-known-functions nil
+  "Abnormal hook run with a session and a canonical agent path.
+The agent exists unless a member returns nil; with no member every
+agent path counts.  The agents runtime adds the check against the
+session's registry, so the tasks work without it.")
 
 (defvar mevedel-tasks-change-functions nil
   "Abnormal hook run with a session whenever its tasks change.")
@@ -108,10 +112,17 @@ name not starting with a slash and not shaped like a storage ID."
       (cond ((member owner '("/root" "/root/")) "/root")
             ((string-prefix-p "/" owner)
              (and (mevedel-tasks-agent-path-p owner)
-                  (funcall mevedel-tasks-agent-known-function session owner)
+                  (run-hook-with-args-until-failure
+                   'mevedel-tasks-agent-known-functions session owner)
                   owner))
             ((or (string-empty-p owner) (mevedel-tasks--opaque-p owner)) nil)
             (t owner)))))
+
+(defun mevedel-tasks-caller (context)
+  "Return the canonical path of the caller of the tool call with CONTEXT.
+See `mevedel-tasks-caller-functions'."
+  (or (run-hook-with-args-until-success 'mevedel-tasks-caller-functions context)
+      "/root"))
 
 (defun mevedel-tasks-may-write-p (caller owner)
   "Return non-nil when CALLER may change what OWNER owns.

@@ -186,9 +186,9 @@ ON `on' or `off' sets it; nil toggles.  The next turn is planned."
           ("on" 'on) ("off" 'off)
           (other (user-error "Usage: /plan [on|off], not /plan %s" other)))))
 
-(setf (alist-get "plan" mevedel-view-slash-commands nil nil #'equal)
-      (list #'mevedel-tool-plan--slash "plan first: read-only until you approve a plan (/plan off)"
-            (lambda (_chat) '("on" "off"))))
+(mevedel-view-register-slash-command "plan"
+  #'mevedel-tool-plan--slash "plan first: read-only until you approve a plan (/plan off)"
+  (lambda (_chat) '("on" "off")))
 
 (provide 'mevedel-tool-plan)
 ;;; mevedel-tool-plan.el ends here

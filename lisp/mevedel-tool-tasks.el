@@ -48,7 +48,7 @@ refused, nothing changed, if any entry is invalid."
   "Apply the TaskWrite ARGS; return the task list for the model."
   (let* ((context (mevedel-pipeline-current-context))
          (session (mevedel-tool-tasks--session))
-         (caller (funcall mevedel-tasks-caller-function context)))
+         (caller (mevedel-tasks-caller context)))
     (condition-case err
         (let ((ids (mevedel-tasks-write session caller args)))
           (concat (if ids

@@ -121,8 +121,8 @@
       (mevedel-tools-list)
     (user-error "/tools takes no argument or `list', not %s" args)))
 
-(setf (alist-get "tools" mevedel-view-slash-commands nil nil #'equal)
-      (list #'mevedel-tools-slash "list the native and discoverable tools (/tools)" nil))
+(mevedel-view-register-slash-command "tools"
+  #'mevedel-tools-slash "list the native and discoverable tools (/tools)")
 
 (provide 'mevedel-tools-list)
 ;;; mevedel-tools-list.el ends here

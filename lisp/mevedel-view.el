@@ -359,8 +359,17 @@ chat and the rest of the line, even while the model is working; the
 model never sees it.  HELP annotates NAME's completion; COMPLETE, when
 non-nil, is a function of the chat returning the candidates for the
 command's arguments.  Files built on the view (mevedel-ps.el: /ps and
-/stop) add their commands here when they are loaded; the view itself
-knows only /help.")
+/stop) add their commands with `mevedel-view-register-slash-command'
+when they are loaded.")
+
+(defun mevedel-view-register-slash-command (name function help &optional complete)
+  "Make /NAME a composer command calling FUNCTION, annotated with HELP.
+COMPLETE completes its arguments; see `mevedel-view-slash-commands'.
+Registering NAME again replaces its entry where it stands, so the
+order the separator shows commands in stays the order of loading."
+  (declare (indent 1))
+  (setf (alist-get name mevedel-view-slash-commands nil nil #'equal)
+        (list function help complete)))
 
 (defun mevedel-view--separator-text (&optional width)
   "Return the read-only line between the live zone and the composer.
@@ -1591,8 +1600,8 @@ names no command in `mevedel-view-slash-commands' is a user error."
       (princ "\nOn a permission card:\n")
       (princ card))))
 
-(setf (alist-get "help" mevedel-view-slash-commands nil nil #'equal)
-      (list #'mevedel-view-help "list the composer's commands and the view's keys" nil))
+(mevedel-view-register-slash-command "help"
+  #'mevedel-view-help "list the composer's commands and the view's keys")
 
 (defun mevedel-view--slash-capf ()
   "Complete composer command names, then the arguments of a command.
@@ -1766,9 +1775,9 @@ ARGUMENT is the choice; empty, it is asked for."
       (call-interactively #'mevedel-view-set-model)
     (mevedel-view-set-model (string-trim argument))))
 
-(setf (alist-get "model" mevedel-view-slash-commands nil nil #'equal)
-      (list #'mevedel-view--slash-model "choose this session's backend and model (/model B:M)"
-            (lambda (_chat) (mapcar #'car (mevedel-view--model-choices)))))
+(mevedel-view-register-slash-command "model"
+  #'mevedel-view--slash-model "choose this session's backend and model (/model B:M)"
+  (lambda (_chat) (mapcar #'car (mevedel-view--model-choices))))
 
 (defun mevedel-view-set-permission-mode (mode)
   "Set this session's permission MODE."

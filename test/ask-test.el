@@ -266,8 +266,8 @@
       (set-frame-width nil 80))))
 
 (ert-deftest mevedel-ask:a-childs-form-is-attributed-and-cancelled-with-its-request ()
-  (let ((mevedel-interaction-requester-function
-         (lambda (_context) (cons "/root/worker" 'worker-request))))
+  (let ((mevedel-interaction-requester-functions
+         (list (lambda (_context) (cons "/root/worker" 'worker-request)))))
     (ask-test--with-form (ask-test--three)
       (should (string-match-p "\\`\nAsk · 3 questions · /root/worker\n" (ask-test--form-text)))
       ;; Interrupting another request leaves it; its own request cancels it.

@@ -657,8 +657,9 @@ cat >/dev/null; sleep 0.3; echo 'Branch: main; 3 open TODOs'
            (view (mevedel workspace))
            (chat (mevedel-view-chat view))
            ;; The call's requester, as the agents runtime names a child's.
-           (mevedel-interaction-requester-function
-            (lambda (context) (and (plist-get context :agent) (cons "/root/helper" 'helper-turn))))
+           (mevedel-interaction-requester-functions
+            (list (lambda (context)
+                    (and (plist-get context :agent) (cons "/root/helper" 'helper-turn)))))
            (answers nil))
       (unwind-protect
           (let ((await (mevedel-hooks-pre-tool-use

@@ -82,10 +82,10 @@ The tool Probe (not read-only, so it asks) is declared; calls whose
 id starts with \"child\" are asked by /root/worker's `worker-request'."
   (declare (indent 2))
   `(mevedel-test-with-view ,view ,chat
-     (let ((mevedel-interaction-requester-function
-            (lambda (context)
-              (and (string-prefix-p "child" (plist-get context :tool-use-id))
-                   (cons "/root/worker" 'worker-request)))))
+     (let ((mevedel-interaction-requester-functions
+            (list (lambda (context)
+                    (and (string-prefix-p "child" (plist-get context :tool-use-id))
+                         (cons "/root/worker" 'worker-request))))))
        (mevedel-define-tool Probe
          :description "A test tool that asks." :args ((x string :required "Anything."))
          :function (lambda (_args) "ran"))

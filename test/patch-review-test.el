@@ -412,10 +412,10 @@ The handler takes the settled review by the id its approval carries."
 Its answers are pushed onto the car of ANSWERS; call IDs starting with
 \"child\" are asked by /root/worker's `worker-request'."
   (let* ((context (list :tool nil :args (list :patch "P") :tool-use-id id))
-         (mevedel-interaction-requester-function
-          (lambda (context)
-            (and (string-prefix-p "child" (plist-get context :tool-use-id))
-                 (cons "/root/worker" 'worker-request)))))
+         (mevedel-interaction-requester-functions
+          (list (lambda (context)
+                  (and (string-prefix-p "child" (plist-get context :tool-use-id))
+                       (cons "/root/worker" 'worker-request))))))
     (cl-letf (((symbol-function 'mevedel-tool-patch-plan-for-review) (lambda (_) 'plan))
               ((symbol-function 'mevedel-core-patch-plan-files)
                (lambda (_plan) (copy-tree mevedel-patch-review-test--files))))

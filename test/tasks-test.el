@@ -13,7 +13,7 @@
 (defmacro tasks-test--with-any-agent (&rest body)
   "Run BODY where any well-formed agent path counts as a retained agent."
   (declare (indent 0))
-  `(let ((mevedel-tasks-agent-known-function (lambda (_session _path) t)))
+  `(let ((mevedel-tasks-agent-known-functions (list (lambda (_session _path) t))))
      ,@body))
 
 (defmacro tasks-test--with-session (session &rest body)
@@ -116,7 +116,7 @@ Any well-formed agent path counts as a retained agent there."
 			    (tasks-test--write session "/root/a" :tasks '((:id 2 :status "completed")))
 			    (should (equal (plist-get (tasks-test--task session 2) :status) "completed"))
 			    ;; An agent path must name an agent the session knows.
-			    (let ((mevedel-tasks-agent-known-function (lambda (_s path) (equal path "/root/a"))))
+			    (let ((mevedel-tasks-agent-known-functions (list (lambda (_s path) (equal path "/root/a")))))
 			      (should-error (tasks-test--write session "/root" :tasks '((:subject "x" :owner "/root/z")))
 					    :type 'mevedel-tasks-error)
 			      (should-error (tasks-test--write session "/root" :note "x" :noteOwner "/root/z")
@@ -165,7 +165,7 @@ Any well-formed agent path counts as a retained agent there."
            (mevedel-core-store-flush (mevedel-session-store session))
            (mevedel-session-close session)
            ;; Resuming checks the owners against the restored registry.
-           (let* ((mevedel-tasks-agent-known-function (lambda (_s path) (equal path "/root/kept")))
+           (let* ((mevedel-tasks-agent-known-functions (list (lambda (_s path) (equal path "/root/kept"))))
                   (resumed (mevedel-session-create :workspace root :id id)))
              (unwind-protect
                  (progn

@@ -18,7 +18,7 @@
 (let* ((root (file-name-as-directory (make-temp-file "mevedel-tbench-" t)))
        (mevedel-chat-save-sessions nil)
        ;; The ten agents owning tasks stand for retained ones.
-       (mevedel-tasks-agent-known-function (lambda (_session _path) t))
+       (mevedel-tasks-agent-known-functions (list (lambda (_session _path) t)))
        (view (mevedel root))
        (chat (mevedel-view-chat view))
        (session (mevedel-chat-session chat))
