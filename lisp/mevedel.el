@@ -32,6 +32,7 @@
 
 (declare-function mevedel-sessions-open "mevedel-sessions")
 (declare-function mevedel-demo-open "mevedel-demo")
+(declare-function mevedel-view-chat "mevedel-view")
 (declare-function mevedel-batch-main "mevedel-batch")
 
 ;; The commands of files loaded on first use, for a checkout loaded by
@@ -89,7 +90,12 @@ demo model, a local scripted server, and sends a first prompt.
   (interactive)
   (mevedel--load)
   (require 'mevedel-demo)
-  (mevedel-demo-open (mevedel-sessions-open directory)))
+  (let ((buffer (mevedel-sessions-open directory)))
+    ;; nil: the user cancelled opening a session another process writes.
+    (when buffer
+      (mevedel-demo-open (mevedel-view-chat buffer))
+      (with-current-buffer buffer (force-mode-line-update)))
+    buffer))
 
 ;;;###autoload
 (defun mevedel-batch-run ()
