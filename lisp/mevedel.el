@@ -80,6 +80,10 @@ default `default-directory').  Type in the composer at the bottom;
   (mevedel--load)
   (mevedel-sessions-open directory))
 
+;; M-x mevedel-review and mevedel-verify open a session as this command does.
+;;;###autoload
+(add-hook 'mevedel-review-open-functions #'mevedel)
+
 ;;;###autoload
 (defun mevedel-run (&optional directory)
   "Open a session like `mevedel'; without a usable backend, run the demo.
