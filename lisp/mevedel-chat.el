@@ -125,9 +125,11 @@ The outcome is `done', `error' or `abort'.")
 ;;;; The chat object
 
 (cl-defstruct (mevedel-chat (:constructor mevedel-chat--make)
-                            (:copier nil))
-  "An agent session of one workspace."
-  root name data-buffer session
+                            (:copier nil)
+                            (:include mevedel-prompt-chat))
+  "An agent session of one workspace.
+Its root and data buffer are the slots of `mevedel-prompt-chat'."
+  name session
   (status 'idle) status-detail
   fsm turn turn-start on-done mail accepted
   ;; The turns sent so far, newest first: plists (:id :label :start).

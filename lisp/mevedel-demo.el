@@ -20,8 +20,6 @@
 (require 'mevedel-gptel)
 (require 'mevedel-scripted-model)
 
-(declare-function mevedel-view-chat "mevedel-view")
-
 (defconst mevedel-demo-label "offline demo model"
   "How the demo backend is labelled in the view.")
 
@@ -136,21 +134,16 @@ are read.  The script reads and searches CHAT's own workspace."
 
 (add-hook 'kill-emacs-hook #'mevedel-demo-stop)
 
-(defun mevedel-demo-open (buffer)
-  "Use the offline demo in the view BUFFER when needed; return BUFFER.
+(defun mevedel-demo-open (chat)
+  "Use the offline demo in CHAT when needed.
 Without a usable gptel backend, start the offline demo model and
-send `mevedel-demo-prompt' so that a full tool-using turn runs.
-BUFFER nil (the user cancelled opening a session another process
-writes) and a read-only view send nothing."
-  (require 'mevedel-view)
-  (when-let* ((chat (and buffer (mevedel-view-chat buffer)))
-              ((not (mevedel-chat-read-only chat)))
-              ((not (mevedel-demo-backend-usable-p))))
+send `mevedel-demo-prompt' so that a full tool-using turn runs.  A
+read-only chat sends nothing."
+  (when (and (not (mevedel-chat-read-only chat))
+             (not (mevedel-demo-backend-usable-p)))
     (mevedel-demo-attach chat)
-    (with-current-buffer buffer (force-mode-line-update))
     (unless (mevedel-chat-busy-p chat)
-      (mevedel-chat-send chat mevedel-demo-prompt)))
-  buffer)
+      (mevedel-chat-send chat mevedel-demo-prompt))))
 
 (provide 'mevedel-demo)
 ;;; mevedel-demo.el ends here

@@ -32,8 +32,6 @@
 (require 'mevedel-pipeline)
 (require 'mevedel-session)
 
-(declare-function mevedel-chat-data-buffer "mevedel-chat" (chat))
-
 (defgroup mevedel-instructions nil
   "AGENTS.md instruction files in mevedel's prompt."
   :group 'mevedel
@@ -166,14 +164,14 @@ A PostToolUse function of the pipeline, for the model's own calls."
 
 (defun mevedel-instructions-forget (chat)
   "Forget which subdirectory instructions CHAT's model has read."
-  (remhash (mevedel-chat-data-buffer chat) mevedel-instructions--seen))
+  (remhash (mevedel-prompt-chat-data-buffer chat) mevedel-instructions--seen))
 
 (add-hook 'mevedel-prompt-reset-functions #'mevedel-instructions-forget)
 
 (defun mevedel-instructions-in-effect (chat)
   "Return every instruction file in effect for CHAT, in reading order."
   (append (mevedel-instructions-base-files (mevedel-prompt-workspace chat))
-          (mevedel-instructions-loaded (mevedel-chat-data-buffer chat))))
+          (mevedel-instructions-loaded (mevedel-prompt-chat-data-buffer chat))))
 
 (provide 'mevedel-instructions)
 ;;; mevedel-instructions.el ends here

@@ -29,8 +29,6 @@
 (require 'mevedel-prompt)
 (require 'mevedel-skills)
 
-(declare-function mevedel-chat-root "mevedel-chat" (chat))
-(declare-function mevedel-chat-data-buffer "mevedel-chat" (chat))
 (defvar mevedel-chat-turn-text)
 
 (defgroup mevedel-mentions nil
@@ -150,7 +148,7 @@ than %d bytes; Read it in pages instead.\n</attachment>"
 (defun mevedel-mentions-blocks (chat text)
   "Return the blocks TEXT's mentions send in CHAT's turn; apply its skills.
 A skill mention restricts the turn's tools when the skill says so."
-  (let ((root (file-name-as-directory (expand-file-name (mevedel-chat-root chat)))))
+  (let ((root (file-name-as-directory (expand-file-name (mevedel-prompt-chat-root chat)))))
     (cl-loop
      for mention in (mevedel-mentions-parse text root)
      collect
@@ -161,7 +159,7 @@ be delegated to the %s agent: start it with the Agent tool (give it the task and
 it needs) instead of doing the work yourself.\n</delegation-request>"
                        (plist-get mention :name) (plist-get mention :name)))
        ('skill (let ((skill (mevedel-skills-find (plist-get mention :name))))
-                 (mevedel-skills-restrict (mevedel-chat-data-buffer chat) skill)
+                 (mevedel-skills-restrict (mevedel-prompt-chat-data-buffer chat) skill)
                  (mevedel-skills-instructions skill)))))))
 
 (defun mevedel-mentions-message-function (chat)

@@ -9,8 +9,9 @@
 ;; ask for permission in a chat that a view shows, the chat does not
 ;; show a yes/no card: it calls the tool's review function with the
 ;; call's context, the session and the answer function.  For
-;; ApplyPatch that is `mevedel-patch-review-start', which plans the
-;; patch in memory (nothing is written) and opens a review buffer:
+;; ApplyPatch that is `mevedel-tool-patch-review', which passes its
+;; planner to `mevedel-patch-review-start': that plans the patch in
+;; memory (nothing is written) and opens a review buffer:
 ;;
 ;;   per file   a header: its state marker, operation, path, +added
 ;;              -removed ([~]: some hunks rejected or edited)
@@ -63,7 +64,6 @@
 (require 'mevedel-pipeline)
 (require 'mevedel-session)
 
-(declare-function mevedel-tool-patch-plan-for-review "mevedel-tool-patch" (context))
 (declare-function mevedel-core-patch-plan-files "mevedel-core" (plan))
 
 ;;;; Customization
@@ -193,18 +193,19 @@ Undecided hunks are accepted when the review is settled.
   :doc "Keys on a review's card in the view."
   "RET" #'mevedel-patch-review-show)
 
-(defun mevedel-patch-review-start (context session answer open)
+(defun mevedel-patch-review-start (planner context session answer open)
   "Review the ApplyPatch call CONTEXT of SESSION; ANSWER gets the verdict.
-Plan the call's patch (nothing is written), open the review's
-interaction with OPEN (it takes `mevedel-interaction-open''s keys but
-the owner and request) and show the review buffer.  The review is
+Plan the call's patch with PLANNER, the tool's function of CONTEXT
+\(nothing is written), open the review's interaction with OPEN (it
+takes `mevedel-interaction-open''s keys but the owner and request) and
+show the review buffer.  The review is
 settled through that interaction, once: by the buffer's keys, by
 killing the buffer, or by cancelling the request that asked.  A
 planning error approves the call with a `plan-failed' record, so the
 handler reports it.  Return a function that withdraws the review."
   (ignore session)
   (condition-case err
-      (let* ((plan (mevedel-tool-patch-plan-for-review context))
+      (let* ((plan (funcall planner context))
              (buffer (mevedel-patch-review--make-buffer
                       plan (mevedel-core-patch-plan-files plan) context))
              (box (buffer-local-value 'mevedel-patch-review--box buffer))

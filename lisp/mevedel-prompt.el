@@ -45,9 +45,6 @@
 (require 'mevedel-core)
 (require 'url-util)
 
-(declare-function mevedel-chat-root "mevedel-chat" (chat))
-(declare-function mevedel-chat-data-buffer "mevedel-chat" (chat))
-
 ;;;; Customization
 
 (defgroup mevedel-prompt nil
@@ -80,6 +77,14 @@ the user what happened."
 (defcustom mevedel-prompt-system-budget 60000
   "Characters the whole system text may take."
   :type 'natnum)
+
+;;;; The chat, as components see it
+
+(cl-defstruct (mevedel-prompt-chat (:constructor nil) (:copier nil))
+  "What prompt components read of a chat: its workspace root and data buffer.
+The chat record (`mevedel-chat') includes it, so that the components,
+which mevedel-chat.el requires, need nothing from that file."
+  root data-buffer)
 
 ;;;; Registry
 
@@ -164,14 +169,14 @@ LABEL names what was cut in the note."
 
 (defun mevedel-prompt-workspace (chat)
   "Return CHAT's workspace root as a directory name."
-  (file-name-as-directory (mevedel-chat-root chat)))
+  (file-name-as-directory (mevedel-prompt-chat-root chat)))
 
 (defun mevedel-prompt-directory (chat)
   "Return the working directory of CHAT's tools, as a directory name.
 That is its data buffer's: a child agent's own working directory, the
 workspace root for any other chat."
   (file-name-as-directory
-   (expand-file-name (buffer-local-value 'default-directory (mevedel-chat-data-buffer chat)))))
+   (expand-file-name (buffer-local-value 'default-directory (mevedel-prompt-chat-data-buffer chat)))))
 
 (defun mevedel-prompt-hexify (path)
   "Return PATH percent-encoded for an address, slashes kept.
@@ -210,7 +215,7 @@ Only the end is looked at, however long TEXT is."
 COMPONENTS defaults to `mevedel-system-components'.  TEXT, within the
 component's budget, is nil for a component with nothing to say.  An
 unknown entry is skipped with one warning."
-  (with-current-buffer (let ((buffer (mevedel-chat-data-buffer chat)))
+  (with-current-buffer (let ((buffer (mevedel-prompt-chat-data-buffer chat)))
                          (if (buffer-live-p buffer) buffer (current-buffer)))
     (mevedel-prompt--render chat (or components mevedel-system-components))))
 

@@ -43,9 +43,8 @@
 (require 'mevedel-agent-roles)
 (require 'mevedel-agent-runtime)
 (require 'mevedel-chat)
+(require 'mevedel-sessions)
 (require 'mevedel-view)
-
-(declare-function mevedel "mevedel" (&optional directory))
 
 (defgroup mevedel-review nil
   "Reviewing and verifying changes with a leaf agent."
@@ -680,11 +679,22 @@ exactly one line VERDICT: PASS, VERDICT: FAIL or VERDICT: PARTIAL).\n\n" what pa
 
 ;;;; Commands
 
+(defvar mevedel-review-open-functions nil
+  "Functions of no argument that open the current workspace's session.
+The commands below run them, until one returns the view, when no
+session is live there; without any, `mevedel-sessions-open' opens it.
+The entry point adds `mevedel', which loads the whole view first: this
+file cannot call it, being below it.")
+
 (defun mevedel-review--chat ()
-  "Return the chat of the current view, else of the current workspace."
+  "Return the chat of the current view, else of the current workspace.
+Without one, open the workspace's session (`mevedel-review-open-functions')."
   (or (and (derived-mode-p 'mevedel-view-mode) (mevedel-view-chat))
       (mevedel-chat-get (mevedel-chat-workspace-root))
-      (progn (mevedel) (mevedel-view-chat))))
+      (progn (if mevedel-review-open-functions
+                 (run-hook-with-args-until-success 'mevedel-review-open-functions)
+               (mevedel-sessions-open))
+             (mevedel-view-chat))))
 
 (defvar mevedel-review--lists (make-hash-table :test #'equal)
   "Workspace root -> (TIME BRANCHES COMMITS PROCESSES) of the git lists read.")

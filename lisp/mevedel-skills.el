@@ -34,8 +34,6 @@
 (require 'mevedel-resource)
 (require 'mevedel-pipeline)
 
-(declare-function mevedel-chat-data-buffer "mevedel-chat" (chat))
-
 (defgroup mevedel-skills nil
   "Skills in mevedel."
   :group 'mevedel
@@ -275,7 +273,7 @@ A PreToolUse function of the pipeline."
 
 (defun mevedel-skills-turn-ended (chat &rest _)
   "End the skill restriction of CHAT's turn."
-  (mevedel-skills-unrestrict (mevedel-chat-data-buffer chat)))
+  (mevedel-skills-unrestrict (mevedel-prompt-chat-data-buffer chat)))
 
 (provide 'mevedel-skills)
 ;;; mevedel-skills.el ends here

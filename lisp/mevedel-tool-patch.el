@@ -372,6 +372,14 @@ refused as for the call itself; nothing is written."
          (patch (plist-get (plist-get context :args) :patch)))
     (mevedel-tool-patch--plan patch (mevedel-tool-patch--targets patch root))))
 
+(defun mevedel-tool-patch-review (context session answer open)
+  "Review the ApplyPatch call CONTEXT of SESSION: ApplyPatch's :review.
+ANSWER and OPEN are as `mevedel-patch-review-start' takes them; this
+passes it `mevedel-tool-patch-plan-for-review', so that the review
+needs nothing from this file."
+  (mevedel-patch-review-start #'mevedel-tool-patch-plan-for-review
+                              context session answer open))
+
 (defun mevedel-tool-patch--apply (patch)
   "Apply PATCH in the running call's workspace; return the handler's envelope.
 Relative paths are relative to `default-directory', which the
@@ -542,7 +550,7 @@ rejected change unchanged.  Manual: Read mevedel://tools/applypatch.md."
   :async-p t
   :snapshot-p t
   :renderer #'mevedel-tool-patch-render
-  :review #'mevedel-patch-review-start
+  :review #'mevedel-tool-patch-review
   :get-paths #'mevedel-tool-patch--paths)
 
 (provide 'mevedel-tool-patch)

@@ -32,6 +32,7 @@
 
 (declare-function mevedel-sessions-open "mevedel-sessions")
 (declare-function mevedel-demo-open "mevedel-demo")
+(declare-function mevedel-view-chat "mevedel-view")
 (declare-function mevedel-batch-main "mevedel-batch")
 
 ;; The commands of files loaded on first use, for a checkout loaded by
@@ -79,6 +80,10 @@ default `default-directory').  Type in the composer at the bottom;
   (mevedel--load)
   (mevedel-sessions-open directory))
 
+;; M-x mevedel-review and mevedel-verify open a session as this command does.
+;;;###autoload
+(add-hook 'mevedel-review-open-functions #'mevedel)
+
 ;;;###autoload
 (defun mevedel-run (&optional directory)
   "Open a session like `mevedel'; without a usable backend, run the demo.
@@ -89,7 +94,12 @@ demo model, a local scripted server, and sends a first prompt.
   (interactive)
   (mevedel--load)
   (require 'mevedel-demo)
-  (mevedel-demo-open (mevedel-sessions-open directory)))
+  (let ((buffer (mevedel-sessions-open directory)))
+    ;; nil: the user cancelled opening a session another process writes.
+    (when buffer
+      (mevedel-demo-open (mevedel-view-chat buffer))
+      (with-current-buffer buffer (force-mode-line-update)))
+    buffer))
 
 ;;;###autoload
 (defun mevedel-batch-run ()

@@ -53,6 +53,7 @@ BUFFER is bound to the review buffer and CONTEXT to the call's context."
                 (lambda (_plan) (copy-tree mevedel-patch-review-test--files))))
        (save-window-excursion
          (setq withdraw (mevedel-patch-review-start
+                         #'mevedel-tool-patch-plan-for-review
                          context nil (lambda (answer) (push answer ,answers))
                          (lambda (&rest keys)
                            (apply #'mevedel-interaction-open chat :request 'review-request keys))))
@@ -312,7 +313,8 @@ On the whole patch: write a smaller patch"))))))
   (let ((answers nil))
     (cl-letf (((symbol-function 'mevedel-tool-patch-plan-for-review)
                (lambda (_context) (error "Hunk 2 of a.el does not apply"))))
-      (should-not (mevedel-patch-review-start (list :args nil) nil
+      (should-not (mevedel-patch-review-start #'mevedel-tool-patch-plan-for-review
+                                              (list :args nil) nil
                                               (lambda (answer) (push answer answers))
                                               (lambda (&rest _) (error "Opened a review")))))
     (should (equal answers '((approve :source review :outcome plan-failed
@@ -348,7 +350,7 @@ The handler takes the settled review by the id its approval carries."
             :description "A test tool with a review."
             :args ((patch string :required "The patch."))
             :snapshot-p t
-            :review #'mevedel-patch-review-start
+            :review #'mevedel-tool-patch-review
             :function (lambda (_args)
                         (setq taken (mevedel-patch-review-take
                                      (cl-some (lambda (approval) (plist-get approval :review-id))
@@ -386,7 +388,7 @@ The handler takes the settled review by the id its approval carries."
             :description "A test tool with a review."
             :args ((patch string :required "The patch."))
             :snapshot-p t
-            :review #'mevedel-patch-review-start
+            :review #'mevedel-tool-patch-review
             :function (lambda (_args) "applied"))
           (save-window-excursion
             (let ((cancel nil) (result nil))
@@ -421,6 +423,7 @@ Its answers are pushed onto the car of ANSWERS; call IDs starting with
                (lambda (_plan) (copy-tree mevedel-patch-review-test--files))))
       (save-window-excursion
         (mevedel-patch-review-start
+         #'mevedel-tool-patch-plan-for-review
          context nil (lambda (answer) (push answer (car answers)))
          (lambda (&rest keys) (apply #'mevedel-chat-open-interaction chat context keys)))
         (window-buffer (selected-window))))))
@@ -512,7 +515,7 @@ ApplyPatch shows its review there (its :review is set for the test)."
           (mevedel-permissions-rules nil))
      (mevedel-chat-set-prompter ,chat #'ignore)
      (setf (mevedel-chat-turn ,chat) 'test-turn
-           (mevedel-tool-review tool) #'mevedel-patch-review-start)
+           (mevedel-tool-review tool) #'mevedel-tool-patch-review)
      (unwind-protect (save-window-excursion ,@body)
        (dolist (buffer (buffer-list))
          (when (string-prefix-p "*mevedel-review" (buffer-name buffer))

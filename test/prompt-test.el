@@ -216,6 +216,7 @@ is empty; the chat and the workspace go afterwards."
             (lambda (context answer)
               (setq review (save-window-excursion
                              (mevedel-patch-review-start
+                              #'mevedel-tool-patch-plan-for-review
                               context session answer
                               (lambda (&rest keys)
                                 (apply #'mevedel-chat-open-interaction chat context keys)))

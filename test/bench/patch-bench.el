@@ -168,6 +168,7 @@ unified diff (call-process); median of %d runs each, alternating"
         (let* ((withdraw nil)
                (seconds (mevedel-bench-seconds
                           (setq withdraw (mevedel-patch-review-start
+                                         #'mevedel-tool-patch-plan-for-review
                                          context session #'ignore
                                          (lambda (&rest keys)
                                            (apply #'mevedel-chat-open-interaction
