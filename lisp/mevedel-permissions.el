@@ -391,6 +391,14 @@ session's, such as an implementation override of one invocation.")
       (or (mevedel-session-permission-mode session) mevedel-permissions-mode)
     'ask))
 
+(defsubst mevedel-permissions--mode (context session)
+  "Return the permission mode of the call CONTEXT in SESSION.
+A `mevedel-permissions-mode-functions' override, else the session's.
+The decision asks for it only in a branch that needs it: a read-only
+command inside the workspace never does."
+  (or (run-hook-with-args-until-success 'mevedel-permissions-mode-functions context session)
+      (mevedel-permissions-session-mode session)))
+
 (defun mevedel-permissions--mode-verdict (mode read-only-p edits-p inside)
   "Return the verdict of MODE on a call with READ-ONLY-P, EDITS-P and INSIDE."
   (pcase mode
@@ -424,14 +432,16 @@ the path of every call, and the plist is for cards only."
     (if (and restricted (not (eq restricted 'allow)))
         (if full (list :verdict restricted :operation restricted :by 'restriction) restricted)
       (let* ((name (mevedel-tool-name tool))
-             (mode (or (run-hook-with-args-until-success
-                        'mevedel-permissions-mode-functions context session)
-                       (mevedel-permissions-session-mode session)))
              (root (mevedel-permissions--root context session))
              ;; A child agent's relative paths start at its own directory.
-             (directory (file-name-as-directory
-                         (expand-file-name (mevedel-session-call-directory
-                                            session (plist-get context :data-buffer)))))
+             ;; Most calls work in the workspace, ROOT itself, which is
+             ;; expanded already: expanding it again would cost two
+             ;; file name handler searches, the dearest step of a call.
+             (directory (let ((called (mevedel-session-call-directory
+                                       session (plist-get context :data-buffer))))
+                          (if (eq called root)
+                              root
+                            (file-name-as-directory (expand-file-name called)))))
              (source (and (eq (car-safe own) 'command) (cdr own)))
              (facts (and source (mevedel-core-bash-permission source directory root)))
              (domain (and (mevedel-tool-get-domain tool)
@@ -461,24 +471,31 @@ the path of every call, and the plist is for cards only."
          ((or (eq own 'deny) (eq (car-safe own) 'deny)) (setq verdict own by 'own))
          (source
           (cond ((plist-get facts :inside) (setq verdict 'allow by 'read-only))
-                ((eq mode 'full-auto) (setq verdict 'allow by 'mode))
+                ((eq (mevedel-permissions--mode context session) 'full-auto)
+                 (setq verdict 'allow by 'mode))
                 ((mevedel-permissions--commands-answered-p session facts)
                  (setq verdict 'allow by 'answer))
                 (t (setq verdict 'ask by 'mode))))
          ((eq (car-safe own) 'allow) (setq verdict own by 'own))
-         ((memq own '(allow ask)) (setq verdict (if (eq mode 'full-auto) 'allow own) by 'own))
+         ((memq own '(allow ask))
+          (setq verdict (if (eq (mevedel-permissions--mode context session) 'full-auto)
+                            'allow
+                          own)
+                by 'own))
          ((or (mevedel-permissions-answered-p session name)
               (and domain (mevedel-permissions-answered-p session (cons 'domain domain))))
           (setq verdict 'allow by 'answer))
          (t (setq verdict (mevedel-permissions--mode-verdict
-                           mode (mevedel-tool-read-only-p tool) (mevedel-tool-snapshot-p tool)
+                           (mevedel-permissions--mode context session)
+                           (mevedel-tool-read-only-p tool) (mevedel-tool-snapshot-p tool)
                            (and (not domain) (mevedel-permissions--inside-p paths root)))
                   by 'mode)))
         (let ((final (if (and grant (not (eq verdict 'deny)) (not (eq (car-safe verdict) 'deny)))
                          'ask
                        verdict)))
           (if full
-              (list :verdict final :operation verdict :by by :rule rule :mode mode
+              (list :verdict final :operation verdict :by by :rule rule
+                    :mode (mevedel-permissions--mode context session)
                     :command facts :paths paths :domain domain :grant grant)
             final))))))
 

@@ -8,9 +8,9 @@
 //! and kept behind a global reference: the keywords, `t`, `nil`, the
 //! `list` symbol, class names, command keys and reasons (at most
 //! [`SHARED_MAX`] distinct strings) and the lists of them (as many), and
-//! as many paths and lists of paths. A call then copies its arguments into reused buffers, takes the
-//! analysis from the thread's table of recent ones or makes it, judges
-//! its paths against the workspace, and calls `list` for the plist and
+//! as many paths and lists of paths. A call then copies its arguments
+//! into reused buffers, asks the thread's [`Judge`] for the source's
+//! facts (core decides everything), and calls `list` for the plist and
 //! any list not seen before, with one exit check at the end.
 
 use std::cell::RefCell;
@@ -19,7 +19,7 @@ use std::ffi::CStr;
 
 use emacs::raw::emacs_value;
 use emacs::{Env, FromLisp, Result, Value, defun};
-use mevedel_core::bash::{self, Analysis, Class, Places, Recent};
+use mevedel_core::bash::{Class, Facts, Judge};
 use mevedel_core::error::{Error, ErrorKind};
 
 use crate::errors;
@@ -96,9 +96,6 @@ struct Seam {
     source: Vec<u8>,
     cwd: Vec<u8>,
     root: Vec<u8>,
-    home: Option<String>,
-    /// The last working directory and root, normalised.
-    places: Places,
     items: Vec<emacs_value>,
     key: Vec<Shared>,
 }
@@ -120,8 +117,6 @@ impl Seam {
             source: vec![0; SOURCE_BUFFER],
             cwd: vec![0; SOURCE_BUFFER],
             root: vec![0; SOURCE_BUFFER],
-            home: std::env::var("HOME").ok(),
-            places: Places::default(),
             items: Vec::with_capacity(16),
             key: Vec::with_capacity(16),
         };
@@ -206,8 +201,9 @@ impl Seam {
         list
     }
 
-    /// The result plist of A with its ACCESS.
-    fn plist(&mut self, api: &Raw, a: &Analysis, access: &bash::Access) -> emacs_value {
+    /// The result plist of FACTS.
+    fn plist(&mut self, api: &Raw, facts: &Facts) -> emacs_value {
+        let (a, access) = (&*facts.analysis, &facts.access);
         let reasons = self.strings(api, false, a.reasons.iter().map(|r| &**r));
         let keys = self.strings(api, false, a.keys.iter().map(String::as_str));
         let paths = self.strings(api, true, access.paths.iter().map(String::as_str));
@@ -237,9 +233,9 @@ impl Seam {
 
 thread_local! {
     /// Emacs calls the module from its main thread (and Lisp threads,
-    /// each with their own copy here), with the thread's table of recent
-    /// analyses: a repeated source costs a comparison, not an analysis.
-    static SEAM: RefCell<Option<(Seam, Recent)>> = const { RefCell::new(None) };
+    /// each with their own copy here), with the thread's judge, whose
+    /// recent analyses make a repeated source cost a comparison.
+    static SEAM: RefCell<Option<(Seam, Judge)>> = const { RefCell::new(None) };
 }
 
 /// Copy the Lisp string VALUE into BUFFER and read it, or read it the
@@ -283,9 +279,9 @@ fn bash_permission<'e>(
                 );
             };
             if slot.is_none() {
-                *slot = Seam::new(&api).map(|seam| (seam, Recent::default()));
+                *slot = Seam::new(&api).map(|seam| (seam, Judge::new(std::env::var("HOME").ok())));
             }
-            let Some((seam, recent)) = slot.as_mut() else {
+            let Some((seam, judge)) = slot.as_mut() else {
                 // Making the shared values failed: the pending signal wins.
                 return errors::signal(
                     env,
@@ -298,14 +294,12 @@ fn bash_permission<'e>(
             let mut cwd_buffer = std::mem::take(&mut seam.cwd);
             let mut root_buffer = std::mem::take(&mut seam.root);
             let read = (|| -> Result<emacs_value> {
-                let analysis = recent.analyze(text(source, &mut source_buffer, &mut long_source)?);
-                let access = seam.places.access(
-                    &analysis,
+                let facts = judge.judge(
+                    text(source, &mut source_buffer, &mut long_source)?,
                     text(cwd, &mut cwd_buffer, &mut long_cwd)?,
                     text(root, &mut root_buffer, &mut long_root)?,
-                    seam.home.as_deref(),
                 );
-                Ok(seam.plist(&api, &analysis, &access))
+                Ok(seam.plist(&api, &facts))
             })();
             seam.source = source_buffer;
             seam.cwd = cwd_buffer;

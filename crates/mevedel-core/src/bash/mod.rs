@@ -188,7 +188,7 @@ pub struct Access {
 /// kept, as given and normalised: a caller judges source after source in
 /// the same two, so each is normalised once.
 #[derive(Default)]
-pub struct Places {
+struct Places {
     cwd: (String, String),
     root: (String, String),
 }
@@ -206,19 +206,51 @@ fn remembered<'l>(last: &'l mut (String, String), path: &str) -> &'l str {
 impl Places {
     /// Judge ANALYSIS run in CWD for the workspace ROOT, normalising CWD
     /// and ROOT only when they changed.
-    pub fn access(
-        &mut self,
-        analysis: &Analysis,
-        cwd: &str,
-        root: &str,
-        home: Option<&str>,
-    ) -> Access {
+    fn access(&mut self, analysis: &Analysis, cwd: &str, root: &str, home: Option<&str>) -> Access {
         judge_access(
             analysis,
             remembered(&mut self.cwd, cwd),
             remembered(&mut self.root, root),
             home,
         )
+    }
+}
+
+/// The permission facts of Bash sources for one caller, such as the
+/// module's thread: each source's analysis (from recent ones when it was
+/// seen lately) and its files judged against the workspace, in one step,
+/// so that the caller converts facts rather than deciding anything.
+pub struct Judge {
+    recent: Recent,
+    places: Places,
+    /// What `~` expands to in a file operand.
+    home: Option<String>,
+}
+
+/// What [`Judge::judge`] found: the source's analysis and its access.
+pub struct Facts<'j> {
+    pub analysis: Cow<'j, Analysis>,
+    pub access: Access,
+}
+
+impl Judge {
+    /// A judge with no recent analyses, expanding `~` to HOME.
+    pub fn new(home: Option<String>) -> Judge {
+        Judge {
+            recent: Recent::default(),
+            places: Places::default(),
+            home,
+        }
+    }
+
+    /// The facts of SRC run in the directory CWD of the workspace ROOT
+    /// (both absolute).
+    pub fn judge(&mut self, src: &str, cwd: &str, root: &str) -> Facts<'_> {
+        let analysis = self.recent.analyze(src);
+        let access = self
+            .places
+            .access(&analysis, cwd, root, self.home.as_deref());
+        Facts { analysis, access }
     }
 }
 
@@ -330,7 +362,7 @@ const RECENT_MAX_SOURCE: usize = 4096;
 /// takes the slot over, reusing its text buffer. A source seen once thus
 /// costs no allocation of its own and no sweep of a full table, which
 /// keeps the miss (the usual case) as cheap as the analysis itself.
-pub struct Recent {
+struct Recent {
     slots: Vec<Option<(String, Analysis)>>,
     hasher: foldhash::fast::FixedState,
 }
@@ -347,7 +379,7 @@ impl Default for Recent {
 impl Recent {
     /// The analysis of SRC, remembered or made (and then remembered,
     /// unless SRC is longer than [`RECENT_MAX_SOURCE`]).
-    pub fn analyze(&mut self, src: &str) -> Cow<'_, Analysis> {
+    fn analyze(&mut self, src: &str) -> Cow<'_, Analysis> {
         if src.len() > RECENT_MAX_SOURCE {
             return Cow::Owned(analyze(src));
         }

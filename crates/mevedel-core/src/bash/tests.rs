@@ -1277,6 +1277,25 @@ fn read_only_paths_are_judged_against_the_workspace() {
     );
 }
 
+/// The judge answers as the analysis and the access do, `~` being its
+/// HOME, for a new source and a repeated one alike.
+#[test]
+fn judge_gives_the_analysis_and_its_access() {
+    let mut judge = Judge::new(Some("/home/u".into()));
+    for round in 0..2 {
+        for src in [
+            "ls ~/p",
+            "cat /etc/passwd",
+            "git status --short",
+            "rm -rf x",
+        ] {
+            let facts = judge.judge(src, "/ws/", "/ws");
+            assert_eq!(*facts.analysis, analyze(src), "{src} (round {round})");
+            assert_eq!(facts.access, access_of(src), "{src} (round {round})");
+        }
+    }
+}
+
 /// The reference for [`normalize`]: every path resolved by its components.
 fn normalize_by_components(dir: &str, path: &str) -> String {
     let start = if path.starts_with('/') { "" } else { dir };
