@@ -30,7 +30,7 @@
 (require 'mevedel-tool-eval)
 (require 'mevedel-tool-emacs)
 (require 'mevedel-tool-code)
-(require 'mevedel-tool-ptc)
+(require 'mevedel-ptc)
 (require 'mevedel-tool-web)
 (require 'mevedel-tool-skill)
 (require 'mevedel-tool-ask)

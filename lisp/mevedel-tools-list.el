@@ -19,7 +19,7 @@
 (require 'subr-x)
 (require 'mevedel-catalog)
 (require 'mevedel-tool-registry)
-(require 'mevedel-tool-ptc)
+(require 'mevedel-ptc)
 (require 'mevedel-view)
 
 (declare-function gptel-menu "gptel-transient")
