@@ -31,7 +31,7 @@
 (require 'mevedel-tool-emacs)
 (require 'mevedel-tool-code)
 (require 'mevedel-ptc)
-(require 'mevedel-tool-web)
+(require 'mevedel-web)
 (require 'mevedel-tool-skill)
 (require 'mevedel-tool-ask)
 (require 'mevedel-tool-tasks)
