@@ -1,4 +1,4 @@
-;;; mevedel-tool-ask-ui.el --- Ask's questionnaire in the view  -*- lexical-binding: t; -*-
+;;; mevedel-ask-ui.el --- Ask's questionnaire in the view  -*- lexical-binding: t; -*-
 
 ;; Copyright (C) 2026 The mevedel authors
 ;; SPDX-License-Identifier: GPL-3.0-or-later
@@ -664,5 +664,5 @@ member."
 ;; A view shown in a window of another width counts as a change too.
 (add-hook 'window-buffer-change-functions #'mevedel-ask-ui--relayout)
 
-(provide 'mevedel-tool-ask-ui)
-;;; mevedel-tool-ask-ui.el ends here
+(provide 'mevedel-ask-ui)
+;;; mevedel-ask-ui.el ends here
