@@ -16,7 +16,7 @@
 (require 'mevedel-tool-exec)
 (require 'mevedel-tool-fs)
 (require 'mevedel-gptel)
-(require 'mevedel-tools-list)
+(require 'mevedel-tools)
 (require 'mevedel)
 
 (defvar mevedel-ptc-test--pending nil
