@@ -41,7 +41,7 @@
 ;; Mail.  SendMessage to an idle child starts a turn with the message
 ;; as its task (or waits for a slot); to an active one, or to /root,
 ;; it appends one MAIL record, drained before the recipient's next
-;; sample (mevedel-agent.el).  Self-mail never starts a turn.
+;; sample (mevedel-mailbox.el).  Self-mail never starts a turn.
 ;; WaitAgent suspends its call until the caller has unread mail, the
 ;; user queues input in the caller's chat, or the timeout passes.
 ;;
@@ -55,7 +55,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'gptel)
-(require 'mevedel-agent)
+(require 'mevedel-mailbox)
 (require 'mevedel-chat)
 (require 'mevedel-history)
 (require 'mevedel-interaction)
@@ -173,7 +173,7 @@ is not sent.")
 
 (defun mevedel-agent--path-of (chat)
   "Return the canonical path of the agent talking in CHAT."
-  (or (mevedel-chat-agent chat) mevedel-agent-root))
+  (or (mevedel-chat-agent chat) mevedel-mailbox-root))
 
 (defun mevedel-agent--handle (tree path)
   "Return the published handle of PATH in TREE, or nil."
@@ -246,7 +246,7 @@ TARGET is canonical (/root/...) or relative to CALLER (a/b).  Signal
   (let ((path (cond ((not (stringp target)) nil)
                     ((string-prefix-p "/" target) target)
                     (t (concat caller "/" target)))))
-    (cond ((equal path mevedel-agent-root) nil)
+    (cond ((equal path mevedel-mailbox-root) nil)
           ((not (and path (string-match-p mevedel-agent--path-regexp path)))
            (user-error "`%s' is not an agent path (use the canonical /root/NAME a call returned)"
                        target))
@@ -452,11 +452,11 @@ LABEL defaults to that of the handoff summary, a Task background."
 A child's data buffer names its agent; any other call is the root's."
   (let ((buffer (plist-get context :data-buffer)))
     (or (and (buffer-live-p buffer) (buffer-local-value 'mevedel-session-agent buffer))
-        mevedel-agent-root)))
+        mevedel-mailbox-root)))
 
 (defun mevedel-agent-known-p (session path)
   "Return non-nil when PATH is /root or a retained agent of SESSION."
-  (or (equal path mevedel-agent-root)
+  (or (equal path mevedel-mailbox-root)
       (when-let* ((tree (gethash (mevedel-session-id session) mevedel-agent--trees)))
         (and (mevedel-agent--handle tree path) t))))
 
@@ -466,7 +466,7 @@ An Ask or plan card of a child is attributed to PATH and belongs to
 its running TURN."
   (let ((path (mevedel-agent-caller-path context))
         (session (plist-get context :session)))
-    (unless (equal path mevedel-agent-root)
+    (unless (equal path mevedel-mailbox-root)
       (when-let* (((mevedel-session-p session))
                   (tree (gethash (mevedel-session-id session) mevedel-agent--trees))
                   (handle (mevedel-agent--handle tree path)))
@@ -493,7 +493,7 @@ An invocation it starts inherits it (an approved plan's `edits')."
   "Return the handle of the child agent whose call has CONTEXT, or nil."
   (let ((path (mevedel-agent-caller-path context))
         (session (plist-get context :session)))
-    (unless (equal path mevedel-agent-root)
+    (unless (equal path mevedel-mailbox-root)
       (when-let* (((mevedel-session-p session))
                   (tree (gethash (mevedel-session-id session) mevedel-agent--trees)))
         (gethash path (mevedel-agent--tree-agents tree))))))
@@ -503,7 +503,7 @@ An invocation it starts inherits it (an approved plan's `edits')."
 That is the stamp it was spawned under, else a read-only role's own
 \(`read-only'), else its running invocation's, else `none'; nil for
 the root's calls."
-  (unless (equal (mevedel-agent-caller-path context) mevedel-agent-root)
+  (unless (equal (mevedel-agent-caller-path context) mevedel-mailbox-root)
     (let* ((handle (mevedel-agent--caller-handle context))
            (turn (and handle (mevedel-agent-handle-turn handle))))
       (cond ((null handle) 'none)
@@ -537,8 +537,8 @@ attribute \"plan\"; RESULT records carry none."
 
 (defun mevedel-agent--unread-stamp (chat)
   "Return the Plan stamp of the unread mail of CHAT's agent, or nil."
-  (when-let* ((store (mevedel-agent--store chat)))
-    (mevedel-agent--mail-stamp (mevedel-agent-unread store (mevedel-agent-owner chat)))))
+  (when-let* ((store (mevedel-mailbox--store chat)))
+    (mevedel-agent--mail-stamp (mevedel-mailbox-unread store (mevedel-mailbox-owner chat)))))
 
 (defun mevedel-agent--stamp-root-turn (chat turn)
   "Stamp the new TURN of the root CHAT if the unread mail it gets is Plan mail.
@@ -551,7 +551,7 @@ stamped when it starts (`mevedel-agent--start')."
 
 (defun mevedel-agent--mail-read (chat messages)
   "Stamp CHAT's running turn when MESSAGES, read before a sample, are Plan mail.
-A `mevedel-agent-read-functions' member: from that sample on the
+A `mevedel-mailbox-read-functions' member: from that sample on the
 turn's calls keep Plan's boundary."
   (when-let* ((stamp (mevedel-agent--mail-stamp messages)))
     (if (mevedel-chat-agent chat)
@@ -562,7 +562,7 @@ turn's calls keep Plan's boundary."
       (when-let* ((turn (mevedel-chat-turn chat)))
         (mevedel-plan-stamp-turn turn stamp)))))
 
-(add-hook 'mevedel-agent-read-functions #'mevedel-agent--mail-read)
+(add-hook 'mevedel-mailbox-read-functions #'mevedel-agent--mail-read)
 
 (add-hook 'mevedel-tasks-caller-functions #'mevedel-agent-caller-path)
 (add-hook 'mevedel-tasks-agent-known-functions #'mevedel-agent-known-p)
@@ -995,12 +995,12 @@ background turn, and an idle child (not mailing itself) a turn."
    ((gethash recipient (mevedel-agent--tree-waits tree))
     (mevedel-agent--release-wait tree recipient (format "mail from %s" sender)))
    ((equal sender recipient))
-   ((equal recipient mevedel-agent-root)
-    (mevedel-agent--note-wake (mevedel-session-id (mevedel-agent--tree-session tree)) (list id)))
+   ((equal recipient mevedel-mailbox-root)
+    (mevedel-mailbox--note-wake (mevedel-session-id (mevedel-agent--tree-session tree)) (list id)))
    ((when-let* ((handle (mevedel-agent--handle tree recipient))
                 ((mevedel-agent-handle-chat handle))
                 ((eq (mevedel-agent-handle-status handle) 'idle)))
-      (mevedel-agent--activate handle mevedel-agent-wake-prompt nil)))))
+      (mevedel-agent--activate handle mevedel-mailbox-wake-prompt nil)))))
 
 (defun mevedel-agent-send (chat target message)
   "Send MESSAGE from the agent of CHAT to the agent TARGET (SendMessage).
@@ -1016,7 +1016,7 @@ turn already: Plan cannot direct a turn that may change things."
          (tree (mevedel-agent--tree-of session))
          (sender (mevedel-agent--path-of chat))
          (handle (mevedel-agent-resolve-path tree sender target))
-         (recipient (if handle (mevedel-agent-handle-path handle) mevedel-agent-root))
+         (recipient (if handle (mevedel-agent-handle-path handle) mevedel-mailbox-root))
          (stamp (mevedel-agent--request-stamp chat))
          (plan (and (mevedel-plan-authority-p stamp) (not (equal recipient sender)))))
     (when (and handle (not (equal recipient sender)))
@@ -1051,9 +1051,9 @@ that cancels the wait."
                (ms (min high (max low (or timeout-ms default))))
                (tree (mevedel-agent--tree-of (mevedel-chat-session chat)))
                (path (mevedel-agent--path-of chat))
-               (store (mevedel-agent--store chat)))
-    (if-let* ((unread (and store (mevedel-agent-unread store path))))
-        (progn (funcall callback (format "mail from %s" (mevedel-agent--sender (car unread))))
+               (store (mevedel-mailbox--store chat)))
+    (if-let* ((unread (and store (mevedel-mailbox-unread store path))))
+        (progn (funcall callback (format "mail from %s" (mevedel-mailbox--sender (car unread))))
                #'ignore)
       (mevedel-agent--cancel-wait tree path)
       (let* ((observer nil)
@@ -1162,7 +1162,7 @@ Only this agent is loaded, with its frozen configuration.  Signal
   (or (mevedel-agent-handle-chat handle)
       (let* ((tree (mevedel-agent-handle-tree handle))
              (session (mevedel-agent--tree-session tree))
-             (root (or (mevedel-agent--chat-of (mevedel-session-id session))
+             (root (or (mevedel-mailbox--chat-of (mevedel-session-id session))
                        (user-error "The session of %s is not open" (mevedel-agent-handle-path handle))))
              (relative (mevedel-agent-handle-transcript handle))
              (file (and relative (expand-file-name relative (mevedel-session-directory session))))

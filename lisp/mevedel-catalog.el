@@ -37,7 +37,7 @@
 (require 'mevedel-tool-tasks)
 (require 'mevedel-tool-plan)
 (require 'mevedel-tool-agent)
-(require 'mevedel-agent)
+(require 'mevedel-mailbox)
 (require 'mevedel-checkpoint)
 
 (provide 'mevedel-catalog)

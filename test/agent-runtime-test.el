@@ -397,7 +397,7 @@ It blocks the first stop of a turn, not one a stop hook caused."
                       (cl-remove-if-not (lambda (m) (and (equal (plist-get m :sender) sender)
                                                          (equal (plist-get m :kind) "RESULT")))
                                         (agent-runtime-test--mail root "/root")))))
-      (cl-letf (((symbol-function 'mevedel-agent--note-wake)
+      (cl-letf (((symbol-function 'mevedel-mailbox--note-wake)
                  (lambda (session ids) (when (equal session key) (push ids wakes)))))
         ;; A consumer that returns takes the RESULT: no mail, no wake.
         (let ((path (mevedel-agent-spawn root '(:task_name "review" :message "look")
@@ -519,7 +519,7 @@ It blocks the first stop of a turn, not one a stop hook caused."
         (should (string-match-p "\\`<agent-message type=\"MAIL\" sender=\"/root\" recipient=\"/root/a\">\nfirst\n" (car blocks)))
         (should (string-match-p "second" (cadr blocks))))
       (should-not (agent-runtime-test--mail root a))
-      (should-not (mevedel-agent-chat-continuation-mail child)))))
+      (should-not (mevedel-mailbox-chat-continuation-mail child)))))
 
 (ert-deftest mevedel-agent:drained-mail-stays-unread-until-saved ()
   (agent-runtime-test--with-root root
@@ -527,7 +527,7 @@ It blocks the first stop of a turn, not one a stop hook caused."
            (child (car (agent-runtime-test--send-of a))))
       (mevedel-agent-send root a "first")
       ;; Drained, not yet in the conversation: still unread.
-      (should (= 1 (length (mevedel-agent-chat-continuation-mail child))))
+      (should (= 1 (length (mevedel-mailbox-chat-continuation-mail child))))
       (should (= 1 (length (agent-runtime-test--mail root a))))
       ;; In the conversation, its save queued: read, and delivered once
       ;; the save is written.
@@ -579,7 +579,7 @@ It blocks the first stop of a turn, not one a stop hook caused."
            (sub (agent-runtime-test--spawn child "sub")))
       (agent-runtime-test--finish a 'done "a waits")
       (agent-runtime-test--finish sub 'done "sub result")
-      (should (equal (cadr (agent-runtime-test--send-of a)) mevedel-agent-wake-prompt)))))
+      (should (equal (cadr (agent-runtime-test--send-of a)) mevedel-mailbox-wake-prompt)))))
 
 ;;;; Resources
 
@@ -752,7 +752,7 @@ It blocks the first stop of a turn, not one a stop hook caused."
         (agent-runtime-test--finish plain 'done "waiting")
         (mevedel-plan-enter session)
         (agent-runtime-test--finish sub 'done "sub result")
-        (should (equal (cadr (agent-runtime-test--send-of plain)) mevedel-agent-wake-prompt))
+        (should (equal (cadr (agent-runtime-test--send-of plain)) mevedel-mailbox-wake-prompt))
         (mevedel-plan-leave session)
         (should (string-match-p "Plan mode" (cdr (agent-runtime-test--verdict
                                                   plain-chat "ApplyPatch" (list :patch patch)))))))))

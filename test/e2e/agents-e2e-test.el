@@ -45,7 +45,7 @@
 (defun agents-e2e--quiet-p (chat)
   "Return non-nil when CHAT and every agent of its session are idle."
   (and (not (mevedel-chat-busy-p chat))
-       (not (gethash (mevedel-session-id (mevedel-chat-session chat)) mevedel-agent--pending-wakes))
+       (not (gethash (mevedel-session-id (mevedel-chat-session chat)) mevedel-mailbox--pending-wakes))
        (cl-every (lambda (agent) (eq (plist-get agent :status) 'idle))
                  (mevedel-agent-list chat))))
 
