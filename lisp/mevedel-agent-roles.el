@@ -5,7 +5,7 @@
 
 ;;; Commentary:
 
-;; What a child agent is, before the runtime (mevedel-agent-runtime.el) makes
+;; What a child agent is, before the runtime (mevedel-agent.el) makes
 ;; one: its role, the model that serves it, and how its report is read.
 ;;
 ;; Roles.  `mevedel-agent-role' returns the role plist of a name, nil for

@@ -7,7 +7,7 @@
 
 ;; What reaches the agents of a session.  Each chat has an owner, an
 ;; agent path: the root (/root) for the session's own chat, a child's
-;; path for the retained agents of mevedel-agent-runtime.el.
+;; path for the retained agents of mevedel-agent.el.
 ;;
 ;; Mailbox delivery.  Background work (yielded Bash commands, Monitor)
 ;; leaves records in the session's mailbox (mailbox.sqlite).  When a

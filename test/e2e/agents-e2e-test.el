@@ -16,7 +16,7 @@
                                                   (or load-file-name buffer-file-name)))))
 (require 'mevedel-e2e-helpers)
 (require 'mevedel-agent-roles)
-(require 'mevedel-agent-runtime)
+(require 'mevedel-agent)
 (require 'mevedel-review)
 (require 'mevedel-review-test-helpers)
 
@@ -380,7 +380,7 @@ once the Nth record's append was acknowledged."
   `(progn
      (require 'mevedel)
      (load ,init nil t)
-     (require 'mevedel-agent-runtime)
+     (require 'mevedel-agent)
      (let* ((view (mevedel ,root))
             (chat (mevedel-view-chat view))
             (done nil))

@@ -1,4 +1,4 @@
-;;; mevedel-agent-runtime.el --- Retained child agents: spawn, mail, settlement  -*- lexical-binding: t; -*-
+;;; mevedel-agent.el --- Retained child agents: spawn, mail, settlement  -*- lexical-binding: t; -*-
 
 ;; Copyright (C) 2026 The mevedel authors
 ;; SPDX-License-Identifier: GPL-3.0-or-later
@@ -1398,5 +1398,5 @@ A restored agent's conversation is loaded now."
                          (setq new (plist-put new key (plist-get data key))))))
          'agent-handle)))))
 
-(provide 'mevedel-agent-runtime)
-;;; mevedel-agent-runtime.el ends here
+(provide 'mevedel-agent)
+;;; mevedel-agent.el ends here
