@@ -5,7 +5,7 @@
 
 ;;; Commentary:
 
-;; The user's side of the retained agents (mevedel-agent-runtime.el).
+;; The user's side of the retained agents (mevedel-agent.el).
 ;; RET on an Agent row of a view opens the child's own view: the same
 ;; live rendering of its transcript, read-only (its composer refuses to
 ;; send and its permission cards stay in the root's view, attributed by
@@ -25,7 +25,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'tabulated-list)
-(require 'mevedel-agent-runtime)
+(require 'mevedel-agent)
 (require 'mevedel-chat)
 (require 'mevedel-panel)
 (require 'mevedel-ps)

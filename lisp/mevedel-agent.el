@@ -1,330 +1,1402 @@
-;;; mevedel-agent.el --- Agents: owners, mailbox delivery, background wakes  -*- lexical-binding: t; -*-
+;;; mevedel-agent.el --- Retained child agents: spawn, mail, settlement  -*- lexical-binding: t; -*-
 
 ;; Copyright (C) 2026 The mevedel authors
 ;; SPDX-License-Identifier: GPL-3.0-or-later
 
 ;;; Commentary:
 
-;; The agents of a session and what reaches them.  Today a session has
-;; one agent, the root (/root), which talks in its chat; the
-;; multi-agent work grows this file.
+;; The retained agents of a session below its root (/root).  Each child
+;; is a conversation of its own: a chat made by `mevedel-chat-make-child'
+;; that shares the root's session (permissions, mailbox) and is driven
+;; through the same gptel path as the root's.  The child's identity is
+;; its canonical path (/root/NAME, /root/NAME/SUB); storage ids never
+;; reach the model.
 ;;
-;; Mailbox delivery.  Background work (yielded Bash commands, Monitor)
-;; leaves records in the session's mailbox (mailbox.sqlite).  When a
-;; turn is sent, the owner's unread records go with it as
-;; <agent-message> blocks, in arrival order; the opening tag names the
-;; record's type, its sender and recipient (agent paths), then the
-;; record's own attributes.  A record is marked delivered only once the
-;; backend accepted the request that carries it, when the transcript
-;; holds it (`mevedel-chat-accepted-functions'); a request that failed
-;; or was aborted before that leaves it unread for a later turn, and the
-;; chat takes its blocks out of the transcript again.
+;; Lifecycle.  `mevedel-agent-spawn' validates the Agent call's inputs,
+;; reserves the canonical path (a handle in `preparing', absent from
+;; ListAgents and path resolution), freezes the configuration (backend,
+;; model, effort, system text, tools, context settings, working
+;; directory), runs `mevedel-agent-start-functions' once and
+;; `mevedel-agent-prompt-functions' on the task, copies the requested
+;; parent context and sends the task.  Only then is the path published.
+;; A failure on the way releases the reservation synchronously; a
+;; summary preparation cancelled with its Agent call suppresses its late
+;; callback.
 ;;
-;; Background wakes.  A record whose arrival should wake the model (see
-;; the execution manual) marks its session; when the session's chat is
-;; idle, one background turn starts with `mevedel-agent-wake-prompt'
-;; and reads every unread record.  Records delivered otherwise (a
-;; WriteStdin poll read the result, a later turn carried it) drop their
-;; marks.  A turn that ends well offers the marks still pending; a
-;; failed or aborted turn drops them and so starts no background turn
-;; by itself: its mail stays unread until the next turn, or the next
-;; record that wakes.
+;; Capacity.  At most `mevedel-agent-capacity' non-root turns of one
+;; session are active at once, whatever their depth; the root uses no
+;; slot.  A turn that finds no slot waits, first come first served, and
+;; starts when one frees.  While a settlement runs no turn starts.
 ;;
-;; The execution tools' events arrive through the hooks of
-;; mevedel-tool-exec.el, which knows nothing of chats: progress and
-;; completion breadcrumbs go to the rows of the chat whose session ran
-;; the command.
+;; Settlement.  Each turn (an invocation) settles exactly once, through
+;; one gate: completion, failure and interruption race for it and the
+;; first wins.  The complete payload and outcome are kept on the handle
+;; before the bounded RESULT record (`mevedel-agent-result-preview'
+;; characters) is appended to the spawn parent's mailbox, a durable,
+;; acknowledged write.  Then `mevedel-agent-stop-functions' run, the
+;; slot is released, the parent is woken (its WaitAgent, an idle
+;; root's background turn, an idle child's turn) and waiting turns are
+;; offered the free slots, oldest first.
+;;
+;; Mail.  SendMessage to an idle child starts a turn with the message
+;; as its task (or waits for a slot); to an active one, or to /root,
+;; it appends one MAIL record, drained before the recipient's next
+;; sample (mevedel-mailbox.el).  Self-mail never starts a turn.
+;; WaitAgent suspends its call until the caller has unread mail, the
+;; user queues input in the caller's chat, or the timeout passes.
+;;
+;; Roles and models come from mevedel-agent-roles.el
+;; (`mevedel-agent-role', `mevedel-agent-resolve-model',
+;; `mevedel-agent-parse-verdict'); a child's system text is built in
+;; one place, `mevedel-agent--system-text'.
 
 ;;; Code:
 
 (require 'cl-lib)
 (require 'subr-x)
-(require 'mevedel-core)
+(require 'gptel)
+(require 'mevedel-mailbox)
 (require 'mevedel-chat)
+(require 'mevedel-history)
+(require 'mevedel-interaction)
+(require 'mevedel-plan)
+(require 'mevedel-hooks)
+(require 'mevedel-gptel)
 (require 'mevedel-session)
-(require 'mevedel-tool-exec)
+(require 'mevedel-tasks)
+(require 'mevedel-tool-registry)
+(require 'mevedel-transcript)
+(require 'mevedel-agent-roles)
+(require 'mevedel-prompt)
 
-;;;; Owners
+(declare-function mevedel-agent-role "mevedel-agent-roles" (name directory))
+(declare-function mevedel-agent-resolve-model "mevedel-agent-roles" (spec workload inherited))
+(declare-function mevedel-agent-parse-verdict "mevedel-agent-roles" (text))
 
-(defconst mevedel-agent-root "/root"
-  "The canonical path of a session's root agent.")
+(defgroup mevedel-agent nil
+  "Retained child agents."
+  :group 'mevedel
+  :prefix "mevedel-agent-")
 
-(defun mevedel-agent-owner (chat)
-  "Return the path of the agent that talks in CHAT: a child's, else the root's."
-  (or (mevedel-chat-agent chat) mevedel-agent-root))
+(defcustom mevedel-agent-capacity 10
+  "Most active child-agent turns of one session at once.
+The root agent uses no slot, so a session may run one more agent than
+this."
+  :type 'natnum)
 
-(defun mevedel-agent--chat-of (key)
-  "Return the live chat whose session has the key KEY, or nil."
-  (cl-find-if (lambda (chat)
-                (let ((session (mevedel-chat-session chat)))
-                  (and (mevedel-session-p session)
-                       (equal (mevedel-session-id session) key))))
-              (mevedel-chat-list)))
+(defconst mevedel-agent-result-preview 32768
+  "Most characters of a payload a RESULT record carries.
+The complete payload stays on the agent's handle (agent://root/PATH).")
 
-;;;; Message blocks
+(defconst mevedel-agent-wait-range '(10000 3600000 30000)
+  "WaitAgent's timeout in milliseconds: minimum, maximum, default.")
 
-(defconst mevedel-agent-message-kinds
-  '("EXECUTION" "MONITOR" "MONITOR_TERMINAL" "MAIL" "RESULT")
-  "Mailbox kinds delivered to agents as <agent-message> blocks.")
+(defconst mevedel-agent-name-limit 40
+  "Most characters of an agent name's base before a -N suffix.")
 
-(defun mevedel-agent--xml-escape (value)
-  "Return VALUE (any object) as text safe inside an XML attribute."
-  (let ((text (if (stringp value) value (format "%s" value))))
-    (if (string-match-p "[&<>\"\n]" text)
-        (replace-regexp-in-string
-         "[&<>\"\n]"
-         (lambda (c) (pcase c ("&" "&amp;") ("<" "&lt;") (">" "&gt;") ("\"" "&quot;") (_ "&#10;")))
-         text t t)
-      text)))
+(defvar mevedel-agent-start-functions nil
+  "Abnormal hook run once when a child agent is created (SubagentStart).
+Each function is called with the child's path, its task text and its
+role name (nil for the default role), before the task is sent.")
 
-(defun mevedel-agent--sender (message)
-  "Return the agent path that sent MESSAGE (a mailbox plist).
-An execution's record names the execution as its sender; it comes
-from the agent that owns the execution, its recipient."
-  (let ((sender (plist-get message :sender)))
-    (if (and (stringp sender) (string-prefix-p "/" sender))
-        sender
-      (plist-get message :recipient))))
+(defvar mevedel-agent-stop-functions nil
+  "Abnormal hook run after each turn of a child agent settles (SubagentStop).
+Each function is called with the path, the outcome (`completed',
+`failed' or `interrupted') and the complete payload.  It observes: the
+agent stays retained.")
 
-(defun mevedel-agent-format-message (message)
-  "Return MESSAGE (a mailbox plist) as an <agent-message> block.
-Built by `concat', not `format': this runs for every record drained."
-  (let ((body (or (plist-get message :payload) ""))
-        (attrs (append `(("type" ,(plist-get message :kind))
-                         ("sender" ,(mevedel-agent--sender message))
-                         ("recipient" ,(plist-get message :recipient)))
-                       (plist-get message :attrs))))
-    (concat "<agent-message "
-            (mapconcat (lambda (pair)
-                         (concat (car pair) "=\"" (mevedel-agent--xml-escape (cadr pair)) "\""))
-                       (cl-remove-if-not #'cadr attrs)
-                       " ")
-            ">\n"
-            ;; A closing tag inside the output must not end the block.
-            (if (string-match-p "</agent-message" body)
-                (replace-regexp-in-string "</agent-message" "<\\/agent-message" body t t)
-              body)
-            (if (or (string-empty-p body) (string-suffix-p "\n" body)) "" "\n")
-            "</agent-message>")))
+(defvar mevedel-agent-change-functions nil
+  "Abnormal hook run with a session's ID when one of its agents changed.
+That is its status (waiting, running, idle) or its tool-call count;
+the background panel and `mevedel-ps' follow it.")
 
-(defun mevedel-agent-unread (store recipient)
-  "Return RECIPIENT's unread agent messages in STORE, oldest first."
-  (cl-remove-if-not (lambda (m) (member (plist-get m :kind) mevedel-agent-message-kinds))
-                    (mevedel-core-mailbox-unread store recipient)))
+(defvar mevedel-agent-prompt-functions nil
+  "Functions run on each task given to a child agent (UserPromptSubmit).
+Each is called with the child's path and the task text and returns nil
+to accept it, a string to use instead, or (block . REASON) to refuse
+it; a refused initial task fails the Agent call, a refused follow-up
+is not sent.")
 
-(defun mevedel-agent-deliver (store session ids)
-  "Mark the records IDS in STORE delivered, and forget their wakes in SESSION."
-  (when ids
-    (mevedel-core-mailbox-deliver store ids)
-    (mevedel-agent-forget-wakes session ids)))
+;;;; Handles and trees
 
-;;;; Background wakes
+(cl-defstruct (mevedel-agent-handle (:constructor mevedel-agent--make-handle) (:copier nil))
+  "A retained child agent."
+  path parent role-name role config chat
+  ;; `preparing', `running', `waiting' (for a slot) or `idle'.
+  (status 'preparing)
+  outcome payload verdict (tool-calls 0)
+  ;; The running invocation, or nil.
+  turn
+  ;; The session's tree, and the spawn parent's chat (nil for an agent
+  ;; restored from a saved session) and Agent call ID (its handle row).
+  tree parent-chat spawn-id
+  ;; While preparing: a function cancelling the preparation.
+  cancel
+  ;; How many times SubagentStop hooks sent the agent on.
+  (stop-continuations 0)
+  ;; The Plan stamp of the request that spawned it (mevedel-plan.el),
+  ;; which its every turn carries, or nil.  Never changes.
+  plan-stamp
+  ;; The session-relative file of its saved conversation, or nil.
+  transcript)
 
-(defconst mevedel-agent-wake-prompt
-  "Background work has reported; its messages follow. This is not a message from the user."
-  "The fixed prompt of a turn started because background work finished.")
+(cl-defstruct (mevedel-agent--turn (:constructor mevedel-agent--make-turn) (:copier nil))
+  "One invocation of a retained agent: a task until its settlement."
+  handle text settled reason (samples 1) on-settle started
+  ;; Its Plan stamp beyond the handle's (from its caller, the session's
+  ;; sticky Plan or Plan mail it reads), given once; and the permission
+  ;; mode override it inherited from its caller (mevedel-plan.el).
+  plan-stamp mode-override
+  ;; When it began waiting for a slot, then when it started (a float time).
+  (since (float-time)))
 
-(defconst mevedel-agent-wake-notice "Background work has reported."
-  "What the view shows in place of `mevedel-agent-wake-prompt'.")
+(cl-defstruct (mevedel-agent--tree (:constructor mevedel-agent--make-tree) (:copier nil))
+  "The agents of one session."
+  session
+  (agents (make-hash-table :test #'equal))
+  (active 0)
+  ;; Turns waiting for a slot, oldest first.
+  waiting
+  ;; Settlements running now.
+  (settling 0)
+  ;; Path -> (CALLBACK . TIMER) of a pending WaitAgent.
+  (waits (make-hash-table :test #'equal)))
 
-(defvar mevedel-agent--pending-wakes (make-hash-table :test #'equal)
-  "Session key -> mailbox ids whose arrival should wake the idle model.")
+(defvar mevedel-agent--trees (make-hash-table :test #'equal)
+  "Session ID -> its `mevedel-agent--tree'.")
 
-(defvar mevedel-agent--wake-timer nil
-  "Timer that offers pending wakes, so several completions start one turn.")
+(defun mevedel-agent--tree-of (session)
+  "Return the agent tree of SESSION, creating it."
+  (let ((key (mevedel-session-id session)))
+    (or (gethash key mevedel-agent--trees)
+        (puthash key (mevedel-agent--make-tree :session session) mevedel-agent--trees))))
 
-(defun mevedel-agent--note-wake (session ids)
-  "Remember that mailbox IDS of SESSION should wake it when idle."
-  (when ids
-    (puthash session (append (gethash session mevedel-agent--pending-wakes) ids)
-             mevedel-agent--pending-wakes)
-    (unless (timerp mevedel-agent--wake-timer)
-      (setq mevedel-agent--wake-timer
-            (run-at-time 0 nil #'mevedel-agent-offer-wakes)))))
+(defun mevedel-agent--path-of (chat)
+  "Return the canonical path of the agent talking in CHAT."
+  (or (mevedel-chat-agent chat) mevedel-mailbox-root))
 
-(defun mevedel-agent-forget-wakes (session ids)
-  "Drop IDS of SESSION from the pending wakes: they were read already."
-  (when-let* ((pending (gethash session mevedel-agent--pending-wakes)))
-    (let ((left (cl-set-difference pending ids)))
-      (if left
-          (puthash session left mevedel-agent--pending-wakes)
-        (remhash session mevedel-agent--pending-wakes)))))
+(defun mevedel-agent--handle (tree path)
+  "Return the published handle of PATH in TREE, or nil."
+  (when-let* ((handle (gethash path (mevedel-agent--tree-agents tree))))
+    (and (not (eq (mevedel-agent-handle-status handle) 'preparing)) handle)))
 
-(defun mevedel-agent--idle-p (key)
-  "Return non-nil when the chat of session KEY is open and idle."
-  (let ((chat (mevedel-agent--chat-of key)))
-    (and chat (not (mevedel-chat-busy-p chat)))))
+(defun mevedel-agent--handles (tree)
+  "Return the published handles of TREE, sorted by path."
+  (let (handles)
+    (maphash (lambda (_ handle)
+               (unless (eq (mevedel-agent-handle-status handle) 'preparing)
+                 (push handle handles)))
+             (mevedel-agent--tree-agents tree))
+    (sort handles (lambda (a b) (string< (mevedel-agent-handle-path a)
+                                         (mevedel-agent-handle-path b))))))
 
-(defun mevedel-agent--wake (key)
-  "Start one background turn in the idle chat of session KEY.
-Return non-nil when it started."
-  (let ((chat (mevedel-agent--chat-of key)))
-    (when (and chat (not (mevedel-chat-busy-p chat)))
-      (mevedel-chat-send chat mevedel-agent-wake-prompt :background mevedel-agent-wake-notice)
+(defun mevedel-agent--forget-tree (session)
+  "Forget SESSION's agents, killing their conversations."
+  (when-let* (((mevedel-session-p session))
+              (tree (gethash (mevedel-session-id session) mevedel-agent--trees)))
+    (remhash (mevedel-session-id session) mevedel-agent--trees)
+    (maphash (lambda (_ handle)
+               (when-let* ((turn (mevedel-agent-handle-turn handle)))
+                 (setf (mevedel-agent--turn-settled turn) t))
+               (when-let* ((chat (mevedel-agent-handle-chat handle))
+                           (buffer (mevedel-chat-data-buffer chat)))
+                 (when (buffer-live-p buffer) (kill-buffer buffer))))
+             (mevedel-agent--tree-agents tree))
+    (maphash (lambda (_ wait) (when (timerp (cdr wait)) (cancel-timer (cdr wait))))
+             (mevedel-agent--tree-waits tree))))
+
+(add-hook 'mevedel-session-close-functions #'mevedel-agent--forget-tree)
+
+;;;; Names and paths
+
+(defun mevedel-agent-normalize-name (name)
+  "Return the base of an agent path for the free-form task NAME.
+Lowercase; runs outside [a-z0-9_-] become one hyphen; hyphens at
+either end go; the base is capped at `mevedel-agent-name-limit'
+characters, cut at the last hyphen when there is one; empty is
+\"agent\", \"root\" is \"agent-root\"."
+  (let* ((base (replace-regexp-in-string "[^a-z0-9_-]+" "-" (downcase name) t t))
+         (base (string-trim base "-+" "-+")))
+    (when (> (length base) mevedel-agent-name-limit)
+      (let* ((cut (substring base 0 mevedel-agent-name-limit))
+             (hyphen (string-match-p "-[^-]*\\'" cut)))
+        (setq base (string-trim-right (if (and hyphen (> hyphen 0)) (substring cut 0 hyphen) cut)
+                                      "-+"))))
+    (cond ((string-empty-p base) "agent")
+          ((equal base "root") "agent-root")
+          (t base))))
+
+(defun mevedel-agent--unique-path (tree parent base)
+  "Return the first free path PARENT/BASE, PARENT/BASE-2, ... in TREE.
+Retained and preparing siblings both occupy their paths."
+  (let* ((stem (concat parent "/" base))
+         (path stem)
+         (n 1))
+    (while (gethash path (mevedel-agent--tree-agents tree))
+      (setq n (1+ n) path (format "%s-%d" stem n)))
+    path))
+
+(defconst mevedel-agent--path-regexp "\\`/root\\(?:/[a-z0-9_-]+\\)+\\'"
+  "A canonical child path.")
+
+(defun mevedel-agent-resolve-path (tree caller target)
+  "Return the retained handle TARGET names in TREE, seen from CALLER's path.
+TARGET is canonical (/root/...) or relative to CALLER (a/b).  Signal
+`user-error' for a malformed path or one no retained agent has."
+  (let ((path (cond ((not (stringp target)) nil)
+                    ((string-prefix-p "/" target) target)
+                    (t (concat caller "/" target)))))
+    (cond ((equal path mevedel-mailbox-root) nil)
+          ((not (and path (string-match-p mevedel-agent--path-regexp path)))
+           (user-error "`%s' is not an agent path (use the canonical /root/NAME a call returned)"
+                       target))
+          ((mevedel-agent--handle tree path))
+          (t (user-error "No retained agent at %s (ListAgents lists them)" path)))))
+
+;;;; Frozen configuration
+
+(defconst mevedel-agent-config-keys
+  '(:backend :model :effort :system :tools :context :directory :role :max-turns :params)
+  "Every key of a frozen agent configuration, exactly once each.")
+
+(defun mevedel-agent-check-config (config)
+  "Return CONFIG, a frozen configuration plist, or signal `error'.
+Unknown, duplicate or missing keys are refused, so that a restored
+configuration is exactly what was frozen."
+  (unless (and (proper-list-p config) (cl-evenp (length config)))
+    (error "An agent configuration is a plist, not %S" config))
+  (let ((keys (cl-loop for (key _) on config by #'cddr collect key)))
+    (dolist (key keys)
+      (unless (memq key mevedel-agent-config-keys)
+        (error "Unknown key %s in an agent configuration" key))
+      (when (memq key (cdr (memq key keys)))
+        (error "Key %s appears twice in an agent configuration" key)))
+    (dolist (key mevedel-agent-config-keys)
+      (unless (memq key keys)
+        (error "Key %s is missing from an agent configuration" key))))
+  config)
+
+(defun mevedel-agent--system-text (parent child path role)
+  "Return the system text of the child PATH (chat CHILD) of chat PARENT with ROLE.
+The default role (ROLE nil) inherits PARENT's effective instructions;
+a named role's are its `:system-components' (mevedel-prompt.el),
+rendered for CHILD, and then its `:prompt'.  Either way a section
+naming the agent and its reporting duty follows, and its working
+directory when that is not the workspace root."
+  (let ((body (if (null role)
+                  (or (mevedel-chat-frozen-system parent) (mevedel-prompt-system-text parent))
+                (mapconcat #'identity
+                           (delq nil (list (mevedel-prompt-whole-text
+                                            child (plist-get role :system-components))
+                                           (plist-get role :prompt)))
+                           "\n\n")))
+        (directory (mevedel-prompt-directory child)))
+    (format "%s\n\nYou are the retained agent %s, working for %s. The user's message is your \
+task; your final answer is returned to %s as your result, so make it a complete, compact report \
+(list measurements as labelled items: scenario, metric, value, unit, runs). SendMessage reaches \
+other agents by path; ListAgents lists them.%s"
+            body path (mevedel-agent--parent-path path) (mevedel-agent--parent-path path)
+            (if (equal directory (mevedel-prompt-workspace child))
+                ""
+              (format " Your working directory is %s: relative paths, Bash and Eval start \
+there." directory)))))
+
+(defun mevedel-agent--parent-path (path)
+  "Return the path of PATH's spawn parent."
+  (substring path 0 (string-match-p "/[^/]*\\'" path)))
+
+(defconst mevedel-agent-delegation-tools '("Agent" "WaitAgent" "InterruptAgent")
+  "The control bundle that possessing Agent grants.")
+
+(defconst mevedel-agent-named-role-tools '("SendMessage" "ListAgents")
+  "Tools every named role gets.")
+
+(defun mevedel-agent--tools (parent role)
+  "Return the gptel tools of a child of chat PARENT with ROLE.
+The default role (nil, or `:tools' t) inherits PARENT's; a named role
+lists its own (registered tools by name) and gets SendMessage and
+ListAgents; Agent comes with WaitAgent and InterruptAgent, and a role
+that may not delegate has none of them."
+  (let* ((inherited (mevedel-chat-tools parent))
+         (names (if (or (null role) (eq (plist-get role :tools) t))
+                    (mapcar #'gptel-tool-name inherited)
+                  (append (plist-get role :tools) mevedel-agent-named-role-tools)))
+         (names (if (and role (not (plist-get role :delegate)))
+                    (cl-set-difference names mevedel-agent-delegation-tools :test #'equal)
+                  (if (member "Agent" names)
+                      (append names mevedel-agent-delegation-tools)
+                    names)))
+         (names (cl-remove-duplicates names :test #'equal :from-end t)))
+    (delq nil (mapcar (lambda (name)
+                        (or (cl-find name inherited :key #'gptel-tool-name :test #'equal)
+                            (when-let* ((tool (cl-find name (mevedel-tool-all)
+                                                       :key #'mevedel-tool-name :test #'equal)))
+                              (mevedel-tool-gptel-tool tool))))
+                      names))))
+
+(defun mevedel-agent--directory (parent value)
+  "Return the working directory that VALUE names for a child of chat PARENT.
+VALUE is absolute or relative to PARENT's directory; nil inherits it.
+It must exist, symlinks resolved, inside the workspace or a registered
+Git worktree of its repository; otherwise `user-error'."
+  (let ((base (buffer-local-value 'default-directory (mevedel-chat-data-buffer parent))))
+    (if (or (null value) (string-empty-p value))
+        base
+      (let ((dir (file-name-as-directory (expand-file-name value base))))
+        (unless (file-directory-p dir)
+          (user-error "The working_directory %s does not exist" value))
+        (let ((true (file-name-as-directory (file-truename dir))))
+          (unless (cl-some (lambda (root) (file-in-directory-p true root))
+                           (cons (file-truename (mevedel-chat-root parent))
+                                 (mevedel-agent--worktrees (mevedel-chat-root parent))))
+            (user-error "The working_directory %s is outside the workspace and its Git worktrees"
+                        value))
+          true)))))
+
+(defun mevedel-agent--worktrees (root)
+  "Return the truenames of the Git worktrees of the repository at ROOT."
+  (with-temp-buffer
+    (let ((default-directory root))
+      (when (eq 0 (ignore-errors (process-file "git" nil t nil "worktree" "list" "--porcelain")))
+        (goto-char (point-min))
+        (let (dirs)
+          (while (re-search-forward "^worktree \\(.+\\)$" nil t)
+            (push (file-truename (file-name-as-directory (match-string 1))) dirs))
+          dirs)))))
+
+(defun mevedel-agent--context-mode (value)
+  "Return the context mode VALUE names: `none', `all', `summary' or a count.
+Signal `user-error' for anything else."
+  (cond ((or (null value) (equal value "none")) 'none)
+        ((equal value "all") 'all)
+        ((equal value "summary") 'summary)
+        ((and (stringp value) (string-match-p "\\`[1-9][0-9]*\\'" value))
+         (string-to-number value))
+        (t (user-error "The context must be none, all, summary or a positive number of turns, not %S"
+                       value))))
+
+;;;; Context copies
+
+(defun mevedel-agent--copy-context (parent child mode)
+  "Copy the dialogue of chat PARENT that MODE names into chat CHILD's buffer.
+`all' copies PARENT's effective conversation, a number N the
+compaction summary (when there is one) and the last N turns; the text
+keeps gptel's properties, so the copy is a conversation."
+  (let* ((from (mevedel-chat-data-buffer parent))
+         (pieces
+          (with-current-buffer from
+            (pcase mode
+              ('all (list (buffer-substring (point-min) (point-max))))
+              ((pred integerp)
+               (let* ((turns (mevedel-chat-turns parent))
+                      (turn (nth (1- (min mode (length turns))) turns))
+                      (start (if turn (marker-position (plist-get turn :start)) (point-min)))
+                      (summary (text-property-any (point-min) start 'mevedel-notice 'compaction)))
+                 (delq nil (list (and summary
+                                      (buffer-substring
+                                       summary (or (text-property-not-all
+                                                    summary start 'mevedel-notice 'compaction)
+                                                   start)))
+                                 (buffer-substring start (point-max))))))))))
+    (with-current-buffer (mevedel-chat-data-buffer child)
+      (goto-char (point-max))
+      (dolist (piece pieces) (insert piece)))))
+
+(defconst mevedel-agent-summary-prompt
+  "Write a handoff summary of the conversation below for an agent that will do this task:\n\n%s\n\n\
+Keep what the agent needs: decisions, constraints, file names, findings. Leave out the rest."
+  "The request of a `summary' context; %s is the task.")
+
+(defun mevedel-agent--summarize (parent task done)
+  "Summarise chat PARENT's conversation for TASK; call DONE with the text or nil.
+Return a function that cancels the request; a cancelled request never
+calls DONE."
+  (let* ((buffer (mevedel-chat-data-buffer parent))
+         (text (mevedel-history-project buffer))
+         (cancelled nil)
+         (work (generate-new-buffer " *mevedel-agent-summary*")))
+    (with-current-buffer work
+      (setq-local gptel-backend (mevedel-chat-backend-effective parent)
+                  gptel-model (mevedel-chat-model-effective parent)
+                  gptel-use-tools nil)
+      (gptel-request (concat (format mevedel-agent-summary-prompt task) "\n\n" text)
+        :buffer work
+        :system "You write handoff summaries of coding conversations."
+        :stream nil
+        :callback (lambda (response _info)
+                    (unless (or cancelled (not (or (stringp response) (null response))))
+                      (setq cancelled t)
+                      (kill-buffer work)
+                      (funcall done (and (stringp response) response))))))
+    (lambda ()
+      (unless cancelled
+        (setq cancelled t)
+        (when (buffer-live-p work)
+          (ignore-errors (gptel-abort work))
+          (kill-buffer work))))))
+
+(defun mevedel-agent--insert-background (child text &optional label)
+  "Put TEXT in chat CHILD's buffer as a block headed by LABEL.
+LABEL defaults to that of the handoff summary, a Task background."
+  (with-current-buffer (mevedel-chat-data-buffer child)
+    (goto-char (point-max))
+    (insert (gptel-prompt-prefix-string)
+            (or label
+                "[Task background: a summary of the delegating conversation, for reference only]")
+            "\n" (string-trim text) "\n")))
+
+;;;; Who is calling: tasks and interactions
+
+(defun mevedel-agent-caller-path (context)
+  "Return the canonical path of the agent whose tool call has CONTEXT.
+A child's data buffer names its agent; any other call is the root's."
+  (let ((buffer (plist-get context :data-buffer)))
+    (or (and (buffer-live-p buffer) (buffer-local-value 'mevedel-session-agent buffer))
+        mevedel-mailbox-root)))
+
+(defun mevedel-agent-known-p (session path)
+  "Return non-nil when PATH is /root or a retained agent of SESSION."
+  (or (equal path mevedel-mailbox-root)
+      (when-let* ((tree (gethash (mevedel-session-id session) mevedel-agent--trees)))
+        (and (mevedel-agent--handle tree path) t))))
+
+(defun mevedel-agent-requester (context)
+  "Return (PATH . TURN) of the child agent whose call has CONTEXT, or nil.
+An Ask or plan card of a child is attributed to PATH and belongs to
+its running TURN."
+  (let ((path (mevedel-agent-caller-path context))
+        (session (plist-get context :session)))
+    (unless (equal path mevedel-mailbox-root)
+      (when-let* (((mevedel-session-p session))
+                  (tree (gethash (mevedel-session-id session) mevedel-agent--trees))
+                  (handle (mevedel-agent--handle tree path)))
+        (cons path (mevedel-agent-handle-turn handle))))))
+
+(defun mevedel-agent--request-context (chat)
+  "Return the context of a call of CHAT's running request, for its stamp or mode."
+  (list :data-buffer (mevedel-chat-data-buffer chat) :session (mevedel-chat-session chat)))
+
+(defun mevedel-agent--request-stamp (chat)
+  "Return the Plan stamp of CHAT's running request, or nil.
+A child spawned by it keeps it, so it stays read-only after the root
+leaves Plan; a turn it starts or directs is stamped with it."
+  (mevedel-plan-stamp (mevedel-agent--request-context chat)))
+
+(defun mevedel-agent--request-override (chat)
+  "Return the permission mode override of CHAT's running request, or nil.
+An invocation it starts inherits it (an approved plan's `edits')."
+  (run-hook-with-args-until-success 'mevedel-permissions-mode-functions
+                                    (mevedel-agent--request-context chat)
+                                    (mevedel-chat-session chat)))
+
+(defun mevedel-agent--caller-handle (context)
+  "Return the handle of the child agent whose call has CONTEXT, or nil."
+  (let ((path (mevedel-agent-caller-path context))
+        (session (plist-get context :session)))
+    (unless (equal path mevedel-mailbox-root)
+      (when-let* (((mevedel-session-p session))
+                  (tree (gethash (mevedel-session-id session) mevedel-agent--trees)))
+        (gethash path (mevedel-agent--tree-agents tree))))))
+
+(defun mevedel-agent-plan-stamp (context)
+  "Return the Plan stamp of the child agent whose call has CONTEXT.
+That is the stamp it was spawned under, else a read-only role's own
+\(`read-only'), else its running invocation's, else `none'; nil for
+the root's calls."
+  (unless (equal (mevedel-agent-caller-path context) mevedel-mailbox-root)
+    (let* ((handle (mevedel-agent--caller-handle context))
+           (turn (and handle (mevedel-agent-handle-turn handle))))
+      (cond ((null handle) 'none)
+            ((mevedel-agent-handle-plan-stamp handle))
+            ((plist-get (mevedel-agent-handle-role handle) :read-only)
+             (mevedel-plan-make-stamp 'read-only))
+            ((and turn (mevedel-agent--turn-plan-stamp turn)))
+            (t 'none)))))
+
+(add-hook 'mevedel-plan-request-functions #'mevedel-agent-plan-stamp)
+
+(defun mevedel-agent-mode-override (context _session)
+  "Return the mode override of the child invocation whose call has CONTEXT, or nil.
+A `mevedel-permissions-mode-functions' member: an invocation started
+by a request with an override (the implementation of a plan approved
+with edits) keeps it until it settles."
+  (when-let* ((handle (mevedel-agent--caller-handle context))
+              (turn (mevedel-agent-handle-turn handle)))
+    (mevedel-agent--turn-mode-override turn)))
+
+(add-hook 'mevedel-permissions-mode-functions #'mevedel-agent-mode-override)
+
+(defun mevedel-agent--mail-stamp (messages)
+  "Return the Plan stamp carried by MESSAGES (mailbox records), or nil.
+MAIL from a request with Plan authority names its stamp's kind in the
+attribute \"plan\"; RESULT records carry none."
+  (cl-loop for message in messages
+           for kind = (cadr (assoc "plan" (plist-get message :attrs)))
+           when (member kind '("sticky" "directive"))
+           return (mevedel-plan-make-stamp (intern kind))))
+
+(defun mevedel-agent--unread-stamp (chat)
+  "Return the Plan stamp of the unread mail of CHAT's agent, or nil."
+  (when-let* ((store (mevedel-mailbox--store chat)))
+    (mevedel-agent--mail-stamp (mevedel-mailbox-unread store (mevedel-mailbox-owner chat)))))
+
+(defun mevedel-agent--stamp-root-turn (chat turn)
+  "Stamp the new TURN of the root CHAT if the unread mail it gets is Plan mail.
+A `mevedel-chat-turn-functions' member; a child's invocation is
+stamped when it starts (`mevedel-agent--start')."
+  (unless (mevedel-chat-agent chat)
+    (mevedel-plan-stamp-turn turn (mevedel-agent--unread-stamp chat))))
+
+(add-hook 'mevedel-chat-turn-functions #'mevedel-agent--stamp-root-turn)
+
+(defun mevedel-agent--mail-read (chat messages)
+  "Stamp CHAT's running turn when MESSAGES, read before a sample, are Plan mail.
+A `mevedel-mailbox-read-functions' member: from that sample on the
+turn's calls keep Plan's boundary."
+  (when-let* ((stamp (mevedel-agent--mail-stamp messages)))
+    (if (mevedel-chat-agent chat)
+        (when-let* ((handle (mevedel-agent--caller-handle (mevedel-agent--request-context chat)))
+                    (turn (mevedel-agent-handle-turn handle))
+                    ((not (mevedel-agent--turn-plan-stamp turn))))
+          (setf (mevedel-agent--turn-plan-stamp turn) stamp))
+      (when-let* ((turn (mevedel-chat-turn chat)))
+        (mevedel-plan-stamp-turn turn stamp)))))
+
+(add-hook 'mevedel-mailbox-read-functions #'mevedel-agent--mail-read)
+
+(add-hook 'mevedel-tasks-caller-functions #'mevedel-agent-caller-path)
+(add-hook 'mevedel-tasks-agent-known-functions #'mevedel-agent-known-p)
+(add-hook 'mevedel-interaction-requester-functions #'mevedel-agent-requester)
+
+;;;; Spawning
+
+(defun mevedel-agent--start-hooks (session child path role-name continue)
+  "Run SESSION's SubagentStart hooks for the new agent PATH, then CONTINUE.
+Their context goes into chat CHILD as a background block before its
+first request.  Without hooks CONTINUE runs at once."
+  (mevedel-hooks-subagent-start
+   session path (or role-name "default")
+   (lambda (context)
+     (when (and context (not (string-blank-p context)))
+       (mevedel-agent--insert-background child context "[SubagentStart hook context]"))
+     (funcall continue))))
+
+(defun mevedel-agent--dispatch-first (handle chat child task mode on-settle on-ready)
+  "Send the first TASK of HANDLE's chat CHILD, spawned by CHAT in context MODE.
+ON-SETTLE and ON-READY are the spawn's callbacks."
+  (let ((dispatch (lambda (task)
+                    (let ((waiting (mevedel-agent--activate handle task on-settle chat)))
+                      (when on-ready (funcall on-ready (mevedel-agent-handle-path handle)
+                                              waiting nil))))))
+    (if (not (eq mode 'summary))
+        (progn
+          (unless (eq mode 'none) (mevedel-agent--copy-context chat child mode))
+          (funcall dispatch task))
+      (setf (mevedel-agent-handle-cancel handle)
+            (mevedel-agent--summarize
+             chat task
+             (lambda (summary)
+               (condition-case err
+                   (if (not summary)
+                       (error "The handoff summary request failed")
+                     (mevedel-agent--insert-background child summary)
+                     (funcall dispatch task))
+                 (error (mevedel-agent--release-reservation (mevedel-agent-handle-tree handle) handle)
+                        (when on-ready (funcall on-ready nil nil (error-message-string err)))))))))))
+
+
+(defun mevedel-agent--string-arg (args key &optional required)
+  "Return the string ARGS has under KEY, or nil; REQUIRED refuses blanks."
+  (let ((value (plist-get args key)))
+    (cond ((and (stringp value) (not (string-blank-p value))) value)
+          (required (user-error "The argument %s must be a non-empty string" (substring (symbol-name key) 1)))
+          ((or (null value) (eq value :null) (equal value "")) nil)
+          ((stringp value) nil)
+          (t (user-error "The argument %s must be a string" (substring (symbol-name key) 1))))))
+
+(defun mevedel-agent--prompt-hooks (path text)
+  "Run `mevedel-agent-prompt-functions' on TEXT for PATH; return the task.
+Signal `user-error' when a hook blocks it."
+  (dolist (function mevedel-agent-prompt-functions text)
+    (pcase (funcall function path text)
+      ('nil)
+      ((and (pred stringp) replacement) (setq text replacement))
+      (`(block . ,reason) (user-error "The task for %s was blocked: %s" path reason)))))
+
+(defun mevedel-agent--inherited-model (parent)
+  "Return the model plist of chat PARENT (:backend :model :effort)."
+  (list :backend (mevedel-chat-backend-effective parent)
+        :model (mevedel-chat-model-effective parent)
+        :effort (and (boundp 'gptel-reasoning-effort)
+                     (buffer-local-value 'gptel-reasoning-effort
+                                         (mevedel-chat-data-buffer parent)))))
+
+(defun mevedel-agent-spawn (chat args &optional on-settle)
+  "Create a retained child of the agent of CHAT for the Agent call ARGS.
+ARGS is the plist the Agent tool receives (:task_name :message :role
+:context :model :effort :working_directory).  ON-SETTLE, if non-nil,
+is called once with (PATH OUTCOME PAYLOAD) when the child's first turn
+settles, and consumes its RESULT: when it returns, the record
+leaves the parent's mailbox (`mevedel-agent--consume').  Return
+the canonical path; the turn runs, or waits for a slot, on its own.
+Invalid inputs signal `user-error' before anything is reserved."
+  (mevedel-agent--spawn chat args on-settle nil))
+
+(defun mevedel-agent--spawn (chat args on-settle on-ready &optional spawn-id)
+  "Create the child of CHAT for ARGS, calling ON-SETTLE when its turn settles.
+See `mevedel-agent-spawn'.
+ON-READY, if non-nil, is called with the path (nil when preparation
+failed), whether the turn waits for a slot and the failure message,
+once the child is dispatched; SPAWN-ID is the Agent call's ID, whose
+row shows the handle.  Return the path, reserved and maybe still
+preparing (a `summary' context: see
+`mevedel-agent-cancel-preparation')."
+  (let* ((session (mevedel-chat-session chat))
+         (task-name (mevedel-agent--string-arg args :task_name t))
+         (message (mevedel-agent--string-arg args :message t))
+         (role-name (mevedel-agent--string-arg args :role))
+         (role (mevedel-agent-role role-name (mevedel-chat-root chat)))
+         (mode (mevedel-agent--context-mode (mevedel-agent--string-arg args :context)))
+         (directory (mevedel-agent--directory chat (mevedel-agent--string-arg args :working_directory)))
+         (model (mevedel-agent-resolve-model
+                 (or (mevedel-agent--string-arg args :model) (plist-get role :model))
+                 (plist-get role :workload)
+                 (mevedel-agent--inherited-model chat)))
+         (effort (or (let ((e (mevedel-agent--string-arg args :effort))) (and e (intern e)))
+                     (plist-get role :effort) (plist-get model :effort)))
+         (tree (mevedel-agent--tree-of session))
+         (parent-path (mevedel-agent--path-of chat))
+         (path (mevedel-agent--unique-path tree parent-path
+                                           (mevedel-agent-normalize-name task-name)))
+         (handle (mevedel-agent--make-handle
+                  :path path :parent parent-path :role-name role-name
+                  :role role :parent-chat chat :spawn-id spawn-id :tree tree
+                  :plan-stamp (mevedel-agent--request-stamp chat))))
+    ;; The reservation: the path is taken, but nobody sees it yet.
+    (puthash path handle (mevedel-agent--tree-agents tree))
+    (condition-case err
+        (let* ((child (mevedel-chat-make-child chat path directory))
+               (config (mevedel-agent-check-config
+                        (list :backend (plist-get model :backend) :model (plist-get model :model)
+                              :effort effort
+                              :system (mevedel-agent--system-text chat child path role)
+                              :tools (mevedel-agent--tools chat role)
+                              :context mode :directory directory :role role-name
+                              :max-turns (plist-get role :max-turns) :params nil))))
+          (setf (mevedel-agent-handle-chat handle) child
+                (mevedel-agent-handle-config handle) config
+                (mevedel-chat-backend child) (plist-get config :backend)
+                (mevedel-chat-model child) (plist-get config :model)
+                (mevedel-chat-frozen-system child) (plist-get config :system)
+                (mevedel-chat-frozen-tools child) (plist-get config :tools))
+          (with-current-buffer (mevedel-chat-data-buffer child)
+            (setq-local mevedel-session-agent path
+                        mevedel-tool-offered (mapcar #'gptel-tool-name (plist-get config :tools)))
+            (when (boundp 'gptel-reasoning-effort)
+              (set (make-local-variable 'gptel-reasoning-effort) effort)))
+          (mevedel-chat-observe child (lambda (event _chat &rest records)
+                                        (mevedel-agent--child-event handle event records)))
+          (run-hook-with-args 'mevedel-agent-start-functions path message role-name)
+          (let ((task (mevedel-agent--prompt-hooks path message)))
+            (mevedel-agent--start-hooks
+             session child path role-name
+             (lambda ()
+               (mevedel-agent--dispatch-first handle chat child task mode on-settle on-ready))))
+          path)
+      (error
+       (mevedel-agent--release-reservation tree handle)
+       (signal (car err) (cdr err))))))
+
+(defun mevedel-agent-cancel-preparation (chat path)
+  "Cancel the running preparation of the child PATH of CHAT's session.
+The reservation goes at once and the preparation's late callback is
+suppressed."
+  (when-let* ((tree (gethash (mevedel-session-id (mevedel-chat-session chat)) mevedel-agent--trees))
+              (handle (gethash path (mevedel-agent--tree-agents tree)))
+              ((eq (mevedel-agent-handle-status handle) 'preparing)))
+    (when (mevedel-agent-handle-cancel handle)
+      (funcall (mevedel-agent-handle-cancel handle)))
+    (mevedel-agent--release-reservation tree handle)))
+
+(defun mevedel-agent--release-reservation (tree handle)
+  "Drop HANDLE's reservation in TREE and its conversation."
+  (when (eq (gethash (mevedel-agent-handle-path handle) (mevedel-agent--tree-agents tree)) handle)
+    (remhash (mevedel-agent-handle-path handle) (mevedel-agent--tree-agents tree)))
+  (when-let* ((chat (mevedel-agent-handle-chat handle))
+              (buffer (mevedel-chat-data-buffer chat)))
+    (when (buffer-live-p buffer) (kill-buffer buffer)))
+  (mevedel-agent--offer tree))
+
+;;;; Turns and capacity
+
+(defun mevedel-agent--tree-of-handle (handle)
+  "Return the tree HANDLE belongs to."
+  (mevedel-agent-handle-tree handle))
+
+(defun mevedel-agent--activate (handle text on-settle &optional caller)
+  "Start a turn of HANDLE with TEXT, or queue it for a slot.
+ON-SETTLE is called when it settles.  CALLER, the chat whose request
+starts the turn, gives it that request's mode override and, when the
+request has Plan authority, its Plan stamp.  Return non-nil when it
+waits."
+  (let* ((tree (mevedel-agent--tree-of-handle handle))
+         (stamp (and caller (mevedel-agent--request-stamp caller)))
+         (turn (mevedel-agent--make-turn
+                :handle handle :text text :on-settle on-settle
+                :plan-stamp (and (mevedel-plan-authority-p stamp) stamp)
+                :mode-override (and caller (mevedel-agent--request-override caller)))))
+    (setf (mevedel-agent-handle-turn handle) turn
+          (mevedel-agent-handle-outcome handle) nil
+          (mevedel-agent-handle-payload handle) nil
+          (mevedel-agent-handle-verdict handle) nil)
+    (if (and (< (mevedel-agent--tree-active tree) mevedel-agent-capacity)
+             (zerop (mevedel-agent--tree-settling tree))
+             (null (mevedel-agent--tree-waiting tree)))
+        (progn (mevedel-agent--start tree turn) nil)
+      (setf (mevedel-agent-handle-status handle) 'waiting
+            (mevedel-agent--tree-waiting tree) (append (mevedel-agent--tree-waiting tree)
+                                                       (list turn)))
+      (unless (mevedel-chat-store (mevedel-agent-handle-chat handle))
+        (mevedel-agent--give-store handle (mevedel-agent-handle-chat handle)))
+      (mevedel-agent--save-registry tree)
+      (mevedel-agent--refresh handle)
       t)))
 
-(defun mevedel-agent-offer-wakes (&optional session)
-  "Start one background turn per idle session with pending wakes.
-With SESSION, offer only that one.  Busy sessions keep their wakes for
-later.  Return the sessions offered a turn."
-  (setq mevedel-agent--wake-timer nil)
-  (let (offered)
-    (maphash (lambda (key _ids)
-               (when (and (or (null session) (equal key session))
-                          (mevedel-agent--idle-p key))
-                 (push key offered)))
-             mevedel-agent--pending-wakes)
-    (dolist (key offered)
-      (remhash key mevedel-agent--pending-wakes)
-      (mevedel-agent--wake key))
-    offered))
+(defun mevedel-agent--start (tree turn)
+  "Start TURN in TREE, taking a slot.
+A start that fails gives the slot back and settles TURN as failed."
+  (let* ((handle (mevedel-agent--turn-handle turn))
+         (chat (mevedel-agent-handle-chat handle)))
+    (cl-incf (mevedel-agent--tree-active tree))
+    ;; A new turn follows the session's sticky Plan, and reading Plan
+    ;; mail first makes it a Plan turn.
+    (unless (mevedel-agent--turn-plan-stamp turn)
+      (setf (mevedel-agent--turn-plan-stamp turn)
+            (or (mevedel-agent--unread-stamp chat)
+                (and (mevedel-plan-active-p (mevedel-agent--tree-session tree))
+                     (mevedel-plan-make-stamp 'sticky)))))
+    (setf (mevedel-agent--turn-started turn) t
+          (mevedel-agent--turn-since turn) (float-time)
+          (mevedel-agent-handle-status handle) 'running)
+    (condition-case err
+        (progn
+          ;; The directory was checked at the spawn; it may have gone since.
+          (let ((directory (plist-get (mevedel-agent-handle-config handle) :directory)))
+            (unless (file-directory-p directory)
+              (error "Its working directory %s no longer exists" directory)))
+          (mevedel-chat-send chat (mevedel-agent--turn-text turn)
+                             :on-done (lambda (_chat outcome)
+                                        (mevedel-agent--turn-ended turn outcome)))
+          ;; After dispatch (the request is on its way meanwhile; a new
+          ;; store takes a while to make): the conversation is on disk
+          ;; before the registry names the agent active.
+          (unless (mevedel-chat-store chat)
+            (mevedel-agent--give-store handle chat))
+          (when (mevedel-chat-store chat)
+            (mevedel-chat-checkpoint chat '(("turn-open" . "1")) t))
+          (mevedel-agent--save-registry tree))
+      (error (mevedel-agent--settle turn 'failed
+                                    (format "The turn could not start: %s"
+                                            (error-message-string err)))))
+    (mevedel-agent--refresh handle)))
 
-(defun mevedel-agent--session-closed (session)
-  "Forget the pending wakes of SESSION, which is closing."
-  (when (mevedel-session-p session)
-    (remhash (mevedel-session-id session) mevedel-agent--pending-wakes)))
+(defun mevedel-agent--offer (tree)
+  "Start the waiting invocations of TREE, oldest first, while slots are free."
+  (while (and (mevedel-agent--tree-waiting tree)
+              (zerop (mevedel-agent--tree-settling tree))
+              (< (mevedel-agent--tree-active tree) mevedel-agent-capacity))
+    (let ((turn (pop (mevedel-agent--tree-waiting tree))))
+      (unless (mevedel-agent--turn-settled turn)
+        (mevedel-agent--start tree turn)))))
 
-;;;; Mailbox delivery with a chat's turns
+(defun mevedel-agent--child-event (handle event records)
+  "Add a finished tool batch of HANDLE's conversation to its count.
+EVENT is the conversation's event, RECORDS its arguments."
+  (when (eq event 'tool-results)
+    (cl-incf (mevedel-agent-handle-tool-calls handle) (length (car records)))
+    (mevedel-agent--refresh handle)))
 
-(defvar mevedel-agent--in-flight (make-hash-table :test #'eq :weakness 'key)
-  "Chat -> mailbox ids its running turn carries, not yet accepted.")
+;;;; Settlement
 
-(defvar mevedel-agent--draining (make-hash-table :test #'eq :weakness 'key)
-  "Chat -> mailbox ids its next sample carries, not yet saved with it.")
+(defun mevedel-agent--final-response (chat &optional all)
+  "Return the text of the last response of CHAT's latest turn.
+With ALL, return every response of the turn, for partial work."
+  (let* ((start (mevedel-chat-turn-start chat))
+         (segments (mevedel-history-segments (mevedel-chat-data-buffer chat)
+                                             (and start (marker-position start))))
+         (responses (cl-remove-if-not (lambda (s) (eq (plist-get s :type) 'response)) segments)))
+    (string-trim
+     (if all
+         (mapconcat (lambda (s) (plist-get s :text)) responses "\n\n")
+       (or (plist-get (car (last responses)) :text) "")))))
 
-(defun mevedel-agent--store (chat)
-  "Return the open store of CHAT's durable session with mail, or nil.
-A store already open is taken as it is: this runs before every sample
-and every send, and the files behind an open store exist."
-  (let ((session (mevedel-chat-session chat)))
-    (and (mevedel-session-p session)
-         (mevedel-session-durable-p session)
-         (featurep 'mevedel-dyn)
-         (or (mevedel-session-store session)
-             (and (file-exists-p (mevedel-session-database-file session))
-                  (mevedel-session-store-handle session))))))
+(defun mevedel-agent--turn-ended (turn outcome)
+  "Settle TURN, whose chat turn ended with OUTCOME (`done', `error', `abort')."
+  (let* ((handle (mevedel-agent--turn-handle turn))
+         (chat (mevedel-agent-handle-chat handle))
+         (reason (mevedel-agent--turn-reason turn)))
+    (pcase outcome
+      ((guard (eq reason 'max-turns))
+       (mevedel-agent--settle
+        turn 'completed
+        (format "%s\n\n[Stopped before a final answer: the agent reached its limit of %d turns]"
+                (mevedel-agent--final-response chat)
+                (plist-get (mevedel-agent-handle-config handle) :max-turns))))
+      ('done (mevedel-agent--settle turn 'completed (mevedel-agent--final-response chat)))
+      ('error (mevedel-agent--settle turn 'failed
+                                     (format "The agent's request failed: %s"
+                                             (or (mevedel-chat-status-detail chat) "unknown error"))))
+      (_ (mevedel-agent--settle turn 'interrupted (mevedel-agent--interrupted-payload turn))))))
 
-(defun mevedel-agent-chat-messages (chat)
-  "Return the unread mail of CHAT's agent as blocks for its next turn.
-The records stay unread until the turn's request is accepted (see
-`mevedel-agent--chat-accepted')."
-  (when-let* ((store (mevedel-agent--store chat)))
-    (let ((messages (mevedel-agent-unread store (mevedel-agent-owner chat))))
-      (if messages
-          (puthash chat (mapcar (lambda (m) (plist-get m :id)) messages)
-                   mevedel-agent--in-flight)
-        (remhash chat mevedel-agent--in-flight))
-      (mapcar #'mevedel-agent-format-message messages))))
+(defun mevedel-agent--interrupted-payload (turn)
+  "Return the payload of the interrupted TURN: its reason and partial work."
+  (let* ((handle (mevedel-agent--turn-handle turn))
+         (partial (if (mevedel-agent--turn-started turn)
+                      (mevedel-agent--final-response (mevedel-agent-handle-chat handle) t)
+                    ""))
+         (partial (if (> (length partial) 4000)
+                      (concat "…" (substring partial (- (length partial) 4000)))
+                    partial)))
+    (concat (format "Interrupted: %s." (or (mevedel-agent--turn-reason turn) "interrupted"))
+            (if (string-empty-p partial) "" (concat "\nPartial work:\n" partial)))))
 
-(defvar mevedel-agent-read-functions nil
-  "Abnormal hook run with a chat and the mail its running turn reads now.
-The mail (mailbox records) was drained before the turn's next sample;
-the agents runtime stamps a turn that reads Plan mail.")
+(defconst mevedel-agent-stop-continuation-limit 8
+  "Most times SubagentStop hooks may send one agent on.")
 
-(defun mevedel-agent-chat-continuation-mail (chat)
-  "Return the unread mail of CHAT's agent for the next sample.
-Before each sample of a running turn the queue drains in arrival
-order.  The records count as delivered once the chat has saved them
-with its conversation (`mevedel-agent--mail-written'), which it does
-before the sample is sent."
-  (when-let* ((store (mevedel-agent--store chat))
-              (messages (mevedel-agent-unread store (mevedel-agent-owner chat))))
-    (puthash chat (mapcar (lambda (m) (plist-get m :id)) messages) mevedel-agent--draining)
-    (run-hook-with-args 'mevedel-agent-read-functions chat messages)
-    (mapcar #'mevedel-agent-format-message messages)))
+(defun mevedel-agent--stop-hooks (session handle outcome payload)
+  "Run SESSION's SubagentStop hooks for HANDLE's turn settled with OUTCOME.
+PAYLOAD is its final answer.  A hook that blocks the stop (exit 2,
+decision \"block\") sends a completed agent on with its reason as
+the next task, at most `mevedel-agent-stop-continuation-limit' times."
+  (let ((path (mevedel-agent-handle-path handle))
+        (continued (mevedel-agent-handle-stop-continuations handle)))
+    (mevedel-hooks-subagent-stop
+     session (list :id path :type (or (mevedel-agent-handle-role-name handle) "default"))
+     :last-message (or payload "") :active (> continued 0)
+     :callback
+     (lambda (reason)
+       (when (and reason (eq outcome 'completed)
+                  (< continued mevedel-agent-stop-continuation-limit)
+                  (eq (mevedel-agent-handle-status handle) 'idle)
+                  (mevedel-agent-handle-parent-chat handle))
+         (setf (mevedel-agent-handle-stop-continuations handle) (1+ continued))
+         (mevedel-agent-send (mevedel-agent-handle-parent-chat handle) path reason))))))
 
-(defun mevedel-agent--deliver-saved (chat ids conversation)
-  "Mark IDS, mail CHAT read, delivered once CONVERSATION has saved it.
-CONVERSATION is the store CHAT's conversation is being saved to, or
-nil when it is not saved: the mail is delivered at once then.  Mail
-whose save fails stays unread, to be read again, never lost."
-  (when-let* ((store (mevedel-agent--store chat)))
-    (let ((session (mevedel-session-id (mevedel-chat-session chat))))
-      (if (not conversation)
-          (mevedel-agent-deliver store session ids)
-        (mevedel-core-mailbox-deliver-after conversation store ids)
-        (mevedel-agent-forget-wakes session ids)))))
+(defun mevedel-agent--settle (turn outcome payload)
+  "Settle TURN with OUTCOME and PAYLOAD, once; later attempts do nothing.
+Return non-nil when this call settled it."
+  (unless (mevedel-agent--turn-settled turn)
+    (setf (mevedel-agent--turn-settled turn) t)
+    (let* ((handle (mevedel-agent--turn-handle turn))
+           (tree (mevedel-agent--tree-of-handle handle))
+           (session (mevedel-agent--tree-session tree))
+           (path (mevedel-agent-handle-path handle))
+           (parent (mevedel-agent-handle-parent handle)))
+      (cl-incf (mevedel-agent--tree-settling tree))
+      (unwind-protect
+          (progn
+            (when (mevedel-agent--turn-started turn)
+              (cl-decf (mevedel-agent--tree-active tree)))
+            (setf (mevedel-agent--tree-waiting tree) (delq turn (mevedel-agent--tree-waiting tree))
+                  (mevedel-agent-handle-turn handle) nil
+                  (mevedel-agent-handle-status handle) 'idle
+                  (mevedel-agent-handle-outcome handle) outcome
+                  (mevedel-agent-handle-payload handle) payload
+                  (mevedel-agent-handle-verdict handle)
+                  (and (plist-get (mevedel-agent-handle-role handle) :verdict)
+                       (mevedel-agent-parse-verdict payload)))
+            (mevedel-agent--cancel-wait tree path)
+            (mevedel-agent--save-registry tree)
+            ;; The complete payload is on the handle and saved: publish
+            ;; the preview.
+            (let ((id (condition-case err
+                          (mevedel-agent--post
+                           session parent "RESULT" (mevedel-agent--preview payload) path
+                           `(("outcome" ,(symbol-name outcome))
+                             ,@(when-let* ((verdict (mevedel-agent-handle-verdict handle)))
+                                 `(("verdict" ,verdict)))))
+                        (error (display-warning 'mevedel (format "The result of %s is lost: %s"
+                                                                 path (error-message-string err)))
+                               nil))))
+              (mevedel-agent--hand-on-executions session path parent)
+              (dolist (function mevedel-agent-stop-functions)
+                (condition-case err
+                    (funcall function path outcome payload)
+                  (error (display-warning 'mevedel (format "A stop hook of %s failed: %s"
+                                                           path (error-message-string err))))))
+              (mevedel-tasks-settle-owner session path (eq outcome 'completed))
+              (mevedel-agent--stop-hooks session handle outcome payload)
+              (let ((consumed (mevedel-agent--consume turn id)))
+                (mevedel-agent--refresh handle)
+                (when (and id (not consumed)) (mevedel-agent--arrived tree parent id path)))))
+        (cl-decf (mevedel-agent--tree-settling tree)))
+      (mevedel-agent--offer tree)
+      t)))
 
-(defun mevedel-agent--mail-written (chat conversation)
-  "Deliver the mail CHAT's next sample carries once CONVERSATION saved it.
-A `mevedel-chat-mail-written-functions' member."
-  (when-let* ((ids (gethash chat mevedel-agent--draining)))
-    (remhash chat mevedel-agent--draining)
-    (mevedel-agent--deliver-saved chat ids conversation)))
-
-(defun mevedel-agent--chat-accepted (chat)
-  "Mark the mail of CHAT's turn delivered: the backend accepted it.
-That happens once the conversation holding it is saved."
-  (when-let* ((ids (gethash chat mevedel-agent--in-flight)))
-    (remhash chat mevedel-agent--in-flight)
-    (mevedel-agent--deliver-saved chat ids (mevedel-chat-queue-save chat))))
-
-(defun mevedel-agent--chat-idle (chat outcome)
-  "Forget the mail of CHAT's ended turn, whose OUTCOME is given.
-A turn that ended well (`done') offers the session's pending wakes;
-after a failed or aborted one they are dropped, so that it starts no
-background turn: the mail stays unread for the next turn."
-  (remhash chat mevedel-agent--in-flight)
-  (remhash chat mevedel-agent--draining)
-  (let* ((session (mevedel-chat-session chat))
-         (key (and (mevedel-session-p session) (mevedel-session-id session))))
-    (cond ((null key))
-          ;; A child agent's turn says nothing about the root's wakes.
-          ((mevedel-chat-agent chat))
-          ((not (eq outcome 'done)) (remhash key mevedel-agent--pending-wakes))
-          ((gethash key mevedel-agent--pending-wakes)
-           (run-at-time 0 nil #'mevedel-agent-offer-wakes key)))))
-
-;;;; Execution events
-
-(defun mevedel-agent--exec-settled (data)
-  "Handle the settlement DATA of an execution.
-A completion that should wake the model marks its session; a yielded
-command's row gets its breadcrumb, and its live progress goes."
-  (when (plist-get data :wake)
-    (mevedel-agent--note-wake (plist-get data :session) (plist-get data :mailbox-ids)))
-  (when-let* ((id (plist-get data :tool-use-id))
-              (chat (mevedel-agent--chat-of (plist-get data :session))))
-    (mevedel-chat-set-progress chat id nil)
-    (when (plist-get data :yielded)
+(defun mevedel-agent--consume (turn id)
+  "Hand TURN's settlement to its workflow consumer; return non-nil if it took it.
+The consumer (/review, /verify) shows the result itself, so once it
+returns the RESULT record ID leaves the parent's mailbox: no later
+turn reads it again and it wakes nobody.  A consumer that fails
+leaves the record for ordinary delivery."
+  (when-let* ((on-settle (mevedel-agent--turn-on-settle turn)))
+    (let* ((handle (mevedel-agent--turn-handle turn))
+           (path (mevedel-agent-handle-path handle)))
       (condition-case err
-          (mevedel-chat-update-render-data
-           chat id (lambda (render-data) (mevedel-tool-exec-settle-render-data render-data data))
-           (cons 'settled (plist-get data :id)))
-        (error (display-warning 'mevedel (format "Cannot record how %s ended: %s"
-                                                 (plist-get data :id)
+          (progn
+            (funcall on-settle path (mevedel-agent-handle-outcome handle)
+                     (mevedel-agent-handle-payload handle))
+            (when id
+              (mevedel-core-mailbox-deliver
+               (mevedel-session-store-handle
+                (mevedel-agent--tree-session (mevedel-agent-handle-tree handle)))
+               (list id)))
+            t)
+        (error (display-warning 'mevedel (format "The result handler of %s failed: %s"
+                                                 path (error-message-string err)))
+               nil)))))
+
+(defun mevedel-agent--hand-on-executions (session path parent)
+  "Move the unread EXECUTION records of PATH in SESSION to PARENT's mailbox.
+Completions of the agent's yielded commands that it did not read
+before its answer reach its spawn parent, attributed to it; they wake
+nobody."
+  (when-let* ((store (mevedel-session-store session))
+              (left (cl-remove-if-not (lambda (m) (equal (plist-get m :kind) "EXECUTION"))
+                                      (mevedel-core-mailbox-unread store path))))
+    (dolist (message left)
+      (mevedel-agent--post session parent "EXECUTION" (plist-get message :payload) path
+                           (plist-get message :attrs)))
+    (mevedel-core-mailbox-deliver store (mapcar (lambda (m) (plist-get m :id)) left))))
+
+(defun mevedel-agent--preview (payload)
+  "Return PAYLOAD bounded for a RESULT record."
+  (if (> (length payload) mevedel-agent-result-preview)
+      (concat (substring payload 0 mevedel-agent-result-preview)
+              "\n[…the complete result is at agent://root/…; this is its beginning]")
+    payload))
+
+;;;; Mail
+
+(defun mevedel-agent--post (session recipient kind payload sender &optional attrs)
+  "Append PAYLOAD of KIND from SENDER to RECIPIENT's mailbox in SESSION.
+The write is durable and acknowledged: on failure nothing was queued
+and the error is signalled.  Return the record's id."
+  (let ((store (condition-case err
+                   (or (mevedel-session-store session) (mevedel-session-store-handle session))
+                 (error (user-error "The session has no mailbox: %s" (error-message-string err))))))
+    (mevedel-core-mailbox-post store recipient kind payload sender attrs)))
+
+(defun mevedel-agent--arrived (tree recipient id sender)
+  "React to the record ID from SENDER now in RECIPIENT's mailbox in TREE.
+A pending WaitAgent of RECIPIENT wakes; else an idle root gets a
+background turn, and an idle child (not mailing itself) a turn."
+  (cond
+   ((gethash recipient (mevedel-agent--tree-waits tree))
+    (mevedel-agent--release-wait tree recipient (format "mail from %s" sender)))
+   ((equal sender recipient))
+   ((equal recipient mevedel-mailbox-root)
+    (mevedel-mailbox--note-wake (mevedel-session-id (mevedel-agent--tree-session tree)) (list id)))
+   ((when-let* ((handle (mevedel-agent--handle tree recipient))
+                ((mevedel-agent-handle-chat handle))
+                ((eq (mevedel-agent-handle-status handle) 'idle)))
+      (mevedel-agent--activate handle mevedel-mailbox-wake-prompt nil)))))
+
+(defun mevedel-agent-send (chat target message)
+  "Send MESSAGE from the agent of CHAT to the agent TARGET (SendMessage).
+Return `started', `queued' or `waiting' (for a slot).  An idle child
+starts a turn with MESSAGE as its task; an active one, /root and the
+sender itself get a MAIL record.  From a request with Plan authority
+the started turn is stamped, the record names the stamp (the turn
+reading it is stamped), and a running child must be in a stamped
+turn already: Plan cannot direct a turn that may change things."
+  (unless (and (stringp message) (not (string-blank-p message)))
+    (user-error "The message must be a non-empty string"))
+  (let* ((session (mevedel-chat-session chat))
+         (tree (mevedel-agent--tree-of session))
+         (sender (mevedel-agent--path-of chat))
+         (handle (mevedel-agent-resolve-path tree sender target))
+         (recipient (if handle (mevedel-agent-handle-path handle) mevedel-mailbox-root))
+         (stamp (mevedel-agent--request-stamp chat))
+         (plan (and (mevedel-plan-authority-p stamp) (not (equal recipient sender)))))
+    (when (and handle (not (equal recipient sender)))
+      (mevedel-agent--hydrate handle))
+    (when (and plan handle (eq (mevedel-agent-handle-status handle) 'running)
+               (eq (mevedel-agent-plan-stamp
+                    (mevedel-agent--request-context (mevedel-agent-handle-chat handle)))
+                   'none))
+      (user-error "%s is running a turn that is not in Plan mode, and this turn is: \
+Plan cannot direct it.  Send the message once it is idle (ListAgents shows its status); \
+it then starts a Plan turn"
+                  recipient))
+    (if (and handle (eq (mevedel-agent-handle-status handle) 'idle)
+             (not (equal recipient sender)))
+        (let ((task (mevedel-agent--prompt-hooks recipient message)))
+          (if (mevedel-agent--activate handle task nil chat) 'waiting 'started))
+      (let ((id (mevedel-agent--post session recipient "MAIL" message sender
+                                     (and plan `(("plan" ,(symbol-name
+                                                           (mevedel-plan-stamp-kind stamp))))))))
+        (mevedel-agent--arrived tree recipient id sender)
+        (if (and handle (eq (mevedel-agent-handle-status handle) 'waiting)) 'waiting 'queued)))))
+
+;;;; Waiting
+
+(defun mevedel-agent-wait (chat timeout-ms callback)
+  "Call CALLBACK with the wake reason once the agent of CHAT has mail.
+Unread mail wakes it at once; user input queued in CHAT and
+TIMEOUT-MS (clamped to `mevedel-agent-wait-range', nil for the
+default) also wake it; a timeout is a success.  Return a function
+that cancels the wait."
+  (pcase-let* ((`(,low ,high ,default) mevedel-agent-wait-range)
+               (ms (min high (max low (or timeout-ms default))))
+               (tree (mevedel-agent--tree-of (mevedel-chat-session chat)))
+               (path (mevedel-agent--path-of chat))
+               (store (mevedel-mailbox--store chat)))
+    (if-let* ((unread (and store (mevedel-mailbox-unread store path))))
+        (progn (funcall callback (format "mail from %s" (mevedel-mailbox--sender (car unread))))
+               #'ignore)
+      (mevedel-agent--cancel-wait tree path)
+      (let* ((observer nil)
+             (entry (list callback
+                          (run-at-time (/ ms 1000.0) nil #'mevedel-agent--release-wait tree path
+                                       (format "timed out after %d ms" ms))
+                          nil)))
+        (setq observer (lambda (event _chat &rest _)
+                         (when (eq event 'queued)
+                           (mevedel-agent--release-wait tree path "the user sent a message"))))
+        (setf (nth 2 entry) (lambda () (mevedel-chat-unobserve chat observer)))
+        (mevedel-chat-observe chat observer)
+        (puthash path entry (mevedel-agent--tree-waits tree))
+        (lambda () (mevedel-agent--cancel-wait tree path))))))
+
+(defun mevedel-agent--cancel-wait (tree path)
+  "Drop PATH's pending wait in TREE without calling it; return its callback."
+  (when-let* ((entry (gethash path (mevedel-agent--tree-waits tree))))
+    (remhash path (mevedel-agent--tree-waits tree))
+    (when (timerp (nth 1 entry)) (cancel-timer (nth 1 entry)))
+    (when (nth 2 entry) (funcall (nth 2 entry)))
+    (car entry)))
+
+(defun mevedel-agent--release-wait (tree path reason)
+  "Release PATH's pending wait in TREE with REASON, the registration first."
+  (when-let* ((callback (mevedel-agent--cancel-wait tree path)))
+    (funcall callback reason)))
+
+;;;; Interrupting
+
+(defun mevedel-agent-interrupt (chat target &optional reason)
+  "Interrupt the current turn of the agent TARGET, seen from CHAT's agent.
+REASON (default \"interrupted\") is recorded.  Never recursive: the
+target's children go on.  Return its activity before the request:
+`idle', `running' or `waiting'."
+  (let* ((tree (mevedel-agent--tree-of (mevedel-chat-session chat)))
+         (caller (mevedel-agent--path-of chat))
+         (handle (or (mevedel-agent-resolve-path tree caller target)
+                     (user-error "/root cannot be interrupted by InterruptAgent")))
+         (status (mevedel-agent-handle-status handle))
+         (turn (mevedel-agent-handle-turn handle)))
+    (when (equal (mevedel-agent-handle-path handle) caller)
+      (user-error "An agent cannot interrupt itself"))
+    (mevedel-agent--cancel-wait tree (mevedel-agent-handle-path handle))
+    (when (and turn (not (mevedel-agent--turn-settled turn)))
+      (setf (mevedel-agent--turn-reason turn) (or reason "interrupted"))
+      (when (mevedel-agent--turn-started turn)
+        (mevedel-chat-abort (mevedel-agent-handle-chat handle)))
+      ;; The abort settled it through the chat, unless the turn had not
+      ;; started or its request was already gone: the gate decides.
+      (mevedel-agent--settle turn 'interrupted (mevedel-agent--interrupted-payload turn)))
+    status))
+
+;;;; Turn limits
+
+(defun mevedel-agent--sample-notices (chat)
+  "Count the next sample of CHAT's agent turn; return its limit notices.
+A `mevedel-chat-continuation-mail-functions' member: at 80% of
+`:max-turns' the agent is told to wrap up, at the limit to answer now;
+past it the turn stops at this tool boundary."
+  (when-let* ((path (mevedel-chat-agent chat))
+              (tree (gethash (mevedel-session-id (mevedel-chat-session chat)) mevedel-agent--trees))
+              (handle (gethash path (mevedel-agent--tree-agents tree)))
+              (turn (mevedel-agent-handle-turn handle))
+              (limit (plist-get (mevedel-agent-handle-config handle) :max-turns)))
+    (let ((n (cl-incf (mevedel-agent--turn-samples turn))))
+      (cond ((> n limit)
+             (setf (mevedel-agent--turn-reason turn) 'max-turns)
+             (run-at-time 0 nil #'mevedel-chat-abort chat)
+             nil)
+            ((= n limit)
+             (list (format "[Turn limit: this is your final sample (%d of %d). Answer now, \
+without calling tools.]" n limit)))
+            ((= n (ceiling (* 0.8 limit)))
+             (list (format "[Turn limit: %d of %d samples used. Wrap up soon.]" n limit)))))))
+
+(add-hook 'mevedel-chat-continuation-mail-functions #'mevedel-agent--sample-notices)
+
+;;;; Saving and restoring the registry
+
+(defun mevedel-agent--give-store (handle child)
+  "Give the chat CHILD of HANDLE the store its conversation is saved in.
+It lives under the session's agents/ directory and keeps the
+conversation from its start; a session without durable storage saves
+no conversation."
+  (let ((session (mevedel-chat-session child)))
+    (when (and mevedel-chat-save-sessions (mevedel-session-durable-p session))
+      (let* ((relative (concat "agents/" (replace-regexp-in-string
+                                          "/" "." (substring (mevedel-agent-handle-path handle) 1))
+                               ".sqlite"))
+             (file (expand-file-name relative (mevedel-session-ensure-storage session))))
+        (make-directory (file-name-directory file) t)
+        (setf (mevedel-chat-store child) (mevedel-core-store-open file)
+              (mevedel-agent-handle-transcript handle) relative)
+        (mevedel-transcript-track (mevedel-chat-data-buffer child) (mevedel-chat-store child))))))
+
+(defun mevedel-agent--tool-named (name)
+  "Return the gptel tool of the registered tool NAME, or nil."
+  (when-let* ((tool (cl-find name (mevedel-tool-all) :key #'mevedel-tool-name :test #'equal)))
+    (mevedel-tool-gptel-tool tool)))
+
+(defun mevedel-agent--hydrate (handle)
+  "Load the saved conversation of the restored HANDLE into a chat; return it.
+Only this agent is loaded, with its frozen configuration.  Signal
+`user-error' when its conversation cannot be loaded."
+  (or (mevedel-agent-handle-chat handle)
+      (let* ((tree (mevedel-agent-handle-tree handle))
+             (session (mevedel-agent--tree-session tree))
+             (root (or (mevedel-mailbox--chat-of (mevedel-session-id session))
+                       (user-error "The session of %s is not open" (mevedel-agent-handle-path handle))))
+             (relative (mevedel-agent-handle-transcript handle))
+             (file (and relative (expand-file-name relative (mevedel-session-directory session))))
+             (config (mevedel-agent-handle-config handle)))
+        (unless (and file (file-exists-p file))
+          (user-error "The conversation of %s was not saved" (mevedel-agent-handle-path handle)))
+        (let ((child (mevedel-chat-make-child root (mevedel-agent-handle-path handle)
+                                              (plist-get config :directory))))
+          (setf (mevedel-chat-store child) (mevedel-core-store-open file))
+          ;; A turn cut by a crash is settled as the root's would be.
+          (mevedel-chat-resume child)
+          (setf (mevedel-chat-backend child)
+                (or (ignore-errors (gptel-get-backend (plist-get config :backend)))
+                    (mevedel-chat-backend-effective root))
+                (mevedel-chat-model child) (or (plist-get config :model)
+                                               (mevedel-chat-model-effective root))
+                (mevedel-chat-frozen-system child) (plist-get config :system)
+                (mevedel-chat-frozen-tools child)
+                (delq nil (mapcar #'mevedel-agent--tool-named (plist-get config :tools)))
+                (mevedel-agent-handle-parent-chat handle) root
+                (mevedel-agent-handle-chat handle) child)
+          (setf (mevedel-agent-handle-config handle)
+                (plist-put (plist-put (copy-sequence config) :backend (mevedel-chat-backend child))
+                           :tools (mevedel-chat-frozen-tools child)))
+          (with-current-buffer (mevedel-chat-data-buffer child)
+            (setq-local mevedel-session-agent (mevedel-agent-handle-path handle)
+                        mevedel-tool-offered (mapcar #'gptel-tool-name
+                                                     (mevedel-chat-frozen-tools child))))
+          (mevedel-chat-observe child (lambda (event _chat &rest records)
+                                        (mevedel-agent--child-event handle event records)))
+          child))))
+
+(defconst mevedel-agent-record-keys
+  '(:path :parent :role :role-flags :plan-stamp :config :status :outcome :payload :verdict
+          :tool-calls :transcript)
+  "Every key of a saved registry record, exactly once each.")
+
+(defconst mevedel-agent--role-flags '(:read-only :verdict)
+  "The facts of a role the runtime reads after the spawn.
+They are saved with the agent, so a resumed read-only role stays
+read-only and a resumed verifier's reports are still parsed.")
+
+(defun mevedel-agent--record (handle)
+  "Return HANDLE as a registry record of printable data.
+An agent restored but not used yet still has the saved names."
+  (let ((config (copy-sequence (mevedel-agent-handle-config handle))))
+    (setq config (plist-put config :backend (let ((b (plist-get config :backend)))
+                                              (if (gptel-backend-p b) (gptel-backend-name b) b))))
+    (setq config (plist-put config :tools (mapcar (lambda (tool)
+                                                    (if (gptel-tool-p tool) (gptel-tool-name tool) tool))
+                                                  (plist-get config :tools))))
+    (list :path (mevedel-agent-handle-path handle) :parent (mevedel-agent-handle-parent handle)
+          :role (mevedel-agent-handle-role-name handle)
+          :role-flags (cl-loop with role = (mevedel-agent-handle-role handle)
+                               for flag in mevedel-agent--role-flags
+                               append (list flag (and (plist-get role flag) t)))
+          :plan-stamp (mevedel-agent-handle-plan-stamp handle) :config config
+          :status (mevedel-agent-handle-status handle) :outcome (mevedel-agent-handle-outcome handle)
+          :payload (mevedel-agent-handle-payload handle)
+          :verdict (mevedel-agent-handle-verdict handle)
+          :tool-calls (mevedel-agent-handle-tool-calls handle)
+          :transcript (mevedel-agent-handle-transcript handle))))
+
+(defun mevedel-agent--save-registry (tree)
+  "Save TREE's published agents in its session's store and wait for the write.
+Does nothing for a session without durable storage."
+  (let ((session (mevedel-agent--tree-session tree)))
+    (when (and mevedel-chat-save-sessions (mevedel-session-durable-p session))
+      (condition-case err
+          (let ((store (mevedel-session-store-handle session)))
+            (mevedel-core-store-info-set
+             store `(("agents" . ,(let ((print-escape-newlines t) (print-length nil)
+                                        (print-level nil))
+                                    (prin1-to-string
+                                     (mapcar #'mevedel-agent--record
+                                             (mevedel-agent--handles tree)))))))
+            (mevedel-core-store-flush store 2))
+        (error (display-warning 'mevedel (format "Cannot save the agents: %s"
                                                  (error-message-string err))))))))
 
-(defun mevedel-agent--exec-monitor (data)
-  "Mark the session of the monitor lines DATA to wake, when they should."
-  (when (plist-get data :wake)
-    (mevedel-agent--note-wake (plist-get data :session) (plist-get data :mailbox-ids))))
+(defun mevedel-agent-check-record (record)
+  "Return RECORD, a saved registry record, or signal `error'.
+Unknown, duplicate or missing keys, a malformed path, a configuration
+that is not exactly the frozen schema and a Plan stamp of an unknown
+kind are refused."
+  (unless (and (proper-list-p record) (cl-evenp (length record)))
+    (error "An agent record is a plist, not %S" record))
+  (let ((keys (cl-loop for (key _) on record by #'cddr collect key)))
+    (unless (and (= (length keys) (length mevedel-agent-record-keys))
+                 (null (cl-set-exclusive-or keys mevedel-agent-record-keys)))
+      (error "An agent record has the keys %S, not %S" keys mevedel-agent-record-keys)))
+  (unless (and (stringp (plist-get record :path))
+               (string-match-p mevedel-agent--path-regexp (plist-get record :path)))
+    (error "An agent record has the path %S" (plist-get record :path)))
+  (mevedel-agent-check-config (plist-get record :config))
+  (let ((stamp (plist-get record :plan-stamp)))
+    (unless (or (null stamp) (memq (mevedel-plan-stamp-kind stamp) '(sticky directive read-only)))
+      (error "An agent record has the Plan stamp %S" stamp)))
+  record)
 
-(defun mevedel-agent--exec-delivered (data)
-  "Forget the wakes of the records in DATA: polling read them."
-  (mevedel-agent-forget-wakes (plist-get data :session) (plist-get data :mailbox-ids)))
+(defun mevedel-agent--restore (chat)
+  "Bring back the retained agents saved with the session of the root CHAT.
+The records are checked; no conversation is loaded (the first use of
+one does, `mevedel-agent--hydrate').  An agent that was
+active when Emacs stopped comes back interrupted, and its spawn parent
+gets that RESULT (it wakes nobody)."
+  (when-let* (((not (mevedel-chat-agent chat)))
+              (session (mevedel-chat-session chat))
+              ((mevedel-session-durable-p session))
+              (store (mevedel-session-store session))
+              (text (cdr (assoc "agents" (mevedel-core-store-info-get store))))
+              ((not (string-empty-p text))))
+    (let ((tree (mevedel-agent--tree-of session))
+          (interrupted nil))
+      (condition-case err
+          (dolist (record (car (read-from-string text)))
+            (mevedel-agent-check-record record)
+            (let* ((active (memq (plist-get record :status) '(running waiting preparing)))
+                   (handle (mevedel-agent--make-handle
+                            :path (plist-get record :path) :parent (plist-get record :parent)
+                            :role-name (plist-get record :role) :config (plist-get record :config)
+                            :role (plist-get record :role-flags)
+                            :plan-stamp (plist-get record :plan-stamp)
+                            :status 'idle :tree tree
+                            :outcome (if active 'interrupted (plist-get record :outcome))
+                            :payload (if active
+                                         "Interrupted: Emacs stopped before this turn finished."
+                                       (plist-get record :payload))
+                            :verdict (and (not active) (plist-get record :verdict))
+                            :tool-calls (plist-get record :tool-calls)
+                            :transcript (plist-get record :transcript))))
+              (puthash (mevedel-agent-handle-path handle) handle (mevedel-agent--tree-agents tree))
+              (when active (push handle interrupted))))
+        (error (display-warning 'mevedel (format "The saved agents of this session are unusable: %s"
+                                                 (error-message-string err)))
+               (clrhash (mevedel-agent--tree-agents tree))
+               (setq interrupted nil)))
+      (when interrupted
+        (mevedel-agent--save-registry tree)
+        (dolist (handle (nreverse interrupted))
+          (mevedel-agent--post session (mevedel-agent-handle-parent handle) "RESULT"
+                               (mevedel-agent-handle-payload handle)
+                               (mevedel-agent-handle-path handle)
+                               '(("outcome" "interrupted"))))))))
 
-(defun mevedel-agent--exec-progress (data)
-  "Show the progress event DATA on its call's row in its chat, live.
-The row gets the state, elapsed time and bounded output tail; they
-are transient and go when the execution settles."
-  (when-let* ((id (plist-get data :tool-use-id))
-              (chat (mevedel-agent--chat-of (plist-get data :session))))
-    (mevedel-chat-set-progress chat id (list :execution-id (plist-get data :id)
-                                             :state (plist-get data :state)
-                                             :elapsed-ms (plist-get data :elapsed-ms)
-                                             :live-tail (plist-get data :tail)))))
+(add-hook 'mevedel-chat-resume-functions #'mevedel-agent--restore)
 
-(add-hook 'mevedel-chat-message-functions #'mevedel-agent-chat-messages)
-(add-hook 'mevedel-chat-continuation-mail-functions #'mevedel-agent-chat-continuation-mail)
-(add-hook 'mevedel-chat-mail-written-functions #'mevedel-agent--mail-written)
-(add-hook 'mevedel-chat-accepted-functions #'mevedel-agent--chat-accepted)
-(add-hook 'mevedel-chat-idle-functions #'mevedel-agent--chat-idle)
-(add-hook 'mevedel-session-close-functions #'mevedel-agent--session-closed)
-(add-hook 'mevedel-tool-exec-settled-functions #'mevedel-agent--exec-settled)
-(add-hook 'mevedel-tool-exec-monitor-functions #'mevedel-agent--exec-monitor)
-(add-hook 'mevedel-tool-exec-delivered-functions #'mevedel-agent--exec-delivered)
-(add-hook 'mevedel-tool-exec-progress-functions #'mevedel-agent--exec-progress)
+;;;; Status and views
+
+(defun mevedel-agent--roster (session)
+  "Return the retained agents of SESSION for history:// and agent://."
+  (when-let* ((tree (gethash (mevedel-session-id session) mevedel-agent--trees)))
+    (mapcar (lambda (handle)
+              (append (mevedel-agent--handle-data handle)
+                      (list :payload (mevedel-agent-handle-payload handle)
+                            :buffer (lambda ()
+                                      (mevedel-chat-data-buffer
+                                       (mevedel-agent--hydrate handle))))))
+            (mevedel-agent--handles tree))))
+
+(add-hook 'mevedel-history-agents-functions #'mevedel-agent--roster)
+
+(defun mevedel-agent-status (chat path)
+  "Return the handle data of the agent PATH in CHAT's session, or nil.
+A plist (:path :role :status :tool-calls :outcome :verdict)."
+  (when-let* ((tree (gethash (mevedel-session-id (mevedel-chat-session chat))
+                             mevedel-agent--trees))
+              (handle (mevedel-agent--handle tree path)))
+    (mevedel-agent--handle-data handle)))
+
+(defun mevedel-agent--handle-data (handle)
+  "Return the status plist of HANDLE."
+  (list :path (mevedel-agent-handle-path handle)
+        :role (or (mevedel-agent-handle-role-name handle) "default")
+        :status (mevedel-agent-handle-status handle)
+        :tool-calls (mevedel-agent-handle-tool-calls handle)
+        :outcome (mevedel-agent-handle-outcome handle)
+        :verdict (mevedel-agent-handle-verdict handle)))
+
+(defun mevedel-agent-list (chat)
+  "Return the status plists of the retained agents of CHAT's session, by path."
+  (mapcar #'mevedel-agent--handle-data
+          (mevedel-agent--handles (mevedel-agent--tree-of (mevedel-chat-session chat)))))
+
+(defun mevedel-agent-active (chat)
+  "Return the running and waiting agents of CHAT's session, by path.
+Each is a plist (:path :parent :role :status :tool-calls :elapsed-ms),
+the time since the turn started, or since it began waiting."
+  (when-let* ((tree (gethash (mevedel-session-id (mevedel-chat-session chat))
+                             mevedel-agent--trees)))
+    (cl-loop for handle in (mevedel-agent--handles tree)
+             for turn = (mevedel-agent-handle-turn handle)
+             when (and turn (memq (mevedel-agent-handle-status handle) '(running waiting)))
+             collect (append (mevedel-agent--handle-data handle)
+                             (list :parent (mevedel-agent-handle-parent handle)
+                                   :elapsed-ms (round (* 1000 (- (float-time)
+                                                                 (mevedel-agent--turn-since
+                                                                  turn)))))))))
+
+(defun mevedel-agent-result (chat path)
+  "Return (OUTCOME . PAYLOAD) of PATH's latest settled turn in CHAT's session.
+Signal `user-error' while it is active or before it has settled."
+  (let* ((tree (mevedel-agent--tree-of (mevedel-chat-session chat)))
+         (handle (or (mevedel-agent--handle tree path)
+                     (user-error "No retained agent at %s" path))))
+    (unless (and (eq (mevedel-agent-handle-status handle) 'idle)
+                 (mevedel-agent-handle-outcome handle))
+      (user-error "NOT READY: %s is %s; its result is readable once it settles"
+                  path (mevedel-agent-handle-status handle)))
+    (cons (mevedel-agent-handle-outcome handle) (mevedel-agent-handle-payload handle))))
+
+(defun mevedel-agent-conversation (chat path)
+  "Return the data buffer of the agent PATH in CHAT's session, or nil.
+A restored agent's conversation is loaded now."
+  (when-let* ((tree (gethash (mevedel-session-id (mevedel-chat-session chat)) mevedel-agent--trees))
+              (handle (mevedel-agent--handle tree path)))
+    (mevedel-chat-data-buffer (mevedel-agent--hydrate handle))))
+
+(defun mevedel-agent--refresh (handle)
+  "Update HANDLE's row in its spawn parent's transcript; tell its followers."
+  (run-hook-with-args 'mevedel-agent-change-functions
+                      (mevedel-session-id (mevedel-agent--tree-session
+                                           (mevedel-agent-handle-tree handle))))
+  (when-let* ((id (mevedel-agent-handle-spawn-id handle))
+              (parent (mevedel-agent-handle-parent-chat handle))
+              ((buffer-live-p (mevedel-chat-data-buffer parent))))
+    (let ((data (mevedel-agent--handle-data handle)))
+      (ignore-errors
+        (mevedel-chat-update-render-data
+         parent id (lambda (render-data)
+                     (let ((new (copy-sequence render-data)))
+                       (dolist (key '(:status :tool-calls :outcome :verdict) new)
+                         (setq new (plist-put new key (plist-get data key))))))
+         'agent-handle)))))
 
 (provide 'mevedel-agent)
 ;;; mevedel-agent.el ends here

@@ -16,7 +16,7 @@
 (require 'mevedel-view)
 (require 'mevedel-sessions)
 (require 'mevedel-ps)
-(require 'mevedel-tools-list)
+(require 'mevedel-tools)
 (require 'mevedel-review)
 (require 'mevedel-tool-plan)
 

@@ -511,7 +511,7 @@ answers."
                      (mevedel-tool-name (plist-get context :tool)) 'rule))
       verdict)))
 
-(defun mevedel-tool-permission-decide-now (tool args &optional buffer)
+(defun mevedel-permissions-decide-now (tool args &optional buffer)
   "Return what a fresh call of TOOL with ARGS would get, without asking.
 The call is judged as if dispatched from BUFFER (default: the current
 buffer), under its session's mode, rules and answers: `allow' when it

@@ -41,7 +41,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'mevedel-agent-roles)
-(require 'mevedel-agent-runtime)
+(require 'mevedel-agent)
 (require 'mevedel-chat)
 (require 'mevedel-sessions)
 (require 'mevedel-view)

@@ -6,7 +6,7 @@
 ;;; Commentary:
 
 ;; The collaboration tools over the agent runtime
-;; (mevedel-agent-runtime.el): their declarations, handlers and
+;; (mevedel-agent.el): their declarations, handlers and
 ;; renderers.  The calling agent is the one whose data buffer runs the
 ;; call.  Agent rows are one-line handles (path, role, status, tool
 ;; calls, verdict) that the runtime updates as the child works.
@@ -15,7 +15,7 @@
 
 (require 'cl-lib)
 (require 'subr-x)
-(require 'mevedel-agent-runtime)
+(require 'mevedel-agent)
 (require 'mevedel-agent-roles)
 (require 'mevedel-gptel)
 (require 'mevedel-chat)

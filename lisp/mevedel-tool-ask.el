@@ -7,7 +7,7 @@
 
 ;; Ask (a specialist, standalone only: its ToolCall program is the
 ;; call alone) shows 1 to `mevedel-ask-max-questions' questions in the
-;; root view as one questionnaire (mevedel-tool-ask-ui.el) and returns
+;; root view as one questionnaire (mevedel-ask-ui.el) and returns
 ;; the user's answers.  Each question has a header, the question, 1 to
 ;; 9 options (label, description, optional sample) and multiSelect.
 ;;
@@ -27,7 +27,7 @@
 (require 'mevedel-tool-render)
 (require 'mevedel-pipeline)
 (require 'mevedel-chat)
-(require 'mevedel-tool-ask-ui)
+(require 'mevedel-ask-ui)
 
 (defcustom mevedel-ask-max-questions 6
   "Most questions one Ask call may put."

@@ -11,7 +11,7 @@
 ;; event channel.  This file holds the tool handlers (argument policy,
 ;; the model-visible text, render-data), the tool-row renderers and
 ;; the hooks that publish progress, settlement, monitor lines and
-;; deliveries; mevedel-agent.el turns those into chat rows, mail and
+;; deliveries; mevedel-mailbox.el turns those into chat rows, mail and
 ;; background wakes.
 ;;
 ;; Calls run in a context (session, owner, working directory, storage)

@@ -1,131 +1,992 @@
-;;; agent-test.el --- Tests of mailbox delivery and the background wake  -*- lexical-binding: t; -*-
+;;; agent-test.el --- Tests of the retained agent runtime  -*- lexical-binding: t; -*-
 
 ;;; Commentary:
 
-;; Real commands run by the execution handlers leave mailbox records;
-;; the background wake starts one turn for them, and the records become
-;; <agent-message> blocks for the next request.  The wake itself is
-;; observed by replacing the function that would start a chat turn.
+;; Naming, path resolution, the frozen configuration's closed schema,
+;; capacity, the settlement gate and its races, mail and WaitAgent, and
+;; turn limits.  Child turns are not sent to a model here: sending is
+;; replaced by a recorder, and a test ends a turn by calling the
+;; `:on-done' the chat would call.  The end-to-end tests
+;; (test/e2e/agents-e2e-test.el) run real turns.
 
 ;;; Code:
 
 (require 'mevedel-test-helpers)
+(require 'mevedel-agent-roles)
+(require 'mevedel)
+(mevedel--load)
 (require 'mevedel-agent)
 
-(defvar agent-test--n 0)
+;;;; Names
 
-(defun agent-test--context (&rest extra)
-  "Return a fresh execution context with EXTRA keys."
-  (append extra (list :session (format "agent-%d" (cl-incf agent-test--n))
-                      :owner "/root" :cwd default-directory)))
+(ert-deftest mevedel-agent:names-are-normalised-exactly ()
+  (dolist (case '(("Review code-block copy" . "review-code-block-copy")
+                  ("" . "agent")
+                  ("!!!" . "agent")
+                  ("root" . "agent-root")
+                  ("ROOT" . "agent-root")
+                  ("--Tests  and   docs--" . "tests-and-docs")
+                  ("snake_case_ok" . "snake_case_ok")
+                  ("été x" . "t-x")
+                  ("a/b" . "a-b")))
+    (should (equal (mevedel-agent-normalize-name (car case)) (cdr case))))
+  ;; Capped at 40, at the last hyphen of the first 40 characters.
+  (let ((long "implement the retained multi agent runtime with mail and waits"))
+    (should (equal (mevedel-agent-normalize-name long) "implement-the-retained-multi-agent"))
+    (should (<= (length (mevedel-agent-normalize-name long)) 40)))
+  ;; Without a hyphen the first 40 characters stay.
+  (should (equal (mevedel-agent-normalize-name (make-string 50 ?x)) (make-string 40 ?x))))
 
-(defun agent-test--call (handler args &optional seconds)
-  "Call async HANDLER with ARGS and wait (SECONDS) for its answer."
-  (let ((box (list nil)))
-    (funcall handler (lambda (v) (setcar box (list v))) args)
-    (mevedel-test-wait-until (car box) (or seconds 20))
-    (caar box)))
+;;;; A session with agents, turns recorded instead of sent
 
-(defun agent-test--take (store session)
-  "Return the unread blocks of /root in STORE, marking them delivered in SESSION."
-  (let ((messages (mevedel-agent-unread store "/root")))
-    (mevedel-agent-deliver store session (mapcar (lambda (m) (plist-get m :id)) messages))
-    (mapcar #'mevedel-agent-format-message messages)))
+(defvar agent-test--sends nil
+  "The sends recorded: (CHAT TEXT ON-DONE), newest first.")
 
-(defmacro agent-test--with-mailbox (vars &rest body)
-  "Run BODY in a fresh session whose executions mail a temporary store.
-VARS is (DB SESSION): the names BODY sees for the store's file and the
-session.  The store's directory goes afterwards."
+(defmacro agent-test--with-root (var &rest body)
+  "Run BODY with VAR a root chat of a fresh workspace, child turns recorded."
   (declare (indent 1))
-  (let ((dir (make-symbol "dir"))
-        (ctx (make-symbol "ctx")))
-    `(progn
-       (mevedel-core-ensure)
-       (let* ((,dir (make-temp-file "agent-mailbox" t))
-              (,(car vars) (expand-file-name "session.sqlite" ,dir))
-              (,ctx (agent-test--context :mailbox ,(car vars)))
-              (,(cadr vars) (plist-get ,ctx :session))
-              (mevedel-tool-exec-context-function (lambda () ,ctx)))
-         (unwind-protect
-             (progn ,@body)
-           (delete-directory ,dir t))))))
+  `(let* ((dir (make-temp-file "agent-runtime" t))
+          (,var (mevedel-chat-get-create dir))
+          (agent-test--sends nil)
+          (mevedel-agent-start-functions nil)
+          (mevedel-agent-stop-functions nil)
+          (mevedel-agent-prompt-functions nil))
+     (setf (mevedel-chat-backend ,var) (gptel-make-openai "agent-test" :key "x"
+                                                          :models '(m))
+           (mevedel-chat-model ,var) 'm)
+     (cl-letf (((symbol-function 'mevedel-chat-send)
+                (lambda (chat text &rest keys)
+                  ;; The task goes into the transcript, as a real send does.
+                  (with-current-buffer (mevedel-chat-data-buffer chat)
+                    (goto-char (point-max))
+                    (insert text "\n"))
+                  (push (list chat text (plist-get keys :on-done)) agent-test--sends)
+                  nil)))
+       (unwind-protect (progn ,@body)
+         (kill-buffer (mevedel-chat-data-buffer ,var))
+         (delete-directory dir t)))))
 
-(ert-deftest mevedel-agent:background-completion-wakes-once ()
-  (agent-test--with-mailbox (db session)
-    (let ((woken nil)
-          (busy nil))
-      ;; The woken turn makes the session busy.
-      (cl-letf (((symbol-function 'mevedel-agent--wake)
-                 (lambda (key) (push (cons key mevedel-agent-wake-prompt) woken) (setq busy t)))
-                ((symbol-function 'mevedel-agent--idle-p)
-                 (lambda (key) (and (equal key session) (not busy)))))
-        ;; Two background completions while idle start one turn: the
-        ;; second arrives while that turn runs and is read by it.
-        (dolist (n '(1 2))
-          (agent-test--call #'mevedel-tool-exec-bash
-                            (list :command (format "sleep 0.%d; echo job %d" (+ 3 n) n)
-                                  :description (format "job %d" n)
-                                  :yield_time_ms 250)))
-        (mevedel-test-wait-until (= (length (mevedel-core-exec-list session)) 0) 10)
-        (mevedel-test-wait-until woken 5)
-        (accept-process-output nil 0.3)
-        (should (equal woken (list (cons session mevedel-agent-wake-prompt))))
-        ;; Both results are injected into the next request, once.
-        (let* ((store (mevedel-core-store-open db))
-               (blocks (agent-test--take store session)))
-          (should (= (length blocks) 2))
+(defun agent-test--spawn (chat name &rest args)
+  "Spawn a child of CHAT named NAME with more ARGS; return its path."
+  (mevedel-agent-spawn chat (append (list :task_name name :message (format "Task of %s" name))
+                                    args)))
+
+(defun agent-test--send-of (path)
+  "Return the latest recorded send of the agent PATH."
+  (cl-find path agent-test--sends
+           :key (lambda (send) (mevedel-chat-agent (car send))) :test #'equal))
+
+(defun agent-test--finish (path outcome &optional answer)
+  "End the running turn of PATH with OUTCOME; its response is ANSWER."
+  (let* ((send (agent-test--send-of path))
+         (chat (car send)))
+    (when answer
+      (with-current-buffer (mevedel-chat-data-buffer chat)
+        (goto-char (point-max))
+        (insert (propertize answer 'gptel 'response))))
+    (setq agent-test--sends (delq send agent-test--sends))
+    (funcall (nth 2 send) chat outcome)))
+
+(defun agent-test--mail (chat recipient)
+  "Return the unread mail of RECIPIENT in CHAT's session."
+  (mevedel-core-mailbox-unread (mevedel-session-store-handle (mevedel-chat-session chat))
+                               recipient))
+
+(ert-deftest mevedel-agent:repeated-names-get-suffixes-among-retained-and-preparing ()
+  (agent-test--with-root root
+    (should (equal (agent-test--spawn root "Review code-block copy")
+                   "/root/review-code-block-copy"))
+    (should (equal (agent-test--spawn root "review code block copy")
+                   "/root/review-code-block-copy-2"))
+    ;; A preparing sibling (summary context) occupies its path too.
+    (cl-letf (((symbol-function 'mevedel-agent--summarize) (lambda (&rest _) #'ignore)))
+      (should (equal (agent-test--spawn root "review code block copy" :context "summary")
+                     "/root/review-code-block-copy-3")))
+    (should (equal (agent-test--spawn root "review-code-block-copy")
+                   "/root/review-code-block-copy-4"))
+    ;; The preparing one is not listed.
+    (should (equal (mapcar (lambda (a) (plist-get a :path)) (mevedel-agent-list root))
+                   '("/root/review-code-block-copy" "/root/review-code-block-copy-2"
+                     "/root/review-code-block-copy-4")))
+    ;; Cancelling the preparation frees its path at once.
+    (mevedel-agent-cancel-preparation root "/root/review-code-block-copy-3")
+    (should (equal (agent-test--spawn root "review code block copy")
+                   "/root/review-code-block-copy-3"))))
+
+(ert-deftest mevedel-agent:children-are-created-below-their-caller ()
+  (agent-test--with-root root
+    (let* ((path (agent-test--spawn root "implementation"))
+           (child (car (agent-test--send-of path))))
+      (should (equal (agent-test--spawn child "tests") "/root/implementation/tests"))
+      ;; The child's own system text names it; the grandchild inherits it.
+      (should (string-match-p "retained agent /root/implementation, working for /root"
+                              (mevedel-chat-frozen-system child)))
+      (should (equal (mevedel-agent--path-of child) "/root/implementation")))))
+
+(ert-deftest mevedel-agent:inputs-are-validated-before-reservation ()
+  (agent-test--with-root root
+    (dolist (args '((:task_name "a")
+                    (:task_name "a" :message "  ")
+                    (:message "m")
+                    (:task_name "a" :message "m" :context "0")
+                    (:task_name "a" :message "m" :context "-3")
+                    (:task_name "a" :message "m" :context "some")
+                    (:task_name "a" :message "m" :role "nonexistent")
+                    (:task_name "a" :message "m" :working_directory "/")
+                    (:task_name "a" :message "m" :working_directory "no/such/dir")))
+      (should-error (mevedel-agent-spawn root args) :type 'user-error))
+    (should-not (mevedel-agent-list root))
+    (should-not agent-test--sends)
+    ;; A blocked initial task releases its reservation.
+    (let ((mevedel-agent-prompt-functions (list (lambda (_path _text) '(block . "no")))))
+      (should-error (agent-test--spawn root "a") :type 'user-error))
+    (should (equal (agent-test--spawn root "a") "/root/a"))))
+
+(ert-deftest mevedel-agent:a-working-directory-is-where-the-childs-tools-work ()
+  (agent-test--with-root root
+    (let* ((dir (file-name-as-directory (file-truename (mevedel-chat-root root))))
+           (sub (expand-file-name "sub/" dir))
+           (mevedel-permissions-rules (append '((allow "Bash") (allow "ApplyPatch"))
+                                              mevedel-permissions-rules)))
+      (make-directory sub)
+      (with-temp-file (expand-file-name "here.txt" sub) (insert "inside sub\n"))
+      (with-temp-file (expand-file-name "top.txt" dir) (insert "inside the root\n"))
+      (let* ((path (agent-test--spawn root "sub work" :working_directory "sub"))
+             (child (car (agent-test--send-of path))))
+        ;; Relative Read, Glob and Grep start at the child's directory.
+        (should (string-match-p "inside sub"
+                                (mevedel-test-run-tool child "Read" "r1" '(:file_path "here.txt"))))
+        (let ((glob (mevedel-test-run-tool child "Glob" "g1" '(:pattern "*.txt"))))
+          (should (string-match-p "here\\.txt" glob))
+          (should-not (string-match-p "top\\.txt" glob)))
+        (let ((grep (mevedel-test-run-tool child "Grep" "s1" '(:pattern "inside"))))
+          (should (string-match-p "here\\.txt" grep))
+          (should-not (string-match-p "top\\.txt" grep)))
+        ;; Bash runs there.
+        (should (string-match-p (regexp-quote (directory-file-name sub))
+                                (mevedel-test-run-tool child "Bash" "b1" '(:command "pwd" :description "where"))))
+        ;; ApplyPatch's relative paths are there, for the permission step too.
+        (mevedel-test-run-tool child "ApplyPatch" "p1"
+                               '(:patch "*** Begin Patch\n*** Add File: made.txt\n+made\n*** End Patch"))
+        (should (file-exists-p (expand-file-name "made.txt" sub)))
+        (should-not (file-exists-p (expand-file-name "made.txt" dir)))
+        (let ((mevedel-permissions-rules '((allow "ApplyPatch") (deny "ApplyPatch" "sub/**"))))
+          (should (string-match-p "denied"
+                                  (mevedel-test-run-tool
+                                   child "ApplyPatch" "p2"
+                                   '(:patch "*** Begin Patch\n*** Add File: no.txt\n+no\n*** End Patch")))))
+        (should-not (file-exists-p (expand-file-name "no.txt" sub)))
+        ;; Its checkpoints record the files it changes there.
+        (should (equal (mevedel-checkpoint--paths
+                        (mevedel-tool-get "ApplyPatch")
+                        '(:patch "*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch")
+                        (mevedel-chat-session child) (mevedel-chat-data-buffer child))
+                       (list (expand-file-name "x.txt" sub))))
+        ;; Its prompt says where it works; the root's calls stay at the root.
+        (should (string-match-p (regexp-quote (concat "Your working directory is " sub))
+                                (mevedel-chat-frozen-system child)))
+        (should (string-match-p (regexp-quote (concat "Working directory: " sub))
+                                (mevedel-environment--component child)))
+        (should-not (string-match-p "Working directory"
+                                    (mevedel-environment--component root)))
+        (should (string-match-p "inside the root"
+                                (mevedel-test-run-tool root "Read" "r2" '(:file_path "top.txt"))))
+        ;; A directory gone by a follow-up fails the turn; nothing falls back.
+        (agent-test--finish path 'done "worked in sub")
+        (delete-directory sub t)
+        (let ((sends (length agent-test--sends)))
+          (mevedel-agent-send root path "go on")
+          (should (= (length agent-test--sends) sends)))
+        (should (eq (plist-get (mevedel-agent-status root path) :outcome) 'failed))
+        (should (string-match-p "working directory .*sub/ no longer exists"
+                                (cdr (mevedel-agent-result root path))))))))
+
+(ert-deftest mevedel-agent:paths-resolve-strictly ()
+  (agent-test--with-root root
+    (let* ((tree (mevedel-agent--tree-of (mevedel-chat-session root)))
+           (path (agent-test--spawn root "explore"))
+           (child (car (agent-test--send-of path))))
+      (agent-test--spawn child "deep")
+      (should (equal (mevedel-agent-handle-path (mevedel-agent-resolve-path tree "/root" "explore"))
+                     "/root/explore"))
+      (should (equal (mevedel-agent-handle-path
+                      (mevedel-agent-resolve-path tree "/root/explore" "deep"))
+                     "/root/explore/deep"))
+      (should-not (mevedel-agent-resolve-path tree "/root/explore" "/root"))
+      (dolist (bad '("/root/Explore" "/root//x" "/other/x" "/root/explore/" "explore deep"))
+        (should-error (mevedel-agent-resolve-path tree "/root" bad) :type 'user-error))
+      ;; An unknown path, and a storage-id-like string, are unknown.
+      (should-error (mevedel-agent-resolve-path tree "/root" "/root/nobody") :type 'user-error)
+      (should-error (mevedel-agent-resolve-path tree "/root" "4f3a9c") :type 'user-error))))
+
+(ert-deftest mevedel-agent:frozen-configuration-is-a-closed-schema ()
+  (let ((good (cl-loop for key in mevedel-agent-config-keys append (list key nil))))
+    (should (eq (mevedel-agent-check-config good) good))
+    (should-error (mevedel-agent-check-config (append good '(:extra 1))))
+    (should-error (mevedel-agent-check-config (append good '(:model x))))
+    (should-error (mevedel-agent-check-config (cddr good)))
+    (should-error (mevedel-agent-check-config '(:backend)))))
+
+(ert-deftest mevedel-agent:follow-ups-keep-the-frozen-configuration ()
+  (agent-test--with-root root
+    (let* ((path (agent-test--spawn root "frozen"))
+           (child (car (agent-test--send-of path)))
+           (system (mevedel-chat-frozen-system child)))
+      (agent-test--finish path 'done "first answer")
+      (let ((mevedel-prompt-identity "A different prompt now."))
+        (setf (mevedel-chat-model root) 'other)
+        (should (eq (mevedel-agent-send root path "again") 'started)))
+      (should (eq (car (agent-test--send-of path)) child))
+      (should (equal (mevedel-chat-frozen-system child) system))
+      (should (eq (mevedel-chat-model child) 'm)))))
+
+;;;; What other features see of agents
+
+(ert-deftest mevedel-agent:tasks-and-cards-know-the-calling-agent ()
+  (agent-test--with-root root
+    (let* ((path (agent-test--spawn root "owner"))
+           (child (car (agent-test--send-of path)))
+           (session (mevedel-chat-session root))
+           (context (list :data-buffer (mevedel-chat-data-buffer child) :session session)))
+      (should (equal (mevedel-agent-caller-path context) path))
+      (should (equal (mevedel-agent-caller-path
+                      (list :data-buffer (mevedel-chat-data-buffer root) :session session))
+                     "/root"))
+      (should (mevedel-agent-known-p session path))
+      (should (mevedel-agent-known-p session "/root"))
+      (should-not (mevedel-agent-known-p session "/root/nobody"))
+      (should (equal (car (mevedel-agent-requester context)) path))
+      (should-not (mevedel-agent-requester (list :data-buffer (mevedel-chat-data-buffer root)
+                                                 :session session)))
+      ;; The agent's own task is completed when its turn succeeds.
+      (mevedel-tasks-write session path '(:tasks [(:subject "look around" :status "in_progress")]))
+      (should (mevedel-tasks-open-p (car (mevedel-tasks-list session))))
+      (agent-test--finish path 'done "all seen")
+      (should-not (mevedel-tasks-open-p (car (mevedel-tasks-list session)))))))
+
+(ert-deftest mevedel-agent:only-the-root-proposes-plans ()
+  "A child's ProposePlan is refused: approving would end the session's Plan."
+  (agent-test--with-root root
+    (let ((session (mevedel-chat-session root)))
+      (mevedel-plan-enter session)
+      (let* ((path (agent-test--spawn root "planner"))
+             (child (car (agent-test--send-of path))))
+        (mevedel-chat-set-prompter root (lambda (&rest _) (error "No card expected")))
+        (should (string-match-p "only the main conversation proposes plans"
+                                (mevedel-test-run-tool child "ProposePlan" "pp1"
+                                                       (list :plan "1. Do it"))))
+        (should-not (mevedel-interaction-list root))
+        (should-not (mevedel-interaction-list child))
+        (should (mevedel-plan-active-p session))))))
+
+(defun agent-test--verdict (chat tool args)
+  "Return the Plan boundary's verdict on CHAT's call of TOOL with ARGS."
+  (let ((session (mevedel-chat-session chat)))
+    (mevedel-plan-restriction (list :tool (mevedel-tool-get tool) :args args
+                                    :data-buffer (mevedel-chat-data-buffer chat) :session session)
+                              session)))
+
+(ert-deftest mevedel-agent:read-only-roles-and-plan-spawns-stay-read-only ()
+  (agent-test--with-root root
+    (let* ((patch "*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch")
+           (verifier (car (agent-test--send-of
+                           (agent-test--spawn root "check" :role "verifier"))))
+           (worker (car (agent-test--send-of
+                         (agent-test--spawn root "build" :role "worker")))))
+      ;; A read-only role edits nothing, through any path; it reads.
+      (should (string-match-p "role is read-only"
+                              (cdr (agent-test--verdict verifier "ApplyPatch"
+                                                                (list :patch patch)))))
+      (should (eq (car (agent-test--verdict verifier "Eval" '(:form "1"))) 'deny))
+      (should-not (agent-test--verdict verifier "Read" '(:file_path "x.txt")))
+      ;; A worker is left to the usual decision; so is the root.
+      (should-not (agent-test--verdict worker "ApplyPatch" (list :patch patch)))
+      (should-not (agent-test--verdict root "ApplyPatch" (list :patch patch)))
+      ;; A child spawned under Plan keeps Plan's boundary after the root leaves it.
+      (mevedel-plan-enter (mevedel-chat-session root))
+      (let ((planner (car (agent-test--send-of
+                           (agent-test--spawn root "plan it" :role "worker")))))
+        (mevedel-plan-leave (mevedel-chat-session root))
+        (should (string-match-p "Plan mode"
+                                (cdr (agent-test--verdict planner "ApplyPatch"
+                                                                  (list :patch patch)))))
+        (should-not (agent-test--verdict root "ApplyPatch" (list :patch patch)))))))
+
+(defun agent-test--start-hook (seen)
+  "Return a SubagentStart hook function recording into the cons SEEN."
+  (lambda (input)
+    (push (list 'start (plist-get input :agent_id) (plist-get input :agent_type)) (car seen))
+    "Use the project's own test runner."))
+
+(defun agent-test--stop-hook (seen)
+  "Return a SubagentStop hook function recording into the cons SEEN.
+It blocks the first stop of a turn, not one a stop hook caused."
+  (lambda (input)
+    (push (list 'stop (plist-get input :stop_hook_active) (plist-get input :last_assistant_message))
+          (car seen))
+    (unless (eq (plist-get input :stop_hook_active) t)
+      '(:decision "block" :reason "Run the tests too."))))
+
+(ert-deftest mevedel-agent:subagent-hooks-add-context-and-send-an-agent-on ()
+  (agent-test--with-root root
+    (let* ((seen (list nil))
+           (mevedel-hooks `((SubagentStart (:function ,(agent-test--start-hook seen)))
+                            (SubagentStop (:function ,(agent-test--stop-hook seen)))))
+           (path (agent-test--spawn root "tester" :role "worker"))
+           (child (car (agent-test--send-of path))))
+      (should (equal (car (last (car seen))) (list 'start path "worker")))
+      (should (string-search "[SubagentStart hook context]\nUse the project's own test runner."
+                             (with-current-buffer (mevedel-chat-data-buffer child) (buffer-string))))
+      ;; The first stop is blocked: the agent goes on with the reason.
+      (agent-test--finish path 'done "first report")
+      (should (equal (nth 1 (agent-test--send-of path)) "Run the tests too."))
+      (should (equal (car (car seen)) '(stop :json-false "first report")))
+      ;; The second stop, with stop_hook_active, lets it stop.
+      (agent-test--finish path 'done "tests pass")
+      (should (equal (car (car seen)) '(stop t "tests pass")))
+      (should-not (agent-test--send-of path)))))
+
+;;;; Capacity and settlement
+
+(ert-deftest mevedel-agent:capacity-is-ten-and-the-rest-wait-in-order ()
+  (agent-test--with-root root
+    (let ((paths (cl-loop for n from 1 to 12
+                          collect (agent-test--spawn root (format "job %d" n)))))
+      (should (= (length agent-test--sends) 10))
+      (should (equal (mapcar (lambda (p) (plist-get (mevedel-agent-status root p) :status))
+                             (last paths 2))
+                     '(waiting waiting)))
+      ;; A settlement frees a slot: the oldest waiting turn starts.
+      (agent-test--finish (nth 3 paths) 'done "four")
+      (should (eq (plist-get (mevedel-agent-status root (nth 10 paths)) :status) 'running))
+      (should (eq (plist-get (mevedel-agent-status root (nth 11 paths)) :status) 'waiting))
+      ;; A failed turn frees its slot too.
+      (agent-test--finish (nth 0 paths) 'error)
+      (should (eq (plist-get (mevedel-agent-status root (nth 11 paths)) :status) 'running))
+      (should (= (length agent-test--sends) 10))
+      (should (equal (mapcar (lambda (m) (list (plist-get m :sender) (plist-get m :kind)))
+                             (agent-test--mail root "/root"))
+                     `((,(nth 3 paths) "RESULT") (,(nth 0 paths) "RESULT")))))))
+
+(ert-deftest mevedel-agent:a-settlement-publishes-the-payload-before-the-preview ()
+  (agent-test--with-root root
+    (let* ((path (agent-test--spawn root "big"))
+           (answer (make-string (+ mevedel-agent-result-preview 100) ?a))
+           (seen nil))
+      (setq mevedel-agent-stop-functions
+            (list (lambda (p outcome payload)
+                    ;; By now the handle holds the complete payload.
+                    (push (list p outcome (length payload)
+                                (cdr (mevedel-agent-result root p)))
+                          seen))))
+      (should-error (mevedel-agent-result root path) :type 'user-error)
+      (agent-test--finish path 'done answer)
+      (should (equal (car (car seen)) path))
+      (should (eq (nth 1 (car seen)) 'completed))
+      (should (equal (mevedel-agent-result root path) (cons 'completed answer)))
+      (let ((record (car (agent-test--mail root "/root"))))
+        (should (< (length (plist-get record :payload)) (length answer)))
+        (should (equal (plist-get record :attrs) '(("outcome" "completed"))))))))
+
+(ert-deftest mevedel-agent:a-workflow-consumed-result-is-not-mail-for-the-root ()
+  (agent-test--with-root root
+    (let* ((seen nil)
+           (wakes nil)
+           (key (mevedel-session-id (mevedel-chat-session root)))
+           (results (lambda (sender)
+                      (cl-remove-if-not (lambda (m) (and (equal (plist-get m :sender) sender)
+                                                         (equal (plist-get m :kind) "RESULT")))
+                                        (agent-test--mail root "/root")))))
+      (cl-letf (((symbol-function 'mevedel-mailbox--note-wake)
+                 (lambda (session ids) (when (equal session key) (push ids wakes)))))
+        ;; A consumer that returns takes the RESULT: no mail, no wake.
+        (let ((path (mevedel-agent-spawn root '(:task_name "review" :message "look")
+                                         (lambda (p outcome payload)
+                                           (push (list p outcome payload) seen)))))
+          (agent-test--finish path 'done "the findings")
+          (should (equal seen `((,path completed "the findings"))))
+          (should-not (funcall results path))
+          (should-not wakes))
+        ;; A consumer that fails leaves it for ordinary delivery.
+        (let ((path (mevedel-agent-spawn root '(:task_name "verify" :message "check")
+                                         (lambda (&rest _) (error "Handler broke")))))
+          (let ((warning-minimum-log-level :emergency))
+            (agent-test--finish path 'done "VERDICT: PASS"))
+          (should (= (length (funcall results path)) 1))
+          (should (= (length wakes) 1)))
+        ;; Without a consumer the RESULT is mail, as ever.
+        (let ((path (agent-test--spawn root "plain")))
+          (agent-test--finish path 'done "report")
+          (should (= (length (funcall results path)) 1))
+          (should (= (length wakes) 2)))))))
+
+(ert-deftest mevedel-agent:interrupt-during-settlement-settles-once ()
+  (agent-test--with-root root
+    (let* ((path (agent-test--spawn root "racer"))
+           (interrupted nil))
+      ;; The interrupt arrives while the completion settles.
+      (setq mevedel-agent-stop-functions
+            (list (lambda (p _outcome _payload)
+                    (push (mevedel-agent-interrupt root p) interrupted))))
+      (agent-test--finish path 'done "the answer")
+      (should (equal interrupted '(idle)))
+      (let ((results (agent-test--mail root "/root")))
+        (should (= (length results) 1))
+        (should (equal (plist-get (car results) :attrs) '(("outcome" "completed"))))))))
+
+(ert-deftest mevedel-agent:interrupt-yields-one-interrupted-result-and-keeps-the-agent ()
+  (agent-test--with-root root
+    (let* ((path (agent-test--spawn root "long"))
+           (child (car (agent-test--send-of path)))
+           (grandchild (agent-test--spawn child "sub"))
+           (ends 0))
+      (setq mevedel-agent-stop-functions (list (lambda (&rest _) (cl-incf ends))))
+      (should-error (mevedel-agent-interrupt root "/root") :type 'user-error)
+      (should-error (mevedel-agent-interrupt child path) :type 'user-error)
+      (should (eq (mevedel-agent-interrupt root path) 'running))
+      ;; The chat's own end (its abort) comes late and is ignored.
+      (agent-test--finish path 'abort)
+      (should (= ends 1))
+      (let ((results (agent-test--mail root "/root")))
+        (should (= (length results) 1))
+        (should (equal (plist-get (car results) :attrs) '(("outcome" "interrupted"))))
+        (should (string-prefix-p "Interrupted: interrupted." (plist-get (car results) :payload))))
+      ;; Not recursive; identity kept; a follow-up continues it.
+      (should (eq (plist-get (mevedel-agent-status root grandchild) :status) 'running))
+      (should (eq (mevedel-agent-interrupt root path) 'idle))
+      (should (eq (mevedel-agent-send root path "go on") 'started))
+      (should (eq (car (agent-test--send-of path)) child)))))
+
+(ert-deftest mevedel-agent:a-waiting-turn-interrupted-settles-without-starting ()
+  (agent-test--with-root root
+    (let ((mevedel-agent-capacity 1))
+      (agent-test--spawn root "one")
+      (let ((second (agent-test--spawn root "two")))
+        (should (eq (plist-get (mevedel-agent-status root second) :status) 'waiting))
+        (should (eq (mevedel-agent-interrupt root second) 'waiting))
+        (should (eq (plist-get (mevedel-agent-status root second) :status) 'idle))
+        (should (eq (plist-get (mevedel-agent-status root second) :outcome) 'interrupted))
+        (agent-test--finish "/root/one" 'done "x")
+        ;; Nothing started for it.
+        (should-not agent-test--sends)))))
+
+;;;; Mail and waiting
+
+(ert-deftest mevedel-agent:unread-completions-go-to-the-spawn-parent-after-the-answer ()
+  (agent-test--with-root root
+    (let* ((a (agent-test--spawn root "runner"))
+           (store (mevedel-session-store-handle (mevedel-chat-session root))))
+      (mevedel-core-mailbox-post store a "EXECUTION" "late output\n" "x1"
+                                 '(("execution_id" "x1") ("outcome" "success")))
+      (agent-test--finish a 'done "answer")
+      (should-not (agent-test--mail root a))
+      (should (equal (mapcar (lambda (m) (list (plist-get m :kind) (plist-get m :sender)
+                                               (plist-get m :payload)))
+                             (agent-test--mail root "/root"))
+                     `(("RESULT" ,a "answer") ("EXECUTION" ,a "late output\n")))))))
+
+(ert-deftest mevedel-agent:send-starts-queues-or-waits ()
+  (agent-test--with-root root
+    (let* ((mevedel-agent-capacity 1)
+           (a (agent-test--spawn root "a"))
+           (child (car (agent-test--send-of a))))
+      ;; Active recipient: one MAIL record.
+      (should (eq (mevedel-agent-send root a "hello a") 'queued))
+      (should (equal (mapcar (lambda (m) (list (plist-get m :kind) (plist-get m :sender)
+                                               (plist-get m :payload)))
+                             (agent-test--mail root a))
+                     '(("MAIL" "/root" "hello a"))))
+      ;; Self-mail is queued and starts nothing.
+      (should (eq (mevedel-agent-send child a "note to self") 'queued))
+      ;; Mail to /root from a child.
+      (should (eq (mevedel-agent-send child "/root" "hi root") 'queued))
+      (should (equal (plist-get (car (agent-test--mail root "/root")) :sender) a))
+      ;; An idle child at capacity waits for a slot.
+      (agent-test--finish a 'done "done")
+      (let ((b (agent-test--spawn root "b")))
+        (should (eq (mevedel-agent-send root a "more") 'waiting))
+        (agent-test--finish b 'done "b done")
+        (should (equal (cadr (agent-test--send-of a)) "more"))))))
+
+(ert-deftest mevedel-agent:mail-drains-before-each-sample-in-order ()
+  (agent-test--with-root root
+    (let* ((a (agent-test--spawn root "a"))
+           (child (car (agent-test--send-of a))))
+      (mevedel-agent-send root a "first")
+      (mevedel-agent-send root a "second")
+      (let ((blocks (mevedel-test-drain-mail child)))
+        (should (= (length blocks) 2))
+        (should (string-match-p "\\`<agent-message type=\"MAIL\" sender=\"/root\" recipient=\"/root/a\">\nfirst\n" (car blocks)))
+        (should (string-match-p "second" (cadr blocks))))
+      (should-not (agent-test--mail root a))
+      (should-not (mevedel-mailbox-chat-continuation-mail child)))))
+
+(ert-deftest mevedel-agent:drained-mail-stays-unread-until-saved ()
+  (agent-test--with-root root
+    (let* ((a (agent-test--spawn root "a"))
+           (child (car (agent-test--send-of a))))
+      (mevedel-agent-send root a "first")
+      ;; Drained, not yet in the conversation: still unread.
+      (should (= 1 (length (mevedel-mailbox-chat-continuation-mail child))))
+      (should (= 1 (length (agent-test--mail root a))))
+      ;; In the conversation, its save queued: read, and delivered once
+      ;; the save is written.
+      (let ((written nil))
+        (cl-letf* ((deliver-after (symbol-function 'mevedel-core-mailbox-deliver-after))
+                   ((symbol-function 'mevedel-core-mailbox-deliver-after)
+                    (lambda (conversation mailbox ids)
+                      (push conversation written)
+                      (funcall deliver-after conversation mailbox ids))))
+          (should (= 1 (length (mevedel-test-drain-mail child)))))
+        (should (equal written (list (mevedel-chat-store child)))))
+      (should-not (agent-test--mail root a))
+      (mevedel-core-store-flush (mevedel-chat-store child))
+      (should-not (agent-test--mail root a))
+      (should-not (mevedel-test-drain-mail child)))))
+
+(ert-deftest mevedel-agent:wait-wakes-on-mail-once-and-clamps ()
+  (agent-test--with-root root
+    (let* ((a (agent-test--spawn root "a"))
+           (tree (mevedel-agent--tree-of (mevedel-chat-session root)))
+           (woken nil))
+      (mevedel-agent-wait root 5 (lambda (reason)
+                                   ;; Released before the callback runs.
+                                   (push (list reason (gethash "/root" (mevedel-agent--tree-waits
+                                                                         tree)))
+                                         woken)))
+      ;; 5 ms is clamped to the 10 s minimum.
+      (let ((timer (nth 1 (gethash "/root" (mevedel-agent--tree-waits tree)))))
+        (should (> (float-time (time-subtract (timer--time timer) nil)) 9)))
+      (agent-test--finish a 'done "result")
+      (should (equal woken (list (list (format "mail from %s" a) nil))))
+      ;; The RESULT is still unread: another wait returns at once.
+      (let ((again nil))
+        (mevedel-agent-wait root nil (lambda (reason) (setq again reason)))
+        (should (equal again (format "mail from %s" a))))
+      ;; User input in the waiting chat wakes it too.
+      (mevedel-core-mailbox-deliver (mevedel-session-store-handle (mevedel-chat-session root))
+                                    (mapcar (lambda (m) (plist-get m :id))
+                                            (agent-test--mail root "/root")))
+      (let ((steered nil))
+        (mevedel-agent-wait root nil (lambda (reason) (setq steered reason)))
+        (mevedel-chat-queue root "look at this")
+        (should (equal steered "the user sent a message"))))))
+
+(ert-deftest mevedel-agent:a-result-to-an-idle-child-parent-starts-its-turn ()
+  (agent-test--with-root root
+    (let* ((a (agent-test--spawn root "a"))
+           (child (car (agent-test--send-of a)))
+           (sub (agent-test--spawn child "sub")))
+      (agent-test--finish a 'done "a waits")
+      (agent-test--finish sub 'done "sub result")
+      (should (equal (cadr (agent-test--send-of a)) mevedel-mailbox-wake-prompt)))))
+
+;;;; Resources
+
+(ert-deftest mevedel-agent:agent-and-history-addresses-read-without-changing-state ()
+  (agent-test--with-root root
+    (let* ((session (mevedel-chat-session root))
+           (a (agent-test--spawn root "json result"))
+           (b (agent-test--spawn root "busy")))
+      (should (string-match-p "agent://root/json-result  default  running"
+                              (cdar (mevedel-history-agent-documents "agent://" session))))
+      (should-error (mevedel-history-agent-documents "agent://root/json-result" session)
+                    :type 'mevedel-core-resource-error)
+      (agent-test--finish a 'done "{\"findings\": [{\"title\": \"x/y\"}], \"ok\": true}")
+      (let ((mail (length (agent-test--mail root "/root"))))
+        (should (equal (cdar (mevedel-history-agent-documents "agent://root/json-result" session))
+                       "{\"findings\": [{\"title\": \"x/y\"}], \"ok\": true}"))
+        (should (equal (cdar (mevedel-history-agent-documents
+                              "agent://root/json-result#/findings/0/title" session))
+                       "x/y"))
+        (should-error (mevedel-history-agent-documents "agent://root/json-result#/nope" session)
+                      :type 'mevedel-core-resource-error)
+        (should-error (mevedel-history-agent-documents "agent://root/nobody" session)
+                      :type 'mevedel-core-resource-error)
+        ;; history://root/PATH is the agent's own transcript.
+        (let ((text (cdar (mevedel-history-documents "history://root/json-result" session "Read"))))
+          (should (string-match-p "Task of json result" text))
+          (should (string-match-p "findings" text)))
+        (should (string-match-p "Task of busy"
+                                (cdar (mevedel-history-documents "history://root/busy" session
+                                                                 "Grep"))))
+        ;; Reading changed nothing.
+        (should (= mail (length (agent-test--mail root "/root"))))
+        (should (eq (plist-get (mevedel-agent-status root b) :status) 'running))))))
+
+;;;; Saved with the session
+
+(ert-deftest mevedel-agent:the-registry-is-saved-and-resumed-interrupted ()
+  (agent-test--with-root root
+    (let* ((session (mevedel-chat-session root))
+           (id (mevedel-session-id session))
+           (dir (mevedel-chat-root root))
+           (done (agent-test--spawn root "finished"))
+           (busy (agent-test--spawn root "busy")))
+      (agent-test--finish done 'done "the finished report")
+      (mevedel-agent-send root busy "unread mail for busy")
+      (let ((unread (length (agent-test--mail root busy))))
+        ;; The session goes as Emacs would at a crash: nothing settles.
+        (kill-buffer (mevedel-chat-data-buffer root))
+        (let ((again (mevedel-chat-get-create dir id)))
+          (unwind-protect
+              (progn
+                (should (equal (mapcar (lambda (a) (list (plist-get a :path) (plist-get a :status)
+                                                         (plist-get a :outcome)))
+                                       (mevedel-agent-list again))
+                               `((,busy idle interrupted) (,done idle completed))))
+                (should (equal (mevedel-agent-result again done) '(completed . "the finished report")))
+                ;; The turn that was running reports interrupted, once.
+                (let ((results (cl-remove-if-not
+                                (lambda (m) (equal (plist-get m :sender) busy))
+                                (agent-test--mail again "/root"))))
+                  (should (= (length results) 1))
+                  (should (equal (plist-get (car results) :attrs) '(("outcome" "interrupted")))))
+                ;; Unread mail is intact; no conversation was loaded.
+                (should (= (length (agent-test--mail again busy)) unread))
+                ;; The first use loads that one conversation, and
+                ;; continues it with the frozen configuration.
+                (let ((buffer (mevedel-agent-conversation again done)))
+                  (should (string-match-p "the finished report"
+                                          (with-current-buffer buffer (buffer-string))))
+                  (should (string-match-p "retained agent /root/finished"
+                                          (mevedel-chat-frozen-system
+                                           (mevedel-chat-of-buffer buffer))))
+                  (should (eq (mevedel-agent-send again done "go on") 'started))
+                  (should (eq (car (agent-test--send-of done))
+                              (mevedel-chat-of-buffer buffer))))
+                ;; A new agent still gets the next free name.
+                (should (equal (agent-test--spawn again "busy") "/root/busy-2")))
+            (kill-buffer (mevedel-chat-data-buffer again))))))))
+
+(ert-deftest mevedel-agent:saved-records-are-a-closed-schema ()
+  (let* ((config (cl-loop for key in mevedel-agent-config-keys append (list key nil)))
+         (good (list :path "/root/a" :parent "/root" :role nil
+                     :role-flags '(:read-only nil :verdict nil) :plan-stamp '(:plan sticky)
+                     :config config :status 'idle
+                     :outcome 'completed :payload "x" :verdict nil :tool-calls 0)))
+    (setq good (append good '(:transcript "agents/root.a.sqlite")))
+    (should (eq (mevedel-agent-check-record good) good))
+    (should-error (mevedel-agent-check-record (plist-put (copy-sequence good) :plan-stamp '(:plan x))))
+    (should-error (mevedel-agent-check-record (append good '(:extra 1))))
+    (should-error (mevedel-agent-check-record (append good '(:path "/root/b"))))
+    (should-error (mevedel-agent-check-record (cddr good)))
+    (should-error (mevedel-agent-check-record (plist-put (copy-sequence good) :path "root/a")))
+    (should-error (mevedel-agent-check-record
+                   (plist-put (copy-sequence good) :config (append config '(:x 1)))))))
+
+;;;; Plan stamps and the implementation override across agents
+
+(defun agent-test--mode-verdict (chat patch)
+  "Return the permission verdict on CHAT's ApplyPatch of PATCH."
+  (let ((session (mevedel-chat-session chat)))
+    (mevedel-permissions-decide-call (list :tool (mevedel-tool-get "ApplyPatch")
+                                           :args (list :patch patch)
+                                           :data-buffer (mevedel-chat-data-buffer chat)
+                                           :session session)
+                                     session)))
+
+(ert-deftest mevedel-agent:approve-with-edits-child-inherits-override ()
+  (agent-test--with-root root
+    (let ((patch "*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch")
+          child grandchild)
+      ;; The implementation turn of a plan approved with edits spawns a child.
+      (mevedel-test-in-turn root (list :id "impl" :mode-override 'edits)
+        (let ((path (agent-test--spawn root "build" :role "worker")))
+          (setq child (car (agent-test--send-of path)))
+          (should (eq (agent-test--mode-verdict child patch) 'allow))))
+      ;; The override stays with the child's invocation after the root
+      ;; turn ended, and reaches what it spawns.
+      (should (eq (agent-test--mode-verdict root patch) 'ask))
+      (should (eq (agent-test--mode-verdict child patch) 'allow))
+      (setq grandchild (car (agent-test--send-of
+                             (agent-test--spawn child "part" :role "worker"))))
+      (should (eq (agent-test--mode-verdict grandchild patch) 'allow))
+      ;; It ends with that invocation: a later follow-up has the session's mode.
+      (agent-test--finish "/root/build" 'done "built")
+      (should (eq (mevedel-agent-send root "/root/build" "more") 'started))
+      (should (eq (agent-test--mode-verdict child patch) 'ask))
+      (should (eq (mevedel-permissions-session-mode (mevedel-chat-session root)) 'ask)))))
+
+(ert-deftest mevedel-agent:plan-turns-direct-only-plan-turns ()
+  (agent-test--with-root root
+    (let* ((patch "*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch")
+           (session (mevedel-chat-session root))
+           (plain (agent-test--spawn root "plain" :role "worker"))
+           (plain-chat (car (agent-test--send-of plain)))
+           (sticky (list :id "plan" :plan-stamp (mevedel-plan-make-stamp 'sticky))))
+      (mevedel-test-in-turn root sticky
+        (let ((planner (agent-test--spawn root "planner" :role "worker")))
+          ;; A running turn without a stamp cannot be directed from Plan.
           (should (string-match-p
-                   "\\`<agent-message type=\"EXECUTION\" sender=\"/root\" recipient=\"/root\" execution_id=\"x[0-9a-f]+\" description=\"job 1\" command=\"sleep 0.4; echo job 1\" termination=\"exit\" outcome=\"success\" exit_code=\"0\">\njob 1\n</agent-message>\\'"
-                   (car blocks)))
-          (should-not (agent-test--take store session))
-          (should-not (gethash session mevedel-agent--pending-wakes))
-          (mevedel-core-store-close store))))))
+                   "/root/plain is running a turn that is not in Plan mode"
+                   (cadr (should-error (mevedel-agent-send root plain "edit it")
+                                       :type 'user-error))))
+          (should-not (agent-test--mail root plain))
+          ;; A stamped one can, and the record names the stamp.
+          (should (eq (mevedel-agent-send root planner "look at b") 'queued))
+          (should (equal (plist-get (car (agent-test--mail root planner)) :attrs)
+                         '(("plan" "sticky"))))
+          ;; An idle agent started from Plan starts a Plan turn.
+          (agent-test--finish plain 'done "done")
+          (should (eq (mevedel-agent-send root plain "now plan") 'started))
+          (should (string-match-p "Plan mode" (cdr (agent-test--verdict
+                                                    plain-chat "ApplyPatch" (list :patch patch)))))
+          ;; Mail from Plan to it stays unread when that turn ends...
+          (should (eq (mevedel-agent-send root plain "one more thing") 'queued))
+          (agent-test--finish plain 'done "planned")))
+      ;; ...and stamps the ordinary follow-up that reads it first.
+      (should (eq (mevedel-agent-send root plain "go on") 'started))
+      (should (string-match-p "Plan mode" (cdr (agent-test--verdict
+                                                plain-chat "ApplyPatch" (list :patch patch)))))
+      (mevedel-test-drain-mail plain-chat)
+      (agent-test--finish plain 'done "read")
+      ;; With no Plan mail left, an ordinary follow-up is ordinary.
+      (should (eq (mevedel-agent-send root plain "edit now") 'started))
+      (should-not (agent-test--verdict plain-chat "ApplyPatch" (list :patch patch)))
+      (agent-test--finish plain 'done "edited")
+      ;; A turn starting while the session is in sticky Plan is a Plan
+      ;; turn, even without a caller (a result waking its parent).
+      (let ((sub (agent-test--spawn plain-chat "sub")))
+        (mevedel-agent-send root plain "wait for sub")
+        (agent-test--finish plain 'done "waiting")
+        (mevedel-plan-enter session)
+        (agent-test--finish sub 'done "sub result")
+        (should (equal (cadr (agent-test--send-of plain)) mevedel-mailbox-wake-prompt))
+        (mevedel-plan-leave session)
+        (should (string-match-p "Plan mode" (cdr (agent-test--verdict
+                                                  plain-chat "ApplyPatch" (list :patch patch)))))))))
 
-(ert-deftest mevedel-agent:stop-and-poll-do-not-wake ()
-  (agent-test--with-mailbox (db session)
-    (let ((woken nil))
-      (cl-letf (((symbol-function 'mevedel-agent--wake) (lambda (key) (push key woken) t))
-                ((symbol-function 'mevedel-agent--idle-p) (lambda (_key) t)))
-        (let* ((a (agent-test--call #'mevedel-tool-exec-bash
-                                    '(:command "sleep 20" :description "to stop"
-                                               :yield_time_ms 250)))
-               (id (plist-get (plist-get a :render-data) :execution-id)))
-          (agent-test--call #'mevedel-tool-exec-stop-execution (list :execution_id id)))
-        ;; The user's stop mails the result but does not wake.
-        (let* ((a (agent-test--call #'mevedel-tool-exec-bash
-                                    '(:command "sleep 20" :description "user stop"
-                                               :yield_time_ms 250)))
-               (id (plist-get (plist-get a :render-data) :execution-id)))
-          (should (mevedel-core-exec-stop-by-user session id))
-          (mevedel-test-wait-until (null (mevedel-core-exec-list session)) 10))
-        (accept-process-output nil 0.5)
-        (should-not woken)
-        (let ((store (mevedel-core-store-open db)))
-          (should (= (length (agent-test--take store session)) 1))
-          (mevedel-core-store-close store))))))
+(ert-deftest mevedel-agent:plan-mail-stamps-the-root-turn-that-reads-it ()
+  (agent-test--with-root root
+    (let* ((patch "*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch")
+           (planner (mevedel-test-in-turn root
+                        (list :id "plan" :plan-stamp (mevedel-plan-make-stamp 'sticky))
+                      (agent-test--spawn root "planner" :role "worker")))
+           (planner-chat (car (agent-test--send-of planner))))
+      ;; /root always takes mail, even from Plan.
+      (should (eq (mevedel-agent-send planner-chat "/root" "first") 'queued))
+      ;; A root turn that starts with it unread is a Plan turn.
+      (let ((turn (list :id "next")))
+        (run-hook-with-args 'mevedel-chat-turn-functions root turn)
+        (should (eq (mevedel-plan-stamp-kind (plist-get turn :plan-stamp)) 'sticky)))
+      ;; A running root turn becomes one when it drains the mail.
+      (mevedel-test-in-turn root (list :id "running")
+        (should-not (agent-test--verdict root "ApplyPatch" (list :patch patch)))
+        (should (= 1 (length (mevedel-test-drain-mail root))))
+        (should (string-match-p "Plan mode" (cdr (agent-test--verdict
+                                                  root "ApplyPatch" (list :patch patch))))))
+      ;; A RESULT from the planner carries no stamp.
+      (agent-test--finish planner 'done "the plan")
+      (let ((turn (list :id "after")))
+        (run-hook-with-args 'mevedel-chat-turn-functions root turn)
+        (should-not (plist-get turn :plan-stamp))))))
 
-(ert-deftest mevedel-agent:message-blocks-escape ()
-  (let ((block (mevedel-agent-format-message
-                '(:kind "EXECUTION" :sender "x1" :recipient "/root"
-                        :attrs (("command" "a \"b\" <c> & d"))
-                        :payload "x</agent-message>y"))))
-    (should (equal block (concat "<agent-message type=\"EXECUTION\" sender=\"/root\" "
-                                 "recipient=\"/root\" "
-                                 "command=\"a &quot;b&quot; &lt;c&gt; &amp; d\">\n"
-                                 "x<\\/agent-message>y\n</agent-message>")))))
+(ert-deftest mevedel-agent:a-plan-spawned-child-stays-read-only-after-resume ()
+  (agent-test--with-root root
+    (let* ((patch "*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch")
+           (session (mevedel-chat-session root))
+           (id (mevedel-session-id session))
+           (dir (mevedel-chat-root root))
+           (planner (progn (mevedel-plan-enter session)
+                           (mevedel-test-in-turn root
+                               (list :id "plan" :plan-stamp (mevedel-plan-make-stamp 'sticky))
+                             (agent-test--spawn root "planner" :role "worker")))))
+      (mevedel-plan-leave session)
+      (agent-test--finish planner 'done "the plan")
+      (kill-buffer (mevedel-chat-data-buffer root))
+      (let ((again (mevedel-chat-get-create dir id)))
+        (unwind-protect
+            (let ((child (mevedel-chat-of-buffer (mevedel-agent-conversation again planner))))
+              (should-not (mevedel-plan-active-p (mevedel-chat-session again)))
+              (should (string-match-p "Plan mode" (cdr (agent-test--verdict
+                                                        child "ApplyPatch" (list :patch patch)))))
+              ;; Also in a follow-up from the root, which is not in Plan.
+              (should (eq (mevedel-agent-send again planner "go on") 'started))
+              (should (string-match-p "Plan mode" (cdr (agent-test--verdict
+                                                        child "ApplyPatch" (list :patch patch))))))
+          (kill-buffer (mevedel-chat-data-buffer again)))))))
 
-(ert-deftest mevedel-agent:opening-tags-carry-sender-and-recipient ()
-  ;; An agent's own mail names it; an execution's record names the
-  ;; execution's owner, its recipient, as the sender.
-  (should (string-prefix-p
-           "<agent-message type=\"MAIL\" sender=\"/root/explorer\" recipient=\"/root\">\n"
-           (mevedel-agent-format-message
-            '(:kind "MAIL" :sender "/root/explorer" :recipient "/root" :payload "hi"))))
-  (should (string-prefix-p
-           "<agent-message type=\"MONITOR\" sender=\"/root\" recipient=\"/root\" execution_id=\"x9\" description=\"tail\">\n"
-           (mevedel-agent-format-message
-            '(:kind "MONITOR" :sender "x9" :recipient "/root"
-                    :attrs (("execution_id" "x9") ("description" "tail")) :payload "line")))))
+(ert-deftest mevedel-agent:resumed-agents-keep-their-plan-stamps-and-verdicts ()
+  (agent-test--with-root root
+    (let* ((session (mevedel-chat-session root))
+           (id (mevedel-session-id session))
+           (dir (mevedel-chat-root root))
+           (patch "*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch")
+           (checker (agent-test--spawn root "check" :role "verifier"))
+           (planner (progn (mevedel-plan-enter session)
+                           (prog1 (agent-test--spawn root "plan it" :role "worker")
+                             (mevedel-plan-leave session))))
+           (builder (agent-test--spawn root "build" :role "worker")))
+      (agent-test--finish checker 'done "Probed it.\nVERDICT: FAIL")
+      ;; The RESULT names the verdict it parsed.
+      (should (equal (plist-get (cl-find checker (agent-test--mail root "/root")
+                                         :key (lambda (m) (plist-get m :sender)) :test #'equal)
+                                :attrs)
+                     '(("outcome" "completed") ("verdict" "FAIL"))))
+      (dolist (path (list planner builder)) (agent-test--finish path 'done "done"))
+      (kill-buffer (mevedel-chat-data-buffer root))
+      (let ((again (mevedel-chat-get-create dir id)))
+        (unwind-protect
+            (cl-flet ((verdict (path)
+                        (agent-test--verdict
+                         (mevedel-chat-of-buffer (mevedel-agent-conversation again path))
+                         "ApplyPatch" (list :patch patch))))
+              (should (equal (plist-get (mevedel-agent-status again checker) :verdict) "FAIL"))
+              (should (string-match-p "role is read-only" (cdr (verdict checker))))
+              (should (string-match-p "Plan mode" (cdr (verdict planner))))
+              (should-not (verdict builder))
+              ;; The resumed verifier's next report is still read for its verdict.
+              (should (eq (mevedel-agent-send again checker "again") 'started))
+              (agent-test--finish checker 'done "Looked again.\nVERDICT: PASS")
+              (should (equal (plist-get (mevedel-agent-status again checker) :verdict) "PASS")))
+          (kill-buffer (mevedel-chat-data-buffer again)))))))
+
+;;;; Views
+
+(ert-deftest mevedel-agent:an-agent-row-opens-the-childs-read-only-view ()
+  (require 'mevedel-agent-view)
+  (agent-test--with-root root
+    (let* ((view (mevedel-view-buffer root))
+           (prompter (mevedel-session-prompter (mevedel-chat-session root)))
+           (path (agent-test--spawn root "looked at")))
+      (unwind-protect
+          (progn
+            (should (mevedel-agent-view--visit-row root "Agent" nil (list :path path)))
+            (should-not (mevedel-agent-view--visit-row root "Read" nil (list :path path)))
+            (let ((child-view (window-buffer (selected-window))))
+              (should (equal (mevedel-chat-agent (mevedel-view-chat child-view)) path))
+              ;; Opening it left the session's cards with the root's view.
+              (should (eq (mevedel-session-prompter (mevedel-chat-session root)) prompter))
+              (with-current-buffer child-view
+                (should (string-match-p "Task of looked at" (buffer-string)))
+                (should-error (mevedel-view-send) :type 'user-error))
+              (kill-buffer child-view))
+            ;; /agents lists it; k interrupts it.
+            (mevedel-agent-view-list root)
+            (with-current-buffer (format "*mevedel agents: %s*" (mevedel-chat-name root))
+              (goto-char (point-min))
+              (should (equal (tabulated-list-get-id) path))
+              (mevedel-agent-view-interrupt-at-point)
+              (should (string-match-p "idle (interrupted)" (buffer-string)))
+              (kill-buffer))
+            (should (string-match-p "interrupted by user"
+                                    (cdr (mevedel-agent-result root path)))))
+        (kill-buffer view)))))
+
+;;;; Turn limits
+
+(defun agent-test--panel (view)
+  "Return the background panel's text in VIEW."
+  (with-current-buffer view
+    (buffer-substring-no-properties mevedel-view--panel mevedel-view--separator)))
+
+(ert-deftest mevedel-agent:active-agents-are-background-work-with-interrupt ()
+  (require 'mevedel-agent-view)
+  (agent-test--with-root root
+    (let* ((mevedel-agent-capacity 1)
+           (view (mevedel-view-buffer root))
+           (ps nil)
+           (rows (lambda ()
+                   (with-current-buffer ps
+                     (mapcar (lambda (entry)
+                               (mapcar #'substring-no-properties (append (cadr entry) nil)))
+                             tabulated-list-entries)))))
+      (unwind-protect
+          (cl-letf (((symbol-function 'y-or-n-p) (lambda (&rest _) t)))
+            (switch-to-buffer view)
+            (mevedel-panel-redraw view)
+            (should (equal (agent-test--panel view) ""))
+            (setq ps (mevedel-ps root))
+            (should-not (funcall rows))
+            (switch-to-buffer view)
+            (display-buffer ps)
+            (let ((alpha (agent-test--spawn root "alpha" :role "worker"))
+                  (beta (agent-test--spawn root "beta")))
+              ;; The panel and /ps follow the new agents by themselves (no
+              ;; timer was running): the running one and the waiting one.
+              (mevedel-test-wait-until
+                (string-match-p "Background work (2)" (agent-test--panel view)) 5)
+              (mevedel-test-wait-until (= 2 (length (funcall rows))) 5)
+              (let ((text (agent-test--panel view)))
+                (should (string-match-p "Background work (2)" text))
+                (should (string-match-p "▸ Agent /root/alpha (worker)  running [0-9.]+s\n" text))
+                (should (string-match-p
+                         "▸ Agent /root/beta (default)  waiting for a slot [0-9.]+s\n" text)))
+              ;; /ps has them too, with the same interrupt as a stop.
+              (let ((row (assoc "Agent" (funcall rows))))
+                (should (equal (butlast row 3) (list "Agent" alpha "running" "/root/alpha (worker)"
+                                                     "/root")))
+                (should (equal (last row 2) '("0 calls" ""))))
+              (should (member "waiting for a slot" (mapcar #'caddr (funcall rows))))
+              (with-current-buffer ps
+                (goto-char (point-min))
+                (while (not (equal (tabulated-list-get-id) beta)) (forward-line 1))
+                (mevedel-ps-stop))
+              (should (eq (plist-get (mevedel-agent-status root beta) :outcome) 'interrupted))
+              (should (string-match-p "interrupted by user" (cdr (mevedel-agent-result root beta))))
+              ;; Both follow the change by themselves; the settled agent leaves.
+              (mevedel-test-wait-until
+                (not (string-match-p "beta" (agent-test--panel view))) 5)
+              (mevedel-test-wait-until (= 1 (length (funcall rows))) 5)
+              (should (string-match-p "Background work (1)" (agent-test--panel view)))
+              ;; Expanded, an agent offers its view and the interrupt.
+              (with-current-buffer view
+                (goto-char mevedel-view--panel)
+                (search-forward "Agent /root/alpha")
+                (mevedel-panel-toggle))
+              (should (string-match-p "0 tool calls\n +\\[Open view\\] \\[Interrupt\\]"
+                                      (agent-test--panel view)))
+              (mevedel-test-press-panel-button view "Open view")
+              (let ((child-view (window-buffer (selected-window))))
+                (should (equal (mevedel-chat-agent (mevedel-view-chat child-view)) alpha))
+                (kill-buffer child-view))
+              (switch-to-buffer view)
+              (mevedel-test-press-panel-button view "Interrupt")
+              (should (eq (plist-get (mevedel-agent-status root alpha) :outcome) 'interrupted))
+              ;; Idle agents are /agents', not the panel's.
+              (mevedel-test-wait-until (equal (agent-test--panel view) "") 5)
+              (mevedel-test-wait-until (null (funcall rows)) 5)
+              (should (= (length (mevedel-agent-list root)) 2))))
+        (when (buffer-live-p ps) (kill-buffer ps))
+        (kill-buffer view)))))
+
+(ert-deftest mevedel-agent:slash-stop-interrupts-a-named-agent ()
+  (agent-test--with-root root
+    (let ((a (agent-test--spawn root "alpha"))
+          (b (agent-test--spawn root "beta")))
+      ;; The composer completes agent paths after /stop.
+      (should (member a (mevedel-ps-stop-candidates root)))
+      (should-error (mevedel-ps-slash-stop root "/root/nobody") :type 'user-error)
+      ;; A bare /stop is for executions: agents are interrupted by name.
+      (should-error (mevedel-ps-slash-stop root "") :type 'user-error)
+      (should (= 1 (mevedel-ps-slash-stop root a)))
+      (should (eq (plist-get (mevedel-agent-status root a) :outcome) 'interrupted))
+      (should-not (plist-get (mevedel-agent-status root b) :outcome))
+      (should-not (member a (mevedel-ps-stop-candidates root))))))
+
+(ert-deftest mevedel-agent:max-turns-warns-then-stops-with-a-note ()
+  (agent-test--with-root root
+    (let* ((a (agent-test--spawn root "capped"))
+           (child (car (agent-test--send-of a)))
+           (tree (mevedel-agent--tree-of (mevedel-chat-session root)))
+           (handle (gethash a (mevedel-agent--tree-agents tree)))
+           (aborted nil))
+      (setf (mevedel-agent-handle-config handle)
+            (plist-put (mevedel-agent-handle-config handle) :max-turns 5))
+      (cl-letf (((symbol-function 'mevedel-chat-abort) (lambda (chat) (setq aborted chat) t)))
+        ;; Samples 2, 3: nothing; 4 (80%): a warning; 5: the last; 6: stop.
+        (should-not (mevedel-agent--sample-notices child))
+        (should-not (mevedel-agent--sample-notices child))
+        (should (string-match-p "Wrap up" (car (mevedel-agent--sample-notices child))))
+        (should (string-match-p "final sample" (car (mevedel-agent--sample-notices child))))
+        (should-not (mevedel-agent--sample-notices child))
+        (mevedel-test-wait-until aborted 2)
+        (should (eq aborted child)))
+      (agent-test--finish a 'abort "partial answer")
+      (should (equal (mevedel-agent-result root a)
+                     (cons 'completed "partial answer\n\n[Stopped before a final answer: \
+the agent reached its limit of 5 turns]"))))))
 
 (provide 'agent-test)
 ;;; agent-test.el ends here

@@ -200,7 +200,7 @@
       (should-not (mevedel-interaction-list chat)))))
 
 (ert-deftest mevedel-ask:samples-panel-wraps-pages-and-follows-point ()
-  (let ((mevedel-ask-sample-height 4)
+  (let ((mevedel-ask-ui-sample-height 4)
         (long (mapconcat (lambda (n) (format "line %d" n)) (number-sequence 1 12) "\n")))
     (ask-test--with-form
         (list (ask-test--question
@@ -234,7 +234,7 @@
         ;; A wider window lays the form out again at once.
         (set-frame-width nil 100)
         (run-hook-with-args 'window-size-change-functions (selected-frame))
-        (should (eq (mevedel-ask-form-width (mevedel-interaction-data (mevedel-interaction-at)))
+        (should (eq (mevedel-ask-ui-form-width (mevedel-interaction-data (mevedel-interaction-at)))
                     99))
         (should (string-match-p "┌ sample: Wide" (ask-test--form-text)))
         (should (equal (ask-test--entry) '(option 0 2)))

@@ -66,7 +66,7 @@ Return the execution ID."
             ;; Taking the mail for the next request leaves the one
             ;; breadcrumb alone (test/e2e/exec-e2e-test.el shows the
             ;; delivering turn itself).
-            (let ((blocks (mevedel-agent-chat-messages chat)))
+            (let ((blocks (mevedel-mailbox-chat-messages chat)))
               (should (= (length blocks) 1))
               (should (string-match-p "done-marker" (car blocks))))
             ;; Repeated polls and a retried event add nothing.

@@ -156,7 +156,7 @@ the session's executions table, the data buffer and the workspace go."
           (,chat (mevedel-view-chat ,view))
           (mevedel-permissions-rules (append '((allow "Bash") (allow "Monitor"))
                                              mevedel-permissions-rules)))
-     (unwind-protect (cl-letf (((symbol-function 'mevedel-agent--wake) #'ignore))
+     (unwind-protect (cl-letf (((symbol-function 'mevedel-mailbox--wake) #'ignore))
                        ,@body)
        (when-let* ((ps (get-buffer (format "*mevedel ps: %s*" (mevedel-chat-name ,chat)))))
          (kill-buffer ps))

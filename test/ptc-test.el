@@ -12,11 +12,11 @@
 ;;; Code:
 
 (require 'mevedel-test-helpers)
-(require 'mevedel-tool-ptc)
+(require 'mevedel-ptc)
 (require 'mevedel-tool-exec)
 (require 'mevedel-tool-fs)
 (require 'mevedel-gptel)
-(require 'mevedel-tools-list)
+(require 'mevedel-tools)
 (require 'mevedel)
 
 (defvar mevedel-ptc-test--pending nil
@@ -353,12 +353,12 @@ its 2 nested calls had finished (Echo, Slow)" text))
   (mevedel-ptc-test--with
     (mevedel-ptc-test--tool "Quiz" :function #'ignore :standalone t)
     (let* ((tools (list (mevedel-tool-get "Echo") (mevedel-tool-get "Quiz")))
-           (full (mevedel-tools-listing-section tools 10000))
-           (cut (mevedel-tools-listing-section tools 200)))
+           (full (mevedel-ptc-listing-section tools 10000))
+           (cut (mevedel-ptc-listing-section tools 200)))
       (should (string-match-p "^- (Echo :file_path string) - Echo: a test tool" full))
       (should (string-match-p "^- (Quiz :file_path string) - .* \\[standalone only\\]$" full))
       (should (string-match-p "(1 more: find them with ToolSearch.)" cut))
-      (should-not (mevedel-tools-listing-section nil 100)))))
+      (should-not (mevedel-ptc-listing-section nil 100)))))
 
 (ert-deftest mevedel-ptc-test-listing-delivered-when-changed ()
   "The listing is mail only when it differs from the last one the transcript holds."

@@ -4,7 +4,7 @@
 
 ;; The Bash, WriteStdin, ListExecutions, StopExecution and Monitor
 ;; handlers driven directly (as the pipeline calls them), the
-;; model-visible text and the row renderers (test/agent-test.el has
+;; model-visible text and the row renderers (test/mailbox-test.el has
 ;; the background wake and the mailbox messages).
 
 ;;; Code:

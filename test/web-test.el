@@ -13,7 +13,7 @@
 
 (require 'mevedel-test-helpers)
 (require 'mevedel-pipeline)
-(require 'mevedel-tool-web)
+(require 'mevedel-web)
 (require 'mevedel-gptel)
 (eval-and-compile
   (add-to-list 'load-path (expand-file-name "test/fixtures/web" mevedel-test-root)))
@@ -478,11 +478,11 @@
     (with-temp-buffer
       (let ((mevedel-permissions-rules '((allow "WebFetch" "*.example.com")
                                          (deny "WebFetch" "evil.example"))))
-        (should (eq (mevedel-tool-permission-decide-now tool '(:url "https://docs.example.com/x"))
+        (should (eq (mevedel-permissions-decide-now tool '(:url "https://docs.example.com/x"))
                     'allow))
-        (should (eq (mevedel-tool-permission-decide-now tool '(:url "https://evil.example/"))
+        (should (eq (mevedel-permissions-decide-now tool '(:url "https://evil.example/"))
                     'deny))
-        (should (eq (mevedel-tool-permission-decide-now tool '(:url "https://badexample.com/"))
+        (should (eq (mevedel-permissions-decide-now tool '(:url "https://badexample.com/"))
                     'ask))))
     ;; The default mode asks per host, and "always" covers that host only.
     (let* ((session (mevedel-web-test-session))

@@ -24,7 +24,7 @@
 (require 'mevedel-test-helpers)
 (require 'mevedel)
 (mevedel--load)
-(require 'mevedel-agent-runtime)
+(require 'mevedel-agent)
 (require 'mevedel-scripted-model)
 (require 'json)
 

@@ -12,7 +12,7 @@
 ;;; Code:
 
 (require 'mevedel-core)
-(require 'mevedel-tool-ptc)
+(require 'mevedel-ptc)
 (require 'mevedel-bench-lib)
 
 (mevedel-core-ensure)
@@ -46,8 +46,8 @@ of 2000; goal <= 100 us" steps)
                  (mode string :optional "How." :enum ("fast" "slow")))
          :function #'ignore)))
 
-(let* ((budget (floor (* 4 mevedel-tools-listing-budget mevedel-tools-listing-default-window)))
-       (build (lambda () (mevedel-tools-listing-section (mevedel-tool-specialists) budget)))
+(let* ((budget (floor (* 4 mevedel-ptc-listing-budget mevedel-ptc-listing-default-window)))
+       (build (lambda () (mevedel-ptc-listing-section (mevedel-tool-specialists) budget)))
        (text (funcall build)))
   (unless (string-match-p "more: find them with ToolSearch" text)
     (error "The listing of 200 tools should exceed its budget"))

@@ -16,7 +16,7 @@
 ;;; Code:
 
 (require 'mevedel-pipeline)
-(require 'mevedel-tool-web)
+(require 'mevedel-web)
 (require 'mevedel-bench-lib)
 (require 'shr)
 (require 'mevedel-test-helpers)

@@ -16,7 +16,7 @@
                                                   (or load-file-name buffer-file-name)))))
 (require 'mevedel-e2e-helpers)
 (require 'mevedel-agent-roles)
-(require 'mevedel-agent-runtime)
+(require 'mevedel-agent)
 (require 'mevedel-review)
 (require 'mevedel-review-test-helpers)
 
@@ -45,7 +45,7 @@
 (defun agents-e2e--quiet-p (chat)
   "Return non-nil when CHAT and every agent of its session are idle."
   (and (not (mevedel-chat-busy-p chat))
-       (not (gethash (mevedel-session-id (mevedel-chat-session chat)) mevedel-agent--pending-wakes))
+       (not (gethash (mevedel-session-id (mevedel-chat-session chat)) mevedel-mailbox--pending-wakes))
        (cl-every (lambda (agent) (eq (plist-get agent :status) 'idle))
                  (mevedel-agent-list chat))))
 
@@ -380,7 +380,7 @@ once the Nth record's append was acknowledged."
   `(progn
      (require 'mevedel)
      (load ,init nil t)
-     (require 'mevedel-agent-runtime)
+     (require 'mevedel-agent)
      (let* ((view (mevedel ,root))
             (chat (mevedel-view-chat view))
             (done nil))

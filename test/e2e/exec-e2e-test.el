@@ -92,14 +92,14 @@ the background turn's request, after which the mail is delivered."
                               body))
       (should (string-match-p (regexp-quote "description=\\\"slow job\\\"") body))
       (should (string-match-p (regexp-quote "outcome=\\\"success\\\" exit_code=\\\"0\\\">") body))
-      (should (string-match-p (regexp-quote mevedel-agent-wake-prompt) body))
+      (should (string-match-p (regexp-quote mevedel-mailbox-wake-prompt) body))
       ;; The settled row's render-data (breadcrumb included) stays hidden.
       (should-not (string-match-p "mevedel-render-data\\|:breadcrumb" body)))
     ;; Neither the mail nor the wake prompt is shown as the user's text;
     ;; the background turn begins with its notice instead.
     (let ((transcript (plist-get run :transcript)))
       (should-not (string-match-p "agent-message" transcript))
-      (should-not (string-match-p (regexp-quote mevedel-agent-wake-prompt) transcript))
+      (should-not (string-match-p (regexp-quote mevedel-mailbox-wake-prompt) transcript))
       (should (= (cl-count ?❯ transcript) 1))
       ;; The yielded command left one breadcrumb at its row; delivering
       ;; its result added none.
@@ -107,7 +107,7 @@ the background turn's request, after which the mail is delivered."
       (should (string-match-p (concat "\\$ sleep 1; echo late-result  done (exit 0) [0-9.]+m?s\n"
                                       "    ↳ \\$ sleep 1; echo late-result — completed (exit 0)\n")
                               transcript))
-      (should (string-match-p (concat (regexp-quote mevedel-agent-wake-notice)
+      (should (string-match-p (concat (regexp-quote mevedel-mailbox-wake-notice)
                                       "\\(?:.\\|\n\\)*The slow job printed late-result\\.")
                               transcript)))))
 

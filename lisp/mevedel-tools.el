@@ -1,4 +1,4 @@
-;;; mevedel-tools-list.el --- The *mevedel tools* surface  -*- lexical-binding: t; -*-
+;;; mevedel-tools.el --- The *mevedel tools* surface  -*- lexical-binding: t; -*-
 
 ;; Copyright (C) 2026 The mevedel authors
 ;; SPDX-License-Identifier: GPL-3.0-or-later
@@ -19,7 +19,7 @@
 (require 'subr-x)
 (require 'mevedel-catalog)
 (require 'mevedel-tool-registry)
-(require 'mevedel-tool-ptc)
+(require 'mevedel-ptc)
 (require 'mevedel-view)
 
 (declare-function gptel-menu "gptel-transient")
@@ -124,5 +124,5 @@
 (mevedel-view-register-slash-command "tools"
   #'mevedel-tools-slash "list the native and discoverable tools (/tools)")
 
-(provide 'mevedel-tools-list)
-;;; mevedel-tools-list.el ends here
+(provide 'mevedel-tools)
+;;; mevedel-tools.el ends here

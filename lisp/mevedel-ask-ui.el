@@ -1,4 +1,4 @@
-;;; mevedel-tool-ask-ui.el --- Ask's questionnaire in the view  -*- lexical-binding: t; -*-
+;;; mevedel-ask-ui.el --- Ask's questionnaire in the view  -*- lexical-binding: t; -*-
 
 ;; Copyright (C) 2026 The mevedel authors
 ;; SPDX-License-Identifier: GPL-3.0-or-later
@@ -47,28 +47,36 @@
   :group 'mevedel
   :prefix "mevedel-ask-")
 
-(defcustom mevedel-ask-sample-height 8
+(define-obsolete-variable-alias 'mevedel-ask-sample-height
+  'mevedel-ask-ui-sample-height "0.1.0")
+(defcustom mevedel-ask-ui-sample-height 8
   "Most rows a question's sample panel takes."
   :type 'natnum)
 
-(defface mevedel-ask-heading '((t :inherit bold))
+(defface mevedel-ask-ui-heading '((t :inherit bold))
   "Face of the open question's heading.")
 
-(defface mevedel-ask-closed '((t :inherit default))
+(defface mevedel-ask-ui-closed '((t :inherit default))
   "Face of a closed question's line.")
 
-(defface mevedel-ask-answer '((t :inherit success))
+(defface mevedel-ask-ui-answer '((t :inherit success))
   "Face of an answer shown after →.")
 
-(defface mevedel-ask-dim '((t :inherit shadow))
+(defface mevedel-ask-ui-dim '((t :inherit shadow))
   "Face of descriptions, hints and the progress count.")
 
-(defface mevedel-ask-sample '((t :inherit (fixed-pitch secondary-selection) :extend t))
+(defface mevedel-ask-ui-sample '((t :inherit (fixed-pitch secondary-selection) :extend t))
   "Face of sample rows.")
+
+(define-obsolete-face-alias 'mevedel-ask-heading 'mevedel-ask-ui-heading "0.1.0")
+(define-obsolete-face-alias 'mevedel-ask-closed 'mevedel-ask-ui-closed "0.1.0")
+(define-obsolete-face-alias 'mevedel-ask-answer 'mevedel-ask-ui-answer "0.1.0")
+(define-obsolete-face-alias 'mevedel-ask-dim 'mevedel-ask-ui-dim "0.1.0")
+(define-obsolete-face-alias 'mevedel-ask-sample 'mevedel-ask-ui-sample "0.1.0")
 
 ;;;; The form
 
-(cl-defstruct (mevedel-ask-form (:constructor mevedel-ask-form--make) (:copier nil))
+(cl-defstruct (mevedel-ask-ui-form (:constructor mevedel-ask-ui-form--make) (:copier nil))
   "A questionnaire's state."
   ;; A vector of (:header :question :options VECTOR :multi BOOL); an
   ;; option is (:label :description :sample).
@@ -82,10 +90,10 @@
   ;; The width laid out for and the height budget at that width.
   width height)
 
-(defun mevedel-ask-form-create (questions)
+(defun mevedel-ask-ui-form-create (questions)
   "Return a form for QUESTIONS, a list of question plists (see the struct)."
   (let ((n (length questions)))
-    (mevedel-ask-form--make
+    (mevedel-ask-ui-form--make
      :questions (vconcat questions)
      :answers (make-vector n nil)
      :shown (vconcat (mapcar (lambda (q)
@@ -94,27 +102,27 @@
                              questions))
      :scroll (make-vector n 0))))
 
-(defun mevedel-ask--question (form i)
+(defun mevedel-ask-ui--question (form i)
   "Return question I of FORM."
-  (aref (mevedel-ask-form-questions form) i))
+  (aref (mevedel-ask-ui-form-questions form) i))
 
-(defun mevedel-ask--answer (form i)
+(defun mevedel-ask-ui--answer (form i)
   "Return the answer plist of question I of FORM."
-  (aref (mevedel-ask-form-answers form) i))
+  (aref (mevedel-ask-ui-form-answers form) i))
 
-(defun mevedel-ask--answered-p (form i)
+(defun mevedel-ask-ui--answered-p (form i)
   "Return non-nil when question I of FORM has an answer."
-  (let ((answer (mevedel-ask--answer form i)))
+  (let ((answer (mevedel-ask-ui--answer form i)))
     (or (plist-get answer :chosen) (plist-get answer :custom))))
 
-(defun mevedel-ask--count (form)
+(defun mevedel-ask-ui--count (form)
   "Return how many questions FORM has."
-  (length (mevedel-ask-form-questions form)))
+  (length (mevedel-ask-ui-form-questions form)))
 
-(defun mevedel-ask-answer-labels (form i)
+(defun mevedel-ask-ui-answer-labels (form i)
   "Return question I's answer in FORM as labels, in offered order, custom last."
-  (let* ((question (mevedel-ask--question form i))
-         (answer (mevedel-ask--answer form i))
+  (let* ((question (mevedel-ask-ui--question form i))
+         (answer (mevedel-ask-ui--answer form i))
          (options (plist-get question :options)))
     (append (cl-loop for j below (length options)
                      when (memq j (plist-get answer :chosen))
@@ -123,7 +131,7 @@
 
 ;;;; Layout
 
-(defun mevedel-ask--wrap (text width first rest)
+(defun mevedel-ask-ui--wrap (text width first rest)
   "Return TEXT word-wrapped to WIDTH columns as lines.
 The first line starts with FIRST, the others with REST (a hanging
 indentation)."
@@ -145,7 +153,7 @@ indentation)."
                                                               line cut)))))))))
     (nreverse (cons line lines))))
 
-(defun mevedel-ask--sample-rows (sample width)
+(defun mevedel-ask-ui--sample-rows (sample width)
   "Return SAMPLE's lines cut into rows of WIDTH columns, continuations marked ↪."
   (let ((rows nil))
     (dolist (line (split-string sample "\n"))
@@ -158,44 +166,44 @@ indentation)."
                   first nil)))))
     (nreverse rows)))
 
-(defun mevedel-ask--panel-height (form i width)
+(defun mevedel-ask-ui--panel-height (form i width)
   "Return the sample panel rows of question I of FORM at WIDTH, 0 without samples."
   (let ((longest 0))
-    (seq-doseq (option (plist-get (mevedel-ask--question form i) :options))
+    (seq-doseq (option (plist-get (mevedel-ask-ui--question form i) :options))
       (when-let* ((sample (plist-get option :sample)))
-        (setq longest (max longest (length (mevedel-ask--sample-rows
-                                            sample (mevedel-ask--sample-width width)))))))
-    (min longest mevedel-ask-sample-height)))
+        (setq longest (max longest (length (mevedel-ask-ui--sample-rows
+                                            sample (mevedel-ask-ui--sample-width width)))))))
+    (min longest mevedel-ask-ui-sample-height)))
 
-(defun mevedel-ask--sample-width (width)
+(defun mevedel-ask-ui--sample-width (width)
   "Return the columns of a sample row in a form WIDTH wide."
   (max 10 (- width 6)))
 
-(defun mevedel-ask--line (line)
+(defun mevedel-ask-ui--line (line)
   "Return LINE and its newline, which has LINE's entry and panel properties.
 Each entry is then one run of its property, however many lines it takes."
   (concat line (propertize "\n"
                            'mevedel-ask-entry (get-text-property 0 'mevedel-ask-entry line)
                            'mevedel-ask-panel (get-text-property 0 'mevedel-ask-panel line))))
 
-(defun mevedel-ask--entry (line entry)
+(defun mevedel-ask-ui--entry (line entry)
   "Return LINE marked as (part of) ENTRY."
   (propertize line 'mevedel-ask-entry entry))
 
-(defun mevedel-ask--closed-answer (form i)
+(defun mevedel-ask-ui--closed-answer (form i)
   "Return the text after → on question I's closed line in FORM."
-  (let ((labels (mevedel-ask-answer-labels form i)))
+  (let ((labels (mevedel-ask-ui-answer-labels form i)))
     (if labels (string-join labels ", ") "no answer yet")))
 
-(defun mevedel-ask--panel-lines (form i width)
+(defun mevedel-ask-ui--panel-lines (form i width)
   "Return the sample panel lines of open question I of FORM at WIDTH."
-  (let* ((height (mevedel-ask--panel-height form i width)))
+  (let* ((height (mevedel-ask-ui--panel-height form i width)))
     (when (> height 0)
-      (let* ((shown (aref (mevedel-ask-form-shown form) i))
-             (option (aref (plist-get (mevedel-ask--question form i) :options) shown))
-             (rows (mevedel-ask--sample-rows (plist-get option :sample)
-                                             (mevedel-ask--sample-width width)))
-             (scroll (min (aref (mevedel-ask-form-scroll form) i)
+      (let* ((shown (aref (mevedel-ask-ui-form-shown form) i))
+             (option (aref (plist-get (mevedel-ask-ui--question form i) :options) shown))
+             (rows (mevedel-ask-ui--sample-rows (plist-get option :sample)
+                                             (mevedel-ask-ui--sample-width width)))
+             (scroll (min (aref (mevedel-ask-ui-form-scroll form) i)
                           (max 0 (- (length rows) height))))
              (visible (seq-take (nthcdr scroll rows) height))
              (more (> (length rows) (+ scroll height))))
@@ -208,21 +216,21 @@ Each entry is then one run of its property, however many lines it takes."
                                  (length rows))
                        ""))
              width)
-           ,@(mapcar (lambda (row) (propertize (concat "    │ " row) 'face 'mevedel-ask-sample))
+           ,@(mapcar (lambda (row) (propertize (concat "    │ " row) 'face 'mevedel-ask-ui-sample))
                      visible)
            ,@(make-list (- height (length visible)) "    │")
            ,(if more "    └ C-v more" "    └")))))))
 
-(defun mevedel-ask--open-lines (form i width)
+(defun mevedel-ask-ui--open-lines (form i width)
   "Return the lines of question I of FORM, open, at WIDTH."
-  (let* ((question (mevedel-ask--question form i))
-         (answer (mevedel-ask--answer form i))
+  (let* ((question (mevedel-ask-ui--question form i))
+         (answer (mevedel-ask-ui--answer form i))
          (multi (plist-get question :multi))
          (heading (list 'question i))
          (lines (mapcar (lambda (line)
-                          (mevedel-ask--entry (propertize line 'face 'mevedel-ask-heading)
+                          (mevedel-ask-ui--entry (propertize line 'face 'mevedel-ask-ui-heading)
                                               heading))
-                        (mevedel-ask--wrap (concat (plist-get question :header) ": "
+                        (mevedel-ask-ui--wrap (concat (plist-get question :header) ": "
                                                    (plist-get question :question))
                                            width "▾ " "  "))))
     (cl-loop for option across (plist-get question :options)
@@ -232,74 +240,74 @@ Each entry is then one run of its property, however many lines it takes."
                        (mark (if multi (if chosen "[x]" "[ ]") (if chosen "(•)" "( )")))
                        (first (format "  %s %s " (if (< j 9) (format "%d." (1+ j)) "  ") mark))
                        (indent (make-string (string-width first) ?\s)))
-                  (dolist (line (mevedel-ask--wrap (plist-get option :label) width first indent))
-                    (setq lines (nconc lines (list (mevedel-ask--entry line entry)))))
+                  (dolist (line (mevedel-ask-ui--wrap (plist-get option :label) width first indent))
+                    (setq lines (nconc lines (list (mevedel-ask-ui--entry line entry)))))
                   (when-let* ((description (plist-get option :description)))
                     (unless (string-blank-p description)
-                      (dolist (line (mevedel-ask--wrap description width indent indent))
-                        (setq lines (nconc lines (list (mevedel-ask--entry
-                                                        (propertize line 'face 'mevedel-ask-dim)
+                      (dolist (line (mevedel-ask-ui--wrap description width indent indent))
+                        (setq lines (nconc lines (list (mevedel-ask-ui--entry
+                                                        (propertize line 'face 'mevedel-ask-ui-dim)
                                                         entry)))))))))
     (let ((custom (plist-get answer :custom))
           (entry (list 'custom i)))
-      (dolist (line (mevedel-ask--wrap (if custom (concat "custom: " custom) "custom answer…")
+      (dolist (line (mevedel-ask-ui--wrap (if custom (concat "custom: " custom) "custom answer…")
                                        width "  c. " "     "))
-        (setq lines (nconc lines (list (mevedel-ask--entry line entry))))))
-    (nconc lines (mevedel-ask--panel-lines form i width))))
+        (setq lines (nconc lines (list (mevedel-ask-ui--entry line entry))))))
+    (nconc lines (mevedel-ask-ui--panel-lines form i width))))
 
-(defun mevedel-ask--question-lines (form open width)
+(defun mevedel-ask-ui--question-lines (form open width)
   "Return the lines of FORM's questions with question OPEN open, at WIDTH."
-  (cl-loop for i below (mevedel-ask--count form)
+  (cl-loop for i below (mevedel-ask-ui--count form)
            append (if (= i open)
-                      (mevedel-ask--open-lines form i width)
-                    (let ((question (mevedel-ask--question form i)))
-                      (list (mevedel-ask--entry
+                      (mevedel-ask-ui--open-lines form i width)
+                    (let ((question (mevedel-ask-ui--question form i)))
+                      (list (mevedel-ask-ui--entry
                              (concat
                               (truncate-string-to-width
                                (concat "▸ " (plist-get question :header) ": "
                                        (plist-get question :question))
                                (max 10 (- width 3 (min (/ width 2)
                                                         (string-width
-                                                         (mevedel-ask--closed-answer form i)))))
+                                                         (mevedel-ask-ui--closed-answer form i)))))
                                nil nil "…")
                               " → "
                               (propertize (truncate-string-to-width
-                                           (mevedel-ask--closed-answer form i)
+                                           (mevedel-ask-ui--closed-answer form i)
                                            (/ width 2) nil nil "…")
-                                          'face (if (mevedel-ask--answered-p form i)
-                                                    'mevedel-ask-answer 'mevedel-ask-dim)))
+                                          'face (if (mevedel-ask-ui--answered-p form i)
+                                                    'mevedel-ask-ui-answer 'mevedel-ask-ui-dim)))
                              (list 'question i)))))))
 
-(defun mevedel-ask--hint (width)
+(defun mevedel-ask-ui--hint (width)
   "Return the one hint line, cut to WIDTH."
   (propertize (truncate-string-to-width
                "n/p move · TAB next question · 1-9 option · RET choose · c custom · \
 C-v/M-v sample · C-c C-c submit · q cancel · C-c C-k abort"
                width nil nil "…")
-              'face 'mevedel-ask-dim))
+              'face 'mevedel-ask-ui-dim))
 
-(defun mevedel-ask-form-layout (form width)
+(defun mevedel-ask-ui-form-layout (form width)
   "Lay FORM out at WIDTH: set its width and its height budget."
-  (setf (mevedel-ask-form-width form) width
-        (mevedel-ask-form-height form)
-        (cl-loop for i below (mevedel-ask--count form)
-                 maximize (length (mevedel-ask--question-lines form i width)))))
+  (setf (mevedel-ask-ui-form-width form) width
+        (mevedel-ask-ui-form-height form)
+        (cl-loop for i below (mevedel-ask-ui--count form)
+                 maximize (length (mevedel-ask-ui--question-lines form i width)))))
 
-(defun mevedel-ask-form-text (form)
+(defun mevedel-ask-ui-form-text (form)
   "Return FORM's body text as laid out."
-  (let* ((width (mevedel-ask-form-width form))
-         (lines (mevedel-ask--question-lines form (mevedel-ask-form-open form) width))
-         (answered (cl-loop for i below (mevedel-ask--count form)
-                            count (mevedel-ask--answered-p form i))))
+  (let* ((width (mevedel-ask-ui-form-width form))
+         (lines (mevedel-ask-ui--question-lines form (mevedel-ask-ui-form-open form) width))
+         (answered (cl-loop for i below (mevedel-ask-ui--count form)
+                            count (mevedel-ask-ui--answered-p form i))))
     (concat
-     (mapconcat #'mevedel-ask--line lines "")
-     (make-string (max 0 (- (mevedel-ask-form-height form) (length lines))) ?\n)
-     (mevedel-ask--entry (concat (propertize "[ Submit ]" 'face 'bold)
+     (mapconcat #'mevedel-ask-ui--line lines "")
+     (make-string (max 0 (- (mevedel-ask-ui-form-height form) (length lines))) ?\n)
+     (mevedel-ask-ui--entry (concat (propertize "[ Submit ]" 'face 'bold)
                                  (propertize (format "  %d/%d answered" answered
-                                                     (mevedel-ask--count form))
-                                             'face 'mevedel-ask-dim))
+                                                     (mevedel-ask-ui--count form))
+                                             'face 'mevedel-ask-ui-dim))
                          (list 'submit))
-     "\n" (mevedel-ask--hint width) "\n")))
+     "\n" (mevedel-ask-ui--hint width) "\n")))
 
 ;;;; The questionnaire as an interaction
 
@@ -323,9 +331,9 @@ column when that window has no right fringe; 80 when none shows it."
   "Return the body of INTERACTION's questionnaire, laid out for its windows."
   (let ((form (mevedel-interaction-data interaction))
         (width (mevedel-ask-ui--width interaction)))
-    (unless (eql width (mevedel-ask-form-width form))
-      (mevedel-ask-form-layout form width))
-    (mevedel-ask-form-text form)))
+    (unless (eql width (mevedel-ask-ui-form-width form))
+      (mevedel-ask-ui-form-layout form width))
+    (mevedel-ask-ui-form-text form)))
 
 (defvar-keymap mevedel-ask-ui-map
   :doc "Keys on an Ask questionnaire."
@@ -359,7 +367,7 @@ QUESTIONS are checked question plists.  KEYS are passed to
 `mevedel-interaction-open' (:owner, :request, :on-settle).  The
 outcome is (submitted . ANSWERS), `cancelled' or `aborted'; ANSWERS
 is a list of (QUESTION . LABELS), LABELS nil for no preference."
-  (let* ((form (mevedel-ask-form-create questions))
+  (let* ((form (mevedel-ask-ui-form-create questions))
          (interaction
           (apply #'mevedel-interaction-open chat
                  :kind 'ask
@@ -423,9 +431,9 @@ ENTRY's start, or nil when it is not drawn."
   (mevedel-interaction-redraw interaction)
   (or (mevedel-ask-ui--goto interaction entry)
       (mevedel-ask-ui--goto interaction (list 'question
-                                              (min (mevedel-ask-form-open
+                                              (min (mevedel-ask-ui-form-open
                                                     (mevedel-interaction-data interaction))
-                                                   (1- (mevedel-ask--count
+                                                   (1- (mevedel-ask-ui--count
                                                         (mevedel-interaction-data interaction))))))))
 
 ;;;; Moving
@@ -463,10 +471,10 @@ ENTRY's start, or nil when it is not drawn."
 Only the panel's lines in INTERACTION are drawn again, at the same height."
   (pcase entry
     (`(option ,i ,j)
-     (when (and (plist-get (aref (plist-get (mevedel-ask--question form i) :options) j) :sample)
-                (not (eql (aref (mevedel-ask-form-shown form) i) j)))
-       (aset (mevedel-ask-form-shown form) i j)
-       (aset (mevedel-ask-form-scroll form) i 0)
+     (when (and (plist-get (aref (plist-get (mevedel-ask-ui--question form i) :options) j) :sample)
+                (not (eql (aref (mevedel-ask-ui-form-shown form) i) j)))
+       (aset (mevedel-ask-ui-form-shown form) i j)
+       (aset (mevedel-ask-ui-form-scroll form) i 0)
        (mevedel-ask-ui--redraw-panel interaction form i)))))
 
 (defun mevedel-ask-ui--redraw-panel (interaction form i)
@@ -482,9 +490,9 @@ Only the panel's lines in INTERACTION are drawn again, at the same height."
         (save-excursion
           (goto-char start)
           (delete-region start end)
-          (insert (propertize (mapconcat #'mevedel-ask--line
-                                         (mevedel-ask--panel-lines
-                                          form i (mevedel-ask-form-width form))
+          (insert (propertize (mapconcat #'mevedel-ask-ui--line
+                                         (mevedel-ask-ui--panel-lines
+                                          form i (mevedel-ask-ui-form-width form))
                                          "")
                               'read-only t 'mevedel-live t)))
         (goto-char point)))))
@@ -502,10 +510,10 @@ Only the panel's lines in INTERACTION are drawn again, at the same height."
 (defun mevedel-ask-ui--open-question (interaction form open)
   "Open question OPEN of FORM in INTERACTION and move point there.
 OPEN equal to the number of questions means Submit."
-  (setf (mevedel-ask-form-open form) open)
-  (if (>= open (mevedel-ask--count form))
+  (setf (mevedel-ask-ui-form-open form) open)
+  (if (>= open (mevedel-ask-ui--count form))
       (mevedel-ask-ui--redraw interaction (list 'submit))
-    (let ((chosen (car (plist-get (mevedel-ask--answer form open) :chosen))))
+    (let ((chosen (car (plist-get (mevedel-ask-ui--answer form open) :chosen))))
       (mevedel-ask-ui--redraw interaction (if chosen (list 'option open chosen)
                                             (list 'question open))))))
 
@@ -514,24 +522,24 @@ OPEN equal to the number of questions means Submit."
   (interactive)
   (pcase-let ((`(,interaction . ,form) (mevedel-ask-ui--here)))
     (mevedel-ask-ui--open-question interaction form
-                                   (min (1+ (mevedel-ask-form-open form))
-                                        (mevedel-ask--count form)))))
+                                   (min (1+ (mevedel-ask-ui-form-open form))
+                                        (mevedel-ask-ui--count form)))))
 
 (defun mevedel-ask-ui-previous-question ()
   "Open the previous question."
   (interactive)
   (pcase-let ((`(,interaction . ,form) (mevedel-ask-ui--here)))
     (mevedel-ask-ui--open-question interaction form
-                                   (max 0 (1- (mevedel-ask-form-open form))))))
+                                   (max 0 (1- (mevedel-ask-ui-form-open form))))))
 
 (defun mevedel-ask-ui-focus-option ()
   "Move to the option of the open question that the digit typed names."
   (interactive)
   (pcase-let* ((`(,interaction . ,form) (mevedel-ask-ui--here))
-               (open (mevedel-ask-form-open form))
+               (open (mevedel-ask-ui-form-open form))
                (j (- (event-basic-type last-command-event) ?1)))
-    (when (and (< open (mevedel-ask--count form))
-               (< -1 j (length (plist-get (mevedel-ask--question form open) :options))))
+    (when (and (< open (mevedel-ask-ui--count form))
+               (< -1 j (length (plist-get (mevedel-ask-ui--question form open) :options))))
       (mevedel-ask-ui--goto interaction (list 'option open j))
       (mevedel-ask-ui--visit interaction form (list 'option open j)))))
 
@@ -539,10 +547,10 @@ OPEN equal to the number of questions means Submit."
 
 (defun mevedel-ask-ui--next-unanswered (form after)
   "Return the first unanswered question of FORM after AFTER, else Submit."
-  (or (cl-loop for k from 1 below (mevedel-ask--count form)
-               for i = (% (+ after k) (mevedel-ask--count form))
-               unless (mevedel-ask--answered-p form i) return i)
-      (mevedel-ask--count form)))
+  (or (cl-loop for k from 1 below (mevedel-ask-ui--count form)
+               for i = (% (+ after k) (mevedel-ask-ui--count form))
+               unless (mevedel-ask-ui--answered-p form i) return i)
+      (mevedel-ask-ui--count form)))
 
 (defun mevedel-ask-ui-choose (&optional event)
   "Choose the entry at point (or at mouse EVENT)."
@@ -551,18 +559,18 @@ OPEN equal to the number of questions means Submit."
   (pcase-let ((`(,interaction . ,form) (mevedel-ask-ui--here)))
     (pcase (mevedel-ask-ui--entry-at)
       (`(question ,i)
-       (unless (= i (mevedel-ask-form-open form))
+       (unless (= i (mevedel-ask-ui-form-open form))
          (mevedel-ask-ui--open-question interaction form i)))
       (`(option ,i ,j)
-       (let* ((answer (mevedel-ask--answer form i))
+       (let* ((answer (mevedel-ask-ui--answer form i))
               (chosen (plist-get answer :chosen)))
-         (if (plist-get (mevedel-ask--question form i) :multi)
+         (if (plist-get (mevedel-ask-ui--question form i) :multi)
              (progn
-               (aset (mevedel-ask-form-answers form) i
+               (aset (mevedel-ask-ui-form-answers form) i
                      (plist-put (copy-sequence answer) :chosen
                                 (if (memq j chosen) (remq j chosen) (cons j chosen))))
                (mevedel-ask-ui--redraw interaction (list 'option i j)))
-           (aset (mevedel-ask-form-answers form) i (list :chosen (list j)))
+           (aset (mevedel-ask-ui-form-answers form) i (list :chosen (list j)))
            (mevedel-ask-ui--open-question interaction form
                                           (mevedel-ask-ui--next-unanswered form i)))))
       (`(custom ,_) (mevedel-ask-ui-custom))
@@ -574,41 +582,41 @@ OPEN equal to the number of questions means Submit."
   (pcase-let* ((`(,interaction . ,form) (mevedel-ask-ui--here))
                (i (pcase (mevedel-ask-ui--entry-at)
                     (`(question ,i) i) (`(option ,i ,_) i) (`(custom ,i) i)
-                    (_ (mevedel-ask-form-open form)))))
-    (when (< i (mevedel-ask--count form))
-      (let* ((question (mevedel-ask--question form i))
-             (answer (mevedel-ask--answer form i))
+                    (_ (mevedel-ask-ui-form-open form)))))
+    (when (< i (mevedel-ask-ui--count form))
+      (let* ((question (mevedel-ask-ui--question form i))
+             (answer (mevedel-ask-ui--answer form i))
              (text (string-trim (read-string (format "%s (empty clears): "
                                                      (plist-get question :header))
                                              (plist-get answer :custom))))
              (custom (unless (string-empty-p text) text)))
-        (aset (mevedel-ask-form-answers form) i
+        (aset (mevedel-ask-ui-form-answers form) i
               (if (plist-get question :multi)
                   (list :chosen (plist-get answer :chosen) :custom custom)
                 (if custom (list :custom custom) (list :chosen (plist-get answer :chosen)))))
         (if (and custom (not (plist-get question :multi)))
             (mevedel-ask-ui--open-question interaction form
                                            (mevedel-ask-ui--next-unanswered form i))
-          (setf (mevedel-ask-form-open form) i)
+          (setf (mevedel-ask-ui-form-open form) i)
           (mevedel-ask-ui--redraw interaction (list 'custom i)))))))
 
 (defun mevedel-ask-ui--page (direction)
   "Page the open question's sample panel by DIRECTION (1 or -1), else scroll."
   (pcase-let* ((`(,interaction . ,form) (mevedel-ask-ui--here))
-               (i (mevedel-ask-form-open form)))
-    (if (not (and (< i (mevedel-ask--count form))
-                  (> (mevedel-ask--panel-height form i (mevedel-ask-form-width form)) 0)
+               (i (mevedel-ask-ui-form-open form)))
+    (if (not (and (< i (mevedel-ask-ui--count form))
+                  (> (mevedel-ask-ui--panel-height form i (mevedel-ask-ui-form-width form)) 0)
                   (memq (car (mevedel-ask-ui--entry-at)) '(question option custom))
                   (eql (cadr (mevedel-ask-ui--entry-at)) i)))
         (if (> direction 0) (scroll-up-command) (scroll-down-command))
-      (let* ((height (mevedel-ask--panel-height form i (mevedel-ask-form-width form)))
-             (option (aref (plist-get (mevedel-ask--question form i) :options)
-                           (aref (mevedel-ask-form-shown form) i)))
-             (rows (length (mevedel-ask--sample-rows
+      (let* ((height (mevedel-ask-ui--panel-height form i (mevedel-ask-ui-form-width form)))
+             (option (aref (plist-get (mevedel-ask-ui--question form i) :options)
+                           (aref (mevedel-ask-ui-form-shown form) i)))
+             (rows (length (mevedel-ask-ui--sample-rows
                             (plist-get option :sample)
-                            (mevedel-ask--sample-width (mevedel-ask-form-width form)))))
-             (scroll (aref (mevedel-ask-form-scroll form) i)))
-        (aset (mevedel-ask-form-scroll form) i
+                            (mevedel-ask-ui--sample-width (mevedel-ask-ui-form-width form)))))
+             (scroll (aref (mevedel-ask-ui-form-scroll form) i)))
+        (aset (mevedel-ask-ui-form-scroll form) i
               (max 0 (min (max 0 (- rows height)) (+ scroll (* direction height)))))
         (mevedel-ask-ui--redraw-panel interaction form i)))))
 
@@ -629,9 +637,9 @@ OPEN equal to the number of questions means Submit."
     (mevedel-interaction-settle
      interaction
      (cons 'submitted
-           (cl-loop for i below (mevedel-ask--count form)
-                    collect (cons (mevedel-ask--question form i)
-                                  (mevedel-ask-answer-labels form i)))))))
+           (cl-loop for i below (mevedel-ask-ui--count form)
+                    collect (cons (mevedel-ask-ui--question form i)
+                                  (mevedel-ask-ui-answer-labels form i)))))))
 
 (defun mevedel-ask-ui-cancel ()
   "Cancel the questionnaire only, and let the run go on."
@@ -652,7 +660,7 @@ member."
   (dolist (interaction mevedel-ask-ui--forms)
     (let ((form (mevedel-interaction-data interaction)))
       (when (and (mevedel-interaction-start interaction)
-                 (not (eql (mevedel-ask-ui--width interaction) (mevedel-ask-form-width form))))
+                 (not (eql (mevedel-ask-ui--width interaction) (mevedel-ask-ui-form-width form))))
         (with-current-buffer (overlay-buffer (mevedel-interaction-overlay interaction))
           (let ((entry (mevedel-ask-ui--entry-at
                         (let ((p (point)))
@@ -664,5 +672,5 @@ member."
 ;; A view shown in a window of another width counts as a change too.
 (add-hook 'window-buffer-change-functions #'mevedel-ask-ui--relayout)
 
-(provide 'mevedel-tool-ask-ui)
-;;; mevedel-tool-ask-ui.el ends here
+(provide 'mevedel-ask-ui)
+;;; mevedel-ask-ui.el ends here

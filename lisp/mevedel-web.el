@@ -1,4 +1,4 @@
-;;; mevedel-tool-web.el --- WebFetch and WebSearch  -*- lexical-binding: t; -*-
+;;; mevedel-web.el --- WebFetch and WebSearch  -*- lexical-binding: t; -*-
 
 ;; Copyright (C) 2026 The mevedel authors
 ;; SPDX-License-Identifier: GPL-3.0-or-later
@@ -15,7 +15,7 @@
 ;; repeating the method, body and headers as url-http adjusted them,
 ;; and only to http(s) URLs with a host.  A caller decides each hop;
 ;; WebFetch follows the same host, asks
-;; `mevedel-tool-permission-decide-now' about another (an allowed
+;; `mevedel-permissions-decide-now' about another (an allowed
 ;; target is followed, a denied one fails, any other is returned as
 ;; "REDIRECT: URL" for the model's next call), and never follows a
 ;; public host's redirect to a private address.  One timer
@@ -549,7 +549,7 @@ CONTEXT and STOP are the call's context and stop cell."
        ((and (not (mevedel-web--private-host-p from-host))
              (mevedel-web--private-host-p to-host))
         'return)
-       (t (pcase (mevedel-tool-permission-decide-now tool (list :url to) buffer)
+       (t (pcase (mevedel-permissions-decide-now tool (list :url to) buffer)
             ('allow 'follow)
             ('deny (cons 'error (format "%s redirected to %s, which permission rules deny"
                                         from to)))
@@ -862,5 +862,5 @@ Manual: " mevedel-web-manual-address)
   :function #'mevedel-web-search
   :renderer #'mevedel-web-render-search)
 
-(provide 'mevedel-tool-web)
-;;; mevedel-tool-web.el ends here
+(provide 'mevedel-web)
+;;; mevedel-web.el ends here

@@ -1,4 +1,4 @@
-;;; mevedel-tool-ptc.el --- ToolSearch, ToolCall and the specialist listing  -*- lexical-binding: t; -*-
+;;; mevedel-ptc.el --- ToolSearch, ToolCall and the specialist listing  -*- lexical-binding: t; -*-
 
 ;; Copyright (C) 2026 The mevedel authors
 ;; SPDX-License-Identifier: GPL-3.0-or-later
@@ -10,7 +10,7 @@
 ;;
 ;; - the specialist listing, mail a conversation receives when the
 ;;   listing changes (`mevedel-ptc-listing-mail'): one calling shape and
-;;   summary per specialist, within `mevedel-tools-listing-budget';
+;;   summary per specialist, within `mevedel-ptc-listing-budget';
 ;; - ToolSearch, which answers a query with full contracts (one to
 ;;   three matches), calling shapes (more) or categories to try (none);
 ;; - ToolCall, which runs a program in the closed dialect of
@@ -82,11 +82,15 @@ A child result larger than this becomes a failure the program sees."
 Zero keeps every value inline."
   :type 'natnum)
 
-(defcustom mevedel-tools-listing-budget 0.02
+(define-obsolete-variable-alias 'mevedel-tools-listing-budget
+  'mevedel-ptc-listing-budget "0.1.0")
+(defcustom mevedel-ptc-listing-budget 0.02
   "Share of the model's context window the specialist listing may use."
   :type 'number)
 
-(defcustom mevedel-tools-listing-default-window 128000
+(define-obsolete-variable-alias 'mevedel-tools-listing-default-window
+  'mevedel-ptc-listing-default-window "0.1.0")
+(defcustom mevedel-ptc-listing-default-window 128000
   "Context window in tokens assumed when the model's is unknown."
   :type 'natnum)
 
@@ -175,7 +179,7 @@ The names of the whole catalog are kept; a narrowed one is made anew."
 
 ;;;; The specialist listing
 
-(defun mevedel-tools-listing-section (tools budget)
+(defun mevedel-ptc-listing-section (tools budget)
   "Return the specialist listing of TOOLS within BUDGET characters, or nil.
 One line per tool, its calling shape and summary, `[standalone only]'
 marked; tools beyond BUDGET are counted and left to ToolSearch.  Nil
@@ -202,8 +206,8 @@ when TOOLS is empty."
 
 (defun mevedel-ptc--listing-budget (chat)
   "Return the listing budget of CHAT in characters (four to a token)."
-  (floor (* 4 mevedel-tools-listing-budget
-            (or (mevedel-chat-context-window chat) mevedel-tools-listing-default-window))))
+  (floor (* 4 mevedel-ptc-listing-budget
+            (or (mevedel-chat-context-window chat) mevedel-ptc-listing-default-window))))
 
 (defun mevedel-ptc--last-listing (buffer)
   "Return the last specialist listing of data BUFFER still sent to the model.
@@ -227,7 +231,7 @@ A listing in turns a compaction replaced by its summary
 For `mevedel-chat-message-functions'.  The last listing is the one the
 chat's data buffer holds, so a failed request (whose mail is taken out
 again) or a resumed session gets it again."
-  (when-let* ((listing (mevedel-tools-listing-section
+  (when-let* ((listing (mevedel-ptc-listing-section
                         (mevedel-tool-specialists) (mevedel-ptc--listing-budget chat))))
     (unless (equal listing (mevedel-ptc--last-listing (mevedel-chat-data-buffer chat)))
       (list listing))))
@@ -712,5 +716,5 @@ before writing anything beyond simple calls."
   :function #'mevedel-ptc-run-program
   :renderer #'mevedel-ptc-render)
 
-(provide 'mevedel-tool-ptc)
-;;; mevedel-tool-ptc.el ends here
+(provide 'mevedel-ptc)
+;;; mevedel-ptc.el ends here
