@@ -6,12 +6,12 @@
 ;;; Commentary:
 
 ;; Resource addresses (`work://', `artifact://', `mevedel://',
-;; `memory://', `skill://', and the not yet available `agent://',
-;; `history://', `mcp://' and `shared://') name mevedel-owned content in
+;; `memory://', `skill://', `agent://' and `history://', and the not yet
+;; available `mcp://' and `shared://') name mevedel-owned content in
 ;; Read, Glob, Grep and ApplyPatch.  The grammar, canonical spelling,
 ;; operation matrix, containment and the two-stage resolver are in the
-;; native module (crates/mevedel-core/src/resource/); this file gathers the session facts the
-;; resolver needs and exposes the Lisp API:
+;; native module (crates/mevedel-core/src/resource/); this file gathers
+;; the session facts the resolver needs and exposes the Lisp API:
 ;;
 ;; - `mevedel-resource-parse': canonical form of an address, nil for an
 ;;   ordinary path;
