@@ -1,4 +1,4 @@
-;;; mevedel-mailbox.el --- Agents: owners, mailbox delivery, background wakes  -*- lexical-binding: t; -*-
+;;; mevedel-mailbox.el --- Mailbox delivery, chat owners, background wakes  -*- lexical-binding: t; -*-
 
 ;; Copyright (C) 2026 The mevedel authors
 ;; SPDX-License-Identifier: GPL-3.0-or-later
