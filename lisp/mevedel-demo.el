@@ -88,7 +88,7 @@ SURFACE is `view' or `headless': the closing words fit it."
 
 (defun mevedel-demo-script ()
   "Return the file name of the demo script."
-  (expand-file-name "test/fake-llm/demo.json"
+  (expand-file-name "scripted-model/demo.json"
                     (or (mevedel-core-source-root)
                         (error "Cannot locate the mevedel checkout"))))
 

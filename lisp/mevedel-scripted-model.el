@@ -5,8 +5,8 @@
 
 ;;; Commentary:
 
-;; The checkout ships a small scripted model server,
-;; test/fake-llm/fake_llm.py (Python 3, standard library only), that
+;; mevedel ships a small scripted model server,
+;; scripted-model/server.py (Python 3, standard library only), that
 ;; speaks the OpenAI Chat Completions and Anthropic Messages wire
 ;; formats and replays a JSON script of model turns.  This file starts
 ;; it as an Emacs subprocess, builds a real gptel backend pointed at
@@ -43,7 +43,7 @@
 
 (defun mevedel-scripted-model-server-file ()
   "Return the file name of the scripted model server, or signal an error."
-  (let ((file (expand-file-name "test/fake-llm/fake_llm.py"
+  (let ((file (expand-file-name "scripted-model/server.py"
                                 (or (mevedel-core-source-root)
                                     (error "Cannot locate the mevedel checkout")))))
     (unless (file-exists-p file)

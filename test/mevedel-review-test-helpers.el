@@ -4,7 +4,7 @@
 
 ;; The answer of a scripted reviewer and the summary /review must
 ;; render from it, for ERT (review-test.el) and for an end-to-end run
-;; against the scripted model server (test/fake-llm/): there,
+;; against the scripted model server (scripted-model/): there,
 ;; `mevedel-review-test-reviewer-step' is the server's step that answers
 ;; the reviewer's request, and `mevedel-review-test-rendered' what the
 ;; view must then show.

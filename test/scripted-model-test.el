@@ -19,8 +19,9 @@
 (ert-deftest mevedel-scripted-model:python-unit-tests-pass ()
   (mevedel-scripted-model-test--python)
   (with-temp-buffer
-    (let* ((default-directory (expand-file-name "test/fake-llm/" mevedel-test-root))
-           (status (call-process "python3" nil t nil "-m" "unittest" "-v" "test_fake_llm")))
+    (let* ((default-directory (expand-file-name "test/" mevedel-test-root))
+           (status (call-process "python3" nil t nil "-m" "unittest" "-v"
+                                 "test_scripted_model_server")))
       (unless (eql status 0)
         (ert-fail (format "Python tests failed (%s):\n%s" status (buffer-string))))
       (should (string-match-p "^OK$" (buffer-string)))

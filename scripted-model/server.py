@@ -420,7 +420,7 @@ class State:
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
-    server_version = "mevedel-fake-llm/1"
+    server_version = "mevedel-scripted-model/1"
 
     def log_message(self, fmt, *args):  # quiet: the JSON log is the record
         pass
@@ -552,9 +552,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def send_error_response(self, wire, status, message, headers=None):
         if wire == "openai":
-            payload = {"error": {"message": message, "type": "fake_llm_error"}}
+            payload = {"error": {"message": message, "type": "scripted_model_error"}}
         else:
-            payload = {"type": "error", "error": {"type": "fake_llm_error", "message": message}}
+            payload = {"type": "error", "error": {"type": "scripted_model_error", "message": message}}
         self.send_json(status, payload, headers)
 
     def send_body(self, data, fault):
@@ -731,7 +731,7 @@ def main(argv=None):
     try:
         conversations = load_script(args.script, variables)
     except (OSError, ValueError, ScriptError) as err:
-        print(f"fake_llm: {err}", file=sys.stderr)
+        print(f"scripted model server: {err}", file=sys.stderr)
         return 2
     server = make_server(None, args.log, args.delay, args.port, conversations=conversations)
     port = server.server_address[1]

@@ -2,13 +2,19 @@
 
 import json
 import os
+import sys
 import tempfile
 import threading
 import unittest
 import urllib.error
 import urllib.request
 
-import fake_llm
+# The server lives in the product tree, not beside its tests; no
+# __pycache__ there, since that directory ships as it is.
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                os.pardir, "scripted-model"))
+import server as model_server  # noqa: E402
 
 
 def post(port, path, body):
@@ -29,7 +35,7 @@ class ServerCase(unittest.TestCase):
     def setUp(self):
         handle, self.log = tempfile.mkstemp(suffix=".jsonl")
         os.close(handle)
-        self.server = fake_llm.make_server(self.steps, self.log, delay=0)
+        self.server = model_server.make_server(self.steps, self.log, delay=0)
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
@@ -180,15 +186,15 @@ class ScriptTest(unittest.TestCase):
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
             json.dump({"steps": [{"text": "{{root}}/a"}]}, handle)
         try:
-            self.assertEqual(fake_llm.load_script(handle.name, {"root": "/w"}),
+            self.assertEqual(model_server.load_script(handle.name, {"root": "/w"}),
                              [{"match": None, "steps": [{"text": "/w/a"}], "repeat": False}])
         finally:
             os.unlink(handle.name)
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
             json.dump({"steps": [{"expect": {}}]}, handle)
         try:
-            with self.assertRaises(fake_llm.ScriptError):
-                fake_llm.load_script(handle.name, {})
+            with self.assertRaises(model_server.ScriptError):
+                model_server.load_script(handle.name, {})
         finally:
             os.unlink(handle.name)
 
@@ -205,7 +211,7 @@ class ConversationTest(unittest.TestCase):
              "repeat": False}]
         handle, log = tempfile.mkstemp(suffix=".jsonl")
         os.close(handle)
-        server = fake_llm.make_server(None, log, delay=0, conversations=conversations)
+        server = model_server.make_server(None, log, delay=0, conversations=conversations)
         port = server.server_address[1]
         threading.Thread(target=server.serve_forever, daemon=True).start()
         answers = {}
@@ -242,18 +248,18 @@ class HistoryTest(unittest.TestCase):
             {"role": "assistant", "tool_calls": [{"id": "a"}, {"id": "b"}]},
             {"role": "tool", "tool_call_id": "a", "content": "ok"},
             {"role": "user", "content": "again"}]}
-        self.assertEqual(fake_llm.orphan_calls(openai, "openai"), ["b"])
-        self.assertEqual(fake_llm.history_result_ids(openai, "openai"), {"a"})
+        self.assertEqual(model_server.orphan_calls(openai, "openai"), ["b"])
+        self.assertEqual(model_server.history_result_ids(openai, "openai"), {"a"})
         anthropic = {"messages": [
             {"role": "user", "content": "go"},
             {"role": "assistant", "content": [{"type": "tool_use", "id": "t1"}]},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1"}]},
             {"role": "assistant", "content": [{"type": "tool_use", "id": "t2"}]},
             {"role": "user", "content": "no result"}]}
-        self.assertEqual(fake_llm.orphan_calls(anthropic, "anthropic"), ["t2"])
-        self.assertTrue(fake_llm.ends_with_user_text(anthropic))
-        self.assertFalse(fake_llm.ends_with_user_text({"messages": anthropic["messages"][:3]}))
-        self.assertEqual(fake_llm.history_result_ids(anthropic, "anthropic"), {"t1"})
+        self.assertEqual(model_server.orphan_calls(anthropic, "anthropic"), ["t2"])
+        self.assertTrue(model_server.ends_with_user_text(anthropic))
+        self.assertFalse(model_server.ends_with_user_text({"messages": anthropic["messages"][:3]}))
+        self.assertEqual(model_server.history_result_ids(anthropic, "anthropic"), {"t1"})
 
     def test_openai_image_messages_after_results_belong_to_them(self):
         media = {"role": "user", "content": [
@@ -264,8 +270,8 @@ class HistoryTest(unittest.TestCase):
             {"role": "assistant", "tool_calls": [{"id": "a"}]},
             {"role": "tool", "tool_call_id": "a", "content": "Image attached."},
             media]}
-        self.assertFalse(fake_llm.ends_with_user_text(body))
-        results, user_text, echo = fake_llm.openai_results(body)
+        self.assertFalse(model_server.ends_with_user_text(body))
+        results, user_text, echo = model_server.openai_results(body)
         self.assertEqual(results, [("a", "Image attached.", None)])
         self.assertEqual(user_text, "look")
         self.assertEqual(echo, ["a"])
