@@ -7,10 +7,11 @@
 
 ;; mevedel's performance-critical core is a Rust dynamic module,
 ;; `mevedel-dyn'.  This file is the only caller of its functions (all
-;; named `mevedel-core--...'): it finds the module, builds it with cargo
-;; when it is missing or older than its sources, checks its version
-;; before anything relies on it, and wires up the event channel through
-;; which background Rust work reaches Lisp.
+;; named `mevedel-core--...'): it loads the module (which
+;; mevedel-core-build.el finds, and builds when it is missing or older
+;; than its sources), checks its version before anything relies on it,
+;; and wires up the event channel through which background Rust work
+;; reaches Lisp.
 ;;
 ;; Nothing here builds or loads at `require' or byte-compile time; call
 ;; `mevedel-core-ensure' (every entry point does) or
@@ -19,8 +20,8 @@
 ;;; Code:
 
 (require 'cl-lib)
-(require 'compile)
 (require 'subr-x)
+(require 'mevedel-core-build)
 
 ;;;; Customization
 
@@ -29,28 +30,8 @@
   :group 'mevedel
   :prefix "mevedel-core-")
 
-(defcustom mevedel-core-module-directory nil
-  "Directory that holds the built module file `mevedel-dyn.so'.
-Nil means the directory holding mevedel's Cargo.toml (the package or
-checkout root), falling back to the directory of this file."
-  :type '(choice (const :tag "Package root" nil) directory))
-
-(defcustom mevedel-core-build-policy 'ask
-  "What to do when the module is missing or older than its sources.
-`ask' asks before building (in batch Emacs it behaves like `always',
-since nobody can answer); `always' builds without asking; `never'
-signals an error instead."
-  :type '(choice (const ask) (const always) (const never)))
-
-(defcustom mevedel-core-cargo-program "cargo"
-  "Name or path of cargo, used to build the module."
-  :type 'string)
-
 ;;;; Errors
 
-(define-error 'mevedel-core-error "mevedel core error")
-(define-error 'mevedel-core-load-error
-              "Cannot load mevedel's native module" 'mevedel-core-error)
 (define-error 'mevedel-core-version-mismatch
               "mevedel's native module has the wrong version" 'mevedel-core-load-error)
 
@@ -63,9 +44,9 @@ signals an error instead."
 (declare-function mevedel-core--events-dropped "ext:mevedel-dyn" ())
 (declare-function mevedel-core--selftest-events "ext:mevedel-dyn" (count))
 (declare-function mevedel-core--selftest-ping "ext:mevedel-dyn" (id))
+(declare-function mevedel-core--selftest-panic "ext:mevedel-dyn" (message))
 (declare-function mevedel-core--exec-stop-all "ext:mevedel-dyn" (grace-ms))
 (declare-function mevedel-core--exec-live-groups "ext:mevedel-dyn" ())
-(declare-function mevedel-core--sandbox-probe "ext:mevedel-dyn" (id timeout-ms))
 (declare-function mevedel-core--resource-parse "ext:mevedel-dyn" (text))
 (declare-function mevedel-core--resource-parse-many "ext:mevedel-dyn" (texts))
 (declare-function mevedel-core--truenames "ext:mevedel-dyn" (files))
@@ -87,7 +68,7 @@ signals an error instead."
 (declare-function mevedel-core--search-cancel "ext:mevedel-dyn" (id))
 (declare-function mevedel-core--search-running "ext:mevedel-dyn" ())
 (declare-function mevedel-core--sandbox-probe "ext:mevedel-dyn"
-                  (id timeout-ms &optional path helper target refresh))
+                  (id timeout-ms path helper target refresh))
 (declare-function mevedel-core--sandbox-forget-probes "ext:mevedel-dyn" ())
 (declare-function mevedel-core--sandbox-decide "ext:mevedel-dyn" (request-json))
 (declare-function mevedel-core--sandbox-prepare "ext:mevedel-dyn" (request-json))
@@ -115,7 +96,7 @@ signals an error instead."
 (declare-function mevedel-core--store-mailbox-deliver-after "ext:mevedel-dyn" (store mailbox ids))
 (declare-function mevedel-core--store-transcript-save "ext:mevedel-dyn" (store at props))
 (declare-function mevedel-core--store-transcript-compact "ext:mevedel-dyn" (store export))
-(declare-function mevedel-core--store-transcript-load "ext:mevedel-dyn" (store &optional full))
+(declare-function mevedel-core--store-transcript-load "ext:mevedel-dyn" (store full))
 (declare-function mevedel-core--checkpoint-before "ext:mevedel-dyn" (store turn label paths))
 (declare-function mevedel-core--checkpoint-after "ext:mevedel-dyn" (store paths))
 (declare-function mevedel-core--checkpoint-note-bash "ext:mevedel-dyn" (store turn label))
@@ -141,223 +122,11 @@ signals an error instead."
 (declare-function mevedel-core--exec-teardown-all "ext:mevedel-dyn" ())
 (declare-function mevedel-core--bash-permission "ext:mevedel-dyn" (source cwd root))
 
-;;;; Locating and building
+;;;; Loading
 
 (defconst mevedel-core-expected-version "0.1.0"
   "Version of mevedel-dyn that this Lisp code was written against.
 It must equal the workspace version in Cargo.toml.")
-
-(defconst mevedel-core--this-directory
-  (file-name-directory (or load-file-name byte-compile-current-file
-                           buffer-file-name default-directory))
-  "Directory of this file when it was loaded.")
-
-(defun mevedel-core-source-root ()
-  "Return the directory holding mevedel's Cargo.toml, or nil."
-  (locate-dominating-file mevedel-core--this-directory "Cargo.toml"))
-
-(defun mevedel-core-module-file ()
-  "Return the absolute file name where the module is expected."
-  (unless module-file-suffix
-    (signal 'mevedel-core-load-error
-            '("This Emacs was built without dynamic module support")))
-  (expand-file-name (concat "mevedel-dyn" module-file-suffix)
-                    (or mevedel-core-module-directory
-                        (mevedel-core-source-root)
-                        mevedel-core--this-directory)))
-
-(defun mevedel-core--source-files (root)
-  "Return the files under ROOT whose change requires a rebuild.
-ROOT holds the workspace's Cargo.toml and Cargo.lock; each crate under
-crates/ has its own Cargo.toml and .rs sources."
-  (append (cl-remove-if-not #'file-exists-p
-                            (mapcar (lambda (f) (expand-file-name f root))
-                                    '("Cargo.toml" "Cargo.lock")))
-          (directory-files-recursively (expand-file-name "crates" root)
-                                       "\\(?:\\.rs\\|\\`Cargo\\.toml\\)\\'")))
-
-(defconst mevedel-core--helper-name "mevedel-sandbox"
-  "File name of the sandbox helper binary installed next to the module.")
-
-(defun mevedel-core-sandbox-helper-file ()
-  "Return the absolute file name of the sandbox helper binary."
-  (expand-file-name mevedel-core--helper-name
-                    (file-name-directory (mevedel-core-module-file))))
-
-(defun mevedel-core-module-stale-p ()
-  "Return non-nil when the module file is missing or older than its sources.
-Without sources (a binary-only install) an existing module is never stale."
-  (let ((file (mevedel-core-module-file))
-        (root (mevedel-core-source-root)))
-    (or (not (file-exists-p file))
-        (and root
-             (cl-some (lambda (src) (file-newer-than-file-p src file))
-                      (mevedel-core--source-files root))))))
-
-(defun mevedel-core--cargo ()
-  "Return the cargo executable, or signal an error that names rustup."
-  (or (executable-find mevedel-core-cargo-program)
-      (let ((home (expand-file-name "~/.cargo/bin/cargo")))
-        (and (file-executable-p home) home))
-      (signal 'mevedel-core-load-error
-              (list (concat "Cannot build mevedel's native module: `cargo' was not found. "
-                            "Install the Rust toolchain with rustup (https://rustup.rs), "
-                            "or set `mevedel-core-cargo-program'")))))
-
-(defun mevedel-core--build-command ()
-  "Return the shell command that builds the module."
-  (mapconcat #'shell-quote-argument
-             (list (mevedel-core--cargo) "build" "--release" "--locked")
-             " "))
-
-(defun mevedel-core--built-library (root)
-  "Return the library file that cargo built under ROOT."
-  (expand-file-name (concat "release/libmevedel_dyn" module-file-suffix)
-                    (or (getenv "CARGO_TARGET_DIR")
-                        (expand-file-name "target" root))))
-
-(defun mevedel-core--install-built (root target)
-  "Copy the freshly built library under ROOT to TARGET, the module file.
-The sandbox helper binary built with it goes next to TARGET.  Each copy
-goes through a temporary file and a rename, so an Emacs that has the old
-file mapped (or a helper running) keeps a valid file."
-  (let* ((built (mevedel-core--built-library root))
-         (helper (expand-file-name mevedel-core--helper-name (file-name-directory built)))
-         (installed-helper (expand-file-name mevedel-core--helper-name
-                                             (file-name-directory target))))
-    (dolist (file (list built helper))
-      (unless (file-exists-p file)
-        (signal 'mevedel-core-load-error
-                (list (format "cargo finished but %s does not exist" file)))))
-    (make-directory (file-name-directory target) t)
-    (dolist (pair (list (cons built target) (cons helper installed-helper)))
-      (let ((tmp (concat (cdr pair) ".tmp")))
-        (copy-file (car pair) tmp t)
-        (rename-file tmp (cdr pair) t)))
-    target))
-
-(defconst mevedel-core--first-build-cpu-seconds 550
-  "About how long a first build takes on one core, in seconds.
-Measured: 276 s of cargo on 2 vCPUs for the release module and helper.")
-
-(defvar-local mevedel-core--build-progress nil
-  "Progress of the build in this buffer, (START DONE TOTAL).
-START is when it started, DONE the crates compiled so far and TOTAL
-how many the lock file names.")
-
-(defun mevedel-core--crate-count (root)
-  "Return how many packages ROOT's Cargo.lock names (what a first build compiles)."
-  (let ((lock (expand-file-name "Cargo.lock" root)))
-    (if (file-readable-p lock)
-        (with-temp-buffer
-          (insert-file-contents lock)
-          (how-many "^\\[\\[package\\]\\]" (point-min) (point-max)))
-      0)))
-
-(defun mevedel-core--first-build-estimate ()
-  "Return a rough duration of a first build on this machine, as text."
-  (let ((minutes (/ mevedel-core--first-build-cpu-seconds
-                    (max 1 (num-processors)) 60.0)))
-    (if (< minutes 1.5) "about a minute" (format "about %d minutes" (round minutes)))))
-
-(defun mevedel-core--build-progress-text (progress now)
-  "Return the mode-line text of build PROGRESS, (START DONE TOTAL), at time NOW."
-  (pcase-let ((`(,start ,done ,total) progress))
-    (if (or (zerop done) (zerop total))
-        (format " [starting; a first build takes %s]" (mevedel-core--first-build-estimate))
-      (let ((left (* (- now start) (/ (float (max 0 (- total done))) done))))
-        (format " [%d/%d crates%s]" (min done total) total
-                (if (>= done total) ""
-                  (format ", ~%d min left" (max 1 (round (/ left 60))))))))))
-
-(defun mevedel-core--count-compiled ()
-  "Count the crates cargo reports compiled in this build's new output.
-A `compilation-filter-hook' member: the mode line shows the progress."
-  (when mevedel-core--build-progress
-    (save-excursion
-      (goto-char compilation-filter-start)
-      (forward-line 0)
-      (let ((found (how-many "^ *Compiling " (point) (point-max))))
-        (setf (nth 1 mevedel-core--build-progress)
-              (+ found (nth 1 mevedel-core--build-progress)))))
-    (setq mode-line-process
-          (mevedel-core--build-progress-text mevedel-core--build-progress (float-time)))
-    (force-mode-line-update)))
-
-(defvar mevedel-core--build-callbacks nil
-  "Functions to call once the running build has installed the module.")
-
-(defvar-local mevedel-core--build-target nil
-  "Module file that the build in this buffer installs when it succeeds.")
-
-(defun mevedel-core--build-finished (buffer status)
-  "Install the module after the build in BUFFER ended with STATUS."
-  (let ((callbacks (prog1 mevedel-core--build-callbacks
-                     (setq mevedel-core--build-callbacks nil))))
-    (if (not (string-prefix-p "finished" status))
-        (message "mevedel: building the native module failed; see %s" (buffer-name buffer))
-      (with-current-buffer buffer
-        (mevedel-core--install-built default-directory mevedel-core--build-target))
-      (message "mevedel: native module built")
-      (mapc #'funcall callbacks))))
-
-;;;###autoload
-(defun mevedel-core-build (&optional callback)
-  "Build mevedel's native module with cargo, showing output in a buffer.
-The build runs asynchronously in a `compilation-mode' buffer; when it
-succeeds the module is installed and CALLBACK (if non-nil) is called.
-A module already loaded in this Emacs cannot be replaced: restart Emacs
-to use the new build."
-  (interactive)
-  (let ((root (or (mevedel-core-source-root)
-                  (user-error "Cannot find mevedel's Rust sources (Cargo.toml)")))
-        (command (mevedel-core--build-command))
-        (target (mevedel-core-module-file)))
-    (when callback (push callback mevedel-core--build-callbacks))
-    (message "mevedel: building the native module; a first build takes %s"
-             (mevedel-core--first-build-estimate))
-    (let* ((default-directory root)
-           (buffer (compilation-start command 'compilation-mode
-                                      (lambda (_) "*mevedel-core-build*"))))
-      (with-current-buffer buffer
-        (setq mevedel-core--build-target target
-              mevedel-core--build-progress (list (float-time) 0 (mevedel-core--crate-count root)))
-        (add-hook 'compilation-filter-hook #'mevedel-core--count-compiled nil t)
-        (add-hook 'compilation-finish-functions #'mevedel-core--build-finished nil t))
-      buffer)))
-
-(defun mevedel-core--build-sync ()
-  "Build and install the module, waiting for cargo to finish.
-Used in batch Emacs, where nobody watches an asynchronous build."
-  (let* ((root (or (mevedel-core-source-root)
-                   (signal 'mevedel-core-load-error
-                           '("mevedel's Rust sources (Cargo.toml) were not found"))))
-         (default-directory root)
-         (buffer (get-buffer-create "*mevedel-core-build*"))
-         (command (mevedel-core--build-command)))
-    (message "mevedel: building the native module (%s)..." command)
-    (with-current-buffer buffer
-      (let ((inhibit-read-only t))
-        (erase-buffer)
-        (setq default-directory root)
-        (let ((status (call-process-shell-command command nil buffer)))
-          (compilation-mode)
-          (unless (eql status 0)
-            (signal 'mevedel-core-load-error
-                    (list (format "Building the module failed (cargo exit %s):\n%s"
-                                  status
-                                  (buffer-substring-no-properties
-                                   (max (point-min) (- (point-max) 3000))
-                                   (point-max)))))))))
-    (mevedel-core--install-built root (mevedel-core-module-file))))
-
-;;;; Loading
-
-(defun mevedel-core--effective-policy ()
-  "Return the build policy in force; `ask' means `always' in batch."
-  (if (and noninteractive (eq mevedel-core-build-policy 'ask))
-      'always
-    mevedel-core-build-policy))
 
 (defun mevedel-core--check-version ()
   "Signal `mevedel-core-version-mismatch' unless the loaded module fits."
@@ -368,21 +137,6 @@ Used in batch Emacs, where nobody watches an asynchronous build."
                                     "Rebuild it with M-x mevedel-core-build (or `make module'), "
                                     "then restart Emacs: a loaded module cannot be replaced")
                             actual mevedel-core-expected-version))))))
-
-(defun mevedel-core--build-as-policy-says ()
-  "Build a missing or stale module, or refuse, per `mevedel-core-build-policy'."
-  (pcase (mevedel-core--effective-policy)
-    ('always (mevedel-core--build-sync))
-    ('ask
-     (if (y-or-n-p "Build mevedel's native module now (takes a few minutes)? ")
-         (progn (mevedel-core-build)
-                (user-error "Building mevedel's native module; retry when the build finishes"))
-       (signal 'mevedel-core-load-error
-               (list "The native module is missing or stale; run M-x mevedel-core-build"))))
-    (_
-     (signal 'mevedel-core-load-error
-             (list (format "%s is missing or stale and `mevedel-core-build-policy' is `never'"
-                           (mevedel-core-module-file)))))))
 
 (defvar mevedel-core--ready nil
   "Non-nil once the module is loaded, version-checked and wired up.")
@@ -404,9 +158,9 @@ Builds per `mevedel-core-build-policy' when needed.  Signals
 when the module cannot be used."
   (unless mevedel-core--ready
     (unless (featurep 'mevedel-dyn)
-      (when (mevedel-core-module-stale-p)
-        (mevedel-core--build-as-policy-says))
-      (module-load (mevedel-core-module-file)))
+      (when (mevedel-core-build-stale-p)
+        (mevedel-core-build-as-policy-says))
+      (module-load (mevedel-core-build-module-file)))
     (mevedel-core--check-version)
     (mevedel-core--open-channel)
     (add-hook 'kill-emacs-hook #'mevedel-core-shutdown)
@@ -566,7 +320,7 @@ CALLBACK gets a plist (:bwrap-path :bwrap-works :bwrap-problem
 :helper-problem), or nil if the probe failed.  OPTIONS is a plist:
 :timeout-ms (default `mevedel-core-probe-timeout'), :path (where to look
 for bwrap; default the PATH of `process-environment'), :helper (default
-`mevedel-core-sandbox-helper-file'), :target (default \"local\") and
+`mevedel-core-build-helper-file'), :target (default \"local\") and
 :refresh (non-nil to probe again instead of answering from the cache
 kept per target, path and helper)."
   (mevedel-core-request
@@ -575,7 +329,7 @@ kept per target, path and helper)."
       id
       (or (plist-get options :timeout-ms) mevedel-core-probe-timeout)
       (or (plist-get options :path) (getenv "PATH"))
-      (or (plist-get options :helper) (mevedel-core-sandbox-helper-file))
+      (or (plist-get options :helper) (mevedel-core-build-helper-file))
       (or (plist-get options :target) "local")
       (plist-get options :refresh)))
    (lambda (status value) (funcall callback (and (eq status 'ok) value)))))
@@ -737,7 +491,7 @@ Return non-nil if the request was running."
 (defun mevedel-core-sandbox-object (request)
   "Return the sandbox REQUEST plist in the module's shape (a JSON plist).
 Keys with a nil value are left out (the module's defaults apply); the
-helper defaults to `mevedel-core-sandbox-helper-file'.  Managed
+helper defaults to `mevedel-core-build-helper-file'.  Managed
 executions pass it as the :sandbox of their spec."
   (let ((out nil))
     (cl-loop for (key value) on request by #'cddr
@@ -753,7 +507,7 @@ executions pass it as the :sandbox of their spec."
                                          ('boolean t)
                                          (_ value))))))
     (unless (plist-get out :helper)
-      (setq out (nconc out (list :helper (mevedel-core-sandbox-helper-file)))))
+      (setq out (nconc out (list :helper (mevedel-core-build-helper-file)))))
     out))
 
 (defun mevedel-core--sandbox-json (request)

@@ -89,7 +89,7 @@ SURFACE is `view' or `headless': the closing words fit it."
 (defun mevedel-demo-script ()
   "Return the file name of the demo script."
   (expand-file-name "scripted-model/demo.json"
-                    (or (mevedel-core-source-root)
+                    (or (mevedel-core-build-source-root)
                         (error "Cannot locate the mevedel checkout"))))
 
 (defun mevedel-demo-backend-usable-p (&optional backend)

@@ -164,14 +164,14 @@ one call, kept like `mevedel-sandbox-env-keep'."
 (defvar mevedel-sandbox--helper-cache nil
   "(MODULE-DIRECTORY-SETTING . HELPER-FILE) from the last lookup.
 Finding the module directory walks the file system, so requests reuse
-the answer while `mevedel-core-module-directory' stays the same.")
+the answer while `mevedel-core-build-module-directory' stays the same.")
 
 (defun mevedel-sandbox-helper ()
   "Return the sandbox helper binary's file name."
   (unless (and mevedel-sandbox--helper-cache
-               (equal (car mevedel-sandbox--helper-cache) mevedel-core-module-directory))
+               (equal (car mevedel-sandbox--helper-cache) mevedel-core-build-module-directory))
     (setq mevedel-sandbox--helper-cache
-          (cons mevedel-core-module-directory (mevedel-core-sandbox-helper-file))))
+          (cons mevedel-core-build-module-directory (mevedel-core-build-helper-file))))
   (cdr mevedel-sandbox--helper-cache))
 
 (defvar mevedel-sandbox--read-only-cache nil

@@ -44,7 +44,7 @@
 (defun mevedel-scripted-model-server-file ()
   "Return the file name of the scripted model server, or signal an error."
   (let ((file (expand-file-name "scripted-model/server.py"
-                                (or (mevedel-core-source-root)
+                                (or (mevedel-core-build-source-root)
                                     (error "Cannot locate the mevedel checkout")))))
     (unless (file-exists-p file)
       (error "The scripted model server is missing: %s" file))

@@ -165,7 +165,7 @@ from a Rust worker thread) and which sandbox layers are available."
             (progn
               (mevedel-core-ensure)
               (mevedel--status-insert "Native module" (mevedel-core-version) 'success)
-              (mevedel--status-insert "Module file" (mevedel-core-module-file))
+              (mevedel--status-insert "Module file" (mevedel-core-build-module-file))
               (mevedel--status-placeholder "Event channel" 'channel)
               (mevedel--status-placeholder "Sandbox" 'sandbox)
               (mevedel-core-channel-selftest

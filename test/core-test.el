@@ -22,7 +22,7 @@
   (should (featurep 'mevedel-dyn))
   (should (equal (mevedel-core-version) mevedel-core-expected-version))
   (should (string-suffix-p (concat "mevedel-dyn" module-file-suffix)
-                           (mevedel-core-module-file))))
+                           (mevedel-core-build-module-file))))
 
 (ert-deftest mevedel-core:expected-version-matches-cargo-toml ()
   (with-temp-buffer
@@ -59,8 +59,8 @@ tool declarations wait for the module instead of loading it."
     (unwind-protect
         (let ((result (mevedel-test-run-emacs
                        `(progn
-                          (setq mevedel-core-cargo-program ,fake
-                                mevedel-core-module-directory ,dir)
+                          (setq mevedel-core-build-cargo-program ,fake
+                                mevedel-core-build-module-directory ,dir)
                           (require 'mevedel)
                           (require 'bytecomp) ; so the let below binds dynamically
                           (let ((byte-compile-dest-file-function
@@ -82,66 +82,74 @@ tool declarations wait for the module instead of loading it."
   "The build buffer's mode line counts the crates cargo compiled and the time left."
   (progn
     (should (string-match-p "\\`about \\(?:a minute\\|[0-9]+ minutes\\)\\'"
-                            (mevedel-core--first-build-estimate)))
+                            (mevedel-core-build--first-estimate)))
     (should (string-match-p "starting; a first build takes about"
-                            (mevedel-core--build-progress-text (list 100.0 0 180) 100.0)))
+                            (mevedel-core-build--progress-text (list 100.0 0 180) 100.0)))
     ;; 60 of 180 crates in 120 s: 240 s, 4 minutes, left.
-    (should (equal (mevedel-core--build-progress-text (list 100.0 60 180) 220.0)
+    (should (equal (mevedel-core-build--progress-text (list 100.0 60 180) 220.0)
                    " [60/180 crates, ~4 min left]"))
-    (should (equal (mevedel-core--build-progress-text (list 100.0 180 180) 400.0)
+    (should (equal (mevedel-core-build--progress-text (list 100.0 180 180) 400.0)
                    " [180/180 crates]"))
     nil)
   (with-temp-buffer
-    (setq-local mevedel-core--build-progress (list (float-time) 0 10))
+    (setq-local mevedel-core-build--progress (list (float-time) 0 10))
     (insert "   Compiling libc v0.2\n    Compiling memchr v2\n")
     (let ((compilation-filter-start (point-min)))
-      (mevedel-core--count-compiled))
+      (mevedel-core-build--count-compiled))
     (insert "warning: x\n   Compiling regex v1\n")
     (let ((compilation-filter-start (- (point-max) 30)))
-      (mevedel-core--count-compiled))
-    (should (= (nth 1 mevedel-core--build-progress) 3))
+      (mevedel-core-build--count-compiled))
+    (should (= (nth 1 mevedel-core-build--progress) 3))
     (should (string-match-p "\\` \\[3/10 crates" mode-line-process)))
-  (should (> (mevedel-core--crate-count mevedel-test-root) 100)))
+  (should (> (mevedel-core-build--crate-count mevedel-test-root) 100)))
 
 (ert-deftest mevedel-core:build-policy-in-batch ()
   (let ((mevedel-core-build-policy 'ask))
-    (should (eq (mevedel-core--effective-policy) 'always)))
+    (should (eq (mevedel-core-build--effective-policy) 'always)))
   (let ((mevedel-core-build-policy 'never))
-    (should (eq (mevedel-core--effective-policy) 'never))
-    (let ((err (should-error (mevedel-core--build-as-policy-says)
+    (should (eq (mevedel-core-build--effective-policy) 'never))
+    (let ((err (should-error (mevedel-core-build-as-policy-says)
                              :type 'mevedel-core-load-error)))
       (should (string-match-p "mevedel-core-build-policy" (cadr err))))))
 
+(ert-deftest mevedel-core:old-option-names-still-work ()
+  (with-suppressed-warnings ((obsolete mevedel-core-module-directory
+                                       mevedel-core-cargo-program))
+    (let ((mevedel-core-module-directory "/modules/")
+          (mevedel-core-cargo-program "my-cargo"))
+      (should (equal mevedel-core-build-module-directory "/modules/"))
+      (should (equal mevedel-core-build-cargo-program "my-cargo")))))
+
 (ert-deftest mevedel-core:missing-cargo-names-rustup ()
-  (let ((mevedel-core-cargo-program "no-such-cargo-here")
+  (let ((mevedel-core-build-cargo-program "no-such-cargo-here")
         (process-environment (cons (concat "HOME=" (make-temp-file "home" t))
                                    process-environment)))
-    (let ((err (should-error (mevedel-core--cargo) :type 'mevedel-core-load-error)))
+    (let ((err (should-error (mevedel-core-build--cargo) :type 'mevedel-core-load-error)))
       (should (string-match-p "rustup" (cadr err))))))
 
 (ert-deftest mevedel-core:stale-module-detected ()
   (let* ((dir (make-temp-file "mevedel-mod" t))
-         (mevedel-core-module-directory dir)
-         (file (mevedel-core-module-file)))
+         (mevedel-core-build-module-directory dir)
+         (file (mevedel-core-build-module-file)))
     (unwind-protect
         (progn
-          (should (mevedel-core-module-stale-p)) ; missing
+          (should (mevedel-core-build-stale-p)) ; missing
           (with-temp-file file (insert "x"))
           (set-file-times file (encode-time '(0 0 0 1 1 2001 nil nil t)))
-          (should (mevedel-core-module-stale-p)) ; older than crates/*/src/*.rs
+          (should (mevedel-core-build-stale-p)) ; older than crates/*/src/*.rs
           (set-file-times file)
-          (should-not (mevedel-core-module-stale-p)))
+          (should-not (mevedel-core-build-stale-p)))
       (delete-directory dir t))))
 
 ;; `compilation-start' on an up-to-date tree: cargo only checks, in seconds.
 (ert-deftest mevedel-core:interactive-build-installs-and-calls-back ()
   (let* ((dir (make-temp-file "mevedel-build" t))
-         (mevedel-core-module-directory dir)
+         (mevedel-core-build-module-directory dir)
          (called nil))
     (unwind-protect
         (let ((buffer (mevedel-core-build (lambda () (setq called t)))))
           (should (eq (with-current-buffer buffer major-mode) 'compilation-mode))
-          (setq mevedel-core-module-directory nil) ; the target was captured
+          (setq mevedel-core-build-module-directory nil) ; the target was captured
           (mevedel-test-wait-until (not (get-buffer-process buffer)) 600)
           (should called)
           (should (file-exists-p (expand-file-name (concat "mevedel-dyn" module-file-suffix) dir)))
@@ -217,6 +225,34 @@ tool declarations wait for the module instead of loading it."
       (cl-incf checked))
     (should (= checked (length exports)))
     (should (equal (mevedel-core--version) mevedel-core-expected-version))))
+
+;; The declarations are kept by hand; this keeps them honest.
+(defun mevedel-core-test--declared ()
+  "Return the `declare-function' forms of mevedel-core.el for module functions."
+  (with-temp-buffer
+    (insert-file-contents (expand-file-name "lisp/mevedel-core.el" mevedel-test-root))
+    (let (forms)
+      (condition-case nil
+          (while t
+            (let ((form (read (current-buffer))))
+              (when (and (eq (car-safe form) 'declare-function)
+                         (string-prefix-p "mevedel-core--" (symbol-name (nth 1 form))))
+                (push form forms))))
+        (end-of-file nil))
+      (nreverse forms))))
+
+(ert-deftest mevedel-core:declarations-match-exports ()
+  "Every export is declared once, with its arity, and nothing else is."
+  (mevedel-core-ensure)
+  (let* ((forms (mevedel-core-test--declared))
+         (names (mapcar #'cadr forms)))
+    (should (equal (seq-uniq names) names))
+    (let ((exports (mevedel-core-test--exports)))
+      (should-not (cl-set-difference exports names)) ; undeclared
+      (should-not (cl-set-difference names exports))) ; stale
+    (dolist (form forms)
+      (should (equal (list (nth 1 form) (func-arity (nth 1 form)))
+                     (list (nth 1 form) (func-arity `(lambda ,(nth 3 form)))))))))
 
 ;;;; Event channel
 

@@ -208,7 +208,7 @@ echo x > %s || echo denied-outside; echo x > %s || echo denied-hook"
           ;; The reason names no private path of mevedel's.
           (let* ((mevedel-sandbox-backend 'landlock)
                  (mevedel-sandbox--helper-cache
-                  (cons mevedel-core-module-directory "/nonexistent/mevedel-sandbox"))
+                  (cons mevedel-core-build-module-directory "/nonexistent/mevedel-sandbox"))
                  (text (exec-sandbox-test--text (exec-sandbox-test--bash "touch ran"))))
             (should (string-match-p "the sandbox refused to run the command" text))
             (should (string-match-p "the sandbox helper" text))
@@ -237,7 +237,7 @@ echo x > %s || echo denied-outside; echo x > %s || echo denied-hook"
                                                :header))))
           ;; No layer at all (the helper is missing too): unconfined, said so.
           (let* ((mevedel-sandbox--helper-cache
-                  (cons mevedel-core-module-directory "/nonexistent/mevedel-sandbox"))
+                  (cons mevedel-core-build-module-directory "/nonexistent/mevedel-sandbox"))
                  (answer (exec-sandbox-test--bash "touch ran2 && echo ok"))
                  (text (exec-sandbox-test--text answer)))
             (should (string-match-p "^ok$" text))

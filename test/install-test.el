@@ -7,9 +7,10 @@
 ;; directory is empty; gptel and its dependencies come from .deps/elpa
 ;; (`package-directory-list'), so nothing is fetched.  The module is not
 ;; built again: a copy of the one this checkout built goes into
-;; `mevedel-core-module-directory' once the package is installed (so it
-;; is newer than the installed sources, not stale); building it is what `mevedel-core-build' does on first
-;; use, and takes minutes of cargo.
+;; `mevedel-core-build-module-directory' once the package is installed
+;; (so it is newer than the installed sources, not stale); building it
+;; is what `mevedel-core-build' does on first use, and takes minutes of
+;; cargo.
 ;;
 ;; Checked: the package is installed and described (README-elpa), only
 ;; lisp/ was byte-compiled (tests and benches were not), `(require
@@ -71,7 +72,7 @@ The child has none of the checkout's directories on `load-path'."
                      ;; than the installed sources.
                      (dolist (file '("mevedel-dyn.so" "mevedel-sandbox"))
                        (copy-file (expand-file-name file ,root) (expand-file-name file ,modules)))
-                     (setq mevedel-core-module-directory ,modules
+                     (setq mevedel-core-build-module-directory ,modules
                            mevedel-core-build-policy 'never)
                      (require 'mevedel)
                      (princ (format "LIBRARY %s\n" (locate-library "mevedel")))

@@ -76,9 +76,9 @@ Return its terminal observation (waits up to 30 s)."
 
 (ert-deftest mevedel-sandbox:helper-installed-next-to-module ()
   (mevedel-core-ensure)
-  (should (file-executable-p (mevedel-core-sandbox-helper-file)))
-  (should (equal (file-name-directory (mevedel-core-sandbox-helper-file))
-                 (file-name-directory (mevedel-core-module-file)))))
+  (should (file-executable-p (mevedel-core-build-helper-file)))
+  (should (equal (file-name-directory (mevedel-core-build-helper-file))
+                 (file-name-directory (mevedel-core-build-module-file)))))
 
 (ert-deftest mevedel-sandbox:probe-finds-both-layers ()
   (let ((probe nil) (done nil))
