@@ -1,5 +1,5 @@
 //! Resource addresses: parse, prepare (stage one) and the facts a
-//! permission check needs. Execution runs through `search.rs`.
+//! permission check needs. Execution runs through `files.rs`.
 
 use std::cell::RefCell;
 use std::path::PathBuf;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use emacs::{Env, IntoLisp, OnceGlobalRef, Result, Value, Vector, defun};
 use mevedel_core::datum::Datum;
-use mevedel_core::schema::search;
+use mevedel_core::schema::tool_search;
 use mevedel_core::schema::{CompiledTool, Issue, Outcome, Repair};
 use serde_json::Value as JsonValue;
 
@@ -134,7 +134,7 @@ fn schema_search<'e>(env: &'e Env, tools: Vector<'e>, query: String) -> Result<V
             handles.push(tools.get(i)?);
         }
         let catalog: Vec<&CompiledTool> = handles.iter().map(|t| t.as_ref()).collect();
-        let answer = search::search(&catalog, &query);
+        let answer = tool_search::search(&catalog, &query);
         to_lisp(
             env,
             &Datum::List(vec![
@@ -152,7 +152,7 @@ fn schema_search<'e>(env: &'e Env, tools: Vector<'e>, query: String) -> Result<V
 fn schema_contract<'e>(env: &'e Env, tool: Value<'e>) -> Result<String> {
     guarded(env, || {
         let tool: &Arc<CompiledTool> = tool.into_rust()?;
-        Ok(search::contract(tool))
+        Ok(tool_search::contract(tool))
     })
 }
 

@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 use std::rc::Rc;
 
-use super::op::{Op, lookup};
+use super::names::{Op, lookup};
 use super::syntax::{Pos, Sexp};
 
 /// A constant the program writes. Code holds these, not guest values,

@@ -11,9 +11,9 @@ use std::rc::Rc;
 
 use smallvec::SmallVec;
 
+use super::builtins::{self, Regexps};
 use super::compile::{Expr, Program, ToolCall};
-use super::op::{self, Op};
-use super::ops::{self, Regexps};
+use super::names::{self, Op};
 use super::value::{Closure, Scope, Value, bind, lookup};
 
 /// Limits of one program.
@@ -236,7 +236,7 @@ impl<'a> Run<'a> {
             }
             Expr::ParallelMap(var, list, call, pos) => {
                 let items = self.eval(list, scope)?;
-                let items = ops::as_list(Op::Map, &items)
+                let items = builtins::as_list(Op::Map, &items)
                     .map_err(|m| Stop::Error(format!("{pos}: parallel-map: {m}")))?
                     .to_vec();
                 if items.len() > MAX_JOIN {
@@ -348,7 +348,7 @@ impl<'a> Run<'a> {
         let Value::Fn(closure) = f else {
             return Err(Stop::Error(format!(
                 "{} expects a function (fn [x] ...), not a {}",
-                op::name(op),
+                names::name(op),
                 f.type_name()
             )));
         };
@@ -356,7 +356,7 @@ impl<'a> Run<'a> {
         if lambda.params.len() != args.len() {
             return Err(Stop::Error(format!(
                 "{} calls its function with {} argument(s), but it takes {}",
-                op::name(op),
+                names::name(op),
                 args.len(),
                 lambda.params.len()
             )));
@@ -376,7 +376,7 @@ impl<'a> Run<'a> {
 
     fn apply(&mut self, op: Op, args: &[Value]) -> Result<Value, Stop> {
         let list = |i: usize| -> Result<&[Value], Stop> {
-            Ok(ops::as_list(op, args.get(i).unwrap_or(&Value::Null))?)
+            Ok(builtins::as_list(op, args.get(i).unwrap_or(&Value::Null))?)
         };
         match op {
             Op::Map => {
@@ -411,7 +411,7 @@ impl<'a> Run<'a> {
                 }
                 let mut failure = None;
                 keyed.sort_by(|a, b| {
-                    ops::order(op, &a.0, &b.0).unwrap_or_else(|e| {
+                    builtins::order(op, &a.0, &b.0).unwrap_or_else(|e| {
                         failure.get_or_insert(e);
                         std::cmp::Ordering::Equal
                     })
@@ -437,7 +437,7 @@ impl<'a> Run<'a> {
                 }
                 Ok(Value::Bool(true))
             }
-            _ => Ok(ops::apply(op, args, self.regexps)?),
+            _ => Ok(builtins::apply(op, args, self.regexps)?),
         }
     }
 }

@@ -5,14 +5,14 @@
 //! until the program needs tool results it does not have and returns
 //! those requests; the host runs them (through its own pipeline, with
 //! its own permissions) and feeds the results back. The guest reaches
-//! nothing but tool calls and the pure operations named in [`op`] and
-//! implemented in [`ops`]. The
-//! dialect is documented for models in docs/ptc-dialect.md.
+//! nothing but tool calls and the pure operations named in [`names`] and
+//! implemented in [`builtins`]. The dialect is documented for models in
+//! docs/ptc-dialect.md.
 
+pub mod builtins;
 pub mod compile;
 pub mod eval;
-pub mod op;
-pub mod ops;
+pub mod names;
 pub mod syntax;
 pub mod value;
 
@@ -24,9 +24,9 @@ use std::rc::Rc;
 
 pub use eval::{Budgets, MAX_JOIN, Request};
 
+use builtins::Regexps;
 use compile::{Catalog, Program};
 use eval::{Run, Stop};
-use ops::Regexps;
 use value::{Failure, Value};
 
 /// What a run of the machine asks of the host.

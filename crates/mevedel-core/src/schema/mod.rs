@@ -9,7 +9,7 @@ pub mod check;
 pub mod dsl;
 pub mod lower;
 pub mod repair;
-pub mod search;
+pub mod tool_search;
 
 use jsonschema::Validator;
 use serde_json::Value;

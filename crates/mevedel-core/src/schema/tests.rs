@@ -8,7 +8,7 @@ use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
 
 use super::repair::conforms;
-use super::search::{self, Kind};
+use super::tool_search::{self, Kind};
 use super::*;
 
 /// A Grep-shaped tool, as the Lisp DSL would describe it.
@@ -379,10 +379,10 @@ fn catalog() -> Vec<CompiledTool> {
 }
 
 /// QUERY's answer over the whole [`catalog`].
-fn search_catalog(query: &str) -> search::Answer {
+fn search_catalog(query: &str) -> tool_search::Answer {
     let tools = catalog();
     let refs: Vec<&CompiledTool> = tools.iter().collect();
-    search::search(&refs, query)
+    tool_search::search(&refs, query)
 }
 
 /// Assert that TEXT contains each of PARTS, naming the one it lacks.
@@ -423,10 +423,10 @@ fn search_exact_name_selects_only_that_tool() {
 fn search_broad_queries_return_at_most_20_shapes_with_totals() {
     let tools = catalog();
     let refs: Vec<&CompiledTool> = tools.iter().collect();
-    let a = search::search(&refs, "planning code");
+    let a = tool_search::search(&refs, "planning code");
     assert_eq!(a.kind, Kind::Shapes);
     assert_eq!(a.total, 33);
-    assert_eq!(a.shown.len(), search::MAX_SHAPES);
+    assert_eq!(a.shown.len(), tool_search::MAX_SHAPES);
     assert!(
         a.text
             .starts_with("33 tools match \"planning code\"; showing the first 20:")
@@ -441,7 +441,7 @@ fn search_broad_queries_return_at_most_20_shapes_with_totals() {
     // Duplicated identities count once.
     let mut dup = refs.clone();
     dup.extend(refs.iter().take(4).copied());
-    assert_eq!(search::search(&dup, "code").total, 3);
+    assert_eq!(tool_search::search(&dup, "code").total, 3);
 }
 
 #[test]
@@ -453,7 +453,7 @@ fn search_without_match_suggests_sorted_categories_and_groups() {
     ));
     let empty: Vec<&CompiledTool> = Vec::new();
     assert_eq!(
-        search::search(&empty, "zebra").text,
+        tool_search::search(&empty, "zebra").text,
         "No tools match \"zebra\"."
     );
 }

@@ -1,6 +1,6 @@
 //! Conversions started from Lisp and answered by `reply` events.
 
-use super::{charset, html, search, youtube};
+use super::{charset, html, search_results, youtube};
 use crate::datum::Datum;
 use crate::error::{Error, ErrorKind};
 use crate::runtime;
@@ -71,7 +71,7 @@ pub fn run(job: Job) -> Result<Datum, Error> {
         }
         Kind::Search { allowed, blocked } => {
             let (text, _) = charset::decode(&body, None, true);
-            Ok(search::parse(&text, &allowed, &blocked).to_datum())
+            Ok(search_results::parse(&text, &allowed, &blocked).to_datum())
         }
         Kind::YoutubePage => {
             let (text, _) = charset::decode(&body, None, true);

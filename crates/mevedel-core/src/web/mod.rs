@@ -9,7 +9,7 @@
 pub mod charset;
 pub mod html;
 pub mod jobs;
-pub mod search;
+pub mod search_results;
 pub mod youtube;
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 use super::charset::decode;
 use super::html::render;
-use super::search::{host_matches, parse};
+use super::search_results::{host_matches, parse};
 use super::youtube::{captions, player};
 
 const PAGE: &str = "https://example.com/docs/page.html";

@@ -1,6 +1,6 @@
 //! The dialect's operations by name: what a program may call besides
 //! tools, and how many arguments each takes. The compiler resolves names
-//! here; [`super::ops`] implements them.
+//! here; [`super::builtins`] implements them.
 
 macro_rules! ops {
     ($($variant:ident $name:literal $min:literal $max:expr;)*) => {

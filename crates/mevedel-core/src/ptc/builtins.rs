@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use regex::{Regex, RegexBuilder};
 
-use super::op::{Op, name};
+use super::names::{Op, name};
 use super::value::Value;
 
 /// Compiled regexps of one run, by pattern.
