@@ -158,21 +158,20 @@ The file holds one list of rules; it is read, never evaluated."
          (t (push (regexp-quote (string c)) parts) (cl-incf i)))))
     (concat "\\`" (apply #'concat (nreverse parts)) "\\'")))
 
-(defun mevedel-permissions--glob-match-p (glob path root)
-  "Return non-nil when GLOB matches PATH; relative globs are under ROOT.
-PATH is taken as it is spelled: a link's name below ROOT, or a real
-path (links resolved) below ROOT's real directory."
-  (let* ((absolute (expand-file-name path root))
+(defun mevedel-permissions--glob-match-p (glob path bases)
+  "Return non-nil when GLOB matches PATH; relative globs are under BASES.
+BASES are the workspace root as spelled and its real directory (links
+resolved), as directory names: PATH is taken as it is spelled, a
+link's name below the first or a real path below the second."
+  (let* ((absolute (expand-file-name path (car bases)))
          (regexp (mevedel-permissions-glob-regexp
                   (if (file-name-absolute-p glob) (expand-file-name glob) glob))))
     (or (string-match-p regexp absolute)
         (and (not (file-name-absolute-p glob))
-             (let ((below (lambda (base)
-                            (setq base (file-name-as-directory base))
-                            (and (string-prefix-p base absolute)
-                                 (string-match-p regexp (substring absolute (length base)))))))
-               (or (funcall below (expand-file-name root))
-                   (funcall below (file-truename root))))))))
+             (cl-some (lambda (base)
+                        (and (string-prefix-p base absolute)
+                             (string-match-p regexp (substring absolute (length base)))))
+                      bases)))))
 
 (defvar mevedel-permissions--workspace-cache (make-hash-table :test #'equal)
   "Workspace root -> (GENERATION ATTRIBUTES RULES) of its rules file.")
@@ -250,8 +249,10 @@ It is (ROOT GENERATION . RULES), kept for the next call in ROOT.")
   "Return non-nil when GLOB (\"example.com\", \"*.example.com\") matches HOST."
   (string-match-p (mevedel-permissions-glob-regexp (downcase glob)) (downcase host)))
 
-(defun mevedel-permissions--rule-matches-p (rule names paths root &optional domain reals)
-  "Return non-nil when RULE matches a call of a tool in NAMES on PATHS under ROOT.
+(defun mevedel-permissions--rule-matches-p (rule names paths bases &optional domain reals)
+  "Return non-nil when RULE matches a call of a tool in NAMES on PATHS.
+BASES are the directories relative globs are under (see
+`mevedel-permissions--glob-match-p').
 With DOMAIN, the call contacts that host and the globs match it instead.
 REALS are PATHS with links resolved, one for each: a deny or ask rule
 binds a file by either name, an allow rule must cover every real file,
@@ -265,7 +266,7 @@ so a link cannot carry a call into or out of a glob."
                (and paths
                     (let ((match (lambda (path)
                                    (cl-some (lambda (glob)
-                                              (mevedel-permissions--glob-match-p glob path root))
+                                              (mevedel-permissions--glob-match-p glob path bases))
                                             globs))))
                       (if (eq action 'allow)
                           (cl-every match (or reals paths))
@@ -277,9 +278,13 @@ NAMES are the names the call's tool answers to; ROOT is the workspace
 root for relative globs.  DOMAIN is the host a :get-domain tool's call
 contacts; the globs then match it.  REALS are PATHS with links
 resolved (see `mevedel-permissions--rule-matches-p')."
-  (let ((best nil))
+  (let ((best nil)
+        ;; The root's real directory is looked up once for every glob.
+        (bases (and paths
+                    (delete-dups (list (file-name-as-directory (expand-file-name root))
+                                       (file-name-as-directory (file-truename root)))))))
     (dolist (rule rules)
-      (when (and (mevedel-permissions--rule-matches-p rule names paths root domain reals)
+      (when (and (mevedel-permissions--rule-matches-p rule names paths bases domain reals)
                  (> (alist-get (car rule) mevedel-permissions--rank)
                     (alist-get (car best) mevedel-permissions--rank 0)))
         (setq best rule)))

@@ -299,14 +299,18 @@ check see the real path, whatever the address's spelling.  The
 session's own work:// and artifact:// storage, the packaged docs and
 skills and the virtual families give none."
   (let* ((facts (mevedel-resource-facts attempt))
-         (canonical (plist-get facts :canonical))
-         (bundled (file-name-as-directory
-                   (expand-file-name "skills" (mevedel-resource--package-directory "skills")))))
-    (when (or (member (plist-get facts :scheme) '("memory" "skill"))
-              (equal canonical "work://shared")
-              (string-prefix-p "work://shared/" canonical))
-      (cl-remove-if (lambda (path) (file-in-directory-p path bundled))
-                    (plist-get facts :paths)))))
+         (scheme (plist-get facts :scheme))
+         (canonical (plist-get facts :canonical)))
+    (cond
+     ((equal scheme "skill")
+      (let ((bundled (file-name-as-directory
+                      (expand-file-name "skills" (mevedel-resource--package-directory "skills")))))
+        (cl-remove-if (lambda (path) (file-in-directory-p path bundled))
+                      (plist-get facts :paths))))
+     ((or (equal scheme "memory")
+          (equal canonical "work://shared")
+          (string-prefix-p "work://shared/" canonical))
+      (plist-get facts :paths)))))
 
 (defun mevedel-resource-visit-path (address)
   "Return the backing file of the file-backed ADDRESS, or nil.
