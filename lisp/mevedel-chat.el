@@ -1399,7 +1399,7 @@ The first turn materialises the session's storage."
   (when (mevedel-transcript-tracked-p (mevedel-chat-data-buffer chat))
     (mevedel-chat-checkpoint
      chat (mevedel-chat--metadata chat '("turn-open" . "") '("open-calls" . "")) t)
-    (mevedel-transcript-compact
+    (mevedel-transcript-consolidate
      (mevedel-chat-data-buffer chat)
      (if-let* ((store (mevedel-chat-store chat)))
          ;; A child agent's copy is named after its own store: the

@@ -95,7 +95,7 @@
 (declare-function mevedel-core--store-mailbox-deliver "ext:mevedel-dyn" (store ids))
 (declare-function mevedel-core--store-mailbox-deliver-after "ext:mevedel-dyn" (store mailbox ids))
 (declare-function mevedel-core--store-transcript-save "ext:mevedel-dyn" (store at props))
-(declare-function mevedel-core--store-transcript-compact "ext:mevedel-dyn" (store export))
+(declare-function mevedel-core--store-transcript-consolidate "ext:mevedel-dyn" (store export))
 (declare-function mevedel-core--store-transcript-load "ext:mevedel-dyn" (store full))
 (declare-function mevedel-core--checkpoint-before "ext:mevedel-dyn" (store turn label paths))
 (declare-function mevedel-core--checkpoint-after "ext:mevedel-dyn" (store paths))
@@ -818,10 +818,10 @@ and written in the background; a failed write becomes a `store-failure'
 event."
   (mevedel-core--store-transcript-save store at props))
 
-(defun mevedel-core-transcript-compact (store &optional export)
-  "Compact STORE's transcript log, then write its text to the file EXPORT.
+(defun mevedel-core-transcript-consolidate (store &optional export)
+  "Consolidate STORE's transcript log, then write its text to the file EXPORT.
 Both happen in the background, after the saves already queued."
-  (mevedel-core--store-transcript-compact store (and export (expand-file-name export))))
+  (mevedel-core--store-transcript-consolidate store (and export (expand-file-name export))))
 
 (defun mevedel-core-transcript-load (store &optional full)
   "Return STORE's saved transcript, once queued writes end, as a plist.

@@ -193,7 +193,7 @@ after a crash."
                    ("turns" . ,(number-to-string (length turns)))
                    ("turn-list" . ,(mevedel-chat--print (reverse turns)))
                    ("chars" . ,(number-to-string (buffer-size)))))
-          (mevedel-transcript-compact
+          (mevedel-transcript-consolidate
            (current-buffer)
            (mevedel-transcript-export-name (current-buffer) (mevedel-session-directory session)))
           (when-let* ((failure (mevedel-core-store-flush store)))

@@ -12,10 +12,10 @@
 ;; and mevedel read back (`mevedel-transcript-properties').  Streaming
 ;; and tool results only ever change the tail, so a save costs what
 ;; changed, not the conversation.  The module copies the text and writes
-;; it on its own thread; at quiet moments the log is compacted and a
+;; it on its own thread; at quiet moments the log is consolidated and a
 ;; readable copy (transcript.org, .md or .txt) is refreshed beside it.
 ;;
-;; Restoring inserts that copy when it is provably the compacted text
+;; Restoring inserts that copy when it is provably the consolidated text
 ;; (crates/mevedel-core/src/store/readable.rs), else the log's text.  A chat resuming lazily
 ;; gets the properties of its last part at once and the rest from a
 ;; timer; `mevedel-transcript-complete' applies them on demand, and any
@@ -228,11 +228,11 @@ when STORE held any text."
           (mevedel-transcript-complete buffer))
         (> (buffer-size) 0)))))
 
-(defun mevedel-transcript-compact (buffer export)
-  "Compact BUFFER's saved log, then write the readable copy EXPORT.
+(defun mevedel-transcript-consolidate (buffer export)
+  "Consolidate BUFFER's saved log into one record; write the copy EXPORT.
 Both happen in the background."
   (when-let* ((store (buffer-local-value 'mevedel-transcript--store buffer)))
-    (mevedel-core-transcript-compact store export)))
+    (mevedel-core-transcript-consolidate store export)))
 
 (defun mevedel-transcript-export-name (buffer directory &optional stem)
   "Return the readable copy's file name for data BUFFER in DIRECTORY.

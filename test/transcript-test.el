@@ -42,7 +42,7 @@ Return the saved buffer's text and property runs."
     (mevedel-transcript-test--fill calls)
     (mevedel-transcript-track (current-buffer) store)
     (mevedel-transcript-save (current-buffer))
-    (mevedel-transcript-compact (current-buffer) (expand-file-name "transcript.txt" dir))
+    (mevedel-transcript-consolidate (current-buffer) (expand-file-name "transcript.txt" dir))
     (should-not (mevedel-core-store-flush store))
     (mevedel-test-saved-runs (current-buffer))))
 

@@ -216,7 +216,7 @@ the conversation unsaved from its start, so nothing in memory is lost."
       (should (eq (mevedel-sessions-test--send view "What is the answer?") 'done))
       (should-not (mevedel-chat-flush chat))
       (should-not (mevedel-transcript-dirty-p buffer))
-      (mevedel-transcript-compact buffer (expand-file-name "no-such-dir/transcript.md" root))
+      (mevedel-transcript-consolidate buffer (expand-file-name "no-such-dir/transcript.md" root))
       (mevedel-test-wait-until reported 10)
       (should (string-match-p "Cannot write" (car reported)))
       (should (mevedel-transcript-dirty-p buffer))

@@ -221,13 +221,13 @@ fn store_transcript_save(env: &Env, handle: Value, at: i64, props: String) -> Re
     })
 }
 
-/// Compact HANDLE's transcript log into one record, then write the
+/// Consolidate HANDLE's transcript log into one record, then write the
 /// readable copy EXPORT (a file name, or nil for none), in the background.
-#[defun(name = "store-transcript-compact")]
-fn store_transcript_compact(env: &Env, handle: Value, export: Option<String>) -> Result<()> {
+#[defun(name = "store-transcript-consolidate")]
+fn store_transcript_consolidate(env: &Env, handle: Value, export: Option<String>) -> Result<()> {
     guarded(env, || {
         writer_of(env, handle)?
-            .compact(export.map(PathBuf::from))
+            .consolidate(export.map(PathBuf::from))
             .or_signal(env)
     })
 }

@@ -1,7 +1,7 @@
-//! The readable copy of a compacted transcript (`transcript.org`, `.md`
+//! The readable copy of a consolidated transcript (`transcript.org`, `.md`
 //! or `.txt`) as a stand-in for the log's base record on resume.
 //!
-//! Compaction writes the copy from the same text it stores as the log's
+//! Consolidation writes the copy from the same text it stores as the log's
 //! one record, then records the copy's file identity (inode, size,
 //! modification and status-change times) against that record. While
 //! both still hold, resuming inserts the copy straight from the file

@@ -1,5 +1,5 @@
 //! A session's conversation on disk: an append-only log of text
-//! replacements in `session.sqlite`, replayed on resume and compacted
+//! replacements in `session.sqlite`, replayed on resume and consolidated
 //! into one record (plus a readable copy) at quiet moments.
 //!
 //! A record says "from character AT on, the transcript is now TEXT",
@@ -9,7 +9,7 @@
 //! each record atomic: after a crash the log holds every record that
 //! committed and nothing half-written.
 //!
-//! Compaction rewrites the log as one record inside one transaction,
+//! Consolidation rewrites the log as one record inside one transaction,
 //! then refreshes the readable copy (`transcript.org`, `.md` or `.txt`,
 //! by temporary file and rename), which nothing reads back: the log is
 //! the truth, the copy is for people.
@@ -182,7 +182,7 @@ impl Replay {
     /// log that lost records (a damaged file) still replays.
     fn apply(&mut self, at: usize, text: String, props: Vec<Prop>) {
         if at == 0 {
-            // A whole new transcript (a compacted log starts so): no copy,
+            // A whole new transcript (a consolidated log starts so): no copy,
             // and no count unless a later record needs it.
             self.0.text = text;
             self.0.props = props;
@@ -281,10 +281,10 @@ impl Store {
     /// Rewrite the log as one record, then write the readable copy
     /// EXPORT (when given) by temporary file and rename, and record it
     /// as the stand-in for that record (see [`readable`](super::readable)).
-    pub fn transcript_compact(&self, export: Option<&Path>) -> Result<()> {
+    pub fn transcript_consolidate(&self, export: Option<&Path>) -> Result<()> {
         let t = self.transcript_load()?;
         let props = print_props(&t.props);
-        let base = self.with("Cannot compact the transcript", |c| {
+        let base = self.with("Cannot consolidate the transcript", |c| {
             let tx = c.transaction()?;
             tx.execute("DELETE FROM transcript_log", [])?;
             tx.execute(
@@ -307,7 +307,7 @@ impl Store {
         Ok(())
     }
 
-    /// The transcript for resuming: when the log is one compacted record
+    /// The transcript for resuming: when the log is one consolidated record
     /// whose readable copy is intact, its text is that file (not read
     /// here); otherwise the text the records leave.
     pub fn transcript_load_for_resume(&self) -> Result<Loaded> {
@@ -442,7 +442,7 @@ enum Job {
         text: Vec<u8>,
         printed: String,
     },
-    Compact(Option<std::path::PathBuf>),
+    Consolidate(Option<std::path::PathBuf>),
     Info(Vec<(String, String)>),
     Input(String),
     Flush(mpsc::SyncSender<()>),
@@ -484,7 +484,7 @@ impl Writer {
                                 store.transcript_append(at, &crate::text::per_char(text), &lines)
                             })
                         }
-                        Job::Compact(export) => store.transcript_compact(export.as_deref()),
+                        Job::Consolidate(export) => store.transcript_consolidate(export.as_deref()),
                         Job::Info(pairs) => store.info_set(&pairs),
                         Job::Input(text) => store.inputs_push(&text),
                         Job::Flush(reply) => {
@@ -531,8 +531,8 @@ impl Writer {
         self.send(Job::Append { at, text, printed })
     }
 
-    pub fn compact(&self, export: Option<std::path::PathBuf>) -> Result<()> {
-        self.send(Job::Compact(export))
+    pub fn consolidate(&self, export: Option<std::path::PathBuf>) -> Result<()> {
+        self.send(Job::Consolidate(export))
     }
 
     pub fn info(&self, pairs: Vec<(String, String)>) -> Result<()> {
@@ -666,15 +666,15 @@ mod tests {
     }
 
     #[test]
-    fn compaction_keeps_the_text_and_writes_the_readable_copy() {
-        let (dir, s) = store("compact");
+    fn consolidation_keeps_the_text_and_writes_the_readable_copy() {
+        let (dir, s) = store("consolidate");
         s.transcript_append(0, "héllo ", "0 6 gptel response\n")
             .unwrap();
         s.transcript_append(6, "wörld", "0 5 gptel response\n")
             .unwrap();
         let before = s.transcript_load().unwrap();
         let export = dir.join("transcript.md");
-        s.transcript_compact(Some(&export)).unwrap();
+        s.transcript_consolidate(Some(&export)).unwrap();
         assert_eq!(s.transcript_records().unwrap(), 1);
         let after = s.transcript_load().unwrap();
         assert_eq!(after, before);
@@ -685,18 +685,18 @@ mod tests {
     }
 
     #[test]
-    fn an_intact_readable_copy_stands_in_for_the_compacted_text() {
+    fn an_intact_readable_copy_stands_in_for_the_consolidated_text() {
         let (dir, s) = store("copy");
         s.transcript_append(0, "héllo ", "0 6 gptel response\n")
             .unwrap();
         s.transcript_append(6, "wörld", "0 5 gptel ignore\n")
             .unwrap();
-        // Not compacted: the text comes from the log.
+        // Not consolidated: the text comes from the log.
         let loaded = s.transcript_load_for_resume().unwrap();
         assert_eq!(loaded.text.as_deref(), Some("héllo wörld"));
         assert_eq!(loaded.copy, None);
         let export = dir.join("transcript.md");
-        s.transcript_compact(Some(&export)).unwrap();
+        s.transcript_consolidate(Some(&export)).unwrap();
         let loaded = s.transcript_load_for_resume().unwrap();
         assert_eq!(loaded.text, None);
         assert_eq!(loaded.copy, Some((export.clone(), 11)));
@@ -714,7 +714,7 @@ mod tests {
         let (dir, s) = store("copy-changed");
         s.transcript_append(0, "the text", "").unwrap();
         let export = dir.join("transcript.org");
-        s.transcript_compact(Some(&export)).unwrap();
+        s.transcript_consolidate(Some(&export)).unwrap();
         assert!(s.transcript_load_for_resume().unwrap().copy.is_some());
         // Same size, same inode, a later write (past the clock's tick).
         std::thread::sleep(std::time::Duration::from_millis(30));
@@ -722,20 +722,20 @@ mod tests {
         let loaded = s.transcript_load_for_resume().unwrap();
         assert_eq!(loaded.text.as_deref(), Some("the text"));
         assert_eq!(loaded.copy, None);
-        // A new compaction trusts its new copy; removing it ends that.
-        s.transcript_compact(Some(&export)).unwrap();
+        // A new consolidation trusts its new copy; removing it ends that.
+        s.transcript_consolidate(Some(&export)).unwrap();
         assert!(s.transcript_load_for_resume().unwrap().copy.is_some());
         std::fs::remove_file(&export).unwrap();
         assert_eq!(
             s.transcript_load_for_resume().unwrap().text.as_deref(),
             Some("the text")
         );
-        // Compaction without a copy, or with one elsewhere, records none.
-        s.transcript_compact(None).unwrap();
+        // Consolidation without a copy, or with one elsewhere, records none.
+        s.transcript_consolidate(None).unwrap();
         assert_eq!(s.transcript_load_for_resume().unwrap().copy, None);
         let elsewhere =
             std::env::temp_dir().join(format!("mevedel-elsewhere-{}.md", std::process::id()));
-        s.transcript_compact(Some(&elsewhere)).unwrap();
+        s.transcript_consolidate(Some(&elsewhere)).unwrap();
         assert_eq!(s.transcript_load_for_resume().unwrap().copy, None);
         let _ = std::fs::remove_file(&elsewhere);
         let _ = std::fs::remove_dir_all(&dir);
@@ -909,7 +909,7 @@ mod tests {
             .unwrap();
         writer.input("hello".into()).unwrap();
         writer
-            .compact(Some(dir.join("no-such-dir").join("transcript.md")))
+            .consolidate(Some(dir.join("no-such-dir").join("transcript.md")))
             .unwrap();
         let failure = writer.flush(std::time::Duration::from_secs(10)).unwrap();
         assert!(failure.is_some_and(|m| m.contains("Malformed transcript properties")));
