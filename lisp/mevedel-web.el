@@ -9,19 +9,13 @@
 ;; WebSearch (DuckDuckGo's HTML endpoint).  Both are specialists
 ;; (group `web').
 ;;
-;; Retrieval (`mevedel-web-retrieve') uses url-http with redirects
-;; turned off in each response buffer (`url-max-redirections' 0):
-;; mevedel follows them itself, at most `mevedel-web-max-redirects',
-;; repeating the method, body and headers as url-http adjusted them,
-;; and only to http(s) URLs with a host.  A caller decides each hop;
-;; WebFetch follows the same host, asks
-;; `mevedel-permissions-decide-now' about another (an allowed
+;; Retrieval (mevedel-web-retrieval.el) follows redirects by hand and
+;; lets the caller decide each hop.  WebFetch follows the same host,
+;; asks `mevedel-permissions-decide-now' about another (an allowed
 ;; target is followed, a denied one fails, any other is returned as
 ;; "REDIRECT: URL" for the model's next call), and never follows a
-;; public host's redirect to a private address.  One timer
-;; (`mevedel-web-timeout') covers a retrieval and its redirects; the
-;; retrieval releases its buffer, process and timer before it delivers,
-;; and delivers once.  A cancelled retrieval delivers nothing.
+;; public host's redirect to a private address
+;; (`mevedel-web--redirect-decider').
 ;;
 ;; Bodies are converted by the module on a worker thread
 ;; (`mevedel-core-web-convert'): charsets, HTML to readable text with
@@ -34,7 +28,6 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'url)
-(require 'url-http)
 (require 'button)
 (require 'mevedel-core)
 (require 'mevedel-permissions)
@@ -43,14 +36,10 @@
 (require 'mevedel-tool-media)
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-render)
+(require 'mevedel-web-retrieval)
 
 (declare-function mevedel-gptel-model-accepts-mime-p "mevedel-gptel" (mime &optional buffer))
 (declare-function eww "eww" (url &optional new-buffer buffer))
-(defvar url-http-end-of-headers)
-(defvar url-http-response-status)
-(defvar url-http-method)
-(defvar url-http-data)
-(defvar url-http-extra-headers)
 
 ;;;; Customization
 
@@ -58,15 +47,6 @@
   "The web tools of mevedel: WebFetch and WebSearch."
   :group 'mevedel
   :prefix "mevedel-web-")
-
-(defcustom mevedel-web-timeout 30
-  "Seconds one retrieval may take, its redirects included.
-Each YouTube stage has a timeout of its own; so does pdftotext."
-  :type 'number)
-
-(defcustom mevedel-web-max-redirects 10
-  "Most redirects one retrieval follows."
-  :type 'natnum)
 
 (defcustom mevedel-web-search-url "https://html.duckduckgo.com/html/"
   "DuckDuckGo's HTML endpoint, which WebSearch asks with `?q=QUERY'.
@@ -94,205 +74,6 @@ With a prefix argument the button uses `browse-url' instead."
 
 (defconst mevedel-web-concurrent-searches 2
   "Most WebSearch requests in flight at once.")
-
-;;;; URLs
-
-(defun mevedel-web--url-problem (url)
-  "Return why URL may not be retrieved, or nil when it is http(s) with a host."
-  (let ((parsed (and (stringp url) (url-generic-parse-url url))))
-    (cond ((not (and parsed (member (url-type parsed) '("http" "https"))))
-           (format "only http and https URLs can be fetched, not %s" url))
-          ((string-empty-p (or (url-host parsed) ""))
-           (format "the URL %s has no host" url)))))
-
-(defun mevedel-web-host (url)
-  "Return the host of URL, downcased, or nil."
-  (when-let* ((parsed (and (stringp url) (url-generic-parse-url url)))
-              (host (url-host parsed)))
-    (and (not (string-empty-p host)) (downcase host))))
-
-(defun mevedel-web--private-host-p (host)
-  "Return non-nil when HOST names this machine or a private network.
-Literal addresses (loopback, private, link-local, unique-local) and
-localhost names count; other names are judged public."
-  (let ((h (downcase (string-trim host "\\[" "\\]"))))
-    (or (equal h "localhost")
-        (string-suffix-p ".localhost" h)
-        (string-match-p (rx bos (or "127." "10." "192.168." "169.254." "0.")
-                            (+ (any "0-9.")) eos)
-                        h)
-        (string-match-p (rx bos "172." (or (seq "1" (any "6-9")) (seq "2" digit) (seq "3" (any "01")))
-                            "." (+ (any "0-9.")) eos)
-                        h)
-        (member h '("::1" "::"))
-        (string-match-p (rx bos (or "fe8" "fe9" "fea" "feb" "fc" "fd")) h))))
-
-;;;; Retrieval
-
-(cl-defstruct (mevedel-web--retrieval (:constructor mevedel-web--retrieval-make)
-                                      (:copier nil))
-  url requested method data headers redirect callback timer buffer done (hops 0))
-
-(defun mevedel-web--release-buffer (buffer)
-  "Kill BUFFER, a url-http response buffer, and its connection."
-  (when (buffer-live-p buffer)
-    (when-let* ((process (get-buffer-process buffer)))
-      (set-process-sentinel process #'ignore)
-      (set-process-filter process #'ignore)
-      (delete-process process))
-    (let ((kill-buffer-query-functions nil))
-      (kill-buffer buffer))))
-
-(defun mevedel-web--release (r)
-  "Release the timer and the response buffer of retrieval R."
-  (when (mevedel-web--retrieval-timer r)
-    (cancel-timer (mevedel-web--retrieval-timer r))
-    (setf (mevedel-web--retrieval-timer r) nil))
-  (mevedel-web--release-buffer (mevedel-web--retrieval-buffer r))
-  (setf (mevedel-web--retrieval-buffer r) nil))
-
-(defun mevedel-web--deliver (r result)
-  "Release retrieval R and give its callback RESULT, once."
-  (unless (mevedel-web--retrieval-done r)
-    (setf (mevedel-web--retrieval-done r) t)
-    (mevedel-web--release r)
-    (funcall (mevedel-web--retrieval-callback r) result)))
-
-(defun mevedel-web--send (r)
-  "Send retrieval R's request for its current URL."
-  (let* ((headers (mevedel-web--retrieval-headers r))
-         (accept (cdr (assoc "Accept" headers)))
-         (url-request-method (mevedel-web--retrieval-method r))
-         (url-request-data (mevedel-web--retrieval-data r))
-         (url-request-extra-headers (assoc-delete-all "Accept" (copy-sequence headers)))
-         (url-mime-accept-string (or accept url-mime-accept-string))
-         (url-max-redirections 0)
-         (url-show-status nil))
-    (condition-case err
-        (let ((buffer (url-retrieve (mevedel-web--retrieval-url r)
-                                    #'mevedel-web--response (list r) t t)))
-          (if (not (buffer-live-p buffer))
-              (mevedel-web--deliver r (list :error (format "cannot connect to %s"
-                                                           (mevedel-web--retrieval-url r))))
-            ;; url-http reads these in this buffer later: the request
-            ;; once connected, the redirect limit when the response comes.
-            (with-current-buffer buffer
-              (setq-local url-max-redirections 0)
-              (setq-local url-mime-accept-string url-mime-accept-string))
-            (setf (mevedel-web--retrieval-buffer r) buffer)))
-      (error (mevedel-web--deliver
-              r (list :error (format "cannot retrieve %s: %s" (mevedel-web--retrieval-url r)
-                                     (error-message-string err))))))))
-
-(defun mevedel-web--headers-field (name)
-  "Return header NAME of the response in the current url-http buffer, or nil."
-  (save-excursion
-    (save-restriction
-      (narrow-to-region (point-min) url-http-end-of-headers)
-      (goto-char (point-min))
-      (forward-line 1)
-      (mail-fetch-field name))))
-
-(defun mevedel-web--parse-type (value)
-  "Return (TYPE . CHARSET) of a Content-Type header VALUE (nil: none)."
-  (when (and value (not (string-empty-p (string-trim value))))
-    (let* ((parts (split-string value ";" t "[ \t]+"))
-           (charset (cl-loop for p in (cdr parts)
-                             when (string-match "\\`charset=\"?\\([^\"]+\\)\"?\\'" p)
-                             return (match-string 1 p))))
-      (cons (downcase (string-trim (car parts))) charset))))
-
-(defun mevedel-web--response (status r)
-  "Handle url-http's STATUS for retrieval R, in its response buffer."
-  (let ((buffer (current-buffer)))
-    (cond
-     ((or (mevedel-web--retrieval-done r)
-          (not (eq buffer (mevedel-web--retrieval-buffer r))))
-      (mevedel-web--release-buffer buffer))
-     ((eq (car-safe (cdr (plist-get status :error))) 'http-redirect-limit)
-      (mevedel-web--redirect r (nth 2 (plist-get status :error))))
-     ((and (plist-get status :error)
-           (not (and (boundp 'url-http-end-of-headers) url-http-end-of-headers
-                     (numberp url-http-response-status))))
-      (mevedel-web--deliver
-       r (list :error (format "retrieving %s failed: %s" (mevedel-web--retrieval-url r)
-                              (mevedel-web--error-text (plist-get status :error))))))
-     (t
-      (let* ((type (mevedel-web--parse-type (mevedel-web--headers-field "content-type")))
-             (code url-http-response-status)
-             (body (buffer-substring-no-properties
-                    (min (point-max) (1+ url-http-end-of-headers)) (point-max))))
-        (mevedel-web--deliver
-         r (list :status code :type (car type) :charset (cdr type) :body body
-                 :url (mevedel-web--retrieval-url r)
-                 :requested (mevedel-web--retrieval-requested r)
-                 :redirected (> (mevedel-web--retrieval-hops r) 0))))))))
-
-(defun mevedel-web--error-text (err)
-  "Return url-http's error ERR as text."
-  (pcase err
-    (`(error http ,code) (format "HTTP %s" code))
-    (`(error connection-failed ,what . ,_) (format "connection failed: %s" what))
-    (`(,_ . ,data) (mapconcat (lambda (d) (format "%s" d)) data " "))
-    (_ (format "%s" err))))
-
-(defun mevedel-web--redirect (r target)
-  "Follow, return or refuse retrieval R's redirect to TARGET."
-  (let ((buffer (current-buffer))
-        (from (mevedel-web--retrieval-url r)))
-    (cond
-     ((not (stringp target))
-      (mevedel-web--deliver r (list :error (format "%s redirected without a Location" from))))
-     ((mevedel-web--url-problem target)
-      (mevedel-web--deliver r (list :error (format "%s redirected to %s: %s" from target
-                                                   (mevedel-web--url-problem target)))))
-     ((>= (mevedel-web--retrieval-hops r) mevedel-web-max-redirects)
-      (mevedel-web--deliver r (list :error (format "more than %d redirects (the last to %s)"
-                                                   mevedel-web-max-redirects target))))
-     (t
-      (let ((decision (if-let* ((decide (mevedel-web--retrieval-redirect r)))
-                          (funcall decide from target)
-                        'follow)))
-        (pcase decision
-          ('follow
-           (setf (mevedel-web--retrieval-method r) url-http-method
-                 (mevedel-web--retrieval-data r) url-http-data
-                 (mevedel-web--retrieval-headers r) url-http-extra-headers
-                 (mevedel-web--retrieval-url r) target
-                 (mevedel-web--retrieval-buffer r) nil)
-           (cl-incf (mevedel-web--retrieval-hops r))
-           (mevedel-web--release-buffer buffer)
-           (mevedel-web--send r))
-          ('return (mevedel-web--deliver r (list :redirect target :from from)))
-          (`(error . ,message) (mevedel-web--deliver r (list :error message)))))))))
-
-(cl-defun mevedel-web-retrieve (url callback &key (method "GET") data headers redirect)
-  "Retrieve URL in the background; call CALLBACK once with the outcome.
-METHOD, DATA (a unibyte string) and HEADERS (an alist) make the
-request.  REDIRECT, a function of (FROM TO), decides each redirect:
-`follow', `return' (deliver (:redirect TO :from FROM)) or (error .
-MESSAGE); without it every redirect is followed.  The outcome is
-\(:status CODE :type TYPE :charset CHARSET :body BYTES :url FINAL
-:requested URL :redirected BOOL), (:redirect ...) or (:error MESSAGE).
-Return a function that cancels the retrieval (CALLBACK is then never
-called)."
-  (let ((r (mevedel-web--retrieval-make
-            :url url :requested url :method method :data data :headers headers
-            :redirect redirect :callback callback)))
-    (if-let* ((problem (mevedel-web--url-problem url)))
-        (mevedel-web--deliver r (list :error problem))
-      (setf (mevedel-web--retrieval-timer r)
-            (run-at-time mevedel-web-timeout nil
-                         (lambda ()
-                           (mevedel-web--deliver
-                            r (list :error (format "%s timed out after %s s"
-                                                   (mevedel-web--retrieval-url r)
-                                                   mevedel-web-timeout))))))
-      (mevedel-web--send r))
-    (lambda ()
-      (unless (mevedel-web--retrieval-done r)
-        (setf (mevedel-web--retrieval-done r) t)
-        (mevedel-web--release r)))))
 
 ;;;; Conversion
 
@@ -461,10 +242,10 @@ that stops the extraction (CALLBACK is then never called)."
                                           'ok
                                         (list :error (format "pdftotext failed (exit %d)"
                                                              (process-exit-status p)))))))))
-        (setq timer (run-at-time mevedel-web-timeout nil
+        (setq timer (run-at-time mevedel-web-retrieval-timeout nil
                                  (lambda ()
                                    (funcall finish (list :error (format "pdftotext timed out after %s s"
-                                                                        mevedel-web-timeout))))))
+                                                                        mevedel-web-retrieval-timeout))))))
         (lambda () (unless done (funcall release)))))))
 
 (defun mevedel-web--fetch-pdf (response context stop callback)
@@ -542,12 +323,12 @@ CONTEXT and STOP are the call's context and stop cell."
 (defun mevedel-web--redirect-decider (tool buffer)
   "Return WebFetch's redirect decision function for TOOL dispatched from BUFFER."
   (lambda (from to)
-    (let ((from-host (mevedel-web-host from))
-          (to-host (mevedel-web-host to)))
+    (let ((from-host (mevedel-web-retrieval-host from))
+          (to-host (mevedel-web-retrieval-host to)))
       (cond
        ((equal from-host to-host) 'follow)
-       ((and (not (mevedel-web--private-host-p from-host))
-             (mevedel-web--private-host-p to-host))
+       ((and (not (mevedel-web-retrieval-private-host-p from-host))
+             (mevedel-web-retrieval-private-host-p to-host))
         'return)
        (t (pcase (mevedel-permissions-decide-now tool (list :url to) buffer)
             ('allow 'follow)
@@ -576,7 +357,7 @@ STOP is the call's stop cell.  Each stage has its own timeout."
   (let ((watch (format mevedel-web-youtube-watch-url (url-hexify-string id))))
     (setcar
      stop
-     (mevedel-web-retrieve
+     (mevedel-web-retrieval-start
       watch
       (lambda (page)
         (if (plist-get page :error)
@@ -605,7 +386,7 @@ STOP is the call's stop cell.  A caption failure keeps the description."
                                 :render-data data))
       (setcar
        stop
-       (mevedel-web-retrieve
+       (mevedel-web-retrieval-start
         track
         (lambda (response)
           (let ((fail (lambda (why)
@@ -631,7 +412,7 @@ STOP is the call's stop cell.  A caption failure keeps the description."
          (url (string-trim (or (plist-get args :url) "")))
          (context (mevedel-pipeline-current-context))
          (stop (mevedel-web--stop-cell))
-         (problem (mevedel-web--url-problem url))
+         (problem (mevedel-web-retrieval-url-problem url))
          (video (and (not problem) (mevedel-web--youtube-id url))))
     (cond
      (problem (funcall callback (concat "Error: " problem)))
@@ -639,7 +420,7 @@ STOP is the call's stop cell.  A caption failure keeps the description."
      (t
       (setcar
        stop
-       (mevedel-web-retrieve
+       (mevedel-web-retrieval-start
         url
         (lambda (response)
           (cond
@@ -722,7 +503,7 @@ searching is blocked for now (this is not an empty result)")
 (defun mevedel-web--search-run (url query allowed blocked done)
   "Retrieve the result page URL for QUERY, filtered by ALLOWED and BLOCKED.
 DONE gets the result once.  Return a function that cancels."
-  (mevedel-web-retrieve
+  (mevedel-web-retrieval-start
    url
    (lambda (response)
      (cond
@@ -794,8 +575,8 @@ with a prefix argument in the system browser."
 (defun mevedel-web-render-fetch (_name args result render-data)
   "Render a WebFetch call with ARGS, RESULT and RENDER-DATA."
   (let* ((url (or (plist-get render-data :url) (plist-get args :url) "?"))
-         (host (or (mevedel-web-host url) url))
-         (final (mevedel-web-host (plist-get render-data :final-url)))
+         (host (or (mevedel-web-retrieval-host url) url))
+         (final (mevedel-web-retrieval-host (plist-get render-data :final-url)))
          (size (plist-get render-data :size))
          (facts (delq nil (list (and final (not (equal final host)) (concat "→ " final))
                                 (and size (mevedel-web--size size))
@@ -820,7 +601,7 @@ with a prefix argument in the system browser."
                          (let ((url (plist-get hit :url)))
                            (concat (apply #'propertize (plist-get hit :title)
                                           (mevedel-web--button-properties url))
-                                   " — " (or (mevedel-web-host url) url))))
+                                   " — " (or (mevedel-web-retrieval-host url) url))))
                        results "\n")
                     result))
           :expandable-p (and result (not (string-empty-p result)))
@@ -842,7 +623,7 @@ Manual: " mevedel-web-manual-address)
   :async-p t
   :read-only-p t
   :max-result-size 50000
-  :get-domain (lambda (args) (mevedel-web-host (plist-get args :url)))
+  :get-domain (lambda (args) (mevedel-web-retrieval-host (plist-get args :url)))
   :function #'mevedel-web-fetch
   :renderer #'mevedel-web-render-fetch)
 

@@ -156,8 +156,8 @@
 
 (ert-deftest mevedel-web:public-to-private-redirects-are-always-returned ()
   ;; 127.0.0.2 plays a public host here.
-  (cl-letf* ((private (symbol-function 'mevedel-web--private-host-p))
-             ((symbol-function 'mevedel-web--private-host-p)
+  (cl-letf* ((private (symbol-function 'mevedel-web-retrieval-private-host-p))
+             ((symbol-function 'mevedel-web-retrieval-private-host-p)
               (lambda (host) (and (not (equal host "127.0.0.2")) (funcall private host))))
              (mevedel-web-test-rules '((allow "WebFetch" "*"))))
     (dolist (target (list (mevedel-web-fixture-url "/body?text=inside") "http://10.1.2.3/admin"))
@@ -175,7 +175,7 @@
     (should-not (string-match-p "root:" text))))
 
 (ert-deftest mevedel-web:redirect-without-location-ends-in-the-timeout ()
-  (let ((mevedel-web-timeout 1))
+  (let ((mevedel-web-retrieval-timeout 1))
     (should (string-match-p "timed out after 1 s"
                             (mevedel-web-test-error (mevedel-web-test-fetch "/noloc"))))
     (should-not (mevedel-web-test-url-buffers))))
@@ -292,7 +292,7 @@
 ;;;; Timeouts, hostile pages, delivery
 
 (ert-deftest mevedel-web:slow-server-hits-the-timeout ()
-  (let ((mevedel-web-timeout 1)
+  (let ((mevedel-web-retrieval-timeout 1)
         (start (float-time)))
     (should (string-match-p "timed out after 1 s"
                             (mevedel-web-test-error (mevedel-web-test-fetch "/slow?seconds=20"))))
@@ -313,8 +313,8 @@
 
 (ert-deftest mevedel-web:retrieval-delivers-exactly-once ()
   ;; A timeout racing a late response.
-  (let ((mevedel-web-timeout 1) (calls nil))
-    (mevedel-web-retrieve (mevedel-web-fixture-url "/slow?seconds=2")
+  (let ((mevedel-web-retrieval-timeout 1) (calls nil))
+    (mevedel-web-retrieval-start (mevedel-web-fixture-url "/slow?seconds=2")
                           (lambda (r) (push r calls)))
     (mevedel-test-wait-until calls 10)
     (mevedel-test-sleep 2.5)
@@ -322,7 +322,7 @@
     (should (string-match-p "timed out" (plist-get (car calls) :error))))
   ;; Cancelled: nothing delivered, nothing left behind.
   (let ((calls 0))
-    (funcall (mevedel-web-retrieve (mevedel-web-fixture-url "/slow?seconds=1")
+    (funcall (mevedel-web-retrieval-start (mevedel-web-fixture-url "/slow?seconds=1")
                                    (lambda (_) (cl-incf calls))))
     (should-not (mevedel-web-test-url-buffers))
     (mevedel-test-sleep 1.5)

@@ -46,7 +46,7 @@
 (defun web-bench--page-bytes (path)
   "Return the raw bytes the fixture serves at PATH."
   (let ((body nil))
-    (mevedel-web-retrieve (mevedel-web-fixture-url path) (lambda (r) (setq body r)))
+    (mevedel-web-retrieval-start (mevedel-web-fixture-url path) (lambda (r) (setq body r)))
     (while (not body) (accept-process-output nil 0.005))
     (plist-get body :body)))
 
