@@ -454,12 +454,17 @@ whether the handler ran and how it ended."
 (defun mevedel-pipeline--record-repair (call)
   "Record CALL's repair event, if any, now that CALL has settled."
   (when-let* ((event (mevedel-pipeline--call-repair-event call)))
-    (mevedel-tool-repair-record
-     (append event
-             (list :executed (and (mevedel-pipeline--call-ran call) t)
-                   :result (cond ((not (mevedel-pipeline--call-ran call)) 'refused)
-                                 ((eq (mevedel-pipeline--call-status call) 'error) 'error)
-                                 (t 'ok)))))))
+    (let ((session (mevedel-pipeline--call-session call)))
+      (mevedel-tool-repair-record
+       (append event
+               (list :executed (and (mevedel-pipeline--call-ran call) t)
+                     :result (cond ((not (mevedel-pipeline--call-ran call)) 'refused)
+                                   ((eq (mevedel-pipeline--call-status call) 'error) 'error)
+                                   (t 'ok))))
+       session
+       ;; The log persists beside the session's store once it has one.
+       (and (mevedel-session-p session) (mevedel-session-store session)
+            (mevedel-session-directory session))))))
 
 (defun mevedel-pipeline--step-repair (call)
   "Validate CALL's raw arguments; repair them when CALL is a provider call."

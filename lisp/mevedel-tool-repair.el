@@ -27,14 +27,10 @@
 ;; Each session keeps its newest `mevedel-tool-repair-log-limit' events
 ;; in memory.  With `mevedel-tool-repair-persist-log', events are also
 ;; appended, one printed plist per line, to <session>/repair-log.el once
-;; the session has a directory; events recorded before that are
-;; backfilled when `mevedel-tool-repair-log-materialize' names it.
-;;
-;; Sessions: a session is any object compared with `eq'.  Until session
-;; storage exists, `mevedel-tool-repair-session-function' maps a call to
-;; its session (by default the buffer the call runs in); the session
-;; layer rebinds it and calls `mevedel-tool-repair-log-materialize' and
-;; `mevedel-tool-repair-log-flush'.
+;; the session has storage: the pipeline passes the session's directory
+;; with each event from then on, and events recorded before are written
+;; then.  Calls outside any session are logged under the buffer they run
+;; in (`mevedel-tool-repair-session-function') and never persisted.
 
 ;;; Code:
 
@@ -193,7 +189,7 @@ Applies to error results too; a non-string RESULT is printed first."
                                         (:copier nil))
   "One session's repair log."
   (events nil :documentation "Newest first, at most the limit.")
-  (directory nil :documentation "Session directory once materialized.")
+  (directory nil :documentation "Session directory once it has storage.")
   (pending nil :documentation "Events not yet appended, newest first."))
 
 (defvar mevedel-tool-repair--logs (make-hash-table :test #'eq :weakness 'key)
@@ -213,17 +209,23 @@ Applies to error results too; a non-string RESULT is printed first."
   "Drop SESSION's in-memory log and anything not yet persisted."
   (remhash session mevedel-tool-repair--logs))
 
-(defun mevedel-tool-repair-record (event &optional session)
+(defun mevedel-tool-repair-record (event &optional session directory)
   "Record the redacted EVENT (a plist) in SESSION's log.
 SESSION defaults to what `mevedel-tool-repair-session-function'
-returns.  Never signals: a failure is reported as a warning, because
-telemetry must not stop a tool call."
+returns.  DIRECTORY, given once SESSION has storage, is where its log
+persists: with `mevedel-tool-repair-persist-log', the events not yet
+written (bounded by `mevedel-tool-repair-log-limit') are appended to
+DIRECTORY/repair-log.el, and kept for the next event when that fails.
+Never signals: a failure is reported as a warning, because telemetry
+must not stop a tool call."
   (condition-case err
       (let* ((log (mevedel-tool-repair--log
                    (or session (funcall mevedel-tool-repair-session-function))))
              (limit mevedel-tool-repair-log-limit))
         (setf (mevedel-tool-repair--log-events log)
               (take limit (cons event (mevedel-tool-repair--log-events log))))
+        (when directory
+          (setf (mevedel-tool-repair--log-directory log) directory))
         (when mevedel-tool-repair-persist-log
           (setf (mevedel-tool-repair--log-pending log)
                 (take limit (cons event (mevedel-tool-repair--log-pending log))))
@@ -233,22 +235,6 @@ telemetry must not stop a tool call."
                             (format "Recording a tool repair event failed: %s"
                                     (error-message-string err))
                             :warning))))
-
-(defun mevedel-tool-repair-log-materialize (session directory)
-  "Tell SESSION's log that the session now lives in DIRECTORY.
-Events recorded so far (bounded by `mevedel-tool-repair-log-limit')
-are appended to DIRECTORY/repair-log.el when
-`mevedel-tool-repair-persist-log' is non-nil.  Return non-nil when
-nothing is left waiting."
-  (let ((log (mevedel-tool-repair--log session)))
-    (setf (mevedel-tool-repair--log-directory log) directory)
-    (mevedel-tool-repair--append log)))
-
-(defun mevedel-tool-repair-log-flush (session)
-  "Retry appending SESSION's queued events, as after a successful save.
-Return non-nil when nothing is left waiting."
-  (when-let* ((log (gethash session mevedel-tool-repair--logs)))
-    (mevedel-tool-repair--append log)))
 
 (defun mevedel-tool-repair--append (log)
   "Append LOG's pending events to its file; keep them when that fails.

@@ -309,26 +309,26 @@ whether it takes a callback."
             (mevedel-tool-repair-record '(:outcome repaired :n 2))
             ;; The directory is named but does not exist yet: the append
             ;; fails, warns, and keeps the events queued.
-            (should-not (mevedel-tool-repair-log-materialize session dir))
+            (mevedel-tool-repair-record '(:outcome invalid :n 3) session dir)
             (should (= 1 (length warnings)))
             (should (string-match-p "will retry" (car warnings)))
             (should-not (file-exists-p (expand-file-name "repair-log.el" dir)))
-            ;; Once it exists, a flush (as after a save) backfills both.
+            ;; Once it exists, the next event backfills the queue.
             (make-directory dir)
-            (should (mevedel-tool-repair-log-flush session))
+            (mevedel-tool-repair-record '(:outcome repaired :n 4) session dir)
             (should (equal (mapcar (lambda (e) (plist-get e :n))
                                    (mevedel-tool-repair-read-log-file dir))
-                           '(1 2)))
+                           '(1 2 3 4)))
             ;; Later events are appended without rereading.
-            (mevedel-tool-repair-record '(:outcome abandoned :n 3))
+            (mevedel-tool-repair-record '(:outcome abandoned :n 5))
             (should (equal (mapcar (lambda (e) (plist-get e :n))
                                    (mevedel-tool-repair-read-log-file dir))
-                           '(1 2 3)))
+                           '(1 2 3 4 5)))
             (should (equal (plist-get (car (mevedel-tool-repair-read-log-file dir)) :tool)
                            "Ünïcode"))
             ;; A torn final line (a crash mid-append) is skipped when read.
             (write-region "(:outcome inval" nil (expand-file-name "repair-log.el" dir) 'append 'silent)
-            (should (= 3 (length (mevedel-tool-repair-read-log-file dir))))
+            (should (= 5 (length (mevedel-tool-repair-read-log-file dir))))
             ;; Telemetry failures never signal.
             (let ((mevedel-tool-repair-session-function (lambda () (error "No session"))))
               (mevedel-tool-repair-record '(:outcome invalid)))
@@ -341,11 +341,34 @@ whether it takes a callback."
           (mevedel-tool-repair-persist-log nil))
       (unwind-protect
           (progn
-            (mevedel-tool-repair-record '(:outcome invalid))
-            (mevedel-tool-repair-log-materialize session dir)
+            (mevedel-tool-repair-record '(:outcome invalid) session dir)
             (should-not (file-exists-p (expand-file-name "repair-log.el" dir)))
             (should (= 1 (length (mevedel-tool-repair-session-log session)))))
         (delete-directory dir t)))))
+
+;; The pipeline passes a session with storage its directory: a repaired
+;; call of a durable session lands in <session>/repair-log.el.
+(ert-deftest mevedel-tool-repair:a-durable-session-persists-its-log ()
+  (mevedel-tool-repair-test--with-tool tool
+    (let* ((workspace (make-temp-file "mevedel-repair-ws" t))
+           (session (mevedel-session-create :workspace workspace))
+           (mevedel-tool-repair-persist-log t))
+      (unwind-protect
+          (progn
+            ;; No storage yet: the event waits in memory.
+            (mevedel-pipeline-run-tool tool '(:files ["a"] :pattern "x" :head_limit "10")
+                                       #'ignore :session session)
+            (should (mevedel-tool-repair-session-log session))
+            (let ((dir (mevedel-session-ensure-storage session)))
+              (should-not (mevedel-tool-repair-read-log-file dir))
+              (mevedel-pipeline-run-tool tool '(:files ["a"] :pattern "y" :path :null)
+                                         #'ignore :session session)
+              (should (equal (mapcar (lambda (e) (plist-get e :outcome))
+                                     (mevedel-tool-repair-read-log-file dir))
+                             '(repaired repaired)))))
+        (mevedel-tool-repair-log-forget session)
+        (mevedel-session-close session)
+        (delete-directory workspace t)))))
 
 (provide 'tool-repair-test)
 ;;; tool-repair-test.el ends here
