@@ -8,8 +8,9 @@
 ;; (content-addressed, beside session.sqlite) or notes that it did not
 ;; exist.  When the call settles, what it left is remembered, so that a
 ;; rewind tells the user's later changes from the session's own.  A call
-;; of another tool that may change files (Bash, Monitor) marks its turn:
-;; a rewind names such turns, since their effects are not undone.
+;; of a tool that is neither read-only nor snapshotting (Bash, Monitor,
+;; Eval, Agent, ...) marks its turn: a rewind names such turns, since
+;; whatever they changed is not undone.
 ;;
 ;; `mevedel-rewind' restores the workspace files to their state before a
 ;; chosen turn, and can remove that turn and the later ones from the
@@ -36,7 +37,7 @@
 ;;;; Recording
 
 (defvar mevedel-checkpoint--bash (make-hash-table :test #'eq :weakness 'key)
-  "Turns that ran Bash before their session had storage.
+  "Turns that ran a tool that may change files before their session had storage.
 Session -> list of (ID . LABEL); written with the session's first
 checkpoint, so that reads and commands alone create no storage.")
 
@@ -59,7 +60,7 @@ at its own directory."
             (mevedel-permissions-tool-paths tool args))))
 
 (defun mevedel-checkpoint--flush (session store)
-  "Record in STORE where SESSION ran Bash before it had storage."
+  "Write to STORE what was marked in SESSION before it had storage."
   (dolist (turn (reverse (gethash session mevedel-checkpoint--bash)))
     (mevedel-core-checkpoint-note-bash store (car turn) (cdr turn)))
   (remhash session mevedel-checkpoint--bash))
@@ -124,7 +125,7 @@ call that may change files untracked marks its turn."
             (if files
                 (format "  [%s]" (mapconcat #'file-name-nondirectory files ", "))
               "")
-            (if (plist-get turn :bash) "  (ran Bash)" ""))))
+            (if (plist-get turn :bash) "  (ran tools that may have changed files)" ""))))
 
 (defun mevedel-checkpoint--read-turn (chat prompt)
   "Ask with PROMPT for a recorded turn of CHAT; return its plist."
@@ -164,9 +165,10 @@ call that may change files untracked marks its turn."
 (defun mevedel-rewind (chat turn &optional truncate)
   "Restore CHAT's workspace files to their state before TURN.
 Files changed since the session last edited them are listed and
-restored only if you confirm.  Bash calls are not rewound: the turns
-from TURN on that ran Bash are named.  With TRUNCATE (interactively,
-when you agree), TURN and every later turn leave the conversation."
+restored only if you confirm.  What other tools changed (Bash, Eval,
+...) is not rewound: the turns from TURN on that ran them are named.
+With TRUNCATE (interactively, when you agree), TURN and every later
+turn leave the conversation."
   (interactive
    (let* ((chat (mevedel-checkpoint--chat))
           (turn (mevedel-checkpoint--read-turn chat "Rewind to before turn: ")))
@@ -198,7 +200,7 @@ when you agree), TURN and every later turn leave the conversation."
       (message "Rewound %d file%s to before turn %d%s"
                (length done) (if (= (length done) 1) "" "s") (plist-get turn :number)
                (if bash
-                   (format "; Bash ran in turn%s %s and is not undone"
+                   (format "; what tools changed in turn%s %s (Bash, Eval, ...) is not undone"
                            (if (cdr bash) "s" "") (mapconcat #'number-to-string bash ", "))
                  ""))
       done)))

@@ -23,19 +23,14 @@
 ;; A denial happens in the permission step, before the patch is
 ;; prepared or anything is read or written.
 ;;
-;; ProposePlan (standalone only) shows the plan as a card in the view:
-;; a approves (the session leaves Plan, back to its mode before it),
-;; e approves with edits allowed for the implementation (an override
-;; of that invocation's permission mode), f sends feedback and stays,
-;; q stays in Plan.  An approval ends the Plan turn and starts the
-;; implementation turn with the plan as its task; the approved plan
-;; is kept in the session's metadata.  See docs/plan.md.
+;; ProposePlan's card (mevedel-tool-plan.el) ends Plan here: an
+;; approval returns the session to its mode before Plan, with edits
+;; allowed for the implementation when so approved, and keeps the plan
+;; in the session's metadata.  See docs/plan.md.
 ;;
-;; The agents runtime (not here) copies a stamp into each invocation it
-;; starts and answers `mevedel-plan-request-functions' for its
-;; requests; `mevedel-plan-stamp' is what every check reads.  It also
-;; hands an invocation its caller's mode override, stamps a turn that
-;; reads Plan mail, and keeps Plan from directing an unstamped turn.
+;; Child agents' stamps and overrides are mevedel-agent.el's: it
+;; answers `mevedel-plan-request-functions'; `mevedel-plan-stamp' is
+;; what every check reads.
 ;;
 ;; Sticky Plan is saved with the session and comes back on resume.
 

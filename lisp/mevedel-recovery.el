@@ -10,7 +10,7 @@
 ;; before any of its tool calls ran), the sample is sent again after a
 ;; pause.  This file decides whether and when; it knows nothing of
 ;; gptel.  The gptel adapter (mevedel-gptel.el) says what failed and
-;; replays the sample; the chat (and, later, child agents) show it.
+;; replays the sample; the chat, a child agent's included, shows it.
 ;;
 ;; A `mevedel-recovery' is the allowance of one sample: at most
 ;; `mevedel-recovery-max-retries' retries after the first attempt.  The

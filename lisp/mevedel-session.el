@@ -10,8 +10,9 @@
 ;;   WORKSPACE/.mevedel/sessions/SESSION-ID/
 ;;     tool-results/    persisted oversized tool output (artifact://)
 ;;     local/           session working files (work://)
-;;     session.sqlite   conversation, checkpoints, later the registry and tasks
-;;     mailbox.sqlite   the mailbox (made with session.sqlite)
+;;     session.sqlite   conversation, checkpoints, session info (title,
+;;                      tasks, agent registry, plan, ToolCall runs), inputs
+;;     mailbox.sqlite   the mailbox (made on the first mail)
 ;;
 ;; Nothing exists until the first durable write asks for it
 ;; (`mevedel-session-ensure-storage'): creating a session, reading its
@@ -19,8 +20,9 @@
 ;; do reads (Read, Glob, Grep, read-only Bash, ListExecutions).  When
 ;; the workspace is in a Git repository, materialising also adds the
 ;; workspace's .mevedel/ to the repository's info/exclude.  The module
-;; may create the directory itself when it posts background mail to
-;; session.sqlite; `mevedel-session-storage-written' then completes it.
+;; may create the directory itself when it posts background mail
+;; beside session.sqlite; `mevedel-session-storage-written' then
+;; completes it.
 ;; Ephemeral sessions (one-off requests) have no storage at all.
 ;;
 ;; A session also carries its permission state: its mode, its
@@ -255,8 +257,8 @@ Git repository, excludes .mevedel/.  Signals
 
 (defun mevedel-session-storage-written (id)
   "Complete the storage of the live session ID after the module wrote to it.
-The module creates the session directory when it posts mail to an
-unsaved session's session.sqlite; this adds the rest (and the Git
+The module creates the session directory when it posts mail for an
+unsaved session; this adds the rest (and the Git
 exclusion).  Does nothing for an unknown session or one whose storage
 is open already."
   (when-let* ((session (mevedel-session-find id))

@@ -13,8 +13,9 @@
 ;;                then open interactions (permission cards, patch
 ;;                reviews, Ask, the plan card, hook approval;
 ;;                mevedel-interaction.el), whose text redraws leave alone
-;;   panel        background work: yielded commands and monitors
-;;                (drawn by mevedel-panel.el)
+;;   panel        background work: yielded commands, monitors, and
+;;                child agents running or waiting for a slot (drawn
+;;                by mevedel-panel.el)
 ;;   separator    key hints
 ;;   composer     where the user types (RET newline, C-c C-c send;
 ;;                commands such as /ps and /stop, which files built on

@@ -99,7 +99,7 @@ edits a.txt again and runs CkRun.  Return the ids and files."
           (mevedel-rewind chat (nth 1 turns)))
         (should (equal (checkpoint-test--text a) "one!\n"))
         (should (equal (checkpoint-test--text b) "bee\n"))
-        (should (string-match-p "Bash ran in turn 2" (car messages))))
+        (should (string-match-p "what tools changed in turn 2 (Bash, Eval, ...) is not undone" (car messages))))
       ;; Turn 2 is forgotten; rewinding turn 1 goes back to the start.
       (should (equal (mapcar (lambda (turn) (plist-get turn :id))
                              (mevedel-core-checkpoint-turns store))

@@ -8,7 +8,7 @@
 ;; through the event channel), `required' refusing and `best-effort'
 ;; disclosing when bwrap is missing, network denial and grants, the
 ;; summary facts, and the status buffer.  The full escape suite is the
-;; cargo test (crates/mevedel-sandbox/tests/sandbox_escape.rs).
+;; cargo test (crates/mevedel-core/tests/sandbox_escape.rs).
 ;;
 ;; bwrap and Landlock are expected to work here: these tests fail, never
 ;; skip, when they do not.

@@ -2,7 +2,7 @@
 //!
 //! Background threads cannot create Lisp values (only the main thread may
 //! touch the module environment), so they describe results as a [`Datum`];
-//! the `emacs` glue converts it on the main thread.
+//! the seam (`mevedel-dyn`, `convert.rs`) converts it on the main thread.
 
 /// A Lisp value described in plain Rust.
 #[derive(Debug, Clone, PartialEq)]

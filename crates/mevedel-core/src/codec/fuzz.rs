@@ -3,7 +3,7 @@
 //!
 //! Each property runs `MEVEDEL_FUZZ_CASES` cases (default 20,000, so a
 //! plain `cargo test` stays quick); the 1,000,000-case run is
-//! `MEVEDEL_FUZZ_CASES=250000 cargo test --release codec::fuzz` (four
+//! `MEVEDEL_FUZZ_CASES=200000 cargo test --release codec::fuzz` (five
 //! properties). Every property prints how many cases it ran.
 
 use proptest::prelude::*;

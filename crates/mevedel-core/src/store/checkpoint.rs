@@ -6,8 +6,8 @@
 //! `session.sqlite`, written once however many turns share it. After
 //! each edit the store remembers the digest of what the session left in
 //! the file, so that a rewind can tell the user's later changes from its
-//! own. Turns whose Bash calls may have changed files are marked: their
-//! effects cannot be rewound, only named.
+//! own. Turns that ran other tools which may change files (Bash, Eval…)
+//! are marked: their effects cannot be rewound, only named.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,9 @@
 //! Both files are in WAL mode so readers never block the writer. Each
 //! schema grows by appending to its list in [`schema`]; a file's
 //! `user_version` records how many have run. `session.sqlite` holds the
-//! checkpoints of edited files and the conversation (`transcript`), in
+//! checkpoints of edited files, the conversation (`transcript`), the
+//! session's info (title, tasks, agent registry, plan) and its input
+//! history, in
 //! large pages for large records; the mailbox has a file of small pages
 //! of its own, because each message is a small commit of its own and a
 //! commit writes whole pages to the WAL (ADR 0017). An older

@@ -11,8 +11,9 @@
 //!
 //! Consolidation rewrites the log as one record inside one transaction,
 //! then refreshes the readable copy (`transcript.org`, `.md` or `.txt`,
-//! by temporary file and rename), which nothing reads back: the log is
-//! the truth, the copy is for people.
+//! by temporary file and rename). Resuming inserts that copy in place of
+//! the one record while it provably matches it ([`readable`]); the log
+//! stays the truth.
 //!
 //! Offsets and property bounds count characters, as Emacs positions do.
 //! A property is one line `START END NAME VALUE`: bounds relative to its
