@@ -10,8 +10,9 @@
 #    touches the system's apt configuration.
 #  - the MCP servers the Rust MCP tests talk to, none of them written
 #    here, at pinned versions: @modelcontextprotocol/server-everything
-#    and -filesystem from npm into .deps/mcp/npm/, mcp-server-time from
-#    PyPI into the virtualenv .deps/mcp/venv/ (never installed globally).
+#    and -filesystem and the conformance suite from npm into
+#    .deps/mcp/npm/, mcp-server-time from PyPI into the virtualenv
+#    .deps/mcp/venv/ (never installed globally).
 #
 # `scripts/deps.sh screenshots' (or MEVEDEL_DEPS_SCREENSHOTS=1) also
 # installs a graphical Emacs and Xvfb for `make screenshots'.
@@ -226,8 +227,10 @@ ensure_screenshots() {
 # The MCP servers the core's MCP tests run (crates/mevedel-core/src/mcp/),
 # pinned, so a new release cannot change what the tests see. npm and the
 # venv both install under $deps/mcp; a version change reinstalls.
+# conformance stays at 0.1.13: later versions need node 22.
 mcp_npm_pkgs=(@modelcontextprotocol/server-everything@2026.8.31
-              @modelcontextprotocol/server-filesystem@2026.8.31)
+              @modelcontextprotocol/server-filesystem@2026.8.31
+              @modelcontextprotocol/conformance@0.1.13)
 mcp_pypi_pkgs=(mcp-server-time==2026.10.19)
 ensure_mcp_servers() {
   local out=$deps/mcp want
@@ -253,6 +256,7 @@ ensure_mcp_servers() {
   "$out/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
     "${mcp_pypi_pkgs[@]}" >&2
   [ -x "$out/npm/node_modules/.bin/mcp-server-everything" ] &&
+    [ -x "$out/npm/node_modules/.bin/conformance" ] &&
     [ -x "$out/venv/bin/mcp-server-time" ] || die "the MCP servers did not install under $out"
   printf '%s' "$want" > "$out/.stamp"
 }

@@ -592,6 +592,22 @@ impl Registry {
                 ),
             );
         }
+        if conn.peer.is_transport_closed() {
+            // An HTTP session that went away: fail the server so the next
+            // use connects again (after the backoff).
+            let mut status = lock(&server.status);
+            if status
+                .conn
+                .as_ref()
+                .is_some_and(|c| std::ptr::eq(c.as_ref(), conn))
+            {
+                status.state = State::Failed;
+                status.last_error = Some(format!("the connection closed: {}", e.message));
+                status.conn = None;
+                status.failures += 1;
+                status.retry_at = Some(Instant::now() + Duration::from_secs(1));
+            }
+        }
         mcp_error(format!(
             "MCP server \"{}\": {}",
             server.config.name, e.message
@@ -775,6 +791,21 @@ impl Registry {
                 };
                 let _ = handle.cancel(Some(why.clone())).await;
                 Err(mcp_error(format!("{name}: {tool} {why}")))
+            }
+        }
+    }
+}
+
+impl Drop for Registry {
+    /// A registry dropped without [`Registry::stop_all`] still leaves no
+    /// server running: each stdio group gets SIGKILL, and the process
+    /// owner's reaper collects the leaders.
+    fn drop(&mut self) {
+        for server in &self.servers {
+            let status = lock(&server.status);
+            if let Some(child) = &status.child {
+                child.stopping.store(true, Ordering::SeqCst);
+                crate::process::signal(child.pid as i32, libc::SIGKILL);
             }
         }
     }

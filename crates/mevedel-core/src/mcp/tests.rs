@@ -92,6 +92,7 @@ fn deps_mcp() -> PathBuf {
         "npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
         "npm/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js",
         "venv/bin/mcp-server-time",
+        "npm/node_modules/.bin/conformance",
     ];
     for file in needed {
         assert!(
@@ -978,4 +979,60 @@ fn eager_start_runs_servers_in_parallel() {
     }
     assert_eq!(count.load(Ordering::Relaxed), 3);
     block(reg.stop_all());
+}
+
+#[test]
+fn dropping_the_registry_kills_its_servers() {
+    let reg = registry(vec![fault("left", "basic", &[])]);
+    block(reg.start("left")).unwrap();
+    let pid = reg.status_of("left").unwrap().pid.unwrap() as i32;
+    assert!(alive(pid));
+    drop(reg);
+    assert!(
+        wait_until(Duration::from_secs(5), || !Path::new(&format!(
+            "/proc/{pid}"
+        ))
+        .exists()),
+        "the server outlived its registry"
+    );
+}
+
+/// `examples/mcp_conformance_client`, which cargo builds with the tests
+/// (the test binary is in target/PROFILE/deps/).
+fn conformance_client() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("examples/mcp_conformance_client");
+    assert!(
+        path.exists(),
+        "{} is missing: run the tests with cargo test, which builds the examples",
+        path.display()
+    );
+    path
+}
+
+#[test]
+fn conformance_client_scenarios_pass() {
+    let conformance = deps_mcp().join("npm/node_modules/.bin/conformance");
+    let client = conformance_client();
+    for scenario in ["initialize", "tools_call"] {
+        let out = std::process::Command::new(&conformance)
+            .args(["client", "--scenario", scenario, "--command"])
+            .arg(&client)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success() && text.contains("OVERALL: PASSED") && !text.contains("FAILURE"),
+            "conformance scenario {scenario} failed:\n{text}"
+        );
+    }
 }
