@@ -8,6 +8,11 @@
 #  - gptel and its Lisp dependencies, extracted from Debian's unstable
 #    archive into .deps/elpa/ through a private apt directory that never
 #    touches the system's apt configuration.
+#  - the MCP servers the Rust MCP tests talk to, none of them written
+#    here, at pinned versions: @modelcontextprotocol/server-everything
+#    and -filesystem and the conformance suite from npm into
+#    .deps/mcp/npm/, mcp-server-time from PyPI into the virtualenv
+#    .deps/mcp/venv/ (never installed globally).
 #
 # `scripts/deps.sh screenshots' (or MEVEDEL_DEPS_SCREENSHOTS=1) also
 # installs a graphical Emacs and Xvfb for `make screenshots'.
@@ -219,6 +224,43 @@ ensure_screenshots() {
   fi
 }
 
+# The MCP servers the core's MCP tests run (crates/mevedel-core/src/mcp/),
+# pinned, so a new release cannot change what the tests see. npm and the
+# venv both install under $deps/mcp; a version change reinstalls.
+# conformance stays at 0.1.13: later versions need node 22.
+mcp_npm_pkgs=(@modelcontextprotocol/server-everything@2026.8.31
+              @modelcontextprotocol/server-filesystem@2026.8.31
+              @modelcontextprotocol/conformance@0.1.13)
+mcp_pypi_pkgs=(mcp-server-time==2026.10.19)
+ensure_mcp_servers() {
+  local out=$deps/mcp want
+  want="${mcp_npm_pkgs[*]} ${mcp_pypi_pkgs[*]}"
+  [ "$(cat "$out/.stamp" 2>/dev/null)" = "$want" ] && return
+  local missing=()
+  command -v npm >/dev/null || missing+=(npm)
+  python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+  if [ ${#missing[@]} != 0 ]; then
+    if is_root && is_debian; then
+      say "installing ${missing[*]} for the MCP servers"
+      apt_install "${missing[@]}"
+    else
+      die "the MCP tests need ${missing[*]} (install them with your package manager)"
+    fi
+  fi
+  say "installing ${want} into $out"
+  rm -rf "$out"
+  mkdir -p "$out/npm"
+  npm install --prefix "$out/npm" --no-audit --no-fund --loglevel=error \
+    "${mcp_npm_pkgs[@]}" >&2
+  python3 -m venv "$out/venv"
+  "$out/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "${mcp_pypi_pkgs[@]}" >&2
+  [ -x "$out/npm/node_modules/.bin/mcp-server-everything" ] &&
+    [ -x "$out/npm/node_modules/.bin/conformance" ] &&
+    [ -x "$out/venv/bin/mcp-server-time" ] || die "the MCP servers did not install under $out"
+  printf '%s' "$want" > "$out/.stamp"
+}
+
 # Two runs at once (two `make bench', say) take turns here: the second
 # finds in place what the first installed, rather than half of it.
 mkdir -p "$deps"
@@ -229,6 +271,7 @@ ensure_tools
 ensure_cargo
 ensure_elpa
 ensure_grammars
+ensure_mcp_servers
 if want_screenshots "$@"; then
   ensure_screenshots
 fi

@@ -11,6 +11,7 @@ pub mod datum;
 pub mod error;
 pub mod events;
 pub mod exec;
+pub mod mcp;
 pub mod patch;
 pub mod process;
 pub mod ptc;

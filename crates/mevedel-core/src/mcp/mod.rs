@@ -1,0 +1,34 @@
+//! The MCP client: the user's Model Context Protocol servers, configured
+//! as for Claude Code, become tools, resources and prompts of a session.
+//!
+//! Built on the official Rust SDK (`rmcp`), client side only:
+//! - [`config`]: Claude Code's `mcpServers` files, `${VAR}` expansion,
+//!   sources (user, workspace `.mcp.json` needing approval, `--mcp-config`)
+//!   and how they merge;
+//! - [`names`]: `mcp__SERVER__TOOL` names and the way back;
+//! - [`registry`]: a session's servers, their state and every operation
+//!   (start, stop, list, read, call with progress and cancellation);
+//! - [`connection`]: one live connection: launching a stdio child through
+//!   [`crate::process`] or opening a streamable HTTP session, the
+//!   handshake, the server's notifications, stderr;
+//! - [`content`]: what servers answer, as plain data with `to_datum`.
+//!
+//! Nothing here touches Emacs: the seam calls [`Registry`] from
+//! `runtime`'s tokio runtime and turns notices into events.
+
+pub mod config;
+pub mod connection;
+pub mod content;
+pub mod names;
+pub mod registry;
+
+#[cfg(test)]
+mod tests;
+
+pub use config::{ConfigFile, ServerConfig, Source, Transport};
+pub use connection::{Listener, Notice, PROTOCOL_VERSION, Progress, ProgressFn};
+pub use content::{
+    Content, PromptInfo, PromptResult, ResourceInfo, TemplateInfo, ToolInfo, ToolResult,
+};
+pub use names::NameIndex;
+pub use registry::{CallOptions, Options, Registry, ServerStatus, State};

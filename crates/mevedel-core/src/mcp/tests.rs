@@ -1,0 +1,1038 @@
+//! Tests of the MCP client: configuration and names as plain functions;
+//! the registry against scripted fault servers of our own
+//! (`tests/mcp-servers/fault_server.py`) and against real servers nobody
+//! here wrote, installed by `scripts/deps.sh` under `.deps/mcp/`. Tests
+//! that need those fail, naming the script, when they are missing.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::config::{self, ServerConfig, Source, Transport};
+use super::names::{self, NameIndex};
+use super::*;
+use crate::runtime;
+
+fn block<F: Future>(future: F) -> F::Output {
+    runtime::get().expect("runtime").block_on(future)
+}
+
+fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mevedel-mcp-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+fn stdio(name: &str, source: Source, command: &str, args: &[&str]) -> ServerConfig {
+    ServerConfig {
+        name: name.into(),
+        transport: Transport::Stdio {
+            command: command.into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: Default::default(),
+            cwd: None,
+        },
+        source,
+        file: PathBuf::from("/test/mcp.json"),
+    }
+}
+
+fn fault_script() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/mcp-servers/fault_server.py")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Fault server NAME in MODE, with extra environment ENV.
+fn fault(name: &str, mode: &str, vars: &[(&str, &str)]) -> ServerConfig {
+    let mut config = stdio(name, Source::User, "python3", &[&fault_script(), mode]);
+    if let Transport::Stdio { env, .. } = &mut config.transport {
+        for (k, v) in vars {
+            env.insert(k.to_string(), v.to_string());
+        }
+    }
+    config
+}
+
+fn quick() -> Options {
+    Options {
+        startup_timeout: Duration::from_secs(20),
+        request_timeout: Duration::from_secs(30),
+        stop_grace: Duration::from_millis(500),
+        ..Options::default()
+    }
+}
+
+fn registry(configs: Vec<ServerConfig>) -> Arc<Registry> {
+    Arc::new(Registry::new(configs, quick(), None))
+}
+
+/// The real servers' install directory (`.deps/mcp`); a missing one fails
+/// the test with what to run.
+fn deps_mcp() -> PathBuf {
+    let deps = std::env::var_os("MEVEDEL_DEPS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.deps"));
+    let dir = deps.join("mcp");
+    let needed = [
+        "npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+        "npm/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js",
+        "venv/bin/mcp-server-time",
+        "npm/node_modules/.bin/conformance",
+    ];
+    for file in needed {
+        assert!(
+            dir.join(file).exists(),
+            "{} is missing: the MCP test servers are not installed; run scripts/deps.sh",
+            dir.join(file).display()
+        );
+    }
+    dir
+}
+
+fn everything_js() -> String {
+    deps_mcp()
+        .join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    done()
+}
+
+// ---- configuration ----
+
+#[test]
+fn config_reads_claude_code_shape() {
+    let text = r#"{"mcpServers": {
+        "files": {"command": "npx", "args": ["-y", "server-filesystem", "/tmp"],
+                  "env": {"DEBUG": "1"}, "cwd": "/srv"},
+        "typed": {"type": "stdio", "command": "srv"},
+        "web": {"type": "http", "url": "https://example.test/mcp",
+                "headers": {"Authorization": "Bearer x"}},
+        "old": {"type": "sse", "url": "https://example.test/sse"},
+        "bare": {"url": "http://127.0.0.1:9/mcp"}}}"#;
+    let file = config::parse(text, Path::new("/u/mcp.json"), Source::User, &env(&[])).unwrap();
+    let kinds: Vec<(&str, &str)> = file
+        .servers
+        .iter()
+        .map(|s| (s.name.as_str(), s.transport.kind()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("bare", "http"),
+            ("files", "stdio"),
+            ("old", "sse"),
+            ("typed", "stdio"),
+            ("web", "http")
+        ]
+    );
+    let Transport::Stdio {
+        command,
+        args,
+        env,
+        cwd,
+    } = &file.servers[1].transport
+    else {
+        panic!("not stdio")
+    };
+    assert_eq!(command, "npx");
+    assert_eq!(args, &["-y", "server-filesystem", "/tmp"]);
+    assert_eq!(env.get("DEBUG").map(String::as_str), Some("1"));
+    assert_eq!(cwd.as_deref(), Some(Path::new("/srv")));
+    assert_eq!(file.sha256, config::sha256_hex(text));
+    assert_eq!(file.sha256.len(), 64);
+}
+
+#[test]
+fn config_expands_variables_like_claude_code() {
+    let vars = env(&[("TOKEN", "s3cret"), ("EMPTY", ""), ("HOME", "/home/u")]);
+    assert_eq!(
+        config::expand("Bearer ${TOKEN}", &vars).as_deref(),
+        Ok("Bearer s3cret")
+    );
+    assert_eq!(
+        config::expand("${MISSING:-fallback}/${HOME}", &vars).as_deref(),
+        Ok("fallback//home/u")
+    );
+    assert_eq!(
+        config::expand("[${EMPTY:-unused}]", &vars).as_deref(),
+        Ok("[]")
+    );
+    assert_eq!(
+        config::expand("$HOME and ${unclosed", &vars).as_deref(),
+        Ok("$HOME and ${unclosed")
+    );
+    assert_eq!(config::expand("${NOPE}", &vars), Err("NOPE".to_string()));
+    let text = r#"{"mcpServers": {"s": {"command": "${HOME}/bin/srv",
+        "args": ["--token=${TOKEN}"], "env": {"K": "${MISSING:-d}"}},
+        "h": {"type": "http", "url": "${BASE:-http://127.0.0.1:1}/mcp",
+              "headers": {"X-Key": "${TOKEN}"}}}}"#;
+    let file = config::parse(text, Path::new("/w/.mcp.json"), Source::Workspace, &vars).unwrap();
+    assert_eq!(
+        file.servers[1].transport,
+        Transport::Stdio {
+            command: "/home/u/bin/srv".into(),
+            args: vec!["--token=s3cret".into()],
+            env: [("K".to_string(), "d".to_string())].into(),
+            cwd: None,
+        }
+    );
+    assert_eq!(
+        file.servers[0].transport,
+        Transport::Http {
+            url: "http://127.0.0.1:1/mcp".into(),
+            headers: [("X-Key".to_string(), "s3cret".to_string())].into(),
+        }
+    );
+    let err = config::parse(
+        r#"{"mcpServers": {"gh": {"command": "gh", "args": ["${GH_TOKEN}"]}}}"#,
+        Path::new("/w/.mcp.json"),
+        Source::Workspace,
+        &vars,
+    )
+    .unwrap_err();
+    assert!(
+        err.message.contains("\"gh\"")
+            && err.message.contains("args[0]")
+            && err.message.contains("GH_TOKEN"),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
+fn config_syntax_error_names_file_line_and_column() {
+    let text = "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\",}\n  }\n}\n";
+    let err = config::parse(
+        text,
+        Path::new("/p/.mcp.json"),
+        Source::Workspace,
+        &env(&[]),
+    )
+    .unwrap_err();
+    assert!(
+        err.message.starts_with("/p/.mcp.json:3:"),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
+fn config_shape_errors_name_server_and_field() {
+    let cases = [
+        (r#"{"servers": {}}"#, "mcpServers"),
+        (r#"{"mcpServers": []}"#, "mcpServers"),
+        (
+            r#"{"mcpServers": {"a": {"args": []}}}"#,
+            "\"a\": \"command\"",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": 3}}}"#,
+            "\"a\": \"command\" must be a string",
+        ),
+        (
+            r#"{"mcpServers": {"b": {"command": "x", "args": "y"}}}"#,
+            "\"b\": \"args\"",
+        ),
+        (
+            r#"{"mcpServers": {"b": {"command": "x", "env": {"K": 1}}}}"#,
+            "\"env.K\"",
+        ),
+        (
+            r#"{"mcpServers": {"c": {"type": "ws", "url": "u"}}}"#,
+            "\"c\": \"type\" is \"ws\"",
+        ),
+        (
+            r#"{"mcpServers": {"d": {"type": "http"}}}"#,
+            "\"d\": \"url\" is missing",
+        ),
+    ];
+    for (text, expected) in cases {
+        let err = config::parse(text, Path::new("/f.json"), Source::User, &env(&[])).unwrap_err();
+        assert!(
+            err.message.contains(expected) && err.message.starts_with("/f.json"),
+            "{text}: {}",
+            err.message
+        );
+    }
+}
+
+#[test]
+fn merge_lets_the_more_specific_source_win() {
+    let user = config::parse(
+        r#"{"mcpServers": {"a": {"command": "user-a"}, "b": {"command": "user-b"}}}"#,
+        Path::new("/u.json"),
+        Source::User,
+        &env(&[]),
+    )
+    .unwrap();
+    let workspace = config::parse(
+        r#"{"mcpServers": {"b": {"command": "ws-b"}, "c": {"command": "ws-c"}}}"#,
+        Path::new("/w/.mcp.json"),
+        Source::Workspace,
+        &env(&[]),
+    )
+    .unwrap();
+    let flag = config::parse(
+        r#"{"mcpServers": {"c": {"command": "flag-c"}}}"#,
+        Path::new("/f.json"),
+        Source::CommandLine,
+        &env(&[]),
+    )
+    .unwrap();
+    let merged = config::merge(&[user, workspace, flag]);
+    let got: Vec<(&str, Source)> = merged.iter().map(|s| (s.name.as_str(), s.source)).collect();
+    assert_eq!(
+        got,
+        [
+            ("a", Source::User),
+            ("b", Source::Workspace),
+            ("c", Source::CommandLine)
+        ]
+    );
+    assert!(Source::Workspace.needs_approval());
+    assert!(!Source::User.needs_approval() && !Source::CommandLine.needs_approval());
+}
+
+// ---- names ----
+
+#[test]
+fn names_follow_claude_codes_rule_and_map_back() {
+    assert_eq!(names::normalize("my.server v2"), "my_server_v2");
+    assert_eq!(names::normalize("ok_name-1"), "ok_name-1");
+    assert_eq!(
+        names::normalize("é/ü"),
+        "___".chars().take(3).collect::<String>()
+    );
+    assert_eq!(
+        names::tool_name("everything", "get-sum"),
+        "mcp__everything__get-sum"
+    );
+    assert_eq!(names::tool_name("a.b", "c d"), "mcp__a_b__c_d");
+    assert_eq!(names::server_name("git hub"), "mcp__git_hub");
+    let mut index = NameIndex::new();
+    assert_eq!(index.insert("a.b", "x").as_deref(), Ok("mcp__a_b__x"));
+    assert_eq!(index.insert("a.b", "x").as_deref(), Ok("mcp__a_b__x"));
+    // Another pair with the same normalized name is refused.
+    assert_eq!(index.insert("a_b", "x"), Err("mcp__a_b__x".to_string()));
+    // Names with `__` inside map back through the index, not a split.
+    index.insert("srv", "do__it").unwrap();
+    assert_eq!(index.lookup("mcp__srv__do__it"), Some(("srv", "do__it")));
+    assert_eq!(index.lookup("mcp__a_b__x"), Some(("a.b", "x")));
+    index.remove_server("a.b");
+    assert_eq!(index.lookup("mcp__a_b__x"), None);
+    assert_eq!(index.len(), 1);
+}
+
+// ---- registry against the fault servers ----
+
+#[test]
+fn crash_at_start_names_the_exit_and_its_stderr() {
+    let reg = registry(vec![fault("broken", "crash-at-start", &[])]);
+    let err = block(reg.start("broken")).unwrap_err();
+    assert!(
+        err.message.contains("exited with status 3")
+            && err.message.contains("cannot open the database"),
+        "{}",
+        err.message
+    );
+    let status = reg.status_of("broken").unwrap();
+    assert_eq!(status.state, State::Failed);
+    assert!(status.stderr.iter().any(|l| l.contains("giving up")));
+    // Used again at once: the backoff answers without a new launch.
+    let again = block(reg.start("broken")).unwrap_err();
+    assert!(again.message.contains("next try in"), "{}", again.message);
+    // A manual restart tries now.
+    let restarted = block(reg.restart("broken")).unwrap_err();
+    assert!(restarted.message.contains("exited with status 3"));
+}
+
+#[test]
+fn hang_on_initialize_times_out_within_the_bound() {
+    let options = Options {
+        startup_timeout: Duration::from_millis(1500),
+        ..quick()
+    };
+    let reg = Registry::new(vec![fault("mute", "hang", &[])], options, None);
+    let started = Instant::now();
+    let err = block(reg.start("mute")).unwrap_err();
+    let took = started.elapsed();
+    assert!(
+        err.message
+            .contains("did not answer initialize within 1.5 s"),
+        "{}",
+        err.message
+    );
+    // The timeout itself, plus the group's stop (grace 0.5 s), no more.
+    assert!(took < Duration::from_millis(3500), "took {took:?}");
+    assert!(took >= Duration::from_millis(1500), "took {took:?}");
+    assert_eq!(reg.status_of("mute").unwrap().state, State::Failed);
+}
+
+#[test]
+fn initialize_offers_a_current_protocol_and_names_mevedel() {
+    let dir = scratch("init");
+    let log = dir.join("log");
+    let reg = registry(vec![fault(
+        "basic",
+        "basic",
+        &[("FAULT_LOG", &log.to_string_lossy())],
+    )]);
+    block(reg.start("basic")).unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let line = text.lines().find(|l| l.starts_with("initialize")).unwrap();
+    assert!(line.starts_with("initialize 2025-11-25 "), "{line}");
+    assert!(
+        line.contains("\"name\": \"mevedel\"")
+            && line.contains(&format!("\"version\": \"{}\"", env!("CARGO_PKG_VERSION"))),
+        "{line}"
+    );
+    assert!(PROTOCOL_VERSION.as_str() >= "2025-06-18");
+    let status = reg.status_of("basic").unwrap();
+    assert_eq!(status.state, State::Ready);
+    assert_eq!(status.protocol_version.as_deref(), Some("2025-11-25"));
+    assert_eq!(status.tools, Some(5));
+    assert_eq!(status.resources, Some(1));
+    block(reg.stop_all());
+}
+
+#[test]
+fn crash_mid_call_is_an_error_with_stderr_reported_once() {
+    let crashes = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&crashes);
+    let listener: Listener = Arc::new(move |notice| {
+        if let Notice::Crashed {
+            message, stderr, ..
+        } = notice
+        {
+            seen.lock().unwrap().push((message, stderr));
+        }
+    });
+    let reg = Registry::new(vec![fault("frail", "basic", &[])], quick(), Some(listener));
+    let err =
+        block(reg.call_tool("frail", "crash", json!({}), CallOptions::default())).unwrap_err();
+    assert!(
+        err.message.contains("exited with status 5")
+            && err.message.contains("crashing in the middle of a call"),
+        "{}",
+        err.message
+    );
+    assert!(wait_until(Duration::from_secs(5), || !crashes
+        .lock()
+        .unwrap()
+        .is_empty()));
+    std::thread::sleep(Duration::from_millis(300));
+    let reported = crashes.lock().unwrap().clone();
+    assert_eq!(reported.len(), 1, "{reported:?}");
+    assert!(reported[0].0.contains("exited with status 5"));
+    assert!(reported[0].1.iter().any(|l| l.contains("crashing")));
+    let status = reg.status_of("frail").unwrap();
+    assert_eq!(status.state, State::Failed);
+    // Next use after the backoff starts it again.
+    std::thread::sleep(Duration::from_millis(1100));
+    let result = block(reg.call_tool(
+        "frail",
+        "echo",
+        json!({"message": "back"}),
+        CallOptions::default(),
+    ))
+    .unwrap();
+    assert_eq!(result.text(), "Echo: back");
+    block(reg.stop_all());
+}
+
+#[test]
+fn hundred_tools_are_listed_with_their_schemas() {
+    let reg = registry(vec![fault("wide", "many", &[])]);
+    let tools = block(reg.list_tools("wide")).unwrap();
+    assert_eq!(tools.len(), 105);
+    let last = tools.iter().find(|t| t.name == "tool_099").unwrap();
+    assert_eq!(last.full_name, "mcp__wide__tool_099");
+    assert_eq!(
+        last.input_schema["properties"]["n"]["description"],
+        json!("any number")
+    );
+    assert_eq!(
+        reg.lookup_tool("mcp__wide__tool_042"),
+        Some(("wide".into(), "tool_042".into()))
+    );
+    let result =
+        block(reg.call_tool("wide", "tool_042", json!({"n": 1}), CallOptions::default())).unwrap();
+    assert_eq!(result.text(), "tool_042");
+    let failed = block(reg.call_tool("wide", "fail", json!({}), CallOptions::default())).unwrap();
+    assert!(failed.is_error);
+    block(reg.stop_all());
+}
+
+#[test]
+fn slow_tool_reports_progress_and_cancellation_reaches_the_server() {
+    let dir = scratch("cancel");
+    let log = dir.join("log");
+    let reg = registry(vec![fault(
+        "slow",
+        "basic",
+        &[("FAULT_LOG", &log.to_string_lossy())],
+    )]);
+    let steps = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&steps);
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    let progress: ProgressFn = Arc::new(move |p: Progress| {
+        let mut seen = seen.lock().unwrap();
+        seen.push((p.progress, p.total, p.message));
+        if seen.len() == 3 {
+            trigger.cancel();
+        }
+    });
+    let options = CallOptions {
+        progress: Some(progress),
+        cancel: Some(cancel),
+        ..CallOptions::default()
+    };
+    let started = Instant::now();
+    let err = block(reg.call_tool("slow", "slow", json!({"steps": 200}), options)).unwrap_err();
+    assert!(err.message.contains("cancelled"), "{}", err.message);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let steps = steps.lock().unwrap().clone();
+    assert!(steps.len() >= 3, "{steps:?}");
+    assert_eq!(steps[0], (1.0, Some(200.0), Some("step 1".into())));
+    assert!(
+        wait_until(Duration::from_secs(5), || std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("stopped")),
+        "the server never saw notifications/cancelled"
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("cancelled"), "{text}");
+    // The connection stays usable.
+    let ok =
+        block(reg.call_tool("slow", "slow", json!({"steps": 2}), CallOptions::default())).unwrap();
+    assert_eq!(ok.text(), "done 2");
+    block(reg.stop_all());
+}
+
+#[test]
+fn per_call_timeout_cancels_on_the_server() {
+    let dir = scratch("timeout");
+    let log = dir.join("log");
+    let reg = registry(vec![fault(
+        "slow",
+        "basic",
+        &[("FAULT_LOG", &log.to_string_lossy())],
+    )]);
+    let options = CallOptions {
+        timeout: Some(Duration::from_millis(300)),
+        ..CallOptions::default()
+    };
+    let started = Instant::now();
+    let err = block(reg.call_tool("slow", "slow", json!({"steps": 200}), options)).unwrap_err();
+    assert!(
+        err.message.contains("timed out after 0.3 s"),
+        "{}",
+        err.message
+    );
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(wait_until(Duration::from_secs(5), || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("cancelled")
+    }));
+    block(reg.stop_all());
+}
+
+#[test]
+fn list_changed_bumps_generations_and_tells_the_listener() {
+    let notices = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&notices);
+    let listener: Listener = Arc::new(move |n| seen.lock().unwrap().push(n));
+    let reg = Registry::new(vec![fault("grow", "basic", &[])], quick(), Some(listener));
+    assert_eq!(block(reg.list_tools("grow")).unwrap().len(), 5);
+    block(reg.call_tool("grow", "add_tool", json!({}), CallOptions::default())).unwrap();
+    assert!(wait_until(Duration::from_secs(5), || notices
+        .lock()
+        .unwrap()
+        .len()
+        >= 2));
+    let got = notices.lock().unwrap().clone();
+    assert!(got.contains(&Notice::ToolsChanged {
+        server: "grow".into(),
+        generation: 1
+    }));
+    assert!(got.contains(&Notice::ResourcesChanged {
+        server: "grow".into(),
+        generation: 1
+    }));
+    let status = reg.status_of("grow").unwrap();
+    assert_eq!(
+        (status.tools_generation, status.resources_generation),
+        (1, 1)
+    );
+    let tools = block(reg.list_tools("grow")).unwrap();
+    assert_eq!(tools.len(), 6);
+    assert!(reg.lookup_tool("mcp__grow__added_0").is_some());
+    block(reg.stop_all());
+}
+
+#[test]
+fn unapproved_workspace_server_is_never_started() {
+    let dir = scratch("unapproved");
+    let marker = dir.join("started");
+    let script = format!(
+        "touch {}; exec python3 {} basic",
+        marker.display(),
+        fault_script()
+    );
+    let config = stdio("ws", Source::Workspace, "sh", &["-c", &script]);
+    let reg = registry(vec![config, fault("mine", "basic", &[])]);
+    let err = block(reg.start("ws")).unwrap_err();
+    assert!(
+        err.message.contains("\"ws\"") && err.message.contains("not approved"),
+        "{}",
+        err.message
+    );
+    for attempt in [
+        block(reg.list_tools("ws")).map(|_| ()),
+        block(reg.call_tool(
+            "ws",
+            "echo",
+            json!({"message": "x"}),
+            CallOptions::default(),
+        ))
+        .map(|_| ()),
+        block(reg.read_resource("ws", "fault://note")).map(|_| ()),
+        block(reg.restart("ws")),
+    ] {
+        assert!(attempt.unwrap_err().message.contains("not approved"));
+    }
+    let outcomes = block(reg.start_all());
+    assert_eq!(outcomes.len(), 1);
+    assert_eq!(outcomes[0].0, "mine");
+    assert!(outcomes[0].1.is_ok());
+    assert!(!marker.exists(), "the unapproved server was started");
+    let status = reg.status_of("ws").unwrap();
+    assert_eq!((status.state, status.approved), (State::Configured, false));
+    reg.approve("ws").unwrap();
+    block(reg.start("ws")).unwrap();
+    assert!(marker.exists());
+    block(reg.stop_all());
+}
+
+#[test]
+fn stop_kills_the_whole_group_and_reaps_it() {
+    let dir = scratch("group");
+    let pid_file = dir.join("grandchild");
+    let reg = registry(vec![fault(
+        "family",
+        "grandchild",
+        &[("FAULT_PID_FILE", &pid_file.to_string_lossy())],
+    )]);
+    block(reg.start("family")).unwrap();
+    let leader = reg.status_of("family").unwrap().pid.unwrap() as i32;
+    let grandchild: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(alive(leader) && alive(grandchild));
+    block(reg.stop("family")).unwrap();
+    assert!(!crate::process::group_alive(leader), "the group survived");
+    // The leader is reaped by us: no /proc entry left, not even a zombie.
+    assert!(
+        wait_until(Duration::from_secs(2), || !Path::new(&format!(
+            "/proc/{leader}"
+        ))
+        .exists()),
+        "the leader is left as a zombie"
+    );
+    assert!(
+        wait_until(Duration::from_secs(2), || !alive(grandchild)),
+        "the grandchild was orphaned"
+    );
+    let status = reg.status_of("family").unwrap();
+    assert_eq!(status.state, State::Stopped);
+    assert_eq!(status.pid, None);
+}
+
+#[test]
+fn stderr_goes_to_the_ring_and_the_session_log() {
+    let dir = scratch("stderr");
+    let log = dir.join("mcp.log");
+    let options = Options {
+        log_file: Some(log.clone()),
+        stderr_lines: 2,
+        ..quick()
+    };
+    let reg = Registry::new(vec![fault("noisy", "crash-at-start", &[])], options, None);
+    let _ = block(reg.start("noisy"));
+    let status = reg.status_of("noisy").unwrap();
+    assert!(status.stderr.len() <= 2);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("noisy: fault server: cannot open the database")
+            && text.contains("noisy: fault server: giving up"),
+        "{text}"
+    );
+}
+
+#[test]
+fn legacy_sse_is_refused_with_a_reason() {
+    let config = ServerConfig {
+        name: "old".into(),
+        transport: Transport::Sse {
+            url: "http://127.0.0.1:9/sse".into(),
+            headers: Default::default(),
+        },
+        source: Source::User,
+        file: PathBuf::from("/u.json"),
+    };
+    let reg = registry(vec![config]);
+    let err = block(reg.start("old")).unwrap_err();
+    assert!(err.message.contains("legacy SSE"), "{}", err.message);
+}
+
+// ---- real servers (installed by scripts/deps.sh) ----
+
+fn everything_stdio() -> ServerConfig {
+    stdio(
+        "everything",
+        Source::User,
+        "node",
+        &[&everything_js(), "stdio"],
+    )
+}
+
+#[test]
+fn everything_server_round_trips_tools_resources_and_prompts() {
+    let reg = registry(vec![everything_stdio()]);
+    let tools = block(reg.list_tools("everything")).unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    for expected in ["echo", "get-sum", "get-tiny-image", "get-env"] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    let sum = tools.iter().find(|t| t.name == "get-sum").unwrap();
+    assert_eq!(sum.full_name, "mcp__everything__get-sum");
+    assert!(
+        sum.input_schema["properties"]["a"].is_object(),
+        "{}",
+        sum.input_schema
+    );
+
+    let echo = block(reg.call_tool(
+        "everything",
+        "echo",
+        json!({"message": "hi"}),
+        CallOptions::default(),
+    ))
+    .unwrap();
+    assert!(echo.text().contains("hi") && !echo.is_error, "{echo:?}");
+    let sum = block(reg.call_tool(
+        "everything",
+        "get-sum",
+        json!({"a": 2, "b": 3}),
+        CallOptions::default(),
+    ))
+    .unwrap();
+    assert!(sum.text().contains('5'), "{sum:?}");
+    let image = block(reg.call_tool(
+        "everything",
+        "get-tiny-image",
+        json!({}),
+        CallOptions::default(),
+    ))
+    .unwrap();
+    let png = image.content.iter().find_map(|c| match c {
+        Content::Image { data, mime_type } => Some((data.clone(), mime_type.clone())),
+        _ => None,
+    });
+    let (data, mime) = png.expect("no image block");
+    assert_eq!(mime, "image/png");
+    assert!(
+        data.starts_with("iVBORw0KGgo"),
+        "not base64 PNG: {}",
+        &data[..20]
+    );
+    // A bad argument is the tool's error or a protocol error, never a hang.
+    let bad = block(reg.call_tool(
+        "everything",
+        "get-sum",
+        json!({"a": "x"}),
+        CallOptions::default(),
+    ));
+    assert!(bad.map(|r| r.is_error).unwrap_or(true));
+
+    let resources = block(reg.list_resources("everything")).unwrap();
+    assert!(!resources.is_empty());
+    let text_resource = resources
+        .iter()
+        .find(|r| r.mime_type.as_deref() == Some("text/plain"))
+        .or_else(|| resources.first())
+        .unwrap();
+    let contents = block(reg.read_resource("everything", &text_resource.uri)).unwrap();
+    assert!(!contents.is_empty());
+    assert!(matches!(
+        &contents[0],
+        Content::ResourceText { uri, .. } | Content::ResourceBlob { uri, .. } if *uri == text_resource.uri
+    ));
+    let templates = block(reg.list_resource_templates("everything")).unwrap();
+    assert!(!templates.is_empty());
+
+    let prompts = block(reg.list_prompts("everything")).unwrap();
+    assert!(
+        prompts.iter().any(|p| p.name == "simple-prompt"),
+        "{prompts:?}"
+    );
+    let prompt = block(reg.get_prompt("everything", "simple-prompt", HashMap::new())).unwrap();
+    assert!(!prompt.messages.is_empty());
+    let status = reg.status_of("everything").unwrap();
+    assert_eq!(status.tools, Some(tools.len()));
+    assert!(status.server_info.is_some());
+    let datum = status.to_datum();
+    assert!(matches!(datum, crate::Datum::List(_)));
+    block(reg.stop_all());
+}
+
+#[test]
+fn everything_server_passes_configured_env() {
+    let mut config = everything_stdio();
+    if let Transport::Stdio { env, .. } = &mut config.transport {
+        env.insert("MEVEDEL_MCP_PROBE".into(), "from-config".into());
+    }
+    let reg = registry(vec![config]);
+    let result =
+        block(reg.call_tool("everything", "get-env", json!({}), CallOptions::default())).unwrap();
+    assert!(result.text().contains("from-config"), "{}", result.text());
+    block(reg.stop_all());
+}
+
+/// A free TCP port on 127.0.0.1 (free when asked; the server binds it next).
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+#[test]
+fn everything_server_over_streamable_http() {
+    let port = free_port();
+    let mut server = std::process::Command::new("node")
+        .arg(everything_js())
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let up = wait_until(Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let outcome = std::panic::catch_unwind(|| {
+        assert!(up, "server-everything did not listen on {port}");
+        let config = ServerConfig {
+            name: "remote".into(),
+            transport: Transport::Http {
+                url: format!("http://127.0.0.1:{port}/mcp"),
+                headers: [("X-Test".to_string(), "1".to_string())].into(),
+            },
+            source: Source::CommandLine,
+            file: PathBuf::from("/flag.json"),
+        };
+        let reg = registry(vec![config]);
+        let tools = block(reg.list_tools("remote")).unwrap();
+        assert!(tools.iter().any(|t| t.name == "echo"));
+        let echo = block(reg.call_tool(
+            "remote",
+            "echo",
+            json!({"message": "over http"}),
+            CallOptions::default(),
+        ))
+        .unwrap();
+        assert!(echo.text().contains("over http"), "{echo:?}");
+        let status = reg.status_of("remote").unwrap();
+        assert_eq!((status.transport, status.state), ("http", State::Ready));
+        block(reg.stop_all());
+    });
+    let _ = server.kill();
+    let _ = server.wait();
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+#[test]
+fn filesystem_server_reads_inside_its_root() {
+    let dir = scratch("fs");
+    std::fs::write(dir.join("note.txt"), "filesystem says hello\n").unwrap();
+    let js =
+        deps_mcp().join("npm/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    let root = dir.canonicalize().unwrap();
+    let reg = registry(vec![stdio(
+        "fs",
+        Source::User,
+        "node",
+        &[&js.to_string_lossy(), &root.to_string_lossy()],
+    )]);
+    let tools = block(reg.list_tools("fs")).unwrap();
+    assert!(tools.iter().any(|t| t.name == "read_text_file"));
+    let path = root.join("note.txt");
+    let read = block(reg.call_tool(
+        "fs",
+        "read_text_file",
+        json!({"path": path}),
+        CallOptions::default(),
+    ))
+    .unwrap();
+    assert!(read.text().contains("filesystem says hello"), "{read:?}");
+    let outside = block(reg.call_tool(
+        "fs",
+        "read_text_file",
+        json!({"path": "/etc/passwd"}),
+        CallOptions::default(),
+    ));
+    assert!(outside.map(|r| r.is_error).unwrap_or(true));
+    block(reg.stop_all());
+}
+
+#[test]
+fn time_server_from_pypi_answers() {
+    let bin = deps_mcp().join("venv/bin/mcp-server-time");
+    let reg = registry(vec![stdio(
+        "time",
+        Source::User,
+        &bin.to_string_lossy(),
+        &["--local-timezone", "UTC"],
+    )]);
+    let tools = block(reg.list_tools("time")).unwrap();
+    assert!(tools.iter().any(|t| t.name == "convert_time"), "{tools:?}");
+    let result = block(reg.call_tool(
+        "time",
+        "convert_time",
+        json!({"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}),
+        CallOptions::default(),
+    ))
+    .unwrap();
+    assert!(
+        !result.is_error && result.text().contains("21:00"),
+        "{result:?}"
+    );
+    block(reg.stop_all());
+}
+
+#[test]
+fn eager_start_runs_servers_in_parallel() {
+    // Three servers that each take ~1 s to start would take 3 s in turn.
+    let slow = |name: &str| {
+        let script = format!("sleep 1; exec python3 {} basic", fault_script());
+        stdio(name, Source::User, "sh", &["-c", &script])
+    };
+    let reg = registry(vec![slow("a"), slow("b"), slow("c")]);
+    let started = Instant::now();
+    let outcomes = block(reg.start_all());
+    assert!(outcomes.iter().all(|(_, r)| r.is_ok()), "{outcomes:?}");
+    assert!(
+        started.elapsed() < Duration::from_millis(2800),
+        "{:?}",
+        started.elapsed()
+    );
+    let count = AtomicUsize::new(0);
+    for status in reg.status() {
+        assert_eq!(status.state, State::Ready);
+        count.fetch_add(1, Ordering::Relaxed);
+    }
+    assert_eq!(count.load(Ordering::Relaxed), 3);
+    block(reg.stop_all());
+}
+
+#[test]
+fn dropping_the_registry_kills_its_servers() {
+    let reg = registry(vec![fault("left", "basic", &[])]);
+    block(reg.start("left")).unwrap();
+    let pid = reg.status_of("left").unwrap().pid.unwrap() as i32;
+    assert!(alive(pid));
+    drop(reg);
+    assert!(
+        wait_until(Duration::from_secs(5), || !Path::new(&format!(
+            "/proc/{pid}"
+        ))
+        .exists()),
+        "the server outlived its registry"
+    );
+}
+
+/// `examples/mcp_conformance_client`, which cargo builds with the tests
+/// (the test binary is in target/PROFILE/deps/).
+fn conformance_client() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("examples/mcp_conformance_client");
+    assert!(
+        path.exists(),
+        "{} is missing: run the tests with cargo test, which builds the examples",
+        path.display()
+    );
+    path
+}
+
+#[test]
+fn conformance_client_scenarios_pass() {
+    let conformance = deps_mcp().join("npm/node_modules/.bin/conformance");
+    let client = conformance_client();
+    for scenario in ["initialize", "tools_call"] {
+        let out = std::process::Command::new(&conformance)
+            .args(["client", "--scenario", scenario, "--command"])
+            .arg(&client)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success() && text.contains("OVERALL: PASSED") && !text.contains("FAILURE"),
+            "conformance scenario {scenario} failed:\n{text}"
+        );
+    }
+}
