@@ -997,20 +997,34 @@ fn dropping_the_registry_kills_its_servers() {
     );
 }
 
-/// `examples/mcp_conformance_client`, which cargo builds with the tests
-/// (the test binary is in target/PROFILE/deps/).
+/// `examples/mcp_conformance_client`, built for this run into the target
+/// directory and profile of this test binary (target/PROFILE/deps/):
+/// `cargo test` does not always build examples (not with a test-name
+/// filter), so the test builds it, a no-op when it is fresh.
 fn conformance_client() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .and_then(Path::parent)
-        .unwrap()
-        .join("examples/mcp_conformance_client");
-    assert!(
-        path.exists(),
-        "{} is missing: run the tests with cargo test, which builds the examples",
-        path.display()
-    );
+    let profile_dir = exe.parent().and_then(Path::parent).unwrap();
+    let mut build = std::process::Command::new(env!("CARGO"));
+    build
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "mevedel-core",
+            "--example",
+            "mcp_conformance_client",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        build.arg("--release");
+    }
+    if let Some(target) = profile_dir.parent() {
+        build.env("CARGO_TARGET_DIR", target);
+    }
+    let status = build.status().unwrap();
+    assert!(status.success(), "building the conformance client failed");
+    let path = profile_dir.join("examples/mcp_conformance_client");
+    assert!(path.exists(), "{} is missing", path.display());
     path
 }
 
