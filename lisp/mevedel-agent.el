@@ -45,6 +45,12 @@
 ;; WaitAgent suspends its call until the caller has unread mail, the
 ;; user queues input in the caller's chat, or the timeout passes.
 ;;
+;; Saving.  The published agents are kept in the session's metadata,
+;; and each child's conversation in a store of its own under agents/,
+;; written as it goes (mevedel-save.el).  A resumed session restores
+;; the registry (`mevedel-resume-functions'); a child's conversation is
+;; loaded only when it is first used (`mevedel-resume-chat').
+;;
 ;; Roles and models come from mevedel-agent-roles.el
 ;; (`mevedel-agent-role', `mevedel-agent-resolve-model',
 ;; `mevedel-agent-parse-verdict'); a child's system text is built in
@@ -57,6 +63,8 @@
 (require 'gptel)
 (require 'mevedel-mailbox)
 (require 'mevedel-chat)
+(require 'mevedel-resume)
+(require 'mevedel-save)
 (require 'mevedel-history)
 (require 'mevedel-interaction)
 (require 'mevedel-plan)
@@ -793,7 +801,7 @@ A start that fails gives the slot back and settles TURN as failed."
           (unless (mevedel-chat-store chat)
             (mevedel-agent--give-store handle chat))
           (when (mevedel-chat-store chat)
-            (mevedel-chat-checkpoint chat '(("turn-open" . "1")) t))
+            (mevedel-save-checkpoint chat '(("turn-open" . "1")) t))
           (mevedel-agent--save-registry tree))
       (error (mevedel-agent--settle turn 'failed
                                     (format "The turn could not start: %s"
@@ -1140,7 +1148,7 @@ It lives under the session's agents/ directory and keeps the
 conversation from its start; a session without durable storage saves
 no conversation."
   (let ((session (mevedel-chat-session child)))
-    (when (and mevedel-chat-save-sessions (mevedel-session-durable-p session))
+    (when (and mevedel-save-sessions (mevedel-session-durable-p session))
       (let* ((relative (concat "agents/" (replace-regexp-in-string
                                           "/" "." (substring (mevedel-agent-handle-path handle) 1))
                                ".sqlite"))
@@ -1173,7 +1181,7 @@ Only this agent is loaded, with its frozen configuration.  Signal
                                               (plist-get config :directory))))
           (setf (mevedel-chat-store child) (mevedel-core-store-open file))
           ;; A turn cut by a crash is settled as the root's would be.
-          (mevedel-chat-resume child)
+          (mevedel-resume-chat child)
           (setf (mevedel-chat-backend child)
                 (or (ignore-errors (gptel-get-backend (plist-get config :backend)))
                     (mevedel-chat-backend-effective root))
@@ -1230,7 +1238,7 @@ An agent restored but not used yet still has the saved names."
   "Save TREE's published agents in its session's store and wait for the write.
 Does nothing for a session without durable storage."
   (let ((session (mevedel-agent--tree-session tree)))
-    (when (and mevedel-chat-save-sessions (mevedel-session-durable-p session))
+    (when (and mevedel-save-sessions (mevedel-session-durable-p session))
       (condition-case err
           (let ((store (mevedel-session-store-handle session)))
             (mevedel-core-store-info-set
@@ -1308,7 +1316,7 @@ gets that RESULT (it wakes nobody)."
                                (mevedel-agent-handle-path handle)
                                '(("outcome" "interrupted"))))))))
 
-(add-hook 'mevedel-chat-resume-functions #'mevedel-agent--restore)
+(add-hook 'mevedel-resume-functions #'mevedel-agent--restore)
 
 ;;;; Status and views
 

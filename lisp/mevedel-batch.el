@@ -35,7 +35,7 @@
 ;;                             when the run starts, approved or not
 ;;   -h, --help                print the usage and exit
 ;;
-;; Every run saves its session (see `mevedel-chat-save-sessions'); the
+;; Every run saves its session (see `mevedel-save-sessions'); the
 ;; JSON transcript names it under "session" (with --fork, the fork),
 ;; with the session's token usage under "usage".
 ;;
@@ -86,7 +86,7 @@
 (require 'mevedel-chat)
 (require 'mevedel-history)
 (require 'mevedel-permissions)
-(require 'mevedel-sessions)
+(require 'mevedel-session-list)
 (require 'mevedel-recovery)
 (require 'mevedel-tool-render)
 
@@ -196,7 +196,7 @@ With --fork, that is a new fork of the session asked for.  Signal a
 usage error when the session asked for does not exist."
   (let ((id (mevedel-batch--session-asked root options)))
     (if (and id (plist-get options :fork))
-        (mevedel-sessions-fork root id)
+        (mevedel-session-list-fork root id)
       id)))
 
 (defun mevedel-batch--session-asked (root options)

@@ -6,10 +6,11 @@
 ;;; Commentary:
 
 ;; Loading this file loads every tool family and what their sessions
-;; rely on (the child agents' runtime, checkpoints, Plan mode), so a
-;; session offers the same tools and keeps the same policy however it
-;; was started: M-x mevedel, `mevedel-new', a resume from the sessions
-;; list, `make run', bin/mevedel, or a child agent of any of them.
+;; rely on (the child agents' runtime, checkpoints, Plan mode, saving,
+;; resuming, compaction), so a session offers the same tools, keeps the
+;; same policy and is saved and compacted alike however it was
+;; started: M-x mevedel, `mevedel-new', a resume from the sessions list,
+;; `make run', bin/mevedel, or a child agent of any of them.
 ;; Every entry point requires it, and `mevedel-chat-get-create' refuses
 ;; to open a session before it is loaded.
 ;;
@@ -39,6 +40,9 @@
 (require 'mevedel-tool-agent)
 (require 'mevedel-mailbox)
 (require 'mevedel-checkpoint)
+(require 'mevedel-save)
+(require 'mevedel-resume)
+(require 'mevedel-compaction)
 
 (provide 'mevedel-catalog)
 ;;; mevedel-catalog.el ends here

@@ -35,10 +35,20 @@
 ;; detail and in an error notice.
 ;;
 ;; Hooks.  The user's hooks (mevedel-hooks.el) run at three points
-;; here: SessionStart when a chat starts, resumes or is compacted,
-;; UserPromptSubmit before a prompt is sent (it may block it), and Stop
-;; when a turn ends (it may send the turn on, as a background turn with
-;; the hook's reason).  Their context reaches the model as mail.
+;; here: SessionStart when a chat starts or resumes (and, from
+;; mevedel-compaction.el, after a compaction), UserPromptSubmit before
+;; a prompt is sent (it may block it), and Stop when a turn ends (it
+;; may send the turn on, as a background turn with the hook's reason).
+;; Their context reaches the model as mail.
+;;
+;; Not here.  Saving (mevedel-save.el), resuming (mevedel-resume.el)
+;; and compaction (mevedel-compaction.el) sit above this file and
+;; register on its hooks: `mevedel-chat-save-functions' at each point
+;; where the conversation is saved, `mevedel-chat-load-functions' when
+;; a saved session is opened, `mevedel-chat-before-send-functions' and
+;; `mevedel-chat-prompt-transform-functions' around a turn's request.
+;; The tool catalog (mevedel-catalog.el) loads them all.  The token
+;; usage the provider reports is counted here, at a turn's end.
 ;;
 ;; The pipeline's permission step decides with mevedel-permissions.el.
 ;; The chat's session carries the permission mode and answers; while a
@@ -110,13 +120,50 @@ read once it is saved with the conversation: then
 (defvar mevedel-chat-mail-written-functions nil
   "Abnormal hook run with a chat once the mail of its next sample is written.
 The mail `mevedel-chat-continuation-mail-functions' gave is in the data
-buffer.  The second argument is the store the conversation's save was
-queued to (`mevedel-chat-queue-save'), or nil when it is not saved:
+buffer; mevedel-save.el runs the hook as it queues the save.  The
+second argument is the store that save was queued to
+\(`mevedel-save-queue'), or nil when the conversation is not saved:
 the mail counts as read once that save is done, so that a crash cannot
 lose it (`mevedel-core-mailbox-deliver-after').")
 
-(defvar mevedel-chat-resume-functions nil
-  "Abnormal hook run with a chat once its saved session is loaded.")
+(defvar mevedel-chat-load-functions nil
+  "Abnormal hook run with a new chat of a saved session, to load it.
+`mevedel-chat-get-create' runs it when it resumes a saved session,
+before the SessionStart hooks; `mevedel-chat-open-read-only' when
+another process writes the session (`mevedel-chat-read-only' is then
+non-nil: nothing may be written).  mevedel-resume.el loads the
+conversation this way.")
+
+(defvar mevedel-chat-save-functions nil
+  "Abnormal hook run at each point of a chat's life where it is saved.
+Each function is called with the chat, the point (a symbol) and the
+point's arguments:
+`begin'   a turn starts; the user's text, nil for a turn the harness
+          starts on its own;
+`calls'   the turn's tool calls start; their records, in call order;
+`results' their results are in the data buffer;
+`inputs'  queued messages joined the running turn; their texts;
+`end'     the turn ended;
+`undo'    a turn whose request failed to start was undone;
+`change'  the model or the turns changed between turns;
+`append'  mevedel appended a turn of its own (see
+          `mevedel-chat-append-reply');
+`kill'    the data buffer is being killed.
+mevedel-save.el saves the conversation this way.")
+
+(defvar mevedel-chat-before-send-functions nil
+  "Functions that may hold a turn back until work it needs is done.
+Each is called with the chat, the turn's text and a function of no
+arguments that sends the turn.  One that returns non-nil holds the
+turn: it calls that function once its work is done, and the functions
+after it are not called.  Compaction (mevedel-compaction.el) summarises
+older turns first this way.")
+
+(defvar mevedel-chat-prompt-transform-functions nil
+  "Prompt transforms of a turn's requests, after gptel's and the chat's own.
+Each is called in the request's prompt buffer as the members of
+`gptel-prompt-transform-functions' are.  Compaction drops the turns
+its summary stands for this way.")
 
 (defvar mevedel-chat-idle-functions nil
   "Abnormal hook run with a chat whose turn has just ended, and the outcome.
@@ -202,7 +249,7 @@ without it would offer the model fewer tools than every other one."
                 (mevedel-chat-data-buffer chat) (mevedel-chat--make-data-buffer chat)
                 (mevedel-session-conversation session) (mevedel-chat-data-buffer chat))
           (puthash root chat mevedel-chat--chats)
-          (when id (mevedel-chat--resume chat))
+          (when id (run-hook-with-args 'mevedel-chat-load-functions chat))
           (mevedel-hooks-session-start session (if id "resume" "startup")
                                        (format "%s" (mevedel-chat-model-effective chat)))
           chat))))
@@ -223,10 +270,7 @@ chat; killing its view kills it."
           (mevedel-session-permission-mode session) mevedel-permissions-mode
           (mevedel-chat-data-buffer chat) (mevedel-chat--make-data-buffer chat)
           (mevedel-session-conversation session) (mevedel-chat-data-buffer chat))
-    (let ((store (mevedel-core-store-open (mevedel-session-database-file session))))
-      (unwind-protect (mevedel-chat--load chat store)
-        (mevedel-core-store-close store)))
-    (mevedel-transcript-untrack (mevedel-chat-data-buffer chat))
+    (run-hook-with-args 'mevedel-chat-load-functions chat)
     chat))
 
 (defun mevedel-chat-read-only (chat)
@@ -278,11 +322,7 @@ A root chat is saved and its session closed; a child agent's chat
 shares its session with the root, which stays open."
   (when-let* ((chat mevedel-chat--owner))
     (ignore-errors (mevedel-chat-abort chat))
-    (mevedel-chat--stop-save-timer chat)
-    (condition-case err
-        (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat))
-      (error (display-warning 'mevedel (format "Saving %s failed: %s" (mevedel-chat-name chat)
-                                               (error-message-string err)))))
+    (mevedel-chat--save chat 'kill)
     (if (mevedel-chat-agent chat)
         (when-let* ((store (mevedel-chat-store chat)))
           (ignore-errors (mevedel-core-store-flush store 2))
@@ -307,8 +347,8 @@ keep theirs.  Observers hear `status'."
   (setf (mevedel-chat-backend chat) backend
         (mevedel-chat-model chat) model
         (mevedel-chat-label chat) nil)
-  (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat))
-  (mevedel-chat--notify chat 'status))
+  (mevedel-chat--save chat 'change)
+  (mevedel-chat-notify chat 'status))
 
 (defun mevedel-chat-model-effective (chat)
   "Return the gptel model for the next turn of CHAT."
@@ -345,7 +385,11 @@ the turn: the list of texts), `appended' (a turn mevedel wrote, see
   "Stop calling FUNCTION for CHAT's events."
   (setf (mevedel-chat-observers chat) (delq function (mevedel-chat-observers chat))))
 
-(defun mevedel-chat--notify (chat event &rest args)
+(defun mevedel-chat--save (chat point &rest args)
+  "Save CHAT at POINT of its life, with ARGS (see `mevedel-chat-save-functions')."
+  (apply #'run-hook-with-args 'mevedel-chat-save-functions chat point args))
+
+(defun mevedel-chat-notify (chat event &rest args)
   "Tell CHAT's observers about EVENT with ARGS; observer errors only warn."
   (dolist (observer (mevedel-chat-observers chat))
     (condition-case err
@@ -371,17 +415,17 @@ never written to the transcript.  Observers hear `tool-progress'."
             (clrhash table))
           (puthash id progress table))
       (remhash id table))
-    (mevedel-chat--notify chat 'tool-progress id)))
+    (mevedel-chat-notify chat 'tool-progress id)))
 
 (defun mevedel-chat-call-progress (chat id)
   "Return the live progress plist of tool call ID of CHAT, or nil."
   (gethash id (mevedel-chat-progress chat)))
 
-(defun mevedel-chat--set-status (chat status &optional detail)
+(defun mevedel-chat-set-status (chat status &optional detail)
   "Set CHAT's STATUS (a symbol) and DETAIL (a string) and tell observers."
   (setf (mevedel-chat-status chat) status
         (mevedel-chat-status-detail chat) detail)
-  (mevedel-chat--notify chat 'status))
+  (mevedel-chat-notify chat 'status))
 
 ;;;; System prompt and tools
 
@@ -420,14 +464,9 @@ frozen set."
     (when (mevedel-chat-p chat)
       (setf (mevedel-chat-live-calls chat)
             (mevedel-gptel-in-call-order info (plist-get info :tool-use)))
-      (mevedel-chat-checkpoint
-       chat `(("open-calls" . ,(mevedel-chat--print
-                                (mapcar (lambda (record)
-                                          (list (plist-get record :id) (plist-get record :name)
-                                                (plist-get record :args)))
-                                        (mevedel-chat-live-calls chat))))))
-      (mevedel-chat--set-status chat 'tools)
-      (mevedel-chat--notify chat 'tools-start (mevedel-chat-live-calls chat))
+      (mevedel-chat--save chat 'calls (mevedel-chat-live-calls chat))
+      (mevedel-chat-set-status chat 'tools)
+      (mevedel-chat-notify chat 'tools-start (mevedel-chat-live-calls chat))
       (dolist (name (mevedel-gptel-unknown-tool-names info))
         (mevedel-chat-note-unknown-tool chat name)))))
 
@@ -435,7 +474,7 @@ frozen set."
   "Tell CHAT's observers that its model called NAME, a tool it was not offered.
 The call is answered with an error and the turn goes on, so nothing
 else would show that the model asked for what it does not have."
-  (mevedel-chat--notify chat 'unknown-tool name))
+  (mevedel-chat-notify chat 'unknown-tool name))
 
 (defun mevedel-chat--handle-results-ready (fsm)
   "Keep render-data out of the tool results FSM sends to the model.
@@ -504,8 +543,8 @@ drawn again by observers of `truncated'."
         (delete-region (plist-get turn :start) (point-max))))
     (setf (mevedel-chat-turns chat) (cdr tail)
           (mevedel-chat-turn-start chat) (plist-get (cadr tail) :start))
-    (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat))
-    (mevedel-chat--notify chat 'truncated)))
+    (mevedel-chat--save chat 'change)
+    (mevedel-chat-notify chat 'truncated)))
 
 (defun mevedel-chat-append-reply (chat notice hidden reply)
   "Append to idle CHAT a turn mevedel wrote: NOTICE, HIDDEN, then REPLY.
@@ -520,7 +559,7 @@ answer both read.  The turn is saved; observers hear `appended'."
         (start nil))
     (mevedel-transcript-complete buffer)
     (setq start (with-current-buffer buffer (copy-marker (point-max))))
-    (mevedel-chat--insert-notice chat 'workflow notice)
+    (mevedel-chat-insert-notice chat 'workflow notice)
     (with-current-buffer buffer
       (save-excursion
         (goto-char (point-max))
@@ -531,16 +570,8 @@ answer both read.  The turn is saved; observers hear `appended'."
                 :label (mevedel-chat--turn-label notice) :start start)
           (mevedel-chat-turns chat))
     (setf (mevedel-chat-turn-start chat) start)
-    (when (mevedel-chat--saving-p chat)
-      (condition-case err
-          (progn
-            (unless (mevedel-transcript-tracked-p buffer)
-              (mevedel-transcript-track
-               buffer (mevedel-session-store-handle (mevedel-chat-session chat))))
-            (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat) t))
-        (error (display-warning 'mevedel (format "Cannot save the conversation: %s"
-                                                 (error-message-string err))))))
-    (mevedel-chat--notify chat 'appended)))
+    (mevedel-chat--save chat 'append)
+    (mevedel-chat-notify chat 'appended)))
 
 (cl-defun mevedel-chat-send (chat text &key on-done background)
   "Send TEXT as the user's next message in CHAT.
@@ -548,13 +579,13 @@ ON-DONE, if non-nil, is called with CHAT and the outcome (`done',
 `error' or `abort') when the turn ends.  BACKGROUND, a string, marks a
 turn the harness starts on its own (a background wake): the model reads
 TEXT, but the view shows BACKGROUND as a notice instead of a user line,
-and TEXT stays out of the input history.  When the request would fill
-too much of the model's context (`mevedel-chat-needs-compaction-p'),
-older turns are compacted first and the turn starts after that; the
-value is then nil instead of the turn.  The user's UserPromptSubmit
-hooks see TEXT first (not BACKGROUND turns'); while they run, or when
-they block it, the value is nil too, and a blocked prompt's ON-DONE
-gets `blocked'."
+and TEXT stays out of the input history.  When a member of
+`mevedel-chat-before-send-functions' holds the turn (older turns are
+compacted first when the request would fill too much of the model's
+context), the turn starts after that and the value is nil instead of
+the turn.  The user's UserPromptSubmit hooks see TEXT first (not
+BACKGROUND turns'); while they run, or when they block it, the value
+is nil too, and a blocked prompt's ON-DONE gets `blocked'."
   (when-let* ((owner (mevedel-chat-read-only chat)))
     (user-error "Read-only: %s; fork it to continue here"
                 (mevedel-session-in-use-message (mevedel-session-id (mevedel-chat-session chat))
@@ -564,7 +595,7 @@ gets `blocked'."
   (when (string-blank-p text)
     (user-error "Nothing to send"))
   (if background
-      (mevedel-chat--send-or-compact chat text on-done background)
+      (mevedel-chat--send-when-ready chat text on-done background)
     (let ((turn nil) (sync t))
       (setf (mevedel-chat-hooking chat) t)
       (condition-case err
@@ -581,7 +612,7 @@ gets `blocked'."
                       (funcall stop)
                       (push text (mevedel-chat-history chat))
                       (when on-done (funcall on-done chat 'abort))))
-              (mevedel-chat--set-status chat 'hooks "UserPromptSubmit")))
+              (mevedel-chat-set-status chat 'hooks "UserPromptSubmit")))
         (error (setf (mevedel-chat-hooking chat) nil)
                (signal (car err) (cdr err))))
       (setq sync nil)
@@ -594,32 +625,30 @@ SYNC non-nil says they answered at once, within `mevedel-chat-send',
 whose caller then hears a failure to send; later, it is a message.
 ON-DONE is as for `mevedel-chat-send'."
   (setf (mevedel-chat-hooking chat) nil)
-  (unless sync (mevedel-chat--set-status chat 'idle))
+  (unless sync (mevedel-chat-set-status chat 'idle))
   (cond (blocked (mevedel-chat--prompt-blocked chat text blocked on-done) nil)
-        (sync (mevedel-chat--send-or-compact chat text on-done nil))
+        (sync (mevedel-chat--send-when-ready chat text on-done nil))
         (t (condition-case err
-               (mevedel-chat--send-or-compact chat text on-done nil)
+               (mevedel-chat--send-when-ready chat text on-done nil)
              (error (message "mevedel: %s" (error-message-string err)) nil)))))
 
 (defun mevedel-chat--prompt-blocked (chat text reason on-done)
   "Tell CHAT's user that a hook blocked the prompt TEXT for REASON.
 TEXT stays in the input history; ON-DONE gets `blocked'."
   (push text (mevedel-chat-history chat))
-  (mevedel-chat--insert-notice chat 'hook (concat "Prompt blocked by a hook: " reason))
+  (mevedel-chat-insert-notice chat 'hook (concat "Prompt blocked by a hook: " reason))
   (setf (mevedel-chat-status-detail chat) reason)
-  (mevedel-chat--notify chat 'truncated)
+  (mevedel-chat-notify chat 'truncated)
   (when on-done (funcall on-done chat 'blocked)))
 
-(defun mevedel-chat--send-or-compact (chat text on-done background)
-  "Send TEXT in CHAT, after a compaction of its history when needed.
-ON-DONE and BACKGROUND are as for `mevedel-chat-send'."
-  (if (mevedel-chat-needs-compaction-p chat text)
-      (progn
-        (mevedel-chat-compact
-         chat nil (lambda (chat _outcome)
-                    (mevedel-chat--send-now chat text on-done background)))
-        nil)
-    (mevedel-chat--send-now chat text on-done background)))
+(defun mevedel-chat--send-when-ready (chat text on-done background)
+  "Send TEXT in CHAT, unless `mevedel-chat-before-send-functions' hold it.
+Return the turn, or nil when it is held (it starts later).  ON-DONE
+and BACKGROUND are as for `mevedel-chat-send'."
+  (let ((send (lambda () (mevedel-chat--send-now chat text on-done background))))
+    (unless (run-hook-with-args-until-success 'mevedel-chat-before-send-functions
+                                              chat text send)
+      (funcall send))))
 
 (define-error 'mevedel-chat-backend-error
               "The backend cannot take a request" 'user-error)
@@ -656,13 +685,13 @@ way TEXT stays in the input history."
       (delete-region (min start (point-max)) (point-max))))
   (when (eq (car (mevedel-chat-turns chat)) (mevedel-chat-turn chat))
     (pop (mevedel-chat-turns chat)))
-  (mevedel-chat--stop-save-timer chat)
+  (mevedel-chat--save chat 'undo)
   (setf (mevedel-chat-turn chat) nil
         (mevedel-chat-fsm chat) nil
         (mevedel-chat-on-done chat) nil
         (mevedel-chat-live-calls chat) nil)
-  (mevedel-chat--set-status chat 'idle)
-  (mevedel-chat--notify chat 'truncated))
+  (mevedel-chat-set-status chat 'idle)
+  (mevedel-chat-notify chat 'truncated))
 
 (defun mevedel-chat--start-turn (chat text on-done background backend model)
   "Write TEXT as CHAT's next turn and send it to BACKEND's MODEL.
@@ -679,7 +708,7 @@ ON-DONE and BACKGROUND are as for `mevedel-chat-send'."
                     (cl-loop for function in mevedel-chat-message-functions
                              append (funcall function chat)))))
         (when background
-          (mevedel-chat--insert-notice chat 'background background)
+          (mevedel-chat-insert-notice chat 'background background)
           (goto-char (point-max)))
         (unless (bobp) (insert "\n\n"))
         (insert (gptel-prompt-prefix-string))
@@ -704,9 +733,9 @@ ON-DONE and BACKGROUND are as for `mevedel-chat-send'."
               (mevedel-chat-fsm chat) fsm
               (mevedel-chat-on-done chat) on-done
               (mevedel-chat-live-calls chat) nil)
-        (mevedel-chat--set-status chat 'waiting)
-        (mevedel-chat--begin-save chat (unless background text))
-        (mevedel-chat--notify chat 'turn-start text)
+        (mevedel-chat-set-status chat 'waiting)
+        (mevedel-chat--save chat 'begin (unless background text))
+        (mevedel-chat-notify chat 'turn-start text)
         (goto-char (point-max))
         (gptel-request nil
           :buffer buffer
@@ -715,8 +744,8 @@ ON-DONE and BACKGROUND are as for `mevedel-chat-send'."
           :callback #'mevedel-chat--callback
           :context chat
           :transforms (append gptel-prompt-transform-functions
-                              (list #'mevedel-chat--strip-render-data
-                                #'mevedel-chat--drop-compacted))
+                              (list #'mevedel-chat--strip-render-data)
+                              mevedel-chat-prompt-transform-functions)
           :fsm fsm)
         (mevedel-gptel-track-call-order fsm)
         turn))))
@@ -728,8 +757,8 @@ ON-DONE and BACKGROUND are as for `mevedel-chat-send'."
       ((pred stringp)
        (mevedel-gptel-insert-response response info raw)
        (unless raw
-         (mevedel-chat--set-status chat 'streaming)
-         (mevedel-chat--notify chat 'text response)))
+         (mevedel-chat-set-status chat 'streaming)
+         (mevedel-chat-notify chat 'text response)))
       (`(tool-result . ,_)
        (mevedel-chat--insert-results chat info))
       (`(tool-call . ,calls)
@@ -753,15 +782,15 @@ included), in the model's call order."
                       (plist-get record :result))))
     (mevedel-chat--retry-updates chat)
     (setf (mevedel-chat-live-calls chat) nil)
-    (mevedel-chat-checkpoint chat '(("open-calls" . "")) t)
-    (mevedel-chat--set-status chat 'waiting)
-    (mevedel-chat--notify chat 'tool-results records)))
+    (mevedel-chat--save chat 'results)
+    (mevedel-chat-set-status chat 'waiting)
+    (mevedel-chat-notify chat 'tool-results records)))
 
 (defun mevedel-chat--handle-wait (fsm)
   "Note that FSM's request was sent."
   (when-let* ((chat (plist-get (gptel-fsm-info fsm) :context))
               ((mevedel-chat-p chat)))
-    (mevedel-chat--set-status chat 'waiting)))
+    (mevedel-chat-set-status chat 'waiting)))
 
 (defun mevedel-chat--note-accepted (fsm)
   "Note that the backend accepted the request of FSM's turn, once per turn."
@@ -790,7 +819,7 @@ The records stay unread for a later turn."
      (set-marker end nil)))
   (setf (mevedel-chat-mail chat) nil))
 
-(defun mevedel-chat--insert-notice (chat kind text)
+(defun mevedel-chat-insert-notice (chat kind text)
   "Append a notice of KIND with TEXT to CHAT's data buffer.
 Notices are never sent to the model."
   (with-current-buffer (mevedel-chat-data-buffer chat)
@@ -812,10 +841,12 @@ Notices are never sent to the model."
           (mevedel-chat-on-done chat) nil
           (mevedel-chat-live-calls chat) nil
           (mevedel-chat-cancellers chat) nil)
-    (mevedel-chat--set-status chat (pcase outcome ('done 'idle) (_ outcome))
-                              (mevedel-chat-status-detail chat))
-    (mevedel-chat--settle-save chat)
-    (mevedel-chat--notify chat 'turn-end outcome)
+    (mevedel-chat-set-status chat (pcase outcome ('done 'idle) (_ outcome))
+                             (mevedel-chat-status-detail chat))
+    (when-let* ((fsm (mevedel-chat-fsm chat)))
+      (mevedel-chat--count-usage chat (gptel-fsm-info fsm)))
+    (mevedel-chat--save chat 'end)
+    (mevedel-chat-notify chat 'turn-end outcome)
     (mevedel-chat--send-queued chat outcome)
     (when on-done (funcall on-done chat outcome))
     (run-hook-with-args 'mevedel-chat-idle-functions chat outcome)))
@@ -876,8 +907,8 @@ The hook's own call is cancelled with the turn's other calls.  A
 `mevedel-hooks-stop-turn-functions' member."
   (when-let* ((chat (cl-find session (mevedel-chat-list) :key #'mevedel-chat-session))
               ((mevedel-chat-abort chat)))
-    (mevedel-chat--insert-notice chat 'hook (concat "A hook stopped the turn: " reason))
-    (mevedel-chat--notify chat 'truncated)))
+    (mevedel-chat-insert-notice chat 'hook (concat "A hook stopped the turn: " reason))
+    (mevedel-chat-notify chat 'truncated)))
 
 (add-hook 'mevedel-hooks-stop-turn-functions #'mevedel-chat--hook-stop-turn)
 
@@ -889,12 +920,12 @@ turn meanwhile stops the hooks."
         (turn (mevedel-chat-turn chat)))
     (if (not (mevedel-hooks-any-p session 'Stop))
         (mevedel-chat--finish chat 'done)
-      (mevedel-chat--set-status chat 'hooks "Stop")
+      (mevedel-chat-set-status chat 'hooks "Stop")
       (when-let* ((stop (mevedel-chat--run-stop-hooks chat session)))
         (push (lambda ()
                 (funcall stop)
                 (when (eq (mevedel-chat-turn chat) turn)
-                  (mevedel-chat--insert-notice chat 'abort "Aborted")
+                  (mevedel-chat-insert-notice chat 'abort "Aborted")
                   (mevedel-chat--finish chat 'abort)))
               (mevedel-chat-cancellers chat))))))
 
@@ -928,10 +959,10 @@ Observers hear `retry' with the plist (:message :retry :of :delay)."
               ((mevedel-chat-p chat))
               ((eq (mevedel-chat-fsm chat) fsm)))
     (let ((retry (plist-get info :mevedel-retry)))
-      (mevedel-chat--set-status chat 'retrying
-                                (format "%s; %s" (plist-get retry :message)
-                                        (mevedel-recovery-describe retry)))
-      (mevedel-chat--notify chat 'retry retry))))
+      (mevedel-chat-set-status chat 'retrying
+                               (format "%s; %s" (plist-get retry :message)
+                                       (mevedel-recovery-describe retry)))
+      (mevedel-chat-notify chat 'retry retry))))
 
 (defun mevedel-chat--handle-error (fsm)
   "Finish the turn of FSM with an error."
@@ -940,7 +971,7 @@ Observers hear `retry' with the plist (:message :retry :of :delay)."
               ((mevedel-chat-p chat))
               ((eq (mevedel-chat-fsm chat) fsm)))
     (let ((message (mevedel-chat-error-message info)))
-      (mevedel-chat--insert-notice chat 'error (concat "Request failed: " message))
+      (mevedel-chat-insert-notice chat 'error (concat "Request failed: " message))
       (setf (mevedel-chat-status-detail chat) message)
       (mevedel-chat--finish chat 'error))))
 
@@ -950,10 +981,10 @@ Observers hear `retry' with the plist (:message :retry :of :delay)."
               ((mevedel-chat-p chat))
               ((eq (mevedel-chat-fsm chat) fsm))
               ((mevedel-chat-turn chat)))
-    (mevedel-chat--settle-open-calls
+    (mevedel-chat-settle-open-calls
      chat (mevedel-chat-live-calls chat)
      "Cancelled: the user interrupted the turn before this call finished.")
-    (mevedel-chat--insert-notice chat 'abort "Aborted")
+    (mevedel-chat-insert-notice chat 'abort "Aborted")
     (setf (mevedel-chat-status-detail chat) nil)
     (mevedel-chat--finish chat 'abort)))
 
@@ -974,7 +1005,7 @@ work was running."
    ((functionp (mevedel-chat-hooking chat))
     (let ((stop (mevedel-chat-hooking chat)))
       (setf (mevedel-chat-hooking chat) nil)
-      (mevedel-chat--set-status chat 'idle)
+      (mevedel-chat-set-status chat 'idle)
       (funcall stop)
       (mevedel-interaction-cancel-request chat 'idle))
     t)
@@ -986,6 +1017,22 @@ work was running."
     t)
    (t (run-hook-with-args-until-success 'mevedel-chat-abort-functions chat))))
 
+(defun mevedel-chat-settle-open-calls (chat pending text)
+  "Settle with the result TEXT each call of CHAT in PENDING that has none yet.
+Each call is a record (a plist with :id :name :args) or a list (ID NAME
+ARGS).  TEXT may also be a function of ID, NAME and ARGS.  A call the
+model made must have a result in the transcript, or the next request
+is invalid for most backends."
+  (with-current-buffer (mevedel-chat-data-buffer chat)
+    (dolist (call pending)
+      (pcase-let ((`(,id ,name ,args)
+                   (if (keywordp (car-safe call))
+                       (list (plist-get call :id) (plist-get call :name) (plist-get call :args))
+                     call)))
+        (unless (mevedel-chat-tool-region (current-buffer) id)
+          (mevedel-gptel-append-settled-call
+           id name args (if (functionp text) (funcall text id name args) text)))))))
+
 ;;;; Queued input
 
 (defun mevedel-chat-queue (chat text)
@@ -995,13 +1042,13 @@ before the next sample; if the turn ends first, it starts the next
 turn."
   (when (string-blank-p text) (user-error "Nothing to queue"))
   (setf (mevedel-chat-queued chat) (append (mevedel-chat-queued chat) (list (string-trim text))))
-  (mevedel-chat--notify chat 'queued))
+  (mevedel-chat-notify chat 'queued))
 
 (defun mevedel-chat-unqueue (chat)
   "Take the newest queued message of CHAT back; return it, or nil."
   (when-let* ((queued (mevedel-chat-queued chat)))
     (setf (mevedel-chat-queued chat) (butlast queued))
-    (mevedel-chat--notify chat 'queued)
+    (mevedel-chat-notify chat 'queued)
     (car (last queued))))
 
 (defun mevedel-chat--deliver-queued (info)
@@ -1018,12 +1065,10 @@ mail (`mevedel-chat-continuation-mail-functions') first."
       (when queued
         (setf (mevedel-chat-queued chat) nil)
         (dolist (text queued)
-          (push text (mevedel-chat-history chat))
-          (when-let* ((store (and (mevedel-chat--saving-p chat)
-                                  (mevedel-session-store (mevedel-chat-session chat)))))
-            (mevedel-core-store-input-push store text)))
-        (mevedel-chat--notify chat 'queued)
-        (mevedel-chat--notify chat 'delivered queued))
+          (push text (mevedel-chat-history chat)))
+        (mevedel-chat--save chat 'inputs queued)
+        (mevedel-chat-notify chat 'queued)
+        (mevedel-chat-notify chat 'delivered queued))
       (append mail (cl-loop for text in queued
                             collect text
                             append (mevedel-chat--queued-mentions chat text))))))
@@ -1040,17 +1085,6 @@ expanded: %s]" (error-message-string err))))))))
 
 (add-hook 'mevedel-gptel-continuation-functions #'mevedel-chat--deliver-queued)
 
-(defun mevedel-chat--continued (info texts)
-  "Save the mail among TEXTS that the request INFO continues with.
-A `mevedel-gptel-continued-functions' member: the mail goes to the
-conversation's store before it counts as read."
-  (when-let* ((chat (plist-get info :context))
-              ((mevedel-chat-p chat))
-              ((cl-some (lambda (text) (get-text-property 0 'mevedel-mail text)) texts)))
-    (run-hook-with-args 'mevedel-chat-mail-written-functions chat (mevedel-chat-queue-save chat))))
-
-(add-hook 'mevedel-gptel-continued-functions #'mevedel-chat--continued)
-
 (defun mevedel-chat--send-queued (chat outcome)
   "After a turn of CHAT ended with OUTCOME, send what was queued for it.
 Only a turn that completed hands its queue on; after a failure or an
@@ -1062,164 +1096,8 @@ abort the queue waits for the user."
                               (not (mevedel-chat-busy-p chat))
                               (mevedel-chat-queued chat))
                      (let ((text (pop (mevedel-chat-queued chat))))
-                       (mevedel-chat--notify chat 'queued)
+                       (mevedel-chat-notify chat 'queued)
                        (mevedel-chat-send chat text)))))))
-
-;;;; Compaction
-
-(defcustom mevedel-chat-compact-threshold 0.8
-  "Fraction of the model's context window that triggers compaction.
-Before a turn is sent, when the context would exceed it, the older
-turns are summarised first (see `mevedel-chat-compact').  nil turns
-automatic compaction off; `/compact' still works."
-  :type '(choice (const :tag "Never automatically" nil) number))
-
-(defcustom mevedel-chat-compact-keep-turns 2
-  "Most recent turns a compaction keeps verbatim."
-  :type 'natnum)
-
-(defcustom mevedel-chat-compact-prompt
-  "Summarise the conversation below between a user and a coding agent \
-working in their project, so that the agent can continue the work from \
-the summary alone.  Keep: the user's goals and instructions, decisions \
-and their reasons, files read or changed (with paths), commands run and \
-what they showed, errors met, and what is left to do.  Drop pleasantries \
-and repetition.  If an earlier summary is given, merge it with the new \
-turns into one summary."
-  "Instruction of the request that summarises older turns."
-  :type 'string)
-
-(defun mevedel-chat--drop-compacted ()
-  "Remove the compacted text from this prompt buffer (a prompt transform).
-Their summary, which follows them, stands in for them."
-  (let ((pos (point-min)) (regions nil))
-    (while (setq pos (text-property-any pos (point-max) 'mevedel-compacted t))
-      (let ((end (or (text-property-not-all pos (point-max) 'mevedel-compacted t) (point-max))))
-        (push (cons pos end) regions)
-        (setq pos end)))
-    (pcase-dolist (`(,start . ,end) regions)
-      (delete-region start end))))
-
-(defun mevedel-chat--summary-region (buffer)
-  "Return (START . END) of the compaction summary in data BUFFER, or nil."
-  (with-current-buffer buffer
-    (when-let* ((start (text-property-any (point-min) (point-max) 'mevedel-notice 'compaction)))
-      (cons start (or (text-property-not-all start (point-max) 'mevedel-notice 'compaction)
-                      (point-max))))))
-
-(defun mevedel-chat--summary-body (text)
-  "Return the summary inside the compaction block TEXT."
-  (string-trim (replace-regexp-in-string
-                "\\`[ \t\n]*<conversation-summary[^>]*>\\|</conversation-summary>[ \t\n]*\\'" ""
-                text)))
-
-(defun mevedel-chat--recovery-copy (chat)
-  "Write CHAT's whole transcript to the next compact-NNNN file; return its name."
-  (let* ((buffer (mevedel-chat-data-buffer chat))
-         (dir (mevedel-session-ensure-storage (mevedel-chat-session chat)))
-         (ext (file-name-extension (mevedel-transcript-export-name buffer dir)))
-         (n 1))
-    (while (file-exists-p (expand-file-name (format "compact-%04d.%s" n ext) dir))
-      (cl-incf n))
-    (let ((file (expand-file-name (format "compact-%04d.%s" n ext) dir))
-          (coding-system-for-write 'utf-8-unix))
-      (with-current-buffer buffer
-        (save-restriction
-          (widen)
-          (write-region (point-min) (point-max) file nil 'silent)))
-      file)))
-
-(defun mevedel-chat-needs-compaction-p (chat &optional text)
-  "Return non-nil when CHAT's next request, with TEXT, would be too large.
-That is more than `mevedel-chat-compact-threshold' of the model's
-context window, with enough turns to compact."
-  (pcase-let ((`(,tokens ,window ,_) (mevedel-chat-context-usage chat)))
-    (and mevedel-chat-compact-threshold window
-         (> (length (mevedel-chat-turns chat)) mevedel-chat-compact-keep-turns)
-         (> (+ tokens (/ (length (or text "")) 4))
-            (* mevedel-chat-compact-threshold window)))))
-
-(defun mevedel-chat-compact (chat &optional focus on-done)
-  "Summarise the older part of CHAT's conversation, and send that instead.
-The `mevedel-chat-compact-keep-turns' most recent turns stay verbatim.
-One summary request (without tools) summarises the turns since the
-last compaction together with its summary, so summaries never stack;
-FOCUS, a string, says what the summary should keep above all.  The
-whole transcript is first copied to a numbered compact-NNNN file, and
-the view keeps showing every turn.  ON-DONE is called with CHAT and
-`done' or `error' at the end; observers hear `compacted'."
-  (when (mevedel-chat-busy-p chat)
-    (user-error "A turn is running in %s; wait or abort it first" (mevedel-chat-name chat)))
-  (mevedel-transcript-complete (mevedel-chat-data-buffer chat))
-  (let* ((keep (max 1 mevedel-chat-compact-keep-turns))
-         (turns (mevedel-chat-turns chat))
-         (buffer (mevedel-chat-data-buffer chat)))
-    (when (<= (length turns) keep)
-      (user-error "Nothing to compact: %s has only %d turn%s" (mevedel-chat-name chat)
-                  (length turns) (if (= (length turns) 1) "" "s")))
-    (let* ((cut (copy-marker (plist-get (nth (1- keep) turns) :start)))
-           (old (mevedel-chat--summary-region buffer))
-           (from (if old (cdr old) (with-current-buffer buffer (point-min))))
-           (previous (and old (with-current-buffer buffer
-                                (mevedel-chat--summary-body
-                                 (buffer-substring-no-properties (car old) (cdr old))))))
-           (conversation (mevedel-history-project buffer from cut))
-           (backend (mevedel-chat-backend-effective chat))
-           (model (mevedel-chat-model-effective chat))
-           (recovery (mevedel-chat--recovery-copy chat)))
-      (setf (mevedel-chat-compacting chat) t)
-      (mevedel-chat--set-status chat 'compacting)
-      (with-current-buffer buffer
-        (let ((gptel-backend backend) (gptel-model model) (gptel-use-tools nil) (gptel-tools nil))
-          (gptel-request
-              (concat (and previous (concat "Earlier summary:\n" previous "\n\n"))
-                      "Conversation to summarise:\n" (string-trim conversation)
-                      (and focus (not (string-blank-p focus))
-                           (concat "\n\nKeep above all: " focus)))
-            :system mevedel-chat-compact-prompt
-            :stream nil
-            :callback
-            (lambda (response info)
-              (cond
-               ((stringp response)
-                (mevedel-chat--install-summary chat response cut recovery)
-                (mevedel-chat--end-compaction chat 'done on-done))
-               ((null response)
-                (message "mevedel: compaction failed: %s"
-                         (mevedel-chat-error-message info))
-                (mevedel-chat--end-compaction chat 'error on-done)))))))
-      recovery)))
-
-(defun mevedel-chat--install-summary (chat summary cut recovery)
-  "Put SUMMARY at CUT in CHAT's data buffer; what precedes it is compacted.
-The previous summary goes.  RECOVERY names the copy of the transcript
-made before."
-  (with-current-buffer (mevedel-chat-data-buffer chat)
-    (let ((inhibit-read-only t))
-      (when-let* ((old (mevedel-chat--summary-region (current-buffer))))
-        (delete-region (car old) (cdr old)))
-      (put-text-property (point-min) cut 'mevedel-compacted t)
-      (save-excursion
-        (goto-char cut)
-        (insert (propertize
-                 (format "\n\n<conversation-summary recovery=\"%s\">\n%s\n</conversation-summary>\n"
-                         (file-name-nondirectory recovery) (string-trim summary))
-                 'mevedel-notice 'compaction 'front-sticky nil 'rear-nonsticky t)))
-      (set-marker cut nil)))
-  ;; What the compacted turns told the model (context updates,
-  ;; subdirectory instructions) is told again.
-  (mevedel-prompt-reset chat)
-  (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat) t))
-
-(defun mevedel-chat--end-compaction (chat outcome on-done)
-  "Finish CHAT's compaction with OUTCOME; call ON-DONE and tell observers."
-  (setf (mevedel-chat-compacting chat) nil)
-  (when (eq outcome 'done)
-    (mevedel-hooks-session-start (mevedel-chat-session chat) "compact"))
-  (mevedel-chat--set-status chat (if (eq outcome 'done) 'idle 'error)
-                            (unless (eq outcome 'done) "compaction failed"))
-  (mevedel-chat--notify chat 'compacted outcome)
-  (when on-done (funcall on-done chat outcome)))
 
 ;;;; Token usage
 
@@ -1260,267 +1138,6 @@ model's context window in tokens, or nil when unknown."
           (mevedel-chat-context-window chat)
           (not reported))))
 
-;;;; Saving and resuming
-
-(defcustom mevedel-chat-save-sessions t
-  "Non-nil means conversations are saved in their session's storage.
-Each session's transcript, metadata and input history then live in
-WORKSPACE/.mevedel/sessions/ID/ and `mevedel' resumes the newest one."
-  :type 'boolean)
-
-(defconst mevedel-chat-checkpoint-interval 2
-  "Seconds between checkpoints of a turn's streamed text.")
-
-(defconst mevedel-chat--history-kept 500
-  "Composer inputs a resumed session brings back.")
-
-(defun mevedel-chat--print (value)
-  "Return VALUE printed readably on one line."
-  (let ((print-escape-newlines t) (print-length nil) (print-level nil))
-    (prin1-to-string value)))
-
-(defun mevedel-chat--saving-p (chat)
-  "Return non-nil when CHAT's conversation is saved.
-A child agent's is, in its own store, when it has one."
-  (and mevedel-chat-save-sessions
-       (if (mevedel-chat-agent chat)
-           (mevedel-chat-store chat)
-         (and (mevedel-session-durable-p (mevedel-chat-session chat))
-              (not (mevedel-chat-read-only chat))))))
-
-(defun mevedel-chat--store (chat &optional materialize)
-  "Return the store CHAT's conversation is saved in.
-That is a child agent's own, else the session's; MATERIALIZE makes the
-session's storage first."
-  (or (mevedel-chat-store chat)
-      (if materialize
-          (mevedel-session-store-handle (mevedel-chat-session chat))
-        (mevedel-session-store (mevedel-chat-session chat)))))
-
-(defun mevedel-chat--now ()
-  "Return the time now in epoch milliseconds, as a string."
-  (number-to-string (truncate (* 1000 (float-time)))))
-
-(defun mevedel-chat--metadata (chat &rest extra)
-  "Return EXTRA (pairs of strings) and all of CHAT's metadata.
-It is written when turns begin, end or change; checkpoints in between
-refresh only what grows (see `mevedel-chat-checkpoint')."
-  (let ((backend (mevedel-chat-backend-effective chat))
-        (buffer (mevedel-chat-data-buffer chat)))
-    `(,@extra
-      ("title" . ,(or (mevedel-chat-title chat) ""))
-      ("created" . ,(or (mevedel-chat-created chat) ""))
-      ("updated" . ,(mevedel-chat--now))
-      ("backend" . ,(if backend (gptel-backend-name backend) ""))
-      ("model" . ,(format "%s" (or (mevedel-chat-model-effective chat) "")))
-      ("turns" . ,(number-to-string (length (mevedel-chat-turns chat))))
-      ("turn-list" . ,(mevedel-chat--print
-                       (mapcar (lambda (turn)
-                                 (list (plist-get turn :id) (plist-get turn :label)
-                                       (marker-position (plist-get turn :start))))
-                               (mevedel-chat-turns chat))))
-      ("input-tokens" . ,(number-to-string (mevedel-chat-input-tokens chat)))
-      ("context-tokens" . ,(if (mevedel-chat-context-tokens chat)
-                               (number-to-string (mevedel-chat-context-tokens chat))
-                             ""))
-      ("output-tokens" . ,(number-to-string (mevedel-chat-output-tokens chat)))
-      ("chars" . ,(number-to-string (buffer-size buffer))))))
-
-(defconst mevedel-chat--settle-timeout 2
-  "Seconds a settled checkpoint waits for its writes.")
-
-(defun mevedel-chat-checkpoint (chat &optional info settled)
-  "Save CHAT's unsaved conversation, its size and the time, and INFO.
-INFO is an alist of metadata strings (`mevedel-chat--metadata' gives
-all of it).  The writes happen in the
-background; SETTLED non-nil waits until they are done (they then
-survive Emacs being killed), as after tool results and at the end of
-a turn.  Does nothing when CHAT is not saved or has no storage yet."
-  (when-let* ((store (mevedel-chat-queue-save chat)))
-    (mevedel-core-store-info-set
-     store `(,@info ("updated" . ,(mevedel-chat--now))
-                    ("chars" . ,(number-to-string (buffer-size (mevedel-chat-data-buffer chat))))))
-    (when settled
-      (condition-case err
-          (mevedel-core-store-flush store mevedel-chat--settle-timeout)
-        (mevedel-core-store-error
-         (display-warning 'mevedel (format "Saving %s is slow: %s" (mevedel-chat-name chat)
-                                           (error-message-string err))))))))
-
-(defun mevedel-chat-queue-save (chat)
-  "Queue a save of CHAT's unsaved conversation and return its store.
-Return nil when CHAT's conversation is not saved or has no storage yet."
-  (when-let* (((mevedel-chat--saving-p chat))
-              (buffer (mevedel-chat-data-buffer chat))
-              ((mevedel-transcript-tracked-p buffer)))
-    (mevedel-transcript-save buffer)
-    (mevedel-chat--store chat)))
-
-(defun mevedel-chat--begin-save (chat text)
-  "Checkpoint CHAT at the start of a turn; TEXT is the user's input, if any.
-The first turn materialises the session's storage."
-  (when (mevedel-chat--saving-p chat)
-    (condition-case err
-        (let ((store (mevedel-chat--store chat t))
-              (buffer (mevedel-chat-data-buffer chat)))
-          (unless (mevedel-transcript-tracked-p buffer)
-            (mevedel-transcript-track buffer store))
-          (unless (mevedel-chat-created chat)
-            (setf (mevedel-chat-created chat) (mevedel-chat--now)))
-          (when (and text (not (mevedel-chat-agent chat)))
-            (mevedel-core-store-input-push store text))
-          (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat '("turn-open" . "1")))
-          (when (timerp (mevedel-chat-save-timer chat))
-            (cancel-timer (mevedel-chat-save-timer chat)))
-          (setf (mevedel-chat-save-timer chat)
-                (run-at-time mevedel-chat-checkpoint-interval mevedel-chat-checkpoint-interval
-                             #'mevedel-chat--tick-save chat)))
-      (error (display-warning 'mevedel (format "Cannot save the conversation: %s"
-                                               (error-message-string err)))))))
-
-(defun mevedel-chat--tick-save (chat)
-  "Checkpoint the streamed text of CHAT's running turn."
-  (if (and (mevedel-chat-turn chat) (buffer-live-p (mevedel-chat-data-buffer chat)))
-      (when (mevedel-transcript-dirty-p (mevedel-chat-data-buffer chat))
-        (mevedel-chat-checkpoint chat))
-    (mevedel-chat--stop-save-timer chat)))
-
-(defun mevedel-chat--stop-save-timer (chat)
-  "Stop CHAT's checkpoint timer."
-  (when (timerp (mevedel-chat-save-timer chat))
-    (cancel-timer (mevedel-chat-save-timer chat)))
-  (setf (mevedel-chat-save-timer chat) nil))
-
-(defun mevedel-chat--settle-save (chat)
-  "Checkpoint CHAT at the end of a turn and refresh its readable copy."
-  (mevedel-chat--stop-save-timer chat)
-  (when-let* ((fsm (mevedel-chat-fsm chat)))
-    (mevedel-chat--count-usage chat (gptel-fsm-info fsm)))
-  (when (mevedel-transcript-tracked-p (mevedel-chat-data-buffer chat))
-    (mevedel-chat-checkpoint
-     chat (mevedel-chat--metadata chat '("turn-open" . "") '("open-calls" . "")) t)
-    (mevedel-transcript-consolidate
-     (mevedel-chat-data-buffer chat)
-     (if-let* ((store (mevedel-chat-store chat)))
-         ;; A child agent's copy is named after its own store: the
-         ;; agents share a directory.
-         (let ((file (plist-get (mevedel-core-store-info store) :file)))
-           (mevedel-transcript-export-name (mevedel-chat-data-buffer chat)
-                                           (file-name-directory file) (file-name-base file)))
-       (mevedel-transcript-export-name (mevedel-chat-data-buffer chat)
-                                       (mevedel-session-directory (mevedel-chat-session chat)))))))
-
-(defun mevedel-chat-flush (chat &optional timeout)
-  "Save CHAT now and wait up to TIMEOUT seconds for the writes to finish.
-Return the message of a write that failed, or nil."
-  (when (and (mevedel-chat--saving-p chat)
-             (mevedel-transcript-tracked-p (mevedel-chat-data-buffer chat)))
-    (mevedel-chat-checkpoint chat (mevedel-chat--metadata chat))
-    (mevedel-core-store-flush (mevedel-chat--store chat) timeout)))
-
-(defun mevedel-chat--flush-all ()
-  "Save every live chat before Emacs exits (`kill-emacs-hook')."
-  (dolist (chat (mevedel-chat-list))
-    (condition-case err
-        (mevedel-chat-flush chat 3)
-      (error (message "mevedel: saving %s failed: %s" (mevedel-chat-name chat)
-                      (error-message-string err))))))
-
-(add-hook 'kill-emacs-hook #'mevedel-chat--flush-all)
-
-(defun mevedel-chat--settle-open-calls (chat pending text)
-  "Settle with the result TEXT each call of CHAT in PENDING that has none yet.
-Each call is a record (a plist with :id :name :args) or a list (ID NAME
-ARGS).  TEXT may also be a function of ID, NAME and ARGS.  A call the
-model made must have a result in the transcript, or the next request
-is invalid for most backends."
-  (with-current-buffer (mevedel-chat-data-buffer chat)
-    (dolist (call pending)
-      (pcase-let ((`(,id ,name ,args)
-                   (if (keywordp (car-safe call))
-                       (list (plist-get call :id) (plist-get call :name) (plist-get call :args))
-                     call)))
-        (unless (mevedel-chat-tool-region (current-buffer) id)
-          (mevedel-gptel-append-settled-call
-           id name args (if (functionp text) (funcall text id name args) text)))))))
-
-(defvar mevedel-chat-recovered-result-functions nil
-  "Functions that may give the result of a call Emacs stopped during.
-Each is called with the session's STORE, its saved metadata INFO (an
-alist of strings), and the call's ID, NAME and ARGS; the first string
-returned is the call's result instead of the plain cancellation.
-ToolCall settles from its recorded envelope this way.")
-
-(defun mevedel-chat-resume (chat)
-  "Load the saved conversation of CHAT, a child agent's chat, from its store.
-See `mevedel-chat--resume'; the agent runtime loads a retained agent
-this way when it is first used."
-  (mevedel-chat--resume chat))
-
-(defun mevedel-chat--resume (chat)
-  "Load CHAT's saved conversation, input history and metadata.
-A turn that was running when Emacs stopped is settled: its calls get
-cancelled results, its cut response is marked incomplete and a notice
-says what happened."
-  (when-let* ((open-calls (mevedel-chat--load chat (mevedel-chat--store chat t))))
-    (mevedel-chat--recover chat (car open-calls)))
-  (run-hook-with-args 'mevedel-chat-resume-functions chat))
-
-(defun mevedel-chat--load (chat store)
-  "Load CHAT's conversation, input history and metadata saved in STORE.
-Nothing is written.  Return (OPEN-CALLS) when a turn was running as
-the conversation was last saved, OPEN-CALLS the (ID NAME ARGS) of the
-calls it ran; else nil."
-  (let* ((buffer (mevedel-chat-data-buffer chat))
-         (info (mevedel-core-store-info-get store))
-         (get (lambda (key) (let ((v (cdr (assoc key info)))) (and v (not (string-empty-p v)) v)))))
-    (mevedel-transcript-restore buffer store t)
-    (setf (mevedel-chat-title chat) (funcall get "title")
-          (mevedel-chat-created chat) (funcall get "created")
-          (mevedel-chat-input-tokens chat) (string-to-number (or (funcall get "input-tokens") "0"))
-          (mevedel-chat-output-tokens chat) (string-to-number (or (funcall get "output-tokens") "0"))
-          (mevedel-chat-context-tokens chat) (and (funcall get "context-tokens")
-                                                  (string-to-number (funcall get "context-tokens")))
-          (mevedel-chat-history chat) (reverse (mevedel-core-store-inputs
-                                                store mevedel-chat--history-kept)))
-    ;; The backend saved may not be defined in this Emacs: then the
-    ;; user's default one serves.
-    (when-let* ((name (funcall get "backend"))
-                (backend (ignore-error user-error (gptel-get-backend name))))
-      (setf (mevedel-chat-backend chat) backend))
-    (when-let* ((model (funcall get "model")))
-      (setf (mevedel-chat-model chat) (intern model)))
-    (with-current-buffer buffer
-      (setf (mevedel-chat-turns chat)
-            (mapcar (pcase-lambda (`(,id ,label ,start))
-                      (list :id id :label label
-                            :start (copy-marker (max (point-min) (min start (point-max))))))
-                    (car (read-from-string (or (funcall get "turn-list") "nil"))))))
-    (when (funcall get "turn-open")
-      (list (car (read-from-string (or (funcall get "open-calls") "nil")))))))
-
-(defun mevedel-chat--recover (chat open-calls)
-  "Settle the turn of CHAT that was running when Emacs stopped.
-OPEN-CALLS are the (ID NAME ARGS) of the calls it was running."
-  (mevedel-transcript-complete (mevedel-chat-data-buffer chat))
-  (let* ((store (mevedel-session-store-handle (mevedel-chat-session chat)))
-         (info (mevedel-core-store-info-get store)))
-    (mevedel-chat--settle-open-calls
-     chat open-calls
-     (lambda (id name args)
-       (or (run-hook-with-args-until-success 'mevedel-chat-recovered-result-functions
-                                             store info id name args)
-           "Cancelled: Emacs stopped before this call finished."))))
-  (with-current-buffer (mevedel-chat-data-buffer chat)
-    (let ((end (point-max)))
-      (when (and (> end (point-min)) (eq (get-text-property (1- end) 'gptel) 'response))
-        (let ((start (or (previous-single-property-change end 'gptel) (point-min))))
-          (put-text-property start end 'mevedel-incomplete t)))))
-  (mevedel-chat--insert-notice chat 'interrupted
-                               "Interrupted: Emacs stopped before this turn finished")
-  (mevedel-chat-checkpoint
-   chat (mevedel-chat--metadata chat '("turn-open" . "") '("open-calls" . ""))))
-
 ;;;; Updating a settled call's render-data
 
 (defconst mevedel-chat-update-queue-limit 64
@@ -1560,7 +1177,7 @@ Return nil when the call is not there, else `updated' or `unchanged'."
                 'unchanged
               ;; The new block belongs to the call's region, like the old.
               (put-text-property (point-min) (point-max) 'gptel property)
-              (mevedel-chat--notify chat 'tool-updated id)
+              (mevedel-chat-notify chat 'tool-updated id)
               'updated)))))))
 
 (defun mevedel-chat-update-render-data (chat id function &optional key)
@@ -1681,7 +1298,7 @@ that withdraws the question."
          (unless (equal (car requester) "/root")
            (setq request (plist-put request :agent (car requester))))
          (setq request (plist-put request :request (cdr requester)))
-         (mevedel-chat--notify chat 'permission request)
+         (mevedel-chat-notify chat 'permission request)
          (funcall (mevedel-chat-prompter chat) chat request)))))))
 
 (defun mevedel-chat--keep-canceller (cancel)

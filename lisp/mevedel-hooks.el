@@ -24,7 +24,8 @@
 ;; Events: PreToolUse, PostToolUse and PostToolUseFailure run inside the
 ;; tool pipeline (they are functions on its hook variables and answer
 ;; asynchronously); UserPromptSubmit, Stop and SessionStart are called by
-;; mevedel-chat.el; SubagentStart and SubagentStop by the agents runtime,
+;; mevedel-chat.el (SessionStart also by mevedel-compaction.el, after a
+;; compaction); SubagentStart and SubagentStop by the agents runtime,
 ;; through `mevedel-hooks-run'.
 ;;
 ;; Commands run as managed executions of the module (crates/mevedel-core/src/exec/): their
@@ -1006,7 +1007,7 @@ A member of `mevedel-pipeline-post-tool-use-failure-functions'."
 (add-hook 'mevedel-pipeline-post-tool-use-failure-functions
           #'mevedel-hooks-post-tool-use-failure)
 
-;;;; Session events (called by mevedel-chat.el)
+;;;; Session events (called by mevedel-chat.el and mevedel-compaction.el)
 
 (defun mevedel-hooks--add-context (session event text)
   "Keep TEXT from EVENT's hooks for SESSION's next request."

@@ -41,6 +41,7 @@
 (require 'subr-x)
 (require 'mevedel-core)
 (require 'mevedel-chat)
+(require 'mevedel-save)
 (require 'mevedel-session)
 (require 'mevedel-tool-exec)
 
@@ -257,7 +258,7 @@ A `mevedel-chat-mail-written-functions' member."
 That happens once the conversation holding it is saved."
   (when-let* ((ids (gethash chat mevedel-mailbox--in-flight)))
     (remhash chat mevedel-mailbox--in-flight)
-    (mevedel-mailbox--deliver-saved chat ids (mevedel-chat-queue-save chat))))
+    (mevedel-mailbox--deliver-saved chat ids (mevedel-save-queue chat))))
 
 (defun mevedel-mailbox--chat-idle (chat outcome)
   "Forget the mail of CHAT's ended turn, whose OUTCOME is given.

@@ -14,7 +14,8 @@
 
 (require 'transient)
 (require 'mevedel-view)
-(require 'mevedel-sessions)
+(require 'mevedel-compaction)
+(require 'mevedel-session-list)
 (require 'mevedel-ps)
 (require 'mevedel-tools)
 (require 'mevedel-review)

@@ -44,6 +44,7 @@
 (require 'mevedel-resource)
 (require 'mevedel-tool-registry)
 (require 'mevedel-chat)
+(require 'mevedel-resume)
 (require 'mevedel-interaction)
 
 (defgroup mevedel-plan nil
@@ -276,7 +277,7 @@ during the turn, or the turn made the session's storage."
 
 (defun mevedel-plan--resume (chat)
   "Put the resumed session of the root CHAT back in sticky Plan if it was.
-A `mevedel-chat-resume-functions' member."
+A `mevedel-resume-functions' member."
   (unless (mevedel-chat-agent chat)
     (let* ((session (mevedel-chat-session chat))
            (saved (cdr (assoc "sticky-plan" (mevedel-core-store-info-get
@@ -287,7 +288,7 @@ A `mevedel-chat-resume-functions' member."
         (when (and (memq previous mevedel-permissions-modes) (not (eq previous 'plan)))
           (puthash session previous mevedel-plan--previous))))))
 
-(add-hook 'mevedel-chat-resume-functions #'mevedel-plan--resume)
+(add-hook 'mevedel-resume-functions #'mevedel-plan--resume)
 
 ;;;; The approved plan
 

@@ -141,7 +141,7 @@ COMPOSABLE is the value of `mevedel-ptc-composable-tools' it was built with.")
   (setq mevedel-ptc--names nil))
 
 (add-hook 'mevedel-tool-registered-functions #'mevedel-ptc--forget-names)
-(add-hook 'mevedel-chat-recovered-result-functions #'mevedel-ptc-recovered-result)
+(add-hook 'mevedel-resume-recovered-result-functions #'mevedel-ptc-recovered-result)
 (add-hook 'mevedel-tool-unregistered-functions #'mevedel-ptc--forget-names)
 
 (defun mevedel-ptc--names-of (catalog)

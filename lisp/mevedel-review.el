@@ -43,7 +43,7 @@
 (require 'mevedel-agent-roles)
 (require 'mevedel-agent)
 (require 'mevedel-chat)
-(require 'mevedel-sessions)
+(require 'mevedel-session-list)
 (require 'mevedel-view)
 
 (defgroup mevedel-review nil
@@ -682,7 +682,7 @@ exactly one line VERDICT: PASS, VERDICT: FAIL or VERDICT: PARTIAL).\n\n" what pa
 (defvar mevedel-review-open-functions nil
   "Functions of no argument that open the current workspace's session.
 The commands below run them, until one returns the view, when no
-session is live there; without any, `mevedel-sessions-open' opens it.
+session is live there; without any, `mevedel-session-list-open' opens it.
 The entry point adds `mevedel', which loads the whole view first: this
 file cannot call it, being below it.")
 
@@ -693,7 +693,7 @@ Without one, open the workspace's session (`mevedel-review-open-functions')."
       (mevedel-chat-get (mevedel-chat-workspace-root))
       (progn (if mevedel-review-open-functions
                  (run-hook-with-args-until-success 'mevedel-review-open-functions)
-               (mevedel-sessions-open))
+               (mevedel-session-list-open))
              (mevedel-view-chat))))
 
 (defvar mevedel-review--lists (make-hash-table :test #'equal)

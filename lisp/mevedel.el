@@ -30,7 +30,7 @@
 
 ;;;; Sessions
 
-(declare-function mevedel-sessions-open "mevedel-sessions")
+(declare-function mevedel-session-list-open "mevedel-session-list")
 (declare-function mevedel-demo-open "mevedel-demo")
 (declare-function mevedel-view-chat "mevedel-view")
 (declare-function mevedel-batch-main "mevedel-batch")
@@ -38,8 +38,8 @@
 ;; The commands of files loaded on first use, for a checkout loaded by
 ;; `require' without package autoloads (a package's autoloads file says
 ;; the same).
-(dolist (command '((mevedel-new . "mevedel-sessions")
-                   (mevedel-sessions . "mevedel-sessions")
+(dolist (command '((mevedel-new . "mevedel-session-list")
+                   (mevedel-sessions . "mevedel-session-list")
                    (mevedel-rewind . "mevedel-checkpoint")
                    (mevedel-session-diff . "mevedel-checkpoint")
                    (mevedel-ps . "mevedel-ps")
@@ -65,7 +65,7 @@
   (require 'mevedel-agent-view)
   (require 'mevedel-ps)
   (require 'mevedel-panel)
-  (require 'mevedel-sessions)
+  (require 'mevedel-session-list)
   (require 'mevedel-menu)
   ;; Here, when a session is asked for, is where a first build asks.
   (mevedel-core-ensure))
@@ -78,7 +78,7 @@ default `default-directory').  Type in the composer at the bottom;
 \\<mevedel-view-mode-map>\\[mevedel-view-send] sends, \\[mevedel-view-abort] aborts."
   (interactive)
   (mevedel--load)
-  (mevedel-sessions-open directory))
+  (mevedel-session-list-open directory))
 
 ;; M-x mevedel-review and mevedel-verify open a session as this command does.
 ;;;###autoload
@@ -94,7 +94,7 @@ demo model, a local scripted server, and sends a first prompt.
   (interactive)
   (mevedel--load)
   (require 'mevedel-demo)
-  (let ((buffer (mevedel-sessions-open directory)))
+  (let ((buffer (mevedel-session-list-open directory)))
     ;; nil: the user cancelled opening a session another process writes.
     (when buffer
       (mevedel-demo-open (mevedel-view-chat buffer))

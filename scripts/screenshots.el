@@ -102,7 +102,7 @@
       (insert (json-encode `((steps . ,(vconcat screenshots--steps))))))
     (unwind-protect
         (let ((gptel-stream t)
-              (mevedel-chat-save-sessions nil))
+              (mevedel-save-sessions nil))
           (setq server (mevedel-scripted-model-start script :vars `(("root" . ,root))))
           (load-theme 'modus-vivendi t)
           (set-frame-size (selected-frame) 110 38)

@@ -407,7 +407,7 @@ tool declarations wait for the module instead of loading it."
   (require 'transient)
   (should (version<= "0.7.8" transient-version)))
 
-(defvar mevedel-chat-save-sessions)
+(defvar mevedel-save-sessions)
 
 (ert-deftest mevedel-core:status-buffer-reports-everything ()
   (require 'mevedel)
@@ -422,7 +422,7 @@ tool declarations wait for the module instead of loading it."
       (should (string-match-p "No open session: start one with M-x mevedel" text))))
   ;; With a session open, the status names it instead.
   (let* ((root (file-name-as-directory (make-temp-file "mevedel-status-" t)))
-         (mevedel-chat-save-sessions nil)
+         (mevedel-save-sessions nil)
          (view (mevedel root)))
     (unwind-protect
         (progn

@@ -245,7 +245,7 @@ noted in `asked'."
           (mevedel-session-ensure-storage session)
           (mevedel-plan--turn-ended chat 'done)
           (mevedel-plan-save session "1. Keep it")
-          (let* ((resumed (mevedel-sessions-switch root id))
+          (let* ((resumed (mevedel-session-list-switch root id))
                  (again (mevedel-view-chat resumed))
                  (restored (mevedel-chat-session again)))
             (setq view resumed chat again)
@@ -261,7 +261,7 @@ noted in `asked'."
             ;; Leaving returns to the mode before Plan, and that is saved too.
             (mevedel-plan-leave restored)
             (should (eq (mevedel-permissions-session-mode restored) 'edits))
-            (let* ((later (mevedel-sessions-switch root id))
+            (let* ((later (mevedel-session-list-switch root id))
                    (last (mevedel-view-chat later)))
               (setq view later chat last)
               (should-not (mevedel-plan-active-p (mevedel-chat-session last)))

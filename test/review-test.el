@@ -282,7 +282,7 @@ VARS is (ROOT VIEW CHAT SPAWNS): the workspace, the view, its chat and
 a variable holding the spawn calls, newest first, as (ARGS ON-SETTLE)."
   (declare (indent 1))
   (pcase-let ((`(,root ,view ,chat ,spawns) vars))
-    `(let* ((mevedel-chat-save-sessions nil)
+    `(let* ((mevedel-save-sessions nil)
             (,root (review-test--repo))
             (,view (mevedel ,root))
             (,chat (mevedel-view-chat ,view))
@@ -484,7 +484,7 @@ a variable holding the spawn calls, newest first, as (ARGS ON-SETTLE)."
       (delete-directory dir t))))
 
 (ert-deftest mevedel-review:result-turn-is-saved-with-the-session ()
-  (let* ((mevedel-chat-save-sessions t)
+  (let* ((mevedel-save-sessions t)
          (root (review-test--repo))
          (view (mevedel root))
          (chat (mevedel-view-chat view)))

@@ -242,7 +242,7 @@ A break lock left by a process that is gone does not stand in the way."
   "The `kill-emacs-hook' member deletes the locks this Emacs holds, after the saves."
   (should (memq #'mevedel-session--unlock-all kill-emacs-hook))
   ;; Other packages' members may come later; the saves must come first.
-  (should (< (cl-position #'mevedel-chat--flush-all kill-emacs-hook)
+  (should (< (cl-position #'mevedel-save--flush-all kill-emacs-hook)
              (cl-position #'mevedel-session--unlock-all kill-emacs-hook)))
   (mevedel-session-test--with-workspace ws
     (let ((a (mevedel-session-create :workspace ws :id "a"))

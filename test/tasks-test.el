@@ -330,7 +330,7 @@ Any well-formed agent path counts as a retained agent there."
           (mevedel-test-run-tool chat "TaskWrite" "r1"
                                  (list :tasks (vector '(:subject "Survive the restart"
 								 :status "in_progress"))))
-          (let* ((resumed (mevedel-sessions-switch root id))
+          (let* ((resumed (mevedel-session-list-switch root id))
                  (again (mevedel-view-chat resumed)))
             (setq view resumed chat again)
             ;; What is shown now was read back from the session's storage.

@@ -442,11 +442,11 @@ Each tool's only display fact is its :renderer; they are removed after."
                     (with-current-buffer (mevedel-chat-data-buffer chat)
                       (goto-char (point-max))
                       (insert (propertize text 'gptel 'response)))
-                    (mevedel-chat--notify chat 'text text)))
+                    (mevedel-chat-notify chat 'text text)))
           (transcript (lambda () (buffer-substring-no-properties
                                   (point-min) mevedel-view--composer))))
       (mevedel-test-begin-turn chat "Explain it.")
-      (mevedel-chat--notify chat 'turn-start "Explain it.")
+      (mevedel-chat-notify chat 'turn-start "Explain it.")
       (goto-char (point-max))
       (insert "hello")
       (undo-boundary)
@@ -455,7 +455,7 @@ Each tool's only display fact is its :renderer; they are removed after."
       (insert " world")
       (undo-boundary)
       (funcall answer ", then more.\n")
-      (mevedel-chat--notify chat 'turn-end)
+      (mevedel-chat-notify chat 'turn-end)
       (mevedel-view-replace-panel "a panel line\n")
       (let ((drawn (funcall transcript)))
         (should (string-match-p "The first part, then more\\." drawn))
@@ -552,7 +552,7 @@ The text is what `mevedel-chat-send' writes, and the turn is recorded."
                              "Error: File does not exist: a.el")
      (propertize "\nFound it.  " 'gptel 'response)
      (propertize "Twice." 'gptel 'response))
-    (mevedel-chat--insert-notice chat 'background (format "Woken up %d" round))
+    (mevedel-chat-insert-notice chat 'background (format "Woken up %d" round))
     (mevedel-view-test--turn chat "Ping them" "<agent-message>hidden</agent-message>")
     (mevedel-view-test--data
      chat "\n\n"
@@ -565,7 +565,7 @@ The text is what `mevedel-chat-send' writes, and the turn is recorded."
                                      (mevedel-render-data-encode '(:status error :exit-code 2)
                                                                  (format "b%d" round))))
      (propertize "\nThe build fails and then" 'gptel 'response 'mevedel-incomplete t))
-    (mevedel-chat--insert-notice chat 'error "Request failed: boom")))
+    (mevedel-chat-insert-notice chat 'error "Request failed: boom")))
 
 (defconst mevedel-view-test--mixed-properties
   '(mevedel-row mevedel-kind mevedel-group mevedel-breadcrumb face)
@@ -600,7 +600,7 @@ The text is what `mevedel-chat-send' writes, and the turn is recorded."
                             :child-calls (("Ping" (:host "child") "pong" nil))))))
      (mevedel-core-ensure)
      (let* ((root (file-name-as-directory (make-temp-file "mevedel-view-" t)))
-            (mevedel-chat-save-sessions nil)
+            (mevedel-save-sessions nil)
             (,var (mevedel root))
             (chat (mevedel-view-chat ,var)))
        (unwind-protect
@@ -659,10 +659,10 @@ The text is what `mevedel-chat-send' writes, and the turn is recorded."
       (mevedel-view-rerender view)
       (should (buffer-local-value 'mevedel-view--pending view))
       (mevedel-view-test--turn chat "More")
-      (mevedel-chat--notify chat 'turn-start "More")
+      (mevedel-chat-notify chat 'turn-start "More")
       (mevedel-view-test--data chat (propertize "\nOne more." 'gptel 'response) "\n\n"
                                (mevedel-test-tool-text "g9" "Grep" '(:pattern "y") "c.el:3:y"))
-      (mevedel-chat--notify chat 'tool-results nil)
+      (mevedel-chat-notify chat 'tool-results nil)
       (with-current-buffer view
         (goto-char (mevedel-view--row-start "g9"))
         (mevedel-view-toggle-row)
@@ -729,7 +729,7 @@ The text is what `mevedel-chat-send' writes, and the turn is recorded."
   (mevedel-view-test--with-view view
     (let ((chat (mevedel-view-chat view)))
       (mevedel-view-test--turn chat "Build it")
-      (mevedel-chat--notify chat 'turn-start "Build it")
+      (mevedel-chat-notify chat 'turn-start "Build it")
       (mevedel-view-test--data
        chat (propertize "\nBuilding." 'gptel 'response) "\n\n"
        (mevedel-test-tool-text "call_a" "Bash" '(:command "make a")
@@ -737,15 +737,15 @@ The text is what `mevedel-chat-send' writes, and the turn is recorded."
        "\n\n"
        (mevedel-test-tool-text "call_b" "Bash" '(:command "make b")
                                (concat "ok" (mevedel-render-data-encode '(:exit-code 0) "call_b"))))
-      (mevedel-chat--notify chat 'tool-results nil)
+      (mevedel-chat-notify chat 'tool-results nil)
       (let ((grep (mevedel-view-test--mark view "call_g"))
             (a (mevedel-view-test--mark view "call_a")))
         ;; The model streams more text, then one more call settles.
         (mevedel-view-test--data chat (propertize "\nNow c." 'gptel 'response))
-        (mevedel-chat--notify chat 'text "\nNow c.")
+        (mevedel-chat-notify chat 'text "\nNow c.")
         (mevedel-view-test--data
          chat "\n\n" (mevedel-test-tool-text "call_c" "Bash" '(:command "make c") "ok"))
-        (mevedel-chat--notify chat 'tool-results nil)
+        (mevedel-chat-notify chat 'tool-results nil)
         (should (equal (mevedel-view-test--marked view "call_g") grep))
         (should (equal (mevedel-view-test--marked view "call_a") a))
         (should (string-suffix-p "▸ ✓ $ make b  [exit 0]\n\nNow c.\n\n▸ ✓ $ make c\n"

@@ -33,7 +33,7 @@ narrow window, as real ones do."
                                                      (number-sequence 1 30) "\n"))))))))
 
 (let* ((root (file-name-as-directory (make-temp-file "mevedel-abench-" t)))
-       (mevedel-chat-save-sessions nil)
+       (mevedel-save-sessions nil)
        (view (mevedel root))
        (chat (mevedel-view-chat view))
        (keys 0))

@@ -117,7 +117,7 @@ paragraph long enough to wrap, as models write when they explain what they did a
   (let ((root (file-name-as-directory (make-temp-file "mevedel-mdbench-" t))))
     (make-directory (expand-file-name "lisp" root))
     (with-temp-file (expand-file-name "lisp/mevedel-view.el" root) (insert ";; view\n"))
-    (let ((mevedel-chat-save-sessions nil))
+    (let ((mevedel-save-sessions nil))
       (mevedel root))))
 
 (defun markdown-bench--close (view)
@@ -142,9 +142,9 @@ paragraph long enough to wrap, as models write when they explain what they did a
     (unwind-protect
         (progn
           (mevedel-test-begin-turn chat "Explain the example functions.")
-          (mevedel-chat--notify chat 'turn-start "Explain the example functions.")
+          (mevedel-chat-notify chat 'turn-start "Explain the example functions.")
           (mevedel-bench-append chat (mevedel-bench-response (concat "\n" answer)))
-          (mevedel-chat--notify chat 'turn-end)
+          (mevedel-chat-notify chat 'turn-end)
           (markdown-bench--drain view)
           (with-current-buffer view
             (goto-char (point-min))
@@ -158,7 +158,7 @@ paragraph long enough to wrap, as models write when they explain what they did a
               (clrhash mevedel-markdown--faces)
               (garbage-collect)
               (let ((start (float-time)))
-                (mevedel-chat--notify chat 'turn-end)
+                (mevedel-chat-notify chat 'turn-end)
                 (push (- (float-time) start) cold))
               (let ((start (float-time)))
                 (markdown-bench--drain view)
@@ -167,13 +167,13 @@ paragraph long enough to wrap, as models write when they explain what they did a
               (let ((mevedel-markdown-enabled nil))
                 (garbage-collect)
                 (let ((start (float-time)))
-                  (mevedel-chat--notify chat 'turn-end)
+                  (mevedel-chat-notify chat 'turn-end)
                   (push (- (float-time) start) raw)))
               ;; Warm: as when the turn ends after the answer streamed,
               ;; its blocks fontified as each closed.
               (garbage-collect)
               (let ((start (float-time)))
-                (mevedel-chat--notify chat 'turn-end)
+                (mevedel-chat-notify chat 'turn-end)
                 (push (- (float-time) start) warm)))
             (with-current-buffer view
               (goto-char (point-min))
@@ -196,9 +196,9 @@ paragraph long enough to wrap, as models write when they explain what they did a
              for chunk = (substring answer from (min (length answer) (+ from chunk-size)))
              do (mevedel-bench-append chat (mevedel-bench-response chunk))
              (let ((start (float-time)))
-               (mevedel-chat--notify chat 'text chunk)
+               (mevedel-chat-notify chat 'text chunk)
                (push (- (float-time) start) times)))
-    (mevedel-chat--notify chat 'turn-end)
+    (mevedel-chat-notify chat 'turn-end)
     times))
 
 (defun markdown-bench--stream (chunk-size)
@@ -215,11 +215,11 @@ paragraph long enough to wrap, as models write when they explain what they did a
             (accept-process-output nil 0.001))
           (let ((size (with-current-buffer (mevedel-chat-data-buffer chat) (buffer-size))))
             (mevedel-test-begin-turn chat "Explain the example functions.")
-            (mevedel-chat--notify chat 'turn-start "Explain the example functions.")
+            (mevedel-chat-notify chat 'turn-start "Explain the example functions.")
             (setq raw (let ((mevedel-markdown-enabled nil))
                         (mevedel-bench-percentile (markdown-bench--chunks chat answer chunk-size) 50)))
             (mevedel-test-begin-turn chat "Explain the example functions again.")
-            (mevedel-chat--notify chat 'turn-start "Explain the example functions again.")
+            (mevedel-chat-notify chat 'turn-start "Explain the example functions again.")
             (setq times (markdown-bench--chunks chat answer chunk-size))
             (with-current-buffer view
               (goto-char (point-min))

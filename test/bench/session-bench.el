@@ -4,7 +4,7 @@
 
 ;; A synthetic 20 MB conversation (`mevedel-bench-fill') saved through
 ;; the product's checkpoints: the end of a turn (what Emacs waits for,
-;; and until the compaction and the readable copy are on disk), a
+;; and until the consolidation and the readable copy are on disk), a
 ;; settled checkpoint after one more tool result (what every tool batch
 ;; costs), the whole conversation written at once (after a failed
 ;; write), and loading it back (`mevedel-transcript-restore').
@@ -27,22 +27,22 @@
         ;; The whole conversation written at once: what a session does
         ;; only after a write failed (checkpoints save what changed).
         (garbage-collect)
-        (setq rewrite (* 1000 (mevedel-bench-seconds (mevedel-chat-checkpoint chat))))
+        (setq rewrite (* 1000 (mevedel-bench-seconds (mevedel-save-checkpoint chat))))
         (setq rewrite-durable
               (+ rewrite (* 1000 (mevedel-bench-seconds (mevedel-core-store-flush store 60)))))
         ;; What every tool batch costs: its results, saved and waited for.
         (let ((samples nil))
           (dotimes (i 20)
             (mevedel-bench-append chat "\n\n" (mevedel-bench-call (+ 100001 (* 2 i))))
-            (push (* 1000 (mevedel-bench-seconds (mevedel-chat-checkpoint chat nil t))) samples))
+            (push (* 1000 (mevedel-bench-seconds (mevedel-save-checkpoint chat nil t))) samples))
           (setq settled (mevedel-bench-percentile samples 50)))
         ;; The end of a turn: the answer saved and waited for, all the
-        ;; metadata, then the log compacted and the readable copy written
+        ;; metadata, then the log consolidated and the readable copy written
         ;; on the writer thread.
         (mevedel-bench-append chat (mevedel-bench-response "\nDone: it is in lisp/module-01.el."))
         (garbage-collect)
         (let ((start (float-time)))
-          (mevedel-chat--settle-save chat)
+          (mevedel-save--settle chat)
           (setq turn-end (* 1000 (- (float-time) start)))
           (mevedel-core-store-flush store 60)
           (setq turn-end-durable (* 1000 (- (float-time) start))))
@@ -50,7 +50,7 @@
           (garbage-collect)
           (setq load (* 1000 (mevedel-bench-seconds
                                (mevedel-transcript-restore (current-buffer) store)))))
-        (mevedel-bench-describe "the end of a turn in a %.1f MB session (1000 turns x 8 calls, Grep 40 lines / Read 100 lines): the answer and all metadata saved and waited for (mevedel-chat--settle-save), then the log compacted into one record and transcript.txt written on the writer thread; Emacs waits only for the first part; no figure before this change (sessions were not saved)"
+        (mevedel-bench-describe "the end of a turn in a %.1f MB session (1000 turns x 8 calls, Grep 40 lines / Read 100 lines): the answer and all metadata saved and waited for (mevedel-save--settle), then the log consolidated into one record and transcript.txt written on the writer thread; Emacs waits only for the first part; no figure before this change (sessions were not saved)"
                                 (/ (with-current-buffer buffer (position-bytes (point-max))) 1e6))
         (mevedel-bench-report "session-save-20mb" turn-end "ms")
         (mevedel-bench-report "session-save-20mb-durable" turn-end-durable "ms")

@@ -16,7 +16,7 @@
 (mevedel--load)
 
 (let* ((root (file-name-as-directory (make-temp-file "mevedel-tbench-" t)))
-       (mevedel-chat-save-sessions nil)
+       (mevedel-save-sessions nil)
        ;; The ten agents owning tasks stand for retained ones.
        (mevedel-tasks-agent-known-functions (list (lambda (_session _path) t)))
        (view (mevedel root))

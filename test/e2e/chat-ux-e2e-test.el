@@ -22,7 +22,7 @@ SPEC is (VIEW SERVER STEPS): VIEW and SERVER are bound."
        (let* ((root (mevedel-e2e-workspace '(("notes.txt" . "the answer is 42\n"))))
               (script (mevedel-e2e-write-script ,steps))
               (,server (mevedel-scripted-model-start script :vars `(("root" . ,root))))
-              (mevedel-chat-save-sessions nil)
+              (mevedel-save-sessions nil)
               (,view (mevedel root)))
          (unwind-protect
              (let ((chat (mevedel-view-chat ,view)))
@@ -196,7 +196,7 @@ the README's manual setup promises."
                                                   :name "mevedel-test-first"))
            (second (mevedel-scripted-model-backend server :wire 'anthropic :stream t
                                                    :name "mevedel-test-second"))
-           (mevedel-chat-save-sessions t))
+           (mevedel-save-sessions t))
       (ignore first)
       (with-current-buffer view
         (should (member "mevedel-test-second:scripted-model" (mapcar #'car (mevedel-view--model-choices))))
@@ -214,7 +214,7 @@ the README's manual setup promises."
                                                     (not (mevedel-chat-busy-p chat))))))
         (should (string-match-p "Answered by the second model" (mevedel-e2e-transcript-text view)))
         (should (equal (alist-get 'path (car (mevedel-scripted-model-log server))) "/v1/messages"))
-        (mevedel-chat-flush chat)
+        (mevedel-save-flush chat)
         (let ((info (mevedel-core-store-info-get (mevedel-session-store-handle (mevedel-chat-session chat)))))
           (should (equal (cdr (assoc "backend" info)) "mevedel-test-second"))
           (should (equal (cdr (assoc "model" info)) "scripted-model")))))))

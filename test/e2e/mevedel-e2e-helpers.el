@@ -284,6 +284,71 @@ READ file and its text, nil when it does not exist)."
     (error (ert-fail (format "Not JSON (%S): %s\nstderr: %s"
                              err (plist-get run :stdout) (plist-get run :stderr))))))
 
+;;;; A session against the scripted model, in this Emacs
+
+(defun mevedel-e2e-attach (chat server wire &optional plain)
+  "Point CHAT at the scripted SERVER with WIRE, streaming unless PLAIN."
+  (setf (mevedel-chat-backend chat)
+        (mevedel-scripted-model-backend server :wire wire :stream (not plain))
+        (mevedel-chat-model chat) 'scripted-model))
+
+(defun mevedel-e2e-send-and-wait (view prompt &optional during)
+  "Send PROMPT from VIEW's composer and wait for the turn; return its outcome.
+DURING is called with the chat while the turn runs."
+  (let* ((chat (mevedel-view-chat view))
+         (outcome nil)
+         (observer (lambda (event _chat &rest args)
+                     (when (eq event 'turn-end) (setq outcome (car args))))))
+    (mevedel-chat-observe chat observer)
+    (unwind-protect
+        (progn
+          (with-current-buffer view
+            (goto-char (point-max))
+            (insert prompt)
+            (mevedel-view-send))
+          (let ((deadline (+ (float-time) 20)))
+            (while (and (not outcome) (< (float-time) deadline))
+              (when during (funcall during chat))
+              (accept-process-output nil 0.02))))
+      (mevedel-chat-unobserve chat observer))
+    outcome))
+
+(defun mevedel-e2e-close-live (root)
+  "Kill the view and data buffer of ROOT's live chat, as a restart would."
+  (when-let* ((chat (mevedel-chat-get root)))
+    (let ((view (get-buffer (format "*mevedel: %s*" (mevedel-chat-name chat)))))
+      (when view (kill-buffer view)))
+    (kill-buffer (mevedel-chat-data-buffer chat))))
+
+(defmacro mevedel-e2e-with-server (spec &rest body)
+  "Run BODY with a workspace and a scripted server.
+SPEC is (ROOT SERVER STEPS &optional FILES): ROOT and SERVER are bound."
+  (declare (indent 1))
+  (pcase-let ((`(,root ,server ,steps ,files) spec))
+    `(progn
+       (mevedel-e2e-require-python)
+       (let* ((,root (mevedel-e2e-workspace (or ,files '(("notes.txt" . "the answer is 42\n")))))
+              (script (mevedel-e2e-write-script ,steps))
+              (,server (mevedel-scripted-model-start script :vars `(("root" . ,,root))))
+              (mevedel-permissions-mode 'full-auto))
+         (unwind-protect (progn ,@body)
+           (mevedel-e2e-close-live ,root)
+           (mevedel-scripted-model-stop ,server)
+           (delete-file script)
+           (delete-directory ,root t))))))
+
+(defconst mevedel-e2e-two-turns
+  '(((text . "Let me read.")
+     (tool_calls . [((name . "Read") (arguments . ((file_path . "{{root}}notes.txt"))))]))
+    ((expect . ((results . [((contains . "the answer is 42"))])))
+     (text . "It is 42."))
+    ((expect . ((user_contains . "And the file?")))
+     (tool_calls . [((name . "Grep") (arguments . ((pattern . "answer") (path . "{{root}}")
+                                                   (output_mode . "content"))))]))
+    ((text . "notes.txt holds it.")))
+  "A script of two turns with one call each.")
+
+
 (defmacro mevedel-e2e-deftest-matrix (name doc args &rest body)
   "Define NAME-WIRE-stream and NAME-WIRE-plain tests for every wire format.
 DOC is the docstring.  ARGS is (WIRE STREAM): BODY runs with them bound."

@@ -14,7 +14,7 @@
 (eval-and-compile
   (add-to-list 'load-path (file-name-directory (or load-file-name buffer-file-name))))
 (require 'mevedel-e2e-helpers)
-(require 'mevedel-sessions)
+(require 'mevedel-session-list)
 (require 'mevedel-demo)
 
 (defun mevedel-session-lock-test--headless (root &rest args)
@@ -115,7 +115,7 @@ the session, a headless run continues it."
         (should-not (mevedel-session-lock-test--lock root fork))
         ;; This Emacs goes on in the original.
         (should (eq (mevedel-session-lock-test--turn chat "emacs question") 'done))
-        (should-not (mevedel-chat-flush chat 5))
+        (should-not (mevedel-save-flush chat 5))
         (pcase-let ((`(,turns . ,text) (mevedel-session-lock-test--saved root id)))
           (should (= turns 2))
           (should (string-match-p "first question" text))
@@ -288,7 +288,7 @@ Neither holds the other's turn."
                 (while (and (not outcome) (< (float-time) deadline))
                   (accept-process-output nil 0.05)))
               (should (eq outcome 'done)))
-            (should-not (mevedel-chat-flush chat 5))
+            (should-not (mevedel-save-flush chat 5))
             (let ((deadline (+ (float-time) 30)))
               (while (and (process-live-p headless) (< (float-time) deadline))
                 (accept-process-output headless 0.05)))
@@ -468,28 +468,28 @@ lock is gone and the session resumes."
               (should (eq (mevedel-chat-get root) chat))
               (should-not (mevedel-chat-read-only chat))
               (should (eq (mevedel-session-lock-test--turn chat "fork question") 'done))
-              (should-not (mevedel-chat-flush chat 5))
+              (should-not (mevedel-save-flush chat 5))
               (pcase-let ((`(,turns . ,text) (mevedel-session-lock-test--saved root fork)))
                 (should (= turns 2))
                 (should (string-match-p "first question" text))
                 (should (string-match-p "fork question" text)))
               ;; RET in the sessions list asks too; read-only leaves the fork live.
               (let* ((other (mevedel-session-lock-test--answering ?r prompts
-                              (mevedel-sessions-switch root id)))
+                              (mevedel-session-list-switch root id)))
                      (name (buffer-name other)))
                 (should (= (length prompts) 4))
                 (should (mevedel-chat-read-only (mevedel-view-chat other)))
                 (should (eq (mevedel-chat-get root) chat))
                 ;; Asked again, a fresh read-only view replaces it.
                 (let ((again (mevedel-session-lock-test--answering ?r prompts
-                               (mevedel-sessions-switch root id))))
+                               (mevedel-session-list-switch root id))))
                   (should (= (length prompts) 5))
                   (should-not (buffer-live-p other))
                   (should (equal (buffer-name again) name))
                   (kill-buffer again)))
               ;; Nor can the held session be renamed or deleted here.
-              (should-error (mevedel-sessions-rename root id "mine") :type 'user-error)
-              (should-error (mevedel-sessions-delete root id) :type 'user-error)
+              (should-error (mevedel-session-list-rename root id "mine") :type 'user-error)
+              (should-error (mevedel-session-list-delete root id) :type 'user-error)
               (should (equal (car (mevedel-session-lock-test--saved root id)) 1)))
             ;; The child exits (Ctrl-C): its lock goes, and the session resumes.
             (interrupt-process holder)
@@ -500,7 +500,7 @@ lock is gone and the session resumes."
             (should-not (mevedel-session-lock-test--lock root id))
             (should-not (mevedel-session-owner root id))
             (mevedel-session-lock-test--answering ?c prompts
-              (let ((view (mevedel-sessions-switch root id)))
+              (let ((view (mevedel-session-list-switch root id)))
                 (should (= (length prompts) 5))
                 (should (equal (mevedel-session-id (mevedel-chat-session (mevedel-view-chat view)))
                                id)))))

@@ -94,7 +94,7 @@ prompt, works."
                 (require 'gptel-openai)
                 (setq auth-sources nil
                       gptel-api-key nil
-                      mevedel-chat-save-sessions nil
+                      mevedel-save-sessions nil
                       gptel-backend (gptel-make-openai "tmux no key"
                                       :host "api.invalid" :key #'gptel-api-key-from-auth-source
                                       :models '(gpt-test))
@@ -208,7 +208,7 @@ does not ask."
          (state (make-temp-file "mevedel-tmux-state" t))
          (socket (format "mevedel-hooks-%d" (emacs-pid))))
     (mevedel-tmux-test--write-init
-     init server `(setq mevedel-chat-save-sessions nil
+     init server `(setq mevedel-save-sessions nil
                         mevedel-hooks-approvals-file ,(expand-file-name "approved.eld" state)))
     (unwind-protect
         (let ((process-environment (append '("LANG=C.UTF-8" "LC_ALL=C.UTF-8" "TERM=xterm-256color")

@@ -1,4 +1,4 @@
-;;; sessions-e2e-test.el --- Saved sessions: round trip, resume, fork, crashes  -*- lexical-binding: t; -*-
+;;; resume-e2e-test.el --- Saved sessions: round trip, resume, crashes  -*- lexical-binding: t; -*-
 
 ;;; Commentary:
 
@@ -7,91 +7,28 @@
 ;; this Emacs, in a child Emacs, after `kill -9' of a child Emacs at
 ;; many points of its turns, and from the headless command line.  The
 ;; scripted server refuses a request whose history has a tool call
-;; without a result, as real providers do.
+;; without a result, as real providers do.  Saving is mevedel-save.el,
+;; loading and settling a cut turn mevedel-resume.el.
 
 ;;; Code:
 
 (eval-and-compile
   (add-to-list 'load-path (file-name-directory (or load-file-name buffer-file-name))))
 (require 'mevedel-e2e-helpers)
-(require 'mevedel-sessions)
-
-(defvar mevedel-sessions-test--outcome nil "Outcome of the last turn waited for.")
-
-(defun mevedel-sessions-test--attach (chat server wire &optional plain)
-  "Point CHAT at the scripted SERVER with WIRE, streaming unless PLAIN."
-  (setf (mevedel-chat-backend chat)
-        (mevedel-scripted-model-backend server :wire wire :stream (not plain))
-        (mevedel-chat-model chat) 'scripted-model))
-
-(defun mevedel-sessions-test--send (view prompt &optional during)
-  "Send PROMPT from VIEW's composer and wait for the turn; return its outcome.
-DURING is called with the chat while the turn runs."
-  (let* ((chat (mevedel-view-chat view))
-         (outcome nil)
-         (observer (lambda (event _chat &rest args)
-                     (when (eq event 'turn-end) (setq outcome (car args))))))
-    (mevedel-chat-observe chat observer)
-    (unwind-protect
-        (progn
-          (with-current-buffer view
-            (goto-char (point-max))
-            (insert prompt)
-            (mevedel-view-send))
-          (let ((deadline (+ (float-time) 20)))
-            (while (and (not outcome) (< (float-time) deadline))
-              (when during (funcall during chat))
-              (accept-process-output nil 0.02))))
-      (mevedel-chat-unobserve chat observer))
-    outcome))
-
-(defun mevedel-sessions-test--close (root)
-  "Kill the view and data buffer of ROOT's live chat, as a restart would."
-  (when-let* ((chat (mevedel-chat-get root)))
-    (let ((view (get-buffer (format "*mevedel: %s*" (mevedel-chat-name chat)))))
-      (when view (kill-buffer view)))
-    (kill-buffer (mevedel-chat-data-buffer chat))))
-
-(defmacro mevedel-sessions-test--with (spec &rest body)
-  "Run BODY with a workspace and a scripted server.
-SPEC is (ROOT SERVER STEPS &optional FILES): ROOT and SERVER are bound."
-  (declare (indent 1))
-  (pcase-let ((`(,root ,server ,steps ,files) spec))
-    `(progn
-       (mevedel-e2e-require-python)
-       (let* ((,root (mevedel-e2e-workspace (or ,files '(("notes.txt" . "the answer is 42\n")))))
-              (script (mevedel-e2e-write-script ,steps))
-              (,server (mevedel-scripted-model-start script :vars `(("root" . ,,root))))
-              (mevedel-permissions-mode 'full-auto))
-         (unwind-protect (progn ,@body)
-           (mevedel-sessions-test--close ,root)
-           (mevedel-scripted-model-stop ,server)
-           (delete-file script)
-           (delete-directory ,root t))))))
-
-(defconst mevedel-sessions-test--two-turns
-  '(((text . "Let me read.")
-     (tool_calls . [((name . "Read") (arguments . ((file_path . "{{root}}notes.txt"))))]))
-    ((expect . ((results . [((contains . "the answer is 42"))])))
-     (text . "It is 42."))
-    ((expect . ((user_contains . "And the file?")))
-     (tool_calls . [((name . "Grep") (arguments . ((pattern . "answer") (path . "{{root}}")
-                                                   (output_mode . "content"))))]))
-    ((text . "notes.txt holds it.")))
-  "A script of two turns with one call each.")
+(require 'mevedel-session-list)
 
 ;;;; Round trip in this Emacs
 
-(ert-deftest mevedel-sessions:save-restore-round-trip ()
+(ert-deftest mevedel-resume:save-restore-round-trip ()
   "A saved session comes back with its text, properties, rows, mail and history.
 The view after resuming shows the same rows; the next turn's request
 carries every earlier message."
-  (mevedel-sessions-test--with (root server mevedel-sessions-test--two-turns)
+  (mevedel-e2e-with-server (root server mevedel-e2e-two-turns)
     (let* ((view (mevedel root))
            (chat (mevedel-view-chat view))
            (id (mevedel-session-id (mevedel-chat-session chat))))
-      (mevedel-sessions-test--attach chat server 'openai)
-      (should (eq (mevedel-sessions-test--send view "What is the answer?") 'done))
+      (mevedel-e2e-attach chat server 'openai)
+      (should (eq (mevedel-e2e-send-and-wait view "What is the answer?") 'done))
       ;; The header shows the usage the provider reported.
       (let ((usage (with-current-buffer view (mevedel-view--usage-text chat))))
         (should (equal usage "20 in / 10 out · context 15")))
@@ -101,7 +38,7 @@ carries every earlier message."
       (let* ((before (mevedel-test-saved-runs (mevedel-chat-data-buffer chat)))
              (rows (mevedel-e2e-view-rows view)))
         (should (string-match-p "It is 42" (car before)))
-        (mevedel-sessions-test--close root)
+        (mevedel-e2e-close-live root)
         (should (equal (mapcar #'car (mevedel-session-saved root)) (list id)))
         (let* ((view2 (mevedel root))
                (chat2 (mevedel-view-chat view2)))
@@ -116,8 +53,8 @@ carries every earlier message."
           (should (equal (mapcar (lambda (turn) (plist-get turn :label)) (mevedel-chat-turns chat2))
                          '("What is the answer?")))
           ;; The unread mail is still unread and goes with the next turn.
-          (mevedel-sessions-test--attach chat2 server 'openai)
-          (should (eq (mevedel-sessions-test--send view2 "And the file?") 'done))
+          (mevedel-e2e-attach chat2 server 'openai)
+          (should (eq (mevedel-e2e-send-and-wait view2 "And the file?") 'done))
           (let* ((request (car (last (mevedel-scripted-model-log server))))
                  (messages (alist-get 'messages (alist-get 'body request)))
                  (texts (mapconcat (lambda (m) (format "%s" (alist-get 'content m))) messages "\n")))
@@ -128,7 +65,7 @@ carries every earlier message."
           (with-current-buffer (mevedel-chat-data-buffer chat2)
             (should (text-property-any (point-min) (point-max) 'mevedel-mail t)))
           ;; The readable copy follows the transcript.
-          (mevedel-chat-flush chat2)
+          (mevedel-save-flush chat2)
           (let ((copy (mevedel-transcript-export-name
                        (mevedel-chat-data-buffer chat2)
                        (mevedel-session-directory (mevedel-chat-session chat2)))))
@@ -139,16 +76,16 @@ carries every earlier message."
 
 ;;;; history://
 
-(ert-deftest mevedel-sessions:history-read-and-grep ()
+(ert-deftest mevedel-resume:history-read-and-grep ()
   "history://root pages the live conversation; Grep's lines match Read's.
 history://saved lists saved sessions and reads and searches them
 without resuming them; unavailable forms say why."
-  (mevedel-sessions-test--with (root server mevedel-sessions-test--two-turns)
+  (mevedel-e2e-with-server (root server mevedel-e2e-two-turns)
     (let* ((view (mevedel root))
            (chat (mevedel-view-chat view))
            (id (mevedel-session-id (mevedel-chat-session chat))))
-      (mevedel-sessions-test--attach chat server 'openai)
-      (should (eq (mevedel-sessions-test--send view "What is the answer?") 'done))
+      (mevedel-e2e-attach chat server 'openai)
+      (should (eq (mevedel-e2e-send-and-wait view "What is the answer?") 'done))
       (cl-flet ((run (name args) (mevedel-test-run-tool chat name "call_h" args)))
         (let* ((whole (run "Read" '(:file_path "history://root")))
                (grep (run "Grep" '(:pattern "answer is 42" :path "history://root"
@@ -176,7 +113,7 @@ without resuming them; unavailable forms say why."
                                 (run "Grep" '(:pattern "typed just" :path "history://root"
                                                        :output_mode "content"))))
         ;; Saved sessions: listed, read and searched without resuming.
-        (mevedel-chat-flush chat)
+        (mevedel-save-flush chat)
         (let ((listing (run "Read" '(:file_path "history://saved"))))
           (should (string-match-p (regexp-quote (format "history://saved/%s/segment-0001.chat.org" id))
                                   listing))
@@ -200,21 +137,21 @@ without resuming them; unavailable forms say why."
 
 ;;;; A failed write
 
-(ert-deftest mevedel-sessions:failed-write-is-reported-and-nothing-is-lost ()
+(ert-deftest mevedel-resume:failed-write-is-reported-and-nothing-is-lost ()
   "A write the store refuses is reported, and the next checkpoint saves all.
 The store's writer cannot write the readable copy into a directory
 that is not there: the failure arrives as an event, warns, and marks
 the conversation unsaved from its start, so nothing in memory is lost."
-  (mevedel-sessions-test--with (root server mevedel-sessions-test--two-turns)
+  (mevedel-e2e-with-server (root server mevedel-e2e-two-turns)
     (let* ((view (mevedel root))
            (chat (mevedel-view-chat view))
            (buffer (mevedel-chat-data-buffer chat))
            (reported nil)
            (mevedel-transcript-failure-functions
             (list (lambda (_file message) (push message reported)))))
-      (mevedel-sessions-test--attach chat server 'openai)
-      (should (eq (mevedel-sessions-test--send view "What is the answer?") 'done))
-      (should-not (mevedel-chat-flush chat))
+      (mevedel-e2e-attach chat server 'openai)
+      (should (eq (mevedel-e2e-send-and-wait view "What is the answer?") 'done))
+      (should-not (mevedel-save-flush chat))
       (should-not (mevedel-transcript-dirty-p buffer))
       (mevedel-transcript-consolidate buffer (expand-file-name "no-such-dir/transcript.md" root))
       (mevedel-test-wait-until reported 10)
@@ -223,8 +160,8 @@ the conversation unsaved from its start, so nothing in memory is lost."
       (with-current-buffer "*Warnings*"
         (should (string-match-p "Saving the conversation failed" (buffer-string))))
       (let ((before (mevedel-test-saved-runs buffer)))
-        (mevedel-chat-flush chat)
-        (mevedel-sessions-test--close root)
+        (mevedel-save-flush chat)
+        (mevedel-e2e-close-live root)
         (let ((view2 (mevedel root)))
           (should (equal (mevedel-test-saved-runs
                           (mevedel-chat-data-buffer (mevedel-view-chat view2)))
@@ -232,15 +169,15 @@ the conversation unsaved from its start, so nothing in memory is lost."
 
 ;;;; Resume after a restart
 
-(ert-deftest mevedel-sessions:resume-in-a-new-emacs ()
+(ert-deftest mevedel-resume:resume-in-a-new-emacs ()
   "A child Emacs opening the workspace resumes its newest session.
 It shows the saved turn and brings back the composer history."
-  (mevedel-sessions-test--with (root server mevedel-sessions-test--two-turns)
+  (mevedel-e2e-with-server (root server mevedel-e2e-two-turns)
     (let* ((view (mevedel root))
            (chat (mevedel-view-chat view)))
-      (mevedel-sessions-test--attach chat server 'anthropic)
-      (should (eq (mevedel-sessions-test--send view "What is the answer?") 'done))
-      (mevedel-sessions-test--close root)
+      (mevedel-e2e-attach chat server 'anthropic)
+      (should (eq (mevedel-e2e-send-and-wait view "What is the answer?") 'done))
+      (mevedel-e2e-close-live root)
       (pcase-let ((`(,status . ,output)
                    (mevedel-test-run-emacs
                     `(progn
@@ -258,15 +195,15 @@ It shows the saved turn and brings back the composer history."
 
 ;; A session in sticky Plan is saved in Plan: a new Emacs resumes it
 ;; there, with the header saying so and the next turn stamped.
-(ert-deftest mevedel-sessions:sticky-plan-survives-resume-in-a-new-emacs ()
+(ert-deftest mevedel-resume:sticky-plan-survives-resume-in-a-new-emacs ()
   "A session saved in sticky Plan resumes in Plan in a child Emacs."
-  (mevedel-sessions-test--with (root server '(((text . "Planning first."))))
+  (mevedel-e2e-with-server (root server '(((text . "Planning first."))))
     (let* ((view (mevedel root))
            (chat (mevedel-view-chat view)))
-      (mevedel-sessions-test--attach chat server 'openai)
+      (mevedel-e2e-attach chat server 'openai)
       (mevedel-plan-enter (mevedel-chat-session chat))
-      (should (eq (mevedel-sessions-test--send view "Plan the change") 'done))
-      (mevedel-sessions-test--close root)
+      (should (eq (mevedel-e2e-send-and-wait view "Plan the change") 'done))
+      (mevedel-e2e-close-live root)
       (pcase-let ((`(,status . ,output)
                    (mevedel-test-run-emacs
                     `(progn
@@ -282,80 +219,21 @@ It shows the saved turn and brings back the composer history."
         (should (string-match-p "MODE=plan STAMP=(:plan sticky)" output))
         (should (string-match-p "PLAN mode" output))))))
 
-;;;; New, fork, rename, delete
-
-(ert-deftest mevedel-sessions:new-fork-rename-delete ()
-  "Sessions can be started afresh, resumed, forked, renamed and deleted."
-  (mevedel-sessions-test--with (root server mevedel-sessions-test--two-turns)
-    (let* ((view (mevedel root))
-           (chat (mevedel-view-chat view))
-           (first (mevedel-session-id (mevedel-chat-session chat))))
-      (mevedel-sessions-test--attach chat server 'openai)
-      (should (eq (mevedel-sessions-test--send view "What is the answer?") 'done))
-      (should (eq (mevedel-sessions-test--send view "And the file?") 'done))
-      ;; /new: a fresh session; the first stays saved.
-      (with-current-buffer view
-        (goto-char (point-max))
-        (insert "/new")
-        (mevedel-view-send))
-      (should-not (buffer-live-p view))
-      (let ((fresh (mevedel-chat-get root)))
-        (should-not (equal (mevedel-session-id (mevedel-chat-session fresh)) first))
-        (should (= 0 (buffer-size (mevedel-chat-data-buffer fresh))))
-        (should (equal (mapcar #'car (mevedel-session-saved root)) (list first))))
-      ;; /clear does the same in the same view buffer.
-      (let* ((before (mevedel-chat-get root))
-             (view (mevedel-view-buffer before)))
-        (with-current-buffer view
-          (goto-char (point-max))
-          (insert "/clear")
-          (mevedel-view-send))
-        (should (buffer-live-p view))
-        (should-not (eq (mevedel-view-chat view) before))
-        (should (eq (mevedel-view-chat view) (mevedel-chat-get root)))
-        (should-not (equal (mevedel-session-id (mevedel-chat-session (mevedel-chat-get root)))
-                           (mevedel-session-id (mevedel-chat-session before))))
-        (should (string-empty-p (with-current-buffer view (mevedel-view--composer-text)))))
-      ;; Fork the first session before its second turn.
-      (let ((fork (mevedel-sessions-fork root first 1)))
-        (should (equal (sort (mapcar #'car (mevedel-session-saved root)) #'string<)
-                       (sort (list first fork) #'string<)))
-        (let ((view (mevedel-sessions-switch root fork)))
-          (with-current-buffer (mevedel-chat-data-buffer (mevedel-view-chat view))
-            (should (string-match-p "It is 42" (buffer-string)))
-            (should-not (string-match-p "And the file" (buffer-string))))
-          (should (equal (length (mevedel-chat-turns (mevedel-view-chat view))) 1)))
-        ;; Rename it; the list shows the new title.
-        (mevedel-sessions-rename root fork "Only the answer")
-        (should (equal (cdr (assoc "title" (cdr (assoc fork (mevedel-session-saved root)))))
-                       "Only the answer"))
-        (with-current-buffer (mevedel-sessions root)
-          (should (string-match-p "Only the answer" (buffer-string)))
-          (should (string-match-p "What is the answer" (buffer-string)))
-          (kill-buffer))
-        ;; The live session cannot be deleted; the other one can.
-        (should-error (mevedel-sessions-delete root fork) :type 'user-error)
-        (mevedel-sessions-switch root first)
-        (with-current-buffer (mevedel-chat-data-buffer (mevedel-chat-get root))
-          (should (string-match-p "notes.txt holds it" (buffer-string))))
-        (mevedel-sessions-delete root fork)
-        (should (equal (mapcar #'car (mevedel-session-saved root)) (list first)))))))
-
 ;;;; Abort during a tool call
 
-(mevedel-e2e-deftest-matrix mevedel-sessions:abort-during-call-then-next-turn
+(mevedel-e2e-deftest-matrix mevedel-resume:abort-during-call-then-next-turn
     "After C-c C-k while a call runs, the call has a cancelled result.
 The next turn's request is valid (no call without a result) and succeeds."
     (wire stream)
-  (mevedel-sessions-test--with
+  (mevedel-e2e-with-server
       (root server `(((tool_calls . [((name . "Bash")
                                       (arguments . ((command . "sleep 5") (description . "wait"))))]))
                      ((text . "Fine."))))
     (let* ((view (mevedel root))
            (chat (mevedel-view-chat view))
            (aborted nil))
-      (mevedel-sessions-test--attach chat server wire (not stream))
-      (should (eq (mevedel-sessions-test--send
+      (mevedel-e2e-attach chat server wire (not stream))
+      (should (eq (mevedel-e2e-send-and-wait
                    view "wait"
                    (lambda (chat)
                      (when (and (not aborted) (eq (mevedel-chat-status chat) 'tools))
@@ -364,95 +242,18 @@ The next turn's request is valid (no call without a result) and succeeds."
                   'abort))
       (should (string-match-p "Cancelled: the user interrupted"
                               (with-current-buffer (mevedel-chat-data-buffer chat) (buffer-string))))
-      (should (eq (mevedel-sessions-test--send view "go on") 'done))
+      (should (eq (mevedel-e2e-send-and-wait view "go on") 'done))
       (let ((request (car (last (mevedel-scripted-model-log server)))))
         (should-not (alist-get 'mismatches request))))))
 
-;;;; Compaction
-
-(defun mevedel-sessions-test--request-text (entry)
-  "Return all message text of the logged request ENTRY, joined."
-  (mapconcat (lambda (m) (format "%s" (alist-get 'content m)))
-             (alist-get 'messages (alist-get 'body entry)) "\n"))
-
-(ert-deftest mevedel-sessions:compaction-replaces-older-turns-with-one-summary ()
-  "/compact and automatic compaction send one summary instead of older turns.
-The next request carries the summary and the recent turns; a second
-compaction updates the summary instead of adding one; each keeps a
-numbered recovery copy; the view still shows every turn."
-  (mevedel-sessions-test--with
-      (root server '(((text . "Answer one."))
-                     ((text . "Answer two."))
-                     ((text . "Answer three."))
-                     ((expect . ((user_contains . "Conversation to summarise")))
-                      (text . "SUMMARY-ONE"))
-                     ((expect . ((user_contains . "fourth question")))
-                      (text . "Answer four."))
-                     ((expect . ((user_contains . "Earlier summary:\nSUMMARY-ONE")))
-                      (text . "SUMMARY-TWO"))
-                     ((expect . ((user_contains . "fifth question")))
-                      (text . "Answer five."))))
-    (let* ((view (mevedel root))
-           (chat (mevedel-view-chat view))
-           (mevedel-chat-compact-keep-turns 2)
-           (compacted nil))
-      (mevedel-sessions-test--attach chat server 'openai)
-      (mevedel-chat-observe chat (lambda (event _chat &rest args)
-                                   (when (eq event 'compacted) (push (car args) compacted))))
-      (dolist (prompt '("first question" "second question" "third question"))
-        (should (eq (mevedel-sessions-test--send view prompt) 'done)))
-      ;; By hand, with the slash command.
-      (with-current-buffer view
-        (goto-char (point-max))
-        (insert "/compact the numbers")
-        (mevedel-view-send))
-      (mevedel-test-wait-until compacted 20)
-      (should (equal compacted '(done)))
-      (let ((summary (mevedel-sessions-test--request-text
-                      (nth 3 (mevedel-scripted-model-log server)))))
-        (should (string-match-p "first question" summary))
-        (should (string-match-p "Keep above all: the numbers" summary))
-        (should-not (string-match-p "third question" summary)))
-      (should (eq (mevedel-sessions-test--send view "fourth question") 'done))
-      (let ((request (mevedel-sessions-test--request-text
-                      (nth 4 (mevedel-scripted-model-log server)))))
-        (should (string-match-p "SUMMARY-ONE" request))
-        (should (string-match-p "Answer two\\." request))
-        (should (string-match-p "Answer three\\." request))
-        (should-not (string-match-p "first question\\|Answer one" request)))
-      ;; Automatically, when the context would be too full: 15 tokens
-      ;; reported plus the prompt pass 80% of a 20-token window.
-      (let ((mevedel-chat-context-windows '((scripted-model . 20))))
-        (should (mevedel-chat-needs-compaction-p chat "fifth question"))
-        (should (eq (mevedel-sessions-test--send view "fifth question") 'done)))
-      (should (equal compacted '(done done)))
-      (let* ((log (mevedel-scripted-model-log server))
-             (request (mevedel-sessions-test--request-text (nth 6 log))))
-        (should-not (cl-some (lambda (entry) (alist-get 'mismatches entry)) log))
-        (should (= (length log) 7))
-        (should (string-match-p "SUMMARY-TWO" request))
-        (should-not (string-match-p "SUMMARY-ONE" request))
-        (should-not (string-match-p "Answer two\\." request))
-        (should (string-match-p "Answer three\\." request))
-        (should (string-match-p "Answer four\\." request)))
-      ;; One summary in the data buffer; recovery copies; every turn in view.
-      (with-current-buffer (mevedel-chat-data-buffer chat)
-        (should (= 1 (how-many "<conversation-summary" (point-min) (point-max)))))
-      (let ((dir (mevedel-session-directory (mevedel-chat-session chat))))
-        (should (= 2 (length (directory-files dir nil "\\`compact-000[12]\\.")))))
-      (let ((transcript (mevedel-e2e-transcript-text view)))
-        (dolist (text '("first question" "Answer one." "Answer two." "Answer five."
-                        "⟲ Earlier turns compacted"))
-          (should (string-search text transcript)))))))
-
 ;;;; Queued input
 
-(mevedel-e2e-deftest-matrix mevedel-sessions:queued-message-joins-after-the-tool-batch
+(mevedel-e2e-deftest-matrix mevedel-resume:queued-message-joins-after-the-tool-batch
     "A message sent while a call runs is queued, shown, then delivered.
 It reaches the model as a user message after the call's result and
 before the next sample; the transcript shows it there."
     (wire stream)
-  (mevedel-sessions-test--with
+  (mevedel-e2e-with-server
       (root server `(((tool_calls . [((name . "Bash")
                                       (arguments . ((command . "sleep 1; echo slept")
                                                     (description . "wait"))))]))
@@ -461,8 +262,8 @@ before the next sample; the transcript shows it there."
     (let* ((view (mevedel root))
            (chat (mevedel-view-chat view))
            (queued nil))
-      (mevedel-sessions-test--attach chat server wire (not stream))
-      (should (eq (mevedel-sessions-test--send
+      (mevedel-e2e-attach chat server wire (not stream))
+      (should (eq (mevedel-e2e-send-and-wait
                    view "wait a bit"
                    (lambda (chat)
                      (when (and (not queued) (eq (mevedel-chat-status chat) 'tools))
@@ -491,17 +292,17 @@ before the next sample; the transcript shows it there."
                    (string-search "Noted, tests too." transcript))))
       (should (equal (car (mevedel-chat-history chat)) "also look at the tests")))))
 
-(ert-deftest mevedel-sessions:queued-message-after-the-last-sample-starts-the-next-turn ()
+(ert-deftest mevedel-resume:queued-message-after-the-last-sample-starts-the-next-turn ()
   "A message queued during a turn without more tool batches is its own next turn.
 A queued message can also be taken back into the composer."
-  (mevedel-sessions-test--with
+  (mevedel-e2e-with-server
       (root server '(((text . "First answer, streamed slowly to leave time to queue."))
                      ((expect . ((user_contains . "follow-up")))
                       (text . "Second answer."))))
     (let* ((view (mevedel root))
            (chat (mevedel-view-chat view))
            (ends nil))
-      (mevedel-sessions-test--attach chat server 'openai)
+      (mevedel-e2e-attach chat server 'openai)
       (mevedel-chat-observe chat (lambda (event _chat &rest args)
                                    (when (eq event 'turn-end) (push (car args) ends))))
       (with-current-buffer view
@@ -525,7 +326,7 @@ A queued message can also be taken back into the composer."
 
 ;;;; Crashes
 
-(defconst mevedel-sessions-test--crash-steps
+(defconst mevedel-resume-test--crash-steps
   (let ((long (mapconcat (lambda (i) (format "word%d" i)) (number-sequence 1 60) " ")))
     `(((text . ,(concat "First I look. " long))
        (tool_calls . [((name . "Read") (arguments . ((file_path . "{{root}}notes.txt"))))
@@ -536,7 +337,7 @@ A queued message can also be taken back into the composer."
       ((text . ,(concat "Done: 42. " long)))))
   "One turn of a crash run: streamed text, two parallel calls, a call, an answer.")
 
-(defun mevedel-sessions-test--child-form (root init turns)
+(defun mevedel-resume-test--child-form (root init turns)
   "Return the form of a child Emacs running TURNS turns in ROOT with INIT.
 It reports on stderr: STREAM on the first chunk of each response, TOOLS
 when calls start, SETTLED ID once a call's result is saved, TURN-END."
@@ -560,12 +361,12 @@ when calls start, SETTLED ID once a call's result is saved, TURN-END."
          (while (not done) (accept-process-output nil 0.02)))
        (message "ALL-DONE"))))
 
-(defun mevedel-sessions-test--crash-once (wire marker nth delay)
+(defun mevedel-resume-test--crash-once (wire marker nth delay)
   "Kill a child Emacs DELAY seconds after its NTH MARKER line, then resume.
 WIRE is the backend's format.  Return a description of what failed, or nil."
   (let* ((root (mevedel-e2e-workspace '(("notes.txt" . "the answer is 42\n"))))
          (script (mevedel-e2e-write-script
-                  (append mevedel-sessions-test--crash-steps mevedel-sessions-test--crash-steps)))
+                  (append mevedel-resume-test--crash-steps mevedel-resume-test--crash-steps)))
          (server (mevedel-scripted-model-start script :vars `(("root" . ,root)) :delay 0.01))
          (init (mevedel-e2e-headless-config (mevedel-scripted-model-port server) wire t nil))
          (recovery-script (mevedel-e2e-write-script '(((text . "Recovered.")))))
@@ -578,7 +379,7 @@ WIRE is the backend's format.  Return a description of what failed, or nil."
                       :connection-type 'pipe
                       :command (cons (expand-file-name invocation-name invocation-directory)
                                      (mevedel-test-emacs-args
-                                      (mevedel-sessions-test--child-form root init 2)))))
+                                      (mevedel-resume-test--child-form root init 2)))))
               (deadline (+ (float-time) 60)))
           ;; Kill at the chosen point.
           (while (and (process-live-p child) (not killed) (< (float-time) deadline))
@@ -614,7 +415,7 @@ WIRE is the backend's format.  Return a description of what failed, or nil."
               (setf (mevedel-chat-backend chat)
                     (mevedel-scripted-model-backend recovery :wire wire :stream t)
                     (mevedel-chat-model chat) 'scripted-model)
-              (let ((outcome (mevedel-sessions-test--send view "after the crash"))
+              (let ((outcome (mevedel-e2e-send-and-wait view "after the crash"))
                     (request (car (last (mevedel-scripted-model-log recovery)))))
                 (unless (and (eq outcome 'done) request (not (alist-get 'mismatches request)))
                   (setq problem (format "next turn %s: %S" outcome
@@ -622,7 +423,7 @@ WIRE is the backend's format.  Return a description of what failed, or nil."
             (when problem
               (setq problem (format "%s %s #%d +%ss: %s\nchild: %S" wire marker nth delay problem
                                     lines)))))
-      (mevedel-sessions-test--close root)
+      (mevedel-e2e-close-live root)
       (kill-buffer output)
       (mevedel-scripted-model-stop server)
       (mevedel-scripted-model-stop recovery)
@@ -630,26 +431,26 @@ WIRE is the backend's format.  Return a description of what failed, or nil."
       (delete-directory root t))
     problem))
 
-(defconst mevedel-sessions-test--kill-points
+(defconst mevedel-resume-test--kill-points
   '(("STREAM" 1 0.05) ("STREAM" 1 0.2) ("TOOLS" 1 0.0) ("TOOLS" 1 0.2) ("SETTLED" 1 0.0)
     ("SETTLED" 2 0.01) ("STREAM" 2 0.1) ("TOOLS" 2 0.05) ("SETTLED" 3 0.0) ("TURN-END" 1 0.0))
   "Where a crash run kills its child: after the Nth MARKER line, plus a delay.
 Streaming text, calls running, right after a result was saved, and a
 turn's end (its compaction) are all covered, for each wire format.")
 
-(ert-deftest mevedel-sessions:kill-9-at-20-points ()
+(ert-deftest mevedel-resume:kill-9-at-20-points ()
   "After `kill -9' of Emacs at 20 points, the resumed session is whole.
 Every call whose result was reported saved is in the transcript, every
 ended turn is there, and the next turn's request is valid and succeeds,
 for OpenAI and Anthropic."
   (let ((problems nil))
     (dolist (wire '(openai anthropic))
-      (pcase-dolist (`(,marker ,nth ,delay) mevedel-sessions-test--kill-points)
-        (when-let* ((problem (mevedel-sessions-test--crash-once wire marker nth delay)))
+      (pcase-dolist (`(,marker ,nth ,delay) mevedel-resume-test--kill-points)
+        (when-let* ((problem (mevedel-resume-test--crash-once wire marker nth delay)))
           (push problem problems))))
     (should-not problems)))
 
-(ert-deftest mevedel-sessions:kill-9-during-a-toolcall-program ()
+(ert-deftest mevedel-resume:kill-9-during-a-toolcall-program ()
   "A ToolCall program cut off by `kill -9' comes back with what it had run."
   (let* ((root (mevedel-e2e-workspace '(("notes.txt" . "the answer is 42\n"))))
          (program "(let [a (Read :file_path \"{{root}}notes.txt\")
@@ -667,7 +468,7 @@ for OpenAI and Anthropic."
                       :connection-type 'pipe
                       :command (cons (expand-file-name invocation-name invocation-directory)
                                      (mevedel-test-emacs-args
-                                      (mevedel-sessions-test--child-form root init 1))))))
+                                      (mevedel-resume-test--child-form root init 1))))))
           ;; Read has settled and Bash runs once the record has caught up (1 s).
           (mevedel-test-wait-until
             (with-current-buffer output (string-search "TOOLS" (buffer-string))) 30)
@@ -682,7 +483,7 @@ for OpenAI and Anthropic."
 its 2 nested calls had finished (Read, Bash)" text))
             (should (string-search "Interrupted: Emacs stopped before this turn finished"
                                    (with-current-buffer view (buffer-string))))))
-      (mevedel-sessions-test--close root)
+      (mevedel-e2e-close-live root)
       (kill-buffer output)
       (mevedel-scripted-model-stop server)
       (dolist (file (list script init)) (delete-file file))
@@ -690,7 +491,7 @@ its 2 nested calls had finished (Read, Bash)" text))
 
 ;;;; Headless
 
-(ert-deftest mevedel-sessions:headless-continue-and-list ()
+(ert-deftest mevedel-resume:headless-continue-and-list ()
   "The second headless run with --continue sends the first run's messages.
 --list-sessions --json lists the session the --json transcript names."
   (mevedel-e2e-require-python)
@@ -740,5 +541,5 @@ its 2 nested calls had finished (Read, Bash)" text))
         (dolist (file (list script init)) (delete-file file))
         (delete-directory root t)))))
 
-(provide 'sessions-e2e-test)
-;;; sessions-e2e-test.el ends here
+(provide 'resume-e2e-test)
+;;; resume-e2e-test.el ends here
