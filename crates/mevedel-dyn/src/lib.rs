@@ -8,6 +8,7 @@
 //! convert arguments, call the plain library (`mevedel-core`), and convert results back;
 //! they hold no logic of their own.
 
+mod args;
 mod bash;
 mod channel;
 mod checkpoint;

@@ -17,6 +17,7 @@ use mevedel_core::events::{self, Event};
 use mevedel_core::store::transcript;
 use mevedel_core::store::{Loaded, NewMessage, Store, Writer};
 
+use crate::args::Plist;
 use crate::convert::{list_items, to_lisp};
 use crate::errors::{self, OrSignal};
 use crate::guard::guarded;
@@ -115,34 +116,29 @@ fn store_info<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
     })
 }
 
-/// Queue a mailbox message; return its id. ATTRS, when non-nil, is a
-/// list of (NAME VALUE) strings: its opening-tag attributes.
+/// Queue a mailbox message in HANDLE's store; return its id. ARGS:
+/// `:recipient`, `:kind`, `:payload`, `:sender` (or nil) and `:attrs`,
+/// a list of (NAME VALUE) strings: its opening-tag attributes.
 #[defun(name = "store-mailbox-post")]
-fn store_mailbox_post(
-    env: &Env,
-    handle: Value,
-    recipient: String,
-    kind: String,
-    payload: String,
-    sender: Option<String>,
-    attrs: Option<Value>,
-) -> Result<i64> {
+fn store_mailbox_post(env: &Env, handle: Value, args: Value) -> Result<i64> {
     guarded(env, || {
-        let store = store_of(env, handle)?;
-        let mut pairs = Vec::new();
-        let mut rest = attrs;
-        while let Some(list) = rest.filter(|v| v.is_not_nil()) {
-            let pair: Value = list.car()?;
-            pairs.push((pair.car::<String>()?, pair.cdr::<Value>()?.car::<String>()?));
-            rest = Some(list.cdr()?);
+        let mut args = Plist::new(env, "store-mailbox-post", args)?;
+        let recipient = args.string(":recipient")?;
+        let kind = args.string(":kind")?;
+        let payload = args.string(":payload")?;
+        let sender = args.opt_string(":sender")?;
+        let mut attrs = Vec::new();
+        for pair in args.list(":attrs")? {
+            attrs.push((pair.car::<String>()?, pair.cdr::<Value>()?.car::<String>()?));
         }
-        store
+        args.finish()?;
+        store_of(env, handle)?
             .mailbox_post(&NewMessage {
                 recipient,
                 sender,
                 kind,
                 payload,
-                attrs: pairs,
+                attrs,
             })
             .or_signal(env)
     })
