@@ -1,8 +1,6 @@
 //! Owned child processes (see `process::owner`) and managed executions
 //! (see `exec::manager`).
 
-use std::time::Duration;
-
 use emacs::{Env, IntoLisp, Result, Value, defun};
 use mevedel_core::datum::Datum;
 use mevedel_core::error::ErrorKind;
@@ -19,10 +17,7 @@ use crate::guard::guarded;
 /// how many groups were signalled.
 #[defun(name = "exec-stop-all")]
 fn exec_stop_all(env: &Env, grace_ms: i64) -> Result<i64> {
-    guarded(env, || {
-        let grace = Duration::from_millis(grace_ms.clamp(0, 60_000) as u64);
-        Ok(process::global().stop_all(grace) as i64)
-    })
+    guarded(env, || Ok(process::global().stop_all_ms(grace_ms) as i64))
 }
 
 /// Ids of the owned process groups that still have members.
