@@ -31,7 +31,8 @@ use crate::sandbox::policy::{self, Backend, Boundary, Decision, Mode, Policy};
 use crate::sandbox::probe;
 use crate::sandbox::{bwrap, scan};
 
-/// One launch, as Lisp describes it (JSON with kebab-case keys).
+/// One launch, as Lisp describes it: a keyword plist decoded into this
+/// type by the seam (kebab-case keys, unknown ones refused).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Request {
