@@ -275,7 +275,12 @@ tool declarations wait for the module instead of loading it."
   (let ((err (should-error (mevedel-core--exec-start
                             0 '(:session "s" :owner "/root" :command "true" :cwd 5))
                            :type 'mevedel-core-exec-error)))
-    (should (string-match-p "bad execution spec: :cwd" (cadr err)))))
+    (should (string-match-p "bad execution spec: :cwd" (cadr err))))
+  ;; `:false' is false, as `json-serialize' has it, not a name.
+  (should (eq (plist-get (mevedel-core--sandbox-decide
+                          '(:command ("true") :mode "off" :network :false))
+                         :boundary)
+              'off)))
 
 ;;;; Event channel
 

@@ -23,6 +23,8 @@ use crate::errors::{OrSignal, mevedel_core_argument_error};
 
 emacs::use_symbols! {
     string integer float symbol cons vector
+    json_false => ":false"
+    json_null => ":null"
 }
 
 emacs::use_functions! {
@@ -184,9 +186,9 @@ impl<'e> Plist<'e> {
             .transpose()
     }
 
-    /// Whether KEY is there with a non-nil value.
+    /// Whether KEY is there with a value other than nil and `:false`.
     pub fn bool(&mut self, key: &'static str) -> bool {
-        self.value(key).is_some()
+        self.value(key).is_some_and(|v| v != *json_false)
     }
 
     /// The elements of KEY's list (none when absent).
@@ -240,10 +242,11 @@ impl<'e> Plist<'e> {
 
     /// The keys left, decoded as T, a serde type of core that rejects
     /// unknown fields: keys lose their colon, strings, numbers and lists
-    /// keep their shape, t is true, other symbols are their names, a
-    /// plist is an object. T's shape is its area's contract (a request
-    /// may carry user settings), so a mismatch signals the area's error
-    /// KIND, "WHAT: " then serde's message, which names the key
+    /// keep their shape, t is true, `:false` and `:null` are false and
+    /// null (as `json-serialize` has them), other symbols are their
+    /// names, a plist is an object. T's shape is its area's contract (a
+    /// request may carry user settings), so a mismatch signals the area's
+    /// error KIND, "WHAT: " then serde's message, which names the key
     /// (`:sandbox :mode ...` for a nested one).
     pub fn deserialize<T: DeserializeOwned>(mut self, kind: ErrorKind, what: &str) -> Result<T> {
         let entries = std::mem::take(&mut self.entries);
@@ -271,8 +274,11 @@ impl<'e> Plist<'e> {
             return Ok(Json::from(v.into_rust::<f64>()?));
         }
         if ty == *symbol {
-            if !v.is_not_nil() {
+            if !v.is_not_nil() || v == *json_null {
                 return Ok(Json::Null);
+            }
+            if v == *json_false {
+                return Ok(Json::Bool(false));
             }
             let name: String = env.call(symbol_name, [v])?.into_rust()?;
             return Ok(if name == "t" {
