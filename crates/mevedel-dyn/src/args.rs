@@ -13,7 +13,10 @@
 //! and what it expected: such an error is a bug in
 //! `lisp/mevedel-core.el`, not something a user or model did.
 
-use emacs::{Env, IntoLisp, Result, Value};
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use emacs::{Env, GlobalRef, IntoLisp, Result, Value, Vector};
 use serde::de::{self, DeserializeOwned, DeserializeSeed, IntoDeserializer, MapAccess, Visitor};
 use serde_json::{Map, Value as Json};
 
@@ -29,14 +32,16 @@ emacs::use_symbols! {
 
 emacs::use_functions! {
     symbol_name => "symbol-name"
+    vconcat
 }
 
 /// A decoded keyword plist of one call of the module function `function`.
 pub struct Plist<'e> {
     env: &'e Env,
     function: &'static str,
-    /// Keys (with their colon) and non-nil values not taken yet.
-    entries: Vec<(String, Value<'e>)>,
+    /// Keys and non-nil values not taken yet. Keys are compared as
+    /// symbols (`eq`); their names are read only for messages.
+    entries: Vec<(Value<'e>, Value<'e>)>,
     /// Every key a getter asked for, for the unknown-key message.
     known: Vec<&'static str>,
     /// How messages name a key: empty, or the outer key and a space.
@@ -49,6 +54,38 @@ pub fn fail<T>(env: &Env, function: &str, message: impl std::fmt::Display) -> Re
     env.signal(mevedel_core_argument_error, [text])
 }
 
+thread_local! {
+    /// The keywords getters asked for, interned once per thread and
+    /// never freed (there are a few dozen).
+    static KEYWORDS: RefCell<HashMap<&'static str, &'static GlobalRef>> =
+        RefCell::new(HashMap::new());
+}
+
+/// The keyword KEY (its name, colon included).
+fn keyword<'e>(env: &'e Env, key: &'static str) -> Result<Value<'e>> {
+    KEYWORDS.with(|cell| {
+        let known = cell.borrow().get(key).copied();
+        if let Some(known) = known {
+            return Ok(known.bind(env));
+        }
+        let made = env.intern(key)?;
+        cell.borrow_mut()
+            .insert(key, Box::leak(Box::new(made.make_global_ref())));
+        Ok(made)
+    })
+}
+
+/// How a message names the key KEY: a symbol's name, else its printed form.
+fn key_name(env: &Env, key: Value<'_>) -> String {
+    let name = if env.type_of(key).is_ok_and(|t| t == *symbol) {
+        env.call(symbol_name, [key])
+    } else {
+        env.call("prin1-to-string", [key])
+    };
+    name.and_then(|n| n.into_rust())
+        .unwrap_or_else(|_| "a key".into())
+}
+
 /// The Lisp type name of V, for messages.
 fn type_name(env: &Env, v: Value<'_>) -> String {
     env.type_of(v)
@@ -58,47 +95,24 @@ fn type_name(env: &Env, v: Value<'_>) -> String {
 }
 
 impl<'e> Plist<'e> {
-    /// Decode PLIST, an argument of FUNCTION: keywords alternating with
-    /// values, each key at most once. Keys whose value is nil are absent.
+    /// Decode PLIST, an argument of FUNCTION: keys alternating with
+    /// values. Keys whose value is nil are absent. An improper list
+    /// signals `wrong-type-argument`; a key that is not a keyword, or one
+    /// given twice, is reported by [`Plist::finish`].
     pub fn new(env: &'e Env, function: &'static str, plist: Value<'e>) -> Result<Plist<'e>> {
-        let mut entries: Vec<(String, Value<'e>)> = Vec::new();
-        let mut rest = plist;
-        while rest.is_not_nil() {
-            if env.type_of(rest)? != *cons {
-                return fail(env, function, "the plist is not a proper list");
-            }
-            let key: Value = rest.car()?;
-            let tail: Value = rest.cdr()?;
-            if tail.is_not_nil() && env.type_of(tail)? != *cons {
-                return fail(env, function, "the plist is not a proper list");
-            }
-            let name = if env.type_of(key)? == *symbol {
-                env.call(symbol_name, [key])?.into_rust::<String>()?
-            } else {
-                String::new()
-            };
-            if !name.starts_with(':') {
-                return fail(
-                    env,
-                    function,
-                    format_args!(
-                        "expected a keyword at position {}, got a {}",
-                        entries.len() * 2,
-                        type_name(env, key)
-                    ),
-                );
-            }
-            if tail.is_not_nil() {
-                rest = tail.cdr()?;
-            } else {
-                return fail(env, function, format_args!("{name} has no value"));
-            }
-            let value: Value = tail.car()?;
-            if entries.iter().any(|(k, _)| *k == name) {
-                return fail(env, function, format_args!("{name} is given twice"));
-            }
+        // One call copies the list into a vector, whose items are read
+        // without calling Lisp again (`car`/`cdr` would be two calls each).
+        let items: Vector = env.call(vconcat, [plist])?.into_rust()?;
+        let n = items.len();
+        if n % 2 == 1 {
+            let name = key_name(env, items.get(n - 1)?);
+            return fail(env, function, format_args!("{name} has no value"));
+        }
+        let mut entries: Vec<(Value<'e>, Value<'e>)> = Vec::with_capacity(n / 2);
+        for i in (0..n).step_by(2) {
+            let value: Value = items.get(i + 1)?;
             if value.is_not_nil() {
-                entries.push((name, value));
+                entries.push((items.get(i)?, value));
             }
         }
         Ok(Plist {
@@ -128,15 +142,22 @@ impl<'e> Plist<'e> {
     }
 
     /// Take KEY's value out: None when absent or nil.
-    pub fn value(&mut self, key: &'static str) -> Option<Value<'e>> {
+    pub fn value(&mut self, key: &'static str) -> Result<Option<Value<'e>>> {
         self.known.push(key);
-        let i = self.entries.iter().position(|(k, _)| k == key)?;
-        Some(self.entries.swap_remove(i).1)
+        if self.entries.is_empty() {
+            return Ok(None);
+        }
+        let wanted = keyword(self.env, key)?;
+        Ok(self
+            .entries
+            .iter()
+            .position(|(k, _)| *k == wanted)
+            .map(|i| self.entries.swap_remove(i).1))
     }
 
     /// KEY's value, which must be there (EXPECTED says what it is).
     pub fn required(&mut self, key: &'static str, expected: &str) -> Result<Value<'e>> {
-        match self.value(key) {
+        match self.value(key)? {
             Some(v) => Ok(v),
             None => self.wrong(key, expected, None),
         }
@@ -149,7 +170,7 @@ impl<'e> Plist<'e> {
         ty: &emacs::OnceGlobalRef,
         expected: &str,
     ) -> Result<Option<Value<'e>>> {
-        match self.value(key) {
+        match self.value(key)? {
             None => Ok(None),
             Some(v) if self.env.type_of(v)? == *ty => Ok(Some(v)),
             Some(v) => self.wrong(key, expected, Some(v)),
@@ -187,13 +208,13 @@ impl<'e> Plist<'e> {
     }
 
     /// Whether KEY is there with a value other than nil and `:false`.
-    pub fn bool(&mut self, key: &'static str) -> bool {
-        self.value(key).is_some_and(|v| v != *json_false)
+    pub fn bool(&mut self, key: &'static str) -> Result<bool> {
+        Ok(self.value(key)?.is_some_and(|v| v != *json_false))
     }
 
     /// The elements of KEY's list (none when absent).
     pub fn list(&mut self, key: &'static str) -> Result<Vec<Value<'e>>> {
-        let Some(list) = self.value(key) else {
+        let Some(list) = self.value(key)? else {
             return Ok(Vec::new());
         };
         if self.env.type_of(list)? != *cons {
@@ -218,7 +239,7 @@ impl<'e> Plist<'e> {
     /// KEY's value as a plist of its own (empty when absent), decoded on
     /// behalf of the same function; `finish` it too.
     pub fn plist(&mut self, key: &'static str) -> Result<Plist<'e>> {
-        let value = match self.value(key) {
+        let value = match self.value(key)? {
             Some(v) => v,
             None => ().into_lisp(self.env)?,
         };
@@ -229,9 +250,18 @@ impl<'e> Plist<'e> {
 
     /// Reject the keys no getter asked for.
     pub fn finish(self) -> Result<()> {
-        let Some((key, _)) = self.entries.first() else {
+        let Some(&(key, _)) = self.entries.first() else {
             return Ok(());
         };
+        let name = key_name(self.env, key);
+        if self.known.contains(&name.as_str()) {
+            return fail(
+                self.env,
+                self.function,
+                format_args!("{}{name} is given twice", self.prefix),
+            );
+        }
+        let key = name;
         let known = self.known.join(" ");
         fail(
             self.env,
@@ -250,14 +280,29 @@ impl<'e> Plist<'e> {
     /// (`:sandbox :mode ...` for a nested one).
     pub fn deserialize<T: DeserializeOwned>(mut self, kind: ErrorKind, what: &str) -> Result<T> {
         let entries = std::mem::take(&mut self.entries);
-        let mut map = Map::new();
-        for (key, value) in entries {
-            let json = self.json(&key, value)?;
-            map.insert(key[1..].to_string(), json);
-        }
+        let map = self.object(entries)?;
         T::deserialize(Keyed(Json::Object(map)))
             .map_err(|e| Error::new(kind, format!("{what}: {e}")))
             .or_signal(self.env)
+    }
+
+    /// ENTRIES as a JSON object whose keys are the keywords' names
+    /// without their colon.
+    fn object(&self, entries: Vec<(Value<'e>, Value<'e>)>) -> Result<Map<String, Json>> {
+        let mut map = Map::new();
+        for (key, value) in entries {
+            let name = key_name(self.env, key);
+            let Some(bare) = name.strip_prefix(':') else {
+                return fail(
+                    self.env,
+                    self.function,
+                    format_args!("{}{name} is not a keyword", self.prefix),
+                );
+            };
+            let json = self.json(&name, value)?;
+            map.insert(bare.to_string(), json);
+        }
+        Ok(map)
     }
 
     /// V (the value of KEY) as JSON, per [`Plist::deserialize`].
@@ -309,12 +354,7 @@ impl<'e> Plist<'e> {
                     .starts_with(':');
             if is_plist {
                 let nested = Plist::new(env, self.function, v)?;
-                let mut map = Map::new();
-                for (k, item) in nested.entries {
-                    let json = self.json(&k, item)?;
-                    map.insert(k[1..].to_string(), json);
-                }
-                return Ok(Json::Object(map));
+                return self.object(nested.entries).map(Json::Object);
             }
             let mut out = Vec::new();
             for item in crate::convert::list_items(v)? {

@@ -28,7 +28,7 @@ fn buffer_text(env: &Env, text: Value<'_>) -> Result<Vec<u8>> {
 
 /// What `:attempt` (an attempt) or else `:path`, shown as `:display`, name.
 fn over(args: &mut Plist<'_>) -> Result<Over> {
-    let attempt = args.value(":attempt");
+    let attempt = args.value(":attempt")?;
     let path = args.opt_string(":path")?;
     let display = args.opt_string(":display")?.unwrap_or_default();
     Ok(match attempt {
@@ -68,9 +68,9 @@ fn grep_options(env: &Env, mut options: Plist<'_>) -> Result<Options> {
         mode: options.opt_string(":output-mode")?,
         before: options.opt_int(":before")?.unwrap_or(0),
         after: options.opt_int(":after")?.unwrap_or(0),
-        case_insensitive: options.bool(":case-insensitive"),
-        line_numbers: options.bool(":line-numbers"),
-        multiline: options.bool(":multiline"),
+        case_insensitive: options.bool(":case-insensitive")?,
+        line_numbers: options.bool(":line-numbers")?,
+        multiline: options.bool(":multiline")?,
         head_limit: options.opt_int(":head-limit")?.unwrap_or(0),
         offset: options.opt_int(":offset")?.unwrap_or(0),
     };
@@ -91,11 +91,11 @@ fn timeout(ms: i64) -> Option<Duration> {
 fn resource_read(env: &Env, id: i64, args: Value<'_>) -> Result<()> {
     guarded(env, || {
         let mut args = Plist::new(env, "resource-read", args)?;
-        let attempt = args.value(":attempt");
+        let attempt = args.value(":attempt")?;
         let path = args.opt_string(":path")?;
         let display = args.opt_string(":display")?.unwrap_or_default();
         let req = page(&mut args)?;
-        let unsaved = args.value(":unsaved");
+        let unsaved = args.value(":unsaved")?;
         args.finish()?;
         let target = match (unsaved, attempt) {
             (Some(unsaved), _) => ReadTarget::Buffer {

@@ -33,7 +33,7 @@ fn sandbox_probe(env: &Env, id: i64, args: Value<'_>) -> Result<()> {
         let path = args.opt_string(":path")?;
         let helper = args.opt_string(":helper")?.map(PathBuf::from);
         let target = args.opt_string(":target")?;
-        let refresh = args.bool(":refresh");
+        let refresh = args.bool(":refresh")?;
         args.finish()?;
         let options = probe::Options::new(target, path, helper);
         probe::start(id, options, timeout_ms, refresh).or_signal(env)
