@@ -3,7 +3,8 @@
 //!
 //! A handle is a `user-ptr` owning an `Arc<CompiledTool>` (no `RefCell`:
 //! handles are read-only, so they are taken as `Value` and converted with
-//! `into_rust`, see hazard 5); the GC frees it once the registry lets go.
+//! `into_rust`, which borrows nothing); the GC frees it once the registry
+//! lets go.
 //! Arguments cross as JSON text (the only representation that keeps null,
 //! false, {} and [] apart cheaply); results come back as Lisp values.
 

@@ -11,7 +11,7 @@
 //! joined with its path below the root (the walk follows no links, so
 //! that is the file's own truename). Files met by the walk keep its
 //! rules (ignore files, filters); new files are held to the same rules
-//! by [`Unsaved::admits`].
+//! by [`admits`].
 
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
