@@ -51,27 +51,19 @@
 (declare-function mevedel-core--resource-parse-many "ext:mevedel-dyn" (texts))
 (declare-function mevedel-core--truenames "ext:mevedel-dyn" (files))
 (declare-function mevedel-core--file-stamps "ext:mevedel-dyn" (files))
-(declare-function mevedel-core--resource-prepare "ext:mevedel-dyn"
-                  (address operation session-dir workspace docs-root
-                           memory-roots skills recall-days))
+(declare-function mevedel-core--resource-prepare "ext:mevedel-dyn" (address args))
 (declare-function mevedel-core--resource-attempt-facts "ext:mevedel-dyn" (attempt))
-(declare-function mevedel-core--resource-read "ext:mevedel-dyn"
-                  (id attempt path display offset limit char-offset unsaved))
-(declare-function mevedel-core--search-grep "ext:mevedel-dyn"
-                  (id attempt path display options timeout-ms unsaved))
-(declare-function mevedel-core--search-glob "ext:mevedel-dyn"
-                  (id attempt path display pattern timeout-ms new-files))
-(declare-function mevedel-core--resource-read-text "ext:mevedel-dyn"
-                  (id text display offset limit char-offset))
-(declare-function mevedel-core--search-grep-texts "ext:mevedel-dyn"
-                  (id texts options timeout-ms))
+(declare-function mevedel-core--resource-read "ext:mevedel-dyn" (id args))
+(declare-function mevedel-core--search-grep "ext:mevedel-dyn" (id args))
+(declare-function mevedel-core--search-glob "ext:mevedel-dyn" (id args))
+(declare-function mevedel-core--resource-read-text "ext:mevedel-dyn" (id args))
+(declare-function mevedel-core--search-grep-texts "ext:mevedel-dyn" (id args))
 (declare-function mevedel-core--search-cancel "ext:mevedel-dyn" (id))
 (declare-function mevedel-core--search-running "ext:mevedel-dyn" ())
-(declare-function mevedel-core--sandbox-probe "ext:mevedel-dyn"
-                  (id timeout-ms path helper target refresh))
+(declare-function mevedel-core--sandbox-probe "ext:mevedel-dyn" (id args))
 (declare-function mevedel-core--sandbox-forget-probes "ext:mevedel-dyn" ())
-(declare-function mevedel-core--sandbox-decide "ext:mevedel-dyn" (request-json))
-(declare-function mevedel-core--sandbox-prepare "ext:mevedel-dyn" (request-json))
+(declare-function mevedel-core--sandbox-decide "ext:mevedel-dyn" (request))
+(declare-function mevedel-core--sandbox-prepare "ext:mevedel-dyn" (request))
 (declare-function mevedel-core--schema-compile "ext:mevedel-dyn" (descriptor))
 (declare-function mevedel-core--schema-check "ext:mevedel-dyn" (tool arguments repair))
 (declare-function mevedel-core--schema-search "ext:mevedel-dyn" (tools query))
@@ -89,8 +81,7 @@
 (declare-function mevedel-core--store-open "ext:mevedel-dyn" (file))
 (declare-function mevedel-core--store-close "ext:mevedel-dyn" (store))
 (declare-function mevedel-core--store-info "ext:mevedel-dyn" (store))
-(declare-function mevedel-core--store-mailbox-post "ext:mevedel-dyn"
-                  (store recipient kind payload sender attrs))
+(declare-function mevedel-core--store-mailbox-post "ext:mevedel-dyn" (store args))
 (declare-function mevedel-core--store-mailbox-unread "ext:mevedel-dyn" (store recipient))
 (declare-function mevedel-core--store-mailbox-deliver "ext:mevedel-dyn" (store ids))
 (declare-function mevedel-core--store-mailbox-deliver-after "ext:mevedel-dyn" (store mailbox ids))
@@ -110,12 +101,11 @@
 (declare-function mevedel-core--store-file-info "ext:mevedel-dyn" (file))
 (declare-function mevedel-core--store-input-push "ext:mevedel-dyn" (store text))
 (declare-function mevedel-core--store-inputs "ext:mevedel-dyn" (store limit))
-(declare-function mevedel-core--exec-start "ext:mevedel-dyn" (spec-json request-id))
-(declare-function mevedel-core--exec-observe "ext:mevedel-dyn"
-                  (session id owner wait-ms request-id))
-(declare-function mevedel-core--exec-write "ext:mevedel-dyn"
-                  (session id owner chars wait-ms request-id))
-(declare-function mevedel-core--exec-stop "ext:mevedel-dyn" (session id owner user request-id))
+(declare-function mevedel-core--exec-start "ext:mevedel-dyn" (request-id spec))
+(declare-function mevedel-core--exec-observe "ext:mevedel-dyn" (request-id args))
+(declare-function mevedel-core--exec-write "ext:mevedel-dyn" (request-id args))
+(declare-function mevedel-core--exec-stop "ext:mevedel-dyn" (request-id args))
+(declare-function mevedel-core--exec-stop-by-user "ext:mevedel-dyn" (session id))
 (declare-function mevedel-core--exec-input-by-user "ext:mevedel-dyn" (session id chars))
 (declare-function mevedel-core--exec-list "ext:mevedel-dyn" (session owner))
 (declare-function mevedel-core--exec-teardown "ext:mevedel-dyn" (session))
@@ -327,11 +317,11 @@ kept per target, path and helper)."
    (lambda (id)
      (mevedel-core--sandbox-probe
       id
-      (or (plist-get options :timeout-ms) mevedel-core-probe-timeout)
-      (or (plist-get options :path) (getenv "PATH"))
-      (or (plist-get options :helper) (mevedel-core-build-helper-file))
-      (or (plist-get options :target) "local")
-      (plist-get options :refresh)))
+      (list :timeout-ms (or (plist-get options :timeout-ms) mevedel-core-probe-timeout)
+            :path (or (plist-get options :path) (getenv "PATH"))
+            :helper (or (plist-get options :helper) (mevedel-core-build-helper-file))
+            :target (or (plist-get options :target) "local")
+            :refresh (plist-get options :refresh))))
    (lambda (status value) (funcall callback (and (eq status 'ok) value)))))
 
 ;;;; Resource addresses, Read, Glob and Grep
@@ -376,10 +366,14 @@ LABEL)), :skills (a list of (NAME SOURCE-KEY ROOT ORIGIN PLUGIN)) and
 containment failures signal `mevedel-core-resource-error'."
   (mevedel-core-ensure)
   (mevedel-core--resource-prepare
-   address operation
-   (plist-get context :session-dir) (plist-get context :workspace)
-   (plist-get context :docs-root) (plist-get context :memory-roots)
-   (plist-get context :skills) (or (plist-get context :recall-days) 14)))
+   address
+   (list :operation operation
+         :session-dir (plist-get context :session-dir)
+         :workspace (plist-get context :workspace)
+         :docs-root (plist-get context :docs-root)
+         :memory-roots (plist-get context :memory-roots)
+         :skills (plist-get context :skills)
+         :recall-days (or (plist-get context :recall-days) 14))))
 
 (defun mevedel-core-resource-attempt-facts (attempt)
   "Return the permission facts of ATTEMPT as a plist.
@@ -398,9 +392,10 @@ request id."
   (let ((path (and (stringp target) target)))
     (mevedel-core-request
      (lambda (id)
-       (mevedel-core--resource-read id (and (not path) target) path display
-                                    (plist-get page :offset) (plist-get page :limit)
-                                    (plist-get page :char-offset) unsaved))
+       (mevedel-core--resource-read
+        id (list :attempt (and (not path) target) :path path :display display
+                 :offset (plist-get page :offset) :limit (plist-get page :limit)
+                 :char-offset (plist-get page :char-offset) :unsaved unsaved)))
      callback)))
 
 (defun mevedel-core-search-grep (target display options timeout-ms callback
@@ -415,19 +410,13 @@ the files of those truenames (NEW-P: the file does not exist yet).
 CALLBACK gets `ok' and (:text :total :shown :partial), or `error' and
 \(ERROR-SYMBOL MESSAGE).  Return the request id, for
 `mevedel-core-search-cancel'."
-  (let ((path (and (stringp target) target))
-        (opts (mevedel-core--grep-options options)))
+  (let ((path (and (stringp target) target)))
     (mevedel-core-request
      (lambda (id)
-       (mevedel-core--search-grep id (and (not path) target) path display opts timeout-ms
-                                  unsaved))
+       (mevedel-core--search-grep
+        id (list :attempt (and (not path) target) :path path :display display
+                 :options options :timeout-ms timeout-ms :unsaved unsaved)))
      callback)))
-
-(defun mevedel-core--grep-options (options)
-  "Return the module's list of Grep options for the plist OPTIONS."
-  (mapcar (lambda (key) (plist-get options key))
-          '(:pattern :glob :type :output-mode :before :after :case-insensitive
-                     :line-numbers :multiline :head-limit :offset)))
 
 (defun mevedel-core-resource-read-text (text display page callback)
   "Read TEXT, a document of mevedel's own named DISPLAY, in pages like a file.
@@ -435,8 +424,9 @@ PAGE and CALLBACK are as in `mevedel-core-resource-read'.  Return the
 request id."
   (mevedel-core-request
    (lambda (id)
-     (mevedel-core--resource-read-text id text display (plist-get page :offset)
-                                       (plist-get page :limit) (plist-get page :char-offset)))
+     (mevedel-core--resource-read-text
+      id (list :text text :display display :offset (plist-get page :offset)
+               :limit (plist-get page :limit) :char-offset (plist-get page :char-offset))))
    callback))
 
 (defun mevedel-core-search-grep-texts (texts options timeout-ms callback)
@@ -445,7 +435,8 @@ Each is searched as one file named ADDRESS.  OPTIONS, TIMEOUT-MS and
 CALLBACK are as in `mevedel-core-search-grep'.  Return the request id."
   (mevedel-core-request
    (lambda (id)
-     (mevedel-core--search-grep-texts id texts (mevedel-core--grep-options options) timeout-ms))
+     (mevedel-core--search-grep-texts
+      id (list :texts texts :options options :timeout-ms timeout-ms)))
    callback))
 
 (defun mevedel-core-search-glob (target display pattern timeout-ms callback
@@ -458,8 +449,9 @@ the request id."
   (let ((path (and (stringp target) target)))
     (mevedel-core-request
      (lambda (id)
-       (mevedel-core--search-glob id (and (not path) target) path display pattern timeout-ms
-                                  new-files))
+       (mevedel-core--search-glob
+        id (list :attempt (and (not path) target) :path path :display display
+                 :pattern pattern :timeout-ms timeout-ms :new-files new-files)))
      callback)))
 
 (defun mevedel-core-search-cancel (id)
@@ -489,7 +481,7 @@ Return non-nil if the request was running."
   "Keys of a sandbox request plist and the type of each value.")
 
 (defun mevedel-core-sandbox-object (request)
-  "Return the sandbox REQUEST plist in the module's shape (a JSON plist).
+  "Return the sandbox REQUEST plist in the module's shape.
 Keys with a nil value are left out (the module's defaults apply); the
 helper defaults to `mevedel-core-build-helper-file'.  Managed
 executions pass it as the :sandbox of their spec."
@@ -510,18 +502,13 @@ executions pass it as the :sandbox of their spec."
       (setq out (nconc out (list :helper (mevedel-core-build-helper-file)))))
     out))
 
-(defun mevedel-core--sandbox-json (request)
-  "Return the JSON text of the sandbox REQUEST plist.
-See `mevedel-core-sandbox-object'."
-  (json-serialize (mevedel-core-sandbox-object request)))
-
 (defun mevedel-core-sandbox-decide (request)
   "Return the boundary the sandbox REQUEST plist would get.
 The result is (:boundary SYMBOL :disclosure TEXT :refusal TEXT).  Uses
 the cached probe, probing synchronously (within the request's
 :probe-timeout-ms) when there is none."
   (mevedel-core-ensure)
-  (mevedel-core--sandbox-decide (mevedel-core--sandbox-json request)))
+  (mevedel-core--sandbox-decide (mevedel-core-sandbox-object request)))
 
 (defun mevedel-core-sandbox-prepare (request)
   "Prepare the sandbox REQUEST plist and describe it, running nothing.
@@ -529,23 +516,9 @@ Return (:boundary :argv :cwd :disclosure :refusal :network
 :extra-writes :extra-reads).  Probes like `mevedel-core-sandbox-decide'.
 Signals `mevedel-core-sandbox-error' when a path cannot be used."
   (mevedel-core-ensure)
-  (mevedel-core--sandbox-prepare (mevedel-core--sandbox-json request)))
+  (mevedel-core--sandbox-prepare (mevedel-core-sandbox-object request)))
 
 ;;;; Managed execution (Bash, Monitor)
-
-(defun mevedel-core--json-spec (plist)
-  "Return PLIST as a JSON object string for the module.
-Nil values are left out, lists of strings become arrays."
-  (let (pairs)
-    (while plist
-      (let ((key (pop plist)) (value (pop plist)))
-        (when value
-          (push key pairs)
-          (push (if (and (consp value) (not (keywordp (car value))))
-                    (vconcat value)
-                  value)
-                pairs))))
-    (json-serialize (nreverse pairs))))
 
 (defun mevedel-core-exec-start (spec callback)
   "Start the managed execution SPEC and return its id.
@@ -563,7 +536,7 @@ observation plist after :yield-ms, or `error' and (SYMBOL MESSAGE)."
   (let (exec-id)
     (mevedel-core-request
      (lambda (request)
-       (setq exec-id (mevedel-core--exec-start (mevedel-core--json-spec spec) request)))
+       (setq exec-id (mevedel-core--exec-start request spec)))
      callback)
     exec-id))
 
@@ -574,7 +547,9 @@ OWNER nil means the user, who may see every execution.  CALLBACK gets
 :facts."
   (mevedel-core-ensure)
   (mevedel-core-request
-   (lambda (request) (mevedel-core--exec-observe session id owner wait-ms request))
+   (lambda (request)
+     (mevedel-core--exec-observe
+      request (list :session session :id id :owner owner :wait-ms wait-ms)))
    callback))
 
 (defun mevedel-core-exec-write (session id owner chars wait-ms callback)
@@ -583,7 +558,9 @@ Ordinary input goes only to PTY executions; \"\\x03\" is Ctrl-C.
 CALLBACK is as for `mevedel-core-exec-observe'."
   (mevedel-core-ensure)
   (mevedel-core-request
-   (lambda (request) (mevedel-core--exec-write session id owner chars wait-ms request))
+   (lambda (request)
+     (mevedel-core--exec-write
+      request (list :session session :id id :owner owner :chars chars :wait-ms wait-ms)))
    callback))
 
 (defun mevedel-core-exec-stop (session id owner callback)
@@ -591,7 +568,8 @@ CALLBACK is as for `mevedel-core-exec-observe'."
 CALLBACK gets `ok' and the final observation once it has settled."
   (mevedel-core-ensure)
   (mevedel-core-request
-   (lambda (request) (mevedel-core--exec-stop session id owner nil request))
+   (lambda (request)
+     (mevedel-core--exec-stop request (list :session session :id id :owner owner)))
    callback))
 
 (defun mevedel-core-exec-input-by-user (session id chars)
@@ -607,7 +585,7 @@ the execution takes no such input."
   "Stop execution ID of SESSION for the user; return non-nil if it ran.
 Its result is delivered as usual, without waking the model."
   (mevedel-core-ensure)
-  (mevedel-core--exec-stop session id nil t 0))
+  (mevedel-core--exec-stop-by-user session id))
 
 (defun mevedel-core-exec-list (session &optional owner)
   "Return plists of OWNER's yielded, unfinished executions in SESSION.
@@ -789,7 +767,8 @@ Return a handle for the other `mevedel-core-store-' and mailbox functions."
   "Queue PAYLOAD (a string) of KIND for RECIPIENT in STORE; return its id.
 SENDER, when non-nil, names who sent it.  ATTRS is a list of (NAME
 VALUE) strings: the record's opening-tag attributes, kept in order."
-  (mevedel-core--store-mailbox-post store recipient kind payload sender attrs))
+  (mevedel-core--store-mailbox-post
+   store (list :recipient recipient :kind kind :payload payload :sender sender :attrs attrs)))
 
 (defun mevedel-core-mailbox-unread (store recipient)
   "Return RECIPIENT's undelivered messages in STORE, oldest first.
@@ -980,8 +959,7 @@ Each file's state before its first checkpoint against the disk now."
 
 ;;;; PTC
 
-(declare-function mevedel-core--ptc-start "ext:mevedel-dyn"
-                  (source tools standalone steps depth value retained))
+(declare-function mevedel-core--ptc-start "ext:mevedel-dyn" (source args))
 (declare-function mevedel-core--ptc-direct "ext:mevedel-dyn" (machine))
 (declare-function mevedel-core--ptc-feed "ext:mevedel-dyn" (machine n ok text))
 (declare-function mevedel-core--ptc-resume "ext:mevedel-dyn" (machine))
@@ -992,7 +970,10 @@ TOOLS are the names the program may call, STANDALONE those that must
 be the whole program; BUDGETS is (STEPS DEPTH VALUE RETAINED).  A
 program that does not compile fails on its first resume."
   (mevedel-core-ensure)
-  (apply #'mevedel-core--ptc-start source tools standalone budgets))
+  (pcase-let ((`(,steps ,depth ,value ,retained) budgets))
+    (mevedel-core--ptc-start
+     source (list :tools tools :standalone standalone :steps steps :depth depth
+                  :value value :retained retained))))
 
 (defun mevedel-core-ptc-direct (machine)
   "Return the tool of MACHINE's program when it is one direct call, else nil."
@@ -1010,7 +991,7 @@ Return (calls ((N TOOL ARGS-JSON BATCH) ...)), (done TEXT STEPS) or
 
 ;;;; Web
 
-(declare-function mevedel-core--web-convert "ext:mevedel-dyn" (id kind body options))
+(declare-function mevedel-core--web-convert "ext:mevedel-dyn" (id args))
 
 (defun mevedel-core-web-convert (kind body options callback)
   "Convert BODY, a fetched response, in the background; CALLBACK gets it.
@@ -1024,7 +1005,13 @@ nil: (:title :author :description :captions URL); \"captions\" nil: the
 caption text.  CHARSET is the Content-Type header's, or nil.  Return
 the request id."
   (mevedel-core-request
-   (lambda (id) (mevedel-core--web-convert id kind body options))
+   (lambda (id)
+     (mevedel-core--web-convert
+      id (nconc (list :kind kind :body body)
+                (pcase kind
+                  ("html" (list :charset (nth 0 options) :url (nth 1 options)))
+                  ("text" (list :charset (nth 0 options)))
+                  ("search" (list :allowed (nth 0 options) :blocked (nth 1 options)))))))
    callback))
 
 (provide 'mevedel-core)

@@ -254,6 +254,34 @@ tool declarations wait for the module instead of loading it."
       (should (equal (list (nth 1 form) (func-arity (nth 1 form)))
                      (list (nth 1 form) (func-arity `(lambda ,(nth 3 form)))))))))
 
+;;;; Arguments
+
+(ert-deftest mevedel-core:plist-arguments-name-the-key ()
+  "A structured call's plist rejects unknown keys and names ill-typed ones."
+  (mevedel-core-ensure)
+  (let ((err (should-error (mevedel-core--search-glob 0 '(:path "/" :pattrn "x"))
+                           :type 'mevedel-core-argument-error)))
+    (should (string-match-p "mevedel-core--search-glob: unknown key :pattrn" (cadr err))))
+  (let ((err (should-error (mevedel-core--search-grep 0 '(:path "/" :options (:before "2")))
+                           :type 'wrong-type-argument)))
+    (should (string-match-p ":options :before must be an integer, not a string" (cadr err))))
+  (let ((err (should-error (mevedel-core--ptc-start "1" '(:tools ("Read") :steps 1))
+                           :type 'mevedel-core-argument-error)))
+    (should (string-match-p ":depth is required" (cadr err))))
+  (should-error (mevedel-core--search-glob 0 '(:path "/" :path "/tmp"))
+                :type 'mevedel-core-argument-error)
+  (should-error (mevedel-core--search-glob 0 '(:path))
+                :type 'mevedel-core-argument-error)
+  (let ((err (should-error (mevedel-core--exec-start
+                            0 '(:session "s" :owner "/root" :command "true" :cwd 5))
+                           :type 'mevedel-core-exec-error)))
+    (should (string-match-p "bad execution spec: :cwd" (cadr err))))
+  ;; `:false' is false, as `json-serialize' has it, not a name.
+  (should (eq (plist-get (mevedel-core--sandbox-decide
+                          '(:command ("true") :mode "off" :network :false))
+                         :boundary)
+              'off)))
+
 ;;;; Event channel
 
 (ert-deftest mevedel-core:channel-delivers-1000-events-in-order ()

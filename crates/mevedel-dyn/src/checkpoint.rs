@@ -3,12 +3,18 @@
 
 use emacs::{Env, Result, Value, defun};
 use mevedel_core::datum::Datum;
-use mevedel_core::store::FileState;
+use mevedel_core::store::Store;
+use std::sync::Arc;
 
 use crate::convert::{strings, to_lisp};
 use crate::errors::OrSignal;
 use crate::guard::guarded;
-use crate::store::store_of;
+use crate::store::handle_of;
+
+/// HANDLE's store, or the error that it is closed.
+fn store_of(env: &Env, handle: Value<'_>) -> Result<Arc<Store>> {
+    handle_of(handle)?.store().or_signal(env)
+}
 
 /// Record, for turn TURN (LABEL: what the user asked), the present state
 /// of each of PATHS (absolute) that the turn has not recorded yet; return
@@ -22,10 +28,8 @@ fn checkpoint_before(
     paths: Value,
 ) -> Result<i64> {
     guarded(env, || {
-        let store = store_of(env, handle)?;
-        let states = FileState::read_all(&strings(paths)?).or_signal(env)?;
-        let added = store
-            .checkpoint_before(&turn, &label, &states)
+        let added = handle_of(handle)?
+            .checkpoint_before(&turn, &label, &strings(paths)?)
             .or_signal(env)?;
         Ok(added as i64)
     })
@@ -35,9 +39,9 @@ fn checkpoint_before(
 #[defun(name = "checkpoint-after")]
 fn checkpoint_after(env: &Env, handle: Value, paths: Value) -> Result<()> {
     guarded(env, || {
-        let store = store_of(env, handle)?;
-        let states = FileState::read_all(&strings(paths)?).or_signal(env)?;
-        store.checkpoint_after(&states).or_signal(env)
+        handle_of(handle)?
+            .checkpoint_after(&strings(paths)?)
+            .or_signal(env)
     })
 }
 

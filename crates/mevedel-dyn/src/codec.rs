@@ -8,33 +8,22 @@
 
 use emacs::raw::emacs_value;
 use emacs::{Env, IntoLisp, Result, Value, defun};
-use mevedel_core::codec::block::{self, Block, Owner};
+use mevedel_core::codec::block::{self, Block, Check, Owner};
 use mevedel_core::codec::reader::Scratch;
-use mevedel_core::text::ByteToChar;
 
 use crate::errors::OrSignal;
 use crate::guard::guarded;
 use crate::lisp_data::RawData;
 use crate::text::{LispText, copy_exact, copy_text_or_buffer};
 
-/// TEXT's blocks from one scan, each as the byte offset of its payload
-/// (for decoding) and the block with positions counted from BASE (for
-/// Lisp).
+/// TEXT's blocks with positions counted from BASE (see
+/// `block::scan_positions`).
 fn blocks_in(text: &LispText, base: i64) -> Vec<(usize, Block)> {
-    let bytes = text.bytes();
-    let mut map = ByteToChar::new(bytes, text.one_byte_chars);
-    let base = usize::try_from(base).unwrap_or(0);
-    let mut pos = |offset: usize| base + map.char_at(offset);
-    block::scan(bytes)
-        .into_iter()
-        .map(|mut b| {
-            let payload_at = b.payload.start;
-            b.start = pos(b.start);
-            b.payload = pos(b.payload.start)..pos(b.payload.end);
-            b.end = pos(b.end);
-            (payload_at, b)
-        })
-        .collect()
+    block::scan_positions(
+        text.bytes(),
+        text.one_byte_chars,
+        usize::try_from(base).unwrap_or(0),
+    )
 }
 
 fn owner_bytes(owner: Value<'_>) -> Result<Option<Vec<u8>>> {
@@ -61,11 +50,8 @@ fn spans(list: Value<'_>) -> Result<Vec<(usize, usize)>> {
     Ok(out)
 }
 
-/// The shape of `block::scrubbed` and `block::authorised`.
-type Check = fn(&Block, Option<&[u8]>, &dyn Fn(&Block) -> bool) -> bool;
-
-/// TEXT and those of its blocks KEEP passes (`block::scrubbed` or
-/// `block::authorised`) for OWNER and VOUCHED, in order.
+/// TEXT and those of its blocks KEEP (`block::scrubbed` or
+/// `block::authorised`) passes for OWNER and VOUCHED, in order.
 fn blocks_kept(
     env: &Env,
     text: Value<'_>,
@@ -75,10 +61,8 @@ fn blocks_kept(
 ) -> Result<(LispText, Vec<(usize, Block)>)> {
     let (text, base) = copy_text_or_buffer(env, text)?;
     let owner = owner_bytes(owner)?;
-    let vouched = spans(vouched)?;
-    let check = |b: &Block| vouched.iter().any(|&(s, e)| s <= b.start && b.end <= e);
     let mut blocks = blocks_in(&text, base);
-    blocks.retain(|(_, b)| keep(b, owner.as_deref(), &check));
+    block::keep(&mut blocks, owner.as_deref(), &spans(vouched)?, keep);
     Ok((text, blocks))
 }
 

@@ -16,6 +16,7 @@ emacs::define_errors! {
     mevedel_core_store_error "mevedel store error" (mevedel_core_error)
     mevedel_core_patch_error "mevedel patch error" (mevedel_core_error)
     mevedel_core_internal_error "mevedel internal error" (mevedel_core_error)
+    mevedel_core_argument_error "mevedel module called with a bad argument" (mevedel_core_error wrong_type_argument)
 }
 
 /// Signal ERR in Lisp as `(mevedel-core-AREA-error MESSAGE)`.

@@ -1,18 +1,14 @@
 //! Owned child processes (see `process::owner`) and managed executions
 //! (see `exec::manager`).
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use emacs::{Env, IntoLisp, Result, Value, defun};
 use mevedel_core::datum::Datum;
 use mevedel_core::error::ErrorKind;
-use mevedel_core::events;
-use mevedel_core::exec::execution::{Exec, Kind, Spec};
+use mevedel_core::exec::execution::Spec;
 use mevedel_core::exec::manager;
 use mevedel_core::process;
-use mevedel_core::runtime;
 
+use crate::args::Plist;
 use crate::convert::to_lisp;
 use crate::errors::OrSignal;
 use crate::guard::guarded;
@@ -21,10 +17,7 @@ use crate::guard::guarded;
 /// how many groups were signalled.
 #[defun(name = "exec-stop-all")]
 fn exec_stop_all(env: &Env, grace_ms: i64) -> Result<i64> {
-    guarded(env, || {
-        let grace = Duration::from_millis(grace_ms.clamp(0, 60_000) as u64);
-        Ok(process::global().stop_all(grace) as i64)
-    })
+    guarded(env, || Ok(process::global().stop_all_ms(grace_ms) as i64))
 }
 
 /// Ids of the owned process groups that still have members.
@@ -43,84 +36,68 @@ fn exec_live_groups(env: &Env) -> Result<Value<'_>> {
 // Managed executions (Bash, Monitor). Observations and stops answer
 // through `reply` events for the request id Lisp passes.
 
-fn reply_when_done(
-    request_id: i64,
-    work: impl std::future::Future<Output = Datum> + Send + 'static,
-) -> mevedel_core::Result<()> {
-    runtime::spawn(async move {
-        let datum = work.await;
-        events::global().push(events::reply(request_id, Ok(datum)));
-    })
-}
-
-fn wait(ms: i64) -> Duration {
-    Duration::from_millis(ms.clamp(0, 3_600_000) as u64)
-}
-
-fn find(session: &str, id: &str, owner: Option<&str>) -> mevedel_core::Result<Arc<Exec>> {
-    manager::global().find(session, id, owner)
-}
-
-/// Start the execution described by SPEC-JSON (see `exec::execution::Spec`)
-/// and return its id. Refusals signal at once; the first observation
-/// (after the spec's yield-ms) answers REQUEST-ID.
+/// Start the execution SPEC describes, a plist of the keys of
+/// `exec::execution::Spec` (`:sandbox` a plist of
+/// `sandbox::launch::Request`'s), and return its id. Refusals signal at
+/// once; the first observation (after the spec's yield-ms) answers
+/// REQUEST-ID.
 #[defun(name = "exec-start")]
-fn exec_start(env: &Env, spec_json: String, request_id: i64) -> Result<String> {
+fn exec_start(env: &Env, request_id: i64, spec: Value<'_>) -> Result<String> {
     guarded(env, || {
-        let spec: Spec = serde_json::from_str(&spec_json)
-            .map_err(|e| {
-                mevedel_core::Error::new(ErrorKind::Exec, format!("bad execution spec: {e}"))
-            })
-            .or_signal(env)?;
-        let yield_for = wait(spec.yield_ms.map_or(10_000, |ms| ms as i64));
-        let monitor = spec.kind == Kind::Monitor;
-        let exec = manager::global().start(spec).or_signal(env)?;
-        let id = exec.id.clone();
-        let work = async move {
-            if monitor {
-                manager::observe_launch(exec, yield_for).await
-            } else {
-                manager::observe(exec, yield_for, |_| {}).await
-            }
-        };
-        reply_when_done(request_id, work).or_signal(env)?;
-        Ok(id)
+        let spec: Spec = Plist::new(env, "exec-start", spec)?
+            .deserialize(ErrorKind::Exec, "bad execution spec")?;
+        manager::answer_start(request_id, spec).or_signal(env)
     })
 }
 
-/// Observe execution ID of SESSION for OWNER (nil: the user) after
-/// waiting up to WAIT-MS for it to finish; answers REQUEST-ID.
+/// The execution named by the `:session`, `:id` and `:owner` (nil: the
+/// user) of ARGS.
+fn execution(args: &mut Plist<'_>) -> Result<(String, String, Option<String>)> {
+    Ok((
+        args.string(":session")?,
+        args.string(":id")?,
+        args.opt_string(":owner")?,
+    ))
+}
+
+/// Observe an execution after waiting up to `:wait-ms` for it to finish;
+/// answers REQUEST-ID. ARGS: `:session`, `:id`, `:owner`, `:wait-ms`.
 #[defun(name = "exec-observe")]
-fn exec_observe(
-    env: &Env,
-    session: String,
-    id: String,
-    owner: Option<String>,
-    wait_ms: i64,
-    request_id: i64,
-) -> Result<()> {
+fn exec_observe(env: &Env, request_id: i64, args: Value<'_>) -> Result<()> {
     guarded(env, || {
-        let exec = find(&session, &id, owner.as_deref()).or_signal(env)?;
-        reply_when_done(request_id, manager::observe(exec, wait(wait_ms), |_| {})).or_signal(env)
+        let mut args = Plist::new(env, "exec-observe", args)?;
+        let (session, id, owner) = execution(&mut args)?;
+        let wait_ms = args.int(":wait-ms")?;
+        args.finish()?;
+        manager::answer_observe(request_id, &session, &id, owner.as_deref(), wait_ms).or_signal(env)
     })
 }
 
-/// Send CHARS to execution ID (input goes only to a PTY; "\x03" is
-/// Ctrl-C), then observe it after WAIT-MS; answers REQUEST-ID.
+/// Send `:chars` to an execution (input goes only to a PTY; "\x03" is
+/// Ctrl-C), then observe it after `:wait-ms`; answers REQUEST-ID. ARGS:
+/// `:session`, `:id`, `:owner`, `:chars`, `:wait-ms`.
 #[defun(name = "exec-write")]
-fn exec_write(
-    env: &Env,
-    session: String,
-    id: String,
-    owner: Option<String>,
-    chars: String,
-    wait_ms: i64,
-    request_id: i64,
-) -> Result<()> {
+fn exec_write(env: &Env, request_id: i64, args: Value<'_>) -> Result<()> {
     guarded(env, || {
-        let exec = find(&session, &id, owner.as_deref()).or_signal(env)?;
-        manager::write_input(&exec, &chars).or_signal(env)?;
-        reply_when_done(request_id, manager::observe(exec, wait(wait_ms), |_| {})).or_signal(env)
+        let mut args = Plist::new(env, "exec-write", args)?;
+        let (session, id, owner) = execution(&mut args)?;
+        let chars = args.string(":chars")?;
+        let wait_ms = args.int(":wait-ms")?;
+        args.finish()?;
+        manager::answer_write(request_id, &session, &id, owner.as_deref(), &chars, wait_ms)
+            .or_signal(env)
+    })
+}
+
+/// Stop an execution for the model: the final observation answers
+/// REQUEST-ID once it settled. ARGS: `:session`, `:id`, `:owner`.
+#[defun(name = "exec-stop")]
+fn exec_stop(env: &Env, request_id: i64, args: Value<'_>) -> Result<()> {
+    guarded(env, || {
+        let mut args = Plist::new(env, "exec-stop", args)?;
+        let (session, id, owner) = execution(&mut args)?;
+        args.finish()?;
+        manager::answer_stop(request_id, &session, &id, owner.as_deref()).or_signal(env)
     })
 }
 
@@ -130,32 +107,15 @@ fn exec_write(
 #[defun(name = "exec-input-by-user")]
 fn exec_input_by_user(env: &Env, session: String, id: String, chars: String) -> Result<()> {
     guarded(env, || {
-        let exec = find(&session, &id, None).or_signal(env)?;
-        manager::write_input(&exec, &chars).or_signal(env)
+        manager::user_input(&session, &id, &chars).or_signal(env)
     })
 }
 
-/// Stop execution ID for OWNER: the model's stop answers REQUEST-ID with
-/// the final observation once it settled. With USER non-nil (the user's
-/// controls) OWNER is ignored, and the answer is t or nil at once.
-#[defun(name = "exec-stop")]
-fn exec_stop<'e>(
-    env: &'e Env,
-    session: String,
-    id: String,
-    owner: Option<String>,
-    user: Value<'e>,
-    request_id: i64,
-) -> Result<Value<'e>> {
-    guarded(env, || {
-        if user.is_not_nil() {
-            let exec = find(&session, &id, None).or_signal(env)?;
-            return manager::stop_for_user(&exec).into_lisp(env);
-        }
-        let exec = find(&session, &id, owner.as_deref()).or_signal(env)?;
-        reply_when_done(request_id, manager::stop_for_model(exec)).or_signal(env)?;
-        ().into_lisp(env)
-    })
+/// Stop execution ID of SESSION for the user's controls: non-nil if it
+/// was running. Its result goes where it would have gone.
+#[defun(name = "exec-stop-by-user")]
+fn exec_stop_by_user(env: &Env, session: String, id: String) -> Result<bool> {
+    guarded(env, || manager::user_stop(&session, &id).or_signal(env))
 }
 
 /// OWNER's yielded, unfinished executions in SESSION (every unfinished

@@ -9,37 +9,38 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use emacs::{Env, Result, Value, defun};
-use mevedel_core::error::{Error, ErrorKind};
 use mevedel_core::resource::page::PageRequest;
-use mevedel_core::resource::prepare::Filter;
-use mevedel_core::search::grep::{Mode, Options};
+use mevedel_core::search::grep::{Asked, Options};
 use mevedel_core::search::jobs::{self, Job, ReadTarget};
 use mevedel_core::search::unsaved::{Buffer, Unsaved};
-use mevedel_core::search::{Naming, Plan, Root};
+use mevedel_core::search::{Over, Plan};
 
-use crate::convert;
+use crate::args::Plist;
 use crate::errors::OrSignal;
 use crate::guard::guarded;
 use crate::resource::AttemptPtr;
 use crate::text::copy_exact;
-
-fn attempt_of(v: Value<'_>) -> Result<Option<Arc<mevedel_core::resource::Attempt>>> {
-    if v.is_not_nil() {
-        Ok(Some(Arc::clone(&*v.into_ref::<AttemptPtr>()?)))
-    } else {
-        Ok(None)
-    }
-}
 
 /// A buffer's text (a string) as bytes.
 fn buffer_text(env: &Env, text: Value<'_>) -> Result<Vec<u8>> {
     Ok(copy_exact(env, text)?.bytes().to_vec())
 }
 
+/// What `:attempt` (an attempt) or else `:path`, shown as `:display`, name.
+fn over(args: &mut Plist<'_>) -> Result<Over> {
+    let attempt = args.value(":attempt")?;
+    let path = args.opt_string(":path")?;
+    let display = args.opt_string(":display")?.unwrap_or_default();
+    Ok(match attempt {
+        Some(a) => Over::Attempt(Arc::clone(&*a.into_ref::<AttemptPtr>()?)),
+        None => Over::Path(PathBuf::from(path.unwrap_or_default()), display),
+    })
+}
+
 /// The modified buffers in LIST, items (TRUENAME TEXT NEW-P).
-fn unsaved_of(env: &Env, list: Value<'_>) -> Result<Unsaved> {
+fn unsaved_of(env: &Env, list: Vec<Value<'_>>) -> Result<Unsaved> {
     let mut out = Vec::new();
-    for item in convert::list_items(list)? {
+    for item in list {
         let truename: String = item.car()?;
         let rest = item.cdr::<Value>()?;
         let text = buffer_text(env, rest.car()?)?;
@@ -49,259 +50,145 @@ fn unsaved_of(env: &Env, list: Value<'_>) -> Result<Unsaved> {
     Ok(Unsaved::new(out))
 }
 
-/// The plan for ATTEMPT, or for the ordinary PATH shown as DISPLAY,
-/// with the modified buffers UNSAVED standing in for their files. A
-/// PATH that exists only as one of them is searched as that file.
-fn plan(
-    env: &Env,
-    attempt: Value<'_>,
-    path: Option<String>,
-    display: Option<String>,
-    unsaved: Unsaved,
-) -> Result<Plan> {
-    match attempt_of(attempt)? {
-        Some(a) => {
-            let plan = Plan::for_attempt(&a).or_signal(env)?;
-            Ok(Plan { unsaved, ..plan })
-        }
-        None => {
-            let path = PathBuf::from(path.unwrap_or_default());
-            let truename = mevedel_core::resource::contain::truename(&path);
-            if unsaved.get(&truename).is_some_and(|b| b.new) {
-                let root = Root {
-                    base: path.parent().map(PathBuf::from).unwrap_or_default(),
-                    file: Some((path, display.unwrap_or_default())),
-                    naming: Naming::Plain(String::new()),
-                    filter: Filter::Any,
-                    empty_note: None,
-                };
-                return Ok(Plan {
-                    unsaved,
-                    ..Plan::ordinary(root)
-                });
-            }
-            let problem = match std::fs::metadata(&path) {
-                Err(_) => Some("does not exist"),
-                Ok(m) if !m.is_file() && !m.is_dir() => {
-                    Some("is not a regular file or directory (a FIFO, socket or device)")
-                }
-                Ok(_) => None,
-            };
-            if let Some(problem) = problem {
-                let shown = display.unwrap_or_default();
-                return Err(Error::new(
-                    ErrorKind::Search,
-                    format!("`{shown}` {problem}"),
-                ))
-                .or_signal(env);
-            }
-            Ok(Plan {
-                unsaved,
-                ..Plan::ordinary(Root::ordinary(&path, &display.unwrap_or_default()))
-            })
-        }
-    }
+/// The page a Read asks for: the `:offset`, `:limit` and `:char-offset` of ARGS.
+fn page(args: &mut Plist<'_>) -> Result<PageRequest> {
+    Ok(PageRequest {
+        offset: args.opt_int(":offset")?,
+        limit: args.opt_int(":limit")?,
+        char_offset: args.opt_int(":char-offset")?,
+    })
+}
+
+/// The Grep options of the plist OPTIONS (see `search-grep`).
+fn grep_options(env: &Env, mut options: Plist<'_>) -> Result<Options> {
+    let asked = Asked {
+        pattern: options.opt_string(":pattern")?.unwrap_or_default(),
+        glob: options.opt_string(":glob")?,
+        file_type: options.opt_string(":type")?,
+        mode: options.opt_string(":output-mode")?,
+        before: options.opt_int(":before")?.unwrap_or(0),
+        after: options.opt_int(":after")?.unwrap_or(0),
+        case_insensitive: options.bool(":case-insensitive")?,
+        line_numbers: options.bool(":line-numbers")?,
+        multiline: options.bool(":multiline")?,
+        head_limit: options.opt_int(":head-limit")?.unwrap_or(0),
+        offset: options.opt_int(":offset")?.unwrap_or(0),
+    };
+    options.finish()?;
+    Options::check(asked).or_signal(env)
 }
 
 fn timeout(ms: i64) -> Option<Duration> {
     (ms > 0).then(|| Duration::from_millis(ms as u64))
 }
 
-/// Read ATTEMPT (or the ordinary PATH shown as DISPLAY) in the
-/// background; the reply for request ID is (:text TEXT). UNSAVED, when
-/// non-nil, is (TEXT . NEW-P): the text of the modified buffer visiting
-/// the file, read instead of it.
+/// Read in the background; the reply for request ID is (:text TEXT).
+/// ARGS: `:attempt` (a prepared attempt) or `:path` (an ordinary file
+/// name), `:display` (how the model spelled it), `:offset`, `:limit`,
+/// `:char-offset`, and `:unsaved`, when non-nil (TEXT . NEW-P): the
+/// text of the modified buffer visiting the file, read instead of it.
 #[defun(name = "resource-read")]
-#[allow(clippy::too_many_arguments)]
-fn resource_read(
-    env: &Env,
-    id: i64,
-    attempt: Value<'_>,
-    path: Option<String>,
-    display: Option<String>,
-    offset: Option<i64>,
-    limit: Option<i64>,
-    char_offset: Option<i64>,
-    unsaved: Value<'_>,
-) -> Result<()> {
+fn resource_read(env: &Env, id: i64, args: Value<'_>) -> Result<()> {
     guarded(env, || {
-        let target = match attempt_of(attempt)? {
-            _ if unsaved.is_not_nil() => ReadTarget::Buffer {
+        let mut args = Plist::new(env, "resource-read", args)?;
+        let attempt = args.value(":attempt")?;
+        let path = args.opt_string(":path")?;
+        let display = args.opt_string(":display")?.unwrap_or_default();
+        let req = page(&mut args)?;
+        let unsaved = args.value(":unsaved")?;
+        args.finish()?;
+        let target = match (unsaved, attempt) {
+            (Some(unsaved), _) => ReadTarget::Buffer {
                 text: buffer_text(env, unsaved.car()?)?,
-                display: display.unwrap_or_default(),
+                display,
                 new: unsaved.cdr::<Value>()?.is_not_nil(),
             },
-            Some(a) => ReadTarget::Attempt(a),
-            None => ReadTarget::Path(
-                PathBuf::from(path.unwrap_or_default()),
-                display.unwrap_or_default(),
-            ),
-        };
-        let req = PageRequest {
-            offset,
-            limit,
-            char_offset,
+            (None, Some(a)) => ReadTarget::Attempt(Arc::clone(&*a.into_ref::<AttemptPtr>()?)),
+            (None, None) => ReadTarget::Path(PathBuf::from(path.unwrap_or_default()), display),
         };
         jobs::start(id, Job::Read(target, req), None).or_signal(env)
     })
 }
 
-/// The Grep options of OPTIONS, a list (PATTERN GLOB TYPE MODE BEFORE
-/// AFTER CASE-INSENSITIVE LINE-NUMBERS MULTILINE HEAD-LIMIT OFFSET).
-fn grep_options(env: &Env, options: Value<'_>) -> Result<Options> {
-    let mut o = Vec::new();
-    let mut rest = options;
-    while rest.is_not_nil() {
-        o.push(rest.car::<Value>()?);
-        rest = rest.cdr()?;
-    }
-    if o.len() != 11 {
-        return Err(Error::new(
-            ErrorKind::Internal,
-            "search-grep: OPTIONS needs 11 items",
-        ))
-        .or_signal(env);
-    }
-    let s = |v: Value| -> Result<Option<String>> {
-        if v.is_not_nil() {
-            Ok(Some(v.into_rust()?))
-        } else {
-            Ok(None)
-        }
-    };
-    let n = |v: Value| -> Result<i64> { if v.is_not_nil() { v.into_rust() } else { Ok(0) } };
-    let mode_name = s(o[3])?.unwrap_or_else(|| "files_with_matches".into());
-    let mode = Mode::from_name(&mode_name)
-        .ok_or_else(|| {
-            Error::new(
-                ErrorKind::Search,
-                format!(
-                    "Grep: unknown output_mode `{mode_name}` (content, files_with_matches, count)"
-                ),
-            )
-        })
-        .or_signal(env)?;
-    let mut nums = [0usize; 4];
-    for (slot, (i, field)) in
-        nums.iter_mut()
-            .zip([(4, "-B"), (5, "-A"), (9, "head_limit"), (10, "offset")])
-    {
-        let v = n(o[i])?;
-        if v < 0 {
-            return Err(Error::new(
-                ErrorKind::Search,
-                format!("Grep: `{field}` must not be negative (got {v})"),
-            ))
-            .or_signal(env);
-        }
-        *slot = v as usize;
-    }
-    Ok(Options {
-        pattern: s(o[0])?.unwrap_or_default(),
-        glob: s(o[1])?,
-        file_type: s(o[2])?,
-        mode,
-        before: nums[0],
-        after: nums[1],
-        case_insensitive: o[6].is_not_nil(),
-        line_numbers: o[7].is_not_nil(),
-        multiline: o[8].is_not_nil(),
-        head_limit: nums[2],
-        offset: nums[3],
-    })
-}
-
-/// Grep in the background. OPTIONS is a list (PATTERN GLOB TYPE MODE
-/// BEFORE AFTER CASE-INSENSITIVE LINE-NUMBERS MULTILINE HEAD-LIMIT
-/// OFFSET); UNSAVED a list of (TRUENAME TEXT NEW-P), modified buffers
-/// searched instead of their files; the reply for request ID is (:text
-/// :total :shown :partial).
+/// Grep in the background; the reply for request ID is (:text :total
+/// :shown :partial). ARGS: `:attempt` or `:path` and `:display` as for
+/// `resource-read`, `:options` (a plist of :pattern :glob :type
+/// :output-mode :before :after :case-insensitive :line-numbers
+/// :multiline :head-limit :offset), `:timeout-ms` (0 or absent: none)
+/// and `:unsaved`, a list of (TRUENAME TEXT NEW-P): modified buffers
+/// searched instead of their files.
 #[defun(name = "search-grep")]
-#[allow(clippy::too_many_arguments)]
-fn search_grep(
-    env: &Env,
-    id: i64,
-    attempt: Value<'_>,
-    path: Option<String>,
-    display: Option<String>,
-    options: Value<'_>,
-    timeout_ms: i64,
-    unsaved: Value<'_>,
-) -> Result<()> {
+fn search_grep(env: &Env, id: i64, args: Value<'_>) -> Result<()> {
     guarded(env, || {
-        let unsaved = unsaved_of(env, unsaved)?;
-        let plan = plan(env, attempt, path, display, unsaved)?;
+        let mut args = Plist::new(env, "search-grep", args)?;
+        let over = over(&mut args)?;
+        let options = args.plist(":options")?;
+        let timeout_ms = args.opt_int(":timeout-ms")?.unwrap_or(0);
+        let unsaved = unsaved_of(env, args.list(":unsaved")?)?;
+        args.finish()?;
         let opts = grep_options(env, options)?;
+        let plan = Plan::for_search(&over, unsaved).or_signal(env)?;
         jobs::start(id, Job::Grep(plan, opts), timeout(timeout_ms)).or_signal(env)
     })
 }
 
-/// Glob PATTERN in the background; NEW-FILES are the truenames of
-/// files that exist only as unsaved buffers, listed when they match.
-/// The reply for request ID is (:text :total :shown :partial).
+/// Glob in the background; the reply for request ID is (:text :total
+/// :shown :partial). ARGS: `:attempt` or `:path` and `:display` as for
+/// `resource-read`, `:pattern`, `:timeout-ms`, and `:new-files`, the
+/// truenames of files that exist only as unsaved buffers, listed when
+/// they match.
 #[defun(name = "search-glob")]
-#[allow(clippy::too_many_arguments)]
-fn search_glob(
-    env: &Env,
-    id: i64,
-    attempt: Value<'_>,
-    path: Option<String>,
-    display: Option<String>,
-    pattern: String,
-    timeout_ms: i64,
-    new_files: Value<'_>,
-) -> Result<()> {
+fn search_glob(env: &Env, id: i64, args: Value<'_>) -> Result<()> {
     guarded(env, || {
+        let mut args = Plist::new(env, "search-glob", args)?;
+        let over = over(&mut args)?;
+        let pattern = args.opt_string(":pattern")?.unwrap_or_default();
+        let timeout_ms = args.opt_int(":timeout-ms")?.unwrap_or(0);
+        let new_files = args.strings(":new-files")?;
+        args.finish()?;
         let unsaved = Unsaved::new(
-            convert::strings(new_files)?
+            new_files
                 .into_iter()
                 .map(|f| (PathBuf::from(f), Buffer::of_file(Vec::new(), true))),
         );
-        let plan = plan(env, attempt, path, display, unsaved)?;
+        let plan = Plan::for_search(&over, unsaved).or_signal(env)?;
         jobs::start(id, Job::Glob(plan, pattern), timeout(timeout_ms)).or_signal(env)
     })
 }
 
-/// Read TEXT, a document of mevedel's own (a conversation) named
-/// DISPLAY, in pages like a file; the reply for request ID is (:text TEXT).
+/// Read a document of mevedel's own (a conversation) in pages like a
+/// file; the reply for request ID is (:text TEXT). ARGS: `:text`,
+/// `:display` (its name) and the page as for `resource-read`.
 #[defun(name = "resource-read-text")]
-fn resource_read_text(
-    env: &Env,
-    id: i64,
-    text: Value<'_>,
-    display: String,
-    offset: Option<i64>,
-    limit: Option<i64>,
-    char_offset: Option<i64>,
-) -> Result<()> {
+fn resource_read_text(env: &Env, id: i64, args: Value<'_>) -> Result<()> {
     guarded(env, || {
+        let mut args = Plist::new(env, "resource-read-text", args)?;
+        let text = args.required(":text", "a string")?;
+        let display = args.string(":display")?;
+        let req = page(&mut args)?;
+        args.finish()?;
         let target = ReadTarget::Text {
             text: buffer_text(env, text)?,
             display,
-        };
-        let req = PageRequest {
-            offset,
-            limit,
-            char_offset,
         };
         jobs::start(id, Job::Read(target, req), None).or_signal(env)
     })
 }
 
-/// Grep TEXTS, a list of (ADDRESS . TEXT) documents of mevedel's own,
-/// each named by its address, in the background. OPTIONS are as for
-/// `search-grep`; the reply for request ID is (:text :total :shown :partial).
+/// Grep documents of mevedel's own in the background; the reply for
+/// request ID is (:text :total :shown :partial). ARGS: `:texts`, a list
+/// of (ADDRESS . TEXT), each searched as one file named ADDRESS, and
+/// `:options` and `:timeout-ms` as for `search-grep`.
 #[defun(name = "search-grep-texts")]
-fn search_grep_texts(
-    env: &Env,
-    id: i64,
-    texts: Value<'_>,
-    options: Value<'_>,
-    timeout_ms: i64,
-) -> Result<()> {
+fn search_grep_texts(env: &Env, id: i64, args: Value<'_>) -> Result<()> {
     guarded(env, || {
+        let mut args = Plist::new(env, "search-grep-texts", args)?;
+        let texts = args.list(":texts")?;
+        let options = args.plist(":options")?;
+        let timeout_ms = args.opt_int(":timeout-ms")?.unwrap_or(0);
+        args.finish()?;
         let mut documents = Vec::new();
-        for item in convert::list_items(texts)? {
+        for item in texts {
             documents.push((item.car::<String>()?, buffer_text(env, item.cdr()?)?));
         }
         let opts = grep_options(env, options)?;

@@ -27,30 +27,6 @@ fn patch_text(env: &Env, patch: Value<'_>) -> Result<String> {
     Ok(String::from_utf8_lossy(copied.bytes()).into_owned())
 }
 
-fn int(n: usize) -> Datum {
-    Datum::Int(i64::try_from(n).unwrap_or(i64::MAX))
-}
-
-fn sym(name: &str) -> Datum {
-    Datum::Symbol(name.to_string())
-}
-
-fn path_str(path: &Path) -> Datum {
-    Datum::Str(path.to_string_lossy().into_owned())
-}
-
-fn op_datum(op: &Op) -> Datum {
-    let mut pairs = vec![(":op", sym(op.name())), (":path", Datum::str(op.path()))];
-    if let Op::Update {
-        move_to, chunks, ..
-    } = op
-    {
-        pairs.push((":move-to", Datum::opt_str(move_to.clone())));
-        pairs.push((":hunks", int(chunks.len())));
-    }
-    Datum::plist(pairs)
-}
-
 /// The operations of PATCH, as written: a list of plists `(:op add|delete|update
 /// :path P)`, updates with `:move-to` (or nil) and `:hunks N`. A grammar
 /// error signals `mevedel-core-patch-error` naming the line.
@@ -59,7 +35,7 @@ fn patch_parse<'e>(env: &'e Env, patch: Value<'e>) -> Result<Value<'e>> {
     guarded(env, || {
         let text = patch_text(env, patch)?;
         let parsed = patch::parse(&text).or_signal(env)?;
-        let ops = parsed.ops.iter().map(op_datum).collect();
+        let ops = parsed.ops.iter().map(Op::to_datum).collect();
         to_lisp(env, &Datum::List(ops))
     })
 }
@@ -84,47 +60,6 @@ fn patch_plan(env: &Env, patch: Value<'_>, paths: Value<'_>) -> Result<PlanPtr> 
     })
 }
 
-fn hunk_datum(index: usize, h: &patch::diff::DiffHunk) -> Datum {
-    Datum::plist([
-        (":index", int(index)),
-        (":header", Datum::Str(h.header())),
-        (":old-start", int(h.old_start())),
-        (":old-lines", int(h.old_count)),
-        (":new-start", int(h.new_start())),
-        (":new-lines", int(h.new_count)),
-        (":added", int(h.added)),
-        (":removed", int(h.removed)),
-        (":text", Datum::Str(h.text())),
-        (":new-text", Datum::Str(h.new_text())),
-    ])
-}
-
-fn file_datum(f: &FilePlan) -> Datum {
-    Datum::plist([
-        (":path", Datum::str(f.path.as_str())),
-        (":abs", path_str(&f.abs)),
-        (":op", sym(f.op.name())),
-        (":move-to", Datum::opt_str(f.move_to.clone())),
-        (
-            ":move-abs",
-            f.move_abs.as_deref().map_or(Datum::Nil, path_str),
-        ),
-        (":added", int(f.added)),
-        (":removed", int(f.removed)),
-        (":diff", Datum::Str(f.diff())),
-        (
-            ":hunks",
-            Datum::List(
-                f.hunks
-                    .iter()
-                    .enumerate()
-                    .map(|(i, h)| hunk_datum(i, h))
-                    .collect(),
-            ),
-        ),
-    ])
-}
-
 /// Per file of PLAN, in patch order, a plist of :path :abs :op :move-to
 /// :move-abs :added :removed :diff and :hunks (the diff hunks of the
 /// computed change, each :index :header :old-start :old-lines :new-start
@@ -133,7 +68,7 @@ fn file_datum(f: &FilePlan) -> Datum {
 fn patch_plan_files<'e>(env: &'e Env, plan: Value<'e>) -> Result<Value<'e>> {
     guarded(env, || {
         let plan = plan.into_ref::<PlanPtr>()?;
-        let files = plan.files.iter().map(file_datum).collect();
+        let files = plan.files.iter().map(FilePlan::to_datum).collect();
         to_lisp(env, &Datum::List(files))
     })
 }
@@ -207,31 +142,7 @@ fn patch_apply<'e>(env: &'e Env, plan: Value<'e>, choices: Value<'e>) -> Result<
             chosen.get(abs).cloned().unwrap_or(FileChoice::All)
         })
         .or_signal(env)?;
-        let files = outcome
-            .files
-            .iter()
-            .map(|o| {
-                let f = &plan.files[o.index];
-                Datum::plist([
-                    (":path", Datum::str(f.path.as_str())),
-                    (":abs", path_str(&f.abs)),
-                    (":op", sym(f.op.name())),
-                    (":move-to", Datum::opt_str(f.move_to.clone())),
-                    (":status", sym(o.status.name())),
-                    (":added", int(o.added)),
-                    (":removed", int(o.removed)),
-                    (":diff", Datum::Str(o.diff.clone())),
-                ])
-            })
-            .collect();
-        to_lisp(
-            env,
-            &Datum::plist([
-                (":files", Datum::List(files)),
-                (":added", int(outcome.added)),
-                (":removed", int(outcome.removed)),
-            ]),
-        )
+        to_lisp(env, &outcome.to_datum(&plan))
     })
 }
 

@@ -5,41 +5,29 @@
 use std::collections::HashSet;
 
 use emacs::{Env, IntoLisp, Result, Value, defun};
-use mevedel_core::datum::Datum;
-use mevedel_core::ptc::{Action, Budgets, Machine};
+use mevedel_core::ptc::{Budgets, Machine};
 
-use crate::convert::{strings, to_lisp};
+use crate::args::Plist;
+use crate::convert::to_lisp;
 use crate::guard::guarded;
 
-fn budget(n: i64) -> usize {
-    usize::try_from(n.max(1)).unwrap_or(usize::MAX)
-}
-
-/// Compile SOURCE for a caller who may call TOOLS (names), of which
-/// STANDALONE must be the whole program, under the budgets STEPS, DEPTH,
-/// VALUE and RETAINED. A program that does not compile fails on its
-/// first `ptc-resume'.
+/// Compile SOURCE into a machine. ARGS: `:tools` (the names the program
+/// may call), `:standalone` (those that must be the whole program) and
+/// the budgets `:steps`, `:depth`, `:value` and `:retained`. A program
+/// that does not compile fails on its first `ptc-resume'.
 #[defun(user_ptr, name = "ptc-start")]
-#[allow(clippy::too_many_arguments)]
-fn ptc_start(
-    env: &Env,
-    source: String,
-    tools: Value<'_>,
-    standalone: Value<'_>,
-    steps: i64,
-    depth: i64,
-    value: i64,
-    retained: i64,
-) -> Result<Machine> {
+fn ptc_start(env: &Env, source: String, args: Value<'_>) -> Result<Machine> {
     guarded(env, || {
-        let tools: HashSet<String> = strings(tools)?.into_iter().collect();
-        let standalone: HashSet<String> = strings(standalone)?.into_iter().collect();
-        let budgets = Budgets {
-            steps: budget(steps) as u64,
-            depth: budget(depth),
-            value: budget(value),
-            retained: budget(retained),
-        };
+        let mut args = Plist::new(env, "ptc-start", args)?;
+        let tools: HashSet<String> = args.strings(":tools")?.into_iter().collect();
+        let standalone: HashSet<String> = args.strings(":standalone")?.into_iter().collect();
+        let budgets = Budgets::at_least_one(
+            args.int(":steps")?,
+            args.int(":depth")?,
+            args.int(":value")?,
+            args.int(":retained")?,
+        );
+        args.finish()?;
         Ok(Machine::new(&source, &tools, &standalone, budgets))
     })
 }
@@ -67,35 +55,5 @@ fn ptc_feed(env: &Env, machine: &mut Machine, n: i64, ok: Value<'_>, text: Strin
 /// the number of a join's first call, or nil outside a join.
 #[defun(name = "ptc-resume")]
 fn ptc_resume<'e>(env: &'e Env, machine: &mut Machine) -> Result<Value<'e>> {
-    guarded(env, || {
-        let datum = match machine.resume() {
-            Action::Calls(requests) => Datum::List(vec![
-                Datum::Symbol("calls".into()),
-                Datum::List(
-                    requests
-                        .into_iter()
-                        .map(|r| {
-                            Datum::List(vec![
-                                Datum::Int(r.n as i64),
-                                Datum::str(&*r.tool),
-                                Datum::Str(r.args),
-                                r.batch.map_or(Datum::Nil, |b| Datum::Int(b as i64)),
-                            ])
-                        })
-                        .collect(),
-                ),
-            ]),
-            Action::Done { text, steps } => Datum::List(vec![
-                Datum::Symbol("done".into()),
-                Datum::Str(text),
-                Datum::Int(steps as i64),
-            ]),
-            Action::Failed { message, steps } => Datum::List(vec![
-                Datum::Symbol("failed".into()),
-                Datum::Str(message),
-                Datum::Int(steps as i64),
-            ]),
-        };
-        to_lisp(env, &datum)
-    })
+    guarded(env, || to_lisp(env, &machine.resume().to_datum()))
 }

@@ -11,7 +11,8 @@ use mevedel_core::resource::address::Origin;
 use mevedel_core::resource::context::{MemoryRoot, Skill};
 use mevedel_core::resource::{self, Attempt, Context, Operation};
 
-use crate::convert::list_items;
+use crate::args::Plist;
+use crate::convert::{list_items, to_lisp};
 use crate::errors::OrSignal;
 use crate::guard::guarded;
 
@@ -24,20 +25,6 @@ pub(super) fn opt_string(v: Value<'_>) -> Result<Option<String>> {
         Ok(Some(v.into_rust()?))
     } else {
         Ok(None)
-    }
-}
-
-fn origin(env: &Env, name: Option<String>) -> Result<Option<Origin>> {
-    match name {
-        None => Ok(None),
-        Some(n) => match Origin::from_name(&n) {
-            Some(o) => Ok(Some(o)),
-            None => Err(Error::new(
-                ErrorKind::Resource,
-                format!("unknown origin `{n}`"),
-            ))
-            .or_signal(env),
-        },
     }
 }
 
@@ -149,59 +136,48 @@ fn file_stamps<'e>(env: &'e Env, files: Value<'e>) -> Result<Value<'e>> {
     })
 }
 
-/// Prepare ADDRESS for OPERATION ("Read", "Glob", "Grep", "ApplyPatch")
-/// in the given session context. MEMORY-ROOTS is a list of (PATH KIND
-/// LABEL), SKILLS a list of (NAME SOURCE-KEY ROOT ORIGIN PLUGIN). Returns
-/// the opaque attempt; validation failures signal.
+/// Prepare ADDRESS for an operation in a session context; ARGS:
+/// `:operation` ("Read", "Glob", "Grep", "ApplyPatch"), `:session-dir`,
+/// `:workspace`, `:docs-root`, `:memory-roots` (records (PATH KIND
+/// LABEL)), `:skills` (records (NAME SOURCE-KEY ROOT ORIGIN PLUGIN)) and
+/// `:recall-days`. Returns the opaque attempt; validation failures signal.
 #[defun(user_ptr, name = "resource-prepare")]
-#[allow(clippy::too_many_arguments)]
-fn resource_prepare(
-    env: &Env,
-    address: String,
-    operation: String,
-    session_dir: Value<'_>,
-    workspace: Value<'_>,
-    docs_root: Value<'_>,
-    memory_roots: Value<'_>,
-    skills: Value<'_>,
-    recall_days: i64,
-) -> Result<AttemptPtr> {
+fn resource_prepare(env: &Env, address: String, args: Value<'_>) -> Result<AttemptPtr> {
     guarded(env, || {
-        let op = Operation::from_name(&operation)
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Resource,
-                    format!("unknown operation `{operation}`"),
-                )
-            })
-            .or_signal(env)?;
+        let mut args = Plist::new(env, "resource-prepare", args)?;
+        let operation = args.string(":operation")?;
         let mut ctx = Context {
-            session_dir: opt_string(session_dir)?.map(PathBuf::from),
-            workspace: opt_string(workspace)?.map(PathBuf::from),
-            docs_root: opt_string(docs_root)?.map(PathBuf::from),
-            journal_recall_days: recall_days.max(0) as u64,
+            session_dir: args.opt_string(":session-dir")?.map(PathBuf::from),
+            workspace: args.opt_string(":workspace")?.map(PathBuf::from),
+            docs_root: args.opt_string(":docs-root")?.map(PathBuf::from),
+            journal_recall_days: args.opt_int(":recall-days")?.unwrap_or(0).max(0) as u64,
             ..Context::default()
         };
-        for item in list_items(memory_roots)? {
+        let memory_roots = args.list(":memory-roots")?;
+        let skills = args.list(":skills")?;
+        args.finish()?;
+        let origin = |name: Option<String>| name.map(|n| Origin::parse(&n)).transpose();
+        for item in memory_roots {
             let parts = list_items(item)?;
             let get = |i: usize| parts.get(i).copied().map_or(Ok(None), opt_string);
             ctx.memory_roots.push(MemoryRoot {
                 path: PathBuf::from(get(0)?.unwrap_or_default()),
-                kind: origin(env, get(1)?)?,
+                kind: origin(get(1)?).or_signal(env)?,
                 label: get(2)?.unwrap_or_default(),
             });
         }
-        for item in list_items(skills)? {
+        for item in skills {
             let parts = list_items(item)?;
             let get = |i: usize| parts.get(i).copied().map_or(Ok(None), opt_string);
             ctx.skills.push(Skill {
                 name: get(0)?.unwrap_or_default(),
                 source_key: get(1)?.unwrap_or_default(),
                 root: PathBuf::from(get(2)?.unwrap_or_default()),
-                origin: origin(env, get(3)?)?.unwrap_or(Origin::Managed),
+                origin: origin(get(3)?).or_signal(env)?.unwrap_or(Origin::Managed),
                 plugin: get(4)?,
             });
         }
+        let op = Operation::parse(&operation).or_signal(env)?;
         let attempt = resource::prepare(&address, op, &ctx).or_signal(env)?;
         Ok(Arc::new(attempt))
     })
@@ -213,28 +189,6 @@ fn resource_prepare(
 #[defun(name = "resource-attempt-facts")]
 fn resource_attempt_facts<'e>(env: &'e Env, attempt: Value<'e>) -> Result<Value<'e>> {
     guarded(env, || {
-        let a = attempt.into_ref::<AttemptPtr>()?;
-        let paths = a
-            .backing_paths()
-            .iter()
-            .map(|p| p.to_string_lossy().into_owned().into_lisp(env))
-            .collect::<Result<Vec<_>>>()?;
-        let available = !matches!(a.target, resource::prepare::Target::Unavailable(_));
-        env.list(&[
-            env.intern(":operation")?,
-            a.operation.name().into_lisp(env)?,
-            env.intern(":scheme")?,
-            a.scheme().into_lisp(env)?,
-            env.intern(":canonical")?,
-            a.canonical.as_str().into_lisp(env)?,
-            env.intern(":authored")?,
-            a.authored.as_str().into_lisp(env)?,
-            env.intern(":write")?,
-            a.operation.writes().into_lisp(env)?,
-            env.intern(":paths")?,
-            env.list(&paths[..])?,
-            env.intern(":available")?,
-            available.into_lisp(env)?,
-        ])
+        to_lisp(env, &attempt.into_ref::<AttemptPtr>()?.facts())
     })
 }

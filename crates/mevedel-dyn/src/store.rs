@@ -2,82 +2,35 @@
 //! `session.sqlite`, the mailbox, and the conversation's saves.
 //!
 //! Saves of the conversation (`store-transcript-save`, metadata, input
-//! history) go to the store's writer thread, started on the first save:
-//! Lisp only pays for copying the text. A failed save becomes a
-//! `store-failure` event `(FILE MESSAGE)`.
+//! history) go to the store's writer thread, started on the first save
+//! (`store::Handle`): Lisp only pays for copying the text. A failed save
+//! becomes a `store-failure` event `(FILE MESSAGE)`.
 
+use std::cell::Ref;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use emacs::{Env, IntoLisp, Result, Value, defun};
-use mevedel_core::datum::Datum;
-use mevedel_core::error::{Error, ErrorKind};
-use mevedel_core::events::{self, Event};
 use mevedel_core::store::transcript;
-use mevedel_core::store::{Loaded, NewMessage, Store, Writer};
+use mevedel_core::store::{Handle, NewMessage};
 
+use crate::args::Plist;
 use crate::convert::{list_items, to_lisp};
-use crate::errors::{self, OrSignal};
+use crate::errors::OrSignal;
 use crate::guard::guarded;
 use crate::raw::Raw;
 use crate::text::copy_current_buffer;
 
-/// What Lisp holds: the store (and its writer, once something was
-/// saved) until `store-close` releases it.
-pub struct StoreHandle {
-    store: Mutex<Option<Arc<Store>>>,
-    writer: Mutex<Option<Arc<Writer>>>,
-}
-
-fn closed() -> Error {
-    Error::new(ErrorKind::Store, "The session store is closed")
-}
-
-pub(super) fn store_of(env: &Env, handle: Value<'_>) -> Result<Arc<Store>> {
-    let handle = handle.into_ref::<StoreHandle>()?;
-    let slot = handle.store.lock().ok().and_then(|s| s.clone());
-    match slot {
-        Some(store) => Ok(store),
-        None => errors::signal(env, closed()),
-    }
-}
-
-/// HANDLE's writer, started on first use.
-fn writer_of(env: &Env, handle: Value<'_>) -> Result<Arc<Writer>> {
-    let store = store_of(env, handle)?;
-    let handle = handle.into_ref::<StoreHandle>()?;
-    let mut slot = handle.writer.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(writer) = slot.as_ref() {
-        return Ok(Arc::clone(writer));
-    }
-    let file = store.path().to_string_lossy().into_owned();
-    let writer = Writer::spawn(
-        store,
-        Box::new(move |message| {
-            events::global().push(Event::new(
-                "store-failure",
-                Datum::List(vec![Datum::str(&file), Datum::Str(message)]),
-            ));
-        }),
-    )
-    .or_signal(env)?;
-    let writer = Arc::new(writer);
-    *slot = Some(Arc::clone(&writer));
-    Ok(writer)
+/// HANDLE's store (see `store::Handle`).
+pub(super) fn handle_of<'e>(handle: Value<'e>) -> Result<Ref<'e, Handle>> {
+    handle.into_ref::<Handle>()
 }
 
 /// Open (creating if needed) the session store FILE in WAL mode, with
 /// its schema up to date. Returns a handle for the other store functions.
 #[defun(user_ptr, name = "store-open")]
-fn store_open(env: &Env, file: String) -> Result<StoreHandle> {
-    guarded(env, || {
-        let store = Store::open(&PathBuf::from(file)).or_signal(env)?;
-        Ok(StoreHandle {
-            store: Mutex::new(Some(Arc::new(store))),
-            writer: Mutex::new(None),
-        })
-    })
+fn store_open(env: &Env, file: String) -> Result<Handle> {
+    guarded(env, || Handle::open(&PathBuf::from(file)).or_signal(env))
 }
 
 /// Close HANDLE's store, after its queued saves are done; later calls
@@ -85,14 +38,7 @@ fn store_open(env: &Env, file: String) -> Result<StoreHandle> {
 #[defun(name = "store-close")]
 fn store_close(env: &Env, handle: Value) -> Result<()> {
     guarded(env, || {
-        let handle = handle.into_ref::<StoreHandle>()?;
-        let writer = handle.writer.lock().ok().and_then(|mut w| w.take());
-        if let Some(writer) = writer {
-            writer.stop();
-        }
-        if let Ok(mut slot) = handle.store.lock() {
-            slot.take();
-        }
+        handle_of(handle)?.close();
         Ok(())
     })
 }
@@ -101,48 +47,36 @@ fn store_close(env: &Env, handle: Value) -> Result<()> {
 #[defun(name = "store-info")]
 fn store_info<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
     guarded(env, || {
-        let store = store_of(env, handle)?;
-        let mode = store.journal_mode().or_signal(env)?;
-        let version = store.schema_version().or_signal(env)?;
-        env.list((
-            env.intern(":file")?,
-            store.path().to_string_lossy().into_owned().into_lisp(env)?,
-            env.intern(":journal-mode")?,
-            mode.into_lisp(env)?,
-            env.intern(":schema-version")?,
-            version.into_lisp(env)?,
-        ))
+        let store = handle_of(handle)?.store().or_signal(env)?;
+        to_lisp(env, &store.describe().or_signal(env)?)
     })
 }
 
-/// Queue a mailbox message; return its id. ATTRS, when non-nil, is a
-/// list of (NAME VALUE) strings: its opening-tag attributes.
+/// Queue a mailbox message in HANDLE's store; return its id. ARGS:
+/// `:recipient`, `:kind`, `:payload`, `:sender` (or nil) and `:attrs`,
+/// a list of (NAME VALUE) strings: its opening-tag attributes.
 #[defun(name = "store-mailbox-post")]
-fn store_mailbox_post(
-    env: &Env,
-    handle: Value,
-    recipient: String,
-    kind: String,
-    payload: String,
-    sender: Option<String>,
-    attrs: Option<Value>,
-) -> Result<i64> {
+fn store_mailbox_post(env: &Env, handle: Value, args: Value) -> Result<i64> {
     guarded(env, || {
-        let store = store_of(env, handle)?;
-        let mut pairs = Vec::new();
-        let mut rest = attrs;
-        while let Some(list) = rest.filter(|v| v.is_not_nil()) {
-            let pair: Value = list.car()?;
-            pairs.push((pair.car::<String>()?, pair.cdr::<Value>()?.car::<String>()?));
-            rest = Some(list.cdr()?);
+        let mut args = Plist::new(env, "store-mailbox-post", args)?;
+        let recipient = args.string(":recipient")?;
+        let kind = args.string(":kind")?;
+        let payload = args.string(":payload")?;
+        let sender = args.opt_string(":sender")?;
+        let mut attrs = Vec::new();
+        for pair in args.list(":attrs")? {
+            attrs.push((pair.car::<String>()?, pair.cdr::<Value>()?.car::<String>()?));
         }
-        store
+        args.finish()?;
+        handle_of(handle)?
+            .store()
+            .or_signal(env)?
             .mailbox_post(&NewMessage {
                 recipient,
                 sender,
                 kind,
                 payload,
-                attrs: pairs,
+                attrs,
             })
             .or_signal(env)
     })
@@ -156,7 +90,7 @@ fn store_mailbox_unread<'e>(
     recipient: String,
 ) -> Result<Value<'e>> {
     guarded(env, || {
-        let store = store_of(env, handle)?;
+        let store = handle_of(handle)?.store().or_signal(env)?;
         let messages = store.mailbox_unread(&recipient).or_signal(env)?;
         let values = messages
             .iter()
@@ -182,7 +116,7 @@ fn id_list(ids: Value) -> Result<Vec<i64>> {
 #[defun(name = "store-mailbox-deliver")]
 fn store_mailbox_deliver(env: &Env, handle: Value, ids: Value) -> Result<i64> {
     guarded(env, || {
-        let store = store_of(env, handle)?;
+        let store = handle_of(handle)?.store().or_signal(env)?;
         let n = store
             .mailbox_mark_delivered(&id_list(ids)?)
             .or_signal(env)?;
@@ -195,10 +129,9 @@ fn store_mailbox_deliver(env: &Env, handle: Value, ids: Value) -> Result<i64> {
 #[defun(name = "store-mailbox-deliver-after")]
 fn store_mailbox_deliver_after(env: &Env, handle: Value, mailbox: Value, ids: Value) -> Result<()> {
     guarded(env, || {
-        let mailbox = store_of(env, mailbox)?;
-        writer_of(env, handle)?
-            .deliver_after(mailbox, id_list(ids)?)
-            .or_signal(env)
+        let mailbox = handle_of(mailbox)?.store().or_signal(env)?;
+        let writer = handle_of(handle)?.writer().or_signal(env)?;
+        writer.deliver_after(mailbox, id_list(ids)?).or_signal(env)
     })
 }
 
@@ -209,7 +142,7 @@ fn store_mailbox_deliver_after(env: &Env, handle: Value, mailbox: Value, ids: Va
 #[defun(name = "store-transcript-save")]
 fn store_transcript_save(env: &Env, handle: Value, at: i64, props: String) -> Result<()> {
     guarded(env, || {
-        let writer = writer_of(env, handle)?;
+        let writer = handle_of(handle)?.writer().or_signal(env)?;
         let (text, _) = copy_current_buffer(env)?;
         writer
             .append(
@@ -226,9 +159,8 @@ fn store_transcript_save(env: &Env, handle: Value, at: i64, props: String) -> Re
 #[defun(name = "store-transcript-consolidate")]
 fn store_transcript_consolidate(env: &Env, handle: Value, export: Option<String>) -> Result<()> {
     guarded(env, || {
-        writer_of(env, handle)?
-            .consolidate(export.map(PathBuf::from))
-            .or_signal(env)
+        let writer = handle_of(handle)?.writer().or_signal(env)?;
+        writer.consolidate(export.map(PathBuf::from)).or_signal(env)
     })
 }
 
@@ -237,14 +169,8 @@ fn store_transcript_consolidate(env: &Env, handle: Value, export: Option<String>
 #[defun(name = "store-flush")]
 fn store_flush(env: &Env, handle: Value, timeout_ms: i64) -> Result<Option<String>> {
     guarded(env, || {
-        let handle_ref = handle.into_ref::<StoreHandle>()?;
-        let writer = handle_ref.writer.lock().ok().and_then(|w| w.clone());
-        match writer {
-            None => Ok(None),
-            Some(writer) => writer
-                .flush(Duration::from_millis(timeout_ms.max(0) as u64))
-                .or_signal(env),
-        }
+        let timeout = Duration::from_millis(timeout_ms.max(0) as u64);
+        handle_of(handle)?.flush(timeout).or_signal(env)
     })
 }
 
@@ -267,18 +193,8 @@ fn store_transcript_load<'e>(
     full: Option<Value<'e>>,
 ) -> Result<Value<'e>> {
     guarded(env, || {
-        let store = store_of(env, handle)?;
-        store_flush(env, handle, 10_000)?;
-        let loaded = if full.is_some_and(|v| v.is_not_nil()) {
-            let t = store.transcript_load().or_signal(env)?;
-            Loaded {
-                text: Some(t.text),
-                copy: None,
-                props: t.props,
-            }
-        } else {
-            store.transcript_load_for_resume().or_signal(env)?
-        };
+        let full = full.is_some_and(|v| v.is_not_nil());
+        let loaded = handle_of(handle)?.transcript(full).or_signal(env)?;
         let api = Raw::new(env)?;
         let text = match &loaded.text {
             Some(text) => api.finish(
@@ -315,7 +231,8 @@ fn store_info_set(env: &Env, handle: Value, pairs: Value) -> Result<()> {
         for pair in list_items(pairs)? {
             list.push((pair.car::<String>()?, pair.cdr::<String>()?));
         }
-        writer_of(env, handle)?.info(list).or_signal(env)
+        let writer = handle_of(handle)?.writer().or_signal(env)?;
+        writer.info(list).or_signal(env)
     })
 }
 
@@ -332,8 +249,7 @@ fn info_alist<'e>(env: &'e Env, pairs: Vec<(String, String)>) -> Result<Value<'e
 #[defun(name = "store-info-get")]
 fn store_info_get<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
     guarded(env, || {
-        let store = store_of(env, handle)?;
-        store_flush(env, handle, 10_000)?;
+        let store = handle_of(handle)?.settled().or_signal(env)?;
         let pairs = store.info().or_signal(env)?;
         info_alist(env, pairs)
     })
@@ -352,15 +268,17 @@ fn store_file_info<'e>(env: &'e Env, file: String) -> Result<Value<'e>> {
 /// Append TEXT to the composer history of HANDLE's session (in the background).
 #[defun(name = "store-input-push")]
 fn store_input_push(env: &Env, handle: Value, text: String) -> Result<()> {
-    guarded(env, || writer_of(env, handle)?.input(text).or_signal(env))
+    guarded(env, || {
+        let writer = handle_of(handle)?.writer().or_signal(env)?;
+        writer.input(text).or_signal(env)
+    })
 }
 
 /// The newest LIMIT inputs of HANDLE's session, oldest first.
 #[defun(name = "store-inputs")]
 fn store_inputs<'e>(env: &'e Env, handle: Value<'e>, limit: i64) -> Result<Value<'e>> {
     guarded(env, || {
-        let store = store_of(env, handle)?;
-        store_flush(env, handle, 10_000)?;
+        let store = handle_of(handle)?.settled().or_signal(env)?;
         let inputs = store
             .inputs(usize::try_from(limit).unwrap_or(0))
             .or_signal(env)?;

@@ -7,13 +7,11 @@
 //! only copies.
 
 use emacs::{Env, Result, Value, defun};
-use mevedel_core::error::{Error, ErrorKind};
 use mevedel_core::web::{self, Job, Kind};
 
-use crate::convert;
+use crate::args::{Plist, fail};
 use crate::errors::OrSignal;
 use crate::guard::guarded;
-use crate::resource::opt_string;
 use crate::text::copy_exact;
 
 /// BODY's text, as UTF-8 of its Latin-1 characters (see the module docs).
@@ -21,55 +19,35 @@ fn body_bytes(env: &Env, body: Value<'_>) -> Result<Vec<u8>> {
     Ok(copy_exact(env, body)?.bytes().to_vec())
 }
 
-/// Convert BODY of KIND in the background; the reply for request ID
-/// carries the result. KIND is "html" (OPTIONS: (CHARSET URL), reply
-/// (:text :title :charset)), "text" ((CHARSET), reply (:text
-/// :charset)), "search" ((ALLOWED BLOCKED), reply (:results
-/// :challenge)), "youtube-page" (reply (:title :author :description
-/// :captions)) or "captions" (reply: the text).
+/// Convert a response body in the background; the reply for request
+/// ID carries the result. ARGS: `:kind` and `:body` (see the module
+/// docs), and per kind: "html" `:charset` and `:url` (reply (:text :title
+/// :charset)), "text" `:charset` (reply (:text :charset)), "search"
+/// `:allowed` and `:blocked` (reply (:results :challenge)),
+/// "youtube-page" (reply (:title :author :description :captions)) or
+/// "captions" (reply: the text).
 #[defun(name = "web-convert")]
-fn web_convert(
-    env: &Env,
-    id: i64,
-    kind: String,
-    body: Value<'_>,
-    options: Value<'_>,
-) -> Result<()> {
+fn web_convert(env: &Env, id: i64, args: Value<'_>) -> Result<()> {
     guarded(env, || {
-        let opts = convert::list_items(options)?;
-        let opt = |i: usize| opts.get(i).copied();
-        let kind = match kind.as_str() {
+        let mut args = Plist::new(env, "web-convert", args)?;
+        let body = args.required(":body", "a string")?;
+        let kind = match args.string(":kind")?.as_str() {
             "html" => Kind::Html {
-                charset: opt(0).map(opt_string).transpose()?.flatten(),
-                url: opt(1)
-                    .map(opt_string)
-                    .transpose()?
-                    .flatten()
-                    .unwrap_or_default(),
+                charset: args.opt_string(":charset")?,
+                url: args.opt_string(":url")?.unwrap_or_default(),
             },
             "text" => Kind::Text {
-                charset: opt(0).map(opt_string).transpose()?.flatten(),
+                charset: args.opt_string(":charset")?,
             },
             "search" => Kind::Search {
-                allowed: opt(0)
-                    .map(convert::strings)
-                    .transpose()?
-                    .unwrap_or_default(),
-                blocked: opt(1)
-                    .map(convert::strings)
-                    .transpose()?
-                    .unwrap_or_default(),
+                allowed: args.strings(":allowed")?,
+                blocked: args.strings(":blocked")?,
             },
             "youtube-page" => Kind::YoutubePage,
             "captions" => Kind::Captions,
-            other => {
-                return Err(Error::new(
-                    ErrorKind::Internal,
-                    format!("web-convert: unknown kind `{other}`"),
-                ))
-                .or_signal(env);
-            }
+            other => return fail(env, "web-convert", format_args!("unknown :kind `{other}`")),
         };
+        args.finish()?;
         let job = Job {
             kind,
             latin1: body_bytes(env, body)?,

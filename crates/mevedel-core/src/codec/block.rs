@@ -475,6 +475,40 @@ pub fn scrubbed(block: &Block, owner: Option<&[u8]>, vouched: &dyn Fn(&Block) ->
     }
 }
 
+/// The shape of [`scrubbed`] and [`authorised`].
+pub type Check = fn(&Block, Option<&[u8]>, &dyn Fn(&Block) -> bool) -> bool;
+
+/// TEXT's blocks from one scan, each as the byte offset of its payload
+/// (for decoding) and the block with positions counted in characters
+/// from BASE (ONE_BYTE_CHARS: every character of TEXT is one byte).
+pub fn scan_positions(text: &[u8], one_byte_chars: bool, base: usize) -> Vec<(usize, Block)> {
+    let mut map = crate::text::ByteToChar::new(text, one_byte_chars);
+    let mut pos = |offset: usize| base + map.char_at(offset);
+    scan(text)
+        .into_iter()
+        .map(|mut b| {
+            let payload_at = b.payload.start;
+            b.start = pos(b.start);
+            b.payload = pos(b.payload.start)..pos(b.payload.end);
+            b.end = pos(b.end);
+            (payload_at, b)
+        })
+        .collect()
+}
+
+/// Keep those of BLOCKS that KEEP ([`scrubbed`] or [`authorised`])
+/// passes for OWNER, an unbound block counting as vouched for when it
+/// lies inside one of the (START, END) spans VOUCHED.
+pub fn keep(
+    blocks: &mut Vec<(usize, Block)>,
+    owner: Option<&[u8]>,
+    vouched: &[(usize, usize)],
+    keep: Check,
+) {
+    let inside = |b: &Block| vouched.iter().any(|&(s, e)| s <= b.start && b.end <= e);
+    blocks.retain(|(_, b)| keep(b, owner, &inside));
+}
+
 /// The pairs of VALUE if it is a proper keyword plist (nil is empty).
 pub fn plist_pairs(value: &Sexp) -> std::result::Result<&[Sexp], &'static str> {
     match value {

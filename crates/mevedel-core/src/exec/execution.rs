@@ -16,7 +16,8 @@ use crate::datum::Datum;
 use crate::sandbox::launch::{self, Request};
 use crate::text::keep;
 
-/// What Lisp asks for (JSON with kebab-case keys).
+/// What Lisp asks for: a keyword plist decoded into this type by the
+/// seam (kebab-case keys, unknown ones refused).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Spec {

@@ -450,3 +450,86 @@ pub async fn stop_for_model(exec: Arc<Exec>) -> Datum {
 pub fn stop_for_user(exec: &Exec) -> bool {
     exec.request_stop(Termination::Stopped, StopBy::User)
 }
+
+// Requests from Lisp: each answers its request id with one `reply`
+// event once the observation it asks for is ready.
+
+/// Answer REQUEST-ID with what WORK gives, once it is done.
+fn answer(
+    request_id: i64,
+    work: impl std::future::Future<Output = Datum> + Send + 'static,
+) -> Result<()> {
+    crate::runtime::spawn(async move {
+        let datum = work.await;
+        events::global().push(events::reply(request_id, Ok(datum)));
+    })
+}
+
+/// MS milliseconds to wait, at most an hour.
+fn wait_ms(ms: i64) -> Duration {
+    Duration::from_millis(ms.clamp(0, 3_600_000) as u64)
+}
+
+/// Start SPEC and return its id. Refusals are errors at once; the first
+/// observation (after the spec's yield-ms, 10 s when absent; for a
+/// Monitor, its launch) answers REQUEST-ID.
+pub fn answer_start(request_id: i64, spec: Spec) -> Result<String> {
+    let yield_for = wait_ms(spec.yield_ms.map_or(10_000, |ms| ms as i64));
+    let monitor = spec.kind == Kind::Monitor;
+    let exec = global().start(spec)?;
+    let id = exec.id.clone();
+    answer(request_id, async move {
+        if monitor {
+            observe_launch(exec, yield_for).await
+        } else {
+            observe(exec, yield_for, |_| {}).await
+        }
+    })?;
+    Ok(id)
+}
+
+/// Observe execution ID of SESSION for OWNER (None: the user) after
+/// waiting up to WAIT-MS for it to finish; answers REQUEST-ID.
+pub fn answer_observe(
+    request_id: i64,
+    session: &str,
+    id: &str,
+    owner: Option<&str>,
+    wait: i64,
+) -> Result<()> {
+    let exec = global().find(session, id, owner)?;
+    answer(request_id, observe(exec, wait_ms(wait), |_| {}))
+}
+
+/// Send CHARS to execution ID (see [`write_input`]), then observe it
+/// after WAIT-MS; answers REQUEST-ID.
+pub fn answer_write(
+    request_id: i64,
+    session: &str,
+    id: &str,
+    owner: Option<&str>,
+    chars: &str,
+    wait: i64,
+) -> Result<()> {
+    let exec = global().find(session, id, owner)?;
+    write_input(&exec, chars)?;
+    answer(request_id, observe(exec, wait_ms(wait), |_| {}))
+}
+
+/// Stop execution ID for OWNER (see [`stop_for_model`]); the final
+/// observation answers REQUEST-ID once it settled.
+pub fn answer_stop(request_id: i64, session: &str, id: &str, owner: Option<&str>) -> Result<()> {
+    let exec = global().find(session, id, owner)?;
+    answer(request_id, stop_for_model(exec))
+}
+
+/// Send CHARS to execution ID of SESSION for the user: nothing is
+/// observed, so the model's unread output stays unread.
+pub fn user_input(session: &str, id: &str, chars: &str) -> Result<()> {
+    write_input(&*global().find(session, id, None)?, chars)
+}
+
+/// Stop execution ID of SESSION for the user (see [`stop_for_user`]).
+pub fn user_stop(session: &str, id: &str) -> Result<bool> {
+    Ok(stop_for_user(&*global().find(session, id, None)?))
+}

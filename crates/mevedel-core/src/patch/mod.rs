@@ -5,7 +5,8 @@
 //! `grammar` parses; `plan` reads every target and runs `apply` (which
 //! uses `matching`) and `diff` for every file, writing nothing;
 //! `selection` turns a plan and the reviewer's choices into `commit`'s
-//! actions, which write everything or nothing.
+//! actions, which write everything or nothing; `report` describes
+//! operations, plans and outcomes as plists for the reviewers.
 //!
 //! Deliberately stricter or different than the reference (Codex) tool:
 //! a patch applies to every file or to none; Add refuses an existing
@@ -22,6 +23,7 @@ pub mod diff;
 pub mod grammar;
 pub mod matching;
 pub mod plan;
+pub mod report;
 pub mod selection;
 
 #[cfg(test)]

@@ -4,8 +4,10 @@
 //! [`owner`] is the lifetime layer (process groups, one spawner thread,
 //! parent-death signal, reaping, stop-all at exit) and its one entry
 //! point, [`Owner::start`]; [`spawn`] starts a [`Program`] without
-//! copying Emacs (`clone` + `execve`); [`pty`] opens pseudo-terminals.
+//! copying Emacs (`clone` + `execve`); [`pty`] opens pseudo-terminals;
+//! [`fds`] keeps descriptors Emacs hands us from leaking into children.
 
+pub mod fds;
 pub mod owner;
 pub mod pty;
 pub mod spawn;

@@ -202,6 +202,11 @@ impl Owner {
         groups
     }
 
+    /// [`Owner::stop_all`] with a grace of GRACE-MS, at most a minute.
+    pub fn stop_all_ms(&self, grace_ms: i64) -> usize {
+        self.stop_all(Duration::from_millis(grace_ms.clamp(0, 60_000) as u64))
+    }
+
     /// Stop every owned group: SIGTERM, then SIGKILL to what is left after
     /// GRACE, then wait (bounded) for the leaders to be reaped. Returns the
     /// number of groups that were signalled.

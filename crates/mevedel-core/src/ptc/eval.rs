@@ -41,6 +41,19 @@ impl Default for Budgets {
     }
 }
 
+impl Budgets {
+    /// Budgets from limits as a caller gives them: each at least 1.
+    pub fn at_least_one(steps: i64, depth: i64, value: i64, retained: i64) -> Budgets {
+        let budget = |n: i64| usize::try_from(n.max(1)).unwrap_or(usize::MAX);
+        Budgets {
+            steps: budget(steps) as u64,
+            depth: budget(depth),
+            value: budget(value),
+            retained: budget(retained),
+        }
+    }
+}
+
 /// Most calls one `parallel` or `parallel-map` join may make.
 pub const MAX_JOIN: usize = 64;
 

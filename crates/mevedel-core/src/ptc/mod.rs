@@ -22,6 +22,8 @@ mod tests;
 use std::collections::HashSet;
 use std::rc::Rc;
 
+use crate::datum::Datum;
+
 pub use eval::{Budgets, MAX_JOIN, Request};
 
 use builtins::Regexps;
@@ -40,6 +42,42 @@ pub enum Action {
     /// The program failed: a static or runtime error, a budget, or a
     /// failed tool result it returned.
     Failed { message: String, steps: u64 },
+}
+
+impl Action {
+    /// `(calls ((N TOOL ARGS-JSON BATCH) ...))`, `(done TEXT STEPS)` or
+    /// `(failed MESSAGE STEPS)`; BATCH is nil outside a join.
+    pub fn to_datum(self) -> Datum {
+        let steps = |n: u64| Datum::Int(i64::try_from(n).unwrap_or(i64::MAX));
+        match self {
+            Action::Calls(requests) => Datum::List(vec![
+                Datum::Symbol("calls".into()),
+                Datum::List(
+                    requests
+                        .into_iter()
+                        .map(|r| {
+                            Datum::List(vec![
+                                Datum::Int(r.n as i64),
+                                Datum::str(&*r.tool),
+                                Datum::Str(r.args),
+                                r.batch.map_or(Datum::Nil, |b| Datum::Int(b as i64)),
+                            ])
+                        })
+                        .collect(),
+                ),
+            ]),
+            Action::Done { text, steps: n } => Datum::List(vec![
+                Datum::Symbol("done".into()),
+                Datum::Str(text),
+                steps(n),
+            ]),
+            Action::Failed { message, steps: n } => Datum::List(vec![
+                Datum::Symbol("failed".into()),
+                Datum::Str(message),
+                steps(n),
+            ]),
+        }
+    }
 }
 
 /// One program and the child results it has been given.

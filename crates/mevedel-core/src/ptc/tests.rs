@@ -432,3 +432,44 @@ fn generated_programs_never_panic() {
 fn generated_programs_long() {
     fuzz(1_000_000);
 }
+
+#[test]
+fn budgets_from_a_caller_are_at_least_one() {
+    let b = Budgets::at_least_one(0, -3, 7, i64::MAX);
+    assert_eq!((b.steps, b.depth, b.value), (1, 1, 7));
+    assert_eq!(b.retained, usize::try_from(i64::MAX).unwrap_or(usize::MAX));
+}
+
+#[test]
+fn actions_become_the_lists_lisp_reads() {
+    let calls = Action::Calls(vec![Request {
+        n: 1,
+        tool: "Read".into(),
+        args: "{}".into(),
+        batch: None,
+    }]);
+    assert_eq!(
+        calls.to_datum(),
+        Datum::List(vec![
+            Datum::Symbol("calls".into()),
+            Datum::List(vec![Datum::List(vec![
+                Datum::Int(1),
+                Datum::str("Read"),
+                Datum::str("{}"),
+                Datum::Nil,
+            ])]),
+        ])
+    );
+    let done = Action::Done {
+        text: "ok".into(),
+        steps: 3,
+    };
+    assert_eq!(
+        done.to_datum(),
+        Datum::List(vec![
+            Datum::Symbol("done".into()),
+            Datum::str("ok"),
+            Datum::Int(3)
+        ])
+    );
+}

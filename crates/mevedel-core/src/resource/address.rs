@@ -88,6 +88,12 @@ impl Origin {
         Origin::ALL.into_iter().find(|o| o.name() == name)
     }
 
+    /// The origin NAME names, or an error saying it is unknown.
+    pub fn parse(name: &str) -> Result<Origin, Error> {
+        Origin::from_name(name)
+            .ok_or_else(|| Error::new(ErrorKind::Resource, format!("unknown origin `{name}`")))
+    }
+
     /// The four kinds that also name memory roots.
     pub fn is_memory_kind(self) -> bool {
         matches!(

@@ -37,6 +37,12 @@ impl Operation {
             .find(|o| o.name().eq_ignore_ascii_case(name))
     }
 
+    /// The operation NAME names, or an error saying it is unknown.
+    pub fn parse(name: &str) -> Result<Operation, Error> {
+        Operation::from_name(name)
+            .ok_or_else(|| Error::new(ErrorKind::Resource, format!("unknown operation `{name}`")))
+    }
+
     pub fn writes(self) -> bool {
         self == Operation::ApplyPatch
     }

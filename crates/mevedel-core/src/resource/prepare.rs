@@ -15,6 +15,7 @@ use super::encode;
 use super::gzlog;
 use super::journal;
 use super::matrix::{self, Operation};
+use crate::datum::Datum;
 use crate::error::{Error, ErrorKind};
 
 /// Which files of a scope are visible.
@@ -134,6 +135,32 @@ impl Attempt {
 
     pub fn scheme(&self) -> &str {
         self.canonical.split("://").next().unwrap_or("")
+    }
+
+    /// The logical authority facts a permission check needs:
+    /// `(:operation OP :scheme S :canonical C :authored A :write BOOL
+    /// :paths (BACKING...) :available BOOL)`.
+    pub fn facts(&self) -> Datum {
+        Datum::plist([
+            ("operation", Datum::str(self.operation.name())),
+            ("scheme", Datum::str(self.scheme())),
+            ("canonical", Datum::str(self.canonical.as_str())),
+            ("authored", Datum::str(self.authored.as_str())),
+            ("write", Datum::bool(self.operation.writes())),
+            (
+                "paths",
+                Datum::List(
+                    self.backing_paths()
+                        .iter()
+                        .map(|p| Datum::str(p.to_string_lossy()))
+                        .collect(),
+                ),
+            ),
+            (
+                "available",
+                Datum::bool(!matches!(self.target, Target::Unavailable(_))),
+            ),
+        ])
     }
 }
 

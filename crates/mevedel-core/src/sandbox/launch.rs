@@ -31,7 +31,8 @@ use crate::sandbox::policy::{self, Backend, Boundary, Decision, Mode, Policy};
 use crate::sandbox::probe;
 use crate::sandbox::{bwrap, scan};
 
-/// One launch, as Lisp describes it (JSON with kebab-case keys).
+/// One launch, as Lisp describes it: a keyword plist decoded into this
+/// type by the seam (kebab-case keys, unknown ones refused).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Request {
@@ -92,16 +93,22 @@ pub struct Request {
 pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl Request {
-    pub fn from_json(text: &str) -> Result<Request> {
-        let request: Request = serde_json::from_str(text)
-            .map_err(|e| Error::new(ErrorKind::Sandbox, format!("bad sandbox request: {e}")))?;
-        if request.command.is_empty() {
+    /// The request itself, or an error when it has no command (Lisp's
+    /// requests must name one; managed executions fill theirs in).
+    pub fn checked(self) -> Result<Request> {
+        if self.command.is_empty() {
             return Err(Error::new(
                 ErrorKind::Sandbox,
                 "bad sandbox request: the command is empty",
             ));
         }
-        Ok(request)
+        Ok(self)
+    }
+
+    /// The boundary this request would get, probing (bounded by its probe
+    /// timeout) when nothing is cached yet.
+    pub fn decide(&self) -> Decision {
+        policy::decide(&self.policy(), &self.probe())
     }
 
     pub fn policy(&self) -> Policy {
@@ -221,7 +228,7 @@ impl Prepared {
     }
 
     pub fn to_datum(&self) -> Datum {
-        let (disclosure, refusal) = disclosure_and_refusal(&self.decision);
+        let (disclosure, refusal) = self.decision.disclosure_and_refusal();
         Datum::plist([
             ("boundary", Datum::Symbol(self.boundary().symbol().into())),
             (
@@ -240,14 +247,6 @@ impl Prepared {
             ("extra-writes", Datum::Int(self.extra_writes as i64)),
             ("extra-reads", Datum::Int(self.extra_reads as i64)),
         ])
-    }
-}
-
-fn disclosure_and_refusal(decision: &Decision) -> (Option<String>, Option<String>) {
-    match decision {
-        Decision::Confine { disclosure, .. } => (disclosure.clone(), None),
-        Decision::Direct { disclosure, .. } => (Some(disclosure.clone()), None),
-        Decision::Refuse(why) => (None, Some(why.clone())),
     }
 }
 
@@ -610,7 +609,7 @@ pub struct Parts {
 
 impl Prepared {
     pub fn into_parts(self) -> Parts {
-        let (disclosure, refusal) = disclosure_and_refusal(&self.decision);
+        let (disclosure, refusal) = self.decision.disclosure_and_refusal();
         let bwrap = matches!(self.decision, Decision::Confine { bwrap: true, .. });
         let boundary = self.boundary();
         Parts {
@@ -850,9 +849,17 @@ mod tests {
             .join(" ")
     }
 
+    /// A request as Lisp's plist arrives: kebab-case keys, unknown ones
+    /// refused, then `checked`.
+    fn from_json(text: &str) -> Result<Request> {
+        serde_json::from_str::<Request>(text)
+            .map_err(|e| Error::new(ErrorKind::Sandbox, e.to_string()))?
+            .checked()
+    }
+
     #[test]
-    fn request_json_is_checked() {
-        let ok = Request::from_json(
+    fn request_shape_is_checked() {
+        let ok = from_json(
             r#"{"mode":"required","backend":"landlock","command":["ls","-l"],"network":true,
                 "extra-write":["/x"],"probe-timeout-ms":5}"#,
         )
@@ -861,14 +868,38 @@ mod tests {
         assert_eq!(ok.backend, Backend::Landlock);
         assert_eq!(ok.extra_write, vec![PathBuf::from("/x")]);
         assert_eq!(ok.probe_timeout(), Duration::from_millis(5));
-        let bad = Request::from_json(r#"{"command":["x"],"wrtable":[]}"#).expect_err("accepted");
+        let bad = from_json(r#"{"command":["x"],"wrtable":[]}"#).expect_err("accepted");
         assert!(bad.message.contains("wrtable"), "{}", bad.message);
-        let bad =
-            Request::from_json(r#"{"command":[],"mode":"best-effort"}"#).expect_err("accepted");
+        let bad = from_json(r#"{"command":[],"mode":"best-effort"}"#).expect_err("accepted");
         assert!(bad.message.contains("command is empty"));
-        let bad =
-            Request::from_json(r#"{"command":["x"],"mode":"sometimes"}"#).expect_err("accepted");
+        let bad = from_json(r#"{"command":["x"],"mode":"sometimes"}"#).expect_err("accepted");
         assert!(bad.message.contains("sometimes"), "{}", bad.message);
+    }
+
+    #[test]
+    fn decision_datum_names_boundary_and_reasons() {
+        let refused = Decision::Refuse("no bwrap".into()).to_datum();
+        assert_eq!(
+            refused,
+            Datum::plist([
+                ("boundary", Datum::Symbol("refused".into())),
+                ("disclosure", Datum::Nil),
+                ("refusal", Datum::str("no bwrap")),
+            ])
+        );
+        let direct = Decision::Direct {
+            boundary: Boundary::Unconfined,
+            disclosure: "runs directly".into(),
+        }
+        .to_datum();
+        assert_eq!(
+            direct,
+            Datum::plist([
+                ("boundary", Datum::Symbol("unconfined".into())),
+                ("disclosure", Datum::str("runs directly")),
+                ("refusal", Datum::Nil),
+            ])
+        );
     }
 
     #[test]
@@ -956,7 +987,7 @@ mod tests {
         no_landlock.landlock_problem = Some("no Landlock".into());
         let prepared = prepare_with(&req, &no_landlock, &scanner).unwrap();
         assert_eq!(prepared.boundary(), Boundary::Bwrap);
-        let (disclosure, _) = disclosure_and_refusal(&prepared.decision);
+        let (disclosure, _) = prepared.decision.disclosure_and_refusal();
         assert!(
             disclosure.is_some_and(|d| d.contains("could be created or replaced")),
             "{:?}",

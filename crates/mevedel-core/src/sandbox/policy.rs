@@ -21,6 +21,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::datum::Datum;
 use crate::error::{Error, ErrorKind, Result};
 use crate::sandbox::facts::Probe;
 use crate::sandbox::scan::{self, Scanner};
@@ -165,6 +166,26 @@ impl Decision {
             Decision::Direct { boundary, .. } => *boundary,
             Decision::Refuse(_) => Boundary::Refused,
         }
+    }
+
+    /// What the user is told about the boundary (degraded layers, or why
+    /// the command runs directly), and why it does not run at all.
+    pub fn disclosure_and_refusal(&self) -> (Option<String>, Option<String>) {
+        match self {
+            Decision::Confine { disclosure, .. } => (disclosure.clone(), None),
+            Decision::Direct { disclosure, .. } => (Some(disclosure.clone()), None),
+            Decision::Refuse(why) => (None, Some(why.clone())),
+        }
+    }
+
+    /// `(:boundary SYMBOL :disclosure TEXT :refusal TEXT)`.
+    pub fn to_datum(&self) -> Datum {
+        let (disclosure, refusal) = self.disclosure_and_refusal();
+        Datum::plist([
+            ("boundary", Datum::Symbol(self.boundary().symbol().into())),
+            ("disclosure", Datum::opt_str(disclosure)),
+            ("refusal", Datum::opt_str(refusal)),
+        ])
     }
 }
 

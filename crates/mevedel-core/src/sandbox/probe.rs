@@ -32,6 +32,39 @@ pub struct Options {
     pub helper: Option<PathBuf>,
 }
 
+impl Options {
+    /// The options for TARGET (default "local"), finding bwrap on
+    /// PATH_VAR (default: this process's PATH) with HELPER.
+    pub fn new(
+        target: Option<String>,
+        path_var: Option<String>,
+        helper: Option<PathBuf>,
+    ) -> Options {
+        Options {
+            target: target.unwrap_or_else(|| "local".into()),
+            path_var: path_var
+                .map(Into::into)
+                .or_else(|| std::env::var_os("PATH")),
+            helper,
+        }
+    }
+}
+
+/// Probe for OPTIONS on a background thread (see [`cached`]), giving it
+/// TIMEOUT-MS (clamped to 1 ms .. 1 min); the probe's plist answers
+/// request ID as its `reply` event.
+pub fn start(
+    id: i64,
+    options: Options,
+    timeout_ms: i64,
+    refresh: bool,
+) -> crate::error::Result<()> {
+    let timeout = Duration::from_millis(timeout_ms.clamp(1, 60_000) as u64);
+    crate::runtime::spawn_job(id, "probe", None, move || {
+        Ok(cached(&options, timeout, refresh).to_datum())
+    })
+}
+
 /// Find PROGRAM on PATH, as a shell would.
 pub fn find_executable(program: &str, path_var: Option<&OsStr>) -> Option<PathBuf> {
     let path_var = path_var?;

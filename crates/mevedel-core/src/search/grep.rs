@@ -57,6 +57,61 @@ pub struct Options {
     pub offset: usize,
 }
 
+/// Grep options as the caller gave them, before they are checked:
+/// the output mode by name (`files_with_matches` when absent) and the
+/// counts as signed numbers.
+#[derive(Debug, Clone, Default)]
+pub struct Asked {
+    pub pattern: String,
+    pub glob: Option<String>,
+    pub file_type: Option<String>,
+    pub mode: Option<String>,
+    pub before: i64,
+    pub after: i64,
+    pub case_insensitive: bool,
+    pub line_numbers: bool,
+    pub multiline: bool,
+    pub head_limit: i64,
+    pub offset: i64,
+}
+
+impl Options {
+    /// The options ASKED names, or an error for the model naming an
+    /// unknown output mode or a negative count.
+    pub fn check(asked: Asked) -> Result<Options, Error> {
+        let mode_name = asked.mode.as_deref().unwrap_or("files_with_matches");
+        let mode = Mode::from_name(mode_name).ok_or_else(|| {
+            Error::new(
+                ErrorKind::Search,
+                format!(
+                    "Grep: unknown output_mode `{mode_name}` (content, files_with_matches, count)"
+                ),
+            )
+        })?;
+        let count = |field: &str, n: i64| {
+            usize::try_from(n).map_err(|_| {
+                Error::new(
+                    ErrorKind::Search,
+                    format!("Grep: `{field}` must not be negative (got {n})"),
+                )
+            })
+        };
+        Ok(Options {
+            before: count("-B", asked.before)?,
+            after: count("-A", asked.after)?,
+            head_limit: count("head_limit", asked.head_limit)?,
+            offset: count("offset", asked.offset)?,
+            pattern: asked.pattern,
+            glob: asked.glob,
+            file_type: asked.file_type,
+            mode,
+            case_insensitive: asked.case_insensitive,
+            line_numbers: asked.line_numbers,
+            multiline: asked.multiline,
+        })
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options {

@@ -23,10 +23,20 @@ pub mod walk;
 #[cfg(test)]
 mod tests;
 
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
 use crate::error::{Error, ErrorKind};
-use crate::resource::contain::Found;
-use crate::resource::prepare::{Attempt, Target};
+use crate::resource::contain::{self, Found};
+use crate::resource::prepare::{Attempt, Filter, Target};
 pub use walk::{Naming, Root};
+
+/// What a Glob or Grep runs over: a prepared resource attempt, or an
+/// ordinary path and how the caller spelled it.
+pub enum Over {
+    Attempt(Arc<Attempt>),
+    Path(PathBuf, String),
+}
 
 /// Where one search looks, plus what to say if it finds nothing.
 #[derive(Debug, Clone, Default)]
@@ -39,6 +49,55 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The plan for OVER, with the modified buffers UNSAVED standing in
+    /// for their files.
+    pub fn for_search(over: &Over, unsaved: unsaved::Unsaved) -> Result<Plan, Error> {
+        let plan = match over {
+            Over::Attempt(attempt) => Plan::for_attempt(attempt)?,
+            Over::Path(path, display) => return Plan::for_path(path, display, unsaved),
+        };
+        Ok(Plan { unsaved, ..plan })
+    }
+
+    /// The plan for the ordinary PATH shown as DISPLAY, with UNSAVED
+    /// standing in for their files. A PATH that exists only as one of
+    /// them (a new file's buffer) is searched as that file; a PATH that
+    /// does not exist, or is neither a regular file nor a directory, is
+    /// an error naming DISPLAY.
+    pub fn for_path(path: &Path, display: &str, unsaved: unsaved::Unsaved) -> Result<Plan, Error> {
+        let truename = contain::truename(path);
+        if unsaved.get(&truename).is_some_and(|b| b.new) {
+            let root = Root {
+                base: path.parent().map(PathBuf::from).unwrap_or_default(),
+                file: Some((path.to_path_buf(), display.to_string())),
+                naming: Naming::Plain(String::new()),
+                filter: Filter::Any,
+                empty_note: None,
+            };
+            return Ok(Plan {
+                unsaved,
+                ..Plan::ordinary(root)
+            });
+        }
+        let problem = match std::fs::metadata(path) {
+            Err(_) => Some("does not exist"),
+            Ok(m) if !m.is_file() && !m.is_dir() => {
+                Some("is not a regular file or directory (a FIFO, socket or device)")
+            }
+            Ok(_) => None,
+        };
+        if let Some(problem) = problem {
+            return Err(Error::new(
+                ErrorKind::Search,
+                format!("`{display}` {problem}"),
+            ));
+        }
+        Ok(Plan {
+            unsaved,
+            ..Plan::ordinary(Root::ordinary(path, display))
+        })
+    }
+
     pub fn ordinary(root: Root) -> Plan {
         Plan {
             roots: vec![root],

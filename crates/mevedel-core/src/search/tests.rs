@@ -662,3 +662,68 @@ fn documents_are_searched_under_their_addresses_with_their_line_numbers() {
     .unwrap();
     assert_eq!(files.text.trim(), "history://root");
 }
+
+#[test]
+fn a_plan_for_a_path_names_what_is_wrong_with_it() {
+    let dir = std::env::temp_dir().join(format!("mevedel-plan-path-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    write(&dir.join("a.txt"), b"alpha\n");
+    let missing = dir.join("nope");
+    let e = Plan::for_path(&missing, "nope", Unsaved::default()).expect_err("missing");
+    assert_eq!(e.message, "`nope` does not exist");
+    let fifo = dir.join("pipe");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .is_ok_and(|s| s.success())
+    );
+    let e = Plan::for_path(&fifo, "pipe", Unsaved::default()).expect_err("fifo");
+    assert!(e.message.contains("not a regular file"), "{}", e.message);
+    let plan = Plan::for_path(&dir, "d", Unsaved::default()).unwrap();
+    let page = super::glob(&plan, "*.txt", &Budget::unlimited()).unwrap();
+    assert_eq!(page.text.trim(), "d/a.txt");
+    // A new file that exists only as an unsaved buffer is searched as it.
+    let new = dir.join("new.txt");
+    let unsaved = Unsaved::new([(
+        new.clone(),
+        super::unsaved::Buffer::of_file(b"alpha beta\n".to_vec(), true),
+    )]);
+    let plan = Plan::for_path(&new, "new.txt", unsaved).unwrap();
+    let page = super::grep(&plan, &opts("beta", Mode::Content), &Budget::unlimited()).unwrap();
+    assert!(page.text.contains("alpha beta"), "{}", page.text);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn grep_options_are_checked_for_the_model() {
+    use super::grep::Asked;
+    let ok = Options::check(Asked {
+        pattern: "x".into(),
+        mode: Some("count".into()),
+        before: 2,
+        head_limit: 10,
+        ..Asked::default()
+    })
+    .unwrap();
+    assert_eq!(ok.mode, Mode::Count);
+    assert_eq!((ok.before, ok.after, ok.head_limit), (2, 0, 10));
+    let default = Options::check(Asked::default()).unwrap();
+    assert_eq!(default.mode, Mode::FilesWithMatches);
+    let e = Options::check(Asked {
+        mode: Some("lines".into()),
+        ..Asked::default()
+    })
+    .expect_err("unknown mode");
+    assert!(
+        e.message.contains("unknown output_mode `lines`"),
+        "{}",
+        e.message
+    );
+    let e = Options::check(Asked {
+        after: -1,
+        ..Asked::default()
+    })
+    .expect_err("negative");
+    assert_eq!(e.message, "Grep: `-A` must not be negative (got -1)");
+}

@@ -15,6 +15,7 @@
 //! stores that hold only a conversation (a child agent's) make none.
 
 pub mod checkpoint;
+pub mod handle;
 pub mod mailbox;
 pub mod readable;
 pub mod schema;
@@ -27,9 +28,11 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
+use crate::datum::Datum;
 use crate::error::{Error, ErrorKind, Result};
 
 pub use checkpoint::{FileState, Restore, Turn};
+pub use handle::Handle;
 pub use mailbox::{Message, NewMessage};
 pub use transcript::{Loaded, Prop, Transcript, Writer};
 
@@ -213,6 +216,15 @@ impl Store {
         self.with("Cannot read the journal mode", |c| {
             c.query_row("PRAGMA journal_mode", [], |row| row.get(0))
         })
+    }
+
+    /// `(:file FILE :journal-mode MODE :schema-version N)`.
+    pub fn describe(&self) -> Result<Datum> {
+        Ok(Datum::plist([
+            ("file", Datum::str(self.path.to_string_lossy())),
+            ("journal-mode", Datum::Str(self.journal_mode()?)),
+            ("schema-version", Datum::Int(self.schema_version()?)),
+        ]))
     }
 }
 
