@@ -424,6 +424,16 @@ first, before the call settles."
   (when-let* ((call mevedel-pipeline--current))
     (push function (mevedel-pipeline--call-cancellers call))))
 
+(defun mevedel-pipeline-continuation (function)
+  "Return FUNCTION wrapped to run later inside the current handler's call.
+A handler that waits (for a server, say) before its real work keeps
+`mevedel-pipeline-current-context' and `mevedel-pipeline-add-canceller'
+working in that work."
+  (let ((call mevedel-pipeline--current))
+    (lambda (&rest args)
+      (let ((mevedel-pipeline--current call))
+        (apply function args)))))
+
 (defun mevedel-pipeline-current-context ()
   "Return the context plist of the call whose handler is running now, or nil.
 See `mevedel-pipeline--context' for its keys (:session, :tool-use-id, ...)."
