@@ -51,6 +51,8 @@
 ;;   mode and run in `full-auto'; a rule naming mcp__SERVER matches
 ;;   every tool of that server (`mevedel-permissions-rule-names').
 ;;
+;; Manual: docs/tools/mcp.md (mevedel://tools/mcp.md).
+;;
 ;; What it does not do (yet): resources as `mcp://' addresses, @mcp
 ;; mentions, prompts as slash commands, the `M-x mevedel-mcp' view,
 ;; confining stdio servers in the sandbox.
