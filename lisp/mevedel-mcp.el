@@ -99,6 +99,11 @@ mcp__ tool)."
   "Seconds a server has from launch to answer `initialize'."
   :type 'number)
 
+(defcustom mevedel-mcp-max-result-size 50000
+  "Characters of an MCP tool's result shown to the model.
+A longer result is previewed and kept whole at an artifact:// address."
+  :type 'natnum)
+
 (defcustom mevedel-mcp-call-timeout nil
   "Seconds an MCP tool call may take, or nil for the registry's limit."
   :type '(choice (const :tag "Registry default" nil) number))
@@ -260,6 +265,7 @@ approved, so they are not started." (file-name-nondirectory name)
                                 (format " (MCP server %s, tool %s)" server tool))
            :input-schema (plist-get info :input-schema)
            :async-p t
+           :max-result-size mevedel-mcp-max-result-size
            :function (lambda (callback args)
                        (mevedel-mcp--call server tool callback args))))))
 

@@ -453,6 +453,7 @@ record is removed.  Return nil without a usable record."
       (let ((cancel (mevedel-pipeline-run-tool-outcome
                      tool args (lambda (outcome) (mevedel-ptc--child-settled run n outcome))
                      :tool-use-id child-id :parent-id (mevedel-ptc--run-id run) :source 'ptc
+                     :bound mevedel-ptc-value-budget
                      :data-buffer (mevedel-ptc--run-data-buffer run)
                      :session (mevedel-ptc--run-session run))))
         (when (eq (plist-get (mevedel-ptc--child run n) :status) 'running)
