@@ -173,3 +173,34 @@ EXPECT is a string the ToolCall's result must contain."
 
 (provide 'mcp-e2e-test)
 ;;; mcp-e2e-test.el ends here
+
+(ert-deftest mevedel-e2e:mcp-images-reach-the-model-as-image-content ()
+  "get-tiny-image's PNG is sent to the model as an image, not as text."
+  (let* ((config (mcp-e2e--config `((everything . ,(mcp-e2e--everything-spec)))))
+         (run (unwind-protect
+                  (mevedel-e2e-headless
+                   :steps (mcp-e2e--search-then-call "(mcp__everything__get-tiny-image)")
+                   :args (list "-p" "Show the image" "--json" "--permission-mode" "full-auto"
+                               "--mcp-config" config))
+                (delete-file config)))
+         (last-request (json-encode (alist-get 'body (nth 2 (plist-get run :log))))))
+    (should (equal (plist-get run :status) 0))
+    (should (string-match-p "data:image/png;base64," last-request))))
+
+(ert-deftest mevedel-e2e:mcp-pre-tool-use-hooks-match-mcp-names ()
+  "A PreToolUse hook whose matcher names mcp__everything__ blocks the call."
+  (let* ((config (mcp-e2e--config `((everything . ,(mcp-e2e--everything-spec)))))
+         (run (unwind-protect
+                  (mevedel-e2e-headless
+                   :steps (mcp-e2e--search-then-call
+                           "(mcp__everything__echo :message \"hooked\")")
+                   :settings '((setq mevedel-hooks
+                                     '((PreToolUse
+                                        (:matcher "mcp__everything__.*"
+                                         :command "echo no MCP today >&2; exit 2")))))
+                   :args (list "-p" "Echo" "--json" "--permission-mode" "full-auto"
+                               "--mcp-config" config))
+                (delete-file config))))
+    (should-not (string-match-p "Echo: hooked" (plist-get run :stdout)))
+    (should (string-match-p "no MCP today"
+                            (json-encode (alist-get 'body (nth 2 (plist-get run :log))))))))
