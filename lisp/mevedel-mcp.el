@@ -53,8 +53,14 @@
 ;;
 ;; Manual: docs/tools/mcp.md (mevedel://tools/mcp.md).
 ;;
-;; What it does not do (yet): resources as `mcp://' addresses, @mcp
-;; mentions, prompts as slash commands, the `M-x mevedel-mcp' view,
+;; - Resources: Read `mcp://' lists the servers with their state
+;;   (starting none), `mcp://SERVER' its resources and templates, and
+;;   `mcp://SERVER/ENCODED-URI' one resource's text, fresh each time.
+;; - `M-x mevedel-mcp': the servers of a session in a table, with keys
+;;   to restart, stop, show the log and approve.
+;;
+;; What it does not do (yet): @mcp mentions, prompts as slash commands,
+;; progress in the view's rows, failed servers in the session header,
 ;; confining stdio servers in the sandbox.
 
 ;;; Code:
@@ -66,6 +72,9 @@
 (require 'mevedel-tool-registry)
 (require 'mevedel-pipeline)
 (require 'mevedel-ptc)
+(require 'mevedel-tool-fs)
+(require 'tabulated-list)
+(require 'url-util)
 
 (defvar mevedel-chat-message-functions)
 (declare-function mevedel-chat-session "mevedel-chat" (chat))
@@ -124,6 +133,19 @@ The first one returning non-nil asks; CALLBACK gets t to approve.")
 (defvar mevedel-mcp-approve-function #'mevedel-mcp-ask-approval
   "Function of (FILE SUMMARY CALLBACK) asking whether FILE's servers may start.")
 
+(cl-defstruct (mevedel-mcp--state (:constructor mevedel-mcp--state-make) (:copier nil))
+  "A session's MCP registry and what this file knows of it."
+  handle key files
+  (tools (make-hash-table :test #'equal))
+  loaded loading waiters notes
+  (reported (make-hash-table :test #'equal)))
+
+(defvar mevedel-mcp--states (make-hash-table :test #'eq :weakness 'key)
+  "Session -> its `mevedel-mcp--state'.")
+
+(defvar mevedel-mcp--by-key (make-hash-table :test #'equal :weakness 'value)
+  "Notice key (the session id) -> its `mevedel-mcp--state'.")
+
 ;;; Commands
 
 (defvar mevedel-mcp--approvals 'unread
@@ -155,6 +177,154 @@ else the minibuffer, from a timer, never inside a process filter."
 Start these servers (outside the sandbox)? " (abbreviate-file-name file) summary))
                   (quit nil)))))))
 
+;;;; The view
+
+(defvar-local mevedel-mcp--view-session nil
+  "The session whose servers this `mevedel-mcp-mode' buffer lists.")
+
+(defvar-keymap mevedel-mcp-mode-map
+  :doc "Keys of the MCP server list."
+  "g" #'mevedel-mcp-refresh
+  "r" #'mevedel-mcp-restart-server
+  "s" #'mevedel-mcp-stop-server
+  "l" #'mevedel-mcp-show-log
+  "a" #'mevedel-mcp-approve-server)
+
+(define-derived-mode mevedel-mcp-mode tabulated-list-mode "mevedel-MCP"
+  "The MCP servers of a session: state, transport, counts, last error.
+\\{mevedel-mcp-mode-map}"
+  (setq tabulated-list-format
+        [("Server" 16 t) ("State" 10 t) ("Source" 12 t) ("Transport" 9 t)
+         ("Tools" 5 nil :right-align t) ("Resources" 9 nil :right-align t)
+         ("Last error" 0 nil)])
+  (setq tabulated-list-padding 1)
+  (add-hook 'tabulated-list-revert-hook #'mevedel-mcp--view-entries nil t)
+  (tabulated-list-init-header))
+
+(defun mevedel-mcp--state-label (status)
+  "Return the state column of the server STATUS."
+  (if (plist-get status :approved)
+      (symbol-name (plist-get status :state))
+    "unapproved"))
+
+(defun mevedel-mcp--view-entries ()
+  "Fill `tabulated-list-entries' from the view's session."
+  (let ((state (gethash mevedel-mcp--view-session mevedel-mcp--states)))
+    (setq tabulated-list-entries
+          (and state
+               (mapcar (lambda (status)
+                         (let ((count (lambda (key)
+                                        (if-let* ((n (plist-get status key)))
+                                            (number-to-string n)
+                                          "-"))))
+                           (list (plist-get status :name)
+                                 (vector (plist-get status :name)
+                                         (mevedel-mcp--state-label status)
+                                         (symbol-name (plist-get status :source))
+                                         (symbol-name (plist-get status :transport))
+                                         (funcall count :tools)
+                                         (funcall count :resources)
+                                         (replace-regexp-in-string
+                                          "\n.*" "" (or (plist-get status :last-error) ""))))))
+                       (mevedel-core-mcp-status (mevedel-mcp--state-handle state)))))))
+
+(defun mevedel-mcp--pick-session ()
+  "Return the session to show: the current buffer's, or one with servers."
+  (or (and (mevedel-session-p mevedel-session-current) mevedel-session-current)
+      (let (sessions)
+        (maphash (lambda (session _) (push session sessions)) mevedel-mcp--states)
+        (cond
+         ((null sessions) (user-error "No session has opened its MCP servers yet"))
+         ((null (cdr sessions)) (car sessions))
+         (t (let ((id (completing-read "Session: " (mapcar #'mevedel-session-id sessions)
+                                       nil t)))
+              (cl-find id sessions :key #'mevedel-session-id :test #'equal)))))))
+
+(defun mevedel-mcp (&optional session)
+  "List the MCP servers of SESSION (default: this buffer's session).
+Keys: g refresh, r restart, s stop, l show the server's log, a approve
+the workspace .mcp.json that declares it."
+  (interactive)
+  (let* ((session (or session (mevedel-mcp--pick-session)))
+         (buffer (get-buffer-create (format "*mevedel-mcp %s*" (mevedel-session-id session)))))
+    (mevedel-mcp-state session)
+    (with-current-buffer buffer
+      (mevedel-mcp-mode)
+      (setq mevedel-mcp--view-session session)
+      (mevedel-mcp--view-entries)
+      (tabulated-list-print))
+    (pop-to-buffer buffer)
+    buffer))
+
+(defun mevedel-mcp--view-server ()
+  "Return the state and the server name of the row at point."
+  (let ((name (tabulated-list-get-id))
+        (state (gethash mevedel-mcp--view-session mevedel-mcp--states)))
+    (unless (and name state) (user-error "No MCP server on this line"))
+    (cons state name)))
+
+(defun mevedel-mcp-refresh ()
+  "Show the servers' current state."
+  (interactive)
+  (mevedel-mcp--view-entries)
+  (tabulated-list-print t))
+
+(defun mevedel-mcp--after (buffer verb name)
+  "Return a callback reporting VERB of NAME and refreshing BUFFER."
+  (lambda (status value)
+    (message (if (eq status 'ok) "MCP server %s %s" "MCP server %s: %s failed: %s")
+             name verb (and (not (eq status 'ok)) (cadr value)))
+    (when (buffer-live-p buffer)
+      (with-current-buffer buffer (mevedel-mcp-refresh)))))
+
+(defun mevedel-mcp-restart-server ()
+  "Restart the server at point now."
+  (interactive)
+  (pcase-let ((`(,state . ,name) (mevedel-mcp--view-server)))
+    (setf (mevedel-mcp--state-loaded state) nil)
+    (mevedel-core-mcp-restart (mevedel-mcp--state-handle state) name
+                              (mevedel-mcp--after (current-buffer) "restarted" name))))
+
+(defun mevedel-mcp-stop-server ()
+  "Stop the server at point."
+  (interactive)
+  (pcase-let ((`(,state . ,name) (mevedel-mcp--view-server)))
+    (mevedel-core-mcp-stop (mevedel-mcp--state-handle state) name
+                           (mevedel-mcp--after (current-buffer) "stopped" name))))
+
+(defun mevedel-mcp-show-log ()
+  "Show the last stderr lines of the server at point."
+  (interactive)
+  (pcase-let* ((`(,state . ,name) (mevedel-mcp--view-server))
+               (status (cl-find name (mevedel-core-mcp-status (mevedel-mcp--state-handle state))
+                                :key (lambda (s) (plist-get s :name)) :test #'equal)))
+    (with-current-buffer (get-buffer-create (format "*mevedel-mcp log %s*" name))
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert (format "MCP server %s (%s), %s\n\n" name (plist-get status :file)
+                        (mevedel-mcp--state-label status)))
+        (when-let* ((err (plist-get status :last-error)))
+          (insert "Last error: " err "\n\n"))
+        (insert (string-join (plist-get status :stderr) "\n") "\n"))
+      (special-mode)
+      (pop-to-buffer (current-buffer)))))
+
+(defun mevedel-mcp-approve-server ()
+  "Approve the workspace .mcp.json declaring the server at point."
+  (interactive)
+  (pcase-let* ((`(,state . ,name) (mevedel-mcp--view-server))
+               (file (cl-find-if (lambda (f) (and (eq (plist-get f :source) 'workspace)
+                                                  (member name (plist-get f :servers))))
+                                 (mevedel-mcp--state-files state))))
+    (unless file (user-error "%s is not declared by a workspace .mcp.json" name))
+    (when (y-or-n-p (format "Start the servers of %s (%s) outside the sandbox? "
+                            (abbreviate-file-name (plist-get file :file))
+                            (string-join (plist-get file :servers) ", ")))
+      (mevedel-mcp-approve-file (plist-get file :file) (plist-get file :sha256))
+      (mevedel-core-mcp-approve (mevedel-mcp--state-handle state) (plist-get file :sha256))
+      (setf (mevedel-mcp--state-loaded state) nil)
+      (mevedel-mcp-refresh))))
+
 ;;; Plumbing
 
 (defun mevedel-mcp--approvals ()
@@ -168,19 +338,6 @@ Start these servers (outside the sandbox)? " (abbreviate-file-name file) summary
                      (read (current-buffer)))
                  (error nil)))))
   mevedel-mcp--approvals)
-
-(cl-defstruct (mevedel-mcp--state (:constructor mevedel-mcp--state-make) (:copier nil))
-  "A session's MCP registry and what this file knows of it."
-  handle key files
-  (tools (make-hash-table :test #'equal))
-  loaded loading waiters notes
-  (reported (make-hash-table :test #'equal)))
-
-(defvar mevedel-mcp--states (make-hash-table :test #'eq :weakness 'key)
-  "Session -> its `mevedel-mcp--state'.")
-
-(defvar mevedel-mcp--by-key (make-hash-table :test #'equal :weakness 'value)
-  "Notice key (the session id) -> its `mevedel-mcp--state'.")
 
 (defun mevedel-mcp--workspace-file (session)
   "Return the .mcp.json of SESSION's workspace."
@@ -421,9 +578,97 @@ For `mevedel-chat-message-functions'."
     (remhash (mevedel-mcp--state-key state) mevedel-mcp--by-key)
     (mevedel-core-mcp-stop (mevedel-mcp--state-handle state) nil #'ignore)))
 
+;;;; Resources: mcp:// addresses
+
+(defun mevedel-mcp--status-line (status)
+  "Return the `Read mcp://' line of the server STATUS."
+  (format "mcp://%s  %s, %s from %s%s%s%s"
+          (url-hexify-string (plist-get status :name))
+          (mevedel-mcp--state-label status)
+          (plist-get status :transport)
+          (plist-get status :source)
+          (if (plist-get status :tools) (format ", %d tools" (plist-get status :tools)) "")
+          (if (plist-get status :resources)
+              (format ", %d resources" (plist-get status :resources))
+            "")
+          (if-let* ((err (plist-get status :last-error)))
+              (concat "; last error: " (car (split-string err "\n")))
+            "")))
+
+(defun mevedel-mcp--resource-listing (server value)
+  "Return the `Read mcp://SERVER' text of VALUE, (:resources :templates)."
+  (let ((line (lambda (uri name description mime)
+                (concat "mcp://" (url-hexify-string server) "/" (url-hexify-string uri)
+                        "  " name
+                        (if description (concat " - " (car (split-string description "\n"))) "")
+                        (if mime (format " (%s)" mime) "")))))
+    (concat
+     (if (plist-get value :resources)
+         (mapconcat (lambda (r) (funcall line (plist-get r :uri) (plist-get r :name)
+                                         (plist-get r :description) (plist-get r :mime-type)))
+                    (plist-get value :resources) "\n")
+       (format "MCP server %s lists no resources." server))
+     (when (plist-get value :templates)
+       (concat "\n\nResource templates (fill in the {placeholders}, encode the URI):\n"
+               (mapconcat (lambda (r) (concat "  " (plist-get r :uri-template) "  "
+                                              (plist-get r :name)))
+                          (plist-get value :templates) "\n"))))))
+
+(defun mevedel-mcp--contents-text (contents)
+  "Return the text of the resource CONTENTS (content plists)."
+  (mapconcat (lambda (c)
+               (or (plist-get c :text)
+                   (format "[%s content%s, not text]" (plist-get c :type)
+                           (if (plist-get c :mime-type)
+                               (concat " " (plist-get c :mime-type)) ""))))
+             contents "\n"))
+
+(defun mevedel-mcp-read-address (canonical session callback)
+  "Read the mcp:// address CANONICAL for SESSION; CALLBACK gets the text.
+On failure CALLBACK gets (error MESSAGE).  `mcp://' lists the servers
+without starting any; `mcp://SERVER' lists its resources and
+`mcp://SERVER/ENCODED-URI' reads one, starting the server if needed
+\(never an unapproved one).  For `mevedel-tool-fs-read-functions'."
+  (when (string-prefix-p "mcp://" canonical)
+    (if (not (mevedel-session-p session))
+        (funcall callback (list 'error (format "%s is unavailable outside a mevedel session"
+                                               canonical)))
+      (mevedel-mcp--read-address canonical session callback))
+    t))
+
+(defun mevedel-mcp--read-address (canonical session callback)
+  "Read the mcp:// address CANONICAL in SESSION; CALLBACK gets the text."
+  (let* ((state (mevedel-mcp-state session))
+         (handle (mevedel-mcp--state-handle state))
+         (path (substring canonical (length "mcp://")))
+         (slash (string-search "/" path))
+         (server (and (not (string-empty-p path))
+                      (url-unhex-string (if slash (substring path 0 slash) path))))
+         (uri (and slash (url-unhex-string (substring path (1+ slash)))))
+         (reply (lambda (render)
+                  (lambda (status value)
+                    (funcall callback (if (eq status 'ok)
+                                          (funcall render value)
+                                        (list 'error (cadr value))))))))
+    (cond
+     ((null server)
+      (let ((statuses (mevedel-core-mcp-status handle)))
+        (funcall callback
+                 (if statuses
+                     (mapconcat #'mevedel-mcp--status-line statuses "\n")
+                   "No MCP servers are configured (see mevedel://tools/mcp.md)."))))
+     ((null uri)
+      (mevedel-core-mcp-resources handle server
+                                  (funcall reply (lambda (value)
+                                                   (mevedel-mcp--resource-listing
+                                                    server value)))))
+     (t (mevedel-core-mcp-read handle server uri
+                               (funcall reply #'mevedel-mcp--contents-text))))))
+
 (mevedel-core-register-event-handler 'mcp-notice #'mevedel-mcp--notice)
 (mevedel-core-register-event-handler 'mcp-progress #'mevedel-mcp--progress)
 (add-hook 'mevedel-tool-visible-functions #'mevedel-mcp--visible-p)
+(add-hook 'mevedel-tool-fs-read-functions #'mevedel-mcp-read-address)
 (add-hook 'mevedel-session-close-functions #'mevedel-mcp--close)
 (add-hook 'mevedel-ptc-prepare-functions #'mevedel-mcp-prepare)
 (with-eval-after-load 'mevedel-chat

@@ -125,5 +125,28 @@
               (should-not (plist-member schema :additionalProperties))))
         (mevedel-tool-unregister "mcp__visible__probe" "mcp")))))
 
+(ert-deftest mevedel-mcp:view-lists-servers-and-approves ()
+  "M-x mevedel-mcp lists each server; `a' approves its workspace file."
+  (mcp-test--with-workspace root mcp-test--config
+    (let* ((mevedel-mcp-can-ask-function #'ignore)
+           (inhibit-message t)
+           (session (mevedel-session-create :workspace root :ephemeral t))
+           (buffer (mevedel-mcp session)))
+      (unwind-protect
+          (with-current-buffer buffer
+            (goto-char (point-min))
+            (should (search-forward "marker" nil t))
+            (should (search-forward "unapproved" nil t))
+            (goto-char (point-min))
+            (while (and (not (equal (tabulated-list-get-id) "marker")) (not (eobp)))
+              (forward-line 1))
+            (cl-letf (((symbol-function 'y-or-n-p) #'always))
+              (mevedel-mcp-approve-server))
+            (should (equal (mcp-test--approved (mevedel-mcp-state session))
+                           '(("marker" . t))))
+            (goto-char (point-min))
+            (should (search-forward "configured" nil t)))
+        (kill-buffer buffer)))))
+
 (provide 'mcp-test)
 ;;; mcp-test.el ends here

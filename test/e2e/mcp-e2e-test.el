@@ -171,6 +171,47 @@ EXPECT is a string the ToolCall's result must contain."
     (should (string-match-p "MCP server broken failed" (mcp-e2e--output run)))
     (should (string-match-p "cannot open the database" (mcp-e2e--output run)))))
 
+(ert-deftest mevedel-e2e:mcp-resources-read-as-mcp-addresses ()
+  "Read mcp:// lists servers, mcp://SERVER its resources, and one reads as text.
+An unapproved workspace server is listed but never started."
+  (let* ((config (mcp-e2e--config `((everything . ,(mcp-e2e--everything-spec)))))
+         (marker (make-temp-file "mevedel-mcp-marker"))
+         (doc (concat "mcp://everything/"
+                      (url-hexify-string "demo://resource/static/document/features.md")))
+         (run (unwind-protect
+                  (progn
+                    (delete-file marker)
+                    (mevedel-e2e-headless
+                     :files `((".mcp.json"
+                               . ,(json-encode
+                                   `((mcpServers
+                                      . ((ws . ((command . "sh")
+                                                (args . ["-c" "touch \"$0\"" ,marker])))))))))
+                     :steps `(((tool_calls . [((name . "Read")
+                                               (arguments . ((file_path . "mcp://"))))]))
+                              ((expect . ((results . [((contains . "mcp://everything"))])))
+                               (tool_calls . [((name . "Read")
+                                               (arguments . ((file_path . "mcp://ws"))))]))
+                              ((tool_calls . [((name . "Read")
+                                               (arguments . ((file_path . "mcp://everything"))))]))
+                              ((expect . ((results . [((contains . ,doc))])))
+                               (tool_calls . [((name . "Read")
+                                               (arguments . ((file_path . ,doc))))]))
+                              ((expect . ((results . [((contains . "Everything Server - Features"))])))
+                               (text . "Done.")))
+                     :args (list "-p" "Look at the MCP resources" "--json"
+                                 "--mcp-config" config)))
+                (delete-file config)))
+         (log (plist-get run :log))
+         (listing (json-encode (alist-get 'body (nth 1 log))))
+         (unapproved (json-encode (alist-get 'body (nth 2 log)))))
+    (should (equal (plist-get run :status) 0))
+    (should (string-match-p "mcp://everything  configured, stdio from command-line" listing))
+    (should (string-match-p "mcp://ws  unapproved" listing))
+    (should (string-match-p "not approved" unapproved))
+    (should-not (file-exists-p marker))
+    (should-not (cl-mapcan (lambda (e) (copy-sequence (alist-get 'mismatches e))) log))))
+
 (provide 'mcp-e2e-test)
 ;;; mcp-e2e-test.el ends here
 
