@@ -33,6 +33,10 @@
 ;;                             (with --json: a JSON array)
 ;;   --trust-hooks             run the workspace's hook files as they are
 ;;                             when the run starts, approved or not
+;;   --mcp-config FILE         also read MCP servers from FILE (trusted,
+;;                             this run; may be given more than once)
+;;   --trust-mcp               start the servers of the workspace's
+;;                             .mcp.json, approved or not (this run)
 ;;   -h, --help                print the usage and exit
 ;;
 ;; Every run saves its session (see `mevedel-save-sessions'); the
@@ -124,6 +128,10 @@ Options:
   --list-sessions          list the workspace's saved sessions
   --trust-hooks            run the workspace's hook files (.mevedel/hooks.el,
                            .claude/settings.json) as they are now, unapproved
+  --mcp-config FILE        also read MCP servers (Claude Code's mcpServers
+                           JSON) from FILE, trusted, for this run; repeatable
+  --trust-mcp              start the servers of the workspace's .mcp.json
+                           for this run, approved or not
   -h, --help               print this and exit
 
 Exit status: 0 done, 1 the turn failed, timed out, was blocked by a hook
@@ -169,6 +177,14 @@ Emacs decodes arguments with the locale's coding system; without one
             ("--fork" (setq options (plist-put options :fork t)))
             ("--list-sessions" (setq options (plist-put options :list t)))
             ("--trust-hooks" (setq options (plist-put options :trust-hooks t)))
+            ("--trust-mcp" (setq options (plist-put options :trust-mcp t)))
+            ("--mcp-config"
+             (let ((file (expand-file-name (value))))
+               (unless (file-readable-p file)
+                 (mevedel-batch--usage-error "--mcp-config %s is not a readable file" file))
+               (setq options (plist-put options :mcp-config
+                                        (append (plist-get options :mcp-config)
+                                                (list file))))))
             ("--timeout"
              (let ((seconds (string-to-number (value))))
                (unless (> seconds 0)
@@ -430,6 +446,10 @@ and :error (a message, or nil)."
          (mevedel-hooks-trust-workspace (if (plist-get options :trust-hooks)
                                             (mevedel-hooks-trust-snapshot root)
                                           mevedel-hooks-trust-workspace))
+         (mevedel-mcp-trust-workspace (or (plist-get options :trust-mcp)
+                                          mevedel-mcp-trust-workspace))
+         (mevedel-mcp-command-line-files (append mevedel-mcp-command-line-files
+                                                 (plist-get options :mcp-config)))
          (chat (mevedel-chat-get-create root (mevedel-batch--session root options)))
          (outcome nil)
          (unknown-tools nil)

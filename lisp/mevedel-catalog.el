@@ -32,6 +32,7 @@
 (require 'mevedel-tool-emacs)
 (require 'mevedel-tool-code)
 (require 'mevedel-ptc)
+(require 'mevedel-mcp)
 (require 'mevedel-web)
 (require 'mevedel-tool-skill)
 (require 'mevedel-tool-ask)

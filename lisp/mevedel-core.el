@@ -1014,5 +1014,93 @@ the request id."
                   ("search" (list :allowed (nth 0 options) :blocked (nth 1 options)))))))
    callback))
 
+;;;; MCP
+
+(declare-function mevedel-core--mcp-open "ext:mevedel-dyn" (args))
+(declare-function mevedel-core--mcp-files "ext:mevedel-dyn" (handle))
+(declare-function mevedel-core--mcp-approve "ext:mevedel-dyn" (handle sha256))
+(declare-function mevedel-core--mcp-status "ext:mevedel-dyn" (handle))
+(declare-function mevedel-core--mcp-start "ext:mevedel-dyn" (id handle name))
+(declare-function mevedel-core--mcp-stop "ext:mevedel-dyn" (id handle name))
+(declare-function mevedel-core--mcp-restart "ext:mevedel-dyn" (id handle name))
+(declare-function mevedel-core--mcp-tools "ext:mevedel-dyn" (id handle name))
+(declare-function mevedel-core--mcp-call "ext:mevedel-dyn" (id args))
+(declare-function mevedel-core--mcp-cancel "ext:mevedel-dyn" (id))
+(declare-function mevedel-core--mcp-resources "ext:mevedel-dyn" (id handle name))
+(declare-function mevedel-core--mcp-read "ext:mevedel-dyn" (id handle name uri))
+
+(defun mevedel-core-mcp-open (args)
+  "Open a registry of MCP servers, starting none; return its handle.
+ARGS is a plist: :files, a list of (FILE SOURCE), SOURCE one of
+\"user\", \"workspace\" or \"command-line\", in merge order; :env, a
+list of (NAME . VALUE) strings; :cwd; :log-file; :startup-timeout-ms;
+:request-timeout-ms; :key, the string its `mcp-notice' events carry."
+  (mevedel-core-ensure)
+  (mevedel-core--mcp-open args))
+
+(defun mevedel-core-mcp-files (handle)
+  "Return the configuration files HANDLE's registry read.
+Each is a plist (:file :source :sha256 :servers :error)."
+  (mevedel-core--mcp-files handle))
+
+(defun mevedel-core-mcp-approve (handle sha256)
+  "Approve HANDLE's workspace servers from the file hashing to SHA256.
+Return their names."
+  (mevedel-core--mcp-approve handle sha256))
+
+(defun mevedel-core-mcp-status (handle)
+  "Return the status plist of every server of HANDLE."
+  (mevedel-core--mcp-status handle))
+
+(defun mevedel-core-mcp-start (handle name callback)
+  "Start server NAME of HANDLE (nil: every approved one); CALLBACK gets it.
+Return the request id."
+  (mevedel-core-request
+   (lambda (id) (mevedel-core--mcp-start id handle name)) callback))
+
+(defun mevedel-core-mcp-stop (handle name callback)
+  "Stop server NAME of HANDLE (nil: all); CALLBACK gets t."
+  (mevedel-core-request
+   (lambda (id) (mevedel-core--mcp-stop id handle name)) callback))
+
+(defun mevedel-core-mcp-restart (handle name callback)
+  "Restart server NAME of HANDLE now; CALLBACK gets t."
+  (mevedel-core-request
+   (lambda (id) (mevedel-core--mcp-restart id handle name)) callback))
+
+(defun mevedel-core-mcp-tools (handle name callback)
+  "List the tools of server NAME of HANDLE; CALLBACK gets plists.
+Each is (:server :name :full-name :title :description :input-schema
+:annotations), the schema as JSON text."
+  (mevedel-core-request
+   (lambda (id) (mevedel-core--mcp-tools id handle name)) callback))
+
+(defun mevedel-core-mcp-call (handle server tool arguments timeout callback)
+  "Call TOOL of SERVER in HANDLE with ARGUMENTS, JSON text of an object.
+TIMEOUT is in seconds (nil: the registry's).  CALLBACK gets (:content
+:structured :is-error).  Return the request id, which
+`mevedel-core-mcp-cancel' takes; progress comes as `mcp-progress' events."
+  (mevedel-core-request
+   (lambda (id)
+     (mevedel-core--mcp-call
+      id (list :handle handle :server server :tool tool :arguments arguments
+               :timeout-ms (and timeout (round (* 1000 timeout))))))
+   callback))
+
+(defun mevedel-core-mcp-cancel (id)
+  "Cancel the MCP tool call of request ID; non-nil if it was running."
+  (mevedel-core--mcp-cancel id))
+
+(defun mevedel-core-mcp-resources (handle name callback)
+  "List the resources of server NAME of HANDLE.
+CALLBACK gets (:resources :templates)."
+  (mevedel-core-request
+   (lambda (id) (mevedel-core--mcp-resources id handle name)) callback))
+
+(defun mevedel-core-mcp-read (handle name uri callback)
+  "Read URI from server NAME of HANDLE; CALLBACK gets content plists."
+  (mevedel-core-request
+   (lambda (id) (mevedel-core--mcp-read id handle name uri)) callback))
+
 (provide 'mevedel-core)
 ;;; mevedel-core.el ends here

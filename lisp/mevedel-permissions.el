@@ -272,6 +272,14 @@ so a link cannot carry a call into or out of a glob."
                           (cl-every match (or reals paths))
                         (cl-some match (append paths reals))))))))))
 
+(defun mevedel-permissions-rule-names (name)
+  "Return the names a rule may give the tool NAME by.
+That is NAME itself and, for an MCP tool mcp__SERVER__TOOL, mcp__SERVER,
+which names every tool of that server (Claude Code's rule)."
+  (if (string-match "\\`\\(mcp__.+?\\)__." name)
+      (list name (match-string 1 name))
+    (list name)))
+
 (defun mevedel-permissions-matching-rule (rules names paths root &optional domain reals)
   "Return the strongest of RULES matching a call on PATHS, or nil.
 NAMES are the names the call's tool answers to; ROOT is the workspace
@@ -457,7 +465,9 @@ the path of every call, and the plist is for cards only."
                                      (mevedel-permissions-tool-paths tool args)))))
              (rules (mevedel-permissions-applicable-rules root))
              (rule (and rules (mevedel-permissions-matching-rule
-                               rules (if source (list "Bash" name) (list name)) paths root
+                               rules (if source (list "Bash" name)
+                                       (mevedel-permissions-rule-names name))
+                               paths root
                                domain (and paths (mevedel-core-truenames
                                                   (mapcar (lambda (path)
                                                             (expand-file-name path root))

@@ -424,6 +424,16 @@ first, before the call settles."
   (when-let* ((call mevedel-pipeline--current))
     (push function (mevedel-pipeline--call-cancellers call))))
 
+(defun mevedel-pipeline-continuation (function)
+  "Return FUNCTION wrapped to run later inside the current handler's call.
+A handler that waits (for a server, say) before its real work keeps
+`mevedel-pipeline-current-context' and `mevedel-pipeline-add-canceller'
+working in that work."
+  (let ((call mevedel-pipeline--current))
+    (lambda (&rest args)
+      (let ((mevedel-pipeline--current call))
+        (apply function args)))))
+
 (defun mevedel-pipeline-current-context ()
   "Return the context plist of the call whose handler is running now, or nil.
 See `mevedel-pipeline--context' for its keys (:session, :tool-use-id, ...)."
@@ -902,7 +912,7 @@ CONFIRMED says gptel's own confirmation already asked the user."
 
 (cl-defun mevedel-pipeline-run-tool-outcome (tool args callback &key tool-use-id parent-id
                                                   (source 'nested) data-buffer session
-                                                  projection confirmed)
+                                                  projection confirmed bound)
   "Run TOOL with ARGS as a nested or programmatic call; CALLBACK gets the outcome.
 ARGS is the JSON-faithful argument plist; it is validated, never
 repaired.  The outcome is the canonical plist described in the
@@ -916,11 +926,22 @@ answering a model): ARGS may then be repaired, and the outcome also
 holds :projection `provider' and :provider-result, the text a gptel
 call would get (repair feedback, hook context, oversized output
 persisted) without the render-data block.  Status, identity, media and
-the canonical :render-data stay in the outcome."
+the canonical :render-data stay in the outcome.
+
+BOUND, a number of characters, bounds a string :result longer than it
+as a provider result is bounded (to TOOL's limit, else BOUND), the
+full text persisted with an artifact:// address when the session has
+storage: a ToolCall program gets a preview instead of failing on its
+value budget."
   (mevedel-pipeline--canceller
    (mevedel-pipeline--start
     tool args
     (lambda (outcome call)
+      (let ((result (plist-get outcome :result)))
+        (when (and bound (stringp result) (> (length result) bound))
+          (setq outcome (plist-put (copy-sequence outcome) :result
+                                   (mevedel-pipeline--bound-text
+                                    call result (plist-get outcome :status) bound)))))
       (funcall callback
                (if (eq projection 'provider)
                    (append outcome
@@ -1065,10 +1086,12 @@ Rerun the call more narrowly (a smaller range, a more specific pattern or path) 
         "\n"))
      "</persisted-output>")))
 
-(defun mevedel-pipeline--bound-text (call text status)
+(defun mevedel-pipeline--bound-text (call text status &optional fallback)
   "Return TEXT bounded for CALL's provider result, persisting it if needed.
-STATUS is the canonical status: oversized errors are truncated only."
-  (let* ((limit (mevedel-pipeline-result-limit (mevedel-pipeline--call-tool call)))
+STATUS is the canonical status: oversized errors are truncated only.
+FALLBACK is the limit for a tool that declares none."
+  (let* ((limit (or (mevedel-pipeline-result-limit (mevedel-pipeline--call-tool call))
+                    fallback))
          (plan (and limit (> (length text) limit)
                     (progn
                       (mevedel-pipeline-sync-failure-patterns)

@@ -111,13 +111,15 @@ The envelope's own result has all of it.")
 
 (defun mevedel-ptc-catalog (&optional buffer)
   "Return the tools a ToolCall program in data BUFFER may call.
-That is every registered tool but ToolCall itself and the native tools
-outside BUFFER's `mevedel-tool-offered' (a child agent's role)."
+That is every registered tool visible there (`mevedel-tool-visible-p')
+but ToolCall itself and the native tools outside BUFFER's
+`mevedel-tool-offered' (a child agent's role)."
   (let ((offered (and (buffer-live-p buffer) (buffer-local-value 'mevedel-tool-offered buffer))))
     (cl-remove-if (lambda (tool)
                     (or (equal (mevedel-tool-name tool) "ToolCall")
                         (and offered (mevedel-tool-native-p tool)
-                             (not (member (mevedel-tool-name tool) offered)))))
+                             (not (member (mevedel-tool-name tool) offered)))
+                        (not (mevedel-tool-visible-p tool buffer))))
                   (mevedel-tool-all))))
 
 (defun mevedel-ptc-standalone-p (tool)
@@ -152,7 +154,8 @@ COMPOSABLE is the value of `mevedel-ptc-composable-tools' it was built with.")
 (defun mevedel-ptc--catalog-names (&optional buffer)
   "Return (NAMES . STANDALONE-NAMES): the identities a program in BUFFER may call.
 The names of the whole catalog are kept; a narrowed one is made anew."
-  (if (and (buffer-live-p buffer) (buffer-local-value 'mevedel-tool-offered buffer))
+  (if (or mevedel-tool-visible-functions
+          (and (buffer-live-p buffer) (buffer-local-value 'mevedel-tool-offered buffer)))
       (mevedel-ptc--names-of (mevedel-ptc-catalog buffer))
     (mevedel-ptc--whole-catalog-names)))
 
@@ -166,6 +169,31 @@ The names of the whole catalog are kept; a narrowed one is made anew."
          names))))
 
 ;;;; ToolSearch
+
+(defvar mevedel-ptc-prepare-functions nil
+  "Functions of (SESSION PROGRAM CALLBACK) readying SESSION's catalog.
+ToolSearch (PROGRAM nil) and ToolCall (PROGRAM its text) call each in
+turn first and go on when it calls CALLBACK with no arguments, which
+it must do once, at once or later.  MCP servers start this way on
+first use (see mevedel-mcp.el).")
+
+(defun mevedel-ptc--prepared (program thunk)
+  "Call THUNK once the calling session's catalog is ready for PROGRAM."
+  (let ((session (plist-get (mevedel-pipeline-current-context) :session))
+        (thunk (mevedel-pipeline-continuation thunk)))
+    (if (not session)
+        (funcall thunk)
+      (let ((step nil))
+        (setq step (lambda (functions)
+                     (if functions
+                         (funcall (car functions) session program
+                                  (lambda () (funcall step (cdr functions))))
+                       (funcall thunk))))
+        (funcall step mevedel-ptc-prepare-functions)))))
+
+(defun mevedel-ptc-tool-search-async (callback args)
+  "Answer ToolSearch ARGS through CALLBACK once the catalog is ready."
+  (mevedel-ptc--prepared nil (lambda () (funcall callback (mevedel-ptc-tool-search args)))))
 
 (defun mevedel-ptc-tool-search (args)
   "Answer ToolSearch ARGS (:query) over the caller's catalog."
@@ -231,8 +259,11 @@ A listing in turns a compaction replaced by its summary
 For `mevedel-chat-message-functions'.  The last listing is the one the
 chat's data buffer holds, so a failed request (whose mail is taken out
 again) or a resumed session gets it again."
-  (when-let* ((listing (mevedel-ptc-listing-section
-                        (mevedel-tool-specialists) (mevedel-ptc--listing-budget chat))))
+  (when-let* ((buffer (mevedel-chat-data-buffer chat))
+              (listing (mevedel-ptc-listing-section
+                        (cl-remove-if-not (lambda (tool) (mevedel-tool-visible-p tool buffer))
+                                          (mevedel-tool-specialists))
+                        (mevedel-ptc--listing-budget chat))))
     (unless (equal listing (mevedel-ptc--last-listing (mevedel-chat-data-buffer chat)))
       (list listing))))
 
@@ -422,6 +453,7 @@ record is removed.  Return nil without a usable record."
       (let ((cancel (mevedel-pipeline-run-tool-outcome
                      tool args (lambda (outcome) (mevedel-ptc--child-settled run n outcome))
                      :tool-use-id child-id :parent-id (mevedel-ptc--run-id run) :source 'ptc
+                     :bound mevedel-ptc-value-budget
                      :data-buffer (mevedel-ptc--run-data-buffer run)
                      :session (mevedel-ptc--run-session run))))
         (when (eq (plist-get (mevedel-ptc--child run n) :status) 'running)
@@ -564,6 +596,11 @@ but their audit entries."
 
 (defun mevedel-ptc-run-program (callback args)
   "Run the ToolCall program in ARGS (:program); CALLBACK gets the envelope."
+  (mevedel-ptc--prepared (plist-get args :program)
+                         (lambda () (mevedel-ptc--run-program callback args))))
+
+(defun mevedel-ptc--run-program (callback args)
+  "Run the ToolCall program in ARGS with its catalog ready; CALLBACK gets it."
   (let* ((context (mevedel-pipeline-current-context))
          (names (mevedel-ptc--catalog-names (plist-get context :data-buffer)))
          (machine (mevedel-core-ptc-start
@@ -687,8 +724,9 @@ two exact names for their contracts. No match lists categories and
 groups to try. Finding a tool does not authorize calling it."
   :args ((query string :required "Tool names, groups or words of what you need, e.g. \"outline\" or \"Imenu Xref\""))
   :read-only-p t
+  :async-p t
   :groups '(discovery)
-  :function #'mevedel-ptc-tool-search
+  :function #'mevedel-ptc-tool-search-async
   :renderer #'mevedel-ptc-render-search)
 
 (mevedel-define-tool ToolCall

@@ -6,8 +6,9 @@
 ;;; Commentary:
 
 ;; Resource addresses (`work://', `artifact://', `mevedel://',
-;; `memory://', `skill://', `agent://' and `history://', and the not yet
-;; available `mcp://' and `shared://') name mevedel-owned content in
+;; `memory://', `skill://', `agent://', `history://' and `mcp://' (read
+;; by mevedel-mcp.el), and the not yet available `shared://') name
+;; mevedel-owned content in
 ;; Read, Glob, Grep and ApplyPatch.  The grammar, canonical spelling,
 ;; operation matrix, containment and the two-stage resolver are in the
 ;; native module (crates/mevedel-core/src/resource/); this file gathers

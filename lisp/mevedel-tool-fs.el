@@ -194,6 +194,44 @@ Read of memory://root, which reads as the prompt's memory index."
               (mevedel-history-documents canonical mevedel-session-current tool))
             (list (cons canonical ""))))))))
 
+;;;; Addresses other files serve (mcp://)
+
+(defvar mevedel-tool-fs-read-functions nil
+  "Functions of (CANONICAL SESSION CALLBACK) serving a Read of an address.
+One that serves the address CANONICAL returns non-nil and calls
+CALLBACK once, later or at once, with the text or (error MESSAGE);
+Read then pages the text.  mevedel-mcp.el serves mcp:// this way.")
+
+(defun mevedel-tool-fs--read-served (target page callback)
+  "Serve the Read of the attempt TARGET, paged by PAGE; settle CALLBACK.
+Return a function that cancels it, or nil when TARGET is no address a
+function of `mevedel-tool-fs-read-functions' serves."
+  (let* ((canonical (and (not (stringp target))
+                         (plist-get (mevedel-core-resource-attempt-facts target) :canonical)))
+         (cancel nil)
+         (settled nil)
+         (settle (lambda (result)
+                   (unless settled
+                     (setq settled t)
+                     (funcall callback result))))
+         (served
+          (and canonical
+               (run-hook-with-args-until-success
+                'mevedel-tool-fs-read-functions canonical mevedel-session-current
+                (lambda (text)
+                  (unless settled
+                    (if (stringp text)
+                        (setq cancel
+                              (mevedel-tool-fs--run
+                               settle (lambda (reply)
+                                        (mevedel-core-resource-read-text
+                                         text canonical page reply))))
+                      (funcall settle (list :result (cadr text) :status 'error)))))))))
+    (and served
+         (lambda ()
+           (if cancel (funcall cancel)
+             (funcall settle (list :result "Cancelled." :status 'error)))))))
+
 ;;;; Running
 
 (defun mevedel-tool-fs--run (callback start)
@@ -248,11 +286,14 @@ Return a function that cancels the read."
                   (page (list :offset (mevedel-tool-fs--value args :offset)
                               :limit (mevedel-tool-fs--value args :limit)
                               :char-offset (mevedel-tool-fs--value args :char_offset))))
-       (if documents
+       (cond
+        ((mevedel-tool-fs--read-served target page callback))
+        (documents
            (mevedel-tool-fs--run
             callback (lambda (reply)
                        (mevedel-core-resource-read-text (cdar documents) (caar documents)
-                                                        page reply)))
+                                                        page reply))))
+        (t
          (mevedel-tool-fs--run
         (if copy
             (lambda (result)
@@ -262,7 +303,7 @@ Return a function that cancels the read."
         (lambda (reply)
           (mevedel-core-resource-read
            (or copy target) display page reply
-           (and buffer (cons (mevedel-tool-fs--buffer-text buffer) new))))))))))
+           (and buffer (cons (mevedel-tool-fs--buffer-text buffer) new)))))))))))
 
 (defun mevedel-tool-fs--search (tool search query unsaved callback args)
   "Run the module's SEARCH for TOOL below the :path in ARGS; call CALLBACK.

@@ -71,6 +71,8 @@
     :check-permission :get-path :get-paths :get-domain :grant-request :review
     ;; Loading, grouping and where the tool is offered
     :category :groups :wrap :native :standalone :plan :request-args
+    ;; A contract given as JSON Schema text instead of :args (MCP tools)
+    :input-schema
     ;; Display and output
     :summary :max-result-size :render-transform :renderer)
   "Keywords `mevedel-define-tool' accepts.")
@@ -228,6 +230,9 @@ once with the pipeline's answer and returns a function that withdraws
 the review, see `mevedel-chat--ask').
 Loading and grouping: :category (default \"mevedel\") :groups (a list
 of symbols or strings ToolSearch offers the tool under) :wrap.
+Someone else's contract: :input-schema, JSON Schema text of the
+arguments used instead of :args for validation and the provider schema
+\(an MCP server's tool, see mevedel-mcp.el).
 Where it is offered: :native (non-nil: offered to the model in every
 request as a provider tool; without it the tool is a specialist, found
 with ToolSearch and called through ToolCall) :standalone (non-nil: a
@@ -490,7 +495,12 @@ module loaded, it is registered at once and the tool returned."
                                                     (plist-get properties :groups)))
                            :description (or description "")
                            :summary (or (plist-get properties :summary) :null)
-                           :args (vconcat arg-descriptors)))
+                           :args (vconcat arg-descriptors)
+                           :input_schema
+                           (if-let* ((schema (plist-get properties :input-schema)))
+                               (json-parse-string schema :null-object :null
+                                                  :false-object :json-false)
+                             :null)))
          (compiled (mevedel-core-schema-compile
                     (json-serialize descriptor :null-object :null :false-object :json-false)))
          (gptel-args (append (mevedel-tool--json-parse (nth 2 compiled)) nil))
@@ -621,6 +631,17 @@ ToolCall."
   "Names of the tools this data buffer's model is offered, or nil for all.
 A child agent's role narrows them; a ToolCall program there may call
 no native tool outside them (specialists stay reachable).")
+
+(defvar mevedel-tool-visible-functions nil
+  "Functions of (TOOL BUFFER) that may hide TOOL from data BUFFER's model.
+The registry is global, but some tools belong to one session (an MCP
+server's, see mevedel-mcp.el): a tool is visible in BUFFER unless one
+of these returns nil.  ToolSearch, ToolCall and the specialist listing
+only see visible tools.")
+
+(defun mevedel-tool-visible-p (tool buffer)
+  "Return non-nil when TOOL is visible to the model of data BUFFER."
+  (run-hook-with-args-until-failure 'mevedel-tool-visible-functions tool buffer))
 
 (defun mevedel-tool-native-tools ()
   "Return the registered native tools, in registration order."

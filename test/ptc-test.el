@@ -262,15 +262,20 @@ its 2 nested calls had finished (Echo, Slow)" text))
       (should-not (assoc 'started (cl-remove-if-not (lambda (e) (equal (nth 1 e) "call_1/3"))
                                                     mevedel-ptc-test--events))))))
 
-(ert-deftest mevedel-ptc-test-oversized-child-is-a-guest-failure ()
-  "A child result over the value budget is a failure value, not kept in the audit whole."
+(ert-deftest mevedel-ptc-test-oversized-child-is-previewed ()
+  "A child result over the value budget reaches the program as a preview.
+Results are bounded on every path, ToolCall included: the program gets
+the <persisted-output> notice instead of failing on its value budget,
+and the audit keeps no more than that."
   (mevedel-ptc-test--with
-    (mevedel-ptc-test--tool "Big" :function (lambda (_) (make-string 5000 ?x)))
-    (let* ((mevedel-ptc-value-budget 1000)
+    (mevedel-ptc-test--tool "Big" :function (lambda (_) (make-string 20000 ?x)))
+    (let* ((mevedel-ptc-value-budget 5000)
            (outcome (mevedel-ptc-test--outcome
-                     "(let [r (Big :file_path \"x\")] (if (failed? r) (error-message r) \"fits\"))")))
-      (should (string-match-p "exceeds the value budget" (plist-get outcome :result)))
-      (should (< (length (plist-get (car (mevedel-ptc-test--children outcome)) :result)) 2100)))))
+                     "(let [r (Big :file_path \"x\")] (if (failed? r) (error-message r) r))")))
+      (should (eq (plist-get outcome :status) 'success))
+      (should (string-match-p "<persisted-output>" (plist-get outcome :result)))
+      (should (string-match-p "Output too large: 20000 characters" (plist-get outcome :result)))
+      (should (< (length (plist-get (car (mevedel-ptc-test--children outcome)) :result)) 5000)))))
 
 (ert-deftest mevedel-ptc-test-audit-bounds-arguments-and-render-data ()
   "A child's long argument strings are cut and its large render-data dropped."

@@ -48,6 +48,7 @@ mod exec;
 mod files;
 mod guard;
 mod lisp_data;
+mod mcp;
 mod patch;
 mod ptc;
 mod raw;

@@ -11,7 +11,9 @@
 //! - [`connection`]: one live connection: launching a stdio child through
 //!   [`crate::process`] or opening a streamable HTTP session, the
 //!   handshake, the server's notifications, stderr;
-//! - [`content`]: what servers answer, as plain data with `to_datum`.
+//! - [`content`]: what servers answer, as plain data with `to_datum`;
+//! - [`session`]: the registry as the seam drives it, answering request
+//!   ids with `reply` events and sending progress and notices as events.
 //!
 //! Nothing here touches Emacs: the seam calls [`Registry`] from
 //! `runtime`'s tokio runtime and turns notices into events.
@@ -21,6 +23,7 @@ pub mod connection;
 pub mod content;
 pub mod names;
 pub mod registry;
+pub mod session;
 
 #[cfg(test)]
 mod tests;

@@ -1050,3 +1050,122 @@ fn conformance_client_scenarios_pass() {
         );
     }
 }
+
+/// The reply event for request ID, waiting up to LIMIT; other events
+/// (progress, notices) are collected into SEEN.
+fn await_reply(id: i64, seen: &mut Vec<crate::events::Event>, limit: Duration) -> crate::Datum {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        for event in crate::events::global().drain() {
+            if event.kind == "reply"
+                && let crate::Datum::List(items) = &event.data
+                && items.first() == Some(&crate::Datum::Int(id))
+            {
+                return event.data;
+            }
+            seen.push(event);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("no reply for request {id} within {limit:?}");
+}
+
+#[test]
+fn session_answers_by_events_and_approves_workspace_files_by_hash() {
+    use super::session::{OpenRequest, Session, cancel};
+    crate::events::global().attach(Box::new(std::io::sink()));
+    let dir = scratch("session");
+    let marker = dir.join("started");
+    let user = dir.join("user.json");
+    std::fs::write(
+        &user,
+        json!({"mcpServers": {"everything": {"command": "node",
+                                             "args": [everything_js(), "stdio"]}}})
+        .to_string(),
+    )
+    .unwrap();
+    let workspace = dir.join(".mcp.json");
+    let workspace_text = json!({"mcpServers": {"marker": {
+        "command": "sh", "args": ["-c", format!("touch {}; sleep 5", marker.display())]}}})
+    .to_string();
+    std::fs::write(&workspace, &workspace_text).unwrap();
+    let broken = dir.join("broken.json");
+    std::fs::write(&broken, "{\"mcpServers\": {\n  oops}").unwrap();
+    let session = Session::open(OpenRequest {
+        files: vec![
+            (user.clone(), Source::User),
+            (workspace.clone(), Source::Workspace),
+            (dir.join("absent.json"), Source::CommandLine),
+            (broken.clone(), Source::CommandLine),
+        ],
+        env: env(&[("PATH", &std::env::var("PATH").unwrap_or_default())]),
+        key: "k1".into(),
+        startup_timeout: Some(Duration::from_secs(20)),
+        ..OpenRequest::default()
+    });
+    // Three files are reported (the absent one is skipped); the broken
+    // one names its line.
+    let files = format!("{:?}", session.files());
+    assert!(
+        files.contains("broken.json") && files.contains("line 2"),
+        "{files}"
+    );
+    assert!(!files.contains("absent.json"), "{files}");
+
+    let mut seen = Vec::new();
+    // The unapproved workspace server does not start.
+    session.start(9001, Some("marker".into())).unwrap();
+    let reply = format!(
+        "{:?}",
+        await_reply(9001, &mut seen, Duration::from_secs(10))
+    );
+    assert!(reply.contains("error"), "{reply}");
+    assert!(!marker.exists(), "an unapproved server was started");
+    // Approval by another file's hash approves nothing; by its own, it.
+    assert!(
+        session
+            .approve(&config::sha256_hex("{}"))
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        session
+            .approve(&config::sha256_hex(&workspace_text))
+            .unwrap(),
+        vec!["marker".to_string()]
+    );
+
+    // A tool call answers through a reply event.
+    session
+        .call_tool(
+            9002,
+            "everything".into(),
+            "echo".into(),
+            r#"{"message": "hi there"}"#,
+            Some(Duration::from_secs(30)),
+        )
+        .unwrap();
+    let reply = format!(
+        "{:?}",
+        await_reply(9002, &mut seen, Duration::from_secs(60))
+    );
+    assert!(
+        reply.contains("hi there") && reply.contains("ok"),
+        "{reply}"
+    );
+    assert!(!cancel(9002), "a finished call is no longer cancellable");
+    // Arguments that are not JSON are refused at once.
+    assert!(
+        session
+            .call_tool(9003, "everything".into(), "echo".into(), "{", None)
+            .is_err()
+    );
+    // The status lists both servers, everything running.
+    let status = format!("{:?}", session.status());
+    assert!(
+        status.contains("everything") && status.contains("marker"),
+        "{status}"
+    );
+    session.stop(9004, None).unwrap();
+    await_reply(9004, &mut seen, Duration::from_secs(20));
+}

@@ -515,9 +515,9 @@ pub fn prepare(authored: &str, op: Operation, ctx: &Context) -> Result<Attempt, 
                 .into(),
         ),
         Locator::History(_) => Target::Conversation,
-        Locator::Mcp { .. } => unavailable(
-            "mcp:// is unavailable: no MCP servers are configured (MCP resources are not supported yet)",
-        ),
+        // MCP resources live in the session's servers: Lisp reads them
+        // at execution, fresh on every call.
+        Locator::Mcp { .. } => Target::Conversation,
         Locator::Shared(SharedRef::Listing | SharedRef::Library { .. }) => unavailable(
             "shared:// is unavailable: this session has no shared whiteboards or documents",
         ),

@@ -470,15 +470,21 @@ fn families_read_through_attempts() {
     assert!(listing.contains("skill://local-mevedel/foo") && listing.contains(&digest));
     // Unavailable families have distinct messages, after preparation.
     let mut seen = std::collections::HashSet::new();
-    for addr in ["mcp://", "shared://", "shared://i"] {
+    for addr in ["shared://", "shared://i"] {
         let a = prepare(addr, Operation::Read, &f.ctx).unwrap();
         let Target::Unavailable(msg) = a.target else {
             panic!("{addr} is available")
         };
         assert!(seen.insert(msg), "{addr}");
     }
-    // Conversations are projected by Lisp at execution.
-    for addr in ["agent://", "agent://root/reviewer#/findings"] {
+    // Conversations are projected, MCP resources read, by Lisp at execution.
+    for addr in [
+        "agent://",
+        "agent://root/reviewer#/findings",
+        "mcp://",
+        "mcp://s",
+        "mcp://s/u",
+    ] {
         let a = prepare(addr, Operation::Read, &f.ctx).unwrap();
         assert!(matches!(a.target, Target::Conversation), "{addr}");
     }

@@ -130,6 +130,11 @@ pub struct ToolSpec {
     pub summary: String,
     /// The arguments: an object node whose properties are the arguments.
     pub root: Node,
+    /// A tool described by someone else's JSON Schema (an MCP server's
+    /// `inputSchema`): validated and offered exactly as given; `root`
+    /// then holds its top-level properties only, for the calling shape,
+    /// the contract and ToolSearch.
+    pub input_schema: Option<Value>,
 }
 
 /// The longest summary, in characters.
@@ -157,6 +162,7 @@ pub fn parse_tool(json: &str) -> Result<ToolSpec> {
             "description",
             "summary",
             "args",
+            "input_schema",
         ],
         &ctx,
     )?;
@@ -189,7 +195,24 @@ pub fn parse_tool(json: &str) -> Result<ToolSpec> {
         Some(Value::Array(args)) => args.clone(),
         Some(_) => return Err(schema_err(format!("{ctx}: args must be a list"))),
     };
-    let mut properties = Vec::with_capacity(args.len());
+    let input_schema = match obj.get("input_schema") {
+        None | Some(Value::Null) => None,
+        Some(schema @ Value::Object(_)) if args.is_empty() => Some(schema.clone()),
+        Some(Value::Object(_)) => {
+            return Err(schema_err(format!(
+                "{ctx}: give args or input_schema, not both"
+            )));
+        }
+        Some(_) => {
+            return Err(schema_err(format!(
+                "{ctx}: input_schema must be a JSON Schema object"
+            )));
+        }
+    };
+    let mut properties = match &input_schema {
+        Some(schema) => raw_properties(schema),
+        None => Vec::with_capacity(args.len()),
+    };
     for arg in &args {
         let prop = parse_arg(arg, &ctx)?;
         if properties.iter().any(|p: &Prop| p.name == prop.name) {
@@ -218,7 +241,55 @@ pub fn parse_tool(json: &str) -> Result<ToolSpec> {
             min_items: None,
             max_items: None,
         },
+        input_schema,
     })
+}
+
+/// The top-level properties of the JSON Schema SCHEMA as plain nodes
+/// (type and description only): enough for a calling shape and a
+/// contract; validation uses SCHEMA itself. A property whose type is
+/// not one JSON type shows as an object.
+fn raw_properties(schema: &Value) -> Vec<Prop> {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(Value::Object(props)) = schema.get("properties") else {
+        return Vec::new();
+    };
+    props
+        .iter()
+        .map(|(name, sub)| {
+            let ty = match sub.get("type").and_then(Value::as_str) {
+                Some("string") => Ty::String,
+                Some("integer") => Ty::Integer,
+                Some("number") => Ty::Number,
+                Some("boolean") => Ty::Boolean,
+                Some("array") => Ty::Array,
+                _ => Ty::Object,
+            };
+            Prop {
+                name: name.clone(),
+                required: required.contains(&name.as_str()),
+                access_read: false,
+                node: Node {
+                    ty,
+                    description: sub
+                        .get("description")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                    enumeration: sub.get("enum").and_then(Value::as_array).cloned(),
+                    items: None,
+                    properties: Vec::new(),
+                    minimum: None,
+                    maximum: None,
+                    min_items: None,
+                    max_items: None,
+                },
+            }
+        })
+        .collect()
 }
 
 /// The first sentence of DESCRIPTION, at most [`SUMMARY_MAX_CHARS`].

@@ -58,8 +58,13 @@ impl CompiledTool {
     /// Parse, lower and compile the tool DESCRIPTOR (JSON text).
     pub fn compile(descriptor: &str) -> Result<CompiledTool> {
         let spec = dsl::parse_tool(descriptor)?;
-        let validator = check::compile(&lower::validation_schema(&spec))?;
-        let provider_schema = lower::provider_schema(&spec).to_string();
+        let (validator, provider_schema) = match &spec.input_schema {
+            Some(raw) => (check::compile(raw)?, raw.to_string()),
+            None => (
+                check::compile(&lower::validation_schema(&spec))?,
+                lower::provider_schema(&spec).to_string(),
+            ),
+        };
         let gptel_args = lower::gptel_args(&spec).to_string();
         let shape = lower::calling_shape(&spec);
         Ok(CompiledTool {

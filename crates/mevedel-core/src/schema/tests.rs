@@ -735,3 +735,41 @@ fn property_repair_never_panics_never_changes_valid_input_commits_only_valid() {
         "too few repairs exercised"
     );
 }
+
+#[test]
+fn a_raw_input_schema_is_offered_and_validated_as_given() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "message": {"type": "string", "description": "Text to echo."},
+            "times": {"type": "integer", "minimum": 1},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "opts": {"anyOf": [{"type": "string"}, {"type": "object"}]}
+        },
+        "required": ["message"]
+    });
+    let t = tool(json!({
+        "name": "mcp__everything__echo", "category": "mcp",
+        "description": "Echoes back the input.", "input_schema": schema
+    }));
+    // Offered exactly as the server gave it.
+    let offered: Value = serde_json::from_str(&t.provider_schema).unwrap();
+    assert_eq!(offered, schema);
+    // The shape comes from the top-level properties.
+    assert!(
+        t.shape
+            .starts_with("(mcp__everything__echo :message string"),
+        "{}",
+        t.shape
+    );
+    assert!(t.shape.contains("[:times integer]"), "{}", t.shape);
+    // Validation is the server's own schema, nested parts included.
+    assert!(t.is_valid(&json!({"message": "hi", "opts": {"a": 1}})));
+    assert!(!t.is_valid(&json!({"times": 2})));
+    assert!(!t.is_valid(&json!({"message": "hi", "times": 0})));
+    assert!(!t.is_valid(&json!({"message": "hi", "tags": [1]})));
+    // Not both ways of describing arguments at once.
+    let both = json!({"name": "T", "description": "D.", "input_schema": {"type": "object"},
+                      "args": [{"name": "a", "type": "string", "flag": "required"}]});
+    assert!(CompiledTool::compile(&both.to_string()).is_err());
+}

@@ -1,0 +1,678 @@
+;;; mevedel-mcp.el --- The user's MCP servers as specialist tools  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; MCP (Model Context Protocol) servers, configured as for Claude Code
+;; (`mcpServers' in JSON), become specialist tools of a session.  The
+;; protocol, the processes and the configuration parsing are the native
+;; module's (crates/mevedel-core/src/mcp/); this file decides which
+;; files a session reads, whether a workspace file may start anything,
+;; when servers start, and how their tools join the catalog.
+;;
+;; What it does:
+;;
+;; - Configuration sources, merged by server name in this order: the
+;;   user's `mevedel-mcp-user-file' (trusted), the workspace's
+;;   .mcp.json (starts nothing until approved), and the files of
+;;   `mevedel-mcp-command-line-files' (bin/mevedel --mcp-config,
+;;   trusted, this run only).
+;; - Approval of a workspace .mcp.json is remembered per content hash
+;;   in `mevedel-mcp-approvals-file', like the approval of hook files
+;;   (mevedel-hooks.el): a changed file asks again.  The question is a
+;;   card where a view offers one (`mevedel-mcp-card-functions'), else
+;;   the minibuffer.  A headless run cannot ask:
+;;   `mevedel-mcp-trust-workspace' (--trust-mcp) approves the file for
+;;   the run, and without it the model is told in one line that the
+;;   workspace declares unapproved servers.
+;; - One registry per session: a session's root and its child agents
+;;   share the `mevedel-session', and so the registry.  Servers start on
+;;   first use (ToolSearch, or a ToolCall program naming an mcp__
+;;   tool), all approved ones in parallel, or when the first request of
+;;   the session is sent with `mevedel-mcp-start-at-session-start'.  A
+;;   server that fails is reported once (its error carries its last
+;;   stderr lines) on stderr and to the model; the turn goes on.
+;; - Each server tool is registered as a specialist named
+;;   mcp__SERVER__TOOL (Claude Code's names), never native, so no MCP
+;;   schema is in any request: the specialist listing shows its calling
+;;   shape, ToolSearch its contract, and ToolCall calls it.  Its
+;;   arguments are validated against the server's own input JSON
+;;   Schema (:input-schema).  Results: text joined, images as media
+;;   records, `isError' as a tool error; limits and artifacts are the
+;;   pipeline's, as for any tool.
+;; - Visibility.  The tool registry is global, so one mcp__ tool is
+;;   registered once for all sessions; `mevedel-tool-visible-functions'
+;;   hides it from every session whose registry has not listed that
+;;   tool.  A session sees exactly the tools of its own servers, and a
+;;   call runs on the calling session's own server.  See ADR 0021.
+;; - Permissions: MCP tools are not read-only, so they ask in `ask'
+;;   mode and run in `full-auto'; a rule naming mcp__SERVER matches
+;;   every tool of that server (`mevedel-permissions-rule-names').
+;;
+;; Manual: docs/tools/mcp.md (mevedel://tools/mcp.md).
+;;
+;; - Resources: Read `mcp://' lists the servers with their state
+;;   (starting none), `mcp://SERVER' its resources and templates, and
+;;   `mcp://SERVER/ENCODED-URI' one resource's text, fresh each time.
+;; - `M-x mevedel-mcp': the servers of a session in a table, with keys
+;;   to restart, stop, show the log and approve.
+;;
+;; What it does not do (yet): @mcp mentions, prompts as slash commands,
+;; progress in the view's rows, failed servers in the session header,
+;; confining stdio servers in the sandbox.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'mevedel-core)
+(require 'mevedel-session)
+(require 'mevedel-tool-registry)
+(require 'mevedel-pipeline)
+(require 'mevedel-ptc)
+(require 'mevedel-tool-fs)
+(require 'tabulated-list)
+(require 'url-util)
+
+(defvar mevedel-chat-message-functions)
+(declare-function mevedel-chat-session "mevedel-chat" (chat))
+
+;;; Options
+
+(defgroup mevedel-mcp nil
+  "MCP servers as tools of mevedel sessions."
+  :group 'mevedel
+  :prefix "mevedel-mcp-")
+
+(defcustom mevedel-mcp-user-file
+  (expand-file-name "mevedel/mcp.json"
+                    (or (getenv "XDG_CONFIG_HOME") (expand-file-name "~/.config")))
+  "The user's MCP configuration (Claude Code's `mcpServers' shape); trusted."
+  :type 'file)
+
+(defcustom mevedel-mcp-approvals-file
+  (expand-file-name "mevedel/mcp-approved.eld"
+                    (or (getenv "XDG_STATE_HOME") (expand-file-name "~/.local/state")))
+  "File holding the content hashes of the approved workspace .mcp.json files."
+  :type 'file)
+
+(defcustom mevedel-mcp-start-at-session-start nil
+  "Non-nil: start a session's approved servers with its first request.
+Otherwise they start on first use (ToolSearch, or ToolCall of an
+mcp__ tool)."
+  :type 'boolean)
+
+(defcustom mevedel-mcp-startup-timeout 30
+  "Seconds a server has from launch to answer `initialize'."
+  :type 'number)
+
+(defcustom mevedel-mcp-max-result-size 50000
+  "Characters of an MCP tool's result shown to the model.
+A longer result is previewed and kept whole at an artifact:// address."
+  :type 'natnum)
+
+(defcustom mevedel-mcp-call-timeout nil
+  "Seconds an MCP tool call may take, or nil for the registry's limit."
+  :type '(choice (const :tag "Registry default" nil) number))
+
+(defvar mevedel-mcp-command-line-files nil
+  "Further trusted configuration files, for this run (bin/mevedel --mcp-config).")
+
+(defvar mevedel-mcp-trust-workspace nil
+  "Non-nil: approve the workspace's .mcp.json for this run (--trust-mcp).")
+
+(defvar mevedel-mcp-can-ask-function (lambda () (not noninteractive))
+  "Function returning non-nil when the user can be asked to approve a file.")
+
+(defvar mevedel-mcp-card-functions nil
+  "Functions of (FILE SUMMARY CALLBACK) that may ask with a card.
+The first one returning non-nil asks; CALLBACK gets t to approve.")
+
+(defvar mevedel-mcp-approve-function #'mevedel-mcp-ask-approval
+  "Function of (FILE SUMMARY CALLBACK) asking whether FILE's servers may start.")
+
+(cl-defstruct (mevedel-mcp--state (:constructor mevedel-mcp--state-make) (:copier nil))
+  "A session's MCP registry and what this file knows of it."
+  handle key files
+  (tools (make-hash-table :test #'equal))
+  loaded loading waiters notes
+  (reported (make-hash-table :test #'equal)))
+
+(defvar mevedel-mcp--states (make-hash-table :test #'eq :weakness 'key)
+  "Session -> its `mevedel-mcp--state'.")
+
+(defvar mevedel-mcp--by-key (make-hash-table :test #'equal :weakness 'value)
+  "Notice key (the session id) -> its `mevedel-mcp--state'.")
+
+;;; Commands
+
+(defvar mevedel-mcp--approvals 'unread
+  "Approved (FILE . HASH) pairs, or `unread'.")
+
+(defun mevedel-mcp-approve-file (file hash)
+  "Remember that the content HASH of the workspace FILE is approved."
+  (let ((approvals (assoc-delete-all file (copy-sequence (mevedel-mcp--approvals)))))
+    (setq mevedel-mcp--approvals (cons (cons file hash) approvals))
+    (make-directory (file-name-directory mevedel-mcp-approvals-file) t)
+    (with-temp-file mevedel-mcp-approvals-file
+      (let ((print-length nil) (print-level nil))
+        (insert ";; Workspace .mcp.json files whose content the user approved.\n")
+        (prin1 mevedel-mcp--approvals (current-buffer))
+        (insert "\n")))))
+
+(defun mevedel-mcp-ask-approval (file summary callback)
+  "Ask whether the servers of FILE (SUMMARY) may start; tell CALLBACK.
+A card asks where a view offers one (`mevedel-mcp-card-functions'),
+else the minibuffer, from a timer, never inside a process filter."
+  (unless (run-hook-with-args-until-success 'mevedel-mcp-card-functions
+                                            file summary callback)
+    (run-at-time
+     0 nil
+     (lambda ()
+       (funcall callback
+                (condition-case nil
+                    (y-or-n-p (format "The MCP file %s is new or changed.  It starts:\n%s\n\
+Start these servers (outside the sandbox)? " (abbreviate-file-name file) summary))
+                  (quit nil)))))))
+
+;;;; The view
+
+(defvar-local mevedel-mcp--view-session nil
+  "The session whose servers this `mevedel-mcp-mode' buffer lists.")
+
+(defvar-keymap mevedel-mcp-mode-map
+  :doc "Keys of the MCP server list."
+  "g" #'mevedel-mcp-refresh
+  "r" #'mevedel-mcp-restart-server
+  "s" #'mevedel-mcp-stop-server
+  "l" #'mevedel-mcp-show-log
+  "a" #'mevedel-mcp-approve-server)
+
+(define-derived-mode mevedel-mcp-mode tabulated-list-mode "mevedel-MCP"
+  "The MCP servers of a session: state, transport, counts, last error.
+\\{mevedel-mcp-mode-map}"
+  (setq tabulated-list-format
+        [("Server" 16 t) ("State" 10 t) ("Source" 12 t) ("Transport" 9 t)
+         ("Tools" 5 nil :right-align t) ("Resources" 9 nil :right-align t)
+         ("Last error" 0 nil)])
+  (setq tabulated-list-padding 1)
+  (add-hook 'tabulated-list-revert-hook #'mevedel-mcp--view-entries nil t)
+  (tabulated-list-init-header))
+
+(defun mevedel-mcp--state-label (status)
+  "Return the state column of the server STATUS."
+  (if (plist-get status :approved)
+      (symbol-name (plist-get status :state))
+    "unapproved"))
+
+(defun mevedel-mcp--view-entries ()
+  "Fill `tabulated-list-entries' from the view's session."
+  (let ((state (gethash mevedel-mcp--view-session mevedel-mcp--states)))
+    (setq tabulated-list-entries
+          (and state
+               (mapcar (lambda (status)
+                         (let ((count (lambda (key)
+                                        (if-let* ((n (plist-get status key)))
+                                            (number-to-string n)
+                                          "-"))))
+                           (list (plist-get status :name)
+                                 (vector (plist-get status :name)
+                                         (mevedel-mcp--state-label status)
+                                         (symbol-name (plist-get status :source))
+                                         (symbol-name (plist-get status :transport))
+                                         (funcall count :tools)
+                                         (funcall count :resources)
+                                         (replace-regexp-in-string
+                                          "\n.*" "" (or (plist-get status :last-error) ""))))))
+                       (mevedel-core-mcp-status (mevedel-mcp--state-handle state)))))))
+
+(defun mevedel-mcp--pick-session ()
+  "Return the session to show: the current buffer's, or one with servers."
+  (or (and (mevedel-session-p mevedel-session-current) mevedel-session-current)
+      (let (sessions)
+        (maphash (lambda (session _) (push session sessions)) mevedel-mcp--states)
+        (cond
+         ((null sessions) (user-error "No session has opened its MCP servers yet"))
+         ((null (cdr sessions)) (car sessions))
+         (t (let ((id (completing-read "Session: " (mapcar #'mevedel-session-id sessions)
+                                       nil t)))
+              (cl-find id sessions :key #'mevedel-session-id :test #'equal)))))))
+
+(defun mevedel-mcp (&optional session)
+  "List the MCP servers of SESSION (default: this buffer's session).
+Keys: g refresh, r restart, s stop, l show the server's log, a approve
+the workspace .mcp.json that declares it."
+  (interactive)
+  (let* ((session (or session (mevedel-mcp--pick-session)))
+         (buffer (get-buffer-create (format "*mevedel-mcp %s*" (mevedel-session-id session)))))
+    (mevedel-mcp-state session)
+    (with-current-buffer buffer
+      (mevedel-mcp-mode)
+      (setq mevedel-mcp--view-session session)
+      (mevedel-mcp--view-entries)
+      (tabulated-list-print))
+    (pop-to-buffer buffer)
+    buffer))
+
+(defun mevedel-mcp--view-server ()
+  "Return the state and the server name of the row at point."
+  (let ((name (tabulated-list-get-id))
+        (state (gethash mevedel-mcp--view-session mevedel-mcp--states)))
+    (unless (and name state) (user-error "No MCP server on this line"))
+    (cons state name)))
+
+(defun mevedel-mcp-refresh ()
+  "Show the servers' current state."
+  (interactive)
+  (mevedel-mcp--view-entries)
+  (tabulated-list-print t))
+
+(defun mevedel-mcp--after (buffer verb name)
+  "Return a callback reporting VERB of NAME and refreshing BUFFER."
+  (lambda (status value)
+    (message (if (eq status 'ok) "MCP server %s %s" "MCP server %s: %s failed: %s")
+             name verb (and (not (eq status 'ok)) (cadr value)))
+    (when (buffer-live-p buffer)
+      (with-current-buffer buffer (mevedel-mcp-refresh)))))
+
+(defun mevedel-mcp-restart-server ()
+  "Restart the server at point now."
+  (interactive)
+  (pcase-let ((`(,state . ,name) (mevedel-mcp--view-server)))
+    (setf (mevedel-mcp--state-loaded state) nil)
+    (mevedel-core-mcp-restart (mevedel-mcp--state-handle state) name
+                              (mevedel-mcp--after (current-buffer) "restarted" name))))
+
+(defun mevedel-mcp-stop-server ()
+  "Stop the server at point."
+  (interactive)
+  (pcase-let ((`(,state . ,name) (mevedel-mcp--view-server)))
+    (mevedel-core-mcp-stop (mevedel-mcp--state-handle state) name
+                           (mevedel-mcp--after (current-buffer) "stopped" name))))
+
+(defun mevedel-mcp-show-log ()
+  "Show the last stderr lines of the server at point."
+  (interactive)
+  (pcase-let* ((`(,state . ,name) (mevedel-mcp--view-server))
+               (status (cl-find name (mevedel-core-mcp-status (mevedel-mcp--state-handle state))
+                                :key (lambda (s) (plist-get s :name)) :test #'equal)))
+    (with-current-buffer (get-buffer-create (format "*mevedel-mcp log %s*" name))
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert (format "MCP server %s (%s), %s\n\n" name (plist-get status :file)
+                        (mevedel-mcp--state-label status)))
+        (when-let* ((err (plist-get status :last-error)))
+          (insert "Last error: " err "\n\n"))
+        (insert (string-join (plist-get status :stderr) "\n") "\n"))
+      (special-mode)
+      (pop-to-buffer (current-buffer)))))
+
+(defun mevedel-mcp-approve-server ()
+  "Approve the workspace .mcp.json declaring the server at point."
+  (interactive)
+  (pcase-let* ((`(,state . ,name) (mevedel-mcp--view-server))
+               (file (cl-find-if (lambda (f) (and (eq (plist-get f :source) 'workspace)
+                                                  (member name (plist-get f :servers))))
+                                 (mevedel-mcp--state-files state))))
+    (unless file (user-error "%s is not declared by a workspace .mcp.json" name))
+    (when (y-or-n-p (format "Start the servers of %s (%s) outside the sandbox? "
+                            (abbreviate-file-name (plist-get file :file))
+                            (string-join (plist-get file :servers) ", ")))
+      (mevedel-mcp-approve-file (plist-get file :file) (plist-get file :sha256))
+      (mevedel-core-mcp-approve (mevedel-mcp--state-handle state) (plist-get file :sha256))
+      (setf (mevedel-mcp--state-loaded state) nil)
+      (mevedel-mcp-refresh))))
+
+;;; Plumbing
+
+(defun mevedel-mcp--approvals ()
+  "Return the approvals, reading `mevedel-mcp-approvals-file' once."
+  (when (eq mevedel-mcp--approvals 'unread)
+    (setq mevedel-mcp--approvals
+          (and (file-readable-p mevedel-mcp-approvals-file)
+               (condition-case nil
+                   (with-temp-buffer
+                     (insert-file-contents mevedel-mcp-approvals-file)
+                     (read (current-buffer)))
+                 (error nil)))))
+  mevedel-mcp--approvals)
+
+(defun mevedel-mcp--workspace-file (session)
+  "Return the .mcp.json of SESSION's workspace."
+  (expand-file-name ".mcp.json" (mevedel-session-workspace session)))
+
+(defun mevedel-mcp--environment ()
+  "Return `process-environment' as (NAME . VALUE) pairs."
+  (cl-loop for entry in process-environment
+           for eq = (string-search "=" entry)
+           when eq collect (cons (substring entry 0 eq) (substring entry (1+ eq)))))
+
+(defun mevedel-mcp--note (state text)
+  "Note TEXT in STATE: for the user now, for the model with the next request."
+  (message "mevedel: %s" text)
+  (setf (mevedel-mcp--state-notes state)
+        (append (mevedel-mcp--state-notes state) (list text))))
+
+(defun mevedel-mcp-state (session)
+  "Return SESSION's MCP state, opening its registry on first call."
+  (or (gethash session mevedel-mcp--states)
+      (let* ((files (append
+                     (list (list mevedel-mcp-user-file "user")
+                           (list (mevedel-mcp--workspace-file session) "workspace"))
+                     (mapcar (lambda (f) (list (expand-file-name f) "command-line"))
+                             mevedel-mcp-command-line-files)))
+             (directory (mevedel-session-directory session))
+             (key (mevedel-session-id session))
+             (handle (mevedel-core-mcp-open
+                      (list :files files
+                            :env (mevedel-mcp--environment)
+                            :cwd (expand-file-name (mevedel-session-workspace session))
+                            :log-file (and directory (file-directory-p directory)
+                                           (expand-file-name "mcp.log" directory))
+                            :startup-timeout-ms (round (* 1000 mevedel-mcp-startup-timeout))
+                            :key key)))
+             (state (mevedel-mcp--state-make :handle handle :key key
+                                             :files (mevedel-core-mcp-files handle))))
+        (puthash session state mevedel-mcp--states)
+        (puthash key state mevedel-mcp--by-key)
+        (mevedel-mcp--check-files state)
+        state)))
+
+(defun mevedel-mcp--check-files (state)
+  "Report STATE's broken files and settle the approval of its workspace file."
+  (dolist (file (mevedel-mcp--state-files state))
+    (cond
+     ((plist-get file :error)
+      (mevedel-mcp--note state (format "MCP configuration %s: %s" (plist-get file :file)
+                                       (plist-get file :error))))
+     ((and (eq (plist-get file :source) 'workspace) (plist-get file :servers))
+      (let ((name (plist-get file :file))
+            (hash (plist-get file :sha256)))
+        (cond
+         ((or mevedel-mcp-trust-workspace
+              (equal (cdr (assoc name (mevedel-mcp--approvals))) hash))
+          (mevedel-core-mcp-approve (mevedel-mcp--state-handle state) hash))
+         ((funcall mevedel-mcp-can-ask-function)
+          (funcall mevedel-mcp-approve-function name
+                   (mapconcat (lambda (s) (concat "  " s)) (plist-get file :servers) "\n")
+                   (lambda (approved)
+                     (when (eq approved t)
+                       (mevedel-mcp-approve-file name hash)
+                       (mevedel-core-mcp-approve (mevedel-mcp--state-handle state) hash)
+                       (setf (mevedel-mcp--state-loaded state) nil)))))
+         (t
+          (mevedel-mcp--note
+           state (format "The workspace's %s declares MCP servers (%s) that are not \
+approved, so they are not started." (file-name-nondirectory name)
+                          (string-join (plist-get file :servers) ", "))))))))))
+
+(defun mevedel-mcp--register-tool (info)
+  "Register the MCP tool INFO (a plist from `mevedel-core-mcp-tools')."
+  (let ((full (plist-get info :full-name))
+        (server (plist-get info :server))
+        (tool (plist-get info :name)))
+    (mevedel-tool-register
+     full
+     (list :category "mcp"
+           :groups (list "mcp" server)
+           :description (concat (or (plist-get info :description)
+                                    (plist-get info :title) "")
+                                (format " (MCP server %s, tool %s)" server tool))
+           :input-schema (plist-get info :input-schema)
+           :async-p t
+           :max-result-size mevedel-mcp-max-result-size
+           :function (lambda (callback args)
+                       (mevedel-mcp--call server tool callback args))))))
+
+(defun mevedel-mcp--load-tools (state server done)
+  "List SERVER's tools in STATE, register them, then call DONE."
+  (mevedel-core-mcp-tools
+   (mevedel-mcp--state-handle state) server
+   (lambda (status value)
+     (if (not (eq status 'ok))
+         (mevedel-mcp--failed state server (cadr value))
+       (let ((table (mevedel-mcp--state-tools state)))
+         (maphash (lambda (name owner) (when (equal owner server) (remhash name table)))
+                  table)
+         (dolist (info value)
+           (condition-case err
+               (progn (mevedel-mcp--register-tool info)
+                      (puthash (plist-get info :full-name) server table))
+             (error (message "mevedel: MCP tool %s not usable: %s"
+                             (plist-get info :full-name) (error-message-string err)))))))
+     (funcall done))))
+
+(defun mevedel-mcp--failed (state server message)
+  "Report once that SERVER of STATE failed with MESSAGE."
+  (unless (equal (gethash server (mevedel-mcp--state-reported state)) message)
+    (puthash server message (mevedel-mcp--state-reported state))
+    (mevedel-mcp--note state (format "MCP server %s failed: %s" server message))))
+
+(defun mevedel-mcp-prepare (session program callback)
+  "Start SESSION's approved servers and list their tools, then call CALLBACK.
+PROGRAM is a ToolCall program's text, or nil for ToolSearch: a
+program that names no mcp__ tool needs no server.  For
+`mevedel-ptc-prepare-functions'."
+  (let ((state (and (or (null program) (string-search "mcp__" program))
+                    (mevedel-mcp-state session))))
+    (if (or (null state) (mevedel-mcp--state-loaded state))
+        (funcall callback)
+      (mevedel-mcp--load state callback))))
+
+(defun mevedel-mcp--load (state callback)
+  "Start STATE's approved servers, list their tools, then call CALLBACK."
+  (push callback (mevedel-mcp--state-waiters state))
+  (unless (mevedel-mcp--state-loading state)
+    (setf (mevedel-mcp--state-loading state) t)
+    (let ((finish (lambda ()
+                    (setf (mevedel-mcp--state-loading state) nil
+                          (mevedel-mcp--state-loaded state) t)
+                    (let ((waiters (nreverse (mevedel-mcp--state-waiters state))))
+                      (setf (mevedel-mcp--state-waiters state) nil)
+                      (mapc #'funcall waiters)))))
+      (mevedel-core-mcp-start
+       (mevedel-mcp--state-handle state) nil
+       (lambda (status value)
+         (let* ((started (and (eq status 'ok)
+                              (cl-loop for (server err) in value
+                                       if err do (mevedel-mcp--failed state server err)
+                                       else collect server)))
+                (left (length started)))
+           (unless (eq status 'ok)
+             (mevedel-mcp--note state (format "MCP servers did not start: %s" (cadr value))))
+           (if (zerop left)
+               (funcall finish)
+             (dolist (server started)
+               (mevedel-mcp--load-tools state server
+                                        (lambda ()
+                                          (when (zerop (cl-decf left))
+                                            (funcall finish))))))))))))
+
+(defun mevedel-mcp--result (value)
+  "Return the pipeline envelope of the MCP tool result VALUE."
+  (let (texts media)
+    (dolist (block (plist-get value :content))
+      (pcase (plist-get block :type)
+        ('text (push (plist-get block :text) texts))
+        ('image (push (list :mime (plist-get block :mime-type)
+                            :data (base64-decode-string (plist-get block :data)))
+                      media))
+        ('resource (push (or (plist-get block :text)
+                             (format "[resource %s]" (plist-get block :uri)))
+                         texts))
+        ('resource-link (push (format "[resource %s]"
+                                      (plist-get (plist-get block :resource) :uri))
+                              texts))
+        (type (push (format "[%s content]" type) texts))))
+    (let ((text (string-join (nreverse texts) "\n")))
+      (when (and (string-empty-p text) (plist-get value :structured))
+        (setq text (plist-get value :structured)))
+      (list :result (if (and (string-empty-p text) media)
+                        (format "[%d image(s)]" (length media))
+                      text)
+            :status (if (plist-get value :is-error) 'error 'success)
+            :media (nreverse media)))))
+
+(defun mevedel-mcp--call (server tool callback args)
+  "Call TOOL of SERVER of the calling session with ARGS; CALLBACK gets it."
+  (let* ((session (plist-get (mevedel-pipeline-current-context) :session))
+         (state (and session (gethash session mevedel-mcp--states))))
+    (if (not state)
+        (funcall callback (format "Error: no MCP server %s in this session" server))
+      (let ((id (mevedel-core-mcp-call
+                 (mevedel-mcp--state-handle state) server tool
+                 (json-serialize args :null-object :null :false-object :json-false)
+                 mevedel-mcp-call-timeout
+                 (lambda (status value)
+                   (funcall callback
+                            (if (eq status 'ok)
+                                (mevedel-mcp--result value)
+                              (format "Error: %s" (cadr value))))))))
+        (mevedel-pipeline-add-canceller (lambda () (mevedel-core-mcp-cancel id)))))))
+
+(defun mevedel-mcp--visible-p (tool buffer)
+  "Return nil when TOOL is an MCP tool data BUFFER's session has not listed.
+For `mevedel-tool-visible-functions'."
+  (or (not (equal (mevedel-tool-category tool) "mcp"))
+      (when-let* ((session (and (buffer-live-p buffer)
+                                (buffer-local-value 'mevedel-session-current buffer)))
+                  (state (gethash session mevedel-mcp--states)))
+        (gethash (mevedel-tool-name tool) (mevedel-mcp--state-tools state)))))
+
+(defun mevedel-mcp-mail (chat)
+  "Return CHAT's MCP notes for the model, once each.
+Opens the session's registry (so approval is settled before the first
+request) and, with `mevedel-mcp-start-at-session-start', starts it.
+For `mevedel-chat-message-functions'."
+  (when-let* ((session (mevedel-chat-session chat))
+              (state (mevedel-mcp-state session)))
+    (when (and mevedel-mcp-start-at-session-start
+               (not (mevedel-mcp--state-loaded state)))
+      (mevedel-mcp--load state #'ignore))
+    (when-let* ((notes (mevedel-mcp--state-notes state)))
+      (setf (mevedel-mcp--state-notes state) nil)
+      (list (concat "<mcp-notice>\n" (string-join notes "\n") "\n</mcp-notice>")))))
+
+(defun mevedel-mcp--notice (data)
+  "Handle an `mcp-notice' event DATA from a session's registry."
+  (when-let* ((state (gethash (plist-get data :key) mevedel-mcp--by-key)))
+    (pcase (plist-get data :kind)
+      ('crashed
+       (mevedel-mcp--failed state (plist-get data :server)
+                            (string-join (cons (plist-get data :message)
+                                               (plist-get data :stderr))
+                                         "\n")))
+      ('tools-changed
+       (mevedel-mcp--load-tools state (plist-get data :server) #'ignore)))))
+
+(defun mevedel-mcp--progress (_data)
+  "Ignore an `mcp-progress' event DATA (the view does not show it yet)."
+  nil)
+
+(defun mevedel-mcp--close (session)
+  "Stop SESSION's servers and forget its registry."
+  (when-let* ((state (gethash session mevedel-mcp--states)))
+    (remhash session mevedel-mcp--states)
+    (remhash (mevedel-mcp--state-key state) mevedel-mcp--by-key)
+    (mevedel-core-mcp-stop (mevedel-mcp--state-handle state) nil #'ignore)))
+
+;;;; Resources: mcp:// addresses
+
+(defun mevedel-mcp--status-line (status)
+  "Return the `Read mcp://' line of the server STATUS."
+  (format "mcp://%s  %s, %s from %s%s%s%s"
+          (url-hexify-string (plist-get status :name))
+          (mevedel-mcp--state-label status)
+          (plist-get status :transport)
+          (plist-get status :source)
+          (if (plist-get status :tools) (format ", %d tools" (plist-get status :tools)) "")
+          (if (plist-get status :resources)
+              (format ", %d resources" (plist-get status :resources))
+            "")
+          (if-let* ((err (plist-get status :last-error)))
+              (concat "; last error: " (car (split-string err "\n")))
+            "")))
+
+(defun mevedel-mcp--resource-listing (server value)
+  "Return the `Read mcp://SERVER' text of VALUE, (:resources :templates)."
+  (let ((line (lambda (uri name description mime)
+                (concat "mcp://" (url-hexify-string server) "/" (url-hexify-string uri)
+                        "  " name
+                        (if description (concat " - " (car (split-string description "\n"))) "")
+                        (if mime (format " (%s)" mime) "")))))
+    (concat
+     (if (plist-get value :resources)
+         (mapconcat (lambda (r) (funcall line (plist-get r :uri) (plist-get r :name)
+                                         (plist-get r :description) (plist-get r :mime-type)))
+                    (plist-get value :resources) "\n")
+       (format "MCP server %s lists no resources." server))
+     (when (plist-get value :templates)
+       (concat "\n\nResource templates (fill in the {placeholders}, encode the URI):\n"
+               (mapconcat (lambda (r) (concat "  " (plist-get r :uri-template) "  "
+                                              (plist-get r :name)))
+                          (plist-get value :templates) "\n"))))))
+
+(defun mevedel-mcp--contents-text (contents)
+  "Return the text of the resource CONTENTS (content plists)."
+  (mapconcat (lambda (c)
+               (or (plist-get c :text)
+                   (format "[%s content%s, not text]" (plist-get c :type)
+                           (if (plist-get c :mime-type)
+                               (concat " " (plist-get c :mime-type)) ""))))
+             contents "\n"))
+
+(defun mevedel-mcp-read-address (canonical session callback)
+  "Read the mcp:// address CANONICAL for SESSION; CALLBACK gets the text.
+On failure CALLBACK gets (error MESSAGE).  `mcp://' lists the servers
+without starting any; `mcp://SERVER' lists its resources and
+`mcp://SERVER/ENCODED-URI' reads one, starting the server if needed
+\(never an unapproved one).  For `mevedel-tool-fs-read-functions'."
+  (when (string-prefix-p "mcp://" canonical)
+    (if (not (mevedel-session-p session))
+        (funcall callback (list 'error (format "%s is unavailable outside a mevedel session"
+                                               canonical)))
+      (mevedel-mcp--read-address canonical session callback))
+    t))
+
+(defun mevedel-mcp--read-address (canonical session callback)
+  "Read the mcp:// address CANONICAL in SESSION; CALLBACK gets the text."
+  (let* ((state (mevedel-mcp-state session))
+         (handle (mevedel-mcp--state-handle state))
+         (path (substring canonical (length "mcp://")))
+         (slash (string-search "/" path))
+         (server (and (not (string-empty-p path))
+                      (url-unhex-string (if slash (substring path 0 slash) path))))
+         (uri (and slash (url-unhex-string (substring path (1+ slash)))))
+         (reply (lambda (render)
+                  (lambda (status value)
+                    (funcall callback (if (eq status 'ok)
+                                          (funcall render value)
+                                        (list 'error (cadr value))))))))
+    (cond
+     ((null server)
+      (let ((statuses (mevedel-core-mcp-status handle)))
+        (funcall callback
+                 (if statuses
+                     (mapconcat #'mevedel-mcp--status-line statuses "\n")
+                   "No MCP servers are configured (see mevedel://tools/mcp.md)."))))
+     ((null uri)
+      (mevedel-core-mcp-resources handle server
+                                  (funcall reply (lambda (value)
+                                                   (mevedel-mcp--resource-listing
+                                                    server value)))))
+     (t (mevedel-core-mcp-read handle server uri
+                               (funcall reply #'mevedel-mcp--contents-text))))))
+
+(mevedel-core-register-event-handler 'mcp-notice #'mevedel-mcp--notice)
+(mevedel-core-register-event-handler 'mcp-progress #'mevedel-mcp--progress)
+(add-hook 'mevedel-tool-visible-functions #'mevedel-mcp--visible-p)
+(add-hook 'mevedel-tool-fs-read-functions #'mevedel-mcp-read-address)
+(add-hook 'mevedel-session-close-functions #'mevedel-mcp--close)
+(add-hook 'mevedel-ptc-prepare-functions #'mevedel-mcp-prepare)
+(with-eval-after-load 'mevedel-chat
+  (add-hook 'mevedel-chat-message-functions #'mevedel-mcp-mail))
+
+(provide 'mevedel-mcp)
+;;; mevedel-mcp.el ends here

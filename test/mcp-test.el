@@ -1,0 +1,152 @@
+;;; mcp-test.el --- Tests of mevedel-mcp.el  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; The approval card of a workspace .mcp.json, rule names of MCP tools
+;; and per-session visibility.  Round trips with real servers are in
+;; test/e2e/mcp-e2e-test.el.
+
+;;; Code:
+
+(require 'ert)
+(require 'mevedel-test-helpers)
+(require 'mevedel-mcp)
+(require 'mevedel-permissions)
+
+(defmacro mcp-test--with-workspace (var text &rest body)
+  "Run BODY with VAR a fresh workspace whose .mcp.json holds TEXT."
+  (declare (indent 2))
+  `(let* ((,var (make-temp-file "mevedel-mcp-ws" t))
+          (mevedel-mcp-approvals-file (expand-file-name "approved.eld" ,var))
+          (mevedel-mcp--approvals 'unread)
+          (mevedel-mcp-user-file (expand-file-name "absent-user.json" ,var))
+          (mevedel-mcp-command-line-files nil)
+          (mevedel-mcp-trust-workspace nil))
+     (unwind-protect
+         (progn
+           (with-temp-file (expand-file-name ".mcp.json" ,var) (insert ,text))
+           ,@body)
+       (delete-directory ,var t))))
+
+(defun mcp-test--approved (state)
+  "Return (NAME . APPROVED) of each server of STATE."
+  (mapcar (lambda (s) (cons (plist-get s :name) (plist-get s :approved)))
+          (mevedel-core-mcp-status (mevedel-mcp--state-handle state))))
+
+(defconst mcp-test--config
+  "{\"mcpServers\": {\"marker\": {\"command\": \"true\"}}}"
+  "A workspace configuration with one server.")
+
+(ert-deftest mevedel-mcp:approval-card-asks-once-per-content ()
+  "The card names the file and servers; approval is remembered by content."
+  (mcp-test--with-workspace root mcp-test--config
+    (let* ((asked nil)
+           (answer t)
+           (mevedel-mcp-can-ask-function #'always)
+           (mevedel-mcp-card-functions
+            (list (lambda (file summary callback)
+                    (push (list file summary) asked)
+                    (funcall callback answer)
+                    t)))
+           (state (mevedel-mcp-state (mevedel-session-create :workspace root :ephemeral t))))
+      ;; Asked with a card naming the file and its server; approved.
+      (should (equal (length asked) 1))
+      (should (string-suffix-p ".mcp.json" (car (car asked))))
+      (should (string-match-p "marker" (cadr (car asked))))
+      (should (equal (mcp-test--approved state) '(("marker" . t))))
+      (should (file-exists-p mevedel-mcp-approvals-file))
+      ;; The same content in a new session: not asked, approved.
+      (setq mevedel-mcp--approvals 'unread)
+      (let ((again (mevedel-mcp-state (mevedel-session-create :workspace root :ephemeral t))))
+        (should (equal (length asked) 1))
+        (should (equal (mcp-test--approved again) '(("marker" . t)))))
+      ;; Changed content asks again; declining leaves it unapproved.
+      (with-temp-file (expand-file-name ".mcp.json" root)
+        (insert "{\"mcpServers\": {\"marker\": {\"command\": \"false\"}}}"))
+      (setq answer nil)
+      (let ((changed (mevedel-mcp-state (mevedel-session-create :workspace root :ephemeral t))))
+        (should (equal (length asked) 2))
+        (should (equal (mcp-test--approved changed) '(("marker"))))))))
+
+(ert-deftest mevedel-mcp:headless-tells-the-model-about-unapproved-servers ()
+  "Nobody can ask: the servers stay unapproved and one note says so."
+  (mcp-test--with-workspace root mcp-test--config
+    (let* ((mevedel-mcp-can-ask-function #'ignore)
+           (inhibit-message t)
+           (state (mevedel-mcp-state (mevedel-session-create :workspace root :ephemeral t))))
+      (should (equal (mcp-test--approved state) '(("marker"))))
+      (should (equal (length (mevedel-mcp--state-notes state)) 1))
+      (should (string-match-p "declares MCP servers (marker) that are not approved"
+                              (car (mevedel-mcp--state-notes state))))))
+  (mcp-test--with-workspace root mcp-test--config
+    (let* ((mevedel-mcp-trust-workspace t)
+           (state (mevedel-mcp-state (mevedel-session-create :workspace root :ephemeral t))))
+      (should (equal (mcp-test--approved state) '(("marker" . t))))
+      (should-not (mevedel-mcp--state-notes state)))))
+
+(ert-deftest mevedel-mcp:rules-name-a-server-or-one-tool ()
+  "mcp__SERVER matches every tool of the server; other names match whole."
+  (should (equal (mevedel-permissions-rule-names "mcp__everything__echo")
+                 '("mcp__everything__echo" "mcp__everything")))
+  (should (equal (mevedel-permissions-rule-names "mcp__my-server__get-sum")
+                 '("mcp__my-server__get-sum" "mcp__my-server")))
+  (should (equal (mevedel-permissions-rule-names "Read") '("Read")))
+  (should (equal (mevedel-permissions-rule-names "mcp__x") '("mcp__x"))))
+
+(ert-deftest mevedel-mcp:tools-are-visible-only-to-sessions-that-listed-them ()
+  "An mcp__ tool is hidden from a session whose registry did not list it."
+  (mcp-test--with-workspace root "{}"
+    (let* ((tool (mevedel-tool-register
+                  "mcp__visible__probe"
+                  (list :category "mcp" :description "Probe."
+                        :input-schema "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}}"
+                        :function #'ignore)))
+           (mine (mevedel-session-create :workspace root :ephemeral t))
+           (other (mevedel-session-create :workspace root :ephemeral t)))
+      (unwind-protect
+          (progn
+            (puthash "mcp__visible__probe" "visible"
+                     (mevedel-mcp--state-tools (mevedel-mcp-state mine)))
+            (mevedel-mcp-state other)
+            (with-temp-buffer
+              (setq mevedel-session-current mine)
+              (should (mevedel-tool-visible-p tool (current-buffer)))
+              (should (memq tool (mevedel-ptc-catalog (current-buffer)))))
+            (with-temp-buffer
+              (setq mevedel-session-current other)
+              (should-not (mevedel-tool-visible-p tool (current-buffer)))
+              (should-not (memq tool (mevedel-ptc-catalog (current-buffer)))))
+            ;; The server's own schema validates.
+            (let ((schema (mevedel-tool-provider-schema tool)))
+              (should (equal (plist-get schema :properties) '(:a (:type "string"))))
+              (should-not (plist-member schema :additionalProperties))))
+        (mevedel-tool-unregister "mcp__visible__probe" "mcp")))))
+
+(ert-deftest mevedel-mcp:view-lists-servers-and-approves ()
+  "M-x mevedel-mcp lists each server; `a' approves its workspace file."
+  (mcp-test--with-workspace root mcp-test--config
+    (let* ((mevedel-mcp-can-ask-function #'ignore)
+           (inhibit-message t)
+           (session (mevedel-session-create :workspace root :ephemeral t))
+           (buffer (mevedel-mcp session)))
+      (unwind-protect
+          (with-current-buffer buffer
+            (goto-char (point-min))
+            (should (search-forward "marker" nil t))
+            (should (search-forward "unapproved" nil t))
+            (goto-char (point-min))
+            (while (and (not (equal (tabulated-list-get-id) "marker")) (not (eobp)))
+              (forward-line 1))
+            (cl-letf (((symbol-function 'y-or-n-p) #'always))
+              (mevedel-mcp-approve-server))
+            (should (equal (mcp-test--approved (mevedel-mcp-state session))
+                           '(("marker" . t))))
+            (goto-char (point-min))
+            (should (search-forward "configured" nil t)))
+        (kill-buffer buffer)))))
+
+(provide 'mcp-test)
+;;; mcp-test.el ends here
