@@ -14,9 +14,8 @@
 ;; file; g redraws.  docs/hooks.md is the manual.
 ;;
 ;; A workspace hook file that is new or changed asks before its
-;; commands run: in a view of its workspace, with a card there (an
-;; interaction of mevedel-interaction.el: y approves, n refuses), which
-;; the hooks wait for without blocking Emacs.
+;; commands run, with the card of mevedel-file-approval.el in a view of
+;; its workspace; the hooks wait for it without blocking Emacs.
 
 ;;; Code:
 
@@ -170,74 +169,6 @@ WORKSPACE defaults to the current session's, else `default-directory'."
 
 (mevedel-view-register-slash-command "hooks"
   #'mevedel-hooks-list-slash "the workspace's hooks and their approval (/hooks)")
-
-;;;; The approval card
-
-(defvar-keymap mevedel-hooks-list-card-map
-  :doc "Keys on a hook file's approval card."
-  "y" #'mevedel-hooks-list-card-approve
-  "n" #'mevedel-hooks-list-card-refuse)
-
-(defun mevedel-hooks-list--view-of (file)
-  "Return a live root view of the workspace holding FILE, shown ones first, or nil."
-  (cl-find-if (lambda (buffer)
-                (when-let* ((chat (buffer-local-value 'mevedel-view--chat buffer)))
-                  (and (not (mevedel-chat-agent chat))
-                       (mevedel-chat-prompter chat)
-                       (file-in-directory-p file (mevedel-chat-root chat)))))
-              (sort (cl-remove-if-not (lambda (buffer)
-                                        (eq (buffer-local-value 'major-mode buffer)
-                                            'mevedel-view-mode))
-                                      (buffer-list))
-                    (lambda (a b) (and (get-buffer-window a t) (not (get-buffer-window b t)))))))
-
-(defun mevedel-hooks-list-ask-card (file summary callback)
-  "Ask with a card in a view of FILE's workspace whether its hooks (SUMMARY) run.
-CALLBACK gets t, nil or `cancelled' (the turn that waited was
-interrupted).  Return nil when no view can ask.  A member of
-`mevedel-hooks-card-functions'.  A child agent's tool call asks in
-its name: the card shows its path and goes with its request."
-  (when-let* ((view (mevedel-hooks-list--view-of file)))
-    (let* ((chat (buffer-local-value 'mevedel-view--chat view))
-           (requester (mevedel-chat-requester chat mevedel-hooks-call-context)))
-      (mevedel-interaction-open
-       chat :kind 'hook-approval :owner (car requester) :request (cdr requester)
-       :title (format "Run the hooks of %s?" (abbreviate-file-name file))
-       :data summary
-       :render #'mevedel-hooks-list--card-body
-       :keymap mevedel-hooks-list-card-map
-       :on-settle (lambda (_interaction outcome)
-                    (funcall callback (pcase outcome ('approve t) ('refuse nil) (_ 'cancelled))))))
-    t))
-
-(add-hook 'mevedel-hooks-card-functions #'mevedel-hooks-list-ask-card)
-
-(defun mevedel-hooks-list--card-body (interaction)
-  "Return the body of the hook approval card INTERACTION."
-  (propertize
-   (concat "  The file is new or changed since you approved it.  It runs, outside the sandbox:\n"
-           (mevedel-interaction-data interaction) "\n"
-           (substitute-command-keys
-            "  \\<mevedel-hooks-list-card-map>\\[mevedel-hooks-list-card-approve] approve · \
-\\[mevedel-hooks-list-card-refuse] refuse (its hooks do not run until it changes)\n"))
-   'face 'mevedel-view-card))
-
-(defun mevedel-hooks-list--card-here ()
-  "Return the hook approval card at point, or signal a user error."
-  (let ((interaction (mevedel-interaction-at)))
-    (unless (and interaction (eq (mevedel-interaction-kind interaction) 'hook-approval))
-      (user-error "No hook approval here"))
-    interaction))
-
-(defun mevedel-hooks-list-card-approve ()
-  "Approve the hook file of the card at point: its hooks run."
-  (interactive)
-  (mevedel-interaction-settle (mevedel-hooks-list--card-here) 'approve))
-
-(defun mevedel-hooks-list-card-refuse ()
-  "Refuse the hook file of the card at point: its hooks do not run."
-  (interactive)
-  (mevedel-interaction-settle (mevedel-hooks-list--card-here) 'refuse))
 
 (provide 'mevedel-hooks-list)
 ;;; mevedel-hooks-list.el ends here

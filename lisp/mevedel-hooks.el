@@ -41,6 +41,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'mevedel-core)
+(require 'mevedel-interaction)
 (require 'mevedel-permissions)
 (require 'mevedel-pipeline)
 (require 'mevedel-session)
@@ -122,14 +123,6 @@ SUMMARY lists its commands.  CALLBACK is called once: with t to
 approve, nil to refuse, or `cancelled' when the question went
 unanswered (it is asked again next time).  Tests replace it with a
 stub.")
-
-(defvar mevedel-hooks-card-functions nil
-  "Abnormal hook run with (FILE SUMMARY CALLBACK) until one asks in a view.
-A member returns nil when no view of FILE's workspace can show the
-question, else it asks there, calls CALLBACK as
-`mevedel-hooks-approve-function' says and returns non-nil.
-mevedel-hooks-list.el adds its card; when no member asks, the
-minibuffer does.")
 
 (defvar mevedel-hooks-call-context nil
   "The pipeline context of the tool call whose hooks start now, or nil.
@@ -350,20 +343,17 @@ The parse is cached until FILE's modification time or size changes."
 
 (defun mevedel-hooks-ask-approval (file summary callback)
   "Ask whether FILE's hook commands (SUMMARY) may run; tell CALLBACK.
-A view of FILE's workspace asks with a card (`mevedel-hooks-card-functions')
-and the hooks wait for it without blocking; without one the question
-is asked in the minibuffer, from a timer, so it never runs inside a
-process filter."
-  (unless (run-hook-with-args-until-success 'mevedel-hooks-card-functions
-                                            file summary callback)
-    (run-at-time
-     0 nil
-     (lambda ()
-       (funcall callback
-                (condition-case nil
-                    (y-or-n-p (format "The hook file %s is new or changed.  It runs:\n%s\n\
-Run these commands (outside the sandbox)? " (abbreviate-file-name file) summary))
-                  (quit nil)))))))
+A card in a view of FILE's workspace, else the minibuffer, asks (see
+`mevedel-interaction-ask-file-approval'); the hooks wait for it
+without blocking.  A child agent's tool call asks in its name."
+  (mevedel-interaction-ask-file-approval
+   file (list :kind 'hook-approval
+              :title (format "Run the hooks of %s?" (abbreviate-file-name file))
+              :does "It runs, outside the sandbox:"
+              :summary summary
+              :refused "its hooks do not run until it changes"
+              :context mevedel-hooks-call-context)
+   callback))
 
 (defun mevedel-hooks--settle-question (file hash approved)
   "Record the answer APPROVED about FILE's content HASH; call its waiters.

@@ -6,9 +6,11 @@
 ;;; Commentary:
 
 ;; Every direct question to the user (a permission or grant card, a
-;; patch review's card, Ask's questionnaire, a plan proposal, a
-;; workspace hook file's approval) is an interaction: this file owns
-;; only what they all share.
+;; patch review's card, Ask's questionnaire, a plan proposal, the
+;; approval of a workspace hook or .mcp.json file) is an interaction:
+;; this file owns only what they all share, and the one way a
+;; workspace file's content is approved
+;; (`mevedel-interaction-ask-file-approval').
 ;;
 ;;   identity      each open interaction has one overlay in the root
 ;;                 view's live zone; the overlay is the interaction's
@@ -220,6 +222,43 @@ window whose point was in one keeps its offset in that interaction."
         (set-window-point window (+ start offset))))
     (when-let* ((start (and here (mevedel-interaction-start (car here)))))
       (goto-char (+ start (cdr here))))))
+
+;;;; Approving a workspace file
+
+(defvar mevedel-interaction-file-approval-functions nil
+  "Abnormal hook run with (FILE QUESTION CALLBACK) until one asks in a view.
+QUESTION is as `mevedel-interaction-ask-file-approval' takes it.  A
+member returns nil when no view of FILE's workspace can show the
+question, else it asks there, calls CALLBACK once with t, nil or
+`cancelled' and returns non-nil.  mevedel-file-approval.el adds the
+view's card; when no member asks, the minibuffer does.")
+
+(defun mevedel-interaction-ask-file-approval (file question callback)
+  "Ask QUESTION about the current content of FILE; tell CALLBACK.
+CALLBACK gets t to approve it, nil to refuse, or `cancelled' when the
+question went unanswered (the turn that waited was interrupted).
+QUESTION is a plist: :kind (the interaction's kind), :title (the
+question, as \"Run the hooks of FILE?\"), :does (what the content
+does, as \"It runs, outside the sandbox:\"), :summary (the lines it
+runs or starts), :refused (what refusing means) and :context (the
+pipeline context of the tool call that waits, or nil).  A card in a
+view of FILE's workspace asks (`mevedel-interaction-file-approval-functions');
+without one the minibuffer does, from a timer, so that it never asks
+inside a process filter.  Workspace hook files and .mcp.json files
+are approved so."
+  (unless (run-hook-with-args-until-success 'mevedel-interaction-file-approval-functions
+                                            file question callback)
+    (run-at-time
+     0 nil
+     (lambda ()
+       (funcall callback
+                (condition-case nil
+                    (y-or-n-p (format "%s is new or changed.  %s\n%s\n%s? "
+                                      (abbreviate-file-name file)
+                                      (plist-get question :does)
+                                      (plist-get question :summary)
+                                      (string-remove-suffix "?" (plist-get question :title))))
+                  (quit nil)))))))
 
 (provide 'mevedel-interaction)
 ;;; mevedel-interaction.el ends here

@@ -22,7 +22,7 @@
 ;; - Approval of a workspace .mcp.json is remembered per content hash
 ;;   in `mevedel-mcp-approvals-file', like the approval of hook files
 ;;   (mevedel-hooks.el): a changed file asks again.  The question is a
-;;   card where a view offers one (`mevedel-mcp-card-functions'), else
+;;   card where a view offers one (mevedel-file-approval.el), else
 ;;   the minibuffer.  A headless run cannot ask:
 ;;   `mevedel-mcp-trust-workspace' (--trust-mcp) approves the file for
 ;;   the run, and without it the model is told in one line that the
@@ -68,6 +68,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'mevedel-core)
+(require 'mevedel-interaction)
 (require 'mevedel-session)
 (require 'mevedel-tool-registry)
 (require 'mevedel-pipeline)
@@ -126,10 +127,6 @@ A longer result is previewed and kept whole at an artifact:// address."
 (defvar mevedel-mcp-can-ask-function (lambda () (not noninteractive))
   "Function returning non-nil when the user can be asked to approve a file.")
 
-(defvar mevedel-mcp-card-functions nil
-  "Functions of (FILE SUMMARY CALLBACK) that may ask with a card.
-The first one returning non-nil asks; CALLBACK gets t to approve.")
-
 (defvar mevedel-mcp-approve-function #'mevedel-mcp-ask-approval
   "Function of (FILE SUMMARY CALLBACK) asking whether FILE's servers may start.")
 
@@ -164,18 +161,16 @@ The first one returning non-nil asks; CALLBACK gets t to approve.")
 
 (defun mevedel-mcp-ask-approval (file summary callback)
   "Ask whether the servers of FILE (SUMMARY) may start; tell CALLBACK.
-A card asks where a view offers one (`mevedel-mcp-card-functions'),
-else the minibuffer, from a timer, never inside a process filter."
-  (unless (run-hook-with-args-until-success 'mevedel-mcp-card-functions
-                                            file summary callback)
-    (run-at-time
-     0 nil
-     (lambda ()
-       (funcall callback
-                (condition-case nil
-                    (y-or-n-p (format "The MCP file %s is new or changed.  It starts:\n%s\n\
-Start these servers (outside the sandbox)? " (abbreviate-file-name file) summary))
-                  (quit nil)))))))
+A card in a view of FILE's workspace, else the minibuffer, asks (see
+`mevedel-interaction-ask-file-approval')."
+  (mevedel-interaction-ask-file-approval
+   file (list :kind 'mcp-approval
+              :title (format "Start the MCP servers of %s?" (abbreviate-file-name file))
+              :does "It starts, outside the sandbox:"
+              :summary summary
+              :refused "its servers do not start until it changes"
+              :context (mevedel-pipeline-current-context))
+   callback))
 
 ;;;; The view
 

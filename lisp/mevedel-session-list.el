@@ -46,6 +46,8 @@
 (require 'mevedel-session)
 (require 'mevedel-transcript)
 (require 'mevedel-view)
+;; A session opened here asks about new workspace files with a card.
+(require 'mevedel-file-approval)
 
 ;;;; Switching
 

@@ -60,6 +60,7 @@
   (require 'mevedel-composer)
   (require 'mevedel-tools)
   (require 'mevedel-hooks-list)
+  (require 'mevedel-file-approval)
   (require 'mevedel-tasks-view)
   (require 'mevedel-review)
   (require 'mevedel-agent-view)

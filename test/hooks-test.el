@@ -17,6 +17,7 @@
 (require 'mevedel-chat)
 (require 'mevedel)
 (require 'mevedel-hooks-list)
+(require 'mevedel-file-approval)
 
 (defvar hooks-test--reports nil
   "What the hooks told the user, newest first.")
@@ -685,8 +686,8 @@ cat >/dev/null; sleep 0.3; echo 'Branch: main; 3 open TODOs'
     (let ((mevedel-hooks-approve-function #'mevedel-hooks-ask-approval)
           (questions nil))
       (cl-letf (((symbol-function 'y-or-n-p) (lambda (prompt) (push prompt questions) t)))
-        (should-not (mevedel-hooks-list-ask-card (expand-file-name ".mevedel/hooks.el" workspace)
-                                                 "" #'ignore))
+        (should-not (mevedel-file-approval-ask-card (expand-file-name ".mevedel/hooks.el" workspace)
+                                                    '(:kind hook-approval) #'ignore))
         (let ((box (hooks-test--submit session)))
           (mevedel-test-wait-until (car box) 20)
           (should (= 1 (length questions)))

@@ -15,6 +15,8 @@
 (require 'mevedel-test-helpers)
 (require 'mevedel-mcp)
 (require 'mevedel-permissions)
+(require 'mevedel)
+(require 'mevedel-file-approval)
 
 (defmacro mcp-test--with-workspace (var text &rest body)
   "Run BODY with VAR a fresh workspace whose .mcp.json holds TEXT."
@@ -46,9 +48,9 @@
     (let* ((asked nil)
            (answer t)
            (mevedel-mcp-can-ask-function #'always)
-           (mevedel-mcp-card-functions
-            (list (lambda (file summary callback)
-                    (push (list file summary) asked)
+           (mevedel-interaction-file-approval-functions
+            (list (lambda (file question callback)
+                    (push (list file (plist-get question :summary)) asked)
                     (funcall callback answer)
                     t)))
            (state (mevedel-mcp-state (mevedel-session-create :workspace root :ephemeral t))))
@@ -70,6 +72,32 @@
       (let ((changed (mevedel-mcp-state (mevedel-session-create :workspace root :ephemeral t))))
         (should (equal (length asked) 2))
         (should (equal (mcp-test--approved changed) '(("marker"))))))))
+
+;; The question a workspace .mcp.json asks is the card a hook file's
+;; approval uses (mevedel-file-approval.el), in a view of the workspace.
+(ert-deftest mevedel-mcp:a-view-asks-with-the-file-approval-card ()
+  (mcp-test--with-workspace root mcp-test--config
+    (let* ((view (mevedel root))
+           (chat (mevedel-view-chat view))
+           (answer 'unanswered))
+      (unwind-protect
+          (progn
+            (mevedel-mcp-ask-approval (expand-file-name ".mcp.json" root) "  marker: true"
+                                      (lambda (approved) (setq answer approved)))
+            (let ((card (cl-find 'mcp-approval (mevedel-interaction-list chat)
+                                 :key #'mevedel-interaction-kind)))
+              (should card)
+              (with-current-buffer view
+                (should (string-match-p "Start the MCP servers of .*\\.mcp\\.json\\?"
+                                        (buffer-string)))
+                (should (string-search "  marker: true" (buffer-string)))
+                (should (string-search "servers do not start until it changes" (buffer-string)))
+                (goto-char (mevedel-interaction-start card))
+                (call-interactively (lookup-key (mevedel-interaction-keymap card) "y")))
+              (should (eq answer t))
+              (should-not (mevedel-interaction-list chat))))
+        (kill-buffer view)
+        (kill-buffer (mevedel-chat-data-buffer chat))))))
 
 (ert-deftest mevedel-mcp:headless-tells-the-model-about-unapproved-servers ()
   "Nobody can ask: the servers stay unapproved and one note says so."
