@@ -625,10 +625,7 @@ impl Registry {
                 return Ok(tools.clone());
             }
         }
-        let listed = match self.request(conn.peer.list_all_tools()).await {
-            Ok(listed) => listed,
-            Err(e) => return Err(self.failed(server, conn, e).await),
-        };
+        let listed = self.ask(server, conn, conn.peer.list_all_tools()).await?;
         let name = &server.config.name;
         let tools: Vec<ToolInfo> = {
             let mut names = lock(&self.names);
@@ -647,6 +644,20 @@ impl Registry {
         Ok(tools)
     }
 
+    /// FUTURE's answer on SERVER's connection CONN; a failure is noted
+    /// against the server (see [`Registry::failed`]).
+    async fn ask<T>(
+        &self,
+        server: &Server,
+        conn: &Connection,
+        future: impl Future<Output = std::result::Result<T, ServiceError>>,
+    ) -> Result<T> {
+        match self.request(future).await {
+            Ok(answer) => Ok(answer),
+            Err(e) => Err(self.failed(server, conn, e).await),
+        }
+    }
+
     /// Server NAME's tools with their full input schemas.
     pub async fn list_tools(&self, name: &str) -> Result<Vec<ToolInfo>> {
         let server = self.server(name)?;
@@ -661,13 +672,11 @@ impl Registry {
         if !conn.has_resources {
             return Ok(Vec::new());
         }
-        match self.request(conn.peer.list_all_resources()).await {
-            Ok(list) => {
-                lock(&server.status).resources = Some(list.len());
-                Ok(list.iter().map(ResourceInfo::from_sdk).collect())
-            }
-            Err(e) => Err(self.failed(server, &conn, e).await),
-        }
+        let list = self
+            .ask(server, &conn, conn.peer.list_all_resources())
+            .await?;
+        lock(&server.status).resources = Some(list.len());
+        Ok(list.iter().map(ResourceInfo::from_sdk).collect())
     }
 
     /// Server NAME's resource templates.
@@ -677,10 +686,10 @@ impl Registry {
         if !conn.has_resources {
             return Ok(Vec::new());
         }
-        match self.request(conn.peer.list_all_resource_templates()).await {
-            Ok(list) => Ok(list.iter().map(TemplateInfo::from_sdk).collect()),
-            Err(e) => Err(self.failed(server, &conn, e).await),
-        }
+        let list = self
+            .ask(server, &conn, conn.peer.list_all_resource_templates())
+            .await?;
+        Ok(list.iter().map(TemplateInfo::from_sdk).collect())
     }
 
     /// Read URI from server NAME: one entry per contents item.
@@ -688,10 +697,10 @@ impl Registry {
         let server = self.server(name)?;
         let conn = self.connection(server, false).await?;
         let params = ReadResourceRequestParams::new(uri);
-        match self.request(conn.peer.read_resource(params)).await {
-            Ok(result) => Ok(resource_contents(&result)),
-            Err(e) => Err(self.failed(server, &conn, e).await),
-        }
+        let result = self
+            .ask(server, &conn, conn.peer.read_resource(params))
+            .await?;
+        Ok(resource_contents(&result))
     }
 
     /// Server NAME's prompts.
@@ -701,10 +710,10 @@ impl Registry {
         if !conn.has_prompts {
             return Ok(Vec::new());
         }
-        match self.request(conn.peer.list_all_prompts()).await {
-            Ok(list) => Ok(list.iter().map(PromptInfo::from_sdk).collect()),
-            Err(e) => Err(self.failed(server, &conn, e).await),
-        }
+        let list = self
+            .ask(server, &conn, conn.peer.list_all_prompts())
+            .await?;
+        Ok(list.iter().map(PromptInfo::from_sdk).collect())
     }
 
     /// Prompt PROMPT of server NAME filled in with ARGUMENTS (strings).
@@ -721,10 +730,10 @@ impl Registry {
             .map(|(k, v)| (k, Value::String(v)))
             .collect();
         let params = GetPromptRequestParams::new(prompt).with_arguments(args);
-        match self.request(conn.peer.get_prompt(params)).await {
-            Ok(result) => Ok(PromptResult::from_sdk(&result)),
-            Err(e) => Err(self.failed(server, &conn, e).await),
-        }
+        let result = self
+            .ask(server, &conn, conn.peer.get_prompt(params))
+            .await?;
+        Ok(PromptResult::from_sdk(&result))
     }
 
     /// Call TOOL of server NAME with ARGUMENTS (a JSON object, or null for
