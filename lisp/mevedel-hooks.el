@@ -302,13 +302,7 @@ The parse is cached until FILE's modification time or size changes."
   "Return the approvals alist, reading `mevedel-hooks-approvals-file' once."
   (when (eq mevedel-hooks--approvals 'unread)
     (setq mevedel-hooks--approvals
-          (and (file-readable-p mevedel-hooks-approvals-file)
-               (condition-case nil
-                   (with-temp-buffer
-                     (insert-file-contents mevedel-hooks-approvals-file)
-                     (let ((value (read (current-buffer))))
-                       (and (listp value) value)))
-                 (error nil)))))
+          (mevedel-interaction-read-approvals mevedel-hooks-approvals-file)))
   mevedel-hooks--approvals)
 
 (defun mevedel-hooks-approved-p (file hash)
@@ -317,20 +311,11 @@ The parse is cached until FILE's modification time or size changes."
 
 (defun mevedel-hooks-approve (file hash)
   "Record that FILE's hooks with the content HASH may run."
-  (let ((approvals (cons (cons file hash)
-                         (assoc-delete-all file (copy-sequence (mevedel-hooks--approvals))))))
-    (setq mevedel-hooks--approvals approvals)
-    (remhash file mevedel-hooks--declined)
-    (mevedel-hooks--save-approvals)))
-
-(defun mevedel-hooks--save-approvals ()
-  "Write the approvals to `mevedel-hooks-approvals-file'."
-  (make-directory (file-name-directory mevedel-hooks-approvals-file) t)
-  (with-temp-file mevedel-hooks-approvals-file
-    (let ((print-length nil) (print-level nil))
-      (insert ";; Workspace hook files whose content the user approved.\n")
-      (prin1 mevedel-hooks--approvals (current-buffer))
-      (insert "\n"))))
+  (setq mevedel-hooks--approvals
+        (mevedel-interaction-record-approval (mevedel-hooks--approvals) file hash
+                                             mevedel-hooks-approvals-file
+                                             "Workspace hook files"))
+  (remhash file mevedel-hooks--declined))
 
 (defun mevedel-hooks--summary (entries)
   "Return the lines naming the commands of ENTRIES, for an approval question."
@@ -393,10 +378,11 @@ cancelled question records nothing, and its waiters run no hooks."
 
 (defun mevedel-hooks-revoke (file)
   "Forget the approval of FILE: its hooks ask again before they run."
-  (let ((approvals (assoc-delete-all file (copy-sequence (mevedel-hooks--approvals)))))
-    (setq mevedel-hooks--approvals approvals)
-    (remhash file mevedel-hooks--declined)
-    (mevedel-hooks--save-approvals)))
+  (setq mevedel-hooks--approvals
+        (mevedel-interaction-record-approval (mevedel-hooks--approvals) file nil
+                                             mevedel-hooks-approvals-file
+                                             "Workspace hook files"))
+  (remhash file mevedel-hooks--declined))
 
 (defun mevedel-hooks-trust-snapshot (workspace)
   "Return (FILE . HASH) for each hook file of WORKSPACE as it is now.

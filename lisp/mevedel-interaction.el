@@ -260,5 +260,31 @@ are approved so."
                                       (string-remove-suffix "?" (plist-get question :title))))
                   (quit nil)))))))
 
+(defun mevedel-interaction-read-approvals (file)
+  "Return the approvals kept in FILE: (PATH . HASH) pairs, or nil.
+A missing, unreadable or malformed FILE holds none."
+  (and (file-readable-p file)
+       (condition-case nil
+           (with-temp-buffer
+             (insert-file-contents file)
+             (let ((value (read (current-buffer))))
+               (and (listp value) value)))
+         (error nil))))
+
+(defun mevedel-interaction-record-approval (approvals path hash file what)
+  "Return APPROVALS with PATH approved at content HASH; write them to FILE.
+HASH nil forgets PATH's approval.  WHAT names the files approved, for
+FILE's first line."
+  (let ((approvals (assoc-delete-all path (copy-sequence approvals))))
+    (when hash
+      (push (cons path hash) approvals))
+    (make-directory (file-name-directory file) t)
+    (with-temp-file file
+      (let ((print-length nil) (print-level nil))
+        (insert (format ";; %s whose content the user approved.\n" what))
+        (prin1 approvals (current-buffer))
+        (insert "\n")))
+    approvals))
+
 (provide 'mevedel-interaction)
 ;;; mevedel-interaction.el ends here

@@ -67,6 +67,7 @@
 
 (require 'cl-lib)
 (require 'subr-x)
+(require 'mevedel-chat)
 (require 'mevedel-core)
 (require 'mevedel-interaction)
 (require 'mevedel-session)
@@ -76,9 +77,6 @@
 (require 'mevedel-tool-fs)
 (require 'tabulated-list)
 (require 'url-util)
-
-(defvar mevedel-chat-message-functions)
-(declare-function mevedel-chat-session "mevedel-chat" (chat))
 
 ;;; Options
 
@@ -150,14 +148,10 @@ A longer result is previewed and kept whole at an artifact:// address."
 
 (defun mevedel-mcp-approve-file (file hash)
   "Remember that the content HASH of the workspace FILE is approved."
-  (let ((approvals (assoc-delete-all file (copy-sequence (mevedel-mcp--approvals)))))
-    (setq mevedel-mcp--approvals (cons (cons file hash) approvals))
-    (make-directory (file-name-directory mevedel-mcp-approvals-file) t)
-    (with-temp-file mevedel-mcp-approvals-file
-      (let ((print-length nil) (print-level nil))
-        (insert ";; Workspace .mcp.json files whose content the user approved.\n")
-        (prin1 mevedel-mcp--approvals (current-buffer))
-        (insert "\n")))))
+  (setq mevedel-mcp--approvals
+        (mevedel-interaction-record-approval (mevedel-mcp--approvals) file hash
+                                             mevedel-mcp-approvals-file
+                                             "Workspace .mcp.json files")))
 
 (defun mevedel-mcp-ask-approval (file summary callback)
   "Ask whether the servers of FILE (SUMMARY) may start; tell CALLBACK.
@@ -326,12 +320,7 @@ the workspace .mcp.json that declares it."
   "Return the approvals, reading `mevedel-mcp-approvals-file' once."
   (when (eq mevedel-mcp--approvals 'unread)
     (setq mevedel-mcp--approvals
-          (and (file-readable-p mevedel-mcp-approvals-file)
-               (condition-case nil
-                   (with-temp-buffer
-                     (insert-file-contents mevedel-mcp-approvals-file)
-                     (read (current-buffer)))
-                 (error nil)))))
+          (mevedel-interaction-read-approvals mevedel-mcp-approvals-file)))
   mevedel-mcp--approvals)
 
 (defun mevedel-mcp--workspace-file (session)
@@ -666,8 +655,7 @@ without starting any; `mcp://SERVER' lists its resources and
 (add-hook 'mevedel-tool-fs-read-functions #'mevedel-mcp-read-address)
 (add-hook 'mevedel-session-close-functions #'mevedel-mcp--close)
 (add-hook 'mevedel-ptc-prepare-functions #'mevedel-mcp-prepare)
-(with-eval-after-load 'mevedel-chat
-  (add-hook 'mevedel-chat-message-functions #'mevedel-mcp-mail))
+(add-hook 'mevedel-chat-message-functions #'mevedel-mcp-mail)
 
 (provide 'mevedel-mcp)
 ;;; mevedel-mcp.el ends here
