@@ -32,6 +32,7 @@
 
 (require 'cl-lib)
 (require 'subr-x)
+(require 'mevedel-chat)
 (require 'mevedel-core)
 (require 'mevedel-pipeline)
 (require 'mevedel-render-data)
@@ -39,11 +40,6 @@
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-render)
 
-(declare-function mevedel-chat-of-buffer "mevedel-chat" (buffer))
-(declare-function mevedel-chat-set-progress "mevedel-chat" (chat id progress))
-(declare-function mevedel-chat-context-window "mevedel-chat" (chat))
-(declare-function mevedel-chat-data-buffer "mevedel-chat" (chat))
-(declare-function mevedel-chat-note-unknown-tool "mevedel-chat" (chat name))
 
 ;;;; Customization
 
@@ -267,8 +263,7 @@ again) or a resumed session gets it again."
     (unless (equal listing (mevedel-ptc--last-listing (mevedel-chat-data-buffer chat)))
       (list listing))))
 
-(with-eval-after-load 'mevedel-chat
-  (add-hook 'mevedel-chat-message-functions #'mevedel-ptc-listing-mail))
+(add-hook 'mevedel-chat-message-functions #'mevedel-ptc-listing-mail)
 
 ;;;; ToolCall: running a program
 
