@@ -235,7 +235,10 @@ mcp_pypi_pkgs=(mcp-server-time==2026.10.19)
 ensure_mcp_servers() {
   local out=$deps/mcp want
   want="${mcp_npm_pkgs[*]} ${mcp_pypi_pkgs[*]}"
-  [ "$(cat "$out/.stamp" 2>/dev/null)" = "$want" ] && return
+  # A virtualenv's scripts name its absolute path: one made elsewhere (a
+  # moved checkout) no longer starts, and is made again.
+  [ "$(cat "$out/.stamp" 2>/dev/null)" = "$want" ] &&
+    [ -x "$(sed -n '1s/^#!//p' "$out/venv/bin/mcp-server-time" 2>/dev/null)" ] && return
   local missing=()
   command -v npm >/dev/null || missing+=(npm)
   python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
