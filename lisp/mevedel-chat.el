@@ -421,6 +421,21 @@ never written to the transcript.  Observers hear `tool-progress'."
   "Return the live progress plist of tool call ID of CHAT, or nil."
   (gethash id (mevedel-chat-progress chat)))
 
+(defun mevedel-chat--reported-progress (event info)
+  "Show a model's call's reported progress (INFO of EVENT) on its row.
+Calls inside ToolCall programs are the program's (mevedel-ptc.el).
+For `mevedel-pipeline-tool-event-hook'."
+  (when-let* (((memq event '(progress settled)))
+              ((eq (plist-get info :source) 'provider))
+              (chat (mevedel-chat-of-buffer (plist-get info :data-buffer)))
+              (id (plist-get info :tool-use-id)))
+    (if (eq event 'progress)
+        (mevedel-chat-set-progress chat id (list :progress-text (plist-get info :progress)))
+      (when (plist-get (mevedel-chat-call-progress chat id) :progress-text)
+        (mevedel-chat-set-progress chat id nil)))))
+
+(add-hook 'mevedel-pipeline-tool-event-hook #'mevedel-chat--reported-progress)
+
 (defun mevedel-chat-set-status (chat status &optional detail)
   "Set CHAT's STATUS (a symbol) and DETAIL (a string) and tell observers."
   (setf (mevedel-chat-status chat) status

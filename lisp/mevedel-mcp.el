@@ -56,11 +56,15 @@
 ;; - Resources: Read `mcp://' lists the servers with their state
 ;;   (starting none), `mcp://SERVER' its resources and templates, and
 ;;   `mcp://SERVER/ENCODED-URI' one resource's text, fresh each time.
+;;   Notices (no content, no text, failures) name the address.
 ;; - `M-x mevedel-mcp': the servers of a session in a table, with keys
-;;   to restart, stop, show the log and approve.
+;;   to restart, stop, show the log and approve; it follows the
+;;   servers' changed lists.  Failed servers are named in the view's
+;;   header (`mevedel-view-header-functions') until they work again.
+;; - A call's progress notifications become its reported progress
+;;   (`mevedel-pipeline-report-progress'), shown on the row.
 ;;
 ;; What it does not do (yet): @mcp mentions, prompts as slash commands,
-;; progress in the view's rows, failed servers in the session header,
 ;; confining stdio servers in the sandbox.
 
 ;;; Code:
@@ -140,6 +144,9 @@ A longer result is previewed and kept whole at an artifact:// address."
 
 (defvar mevedel-mcp--by-key (make-hash-table :test #'equal :weakness 'value)
   "Notice key (the session id) -> its `mevedel-mcp--state'.")
+
+(defvar mevedel-mcp--calls (make-hash-table)
+  "Tool calls in flight, by request id: each reports its call's progress.")
 
 ;;; Commands
 
@@ -417,6 +424,7 @@ approved, so they are not started." (file-name-nondirectory name)
    (lambda (status value)
      (if (not (eq status 'ok))
          (mevedel-mcp--failed state server (cadr value))
+       (mevedel-mcp--recovered state server)
        (let ((table (mevedel-mcp--state-tools state)))
          (maphash (lambda (name owner) (when (equal owner server) (remhash name table)))
                   table)
@@ -429,10 +437,39 @@ approved, so they are not started." (file-name-nondirectory name)
      (funcall done))))
 
 (defun mevedel-mcp--failed (state server message)
-  "Report once that SERVER of STATE failed with MESSAGE."
+  "Report once that SERVER of STATE failed with MESSAGE.
+The server stays named in the view's header until it lists its tools."
   (unless (equal (gethash server (mevedel-mcp--state-reported state)) message)
     (puthash server message (mevedel-mcp--state-reported state))
+    (force-mode-line-update t)
     (mevedel-mcp--note state (format "MCP server %s failed: %s" server message))))
+
+(defun mevedel-mcp--recovered (state server)
+  "Forget that SERVER of STATE failed: it works again."
+  (when (gethash server (mevedel-mcp--state-reported state))
+    (remhash server (mevedel-mcp--state-reported state))
+    (force-mode-line-update t)))
+
+(defvar-keymap mevedel-mcp-header-map
+  :doc "Keys of the failed servers' text in a view's header line."
+  "<header-line> <mouse-1>" #'mevedel-mcp-from-header)
+
+(defun mevedel-mcp-from-header (event)
+  "Show the MCP servers of the view whose header line got EVENT."
+  (interactive "e")
+  (pcase-let ((`(,text . ,pos) (posn-string (event-start event))))
+    (mevedel-mcp (and text (get-text-property (or pos 0) 'mevedel-mcp-session text)))))
+
+(defun mevedel-mcp-header-text (chat)
+  "Return the header text naming CHAT's failed MCP servers, or nil.
+For `mevedel-view-header-functions'."
+  (when-let* ((session (mevedel-chat-session chat))
+              (state (gethash session mevedel-mcp--states))
+              (failed (hash-table-keys (mevedel-mcp--state-reported state))))
+    (propertize (format "MCP failed: %s" (string-join (sort failed #'string<) ", "))
+                'face 'error 'mouse-face 'highlight 'keymap mevedel-mcp-header-map
+                'mevedel-mcp-session session
+                'help-echo "mouse-1: show the MCP servers (M-x mevedel-mcp)")))
 
 (defun mevedel-mcp-prepare (session program callback)
   "Start SESSION's approved servers and list their tools, then call CALLBACK.
@@ -505,15 +542,19 @@ program that names no mcp__ tool needs no server.  For
          (state (and session (gethash session mevedel-mcp--states))))
     (if (not state)
         (funcall callback (format "Error: no MCP server %s in this session" server))
-      (let ((id (mevedel-core-mcp-call
-                 (mevedel-mcp--state-handle state) server tool
-                 (json-serialize args :null-object :null :false-object :json-false)
-                 mevedel-mcp-call-timeout
-                 (lambda (status value)
-                   (funcall callback
-                            (if (eq status 'ok)
-                                (mevedel-mcp--result value)
-                              (format "Error: %s" (cadr value))))))))
+      (let (id)
+        (setq id (mevedel-core-mcp-call
+                  (mevedel-mcp--state-handle state) server tool
+                  (json-serialize args :null-object :null :false-object :json-false)
+                  mevedel-mcp-call-timeout
+                  (lambda (status value)
+                    (remhash id mevedel-mcp--calls)
+                    (funcall callback
+                             (if (eq status 'ok)
+                                 (mevedel-mcp--result value)
+                               (format "Error: %s" (cadr value)))))))
+        (puthash id (mevedel-pipeline-continuation #'mevedel-pipeline-report-progress)
+                 mevedel-mcp--calls)
         (mevedel-pipeline-add-canceller (lambda () (mevedel-core-mcp-cancel id)))))))
 
 (defun mevedel-mcp--visible-p (tool buffer)
@@ -549,11 +590,32 @@ For `mevedel-chat-message-functions'."
                                                (plist-get data :stderr))
                                          "\n")))
       ('tools-changed
-       (mevedel-mcp--load-tools state (plist-get data :server) #'ignore)))))
+       (mevedel-mcp--load-tools state (plist-get data :server) #'ignore))
+      ('resources-changed
+       ;; Listing again refreshes the count the listing and the view show.
+       (mevedel-core-mcp-resources (mevedel-mcp--state-handle state) (plist-get data :server)
+                                   (lambda (_status _value) (mevedel-mcp--refresh-views)))))))
 
-(defun mevedel-mcp--progress (_data)
-  "Ignore an `mcp-progress' event DATA (the view does not show it yet)."
-  nil)
+(defun mevedel-mcp--refresh-views ()
+  "Redraw every `mevedel-mcp' view."
+  (dolist (buffer (buffer-list))
+    (when (eq (buffer-local-value 'major-mode buffer) 'mevedel-mcp-mode)
+      (with-current-buffer buffer (mevedel-mcp-refresh)))))
+
+(defun mevedel-mcp--progress-text (progress total message)
+  "Return the row text of a server's PROGRESS of TOTAL with MESSAGE.
+Both numbers may be fractional; TOTAL and MESSAGE may be nil."
+  (let ((number (lambda (n) (if (= n (ftruncate n)) (format "%d" n) (format "%.3g" n)))))
+    (concat (funcall number progress)
+            (and total (concat "/" (funcall number total)))
+            (and message (not (string-empty-p message))
+                 (concat " · " (car (split-string message "\n")))))))
+
+(defun mevedel-mcp--progress (data)
+  "Show the `mcp-progress' event DATA, (ID PROGRESS TOTAL MESSAGE), on its row."
+  (pcase-let ((`(,id ,progress ,total ,message) data))
+    (when-let* ((report (gethash id mevedel-mcp--calls)))
+      (funcall report (mevedel-mcp--progress-text progress total message)))))
 
 (defun mevedel-mcp--close (session)
   "Stop SESSION's servers and forget its registry."
@@ -598,14 +660,26 @@ For `mevedel-chat-message-functions'."
                                               (plist-get r :name)))
                           (plist-get value :templates) "\n"))))))
 
-(defun mevedel-mcp--contents-text (contents)
-  "Return the text of the resource CONTENTS (content plists)."
-  (mapconcat (lambda (c)
-               (or (plist-get c :text)
-                   (format "[%s content%s, not text]" (plist-get c :type)
-                           (if (plist-get c :mime-type)
-                               (concat " " (plist-get c :mime-type)) ""))))
-             contents "\n"))
+(defun mevedel-mcp--contents-text (address contents)
+  "Return the text of the resource CONTENTS (content plists) read at ADDRESS.
+No content at all and content without text each get a notice naming
+ADDRESS, so the model can tell them apart from an empty text."
+  (cond
+   ((null contents)
+    (format "[%s: the server returned no content]" address))
+   ((cl-notany (lambda (c) (plist-get c :text)) contents)
+    (format "[%s: the server returned %d content item(s) and no text: %s]"
+            address (length contents)
+            (mapconcat (lambda (c) (or (plist-get c :mime-type)
+                                       (symbol-name (plist-get c :type))))
+                       contents ", ")))
+   (t
+    (mapconcat (lambda (c)
+                 (or (plist-get c :text)
+                     (format "[%s content%s, not text]" (plist-get c :type)
+                             (if (plist-get c :mime-type)
+                                 (concat " " (plist-get c :mime-type)) ""))))
+               contents "\n"))))
 
 (defun mevedel-mcp-read-address (canonical session callback)
   "Read the mcp:// address CANONICAL for SESSION; CALLBACK gets the text.
@@ -633,7 +707,8 @@ without starting any; `mcp://SERVER' lists its resources and
                   (lambda (status value)
                     (funcall callback (if (eq status 'ok)
                                           (funcall render value)
-                                        (list 'error (cadr value))))))))
+                                        (list 'error (format "Cannot read %s: %s"
+                                                             canonical (cadr value)))))))))
     (cond
      ((null server)
       (let ((statuses (mevedel-core-mcp-status handle)))
@@ -647,7 +722,8 @@ without starting any; `mcp://SERVER' lists its resources and
                                                    (mevedel-mcp--resource-listing
                                                     server value)))))
      (t (mevedel-core-mcp-read handle server uri
-                               (funcall reply #'mevedel-mcp--contents-text))))))
+                               (funcall reply (apply-partially #'mevedel-mcp--contents-text
+                                                               canonical)))))))
 
 (mevedel-core-register-event-handler 'mcp-notice #'mevedel-mcp--notice)
 (mevedel-core-register-event-handler 'mcp-progress #'mevedel-mcp--progress)
@@ -656,6 +732,7 @@ without starting any; `mcp://SERVER' lists its resources and
 (add-hook 'mevedel-session-close-functions #'mevedel-mcp--close)
 (add-hook 'mevedel-ptc-prepare-functions #'mevedel-mcp-prepare)
 (add-hook 'mevedel-chat-message-functions #'mevedel-mcp-mail)
+(add-hook 'mevedel-view-header-functions #'mevedel-mcp-header-text)
 
 (provide 'mevedel-mcp)
 ;;; mevedel-mcp.el ends here

@@ -172,10 +172,12 @@ reported as a warning while the previous patterns stay in use."
 (defvar mevedel-pipeline-tool-event-hook nil
   "Functions called with (EVENT INFO) as tool calls progress.
 EVENT is `started', `permission-asked' (the call waits for the
-user's answer), `permission-approved' or `settled'.  INFO is a
-fresh copy of (:event EVENT :tool-use-id ID :parent-id ID :source
-SOURCE :name NAME :args ARGS :data-buffer BUFFER), plus :status for
-`settled'.  Settlement is published before the caller's callback runs.
+user's answer), `permission-approved', `progress' (the handler
+reported how far it is, see `mevedel-pipeline-report-progress') or
+`settled'.  INFO is a fresh copy of (:event EVENT :tool-use-id ID
+:parent-id ID :source SOURCE :name NAME :args ARGS :data-buffer
+BUFFER), plus :status for `settled' and :progress TEXT for
+`progress'.  Settlement is published before the caller's callback runs.
 An observer's error is reported and changes nothing.")
 
 (defvar mevedel-pipeline-pre-tool-use-functions nil
@@ -261,8 +263,9 @@ error before the handler runs.")
 
 ;;;; Events
 
-(defun mevedel-pipeline--emit (call event)
-  "Publish EVENT of CALL to `mevedel-pipeline-tool-event-hook' observers."
+(defun mevedel-pipeline--emit (call event &optional progress)
+  "Publish EVENT of CALL to `mevedel-pipeline-tool-event-hook' observers.
+PROGRESS is the text of a `progress' event."
   (let ((info (list :event event
                     :tool-use-id (mevedel-pipeline--call-tool-use-id call)
                     :parent-id (mevedel-pipeline--call-parent-id call)
@@ -270,8 +273,9 @@ error before the handler runs.")
                     :name (mevedel-pipeline--call-name call)
                     :args (mevedel-pipeline--call-args call)
                     :data-buffer (mevedel-pipeline--call-data-buffer call))))
-    (when (eq event 'settled)
-      (setq info (append info (list :status (mevedel-pipeline--call-status call)))))
+    (pcase event
+      ('settled (setq info (append info (list :status (mevedel-pipeline--call-status call)))))
+      ('progress (setq info (append info (list :progress progress)))))
     (run-hook-wrapped
      'mevedel-pipeline-tool-event-hook
      (lambda (observer)
@@ -433,6 +437,16 @@ working in that work."
     (lambda (&rest args)
       (let ((mevedel-pipeline--current call))
         (apply function args)))))
+
+(defun mevedel-pipeline-report-progress (text)
+  "Report TEXT as how far the call whose handler is running now has got.
+TEXT is short (\"3/10 · indexing\"); the view shows the latest on the
+call's row, or on the row of the ToolCall program that made it,
+until the call settles.  From asynchronous work, call this inside a
+`mevedel-pipeline-continuation'."
+  (when-let* ((call mevedel-pipeline--current))
+    (unless (mevedel-pipeline--call-settled call)
+      (mevedel-pipeline--emit call 'progress text))))
 
 (defun mevedel-pipeline-current-context ()
   "Return the context plist of the call whose handler is running now, or nil.

@@ -270,22 +270,26 @@ again) or a resumed session gets it again."
 (defvar mevedel-ptc--runs (make-hash-table :test #'equal)
   "Programs running now, by the ToolCall's tool-use ID.")
 
-(defun mevedel-ptc--observe (event info)
-  "Mark a nested call of a running program waiting while permission asks.
-For `mevedel-pipeline-tool-event-hook': EVENT and INFO are its."
-  (when-let* (((memq event '(permission-asked permission-approved)))
-              ((eq (plist-get info :source) 'ptc))
-              (run (gethash (plist-get info :parent-id) mevedel-ptc--runs))
-              (n (string-to-number (car (last (split-string (plist-get info :tool-use-id) "/"))))))
-    (mevedel-ptc--set-child run n :waiting (eq event 'permission-asked))
-    (mevedel-ptc--progress run)))
-
-(add-hook 'mevedel-pipeline-tool-event-hook #'mevedel-ptc--observe)
-
 (cl-defstruct (mevedel-ptc--run (:constructor mevedel-ptc--run-make) (:copier nil))
   machine id direct data-buffer session callback
   (queue nil) (active 0) (cancels (make-hash-table)) (children nil)
-  settled busy slice media checkpoint-timer)
+  settled busy slice media checkpoint-timer
+  (progress nil :documentation "Latest reported progress, (N . TEXT) per call."))
+
+(defun mevedel-ptc--observe (event info)
+  "Track a nested call of a running program: waiting for permission, progress.
+For `mevedel-pipeline-tool-event-hook': EVENT and INFO are its."
+  (when-let* (((memq event '(permission-asked permission-approved progress)))
+              ((eq (plist-get info :source) 'ptc))
+              (run (gethash (plist-get info :parent-id) mevedel-ptc--runs))
+              (n (string-to-number (car (last (split-string (plist-get info :tool-use-id) "/"))))))
+    (if (eq event 'progress)
+        (setf (alist-get n (mevedel-ptc--run-progress run))
+              (format "%s: %s" (plist-get info :name) (plist-get info :progress)))
+      (mevedel-ptc--set-child run n :waiting (eq event 'permission-asked)))
+    (mevedel-ptc--progress run)))
+
+(add-hook 'mevedel-pipeline-tool-event-hook #'mevedel-ptc--observe)
 
 (defun mevedel-ptc--json-args (json)
   "Return the argument plist of the JSON object text JSON, JSON-faithful."
@@ -336,7 +340,11 @@ Its approval records stay, since they are small and say who allowed it."
                :ptc-failed (cl-count 'error children :key (lambda (c) (plist-get c :status)))
                :ptc-waiting (cl-count-if (lambda (c) (and (eq (plist-get c :status) 'running)
                                                           (plist-get c :waiting)))
-                                         children)))))))
+                                         children)
+               :progress-text (cl-loop for (n . text) in (mevedel-ptc--run-progress run)
+                                       when (eq (plist-get (mevedel-ptc--child run n) :status)
+                                                'running)
+                                       return text)))))))
 
 (defun mevedel-ptc--child (run n)
   "Return RUN's audit entry of call N."

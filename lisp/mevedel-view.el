@@ -282,6 +282,10 @@ The view's `filter-buffer-substring-function'."
 
 ;;;; Creating the view
 
+(defvar mevedel-view-header-functions nil
+  "Functions of a chat returning a text for the view's header line, or nil.
+They run at every redisplay of the header, so they must be cheap.")
+
 (defvar mevedel-view-open-functions nil
   "Abnormal hook run with each new view buffer, once it is drawn.")
 
@@ -449,7 +453,11 @@ A `window-size-change-functions' member, buffer-local to the view."
                 " · " (mevedel-view--usage-text chat)
                 " · " (if (eq (mevedel-chat-permission-mode chat) 'plan)
                           (propertize "PLAN mode (read-only)" 'face 'warning)
-                        (format "permissions: %s" (mevedel-chat-permission-mode chat)))))
+                        (format "permissions: %s" (mevedel-chat-permission-mode chat)))
+                (mapconcat (lambda (text) (concat " · " text))
+                           (delq nil (mapcar (lambda (f) (funcall f chat))
+                                             mevedel-view-header-functions))
+                           "")))
     " mevedel"))
 
 (defun mevedel-view--tokens (n)
@@ -657,6 +665,8 @@ in flight)."
         (concat (if expandable (if expanded "▾ " "▸ ") "  ")
                 (mevedel-view--glyph status) " "
                 (propertize (plist-get row :header) 'face 'mevedel-view-tool-header)
+                (when-let* ((progress (plist-get render-data :progress-text)))
+                  (propertize (concat " · " progress) 'face 'shadow))
                 (pcase status
                   ('denied (propertize "  denied" 'face 'mevedel-view-error))
                   ('cancelled (propertize "  cancelled" 'face 'mevedel-view-warning)))

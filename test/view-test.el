@@ -807,5 +807,41 @@ transcript read back from disk has, is one segment and one row."
                                (buffer-substring-no-properties (point-min)
                                                                mevedel-view--transcript-end))))))
 
+(ert-deftest mevedel-view:reported-progress-shows-on-a-running-row ()
+  "A handler's `mevedel-pipeline-report-progress' shows on its row until it settles."
+  (mevedel-test-with-view view chat
+    (let* ((finish nil)
+           (mevedel-permissions-rules (cons '(allow "ProgressProbe") mevedel-permissions-rules))
+           (args '(:what "x")))
+      (mevedel-tool-register
+       "ProgressProbe"
+       (list :description "Report progress, then finish when told."
+             :category "view-test"
+             :args '((what string :required "Anything."))
+             :async-p t
+             :function (lambda (callback _what)
+                         (let ((report (mevedel-pipeline-continuation
+                                        #'mevedel-pipeline-report-progress)))
+                           (run-at-time 0.05 nil (lambda () (funcall report "2/5 · halfway")))
+                           (setq finish (lambda () (funcall callback "finished")))))))
+      (unwind-protect
+          (progn
+            (setf (mevedel-chat-live-calls chat)
+                  (list (list :id "call_r" :name "ProgressProbe" :args args)))
+            (mevedel-chat-notify chat 'tools-start (mevedel-chat-live-calls chat))
+            (let ((box (mevedel-test-start-tool chat "ProgressProbe" "call_r" args)))
+              (mevedel-test-wait-until
+                (equal (plist-get (mevedel-chat-call-progress chat "call_r") :progress-text)
+                       "2/5 · halfway"))
+              (with-current-buffer view
+                (mevedel-test-wait-until
+                  (string-match-p "ProgressProbe.* · 2/5 · halfway\n"
+                                  (buffer-substring-no-properties (point-min) (point-max)))
+                  5))
+              (funcall finish)
+              (mevedel-test-wait-until (car box))
+              (should-not (mevedel-chat-call-progress chat "call_r"))))
+        (mevedel-tool-unregister "ProgressProbe" "view-test")))))
+
 (provide 'view-test)
 ;;; view-test.el ends here

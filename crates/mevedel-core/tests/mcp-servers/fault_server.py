@@ -9,7 +9,9 @@ Modes:
   basic            answer; tools: echo, crash (exits 5 mid-call), slow
                    (progress every 50 ms, honours notifications/cancelled),
                    add_tool (adds a tool, sends tools/list_changed and
-                   resources/list_changed)
+                   resources/list_changed); resources fault://note (text),
+                   fault://empty (no content) and fault://blob (no text);
+                   any other URI is an error
   many             like basic plus tool_000 .. tool_099
   grandchild       like basic, and starts `sleep 300` in its process group;
                    its pid goes to the file $FAULT_PID_FILE
@@ -133,7 +135,17 @@ def handle(message):
     elif method == "resources/list":
         result = {"resources": [{"uri": "fault://note", "name": "note", "mimeType": "text/plain"}]}
     elif method == "resources/read":
-        result = {"contents": [{"uri": params.get("uri"), "mimeType": "text/plain", "text": "a note"}]}
+        uri = params.get("uri")
+        if uri == "fault://note":
+            result = {"contents": [{"uri": uri, "mimeType": "text/plain", "text": "a note"}]}
+        elif uri == "fault://empty":
+            result = {"contents": []}
+        elif uri == "fault://blob":
+            result = {"contents": [{"uri": uri, "mimeType": "image/png", "blob": "iVBORw0KGgo="}]}
+        else:
+            send({"jsonrpc": "2.0", "id": rid,
+                  "error": {"code": -32002, "message": "resource not found: %s" % uri}})
+            return
     elif method == "ping":
         result = {}
     elif method == "tools/call":
