@@ -511,15 +511,41 @@ program that names no mcp__ tool needs no server.  For
                                           (when (zerop (cl-decf left))
                                             (funcall finish))))))))))))
 
-(defun mevedel-mcp--result (value)
-  "Return the pipeline envelope of the MCP tool result VALUE."
+(defun mevedel-mcp--image (block tool session buffer)
+  "Return the image content BLOCK of TOOL's result as (media . RECORD) or text.
+It is a media record when the model of BUFFER takes its type; else
+it is saved in SESSION's tool-results/ and named, so the model can
+tell the user where it is."
+  (let* ((mime (plist-get block :mime-type))
+         (bytes (condition-case nil (base64-decode-string (plist-get block :data))
+                  (error nil))))
+    (cond
+     ((null bytes) (format "[image %s: the server sent data that is not base64]" mime))
+     ((and (mevedel-tool-media-type-p mime)
+           (mevedel-gptel-model-accepts-mime-p mime buffer))
+      (cons 'media (list :mime mime :data bytes)))
+     (t
+      (let ((address (mevedel-session-save-artifact
+                      session (replace-regexp-in-string "[^A-Za-z0-9_-]" "_" tool)
+                      (or (nth 1 (mevedel-tool-media-type-p mime))
+                          (replace-regexp-in-string "[^a-z0-9]" "" (car (last (split-string mime "/")))))
+                      bytes)))
+        (format "[image %s, %d bytes, not shown (the model does not take %s)%s]"
+                mime (length bytes) mime
+                (if address (concat "; saved at " address) "")))))))
+
+(defun mevedel-mcp--result (value tool session buffer)
+  "Return the pipeline envelope of the result VALUE of TOOL.
+SESSION and BUFFER, the call's, decide what becomes of images (see
+`mevedel-mcp--image')."
   (let (texts media)
     (dolist (block (plist-get value :content))
       (pcase (plist-get block :type)
         ('text (push (plist-get block :text) texts))
-        ('image (push (list :mime (plist-get block :mime-type)
-                            :data (base64-decode-string (plist-get block :data)))
-                      media))
+        ('image (let ((image (mevedel-mcp--image block tool session buffer)))
+                  (if (eq (car-safe image) 'media)
+                      (push (cdr image) media)
+                    (push image texts))))
         ('resource (push (or (plist-get block :text)
                              (format "[resource %s]" (plist-get block :uri)))
                          texts))
@@ -538,7 +564,8 @@ program that names no mcp__ tool needs no server.  For
 
 (defun mevedel-mcp--call (server tool callback args)
   "Call TOOL of SERVER of the calling session with ARGS; CALLBACK gets it."
-  (let* ((session (plist-get (mevedel-pipeline-current-context) :session))
+  (let* ((context (mevedel-pipeline-current-context))
+         (session (plist-get context :session))
          (state (and session (gethash session mevedel-mcp--states))))
     (if (not state)
         (funcall callback (format "Error: no MCP server %s in this session" server))
@@ -551,7 +578,8 @@ program that names no mcp__ tool needs no server.  For
                     (remhash id mevedel-mcp--calls)
                     (funcall callback
                              (if (eq status 'ok)
-                                 (mevedel-mcp--result value)
+                                 (mevedel-mcp--result value (format "mcp__%s__%s" server tool)
+                                                      session (plist-get context :data-buffer))
                                (format "Error: %s" (cadr value)))))))
         (puthash id (mevedel-pipeline-continuation #'mevedel-pipeline-report-progress)
                  mevedel-mcp--calls)

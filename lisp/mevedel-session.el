@@ -144,6 +144,26 @@ process's."
   (when-let* ((dir (mevedel-session-directory session)))
     (file-name-as-directory (expand-file-name "tool-results" dir))))
 
+(defun mevedel-session-save-artifact (session prefix extension bytes)
+  "Save BYTES in SESSION's tool-results/, named by PREFIX, time and EXTENSION.
+BYTES is a unibyte string, written as is.  Return the file's
+artifact:// address, or nil when SESSION keeps no files or the write
+fails: an artifact is a convenience, never a reason to fail a call."
+  (when (mevedel-session-durable-p session)
+    (condition-case nil
+        (progn
+          (mevedel-session-ensure-storage session)
+          (let ((dir (mevedel-session-tool-results-directory session))
+                (coding-system-for-write 'binary))
+            (make-directory dir t)
+            (let ((file (make-temp-file
+                         (expand-file-name
+                          (format-time-string (concat prefix "-%Y%m%dT%H%M%S-")) dir)
+                         nil (concat "." extension))))
+              (write-region bytes nil file nil 'silent)
+              (concat "artifact://tool-results/" (file-name-nondirectory file)))))
+      (error nil))))
+
 (defun mevedel-session-local-directory (session)
   "Return the name of SESSION's local directory (maybe not yet made)."
   (when-let* ((dir (mevedel-session-directory session)))

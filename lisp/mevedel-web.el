@@ -171,20 +171,8 @@ accept %s" type (mevedel-web--size size) type))
 
 (defun mevedel-web--pdf-artifact (body session)
   "Save the PDF BODY in SESSION's tool-results/; return its address or nil."
-  (when (and (mevedel-session-durable-p session)
-             (<= (length body) mevedel-web-pdf-artifact-limit))
-    (condition-case nil
-        (progn
-          (mevedel-session-ensure-storage session)
-          (let ((dir (mevedel-session-tool-results-directory session))
-                (coding-system-for-write 'binary))
-            (make-directory dir t)
-            (let ((file (make-temp-file (expand-file-name
-                                         (format-time-string "WebFetch-%Y%m%dT%H%M%S-") dir)
-                                        nil ".pdf")))
-              (write-region body nil file nil 'silent)
-              (concat "artifact://tool-results/" (file-name-nondirectory file)))))
-      (error nil))))
+  (and (<= (length body) mevedel-web-pdf-artifact-limit)
+       (mevedel-session-save-artifact session "WebFetch" "pdf" body)))
 
 (defun mevedel-web--pdftotext (body callback)
   "Extract the text of the PDF BODY with pdftotext; CALLBACK gets it.

@@ -176,5 +176,40 @@
             (should (search-forward "configured" nil t)))
         (kill-buffer buffer)))))
 
+(ert-deftest mevedel-mcp:images-the-model-cannot-take-are-saved-and-named ()
+  "An image result is media when the model takes it, else an artifact named in text."
+  (mcp-test--with-workspace root "{}"
+    (let* ((png (base64-decode-string
+                 "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="))
+           (value (list :content (list (list :type 'text :text "Here:")
+                                       (list :type 'image :mime-type "image/png"
+                                             :data (base64-encode-string png t)))))
+           (session (mevedel-session-create :workspace root)))
+      (cl-letf (((symbol-function 'mevedel-gptel-model-accepts-mime-p) #'always))
+        (let ((taken (mevedel-mcp--result value "mcp__s__pic" session nil)))
+          (should (equal (plist-get taken :result) "Here:"))
+          (should (equal (plist-get (car (plist-get taken :media)) :data) png))))
+      (cl-letf (((symbol-function 'mevedel-gptel-model-accepts-mime-p) #'ignore))
+        (let* ((saved (mevedel-mcp--result value "mcp__s__pic" session nil))
+               (text (plist-get saved :result)))
+          (should-not (plist-get saved :media))
+          (should (string-match "not shown (the model does not take image/png); saved at \
+artifact://tool-results/\\(mcp__s__pic-[^]]+\\.png\\)\\]" text))
+          (should (equal (with-temp-buffer
+                           (set-buffer-multibyte nil)
+                           (insert-file-contents-literally
+                            (expand-file-name (match-string 1 text)
+                                              (mevedel-session-tool-results-directory session)))
+                           (buffer-string))
+                         png))))
+      ;; A session that keeps no files says so without an address.
+      (cl-letf (((symbol-function 'mevedel-gptel-model-accepts-mime-p) #'ignore))
+        (should (string-match-p
+                 "\\`Here:\n\\[image image/png, [0-9]+ bytes, not shown (the model does not take image/png)\\]\\'"
+                 (plist-get (mevedel-mcp--result
+                             value "mcp__s__pic"
+                             (mevedel-session-create :workspace root :ephemeral t) nil)
+                            :result)))))))
+
 (provide 'mcp-test)
 ;;; mcp-test.el ends here
