@@ -202,7 +202,11 @@ WIRE and STREAM choose the backend; SETTINGS are forms evaluated after."
                        :host ,(format "127.0.0.1:%d" port)
                        :protocol "http"
                        :endpoint ,(if (eq wire 'openai) "/v1/chat/completions" "/v1/messages")
-                       :stream ,stream :key "scripted" :models '(scripted-model)
+                       :stream ,stream :key "scripted"
+                       ;; As `mevedel-scripted-model-backend''s: tools and images.
+                       :models '((scripted-model
+                                  :capabilities (tool-use media)
+                                  :mime-types ("image/png" "image/jpeg" "image/gif" "image/webp")))
                        :curl-args '("--noproxy" "127.0.0.1")))
                 ,@settings)
              (current-buffer)))
