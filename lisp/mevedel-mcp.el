@@ -473,8 +473,9 @@ For `mevedel-view-header-functions'."
 
 (defun mevedel-mcp-prepare (session program callback)
   "Start SESSION's approved servers and list their tools, then call CALLBACK.
-PROGRAM is a ToolCall program's text, or nil for ToolSearch: a
-program that names no mcp__ tool needs no server.  For
+PROGRAM is the text naming the tools about to be needed (a ToolCall
+program, a child agent's role's tool list), or nil when any may be:
+text that names no mcp__ tool needs no server.  For
 `mevedel-ptc-prepare-functions'."
   (let ((state (and (or (null program) (string-search "mcp__" program))
                     (mevedel-mcp-state session))))

@@ -13,6 +13,8 @@ Modes:
                    fault://empty (no content) and fault://blob (no text);
                    any other URI is an error
   many             like basic plus tool_000 .. tool_099
+  big              like basic plus big, answering SIZE characters of
+                   numbered lines (default 150000)
   grandchild       like basic, and starts `sleep 300` in its process group;
                    its pid goes to the file $FAULT_PID_FILE
 
@@ -61,6 +63,9 @@ def tools():
         tool("add_tool", "Add a tool and announce the changed lists."),
         tool("fail", "Answer with isError."),
     ]
+    if MODE == "big":
+        listed.append(tool("big", "Answer a long text of numbered lines.",
+                           {"size": {"type": "integer"}}))
     if MODE == "many":
         listed += [tool("tool_%03d" % i, "Generated tool number %d." % i,
                         {"n": {"type": "integer", "description": "any number"}})
@@ -70,6 +75,18 @@ def tools():
 
 def text(s, is_error=False):
     return {"content": [{"type": "text", "text": s}], "isError": is_error}
+
+
+def big_text(size):
+    lines = []
+    n = 0
+    total = 0
+    while total < size:
+        n += 1
+        line = "line %06d of the big answer\n" % n
+        lines.append(line)
+        total += len(line)
+    return "".join(lines)[:size - len("END OF THE BIG ANSWER")] + "END OF THE BIG ANSWER"
 
 
 def slow(rid, params):
@@ -106,6 +123,8 @@ def call(rid, params):
         return text("added")
     if name == "fail":
         return text("it went wrong", is_error=True)
+    if name == "big" and MODE == "big":
+        return text(big_text(int(args.get("size", 150000))))
     if name.startswith("tool_"):
         return text(name)
     raise KeyError(name)
