@@ -374,11 +374,14 @@ the session has at the time (`mevedel-tool-visible-p')."
                  collect (mevedel-tool-identity tool))))))
 
 (defun mevedel-agent--freeze-specialists (child identities)
-  "Confine the catalog of the child chat CHILD to the specialist IDENTITIES."
-  (let ((table (make-hash-table :test #'equal :size (max 1 (length identities)))))
-    (dolist (identity identities) (puthash identity t table))
-    (with-current-buffer (mevedel-chat-data-buffer child)
-      (setq-local mevedel-tool-frozen-specialists table))))
+  "Confine the catalog of the child chat CHILD to the specialist IDENTITIES.
+IDENTITIES t (an agent saved before specialists were frozen) confines
+nothing."
+  (unless (eq identities t)
+    (let ((table (make-hash-table :test #'equal :size (max 1 (length identities)))))
+      (dolist (identity identities) (puthash identity t table))
+      (with-current-buffer (mevedel-chat-data-buffer child)
+        (setq-local mevedel-tool-frozen-specialists table)))))
 
 (defun mevedel-agent-role-tool-names (chat args)
   "Return the tool names the role of the Agent call ARGS of CHAT lists.
@@ -1302,6 +1305,16 @@ Does nothing for a session without durable storage."
         (error (display-warning 'mevedel (format "Cannot save the agents: %s"
                                                  (error-message-string err))))))))
 
+(defun mevedel-agent--upgrade-record (record)
+  "Return the saved RECORD with the configuration keys added since it was saved.
+An agent saved before specialists were frozen (ADR 0022) has no
+:specialists; it keeps reaching every specialist, as it did (t)."
+  (let ((config (plist-get record :config)))
+    (if (and (proper-list-p record) (proper-list-p config)
+             (not (plist-member config :specialists)))
+        (plist-put (copy-sequence record) :config (append config (list :specialists t)))
+      record)))
+
 (defun mevedel-agent-check-record (record)
   "Return RECORD, a saved registry record, or signal `error'.
 Unknown, duplicate or missing keys, a malformed path, a configuration
@@ -1338,7 +1351,7 @@ gets that RESULT (it wakes nobody)."
           (interrupted nil))
       (condition-case err
           (dolist (record (car (read-from-string text)))
-            (mevedel-agent-check-record record)
+            (setq record (mevedel-agent-check-record (mevedel-agent--upgrade-record record)))
             (let* ((active (memq (plist-get record :status) '(running waiting preparing)))
                    (handle (mevedel-agent--make-handle
                             :path (plist-get record :path) :parent (plist-get record :parent)

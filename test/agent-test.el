@@ -673,7 +673,16 @@ It blocks the first stop of a turn, not one a stop hook caused."
     (should-error (mevedel-agent-check-record (cddr good)))
     (should-error (mevedel-agent-check-record (plist-put (copy-sequence good) :path "root/a")))
     (should-error (mevedel-agent-check-record
-                   (plist-put (copy-sequence good) :config (append config '(:x 1)))))))
+                   (plist-put (copy-sequence good) :config (append config '(:x 1)))))
+    ;; A record saved before specialists were frozen still loads, unconfined.
+    (let* ((old (plist-put (copy-sequence good) :config
+                           (cl-loop for (key value) on config by #'cddr
+                                    unless (eq key :specialists) append (list key value))))
+           (upgraded (mevedel-agent--upgrade-record old)))
+      (should-error (mevedel-agent-check-record old))
+      (should (eq (mevedel-agent-check-record upgraded) upgraded))
+      (should (eq (plist-get (plist-get upgraded :config) :specialists) t))
+      (should (eq (mevedel-agent--upgrade-record good) good)))))
 
 ;;;; Specialists: MCP tools by role, frozen at the spawn
 
