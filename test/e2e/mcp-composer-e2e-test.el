@@ -17,12 +17,11 @@
 (require 'json)
 (require 'url-util)
 (require 'mevedel-e2e-helpers)
-(require 'mcp-e2e-test)
 
 (defun mcp-composer-e2e--run (prompt steps &rest keys)
   "Send PROMPT from a view with server-everything configured; STEPS script the model.
 KEYS go to `mevedel-e2e-run'.  Return its plist."
-  (let* ((config (mcp-e2e--config `((everything . ,(mcp-e2e--everything-spec)))))
+  (let* ((config (mevedel-e2e-mcp-config `((everything . ,(mevedel-e2e-mcp-everything-spec)))))
          (mevedel-mcp-command-line-files (list config)))
     (unwind-protect
         (apply #'mevedel-e2e-run :prompt prompt :steps steps :timeout 60 keys)
@@ -87,7 +86,7 @@ KEYS go to `mevedel-e2e-run'.  Return its plist."
 (ert-deftest mevedel-e2e:mcp-mention-headless-attaches-and-never-starts-unapproved ()
   "bin/mevedel -p with @everything:URI attaches it; @ws:URI of an
 unapproved workspace server is not read and says why."
-  (let* ((config (mcp-e2e--config `((everything . ,(mcp-e2e--everything-spec)))))
+  (let* ((config (mevedel-e2e-mcp-config `((everything . ,(mevedel-e2e-mcp-everything-spec)))))
          (marker (make-temp-file "mevedel-mcp-marker"))
          (run (unwind-protect
                   (progn

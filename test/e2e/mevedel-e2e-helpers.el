@@ -370,5 +370,28 @@ DOC is the docstring.  ARGS is (WIRE STREAM): BODY runs with them bound."
                             (let ((,(car args) ',wire) (,(cadr args) ,stream))
                               ,@body))))))
 
+;;;; MCP servers
+
+(defun mevedel-e2e-mcp-everything ()
+  "Return server-everything's script, failing loudly when it is missing."
+  (let ((js (expand-file-name
+             ".deps/mcp/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+             mevedel-test-root)))
+    (unless (file-exists-p js)
+      (ert-fail (format "%s is missing: the MCP test servers are not installed; \
+run scripts/deps.sh" js)))
+    js))
+
+(defun mevedel-e2e-mcp-config (servers)
+  "Write an MCP configuration of SERVERS (an alist NAME -> spec); return its file."
+  (let ((file (make-temp-file "mevedel-mcp" nil ".json")))
+    (with-temp-file file
+      (insert (json-encode `((mcpServers . ,servers)))))
+    file))
+
+(defun mevedel-e2e-mcp-everything-spec ()
+  "Return the stdio spec of server-everything."
+  `((command . "node") (args . [,(mevedel-e2e-mcp-everything) "stdio"])))
+
 (provide 'mevedel-e2e-helpers)
 ;;; mevedel-e2e-helpers.el ends here
