@@ -7,8 +7,9 @@
 
 ;; MCP servers the way a user starts them: bin/mevedel -p with
 ;; --mcp-config, --trust-mcp and a workspace .mcp.json, against the
-;; scripted model and the real server-everything from .deps/mcp (run
-;; scripts/deps.sh; these tests fail naming it when it is missing),
+;; scripted model and the real server-everything from .deps/mcp, over
+;; stdio and legacy SSE (run scripts/deps.sh; these tests fail naming
+;; it when it is missing),
 ;; plus the project's fault server for 100 tools and a crash at start.
 
 ;;; Code:
@@ -191,7 +192,6 @@ An unapproved workspace server is listed but never started."
     (should-not (file-exists-p marker))
     (should-not (cl-mapcan (lambda (e) (copy-sequence (alist-get 'mismatches e))) log))))
 
-
 (ert-deftest mevedel-e2e:mcp-images-reach-the-model-as-image-content ()
   "get-tiny-image's PNG is sent to the model as an image, not as text."
   (let* ((config (mevedel-e2e-mcp-config `((everything . ,(mevedel-e2e-mcp-everything-spec)))))
@@ -222,6 +222,45 @@ An unapproved workspace server is listed but never started."
     (should-not (string-match-p "Echo: hooked" (plist-get run :stdout)))
     (should (string-match-p "no MCP today"
                             (json-encode (alist-get 'body (nth 2 (plist-get run :log))))))))
+
+;; Legacy SSE servers
+
+(defun mcp-e2e--wait-for-port (port)
+  "Wait up to 20 s for something to listen on 127.0.0.1:PORT; fail otherwise."
+  (let ((deadline (+ (float-time) 20)) up)
+    (while (and (not up) (< (float-time) deadline))
+      (condition-case nil
+          (progn (delete-process (open-network-stream "mcp-e2e-probe" nil "127.0.0.1" port))
+                 (setq up t))
+        (file-error (sleep-for 0.1))))
+    (unless up (ert-fail (format "nothing listens on port %d" port)))))
+
+(ert-deftest mevedel-e2e:mcp-legacy-sse-server-is-found-and-called ()
+  "A \"type\": \"sse\" server (server-everything over legacy SSE) works like stdio."
+  (let* ((port (mevedel-e2e-free-port))
+         (server (let ((process-environment (cons (format "PORT=%d" port)
+                                                  process-environment)))
+                   (make-process :name "mcp-e2e-sse" :noquery t :buffer nil
+                                 :command (list "node" (mevedel-e2e-mcp-everything) "sse"))))
+         (config (mevedel-e2e-mcp-config
+                  `((everything . ((type . "sse")
+                                   (url . ,(format "http://127.0.0.1:%d/sse" port))))))))
+    (unwind-protect
+        (progn
+          (mcp-e2e--wait-for-port port)
+          (let* ((run (mevedel-e2e-headless
+                       :steps (mcp-e2e--search-then-call
+                               "(mcp__everything__echo :message \"over legacy sse\")"
+                               "Echo: over legacy sse")
+                       :args (list "-p" "Echo something" "--json" "--permission-mode"
+                                   "full-auto" "--mcp-config" config)))
+                 (log (plist-get run :log)))
+            (should (equal (plist-get run :status) 0))
+            (should (string-match-p "Echo: over legacy sse" (plist-get run :stdout)))
+            (should-not (cl-mapcan (lambda (e) (copy-sequence (alist-get 'mismatches e)))
+                                   log))))
+      (delete-process server)
+      (delete-file config))))
 
 (provide 'mcp-e2e-test)
 ;;; mcp-e2e-test.el ends here

@@ -257,6 +257,9 @@ pub(crate) struct Connection {
     pub(crate) peer: Peer<RoleClient>,
     service: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
     pub(crate) child: Option<Arc<Child>>,
+    /// How a legacy SSE stream ended, once it has: that transport's
+    /// equivalent of a child's exit.
+    pub(crate) ended: Option<super::sse::Ended>,
     pub(crate) protocol_version: String,
     pub(crate) server_info: Option<(String, String)>,
     pub(crate) has_tools: bool,
@@ -287,6 +290,9 @@ pub(crate) struct Launch {
     pub(crate) env: Option<Vec<(OsString, OsString)>>,
     /// Working directory of a stdio server that names none.
     pub(crate) cwd: Option<PathBuf>,
+    /// When the start gives up; legacy SSE bounds its wait for the
+    /// `endpoint` event by it, to say that this is what never came.
+    pub(crate) deadline: tokio::time::Instant,
 }
 
 /// Launch the server TRANSPORT describes and run the `initialize`
@@ -301,6 +307,7 @@ pub(crate) async fn connect(
     let handler = Handler {
         shared: Arc::clone(shared),
     };
+    let mut ended = None;
     let (service, child) = match transport {
         Transport::Stdio {
             command,
@@ -338,11 +345,15 @@ pub(crate) async fn connect(
                 .map_err(|e| mcp_error(format!("initialize over HTTP at {url} failed: {e}")))?;
             (service, None)
         }
-        Transport::Sse { url, .. } => {
-            return Err(mcp_error(format!(
-                "{url}: the legacy SSE transport is not supported (the rmcp SDK dropped it); \
-                 if the server also speaks streamable HTTP, configure it with \"type\": \"http\""
-            )));
+        Transport::Sse { url, headers } => {
+            let headers = header_map(headers)?.into_iter().collect();
+            let (transport, how) = super::sse::open(url, headers, launch.deadline).await?;
+            ended = Some(how.clone());
+            let service = handler.serve(transport).await.map_err(|e| {
+                let why = how.borrow().clone().unwrap_or_else(|| e.to_string());
+                mcp_error(format!("initialize over legacy SSE at {url} failed: {why}"))
+            })?;
+            (service, None)
         }
     };
     let peer = service.peer().clone();
@@ -363,6 +374,7 @@ pub(crate) async fn connect(
         peer,
         service: tokio::sync::Mutex::new(Some(service)),
         child,
+        ended,
     })
 }
 

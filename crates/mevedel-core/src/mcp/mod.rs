@@ -11,6 +11,8 @@
 //! - [`connection`]: one live connection: launching a stdio child through
 //!   [`crate::process`] or opening a streamable HTTP session, the
 //!   handshake, the server's notifications, stderr;
+//! - `sse`: the legacy HTTP+SSE transport (2024-11-05), which `rmcp` has
+//!   no client for, as an `rmcp` transport;
 //! - [`content`]: what servers answer, as plain data with `to_datum`;
 //! - [`session`]: the registry as the seam drives it, answering request
 //!   ids with `reply` events and sending progress and notices as events.
@@ -24,6 +26,7 @@ pub mod content;
 pub mod names;
 pub mod registry;
 pub mod session;
+mod sse;
 
 #[cfg(test)]
 mod tests;

@@ -440,11 +440,13 @@ impl Registry {
     /// Launch and initialize SERVER within the startup timeout, list its
     /// tools and resources, and watch it for a crash.
     async fn launch(&self, server: &Arc<Server>) -> Result<Arc<Connection>> {
+        let timeout = self.options.startup_timeout;
+        let deadline = tokio::time::Instant::now() + timeout;
         let launch = Launch {
             env: self.options.env.clone(),
             cwd: self.options.cwd.clone(),
+            deadline,
         };
-        let timeout = self.options.startup_timeout;
         let launched: Arc<Mutex<Option<Arc<Child>>>> = Arc::new(Mutex::new(None));
         let record = Arc::clone(&launched);
         let connecting = connection::connect(
@@ -453,7 +455,7 @@ impl Registry {
             &server.shared,
             move |child| *lock(&record) = Some(child),
         );
-        let conn = match tokio::time::timeout(timeout, connecting).await {
+        let conn = match tokio::time::timeout_at(deadline, connecting).await {
             Ok(Ok(conn)) => Arc::new(conn),
             Ok(Err(e)) => return Err(self.with_stderr(server, e.message)),
             Err(_) => {
@@ -492,6 +494,9 @@ impl Registry {
         }
         if let Some(child) = conn.child.clone() {
             self.watch_crash(server, &conn, child);
+        }
+        if let Some(ended) = conn.ended.clone() {
+            watch_stream(server, &conn, ended);
         }
         Ok(conn)
     }
@@ -532,34 +537,7 @@ impl Registry {
             // Give the stderr reader a moment to take the last lines.
             tokio::time::sleep(Duration::from_millis(50)).await;
             let how = exit.borrow().clone().unwrap_or_default();
-            let message = format!("the server {how}");
-            let crashed = {
-                let mut status = lock(&server.status);
-                let current = match (&status.conn, conn.upgrade()) {
-                    (Some(now), Some(ours)) => Arc::ptr_eq(now, &ours),
-                    _ => false,
-                };
-                if current {
-                    status.state = State::Failed;
-                    status.last_error = Some(message.clone());
-                    status.conn = None;
-                    status.child = None;
-                    status.failures += 1;
-                    status.retry_at = Some(Instant::now() + Duration::from_secs(1));
-                }
-                current
-            };
-            if crashed {
-                // Closing reaps nothing more but ends rmcp's session task.
-                if let Some(conn) = conn.upgrade() {
-                    conn.close(Duration::from_millis(100)).await;
-                }
-                server.shared.notify(connection::Notice::Crashed {
-                    server: server.config.name.clone(),
-                    message,
-                    stderr: server.shared.stderr.tail(),
-                });
-            }
+            crashed(&server, &conn, format!("the server {how}")).await;
         });
     }
 
@@ -591,6 +569,15 @@ impl Registry {
                     server.config.name
                 ),
             );
+        }
+        if let Some(ended) = &conn.ended
+            && let Some(how) = ended.borrow().clone()
+        {
+            // The crash is reported (once) by `watch_stream`.
+            return mcp_error(format!(
+                "MCP server \"{}\": {how} during the request",
+                server.config.name
+            ));
         }
         if conn.peer.is_transport_closed() {
             // An HTTP session that went away: fail the server so the next
@@ -817,6 +804,54 @@ impl Drop for Registry {
                 crate::process::signal(child.pid as i32, libc::SIGKILL);
             }
         }
+    }
+}
+
+/// When the legacy SSE stream of CONN ends by itself (ENDED says how), mark
+/// SERVER failed and report it once; a stop drops the stream's sender
+/// instead, which ends this watch quietly.
+fn watch_stream(server: &Arc<Server>, conn: &Arc<Connection>, mut ended: super::sse::Ended) {
+    let server = Arc::clone(server);
+    let conn = Arc::downgrade(conn);
+    tokio::spawn(async move {
+        let how = match ended.wait_for(Option::is_some).await {
+            Ok(how) => how.clone().unwrap_or_default(),
+            Err(_) => return,
+        };
+        crashed(&server, &conn, how).await;
+    });
+}
+
+/// SERVER's connection CONN ended without being asked to, as MESSAGE
+/// says: unless it was replaced or stopped meanwhile, mark the server
+/// failed, close the session and report the crash through the listener.
+async fn crashed(server: &Server, conn: &std::sync::Weak<Connection>, message: String) {
+    let current = {
+        let mut status = lock(&server.status);
+        let current = match (&status.conn, conn.upgrade()) {
+            (Some(now), Some(ours)) => Arc::ptr_eq(now, &ours),
+            _ => false,
+        };
+        if current {
+            status.state = State::Failed;
+            status.last_error = Some(message.clone());
+            status.conn = None;
+            status.child = None;
+            status.failures += 1;
+            status.retry_at = Some(Instant::now() + Duration::from_secs(1));
+        }
+        current
+    };
+    if current {
+        // Closing reaps nothing more but ends rmcp's session task.
+        if let Some(conn) = conn.upgrade() {
+            conn.close(Duration::from_millis(100)).await;
+        }
+        server.shared.notify(connection::Notice::Crashed {
+            server: server.config.name.clone(),
+            message,
+            stderr: server.shared.stderr.tail(),
+        });
     }
 }
 

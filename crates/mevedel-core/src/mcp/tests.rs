@@ -710,20 +710,173 @@ fn stderr_goes_to_the_ring_and_the_session_log() {
     );
 }
 
-#[test]
-fn legacy_sse_is_refused_with_a_reason() {
-    let config = ServerConfig {
-        name: "old".into(),
+fn sse(name: &str, url: String) -> ServerConfig {
+    ServerConfig {
+        name: name.into(),
         transport: Transport::Sse {
-            url: "http://127.0.0.1:9/sse".into(),
-            headers: Default::default(),
+            url,
+            headers: [("X-Test".to_string(), "sse-header".to_string())].into(),
         },
         source: Source::User,
         file: PathBuf::from("/u.json"),
+    }
+}
+
+/// A scripted legacy SSE server on 127.0.0.1 for the faults no real one
+/// shows; every request it gets is kept, head and body, in the list.
+/// GET /silent streams but never names its endpoint; /missing is a 404;
+/// /json is not an event stream; /elsewhere names an endpoint on another
+/// origin; /mute names `/post`, whose POSTs are accepted and never
+/// answered.
+fn scripted_sse_server() -> (u16, Arc<Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let log = Arc::clone(&log);
+            std::thread::spawn(move || {
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut head = String::new();
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some(n) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = n.trim().parse().unwrap_or(0);
+                    }
+                    head.push_str(&line);
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                let path = head.split(' ').nth(1).unwrap_or("").to_string();
+                log.lock()
+                    .unwrap()
+                    .push(format!("{head}\n{}", String::from_utf8_lossy(&body)));
+                let stream_head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\r\n";
+                let answer = match path.as_str() {
+                    "/silent" => format!("{stream_head}: nothing to say\n\n"),
+                    "/elsewhere" => format!(
+                        "{stream_head}event: endpoint\ndata: http://elsewhere.invalid/post\n\n"
+                    ),
+                    "/mute" => format!("{stream_head}event: endpoint\r\ndata: /post?s=1\r\n\r\n"),
+                    "/json" => {
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+                            .to_string()
+                    }
+                    p if p.starts_with("/post") => {
+                        "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n".to_string()
+                    }
+                    _ => "HTTP/1.1 404 Not Found\r\nContent-Length: 14\r\n\r\nno such stream"
+                        .to_string(),
+                };
+                let mut stream = reader.into_inner();
+                let _ = stream.write_all(answer.as_bytes());
+                // Hold a stream open until the client goes away.
+                let mut sink = [0u8; 64];
+                while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
+            });
+        }
+    });
+    (port, seen)
+}
+
+#[test]
+fn legacy_sse_failures_name_the_url_and_what_failed() {
+    let (port, _) = scripted_sse_server();
+    let base = format!("http://127.0.0.1:{port}");
+    let dead = free_port();
+    let cases = [
+        (
+            format!("{base}/missing"),
+            "GET answered HTTP 404 Not Found: no such stream",
+        ),
+        (format!("{base}/json"), "not an event stream"),
+        (format!("{base}/elsewhere"), "another origin"),
+        (format!("http://127.0.0.1:{dead}/sse"), "GET failed"),
+        ("no url at all".to_string(), "not a URL"),
+    ];
+    for (url, expected) in cases {
+        let reg = registry(vec![sse("old", url.clone())]);
+        let err = block(reg.start("old")).unwrap_err();
+        assert!(
+            err.message.contains(&format!("legacy SSE server at {url}"))
+                && err.message.contains(expected),
+            "{url}: {}",
+            err.message
+        );
+        assert_eq!(reg.status_of("old").unwrap().state, State::Failed);
+    }
+}
+
+#[test]
+fn legacy_sse_without_endpoint_event_fails_within_the_startup_timeout() {
+    let (port, seen) = scripted_sse_server();
+    let options = Options {
+        startup_timeout: Duration::from_secs(1),
+        ..quick()
     };
-    let reg = registry(vec![config]);
-    let err = block(reg.start("old")).unwrap_err();
-    assert!(err.message.contains("legacy SSE"), "{}", err.message);
+    let reg = Registry::new(
+        vec![sse("quiet", format!("http://127.0.0.1:{port}/silent"))],
+        options,
+        None,
+    );
+    let started = Instant::now();
+    let err = block(reg.start("quiet")).unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(
+        err.message
+            .contains("no endpoint event within the startup timeout"),
+        "{}",
+        err.message
+    );
+    // The GET asked for a stream and carried the configured header.
+    let requests = seen.lock().unwrap().clone();
+    let get = requests[0].to_ascii_lowercase();
+    assert!(
+        get.starts_with("get /silent ")
+            && get.contains("accept: text/event-stream")
+            && get.contains("x-test: sse-header"),
+        "{get}"
+    );
+}
+
+#[test]
+fn legacy_sse_posts_to_the_endpoint_with_the_configured_headers() {
+    let (port, seen) = scripted_sse_server();
+    let options = Options {
+        startup_timeout: Duration::from_secs(1),
+        ..quick()
+    };
+    let reg = Registry::new(
+        vec![sse("mute", format!("http://127.0.0.1:{port}/mute"))],
+        options,
+        None,
+    );
+    let err = block(reg.start("mute")).unwrap_err();
+    assert!(
+        err.message.contains("did not answer initialize within 1 s"),
+        "{}",
+        err.message
+    );
+    let requests = seen.lock().unwrap().clone();
+    let post = requests
+        .iter()
+        .find(|r| r.starts_with("POST "))
+        .expect("no POST reached the endpoint");
+    let lower = post.to_ascii_lowercase();
+    assert!(
+        lower.starts_with("post /post?s=1 ")
+            && lower.contains("content-type: application/json")
+            && lower.contains("x-test: sse-header")
+            && post.contains("\"method\":\"initialize\""),
+        "{post}"
+    );
 }
 
 // ---- real servers (installed by scripts/deps.sh) ----
@@ -971,6 +1124,126 @@ fn everything_server_over_streamable_http() {
         assert_eq!((status.transport, status.state), ("http", State::Ready));
         block(reg.stop_all());
     });
+    let _ = server.kill();
+    let _ = server.wait();
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// Server-everything serving legacy SSE on PORT, its stderr in LOG.
+fn everything_sse(port: u16, log: &Path) -> std::process::Child {
+    let child = std::process::Command::new("node")
+        .arg(everything_js())
+        .arg("sse")
+        .env("PORT", port.to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .expect("cannot run node");
+    let up = wait_until(Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert!(up, "server-everything did not listen on {port}");
+    child
+}
+
+#[test]
+fn everything_server_over_legacy_sse() {
+    let port = free_port();
+    let dir = scratch("legacy-sse");
+    let log = dir.join("server.log");
+    let mut server = everything_sse(port, &log);
+    let crashes = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&crashes);
+    let listener: Listener = Arc::new(move |notice| {
+        if let Notice::Crashed {
+            server, message, ..
+        } = notice
+        {
+            seen.lock().unwrap().push((server, message));
+        }
+    });
+    let reg = Registry::new(
+        vec![sse("old", format!("http://127.0.0.1:{port}/sse"))],
+        quick(),
+        Some(listener),
+    );
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let tools = block(reg.list_tools("old")).unwrap();
+        assert!(tools.iter().any(|t| t.full_name == "mcp__old__echo"));
+        let echo = block(reg.call_tool(
+            "old",
+            "echo",
+            json!({"message": "over legacy sse"}),
+            CallOptions::default(),
+        ))
+        .unwrap();
+        assert_eq!(echo.text(), "Echo: over legacy sse");
+
+        let features = "demo://resource/static/document/features.md";
+        let resources = block(reg.list_resources("old")).unwrap();
+        assert!(resources.iter().any(|r| r.uri == features), "{resources:?}");
+        let contents = block(reg.read_resource("old", features)).unwrap();
+        assert!(
+            matches!(&contents[0], Content::ResourceText { uri, text, .. }
+                     if uri == features && text.contains("Everything Server")),
+            "{contents:?}"
+        );
+
+        // Progress notifications come back on the stream, tied to the call.
+        let steps = Arc::new(Mutex::new(Vec::new()));
+        let into = Arc::clone(&steps);
+        let progress: ProgressFn = Arc::new(move |p: Progress| {
+            into.lock().unwrap().push((p.progress, p.total));
+        });
+        let done = block(reg.call_tool(
+            "old",
+            "trigger-long-running-operation",
+            json!({"duration": 0.6, "steps": 3}),
+            CallOptions {
+                progress: Some(progress),
+                ..CallOptions::default()
+            },
+        ))
+        .unwrap();
+        assert!(done.text().contains("completed"), "{done:?}");
+        assert_eq!(
+            *steps.lock().unwrap(),
+            vec![(1.0, Some(3.0)), (2.0, Some(3.0)), (3.0, Some(3.0))]
+        );
+        let status = reg.status_of("old").unwrap();
+        assert_eq!((status.transport, status.state), ("sse", State::Ready));
+        assert!(status.server_info.is_some());
+
+        // A stop closes the stream: the server sees the client go.
+        block(reg.stop("old")).unwrap();
+        assert!(
+            wait_until(Duration::from_secs(5), || std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .contains("Client Disconnected")),
+            "the server never saw the stream close"
+        );
+        assert!(crashes.lock().unwrap().is_empty());
+
+        // The server going away is a crash, reported once.
+        block(reg.start("old")).unwrap();
+        let _ = server.kill();
+        let _ = server.wait();
+        assert!(wait_until(Duration::from_secs(5), || !crashes
+            .lock()
+            .unwrap()
+            .is_empty()));
+        std::thread::sleep(Duration::from_millis(300));
+        let reported = crashes.lock().unwrap().clone();
+        assert_eq!(reported.len(), 1, "{reported:?}");
+        assert_eq!(reported[0].0, "old");
+        assert!(reported[0].1.contains("event stream"), "{reported:?}");
+        let status = reg.status_of("old").unwrap();
+        assert_eq!(status.state, State::Failed);
+        assert_eq!(status.last_error, Some(reported[0].1.clone()));
+    }));
     let _ = server.kill();
     let _ = server.wait();
     if let Err(panic) = outcome {
