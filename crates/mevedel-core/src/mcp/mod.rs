@@ -12,6 +12,8 @@
 //!   [`crate::process`] or opening a streamable HTTP session, the
 //!   handshake, the server's notifications, stderr;
 //! - [`content`]: what servers answer, as plain data with `to_datum`;
+//! - [`confine`]: which stdio servers run inside Bash's sandbox, and
+//!   their launch through the same launcher;
 //! - [`session`]: the registry as the seam drives it, answering request
 //!   ids with `reply` events and sending progress and notices as events.
 //!
@@ -19,6 +21,7 @@
 //! `runtime`'s tokio runtime and turns notices into events.
 
 pub mod config;
+pub mod confine;
 pub mod connection;
 pub mod content;
 pub mod names;
@@ -29,6 +32,7 @@ pub mod session;
 mod tests;
 
 pub use config::{ConfigFile, ServerConfig, Source, Transport};
+pub use confine::{Confinement, Selection};
 pub use connection::{Listener, Notice, PROTOCOL_VERSION, Progress, ProgressFn};
 pub use content::{
     Content, PromptInfo, PromptResult, ResourceInfo, TemplateInfo, ToolInfo, ToolResult,
