@@ -1036,7 +1036,10 @@ the request id."
 ARGS is a plist: :files, a list of (FILE SOURCE), SOURCE one of
 \"user\", \"workspace\" or \"command-line\", in merge order; :env, a
 list of (NAME . VALUE) strings; :cwd; :log-file; :startup-timeout-ms;
-:request-timeout-ms; :key, the string its `mcp-notice' events carry."
+:request-timeout-ms; :key, the string its `mcp-notice' events carry;
+:sandbox, a request from `mevedel-core-sandbox-object' (no :command)
+for the stdio servers that run confined: :sandbox-servers, t or a list
+of names, and of those :sandbox-network (t or names) keep the network."
   (mevedel-core-ensure)
   (mevedel-core--mcp-open args))
 

@@ -67,7 +67,17 @@
 ;;   (mevedel-mcp-composer.el), @SERVER:URI mentions attaching a
 ;;   resource (mevedel-mcp-mentions.el).
 ;;
-;; What it does not do (yet): confining stdio servers in the sandbox.
+;; - Stdio servers run directly, with the user's rights: they are the
+;;   user's trusted programs.  `mevedel-mcp-sandbox' confines all or
+;;   some of them with the launcher and policy of Bash commands
+;;   (mevedel-sandbox.el): the workspace writable, the rest read-only,
+;;   no network unless `mevedel-mcp-sandbox-network' grants it.  A
+;;   server to be confined that no sandbox layer can confine does not
+;;   start.
+;;
+;; What it does not do: speak the protocol or parse the configuration
+;; (the module does), or confine HTTP servers (they are not processes
+;; of mevedel).
 
 ;;; Code:
 
@@ -80,6 +90,7 @@
 (require 'mevedel-tool-registry)
 (require 'mevedel-pipeline)
 (require 'mevedel-ptc)
+(require 'mevedel-sandbox)
 (require 'mevedel-tool-fs)
 (require 'tabulated-list)
 (require 'url-util)
@@ -121,6 +132,34 @@ A longer result is previewed and kept whole at an artifact:// address."
 (defcustom mevedel-mcp-call-timeout nil
   "Seconds an MCP tool call may take, or nil for the registry's limit."
   :type '(choice (const :tag "Registry default" nil) number))
+
+(defcustom mevedel-mcp-sandbox nil
+  "Which stdio MCP servers run inside the sandbox of Bash commands.
+nil runs every stdio server directly, with the user's rights: they are
+the user's trusted programs.  t confines every stdio server; a list of
+server names confines those.  A confined server starts through the
+launcher of Bash commands, under `mevedel-sandbox-mode' and
+`mevedel-sandbox-backend': it may write only the session's workspace
+\(not its .git, dir-locals or .mevedel) and a private /tmp, reads the
+rest but the home directory's secrets, starts from the environment
+commands get (no secret-looking variables, see
+`mevedel-sandbox-env-drop-patterns') plus its configured \"env\", and
+has no network unless `mevedel-mcp-sandbox-network' names it.  Where no
+sandbox layer can confine it, or `mevedel-sandbox-mode' is `off', it
+does not start.  HTTP servers are not mevedel's processes: never
+confined."
+  :type '(choice (const :tag "None: run them directly" nil)
+                 (const :tag "Every stdio server" t)
+                 (repeat :tag "These servers" string)))
+
+(defcustom mevedel-mcp-sandbox-network nil
+  "Which confined stdio MCP servers keep network access.
+nil denies it to every server `mevedel-mcp-sandbox' confines, as the
+sandbox denies it to Bash commands; t grants it to all of them; a list
+of server names to those."
+  :type '(choice (const :tag "None" nil)
+                 (const :tag "Every confined server" t)
+                 (repeat :tag "These servers" string)))
 
 (defvar mevedel-mcp-command-line-files nil
   "Further trusted configuration files, for this run (bin/mevedel --mcp-config).")
@@ -169,7 +208,7 @@ A card in a view of FILE's workspace, else the minibuffer, asks (see
   (mevedel-interaction-ask-file-approval
    file (list :kind 'mcp-approval
               :title (format "Start the MCP servers of %s?" (abbreviate-file-name file))
-              :does "It starts, outside the sandbox:"
+              :does (format "It starts, %s:" (mevedel-mcp--where))
               :summary summary
               :refused "its servers do not start until it changes"
               :context (mevedel-pipeline-current-context))
@@ -315,9 +354,10 @@ the workspace .mcp.json that declares it."
                                                   (member name (plist-get f :servers))))
                                  (mevedel-mcp--state-files state))))
     (unless file (user-error "%s is not declared by a workspace .mcp.json" name))
-    (when (y-or-n-p (format "Start the servers of %s (%s) outside the sandbox? "
+    (when (y-or-n-p (format "Start the servers of %s (%s) %s? "
                             (abbreviate-file-name (plist-get file :file))
-                            (string-join (plist-get file :servers) ", ")))
+                            (string-join (plist-get file :servers) ", ")
+                            (mevedel-mcp--where (plist-get file :servers))))
       (mevedel-mcp-approve-file (plist-get file :file) (plist-get file :sha256))
       (mevedel-core-mcp-approve (mevedel-mcp--state-handle state) (plist-get file :sha256))
       (setf (mevedel-mcp--state-loaded state) nil)
@@ -342,6 +382,31 @@ the workspace .mcp.json that declares it."
            for eq = (string-search "=" entry)
            when eq collect (cons (substring entry 0 eq) (substring entry (1+ eq)))))
 
+(defun mevedel-mcp--where (&optional names)
+  "Say where stdio servers run, for an approval question.
+NAMES are the servers asked about; nil means any server."
+  (let ((inside (lambda (name) (member name mevedel-mcp-sandbox))))
+    (cond ((null mevedel-mcp-sandbox) "outside the sandbox")
+          ((eq mevedel-mcp-sandbox t) "inside the sandbox")
+          ((and names (cl-every inside names)) "inside the sandbox")
+          ((and names (cl-notany inside names)) "outside the sandbox")
+          (t "some inside the sandbox"))))
+
+(defun mevedel-mcp--sandbox-args (workspace)
+  "Return the `mevedel-core-mcp-open' arguments that confine stdio servers.
+Nil when `mevedel-mcp-sandbox' confines none; else Bash's sandbox
+request for WORKSPACE (writable, its .mevedel read-only) with the
+environment commands get, and which servers are confined and which of
+them keep the network."
+  (when mevedel-mcp-sandbox
+    (list :sandbox (mevedel-core-sandbox-object
+                    (mevedel-sandbox-request
+                     :env (car (mevedel-sandbox-environment process-environment))
+                     :writable (list workspace)
+                     :state-dirs (list (expand-file-name ".mevedel" workspace))))
+          :sandbox-servers mevedel-mcp-sandbox
+          :sandbox-network mevedel-mcp-sandbox-network)))
+
 (defun mevedel-mcp--note (state text)
   "Note TEXT in STATE: for the user now, for the model with the next request."
   (message "mevedel: %s" text)
@@ -358,14 +423,17 @@ the workspace .mcp.json that declares it."
                              mevedel-mcp-command-line-files)))
              (directory (mevedel-session-directory session))
              (key (mevedel-session-id session))
+             (workspace (expand-file-name (mevedel-session-workspace session)))
              (handle (mevedel-core-mcp-open
-                      (list :files files
-                            :env (mevedel-mcp--environment)
-                            :cwd (expand-file-name (mevedel-session-workspace session))
-                            :log-file (and directory (file-directory-p directory)
-                                           (expand-file-name "mcp.log" directory))
-                            :startup-timeout-ms (round (* 1000 mevedel-mcp-startup-timeout))
-                            :key key)))
+                      (append
+                       (list :files files
+                             :env (mevedel-mcp--environment)
+                             :cwd workspace
+                             :log-file (and directory (file-directory-p directory)
+                                            (expand-file-name "mcp.log" directory))
+                             :startup-timeout-ms (round (* 1000 mevedel-mcp-startup-timeout))
+                             :key key)
+                       (mevedel-mcp--sandbox-args workspace))))
              (state (mevedel-mcp--state-make :handle handle :key key
                                              :files (mevedel-core-mcp-files handle))))
         (puthash session state mevedel-mcp--states)
@@ -676,11 +744,14 @@ Both numbers may be fractional; TOTAL and MESSAGE may be nil."
 
 (defun mevedel-mcp--status-line (status)
   "Return the `Read mcp://' line of the server STATUS."
-  (format "mcp://%s  %s, %s from %s%s%s%s"
+  (format "mcp://%s  %s, %s from %s%s%s%s%s"
           (url-hexify-string (plist-get status :name))
           (mevedel-mcp--state-label status)
           (plist-get status :transport)
           (plist-get status :source)
+          (if-let* ((boundary (plist-get status :sandbox)))
+              (format ", sandboxed (%s)" boundary)
+            "")
           (if (plist-get status :tools) (format ", %d tools" (plist-get status :tools)) "")
           (if (plist-get status :resources)
               (format ", %d resources" (plist-get status :resources))

@@ -73,6 +73,25 @@
         (should (equal (length asked) 2))
         (should (equal (mcp-test--approved changed) '(("marker"))))))))
 
+;; The question says whether the servers it starts are confined
+;; (`mevedel-mcp-sandbox').
+(ert-deftest mevedel-mcp:approval-says-where-the-servers-run ()
+  (let ((does (lambda ()
+                (let (question)
+                  (let ((mevedel-interaction-file-approval-functions
+                         (list (lambda (_file q _callback) (setq question q) t))))
+                    (mevedel-mcp-ask-approval "/ws/.mcp.json" "  a" #'ignore))
+                  (plist-get question :does)))))
+    (let ((mevedel-mcp-sandbox nil))
+      (should (equal (funcall does) "It starts, outside the sandbox:")))
+    (let ((mevedel-mcp-sandbox t))
+      (should (equal (funcall does) "It starts, inside the sandbox:")))
+    (let ((mevedel-mcp-sandbox '("a")))
+      (should (equal (funcall does) "It starts, some inside the sandbox:"))
+      (should (equal (mevedel-mcp--where '("a")) "inside the sandbox"))
+      (should (equal (mevedel-mcp--where '("b")) "outside the sandbox"))
+      (should (equal (mevedel-mcp--where '("a" "b")) "some inside the sandbox")))))
+
 ;; The question a workspace .mcp.json asks is the card a hook file's
 ;; approval uses (mevedel-file-approval.el), in a view of the workspace.
 (ert-deftest mevedel-mcp:a-view-asks-with-the-file-approval-card ()

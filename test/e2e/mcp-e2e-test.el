@@ -192,6 +192,70 @@ An unapproved workspace server is listed but never started."
     (should-not (file-exists-p marker))
     (should-not (cl-mapcan (lambda (e) (copy-sequence (alist-get 'mismatches e))) log))))
 
+;; Not under /tmp, which bubblewrap replaces with a private one: a
+;; write there would vanish instead of failing.
+(defun mcp-e2e--outside-directory ()
+  "Return a new directory outside the workspace and outside /tmp."
+  (make-temp-file (expand-file-name "target/mcp-e2e-outside-" mevedel-test-root) t))
+
+(ert-deftest mevedel-e2e:mcp-sandboxed-server-writes-only-the-workspace ()
+  "A stdio server named in `mevedel-mcp-sandbox' runs in Bash's sandbox.
+The same server run directly writes outside the workspace (the
+control: the tests run as root); confined, it cannot, it still writes
+inside, and Read mcp:// shows its boundary.  bwrap and Landlock are
+required: without them the confined server does not start."
+  (let* ((outside (mcp-e2e--outside-directory))
+         (writer '((command . "python3") (args . ["fault_server.py" "writer"])))
+         (config (mevedel-e2e-mcp-config `((boxed . ,writer) (free . ,writer))))
+         (write (lambda (server file)
+                  `((tool_calls
+                     . [((name . "ToolCall")
+                         (arguments
+                          . ((program
+                              . ,(format "(mcp__%s__write_file :path %S :text %S)"
+                                         server file server)))))]))))
+         (run (unwind-protect
+                  (mevedel-e2e-headless
+                   ;; In the workspace: the servers' working directory,
+                   ;; bound into the sandbox wherever the checkout is.
+                   :files `(("fault_server.py"
+                             . ,(with-temp-buffer
+                                  (insert-file-contents (mcp-e2e--fault-server))
+                                  (buffer-string))))
+                   :settings '((setq mevedel-mcp-sandbox '("boxed")))
+                   :steps `(((tool_calls . [((name . "ToolSearch")
+                                             (arguments . ((query . "write_file"))))]))
+                            ,(funcall write "free" (expand-file-name "free.txt" outside))
+                            ,(funcall write "boxed" (expand-file-name "boxed.txt" outside))
+                            ,(funcall write "boxed" "inside.txt")
+                            ((tool_calls . [((name . "Read")
+                                             (arguments . ((file_path . "mcp://"))))]))
+                            ((text . "Done.")))
+                   :read '("inside.txt")
+                   :args (list "-p" "Write files" "--json" "--permission-mode" "full-auto"
+                               "--mcp-config" config))
+                (delete-file config)))
+         (log (plist-get run :log))
+         (result (lambda (n) (json-encode (alist-get 'body (nth n log))))))
+    (unwind-protect
+        (progn
+          (should (equal (plist-get run :status) 0))
+          (should (string-match-p "wrote .*free.txt" (funcall result 2)))
+          (should (equal (with-temp-buffer
+                           (insert-file-contents (expand-file-name "free.txt" outside))
+                           (buffer-string))
+                         "free"))
+          (should (string-match-p "cannot write .*boxed.txt" (funcall result 3)))
+          (should-not (file-exists-p (expand-file-name "boxed.txt" outside)))
+          (should (equal (alist-get "inside.txt" (plist-get run :files) nil nil #'equal)
+                         "boxed"))
+          (should (string-match-p "mcp://boxed  ready, stdio from command-line, sandboxed \
+(bwrap-landlock)"
+                                  (funcall result 5)))
+          (should (string-match-p "mcp://free  ready, stdio from command-line, [0-9]+ tools"
+                                  (funcall result 5))))
+      (delete-directory outside t))))
+
 (ert-deftest mevedel-e2e:mcp-images-reach-the-model-as-image-content ()
   "get-tiny-image's PNG is sent to the model as an image, not as text."
   (let* ((config (mevedel-e2e-mcp-config `((everything . ,(mevedel-e2e-mcp-everything-spec)))))

@@ -16,8 +16,7 @@
 //!
 //! The suite lives in core, not in the helper's crate, so that the helper
 //! crate depends on nothing of core even for its tests; it builds the
-//! helper binary itself (`cargo build -p mevedel-sandbox`, same profile
-//! and target directory), a no-op when the workspace build made it.
+//! helper binary itself ([`common::helper`]).
 
 // The whole file is test code, helpers included; clippy's allowance for
 // tests covers only the #[test] functions themselves.
@@ -27,8 +26,8 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use mevedel_core::Datum;
@@ -37,37 +36,9 @@ use mevedel_core::exec::manager;
 use mevedel_core::sandbox::launch::{self, Request, Start};
 use mevedel_core::sandbox::policy::{Backend, Boundary, Mode};
 
-/// The helper binary, built once for this run into the target directory
-/// this test binary was built in.
-fn helper() -> &'static Path {
-    static HELPER: OnceLock<PathBuf> = OnceLock::new();
-    HELPER.get_or_init(|| {
-        let exe = std::env::current_exe().expect("test binary path");
-        // target/PROFILE/deps/sandbox_escape-HASH
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target profile directory");
-        let mut build = Command::new(env!("CARGO"));
-        build
-            .args(["build", "--quiet", "-p", "mevedel-sandbox"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
-        }
-        if let Some(target) = profile_dir.parent() {
-            build.env("CARGO_TARGET_DIR", target);
-        }
-        let status = build.status().expect("run cargo build for the helper");
-        assert!(
-            status.success(),
-            "building mevedel-sandbox failed: {status}"
-        );
-        let helper = profile_dir.join("mevedel-sandbox");
-        assert!(helper.is_file(), "no helper at {}", helper.display());
-        helper
-    })
-}
+mod common;
+use common::helper;
+
 const SECRET: &str = "FAKE-PRIVATE-KEY-7f3a9c";
 const ORIG: &str = "original contents\n";
 

@@ -9,11 +9,13 @@ use std::time::Duration;
 
 use emacs::{Env, Result, Value, defun};
 use mevedel_core::datum::Datum;
-use mevedel_core::mcp::Source;
+use mevedel_core::error::ErrorKind;
 use mevedel_core::mcp::session::{self, OpenRequest, Session};
+use mevedel_core::mcp::{Confinement, Selection, Source};
+use mevedel_core::sandbox::launch::Request;
 
 use crate::args::{Plist, fail};
-use crate::convert::to_lisp;
+use crate::convert::{list_items, to_lisp};
 use crate::errors::OrSignal;
 use crate::guard::guarded;
 
@@ -32,7 +34,10 @@ fn millis(ms: Option<i64>) -> Option<Duration> {
 /// skipped); `:env`, a list of (NAME . VALUE) strings that `${VAR}`
 /// expands from and stdio servers start with; `:cwd`; `:log-file`;
 /// `:startup-timeout-ms`; `:request-timeout-ms`; `:key`, the string
-/// `mcp-notice` events carry.
+/// `mcp-notice` events carry; `:sandbox`, the sandbox request plist
+/// (without a command) of the stdio servers that run confined:
+/// `:sandbox-servers`, t for all or a list of names, and of those,
+/// `:sandbox-network` (t or names) keep network access.
 #[defun(user_ptr, name = "mcp-open")]
 fn mcp_open(env: &Env, args: Value<'_>) -> Result<Session> {
     guarded(env, || {
@@ -53,6 +58,18 @@ fn mcp_open(env: &Env, args: Value<'_>) -> Result<Session> {
         for pair in args.list(":env")? {
             vars.insert(pair.car::<String>()?, pair.cdr::<String>()?);
         }
+        let sandbox = match args.value(":sandbox")? {
+            Some(plist) => {
+                let request: Request = Plist::new(env, "mcp-open", plist)?
+                    .deserialize(ErrorKind::Sandbox, "bad sandbox request")?;
+                Some(Confinement {
+                    request,
+                    servers: selection(env, &mut args, ":sandbox-servers")?,
+                    network: selection(env, &mut args, ":sandbox-network")?,
+                })
+            }
+            None => None,
+        };
         let request = OpenRequest {
             files,
             env: vars,
@@ -61,10 +78,26 @@ fn mcp_open(env: &Env, args: Value<'_>) -> Result<Session> {
             startup_timeout: millis(args.opt_int(":startup-timeout-ms")?),
             request_timeout: millis(args.opt_int(":request-timeout-ms")?),
             key: args.opt_string(":key")?.unwrap_or_default(),
+            sandbox,
         };
         args.finish()?;
         Ok(Session::open(request))
     })
+}
+
+/// KEY's servers: t for every one, else a list of names (none when
+/// absent).
+fn selection(env: &Env, args: &mut Plist<'_>, key: &'static str) -> Result<Selection> {
+    match args.value(key)? {
+        None => Ok(Selection::Only(Vec::new())),
+        Some(v) if v == env.intern("t")? => Ok(Selection::All),
+        Some(v) => Ok(Selection::Only(
+            list_items(v)?
+                .into_iter()
+                .map(|name| name.into_rust())
+                .collect::<Result<_>>()?,
+        )),
+    }
 }
 
 /// The configuration files HANDLE's registry read: plists (:file

@@ -7,12 +7,14 @@
 //! every child of the module: its own process group, the parent-death
 //! signal, no inherited descriptors, reaped as soon as it exits. Stopping
 //! signals the whole group (TERM, then KILL) and waits for the reaper, so
-//! neither a zombie nor an orphaned grandchild is left behind.
+//! neither a zombie nor an orphaned grandchild is left behind. A server
+//! the user asked to confine starts the same way, inside the sandbox
+//! ([`super::confine`]).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ffi::OsString;
 use std::io::Write;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -28,8 +30,10 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::watch;
 
 use super::config::Transport;
+use super::confine::{self, Sandboxed};
 use crate::error::{Error, ErrorKind, Result};
 use crate::process::{self, Program};
+use crate::sandbox::launch::{self, Request};
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -207,6 +211,8 @@ pub(crate) struct Child {
     pub(crate) exit: watch::Receiver<Option<String>>,
     /// Set before a deliberate stop, so the exit is not a crash.
     pub(crate) stopping: AtomicBool,
+    /// The sandbox it runs in, when confined.
+    pub(crate) sandbox: Option<Sandboxed>,
 }
 
 impl Child {
@@ -293,6 +299,8 @@ pub(crate) struct Launch {
     /// When the start gives up; legacy SSE bounds its wait for the
     /// `endpoint` event by it, to say that this is what never came.
     pub(crate) deadline: tokio::time::Instant,
+    /// The sandbox request of a confined stdio server.
+    pub(crate) sandbox: Option<Request>,
 }
 
 /// Launch the server TRANSPORT describes and run the `initialize`
@@ -325,9 +333,16 @@ pub(crate) async fn connect(
                     // the pipe closed.
                     let exit = child.exit_within(Duration::from_millis(500)).await;
                     child.stop(Duration::from_millis(200)).await;
-                    return Err(mcp_error(match exit {
-                        Some(how) => format!("the server {how} before answering initialize"),
-                        None => format!("initialize failed: {e}"),
+                    let unstarted = child.sandbox.as_ref().and_then(|sandbox| {
+                        let how = exit.as_deref().unwrap_or("is still running");
+                        sandbox.start_problem(&shared.stderr.tail().join("\n"), how)
+                    });
+                    return Err(mcp_error(match (unstarted, exit) {
+                        (Some(why), _) => format!("not started: {why}"),
+                        (None, Some(how)) => {
+                            format!("the server {how} before answering initialize")
+                        }
+                        (None, None) => format!("initialize failed: {e}"),
                     }));
                 }
             }
@@ -415,17 +430,26 @@ async fn spawn_stdio(
     let (from_stderr, child_err) = pipe("the server's stderr")?;
     let mut argv: Vec<OsString> = vec![command.into()];
     argv.extend(args.iter().map(OsString::from));
-    let mut program = Program::new(argv);
-    let mut vars: Vec<(OsString, OsString)> = match &launch.env {
-        Some(vars) => vars.clone(),
-        None => std::env::vars_os().collect(),
+    let sandbox = launch.sandbox.clone();
+    // A confined server starts from the sandbox's (filtered) environment.
+    let confined_env = sandbox.as_ref().and_then(|r| r.env.as_ref());
+    let mut vars: Vec<(OsString, OsString)> = match (confined_env, &launch.env) {
+        (Some(list), _) => list
+            .iter()
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect(),
+        (None, Some(vars)) => vars.clone(),
+        (None, None) => std::env::vars_os().collect(),
     };
     for (k, v) in env {
         vars.retain(|(name, _)| name != k.as_str());
         vars.push((k.into(), v.into()));
     }
+    let cwd = cwd.cloned().or_else(|| launch.cwd.clone());
+    let mut program = Program::new(argv);
     program.env = Some(vars);
-    program.cwd = cwd.cloned().or_else(|| launch.cwd.clone());
+    program.cwd = cwd;
     program.stdin = Some(OwnedFd::from(child_in));
     program.stdout = Some(OwnedFd::from(child_out));
     program.stderr = Some(OwnedFd::from(child_err));
@@ -433,17 +457,37 @@ async fn spawn_stdio(
     let on_exit: process::OnExit = Box::new(move |status| {
         let _ = exit_tx.send(Some(describe_exit(status)));
     });
-    // Owner::start waits for the spawner thread: keep it off the runtime's
-    // few workers. The Program (and so the child's ends) drops there.
-    let started =
-        tokio::task::spawn_blocking(move || process::global().start(program, Some(on_exit)))
-            .await
-            .map_err(|e| mcp_error(format!("cannot start {command}: {e}")))?
-            .map_err(|e| mcp_error(format!("cannot start {command}: {}", e.message)))?;
+    // Owner::start waits for the spawner thread, and confining may probe:
+    // keep both off the runtime's few workers. The Program (and so the
+    // child's ends, the start pipe's writer among them) drops there.
+    let (started, sandbox) = tokio::task::spawn_blocking(move || {
+        let Some(request) = sandbox else {
+            return process::global()
+                .start(program, Some(on_exit))
+                .map(|started| (started, None));
+        };
+        let cwd = program.cwd.take().unwrap_or_else(|| PathBuf::from("/"));
+        let vars = program.env.take().unwrap_or_default();
+        let confined = confine::prepare(request, &program.argv, cwd, &vars)?;
+        let (reader, writer) = confined.marker;
+        program.argv = confined.argv;
+        program.env = confined.env;
+        program.cwd = Some(confined.cwd);
+        program.fd_map.push((writer.as_raw_fd(), launch::START_FD));
+        let started = process::global().start(program, Some(on_exit))?;
+        drop(writer);
+        let mut sandbox = confined.sandbox;
+        sandbox.set_marker(reader);
+        Ok((started, Some(sandbox)))
+    })
+    .await
+    .map_err(|e| mcp_error(format!("cannot start {command}: {e}")))?
+    .map_err(|e| mcp_error(format!("cannot start {command}: {}", e.message)))?;
     let child = Arc::new(Child {
         pid: started.pid,
         exit: exit_rx,
         stopping: AtomicBool::new(false),
+        sandbox,
     });
     let io = |e: std::io::Error| Error::io(ErrorKind::Exec, "cannot watch the server's pipes", &e);
     let writer =

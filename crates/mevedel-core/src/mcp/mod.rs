@@ -14,6 +14,8 @@
 //! - `sse`: the legacy HTTP+SSE transport (2024-11-05), which `rmcp` has
 //!   no client for, as an `rmcp` transport;
 //! - [`content`]: what servers answer, as plain data with `to_datum`;
+//! - [`confine`]: which stdio servers run inside Bash's sandbox, and
+//!   their launch through the same launcher;
 //! - [`session`]: the registry as the seam drives it, answering request
 //!   ids with `reply` events and sending progress and notices as events.
 //!
@@ -21,6 +23,7 @@
 //! `runtime`'s tokio runtime and turns notices into events.
 
 pub mod config;
+pub mod confine;
 pub mod connection;
 pub mod content;
 pub mod names;
@@ -32,6 +35,7 @@ mod sse;
 mod tests;
 
 pub use config::{ConfigFile, ServerConfig, Source, Transport};
+pub use confine::{Confinement, Selection};
 pub use connection::{Listener, Notice, PROTOCOL_VERSION, Progress, ProgressFn};
 pub use content::{
     Content, PromptInfo, PromptResult, ResourceInfo, TemplateInfo, ToolInfo, ToolResult,

@@ -13,6 +13,8 @@
 //! - a crash is reported once, through the listener, with the last stderr
 //!   lines; the lines also go to the session's log file;
 //! - stopping kills the whole process group and waits for it to be gone.
+//! - a stdio server chosen for confinement ([`Options::sandbox`]) starts
+//!   inside the sandbox or not at all.
 //!
 //! Every operation is async and meant for `runtime`'s tokio runtime; a
 //! tool call takes a timeout, a progress callback and a cancellation
@@ -34,6 +36,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{ServerConfig, Source};
+use super::confine::Confinement;
 use super::connection::{
     self, Child, Connection, Launch, Listener, ProgressFn, Shared, StderrLog, lock, mcp_error,
 };
@@ -62,6 +65,8 @@ pub struct Options {
     pub env: Option<Vec<(OsString, OsString)>>,
     /// Working directory of stdio servers that name none (the workspace).
     pub cwd: Option<PathBuf>,
+    /// The stdio servers that run inside the sandbox; none when `None`.
+    pub sandbox: Option<Confinement>,
 }
 
 impl Default for Options {
@@ -74,6 +79,7 @@ impl Default for Options {
             log_file: None,
             env: None,
             cwd: None,
+            sandbox: None,
         }
     }
 }
@@ -125,6 +131,8 @@ pub struct ServerStatus {
     pub protocol_version: Option<String>,
     /// The server's own name and version, from `initialize`.
     pub server_info: Option<(String, String)>,
+    /// The sandbox boundary its running process has, when confined.
+    pub sandbox: Option<&'static str>,
 }
 
 impl ServerStatus {
@@ -162,6 +170,10 @@ impl ServerStatus {
                 self.server_info.as_ref().map_or(Datum::Nil, |(n, v)| {
                     Datum::List(vec![Datum::str(n), Datum::str(v)])
                 }),
+            ),
+            (
+                "sandbox",
+                self.sandbox.map_or(Datum::Nil, |b| Datum::Symbol(b.into())),
             ),
         ])
     }
@@ -446,6 +458,11 @@ impl Registry {
             env: self.options.env.clone(),
             cwd: self.options.cwd.clone(),
             deadline,
+            sandbox: self
+                .options
+                .sandbox
+                .as_ref()
+                .and_then(|c| c.request_for(&server.config.name)),
         };
         let launched: Arc<Mutex<Option<Arc<Child>>>> = Arc::new(Mutex::new(None));
         let record = Arc::clone(&launched);
@@ -882,6 +899,11 @@ fn status_of(server: &Server) -> ServerStatus {
         pid: status.child.as_ref().map(|c| c.pid),
         protocol_version: conn.map(|c| c.protocol_version.clone()),
         server_info: conn.and_then(|c| c.server_info.clone()),
+        sandbox: status
+            .child
+            .as_ref()
+            .and_then(|c| c.sandbox.as_ref())
+            .map(|s| s.boundary.symbol()),
     }
 }
 

@@ -23,6 +23,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{self, ConfigFile, Source};
+use super::confine::Confinement;
 use super::connection::{Notice, Progress};
 use super::content::{Content, PromptInfo, ResourceInfo, TemplateInfo, ToolInfo};
 use super::registry::{CallOptions, Options, Registry, status_datum};
@@ -47,6 +48,8 @@ pub struct OpenRequest {
     pub request_timeout: Option<Duration>,
     /// Names this session in `mcp-notice` events.
     pub key: String,
+    /// The stdio servers that run inside the sandbox, and how.
+    pub sandbox: Option<Confinement>,
 }
 
 /// One configuration file as read: where from, its hash, its servers
@@ -166,6 +169,7 @@ impl Session {
                     .collect(),
             ),
             cwd: request.cwd.clone(),
+            sandbox: request.sandbox.clone(),
             ..defaults
         };
         let key = request.key.clone();

@@ -21,6 +21,9 @@ Modes:
                    optional `greeting`; refuses the name "nobody") and the
                    tool add_prompt (adds a prompt, sends
                    prompts/list_changed)
+  writer           like basic plus write_file (writes `text` to `path` and
+                   answers the OS error, if any, as isError), to see what
+                   a sandbox lets a server write
 
 $FAULT_LOG, when set, names a file that gets one line per notification
 received (e.g. "cancelled 4 cancelled"), so tests can see what arrived.
@@ -71,6 +74,10 @@ def tools():
     if MODE == "big":
         listed.append(tool("big", "Answer a long text of numbered lines.",
                            {"size": {"type": "integer"}}))
+    if MODE == "writer":
+        listed.append(tool("write_file", "Write text to a file.",
+                           {"path": {"type": "string"}, "text": {"type": "string"}},
+                           ["path", "text"]))
     if MODE == "many":
         listed += [tool("tool_%03d" % i, "Generated tool number %d." % i,
                         {"n": {"type": "integer", "description": "any number"}})
@@ -159,6 +166,13 @@ def call(rid, params):
         extra_prompts.append({"name": "added_%d" % len(extra_prompts)})
         send({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"})
         return text("added")
+    if name == "write_file" and MODE == "writer":
+        try:
+            with open(args["path"], "w") as f:
+                f.write(args["text"])
+        except OSError as e:
+            return text("cannot write %s: %s" % (args["path"], e.strerror), is_error=True)
+        return text("wrote " + args["path"])
     if name.startswith("tool_"):
         return text(name)
     raise KeyError(name)
