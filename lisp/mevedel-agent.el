@@ -506,9 +506,10 @@ LABEL defaults to that of the handoff summary, a Task background."
 
 ;;;; Who is calling: tasks and interactions
 
-(defun mevedel-agent-caller-path (context)
+(defsubst mevedel-agent-caller-path (context)
   "Return the canonical path of the agent whose tool call has CONTEXT.
-A child's data buffer names its agent; any other call is the root's."
+A child's data buffer names its agent; any other call is the root's.
+Inline: the permission hooks ask it for every call."
   (let ((buffer (plist-get context :data-buffer)))
     (or (and (buffer-live-p buffer) (buffer-local-value 'mevedel-session-agent buffer))
         mevedel-mailbox-root)))
@@ -548,9 +549,10 @@ An invocation it starts inherits it (an approved plan's `edits')."
                                     (mevedel-agent--request-context chat)
                                     (mevedel-chat-session chat)))
 
-(defun mevedel-agent--caller-handle (context)
-  "Return the handle of the child agent whose call has CONTEXT, or nil."
-  (let ((path (mevedel-agent-caller-path context))
+(defun mevedel-agent--caller-handle (context &optional path)
+  "Return the handle of the child agent whose call has CONTEXT, or nil.
+PATH is the caller's path (`mevedel-agent-caller-path') when known."
+  (let ((path (or path (mevedel-agent-caller-path context)))
         (session (plist-get context :session)))
     (unless (equal path mevedel-mailbox-root)
       (when-let* (((mevedel-session-p session))
@@ -562,15 +564,16 @@ An invocation it starts inherits it (an approved plan's `edits')."
 That is the stamp it was spawned under, else a read-only role's own
 \(`read-only'), else its running invocation's, else `none'; nil for
 the root's calls."
-  (unless (equal (mevedel-agent-caller-path context) mevedel-mailbox-root)
-    (let* ((handle (mevedel-agent--caller-handle context))
-           (turn (and handle (mevedel-agent-handle-turn handle))))
-      (cond ((null handle) 'none)
-            ((mevedel-agent-handle-plan-stamp handle))
-            ((plist-get (mevedel-agent-handle-role handle) :read-only)
-             (mevedel-plan-make-stamp 'read-only))
-            ((and turn (mevedel-agent--turn-plan-stamp turn)))
-            (t 'none)))))
+  (let ((path (mevedel-agent-caller-path context)))
+    (unless (equal path mevedel-mailbox-root)
+      (let* ((handle (mevedel-agent--caller-handle context path))
+             (turn (and handle (mevedel-agent-handle-turn handle))))
+        (cond ((null handle) 'none)
+              ((mevedel-agent-handle-plan-stamp handle))
+              ((plist-get (mevedel-agent-handle-role handle) :read-only)
+               (mevedel-plan-make-stamp 'read-only))
+              ((and turn (mevedel-agent--turn-plan-stamp turn)))
+              (t 'none))))))
 
 (add-hook 'mevedel-plan-request-functions #'mevedel-agent-plan-stamp)
 
@@ -579,9 +582,11 @@ the root's calls."
 A `mevedel-permissions-mode-functions' member: an invocation started
 by a request with an override (the implementation of a plan approved
 with edits) keeps it until it settles."
-  (when-let* ((handle (mevedel-agent--caller-handle context))
-              (turn (mevedel-agent-handle-turn handle)))
-    (mevedel-agent--turn-mode-override turn)))
+  (let ((path (mevedel-agent-caller-path context)))
+    (unless (equal path mevedel-mailbox-root)
+      (when-let* ((handle (mevedel-agent--caller-handle context path))
+                  (turn (mevedel-agent-handle-turn handle)))
+        (mevedel-agent--turn-mode-override turn)))))
 
 (add-hook 'mevedel-permissions-mode-functions #'mevedel-agent-mode-override)
 

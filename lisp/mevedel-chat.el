@@ -1225,8 +1225,9 @@ update, so a later one with the same ID and KEY replaces it.  Return
 
 ;;;; Tools, permissions and the pipeline
 
-(defun mevedel-chat-of-buffer (buffer)
-  "Return the chat whose data buffer is BUFFER, or nil."
+(defsubst mevedel-chat-of-buffer (buffer)
+  "Return the chat whose data buffer is BUFFER, or nil.
+Inline: the permission hooks ask it for every tool call."
   (and (buffer-live-p buffer)
        (let ((chat (buffer-local-value 'mevedel-chat--owner buffer)))
          (and (mevedel-chat-p chat) chat))))

@@ -602,9 +602,9 @@ With OWNER nil, return every unfinished execution of SESSION."
 SOURCE would run in the directory CWD of the workspace ROOT (both
 absolute).  See the module function `mevedel-core--bash-permission'
 for the plist's keys.  The module remembers recent analyses, so a
-repeated source costs a comparison instead of an analysis.  The plist
-is the caller's own; the lists and strings inside it may be shared, so
-do not modify them."
+repeated source costs a comparison instead of an analysis.  The plist,
+and the lists and strings inside it, may be shared with other results
+\(sources judged alike get the same one), so do not modify them."
   (or mevedel-core--ready (mevedel-core-ensure))
   (mevedel-core--bash-permission source cwd root))
 

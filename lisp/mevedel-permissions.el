@@ -371,18 +371,19 @@ Each key is a tool name or (command . KEY) for a command key."
   (and (mevedel-session-p session)
        (gethash key (mevedel-session-permission-answers session))))
 
-(defun mevedel-permissions--commands-answered-p (session facts)
-  "Return non-nil when SESSION's answers cover every command key of FACTS."
-  (let ((keys (plist-get facts :keys)))
-    (and keys
-         (mevedel-session-p session)
-         (not (plist-get facts :unkeyed))
-         (let ((answers (mevedel-session-permission-answers session)))
-           ;; Most sessions have answered nothing: no key to make.
-           (and (> (hash-table-count answers) 0)
-                (progn (while (and keys (gethash (cons 'command (car keys)) answers))
-                         (setq keys (cdr keys)))
-                       (null keys)))))))
+(defsubst mevedel-permissions--commands-answered-p (session facts)
+  "Return non-nil when SESSION's answers cover every command key of FACTS.
+Inline: every command that would otherwise ask is checked."
+  (and (mevedel-session-p session)
+       ;; Most sessions have answered nothing: no key to read or make.
+       (> (hash-table-count (mevedel-session-permission-answers session)) 0)
+       (let ((keys (plist-get facts :keys))
+             (answers (mevedel-session-permission-answers session)))
+         (and keys
+              (not (plist-get facts :unkeyed))
+              (progn (while (and keys (gethash (cons 'command (car keys)) answers))
+                       (setq keys (cdr keys)))
+                     (null keys))))))
 
 ;;;; Decisions
 

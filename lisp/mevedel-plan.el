@@ -82,10 +82,10 @@ A request with Plan authority cannot direct a turn that lacks a stamp,
 and its mail stamps the turn that reads it."
   (memq (mevedel-plan-stamp-kind stamp) '(sticky directive)))
 
-(defun mevedel-plan-active-p (session)
-  "Return non-nil when SESSION is in sticky Plan mode."
-  (and (mevedel-session-p session)
-       (eq (mevedel-permissions-session-mode session) 'plan)))
+(defsubst mevedel-plan-active-p (session)
+  "Return non-nil when SESSION is in sticky Plan mode.
+Inline: Plan's restriction asks it for every tool call."
+  (eq (mevedel-permissions-session-mode session) 'plan))
 
 (defun mevedel-plan-stamp-turn (turn stamp)
   "Give TURN, a turn plist, STAMP unless it has a stamp already.
@@ -104,21 +104,24 @@ A `mevedel-chat-turn-functions' member."
 
 (add-hook 'mevedel-chat-turn-functions #'mevedel-plan--stamp-turn)
 
-(defun mevedel-plan--turn (context)
-  "Return the root turn plist of the call CONTEXT, or nil."
+(defsubst mevedel-plan--turn (context)
+  "Return the root turn plist of the call CONTEXT, or nil.
+Inline: Plan's hooks ask it for every tool call."
   (when-let* ((chat (mevedel-chat-of-buffer (plist-get context :data-buffer)))
               ((mevedel-chat-p chat)))
     (mevedel-chat-turn chat)))
 
-(defun mevedel-plan-stamp (context)
+(defsubst mevedel-plan-stamp (context)
   "Return the Plan stamp of the request the call CONTEXT belongs to, or nil.
 An agent request's stamp comes from `mevedel-plan-request-functions';
 a root turn's from the turn; a call outside any turn (a plain gptel
-buffer) follows its session's mode."
-  (let ((answer (run-hook-with-args-until-success 'mevedel-plan-request-functions context)))
+buffer) follows its session's mode.  Inline: Plan's restriction asks
+it for every tool call."
+  (let ((answer (run-hook-with-args-until-success 'mevedel-plan-request-functions context))
+        (turn nil))
     (cond ((eq answer 'none) nil)
           (answer answer)
-          ((mevedel-plan--turn context) (plist-get (mevedel-plan--turn context) :plan-stamp))
+          ((setq turn (mevedel-plan--turn context)) (plist-get turn :plan-stamp))
           ((mevedel-plan-active-p (plist-get context :session))
            (mevedel-plan-make-stamp 'sticky)))))
 
@@ -216,7 +219,8 @@ nothing ran"
 (defun mevedel-plan-mode-override (context _session)
   "Return the implementation override of the request of CONTEXT, or nil.
 A `mevedel-permissions-mode-functions' member."
-  (plist-get (mevedel-plan--turn context) :mode-override))
+  (let ((turn (mevedel-plan--turn context)))
+    (and turn (plist-get turn :mode-override))))
 
 (add-hook 'mevedel-permissions-mode-functions #'mevedel-plan-mode-override)
 

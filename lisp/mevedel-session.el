@@ -487,12 +487,13 @@ one of the buffer they run in.")
   "The canonical path of the child agent whose tool calls this buffer runs.
 nil means the session's root agent, /root.")
 
-(defun mevedel-session-call-directory (session buffer)
+(defsubst mevedel-session-call-directory (session buffer)
   "Return the directory a call from data BUFFER in SESSION works in.
 A child agent's buffer keeps its own working directory (its Agent
 call's working_directory, else its parent's), so its relative paths,
 commands and permission paths start there; any other call works in
-SESSION's workspace.  Without a session, BUFFER's directory."
+SESSION's workspace.  Without a session, BUFFER's directory.  Inline:
+every permission decision asks it."
   (cond ((and (buffer-live-p buffer) (buffer-local-value 'mevedel-session-agent buffer))
          (buffer-local-value 'default-directory buffer))
         ((mevedel-session-p session) (mevedel-session-workspace session))

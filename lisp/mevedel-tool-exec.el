@@ -216,7 +216,10 @@ That is nil for the default sandbox, or a plist (:escalated BOOL
 from the sandbox_permissions, additional_permissions and
 justification arguments.  Malformed values signal an error naming
 them."
-  (when (or (plist-get args :sandbox_permissions) (plist-get args :additional_permissions))
+  ;; `memq' is an instruction where `plist-get' is a call, and every
+  ;; Bash call is asked: a value that happens to be one of these
+  ;; keywords only costs the full reading, which finds no grant.
+  (when (or (memq :sandbox_permissions args) (memq :additional_permissions args))
     (mevedel-tool-exec--grant-request args)))
 
 (defun mevedel-tool-exec--grant-request (args)

@@ -170,15 +170,18 @@
   (should-not (plist-get (mevedel-core-bash-permission "sleep 1 &" "/ws" "/ws") :read-only))
   (should-not (plist-get (mevedel-core-bash-permission "cat /etc/passwd" "/ws" "/ws") :inside))
   (should-error (mevedel-core-bash-permission 42 "/ws" "/ws") :type 'wrong-type-argument)
-  ;; A repeated source is answered from the remembered result; the
-  ;; caller gets its own plist, so changing it changes no later answer.
-  (let ((a (mevedel-core-bash-permission "git status --short" "/ws" "/ws")))
+  ;; Sources judged alike share one result plist, which is not made
+  ;; again; other facts get another.
+  (let ((a (mevedel-core-bash-permission "git status --short # 1" "/ws" "/ws"))
+        (b (mevedel-core-bash-permission "git status --short # 2" "/ws" "/ws"))
+        (c (mevedel-core-bash-permission "git status --short" "/elsewhere" "/ws")))
     (should (equal (plist-get a :class) "read-only"))
     (should (equal (plist-get a :keys) '("git status")))
-    (plist-put a :class "changed")
-    (let ((b (mevedel-core-bash-permission "git status --short" "/ws" "/ws")))
-      (should-not (eq a b))
-      (should (equal (plist-get b :class) "read-only")))))
+    (should (plist-get a :inside))
+    (should (eq a b))
+    (should-not (eq a c))
+    (should-not (plist-get c :inside))
+    (should (equal (plist-get c :keys) '("git status")))))
 
 (ert-deftest mevedel-exec:kill-emacs-leaves-no-process ()
   "Emacs's exit stops every group: forked grandchildren and nohup too."

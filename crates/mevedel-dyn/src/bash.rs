@@ -4,14 +4,16 @@
 //! The result is built through the raw module API, as in `lisp_data.rs`
 //! (ADR 0005): each module call costs more than the analysis of a short
 //! command, and the `emacs` crate adds an exit check after each.
-//! Everything a result is made of but its plist is made once per thread
-//! and kept behind a global reference: the keywords, `t`, `nil`, the
-//! `list` symbol, class names, command keys and reasons (at most
-//! [`SHARED_MAX`] distinct strings) and the lists of them (as many), and
-//! as many paths and lists of paths. A call then copies its arguments
-//! into reused buffers, asks the thread's [`Judge`] for the source's
-//! facts (core decides everything), and calls `list` for the plist and
-//! any list not seen before, with one exit check at the end.
+//! Everything a result is made of is made once per thread and kept
+//! behind a global reference: the keywords, `t`, `nil`, the `list`
+//! symbol, class names, command keys and reasons (at most [`SHARED_MAX`]
+//! distinct strings) and the lists of them (as many), as many paths and
+//! lists of paths, and as many result plists made of those. A call then
+//! copies its arguments into reused buffers, asks the thread's [`Judge`]
+//! for the source's facts (core decides everything), and calls `list`
+//! only for a list or plist not seen before, with one exit check at the
+//! end: a source seen never before but judged like an earlier one costs
+//! no Lisp allocation.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -92,6 +94,8 @@ struct Seam {
     /// Paths: a workspace's few files and directories come back call
     /// after call.
     files: Pool,
+    /// Result plists made only of shared values, by those values.
+    plists: HashMap<[Shared; 7], emacs_value, foldhash::fast::RandomState>,
     /// The arguments' bytes, then a list's items and its key in `lists`.
     source: Vec<u8>,
     cwd: Vec<u8>,
@@ -114,6 +118,7 @@ impl Seam {
             classes,
             words: Pool::default(),
             files: Pool::default(),
+            plists: HashMap::default(),
             source: vec![0; SOURCE_BUFFER],
             cwd: vec![0; SOURCE_BUFFER],
             root: vec![0; SOURCE_BUFFER],
@@ -149,15 +154,20 @@ impl Seam {
         Some(global)
     }
 
-    /// A list of TEXTS as Lisp strings, or nil. Shared in the pool of
-    /// FILES or words, as are its strings, when every text is shared and
-    /// fewer than [`SHARED_MAX`] lists are kept.
+    /// A list of TEXTS as Lisp strings, or nil, and whether it is
+    /// shared: kept in the pool of FILES or words, as are its strings,
+    /// when every text is shared and fewer than [`SHARED_MAX`] lists are
+    /// kept.
     fn strings<'s>(
         &mut self,
         api: &Raw,
         files: bool,
-        texts: impl Iterator<Item = &'s str>,
-    ) -> emacs_value {
+        texts: impl ExactSizeIterator<Item = &'s str>,
+    ) -> (emacs_value, bool) {
+        // Most results have no reasons, and many no paths.
+        if texts.len() == 0 {
+            return (self.nil, true);
+        }
         let mut pool = std::mem::take(if files {
             &mut self.files
         } else {
@@ -178,17 +188,21 @@ impl Seam {
         let mut key = std::mem::take(&mut self.key);
         key.clear();
         key.extend(items.iter().map(|&v| Shared(v)));
-        let list = match pool.lists.get(key.as_slice()) {
-            Some(&known) if all_shared => known,
+        let (list, shared) = match pool.lists.get(key.as_slice()) {
+            Some(&known) if all_shared => (known, true),
             _ => {
                 let list = list(api, self, &mut items);
-                if all_shared && !items.is_empty() && pool.lists.len() < SHARED_MAX {
-                    let global = api.make_global_ref(list);
-                    if !global.is_null() {
-                        pool.lists.insert(key.as_slice().into(), global);
-                    }
+                let global = if all_shared && pool.lists.len() < SHARED_MAX {
+                    api.make_global_ref(list)
+                } else {
+                    std::ptr::null_mut()
+                };
+                if global.is_null() {
+                    (list, false)
+                } else {
+                    pool.lists.insert(key.as_slice().into(), global);
+                    (global, true)
                 }
-                list
             }
         };
         self.items = items;
@@ -198,15 +212,18 @@ impl Seam {
         } else {
             &mut self.words
         }) = pool;
-        list
+        (list, shared)
     }
 
-    /// The result plist of FACTS.
+    /// The result plist of FACTS: the shared one of the same values when
+    /// every value is shared, as most are (sources differ far more often
+    /// than their facts do).
     fn plist(&mut self, api: &Raw, facts: &Facts) -> emacs_value {
         let (a, access) = (&*facts.analysis, &facts.access);
-        let reasons = self.strings(api, false, a.reasons.iter().map(|r| &**r));
-        let keys = self.strings(api, false, a.keys.iter().map(String::as_str));
-        let paths = self.strings(api, true, access.paths.iter().map(String::as_str));
+        let (reasons, reasons_shared) = self.strings(api, false, a.reasons.iter().map(|r| &**r));
+        let (keys, keys_shared) = self.strings(api, false, a.keys.iter().map(String::as_str));
+        let (paths, paths_shared) =
+            self.strings(api, true, access.paths.iter().map(String::as_str));
         let values = [
             self.class(a.class),
             reasons,
@@ -216,6 +233,11 @@ impl Seam {
             self.boolean(a.unkeyed),
             paths,
         ];
+        let shared = reasons_shared && keys_shared && paths_shared;
+        let key = values.map(Shared);
+        if shared && let Some(&known) = self.plists.get(&key) {
+            return known;
+        }
         // Keys whose value is nil are left out: `plist-get' reads the
         // same, and each item costs a cons.
         let mut items = [self.nil; 2 * KEYS.len()];
@@ -227,7 +249,15 @@ impl Seam {
                 n += 2;
             }
         }
-        list(api, self, &mut items[..n])
+        let plist = list(api, self, &mut items[..n]);
+        if shared && self.plists.len() < SHARED_MAX {
+            let global = api.make_global_ref(plist);
+            if !global.is_null() {
+                self.plists.insert(key, global);
+                return global;
+            }
+        }
+        plist
     }
 }
 
@@ -260,8 +290,9 @@ fn text<'b>(value: Value<'_>, buffer: &'b mut [u8], long: &'b mut String) -> Res
 /// session answer covers the source) and `:paths` (the files it names,
 /// absolute); a key whose value is nil is left out.
 ///
-/// The class, reason, key and path strings, and the lists of reasons,
-/// of keys and of paths, are shared between results: do not modify them.
+/// The plist, its class, reason, key and path strings, and its lists of
+/// reasons, of keys and of paths, are shared between results: do not
+/// modify them.
 #[defun(name = "bash-permission")]
 fn bash_permission<'e>(
     env: &'e Env,
@@ -294,11 +325,17 @@ fn bash_permission<'e>(
             let mut cwd_buffer = std::mem::take(&mut seam.cwd);
             let mut root_buffer = std::mem::take(&mut seam.root);
             let read = (|| -> Result<emacs_value> {
-                let facts = judge.judge(
-                    text(source, &mut source_buffer, &mut long_source)?,
-                    text(cwd, &mut cwd_buffer, &mut long_cwd)?,
-                    text(root, &mut root_buffer, &mut long_root)?,
-                );
+                let source_text = text(source, &mut source_buffer, &mut long_source)?;
+                // Most calls run in the workspace itself: the same string
+                // twice, copied once.
+                let same = cwd == root;
+                let cwd_text = text(cwd, &mut cwd_buffer, &mut long_cwd)?;
+                let root_text = if same {
+                    cwd_text
+                } else {
+                    text(root, &mut root_buffer, &mut long_root)?
+                };
+                let facts = judge.judge(source_text, cwd_text, root_text);
                 Ok(seam.plist(&api, &facts))
             })();
             seam.source = source_buffer;
