@@ -8,16 +8,19 @@
 //! streaming the file so a 64 MiB range costs no 64 MiB of memory.
 //!
 //! The range is also scanned for the omitted lines that look like
-//! failures (`text::keep`), streaming too: after the count for a short
-//! range, alongside it on a second thread for a long one (over 1 MiB),
-//! where the literal search would otherwise add half again to the
-//! count's time. The preview keeps those lines between its omission
-//! notice and its tail, within the same budget.
+//! failures (`text::keep`), in the same pass as the count: each buffer
+//! read is counted and searched while it is in cache, and the search's
+//! line numbering counts the newlines. The literal search still costs
+//! about half the count, so a long range is cut at line starts into
+//! segments that two threads read, count and scan independently, and
+//! a preview that keeps lines takes no longer than a plain one when a
+//! second core is free. The preview keeps those lines between its
+//! omission notice and its tail, within the same budget.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::text::internal::{self, Lead};
@@ -147,18 +150,16 @@ fn complete_len(bytes: &[u8]) -> usize {
     bytes.len()
 }
 
-/// Characters and newlines of lossily decoded BYTES, as Emacs would see
-/// them: each invalid sequence counts as one replacement character.
-fn count(bytes: &[u8]) -> (usize, usize) {
-    let lines = bytecount::count(bytes, b'\n');
+/// Characters of lossily decoded BYTES, as Emacs would see them: each
+/// invalid sequence counts as one replacement character.
+fn chars(bytes: &[u8]) -> usize {
     if std::str::from_utf8(bytes).is_ok() {
-        return (bytecount::num_chars(bytes), lines);
+        return bytecount::num_chars(bytes);
     }
-    let chars = bytes
+    bytes
         .utf8_chunks()
         .map(|c| bytecount::num_chars(c.valid().as_bytes()) + usize::from(!c.invalid().is_empty()))
-        .sum();
-    (chars, lines)
+        .sum()
 }
 
 /// A model-visible view of a byte range.
@@ -188,10 +189,10 @@ impl RangeView {
 /// heap rather than a fresh mapping, and reused for the whole range.
 const COUNT_CHUNK: usize = 64 * 1024;
 
-/// Count characters and newlines of FILE's START..END, reading it through
-/// one buffer; a sequence cut at the buffer's end is carried over.
-fn count_range(file: &File, start: u64, end: u64) -> (usize, usize) {
-    let (mut chars, mut lines) = (0, 0);
+/// Call F with FILE's START..END in consecutive pieces read through one
+/// buffer, each ending on a whole character: a sequence cut at the
+/// buffer's end is carried into the next piece.
+fn for_each_piece(file: &File, start: u64, end: u64, mut f: impl FnMut(&[u8])) {
     let mut buf = vec![0u8; COUNT_CHUNK];
     let mut carried = 0;
     let mut pos = start;
@@ -208,32 +209,41 @@ fn count_range(file: &File, start: u64, end: u64) -> (usize, usize) {
         } else {
             filled
         };
-        let (c, l) = count(&buf[..cut]);
-        chars += c;
-        lines += l;
+        f(&buf[..cut]);
         buf.copy_within(cut..filled, 0);
         carried = filled - cut;
     }
-    let (c, l) = count(&buf[..carried]);
-    (chars + c, lines + l)
+    if carried > 0 {
+        f(&buf[..carried]);
+    }
 }
 
-/// Ranges from this long are scanned for failure lines on a second
-/// thread, over the buffers the counting thread reads: the literal
-/// search costs about two thirds of the count, so alongside it a
-/// preview that keeps lines takes little more wall time than a plain
-/// one when a second core is free (`BENCH preview-keep-lines-64mib`).
-const PARALLEL_SCAN: u64 = 1024 * 1024;
+/// Count characters and newlines of FILE's START..END, reading it through
+/// one buffer.
+fn count_range(file: &File, start: u64, end: u64) -> (usize, usize) {
+    let (mut chars, mut lines) = (0, 0);
+    for_each_piece(file, start, end, |piece| {
+        chars += self::chars(piece);
+        lines += bytecount::count(piece, b'\n');
+    });
+    (chars, lines)
+}
 
-/// The buffers the counting thread hands to the scanning thread: large
-/// enough that a handoff costs nothing, few enough to stay small.
-const SHARED_CHUNK: usize = 256 * 1024;
-const SHARED_BUFFERS: usize = 4;
+/// A range scanned for failure lines is cut, at line starts, into
+/// segments of about this size, which two threads take in turn
+/// (`BENCH preview-keep-lines-64mib`): small enough that neither waits
+/// long for the other's last one, and that the first takes what the
+/// second has not started when it gets no core.
+const SEGMENT: u64 = 2 * 1024 * 1024;
+
+/// How far past a segment's nominal end its line start is looked for;
+/// a longer line there joins it to the next segment.
+const SEGMENT_PROBE: u64 = 4096;
 
 /// Consecutive pieces of a range, fed to a collector as whole lines:
 /// the whole lines of each piece go straight to it, a line cut at a
 /// piece's end is carried into the next (one longer than
-/// [`COUNT_CHUNK`] goes in pieces).
+/// [`COUNT_CHUNK`] goes in pieces). The collector counts the newlines.
 struct LineFeed<'c, 'p> {
     collector: &'c mut Collector<'p>,
     pending: Vec<u8>,
@@ -241,9 +251,6 @@ struct LineFeed<'c, 'p> {
     /// pending one), and the newlines before it.
     at: u64,
     lines: usize,
-    /// Whether the feed counts newlines itself; pieces with known line
-    /// numbers ([`LineFeed::push_numbered`]) spare it that pass.
-    counting: bool,
 }
 
 impl<'c, 'p> LineFeed<'c, 'p> {
@@ -253,17 +260,7 @@ impl<'c, 'p> LineFeed<'c, 'p> {
             pending: Vec::new(),
             at: 0,
             lines: 0,
-            counting: true,
         }
-    }
-
-    /// [`LineFeed::push`] BYTES, the piece that starts after BEFORE
-    /// newlines of the range (the counting thread knows them).
-    fn push_numbered(&mut self, bytes: &[u8], before: usize) {
-        self.counting = false;
-        // A carried line holds no newline: it starts after BEFORE too.
-        self.lines = before;
-        self.push(bytes);
     }
 
     fn push(&mut self, mut bytes: &[u8]) {
@@ -279,10 +276,6 @@ impl<'c, 'p> LineFeed<'c, 'p> {
             self.feed(&pending);
             self.pending = pending;
             self.pending.clear();
-            if !self.counting {
-                // The carried line's one newline.
-                self.lines += 1;
-            }
         }
         let whole = memchr::memrchr(b'\n', bytes).map_or(0, |nl| nl + 1);
         self.feed(&bytes[..whole]);
@@ -309,95 +302,49 @@ impl<'c, 'p> LineFeed<'c, 'p> {
         if bytes.is_empty() {
             return;
         }
-        self.collector.scan(bytes, self.at, self.lines + 1);
-        if self.counting {
-            self.lines += bytecount::count(bytes, b'\n');
-        }
+        self.lines += self.collector.scan(bytes, self.at, self.lines + 1);
         self.at += bytes.len() as u64;
     }
 }
 
-/// Feed FILE's START..END to COLLECTOR, read through one buffer.
-fn scan_range(file: &File, start: u64, end: u64, collector: &mut Collector<'_>) {
-    let mut buf = vec![0u8; COUNT_CHUNK];
+/// [`count_range`] that also feeds FILE's START..END to COLLECTOR, each
+/// piece while it is in cache; the collector counts the newlines.
+fn scan_range(file: &File, start: u64, end: u64, collector: &mut Collector<'_>) -> (usize, usize) {
+    let mut chars = 0;
     let mut feed = LineFeed::new(collector);
-    let mut pos = start;
-    while pos < end {
-        let want = COUNT_CHUNK.min(usize::try_from(end - pos).unwrap_or(usize::MAX));
-        let n = match file.read_at(&mut buf[..want], pos) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        pos += n as u64;
-        feed.push(&buf[..n]);
-    }
+    for_each_piece(file, start, end, |piece| {
+        chars += self::chars(piece);
+        feed.push(piece);
+    });
     feed.finish();
+    (chars, feed.lines)
 }
 
-/// Read FILE from POS into BUF, as much as there is; the bytes read.
-fn read_full(file: &File, buf: &mut [u8], pos: u64) -> usize {
-    let mut done = 0;
-    while done < buf.len() {
-        match file.read_at(&mut buf[done..], pos + done as u64) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => done += n,
+/// Line starts in FILE's START..END about [`SEGMENT`] apart, with START
+/// and END: the bounds of the segments.
+fn segment_bounds(file: &File, start: u64, end: u64) -> Vec<u64> {
+    let mut bounds = vec![start];
+    let mut at = start + SEGMENT;
+    while at + SEGMENT / 2 < end {
+        let probe = read_range(file, at, (at + SEGMENT_PROBE).min(end));
+        if let Some(nl) = memchr::memchr(b'\n', &probe) {
+            at += nl as u64 + 1;
+            bounds.push(at);
         }
+        at += SEGMENT;
     }
-    done
+    bounds.push(end);
+    bounds
 }
 
-/// [`count_range`] that hands each buffer it has counted to FULL and
-/// takes buffers back from FREE. Buffers end on whole characters (a cut
-/// sequence is read again with the next), so the counts are the same.
-/// Once the other side is gone, the rest is counted on its own.
-fn count_shared(
-    file: &File,
-    start: u64,
-    end: u64,
-    full: &mpsc::SyncSender<(Vec<u8>, usize, usize)>,
-    free: &mpsc::Receiver<Vec<u8>>,
-) -> (usize, usize) {
-    let (mut chars, mut lines) = (0, 0);
-    let mut made = 0;
-    let mut pos = start;
-    while pos < end {
-        let buf = if made < SHARED_BUFFERS {
-            made += 1;
-            Some(vec![0u8; SHARED_CHUNK])
-        } else {
-            free.recv().ok()
-        };
-        let Some(mut buf) = buf else {
-            break;
-        };
-        let want = SHARED_CHUNK.min(usize::try_from(end - pos).unwrap_or(usize::MAX));
-        let n = read_full(file, &mut buf[..want], pos);
-        if n == 0 {
-            break;
-        }
-        let cut = match complete_len(&buf[..n]) {
-            _ if pos + n as u64 >= end => n,
-            0 => n,
-            cut => cut,
-        };
-        let (c, l) = count(&buf[..cut]);
-        let before = lines;
-        chars += c;
-        lines += l;
-        pos += cut as u64;
-        if full.send((buf, cut, before)).is_err() {
-            break;
-        }
-    }
-    let (c, l) = count_range(file, pos, end);
-    (chars + c, lines + l)
-}
+/// Counts and collector of one segment (lines numbered within it).
+type Segment<'p> = (usize, (usize, usize), Collector<'p>);
 
 /// Count FILE's START..END and, with PATTERNS, collect its failure
-/// lines (zones as for [`Collector::new`]): after the count for a short
-/// range, on a second thread over the counted buffers for a long one.
-/// If that thread cannot start, the scan runs here; if it panics, no
-/// lines are kept.
+/// lines (zones as for [`Collector::new`]) in the same pass; a long
+/// range is cut into segments that this thread and a second one take in
+/// turn. If that thread cannot start, this one takes them all; if it
+/// panics, its segments are only counted and no lines are kept.
 fn count_and_scan<'p>(
     file: &File,
     (start, end): (u64, u64),
@@ -407,39 +354,68 @@ fn count_and_scan<'p>(
     let Some(patterns) = patterns else {
         return (count_range(file, start, end), None);
     };
-    let scan = move || {
-        let mut collector = Collector::new(patterns, head_zone_end, tail_zone_start);
-        scan_range(file, start, end, &mut collector);
-        collector
-    };
-    if end - start < PARALLEL_SCAN {
-        return (count_range(file, start, end), Some(scan()));
-    }
-    std::thread::scope(|s| {
-        let (full_tx, full_rx) = mpsc::sync_channel::<(Vec<u8>, usize, usize)>(SHARED_BUFFERS);
-        let (free_tx, free_rx) = mpsc::channel::<Vec<u8>>();
-        let scanner = std::thread::Builder::new()
-            .name("mevedel-preview-scan".into())
-            .spawn_scoped(s, move || {
-                let mut collector = Collector::new(patterns, head_zone_end, tail_zone_start);
-                let mut feed = LineFeed::new(&mut collector);
-                for (buf, len, before) in full_rx {
-                    feed.push_numbered(&buf[..len], before);
-                    // The counter may be done with buffers already.
-                    let _ = free_tx.send(buf);
-                }
-                feed.finish();
-                collector
-            });
-        match scanner {
-            Ok(handle) => {
-                let counts = count_shared(file, start, end, &full_tx, &free_rx);
-                drop(full_tx);
-                (counts, handle.join().ok())
-            }
-            Err(_) => (count_range(file, start, end), Some(scan())),
+    let bounds = segment_bounds(file, start, end);
+    let next = AtomicUsize::new(0);
+    // Take segments until none is left. A segment's collector numbers
+    // its lines from 1 and has the zones shifted to its start.
+    let take = || {
+        let mut done: Vec<Segment<'p>> = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let [from, to] = match bounds.get(i..i + 2) {
+                Some(&[from, to]) => [from, to],
+                _ => return done,
+            };
+            let offset = from - start;
+            let mut collector = Collector::new(
+                patterns,
+                head_zone_end.saturating_sub(offset),
+                tail_zone_start.saturating_sub(offset),
+            );
+            let counts = scan_range(file, from, to, &mut collector);
+            done.push((i, counts, collector));
         }
-    })
+    };
+    let (mut segments, lost) = if bounds.len() > 2 {
+        std::thread::scope(|s| {
+            let helper = std::thread::Builder::new()
+                .name("mevedel-preview-scan".into())
+                .spawn_scoped(s, take);
+            let mut segments = take();
+            let lost = match helper.map(|h| h.join()) {
+                Ok(Ok(theirs)) => {
+                    segments.extend(theirs);
+                    false
+                }
+                Ok(Err(_)) => true,
+                Err(_) => false,
+            };
+            (segments, lost)
+        })
+    } else {
+        (take(), false)
+    };
+    segments.sort_by_key(|(i, _, _)| *i);
+    if lost {
+        let (mut chars, mut lines) = (0, 0);
+        for (i, pair) in bounds.windows(2).enumerate() {
+            let (c, l) = match segments.iter().find(|(j, _, _)| *j == i) {
+                Some((_, counts, _)) => *counts,
+                None => count_range(file, pair[0], pair[1]),
+            };
+            chars += c;
+            lines += l;
+        }
+        return ((chars, lines), None);
+    }
+    let mut collector = Collector::new(patterns, head_zone_end, tail_zone_start);
+    let (mut chars, mut lines) = (0, 0);
+    for (_, (c, l), segment) in segments {
+        collector.append(segment, lines);
+        chars += c;
+        lines += l;
+    }
+    ((chars, lines), Some(collector))
 }
 
 /// A head and a tail cut from the windows at the range's two ends.
@@ -764,6 +740,40 @@ mod tests {
         let plain = preview(&r, 0, spool.len(), PREVIEW_BUDGET, None);
         assert_eq!(plain.kept, Kept::default());
         assert!(plain.head.len() > v.head.len());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn segments_keep_what_one_pass_keeps() {
+        // A failure every 1,000 lines over 9 MiB: in the head zone,
+        // between the zones and in the tail zone, over several segments.
+        let mut text = String::new();
+        let mut i = 0;
+        while text.len() < 9 << 20 {
+            i += 1;
+            if i % 1000 == 0 {
+                text.push_str(&format!("src/a.c:{i}:1: error: bad {i}\n"));
+            } else {
+                text.push_str(&format!("line {i}\n"));
+            }
+        }
+        let (spool, dir) = spool_with("segments", text.as_bytes());
+        let r = spool.reader().unwrap();
+        let end = spool.len();
+        assert!(segment_bounds(&r, 0, end).len() > 4);
+        let patterns = crate::text::keep::tests::default_patterns();
+        let zones = (3 << 20, 7 << 20);
+        let (counts, collector) = count_and_scan(&r, (0, end), Some(&patterns), zones);
+        assert_eq!(counts, count_range(&r, 0, end));
+        let collector = collector.unwrap();
+        let mut one = Collector::new(&patterns, zones.0, zones.1);
+        assert_eq!(one.scan(text.as_bytes(), 0, 1), counts.1);
+        let lines = counts.1;
+        for (first, last) in [(1, lines), (lines / 3, lines / 2), (150, lines - 150)] {
+            let k = collector.select(first, last, 5000);
+            assert_eq!(k, one.select(first, last, 5000), "lines {first}-{last}");
+            assert!(k.matched > 100, "{}", k.matched);
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -18,16 +18,19 @@
 //!
 //! A [`Collector`] is fed the text in file order (whole lines, except
 //! that a line longer than the caller's buffer comes in pieces, each
-//! matched on its own). It remembers every matching line near the ends
-//! (the zones the head and tail may cover, which are small) and, between
-//! them, the first [`MAX_KEPT_LINES`] and the last one, with an exact
-//! count. [`Collector::select`] then picks, among the lines of the final
-//! omitted middle, the first ones and the last one that fit a character
-//! budget, in file order: the first errors of a build are the ones that
-//! cause the rest, and the last names how the run ended. The budget
-//! counts the kept lines as rendered (`  L<n>: <text>`); the block's
-//! header with the exact counts and its closing line, like the omission
-//! notice itself, are not counted.
+//! matched on its own), and counts its newlines on the way, so a caller
+//! that needs them does not read the text twice; a text cut at line
+//! starts can be collected in parts at once, each appended to the one
+//! before ([`Collector::append`]). It remembers every matching line
+//! near the ends (the zones the head and tail may cover, which are
+//! small) and, between them, the first [`MAX_KEPT_LINES`] and the last
+//! one, with an exact count. [`Collector::select`] then picks, among the
+//! lines of the final omitted middle, the first ones and the last one
+//! that fit a character budget, in file order: the first errors of a
+//! build are the ones that cause the rest, and the last names how the
+//! run ended. The budget counts the kept lines as rendered
+//! (`  L<n>: <text>`); the block's header with the exact counts and its
+//! closing line, like the omission notice itself, are not counted.
 
 use std::sync::{Arc, RwLock};
 
@@ -356,8 +359,10 @@ impl<'p> Collector<'p> {
     }
 
     /// Scan BYTES, whole lines starting at byte AT of the text on line
-    /// LINE (1-based); the last may lack its newline.
-    pub fn scan(&mut self, bytes: &[u8], at: u64, line: usize) {
+    /// LINE (1-based); the last may lack its newline. Returns the
+    /// newlines in BYTES: counting the gaps between candidate lines,
+    /// which the line numbers need anyway, counts them all.
+    pub fn scan(&mut self, bytes: &[u8], at: u64, line: usize) -> usize {
         let mut pos = 0;
         let mut counted = 0;
         let mut number = line;
@@ -377,6 +382,37 @@ impl<'p> Collector<'p> {
                 self.record(at + start as u64, Line::new(number, &bytes[start..end]));
             }
             pos = end + 1;
+        }
+        number - line + bytecount::count(&bytes[counted..], b'\n')
+    }
+
+    /// Take in LATER, the collector of the text that follows this one's,
+    /// from a line start after BEFORE newlines: its lines are numbered
+    /// from 1 there, and its zones were given relative to where it
+    /// starts.
+    pub fn append(&mut self, later: Collector<'p>, before: usize) {
+        let renumber = |mut line: Line| {
+            line.number += before;
+            line
+        };
+        self.head_zone
+            .extend(later.head_zone.into_iter().map(renumber));
+        // The interior matches in file order, of which the first ones
+        // and the last stay.
+        let interior: Vec<Line> = std::mem::take(&mut self.first)
+            .into_iter()
+            .chain(self.last.take())
+            .chain(later.first.into_iter().map(renumber))
+            .chain(later.last.map(renumber))
+            .collect();
+        let mut interior = interior.into_iter();
+        self.first = interior.by_ref().take(MAX_KEPT_LINES).collect();
+        self.last = interior.last();
+        self.interior += later.interior;
+        self.tail_zone
+            .extend(later.tail_zone.into_iter().map(renumber));
+        if later.recorded > 0 {
+            self.recorded = later.recorded + before;
         }
     }
 
