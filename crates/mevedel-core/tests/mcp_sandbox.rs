@@ -186,6 +186,16 @@ fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     done()
 }
 
+/// Stop every server of REG and check that no process of WORLD is left.
+fn stop_leaves_nothing(world: &World, reg: &Registry) {
+    block(reg.stop_all());
+    assert!(
+        wait_until(Duration::from_secs(3), || world.processes().is_empty()),
+        "left running: {:?}",
+        world.processes()
+    );
+}
+
 /// Under BACKEND, "boxed" (confined) is refused outside the workspace
 /// and writes inside it; "free" (the same server, run directly) writes
 /// outside; stopping leaves no process of either.
@@ -228,12 +238,7 @@ fn confined_server_writes_only_the_workspace(backend: Backend, boundary: &str) {
         "the tag does not find the servers"
     );
 
-    block(reg.stop_all());
-    assert!(
-        wait_until(Duration::from_secs(3), || world.processes().is_empty()),
-        "left running: {:?}",
-        world.processes()
-    );
+    stop_leaves_nothing(&world, &reg);
 }
 
 #[test]
@@ -276,12 +281,7 @@ fn everything_server_works_confined() {
     let status = reg.status_of("everything").unwrap();
     assert_eq!(status.sandbox, Some("bwrap-landlock"));
     assert!(status.tools.is_some_and(|n| n > 5), "{status:?}");
-    block(reg.stop_all());
-    assert!(
-        wait_until(Duration::from_secs(3), || world.processes().is_empty()),
-        "left running: {:?}",
-        world.processes()
-    );
+    stop_leaves_nothing(&world, &reg);
 }
 
 #[test]

@@ -814,21 +814,31 @@ fn legacy_sse_failures_name_the_url_and_what_failed() {
     }
 }
 
-#[test]
-fn legacy_sse_without_endpoint_event_fails_within_the_startup_timeout() {
+/// Start a legacy SSE server at PATH of the scripted server with a 1 s
+/// startup timeout, which must fail: its error, how long the start
+/// took, and the requests the server saw.
+fn failed_sse_start(path: &str) -> (crate::error::Error, Duration, Vec<String>) {
     let (port, seen) = scripted_sse_server();
     let options = Options {
         startup_timeout: Duration::from_secs(1),
         ..quick()
     };
     let reg = Registry::new(
-        vec![sse("quiet", format!("http://127.0.0.1:{port}/silent"))],
+        vec![sse("scripted", format!("http://127.0.0.1:{port}{path}"))],
         options,
         None,
     );
     let started = Instant::now();
-    let err = block(reg.start("quiet")).unwrap_err();
-    assert!(started.elapsed() < Duration::from_secs(3));
+    let err = block(reg.start("scripted")).unwrap_err();
+    let took = started.elapsed();
+    let requests = seen.lock().unwrap().clone();
+    (err, took, requests)
+}
+
+#[test]
+fn legacy_sse_without_endpoint_event_fails_within_the_startup_timeout() {
+    let (err, took, requests) = failed_sse_start("/silent");
+    assert!(took < Duration::from_secs(3));
     assert!(
         err.message
             .contains("no endpoint event within the startup timeout"),
@@ -836,7 +846,6 @@ fn legacy_sse_without_endpoint_event_fails_within_the_startup_timeout() {
         err.message
     );
     // The GET asked for a stream and carried the configured header.
-    let requests = seen.lock().unwrap().clone();
     let get = requests[0].to_ascii_lowercase();
     assert!(
         get.starts_with("get /silent ")
@@ -848,23 +857,12 @@ fn legacy_sse_without_endpoint_event_fails_within_the_startup_timeout() {
 
 #[test]
 fn legacy_sse_posts_to_the_endpoint_with_the_configured_headers() {
-    let (port, seen) = scripted_sse_server();
-    let options = Options {
-        startup_timeout: Duration::from_secs(1),
-        ..quick()
-    };
-    let reg = Registry::new(
-        vec![sse("mute", format!("http://127.0.0.1:{port}/mute"))],
-        options,
-        None,
-    );
-    let err = block(reg.start("mute")).unwrap_err();
+    let (err, _, requests) = failed_sse_start("/mute");
     assert!(
         err.message.contains("did not answer initialize within 1 s"),
         "{}",
         err.message
     );
-    let requests = seen.lock().unwrap().clone();
     let post = requests
         .iter()
         .find(|r| r.starts_with("POST "))
