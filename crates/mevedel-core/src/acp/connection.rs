@@ -60,10 +60,11 @@ pub enum Event {
 /// Where events go; called from the runtime's threads, in order.
 pub type Listener = Arc<dyn Fn(Event) + Send + Sync>;
 
-/// What the agent said about itself in `initialize`.
+/// What the agent said about itself in `initialize` (whose protocol
+/// version the SDK has checked: an agent answering another than 1 fails
+/// the start).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentInfo {
-    pub protocol_version: u64,
     /// `agentInfo`: name, title and version, when given.
     pub name: Option<String>,
     pub title: Option<String>,
@@ -178,19 +179,13 @@ impl State {
             .get("sessionId")
             .and_then(Value::as_str)
             .map(str::to_string);
-        match delegate::parse(&method, params, responder) {
-            Ok(Some((request, slot))) => {
-                if let (delegate::Request::Permission(..), Some(session)) = (&request, session) {
-                    let mut pending = lock(&self.permissions);
-                    pending.retain(|(_, slot)| delegate::unanswered(slot));
-                    pending.push((session, slot));
-                }
-                self.delegate.request(&self.name, request);
+        if let Some((request, slot)) = delegate::parse(&method, params, responder) {
+            if let (delegate::Request::Permission(..), Some(session)) = (&request, session) {
+                let mut pending = lock(&self.permissions);
+                pending.retain(|(_, slot)| delegate::unanswered(slot));
+                pending.push((session, slot));
             }
-            Ok(None) => {}
-            Err(responder) => {
-                let _ = responder.respond_with_error(RpcError::method_not_found().data(method));
-            }
+            self.delegate.request(&self.name, request);
         }
     }
 }
@@ -293,7 +288,6 @@ impl Connection {
         let mut connection = Connection {
             state,
             info: AgentInfo {
-                protocol_version: 0,
                 name: None,
                 title: None,
                 version: None,
@@ -335,13 +329,6 @@ impl Connection {
         let raw = self
             .call(INITIALIZE, request, Some(self.options.startup_timeout))
             .await?;
-        let version = raw.get("protocolVersion").and_then(Value::as_u64);
-        if version != Some(1) {
-            return Err(self.error(format!(
-                "speaks ACP protocol version {}; mevedel speaks version 1",
-                version.map_or_else(|| "(none given)".to_string(), |v| v.to_string())
-            )));
-        }
         let about = raw.get("agentInfo");
         let text = |key: &str| {
             about
@@ -350,7 +337,6 @@ impl Connection {
                 .map(str::to_string)
         };
         Ok(AgentInfo {
-            protocol_version: 1,
             name: text("name"),
             title: text("title"),
             version: text("version"),

@@ -32,7 +32,11 @@ pub(crate) fn unanswered(slot: &Slot) -> bool {
 }
 
 /// One request of the agent, with the reply that answers it.
+///
+/// Variants differ in size as the schema's requests do; one is made and
+/// moved once per request of the agent, so boxing would buy nothing.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 pub enum Request {
     ReadTextFile(
         schema::ReadTextFileRequest,
@@ -156,15 +160,15 @@ pub(crate) fn cancel_permission(slot: &Slot) {
     }
 }
 
-/// Parse PARAMS of METHOD into a [`Request`] answered through RESPONDER;
-/// `Err(responder)` for a method no delegate handles. Unparsable params
-/// are answered "invalid params" here and yield `Ok(None)`.
-#[allow(clippy::type_complexity)]
+/// Parse PARAMS of METHOD into a [`Request`] answered through RESPONDER,
+/// with the slot of its reply. A method no delegate handles is answered
+/// "method not found" here, unparsable params "invalid params"; both
+/// yield `None`.
 pub(crate) fn parse(
     method: &str,
     params: Value,
     responder: v1::Responder<Value>,
-) -> Result<Option<(Request, Arc<Slot>)>, v1::Responder<Value>> {
+) -> Option<(Request, Arc<Slot>)> {
     fn build<Q: serde::de::DeserializeOwned, T: Serialize>(
         params: Value,
         responder: v1::Responder<Value>,
@@ -185,7 +189,7 @@ pub(crate) fn parse(
         }
     }
     let names = &schema::CLIENT_METHOD_NAMES;
-    Ok(match method {
+    match method {
         m if m == names.fs_read_text_file => build(params, responder, Request::ReadTextFile),
         m if m == names.fs_write_text_file => build(params, responder, Request::WriteTextFile),
         m if m == names.terminal_create => build(params, responder, Request::CreateTerminal),
@@ -196,6 +200,9 @@ pub(crate) fn parse(
         m if m == names.terminal_kill => build(params, responder, Request::KillTerminal),
         m if m == names.terminal_release => build(params, responder, Request::ReleaseTerminal),
         m if m == names.session_request_permission => build(params, responder, Request::Permission),
-        _ => return Err(responder),
-    })
+        _ => {
+            let _ = responder.respond_with_error(RpcError::method_not_found().data(method));
+            None
+        }
+    }
 }

@@ -348,7 +348,8 @@ fn fake_tour_streams_every_update_and_serves_every_request() {
     // What mevedel advertised, as the agent received it.
     assert_eq!(
         info.raw["_meta"]["clientCapabilities"],
-        json!({"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": true})
+        json!({"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": true,
+               "auth": {"terminal": false}})
     );
     assert_eq!(info.raw["_meta"]["clientInfo"]["name"], "mevedel");
     let session = block(agent.new_session(&SessionOptions::default())).expect("session");
@@ -366,7 +367,7 @@ fn fake_tour_streams_every_update_and_serves_every_request() {
         })
     );
     let updates = events.updates();
-    assert_eq!(updates.len(), 13, "{updates:#?}");
+    assert_eq!(updates.len(), 11, "{updates:#?}");
     assert_eq!(
         updates[0],
         Update::Thought(Chunk::Text("Thinking it over".into()))
@@ -445,8 +446,8 @@ fn fake_tour_streams_every_update_and_serves_every_request() {
         }
     );
     // The agent's record of each answer it got, as its last chunk.
-    let Update::Message(Chunk::Text(answers)) = &updates[12] else {
-        panic!("no answers: {:?}", updates[12])
+    let Update::Message(Chunk::Text(answers)) = &updates[10] else {
+        panic!("no answers: {:?}", updates[10])
     };
     let answers: Value = serde_json::from_str(answers).expect("answers JSON");
     assert_eq!(answers["read"], json!([{"content": "two\n"}, null]));
@@ -688,9 +689,13 @@ fn fake_start_failures_name_the_agent_and_what_failed() {
     let err = start_fake(&["--version", "2"], &dir, Arc::default(), &events)
         .err()
         .expect("wrong version");
-    assert_eq!(
-        err.message,
-        "fake: speaks ACP protocol version 2; mevedel speaks version 1"
+    assert!(
+        err.message.starts_with("fake: initialize failed: ")
+            && err
+                .message
+                .contains("required ACP protocol version 1 but peer negotiated 2"),
+        "{}",
+        err.message
     );
     let mut config = fake_config(&[], &dir);
     config.command = "/nonexistent/acp-agent".into();

@@ -19,8 +19,9 @@ pub enum Update {
     Thought(Chunk),
     /// A piece of a user message (a loaded session replays its history).
     UserMessage(Chunk),
-    /// A tool call announced or updated.
-    ToolCall(ToolCall),
+    /// A tool call announced or updated (boxed: it is several times the
+    /// size of the chunks that make up most updates).
+    ToolCall(Box<ToolCall>),
     /// The agent's plan, whole (each update replaces the last).
     Plan(Vec<PlanEntry>),
     /// Context size and cost so far.
@@ -109,7 +110,7 @@ pub fn parse(params: &Value) -> Option<(String, Update)> {
         "agent_thought_chunk" => Update::Thought(chunk(update)),
         "user_message_chunk" => Update::UserMessage(chunk(update)),
         "tool_call" | "tool_call_update" => match text(update, "toolCallId") {
-            Some(id) => Update::ToolCall(ToolCall {
+            Some(id) => Update::ToolCall(Box::new(ToolCall {
                 id,
                 is_update: kind == "tool_call_update",
                 title: text(update, "title"),
@@ -118,7 +119,7 @@ pub fn parse(params: &Value) -> Option<(String, Update)> {
                 raw_input: update.get("rawInput").cloned(),
                 raw_output: update.get("rawOutput").cloned(),
                 raw: update.clone(),
-            }),
+            })),
             None => Update::Other {
                 kind,
                 raw: update.clone(),
