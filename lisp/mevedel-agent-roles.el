@@ -31,7 +31,10 @@
 ;;
 ;; Every named role gets SendMessage and ListAgents; a role with Agent
 ;; gets the whole control bundle (Agent, WaitAgent, InterruptAgent) and
-;; may delegate; a role with Bash gets WriteStdin.
+;; may delegate; a role with Bash gets WriteStdin.  A tool list may name
+;; MCP tools as permission rules do (mcp__SERVER__TOOL, or mcp__SERVER
+;; for all of a server's): a role with a list reaches no other MCP tool
+;; (`mevedel-agent--specialists').
 ;;
 ;; Model tiers.  `mevedel-agent-tiers' names models (fast, balanced,
 ;; strong, or the user's own) as a gptel backend, a model and an effort;
@@ -397,7 +400,7 @@ Signal a role error naming FILE and the line at fault."
            (plist-put role :description value))
           ("tools"
            (let ((tools (mapcar (lambda (name)
-                                  (unless (string-match-p "\\`[A-Za-z][A-Za-z0-9_]*\\'" name)
+                                  (unless (string-match-p "\\`[A-Za-z][A-Za-z0-9_-]*\\'" name)
                                     (mevedel-agent-roles--fail file line "tool name %S" name))
                                   (or (and claude (cdr (assoc name mevedel-agent-roles--claude-tools)))
                                       name))

@@ -15,13 +15,13 @@
 ;; Lifecycle.  `mevedel-agent-spawn' validates the Agent call's inputs,
 ;; reserves the canonical path (a handle in `preparing', absent from
 ;; ListAgents and path resolution), freezes the configuration (backend,
-;; model, effort, system text, tools, context settings, working
-;; directory), runs `mevedel-agent-start-functions' once and
-;; `mevedel-agent-prompt-functions' on the task, copies the requested
-;; parent context and sends the task.  Only then is the path published.
-;; A failure on the way releases the reservation synchronously; a
-;; summary preparation cancelled with its Agent call suppresses its late
-;; callback.
+;; model, effort, system text, tools, specialists (ADR 0022), context
+;; settings, working directory), runs `mevedel-agent-start-functions'
+;; once and `mevedel-agent-prompt-functions' on the task, copies the
+;; requested parent context and sends the task.  Only then is the path
+;; published.  A failure on the way releases the reservation
+;; synchronously; a summary preparation cancelled with its Agent call
+;; suppresses its late callback.
 ;;
 ;; Capacity.  At most `mevedel-agent-capacity' non-root turns of one
 ;; session are active at once, whatever their depth; the root uses no
@@ -70,6 +70,7 @@
 (require 'mevedel-plan)
 (require 'mevedel-hooks)
 (require 'mevedel-gptel)
+(require 'mevedel-permissions)
 (require 'mevedel-session)
 (require 'mevedel-tasks)
 (require 'mevedel-tool-registry)
@@ -264,7 +265,8 @@ TARGET is canonical (/root/...) or relative to CALLER (a/b).  Signal
 ;;;; Frozen configuration
 
 (defconst mevedel-agent-config-keys
-  '(:backend :model :effort :system :tools :context :directory :role :max-turns :params)
+  '(:backend :model :effort :system :tools :specialists :context :directory :role :max-turns
+             :params)
   "Every key of a frozen agent configuration, exactly once each.")
 
 (defun mevedel-agent-check-config (config)
@@ -322,9 +324,10 @@ there." directory)))))
 (defun mevedel-agent--tools (parent role)
   "Return the gptel tools of a child of chat PARENT with ROLE.
 The default role (nil, or `:tools' t) inherits PARENT's; a named role
-lists its own (registered tools by name) and gets SendMessage and
-ListAgents; Agent comes with WaitAgent and InterruptAgent, and a role
-that may not delegate has none of them."
+lists its own (registered native tools by name; the specialists it
+names it reaches through ToolCall, see `mevedel-agent--specialists')
+and gets SendMessage and ListAgents; Agent comes with WaitAgent and
+InterruptAgent, and a role that may not delegate has none of them."
   (let* ((inherited (mevedel-chat-tools parent))
          (names (if (or (null role) (eq (plist-get role :tools) t))
                     (mapcar #'gptel-tool-name inherited)
@@ -337,10 +340,58 @@ that may not delegate has none of them."
          (names (cl-remove-duplicates names :test #'equal :from-end t)))
     (delq nil (mapcar (lambda (name)
                         (or (cl-find name inherited :key #'gptel-tool-name :test #'equal)
-                            (when-let* ((tool (cl-find name (mevedel-tool-all)
+                            (when-let* ((tool (cl-find name (mevedel-tool-native-tools)
                                                        :key #'mevedel-tool-name :test #'equal)))
                               (mevedel-tool-gptel-tool tool))))
                       names))))
+
+(defun mevedel-agent--specialists (parent child role)
+  "Return the identities of the specialists a child of chat PARENT reaches.
+CHILD is the child's chat, ROLE its role.  The default role (nil, or
+`:tools' t) inherits PARENT's catalog: a child parent's frozen set, or
+the specialists visible to the root now.  A named role with a tool
+list reaches mevedel's own specialists (category `mevedel') and any
+other only when the list names it as a permission rule would
+\(`mevedel-permissions-rule-names'): mcp__SERVER__TOOL, or mcp__SERVER
+for every tool of that server.  Either way the set is frozen: tools
+registered later do not join it, and calls stay subject to the tools
+the session has at the time (`mevedel-tool-visible-p')."
+  (let ((names (and (consp (plist-get role :tools)) (plist-get role :tools)))
+        (frozen (buffer-local-value 'mevedel-tool-frozen-specialists
+                                    (mevedel-chat-data-buffer parent))))
+    (if (and (not names) frozen)
+        (sort (hash-table-keys frozen) #'string<)
+      ;; A named role is not confined by its delegator's set: its
+      ;; own (not yet frozen) buffer sees what the session has.
+      (let ((buffer (mevedel-chat-data-buffer (if names child parent))))
+        (cl-loop for tool in (mevedel-tool-specialists)
+                 when (and (mevedel-tool-visible-p tool buffer)
+                           (or (not names)
+                               (equal (mevedel-tool-category tool) "mevedel")
+                               (cl-intersection (mevedel-permissions-rule-names
+                                                 (mevedel-tool-name tool))
+                                                names :test #'equal)))
+                 collect (mevedel-tool-identity tool))))))
+
+(defun mevedel-agent--freeze-specialists (child identities)
+  "Confine the catalog of the child chat CHILD to the specialist IDENTITIES.
+IDENTITIES t (an agent saved before specialists were frozen) confines
+nothing."
+  (unless (eq identities t)
+    (let ((table (make-hash-table :test #'equal :size (max 1 (length identities)))))
+      (dolist (identity identities) (puthash identity t table))
+      (with-current-buffer (mevedel-chat-data-buffer child)
+        (setq-local mevedel-tool-frozen-specialists table)))))
+
+(defun mevedel-agent-role-tool-names (chat args)
+  "Return the tool names the role of the Agent call ARGS of CHAT lists.
+Nil for the default role and a role without a tool list, which inherit
+their delegator's.  An unknown role signals `user-error'.  The Agent
+tool readies the session's catalog for them before the spawn."
+  (let ((tools (plist-get (mevedel-agent-role (mevedel-agent--string-arg args :role)
+                                              (mevedel-chat-root chat))
+                          :tools)))
+    (and (listp tools) tools)))
 
 (defun mevedel-agent--directory (parent value)
   "Return the working directory that VALUE names for a child of chat PARENT.
@@ -689,6 +740,7 @@ preparing (a `summary' context: see
                               :effort effort
                               :system (mevedel-agent--system-text chat child path role)
                               :tools (mevedel-agent--tools chat role)
+                              :specialists (mevedel-agent--specialists chat child role)
                               :context mode :directory directory :role role-name
                               :max-turns (plist-get role :max-turns) :params nil))))
           (setf (mevedel-agent-handle-chat handle) child
@@ -697,6 +749,7 @@ preparing (a `summary' context: see
                 (mevedel-chat-model child) (plist-get config :model)
                 (mevedel-chat-frozen-system child) (plist-get config :system)
                 (mevedel-chat-frozen-tools child) (plist-get config :tools))
+          (mevedel-agent--freeze-specialists child (plist-get config :specialists))
           (with-current-buffer (mevedel-chat-data-buffer child)
             (setq-local mevedel-session-agent path
                         mevedel-tool-offered (mapcar #'gptel-tool-name (plist-get config :tools)))
@@ -1195,6 +1248,7 @@ Only this agent is loaded, with its frozen configuration.  Signal
           (setf (mevedel-agent-handle-config handle)
                 (plist-put (plist-put (copy-sequence config) :backend (mevedel-chat-backend child))
                            :tools (mevedel-chat-frozen-tools child)))
+          (mevedel-agent--freeze-specialists child (plist-get config :specialists))
           (with-current-buffer (mevedel-chat-data-buffer child)
             (setq-local mevedel-session-agent (mevedel-agent-handle-path handle)
                         mevedel-tool-offered (mapcar #'gptel-tool-name
@@ -1251,6 +1305,16 @@ Does nothing for a session without durable storage."
         (error (display-warning 'mevedel (format "Cannot save the agents: %s"
                                                  (error-message-string err))))))))
 
+(defun mevedel-agent--upgrade-record (record)
+  "Return the saved RECORD with the configuration keys added since it was saved.
+An agent saved before specialists were frozen (ADR 0022) has no
+:specialists; it keeps reaching every specialist, as it did (t)."
+  (let ((config (plist-get record :config)))
+    (if (and (proper-list-p record) (proper-list-p config)
+             (not (plist-member config :specialists)))
+        (plist-put (copy-sequence record) :config (append config (list :specialists t)))
+      record)))
+
 (defun mevedel-agent-check-record (record)
   "Return RECORD, a saved registry record, or signal `error'.
 Unknown, duplicate or missing keys, a malformed path, a configuration
@@ -1287,7 +1351,7 @@ gets that RESULT (it wakes nobody)."
           (interrupted nil))
       (condition-case err
           (dolist (record (car (read-from-string text)))
-            (mevedel-agent-check-record record)
+            (setq record (mevedel-agent-check-record (mevedel-agent--upgrade-record record)))
             (let* ((active (memq (plist-get record :status) '(running waiting preparing)))
                    (handle (mevedel-agent--make-handle
                             :path (plist-get record :path) :parent (plist-get record :parent)

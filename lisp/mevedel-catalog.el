@@ -33,6 +33,7 @@
 (require 'mevedel-tool-code)
 (require 'mevedel-ptc)
 (require 'mevedel-mcp)
+(require 'mevedel-mcp-mentions)
 (require 'mevedel-web)
 (require 'mevedel-tool-skill)
 (require 'mevedel-tool-ask)

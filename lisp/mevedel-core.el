@@ -1028,6 +1028,8 @@ the request id."
 (declare-function mevedel-core--mcp-cancel "ext:mevedel-dyn" (id))
 (declare-function mevedel-core--mcp-resources "ext:mevedel-dyn" (id handle name))
 (declare-function mevedel-core--mcp-read "ext:mevedel-dyn" (id handle name uri))
+(declare-function mevedel-core--mcp-prompts "ext:mevedel-dyn" (id handle name))
+(declare-function mevedel-core--mcp-prompt "ext:mevedel-dyn" (id args))
 
 (defun mevedel-core-mcp-open (args)
   "Open a registry of MCP servers, starting none; return its handle.
@@ -1101,6 +1103,22 @@ CALLBACK gets (:resources :templates)."
   "Read URI from server NAME of HANDLE; CALLBACK gets content plists."
   (mevedel-core-request
    (lambda (id) (mevedel-core--mcp-read id handle name uri)) callback))
+
+(defun mevedel-core-mcp-prompts (handle name callback)
+  "Give CALLBACK the prompt list of server NAME of HANDLE, as plists.
+Each is (:server :name :command :title :description :arguments), an
+argument being (:name :description :required)."
+  (mevedel-core-request
+   (lambda (id) (mevedel-core--mcp-prompts id handle name)) callback))
+
+(defun mevedel-core-mcp-prompt (handle server prompt arguments callback)
+  "Fill in PROMPT of SERVER in HANDLE with ARGUMENTS, (NAME . VALUE) strings.
+CALLBACK gets (:description :messages), each message (:role :content)."
+  (mevedel-core-request
+   (lambda (id)
+     (mevedel-core--mcp-prompt
+      id (list :handle handle :server server :prompt prompt :arguments arguments)))
+   callback))
 
 (provide 'mevedel-core)
 ;;; mevedel-core.el ends here

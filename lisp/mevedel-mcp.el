@@ -63,9 +63,11 @@
 ;;   header (`mevedel-view-header-functions') until they work again.
 ;; - A call's progress notifications become its reported progress
 ;;   (`mevedel-pipeline-report-progress'), shown on the row.
+;; - Prompts as /mcp__SERVER__PROMPT commands of the composer
+;;   (mevedel-mcp-composer.el), @SERVER:URI mentions attaching a
+;;   resource (mevedel-mcp-mentions.el).
 ;;
-;; What it does not do (yet): @mcp mentions, prompts as slash commands,
-;; confining stdio servers in the sandbox.
+;; What it does not do (yet): confining stdio servers in the sandbox.
 
 ;;; Code:
 
@@ -371,6 +373,15 @@ the workspace .mcp.json that declares it."
         (mevedel-mcp--check-files state)
         state)))
 
+(defun mevedel-mcp-handle (session &optional if-open)
+  "Return the handle of SESSION's registry, opening it on first call.
+With IF-OPEN, return nil instead of opening it (opening may ask to
+approve a workspace file).  The `mevedel-core-mcp-' functions take it."
+  (when-let* ((state (if if-open
+                         (gethash session mevedel-mcp--states)
+                       (mevedel-mcp-state session))))
+    (mevedel-mcp--state-handle state)))
+
 (defun mevedel-mcp--check-files (state)
   "Report STATE's broken files and settle the approval of its workspace file."
   (dolist (file (mevedel-mcp--state-files state))
@@ -473,8 +484,9 @@ For `mevedel-view-header-functions'."
 
 (defun mevedel-mcp-prepare (session program callback)
   "Start SESSION's approved servers and list their tools, then call CALLBACK.
-PROGRAM is a ToolCall program's text, or nil for ToolSearch: a
-program that names no mcp__ tool needs no server.  For
+PROGRAM is the text naming the tools about to be needed (a ToolCall
+program, a child agent's role's tool list), or nil when any may be:
+text that names no mcp__ tool needs no server.  For
 `mevedel-ptc-prepare-functions'."
   (let ((state (and (or (null program) (string-search "mcp__" program))
                     (mevedel-mcp-state session))))
@@ -608,9 +620,17 @@ For `mevedel-chat-message-functions'."
       (setf (mevedel-mcp--state-notes state) nil)
       (list (concat "<mcp-notice>\n" (string-join notes "\n") "\n</mcp-notice>")))))
 
+(defvar mevedel-mcp-notice-functions nil
+  "Abnormal hook run with the data of each `mcp-notice' event of a session.
+DATA is (:key SESSION-ID :kind KIND :server NAME ...); KIND is
+`tools-changed', `resources-changed', `prompts-changed' or `crashed'.
+mevedel-mcp-composer.el keeps its lists of prompts and resources fresh
+this way.")
+
 (defun mevedel-mcp--notice (data)
   "Handle an `mcp-notice' event DATA from a session's registry."
   (when-let* ((state (gethash (plist-get data :key) mevedel-mcp--by-key)))
+    (run-hook-with-args 'mevedel-mcp-notice-functions data)
     (pcase (plist-get data :kind)
       ('crashed
        (mevedel-mcp--failed state (plist-get data :server)

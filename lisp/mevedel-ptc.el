@@ -107,8 +107,9 @@ The envelope's own result has all of it.")
 
 (defun mevedel-ptc-catalog (&optional buffer)
   "Return the tools a ToolCall program in data BUFFER may call.
-That is every registered tool visible there (`mevedel-tool-visible-p')
-but ToolCall itself and the native tools outside BUFFER's
+That is every registered tool visible there (`mevedel-tool-visible-p':
+a child agent's specialists are those frozen at its spawn) but
+ToolCall itself and the native tools outside BUFFER's
 `mevedel-tool-offered' (a child agent's role)."
   (let ((offered (and (buffer-live-p buffer) (buffer-local-value 'mevedel-tool-offered buffer))))
     (cl-remove-if (lambda (tool)
@@ -151,7 +152,9 @@ COMPOSABLE is the value of `mevedel-ptc-composable-tools' it was built with.")
   "Return (NAMES . STANDALONE-NAMES): the identities a program in BUFFER may call.
 The names of the whole catalog are kept; a narrowed one is made anew."
   (if (or mevedel-tool-visible-functions
-          (and (buffer-live-p buffer) (buffer-local-value 'mevedel-tool-offered buffer)))
+          (and (buffer-live-p buffer)
+               (or (buffer-local-value 'mevedel-tool-offered buffer)
+                   (buffer-local-value 'mevedel-tool-frozen-specialists buffer))))
       (mevedel-ptc--names-of (mevedel-ptc-catalog buffer))
     (mevedel-ptc--whole-catalog-names)))
 
@@ -168,13 +171,17 @@ The names of the whole catalog are kept; a narrowed one is made anew."
 
 (defvar mevedel-ptc-prepare-functions nil
   "Functions of (SESSION PROGRAM CALLBACK) readying SESSION's catalog.
-ToolSearch (PROGRAM nil) and ToolCall (PROGRAM its text) call each in
-turn first and go on when it calls CALLBACK with no arguments, which
-it must do once, at once or later.  MCP servers start this way on
-first use (see mevedel-mcp.el).")
+PROGRAM is the text naming the tools about to be needed, or nil when
+any may be.  ToolSearch (nil), ToolCall (its program) and Agent (the
+child's role's tool names, or nil for a child inheriting its
+delegator's catalog) call each in turn first and go on when it calls
+CALLBACK with no arguments, which it must do once, at once or later.
+MCP servers start this way on first use (see mevedel-mcp.el).")
 
-(defun mevedel-ptc--prepared (program thunk)
-  "Call THUNK once the calling session's catalog is ready for PROGRAM."
+(defun mevedel-ptc-prepared (program thunk)
+  "Call THUNK once the calling session's catalog is ready for PROGRAM.
+See `mevedel-ptc-prepare-functions'; THUNK runs inside the calling
+tool's pipeline call."
   (let ((session (plist-get (mevedel-pipeline-current-context) :session))
         (thunk (mevedel-pipeline-continuation thunk)))
     (if (not session)
@@ -189,7 +196,7 @@ first use (see mevedel-mcp.el).")
 
 (defun mevedel-ptc-tool-search-async (callback args)
   "Answer ToolSearch ARGS through CALLBACK once the catalog is ready."
-  (mevedel-ptc--prepared nil (lambda () (funcall callback (mevedel-ptc-tool-search args)))))
+  (mevedel-ptc-prepared nil (lambda () (funcall callback (mevedel-ptc-tool-search args)))))
 
 (defun mevedel-ptc-tool-search (args)
   "Answer ToolSearch ARGS (:query) over the caller's catalog."
@@ -599,8 +606,8 @@ but their audit entries."
 
 (defun mevedel-ptc-run-program (callback args)
   "Run the ToolCall program in ARGS (:program); CALLBACK gets the envelope."
-  (mevedel-ptc--prepared (plist-get args :program)
-                         (lambda () (mevedel-ptc--run-program callback args))))
+  (mevedel-ptc-prepared (plist-get args :program)
+                        (lambda () (mevedel-ptc--run-program callback args))))
 
 (defun mevedel-ptc--run-program (callback args)
   "Run the ToolCall program in ARGS with its catalog ready; CALLBACK gets it."

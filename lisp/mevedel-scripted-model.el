@@ -119,11 +119,14 @@ Return a `mevedel-scripted-model' once the server reports its port."
   "Return a gptel backend that talks to SERVER.
 WIRE is `openai' or `anthropic'; STREAM toggles streaming.  NAME
 defaults to one naming the wire format and port.  The backend has
-one model, `scripted-model', and bypasses any proxy for loopback."
+one model, `scripted-model', which takes tools and images (the server
+accepts whatever it is sent), and bypasses any proxy for loopback."
   (let* ((host (format "127.0.0.1:%d" (mevedel-scripted-model-port server)))
          (name (or name (format "scripted-%s-%d" wire (mevedel-scripted-model-port server))))
          (common (list :host host :protocol "http" :stream stream :key "scripted"
-                       :models '(scripted-model)
+                       :models '((scripted-model
+                                  :capabilities (tool-use media)
+                                  :mime-types ("image/png" "image/jpeg" "image/gif" "image/webp")))
                        :curl-args '("--noproxy" "127.0.0.1,localhost"))))
     (pcase wire
       ('openai (apply #'gptel-make-openai name :endpoint "/v1/chat/completions" common))

@@ -20,6 +20,7 @@
 (require 'mevedel-gptel)
 (require 'mevedel-chat)
 (require 'mevedel-pipeline)
+(require 'mevedel-ptc)
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-render)
 
@@ -49,32 +50,41 @@ call by call under the session's permissions."
 ;;;; Agent
 
 (defun mevedel-tool-agent-spawn (callback args)
-  "Start a retained child agent for ARGS; call CALLBACK with its path."
+  "Start a retained child agent for ARGS; call CALLBACK with its path.
+The session's catalog is readied first (its MCP servers started, see
+`mevedel-ptc-prepared'), so that the specialists the child's role
+allows are there when its set is frozen."
   (mevedel-tool-agent--guard callback
     (let* ((chat (mevedel-tool-agent--chat))
+           (names (mevedel-agent-role-tool-names chat args))
            (id (mevedel-pipeline-current-tool-use-id))
            (settled nil)
            (path nil))
-      (setq path
-            (mevedel-agent--spawn
-             chat args nil
-             (lambda (path waiting failure)
-               (unless settled
-                 (setq settled t)
-                 (funcall callback
-                          (if failure
-                              (list :result (concat "Error: " failure) :status 'error)
-                            (list :result
-                                  (if waiting
-                                      (format "%s (waiting for a free agent slot: %d agents are \
-active; it starts when one settles)" path mevedel-agent-capacity)
-                                    path)
-                                  :render-data (mevedel-agent-status chat path))))))
-             id))
       (mevedel-pipeline-add-canceller
        (lambda ()
          (setq settled t)
-         (mevedel-agent-cancel-preparation chat path))))))
+         (when path (mevedel-agent-cancel-preparation chat path))))
+      (mevedel-ptc-prepared
+       (and names (string-join names " "))
+       (lambda ()
+         (unless settled
+           (mevedel-tool-agent--guard callback
+             (setq path
+                   (mevedel-agent--spawn
+                    chat args nil
+                    (lambda (path waiting failure)
+                      (unless settled
+                        (setq settled t)
+                        (funcall callback
+                                 (if failure
+                                     (list :result (concat "Error: " failure) :status 'error)
+                                   (list :result
+                                         (if waiting
+                                             (format "%s (waiting for a free agent slot: %d \
+agents are active; it starts when one settles)" path mevedel-agent-capacity)
+                                           path)
+                                         :render-data (mevedel-agent-status chat path))))))
+                    id)))))))))
 
 (defun mevedel-tool-agent-render (_name args result render-data)
   "Render an Agent call with ARGS, RESULT and RENDER-DATA as a one-line handle."

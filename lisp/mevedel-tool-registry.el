@@ -630,7 +630,14 @@ ToolCall."
 (defvar-local mevedel-tool-offered nil
   "Names of the tools this data buffer's model is offered, or nil for all.
 A child agent's role narrows them; a ToolCall program there may call
-no native tool outside them (specialists stay reachable).")
+no native tool outside them (its specialists are those of
+`mevedel-tool-frozen-specialists').")
+
+(defvar-local mevedel-tool-frozen-specialists nil
+  "The specialists this data buffer's model may reach, or nil for all.
+A child agent's: a hash table of their identities, frozen at its spawn
+\(mevedel-agent.el), so tools registered later (an MCP server listing
+new ones) do not join a running child's catalog.")
 
 (defvar mevedel-tool-visible-functions nil
   "Functions of (TOOL BUFFER) that may hide TOOL from data BUFFER's model.
@@ -640,8 +647,14 @@ of these returns nil.  ToolSearch, ToolCall and the specialist listing
 only see visible tools.")
 
 (defun mevedel-tool-visible-p (tool buffer)
-  "Return non-nil when TOOL is visible to the model of data BUFFER."
-  (run-hook-with-args-until-failure 'mevedel-tool-visible-functions tool buffer))
+  "Return non-nil when TOOL is visible to the model of data BUFFER.
+A specialist outside BUFFER's `mevedel-tool-frozen-specialists' is
+not; any tool may be hidden by `mevedel-tool-visible-functions'."
+  (and (or (mevedel-tool-native-p tool)
+           (not (buffer-live-p buffer))
+           (let ((frozen (buffer-local-value 'mevedel-tool-frozen-specialists buffer)))
+             (or (null frozen) (gethash (mevedel-tool-identity tool) frozen))))
+       (run-hook-with-args-until-failure 'mevedel-tool-visible-functions tool buffer)))
 
 (defun mevedel-tool-native-tools ()
   "Return the registered native tools, in registration order."

@@ -367,6 +367,22 @@ command's arguments.  Files built on the view (mevedel-ps.el: /ps and
 /stop) add their commands with `mevedel-view-register-slash-command'
 when they are loaded.")
 
+(defvar mevedel-view-slash-command-functions nil
+  "Functions offering commands of one chat's own, besides the global ones.
+Each is called with the chat and the name typed after the slash (a
+prefix while completing, the whole name when the command runs) and
+returns entries (NAME FUNCTION HELP COMPLETE) as in
+`mevedel-view-slash-commands', at least those starting with that name.
+mevedel-mcp-composer.el offers the prompts of the session's MCP
+servers this way.")
+
+(defun mevedel-view--slash-entries (chat name)
+  "Return the composer commands of CHAT whose names may start with NAME.
+The global ones, then those of `mevedel-view-slash-command-functions'."
+  (append mevedel-view-slash-commands
+          (and chat (cl-loop for function in mevedel-view-slash-command-functions
+                             append (funcall function chat name)))))
+
 (defun mevedel-view-register-slash-command (name function help &optional complete)
   "Make /NAME a composer command calling FUNCTION, annotated with HELP.
 COMPLETE completes its arguments; see `mevedel-view-slash-commands'.
@@ -1579,28 +1595,31 @@ draws it (mevedel-panel.el) replaces it with `mevedel-view-replace-panel'."
     (goto-char (point-max))
     (insert text)))
 
-(defun mevedel-view--slash (text)
+(defun mevedel-view--slash (text &optional chat)
   "Return (FUNCTION . ARGUMENT) when TEXT is a composer command, else nil.
 TEXT is a command when it is one line starting with /WORD; a WORD that
-names no command in `mevedel-view-slash-commands' is a user error."
-  (when (string-match "\\`/\\([[:alnum:]-]+\\)\\(?:[ \t]+\\(.*?\\)\\)?[ \t\n]*\\'" text)
-    (let ((entry (assoc (match-string 1 text) mevedel-view-slash-commands)))
+names no command in `mevedel-view-slash-commands' (nor one of CHAT's
+own, `mevedel-view-slash-command-functions') is a user error."
+  (when (string-match "\\`/\\([[:alnum:]_-]+\\)\\(?:[ \t]+\\(.*?\\)\\)?[ \t\n]*\\'" text)
+    (let* ((name (match-string 1 text))
+           (argument (match-string 2 text))
+           (entry (assoc name (mevedel-view--slash-entries chat name))))
       (unless entry
         (user-error "Unknown command /%s (commands: %s); to send it to the model, start with a space"
-                    (match-string 1 text)
+                    name
                     (mapconcat (lambda (entry) (concat "/" (car entry)))
                                mevedel-view-slash-commands ", ")))
-      (cons (cadr entry) (or (match-string 2 text) "")))))
+      (cons (cadr entry) (or argument "")))))
 
-(defun mevedel-view-help (&optional _chat _argument)
-  "Show the composer's commands and the view's keys (/help)."
+(defun mevedel-view-help (&optional chat _argument)
+  "Show the composer's commands (CHAT's own too) and the view's keys (/help)."
   (interactive)
   (let ((map (substitute-command-keys "\\{mevedel-view-mode-map}"))
         (row (substitute-command-keys "\\{mevedel-view-row-map}"))
         (card (substitute-command-keys "\\{mevedel-view-card-map}")))
     (with-help-window "*mevedel help*"
       (princ "Composer commands (type them in the composer, then send):\n\n")
-      (dolist (entry (sort (copy-sequence mevedel-view-slash-commands)
+      (dolist (entry (sort (copy-sequence (mevedel-view--slash-entries chat ""))
                            (lambda (a b) (string< (car a) (car b)))))
         (princ (format "  /%-10s %s\n" (car entry) (nth 2 entry))))
       (princ "\nAnything else starting with / is refused, not sent; start with a space\n")
@@ -1620,17 +1639,21 @@ Arguments complete from the command's COMPLETE function (see
 `mevedel-view-slash-commands')."
   (when (and mevedel-view--composer (>= (point) mevedel-view--composer))
     (let ((before (buffer-substring-no-properties mevedel-view--composer (point))))
-      (cond ((string-match "\\`/[[:alnum:]-]*\\'" before)
-             (list (1+ mevedel-view--composer) (point)
-                   (mapcar #'car mevedel-view-slash-commands)
-                   :annotation-function
-                   (lambda (name)
-                     (concat "  " (nth 2 (assoc name mevedel-view-slash-commands))))))
-            ((string-match "\\`/\\([[:alnum:]-]+\\)\\(?:[ \t]+[^ \t\n]+\\)*[ \t]+\\([^ \t\n]*\\)\\'"
+      (cond ((string-match "\\`/\\([[:alnum:]_-]*\\)\\'" before)
+             (let ((entries (mevedel-view--slash-entries mevedel-view--chat
+                                                         (match-string 1 before))))
+               (list (1+ mevedel-view--composer) (point)
+                     (mapcar #'car entries)
+                     :annotation-function
+                     (lambda (name)
+                       (concat "  " (nth 2 (assoc name entries)))))))
+            ((string-match "\\`/\\([[:alnum:]_-]+\\)\\(?:[ \t]+[^ \t\n]+\\)*[ \t]+\\([^ \t\n]*\\)\\'"
                            before)
-             (when-let* ((complete (nth 3 (assoc (match-string 1 before)
-                                                 mevedel-view-slash-commands))))
-               (list (- (point) (length (match-string 2 before))) (point)
+             (when-let* ((name (match-string 1 before))
+                         (start (- (point) (length (match-string 2 before))))
+                         (complete (nth 3 (assoc name (mevedel-view--slash-entries
+                                                       mevedel-view--chat name)))))
+               (list start (point)
                      (funcall complete mevedel-view--chat))))))))
 
 (defun mevedel-view-send ()
@@ -1640,7 +1663,7 @@ instead."
   (interactive)
   (let* ((chat mevedel-view--chat)
          (raw (mevedel-view--composer-text))
-         (slash (mevedel-view--slash raw))
+         (slash (mevedel-view--slash raw chat))
          (text (string-trim raw)))
     (cond
      ((mevedel-chat-agent chat)

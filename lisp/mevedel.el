@@ -58,6 +58,7 @@
   (require 'mevedel-catalog)
   (require 'mevedel-view)
   (require 'mevedel-composer)
+  (require 'mevedel-mcp-composer)
   (require 'mevedel-tools)
   (require 'mevedel-hooks-list)
   (require 'mevedel-file-approval)

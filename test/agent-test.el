@@ -673,7 +673,103 @@ It blocks the first stop of a turn, not one a stop hook caused."
     (should-error (mevedel-agent-check-record (cddr good)))
     (should-error (mevedel-agent-check-record (plist-put (copy-sequence good) :path "root/a")))
     (should-error (mevedel-agent-check-record
-                   (plist-put (copy-sequence good) :config (append config '(:x 1)))))))
+                   (plist-put (copy-sequence good) :config (append config '(:x 1)))))
+    ;; A record saved before specialists were frozen still loads, unconfined.
+    (let* ((old (plist-put (copy-sequence good) :config
+                           (cl-loop for (key value) on config by #'cddr
+                                    unless (eq key :specialists) append (list key value))))
+           (upgraded (mevedel-agent--upgrade-record old)))
+      (should-error (mevedel-agent-check-record old))
+      (should (eq (mevedel-agent-check-record upgraded) upgraded))
+      (should (eq (plist-get (plist-get upgraded :config) :specialists) t))
+      (should (eq (mevedel-agent--upgrade-record good) good)))))
+
+;;;; Specialists: MCP tools by role, frozen at the spawn
+
+(defun agent-test--register-mcp (name)
+  "Register a stand-in MCP tool NAME (category mcp), as mevedel-mcp.el would."
+  (mevedel-tool-register name (list :category "mcp" :groups '("mcp")
+                                    :description (concat name " does a thing")
+                                    :input-schema "{\"type\": \"object\"}"
+                                    :function (lambda (_) "done"))))
+
+(defun agent-test--catalog (chat)
+  "Return the identities a ToolCall program of CHAT may call."
+  (mapcar #'mevedel-tool-identity (mevedel-ptc-catalog (mevedel-chat-data-buffer chat))))
+
+(ert-deftest mevedel-agent:specialists-follow-the-role-and-are-frozen-at-spawn ()
+  "A child's MCP specialists are those its role allows, frozen at its spawn.
+The default role inherits its delegator's; a named role reaches an MCP
+tool only by naming it (mcp__SERVER__TOOL or mcp__SERVER) and never
+as a native tool; tools registered later join no running child, a
+default grandchild inherits its parent's set, and a resumed child
+keeps the identities it was frozen with."
+  (require 'mevedel-ptc)
+  (let ((mevedel-tool-visible-functions nil)
+        (mevedel-agent-roles
+         '(("plain" :description "No MCP" :tools ("Read" "ToolCall"))
+           ("server" :description "A server's" :tools ("ToolCall" "mcp__srv"))
+           ("one" :description "One tool" :tools ("ToolCall" "mcp__srv__a" "Agent")))))
+    (agent-test--register-mcp "mcp__srv__a")
+    (agent-test--register-mcp "mcp__srv__b")
+    (unwind-protect
+        (agent-test--with-root root
+          (let* ((child-of (lambda (path) (car (agent-test--send-of path))))
+                 (default (funcall child-of (agent-test--spawn root "default")))
+                 (plain (funcall child-of (agent-test--spawn root "plain" :role "plain")))
+                 (server (funcall child-of (agent-test--spawn root "server" :role "server")))
+                 (one (funcall child-of (agent-test--spawn root "one" :role "one")))
+                 (mcp (lambda (chat)
+                        (sort (cl-remove-if-not (lambda (id) (string-prefix-p "mcp__" id))
+                                                (agent-test--catalog chat))
+                              #'string<))))
+            (should (equal (funcall mcp root) '("mcp__srv__a" "mcp__srv__b")))
+            (should (equal (funcall mcp default) '("mcp__srv__a" "mcp__srv__b")))
+            (should (equal (funcall mcp plain) nil))
+            (should (equal (funcall mcp server) '("mcp__srv__a" "mcp__srv__b")))
+            (should (equal (funcall mcp one) '("mcp__srv__a")))
+            ;; mevedel's own specialists stay reachable to named roles.
+            (should (member "ListExecutions" (agent-test--catalog plain)))
+            ;; Naming an MCP tool does not make it a provider tool.
+            (should-not (cl-find "mcp__srv__a" (mevedel-chat-tools one)
+                                 :key #'gptel-tool-name :test #'equal))
+            ;; The specialist listing each child receives is its own.
+            (let ((listing (lambda (chat) (car (mevedel-ptc-listing-mail chat)))))
+              (should (string-match-p "mcp__srv__b" (funcall listing default)))
+              (should-not (string-match-p "mcp__" (funcall listing plain)))
+              (should-not (string-match-p "mcp__srv__b" (funcall listing one))))
+            ;; A tool listed later reaches the root, not the running children.
+            (agent-test--register-mcp "mcp__srv__c")
+            (should (member "mcp__srv__c" (funcall mcp root)))
+            (dolist (chat (list default server one))
+              (should-not (member "mcp__srv__c" (funcall mcp chat))))
+            ;; A ToolCall program of a child cannot name it.
+            (with-current-buffer (mevedel-chat-data-buffer server)
+              (should-not (member "mcp__srv__c" (car (mevedel-ptc--catalog-names
+                                                      (current-buffer)))))
+              (should (member "mcp__srv__a" (car (mevedel-ptc--catalog-names
+                                                  (current-buffer))))))
+            ;; A default grandchild inherits its parent's set, not the root's.
+            (let ((grandchild (funcall child-of (agent-test--spawn one "sub"))))
+              (should (equal (funcall mcp grandchild) '("mcp__srv__a"))))
+            ;; A named grandchild resolves its own role, not its parent's set.
+            (let ((named (funcall child-of (agent-test--spawn one "wide" :role "server"))))
+              (should (equal (funcall mcp named) '("mcp__srv__a" "mcp__srv__b" "mcp__srv__c"))))
+            ;; A resumed agent keeps the identities it was frozen with.
+            (let* ((session (mevedel-chat-session root))
+                   (dir (mevedel-chat-root root)))
+              (agent-test--finish "/root/one" 'done "one's report")
+              (kill-buffer (mevedel-chat-data-buffer root))
+              (let ((again (mevedel-chat-get-create dir (mevedel-session-id session))))
+                (unwind-protect
+                    (let ((resumed (mevedel-chat-of-buffer
+                                    (mevedel-agent-conversation again "/root/one"))))
+                      (should (equal (funcall mcp resumed) '("mcp__srv__a")))
+                      (should-not (cl-find "mcp__srv__a" (mevedel-chat-tools resumed)
+                                           :key #'gptel-tool-name :test #'equal)))
+                  (kill-buffer (mevedel-chat-data-buffer again)))))))
+      (dolist (name '("mcp__srv__a" "mcp__srv__b" "mcp__srv__c"))
+        (mevedel-tool-unregister name "mcp")))))
 
 ;;;; Plan stamps and the implementation override across agents
 

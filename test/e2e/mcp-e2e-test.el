@@ -17,30 +17,9 @@
 (require 'json)
 (require 'mevedel-e2e-helpers)
 
-(defun mcp-e2e--everything ()
-  "Return server-everything's script, failing loudly when it is missing."
-  (let ((js (expand-file-name
-             ".deps/mcp/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
-             mevedel-test-root)))
-    (unless (file-exists-p js)
-      (ert-fail (format "%s is missing: the MCP test servers are not installed; \
-run scripts/deps.sh" js)))
-    js))
-
 (defun mcp-e2e--fault-server ()
   "Return the fault server script."
   (expand-file-name "crates/mevedel-core/tests/mcp-servers/fault_server.py" mevedel-test-root))
-
-(defun mcp-e2e--config (servers)
-  "Write an MCP configuration of SERVERS (an alist NAME -> spec); return its file."
-  (let ((file (make-temp-file "mevedel-mcp" nil ".json")))
-    (with-temp-file file
-      (insert (json-encode `((mcpServers . ,servers)))))
-    file))
-
-(defun mcp-e2e--everything-spec ()
-  "Return the stdio spec of server-everything."
-  `((command . "node") (args . [,(mcp-e2e--everything) "stdio"])))
 
 (defun mcp-e2e--output (run)
   "Return RUN's stdout and stderr together."
@@ -56,7 +35,7 @@ EXPECT is a string the ToolCall's result must contain."
 
 (ert-deftest mevedel-e2e:mcp-tool-found-and-called-through-toolsearch-and-toolcall ()
   "--mcp-config: ToolSearch finds mcp__everything__echo; ToolCall runs it."
-  (let* ((config (mcp-e2e--config `((everything . ,(mcp-e2e--everything-spec)))))
+  (let* ((config (mevedel-e2e-mcp-config `((everything . ,(mevedel-e2e-mcp-everything-spec)))))
          (run (unwind-protect
                   (mevedel-e2e-headless
                    :steps (mcp-e2e--search-then-call
@@ -76,7 +55,7 @@ EXPECT is a string the ToolCall's result must contain."
 
 (ert-deftest mevedel-e2e:mcp-tools-cost-no-request-schema ()
   "The first request's tools are the same bytes with 100 MCP tools configured."
-  (let* ((config (mcp-e2e--config
+  (let* ((config (mevedel-e2e-mcp-config
                   `((many . ((command . "python3")
                              (args . [,(mcp-e2e--fault-server) "many"]))))))
          (steps '(((text . "Hi."))))
@@ -102,7 +81,7 @@ EXPECT is a string the ToolCall's result must contain."
                       `((mcpServers
                          . ((ws . ((command . "sh")
                                    (args . ["-c" "touch \"$0\"; exec node \"$1\" stdio"
-                                            ,marker ,(mcp-e2e--everything)])))))))))
+                                            ,marker ,(mevedel-e2e-mcp-everything)])))))))))
          (steps (mcp-e2e--search-then-call "(mcp__ws__echo :message \"from the workspace\")"))
          (args '("-p" "Echo" "--json" "--permission-mode" "full-auto")))
     (delete-file marker)
@@ -126,7 +105,7 @@ EXPECT is a string the ToolCall's result must contain."
 
 (ert-deftest mevedel-e2e:mcp-deny-rule-on-a-server-refuses-its-tools ()
   "A deny rule naming mcp__everything refuses every tool of that server."
-  (let* ((config (mcp-e2e--config `((everything . ,(mcp-e2e--everything-spec)))))
+  (let* ((config (mevedel-e2e-mcp-config `((everything . ,(mevedel-e2e-mcp-everything-spec)))))
          (run (unwind-protect
                   (mevedel-e2e-headless
                    :steps (mcp-e2e--search-then-call
@@ -141,7 +120,7 @@ EXPECT is a string the ToolCall's result must contain."
 
 (ert-deftest mevedel-e2e:mcp-ask-mode-refuses-headless ()
   "In ask mode nobody can approve an MCP call headless: it is refused."
-  (let* ((config (mcp-e2e--config `((everything . ,(mcp-e2e--everything-spec)))))
+  (let* ((config (mevedel-e2e-mcp-config `((everything . ,(mevedel-e2e-mcp-everything-spec)))))
          (run (unwind-protect
                   (mevedel-e2e-headless
                    :steps (mcp-e2e--search-then-call
@@ -154,7 +133,7 @@ EXPECT is a string the ToolCall's result must contain."
 
 (ert-deftest mevedel-e2e:mcp-server-crashing-at-start-is-named-and-the-turn-goes-on ()
   "A server that dies at start is named with its stderr; the turn finishes."
-  (let* ((config (mcp-e2e--config
+  (let* ((config (mevedel-e2e-mcp-config
                   `((broken . ((command . "python3")
                                (args . [,(mcp-e2e--fault-server) "crash-at-start"]))))))
          (start (float-time))
@@ -174,7 +153,7 @@ EXPECT is a string the ToolCall's result must contain."
 (ert-deftest mevedel-e2e:mcp-resources-read-as-mcp-addresses ()
   "Read mcp:// lists servers, mcp://SERVER its resources, and one reads as text.
 An unapproved workspace server is listed but never started."
-  (let* ((config (mcp-e2e--config `((everything . ,(mcp-e2e--everything-spec)))))
+  (let* ((config (mevedel-e2e-mcp-config `((everything . ,(mevedel-e2e-mcp-everything-spec)))))
          (marker (make-temp-file "mevedel-mcp-marker"))
          (doc (concat "mcp://everything/"
                       (url-hexify-string "demo://resource/static/document/features.md")))
@@ -212,12 +191,10 @@ An unapproved workspace server is listed but never started."
     (should-not (file-exists-p marker))
     (should-not (cl-mapcan (lambda (e) (copy-sequence (alist-get 'mismatches e))) log))))
 
-(provide 'mcp-e2e-test)
-;;; mcp-e2e-test.el ends here
 
 (ert-deftest mevedel-e2e:mcp-images-reach-the-model-as-image-content ()
   "get-tiny-image's PNG is sent to the model as an image, not as text."
-  (let* ((config (mcp-e2e--config `((everything . ,(mcp-e2e--everything-spec)))))
+  (let* ((config (mevedel-e2e-mcp-config `((everything . ,(mevedel-e2e-mcp-everything-spec)))))
          (run (unwind-protect
                   (mevedel-e2e-headless
                    :steps (mcp-e2e--search-then-call "(mcp__everything__get-tiny-image)")
@@ -230,7 +207,7 @@ An unapproved workspace server is listed but never started."
 
 (ert-deftest mevedel-e2e:mcp-pre-tool-use-hooks-match-mcp-names ()
   "A PreToolUse hook whose matcher names mcp__everything__ blocks the call."
-  (let* ((config (mcp-e2e--config `((everything . ,(mcp-e2e--everything-spec)))))
+  (let* ((config (mevedel-e2e-mcp-config `((everything . ,(mevedel-e2e-mcp-everything-spec)))))
          (run (unwind-protect
                   (mevedel-e2e-headless
                    :steps (mcp-e2e--search-then-call
@@ -245,3 +222,6 @@ An unapproved workspace server is listed but never started."
     (should-not (string-match-p "Echo: hooked" (plist-get run :stdout)))
     (should (string-match-p "no MCP today"
                             (json-encode (alist-get 'body (nth 2 (plist-get run :log))))))))
+
+(provide 'mcp-e2e-test)
+;;; mcp-e2e-test.el ends here

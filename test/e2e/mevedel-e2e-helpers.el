@@ -202,7 +202,11 @@ WIRE and STREAM choose the backend; SETTINGS are forms evaluated after."
                        :host ,(format "127.0.0.1:%d" port)
                        :protocol "http"
                        :endpoint ,(if (eq wire 'openai) "/v1/chat/completions" "/v1/messages")
-                       :stream ,stream :key "scripted" :models '(scripted-model)
+                       :stream ,stream :key "scripted"
+                       ;; As `mevedel-scripted-model-backend''s: tools and images.
+                       :models '((scripted-model
+                                  :capabilities (tool-use media)
+                                  :mime-types ("image/png" "image/jpeg" "image/gif" "image/webp")))
                        :curl-args '("--noproxy" "127.0.0.1")))
                 ,@settings)
              (current-buffer)))
@@ -365,6 +369,29 @@ DOC is the docstring.  ARGS is (WIRE STREAM): BODY runs with them bound."
                                      (if stream "streaming" "not streaming"))
                             (let ((,(car args) ',wire) (,(cadr args) ,stream))
                               ,@body))))))
+
+;;;; MCP servers
+
+(defun mevedel-e2e-mcp-everything ()
+  "Return server-everything's script, failing loudly when it is missing."
+  (let ((js (expand-file-name
+             ".deps/mcp/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+             mevedel-test-root)))
+    (unless (file-exists-p js)
+      (ert-fail (format "%s is missing: the MCP test servers are not installed; \
+run scripts/deps.sh" js)))
+    js))
+
+(defun mevedel-e2e-mcp-config (servers)
+  "Write an MCP configuration of SERVERS (an alist NAME -> spec); return its file."
+  (let ((file (make-temp-file "mevedel-mcp" nil ".json")))
+    (with-temp-file file
+      (insert (json-encode `((mcpServers . ,servers)))))
+    file))
+
+(defun mevedel-e2e-mcp-everything-spec ()
+  "Return the stdio spec of server-everything."
+  `((command . "node") (args . [,(mevedel-e2e-mcp-everything) "stdio"])))
 
 (provide 'mevedel-e2e-helpers)
 ;;; mevedel-e2e-helpers.el ends here

@@ -166,3 +166,35 @@ fn mcp_read(env: &Env, id: i64, handle: Value<'_>, name: String, uri: String) ->
             .or_signal(env)
     })
 }
+
+/// List server NAME's prompts; the reply for ID is a list of plists
+/// (:server :name :command :title :description :arguments), each
+/// argument (:name :description :required).
+#[defun(name = "mcp-prompts")]
+fn mcp_prompts(env: &Env, id: i64, handle: Value<'_>, name: String) -> Result<()> {
+    guarded(env, || {
+        session_of(handle)?.list_prompts(id, name).or_signal(env)
+    })
+}
+
+/// Fill in a prompt; the reply for ID is (:description :messages), each
+/// message (:role :content) with one content plist. ARGS: `:handle`,
+/// `:server`, `:prompt` and `:arguments`, a list of (NAME . VALUE)
+/// strings.
+#[defun(name = "mcp-prompt")]
+fn mcp_prompt(env: &Env, id: i64, args: Value<'_>) -> Result<()> {
+    guarded(env, || {
+        let mut args = Plist::new(env, "mcp-prompt", args)?;
+        let handle = args.required(":handle", "an MCP handle")?;
+        let server = args.string(":server")?;
+        let prompt = args.string(":prompt")?;
+        let mut arguments = HashMap::new();
+        for pair in args.list(":arguments")? {
+            arguments.insert(pair.car::<String>()?, pair.cdr::<String>()?);
+        }
+        args.finish()?;
+        session_of(handle)?
+            .get_prompt(id, server, prompt, arguments)
+            .or_signal(env)
+    })
+}

@@ -61,6 +61,8 @@ pub enum Notice {
     ToolsChanged { server: String, generation: u64 },
     /// The server's resource list changed.
     ResourcesChanged { server: String, generation: u64 },
+    /// The server's prompt list changed (its slash commands).
+    PromptsChanged { server: String },
     /// The server stopped without being asked to (reported once per crash),
     /// with the last lines it wrote to stderr.
     Crashed {
@@ -188,6 +190,12 @@ impl ClientHandler for Handler {
         self.shared.notify(Notice::ResourcesChanged {
             server: self.shared.name.clone(),
             generation,
+        });
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.shared.notify(Notice::PromptsChanged {
+            server: self.shared.name.clone(),
         });
     }
 }

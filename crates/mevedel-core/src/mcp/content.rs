@@ -136,10 +136,14 @@ impl TemplateInfo {
     }
 }
 
-/// A prompt a server offers (a slash command to be).
+/// A prompt a server offers: the composer's slash command `command`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PromptInfo {
+    pub server: String,
+    /// The server's own name for it.
     pub name: String,
+    /// `mcp__SERVER__PROMPT`, named like tools (Claude Code's commands).
+    pub command: String,
     pub title: Option<String>,
     pub description: Option<String>,
     /// (name, description, required) of each argument.
@@ -147,8 +151,9 @@ pub struct PromptInfo {
 }
 
 impl PromptInfo {
-    pub(crate) fn from_sdk(prompt: &impl Serialize) -> Self {
+    pub(crate) fn from_sdk(server: &str, prompt: &impl Serialize) -> Self {
         let json = json_of(prompt);
+        let name = text_at(&json, "name").unwrap_or_default();
         let arguments = json
             .get("arguments")
             .and_then(Value::as_array)
@@ -165,7 +170,9 @@ impl PromptInfo {
             })
             .unwrap_or_default();
         PromptInfo {
-            name: text_at(&json, "name").unwrap_or_default(),
+            server: server.to_string(),
+            command: super::names::tool_name(server, &name),
+            name,
             title: text_at(&json, "title"),
             description: text_at(&json, "description"),
             arguments,
@@ -185,7 +192,9 @@ impl PromptInfo {
             })
             .collect();
         Datum::plist([
+            ("server", Datum::str(&self.server)),
             ("name", Datum::str(&self.name)),
+            ("command", Datum::str(&self.command)),
             ("title", Datum::opt_str(self.title.clone())),
             ("description", Datum::opt_str(self.description.clone())),
             ("arguments", Datum::List(args)),

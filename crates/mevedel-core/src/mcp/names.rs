@@ -27,7 +27,8 @@ pub fn normalize(name: &str) -> String {
         .collect()
 }
 
-/// `mcp__SERVER__TOOL`, both parts normalized.
+/// `mcp__SERVER__TOOL`, both parts normalized; a prompt's slash command
+/// is named the same way (`mcp__SERVER__PROMPT`).
 pub fn tool_name(server: &str, tool: &str) -> String {
     format!("{PREFIX}{}__{}", normalize(server), normalize(tool))
 }

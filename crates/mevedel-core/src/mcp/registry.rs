@@ -713,7 +713,7 @@ impl Registry {
         let list = self
             .ask(server, &conn, conn.peer.list_all_prompts())
             .await?;
-        Ok(list.iter().map(PromptInfo::from_sdk).collect())
+        Ok(list.iter().map(|p| PromptInfo::from_sdk(name, p)).collect())
     }
 
     /// Prompt PROMPT of server NAME filled in with ARGUMENTS (strings).

@@ -5,9 +5,10 @@
 //! Events (besides `reply`):
 //! - `mcp-progress` `(ID PROGRESS TOTAL MESSAGE)` for tool call ID;
 //! - `mcp-notice` `(:key KEY :kind KIND :server NAME ...)`, KIND being
-//!   `tools-changed`, `resources-changed` (with `:generation`) or
-//!   `crashed` (with `:message` and `:stderr`); KEY is the one Lisp gave
-//!   [`Session::open`], so it finds the session the notice is about.
+//!   `tools-changed`, `resources-changed` (with `:generation`),
+//!   `prompts-changed` or `crashed` (with `:message` and `:stderr`);
+//!   KEY is the one Lisp gave [`Session::open`], so it finds the
+//!   session the notice is about.
 //!
 //! Calls in flight are cancellable by request id ([`cancel`]): the
 //! registry then sends `notifications/cancelled`.
@@ -23,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::{self, ConfigFile, Source};
 use super::connection::{Notice, Progress};
-use super::content::{Content, ResourceInfo, TemplateInfo, ToolInfo};
+use super::content::{Content, PromptInfo, ResourceInfo, TemplateInfo, ToolInfo};
 use super::registry::{CallOptions, Options, Registry, status_datum};
 use crate::datum::Datum;
 use crate::error::{Error, ErrorKind, Result};
@@ -98,6 +99,9 @@ fn notice_datum(key: &str, notice: Notice) -> Datum {
             ("server", Datum::Str(server)),
             ("generation", Datum::Int(generation as i64)),
         ]),
+        Notice::PromptsChanged { server } => {
+            Datum::plist([key, kind("prompts-changed"), ("server", Datum::Str(server))])
+        }
         Notice::Crashed {
             server,
             message,
@@ -338,6 +342,37 @@ impl Session {
             Ok(Datum::List(
                 contents.iter().map(Content::to_datum).collect(),
             ))
+        })
+    }
+}
+
+// Prompts, the composer's `/mcp__SERVER__PROMPT` commands.
+impl Session {
+    /// List server NAME's prompts (starting it if needed); the reply is
+    /// a list of prompt plists, each with its `:command`.
+    pub fn list_prompts(&self, id: i64, name: String) -> Result<()> {
+        let registry = Arc::clone(&self.registry);
+        answer(id, async move {
+            let prompts = registry.list_prompts(&name).await?;
+            Ok(Datum::List(
+                prompts.iter().map(PromptInfo::to_datum).collect(),
+            ))
+        })
+    }
+
+    /// Fill in PROMPT of server NAME with ARGUMENTS; the reply is
+    /// `(:description :messages)`, each message `(:role :content)`.
+    pub fn get_prompt(
+        &self,
+        id: i64,
+        name: String,
+        prompt: String,
+        arguments: HashMap<String, String>,
+    ) -> Result<()> {
+        let registry = Arc::clone(&self.registry);
+        answer(id, async move {
+            let result = registry.get_prompt(&name, &prompt, arguments).await?;
+            Ok(result.to_datum())
         })
     }
 }

@@ -831,6 +831,87 @@ fn everything_server_round_trips_tools_resources_and_prompts() {
 }
 
 #[test]
+fn everything_prompts_are_commands_with_arguments_and_embedded_resources() {
+    let reg = registry(vec![everything_stdio()]);
+    let prompts = block(reg.list_prompts("everything")).unwrap();
+    let args = prompts
+        .iter()
+        .find(|p| p.name == "args-prompt")
+        .unwrap_or_else(|| panic!("no args-prompt in {prompts:?}"));
+    assert_eq!(args.command, "mcp__everything__args-prompt");
+    assert_eq!(args.server, "everything");
+    let declared: Vec<(&str, bool)> = args
+        .arguments
+        .iter()
+        .map(|(name, _, required)| (name.as_str(), *required))
+        .collect();
+    assert_eq!(declared, vec![("city", true), ("state", false)]);
+
+    let filled = block(reg.get_prompt(
+        "everything",
+        "args-prompt",
+        env(&[("city", "Paris"), ("state", "Texas")]),
+    ))
+    .unwrap();
+    assert_eq!(filled.messages.len(), 1);
+    assert_eq!(
+        filled.messages[0],
+        (
+            "user".to_string(),
+            Content::Text("What's weather in Paris, Texas?".into())
+        )
+    );
+    // A prompt may embed a resource: its text arrives with its URI.
+    let embedded = block(reg.get_prompt(
+        "everything",
+        "resource-prompt",
+        env(&[("resourceType", "Text"), ("resourceId", "2")]),
+    ))
+    .unwrap();
+    assert!(
+        embedded.messages.iter().any(|(_, c)| matches!(
+            c,
+            Content::ResourceText { uri, text, .. }
+                if uri.ends_with("/text/2") && !text.is_empty()
+        )),
+        "{embedded:?}"
+    );
+    // The server's refusal of a missing required argument names the server.
+    let err = block(reg.get_prompt("everything", "args-prompt", HashMap::new())).unwrap_err();
+    assert!(err.message.contains("\"everything\""), "{}", err.message);
+    block(reg.stop_all());
+}
+
+#[test]
+fn prompts_list_changed_tells_the_listener() {
+    let notices = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&notices);
+    let listener: Listener = Arc::new(move |n| seen.lock().unwrap().push(n));
+    let reg = Registry::new(vec![fault("p", "prompts", &[])], quick(), Some(listener));
+    let names = |prompts: Vec<PromptInfo>| -> Vec<String> {
+        prompts.into_iter().map(|p| p.command).collect()
+    };
+    assert_eq!(
+        names(block(reg.list_prompts("p")).unwrap()),
+        vec!["mcp__p__greet".to_string()]
+    );
+    block(reg.call_tool("p", "add_prompt", json!({}), CallOptions::default())).unwrap();
+    assert!(wait_until(Duration::from_secs(5), || notices
+        .lock()
+        .unwrap()
+        .contains(&Notice::PromptsChanged { server: "p".into() })));
+    assert_eq!(
+        names(block(reg.list_prompts("p")).unwrap()),
+        vec!["mcp__p__greet".to_string(), "mcp__p__added_0".to_string()]
+    );
+    // A server without the prompts capability lists none, without asking.
+    let plain = registry(vec![fault("plain", "basic", &[])]);
+    assert!(block(plain.list_prompts("plain")).unwrap().is_empty());
+    block(reg.stop_all());
+    block(plain.stop_all());
+}
+
+#[test]
 fn everything_server_passes_configured_env() {
     let mut config = everything_stdio();
     if let Transport::Stdio { env, .. } = &mut config.transport {
@@ -1166,6 +1247,29 @@ fn session_answers_by_events_and_approves_workspace_files_by_hash() {
         status.contains("everything") && status.contains("marker"),
         "{status}"
     );
+    // Prompts: listed with their commands, filled in by name.
+    session.list_prompts(9005, "everything".into()).unwrap();
+    let reply = format!(
+        "{:?}",
+        await_reply(9005, &mut seen, Duration::from_secs(20))
+    );
+    assert!(
+        reply.contains("mcp__everything__simple-prompt") && reply.contains(":required"),
+        "{reply}"
+    );
+    session
+        .get_prompt(
+            9006,
+            "everything".into(),
+            "args-prompt".into(),
+            env(&[("city", "Oslo")]),
+        )
+        .unwrap();
+    let reply = format!(
+        "{:?}",
+        await_reply(9006, &mut seen, Duration::from_secs(20))
+    );
+    assert!(reply.contains("What's weather in Oslo?"), "{reply}");
     session.stop(9004, None).unwrap();
     await_reply(9004, &mut seen, Duration::from_secs(20));
 }

@@ -13,8 +13,14 @@ Modes:
                    fault://empty (no content) and fault://blob (no text);
                    any other URI is an error
   many             like basic plus tool_000 .. tool_099
+  big              like basic plus big, answering SIZE characters of
+                   numbered lines (default 150000)
   grandchild       like basic, and starts `sleep 300` in its process group;
                    its pid goes to the file $FAULT_PID_FILE
+  prompts          like basic plus prompts (greet: a required `name`, an
+                   optional `greeting`; refuses the name "nobody") and the
+                   tool add_prompt (adds a prompt, sends
+                   prompts/list_changed)
 
 $FAULT_LOG, when set, names a file that gets one line per notification
 received (e.g. "cancelled 4 cancelled"), so tests can see what arrived.
@@ -30,6 +36,7 @@ MODE = sys.argv[1] if len(sys.argv) > 1 else "basic"
 write_lock = threading.Lock()
 cancelled = set()
 extra_tools = []
+extra_prompts = []
 
 
 def send(message):
@@ -61,15 +68,55 @@ def tools():
         tool("add_tool", "Add a tool and announce the changed lists."),
         tool("fail", "Answer with isError."),
     ]
+    if MODE == "big":
+        listed.append(tool("big", "Answer a long text of numbered lines.",
+                           {"size": {"type": "integer"}}))
     if MODE == "many":
         listed += [tool("tool_%03d" % i, "Generated tool number %d." % i,
                         {"n": {"type": "integer", "description": "any number"}})
                    for i in range(100)]
+    if MODE == "prompts":
+        listed.append(tool("add_prompt", "Add a prompt and announce the changed list."))
     return listed + extra_tools
+
+
+def prompts():
+    return [{"name": "greet", "description": "Greet someone.",
+             "arguments": [{"name": "name", "description": "who", "required": True},
+                           {"name": "greeting", "description": "how"}]}] + extra_prompts
+
+
+def get_prompt(params):
+    name = params.get("name")
+    args = params.get("arguments") or {}
+    if name == "greet":
+        if "name" not in args:
+            raise KeyError("missing argument name")
+        if args["name"] == "nobody":
+            raise KeyError("greet refuses to greet nobody")
+        return {"description": "A greeting",
+                "messages": [{"role": "user", "content": {
+                    "type": "text",
+                    "text": "%s, %s!" % (args.get("greeting", "Hello"), args["name"])}}]}
+    if any(p["name"] == name for p in extra_prompts):
+        return {"messages": [{"role": "user", "content": {"type": "text", "text": name}}]}
+    raise KeyError("no prompt " + str(name))
 
 
 def text(s, is_error=False):
     return {"content": [{"type": "text", "text": s}], "isError": is_error}
+
+
+def big_text(size):
+    lines = []
+    n = 0
+    total = 0
+    while total < size:
+        n += 1
+        line = "line %06d of the big answer\n" % n
+        lines.append(line)
+        total += len(line)
+    return "".join(lines)[:size - len("END OF THE BIG ANSWER")] + "END OF THE BIG ANSWER"
 
 
 def slow(rid, params):
@@ -106,6 +153,12 @@ def call(rid, params):
         return text("added")
     if name == "fail":
         return text("it went wrong", is_error=True)
+    if name == "big" and MODE == "big":
+        return text(big_text(int(args.get("size", 150000))))
+    if name == "add_prompt" and MODE == "prompts":
+        extra_prompts.append({"name": "added_%d" % len(extra_prompts)})
+        send({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"})
+        return text("added")
     if name.startswith("tool_"):
         return text(name)
     raise KeyError(name)
@@ -129,7 +182,17 @@ def handle(message):
                   "capabilities": {"tools": {"listChanged": True},
                                    "resources": {"listChanged": True}},
                   "serverInfo": {"name": "fault-server", "version": "1.0"}}
+        if MODE == "prompts":
+            result["capabilities"]["prompts"] = {"listChanged": True}
         log("initialize %s %s" % (params.get("protocolVersion"), json.dumps(params.get("clientInfo"))))
+    elif method == "prompts/list" and MODE == "prompts":
+        result = {"prompts": prompts()}
+    elif method == "prompts/get" and MODE == "prompts":
+        try:
+            result = get_prompt(params)
+        except KeyError as e:
+            send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": e.args[0]}})
+            return
     elif method == "tools/list":
         result = {"tools": tools()}
     elif method == "resources/list":
