@@ -15,18 +15,21 @@
 //! - [`delegate`]: the agent's requests to the client (files, terminals,
 //!   permissions), handed to a [`Delegate`] that answers them, now or
 //!   later, from any thread;
-//! - [`update`]: `session/update` notifications as plain data.
+//! - [`update`]: `session/update` notifications as plain data;
+//! - [`session`]: the agent as Lisp drives it through the seam: replies,
+//!   and updates, requests and exits as events.
 //!
 //! What it does not do: decide anything. Which tools to disallow, what a
 //! permission answer is, how a file read sees unsaved buffers, where a
 //! terminal runs: all of that belongs to the caller, through
-//! [`SessionOptions`] and the [`Delegate`]. Nothing here touches Emacs,
-//! and no seam function reaches it yet.
+//! [`SessionOptions`] and the [`Delegate`] (Lisp's, through [`session`]).
+//! Nothing here touches Emacs.
 
 pub mod child;
 pub mod config;
 pub mod connection;
 pub mod delegate;
+pub mod session;
 pub mod update;
 
 #[cfg(test)]

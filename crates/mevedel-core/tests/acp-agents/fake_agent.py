@@ -13,7 +13,7 @@ Usage: fake_agent.py [--no-load] [--version N] [--die-at-start] [--ignore-term]
   --die-at-start   write two stderr lines and exit 2 before reading anything
   --ignore-term    ignore SIGTERM (so only SIGKILL stops it)
 
-What a prompt does depends on its first text block:
+What a prompt does depends on its last text block:
 
   tour        one update of each kind (text, thought, tool call and its
               update, plan, usage with "used": null, commands, mode, an
@@ -29,6 +29,15 @@ What a prompt does depends on its first text block:
   crash       writes stderr lines and exits 3 without answering
   leave       starts `sleep 300` twice (one in a session of its own with
               setsid), says their pids in a chunk, ends with end_turn
+  read PATH   reads PATH with fs/read_text_file; says "read: " and the text
+              (or the error's message); ends with end_turn
+  write PATH TEXT
+              writes TEXT to PATH with fs/write_text_file; says "write: ok"
+              or "write: " and the error's message; ends with end_turn
+  ask         thinks, announces a Write tool call (Claude Code's _meta names
+              it), asks permission for it (allow_once "allow", reject_once
+              "reject"), completes or fails it accordingly, says
+              "permission: " and the option chosen (or the outcome)
   anything else: echoes the text back and ends with end_turn
 
 session/new answers {"sessionId": "sess-N", "_meta": {"received": PARAMS}};
@@ -170,11 +179,48 @@ def leave(session):
     return {"stopReason": "end_turn"}
 
 
+def read_file(session, path):
+    result, error = ask("fs/read_text_file", {"sessionId": session, "path": path})
+    chunk(session, "read: " + (result["content"] if result else error["message"]))
+
+
+def write_file(session, path, text):
+    result, error = ask("fs/write_text_file",
+                        {"sessionId": session, "path": path, "content": text})
+    chunk(session, "write: ok" if error is None else "write: " + error["message"])
+
+
+def ask_write(session):
+    chunk(session, "I should write the file.", "agent_thought_chunk")
+    meta = {"claudeCode": {"toolName": "Write"}}
+    update(session, {"sessionUpdate": "tool_call", "toolCallId": "call-w", "title": "Write x.txt",
+                     "kind": "edit", "status": "pending", "_meta": meta,
+                     "rawInput": {"file_path": "x.txt", "content": "x"}})
+    result, error = ask("session/request_permission", {
+        "sessionId": session,
+        "toolCall": {"toolCallId": "call-w", "title": "Write x.txt", "kind": "edit",
+                     "rawInput": {"file_path": "x.txt", "content": "x"}, "_meta": meta},
+        "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                    {"optionId": "reject", "name": "Reject", "kind": "reject_once"}]})
+    outcome = (result or {}).get("outcome") or {}
+    chosen = outcome.get("optionId") or outcome.get("outcome") or json.dumps(error)
+    if chosen == "allow":
+        update(session, {"sessionUpdate": "tool_call_update", "toolCallId": "call-w",
+                         "status": "completed", "content": [
+                             {"type": "content", "content": {"type": "text", "text": "wrote x.txt"}}]})
+    else:
+        update(session, {"sessionUpdate": "tool_call_update", "toolCallId": "call-w",
+                         "status": "failed", "content": [
+                             {"type": "content", "content": {"type": "text", "text": "rejected"}}]})
+    chunk(session, "permission: " + chosen)
+
+
 def prompt(message):
     params = message["params"]
     session = params["sessionId"]
     blocks = params.get("prompt") or []
-    text = next((b.get("text", "") for b in blocks if b.get("type") == "text"), "")
+    texts = [b.get("text", "") for b in blocks if b.get("type") == "text"]
+    text = texts[-1] if texts else ""
     if text == "tour":
         send({"id": message["id"], "result": tour(session)})
     elif text == "hang":
@@ -189,6 +235,16 @@ def prompt(message):
         os._exit(3)
     elif text == "leave":
         send({"id": message["id"], "result": leave(session)})
+    elif text.startswith("read "):
+        read_file(session, text[5:])
+        send({"id": message["id"], "result": {"stopReason": "end_turn"}})
+    elif text.startswith("write "):
+        path, _, body = text[6:].partition(" ")
+        write_file(session, path, body)
+        send({"id": message["id"], "result": {"stopReason": "end_turn"}})
+    elif text == "ask":
+        ask_write(session)
+        send({"id": message["id"], "result": {"stopReason": "end_turn"}})
     else:
         chunk(session, text)
         send({"id": message["id"], "result": {"stopReason": "end_turn"}})
