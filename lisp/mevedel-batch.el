@@ -23,6 +23,9 @@
 ;;                             default $MEVEDEL_INIT, else
 ;;                             ~/.config/mevedel/init.el when it exists
 ;;   --demo                    talk to the offline demo model
+;;   --provider NAME           answer with NAME instead of gptel: an ACP
+;;                             agent of `mevedel-acp-agents' (claude-code,
+;;                             codex, gemini; mevedel-acp.el)
 ;;   --timeout SECONDS         give up after SECONDS (default 600)
 ;;   -c, --continue            continue the workspace's most recent session
 ;;   -r, --resume ID           continue the saved session ID
@@ -86,6 +89,7 @@
 
 (require 'cl-lib)
 (require 'json)
+(require 'mevedel-acp)
 (require 'mevedel-catalog)
 (require 'mevedel-chat)
 (require 'mevedel-history)
@@ -120,6 +124,8 @@ Options:
                            (default: $MEVEDEL_INIT, else
                            ~/.config/mevedel/init.el when it exists)
   --demo                   talk to the offline demo model
+  --provider NAME          answer with an ACP agent instead of gptel:
+                           claude-code, codex, gemini (`mevedel-acp-agents')
   --timeout SECONDS        give up after SECONDS (default 600)
   -c, --continue           continue the workspace's most recent session
   -r, --resume ID          continue the saved session ID
@@ -172,6 +178,7 @@ Emacs decodes arguments with the locale's coding system; without one
                (setq options (plist-put options :mode mode))))
             ("--config" (setq options (plist-put options :init (value))))
             ("--demo" (setq options (plist-put options :demo t)))
+            ("--provider" (setq options (plist-put options :provider (value))))
             ((or "-c" "--continue") (setq options (plist-put options :continue t)))
             ((or "-r" "--resume") (setq options (plist-put options :resume (value))))
             ("--fork" (setq options (plist-put options :fork t)))
@@ -363,8 +370,12 @@ approve here) and
                          :context_window window
                          :context_estimated (if estimated t :json-false)))
           :workspace (mevedel-chat-root chat)
-          :backend (gptel-backend-name (mevedel-chat-backend-effective chat))
-          :model (format "%s" (mevedel-chat-model-effective chat))
+          :backend (if-let* ((agent (mevedel-acp-chat-provider chat)))
+                       (format "%s" agent)
+                     (gptel-backend-name (mevedel-chat-backend-effective chat)))
+          :model (if (mevedel-acp-chat-provider chat)
+                     :null
+                   (format "%s" (mevedel-chat-model-effective chat)))
           :messages (nreverse messages)
           :tool_calls (nreverse calls)
           :unknown_tools (vconcat unknown-tools)
@@ -450,6 +461,7 @@ and :error (a message, or nil)."
                                           mevedel-mcp-trust-workspace))
          (mevedel-mcp-command-line-files (append mevedel-mcp-command-line-files
                                                  (plist-get options :mcp-config)))
+         (mevedel-provider (mevedel-batch--provider options))
          (chat (mevedel-chat-get-create root (mevedel-batch--session root options)))
          (outcome nil)
          (unknown-tools nil)
@@ -459,7 +471,7 @@ and :error (a message, or nil)."
     (require 'mevedel-demo)
     (if (plist-get options :demo)
         (mevedel-demo-attach chat 'headless)
-      (unless (mevedel-demo-backend-usable-p)
+      (unless (or (mevedel-acp-chat-provider chat) (mevedel-demo-backend-usable-p))
         (signal 'mevedel-batch-usage
                 (list "No usable gptel backend: set `gptel-backend' (and its key) in a \
 config file (--config FILE, $MEVEDEL_INIT or ~/.config/mevedel/init.el), or use --demo"))))
@@ -478,6 +490,18 @@ config file (--config FILE, $MEVEDEL_INIT or ~/.config/mevedel/init.el), or use 
     (if (eq outcome 'blocked)
         (mevedel-batch--blocked chat options)
       (mevedel-batch--result chat outcome options unknown-tools))))
+
+(defun mevedel-batch--provider (options)
+  "Return the provider OPTIONS ask for (--provider), else `mevedel-provider'.
+An agent `mevedel-acp-agents' does not name is a usage error."
+  (if-let* ((name (plist-get options :provider)))
+      (let ((provider (intern name)))
+        (unless (or (eq provider 'gptel) (mevedel-acp-agent-config provider))
+          (mevedel-batch--usage-error "Unknown provider %s (gptel or one of: %s)" name
+                                      (mapconcat (lambda (entry) (symbol-name (car entry)))
+                                                 mevedel-acp-agents ", ")))
+        provider)
+    mevedel-provider))
 
 (defun mevedel-batch--blocked (chat options)
   "Return the result of a run whose prompt a hook blocked in CHAT.

@@ -45,6 +45,7 @@
 (require 'mevedel-save)
 (require 'mevedel-resume)
 (require 'mevedel-compaction)
+(require 'mevedel-acp)
 
 (provide 'mevedel-catalog)
 ;;; mevedel-catalog.el ends here

@@ -165,6 +165,14 @@ Each is called in the request's prompt buffer as the members of
 `gptel-prompt-transform-functions' are.  Compaction drops the turns
 its summary stands for this way.")
 
+(defvar mevedel-chat-provider-functions nil
+  "Abnormal hook choosing what answers a chat's turns instead of gptel.
+Each function is called with the chat; one that drives it returns a
+function of the chat and the turn's prompt, a list of texts (its mail
+blocks, then the user's text), which sends the turn and reports its
+end with `mevedel-chat-provider-done'.  When none does, gptel answers
+\(mevedel-acp.el registers here for ACP agents).")
+
 (defvar mevedel-chat-idle-functions nil
   "Abnormal hook run with a chat whose turn has just ended, and the outcome.
 The outcome is `done', `error' or `abort'.")
@@ -676,19 +684,21 @@ that cannot take the request (`mevedel-gptel-backend-problem') is a
 failure before the request is on its way undoes the turn, so the
 chat is never left waiting for a request that was not sent.  Either
 way TEXT stays in the input history."
-  (let ((backend (mevedel-chat-backend-effective chat))
-        (model (mevedel-chat-model-effective chat))
-        (buffer (mevedel-chat-data-buffer chat)))
+  (let* ((provider (run-hook-with-args-until-success 'mevedel-chat-provider-functions chat))
+         (backend (unless provider (mevedel-chat-backend-effective chat)))
+         (model (unless provider (mevedel-chat-model-effective chat)))
+         (buffer (mevedel-chat-data-buffer chat)))
     (mevedel-transcript-complete buffer)
     (unless background
       (push text (mevedel-chat-history chat))
       (unless (mevedel-chat-title chat)
         (setf (mevedel-chat-title chat) (mevedel-chat--turn-label text))))
-    (when-let* ((problem (mevedel-gptel-backend-problem backend)))
+    (when-let* ((problem (and backend (mevedel-gptel-backend-problem backend))))
       (signal 'mevedel-chat-backend-error (list problem)))
     (let ((start (with-current-buffer buffer (point-max))))
       (condition-case err
-          (mevedel-chat--start-turn chat text on-done background backend model)
+          (mevedel-chat--start-turn chat text on-done background
+                                    (or provider backend) model)
         (error
          (mevedel-chat--undo-start chat start)
          (signal (car err) (cdr err)))))))
@@ -710,13 +720,17 @@ way TEXT stays in the input history."
 
 (defun mevedel-chat--start-turn (chat text on-done background backend model)
   "Write TEXT as CHAT's next turn and send it to BACKEND's MODEL.
+BACKEND may instead be a provider's function (see
+`mevedel-chat-provider-functions'), which then sends the turn.
 ON-DONE and BACKGROUND are as for `mevedel-chat-send'."
-  (let ((buffer (mevedel-chat-data-buffer chat)))
+  (let ((buffer (mevedel-chat-data-buffer chat))
+        (provider (and (functionp backend) backend)))
     (with-current-buffer buffer
-      (setq-local gptel-backend backend
-                  gptel-model model
-                  gptel-system-prompt (mevedel-chat--system-text chat)
-                  gptel-tools (mevedel-gptel-request-tools (mevedel-chat-tools chat)))
+      (unless provider
+        (setq-local gptel-backend backend
+                    gptel-model model
+                    gptel-system-prompt (mevedel-chat--system-text chat)
+                    gptel-tools (mevedel-gptel-request-tools (mevedel-chat-tools chat))))
       (goto-char (point-max))
       (let ((start (point))
             (mail (let ((mevedel-chat-turn-text (unless background text)))
@@ -741,7 +755,7 @@ ON-DONE and BACKGROUND are as for `mevedel-chat-send'."
       (let* ((turn (list :id (format "%x" (random most-positive-fixnum))
                          :label (mevedel-chat--turn-label (or background text))
                          :start (mevedel-chat-turn-start chat)))
-             (fsm (mevedel-chat--make-fsm)))
+             (fsm (unless provider (mevedel-chat--make-fsm))))
         (push turn (mevedel-chat-turns chat))
         (run-hook-with-args 'mevedel-chat-turn-functions chat turn)
         (setf (mevedel-chat-turn chat) turn
@@ -752,17 +766,22 @@ ON-DONE and BACKGROUND are as for `mevedel-chat-send'."
         (mevedel-chat--save chat 'begin (unless background text))
         (mevedel-chat-notify chat 'turn-start text)
         (goto-char (point-max))
-        (gptel-request nil
-          :buffer buffer
-          :position (point-max-marker)
-          :stream gptel-stream
-          :callback #'mevedel-chat--callback
-          :context chat
-          :transforms (append gptel-prompt-transform-functions
-                              (list #'mevedel-chat--strip-render-data)
-                              mevedel-chat-prompt-transform-functions)
-          :fsm fsm)
-        (mevedel-gptel-track-call-order fsm)
+        (if provider
+            (funcall provider chat
+                     (append (when-let* ((mail (mevedel-chat-mail chat)))
+                               (list (buffer-substring-no-properties (car mail) (cdr mail))))
+                             (list text)))
+          (gptel-request nil
+            :buffer buffer
+            :position (point-max-marker)
+            :stream gptel-stream
+            :callback #'mevedel-chat--callback
+            :context chat
+            :transforms (append gptel-prompt-transform-functions
+                                (list #'mevedel-chat--strip-render-data)
+                                mevedel-chat-prompt-transform-functions)
+            :fsm fsm)
+          (mevedel-gptel-track-call-order fsm))
         turn))))
 
 (defun mevedel-chat--callback (response info &optional raw)
@@ -865,6 +884,28 @@ Notices are never sent to the model."
     (mevedel-chat--send-queued chat outcome)
     (when on-done (funcall on-done chat outcome))
     (run-hook-with-args 'mevedel-chat-idle-functions chat outcome)))
+
+(defun mevedel-chat-provider-accepted (chat)
+  "Note that the provider driving CHAT took its turn's prompt, once per turn."
+  (unless (mevedel-chat-accepted chat)
+    (setf (mevedel-chat-accepted chat) t)
+    (run-hook-with-args 'mevedel-chat-accepted-functions chat)))
+
+(defun mevedel-chat-provider-done (chat turn outcome &optional detail)
+  "End TURN of CHAT, driven by a provider, with OUTCOME and DETAIL.
+OUTCOME is `done' (Stop hooks run first, as for gptel), `error' (DETAIL
+says what failed, word for word) or `abort'.  A TURN that is no longer
+CHAT's running one is left alone."
+  (when (and turn (eq (mevedel-chat-turn chat) turn))
+    (pcase outcome
+      ('done (setf (mevedel-chat-status-detail chat) nil)
+             (mevedel-chat--stop-hooks chat))
+      ('error (mevedel-chat-insert-notice chat 'error (concat "Request failed: " detail))
+              (setf (mevedel-chat-status-detail chat) detail)
+              (mevedel-chat--finish chat 'error))
+      (_ (mevedel-chat-insert-notice chat 'abort "Aborted")
+         (setf (mevedel-chat-status-detail chat) nil)
+         (mevedel-chat--finish chat 'abort)))))
 
 (defun mevedel-chat--handle-done (fsm)
   "Finish the turn of FSM successfully."

@@ -110,6 +110,7 @@
 (declare-function mevedel-core--exec-list "ext:mevedel-dyn" (session owner))
 (declare-function mevedel-core--exec-teardown "ext:mevedel-dyn" (session))
 (declare-function mevedel-core--exec-teardown-all "ext:mevedel-dyn" ())
+(declare-function mevedel-core--acp-stop-all "ext:mevedel-dyn" (limit-ms))
 (declare-function mevedel-core--bash-permission "ext:mevedel-dyn" (source cwd root))
 
 ;;;; Loading
@@ -613,6 +614,7 @@ and the lists and strings inside it, may be shared with other results
 Runs from `kill-emacs-hook', because module finalizers do not run at exit.
 Managed executions are torn down first, so their spools are removed."
   (when (featurep 'mevedel-dyn)
+    (mevedel-core--acp-stop-all 5000)
     (mevedel-core--exec-teardown-all)
     (mevedel-core--exec-stop-all 500)
     (mevedel-core-close-channel)))
@@ -1122,6 +1124,67 @@ CALLBACK gets (:description :messages), each message (:role :content)."
      (mevedel-core--mcp-prompt
       id (list :handle handle :server server :prompt prompt :arguments arguments)))
    callback))
+
+;;;; ACP
+
+(declare-function mevedel-core--acp-start "ext:mevedel-dyn" (id args))
+(declare-function mevedel-core--acp-new-session "ext:mevedel-dyn" (id args))
+(declare-function mevedel-core--acp-prompt "ext:mevedel-dyn" (id handle session texts))
+(declare-function mevedel-core--acp-cancel "ext:mevedel-dyn" (handle session))
+(declare-function mevedel-core--acp-stop "ext:mevedel-dyn" (id handle))
+(declare-function mevedel-core--acp-alive "ext:mevedel-dyn" (handle))
+(declare-function mevedel-core--acp-answer "ext:mevedel-dyn" (id args))
+
+(defun mevedel-core-acp-start (args callback)
+  "Start an ACP agent as ARGS say; return its handle at once.
+ARGS is a plist: :name, :command, :args, :env (a list of (NAME .
+VALUE) set on top of Emacs's environment), :cwd, :key (the string its
+`acp-update', `acp-request' and `acp-exited' events carry),
+:stderr-log, :startup-timeout-ms and :request-timeout-ms.  CALLBACK
+gets (:name :title :version :load-session :pid) once it is initialized."
+  (let (handle)
+    (mevedel-core-request
+     (lambda (id) (setq handle (mevedel-core--acp-start id args)))
+     callback)
+    handle))
+
+(defun mevedel-core-acp-new-session (handle args callback)
+  "Open a session of HANDLE's agent; CALLBACK gets (:session-id :modes :models).
+ARGS is a plist: :cwd, :disallowed-tools (Claude Code's tools to switch
+off) and :mcp-servers, each (:name :command :args :env) or (:name :url
+:headers).  :modes and :models are the agent's JSON text."
+  (mevedel-core-request
+   (lambda (id) (mevedel-core--acp-new-session id (append (list :handle handle) args)))
+   callback))
+
+(defun mevedel-core-acp-prompt (handle session texts callback)
+  "Run a turn of SESSION of HANDLE's agent with the text blocks TEXTS.
+CALLBACK gets (:stop-reason :input :output :cached-read :cached-write
+:thought) when the agent ends the turn.  Return the request id."
+  (mevedel-core-request
+   (lambda (id) (mevedel-core--acp-prompt id handle session texts))
+   callback))
+
+(defun mevedel-core-acp-cancel (handle session)
+  "Ask HANDLE's agent to end SESSION's turn."
+  (mevedel-core--acp-cancel handle session))
+
+(defun mevedel-core-acp-stop (handle callback)
+  "Stop HANDLE's agent and every process of it; CALLBACK gets t then."
+  (mevedel-core-request
+   (lambda (id) (mevedel-core--acp-stop id handle))
+   callback))
+
+(defun mevedel-core-acp-alive-p (handle)
+  "Return non-nil while any process of HANDLE's agent is alive."
+  (mevedel-core--acp-alive handle))
+
+(defun mevedel-core-acp-answer (id answer)
+  "Answer the agent's request ID with ANSWER, a plist.
+It is (:text TEXT), (:written t), (:option ID), (:cancelled t) or
+\(:error-code CODE :error-message MESSAGE).  Return non-nil when the
+request was still waiting."
+  (mevedel-core--acp-answer id answer))
 
 (provide 'mevedel-core)
 ;;; mevedel-core.el ends here

@@ -876,6 +876,15 @@ function of a record returning the text to insert for it."
              info)))
       (plist-put info :tool-use all))))
 
+(defun mevedel-gptel-append-response (text)
+  "Append TEXT to the current buffer as the assistant's response.
+It reads back as gptel's own response text does: a provider other
+than gptel (an ACP agent) writes its answer this way."
+  (save-excursion
+    (goto-char (point-max))
+    (let ((inhibit-read-only t))
+      (insert (propertize text 'gptel 'response)))))
+
 ;; gptel's format for a settled call, written without a request: a
 ;; call the turn never finished (aborted, or Emacs stopped) still gets
 ;; a result, so that every later request is valid for every backend.

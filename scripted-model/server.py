@@ -10,6 +10,10 @@ Endpoints, both streaming (SSE) and non-streaming:
   POST /v1/chat/completions   OpenAI Chat Completions
   POST /v1/messages           Anthropic Messages
 
+A query string is ignored when routing (Claude Code posts to
+/v1/messages?beta=true), and HEAD of any path answers 200 with no body
+(Claude Code's connectivity check before its first request).
+
 Script (JSON; "repeat": true starts over after the last step):
 
   {"repeat": false, "steps": [
@@ -74,6 +78,7 @@ import json
 import sys
 import threading
 import time
+import urllib.parse
 import uuid
 
 
@@ -425,6 +430,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):  # quiet: the JSON log is the record
         pass
 
+    def do_HEAD(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
     def do_GET(self):
         if self.path == "/health":
             self.send_json(200, {"ok": True})
@@ -441,9 +451,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_json(400, {"error": {"type": "invalid_request_error",
                                            "message": f"bad JSON: {err}"}})
             return
-        if self.path.endswith("/chat/completions"):
+        route = urllib.parse.urlsplit(self.path).path
+        if route.endswith("/chat/completions"):
             wire = "openai"
-        elif self.path.endswith("/messages"):
+        elif route.endswith("/messages"):
             wire = "anthropic"
         else:
             self.send_json(404, {"error": {"type": "not_found", "message": self.path}})

@@ -13,6 +13,9 @@
 #    and -filesystem and the conformance suite from npm into
 #    .deps/mcp/npm/, mcp-server-time from PyPI into the virtualenv
 #    .deps/mcp/venv/ (never installed globally).
+#  - the ACP agents the Rust ACP tests drive, at a pinned version:
+#    @zed-industries/claude-agent-acp (Claude Code's CLI comes inside it)
+#    from npm into .deps/acp/npm/ (never installed globally).
 #
 # `scripts/deps.sh screenshots' (or MEVEDEL_DEPS_SCREENSHOTS=1) also
 # installs a graphical Emacs and Xvfb for `make screenshots'.
@@ -264,6 +267,33 @@ ensure_mcp_servers() {
   printf '%s' "$want" > "$out/.stamp"
 }
 
+# The ACP agents the core's ACP tests drive (crates/mevedel-core/src/acp/),
+# pinned like the MCP servers; a version change reinstalls. Each run of
+# the agent is pointed at the scripted model server, never at a network.
+acp_npm_pkgs=(@zed-industries/claude-agent-acp@0.23.1)
+ensure_acp_agents() {
+  local out=$deps/acp want
+  want="${acp_npm_pkgs[*]}"
+  [ "$(cat "$out/.stamp" 2>/dev/null)" = "$want" ] &&
+    [ -x "$out/npm/node_modules/.bin/claude-agent-acp" ] && return
+  if ! command -v npm >/dev/null; then
+    if is_root && is_debian; then
+      say "installing npm for the ACP agents"
+      apt_install npm
+    else
+      die "the ACP tests need npm (install it with your package manager)"
+    fi
+  fi
+  say "installing ${want} into $out"
+  rm -rf "$out"
+  mkdir -p "$out/npm"
+  npm install --prefix "$out/npm" --no-audit --no-fund --loglevel=error \
+    "${acp_npm_pkgs[@]}" >&2
+  [ -x "$out/npm/node_modules/.bin/claude-agent-acp" ] ||
+    die "claude-agent-acp did not install under $out"
+  printf '%s' "$want" > "$out/.stamp"
+}
+
 # Two runs at once (two `make bench', say) take turns here: the second
 # finds in place what the first installed, rather than half of it.
 mkdir -p "$deps"
@@ -275,6 +305,7 @@ ensure_cargo
 ensure_elpa
 ensure_grammars
 ensure_mcp_servers
+ensure_acp_agents
 if want_screenshots "$@"; then
   ensure_screenshots
 fi

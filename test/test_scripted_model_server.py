@@ -109,6 +109,28 @@ class AnthropicTest(ServerCase):
         self.assertEqual(status, 409)
 
 
+class ClaudeCodeTest(ServerCase):
+    steps = [{"text": "hello from the script"}]
+
+    def test_head_check_and_beta_query(self):
+        # Claude Code checks the base URL with HEAD / before its first
+        # request, then posts to /v1/messages?beta=true.
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/", method="HEAD")
+        with opener.open(request, timeout=10) as response:
+            self.assertEqual(response.status, 200)
+            self.assertEqual(response.read(), b"")
+        status, text = post(self.port, "/v1/messages?beta=true", {
+            "model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]})
+        self.assertEqual(status, 200)
+        self.assertIn("event: message_stop", text)
+        self.assertIn("hello", text)
+        entry = self.log_entries()[0]
+        self.assertEqual((entry["path"], entry["wire"]), ("/v1/messages?beta=true", "anthropic"))
+        status, _ = post(self.port, "/v1/other?beta=true", {"model": "m", "messages": []})
+        self.assertEqual(status, 404)
+
+
 def raw_post(port, path, body):
     """POST BODY; return (status line, headers and body bytes) or the error."""
     import socket

@@ -5,6 +5,7 @@
 //! it to Lisp is the `mevedel-dyn` crate. This file only declares modules
 //! and re-exports.
 
+pub mod acp;
 pub mod bash;
 pub mod codec;
 pub mod datum;

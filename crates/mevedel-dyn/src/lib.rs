@@ -37,6 +37,7 @@
 //! where Lisp printed it (render-data payloads, transcript properties).
 //! No other JSON text crosses.
 
+mod acp;
 mod args;
 mod bash;
 mod channel;

@@ -159,8 +159,12 @@ pub fn parse(
             )));
         }
     };
-    let servers = servers
-        .iter()
+    // Sorted here: serde_json keeps a file's order when another crate
+    // turns on its preserve_order feature (the ACP SDK does).
+    let mut entries: Vec<_> = servers.iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    let servers = entries
+        .into_iter()
         .map(|(name, spec)| {
             let at = Field {
                 file: path,

@@ -1,0 +1,610 @@
+;;; mevedel-acp.el --- ACP agents (Claude Code, Codex, Gemini) as providers  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; A chat's turns answered by an Agent Client Protocol agent instead of
+;; gptel: `mevedel-provider' names one of `mevedel-acp-agents' (built
+;; in: `claude-code', `codex', `gemini'), and this file registers on
+;; `mevedel-chat-provider-functions' to drive the chat's turns with it.
+;; The protocol and the agent's processes are the native module's
+;; (crates/mevedel-core/src/acp/); this file decides.
+;;
+;; - One agent process per root chat, started at its first turn with
+;;   the workspace as its directory, and one native session, opened
+;;   then (Claude Code's file and shell tools switched off unless
+;;   `mevedel-acp-keep-agent-tools') and recorded in the session's
+;;   metadata ("acp-agent", "acp-session") before the prompt goes out.
+;; - A turn: the prompt (its mail, then the user's text) goes to
+;;   `session/prompt'.  The agent's text is the assistant's answer in
+;;   the data buffer, streamed to observers as gptel's is; its tool
+;;   calls are live rows while they run and settled calls (name as the
+;;   agent called it, raw input as arguments) once they end; its
+;;   thoughts and plans are notices.  So the view, the saved transcript
+;;   and `bin/mevedel --json' show them as they show gptel's turns.
+;; - `session/request_permission' is answered by the session's
+;;   permission mode: `full-auto' allows, an "always this session"
+;;   answer or an allow rule naming the tool allows, a deny rule
+;;   refuses, `edits' allows read, edit and search calls, and otherwise
+;;   a view's card asks; where nobody can be asked (headless), the
+;;   answer is `reject_once', so the model is told and the turn goes on.
+;; - `fs/read_text_file' reads a visiting buffer's text, unsaved
+;;   changes included; `fs/write_text_file' creates a new file through
+;;   ApplyPatch (the pipeline: permission, checkpoint, buffers) and
+;;   refuses to overwrite an existing one, saying so.
+;; - Aborting the turn sends `session/cancel'; the agent then ends it.
+;;   An agent's error ends the turn with its message word for word.
+;;   Closing the session stops the agent; Emacs exiting stops them all
+;;   (mevedel-core.el), every process of each.
+;;
+;; Not here (yet): mevedel's own tools offered to the agent over MCP,
+;; terminals (answered with an error), hooks around the agent's tool
+;; calls, usage accounting, resuming a native session (`session/load'),
+;; child agents on ACP and a model switcher.
+;;
+;; Manual: docs/providers.md (mevedel://providers.md).
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'json)
+(require 'mevedel-core)
+(require 'mevedel-chat)
+(require 'mevedel-gptel)
+(require 'mevedel-permissions)
+(require 'mevedel-pipeline)
+(require 'mevedel-save)
+(require 'mevedel-session)
+(require 'mevedel-tool-registry)
+
+;;; Options
+
+(defgroup mevedel-acp nil
+  "ACP agents as providers."
+  :group 'mevedel
+  :prefix "mevedel-acp-")
+
+(defconst mevedel-acp--claude-tools
+  '("Read" "Write" "Edit" "MultiEdit" "NotebookEdit" "Bash" "BashOutput" "KillShell")
+  "Claude Code's tools that touch files or run commands unconfined.")
+
+(defcustom mevedel-acp-agents
+  `((claude-code :command "claude-agent-acp"
+                 :package "@zed-industries/claude-agent-acp"
+                 :disallowed-tools ,mevedel-acp--claude-tools)
+    (codex :command "codex-acp" :package "@zed-industries/codex-acp")
+    (gemini :command "gemini" :args ("--experimental-acp") :package "@google/gemini-cli"))
+  "ACP agents a session may use, by name: (NAME . PLIST).
+PLIST has :command (looked up in the variable `exec-path'), :args,
+:env (a list of (VAR . VALUE) set on top of Emacs's environment),
+:package (the npm package that installs the command, named when it
+is missing) and :disallowed-tools (the agent's own tools to switch
+off; Claude Code only)."
+  :type '(alist :key-type symbol :value-type plist))
+
+(defcustom mevedel-provider 'gptel
+  "What answers a session's turns: `gptel', or an agent of `mevedel-acp-agents'."
+  :type '(choice (const gptel) symbol))
+
+(defcustom mevedel-acp-keep-agent-tools nil
+  "Non-nil keeps the agent's own file and shell tools.
+They then read, write and run commands directly, outside mevedel's
+sandbox, buffers and checkpoints; mevedel only answers the agent's
+permission requests for them."
+  :type 'boolean)
+
+(defcustom mevedel-acp-startup-timeout 60
+  "Seconds an agent may take to start and to open a session."
+  :type 'number)
+
+(cl-defstruct (mevedel-acp--agent (:constructor mevedel-acp--make-agent) (:copier nil))
+  "One agent process driving one root chat."
+  name key chat handle
+  ;; `starting', `ready' or `dead'; thunks waiting for `ready'.
+  (state 'starting) waiting
+  session-id
+  ;; The chat turn being driven, whether it was cancelled, its calls
+  ;; (id -> record), the thought being streamed, the refused call ids
+  ;; with their reasons, and what withdraws its open cards.
+  turn cancelled calls thought refused cards)
+
+(defvar mevedel-acp--agents (make-hash-table :test #'equal)
+  "Agents by the key their events carry.")
+
+(defvar mevedel-acp--by-chat (make-hash-table :test #'eq :weakness 'key)
+  "The agent of each chat.")
+
+;;; Commands
+
+(defun mevedel-acp-agent-config (name)
+  "Return the plist of agent NAME (a symbol or string), or nil."
+  (cdr (assq (if (stringp name) (intern name) name) mevedel-acp-agents)))
+
+(defun mevedel-acp-chat-provider (chat)
+  "Return the name of the ACP agent that answers CHAT, or nil for gptel."
+  (if-let* ((agent (gethash chat mevedel-acp--by-chat)))
+      (mevedel-acp--agent-name agent)
+    (and mevedel-provider (not (eq mevedel-provider 'gptel))
+         (not (mevedel-chat-agent chat))
+         mevedel-provider)))
+
+;;; Plumbing
+
+(defun mevedel-acp--command (name config)
+  "Return the program of agent NAME with CONFIG, found in variable `exec-path'.
+Signal a `user-error' naming its npm package when it is missing."
+  (let ((command (plist-get config :command)))
+    (or (and command (executable-find command))
+        (user-error "The %s agent needs `%s' on PATH%s" name command
+                    (if-let* ((package (plist-get config :package)))
+                        (format "; install it with: npm install -g %s" package)
+                      "")))))
+
+(defun mevedel-acp--provider (chat)
+  "Return the function that sends each turn of CHAT to its ACP agent, or nil.
+A `mevedel-chat-provider-functions' member.  A missing agent program
+is a `user-error' here, before the turn changes anything."
+  (when-let* ((name (mevedel-acp-chat-provider chat)))
+    (let ((config (or (mevedel-acp-agent-config name)
+                      (user-error "No agent %s in `mevedel-acp-agents'" name))))
+      (unless (gethash chat mevedel-acp--by-chat)
+        (mevedel-acp--command name config))
+      (lambda (chat texts) (mevedel-acp--send chat name texts)))))
+
+(add-hook 'mevedel-chat-provider-functions #'mevedel-acp--provider)
+
+(defun mevedel-acp--log-file (name)
+  "Return the log of agent NAME's stderr."
+  (expand-file-name (format "mevedel/acp/%s.log" name) user-emacs-directory))
+
+(defun mevedel-acp--start (chat name)
+  "Start agent NAME for CHAT; return its state."
+  (let* ((config (mevedel-acp-agent-config name))
+         (key (format "%s-%x" name (random most-positive-fixnum)))
+         (agent (mevedel-acp--make-agent :name name :key key :chat chat))
+         (ms (round (* 1000 mevedel-acp-startup-timeout))))
+    (puthash key agent mevedel-acp--agents)
+    (puthash chat agent mevedel-acp--by-chat)
+    (setf (mevedel-acp--agent-handle agent)
+          (mevedel-core-acp-start
+           (list :name (format "%s" name)
+                 :command (mevedel-acp--command name config)
+                 :args (plist-get config :args)
+                 :env (plist-get config :env)
+                 :cwd (expand-file-name (mevedel-chat-root chat))
+                 :key key
+                 :stderr-log (mevedel-acp--log-file name)
+                 :startup-timeout-ms ms :request-timeout-ms ms)
+           (lambda (status value)
+             (let ((waiting (nreverse (mevedel-acp--agent-waiting agent))))
+               (setf (mevedel-acp--agent-waiting agent) nil
+                     (mevedel-acp--agent-state agent) (if (eq status 'ok) 'ready 'dead))
+               (dolist (thunk waiting)
+                 (funcall thunk (unless (eq status 'ok) (cadr value))))))))
+    agent))
+
+(defun mevedel-acp--when-ready (agent function)
+  "Call FUNCTION with nil once AGENT is ready, or with the error that stopped it."
+  (pcase (mevedel-acp--agent-state agent)
+    ('ready (funcall function nil))
+    ('starting (push function (mevedel-acp--agent-waiting agent)))
+    (_ (funcall function (format "%s is not running" (mevedel-acp--agent-name agent))))))
+
+(defun mevedel-acp--with-session (agent function)
+  "Call FUNCTION with nil once AGENT has a session, or with what failed."
+  (mevedel-acp--when-ready
+   agent
+   (lambda (failure)
+     (cond
+      (failure (funcall function failure))
+      ((mevedel-acp--agent-session-id agent) (funcall function nil))
+      (t
+       (let ((config (mevedel-acp-agent-config (mevedel-acp--agent-name agent)))
+             (chat (mevedel-acp--agent-chat agent)))
+         (mevedel-core-acp-new-session
+          (mevedel-acp--agent-handle agent)
+          (list :cwd (expand-file-name (mevedel-chat-root chat))
+                :disallowed-tools (unless mevedel-acp-keep-agent-tools
+                                    (plist-get config :disallowed-tools)))
+          (lambda (status value)
+            (if (not (eq status 'ok))
+                (funcall function (cadr value))
+              (let ((id (plist-get value :session-id)))
+                (setf (mevedel-acp--agent-session-id agent) id)
+                ;; Recorded, and waited for, before any prompt.
+                (mevedel-save-checkpoint
+                 chat `(("acp-agent" . ,(format "%s" (mevedel-acp--agent-name agent)))
+                        ("acp-session" . ,id))
+                 t)
+                (funcall function nil)))))))))))
+
+(defun mevedel-acp--send (chat name texts)
+  "Send CHAT's running turn, whose prompt is TEXTS, to agent NAME."
+  (let* ((agent (or (let ((known (gethash chat mevedel-acp--by-chat)))
+                      (and known (not (eq (mevedel-acp--agent-state known) 'dead)) known))
+                    (mevedel-acp--start chat name)))
+         (turn (mevedel-chat-turn chat)))
+    (setf (mevedel-acp--agent-turn agent) turn
+          (mevedel-acp--agent-cancelled agent) nil
+          (mevedel-acp--agent-calls agent) (make-hash-table :test #'equal)
+          (mevedel-acp--agent-thought agent) nil
+          (mevedel-acp--agent-refused agent) nil
+          (mevedel-acp--agent-cards agent) nil)
+    (mevedel-acp--with-session
+     agent
+     (lambda (failure)
+       (cond
+        ((not (eq (mevedel-acp--agent-turn agent) turn)))
+        (failure (mevedel-acp--finish agent 'error failure))
+        ((mevedel-acp--agent-cancelled agent) (mevedel-acp--finish agent 'abort))
+        (t
+         (mevedel-core-acp-prompt
+          (mevedel-acp--agent-handle agent) (mevedel-acp--agent-session-id agent) texts
+          (lambda (status value)
+            (when (eq (mevedel-acp--agent-turn agent) turn)
+              (cond
+               ((not (eq status 'ok)) (mevedel-acp--finish agent 'error (cadr value)))
+               ((equal (plist-get value :stop-reason) "cancelled")
+                (mevedel-acp--finish agent 'abort))
+               ((equal (plist-get value :stop-reason) "refusal")
+                (mevedel-acp--finish agent 'error
+                                     (format "%s refused to answer" (mevedel-acp--agent-name agent))))
+               (t (mevedel-acp--finish agent 'done))))))))))))
+
+(defun mevedel-acp--finish (agent outcome &optional detail)
+  "End AGENT's turn with OUTCOME (`done', `error', `abort') and DETAIL."
+  (let ((chat (mevedel-acp--agent-chat agent))
+        (turn (mevedel-acp--agent-turn agent)))
+    (mevedel-acp--flush-thought agent)
+    (mapc #'funcall (mevedel-acp--agent-cards agent))
+    (let ((open (cl-loop for record being the hash-values of (mevedel-acp--agent-calls agent)
+                         unless (plist-get record :result) collect record)))
+      (when open
+        (mevedel-chat-settle-open-calls
+         chat open "Cancelled: the turn ended before this call finished.")))
+    (setf (mevedel-acp--agent-turn agent) nil
+          (mevedel-acp--agent-cards agent) nil)
+    (mevedel-chat-provider-done chat turn outcome detail)))
+
+(defun mevedel-acp--abort (chat)
+  "Cancel CHAT's turn if its ACP agent drives it; non-nil then.
+A `mevedel-chat-abort-functions' member: the agent ends the turn."
+  (when-let* ((agent (gethash chat mevedel-acp--by-chat))
+              (turn (mevedel-acp--agent-turn agent))
+              ((eq turn (mevedel-chat-turn chat))))
+    (setf (mevedel-acp--agent-cancelled agent) t)
+    (mapc #'funcall (mevedel-acp--agent-cards agent))
+    (setf (mevedel-acp--agent-cards agent) nil)
+    (if (and (eq (mevedel-acp--agent-state agent) 'ready)
+             (mevedel-acp--agent-session-id agent))
+        (condition-case nil
+            (mevedel-core-acp-cancel (mevedel-acp--agent-handle agent)
+                                     (mevedel-acp--agent-session-id agent))
+          (error (mevedel-acp--finish agent 'abort)))
+      (mevedel-acp--finish agent 'abort))
+    t))
+
+(add-hook 'mevedel-chat-abort-functions #'mevedel-acp--abort)
+
+(defun mevedel-acp--session-closed (session)
+  "Stop the agents of SESSION's chats; a `mevedel-session-close-functions' member."
+  (maphash (lambda (key agent)
+             (when (eq (mevedel-chat-session (mevedel-acp--agent-chat agent)) session)
+               (remhash key mevedel-acp--agents)
+               (setf (mevedel-acp--agent-state agent) 'dead)
+               (when (mevedel-acp--agent-handle agent)
+                 (mevedel-core-acp-stop (mevedel-acp--agent-handle agent) #'ignore))))
+           mevedel-acp--agents))
+
+(add-hook 'mevedel-session-close-functions #'mevedel-acp--session-closed)
+
+;;;; What the agent sends
+
+(defun mevedel-acp--running (data)
+  "Return the agent of event DATA when it drives a running turn, else nil."
+  (when-let* ((agent (gethash (plist-get data :key) mevedel-acp--agents))
+              ((mevedel-acp--agent-turn agent)))
+    agent))
+
+(defun mevedel-acp--flush-thought (agent)
+  "Write AGENT's streamed thought into its chat as a notice."
+  (when-let* ((thought (mevedel-acp--agent-thought agent)))
+    (setf (mevedel-acp--agent-thought agent) nil)
+    (unless (string-blank-p thought)
+      (mevedel-chat-insert-notice (mevedel-acp--agent-chat agent) 'thought
+                                  (concat "Thinking: " (string-trim thought))))))
+
+(defun mevedel-acp--update (data)
+  "Handle DATA, an `acp-update' event."
+  (when-let* ((agent (mevedel-acp--running data)))
+    (let ((chat (mevedel-acp--agent-chat agent)))
+      (pcase (plist-get data :kind)
+        ('thought
+         (setf (mevedel-acp--agent-thought agent)
+               (concat (mevedel-acp--agent-thought agent) (plist-get data :text))))
+        ('message
+         (mevedel-acp--flush-thought agent)
+         (when-let* ((text (plist-get data :text)))
+           (mevedel-chat-provider-accepted chat)
+           (with-current-buffer (mevedel-chat-data-buffer chat)
+             (mevedel-gptel-append-response text))
+           (mevedel-chat-set-status chat 'streaming)
+           (mevedel-chat-notify chat 'text text)))
+        ('tool-call
+         (mevedel-acp--flush-thought agent)
+         (mevedel-chat-provider-accepted chat)
+         (mevedel-acp--tool-call agent data))
+        ('plan
+         (mevedel-acp--flush-thought agent)
+         (mevedel-chat-insert-notice
+          chat 'plan
+          (concat "Plan:\n"
+                  (mapconcat (pcase-lambda (`(,content ,_priority ,status))
+                               (format "  %s %s" (pcase status
+                                                   ("completed" "✓")
+                                                   ("in_progress" "…")
+                                                   (_ "○"))
+                                       content))
+                             (plist-get data :entries) "\n")))
+         (mevedel-chat-notify chat 'tool-results nil))))))
+
+(defun mevedel-acp--json (text)
+  "Return the JSON TEXT as Lisp data (objects as plists), or nil."
+  (and text (condition-case nil
+                (json-parse-string text :object-type 'plist :array-type 'list
+                                   :null-object nil :false-object :json-false)
+              (json-parse-error nil))))
+
+(defun mevedel-acp--content-text (content)
+  "Return the text of a tool call's CONTENT (parsed JSON), or nil."
+  (let ((parts (delq nil (mapcar (lambda (item)
+                                   (pcase (plist-get item :type)
+                                     ("content" (plist-get (plist-get item :content) :text))
+                                     ("diff" (format "Changed %s" (plist-get item :path)))
+                                     ("terminal" (format "Terminal %s"
+                                                         (plist-get item :terminalId)))))
+                                 content))))
+    (and parts (string-join parts "\n"))))
+
+(defun mevedel-acp--tool-call (agent data)
+  "Record the tool call update DATA of AGENT's turn; settle it once it ended."
+  (let* ((chat (mevedel-acp--agent-chat agent))
+         (calls (mevedel-acp--agent-calls agent))
+         (id (plist-get data :id))
+         (record (or (gethash id calls) (list :id id :name "tool" :args nil)))
+         (input (mevedel-acp--json (plist-get data :raw-input)))
+         (status (plist-get data :status))
+         (new (not (gethash id calls))))
+    (when-let* ((name (or (plist-get data :name)
+                          (and new (plist-get data :title)))))
+      (setq record (plist-put record :name name)))
+    (when (plist-get data :title)
+      (setq record (plist-put record :title (plist-get data :title))))
+    (when input
+      (setq record (plist-put record :args (if (keywordp (car-safe input))
+                                               input
+                                             (list :input input)))))
+    (when-let* ((text (or (mevedel-acp--content-text (mevedel-acp--json (plist-get data :content)))
+                          (let ((output (plist-get data :raw-output)))
+                            (and output (let ((parsed (mevedel-acp--json output)))
+                                          (if (stringp parsed) parsed output)))))))
+      (setq record (plist-put record :output text)))
+    (puthash id record calls)
+    (if (and (member status '("completed" "failed")) (not (plist-get record :result)))
+        (mevedel-acp--settle agent record status)
+      (unless (plist-get record :result)
+        (setf (mevedel-chat-live-calls chat)
+              (append (cl-remove id (mevedel-chat-live-calls chat)
+                                 :key (lambda (call) (plist-get call :id)) :test #'equal)
+                      (list record)))
+        (mevedel-chat-set-status chat 'tools)
+        (mevedel-chat-notify chat 'tools-start (mevedel-chat-live-calls chat))))))
+
+(defun mevedel-acp--settle (agent record status)
+  "Write the call RECORD of AGENT's turn, ended with STATUS, into the transcript."
+  (let* ((chat (mevedel-acp--agent-chat agent))
+         (id (plist-get record :id))
+         (refused (cdr (assoc id (mevedel-acp--agent-refused agent))))
+         (output (or (plist-get record :output) ""))
+         (result (cond (refused (concat "Permission denied: " refused))
+                       ((equal status "failed") (concat "Error: " output))
+                       ((string-empty-p output) "Done.")
+                       (t output))))
+    (setq record (plist-put record :result result))
+    (puthash id record (mevedel-acp--agent-calls agent))
+    (with-current-buffer (mevedel-chat-data-buffer chat)
+      (mevedel-gptel-append-settled-call id (plist-get record :name)
+                                         (plist-get record :args) result))
+    (setf (mevedel-chat-live-calls chat)
+          (cl-remove id (mevedel-chat-live-calls chat)
+                     :key (lambda (call) (plist-get call :id)) :test #'equal))
+    (mevedel-chat-set-status chat 'waiting)
+    (mevedel-chat-notify chat 'tool-results (list record))))
+
+(defun mevedel-acp--exited (data)
+  "Handle DATA, an `acp-exited' event: the agent ended on its own."
+  (when-let* ((agent (gethash (plist-get data :key) mevedel-acp--agents)))
+    (setf (mevedel-acp--agent-state agent) 'dead)
+    (unless (mevedel-acp--agent-turn agent)
+      (message "mevedel: %s%s" (plist-get data :message)
+               (if-let* ((stderr (plist-get data :stderr)))
+                   (concat "; its last stderr lines:\n" (string-join stderr "\n"))
+                 "")))))
+
+;;;; The agent's requests
+
+(defun mevedel-acp--answer (id answer)
+  "Answer the agent's request ID with ANSWER (see `mevedel-core-acp-answer')."
+  (mevedel-core-acp-answer id answer))
+
+(defun mevedel-acp--fail (id message)
+  "Answer the agent's request ID with an error saying MESSAGE."
+  (mevedel-acp--answer id (list :error-code -32603 :error-message message)))
+
+(defun mevedel-acp--request (data)
+  "Handle DATA, an `acp-request' event: answer the agent's request."
+  (let ((agent (gethash (plist-get data :key) mevedel-acp--agents))
+        (id (plist-get data :id)))
+    (condition-case err
+        (cond
+         ((not agent) (mevedel-acp--fail id "mevedel has closed this agent's session"))
+         (t (pcase (plist-get data :method)
+              ("fs/read_text_file" (mevedel-acp--read agent data))
+              ("fs/write_text_file" (mevedel-acp--write agent data))
+              ("session/request_permission" (mevedel-acp--permission agent data))
+              (method (mevedel-acp--fail
+                       id (format "mevedel does not serve %s to ACP agents yet" method))))))
+      (error (mevedel-acp--fail id (error-message-string err))))))
+
+(defun mevedel-acp--inside-p (agent path)
+  "Return non-nil when PATH is inside the workspace of AGENT's chat."
+  (file-in-directory-p path (mevedel-chat-root (mevedel-acp--agent-chat agent))))
+
+(defun mevedel-acp--read (agent data)
+  "Answer the read DATA of AGENT: a visiting buffer's text, unsaved edits included."
+  (let* ((path (plist-get data :path))
+         (chat (mevedel-acp--agent-chat agent))
+         (buffer (find-buffer-visiting path))
+         (line (plist-get data :line))
+         (limit (plist-get data :limit)))
+    (cond
+     ((and (not (mevedel-acp--inside-p agent path))
+           (not (eq (mevedel-chat-permission-mode chat) 'full-auto)))
+      (mevedel-acp--fail (plist-get data :id)
+                         (format "%s is outside the workspace; mevedel reads only inside it \
+unless the permission mode is full-auto" path)))
+     ((and (not buffer) (not (file-readable-p path)))
+      (mevedel-acp--answer (plist-get data :id)
+                           (list :error-code -32002
+                                 :error-message (format "%s does not exist" path))))
+     (t
+      (let ((text (if buffer
+                      (with-current-buffer buffer
+                        (save-restriction (widen) (buffer-substring-no-properties
+                                                   (point-min) (point-max))))
+                    (with-temp-buffer
+                      (insert-file-contents path)
+                      (buffer-string)))))
+        (when (or line limit)
+          (let* ((lines (split-string text "\n"))
+                 (from (max 0 (1- (or line 1))))
+                 (taken (seq-take (nthcdr from lines) (or limit most-positive-fixnum))))
+            (setq text (string-join taken "\n"))))
+        (mevedel-acp--answer (plist-get data :id) (list :text text)))))))
+
+(defun mevedel-acp--write (agent data)
+  "Answer the write DATA of AGENT: write a new file through ApplyPatch."
+  (let* ((path (plist-get data :path))
+         (id (plist-get data :id))
+         (chat (mevedel-acp--agent-chat agent))
+         (content (plist-get data :content)))
+    (if (or (file-exists-p path) (find-buffer-visiting path))
+        (mevedel-acp--fail id (format "mevedel writes only new files for an agent in this \
+version, and %s exists; nothing was written" path))
+      (mevedel-pipeline-run-tool-outcome
+       (mevedel-tool-get "ApplyPatch")
+       (list :patch (concat "*** Begin Patch\n*** Add File: " path "\n"
+                            (mapconcat (lambda (line) (concat "+" line))
+                                       (split-string (string-remove-suffix "\n" content) "\n")
+                                       "\n")
+                            "\n*** End Patch"))
+       (lambda (outcome)
+         (let ((result (plist-get outcome :result)))
+           (if (eq (plist-get outcome :status) 'success)
+               (mevedel-acp--answer id (list :written t))
+             (mevedel-acp--fail id (if (stringp result) result (format "%S" result))))))
+       :data-buffer (mevedel-chat-data-buffer chat)
+       :session (mevedel-chat-session chat)
+       :tool-use-id (format "acp-write-%s" id)))))
+
+(defun mevedel-acp--option (options kinds)
+  "Return the id of the first of OPTIONS, (ID NAME KIND), of one of KINDS."
+  (car (cl-find-if (lambda (option) (member (nth 2 option) kinds)) options)))
+
+(defun mevedel-acp--verdict (agent name kind)
+  "Return how AGENT's permission request for tool NAME of KIND is answered.
+That is `allow', `ask' or (deny . REASON), per the session's mode,
+answers and rules."
+  (let* ((chat (mevedel-acp--agent-chat agent))
+         (session (mevedel-chat-session chat))
+         (mode (mevedel-permissions-session-mode session))
+         (root (mevedel-chat-root chat))
+         (rules (mevedel-permissions-applicable-rules root))
+         (rule (and rules (mevedel-permissions-matching-rule rules (list name) nil root))))
+    (cond
+     ((eq (car rule) 'deny)
+      (cons 'deny (format "a permission rule forbids this %s call. Do not retry it." name)))
+     ((eq (car rule) 'allow) 'allow)
+     ((eq mode 'full-auto) 'allow)
+     ((eq (car rule) 'ask) 'ask)
+     ((mevedel-permissions-answered-p session (cons 'acp name)) 'allow)
+     ((and (eq mode 'edits) (member kind '("read" "edit" "search"))) 'allow)
+     (t 'ask))))
+
+(defun mevedel-acp--permission (agent data)
+  "Answer the permission request DATA of AGENT by mevedel's policy."
+  (let* ((id (plist-get data :id))
+         (chat (mevedel-acp--agent-chat agent))
+         (call (plist-get data :tool-call-id))
+         (name (or (plist-get data :name)
+                   (when-let* ((calls (mevedel-acp--agent-calls agent)))
+                     (plist-get (gethash call calls) :name))
+                   (plist-get data :title) "tool"))
+         (options (plist-get data :options))
+         (allow (lambda ()
+                  (mevedel-acp--answer
+                   id (let ((option (mevedel-acp--option options '("allow_once" "allow_always"))))
+                        (if option (list :option option) (list :cancelled t))))))
+         (deny (lambda (reason)
+                 (push (cons call reason) (mevedel-acp--agent-refused agent))
+                 (mevedel-acp--answer
+                  id (let ((option (mevedel-acp--option options '("reject_once" "reject_always"))))
+                       (if option (list :option option) (list :cancelled t))))))
+         (verdict (mevedel-acp--verdict agent name (plist-get data :tool-kind))))
+    (pcase verdict
+      ('allow (funcall allow))
+      (`(deny . ,reason) (funcall deny reason))
+      (_
+       (if (not (and (mevedel-chat-prompter chat) (mevedel-acp--agent-turn agent)))
+           (funcall deny (mevedel-permissions-refusal-reason name 'headless))
+         (mevedel-acp--ask agent data name allow deny))))))
+
+(defun mevedel-acp--ask (agent data name allow deny)
+  "Show the card for AGENT's permission request DATA about tool NAME.
+ALLOW and DENY (with a reason) answer the agent."
+  (let* ((chat (mevedel-acp--agent-chat agent))
+         (agent-name (mevedel-acp--agent-name agent))
+         (args (let ((input (mevedel-acp--json (plist-get data :raw-input))))
+                 (if (keywordp (car-safe input)) input (and input (list :input input)))))
+         (request
+          (list :tool name :args args :id (plist-get data :tool-call-id)
+                :why (format "%s asks before %s" agent-name
+                             (or (plist-get data :title) name))
+                :always (format "every %s call of %s for the rest of this session"
+                                name agent-name)
+                :remember (list (cons 'acp name))
+                :request (mevedel-chat-request chat))))
+    (setq request
+          (plist-put request :answer
+                     (lambda (reply)
+                       (pcase reply
+                         ('once (funcall allow))
+                         ('session (mevedel-permissions-remember (mevedel-chat-session chat)
+                                                                 (list (cons 'acp name)))
+                                   (funcall allow))
+                         ('cancelled (mevedel-core-acp-answer (plist-get data :id)
+                                                              (list :cancelled t)))
+                         (_ (funcall deny (mevedel-permissions-refusal-reason name 'user)))))))
+    (mevedel-chat-notify chat 'permission request)
+    (when-let* ((hide (funcall (mevedel-chat-prompter chat) chat request)))
+      (push hide (mevedel-acp--agent-cards agent)))))
+
+(mevedel-core-register-event-handler 'acp-update #'mevedel-acp--update)
+(mevedel-core-register-event-handler 'acp-request #'mevedel-acp--request)
+(mevedel-core-register-event-handler 'acp-exited #'mevedel-acp--exited)
+
+(provide 'mevedel-acp)
+;;; mevedel-acp.el ends here

@@ -1,0 +1,216 @@
+;;; acp-test.el --- ACP agents as providers, against the scripted agent  -*- lexical-binding: t; -*-
+
+;; Copyright (C) 2026 The mevedel authors
+;; SPDX-License-Identifier: GPL-3.0-or-later
+
+;;; Commentary:
+
+;; A chat whose turns an ACP agent answers (mevedel-acp.el), driven
+;; through its view as a user does, with the project's scripted agent
+;; (crates/mevedel-core/tests/acp-agents/fake_agent.py) as the agent:
+;; streamed text as the assistant's answer, the native session id
+;; saved, permission requests per mode (a card in ask mode, allowed in
+;; full-auto, refused where nobody can answer), reads that see unsaved
+;; buffers, new files through ApplyPatch, cancel on abort, an agent's
+;; failure word for word, and a missing agent named with its package.
+
+;;; Code:
+
+(require 'ert)
+(require 'mevedel-test-helpers)
+(require 'mevedel)
+(require 'mevedel-acp)
+(require 'mevedel-history)
+(require 'mevedel-interaction)
+
+(defconst acp-test--fake
+  (expand-file-name "crates/mevedel-core/tests/acp-agents/fake_agent.py" mevedel-test-root)
+  "The scripted ACP agent.")
+
+(defmacro acp-test--with-agent (view chat &rest body)
+  "Run BODY with VIEW and CHAT of a fresh session answered by the scripted agent."
+  (declare (indent 2))
+  `(progn
+     (unless (executable-find "python3")
+       (ert-fail "python3 is required by the ACP tests but is not installed"))
+     (let ((mevedel-acp-agents `((fake :command "python3" :args (,acp-test--fake)
+                                       :package "fake-agent")))
+           (mevedel-provider 'fake))
+       (mevedel-test-with-view ,view ,chat
+         (unwind-protect (progn ,@body)
+           (mevedel-chat-abort ,chat))))))
+
+(defun acp-test--send (view chat text &optional during)
+  "Type TEXT in VIEW and send it; return CHAT's outcome once its turn ended.
+DURING is called with nothing while the turn runs."
+  (let ((outcome nil))
+    (mevedel-chat-observe chat (lambda (event _chat &rest args)
+                                 (when (eq event 'turn-end) (setq outcome (car args)))))
+    (with-current-buffer view
+      (goto-char (point-max))
+      (insert text)
+      (mevedel-view-send))
+    (let ((deadline (+ (float-time) 30)))
+      (while (and (not outcome) (< (float-time) deadline))
+        (when during (funcall during))
+        (accept-process-output nil 0.02)))
+    outcome))
+
+(defun acp-test--segments (chat)
+  "Return the transcript segments of CHAT's last turn."
+  (mevedel-history-segments (mevedel-chat-data-buffer chat)
+                            (marker-position (mevedel-chat-turn-start chat))))
+
+(defun acp-test--answer (chat)
+  "Return the assistant's text of CHAT's last turn."
+  (mapconcat (lambda (s) (plist-get s :text))
+             (cl-remove 'response (acp-test--segments chat)
+                        :key (lambda (s) (plist-get s :type)) :test-not #'eq)
+             ""))
+
+(defun acp-test--calls (chat)
+  "Return the tool segments of CHAT's last turn."
+  (cl-remove 'tool (acp-test--segments chat)
+             :key (lambda (s) (plist-get s :type)) :test-not #'eq))
+
+(defun acp-test--view-rows (view)
+  "Return VIEW's tool rows as (ID . LINE)."
+  (with-current-buffer view
+    (save-excursion
+      (goto-char (point-min))
+      (let (rows match)
+        (while (setq match (text-property-search-forward 'mevedel-row nil (lambda (_ v) v)))
+          (push (cons (prop-match-value match)
+                      (buffer-substring-no-properties (prop-match-beginning match)
+                                                      (prop-match-end match)))
+                rows))
+        rows))))
+
+(ert-deftest acp-test-text-turn-streams-and-saves-the-native-session ()
+  "The agent's text is the answer, shown in the view; its session id is saved."
+  (acp-test--with-agent view chat
+    (let ((texts nil))
+      (mevedel-chat-observe chat (lambda (event _chat &rest args)
+                                   (when (eq event 'text) (push (car args) texts))))
+      (should (eq (acp-test--send view chat "Hello there") 'done))
+      (should (equal (acp-test--answer chat) "Hello there"))
+      (should (equal texts '("Hello there")))
+      (should (string-match-p "Hello there" (with-current-buffer view (buffer-string))))
+      (should (equal (mevedel-acp-chat-provider chat) 'fake))
+      (let ((info (cdr (assoc (mevedel-session-id (mevedel-chat-session chat))
+                              (mevedel-session-saved (mevedel-chat-root chat))))))
+        (should (equal (cdr (assoc "acp-agent" info)) "fake"))
+        (should (equal (cdr (assoc "acp-session" info)) "sess-1")))
+      ;; The next turn goes to the same agent and session.
+      (should (eq (acp-test--send view chat "Again") 'done))
+      (should (equal (acp-test--answer chat) "Again"))
+      (should (equal (mevedel-acp--agent-session-id (gethash chat mevedel-acp--by-chat))
+                     "sess-1")))))
+
+(ert-deftest acp-test-ask-mode-shows-a-card-and-allows-once ()
+  "In ask mode the agent's permission request is a card; allowing it lets the call run."
+  (acp-test--with-agent view chat
+    (setf (mevedel-chat-permission-mode chat) 'ask)
+    (let ((cards 0))
+      (should (eq (acp-test--send
+                   view chat "ask"
+                   (lambda ()
+                     (when-let* ((card (car (mevedel-interaction-list chat))))
+                       (cl-incf cards)
+                       (should (equal (plist-get (mevedel-interaction-data card) :tool) "Write"))
+                       (mevedel-interaction-settle card 'once))))
+                  'done))
+      (should (= cards 1)))
+    (should (string-match-p "permission: allow" (acp-test--answer chat)))
+    (let ((call (car (acp-test--calls chat))))
+      (should (equal (plist-get call :name) "Write"))
+      (should (equal (plist-get (plist-get call :args) :file_path) "x.txt"))
+      (should (equal (plist-get call :result) "wrote x.txt")))
+    (should (assoc "call-w" (acp-test--view-rows view)))
+    ;; The thought is a notice of the turn.
+    (should (cl-find-if (lambda (s) (and (eq (plist-get s :type) 'notice)
+                                         (string-match-p "I should write" (plist-get s :text))))
+                        (acp-test--segments chat)))))
+
+(ert-deftest acp-test-full-auto-allows-and-nobody-to-ask-rejects ()
+  "Full-auto allows without a card; without a prompter the answer is reject_once."
+  (acp-test--with-agent view chat
+    (setf (mevedel-chat-permission-mode chat) 'full-auto)
+    (should (eq (acp-test--send view chat "ask" (lambda () (should-not (mevedel-interaction-list chat))))
+                'done))
+    (should (string-match-p "permission: allow" (acp-test--answer chat)))
+    (setf (mevedel-chat-permission-mode chat) 'ask)
+    (mevedel-chat-set-prompter chat nil)
+    (should (eq (acp-test--send view chat "ask") 'done))
+    (should (string-match-p "permission: reject" (acp-test--answer chat)))
+    (let ((call (car (acp-test--calls chat))))
+      (should (string-prefix-p "Permission denied: this Write call needs approval"
+                               (plist-get call :result))))))
+
+(ert-deftest acp-test-read-sees-unsaved-buffers-and-writes-new-files-only ()
+  "fs/read_text_file reads a buffer's unsaved text; fs/write_text_file makes new files."
+  (acp-test--with-agent view chat
+    (setf (mevedel-chat-permission-mode chat) 'full-auto)
+    (let* ((root (mevedel-chat-root chat))
+           (file (expand-file-name "a.txt" root))
+           (new (expand-file-name "new.txt" root)))
+      (with-temp-file file (insert "on disk\n"))
+      (let ((buffer (find-file-noselect file)))
+        (unwind-protect
+            (progn
+              (with-current-buffer buffer
+                (erase-buffer)
+                (insert "unsaved edit\n"))
+              (should (eq (acp-test--send view chat (concat "read " file)) 'done))
+              (should (equal (acp-test--answer chat) "read: unsaved edit\n")))
+          (with-current-buffer buffer (set-buffer-modified-p nil))
+          (kill-buffer buffer)))
+      (should (eq (acp-test--send view chat (format "write %s hello" new)) 'done))
+      (should (equal (acp-test--answer chat) "write: ok"))
+      (should (equal (with-temp-buffer (insert-file-contents new) (buffer-string)) "hello\n"))
+      (should (eq (acp-test--send view chat (format "write %s again" new)) 'done))
+      (should (string-match-p "write: .*writes only new files.*nothing was written"
+                              (acp-test--answer chat)))
+      (should (equal (with-temp-buffer (insert-file-contents new) (buffer-string)) "hello\n")))))
+
+(ert-deftest acp-test-abort-cancels-the-turn ()
+  "Aborting sends session/cancel; the agent ends the turn cancelled."
+  (acp-test--with-agent view chat
+    (let ((aborted nil))
+      (should (eq (acp-test--send
+                   view chat "hang"
+                   (lambda ()
+                     (when (and (not aborted)
+                                (string-match-p "waiting" (or (acp-test--answer chat) "")))
+                       (setq aborted t)
+                       (with-current-buffer view (mevedel-view-abort)))))
+                  'abort))
+      (should aborted))
+    (should (eq (mevedel-chat-status chat) 'abort))))
+
+(ert-deftest acp-test-agent-failure-is-shown-word-for-word ()
+  "An agent that dies ends the turn with its exit and last stderr lines."
+  (acp-test--with-agent view chat
+    (should (eq (acp-test--send view chat "crash") 'error))
+    (let ((detail (mevedel-chat-status-detail chat)))
+      (should (string-match-p "fake: exited with status 3 before answering session/prompt" detail))
+      (should (string-match-p "fatal: the model backend went away" detail))
+      (should (string-match-p "Request failed: fake: exited with status 3"
+                              (with-current-buffer view (buffer-string)))))
+    ;; A new agent answers the next turn.
+    (should (eq (acp-test--send view chat "back") 'done))
+    (should (equal (acp-test--answer chat) "back"))))
+
+(ert-deftest acp-test-missing-agent-names-its-package ()
+  "A provider whose program is missing is refused before the turn starts."
+  (let ((mevedel-acp-agents '((ghost :command "mevedel-no-such-agent"
+                                     :package "@example/ghost-acp")))
+        (mevedel-provider 'ghost))
+    (mevedel-test-with-view view chat
+      (let ((err (should-error (mevedel-chat-send chat "hi") :type 'user-error)))
+        (should (string-match-p "mevedel-no-such-agent.*npm install -g @example/ghost-acp"
+                                (cadr err))))
+      (should-not (mevedel-chat-turn chat)))))
+
+(provide 'acp-test)
+;;; acp-test.el ends here

@@ -1,0 +1,171 @@
+;;; acp-e2e-test.el --- bin/mevedel --provider claude-code, for real  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; The real `claude-agent-acp' (installed by scripts/deps.sh under
+;; .deps/acp/, Claude Code's CLI inside it), which nobody here wrote,
+;; driven headless through `bin/mevedel --provider claude-code' against
+;; the scripted Anthropic server: no network, no account, a temporary
+;; HOME.  A text turn; the agent's permission request answered per mode
+;; (full-auto allows its Write, ask refuses it with reject_once and the
+;; turn goes on); a stalled model ending on --timeout with no process
+;; of the agent left.  Missing node or agent fails, never skips.
+
+;;; Code:
+
+(eval-and-compile
+  (add-to-list 'load-path (file-name-directory (or load-file-name buffer-file-name))))
+(require 'mevedel-e2e-helpers)
+
+(defconst acp-e2e--bin
+  (expand-file-name ".deps/acp/npm/node_modules/.bin" mevedel-test-root)
+  "Where scripts/deps.sh installs claude-agent-acp.")
+
+(defun acp-e2e--require-agent ()
+  "Fail (never skip) when node or claude-agent-acp is missing."
+  (mevedel-e2e-require-python)
+  (unless (executable-find "node")
+    (ert-fail "node is required by the ACP end-to-end tests but is not installed"))
+  (unless (file-executable-p (expand-file-name "claude-agent-acp" acp-e2e--bin))
+    (ert-fail (format "%s/claude-agent-acp is missing; run scripts/deps.sh" acp-e2e--bin))))
+
+(defun acp-e2e--agent-processes (root)
+  "Return the pids of live processes whose working directory is ROOT."
+  (let ((root (directory-file-name (file-truename root))))
+    (cl-loop for dir in (directory-files "/proc" nil "\\`[0-9]+\\'")
+             for cwd = (ignore-errors (file-truename (format "/proc/%s/cwd" dir)))
+             for stat = (ignore-errors
+                          (with-temp-buffer
+                            (insert-file-contents (format "/proc/%s/stat" dir))
+                            (buffer-string)))
+             when (and cwd (equal (directory-file-name cwd) root)
+                       stat (not (string-match-p ") Z " stat)))
+             collect (string-to-number dir))))
+
+(cl-defun acp-e2e--run (&key script args settings)
+  "Run bin/mevedel --provider claude-code with ARGS against SCRIPT.
+SCRIPT is the scripted server's script as Lisp data ({{root}} is the
+workspace); SETTINGS are forms the config file evaluates.  Return a
+plist: :status :stdout :stderr :log :root :json (parsed, or nil) and
+:left (pids of processes still working in the workspace)."
+  (acp-e2e--require-agent)
+  (let* ((root (mevedel-e2e-workspace '(("a.txt" . "a\n"))))
+         (home (make-temp-file "mevedel-acp-home-" t))
+         (file (make-temp-file "mevedel-acp-script-" nil ".json"))
+         (init (make-temp-file "mevedel-acp-init-" nil ".el"))
+         (stderr (make-temp-file "mevedel-acp-stderr"))
+         (server nil))
+    (with-temp-file file (insert (json-encode script)))
+    (with-temp-file init (prin1 `(progn ,@settings) (current-buffer)))
+    (setq server (mevedel-scripted-model-start file :vars `(("root" . ,root))))
+    (unwind-protect
+        (with-temp-buffer
+          (let* ((process-environment
+                  (append
+                   (list (concat "EMACS=" (expand-file-name invocation-name invocation-directory))
+                         (concat "PATH=" acp-e2e--bin ":" (getenv "PATH"))
+                         (concat "HOME=" home)
+                         (concat "XDG_CONFIG_HOME=" home "/.config")
+                         (format "ANTHROPIC_BASE_URL=http://127.0.0.1:%d"
+                                 (mevedel-scripted-model-port server))
+                         "ANTHROPIC_API_KEY=dummy"
+                         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+                   process-environment))
+                 (status (apply #'call-process (expand-file-name "bin/mevedel" mevedel-test-root)
+                                nil (list t stderr) nil
+                                (append (list "--config" init "--dir" root
+                                              "--provider" "claude-code" "--json")
+                                        args)))
+                 (stdout (buffer-string)))
+            (list :status status :stdout stdout :root root
+                  :stderr (with-temp-buffer (insert-file-contents stderr) (buffer-string))
+                  :log (mevedel-scripted-model-log server)
+                  :json (ignore-errors
+                          (json-parse-string stdout :object-type 'alist :array-type 'list
+                                             :null-object nil :false-object nil))
+                  :left (acp-e2e--agent-processes root)
+                  :files (directory-files root))))
+      (mevedel-scripted-model-stop server)
+      (dolist (f (list file init stderr)) (delete-file f))
+      (delete-directory home t)
+      (delete-directory root t))))
+
+(defun acp-e2e--explain (run)
+  "Return RUN's output, for a failing assertion's message."
+  (format "status %s\nstdout: %s\nstderr: %s" (plist-get run :status)
+          (plist-get run :stdout) (plist-get run :stderr)))
+
+(ert-deftest acp-e2e-text-turn ()
+  "A text turn: Claude Code's answer is the run's answer, the agent gone after."
+  (let* ((text "Hello from the scripted model, through Claude Code.")
+         (run (acp-e2e--run :script `((repeat . t) (steps . [((text . ,text))]))
+                            :args '("-p" "Say hello." "--timeout" "120")))
+         (json (plist-get run :json)))
+    (should (equal (list (plist-get run :status) (alist-get 'answer json))
+                   (list 0 text)))
+    (should (equal (alist-get 'backend json) "claude-code"))
+    (should (equal (alist-get 'content (car (alist-get 'messages json))) "Say hello."))
+    ;; The prompt reached the model through Claude Code, without its
+    ;; unconfined file and shell tools.
+    (let ((turn (cl-find-if (lambda (entry)
+                              (string-match-p "Say hello\\." (json-encode (alist-get 'body entry))))
+                            (plist-get run :log))))
+      (should turn)
+      (let ((tools (mapcar (lambda (tool) (alist-get 'name tool))
+                           (alist-get 'tools (alist-get 'body turn)))))
+        (should tools)
+        (dolist (tool '("Read" "Write" "Edit" "Bash"))
+          (should-not (member tool tools)))))
+    (should-not (plist-get run :left))))
+
+(defun acp-e2e--write-script ()
+  "Return a script making Claude Code call its Write tool, then answer."
+  '((repeat . t)
+    (conversations
+     . [((match . "Write")
+         (steps . [((tool_calls . [((name . "Write")
+                                    (arguments . ((file_path . "{{root}}/out.txt")
+                                                  (content . "written\n"))))]))
+                   ((text . "Finished."))]))
+        ((steps . [((text . "ok"))])
+         (repeat . t))])))
+
+(defun acp-e2e--write-call (run)
+  "Return the Write call of RUN's --json transcript."
+  (cl-find "Write" (alist-get 'tool_calls (plist-get run :json))
+           :key (lambda (call) (alist-get 'name call)) :test #'equal))
+
+(ert-deftest acp-e2e-permission-per-mode ()
+  "Claude Code's permission request: full-auto allows the Write, ask refuses it."
+  (let* ((settings '((setq mevedel-acp-keep-agent-tools t)))
+         (allowed (acp-e2e--run :script (acp-e2e--write-script) :settings settings
+                                :args '("-p" "Write the file." "--timeout" "120"
+                                        "--permission-mode" "full-auto")))
+         (refused (acp-e2e--run :script (acp-e2e--write-script) :settings settings
+                                :args '("-p" "Write the file." "--timeout" "120"
+                                        "--permission-mode" "ask"))))
+    (should (eql (plist-get allowed :status) 0))
+    (should (member "out.txt" (plist-get allowed :files)))
+    (let ((call (acp-e2e--write-call allowed)))
+      (should call)
+      (should (equal (alist-get 'status call) "success"))
+      (should (string-suffix-p "out.txt" (alist-get 'file_path (alist-get 'args call)))))
+    (should-not (member "out.txt" (plist-get refused :files)))
+    (let ((call (acp-e2e--write-call refused)))
+      (should call)
+      (should (equal (alist-get 'status call) "denied")))
+    ;; The model was told and the turn went on to its answer.
+    (should (equal (alist-get 'answer (plist-get refused :json)) "Finished."))
+    (should-not (plist-get allowed :left))
+    (should-not (plist-get refused :left))))
+
+(ert-deftest acp-e2e-stalled-model-times-out-leaving-no-agent ()
+  "A model that never answers ends on --timeout: exit 1, \"timed out\", nothing left."
+  (let ((run (acp-e2e--run :script '((repeat . t) (steps . [((text . "too late") (sleep . 120))]))
+                           :args '("-p" "Take your time." "--timeout" "15"))))
+    (should (eql (plist-get run :status) 1))
+    (should (string-match-p "timed out" (plist-get run :stderr)))
+    (should-not (plist-get run :left))))
+
+(provide 'acp-e2e-test)
+;;; acp-e2e-test.el ends here
