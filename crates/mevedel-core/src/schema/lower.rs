@@ -21,9 +21,13 @@ pub const PATH_GUIDANCE: &str = "Pass a raw filesystem path, not Markdown or a U
 /// engine on every validated path.)
 pub const MARKDOWN_LINK_PATTERN: &str = r"(?:^|/)\[[^\[\]/]+\]\(https?://[^()]*\)$";
 
-/// The provider JSON Schema of SPEC's arguments.
+/// The provider JSON Schema of SPEC's arguments, its keys sorted: the
+/// same bytes in every request whatever order serde_json keeps (the ACP
+/// SDK turns on its `preserve_order` for the whole build).
 pub fn provider_schema(spec: &ToolSpec) -> Value {
-    lower(&spec.root, false)
+    let mut schema = lower(&spec.root, false);
+    schema.sort_all_objects();
+    schema
 }
 
 /// The schema validation compiles: the provider schema plus internal checks.
