@@ -81,6 +81,27 @@ where
         })
 }
 
+/// Run the async WORK on the runtime and answer request ID with its
+/// outcome as a `reply` event. A panic in WORK answers as an error too,
+/// naming WHAT, so Lisp never waits for a reply that cannot come.
+pub fn spawn_reply<F>(id: i64, what: &'static str, work: F) -> Result<()>
+where
+    F: Future<Output = Result<Datum>> + Send + 'static,
+{
+    let rt = get()?;
+    rt.spawn(async move {
+        let outcome = match tokio::spawn(work).await {
+            Ok(result) => result,
+            Err(e) => Err(Error::new(
+                ErrorKind::Internal,
+                format!("{what} job failed: {e}"),
+            )),
+        };
+        events::global().push(events::reply(id, outcome));
+    });
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

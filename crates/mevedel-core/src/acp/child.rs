@@ -10,11 +10,9 @@
 //! group with `setsid` included), TERM and then KILL, and waits until
 //! none is left, so no agent process outlives its connection.
 
-use std::collections::VecDeque;
 use std::ffi::OsString;
-use std::io::Write;
 use std::os::fd::OwnedFd;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -23,7 +21,7 @@ use tokio::net::unix::pipe;
 use tokio::sync::watch;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::process::{self, Program};
+use crate::process::{self, Program, StderrTail};
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -31,79 +29,6 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 pub(crate) fn acp_error(message: impl Into<String>) -> Error {
     Error::new(ErrorKind::Exec, message)
-}
-
-/// Longest stderr line kept in memory, in bytes; the log gets it whole.
-const LINE_BYTES: usize = 2000;
-
-/// The agent's last stderr lines, and the log every line is appended to.
-pub struct StderrTail {
-    lines: Mutex<VecDeque<String>>,
-    keep: usize,
-    log: Option<Mutex<std::fs::File>>,
-}
-
-impl StderrTail {
-    /// Keep KEEP lines; append every line to LOG (created with its
-    /// directory) when given. A log that cannot be opened is an error:
-    /// the caller asked for it.
-    pub fn new(keep: usize, log: Option<&Path>) -> Result<StderrTail> {
-        let log = match log {
-            None => None,
-            Some(path) => {
-                if let Some(dir) = path.parent() {
-                    std::fs::create_dir_all(dir).map_err(|e| {
-                        Error::io(
-                            ErrorKind::Exec,
-                            &format!("cannot create {}", dir.display()),
-                            &e,
-                        )
-                    })?;
-                }
-                let file = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .map_err(|e| {
-                        Error::io(
-                            ErrorKind::Exec,
-                            &format!("cannot open {}", path.display()),
-                            &e,
-                        )
-                    })?;
-                Some(Mutex::new(file))
-            }
-        };
-        Ok(StderrTail {
-            lines: Mutex::new(VecDeque::new()),
-            keep,
-            log,
-        })
-    }
-
-    pub fn push(&self, line: &str) {
-        if let Some(file) = &self.log {
-            let _ = writeln!(lock(file), "{line}");
-        }
-        let mut kept = line.to_string();
-        if kept.len() > LINE_BYTES {
-            let mut cut = LINE_BYTES;
-            while !kept.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            kept.truncate(cut);
-            kept.push('…');
-        }
-        let mut lines = lock(&self.lines);
-        lines.push_back(kept);
-        while lines.len() > self.keep {
-            lines.pop_front();
-        }
-    }
-
-    pub fn tail(&self) -> Vec<String> {
-        lock(&self.lines).iter().cloned().collect()
-    }
 }
 
 /// A running agent process.
@@ -177,7 +102,7 @@ impl Child {
             let mut line = Vec::new();
             while matches!(reader.read_until(b'\n', &mut line).await, Ok(n) if n > 0) {
                 let text = String::from_utf8_lossy(&line);
-                stderr.push(text.trim_end_matches(['\n', '\r']));
+                stderr.push(None, text.trim_end_matches(['\n', '\r']));
                 line.clear();
             }
             let _ = closed_tx.send(true);

@@ -35,12 +35,13 @@ use tokio::sync::{Notify, oneshot};
 use tokio_util::compat::{Compat, TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 use tokio_util::sync::CancellationToken;
 
-use super::child::{Child, StderrTail, acp_error, lock};
+use super::child::{Child, acp_error, lock};
 use super::config::{AgentConfig, Options, agent_env, running_as_root};
 use super::delegate::{self, Delegate};
 use super::schema;
 use super::update::{self, Update};
 use crate::error::Result;
+use crate::process::{self, StderrTail};
 
 /// Something the agent sent that is not an answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -240,10 +241,11 @@ impl Connection {
     ) -> Result<Connection> {
         let name = config.name.clone();
         let fail = |what: String| acp_error(format!("{name}: {what}"));
-        let stderr = Arc::new(
-            StderrTail::new(options.stderr_lines, options.stderr_log.as_deref())
-                .map_err(|e| fail(e.message))?,
-        );
+        let log = match options.stderr_log.as_deref() {
+            Some(path) => Some(process::open_log(path).map_err(|e| fail(e.message))?),
+            None => None,
+        };
+        let stderr = Arc::new(StderrTail::new(options.stderr_lines, log));
         let base = options
             .base_env
             .clone()

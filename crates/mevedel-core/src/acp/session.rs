@@ -604,22 +604,10 @@ pub fn answer(id: i64, answer: Answer) -> bool {
     }
 }
 
-/// Run WORK on the runtime and answer request ID with its outcome; a
-/// panic answers as an error too, so Lisp never waits in vain.
+/// Answer request ID with the outcome of the async WORK.
 fn answer_with<F>(id: i64, work: F) -> Result<()>
 where
     F: Future<Output = Result<Datum>> + Send + 'static,
 {
-    let rt = runtime::get()?;
-    rt.spawn(async move {
-        let outcome = match tokio::spawn(work).await {
-            Ok(result) => result,
-            Err(e) => Err(Error::new(
-                ErrorKind::Internal,
-                format!("ACP job failed: {e}"),
-            )),
-        };
-        events::global().push(events::reply(id, outcome));
-    });
-    Ok(())
+    runtime::spawn_reply(id, "ACP", work)
 }

@@ -11,9 +11,8 @@
 //! the user asked to confine starts the same way, inside the sandbox
 //! ([`super::confine`]).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
-use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -32,7 +31,7 @@ use tokio::sync::watch;
 use super::config::Transport;
 use super::confine::{self, Sandboxed};
 use crate::error::{Error, ErrorKind, Result};
-use crate::process::{self, Program};
+use crate::process::{self, Program, StderrTail};
 use crate::sandbox::launch::{self, Request};
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -79,53 +78,6 @@ pub enum Notice {
 /// Where notices go; called from worker threads.
 pub type Listener = Arc<dyn Fn(Notice) + Send + Sync>;
 
-/// The last lines a server wrote to stderr, bounded, and the per-session
-/// log every line is appended to as `SERVER: LINE`.
-pub(crate) struct StderrLog {
-    lines: Mutex<VecDeque<String>>,
-    keep: usize,
-    file: Option<Arc<Mutex<Option<std::fs::File>>>>,
-}
-
-/// Longest stderr line kept in memory, in bytes; the log gets it whole.
-const LINE_BYTES: usize = 2000;
-
-impl StderrLog {
-    pub(crate) fn new(keep: usize, file: Option<Arc<Mutex<Option<std::fs::File>>>>) -> Self {
-        StderrLog {
-            lines: Mutex::new(VecDeque::new()),
-            keep,
-            file,
-        }
-    }
-
-    pub(crate) fn push(&self, server: &str, line: &str) {
-        if let Some(file) = &self.file
-            && let Some(f) = lock(file).as_mut()
-        {
-            let _ = writeln!(f, "{server}: {line}");
-        }
-        let mut kept = line.to_string();
-        if kept.len() > LINE_BYTES {
-            let mut cut = LINE_BYTES;
-            while !kept.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            kept.truncate(cut);
-            kept.push('…');
-        }
-        let mut lines = lock(&self.lines);
-        lines.push_back(kept);
-        while lines.len() > self.keep {
-            lines.pop_front();
-        }
-    }
-
-    pub(crate) fn tail(&self) -> Vec<String> {
-        lock(&self.lines).iter().cloned().collect()
-    }
-}
-
 /// State shared by a server's successive connections and its handler.
 pub(crate) struct Shared {
     pub(crate) name: String,
@@ -133,7 +85,7 @@ pub(crate) struct Shared {
     pub(crate) resources_generation: AtomicU64,
     pub(crate) progress: Mutex<HashMap<ProgressToken, ProgressFn>>,
     pub(crate) listener: Option<Listener>,
-    pub(crate) stderr: StderrLog,
+    pub(crate) stderr: StderrTail,
 }
 
 impl Shared {
@@ -506,7 +458,7 @@ async fn spawn_stdio(
             let text = String::from_utf8_lossy(&line);
             shared
                 .stderr
-                .push(&shared.name, text.trim_end_matches(['\n', '\r']));
+                .push(Some(&shared.name), text.trim_end_matches(['\n', '\r']));
             line.clear();
         }
     });

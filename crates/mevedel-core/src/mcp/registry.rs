@@ -38,7 +38,7 @@ use tokio_util::sync::CancellationToken;
 use super::config::{ServerConfig, Source};
 use super::confine::Confinement;
 use super::connection::{
-    self, Child, Connection, Launch, Listener, ProgressFn, Shared, StderrLog, lock, mcp_error,
+    self, Child, Connection, Launch, Listener, ProgressFn, Shared, lock, mcp_error,
 };
 use super::content::{
     Content, PromptInfo, PromptResult, ResourceInfo, TemplateInfo, ToolInfo, ToolResult,
@@ -47,6 +47,7 @@ use super::content::{
 use super::names::NameIndex;
 use crate::datum::Datum;
 use crate::error::Result;
+use crate::process::StderrTail;
 
 /// How the registry runs its servers.
 #[derive(Debug, Clone)]
@@ -249,7 +250,7 @@ impl Registry {
                         resources_generation: 0.into(),
                         progress: Mutex::new(HashMap::new()),
                         listener: listener.clone(),
-                        stderr: StderrLog::new(options.stderr_lines, log.clone()),
+                        stderr: StderrTail::new(options.stderr_lines, log.clone()),
                     }),
                     status: Mutex::new(Status {
                         state: State::Configured,

@@ -28,7 +28,7 @@ use super::connection::{Notice, Progress};
 use super::content::{Content, PromptInfo, ResourceInfo, TemplateInfo, ToolInfo};
 use super::registry::{CallOptions, Options, Registry, status_datum};
 use crate::datum::Datum;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::{events, runtime};
 
 /// What opening a session's registry needs.
@@ -403,22 +403,10 @@ pub fn cancel(id: i64) -> bool {
     }
 }
 
-/// Run WORK on the runtime and answer request ID with its outcome; a
-/// panic answers as an error too, so Lisp never waits in vain.
+/// Answer request ID with the outcome of the async WORK.
 fn answer<F>(id: i64, work: F) -> Result<()>
 where
     F: Future<Output = Result<Datum>> + Send + 'static,
 {
-    let rt = runtime::get()?;
-    rt.spawn(async move {
-        let outcome = match tokio::spawn(work).await {
-            Ok(result) => result,
-            Err(e) => Err(Error::new(
-                ErrorKind::Internal,
-                format!("MCP job failed: {e}"),
-            )),
-        };
-        events::global().push(events::reply(id, outcome));
-    });
-    Ok(())
+    runtime::spawn_reply(id, "MCP", work)
 }

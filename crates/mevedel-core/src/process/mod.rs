@@ -5,12 +5,15 @@
 //! parent-death signal, reaping, stop-all at exit) and its one entry
 //! point, [`Owner::start`]; [`spawn`] starts a [`Program`] without
 //! copying Emacs (`clone` + `execve`); [`pty`] opens pseudo-terminals;
-//! [`fds`] keeps descriptors Emacs hands us from leaking into children.
+//! [`fds`] keeps descriptors Emacs hands us from leaking into children;
+//! [`stderr`] keeps a child's last stderr lines for its failure report.
 
 pub mod fds;
 pub mod owner;
 pub mod pty;
 pub mod spawn;
+pub mod stderr;
 
 pub use owner::{ChildInfo, OnExit, Owner, global, group_alive, inner_group, signal};
 pub use spawn::Program;
+pub use stderr::{SharedLog, StderrTail, open_log};
