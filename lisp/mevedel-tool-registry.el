@@ -589,15 +589,24 @@ convention signals `mevedel-tool-error' and needs rewrapping."
 
 ;;;; ToolSearch
 
+(defun mevedel-tool-search-index (tools)
+  "Return the ToolSearch index of the list TOOLS, for `mevedel-tool-search'.
+Making it crosses to the module once per tool; searching it does not,
+so a caller whose catalog stays the same keeps it."
+  (mevedel-core-schema-index (vconcat (mapcar #'mevedel-tool-handle tools))))
+
 (defun mevedel-tool-search (query &optional tools)
   "Search TOOLS (default: every registered tool) for QUERY.
+TOOLS is a list of tools or an index from `mevedel-tool-search-index'.
 Return a plist (:kind KIND :text TEXT :shown IDENTITIES :total N).
 KIND is `contracts' (one to three matches, full contracts), `shapes'
 \(more matches: at most 20 calling shapes with summaries) or `none'
 \(suggesting at most 20 sorted categories and groups)."
   (pcase-let ((`(,kind ,text ,shown ,total)
                (mevedel-core-schema-search
-                (vconcat (mapcar #'mevedel-tool-handle (or tools (mevedel-tool-all))))
+                (if (user-ptrp tools)
+                    tools
+                  (mevedel-tool-search-index (or tools (mevedel-tool-all))))
                 query)))
     (list :kind kind :text text :shown shown :total total)))
 
