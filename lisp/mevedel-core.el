@@ -66,7 +66,8 @@
 (declare-function mevedel-core--sandbox-prepare "ext:mevedel-dyn" (request))
 (declare-function mevedel-core--schema-compile "ext:mevedel-dyn" (descriptor))
 (declare-function mevedel-core--schema-check "ext:mevedel-dyn" (tool arguments repair))
-(declare-function mevedel-core--schema-search "ext:mevedel-dyn" (tools query))
+(declare-function mevedel-core--schema-index "ext:mevedel-dyn" (tools))
+(declare-function mevedel-core--schema-search "ext:mevedel-dyn" (index query))
 (declare-function mevedel-core--schema-contract "ext:mevedel-dyn" (tool))
 (declare-function mevedel-core--text-normalize "ext:mevedel-dyn" (string))
 (declare-function mevedel-core--text-preview "ext:mevedel-dyn" (string budget))
@@ -636,11 +637,18 @@ sent, else (repaired ARGS NOTE AUDIT), (invalid GUIDANCE ISSUES) or
   (mevedel-core-ensure)
   (mevedel-core--schema-check handle arguments repair))
 
-(defun mevedel-core-schema-search (handles query)
-  "Search the vector of tool HANDLES for QUERY.
+(defun mevedel-core-schema-index (handles)
+  "Return the ToolSearch index of the vector of tool HANDLES.
+It is searched with `mevedel-core-schema-search' as long as the
+catalog stays the same."
+  (mevedel-core-ensure)
+  (mevedel-core--schema-index handles))
+
+(defun mevedel-core-schema-search (index query)
+  "Search the ToolSearch INDEX for QUERY.
 Return (KIND TEXT SHOWN TOTAL), KIND being `contracts', `shapes' or `none'."
   (mevedel-core-ensure)
-  (mevedel-core--schema-search handles query))
+  (mevedel-core--schema-search index query))
 
 (defun mevedel-core-schema-contract (handle)
   "Return the full contract text of the tool HANDLE."

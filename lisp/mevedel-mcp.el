@@ -512,7 +512,9 @@ approved, so they are not started." (file-name-nondirectory name)
                (progn (mevedel-mcp--register-tool info)
                       (puthash (plist-get info :full-name) server table))
              (error (message "mevedel: MCP tool %s not usable: %s"
-                             (plist-get info :full-name) (error-message-string err)))))))
+                             (plist-get info :full-name) (error-message-string err)))))
+         ;; The session sees other tools now (`mevedel-mcp--visible-p').
+         (mevedel-tool-catalog-changed)))
      (funcall done))))
 
 (defun mevedel-mcp--failed (state server message)
@@ -738,6 +740,7 @@ Both numbers may be fractional; TOTAL and MESSAGE may be nil."
   (when-let* ((state (gethash session mevedel-mcp--states)))
     (remhash session mevedel-mcp--states)
     (remhash (mevedel-mcp--state-key state) mevedel-mcp--by-key)
+    (mevedel-tool-catalog-changed)
     (mevedel-core-mcp-stop (mevedel-mcp--state-handle state) nil #'ignore)))
 
 ;;;; Resources: mcp:// addresses

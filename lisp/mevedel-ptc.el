@@ -110,14 +110,9 @@ The envelope's own result has all of it.")
 That is every registered tool visible there (`mevedel-tool-visible-p':
 a child agent's specialists are those frozen at its spawn) but
 ToolCall itself and the native tools outside BUFFER's
-`mevedel-tool-offered' (a child agent's role)."
-  (let ((offered (and (buffer-live-p buffer) (buffer-local-value 'mevedel-tool-offered buffer))))
-    (cl-remove-if (lambda (tool)
-                    (or (equal (mevedel-tool-name tool) "ToolCall")
-                        (and offered (mevedel-tool-native-p tool)
-                             (not (member (mevedel-tool-name tool) offered)))
-                        (not (mevedel-tool-visible-p tool buffer))))
-                  (mevedel-tool-all))))
+`mevedel-tool-offered' (a child agent's role).  The list is kept for
+later calls: do not modify it."
+  (mevedel-ptc--catalog-tools (mevedel-ptc--catalog buffer)))
 
 (defun mevedel-ptc-standalone-p (tool)
   "Return non-nil when TOOL may only be a ToolCall program's whole expression.
@@ -128,44 +123,76 @@ names it."
       (not (member (mevedel-tool-identity tool) mevedel-ptc-composable-tools))
     (mevedel-tool-standalone tool)))
 
-;; Every program is compiled against the names it may call.  They
-;; change only when a tool is (un)registered or the option changes, so
-;; they are kept rather than rebuilt on each ToolCall.
-(defvar mevedel-ptc--names nil
-  "(COMPOSABLE NAMES . STANDALONE-NAMES) for the catalog as last built.
-COMPOSABLE is the value of `mevedel-ptc-composable-tools' it was built with.")
+;; Every ToolCall compiles its program against the catalog's names and
+;; every ToolSearch searches it; with MCP servers it may hold thousands
+;; of tools.  So a data buffer keeps its catalog, with the names and
+;; the search index, until what it is made of changes: the registry or
+;; the visibility of tools (`mevedel-tool-catalog-generation'), the
+;; buffer's offered tools or frozen specialists, or the options
+;; deciding natives and standalone tools.
 
-(defun mevedel-ptc--forget-names (&rest _)
-  "Drop the kept catalog names (a registry hook)."
-  (setq mevedel-ptc--names nil))
+(cl-defstruct (mevedel-ptc--catalog (:constructor mevedel-ptc--catalog-make)
+                                    (:copier nil))
+  "A data buffer's catalog, as built for KEY.
+IDENTITIES and STANDALONE are the names a program may call and those it
+may only call alone; INDEX is the ToolSearch index, made when first
+searched."
+  key tools identities standalone index)
 
-(add-hook 'mevedel-tool-registered-functions #'mevedel-ptc--forget-names)
-(add-hook 'mevedel-resume-recovered-result-functions #'mevedel-ptc-recovered-result)
-(add-hook 'mevedel-tool-unregistered-functions #'mevedel-ptc--forget-names)
+(defvar-local mevedel-ptc--kept-catalog nil
+  "This data buffer's `mevedel-ptc--catalog', as last built.")
 
-(defun mevedel-ptc--names-of (catalog)
-  "Return (NAMES . STANDALONE-NAMES) of the tools in CATALOG."
-  (cons (mapcar #'mevedel-tool-identity catalog)
-        (mapcar #'mevedel-tool-identity (cl-remove-if-not #'mevedel-ptc-standalone-p catalog))))
+(defvar mevedel-ptc--bufferless-catalog nil
+  "The `mevedel-ptc--catalog' of calls without a data buffer, as last built.")
+
+(defun mevedel-ptc--catalog (buffer)
+  "Return the `mevedel-ptc--catalog' of data BUFFER, building it when out of date."
+  (let* ((buffer (and (buffer-live-p buffer) buffer))
+         (key (list mevedel-tool-catalog-generation mevedel-tool-visible-functions
+                    mevedel-tool-native-extras mevedel-ptc-composable-tools
+                    (and buffer (buffer-local-value 'mevedel-tool-offered buffer))
+                    ;; A hash table, set once: `equal' compares it by identity.
+                    (and buffer (buffer-local-value 'mevedel-tool-frozen-specialists buffer))))
+         (kept (if buffer
+                   (buffer-local-value 'mevedel-ptc--kept-catalog buffer)
+                 mevedel-ptc--bufferless-catalog)))
+    (if (and kept (equal key (mevedel-ptc--catalog-key kept)))
+        kept
+      (let* ((tools (mevedel-ptc--visible-tools buffer))
+             (catalog (mevedel-ptc--catalog-make
+                       :key key :tools tools
+                       :identities (mapcar #'mevedel-tool-identity tools)
+                       :standalone (mapcar #'mevedel-tool-identity
+                                           (cl-remove-if-not #'mevedel-ptc-standalone-p tools)))))
+        (if buffer
+            (setf (buffer-local-value 'mevedel-ptc--kept-catalog buffer) catalog)
+          (setq mevedel-ptc--bufferless-catalog catalog))
+        catalog))))
+
+(defun mevedel-ptc--visible-tools (buffer)
+  "Return the tools of data BUFFER's catalog, read from the registry."
+  (let ((offered (and buffer (buffer-local-value 'mevedel-tool-offered buffer))))
+    (cl-remove-if (lambda (tool)
+                    (or (equal (mevedel-tool-name tool) "ToolCall")
+                        (and offered (mevedel-tool-native-p tool)
+                             (not (member (mevedel-tool-name tool) offered)))
+                        (not (mevedel-tool-visible-p tool buffer))))
+                  (mevedel-tool-all))))
 
 (defun mevedel-ptc--catalog-names (&optional buffer)
-  "Return (NAMES . STANDALONE-NAMES): the identities a program in BUFFER may call.
-The names of the whole catalog are kept; a narrowed one is made anew."
-  (if (or mevedel-tool-visible-functions
-          (and (buffer-live-p buffer)
-               (or (buffer-local-value 'mevedel-tool-offered buffer)
-                   (buffer-local-value 'mevedel-tool-frozen-specialists buffer))))
-      (mevedel-ptc--names-of (mevedel-ptc-catalog buffer))
-    (mevedel-ptc--whole-catalog-names)))
+  "Return (NAMES . STANDALONE-NAMES): the identities a program in BUFFER may call."
+  (let ((catalog (mevedel-ptc--catalog buffer)))
+    (cons (mevedel-ptc--catalog-identities catalog)
+          (mevedel-ptc--catalog-standalone catalog))))
 
-(defun mevedel-ptc--whole-catalog-names ()
-  "Return (NAMES . STANDALONE-NAMES) of the whole catalog, as last kept."
-  (pcase mevedel-ptc--names
-    ((and `(,composable . ,names) (guard (eq composable mevedel-ptc-composable-tools)))
-     names)
-    (_ (let ((names (mevedel-ptc--names-of (mevedel-ptc-catalog))))
-         (setq mevedel-ptc--names (cons mevedel-ptc-composable-tools names))
-         names))))
+(defun mevedel-ptc--search-index (buffer)
+  "Return the ToolSearch index of data BUFFER's catalog."
+  (let ((catalog (mevedel-ptc--catalog buffer)))
+    (or (mevedel-ptc--catalog-index catalog)
+        (setf (mevedel-ptc--catalog-index catalog)
+              (mevedel-tool-search-index (mevedel-ptc--catalog-tools catalog))))))
+
+(add-hook 'mevedel-resume-recovered-result-functions #'mevedel-ptc-recovered-result)
 
 ;;;; ToolSearch
 
@@ -204,7 +231,7 @@ tool's pipeline call."
     (if (string-empty-p query)
         "Error: give ToolSearch a query: tool names, words of what you need, or a group"
       (plist-get (mevedel-tool-search
-                  query (mevedel-ptc-catalog
+                  query (mevedel-ptc--search-index
                          (plist-get (mevedel-pipeline-current-context) :data-buffer)))
                  :text))))
 
@@ -264,8 +291,7 @@ chat's data buffer holds, so a failed request (whose mail is taken out
 again) or a resumed session gets it again."
   (when-let* ((buffer (mevedel-chat-data-buffer chat))
               (listing (mevedel-ptc-listing-section
-                        (cl-remove-if-not (lambda (tool) (mevedel-tool-visible-p tool buffer))
-                                          (mevedel-tool-specialists))
+                        (cl-remove-if #'mevedel-tool-native-p (mevedel-ptc-catalog buffer))
                         (mevedel-ptc--listing-budget chat))))
     (unless (equal listing (mevedel-ptc--last-listing (mevedel-chat-data-buffer chat)))
       (list listing))))

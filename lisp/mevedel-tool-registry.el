@@ -350,6 +350,16 @@ before or after it was loaded is offered alike.")
 (defvar mevedel-tool-unregistered-functions nil
   "Abnormal hook run with the NAME and CATEGORY of an unregistered tool.")
 
+(defvar mevedel-tool-catalog-generation 0
+  "How many times what a catalog holds may have changed, for those who keep one.
+Registering a tool (again) or unregistering one counts, and so does a
+change in the answer of one of `mevedel-tool-visible-functions', which
+its owner reports with `mevedel-tool-catalog-changed'.")
+
+(defun mevedel-tool-catalog-changed ()
+  "Note that catalogs built before now may be out of date."
+  (cl-incf mevedel-tool-catalog-generation))
+
 (defvar mevedel-tool--pending nil
   "Declarations waiting for the native module: (NAME . PROPERTIES), newest first.
 Registering compiles a declaration in the module, and loading or
@@ -397,6 +407,7 @@ Without CATEGORY, return the first tool named NAME in registration order."
                         mevedel-tool--pending))
     (remhash key mevedel-tool--registry)
     (setq mevedel-tool--order (delete key mevedel-tool--order))
+    (mevedel-tool-catalog-changed)
     (run-hook-with-args 'mevedel-tool-unregistered-functions name (car key))))
 
 (defun mevedel-tool--json-parse (string)
@@ -539,6 +550,7 @@ module loaded, it is registered at once and the tool returned."
     (unless (gethash key mevedel-tool--registry)
       (push key mevedel-tool--order))
     (puthash key tool mevedel-tool--registry)
+    (mevedel-tool-catalog-changed)
     (run-hook-with-args 'mevedel-tool-registered-functions tool)
     tool))
 
@@ -589,15 +601,24 @@ convention signals `mevedel-tool-error' and needs rewrapping."
 
 ;;;; ToolSearch
 
+(defun mevedel-tool-search-index (tools)
+  "Return the ToolSearch index of the list TOOLS, for `mevedel-tool-search'.
+Making it crosses to the module once per tool; searching it does not,
+so a caller whose catalog stays the same keeps it."
+  (mevedel-core-schema-index (vconcat (mapcar #'mevedel-tool-handle tools))))
+
 (defun mevedel-tool-search (query &optional tools)
   "Search TOOLS (default: every registered tool) for QUERY.
+TOOLS is a list of tools or an index from `mevedel-tool-search-index'.
 Return a plist (:kind KIND :text TEXT :shown IDENTITIES :total N).
 KIND is `contracts' (one to three matches, full contracts), `shapes'
 \(more matches: at most 20 calling shapes with summaries) or `none'
 \(suggesting at most 20 sorted categories and groups)."
   (pcase-let ((`(,kind ,text ,shown ,total)
                (mevedel-core-schema-search
-                (vconcat (mapcar #'mevedel-tool-handle (or tools (mevedel-tool-all))))
+                (if (user-ptrp tools)
+                    tools
+                  (mevedel-tool-search-index (or tools (mevedel-tool-all))))
                 query)))
     (list :kind kind :text text :shown shown :total total)))
 
@@ -644,7 +665,9 @@ new ones) do not join a running child's catalog.")
 The registry is global, but some tools belong to one session (an MCP
 server's, see mevedel-mcp.el): a tool is visible in BUFFER unless one
 of these returns nil.  ToolSearch, ToolCall and the specialist listing
-only see visible tools.")
+only see visible tools.  A function whose answer changes other than
+when a tool is registered or unregistered says so with
+`mevedel-tool-catalog-changed': catalogs are kept until then.")
 
 (defun mevedel-tool-visible-p (tool buffer)
   "Return non-nil when TOOL is visible to the model of data BUFFER.
@@ -664,10 +687,24 @@ not; any tool may be hidden by `mevedel-tool-visible-functions'."
   "Return the registered specialists (every tool that is not native)."
   (cl-remove-if #'mevedel-tool-native-p (mevedel-tool-all)))
 
+(defvar mevedel-tool--identities nil
+  "(GENERATION . TABLE): identity -> the first tool of that identity.
+Made from the registry as of `mevedel-tool-catalog-generation'
+GENERATION, so that each call of a ToolCall program finds its tool
+without walking thousands of MCP tools.")
+
 (defun mevedel-tool-by-identity (identity)
   "Return the registered tool whose identity is IDENTITY, or nil.
-A built-in's identity is its name, a wrapped tool's CATEGORY/NAME."
-  (cl-find identity (mevedel-tool-all) :key #'mevedel-tool-identity :test #'equal))
+A built-in's identity is its name, a wrapped tool's CATEGORY/NAME; of
+tools sharing one, the first registered."
+  (mevedel-tool--ready)
+  (unless (eql (car mevedel-tool--identities) mevedel-tool-catalog-generation)
+    (let ((table (make-hash-table :test #'equal)))
+      (dolist (tool (mevedel-tool-all))
+        (unless (gethash (mevedel-tool-identity tool) table)
+          (puthash (mevedel-tool-identity tool) tool table)))
+      (setq mevedel-tool--identities (cons mevedel-tool-catalog-generation table))))
+  (gethash identity (cdr mevedel-tool--identities)))
 
 (provide 'mevedel-tool-registry)
 ;;; mevedel-tool-registry.el ends here

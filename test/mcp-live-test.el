@@ -153,6 +153,11 @@ the session's tools of them are allowed."
             (mevedel-tool-unregister "mcp__fault__added_0" "mcp")
             (should-not (gethash "mcp__fault__added_0"
                                  (mevedel-mcp--state-tools (mevedel-mcp-state session))))
+            ;; This search keeps the session's index; the list change
+            ;; must not leave it answering.
+            (should (string-prefix-p "No tools match"
+                                     (mevedel-test-run-tool chat "ToolSearch" "search_a"
+                                                            '(:query "added_0"))))
             (should (string-match-p "added" (mevedel-test-run-tool
                                              chat "ToolCall" "call_a"
                                              '(:program "(mcp__fault__add_tool)"))))
@@ -160,7 +165,10 @@ the session's tools of them are allowed."
                                           (> redrawn 0))
                                      10)
             (should (gethash "mcp__fault__added_0"
-                             (mevedel-mcp--state-tools (mevedel-mcp-state session)))))
+                             (mevedel-mcp--state-tools (mevedel-mcp-state session))))
+            (should (string-match-p "^## mcp__fault__added_0"
+                                    (mevedel-test-run-tool chat "ToolSearch" "search_b"
+                                                           '(:query "added_0")))))
         (advice-remove 'mevedel-mcp-refresh 'mcp-live-count)
         (kill-buffer servers)
         (mevedel-tool-unregister "mcp__fault__added_0" "mcp")))))

@@ -172,6 +172,61 @@
               (should-not (plist-member schema :additionalProperties))))
         (mevedel-tool-unregister "mcp__visible__probe" "mcp")))))
 
+(ert-deftest mevedel-mcp:a-new-tool-list-reaches-toolsearch-at-once ()
+  "A server's new list decides what ToolSearch finds, though the tools stay registered.
+Closing the session hides the rest: a kept index never answers for
+tools the session no longer has."
+  (mcp-test--with-workspace root "{}"
+    (let* ((session (mevedel-session-create :workspace root :ephemeral t))
+           (state (mevedel-mcp-state session))
+           (other (mevedel-session-create :workspace root :ephemeral t))
+           (listed '("alpha" "beta"))
+           (search (lambda (query)
+                     (let ((cell (list nil)))
+                       (mevedel-pipeline-run-tool-outcome
+                        (mevedel-tool-get "ToolSearch") (list :query query)
+                        (lambda (outcome) (setcar cell outcome))
+                        :tool-use-id "search_1" :source 'provider
+                        :data-buffer (current-buffer))
+                       ;; The session's servers are readied first.
+                       (mevedel-test-wait-until (car cell) 10)
+                       (plist-get (car cell) :result)))))
+      (cl-letf (((symbol-function 'mevedel-core-mcp-tools)
+                 (lambda (_handle server callback)
+                   (funcall callback 'ok
+                            (mapcar (lambda (name)
+                                      (list :full-name (format "mcp__%s__%s" server name)
+                                            :server server :name name
+                                            :description (format "The %s quillwort." name)
+                                            :input-schema "{\"type\":\"object\"}"))
+                                    listed)))))
+        (unwind-protect
+            (with-temp-buffer
+              (setq mevedel-session-current session)
+              (mevedel-mcp--load-tools state "srv" #'ignore)
+              (should (string-match-p "^## mcp__srv__beta" (funcall search "mcp__srv__beta")))
+              ;; The server lists nothing now: nothing is registered or
+              ;; unregistered, yet the session's catalog changed.
+              (setq listed nil)
+              (mevedel-mcp--load-tools state "srv" #'ignore)
+              (should (mevedel-tool-get "mcp__srv__beta" "mcp"))
+              (should (string-prefix-p "No tools match" (funcall search "mcp__srv__beta")))
+              (setq listed '("alpha"))
+              (mevedel-mcp--load-tools state "srv" #'ignore)
+              (should (string-match-p "^## mcp__srv__alpha" (funcall search "quillwort")))
+              ;; Another session's buffer keeps a catalog without it.
+              (let ((mine (current-buffer)))
+                (with-temp-buffer
+                  (setq mevedel-session-current other)
+                  (should (string-prefix-p "No tools match" (funcall search "quillwort"))))
+                (should (string-match-p "^## mcp__srv__alpha"
+                                        (with-current-buffer mine (funcall search "quillwort")))))
+              (mevedel-mcp--close session)
+              (should (string-prefix-p "No tools match" (funcall search "quillwort"))))
+          (mevedel-mcp--close other)
+          (mevedel-tool-unregister "mcp__srv__alpha" "mcp")
+          (mevedel-tool-unregister "mcp__srv__beta" "mcp"))))))
+
 (ert-deftest mevedel-mcp:view-lists-servers-and-approves ()
   "M-x mevedel-mcp lists each server; `a' approves its workspace file."
   (mcp-test--with-workspace root mcp-test--config

@@ -340,6 +340,82 @@ and the audit keeps no more than that."
                             (mevedel-ptc-tool-search '(:query "zzzqqq"))))
     (should (string-prefix-p "Error:" (mevedel-ptc-tool-search '(:query "  "))))))
 
+;; The catalog a data buffer keeps: its index must never answer for
+;; a catalog that has changed since it was made.
+
+(defun mevedel-ptc-test--search (query buffer)
+  "Return ToolSearch's answer to QUERY through the pipeline, for data BUFFER."
+  (let ((cell (list nil)))
+    (mevedel-pipeline-run-tool-outcome
+     (mevedel-tool-get "ToolSearch") (list :query query)
+     (lambda (outcome) (setcar cell outcome))
+     :tool-use-id "search_1" :source 'provider :data-buffer buffer)
+    (should (car cell))
+    (plist-get (car cell) :result)))
+
+(defun mevedel-ptc-test--call-in (program buffer)
+  "Return the result of the ToolCall PROGRAM run for data BUFFER."
+  (let ((cell (list nil)))
+    (mevedel-pipeline-run-tool-outcome
+     (mevedel-tool-get "ToolCall") (list :program program)
+     (lambda (outcome) (setcar cell outcome))
+     :tool-use-id "call_1" :source 'provider :data-buffer buffer)
+    (should (car cell))
+    (plist-get (car cell) :result)))
+
+(ert-deftest mevedel-ptc-test-kept-catalog-is-never-stale ()
+  "A data buffer keeps its ToolSearch index and names, but never past a change.
+Registering, redeclaring and unregistering a tool, a visibility change
+its owner reports, and another buffer's narrower catalog all show at
+once."
+  (mevedel-ptc-test--with
+    (let* ((hidden nil)
+           (hide (lambda (tool _buffer) (not (member (mevedel-tool-name tool) hidden))))
+           (declare (lambda (description result)
+                      (mevedel-tool-register
+                       "Zyzzyva" (list :category "mevedel-test" :description description
+                                       :args '((file_path string :required "A file."))
+                                       :read-only-p t :function (lambda (_) result)))))
+           (found (lambda (text) (string-match-p "^## Zyzzyva" text)))
+           (none (lambda (text) (string-prefix-p "No tools match" text))))
+      (with-temp-buffer
+        (let ((data (current-buffer)))
+          (should (funcall none (mevedel-ptc-test--search "zyzzyva" data)))
+          ;; Kept: the next search of the same catalog uses the same index.
+          (let ((index (mevedel-ptc--search-index data)))
+            (should (string-match-p "^## Echo" (mevedel-ptc-test--search "Echo" data)))
+            (should (eq index (mevedel-ptc--search-index data))))
+          (funcall declare "First words." "z1")
+          (let ((text (mevedel-ptc-test--search "zyzzyva" data)))
+            (should (funcall found text))
+            (should (string-match-p "First words" text)))
+          (should (equal (mevedel-ptc-test--call-in "(Zyzzyva :file_path \"x\")" data) "z1"))
+          (funcall declare "Second words." "z2")
+          (let ((text (mevedel-ptc-test--search "zyzzyva" data)))
+            (should (string-match-p "Second words" text))
+            (should-not (string-match-p "First words" text)))
+          (should (equal (mevedel-ptc-test--call-in "(Zyzzyva :file_path \"x\")" data) "z2"))
+          ;; A child's buffer, frozen without it, keeps a catalog of its
+          ;; own; searching there leaves this buffer's alone.
+          (with-temp-buffer
+            (setq-local mevedel-tool-frozen-specialists (make-hash-table :test #'equal))
+            (should (funcall none (mevedel-ptc-test--search "zyzzyva" (current-buffer)))))
+          (should (funcall found (mevedel-ptc-test--search "zyzzyva" data)))
+          ;; A visibility function's owner reports a change of its answer.
+          (let ((mevedel-tool-visible-functions (cons hide mevedel-tool-visible-functions)))
+            (should (funcall found (mevedel-ptc-test--search "zyzzyva" data)))
+            (setq hidden '("Zyzzyva"))
+            (mevedel-tool-catalog-changed)
+            (should (funcall none (mevedel-ptc-test--search "zyzzyva" data)))
+            (should (string-match-p "`Zyzzyva` is neither an operation"
+                                    (mevedel-ptc-test--call-in "(Zyzzyva :file_path \"x\")" data))))
+          (should (funcall found (mevedel-ptc-test--search "zyzzyva" data)))
+          (mevedel-tool-unregister "Zyzzyva" "mevedel-test")
+          (should (funcall none (mevedel-ptc-test--search "zyzzyva" data)))
+          (should-not (mevedel-tool-by-identity "Zyzzyva"))
+          (should (string-match-p "`Zyzzyva` is neither an operation"
+                                  (mevedel-ptc-test--call-in "(Zyzzyva :file_path \"x\")" data))))))))
+
 ;;;; Catalog and listing
 
 (ert-deftest mevedel-ptc-test-native-roster ()

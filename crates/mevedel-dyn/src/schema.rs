@@ -1,5 +1,5 @@
 //! Tool contracts: compile a declaration into a handle, check one call's
-//! arguments against it, search a catalog of handles.
+//! arguments against it, index a catalog of handles and search it.
 //!
 //! A handle is a `user-ptr` owning an `Arc<CompiledTool>` (no `RefCell`:
 //! handles are read-only, so they are taken as `Value` and converted with
@@ -124,18 +124,29 @@ fn schema_check<'e>(
     })
 }
 
-/// Search TOOLS (a vector of handles, the caller's catalog) for QUERY.
-/// Return (KIND TEXT SHOWN TOTAL): KIND is `contracts', `shapes' or
-/// `none'; SHOWN lists the identities the text shows.
-#[defun(name = "schema-search")]
-fn schema_search<'e>(env: &'e Env, tools: Vector<'e>, query: String) -> Result<Value<'e>> {
+/// The ToolSearch index of TOOLS (a vector of handles, the caller's
+/// catalog): a `user-ptr` a caller keeps while its catalog stays the
+/// same, so that a search does not cross the seam once per tool.
+#[defun(name = "schema-index")]
+fn schema_index<'e>(env: &'e Env, tools: Vector<'e>) -> Result<Value<'e>> {
     guarded(env, || {
-        let mut handles: Vec<&Arc<CompiledTool>> = Vec::with_capacity(tools.len());
+        let mut catalog: Vec<Arc<CompiledTool>> = Vec::with_capacity(tools.len());
         for i in 0..tools.len() {
-            handles.push(tools.get(i)?);
+            let tool: &Arc<CompiledTool> = tools.get(i)?;
+            catalog.push(Arc::clone(tool));
         }
-        let catalog: Vec<&CompiledTool> = handles.iter().map(|t| t.as_ref()).collect();
-        let answer = tool_search::search(&catalog, &query);
+        Arc::new(tool_search::Index::new(catalog)).into_lisp(env)
+    })
+}
+
+/// Search INDEX (from `schema-index`) for QUERY. Return (KIND TEXT SHOWN
+/// TOTAL): KIND is `contracts', `shapes' or `none'; SHOWN lists the
+/// identities the text shows.
+#[defun(name = "schema-search")]
+fn schema_search<'e>(env: &'e Env, index: Value<'e>, query: String) -> Result<Value<'e>> {
+    guarded(env, || {
+        let index: &Arc<tool_search::Index> = index.into_rust()?;
+        let answer = index.search(&query);
         to_lisp(
             env,
             &Datum::List(vec![

@@ -28,6 +28,8 @@ pub struct CompiledTool {
     /// `(Name :arg type [:opt type])`.
     pub shape: String,
     validator: Validator,
+    /// Its words for ToolSearch, lowercased once here.
+    pub(crate) key: tool_search::Key,
 }
 
 /// What checking one call's arguments found.
@@ -67,7 +69,9 @@ impl CompiledTool {
         };
         let gptel_args = lower::gptel_args(&spec).to_string();
         let shape = lower::calling_shape(&spec);
+        let key = tool_search::Key::of(&spec);
         Ok(CompiledTool {
+            key,
             spec,
             provider_schema,
             gptel_args,

@@ -2,6 +2,7 @@
 //! cases, atomicity, search, and a property test over random schemas.
 
 use std::cell::Cell;
+use std::sync::Arc;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -333,13 +334,13 @@ fn malformed_argument_json_is_a_schema_error() {
 
 // ToolSearch
 
-fn catalog() -> Vec<CompiledTool> {
+fn catalog() -> Vec<Arc<CompiledTool>> {
     let mk = |name: &str, category: &str, groups: &[&str], description: &str| {
-        tool(
+        Arc::new(tool(
             json!({"name":name,"category":category,"groups":groups,"description":description,
                     "args":[{"name":"file_path","type":"path","flag":"required","description":"File."},
                             {"name":"limit","type":"integer","flag":"optional","minimum":1}]}),
-        )
+        ))
     };
     let mut out = vec![
         mk(
@@ -378,11 +379,14 @@ fn catalog() -> Vec<CompiledTool> {
     out
 }
 
+/// The index of TOOLS.
+fn index(tools: &[Arc<CompiledTool>]) -> tool_search::Index {
+    tool_search::Index::new(tools.to_vec())
+}
+
 /// QUERY's answer over the whole [`catalog`].
 fn search_catalog(query: &str) -> tool_search::Answer {
-    let tools = catalog();
-    let refs: Vec<&CompiledTool> = tools.iter().collect();
-    tool_search::search(&refs, query)
+    index(&catalog()).search(query)
 }
 
 /// Assert that TEXT contains each of PARTS, naming the one it lacks.
@@ -422,8 +426,7 @@ fn search_exact_name_selects_only_that_tool() {
 #[test]
 fn search_broad_queries_return_at_most_20_shapes_with_totals() {
     let tools = catalog();
-    let refs: Vec<&CompiledTool> = tools.iter().collect();
-    let a = tool_search::search(&refs, "planning code");
+    let a = index(&tools).search("planning code");
     assert_eq!(a.kind, Kind::Shapes);
     assert_eq!(a.total, 33);
     assert_eq!(a.shown.len(), tool_search::MAX_SHAPES);
@@ -439,9 +442,35 @@ fn search_broad_queries_return_at_most_20_shapes_with_totals() {
         ],
     );
     // Duplicated identities count once.
-    let mut dup = refs.clone();
-    dup.extend(refs.iter().take(4).copied());
-    assert_eq!(tool_search::search(&dup, "code").total, 3);
+    let mut dup = tools.clone();
+    dup.extend(tools.iter().take(4).cloned());
+    assert_eq!(index(&dup).search("code").total, 3);
+}
+
+#[test]
+fn search_ranks_name_then_category_and_groups_then_summary() {
+    let mk = |name: &str, groups: &[&str], description: &str| {
+        Arc::new(tool(
+            json!({"name": name, "category": "misc", "groups": groups,
+                             "description": description, "args": []}),
+        ))
+    };
+    let tools = vec![
+        mk("Alpha", &[], "Counts the widgets."),
+        mk("Beta", &["Widgets"], "Something else."),
+        mk("WidgetTool", &[], "No such word."),
+        // Its summary names the term too, but its name scores.
+        mk("MakeWidget", &[], "Makes a widget."),
+        mk("Gamma", &[], "Unrelated."),
+    ];
+    let a = index(&tools).search("WIDGET");
+    assert_eq!(a.shown, ["WidgetTool", "MakeWidget", "Beta", "Alpha"]);
+    assert_eq!(a.total, 4);
+    // A term matches within one tool's words, never across two tools.
+    assert_eq!(index(&tools).search("widgets.beta").total, 0);
+    // Each term counts at its best; terms are ORed.
+    let a = index(&tools).search("unrelated widgettool");
+    assert_eq!(a.shown, ["WidgetTool", "Gamma"]);
 }
 
 #[test]
@@ -451,11 +480,7 @@ fn search_without_match_suggests_sorted_categories_and_groups() {
     assert!(a.text.ends_with(
         "Categories and groups you can search for: code, filesystem, navigation, planning, tasks."
     ));
-    let empty: Vec<&CompiledTool> = Vec::new();
-    assert_eq!(
-        tool_search::search(&empty, "zebra").text,
-        "No tools match \"zebra\"."
-    );
+    assert_eq!(index(&[]).search("zebra").text, "No tools match \"zebra\".");
 }
 
 // Property test: random DSL schemas, schema-directed random inputs.

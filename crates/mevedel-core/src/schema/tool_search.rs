@@ -5,11 +5,20 @@
 //! tool's name, summary, category and groups. A term that is exactly a
 //! tool's name selects only that tool. Summaries, not full descriptions,
 //! are the search index.
+//!
+//! A catalog is searched many times between changes and may hold
+//! thousands of tools (fifty MCP servers of a hundred): each tool's
+//! words are lowercased once, when it is compiled ([`Key`]), and an
+//! [`Index`] of a catalog lays them end to end, so that a term is one
+//! substring scan of the whole catalog.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use memchr::memmem;
 
 use super::CompiledTool;
-use super::dsl::{Node, Ty};
+use super::dsl::{Node, ToolSpec, Ty};
 
 /// Up to this many matches get full contracts.
 pub const MAX_CONTRACTS: usize = 3;
@@ -47,24 +56,180 @@ pub struct Answer {
     pub total: usize,
 }
 
-/// Search CATALOG (the caller's callable tools) for QUERY.
-pub fn search(catalog: &[&CompiledTool], query: &str) -> Answer {
-    let terms = terms(query);
-    let mut scored: Vec<(u8, usize)> = Vec::new();
-    let mut seen: BTreeSet<&str> = BTreeSet::new();
-    for (index, tool) in catalog.iter().enumerate() {
-        if !seen.insert(tool.spec.identity.as_str()) {
-            continue;
+/// The words of one tool that terms are matched against, lowercased:
+/// identity, category, groups and summary, one per line in the order of
+/// their scores, so that a term's first occurrence is its best field.
+/// Terms never hold whitespace, so no match spans two lines.
+#[derive(Debug, Clone)]
+pub struct Key {
+    text: String,
+    /// The end of the identity in `text`.
+    identity_end: usize,
+    /// The end of the category and groups in `text`.
+    groups_end: usize,
+    /// The lowercased name, which an exact term may be.
+    name: String,
+}
+
+impl Key {
+    pub(crate) fn of(spec: &ToolSpec) -> Key {
+        let mut text = spec.identity.to_lowercase();
+        text.push('\n');
+        let identity_end = text.len();
+        for word in std::iter::once(&spec.category).chain(&spec.groups) {
+            text.push_str(&word.to_lowercase());
+            text.push('\n');
         }
-        if let Some(score) = terms.iter().filter_map(|t| score(catalog, tool, t)).max() {
-            scored.push((score, index));
+        let groups_end = text.len();
+        text.push_str(&spec.summary.to_lowercase());
+        text.push('\n');
+        Key {
+            text,
+            identity_end,
+            groups_end,
+            name: spec.name.to_lowercase(),
         }
     }
-    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    let matches: Vec<&CompiledTool> = scored.iter().map(|&(_, i)| catalog[i]).collect();
+
+    fn identity(&self) -> &str {
+        &self.text[..self.identity_end - 1]
+    }
+}
+
+/// Where one tool's key lies in an [`Index`]'s text.
+struct Span {
+    start: usize,
+    identity_end: usize,
+    groups_end: usize,
+}
+
+impl Span {
+    /// The score of a match at AT (higher is better).
+    fn score_at(&self, at: usize) -> u8 {
+        if at < self.identity_end {
+            3
+        } else if at < self.groups_end {
+            2
+        } else {
+            1
+        }
+    }
+}
+
+/// A catalog ready to be searched: its tools (the first of each
+/// identity, in catalog order), their keys laid end to end and their
+/// exact names. A search reads these few contiguous tables only, not the
+/// tools spread over the heap, until it writes the answer.
+pub struct Index {
+    tools: Vec<Arc<CompiledTool>>,
+    /// Every tool's key text, in order.
+    text: String,
+    /// Each tool's key in `text`.
+    spans: Vec<Span>,
+    /// Lowercased name or identity -> the tools it is exactly.
+    named: HashMap<String, Vec<usize>>,
+    /// The categories and groups a search without a match suggests.
+    suggestions: Vec<String>,
+}
+
+impl Index {
+    /// The index of CATALOG (the caller's callable tools).
+    pub fn new(catalog: Vec<Arc<CompiledTool>>) -> Index {
+        let mut names: BTreeSet<&str> = BTreeSet::new();
+        for t in &catalog {
+            names.insert(t.spec.category.as_str());
+            names.extend(t.spec.groups.iter().map(String::as_str));
+        }
+        let suggestions = names
+            .into_iter()
+            .take(MAX_SUGGESTIONS)
+            .map(str::to_string)
+            .collect();
+        let mut seen: HashSet<String> = HashSet::with_capacity(catalog.len());
+        let tools: Vec<Arc<CompiledTool>> = catalog
+            .into_iter()
+            .filter(|t| seen.insert(t.spec.identity.clone()))
+            .collect();
+        let mut text = String::with_capacity(tools.iter().map(|t| t.key.text.len()).sum());
+        let mut spans = Vec::with_capacity(tools.len());
+        let mut named: HashMap<String, Vec<usize>> = HashMap::with_capacity(tools.len());
+        for (i, t) in tools.iter().enumerate() {
+            let start = text.len();
+            text.push_str(&t.key.text);
+            spans.push(Span {
+                start,
+                identity_end: start + t.key.identity_end,
+                groups_end: start + t.key.groups_end,
+            });
+            named.entry(t.key.name.clone()).or_default().push(i);
+            if t.key.identity() != t.key.name {
+                named
+                    .entry(t.key.identity().to_string())
+                    .or_default()
+                    .push(i);
+            }
+        }
+        Index {
+            tools,
+            text,
+            spans,
+            named,
+            suggestions,
+        }
+    }
+
+    /// Search for QUERY.
+    pub fn search(&self, query: &str) -> Answer {
+        // The best score of each tool over the terms; 0 is no match.
+        let mut scores = vec![0u8; self.tools.len()];
+        for term in terms(query) {
+            self.score(&term, &mut scores);
+        }
+        // Best score first, in catalog order within a score.
+        let matches: Vec<&CompiledTool> = (1..=4u8)
+            .rev()
+            .flat_map(|score| {
+                scores
+                    .iter()
+                    .enumerate()
+                    .filter(move |(_, s)| **s == score)
+                    .map(|(i, _)| &*self.tools[i])
+            })
+            .collect();
+        answer(&matches, query, &self.suggestions)
+    }
+
+    /// Raise SCORES with TERM's matches: only the tools named TERM when
+    /// there is one, else every tool whose words hold TERM.
+    fn score(&self, term: &str, scores: &mut [u8]) {
+        if let Some(tools) = self.named.get(term) {
+            for &i in tools {
+                scores[i] = 4;
+            }
+            return;
+        }
+        // Matches come in order: the tool holding one is found by walking
+        // on from the last one's.
+        let (mut i, mut scored) = (0, None);
+        for at in memmem::find_iter(self.text.as_bytes(), term.as_bytes()) {
+            while self.spans.get(i + 1).is_some_and(|next| next.start <= at) {
+                i += 1;
+            }
+            // The first match in a tool's text is its best field.
+            if scored != Some(i) {
+                scored = Some(i);
+                scores[i] = scores[i].max(self.spans[i].score_at(at));
+            }
+        }
+    }
+}
+
+/// The answer listing MATCHES (best first) for QUERY; SUGGESTIONS are
+/// what a search without a match offers instead.
+fn answer(matches: &[&CompiledTool], query: &str, suggestions: &[String]) -> Answer {
     let total = matches.len();
     if total == 0 {
-        return no_match(catalog, query);
+        return no_match(query, suggestions);
     }
     if total <= MAX_CONTRACTS {
         let text = matches
@@ -111,43 +276,13 @@ fn terms(query: &str) -> Vec<String> {
     out
 }
 
-/// How well TOOL matches TERM (higher is better), or `None`.
-fn score(catalog: &[&CompiledTool], tool: &CompiledTool, term: &str) -> Option<u8> {
-    let is_name = |t: &CompiledTool| {
-        t.spec.name.to_lowercase() == term || t.spec.identity.to_lowercase() == term
-    };
-    if catalog.iter().any(|t| is_name(t)) {
-        return is_name(tool).then_some(4);
-    }
-    let spec = &tool.spec;
-    if spec.identity.to_lowercase().contains(term) {
-        Some(3)
-    } else if spec.category.to_lowercase().contains(term)
-        || spec.groups.iter().any(|g| g.to_lowercase().contains(term))
-    {
-        Some(2)
-    } else if spec.summary.to_lowercase().contains(term) {
-        Some(1)
-    } else {
-        None
-    }
-}
-
-fn no_match(catalog: &[&CompiledTool], query: &str) -> Answer {
-    let mut names: BTreeSet<&str> = BTreeSet::new();
-    for t in catalog {
-        names.insert(t.spec.category.as_str());
-        for g in &t.spec.groups {
-            names.insert(g.as_str());
-        }
-    }
-    let text = if names.is_empty() {
+fn no_match(query: &str, suggestions: &[String]) -> Answer {
+    let text = if suggestions.is_empty() {
         format!("No tools match \"{query}\".")
     } else {
-        let listed: Vec<&str> = names.into_iter().take(MAX_SUGGESTIONS).collect();
         format!(
             "No tools match \"{query}\". Categories and groups you can search for: {}.",
-            listed.join(", ")
+            suggestions.join(", ")
         )
     };
     Answer {
