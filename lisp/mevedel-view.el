@@ -451,48 +451,57 @@ A `window-size-change-functions' member, buffer-local to the view."
           (when panel-here (set-marker mevedel-view--panel start))
           (set-marker mevedel-view--composer (point)))
         (when offset (goto-char (+ mevedel-view--composer offset)))
+        (when mevedel-view--queued-overlay (mevedel-view--show-queued))
         (pcase-dolist (`(,window . ,o) windows)
           (set-window-point window (+ mevedel-view--composer o)))))))
 
 (defun mevedel-view--header-line ()
-  "Return the header line of the view."
-  (if-let* ((chat mevedel-view--chat))
-      (let* ((backend (mevedel-chat-backend-effective chat))
-             (model (mevedel-chat-model-effective chat))
-             (label (mevedel-chat-label chat)))
-        (concat " mevedel · " (mevedel-chat-name chat) " · "
-                (cond (label (propertize (format "[%s]" label) 'face 'warning))
-                      (backend (concat (gptel-backend-name backend)
-                                       (if model (format " / %s" model) "")))
-                      (t "no backend"))
-                " · " (mevedel-view--status-text chat)
-                " · " (mevedel-view--usage-text chat)
-                " · " (if (eq (mevedel-chat-permission-mode chat) 'plan)
-                          (propertize "PLAN mode (read-only)" 'face 'warning)
-                        (format "permissions: %s" (mevedel-chat-permission-mode chat)))
-                (mapconcat (lambda (text) (concat " · " text))
-                           (delq nil (mapcar (lambda (f) (funcall f chat))
-                                             mevedel-view-header-functions))
-                           "")))
-    " mevedel"))
+  "Return the header line of the view, escaped for `format-mode-line'.
+The permission mode comes first, so a narrow window never cuts it; the
+backend and model are those the next request uses."
+  (string-replace
+   "%" "%%"
+   (if-let* ((chat mevedel-view--chat))
+       (let* ((backend (mevedel-chat-backend-effective chat))
+              (model (mevedel-chat-model-effective chat))
+              (who (concat (if backend (gptel-backend-name backend) "no backend")
+                           (if model (format " / %s" model) ""))))
+         (concat " mevedel · " (mevedel-chat-name chat)
+                 " · " (if (eq (mevedel-chat-permission-mode chat) 'plan)
+                           (propertize "PLAN mode (read-only)" 'face 'warning)
+                         (format "permissions: %s" (mevedel-chat-permission-mode chat)))
+                 " · " (if (mevedel-chat-demo chat) (propertize who 'face 'warning) who)
+                 " · " (mevedel-view--status-text chat)
+                 " · " (mevedel-view--usage-text chat)
+                 (mapconcat (lambda (text) (concat " · " text))
+                            (delq nil (mapcar (lambda (f) (funcall f chat))
+                                              mevedel-view-header-functions))
+                            "")))
+     " mevedel")))
 
 (defun mevedel-view--tokens (n)
-  "Return the token count N briefly (e.g. 12.3k)."
-  (if (< n 1000) (number-to-string n) (format "%.1fk" (/ n 1000.0))))
+  "Return the token count N briefly: 950, 12.3k, 400k, 1.2M."
+  (let ((short (lambda (value unit)
+                 (concat (string-remove-suffix ".0" (format (if (>= value 100) "%.0f" "%.1f")
+                                                            value))
+                         unit))))
+    (cond ((< n 1000) (number-to-string n))
+          ((< n 999500) (funcall short (/ n 1000.0) "k"))
+          (t (funcall short (/ n 1000000.0) "M")))))
 
 (defun mevedel-view--usage-text (chat)
-  "Return the session's token usage and how full CHAT's context is."
+  "Return how full CHAT's context is, then the session's token usage.
+An estimate (no request reported its size yet) is marked with ≈."
   (pcase-let ((`(,tokens ,window ,estimated) (mevedel-chat-context-usage chat)))
-    (concat (format "%s in / %s out"
-                    (mevedel-view--tokens (mevedel-chat-input-tokens chat))
-                    (mevedel-view--tokens (mevedel-chat-output-tokens chat)))
-            " · context "
+    (concat "context "
             (if estimated "≈" "")
             (if window
                 (format "%d%% of %s" (round (* 100.0 (/ (float tokens) window)))
                         (mevedel-view--tokens window))
-              (mevedel-view--tokens tokens))
-            (if estimated " (estimate)" ""))))
+              (format "%s tokens" (mevedel-view--tokens tokens)))
+            (format " · %s in / %s out"
+                    (mevedel-view--tokens (mevedel-chat-input-tokens chat))
+                    (mevedel-view--tokens (mevedel-chat-output-tokens chat))))))
 
 (defun mevedel-view--status-text (chat)
   "Return a short description of CHAT's status."
@@ -505,7 +514,8 @@ A `window-size-change-functions' member, buffer-local to the view."
     ('error (propertize (format "error: %s" (or (mevedel-chat-status-detail chat) "?"))
                         'face 'error))
     ('abort "aborted")
-    ('retrying (propertize (or (mevedel-chat-status-detail chat) "retrying") 'face 'warning))
+    ;; Its error and pause are the live zone's (`mevedel-view--render-live').
+    ('retrying (propertize "retrying" 'face 'warning))
     (other (format "%s" other))))
 
 ;;;; Finding calls in the data buffer
