@@ -163,6 +163,12 @@ FENCE the regexp of the line closing the code block RAW opens, if any.")
 (defvar-local mevedel-view--code-queue nil
   "Drawn text whose code blocks wait to be fontified: (START . END) markers.")
 (defvar-local mevedel-view--code-timer nil "Timer fontifying the queued code blocks.")
+(defvar-local mevedel-view--queued-overlay nil
+  "Overlay showing the queued messages above the separator, or nil.
+It advances over text inserted at its place: the answer streamed into
+an empty live zone and the panel go before it, so the queue is read
+below them, next to the composer.")
+
 (defvar-local mevedel-view--card-focused nil
   "Non-nil while point is on a card because a card took it from the composer.")
 
@@ -179,7 +185,8 @@ FENCE the regexp of the line closing the code block RAW opens, if any.")
   "M-p" #'mevedel-view-history-previous
   "M-n" #'mevedel-view-history-next
   ;; A row's own TAB (expand) wins on the row.
-  "TAB" #'completion-at-point)
+  "TAB" #'completion-at-point
+  "<remap> <self-insert-command>" #'mevedel-view-self-insert)
 
 (defvar-keymap mevedel-view-row-map
   :doc "Keys on a tool row's header."
@@ -201,9 +208,10 @@ FENCE the regexp of the line closing the code block RAW opens, if any.")
 (define-derived-mode mevedel-view-mode fundamental-mode "mevedel"
   "Major mode of mevedel session views.
 The transcript is read-only; type in the composer at the bottom and
-send with \\[mevedel-view-send].  A composer line starting with /
-is a command (/help lists them); start with a space to send such a
-line to the model.
+send with \\[mevedel-view-send].  A character typed in the transcript
+\(outside a card) goes to the end of the composer.  A composer line
+starting with / is a command (/help lists them); start with a space
+to send such a line to the model.
 
 \\{mevedel-view-mode-map}
 On a tool row:
@@ -272,6 +280,20 @@ the records) moves too."
              (setcar cell (funcall moved (car cell)))
              (setcar (cdr cell) (funcall moved (cadr cell)))))))
       (setq list (cdr list)))))
+
+(defun mevedel-view-self-insert (n)
+  "Insert the character typed N times; from the transcript, at the composer's end.
+As in ERC and eshell, typing never meets \"Text is read-only\": outside
+the composer and its cards (whose keymaps and fields are their own),
+point moves to the end of the composer first."
+  (interactive "p")
+  (when (and mevedel-view--composer (< (point) mevedel-view--composer)
+             (not (mevedel-interaction-at)))
+    (when (mevedel-chat-agent mevedel-view--chat)
+      (user-error "This view of %s only looks; its parent reaches it with SendMessage"
+                  (mevedel-chat-agent mevedel-view--chat)))
+    (goto-char (point-max)))
+  (self-insert-command n))
 
 (defun mevedel-view--plain-substring (start end &optional delete)
   "Return the text from START to END without its properties; DELETE it if non-nil.
@@ -403,6 +425,7 @@ view, else 80): the most useful come first, and /help always shows."
          (hints (append
                  (list (substitute-command-keys "\\<mevedel-view-mode-map>\\[mevedel-view-send] send")
                        (substitute-command-keys "\\<mevedel-view-mode-map>\\[mevedel-view-abort] abort")
+                       (mevedel-view--menu-hint)
                        (substitute-command-keys "\\<mevedel-view-mode-map>\\[mevedel-view-history-previous]/\
 \\[mevedel-view-history-next] history")
                        "TAB on a row: expand")
@@ -423,6 +446,15 @@ view, else 80): the most useful come first, and /help always shows."
     (propertize (concat "\n" line " ──\n")
                 'face 'mevedel-view-separator 'read-only t
                 'rear-nonsticky t 'front-sticky t 'mevedel-separator t)))
+
+(defun mevedel-view--menu-hint ()
+  "Return the separator's hint naming the keys of the menu, or nil without one.
+The menu (mevedel-menu.el) binds them in the view's keymap; ? is the
+only single key of the view outside rows and cards."
+  (when-let* ((keys (where-is-internal 'mevedel-menu mevedel-view-mode-map)))
+    (concat (mapconcat #'key-description keys "/")
+            (and (eq (keymap-lookup mevedel-view-mode-map "?") 'mevedel-menu-or-insert) "/?")
+            " menu")))
 
 (defun mevedel-view--fit-separator (&optional _window)
   "Redraw the separator's hints for the view's current width.
@@ -1621,24 +1653,36 @@ own, `mevedel-view-slash-command-functions') is a user error."
                                mevedel-view-slash-commands ", ")))
       (cons (cadr entry) (or argument "")))))
 
+(defvar mevedel-view--help-keymaps
+  (list (cons "On a tool row" 'mevedel-view-row-map)
+        (cons "On a row's breadcrumb line" 'mevedel-view-breadcrumb-map)
+        (cons "On a place (file:line) in a row or an answer" 'mevedel-locations-map)
+        (cons "On a permission card" 'mevedel-view-card-map))
+  "Where /help finds the view's keys besides its own: (TITLE . KEYMAP-SYMBOL).
+Files drawing cards and parts of the view add theirs with
+`mevedel-view-register-help-keys'.")
+
+(defun mevedel-view-register-help-keys (title keymap)
+  "List the keys of KEYMAP, a symbol, in /help under TITLE.
+Registering TITLE again replaces its entry."
+  (setf (alist-get title mevedel-view--help-keymaps nil nil #'equal) keymap))
+
 (defun mevedel-view-help (&optional chat _argument)
   "Show the composer's commands (CHAT's own too) and the view's keys (/help)."
   (interactive)
-  (let ((map (substitute-command-keys "\\{mevedel-view-mode-map}"))
-        (row (substitute-command-keys "\\{mevedel-view-row-map}"))
-        (card (substitute-command-keys "\\{mevedel-view-card-map}")))
-    (with-help-window "*mevedel help*"
-      (princ "Composer commands (type them in the composer, then send):\n\n")
-      (dolist (entry (sort (copy-sequence (mevedel-view--slash-entries chat ""))
-                           (lambda (a b) (string< (car a) (car b)))))
-        (princ (format "  /%-10s %s\n" (car entry) (nth 2 entry))))
-      (princ "\nAnything else starting with / is refused, not sent; start with a space\n")
-      (princ "to send such text to the model.\n\nKeys of the view:\n")
-      (princ map)
-      (princ "\nOn a tool row:\n")
-      (princ row)
-      (princ "\nOn a permission card:\n")
-      (princ card))))
+  (with-help-window "*mevedel help*"
+    (princ "Composer commands (type them in the composer, then send):\n\n")
+    (dolist (entry (sort (copy-sequence (mevedel-view--slash-entries chat ""))
+                         (lambda (a b) (string< (car a) (car b)))))
+      (princ (format "  /%-10s %s\n" (car entry) (nth 2 entry))))
+    (princ "\nAnything else starting with / is refused, not sent; start with a space\n")
+    (princ "to send such text to the model.  A character typed in the transcript,\n")
+    (princ "outside a card, goes to the end of the composer.\n\nKeys of the view:\n")
+    (princ (substitute-command-keys "\\{mevedel-view-mode-map}"))
+    (pcase-dolist (`(,title . ,keymap) mevedel-view--help-keymaps)
+      (when (and (boundp keymap) (keymapp (symbol-value keymap)))
+        (princ (format "\n%s:\n" title))
+        (princ (substitute-command-keys (format "\\{%s}" keymap)))))))
 
 (mevedel-view-register-slash-command "help"
   #'mevedel-view-help "list the composer's commands and the view's keys")
@@ -1727,9 +1771,6 @@ instead."
                       " (M-x mevedel-view-use-demo).\n")
             "  The prompt is back in the composer.\n")))
 
-(defvar-local mevedel-view--queued-overlay nil
-  "Overlay showing the queued messages above the separator, or nil.")
-
 (defun mevedel-view--show-queued ()
   "Show the chat's queued messages just above the separator line."
   (let ((queued (mevedel-chat-queued mevedel-view--chat)))
@@ -1739,7 +1780,7 @@ instead."
           (setq mevedel-view--queued-overlay nil))
       (unless mevedel-view--queued-overlay
         (setq mevedel-view--queued-overlay
-              (make-overlay mevedel-view--separator mevedel-view--separator)))
+              (make-overlay mevedel-view--separator mevedel-view--separator nil t t)))
       (move-overlay mevedel-view--queued-overlay mevedel-view--separator mevedel-view--separator)
       (overlay-put mevedel-view--queued-overlay 'before-string
                    (propertize

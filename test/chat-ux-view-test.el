@@ -1,0 +1,166 @@
+;;; chat-ux-view-test.el --- The view as a user meets it: queue, header, typing  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; The view's second round of fixes (issue 43), each asserted on the
+;; buffer's text, point and faces: queued input below the answer, a
+;; readable header, demo sessions kept apart, typing reaching the
+;; composer, the window following a stream, the child agent's view,
+;; and quitting with work running.
+
+;;; Code:
+
+(require 'mevedel-test-helpers)
+(require 'mevedel)
+(mevedel--load)
+
+(defun chat-ux-view-test--stream (chat text)
+  "Append TEXT to CHAT's data buffer as streamed response text, and tell the view."
+  (with-current-buffer (mevedel-chat-data-buffer chat)
+    (goto-char (point-max))
+    (insert (propertize text 'gptel 'response)))
+  (mevedel-chat-notify chat 'text text))
+
+;;;; 4. Queued input
+
+(ert-deftest chat-ux-view:queued-input-is-below-the-streaming-answer ()
+  "The queue notice stays next to the composer while the answer streams in.
+After taking one message back, the notice of the rest is still there."
+  (mevedel-test-with-view view chat
+    (with-current-buffer view
+      (mevedel-test-begin-turn chat "Explain it.")
+      (mevedel-chat-notify chat 'turn-start "Explain it.")
+      (mevedel-chat-queue chat "first queued")
+      (mevedel-chat-queue chat "second queued")
+      (chat-ux-view-test--stream chat "\nThe answer starts here")
+      (chat-ux-view-test--stream chat " and goes on.\nMore lines.\n")
+      (let ((overlay mevedel-view--queued-overlay)
+            (answer (save-excursion (goto-char (point-min))
+                                    (search-forward "More lines."))))
+        (should (overlayp overlay))
+        (should (string-match-p "queued: first queued\n.*queued: second queued"
+                                (overlay-get overlay 'before-string)))
+        ;; Drawn after the answer, right before the separator line.
+        (should (> (overlay-start overlay) answer))
+        (should (= (overlay-start overlay) mevedel-view--separator))
+        ;; C-c C-u takes the newest back; the notice of the other stays put.
+        (goto-char (point-max))
+        (mevedel-view-unqueue)
+        (should (equal (mevedel-view--composer-text) "second queued"))
+        (chat-ux-view-test--stream chat "Even more.\n")
+        (mevedel-view-replace-panel "a panel line\n")
+        (mevedel-view--fit-separator)
+        (should (eq mevedel-view--queued-overlay overlay))
+        (should (= (overlay-start overlay) mevedel-view--separator))
+        (should (> (overlay-start overlay)
+                   (save-excursion (goto-char (point-min)) (search-forward "a panel line"))))
+        (should (string-match-p "first queued" (overlay-get overlay 'before-string)))
+        (should-not (string-match-p "second queued" (overlay-get overlay 'before-string)))))))
+
+;;;; 6. The header
+
+(defun chat-ux-view-test--header ()
+  "Return the header line as `format-mode-line' shows it.
+Batch Emacs formats no mode lines, so the escaping is undone here as
+redisplay does: every %% is one %, and no other % may be left."
+  (let ((text (mevedel-view--header-line)))
+    (should-not (string-match-p "%[^%]\\|%\\'" (string-replace "%%" "" text)))
+    (string-replace "%%" "%" text)))
+
+(ert-deftest chat-ux-view:the-header-is-readable-and-keeps-its-percent ()
+  "The context share keeps its % through `format-mode-line'; the mode comes first.
+A retry's error is in the live zone, not in the header.  (The tmux test
+mevedel-tmux:type-prompt-and-see-answer reads the % on a real screen.)"
+  (mevedel-test-with-view view chat
+    (with-current-buffer view
+      (let ((mevedel-chat-context-windows '((header-test . 400000))))
+        (setf (mevedel-chat-model chat) 'header-test)
+        ;; Estimated: no request reported its size yet.
+        (with-current-buffer (mevedel-chat-data-buffer chat)
+          (insert (make-string 192000 ?x)))
+        (should (string-match-p "context ≈12% of 400k"
+                                (chat-ux-view-test--header)))
+        (setf (mevedel-chat-context-tokens chat) 60000)
+        (let ((shown (chat-ux-view-test--header)))
+          (should (string-match-p "context 15% of 400k" shown))
+          (should-not (string-match-p "≈\\|estimate" shown))))
+      (setf (mevedel-chat-model chat) 'no-window-known
+            (mevedel-chat-context-tokens chat) 15)
+      (should (string-match-p "context 15 tokens" (chat-ux-view-test--header)))
+      (should (equal (mevedel-view--tokens 1234) "1.2k"))
+      (should (equal (mevedel-view--tokens 128000) "128k"))
+      (should (equal (mevedel-view--tokens 1000000) "1M"))
+      ;; Plan mode comes before everything that may be long.
+      (setf (mevedel-chat-permission-mode chat) 'plan)
+      (let ((shown (chat-ux-view-test--header)))
+        (should (string-match-p "\\` mevedel · [^·]+ · PLAN mode (read-only) · " shown))
+        (should (< (string-search "PLAN mode (read-only)" shown) 60)))
+      ;; A retry: the header says retrying, the live zone says why.
+      (mevedel-chat-set-status chat 'retrying "HTTP 529 overloaded; again in 4 s (2 of 5)")
+      (mevedel-chat-notify chat 'status)
+      (save-excursion (mevedel-view--render-live))
+      (let ((shown (chat-ux-view-test--header)))
+        (should (string-match-p "· retrying ·" shown))
+        (should-not (string-match-p "529" shown)))
+      (should (string-match-p "⟳ HTTP 529 overloaded"
+                              (buffer-substring-no-properties mevedel-view--transcript-end
+                                                              mevedel-view--composer)))
+      (mevedel-chat-set-status chat 'idle))))
+
+;;;; 7. Typing goes to the composer
+
+(ert-deftest chat-ux-view:typing-in-the-transcript-goes-to-the-composer ()
+  "A printing character typed above the composer is inserted at its end.
+? opens the menu there instead; the footer names the menu's keys."
+  (mevedel-test-with-view view chat
+    (switch-to-buffer view)
+    (mevedel-test-insert-call chat "Grep" "call_g" '(:pattern "x") "a.el:1:x")
+    (with-current-buffer view
+      (goto-char (point-max))
+      (insert "draft ")
+      (goto-char (point-min))
+      (should (< (point) mevedel-view--composer))
+      (execute-kbd-macro "hi")
+      (should (equal (mevedel-view--composer-text) "draft hi"))
+      (should (= (point) (point-max)))
+      ;; From a tool row too: its keys are TAB and RET only.
+      (goto-char (point-min))
+      (search-forward "Grep")
+      (execute-kbd-macro "!")
+      (should (equal (mevedel-view--composer-text) "draft hi!"))
+      ;; ? is the view's own key outside the composer: the menu.
+      (goto-char (point-min))
+      (let ((opened nil))
+        (cl-letf (((symbol-function 'mevedel-menu) (lambda () (interactive) (setq opened t))))
+          (execute-kbd-macro "?"))
+        (should opened)
+        (should (equal (mevedel-view--composer-text) "draft hi!")))
+      ;; The footer names the menu's keys.
+      (should (string-match-p "C-c C-o/\\? menu"
+                              (buffer-substring-no-properties mevedel-view--separator
+                                                              mevedel-view--composer))))))
+
+(ert-deftest chat-ux-view:help-lists-every-command-and-key ()
+  "/help names every composer command and every command bound in the view's parts."
+  (mevedel-test-with-view view chat
+    (with-current-buffer view
+      (mevedel-view--set-composer "/help")
+      (mevedel-view-send)
+      (let ((text (with-current-buffer "*mevedel help*" (buffer-string)))
+            (maps (cons '("view" . mevedel-view-mode-map) mevedel-view--help-keymaps)))
+        (kill-buffer "*mevedel help*")
+        (dolist (entry (mevedel-view--slash-entries chat ""))
+          (should (string-match-p (concat "/" (regexp-quote (car entry)) " ") text)))
+        (dolist (title '("On an Ask form" "On a plan card" "On a patch review's card"
+                         "On a row's breadcrumb line" "On a background work item"))
+          (should (string-search title text)))
+        (pcase-dolist (`(,_ . ,map) maps)
+          (map-keymap (lambda (_key command)
+                        (when (and (symbolp command) (commandp command)
+                                   (not (eq command 'mevedel-view-self-insert)))
+                          (should (string-search (symbol-name command) text))))
+                      (symbol-value map)))
+        (should (string-match-p "typed in the transcript" text))))))
+
+(provide 'chat-ux-view-test)
+;;; chat-ux-view-test.el ends here
