@@ -162,5 +162,35 @@ mevedel-tmux:type-prompt-and-see-answer reads the % on a real screen.)"
                       (symbol-value map)))
         (should (string-match-p "typed in the transcript" text))))))
 
+;;;; 14. Quitting asks
+
+(ert-deftest chat-ux-view:quitting-with-work-running-asks-and-stops-it ()
+  "C-x C-c with a background command running asks, naming it; no keeps it.
+Yes stops it, its result is recorded in the transcript, and Emacs may quit."
+  (mevedel-core-ensure)
+  (mevedel-test-with-view _view chat
+    (let* ((mevedel-sandbox-mode 'off)
+           (result (mevedel-test-run-tool chat "Bash" "call_nap"
+                                          '(:command "echo started; sleep 300"
+                                                     :description "long nap" :yield_time_ms 300)
+                                          t))
+           (id (mevedel-test-execution-id chat "call_nap"))
+           (asked nil))
+      (should (string-match-p "state=\"running\"" result))
+      (should (member 'mevedel-ps-quit-query kill-emacs-query-functions))
+      ;; No: nothing is stopped and Emacs stays.
+      (cl-letf (((symbol-function 'yes-or-no-p) (lambda (prompt) (setq asked prompt) nil)))
+        (should-not (run-hook-with-args-until-failure 'kill-emacs-query-functions)))
+      (should (string-match-p (concat "session is still running command " (regexp-quote id) " (long nap)")
+                              asked))
+      (should (member id (mevedel-ps-live-ids chat)))
+      ;; Yes: stopped and settled before the query returns.
+      (cl-letf (((symbol-function 'yes-or-no-p) (lambda (_) t)))
+        (should (mevedel-ps-quit-query)))
+      (should-not (mevedel-ps-live-ids chat))
+      ;; Nothing left: no question.
+      (cl-letf (((symbol-function 'yes-or-no-p) (lambda (_) (ert-fail "asked again"))))
+        (should (mevedel-ps-quit-query))))))
+
 (provide 'chat-ux-view-test)
 ;;; chat-ux-view-test.el ends here
