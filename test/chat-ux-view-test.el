@@ -192,5 +192,28 @@ Yes stops it, its result is recorded in the transcript, and Emacs may quit."
       (cl-letf (((symbol-function 'yes-or-no-p) (lambda (_) (ert-fail "asked again"))))
         (should (mevedel-ps-quit-query))))))
 
+;;;; 15. The README's recipes
+
+(ert-deftest chat-ux-view:the-readme-documents-what-the-view-does ()
+  "The README's recipes name no placeholder host and document the view's doors.
+Every composer command, the menu, /model, --timeout, the demo command
+and the .git/info/exclude edit are described; RET on a row as it is bound."
+  (let ((readme (with-temp-buffer
+                  (insert-file-contents (expand-file-name "README.md" mevedel-test-root))
+                  ;; One line: the prose wraps anywhere.
+                  (replace-regexp-in-string "[ \n]+" " " (buffer-string)))))
+    (should-not (string-search "example.invalid" readme))
+    (should (string-match-p "substitute" (downcase readme)))
+    (dolist (entry mevedel-view-slash-commands)
+      (should (string-match-p (concat "`/" (regexp-quote (car entry)) "[] `]") readme)))
+    (dolist (needle '("C-c C-o" "`/model [BACKEND:MODEL]`" "--timeout SECONDS"
+                      "mevedel-view-use-demo" ".git/info/exclude" "`[demo]`"
+                      "first build takes"))
+      (should (string-search needle readme)))
+    ;; RET on a row visits what it stands for, and the README says so.
+    (should (eq (keymap-lookup mevedel-view-row-map "RET") #'mevedel-view-visit-row))
+    (should (string-match-p "`RET` on a tool row | open what it stands for" readme))
+    (should (eq (keymap-lookup mevedel-view-mode-map "C-c C-m") #'mevedel-view-set-model))))
+
 (provide 'chat-ux-view-test)
 ;;; chat-ux-view-test.el ends here
