@@ -287,11 +287,10 @@ As in ERC and eshell, typing never meets \"Text is read-only\": outside
 the composer and its cards (whose keymaps and fields are their own),
 point moves to the end of the composer first."
   (interactive "p")
+  (when-let* ((agent (mevedel-chat-agent mevedel-view--chat)))
+    (user-error "This view of %s only looks; its parent reaches it with SendMessage" agent))
   (when (and mevedel-view--composer (< (point) mevedel-view--composer)
              (not (mevedel-interaction-at)))
-    (when (mevedel-chat-agent mevedel-view--chat)
-      (user-error "This view of %s only looks; its parent reaches it with SendMessage"
-                  (mevedel-chat-agent mevedel-view--chat)))
     (goto-char (point-max)))
   (self-insert-command n))
 
@@ -417,7 +416,18 @@ order the separator shows commands in stays the order of loading."
 (defun mevedel-view--separator-text (&optional width)
   "Return the read-only line between the live zone and the composer.
 Its hints fit in WIDTH columns (default the widest window showing the
-view, else 80): the most useful come first, and /help always shows."
+view, else 80): the most useful come first, and /help always shows.
+A child agent's view has no composer: its line says so, and nothing
+can be typed after it."
+  (if-let* ((agent (and mevedel-view--chat (mevedel-chat-agent mevedel-view--chat))))
+      (propertize (concat "\n── " agent " only looks here: no composer; its parent reaches it"
+                          " with SendMessage ──\n")
+                  'face 'mevedel-view-separator 'read-only t 'front-sticky t
+                  'mevedel-separator t)
+    (mevedel-view--hint-line width)))
+
+(defun mevedel-view--hint-line (width)
+  "Return the separator line of a view with a composer, fit in WIDTH columns."
   (let* ((width (or width
                     (apply #'max 0 (mapcar #'window-body-width
                                            (get-buffer-window-list nil nil t)))))
@@ -536,9 +546,12 @@ An estimate (no request reported its size yet) is marked with ≈."
                     (mevedel-view--tokens (mevedel-chat-output-tokens chat))))))
 
 (defun mevedel-view--status-text (chat)
-  "Return a short description of CHAT's status."
+  "Return a short description of CHAT's status.
+An idle child agent is not ready for the user: its turn is over."
   (pcase (mevedel-chat-status chat)
-    ('idle "ready")
+    ('idle (cond ((not (mevedel-chat-agent chat)) "ready")
+                 ((mevedel-chat-turns chat) "finished")
+                 (t "not started")))
     ('waiting "waiting for the model")
     ('streaming "receiving")
     ('tools "running tools")
@@ -1202,6 +1215,13 @@ A `mevedel-interaction-change-functions' member."
           (mevedel-view--unfocus-card))))))
 
 (add-hook 'mevedel-interaction-change-functions #'mevedel-view--interactions-changed)
+
+(defun mevedel-view-buffers (session)
+  "Return the live view buffers of SESSION's chats, its child agents' too."
+  (cl-loop for buffer in (buffer-list)
+           for chat = (buffer-local-value 'mevedel-view--chat buffer)
+           when (and chat (eq (mevedel-chat-session chat) session))
+           collect buffer))
 
 (defun mevedel-view-redraw-live (chat)
   "Redraw the live zone of CHAT's view, if it has one."

@@ -215,5 +215,46 @@ and the .git/info/exclude edit are described; RET on a row as it is bound."
     (should (string-match-p "`RET` on a tool row | open what it stands for" readme))
     (should (eq (keymap-lookup mevedel-view-mode-map "C-c C-m") #'mevedel-view-set-model))))
 
+;;;; 9. The child agent's view
+
+(ert-deftest chat-ux-view:a-child-agent-s-view-is-honest ()
+  "A child's view has no composer, shows its own tasks only, and says finished."
+  (mevedel-test-with-view view chat
+    (let* ((mevedel-tasks-agent-known-functions (list (lambda (_session _path) t)))
+           (session (mevedel-chat-session chat))
+           (child (mevedel-chat-make-child chat "/root/worker"))
+           (child-view (mevedel-view-buffer child)))
+      (unwind-protect
+          (progn
+            (mevedel-tasks-write session "/root" (list :tasks (vector '(:subject "Parent's plan"))))
+            (mevedel-tasks-write session "/root/worker"
+                                 (list :tasks (vector '(:subject "Worker's probe"))))
+            (with-current-buffer view
+              (let ((live (buffer-substring-no-properties mevedel-view--transcript-end
+                                                          mevedel-view--composer)))
+                (should (string-search "Parent's plan" live))
+                (should (string-search "Worker's probe" live))))
+            (with-current-buffer child-view
+              (let ((live (buffer-substring-no-properties mevedel-view--transcript-end
+                                                          (point-max))))
+                (should (string-search "Worker's probe" live))
+                (should-not (string-search "Parent's plan" live))
+                ;; No composer: the line says so and nothing can be typed.
+                (should (string-match-p "/root/worker only looks here: no composer" live))
+                (should-not (string-search "C-c C-c send" live)))
+              (goto-char (point-max))
+              (should-error (insert "x") :type 'text-read-only)
+              (switch-to-buffer child-view)
+              (goto-char (point-min))
+              (let ((err (should-error (execute-kbd-macro "x") :type 'user-error)))
+                (should (string-match-p "only looks.*SendMessage" (cadr err))))
+              (should (string-match-p "· not started ·" (mevedel-view--header-line)))
+              ;; Its turn over, it is finished, not "ready".
+              (mevedel-test-begin-turn child "Probe it.")
+              (should (string-match-p "· finished ·" (mevedel-view--header-line)))
+              (should-not (string-match-p "ready" (mevedel-view--header-line)))))
+        (kill-buffer child-view)
+        (kill-buffer (mevedel-chat-data-buffer child))))))
+
 (provide 'chat-ux-view-test)
 ;;; chat-ux-view-test.el ends here
