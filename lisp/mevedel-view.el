@@ -169,6 +169,9 @@ It advances over text inserted at its place: the answer streamed into
 an empty live zone and the panel go before it, so the queue is read
 below them, next to the composer.")
 
+(defvar-local mevedel-view--answer nil
+  "Marker where the answer being streamed starts, or nil between turns.
+`mevedel-view--follow' keeps it in sight while the answer grows.")
 (defvar-local mevedel-view--card-focused nil
   "Non-nil while point is on a card because a card took it from the composer.")
 
@@ -1318,7 +1321,47 @@ gathered: at most one every `mevedel-view--progress-delay' seconds."
   (when (eq event 'turn-end)
     (mevedel-view--unfocus-card)
     (mevedel-view--stop-spinner)
-    (force-mode-line-update)))
+    (force-mode-line-update))
+  (mevedel-view--follow)
+  (when (and (eq event 'turn-end) mevedel-view--answer)
+    (set-marker mevedel-view--answer nil)
+    (setq mevedel-view--answer nil)))
+
+(defun mevedel-view--follow ()
+  "After a change of the view, keep useful the windows with point in the composer.
+Such a window follows the conversation, and Emacs would keep its
+point in sight by scrolling the answer's start away, or leave the
+composer floating above empty lines once the live zone shrinks.
+Instead, when the answer being streamed would scroll out of such a
+window, the window scrolls only as far as shows its end at the
+bottom and its start still in sight; once the answer is taller than
+the window, the window shows it from its start and its point moves
+there (typing still reaches the composer, `mevedel-view-self-insert'),
+until the user moves.  A window with room to spare below the composer
+shows more of the transcript above it."
+  (dolist (window (get-buffer-window-list nil nil t))
+    (when (>= (window-point window) mevedel-view--composer)
+      (let* ((start (window-start window))
+             (height (window-body-height window))
+             (bottom (lambda ()
+                       (save-excursion
+                         (goto-char (point-max))
+                         (vertical-motion (- 1 height) window)
+                         (point)))))
+        (cond
+         ((and mevedel-view--answer (<= start mevedel-view--answer)
+               (> (count-screen-lines start (point-max) nil window) height))
+          (let ((answer (save-excursion (goto-char mevedel-view--answer)
+                                        (skip-chars-forward "\n")
+                                        (line-beginning-position)))
+                (bottom (funcall bottom)))
+            (if (<= bottom answer)
+                (set-window-start window bottom)
+              (set-window-start window answer)
+              (set-window-point window answer))))
+         ((and (> start (point-min))
+               (< (count-screen-lines start (point-max) nil window) (1- height)))
+          (set-window-start window (funcall bottom))))))))
 
 (defun mevedel-view--append-markdown (text &optional suffix)
   "Append the assistant's TEXT rendered, then SUFFIX, to the transcript.
@@ -1399,6 +1442,9 @@ still open gets its chunks as unfontified code until it closes."
         (delete-region mevedel-view--transcript-end (mevedel-view--interactions-start)))
       (mevedel-view--stop-spinner)
       (mevedel-view--begin-block 'response)
+      (if mevedel-view--answer
+          (set-marker mevedel-view--answer mevedel-view--transcript-end)
+        (setq mevedel-view--answer (copy-marker mevedel-view--transcript-end)))
       (setq chunk (string-trim-left chunk))
       (mevedel-view--end-stream))
     (unless mevedel-view--stream

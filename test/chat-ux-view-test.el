@@ -256,5 +256,61 @@ and the .git/info/exclude edit are described; RET on a row as it is bound."
         (kill-buffer child-view)
         (kill-buffer (mevedel-chat-data-buffer child))))))
 
+;;;; 8. The window while streaming
+
+(ert-deftest chat-ux-view:the-window-keeps-the-answer-s-start-and-no-empty-lines ()
+  "A long streamed answer stays visible from its start; the composer never floats.
+The window is the selected one of batch Emacs (its height is real)."
+  (mevedel-test-with-view view chat
+    (switch-to-buffer view)
+    (let ((window (selected-window))
+          (lines (lambda (from n)
+                   (mapconcat (lambda (i) (format "%s line %d" from i))
+                              (number-sequence 1 n) "\n"))))
+      ;; A transcript taller than the window, its end shown near the top:
+      ;; after the next change the composer is at the bottom again.
+      (with-current-buffer (mevedel-chat-data-buffer chat)
+        (insert "### Old\n\n" (propertize (funcall lines "old" 60) 'gptel 'response)))
+      (mevedel-view-rerender view)
+      (goto-char (point-max))
+      (set-window-start window (save-excursion (forward-line -3) (point)))
+      (mevedel-chat-notify chat 'status)
+      (let ((height (window-body-height window))
+            (shown (count-screen-lines (window-start window) (point-max) nil window)))
+        (should (>= shown (- height 2)))
+        (should (<= shown height)))
+      (should (= (window-point window) (point-max)))
+      (should (> (window-start window) (point-min)))
+      ;; A new answer: short, the window follows the composer.
+      (mevedel-test-begin-turn chat "Explain it.")
+      (mevedel-chat-notify chat 'turn-start "Explain it.")
+      (goto-char (point-max))
+      (chat-ux-view-test--stream chat "\nANSWER-START here.\n")
+      (let ((answer (save-excursion (goto-char (point-min))
+                                    (search-forward "ANSWER-START")
+                                    (line-beginning-position))))
+        (should (>= (window-point window) mevedel-view--composer))
+        ;; Scrolled only so far: the end at the bottom, the start in sight.
+        (should (<= (window-start window) answer))
+        (should (>= (count-screen-lines (window-start window) (point-max) nil window)
+                    (1- (window-body-height window))))
+        ;; Long: the window shows it from its start, point on it.
+        (chat-ux-view-test--stream chat (concat (funcall lines "new" 60) "\n"))
+        (should (= (window-point window) answer))
+        (should (= (window-start window) answer))
+        ;; More text leaves the window alone: the user reads from the start.
+        (chat-ux-view-test--stream chat (concat (funcall lines "more" 10) "\n"))
+        (should (= (window-start window) answer))
+        (should (= (window-point window) answer))
+        ;; The turn's end draws its text again: the window still shows
+        ;; the answer from its start (or the prompt just above it).
+        (mevedel-chat-notify chat 'turn-end)
+        (let ((prompt (save-excursion (goto-char (point-min))
+                                      (search-forward "❯ Explain it.")
+                                      (forward-line -1)
+                                      (point))))
+          (should (<= prompt (window-start window) answer))
+          (should (< (window-point window) mevedel-view--composer)))))))
+
 (provide 'chat-ux-view-test)
 ;;; chat-ux-view-test.el ends here
