@@ -83,7 +83,7 @@ SURFACE is `view' or `headless': the closing words fit it."
          (pattern (or (and file (mevedel-demo--pattern (expand-file-name file root))) "TODO")))
     `(("root" . ,root)
       ("file" . ,(or file ""))
-      ("what" . ,(if file (format "`%s'" file) "the workspace's listing"))
+      ("what" . ,(if file (format "`%s`" file) "the workspace's listing"))
       ("pattern" . ,(regexp-quote pattern))
       ("hint" . ,(if (eq surface 'headless)
                      "Run `bin/mevedel --demo --json` to see each call's arguments and result."

@@ -312,5 +312,40 @@ The window is the selected one of batch Emacs (its height is real)."
           (should (<= prompt (window-start window) answer))
           (should (< (window-point window) mevedel-view--composer)))))))
 
+;;;; 11. Words users know
+
+(ert-deftest chat-ux-view:rows-say-what-happened ()
+  "Ask, TaskWrite and ToolCall rows say what happened, not the tool's name.
+A running command's row leaves out the line telling the model how to poll."
+  (mevedel-test-with-view view chat
+    (let ((mevedel-tasks-agent-known-functions (list (lambda (_session _path) t))))
+      (mevedel-test-insert-call chat "Ask" "call_ask"
+                                '(:questions [(:header "Language" :question "Which?")])
+                                "Language: Which?\nAnswer: Go")
+      (mevedel-test-run-tool chat "TaskWrite" "call_t1"
+                             (list :tasks (vector '(:subject "Probe" :status "in_progress")
+                                                  '(:subject "Ship" :status "in_progress")
+                                                  '(:subject "Tidy")))
+                             t)
+      (with-current-buffer view
+        (let ((text (buffer-substring-no-properties (point-min) mevedel-view--transcript-end)))
+          (should (string-match-p "^▾ ✓ Asked 1 question: Language\n    Language: Which?" text))
+          (should (string-match-p "^▸ ✓ Tasks: 2 in progress, 1 to do$" text))
+          (should-not (string-match-p "TaskWrite\\|^. . Ask " text)))))
+    (should (equal (plist-get (mevedel-tool-render-row
+                               "ToolCall" '(:program "x")
+                               nil '(:ptc-live t :ptc-active ("Ask") :ptc-done 0) t)
+                              :header)
+                   "Running Ask · 0 done"))
+    (should (equal (plist-get (mevedel-tool-render-row "Ask" '(:questions [(:header "A") (:header "B")])
+                                                       nil nil t)
+                              :header)
+                   "Asking 2 questions: A · B"))
+    (should (equal (mevedel-tool-exec--strip-envelope
+                    (concat "partial output\nStill running. Poll with WriteStdin(execution_id=\"x1\", "
+                            "chars=\"\"), send input (tty only) or stop it with StopExecution.\n"
+                            "<bash-execution id=\"x1\" state=\"running\"/>"))
+                   "partial output\n"))))
+
 (provide 'chat-ux-view-test)
 ;;; chat-ux-view-test.el ends here
