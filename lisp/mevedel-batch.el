@@ -233,7 +233,8 @@ Signal a usage error when it does not exist."
                 (list (format "No saved session %s in %s (see --list-sessions)" id root))))
       id))
    ((plist-get options :continue)
-    (or (mevedel-session-latest root)
+    ;; --demo continues the latest demo session, else the latest other one.
+    (or (mevedel-session-latest root (plist-get options :demo))
         (signal 'mevedel-batch-usage
                 (list (format "No saved session to continue in %s" root)))))))
 

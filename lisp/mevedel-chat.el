@@ -189,7 +189,11 @@ Its root and data buffer are the slots of `mevedel-prompt-chat'."
   fsm turn turn-start on-done mail accepted
   ;; The turns sent so far, newest first: plists (:id :label :start).
   turns
-  backend model label
+  backend model
+  ;; Non-nil in a session begun with the offline demo model
+  ;; (mevedel-demo.el): saved with it, so that only a demo start
+  ;; resumes it.
+  demo
   observers prompter history
   live-calls cancellers updates
   (progress (make-hash-table :test #'equal))
@@ -353,8 +357,7 @@ gptel's default (OpenAI) is chosen and recorded in `gptel-backend'."
 The choice is this session's own: other sessions and gptel's defaults
 keep theirs.  Observers hear `status'."
   (setf (mevedel-chat-backend chat) backend
-        (mevedel-chat-model chat) model
-        (mevedel-chat-label chat) nil)
+        (mevedel-chat-model chat) model)
   (mevedel-chat--save chat 'change)
   (mevedel-chat-notify chat 'status))
 

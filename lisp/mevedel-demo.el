@@ -8,9 +8,13 @@
 ;; Without a usable gptel backend (none configured, or its API key
 ;; cannot be found), `mevedel-run' starts the checkout's scripted model
 ;; server with a built-in demo script and points the session at it,
-;; labelled "offline demo model" in the view's header, then sends a
+;; named "offline demo model" in the view's header, then sends a
 ;; first prompt so that a newcomer sees a whole tool-using turn.
 ;; `make run' calls `mevedel-run'.
+;;
+;; A session that talked to the demo is a demo session for good (saved
+;; so): only a demo start resumes one, and the session list marks it.
+;; This file does not choose the session (mevedel-session-list.el).
 
 ;;; Code:
 
@@ -21,7 +25,7 @@
 (require 'mevedel-scripted-model)
 
 (defconst mevedel-demo-label "offline demo model"
-  "How the demo backend is labelled in the view.")
+  "The name of the demo backend, which the view's header shows.")
 
 (defcustom mevedel-demo-prompt "What is this project, and where are its main functions?"
   "First prompt sent in the offline demo."
@@ -79,7 +83,7 @@ SURFACE is `view' or `headless': the closing words fit it."
          (pattern (or (and file (mevedel-demo--pattern (expand-file-name file root))) "TODO")))
     `(("root" . ,root)
       ("file" . ,(or file ""))
-      ("what" . ,(if file (format "`%s'" file) "the workspace's listing"))
+      ("what" . ,(if file (format "`%s`" file) "the workspace's listing"))
       ("pattern" . ,(regexp-quote pattern))
       ("hint" . ,(if (eq surface 'headless)
                      "Run `bin/mevedel --demo --json` to see each call's arguments and result."
@@ -123,7 +127,7 @@ are read.  The script reads and searches CHAT's own workspace."
                                         :wire 'openai :stream t
                                         :name mevedel-demo-label)
         (mevedel-chat-model chat) 'scripted-model
-        (mevedel-chat-label chat) mevedel-demo-label)
+        (mevedel-chat-demo chat) t)
   chat)
 
 (defun mevedel-demo-stop ()

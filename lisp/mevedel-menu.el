@@ -8,7 +8,8 @@
 ;; `mevedel-menu' (C-c C-o in a view, or ? outside the composer) gathers
 ;; what a session can do, as gptel's and Magit's users expect from a
 ;; transient: each entry runs the same command as its own key binding
-;; or composer command, so the menu teaches the keys.
+;; or composer command, so the menu teaches the keys.  Being above
+;; every part of the view, this file also gives /help their keymaps.
 
 ;;; Code:
 
@@ -20,6 +21,11 @@
 (require 'mevedel-tools)
 (require 'mevedel-review)
 (require 'mevedel-tool-plan)
+(require 'mevedel-ask-ui)
+(require 'mevedel-file-approval)
+(require 'mevedel-panel)
+(require 'mevedel-patch-review)
+(require 'mevedel-tasks-view)
 
 (defun mevedel-menu--session-line ()
   "Return the menu's heading: the session, its model and permission mode."
@@ -64,6 +70,16 @@
 
 (keymap-set mevedel-view-mode-map "C-c C-o" #'mevedel-menu)
 (keymap-set mevedel-view-mode-map "?" #'mevedel-menu-or-insert)
+
+;; /help lists the keys of every part of the view.
+(pcase-dolist (`(,title . ,keymap)
+               '(("On an Ask form" . mevedel-ask-ui-map)
+                 ("On a patch review's card" . mevedel-patch-review-card-map)
+                 ("On a plan card" . mevedel-tool-plan-card-map)
+                 ("On a workspace file's approval card" . mevedel-file-approval-card-map)
+                 ("On a background work item" . mevedel-panel-item-map)
+                 ("On the task list" . mevedel-tasks-view-map)))
+  (mevedel-view-register-help-keys title keymap))
 
 (provide 'mevedel-menu)
 ;;; mevedel-menu.el ends here

@@ -77,11 +77,16 @@
 (defun mevedel-panel-items (chat)
   "Return the background work of CHAT's session.
 That is its yielded executions and its active agents.  Foreground
-commands are not listed: their tool rows show them."
-  (append (and (featurep 'mevedel-dyn)
-               (cl-remove-if-not (lambda (item) (plist-get item :yielded))
-                                 (mevedel-ps-items chat)))
-          (mevedel-ps-agent-items chat)))
+commands are not listed: their tool rows show them.  A child agent's
+chat has only its own: those it started."
+  (let ((items (append (and (featurep 'mevedel-dyn)
+                            (cl-remove-if-not (lambda (item) (plist-get item :yielded))
+                                              (mevedel-ps-items chat)))
+                       (mevedel-ps-agent-items chat)))
+        (agent (mevedel-chat-agent chat)))
+    (if agent
+        (cl-remove-if-not (lambda (item) (equal (plist-get item :owner) agent)) items)
+      items)))
 
 (defun mevedel-panel--label (item)
   "Return ITEM's one-line label."
@@ -311,13 +316,11 @@ An agent's turn is interrupted."
         (setq mevedel-panel--stale t)))))
 
 (defun mevedel-panel--views (session)
-  "Return the live view buffers of the chat whose session key is SESSION."
-  (cl-loop for chat in (mevedel-chat-list)
-           for buffer = (get-buffer (format "*mevedel: %s*" (mevedel-chat-name chat)))
-           when (and (buffer-live-p buffer)
-                     (eq (mevedel-view-chat buffer) chat)
-                     (equal (mevedel-ps-session-key chat) session))
-           collect buffer))
+  "Return the live view buffers of the session whose key is SESSION.
+Its child agents' views too: each shows its own background work."
+  (when-let* ((chat (cl-find session (mevedel-chat-list) :key #'mevedel-ps-session-key
+                             :test #'equal)))
+    (mevedel-view-buffers (mevedel-chat-session chat))))
 
 (defun mevedel-panel--on-event (data)
   "Schedule a redraw of the panels of the session named in event DATA."

@@ -20,6 +20,10 @@
 ;; opens the agent's view, k, s or c interrupts its turn (k and s after
 ;; confirmation).  An agent leaves the table when its turn settles.
 ;;
+;; Quitting Emacs (C-x C-c) while a turn, an execution or an agent
+;; runs asks first, naming them; yes stops them and waits briefly for
+;; their results before the sessions are saved on the way out.
+;;
 ;; These are the user's controls: they do not go through the model's
 ;; tools and do not widen what the model may do, and reading the output
 ;; opens the spool file itself, so the model's unread output stays
@@ -594,6 +598,53 @@ interrupted only when named.  Return how many were running."
                                                   (if (= interrupted 1) "" "s")))))
                      "; "))
       (+ stopped interrupted))))
+
+;;;; Quitting Emacs
+
+(defconst mevedel-ps--quit-wait 3.0
+  "Longest seconds quitting waits for stopped executions to settle.
+Settled, their results (and output files) are recorded before the
+sessions are saved on the way out.")
+
+(defun mevedel-ps--running-work ()
+  "Return (CHAT . NAMES) for each live chat with a turn or background work.
+NAMES say what runs: the open turn, executions and active agents."
+  (cl-loop for chat in (mevedel-chat-list)
+           for names = (append
+                        (and (mevedel-chat-busy-p chat)
+                             (list (format "a turn of %s" (mevedel-chat-name chat))))
+                        (mapcar (lambda (item)
+                                  (format "%s %s (%s)"
+                                          (pcase (plist-get item :kind)
+                                            ("bash" "command")
+                                            (kind kind))
+                                          (plist-get item :id) (plist-get item :label)))
+                                (append (mevedel-ps-items chat) (mevedel-ps-agent-items chat))))
+           when names collect (cons chat names)))
+
+(defun mevedel-ps-quit-query ()
+  "Ask before Emacs quits with a session's turn or background work going on.
+A `kill-emacs-query-functions' member.  The question names what runs;
+yes aborts the turns, interrupts the agents and stops the executions,
+waits a little for them to settle so that their results are recorded
+and saved with the sessions, and lets Emacs quit."
+  (let ((work (mevedel-ps--running-work)))
+    (or (null work)
+        (when (yes-or-no-p (format "A mevedel session is still running %s.  Stop it and quit? "
+                                   (string-join (mapcan (lambda (w) (copy-sequence (cdr w))) work)
+                                                ", ")))
+          (pcase-dolist (`(,chat . ,_) work)
+            (mevedel-chat-abort chat)
+            (dolist (agent (mevedel-ps-agent-items chat))
+              (funcall (plist-get agent :stop)))
+            (dolist (id (mevedel-ps-live-ids chat))
+              (mevedel-ps-stop-execution chat id)))
+          (let ((deadline (+ (float-time) mevedel-ps--quit-wait)))
+            (while (and (mevedel-ps--running-work) (< (float-time) deadline))
+              (accept-process-output nil 0.05)))
+          t))))
+
+(add-hook 'kill-emacs-query-functions #'mevedel-ps-quit-query)
 
 ;;;; In the view
 

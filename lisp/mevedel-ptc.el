@@ -686,17 +686,18 @@ but their audit entries."
 (defun mevedel-ptc-render (_name args result render-data)
   "Render a ToolCall call with ARGS, RESULT and RENDER-DATA.
 A program that is one direct call renders as that tool's own row; a
-composed program as one row whose children are the nested calls."
+composed program as one row whose children are the nested calls.  The
+header says what ran (\"Ran 3 calls: Read ×3\"), not the tool's name."
   (let* ((children (plist-get render-data :ptc-children))
          (direct (plist-get render-data :ptc-direct))
          (child (car children)))
     (cond
      ((plist-get render-data :ptc-live)
-      (list :header (format "ToolCall: %s%s"
+      (list :header (format "%s%s"
                             (if-let* ((active (plist-get render-data :ptc-active)))
-                                (concat "running " (mevedel-ptc--tally
+                                (concat "Running " (mevedel-ptc--tally
                                                     (mapcar (lambda (n) (list :tool n)) active)))
-                              "running")
+                              "Running calls")
                             (format " · %d done%s%s" (or (plist-get render-data :ptc-done) 0)
                                     (if (> (or (plist-get render-data :ptc-failed) 0) 0)
                                         (format ", %d failed" (plist-get render-data :ptc-failed))
@@ -719,12 +720,14 @@ composed program as one row whose children are the nested calls."
              (collapse (and result (eq status 'success)
                             (> mevedel-ptc-result-collapse-line-threshold 0)
                             (> lines mevedel-ptc-result-collapse-line-threshold))))
-        (list :header (format "ToolCall: %s%s"
+        (list :header (format "%s%s"
                               (if children
-                                  (format "%d call%s (%s)" (length children)
+                                  (format "Ran %d call%s: %s" (length children)
                                           (if (cdr children) "s" "")
                                           (mevedel-ptc--tally children))
-                                (mevedel-tool-render-shorten (or (plist-get args :program) "") 60))
+                                (concat "Ran a program: "
+                                        (mevedel-tool-render-shorten
+                                         (or (plist-get args :program) "") 60)))
                               (if (> failed 0) (format " · %d failed" failed) ""))
               :status status
               :body (unless (or mevedel-tool-render-summary-only collapse) result)

@@ -112,6 +112,7 @@ calls it ran; else nil."
       (setf (mevedel-chat-backend chat) backend))
     (when-let* ((model (funcall get "model")))
       (setf (mevedel-chat-model chat) (intern model)))
+    (setf (mevedel-chat-demo chat) (equal (funcall get "demo") "1"))
     (with-current-buffer buffer
       (setf (mevedel-chat-turns chat)
             (mapcar (pcase-lambda (`(,id ,label ,start))

@@ -18,6 +18,10 @@
 ;;                                   say so): RET resume, r rename, f fork,
 ;;                                   d delete (after confirmation), g refresh
 ;;
+;; Sessions that talked to the offline demo model are marked [demo];
+;; M-x mevedel never resumes one, and a demo start (`mevedel-run'
+;; without a usable backend) resumes only those.
+;;
 ;; Switching saves the live session and closes it first; a running
 ;; turn must be aborted before.  A fork copies a session's
 ;; conversation up to the start of a chosen turn (or all of it) into a
@@ -69,16 +73,23 @@ Return the window that showed its view, or nil."
   "Show the view of the session of DIRECTORY's workspace; return the buffer.
 Without a live session there, the saved SESSION (an ID) is resumed;
 SESSION nil means the most recent saved one when sessions are saved
-\(`mevedel-save-sessions'), and `new' a fresh session.  When
-another process writes the saved session, the user chooses between a
-fork and a read-only view, or cancels: then the value is nil (see
-`mevedel-session-list-open-held')."
+\(`mevedel-save-sessions'), `demo' the most recent demo session and
+`new' a fresh session.  Demo sessions stay apart: a live one is saved
+and closed when SESSION is nil, and a live one of real work when it
+is `demo'.  When another process writes the saved session, the user
+chooses between a fork and a read-only view, or cancels: then the
+value is nil (see `mevedel-session-list-open-held')."
   (let* ((root (mevedel-chat-workspace-root directory))
          (live (mevedel-chat-get root))
+         (live (if (and live (memq session '(nil demo))
+                        (not (eq (and (mevedel-chat-demo live) t) (eq session 'demo))))
+                   (ignore (mevedel-session-list--close-live root))
+                 live))
          (id (unless live
                (pcase session
                  ('new nil)
                  ('nil (and mevedel-save-sessions (mevedel-session-latest root)))
+                 ('demo (and mevedel-save-sessions (mevedel-session-latest root t)))
                  (_ session))))
          (owner (and id (mevedel-session-owner root id))))
     (if owner
@@ -173,12 +184,14 @@ crash) is open in the copy too: resuming it settles that turn as
 after a crash."
   (let ((session (mevedel-session-create :workspace root)))
     (with-temp-buffer
-      (let (title turns inputs open)
+      (let (title turns inputs open demo)
         (mevedel-session-list--with-store store root id
           (mevedel-transcript-restore (current-buffer) store)
           (setq open (mapcar (lambda (key) (cons key (or (mevedel-session-list--info store key) "")))
                              '("turn-open" "open-calls"))
                 title (mevedel-session-list--info store "title")
+                ;; A demo's fork is a demo session too.
+                demo (or (mevedel-session-list--info store "demo") "")
                 turns (reverse (car (read-from-string
                                      (or (mevedel-session-list--info store "turn-list") "nil"))))
                 inputs (mevedel-core-store-inputs store most-positive-fixnum)))
@@ -194,6 +207,7 @@ after a crash."
            store `(,@open
                    ("title" . ,(format "Fork of %s" (or title id)))
                    ("forked-from" . ,id)
+                   ("demo" . ,demo)
                    ("created" . ,(mevedel-save-now))
                    ("updated" . ,(mevedel-save-now))
                    ("turns" . ,(number-to-string (length turns)))
@@ -293,6 +307,9 @@ The live session cannot be deleted: switch to another first."
                                 (propertize (format " [in use by %s]"
                                                     (mevedel-session-owner-text owner))
                                             'face 'warning)
+                              "")
+                            (if (mevedel-session-demo-p info)
+                                (propertize " [demo]" 'face 'shadow)
                               ""))))
                (list (car entry)
                      (vector (if (equal (car entry) live)

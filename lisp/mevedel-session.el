@@ -202,10 +202,19 @@ read is listed with an \"error\" entry."
             (> (string-to-number (or (cdr (assoc "updated" (cdr a))) "0"))
                (string-to-number (or (cdr (assoc "updated" (cdr b))) "0")))))))
 
-(defun mevedel-session-latest (workspace)
-  "Return the ID of WORKSPACE's most recently updated saved conversation, or nil."
-  (car (cl-find-if-not (lambda (entry) (assoc "error" (cdr entry)))
-                       (mevedel-session-saved workspace))))
+(defun mevedel-session-demo-p (info)
+  "Return non-nil when the saved session of INFO talked to the demo model."
+  (equal (cdr (assoc "demo" info)) "1"))
+
+(defun mevedel-session-latest (workspace &optional demo)
+  "Return the ID of WORKSPACE's most recently updated saved conversation, or nil.
+Only demo sessions count when DEMO is non-nil, and only the others
+when it is nil: the demo's conversation never reaches a real model
+unasked (see `mevedel-session-demo-p')."
+  (car (cl-find-if (lambda (entry)
+                     (and (not (assoc "error" (cdr entry)))
+                          (eq (and (mevedel-session-demo-p (cdr entry)) t) (and demo t))))
+                   (mevedel-session-saved workspace))))
 
 ;;;; Git exclusion
 

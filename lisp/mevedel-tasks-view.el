@@ -188,17 +188,19 @@ bounds their number; SHOW-DONE non-nil adds the done section."
   "TAB" #'mevedel-tasks-view-toggle-done
   "RET" #'mevedel-tasks-view-toggle-done)
 
-(defun mevedel-tasks-view--chat-of (session)
-  "Return the live chat of SESSION, or nil."
-  (cl-find session (mevedel-chat-list) :key #'mevedel-chat-session))
-
 (defun mevedel-tasks-view--insert (chat)
   "Insert the task fragment of CHAT's session at point, if a task is open.
-A `mevedel-view-live-functions' member."
+A child agent's view shows only the tasks it owns.  A
+`mevedel-view-live-functions' member."
   (let* ((session (mevedel-chat-session chat))
+         (agent (mevedel-chat-agent chat))
+         (own (lambda (owner) (or (not agent) (equal owner agent))))
          (window (get-buffer-window (current-buffer)))
          (lines (mevedel-tasks-view-lines
-                 (mevedel-tasks-list session) (mevedel-tasks-notes session)
+                 (cl-remove-if-not (lambda (task) (funcall own (plist-get task :owner)))
+                                   (mevedel-tasks-list session))
+                 (cl-remove-if-not (lambda (note) (funcall own (car note)))
+                                   (mevedel-tasks-notes session))
                  (if window (1- (window-body-width window)) 80)
                  (if window (max 3 (floor (* mevedel-tasks-view-height (window-body-height window))))
                    12)
@@ -210,10 +212,7 @@ A `mevedel-view-live-functions' member."
 (defun mevedel-tasks-view-toggle-done ()
   "Show or hide the completed tasks in the fragment at point."
   (interactive)
-  (let* ((chat (or (cl-find-if (lambda (chat)
-                                 (equal (buffer-name) (format "*mevedel: %s*"
-                                                              (mevedel-chat-name chat))))
-                               (mevedel-chat-list))
+  (let* ((chat (or (and (derived-mode-p 'mevedel-view-mode) (mevedel-view-chat))
                    (user-error "Not a mevedel view")))
          (session (mevedel-chat-session chat)))
     (puthash session (not (gethash session mevedel-tasks-view--show-done))
@@ -223,10 +222,10 @@ A `mevedel-view-live-functions' member."
       (goto-char (1+ start)))))
 
 (defun mevedel-tasks-view--changed (session)
-  "Redraw the fragment of SESSION's view.
+  "Redraw the fragment of SESSION's views, its child agents' too.
 A `mevedel-tasks-change-functions' member."
-  (when-let* ((chat (mevedel-tasks-view--chat-of session)))
-    (mevedel-view-redraw-live chat)))
+  (dolist (view (mevedel-view-buffers session))
+    (mevedel-view-redraw-live (mevedel-view-chat view))))
 
 (add-hook 'mevedel-tasks-change-functions #'mevedel-tasks-view--changed)
 (add-hook 'mevedel-view-live-functions #'mevedel-tasks-view--insert)

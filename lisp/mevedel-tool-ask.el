@@ -152,16 +152,23 @@ answering; do not ask them again unless something changed")))))))
 
 (defun mevedel-tool-ask-render (_name args result render-data)
   "Render an Ask call with ARGS, its RESULT and RENDER-DATA.
+The row says what happened (\"Asked 2 questions: Language · Tests\").
 The headers come from RENDER-DATA, else from ARGS when they are
 whole (a ToolCall row may hold them shortened)."
   (let* ((questions (plist-get args :questions))
          (headers (or (plist-get render-data :headers)
                       (and (sequencep questions) (not (stringp questions))
                            (delq nil (mapcar (lambda (q) (and (listp q) (plist-get q :header)))
-                                             questions))))))
-    (list :header (if headers
-                      (concat "Ask " (mevedel-tool-render-shorten (string-join headers " · ") 60))
-                    "Ask")
+                                             questions)))))
+         (count (or (and headers (length headers))
+                    (and (sequencep questions) (not (stringp questions)) (length questions)))))
+    (list :header (concat (if result "Asked" "Asking")
+                          (if count
+                              (format " %d question%s" count (if (= count 1) "" "s"))
+                            " questions")
+                          (and headers
+                               (concat ": " (mevedel-tool-render-shorten
+                                             (string-join headers " · ") 60))))
           :body (unless mevedel-tool-render-summary-only result)
           :expandable-p (and result (not (string-empty-p result)))
           :initially-collapsed-p nil)))

@@ -708,11 +708,22 @@ and changed files Emacs may evaluate add their warnings."
             (and elapsed (concat " " elapsed))
             (and warning (concat "  [" warning "]")))))
 
+(defconst mevedel-tool-exec--model-hint-regexp
+  "^\\(?:Still running\\. Poll with\\|Waiting for its turn (another\\) .*StopExecution\\.\\(?:\n\\|\\'\\)"
+  "The line of a running command's result telling the model how to poll it.
+A row leaves it out: its spinner says the command runs, and the user
+neither polls nor calls StopExecution.")
+
 (defun mevedel-tool-exec--strip-envelope (result)
-  "Return RESULT without its trailing execution envelope."
-  (if (and result (string-match "\n?<\\(?:bash\\|monitor\\)-execution [^\n]*/>\\'" result))
-      (substring result 0 (match-beginning 0))
-    result))
+  "Return RESULT without its trailing execution envelope, for a row.
+The line telling the model how to poll goes too."
+  (let ((result (if (and result (string-match "\n?<\\(?:bash\\|monitor\\)-execution [^\n]*/>\\'"
+                                              result))
+                    (substring result 0 (match-beginning 0))
+                  result)))
+    (if (and result (string-match mevedel-tool-exec--model-hint-regexp result))
+        (replace-match "" t t result)
+      result)))
 
 (defun mevedel-tool-exec--body (command result render-data)
   "Return a row body: the exact COMMAND above RESULT's bounded output.

@@ -64,29 +64,37 @@ refused, nothing changed, if any entry is invalid."
   (ignore args)
   (mevedel-tasks-list-text (mevedel-tool-tasks--session)))
 
-(defun mevedel-tool-tasks-render-write (_name args result _render-data)
-  "Render a TaskWrite call with ARGS and RESULT."
-  (let ((tasks (append (plist-get args :tasks) nil)))
-    (list :header (concat "TaskWrite "
-                          (mevedel-tool-render-shorten
-                           (string-join
-                            (delq nil
-                                  (append
-                                   (mapcar (lambda (task)
-                                             (concat (if (plist-get task :id)
-                                                         (format "#%s" (plist-get task :id))
-                                                       "+")
-                                                     (if-let* ((s (plist-get task :status)))
-                                                         (concat " " s) "")
-                                                     (if-let* ((s (plist-get task :subject)))
-                                                         (concat " " s) "")))
-                                           tasks)
-                                   (and (plist-get args :note) (list "note"))))
-                            " · ")
-                           70))
-          :body (unless mevedel-tool-render-summary-only result)
-          :expandable-p (and result (not (string-empty-p result)))
-          :initially-collapsed-p t)))
+(defconst mevedel-tool-tasks--status-words
+  '(("in_progress" . "in progress") ("pending" . "to do") ("completed" . "done"))
+  "How the task list's row names each status, in the order it counts them.")
+
+(defun mevedel-tool-tasks--summary (result)
+  "Return the task list's counts after the TaskWrite that returned RESULT.
+\"Tasks: 2 in progress, 1 to do\", from the list in RESULT."
+  (cond
+   ((null result) "Updating the task list")
+   ((string-prefix-p "Error:" result) "Task list not changed")
+   (t (let* ((counts (mapcar (lambda (entry)
+                               (let ((regexp (concat "^  #[0-9]+ \\[" (car entry) "\\]"))
+                                     (start 0) (n 0))
+                                 (while (string-match regexp result start)
+                                   (setq n (1+ n) start (match-end 0)))
+                                 (cons (cdr entry) n)))
+                             mevedel-tool-tasks--status-words))
+             (shown (cl-remove-if #'zerop counts :key #'cdr)))
+        (concat "Tasks: "
+                (if shown
+                    (mapconcat (lambda (count) (format "%d %s" (cdr count) (car count)))
+                               shown ", ")
+                  "none"))))))
+
+(defun mevedel-tool-tasks-render-write (_name _args result _render-data)
+  "Render a TaskWrite call by its RESULT.
+The row says what the list holds now; expanded, it shows the list."
+  (list :header (mevedel-tool-tasks--summary result)
+        :body (unless mevedel-tool-render-summary-only result)
+        :expandable-p (and result (not (string-empty-p result)))
+        :initially-collapsed-p t))
 
 (mevedel-define-tool "TaskWrite"
   :category "tasks"

@@ -163,6 +163,15 @@ FENCE the regexp of the line closing the code block RAW opens, if any.")
 (defvar-local mevedel-view--code-queue nil
   "Drawn text whose code blocks wait to be fontified: (START . END) markers.")
 (defvar-local mevedel-view--code-timer nil "Timer fontifying the queued code blocks.")
+(defvar-local mevedel-view--queued-overlay nil
+  "Overlay showing the queued messages above the separator, or nil.
+It advances over text inserted at its place: the answer streamed into
+an empty live zone and the panel go before it, so the queue is read
+below them, next to the composer.")
+
+(defvar-local mevedel-view--answer nil
+  "Marker where the answer being streamed starts, or nil between turns.
+`mevedel-view--follow' keeps it in sight while the answer grows.")
 (defvar-local mevedel-view--card-focused nil
   "Non-nil while point is on a card because a card took it from the composer.")
 
@@ -179,7 +188,8 @@ FENCE the regexp of the line closing the code block RAW opens, if any.")
   "M-p" #'mevedel-view-history-previous
   "M-n" #'mevedel-view-history-next
   ;; A row's own TAB (expand) wins on the row.
-  "TAB" #'completion-at-point)
+  "TAB" #'completion-at-point
+  "<remap> <self-insert-command>" #'mevedel-view-self-insert)
 
 (defvar-keymap mevedel-view-row-map
   :doc "Keys on a tool row's header."
@@ -201,9 +211,10 @@ FENCE the regexp of the line closing the code block RAW opens, if any.")
 (define-derived-mode mevedel-view-mode fundamental-mode "mevedel"
   "Major mode of mevedel session views.
 The transcript is read-only; type in the composer at the bottom and
-send with \\[mevedel-view-send].  A composer line starting with /
-is a command (/help lists them); start with a space to send such a
-line to the model.
+send with \\[mevedel-view-send].  A character typed in the transcript
+\(outside a card) goes to the end of the composer.  A composer line
+starting with / is a command (/help lists them); start with a space
+to send such a line to the model.
 
 \\{mevedel-view-mode-map}
 On a tool row:
@@ -272,6 +283,19 @@ the records) moves too."
              (setcar cell (funcall moved (car cell)))
              (setcar (cdr cell) (funcall moved (cadr cell)))))))
       (setq list (cdr list)))))
+
+(defun mevedel-view-self-insert (n)
+  "Insert the character typed N times; from the transcript, at the composer's end.
+As in ERC and eshell, typing never meets \"Text is read-only\": outside
+the composer and its cards (whose keymaps and fields are their own),
+point moves to the end of the composer first."
+  (interactive "p")
+  (when-let* ((agent (mevedel-chat-agent mevedel-view--chat)))
+    (user-error "This view of %s only looks; its parent reaches it with SendMessage" agent))
+  (when (and mevedel-view--composer (< (point) mevedel-view--composer)
+             (not (mevedel-interaction-at)))
+    (goto-char (point-max)))
+  (self-insert-command n))
 
 (defun mevedel-view--plain-substring (start end &optional delete)
   "Return the text from START to END without its properties; DELETE it if non-nil.
@@ -395,7 +419,18 @@ order the separator shows commands in stays the order of loading."
 (defun mevedel-view--separator-text (&optional width)
   "Return the read-only line between the live zone and the composer.
 Its hints fit in WIDTH columns (default the widest window showing the
-view, else 80): the most useful come first, and /help always shows."
+view, else 80): the most useful come first, and /help always shows.
+A child agent's view has no composer: its line says so, and nothing
+can be typed after it."
+  (if-let* ((agent (and mevedel-view--chat (mevedel-chat-agent mevedel-view--chat))))
+      (propertize (concat "\n── " agent " only looks here: no composer; its parent reaches it"
+                          " with SendMessage ──\n")
+                  'face 'mevedel-view-separator 'read-only t 'front-sticky t
+                  'mevedel-separator t)
+    (mevedel-view--hint-line width)))
+
+(defun mevedel-view--hint-line (width)
+  "Return the separator line of a view with a composer, fit in WIDTH columns."
   (let* ((width (or width
                     (apply #'max 0 (mapcar #'window-body-width
                                            (get-buffer-window-list nil nil t)))))
@@ -403,6 +438,7 @@ view, else 80): the most useful come first, and /help always shows."
          (hints (append
                  (list (substitute-command-keys "\\<mevedel-view-mode-map>\\[mevedel-view-send] send")
                        (substitute-command-keys "\\<mevedel-view-mode-map>\\[mevedel-view-abort] abort")
+                       (mevedel-view--menu-hint)
                        (substitute-command-keys "\\<mevedel-view-mode-map>\\[mevedel-view-history-previous]/\
 \\[mevedel-view-history-next] history")
                        "TAB on a row: expand")
@@ -423,6 +459,15 @@ view, else 80): the most useful come first, and /help always shows."
     (propertize (concat "\n" line " ──\n")
                 'face 'mevedel-view-separator 'read-only t
                 'rear-nonsticky t 'front-sticky t 'mevedel-separator t)))
+
+(defun mevedel-view--menu-hint ()
+  "Return the separator's hint naming the keys of the menu, or nil without one.
+The menu (mevedel-menu.el) binds them in the view's keymap; ? is the
+only single key of the view outside rows and cards."
+  (when-let* ((keys (where-is-internal 'mevedel-menu mevedel-view-mode-map)))
+    (concat (mapconcat #'key-description keys "/")
+            (and (eq (keymap-lookup mevedel-view-mode-map "?") 'mevedel-menu-or-insert) "/?")
+            " menu")))
 
 (defun mevedel-view--fit-separator (&optional _window)
   "Redraw the separator's hints for the view's current width.
@@ -451,53 +496,65 @@ A `window-size-change-functions' member, buffer-local to the view."
           (when panel-here (set-marker mevedel-view--panel start))
           (set-marker mevedel-view--composer (point)))
         (when offset (goto-char (+ mevedel-view--composer offset)))
+        (when mevedel-view--queued-overlay (mevedel-view--show-queued))
         (pcase-dolist (`(,window . ,o) windows)
           (set-window-point window (+ mevedel-view--composer o)))))))
 
 (defun mevedel-view--header-line ()
-  "Return the header line of the view."
-  (if-let* ((chat mevedel-view--chat))
-      (let* ((backend (mevedel-chat-backend-effective chat))
-             (model (mevedel-chat-model-effective chat))
-             (label (mevedel-chat-label chat)))
-        (concat " mevedel · " (mevedel-chat-name chat) " · "
-                (cond (label (propertize (format "[%s]" label) 'face 'warning))
-                      (backend (concat (gptel-backend-name backend)
-                                       (if model (format " / %s" model) "")))
-                      (t "no backend"))
-                " · " (mevedel-view--status-text chat)
-                " · " (mevedel-view--usage-text chat)
-                " · " (if (eq (mevedel-chat-permission-mode chat) 'plan)
-                          (propertize "PLAN mode (read-only)" 'face 'warning)
-                        (format "permissions: %s" (mevedel-chat-permission-mode chat)))
-                (mapconcat (lambda (text) (concat " · " text))
-                           (delq nil (mapcar (lambda (f) (funcall f chat))
-                                             mevedel-view-header-functions))
-                           "")))
-    " mevedel"))
+  "Return the header line of the view, escaped for `format-mode-line'.
+The permission mode comes first, so a narrow window never cuts it; the
+backend and model are those the next request uses."
+  (string-replace
+   "%" "%%"
+   (if-let* ((chat mevedel-view--chat))
+       (let* ((backend (mevedel-chat-backend-effective chat))
+              (model (mevedel-chat-model-effective chat))
+              (who (concat (if backend (gptel-backend-name backend) "no backend")
+                           (if model (format " / %s" model) ""))))
+         (concat " mevedel · " (mevedel-chat-name chat)
+                 " · " (if (eq (mevedel-chat-permission-mode chat) 'plan)
+                           (propertize "PLAN mode (read-only)" 'face 'warning)
+                         (format "permissions: %s" (mevedel-chat-permission-mode chat)))
+                 " · " (if (mevedel-chat-demo chat) (propertize who 'face 'warning) who)
+                 " · " (mevedel-view--status-text chat)
+                 " · " (mevedel-view--usage-text chat)
+                 (mapconcat (lambda (text) (concat " · " text))
+                            (delq nil (mapcar (lambda (f) (funcall f chat))
+                                              mevedel-view-header-functions))
+                            "")))
+     " mevedel")))
 
 (defun mevedel-view--tokens (n)
-  "Return the token count N briefly (e.g. 12.3k)."
-  (if (< n 1000) (number-to-string n) (format "%.1fk" (/ n 1000.0))))
+  "Return the token count N briefly: 950, 12.3k, 400k, 1.2M."
+  (let ((short (lambda (value unit)
+                 (concat (string-remove-suffix ".0" (format (if (>= value 100) "%.0f" "%.1f")
+                                                            value))
+                         unit))))
+    (cond ((< n 1000) (number-to-string n))
+          ((< n 999500) (funcall short (/ n 1000.0) "k"))
+          (t (funcall short (/ n 1000000.0) "M")))))
 
 (defun mevedel-view--usage-text (chat)
-  "Return the session's token usage and how full CHAT's context is."
+  "Return how full CHAT's context is, then the session's token usage.
+An estimate (no request reported its size yet) is marked with ≈."
   (pcase-let ((`(,tokens ,window ,estimated) (mevedel-chat-context-usage chat)))
-    (concat (format "%s in / %s out"
-                    (mevedel-view--tokens (mevedel-chat-input-tokens chat))
-                    (mevedel-view--tokens (mevedel-chat-output-tokens chat)))
-            " · context "
+    (concat "context "
             (if estimated "≈" "")
             (if window
                 (format "%d%% of %s" (round (* 100.0 (/ (float tokens) window)))
                         (mevedel-view--tokens window))
-              (mevedel-view--tokens tokens))
-            (if estimated " (estimate)" ""))))
+              (format "%s tokens" (mevedel-view--tokens tokens)))
+            (format " · %s in / %s out"
+                    (mevedel-view--tokens (mevedel-chat-input-tokens chat))
+                    (mevedel-view--tokens (mevedel-chat-output-tokens chat))))))
 
 (defun mevedel-view--status-text (chat)
-  "Return a short description of CHAT's status."
+  "Return a short description of CHAT's status.
+An idle child agent is not ready for the user: its turn is over."
   (pcase (mevedel-chat-status chat)
-    ('idle "ready")
+    ('idle (cond ((not (mevedel-chat-agent chat)) "ready")
+                 ((mevedel-chat-turns chat) "finished")
+                 (t "not started")))
     ('waiting "waiting for the model")
     ('streaming "receiving")
     ('tools "running tools")
@@ -505,7 +562,8 @@ A `window-size-change-functions' member, buffer-local to the view."
     ('error (propertize (format "error: %s" (or (mevedel-chat-status-detail chat) "?"))
                         'face 'error))
     ('abort "aborted")
-    ('retrying (propertize (or (mevedel-chat-status-detail chat) "retrying") 'face 'warning))
+    ;; Its error and pause are the live zone's (`mevedel-view--render-live').
+    ('retrying (propertize "retrying" 'face 'warning))
     (other (format "%s" other))))
 
 ;;;; Finding calls in the data buffer
@@ -1161,6 +1219,13 @@ A `mevedel-interaction-change-functions' member."
 
 (add-hook 'mevedel-interaction-change-functions #'mevedel-view--interactions-changed)
 
+(defun mevedel-view-buffers (session)
+  "Return the live view buffers of SESSION's chats, its child agents' too."
+  (cl-loop for buffer in (buffer-list)
+           for chat = (buffer-local-value 'mevedel-view--chat buffer)
+           when (and chat (eq (mevedel-chat-session chat) session))
+           collect buffer))
+
 (defun mevedel-view-redraw-live (chat)
   "Redraw the live zone of CHAT's view, if it has one."
   (when-let* ((buffer (get-buffer (format "*mevedel: %s*" (mevedel-chat-name chat))))
@@ -1256,7 +1321,47 @@ gathered: at most one every `mevedel-view--progress-delay' seconds."
   (when (eq event 'turn-end)
     (mevedel-view--unfocus-card)
     (mevedel-view--stop-spinner)
-    (force-mode-line-update)))
+    (force-mode-line-update))
+  (mevedel-view--follow)
+  (when (and (eq event 'turn-end) mevedel-view--answer)
+    (set-marker mevedel-view--answer nil)
+    (setq mevedel-view--answer nil)))
+
+(defun mevedel-view--follow ()
+  "After a change of the view, keep useful the windows with point in the composer.
+Such a window follows the conversation, and Emacs would keep its
+point in sight by scrolling the answer's start away, or leave the
+composer floating above empty lines once the live zone shrinks.
+Instead, when the answer being streamed would scroll out of such a
+window, the window scrolls only as far as shows its end at the
+bottom and its start still in sight; once the answer is taller than
+the window, the window shows it from its start and its point moves
+there (typing still reaches the composer, `mevedel-view-self-insert'),
+until the user moves.  A window with room to spare below the composer
+shows more of the transcript above it."
+  (dolist (window (get-buffer-window-list nil nil t))
+    (when (>= (window-point window) mevedel-view--composer)
+      (let* ((start (window-start window))
+             (height (window-body-height window))
+             (bottom (lambda ()
+                       (save-excursion
+                         (goto-char (point-max))
+                         (vertical-motion (- 1 height) window)
+                         (point)))))
+        (cond
+         ((and mevedel-view--answer (<= start mevedel-view--answer)
+               (> (count-screen-lines start (point-max) nil window) height))
+          (let ((answer (save-excursion (goto-char mevedel-view--answer)
+                                        (skip-chars-forward "\n")
+                                        (line-beginning-position)))
+                (bottom (funcall bottom)))
+            (if (<= bottom answer)
+                (set-window-start window bottom)
+              (set-window-start window answer)
+              (set-window-point window answer))))
+         ((and (> start (point-min))
+               (< (count-screen-lines start (point-max) nil window) (1- height)))
+          (set-window-start window (funcall bottom))))))))
 
 (defun mevedel-view--append-markdown (text &optional suffix)
   "Append the assistant's TEXT rendered, then SUFFIX, to the transcript.
@@ -1337,6 +1442,9 @@ still open gets its chunks as unfontified code until it closes."
         (delete-region mevedel-view--transcript-end (mevedel-view--interactions-start)))
       (mevedel-view--stop-spinner)
       (mevedel-view--begin-block 'response)
+      (if mevedel-view--answer
+          (set-marker mevedel-view--answer mevedel-view--transcript-end)
+        (setq mevedel-view--answer (copy-marker mevedel-view--transcript-end)))
       (setq chunk (string-trim-left chunk))
       (mevedel-view--end-stream))
     (unless mevedel-view--stream
@@ -1611,24 +1719,36 @@ own, `mevedel-view-slash-command-functions') is a user error."
                                mevedel-view-slash-commands ", ")))
       (cons (cadr entry) (or argument "")))))
 
+(defvar mevedel-view--help-keymaps
+  (list (cons "On a tool row" 'mevedel-view-row-map)
+        (cons "On a row's breadcrumb line" 'mevedel-view-breadcrumb-map)
+        (cons "On a place (file:line) in a row or an answer" 'mevedel-locations-map)
+        (cons "On a permission card" 'mevedel-view-card-map))
+  "Where /help finds the view's keys besides its own: (TITLE . KEYMAP-SYMBOL).
+Files drawing cards and parts of the view add theirs with
+`mevedel-view-register-help-keys'.")
+
+(defun mevedel-view-register-help-keys (title keymap)
+  "List the keys of KEYMAP, a symbol, in /help under TITLE.
+Registering TITLE again replaces its entry."
+  (setf (alist-get title mevedel-view--help-keymaps nil nil #'equal) keymap))
+
 (defun mevedel-view-help (&optional chat _argument)
   "Show the composer's commands (CHAT's own too) and the view's keys (/help)."
   (interactive)
-  (let ((map (substitute-command-keys "\\{mevedel-view-mode-map}"))
-        (row (substitute-command-keys "\\{mevedel-view-row-map}"))
-        (card (substitute-command-keys "\\{mevedel-view-card-map}")))
-    (with-help-window "*mevedel help*"
-      (princ "Composer commands (type them in the composer, then send):\n\n")
-      (dolist (entry (sort (copy-sequence (mevedel-view--slash-entries chat ""))
-                           (lambda (a b) (string< (car a) (car b)))))
-        (princ (format "  /%-10s %s\n" (car entry) (nth 2 entry))))
-      (princ "\nAnything else starting with / is refused, not sent; start with a space\n")
-      (princ "to send such text to the model.\n\nKeys of the view:\n")
-      (princ map)
-      (princ "\nOn a tool row:\n")
-      (princ row)
-      (princ "\nOn a permission card:\n")
-      (princ card))))
+  (with-help-window "*mevedel help*"
+    (princ "Composer commands (type them in the composer, then send):\n\n")
+    (dolist (entry (sort (copy-sequence (mevedel-view--slash-entries chat ""))
+                         (lambda (a b) (string< (car a) (car b)))))
+      (princ (format "  /%-10s %s\n" (car entry) (nth 2 entry))))
+    (princ "\nAnything else starting with / is refused, not sent; start with a space\n")
+    (princ "to send such text to the model.  A character typed in the transcript,\n")
+    (princ "outside a card, goes to the end of the composer.\n\nKeys of the view:\n")
+    (princ (substitute-command-keys "\\{mevedel-view-mode-map}"))
+    (pcase-dolist (`(,title . ,keymap) mevedel-view--help-keymaps)
+      (when (and (boundp keymap) (keymapp (symbol-value keymap)))
+        (princ (format "\n%s:\n" title))
+        (princ (substitute-command-keys (format "\\{%s}" keymap)))))))
 
 (mevedel-view-register-slash-command "help"
   #'mevedel-view-help "list the composer's commands and the view's keys")
@@ -1717,9 +1837,6 @@ instead."
                       " (M-x mevedel-view-use-demo).\n")
             "  The prompt is back in the composer.\n")))
 
-(defvar-local mevedel-view--queued-overlay nil
-  "Overlay showing the queued messages above the separator, or nil.")
-
 (defun mevedel-view--show-queued ()
   "Show the chat's queued messages just above the separator line."
   (let ((queued (mevedel-chat-queued mevedel-view--chat)))
@@ -1729,7 +1846,7 @@ instead."
           (setq mevedel-view--queued-overlay nil))
       (unless mevedel-view--queued-overlay
         (setq mevedel-view--queued-overlay
-              (make-overlay mevedel-view--separator mevedel-view--separator)))
+              (make-overlay mevedel-view--separator mevedel-view--separator nil t t)))
       (move-overlay mevedel-view--queued-overlay mevedel-view--separator mevedel-view--separator)
       (overlay-put mevedel-view--queued-overlay 'before-string
                    (propertize

@@ -32,6 +32,7 @@
 
 (declare-function mevedel-session-list-open "mevedel-session-list")
 (declare-function mevedel-demo-open "mevedel-demo")
+(declare-function mevedel-demo-backend-usable-p "mevedel-demo")
 (declare-function mevedel-view-chat "mevedel-view")
 (declare-function mevedel-batch-main "mevedel-batch")
 
@@ -96,7 +97,8 @@ demo model, a local scripted server, and sends a first prompt.
   (interactive)
   (mevedel--load)
   (require 'mevedel-demo)
-  (let ((buffer (mevedel-session-list-open directory)))
+  (let ((buffer (mevedel-session-list-open
+                 directory (unless (mevedel-demo-backend-usable-p) 'demo))))
     ;; nil: the user cancelled opening a session another process writes.
     (when buffer
       (mevedel-demo-open (mevedel-view-chat buffer))

@@ -83,7 +83,7 @@ the session's tools of them are allowed."
         ;; The view redraws its live rows soon after, not at once.
         (with-current-buffer view
           (mevedel-test-wait-until
-           (string-match-p "ToolCall: running mcp__fault__slow · 0 done · mcp__fault__slow: [0-9]+/30 · step"
+           (string-match-p "Running mcp__fault__slow · 0 done · mcp__fault__slow: [0-9]+/30 · step"
                            (buffer-substring-no-properties (point-min) (point-max)))
            5))
         (mevedel-test-wait-until (car box) 20)

@@ -498,7 +498,7 @@ once."
            (row (mevedel-ptc-render "ToolCall" nil (plist-get outcome :result)
                                     (plist-get outcome :render-data)))
            (children (plist-get row :child-calls)))
-      (should (equal (plist-get row :header) "ToolCall: 3 calls (Drawn ×3)"))
+      (should (equal (plist-get row :header) "Ran 3 calls: Drawn ×3"))
       (should (equal (mapcar #'car children) '("Drawn" "Drawn" "Drawn")))
       (should (equal (mapcar (lambda (c) (nth 4 c)) children) '(1 1 1)))
       (should (equal (mapcar (lambda (c) (nth 5 c)) children)

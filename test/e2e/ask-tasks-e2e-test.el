@@ -40,7 +40,7 @@
     (should typed)
     (should (eq (plist-get run :outcome) 'done))
     (should (string-match-p "Go it is\\." (plist-get run :transcript)))
-    (should (string-match-p "Ask Language · Tests" (plist-get run :transcript)))))
+    (should (string-match-p "Asked 2 questions: Language · Tests" (plist-get run :transcript)))))
 
 (ert-deftest mevedel-e2e:taskwrite-sequence-drives-the-fragment ()
   "TaskWrite calls create and update tasks; the fragment follows each one."

@@ -219,5 +219,54 @@ the README's manual setup promises."
           (should (equal (cdr (assoc "backend" info)) "mevedel-test-second"))
           (should (equal (cdr (assoc "model" info)) "scripted-model")))))))
 
+;;;; The demo stays apart from real work
+
+(ert-deftest chat-ux:the-demo-never-leaks-into-real-work ()
+  "After the demo, M-x mevedel with a real backend starts a new session.
+The demo's history never reaches the real model, the header names the
+backend and model the next request uses, and the list marks the demo."
+  (mevedel-e2e-with-server (root server '(((text . "REAL: a real answer."))))
+    (require 'mevedel-demo)
+    (let ((auth-sources nil) (gptel-api-key nil)
+          (mevedel-save-sessions t))
+      ;; No usable backend: M-x mevedel-run talks to the demo.
+      (let* ((demo-view (let ((gptel-backend nil)) (mevedel-run root)))
+             (demo (mevedel-view-chat demo-view))
+             (demo-id (mevedel-session-id (mevedel-chat-session demo))))
+        (should (chat-ux-test--wait (lambda () (and (mevedel-chat-turns demo)
+                                                    (not (mevedel-chat-busy-p demo))))))
+        (should (mevedel-chat-demo demo))
+        (should (string-match-p "offline demo model / scripted-model"
+                                (with-current-buffer demo-view (mevedel-view--header-line))))
+        ;; A real backend now: M-x mevedel saves the demo and starts afresh.
+        (let* ((gptel-backend (mevedel-scripted-model-backend server :name "mevedel-test-real"))
+               (gptel-model 'scripted-model)
+               (view (mevedel root))
+               (chat (mevedel-view-chat view)))
+          (should-not (buffer-live-p demo-view))
+          (should-not (mevedel-chat-demo chat))
+          (should-not (equal (mevedel-session-id (mevedel-chat-session chat)) demo-id))
+          (should (= 0 (buffer-size (mevedel-chat-data-buffer chat))))
+          (let ((header (with-current-buffer view (mevedel-view--header-line))))
+            (should (string-match-p "· mevedel-test-real / scripted-model ·" header))
+            (should-not (string-match-p "demo" header)))
+          (should (eq (mevedel-e2e-send-and-wait view "Hello") 'done))
+          (let ((sent (format "%S" (alist-get 'body (car (mevedel-scripted-model-log server))))))
+            (should (string-match-p "Hello" sent))
+            (should-not (string-match-p (regexp-quote mevedel-demo-prompt) sent)))
+          ;; Another Emacs, as a restart: the latest session is the demo's
+          ;; no more, yet M-x mevedel still resumes the real one.
+          (mevedel-e2e-close-live root)
+          (should (equal (mevedel-session-latest root) (mevedel-session-id (mevedel-chat-session chat))))
+          (should (equal (mevedel-session-latest root t) demo-id))
+          ;; The list shows both, the demo marked.
+          (with-current-buffer (mevedel-sessions root)
+            (goto-char (point-min))
+            (should (search-forward "[demo]" nil t))
+            (should (equal (tabulated-list-get-id) demo-id))
+            (should (= 1 (how-many "\\[demo\\]" (point-min) (point-max))))
+            (kill-buffer)))))
+    (mevedel-demo-stop)))
+
 (provide 'chat-ux-e2e-test)
 ;;; chat-ux-e2e-test.el ends here

@@ -78,7 +78,7 @@ It lists each file's lines that start with \"(def\"."
                (lambda (_chat view)
                  (with-current-buffer view
                    (goto-char (point-min))
-                   (search-forward "ToolCall: 3 calls")
+                   (search-forward "Ran 3 calls")
                    (mevedel-view-toggle-row)
                    (setq expanded (mevedel-e2e-transcript-text view)))))
             (mevedel-tool-unregister ptc-e2e--outline "mevedel-test")))
@@ -93,7 +93,7 @@ It lists each file's lines that start with \"(def\"."
     (should (string-match-p "ToolSearch outline" (cdr (nth 0 rows))))
     ;; The direct call renders as the outline tool itself.
     (should (string-match-p (concat "✓ " ptc-e2e--outline " a\\.el") (cdr (nth 1 rows))))
-    (should (string-match-p (format "ToolCall: 3 calls (%s ×3)" ptc-e2e--outline)
+    (should (string-match-p (format "Ran 3 calls: %s ×3" ptc-e2e--outline)
                             (cdr (nth 2 rows))))
     ;; Expanded, the fan-out is three bracketed rows of the tool.
     (should (string-match-p (concat "┌ .*" ptc-e2e--outline " a\\.el\n"

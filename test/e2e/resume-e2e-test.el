@@ -31,7 +31,7 @@ carries every earlier message."
       (should (eq (mevedel-e2e-send-and-wait view "What is the answer?") 'done))
       ;; The header shows the usage the provider reported.
       (let ((usage (with-current-buffer view (mevedel-view--usage-text chat))))
-        (should (equal usage "20 in / 10 out · context 15")))
+        (should (equal usage "context 15 tokens · 20 in / 10 out")))
       ;; Mail read with the first turn stays in the transcript, marked.
       (mevedel-core-mailbox-post (mevedel-session-store-handle (mevedel-chat-session chat))
                                  "/root" "EXECUTION" "a background note")
@@ -49,7 +49,7 @@ carries every earlier message."
           (should (equal (mevedel-chat-history chat2) '("What is the answer?")))
           (should (equal (mevedel-chat-title chat2) "What is the answer?"))
           (should (equal (with-current-buffer view2 (mevedel-view--usage-text chat2))
-                         "20 in / 10 out · context 15"))
+                         "context 15 tokens · 20 in / 10 out"))
           (should (equal (mapcar (lambda (turn) (plist-get turn :label)) (mevedel-chat-turns chat2))
                          '("What is the answer?")))
           ;; The unread mail is still unread and goes with the next turn.

@@ -27,6 +27,12 @@
       (json-parse-string (nth 1 run) :object-type 'alist :array-type 'list :null-object nil)
     (error (ert-fail (format "Not JSON (%S): %s\nstderr: %s" err (nth 1 run) (nth 2 run))))))
 
+(defun mevedel-session-lock-test--open (root)
+  "Open ROOT's latest session as a demo start does; return its view, or nil.
+The sessions here talked to the demo model (`--demo'): M-x mevedel
+starts a new session instead of resuming one, only a demo start does."
+  (mevedel-session-list-open root 'demo))
+
 (defun mevedel-session-lock-test--first-session (root)
   "Save a session of one turn (\"first question\") in ROOT headless; return its ID."
   (let ((run (mevedel-session-lock-test--headless root "-p" "first question" "--json")))
@@ -432,13 +438,13 @@ lock is gone and the session resumes."
               (kill-buffer))
             ;; Cancel.
             (mevedel-session-lock-test--answering ?c prompts
-              (should-not (mevedel root)))
+              (should-not (mevedel-session-lock-test--open root)))
             (should (string-match-p (format "\\`Session %s (first question) is in use by process %d"
                                             (regexp-quote id) pid)
                                     (car prompts)))
             (should-not (mevedel-chat-get root))
             ;; Read-only.
-            (let* ((view (mevedel-session-lock-test--answering ?r prompts (mevedel root)))
+            (let* ((view (mevedel-session-lock-test--answering ?r prompts (mevedel-session-lock-test--open root)))
                    (chat (mevedel-view-chat view)))
               (should (= (length prompts) 2))
               (should (mevedel-chat-read-only chat))
@@ -460,7 +466,7 @@ lock is gone and the session resumes."
                 (kill-buffer view)
                 (should-not (buffer-live-p data))))
             ;; Fork.
-            (let* ((view (mevedel-session-lock-test--answering ?f prompts (mevedel root)))
+            (let* ((view (mevedel-session-lock-test--answering ?f prompts (mevedel-session-lock-test--open root)))
                    (chat (mevedel-view-chat view))
                    (fork (mevedel-session-id (mevedel-chat-session chat))))
               (should (= (length prompts) 3))

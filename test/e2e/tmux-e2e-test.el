@@ -158,7 +158,8 @@ prompt, works."
          (server (mevedel-scripted-model-start script :vars `(("root" . ,root))))
          (init (make-temp-file "mevedel-tmux-init" nil ".el"))
          (socket (format "mevedel-test-%d" (emacs-pid))))
-    (mevedel-tmux-test--write-init init server)
+    (mevedel-tmux-test--write-init init server
+                                   '(setq mevedel-chat-context-windows '((scripted-model . 400000))))
     (unwind-protect
         (let ((process-environment (append '("LANG=C.UTF-8" "LC_ALL=C.UTF-8" "TERM=xterm-256color")
                                            process-environment)))
@@ -171,6 +172,8 @@ prompt, works."
                          30)))
             ;; The rendered screen: header, prompt, text, tool row, answer, composer.
             (should (string-match-p "mevedel · .* · tmux scripted / scripted-model" screen))
+            ;; The context share keeps its % on a real header line.
+            (should (string-match-p "· context [0-9]+% of 400k" screen))
             (should (string-match-p "^❯ What is the answer\\?" screen))
             (should (string-match-p "^Reading the notes\\." screen))
             (should (string-match-p "^▸ ✓ Read notes\\.txt" screen))
@@ -264,7 +267,7 @@ does not ask."
                       " "))
           (let ((screen (mevedel-tmux-test--wait-for
                          socket "That was a complete tool-using turn\\(?:.\\|\n\\)*── C-c C-c" 40)))
-            (should (string-match-p "\\[offline demo model\\]" screen))
+            (should (string-match-p "· offline demo model / scripted-model ·" screen))
             (should (string-match-p "^❯ What is this project" screen))
             (should (string-match-p "^This is the offline demo model" screen))
             (should (string-match-p "^▸ ✓ Read README\\.md" screen))
