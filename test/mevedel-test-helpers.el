@@ -162,7 +162,19 @@ the session's executions table, the data buffer and the workspace go."
          (kill-buffer ps))
        (kill-buffer ,view)
        (kill-buffer (mevedel-chat-data-buffer ,chat))
-       (delete-directory root t))))
+       (mevedel-test-delete-workspace root))))
+
+(defun mevedel-test-delete-workspace (root)
+  "Delete the workspace ROOT of a session just closed.
+Closing stops the session's executions and closes its store on other
+threads, which may still add or remove a file there for a moment:
+deleting retries until it succeeds, for at most 5 seconds."
+  (let ((deadline (+ (float-time) 5)))
+    (while (condition-case err
+               (progn (delete-directory root t) nil)
+             (file-error (if (< (float-time) deadline)
+                             (progn (accept-process-output nil 0.05) t)
+                           (signal (car err) (cdr err))))))))
 
 (defun mevedel-test-insert-call (chat name id args result)
   "Append call ID of NAME with ARGS and RESULT to CHAT's data buffer; redraw."
