@@ -234,10 +234,6 @@ impl rmcp::ServerHandler for Handler {
 
 type Body = BoxBody<Bytes, Infallible>;
 
-/// How long a stopping server's connections may take to send their
-/// last answers.
-const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
-
 fn unauthorized() -> Response<Body> {
     let mut response = Response::new(BoxBody::new(Full::new(Bytes::from_static(
         b"a valid bearer token is required",
@@ -341,14 +337,9 @@ impl Server {
                     });
                     let connection =
                         http1::Builder::new().serve_connection(TokioIo::new(stream), serve);
-                    let mut connection = std::pin::pin!(connection);
                     tokio::select! {
-                        _ = connection.as_mut() => {}
-                        () = token.cancelled() => {
-                            // Let the calls the stop just ended say so.
-                            connection.as_mut().graceful_shutdown();
-                            let _ = tokio::time::timeout(SHUTDOWN_GRACE, connection).await;
-                        }
+                        _ = connection => {}
+                        () = token.cancelled() => {}
                     }
                 });
             }
