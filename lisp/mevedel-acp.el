@@ -34,15 +34,25 @@
 ;;   changes included; `fs/write_text_file' creates a new file through
 ;;   ApplyPatch (the pipeline: permission, checkpoint, buffers) and
 ;;   refuses to overwrite an existing one, saying so.
+;; - mevedel's own tools, those a root gptel turn is offered (the
+;;   native ones, ToolSearch and ToolCall reaching the specialists), are
+;;   served to the agent's session by an MCP server of the module on
+;;   127.0.0.1 behind a secret, passed in `session/new' when the agent
+;;   takes HTTP servers: Claude Code calls them `mcp__mevedel__Read' and
+;;   so on.  Each call runs through `mevedel-pipeline-run-tool-outcome'
+;;   as a provider call (validation, hooks, permission, result limits,
+;;   ApplyPatch's review and checkpoints, Bash's sandbox); the agent's
+;;   own permission request for them is allowed, since the pipeline
+;;   asks.  Its row is the agent's tool call update, named as the agent
+;;   called it.  The server stops with the session or the agent.
 ;; - Aborting the turn sends `session/cancel'; the agent then ends it.
 ;;   An agent's error ends the turn with its message word for word.
 ;;   Closing the session stops the agent; Emacs exiting stops them all
 ;;   (mevedel-core.el), every process of each.
 ;;
-;; Not here (yet): mevedel's own tools offered to the agent over MCP,
-;; terminals (answered with an error), hooks around the agent's tool
-;; calls, usage accounting, resuming a native session (`session/load'),
-;; child agents on ACP and a model switcher.
+;; Not here (yet): terminals (answered with an error), hooks around the
+;; agent's own tool calls, usage accounting, resuming a native session
+;; (`session/load'), child agents on ACP and a model switcher.
 ;;
 ;; Manual: docs/providers.md (mevedel://providers.md).
 
@@ -58,7 +68,9 @@
 (require 'mevedel-pipeline)
 (require 'mevedel-save)
 (require 'mevedel-session)
+(require 'mevedel-tool-media)
 (require 'mevedel-tool-registry)
+(require 'mevedel-tool-repair)
 
 ;;; Options
 
@@ -70,6 +82,10 @@
 (defconst mevedel-acp--claude-tools
   '("Read" "Write" "Edit" "MultiEdit" "NotebookEdit" "Bash" "BashOutput" "KillShell")
   "Claude Code's tools that touch files or run commands unconfined.")
+
+(defconst mevedel-acp--server-name "mevedel"
+  "The name of mevedel's MCP server for an agent.
+The agent names its tools mcp__mevedel__NAME.")
 
 (defcustom mevedel-acp-agents
   `((claude-code :command "claude-agent-acp"
@@ -106,6 +122,10 @@ permission requests for them."
   ;; `starting', `ready' or `dead'; thunks waiting for `ready'.
   (state 'starting) waiting
   session-id
+  ;; Whether the agent takes MCP servers over HTTP, the server of
+  ;; mevedel's tools for its session, and that server's calls in
+  ;; flight (id -> cancellation thunk).
+  mcp-http server served
   ;; The chat turn being driven, whether it was cancelled, its calls
   ;; (id -> record), the thought being streamed, the refused call ids
   ;; with their reasons, and what withdraws its open cards.
@@ -181,7 +201,9 @@ is a `user-error' here, before the turn changes anything."
            (lambda (status value)
              (let ((waiting (nreverse (mevedel-acp--agent-waiting agent))))
                (setf (mevedel-acp--agent-waiting agent) nil
-                     (mevedel-acp--agent-state agent) (if (eq status 'ok) 'ready 'dead))
+                     (mevedel-acp--agent-state agent) (if (eq status 'ok) 'ready 'dead)
+                     (mevedel-acp--agent-mcp-http agent) (and (eq status 'ok)
+                                                              (plist-get value :mcp-http)))
                (dolist (thunk waiting)
                  (funcall thunk (unless (eq status 'ok) (cadr value))))))))
     agent))
@@ -208,7 +230,8 @@ is a `user-error' here, before the turn changes anything."
           (mevedel-acp--agent-handle agent)
           (list :cwd (expand-file-name (mevedel-chat-root chat))
                 :disallowed-tools (unless mevedel-acp-keep-agent-tools
-                                    (plist-get config :disallowed-tools)))
+                                    (plist-get config :disallowed-tools))
+                :mcp-servers (mevedel-acp--serve agent))
           (lambda (status value)
             (if (not (eq status 'ok))
                 (funcall function (cadr value))
@@ -267,6 +290,7 @@ is a `user-error' here, before the turn changes anything."
          chat open "Cancelled: the turn ended before this call finished.")))
     (setf (mevedel-acp--agent-turn agent) nil
           (mevedel-acp--agent-cards agent) nil)
+    (mevedel-acp--cancel-served agent)
     (mevedel-chat-provider-done chat turn outcome detail)))
 
 (defun mevedel-acp--abort (chat)
@@ -295,6 +319,7 @@ A `mevedel-chat-abort-functions' member: the agent ends the turn."
              (when (eq (mevedel-chat-session (mevedel-acp--agent-chat agent)) session)
                (remhash key mevedel-acp--agents)
                (setf (mevedel-acp--agent-state agent) 'dead)
+               (mevedel-acp--stop-serving agent)
                (when (mevedel-acp--agent-handle agent)
                  (mevedel-core-acp-stop (mevedel-acp--agent-handle agent) #'ignore))))
            mevedel-acp--agents))
@@ -428,6 +453,7 @@ A `mevedel-chat-abort-functions' member: the agent ends the turn."
   "Handle DATA, an `acp-exited' event: the agent ended on its own."
   (when-let* ((agent (gethash (plist-get data :key) mevedel-acp--agents)))
     (setf (mevedel-acp--agent-state agent) 'dead)
+    (mevedel-acp--stop-serving agent)
     (unless (mevedel-acp--agent-turn agent)
       (message "mevedel: %s%s" (plist-get data :message)
                (if-let* ((stderr (plist-get data :stderr)))
@@ -535,6 +561,8 @@ answers and rules."
          (rules (mevedel-permissions-applicable-rules root))
          (rule (and rules (mevedel-permissions-matching-rule rules (list name) nil root))))
     (cond
+     ;; mevedel's own tools: its pipeline asks, with the tool's own rules.
+     ((string-prefix-p (concat "mcp__" mevedel-acp--server-name "__") name) 'allow)
      ((eq (car rule) 'deny)
       (cons 'deny (format "a permission rule forbids this %s call. Do not retry it." name)))
      ((eq (car rule) 'allow) 'allow)
@@ -602,6 +630,106 @@ ALLOW and DENY (with a reason) answer the agent."
     (when-let* ((hide (funcall (mevedel-chat-prompter chat) chat request)))
       (push hide (mevedel-acp--agent-cards agent)))))
 
+;;;; mevedel's tools for the agent
+
+(defun mevedel-acp--served-tools (chat)
+  "Return the tools served to CHAT's agent: those a root gptel turn is offered.
+That is the native tools, ToolSearch and ToolCall reaching the
+specialists."
+  (let ((buffer (mevedel-chat-data-buffer chat)))
+    (cl-remove-if-not (lambda (tool) (mevedel-tool-visible-p tool buffer))
+                      (mevedel-tool-native-tools))))
+
+(defun mevedel-acp--serve (agent)
+  "Serve mevedel's tools to AGENT's session; return its `:mcp-servers'.
+Nil when the agent takes no MCP server over HTTP."
+  (when (mevedel-acp--agent-mcp-http agent)
+    (mevedel-acp--stop-serving agent)
+    (let* ((tools (mevedel-acp--served-tools (mevedel-acp--agent-chat agent)))
+           (handle (mevedel-core-mcp-serve-start
+                    (list :key (mevedel-acp--agent-key agent)
+                          :tools (mapcar (lambda (tool)
+                                           (list (mevedel-tool-name tool)
+                                                 (mevedel-tool-description tool)
+                                                 (json-serialize (mevedel-tool-provider-schema tool)
+                                                                 :null-object :null
+                                                                 :false-object :json-false)))
+                                         tools))))
+           (address (mevedel-core-mcp-serve-address handle)))
+      (setf (mevedel-acp--agent-server agent) handle
+            (mevedel-acp--agent-served agent) (make-hash-table))
+      (list (list :name mevedel-acp--server-name :url (plist-get address :url)
+                  :headers (list (cons "Authorization"
+                                       (concat "Bearer " (plist-get address :secret)))))))))
+
+(defun mevedel-acp--cancel-served (agent)
+  "Cancel what AGENT's session asked mevedel's tools for and is still running."
+  (when-let* ((served (mevedel-acp--agent-served agent)))
+    (let ((cancels (hash-table-values served)))
+      (clrhash served)
+      (mapc #'funcall cancels))))
+
+(defun mevedel-acp--stop-serving (agent)
+  "Stop the server of mevedel's tools for AGENT and cancel its work."
+  (mevedel-acp--cancel-served agent)
+  (when-let* ((handle (mevedel-acp--agent-server agent)))
+    (setf (mevedel-acp--agent-server agent) nil)
+    (mevedel-core-mcp-serve-stop handle)))
+
+(defun mevedel-acp--served-answer (outcome session)
+  "Return the MCP answer for the pipeline OUTCOME of a call in SESSION."
+  (let ((text (plist-get outcome :provider-result)))
+    (list :text (if (stringp text) (substring-no-properties text) (format "%S" text))
+          :images (mapcar (lambda (payload) (cons (cdr payload) (car payload)))
+                          (mevedel-tool-media-payloads (plist-get outcome :media) session))
+          :error (eq (plist-get outcome :status) 'error))))
+
+(defun mevedel-acp--served-call (data)
+  "Run DATA, an `mcp-serve-call' event, through mevedel's pipeline.
+As a root gptel turn's call would run: validation and repair, hooks,
+permission (cards, modes, a headless refusal), result limits, review
+and checkpoints, the sandbox."
+  (let* ((agent (gethash (plist-get data :key) mevedel-acp--agents))
+         (id (plist-get data :id))
+         (name (plist-get data :name))
+         (tool (and agent (mevedel-acp--agent-server agent)
+                    (cl-find name (mevedel-acp--served-tools (mevedel-acp--agent-chat agent))
+                             :key #'mevedel-tool-name :test #'equal))))
+    (if (not tool)
+        (mevedel-core-mcp-serve-answer
+         id (list :text (format "mevedel cannot run %s for this session" name) :error t))
+      (let* ((chat (mevedel-acp--agent-chat agent))
+             (session (mevedel-chat-session chat))
+             (served (mevedel-acp--agent-served agent))
+             (done nil)
+             (cancel
+              (condition-case err
+                  (mevedel-pipeline-run-tool-outcome
+                   tool (mevedel-tool-repair-json-decode (plist-get data :arguments))
+                   (lambda (outcome)
+                     (setq done t)
+                     (remhash id served)
+                     (mevedel-core-mcp-serve-answer
+                      id (mevedel-acp--served-answer outcome session)))
+                   :tool-use-id (or (plist-get data :tool-use-id) (format "mcp-%s" id))
+                   :source 'provider :projection 'provider
+                   :data-buffer (mevedel-chat-data-buffer chat) :session session)
+                (error (setq done t)
+                       (mevedel-core-mcp-serve-answer
+                        id (list :text (error-message-string err) :error t))
+                       nil))))
+        (unless done (puthash id cancel served))))))
+
+(defun mevedel-acp--served-cancelled (data)
+  "Cancel the call of DATA, an `mcp-serve-cancel' event: its client gave up."
+  (when-let* ((agent (gethash (plist-get data :key) mevedel-acp--agents))
+              (served (mevedel-acp--agent-served agent))
+              (cancel (gethash (plist-get data :id) served)))
+    (remhash (plist-get data :id) served)
+    (funcall cancel)))
+
+(mevedel-core-register-event-handler 'mcp-serve-call #'mevedel-acp--served-call)
+(mevedel-core-register-event-handler 'mcp-serve-cancel #'mevedel-acp--served-cancelled)
 (mevedel-core-register-event-handler 'acp-update #'mevedel-acp--update)
 (mevedel-core-register-event-handler 'acp-request #'mevedel-acp--request)
 (mevedel-core-register-event-handler 'acp-exited #'mevedel-acp--exited)

@@ -1149,7 +1149,8 @@ ARGS is a plist: :name, :command, :args, :env (a list of (NAME .
 VALUE) set on top of Emacs's environment), :cwd, :key (the string its
 `acp-update', `acp-request' and `acp-exited' events carry),
 :stderr-log, :startup-timeout-ms and :request-timeout-ms.  CALLBACK
-gets (:name :title :version :load-session :pid) once it is initialized."
+gets (:name :title :version :load-session :mcp-http :pid) once it is
+initialized."
   (let (handle)
     (mevedel-core-request
      (lambda (id) (setq handle (mevedel-core--acp-start id args)))
@@ -1193,6 +1194,34 @@ It is (:text TEXT), (:written t), (:option ID), (:cancelled t) or
 \(:error-code CODE :error-message MESSAGE).  Return non-nil when the
 request was still waiting."
   (mevedel-core--acp-answer id answer))
+
+;;;; MCP server of mevedel's own tools
+
+(declare-function mevedel-core--mcp-serve-start "ext:mevedel-dyn" (args))
+(declare-function mevedel-core--mcp-serve-address "ext:mevedel-dyn" (handle))
+(declare-function mevedel-core--mcp-serve-stop "ext:mevedel-dyn" (handle))
+(declare-function mevedel-core--mcp-serve-answer "ext:mevedel-dyn" (id args))
+
+(defun mevedel-core-mcp-serve-start (args)
+  "Serve mevedel's tools over MCP on 127.0.0.1 as ARGS say; return a handle.
+ARGS is a plist: :key (the string its `mcp-serve-call' and
+`mcp-serve-cancel' events carry) and :tools, each (NAME DESCRIPTION
+SCHEMA-JSON).  Only clients sending its fresh secret are served."
+  (mevedel-core--mcp-serve-start args))
+
+(defun mevedel-core-mcp-serve-address (handle)
+  "Return (:url URL :secret TOKEN): where and how to reach HANDLE's server."
+  (mevedel-core--mcp-serve-address handle))
+
+(defun mevedel-core-mcp-serve-stop (handle)
+  "Stop HANDLE's MCP server, ending whatever still waits for an answer."
+  (mevedel-core--mcp-serve-stop handle))
+
+(defun mevedel-core-mcp-serve-answer (id answer)
+  "Answer the served call ID with ANSWER, a plist.
+It has :text, :images (a list of (BASE64 . MIME)) and :error (non-nil
+for a failed call).  Return non-nil when the client still waited."
+  (mevedel-core--mcp-serve-answer id answer))
 
 (provide 'mevedel-core)
 ;;; mevedel-core.el ends here

@@ -11,7 +11,8 @@
 ;; streamed text as the assistant's answer, the native session id
 ;; saved, permission requests per mode (a card in ask mode, allowed in
 ;; full-auto, refused where nobody can answer), reads that see unsaved
-;; buffers, new files through ApplyPatch, cancel on abort, an agent's
+;; buffers, new files through ApplyPatch, mevedel's own tools served
+;; over MCP run through the pipeline, cancel on abort, an agent's
 ;; failure word for word, and a missing agent named with its package.
 
 ;;; Code:
@@ -172,6 +173,52 @@ DURING is called with nothing while the turn runs."
       (should (string-match-p "write: .*writes only new files.*nothing was written"
                               (acp-test--answer chat)))
       (should (equal (with-temp-buffer (insert-file-contents new) (buffer-string)) "hello\n")))))
+
+(ert-deftest acp-test-served-tool-calls-run-through-the-pipeline ()
+  "An `mcp-serve-call' runs mevedel's tool and answers by id; unknown names fail."
+  (acp-test--with-agent view chat
+    (should (eq (acp-test--send view chat "Hello") 'done))
+    (let* ((agent (gethash chat mevedel-acp--by-chat))
+           (root (mevedel-chat-root chat))
+           (file (expand-file-name "a.txt" root))
+           (answers nil)
+           (servers (progn (setf (mevedel-acp--agent-mcp-http agent) t)
+                           (mevedel-acp--serve agent))))
+      ;; What session/new gets: mevedel's server, its secret as a bearer token.
+      (should (equal (plist-get (car servers) :name) "mevedel"))
+      (should (string-prefix-p "http://127.0.0.1:" (plist-get (car servers) :url)))
+      (should (string-match-p "\\`Bearer [0-9a-f]\\{64\\}\\'"
+                              (cdr (assoc "Authorization" (plist-get (car servers) :headers)))))
+      ;; Claude Code's permission request for mevedel's tool: the pipeline asks.
+      (setf (mevedel-chat-permission-mode chat) 'ask)
+      (should (eq (mevedel-acp--verdict agent "mcp__mevedel__ApplyPatch" "edit") 'allow))
+      (should (eq (mevedel-acp--verdict agent "Write" "edit") 'ask))
+      (setf (mevedel-chat-permission-mode chat) 'full-auto)
+      (with-temp-file file (insert "on disk\n"))
+      (let ((buffer (find-file-noselect file)))
+        (unwind-protect
+            (cl-letf (((symbol-function 'mevedel-core-mcp-serve-answer)
+                       (lambda (id answer) (push (cons id answer) answers) t)))
+              (with-current-buffer buffer (erase-buffer) (insert "unsaved edit\n"))
+              (mevedel-acp--served-call
+               (list :key (mevedel-acp--agent-key agent) :id 7 :name "Read"
+                     :arguments (json-encode `((file_path . ,file))) :tool-use-id "toolu_1"))
+              (mevedel-acp--served-call
+               (list :key (mevedel-acp--agent-key agent) :id 8 :name "Write"
+                     :arguments "{}"))
+              (let ((deadline (+ (float-time) 10)))
+                (while (and (< (length answers) 2) (< (float-time) deadline))
+                  (accept-process-output nil 0.02))))
+          (with-current-buffer buffer (set-buffer-modified-p nil))
+          (kill-buffer buffer)))
+      (let ((read (cdr (assq 7 answers)))
+            (unknown (cdr (assq 8 answers))))
+        (should (string-match-p "unsaved edit" (plist-get read :text)))
+        (should-not (plist-get read :error))
+        (should (plist-get unknown :error))
+        (should (string-match-p "cannot run Write" (plist-get unknown :text))))
+      (mevedel-acp--stop-serving agent)
+      (should-not (mevedel-acp--agent-server agent)))))
 
 (ert-deftest acp-test-abort-cancels-the-turn ()
   "Aborting sends session/cancel; the agent ends the turn cancelled."

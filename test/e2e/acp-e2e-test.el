@@ -9,7 +9,10 @@
 ;; HOME.  A text turn; the agent's permission request answered per mode
 ;; (full-auto allows its Write, ask refuses it with reject_once and the
 ;; turn goes on); a stalled model ending on --timeout with no process
-;; of the agent left.  Missing node or agent fails, never skips.
+;; of the agent left; mevedel's own Read, ApplyPatch and Bash called by
+;; Claude Code as mcp__mevedel__* (the read sees an unsaved buffer, the
+;; patch a checkpoint and the visited buffer, the command the sandbox).
+;; Missing node or agent fails, never skips.
 
 ;;; Code:
 
@@ -45,18 +48,22 @@
 (cl-defun acp-e2e--run (&key script args settings)
   "Run bin/mevedel --provider claude-code with ARGS against SCRIPT.
 SCRIPT is the scripted server's script as Lisp data ({{root}} is the
-workspace); SETTINGS are forms the config file evaluates.  Return a
-plist: :status :stdout :stderr :log :root :json (parsed, or nil) and
-:left (pids of processes still working in the workspace)."
+workspace); SETTINGS are forms the config file evaluates, or a
+function of the workspace returning them.  Return a plist: :status
+:stdout :stderr :log :root :json (parsed, or nil), :left (pids of
+processes still working in the workspace) and :notes (what the config
+wrote to $HOME/notes.txt, or nil)."
   (acp-e2e--require-agent)
-  (let* ((root (mevedel-e2e-workspace '(("a.txt" . "a\n"))))
+  (let* ((root (mevedel-e2e-workspace '(("a.txt" . "a\n") ("b.txt" . "one\ntwo\n"))))
          (home (make-temp-file "mevedel-acp-home-" t))
          (file (make-temp-file "mevedel-acp-script-" nil ".json"))
          (init (make-temp-file "mevedel-acp-init-" nil ".el"))
          (stderr (make-temp-file "mevedel-acp-stderr"))
          (server nil))
     (with-temp-file file (insert (json-encode script)))
-    (with-temp-file init (prin1 `(progn ,@settings) (current-buffer)))
+    (with-temp-file init
+      (prin1 `(progn ,@(if (functionp settings) (funcall settings root) settings))
+             (current-buffer)))
     (setq server (mevedel-scripted-model-start file :vars `(("root" . ,root))))
     (unwind-protect
         (with-temp-buffer
@@ -84,6 +91,9 @@ plist: :status :stdout :stderr :log :root :json (parsed, or nil) and
                           (json-parse-string stdout :object-type 'alist :array-type 'list
                                              :null-object nil :false-object nil))
                   :left (acp-e2e--agent-processes root)
+                  :notes (let ((notes (expand-file-name "notes.txt" home)))
+                           (and (file-exists-p notes)
+                                (with-temp-buffer (insert-file-contents notes) (buffer-string))))
                   :files (directory-files root))))
       (mevedel-scripted-model-stop server)
       (dolist (f (list file init stderr)) (delete-file f))
@@ -165,6 +175,101 @@ plist: :status :stdout :stderr :log :root :json (parsed, or nil) and
                            :args '("-p" "Take your time." "--timeout" "15"))))
     (should (eql (plist-get run :status) 1))
     (should (string-match-p "timed out" (plist-get run :stderr)))
+    (should-not (plist-get run :left))))
+
+;;;; mevedel's own tools, served to Claude Code over MCP
+
+(defun acp-e2e--mcp-script (outside)
+  "Return a script making Claude Code call mevedel's Read, ApplyPatch and Bash.
+The Bash command writes inside the workspace and then to OUTSIDE."
+  `((steps
+     . [((tool_calls . [((name . "mcp__mevedel__Read")
+                         (arguments . ((file_path . "{{root}}/a.txt"))))]))
+        ((expect . ((results . [((contains . "unsaved line from Emacs"))])))
+         (tool_calls . [((name . "mcp__mevedel__ApplyPatch")
+                         (arguments
+                          . ((patch . ,(concat "*** Begin Patch\n*** Update File: b.txt\n"
+                                               "@@\n one\n-two\n+patched two\n*** End Patch\n")))))]))
+        ((expect . ((results . [((contains . "b.txt"))])))
+         (tool_calls . [((name . "mcp__mevedel__Bash")
+                         (arguments
+                          . ((command . ,(format "echo inside > inside.txt; \
+if echo escaped > %s; then echo wrote outside; else echo refused outside; fi"
+                                                 outside))
+                             (description . "Write inside and outside the workspace"))))]))
+        ((text . "Finished."))])))
+
+(defun acp-e2e--mcp-settings (root)
+  "Return the config forms of the MCP test for the workspace ROOT.
+a.txt gets an unsaved change, b.txt is visited, the sandbox is
+required, and the checkpoints and b.txt's buffer are noted in
+$HOME/notes.txt."
+  `((setq mevedel-sandbox-mode 'required)
+    (with-current-buffer (find-file-noselect ,(expand-file-name "a.txt" root))
+      (goto-char (point-max))
+      (insert "unsaved line from Emacs\n"))
+    (find-file-noselect ,(expand-file-name "b.txt" root))
+    ;; The config file is not lexical: nothing here may close over a variable.
+    (advice-add 'mevedel-core-checkpoint-before :after
+                (lambda (_store _id _label paths)
+                  (write-region (format "checkpoint %S\n" paths) nil
+                                (expand-file-name "notes.txt" (getenv "HOME")) t 'quiet)))
+    (add-hook 'kill-emacs-hook
+              (lambda ()
+                (when-let* ((buffer (get-file-buffer ,(expand-file-name "b.txt" root))))
+                  (write-region (concat "b.txt buffer: "
+                                        (with-current-buffer buffer (buffer-string)))
+                                nil (expand-file-name "notes.txt" (getenv "HOME")) t 'quiet))))))
+
+(defun acp-e2e--call (run name)
+  "Return the call NAME of RUN's --json transcript."
+  (cl-find name (alist-get 'tool_calls (plist-get run :json))
+           :key (lambda (call) (alist-get 'name call)) :test #'equal))
+
+(ert-deftest acp-e2e-mevedel-tools-through-mcp ()
+  "Claude Code reads, patches and runs a command with mevedel's tools over MCP.
+The read sees the unsaved buffer, the patch updates the visited buffer
+after a checkpoint, the command is confined to the workspace."
+  ;; Not under /tmp: the sandbox gives commands a private one.
+  (let* ((outside (make-temp-name "/var/tmp/mevedel-acp-outside-"))
+         (run (unwind-protect
+                  (acp-e2e--run :script (acp-e2e--mcp-script outside)
+                                :settings #'acp-e2e--mcp-settings
+                                :args '("-p" "Use mevedel's tools." "--timeout" "180"
+                                        "--permission-mode" "full-auto"))
+                (when (file-exists-p outside)
+                  (delete-file outside)
+                  (setq outside t))))
+         (log (plist-get run :log))
+         (notes (or (plist-get run :notes) "")))
+    (should (equal (list (plist-get run :status) (alist-get 'answer (plist-get run :json)))
+                   (list 0 "Finished.")))
+    ;; The scripted server saw every result it expected: no mismatch.
+    (should-not (cl-find-if (lambda (entry) (alist-get 'mismatches entry)) log))
+    ;; Claude Code was offered mevedel's tools under their MCP names.
+    (let ((offered (mapcar (lambda (tool) (alist-get 'name tool))
+                           (alist-get 'tools (alist-get 'body (cl-find-if
+                                                               (lambda (entry)
+                                                                 (alist-get 'tools (alist-get 'body entry)))
+                                                               log))))))
+      (dolist (name '("mcp__mevedel__Read" "mcp__mevedel__ApplyPatch" "mcp__mevedel__Bash"
+                      "mcp__mevedel__Grep" "mcp__mevedel__Glob" "mcp__mevedel__ToolSearch"
+                      "mcp__mevedel__ToolCall"))
+        (should (member name offered)))
+      (should-not (member "Read" offered)))
+    ;; The rows name the calls as Claude Code did, and each succeeded.
+    (dolist (name '("mcp__mevedel__Read" "mcp__mevedel__ApplyPatch" "mcp__mevedel__Bash"))
+      (let ((call (acp-e2e--call run name)))
+        (should call)
+        (should (equal (alist-get 'status call) "success"))))
+    ;; The patch went through mevedel: a checkpoint of b.txt, the buffer updated.
+    (should (string-match-p "checkpoint (\"[^\"]*/b\\.txt\")" notes))
+    (should (string-match-p "b\\.txt buffer: one\npatched two\n" notes))
+    ;; The command ran, confined: inside the workspace only.
+    (should (member "inside.txt" (plist-get run :files)))
+    (should (string-match-p "refused outside"
+                            (alist-get 'result_preview (acp-e2e--call run "mcp__mevedel__Bash"))))
+    (should-not (eq outside t))
     (should-not (plist-get run :left))))
 
 (provide 'acp-e2e-test)

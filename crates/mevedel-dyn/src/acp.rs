@@ -31,7 +31,7 @@ fn pairs(items: Vec<Value<'_>>) -> Result<Vec<(String, String)>> {
 }
 
 /// Start an ACP agent in the background and return its handle; the
-/// reply for request ID is (:name :title :version :load-session :pid)
+/// reply for request ID is (:name :title :version :load-session :mcp-http :pid)
 /// once it answered `initialize`. ARGS: `:name` (the agent as the user
 /// calls it), `:command`, `:args`, `:env` (a list of (NAME . VALUE) set
 /// on top of Emacs's environment), `:cwd`, `:key` (the string its events

@@ -1,15 +1,19 @@
 //! MCP conversions (`mevedel_core::mcp::session`): a user-pointer handle
 //! per session's registry, and operations answered by `reply` events,
-//! with `mcp-progress` and `mcp-notice` events besides.
+//! with `mcp-progress` and `mcp-notice` events besides; and the server
+//! of mevedel's own tools (`mevedel_core::mcp::serve`), a user-pointer
+//! handle whose calls arrive as `mcp-serve-call` events.
 
 use std::cell::Ref;
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use emacs::{Env, Result, Value, defun};
 use mevedel_core::datum::Datum;
 use mevedel_core::error::ErrorKind;
+use mevedel_core::mcp::serve;
 use mevedel_core::mcp::session::{self, OpenRequest, Session};
 use mevedel_core::mcp::{Confinement, Selection, Source};
 use mevedel_core::sandbox::launch::Request;
@@ -229,5 +233,96 @@ fn mcp_prompt(env: &Env, id: i64, args: Value<'_>) -> Result<()> {
         session_of(handle)?
             .get_prompt(id, server, prompt, arguments)
             .or_signal(env)
+    })
+}
+
+// ---- mevedel's tools served to an agent (`mevedel_core::mcp::serve`) ----
+
+fn server_of<'e>(handle: Value<'e>) -> Result<Ref<'e, serve::Server>> {
+    handle.into_ref::<serve::Server>()
+}
+
+/// Serve mevedel's tools over MCP on 127.0.0.1, behind a fresh secret;
+/// return the server's handle. ARGS: `:key` (the string its
+/// `mcp-serve-call` and `mcp-serve-cancel` events carry) and `:tools`,
+/// each (NAME DESCRIPTION SCHEMA), the schema as JSON text.
+#[defun(user_ptr, name = "mcp-serve-start")]
+fn mcp_serve_start(env: &Env, args: Value<'_>) -> Result<serve::Server> {
+    guarded(env, || {
+        let mut args = Plist::new(env, "mcp-serve-start", args)?;
+        let key = args.string(":key")?;
+        let mut tools = Vec::new();
+        for item in args.list(":tools")? {
+            let name: String = item.car()?;
+            let rest = item.cdr::<Value>()?;
+            let description: String = rest.car()?;
+            let schema: String = rest.cdr::<Value>()?.car()?;
+            let schema = match serde_json::from_str(&schema) {
+                Ok(serde_json::Value::Object(schema)) => schema,
+                _ => {
+                    return fail(
+                        env,
+                        "mcp-serve-start",
+                        format_args!("the schema of {name} is not a JSON object"),
+                    );
+                }
+            };
+            tools.push(serve::ToolSpec {
+                name,
+                description,
+                schema,
+            });
+        }
+        args.finish()?;
+        let secret = serve::new_secret().or_signal(env)?;
+        serve::Server::start(tools, secret, Arc::new(serve::LispResponder { key })).or_signal(env)
+    })
+}
+
+/// Where clients reach HANDLE's server: (:url URL :secret BEARER-TOKEN).
+#[defun(name = "mcp-serve-address")]
+fn mcp_serve_address<'e>(env: &'e Env, handle: Value<'e>) -> Result<Value<'e>> {
+    guarded(env, || {
+        let server = server_of(handle)?;
+        to_lisp(
+            env,
+            &Datum::plist([
+                ("url", Datum::str(server.url())),
+                ("secret", Datum::str(server.secret())),
+            ]),
+        )
+    })
+}
+
+/// Stop HANDLE's server: no more requests, and its waiting calls end.
+#[defun(name = "mcp-serve-stop")]
+fn mcp_serve_stop(env: &Env, handle: Value<'_>) -> Result<()> {
+    guarded(env, || {
+        server_of(handle)?.stop();
+        Ok(())
+    })
+}
+
+/// Answer the served call ID; non-nil when its client still waited.
+/// ARGS: `:text` (a string), `:images` (a list of (BASE64 . MIME)),
+/// `:error` (non-nil when the call failed).
+#[defun(name = "mcp-serve-answer")]
+fn mcp_serve_answer(env: &Env, id: i64, args: Value<'_>) -> Result<bool> {
+    guarded(env, || {
+        let mut args = Plist::new(env, "mcp-serve-answer", args)?;
+        let mut parts: Vec<serve::Part> = args
+            .opt_string(":text")?
+            .into_iter()
+            .map(serve::Part::Text)
+            .collect();
+        for image in args.list(":images")? {
+            parts.push(serve::Part::Image {
+                data: image.car()?,
+                mime: image.cdr()?,
+            });
+        }
+        let is_error = args.bool(":error")?;
+        args.finish()?;
+        Ok(serve::answer(id, serve::Answer { parts, is_error }))
     })
 }

@@ -72,6 +72,9 @@ pub struct AgentInfo {
     pub version: Option<String>,
     /// Whether it offers `session/load`.
     pub load_session: bool,
+    /// Whether it takes MCP servers over HTTP in `session/new` (where
+    /// mevedel serves its own tools).
+    pub mcp_http: bool,
     /// The whole `initialize` result.
     pub raw: Value,
 }
@@ -294,6 +297,7 @@ impl Connection {
                 title: None,
                 version: None,
                 load_session: false,
+                mcp_http: false,
                 raw: Value::Null,
             },
             cwd: config.cwd,
@@ -344,6 +348,10 @@ impl Connection {
             version: text("version"),
             load_session: raw
                 .pointer("/agentCapabilities/loadSession")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            mcp_http: raw
+                .pointer("/agentCapabilities/mcpCapabilities/http")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
             raw,

@@ -76,7 +76,7 @@ fn acp_error(message: impl Into<String>) -> Error {
 impl Agent {
     /// Start CONFIG's agent in the background and return its handle at
     /// once; request ID is answered with `(:name :title :version
-    /// :load-session :pid)` when `initialize` succeeded.
+    /// :load-session :mcp-http :pid)` when `initialize` succeeded.
     pub fn start(id: i64, config: AgentConfig, request: StartRequest) -> Result<Agent> {
         let defaults = Options::default();
         let options = Options {
@@ -113,6 +113,7 @@ impl Agent {
                 ("title", Datum::opt_str(info.title)),
                 ("version", Datum::opt_str(info.version)),
                 ("load-session", Datum::bool(info.load_session)),
+                ("mcp-http", Datum::bool(info.mcp_http)),
                 ("pid", Datum::Int(i64::from(connection.pid()))),
             ]))
         })?;

@@ -1,7 +1,7 @@
 //! The MCP client: the user's Model Context Protocol servers, configured
 //! as for Claude Code, become tools, resources and prompts of a session.
 //!
-//! Built on the official Rust SDK (`rmcp`), client side only:
+//! Built on the official Rust SDK (`rmcp`):
 //! - [`config`]: Claude Code's `mcpServers` files, `${VAR}` expansion,
 //!   sources (user, workspace `.mcp.json` needing approval, `--mcp-config`)
 //!   and how they merge;
@@ -17,7 +17,9 @@
 //! - [`confine`]: which stdio servers run inside Bash's sandbox, and
 //!   their launch through the same launcher;
 //! - [`session`]: the registry as the seam drives it, answering request
-//!   ids with `reply` events and sending progress and notices as events.
+//!   ids with `reply` events and sending progress and notices as events;
+//! - [`serve`]: the other direction, mevedel's own tools served to an ACP
+//!   agent over streamable HTTP on 127.0.0.1, each call answered by Lisp.
 //!
 //! Nothing here touches Emacs: the seam calls [`Registry`] from
 //! `runtime`'s tokio runtime and turns notices into events.
@@ -28,9 +30,12 @@ pub mod connection;
 pub mod content;
 pub mod names;
 pub mod registry;
+pub mod serve;
 pub mod session;
 mod sse;
 
+#[cfg(test)]
+mod serve_tests;
 #[cfg(test)]
 mod tests;
 
