@@ -247,7 +247,14 @@ is a `user-error' here, before the turn changes anything."
 (defun mevedel-acp--send (chat name texts)
   "Send CHAT's running turn, whose prompt is TEXTS, to agent NAME."
   (let* ((agent (or (let ((known (gethash chat mevedel-acp--by-chat)))
-                      (and known (not (eq (mevedel-acp--agent-state known) 'dead)) known))
+                      ;; The module knows of an exit before its event
+                      ;; arrives: a turn right after a crash starts anew.
+                      (and known
+                           (pcase (mevedel-acp--agent-state known)
+                             ('starting t)
+                             ('ready (mevedel-core-acp-alive-p
+                                      (mevedel-acp--agent-handle known))))
+                           known))
                     (mevedel-acp--start chat name)))
          (turn (mevedel-chat-turn chat)))
     (setf (mevedel-acp--agent-turn agent) turn
