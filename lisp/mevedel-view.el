@@ -435,9 +435,12 @@ view, else 80): the most useful come first, and /help always shows."
              (room (- width 3 (if commands 0 (length " · /help")))))
         (cond ((<= (length next) room) (setq line next))
               (commands (setq line (concat line " · /help"))))))
-    (propertize (concat "\n" line " ──\n")
-                'face 'mevedel-view-separator 'read-only t
-                'rear-nonsticky t 'front-sticky t 'mevedel-separator t)))
+    ;; The newline before the rule has no face: its overline would draw
+    ;; a stray mark at the end of the line above.
+    (propertize (concat "\n" (propertize line 'face 'mevedel-view-separator)
+                        (propertize " ──" 'face 'mevedel-view-separator)
+                        "\n" (propertize "› " 'face 'mevedel-view-prompt))
+                'read-only t 'rear-nonsticky t 'front-sticky t 'mevedel-separator t)))
 
 (defun mevedel-view--fit-separator (&optional _window)
   "Redraw the separator's hints for the view's current width.

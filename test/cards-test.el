@@ -111,6 +111,24 @@
     (should (string-search "  rm → deletes: /etc\n" (cards-test--card-text)))
     (execute-kbd-macro (kbd "n"))))
 
+(ert-deftest mevedel-cards:faces-mean-what-they-show ()
+  "Cards are not `highlight'; the rule draws nothing on the line above; a prompt."
+  (should-not (memq 'highlight (ensure-list (face-attribute 'mevedel-view-card :inherit))))
+  (should-not (string-search "highlight" (format "%S" (face-default-spec 'mevedel-view-card))))
+  (cards-test--with-view
+    (let* ((separator (marker-position mevedel-view--separator))
+           (composer (marker-position mevedel-view--composer)))
+      ;; The newline ending the line above the rule has no overline face.
+      (should (eq (char-after separator) ?\n))
+      (should-not (get-text-property separator 'face))
+      (should (eq (get-text-property (1+ separator) 'face) 'mevedel-view-separator))
+      ;; The composer's prompt marker is just before it, and read-only.
+      (should (equal (buffer-substring-no-properties (- composer 2) composer) "› "))
+      (should (eq (get-text-property (1- composer) 'face) 'mevedel-view-prompt))
+      (goto-char (point-max))
+      (insert "typed")
+      (should (equal (mevedel-view--composer-text) "typed")))))
+
 (ert-deftest mevedel-cards:a-running-row-expands ()
   "TAB on a running Bash row shows its whole command; TAB again hides it."
   (cards-test--with-view
