@@ -1240,6 +1240,8 @@ the running calls and before the open interactions.")
 
 (defun mevedel-view--interactions-changed (chat)
   "Redraw the live zone of CHAT's view; focus a new interaction.
+A new interaction takes point even from a draft in the composer: the
+draft stays, and point returns to it once no interaction waits.
 A `mevedel-interaction-change-functions' member."
   (when-let* ((buffer (get-buffer (format "*mevedel: %s*" (mevedel-chat-name chat))))
               ((eq (buffer-local-value 'mevedel-view--chat buffer) chat)))
@@ -1248,8 +1250,7 @@ A `mevedel-interaction-change-functions' member."
         (save-excursion (mevedel-view--render-live))
         (when-let* (((not before))
                     (interaction (car (mevedel-interaction-list chat)))
-                    (start (mevedel-interaction-start interaction))
-                    ((string-blank-p (mevedel-view--composer-text))))
+                    (start (mevedel-interaction-start interaction)))
           (setq mevedel-view--card-focused t)
           (goto-char start)
           (when-let* ((window (get-buffer-window buffer)))

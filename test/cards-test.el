@@ -111,6 +111,21 @@
     (should (string-search "  rm → deletes: /etc\n" (cards-test--card-text)))
     (execute-kbd-macro (kbd "n"))))
 
+(ert-deftest mevedel-cards:a-card-takes-point-from-a-draft ()
+  "The card takes point though the composer holds a draft; the draft stays."
+  (cards-test--with-view
+    (goto-char (point-max))
+    (insert "half a thought")
+    (let ((answers (cards-test--ask chat "rm -rf build")))
+      (should (eq (mevedel-interaction-kind (mevedel-interaction-at)) 'permission))
+      (should (eq (window-point (selected-window)) (point)))
+      (should (equal (mevedel-view--composer-text) "half a thought"))
+      (execute-kbd-macro (kbd "y"))
+      (should (equal (car answers) '(approve)))
+      ;; Point goes back to the draft, which is as it was.
+      (should (= (point) (point-max)))
+      (should (equal (mevedel-view--composer-text) "half a thought")))))
+
 (ert-deftest mevedel-cards:faces-mean-what-they-show ()
   "Cards are not `highlight'; the rule draws nothing on the line above; a prompt."
   (should-not (memq 'highlight (ensure-list (face-attribute 'mevedel-view-card :inherit))))
