@@ -640,10 +640,11 @@ ANSWER takes `approve' or (deny . REASON), once.  PRESENT is called
 with each card's request (see `mevedel-permissions-cards') to show it
 and returns a function taking the card away, or nil.  The request's
 :answer function then gets the reply: `once', `session' (also
-remembers the card's :remember answers), `deny', or `cancelled' when
-the request that asked was interrupted; only the first reply counts,
-and it takes the card away.  Return a function that withdraws the
-question."
+remembers the card's :remember answers), `deny', (deny . MESSAGE)
+when the user refuses and tells the model MESSAGE instead, or
+`cancelled' when the request that asked was interrupted; only the
+first reply counts, and it takes the card away.  Return a function
+that withdraws the question."
   (let ((cards (mevedel-permissions-cards context session))
         (name (mevedel-tool-name (plist-get context :tool)))
         (current nil))
@@ -669,6 +670,10 @@ question."
                                      ('cancelled
                                       (funcall answer (cons 'deny (format "the request that made \
 this %s call was interrupted before the user answered" name))))
+                                     (`(deny . ,message)
+                                      (funcall answer
+                                               (cons 'deny (mevedel-permissions-refusal-reason
+                                                            name 'user message))))
                                      (_ (funcall answer
                                                  (cons 'deny (mevedel-permissions-refusal-reason
                                                               name 'user))))))))
@@ -685,12 +690,15 @@ HOW is `rule' (a deny rule), `user' (the user said no) or
 `headless' (nobody could be asked)."
   (concat "Permission denied: " (mevedel-permissions-refusal-reason tool how)))
 
-(defun mevedel-permissions-refusal-reason (tool how)
+(defun mevedel-permissions-refusal-reason (tool how &optional message)
   "Return why a call of TOOL was refused, for the model.
-HOW is as for `mevedel-permissions-refusal'."
+HOW is as for `mevedel-permissions-refusal'.  MESSAGE is what the
+user who refused it tells the model instead, if anything."
   (pcase how
     ('rule (format "a permission rule forbids this %s call. \
 Do not retry it; choose another approach or ask the user." tool))
+    ((guard message) (format "the user declined this %s call and says instead: %s\n\
+Do not retry it unchanged; follow what the user says." tool message))
     ('user (format "the user declined this %s call. \
 Do not retry it unchanged; ask the user how to proceed." tool))
     (_ (format "this %s call needs approval and nobody can approve it in \

@@ -126,6 +126,24 @@
       (should (= (point) (point-max)))
       (should (equal (mevedel-view--composer-text) "half a thought")))))
 
+(ert-deftest mevedel-cards:deny-and-tell-the-model ()
+  "t refuses the call with the user's message for the model."
+  (cards-test--with-view
+    (let ((answers (cards-test--ask chat "rm -rf build")))
+      (should (string-search "t deny, tell" (cards-test--card-text)))
+      (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "  use make clean  ")))
+        (execute-kbd-macro (kbd "t")))
+      (should-not (mevedel-interaction-list chat))
+      (pcase-let ((`(deny . ,reason) (caar answers)))
+        (should (string-match-p "declined this Bash call and says instead: use make clean\n"
+                                reason))))
+    ;; An empty message is no answer: the card stays.
+    (cards-test--ask chat "rm -rf build")
+    (cl-letf (((symbol-function 'read-string) (lambda (&rest _) " ")))
+      (should-error (call-interactively #'mevedel-view-deny-and-tell) :type 'user-error))
+    (should (mevedel-interaction-list chat))
+    (execute-kbd-macro (kbd "n"))))
+
 (ert-deftest mevedel-cards:faces-mean-what-they-show ()
   "Cards are not `highlight'; the rule draws nothing on the line above; a prompt."
   (should-not (memq 'highlight (ensure-list (face-attribute 'mevedel-view-card :inherit))))
