@@ -1048,11 +1048,15 @@ rows are added, and nothing before the tail is touched."
         (chat mevedel-view--chat)
         (running nil))
     (save-excursion
-      ;; Open interactions keep their text (and point in it) across redraws.
-      (delete-region mevedel-view--transcript-end (mevedel-view--interactions-start))
-      (goto-char mevedel-view--transcript-end)
-      (let ((calls (mevedel-chat-live-calls chat))
-            (start (point)))
+      ;; Open interactions keep their text (and point in it) across
+      ;; redraws.  The new rows go in before the old ones, which then
+      ;; go: a point at an interaction's start (a card that took it)
+      ;; stays there, where deleting first would leave it above the
+      ;; new rows.
+      (let ((old (and (< mevedel-view--transcript-end (mevedel-view--interactions-start))
+                      (copy-marker (mevedel-view--interactions-start))))
+            (calls (mevedel-chat-live-calls chat))
+            (start (progn (goto-char mevedel-view--transcript-end) (point))))
         (when calls (insert "\n"))
         (dolist (call calls)
           (let* ((done (plist-get call :result))
@@ -1077,6 +1081,9 @@ rows are added, and nothing before the tail is touched."
           (insert "\n" (mevedel-view--glyph 'running) " "
                   (propertize "Waiting for the model…" 'face 'shadow) "\n"))
         (run-hook-with-args 'mevedel-view-live-functions chat)
+        (when old
+          (delete-region (point) old)
+          (set-marker old nil))
         (add-text-properties start (point) '(read-only t mevedel-live t))
         (mevedel-view--draw-interactions chat)))
     (if running (mevedel-view--start-spinner) (mevedel-view--stop-spinner))))

@@ -126,6 +126,26 @@
       (should (= (point) (point-max)))
       (should (equal (mevedel-view--composer-text) "half a thought")))))
 
+(ert-deftest mevedel-cards:a-focused-card-keeps-point-as-rows-redraw ()
+  "Running rows above a card that took point redraw without moving point."
+  (cards-test--with-view
+    (setf (mevedel-chat-live-calls chat)
+          (list (list :id "toolu_run" :name "Bash"
+                      :args (list :command "sleep 9" :description "wait"))))
+    (unwind-protect
+        (progn
+          (mevedel-view-redraw-live chat)
+          (cards-test--ask chat "rm -rf build")
+          (let ((card (mevedel-interaction-at)))
+            (should (eq (mevedel-interaction-kind card) 'permission))
+            (should (= (point) (mevedel-interaction-start card)))
+            (mevedel-view-redraw-live chat)
+            (mevedel-view-redraw-live chat)
+            (should (eq (mevedel-interaction-at) card))
+            (should (= (point) (mevedel-interaction-start card))))
+          (execute-kbd-macro (kbd "n")))
+      (setf (mevedel-chat-live-calls chat) nil))))
+
 (ert-deftest mevedel-cards:deny-and-tell-the-model ()
   "t refuses the call with the user's message for the model."
   (cards-test--with-view
