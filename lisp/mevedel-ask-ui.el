@@ -20,7 +20,7 @@
 ;;   ▸ Sync: When to sync? → no answer yet
 ;;
 ;;   [ Submit ]  1/3 answered
-;;   n/p move · TAB next question · 1-9 option · RET choose · …
+;;   n/p move · TAB next · RET choose · c custom · … · ? keys
 ;;
 ;; One question is open; the others take one line each.  Point is the
 ;; focused entry: n/p, C-n/C-p and the arrows move between entries
@@ -279,12 +279,19 @@ Each entry is then one run of its property, however many lines it takes."
                              (list 'question i)))))))
 
 (defun mevedel-ask-ui--hint (width)
-  "Return the one hint line, cut to WIDTH."
+  "Return the one hint line, cut to WIDTH.
+It names the keys used most and fits 80 columns; \\`?' lists them all."
   (propertize (truncate-string-to-width
-               "n/p move · TAB next question · 1-9 option · RET choose · c custom · \
-C-v/M-v sample · C-c C-c submit · q cancel · C-c C-k abort"
+               "n/p · TAB next · RET choose · c custom · C-c C-c submit · q cancel · ? keys"
                width nil nil "…")
               'face 'mevedel-ask-ui-dim))
+
+(defun mevedel-ask-ui-help ()
+  "List every key of the Ask form."
+  (interactive)
+  (with-help-window (help-buffer)
+    (princ "Keys on an Ask form:\n\n")
+    (princ (substitute-command-keys "\\{mevedel-ask-ui-map}"))))
 
 (defun mevedel-ask-ui-form-layout (form width)
   "Lay FORM out at WIDTH: set its width and its height budget."
@@ -355,6 +362,7 @@ column when that window has no right fringe; 80 when none shows it."
   "q" #'mevedel-ask-ui-cancel
   "C-g" #'mevedel-ask-ui-cancel
   "C-c C-k" #'mevedel-ask-ui-abort
+  "?" #'mevedel-ask-ui-help
   "1" #'mevedel-ask-ui-focus-option "2" #'mevedel-ask-ui-focus-option
   "3" #'mevedel-ask-ui-focus-option "4" #'mevedel-ask-ui-focus-option
   "5" #'mevedel-ask-ui-focus-option "6" #'mevedel-ask-ui-focus-option

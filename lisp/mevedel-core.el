@@ -113,6 +113,7 @@
 (declare-function mevedel-core--exec-teardown-all "ext:mevedel-dyn" ())
 (declare-function mevedel-core--acp-stop-all "ext:mevedel-dyn" (limit-ms))
 (declare-function mevedel-core--bash-permission "ext:mevedel-dyn" (source cwd root))
+(declare-function mevedel-core--bash-effects "ext:mevedel-dyn" (source cwd root))
 
 ;;;; Loading
 
@@ -609,6 +610,17 @@ and the lists and strings inside it, may be shared with other results
 \(sources judged alike get the same one), so do not modify them."
   (or mevedel-core--ready (mevedel-core-ensure))
   (mevedel-core--bash-permission source cwd root))
+
+(defun mevedel-core-bash-effects (source cwd root)
+  "Return what each command of Bash SOURCE does to files, for a card.
+SOURCE would run in the directory CWD of the workspace ROOT (both
+absolute).  One plist per command, in source order: :command, :class,
+:start and :end (0-based character offsets in SOURCE), :reads,
+:writes and :deletes (relative to ROOT inside it, else absolute) and
+:unknown; see the module function `mevedel-core--bash-effects'.  Only
+a card asks: a permission decision needs none of it."
+  (or mevedel-core--ready (mevedel-core-ensure))
+  (mevedel-core--bash-effects source cwd root))
 
 (defun mevedel-core-shutdown ()
   "Stop every process the module owns and close the event channel.

@@ -30,12 +30,21 @@
 ;; keywords and line numbers are a `line-prefix' that a `jit-lock'
 ;; function puts on the lines being shown, so a large patch opens fast.
 ;;
-;; Keys: y accept the hunk, n reject it, e edit its new text (C-c C-c
-;; saves the edit, C-c C-k cancels), f attach feedback (to the hunk at
-;; point, to the file on its header, to the whole patch with a prefix
-;; argument), Y / N accept / reject the file, j / k (also TAB and
-;; S-TAB) the next / previous hunk, M-n / M-p the next / previous file,
-;; C-c C-c settle, C-c C-k reject everything, ? help.
+;; Each `@@' section of the model's patch is a hunk of its own (the
+;; module never merges two, however close).  A hunk can be split
+;; further, at the line at point (s, as `diff-split-hunk' does); its
+;; parts are decided alone.  With the region active, y and n decide
+;; only the changed lines in it (as Magit stages a region): a rejected
+;; removal stays in the file, a rejected addition stays out, and the
+;; hunk, marked [~], applies as an edit of its new text.
+;;
+;; Keys: y accept the hunk (or the lines in the region), n reject it,
+;; s split it at point, e edit its new text (C-c C-c saves the edit,
+;; C-c C-k cancels), f attach feedback (to the hunk at point, to the
+;; file on its header, to the whole patch with a prefix argument), Y /
+;; N accept / reject the file, j / k (also TAB and S-TAB) the next /
+;; previous hunk, M-n / M-p the next / previous file, C-c C-c settle,
+;; C-c C-k reject everything, ? help.
 ;;
 ;; Settling keeps (:plan PLAN :selection SELECTION :feedback TEXT) in
 ;; a table under a fresh id and approves the call; the tool's handler
@@ -98,6 +107,9 @@ shows the review in another one."
 (defface mevedel-patch-review-feedback '((t :inherit font-lock-comment-face :slant italic))
   "Face of feedback shown under a hunk, a file or the patch.")
 
+(defface mevedel-patch-review-dropped '((t :inherit shadow :strike-through t))
+  "Face of a changed line rejected alone: it is not applied.")
+
 ;;;; Settled reviews
 
 (defvar mevedel-patch-review--settled (make-hash-table :test #'equal)
@@ -116,7 +128,12 @@ The value is (:plan PLAN :selection SELECTION :feedback TEXT)."
 
 (cl-defstruct (mevedel-patch-review--hunk (:constructor mevedel-patch-review--hunk-make)
                                           (:copier nil))
-  data index (state 'pending) edit feedback marker overlay width prefixes)
+  "A hunk as the review shows it: a plan hunk (DATA, INDEX), or the part
+of one from its diff line FROM to before line TO (nil: its start, its
+end) after a split.  PICKS is an alist from a diff line's index to
+`accept' or `reject', the lines decided alone (see the Commentary)."
+  data index (state 'pending) edit feedback marker overlay width prefixes
+  from to picks)
 
 (cl-defstruct (mevedel-patch-review--file (:constructor mevedel-patch-review--file-make)
                                           (:copier nil))
@@ -156,6 +173,7 @@ The withdrawing function holds it too, after the buffer is gone.")
   :doc "Keys of a patch review."
   "y" #'mevedel-patch-review-accept
   "n" #'mevedel-patch-review-reject
+  "s" #'mevedel-patch-review-split
   "e" #'mevedel-patch-review-edit
   "f" #'mevedel-patch-review-feedback
   "Y" #'mevedel-patch-review-accept-file
@@ -356,35 +374,45 @@ no face work on unseen lines.")
       (setq text (substring text 1)))
     (if (or (string-empty-p text) (string-suffix-p "\n" text)) text (concat text "\n"))))
 
+(defun mevedel-patch-review--lines (data)
+  "Return the diff lines of the plan hunk DATA, a list of strings."
+  (split-string (mevedel-patch-review--body data) "\n" t))
+
 (defun mevedel-patch-review--prefixes (hunk)
   "Return the line-number prefixes of HUNK's diff lines, a vector.
 Each shows the line's old and new numbers; they are made the first time
 a line of HUNK is shown."
   (or (mevedel-patch-review--hunk-prefixes hunk)
       (setf (mevedel-patch-review--hunk-prefixes hunk)
-            (let* ((data (mevedel-patch-review--hunk-data hunk))
-                   (width (mevedel-patch-review--hunk-width hunk))
-                   (old (or (plist-get data :old-start) 1))
-                   (new (or (plist-get data :new-start) 1))
-                   (blank (make-string width ?\s))
-                   (fmt (format "%%%dd" width)))
-              (vconcat
-               (mapcar (lambda (line)
-                         (propertize
-                          (concat
-                           "  "
-                           (pcase (and (not (string-empty-p line)) (aref line 0))
-                             (?+ (prog1 (concat blank " " (format fmt new))
-                                   (cl-incf new)))
-                             (?- (prog1 (concat (format fmt old) " " blank)
-                                   (cl-incf old)))
-                             (?\\ (concat blank " " blank))
-                             (_ (prog1 (concat (format fmt old) " "
-                                               (format fmt new))
-                                  (cl-incf old) (cl-incf new))))
-                           " ")
-                          'face 'line-number))
-                       (split-string (mevedel-patch-review--body data) "\n" t)))))))
+            (let ((all (mevedel-patch-review--data-prefixes hunk)))
+              (cl-subseq all (or (mevedel-patch-review--hunk-from hunk) 0)
+                         (or (mevedel-patch-review--hunk-to hunk) (length all)))))))
+
+(defun mevedel-patch-review--data-prefixes (hunk)
+  "Return the line-number prefixes of every diff line of HUNK's plan hunk."
+  (let* ((data (mevedel-patch-review--hunk-data hunk))
+         (width (mevedel-patch-review--hunk-width hunk))
+         (old (or (plist-get data :old-start) 1))
+         (new (or (plist-get data :new-start) 1))
+         (blank (make-string width ?\s))
+         (fmt (format "%%%dd" width)))
+    (vconcat
+     (mapcar (lambda (line)
+               (propertize
+                (concat
+                 "  "
+                 (pcase (and (not (string-empty-p line)) (aref line 0))
+                   (?+ (prog1 (concat blank " " (format fmt new))
+                         (cl-incf new)))
+                   (?- (prog1 (concat (format fmt old) " " blank)
+                         (cl-incf old)))
+                   (?\\ (concat blank " " blank))
+                   (_ (prog1 (concat (format fmt old) " "
+                                     (format fmt new))
+                        (cl-incf old) (cl-incf new))))
+                 " ")
+                'face 'line-number))
+             (mevedel-patch-review--lines data)))))
 
 (defun mevedel-patch-review--number-lines (beg end)
   "Show the old and new line numbers of the diff lines from BEG to END.
@@ -435,6 +463,7 @@ shown."
              (concat "\\<mevedel-patch-review-mode-map>Keys: "
                      "\\[mevedel-patch-review-accept] accept · "
                      "\\[mevedel-patch-review-reject] reject · "
+                     "\\[mevedel-patch-review-split] split · "
                      "\\[mevedel-patch-review-edit] edit · "
                      "\\[mevedel-patch-review-feedback] feedback · "
                      "\\[mevedel-patch-review-accept-file]/\\[mevedel-patch-review-reject-file] "
@@ -502,15 +531,44 @@ its own under it."
                                              'face 'mevedel-patch-review-feedback)))))
 
 (defun mevedel-patch-review--set-hunk (hunk state &optional edit)
-  "Set HUNK's STATE (`pending', `accept', `reject' or `edit' with EDIT)."
+  "Set HUNK's STATE (`pending', `accept', `reject' or `edit' with EDIT).
+Lines picked alone follow the hunk's state again."
   (setf (mevedel-patch-review--hunk-state hunk) state
         (mevedel-patch-review--hunk-edit hunk) (and (eq state 'edit) edit))
+  (mevedel-patch-review--set-picks hunk nil)
   (mevedel-patch-review--set-marker (mevedel-patch-review--hunk-marker hunk) state))
+
+(defun mevedel-patch-review--body-start (hunk)
+  "Return the position of HUNK's first diff line."
+  (save-excursion
+    (goto-char (mevedel-patch-review--hunk-marker hunk))
+    (line-beginning-position 2)))
+
+(defun mevedel-patch-review--set-picks (hunk picks)
+  "Set HUNK's PICKS and show its rejected lines struck through."
+  (setf (mevedel-patch-review--hunk-picks hunk) picks)
+  (let ((start (mevedel-patch-review--body-start hunk))
+        (from (or (mevedel-patch-review--hunk-from hunk) 0)))
+    (remove-overlays start (next-single-property-change start 'mevedel-patch-review-body
+                                                        nil (point-max))
+                     'mevedel-patch-review-pick t)
+    (save-excursion
+      (pcase-dolist (`(,line . ,state) picks)
+        (when (eq state 'reject)
+          (goto-char start)
+          (forward-line (- line from))
+          (let ((overlay (make-overlay (point) (line-end-position))))
+            (overlay-put overlay 'mevedel-patch-review-pick t)
+            (overlay-put overlay 'face 'mevedel-patch-review-dropped)))))))
+
+(defun mevedel-patch-review--shown-state (hunk)
+  "Return the state of HUNK's marker: `partial' when lines were picked."
+  (if (mevedel-patch-review--hunk-picks hunk) 'partial (mevedel-patch-review--hunk-state hunk)))
 
 (defun mevedel-patch-review--refresh-file (file)
   "Redraw FILE's marker from its hunks' states."
   (let* ((hunks (mevedel-patch-review--file-hunks file))
-         (states (cl-map 'list #'mevedel-patch-review--hunk-state hunks))
+         (states (cl-map 'list #'mevedel-patch-review--shown-state hunks))
          (state (cond ((null states) (mevedel-patch-review--file-state file))
                       ((cl-every (lambda (s) (eq s 'reject)) states) 'reject)
                       ((cl-every (lambda (s) (eq s 'accept)) states) 'accept)
@@ -591,22 +649,144 @@ Stay put when there is no such marker; return non-nil when point moved."
 ;;;; Deciding
 
 (defun mevedel-patch-review--decide (state)
-  "Set the hunk at point to STATE and move to the next undecided hunk."
+  "Set the hunk at point to STATE and move to the next undecided hunk.
+With the region active, set only its changed lines to STATE, and stay."
   (mevedel-patch-review--check-live)
   (pcase-let ((`(,file . ,hunk) (mevedel-patch-review--hunk-at-point)))
+    (if (use-region-p)
+        (mevedel-patch-review--pick hunk state (region-beginning) (region-end))
     (mevedel-patch-review--set-hunk hunk state)
     (mevedel-patch-review--refresh-file file)
-    (mevedel-patch-review-next-hunk)))
+      (mevedel-patch-review-next-hunk))))
+
+(defun mevedel-patch-review--pick (hunk state beg end)
+  "Set the changed lines of HUNK from BEG to END to STATE, alone."
+  (when (eq (mevedel-patch-review--hunk-state hunk) 'edit)
+    (user-error "This hunk's text was edited: decide it whole"))
+  (let* ((start (mevedel-patch-review--body-start hunk))
+         (from (or (mevedel-patch-review--hunk-from hunk) 0))
+         (lines (vconcat (mevedel-patch-review--lines (mevedel-patch-review--hunk-data hunk))))
+         (picks (copy-sequence (mevedel-patch-review--hunk-picks hunk)))
+         (picked nil))
+    (save-excursion
+      (goto-char (max beg start))
+      (forward-line 0)
+      (while (and (< (point) end)
+                  (eq (get-text-property (point) 'mevedel-patch-review-body) hunk))
+        (let ((line (+ from (count-lines start (point)))))
+          (when (and (< line (length lines)) (memq (aref (aref lines line) 0) '(?+ ?-)))
+            (setf (alist-get line picks) state)
+            (setq picked t)))
+        (forward-line 1)))
+    (unless picked
+      (user-error "The region holds no changed line of this hunk"))
+    (deactivate-mark)
+    (mevedel-patch-review--set-picks hunk picks)
+    (mevedel-patch-review--set-marker (mevedel-patch-review--hunk-marker hunk) 'partial)
+    (mevedel-patch-review--refresh-file (car (mevedel-patch-review--hunk-at-point)))))
 
 (defun mevedel-patch-review-accept ()
-  "Accept the hunk at point."
+  "Accept the hunk at point, or only the changed lines in the region."
   (interactive)
   (mevedel-patch-review--decide 'accept))
 
 (defun mevedel-patch-review-reject ()
-  "Reject the hunk at point."
+  "Reject the hunk at point, or only the changed lines in the region."
   (interactive)
   (mevedel-patch-review--decide 'reject))
+
+(defun mevedel-patch-review-split ()
+  "Split the hunk at point before the diff line at point into two hunks.
+Each part is then decided alone; a part must hold a changed line."
+  (interactive)
+  (mevedel-patch-review--check-live)
+  (pcase-let* ((`(,file . ,hunk) (mevedel-patch-review--hunk-at-point))
+               (start (mevedel-patch-review--body-start hunk))
+               (data (mevedel-patch-review--hunk-data hunk))
+               (lines (vconcat (mevedel-patch-review--lines data)))
+               (from (or (mevedel-patch-review--hunk-from hunk) 0))
+               (to (or (mevedel-patch-review--hunk-to hunk) (length lines)))
+               (at (and (eq (get-text-property (point) 'mevedel-patch-review-body) hunk)
+                        (+ from (count-lines start (line-beginning-position)))))
+               (changed (lambda (a b)
+                          (cl-loop for i from a below b
+                                   thereis (memq (aref (aref lines i) 0) '(?+ ?-))))))
+    (unless (and at (funcall changed from at) (funcall changed at to))
+      (user-error "Split on a line with changes both above it and from it on"))
+    (when (eq (mevedel-patch-review--hunk-state hunk) 'edit)
+      (user-error "This hunk's text was edited: decide it whole"))
+    (let* ((hunks (mevedel-patch-review--file-hunks file))
+           (position (cl-position hunk hunks))
+           (f (cl-position file mevedel-patch-review--files))
+           (state (mevedel-patch-review--hunk-state hunk))
+           (part (mevedel-patch-review--hunk-make
+                  :data data :index (mevedel-patch-review--hunk-index hunk) :state state
+                  :width (mevedel-patch-review--hunk-width hunk) :from at :to to
+                  :picks (cl-remove-if (lambda (pick) (< (car pick) at))
+                                       (mevedel-patch-review--hunk-picks hunk))))
+           (inhibit-read-only t))
+      (setf (mevedel-patch-review--hunk-to hunk) at
+            (mevedel-patch-review--hunk-prefixes hunk) nil
+            (mevedel-patch-review--hunk-picks hunk)
+            (cl-remove-if (lambda (pick) (>= (car pick) at))
+                          (mevedel-patch-review--hunk-picks hunk)))
+      (save-excursion
+        (goto-char (line-beginning-position))
+        (let ((header (point))
+              (body-end (next-single-property-change (point) 'mevedel-patch-review-body
+                                                     nil (point-max))))
+          (insert (mevedel-patch-review--marker-text state) " "
+                  (propertize (concat (mevedel-patch-review--part-header part lines) "\n")
+                              'font-lock-face 'diff-hunk-header))
+          (put-text-property header (point) 'line-prefix "  ")
+          (setf (mevedel-patch-review--hunk-marker part) (copy-marker header)
+                (mevedel-patch-review--hunk-overlay part) (make-overlay (1- (point)) (1- (point))))
+          (put-text-property (point) (+ body-end (- (point) header))
+                             'mevedel-patch-review-body part)
+          (put-text-property header (point) 'mevedel-patch-review-file f)))
+      (setf (mevedel-patch-review--file-hunks file)
+            (vconcat (cl-subseq hunks 0 (1+ position)) (list part)
+                     (cl-subseq hunks (1+ position))))
+      (mevedel-patch-review--number-hunks file)
+      (mevedel-patch-review--set-picks hunk (mevedel-patch-review--hunk-picks hunk))
+      (mevedel-patch-review--set-picks part (mevedel-patch-review--hunk-picks part))
+      (mevedel-patch-review--set-marker (mevedel-patch-review--hunk-marker part)
+                                        (mevedel-patch-review--shown-state part))
+      (goto-char (mevedel-patch-review--hunk-marker part)))))
+
+(defun mevedel-patch-review--part-header (part lines)
+  "Return the @@ header of PART, a split hunk's part, whose plan hunk has LINES."
+  (let* ((data (mevedel-patch-review--hunk-data part))
+         (old (or (plist-get data :old-start) 1))
+         (new (or (plist-get data :new-start) 1))
+         (old-count 0) (new-count 0))
+    (dotimes (i (mevedel-patch-review--hunk-from part))
+      (pcase (aref (aref lines i) 0)
+        (?+ (cl-incf new))
+        (?- (cl-incf old))
+        (?\\ nil)
+        (_ (cl-incf old) (cl-incf new))))
+    (cl-loop for i from (mevedel-patch-review--hunk-from part)
+             below (mevedel-patch-review--hunk-to part)
+             do (pcase (aref (aref lines i) 0)
+                  (?+ (cl-incf new-count))
+                  (?- (cl-incf old-count))
+                  (?\\ nil)
+                  (_ (cl-incf old-count) (cl-incf new-count))))
+    (format "@@ -%d,%d +%d,%d @@ (split)" old old-count new new-count)))
+
+(defun mevedel-patch-review--number-hunks (file)
+  "Mark the text of FILE's hunks with their places in its hunks again."
+  (let* ((hunks (mevedel-patch-review--file-hunks file))
+         (last (1- (length hunks))))
+    (cl-loop for hunk across hunks
+             for h from 0
+             for start = (marker-position (mevedel-patch-review--hunk-marker hunk))
+             for end = (if (< h last)
+                           (marker-position (mevedel-patch-review--hunk-marker (aref hunks (1+ h))))
+                         (next-single-property-change start 'mevedel-patch-review-hunk
+                                                      nil (point-max)))
+             do (put-text-property start end 'mevedel-patch-review-hunk h))))
 
 (defun mevedel-patch-review--decide-file (state)
   "Set every hunk of the file at point to STATE; move to the next file."
@@ -655,6 +835,9 @@ The hunk then applies with that text in place of its new lines."
                (review (current-buffer)))
     (when (eq (plist-get data :op) 'delete)
       (user-error "A deleted file has no new text to edit; accept or reject it"))
+    (when (or (mevedel-patch-review--hunk-from hunk) (mevedel-patch-review--hunk-to hunk)
+              (mevedel-patch-review--hunk-picks hunk))
+      (user-error "This hunk was split or has lines decided alone: decide those instead"))
     (when (buffer-live-p mevedel-patch-review--edit-buffer)
       (kill-buffer mevedel-patch-review--edit-buffer))
     (let ((buffer (generate-new-buffer
@@ -773,11 +956,8 @@ Undecided hunks count as accepted; see the Commentary for SELECTION."
      (if (zerop (length hunks))
          (when (eq (mevedel-patch-review--file-state file) 'reject)
            (push (cons abs 'reject) selection))
-       (let ((choices (cl-loop for hunk across hunks
-                               collect (pcase (mevedel-patch-review--hunk-state hunk)
-                                         ('reject 'reject)
-                                         ('edit (cons 'edit (mevedel-patch-review--hunk-edit hunk)))
-                                         (_ 'accept)))))
+       (let ((choices (mapcar #'mevedel-patch-review--choice
+                              (mevedel-patch-review--by-plan-hunk hunks))))
          (cl-incf total (length choices))
          (cl-incf accepted (cl-count-if-not (lambda (c) (eq c 'reject)) choices))
          (cond ((cl-every (lambda (c) (eq c 'reject)) choices)
@@ -785,6 +965,61 @@ Undecided hunks count as accepted; see the Commentary for SELECTION."
                ((cl-every (lambda (c) (eq c 'accept)) choices))
                (t (push (cons abs choices) selection))))))
     (list (nreverse selection) accepted total)))
+
+(defun mevedel-patch-review--by-plan-hunk (hunks)
+  "Return the vector HUNKS as lists of the parts of each plan hunk, in order."
+  (let ((groups nil))
+    (cl-loop for hunk across hunks
+             do (if (and groups (eql (mevedel-patch-review--hunk-index (caar groups))
+                                     (mevedel-patch-review--hunk-index hunk)))
+                    (push hunk (car groups))
+                  (push (list hunk) groups)))
+    (nreverse (mapcar #'reverse groups))))
+
+(defun mevedel-patch-review--choice (parts)
+  "Return the choice on a plan hunk shown as PARTS (one, unless split).
+`accept', `reject' or (edit . TEXT); lines decided alone, or parts
+decided differently, make the new text of what was accepted."
+  (let ((hunk (car parts)))
+    (if (and (null (cdr parts)) (null (mevedel-patch-review--hunk-picks hunk)))
+        (pcase (mevedel-patch-review--hunk-state hunk)
+          ('reject 'reject)
+          ('edit (cons 'edit (mevedel-patch-review--hunk-edit hunk)))
+          (_ 'accept))
+      (let* ((data (mevedel-patch-review--hunk-data hunk))
+             (lines (vconcat (mevedel-patch-review--lines data)))
+             (decisions (make-vector (length lines) 'accept)))
+        (dolist (part parts)
+          (cl-loop for i from (or (mevedel-patch-review--hunk-from part) 0)
+                   below (or (mevedel-patch-review--hunk-to part) (length lines))
+                   do (aset decisions i
+                            (or (alist-get i (mevedel-patch-review--hunk-picks part))
+                                (if (eq (mevedel-patch-review--hunk-state part) 'reject)
+                                    'reject
+                                  'accept)))))
+        (let ((changed (cl-loop for line across lines
+                                for decision across decisions
+                                when (memq (aref line 0) '(?+ ?-)) collect decision)))
+          (cond ((not (memq 'reject changed)) 'accept)
+                ((not (memq 'accept changed)) 'reject)
+                (t (cons 'edit (mevedel-patch-review--picked-text data lines decisions)))))))))
+
+(defun mevedel-patch-review--picked-text (data lines decisions)
+  "Return the new text of the plan hunk DATA as the accepted lines make it.
+LINES are its diff lines and DECISIONS each one's: a rejected removal
+stays, a rejected addition stays out."
+  (let ((text (cl-loop for line across lines
+                       for decision across decisions
+                       when (pcase (aref line 0)
+                              (?\s t)
+                              (?- (eq decision 'reject))
+                              (?+ (eq decision 'accept)))
+                       concat (concat (substring line 1) "\n")))
+        (new (or (plist-get data :new-text) "")))
+    ;; A hunk ending a file that has no final newline keeps it so.
+    (if (and (not (string-empty-p new)) (not (string-suffix-p "\n" new)))
+        (string-remove-suffix "\n" text)
+      text)))
 
 (defun mevedel-patch-review--finish (verdict)
   "Settle this review's interaction with VERDICT for the call.
@@ -850,7 +1085,8 @@ Undecided hunks are accepted.  When every hunk was rejected this is
             (concat
              "\\<mevedel-patch-review-mode-map>"
              "Hunk at point: \\[mevedel-patch-review-accept] accept, "
-             "\\[mevedel-patch-review-reject] reject, \\[mevedel-patch-review-edit] edit "
+             "\\[mevedel-patch-review-reject] reject (with the region: its lines only), "
+             "\\[mevedel-patch-review-split] split at point, \\[mevedel-patch-review-edit] edit "
              "its new text, \\[mevedel-patch-review-feedback] feedback "
              "(on a file's header: the file; with a prefix: the patch)\n"
              "File at point: \\[mevedel-patch-review-accept-file] accept, "

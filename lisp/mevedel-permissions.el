@@ -428,7 +428,8 @@ Return a plist: :verdict (`allow', (allow . RECORD), `ask', `deny' or
 \(deny . REASON)), :by (what decided: `restriction', `delegated',
 `rule', `own', `read-only', `answer' or `mode'), :rule (the rule that
 matched), :mode, :command (the command's facts, for command tools),
-:paths and :grant (the sandbox grant asked for; a grant makes any
+:source, :directory and :root (the command, where it runs, the
+workspace), :paths and :grant (the sandbox grant asked for; a grant makes any
 verdict but a deny `ask', with :operation the verdict on the call
 itself)."
   (mevedel-permissions--judge context session t))
@@ -512,7 +513,8 @@ the path of every call, and the plist is for cards only."
           (if full
               (list :verdict final :operation verdict :by by :rule rule
                     :mode (mevedel-permissions--mode context session)
-                    :command facts :paths paths :domain domain :grant grant)
+                    :command facts :source source :directory directory :root root
+                    :paths paths :domain domain :grant grant)
             final))))))
 
 (defun mevedel-permissions-decide-call (context session)
@@ -600,6 +602,9 @@ Each is a request plist (:tool :args :paths :id :why :always
 :remember, and for grants :card `grant' or `escalation' with :grant).
 :why tells what asked, :always what \"always this session\" allows
 \(nil when it is not offered) and :remember the answers it records.
+A command's cards also have :source, the command, and :effects, what
+each of its commands does to files (`mevedel-core-bash-effects'),
+asked for here because only a card shows it.
 Additive grants share one card with the call itself; escalation, which
 turns confinement off, has a card of its own after the call's."
   (let* ((judged (mevedel-permissions-judge context session))
@@ -608,9 +613,16 @@ turns confinement off, has a card of its own after the call's."
          (verdict (plist-get judged :operation))
          (operation (not (or (eq verdict 'allow) (eq (car-safe verdict) 'allow))))
          (always (and operation (mevedel-permissions--always judged name)))
-         (base (list :tool name :args (plist-get context :args)
-                     :paths (plist-get judged :paths)
-                     :id (plist-get context :tool-use-id)))
+         (source (plist-get judged :source))
+         (base (append
+                (list :tool name :args (plist-get context :args)
+                      :paths (plist-get judged :paths)
+                      :id (plist-get context :tool-use-id))
+                (and source
+                     (list :source source
+                           :effects (mevedel-core-bash-effects
+                                     source (plist-get judged :directory)
+                                     (plist-get judged :root))))))
          (call (append base (list :why (mevedel-permissions--why judged name)
                                   :always (car always) :remember (cdr always))))
          (grant (plist-get judged :grant)))
@@ -628,10 +640,11 @@ ANSWER takes `approve' or (deny . REASON), once.  PRESENT is called
 with each card's request (see `mevedel-permissions-cards') to show it
 and returns a function taking the card away, or nil.  The request's
 :answer function then gets the reply: `once', `session' (also
-remembers the card's :remember answers), `deny', or `cancelled' when
-the request that asked was interrupted; only the first reply counts,
-and it takes the card away.  Return a function that withdraws the
-question."
+remembers the card's :remember answers), `deny', (deny . MESSAGE)
+when the user refuses and tells the model MESSAGE instead, or
+`cancelled' when the request that asked was interrupted; only the
+first reply counts, and it takes the card away.  Return a function
+that withdraws the question."
   (let ((cards (mevedel-permissions-cards context session))
         (name (mevedel-tool-name (plist-get context :tool)))
         (current nil))
@@ -657,6 +670,10 @@ question."
                                      ('cancelled
                                       (funcall answer (cons 'deny (format "the request that made \
 this %s call was interrupted before the user answered" name))))
+                                     (`(deny . ,message)
+                                      (funcall answer
+                                               (cons 'deny (mevedel-permissions-refusal-reason
+                                                            name 'user message))))
                                      (_ (funcall answer
                                                  (cons 'deny (mevedel-permissions-refusal-reason
                                                               name 'user))))))))
@@ -673,12 +690,15 @@ HOW is `rule' (a deny rule), `user' (the user said no) or
 `headless' (nobody could be asked)."
   (concat "Permission denied: " (mevedel-permissions-refusal-reason tool how)))
 
-(defun mevedel-permissions-refusal-reason (tool how)
+(defun mevedel-permissions-refusal-reason (tool how &optional message)
   "Return why a call of TOOL was refused, for the model.
-HOW is as for `mevedel-permissions-refusal'."
+HOW is as for `mevedel-permissions-refusal'.  MESSAGE is what the
+user who refused it tells the model instead, if anything."
   (pcase how
     ('rule (format "a permission rule forbids this %s call. \
 Do not retry it; choose another approach or ask the user." tool))
+    ((guard message) (format "the user declined this %s call and says instead: %s\n\
+Do not retry it unchanged; follow what the user says." tool message))
     ('user (format "the user declined this %s call. \
 Do not retry it unchanged; ask the user how to proceed." tool))
     (_ (format "this %s call needs approval and nobody can approve it in \

@@ -97,8 +97,21 @@
 (defface mevedel-view-separator '((t :inherit shadow :overline t))
   "Face of the line between the transcript and the composer.")
 
-(defface mevedel-view-card '((t :inherit highlight :extend t))
-  "Face of permission cards.")
+(defface mevedel-view-prompt '((t :inherit minibuffer-prompt))
+  "Face of the composer's prompt marker, where typing goes.")
+
+(defface mevedel-view-card
+  '((((class color) (background light)) :background "grey94" :extend t)
+    (((class color) (background dark)) :background "grey16" :extend t)
+    (t :extend t))
+  "Face of permission cards: a quiet background that sets the card apart.
+Not `highlight', which means the mouse is over something.")
+
+(defface mevedel-view-card-risky '((t :inherit warning))
+  "Face of the commands of a card's command that change files, or may.")
+
+(defface mevedel-view-card-dangerous '((t :inherit error))
+  "Face of the commands of a card's command the analysis calls dangerous.")
 
 (defface mevedel-view-breadcrumb '((t :inherit shadow))
   "Face of the line saying how a background command ended.")
@@ -206,7 +219,9 @@ below them, next to the composer.")
   :doc "Keys on a permission card."
   "y" #'mevedel-view-allow-once
   "a" #'mevedel-view-allow-session
-  "n" #'mevedel-view-deny)
+  "n" #'mevedel-view-deny
+  "t" #'mevedel-view-deny-and-tell
+  "TAB" #'mevedel-view-card-toggle-command)
 
 (define-derived-mode mevedel-view-mode fundamental-mode "mevedel"
   "Major mode of mevedel session views.
@@ -456,9 +471,12 @@ can be typed after it."
              (room (- width 3 (if commands 0 (length " · /help")))))
         (cond ((<= (length next) room) (setq line next))
               (commands (setq line (concat line " · /help"))))))
-    (propertize (concat "\n" line " ──\n")
-                'face 'mevedel-view-separator 'read-only t
-                'rear-nonsticky t 'front-sticky t 'mevedel-separator t)))
+    ;; The newline before the rule has no face: its overline would draw
+    ;; a stray mark at the end of the line above.
+    (propertize (concat "\n" (propertize line 'face 'mevedel-view-separator)
+                        (propertize " ──" 'face 'mevedel-view-separator)
+                        "\n" (propertize "› " 'face 'mevedel-view-prompt))
+                'read-only t 'rear-nonsticky t 'front-sticky t 'mevedel-separator t)))
 
 (defun mevedel-view--menu-hint ()
   "Return the separator's hint naming the keys of the menu, or nil without one.
@@ -725,12 +743,15 @@ in flight)."
          (summary (if (eq render-data (plist-get segment :render-data))
                       (mevedel-view--summary segment)
                     (mevedel-tool-render-row name args result render-data t)))
-         (expanded (and (not live-status) (mevedel-view--expanded-p id summary)))
+         ;; A running row expands only when asked (its command, say).
+         (expanded (if live-status
+                       (eq (gethash id mevedel-view--expanded) t)
+                     (mevedel-view--expanded-p id summary)))
          (row (if expanded
                   (mevedel-tool-render-row name args result render-data nil)
                 summary))
          (status (or live-status (plist-get row :status)))
-         (expandable (and (not live-status) (plist-get row :expandable-p)))
+         (expandable (plist-get (if live-status summary row) :expandable-p))
          (body (plist-get row :body))
          (preview (plist-get row :preview-body)))
     (unless (plist-get row :hidden-p)
@@ -1085,11 +1106,15 @@ rows are added, and nothing before the tail is touched."
         (chat mevedel-view--chat)
         (running nil))
     (save-excursion
-      ;; Open interactions keep their text (and point in it) across redraws.
-      (delete-region mevedel-view--transcript-end (mevedel-view--interactions-start))
-      (goto-char mevedel-view--transcript-end)
-      (let ((calls (mevedel-chat-live-calls chat))
-            (start (point)))
+      ;; Open interactions keep their text (and point in it) across
+      ;; redraws.  The new rows go in before the old ones, which then
+      ;; go: a point at an interaction's start (a card that took it)
+      ;; stays there, where deleting first would leave it above the
+      ;; new rows.
+      (let ((old (and (< mevedel-view--transcript-end (mevedel-view--interactions-start))
+                      (copy-marker (mevedel-view--interactions-start))))
+            (calls (mevedel-chat-live-calls chat))
+            (start (progn (goto-char mevedel-view--transcript-end) (point))))
         (when calls (insert "\n"))
         (dolist (call calls)
           (let* ((done (plist-get call :result))
@@ -1114,6 +1139,9 @@ rows are added, and nothing before the tail is touched."
           (insert "\n" (mevedel-view--glyph 'running) " "
                   (propertize "Waiting for the model…" 'face 'shadow) "\n"))
         (run-hook-with-args 'mevedel-view-live-functions chat)
+        (when old
+          (delete-region (point) old)
+          (set-marker old nil))
         (add-text-properties start (point) '(read-only t mevedel-live t))
         (mevedel-view--draw-interactions chat)))
     (if running (mevedel-view--start-spinner) (mevedel-view--stop-spinner))))
@@ -1141,33 +1169,110 @@ OPERATION-GRANTED non-nil means the call itself is allowed already."
     ('grant (format "Allow %s with more sandbox permissions?" (plist-get request :tool)))
     (_ (format "Allow %s?" (plist-get request :tool)))))
 
+(defconst mevedel-view--card-lines 20
+  "Most lines of a card's command or paths shown before TAB shows all.
+A longer list shows its first lines and its last five, so its end,
+where a command often does the most, is never hidden.")
+
+(defun mevedel-view--card-elide (lines expanded)
+  "Return the strings LINES, eliding the middle of a long list unless EXPANDED."
+  (let ((count (length lines))
+        (tail 5))
+    (if (or expanded (<= count mevedel-view--card-lines))
+        lines
+      (let ((head (- mevedel-view--card-lines tail)))
+        (append (take head lines)
+                (list (propertize
+                       (format "    … %d more lines (%s shows all)\n"
+                               (- count head tail)
+                               (substitute-command-keys
+                                "\\<mevedel-view-card-map>\\[mevedel-view-card-toggle-command]"))
+                       'face 'shadow))
+                (last lines tail))))))
+
+(defun mevedel-view--card-command (request)
+  "Return the lines of REQUEST's command as written, its risky commands marked.
+Each line is whole: a long one wraps under the first column of the
+command instead of being cut."
+  (let* ((source (string-trim-right (copy-sequence (plist-get request :source)) "\n+"))
+         (size (length source)))
+    (dolist (effect (plist-get request :effects))
+      (when-let* ((face (pcase (plist-get effect :class)
+                          ("read-only" nil)
+                          ("dangerous" 'mevedel-view-card-dangerous)
+                          (_ 'mevedel-view-card-risky))))
+        (add-face-text-property (min size (plist-get effect :start))
+                                (min size (plist-get effect :end))
+                                face nil source)))
+    (concat
+     "  command:\n"
+     (apply #'concat
+            (mevedel-view--card-elide
+             (mapcar (lambda (line) (propertize (concat "    " line "\n") 'wrap-prefix "    "))
+                     (split-string source "\n"))
+             (plist-get request :expanded))))))
+
+(defun mevedel-view--card-effects (request)
+  "Return one line per command of REQUEST that touches files.
+It says what the command reads, writes and deletes (workspace-relative,
+absolute outside), or that its paths are unknown; a command touching
+no file has no line."
+  (apply #'concat
+         (mevedel-view--card-elide
+          (delq nil
+                (mapcar
+                 (lambda (effect)
+                   (let ((parts (delq nil
+                                      (list
+                                       (when-let* ((paths (plist-get effect :reads)))
+                                         (concat "reads: " (string-join paths ", ")))
+                                       (when-let* ((paths (plist-get effect :writes)))
+                                         (concat "writes: " (string-join paths ", ")))
+                                       (when-let* ((paths (plist-get effect :deletes)))
+                                         (concat "deletes: " (string-join paths ", ")))
+                                       (and (plist-get effect :unknown) "paths: unknown")))))
+                     (when parts
+                       (propertize (format "  %s → %s\n" (plist-get effect :command)
+                                           (string-join parts " · "))
+                                   'wrap-prefix "    "))))
+                 (plist-get request :effects)))
+          (plist-get request :expanded))))
+
 (defun mevedel-view--card-text (request)
   "Return the body of the permission card for REQUEST."
-  (let ((args (plist-get request :args))
-        (card (plist-get request :card)))
-    (propertize
-     (concat
-      (cl-loop for (key value) on args by #'cddr
-               concat (format "  %s: %s\n" (substring (symbol-name key) 1)
-                              (mevedel-tool-render-shorten value 100)))
-      (when-let* ((paths (plist-get request :paths)))
-        (format "  paths: %s\n" (string-join paths ", ")))
-      (when-let* ((why (plist-get request :why)))
-        (format "  asked: %s\n" why))
-      (when card
-        (mevedel-view--grant-text card (plist-get request :grant)
-                                  (plist-get request :operation-granted)))
-      (when-let* ((always (and (not card) (plist-get request :always))))
-        (concat (substitute-command-keys
-                 "  \\<mevedel-view-card-map>\\[mevedel-view-allow-session] allows ")
-                always "\n"))
-      (substitute-command-keys
-       (if (or card (not (plist-get request :always)))
-           "  \\<mevedel-view-card-map>\\[mevedel-view-allow-once] allow once · \
-\\[mevedel-view-deny] deny\n"
-         "  \\<mevedel-view-card-map>\\[mevedel-view-allow-once] allow once · \
-\\[mevedel-view-allow-session] always this session · \\[mevedel-view-deny] deny\n")))
-     'face 'mevedel-view-card)))
+  (let* ((args (plist-get request :args))
+         (card (plist-get request :card))
+         (source (plist-get request :source))
+         (body
+          (concat
+           (when source (mevedel-view--card-command request))
+           (cl-loop for (key value) on args by #'cddr
+                    unless (and source (eq key :command))
+                    concat (format "  %s: %s\n" (substring (symbol-name key) 1)
+                                   (mevedel-tool-render-shorten value 100)))
+           (if source
+               (mevedel-view--card-effects request)
+             (when-let* ((paths (plist-get request :paths)))
+               (format "  paths: %s\n" (string-join paths ", "))))
+           (when-let* ((why (plist-get request :why)))
+             (format "  asked: %s\n" why))
+           (when card
+             (mevedel-view--grant-text card (plist-get request :grant)
+                                       (plist-get request :operation-granted)))
+           (when-let* ((always (and (not card) (plist-get request :always))))
+             (concat (substitute-command-keys
+                      "  \\<mevedel-view-card-map>\\[mevedel-view-allow-session] allows ")
+                     always "\n"))
+           (substitute-command-keys
+            (if (or card (not (plist-get request :always)))
+                "  \\<mevedel-view-card-map>\\[mevedel-view-allow-once] allow once · \
+\\[mevedel-view-deny] deny · \\[mevedel-view-deny-and-tell] deny and tell the model\n"
+              "  \\<mevedel-view-card-map>\\[mevedel-view-allow-once] allow once · \
+\\[mevedel-view-allow-session] always this session · \\[mevedel-view-deny] deny · \
+\\[mevedel-view-deny-and-tell] deny, tell\n")))))
+    ;; Under the faces of the risky commands.
+    (add-face-text-property 0 (length body) 'mevedel-view-card t body)
+    body))
 
 ;;;; Interactions
 
@@ -1200,6 +1305,8 @@ the running calls and before the open interactions.")
 
 (defun mevedel-view--interactions-changed (chat)
   "Redraw the live zone of CHAT's view; focus a new interaction.
+A new interaction takes point even from a draft in the composer: the
+draft stays, and point returns to it once no interaction waits.
 A `mevedel-interaction-change-functions' member."
   (when-let* ((buffer (get-buffer (format "*mevedel: %s*" (mevedel-chat-name chat))))
               ((eq (buffer-local-value 'mevedel-view--chat buffer) chat)))
@@ -1208,8 +1315,7 @@ A `mevedel-interaction-change-functions' member."
         (save-excursion (mevedel-view--render-live))
         (when-let* (((not before))
                     (interaction (car (mevedel-interaction-list chat)))
-                    (start (mevedel-interaction-start interaction))
-                    ((string-blank-p (mevedel-view--composer-text))))
+                    (start (mevedel-interaction-start interaction)))
           (setq mevedel-view--card-focused t)
           (goto-char start)
           (when-let* ((window (get-buffer-window buffer)))
@@ -1544,6 +1650,26 @@ keys (`npm test'); a card that offers no \"always\" says why."
   (interactive)
   (mevedel-interaction-settle (mevedel-view--card-at-point) 'deny))
 
+(defun mevedel-view-deny-and-tell (message)
+  "Deny the call of the permission card at point and tell the model MESSAGE.
+The model reads MESSAGE as the call's refusal: what to do instead."
+  (interactive (list (progn (mevedel-view--card-at-point)
+                            (read-string "Deny, and tell the model instead: "))))
+  (if (string-blank-p message)
+      (user-error "No message given: n denies without one")
+    (mevedel-interaction-settle (mevedel-view--card-at-point)
+                                (cons 'deny (string-trim message)))))
+
+(defun mevedel-view-card-toggle-command ()
+  "Show all of the command and paths of the card at point, or elide them again."
+  (interactive)
+  (let* ((card (mevedel-view--card-at-point))
+         (request (mevedel-interaction-data card)))
+    (setf (mevedel-interaction-data card)
+          (plist-put request :expanded (not (plist-get request :expanded))))
+    (mevedel-interaction-call-preserving-points
+     (lambda () (mevedel-interaction-redraw card)))))
+
 ;;;; Rows
 
 (defvar mevedel-view-row-visit-functions nil
@@ -1576,16 +1702,25 @@ opens the child's view).  Otherwise RET expands or collapses the row.")
           (t (user-error "No tool row here")))))
 
 (defun mevedel-view--toggle-call (id)
-  "Expand or collapse the row of the tool call ID."
+  "Expand or collapse the row of the tool call ID, running or finished."
   (let ((segment (mevedel-view--find-tool id)))
-    (unless segment (user-error "This call has not finished yet"))
-    (let* ((summary (mevedel-tool-render-row (plist-get segment :name) (plist-get segment :args)
-                                             (plist-get segment :result)
-                                             (plist-get segment :render-data) t))
-           (expanded (mevedel-view--expanded-p id summary)))
-      (when (plist-get summary :expandable-p)
-        (puthash id (if expanded 'collapsed t) mevedel-view--expanded)
-        (mevedel-view--redraw-row id segment)))))
+    (cond
+     (segment
+      (let* ((summary (mevedel-tool-render-row (plist-get segment :name) (plist-get segment :args)
+                                               (plist-get segment :result)
+                                               (plist-get segment :render-data) t))
+             (expanded (mevedel-view--expanded-p id summary)))
+        (when (plist-get summary :expandable-p)
+          (puthash id (if expanded 'collapsed t) mevedel-view--expanded)
+          (mevedel-view--redraw-row id segment))))
+     ((cl-find id (mevedel-chat-live-calls mevedel-view--chat)
+               :key (lambda (call) (plist-get call :id)) :test #'equal)
+      (puthash id (if (eq (gethash id mevedel-view--expanded) t) 'collapsed t)
+               mevedel-view--expanded)
+      (let ((here (point)))
+        (mevedel-interaction-call-preserving-points #'mevedel-view--render-live)
+        (goto-char (min here (point-max)))))
+     (t (user-error "No such call")))))
 
 (defun mevedel-view--toggle-group (group)
   "Show or hide the rows of the coalesced GROUP at point."

@@ -4,13 +4,16 @@
 
 ;; Loaded by scripts/screenshots.sh into a graphical Emacs (under Xvfb)
 ;; after scripts/load-path.el.  One session on a small shell project,
-;; against the scripted model (no network), four turns:
+;; against the scripted model (no network), five turns:
 ;;
 ;;   1. the model greps and reads, then answers in Markdown
 ;;        -> view-turn.png, then its Grep row expanded -> view-grep-row.png
-;;   2. it wants to run the tests: the permission card -> view-permission-card.png
+;;   2. it wants to run the tests, a command of a few lines: the
+;;      permission card with what each line reads, writes and deletes
+;;        -> view-permission-card.png
 ;;   3. it patches the bug: the patch review -> patch-review.png
 ;;   4. it starts a long build in the background -> view-background-panel.png
+;;   5. in Plan mode it proposes a plan: the plan card -> view-plan-card.png
 ;;
 ;; Each PNG is the frame as `x-export-frames' draws it (Cairo builds),
 ;; written to the directory the command line names after --.
@@ -33,6 +36,13 @@
           "-  echo $(( $1 - $2 ))\n+  echo $(( $1 + $2 ))\n }\n*** End Patch\n")
   "The model's fix.")
 
+(defconst screenshots--plan
+  (concat "## Test `mul` as well as `add`\n\n"
+          "1. test.sh: check `mul 0 5` and `mul -2 3`\n"
+          "2. lib.sh: no change unless a check fails\n"
+          "3. Verify: `sh test.sh` prints all tests passed")
+  "The plan the model proposes in Plan mode.")
+
 (defconst screenshots--steps
   `(((text . "I will look for `add` and read the library.")
      (tool_calls . [((name . "Grep")
@@ -46,7 +56,11 @@
                       "- `mul` is right, see lib.sh:7\n\n"
                       "The fix is one character: `-` becomes `+`.")))
     ((tool_calls . [((name . "Bash")
-                     (arguments . ((command . "sh test.sh") (description . "run the tests"))))]))
+                     (arguments . ((command . ,(concat "sh test.sh > test.log 2>&1\n"
+                                                       "grep -c failed test.log\n"
+                                                       "cat README.md lib.sh | wc -l\n"
+                                                       "rm -f test.log"))
+                                   (description . "run the tests"))))]))
     ((text . "You declined: I will not run the tests."))
     ((tool_calls . [((name . "ApplyPatch") (arguments . ((patch . ,screenshots--patch))))]))
     ((text . "The patch was not applied; tell me what to change."))
@@ -54,7 +68,12 @@
                      (arguments . ((command . "for i in 1 2 3 4 5 6; do echo building part $i; sleep 5; done")
                                    (description . "build everything")
                                    (yield_time_ms . 1500))))]))
-    ((text . "The build goes on in the background; I will look at its output when it ends.")))
+    ((text . "The build goes on in the background; I will look at its output when it ends."))
+    ;; ProposePlan is a specialist: the model calls it through ToolCall.
+    ((tool_calls . [((name . "ToolCall")
+                     (arguments . ((program . ,(format "(ProposePlan :plan %S)"
+                                                        screenshots--plan)))))]))
+    ((text . "I keep planning; tell me what to look at.")))
   "The scripted model's answers, one per request.")
 
 (defun screenshots--wait (what predicate &optional seconds)
@@ -74,6 +93,15 @@
         (file (expand-file-name (concat name ".png") dir)))
     (write-region (x-export-frames nil 'png) nil file nil 'silent)
     (princ (format "screenshots: wrote %s\n" file) #'external-debugging-output)))
+
+(defun screenshots--show-card (view)
+  "Scroll VIEW's window so that its first open interaction shows whole."
+  (let ((window (get-buffer-window view)))
+    (with-current-buffer view
+      (when-let* ((card (car (mevedel-interaction-list mevedel-view--chat)))
+                  (start (mevedel-interaction-start card)))
+        (set-window-point window start)
+        (set-window-start window (save-excursion (goto-char start) (forward-line -4) (point)))))))
 
 (defun screenshots--send (view text)
   "Type TEXT into VIEW's composer and send it."
@@ -129,6 +157,7 @@
           (let ((ended (screenshots--turn-ended chat 1)))
             (screenshots--send view "Run the tests.")
             (screenshots--wait "the permission card" (lambda () (mevedel-chat-pending chat)))
+            (screenshots--show-card view)
             (screenshots--shoot dir "view-permission-card")
             (with-current-buffer view (mevedel-view-deny))
             (screenshots--wait "the second turn" ended))
@@ -157,7 +186,18 @@
                                            (with-current-buffer view
                                              (pcase-let ((`(,start . ,end) (mevedel-view-panel-bounds)))
                                                (< start end)))))
-          (screenshots--shoot dir "view-background-panel"))
+          (screenshots--shoot dir "view-background-panel")
+          ;; A plan in Plan mode: its card, then "keep planning".
+          (mevedel-plan-enter (mevedel-chat-session chat))
+          (let ((ended (screenshots--turn-ended chat 1)))
+            (screenshots--send view "Plan tests for mul.")
+            (screenshots--wait "the plan card"
+                               (lambda () (cl-find 'plan (mevedel-interaction-list chat)
+                                                   :key #'mevedel-interaction-kind)))
+            (screenshots--show-card view)
+            (screenshots--shoot dir "view-plan-card")
+            (mevedel-interaction-settle (car (mevedel-interaction-list chat)) 'stay)
+            (screenshots--wait "the fifth turn" ended)))
       (when chat (ignore-errors (mevedel-chat-abort chat)))
       (when server (mevedel-scripted-model-stop server))
       (delete-file script)

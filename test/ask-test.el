@@ -146,6 +146,25 @@
     (ask-test--keys "RET")
     (should (string-match-p "Answer: A\n" (ask-test--result box)))))
 
+(ert-deftest mevedel-ask:the-form-takes-point-from-a-draft ()
+  "The form takes point though the composer holds a draft; its key line fits 80."
+  (mevedel-test-with-view view chat
+    (switch-to-buffer view)
+    (goto-char (point-max))
+    (insert "draft")
+    (let ((box (mevedel-test-start-tool chat "Ask" "ask-d"
+                                        (list :questions (vconcat (ask-test--three))))))
+      (mevedel-test-wait-until (mevedel-interaction-list chat) 10)
+      (should (eq (mevedel-interaction-kind (mevedel-interaction-at)) 'ask))
+      (should (equal (mevedel-view--composer-text) "draft"))
+      (should (cl-some (lambda (line) (string-match-p "C-c C-c submit" line))
+                       (split-string (ask-test--form-text) "\n")))
+      (dolist (line (split-string (ask-test--form-text) "\n"))
+        (when (string-search "submit" line)
+          (should (<= (string-width line) 80))))
+      (ask-test--keys "q")
+      (should (ask-test--result box)))))
+
 (ert-deftest mevedel-ask:cancel-and-abort ()
   (dolist (keys '("q" "C-g"))
     (ask-test--with-form (ask-test--three)

@@ -247,6 +247,84 @@ BUFFER is bound to the review buffer and CONTEXT to the call's context."
       (should (equal (plist-get (mevedel-patch-review-test--take answer) :selection)
                      '(("/ws/a.el" accept (edit . "(ten)\n(Eleven, edited)\n(twelve)\n"))))))))
 
+;;;; Splitting a hunk, and deciding lines
+
+(defconst mevedel-patch-review-test--two-changes
+  '((:path "a.el" :abs "/ws/a.el" :op update :added 2 :removed 2 :diff ""
+     :hunks ((:index 0 :header "@@ -1,5 +1,5 @@" :old-start 1 :old-lines 5 :new-start 1
+              :new-lines 5 :added 2 :removed 2 :text " a\n-b\n+B\n c\n-d\n+D\n e\n"
+              :new-text "a\nB\nc\nD\ne\n"))))
+  "One file whose one hunk holds two changes.")
+
+(ert-deftest mevedel-patch-review:split-hunk-parts-are-decided-alone ()
+  "s splits the hunk at point; accepting one part and rejecting the other
+applies only the first change, as an edit of the hunk."
+  (let ((mevedel-patch-review-test--files mevedel-patch-review-test--two-changes))
+    (mevedel-patch-review-test--with answers
+      (with-current-buffer buffer
+        ;; Not where either part would lack a change.
+        (search-forward "-b")
+        (should-error (mevedel-patch-review-split) :type 'user-error)
+        (search-forward " c")
+        (mevedel-patch-review-split)
+        (should (looking-at-p "\\[ \\] @@ -3,3 \\+3,3 @@ (split)\n"))
+        (should (string-search "[ ] @@ -1,5 +1,5 @@\n a\n-b\n+B\n[ ] @@ -3,3 +3,3 @@ (split)\n c\n-d\n+D\n e\n"
+                               (buffer-substring-no-properties (point-min) (point-max))))
+        ;; Both parts' diff lines keep their line numbers.
+        (should (equal (mevedel-patch-review--prefixes
+                        (aref (mevedel-patch-review--file-hunks (aref mevedel-patch-review--files 0)) 1))
+                       (cl-subseq (mevedel-patch-review--data-prefixes
+                                   (aref (mevedel-patch-review--file-hunks
+                                          (aref mevedel-patch-review--files 0))
+                                         0))
+                                  3))))
+      (mevedel-patch-review-test--keys buffer "k y n")
+      (with-current-buffer buffer
+        (goto-char (point-min))
+        (should (search-forward "[✓] @@ -1,5" nil t))
+        (should (search-forward "[×] @@ -3,3" nil t))
+        (should (search-backward "[~] Update a.el" nil t)))
+      (mevedel-patch-review-test--keys buffer "C-c C-c")
+      (should (equal (plist-get (mevedel-patch-review-test--take (car answers)) :selection)
+                     '(("/ws/a.el" (edit . "a\nB\nc\nd\ne\n"))))))))
+
+(ert-deftest mevedel-patch-review:region-decides-only-its-lines ()
+  "n with the region on some changed lines rejects only those lines."
+  (let ((mevedel-patch-review-test--files mevedel-patch-review-test--two-changes))
+    (mevedel-patch-review-test--with answers
+      (with-current-buffer buffer
+        (search-forward "-d")
+        (set-mark (line-beginning-position))
+        (forward-line 1)
+        (end-of-line)
+        (activate-mark)
+        (execute-kbd-macro (kbd "n"))
+        (should-not (region-active-p))
+        (goto-char (point-min))
+        (should (search-forward "[~] @@ -1,5" nil t))
+        ;; The rejected lines are struck through, the others are not.
+        (search-forward "-d")
+        (should (cl-some (lambda (o) (eq (overlay-get o 'face) 'mevedel-patch-review-dropped))
+                         (overlays-at (line-beginning-position))))
+        (search-backward "-b")
+        (should-not (cl-some (lambda (o) (overlay-get o 'mevedel-patch-review-pick))
+                             (overlays-at (point))))
+        ;; A region with no changed line decides nothing.
+        (goto-char (point-min))
+        (search-forward " c")
+        (set-mark (line-beginning-position))
+        (end-of-line)
+        (activate-mark)
+        (should-error (mevedel-patch-review-reject) :type 'user-error)
+        (deactivate-mark)
+        ;; Editing a hunk with lines decided alone is refused.
+        (should-error (mevedel-patch-review-edit) :type 'user-error))
+      (mevedel-patch-review-test--keys buffer "C-c C-c")
+      (let ((answer (car answers)))
+        (should (equal (plist-get (cdr answer) :reason) "reviewed: 1 of 1 hunk accepted"))
+        (should (equal (plist-get (mevedel-patch-review-test--take answer) :selection)
+                       '(("/ws/a.el" (edit . "a\nB\nc\nd\ne\n")))))))))
+
 (ert-deftest mevedel-patch-review:feedback-captured ()
   "Feedback on a hunk, a file and the patch is kept for the handler."
   (mevedel-patch-review-test--with answers
@@ -583,6 +661,30 @@ the model's result."
         (should (equal (mevedel-patch-review-test--read a)
                        (replace-regexp-in-string "^l18$" "L18 edited" before)))
         (should (equal (mevedel-patch-review-test--read b) "new\n"))))))
+
+(ert-deftest mevedel-patch-review:close-sections-of-the-patch-are-two-hunks ()
+  "Two `@@' sections of the model's patch two lines apart are two hunks."
+  (require 'mevedel-tool-patch)
+  (mevedel-patch-review-test--with-applypatch chat ws
+    (let ((a (expand-file-name "a.txt" ws)))
+      (mevedel-patch-review-test--write a (cl-loop for i from 1 to 12 collect (format "l%d" i)))
+      (let* ((box (mevedel-test-start-tool
+                   chat "ApplyPatch" "toolu_close"
+                   (list :patch (concat "*** Begin Patch\n*** Update File: a.txt\n"
+                                        "@@\n l3\n-l4\n+L4\n"
+                                        "@@\n l6\n-l7\n+L7\n"
+                                        "*** End Patch\n"))))
+             (buffer (progn (mevedel-test-wait-until (get-buffer "*mevedel-review: 1 file*") 10)
+                            (get-buffer "*mevedel-review: 1 file*"))))
+        (with-current-buffer buffer
+          (should (string-search "1 file, 2 hunks" (buffer-string))))
+        ;; The second alone is applied.
+        (mevedel-patch-review-test--keys buffer "n y C-c C-c")
+        (mevedel-test-wait-until (car box) 10)
+        (should (string-match-p "reviewed: 1 of 2 hunks accepted" (caar box)))
+        (should (equal (mevedel-patch-review-test--read a)
+                       (mapconcat (lambda (i) (if (= i 7) "L7\n" (format "l%d\n" i)))
+                                  (number-sequence 1 12) "")))))))
 
 (ert-deftest mevedel-patch-review:applypatch-reject-all-writes-nothing ()
   "Rejecting the whole patch refuses the call; no file changes."

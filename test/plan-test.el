@@ -175,6 +175,27 @@ noted in `asked'."
           (should-not (plist-get turn :plan-stamp))
           (should (equal (mevedel-plan-current session) "1. Edit")))))))
 
+(ert-deftest mevedel-plan:the-card-takes-point-from-a-draft ()
+  "With a draft in the composer the plan card still takes point; f's
+feedback, read in the minibuffer, is the plan's answer; the draft stays."
+  (plan-test--with-plan
+    (switch-to-buffer view)
+    (goto-char (point-max))
+    (insert "an unsent thought")
+    (mevedel-test-in-turn chat (list :id "t6" :plan-stamp (mevedel-plan-make-stamp 'sticky))
+      (let ((box (mevedel-test-start-tool chat "ProposePlan" "pp6" (list :plan "1. Do it"))))
+        (mevedel-test-wait-until (mevedel-interaction-list chat) 5)
+        (should (eq (mevedel-interaction-kind (mevedel-interaction-at)) 'plan))
+        (should (eq (key-binding "f") #'mevedel-tool-plan-feedback))
+        (execute-kbd-macro (kbd "f use SPC sqlite RET"))
+        (mevedel-test-wait-until (car box) 5)
+        (should (string-match-p "revised: use sqlite" (caar box)))
+        (should (mevedel-plan-active-p session))
+        ;; Nothing was typed into the composer or queued.
+        (should (equal (mevedel-view--composer-text) "an unsent thought"))
+        (should-not (mevedel-chat-queued chat))
+        (should (= (point) (point-max)))))))
+
 (ert-deftest mevedel-plan:propose-outside-plan-is-refused ()
   (mevedel-test-with-view view chat
     (should (string-match-p "Plan mode, which is off"

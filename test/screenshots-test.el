@@ -14,7 +14,8 @@
 (require 'mevedel-test-helpers)
 
 (defconst mevedel-screenshots-test--names
-  '("view-turn" "view-grep-row" "view-permission-card" "patch-review" "view-background-panel")
+  '("view-turn" "view-grep-row" "view-permission-card" "patch-review" "view-background-panel"
+    "view-plan-card")
   "The screenshots the script draws.")
 
 (defun mevedel-screenshots-test--dimensions (file)

@@ -188,7 +188,8 @@ Each tool's only display fact is its :renderer; they are removed after."
       (should (equal (mevedel-view--composer-text) "draft"))
       (let ((line (buffer-substring-no-properties mevedel-view--separator mevedel-view--composer)))
         (should (<= (length (string-trim line)) 50))
-        (should (string-match-p "\\`\n──.*──\n\\'" line)))
+        ;; The rule, then the composer's prompt marker.
+        (should (string-match-p "\\`\n──.*──\n› \\'" line)))
       (should (get-text-property mevedel-view--separator 'mevedel-separator))
       (should (= mevedel-view--panel mevedel-view--separator))
       ;; The transcript above is untouched.

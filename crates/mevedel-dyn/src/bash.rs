@@ -14,6 +14,9 @@
 //! only for a list or plist not seen before, with one exit check at the
 //! end: a source seen never before but judged like an earlier one costs
 //! no Lisp allocation.
+//!
+//! `bash-effects` tells a permission card what each command does to
+//! files: only a drawn card asks, so it is built the plain way.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -21,9 +24,11 @@ use std::ffi::CStr;
 
 use emacs::raw::emacs_value;
 use emacs::{Env, FromLisp, Result, Value, defun};
-use mevedel_core::bash::{Class, Facts, Judge};
+use mevedel_core::bash::{self, Class, Facts, Judge};
+use mevedel_core::datum::Datum;
 use mevedel_core::error::{Error, ErrorKind};
 
+use crate::convert;
 use crate::errors;
 use crate::guard::guarded;
 use crate::raw::Raw;
@@ -344,5 +349,37 @@ fn bash_permission<'e>(
             let plist = read?;
             api.finish(plist, "Building the result failed")
         })
+    })
+}
+
+/// What each command of Bash SOURCE, run in the directory CWD of the
+/// workspace ROOT (both absolute), does to files, for a permission card:
+/// a list with one plist per command, in source order: `:command` (its
+/// key, such as `git status`, or its name), `:class` (as
+/// `bash-permission` names it), `:start` and `:end` (where it is in
+/// SOURCE, 0-based, in characters), `:reads`, `:writes` and `:deletes`
+/// (paths relative to ROOT when inside it, else absolute) and
+/// `:unknown` (some file it touches cannot be told).
+#[defun(name = "bash-effects")]
+fn bash_effects<'e>(env: &'e Env, source: String, cwd: String, root: String) -> Result<Value<'e>> {
+    guarded(env, || {
+        let home = std::env::var("HOME").ok();
+        let strings = |paths: Vec<String>| Datum::List(paths.into_iter().map(Datum::Str).collect());
+        let effects = bash::describe(&source, &cwd, &root, home.as_deref())
+            .into_iter()
+            .map(|e| {
+                Datum::plist([
+                    (":command", Datum::Str(e.label)),
+                    (":class", Datum::Str(e.class.name().into())),
+                    (":start", Datum::Int(e.start as i64)),
+                    (":end", Datum::Int(e.end as i64)),
+                    (":reads", strings(e.reads)),
+                    (":writes", strings(e.writes)),
+                    (":deletes", strings(e.deletes)),
+                    (":unknown", if e.unknown { Datum::T } else { Datum::Nil }),
+                ])
+            })
+            .collect();
+        convert::to_lisp(env, &Datum::List(effects))
     })
 }

@@ -911,15 +911,22 @@ pub fn file_operands<'s>(name: &str, args: &'s [Arg<'_>], mut each: impl FnMut(O
     if no_files(name) {
         return;
     }
+    let git = name == "git";
+    // git's subcommand is no file: its operands start after it.
+    let (args, subcommand) = if git {
+        let start = git_operands(args, &mut each);
+        (
+            &args[start..],
+            start.checked_sub(1).and_then(|i| args[i].text()),
+        )
+    } else {
+        (args, None)
+    };
     // The first operand is a pattern, script or program unless an option
     // gave one (then every operand is a file).
     let leading = match name {
-        "grep" | "egrep" | "fgrep" | "zgrep" | "rg" => !flag(args, |t| {
-            matches!(t, "-e" | "-f" | "--regexp" | "--file")
-                || t.starts_with("--regexp=")
-                || t.starts_with("--file=")
-                || (!t.starts_with("--") && (short_has(t, 'e') || short_has(t, 'f')))
-        }),
+        "grep" | "egrep" | "fgrep" | "zgrep" | "rg" => !grep_pattern_given(args),
+        "git" => subcommand == Some("grep") && !grep_pattern_given(args),
         "sed" => !flag(args, |t| {
             matches!(t, "-e" | "-f" | "--expression" | "--file")
                 || t.starts_with("--expression=")
@@ -932,6 +939,7 @@ pub fn file_operands<'s>(name: &str, args: &'s [Arg<'_>], mut each: impl FnMut(O
     let mut skip = leading;
     let mut expression = false;
     let mut value_follows = false;
+    let mut separated = false;
     for arg in args {
         let Some(text) = arg.text() else {
             if skip {
@@ -960,6 +968,15 @@ pub fn file_operands<'s>(name: &str, args: &'s [Arg<'_>], mut each: impl FnMut(O
             }
             continue;
         }
+        if git && !separated {
+            if text == "--" {
+                separated = true;
+                continue;
+            }
+            if revision_like(text) {
+                continue;
+            }
+        }
         if let Some(option) = text.strip_prefix('-').filter(|o| !o.is_empty()) {
             // An option's attached value may be a file.
             match option.split_once('=') {
@@ -975,6 +992,185 @@ pub fn file_operands<'s>(name: &str, args: &'s [Arg<'_>], mut each: impl FnMut(O
         }
         each(Some(text));
     }
+}
+
+/// Whether grep's ARGS give its pattern by an option, so that every
+/// operand is a file.
+fn grep_pattern_given(args: &[Arg<'_>]) -> bool {
+    flag(args, |t| {
+        matches!(t, "-e" | "-f" | "--regexp" | "--file")
+            || t.starts_with("--regexp=")
+            || t.starts_with("--file=")
+            || (!t.starts_with("--") && (short_has(t, 'e') || short_has(t, 'f')))
+    })
+}
+
+/// Where the operands of git's subcommand start in ARGS (after the
+/// subcommand), passing the directories its global options name (`-C`,
+/// `--git-dir`, `--work-tree`) to EACH: git reads those.
+fn git_operands<'s>(args: &'s [Arg<'_>], each: &mut impl FnMut(Option<&'s str>)) -> usize {
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].text() {
+            Some("-C" | "--git-dir" | "--work-tree") => {
+                if let Some(value) = args.get(i + 1) {
+                    each(value.text());
+                }
+                i += 2;
+            }
+            Some(t) if t.starts_with('-') => {
+                if let Some((_, value)) = t.split_once('=') {
+                    each(Some(value));
+                }
+                i += 1;
+            }
+            _ => return (i + 1).min(args.len()),
+        }
+    }
+    args.len()
+}
+
+/// Whether the git operand TEXT names a revision (`HEAD~2`, `main..x`,
+/// `HEAD:file`, `@{u}`) rather than a file: not a path that could
+/// leave the directory (absolute, `~` or a `..` component).
+fn revision_like(text: &str) -> bool {
+    if text.starts_with('/') || text.starts_with('~') || text.split('/').any(|c| c == "..") {
+        return false;
+    }
+    let head = ["HEAD", "FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD"]
+        .iter()
+        .any(|h| {
+            text.strip_prefix(h)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['~', '^', '@', ':']))
+        });
+    head || text.contains("@{")
+        || text.contains("..")
+        || text
+            .trim_end_matches(|c: char| c.is_ascii_digit())
+            .ends_with(['~', '^'])
+}
+
+/// What a command does to one of its file operands, as a card tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    Read,
+    Write,
+    Delete,
+}
+
+/// Pass each file operand of the command NAME with ARGS, one that
+/// changes files, to EACH with what it does to it (`None`: a computed
+/// word). Return false when its words cannot tell which files it
+/// touches (a build tool, an interpreter, an unlisted command).
+pub fn effects<'s>(
+    name: &str,
+    args: &'s [Arg<'_>],
+    mut each: impl FnMut(Effect, Option<&'s str>),
+) -> bool {
+    // Options whose value is the next word.
+    let valued: &[&str] = match name {
+        "rm" | "rmdir" | "unlink" | "tee" => &[],
+        "shred" => &["-n", "--iterations", "-s", "--size"],
+        "cp" | "mv" | "ln" => &["-t", "--target-directory", "-S", "--suffix"],
+        "install" => &[
+            "-t",
+            "--target-directory",
+            "-m",
+            "--mode",
+            "-o",
+            "--owner",
+            "-g",
+            "--group",
+            "-S",
+            "--suffix",
+        ],
+        "mkdir" => &["-m", "--mode"],
+        "touch" => &["-d", "--date", "-r", "--reference", "-t"],
+        "truncate" => &["-s", "--size", "-r", "--reference"],
+        "chmod" | "chown" | "chgrp" => &[],
+        "sed" => &["-e", "--expression", "-f", "--file", "-l", "--line-length"],
+        "dd" => {
+            for arg in args {
+                match arg.text() {
+                    Some(t) if t.starts_with("if=") => each(Effect::Read, Some(&t[3..])),
+                    Some(t) if t.starts_with("of=") => each(Effect::Write, Some(&t[3..])),
+                    Some(_) => {}
+                    None => each(Effect::Write, None),
+                }
+            }
+            return true;
+        }
+        _ => return false,
+    };
+    let mut operands: Vec<Option<&'s str>> = Vec::new();
+    let mut target: Option<Option<&'s str>> = None;
+    let mut separated = false;
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].text() {
+            Some("--") if !separated => separated = true,
+            Some(t) if !separated && t.starts_with('-') && t != "-" => {
+                if let Some(dir) = t.strip_prefix("--target-directory=") {
+                    target = Some(Some(dir));
+                } else if valued.contains(&t) {
+                    if matches!(t, "-t" | "--target-directory") {
+                        target = Some(args.get(i + 1).and_then(Arg::text));
+                    }
+                    i += 1;
+                }
+            }
+            text => operands.push(text),
+        }
+        i += 1;
+    }
+    match name {
+        "rm" | "rmdir" | "unlink" | "shred" => {
+            operands.into_iter().for_each(|o| each(Effect::Delete, o));
+        }
+        "mkdir" | "touch" | "truncate" | "tee" => {
+            operands.into_iter().for_each(|o| each(Effect::Write, o));
+        }
+        "chmod" | "chown" | "chgrp" => {
+            // The mode or owner comes first, unless a reference file gives it.
+            let skip = usize::from(!flag(args, |t| t.starts_with("--reference")));
+            operands
+                .into_iter()
+                .skip(skip)
+                .for_each(|o| each(Effect::Write, o));
+        }
+        "sed" => {
+            let scripted = flag(args, |t| {
+                matches!(t, "-e" | "--expression" | "-f" | "--file")
+                    || t.starts_with("--expression=")
+                    || t.starts_with("--file=")
+            });
+            operands
+                .into_iter()
+                .skip(usize::from(!scripted))
+                .for_each(|o| each(Effect::Write, o));
+        }
+        _ if name == "install" && flag(args, |t| t == "-d" || t == "--directory") => {
+            operands.into_iter().for_each(|o| each(Effect::Write, o));
+        }
+        _ => {
+            // cp, mv, ln, install: sources, then the destination.
+            let source = if name == "mv" {
+                Effect::Delete
+            } else {
+                Effect::Read
+            };
+            let destination = match target {
+                Some(dir) => dir,
+                None if operands.len() >= 2 => operands.pop().flatten(),
+                // A lone operand lands in the working directory, under
+                // a name the words do not give.
+                None => return false,
+            };
+            operands.into_iter().for_each(|o| each(source, o));
+            each(Effect::Write, destination);
+        }
+    }
+    true
 }
 
 #[cfg(test)]

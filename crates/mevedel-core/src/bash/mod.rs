@@ -11,6 +11,9 @@
 //!   `PIPESTATUS` snapshot cannot change what the source does;
 //! - the single simple command, when that is all the source is, so exit
 //!   statuses such as grep's 1 can be read by [`outcome`].
+//!
+//! [`describe`] walks the same tree for a permission card: what each
+//! command reads, writes or deletes, which a decision never needs.
 
 mod commands;
 mod outcome;
@@ -168,6 +171,59 @@ impl Analysis {
     pub fn read_only(&self) -> bool {
         self.class == Class::ReadOnly && !self.parse_error && !self.background
     }
+}
+
+/// What one command of a source does to files, as a card shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandEffect {
+    /// Its key (`git status`, `rm`), or its name when it has none.
+    pub label: String,
+    pub class: Class,
+    /// Where the command is in the source, in characters.
+    pub start: usize,
+    pub end: usize,
+    pub reads: Vec<String>,
+    pub writes: Vec<String>,
+    pub deletes: Vec<String>,
+    /// Some file it touches cannot be told from its words.
+    pub unknown: bool,
+}
+
+/// What each command of SRC, run in the directory CWD of the workspace
+/// ROOT (both absolute; HOME expands `~`), does to files: one entry per
+/// command in source order, its paths relative to ROOT when inside it
+/// (`.` for ROOT itself), else absolute.
+pub fn describe(src: &str, cwd: &str, root: &str, home: Option<&str>) -> Vec<CommandEffect> {
+    let cwd = normalize("/", cwd);
+    let root = normalize("/", root);
+    let shown = |path: &mut String| {
+        let absolute = match path.strip_prefix('~') {
+            Some(rest) if rest.is_empty() || rest.starts_with('/') => match home {
+                Some(h) => normalize("/", &format!("{h}{rest}")),
+                None => return,
+            },
+            Some(_) => return,
+            None => normalize(&cwd, path),
+        };
+        *path = match absolute.strip_prefix(root.as_str()) {
+            Some("") => ".".into(),
+            Some(rest) if root == "/" => rest.into(),
+            Some(rest) if rest.starts_with('/') => rest[1..].into(),
+            _ => absolute,
+        };
+    };
+    let mut effects = walk::describe(src);
+    for effect in &mut effects {
+        for path in effect
+            .reads
+            .iter_mut()
+            .chain(&mut effect.writes)
+            .chain(&mut effect.deletes)
+        {
+            shown(path);
+        }
+    }
+    effects
 }
 
 /// What a permission decision needs to know about a source run in one

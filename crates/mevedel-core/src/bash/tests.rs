@@ -1331,3 +1331,84 @@ proptest! {
         prop_assert_eq!(normalize(&dir, &path), normalize_by_components(&dir, &path));
     }
 }
+
+/// A subcommand is no file: `git status` names none, for the permission
+/// decision and for the card alike.
+#[test]
+fn subcommands_are_not_files() {
+    assert!(access_of("git status").paths.is_empty());
+    assert!(access_of("git log --oneline -5").paths.is_empty());
+    assert!(access_of("git diff HEAD~1 main..topic").paths.is_empty());
+    assert_eq!(
+        access_of("git diff -- src/lib.rs").paths,
+        ["/ws/src/lib.rs"]
+    );
+    assert_eq!(access_of("git -C /etc status").paths, ["/etc"]);
+    assert_eq!(access_of("git grep -n TODO src").paths, ["/ws/src"]);
+    assert_eq!(access_of("git show ../x..y").paths, ["/x..y"]);
+}
+
+/// One command's line of a card: its label, then what it touches.
+fn described(src: &str) -> Vec<String> {
+    describe(src, "/ws", "/ws", Some("/home/u"))
+        .into_iter()
+        .map(|e| {
+            let mut line = e.label.clone();
+            for (what, paths) in [
+                ("reads", &e.reads),
+                ("writes", &e.writes),
+                ("deletes", &e.deletes),
+            ] {
+                if !paths.is_empty() {
+                    line.push_str(&format!(" {what}: {}", paths.join(", ")));
+                }
+            }
+            if e.unknown {
+                line.push_str(" unknown");
+            }
+            line
+        })
+        .collect()
+}
+
+#[test]
+fn each_command_says_what_it_touches() {
+    assert_eq!(described("git status"), ["git status"]);
+    assert_eq!(described("git log"), ["git log"]);
+    assert_eq!(described("rm -rf /etc"), ["rm deletes: /etc"]);
+    assert_eq!(described("rm -rf src"), ["rm deletes: src"]);
+    assert_eq!(
+        described("cat a.txt /etc/passwd | grep x > out.txt\nmv a b/c\ncp -r src /tmp/dst"),
+        [
+            "cat reads: a.txt, /etc/passwd",
+            "grep writes: out.txt",
+            "mv writes: b/c deletes: a",
+            "cp reads: src writes: /tmp/dst",
+        ]
+    );
+    assert_eq!(
+        described("cd sub && touch x && mkdir -p ../d && tee -a log < in"),
+        [
+            "cd reads: sub",
+            "touch writes: sub/x",
+            "mkdir writes: d",
+            "tee reads: sub/in writes: sub/log",
+        ]
+    );
+    assert_eq!(
+        described("cargo build && make"),
+        ["cargo build unknown", "make unknown"]
+    );
+    assert_eq!(
+        described("echo hi && ls ~/p"),
+        ["echo", "ls reads: /home/u/p"]
+    );
+    assert_eq!(described("rm \"$f\""), ["rm unknown"]);
+    assert_eq!(described("sed -i s/a/b/ f.txt"), ["sed writes: f.txt"]);
+    assert_eq!(described("ls ."), ["ls reads: ."]);
+    // Classes and character offsets, for highlighting.
+    let effects = describe("é; sudo rm -rf /", "/ws", "/ws", None);
+    assert_eq!(effects[1].label, "sudo");
+    assert_eq!(effects[1].class, Class::Dangerous);
+    assert_eq!((effects[1].start, effects[1].end), (3, 16));
+}

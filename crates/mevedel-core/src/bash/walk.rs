@@ -5,10 +5,10 @@ use std::cell::RefCell;
 
 use tree_sitter::Parser;
 
-use super::commands::{self, Arg};
+use super::commands::{self, Arg, Effect};
 use super::recognize::recognize_into;
 use super::syntax::{Field, Kind, Node, Tree};
-use super::{Analysis, Class, Expect, Stage};
+use super::{Analysis, Class, CommandEffect, Expect, Stage};
 
 thread_local! {
     /// One parser per thread: creating one costs more than a parse.
@@ -71,16 +71,39 @@ fn analyze_with(src: &str, scratch: &mut Scratch) -> Analysis {
         text.push('\n');
     }
     if recognize_into(text, tree) {
-        analyze_syntax(text, tree, args)
+        analyze_syntax(text, tree, args, false).0
     } else {
-        analyze_parsed(text)
+        analyze_parsed(text, false).0
     }
+}
+
+/// What each command of SRC does to files, in source order; their
+/// paths as written, joined to the directory the source had changed to.
+/// Only a card asks, so the permission decision's walk records nothing.
+pub fn describe(src: &str) -> Vec<CommandEffect> {
+    let text = if src.ends_with('\n') {
+        src.to_string()
+    } else {
+        format!("{src}\n")
+    };
+    let mut tree = Tree::default();
+    let mut effects = if recognize_into(&text, &mut tree) {
+        analyze_syntax(&text, &tree, &mut Vec::new(), true).1
+    } else {
+        analyze_parsed(&text, true).1
+    };
+    // Offsets in characters, as Lisp counts them.
+    for effect in &mut effects {
+        effect.start = text.get(..effect.start).map_or(0, |t| t.chars().count());
+        effect.end = text.get(..effect.end).map_or(0, |t| t.chars().count());
+    }
+    effects
 }
 
 /// [`analyze`] through tree-sitter, whatever the source.
 #[cfg(test)]
 pub fn analyze_tree(src: &str) -> Analysis {
-    analyze_parsed(&terminated(src))
+    analyze_parsed(&terminated(src), false).0
 }
 
 /// The converted tree-sitter tree of SRC, newline-terminated.
@@ -99,10 +122,11 @@ pub fn terminated(src: &str) -> Cow<'_, str> {
     }
 }
 
-/// Parse the newline-terminated SRC with tree-sitter and walk it.
-fn analyze_parsed(src: &str) -> Analysis {
+/// Parse the newline-terminated SRC with tree-sitter and walk it (see
+/// [`analyze_syntax`] for DETAIL).
+fn analyze_parsed(src: &str, detail: bool) -> (Analysis, Vec<CommandEffect>) {
     let Some(tree) = parse(src) else {
-        return Analysis {
+        let analysis = Analysis {
             class: Class::Unknown,
             reasons: vec![Cow::Borrowed("the source could not be parsed")],
             background: false,
@@ -116,15 +140,25 @@ fn analyze_parsed(src: &str) -> Analysis {
             paths: Vec::new(),
             paths_unknown: true,
         };
+        return (analysis, Vec::new());
     };
-    analyze_syntax(src, &Tree::from_tree_sitter(&tree), &mut Vec::new())
+    analyze_syntax(src, &Tree::from_tree_sitter(&tree), &mut Vec::new(), detail)
 }
 
 /// Walk TREE, the syntax of SRC, with the allocation of ARGS (left
-/// empty) for the arguments of its commands.
-fn analyze_syntax(src: &str, tree: &Tree, args: &mut Vec<Arg<'static>>) -> Analysis {
+/// empty) for the arguments of its commands; with DETAIL, record what
+/// each command does to files (byte offsets), else nothing.
+fn analyze_syntax(
+    src: &str,
+    tree: &Tree,
+    args: &mut Vec<Arg<'static>>,
+    detail: bool,
+) -> (Analysis, Vec<CommandEffect>) {
     let root = tree.root();
     let mut w = Walker::new(src, tree.escapes(), std::mem::take(args));
+    if detail {
+        w.detail = Some(Vec::new());
+    }
     w.parse_error = tree.has_error();
     w.walk(root);
     if w.parse_error {
@@ -147,7 +181,11 @@ fn analyze_syntax(src: &str, tree: &Tree, args: &mut Vec<Arg<'static>>) -> Analy
         .and_then(|last| w.final_pipeline(last))
         .filter(|_| w.ineligible.is_none());
     *args = recycle(std::mem::take(&mut w.args));
-    w.finish(single, final_pipeline)
+    let mut effects = w.detail.take().unwrap_or_default();
+    if w.parse_error {
+        effects.iter_mut().for_each(|e| e.unknown = true);
+    }
+    (w.finish(single, final_pipeline), effects)
 }
 
 /// ARGS emptied, as a vector that outlives the source its arguments
@@ -240,6 +278,13 @@ struct Walker<'a> {
     unkeyed: bool,
     paths: Vec<String>,
     paths_unknown: bool,
+    /// How many file operands were computed (for [`Walker::detail`]).
+    unknowns: usize,
+    /// What each command does to files, recorded only for a card
+    /// ([`describe`]).
+    detail: Option<Vec<CommandEffect>>,
+    /// The record of [`Walker::detail`] of the command being walked.
+    current: usize,
     /// The working directory reached by top-level `cd`s, relative to the
     /// call's (empty: the call's own); `None` once it cannot be known.
     cwd: Option<String>,
@@ -266,6 +311,9 @@ impl<'a> Walker<'a> {
             unkeyed: false,
             paths: Vec::new(),
             paths_unknown: false,
+            unknowns: 0,
+            detail: None,
+            current: 0,
             cwd: Some(String::new()),
             nested: 0,
         }
@@ -306,7 +354,62 @@ impl<'a> Walker<'a> {
                 self.paths.push(t.to_string());
             }
             (Some(t), Some(cwd)) => self.paths.push(join(cwd, t)),
-            _ => self.paths_unknown = true,
+            _ => {
+                self.paths_unknown = true;
+                self.unknowns += 1;
+            }
+        }
+    }
+
+    /// The file operand TEXT as [`Walker::path`] records it, or `None`
+    /// when it cannot be told.
+    fn located(&self, text: Option<&str>) -> Option<String> {
+        match (text, &self.cwd) {
+            (Some(t), _) if t.starts_with('/') || t.starts_with('~') => Some(t.to_string()),
+            (Some(t), Some(cwd)) => Some(join(cwd, t)),
+            _ => None,
+        }
+    }
+
+    /// Record in the command being judged that it does EFFECT to the
+    /// file operand TEXT.
+    fn effect(&mut self, effect: Effect, text: Option<&str>) {
+        let located = self.located(text);
+        let Some(current) = self.detail.as_mut().and_then(|d| d.get_mut(self.current)) else {
+            return;
+        };
+        match located {
+            Some(path) => match effect {
+                Effect::Read => current.reads.push(path),
+                Effect::Write => current.writes.push(path),
+                Effect::Delete => current.deletes.push(path),
+            },
+            None => current.unknown = true,
+        }
+    }
+
+    /// Give the command being judged its LABEL and CLASS; with EFFECTS
+    /// known (`Some(true)`) its operands were recorded, `Some(false)`
+    /// means they cannot be told, `None` that they are its reads.
+    fn note(&mut self, class: Class, label: &str, effects: Option<bool>) {
+        if let Some(current) = self.detail.as_mut().and_then(|d| d.get_mut(self.current)) {
+            current.label.clear();
+            current.label.push_str(label);
+            current.class = class;
+            if effects == Some(false) {
+                current.unknown = true;
+            }
+        }
+    }
+
+    /// Record as reads of the command being judged the paths recorded
+    /// since BEFORE (the count of paths and of computed operands).
+    fn note_reads(&mut self, before: (usize, usize)) {
+        let unknown = self.unknowns > before.1;
+        let paths = self.paths.get(before.0..).unwrap_or_default();
+        if let Some(current) = self.detail.as_mut().and_then(|d| d.get_mut(self.current)) {
+            current.reads.extend(paths.iter().cloned());
+            current.unknown |= unknown;
         }
     }
 
@@ -540,10 +643,17 @@ impl<'a> Walker<'a> {
             });
             if !harmless {
                 self.raise(Class::Mutating, "redirects output into a file");
+                if self.detail.is_some() {
+                    let value = dest.and_then(|d| self.literal(d));
+                    self.effect(Effect::Write, value.as_deref());
+                }
             }
         } else if op == Some(Kind::Lt) {
             let value = dest.and_then(|d| self.literal(d));
             self.path(value.as_deref());
+            if self.detail.is_some() {
+                self.effect(Effect::Read, value.as_deref());
+            }
         }
         self.walk_children(node);
     }
@@ -556,6 +666,26 @@ impl<'a> Walker<'a> {
         // takes a new one).
         let mut args = std::mem::take(&mut self.args);
         args.clear();
+        if let Some(detail) = self.detail.as_mut() {
+            let range = node.byte_range();
+            detail.push(CommandEffect {
+                label: String::new(),
+                class: Class::ReadOnly,
+                start: range.start,
+                end: range.end,
+                reads: Vec::new(),
+                writes: Vec::new(),
+                deletes: Vec::new(),
+                unknown: false,
+            });
+        }
+        // The record this command's judgement and redirections fill
+        // (commands in its arguments add theirs after it).
+        let record = self
+            .detail
+            .as_ref()
+            .map_or(0, |d| d.len().saturating_sub(1));
+        self.current = record;
         for child in children(node) {
             match child.kind() {
                 Kind::CommandName => name_node = Some(child),
@@ -569,15 +699,21 @@ impl<'a> Walker<'a> {
                 _ => {}
             }
             self.walk(child);
+            self.current = record;
         }
+        let reads = (self.paths.len(), self.unknowns);
         match name_node.map(|n| self.literal(n)) {
             None => {}
             Some(None) => {
                 self.raise(Class::Complex, "the command name is computed");
                 self.decline("computed command name");
                 self.unkeyed = true;
+                self.note(Class::Complex, "?", None);
             }
             Some(Some(name)) => self.judge_command(name, &args),
+        }
+        if self.detail.is_some() {
+            self.note_reads(reads);
         }
         args.clear();
         self.args = args;
@@ -592,6 +728,7 @@ impl<'a> Walker<'a> {
                     Class::Unknown,
                     format!("`{name}` is a path-qualified program"),
                 );
+                self.note(Class::Unknown, &name, Some(false));
                 self.add_key(Some(name.into_owned()));
                 return;
             }
@@ -620,6 +757,7 @@ impl<'a> Walker<'a> {
                 Some(i) if i < args.len() => {
                     let Some(inner) = args[i].literal.clone() else {
                         self.raise(Class::Complex, "the wrapped command name is computed");
+                        self.note(Class::Complex, &name, Some(false));
                         self.unkeyed = true;
                         return;
                     };
@@ -630,7 +768,11 @@ impl<'a> Walker<'a> {
             }
         }
         let verdict = commands::judge(&name, args);
-        self.add_key(commands::key(&name, args, verdict.class));
+        let key = commands::key(&name, args, verdict.class);
+        if self.detail.is_some() {
+            self.describe_command(&name, args, verdict.class, key.as_deref());
+        }
+        self.add_key(key);
         if matches!(&*name, "cd" | "pushd" | "popd") {
             self.change_directory(&name, args);
         } else if verdict.class == Class::ReadOnly {
@@ -639,6 +781,27 @@ impl<'a> Walker<'a> {
         if let Some(reason) = verdict.reason {
             self.raise(verdict.class, reason);
         }
+    }
+
+    /// Record the command NAME with ARGS, judged CLASS, under its KEY (or
+    /// its name): what it writes or deletes when it changes files (its
+    /// reads are the paths its judgement records).
+    #[inline(never)]
+    fn describe_command(&mut self, name: &str, args: &[Arg<'_>], class: Class, key: Option<&str>) {
+        let known = match class {
+            Class::ReadOnly => None,
+            _ => {
+                let mut found = Vec::new();
+                let known = commands::effects(name, args, |effect, text| {
+                    found.push((effect, text.map(str::to_string)));
+                });
+                for (effect, text) in found {
+                    self.effect(effect, text.as_deref());
+                }
+                Some(known)
+            }
+        };
+        self.note(class, key.unwrap_or(name), known);
     }
 
     /// Note a command's KEY (`None`: no session answer may cover it).

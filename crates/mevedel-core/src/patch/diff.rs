@@ -4,8 +4,11 @@
 //! patch's hunks matched), so only those ranges are diffed: each one's
 //! common head and tail are trimmed and the rest is aligned by a longest
 //! common subsequence (or, past [`LCS_CELLS`], shown as removed then
-//! added). Neighbouring changes closer than twice the context share a
-//! hunk, as `diff -u` does.
+//! added). Neighbouring changes of one patch hunk closer than twice the
+//! context share a diff hunk, as `diff -u` does; changes of two patch
+//! hunks never do (each `@@` section the model wrote stays a hunk the
+//! reviewer decides alone), and when they are close the context between
+//! them is shared out so that the two hunks do not overlap.
 
 use super::apply::Replacement;
 
@@ -117,13 +120,15 @@ fn range(from: usize, count: usize) -> String {
     }
 }
 
-/// A run of changed lines: old OLD..OLD+DEL become new NEW..NEW+INS.
+/// A run of changed lines: old OLD..OLD+DEL become new NEW..NEW+INS,
+/// made by the replacement numbered FROM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Change {
     old: usize,
     del: usize,
     new: usize,
     ins: usize,
+    from: usize,
 }
 
 /// The diff hunks from OLD to NEW, where NEW is OLD with REPLACEMENTS
@@ -137,13 +142,12 @@ pub fn hunks(
 ) -> Vec<DiffHunk> {
     let mut changes = Vec::new();
     let mut shift: isize = 0;
-    for r in replacements {
+    for (from, r) in replacements.iter().enumerate() {
         let new_start = (r.start as isize + shift) as usize;
         align(
             &old[r.start..r.start + r.old_len],
             &r.new,
-            r.start,
-            new_start,
+            (r.start, new_start, from),
             &mut changes,
         );
         shift += r.new.len() as isize - r.old_len as isize;
@@ -160,14 +164,17 @@ pub fn hunks(
                 del: 1,
                 new: n,
                 ins: 1,
+                from: replacements.len().saturating_sub(1),
             });
         }
     }
     group(old, new, &changes, old_nl, new_nl)
 }
 
-/// Changes turning OLD into NEW (both slices), offset to file lines.
-fn align(old: &[String], new: &[String], o0: usize, n0: usize, out: &mut Vec<Change>) {
+/// Changes turning OLD into NEW (both slices), offset to file lines by
+/// AT's first two (old, new) and made by the replacement AT's third.
+fn align(old: &[String], new: &[String], at: (usize, usize, usize), out: &mut Vec<Change>) {
+    let (o0, n0, from) = at;
     let head = old.iter().zip(new).take_while(|(a, b)| a == b).count();
     let tail = old[head..]
         .iter()
@@ -186,6 +193,7 @@ fn align(old: &[String], new: &[String], o0: usize, n0: usize, out: &mut Vec<Cha
             del: a.len(),
             new: n0,
             ins: b.len(),
+            from,
         });
         return;
     }
@@ -220,6 +228,7 @@ fn align(old: &[String], new: &[String], o0: usize, n0: usize, out: &mut Vec<Cha
             del: 0,
             new: n0 + j,
             ins: 0,
+            from,
         });
         if i < a.len() && (j == b.len() || table[(i + 1) * w + j] >= table[i * w + j + 1]) {
             c.del += 1;
@@ -241,19 +250,28 @@ fn group(
 ) -> Vec<DiffHunk> {
     let mut out = Vec::new();
     let mut k = 0;
+    // Where the previous hunk's old lines end: no hunk starts before it.
+    let mut floor = 0;
     while k < changes.len() {
         let mut last = k;
         while last + 1 < changes.len()
+            && changes[last + 1].from == changes[last].from
             && changes[last + 1].old - (changes[last].old + changes[last].del) <= 2 * CONTEXT
         {
             last += 1;
         }
         let first = changes[k];
         let end = changes[last];
-        let before = first.old.min(CONTEXT).min(first.new);
+        let before = first.old.min(CONTEXT).min(first.new).min(first.old - floor);
         let old_from = first.old - before;
         let new_from = first.new - before;
-        let old_end = (end.old + end.del + CONTEXT).min(old.len());
+        let changed_end = end.old + end.del;
+        // A close hunk of the next replacement gets the later half of
+        // the lines between them as its context.
+        let limit = changes.get(last + 1).map_or(old.len(), |next| {
+            changed_end + (next.old - changed_end).div_ceil(2)
+        });
+        let old_end = (changed_end + CONTEXT).min(old.len()).min(limit);
         let after = old_end - (end.old + end.del);
         let new_end = end.new + end.ins + after;
         let mut lines = Vec::new();
@@ -290,6 +308,7 @@ fn group(
             new_no_newline: !new_nl && new_end == new.len() && new_end > new_from,
             section: None,
         });
+        floor = old_end;
         k = last + 1;
     }
     out
@@ -394,5 +413,35 @@ mod tests {
         let new = v("a\nx\nc\ny");
         let h = hunks(&old, &new, &whole(&old, &new), true, true);
         assert_eq!(h[0].text(), " a\n-b\n+x\n c\n-d\n+y\n");
+    }
+
+    #[test]
+    fn close_changes_of_two_patch_hunks_stay_two_hunks() {
+        let old: Vec<String> = (1..=12).map(|i| i.to_string()).collect();
+        let mut new = old.clone();
+        new[3] = "four".into();
+        new[7] = "eight".into();
+        let replacements = vec![
+            Replacement {
+                start: 3,
+                old_len: 1,
+                new: vec!["four".into()],
+            },
+            Replacement {
+                start: 7,
+                old_len: 1,
+                new: vec!["eight".into()],
+            },
+        ];
+        let h = hunks(&old, &new, &replacements, true, true);
+        assert_eq!(h.len(), 2);
+        // Lines 5..7 between the changes are shared out: 5 and 6 to the
+        // first hunk, 7 to the second, so the hunks do not overlap.
+        assert_eq!(h[0].text(), " 1\n 2\n 3\n-4\n+four\n 5\n 6\n");
+        assert_eq!(h[1].text(), " 7\n-8\n+eight\n 9\n 10\n 11\n");
+        assert_eq!(h[0].old_from + h[0].old_count, h[1].old_from);
+        // One replacement's close changes still share a hunk.
+        let h = hunks(&old, &new, &whole(&old, &new), true, true);
+        assert_eq!(h.len(), 1);
     }
 }
