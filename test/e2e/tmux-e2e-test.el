@@ -119,7 +119,7 @@ prompt, works."
               (should (string-match-p "Not sent: No API key for tmux no key" screen))
               (should-not (string-match-p "Waiting for the model" screen))
               ;; The prompt is still in the composer.
-              (should (string-match-p "── *\n\\(?:.*\n\\)*Clean up" screen)))
+              (should (string-match-p "── *\n\\(?:.*\n\\)*› Clean up" screen)))
             ;; Switch to a backend that works, send the same prompt: a card.
             (keys "C-c" "C-m")
             (mevedel-tmux-test--wait-for socket "Model for this session" 10)
