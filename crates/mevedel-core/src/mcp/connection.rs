@@ -198,18 +198,6 @@ impl Child {
     }
 }
 
-fn describe_exit(status: std::io::Result<std::process::ExitStatus>) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match status {
-        Ok(s) => match (s.code(), s.signal()) {
-            (Some(code), _) => format!("exited with status {code}"),
-            (None, Some(sig)) => format!("was killed by signal {sig}"),
-            _ => "exited".to_string(),
-        },
-        Err(e) => format!("exited (status unknown: {e})"),
-    }
-}
-
 /// A ready connection.
 pub(crate) struct Connection {
     pub(crate) peer: Peer<RoleClient>,
@@ -407,7 +395,7 @@ async fn spawn_stdio(
     program.stderr = Some(OwnedFd::from(child_err));
     let (exit_tx, exit_rx) = watch::channel(None);
     let on_exit: process::OnExit = Box::new(move |status| {
-        let _ = exit_tx.send(Some(describe_exit(status)));
+        let _ = exit_tx.send(Some(process::describe_exit(status)));
     });
     // Owner::start waits for the spawner thread, and confining may probe:
     // keep both off the runtime's few workers. The Program (and so the

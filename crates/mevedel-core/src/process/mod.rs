@@ -16,4 +16,4 @@ pub mod stderr;
 
 pub use owner::{ChildInfo, OnExit, Owner, global, group_alive, inner_group, signal};
 pub use spawn::Program;
-pub use stderr::{SharedLog, StderrTail, open_log};
+pub use stderr::{SharedLog, StderrTail, describe_exit, open_log};

@@ -1,5 +1,6 @@
 //! The last lines a child wrote to stderr, kept for the message that
-//! reports its failure, and the log file that gets every line whole.
+//! reports its failure, the log file that gets every line whole, and
+//! how the child ended.
 //! MCP servers and ACP agents both report a crash with them.
 
 use std::collections::VecDeque;
@@ -45,6 +46,20 @@ pub fn open_log(path: &Path) -> Result<SharedLog> {
             )
         })?;
     Ok(Arc::new(Mutex::new(Some(file))))
+}
+
+/// How a child ended, from its wait STATUS, for the message that
+/// reports its exit.
+pub fn describe_exit(status: std::io::Result<std::process::ExitStatus>) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        Ok(s) => match (s.code(), s.signal()) {
+            (Some(code), _) => format!("exited with status {code}"),
+            (None, Some(sig)) => format!("was killed by signal {sig}"),
+            _ => "exited".to_string(),
+        },
+        Err(e) => format!("exited (status unknown: {e})"),
+    }
 }
 
 /// The last lines of one child's stderr, bounded in count and length.
