@@ -12,10 +12,12 @@
 ;; and mevedel read back (`mevedel-transcript-properties').  Streaming
 ;; and tool results only ever change the tail, so a save costs what
 ;; changed, not the conversation.  The module copies the text and writes
-;; it on its own thread; at quiet moments the log is consolidated and a
-;; readable copy (transcript.org, .md or .txt) is refreshed beside it.
+;; it on its own thread; at quiet moments the log is consolidated, the
+;; conversation is written for people (transcript.org, .md or .txt:
+;; who said what, each tool call with its arguments and result) and the
+;; exact text is copied beside it (transcript.resume).
 ;;
-;; Restoring inserts that copy when it is provably the consolidated text
+;; Restoring inserts the resume copy when it is provably the consolidated text
 ;; (crates/mevedel-core/src/store/readable.rs), else the log's text.  A chat resuming lazily
 ;; gets the properties of its last part at once and the rest from a
 ;; timer; `mevedel-transcript-complete' applies them on demand, and any
@@ -189,7 +191,7 @@ Their bounds count from the text as it was restored."
     (mevedel-transcript-complete (current-buffer))))
 
 (defun mevedel-transcript--insert-copy (file chars)
-  "Insert FILE, the readable copy of CHARS characters; return non-nil if so.
+  "Insert FILE, the resume copy of CHARS characters; return non-nil if so.
 Only the file is read: no handler, format or hook sees it."
   (let ((coding-system-for-read 'utf-8-unix)
         (file-name-handler-alist nil)
@@ -201,7 +203,7 @@ Only the file is read: no handler, format or hook sees it."
 
 (defun mevedel-transcript-restore (buffer store &optional lazy)
   "Replace BUFFER's text with the transcript saved in STORE; track it.
-The text is the session's readable copy when it is intact, else what
+The text is the session's resume copy when it is intact, else what
 the log holds.  With LAZY non-nil, only the properties of the last
 part are applied now: the rest are applied by a timer, or at once by
 `mevedel-transcript-complete' (which every reader of the buffer
@@ -229,13 +231,14 @@ when STORE held any text."
         (> (buffer-size) 0)))))
 
 (defun mevedel-transcript-consolidate (buffer export)
-  "Consolidate BUFFER's saved log into one record; write the copy EXPORT.
-Both happen in the background."
+  "Consolidate BUFFER's saved log into one record; write EXPORT.
+EXPORT gets the conversation for people, and the resume copy goes
+beside it.  All of it happens in the background."
   (when-let* ((store (buffer-local-value 'mevedel-transcript--store buffer)))
     (mevedel-core-transcript-consolidate store export)))
 
 (defun mevedel-transcript-export-name (buffer directory &optional stem)
-  "Return the readable copy's file name for data BUFFER in DIRECTORY.
+  "Return the conversation file's name for data BUFFER in DIRECTORY.
 STEM names it (default \"transcript\"); its extension follows BUFFER's
 mode: .org, .md or .txt."
   (expand-file-name

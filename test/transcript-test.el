@@ -51,7 +51,7 @@ Return the saved buffer's text and property runs."
   (mevedel-transcript-test--with-store (store dir)
     (let ((saved (mevedel-transcript-test--save store dir 3000)))
       (should (equal (plist-get (mevedel-core-transcript-load store) :copy)
-                     (expand-file-name "transcript.txt" dir)))
+                     (expand-file-name "transcript.resume" dir)))
       (should-not (plist-get (mevedel-core-transcript-load store) :text))
       (with-temp-buffer
         (should (mevedel-transcript-restore (current-buffer) store))
@@ -59,11 +59,23 @@ Return the saved buffer's text and property runs."
         (should (equal (mevedel-test-saved-runs (current-buffer)) saved))
         (should-not (mevedel-transcript-dirty-p (current-buffer)))))))
 
+(ert-deftest mevedel-transcript:the-readable-copy-is-a-conversation ()
+  "transcript.txt says who said what, without plists, fences or tags."
+  (mevedel-transcript-test--with-store (store dir)
+    (mevedel-transcript-test--save store dir 2)
+    (let ((text (with-temp-buffer
+                  (insert-file-contents (expand-file-name "transcript.txt" dir))
+                  (buffer-string))))
+      (should (string-prefix-p "## User\n\nRename ünïcode everywhere\n\n## Assistant\n\nChecking file 0…\n"
+                               text))
+      (should (string-match-p "^\\*\\*Tool call\\*\\*: Grep (pattern: \"x1\")$" text))
+      (should-not (string-match-p "(:name\\|(Grep\\|###" text)))))
+
 (ert-deftest mevedel-transcript:an-edited-copy-is-not-used ()
   "A readable copy changed after it was written gives way to the log."
   (mevedel-transcript-test--with-store (store dir)
     (let* ((saved (mevedel-transcript-test--save store dir 10))
-           (copy (expand-file-name "transcript.txt" dir)))
+           (copy (expand-file-name "transcript.resume" dir)))
       (sleep-for 0.03)
       (with-temp-file copy
         (insert (upcase (car saved))))

@@ -100,7 +100,7 @@ impl Handle {
         Ok(store)
     }
 
-    /// The transcript after the queued saves: from the readable copy
+    /// The transcript after the queued saves: from the resume copy
     /// when it holds exactly the text (see `Store::transcript_load_for_resume`),
     /// or with the text itself when FULL.
     pub fn transcript(&self, full: bool) -> Result<Loaded> {

@@ -15,6 +15,7 @@
 //! stores that hold only a conversation (a child agent's) make none.
 
 pub mod checkpoint;
+pub mod conversation;
 pub mod handle;
 pub mod mailbox;
 pub mod readable;

@@ -1,5 +1,6 @@
-//! The readable copy of a consolidated transcript (`transcript.org`, `.md`
-//! or `.txt`) as a stand-in for the log's base record on resume.
+//! The resume copy of a consolidated transcript (`transcript.resume`,
+//! beside the conversation written for people) as a stand-in for the
+//! log's base record on resume.
 //!
 //! Consolidation writes the copy from the same text it stores as the log's
 //! one record, then records the copy's file identity (inode, size,

@@ -66,7 +66,7 @@ pub const MIGRATIONS: &[&str] = &[
          text TEXT NOT NULL
      );",
     // 5: the log's properties before its text, so that a load taking
-    // its base text from the readable copy reads no text pages; and the
+    // its base text from the resume copy reads no text pages; and the
     // identity of that copy when it was written (see `readable`).
     "CREATE TABLE transcript_log_next (
          seq   INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -1,6 +1,6 @@
 //! A session's conversation on disk: an append-only log of text
 //! replacements in `session.sqlite`, replayed on resume and consolidated
-//! into one record (plus a readable copy) at quiet moments.
+//! into one record (plus copies beside it) at quiet moments.
 //!
 //! A record says "from character AT on, the transcript is now TEXT",
 //! with the text properties of TEXT. The chat buffer only ever changes
@@ -10,10 +10,12 @@
 //! committed and nothing half-written.
 //!
 //! Consolidation rewrites the log as one record inside one transaction,
-//! then refreshes the readable copy (`transcript.org`, `.md` or `.txt`,
-//! by temporary file and rename). Resuming inserts that copy in place of
-//! the one record while it provably matches it ([`readable`]); the log
-//! stays the truth.
+//! then refreshes the conversation written for people (`transcript.org`,
+//! `.md` or `.txt`, see [`conversation`](super::conversation)) and the
+//! resume copy of the exact text (`transcript.resume`), each by temporary
+//! file and rename. Resuming inserts the resume copy in place of the one
+//! record while it provably matches it ([`readable`]); the log stays the
+//! truth.
 //!
 //! Offsets and property bounds count characters, as Emacs positions do.
 //! A property is one line `START END NAME VALUE`: bounds relative to its
@@ -157,6 +159,13 @@ pub fn print_props(props: &[Prop]) -> String {
     out
 }
 
+/// The resume copy beside the conversation file EXPORT: the same name
+/// with the extension `.resume`. It holds the saved text exactly, which
+/// the conversation, written for people, does not.
+pub fn resume_copy(export: &Path) -> std::path::PathBuf {
+    export.with_extension("resume")
+}
+
 /// Byte offset of character AT of TEXT (which has CHARS characters),
 /// counted from whichever end is nearer: records replace the tail.
 fn byte_of_char(text: &str, chars: usize, at: usize) -> usize {
@@ -279,9 +288,11 @@ impl Store {
         })
     }
 
-    /// Rewrite the log as one record, then write the readable copy
-    /// EXPORT (when given) by temporary file and rename, and record it
-    /// as the stand-in for that record (see [`readable`](super::readable)).
+    /// Rewrite the log as one record, then (when EXPORT is given) write
+    /// the conversation for people to EXPORT and the resume copy beside
+    /// it ([`resume_copy`]), each by temporary file and rename, and record
+    /// the resume copy as the stand-in for that record (see
+    /// [`readable`](super::readable)).
     pub fn transcript_consolidate(&self, export: Option<&Path>) -> Result<()> {
         let t = self.transcript_load()?;
         let props = print_props(&t.props);
@@ -298,12 +309,15 @@ impl Store {
             Ok(base)
         })?;
         if let Some(path) = export {
-            write_atomic(path, t.text.as_bytes())?;
+            let copy = resume_copy(path);
+            write_atomic(&copy, t.text.as_bytes())?;
             let dir = self.path.parent().unwrap_or(Path::new("."));
             let chars = t.text.chars().count();
-            self.with("Cannot record the readable copy", |c| {
-                readable::record(c, dir, path, base, chars)
+            self.with("Cannot record the resume copy", |c| {
+                readable::record(c, dir, &copy, base, chars)
             })?;
+            let style = super::conversation::Style::for_path(path);
+            write_atomic(path, super::conversation::render(&t, style).as_bytes())?;
         }
         Ok(())
     }
@@ -667,7 +681,7 @@ mod tests {
     }
 
     #[test]
-    fn consolidation_keeps_the_text_and_writes_the_readable_copy() {
+    fn consolidation_keeps_the_text_and_writes_both_copies() {
         let (dir, s) = store("consolidate");
         s.transcript_append(0, "héllo ", "0 6 gptel response\n")
             .unwrap();
@@ -681,12 +695,19 @@ mod tests {
         assert_eq!(after, before);
         // Adjacent equal properties were joined.
         assert_eq!(after.props, vec![prop(0, 11, "gptel", "response")]);
-        assert_eq!(std::fs::read_to_string(&export).unwrap(), "héllo wörld");
+        assert_eq!(
+            std::fs::read_to_string(resume_copy(&export)).unwrap(),
+            "héllo wörld"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&export).unwrap(),
+            "## Assistant\n\nhéllo wörld\n"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
-    fn an_intact_readable_copy_stands_in_for_the_consolidated_text() {
+    fn an_intact_resume_copy_stands_in_for_the_consolidated_text() {
         let (dir, s) = store("copy");
         s.transcript_append(0, "héllo ", "0 6 gptel response\n")
             .unwrap();
@@ -700,7 +721,7 @@ mod tests {
         s.transcript_consolidate(Some(&export)).unwrap();
         let loaded = s.transcript_load_for_resume().unwrap();
         assert_eq!(loaded.text, None);
-        assert_eq!(loaded.copy, Some((export.clone(), 11)));
+        assert_eq!(loaded.copy, Some((resume_copy(&export), 11)));
         assert_eq!(loaded.props, s.transcript_load().unwrap().props);
         // A later record: the log again.
         s.transcript_append(11, "!", "").unwrap();
@@ -719,14 +740,14 @@ mod tests {
         assert!(s.transcript_load_for_resume().unwrap().copy.is_some());
         // Same size, same inode, a later write (past the clock's tick).
         std::thread::sleep(std::time::Duration::from_millis(30));
-        std::fs::write(&export, "THE TEXT").unwrap();
+        std::fs::write(resume_copy(&export), "THE TEXT").unwrap();
         let loaded = s.transcript_load_for_resume().unwrap();
         assert_eq!(loaded.text.as_deref(), Some("the text"));
         assert_eq!(loaded.copy, None);
         // A new consolidation trusts its new copy; removing it ends that.
         s.transcript_consolidate(Some(&export)).unwrap();
         assert!(s.transcript_load_for_resume().unwrap().copy.is_some());
-        std::fs::remove_file(&export).unwrap();
+        std::fs::remove_file(resume_copy(&export)).unwrap();
         assert_eq!(
             s.transcript_load_for_resume().unwrap().text.as_deref(),
             Some("the text")
