@@ -90,8 +90,8 @@ A target is a plist with :kind `uncommitted', `base' (:branch),
     ('base (format "the changes against %s" (plist-get target :branch)))
     ('commit (format "commit %s" (plist-get target :rev)))
     ('last-commit "the last commit")
-    ('custom (format "“%s”" (truncate-string-to-width
-                             (plist-get target :instructions) 60 nil nil "…")))))
+    ('custom (format-message "`%s'" (truncate-string-to-width
+                                     (plist-get target :instructions) 60 nil nil "…")))))
 
 ;;;; Running git
 

@@ -1337,7 +1337,8 @@ A `mevedel-interaction-change-functions' member."
   (when-let* ((buffer (get-buffer (format "*mevedel: %s*" (mevedel-chat-name chat))))
               ((eq (buffer-local-value 'mevedel-view--chat buffer) chat)))
     (with-current-buffer buffer
-      (save-excursion (mevedel-view--render-live)))))
+      (mevedel-view--keeping-card-points
+       (lambda () (save-excursion (mevedel-view--render-live)))))))
 
 ;;;; Spinner
 
@@ -1400,15 +1401,31 @@ gathered: at most one every `mevedel-view--progress-delay' seconds."
                           (mevedel-chat-live-calls mevedel-view--chat))))
         (setq mevedel-view--progress-ids nil
               mevedel-view--progress-timer nil)
-        (save-excursion
-          (dolist (id ids)
-            (unless (member id live)
-              (mevedel-view--refresh-row id)))
-          (when (cl-some (lambda (id) (member id live)) ids)
-            (mevedel-view--render-live)))))))
+        (mevedel-view--keeping-card-points
+         (lambda ()
+           (save-excursion
+             (dolist (id ids)
+               (unless (member id live)
+                 (mevedel-view--refresh-row id)))
+             (when (cl-some (lambda (id) (member id live)) ids)
+               (mevedel-view--render-live)))))))))
 
-(defun mevedel-view--observe (event _chat args)
-  "Update this view for the chat's EVENT with ARGS."
+(defun mevedel-view--keeping-card-points (function)
+  "Call FUNCTION; a point on an open card stays on it.
+Rows and text drawn above a card whose start a point is at would
+otherwise leave that point above them, where keys meant for the card
+go elsewhere."
+  (if (mevedel-interaction-list mevedel-view--chat)
+      (mevedel-interaction-call-preserving-points function)
+    (funcall function)))
+
+(defun mevedel-view--observe (event chat args)
+  "Update this view for CHAT's EVENT with ARGS."
+  (mevedel-view--keeping-card-points
+   (lambda () (mevedel-view--observe-1 event chat args))))
+
+(defun mevedel-view--observe-1 (event _chat args)
+  "Update this view for the chat's EVENT with ARGS (see `mevedel-view--observe')."
   (pcase event
     ('turn-start (setq mevedel-view--problem nil) (mevedel-view--render-turn))
     ('text (mevedel-view--append-text (car args)))

@@ -146,6 +146,29 @@
           (execute-kbd-macro (kbd "n")))
       (setf (mevedel-chat-live-calls chat) nil))))
 
+(ert-deftest mevedel-cards:a-card-opened-with-no-rows-keeps-point ()
+  "A running row that appears above a card opened alone leaves point on it.
+So does a tool result drawn into the transcript above it."
+  (cards-test--with-view
+    (unwind-protect
+        (progn
+          (cards-test--ask chat "rm -rf build")
+          (let ((card (mevedel-interaction-at)))
+            (should (eq (mevedel-interaction-kind card) 'permission))
+            (should (= (point) (mevedel-interaction-start card)))
+            (setf (mevedel-chat-live-calls chat)
+                  (list (list :id "toolu_run" :name "Bash"
+                              :args (list :command "sleep 9" :description "wait"))))
+            (mevedel-view-redraw-live chat)
+            (should (eq (mevedel-interaction-at) card))
+            (should (= (point) (mevedel-interaction-start card)))
+            (should (< (text-property-any (point-min) (point-max) 'mevedel-live t)
+                       (point)))
+            (mevedel-chat-notify chat 'tools-start nil)
+            (should (= (point) (mevedel-interaction-start card))))
+          (execute-kbd-macro (kbd "n")))
+      (setf (mevedel-chat-live-calls chat) nil))))
+
 (ert-deftest mevedel-cards:deny-and-tell-the-model ()
   "t refuses the call with the user's message for the model."
   (cards-test--with-view
