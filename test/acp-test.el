@@ -54,12 +54,12 @@ resumes them, as real agents do; `acp-test--args' are its options."
 
 (defun acp-test--reopen (view chat)
   "Close VIEW and CHAT's session, as quitting Emacs does; return the new view.
-It shows the same session, resumed as M-x mevedel resumes it."
+It shows the same session, resumed as the sessions list resumes it."
   (let ((root (mevedel-chat-root chat))
         (id (mevedel-session-id (mevedel-chat-session chat))))
     (kill-buffer view)
     (kill-buffer (mevedel-chat-data-buffer chat))
-    (let ((again (mevedel root)))
+    (let ((again (mevedel-session-list-open root id)))
       (should (equal (mevedel-session-id (mevedel-chat-session (mevedel-view-chat again))) id))
       again)))
 
@@ -403,7 +403,20 @@ history does not enter the transcript twice."
                         (< (float-time) deadline))
               (accept-process-output nil 0.02)))
           (should (equal (mevedel-agent-result chat path)
-                         '(completed . "child task [fast-model]"))))))))
+                         '(completed . "child task [fast-model]")))
+          ;; After a restart the retained child resumes its own session.
+          (acp-test--reopened view2 chat2 view chat
+            (should (eq (mevedel-agent-send chat2 path "history") 'started))
+            (let ((deadline (+ (float-time) 30)))
+              (while (and (not (eq (plist-get (mevedel-agent-status chat2 path) :status) 'idle))
+                          (< (float-time) deadline))
+                (accept-process-output nil 0.02)))
+            (should (equal (mevedel-agent-result chat2 path)
+                           '(completed . "child task | history [fast-model]")))
+            (let ((child (mevedel-chat-of-buffer (mevedel-agent-conversation chat2 path))))
+              (should (equal (mevedel-chat-placement child) '(fake)))
+              (should (equal (mevedel-acp--agent-session-id (gethash child mevedel-acp--by-chat))
+                             session)))))))))
 
 (provide 'acp-test)
 ;;; acp-test.el ends here
