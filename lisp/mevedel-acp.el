@@ -12,11 +12,22 @@
 ;; The protocol and the agent's processes are the native module's
 ;; (crates/mevedel-core/src/acp/); this file decides.
 ;;
-;; - One agent process per root chat, started at its first turn with
-;;   the workspace as its directory, and one native session, opened
-;;   then (Claude Code's file and shell tools switched off unless
-;;   `mevedel-acp-keep-agent-tools') and recorded in the session's
-;;   metadata ("acp-agent", "acp-session") before the prompt goes out.
+;; - One agent process per chat (a root's, or a child agent's placed
+;;   on an agent at its spawn: `mevedel-chat-placement'), started at
+;;   its first turn with the workspace as its directory, and one native
+;;   session, opened then (Claude Code's file and shell tools switched
+;;   off unless `mevedel-acp-keep-agent-tools') and recorded in the
+;;   chat's metadata ("acp-agent", "acp-session", the agent's name and
+;;   version, its model) before the prompt goes out.
+;; - A chat that comes back (resumed, a retained child's follow-up, a
+;;   new agent process) reopens its saved native session with
+;;   `session/load'; the history the agent replays is not written
+;;   again.  When it cannot, the native history is uncertain: the turn
+;;   fails saying so until `mevedel-claude-code-recover-history' has the
+;;   next turn start a new native session seeded with mevedel's
+;;   transcript (as a chat with turns of gptel's or another agent's is).
+;; - The view's model switcher and /model offer the agents on PATH and
+;;   the models their session reports; choosing one places the chat.
 ;; - A turn: the prompt (its mail, then the user's text) goes to
 ;;   `session/prompt'.  The agent's text is the assistant's answer in
 ;;   the data buffer, streamed to observers as gptel's is; its tool
@@ -51,8 +62,9 @@
 ;;   (mevedel-core.el), every process of each.
 ;;
 ;; Not here (yet): terminals (answered with an error), hooks around the
-;; agent's own tool calls, usage accounting, resuming a native session
-;; (`session/load'), child agents on ACP and a model switcher.
+;; agent's own tool calls and usage accounting.  Not here at all: the
+;; child agents' lifecycle (completion, interruption, capacity, RESULT:
+;; mevedel-agent.el), which an agent's chat turn only serves.
 ;;
 ;; Manual: docs/providers.md (mevedel://providers.md).
 
@@ -63,6 +75,9 @@
 (require 'json)
 (require 'mevedel-core)
 (require 'mevedel-chat)
+(require 'mevedel-agent)
+(require 'mevedel-history)
+(require 'mevedel-resume)
 (require 'mevedel-gptel)
 (require 'mevedel-permissions)
 (require 'mevedel-pipeline)
@@ -122,6 +137,12 @@ permission requests for them."
   ;; `starting', `ready' or `dead'; thunks waiting for `ready'.
   (state 'starting) waiting
   session-id
+  ;; From `initialize': whether it offers `session/load', and its name
+  ;; and version.  While `session/load' replays the agent's history,
+  ;; `loading' is non-nil and its updates are not the turn's.  Its
+  ;; session's models, (ID . NAME), and the current one.  The text
+  ;; seeding the next prompt of a new native conversation, if any.
+  load-session about loading models model seed
   ;; Whether the agent takes MCP servers over HTTP, the server of
   ;; mevedel's tools for its session, and that server's calls in
   ;; flight (id -> cancellation thunk).
@@ -137,6 +158,8 @@ permission requests for them."
 (defvar mevedel-acp--by-chat (make-hash-table :test #'eq :weakness 'key)
   "The agent of each chat.")
 
+(defvar mevedel-view--chat)
+
 ;;; Commands
 
 (defun mevedel-acp-agent-config (name)
@@ -144,12 +167,14 @@ permission requests for them."
   (cdr (assq (if (stringp name) (intern name) name) mevedel-acp-agents)))
 
 (defun mevedel-acp-chat-provider (chat)
-  "Return the name of the ACP agent that answers CHAT, or nil for gptel."
-  (if-let* ((agent (gethash chat mevedel-acp--by-chat)))
-      (mevedel-acp--agent-name agent)
-    (and mevedel-provider (not (eq mevedel-provider 'gptel))
-         (not (mevedel-chat-agent chat))
-         mevedel-provider)))
+  "Return the name of the ACP agent that answers CHAT, or nil for gptel.
+That is CHAT's placement (chosen in the view, kept from its first ACP
+turn, resumed, or frozen at a child's spawn), else, for a root chat,
+`mevedel-provider'."
+  (let ((placed (car (mevedel-chat-placement chat))))
+    (cond (placed (unless (eq placed 'gptel) placed))
+          ((mevedel-chat-agent chat) nil)
+          ((and mevedel-provider (not (eq mevedel-provider 'gptel))) mevedel-provider))))
 
 ;;; Plumbing
 
@@ -188,6 +213,9 @@ is a `user-error' here, before the turn changes anything."
          (ms (round (* 1000 mevedel-acp-startup-timeout))))
     (puthash key agent mevedel-acp--agents)
     (puthash chat agent mevedel-acp--by-chat)
+    ;; The chat keeps this agent, whatever `mevedel-provider' says later.
+    (unless (eq (car (mevedel-chat-placement chat)) name)
+      (setf (mevedel-chat-placement chat) (list name)))
     (setf (mevedel-acp--agent-handle agent)
           (mevedel-core-acp-start
            (list :name (format "%s" name)
@@ -203,7 +231,14 @@ is a `user-error' here, before the turn changes anything."
                (setf (mevedel-acp--agent-waiting agent) nil
                      (mevedel-acp--agent-state agent) (if (eq status 'ok) 'ready 'dead)
                      (mevedel-acp--agent-mcp-http agent) (and (eq status 'ok)
-                                                              (plist-get value :mcp-http)))
+                                                              (plist-get value :mcp-http))
+                     (mevedel-acp--agent-load-session agent) (and (eq status 'ok)
+                                                                  (plist-get value :load-session))
+                     (mevedel-acp--agent-about agent)
+                     (and (eq status 'ok)
+                          (string-join (delq nil (list (plist-get value :name)
+                                                       (plist-get value :version)))
+                                       " ")))
                (dolist (thunk waiting)
                  (funcall thunk (unless (eq status 'ok) (cadr value))))))))
     agent))
@@ -223,26 +258,15 @@ is a `user-error' here, before the turn changes anything."
      (cond
       (failure (funcall function failure))
       ((mevedel-acp--agent-session-id agent) (funcall function nil))
-      (t
-       (let ((config (mevedel-acp-agent-config (mevedel-acp--agent-name agent)))
-             (chat (mevedel-acp--agent-chat agent)))
-         (mevedel-core-acp-new-session
-          (mevedel-acp--agent-handle agent)
-          (list :cwd (expand-file-name (mevedel-chat-root chat))
-                :disallowed-tools (unless mevedel-acp-keep-agent-tools
-                                    (plist-get config :disallowed-tools))
-                :mcp-servers (mevedel-acp--serve agent))
-          (lambda (status value)
-            (if (not (eq status 'ok))
-                (funcall function (cadr value))
-              (let ((id (plist-get value :session-id)))
-                (setf (mevedel-acp--agent-session-id agent) id)
-                ;; Recorded, and waited for, before any prompt.
-                (mevedel-save-checkpoint
-                 chat `(("acp-agent" . ,(format "%s" (mevedel-acp--agent-name agent)))
-                        ("acp-session" . ,id))
-                 t)
-                (funcall function nil)))))))))))
+      (t (mevedel-acp--open-session agent function))))))
+
+(defun mevedel-acp--session-args (agent)
+  "Return the `session/new' and `session/load' arguments of AGENT's session."
+  (let ((config (mevedel-acp-agent-config (mevedel-acp--agent-name agent))))
+    (list :cwd (expand-file-name (mevedel-chat-root (mevedel-acp--agent-chat agent)))
+          :disallowed-tools (unless mevedel-acp-keep-agent-tools
+                              (plist-get config :disallowed-tools))
+          :mcp-servers (mevedel-acp--serve agent))))
 
 (defun mevedel-acp--send (chat name texts)
   "Send CHAT's running turn, whose prompt is TEXTS, to agent NAME."
@@ -250,6 +274,8 @@ is a `user-error' here, before the turn changes anything."
                       ;; The module knows of an exit before its event
                       ;; arrives: a turn right after a crash starts anew.
                       (and known
+                           (or (eq (mevedel-acp--agent-name known) name)
+                               (progn (mevedel-acp--stop known) nil))
                            (pcase (mevedel-acp--agent-state known)
                              ('starting t)
                              ('ready (mevedel-core-acp-alive-p
@@ -272,7 +298,11 @@ is a `user-error' here, before the turn changes anything."
         ((mevedel-acp--agent-cancelled agent) (mevedel-acp--finish agent 'abort))
         (t
          (mevedel-core-acp-prompt
-          (mevedel-acp--agent-handle agent) (mevedel-acp--agent-session-id agent) texts
+          (mevedel-acp--agent-handle agent) (mevedel-acp--agent-session-id agent)
+          (if-let* ((seed (mevedel-acp--agent-seed agent)))
+              (progn (setf (mevedel-acp--agent-seed agent) nil)
+                     (cons seed texts))
+            texts)
           (lambda (status value)
             (when (eq (mevedel-acp--agent-turn agent) turn)
               (cond
@@ -320,25 +350,320 @@ A `mevedel-chat-abort-functions' member: the agent ends the turn."
 
 (add-hook 'mevedel-chat-abort-functions #'mevedel-acp--abort)
 
+(defun mevedel-acp--stop (agent)
+  "Stop AGENT, its processes and its server, and forget it."
+  (remhash (mevedel-acp--agent-key agent) mevedel-acp--agents)
+  (when (eq (gethash (mevedel-acp--agent-chat agent) mevedel-acp--by-chat) agent)
+    (remhash (mevedel-acp--agent-chat agent) mevedel-acp--by-chat))
+  (setf (mevedel-acp--agent-state agent) 'dead)
+  (mevedel-acp--stop-serving agent)
+  (when (mevedel-acp--agent-handle agent)
+    (mevedel-core-acp-stop (mevedel-acp--agent-handle agent) #'ignore)))
+
 (defun mevedel-acp--session-closed (session)
   "Stop the agents of SESSION's chats; a `mevedel-session-close-functions' member."
-  (maphash (lambda (key agent)
-             (when (eq (mevedel-chat-session (mevedel-acp--agent-chat agent)) session)
-               (remhash key mevedel-acp--agents)
-               (setf (mevedel-acp--agent-state agent) 'dead)
-               (mevedel-acp--stop-serving agent)
-               (when (mevedel-acp--agent-handle agent)
-                 (mevedel-core-acp-stop (mevedel-acp--agent-handle agent) #'ignore))))
-           mevedel-acp--agents))
+  (dolist (agent (hash-table-values mevedel-acp--agents))
+    (when (eq (mevedel-chat-session (mevedel-acp--agent-chat agent)) session)
+      (mevedel-acp--stop agent))))
 
 (add-hook 'mevedel-session-close-functions #'mevedel-acp--session-closed)
+
+;;;; Native conversations: resuming and recovering
+
+(defvar mevedel-acp--natives (make-hash-table :test #'eq :weakness 'key)
+  "Each chat's native conversation: (:agent :session :history :about).
+:agent names the ACP agent whose conversation :session is; :history
+is nil, (uncertain . REASON) when it could not be resumed, or
+`recover' when the next turn starts a new one seeded with mevedel's
+transcript.  As saved in the chat's metadata.")
+
+(defconst mevedel-acp--excerpt-limit 60000
+  "Characters of mevedel's transcript a recovered conversation starts with.")
+
+(defun mevedel-acp--native (chat)
+  "Return CHAT's native conversation plist (see `mevedel-acp--natives')."
+  (gethash chat mevedel-acp--natives))
+
+(defun mevedel-acp--history-string (history)
+  "Return HISTORY (see `mevedel-acp--natives') as saved."
+  (pcase history
+    ('recover "recover")
+    (`(uncertain . ,reason) (concat "uncertain: " reason))
+    (_ "")))
+
+(defun mevedel-acp--record-native (chat &rest plist)
+  "Set PLIST's keys of CHAT's native conversation, and save all of it now.
+Waited for: a session id is on disk before the prompt that uses it."
+  (let ((native (copy-sequence (mevedel-acp--native chat))))
+    (cl-loop for (key value) on plist by #'cddr
+             do (setq native (plist-put native key value)))
+    (puthash chat native mevedel-acp--natives)
+    (mevedel-save-checkpoint
+     chat `(("acp-agent" . ,(or (plist-get native :agent) ""))
+            ("acp-session" . ,(or (plist-get native :session) ""))
+            ("acp-agent-info" . ,(or (plist-get native :about) ""))
+            ("acp-model" . ,(or (plist-get native :model) ""))
+            ("acp-history" . ,(mevedel-acp--history-string (plist-get native :history))))
+     t)))
+
+(defun mevedel-acp--resumed (chat)
+  "Take CHAT's native conversation from its saved metadata.
+A `mevedel-resume-functions' member, for a root or a child agent's chat."
+  (when-let* ((store (mevedel-save-store chat))
+              (info (mevedel-core-store-info-get store))
+              (agent (cdr (assoc "acp-agent" info)))
+              ((not (string-empty-p agent))))
+    (let ((get (lambda (key) (let ((v (cdr (assoc key info))))
+                               (and v (not (string-empty-p v)) v))))
+          (history (cdr (assoc "acp-history" info))))
+      (puthash chat
+               (list :agent agent :session (funcall get "acp-session")
+                     :about (funcall get "acp-agent-info") :model (funcall get "acp-model")
+                     :history (cond ((equal history "recover") 'recover)
+                                    ((and history (string-prefix-p "uncertain: " history))
+                                     (cons 'uncertain (substring history 11)))))
+               mevedel-acp--natives))))
+
+(add-hook 'mevedel-resume-functions #'mevedel-acp--resumed)
+
+(defun mevedel-acp--open-session (agent function)
+  "Give AGENT a native session; then call FUNCTION with nil or what failed.
+The chat's saved conversation with this agent is resumed with
+`session/load'; otherwise, or when recovering, a new one is opened,
+seeded with mevedel's transcript when the chat has earlier turns.  A
+conversation that cannot be resumed is marked uncertain, and the turn
+fails saying how to recover."
+  (let* ((chat (mevedel-acp--agent-chat agent))
+         (name (format "%s" (mevedel-acp--agent-name agent)))
+         (native (mevedel-acp--native chat))
+         (mine (equal (plist-get native :agent) name))
+         (history (and mine (plist-get native :history)))
+         (saved (and mine (plist-get native :session))))
+    (cond
+     ((eq (car-safe history) 'uncertain)
+      (funcall function (mevedel-acp--uncertain-message chat (cdr history))))
+     ((and saved (not (eq history 'recover)))
+      (if (not (mevedel-acp--agent-load-session agent))
+          (mevedel-acp--lose-history
+           agent (format "%s cannot resume conversations (it has no session/load)" name)
+           function)
+        (setf (mevedel-acp--agent-loading agent) t)
+        (mevedel-core-acp-new-session
+         (mevedel-acp--agent-handle agent)
+         (append (list :load saved) (mevedel-acp--session-args agent))
+         (lambda (status value)
+           (setf (mevedel-acp--agent-loading agent) nil)
+           (if (eq status 'ok)
+               (mevedel-acp--opened agent value function)
+             (mevedel-acp--lose-history agent (cadr value) function))))))
+     (t
+      (mevedel-core-acp-new-session
+       (mevedel-acp--agent-handle agent) (mevedel-acp--session-args agent)
+       (lambda (status value)
+         (if (not (eq status 'ok))
+             (funcall function (cadr value))
+           (let ((earlier (mevedel-acp--excerpt chat)))
+             (when earlier
+               (setf (mevedel-acp--agent-seed agent) earlier)
+               (mevedel-chat-insert-notice
+                chat 'recovered
+                (format "%s starts a new conversation of its own, given mevedel's transcript \
+of this one so far" name))))
+           (mevedel-acp--opened agent value function))))))))
+
+(defun mevedel-acp--opened (agent value function)
+  "Record AGENT's session VALUE (a new or load reply); then call FUNCTION.
+The session and agent are saved before any prompt.  When the chat's
+placement names a model other than the session's, it is chosen first."
+  (let* ((chat (mevedel-acp--agent-chat agent))
+         (id (plist-get value :session-id))
+         (models (mevedel-acp--json (plist-get value :models)))
+         (wanted (cdr (mevedel-chat-placement chat))))
+    (setf (mevedel-acp--agent-session-id agent) id
+          (mevedel-acp--agent-models agent)
+          (mapcar (lambda (model) (cons (plist-get model :modelId)
+                                        (or (plist-get model :name) (plist-get model :modelId))))
+                  (plist-get models :availableModels))
+          (mevedel-acp--agent-model agent) (plist-get models :currentModelId))
+    (mevedel-acp--record-native
+     chat :agent (format "%s" (mevedel-acp--agent-name agent)) :session id
+     :about (mevedel-acp--agent-about agent) :model (mevedel-acp--agent-model agent)
+     :history nil)
+    (if (or (not wanted) (equal wanted (mevedel-acp--agent-model agent)))
+        (funcall function nil)
+      (mevedel-acp--choose-model agent wanted function))))
+
+(defun mevedel-acp--uncertain-message (chat reason)
+  "Return the error of a turn of CHAT whose native history is uncertain by REASON."
+  (format "The agent's own conversation%s could not be resumed (%s), so what it \
+remembers is uncertain.  M-x mevedel-claude-code-recover-history continues in a new \
+conversation, given mevedel's transcript of this one."
+          (if-let* ((path (mevedel-chat-agent chat))) (format " of %s" path) "")
+          reason))
+
+(defun mevedel-acp--lose-history (agent reason function)
+  "Mark the native conversation of AGENT's chat uncertain by REASON.
+Say so in the chat, and call FUNCTION with the turn's error."
+  (let ((chat (mevedel-acp--agent-chat agent)))
+    (mevedel-acp--record-native chat :history (cons 'uncertain reason))
+    (funcall function (mevedel-acp--uncertain-message chat reason))))
+
+(defun mevedel-acp--excerpt (chat)
+  "Return mevedel's transcript of CHAT before its running turn, labelled, or nil.
+The most recent `mevedel-acp--excerpt-limit' characters of it."
+  (let* ((buffer (mevedel-chat-data-buffer chat))
+         (start (mevedel-chat-turn-start chat))
+         (end (if start (marker-position start) (with-current-buffer buffer (point-max))))
+         (text (mapconcat
+                (lambda (segment)
+                  (pcase (plist-get segment :type)
+                    ('user (concat "User: " (plist-get segment :text)))
+                    ('response (concat "Assistant: " (plist-get segment :text)))
+                    ('tool (format "Tool call %s %s -> %s" (plist-get segment :name)
+                                   (mevedel-save-print (plist-get segment :args))
+                                   (let ((result (plist-get segment :result)))
+                                     (if (stringp result) result (mevedel-save-print result)))))
+                    (_ nil)))
+                (mevedel-history-segments buffer nil end)
+                "\n\n")))
+    (setq text (string-trim text))
+    (unless (string-empty-p text)
+      (when (> (length text) mevedel-acp--excerpt-limit)
+        (setq text (concat "[...]\n" (substring text (- mevedel-acp--excerpt-limit)))))
+      (concat "[mevedel: this conversation began before you joined it, or your own record \
+of it was lost.  Here is mevedel's transcript of it so far, for context; the user's new \
+message follows.]\n\n" text "\n\n[End of mevedel's transcript]"))))
+
+(defun mevedel-acp--recover-target ()
+  "Ask for the chat whose native conversation to recover, in this view's session.
+The root's, or a retained child agent's by its path."
+  (let* ((chat (or (and (boundp 'mevedel-view--chat) mevedel-view--chat)
+                   (user-error "Run this in a mevedel view")))
+         (paths (cons "/root" (mapcar (lambda (data) (plist-get data :path))
+                                      (mevedel-agent-list chat))))
+         (path (if (cdr paths) (completing-read "Recover the conversation of: " paths nil t)
+                 "/root")))
+    (if (equal path "/root")
+        chat
+      (mevedel-chat-of-buffer (or (mevedel-agent-conversation chat path)
+                                  (user-error "No conversation of %s" path))))))
+
+(defun mevedel-claude-code-recover-history (chat)
+  "Continue CHAT's conversation with its ACP agent in a new native conversation.
+For when the agent's own record of it is lost or uncertain (Claude
+Code, or any ACP agent): its next turn opens a new conversation of
+the agent, starting with mevedel's transcript of this one, labelled
+as such.  Interactively, CHAT is the view's, or a retained child
+agent's chosen by path.  Its turns must be idle."
+  (interactive (list (mevedel-acp--recover-target)))
+  (let ((name (or (mevedel-acp-chat-provider chat)
+                  (user-error "An ACP agent does not answer this conversation"))))
+    (when (mevedel-chat-busy-p chat)
+      (user-error "Wait until the turn ends, or stop it, first"))
+    (when-let* ((agent (gethash chat mevedel-acp--by-chat)))
+      ;; Its next turn opens a new session.
+      (setf (mevedel-acp--agent-session-id agent) nil))
+    (mevedel-acp--record-native chat :agent (format "%s" name) :history 'recover)
+    (mevedel-chat-insert-notice
+     chat 'recovered
+     (format "Recovering: %s's next turn starts a new conversation of its own, given \
+mevedel's transcript of this one" name))
+    (mevedel-chat-notify chat 'truncated)
+    (message "The next turn of %s starts anew with mevedel's transcript"
+             (or (mevedel-chat-agent chat) "this session"))))
+
+;;;; Models: the view's switcher and /model
+
+(defun mevedel-acp--installed ()
+  "Return the names of `mevedel-acp-agents' whose program is on PATH."
+  (cl-loop for (name . config) in mevedel-acp-agents
+           when (and (plist-get config :command) (executable-find (plist-get config :command)))
+           collect name))
+
+(defun mevedel-acp--model-choices (chat)
+  "Return the switcher's choices of ACP agents for CHAT: (LABEL . SELECT).
+Each agent on PATH, and each model its running session reports, as
+AGENT:MODEL.  A `mevedel-view-model-choice-functions' member."
+  (let ((agent (gethash chat mevedel-acp--by-chat)))
+    (append
+     (mapcar (lambda (name)
+               (cons (format "%s" name) (lambda (chat) (mevedel-acp-place chat name))))
+             (mevedel-acp--installed))
+     (and agent (mevedel-acp--agent-session-id agent)
+          (mapcar (lambda (model)
+                    (cons (format "%s:%s" (mevedel-acp--agent-name agent) (car model))
+                          (lambda (chat)
+                            (mevedel-acp-place chat (mevedel-acp--agent-name agent) (car model)))))
+                  (mevedel-acp--agent-models agent))))))
+
+(add-hook 'mevedel-view-model-choice-functions #'mevedel-acp--model-choices)
+
+(defun mevedel-acp-place (chat name &optional model)
+  "Make the ACP agent NAME (a symbol) answer CHAT from its next turn on.
+MODEL, a model id the agent reported, is chosen for its session.  An
+agent other than the running one replaces it: the new one is given
+mevedel's transcript of the conversation so far."
+  (let ((agent (gethash chat mevedel-acp--by-chat)))
+    (when (mevedel-chat-busy-p chat)
+      (user-error "Wait until the turn ends, or stop it, first"))
+    (mevedel-acp--command name (or (mevedel-acp-agent-config name)
+                                   (user-error "No agent %s in `mevedel-acp-agents'" name)))
+    (setf (mevedel-chat-placement chat) (cons name model))
+    (mevedel-save-checkpoint chat (mevedel-save-metadata chat))
+    (when (and agent (not (eq (mevedel-acp--agent-name agent) name)))
+      (mevedel-acp--stop agent))
+    (when (and agent model (eq (mevedel-acp--agent-name agent) name)
+               (mevedel-acp--agent-session-id agent)
+               (not (equal model (mevedel-acp--agent-model agent))))
+      (mevedel-acp--choose-model agent model
+                                 (lambda (failure)
+                                   (when failure (message "mevedel: %s" failure)))))
+    (mevedel-chat-notify chat 'status)))
+
+(defun mevedel-acp--choose-model (agent model function)
+  "Choose MODEL for AGENT's session; then call FUNCTION with nil or what failed."
+  (mevedel-core-acp-set-model
+   (mevedel-acp--agent-handle agent) (mevedel-acp--agent-session-id agent) model
+   (lambda (status value)
+     (if (not (eq status 'ok))
+         (funcall function (cadr value))
+       (setf (mevedel-acp--agent-model agent) model)
+       (mevedel-acp--record-native (mevedel-acp--agent-chat agent) :model model)
+       (funcall function nil)))))
+
+(defun mevedel-acp--provider-name (chat)
+  "Return the ACP agent and model answering CHAT's next turn, or nil.
+A `mevedel-view-provider-functions' member."
+  (when-let* ((name (mevedel-acp-chat-provider chat)))
+    (let* ((agent (gethash chat mevedel-acp--by-chat))
+           (model (or (cdr (mevedel-chat-placement chat))
+                      (and agent (eq (mevedel-acp--agent-name agent) name)
+                           (mevedel-acp--agent-model agent))
+                      (plist-get (mevedel-acp--native chat) :model))))
+      (format "%s%s" name (if model (format " / %s" model) "")))))
+
+(add-hook 'mevedel-view-provider-functions #'mevedel-acp--provider-name)
+
+(defun mevedel-acp-chat-agent-info (chat)
+  "Return the name and version CHAT's ACP agent gave itself, or nil."
+  (or (when-let* ((agent (gethash chat mevedel-acp--by-chat))) (mevedel-acp--agent-about agent))
+      (plist-get (mevedel-acp--native chat) :about)))
+
+(defun mevedel-acp-chat-model (chat)
+  "Return the model id of CHAT's ACP agent, when known, or nil."
+  (or (cdr (mevedel-chat-placement chat))
+      (when-let* ((agent (gethash chat mevedel-acp--by-chat))) (mevedel-acp--agent-model agent))
+      (plist-get (mevedel-acp--native chat) :model)))
 
 ;;;; What the agent sends
 
 (defun mevedel-acp--running (data)
-  "Return the agent of event DATA when it drives a running turn, else nil."
+  "Return the agent of event DATA when it drives a running turn, else nil.
+The history `session/load' replays is not the turn's: mevedel has its
+own transcript of it."
   (when-let* ((agent (gethash (plist-get data :key) mevedel-acp--agents))
-              ((mevedel-acp--agent-turn agent)))
+              ((mevedel-acp--agent-turn agent))
+              ((not (mevedel-acp--agent-loading agent))))
     agent))
 
 (defun mevedel-acp--flush-thought (agent)

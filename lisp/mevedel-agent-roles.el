@@ -645,7 +645,10 @@ are listed with their errors."
   "Named model tiers: an alist of (TIER . PLIST).
 PLIST's :backend is the name of a gptel backend (as in
 `gptel-make-openai' and friends), :model its model (a symbol) and
-:effort a reasoning effort symbol (nil: the provider's default).  A
+:effort a reasoning effort symbol (nil: the provider's default).
+Instead of :backend, :provider names an ACP agent of
+`mevedel-acp-agents' (`claude-code'), :model then one of its model
+ids or nil.  A
 tier without :backend keeps the model it is applied to and only sets
 :effort when it has one; the default tiers are empty, so children use
 their delegator's model until you fill them in, for example:
@@ -697,12 +700,33 @@ WHAT names where the choice came from, for the error otherwise."
                   (mapconcat #'symbol-name models ", ")))
     (list :backend backend :model model)))
 
+(defvar mevedel-acp-agents)
+
+(defun mevedel-agent-roles--acp (spec)
+  "Return (AGENT . MODEL) when SPEC names an ACP agent, else nil.
+SPEC is AGENT or \"AGENT:MODEL\", AGENT one of `mevedel-acp-agents'
+\(mevedel-acp.el), MODEL a model id it offers, or nil."
+  (when (boundp 'mevedel-acp-agents)
+    (let* ((text (format "%s" spec))
+           (colon (string-search ":" text))
+           (name (intern (if colon (substring text 0 colon) text))))
+      (and (assq name mevedel-acp-agents)
+           (cons name (and colon (substring text (1+ colon))))))))
+
 (defun mevedel-agent-roles--select (spec)
   "Return the selection of SPEC: a plist of :backend, :model and :effort.
-SPEC is a tier (symbol or string), \"BACKEND:MODEL\", or a bare model
-name one gptel backend offers.  Keys a tier leaves out are absent."
-  (let ((tier (assq (if (symbolp spec) spec (intern spec)) mevedel-agent-tiers)))
+SPEC is a tier (symbol or string), \"BACKEND:MODEL\", a bare model
+name one gptel backend offers, or an ACP agent (\"claude-code\",
+\"claude-code:MODEL\"), whose selection is (:provider (AGENT . MODEL)
+:effort nil).  Keys a tier leaves out are absent."
+  (let ((tier (assq (if (symbolp spec) spec (intern spec)) mevedel-agent-tiers))
+        (acp (mevedel-agent-roles--acp spec)))
     (cond
+     ((and tier (plist-get (cdr tier) :provider))
+      (list :provider (cons (plist-get (cdr tier) :provider)
+                            (let ((model (plist-get (cdr tier) :model)))
+                              (and model (format "%s" model))))
+            :effort (plist-get (cdr tier) :effort)))
      (tier
       (let* ((plist (cdr tier))
              (backend (plist-get plist :backend))
@@ -713,6 +737,7 @@ name one gptel backend offers.  Keys a tier leaves out are absent."
                       ((or backend model)
                        (user-error "Tier %s needs both :backend and :model, or neither" (car tier))))
                 (and (plist-member plist :effort) (list :effort (plist-get plist :effort))))))
+     (acp (list :provider acp :effort nil))
      ((and (stringp spec) (string-match "\\`\\([^:]+\\):\\(.+\\)\\'" spec))
       (append (mevedel-agent-roles--backend-model
                (mevedel-agent-roles--backend (match-string 1 spec))
@@ -739,27 +764,39 @@ to the model it was chosen for."
   (if (null spec)
       current
     (let ((selected (mevedel-agent-roles--select spec)))
-      (if (plist-member selected :backend)
-          (list :backend (plist-get selected :backend)
-                :model (plist-get selected :model)
-                :effort (plist-get selected :effort))
+      (cond
+       ((plist-member selected :backend)
+        (list :backend (plist-get selected :backend)
+              :model (plist-get selected :model)
+              :effort (plist-get selected :effort)
+              :provider nil))
+       ((plist-get selected :provider)
+        (list :backend (plist-get current :backend)
+              :model (plist-get current :model)
+              :effort (plist-get selected :effort)
+              :provider (plist-get selected :provider)))
+       (t
         (list :backend (plist-get current :backend)
               :model (plist-get current :model)
               :effort (if (plist-member selected :effort)
                           (plist-get selected :effort)
-                        (plist-get current :effort)))))))
+                        (plist-get current :effort))
+              :provider (plist-get current :provider)))))))
 
 (defun mevedel-agent-resolve-model (spec workload inherited &optional effort)
-  "Return the model that serves a child: (:backend B :model M :effort E).
+  "Return the model that serves a child: (:backend :model :effort :provider).
+:provider is nil (gptel's backend and model) or (AGENT . MODEL), an
+ACP agent answering the child instead.
 Resolution starts from INHERITED, the delegator's plist of the same
 shape, applies WORKLOAD's tier (`mevedel-agent-workload-tiers'), then
-SPEC (the Agent call's model, else the role's: a tier, \"BACKEND:MODEL\"
-or a model one backend offers), then EFFORT, an explicit effort symbol,
-which has the last word.  An unknown tier, backend or model is a
+SPEC (the Agent call's model, else the role's: a tier, \"BACKEND:MODEL\",
+a model one backend offers, or an ACP agent), then EFFORT, an explicit
+effort symbol, which has the last word.  An unknown tier, backend or model is a
 `user-error' listing the ones there are."
   (let ((result (list :backend (plist-get inherited :backend)
                       :model (plist-get inherited :model)
-                      :effort (plist-get inherited :effort))))
+                      :effort (plist-get inherited :effort)
+                      :provider (plist-get inherited :provider))))
     (when workload
       (unless (memq workload mevedel-agent-roles--workloads)
         (user-error "Unknown workload %s (workloads: %s)" workload

@@ -266,7 +266,7 @@ TARGET is canonical (/root/...) or relative to CALLER (a/b).  Signal
 
 (defconst mevedel-agent-config-keys
   '(:backend :model :effort :system :tools :specialists :context :directory :role :max-turns
-             :params)
+             :params :provider)
   "Every key of a frozen agent configuration, exactly once each.")
 
 (defun mevedel-agent-check-config (config)
@@ -688,12 +688,15 @@ Signal `user-error' when a hook blocks it."
       (`(block . ,reason) (user-error "The task for %s was blocked: %s" path reason)))))
 
 (defun mevedel-agent--inherited-model (parent)
-  "Return the model plist of chat PARENT (:backend :model :effort)."
+  "Return the model plist of chat PARENT (:backend :model :effort :provider).
+:provider is the ACP agent placement PARENT answers with, or nil."
   (list :backend (mevedel-chat-backend-effective parent)
         :model (mevedel-chat-model-effective parent)
         :effort (and (boundp 'gptel-reasoning-effort)
                      (buffer-local-value 'gptel-reasoning-effort
-                                         (mevedel-chat-data-buffer parent)))))
+                                         (mevedel-chat-data-buffer parent)))
+        :provider (let ((placement (mevedel-chat-placement parent)))
+                    (and placement (not (eq (car placement) 'gptel)) placement))))
 
 (defun mevedel-agent-spawn (chat args &optional on-settle)
   "Create a retained child of the agent of CHAT for the Agent call ARGS.
@@ -747,11 +750,13 @@ preparing (a `summary' context: see
                               :tools (mevedel-agent--tools chat role)
                               :specialists (mevedel-agent--specialists chat child role)
                               :context mode :directory directory :role role-name
-                              :max-turns (plist-get role :max-turns) :params nil))))
+                              :max-turns (plist-get role :max-turns) :params nil
+                              :provider (plist-get model :provider)))))
           (setf (mevedel-agent-handle-chat handle) child
                 (mevedel-agent-handle-config handle) config
                 (mevedel-chat-backend child) (plist-get config :backend)
                 (mevedel-chat-model child) (plist-get config :model)
+                (mevedel-chat-placement child) (plist-get config :provider)
                 (mevedel-chat-frozen-system child) (plist-get config :system)
                 (mevedel-chat-frozen-tools child) (plist-get config :tools))
           (mevedel-agent--freeze-specialists child (plist-get config :specialists))
@@ -1245,6 +1250,7 @@ Only this agent is loaded, with its frozen configuration.  Signal
                     (mevedel-chat-backend-effective root))
                 (mevedel-chat-model child) (or (plist-get config :model)
                                                (mevedel-chat-model-effective root))
+                (mevedel-chat-placement child) (plist-get config :provider)
                 (mevedel-chat-frozen-system child) (plist-get config :system)
                 (mevedel-chat-frozen-tools child)
                 (delq nil (mapcar #'mevedel-agent--tool-named (plist-get config :tools)))
@@ -1313,12 +1319,19 @@ Does nothing for a session without durable storage."
 (defun mevedel-agent--upgrade-record (record)
   "Return the saved RECORD with the configuration keys added since it was saved.
 An agent saved before specialists were frozen (ADR 0022) has no
-:specialists; it keeps reaching every specialist, as it did (t)."
+:specialists; it keeps reaching every specialist, as it did (t).  One
+saved before children could run on ACP agents has no :provider: gptel
+serves it (nil)."
   (let ((config (plist-get record :config)))
-    (if (and (proper-list-p record) (proper-list-p config)
-             (not (plist-member config :specialists)))
-        (plist-put (copy-sequence record) :config (append config (list :specialists t)))
-      record)))
+    (if (not (and (proper-list-p record) (proper-list-p config)))
+        record
+      (unless (plist-member config :specialists)
+        (setq config (append config (list :specialists t))))
+      (unless (plist-member config :provider)
+        (setq config (append config (list :provider nil))))
+      (if (eq config (plist-get record :config))
+          record
+        (plist-put (copy-sequence record) :config config)))))
 
 (defun mevedel-agent-check-record (record)
   "Return RECORD, a saved registry record, or signal `error'.

@@ -375,8 +375,9 @@ approve here) and
                        (format "%s" agent)
                      (gptel-backend-name (mevedel-chat-backend-effective chat)))
           :model (if (mevedel-acp-chat-provider chat)
-                     :null
+                     (or (mevedel-acp-chat-model chat) :null)
                    (format "%s" (mevedel-chat-model-effective chat)))
+          :agent (or (mevedel-acp-chat-agent-info chat) :null)
           :messages (nreverse messages)
           :tool_calls (nreverse calls)
           :unknown_tools (vconcat unknown-tools)

@@ -190,6 +190,12 @@ Its root and data buffer are the slots of `mevedel-prompt-chat'."
   ;; The turns sent so far, newest first: plists (:id :label :start).
   turns
   backend model
+  ;; Who answers its turns when not gptel's default: nil (the root
+  ;; follows `mevedel-provider', a child gptel) or (PROVIDER . MODEL),
+  ;; PROVIDER `gptel' or an ACP agent's name (mevedel-acp.el), MODEL
+  ;; the agent's model id or nil.  Chosen in the view or frozen at a
+  ;; child's spawn, saved with the session.
+  placement
   ;; Non-nil in a session begun with the offline demo model
   ;; (mevedel-demo.el): saved with it, so that only a demo start
   ;; resumes it.
@@ -354,10 +360,12 @@ gptel's default (OpenAI) is chosen and recorded in `gptel-backend'."
 
 (defun mevedel-chat-set-model (chat backend model)
   "Give CHAT the gptel BACKEND and MODEL from its next turn on, and save them.
-The choice is this session's own: other sessions and gptel's defaults
-keep theirs.  Observers hear `status'."
+gptel then answers CHAT, whatever `mevedel-provider' says.  The choice
+is this session's own: other sessions and gptel's defaults keep
+theirs.  Observers hear `status'."
   (setf (mevedel-chat-backend chat) backend
-        (mevedel-chat-model chat) model)
+        (mevedel-chat-model chat) model
+        (mevedel-chat-placement chat) (list 'gptel))
   (mevedel-chat--save chat 'change)
   (mevedel-chat-notify chat 'status))
 

@@ -1150,6 +1150,7 @@ CALLBACK gets (:description :messages), each message (:role :content)."
 (declare-function mevedel-core--acp-start "ext:mevedel-dyn" (id args))
 (declare-function mevedel-core--acp-new-session "ext:mevedel-dyn" (id args))
 (declare-function mevedel-core--acp-prompt "ext:mevedel-dyn" (id handle session texts))
+(declare-function mevedel-core--acp-set-model "ext:mevedel-dyn" (id handle session model))
 (declare-function mevedel-core--acp-cancel "ext:mevedel-dyn" (handle session))
 (declare-function mevedel-core--acp-stop "ext:mevedel-dyn" (id handle))
 (declare-function mevedel-core--acp-alive "ext:mevedel-dyn" (handle))
@@ -1171,11 +1172,20 @@ initialized."
 
 (defun mevedel-core-acp-new-session (handle args callback)
   "Open a session of HANDLE's agent; CALLBACK gets (:session-id :modes :models).
-ARGS is a plist: :cwd, :disallowed-tools (Claude Code's tools to switch
-off) and :mcp-servers, each (:name :command :args :env) or (:name :url
+ARGS is a plist: :load (the id of a session to reopen with
+`session/load', whose history arrives as `acp-update' events first),
+:cwd, :disallowed-tools (Claude Code's tools to switch off) and
+:mcp-servers, each (:name :command :args :env) or (:name :url
 :headers).  :modes and :models are the agent's JSON text."
   (mevedel-core-request
    (lambda (id) (mevedel-core--acp-new-session id (append (list :handle handle) args)))
+   callback))
+
+(defun mevedel-core-acp-set-model (handle session model callback)
+  "Choose MODEL, a model id string, for SESSION of HANDLE's agent.
+CALLBACK gets t once the agent took it."
+  (mevedel-core-request
+   (lambda (id) (mevedel-core--acp-set-model id handle session model))
    callback))
 
 (defun mevedel-core-acp-prompt (handle session texts callback)

@@ -6,7 +6,8 @@
 ;;; Commentary:
 
 ;; Brings a saved conversation back into a chat: the transcript into
-;; the data buffer, then the title, model and backend, token usage,
+;; the data buffer, then the title, model and backend (or the chosen
+;; provider: `mevedel-chat-placement'), token usage,
 ;; turn list and the last composer inputs from the session's metadata
 ;; (what mevedel-save.el wrote).  `mevedel-chat-get-create' opening a
 ;; saved session (M-x mevedel, the sessions list, `bin/mevedel
@@ -112,6 +113,8 @@ calls it ran; else nil."
       (setf (mevedel-chat-backend chat) backend))
     (when-let* ((model (funcall get "model")))
       (setf (mevedel-chat-model chat) (intern model)))
+    (when-let* ((provider (funcall get "provider")))
+      (setf (mevedel-chat-placement chat) (cons (intern provider) (funcall get "provider-model"))))
     (setf (mevedel-chat-demo chat) (equal (funcall get "demo") "1"))
     (with-current-buffer buffer
       (setf (mevedel-chat-turns chat)

@@ -108,6 +108,8 @@ refresh only what grows (see `mevedel-save-checkpoint')."
       ("updated" . ,(mevedel-save-now))
       ("backend" . ,(if backend (gptel-backend-name backend) ""))
       ("model" . ,(format "%s" (or (mevedel-chat-model-effective chat) "")))
+      ("provider" . ,(format "%s" (or (car (mevedel-chat-placement chat)) "")))
+      ("provider-model" . ,(or (cdr (mevedel-chat-placement chat)) ""))
       ("demo" . ,(if (mevedel-chat-demo chat) "1" ""))
       ("turns" . ,(number-to-string (length (mevedel-chat-turns chat))))
       ("turn-list" . ,(mevedel-save-print

@@ -521,14 +521,11 @@ A `window-size-change-functions' member, buffer-local to the view."
 (defun mevedel-view--header-line ()
   "Return the header line of the view, escaped for `format-mode-line'.
 The permission mode comes first, so a narrow window never cuts it; the
-backend and model are those the next request uses."
+provider, or backend and model, are those the next request uses."
   (string-replace
    "%" "%%"
    (if-let* ((chat mevedel-view--chat))
-       (let* ((backend (mevedel-chat-backend-effective chat))
-              (model (mevedel-chat-model-effective chat))
-              (who (concat (if backend (gptel-backend-name backend) "no backend")
-                           (if model (format " / %s" model) ""))))
+       (let ((who (mevedel-view--provider-name chat)))
          (concat " mevedel · " (mevedel-chat-name chat)
                  " · " (if (eq (mevedel-chat-permission-mode chat) 'plan)
                            (propertize "PLAN mode (read-only)" 'face 'warning)
@@ -2047,27 +2044,54 @@ instead."
   (interactive)
   (mevedel-view--history-step -1))
 
-(defun mevedel-view--model-choices ()
-  "Return (\"BACKEND:MODEL\" BACKEND MODEL) for every model gptel knows."
-  (cl-loop for (name . backend) in (mevedel-gptel-backends)
-           append (mapcar (lambda (model)
-                            (let ((model (if (consp model) (car model) model)))
-                              (list (format "%s:%s" name model) backend model)))
-                          (gptel-backend-models backend))))
+(defvar mevedel-view-model-choice-functions nil
+  "Functions giving more choices of the model switcher and /model.
+Each is called with the chat and returns a list of (LABEL . SELECT),
+SELECT a function of the chat that makes it answer with LABEL's
+choice (mevedel-acp.el offers its ACP agents and their models).")
+
+(defvar mevedel-view-provider-functions nil
+  "Functions naming what answers a chat's next turn instead of gptel.
+Each is called with the chat and returns the name the header shows,
+or nil when gptel's backend and model answer it.")
+
+(defun mevedel-view--model-choices (&optional chat)
+  "Return (LABEL . SELECT) for every model gptel knows and the other choices.
+SELECT makes a chat use it; CHAT, when given, is offered the choices of
+`mevedel-view-model-choice-functions' too."
+  (append
+   (mapcan (pcase-lambda (`(,name . ,backend))
+             (mapcar (lambda (model)
+                       (let ((model (if (consp model) (car model) model)))
+                         (cons (format "%s:%s" name model)
+                               (lambda (chat) (mevedel-chat-set-model chat backend model)))))
+                     (gptel-backend-models backend)))
+           (mevedel-gptel-backends))
+   (and chat (cl-loop for function in mevedel-view-model-choice-functions
+                      append (funcall function chat)))))
+
+(defun mevedel-view--provider-name (chat)
+  "Return the name of what answers CHAT's next turn.
+That is its provider, or its gptel backend / model."
+  (or (run-hook-with-args-until-success 'mevedel-view-provider-functions chat)
+      (let ((backend (mevedel-chat-backend-effective chat))
+            (model (mevedel-chat-model-effective chat)))
+        (concat (if backend (gptel-backend-name backend) "no backend")
+                (if model (format " / %s" model) "")))))
 
 (defun mevedel-view-set-model (choice)
-  "Use CHOICE, \"BACKEND:MODEL\" of gptel's backends, for this session (/model)."
+  "Use CHOICE for this session (/model).
+CHOICE is \"BACKEND:MODEL\" of gptel's backends, or another choice of
+`mevedel-view-model-choice-functions' (an ACP agent, or one of its models)."
   (interactive
    (list (completing-read
-          (format "Model for this session (now %s:%s): "
-                  (gptel-backend-name (mevedel-chat-backend-effective mevedel-view--chat))
-                  (mevedel-chat-model-effective mevedel-view--chat))
-          (mapcar #'car (mevedel-view--model-choices)) nil t)))
-  (pcase-let ((`(,_ ,backend ,model)
-               (or (assoc choice (mevedel-view--model-choices))
-                   (user-error "No model %s among gptel's backends (see `gptel-make-openai' and \
+          (format "Model for this session (now %s): "
+                  (mevedel-view--provider-name mevedel-view--chat))
+          (mapcar #'car (mevedel-view--model-choices mevedel-view--chat)) nil t)))
+  (let ((select (or (cdr (assoc choice (mevedel-view--model-choices mevedel-view--chat)))
+                    (user-error "No model %s among gptel's backends (see `gptel-make-openai' and \
 friends to add one)" choice))))
-    (mevedel-chat-set-model mevedel-view--chat backend model)
+    (funcall select mevedel-view--chat)
     (force-mode-line-update)
     (message "This session now uses %s" choice)))
 
@@ -2080,7 +2104,7 @@ ARGUMENT is the choice; empty, it is asked for."
 
 (mevedel-view-register-slash-command "model"
   #'mevedel-view--slash-model "choose this session's backend and model (/model B:M)"
-  (lambda (_chat) (mapcar #'car (mevedel-view--model-choices))))
+  (lambda (chat) (mapcar #'car (mevedel-view--model-choices chat))))
 
 (defun mevedel-view-set-permission-mode (mode)
   "Set this session's permission MODE."

@@ -23,23 +23,55 @@
 (require 'mevedel-acp)
 (require 'mevedel-history)
 (require 'mevedel-interaction)
+(require 'mevedel-agent)
 
 (defconst acp-test--fake
   (expand-file-name "crates/mevedel-core/tests/acp-agents/fake_agent.py" mevedel-test-root)
   "The scripted ACP agent.")
 
 (defmacro acp-test--with-agent (view chat &rest body)
-  "Run BODY with VIEW and CHAT of a fresh session answered by the scripted agent."
+  "Run BODY with VIEW and CHAT of a fresh session answered by the scripted agent.
+The agent keeps its sessions in a file, so a later process of it
+resumes them, as real agents do; `acp-test--args' are its options."
   (declare (indent 2))
   `(progn
      (unless (executable-find "python3")
        (ert-fail "python3 is required by the ACP tests but is not installed"))
-     (let ((mevedel-acp-agents `((fake :command "python3" :args (,acp-test--fake)
-                                       :package "fake-agent")))
-           (mevedel-provider 'fake))
-       (mevedel-test-with-view ,view ,chat
-         (unwind-protect (progn ,@body)
-           (mevedel-chat-abort ,chat))))))
+     (let* ((state (make-temp-file "mevedel-acp-state-" nil ".json" "{}"))
+            (mevedel-acp-agents `((fake :command "python3"
+                                        :args (,acp-test--fake "--state" ,state ,@acp-test--args)
+                                        :package "fake-agent")))
+            (mevedel-provider 'fake))
+       (unwind-protect
+           (mevedel-test-with-view ,view ,chat
+             (unwind-protect (progn ,@body)
+               (when (buffer-live-p (mevedel-chat-data-buffer ,chat))
+                 (mevedel-chat-abort ,chat))))
+         (delete-file state)))))
+
+(defvar acp-test--args nil
+  "More options of the scripted agent, for `acp-test--with-agent'.")
+
+(defun acp-test--reopen (view chat)
+  "Close VIEW and CHAT's session, as quitting Emacs does; return the new view.
+It shows the same session, resumed as the sessions list resumes it."
+  (let ((root (mevedel-chat-root chat))
+        (id (mevedel-session-id (mevedel-chat-session chat))))
+    (kill-buffer view)
+    (kill-buffer (mevedel-chat-data-buffer chat))
+    (let ((again (mevedel-session-list-open root id)))
+      (should (equal (mevedel-session-id (mevedel-chat-session (mevedel-view-chat again))) id))
+      again)))
+
+(defmacro acp-test--reopened (view chat old-view old-chat &rest body)
+  "Run BODY with VIEW and CHAT the resumed session of OLD-VIEW and OLD-CHAT."
+  (declare (indent 4))
+  `(let* ((,view (acp-test--reopen ,old-view ,old-chat))
+          (,chat (mevedel-view-chat ,view)))
+     (unwind-protect (progn ,@body)
+       (mevedel-chat-abort ,chat)
+       (kill-buffer ,view)
+       (kill-buffer (mevedel-chat-data-buffer ,chat)))))
 
 (defun acp-test--send (view chat text &optional during)
   "Type TEXT in VIEW and send it; return CHAT's outcome once its turn ended.
@@ -258,6 +290,133 @@ DURING is called with nothing while the turn runs."
         (should (string-match-p "mevedel-no-such-agent.*npm install -g @example/ghost-acp"
                                 (cadr err))))
       (should-not (mevedel-chat-turn chat)))))
+
+;;;; Resuming, recovering, models and children
+
+(defun acp-test--saved (chat)
+  "Return CHAT's saved session metadata."
+  (mevedel-core-store-info-get (mevedel-save-store chat)))
+
+(ert-deftest acp-test-resume-loads-the-native-session ()
+  "A resumed session's next turn reaches the same native session (session/load).
+The chat keeps its agent though `mevedel-provider' changed; the replayed
+history does not enter the transcript twice."
+  (acp-test--with-agent view chat
+    (should (eq (acp-test--send view chat "first question") 'done))
+    (let ((info (acp-test--saved chat)))
+      (should (equal (cdr (assoc "acp-agent-info" info)) "fake-agent 0.1"))
+      (should (equal (cdr (assoc "acp-model" info)) "fast-model"))
+      (should (equal (cdr (assoc "provider" info)) "fake")))
+    (let ((mevedel-provider 'gptel))
+      (acp-test--reopened view2 chat2 view chat
+        (should (eq (mevedel-acp-chat-provider chat2) 'fake))
+        (should (string-match-p "fake / fast-model"
+                                (with-current-buffer view2 (mevedel-view--header-line))))
+        (should (eq (acp-test--send view2 chat2 "history") 'done))
+        (should (equal (acp-test--answer chat2) "first question [fast-model]"))
+        (should (equal (mevedel-acp--agent-session-id (gethash chat2 mevedel-acp--by-chat))
+                       "sess-1"))
+        (should-not (string-match-p "earlier answer"
+                                    (with-current-buffer (mevedel-chat-data-buffer chat2)
+                                      (buffer-string))))))))
+
+(ert-deftest acp-test-lost-history-is-uncertain-until-recovered ()
+  "Without session/load the history is uncertain; recovery seeds a new session."
+  (let ((acp-test--args '("--no-load")))
+    (acp-test--with-agent view chat
+      (should (eq (acp-test--send view chat "first question") 'done))
+      (acp-test--reopened view2 chat2 view chat
+        (should (eq (acp-test--send view2 chat2 "history") 'error))
+        (let ((detail (mevedel-chat-status-detail chat2)))
+          (should (string-match-p "could not be resumed (fake cannot resume" detail))
+          (should (string-match-p "mevedel-claude-code-recover-history" detail)))
+        (should (string-prefix-p "uncertain: " (cdr (assoc "acp-history" (acp-test--saved chat2)))))
+        ;; It stays uncertain until the user recovers.
+        (should (eq (acp-test--send view2 chat2 "history") 'error))
+        (with-current-buffer view2
+          (call-interactively #'mevedel-claude-code-recover-history))
+        (should (equal (cdr (assoc "acp-history" (acp-test--saved chat2))) "recover"))
+        (should (string-match-p "Recovering: fake's next turn starts a new conversation"
+                                (with-current-buffer view2 (buffer-string))))
+        (should (eq (acp-test--send view2 chat2 "history") 'done))
+        ;; The new session got mevedel's transcript, labelled, first.
+        (let ((answer (acp-test--answer chat2)))
+          (should (string-match-p "\\`\\[mevedel: this conversation began before" answer))
+          (should (string-match-p "User: first question" answer))
+          (should (string-match-p "Assistant: first question" answer)))
+        (should (equal (cdr (assoc "acp-session" (acp-test--saved chat2))) "sess-2"))
+        (should-not (assoc "acp-history" (acp-test--saved chat2)))))))
+
+(ert-deftest acp-test-model-switcher-lists-agents-and-their-models ()
+  "The switcher and /model offer the agent and its models; a choice is used."
+  (acp-test--with-agent view chat
+    (let ((mevedel-acp-agents (append mevedel-acp-agents
+                                      '((ghost :command "mevedel-no-such-agent")))))
+      (should (member "fake" (mapcar #'car (mevedel-view--model-choices chat))))
+      (should-not (member "ghost" (mapcar #'car (mevedel-view--model-choices chat))))
+      (should (eq (acp-test--send view chat "Hello") 'done))
+      (let ((choices (funcall (nth 3 (assoc "model" mevedel-view-slash-commands)) chat)))
+        (should (member "fake:fast-model" choices))
+        (should (member "fake:smart-model" choices)))
+      (with-current-buffer view
+        (mevedel-view-set-model "fake:smart-model"))
+      (let ((deadline (+ (float-time) 10)))
+        (while (and (not (equal (cdr (assoc "acp-model" (acp-test--saved chat))) "smart-model"))
+                    (< (float-time) deadline))
+          (accept-process-output nil 0.02)))
+      (should (string-match-p "fake / smart-model"
+                              (with-current-buffer view (mevedel-view--header-line))))
+      (should (eq (acp-test--send view chat "history") 'done))
+      (should (equal (acp-test--answer chat) "Hello [smart-model]"))
+      ;; Back to gptel: the header names gptel's backend again.
+      (let ((gptel--known-backends (copy-sequence gptel--known-backends)))
+        (gptel-make-openai "acp-test-backend" :key "x" :models '(m1))
+        (with-current-buffer view (mevedel-view-set-model "acp-test-backend:m1"))
+        (should-not (mevedel-acp-chat-provider chat))
+        (should (string-match-p "acp-test-backend / m1"
+                                (with-current-buffer view (mevedel-view--header-line))))))))
+
+(ert-deftest acp-test-child-agent-on-an-acp-agent ()
+  "Agent :model \"fake\" places a child on the agent; a follow-up resumes its session."
+  (acp-test--with-agent view chat
+    (let ((mevedel-provider 'gptel)
+          (settled nil))
+      (let ((path (mevedel-agent-spawn chat '(:task_name "helper" :message "child task"
+                                                         :model "fake")
+                                       (lambda (path outcome payload)
+                                         (push (list path outcome payload) settled)))))
+        (should (equal path "/root/helper"))
+        (let ((deadline (+ (float-time) 30)))
+          (while (and (not settled) (< (float-time) deadline))
+            (accept-process-output nil 0.02)))
+        (should (equal (car settled) '("/root/helper" completed "child task")))
+        (let* ((buffer (mevedel-agent-conversation chat path))
+               (child (mevedel-chat-of-buffer buffer))
+               (session (mevedel-acp--agent-session-id (gethash child mevedel-acp--by-chat))))
+          (should (equal (mevedel-chat-placement child) '(fake)))
+          (should (equal (cdr (assoc "acp-session" (acp-test--saved child))) session))
+          ;; The root stays on gptel.
+          (should-not (mevedel-acp-chat-provider chat))
+          (should (eq (mevedel-agent-send chat path "history") 'started))
+          (let ((deadline (+ (float-time) 30)))
+            (while (and (not (eq (plist-get (mevedel-agent-status chat path) :status) 'idle))
+                        (< (float-time) deadline))
+              (accept-process-output nil 0.02)))
+          (should (equal (mevedel-agent-result chat path)
+                         '(completed . "child task [fast-model]")))
+          ;; After a restart the retained child resumes its own session.
+          (acp-test--reopened view2 chat2 view chat
+            (should (eq (mevedel-agent-send chat2 path "history") 'started))
+            (let ((deadline (+ (float-time) 30)))
+              (while (and (not (eq (plist-get (mevedel-agent-status chat2 path) :status) 'idle))
+                          (< (float-time) deadline))
+                (accept-process-output nil 0.02)))
+            (should (equal (mevedel-agent-result chat2 path)
+                           '(completed . "child task | history [fast-model]")))
+            (let ((child (mevedel-chat-of-buffer (mevedel-agent-conversation chat2 path))))
+              (should (equal (mevedel-chat-placement child) '(fake)))
+              (should (equal (mevedel-acp--agent-session-id (gethash child mevedel-acp--by-chat))
+                             session)))))))))
 
 (provide 'acp-test)
 ;;; acp-test.el ends here

@@ -45,17 +45,21 @@
                        stat (not (string-match-p ") Z " stat)))
              collect (string-to-number dir))))
 
-(cl-defun acp-e2e--run (&key script args settings)
+(cl-defun acp-e2e--run (&key script args settings root home)
   "Run bin/mevedel --provider claude-code with ARGS against SCRIPT.
 SCRIPT is the scripted server's script as Lisp data ({{root}} is the
 workspace); SETTINGS are forms the config file evaluates, or a
-function of the workspace returning them.  Return a plist: :status
+function of the workspace returning them.  ROOT and HOME, when given,
+are the workspace and home to run in, kept afterwards (a second run
+continues there); otherwise fresh ones are made and deleted.
+Return a plist: :status
 :stdout :stderr :log :root :json (parsed, or nil), :left (pids of
 processes still working in the workspace) and :notes (what the config
 wrote to $HOME/notes.txt, or nil)."
   (acp-e2e--require-agent)
-  (let* ((root (mevedel-e2e-workspace '(("a.txt" . "a\n") ("b.txt" . "one\ntwo\n"))))
-         (home (make-temp-file "mevedel-acp-home-" t))
+  (let* ((keep root)
+         (root (or root (acp-e2e--workspace)))
+         (home (or home (make-temp-file "mevedel-acp-home-" t)))
          (file (make-temp-file "mevedel-acp-script-" nil ".json"))
          (init (make-temp-file "mevedel-acp-init-" nil ".el"))
          (stderr (make-temp-file "mevedel-acp-stderr"))
@@ -97,8 +101,13 @@ wrote to $HOME/notes.txt, or nil)."
                   :files (directory-files root))))
       (mevedel-scripted-model-stop server)
       (dolist (f (list file init stderr)) (delete-file f))
-      (delete-directory home t)
-      (delete-directory root t))))
+      (unless keep
+        (delete-directory home t)
+        (delete-directory root t)))))
+
+(defun acp-e2e--workspace ()
+  "Return a new workspace with a.txt and b.txt."
+  (mevedel-e2e-workspace '(("a.txt" . "a\n") ("b.txt" . "one\ntwo\n"))))
 
 (defun acp-e2e--explain (run)
   "Return RUN's output, for a failing assertion's message."
@@ -271,6 +280,55 @@ after a checkpoint, the command is confined to the workspace."
                             (alist-get 'result_preview (acp-e2e--call run "mcp__mevedel__Bash"))))
     (should-not (eq outside t))
     (should-not (plist-get run :left))))
+
+;;;; Resuming: a second --continue turn reaches the same native session
+
+(ert-deftest acp-e2e-continue-resumes-the-native-session ()
+  "`--continue' loads Claude Code's own session: the model sees the earlier turn.
+The first turn calls mevedel's Grep; --json lists it as Claude Code
+called it, with its raw input as args and its status; the session's
+backend (agent name and version) is in --json and the metadata."
+  (let ((root (acp-e2e--workspace))
+        (home (make-temp-file "mevedel-acp-home-" t)))
+    (unwind-protect
+        (let* ((first (acp-e2e--run
+                       :root root :home home
+                       :script '((steps . [((tool_calls . [((name . "mcp__mevedel__Grep")
+                                                            (arguments . ((pattern . "two"))))]))
+                                           ((expect . ((results . [((contains . "b.txt"))])))
+                                            (text . "Noted: pineapple."))]))
+                       :args '("-p" "Remember the word pineapple." "--timeout" "120"
+                               "--permission-mode" "full-auto")))
+               (json (plist-get first :json))
+               (grep (acp-e2e--call first "mcp__mevedel__Grep"))
+               (second (acp-e2e--run
+                        :root root :home home
+                        :script '((repeat . t) (steps . [((text . "It was pineapple."))]))
+                        :args '("--continue" "-p" "Which word?" "--timeout" "120")))
+               (turn (cl-find-if (lambda (entry)
+                                   (string-match-p "Which word\\?"
+                                                   (json-encode (alist-get 'body entry))))
+                                 (plist-get second :log))))
+          (should (equal (list (plist-get first :status) (alist-get 'answer json))
+                         (list 0 "Noted: pineapple.")))
+          (should grep)
+          (should (equal (alist-get 'pattern (alist-get 'args grep)) "two"))
+          (should (equal (alist-get 'status grep) "success"))
+          (should (string-prefix-p "@zed-industries/claude-agent-acp " (alist-get 'agent json)))
+          (should (equal (list (plist-get second :status) (alist-get 'answer (plist-get second :json)))
+                         (list 0 "It was pineapple.")))
+          (should (equal (alist-get 'session (plist-get second :json)) (alist-get 'session json)))
+          ;; The model got the first turn back from Claude Code's own session.
+          (should turn)
+          (let ((body (json-encode (alist-get 'body turn))))
+            (should (string-match-p "Remember the word pineapple" body))
+            (should (string-match-p "Noted: pineapple" body))
+            ;; From Claude Code's session, not mevedel's transcript as a seed.
+            (should-not (string-match-p "mevedel's transcript" body)))
+          (should-not (plist-get first :left))
+          (should-not (plist-get second :left)))
+      (delete-directory home t)
+      (delete-directory root t))))
 
 (provide 'acp-e2e-test)
 ;;; acp-e2e-test.el ends here

@@ -93,15 +93,18 @@ fn mcp_server(env: &Env, item: Value<'_>) -> Result<schema::McpServer> {
     }
 }
 
-/// Open a session; the reply for request ID is (:session-id :modes
-/// :models), the last two as the agent's JSON. ARGS: `:handle`, `:cwd`,
-/// `:disallowed-tools` (Claude Code's built-in tools to switch off),
-/// `:mcp-servers` (plists, see `mcp_server`).
+/// Open a session, or with `:load` reopen that session (`session/load`,
+/// its history replayed as `acp-update` events first); the reply for
+/// request ID is (:session-id :modes :models), the last two as the
+/// agent's JSON. ARGS: `:handle`, `:load`, `:cwd`, `:disallowed-tools`
+/// (Claude Code's built-in tools to switch off), `:mcp-servers`
+/// (plists, see `mcp_server`).
 #[defun(name = "acp-new-session")]
 fn acp_new_session(env: &Env, id: i64, args: Value<'_>) -> Result<()> {
     guarded(env, || {
         let mut args = Plist::new(env, "acp-new-session", args)?;
         let handle = args.required(":handle", "an ACP agent handle")?;
+        let load = args.opt_string(":load")?;
         let cwd = args.opt_string(":cwd")?.map(PathBuf::from);
         let disallowed_tools = args.strings(":disallowed-tools")?;
         let mut mcp_servers = Vec::new();
@@ -115,7 +118,29 @@ fn acp_new_session(env: &Env, id: i64, args: Value<'_>) -> Result<()> {
             disallowed_tools,
             meta: None,
         };
-        agent_of(handle)?.new_session(id, options).or_signal(env)
+        let agent = agent_of(handle)?;
+        match load {
+            Some(session) => agent.load_session(id, session, options),
+            None => agent.new_session(id, options),
+        }
+        .or_signal(env)
+    })
+}
+
+/// Choose MODEL for SESSION of HANDLE's agent; the reply for request ID
+/// is t, or the agent's error.
+#[defun(name = "acp-set-model")]
+fn acp_set_model(
+    env: &Env,
+    id: i64,
+    handle: Value<'_>,
+    session: String,
+    model: String,
+) -> Result<()> {
+    guarded(env, || {
+        agent_of(handle)?
+            .set_model(id, session, model)
+            .or_signal(env)
     })
 }
 

@@ -230,6 +230,8 @@ const INITIALIZE: &str = "initialize";
 const SESSION_NEW: &str = "session/new";
 const SESSION_LOAD: &str = "session/load";
 const SESSION_PROMPT: &str = "session/prompt";
+const SESSION_SET_CONFIG: &str = "session/set_config_option";
+const SESSION_SET_MODEL: &str = "session/set_model";
 const SESSION_CANCEL: &str = "session/cancel";
 
 impl Connection {
@@ -393,7 +395,7 @@ impl Connection {
         };
         Ok(SessionInfo {
             id: id.to_string(),
-            models: raw.get("models").cloned(),
+            models: models_of(&raw),
             modes: raw.get("modes").cloned(),
             raw,
         })
@@ -423,10 +425,29 @@ impl Connection {
             .await?;
         Ok(SessionInfo {
             id: session_id.to_string(),
-            models: raw.get("models").cloned(),
+            models: models_of(&raw),
             modes: raw.get("modes").cloned(),
             raw,
         })
+    }
+
+    /// Choose MODEL_ID for session SESSION_ID: its `model` configuration
+    /// option (`session/set_config_option`), or, for an agent that only
+    /// has the older unstable method, `session/set_model`. The agent's
+    /// error, word for word, when neither is taken.
+    pub async fn set_model(&self, session_id: &str, model_id: &str) -> Result<()> {
+        let limit = Some(self.options.request_timeout);
+        let option = json!({"sessionId": session_id, "configId": "model", "value": model_id});
+        match self.call(SESSION_SET_CONFIG, option, limit).await {
+            Ok(_) => Ok(()),
+            Err(first) => {
+                let older = json!({"sessionId": session_id, "modelId": model_id});
+                match self.call(SESSION_SET_MODEL, older, limit).await {
+                    Ok(_) => Ok(()),
+                    Err(_) => Err(first),
+                }
+            }
+        }
     }
 
     /// Run one turn of session SESSION_ID with PROMPT; its updates reach
@@ -613,6 +634,31 @@ impl Drop for Connection {
             driver.abort();
         }
     }
+}
+
+/// The models of a session answer RAW: its `models`, else its `model`
+/// configuration option in the same shape (`availableModels` of
+/// `modelId` and `name`, `currentModelId`), else `None`.
+pub(crate) fn models_of(raw: &Value) -> Option<Value> {
+    if let Some(models) = raw.get("models").filter(|m| !m.is_null()) {
+        return Some(models.clone());
+    }
+    let option = raw
+        .get("configOptions")?
+        .as_array()?
+        .iter()
+        .find(|o| o.get("category").and_then(Value::as_str) == Some("model"))?;
+    let available: Vec<Value> = option
+        .get("options")?
+        .as_array()?
+        .iter()
+        .filter_map(|o| {
+            let id = o.get("value")?.as_str()?;
+            let name = o.get("name").and_then(Value::as_str).unwrap_or(id);
+            Some(json!({"modelId": id, "name": name}))
+        })
+        .collect();
+    Some(json!({"availableModels": available, "currentModelId": option.get("currentValue")}))
 }
 
 /// WHAT followed by STDERR's lines, when there are any.

@@ -37,7 +37,7 @@ use serde_json::Value;
 
 use super::child::lock;
 use super::config::{AgentConfig, Options};
-use super::connection::{Connection, Event, Listener, SessionOptions, TurnEnd};
+use super::connection::{Connection, Event, Listener, SessionInfo, SessionOptions, TurnEnd};
 use super::delegate::{Delegate, Reply, Request};
 use super::schema;
 use super::update::{Chunk, Update};
@@ -137,12 +137,29 @@ impl Agent {
         let connection = self.connection()?;
         answer_with(id, async move {
             let info = connection.new_session(&options).await?;
-            let json = |value: Option<Value>| Datum::opt_str(value.map(|v| v.to_string()));
-            Ok(Datum::plist([
-                ("session-id", Datum::Str(info.id)),
-                ("modes", json(info.modes)),
-                ("models", json(info.models)),
-            ]))
+            Ok(session_datum(info))
+        })
+    }
+
+    /// Reopen SESSION with OPTIONS (`session/load`: the agent replays its
+    /// history as `acp-update` events before it answers); request ID is
+    /// answered as for [`Agent::new_session`], or with the agent's error
+    /// (or a refusal when it does not offer `session/load`).
+    pub fn load_session(&self, id: i64, session: String, options: SessionOptions) -> Result<()> {
+        let connection = self.connection()?;
+        answer_with(id, async move {
+            let info = connection.load_session(&session, &options).await?;
+            Ok(session_datum(info))
+        })
+    }
+
+    /// Choose MODEL for SESSION; request ID is answered with t, or with
+    /// the agent's error.
+    pub fn set_model(&self, id: i64, session: String, model: String) -> Result<()> {
+        let connection = self.connection()?;
+        answer_with(id, async move {
+            connection.set_model(&session, &model).await?;
+            Ok(Datum::T)
         })
     }
 
@@ -228,6 +245,16 @@ pub fn stop_all(limit: Duration) -> Result<usize> {
     }
     lock(pending()).clear();
     Ok(count)
+}
+
+/// An open session as `(:session-id ID :modes JSON :models JSON)`.
+fn session_datum(info: SessionInfo) -> Datum {
+    let json = |value: Option<Value>| Datum::opt_str(value.map(|v| v.to_string()));
+    Datum::plist([
+        ("session-id", Datum::Str(info.id)),
+        ("modes", json(info.modes)),
+        ("models", json(info.models)),
+    ])
 }
 
 fn turn_end_datum(end: TurnEnd) -> Datum {

@@ -628,6 +628,47 @@ fn fake_load_session_replays_history_or_says_why_not() {
 }
 
 #[test]
+fn fake_set_model_chooses_one_of_the_sessions_models() {
+    let dir = scratch("model");
+    let events = Arc::new(Events::default());
+    let agent = start_fake(&[], &dir, Arc::default(), &events).expect("start");
+    let session = block(agent.new_session(&SessionOptions::default())).expect("session");
+    let models = session.models.expect("models");
+    assert_eq!(models["currentModelId"], "fast-model");
+    block(agent.set_model(&session.id, "smart-model")).expect("set model");
+    block(agent.prompt_text(&session.id, "history")).expect("prompt");
+    assert_eq!(events.text(), " [smart-model]");
+    // An unknown model: the agent's own error, word for word.
+    let err = block(agent.set_model(&session.id, "huge-model")).expect_err("unknown model");
+    assert!(
+        err.message
+            .starts_with("fake: session/set_config_option failed: Invalid config option"),
+        "{}",
+        err.message
+    );
+    block(agent.stop());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn models_come_from_the_model_config_option_too() {
+    let raw = json!({"sessionId": "s", "configOptions": [
+        {"id": "mode", "category": "mode", "currentValue": "default", "options": []},
+        {"id": "model", "category": "model", "currentValue": "b",
+         "options": [{"value": "a", "name": "A"}, {"value": "b"}]}]});
+    assert_eq!(
+        super::connection::models_of(&raw),
+        Some(json!({"availableModels": [{"modelId": "a", "name": "A"},
+                                        {"modelId": "b", "name": "b"}],
+                    "currentModelId": "b"}))
+    );
+    assert_eq!(
+        super::connection::models_of(&json!({"sessionId": "s"})),
+        None
+    );
+}
+
+#[test]
 fn fake_crash_fails_the_turn_with_its_exit_and_stderr_and_is_reported() {
     let dir = scratch("crash");
     let events = Arc::new(Events::default());

@@ -6,9 +6,13 @@ session/update, call the client's fs, terminal and permission methods,
 hang until cancelled, crash, leave processes behind.  Python 3 standard
 library only.
 
-Usage: fake_agent.py [--no-load] [--version N] [--die-at-start] [--ignore-term]
+Usage: fake_agent.py [--no-load] [--state FILE] [--version N] [--die-at-start]
+                     [--ignore-term]
 
   --no-load        do not offer session/load
+  --state FILE     keep the sessions' prompts and models in FILE (JSON), so
+                   that a later process can load them, as real agents keep
+                   theirs on disk
   --version N      answer initialize with protocol version N
   --die-at-start   write two stderr lines and exit 2 before reading anything
   --ignore-term    ignore SIGTERM (so only SIGKILL stops it)
@@ -38,11 +42,17 @@ What a prompt does depends on its last text block:
               it), asks permission for it (allow_once "allow", reject_once
               "reject"), completes or fails it accordingly, says
               "permission: " and the option chosen (or the outcome)
+  history     says the session's earlier prompts (the last text block of
+              each) and this prompt's blocks starting with "[mevedel:",
+              joined by " | ", then the model: "[MODEL]"
   anything else: echoes the text back and ends with end_turn
 
-session/new answers {"sessionId": "sess-N", "_meta": {"received": PARAMS}};
-session/load replays "earlier question" / "earlier answer" for a session it
-opened, and answers -32002 for any other.
+session/new answers {"sessionId": "sess-N", "models": two models, fast-model
+current, "_meta": {"received": PARAMS}}; session/set_config_option with
+configId "model" chooses a model of the session.  session/load replays the
+session's prompts as user messages and "earlier answer" (or, without
+--state, "earlier question" / "earlier answer") for a session it knows, and
+answers -32002 for any other.
 """
 
 import json
@@ -54,7 +64,19 @@ import sys
 ARGS = sys.argv[1:]
 queue = []  # messages read while waiting for an answer
 next_id = [0]
-sessions = set()
+STATE = ARGS[ARGS.index("--state") + 1] if "--state" in ARGS else None
+# session id -> {"prompts": [[text, ...], ...], "model": id}
+sessions = {}
+if STATE and os.path.exists(STATE):
+    with open(STATE) as f:
+        sessions = json.load(f)
+MODELS = [{"modelId": "fast-model", "name": "Fast"}, {"modelId": "smart-model", "name": "Smart"}]
+
+
+def save_state():
+    if STATE:
+        with open(STATE, "w") as f:
+            json.dump(sessions, f)
 
 
 def send(message):
@@ -221,7 +243,15 @@ def prompt(message):
     blocks = params.get("prompt") or []
     texts = [b.get("text", "") for b in blocks if b.get("type") == "text"]
     text = texts[-1] if texts else ""
-    if text == "tour":
+    known = sessions.setdefault(session, {"prompts": [], "model": "fast-model"})
+    earlier = list(known["prompts"])
+    known["prompts"].append(texts)
+    save_state()
+    if text == "history":
+        told = [p[-1] for p in earlier if p] + [t for t in texts[:-1] if t.startswith("[mevedel:")]
+        chunk(session, " | ".join(told) + " [" + known["model"] + "]")
+        send({"id": message["id"], "result": {"stopReason": "end_turn"}})
+    elif text == "tour":
         send({"id": message["id"], "result": tour(session)})
     elif text == "hang":
         chunk(session, "waiting")
@@ -275,10 +305,12 @@ def main():
                           "clientInfo": message["params"].get("clientInfo")}}})
         elif method == "session/new":
             name = f"sess-{len(sessions) + 1}"
-            sessions.add(name)
+            sessions[name] = {"prompts": [], "model": "fast-model"}
+            save_state()
             send({"id": message["id"], "result": {
                 "sessionId": name,
                 "modes": {"currentModeId": "default", "availableModes": []},
+                "models": {"availableModels": MODELS, "currentModelId": "fast-model"},
                 "_meta": {"received": message["params"]}}})
         elif method == "session/load":
             session = message["params"]["sessionId"]
@@ -286,9 +318,23 @@ def main():
                 send({"id": message["id"], "error": {
                     "code": -32002, "message": f"Resource not found: session {session}"}})
                 continue
-            chunk(session, "earlier question", "user_message_chunk")
-            chunk(session, "earlier answer")
-            send({"id": message["id"], "result": {}})
+            for texts in sessions[session]["prompts"] or [["earlier question"]]:
+                chunk(session, "\n".join(texts), "user_message_chunk")
+                chunk(session, "earlier answer")
+            send({"id": message["id"], "result": {
+                "models": {"availableModels": MODELS,
+                           "currentModelId": sessions[session]["model"]}}})
+        elif method == "session/set_config_option":
+            params = message["params"]
+            known = sessions.get(params.get("sessionId"))
+            if known is None or params.get("configId") != "model" or \
+                    params.get("value") not in [m["modelId"] for m in MODELS]:
+                send({"id": message["id"], "error": {
+                    "code": -32602, "message": f"Invalid config option: {json.dumps(params)}"}})
+                continue
+            known["model"] = params["value"]
+            save_state()
+            send({"id": message["id"], "result": {"configOptions": []}})
         elif method == "session/prompt":
             prompt(message)
         elif "id" in message and method is not None:
