@@ -321,6 +321,14 @@ gives it (`mevedel-chat-store'), never in the session's."
       (setq-local gptel-include-tool-results t)
       (setq-local gptel-confirm-tool-calls nil)
       (setq-local gptel-use-tools t)
+      ;; One provider cache per session and agent (mevedel-gptel.el).
+      (setq-local mevedel-gptel-cache-key
+                  (concat "mevedel-"
+                          (substring (secure-hash 'sha256
+                                                  (format "%s %s" (mevedel-session-id
+                                                                   (mevedel-chat-session chat))
+                                                          (or (mevedel-chat-agent chat) "")))
+                                     0 32)))
       (add-hook 'mevedel-gptel-dispatch-functions #'mevedel-chat--keep-canceller nil t)
       (add-hook 'kill-buffer-hook #'mevedel-chat--data-buffer-killed nil t))
     buffer))

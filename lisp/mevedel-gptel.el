@@ -393,7 +393,8 @@ See `mevedel-gptel-send-fsm'."
                          (alist-get 'ERRS handlers)))
     (pcase-dolist (`(,state ,where ,function)
                    (append extras
-                           `((WAIT :before ,#'mevedel-gptel--begin-attempt)
+                           `((WAIT :before ,#'mevedel-gptel--prepare-request)
+                             (WAIT :before ,#'mevedel-gptel--begin-attempt)
                              (TOOL :before ,#'mevedel-gptel--order-calls)
                              (RTRY :before ,#'mevedel-gptel--retry)
                              (ERRS :before ,#'mevedel-gptel--mark-incomplete)
@@ -417,6 +418,95 @@ The turn reports the failure itself, once, in its own words."
   (let ((inhibit-message t)
         (message-log-max nil))
     (gptel--handle-error fsm)))
+
+;;;; Prompt caching
+
+;; Providers cache the longest prefix a request shares with an earlier
+;; one (docs/prompt.md).  Anthropic caches only up to breakpoints the
+;; request marks, at most four: mevedel marks the last tool, the system
+;; text, the end of the previous request and the end of this one, so
+;; that each request reads all the previous one wrote, however many
+;; blocks a tool batch added.  gptel's own `gptel-cache' marks stay on
+;; the user's prompt while a tool loop grows; they are replaced here.
+;; OpenAI caches automatically; a stable `prompt_cache_key' keeps a
+;; session's requests on the same cache.
+
+(defcustom mevedel-gptel-prompt-cache t
+  "Non-nil means mevedel's requests ask the provider to cache their prefix.
+Anthropic requests get cache breakpoints, OpenAI-style requests a
+`prompt_cache_key'."
+  :type 'boolean
+  :group 'mevedel)
+
+(defvar-local mevedel-gptel-cache-key nil
+  "The `prompt_cache_key' of requests from this data buffer, or nil.
+A chat sets it once: the same for all of a session's (or an agent's)
+requests, so they reach the same cache.")
+
+(defun mevedel-gptel--unmark (block)
+  "Return BLOCK, an Anthropic block plist, without its cache breakpoint."
+  (if (plist-member block :cache_control)
+      (let ((copy (copy-sequence block)))
+        (cl-remf copy :cache_control)
+        copy)
+    block))
+
+(defun mevedel-gptel--blocks (content)
+  "Return Anthropic CONTENT as a vector of blocks, without breakpoints.
+A string becomes one text block, so that the message keeps the same
+shape whether or not a breakpoint is on it."
+  (if (stringp content)
+      (vector (list :type "text" :text content))
+    (vconcat (mapcar #'mevedel-gptel--unmark content))))
+
+(defun mevedel-gptel--mark (vector)
+  "Put a cache breakpoint on the last block of VECTOR, when it has one."
+  (let ((last (1- (length vector))))
+    (when (>= last 0)
+      (aset vector last (append (aref vector last)
+                                (list :cache_control (list :type "ephemeral")))))))
+
+(defun mevedel-gptel--anthropic-breakpoints (info)
+  "Place the cache breakpoints of the Anthropic request INFO is about to send.
+Every message's content becomes blocks (it keeps that shape in later
+requests); marks go on the last tool, the system text, the message
+that ended the previous request of this conversation and the last
+message."
+  (let* ((data (plist-get info :data))
+         (messages (plist-get data :messages))
+         (tools (plist-get data :tools))
+         (system (plist-get data :system))
+         (previous (plist-get info :mevedel-cache-end)))
+    (when (vectorp tools)
+      (setq tools (vconcat (mapcar #'mevedel-gptel--unmark tools)))
+      (mevedel-gptel--mark tools)
+      (plist-put data :tools tools))
+    (when system
+      (setq system (mevedel-gptel--blocks system))
+      (mevedel-gptel--mark system)
+      (plist-put data :system system))
+    (cl-loop for message across messages
+             do (plist-put message :content
+                           (mevedel-gptel--blocks (plist-get message :content))))
+    (let ((last (1- (length messages))))
+      (when (and previous (< previous last))
+        (mevedel-gptel--mark (plist-get (aref messages previous) :content)))
+      (when (>= last 0)
+        (mevedel-gptel--mark (plist-get (aref messages last) :content)))
+      (plist-put info :mevedel-cache-end last))))
+
+(defun mevedel-gptel--prepare-request (fsm)
+  "Ask for prompt caching in the request FSM is about to send."
+  (let* ((info (gptel-fsm-info fsm))
+         (backend (plist-get info :backend))
+         (buffer (plist-get info :buffer))
+         (key (and (buffer-live-p buffer)
+                   (buffer-local-value 'mevedel-gptel-cache-key buffer))))
+    (when mevedel-gptel-prompt-cache
+      (cond ((cl-typep backend 'gptel-anthropic)
+             (mevedel-gptel--anthropic-breakpoints info))
+            ((and key (cl-typep backend 'gptel-openai))
+             (plist-put (plist-get info :data) :prompt_cache_key key))))))
 
 ;;;; Attempts and retries
 
