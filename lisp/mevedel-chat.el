@@ -475,6 +475,13 @@ A child agent's is the text frozen when it was created."
 (add-hook 'mevedel-chat-message-functions #'mevedel-prompt-context-updates)
 (add-hook 'mevedel-chat-message-functions #'mevedel-mentions-message-function t)
 (add-hook 'mevedel-chat-accepted-functions #'mevedel-prompt-note-accepted)
+
+(defun mevedel-chat--forget-history (chat)
+  "Send CHAT's conversation as its text says from now on.
+A prompt reset (after a compaction) starts a new cached prefix."
+  (mevedel-gptel-forget-history (mevedel-chat-data-buffer chat)))
+
+(add-hook 'mevedel-prompt-reset-functions #'mevedel-chat--forget-history)
 (add-hook 'mevedel-chat-idle-functions #'mevedel-environment-turn-ended)
 (add-hook 'mevedel-chat-idle-functions #'mevedel-skills-turn-ended)
 

@@ -144,16 +144,61 @@ is not what BACKEND answers with is an error, never an empty answer."
       (progn (plist-put info :mevedel-malformed problem)
              (plist-put info :error problem)
              nil)
-    (prog1 (let ((mevedel-gptel--decoding t))
-             (apply parse backend response info rest))
-      (mevedel-gptel--note-calls info t))))
+    (let ((text (let ((mevedel-gptel--decoding t))
+                  (apply parse backend response info rest))))
+      (mevedel-gptel--note-calls info t)
+      (mevedel-gptel--note-text info text)
+      (when (and (cl-typep backend 'gptel-anthropic) (consp response))
+        (plist-put info :mevedel-content (plist-get response :content)))
+      text)))
+
+(defun mevedel-gptel--note-text (info text)
+  "Add TEXT, what the model wrote, to the response text kept in INFO.
+The history keeps it as written: gptel's buffer parser would trim it."
+  (when (and (stringp text) (not (string-empty-p text)))
+    (plist-put info :mevedel-text (concat (plist-get info :mevedel-text) text))))
 
 (defun mevedel-gptel--parse-stream (parse backend info &rest rest)
   "Apply PARSE to BACKEND, INFO and REST, null kept distinct.
 Then record the call order in INFO."
-  (prog1 (let ((mevedel-gptel--decoding t))
-           (apply parse backend info rest))
-    (mevedel-gptel--note-calls info nil)))
+  (let* ((start (point))
+         (text (let ((mevedel-gptel--decoding t))
+                 (apply parse backend info rest))))
+    (mevedel-gptel--note-calls info nil)
+    (mevedel-gptel--note-text info text)
+    (when (cl-typep backend 'gptel-anthropic)
+      (mevedel-gptel--note-thinking info start (point)))
+    text))
+
+(defun mevedel-gptel--note-thinking (info from to)
+  "Keep the thinking blocks of the Anthropic events between FROM and TO in INFO.
+gptel's stream parser keeps one thinking text and drops redacted
+blocks; Anthropic wants each block of a tool loop back unchanged, its
+signature with it.  :mevedel-thinking holds (INDEX . BLOCK), newest
+first."
+  (save-excursion
+    (goto-char from)
+    (while (re-search-forward "^event: content_block_\\(start\\|delta\\)\ndata: \\(.*\\)$" to t)
+      (let* ((event (ignore-errors
+                      (json-parse-string (match-string 2) :object-type 'plist
+                                         :null-object :null :false-object :json-false)))
+             (index (plist-get event :index))
+             (found (assq index (plist-get info :mevedel-thinking))))
+        (pcase (list (match-string 1) (plist-get (plist-get event :content_block) :type)
+                     (plist-get (plist-get event :delta) :type))
+          (`("start" ,(or "thinking" "redacted_thinking") ,_)
+           (plist-put info :mevedel-thinking
+                      (cons (cons index (copy-sequence (plist-get event :content_block)))
+                            (plist-get info :mevedel-thinking))))
+          (`("delta" ,_ "thinking_delta")
+           (when found
+             (plist-put (cdr found) :thinking (concat (plist-get (cdr found) :thinking)
+                                                      (plist-get (plist-get event :delta) :thinking)))))
+          (`("delta" ,_ "signature_delta")
+           (when found
+             (setcdr found (plist-put (cdr found) :signature
+                                      (concat (plist-get (cdr found) :signature)
+                                              (plist-get (plist-get event :delta) :signature)))))))))))
 
 (defun mevedel-gptel-track-call-order (fsm)
   "Record the model's call order in the request info of FSM."
@@ -396,6 +441,7 @@ See `mevedel-gptel-send-fsm'."
                            `((WAIT :before ,#'mevedel-gptel--prepare-request)
                              (WAIT :before ,#'mevedel-gptel--begin-attempt)
                              (TOOL :before ,#'mevedel-gptel--order-calls)
+                             (DONE :before ,#'mevedel-gptel--record-history)
                              (RTRY :before ,#'mevedel-gptel--retry)
                              (ERRS :before ,#'mevedel-gptel--mark-incomplete)
                              (ABRT :before ,#'mevedel-gptel--cancel-retry))))
@@ -496,17 +542,183 @@ message."
       (plist-put info :mevedel-cache-end last))))
 
 (defun mevedel-gptel--prepare-request (fsm)
-  "Ask for prompt caching in the request FSM is about to send."
+  "Make the request FSM is about to send: saved history, then caching."
   (let* ((info (gptel-fsm-info fsm))
          (backend (plist-get info :backend))
          (buffer (plist-get info :buffer))
          (key (and (buffer-live-p buffer)
                    (buffer-local-value 'mevedel-gptel-cache-key buffer))))
+    (mevedel-gptel--replay-history info)
+    (when (and (plist-get info :stream) (eq (car (plist-get info :history)) 'TRET))
+      (mevedel-gptel--echo-thinking info))
+    (plist-put info :mevedel-text nil)
+    (plist-put info :mevedel-content nil)
+    (plist-put info :mevedel-thinking nil)
     (when mevedel-gptel-prompt-cache
       (cond ((cl-typep backend 'gptel-anthropic)
              (mevedel-gptel--anthropic-breakpoints info))
             ((and key (cl-typep backend 'gptel-openai))
              (plist-put (plist-get info :data) :prompt_cache_key key))))))
+
+;;;; Provider history
+
+;; The next request of a conversation repeats the messages sent before
+;; exactly as they were sent (docs/adr/0031-*): a turn that ends saves
+;; its request's messages and the model's final message as the
+;; buffer's history, and marks where it ends in the buffer's text with
+;; the `mevedel-history-end' property.  Reading the buffer for the next
+;; request, gptel's parser reads only the text after the mark; the
+;; history goes before what it read.  gptel's parser trims tool
+;; results, splits text from tool calls on OpenAI and drops thinking,
+;; so a conversation read back from its text alone would not be the
+;; prefix the provider cached.
+
+(defvar-local mevedel-gptel-history nil
+  "The provider messages this data buffer's conversation sent, or nil.
+A plist: :id (the value of the `mevedel-history-end' mark), :wire
+\(`anthropic' or `openai'), :messages (a vector of message plists,
+as gptel encodes them), :end (the buffer position after the last
+text they hold) and :sent (how many of them the last request sent;
+the model's final message follows).")
+
+(defun mevedel-gptel--wire (backend)
+  "Return the wire format of BACKEND whose history is kept, or nil."
+  (cond ((cl-typep backend 'gptel-anthropic) 'anthropic)
+        ((cl-typep backend 'gptel-openai) 'openai)))
+
+(defun mevedel-gptel-forget-history (buffer)
+  "Forget the provider history of data BUFFER.
+The next request is read from the text.
+After a compaction the summary is the conversation's new prefix."
+  (with-current-buffer buffer
+    (save-restriction
+      (widen)
+      (let ((inhibit-read-only t) (at (point-min)))
+        (while (setq at (text-property-not-all at (point-max) 'mevedel-history-end nil))
+          (remove-text-properties at (1+ at) '(mevedel-history-end nil)))))
+    (setq mevedel-gptel-history nil)))
+
+(defun mevedel-gptel-set-history (buffer history)
+  "Make HISTORY (see `mevedel-gptel-history') the history of BUFFER.
+A resumed conversation gets its saved history back this way; it
+counts only while the mark it names is in the text."
+  (with-current-buffer buffer
+    (setq mevedel-gptel-history history)))
+
+(defun mevedel-gptel--history-mark (history)
+  "Return the position of HISTORY's end mark in the current buffer, or nil."
+  (let ((end (plist-get history :end)))
+    (and end (<= end (point-max)) (> end (point-min))
+         (equal (get-text-property (1- end) 'mevedel-history-end) (plist-get history :id))
+         (1- end))))
+
+(defun mevedel-gptel--final-message (info wire)
+  "Return the model's final message of the request INFO for WIRE, or nil.
+It holds the text the model wrote, untrimmed, and the blocks it came
+with (Anthropic's thinking, with their signatures)."
+  (let ((text (plist-get info :mevedel-text))
+        (blocks (plist-get info :mevedel-content)))
+    (pcase wire
+      ('anthropic
+       (let ((content (if blocks
+                          (cl-remove-if (lambda (block) (equal (plist-get block :type) "tool_use"))
+                                        blocks)
+                        (vconcat (mevedel-gptel--thinking-blocks info)
+                                 (and text (not (string-empty-p text))
+                                      (list (list :type "text" :text text)))))))
+         (and (> (length content) 0) (list :role "assistant" :content (vconcat content)))))
+      ('openai
+       (and text (not (string-empty-p text)) (list :role "assistant" :content text))))))
+
+(defun mevedel-gptel--thinking-blocks (info)
+  "Return the thinking blocks a streamed Anthropic response of INFO held, in order."
+  (mapcar #'cdr (sort (copy-sequence (plist-get info :mevedel-thinking)) #'car-less-than-car)))
+
+(defun mevedel-gptel--echo-thinking (info)
+  "Give the model's last message in request INFO its own thinking blocks.
+After a streamed response with tool calls, gptel's copy of the message
+has at most one thinking block, rebuilt from its parts; the blocks as
+the provider sent them replace it."
+  (when-let* ((blocks (mevedel-gptel--thinking-blocks info))
+              (messages (plist-get (plist-get info :data) :messages))
+              (at (cl-position "assistant" messages :key (lambda (m) (plist-get m :role))
+                               :test #'equal :from-end t)))
+    (let ((message (aref messages at)))
+      (plist-put message :content
+                 (vconcat blocks
+                          (cl-remove-if (lambda (block)
+                                          (member (plist-get block :type)
+                                                  '("thinking" "redacted_thinking")))
+                                        (mevedel-gptel--blocks (plist-get message :content))))))))
+
+(defun mevedel-gptel--record-history (fsm)
+  "Keep the messages of FSM's finished request as its buffer's history."
+  (let* ((info (gptel-fsm-info fsm))
+         (buffer (plist-get info :buffer))
+         (wire (mevedel-gptel--wire (plist-get info :backend)))
+         (messages (plist-get (plist-get info :data) :messages)))
+    (when (and wire (vectorp messages) (buffer-live-p buffer))
+      (let ((final (mevedel-gptel--final-message info wire)))
+        (when (eq wire 'anthropic)
+          (cl-loop for message across messages
+                   do (plist-put message :content
+                                 (mevedel-gptel--blocks (plist-get message :content)))))
+        (with-current-buffer buffer
+          (mevedel-gptel-forget-history buffer)
+          (let ((end (point-max))
+                (id (format "%x-%x" (random most-positive-fixnum) (length messages)))
+                (inhibit-read-only t))
+            (when (> end (point-min))
+              ;; A change like any other: the transcript saves the mark.
+              (put-text-property (1- end) end 'mevedel-history-end id)
+              (setq mevedel-gptel-history
+                    (list :id id :wire wire :end end :sent (length messages)
+                          :saved (plist-get info :mevedel-history-saved)
+                          :messages (if final (vconcat messages (list final)) messages))))))))))
+
+(defun mevedel-gptel--history-tail (backend args orig)
+  "Parse the current prompt buffer after its history mark with ORIG, BACKEND, ARGS.
+Return the messages after the mark behind a placeholder naming the
+history, or nil when the buffer has no mark for BACKEND's wire."
+  (when-let* ((wire (mevedel-gptel--wire backend))
+              (at (text-property-not-all (point-min) (point) 'mevedel-history-end nil))
+              (id (get-text-property at 'mevedel-history-end)))
+    (save-restriction
+      (narrow-to-region (1+ at) (point))
+      (cons (list :mevedel-history id :wire wire)
+            (apply orig backend args)))))
+
+(defun mevedel-gptel--replay-history (info)
+  "Put the saved history in place of its placeholder in request INFO.
+The text after the mark was read into messages; the history goes
+before them.  OpenAI's history starts with its system message, which
+stays as it was first sent."
+  (let* ((data (plist-get info :data))
+         (messages (plist-get data :messages))
+         (at (cl-position-if (lambda (message) (plist-get message :mevedel-history)) messages)))
+    (when at
+      (let* ((placeholder (aref messages at))
+             (buffer (plist-get info :buffer))
+             (history (and (buffer-live-p buffer)
+                           (buffer-local-value 'mevedel-gptel-history buffer))))
+        (if (and history (equal (plist-get history :id) (plist-get placeholder :mevedel-history))
+                 (eq (plist-get history :wire) (plist-get placeholder :wire)))
+            (progn
+              (plist-put data :messages (vconcat (plist-get history :messages)
+                                                 (substring messages (1+ at))))
+              (plist-put info :mevedel-history-saved (plist-get history :saved)))
+          ;; The history went away between reading and sending: read
+          ;; the whole conversation as the text says it.
+          (with-current-buffer buffer
+            (mevedel-gptel-forget-history buffer)
+            (let ((whole (save-excursion
+                           (save-restriction
+                             (widen)
+                             (goto-char (plist-get info :position))
+                             (gptel--parse-buffer (plist-get info :backend) nil)))))
+              (plist-put data :messages (vconcat (substring messages 0 at) whole)))))
+        (plist-put info :mevedel-cache-end
+                   (and history (1- (plist-get history :sent))))))))
 
 ;;;; Attempts and retries
 
@@ -1108,7 +1320,8 @@ follows its result."
   "Call ORIG with BACKEND and ARGS; put OpenAI media messages after their results."
   (let* ((mevedel-gptel--parsing t)
          (mevedel-gptel--media-messages nil)
-         (prompts (apply orig backend args)))
+         (prompts (or (mevedel-gptel--history-tail backend args orig)
+                      (apply orig backend args))))
     (dolist (pair mevedel-gptel--media-messages)
       (when-let* ((tail (memq (car pair) prompts)))
         (setcdr tail (cons (cdr pair) (cdr tail)))))

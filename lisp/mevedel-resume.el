@@ -97,6 +97,11 @@ calls it ran; else nil."
          (info (mevedel-core-store-info-get store))
          (get (lambda (key) (let ((v (cdr (assoc key info)))) (and v (not (string-empty-p v)) v)))))
     (mevedel-transcript-restore buffer store t)
+    (when-let* ((frozen (funcall get "prompt-state")))
+      (mevedel-prompt-thaw chat (car (read-from-string frozen))))
+    (when-let* ((saved (funcall get "provider-history"))
+                (history (mevedel-resume--history store (car (read-from-string saved)))))
+      (mevedel-gptel-set-history buffer history))
     (setf (mevedel-chat-title chat) (funcall get "title")
           (mevedel-chat-created chat) (funcall get "created")
           (mevedel-chat-input-tokens chat) (string-to-number (or (funcall get "input-tokens") "0"))
@@ -121,6 +126,26 @@ calls it ran; else nil."
                     (car (read-from-string (or (funcall get "turn-list") "nil"))))))
     (when (funcall get "turn-open")
       (list (car (read-from-string (or (funcall get "open-calls") "nil")))))))
+
+(defun mevedel-resume--history (store saved)
+  "Return the provider history SAVED (its metadata) describes in STORE, or nil.
+Nil when its file holds fewer messages than SAVED counts."
+  (let ((file (mevedel-save-history-file store))
+        (count (plist-get saved :count)))
+    (when (file-readable-p file)
+      (with-temp-buffer
+        (let ((coding-system-for-read 'utf-8-unix))
+          (insert-file-contents file))
+        (let ((messages (make-vector count nil)))
+          (when (cl-loop for index below count
+                         always (progn (skip-chars-forward "\n")
+                                       (not (eobp)))
+                         do (aset messages index
+                                  (json-parse-buffer :object-type 'plist :null-object :null
+                                                     :false-object :json-false)))
+            (append (list :messages messages :saved count)
+                    (cl-loop for key in '(:id :wire :end :sent)
+                             append (list key (plist-get saved key))))))))))
 
 ;;;; A turn cut by a crash
 

@@ -41,6 +41,12 @@ header), or with a broken response, its "fault":
   stall              nothing is sent for "seconds" (default 30), then the
                      connection closes (a client timeout fires first)
 
+On the Anthropic wire a step's "thinking": TEXT puts a thinking block
+(with a signature) before its text and calls, "redacted_thinking": DATA
+a redacted one, streaming or not.  Every later request that carries
+that assistant message (found by its first call's ID, or its text)
+must carry those blocks unchanged, first: else it is a mismatch.
+
 "times": N serves an error or fault step N times in a row (N failures, then
 the next step), so retries can be counted.  Error and fault steps hand out
 no calls: the request after them is checked against the last tool-call
@@ -366,6 +372,47 @@ def orphan_calls(body, wire):
     return orphans
 
 
+def thinking_blocks(step):
+    """Return the thinking blocks STEP answers with on the Anthropic wire."""
+    blocks = []
+    if step.get("thinking"):
+        text = step["thinking"]
+        blocks.append({"type": "thinking", "thinking": text,
+                       "signature": "sig-" + hashlib.sha256(text.encode()).hexdigest()[:32]})
+    if step.get("redacted_thinking"):
+        blocks.append({"type": "redacted_thinking", "data": step["redacted_thinking"]})
+    return blocks
+
+
+def assistant_key(content):
+    """Return what identifies an assistant message: its first call's ID, else its text."""
+    if isinstance(content, str):
+        return ("text", content)
+    for block in content or []:
+        if isinstance(block, dict) and block.get("type") == "tool_use":
+            return ("call", block.get("id"))
+    return ("text", "".join(block.get("text", "") for block in content or []
+                            if isinstance(block, dict) and block.get("type") == "text"))
+
+
+def thinking_problems(body, expected):
+    """Return how BODY's assistant messages fail to echo the EXPECTED thinking blocks."""
+    problems = []
+    for message in body.get("messages") or []:
+        if message.get("role") != "assistant":
+            continue
+        content = message.get("content")
+        blocks = expected.get(assistant_key(content))
+        if not blocks:
+            continue
+        sent = [{key: value for key, value in block.items() if key != "cache_control"}
+                for block in (content if isinstance(content, list) else [])[:len(blocks)]]
+        if sent != blocks:
+            problems.append(f"thinking blocks of the assistant message {assistant_key(content)} "
+                            f"not echoed unchanged: {json.dumps(sent)[:300]}")
+    return problems
+
+
 def check_request(expected_ids, results, user_text, expect, echo=None):
     """Return the list of mismatches between a request and its expectations."""
     problems = []
@@ -564,6 +611,7 @@ class Track:
         self.position = 0
         self.pending_ids = None  # IDs of the last tool-call step served
         self.served = 0  # times the current step was served ("times")
+        self.thinking = {}  # assistant message key -> thinking blocks it was sent with
 
 
 class State:
@@ -671,6 +719,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                      step.get("expect") or {}, echo)
             problems += [f"tool call {call} in the history has no result"
                          for call in orphan_calls(body, wire)]
+            if wire == "anthropic":
+                problems += thinking_problems(body, track.thinking)
             entry["t"] = time.time()
             entry["step"] = index
             entry["results"] = [{"id": r[0], "content": r[1][:2000], "is_error": r[2]}
@@ -693,6 +743,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                               f"{prefix}{index}_{position}_{uuid.uuid4().hex[:8]}",
                               "name": call["name"],
                               "arguments": call.get("arguments", {})})
+            thinking = thinking_blocks(step) if wire == "anthropic" else []
+            if thinking and not failing:
+                key = (("call", calls[0]["id"]) if calls
+                       else ("text", step.get("text") or ""))
+                track.thinking[key] = thinking
             if failing:
                 entry["served_tool_ids"] = []
                 entry["fault"] = step.get("fault") or f"http {step['error'].get('status', 500)}"
@@ -720,12 +775,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         text = step.get("text")
         stream = body.get("stream") is True
         if stream:
-            events = (openai_events if wire == "openai" else anthropic_events)(
-                model, text, calls, usage)
+            events = (openai_events(model, text, calls, usage) if wire == "openai"
+                      else anthropic_events(model, text, calls, usage, thinking))
             self.send_stream(events, fault, step.get("cut_after"))
         else:
-            payload = (openai_message if wire == "openai" else anthropic_message)(
-                model, text, calls, usage)
+            payload = (openai_message(model, text, calls, usage) if wire == "openai"
+                       else anthropic_message(model, text, calls, usage, thinking))
             self.send_body(json.dumps(payload).encode("utf-8"), fault)
 
     # -- plumbing
@@ -822,7 +877,7 @@ def openai_events(model, text, calls, usage):
     return events
 
 
-def anthropic_events(model, text, calls, usage):
+def anthropic_events(model, text, calls, usage, thinking=()):
     """Return the SSE events of a streamed Anthropic message."""
     events = []
 
@@ -835,6 +890,19 @@ def anthropic_events(model, text, calls, usage):
         "model": model, "content": [], "stop_reason": None,
         "usage": dict(usage, output_tokens=1)}})
     index = 0
+    for block in thinking:
+        if block["type"] == "thinking":
+            event("content_block_start", {"index": index, "content_block": {
+                "type": "thinking", "thinking": ""}})
+            for piece in chunks_of(block["thinking"], 3):
+                event("content_block_delta", {"index": index, "delta": {
+                    "type": "thinking_delta", "thinking": piece}})
+            event("content_block_delta", {"index": index, "delta": {
+                "type": "signature_delta", "signature": block["signature"]}})
+        else:
+            event("content_block_start", {"index": index, "content_block": block})
+        event("content_block_stop", {"index": index})
+        index += 1
     if text:
         event("content_block_start", {"index": index,
                                       "content_block": {"type": "text", "text": ""}})
@@ -873,9 +941,9 @@ def openai_message(model, text, calls, usage):
             "usage": usage}
 
 
-def anthropic_message(model, text, calls, usage):
+def anthropic_message(model, text, calls, usage, thinking=()):
     """Return a non-streaming Anthropic message."""
-    content = []
+    content = list(thinking)
     if text:
         content.append({"type": "text", "text": text})
     for call in calls:

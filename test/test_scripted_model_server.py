@@ -388,5 +388,31 @@ class ReceivedRequestsTest(ServerCase):
         self.assertEqual(self.log_entries()[0]["usage"], received[0]["usage"])
 
 
+class ThinkingTest(ServerCase):
+    steps = [{"thinking": "let me see", "redacted_thinking": "opaque",
+              "tool_calls": [{"name": "Read", "arguments": {}, "id": "toolu_t"}]},
+             {"text": "done"}, {"text": "again"}]
+
+    def test_blocks_streamed_and_echo_checked(self):
+        body = {"messages": [{"role": "user", "content": "hi"}], "stream": True}
+        status, text = post(self.port, "/v1/messages", body)
+        self.assertEqual(status, 200)
+        self.assertIn('"thinking_delta"', text)
+        self.assertIn('"signature_delta"', text)
+        self.assertIn('"redacted_thinking"', text)
+        blocks = model_server.thinking_blocks(self.steps[0])
+        call = {"type": "tool_use", "id": "toolu_t", "name": "Read", "input": {}}
+        result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_t",
+                                               "content": "x"}]}
+        dropped = {"messages": [{"role": "user", "content": "hi"},
+                                {"role": "assistant", "content": [call]}, result]}
+        status, text = post(self.port, "/v1/messages", dropped)
+        self.assertEqual(status, 409)
+        self.assertIn("not echoed unchanged", text)
+        echoed = {"messages": [{"role": "user", "content": "hi"},
+                               {"role": "assistant", "content": blocks + [call]}, result]}
+        status, _ = post(self.port, "/v1/messages", echoed)
+        self.assertEqual(status, 200)
+
 if __name__ == "__main__":
     unittest.main()
