@@ -531,7 +531,9 @@ message."
       (setq system (mevedel-gptel--blocks system))
       (mevedel-gptel--mark system)
       (plist-put data :system system))
-    (cl-loop for message across messages
+    ;; A replayed history is in block form without marks already.
+    (cl-loop for index from (or (car (plist-get info :mevedel-prefix)) 0) below (length messages)
+             for message = (aref messages index)
              do (plist-put message :content
                            (mevedel-gptel--blocks (plist-get message :content))))
     (let ((last (1- (length messages))))
@@ -660,7 +662,9 @@ the provider sent them replace it."
     (when (and wire (vectorp messages) (buffer-live-p buffer))
       (let ((final (mevedel-gptel--final-message info wire)))
         (when (eq wire 'anthropic)
-          (cl-loop for message across messages
+          (cl-loop for index from (or (car (plist-get info :mevedel-prefix)) 0)
+                   below (length messages)
+                   for message = (aref messages index)
                    do (plist-put message :content
                                  (mevedel-gptel--blocks (plist-get message :content)))))
         (with-current-buffer buffer
@@ -671,10 +675,33 @@ the provider sent them replace it."
             (when (> end (point-min))
               ;; A change like any other: the transcript saves the mark.
               (put-text-property (1- end) end 'mevedel-history-end id)
-              (setq mevedel-gptel-history
-                    (list :id id :wire wire :end end :sent (length messages)
-                          :saved (plist-get info :mevedel-history-saved)
-                          :messages (if final (vconcat messages (list final)) messages))))))))))
+              (let ((all (if final (vconcat messages (list final)) messages)))
+                (setq mevedel-gptel-history
+                      (list :id id :wire wire :end end :sent (length messages)
+                            :saved (plist-get info :mevedel-history-saved)
+                            :json (mevedel-gptel--history-json info all)
+                            :messages all))))))))))
+
+(defun mevedel-gptel--json (message)
+  "Return MESSAGE encoded as gptel encodes a request (UTF-8 JSON)."
+  (json-serialize message :null-object :null :false-object :json-false))
+
+(defun mevedel-gptel--history-json (info messages)
+  "Return MESSAGES as the JSON of an array's elements, without brackets.
+What the request INFO replayed was encoded before: only the rest is
+encoded now."
+  (pcase-let ((`(,count ,json ,_) (plist-get info :mevedel-prefix)))
+    (if (and count (> count 0))
+        (concat json
+                (and (< count (length messages)) ",")
+                (mapconcat #'mevedel-gptel--json (substring messages count) ","))
+      (mapconcat #'mevedel-gptel--json messages ","))))
+
+(defun mevedel-gptel-history-json-from-lines (lines)
+  "Return LINES, the saved history's messages one per line, as history JSON.
+LINES is unibyte UTF-8, each message's JSON followed by a newline."
+  (let ((json (substring lines 0 (max 0 (1- (length lines))))))
+    (subst-char-in-string ?\n ?, json t)))
 
 (defun mevedel-gptel--history-tail (backend args orig)
   "Parse the current prompt buffer after its history mark with ORIG, BACKEND, ARGS.
@@ -687,6 +714,20 @@ history, or nil when the buffer has no mark for BACKEND's wire."
       (narrow-to-region (1+ at) (point))
       (cons (list :mevedel-history id :wire wire)
             (apply orig backend args)))))
+
+(defun mevedel-gptel--create-prompt-buffer (create &rest args)
+  "Apply CREATE to ARGS, copying only the text after the history's mark.
+The prompt buffer gptel makes holds the conversation's text for its
+parser; with a history, only the text after the mark (the mark's
+character included) is read."
+  (if-let* ((at (and (mevedel-gptel--wire gptel-backend)
+                     (eq (plist-get mevedel-gptel-history :wire)
+                         (mevedel-gptel--wire gptel-backend))
+                     (mevedel-gptel--history-mark mevedel-gptel-history))))
+      (save-restriction
+        (narrow-to-region at (point-max))
+        (apply create args))
+    (apply create args)))
 
 (defun mevedel-gptel--replay-history (info)
   "Put the saved history in place of its placeholder in request INFO.
@@ -703,10 +744,12 @@ stays as it was first sent."
                            (buffer-local-value 'mevedel-gptel-history buffer))))
         (if (and history (equal (plist-get history :id) (plist-get placeholder :mevedel-history))
                  (eq (plist-get history :wire) (plist-get placeholder :wire)))
-            (progn
-              (plist-put data :messages (vconcat (plist-get history :messages)
-                                                 (substring messages (1+ at))))
-              (plist-put info :mevedel-history-saved (plist-get history :saved)))
+            (let ((replayed (plist-get history :messages)))
+              (plist-put data :messages (vconcat replayed (substring messages (1+ at))))
+              (plist-put info :mevedel-history-saved (plist-get history :saved))
+              (when (plist-get history :json)
+                (plist-put info :mevedel-prefix
+                           (list (length replayed) (plist-get history :json) replayed))))
           ;; The history went away between reading and sending: read
           ;; the whole conversation as the text says it.
           (with-current-buffer buffer
@@ -717,8 +760,53 @@ stays as it was first sent."
                              (goto-char (plist-get info :position))
                              (gptel--parse-buffer (plist-get info :backend) nil)))))
               (plist-put data :messages (vconcat (substring messages 0 at) whole)))))
-        (plist-put info :mevedel-cache-end
-                   (and history (1- (plist-get history :sent))))))))
+        ;; The new turn adds a few blocks after the history's end,
+        ;; within the provider's look-back from the last breakpoint: a
+        ;; breakpoint inside the history would change its encoding.
+        (plist-put info :mevedel-cache-end nil)))))
+
+(defvar mevedel-gptel--splice nil
+  "The request text curl is about to get, and what goes into it: (TEXT . PARTS).
+PARTS are the strings sent in its place, the encoded history among
+them (see `mevedel-gptel--request-config').")
+
+(defun mevedel-gptel--request-config (get-config info uuid)
+  "Return what GET-CONFIG gives for INFO and UUID, replayed history left out.
+The history's messages were encoded when they were saved; only the
+messages after them are encoded for this request, which otherwise
+would encode the whole conversation (tens of milliseconds per
+megabyte) every time.  Sending the returned text sends the history in
+its place (`mevedel-gptel--send-string'), so the whole body is never
+copied into one string either."
+  (pcase-let* ((`(,count ,json ,replayed) (plist-get info :mevedel-prefix))
+               (data (plist-get info :data))
+               (messages (plist-get data :messages)))
+    (if (not (and count (vectorp messages) (>= (length messages) count)
+                  (cl-loop for index below count
+                           always (eq (aref messages index) (aref replayed index)))))
+        (funcall get-config info uuid)
+      (let ((config (unwind-protect
+                        (progn (plist-put data :messages (substring messages count))
+                               (funcall get-config info uuid))
+                      (plist-put data :messages messages))))
+        (if-let* ((at (string-search "\"messages\":[" config)))
+            (let ((at (+ at (length "\"messages\":["))))
+              (setq mevedel-gptel--splice
+                    (cons config (delq nil (list (substring config 0 at) json
+                                                 (and (> (length messages) count) ",")
+                                                 (substring config at)))))
+              config)
+          (funcall get-config info uuid))))))
+
+(defun mevedel-gptel--send-string (send process string)
+  "Apply SEND to PROCESS and STRING, or to the parts STRING stands for.
+See `mevedel-gptel--request-config'."
+  (if (and mevedel-gptel--splice (eq string (car mevedel-gptel--splice)))
+      (let ((parts (cdr mevedel-gptel--splice)))
+        (setq mevedel-gptel--splice nil)
+        (dolist (part parts)
+          (funcall send process part)))
+    (funcall send process string)))
 
 ;;;; Attempts and retries
 
@@ -1338,6 +1426,9 @@ follows its result."
 (advice-add 'gptel-curl--stream-cleanup :around #'mevedel-gptel--sentinel)
 (advice-add 'gptel--parse-tool-results :around #'mevedel-gptel--parse-tool-results)
 (advice-add 'gptel--parse-buffer :around #'mevedel-gptel--parse-buffer)
+(advice-add 'gptel-curl--get-config :around #'mevedel-gptel--request-config)
+(advice-add 'process-send-string :around #'mevedel-gptel--send-string)
+(advice-add 'gptel--create-prompt-buffer :around #'mevedel-gptel--create-prompt-buffer)
 
 (mapc #'mevedel-gptel--register (mevedel-tool-all))
 (add-hook 'mevedel-tool-registered-functions #'mevedel-gptel--register)

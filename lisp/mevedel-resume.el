@@ -134,8 +134,8 @@ Nil when its file holds fewer messages than SAVED counts."
         (count (plist-get saved :count)))
     (when (file-readable-p file)
       (with-temp-buffer
-        (let ((coding-system-for-read 'utf-8-unix))
-          (insert-file-contents file))
+        (set-buffer-multibyte nil)
+        (insert-file-contents-literally file)
         (let ((messages (make-vector count nil)))
           (when (cl-loop for index below count
                          always (progn (skip-chars-forward "\n")
@@ -143,7 +143,10 @@ Nil when its file holds fewer messages than SAVED counts."
                          do (aset messages index
                                   (json-parse-buffer :object-type 'plist :null-object :null
                                                      :false-object :json-false)))
-            (append (list :messages messages :saved count)
+            (forward-line 1)
+            (append (list :messages messages :saved count
+                          :json (mevedel-gptel-history-json-from-lines
+                                 (buffer-substring-no-properties (point-min) (point))))
                     (cl-loop for key in '(:id :wire :end :sent)
                              append (list key (plist-get saved key))))))))))
 
