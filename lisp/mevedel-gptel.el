@@ -74,6 +74,15 @@
 ;;   conversation back from the buffer.
 ;; - `gptel--model-capable-p', `gptel--model-mime-capable-p': whether
 ;;   the model takes an image (`mevedel-gptel-model-accepts-mime-p').
+;; - The request data gptel builds (`:data' in the request info):
+;;   before each send (WAIT) the saved provider history goes in front
+;;   of what gptel parsed and the cache breakpoints or key are set
+;;   ("Prompt caching", "Provider history"); at DONE the request's
+;;   messages become the history.  `gptel--create-prompt-buffer'
+;;   (advice) copies only the text after the history's mark, and
+;;   `gptel-curl--get-config' (advice) leaves the history's saved
+;;   encoding out of the text it gives curl; `process-send-string'
+;;   (advice) sends that encoding in its place.
 ;;
 ;; When the backend accepted a request: gptel's state machine leaves
 ;; WAIT for TYPE when the response's status line arrives (streaming,

@@ -8,7 +8,8 @@
 ;; Brings a saved conversation back into a chat: the transcript into
 ;; the data buffer, then the title, model and backend, token usage,
 ;; turn list and the last composer inputs from the session's metadata
-;; (what mevedel-save.el wrote).  `mevedel-chat-get-create' opening a
+;; (what mevedel-save.el wrote), then the frozen system text and the
+;; provider history the next request replays.  `mevedel-chat-get-create' opening a
 ;; saved session (M-x mevedel, the sessions list, `bin/mevedel
 ;; --continue') and `mevedel-chat-open-read-only' run
 ;; `mevedel-chat-load-functions', where this file registers; the agent

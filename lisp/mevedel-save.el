@@ -29,6 +29,10 @@
 ;; - a model change, a truncation, an appended turn and killing the
 ;;   data buffer write the metadata again.
 ;;
+;; A turn's end also appends what is new in the provider history (the
+;; messages as sent, mevedel-gptel.el) to the file beside the store,
+;; and the metadata carries the frozen system text.
+;;
 ;; Mail a continuing request carries counts as read once the save that
 ;; holds it is queued (`mevedel-chat-mail-written-functions').  Before
 ;; Emacs exits, every live chat is flushed.
