@@ -477,7 +477,7 @@ A child agent's is the text frozen when it was created."
 (add-hook 'mevedel-chat-accepted-functions #'mevedel-prompt-note-accepted)
 
 (defun mevedel-chat--forget-history (chat)
-  "Send CHAT's conversation as its text says from now on.
+  "Read CHAT's next request from its text, without the provider history.
 A prompt reset (after a compaction) starts a new cached prefix."
   (mevedel-gptel-forget-history (mevedel-chat-data-buffer chat)))
 
