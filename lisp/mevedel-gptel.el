@@ -163,9 +163,10 @@ is not what BACKEND answers with is an error, never an empty answer."
 
 (defun mevedel-gptel--note-text (info text)
   "Add TEXT, what the model wrote, to the response text kept in INFO.
-The history keeps it as written: gptel's buffer parser would trim it."
+The history keeps it as written: gptel's buffer parser would trim it.
+The pieces are kept newest first and joined once, at the end."
   (when (and (stringp text) (not (string-empty-p text)))
-    (plist-put info :mevedel-text (concat (plist-get info :mevedel-text) text))))
+    (plist-put info :mevedel-text (cons text (plist-get info :mevedel-text)))))
 
 (defun mevedel-gptel--parse-stream (parse backend info &rest rest)
   "Apply PARSE to BACKEND, INFO and REST, null kept distinct.
@@ -627,7 +628,7 @@ counts only while the mark it names is in the text."
   "Return the model's final message of the request INFO for WIRE, or nil.
 It holds the text the model wrote, untrimmed, and the blocks it came
 with (Anthropic's thinking, with their signatures)."
-  (let ((text (plist-get info :mevedel-text))
+  (let ((text (apply #'concat (reverse (plist-get info :mevedel-text))))
         (blocks (plist-get info :mevedel-content)))
     (pcase wire
       ('anthropic
