@@ -327,6 +327,14 @@ gives it (`mevedel-chat-store'), never in the session's."
       (setq-local gptel-include-tool-results t)
       (setq-local gptel-confirm-tool-calls nil)
       (setq-local gptel-use-tools t)
+      ;; One provider cache per session and agent (mevedel-gptel.el).
+      (setq-local mevedel-gptel-cache-key
+                  (concat "mevedel-"
+                          (substring (secure-hash 'sha256
+                                                  (format "%s %s" (mevedel-session-id
+                                                                   (mevedel-chat-session chat))
+                                                          (or (mevedel-chat-agent chat) "")))
+                                     0 32)))
       (add-hook 'mevedel-gptel-dispatch-functions #'mevedel-chat--keep-canceller nil t)
       (add-hook 'kill-buffer-hook #'mevedel-chat--data-buffer-killed nil t))
     buffer))
@@ -475,6 +483,13 @@ A child agent's is the text frozen when it was created."
 (add-hook 'mevedel-chat-message-functions #'mevedel-prompt-context-updates)
 (add-hook 'mevedel-chat-message-functions #'mevedel-mentions-message-function t)
 (add-hook 'mevedel-chat-accepted-functions #'mevedel-prompt-note-accepted)
+
+(defun mevedel-chat--forget-history (chat)
+  "Read CHAT's next request from its text, without the provider history.
+A prompt reset (after a compaction) starts a new cached prefix."
+  (mevedel-gptel-forget-history (mevedel-chat-data-buffer chat)))
+
+(add-hook 'mevedel-prompt-reset-functions #'mevedel-chat--forget-history)
 (add-hook 'mevedel-chat-idle-functions #'mevedel-environment-turn-ended)
 (add-hook 'mevedel-chat-idle-functions #'mevedel-skills-turn-ended)
 

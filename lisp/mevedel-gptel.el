@@ -74,6 +74,15 @@
 ;;   conversation back from the buffer.
 ;; - `gptel--model-capable-p', `gptel--model-mime-capable-p': whether
 ;;   the model takes an image (`mevedel-gptel-model-accepts-mime-p').
+;; - The request data gptel builds (`:data' in the request info):
+;;   before each send (WAIT) the saved provider history goes in front
+;;   of what gptel parsed and the cache breakpoints or key are set
+;;   ("Prompt caching", "Provider history"); at DONE the request's
+;;   messages become the history.  `gptel--create-prompt-buffer'
+;;   (advice) copies only the text after the history's mark, and
+;;   `gptel-curl--get-config' (advice) leaves the history's saved
+;;   encoding out of the text it gives curl; `process-send-string'
+;;   (advice) sends that encoding in its place.
 ;;
 ;; When the backend accepted a request: gptel's state machine leaves
 ;; WAIT for TYPE when the response's status line arrives (streaming,
@@ -144,16 +153,62 @@ is not what BACKEND answers with is an error, never an empty answer."
       (progn (plist-put info :mevedel-malformed problem)
              (plist-put info :error problem)
              nil)
-    (prog1 (let ((mevedel-gptel--decoding t))
-             (apply parse backend response info rest))
-      (mevedel-gptel--note-calls info t))))
+    (let ((text (let ((mevedel-gptel--decoding t))
+                  (apply parse backend response info rest))))
+      (mevedel-gptel--note-calls info t)
+      (mevedel-gptel--note-text info text)
+      (when (and (cl-typep backend 'gptel-anthropic) (consp response))
+        (plist-put info :mevedel-content (plist-get response :content)))
+      text)))
+
+(defun mevedel-gptel--note-text (info text)
+  "Add TEXT, what the model wrote, to the response text kept in INFO.
+The history keeps it as written: gptel's buffer parser would trim it.
+The pieces are kept newest first and joined once, at the end."
+  (when (and (stringp text) (not (string-empty-p text)))
+    (plist-put info :mevedel-text (cons text (plist-get info :mevedel-text)))))
 
 (defun mevedel-gptel--parse-stream (parse backend info &rest rest)
   "Apply PARSE to BACKEND, INFO and REST, null kept distinct.
 Then record the call order in INFO."
-  (prog1 (let ((mevedel-gptel--decoding t))
-           (apply parse backend info rest))
-    (mevedel-gptel--note-calls info nil)))
+  (let* ((start (point))
+         (text (let ((mevedel-gptel--decoding t))
+                 (apply parse backend info rest))))
+    (mevedel-gptel--note-calls info nil)
+    (mevedel-gptel--note-text info text)
+    (when (cl-typep backend 'gptel-anthropic)
+      (mevedel-gptel--note-thinking info start (point)))
+    text))
+
+(defun mevedel-gptel--note-thinking (info from to)
+  "Keep the thinking blocks of the Anthropic events between FROM and TO in INFO.
+gptel's stream parser keeps one thinking text and drops redacted
+blocks; Anthropic wants each block of a tool loop back unchanged, its
+signature with it.  :mevedel-thinking holds (INDEX . BLOCK), newest
+first."
+  (save-excursion
+    (goto-char from)
+    (while (re-search-forward "^event: content_block_\\(start\\|delta\\)\ndata: \\(.*\\)$" to t)
+      (let* ((event (ignore-errors
+                      (json-parse-string (match-string 2) :object-type 'plist
+                                         :null-object :null :false-object :json-false)))
+             (index (plist-get event :index))
+             (found (assq index (plist-get info :mevedel-thinking))))
+        (pcase (list (match-string 1) (plist-get (plist-get event :content_block) :type)
+                     (plist-get (plist-get event :delta) :type))
+          (`("start" ,(or "thinking" "redacted_thinking") ,_)
+           (plist-put info :mevedel-thinking
+                      (cons (cons index (copy-sequence (plist-get event :content_block)))
+                            (plist-get info :mevedel-thinking))))
+          (`("delta" ,_ "thinking_delta")
+           (when found
+             (plist-put (cdr found) :thinking (concat (plist-get (cdr found) :thinking)
+                                                      (plist-get (plist-get event :delta) :thinking)))))
+          (`("delta" ,_ "signature_delta")
+           (when found
+             (setcdr found (plist-put (cdr found) :signature
+                                      (concat (plist-get (cdr found) :signature)
+                                              (plist-get (plist-get event :delta) :signature)))))))))))
 
 (defun mevedel-gptel-track-call-order (fsm)
   "Record the model's call order in the request info of FSM."
@@ -393,8 +448,10 @@ See `mevedel-gptel-send-fsm'."
                          (alist-get 'ERRS handlers)))
     (pcase-dolist (`(,state ,where ,function)
                    (append extras
-                           `((WAIT :before ,#'mevedel-gptel--begin-attempt)
+                           `((WAIT :before ,#'mevedel-gptel--prepare-request)
+                             (WAIT :before ,#'mevedel-gptel--begin-attempt)
                              (TOOL :before ,#'mevedel-gptel--order-calls)
+                             (DONE :before ,#'mevedel-gptel--record-history)
                              (RTRY :before ,#'mevedel-gptel--retry)
                              (ERRS :before ,#'mevedel-gptel--mark-incomplete)
                              (ABRT :before ,#'mevedel-gptel--cancel-retry))))
@@ -417,6 +474,349 @@ The turn reports the failure itself, once, in its own words."
   (let ((inhibit-message t)
         (message-log-max nil))
     (gptel--handle-error fsm)))
+
+;;;; Prompt caching
+
+;; Providers cache the longest prefix a request shares with an earlier
+;; one (docs/prompt.md).  Anthropic caches only up to breakpoints the
+;; request marks, at most four: mevedel marks the last tool, the system
+;; text, the end of the previous request and the end of this one, so
+;; that each request reads all the previous one wrote, however many
+;; blocks a tool batch added.  gptel's own `gptel-cache' marks stay on
+;; the user's prompt while a tool loop grows; they are replaced here.
+;; OpenAI caches automatically; a stable `prompt_cache_key' keeps a
+;; session's requests on the same cache.
+
+(defcustom mevedel-gptel-prompt-cache t
+  "Non-nil means mevedel's requests ask the provider to cache their prefix.
+Anthropic requests get cache breakpoints, OpenAI-style requests a
+`prompt_cache_key'."
+  :type 'boolean
+  :group 'mevedel)
+
+(defvar-local mevedel-gptel-cache-key nil
+  "The `prompt_cache_key' of requests from this data buffer, or nil.
+A chat sets it once: the same for all of a session's (or an agent's)
+requests, so they reach the same cache.")
+
+(defun mevedel-gptel--unmark (block)
+  "Return BLOCK, an Anthropic block plist, without its cache breakpoint."
+  (if (plist-member block :cache_control)
+      (let ((copy (copy-sequence block)))
+        (cl-remf copy :cache_control)
+        copy)
+    block))
+
+(defun mevedel-gptel--blocks (content)
+  "Return Anthropic CONTENT as a vector of blocks, without breakpoints.
+A string becomes one text block, so that the message keeps the same
+shape whether or not a breakpoint is on it."
+  (if (stringp content)
+      (vector (list :type "text" :text content))
+    (vconcat (mapcar #'mevedel-gptel--unmark content))))
+
+(defun mevedel-gptel--mark (vector)
+  "Put a cache breakpoint on the last block of VECTOR, when it has one."
+  (let ((last (1- (length vector))))
+    (when (>= last 0)
+      (aset vector last (append (aref vector last)
+                                (list :cache_control (list :type "ephemeral")))))))
+
+(defun mevedel-gptel--anthropic-breakpoints (info)
+  "Place the cache breakpoints of the Anthropic request INFO is about to send.
+Every message's content becomes blocks (it keeps that shape in later
+requests); marks go on the last tool, the system text, the message
+that ended the previous request of this conversation and the last
+message."
+  (let* ((data (plist-get info :data))
+         (messages (plist-get data :messages))
+         (tools (plist-get data :tools))
+         (system (plist-get data :system))
+         (previous (plist-get info :mevedel-cache-end)))
+    (when (vectorp tools)
+      (setq tools (vconcat (mapcar #'mevedel-gptel--unmark tools)))
+      (mevedel-gptel--mark tools)
+      (plist-put data :tools tools))
+    (when system
+      (setq system (mevedel-gptel--blocks system))
+      (mevedel-gptel--mark system)
+      (plist-put data :system system))
+    ;; A replayed history is in block form without marks already.
+    (cl-loop for index from (or (car (plist-get info :mevedel-prefix)) 0) below (length messages)
+             for message = (aref messages index)
+             do (plist-put message :content
+                           (mevedel-gptel--blocks (plist-get message :content))))
+    (let ((last (1- (length messages))))
+      (when (and previous (< previous last))
+        (mevedel-gptel--mark (plist-get (aref messages previous) :content)))
+      (when (>= last 0)
+        (mevedel-gptel--mark (plist-get (aref messages last) :content)))
+      (plist-put info :mevedel-cache-end last))))
+
+(defun mevedel-gptel--prepare-request (fsm)
+  "Make the request FSM is about to send: saved history, then caching."
+  (let* ((info (gptel-fsm-info fsm))
+         (backend (plist-get info :backend))
+         (buffer (plist-get info :buffer))
+         (key (and (buffer-live-p buffer)
+                   (buffer-local-value 'mevedel-gptel-cache-key buffer))))
+    (mevedel-gptel--replay-history info)
+    (when (and (plist-get info :stream) (eq (car (plist-get info :history)) 'TRET))
+      (mevedel-gptel--echo-thinking info))
+    (plist-put info :mevedel-text nil)
+    (plist-put info :mevedel-content nil)
+    (plist-put info :mevedel-thinking nil)
+    (when mevedel-gptel-prompt-cache
+      (cond ((cl-typep backend 'gptel-anthropic)
+             (mevedel-gptel--anthropic-breakpoints info))
+            ((and key (cl-typep backend 'gptel-openai))
+             (plist-put (plist-get info :data) :prompt_cache_key key))))))
+
+;;;; Provider history
+
+;; The next request of a conversation repeats the messages sent before
+;; exactly as they were sent (docs/adr/0031-*): a turn that ends saves
+;; its request's messages and the model's final message as the
+;; buffer's history, and marks where it ends in the buffer's text with
+;; the `mevedel-history-end' property.  Reading the buffer for the next
+;; request, gptel's parser reads only the text after the mark; the
+;; history goes before what it read.  gptel's parser trims tool
+;; results, splits text from tool calls on OpenAI and drops thinking,
+;; so a conversation read back from its text alone would not be the
+;; prefix the provider cached.
+
+(defvar-local mevedel-gptel-history nil
+  "The provider messages this data buffer's conversation sent, or nil.
+A plist: :id (the value of the `mevedel-history-end' mark), :wire
+\(`anthropic' or `openai'), :messages (a vector of message plists,
+as gptel encodes them), :end (the buffer position after the last
+text they hold) and :sent (how many of them the last request sent;
+the model's final message follows).")
+
+(defun mevedel-gptel--wire (backend)
+  "Return the wire format of BACKEND whose history is kept, or nil."
+  (cond ((cl-typep backend 'gptel-anthropic) 'anthropic)
+        ((cl-typep backend 'gptel-openai) 'openai)))
+
+(defun mevedel-gptel-forget-history (buffer)
+  "Forget the provider history of data BUFFER.
+The next request is read from the text.
+After a compaction the summary is the conversation's new prefix."
+  (with-current-buffer buffer
+    (save-restriction
+      (widen)
+      (let ((inhibit-read-only t) (at (point-min)))
+        (while (setq at (text-property-not-all at (point-max) 'mevedel-history-end nil))
+          (remove-text-properties at (1+ at) '(mevedel-history-end nil)))))
+    (setq mevedel-gptel-history nil)))
+
+(defun mevedel-gptel-set-history (buffer history)
+  "Make HISTORY (see `mevedel-gptel-history') the history of BUFFER.
+A resumed conversation gets its saved history back this way; it
+counts only while the mark it names is in the text."
+  (with-current-buffer buffer
+    (setq mevedel-gptel-history history)))
+
+(defun mevedel-gptel--history-mark (history)
+  "Return the position of HISTORY's end mark in the current buffer, or nil."
+  (let ((end (plist-get history :end)))
+    (and end (<= end (point-max)) (> end (point-min))
+         (equal (get-text-property (1- end) 'mevedel-history-end) (plist-get history :id))
+         (1- end))))
+
+(defun mevedel-gptel--final-message (info wire)
+  "Return the model's final message of the request INFO for WIRE, or nil.
+It holds the text the model wrote, untrimmed, and the blocks it came
+with (Anthropic's thinking, with their signatures)."
+  (let ((text (apply #'concat (reverse (plist-get info :mevedel-text))))
+        (blocks (plist-get info :mevedel-content)))
+    (pcase wire
+      ('anthropic
+       (let ((content (if blocks
+                          (cl-remove-if (lambda (block) (equal (plist-get block :type) "tool_use"))
+                                        blocks)
+                        (vconcat (mevedel-gptel--thinking-blocks info)
+                                 (and text (not (string-empty-p text))
+                                      (list (list :type "text" :text text)))))))
+         (and (> (length content) 0) (list :role "assistant" :content (vconcat content)))))
+      ('openai
+       (and text (not (string-empty-p text)) (list :role "assistant" :content text))))))
+
+(defun mevedel-gptel--thinking-blocks (info)
+  "Return the thinking blocks a streamed Anthropic response of INFO held, in order."
+  (mapcar #'cdr (sort (copy-sequence (plist-get info :mevedel-thinking)) #'car-less-than-car)))
+
+(defun mevedel-gptel--echo-thinking (info)
+  "Give the model's last message in request INFO its own thinking blocks.
+After a streamed response with tool calls, gptel's copy of the message
+has at most one thinking block, rebuilt from its parts; the blocks as
+the provider sent them replace it."
+  (when-let* ((blocks (mevedel-gptel--thinking-blocks info))
+              (messages (plist-get (plist-get info :data) :messages))
+              (at (cl-position "assistant" messages :key (lambda (m) (plist-get m :role))
+                               :test #'equal :from-end t)))
+    (let ((message (aref messages at)))
+      (plist-put message :content
+                 (vconcat blocks
+                          (cl-remove-if (lambda (block)
+                                          (member (plist-get block :type)
+                                                  '("thinking" "redacted_thinking")))
+                                        (mevedel-gptel--blocks (plist-get message :content))))))))
+
+(defun mevedel-gptel--record-history (fsm)
+  "Keep the messages of FSM's finished request as its buffer's history."
+  (let* ((info (gptel-fsm-info fsm))
+         (buffer (plist-get info :buffer))
+         (wire (mevedel-gptel--wire (plist-get info :backend)))
+         (messages (plist-get (plist-get info :data) :messages)))
+    (when (and wire (vectorp messages) (buffer-live-p buffer))
+      (let ((final (mevedel-gptel--final-message info wire)))
+        (when (eq wire 'anthropic)
+          (cl-loop for index from (or (car (plist-get info :mevedel-prefix)) 0)
+                   below (length messages)
+                   for message = (aref messages index)
+                   do (plist-put message :content
+                                 (mevedel-gptel--blocks (plist-get message :content)))))
+        (with-current-buffer buffer
+          (mevedel-gptel-forget-history buffer)
+          (let ((end (point-max))
+                (id (format "%x-%x" (random most-positive-fixnum) (length messages)))
+                (inhibit-read-only t))
+            (when (> end (point-min))
+              ;; A change like any other: the transcript saves the mark.
+              (put-text-property (1- end) end 'mevedel-history-end id)
+              (let ((all (if final (vconcat messages (list final)) messages)))
+                (setq mevedel-gptel-history
+                      (list :id id :wire wire :end end :sent (length messages)
+                            :saved (plist-get info :mevedel-history-saved)
+                            :json (mevedel-gptel--history-json info all)
+                            :messages all))))))))))
+
+(defun mevedel-gptel--json (message)
+  "Return MESSAGE encoded as gptel encodes a request (UTF-8 JSON)."
+  (json-serialize message :null-object :null :false-object :json-false))
+
+(defun mevedel-gptel--history-json (info messages)
+  "Return MESSAGES as the JSON of an array's elements, without brackets.
+What the request INFO replayed was encoded before: only the rest is
+encoded now."
+  (pcase-let ((`(,count ,json ,_) (plist-get info :mevedel-prefix)))
+    (if (and count (> count 0))
+        (concat json
+                (and (< count (length messages)) ",")
+                (mapconcat #'mevedel-gptel--json (substring messages count) ","))
+      (mapconcat #'mevedel-gptel--json messages ","))))
+
+(defun mevedel-gptel-history-json-from-lines (lines)
+  "Return LINES, the saved history's messages one per line, as history JSON.
+LINES is unibyte UTF-8, each message's JSON followed by a newline."
+  (let ((json (substring lines 0 (max 0 (1- (length lines))))))
+    (subst-char-in-string ?\n ?, json t)))
+
+(defun mevedel-gptel--history-tail (backend args orig)
+  "Parse the current prompt buffer after its history mark with ORIG, BACKEND, ARGS.
+Return the messages after the mark behind a placeholder naming the
+history, or nil when the buffer has no mark for BACKEND's wire."
+  (when-let* ((wire (mevedel-gptel--wire backend))
+              (at (text-property-not-all (point-min) (point) 'mevedel-history-end nil))
+              (id (get-text-property at 'mevedel-history-end)))
+    (save-restriction
+      (narrow-to-region (1+ at) (point))
+      (cons (list :mevedel-history id :wire wire)
+            (apply orig backend args)))))
+
+(defun mevedel-gptel--create-prompt-buffer (create &rest args)
+  "Apply CREATE to ARGS, copying only the text after the history's mark.
+The prompt buffer gptel makes holds the conversation's text for its
+parser; with a history, only the text after the mark (the mark's
+character included) is read."
+  (if-let* ((at (and (mevedel-gptel--wire gptel-backend)
+                     (eq (plist-get mevedel-gptel-history :wire)
+                         (mevedel-gptel--wire gptel-backend))
+                     (mevedel-gptel--history-mark mevedel-gptel-history))))
+      (save-restriction
+        (narrow-to-region at (point-max))
+        (apply create args))
+    (apply create args)))
+
+(defun mevedel-gptel--replay-history (info)
+  "Put the saved history in place of its placeholder in request INFO.
+The text after the mark was read into messages; the history goes
+before them.  OpenAI's history starts with its system message, which
+stays as it was first sent."
+  (let* ((data (plist-get info :data))
+         (messages (plist-get data :messages))
+         (at (cl-position-if (lambda (message) (plist-get message :mevedel-history)) messages)))
+    (when at
+      (let* ((placeholder (aref messages at))
+             (buffer (plist-get info :buffer))
+             (history (and (buffer-live-p buffer)
+                           (buffer-local-value 'mevedel-gptel-history buffer))))
+        (if (and history (equal (plist-get history :id) (plist-get placeholder :mevedel-history))
+                 (eq (plist-get history :wire) (plist-get placeholder :wire)))
+            (let ((replayed (plist-get history :messages)))
+              (plist-put data :messages (vconcat replayed (substring messages (1+ at))))
+              (plist-put info :mevedel-history-saved (plist-get history :saved))
+              (when (plist-get history :json)
+                (plist-put info :mevedel-prefix
+                           (list (length replayed) (plist-get history :json) replayed))))
+          ;; The history went away between reading and sending: read
+          ;; the whole conversation as the text says it.
+          (with-current-buffer buffer
+            (mevedel-gptel-forget-history buffer)
+            (let ((whole (save-excursion
+                           (save-restriction
+                             (widen)
+                             (goto-char (plist-get info :position))
+                             (gptel--parse-buffer (plist-get info :backend) nil)))))
+              (plist-put data :messages (vconcat (substring messages 0 at) whole)))))
+        ;; The new turn adds a few blocks after the history's end,
+        ;; within the provider's look-back from the last breakpoint: a
+        ;; breakpoint inside the history would change its encoding.
+        (plist-put info :mevedel-cache-end nil)))))
+
+(defvar mevedel-gptel--splice nil
+  "The request text curl is about to get, and what goes into it: (TEXT . PARTS).
+PARTS are the strings sent in its place, the encoded history among
+them (see `mevedel-gptel--request-config').")
+
+(defun mevedel-gptel--request-config (get-config info uuid)
+  "Return what GET-CONFIG gives for INFO and UUID, replayed history left out.
+The history's messages were encoded when they were saved; only the
+messages after them are encoded for this request, which otherwise
+would encode the whole conversation (tens of milliseconds per
+megabyte) every time.  Sending the returned text sends the history in
+its place (`mevedel-gptel--send-string'), so the whole body is never
+copied into one string either."
+  (pcase-let* ((`(,count ,json ,replayed) (plist-get info :mevedel-prefix))
+               (data (plist-get info :data))
+               (messages (plist-get data :messages)))
+    (if (not (and count (vectorp messages) (>= (length messages) count)
+                  (cl-loop for index below count
+                           always (eq (aref messages index) (aref replayed index)))))
+        (funcall get-config info uuid)
+      (let ((config (unwind-protect
+                        (progn (plist-put data :messages (substring messages count))
+                               (funcall get-config info uuid))
+                      (plist-put data :messages messages))))
+        (if-let* ((at (string-search "\"messages\":[" config)))
+            (let ((at (+ at (length "\"messages\":["))))
+              (setq mevedel-gptel--splice
+                    (cons config (delq nil (list (substring config 0 at) json
+                                                 (and (> (length messages) count) ",")
+                                                 (substring config at)))))
+              config)
+          (funcall get-config info uuid))))))
+
+(defun mevedel-gptel--send-string (send process string)
+  "Apply SEND to PROCESS and STRING, or to the parts STRING stands for.
+See `mevedel-gptel--request-config'."
+  (if (and mevedel-gptel--splice (eq string (car mevedel-gptel--splice)))
+      (let ((parts (cdr mevedel-gptel--splice)))
+        (setq mevedel-gptel--splice nil)
+        (dolist (part parts)
+          (funcall send process part)))
+    (funcall send process string)))
 
 ;;;; Attempts and retries
 
@@ -1018,7 +1418,8 @@ follows its result."
   "Call ORIG with BACKEND and ARGS; put OpenAI media messages after their results."
   (let* ((mevedel-gptel--parsing t)
          (mevedel-gptel--media-messages nil)
-         (prompts (apply orig backend args)))
+         (prompts (or (mevedel-gptel--history-tail backend args orig)
+                      (apply orig backend args))))
     (dolist (pair mevedel-gptel--media-messages)
       (when-let* ((tail (memq (car pair) prompts)))
         (setcdr tail (cons (cdr pair) (cdr tail)))))
@@ -1035,6 +1436,9 @@ follows its result."
 (advice-add 'gptel-curl--stream-cleanup :around #'mevedel-gptel--sentinel)
 (advice-add 'gptel--parse-tool-results :around #'mevedel-gptel--parse-tool-results)
 (advice-add 'gptel--parse-buffer :around #'mevedel-gptel--parse-buffer)
+(advice-add 'gptel-curl--get-config :around #'mevedel-gptel--request-config)
+(advice-add 'process-send-string :around #'mevedel-gptel--send-string)
+(advice-add 'gptel--create-prompt-buffer :around #'mevedel-gptel--create-prompt-buffer)
 
 (mapc #'mevedel-gptel--register (mevedel-tool-all))
 (add-hook 'mevedel-tool-registered-functions #'mevedel-gptel--register)

@@ -283,6 +283,26 @@ as context updates (`mevedel-prompt-context-updates')."
         (puthash chat state mevedel-prompt--states)))
     (plist-get state :system)))
 
+(defun mevedel-prompt-frozen (chat)
+  "Return CHAT's frozen system text and what the model read, printable, or nil.
+A session saves it, so that a resumed conversation sends the system
+text it began with (the provider's cached prefix) and gets what
+changed since as context updates."
+  (let ((state (mevedel-prompt--state chat)))
+    (and (plist-get state :system)
+         (list :components (plist-get state :components)
+               :system (plist-get state :system)
+               :read (plist-get state :read)))))
+
+(defun mevedel-prompt-thaw (chat frozen)
+  "Give CHAT the system text and reading saved as FROZEN.
+FROZEN is what `mevedel-prompt-frozen' returned."
+  (puthash chat (list :components (plist-get frozen :components)
+                      :system (plist-get frozen :system)
+                      :read (plist-get frozen :read)
+                      :pending nil)
+           mevedel-prompt--states))
+
 (defun mevedel-prompt-whole-text (chat components)
   "Return COMPONENTS for CHAT as one text, every placement in it.
 Nothing of CHAT's own state changes.  A child agent's system text is

@@ -9,7 +9,8 @@
 ;; the data buffer, then the title, model and backend (or the chosen
 ;; provider: `mevedel-chat-placement'), token usage,
 ;; turn list and the last composer inputs from the session's metadata
-;; (what mevedel-save.el wrote).  `mevedel-chat-get-create' opening a
+;; (what mevedel-save.el wrote), then the frozen system text and the
+;; provider history the next request replays.  `mevedel-chat-get-create' opening a
 ;; saved session (M-x mevedel, the sessions list, `bin/mevedel
 ;; --continue') and `mevedel-chat-open-read-only' run
 ;; `mevedel-chat-load-functions', where this file registers; the agent
@@ -98,6 +99,11 @@ calls it ran; else nil."
          (info (mevedel-core-store-info-get store))
          (get (lambda (key) (let ((v (cdr (assoc key info)))) (and v (not (string-empty-p v)) v)))))
     (mevedel-transcript-restore buffer store t)
+    (when-let* ((frozen (funcall get "prompt-state")))
+      (mevedel-prompt-thaw chat (car (read-from-string frozen))))
+    (when-let* ((saved (funcall get "provider-history"))
+                (history (mevedel-resume--history store (car (read-from-string saved)))))
+      (mevedel-gptel-set-history buffer history))
     (setf (mevedel-chat-title chat) (funcall get "title")
           (mevedel-chat-created chat) (funcall get "created")
           (mevedel-chat-input-tokens chat) (string-to-number (or (funcall get "input-tokens") "0"))
@@ -124,6 +130,29 @@ calls it ran; else nil."
                     (car (read-from-string (or (funcall get "turn-list") "nil"))))))
     (when (funcall get "turn-open")
       (list (car (read-from-string (or (funcall get "open-calls") "nil")))))))
+
+(defun mevedel-resume--history (store saved)
+  "Return the provider history SAVED (its metadata) describes in STORE, or nil.
+Nil when its file holds fewer messages than SAVED counts."
+  (let ((file (mevedel-save-history-file store))
+        (count (plist-get saved :count)))
+    (when (file-readable-p file)
+      (with-temp-buffer
+        (set-buffer-multibyte nil)
+        (insert-file-contents-literally file)
+        (let ((messages (make-vector count nil)))
+          (when (cl-loop for index below count
+                         always (progn (skip-chars-forward "\n")
+                                       (not (eobp)))
+                         do (aset messages index
+                                  (json-parse-buffer :object-type 'plist :null-object :null
+                                                     :false-object :json-false)))
+            (forward-line 1)
+            (append (list :messages messages :saved count
+                          :json (mevedel-gptel-history-json-from-lines
+                                 (buffer-substring-no-properties (point-min) (point))))
+                    (cl-loop for key in '(:id :wire :end :sent)
+                             append (list key (plist-get saved key))))))))))
 
 ;;;; A turn cut by a crash
 

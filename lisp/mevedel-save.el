@@ -29,6 +29,10 @@
 ;; - a model change, a truncation, an appended turn and killing the
 ;;   data buffer write the metadata again.
 ;;
+;; A turn's end also appends what is new in the provider history (the
+;; messages as sent, mevedel-gptel.el) to the file beside the store,
+;; and the metadata carries the frozen system text.
+;;
 ;; Mail a continuing request carries counts as read once the save that
 ;; holds it is queued (`mevedel-chat-mail-written-functions').  Before
 ;; Emacs exits, every live chat is flushed.
@@ -122,7 +126,10 @@ refresh only what grows (see `mevedel-save-checkpoint')."
                                (number-to-string (mevedel-chat-context-tokens chat))
                              ""))
       ("output-tokens" . ,(number-to-string (mevedel-chat-output-tokens chat)))
-      ("chars" . ,(number-to-string (buffer-size buffer))))))
+      ("chars" . ,(number-to-string (buffer-size buffer)))
+      ("prompt-state" . ,(if-let* ((frozen (mevedel-prompt-frozen chat)))
+                             (mevedel-save-print frozen)
+                           "")))))
 
 (defconst mevedel-save--settle-timeout 2
   "Seconds a settled checkpoint waits for its writes.")
@@ -218,7 +225,9 @@ The first turn materialises the session's storage."
   (mevedel-save--stop-timer chat)
   (when (mevedel-transcript-tracked-p (mevedel-chat-data-buffer chat))
     (mevedel-save-checkpoint
-     chat (mevedel-save-metadata chat '("turn-open" . "") '("open-calls" . "")) t)
+     chat (apply #'mevedel-save-metadata chat '("turn-open" . "") '("open-calls" . "")
+                 (mevedel-save--history chat))
+     t)
     (mevedel-transcript-consolidate
      (mevedel-chat-data-buffer chat)
      (if-let* ((store (mevedel-chat-store chat)))
@@ -229,6 +238,37 @@ The first turn materialises the session's storage."
                                            (file-name-directory file) (file-name-base file)))
        (mevedel-transcript-export-name (mevedel-chat-data-buffer chat)
                                        (mevedel-session-directory (mevedel-chat-session chat)))))))
+
+(defun mevedel-save-history-file (store)
+  "Return the file beside STORE with its conversation's provider history."
+  (concat (file-name-sans-extension (plist-get (mevedel-core-store-info store) :file))
+          ".history.jsonl"))
+
+(defun mevedel-save--history (chat)
+  "Write what is new in CHAT's provider history; return its metadata pairs.
+The messages go to `mevedel-save-history-file', one JSON line each,
+appended when the history extends what was written; the metadata
+says which lines count and where the history ends in the text."
+  (let* ((store (mevedel-save-store chat))
+         (history (buffer-local-value 'mevedel-gptel-history (mevedel-chat-data-buffer chat))))
+    (if (not (and store history))
+        '(("provider-history" . ""))
+      (let* ((messages (plist-get history :messages))
+             (saved (or (plist-get history :saved) 0))
+             (coding-system-for-write 'utf-8-unix))
+        (with-temp-buffer
+          (cl-loop for index from saved below (length messages)
+                   do (insert (json-serialize (aref messages index)
+                                              :null-object :null :false-object :json-false)
+                              "\n"))
+          (write-region nil nil (mevedel-save-history-file store) (> saved 0) 'silent))
+        (plist-put history :saved (length messages))
+        `(("provider-history"
+           . ,(mevedel-save-print (list :id (plist-get history :id)
+                                        :wire (plist-get history :wire)
+                                        :end (plist-get history :end)
+                                        :sent (plist-get history :sent)
+                                        :count (length messages)))))))))
 
 (defun mevedel-save--inputs (chat texts)
   "Keep TEXTS, queued messages that joined CHAT's turn, in its input history."

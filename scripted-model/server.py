@@ -41,6 +41,12 @@ header), or with a broken response, its "fault":
   stall              nothing is sent for "seconds" (default 30), then the
                      connection closes (a client timeout fires first)
 
+On the Anthropic wire a step's "thinking": TEXT puts a thinking block
+(with a signature) before its text and calls, "redacted_thinking": DATA
+a redacted one, streaming or not.  Every later request that carries
+that assistant message (found by its first call's ID, or its text)
+must carry those blocks unchanged, first: else it is a mismatch.
+
 "times": N serves an error or fault step N times in a row (N failures, then
 the next step), so retries can be counted.  Error and fault steps hand out
 no calls: the request after them is checked against the last tool-call
@@ -54,10 +60,35 @@ in, are "mismatches".  "expect.results" (in call order) may add "contains" /
 text.  A mismatch is logged and answered with HTTP 409, so a client under
 test fails loudly.
 
+Prompt caching is simulated as each provider documents it, with tokens
+counted as characters / 4 of the JSON of each part (stable, so shares are
+comparable).  The cached prefix is what the request repeats of earlier
+ones, compared part by part as serialized JSON (key order kept):
+
+  anthropic  parts are the tools, the system blocks and each message's
+             content blocks, in that order; a block with "cache_control"
+             (at most 4) is a breakpoint.  A breakpoint writes the prefix
+             ending at its block; a request reads the longest prefix an
+             earlier request wrote that ends at one of its breakpoints or
+             up to 20 blocks before one.  The usage says
+             "cache_read_input_tokens", "cache_creation_input_tokens"
+             (from the read end to the last breakpoint) and
+             "input_tokens" (the rest).  Prefixes shorter than
+             --cache-min-tokens (1024) are not cached.
+  openai     parts are the tools and each message; every request of at
+             least --cache-min-tokens is cached automatically, and a
+             later one with the same "prompt_cache_key" reads the longest
+             prefix it shares with an earlier one, rounded down to the
+             minimum plus a multiple of 128 tokens, as
+             "prompt_tokens_details.cached_tokens".
+
+GET /requests answers the requests received so far, in order, each
+{"n", "wire", "raw" (the body as sent), "usage" (as answered)}.
+
 Every request is appended to the JSON-lines log (--log): its path, body,
 arrival time ("t", seconds since the epoch), the step served, the fault or
 error served, the tool-call IDs handed out, the result IDs and echoed call
-IDs it carried (in its order) and any mismatches.
+IDs it carried (in its order), the usage answered and any mismatches.
 Concurrent conversations (child agents): instead of "steps" a script may
 list "conversations", each {"match": TEXT, "steps": [...], "repeat": bool}.
 A request is served by the first conversation whose "match" occurs in its
@@ -77,6 +108,7 @@ import http.server
 import json
 import sys
 import threading
+import hashlib
 import time
 import urllib.parse
 import uuid
@@ -340,6 +372,47 @@ def orphan_calls(body, wire):
     return orphans
 
 
+def thinking_blocks(step):
+    """Return the thinking blocks STEP answers with on the Anthropic wire."""
+    blocks = []
+    if step.get("thinking"):
+        text = step["thinking"]
+        blocks.append({"type": "thinking", "thinking": text,
+                       "signature": "sig-" + hashlib.sha256(text.encode()).hexdigest()[:32]})
+    if step.get("redacted_thinking"):
+        blocks.append({"type": "redacted_thinking", "data": step["redacted_thinking"]})
+    return blocks
+
+
+def assistant_key(content):
+    """Return what identifies an assistant message: its first call's ID, else its text."""
+    if isinstance(content, str):
+        return ("text", content)
+    for block in content or []:
+        if isinstance(block, dict) and block.get("type") == "tool_use":
+            return ("call", block.get("id"))
+    return ("text", "".join(block.get("text", "") for block in content or []
+                            if isinstance(block, dict) and block.get("type") == "text"))
+
+
+def thinking_problems(body, expected):
+    """Return how BODY's assistant messages fail to echo the EXPECTED thinking blocks."""
+    problems = []
+    for message in body.get("messages") or []:
+        if message.get("role") != "assistant":
+            continue
+        content = message.get("content")
+        blocks = expected.get(assistant_key(content))
+        if not blocks:
+            continue
+        sent = [{key: value for key, value in block.items() if key != "cache_control"}
+                for block in (content if isinstance(content, list) else [])[:len(blocks)]]
+        if sent != blocks:
+            problems.append(f"thinking blocks of the assistant message {assistant_key(content)} "
+                            f"not echoed unchanged: {json.dumps(sent)[:300]}")
+    return problems
+
+
 def check_request(expected_ids, results, user_text, expect, echo=None):
     """Return the list of mismatches between a request and its expectations."""
     problems = []
@@ -384,6 +457,146 @@ def check_request(expected_ids, results, user_text, expect, echo=None):
     return problems
 
 
+
+# ---------------------------------------------------------------------------
+# Prompt caching
+
+
+def tokens(text):
+    """Return the token count of TEXT: a fixed approximation, characters / 4."""
+    return len(text) // 4
+
+
+def canonical(value):
+    """Return VALUE serialized as a part of the cached prefix.
+
+    "cache_control" marks a breakpoint; it is not part of what is cached.
+    """
+    if isinstance(value, dict):
+        value = {key: item for key, item in value.items() if key != "cache_control"}
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def anthropic_parts(body):
+    """Return the cacheable parts of an Anthropic BODY as (text, breakpoint?)."""
+    parts = []
+    for tool in body.get("tools") or []:
+        parts.append(("tool:" + canonical(tool), "cache_control" in tool))
+    system = body.get("system")
+    if isinstance(system, str):
+        parts.append(("system:" + canonical({"type": "text", "text": system}), False))
+    else:
+        for block in system or []:
+            parts.append(("system:" + canonical(block), "cache_control" in block))
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        role = message.get("role", "")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        for block in content or []:
+            marked = isinstance(block, dict) and "cache_control" in block
+            parts.append((role + ":" + canonical(block), marked))
+    return parts
+
+
+def openai_parts(body):
+    """Return the cacheable parts of an OpenAI BODY: tools, then messages."""
+    parts = []
+    if body.get("tools"):
+        parts.append("tools:" + canonical(body["tools"]))
+    parts.extend(canonical(message) for message in body.get("messages") or [])
+    return parts
+
+
+class PromptCache:
+    """What earlier requests wrote to the provider's prompt cache."""
+
+    def __init__(self, min_tokens):
+        self.min_tokens = min_tokens
+        self.anthropic = {}  # prefix digest -> tokens
+        self.openai = {}     # prompt_cache_key -> list of part-digest lists
+        self.texts = {}      # prompt_cache_key -> prefix digest -> parts seen after it
+
+    @staticmethod
+    def digests(texts):
+        """Return the running digest of each prefix of TEXTS."""
+        running = hashlib.sha256()
+        out = []
+        for text in texts:
+            running.update(text.encode("utf-8"))
+            running.update(b"\0")
+            out.append(running.copy().hexdigest())
+        return out
+
+    def anthropic_usage(self, body):
+        """Return the usage of an Anthropic BODY and note what it writes."""
+        parts = anthropic_parts(body)
+        digests = self.digests([text for text, _ in parts])
+        sizes = [tokens(text) for text, _ in parts]
+        ends = []
+        total = 0
+        for size in sizes:
+            total += size
+            ends.append(total)
+        marks = [index for index, (_, marked) in enumerate(parts) if marked][:4]
+        read_end = -1
+        for mark in marks:
+            for index in range(mark, max(-1, mark - 21), -1):
+                if digests[index] in self.anthropic and index > read_end:
+                    read_end = index
+                    break
+        read = ends[read_end] if read_end >= 0 else 0
+        last_mark = marks[-1] if marks else -1
+        created = max(0, (ends[last_mark] if last_mark >= 0 else 0) - read)
+        if last_mark >= 0 and ends[last_mark] < self.min_tokens:
+            created = 0
+        for mark in marks:
+            if ends[mark] >= self.min_tokens:
+                self.anthropic[digests[mark]] = ends[mark]
+        return {"input_tokens": total - read - created,
+                "cache_read_input_tokens": read,
+                "cache_creation_input_tokens": created}
+
+    def openai_usage(self, body):
+        """Return the usage of an OpenAI BODY and note what it writes."""
+        parts = openai_parts(body)
+        digests = self.digests(parts)
+        total = sum(tokens(text) for text in parts)
+        seen = self.openai.setdefault(body.get("prompt_cache_key"), [])
+        shared = 0
+        for earlier in seen:
+            count = 0
+            for mine, theirs in zip(digests, earlier):
+                if mine != theirs:
+                    break
+                count += 1
+            shared = max(shared, count)
+        common = sum(tokens(text) for text in parts[:shared])
+        if shared < len(parts):
+            # Within the first differing part, the characters it shares.
+            for earlier_text in self.texts.get(body.get("prompt_cache_key"), {}).get(
+                    digests[shared - 1] if shared else "", []):
+                mine = parts[shared]
+                length = 0
+                for a, b in zip(mine, earlier_text):
+                    if a != b:
+                        break
+                    length += 1
+                common = max(common, sum(tokens(t) for t in parts[:shared]) + tokens(mine[:length]))
+        cached = 0
+        if common >= self.min_tokens and total >= self.min_tokens:
+            cached = self.min_tokens + (common - self.min_tokens) // 128 * 128
+        if total >= self.min_tokens:
+            seen.append(digests)
+            after = self.texts.setdefault(body.get("prompt_cache_key"), {})
+            for index in range(len(parts)):
+                key = digests[index - 1] if index else ""
+                bucket = after.setdefault(key, [])
+                if parts[index] not in bucket:
+                    bucket.append(parts[index])
+        return {"prompt_tokens": total, "completion_tokens": 5, "total_tokens": total + 5,
+                "prompt_tokens_details": {"cached_tokens": cached}}
+
 # ---------------------------------------------------------------------------
 # The server
 
@@ -398,17 +611,20 @@ class Track:
         self.position = 0
         self.pending_ids = None  # IDs of the last tool-call step served
         self.served = 0  # times the current step was served ("times")
+        self.thinking = {}  # assistant message key -> thinking blocks it was sent with
 
 
 class State:
     """The script positions shared by all request threads."""
 
-    def __init__(self, conversations, log_path, delay):
+    def __init__(self, conversations, log_path, delay, cache_min_tokens=1024):
         self.tracks = [Track(c["match"], c["steps"], c["repeat"]) for c in conversations]
         self.log_path = log_path
         self.delay = delay
         self.lock = threading.Lock()
         self.requests = 0
+        self.cache = PromptCache(cache_min_tokens)
+        self.received = []  # {"n", "wire", "raw", "usage"} of every request
 
     def track_for(self, system):
         """Return (index, track) of the conversation serving SYSTEM, or (None, None)."""
@@ -438,6 +654,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/health":
             self.send_json(200, {"ok": True})
+        elif self.path == "/requests":
+            with self.server.state.lock:
+                received = list(self.server.state.received)
+            self.send_json(200, received)
         else:
             self.send_json(404, {"error": {"type": "not_found", "message": self.path}})
 
@@ -464,6 +684,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             number = state.requests
             entry = {"n": number, "path": self.path, "wire": wire,
                      "stream": bool(body.get("stream") is True), "body": body}
+            usage = (state.cache.openai_usage(body) if wire == "openai"
+                     else state.cache.anthropic_usage(body))
+            entry["usage"] = usage
+            state.received.append({"n": number, "wire": wire,
+                                   "raw": raw.decode("utf-8"), "usage": usage})
             conversation, track = state.track_for(system_text(body, wire))
             entry["conversation"] = conversation
             if track is None:
@@ -494,6 +719,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                      step.get("expect") or {}, echo)
             problems += [f"tool call {call} in the history has no result"
                          for call in orphan_calls(body, wire)]
+            if wire == "anthropic":
+                problems += thinking_problems(body, track.thinking)
             entry["t"] = time.time()
             entry["step"] = index
             entry["results"] = [{"id": r[0], "content": r[1][:2000], "is_error": r[2]}
@@ -516,6 +743,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                               f"{prefix}{index}_{position}_{uuid.uuid4().hex[:8]}",
                               "name": call["name"],
                               "arguments": call.get("arguments", {})})
+            thinking = thinking_blocks(step) if wire == "anthropic" else []
+            if thinking and not failing:
+                key = (("call", calls[0]["id"]) if calls
+                       else ("text", step.get("text") or ""))
+                track.thinking[key] = thinking
             if failing:
                 entry["served_tool_ids"] = []
                 entry["fault"] = step.get("fault") or f"http {step['error'].get('status', 500)}"
@@ -543,10 +775,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         text = step.get("text")
         stream = body.get("stream") is True
         if stream:
-            events = (openai_events if wire == "openai" else anthropic_events)(model, text, calls)
+            events = (openai_events(model, text, calls, usage) if wire == "openai"
+                      else anthropic_events(model, text, calls, usage, thinking))
             self.send_stream(events, fault, step.get("cut_after"))
         else:
-            payload = (openai_message if wire == "openai" else anthropic_message)(model, text, calls)
+            payload = (openai_message(model, text, calls, usage) if wire == "openai"
+                       else anthropic_message(model, text, calls, usage, thinking))
             self.send_body(json.dumps(payload).encode("utf-8"), fault)
 
     # -- plumbing
@@ -613,7 +847,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             time.sleep(self.server.state.delay)
 
 
-def openai_events(model, text, calls):
+def openai_events(model, text, calls, usage):
     """Return the SSE events of a streamed OpenAI chat completion."""
     ident = f"chatcmpl-{uuid.uuid4().hex[:12]}"
     events = []
@@ -638,12 +872,12 @@ def openai_events(model, text, calls):
         for piece in chunks_of(arguments, 3):
             chunk({"tool_calls": [{"index": position, "function": {"arguments": piece}}]})
     chunk({}, finish="tool_calls" if calls else "stop")
-    chunk({}, usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})
+    chunk({}, usage=usage)
     events.append("data: [DONE]\n\n")
     return events
 
 
-def anthropic_events(model, text, calls):
+def anthropic_events(model, text, calls, usage, thinking=()):
     """Return the SSE events of a streamed Anthropic message."""
     events = []
 
@@ -654,8 +888,21 @@ def anthropic_events(model, text, calls):
     event("message_start", {"message": {
         "id": f"msg_{uuid.uuid4().hex[:12]}", "type": "message", "role": "assistant",
         "model": model, "content": [], "stop_reason": None,
-        "usage": {"input_tokens": 10, "output_tokens": 1}}})
+        "usage": dict(usage, output_tokens=1)}})
     index = 0
+    for block in thinking:
+        if block["type"] == "thinking":
+            event("content_block_start", {"index": index, "content_block": {
+                "type": "thinking", "thinking": ""}})
+            for piece in chunks_of(block["thinking"], 3):
+                event("content_block_delta", {"index": index, "delta": {
+                    "type": "thinking_delta", "thinking": piece}})
+            event("content_block_delta", {"index": index, "delta": {
+                "type": "signature_delta", "signature": block["signature"]}})
+        else:
+            event("content_block_start", {"index": index, "content_block": block})
+        event("content_block_stop", {"index": index})
+        index += 1
     if text:
         event("content_block_start", {"index": index,
                                       "content_block": {"type": "text", "text": ""}})
@@ -674,12 +921,12 @@ def anthropic_events(model, text, calls):
         index += 1
     event("message_delta", {"delta": {"stop_reason": "tool_use" if calls else "end_turn",
                                       "stop_sequence": None},
-                            "usage": {"output_tokens": 5}})
+                            "usage": dict(usage, output_tokens=5)})
     event("message_stop", {})
     return events
 
 
-def openai_message(model, text, calls):
+def openai_message(model, text, calls, usage):
     """Return a non-streaming OpenAI chat completion."""
     message = {"role": "assistant", "content": text if text else None}
     if calls:
@@ -691,12 +938,12 @@ def openai_message(model, text, calls):
             "created": int(time.time()), "model": model,
             "choices": [{"index": 0, "message": message,
                          "finish_reason": "tool_calls" if calls else "stop"}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+            "usage": usage}
 
 
-def anthropic_message(model, text, calls):
+def anthropic_message(model, text, calls, usage, thinking=()):
     """Return a non-streaming Anthropic message."""
-    content = []
+    content = list(thinking)
     if text:
         content.append({"type": "text", "text": text})
     for call in calls:
@@ -705,7 +952,7 @@ def anthropic_message(model, text, calls):
     return {"id": f"msg_{uuid.uuid4().hex[:12]}", "type": "message", "role": "assistant",
             "model": model, "content": content,
             "stop_reason": "tool_use" if calls else "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": 10, "output_tokens": 5}}
+            "usage": dict(usage, output_tokens=5)}
 
 
 class Server(http.server.ThreadingHTTPServer):
@@ -716,10 +963,12 @@ class Server(http.server.ThreadingHTTPServer):
         self.state = state
 
 
-def make_server(steps, log_path=None, delay=0.0, port=0, repeat=False, conversations=None):
+def make_server(steps, log_path=None, delay=0.0, port=0, repeat=False, conversations=None,
+                cache_min_tokens=1024):
     """Return a bound (not yet serving) server for STEPS (or CONVERSATIONS)."""
     conversations = conversations or [{"match": None, "steps": steps, "repeat": repeat}]
-    return Server(("127.0.0.1", port), State(conversations, log_path, delay))
+    return Server(("127.0.0.1", port),
+                  State(conversations, log_path, delay, cache_min_tokens))
 
 
 def main(argv=None):
@@ -730,6 +979,8 @@ def main(argv=None):
     parser.add_argument("--port-file", help="also write the port number here")
     parser.add_argument("--delay", type=float, default=0.002,
                         help="seconds between streamed chunks (default 0.002)")
+    parser.add_argument("--cache-min-tokens", type=int, default=1024,
+                        help="shortest prefix cached, in tokens (default 1024)")
     parser.add_argument("--var", action="append", default=[], metavar="NAME=VALUE",
                         help="replace {{NAME}} in the script")
     args = parser.parse_args(argv)
@@ -744,7 +995,8 @@ def main(argv=None):
     except (OSError, ValueError, ScriptError) as err:
         print(f"scripted model server: {err}", file=sys.stderr)
         return 2
-    server = make_server(None, args.log, args.delay, args.port, conversations=conversations)
+    server = make_server(None, args.log, args.delay, args.port, conversations=conversations,
+                         cache_min_tokens=args.cache_min_tokens)
     port = server.server_address[1]
     if args.port_file:
         with open(args.port_file, "w", encoding="utf-8") as handle:

@@ -299,5 +299,120 @@ class HistoryTest(unittest.TestCase):
         self.assertEqual(echo, ["a"])
 
 
+class PromptCacheTest(unittest.TestCase):
+    """The cache simulation follows each provider's published rules."""
+
+    big = "x" * 8000  # 2000 tokens
+
+    def anthropic(self, *messages, tools_mark=True):
+        return {"tools": [{"name": "Read", "description": self.big,
+                           **({"cache_control": {"type": "ephemeral"}} if tools_mark else {})}],
+                "system": [{"type": "text", "text": "sys"}],
+                "messages": list(messages)}
+
+    @staticmethod
+    def block(text, mark=False):
+        return dict({"type": "text", "text": text},
+                    **({"cache_control": {"type": "ephemeral"}} if mark else {}))
+
+    def test_anthropic_reads_what_the_previous_request_wrote(self):
+        cache = model_server.PromptCache(1024)
+        first = cache.anthropic_usage(self.anthropic(
+            {"role": "user", "content": [self.block("a" * 400, True)]}))
+        self.assertEqual(first["cache_read_input_tokens"], 0)
+        self.assertGreater(first["cache_creation_input_tokens"], 2000)
+        second = cache.anthropic_usage(self.anthropic(
+            {"role": "user", "content": [self.block("a" * 400)]},
+            {"role": "assistant", "content": [self.block("b" * 400)]},
+            {"role": "user", "content": [self.block("c" * 400, True)]}))
+        self.assertEqual(second["cache_read_input_tokens"],
+                         first["cache_creation_input_tokens"])
+        self.assertEqual(second["input_tokens"], 0)
+        self.assertGreater(second["cache_creation_input_tokens"], 200)
+        # Without a breakpoint near the end, nothing past the tools is read.
+        third = cache.anthropic_usage(self.anthropic(
+            {"role": "user", "content": [self.block("a" * 400)]},
+            {"role": "assistant", "content": [self.block("b" * 400)]},
+            {"role": "user", "content": [self.block("c" * 400)]},
+            {"role": "user", "content": [self.block("d" * 400)]}))
+        self.assertLess(third["cache_read_input_tokens"], second["cache_read_input_tokens"])
+        self.assertGreater(third["cache_read_input_tokens"], 1900)
+        self.assertEqual(third["cache_creation_input_tokens"],
+                         0 if third["cache_read_input_tokens"] else 1)
+
+    def test_anthropic_changed_block_misses(self):
+        cache = model_server.PromptCache(1024)
+        cache.anthropic_usage(self.anthropic(
+            {"role": "user", "content": [self.block("a" * 400, True)]}))
+        changed = cache.anthropic_usage(self.anthropic(
+            {"role": "user", "content": [self.block("A" + "a" * 399, True)]}))
+        tools = model_server.anthropic_parts(self.anthropic())[0][0]
+        self.assertEqual(changed["cache_read_input_tokens"], model_server.tokens(tools))
+
+    def test_openai_prefix_in_128_token_steps_per_key(self):
+        cache = model_server.PromptCache(1024)
+        system = {"role": "system", "content": self.big}
+        first = cache.openai_usage({"messages": [system], "prompt_cache_key": "k"})
+        self.assertEqual(first["prompt_tokens_details"]["cached_tokens"], 0)
+        second = cache.openai_usage({"messages": [system, {"role": "user", "content": "hi"}],
+                                     "prompt_cache_key": "k"})
+        cached = second["prompt_tokens_details"]["cached_tokens"]
+        self.assertEqual((cached - 1024) % 128, 0)
+        self.assertLessEqual(cached, first["prompt_tokens"])
+        self.assertGreater(cached, first["prompt_tokens"] - 128)
+        other = cache.openai_usage({"messages": [system], "prompt_cache_key": "other"})
+        self.assertEqual(other["prompt_tokens_details"]["cached_tokens"], 0)
+        # A change inside the system text keeps what precedes it.
+        edited = cache.openai_usage({"messages": [{"role": "system",
+                                                   "content": self.big[:6000] + "y"}],
+                                     "prompt_cache_key": "k"})
+        self.assertEqual(edited["prompt_tokens_details"]["cached_tokens"], 1024 + 384)
+
+
+class ReceivedRequestsTest(ServerCase):
+    steps = [{"text": "one"}, {"text": "two"}]
+
+    def test_requests_read_back_raw_with_usage(self):
+        raw = '{"messages": [{"role": "user", "content": "hi"}], "stream": false}'
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/v1/messages", data=raw.encode(),
+            headers={"Content-Type": "application/json"}, method="POST")
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(request, timeout=10) as response:
+            answer = json.loads(response.read())
+        self.assertIn("cache_read_input_tokens", answer["usage"])
+        with opener.open(f"http://127.0.0.1:{self.port}/requests", timeout=10) as response:
+            received = json.loads(response.read())
+        self.assertEqual([r["raw"] for r in received], [raw])
+        self.assertEqual(received[0]["usage"]["input_tokens"], answer["usage"]["input_tokens"])
+        self.assertEqual(self.log_entries()[0]["usage"], received[0]["usage"])
+
+
+class ThinkingTest(ServerCase):
+    steps = [{"thinking": "let me see", "redacted_thinking": "opaque",
+              "tool_calls": [{"name": "Read", "arguments": {}, "id": "toolu_t"}]},
+             {"text": "done"}, {"text": "again"}]
+
+    def test_blocks_streamed_and_echo_checked(self):
+        body = {"messages": [{"role": "user", "content": "hi"}], "stream": True}
+        status, text = post(self.port, "/v1/messages", body)
+        self.assertEqual(status, 200)
+        self.assertIn('"thinking_delta"', text)
+        self.assertIn('"signature_delta"', text)
+        self.assertIn('"redacted_thinking"', text)
+        blocks = model_server.thinking_blocks(self.steps[0])
+        call = {"type": "tool_use", "id": "toolu_t", "name": "Read", "input": {}}
+        result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_t",
+                                               "content": "x"}]}
+        dropped = {"messages": [{"role": "user", "content": "hi"},
+                                {"role": "assistant", "content": [call]}, result]}
+        status, text = post(self.port, "/v1/messages", dropped)
+        self.assertEqual(status, 409)
+        self.assertIn("not echoed unchanged", text)
+        echoed = {"messages": [{"role": "user", "content": "hi"},
+                               {"role": "assistant", "content": blocks + [call]}, result]}
+        status, _ = post(self.port, "/v1/messages", echoed)
+        self.assertEqual(status, 200)
+
 if __name__ == "__main__":
     unittest.main()

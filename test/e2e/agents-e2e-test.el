@@ -109,10 +109,13 @@
   "Two parallel children with their own prompts; mail between them; WaitAgent; a follow-up."
   (agents-e2e--with-session (chat server) wire
       `(("retained agent /root/alpha"
+         ;; Anthropic: the server checks that alpha's thinking comes
+         ;; back unchanged in its later requests, the follow-up too.
          ((expect . ((user_contains . "Investigate alpha")))
+          (thinking . "  Beta should hear from me.  ") (redacted_thinking . "alpha-opaque")
           (tool_calls . [((name . "SendMessage")
                           (arguments . ((target . "/root/beta") (message . "hello from alpha"))))]))
-         ((text . "alpha report"))
+         ((thinking . "Time to report.") (text . "alpha report"))
          ((expect . ((user_contains . "follow up please"))) (text . "alpha follow-up")))
         ("retained agent /root/beta"
          ((expect . ((user_contains . "Investigate beta")))

@@ -126,6 +126,87 @@ server stops and the buffers, SCRIPT and ROOT go."
   (alist-get 'content (cl-find id (alist-get 'results entry)
                                :key (lambda (r) (alist-get 'id r)) :test #'equal)))
 
+(defun mevedel-e2e-requests (server)
+  "Return the requests SERVER received, oldest first, as the server keeps them.
+Each is an alist: n, wire, raw (the body's text, as sent) and usage."
+  (with-temp-buffer
+    (unless (zerop (call-process "curl" nil t nil "-s" "--noproxy" "127.0.0.1"
+                                 (format "http://127.0.0.1:%d/requests"
+                                         (mevedel-scripted-model-port server))))
+      (ert-fail (format "Could not read the server's requests: %s" (buffer-string))))
+    (goto-char (point-min))
+    (json-parse-buffer :object-type 'alist :array-type 'list)))
+
+(defun mevedel-e2e--unmark (value)
+  "Return VALUE (parsed JSON) without its cache breakpoint."
+  (if (and (consp value) (consp (car value)))
+      (cl-remove 'cache_control value :key #'car)
+    value))
+
+(defun mevedel-e2e-prefix (raw)
+  "Return the cached prefix of the request body RAW as one string.
+That is what the provider caches, in its order: the tools, the system
+text and the messages, each serialized as sent (key order kept),
+cache breakpoints left out."
+  (let* ((body (json-parse-string raw :object-type 'alist :null-object :null
+                                  :false-object :false))
+         (serialize (lambda (value)
+                      (json-serialize (mevedel-e2e--unmark value)
+                                      :null-object :null :false-object :false)))
+         (blocks (lambda (content)
+                   (cond ((stringp content)
+                          (funcall serialize `((type . "text") (text . ,content))))
+                         ((vectorp content) (mapconcat serialize content ""))
+                         (t (funcall serialize content))))))
+    (concat
+     (mapconcat serialize (alist-get 'tools body) "")
+     "\n"
+     (let ((system (alist-get 'system body)))
+       (if system (funcall blocks system) ""))
+     "\n"
+     (mapconcat (lambda (message)
+                  (concat (alist-get 'role message) ":"
+                          (funcall serialize (cl-remove 'content message :key #'car))
+                          (funcall blocks (alist-get 'content message))
+                          "\n"))
+                (alist-get 'messages body) ""))))
+
+(defun mevedel-e2e-check-extends (requests)
+  "Fail unless each of REQUESTS (raw bodies) extends the one before it.
+The failure names the request and the first byte where it differs."
+  (cl-loop for (before after) on requests
+           for n from 1
+           while after
+           do (let* ((old (mevedel-e2e-prefix before))
+                     (new (mevedel-e2e-prefix after))
+                     (same (abs (compare-strings old nil nil new nil nil))))
+                (when (< (1- same) (length old))
+                  (ert-fail
+                   (format "Request %d does not extend request %d: first differing byte %d\n\
+before: %S\nafter:  %S"
+                           (1+ n) n (1- same)
+                           (substring old (max 0 (- same 80)) (min (length old) (+ same 80)))
+                           (substring new (max 0 (- same 80))
+                                      (min (length new) (+ same 80)))))))))
+
+(defun mevedel-e2e-cached-share (requests &optional from)
+  "Return the share of input tokens REQUESTS read from the cache, from FROM.
+REQUESTS are as `mevedel-e2e-requests' gives them; FROM skips the
+first ones."
+  (let ((read 0) (total 0))
+    (dolist (request (nthcdr (or from 0) requests))
+      (let ((usage (alist-get 'usage request))
+            (count (lambda (usage key) (or (alist-get key usage) 0))))
+        (if (equal (alist-get 'wire request) "openai")
+            (setq read (+ read (funcall count (alist-get 'prompt_tokens_details usage)
+                                        'cached_tokens))
+                  total (+ total (funcall count usage 'prompt_tokens)))
+          (setq read (+ read (funcall count usage 'cache_read_input_tokens))
+                total (+ total (funcall count usage 'cache_read_input_tokens)
+                         (funcall count usage 'cache_creation_input_tokens)
+                         (funcall count usage 'input_tokens))))))
+    (if (zerop total) 0.0 (/ (float read) total))))
+
 (cl-defun mevedel-e2e-run (&key steps files (wire 'openai) (stream t) prompt
                                  setup during inspect (timeout 20) (delay 0.001))
   "Run one session turn against the scripted model; return what happened.
@@ -165,6 +246,7 @@ streamed chunks.  Return a plist: :outcome :log :rows :transcript :rich-transcri
           (list :outcome outcome
                 :inspected (and inspect (funcall inspect chat view))
                 :log (mevedel-scripted-model-log server)
+                :requests (mevedel-e2e-requests server)
                 :rows (mevedel-e2e-view-rows view)
                 :transcript (mevedel-e2e-transcript-text view)
                 :rich-transcript (mevedel-e2e-transcript-text view t)
@@ -227,6 +309,7 @@ READ file and its text, nil when it does not exist)."
   (let* ((root (mevedel-e2e-workspace files))
          (script (mevedel-e2e-write-script steps))
          (server (mevedel-scripted-model-start script :vars `(("root" . ,root)) :delay delay))
+         (port-given port)
          (port (or port (mevedel-scripted-model-port server)))
          (init (mevedel-e2e-headless-config port wire stream settings))
          (stderr (make-temp-file "mevedel-e2e-stderr")))
@@ -253,6 +336,7 @@ READ file and its text, nil when it does not exist)."
                               (insert-file-contents stderr))
                             (buffer-string))
                   :log (mevedel-scripted-model-log server)
+                  :requests (and (null port-given) (mevedel-e2e-requests server))
                   :root root :port port
                   :files (mapcar (lambda (name)
                                    (let ((file (expand-file-name name root)))

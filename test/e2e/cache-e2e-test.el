@@ -1,0 +1,116 @@
+;;; cache-e2e-test.el --- Prompt caching and byte-stable requests, end to end  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; A long tool loop against the scripted model, which applies each
+;; provider's caching rules: every request extends the one before it
+;; byte for byte (the test names the first differing byte), thinking
+;; blocks come back unchanged (the server checks them), Anthropic
+;; requests carry at most four breakpoints placed so that each reads
+;; what the previous one wrote, OpenAI requests one stable
+;; prompt_cache_key, and most of the input is read from the cache.
+
+;;; Code:
+
+(eval-and-compile
+  (add-to-list 'load-path (file-name-directory (or load-file-name buffer-file-name))))
+(require 'mevedel-e2e-helpers)
+
+(defun cache-e2e--reads (count &optional label)
+  "Return a script of COUNT sequential Read calls, then an answer naming LABEL.
+On the Anthropic wire each answer comes with thinking blocks, one of
+them redacted; the server checks that they come back unchanged."
+  (append (cl-loop for n below count
+                   collect `((thinking . ,(format "  I should read file %d next.  " (% n 3)))
+                             (redacted_thinking . ,(format "opaque-%d" n))
+                             (tool_calls . [((name . "Read")
+                                             (arguments . ((file_path . ,(format "{{root}}f%d.txt" (% n 3))))))])))
+          `(((thinking . ,(format "  All %d read.  " count))
+             (text . ,(format "Read them all%s." (if label (concat " " label) "")))))))
+
+(defconst cache-e2e--files
+  (cl-loop for n below 3
+           collect (cons (format "f%d.txt" n)
+                         (mapconcat (lambda (i) (format "   line %d of file %d  " i n))
+                                    (number-sequence 1 40) "\n")))
+  "Files whose lines start and end with spaces, which a trimmed replay would lose.")
+
+(defun cache-e2e--breakpoints (raw)
+  "Return how many cache breakpoints the request body RAW carries."
+  (let ((count 0) (start 0))
+    (while (setq start (string-search "\"cache_control\"" raw start))
+      (setq count (1+ count) start (1+ start)))
+    count))
+
+(mevedel-e2e-deftest-matrix cache-e2e:a-long-turn-reads-its-prefix-from-the-cache
+  "Thirty sequential calls: each request extends the last and reads it from the cache."
+  (wire stream)
+  (let* ((run (mevedel-e2e-run :wire wire :stream stream :files cache-e2e--files
+                               :prompt "Read the files, one at a time."
+                               :steps (cache-e2e--reads 30) :timeout 60))
+         (requests (plist-get run :requests))
+         (raws (mapcar (lambda (r) (alist-get 'raw r)) requests)))
+    (should (eq (plist-get run :outcome) 'done))
+    (should (= (length requests) 31))
+    (mevedel-e2e-check-extends raws)
+    (if (eq wire 'anthropic)
+        (dolist (raw raws)
+          (should (<= 2 (cache-e2e--breakpoints raw) 4)))
+      (let ((keys (delete-dups
+                   (mapcar (lambda (raw) (alist-get 'prompt_cache_key
+                                                    (json-parse-string raw :object-type 'alist)))
+                           raws))))
+        (should (= (length keys) 1))
+        (should (stringp (car keys)))))
+    (let ((share (mevedel-e2e-cached-share requests)))
+      (should (>= share 0.9)))))
+
+(defun cache-e2e--continue (wire stream)
+  "Run three headless turns of WIRE (streaming when STREAM) joined by --continue.
+AGENTS.md changes between the first two.  Return the server's requests."
+  (mevedel-e2e-require-python)
+  (let* ((root (mevedel-e2e-workspace (cons '("AGENTS.md" . "Be brief.\n") cache-e2e--files)))
+         (script (mevedel-e2e-write-script
+                  (append (cache-e2e--reads 3 "once") (cache-e2e--reads 2 "twice")
+                          (cache-e2e--reads 2 "thrice"))))
+         (server (mevedel-scripted-model-start script :vars `(("root" . ,root))))
+         (init (mevedel-e2e-headless-config (mevedel-scripted-model-port server) wire stream nil))
+         (process-environment (cons (concat "EMACS=" (expand-file-name invocation-name
+                                                                       invocation-directory))
+                                    process-environment)))
+    (unwind-protect
+        (cl-flet ((run (&rest args)
+                    (with-temp-buffer
+                      (let ((status (apply #'call-process
+                                           (expand-file-name "bin/mevedel" mevedel-test-root)
+                                           nil (list t nil) nil "--config" init "--dir" root args)))
+                        (unless (zerop status)
+                          (ert-fail (format "bin/mevedel %S failed: %s %S" args (buffer-string)
+                                            (mevedel-scripted-model-mismatches server))))))))
+          (run "-p" "Read the files.")
+          (with-temp-file (expand-file-name "AGENTS.md" root) (insert "Be very brief.\n"))
+          (run "--continue" "-p" "Read them again.")
+          (run "--continue" "-p" "Once more.")
+          (should-not (mevedel-scripted-model-mismatches server))
+          (mevedel-e2e-requests server))
+      (mevedel-scripted-model-stop server)
+      (dolist (file (list script init)) (delete-file file))
+      (delete-directory root t))))
+
+(mevedel-e2e-deftest-matrix cache-e2e:continue-replays-the-history-byte-for-byte
+  "Each --continue extends the last request; the changed AGENTS.md comes as an update."
+  (wire stream)
+  (let* ((requests (cache-e2e--continue wire stream))
+         (raws (mapcar (lambda (r) (alist-get 'raw r)) requests)))
+    (should (= (length requests) 10))
+    (mevedel-e2e-check-extends raws)
+    ;; The system text stayed frozen; the new instructions were appended.
+    (should (string-search "Be brief." (nth 4 raws)))
+    (should-not (string-search "Be very brief." (nth 3 raws)))
+    (should (string-search "Be very brief." (nth 4 raws)))
+    ;; The first request of each later turn is read from the cache.
+    (dolist (first '(4 7))
+      (should (>= (mevedel-e2e-cached-share (list (nth first requests))) 0.8)))))
+
+(provide 'cache-e2e-test)
+;;; cache-e2e-test.el ends here
