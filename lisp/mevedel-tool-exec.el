@@ -24,6 +24,7 @@
 (require 'subr-x)
 (require 'mevedel-core)
 (require 'mevedel-pipeline)
+(require 'mevedel-resource)
 (require 'mevedel-sandbox)
 (require 'mevedel-session)
 (require 'mevedel-tool-registry)
@@ -369,7 +370,18 @@ The model sees why a sandbox failed, not mevedel's private paths."
                ("events" . ,(and monitor (plist-get obs :events)))
                ("omitted_chars" . ,(let ((n (plist-get obs :omitted-chars)))
                                      (and n (> n 0) n)))
-               ("output_file" . ,(plist-get obs :artifact)))))))
+               ("output_file" . ,(mevedel-tool-exec--output-address
+                                   (plist-get obs :artifact))))))))
+
+(defun mevedel-tool-exec--output-address (file)
+  "Return the address the model gets for FILE, a command's kept output.
+Output kept in a session's tool-results/ is named by its artifact://
+address, never by its path in the session's storage; output outside
+one (a session without storage) keeps its path."
+  (and file
+       (or (mevedel-resource-artifact-address
+            file (file-name-directory (directory-file-name (file-name-directory file))))
+           file)))
 
 (defun mevedel-tool-exec-format-observation (obs &optional first note)
   "Return the model-visible text of observation OBS.

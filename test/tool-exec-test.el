@@ -223,6 +223,12 @@
       (should (string-prefix-p (mevedel-session-tool-results-directory session)
                                (plist-get data :artifact)))
       (should (file-exists-p (plist-get data :artifact)))
+      ;; The model is told its address, never the storage path.
+      (let ((address (concat "artifact://tool-results/"
+                             (file-name-nondirectory (plist-get data :artifact)))))
+        (should (string-match-p (regexp-quote (concat "full output: " address " ...]")) result))
+        (should (string-match-p (regexp-quote (format "output_file=\"%s\"" address)) result))
+        (should-not (string-match-p (regexp-quote (mevedel-session-directory session)) result)))
       (should (equal (plist-get data :outcome) "success")))))
 
 (ert-deftest mevedel-tool-exec:truncated-output-keeps-failure-lines ()

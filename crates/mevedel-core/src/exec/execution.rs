@@ -13,6 +13,7 @@ use super::scheduler::{Lane, Lease};
 use super::spool::{self, RangeView};
 use crate::bash::{self, Analysis};
 use crate::datum::Datum;
+use crate::resource::Locator;
 use crate::sandbox::launch::{self, Request};
 use crate::text::keep;
 
@@ -418,8 +419,8 @@ impl Exec {
     }
 }
 
-/// Model-visible text of VIEW: whole, or head, an omission notice, the
-/// kept failure lines, tail.
+/// Model-visible text of VIEW: whole, or head, an omission notice naming
+/// the full output's ARTIFACT address, the kept failure lines, tail.
 pub fn compose(view: &RangeView, artifact: Option<&str>) -> String {
     if let Some(whole) = &view.whole {
         return whole.clone();
@@ -496,7 +497,18 @@ pub fn take_unread(exec: &Exec) -> (String, Option<RangeView>, Option<String>) {
         st.kept = true;
     }
     drop(st);
-    (compose(&view, artifact.as_deref()), Some(view), artifact)
+    let address = artifact.as_deref().map(artifact_address);
+    (compose(&view, address.as_deref()), Some(view), artifact)
+}
+
+/// The `artifact://` address of kept output PATH (a spool in a session's
+/// `tool-results/`): the model is told addresses it can Read, never
+/// paths into the session's storage.
+fn artifact_address(path: &str) -> String {
+    let name = std::path::Path::new(path)
+        .file_name()
+        .map_or_else(|| path.to_owned(), |n| n.to_string_lossy().into_owned());
+    Locator::Artifact(vec!["tool-results".to_owned(), name]).canonical()
 }
 
 /// An observation datum for EXEC: unread OUTPUT plus its state and, when

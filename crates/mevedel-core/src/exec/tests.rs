@@ -770,3 +770,31 @@ fn monitor_rules_are_enforced() {
     s.description = Some("  ".into());
     assert!(global().start(s).is_err());
 }
+
+#[test]
+fn kept_output_is_named_by_its_artifact_address() {
+    let dir = temp_dir("artifact-address");
+    let mut s = spec("artifact-address", "seq 1 100000");
+    std::fs::create_dir_all(dir.join("tool-results")).unwrap();
+    s.artifact_dir = Some(dir.join("tool-results"));
+    let exec = start(s);
+    let obs = observe(&exec, 10_000);
+    let out = text(get(&obs, "output"));
+    let artifact = text(get(&obs, "artifact"));
+    let name = std::path::Path::new(artifact)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    assert!(
+        artifact.starts_with(&dir.to_string_lossy().into_owned()),
+        "{artifact}"
+    );
+    assert!(
+        out.contains(&format!(
+            "; full output: artifact://tool-results/{name} ...]"
+        )),
+        "{out}"
+    );
+    assert!(!out.contains(&dir.to_string_lossy().into_owned()), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
