@@ -42,9 +42,9 @@
 ;;   a view's card asks; where nobody can be asked (headless), the
 ;;   answer is `reject_once', so the model is told and the turn goes on.
 ;; - `fs/read_text_file' reads a visiting buffer's text, unsaved
-;;   changes included; `fs/write_text_file' creates a new file through
-;;   ApplyPatch (the pipeline: permission, checkpoint, buffers) and
-;;   refuses to overwrite an existing one, saying so.
+;;   changes included; `fs/write_text_file' writes through ApplyPatch
+;;   (the pipeline: permission, checkpoint, a visiting buffer updated;
+;;   a buffer with unsaved changes refuses it).
 ;; - mevedel's own tools, those a root gptel turn is offered (the
 ;;   native ones, ToolSearch and ToolCall reaching the specialists), are
 ;;   served to the agent's session by an MCP server of the module on
@@ -61,10 +61,21 @@
 ;;   Closing the session stops the agent; Emacs exiting stops them all
 ;;   (mevedel-core.el), every process of each.
 ;;
-;; Not here (yet): terminals (answered with an error), hooks around the
-;; agent's own tool calls and usage accounting.  Not here at all: the
-;; child agents' lifecycle (completion, interruption, capacity, RESULT:
-;; mevedel-agent.el), which an agent's chat turn only serves.
+;; - The agent's own tool calls run mevedel's PreToolUse hooks when
+;;   announced (its permission request waits for them: a block answers
+;;   `reject_once'; a call it runs unasked cannot be stopped, so a block
+;;   is only noted on its result) and PostToolUse hooks once settled,
+;;   whose feedback is a notice; mevedel's own tools run theirs in the
+;;   pipeline.
+;; - `terminal/create' is judged as a Bash call and run as a managed
+;;   execution in the sandbox (the module serves the other terminal
+;;   methods); the agent's slash commands are composer commands sent as
+;;   prompt text; the usage it reports for a turn is recorded through
+;;   mevedel-usage.el.
+;;
+;; Not here: the child agents' lifecycle (completion, interruption,
+;; capacity, RESULT: mevedel-agent.el), which an agent's chat turn only
+;; serves.
 ;;
 ;; Manual: docs/providers.md (mevedel://providers.md).
 
@@ -79,13 +90,16 @@
 (require 'mevedel-history)
 (require 'mevedel-resume)
 (require 'mevedel-gptel)
+(require 'mevedel-hooks)
 (require 'mevedel-permissions)
 (require 'mevedel-pipeline)
 (require 'mevedel-save)
 (require 'mevedel-session)
+(require 'mevedel-tool-exec)
 (require 'mevedel-tool-media)
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-repair)
+(require 'mevedel-usage)
 
 ;;; Options
 
@@ -147,10 +161,16 @@ permission requests for them."
   ;; mevedel's tools for its session, and that server's calls in
   ;; flight (id -> cancellation thunk).
   mcp-http server served
+  ;; The agent's slash commands, (NAME DESCRIPTION HINT), as it last
+  ;; listed them.
+  commands
   ;; The chat turn being driven, whether it was cancelled, its calls
   ;; (id -> record), the thought being streamed, the refused call ids
   ;; with their reasons, and what withdraws its open cards.
-  turn cancelled calls thought refused cards)
+  turn cancelled calls thought refused cards
+  ;; The PreToolUse hooks of the turn's calls, by call id: (waiting
+  ;; . CALLBACKS) while they run, (done . VERDICT) after.
+  hooked)
 
 (defvar mevedel-acp--agents (make-hash-table :test #'equal)
   "Agents by the key their events carry.")
@@ -288,7 +308,8 @@ is a `user-error' here, before the turn changes anything."
           (mevedel-acp--agent-calls agent) (make-hash-table :test #'equal)
           (mevedel-acp--agent-thought agent) nil
           (mevedel-acp--agent-refused agent) nil
-          (mevedel-acp--agent-cards agent) nil)
+          (mevedel-acp--agent-cards agent) nil
+          (mevedel-acp--agent-hooked agent) (make-hash-table :test #'equal))
     (mevedel-acp--with-session
      agent
      (lambda (failure)
@@ -312,7 +333,35 @@ is a `user-error' here, before the turn changes anything."
                ((equal (plist-get value :stop-reason) "refusal")
                 (mevedel-acp--finish agent 'error
                                      (format "%s refused to answer" (mevedel-acp--agent-name agent))))
-               (t (mevedel-acp--finish agent 'done))))))))))))
+               (t (mevedel-acp--count-usage agent value)
+                  (mevedel-acp--finish agent 'done))))))))))))
+
+(defun mevedel-acp--count-usage (agent value)
+  "Record the usage AGENT reported for its turn, VALUE the prompt's answer.
+An agent reports a turn's tokens, not each model request's: the turn
+is one record."
+  (when (cl-some (lambda (key) (plist-get value key))
+                 '(:input :output :cached-read :cached-write :thought))
+    (mevedel-usage-record (mevedel-acp--agent-chat agent)
+                          (mevedel-usage-make :input (plist-get value :input)
+                                              :output (plist-get value :output)
+                                              :cache-read (plist-get value :cached-read)
+                                              :cache-write (plist-get value :cached-write)
+                                              :reasoning (plist-get value :thought))
+                          :provider (format "%s" (mevedel-acp--agent-name agent)))))
+
+(defun mevedel-acp--header (chat)
+  "Return the tokens of CHAT's last turn, when an ACP agent reported them.
+A `mevedel-view-header-functions' member."
+  (when (gethash chat mevedel-acp--by-chat)
+    (let ((usage (mevedel-usage-turn chat)))
+      (when (or (plist-get usage :input) (plist-get usage :output))
+        (format "turn %d in / %d out"
+                (+ (or (plist-get usage :input) 0) (or (plist-get usage :cache-read) 0)
+                   (or (plist-get usage :cache-write) 0))
+                (or (plist-get usage :output) 0))))))
+
+(add-hook 'mevedel-view-header-functions #'mevedel-acp--header)
 
 (defun mevedel-acp--finish (agent outcome &optional detail)
   "End AGENT's turn with OUTCOME (`done', `error', `abort') and DETAIL."
@@ -676,6 +725,10 @@ own transcript of it."
 
 (defun mevedel-acp--update (data)
   "Handle DATA, an `acp-update' event."
+  (when-let* (((eq (plist-get data :kind) 'commands))
+              (agent (gethash (plist-get data :key) mevedel-acp--agents)))
+    ;; Listed right after session/new too, outside any turn.
+    (setf (mevedel-acp--agent-commands agent) (plist-get data :commands)))
   (when-let* ((agent (mevedel-acp--running data)))
     (let ((chat (mevedel-acp--agent-chat agent)))
       (pcase (plist-get data :kind)
@@ -750,6 +803,7 @@ own transcript of it."
                                           (if (stringp parsed) parsed output)))))))
       (setq record (plist-put record :output text)))
     (puthash id record calls)
+    (when new (mevedel-acp--announced agent record (plist-get data :raw-input)))
     (if (and (member status '("completed" "failed")) (not (plist-get record :result)))
         (mevedel-acp--settle agent record status)
       (unless (plist-get record :result)
@@ -766,10 +820,11 @@ own transcript of it."
          (id (plist-get record :id))
          (refused (cdr (assoc id (mevedel-acp--agent-refused agent))))
          (output (or (plist-get record :output) ""))
-         (result (cond (refused (concat "Permission denied: " refused))
-                       ((equal status "failed") (concat "Error: " output))
-                       ((string-empty-p output) "Done.")
-                       (t output))))
+         (result (concat (cond (refused (concat "Permission denied: " refused))
+                               ((equal status "failed") (concat "Error: " output))
+                               ((string-empty-p output) "Done.")
+                               (t output))
+                         (mevedel-acp--unenforced agent id))))
     (setq record (plist-put record :result result))
     (puthash id record (mevedel-acp--agent-calls agent))
     (with-current-buffer (mevedel-chat-data-buffer chat)
@@ -779,7 +834,8 @@ own transcript of it."
           (cl-remove id (mevedel-chat-live-calls chat)
                      :key (lambda (call) (plist-get call :id)) :test #'equal))
     (mevedel-chat-set-status chat 'waiting)
-    (mevedel-chat-notify chat 'tool-results (list record))))
+    (mevedel-chat-notify chat 'tool-results (list record))
+    (unless refused (mevedel-acp--post-hooks agent record status))))
 
 (defun mevedel-acp--exited (data)
   "Handle DATA, an `acp-exited' event: the agent ended on its own."
@@ -813,6 +869,7 @@ own transcript of it."
               ("fs/read_text_file" (mevedel-acp--read agent data))
               ("fs/write_text_file" (mevedel-acp--write agent data))
               ("session/request_permission" (mevedel-acp--permission agent data))
+              ("terminal/create" (mevedel-acp--terminal agent data))
               (method (mevedel-acp--fail
                        id (format "mevedel does not serve %s to ACP agents yet" method))))))
       (error (mevedel-acp--fail id (error-message-string err))))))
@@ -853,30 +910,40 @@ unless the permission mode is full-auto" path)))
             (setq text (string-join taken "\n"))))
         (mevedel-acp--answer (plist-get data :id) (list :text text)))))))
 
+(defun mevedel-acp--patch-lines (text prefix)
+  "Return TEXT's lines, each after PREFIX, as the lines of a patch."
+  (mapconcat (lambda (line) (concat prefix line))
+             (split-string (string-remove-suffix "\n" text) "\n")
+             "\n"))
+
 (defun mevedel-acp--write (agent data)
-  "Answer the write DATA of AGENT: write a new file through ApplyPatch."
+  "Answer the write DATA of AGENT through ApplyPatch.
+A new file is added; an existing one has all its lines replaced, so
+the call gets ApplyPatch's permission, review, checkpoint and visited
+buffer update, and a buffer with unsaved changes refuses it."
   (let* ((path (plist-get data :path))
          (id (plist-get data :id))
          (chat (mevedel-acp--agent-chat agent))
-         (content (plist-get data :content)))
-    (if (or (file-exists-p path) (find-buffer-visiting path))
-        (mevedel-acp--fail id (format "mevedel writes only new files for an agent in this \
-version, and %s exists; nothing was written" path))
-      (mevedel-pipeline-run-tool-outcome
-       (mevedel-tool-get "ApplyPatch")
-       (list :patch (concat "*** Begin Patch\n*** Add File: " path "\n"
-                            (mapconcat (lambda (line) (concat "+" line))
-                                       (split-string (string-remove-suffix "\n" content) "\n")
-                                       "\n")
-                            "\n*** End Patch"))
-       (lambda (outcome)
-         (let ((result (plist-get outcome :result)))
-           (if (eq (plist-get outcome :status) 'success)
-               (mevedel-acp--answer id (list :written t))
-             (mevedel-acp--fail id (if (stringp result) result (format "%S" result))))))
-       :data-buffer (mevedel-chat-data-buffer chat)
-       :session (mevedel-chat-session chat)
-       :tool-use-id (format "acp-write-%s" id)))))
+         (content (plist-get data :content))
+         (old (and (file-exists-p path)
+                   (with-temp-buffer (insert-file-contents path) (buffer-string)))))
+    (mevedel-pipeline-run-tool-outcome
+     (mevedel-tool-get "ApplyPatch")
+     (list :patch (concat "*** Begin Patch\n"
+                          (if old
+                              (concat "*** Update File: " path "\n@@\n"
+                                      (mevedel-acp--patch-lines old "-") "\n")
+                            (concat "*** Add File: " path "\n"))
+                          (mevedel-acp--patch-lines content "+")
+                          "\n*** End Patch"))
+     (lambda (outcome)
+       (let ((result (plist-get outcome :result)))
+         (if (eq (plist-get outcome :status) 'success)
+             (mevedel-acp--answer id (list :written t))
+           (mevedel-acp--fail id (if (stringp result) result (format "%S" result))))))
+     :data-buffer (mevedel-chat-data-buffer chat)
+     :session (mevedel-chat-session chat)
+     :tool-use-id (format "acp-write-%s" id))))
 
 (defun mevedel-acp--option (options kinds)
   "Return the id of the first of OPTIONS, (ID NAME KIND), of one of KINDS."
@@ -905,14 +972,36 @@ answers and rules."
      (t 'ask))))
 
 (defun mevedel-acp--permission (agent data)
-  "Answer the permission request DATA of AGENT by mevedel's policy."
+  "Answer AGENT's permission request DATA: PreToolUse hooks, then the policy.
+mevedel's own tools run their hooks in the pipeline, not here."
+  (let ((name (mevedel-acp--call-name agent data)))
+    (if (mevedel-acp--own-tool-p name)
+        (mevedel-acp--decide agent data nil)
+      (mevedel-acp--pre-hooks agent (plist-get data :tool-call-id) name
+                              (plist-get data :raw-input)
+                              (lambda (verdict) (mevedel-acp--decide agent data verdict))))))
+
+(defun mevedel-acp--call-name (agent data)
+  "Return the tool name of the call AGENT's request or update DATA is about."
+  (or (plist-get data :name)
+      (when-let* ((calls (mevedel-acp--agent-calls agent)))
+        (plist-get (gethash (plist-get data :tool-call-id) calls) :name))
+      (plist-get data :title) "tool"))
+
+(defun mevedel-acp--own-tool-p (name)
+  "Return non-nil when NAME is one of mevedel's tools served to the agent."
+  (string-prefix-p (concat "mcp__" mevedel-acp--server-name "__") name))
+
+(defun mevedel-acp--decide (agent data hooked)
+  "Answer the permission request DATA of AGENT by mevedel's policy.
+HOOKED is the verdict of the call's PreToolUse hooks: a block, a stop
+or an input change refuses the call (the agent's own tools cannot take
+changed input), a permission decision of `allow' or `ask' replaces the
+mode's."
   (let* ((id (plist-get data :id))
          (chat (mevedel-acp--agent-chat agent))
          (call (plist-get data :tool-call-id))
-         (name (or (plist-get data :name)
-                   (when-let* ((calls (mevedel-acp--agent-calls agent)))
-                     (plist-get (gethash call calls) :name))
-                   (plist-get data :title) "tool"))
+         (name (mevedel-acp--call-name agent data))
          (options (plist-get data :options))
          (allow (lambda ()
                   (mevedel-acp--answer
@@ -923,7 +1012,22 @@ answers and rules."
                  (mevedel-acp--answer
                   id (let ((option (mevedel-acp--option options '("reject_once" "reject_always"))))
                        (if option (list :option option) (list :cancelled t))))))
-         (verdict (mevedel-acp--verdict agent name (plist-get data :tool-kind))))
+         (policy (mevedel-acp--verdict agent name (plist-get data :tool-kind)))
+         (verdict
+          (cond
+           ((plist-get hooked :stop)
+            (mevedel-acp--hook-stop agent (plist-get hooked :stop))
+            (cons 'deny (format "a PreToolUse hook stopped the turn: %s"
+                                (plist-get hooked :stop))))
+           ((plist-get hooked :block)
+            (cons 'deny (format "a PreToolUse hook blocked this %s call: %s"
+                                name (plist-get hooked :block))))
+           ((plist-member hooked :updated-input)
+            (cons 'deny (format "a PreToolUse hook asked to change this %s call's input, \
+which mevedel cannot do for an ACP agent's own tools; it was refused instead" name)))
+           ((eq (car-safe policy) 'deny) policy)
+           ((plist-get hooked :permission) (plist-get hooked :permission))
+           (t policy))))
     (pcase verdict
       ('allow (funcall allow))
       (`(deny . ,reason) (funcall deny reason))
@@ -961,6 +1065,190 @@ ALLOW and DENY (with a reason) answer the agent."
     (mevedel-chat-notify chat 'permission request)
     (when-let* ((hide (funcall (mevedel-chat-prompter chat) chat request)))
       (push hide (mevedel-acp--agent-cards agent)))))
+
+;;;; Hooks around the agent's own tool calls
+
+(defun mevedel-acp--pre-hooks (agent id name raw-input callback)
+  "Run the PreToolUse hooks of AGENT's call ID of tool NAME once.
+RAW-INPUT is the call's input as JSON text.  CALLBACK gets their
+verdict (see `mevedel-hooks-run'), now or once they ran: the call's
+announcement starts them, its permission request waits for them."
+  (let* ((table (or (mevedel-acp--agent-hooked agent)
+                    (setf (mevedel-acp--agent-hooked agent) (make-hash-table :test #'equal))))
+         (entry (gethash id table)))
+    (pcase (car entry)
+      ('done (funcall callback (cdr entry)))
+      ('waiting (setcdr entry (cons callback (cdr entry))))
+      (_
+       (let* ((cell (list 'waiting callback))
+              (session (mevedel-chat-session (mevedel-acp--agent-chat agent)))
+              (input (mevedel-acp--json raw-input)))
+         (puthash id cell table)
+         (mevedel-hooks-run
+          'PreToolUse
+          (mevedel-hooks-input 'PreToolUse session
+                               :tool_name name
+                               :tool_input (if (keywordp (car-safe input))
+                                               input
+                                             (mevedel-tool-repair-json-empty-object))
+                               :tool_use_id id)
+          (lambda (verdict)
+            (let ((waiting (reverse (cdr cell))))
+              (setcar cell 'done)
+              (setcdr cell verdict)
+              (dolist (function waiting) (funcall function verdict))))
+          session))))))
+
+(defun mevedel-acp--hook-stop (agent reason)
+  "End AGENT's turn: a tool hook asked to stop for REASON."
+  (funcall mevedel-hooks-report-function (format "A tool hook stopped the turn: %s" reason))
+  (run-hook-with-args 'mevedel-hooks-stop-turn-functions
+                      (mevedel-chat-session (mevedel-acp--agent-chat agent)) reason))
+
+(defun mevedel-acp--announced (agent record raw-input)
+  "Start the PreToolUse hooks of AGENT's newly announced call RECORD.
+RAW-INPUT is its input as JSON text.  A call the agent asks permission
+for waits for them there; one it runs without asking has already
+started, so a stop ends the turn and a block is only noted on its
+result."
+  (let ((name (plist-get record :name)))
+    (unless (mevedel-acp--own-tool-p name)
+      (mevedel-acp--pre-hooks
+       agent (plist-get record :id) name raw-input
+       (lambda (verdict)
+         (when-let* ((reason (plist-get verdict :stop))
+                     ((mevedel-acp--agent-turn agent)))
+           (mevedel-acp--hook-stop agent reason)))))))
+
+(defun mevedel-acp--unenforced (agent id)
+  "Return the note for AGENT's call ID, run although a PreToolUse hook blocked it."
+  (when-let* ((table (mevedel-acp--agent-hooked agent))
+              (entry (gethash id table))
+              ((eq (car entry) 'done))
+              (reason (plist-get (cdr entry) :block))
+              ((not (assoc id (mevedel-acp--agent-refused agent)))))
+    (format "\n\n(A PreToolUse hook blocked this call: %s.  %s ran it without asking \
+permission, so mevedel could not stop it.)" reason (mevedel-acp--agent-name agent))))
+
+(defun mevedel-acp--post-hooks (agent record status)
+  "Run the PostToolUse hooks of RECORD (PostToolUseFailure when STATUS is failed).
+RECORD is AGENT's settled call.  The agent has the result already:
+the hooks' feedback is shown to the user, and a stop ends the turn."
+  (unless (mevedel-acp--own-tool-p (plist-get record :name))
+    (let* ((chat (mevedel-acp--agent-chat agent))
+           (session (mevedel-chat-session chat))
+           (failed (equal status "failed"))
+           (event (if failed 'PostToolUseFailure 'PostToolUse))
+           (args (plist-get record :args)))
+      (mevedel-hooks-run
+       event
+       (apply #'mevedel-hooks-input event session
+              :tool_name (plist-get record :name)
+              :tool_input (if (keywordp (car-safe args))
+                              args
+                            (mevedel-tool-repair-json-empty-object))
+              (append (if failed
+                          (list :error (or (plist-get record :output) "")
+                                :is_interrupt :json-false)
+                        (list :tool_response (or (plist-get record :output) "")))
+                      (list :tool_use_id (plist-get record :id))))
+       (lambda (verdict)
+         (when-let* ((text (or (plist-get verdict :block) (plist-get verdict :context))))
+           (mevedel-chat-insert-notice chat 'hook (format "%s hook on %s: %s" event
+                                                          (plist-get record :name) text)))
+         (when-let* ((reason (plist-get verdict :stop))
+                     ((mevedel-acp--agent-turn agent)))
+           (mevedel-acp--hook-stop agent reason)))
+       session))))
+
+;;;; The agent's slash commands
+
+(defvar mevedel-view-slash-commands)
+
+(defun mevedel-acp-composer-commands (chat _name)
+  "Return the slash commands of CHAT's agent as composer entries.
+For `mevedel-view-slash-command-functions': /NAME ARGS is sent to the
+agent as the prompt's text (queued while a turn runs), which is how
+an ACP agent takes its commands.  A name one of mevedel's own commands
+has stays mevedel's."
+  (when-let* ((agent (gethash chat mevedel-acp--by-chat)))
+    (cl-loop
+     for (name description hint) in (mevedel-acp--agent-commands agent)
+     unless (assoc name (bound-and-true-p mevedel-view-slash-commands))
+     collect (let ((name name))
+               (list name
+                     (lambda (chat argument)
+                       (let ((text (string-trim (concat "/" name " " argument))))
+                         (if (mevedel-chat-busy-p chat)
+                             (mevedel-chat-queue chat text)
+                           (mevedel-chat-send chat text))))
+                     (concat description (if hint (format " (%s)" hint) ""))
+                     nil)))))
+
+(add-hook 'mevedel-view-slash-command-functions #'mevedel-acp-composer-commands)
+
+;;;; The agent's terminals
+
+(defun mevedel-acp--terminal-line (command args)
+  "Return the shell line of a terminal running COMMAND with ARGS.
+Without ARGS, COMMAND is a shell line already; a shell given -c and a
+script is that script, so permissions judge the commands it runs."
+  (cond ((null args) command)
+        ((and (member (file-name-nondirectory command) '("sh" "bash"))
+              (equal (car args) "-c") (= (length args) 2))
+         (cadr args))
+        (t (mapconcat #'shell-quote-argument (cons command args) " "))))
+
+(defun mevedel-acp--terminal (agent data)
+  "Answer AGENT's terminal/create DATA: run its command as a Bash call would.
+The command is judged as a Bash call (rules, mode, session answers, a
+card where someone can answer, a refusal where nobody can), then runs
+as a managed execution of the session, in the sandbox, listed in the
+background panel and /ps; the module serves its output, exit, kill
+and release."
+  (let* ((id (plist-get data :id))
+         (chat (mevedel-acp--agent-chat agent))
+         (session (mevedel-chat-session chat))
+         (root (expand-file-name (mevedel-chat-root chat)))
+         (cwd (expand-file-name (or (plist-get data :cwd) root) root))
+         (line (mevedel-acp--terminal-line (plist-get data :command) (plist-get data :args)))
+         (description (format "%s terminal" (mevedel-acp--agent-name agent)))
+         (tool-use-id (format "acp-terminal-%s" id))
+         (context (list :tool (mevedel-tool-get "Bash")
+                        :args (list :command line :description description)
+                        :data-buffer (mevedel-chat-data-buffer chat)
+                        :session session :tool-use-id tool-use-id))
+         (start (lambda ()
+                  (mevedel-acp--answer
+                   id (list :terminal
+                            (mevedel-tool-exec-command-spec
+                             (list :session (mevedel-session-id session) :owner "/root"
+                                   :cwd cwd :tool-use-id tool-use-id)
+                             line description (plist-get data :env))))))
+         (refuse (lambda (reason)
+                   (mevedel-acp--answer id (list :error-code -32603
+                                                 :error-message (concat "Permission denied: "
+                                                                        reason))))))
+    (cond
+     ((not (file-in-directory-p cwd root))
+      (mevedel-acp--fail id (format "%s is outside the workspace; mevedel runs terminals only inside it" cwd)))
+     (t
+      (pcase (mevedel-permissions-decide-call context session)
+        ((or 'allow `(allow . ,_)) (funcall start))
+        (`(deny . ,reason) (funcall refuse reason))
+        (_
+         (if (not (and (mevedel-chat-prompter chat) (mevedel-acp--agent-turn agent)))
+             (funcall refuse (mevedel-permissions-refusal-reason "Bash" 'headless))
+           (let ((withdraw
+                  (mevedel-permissions-ask
+                   context session
+                   (lambda (answer)
+                     (if (eq answer 'approve) (funcall start) (funcall refuse (cdr answer))))
+                   (lambda (request)
+                     (setq request (plist-put request :request (mevedel-chat-request chat)))
+                     (mevedel-chat-notify chat 'permission request)
+                     (funcall (mevedel-chat-prompter chat) chat request)))))
+             (push withdraw (mevedel-acp--agent-cards agent))))))))))
 
 ;;;; mevedel's tools for the agent
 

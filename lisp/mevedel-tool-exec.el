@@ -484,6 +484,16 @@ ARGS are the call's arguments; their sandbox grant (see
                   :login-prelude (mevedel-sandbox-login-prelude (plist-get grant :env))
                   :stop-grace-ms mevedel-tool-exec-stop-grace-ms))))
 
+(defun mevedel-tool-exec-command-spec (context command description &optional env)
+  "Return the spec to run COMMAND as Bash would for CONTEXT, unobserved.
+CONTEXT is as `mevedel-tool-exec-context-function' returns; DESCRIPTION
+names the command and ENV lists \"NAME=VALUE\" settings applied last.
+An ACP agent's terminal runs so (mevedel-acp.el): the same sandbox,
+environment policy and spool as a Bash call, started and read by the
+module's terminal code instead of a tool call."
+  (apply #'mevedel-tool-exec--spec context nil :command command :description description
+         :kind "bash" (and env (list :env env))))
+
 (defun mevedel-tool-exec-bash (callback args)
   "Run the Bash call ARGS (:command :description :yield_time_ms :tty).
 Answer CALLBACK with the output so far and the execution's facts."

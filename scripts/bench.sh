@@ -9,7 +9,7 @@ cd "$top"
 echo "machine: $(nproc) cpus, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), Linux $(uname -r), $(${EMACS:-emacs} --version | head -1)"
 # Peers that are programs of ours are built first, while cargo still
 # finds its toolchain and crates under the caller's HOME.
-${CARGO:-cargo} build --release --locked --quiet -p mevedel-core --example mcp_bare_echo
+${CARGO:-cargo} build --release --locked --quiet -p mevedel-core --example mcp_bare_echo --example acp_bare_turn
 # Every run has its own HOME and XDG directories: two runs at once
 # share no state there.
 home=$(mktemp -d)

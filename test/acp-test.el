@@ -11,9 +11,12 @@
 ;; streamed text as the assistant's answer, the native session id
 ;; saved, permission requests per mode (a card in ask mode, allowed in
 ;; full-auto, refused where nobody can answer), reads that see unsaved
-;; buffers, new files through ApplyPatch, mevedel's own tools served
-;; over MCP run through the pipeline, cancel on abort, an agent's
-;; failure word for word, and a missing agent named with its package.
+;; buffers, writes through ApplyPatch, mevedel's own tools served
+;; over MCP run through the pipeline, terminals as sandboxed executions
+;; judged as Bash, hooks around the agent's own calls, its slash
+;; commands in the composer, its usage recorded, cancel on abort, an
+;; agent's failure word for word, and a missing agent named with its
+;; package.
 
 ;;; Code:
 
@@ -24,6 +27,7 @@
 (require 'mevedel-history)
 (require 'mevedel-interaction)
 (require 'mevedel-agent)
+(require 'mevedel-usage)
 
 (defconst acp-test--fake
   (expand-file-name "crates/mevedel-core/tests/acp-agents/fake_agent.py" mevedel-test-root)
@@ -180,13 +184,15 @@ DURING is called with nothing while the turn runs."
       (should (string-prefix-p "Permission denied: this Write call needs approval"
                                (plist-get call :result))))))
 
-(ert-deftest acp-test-read-sees-unsaved-buffers-and-writes-new-files-only ()
-  "fs/read_text_file reads a buffer's unsaved text; fs/write_text_file makes new files."
+(ert-deftest acp-test-read-sees-unsaved-buffers-and-writes-through-apply-patch ()
+  "fs/read_text_file reads a buffer's unsaved text; fs/write_text_file is ApplyPatch's."
   (acp-test--with-agent view chat
     (setf (mevedel-chat-permission-mode chat) 'full-auto)
     (let* ((root (mevedel-chat-root chat))
            (file (expand-file-name "a.txt" root))
-           (new (expand-file-name "new.txt" root)))
+           (new (expand-file-name "new.txt" root))
+           (checkpoints nil)
+           (record (lambda (&rest args) (push args checkpoints))))
       (with-temp-file file (insert "on disk\n"))
       (let ((buffer (find-file-noselect file)))
         (unwind-protect
@@ -195,16 +201,199 @@ DURING is called with nothing while the turn runs."
                 (erase-buffer)
                 (insert "unsaved edit\n"))
               (should (eq (acp-test--send view chat (concat "read " file)) 'done))
-              (should (equal (acp-test--answer chat) "read: unsaved edit\n")))
+              (should (equal (acp-test--answer chat) "read: unsaved edit\n"))
+              ;; Unsaved work is never clobbered.
+              (should (eq (acp-test--send view chat (format "write %s clobber" file)) 'done))
+              (should (string-match-p "write: .*unsaved changes" (acp-test--answer chat)))
+              (should (equal (with-current-buffer buffer (buffer-string)) "unsaved edit\n"))
+              ;; Saved, the buffer is updated by the write, with a checkpoint.
+              (with-current-buffer buffer (revert-buffer t t))
+              (advice-add 'mevedel-core-checkpoint-before :after record)
+              (unwind-protect
+                  (should (eq (acp-test--send view chat (format "write %s replaced" file)) 'done))
+                (advice-remove 'mevedel-core-checkpoint-before record))
+              (should (equal (acp-test--answer chat) "write: ok"))
+              (should (equal (with-current-buffer buffer (buffer-string)) "replaced\n"))
+              (should-not (buffer-modified-p buffer))
+              (should (string-match-p "a\\.txt" (format "%S" checkpoints))))
           (with-current-buffer buffer (set-buffer-modified-p nil))
           (kill-buffer buffer)))
+      (should (equal (with-temp-buffer (insert-file-contents file) (buffer-string)) "replaced\n"))
       (should (eq (acp-test--send view chat (format "write %s hello" new)) 'done))
       (should (equal (acp-test--answer chat) "write: ok"))
-      (should (equal (with-temp-buffer (insert-file-contents new) (buffer-string)) "hello\n"))
-      (should (eq (acp-test--send view chat (format "write %s again" new)) 'done))
-      (should (string-match-p "write: .*writes only new files.*nothing was written"
-                              (acp-test--answer chat)))
       (should (equal (with-temp-buffer (insert-file-contents new) (buffer-string)) "hello\n")))))
+
+(defun acp-test--json-answer (chat)
+  "Return the JSON object CHAT's last answer holds, as a plist."
+  (json-parse-string (acp-test--answer chat) :object-type 'plist :null-object nil
+                     :false-object :false))
+
+(ert-deftest acp-test-terminals-run-as-managed-executions ()
+  "terminal/* run in the sandbox as executions the panel lists, with limits and kill."
+  (acp-test--with-agent view chat
+    (setf (mevedel-chat-permission-mode chat) 'full-auto)
+    ;; Output within the byte limit, cut at its start beyond it.
+    (should (eq (acp-test--send view chat "terminal 6 printf 'héllo world'; exit 3") 'done))
+    (let ((answer (acp-test--json-answer chat)))
+      (should (string-prefix-p "x" (plist-get (plist-get answer :create) :terminalId)))
+      (should (equal (plist-get answer :wait) '(:exitCode 3)))
+      (should (equal (plist-get (plist-get answer :output) :output) " world"))
+      (should (eq (plist-get (plist-get answer :output) :truncated) t))
+      (should (equal (plist-get answer :release) nil)))
+    ;; A limit landing inside a character keeps only whole characters.
+    (should (eq (acp-test--send view chat "terminal 10 printf 'héllo world'") 'done))
+    (should (equal (plist-get (plist-get (acp-test--json-answer chat) :output) :output)
+                   "llo world"))
+    ;; Confined: the workspace's own state and the user's files stay read-only.
+    (should (eq (acp-test--send
+                 view chat (format "terminal 0 touch %s/escape.txt; echo $?"
+                                   (directory-file-name (expand-file-name "~"))))
+                'done))
+    (should-not (file-exists-p (expand-file-name "~/escape.txt")))
+    ;; Kill: the panel lists it while it runs; it ends by a signal.
+    (let ((listed nil))
+      (should (eq (acp-test--send
+                   view chat "terminal-kill"
+                   (lambda ()
+                     (when (cl-find-if (lambda (item) (equal (plist-get item :command) "sleep 30"))
+                                       (mevedel-core-exec-list
+                                        (mevedel-session-id (mevedel-chat-session chat))))
+                       (setq listed t))))
+                  'done))
+      (let ((answer (acp-test--json-answer chat)))
+        (should-not (plist-get (plist-get answer :running) :exitStatus))
+        (should (plist-get (plist-get answer :wait) :signal))
+        (should (plist-get (plist-get answer :output) :exitStatus))
+        (should (string-match-p "no terminal" (plist-get (plist-get answer :after) :message))))
+      (should listed))))
+
+(ert-deftest acp-test-terminal-commands-are-judged-as-bash ()
+  "A terminal's command needs Bash's permission: refused headless, a card in ask mode."
+  (acp-test--with-agent view chat
+    (setf (mevedel-chat-permission-mode chat) 'ask
+          ;; The helpers allow every Bash call; a terminal must ask here.
+          mevedel-permissions-rules nil)
+    (let ((cards nil))
+      (should (eq (acp-test--send
+                   view chat "terminal 0 echo hi > ../made.txt"
+                   (lambda ()
+                     (when-let* ((card (car (mevedel-interaction-list chat))))
+                       (push (mevedel-interaction-data card) cards)
+                       (mevedel-interaction-settle card 'deny))))
+                  'done))
+      (should (equal (plist-get (car cards) :tool) "Bash"))
+      (should (= (length cards) 1))
+      (should (equal (plist-get (car cards) :source) "echo hi > ../made.txt")))
+    (should (string-match-p "Permission denied: the user declined"
+                            (plist-get (plist-get (acp-test--json-answer chat) :create) :message)))
+    (should-not (file-exists-p (expand-file-name "../made.txt" (mevedel-chat-root chat))))
+    (mevedel-chat-set-prompter chat nil)
+    (should (eq (acp-test--send view chat "terminal 0 echo hi > ../made.txt") 'done))
+    (should (string-match-p "Permission denied: this Bash call needs approval"
+                            (plist-get (plist-get (acp-test--json-answer chat) :create) :message)))
+    ;; A read-only command inside the workspace runs without asking.
+    (should (eq (acp-test--send view chat "terminal 0 echo fine") 'done))
+    (should (equal (plist-get (plist-get (acp-test--json-answer chat) :output) :output) "fine\n"))))
+
+(ert-deftest acp-test-agent-commands-are-composer-commands ()
+  "The agent's slash commands complete in the composer and go to it as text."
+  (acp-test--with-agent view chat
+    (should (eq (acp-test--send view chat "commands") 'done))
+    (let ((entries (mevedel-view--slash-entries chat "")))
+      (should (equal (nth 2 (assoc "summarize" entries)) "Summarize a file ([path])"))
+      (should (equal (nth 2 (assoc "init" entries)) "Write a CLAUDE.md"))
+      ;; A name mevedel's own command has stays mevedel's.
+      (should (= (cl-count "review" entries :key #'car :test #'equal) 1)))
+    (with-current-buffer view
+      (goto-char (point-max))
+      (insert "/summ")
+      (let ((capf (mevedel-view--slash-capf)))
+        (should (equal (all-completions "summ" (nth 2 capf)) '("summarize"))))
+      (mevedel-view--set-composer ""))
+    (should (eq (acp-test--send view chat "/summarize src/main.rs") 'done))
+    (should (equal (acp-test--answer chat) "/summarize src/main.rs"))))
+
+(ert-deftest acp-test-usage-is-recorded-per-turn-and-agent ()
+  "The usage an agent reports for a turn is one record; sums per turn, agent, session."
+  (acp-test--with-agent view chat
+    (should (eq (acp-test--send view chat "Hello") 'done))
+    (should-not (mevedel-usage-records chat))
+    (should-not (mevedel-acp--header chat))
+    (should (eq (acp-test--send view chat "commands") 'done))
+    (should (equal (mevedel-usage-turn chat)
+                   '(:input 12 :output 7 :cache-read 3 :cache-write nil :reasoning nil)))
+    (should (equal (mevedel-acp--header chat) "turn 15 in / 7 out"))
+    (should (eq (acp-test--send view chat "commands") 'done))
+    (let ((records (mevedel-usage-records chat)))
+      (should (= (length records) 2))
+      (should (equal (plist-get (car records) :provider) "fake"))
+      (should (equal (plist-get (car records) :turn)
+                     (plist-get (car (mevedel-chat-turns chat)) :id))))
+    (should (equal (mevedel-usage-session chat)
+                   '(:input 24 :output 14 :cache-read 6 :cache-write nil :reasoning nil)))
+    (should (equal (plist-get (mevedel-usage-agent chat "/root") :output) 14))
+    (should-not (plist-get (mevedel-usage-agent chat "/root/other") :output))
+    (should (= (mevedel-chat-output-tokens chat) 14))
+    (should (= (mevedel-chat-input-tokens chat) 30))))
+
+(ert-deftest acp-test-pre-tool-use-hooks-refuse-the-agents-calls ()
+  "A blocking PreToolUse hook answers the agent's permission request with reject."
+  (acp-test--with-agent view chat
+    (setf (mevedel-chat-permission-mode chat) 'full-auto)
+    (let* ((seen nil)
+           (mevedel-hooks `((PreToolUse (:matcher "Write"
+                                         :function ,(lambda (input)
+                                                      (push input seen)
+                                                      '(:decision "block" :reason "no writes"))))
+                            (PostToolUse (:function ,(lambda (input) (push input seen) nil))))))
+      (should (eq (acp-test--send view chat "ask") 'done))
+      (should (string-match-p "permission: reject" (acp-test--answer chat)))
+      (should (equal (plist-get (car (acp-test--calls chat)) :result)
+                     "Permission denied: a PreToolUse hook blocked this Write call: no writes"))
+      ;; Once per call (announced, then asked), with the agent's input; no
+      ;; PostToolUse for a refused call.
+      (should (= (length seen) 1))
+      (should (equal (plist-get (car seen) :hook_event_name) "PreToolUse"))
+      (should (equal (plist-get (car seen) :tool_name) "Write"))
+      (should (equal (plist-get (plist-get (car seen) :tool_input) :file_path) "x.txt")))))
+
+(ert-deftest acp-test-hooks-see-calls-the-agent-runs-unasked ()
+  "A call the agent runs without asking: a block is noted, PostToolUse sees its result."
+  (acp-test--with-agent view chat
+    (let* ((post nil)
+           (mevedel-hooks `((PreToolUse (:matcher "Bash"
+                                         :function ,(lambda (_)
+                                                      '(:decision "block" :reason "no shell"))))
+                            (PostToolUse (:function ,(lambda (input) (push input post)
+                                                       '(:decision "block"
+                                                         :reason "look again")))))))
+      (should (eq (acp-test--send view chat "run-tool") 'done))
+      (let ((result (plist-get (car (acp-test--calls chat)) :result)))
+        (should (string-prefix-p "file-a" result))
+        (should (string-match-p "A PreToolUse hook blocked this call: no shell.*could not stop it"
+                                result)))
+      (should (= (length post) 1))
+      (should (equal (plist-get (car post) :tool_response) "file-a"))
+      (should (equal (plist-get (car post) :tool_use_id) "call-b"))
+      (should (cl-find-if (lambda (s) (and (eq (plist-get s :type) 'notice)
+                                           (string-match-p "PostToolUse hook on Bash: look again"
+                                                           (plist-get s :text))))
+                          (acp-test--segments chat))))))
+
+(ert-deftest acp-test-hooks-skip-mevedels-own-tools ()
+  "mevedel's tools served over MCP run their hooks in the pipeline, not again here."
+  (acp-test--with-agent view chat
+    (should (eq (acp-test--send view chat "Hello") 'done))
+    (let* ((agent (gethash chat mevedel-acp--by-chat))
+           (ran nil)
+           (mevedel-hooks `((PreToolUse (:function ,(lambda (_) (setq ran t) nil))))))
+      (setf (mevedel-acp--agent-turn agent) (list :id "t"))
+      (unwind-protect
+          (mevedel-acp--announced agent (list :id "c" :name "mcp__mevedel__Read") nil)
+        (setf (mevedel-acp--agent-turn agent) nil))
+      (should-not ran)
+      (mevedel-acp--announced agent (list :id "d" :name "Read") "{}")
+      (should ran))))
 
 (ert-deftest acp-test-served-tool-calls-run-through-the-pipeline ()
   "An `mcp-serve-call' runs mevedel's tool and answers by id; unknown names fail."

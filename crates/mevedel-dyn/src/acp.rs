@@ -9,6 +9,8 @@ use std::time::Duration;
 use emacs::{Env, Result, Value, defun};
 use mevedel_core::acp::session::{self, Agent, Answer, StartRequest};
 use mevedel_core::acp::{AgentConfig, SessionOptions, schema};
+use mevedel_core::error::ErrorKind;
+use mevedel_core::exec::execution::Spec;
 
 use crate::args::{Plist, fail};
 use crate::errors::OrSignal;
@@ -182,8 +184,9 @@ fn acp_alive(env: &Env, handle: Value<'_>) -> Result<bool> {
 
 /// Answer the agent's request ID; non-nil when it was waiting. ARGS is
 /// one of (:text TEXT) for a read, (:written t) for a write, (:option
-/// ID) or (:cancelled t) for a permission, (:error-code CODE
-/// :error-message MESSAGE) for any.
+/// ID) or (:cancelled t) for a permission, (:terminal SPEC) for
+/// terminal/create (SPEC an execution spec, as `exec-start` takes),
+/// (:error-code CODE :error-message MESSAGE) for any.
 #[defun(name = "acp-answer")]
 fn acp_answer(env: &Env, id: i64, args: Value<'_>) -> Result<bool> {
     guarded(env, || {
@@ -192,9 +195,22 @@ fn acp_answer(env: &Env, id: i64, args: Value<'_>) -> Result<bool> {
         let written = args.bool(":written")?;
         let option = args.opt_string(":option")?;
         let cancelled = args.bool(":cancelled")?;
+        let terminal = match args.value(":terminal")? {
+            Some(spec) => Some(
+                Plist::new(env, "acp-answer", spec)?
+                    .deserialize::<Spec>(ErrorKind::Exec, "bad execution spec")?,
+            ),
+            None => None,
+        };
         let code = args.opt_int(":error-code")?;
         let message = args.opt_string(":error-message")?;
         args.finish()?;
+        if let Some(spec) = terminal {
+            if text.is_some() || written || option.is_some() || cancelled || code.is_some() {
+                return fail(env, "acp-answer", ":terminal goes alone");
+            }
+            return Ok(session::answer(id, Answer::Terminal(Box::new(spec))));
+        }
         let answer = match (text, written, option, cancelled, code) {
             (Some(text), false, None, false, None) => Answer::Text(text),
             (None, true, None, false, None) => Answer::Written,
@@ -207,7 +223,8 @@ fn acp_answer(env: &Env, id: i64, args: Value<'_>) -> Result<bool> {
                 return fail(
                     env,
                     "acp-answer",
-                    "give exactly one of :text, :written, :option, :cancelled or :error-code",
+                    "give exactly one of :text, :written, :option, :cancelled, :terminal \
+                     or :error-code",
                 );
             }
         };

@@ -17,7 +17,8 @@
 //!   later, from any thread;
 //! - [`update`]: `session/update` notifications as plain data;
 //! - [`session`]: the agent as Lisp drives it through the seam: replies,
-//!   and updates, requests and exits as events.
+//!   and updates, requests and exits as events;
+//! - [`terminal`]: the agent's terminals as managed executions.
 //!
 //! What it does not do: decide anything. Which tools to disallow, what a
 //! permission answer is, how a file read sees unsaved buffers, where a
@@ -30,6 +31,7 @@ pub mod config;
 pub mod connection;
 pub mod delegate;
 pub mod session;
+pub mod terminal;
 pub mod update;
 
 #[cfg(test)]

@@ -17,8 +17,10 @@
 //!   ...)`, answered by [`answer`] with its `:id`; per method: `:path
 //!   :line :limit` (read), `:path :content` (write), `:tool-call-id
 //!   :name :title :tool-kind :raw-input :options` (permission, each option
-//!   `(ID NAME KIND)`), `:command :args :cwd` (terminal/create) or
-//!   `:terminal` (the other terminal methods);
+//!   `(ID NAME KIND)`) or `:command :args :cwd :env :output-byte-limit`
+//!   (terminal/create, answered with an execution spec: see
+//!   [`super::terminal`], which answers the other terminal methods
+//!   itself);
 //! - `acp-exited`: `(:key :message :stderr)`, the agent ended on its own.
 //!
 //! What it does not do: answer a request itself (Lisp decides every
@@ -39,10 +41,11 @@ use super::child::lock;
 use super::config::{AgentConfig, Options};
 use super::connection::{Connection, Event, Listener, SessionInfo, SessionOptions, TurnEnd};
 use super::delegate::{Delegate, Reply, Request};
-use super::schema;
 use super::update::{Chunk, Update};
+use super::{schema, terminal};
 use crate::datum::Datum;
 use crate::error::{Error, ErrorKind, Result};
+use crate::exec::execution::Spec;
 use crate::{events, runtime};
 
 /// What starting an agent needs besides its [`AgentConfig`].
@@ -197,6 +200,7 @@ impl Agent {
                 connection.stop().await;
             }
             lock(pending()).retain(|_, (owner, _)| *owner != key);
+            terminal::release_all(&key);
             Ok(Datum::T)
         })
     }
@@ -425,9 +429,8 @@ enum Pending {
     Read(Reply<schema::ReadTextFileResponse>),
     Write(Reply<schema::WriteTextFileResponse>),
     Permission(Reply<schema::RequestPermissionResponse>),
-    /// Terminal requests, answered with an error or not at all for now:
-    /// kept so that an answer finds them.
-    Terminal(Box<dyn FnOnce(ErrorCode, String) + Send>),
+    /// A terminal to create, with the agent's output byte limit.
+    Create(Reply<schema::CreateTerminalResponse>, Option<u64>),
 }
 
 /// Requests waiting for Lisp, by id, with the key of their agent.
@@ -443,10 +446,6 @@ fn next_request_id() -> i64 {
 
 struct LispDelegate {
     key: String,
-}
-
-fn failing<T: Serialize + 'static>(reply: Reply<T>) -> Pending {
-    Pending::Terminal(Box::new(move |code, message| reply.fail(code, message)))
 }
 
 impl Delegate for LispDelegate {
@@ -530,24 +529,36 @@ impl Delegate for LispDelegate {
                         "cwd",
                         Datum::opt_str(create.cwd.map(|c| c.to_string_lossy().into_owned())),
                     ),
+                    (
+                        "env",
+                        Datum::List(
+                            create
+                                .env
+                                .into_iter()
+                                .map(|v| Datum::Str(format!("{}={}", v.name, v.value)))
+                                .collect(),
+                        ),
+                    ),
+                    (
+                        "output-byte-limit",
+                        create
+                            .output_byte_limit
+                            .map_or(Datum::Nil, |n| Datum::Int(n as i64)),
+                    ),
                 ]);
-                failing(reply)
+                Pending::Create(reply, create.output_byte_limit)
             }
             Request::TerminalOutput(ask, reply) => {
-                pairs.extend(terminal_pairs(&ask.session_id, &ask.terminal_id));
-                failing(reply)
+                return terminal::output(&self.key, &name_of(&ask.terminal_id), reply);
             }
             Request::WaitForTerminalExit(ask, reply) => {
-                pairs.extend(terminal_pairs(&ask.session_id, &ask.terminal_id));
-                failing(reply)
+                return terminal::wait(&self.key, &name_of(&ask.terminal_id), reply);
             }
             Request::KillTerminal(ask, reply) => {
-                pairs.extend(terminal_pairs(&ask.session_id, &ask.terminal_id));
-                failing(reply)
+                return terminal::kill(&self.key, &name_of(&ask.terminal_id), reply);
             }
             Request::ReleaseTerminal(ask, reply) => {
-                pairs.extend(terminal_pairs(&ask.session_id, &ask.terminal_id));
-                failing(reply)
+                return terminal::release(&self.key, &name_of(&ask.terminal_id), reply);
             }
         };
         lock(pending()).insert(id, (self.key.clone(), waiting));
@@ -555,18 +566,8 @@ impl Delegate for LispDelegate {
     }
 }
 
-fn terminal_pairs<S: Serialize, T: Serialize>(
-    session: &S,
-    terminal: &T,
-) -> [(&'static str, Datum); 2] {
-    [
-        ("session", Datum::Str(name_of(session))),
-        ("terminal", Datum::Str(name_of(terminal))),
-    ]
-}
-
 /// Lisp's answer to one request of an agent.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Answer {
     /// The text of a read.
     Text(String),
@@ -576,6 +577,9 @@ pub enum Answer {
     Option(String),
     /// The permission request is void: its turn was cancelled.
     Cancelled,
+    /// Run the terminal as this execution (boxed: it is far larger than
+    /// the other answers).
+    Terminal(Box<Spec>),
     /// An error: a JSON-RPC code and what the agent is told.
     Error(i32, String),
 }
@@ -583,7 +587,7 @@ pub enum Answer {
 /// Answer the agent's request ID with ANSWER; false when no request ID
 /// waits (answered, or its agent stopped), or ANSWER does not fit it.
 pub fn answer(id: i64, answer: Answer) -> bool {
-    let Some((_, waiting)) = lock(pending()).remove(&id) else {
+    let Some((key, waiting)) = lock(pending()).remove(&id) else {
         return false;
     };
     match (waiting, answer) {
@@ -593,7 +597,7 @@ pub fn answer(id: i64, answer: Answer) -> bool {
                 Pending::Read(reply) => reply.fail(code, message),
                 Pending::Write(reply) => reply.fail(code, message),
                 Pending::Permission(reply) => reply.fail(code, message),
-                Pending::Terminal(fail) => fail(code, message),
+                Pending::Create(reply, _) => reply.fail(code, message),
             }
             true
         }
@@ -613,6 +617,16 @@ pub fn answer(id: i64, answer: Answer) -> bool {
             ));
             true
         }
+        (Pending::Create(reply, limit), Answer::Terminal(spec)) => {
+            match terminal::create(&key, *spec, limit) {
+                Ok(id) => reply.ok(schema::CreateTerminalResponse::new(id)),
+                Err(e) => reply.fail(
+                    ErrorCode::INTERNAL_ERROR,
+                    format!("mevedel could not start the command: {}", e.message),
+                ),
+            }
+            true
+        }
         (Pending::Permission(reply), Answer::Cancelled) => {
             reply.ok(schema::RequestPermissionResponse::new(
                 schema::RequestPermissionOutcome::Cancelled,
@@ -625,7 +639,7 @@ pub fn answer(id: i64, answer: Answer) -> bool {
                 Pending::Read(reply) => reply.fail(ErrorCode::INTERNAL_ERROR, message),
                 Pending::Write(reply) => reply.fail(ErrorCode::INTERNAL_ERROR, message),
                 Pending::Permission(reply) => reply.fail(ErrorCode::INTERNAL_ERROR, message),
-                Pending::Terminal(fail) => fail(ErrorCode::INTERNAL_ERROR, message),
+                Pending::Create(reply, _) => reply.fail(ErrorCode::INTERNAL_ERROR, message),
             }
             false
         }

@@ -38,6 +38,20 @@ What a prompt does depends on its last text block:
   write PATH TEXT
               writes TEXT to PATH with fs/write_text_file; says "write: ok"
               or "write: " and the error's message; ends with end_turn
+  terminal LIMIT COMMAND
+              runs `sh -c COMMAND` in a terminal/create whose outputByteLimit
+              is LIMIT (none when 0), waits for its exit, reads its output and
+              releases it; says the answers as JSON; ends with end_turn
+  terminal-kill
+              starts `sleep 30` in a terminal, reads its output, half a second
+              later kills it,
+              waits for its exit, reads its output again, releases it and
+              asks for its output once more; says the answers as JSON
+  run-tool    announces a Bash tool call (Claude Code's _meta names it) and
+              completes it with "file-a" without asking permission; says
+              "ran"; ends with end_turn
+  commands    lists three slash commands (available_commands_update), says
+              "listed"; ends with end_turn and usage
   ask         thinks, announces a Write tool call (Claude Code's _meta names
               it), asks permission for it (allow_once "allow", reject_once
               "reject"), completes or fails it accordingly, says
@@ -60,6 +74,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 ARGS = sys.argv[1:]
 queue = []  # messages read while waiting for an answer
@@ -212,6 +227,40 @@ def write_file(session, path, text):
     chunk(session, "write: ok" if error is None else "write: " + error["message"])
 
 
+def terminal(session, limit, command):
+    params = {"sessionId": session, "command": "sh", "args": ["-c", command]}
+    if limit:
+        params["outputByteLimit"] = limit
+    answers = {}
+    created, error = ask("terminal/create", params)
+    answers["create"] = created or error
+    ident = (created or {}).get("terminalId")
+    if ident:
+        of = {"sessionId": session, "terminalId": ident}
+        answers["wait"] = ask("terminal/wait_for_exit", of)[0]
+        answers["output"] = ask("terminal/output", of)[0]
+        answers["release"] = ask("terminal/release", of)[0]
+    chunk(session, json.dumps(answers))
+
+
+def terminal_kill(session):
+    answers = {}
+    created, error = ask("terminal/create",
+                         {"sessionId": session, "command": "sleep", "args": ["30"]})
+    answers["create"] = created or error
+    ident = (created or {}).get("terminalId")
+    if ident:
+        of = {"sessionId": session, "terminalId": ident}
+        answers["running"] = ask("terminal/output", of)[0]
+        time.sleep(0.5)
+        answers["kill"] = ask("terminal/kill", of)[0]
+        answers["wait"] = ask("terminal/wait_for_exit", of)[0]
+        answers["output"] = ask("terminal/output", of)[0]
+        answers["release"] = ask("terminal/release", of)[0]
+        answers["after"] = ask("terminal/output", of)[1]
+    chunk(session, json.dumps(answers))
+
+
 def ask_write(session):
     chunk(session, "I should write the file.", "agent_thought_chunk")
     meta = {"claudeCode": {"toolName": "Write"}}
@@ -272,6 +321,33 @@ def prompt(message):
         path, _, body = text[6:].partition(" ")
         write_file(session, path, body)
         send({"id": message["id"], "result": {"stopReason": "end_turn"}})
+    elif text.startswith("terminal "):
+        limit, _, command = text[9:].partition(" ")
+        terminal(session, int(limit), command)
+        send({"id": message["id"], "result": {"stopReason": "end_turn"}})
+    elif text == "terminal-kill":
+        terminal_kill(session)
+        send({"id": message["id"], "result": {"stopReason": "end_turn"}})
+    elif text == "run-tool":
+        meta = {"claudeCode": {"toolName": "Bash"}}
+        update(session, {"sessionUpdate": "tool_call", "toolCallId": "call-b", "title": "ls",
+                         "kind": "execute", "status": "pending", "_meta": meta,
+                         "rawInput": {"command": "ls"}})
+        update(session, {"sessionUpdate": "tool_call_update", "toolCallId": "call-b",
+                         "status": "completed", "content": [
+                             {"type": "content", "content": {"type": "text", "text": "file-a"}}]})
+        chunk(session, "ran")
+        send({"id": message["id"], "result": {"stopReason": "end_turn"}})
+    elif text == "commands":
+        update(session, {"sessionUpdate": "available_commands_update", "availableCommands": [
+            {"name": "summarize", "description": "Summarize a file", "input": {"hint": "[path]"}},
+            {"name": "init", "description": "Write a CLAUDE.md", "input": None},
+            {"name": "review", "description": "Review the diff", "input": None}]})
+        chunk(session, "listed")
+        send({"id": message["id"], "result": {
+            "stopReason": "end_turn",
+            "usage": {"inputTokens": 12, "outputTokens": 7, "totalTokens": 22,
+                      "cachedReadTokens": 3}}})
     elif text == "ask":
         ask_write(session)
         send({"id": message["id"], "result": {"stopReason": "end_turn"}})
