@@ -317,7 +317,8 @@ impl Store {
                 readable::record(c, dir, &copy, base, chars)
             })?;
             let style = super::conversation::Style::for_path(path);
-            write_atomic(path, super::conversation::render(&t, style).as_bytes())?;
+            let conversation = super::conversation::render(&t, style);
+            write_replacing(path, conversation.as_bytes(), false)?;
         }
         Ok(())
     }
@@ -428,6 +429,13 @@ impl Store {
 /// Write BYTES to PATH through a synced temporary file and a rename, so
 /// that PATH holds either its old or its new content.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_replacing(path, bytes, true)
+}
+
+/// Replace PATH with BYTES by temporary file and rename, synced to disk
+/// first when SYNC: a file only people read needs no sync, which costs
+/// milliseconds on the writer thread every turn.
+fn write_replacing(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
     let io = |e: std::io::Error| {
         Error::new(
             ErrorKind::Store,
@@ -439,7 +447,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .map_or_else(Default::default, |n| n.to_string_lossy().into_owned());
     let temp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
     let written = std::fs::File::create(&temp)
-        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
+        .and_then(|mut f| {
+            f.write_all(bytes)
+                .and_then(|()| if sync { f.sync_all() } else { Ok(()) })
+        })
         .and_then(|()| std::fs::rename(&temp, path));
     if let Err(e) = written {
         let _ = std::fs::remove_file(&temp);
