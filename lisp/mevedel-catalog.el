@@ -30,6 +30,7 @@
 (require 'mevedel-tool-patch)
 (require 'mevedel-tool-eval)
 (require 'mevedel-tool-emacs)
+(require 'mevedel-tool-screenshot)
 (require 'mevedel-tool-code)
 (require 'mevedel-ptc)
 (require 'mevedel-mcp)

@@ -387,9 +387,13 @@ Keys: :operation :scheme :canonical :authored :write :paths :available."
   "Read TARGET in the background and call CALLBACK with the outcome.
 TARGET is an attempt from `mevedel-core-resource-prepare' or an
 absolute file name, shown to the model as DISPLAY.  PAGE is a plist
-\(:offset :limit :char-offset).  UNSAVED, when non-nil, is (TEXT .
-NEW-P): the text of a modified buffer visiting TARGET, read instead of
-it, and whether its file is yet to be created.  CALLBACK gets `ok' and
+\(:offset :limit :char-offset), and for an image or PDF also :pages,
+:render, :accepts (image types the model takes), :max-side and :crop
+\(X Y WIDTH HEIGHT); these answer (:text TEXT :media PICTURES), each
+picture (:mime :base64 :width :height :bytes :thumbnail).  UNSAVED,
+when non-nil, is (TEXT .  NEW-P): the text of a modified buffer
+visiting TARGET, read instead of it, and whether its file is yet to
+be created.  CALLBACK gets `ok' and
 \(:text TEXT), or `error' and (ERROR-SYMBOL MESSAGE).  Return the
 request id."
   (let ((path (and (stringp target) target)))
@@ -398,7 +402,10 @@ request id."
        (mevedel-core--resource-read
         id (list :attempt (and (not path) target) :path path :display display
                  :offset (plist-get page :offset) :limit (plist-get page :limit)
-                 :char-offset (plist-get page :char-offset) :unsaved unsaved)))
+                 :char-offset (plist-get page :char-offset) :unsaved unsaved
+                 :pages (plist-get page :pages) :render (plist-get page :render)
+                 :accepts (plist-get page :accepts) :max-side (plist-get page :max-side)
+                 :crop (plist-get page :crop))))
      callback)))
 
 (defun mevedel-core-search-grep (target display options timeout-ms callback

@@ -35,6 +35,15 @@
 ;; such file, since ApplyPatch refuses it until the user saves.
 ;; Without modified buffers nothing changes.  Remote buffers are left
 ;; out; `mevedel-tool-fs-read-unsaved-buffers' turns it all off.
+;;
+;; Images and PDFs: the module recognizes them and answers with text
+;; and pictures (decoded, scaled and re-encoded there, PDF pages
+;; extracted or rendered by poppler there; see crates/mevedel-core's
+;; media/).  This file only says which image types the call's model
+;; takes (gptel's capabilities, through mevedel-gptel.el), and hands
+;; the pictures to the pipeline as media records, with small
+;; thumbnails as render-data for the row.  It does not check or send
+;; the images itself (mevedel-tool-media.el does).
 
 ;;; Code:
 
@@ -43,10 +52,13 @@
 (require 'mevedel-core)
 (require 'mevedel-history)
 (require 'mevedel-memory)
+(require 'mevedel-pipeline)
 (require 'mevedel-resource)
 (require 'mevedel-session)
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-render)
+
+(declare-function mevedel-gptel-model-accepts-mime-p "mevedel-gptel" (mime &optional buffer))
 
 ;;;; Customization
 
@@ -73,6 +85,12 @@ When nil, the tools see only what is on disk."
 Read of a remote file copies it once through TRAMP (as visiting it
 would) and pages the local copy, which is deleted when the Read
 settles."
+  :type 'natnum)
+
+(defcustom mevedel-tool-fs-image-max-side 1568
+  "Longest side, in pixels, of an image Read sends the model.
+Larger images and rendered PDF pages are scaled down to it; the
+module never sends more than 8000."
   :type 'natnum)
 
 ;;;; Arguments
@@ -234,6 +252,36 @@ function of `mevedel-tool-fs-read-functions' serves."
 
 ;;;; Running
 
+(defun mevedel-tool-fs--outcome (value)
+  "Return the result plist of the module's reply VALUE.
+A reply with pictures (:media, base64) gives media records for the
+pipeline and, as render-data, each picture's size and thumbnail."
+  (let ((media (plist-get value :media)))
+    (append
+     (list :result (plist-get value :text))
+     (when media
+       (list :media (mapcar (lambda (m)
+                              (list :mime (plist-get m :mime)
+                                    :data (base64-decode-string (plist-get m :base64))))
+                            media)
+             :render-data
+             (list :media (mapcar (lambda (m)
+                                    (list :mime (plist-get m :mime)
+                                          :width (plist-get m :width)
+                                          :height (plist-get m :height)
+                                          :bytes (plist-get m :bytes)
+                                          :thumbnail (plist-get m :thumbnail)))
+                                  media)))))))
+
+(defconst mevedel-tool-fs--image-types '("image/png" "image/jpeg" "image/gif" "image/webp")
+  "Image types Read may send.")
+
+(defun mevedel-tool-fs-accepted-images (buffer)
+  "Return the image types the model of data BUFFER takes, nil for text only."
+  (and (fboundp 'mevedel-gptel-model-accepts-mime-p)
+       (cl-remove-if-not (lambda (mime) (mevedel-gptel-model-accepts-mime-p mime buffer))
+                         mevedel-tool-fs--image-types)))
+
 (defun mevedel-tool-fs--run (callback start)
   "Call START with a reply function and settle CALLBACK exactly once.
 START returns a request id.  Return a function that cancels the request
@@ -249,7 +297,7 @@ and settles CALLBACK with a cancellation error, if it has not settled."
                           (lambda (status value)
                             (funcall settle
                                      (if (eq status 'ok)
-                                         (list :result (plist-get value :text))
+                                         (mevedel-tool-fs--outcome value)
                                        (list :result (cadr value) :status 'error))))))
       (error (funcall settle (list :result (error-message-string err) :status 'error))))
     (lambda ()
@@ -272,7 +320,8 @@ A signal from BODY settles CALLBACK with an error result instead."
 
 (defun mevedel-tool-fs-read (callback args)
   "Read the file, directory or resource named in ARGS; call CALLBACK.
-ARGS has :file_path and optionally :offset, :limit and :char_offset.
+ARGS has :file_path and optionally :offset, :limit and :char_offset,
+and for a PDF :pages and :mode.
 Return a function that cancels the read."
   (mevedel-tool-fs--guard
    callback
@@ -285,7 +334,13 @@ Return a function that cancels the read."
                                            (car (mevedel-tool-fs--unsaved target t))))
                   (page (list :offset (mevedel-tool-fs--value args :offset)
                               :limit (mevedel-tool-fs--value args :limit)
-                              :char-offset (mevedel-tool-fs--value args :char_offset))))
+                              :char-offset (mevedel-tool-fs--value args :char_offset)
+                              :pages (mevedel-tool-fs--value args :pages)
+                              :render (equal (mevedel-tool-fs--value args :mode) "image")
+                              :accepts (mevedel-tool-fs-accepted-images
+                                        (plist-get (mevedel-pipeline-current-context)
+                                                   :data-buffer))
+                              :max-side mevedel-tool-fs-image-max-side)))
        (cond
         ((mevedel-tool-fs--read-served target page callback))
         (documents
@@ -304,6 +359,21 @@ Return a function that cancels the read."
           (mevedel-core-resource-read
            (or copy target) display page reply
            (and buffer (cons (mevedel-tool-fs--buffer-text buffer) new)))))))))))
+
+(defun mevedel-tool-fs-send-image (file display crop callback)
+  "Send the image FILE, named DISPLAY, as Read sends an image.
+CROP, when non-nil, is the part (X Y WIDTH HEIGHT) to send.  CALLBACK
+gets the tool result, as the pipeline takes it.  Return a function
+that cancels the call.  EmacsScreenshot sends its pictures this way."
+  (mevedel-tool-fs--run
+   (lambda (result) (funcall callback (mevedel-tool-fs--envelope result)))
+   (lambda (reply)
+     (mevedel-core-resource-read
+      file display
+      (list :accepts (mevedel-tool-fs-accepted-images
+                      (plist-get (mevedel-pipeline-current-context) :data-buffer))
+            :max-side mevedel-tool-fs-image-max-side :crop crop)
+      reply))))
 
 (defun mevedel-tool-fs--search (tool search query unsaved callback args)
   "Run the module's SEARCH for TOOL below the :path in ARGS; call CALLBACK.
@@ -390,19 +460,87 @@ a file with the mark of unsaved buffer text)."
       (and (string-match-p " (unsaved \\(?:changes\\|new buffer\\) in Emacs)$" result)
            " (unsaved buffers in Emacs)"))))
 
-(defun mevedel-tool-fs-render-read (_name args result _render-data)
-  "Render a Read call with ARGS and RESULT."
+(defun mevedel-tool-fs--media-header (result render-data)
+  "Return the part of a Read row's header for an image or PDF, or nil.
+RESULT's first line says what was read and sent; RENDER-DATA's :media
+lists the pictures.  A graphical Emacs shows their thumbnails; a
+terminal one says in words what was sent."
+  (when (stringp result)
+    (let* ((media (plist-get render-data :media))
+           (words
+            (cond
+             ((string-match "\\`Image `[^`\n]*`: \\([^;\n]+?\\)\\(?:;\\|\\. \\)" result)
+              (concat " · " (match-string 1 result)))
+             ((string-match "\\`PDF `[^`\n]*`: \\([0-9]+\\) pages?, \\([^\n]+?\\)\\. Showing \\(pages? [-0-9, ]+\\)"
+                            result)
+              (format " (%s of %s) · %s" (match-string 3 result) (match-string 1 result)
+                      (match-string 2 result)))))
+           (sent (mapconcat (lambda (m)
+                              (format "%s %d×%d (%s)"
+                                      (upcase (string-remove-prefix "image/" (plist-get m :mime)))
+                                      (plist-get m :width) (plist-get m :height)
+                                      (file-size-human-readable (plist-get m :bytes))))
+                            media ", ")))
+      (when (or words media)
+        (concat words
+                (when media
+                  (if (display-images-p)
+                      (concat " " (mapconcat #'mevedel-tool-fs--thumbnail media " "))
+                    (concat " · sent " sent))))))))
+
+(defvar mevedel-tool-fs--thumbnails (make-hash-table :test #'equal :weakness 'value)
+  "Thumbnail images by their base64 text, so redrawing a row reuses them.")
+
+(defun mevedel-tool-fs--thumbnail (media)
+  "Return a string displaying the thumbnail of the picture MEDIA describes."
+  (let* ((b64 (plist-get media :thumbnail))
+         (image (and (stringp b64) (not (string-empty-p b64))
+                     (or (gethash b64 mevedel-tool-fs--thumbnails)
+                         (puthash b64 (create-image (base64-decode-string b64) 'png t
+                                                    :ascent 'center)
+                                  mevedel-tool-fs--thumbnails)))))
+    (if image
+        (propertize "[image]" 'display image)
+      "[image]")))
+
+(defun mevedel-tool-fs--media-body (args result render-data)
+  "Return the expanded body of a Read row: RESULT, and its pictures full size.
+An image Read from a local file shows the file (ARGS's :file_path);
+rendered PDF pages show their thumbnails (RENDER-DATA).  A terminal
+Emacs shows RESULT alone."
+  (let ((media (plist-get render-data :media))
+        (file (plist-get args :file_path)))
+    (if (not (and media (display-images-p)))
+        result
+      (concat result "\n"
+              (if (and (stringp file) (string-prefix-p "Image " result)
+                       (not (file-remote-p file)) (file-readable-p file))
+                  (propertize "[image]" 'display
+                              (create-image (expand-file-name file) nil nil :max-width 1200))
+                (mapconcat #'mevedel-tool-fs--thumbnail media "\n"))
+              "\n"))))
+
+(defun mevedel-tool-fs-render-media (header args result render-data)
+  "Return the row of a call that sent RESULT's pictures, headed HEADER.
+ARGS and RENDER-DATA are the call's (see `mevedel-tool-fs-render-read')."
+  (list :header (concat header (mevedel-tool-fs--media-header result render-data))
+        :body (unless mevedel-tool-render-summary-only
+                (mevedel-tool-fs--media-body args result render-data))
+        :expandable-p (and result (not (string-empty-p result)))
+        :initially-collapsed-p t))
+
+(defun mevedel-tool-fs-render-read (_name args result render-data)
+  "Render a Read call with ARGS, RESULT and RENDER-DATA."
   (let* ((path (mevedel-tool-render-arg args :file_path :path))
          (offset (plist-get args :offset))
          (limit (plist-get args :limit))
          (range (cond ((and offset limit) (format " (lines %s–%s)" offset (+ offset limit -1)))
                       (offset (format " (from line %s)" offset))
                       (limit (format " (first %s lines)" limit)))))
-    (list :header (concat "Read " (mevedel-tool-render-display-path (or path "?")) range
-                          (mevedel-tool-fs--unsaved-mark result t))
-          :body (unless mevedel-tool-render-summary-only result)
-          :expandable-p (and result (not (string-empty-p result)))
-          :initially-collapsed-p t)))
+    (mevedel-tool-fs-render-media
+     (concat "Read " (mevedel-tool-render-display-path (or path "?")) range
+             (mevedel-tool-fs--unsaved-mark result t))
+     args result render-data)))
 
 (defun mevedel-tool-fs-render-grep (_name args result _render-data)
   "Render a Grep call with ARGS and RESULT, fontifying it like `grep-mode'."
@@ -446,7 +584,12 @@ How to use: file_path is a path or a scheme:// address.  Pages show
 offset past the last line is an error naming the lines that exist and
 a working last-page call.  Directories and bare addresses (work://,
 artifact://, mevedel://, skill://, memory://root) list their entries.
-Images and PDFs are not shown yet.  A file open in Emacs with unsaved
+Images (PNG, JPEG, GIF, WebP) are sent as images when the model
+takes them, scaled to 1568 px at most, with their original size in
+the text; animations send their first frame.  A PDF gives its page
+count and the text of `pages' (default the first 10), each headed
+\"--- page N of M ---\"; pages without text (scans), or all of them
+with mode \"image\", are sent as images.  A file open in Emacs with unsaved
 changes is read as the buffer's current text, headed \"(unsaved changes
 in Emacs: ...)\" (or \"(unsaved new buffer in Emacs: ...)\" when not on
 disk yet); ApplyPatch refuses such a file until the user saves it.
@@ -503,11 +646,20 @@ mevedel://tools/files.md."
         (concat "Error: " text)
       text)))
 
+(defun mevedel-tool-fs--envelope (result)
+  "Return RESULT, a handler's result plist, as the pipeline takes it.
+A result with media stays an envelope, so the pipeline sends them."
+  (if (plist-get result :media)
+      (list :result (plist-get result :result)
+            :media (plist-get result :media)
+            :render-data (plist-get result :render-data))
+    (mevedel-tool-fs--text result)))
+
 (defun mevedel-tool-fs--adapt (handler)
   "Return an asynchronous tool function running HANDLER."
   (lambda (callback args)
     (funcall handler
-             (lambda (result) (funcall callback (mevedel-tool-fs--text result)))
+             (lambda (result) (funcall callback (mevedel-tool-fs--envelope result)))
              args)))
 
 (mevedel-define-tool "Read"
@@ -520,7 +672,12 @@ mevedel://tools/files.md."
          (offset integer :optional "First line to show, from 1 (default 1).")
          (limit integer :optional "How many lines to show (default 2000).")
          (char_offset integer :optional
-                      "Characters to skip in line OFFSET; shows only that line (for very long lines)."))
+                      "Characters to skip in line OFFSET; shows only that line (for very long lines).")
+         (pages string :optional
+                "PDF pages to read, e.g. \"3-5\" or \"1,4,9-\" (default: the first 10).")
+         (mode string :optional
+               "PDF only: \"image\" sends the pages as images (at most 10) instead of their text."
+               :enum ("text" "image")))
   :function (mevedel-tool-fs--adapt #'mevedel-tool-fs-read)
   :async-p t
   :read-only-p t

@@ -13,6 +13,7 @@ pub mod error;
 pub mod events;
 pub mod exec;
 pub mod mcp;
+pub mod media;
 pub mod patch;
 pub mod process;
 pub mod ptc;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use emacs::{Env, Result, Value, defun};
+use mevedel_core::media;
 use mevedel_core::resource::page::PageRequest;
 use mevedel_core::search::grep::{Asked, Options};
 use mevedel_core::search::jobs::{self, Job, ReadTarget};
@@ -78,6 +79,18 @@ fn grep_options(env: &Env, mut options: Plist<'_>) -> Result<Options> {
     Options::check(asked).or_signal(env)
 }
 
+/// A crop box (X Y WIDTH HEIGHT) in pixels, or None for an empty list.
+fn crop(list: Vec<Value<'_>>) -> Result<Option<[u32; 4]>> {
+    if list.is_empty() {
+        return Ok(None);
+    }
+    let mut out = [0u32; 4];
+    for (slot, value) in out.iter_mut().zip(list) {
+        *slot = value.into_rust::<i64>()?.clamp(0, i64::from(u32::MAX)) as u32;
+    }
+    Ok(Some(out))
+}
+
 fn timeout(ms: i64) -> Option<Duration> {
     (ms > 0).then(|| Duration::from_millis(ms as u64))
 }
@@ -87,6 +100,11 @@ fn timeout(ms: i64) -> Option<Duration> {
 /// name), `:display` (how the model spelled it), `:offset`, `:limit`,
 /// `:char-offset`, and `:unsaved`, when non-nil (TEXT . NEW-P): the
 /// text of the modified buffer visiting the file, read instead of it.
+/// An image or PDF answers (:text TEXT :media LIST) instead (see
+/// `mevedel_core::media`), as `:pages` (a page list like "3-5"),
+/// `:render` (render pages as images), `:accepts` (the image types the
+/// model takes), `:max-side` (longest side of a sent image) and `:crop`
+/// ((X Y WIDTH HEIGHT), the part of an image to send) ask.
 #[defun(name = "resource-read")]
 fn resource_read(env: &Env, id: i64, args: Value<'_>) -> Result<()> {
     guarded(env, || {
@@ -96,6 +114,13 @@ fn resource_read(env: &Env, id: i64, args: Value<'_>) -> Result<()> {
         let display = args.opt_string(":display")?.unwrap_or_default();
         let req = page(&mut args)?;
         let unsaved = args.value(":unsaved")?;
+        let wanted = media::Request {
+            pages: args.opt_string(":pages")?,
+            render: args.bool(":render")?,
+            accepts: args.strings(":accepts")?,
+            max_side: args.opt_int(":max-side")?.unwrap_or(0).clamp(0, 8000) as u32,
+            crop: crop(args.list(":crop")?)?,
+        };
         args.finish()?;
         let target = match (unsaved, attempt) {
             (Some(unsaved), _) => ReadTarget::Buffer {
@@ -106,7 +131,7 @@ fn resource_read(env: &Env, id: i64, args: Value<'_>) -> Result<()> {
             (None, Some(a)) => ReadTarget::Attempt(Arc::clone(&*a.into_ref::<AttemptPtr>()?)),
             (None, None) => ReadTarget::Path(PathBuf::from(path.unwrap_or_default()), display),
         };
-        jobs::start(id, Job::Read(target, req), None).or_signal(env)
+        jobs::start(id, Job::Read(target, req, wanted), None).or_signal(env)
     })
 }
 
@@ -171,7 +196,7 @@ fn resource_read_text(env: &Env, id: i64, args: Value<'_>) -> Result<()> {
             text: buffer_text(env, text)?,
             display,
         };
-        jobs::start(id, Job::Read(target, req), None).or_signal(env)
+        jobs::start(id, Job::Read(target, req, media::Request::default()), None).or_signal(env)
     })
 }
 

@@ -22,21 +22,6 @@ fn fail(message: String) -> Error {
     Error::new(ErrorKind::Resource, message)
 }
 
-fn media_kind(name: &str) -> Option<&'static str> {
-    let ext = name.rsplit_once('.')?.1.to_ascii_lowercase();
-    Some(match ext.as_str() {
-        "png" => "a PNG image",
-        "jpg" | "jpeg" => "a JPEG image",
-        "gif" => "a GIF image",
-        "webp" => "a WebP image",
-        "bmp" => "a BMP image",
-        "tif" | "tiff" => "a TIFF image",
-        "ico" => "an icon image",
-        "pdf" => "a PDF document",
-        _ => return None,
-    })
-}
-
 /// Most bytes read from a file under `/proc` or `/sys`: their sizes say
 /// 0 and some never end.
 const PSEUDO_FILE_LIMIT: u64 = 16 * 1024 * 1024;
@@ -80,12 +65,6 @@ pub fn read_file(path: &Path, address: &str, req: &PageRequest) -> Result<String
     };
     let mut file = open_regular(path).map_err(open)?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-    if let Some(kind) = media_kind(address) {
-        return Ok(format!(
-            "`{address}` is {kind} ({size} bytes). Read does not show images or PDFs yet; \
-             its bytes are not included."
-        ));
-    }
     let mut head = Vec::with_capacity(8192);
     (&mut file)
         .take(8192)
@@ -302,6 +281,27 @@ fn union_listing(selections: &[Selection], none_note: Option<&str>) -> String {
     match none_note {
         Some(note) if !any => format!("{note}\n"),
         _ => out,
+    }
+}
+
+/// The one file a prepared Read names, when it names a single file
+/// (not a listing, not a compressed log): images and PDFs are read
+/// from it by `crate::media`.
+pub fn attempt_file(attempt: &Attempt) -> Option<&Path> {
+    match &attempt.target {
+        Target::Files {
+            selections,
+            none_note: None,
+        } => match &selections[..] {
+            [sel]
+                if sel.found == Found::File
+                    && !(sel.scope.filter.maps_compressed() && gzlog::is_compressed(&sel.path)) =>
+            {
+                Some(&sel.path)
+            }
+            _ => None,
+        },
+        _ => None,
     }
 }
 

@@ -11,6 +11,7 @@ use super::budget::Budget;
 use super::{Plan, grep};
 use crate::datum::Datum;
 use crate::error::Error;
+use crate::media;
 use crate::resource::page::PageRequest;
 use crate::resource::prepare::Attempt;
 use crate::resource::read;
@@ -35,7 +36,8 @@ pub enum ReadTarget {
 }
 
 pub enum Job {
-    Read(ReadTarget, PageRequest),
+    /// A page of text, or an image or PDF as the media request asks.
+    Read(ReadTarget, PageRequest, media::Request),
     Grep(Plan, grep::Options),
     Glob(Plan, String),
 }
@@ -50,7 +52,12 @@ fn with_running<T>(f: impl FnOnce(&mut HashMap<i64, Arc<AtomicBool>>) -> T) -> T
 /// Run JOB now, on this thread.
 pub fn run(job: &Job, budget: &Budget) -> Result<Datum, Error> {
     match job {
-        Job::Read(target, req) => {
+        Job::Read(target, req, wanted) => {
+            if let Some((path, address)) = media_file(target)
+                && let Some(kind) = media::kind(path, address)
+            {
+                return Ok(media::read(path, address, kind, wanted, budget)?.datum());
+            }
             let text = match target {
                 ReadTarget::Attempt(a) => read::read_attempt(a, req)?,
                 ReadTarget::Path(path, display) => read::read_path(path, display, req)?,
@@ -63,6 +70,16 @@ pub fn run(job: &Job, budget: &Budget) -> Result<Datum, Error> {
         }
         Job::Grep(plan, opts) => page_datum(super::grep(plan, opts, budget)?),
         Job::Glob(plan, pattern) => page_datum(super::glob(plan, pattern, budget)?),
+    }
+}
+
+/// The file TARGET reads, and its name, when it is one file on disk
+/// (which may be an image or PDF).
+fn media_file(target: &ReadTarget) -> Option<(&std::path::Path, &str)> {
+    match target {
+        ReadTarget::Attempt(a) => read::attempt_file(a).map(|p| (p, a.authored.as_str())),
+        ReadTarget::Path(path, display) if path.is_file() => Some((path.as_path(), display)),
+        _ => None,
     }
 }
 
