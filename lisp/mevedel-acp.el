@@ -58,6 +58,8 @@
 ;;   called it.  The server stops with the session or the agent.
 ;; - Aborting the turn sends `session/cancel'; the agent then ends it.
 ;;   An agent's error ends the turn with its message word for word.
+;;   Either, once the prompt went out, leaves the native history
+;;   uncertain, as a failed `session/load' does.
 ;;   Closing the session stops the agent; Emacs exiting stops them all
 ;;   (mevedel-core.el), every process of each.
 ;;
@@ -327,8 +329,11 @@ is a `user-error' here, before the turn changes anything."
           (lambda (status value)
             (when (eq (mevedel-acp--agent-turn agent) turn)
               (cond
-               ((not (eq status 'ok)) (mevedel-acp--finish agent 'error (cadr value)))
+               ((not (eq status 'ok))
+                (mevedel-acp--unsettle agent (concat "its turn failed: " (cadr value)))
+                (mevedel-acp--finish agent 'error (cadr value)))
                ((equal (plist-get value :stop-reason) "cancelled")
+                (mevedel-acp--unsettle agent "its turn was interrupted")
                 (mevedel-acp--finish agent 'abort))
                ((equal (plist-get value :stop-reason) "refusal")
                 (mevedel-acp--finish agent 'error
@@ -556,6 +561,16 @@ Say so in the chat, and call FUNCTION with the turn's error."
   (let ((chat (mevedel-acp--agent-chat agent)))
     (mevedel-acp--record-native chat :history (cons 'uncertain reason))
     (funcall function (mevedel-acp--uncertain-message chat reason))))
+
+(defun mevedel-acp--unsettle (agent reason)
+  "Mark the native conversation of AGENT's chat uncertain by REASON.
+For a prompt that was interrupted or failed: what the agent kept of
+it is unknown, so the next turn says so (as for a failed
+`session/load') instead of building on it: the live session is
+dropped, so the next turn reopens it and meets the mark."
+  (setf (mevedel-acp--agent-session-id agent) nil)
+  (mevedel-acp--record-native (mevedel-acp--agent-chat agent)
+                              :history (cons 'uncertain reason)))
 
 (defun mevedel-acp--excerpt (chat)
   "Return mevedel's transcript of CHAT before its running turn, labelled, or nil.

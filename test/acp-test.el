@@ -123,6 +123,10 @@ DURING is called with nothing while the turn runs."
                 rows))
         rows))))
 
+(defun acp-test--saved (chat)
+  "Return CHAT's saved session metadata."
+  (mevedel-core-store-info-get (mevedel-save-store chat)))
+
 (ert-deftest acp-test-text-turn-streams-and-saves-the-native-session ()
   "The agent's text is the answer, shown in the view; its session id is saved."
   (acp-test--with-agent view chat
@@ -454,7 +458,14 @@ DURING is called with nothing while the turn runs."
                        (with-current-buffer view (mevedel-view-abort)))))
                   'abort))
       (should aborted))
-    (should (eq (mevedel-chat-status chat) 'abort))))
+    (should (eq (mevedel-chat-status chat) 'abort))
+    ;; What the agent kept of the cancelled turn is unknown: the next
+    ;; turn says so instead of building on it.
+    (should (equal (cdr (assoc "acp-history" (acp-test--saved chat)))
+                   "uncertain: its turn was interrupted"))
+    (should (eq (acp-test--send view chat "again") 'error))
+    (should (string-match-p "could not be resumed (its turn was interrupted).*recover-history"
+                            (mevedel-chat-status-detail chat)))))
 
 (ert-deftest acp-test-agent-failure-is-shown-word-for-word ()
   "An agent that dies ends the turn with its exit and last stderr lines."
@@ -465,7 +476,14 @@ DURING is called with nothing while the turn runs."
       (should (string-match-p "fatal: the model backend went away" detail))
       (should (string-match-p "Request failed: fake: exited with status 3"
                               (with-current-buffer view (buffer-string)))))
-    ;; A new agent answers the next turn.
+    ;; The native history is uncertain: the next turn says so, and
+    ;; after recovery a new agent answers.
+    (should (string-prefix-p "uncertain: its turn failed: fake: exited with status 3"
+                             (cdr (assoc "acp-history" (acp-test--saved chat)))))
+    (should (eq (acp-test--send view chat "back") 'error))
+    (should (string-match-p "recover-history" (mevedel-chat-status-detail chat)))
+    (with-current-buffer view
+      (call-interactively #'mevedel-claude-code-recover-history))
     (should (eq (acp-test--send view chat "back") 'done))
     (should (equal (acp-test--answer chat) "back"))))
 
@@ -481,10 +499,6 @@ DURING is called with nothing while the turn runs."
       (should-not (mevedel-chat-turn chat)))))
 
 ;;;; Resuming, recovering, models and children
-
-(defun acp-test--saved (chat)
-  "Return CHAT's saved session metadata."
-  (mevedel-core-store-info-get (mevedel-save-store chat)))
 
 (ert-deftest acp-test-resume-loads-the-native-session ()
   "A resumed session's next turn reaches the same native session (session/load).
