@@ -340,6 +340,23 @@ DURING is called with nothing while the turn runs."
     (should (= (mevedel-chat-output-tokens chat) 14))
     (should (= (mevedel-chat-input-tokens chat) 30))))
 
+(ert-deftest acp-test-usage-records-come-back-on-resume ()
+  "Usage records are saved with the session; a resumed one keeps summing them."
+  (acp-test--with-agent view chat
+    (should (eq (acp-test--send view chat "commands") 'done))
+    (acp-test--reopened view2 chat2 view chat
+      (let ((records (mevedel-usage-records chat2)))
+        (should (= (length records) 1))
+        (should (equal (plist-get (car records) :provider) "fake")))
+      (should (equal (mevedel-usage-session chat2)
+                     '(:input 12 :output 7 :cache-read 3 :cache-write nil :reasoning nil)))
+      (should (eq (acp-test--send view2 chat2 "commands") 'done))
+      (should (= (length (mevedel-usage-records chat2)) 2))
+      (should (equal (mevedel-usage-session chat2)
+                     '(:input 24 :output 14 :cache-read 6 :cache-write nil :reasoning nil)))
+      (should (equal (mevedel-usage-turn chat2)
+                     '(:input 12 :output 7 :cache-read 3 :cache-write nil :reasoning nil))))))
+
 (ert-deftest acp-test-pre-tool-use-hooks-refuse-the-agents-calls ()
   "A blocking PreToolUse hook answers the agent's permission request with reject."
   (acp-test--with-agent view chat
