@@ -28,6 +28,7 @@
 (require 'mevedel-interaction)
 (require 'mevedel-agent)
 (require 'mevedel-usage)
+(require 'mevedel-batch)
 
 (defconst acp-test--fake
   (expand-file-name "crates/mevedel-core/tests/acp-agents/fake_agent.py" mevedel-test-root)
@@ -566,6 +567,39 @@ history does not enter the transcript twice."
           (should (string-match-p "Assistant: first question" answer)))
         (should (equal (cdr (assoc "acp-session" (acp-test--saved chat2))) "sess-2"))
         (should-not (assoc "acp-history" (acp-test--saved chat2)))))))
+
+(ert-deftest acp-test-continue-with-provider-moves-the-session ()
+  "bin/mevedel --continue --provider NAME moves the session to NAME.
+Without --provider the continued session keeps the provider saved with it."
+  (unless (executable-find "python3")
+    (ert-fail "python3 is required by the ACP tests but is not installed"))
+  (let* ((state (make-temp-file "mevedel-acp-state-" nil ".json" "{}"))
+         (root (file-name-as-directory (make-temp-file "mevedel-batch-" t)))
+         (agent `(:command "python3" :args (,acp-test--fake "--state" ,state)
+                           :package "fake-agent"))
+         (mevedel-acp-agents `((fake ,@agent) (other ,@agent)))
+         (mevedel-provider 'gptel)
+         (run (lambda (&rest args)
+                ;; One headless run, its session closed after it as the
+                ;; process exiting closes it: the next run resumes it.
+                (let* ((result (mevedel-batch-run-turn
+                                (mevedel-batch--parse-args
+                                 (append (list "--json" "--dir" root) args))))
+                       (json (json-parse-string (plist-get result :output)
+                                                :object-type 'plist))
+                       (chat (mevedel-chat-get-create root (plist-get json :session))))
+                  (mevedel-acp--session-closed (mevedel-chat-session chat))
+                  (kill-buffer (mevedel-chat-data-buffer chat))
+                  (should (equal (plist-get json :outcome) "done"))
+                  (plist-get json :backend)))))
+    (unwind-protect
+        (progn
+          (should (equal (funcall run "-p" "one" "--provider" "fake") "fake"))
+          (should (equal (funcall run "-p" "two" "--continue") "fake"))
+          (should (equal (funcall run "-p" "three" "--continue" "--provider" "other") "other"))
+          (should (equal (funcall run "-p" "four" "--continue") "other")))
+      (mevedel-test-delete-workspace root)
+      (delete-file state))))
 
 (ert-deftest acp-test-model-switcher-lists-agents-and-their-models ()
   "The switcher and /model offer the agent and its models; a choice is used."
