@@ -300,6 +300,43 @@ DURING is called with nothing while the turn runs."
     (should (eq (acp-test--send view chat "terminal 0 echo fine") 'done))
     (should (equal (plist-get (plist-get (acp-test--json-answer chat) :output) :output) "fine\n"))))
 
+(ert-deftest acp-test-terminals-run-bash-hooks ()
+  "A terminal runs Bash's hooks: a PreToolUse block refuses it, PostToolUse sees its output."
+  (acp-test--with-agent view chat
+    (setf (mevedel-chat-permission-mode chat) 'full-auto)
+    (let* ((pre nil)
+           (post nil)
+           (mevedel-hooks
+            `((PreToolUse (:matcher "Bash"
+                           :function ,(lambda (input)
+                                        (push input pre)
+                                        (when (string-match-p
+                                               "rm " (plist-get (plist-get input :tool_input)
+                                                                :command))
+                                          '(:decision "block" :reason "no removing")))))
+              (PostToolUse (:matcher "Bash"
+                            :function ,(lambda (input) (push input post)
+                                         '(:decision "block" :reason "seen it")))))))
+      (should (eq (acp-test--send view chat "terminal 0 rm -f kept.txt") 'done))
+      (should (equal (plist-get (plist-get (acp-test--json-answer chat) :create) :message)
+                     "Permission denied: a PreToolUse hook blocked this Bash call: no removing"))
+      (should (equal (plist-get (plist-get (car pre) :tool_input) :command) "rm -f kept.txt"))
+      (should (equal (plist-get (car pre) :tool_name) "Bash"))
+      (should-not post)
+      (should (eq (acp-test--send view chat "terminal 0 echo hooked") 'done))
+      (should (equal (plist-get (plist-get (acp-test--json-answer chat) :output) :output)
+                     "hooked\n"))
+      (should (mevedel-test-wait-until post 5))
+      (should (= (length post) 1))
+      (should (equal (plist-get (car post) :hook_event_name) "PostToolUse"))
+      (should (equal (plist-get (plist-get (car post) :tool_input) :command) "echo hooked"))
+      (should (equal (plist-get (car post) :tool_response) "hooked\n"))
+      (should (mevedel-test-wait-until
+               (string-match-p "PostToolUse hook on Bash: seen it"
+                               (with-current-buffer (mevedel-chat-data-buffer chat)
+                                 (buffer-string)))
+               5)))))
+
 (ert-deftest acp-test-agent-commands-are-composer-commands ()
   "The agent's slash commands complete in the composer and go to it as text."
   (acp-test--with-agent view chat
