@@ -58,6 +58,8 @@
 ;;   called it.  The server stops with the session or the agent.
 ;; - Aborting the turn sends `session/cancel'; the agent then ends it.
 ;;   An agent's error ends the turn with its message word for word.
+;;   Either, once the prompt went out, leaves the native history
+;;   uncertain, as a failed `session/load' does.
 ;;   Closing the session stops the agent; Emacs exiting stops them all
 ;;   (mevedel-core.el), every process of each.
 ;;
@@ -67,9 +69,10 @@
 ;;   is only noted on its result) and PostToolUse hooks once settled,
 ;;   whose feedback is a notice; mevedel's own tools run theirs in the
 ;;   pipeline.
-;; - `terminal/create' is judged as a Bash call and run as a managed
-;;   execution in the sandbox (the module serves the other terminal
-;;   methods); the agent's slash commands are composer commands sent as
+;; - `terminal/create' runs Bash's PreToolUse hooks, is judged as a
+;;   Bash call and run as a managed execution in the sandbox (the
+;;   module serves the other terminal methods), and its end runs the
+;;   PostToolUse hooks; the agent's slash commands are composer commands sent as
 ;;   prompt text; the usage it reports for a turn is recorded through
 ;;   mevedel-usage.el.
 ;;
@@ -327,8 +330,11 @@ is a `user-error' here, before the turn changes anything."
           (lambda (status value)
             (when (eq (mevedel-acp--agent-turn agent) turn)
               (cond
-               ((not (eq status 'ok)) (mevedel-acp--finish agent 'error (cadr value)))
+               ((not (eq status 'ok))
+                (mevedel-acp--unsettle agent (concat "its turn failed: " (cadr value)))
+                (mevedel-acp--finish agent 'error (cadr value)))
                ((equal (plist-get value :stop-reason) "cancelled")
+                (mevedel-acp--unsettle agent "its turn was interrupted")
                 (mevedel-acp--finish agent 'abort))
                ((equal (plist-get value :stop-reason) "refusal")
                 (mevedel-acp--finish agent 'error
@@ -556,6 +562,16 @@ Say so in the chat, and call FUNCTION with the turn's error."
   (let ((chat (mevedel-acp--agent-chat agent)))
     (mevedel-acp--record-native chat :history (cons 'uncertain reason))
     (funcall function (mevedel-acp--uncertain-message chat reason))))
+
+(defun mevedel-acp--unsettle (agent reason)
+  "Mark the native conversation of AGENT's chat uncertain by REASON.
+For a prompt that was interrupted or failed: what the agent kept of
+it is unknown, so the next turn says so (as for a failed
+`session/load') instead of building on it: the live session is
+dropped, so the next turn reopens it and meets the mark."
+  (setf (mevedel-acp--agent-session-id agent) nil)
+  (mevedel-acp--record-native (mevedel-acp--agent-chat agent)
+                              :history (cons 'uncertain reason)))
 
 (defun mevedel-acp--excerpt (chat)
   "Return mevedel's transcript of CHAT before its running turn, labelled, or nil.
@@ -1199,13 +1215,19 @@ script is that script, so permissions judge the commands it runs."
          (cadr args))
         (t (mapconcat #'shell-quote-argument (cons command args) " "))))
 
+(defvar mevedel-acp--terminals (make-hash-table :test #'equal)
+  "The agents' running terminals: tool use id -> (AGENT ARGS).
+ARGS are the Bash call's arguments its hooks see.")
+
 (defun mevedel-acp--terminal (agent data)
   "Answer AGENT's terminal/create DATA: run its command as a Bash call would.
-The command is judged as a Bash call (rules, mode, session answers, a
-card where someone can answer, a refusal where nobody can), then runs
-as a managed execution of the session, in the sandbox, listed in the
+The command runs Bash's PreToolUse hooks (a block refuses it) and is
+judged as a Bash call (rules, mode, session answers, a card where
+someone can answer, a refusal where nobody can), then runs as a
+managed execution of the session, in the sandbox, listed in the
 background panel and /ps; the module serves its output, exit, kill
-and release."
+and release.  Its end runs the PostToolUse hooks
+\=(`mevedel-acp--terminal-ended')."
   (let* ((id (plist-get data :id))
          (chat (mevedel-acp--agent-chat agent))
          (session (mevedel-chat-session chat))
@@ -1219,6 +1241,8 @@ and release."
                         :data-buffer (mevedel-chat-data-buffer chat)
                         :session session :tool-use-id tool-use-id))
          (start (lambda ()
+                  (puthash tool-use-id (list agent (plist-get context :args))
+                           mevedel-acp--terminals)
                   (mevedel-acp--answer
                    id (list :terminal
                             (mevedel-tool-exec-command-spec
@@ -1229,26 +1253,61 @@ and release."
                    (mevedel-acp--answer id (list :error-code -32603
                                                  :error-message (concat "Permission denied: "
                                                                         reason))))))
-    (cond
-     ((not (file-in-directory-p cwd root))
-      (mevedel-acp--fail id (format "%s is outside the workspace; mevedel runs terminals only inside it" cwd)))
-     (t
-      (pcase (mevedel-permissions-decide-call context session)
-        ((or 'allow `(allow . ,_)) (funcall start))
-        (`(deny . ,reason) (funcall refuse reason))
-        (_
-         (if (not (and (mevedel-chat-prompter chat) (mevedel-acp--agent-turn agent)))
-             (funcall refuse (mevedel-permissions-refusal-reason "Bash" 'headless))
-           (let ((withdraw
-                  (mevedel-permissions-ask
-                   context session
-                   (lambda (answer)
-                     (if (eq answer 'approve) (funcall start) (funcall refuse (cdr answer))))
-                   (lambda (request)
-                     (setq request (plist-put request :request (mevedel-chat-request chat)))
-                     (mevedel-chat-notify chat 'permission request)
-                     (funcall (mevedel-chat-prompter chat) chat request)))))
-             (push withdraw (mevedel-acp--agent-cards agent))))))))))
+    (if (not (file-in-directory-p cwd root))
+        (mevedel-acp--fail id (format "%s is outside the workspace; mevedel runs terminals only inside it" cwd))
+      (mevedel-acp--pre-hooks
+       agent tool-use-id "Bash" (json-serialize (plist-get context :args))
+       (lambda (verdict)
+         (if-let* ((reason (or (plist-get verdict :stop) (plist-get verdict :block))))
+             (progn
+               (funcall refuse (format "a PreToolUse hook blocked this Bash call: %s" reason))
+               (when (and (plist-get verdict :stop) (mevedel-acp--agent-turn agent))
+                 (mevedel-acp--hook-stop agent reason)))
+           (mevedel-acp--judge-terminal agent context start refuse)))))))
+
+(defun mevedel-acp--judge-terminal (agent context start refuse)
+  "Judge AGENT's terminal, the Bash call CONTEXT, as its PreToolUse hooks let it.
+Call START when it may run, or REFUSE with the reason it may not."
+  (let ((chat (mevedel-acp--agent-chat agent))
+        (session (plist-get context :session)))
+    (pcase (mevedel-permissions-decide-call context session)
+      ((or 'allow `(allow . ,_)) (funcall start))
+      (`(deny . ,reason) (funcall refuse reason))
+      (_
+       (if (not (and (mevedel-chat-prompter chat) (mevedel-acp--agent-turn agent)))
+           (funcall refuse (mevedel-permissions-refusal-reason "Bash" 'headless))
+         (let ((withdraw
+                (mevedel-permissions-ask
+                 context session
+                 (lambda (answer)
+                   (if (eq answer 'approve) (funcall start) (funcall refuse (cdr answer))))
+                 (lambda (request)
+                   (setq request (plist-put request :request (mevedel-chat-request chat)))
+                   (mevedel-chat-notify chat 'permission request)
+                   (funcall (mevedel-chat-prompter chat) chat request)))))
+           (push withdraw (mevedel-acp--agent-cards agent))))))))
+
+(defun mevedel-acp--terminal-ended (data)
+  "Run the PostToolUse hooks of an agent's terminal that ended, as of Bash.
+DATA is an execution's settlement (`mevedel-tool-exec-settled-functions'):
+a terminal ends by exiting or by being killed or released.  The hooks
+see its output; one killed by a signal is a PostToolUseFailure."
+  (when-let* ((id (plist-get data :tool-use-id))
+              (entry (gethash id mevedel-acp--terminals)))
+    (remhash id mevedel-acp--terminals)
+    (pcase-let ((`(,agent ,args) entry)
+                (status (if (equal (plist-get (plist-get data :facts) :termination) "exit")
+                            "completed"
+                          "failed")))
+      (mevedel-core-exec-observe
+       (plist-get data :session) (plist-get data :id) nil 0
+       (lambda (ok value)
+         (mevedel-acp--post-hooks
+          agent (list :id id :name "Bash" :args args
+                      :output (if (eq ok 'ok) (plist-get value :output) ""))
+          status))))))
+
+(add-hook 'mevedel-tool-exec-settled-functions #'mevedel-acp--terminal-ended)
 
 ;;;; mevedel's tools for the agent
 

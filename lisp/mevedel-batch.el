@@ -25,7 +25,9 @@
 ;;   --demo                    talk to the offline demo model
 ;;   --provider NAME           answer with NAME instead of gptel: an ACP
 ;;                             agent of `mevedel-acp-agents' (claude-code,
-;;                             codex, gemini; mevedel-acp.el)
+;;                             codex, gemini; mevedel-acp.el); a continued
+;;                             session moves to it (without it, it keeps
+;;                             the provider it was saved with)
 ;;   --timeout SECONDS         give up after SECONDS (default 600)
 ;;   -c, --continue            continue the workspace's most recent session
 ;;   -r, --resume ID           continue the saved session ID
@@ -125,7 +127,8 @@ Options:
                            ~/.config/mevedel/init.el when it exists)
   --demo                   talk to the offline demo model
   --provider NAME          answer with an ACP agent instead of gptel:
-                           claude-code, codex, gemini (`mevedel-acp-agents')
+                           claude-code, codex, gemini (`mevedel-acp-agents');
+                           moves a continued session to NAME (gptel too)
   --timeout SECONDS        give up after SECONDS (default 600)
   -c, --continue           continue the workspace's most recent session
   -r, --resume ID          continue the saved session ID
@@ -470,6 +473,8 @@ and :error (a message, or nil)."
          (deadline (+ (float-time) (plist-get options :timeout))))
     (when (plist-get options :mode)
       (setf (mevedel-chat-permission-mode chat) (plist-get options :mode)))
+    (when (plist-get options :provider)
+      (mevedel-batch--place chat mevedel-provider))
     (require 'mevedel-demo)
     (if (plist-get options :demo)
         (mevedel-demo-attach chat 'headless)
@@ -504,6 +509,16 @@ An agent `mevedel-acp-agents' does not name is a usage error."
                                                  mevedel-acp-agents ", ")))
         provider)
     mevedel-provider))
+
+(defun mevedel-batch--place (chat provider)
+  "Have PROVIDER, named by --provider, answer CHAT over the one saved with it.
+A continued session keeps its placement otherwise, so the command
+line has to say so to move it; a new session already follows
+`mevedel-provider'."
+  (unless (eq (or (mevedel-acp-chat-provider chat) 'gptel) provider)
+    (if (eq provider 'gptel)
+        (setf (mevedel-chat-placement chat) (list 'gptel))
+      (mevedel-acp-place chat provider))))
 
 (defun mevedel-batch--blocked (chat options)
   "Return the result of a run whose prompt a hook blocked in CHAT.

@@ -28,6 +28,7 @@
 (require 'mevedel-interaction)
 (require 'mevedel-agent)
 (require 'mevedel-usage)
+(require 'mevedel-batch)
 
 (defconst acp-test--fake
   (expand-file-name "crates/mevedel-core/tests/acp-agents/fake_agent.py" mevedel-test-root)
@@ -122,6 +123,10 @@ DURING is called with nothing while the turn runs."
                                                       (prop-match-end match)))
                 rows))
         rows))))
+
+(defun acp-test--saved (chat)
+  "Return CHAT's saved session metadata."
+  (mevedel-core-store-info-get (mevedel-save-store chat)))
 
 (ert-deftest acp-test-text-turn-streams-and-saves-the-native-session ()
   "The agent's text is the answer, shown in the view; its session id is saved."
@@ -295,6 +300,43 @@ DURING is called with nothing while the turn runs."
     (should (eq (acp-test--send view chat "terminal 0 echo fine") 'done))
     (should (equal (plist-get (plist-get (acp-test--json-answer chat) :output) :output) "fine\n"))))
 
+(ert-deftest acp-test-terminals-run-bash-hooks ()
+  "A terminal runs Bash's hooks: a PreToolUse block refuses it, PostToolUse sees its output."
+  (acp-test--with-agent view chat
+    (setf (mevedel-chat-permission-mode chat) 'full-auto)
+    (let* ((pre nil)
+           (post nil)
+           (mevedel-hooks
+            `((PreToolUse (:matcher "Bash"
+                           :function ,(lambda (input)
+                                        (push input pre)
+                                        (when (string-match-p
+                                               "rm " (plist-get (plist-get input :tool_input)
+                                                                :command))
+                                          '(:decision "block" :reason "no removing")))))
+              (PostToolUse (:matcher "Bash"
+                            :function ,(lambda (input) (push input post)
+                                         '(:decision "block" :reason "seen it")))))))
+      (should (eq (acp-test--send view chat "terminal 0 rm -f kept.txt") 'done))
+      (should (equal (plist-get (plist-get (acp-test--json-answer chat) :create) :message)
+                     "Permission denied: a PreToolUse hook blocked this Bash call: no removing"))
+      (should (equal (plist-get (plist-get (car pre) :tool_input) :command) "rm -f kept.txt"))
+      (should (equal (plist-get (car pre) :tool_name) "Bash"))
+      (should-not post)
+      (should (eq (acp-test--send view chat "terminal 0 echo hooked") 'done))
+      (should (equal (plist-get (plist-get (acp-test--json-answer chat) :output) :output)
+                     "hooked\n"))
+      (should (mevedel-test-wait-until post 5))
+      (should (= (length post) 1))
+      (should (equal (plist-get (car post) :hook_event_name) "PostToolUse"))
+      (should (equal (plist-get (plist-get (car post) :tool_input) :command) "echo hooked"))
+      (should (equal (plist-get (car post) :tool_response) "hooked\n"))
+      (should (mevedel-test-wait-until
+               (string-match-p "PostToolUse hook on Bash: seen it"
+                               (with-current-buffer (mevedel-chat-data-buffer chat)
+                                 (buffer-string)))
+               5)))))
+
 (ert-deftest acp-test-agent-commands-are-composer-commands ()
   "The agent's slash commands complete in the composer and go to it as text."
   (acp-test--with-agent view chat
@@ -335,6 +377,23 @@ DURING is called with nothing while the turn runs."
     (should-not (plist-get (mevedel-usage-agent chat "/root/other") :output))
     (should (= (mevedel-chat-output-tokens chat) 14))
     (should (= (mevedel-chat-input-tokens chat) 30))))
+
+(ert-deftest acp-test-usage-records-come-back-on-resume ()
+  "Usage records are saved with the session; a resumed one keeps summing them."
+  (acp-test--with-agent view chat
+    (should (eq (acp-test--send view chat "commands") 'done))
+    (acp-test--reopened view2 chat2 view chat
+      (let ((records (mevedel-usage-records chat2)))
+        (should (= (length records) 1))
+        (should (equal (plist-get (car records) :provider) "fake")))
+      (should (equal (mevedel-usage-session chat2)
+                     '(:input 12 :output 7 :cache-read 3 :cache-write nil :reasoning nil)))
+      (should (eq (acp-test--send view2 chat2 "commands") 'done))
+      (should (= (length (mevedel-usage-records chat2)) 2))
+      (should (equal (mevedel-usage-session chat2)
+                     '(:input 24 :output 14 :cache-read 6 :cache-write nil :reasoning nil)))
+      (should (equal (mevedel-usage-turn chat2)
+                     '(:input 12 :output 7 :cache-read 3 :cache-write nil :reasoning nil))))))
 
 (ert-deftest acp-test-pre-tool-use-hooks-refuse-the-agents-calls ()
   "A blocking PreToolUse hook answers the agent's permission request with reject."
@@ -454,7 +513,14 @@ DURING is called with nothing while the turn runs."
                        (with-current-buffer view (mevedel-view-abort)))))
                   'abort))
       (should aborted))
-    (should (eq (mevedel-chat-status chat) 'abort))))
+    (should (eq (mevedel-chat-status chat) 'abort))
+    ;; What the agent kept of the cancelled turn is unknown: the next
+    ;; turn says so instead of building on it.
+    (should (equal (cdr (assoc "acp-history" (acp-test--saved chat)))
+                   "uncertain: its turn was interrupted"))
+    (should (eq (acp-test--send view chat "again") 'error))
+    (should (string-match-p "could not be resumed (its turn was interrupted).*recover-history"
+                            (mevedel-chat-status-detail chat)))))
 
 (ert-deftest acp-test-agent-failure-is-shown-word-for-word ()
   "An agent that dies ends the turn with its exit and last stderr lines."
@@ -465,7 +531,14 @@ DURING is called with nothing while the turn runs."
       (should (string-match-p "fatal: the model backend went away" detail))
       (should (string-match-p "Request failed: fake: exited with status 3"
                               (with-current-buffer view (buffer-string)))))
-    ;; A new agent answers the next turn.
+    ;; The native history is uncertain: the next turn says so, and
+    ;; after recovery a new agent answers.
+    (should (string-prefix-p "uncertain: its turn failed: fake: exited with status 3"
+                             (cdr (assoc "acp-history" (acp-test--saved chat)))))
+    (should (eq (acp-test--send view chat "back") 'error))
+    (should (string-match-p "recover-history" (mevedel-chat-status-detail chat)))
+    (with-current-buffer view
+      (call-interactively #'mevedel-claude-code-recover-history))
     (should (eq (acp-test--send view chat "back") 'done))
     (should (equal (acp-test--answer chat) "back"))))
 
@@ -481,10 +554,6 @@ DURING is called with nothing while the turn runs."
       (should-not (mevedel-chat-turn chat)))))
 
 ;;;; Resuming, recovering, models and children
-
-(defun acp-test--saved (chat)
-  "Return CHAT's saved session metadata."
-  (mevedel-core-store-info-get (mevedel-save-store chat)))
 
 (ert-deftest acp-test-resume-loads-the-native-session ()
   "A resumed session's next turn reaches the same native session (session/load).
@@ -535,6 +604,39 @@ history does not enter the transcript twice."
           (should (string-match-p "Assistant: first question" answer)))
         (should (equal (cdr (assoc "acp-session" (acp-test--saved chat2))) "sess-2"))
         (should-not (assoc "acp-history" (acp-test--saved chat2)))))))
+
+(ert-deftest acp-test-continue-with-provider-moves-the-session ()
+  "bin/mevedel --continue --provider NAME moves the session to NAME.
+Without --provider the continued session keeps the provider saved with it."
+  (unless (executable-find "python3")
+    (ert-fail "python3 is required by the ACP tests but is not installed"))
+  (let* ((state (make-temp-file "mevedel-acp-state-" nil ".json" "{}"))
+         (root (file-name-as-directory (make-temp-file "mevedel-batch-" t)))
+         (agent `(:command "python3" :args (,acp-test--fake "--state" ,state)
+                           :package "fake-agent"))
+         (mevedel-acp-agents `((fake ,@agent) (other ,@agent)))
+         (mevedel-provider 'gptel)
+         (run (lambda (&rest args)
+                ;; One headless run, its session closed after it as the
+                ;; process exiting closes it: the next run resumes it.
+                (let* ((result (mevedel-batch-run-turn
+                                (mevedel-batch--parse-args
+                                 (append (list "--json" "--dir" root) args))))
+                       (json (json-parse-string (plist-get result :output)
+                                                :object-type 'plist))
+                       (chat (mevedel-chat-get-create root (plist-get json :session))))
+                  (mevedel-acp--session-closed (mevedel-chat-session chat))
+                  (kill-buffer (mevedel-chat-data-buffer chat))
+                  (should (equal (plist-get json :outcome) "done"))
+                  (plist-get json :backend)))))
+    (unwind-protect
+        (progn
+          (should (equal (funcall run "-p" "one" "--provider" "fake") "fake"))
+          (should (equal (funcall run "-p" "two" "--continue") "fake"))
+          (should (equal (funcall run "-p" "three" "--continue" "--provider" "other") "other"))
+          (should (equal (funcall run "-p" "four" "--continue") "other")))
+      (mevedel-test-delete-workspace root)
+      (delete-file state))))
 
 (ert-deftest acp-test-model-switcher-lists-agents-and-their-models ()
   "The switcher and /model offer the agent and its models; a choice is used."
