@@ -28,15 +28,10 @@
 (require 'mevedel-acp)
 (require 'mevedel-scripted-model)
 
-(defvar acp-bench--root (file-name-as-directory (or (getenv "MEVEDEL_ROOT") default-directory))
-  "The checkout the bench runs in.")
-
 (defun acp-bench--file (relative)
   "Return RELATIVE in the checkout, failing the bench when it is missing."
-  (let ((file (expand-file-name relative acp-bench--root)))
-    (unless (file-exists-p file)
-      (error "%s is missing; run scripts/deps.sh (agent) or scripts/bench.sh (peer)" file))
-    file))
+  (mevedel-bench-checkout-file
+   relative "run scripts/deps.sh (agent) or scripts/bench.sh (peer)"))
 
 (defun acp-bench--turn (chat)
   "Send a text turn in CHAT; return its milliseconds, from the send to its end."

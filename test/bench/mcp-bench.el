@@ -34,15 +34,10 @@
 (mevedel--load)
 (require 'mevedel-mcp)
 
-(defvar mcp-bench--root (file-name-as-directory (or (getenv "MEVEDEL_ROOT") default-directory))
-  "The checkout the bench runs in.")
-
 (defun mcp-bench--file (relative)
   "Return RELATIVE in the checkout, failing the bench when it is missing."
-  (let ((file (expand-file-name relative mcp-bench--root)))
-    (unless (file-exists-p file)
-      (error "%s is missing: the MCP test servers are not installed; run scripts/deps.sh" file))
-    file))
+  (mevedel-bench-checkout-file
+   relative "the MCP test servers are not installed; run scripts/deps.sh"))
 
 (defun mcp-bench--session (servers body)
   "Call BODY with a chat whose user MCP file configures SERVERS.

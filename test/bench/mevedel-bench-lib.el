@@ -61,6 +61,14 @@ the main thread was kept from running timers while STEP's work ran."
       (cancel-timer timer))
     lags))
 
+(defun mevedel-bench-checkout-file (relative remedy)
+  "Return RELATIVE under the checkout being measured, $MEVEDEL_ROOT.
+When it is missing the bench fails, saying REMEDY: a bench never skips."
+  (let ((file (expand-file-name relative (or (getenv "MEVEDEL_ROOT") default-directory))))
+    (unless (file-exists-p file)
+      (error "%s is missing: %s" file remedy))
+    file))
+
 (defun mevedel-bench-describe (format-string &rest args)
   "Print the line describing the next figures' input (FORMAT-STRING, ARGS)."
   (princ (concat "input: " (apply #'format format-string args) "\n")))
