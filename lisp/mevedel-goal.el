@@ -64,8 +64,6 @@
 (require 'mevedel-usage)
 (require 'mevedel-view)
 
-(declare-function mevedel-usage-records-cost "mevedel-usage" (records))
-
 ;;; Options
 
 (defgroup mevedel-goal nil
@@ -255,8 +253,7 @@ when no price is known, :usage is the summed usage plist."
     (list :turns (mevedel-goal-turns goal)
           :tokens (cl-loop for key in '(:input :output :cache-read :cache-write)
                            sum (or (plist-get usage key) 0))
-          :cost (and (fboundp 'mevedel-usage-records-cost) records
-                     (mevedel-usage-records-cost records))
+          :cost (mevedel-usage-records-cost records)
           :seconds (mevedel-goal--seconds goal)
           :usage usage)))
 

@@ -78,6 +78,32 @@
         (remhash session mevedel-goal--goals)
         (kill-buffer (mevedel-chat-data-buffer child))))))
 
+(ert-deftest mevedel-goal-test-cost-budget ()
+  "The cost budget prices the Goal's records; spent, it is the budget that ran out."
+  (mevedel-test-with-view view chat
+    (let* ((session (mevedel-chat-session chat))
+           (goal (mevedel-goal--make :objective "Ship it" :budgets '(:cost 1.0)
+                                     :turn-ids '("g1") :started 0)))
+      (unwind-protect
+          (progn
+            (mevedel-goal--activate goal)
+            (puthash session goal mevedel-goal--goals)
+            ;; Unpriced usage leaves the cost unknown, never spent.
+            (mevedel-usage-record chat (mevedel-usage-make :input 900000) :turn "g1")
+            (should-not (plist-get (mevedel-goal-usage chat goal) :cost))
+            (should-not (mevedel-goal--exhausted-budget chat goal))
+            (should (string-match-p "cost \\?/\\$1.00" (mevedel-goal-budget-text chat goal)))
+            ;; 200k input tokens at $3 per million: $0.60.
+            (mevedel-usage-record chat (mevedel-usage-make :input 200000) :turn "g1"
+                                  :model "claude-sonnet-4-6")
+            (should (< (abs (- (plist-get (mevedel-goal-usage chat goal) :cost) 0.6)) 1e-9))
+            (should (equal (mevedel-goal--untold chat goal) '("Goal budget: cost 50% used.")))
+            (mevedel-usage-record chat (mevedel-usage-make :input 200000) :turn "g1"
+                                  :model "claude-sonnet-4-6")
+            (should (eq (mevedel-goal--exhausted-budget chat goal) 'cost))
+            (should (string-match-p "cost \\$1.20/\\$1.00" (mevedel-goal-budget-text chat goal))))
+        (remhash session mevedel-goal--goals)))))
+
 (ert-deftest mevedel-goal-test-update-goal-is-the-roots-only ()
   "UpdateGoal is offered to the root's catalog, never to a child agent's."
   (mevedel-test-with-view view chat
