@@ -426,6 +426,7 @@ BUDGETS is a plist of :turns :tokens :cost :seconds.  Return the Goal."
 (defun mevedel-goal-resume (chat)
   "Resume CHAT's paused or blocked Goal.
 Its next turn starts when the root is idle."
+  (mevedel-goal--check-root chat)
   (let ((goal (mevedel-goal-of (mevedel-chat-session chat))))
     (unless (and goal (memq (mevedel-goal-state goal) '(paused blocked)))
       (user-error "No paused Goal to resume"))
@@ -533,7 +534,10 @@ VERDICT: FAIL or VERDICT: PARTIAL, after your findings.\n"))
     (setf (mevedel-goal-verdicts goal)
           (append (mevedel-goal-verdicts goal) (list (or verdict "none"))))
     (cond
-     ((not (eq (mevedel-goal-of (mevedel-chat-session chat)) goal)))
+     ;; Cancelled or blocked while the check ran: its verdict is moot.
+     ((not (and (eq (mevedel-goal-of (mevedel-chat-session chat)) goal)
+                (mevedel-goal-live-p goal)))
+      (mevedel-goal--changed chat))
      ((equal verdict "PASS")
       (mevedel-goal--end chat goal 'complete "the verifier agreed (VERDICT: PASS)")
       (mevedel-chat-insert-notice chat 'background "Goal complete: the verifier said PASS")
@@ -617,11 +621,18 @@ Return the turn, or nil."
       (let ((findings (mevedel-goal-findings goal)))
         (setf (mevedel-goal-findings goal) nil
               (mevedel-goal-held goal) nil)
-        (mevedel-chat-send
-         chat (or findings "Continue working toward the Goal.  This is not a message from \
-the user.")
-         :background (format "Goal: automatic turn %d%s" (1+ (mevedel-goal-turns goal))
-                             (if findings " with the verifier's findings" "")))))))
+        (condition-case err
+            (mevedel-chat-send
+             chat (or findings "Continue working toward the Goal.  This is not a message \
+from the user.")
+             :background (format "Goal: automatic turn %d%s" (1+ (mevedel-goal-turns goal))
+                                 (if findings " with the verifier's findings" "")))
+          ;; A turn that cannot start (no usable backend) must not
+          ;; leave the Goal waiting for it.
+          (error (setf (mevedel-goal-findings goal) findings)
+                 (mevedel-goal-pause chat (format "its next turn could not start: %s"
+                                                  (error-message-string err)))
+                 nil))))))
 
 (defun mevedel-goal--interactions-changed (chat)
   "Offer CHAT's held Goal its turn once no card is open."

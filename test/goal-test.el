@@ -104,6 +104,66 @@
             (should (string-match-p "cost \\$1.20/\\$1.00" (mevedel-goal-budget-text chat goal))))
         (remhash session mevedel-goal--goals)))))
 
+(ert-deftest mevedel-goal-test-what-comes-before-an-automatic-turn ()
+  "Queued messages, background events, an open card and a draft each hold the next turn."
+  (mevedel-test-with-view view chat
+    (let ((session (mevedel-chat-session chat)))
+      (should-not (mevedel-goal--hold chat))
+      (with-current-buffer view
+        (goto-char (point-max))
+        (insert "half a thought"))
+      (should (equal (mevedel-goal--hold chat) "the composer's draft"))
+      (let ((card (mevedel-interaction-open chat :kind 'test :title "A card"
+                                             :render (lambda (_) "Yes?"))))
+        (should (equal (mevedel-goal--hold chat) "an open card"))
+        (mevedel-interaction-settle card 'done))
+      (puthash (mevedel-session-id session) '(7) mevedel-mailbox--pending-wakes)
+      (unwind-protect
+          (should (equal (mevedel-goal--hold chat) "background events"))
+        (remhash (mevedel-session-id session) mevedel-mailbox--pending-wakes))
+      (setf (mevedel-chat-queued chat) '("steer"))
+      (should (equal (mevedel-goal--hold chat) "queued messages"))
+      (setf (mevedel-chat-queued chat) nil))))
+
+(ert-deftest mevedel-goal-test-complete-starts-the-goal-review-verifier ()
+  "complete spawns the verifier, workload goal-review (tier strong), context none.
+Its task is the objective, the accepted plan and the note; a verdict
+other than PASS becomes the next turn's findings."
+  (should (eq (alist-get 'goal-review mevedel-agent-workload-tiers) 'strong))
+  (mevedel-test-with-view view chat
+    (let* ((session (mevedel-chat-session chat))
+           (goal (mevedel-goal--make :objective "Ship it" :started 0))
+           (spawned nil))
+      (unwind-protect
+          (cl-letf (((symbol-function 'mevedel-agent-spawn)
+                     (lambda (parent args on-settle)
+                       (setq spawned (list parent args on-settle))
+                       "/root/goal-review"))
+                    ((symbol-function 'mevedel-plan-current) (lambda (_) "1. Ship."))
+                    ((symbol-function 'mevedel-goal--offer-soon) #'ignore))
+            (mevedel-goal--activate goal)
+            (puthash session goal mevedel-goal--goals)
+            (should (string-prefix-p "An independent verifier"
+                                     (mevedel-goal-update chat "complete" "shipped v1")))
+            (pcase-let ((`(,parent ,args ,on-settle) spawned))
+              (should (eq parent chat))
+              (should (equal (plist-get args :role) "verifier"))
+              (should (equal (plist-get args :context) "none"))
+              (should (eq (plist-get args :workload) 'goal-review))
+              (should (string-match-p "Objective:\nShip it" (plist-get args :message)))
+              (should (string-match-p "Accepted plan:\n1. Ship." (plist-get args :message)))
+              (should (string-match-p "shipped v1" (plist-get args :message)))
+              (should (equal (mevedel-goal-review goal) "/root/goal-review"))
+              (should (string-prefix-p "Error: the Goal is being checked"
+                                       (mevedel-goal-update chat "complete" "again")))
+              (funcall on-settle "/root/goal-review" 'completed "No tests.\nVERDICT: PARTIAL")
+              (should-not (mevedel-goal-review goal))
+              (should (eq (mevedel-goal-state goal) 'active))
+              (should (equal (mevedel-goal-verdicts goal) '("PARTIAL")))
+              (should (string-match-p "VERDICT: PARTIAL" (mevedel-goal-findings goal)))
+              (should (string-match-p "No tests\\." (mevedel-goal-findings goal)))))
+        (remhash session mevedel-goal--goals)))))
+
 (ert-deftest mevedel-goal-test-update-goal-is-the-roots-only ()
   "UpdateGoal is offered to the root's catalog, never to a child agent's."
   (mevedel-test-with-view view chat

@@ -38,8 +38,14 @@
 (ert-deftest mevedel-e2e:goal-completes-on-the-second-verification ()
   "FAIL with findings goes back to the root; the second check's PASS completes the Goal.
 The verifier's requests carry the objective and the note, never the
-root's conversation."
+root's conversation.  Both wire formats."
+  (dolist (wire mevedel-e2e-wires)
+    (goal-e2e--second-verification wire)))
+
+(defun goal-e2e--second-verification (wire)
+  "Run the scenario of `mevedel-e2e:goal-completes-on-the-second-verification' on WIRE."
   (let* ((run (mevedel-e2e-headless
+               :wire wire
                :conversations
                `((,goal-e2e--verifier
                   ((expect . ((user_contains . "Make hello.txt say hello")))
