@@ -164,6 +164,36 @@ other than PASS becomes the next turn's findings."
               (should (string-match-p "No tests\\." (mevedel-goal-findings goal)))))
         (remhash session mevedel-goal--goals)))))
 
+(ert-deftest mevedel-goal-test-commands-and-header ()
+  "/goal shows, pauses, resumes and cancels; the header shows state and budget used."
+  (mevedel-test-with-view view chat
+    (let* ((session (mevedel-chat-session chat))
+           (goal (mevedel-goal--make :objective "Ship it" :budgets '(:turns 5) :turns 2
+                                     :started 0)))
+      (unwind-protect
+          (cl-letf (((symbol-function 'mevedel-goal--offer-soon) #'ignore))
+            (should-not (mevedel-goal--header chat))
+            (mevedel-goal--activate goal)
+            (puthash session goal mevedel-goal--goals)
+            (should (string-match-p "\\`Goal active: turns 2/5 · tokens 0\\'"
+                                    (substring-no-properties (mevedel-goal--header chat))))
+            (with-current-buffer view
+              (should (string-match-p "Goal active: turns 2/5"
+                                      (mevedel-view--header-line))))
+            (mevedel-goal-command chat "pause")
+            (should (eq (mevedel-goal-state goal) 'paused))
+            (should (string-match-p "Goal paused (paused by the user)"
+                                    (mevedel-goal-status-text chat)))
+            (should-error (mevedel-goal-command chat "pause") :type 'user-error)
+            (should-error (mevedel-goal-command chat "Another objective") :type 'user-error)
+            (mevedel-goal-command chat "resume")
+            (should (eq (mevedel-goal-state goal) 'active))
+            (mevedel-goal-command chat "cancel")
+            (should (eq (mevedel-goal-state goal) 'cancelled))
+            (should-not (mevedel-goal--header chat))
+            (should-error (mevedel-goal-command chat "resume") :type 'user-error))
+        (remhash session mevedel-goal--goals)))))
+
 (ert-deftest mevedel-goal-test-update-goal-is-the-roots-only ()
   "UpdateGoal is offered to the root's catalog, never to a child agent's."
   (mevedel-test-with-view view chat
