@@ -102,7 +102,10 @@
   review findings note
   ;; Crossings raised, as (BUDGET . PERCENT), and what holds the next
   ;; turn back (text), if anything.
-  warned held)
+  warned held
+  ;; The budget used as the header shows it, made when the Goal
+  ;; changes: the header is drawn far more often than usage is priced.
+  shown)
 
 (defvar mevedel-goal--goals (make-hash-table :test #'eq :weakness 'key)
   "Session -> its Goal.")
@@ -183,6 +186,8 @@ A `mevedel-resume-functions' member."
 
 (defun mevedel-goal--changed (chat)
   "Save CHAT's Goal and tell CHAT's observers (event `goal')."
+  (when-let* ((goal (mevedel-goal-of (mevedel-chat-session chat))))
+    (setf (mevedel-goal-shown goal) (mevedel-goal-budget-text chat goal)))
   (mevedel-goal--save (mevedel-chat-session chat))
   (force-mode-line-update t)
   (mevedel-chat-notify chat 'goal (mevedel-goal-of (mevedel-chat-session chat))))
@@ -565,7 +570,7 @@ A `mevedel-chat-turn-functions' member."
       (cl-incf (mevedel-goal-turns goal))
       (push (plist-get turn :id) (mevedel-goal-turn-ids goal))
       (setf (mevedel-goal-held goal) nil)
-      (mevedel-goal--save (mevedel-chat-session chat)))))
+      (mevedel-goal--changed chat))))
 
 (add-hook 'mevedel-chat-turn-functions #'mevedel-goal--turn-started)
 
@@ -719,7 +724,7 @@ A `mevedel-view-header-functions' member."
                 ((not (eq (mevedel-goal-state goal) 'cancelled))))
       (propertize (format "Goal %s%s: %s" (mevedel-goal-state goal)
                           (if (mevedel-goal-review goal) ", checking" "")
-                          (mevedel-goal-budget-text chat goal))
+                          (or (mevedel-goal-shown goal) (mevedel-goal-budget-text chat goal)))
                   'face (if (eq (mevedel-goal-state goal) 'active) 'success 'warning)))))
 
 (add-hook 'mevedel-view-header-functions #'mevedel-goal--header)
