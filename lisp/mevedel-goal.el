@@ -545,8 +545,7 @@ VERDICT: FAIL or VERDICT: PARTIAL, after your findings.\n"))
       (mevedel-goal--changed chat))
      ((equal verdict "PASS")
       (mevedel-goal--end chat goal 'complete "the verifier agreed (VERDICT: PASS)")
-      (mevedel-chat-insert-notice chat 'background "Goal complete: the verifier said PASS")
-      (mevedel-chat-notify chat 'truncated))
+      (mevedel-goal--notice chat "Goal complete: the verifier said PASS"))
      (t
       (setf (mevedel-goal-findings goal)
             (format "The goal-review verifier%s did not accept the Goal as complete (%s).  \
@@ -560,6 +559,17 @@ Its findings:\n\n%s\n\nWork on them, then call UpdateGoal again."
         (mevedel-goal--after-turn chat goal))))))
 
 ;;; Continuation
+
+(defun mevedel-goal--notice (chat text)
+  "Show TEXT as a notice in CHAT's transcript once no turn is writing there."
+  (if (not (mevedel-chat-busy-p chat))
+      (progn (mevedel-chat-insert-notice chat 'background text)
+             (mevedel-chat-notify chat 'truncated))
+    (letrec ((wait (lambda (idle _outcome)
+                     (when (eq idle chat)
+                       (remove-hook 'mevedel-chat-idle-functions wait)
+                       (mevedel-goal--notice chat text)))))
+      (add-hook 'mevedel-chat-idle-functions wait))))
 
 (defun mevedel-goal--turn-started (chat turn)
   "Count TURN of the root CHAT toward its active Goal.

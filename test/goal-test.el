@@ -194,6 +194,19 @@ other than PASS becomes the next turn's findings."
             (should-error (mevedel-goal-command chat "resume") :type 'user-error))
         (remhash session mevedel-goal--goals)))))
 
+(ert-deftest mevedel-goal-test-notice-waits-for-the-running-turn ()
+  "A verdict's notice never lands inside a turn that is writing the transcript."
+  (mevedel-test-with-view view chat
+    (cl-flet ((shown () (with-current-buffer (mevedel-chat-data-buffer chat)
+                          (save-excursion (goto-char (point-min))
+                                          (search-forward "Goal complete: here" nil t)))))
+      (setf (mevedel-chat-turn chat) (list :id "running"))
+      (mevedel-goal--notice chat "Goal complete: here")
+      (should-not (shown))
+      (setf (mevedel-chat-turn chat) nil)
+      (run-hook-with-args 'mevedel-chat-idle-functions chat 'done)
+      (should (shown)))))
+
 (ert-deftest mevedel-goal-test-update-goal-is-the-roots-only ()
   "UpdateGoal is offered to the root's catalog, never to a child agent's."
   (mevedel-test-with-view view chat

@@ -78,6 +78,14 @@ root's conversation.  Both wire formats."
       (should-not (string-match-p "Waiting for the check" request)))
     (should (string-match-p "it is done already" (car verifier)))
     (should (string-match-p "wrote hello.txt at last" (cadr verifier)))
+    ;; The transcript marks the automatic turn and the completion.
+    (let ((notices (cl-loop for message in (alist-get 'messages json)
+                            when (equal (alist-get 'role message) "notice")
+                            collect (alist-get 'content message))))
+      (should (cl-some (lambda (text)
+                         (string-match-p "Goal: automatic turn 2 with the verifier's findings" text))
+                       notices))
+      (should (cl-some (lambda (text) (string-match-p "Goal complete" text)) notices)))
     ;; Each root turn carried the Goal's facts.
     (should (string-match-p "component=\\\\\"goal\\\\\"" (nth 0 root)))
     (should (string-match-p "root turn 2 of the Goal" (nth 2 root)))))
