@@ -186,7 +186,7 @@ other than PASS becomes the next turn's findings."
                                     (mevedel-goal-status-text chat)))
             (should-error (mevedel-goal-command chat "pause") :type 'user-error)
             (should-error (mevedel-goal-command chat "Another objective") :type 'user-error)
-            (mevedel-goal-command chat "resume")
+            (with-current-buffer view (mevedel-goal "resume"))
             (should (eq (mevedel-goal-state goal) 'active))
             (mevedel-goal-command chat "cancel")
             (should (eq (mevedel-goal-state goal) 'cancelled))
