@@ -410,10 +410,14 @@ BUDGETS is a plist of :turns :tokens :cost :seconds.  Return the Goal."
       (puthash session goal mevedel-goal--goals)
       (remhash chat mevedel-goal--told)
       (mevedel-goal--changed chat)
-      (mevedel-chat-send chat objective
-                         :on-done (lambda (chat outcome)
-                                    (when (eq outcome 'blocked)
-                                      (mevedel-goal-pause chat "a hook blocked its prompt"))))
+      (condition-case err
+          (mevedel-chat-send chat objective
+                             :on-done (lambda (chat outcome)
+                                        (when (eq outcome 'blocked)
+                                          (mevedel-goal-pause chat "a hook blocked its prompt"))))
+        ;; Not sent (no usable backend): no Goal was set either.
+        (error (remhash session mevedel-goal--goals)
+               (signal (car err) (cdr err))))
       goal)))
 
 (defun mevedel-goal-pause (chat &optional reason exhausted)

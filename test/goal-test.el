@@ -207,6 +207,14 @@ other than PASS becomes the next turn's findings."
       (run-hook-with-args 'mevedel-chat-idle-functions chat 'done)
       (should (shown)))))
 
+(ert-deftest mevedel-goal-test-unsent-objective-sets-no-goal ()
+  "When the first turn cannot be sent, the session is left without a Goal."
+  (mevedel-test-with-view view chat
+    (cl-letf (((symbol-function 'mevedel-chat-send)
+               (lambda (&rest _) (signal 'mevedel-chat-backend-error '("no backend")))))
+      (should-error (mevedel-goal-start chat "Ship it") :type 'mevedel-chat-backend-error)
+      (should-not (mevedel-goal-of (mevedel-chat-session chat))))))
+
 (ert-deftest mevedel-goal-test-update-goal-is-the-roots-only ()
   "UpdateGoal is offered to the root's catalog, never to a child agent's."
   (mevedel-test-with-view view chat
