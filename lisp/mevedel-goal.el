@@ -686,8 +686,8 @@ from the user.")
   (let ((words (split-string (string-trim text) "[ \t\n]+" t))
         (budgets nil))
     (while (and words (string-prefix-p "--" (car words)))
-      (let ((option (pop words))
-            (value (or (pop words) (user-error "/goal %s needs a value" (car words)))))
+      (let* ((option (pop words))
+             (value (or (pop words) (user-error "/goal %s needs a value" option))))
         (setq budgets
               (append budgets
                       (pcase option

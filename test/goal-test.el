@@ -35,7 +35,10 @@
   (should-error (mevedel-goal-parse-turns "0") :type 'user-error)
   (should (equal (mevedel-goal-parse-command "--budget 2$ --turns 20 --time 30m Fix the --flag bug")
                  '("Fix the --flag bug" :cost 2.0 :turns 20 :seconds 1800)))
-  (should-error (mevedel-goal-parse-command "--speed 3 go") :type 'user-error))
+  (should-error (mevedel-goal-parse-command "--speed 3 go") :type 'user-error)
+  (should (equal (cadr (should-error (mevedel-goal-parse-command "--turns")
+                                     :type 'user-error))
+                 "/goal --turns needs a value")))
 
 (defun goal-test--record (chat turn agent tokens)
   "Record TOKENS of input for TURN of AGENT in CHAT's session."
