@@ -130,7 +130,8 @@
                [OPTIONS]
        mevedel --list-sessions [--json] [--dir DIR]
 
-Run one turn of a mevedel session headless and print the answer.
+Run one turn of a mevedel session headless and print the answer (with
+--goal, every turn of the Goal until it ends).
 
 Options:
   -p, --prompt TEXT        the user's message
