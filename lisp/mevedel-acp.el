@@ -354,7 +354,8 @@ is one record."
                                               :cache-read (plist-get value :cached-read)
                                               :cache-write (plist-get value :cached-write)
                                               :reasoning (plist-get value :thought))
-                          :provider (format "%s" (mevedel-acp--agent-name agent)))))
+                          :provider (format "%s" (mevedel-acp--agent-name agent))
+                          :model (mevedel-acp-chat-model (mevedel-acp--agent-chat agent)))))
 
 (defun mevedel-acp--header (chat)
   "Return the tokens of CHAT's last turn, when an ACP agent reported them.

@@ -39,7 +39,7 @@
 ;; Model tiers.  `mevedel-agent-tiers' names models (fast, balanced,
 ;; strong, or the user's own) as a gptel backend, a model and an effort;
 ;; `mevedel-agent-workload-tiers' maps the workloads explore, verify,
-;; review and summary to a tier.  `mevedel-agent-resolve-model' starts
+;; review, summary and goal-review to a tier.  `mevedel-agent-resolve-model' starts
 ;; from the delegator's model, applies the workload's tier, then the
 ;; explicit choice (the call's model, else the role's), then an explicit
 ;; effort.
@@ -249,7 +249,7 @@ global, global-claude, then the built-in roles."
   '(("sonnet" . balanced) ("opus" . strong) ("haiku" . fast) ("inherit" . nil))
   "Claude Code's model aliases and the tier each one means here.")
 
-(defconst mevedel-agent-roles--workloads '(explore verify review summary)
+(defconst mevedel-agent-roles--workloads '(explore verify review summary goal-review)
   "The workloads `mevedel-agent-workload-tiers' maps to tiers.")
 
 (defvar mevedel-agent-roles--file-cache (make-hash-table :test #'equal)
@@ -664,11 +664,13 @@ the Agent tool and of role files."
                                              (:effort symbol)))))
 
 (defcustom mevedel-agent-workload-tiers
-  '((explore . fast) (verify . balanced) (review . strong) (summary . fast))
+  '((explore . fast) (verify . balanced) (review . strong) (summary . fast)
+    (goal-review . strong))
   "The tier of each workload: an alist of (WORKLOAD . SPEC).
-WORKLOAD is explore, verify, review or summary (a role's :workload;
-summary is the handoff summary of a child started with context
-summary).  SPEC is a tier of `mevedel-agent-tiers', a string
+WORKLOAD is explore, verify, review, summary or goal-review (a role's
+:workload; summary is the handoff summary of a child started with
+context summary; goal-review the verifier that checks a Goal's
+completion, mevedel-goal.el).  SPEC is a tier of `mevedel-agent-tiers', a string
 \"BACKEND:MODEL\", or nil for the delegator's model."
   :type '(alist :key-type symbol
                 :value-type (choice (const :tag "Delegator's model" nil)

@@ -701,7 +701,9 @@ Signal `user-error' when a hook blocks it."
 (defun mevedel-agent-spawn (chat args &optional on-settle)
   "Create a retained child of the agent of CHAT for the Agent call ARGS.
 ARGS is the plist the Agent tool receives (:task_name :message :role
-:context :model :effort :working_directory).  ON-SETTLE, if non-nil,
+:context :model :effort :working_directory), and for a harness
+workflow :workload (a symbol of `mevedel-agent-workload-tiers' chosen
+over the role's, as a Goal's goal-review).  ON-SETTLE, if non-nil,
 is called once with (PATH OUTCOME PAYLOAD) when the child's first turn
 settles, and consumes its RESULT: when it returns, the record
 leaves the parent's mailbox (`mevedel-agent--consume').  Return
@@ -727,7 +729,9 @@ preparing (a `summary' context: see
          (directory (mevedel-agent--directory chat (mevedel-agent--string-arg args :working_directory)))
          (model (mevedel-agent-resolve-model
                  (or (mevedel-agent--string-arg args :model) (plist-get role :model))
-                 (plist-get role :workload)
+                 ;; A harness workflow (a Goal's check) names its own
+                 ;; workload; the Agent tool's schema has no such argument.
+                 (or (plist-get args :workload) (plist-get role :workload))
                  (mevedel-agent--inherited-model chat)))
          (effort (or (let ((e (mevedel-agent--string-arg args :effort))) (and e (intern e)))
                      (plist-get role :effort) (plist-get model :effort)))

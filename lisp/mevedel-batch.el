@@ -15,7 +15,13 @@
 ;; with its ID, arguments, status and a result preview.
 ;;
 ;; Options:
-;;   -p, --prompt TEXT         the user's message (required)
+;;   -p, --prompt TEXT         the user's message (required, unless --goal)
+;;   --goal OBJECTIVE          work toward OBJECTIVE across turns until the
+;;                             goal-review verifier agrees it is done
+;;                             (mevedel-goal.el); instead of -p
+;;   --goal-budget 2$|500k     the Goal's cost (dollars) or token budget
+;;   --goal-turns N            the Goal's root turns, the first included
+;;   --goal-time 30m           the Goal's wall time
 ;;   --json                    print a JSON transcript instead of the answer
 ;;   --dir DIR                 workspace directory (default: the current one)
 ;;   --permission-mode MODE    ask (default), edits, full-auto or plan
@@ -66,6 +72,13 @@
 ;; so on stderr ("...; retrying in 4 s (3/10)"); a failed turn's
 ;; `error' names what failed.
 ;;
+;; With --goal the run lasts until the Goal ends: the verifier passed it
+;; (`complete'), the model said it is `blocked', a budget ran out
+;; (`budget'), or a turn failed or the run timed out (`interrupted').
+;; The JSON transcript (of the Goal's turns) then has a "goal" object:
+;; outcome, verdicts (each verifier verdict, in order), turns and
+;; usage; the exit status is 0 only for `complete'.
+;;
 ;; Nobody can answer a permission question in a headless run: a call
 ;; that would ask is refused (the model is told so), and a turn whose
 ;; every call was refused ends with the outcome `refused'.  Exit status
@@ -94,6 +107,7 @@
 (require 'mevedel-acp)
 (require 'mevedel-catalog)
 (require 'mevedel-chat)
+(require 'mevedel-goal)
 (require 'mevedel-history)
 (require 'mevedel-permissions)
 (require 'mevedel-session-list)
@@ -112,12 +126,20 @@
 
 (defconst mevedel-batch-usage-text
   "Usage: mevedel -p PROMPT [OPTIONS]
+       mevedel --goal OBJECTIVE [--goal-budget 2$] [--goal-turns N] [--goal-time 30m]
+               [OPTIONS]
        mevedel --list-sessions [--json] [--dir DIR]
 
-Run one turn of a mevedel session headless and print the answer.
+Run one turn of a mevedel session headless and print the answer (with
+--goal, every turn of the Goal until it ends).
 
 Options:
   -p, --prompt TEXT        the user's message
+  --goal OBJECTIVE         work toward OBJECTIVE across turns until a verifier
+                           agrees it is done (instead of -p)
+  --goal-budget BUDGET     the Goal's cost (2$) or tokens (500k)
+  --goal-turns N           the Goal's root turns, the first included
+  --goal-time TIME         the Goal's wall time (30m, 90s, 2h)
   --json                   print a JSON transcript instead of the answer
   --dir DIR                workspace directory (default: the current one)
   --permission-mode MODE   ask (default), edits, full-auto or plan; calls that
@@ -143,8 +165,9 @@ Options:
                            for this run, approved or not
   -h, --help               print this and exit
 
-Exit status: 0 done, 1 the turn failed, timed out, was blocked by a hook
-or had every tool call refused, 2 usage or configuration error or the session
+Exit status: 0 done (with --goal: the Goal complete), 1 the turn failed,
+timed out, was blocked by a hook or had every tool call refused (with --goal:
+any other outcome), 2 usage or configuration error or the session
 is in use by another process, 130 interrupted.
 "
   "What `bin/mevedel --help' prints.")
@@ -172,6 +195,25 @@ Emacs decodes arguments with the locale's coding system; without one
             ((or "-p" "--prompt")
              (setq options (plist-put options :prompt (mevedel-batch--argument-text (value)))))
             ("--json" (setq options (plist-put options :json t)))
+            ("--goal"
+             (setq options (plist-put options :goal (mevedel-batch--argument-text (value)))))
+            ("--goal-budget"
+             (setq options (plist-put options :goal-budgets
+                                      (append (plist-get options :goal-budgets)
+                                              (mevedel-batch--goal-value
+                                               #'mevedel-goal-parse-budget arg (value))))))
+            ("--goal-turns"
+             (setq options (plist-put options :goal-budgets
+                                      (append (plist-get options :goal-budgets)
+                                              (list :turns (mevedel-batch--goal-value
+                                                            #'mevedel-goal-parse-turns arg
+                                                            (value)))))))
+            ("--goal-time"
+             (setq options (plist-put options :goal-budgets
+                                      (append (plist-get options :goal-budgets)
+                                              (list :seconds (mevedel-batch--goal-value
+                                                              #'mevedel-goal-parse-time arg
+                                                              (value)))))))
             ("--dir" (setq options (plist-put options :dir (value))))
             ("--permission-mode"
              (let ((mode (intern (value))))
@@ -204,7 +246,15 @@ Emacs decodes arguments with the locale's coding system; without one
             ((or "-h" "--help") (setq options (plist-put options :help t) args nil))
             ("--" nil)
             (_ (mevedel-batch--usage-error "Unknown argument %s (see --help)" arg))))))
-    (unless (or (plist-get options :prompt) (plist-get options :list) (plist-get options :help))
+    (unless (plist-get options :help)
+      (when (and (plist-get options :goal) (plist-get options :prompt))
+        (mevedel-batch--usage-error "--goal OBJECTIVE is the first prompt: give it or -p, not both"))
+      (when (and (plist-get options :goal-budgets) (not (plist-get options :goal)))
+        (mevedel-batch--usage-error "--goal-budget, --goal-turns and --goal-time need --goal"))
+      (when (and (plist-get options :goal) (string-blank-p (plist-get options :goal)))
+        (mevedel-batch--usage-error "--goal needs an objective")))
+    (unless (or (plist-get options :prompt) (plist-get options :goal)
+                (plist-get options :list) (plist-get options :help))
       (mevedel-batch--usage-error "Missing -p PROMPT (see --help)"))
     (when-let* ((dir (plist-get options :dir)))
       (unless (file-directory-p dir)
@@ -215,6 +265,13 @@ Emacs decodes arguments with the locale's coding system; without one
                (not (or (plist-get options :continue) (plist-get options :resume))))
       (mevedel-batch--usage-error "--fork needs --continue or --resume ID"))
     options))
+
+(defun mevedel-batch--goal-value (parse option text)
+  "Return TEXT, the value of the Goal OPTION, read by PARSE.
+A value PARSE refuses is a usage error."
+  (condition-case err
+      (funcall parse text)
+    (user-error (mevedel-batch--usage-error "%s: %s" option (error-message-string err)))))
 
 (defun mevedel-batch--session (root options)
   "Return the saved session ID OPTIONS ask to resume in ROOT, or nil.
@@ -330,8 +387,10 @@ Signal a usage error when it does not exist."
               (format "… [%d more characters]" (- (length text) mevedel-batch-preview-chars)))
     text))
 
-(defun mevedel-batch-transcript (chat outcome &optional unknown-tools)
+(defun mevedel-batch-transcript (chat outcome &optional unknown-tools start)
   "Return the transcript of CHAT's last turn, ended with OUTCOME, as a plist.
+START, a marker, makes it the transcript of the turns from there on
+instead (a Goal's).
 Keys: :messages (user, assistant and tool entries in order; an
 assistant entry cut by a failed request has :incomplete t),
 :tool-calls, :unknown_tools (the list UNKNOWN-TOOLS: tools the model
@@ -339,7 +398,7 @@ called that it does not have), :answer (the last assistant text),
 :plan (a plan the model proposed in Plan mode, which nobody could
 approve here) and
 :error."
-  (let ((segments (when-let* ((start (mevedel-chat-turn-start chat)))
+  (let ((segments (when-let* ((start (or start (mevedel-chat-turn-start chat))))
                     ;; No turn started when the run timed out in its
                     ;; prompt's hooks.
                     (mevedel-history-segments (mevedel-chat-data-buffer chat)
@@ -490,13 +549,75 @@ config file (--config FILE, $MEVEDEL_INIT or ~/.config/mevedel/init.el), or use 
                                    (setq unknown-tools (append unknown-tools (list name))))))
     (unless (plist-get options :json)
       (mevedel-chat-observe chat #'mevedel-batch--progress))
-    (mevedel-chat-send chat (plist-get options :prompt)
-                       :on-done (lambda (_chat result) (setq outcome result)))
-    (while (and (not outcome) (< (float-time) deadline))
-      (accept-process-output nil 0.05))
-    (if (eq outcome 'blocked)
-        (mevedel-batch--blocked chat options)
-      (mevedel-batch--result chat outcome options unknown-tools))))
+    (if (plist-get options :goal)
+        (let ((goal (mevedel-goal-start chat (plist-get options :goal)
+                                        (plist-get options :goal-budgets)))
+              (start (mevedel-chat-turn-start chat)))
+          (mevedel-chat-observe chat (lambda (event _chat &rest args)
+                                       (when (eq event 'turn-end) (setq outcome (car args)))))
+          (while (and (not (mevedel-batch--goal-over-p chat goal)) (< (float-time) deadline))
+            (accept-process-output nil 0.05))
+          (mevedel-batch--goal-result chat goal (and (not (mevedel-chat-busy-p chat)) outcome)
+                                      options unknown-tools start))
+      (mevedel-chat-send chat (plist-get options :prompt)
+                         :on-done (lambda (_chat result) (setq outcome result)))
+      (while (and (not outcome) (< (float-time) deadline))
+        (accept-process-output nil 0.05))
+      (if (eq outcome 'blocked)
+          (mevedel-batch--blocked chat options)
+        (mevedel-batch--result chat outcome options unknown-tools)))))
+
+(defun mevedel-batch--goal-over-p (chat goal)
+  "Return non-nil when GOAL of CHAT stopped and no work of it is left."
+  (and (not (eq (mevedel-goal-state goal) 'active))
+       (not (mevedel-goal-review goal))
+       (not (mevedel-chat-busy-p chat))))
+
+(defun mevedel-batch--goal-outcome (goal)
+  "Return the outcome of the headless GOAL that stopped: a string."
+  (pcase (mevedel-goal-state goal)
+    ('complete "complete")
+    ('blocked "blocked")
+    ('cancelled "cancelled")
+    (_ (if (mevedel-goal-exhausted goal) "budget" "interrupted"))))
+
+(defun mevedel-batch--goal-result (chat goal outcome options unknown-tools start)
+  "Return the result of the run of CHAT's GOAL, whose first turn began at START.
+OUTCOME is how the last turn ended (nil: the run timed out); OPTIONS
+and UNKNOWN-TOOLS are as for `mevedel-batch--result'."
+  (unless outcome
+    (mevedel-chat-abort chat)
+    (mevedel-goal-pause chat (format "the run timed out after %s seconds"
+                                     (plist-get options :timeout)))
+    (setq outcome 'error))
+  (let* ((goal-outcome (mevedel-batch--goal-outcome goal))
+         (used (mevedel-goal-usage chat goal))
+         (usage (plist-get used :usage))
+         (transcript (mevedel-batch-transcript chat outcome unknown-tools start))
+         (why (unless (equal goal-outcome "complete")
+                (format "the Goal ended %s: %s" goal-outcome
+                        (or (mevedel-goal-reason goal) goal-outcome)))))
+    (setq transcript
+          (plist-put transcript :goal
+                     (list :outcome goal-outcome
+                           :objective (mevedel-goal-objective goal)
+                           :reason (mevedel-goal-reason goal)
+                           :verdicts (vconcat (mevedel-goal-verdicts goal))
+                           :turns (mevedel-goal-turns goal)
+                           :usage (list :input_tokens (plist-get usage :input)
+                                        :output_tokens (plist-get usage :output)
+                                        :cache_read_tokens (plist-get usage :cache-read)
+                                        :cache_write_tokens (plist-get usage :cache-write)
+                                        :tokens (plist-get used :tokens)
+                                        :cost_usd (plist-get used :cost)
+                                        :seconds (round (plist-get used :seconds))))))
+    (list :status (if (equal goal-outcome "complete") 0 1)
+          :outcome "goal"
+          :error why
+          :output (if (plist-get options :json)
+                      (concat (mevedel-batch-transcript-json transcript) "\n")
+                    (when-let* ((answer (plist-get transcript :answer)))
+                      (concat answer "\n"))))))
 
 (defun mevedel-batch--provider (options)
   "Return the provider OPTIONS ask for (--provider), else `mevedel-provider'.
@@ -627,7 +748,7 @@ See the commentary of mevedel-batch.el for the arguments and
                             (mevedel-batch-run-turn options))))
               (princ (plist-get result :output))
               (when (plist-get result :error)
-                (message (if (member (plist-get result :outcome) '("refused" "blocked"))
+                (message (if (member (plist-get result :outcome) '("refused" "blocked" "goal"))
                              "mevedel: %s"
                            "mevedel: the turn failed: %s")
                          (plist-get result :error)))

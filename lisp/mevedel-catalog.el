@@ -40,6 +40,7 @@
 (require 'mevedel-tool-ask)
 (require 'mevedel-tool-tasks)
 (require 'mevedel-tool-plan)
+(require 'mevedel-tool-goal)
 (require 'mevedel-tool-agent)
 (require 'mevedel-mailbox)
 (require 'mevedel-checkpoint)

@@ -404,8 +404,9 @@ ID of a call whose live progress changed, see
 removed, see `mevedel-chat-truncate'), `queued' (the queued messages
 changed, see `mevedel-chat-queue'), `delivered' (queued messages joined
 the turn: the list of texts), `appended' (a turn mevedel wrote, see
-`mevedel-chat-append-reply') and `turn-end' (the outcome: `done',
-`error' or `abort')."
+`mevedel-chat-append-reply'), `goal' (the session's Goal changed, see
+mevedel-goal.el) and `turn-end' (the outcome: `done', `error' or
+`abort')."
   (cl-pushnew function (mevedel-chat-observers chat)))
 
 (defun mevedel-chat-unobserve (chat function)

@@ -151,6 +151,14 @@ Built by `concat', not `format': this runs for every record drained."
           (puthash session left mevedel-mailbox--pending-wakes)
         (remhash session mevedel-mailbox--pending-wakes)))))
 
+(defun mevedel-mailbox-wake-pending-p (session)
+  "Return non-nil when records of SESSION wait to wake its idle root.
+Background events come before work the harness starts on its own (a
+Goal's next turn), which waits for them."
+  (and (mevedel-session-p session)
+       (gethash (mevedel-session-id session) mevedel-mailbox--pending-wakes)
+       t))
+
 (defun mevedel-mailbox--idle-p (key)
   "Return non-nil when the chat of session KEY is open and idle."
   (let ((chat (mevedel-mailbox--chat-of key)))

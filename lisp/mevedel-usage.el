@@ -14,15 +14,17 @@
 ;; :input, :output, :cache-read, :cache-write and :reasoning.  A count
 ;; the provider did not report stays nil, and a sum keeps a key nil
 ;; until some record reported it, so "unknown" never reads as zero.
-;; A record is (:turn ID :agent PATH :provider NAME :at MS :usage USAGE).
+;; A record is (:turn ID :agent PATH :provider NAME :model MODEL :at MS
+;; :usage USAGE); MODEL (a string, or nil when unknown) prices it with
+;; `mevedel-model-prices' (mevedel-model.el).
 ;;
 ;; Callers: mevedel-acp.el records each ACP turn's usage (an agent
 ;; reports a turn's usage, not each of its model requests).  Recording
 ;; also adds input and output to the chat's counters the view's header
 ;; and `bin/mevedel --json' show.
 ;;
-;; What it does not do: prices, cache accounting policy or budgets (the
-;; prompt caching and accounting work builds on these records), nor
+;; What it does not do: the price table (mevedel-model.el), cache
+;; accounting policy or budgets (they build on these records), nor
 ;; counting gptel's requests, which mevedel-chat.el still counts itself.
 
 ;;; Code:
@@ -30,6 +32,7 @@
 (require 'cl-lib)
 (require 'mevedel-chat)
 (require 'mevedel-core)
+(require 'mevedel-model)
 (require 'mevedel-save)
 
 ;;; Records
@@ -68,13 +71,15 @@ A count that is not a natural number (nil: not reported) stays nil."
 (defun mevedel-usage-record (chat usage &rest keys)
   "Record USAGE (see `mevedel-usage-make') of one request of CHAT.
 KEYS: :turn (the turn's id; default CHAT's running turn), :agent (the
-agent's path; default CHAT's agent, or \"/root\") and :provider (what
-answered).  The records are saved with the session's metadata."
+agent's path; default CHAT's agent, or \"/root\"), :provider (what
+answered) and :model (the model that answered, which prices the
+request).  The records are saved with the session's metadata."
   (let* ((turn (or (plist-get keys :turn)
                    (plist-get (mevedel-chat-turn chat) :id)))
          (record (list :turn turn
                        :agent (or (plist-get keys :agent) (mevedel-chat-agent chat) "/root")
                        :provider (plist-get keys :provider)
+                       :model (and (plist-get keys :model) (format "%s" (plist-get keys :model)))
                        :at (truncate (* 1000 (float-time)))
                        :usage usage))
          (records (cons record (mevedel-usage-records chat))))
@@ -115,6 +120,39 @@ TURN defaults to CHAT's running or last turn."
 (defun mevedel-usage-session (chat)
   "Return the usage summed over every request of CHAT's session."
   (mevedel-usage-sum (mevedel-usage-records chat)))
+
+;;; Cost
+
+(defun mevedel-usage-record-cost (record)
+  "Return the cost of RECORD in US dollars, or nil when it has no price.
+A record has a price when `mevedel-model-prices' prices its model and
+every count it reports that is not zero.  A count the provider did not
+report adds nothing; reasoning is billed as part of output."
+  (let* ((usage (plist-get record :usage))
+         (input (+ (or (plist-get usage :input) 0) (or (plist-get usage :cache-read) 0)
+                   (or (plist-get usage :cache-write) 0)))
+         (price (mevedel-model-price (plist-get record :model) input)))
+    (when price
+      (catch 'unpriced
+        (cl-loop for key in '(:input :output :cache-read :cache-write)
+                 for count = (plist-get usage key)
+                 when (and count (> count 0))
+                 sum (* count (or (plist-get price key) (throw 'unpriced nil)))
+                 into micro
+                 finally return (/ micro 1e6))))))
+
+(defun mevedel-usage-records-cost (records)
+  "Return the cost of RECORDS in US dollars, a float, or nil.
+Nil means no record has a price (see `mevedel-usage-record-cost').
+When only some have, the sum covers those and is a lower bound of
+the real cost: `mevedel-usage-unpriced' returns the others, so that a
+caller can say the figure is partial."
+  (let ((costs (delq nil (mapcar #'mevedel-usage-record-cost records))))
+    (and costs (float (apply #'+ costs)))))
+
+(defun mevedel-usage-unpriced (records)
+  "Return the RECORDS that have no price, in their order."
+  (cl-remove-if #'mevedel-usage-record-cost records))
 
 (provide 'mevedel-usage)
 ;;; mevedel-usage.el ends here

@@ -1845,6 +1845,16 @@ draws it (mevedel-panel.el) replaces it with `mevedel-view-replace-panel'."
   "Return the composer's text."
   (buffer-substring-no-properties mevedel-view--composer (point-max)))
 
+(defun mevedel-view-composer-draft (chat)
+  "Return the text waiting in the composer of CHAT's view, or nil.
+A draft is the user about to say something: work the harness would
+start on its own (a Goal's next turn) waits for it."
+  (when-let* ((buffer (get-buffer (format "*mevedel: %s*" (mevedel-chat-name chat))))
+              ((eq (buffer-local-value 'mevedel-view--chat buffer) chat)))
+    (with-current-buffer buffer
+      (let ((text (string-trim (mevedel-view--composer-text))))
+        (and (not (string-empty-p text)) text)))))
+
 (defun mevedel-view--set-composer (text)
   "Replace the composer's text with TEXT."
   (let ((inhibit-read-only t))

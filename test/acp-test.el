@@ -369,6 +369,7 @@ DURING is called with nothing while the turn runs."
     (let ((records (mevedel-usage-records chat)))
       (should (= (length records) 2))
       (should (equal (plist-get (car records) :provider) "fake"))
+      (should (equal (plist-get (car records) :model) "fast-model"))
       (should (equal (plist-get (car records) :turn)
                      (plist-get (car (mevedel-chat-turns chat)) :id))))
     (should (equal (mevedel-usage-session chat)

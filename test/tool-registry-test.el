@@ -266,6 +266,16 @@
       (should (mevedel-tool-standalone whole))
       (should-not (mevedel-tool-standalone plain))
       (should (eq (mevedel-tool-plan planned) verdict))
+      ;; :visible hides a tool from the buffers it says no to.
+      (with-temp-buffer
+        (let* ((here (current-buffer))
+               (hidden (mevedel-tool-register
+                        "Hidden" (list :description "D." :function #'ignore :category cat
+                                       :visible (lambda (buffer) (not (eq buffer here)))))))
+          (should-not (mevedel-tool-visible-p hidden here))
+          (with-temp-buffer
+            (should (mevedel-tool-visible-p hidden (current-buffer))))
+          (should (mevedel-tool-visible-p plain here))))
       ;; A user's extra natives are offered natively too.
       (let ((mevedel-tool-native-extras '("Plain")))
         (should (mevedel-tool-native-p plain)))))
@@ -278,13 +288,14 @@
   (should (equal (sort (mapcar #'mevedel-tool-name
                                (cl-remove-if-not #'mevedel-tool-standalone (mevedel-tool-all)))
                        #'string<)
-                 '("Ask" "ProposePlan" "Skill" "WaitAgent")))
+                 '("Ask" "ProposePlan" "Skill" "UpdateGoal" "WaitAgent")))
   (should (mevedel-tool-plan (mevedel-tool-get "ApplyPatch")))
   (should (mevedel-tool-request-args (mevedel-tool-get "Agent"))))
 
 (ert-deftest mevedel-tool-registry:offering-facts-are-checked ()
   (dolist (case '((:plan "deny" ":plan must be a function")
-                  (:request-args 42 ":request-args must be a function")))
+                  (:request-args 42 ":request-args must be a function")
+                  (:visible 42 ":visible must be a function")))
     (let ((err (should-error
                 (mevedel-tool-register
                  "BadOffer" (list :description "D." :function #'ignore

@@ -139,10 +139,37 @@ offer the same native tools and the same specialists."
                             "InterruptAgent" "ListAgents"))
               (should (member name (car reference))))
             (dolist (name '("Eval" "EmacsDescribe" "Imenu" "Xref" "WebFetch" "WebSearch"
-                            "Ask" "ProposePlan" "Skill" "TaskWrite" "StopExecution"))
+                            "Ask" "ProposePlan" "Skill" "TaskWrite" "StopExecution"
+                            "UpdateGoal"))
               (should (member name (cdr reference))))
             (dolist (offer offers)
               (should (equal (cons (car offer) (cdr offer)) (cons (car offer) reference))))))
+      (mevedel-scripted-model-stop server)
+      (dolist (file (list init script)) (delete-file file))
+      (delete-directory root t))))
+
+(ert-deftest mevedel-entry:goal-from-the-composer ()
+  "In a fresh Emacs with the autoloads, M-x mevedel then /goal in the composer sets a Goal.
+Its first turn carries the objective and the Goal's facts; with one
+turn allowed, the Goal pauses and the session is idle after it."
+  (mevedel-e2e-require-python)
+  (let* ((root (mevedel-e2e-workspace '(("notes.txt" . "hello\n"))))
+         (script (mevedel-e2e-write-script (make-list 3 '((text . "Done.")))))
+         (server (mevedel-scripted-model-start script))
+         (init (mevedel-e2e-headless-config (mevedel-scripted-model-port server)
+                                            'openai t nil)))
+    (unwind-protect
+        (let ((run (mevedel-entry-test--in-emacs init root 'mevedel
+                                                 "/goal --turns 1 Say hello to the notes")))
+          (unless (equal (car run) 0)
+            (ert-fail (format "/goal failed:\n%s" (cdr run))))
+          (should (string-match-p "STATUS idle" (cdr run)))
+          (should (= (length (mevedel-scripted-model-log server)) 1))
+          (let ((texts (mevedel-entry-test--strings
+                        (alist-get 'messages (alist-get 'body (car (mevedel-scripted-model-log
+                                                                    server)))))))
+            (should (cl-some (lambda (text) (string-match-p "Say hello to the notes" text)) texts))
+            (should (cl-some (lambda (text) (string-match-p "component=\"goal\"" text)) texts))))
       (mevedel-scripted-model-stop server)
       (dolist (file (list init script)) (delete-file file))
       (delete-directory root t))))

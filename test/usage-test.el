@@ -1,0 +1,79 @@
+;;; usage-test.el --- Usage records, prices and cost  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; The price table's lookup (dated names, routers' prefixes, no
+;; neighbouring model, long-context tiers), the cost of records (whole,
+;; partial, unknown) and the records' model.  Recording gptel's
+;; requests through a real turn is in e2e/usage-e2e-test.el; an ACP
+;; agent's turns in acp-test.el.
+
+;;; Code:
+
+(require 'mevedel-test-helpers)
+(require 'mevedel-usage)
+
+(defun usage-test--record (model &rest counts)
+  "Return a record of MODEL with the usage COUNTS."
+  (list :turn "t1" :agent "/root" :model model :usage (apply #'mevedel-usage-make counts)))
+
+(ert-deftest mevedel-usage:price-names-a-model-and-its-dated-versions-only ()
+  (should (equal (plist-get (mevedel-model-price "claude-sonnet-4-5-20250929") :input) 3.0))
+  (should (equal (plist-get (mevedel-model-price 'gpt-4o-2024-08-06) :cache-read) 1.25))
+  (should (equal (plist-get (mevedel-model-price "openai/gpt-4o-mini") :output) 0.6))
+  (should (equal (plist-get (mevedel-model-price "claude-opus-4-20250514") :input) 15.0))
+  ;; A neighbour is not the model: Opus 4.1's price is its own.
+  (should (equal (plist-get (mevedel-model-price "claude-opus-4-1") :input) 15.0))
+  (should (equal (plist-get (mevedel-model-price "claude-opus-4-5") :input) 5.0))
+  (should-not (mevedel-model-price "claude-opus-4-9"))
+  (should-not (mevedel-model-price "gpt-5-codex"))
+  (should-not (mevedel-model-price nil))
+  ;; Long context: the tier above its threshold.
+  (should (equal (plist-get (mevedel-model-price "gemini-2.5-pro" 200000) :input) 1.25))
+  (should (equal (plist-get (mevedel-model-price "gemini-2.5-pro" 200001) :input) 2.5)))
+
+(ert-deftest mevedel-usage:cost-of-records-from-the-price-table ()
+  (let ((mevedel-model-prices
+         '(("m" :input 2.0 :output 10.0 :cache-read 0.2 :cache-write 2.5)
+           ("openish" :input 1.0 :output 4.0 :cache-read 0.5))))
+    ;; 1000 input, 500 output, 4000 read, 2000 written:
+    ;; 0.002 + 0.005 + 0.0008 + 0.005 dollars.
+    (should (= (mevedel-usage-record-cost
+                (usage-test--record "m" :input 1000 :output 500 :cache-read 4000
+                                    :cache-write 2000 :reasoning 100))
+               0.0128))
+    ;; No write count, no write price needed.
+    (should (= (mevedel-usage-record-cost
+                (usage-test--record "openish" :input 1000000 :output 1000000
+                                    :cache-read 1000000))
+               5.5))
+    ;; A count with no price: the record has no price.
+    (should-not (mevedel-usage-record-cost
+                 (usage-test--record "openish" :input 10 :cache-write 10)))
+    ;; A zero count needs no price.
+    (should (= (mevedel-usage-record-cost (usage-test--record "openish" :input 10 :cache-write 0))
+               1e-5))
+    (let ((priced (usage-test--record "m" :input 1000000))
+          (unknown (usage-test--record "elsewhere" :input 1000000))
+          (no-model (usage-test--record nil :output 10)))
+      (should (floatp (mevedel-usage-records-cost (list priced))))
+      (should (= (mevedel-usage-records-cost (list priced unknown no-model)) 2.0))
+      (should (equal (mevedel-usage-unpriced (list priced unknown no-model))
+                     (list unknown no-model)))
+      (should-not (mevedel-usage-records-cost (list unknown no-model)))
+      (should-not (mevedel-usage-records-cost nil)))))
+
+(ert-deftest mevedel-usage:shipped-prices-are-well-formed ()
+  "Every shipped entry prices input, output and cache reads, in dollars per million."
+  (dolist (entry (default-value 'mevedel-model-prices))
+    (should (stringp (car entry)))
+    (dolist (key '(:input :output :cache-read))
+      (should (numberp (plist-get (cdr entry) key))))
+    (when-let* ((above (plist-get (cdr entry) :above)))
+      (should (natnump (car above)))
+      (should (numberp (plist-get (cdr above) :input)))))
+  (should (string-match-p "\\`[0-9]\\{4\\}-[0-9]\\{2\\}-[0-9]\\{2\\}\\'"
+                          mevedel-model-prices-checked)))
+
+(provide 'usage-test)
+;;; usage-test.el ends here
