@@ -63,6 +63,7 @@
 (require 'mevedel-locations)
 (require 'mevedel-mentions)
 (require 'mevedel-interaction)
+(require 'mevedel-mailbox)
 (require 'mevedel-markdown)
 (require 'mevedel-plan)
 
@@ -267,7 +268,12 @@ composer's editing (`mevedel-view--after-change')."
 (defun mevedel-view--after-change (&rest _)
   "Forget the undo records of a change above the composer.
 The composer's own records move with its text: its positions changed
-by the size of the change."
+by the size of the change.  A composer emptied lets the background
+turns its draft held start (`mevedel-view--draft-holds')."
+  (when (and mevedel-view--chat mevedel-view--composer
+             (mevedel-mailbox-wakes-pending-p mevedel-view--chat)
+             (string-blank-p (mevedel-view--composer-text)))
+    (mevedel-mailbox-hold-released mevedel-view--chat))
   (when-let* ((before mevedel-view--undo-before))
     (setq mevedel-view--undo-before nil
           buffer-undo-list (car before))
@@ -1844,6 +1850,18 @@ draws it (mevedel-panel.el) replaces it with `mevedel-view-replace-panel'."
 (defun mevedel-view--composer-text ()
   "Return the composer's text."
   (buffer-substring-no-properties mevedel-view--composer (point-max)))
+
+(defun mevedel-view--draft-holds (chat)
+  "Return non-nil when CHAT's view has a draft in its composer.
+A `mevedel-mailbox-hold-functions' member: a background turn does not
+start under the user's typing."
+  (when-let* ((buffer (get-buffer (format "*mevedel: %s*" (mevedel-chat-name chat))))
+              ((eq (buffer-local-value 'mevedel-view--chat buffer) chat)))
+    (with-current-buffer buffer
+      (and mevedel-view--composer
+           (not (string-blank-p (mevedel-view--composer-text)))))))
+
+(add-hook 'mevedel-mailbox-hold-functions #'mevedel-view--draft-holds)
 
 (defun mevedel-view--set-composer (text)
   "Replace the composer's text with TEXT."
