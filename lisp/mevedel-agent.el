@@ -49,7 +49,9 @@
 ;; and each child's conversation in a store of its own under agents/,
 ;; written as it goes (mevedel-save.el).  A resumed session restores
 ;; the registry (`mevedel-resume-functions'); a child's conversation is
-;; loaded only when it is first used (`mevedel-resume-chat').
+;; loaded only when it is first used (`mevedel-resume-chat'), except
+;; one whose turn Emacs cut: it is loaded at once for its partial work.
+;; Emacs exiting saves every child conversation.
 ;;
 ;; Roles and models come from mevedel-agent-roles.el
 ;; (`mevedel-agent-role', `mevedel-agent-resolve-model',
@@ -1585,10 +1587,11 @@ kind are refused."
 
 (defun mevedel-agent--restore (chat)
   "Bring back the retained agents saved with the session of the root CHAT.
-The records are checked; no conversation is loaded (the first use of
-one does, `mevedel-agent--hydrate').  An agent that was
-active when Emacs stopped comes back interrupted, and its spawn parent
-gets that RESULT (it wakes nobody)."
+The records are checked; an idle agent's conversation is not loaded
+\(the first use of one does, `mevedel-agent--hydrate').  An agent that
+was active when Emacs stopped is loaded, its cut turn settled, and it
+comes back interrupted: its spawn parent gets that RESULT with the
+partial work (it wakes nobody)."
   (when-let* (((not (mevedel-chat-agent chat)))
               (session (mevedel-chat-session chat))
               ((mevedel-session-durable-p session))

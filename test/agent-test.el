@@ -656,7 +656,7 @@ It blocks the first stop of a turn, not one a stop hook caused."
                                 (agent-test--mail again "/root"))))
                   (should (= (length results) 1))
                   (should (equal (plist-get (car results) :attrs) '(("outcome" "interrupted")))))
-                ;; Unread mail is intact; no conversation was loaded.
+                ;; Unread mail is intact; no idle conversation was loaded.
                 (should (= (length (agent-test--mail again busy)) unread))
                 ;; The first use loads that one conversation, and
                 ;; continues it with the frozen configuration.
