@@ -1325,6 +1325,11 @@ target's children go on.  Return its activity before the request:
     (setf (mevedel-agent-handle-wake handle) nil)
     (when (and turn (not (mevedel-agent--turn-settled turn)))
       (setf (mevedel-agent--turn-reason turn) (or reason "interrupted"))
+      (when-let* ((child (mevedel-agent-handle-chat handle))
+                  ((or (mevedel-chat-compacting child) (mevedel-chat-hooking child))))
+        ;; Its request is still held back: it never went out, so the
+        ;; previous result stays.
+        (setf (mevedel-agent--turn-dispatched turn) nil))
       (when (mevedel-agent--turn-started turn)
         (mevedel-chat-abort (mevedel-agent-handle-chat handle)))
       ;; The abort settled it through the chat, unless the turn had not

@@ -1303,6 +1303,7 @@ Child agents you started in this turn:
   (let* ((dir (make-temp-file "agent-compaction" t))
          (root (mevedel-chat-get-create dir))
          (summary-callback nil)
+         (compact nil)
          (sent nil)
          (mevedel-compaction-keep-turns 1)
          (mevedel-agent-stop-functions nil)
@@ -1310,13 +1311,13 @@ Child agents you started in this turn:
     (setf (mevedel-chat-backend root) (gptel-make-openai "agent-test" :key "x" :models '(m))
           (mevedel-chat-model root) 'm)
     (unwind-protect
-        (cl-letf (((symbol-function 'mevedel-compaction-needed-p) (lambda (&rest _) t))
+        (cl-letf (((symbol-function 'mevedel-compaction-needed-p) (lambda (&rest _) compact))
                   ((symbol-function 'mevedel-compaction--recovery-copy) (lambda (_) "compact-0001"))
                   ((symbol-function 'gptel-request)
                    (lambda (&rest args) (setq summary-callback (plist-get (cdr args) :callback))
                      nil))
                   ((symbol-function 'mevedel-chat--send-now)
-                   (lambda (chat &rest _) (push chat sent) nil)))
+                   (lambda (chat _text on-done &rest _) (push (cons chat on-done) sent) nil)))
           (let* ((tree (mevedel-agent--tree-of (mevedel-chat-session root)))
                  (mevedel-agent-start-functions
                   ;; Its conversation has turns enough to compact.
@@ -1328,8 +1329,16 @@ Child agents you started in this turn:
                               (setf (mevedel-chat-turns child)
                                     (list (list :start (point-max-marker))
                                           (list :start (point-min-marker)))))))))
-                 (path (agent-test--spawn root "compacting")))
-            ;; Its first request waits for the compaction of its history.
+                 (path (agent-test--spawn root "compacting"))
+                 (child (car (car sent))))
+            ;; A first turn answers.
+            (with-current-buffer (mevedel-chat-data-buffer child)
+              (insert (propertize "the first answer" 'gptel 'response)))
+            (funcall (cdr (pop sent)) child 'done)
+            (should (equal (mevedel-agent-result root path) '(completed . "the first answer")))
+            ;; The follow-up's request waits for the compaction of its history.
+            (setq compact t)
+            (should (eq (mevedel-agent-send root path "more") 'started))
             (should summary-callback)
             (should-not sent)
             (should (= (mevedel-agent--tree-active tree) 1))
@@ -1338,7 +1347,11 @@ Child agents you started in this turn:
             ;; The summary comes back late: the request stays unsent.
             (funcall summary-callback "a summary" nil)
             (should-not sent)
-            (should (eq (plist-get (mevedel-agent-status root path) :outcome) 'interrupted))))
+            ;; It never went out: the previous result stays, and the
+            ;; RESULT says the follow-up was interrupted.
+            (should (equal (mevedel-agent-result root path) '(completed . "the first answer")))
+            (should (equal (plist-get (car (last (agent-test--mail root "/root"))) :attrs)
+                           '(("outcome" "interrupted"))))))
       (kill-buffer (mevedel-chat-data-buffer root))
       (delete-directory dir t))))
 
