@@ -49,7 +49,9 @@
 ;; and each child's conversation in a store of its own under agents/,
 ;; written as it goes (mevedel-save.el).  A resumed session restores
 ;; the registry (`mevedel-resume-functions'); a child's conversation is
-;; loaded only when it is first used (`mevedel-resume-chat').
+;; loaded only when it is first used (`mevedel-resume-chat'), except
+;; one whose turn Emacs cut: it is loaded at once for its partial work.
+;; Emacs exiting saves every child conversation.
 ;;
 ;; Roles and models come from mevedel-agent-roles.el
 ;; (`mevedel-agent-role', `mevedel-agent-resolve-model',
@@ -141,17 +143,30 @@ is not sent.")
   tree parent-chat spawn-id
   ;; While preparing: a function cancelling the preparation.
   cancel
+  ;; The spawn parent's turn that created it (compared with `eq').
+  spawn-turn
   ;; How many times SubagentStop hooks sent the agent on.
   (stop-continuations 0)
   ;; The Plan stamp of the request that spawned it (mevedel-plan.el),
   ;; which its every turn carries, or nil.  Never changes.
   plan-stamp
   ;; The session-relative file of its saved conversation, or nil.
-  transcript)
+  transcript
+  ;; Non-nil when MAIL or a RESULT from another agent arrived while a
+  ;; turn was active: its settlement offers the agent a turn to read
+  ;; it, even if it came during the final sample.  Runtime only.
+  wake)
 
 (cl-defstruct (mevedel-agent--turn (:constructor mevedel-agent--make-turn) (:copier nil))
   "One invocation of a retained agent: a task until its settlement."
   handle text settled reason (samples 1) on-settle started
+  ;; Non-nil once its request went out; and the handle's settled
+  ;; result before it (OUTCOME PAYLOAD VERDICT), restored when it
+  ;; never does (a follow-up that failed to start or was cancelled).
+  dispatched previous
+  ;; (OUTCOME . PAYLOAD) of an answer held while executions it owns
+  ;; still run.
+  held
   ;; Its Plan stamp beyond the handle's (from its caller, the session's
   ;; sticky Plan or Plan mail it reads), given once; and the permission
   ;; mode override it inherited from its caller (mevedel-plan.el).
@@ -215,6 +230,25 @@ is not sent.")
              (mevedel-agent--tree-waits tree))))
 
 (add-hook 'mevedel-session-close-functions #'mevedel-agent--forget-tree)
+
+(defun mevedel-agent--flush-all ()
+  "Save every child conversation before Emacs exits (`kill-emacs-hook').
+The children are not among the chats mevedel-save.el flushes: their
+streamed text and pending checkpoint timers would be lost."
+  (maphash (lambda (_ tree)
+             (maphash (lambda (_ handle)
+                        (when-let* ((chat (mevedel-agent-handle-chat handle))
+                                    ((buffer-live-p (mevedel-chat-data-buffer chat))))
+                          (condition-case err
+                              (mevedel-save-flush chat 3)
+                            (error (message "mevedel: saving %s failed: %s"
+                                            (mevedel-agent-handle-path handle)
+                                            (error-message-string err))))))
+                      (mevedel-agent--tree-agents tree)))
+           mevedel-agent--trees))
+
+;; Before the session's lock goes (depth 90).
+(add-hook 'kill-emacs-hook #'mevedel-agent--flush-all 50)
 
 ;;;; Names and paths
 
@@ -742,6 +776,7 @@ preparing (a `summary' context: see
          (handle (mevedel-agent--make-handle
                   :path path :parent parent-path :role-name role-name
                   :role role :parent-chat chat :spawn-id spawn-id :tree tree
+                  :spawn-turn (mevedel-chat-turn chat)
                   :plan-stamp (mevedel-agent--request-stamp chat))))
     ;; The reservation: the path is taken, but nobody sees it yet.
     (puthash path handle (mevedel-agent--tree-agents tree))
@@ -819,14 +854,16 @@ waits."
          (turn (mevedel-agent--make-turn
                 :handle handle :text text :on-settle on-settle
                 :plan-stamp (and (mevedel-plan-authority-p stamp) stamp)
-                :mode-override (and caller (mevedel-agent--request-override caller)))))
+                :mode-override (and caller (mevedel-agent--request-override caller))
+                :previous (and (mevedel-agent-handle-outcome handle)
+                               (list (mevedel-agent-handle-outcome handle)
+                                     (mevedel-agent-handle-payload handle)
+                                     (mevedel-agent-handle-verdict handle))))))
     (setf (mevedel-agent-handle-turn handle) turn
           (mevedel-agent-handle-outcome handle) nil
           (mevedel-agent-handle-payload handle) nil
           (mevedel-agent-handle-verdict handle) nil)
-    (if (and (< (mevedel-agent--tree-active tree) mevedel-agent-capacity)
-             (zerop (mevedel-agent--tree-settling tree))
-             (null (mevedel-agent--tree-waiting tree)))
+    (if (mevedel-agent--slot-free-p tree)
         (progn (mevedel-agent--start tree turn) nil)
       (setf (mevedel-agent-handle-status handle) 'waiting
             (mevedel-agent--tree-waiting tree) (append (mevedel-agent--tree-waiting tree)
@@ -836,6 +873,13 @@ waits."
       (mevedel-agent--save-registry tree)
       (mevedel-agent--refresh handle)
       t)))
+
+(defun mevedel-agent--slot-free-p (tree)
+  "Return non-nil when a new turn in TREE may start now.
+A slot is free, no settlement runs and no turn waits before it."
+  (and (< (mevedel-agent--tree-active tree) mevedel-agent-capacity)
+       (zerop (mevedel-agent--tree-settling tree))
+       (null (mevedel-agent--tree-waiting tree))))
 
 (defun mevedel-agent--start (tree turn)
   "Start TURN in TREE, taking a slot.
@@ -862,6 +906,7 @@ A start that fails gives the slot back and settles TURN as failed."
           (mevedel-chat-send chat (mevedel-agent--turn-text turn)
                              :on-done (lambda (_chat outcome)
                                         (mevedel-agent--turn-ended turn outcome)))
+          (setf (mevedel-agent--turn-dispatched turn) t)
           ;; After dispatch (the request is on its way meanwhile; a new
           ;; store takes a while to make): the conversation is on disk
           ;; before the registry names the agent active.
@@ -917,23 +962,93 @@ With ALL, return every response of the turn, for partial work."
         (format "%s\n\n[Stopped before a final answer: the agent reached its limit of %d turns]"
                 (mevedel-agent--final-response chat)
                 (plist-get (mevedel-agent-handle-config handle) :max-turns))))
-      ('done (mevedel-agent--settle turn 'completed (mevedel-agent--final-response chat)))
-      ('error (mevedel-agent--settle turn 'failed
-                                     (format "The agent's request failed: %s"
-                                             (or (mevedel-chat-status-detail chat) "unknown error"))))
+      ('done (mevedel-agent--settle-or-hold turn 'completed (mevedel-agent--final-response chat)))
+      ('error (mevedel-agent--settle-or-hold
+               turn 'failed (format "The agent's request failed: %s"
+                                    (or (mevedel-chat-status-detail chat) "unknown error"))))
       (_ (mevedel-agent--settle turn 'interrupted (mevedel-agent--interrupted-payload turn))))))
+
+(defun mevedel-agent--settle-or-hold (turn outcome payload)
+  "Settle TURN with OUTCOME and PAYLOAD, or hold them while it owns executions.
+A held turn stays active, slot and all, until its last yielded
+command ends (`mevedel-agent--execution-reported'): then one
+settlement publishes the answer and every completion it could not
+read, and nothing reaches the agent's mailbox after it."
+  (if (mevedel-agent--live-executions (mevedel-agent--turn-handle turn))
+      (setf (mevedel-agent--turn-held turn) (cons outcome payload))
+    (mevedel-agent--settle turn outcome payload)))
+
+(defun mevedel-agent--live-executions (handle)
+  "Return the unfinished yielded executions HANDLE's agent owns."
+  (and (featurep 'mevedel-dyn)
+       (mevedel-core-exec-list (mevedel-session-id (mevedel-agent--tree-session
+                                                    (mevedel-agent-handle-tree handle)))
+                               (mevedel-agent-handle-path handle))))
+
+(defun mevedel-agent--stop-executions (handle)
+  "Stop the executions HANDLE's agent owns; their records reach nobody's model.
+What they report arrives after its settlement and goes on to its
+spawn parent (`mevedel-agent--execution-reported')."
+  (let ((key (mevedel-session-id (mevedel-agent--tree-session (mevedel-agent-handle-tree handle)))))
+    (dolist (execution (mevedel-agent--live-executions handle))
+      (ignore-errors (mevedel-core-exec-stop-by-user key (plist-get execution :id))))))
+
+(defun mevedel-agent--execution-reported (data)
+  "React to the execution report DATA (a settlement or monitor lines).
+The root's own reports release its WaitAgent.  A child's last
+execution ending settles its held turn; a report reaching a child
+with no turn goes on to its spawn parent, as an EXECUTION record."
+  (when-let* ((tree (gethash (plist-get data :session) mevedel-agent--trees))
+              ((plist-get data :mailbox-ids)))
+    (let ((owner (or (plist-get data :owner) mevedel-mailbox-root)))
+      (if (equal owner mevedel-mailbox-root)
+          (when (gethash owner (mevedel-agent--tree-waits tree))
+            (mevedel-agent--release-wait tree owner (format "execution %s reported"
+                                                            (plist-get data :id))))
+        (when-let* ((handle (gethash owner (mevedel-agent--tree-agents tree))))
+          (let ((turn (mevedel-agent-handle-turn handle)))
+            (cond ((null turn)
+                   (mevedel-agent--hand-on-executions (mevedel-agent--tree-session tree) owner
+                                                      (mevedel-agent-handle-parent handle)))
+                  ((and (mevedel-agent--turn-held turn)
+                        (not (mevedel-agent--live-executions handle)))
+                   (mevedel-agent--settle turn (car (mevedel-agent--turn-held turn))
+                                          (cdr (mevedel-agent--turn-held turn)))))))))))
+
+(add-hook 'mevedel-tool-exec-settled-functions #'mevedel-agent--execution-reported)
+(add-hook 'mevedel-tool-exec-monitor-functions #'mevedel-agent--execution-reported)
 
 (defun mevedel-agent--interrupted-payload (turn)
   "Return the payload of the interrupted TURN: its reason and partial work."
-  (let* ((handle (mevedel-agent--turn-handle turn))
-         (partial (if (mevedel-agent--turn-started turn)
-                      (mevedel-agent--final-response (mevedel-agent-handle-chat handle) t)
-                    ""))
-         (partial (if (> (length partial) 4000)
-                      (concat "…" (substring partial (- (length partial) 4000)))
-                    partial)))
+  (let ((handle (mevedel-agent--turn-handle turn)))
     (concat (format "Interrupted: %s." (or (mevedel-agent--turn-reason turn) "interrupted"))
-            (if (string-empty-p partial) "" (concat "\nPartial work:\n" partial)))))
+            (mevedel-agent--partial-note
+             (if (mevedel-agent--turn-started turn)
+                 (mevedel-agent--final-response (mevedel-agent-handle-chat handle) t)
+               "")))))
+
+(defun mevedel-agent--partial-note (partial)
+  "Return the text of a payload naming PARTIAL work, bounded; empty for none."
+  (let ((partial (if (> (length partial) 4000)
+                     (concat "…" (substring partial (- (length partial) 4000)))
+                   partial)))
+    (if (string-empty-p partial) "" (concat "\nPartial work:\n" partial))))
+
+(defun mevedel-agent--recovered-work (handle)
+  "Return the responses of the last turn of the restored HANDLE's conversation.
+Its conversation is loaded (the cut turn settled as the root's is);
+one that cannot be gives no partial work."
+  (condition-case nil
+      (let* ((chat (mevedel-agent--hydrate handle))
+             (segments (mevedel-history-segments (mevedel-chat-data-buffer chat)))
+             (last-task (cl-position 'user segments :key (lambda (s) (plist-get s :type))
+                                     :from-end t)))
+        (string-trim
+         (mapconcat (lambda (s) (plist-get s :text))
+                    (cl-remove-if-not (lambda (s) (eq (plist-get s :type) 'response))
+                                      (nthcdr (1+ (or last-task -1)) segments))
+                    "\n\n")))
+    (error "")))
 
 (defconst mevedel-agent-stop-continuation-limit 8
   "Most times SubagentStop hooks may send one agent on.")
@@ -966,7 +1081,10 @@ Return non-nil when this call settled it."
            (tree (mevedel-agent--tree-of-handle handle))
            (session (mevedel-agent--tree-session tree))
            (path (mevedel-agent-handle-path handle))
-           (parent (mevedel-agent-handle-parent handle)))
+           (parent (mevedel-agent-handle-parent handle))
+           (verdict (and (mevedel-agent--turn-dispatched turn)
+                         (plist-get (mevedel-agent-handle-role handle) :verdict)
+                         (mevedel-agent-parse-verdict payload))))
       (cl-incf (mevedel-agent--tree-settling tree))
       (unwind-protect
           (progn
@@ -974,12 +1092,20 @@ Return non-nil when this call settled it."
               (cl-decf (mevedel-agent--tree-active tree)))
             (setf (mevedel-agent--tree-waiting tree) (delq turn (mevedel-agent--tree-waiting tree))
                   (mevedel-agent-handle-turn handle) nil
-                  (mevedel-agent-handle-status handle) 'idle
-                  (mevedel-agent-handle-outcome handle) outcome
-                  (mevedel-agent-handle-payload handle) payload
-                  (mevedel-agent-handle-verdict handle)
-                  (and (plist-get (mevedel-agent-handle-role handle) :verdict)
-                       (mevedel-agent-parse-verdict payload)))
+                  (mevedel-agent-handle-status handle) 'idle)
+            ;; A follow-up that never reached the provider keeps the
+            ;; result before it: its RESULT reports the failure, but
+            ;; agent://root/PATH still reads the last real answer.
+            (pcase-let ((`(,kept-outcome ,kept-payload ,kept-verdict)
+                         (if (mevedel-agent--turn-dispatched turn)
+                             (list outcome payload verdict)
+                           (or (mevedel-agent--turn-previous turn)
+                               (list outcome payload nil)))))
+              (setf (mevedel-agent-handle-outcome handle) kept-outcome
+                    (mevedel-agent-handle-payload handle) kept-payload
+                    (mevedel-agent-handle-verdict handle) kept-verdict))
+            (unless (eq outcome 'completed)
+              (setf (mevedel-agent-handle-wake handle) nil))
             (mevedel-agent--cancel-wait tree path)
             (mevedel-agent--save-registry tree)
             ;; The complete payload is on the handle and saved: publish
@@ -988,8 +1114,7 @@ Return non-nil when this call settled it."
                           (mevedel-agent--post
                            session parent "RESULT" (mevedel-agent--preview payload) path
                            `(("outcome" ,(symbol-name outcome))
-                             ,@(when-let* ((verdict (mevedel-agent-handle-verdict handle)))
-                                 `(("verdict" ,verdict)))))
+                             ,@(when verdict `(("verdict" ,verdict)))))
                         (error (display-warning 'mevedel (format "The result of %s is lost: %s"
                                                                  path (error-message-string err)))
                                nil))))
@@ -1001,26 +1126,42 @@ Return non-nil when this call settled it."
                                                            path (error-message-string err))))))
               (mevedel-tasks-settle-owner session path (eq outcome 'completed))
               (mevedel-agent--stop-hooks session handle outcome payload)
-              (let ((consumed (mevedel-agent--consume turn id)))
+              (let ((consumed (mevedel-agent--consume turn id outcome payload)))
                 (mevedel-agent--refresh handle)
                 (when (and id (not consumed)) (mevedel-agent--arrived tree parent id path)))))
         (cl-decf (mevedel-agent--tree-settling tree)))
       (mevedel-agent--offer tree)
+      (mevedel-agent--wake-for-late-mail handle)
       t)))
 
-(defun mevedel-agent--consume (turn id)
-  "Hand TURN's settlement to its workflow consumer; return non-nil if it took it.
-The consumer (/review, /verify) shows the result itself, so once it
-returns the RESULT record ID leaves the parent's mailbox: no later
-turn reads it again and it wakes nobody.  A consumer that fails
-leaves the record for ordinary delivery."
+(defun mevedel-agent--wake-for-late-mail (handle)
+  "Give the settled HANDLE a turn for mail its last sample missed.
+MAIL or a RESULT from another agent that arrived while its turn ran
+and is still unread (it came during the final sample, after the last
+drain) would otherwise wait for somebody's follow-up."
+  (when-let* (((mevedel-agent-handle-wake handle))
+              ((eq (mevedel-agent-handle-status handle) 'idle))
+              (chat (mevedel-agent-handle-chat handle))
+              (store (mevedel-mailbox--store chat))
+              (path (mevedel-agent-handle-path handle)))
+    (setf (mevedel-agent-handle-wake handle) nil)
+    (when (cl-some (lambda (m) (and (member (plist-get m :kind) '("MAIL" "RESULT"))
+                                    (not (equal (plist-get m :sender) path))))
+                   (mevedel-mailbox-unread store path))
+      (mevedel-agent--activate handle mevedel-mailbox-wake-prompt nil))))
+
+(defun mevedel-agent--consume (turn id outcome payload)
+  "Hand TURN's settlement, OUTCOME and PAYLOAD, to its workflow consumer.
+Return non-nil if it took it.  The consumer (/review, /verify) shows
+the result itself, so once it returns the RESULT record ID leaves the
+parent's mailbox: no later turn reads it again and it wakes nobody.
+A consumer that fails leaves the record for ordinary delivery."
   (when-let* ((on-settle (mevedel-agent--turn-on-settle turn)))
     (let* ((handle (mevedel-agent--turn-handle turn))
            (path (mevedel-agent-handle-path handle)))
       (condition-case err
           (progn
-            (funcall on-settle path (mevedel-agent-handle-outcome handle)
-                     (mevedel-agent-handle-payload handle))
+            (funcall on-settle path outcome payload)
             (when id
               (mevedel-core-mailbox-deliver
                (mevedel-session-store-handle
@@ -1073,15 +1214,20 @@ background turn, and an idle child (not mailing itself) a turn."
    ((equal recipient mevedel-mailbox-root)
     (mevedel-mailbox--note-wake (mevedel-session-id (mevedel-agent--tree-session tree)) (list id)))
    ((when-let* ((handle (mevedel-agent--handle tree recipient))
-                ((mevedel-agent-handle-chat handle))
-                ((eq (mevedel-agent-handle-status handle) 'idle)))
-      (mevedel-agent--activate handle mevedel-mailbox-wake-prompt nil)))))
+                ((mevedel-agent-handle-chat handle)))
+      (if (eq (mevedel-agent-handle-status handle) 'idle)
+          (mevedel-agent--activate handle mevedel-mailbox-wake-prompt nil)
+        ;; Read at its next sample, or after its settlement when
+        ;; there is none (`mevedel-agent--wake-for-late-mail').
+        (setf (mevedel-agent-handle-wake handle) t))))))
 
 (defun mevedel-agent-send (chat target message)
   "Send MESSAGE from the agent of CHAT to the agent TARGET (SendMessage).
 Return `started', `queued' or `waiting' (for a slot).  An idle child
-starts a turn with MESSAGE as its task; an active one, /root and the
-sender itself get a MAIL record.  From a request with Plan authority
+starts a turn with MESSAGE as its task when a slot is free; at
+capacity it gets MESSAGE as a MAIL record and a turn waiting for a
+slot that reads it.  An active one, /root and the sender itself get
+a MAIL record.  From a request with Plan authority
 the started turn is stamped, the record names the stamp (the turn
 reading it is stamped), and a running child must be in a stamped
 turn already: Plan cannot direct a turn that may change things."
@@ -1105,14 +1251,21 @@ Plan cannot direct it.  Send the message once it is idle (ListAgents shows its s
 it then starts a Plan turn"
                   recipient))
     (if (and handle (eq (mevedel-agent-handle-status handle) 'idle)
-             (not (equal recipient sender)))
+             (not (equal recipient sender))
+             (< (mevedel-agent--tree-active tree) mevedel-agent-capacity))
         (let ((task (mevedel-agent--prompt-hooks recipient message)))
           (if (mevedel-agent--activate handle task nil chat) 'waiting 'started))
       (let ((id (mevedel-agent--post session recipient "MAIL" message sender
                                      (and plan `(("plan" ,(symbol-name
                                                            (mevedel-plan-stamp-kind stamp))))))))
-        (mevedel-agent--arrived tree recipient id sender)
-        (if (and handle (eq (mevedel-agent-handle-status handle) 'waiting)) 'waiting 'queued)))))
+        (if (and handle (eq (mevedel-agent-handle-status handle) 'idle)
+                 (not (equal recipient sender)))
+            ;; At capacity the message is mail, read by the turn that
+            ;; waits for a slot.
+            (progn (mevedel-agent--activate handle mevedel-mailbox-wake-prompt nil chat)
+                   'waiting)
+          (mevedel-agent--arrived tree recipient id sender)
+          (if (and handle (eq (mevedel-agent-handle-status handle) 'waiting)) 'waiting 'queued))))))
 
 ;;;; Waiting
 
@@ -1173,14 +1326,98 @@ target's children go on.  Return its activity before the request:
     (when (equal (mevedel-agent-handle-path handle) caller)
       (user-error "An agent cannot interrupt itself"))
     (mevedel-agent--cancel-wait tree (mevedel-agent-handle-path handle))
+    (setf (mevedel-agent-handle-wake handle) nil)
     (when (and turn (not (mevedel-agent--turn-settled turn)))
       (setf (mevedel-agent--turn-reason turn) (or reason "interrupted"))
+      (when-let* ((child (mevedel-agent-handle-chat handle))
+                  ((or (mevedel-chat-compacting child) (mevedel-chat-hooking child))))
+        ;; Its request is still held back: it never went out, so the
+        ;; previous result stays.
+        (setf (mevedel-agent--turn-dispatched turn) nil))
       (when (mevedel-agent--turn-started turn)
         (mevedel-chat-abort (mevedel-agent-handle-chat handle)))
       ;; The abort settled it through the chat, unless the turn had not
       ;; started or its request was already gone: the gate decides.
-      (mevedel-agent--settle turn 'interrupted (mevedel-agent--interrupted-payload turn)))
+      (mevedel-agent--settle turn 'interrupted (mevedel-agent--interrupted-payload turn))
+      (mevedel-agent--stop-executions handle))
     status))
+
+(defun mevedel-agent--refuse-stale-call (context)
+  "Refuse the call with CONTEXT of a child agent whose turn has ended.
+A PreToolUse member.  Work queued by an interrupted turn (a call its
+last sample made that the pipeline had not admitted yet) must not
+start after the turn is terminal."
+  (when-let* ((handle (mevedel-agent--caller-handle context))
+              ((not (eq (mevedel-agent-handle-status handle) 'preparing))))
+    (let ((turn (mevedel-agent-handle-turn handle)))
+      (when (or (null turn) (mevedel-agent--turn-settled turn))
+        (list :deny (format "The turn of %s has ended; this call was not run"
+                            (mevedel-agent-handle-path handle)))))))
+
+(add-hook 'mevedel-pipeline-pre-tool-use-functions #'mevedel-agent--refuse-stale-call)
+
+;;;; Reminding a caller of its children
+
+(defvar-local mevedel-agent--children-told nil
+  "The child paths the running turn of this data buffer's agent was told of.")
+
+(defun mevedel-agent--children-line (handle)
+  "Return HANDLE as one line of a children reminder: path, role, state."
+  (format "- %s (%s): %s" (mevedel-agent-handle-path handle)
+          (or (mevedel-agent-handle-role-name handle) "default")
+          (let ((status (mevedel-agent-handle-status handle))
+                (outcome (mevedel-agent-handle-outcome handle)))
+            (if (and (eq status 'idle) outcome)
+                (format "idle, its last turn %s" outcome)
+              (symbol-name status)))))
+
+(defun mevedel-agent--direct-children (chat)
+  "Return the published handles whose spawn parent is CHAT's agent, by path."
+  (when-let* ((session (mevedel-chat-session chat))
+              ((mevedel-session-p session))
+              (tree (gethash (mevedel-session-id session) mevedel-agent--trees)))
+    (let ((path (mevedel-agent--path-of chat)))
+      (cl-remove-if-not (lambda (handle) (equal (mevedel-agent-handle-parent handle) path))
+                        (mevedel-agent--handles tree)))))
+
+(defun mevedel-agent--children-reminder (chat)
+  "Remind CHAT's agent of its direct children before a turn's first sample.
+A `mevedel-chat-message-functions' member: after a compaction or a
+resume the conversation may no longer show which agents it started."
+  (let ((children (mevedel-agent--direct-children chat)))
+    (with-current-buffer (mevedel-chat-data-buffer chat)
+      (setq mevedel-agent--children-told (mapcar #'mevedel-agent-handle-path children)))
+    (when children
+      (list (mevedel-agent--children-block
+             chat "Your child agents (ListAgents lists the whole tree):" children)))))
+
+(defun mevedel-agent--children-block (chat heading children)
+  "Return the reminder block of CHAT's agent: HEADING, then CHILDREN's lines.
+An <agent-children> element, so that a transcript reader takes it for
+harness mail, not for the user's words."
+  (concat "<agent-children caller=\"" (mevedel-agent--path-of chat) "\">\n" heading "\n"
+          (mapconcat #'mevedel-agent--children-line children "\n")
+          "\n</agent-children>"))
+
+(defun mevedel-agent--new-children-reminder (chat)
+  "Name, once, the children CHAT's running turn started since it was told.
+A `mevedel-chat-continuation-mail-functions' member."
+  (let* ((buffer (mevedel-chat-data-buffer chat))
+         (told (buffer-local-value 'mevedel-agent--children-told buffer))
+         (turn (mevedel-chat-turn chat))
+         (new (and turn
+                   (cl-remove-if-not
+                    (lambda (handle) (and (eq (mevedel-agent-handle-spawn-turn handle) turn)
+                                          (not (member (mevedel-agent-handle-path handle) told))))
+                    (mevedel-agent--direct-children chat)))))
+    (when new
+      (with-current-buffer buffer
+        (setq mevedel-agent--children-told
+              (append told (mapcar #'mevedel-agent-handle-path new))))
+      (list (mevedel-agent--children-block chat "Child agents you started in this turn:" new)))))
+
+(add-hook 'mevedel-chat-message-functions #'mevedel-agent--children-reminder t)
+(add-hook 'mevedel-chat-continuation-mail-functions #'mevedel-agent--new-children-reminder t)
 
 ;;;; Turn limits
 
@@ -1359,10 +1596,11 @@ kind are refused."
 
 (defun mevedel-agent--restore (chat)
   "Bring back the retained agents saved with the session of the root CHAT.
-The records are checked; no conversation is loaded (the first use of
-one does, `mevedel-agent--hydrate').  An agent that was
-active when Emacs stopped comes back interrupted, and its spawn parent
-gets that RESULT (it wakes nobody)."
+The records are checked; an idle agent's conversation is not loaded
+\(the first use of one does, `mevedel-agent--hydrate').  An agent that
+was active when Emacs stopped is loaded, its cut turn settled, and it
+comes back interrupted: its spawn parent gets that RESULT with the
+partial work (it wakes nobody)."
   (when-let* (((not (mevedel-chat-agent chat)))
               (session (mevedel-chat-session chat))
               ((mevedel-session-durable-p session))
@@ -1395,6 +1633,12 @@ gets that RESULT (it wakes nobody)."
                (clrhash (mevedel-agent--tree-agents tree))
                (setq interrupted nil)))
       (when interrupted
+        ;; As the root's cut turn, a child's is loaded now, so that its
+        ;; RESULT carries the work it had done.
+        (dolist (handle interrupted)
+          (setf (mevedel-agent-handle-payload handle)
+                (concat (mevedel-agent-handle-payload handle)
+                        (mevedel-agent--partial-note (mevedel-agent--recovered-work handle)))))
         (mevedel-agent--save-registry tree)
         (dolist (handle (nreverse interrupted))
           (mevedel-agent--post session (mevedel-agent-handle-parent handle) "RESULT"

@@ -153,9 +153,10 @@ mevedel-save.el saves the conversation this way.")
 
 (defvar mevedel-chat-before-send-functions nil
   "Functions that may hold a turn back until work it needs is done.
-Each is called with the chat, the turn's text and a function of no
-arguments that sends the turn.  One that returns non-nil holds the
-turn: it calls that function once its work is done, and the functions
+Each is called with the chat, the turn's text and a function that
+sends the turn.  One that returns non-nil holds the turn: it calls
+that function once its work is done (with the argument `abort' when
+the turn was aborted meanwhile: it ends unsent), and the functions
 after it are not called.  Compaction (mevedel-compaction.el) summarises
 older turns first this way.")
 
@@ -695,7 +696,10 @@ TEXT stays in the input history; ON-DONE gets `blocked'."
   "Send TEXT in CHAT, unless `mevedel-chat-before-send-functions' hold it.
 Return the turn, or nil when it is held (it starts later).  ON-DONE
 and BACKGROUND are as for `mevedel-chat-send'."
-  (let ((send (lambda () (mevedel-chat--send-now chat text on-done background))))
+  (let ((send (lambda (&optional outcome)
+                (if (eq outcome 'abort)
+                    (when on-done (funcall on-done chat 'abort))
+                  (mevedel-chat--send-now chat text on-done background)))))
     (unless (run-hook-with-args-until-success 'mevedel-chat-before-send-functions
                                               chat text send)
       (funcall send))))

@@ -36,6 +36,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'gptel)
+(require 'mevedel-gptel)
 (require 'mevedel-history)
 (require 'mevedel-hooks)
 (require 'mevedel-prompt)
@@ -135,6 +136,9 @@ context window, with enough turns to compact."
          (> (+ tokens (/ (length (or text "")) 4))
             (* mevedel-compaction-threshold window)))))
 
+(defvar-local mevedel-compaction--running nil
+  "(ON-DONE . FSM) of the compaction running in this data buffer, or nil.")
+
 (defun mevedel-compaction-start (chat &optional focus on-done)
   "Summarise the older part of CHAT's conversation, and send that instead.
 The `mevedel-compaction-keep-turns' most recent turns stay verbatim.
@@ -143,7 +147,8 @@ last compaction together with its summary, so summaries never stack;
 FOCUS, a string, says what the summary should keep above all.  The
 whole transcript is first copied to a numbered compact-NNNN file, and
 the view keeps showing every turn.  ON-DONE is called with CHAT and
-`done' or `error' at the end; observers hear `compacted'."
+`done', `error' or `abort' (`mevedel-chat-abort' stopped it) at the
+end; observers hear `compacted'."
   (when (mevedel-chat-busy-p chat)
     (user-error "A turn is running in %s; wait or abort it first" (mevedel-chat-name chat)))
   (mevedel-transcript-complete (mevedel-chat-data-buffer chat))
@@ -166,8 +171,14 @@ the view keeps showing every turn.  ON-DONE is called with CHAT and
       (setf (mevedel-chat-compacting chat) t)
       (mevedel-chat-set-status chat 'compacting)
       (with-current-buffer buffer
-        (let ((gptel-backend backend) (gptel-model model) (gptel-use-tools nil) (gptel-tools nil))
-          (gptel-request
+        (let ((gptel-backend backend) (gptel-model model) (gptel-use-tools nil) (gptel-tools nil)
+              (running (list on-done)))
+          ;; `mevedel-compaction--abort' takes it; a late answer then
+          ;; finds it gone and changes nothing.
+          (setq mevedel-compaction--running running)
+          (setcdr
+           running
+           (gptel-request
               (concat (and previous (concat "Earlier summary:\n" previous "\n\n"))
                       "Conversation to summarise:\n" (string-trim conversation)
                       (and focus (not (string-blank-p focus))
@@ -176,15 +187,30 @@ the view keeps showing every turn.  ON-DONE is called with CHAT and
             :stream nil
             :callback
             (lambda (response info)
-              (cond
-               ((stringp response)
-                (mevedel-compaction--install-summary chat response cut recovery)
-                (mevedel-compaction--end chat 'done on-done))
-               ((null response)
-                (message "mevedel: compaction failed: %s"
-                         (mevedel-chat-error-message info))
-                (mevedel-compaction--end chat 'error on-done)))))))
+              (when (eq (buffer-local-value 'mevedel-compaction--running buffer) running)
+                (cond
+                 ((stringp response)
+                  (mevedel-compaction--install-summary chat response cut recovery)
+                  (mevedel-compaction--end chat 'done on-done))
+                 ((null response)
+                  (message "mevedel: compaction failed: %s"
+                           (mevedel-chat-error-message info))
+                  (mevedel-compaction--end chat 'error on-done)))))))))
       recovery)))
+
+(defun mevedel-compaction--abort (chat)
+  "Stop CHAT's running compaction; return non-nil if one ran.
+A `mevedel-chat-abort-functions' member.  The turn it held back is
+not sent: an interrupted agent's request must not go out after its
+turn was recorded interrupted."
+  (when-let* (((mevedel-chat-compacting chat))
+              (buffer (mevedel-chat-data-buffer chat))
+              (running (buffer-local-value 'mevedel-compaction--running buffer)))
+    (mevedel-compaction--end chat 'abort (car running))
+    (when (cdr running) (ignore-errors (mevedel-gptel-abort (cdr running) buffer)))
+    t))
+
+(add-hook 'mevedel-chat-abort-functions #'mevedel-compaction--abort)
 
 (defun mevedel-compaction--install-summary (chat summary cut recovery)
   "Put SUMMARY at CUT in CHAT's data buffer; what precedes it is compacted.
@@ -210,19 +236,24 @@ made before."
 (defun mevedel-compaction--end (chat outcome on-done)
   "Finish CHAT's compaction with OUTCOME; call ON-DONE and tell observers."
   (setf (mevedel-chat-compacting chat) nil)
+  (with-current-buffer (mevedel-chat-data-buffer chat)
+    (setq mevedel-compaction--running nil))
   (when (eq outcome 'done)
     (mevedel-hooks-session-start (mevedel-chat-session chat) "compact"))
-  (mevedel-chat-set-status chat (if (eq outcome 'done) 'idle 'error)
-                           (unless (eq outcome 'done) "compaction failed"))
+  (mevedel-chat-set-status chat (if (memq outcome '(done abort)) 'idle 'error)
+                           (when (eq outcome 'error) "compaction failed"))
   (mevedel-chat-notify chat 'compacted outcome)
   (when on-done (funcall on-done chat outcome)))
 
 (defun mevedel-compaction--before-send (chat text send)
   "Compact CHAT first when its next request, with TEXT, would be too large.
 A `mevedel-chat-before-send-functions' member: SEND sends the turn once
-the compaction is over, whatever its outcome; return non-nil then."
+the compaction is over, whether it worked or not; an aborted one
+gives SEND `abort', which ends the turn unsent.  Return non-nil then."
   (when (mevedel-compaction-needed-p chat text)
-    (mevedel-compaction-start chat nil (lambda (_chat _outcome) (funcall send)))
+    (mevedel-compaction-start chat nil (lambda (_chat outcome)
+                                         (if (eq outcome 'abort) (funcall send 'abort)
+                                           (funcall send))))
     t))
 
 (add-hook 'mevedel-chat-before-send-functions #'mevedel-compaction--before-send)

@@ -621,9 +621,9 @@ scheduled before this."
 (defun mevedel-goal--hold (chat)
   "Return the reason the next automatic turn of CHAT must wait, or nil."
   (cond ((mevedel-chat-queued chat) "queued messages")
-        ((mevedel-mailbox-wake-pending-p (mevedel-chat-session chat)) "background events")
+        ((mevedel-mailbox-wakes-pending-p chat) "background events")
         ((mevedel-interaction-list chat) "an open card")
-        ((mevedel-view-composer-draft chat) "the composer's draft")))
+        ((run-hook-with-args-until-success 'mevedel-mailbox-hold-functions chat))))
 
 (defun mevedel-goal-offer (chat)
   "Start the next automatic turn of CHAT's active Goal, unless it must wait.
@@ -653,29 +653,13 @@ from the user.")
                                                   (error-message-string err)))
                  nil))))))
 
-(defun mevedel-goal--interactions-changed (chat)
-  "Offer CHAT's held Goal its turn once no card is open."
+(defun mevedel-goal--released (chat)
+  "Offer CHAT's held Goal its turn: what held it may have let go."
   (when-let* ((goal (mevedel-goal-of (mevedel-chat-session chat)))
-              ((mevedel-goal-held goal))
-              ((not (mevedel-interaction-list chat))))
+              ((mevedel-goal-held goal)))
     (mevedel-goal--offer-soon chat)))
 
-(add-hook 'mevedel-interaction-change-functions #'mevedel-goal--interactions-changed)
-
-(defun mevedel-goal--composer-changed (&rest _)
-  "Offer the view's held Goal its turn once the composer is empty."
-  (when-let* ((chat (mevedel-view-chat))
-              (goal (mevedel-goal-of (mevedel-chat-session chat)))
-              ((mevedel-goal-held goal))
-              ((not (mevedel-view-composer-draft chat))))
-    (mevedel-goal--offer-soon chat)))
-
-(defun mevedel-goal--view-opened (view)
-  "Watch the composer of VIEW for a draft, which the Goal waits for."
-  (with-current-buffer view
-    (add-hook 'after-change-functions #'mevedel-goal--composer-changed nil t)))
-
-(add-hook 'mevedel-view-open-functions #'mevedel-goal--view-opened)
+(add-hook 'mevedel-mailbox-release-functions #'mevedel-goal--released)
 
 ;;; Commands
 

@@ -41,6 +41,7 @@
 (require 'subr-x)
 (require 'mevedel-core)
 (require 'mevedel-chat)
+(require 'mevedel-interaction)
 (require 'mevedel-save)
 (require 'mevedel-session)
 (require 'mevedel-tool-exec)
@@ -151,24 +152,57 @@ Built by `concat', not `format': this runs for every record drained."
           (puthash session left mevedel-mailbox--pending-wakes)
         (remhash session mevedel-mailbox--pending-wakes)))))
 
-(defun mevedel-mailbox-wake-pending-p (session)
-  "Return non-nil when records of SESSION wait to wake its idle root.
-Background events come before work the harness starts on its own (a
-Goal's next turn), which waits for them."
-  (and (mevedel-session-p session)
-       (gethash (mevedel-session-id session) mevedel-mailbox--pending-wakes)
-       t))
+(defvar mevedel-mailbox-hold-functions nil
+  "Functions of a root chat; one returning non-nil holds its background turns.
+The value says why, as text (\"the composer's draft\").  The view holds
+them while its composer has a draft: a turn starting then would take
+the conversation from under the user.  Whoever holds calls
+`mevedel-mailbox-hold-released' when it lets go.")
+
+(defvar mevedel-mailbox-release-functions nil
+  "Functions of a root chat, called when what held its background turns let go.
+Work the harness starts on its own after background events (a Goal's
+next turn) listens here to try again.")
+
+(defun mevedel-mailbox--free-p (chat)
+  "Return non-nil when a background turn may start in CHAT now.
+CHAT is idle, no interaction (a child's card included) waits for the
+user, and nothing holds it (`mevedel-mailbox-hold-functions')."
+  (and chat (not (mevedel-chat-busy-p chat))
+       (not (mevedel-interaction-list chat))
+       (not (run-hook-with-args-until-success 'mevedel-mailbox-hold-functions chat))))
 
 (defun mevedel-mailbox--idle-p (key)
-  "Return non-nil when the chat of session KEY is open and idle."
-  (let ((chat (mevedel-mailbox--chat-of key)))
-    (and chat (not (mevedel-chat-busy-p chat)))))
+  "Return non-nil when the chat of session KEY is open and free for a wake."
+  (mevedel-mailbox--free-p (mevedel-mailbox--chat-of key)))
+
+(defun mevedel-mailbox-wakes-pending-p (chat)
+  "Return non-nil when records wait to wake the root CHAT."
+  (let ((session (mevedel-chat-session chat)))
+    (and (mevedel-session-p session) (not (mevedel-chat-agent chat))
+         (gethash (mevedel-session-id session) mevedel-mailbox--pending-wakes)
+         t)))
+
+(defun mevedel-mailbox-hold-released (chat)
+  "Offer CHAT's pending wakes later: what held them may have let go.
+Then tell `mevedel-mailbox-release-functions'."
+  (when (and (mevedel-mailbox-wakes-pending-p chat)
+             (not (timerp mevedel-mailbox--wake-timer)))
+    (setq mevedel-mailbox--wake-timer (run-at-time 0 nil #'mevedel-mailbox-offer-wakes)))
+  (run-hook-with-args 'mevedel-mailbox-release-functions chat))
+
+(defun mevedel-mailbox--interactions-changed (chat)
+  "Offer CHAT's held wakes once its last interaction is answered."
+  (unless (mevedel-interaction-list chat)
+    (mevedel-mailbox-hold-released chat)))
+
+(add-hook 'mevedel-interaction-change-functions #'mevedel-mailbox--interactions-changed)
 
 (defun mevedel-mailbox--wake (key)
   "Start one background turn in the idle chat of session KEY.
 Return non-nil when it started."
   (let ((chat (mevedel-mailbox--chat-of key)))
-    (when (and chat (not (mevedel-chat-busy-p chat)))
+    (when (mevedel-mailbox--free-p chat)
       (mevedel-chat-send chat mevedel-mailbox-wake-prompt :background mevedel-mailbox-wake-notice)
       t)))
 

@@ -63,6 +63,7 @@
 (require 'mevedel-locations)
 (require 'mevedel-mentions)
 (require 'mevedel-interaction)
+(require 'mevedel-mailbox)
 (require 'mevedel-markdown)
 (require 'mevedel-plan)
 
@@ -264,10 +265,16 @@ composer's editing (`mevedel-view--after-change')."
              (< beg mevedel-view--composer)
              (cons buffer-undo-list (marker-position mevedel-view--composer)))))
 
-(defun mevedel-view--after-change (&rest _)
+(defun mevedel-view--after-change (beg &rest _)
   "Forget the undo records of a change above the composer.
 The composer's own records move with its text: its positions changed
-by the size of the change."
+by the size of the change.  A composer emptied (a change at BEG within
+it) lets the background turns its draft held start
+\(`mevedel-view--draft-holds')."
+  (when (and mevedel-view--chat mevedel-view--composer
+             (>= beg mevedel-view--composer)
+             (string-blank-p (mevedel-view--composer-text)))
+    (mevedel-mailbox-hold-released mevedel-view--chat))
   (when-let* ((before mevedel-view--undo-before))
     (setq mevedel-view--undo-before nil
           buffer-undo-list (car before))
@@ -1845,15 +1852,18 @@ draws it (mevedel-panel.el) replaces it with `mevedel-view-replace-panel'."
   "Return the composer's text."
   (buffer-substring-no-properties mevedel-view--composer (point-max)))
 
-(defun mevedel-view-composer-draft (chat)
-  "Return the text waiting in the composer of CHAT's view, or nil.
-A draft is the user about to say something: work the harness would
-start on its own (a Goal's next turn) waits for it."
+(defun mevedel-view--draft-holds (chat)
+  "Return \"the composer's draft\" when CHAT's view has one, else nil.
+A `mevedel-mailbox-hold-functions' member: a background turn does not
+start under the user's typing."
   (when-let* ((buffer (get-buffer (format "*mevedel: %s*" (mevedel-chat-name chat))))
               ((eq (buffer-local-value 'mevedel-view--chat buffer) chat)))
     (with-current-buffer buffer
-      (let ((text (string-trim (mevedel-view--composer-text))))
-        (and (not (string-empty-p text)) text)))))
+      (and mevedel-view--composer
+           (not (string-blank-p (mevedel-view--composer-text)))
+           "the composer's draft"))))
+
+(add-hook 'mevedel-mailbox-hold-functions #'mevedel-view--draft-holds)
 
 (defun mevedel-view--set-composer (text)
   "Replace the composer's text with TEXT."

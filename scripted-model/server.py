@@ -298,8 +298,8 @@ def ends_with_user_text(body):
     """Return True when BODY's last message is the user's text (a new turn).
 
     Mail that joins a request continued after tool results (user text
-    made only of <agent-message> blocks right after the results)
-    continues the turn instead.
+    made only of <agent-message> blocks, or the <agent-children>
+    reminder, right after the results) continues the turn instead.
     """
     messages = body.get("messages") or []
     if not messages or messages[-1].get("role") != "user" or is_media_message(messages[-1]):
@@ -323,7 +323,8 @@ def ends_with_user_text(body):
         texts.extend(block.get("text", "") for block in blocks if block.get("type") == "text")
         if any(block.get("type") == "tool_result" for block in blocks):
             break
-    return not (texts and all(text.lstrip().startswith("<agent-message") for text in texts))
+    return not (texts and all(text.lstrip().startswith(("<agent-message", "<agent-children"))
+                              for text in texts))
 
 
 def history_result_ids(body, wire):

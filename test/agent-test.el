@@ -191,15 +191,22 @@
                                     (mevedel-environment--component root)))
         (should (string-match-p "inside the root"
                                 (mevedel-test-run-tool root "Read" "r2" '(:file_path "top.txt"))))
-        ;; A directory gone by a follow-up fails the turn; nothing falls back.
+        ;; A directory gone by a follow-up fails the turn; nothing falls
+        ;; back.  The RESULT says so; the retained result stays the
+        ;; last real answer.
         (agent-test--finish path 'done "worked in sub")
+        (mevedel-core-mailbox-deliver (mevedel-session-store-handle (mevedel-chat-session root))
+                                      (mapcar (lambda (m) (plist-get m :id))
+                                              (agent-test--mail root "/root")))
         (delete-directory sub t)
         (let ((sends (length agent-test--sends)))
           (mevedel-agent-send root path "go on")
           (should (= (length agent-test--sends) sends)))
-        (should (eq (plist-get (mevedel-agent-status root path) :outcome) 'failed))
-        (should (string-match-p "working directory .*sub/ no longer exists"
-                                (cdr (mevedel-agent-result root path))))))))
+        (let ((result (car (agent-test--mail root "/root"))))
+          (should (equal (plist-get result :attrs) '(("outcome" "failed"))))
+          (should (string-match-p "working directory .*sub/ no longer exists"
+                                  (plist-get result :payload))))
+        (should (equal (mevedel-agent-result root path) '(completed . "worked in sub")))))))
 
 (ert-deftest mevedel-agent:paths-resolve-strictly ()
   (agent-test--with-root root
@@ -501,12 +508,19 @@ It blocks the first stop of a turn, not one a stop hook caused."
       ;; Mail to /root from a child.
       (should (eq (mevedel-agent-send child "/root" "hi root") 'queued))
       (should (equal (plist-get (car (agent-test--mail root "/root")) :sender) a))
-      ;; An idle child at capacity waits for a slot.
+      ;; At capacity, a message to an idle child is MAIL, read by the
+      ;; turn that waits for a slot (it is not that turn's task).
+      (mevedel-test-drain-mail child)
       (agent-test--finish a 'done "done")
       (let ((b (agent-test--spawn root "b")))
         (should (eq (mevedel-agent-send root a "more") 'waiting))
+        (should (equal (mapcar (lambda (m) (list (plist-get m :kind) (plist-get m :payload)))
+                               (agent-test--mail root a))
+                       '(("MAIL" "more"))))
         (agent-test--finish b 'done "b done")
-        (should (equal (cadr (agent-test--send-of a)) "more"))))))
+        (should (equal (cadr (agent-test--send-of a)) mevedel-mailbox-wake-prompt))
+        (should (string-match-p "\\`<agent-message type=\"MAIL\" sender=\"/root\"[^>]*>\nmore"
+                                (car (mevedel-test-drain-mail child))))))))
 
 (ert-deftest mevedel-agent:mail-drains-before-each-sample-in-order ()
   (agent-test--with-root root
@@ -642,7 +656,7 @@ It blocks the first stop of a turn, not one a stop hook caused."
                                 (agent-test--mail again "/root"))))
                   (should (= (length results) 1))
                   (should (equal (plist-get (car results) :attrs) '(("outcome" "interrupted")))))
-                ;; Unread mail is intact; no conversation was loaded.
+                ;; Unread mail is intact; no idle conversation was loaded.
                 (should (= (length (agent-test--mail again busy)) unread))
                 ;; The first use loads that one conversation, and
                 ;; continues it with the frozen configuration.
@@ -828,11 +842,11 @@ keeps the identities it was frozen with."
           (should (eq (mevedel-agent-send root plain "now plan") 'started))
           (should (string-match-p "Plan mode" (cdr (agent-test--verdict
                                                     plain-chat "ApplyPatch" (list :patch patch)))))
-          ;; Mail from Plan to it stays unread when that turn ends...
+          ;; Mail from Plan to it that its last sample missed...
           (should (eq (mevedel-agent-send root plain "one more thing") 'queued))
           (agent-test--finish plain 'done "planned")))
-      ;; ...and stamps the ordinary follow-up that reads it first.
-      (should (eq (mevedel-agent-send root plain "go on") 'started))
+      ;; ...wakes it when that turn ends, and stamps the turn reading it.
+      (should (equal (cadr (agent-test--send-of plain)) mevedel-mailbox-wake-prompt))
       (should (string-match-p "Plan mode" (cdr (agent-test--verdict
                                                 plain-chat "ApplyPatch" (list :patch patch)))))
       (mevedel-test-drain-mail plain-chat)
@@ -1083,6 +1097,263 @@ keeps the identities it was frozen with."
       (should (equal (mevedel-agent-result root a)
                      (cons 'completed "partial answer\n\n[Stopped before a final answer: \
 the agent reached its limit of 5 turns]"))))))
+
+;;;; Mail, executions and lifecycle (issue 41)
+
+(ert-deftest mevedel-agent:mail-during-the-final-sample-is-acted-on ()
+  (agent-test--with-root root
+    (let* ((a (agent-test--spawn root "a"))
+           (child (car (agent-test--send-of a)))
+           (sub (agent-test--spawn child "sub")))
+      ;; MAIL and a RESULT arrive while a's final answer streams: no
+      ;; tool boundary follows to drain them.
+      (should (eq (mevedel-agent-send root a "late news") 'queued))
+      (agent-test--finish sub 'done "sub result")
+      (agent-test--finish a 'done "answer")
+      ;; Its settlement gives it a turn that reads them.
+      (should (eq (plist-get (mevedel-agent-status root a) :status) 'running))
+      (should (equal (cadr (agent-test--send-of a)) mevedel-mailbox-wake-prompt))
+      (let ((blocks (mevedel-test-drain-mail child)))
+        (should (= (length blocks) 2))
+        (should (string-match-p "late news" (car blocks)))
+        (should (string-match-p "type=\"RESULT\" sender=\"/root/a/sub\"" (cadr blocks))))
+      ;; Mail read before the answer wakes nothing after it.
+      (mevedel-agent-send root a "read in time")
+      (mevedel-test-drain-mail child)
+      (agent-test--finish a 'done "second answer")
+      (should (eq (plist-get (mevedel-agent-status root a) :status) 'idle))
+      ;; Nor does self-mail, nor mail to a turn that failed.
+      (mevedel-agent-send root a "go")
+      (mevedel-agent-send child a "note to self")
+      (mevedel-agent-send root a "for the failed turn")
+      (agent-test--finish a 'error)
+      (should (eq (plist-get (mevedel-agent-status root a) :status) 'idle)))))
+
+(defun agent-test--result-kinds (chat)
+  "Return (KIND SENDER PAYLOAD) of the unread mail of /root in CHAT's session."
+  (mapcar (lambda (m) (list (plist-get m :kind) (plist-get m :sender) (plist-get m :payload)))
+          (agent-test--mail chat "/root")))
+
+(ert-deftest mevedel-agent:an-answer-is-held-while-its-executions-run ()
+  (agent-test--with-root root
+    (let* ((a (agent-test--spawn root "runner"))
+           (child (car (agent-test--send-of a))))
+      (should (string-match-p
+               "execution_id"
+               (mevedel-test-run-tool child "Bash" "b1" '(:command "sleep 1.5; echo late output"
+                                                          :description "wait" :yield_time_ms 250))))
+      (agent-test--finish a 'done "my answer")
+      ;; Held: still active, nothing published yet.
+      (should (eq (plist-get (mevedel-agent-status root a) :status) 'running))
+      (should-not (agent-test--mail root "/root"))
+      (mevedel-test-wait-until (eq (plist-get (mevedel-agent-status root a) :status) 'idle) 20)
+      ;; One settlement: the unchanged answer, then the completion it
+      ;; could not read, attributed to it; nothing left in its mailbox.
+      (let ((mail (agent-test--result-kinds root)))
+        (should (equal (mapcar #'butlast mail) `(("RESULT" ,a) ("EXECUTION" ,a))))
+        (should (equal (nth 2 (car mail)) "my answer"))
+        (should (string-match-p "late output" (nth 2 (cadr mail)))))
+      (should-not (agent-test--mail root a))
+      (should (equal (mevedel-agent-result root a) '(completed . "my answer"))))))
+
+(ert-deftest mevedel-agent:interrupt-stops-the-targets-executions-and-queued-work ()
+  (agent-test--with-root root
+    (let* ((a (agent-test--spawn root "runner"))
+           (child (car (agent-test--send-of a)))
+           (key (mevedel-session-id (mevedel-chat-session root))))
+      (mevedel-test-run-tool child "Bash" "b1" '(:command "sleep 30" :description "wait"
+                                                      :yield_time_ms 250))
+      (should (= 1 (length (mevedel-core-exec-list key a))))
+      (should (eq (mevedel-agent-interrupt root a) 'running))
+      ;; Its execution is terminated...
+      (mevedel-test-wait-until (null (mevedel-core-exec-list key a)) 20)
+      ;; ...and its report reaches the spawn parent, not the idle
+      ;; agent's mailbox, where nothing would read it.
+      (mevedel-test-wait-until (assoc "EXECUTION" (agent-test--result-kinds root)) 10)
+      (should-not (agent-test--mail root a))
+      ;; A call its last sample made, not yet admitted, does not run.
+      (should (string-match-p "turn of /root/runner has ended"
+                              (mevedel-test-run-tool child "Bash" "b2"
+                                                     '(:command "touch ran.txt" :description "touch"))))
+      (should-not (file-exists-p (expand-file-name "ran.txt" (mevedel-chat-root root)))))))
+
+(ert-deftest mevedel-agent:a-root-wait-wakes-on-its-own-background-work ()
+  (agent-test--with-root root
+    (let ((woken nil))
+      (mevedel-test-run-tool root "Bash" "b1" '(:command "sleep 0.5; echo done"
+                                                :description "wait" :yield_time_ms 250))
+      (mevedel-agent-wait root 60000 (lambda (reason) (setq woken reason)))
+      (mevedel-test-wait-until woken 20)
+      (should (string-match-p "\\`execution .* reported\\'" woken)))))
+
+(ert-deftest mevedel-agent:an-active-turn-resumes-with-its-partial-work ()
+  (agent-test--with-root root
+    (let* ((session (mevedel-chat-session root))
+           (id (mevedel-session-id session))
+           (dir (mevedel-chat-root root))
+           (busy (agent-test--spawn root "busy"))
+           (child (car (agent-test--send-of busy))))
+      (with-current-buffer (mevedel-chat-data-buffer child)
+        (goto-char (point-max))
+        (insert (propertize "Found the first two causes" 'gptel 'response)))
+      (mevedel-save-checkpoint child nil t)
+      ;; Emacs stops: nothing settles.
+      (kill-buffer (mevedel-chat-data-buffer root))
+      (let ((again (mevedel-chat-get-create dir id)))
+        (unwind-protect
+            (let ((result (cl-find busy (agent-test--mail again "/root")
+                                   :key (lambda (m) (plist-get m :sender)) :test #'equal)))
+              (should (equal (plist-get result :attrs) '(("outcome" "interrupted"))))
+              (should (string-match-p "Emacs stopped.*\nPartial work:\nFound the first two causes"
+                                      (plist-get result :payload)))
+              (should (string-match-p "Partial work"
+                                      (cdr (mevedel-agent-result again busy)))))
+          (kill-buffer (mevedel-chat-data-buffer again)))))))
+
+(ert-deftest mevedel-agent:emacs-exit-saves-child-conversations ()
+  (agent-test--with-root root
+    (let* ((a (agent-test--spawn root "writer"))
+           (child (car (agent-test--send-of a)))
+           (buffer (mevedel-chat-data-buffer child)))
+      (should (memq #'mevedel-agent--flush-all kill-emacs-hook))
+      (with-current-buffer buffer
+        (goto-char (point-max))
+        (insert (propertize "streamed, not yet saved" 'gptel 'response)))
+      (should (mevedel-transcript-dirty-p buffer))
+      (mevedel-agent--flush-all)
+      (should-not (mevedel-transcript-dirty-p buffer))
+      (let ((store (mevedel-core-store-open
+                    (expand-file-name (mevedel-agent-handle-transcript
+                                       (mevedel-agent--handle
+                                        (mevedel-agent--tree-of (mevedel-chat-session root)) a))
+                                      (mevedel-session-directory (mevedel-chat-session root))))))
+        (should (string-match-p "streamed, not yet saved"
+                                (with-temp-buffer
+                                  (mevedel-transcript-restore (current-buffer) store)
+                                  (buffer-string))))))))
+
+(ert-deftest mevedel-agent:each-turn-is-reminded-of-its-children ()
+  (agent-test--with-root root
+    (let* ((a (agent-test--spawn root "a"))
+           (b (agent-test--spawn root "b" :role "worker"))
+           (child (car (agent-test--send-of a))))
+      (agent-test--spawn child "grandchild")
+      (agent-test--finish b 'done "b done")
+      (let ((reminder (mevedel-agent--children-reminder root)))
+        (should (equal reminder
+                       (list (format "<agent-children caller=\"/root\">
+Your child agents (ListAgents lists the whole tree):
+- %s (default): running
+- %s (worker): idle, its last turn completed
+</agent-children>" a b)))))
+      ;; A child started in the turn is named once at the next boundary.
+      (mevedel-test-in-turn root (list :id "turn")
+        (let ((c (agent-test--spawn root "c")))
+          (should (member (format "<agent-children caller=\"/root\">
+Child agents you started in this turn:
+- %s (default): running
+</agent-children>" c)
+                          (mevedel-test-drain-mail root)))
+          (should-not (cl-some (lambda (block) (string-match-p "Child agents" block))
+                               (mevedel-test-drain-mail root))))))))
+
+(ert-deftest mevedel-agent:background-turns-wait-for-drafts-and-cards ()
+  (agent-test--with-root root
+    (let* ((key (mevedel-session-id (mevedel-chat-session root)))
+           (view (mevedel-view-buffer root))
+           (root-sends (lambda () (cl-remove-if-not (lambda (send) (eq (car send) root))
+                                                    agent-test--sends))))
+      (unwind-protect
+          (progn
+            ;; A draft in the composer holds the wake.
+            (with-current-buffer view (mevedel-view--set-composer "half a thought"))
+            (mevedel-mailbox--note-wake key '(1))
+            (mevedel-mailbox-offer-wakes)
+            (should-not (funcall root-sends))
+            ;; Emptying it lets the wake go.
+            (with-current-buffer view (mevedel-view--set-composer ""))
+            (mevedel-test-wait-until (funcall root-sends) 5)
+            (setq agent-test--sends nil)
+            (setf (mevedel-chat-turn root) nil)
+            ;; A child's card open in the root's view holds it too.
+            (let ((card (mevedel-interaction-open root :kind 'test :owner "/root/a"
+                                                  :request 'child :title "Allow?"
+                                                  :render (lambda (_) "Allow?"))))
+              (mevedel-mailbox--note-wake key '(2))
+              (mevedel-mailbox-offer-wakes)
+              (should-not (funcall root-sends))
+              (mevedel-interaction-settle card 'cancelled)
+              (mevedel-test-wait-until (funcall root-sends) 5)))
+        (remhash key mevedel-mailbox--pending-wakes)
+        (kill-buffer view)))))
+
+(ert-deftest mevedel-agent:a-cancelled-follow-up-keeps-the-previous-result ()
+  (agent-test--with-root root
+    (let* ((mevedel-agent-capacity 1)
+           (a (agent-test--spawn root "a")))
+      (agent-test--finish a 'done "first answer")
+      (agent-test--spawn root "b")
+      (should (eq (mevedel-agent-send root a "more") 'waiting))
+      (should (eq (mevedel-agent-interrupt root a) 'waiting))
+      (should (equal (mevedel-agent-result root a) '(completed . "first answer")))
+      (should (equal (plist-get (car (last (agent-test--mail root "/root"))) :attrs)
+                     '(("outcome" "interrupted")))))))
+
+(ert-deftest mevedel-agent:an-interrupt-during-compaction-sends-nothing ()
+  (let* ((dir (make-temp-file "agent-compaction" t))
+         (root (mevedel-chat-get-create dir))
+         (summary-callback nil)
+         (compact nil)
+         (sent nil)
+         (mevedel-compaction-keep-turns 1)
+         (mevedel-agent-stop-functions nil)
+         (mevedel-agent-prompt-functions nil))
+    (setf (mevedel-chat-backend root) (gptel-make-openai "agent-test" :key "x" :models '(m))
+          (mevedel-chat-model root) 'm)
+    (unwind-protect
+        (cl-letf (((symbol-function 'mevedel-compaction-needed-p) (lambda (&rest _) compact))
+                  ((symbol-function 'mevedel-compaction--recovery-copy) (lambda (_) "compact-0001"))
+                  ((symbol-function 'gptel-request)
+                   (lambda (&rest args) (setq summary-callback (plist-get (cdr args) :callback))
+                     nil))
+                  ((symbol-function 'mevedel-chat--send-now)
+                   (lambda (chat _text on-done &rest _) (push (cons chat on-done) sent) nil)))
+          (let* ((tree (mevedel-agent--tree-of (mevedel-chat-session root)))
+                 (mevedel-agent-start-functions
+                  ;; Its conversation has turns enough to compact.
+                  (list (lambda (path &rest _)
+                          (let ((child (mevedel-agent-handle-chat
+                                        (gethash path (mevedel-agent--tree-agents tree)))))
+                            (with-current-buffer (mevedel-chat-data-buffer child)
+                              (insert "an older turn\n")
+                              (setf (mevedel-chat-turns child)
+                                    (list (list :start (point-max-marker))
+                                          (list :start (point-min-marker)))))))))
+                 (path (agent-test--spawn root "compacting"))
+                 (child (car (car sent))))
+            ;; A first turn answers.
+            (with-current-buffer (mevedel-chat-data-buffer child)
+              (insert (propertize "the first answer" 'gptel 'response)))
+            (funcall (cdr (pop sent)) child 'done)
+            (should (equal (mevedel-agent-result root path) '(completed . "the first answer")))
+            ;; The follow-up's request waits for the compaction of its history.
+            (setq compact t)
+            (should (eq (mevedel-agent-send root path "more") 'started))
+            (should summary-callback)
+            (should-not sent)
+            (should (= (mevedel-agent--tree-active tree) 1))
+            (should (eq (mevedel-agent-interrupt root path) 'running))
+            (should (= (mevedel-agent--tree-active tree) 0))
+            ;; The summary comes back late: the request stays unsent.
+            (funcall summary-callback "a summary" nil)
+            (should-not sent)
+            ;; It never went out: the previous result stays, and the
+            ;; RESULT says the follow-up was interrupted.
+            (should (equal (mevedel-agent-result root path) '(completed . "the first answer")))
+            (should (equal (plist-get (car (last (agent-test--mail root "/root"))) :attrs)
+                           '(("outcome" "interrupted"))))))
+      (kill-buffer (mevedel-chat-data-buffer root))
+      (delete-directory dir t))))
 
 (provide 'agent-test)
 ;;; agent-test.el ends here

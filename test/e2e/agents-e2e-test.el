@@ -464,6 +464,54 @@ Return a description of what failed, or nil."
       (delete-directory root t))
     (when problem (format "kill after mail %d +%ss: %s" posted delay problem))))
 
+(ert-deftest mevedel-e2e:bin-mevedel-late-mail-and-a-held-answer ()
+  "Through bin/mevedel: a child's answer waits for its command; late mail is read.
+The child yields a slow Bash command and answers while the root's mail
+to it is in flight, during its final sample.  Its RESULT comes once
+the command ends, with the completion as an EXECUTION record to the
+root (not stranded in the child's mailbox), and the late mail gives
+the child a turn that reads it."
+  (let* ((run (mevedel-e2e-headless
+               :conversations
+               '(("retained agent /root/slow"
+                  ((expect . ((user_contains . "Start the slow job")))
+                   (tool_calls . [((name . "Bash")
+                                   (arguments . ((command . "sleep 4.5; echo late-output")
+                                                 (description . "slow job")
+                                                 (yield_time_ms . 250))))]))
+                  ((expect . ((results . [((contains . "execution_id"))])))
+                   (text . "slow answer") (sleep . 2.5))
+                  ((text . "slow read the news")))
+                 (nil
+                  ((tool_calls . [((name . "Agent")
+                                   (arguments . ((task_name . "slow")
+                                                 (message . "Start the slow job"))))]))
+                  ((expect . ((results . [((contains . "/root/slow"))])))
+                   (sleep . 1.5)
+                   (tool_calls . [((name . "SendMessage")
+                                   (arguments . ((target . "/root/slow")
+                                                 (message . "late news"))))]))
+                  ((tool_calls . [((name . "WaitAgent") (arguments . ((timeout_ms . 30000))))]))
+                  ((expect . ((user_contains . "late-output")))
+                   (tool_calls . [((name . "WaitAgent") (arguments . ((timeout_ms . 30000))))]))
+                  ((text . "Root done."))))
+               :args '("-p" "Delegate the slow job." "--json")))
+         (log (plist-get run :log))
+         (bodies (mapcar (lambda (entry) (json-encode (alist-get 'body entry))) log))
+         (child (cl-remove-if-not (lambda (body) (string-match-p "retained agent /root/slow" body))
+                                  bodies))
+         (root (cl-set-difference bodies child :test #'equal)))
+    (should (eql (plist-get run :status) 0))
+    (should-not (cl-mapcan (lambda (e) (copy-sequence (alist-get 'mismatches e))) log))
+    (should (equal (alist-get 'outcome (mevedel-e2e-json run)) "done"))
+    ;; The child's third request reads the mail that missed its answer.
+    (should (= (length child) 3))
+    (should (string-match-p "late news" (nth 2 child)))
+    ;; The root read the unchanged answer and then the completion.
+    (should (string-match-p "type=\\\\\"RESULT\\\\\"[^<]*slow answer\\(.\\|\n\\)*type=\\\\\"EXECUTION\\\\\"[^<]*late-output"
+                            (nth 3 root)))
+    (should (string-match-p "slow read the news" (nth 4 root)))))
+
 (defun agents-e2e--close (root)
   "Kill the view and data buffer of ROOT's live chat, as a restart would."
   (when-let* ((chat (mevedel-chat-get root)))
