@@ -262,7 +262,7 @@ Signal a usage error when it does not exist."
                       :backend (get "backend")
                       :model (get "model")
                       :chars (num "chars")
-                      :usage (mevedel-usage-json (mevedel-usage-read (get "usage-records")))
+                      :usage (mevedel-usage-json (mevedel-usage-read info))
                       :error (get "error")))))
           (mevedel-session-saved root)))
 

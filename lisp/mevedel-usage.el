@@ -7,8 +7,9 @@
 
 ;; The core of mevedel's token accounting: one record per request a
 ;; provider reported usage for, kept per session and saved in its store
-;; (session metadata "usage-records"), and sums of them per turn, per
-;; agent and for the session.
+;; (session metadata "usage-records ID", the records of the root's turn
+;; ID: a request rewrites its turn's, not the session's), and sums of
+;; them per turn, per agent and for the session.
 ;;
 ;; A usage is a plist of token counts as the provider reported them:
 ;; :input, :output, :cache-read, :cache-write and :reasoning.  A count
@@ -58,18 +59,25 @@ A count that is not a natural number (nil: not reported) stays nil."
            for value = (plist-get counts key)
            append (list key (and (natnump value) value))))
 
-(defun mevedel-usage-read (text)
-  "Return the records saved as TEXT (session metadata), or nil."
-  (when (and text (not (string-empty-p text)))
-    (condition-case nil
-        (let ((records (car (read-from-string text))))
-          (and (listp records) records))
-      (error nil))))
+(defun mevedel-usage--group (record)
+  "Return the root turn RECORD is saved with, \"-\" for none."
+  (or (plist-get record :root-turn) (plist-get record :turn) "-"))
+
+(defun mevedel-usage-read (info)
+  "Return the records saved in session metadata INFO (an alist), newest first."
+  (let ((records nil))
+    (pcase-dolist (`(,key . ,text) info)
+      (when (and (string-prefix-p "usage-records" key) text (not (string-empty-p text)))
+        (condition-case nil
+            (let ((saved (car (read-from-string text))))
+              (when (listp saved) (setq records (append saved records))))
+          (error nil))))
+    (sort records :key (lambda (record) (or (plist-get record :at) 0)) :reverse t)))
 
 (defun mevedel-usage--restore (chat)
   "Return the records saved in the store of CHAT's session, newest first."
   (when-let* ((store (mevedel-session-store (mevedel-chat-session chat))))
-    (mevedel-usage-read (cdr (assoc "usage-records" (mevedel-core-store-info-get store))))))
+    (mevedel-usage-read (mevedel-core-store-info-get store))))
 
 (defun mevedel-usage--root (chat)
   "Return the root chat of CHAT's session: CHAT, or its workspace's live chat.
@@ -111,7 +119,11 @@ request).  The records are saved with the session's metadata."
          (records (cons record (mevedel-usage-records chat))))
     (puthash (mevedel-chat-session chat) records mevedel-usage--records)
     (unless (mevedel-chat-agent root)
-      (mevedel-save-checkpoint root `(("usage-records" . ,(mevedel-save-print records)))))
+      (let ((group (mevedel-usage--group record)))
+        (mevedel-save-checkpoint
+         root `((,(concat "usage-records " group)
+                 . ,(mevedel-save-print (cl-remove group records :key #'mevedel-usage--group
+                                                   :test-not #'equal)))))))
     record))
 
 (defun mevedel-usage-input (usage)
@@ -172,9 +184,44 @@ TURN defaults to CHAT's running or last turn; see
                                 :key (lambda (record) (plist-get record :agent))
                                 :test-not #'equal)))
 
+(defvar mevedel-usage--totals (make-hash-table :test #'eq :weakness 'key)
+  "Each session's (RECORDS PRICES USAGE COST UNPRICED), see `mevedel-usage-totals'.")
+
+(defun mevedel-usage-totals (chat)
+  "Return (USAGE COST UNPRICED) of every request of CHAT's session.
+USAGE sums them, COST is their cost as `mevedel-usage-records-cost'
+gives it and UNPRICED how many have no price.  The header asks at each
+redisplay: the sums are kept and only new records are added to them."
+  (let* ((session (mevedel-chat-session chat))
+         (records (mevedel-usage-records chat))
+         (kept (gethash session mevedel-usage--totals)))
+    (unless (and kept (eq (nth 0 kept) records) (eq (nth 1 kept) mevedel-model-prices))
+      (let ((new nil) (tail records))
+        (when (and kept (eq (nth 1 kept) mevedel-model-prices))
+          (while (and tail (not (eq tail (nth 0 kept))))
+            (push (pop tail) new)))
+        (if (and kept (eq tail (nth 0 kept)) (eq (nth 1 kept) mevedel-model-prices))
+            (setq kept (copy-sequence kept))
+          (setq new (reverse records)
+                kept (list nil mevedel-model-prices (mevedel-usage-sum nil) nil 0)))
+        (dolist (record new)
+          (let ((usage (plist-get record :usage))
+                (cost (mevedel-usage-record-cost record)))
+            (setf (nth 2 kept)
+                  (cl-loop for key in mevedel-usage-keys
+                           for sum = (plist-get (nth 2 kept) key)
+                           for count = (plist-get usage key)
+                           append (list key (if count (+ (or sum 0) count) sum))))
+            (if cost
+                (setf (nth 3 kept) (+ (or (nth 3 kept) 0) cost))
+              (cl-incf (nth 4 kept)))))
+        (setf (nth 0 kept) records)
+        (puthash session kept mevedel-usage--totals)))
+    (nthcdr 2 kept)))
+
 (defun mevedel-usage-session (chat)
   "Return the usage summed over every request of CHAT's session."
-  (mevedel-usage-sum (mevedel-usage-records chat)))
+  (car (mevedel-usage-totals chat)))
 
 ;;; Cost
 
@@ -218,6 +265,13 @@ records none of which has one; no records cost \"$0\"."
   (if-let* ((cost (mevedel-usage-records-cost records)))
       (mevedel-usage-format-dollars cost (mevedel-usage-unpriced records))
     (if records "?" "$0")))
+
+(defun mevedel-usage-format-totals (chat)
+  "Return the cost of CHAT's session as `mevedel-usage-format-cost' does."
+  (pcase-let ((`(,_ ,cost ,unpriced) (mevedel-usage-totals chat)))
+    (cond (cost (mevedel-usage-format-dollars cost (> unpriced 0)))
+          ((> unpriced 0) "?")
+          (t "$0"))))
 
 (defun mevedel-usage-format-dollars (cost &optional partial)
   "Return COST in US dollars for people, marked with ≥ when PARTIAL."

@@ -556,8 +556,7 @@ An estimate (no request reported its size yet) is marked with ≈.  The
 turn's part (its cost, and the share of its input read from the
 cache) shows once a request of it reported usage; /usage has the rest."
   (pcase-let ((`(,tokens ,window ,estimated) (mevedel-chat-context-usage chat))
-              (turn (mevedel-usage-turn-records chat))
-              (session (mevedel-usage-records chat)))
+              (turn (mevedel-usage-turn-records chat)))
     (concat "context "
             (if estimated "≈" "")
             (if window
@@ -568,9 +567,9 @@ cache) shows once a request of it reported usage; /usage has the rest."
               (let ((share (mevedel-usage-cache-share (mevedel-usage-sum turn))))
                 (concat " · turn " (mevedel-usage-format-cost turn)
                         (if share (format ", %d%% cached" (round (* 100 share))) ""))))
-            (let ((usage (mevedel-usage-sum session)))
+            (let ((usage (mevedel-usage-session chat)))
               (format " · session %s, %s in / %s out"
-                      (mevedel-usage-format-cost session)
+                      (mevedel-usage-format-totals chat)
                       (mevedel-view--tokens (mevedel-usage-input usage))
                       (mevedel-view--tokens (or (plist-get usage :output) 0)))))))
 

@@ -13,6 +13,7 @@
 (require 'mevedel-test-helpers)
 (require 'mevedel-gptel)
 (require 'mevedel-usage)
+(require 'mevedel)
 
 (defun usage-test--record (model &rest counts)
   "Return a record of MODEL with the usage COUNTS."
@@ -75,6 +76,25 @@
       (should (numberp (plist-get (cdr above) :input)))))
   (should (string-match-p "\\`[0-9]\\{4\\}-[0-9]\\{2\\}-[0-9]\\{2\\}\\'"
                           mevedel-model-prices-checked)))
+
+(ert-deftest mevedel-usage:session-totals-follow-new-records-and-prices ()
+  "The kept totals equal a fresh sum after each record and after a price change."
+  (mevedel-test-with-view _view chat
+    (let ((mevedel-model-prices '(("m" :input 1.0 :output 2.0 :cache-read 0.5))))
+      (should (equal (mevedel-usage-totals chat) (list (mevedel-usage-sum nil) nil 0)))
+      (should (equal (mevedel-usage-format-totals chat) "$0"))
+      (mevedel-usage-record chat (mevedel-usage-make :input 1000000 :output 10) :model "m")
+      (mevedel-usage-record chat (mevedel-usage-make :input 7 :cache-write 3) :model "m")
+      (mevedel-usage-record chat (mevedel-usage-make :cache-read 2000000) :model "m")
+      (let ((records (mevedel-usage-records chat)))
+        (should (= (length records) 3))
+        (should (equal (mevedel-usage-totals chat)
+                       (list (mevedel-usage-sum records) (mevedel-usage-records-cost records) 1)))
+        (should (equal (mevedel-usage-format-totals chat) "≥$2.00")))
+      (setq mevedel-model-prices '(("m" :input 1.0 :output 2.0 :cache-read 0.5 :cache-write 1.0)))
+      (should (= (nth 1 (mevedel-usage-totals chat))
+                 (mevedel-usage-records-cost (mevedel-usage-records chat))))
+      (should (= (nth 2 (mevedel-usage-totals chat)) 0)))))
 
 (defun usage-test--read (function usage &optional info)
   "Return what FUNCTION, a usage reader, reports for USAGE and request INFO."

@@ -288,12 +288,14 @@ The records reach the session's store, the root's, not the child's."
             ;; The root's first turn: its own three requests and the child's.
             (should (= (length (mevedel-usage-turn-records chat turn)) 4))
             (should (equal (plist-get (mevedel-usage-agent chat "/root/alpha") :output) 5))
-            ;; Saved in the session's store, the child's record with them.
-            (let ((saved (mevedel-usage-read
-                          (cdr (assoc "usage-records"
-                                      (mevedel-core-store-info-get
-                                       (mevedel-session-store (mevedel-chat-session chat))))))))
-              (should (member (car alpha) saved)))))
+            ;; Saved in the session's store with the root turn's records.
+            (let* ((info (mevedel-core-store-info-get
+                          (mevedel-session-store (mevedel-chat-session chat))))
+                   (saved (mevedel-usage-read info)))
+              (should (member (car alpha) saved))
+              (should (member (car alpha)
+                              (car (read-from-string
+                                    (cdr (assoc (concat "usage-records " turn) info)))))))))
       (mevedel-scripted-model-stop server)
       (kill-buffer view)
       (when (buffer-live-p (mevedel-chat-data-buffer chat))
