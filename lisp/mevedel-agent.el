@@ -516,6 +516,8 @@ calls DONE."
         :buffer work
         :system "You write handoff summaries of coding conversations."
         :stream nil
+        ;; Its usage is the parent's (mevedel-usage.el).
+        :context parent
         :callback (lambda (response _info)
                     (unless (or cancelled (not (or (stringp response) (null response))))
                       (setq cancelled t)

@@ -52,7 +52,13 @@
 ;;
 ;; Every run saves its session (see `mevedel-save-sessions'); the
 ;; JSON transcript names it under "session" (with --fork, the fork),
-;; with the session's token usage under "usage".
+;; with the token usage under "usage": the session's sums and cost
+;; (`mevedel-usage-json': input_tokens, the input neither read from nor
+;; written to the cache, cache_read_tokens, cache_write_tokens,
+;; output_tokens, reasoning_tokens, cost_usd, cost_complete), the same
+;; for this run's turn under "turn", and each request of the turn as
+;; its provider reported it under "requests".  --list-sessions shows
+;; each session's cost (with --json, its sums under "usage").
 ;;
 ;; One process writes a session (mevedel-session.el, "Ownership"): a
 ;; session another process has open (an Emacs, another headless run)
@@ -113,6 +119,7 @@
 (require 'mevedel-session-list)
 (require 'mevedel-recovery)
 (require 'mevedel-tool-render)
+(require 'mevedel-usage)
 
 (declare-function mevedel-demo-attach "mevedel-demo")
 (declare-function mevedel-demo-backend-usable-p "mevedel-demo")
@@ -156,7 +163,7 @@ Options:
   -r, --resume ID          continue the saved session ID
   --fork                   with --continue or --resume: continue in a new
                            session copied from that one, which may be in use
-  --list-sessions          list the workspace's saved sessions
+  --list-sessions          list the workspace's saved sessions and their cost
   --trust-hooks            run the workspace's hook files (.mevedel/hooks.el,
                            .claude/settings.json) as they are now, unapproved
   --mcp-config FILE        also read MCP servers (Claude Code's mcpServers
@@ -312,8 +319,7 @@ Signal a usage error when it does not exist."
                       :backend (get "backend")
                       :model (get "model")
                       :chars (num "chars")
-                      :input_tokens (num "input-tokens")
-                      :output_tokens (num "output-tokens")
+                      :usage (mevedel-usage-json (mevedel-usage-read info))
                       :error (get "error")))))
           (mevedel-session-saved root)))
 
@@ -327,10 +333,16 @@ Signal a usage error when it does not exist."
                  'utf-8 t)
                 "\n")
       (mapconcat (lambda (session)
-                   (format "%s  %s  %3d turns  %s\n"
+                   (format "%s  %s  %3d turns  %9s  %s\n"
                            (plist-get session :id)
                            (format-time-string "%F %R" (/ (plist-get session :updated) 1000.0))
                            (plist-get session :turns)
+                           (let* ((usage (plist-get session :usage))
+                                  (cost (plist-get usage :cost_usd)))
+                             (if (numberp cost)
+                                 (mevedel-usage-format-dollars
+                                  cost (not (eq (plist-get usage :cost_complete) t)))
+                               "?"))
                            (or (plist-get session :title) "")))
                  sessions ""))))
 
@@ -348,7 +360,7 @@ Signal a usage error when it does not exist."
 
 (defun mevedel-batch--json-value (value)
   "Return VALUE (decoded tool arguments) in a form `json-serialize' accepts."
-  (cond ((eq value :json-false) :false)
+  (cond ((memq value '(:json-false :false)) :false)
         ((eq value t) t)
         ((or (null value) (eq value :null)) :null)
         ((hash-table-p value)
@@ -426,12 +438,15 @@ approve here) and
         ('notice (push (list :role "notice" :content (plist-get segment :text)) messages))))
     (list :outcome (symbol-name outcome)
           :session (mevedel-session-id (mevedel-chat-session chat))
-          :usage (pcase-let ((`(,tokens ,window ,estimated) (mevedel-chat-context-usage chat)))
-                   (list :input_tokens (mevedel-chat-input-tokens chat)
-                         :output_tokens (mevedel-chat-output-tokens chat)
-                         :context_tokens tokens
-                         :context_window window
-                         :context_estimated (if estimated t :json-false)))
+          :usage (pcase-let ((`(,tokens ,window ,estimated) (mevedel-chat-context-usage chat))
+                             (turn (mevedel-usage-turn-records chat)))
+                   (append (mevedel-usage-json (mevedel-usage-records chat))
+                           (list :context_tokens tokens
+                                 :context_window window
+                                 :context_estimated (if estimated t :json-false)
+                                 :turn (mevedel-usage-json turn)
+                                 :requests (vconcat (mapcar #'mevedel-usage-record-json
+                                                            (reverse turn))))))
           :workspace (mevedel-chat-root chat)
           :backend (if-let* ((agent (mevedel-acp-chat-provider chat)))
                        (format "%s" agent)

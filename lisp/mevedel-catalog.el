@@ -48,6 +48,7 @@
 (require 'mevedel-resume)
 (require 'mevedel-compaction)
 (require 'mevedel-acp)
+(require 'mevedel-usage)
 
 (provide 'mevedel-catalog)
 ;;; mevedel-catalog.el ends here

@@ -48,7 +48,8 @@
 ;; a saved session is opened, `mevedel-chat-before-send-functions' and
 ;; `mevedel-chat-prompt-transform-functions' around a turn's request.
 ;; The tool catalog (mevedel-catalog.el) loads them all.  The token
-;; usage the provider reports is counted here, at a turn's end.
+;; usage of each response is recorded by mevedel-usage.el, which also
+;; sets the size of the chat's context (`mevedel-chat-context-usage').
 ;;
 ;; The pipeline's permission step decides with mevedel-permissions.el.
 ;; The chat's session carries the permission mode and answers; while a
@@ -208,9 +209,9 @@ Its root and data buffer are the slots of `mevedel-prompt-chat'."
   ;; when it was created (epoch milliseconds), the timer checkpointing
   ;; a running turn, and the token usage reported so far.
   title created save-timer
-  ;; Token usage the provider reported: totals of the session, and the
-  ;; size of the last request's context (nil until one was reported).
-  (input-tokens 0) (output-tokens 0) context-tokens
+  ;; The size of the last request's context as the provider reported
+  ;; it (nil until one was reported); mevedel-usage.el keeps the rest.
+  context-tokens
   ;; Messages the user sent while the turn ran, oldest first.
   queued
   ;; Non-nil while older turns are being summarised.
@@ -908,8 +909,6 @@ Notices are never sent to the model."
           (mevedel-chat-cancellers chat) nil)
     (mevedel-chat-set-status chat (pcase outcome ('done 'idle) (_ outcome))
                              (mevedel-chat-status-detail chat))
-    (when-let* ((fsm (mevedel-chat-fsm chat)))
-      (mevedel-chat--count-usage chat (gptel-fsm-info fsm)))
     (mevedel-chat--save chat 'end)
     (mevedel-chat-notify chat 'turn-end outcome)
     (mevedel-chat--send-queued chat outcome)
@@ -1192,19 +1191,6 @@ abort the queue waits for the user."
   "Context window sizes in tokens of models gptel has no size for.
 An alist of (MODEL . TOKENS), MODEL a symbol as in `gptel-model'."
   :type '(alist :key-type symbol :value-type natnum))
-
-(defun mevedel-chat--count-usage (chat info)
-  "Add the token usage reported for the turn of request INFO to CHAT.
-gptel keeps the last sample's counts under :tokens and the turn's sums
-under :tokens-full (input, cached input and output)."
-  (when-let* ((full (plist-get info :tokens-full)))
-    (cl-incf (mevedel-chat-input-tokens chat)
-             (+ (or (plist-get full :input) 0) (or (plist-get full :cached) 0)))
-    (cl-incf (mevedel-chat-output-tokens chat) (or (plist-get full :output) 0)))
-  (when-let* ((last (plist-get info :tokens)))
-    (setf (mevedel-chat-context-tokens chat)
-          (+ (or (plist-get last :input) 0) (or (plist-get last :cached) 0)
-             (or (plist-get last :output) 0)))))
 
 (defun mevedel-chat-context-window (chat)
   "Return the context window of CHAT's model in tokens, or nil if unknown."

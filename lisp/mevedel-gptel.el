@@ -83,6 +83,9 @@
 ;;   `gptel-curl--get-config' (advice) leaves the history's saved
 ;;   encoding out of the text it gives curl; `process-send-string'
 ;;   (advice) sends that encoding in its place.
+;; - `gptel--anthropic-update-tokens' and the other backends'
+;;   `gptel--BACKEND-update-tokens' (advice): each response's usage as
+;;   the provider reported it (`mevedel-gptel-usage-functions').
 ;;
 ;; When the backend accepted a request: gptel's state machine leaves
 ;; WAIT for TYPE when the response's status line arrives (streaming,
@@ -94,6 +97,7 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'map)
 (require 'subr-x)
 (require 'gptel)
 (require 'gptel-openai)
@@ -185,10 +189,12 @@ Then record the call order in INFO."
 gptel's stream parser keeps one thinking text and drops redacted
 blocks; Anthropic wants each block of a tool loop back unchanged, its
 signature with it.  :mevedel-thinking holds (INDEX . BLOCK), newest
-first."
+first.  The usage of message_start goes to :mevedel-usage-start: the
+input counts are there when message_delta leaves them out."
   (save-excursion
     (goto-char from)
-    (while (re-search-forward "^event: content_block_\\(start\\|delta\\)\ndata: \\(.*\\)$" to t)
+    (while (re-search-forward
+            "^event: \\(?:content_block_\\(start\\|delta\\)\\|message_start\\)\ndata: \\(.*\\)$" to t)
       (let* ((event (ignore-errors
                       (json-parse-string (match-string 2) :object-type 'plist
                                          :null-object :null :false-object :json-false)))
@@ -196,6 +202,8 @@ first."
              (found (assq index (plist-get info :mevedel-thinking))))
         (pcase (list (match-string 1) (plist-get (plist-get event :content_block) :type)
                      (plist-get (plist-get event :delta) :type))
+          (`(nil ,_ ,_)
+           (plist-put info :mevedel-usage-start (plist-get (plist-get event :message) :usage)))
           (`("start" ,(or "thinking" "redacted_thinking") ,_)
            (plist-put info :mevedel-thinking
                       (cons (cons index (copy-sequence (plist-get event :content_block)))
@@ -1425,6 +1433,99 @@ follows its result."
         (setcdr tail (cons (cdr pair) (cdr tail)))))
     prompts))
 
+;;;; Usage
+
+;; Each backend's `gptel--BACKEND-update-tokens' (advice, before) gets
+;; the usage object of a response as the provider sent it; gptel keeps
+;; only sums that merge cache writes into input and drop reasoning.
+;; The advice hands each response's counts, as reported, to
+;; `mevedel-gptel-usage-functions'.
+
+(defvar mevedel-gptel-usage-functions nil
+  "Abnormal hook run with a request's info, the usage of a response and its source.
+The usage is a plist of token counts: :input (input neither read from
+nor written to the cache), :output (reasoning included), :cache-read,
+:cache-write and :reasoning.  A count the provider did not report is
+nil.  The source is a plist: :provider (the backend's name) and
+:model (the model's name).")
+
+(defun mevedel-gptel--count (&rest values)
+  "Return the sum of VALUES that are counts, or nil when none is."
+  (let ((counts (cl-remove-if-not #'natnump values)))
+    (and counts (apply #'+ counts))))
+
+(defun mevedel-gptel--report-usage (info &rest usage)
+  "Run `mevedel-gptel-usage-functions' with INFO and the USAGE plist.
+A value of USAGE that is not a count, or a key it leaves out, is nil."
+  (run-hook-with-args 'mevedel-gptel-usage-functions info
+                      (cl-loop for key in '(:input :output :cache-read :cache-write :reasoning)
+                               append (list key (mevedel-gptel--count (plist-get usage key))))
+                      (list :provider (and (plist-get info :backend)
+                                           (gptel-backend-name (plist-get info :backend)))
+                            :model (and (plist-get info :model)
+                                        (format "%s" (plist-get info :model))))))
+
+(defun mevedel-gptel--uncached (total cached)
+  "Return TOTAL input less CACHED, nil when TOTAL is unknown."
+  (and (natnump total) (- total (if (natnump cached) cached 0))))
+
+(defun mevedel-gptel--anthropic-usage (usage info)
+  "Report Anthropic's USAGE for the request INFO.
+A streamed message_delta may carry only the output: the input counts
+then come from the message_start noted in INFO."
+  (when usage
+    (let ((usage (append usage (plist-get info :mevedel-usage-start))))
+      (mevedel-gptel--report-usage
+       info :input (plist-get usage :input_tokens) :output (plist-get usage :output_tokens)
+       :cache-read (plist-get usage :cache_read_input_tokens)
+       :cache-write (plist-get usage :cache_creation_input_tokens)))))
+
+(defun mevedel-gptel--openai-usage (usage info)
+  "Report the USAGE of an OpenAI chat completion for the request INFO.
+Its prompt_tokens include the cached ones (prompt_cache_hit_tokens on
+some compatible servers)."
+  (when usage
+    (let ((cached (or (map-nested-elt usage '(:prompt_tokens_details :cached_tokens))
+                      (plist-get usage :prompt_cache_hit_tokens))))
+      (mevedel-gptel--report-usage
+       info :input (mevedel-gptel--uncached (plist-get usage :prompt_tokens) cached)
+       :output (plist-get usage :completion_tokens) :cache-read cached
+       :reasoning (map-nested-elt usage '(:completion_tokens_details :reasoning_tokens))))))
+
+(defun mevedel-gptel--openai-responses-usage (usage info)
+  "Report the USAGE of an OpenAI response (Responses API) for the request INFO."
+  (when usage
+    (let ((cached (map-nested-elt usage '(:input_tokens_details :cached_tokens))))
+      (mevedel-gptel--report-usage
+       info :input (mevedel-gptel--uncached (plist-get usage :input_tokens) cached)
+       :output (plist-get usage :output_tokens) :cache-read cached
+       :reasoning (map-nested-elt usage '(:output_tokens_details :reasoning_tokens))))))
+
+(defun mevedel-gptel--gemini-usage (usage info)
+  "Report Gemini's USAGE (usageMetadata) for the request INFO.
+Its candidates leave the thoughts out; both are billed as output."
+  (when usage
+    (let ((cached (plist-get usage :cachedContentTokenCount))
+          (thoughts (plist-get usage :thoughtsTokenCount)))
+      (mevedel-gptel--report-usage
+       info :input (mevedel-gptel--uncached (plist-get usage :promptTokenCount) cached)
+       :output (mevedel-gptel--count (plist-get usage :candidatesTokenCount) thoughts)
+       :cache-read cached :reasoning thoughts))))
+
+(defun mevedel-gptel--bedrock-usage (usage info)
+  "Report Bedrock's USAGE (Converse API) for the request INFO."
+  (when usage
+    (mevedel-gptel--report-usage
+     info :input (plist-get usage :inputTokens) :output (plist-get usage :outputTokens)
+     :cache-read (plist-get usage :cacheReadInputTokens)
+     :cache-write (plist-get usage :cacheWriteInputTokens))))
+
+(defun mevedel-gptel--ollama-usage (usage info)
+  "Report Ollama's USAGE for the request INFO."
+  (when usage
+    (mevedel-gptel--report-usage
+     info :input (plist-get usage :prompt_eval_count) :output (plist-get usage :eval_count))))
+
 ;;;; Installation
 
 (advice-add 'json-parse-string :around #'mevedel-gptel--json-parse-string)
@@ -1439,6 +1540,14 @@ follows its result."
 (advice-add 'gptel-curl--get-config :around #'mevedel-gptel--request-config)
 (advice-add 'process-send-string :around #'mevedel-gptel--send-string)
 (advice-add 'gptel--create-prompt-buffer :around #'mevedel-gptel--create-prompt-buffer)
+(pcase-dolist (`(,function . ,reader)
+               '((gptel--anthropic-update-tokens . mevedel-gptel--anthropic-usage)
+                 (gptel--openai-update-tokens . mevedel-gptel--openai-usage)
+                 (gptel--openai-responses-update-tokens . mevedel-gptel--openai-responses-usage)
+                 (gptel--gemini-update-tokens . mevedel-gptel--gemini-usage)
+                 (gptel--bedrock-update-tokens . mevedel-gptel--bedrock-usage)
+                 (gptel--ollama-update-tokens . mevedel-gptel--ollama-usage)))
+  (advice-add function :before reader))
 
 (mapc #'mevedel-gptel--register (mevedel-tool-all))
 (add-hook 'mevedel-tool-registered-functions #'mevedel-gptel--register)

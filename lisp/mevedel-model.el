@@ -94,13 +94,29 @@ providers change them, so check before relying on a figure."
                          "\\|latest\\)\\)?\\'")))
     (string-match-p pattern name)))
 
+(defvar mevedel-model--found (cons nil (make-hash-table :test #'equal))
+  "(PRICES . TABLE): TABLE maps model names to their entry of PRICES, or `none'.
+Sums price every record again; a changed `mevedel-model-prices' (a
+new list) starts a new table.")
+
+(defun mevedel-model--entry (name)
+  "Return the entry of `mevedel-model-prices' pricing the model NAME, or nil."
+  (unless (eq (car mevedel-model--found) mevedel-model-prices)
+    (setq mevedel-model--found (cons mevedel-model-prices (make-hash-table :test #'equal))))
+  (let ((entry (gethash name (cdr mevedel-model--found) 'unknown)))
+    (when (eq entry 'unknown)
+      (setq entry (or (cl-find-if (lambda (entry) (mevedel-model--matches-p (car entry) name))
+                                  mevedel-model-prices)
+                      'none))
+      (puthash name entry (cdr mevedel-model--found)))
+    (and (consp entry) entry)))
+
 (defun mevedel-model-price (model &optional input)
   "Return the prices of MODEL (a string or symbol), a plist, or nil.
 See `mevedel-model-prices' for its keys.  INPUT, the request's whole
 input in tokens, picks a long-context tier when MODEL has one."
   (when-let* ((name (and model (format "%s" model)))
-              (entry (cl-find-if (lambda (entry) (mevedel-model--matches-p (car entry) name))
-                                 mevedel-model-prices)))
+              (entry (mevedel-model--entry name)))
     (let ((above (plist-get (cdr entry) :above)))
       (if (and above input (> input (car above)))
           (cdr above)

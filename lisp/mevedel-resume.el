@@ -106,8 +106,6 @@ calls it ran; else nil."
       (mevedel-gptel-set-history buffer history))
     (setf (mevedel-chat-title chat) (funcall get "title")
           (mevedel-chat-created chat) (funcall get "created")
-          (mevedel-chat-input-tokens chat) (string-to-number (or (funcall get "input-tokens") "0"))
-          (mevedel-chat-output-tokens chat) (string-to-number (or (funcall get "output-tokens") "0"))
           (mevedel-chat-context-tokens chat) (and (funcall get "context-tokens")
                                                   (string-to-number (funcall get "context-tokens")))
           (mevedel-chat-history chat) (reverse (mevedel-core-store-inputs

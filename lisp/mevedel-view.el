@@ -66,6 +66,7 @@
 (require 'mevedel-mailbox)
 (require 'mevedel-markdown)
 (require 'mevedel-plan)
+(require 'mevedel-usage)
 
 (declare-function mevedel-demo-attach "mevedel-demo" (chat &optional surface))
 
@@ -557,18 +558,27 @@ provider, or backend and model, are those the next request uses."
           (t (funcall short (/ n 1000000.0) "M")))))
 
 (defun mevedel-view--usage-text (chat)
-  "Return how full CHAT's context is, then the session's token usage.
-An estimate (no request reported its size yet) is marked with ≈."
-  (pcase-let ((`(,tokens ,window ,estimated) (mevedel-chat-context-usage chat)))
+  "Return how full CHAT's context is, then what this turn and the session cost.
+An estimate (no request reported its size yet) is marked with ≈.  The
+turn's part (its cost, and the share of its input read from the
+cache) shows once a request of it reported usage; /usage has the rest."
+  (pcase-let ((`(,tokens ,window ,estimated) (mevedel-chat-context-usage chat))
+              (turn (mevedel-usage-turn-records chat)))
     (concat "context "
             (if estimated "≈" "")
             (if window
                 (format "%d%% of %s" (round (* 100.0 (/ (float tokens) window)))
                         (mevedel-view--tokens window))
               (format "%s tokens" (mevedel-view--tokens tokens)))
-            (format " · %s in / %s out"
-                    (mevedel-view--tokens (mevedel-chat-input-tokens chat))
-                    (mevedel-view--tokens (mevedel-chat-output-tokens chat))))))
+            (when turn
+              (let ((share (mevedel-usage-cache-share (mevedel-usage-sum turn))))
+                (concat " · turn " (mevedel-usage-format-cost turn)
+                        (if share (format ", %d%% cached" (round (* 100 share))) ""))))
+            (let ((usage (mevedel-usage-session chat)))
+              (format " · session %s, %s in / %s out"
+                      (mevedel-usage-format-totals chat)
+                      (mevedel-view--tokens (mevedel-usage-input usage))
+                      (mevedel-view--tokens (or (plist-get usage :output) 0)))))))
 
 (defun mevedel-view--status-text (chat)
   "Return a short description of CHAT's status.

@@ -47,6 +47,10 @@ a redacted one, streaming or not.  Every later request that carries
 that assistant message (found by its first call's ID, or its text)
 must carry those blocks unchanged, first: else it is a mismatch.
 
+On the OpenAI wire a step's "reasoning_tokens": N adds N reasoning tokens
+to its usage ("completion_tokens_details.reasoning_tokens", included in
+"completion_tokens"), as reasoning models report them.
+
 "times": N serves an error or fault step N times in a row (N failures, then
 the next step), so retries can be counted.  Error and fault steps hand out
 no calls: the request after them is checked against the last tool-call
@@ -706,6 +710,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.send_error_response(wire, 409, f"script exhausted after {index} steps")
                 return
             step = track.steps[index]
+            if wire == "openai" and step.get("reasoning_tokens"):
+                reasoning = int(step["reasoning_tokens"])
+                usage["completion_tokens"] += reasoning
+                usage["total_tokens"] += reasoning
+                usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
             results, user_text, echo = (openai_results(body) if wire == "openai"
                                         else anthropic_results(body))
             pending = track.pending_ids

@@ -12,7 +12,9 @@
 ;;      permission card with what each line reads, writes and deletes
 ;;        -> view-permission-card.png
 ;;   3. it patches the bug: the patch review -> patch-review.png
-;;   4. it starts a long build in the background -> view-background-panel.png
+;;   4. it starts a long build in the background -> view-background-panel.png,
+;;      then /usage below the view, whose header shows the turn's cost
+;;        -> view-usage.png
 ;;   5. in Plan mode it proposes a plan: the plan card -> view-plan-card.png
 ;;
 ;; Each PNG is the frame as `x-export-frames' draws it (Cairo builds),
@@ -130,7 +132,10 @@
       (insert (json-encode `((steps . ,(vconcat screenshots--steps))))))
     (unwind-protect
         (let ((gptel-stream t)
-              (mevedel-save-sessions nil))
+              (mevedel-save-sessions nil)
+              ;; The scripted model, priced as Claude Sonnet is.
+              (mevedel-model-prices
+               '(("scripted-model" :input 3.0 :output 15.0 :cache-read 0.3 :cache-write 3.75))))
           (setq server (mevedel-scripted-model-start script :vars `(("root" . ,root))))
           (load-theme 'modus-vivendi t)
           (set-frame-size (selected-frame) 110 38)
@@ -187,6 +192,12 @@
                                              (pcase-let ((`(,start . ,end) (mevedel-view-panel-bounds)))
                                                (< start end)))))
           (screenshots--shoot dir "view-background-panel")
+          ;; Wide enough for the header's cost and cache share.
+          (set-frame-size (selected-frame) 136 38)
+          (screenshots--send view "/usage")
+          (screenshots--shoot dir "view-usage")
+          (delete-other-windows (get-buffer-window view))
+          (set-frame-size (selected-frame) 110 38)
           ;; A plan in Plan mode: its card, then "keep planning".
           (mevedel-plan-enter (mevedel-chat-session chat))
           (let ((ended (screenshots--turn-ended chat 1)))

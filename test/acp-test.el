@@ -376,8 +376,7 @@ DURING is called with nothing while the turn runs."
                    '(:input 24 :output 14 :cache-read 6 :cache-write nil :reasoning nil)))
     (should (equal (plist-get (mevedel-usage-agent chat "/root") :output) 14))
     (should-not (plist-get (mevedel-usage-agent chat "/root/other") :output))
-    (should (= (mevedel-chat-output-tokens chat) 14))
-    (should (= (mevedel-chat-input-tokens chat) 30))))
+    (should (= (mevedel-usage-input (mevedel-usage-session chat)) 30))))
 
 (ert-deftest acp-test-usage-records-come-back-on-resume ()
   "Usage records are saved with the session; a resumed one keeps summing them."

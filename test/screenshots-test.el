@@ -15,7 +15,7 @@
 
 (defconst mevedel-screenshots-test--names
   '("view-turn" "view-grep-row" "view-permission-card" "patch-review" "view-background-panel"
-    "view-plan-card")
+    "view-plan-card" "view-usage")
   "The screenshots the script draws.")
 
 (defun mevedel-screenshots-test--dimensions (file)

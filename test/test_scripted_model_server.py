@@ -388,6 +388,20 @@ class ReceivedRequestsTest(ServerCase):
         self.assertEqual(self.log_entries()[0]["usage"], received[0]["usage"])
 
 
+class ReasoningTokensTest(ServerCase):
+    steps = [{"text": "thought hard", "reasoning_tokens": 40}]
+
+    def test_openai_usage_reports_reasoning(self):
+        body = {"messages": [{"role": "user", "content": "hi"}], "stream": False}
+        status, text = post(self.port, "/v1/chat/completions", body)
+        self.assertEqual(status, 200)
+        usage = json.loads(text)["usage"]
+        self.assertEqual(usage["completion_tokens_details"], {"reasoning_tokens": 40})
+        self.assertEqual(usage["completion_tokens"], 45)
+        self.assertEqual(usage["total_tokens"], usage["prompt_tokens"] + 45)
+        self.assertEqual(self.log_entries()[0]["usage"], usage)
+
+
 class ThinkingTest(ServerCase):
     steps = [{"thinking": "let me see", "redacted_thinking": "opaque",
               "tool_calls": [{"name": "Read", "arguments": {}, "id": "toolu_t"}]},

@@ -11,7 +11,9 @@
 ;;; Code:
 
 (require 'mevedel-test-helpers)
+(require 'mevedel-gptel)
 (require 'mevedel-usage)
+(require 'mevedel)
 
 (defun usage-test--record (model &rest counts)
   "Return a record of MODEL with the usage COUNTS."
@@ -74,6 +76,89 @@
       (should (numberp (plist-get (cdr above) :input)))))
   (should (string-match-p "\\`[0-9]\\{4\\}-[0-9]\\{2\\}-[0-9]\\{2\\}\\'"
                           mevedel-model-prices-checked)))
+
+(ert-deftest mevedel-usage:session-totals-follow-new-records-and-prices ()
+  "The kept totals equal a fresh sum after each record and after a price change."
+  (mevedel-test-with-view _view chat
+    (let ((mevedel-model-prices '(("m" :input 1.0 :output 2.0 :cache-read 0.5))))
+      (should (equal (mevedel-usage-totals chat) (list (mevedel-usage-sum nil) nil 0)))
+      (should (equal (mevedel-usage-format-totals chat) "$0"))
+      (mevedel-usage-record chat (mevedel-usage-make :input 1000000 :output 10) :model "m")
+      (mevedel-usage-record chat (mevedel-usage-make :input 7 :cache-write 3) :model "m")
+      (mevedel-usage-record chat (mevedel-usage-make :cache-read 2000000) :model "m")
+      (let ((records (mevedel-usage-records chat)))
+        (should (= (length records) 3))
+        (should (equal (mevedel-usage-totals chat)
+                       (list (mevedel-usage-sum records) (mevedel-usage-records-cost records) 1)))
+        (should (equal (mevedel-usage-format-totals chat) "≥$2.00")))
+      (setq mevedel-model-prices '(("m" :input 1.0 :output 2.0 :cache-read 0.5 :cache-write 1.0)))
+      (should (= (nth 1 (mevedel-usage-totals chat))
+                 (mevedel-usage-records-cost (mevedel-usage-records chat))))
+      (should (= (nth 2 (mevedel-usage-totals chat)) 0)))))
+
+(defun usage-test--read (function usage &optional info)
+  "Return what FUNCTION, a usage reader, reports for USAGE and request INFO."
+  (let* ((reported nil)
+         (mevedel-gptel-usage-functions
+          (list (lambda (_info counts source) (setq reported (list counts source))))))
+    (funcall function usage (append info (list :model 'm-1)))
+    reported))
+
+(ert-deftest mevedel-usage:each-wire-s-usage-is-read-as-reported ()
+  "Counts as each provider names them; what it leaves out stays nil."
+  (should (equal (usage-test--read #'mevedel-gptel--anthropic-usage
+                                   '(:input_tokens 10 :cache_read_input_tokens 2000
+                                     :cache_creation_input_tokens 300 :output_tokens 50))
+                 '((:input 10 :output 50 :cache-read 2000 :cache-write 300 :reasoning nil)
+                   (:provider nil :model "m-1"))))
+  ;; A stream whose message_delta has only the output: message_start's input.
+  (should (equal (car (usage-test--read
+                       #'mevedel-gptel--anthropic-usage '(:output_tokens 50)
+                       '(:mevedel-usage-start (:input_tokens 10 :cache_read_input_tokens 0
+                                               :cache_creation_input_tokens 0 :output_tokens 1))))
+                 '(:input 10 :output 50 :cache-read 0 :cache-write 0 :reasoning nil)))
+  (should (equal (car (usage-test--read
+                       #'mevedel-gptel--openai-usage
+                       '(:prompt_tokens 1500 :completion_tokens 80
+                         :prompt_tokens_details (:cached_tokens 1024)
+                         :completion_tokens_details (:reasoning_tokens 64))))
+                 '(:input 476 :output 80 :cache-read 1024 :cache-write nil :reasoning 64)))
+  ;; No details: nothing known of the cache or reasoning.
+  (should (equal (car (usage-test--read #'mevedel-gptel--openai-usage
+                                        '(:prompt_tokens 15 :completion_tokens 8)))
+                 '(:input 15 :output 8 :cache-read nil :cache-write nil :reasoning nil)))
+  (should (equal (car (usage-test--read
+                       #'mevedel-gptel--openai-responses-usage
+                       '(:input_tokens 900 :output_tokens 40 :input_tokens_details (:cached_tokens 800)
+                         :output_tokens_details (:reasoning_tokens 30))))
+                 '(:input 100 :output 40 :cache-read 800 :cache-write nil :reasoning 30)))
+  (should (equal (car (usage-test--read
+                       #'mevedel-gptel--gemini-usage
+                       '(:promptTokenCount 11500 :candidatesTokenCount 1000 :totalTokenCount 22500
+                         :cachedContentTokenCount 10000 :thoughtsTokenCount 10000)))
+                 '(:input 1500 :output 11000 :cache-read 10000 :cache-write nil :reasoning 10000)))
+  (should (equal (car (usage-test--read #'mevedel-gptel--bedrock-usage
+                                        '(:inputTokens 5 :outputTokens 6 :cacheReadInputTokens 7
+                                          :cacheWriteInputTokens 8)))
+                 '(:input 5 :output 6 :cache-read 7 :cache-write 8 :reasoning nil)))
+  (should (equal (car (usage-test--read #'mevedel-gptel--ollama-usage
+                                        '(:prompt_eval_count 30 :eval_count 9)))
+                 '(:input 30 :output 9 :cache-read nil :cache-write nil :reasoning nil)))
+  ;; JSON null is not a count.
+  (should (equal (car (usage-test--read #'mevedel-gptel--openai-usage
+                                        '(:prompt_tokens 15 :completion_tokens :null)))
+                 '(:input 15 :output nil :cache-read nil :cache-write nil :reasoning nil))))
+
+(ert-deftest mevedel-usage:message-start-s-usage-is-noted-from-the-stream ()
+  "The Anthropic stream's message_start usage is kept for the message_delta."
+  (let ((info (list :backend nil)))
+    (with-temp-buffer
+      (insert "event: message_start\ndata: {\"type\": \"message_start\", \"message\": "
+              "{\"usage\": {\"input_tokens\": 12, \"cache_read_input_tokens\": 3, "
+              "\"output_tokens\": 1}}}\n\n")
+      (mevedel-gptel--note-thinking info (point-min) (point-max)))
+    (should (equal (plist-get info :mevedel-usage-start)
+                   '(:input_tokens 12 :cache_read_input_tokens 3 :output_tokens 1)))))
 
 (provide 'usage-test)
 ;;; usage-test.el ends here

@@ -19,27 +19,6 @@
   (add-to-list 'load-path (file-name-directory (or load-file-name buffer-file-name))))
 (require 'mevedel-e2e-helpers)
 
-(defvar mevedel-entry-test--autoloads nil
-  "The autoloads file generated from lisp/, made once per run.")
-
-(defun mevedel-entry-test--autoloads ()
-  "Return the package's autoloads file, generated as a package manager does."
-  (or (and mevedel-entry-test--autoloads (file-exists-p mevedel-entry-test--autoloads)
-           mevedel-entry-test--autoloads)
-      (let* ((lisp (expand-file-name "lisp" mevedel-test-root))
-             (file (expand-file-name "mevedel-autoloads.el"
-                                     (make-temp-file "mevedel-autoloads" t)))
-             (relative (file-name-as-directory
-                        (file-relative-name lisp (file-name-directory file)))))
-        (loaddefs-generate lisp file)
-        ;; In a package the file sits beside the libraries and names them
-        ;; bare, to be found on `load-path'; so it does here.
-        (with-temp-file file
-          (insert-file-contents file)
-          (while (search-forward (concat "\"" relative) nil t)
-            (replace-match "\"" t t)))
-        (setq mevedel-entry-test--autoloads file))))
-
 (defun mevedel-entry-test--in-emacs (init root command prompt &optional require)
   "Run COMMAND in a fresh Emacs in ROOT, send PROMPT; return (STATUS . OUTPUT).
 INIT is the init file setting the gptel backend.  COMMAND is a symbol:
@@ -48,7 +27,7 @@ The Emacs loads the package's autoloads, or with REQUIRE non-nil only
 does (require \='mevedel), as a checkout on `load-path' is used."
   (mevedel-test-run-emacs
    `(progn
-      ,(if require '(require 'mevedel) `(load ,(mevedel-entry-test--autoloads) nil t))
+      ,(if require '(require 'mevedel) `(load ,(mevedel-e2e-autoloads) nil t))
       (load ,init nil t)
       (let ((default-directory ,(file-name-as-directory root)))
         (call-interactively #',command))

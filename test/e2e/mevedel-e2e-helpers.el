@@ -267,6 +267,27 @@ streamed chunks.  Return a plist: :outcome :log :rows :transcript :rich-transcri
     (delete-process server)
     port))
 
+(defvar mevedel-e2e--autoloads-file nil
+  "The autoloads file generated from lisp/, made once per run.")
+
+(defun mevedel-e2e-autoloads ()
+  "Return the package's autoloads file, generated as a package manager does."
+  (or (and mevedel-e2e--autoloads-file (file-exists-p mevedel-e2e--autoloads-file)
+           mevedel-e2e--autoloads-file)
+      (let* ((lisp (expand-file-name "lisp" mevedel-test-root))
+             (file (expand-file-name "mevedel-autoloads.el"
+                                     (make-temp-file "mevedel-autoloads" t)))
+             (relative (file-name-as-directory
+                        (file-relative-name lisp (file-name-directory file)))))
+        (loaddefs-generate lisp file)
+        ;; In a package the file sits beside the libraries and names them
+        ;; bare, to be found on `load-path'; so it does here.
+        (with-temp-file file
+          (insert-file-contents file)
+          (while (search-forward (concat "\"" relative) nil t)
+            (replace-match "\"" t t)))
+        (setq mevedel-e2e--autoloads-file file))))
+
 (defun mevedel-e2e-headless-config (port wire stream settings)
   "Write an init file pointing gptel at 127.0.0.1:PORT; return its name.
 WIRE and STREAM choose the backend; SETTINGS are forms evaluated after."
