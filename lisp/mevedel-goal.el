@@ -238,16 +238,11 @@ A bare number is minutes."
 
 (defun mevedel-goal--records (chat goal)
   "Return the usage records of CHAT's session charged to GOAL.
-Those of its root turns, and the agents' since it was set: agents
-started from its turns work for it."
-  (let ((turns (mevedel-goal-turn-ids goal))
-        (started (or (mevedel-goal-started goal) 0)))
-    (cl-remove-if-not
-     (lambda (record)
-       (if (equal (plist-get record :agent) mevedel-mailbox-root)
-           (member (plist-get record :turn) turns)
-         (>= (or (plist-get record :at) 0) started)))
-     (mevedel-usage-records chat))))
+Those made in its root turns, by the root or by agents working for it
+then (a record names the root turn it ran in), each charged once."
+  (let ((turns (mevedel-goal-turn-ids goal)))
+    (cl-remove-if-not (lambda (record) (member (or (plist-get record :root-turn) (plist-get record :turn)) turns))
+                      (mevedel-usage-records chat))))
 
 (defun mevedel-goal-usage (chat goal)
   "Return the usage of GOAL of CHAT, a plist.

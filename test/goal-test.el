@@ -45,7 +45,7 @@
   (mevedel-usage-record chat (mevedel-usage-make :input tokens :output 0) :turn turn :agent agent))
 
 (ert-deftest mevedel-goal-test-usage-charged-once-and-crossings-told-once ()
-  "The Goal's root turns and its agents are charged; each crossing is told once per chat."
+  "The Goal's root turns and its agents' work in them are charged; crossings told once."
   (mevedel-test-with-view view chat
     (let* ((session (mevedel-chat-session chat))
            (child (mevedel-chat-make-child chat "/root/helper"))
@@ -58,7 +58,13 @@
             ;; A root turn outside the Goal is not charged.
             (goal-test--record chat "before" "/root" 5000)
             (goal-test--record chat "g1" "/root" 400)
+            ;; An agent is charged for what it does while a Goal turn
+            ;; runs, not while the root works on something else.
+            (setf (mevedel-chat-turn chat) (list :id "before"))
+            (goal-test--record child "c0" "/root/helper" 3000)
+            (setf (mevedel-chat-turn chat) (list :id "g1"))
             (goal-test--record child "c1" "/root/helper" 200)
+            (setf (mevedel-chat-turn chat) nil)
             (should (equal (plist-get (mevedel-goal-usage chat goal) :tokens) 600))
             (should (equal (mevedel-goal--untold chat goal) '("Goal budget: tokens 50% used.")))
             (should-not (mevedel-goal--untold chat goal))
