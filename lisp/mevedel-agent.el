@@ -133,7 +133,9 @@ is not sent.")
   path parent role-name role config chat
   ;; `preparing', `running', `waiting' (for a slot) or `idle'.
   (status 'preparing)
-  outcome payload verdict (tool-calls 0)
+  outcome payload verdict
+  ;; Tool calls of its current (or latest) turn: a follow-up starts at 0.
+  (tool-calls 0)
   ;; The running invocation, or nil.
   turn
   ;; The session's tree, and the spawn parent's chat (nil for an agent
@@ -141,19 +143,15 @@ is not sent.")
   tree parent-chat spawn-id
   ;; While preparing: a function cancelling the preparation.
   cancel
-  ;; How many times SubagentStop hooks sent the agent on.
-  (stop-continuations 0)
-  ;; The Plan stamp of the request that spawned it (mevedel-plan.el),
-  ;; which its every turn carries, or nil.  Never changes.
-  plan-stamp
   ;; The session-relative file of its saved conversation, or nil.
   transcript)
 
 (cl-defstruct (mevedel-agent--turn (:constructor mevedel-agent--make-turn) (:copier nil))
   "One invocation of a retained agent: a task until its settlement."
   handle text settled reason (samples 1) on-settle started
-  ;; Its Plan stamp beyond the handle's (from its caller, the session's
-  ;; sticky Plan or Plan mail it reads), given once; and the permission
+  ;; Its Plan stamp (from its caller, the session's sticky Plan or Plan
+  ;; mail it reads), given once: each invocation applies its own, so a
+  ;; follow-up after Plan ended is not read-only; and the permission
   ;; mode override it inherited from its caller (mevedel-plan.el).
   plan-stamp mode-override
   ;; When it began waiting for a slot, then when it started (a float time).
@@ -286,26 +284,43 @@ configuration is exactly what was frozen."
         (error "Key %s is missing from an agent configuration" key))))
   config)
 
+(defconst mevedel-agent--self-lead "\n\nYou are the retained agent "
+  "How the section naming an agent to itself begins in its system text.")
+
+(defun mevedel-agent--inherited-body (parent)
+  "Return the instructions a default-role child of chat PARENT inherits.
+That is PARENT's effective system text, without the section naming a
+child PARENT to itself: the grandchild's own section follows, so its
+prompt claims one identity."
+  (let ((text (or (mevedel-chat-frozen-system parent) (mevedel-prompt-system-text parent))))
+    (if-let* (((mevedel-chat-agent parent))
+              (cut (string-search (concat mevedel-agent--self-lead (mevedel-chat-agent parent) ",")
+                                  text)))
+        (substring text 0 cut)
+      text)))
+
 (defun mevedel-agent--system-text (parent child path role)
   "Return the system text of the child PATH (chat CHILD) of chat PARENT with ROLE.
-The default role (ROLE nil) inherits PARENT's effective instructions;
-a named role's are its `:system-components' (mevedel-prompt.el),
-rendered for CHILD, and then its `:prompt'.  Either way a section
-naming the agent and its reporting duty follows, and its working
-directory when that is not the workspace root."
+The default role (ROLE nil) inherits PARENT's effective instructions
+\(`mevedel-agent--inherited-body'); a named role's are its
+`:system-components' (mevedel-prompt.el), rendered for CHILD, and then
+its `:prompt'.  Either way a section naming the agent and its
+reporting duty follows, and its working directory when that is not
+the workspace root."
   (let ((body (if (null role)
-                  (or (mevedel-chat-frozen-system parent) (mevedel-prompt-system-text parent))
+                  (mevedel-agent--inherited-body parent)
                 (mapconcat #'identity
                            (delq nil (list (mevedel-prompt-whole-text
                                             child (plist-get role :system-components))
                                            (plist-get role :prompt)))
                            "\n\n")))
         (directory (mevedel-prompt-directory child)))
-    (format "%s\n\nYou are the retained agent %s, working for %s. The user's message is your \
+    (format "%s%s%s, working for %s. The user's message is your \
 task; your final answer is returned to %s as your result, so make it a complete, compact report \
 (list measurements as labelled items: scenario, metric, value, unit, runs). SendMessage reaches \
 other agents by path; ListAgents lists them.%s"
-            body path (mevedel-agent--parent-path path) (mevedel-agent--parent-path path)
+            body mevedel-agent--self-lead path (mevedel-agent--parent-path path)
+            (mevedel-agent--parent-path path)
             (if (equal directory (mevedel-prompt-workspace child))
                 ""
               (format " Your working directory is %s: relative paths, Bash and Eval start \
@@ -327,7 +342,11 @@ The default role (nil, or `:tools' t) inherits PARENT's; a named role
 lists its own (registered native tools by name; the specialists it
 names it reaches through ToolCall, see `mevedel-agent--specialists')
 and gets SendMessage and ListAgents; Agent comes with WaitAgent and
-InterruptAgent, and a role that may not delegate has none of them."
+InterruptAgent, and a role that may not delegate has none of them.
+A `:read-only' role has no ApplyPatch, even inherited: its roster,
+with its prompt, is its boundary.  Tools declared :root-only
+\(Monitor) are no child's.  ListAgents is a specialist, not native: a
+named role reaches it through ToolCall."
   (let* ((inherited (mevedel-chat-tools parent))
          (names (if (or (null role) (eq (plist-get role :tools) t))
                     (mapcar #'gptel-tool-name inherited)
@@ -337,11 +356,13 @@ InterruptAgent, and a role that may not delegate has none of them."
                   (if (member "Agent" names)
                       (append names mevedel-agent-delegation-tools)
                     names)))
-         (names (cl-remove-duplicates names :test #'equal :from-end t)))
+         (names (cl-remove-duplicates names :test #'equal :from-end t))
+         (names (if (plist-get role :read-only) (remove "ApplyPatch" names) names))
+         (natives (cl-remove-if #'mevedel-tool-root-only (mevedel-tool-native-tools))))
     (delq nil (mapcar (lambda (name)
-                        (or (cl-find name inherited :key #'gptel-tool-name :test #'equal)
-                            (when-let* ((tool (cl-find name (mevedel-tool-native-tools)
-                                                       :key #'mevedel-tool-name :test #'equal)))
+                        (when-let* ((tool (cl-find name natives
+                                                   :key #'mevedel-tool-name :test #'equal)))
+                          (or (cl-find name inherited :key #'gptel-tool-name :test #'equal)
                               (mevedel-tool-gptel-tool tool))))
                       names))))
 
@@ -349,13 +370,14 @@ InterruptAgent, and a role that may not delegate has none of them."
   "Return the identities of the specialists a child of chat PARENT reaches.
 CHILD is the child's chat, ROLE its role.  The default role (nil, or
 `:tools' t) inherits PARENT's catalog: a child parent's frozen set, or
-the specialists visible to the root now.  A named role with a tool
-list reaches mevedel's own specialists (category `mevedel') and any
-other only when the list names it as a permission rule would
+the specialists visible to the root now; an empty frozen set stays
+empty.  A named role with a tool list reaches only the specialists it
+names, by name or as a permission rule would
 \(`mevedel-permissions-rule-names'): mcp__SERVER__TOOL, or mcp__SERVER
-for every tool of that server.  Either way the set is frozen: tools
-registered later do not join it, and calls stay subject to the tools
-the session has at the time (`mevedel-tool-visible-p')."
+for every tool of that server.  So a verifier reaches no Eval,
+WebFetch or Skill its role does not list.  Either way the set is
+frozen: tools registered later do not join it, and calls stay subject
+to the tools the session has at the time (`mevedel-tool-visible-p')."
   (let ((names (and (consp (plist-get role :tools)) (plist-get role :tools)))
         (frozen (buffer-local-value 'mevedel-tool-frozen-specialists
                                     (mevedel-chat-data-buffer parent))))
@@ -366,8 +388,8 @@ the session has at the time (`mevedel-tool-visible-p')."
       (let ((buffer (mevedel-chat-data-buffer (if names child parent))))
         (cl-loop for tool in (mevedel-tool-specialists)
                  when (and (mevedel-tool-visible-p tool buffer)
+                           (not (mevedel-tool-root-only tool))
                            (or (not names)
-                               (equal (mevedel-tool-category tool) "mevedel")
                                (cl-intersection (mevedel-permissions-rule-names
                                                  (mevedel-tool-name tool))
                                                 names :test #'equal)))
@@ -538,8 +560,8 @@ its running TURN."
 
 (defun mevedel-agent--request-stamp (chat)
   "Return the Plan stamp of CHAT's running request, or nil.
-A child spawned by it keeps it, so it stays read-only after the root
-leaves Plan; a turn it starts or directs is stamped with it."
+A turn it starts or directs, a child's first included, is stamped
+with it and keeps it after the root leaves Plan."
   (mevedel-plan-stamp (mevedel-agent--request-context chat)))
 
 (defun mevedel-agent--request-override (chat)
@@ -561,19 +583,14 @@ PATH is the caller's path (`mevedel-agent-caller-path') when known."
 
 (defun mevedel-agent-plan-stamp (context)
   "Return the Plan stamp of the child agent whose call has CONTEXT.
-That is the stamp it was spawned under, else a read-only role's own
-\(`read-only'), else its running invocation's, else `none'; nil for
-the root's calls."
+That is its running invocation's, else `none'; nil for the root's
+calls.  A role's read-only judgment is its prompt's, not a stamp: a
+verifier may run the tests."
   (let ((path (mevedel-agent-caller-path context)))
     (unless (equal path mevedel-mailbox-root)
       (let* ((handle (mevedel-agent--caller-handle context path))
              (turn (and handle (mevedel-agent-handle-turn handle))))
-        (cond ((null handle) 'none)
-              ((mevedel-agent-handle-plan-stamp handle))
-              ((plist-get (mevedel-agent-handle-role handle) :read-only)
-               (mevedel-plan-make-stamp 'read-only))
-              ((and turn (mevedel-agent--turn-plan-stamp turn)))
-              (t 'none))))))
+        (or (and turn (mevedel-agent--turn-plan-stamp turn)) 'none)))))
 
 (add-hook 'mevedel-plan-request-functions #'mevedel-agent-plan-stamp)
 
@@ -737,8 +754,7 @@ preparing (a `summary' context: see
                                            (mevedel-agent-normalize-name task-name)))
          (handle (mevedel-agent--make-handle
                   :path path :parent parent-path :role-name role-name
-                  :role role :parent-chat chat :spawn-id spawn-id :tree tree
-                  :plan-stamp (mevedel-agent--request-stamp chat))))
+                  :role role :parent-chat chat :spawn-id spawn-id :tree tree)))
     ;; The reservation: the path is taken, but nobody sees it yet.
     (puthash path handle (mevedel-agent--tree-agents tree))
     (condition-case err
@@ -817,6 +833,7 @@ waits."
                 :plan-stamp (and (mevedel-plan-authority-p stamp) stamp)
                 :mode-override (and caller (mevedel-agent--request-override caller)))))
     (setf (mevedel-agent-handle-turn handle) turn
+          (mevedel-agent-handle-tool-calls handle) 0
           (mevedel-agent-handle-outcome handle) nil
           (mevedel-agent-handle-payload handle) nil
           (mevedel-agent-handle-verdict handle) nil)
@@ -931,27 +948,14 @@ With ALL, return every response of the turn, for partial work."
     (concat (format "Interrupted: %s." (or (mevedel-agent--turn-reason turn) "interrupted"))
             (if (string-empty-p partial) "" (concat "\nPartial work:\n" partial)))))
 
-(defconst mevedel-agent-stop-continuation-limit 8
-  "Most times SubagentStop hooks may send one agent on.")
-
-(defun mevedel-agent--stop-hooks (session handle outcome payload)
-  "Run SESSION's SubagentStop hooks for HANDLE's turn settled with OUTCOME.
-PAYLOAD is its final answer.  A hook that blocks the stop (exit 2,
-decision \"block\") sends a completed agent on with its reason as
-the next task, at most `mevedel-agent-stop-continuation-limit' times."
-  (let ((path (mevedel-agent-handle-path handle))
-        (continued (mevedel-agent-handle-stop-continuations handle)))
-    (mevedel-hooks-subagent-stop
-     session (list :id path :type (or (mevedel-agent-handle-role-name handle) "default"))
-     :last-message (or payload "") :active (> continued 0)
-     :callback
-     (lambda (reason)
-       (when (and reason (eq outcome 'completed)
-                  (< continued mevedel-agent-stop-continuation-limit)
-                  (eq (mevedel-agent-handle-status handle) 'idle)
-                  (mevedel-agent-handle-parent-chat handle))
-         (setf (mevedel-agent-handle-stop-continuations handle) (1+ continued))
-         (mevedel-agent-send (mevedel-agent-handle-parent-chat handle) path reason))))))
+(defun mevedel-agent--stop-hooks (session handle payload)
+  "Run SESSION's SubagentStop hooks for HANDLE's settled turn.
+PAYLOAD is its answer.  They observe, once per turn: the agent stays
+retained and idle."
+  (mevedel-hooks-subagent-stop
+   session (list :id (mevedel-agent-handle-path handle)
+                 :type (or (mevedel-agent-handle-role-name handle) "default"))
+   :last-message (or payload "")))
 
 (defun mevedel-agent--settle (turn outcome payload)
   "Settle TURN with OUTCOME and PAYLOAD, once; later attempts do nothing.
@@ -996,7 +1000,7 @@ Return non-nil when this call settled it."
                   (error (display-warning 'mevedel (format "A stop hook of %s failed: %s"
                                                            path (error-message-string err))))))
               (mevedel-tasks-settle-owner session path (eq outcome 'completed))
-              (mevedel-agent--stop-hooks session handle outcome payload)
+              (mevedel-agent--stop-hooks session handle payload)
               (let ((consumed (mevedel-agent--consume turn id)))
                 (mevedel-agent--refresh handle)
                 (when (and id (not consumed)) (mevedel-agent--arrived tree parent id path)))))
@@ -1226,6 +1230,18 @@ no conversation."
   (when-let* ((tool (cl-find name (mevedel-tool-all) :key #'mevedel-tool-name :test #'equal)))
     (mevedel-tool-gptel-tool tool)))
 
+(defun mevedel-agent--frozen-backend (name handle root)
+  "Return the gptel backend NAME the restored HANDLE was frozen with.
+A child saved without one (an ACP agent serves it) takes the root
+chat ROOT's.  A named backend that is no longer defined is a
+`user-error' naming it: serving the child with another model would
+silently break its frozen identity."
+  (cond ((gptel-backend-p name) name)
+        ((null name) (mevedel-chat-backend-effective root))
+        ((ignore-errors (gptel-get-backend name)))
+        (t (user-error "The backend %s that serves %s is not defined; define it to continue \
+this agent" name (mevedel-agent-handle-path handle)))))
+
 (defun mevedel-agent--hydrate (handle)
   "Load the saved conversation of the restored HANDLE into a chat; return it.
 Only this agent is loaded, with its frozen configuration.  Signal
@@ -1237,7 +1253,8 @@ Only this agent is loaded, with its frozen configuration.  Signal
                        (user-error "The session of %s is not open" (mevedel-agent-handle-path handle))))
              (relative (mevedel-agent-handle-transcript handle))
              (file (and relative (expand-file-name relative (mevedel-session-directory session))))
-             (config (mevedel-agent-handle-config handle)))
+             (config (mevedel-agent-handle-config handle))
+             (backend (mevedel-agent--frozen-backend (plist-get config :backend) handle root)))
         (unless (and file (file-exists-p file))
           (user-error "The conversation of %s was not saved" (mevedel-agent-handle-path handle)))
         (let ((child (mevedel-chat-make-child root (mevedel-agent-handle-path handle)
@@ -1245,9 +1262,7 @@ Only this agent is loaded, with its frozen configuration.  Signal
           (setf (mevedel-chat-store child) (mevedel-core-store-open file))
           ;; A turn cut by a crash is settled as the root's would be.
           (mevedel-resume-chat child)
-          (setf (mevedel-chat-backend child)
-                (or (ignore-errors (gptel-get-backend (plist-get config :backend)))
-                    (mevedel-chat-backend-effective root))
+          (setf (mevedel-chat-backend child) backend
                 (mevedel-chat-model child) (or (plist-get config :model)
                                                (mevedel-chat-model-effective root))
                 (mevedel-chat-placement child) (plist-get config :provider)
@@ -1263,20 +1278,22 @@ Only this agent is loaded, with its frozen configuration.  Signal
           (with-current-buffer (mevedel-chat-data-buffer child)
             (setq-local mevedel-session-agent (mevedel-agent-handle-path handle)
                         mevedel-tool-offered (mapcar #'gptel-tool-name
-                                                     (mevedel-chat-frozen-tools child))))
+                                                     (mevedel-chat-frozen-tools child)))
+            (when (boundp 'gptel-reasoning-effort)
+              (set (make-local-variable 'gptel-reasoning-effort) (plist-get config :effort))))
           (mevedel-chat-observe child (lambda (event _chat &rest records)
                                         (mevedel-agent--child-event handle event records)))
           child))))
 
 (defconst mevedel-agent-record-keys
-  '(:path :parent :role :role-flags :plan-stamp :config :status :outcome :payload :verdict
+  '(:path :parent :role :role-flags :config :status :outcome :payload :verdict
           :tool-calls :transcript)
   "Every key of a saved registry record, exactly once each.")
 
-(defconst mevedel-agent--role-flags '(:read-only :verdict)
+(defconst mevedel-agent--role-flags '(:verdict)
   "The facts of a role the runtime reads after the spawn.
-They are saved with the agent, so a resumed read-only role stays
-read-only and a resumed verifier's reports are still parsed.")
+They are saved with the agent, so a resumed verifier's reports are
+still parsed.")
 
 (defun mevedel-agent--record (handle)
   "Return HANDLE as a registry record of printable data.
@@ -1292,7 +1309,7 @@ An agent restored but not used yet still has the saved names."
           :role-flags (cl-loop with role = (mevedel-agent-handle-role handle)
                                for flag in mevedel-agent--role-flags
                                append (list flag (and (plist-get role flag) t)))
-          :plan-stamp (mevedel-agent-handle-plan-stamp handle) :config config
+          :config config
           :status (mevedel-agent-handle-status handle) :outcome (mevedel-agent-handle-outcome handle)
           :payload (mevedel-agent-handle-payload handle)
           :verdict (mevedel-agent-handle-verdict handle)
@@ -1321,10 +1338,14 @@ Does nothing for a session without durable storage."
 An agent saved before specialists were frozen (ADR 0022) has no
 :specialists; it keeps reaching every specialist, as it did (t).  One
 saved before children could run on ACP agents has no :provider: gptel
-serves it (nil)."
+serves it (nil).  One saved when a spawn's Plan stamp bound every
+later turn has a :plan-stamp, which goes: each turn takes its own."
   (let ((config (plist-get record :config)))
     (if (not (and (proper-list-p record) (proper-list-p config)))
         record
+      (when (plist-member record :plan-stamp)
+        (setq record (cl-loop for (key value) on record by #'cddr
+                              unless (eq key :plan-stamp) append (list key value))))
       (unless (plist-member config :specialists)
         (setq config (append config (list :specialists t))))
       (unless (plist-member config :provider)
@@ -1335,9 +1356,8 @@ serves it (nil)."
 
 (defun mevedel-agent-check-record (record)
   "Return RECORD, a saved registry record, or signal `error'.
-Unknown, duplicate or missing keys, a malformed path, a configuration
-that is not exactly the frozen schema and a Plan stamp of an unknown
-kind are refused."
+Unknown, duplicate or missing keys, a malformed path and a
+configuration that is not exactly the frozen schema are refused."
   (unless (and (proper-list-p record) (cl-evenp (length record)))
     (error "An agent record is a plist, not %S" record))
   (let ((keys (cl-loop for (key _) on record by #'cddr collect key)))
@@ -1348,9 +1368,6 @@ kind are refused."
                (string-match-p mevedel-agent--path-regexp (plist-get record :path)))
     (error "An agent record has the path %S" (plist-get record :path)))
   (mevedel-agent-check-config (plist-get record :config))
-  (let ((stamp (plist-get record :plan-stamp)))
-    (unless (or (null stamp) (memq (mevedel-plan-stamp-kind stamp) '(sticky directive read-only)))
-      (error "An agent record has the Plan stamp %S" stamp)))
   record)
 
 (defun mevedel-agent--restore (chat)
@@ -1375,7 +1392,6 @@ gets that RESULT (it wakes nobody)."
                             :path (plist-get record :path) :parent (plist-get record :parent)
                             :role-name (plist-get record :role) :config (plist-get record :config)
                             :role (plist-get record :role-flags)
-                            :plan-stamp (plist-get record :plan-stamp)
                             :status 'idle :tree tree
                             :outcome (if active 'interrupted (plist-get record :outcome))
                             :payload (if active

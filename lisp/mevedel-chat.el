@@ -501,8 +501,10 @@ A prompt reset (after a compaction) starts a new cached prefix."
 (defun mevedel-chat-tools (chat)
   "Return the gptel tools offered to the model of CHAT.
 They are those of every native mevedel tool, or a child agent's
-frozen set."
-  (or (mevedel-chat-frozen-tools chat) (mevedel-gptel-tools)))
+frozen set: an empty one stays empty, never all tools."
+  (if (mevedel-chat-agent chat)
+      (mevedel-chat-frozen-tools chat)
+    (mevedel-gptel-tools)))
 
 ;;;; Tool calls
 

@@ -1086,22 +1086,20 @@ agent's first request, or nil.  Return a function that stops them."
 
 (defun mevedel-hooks-subagent-stop (session agent &rest details)
   "Run SESSION's SubagentStop hooks for AGENT, a plist (:id ID :type TYPE).
-DETAILS: :transcript (the agent's transcript file), :last-message (its
-last answer) and :active (non-nil when a stop hook already sent it
-on), then :callback, given nil to let the agent stop or the reason
-to go on with.  Return a function that stops the hooks."
-  (let ((callback (plist-get details :callback)))
-    (mevedel-hooks-run
-     'SubagentStop
-     (mevedel-hooks-input 'SubagentStop session
-                          :stop_hook_active (if (plist-get details :active) t :json-false)
-                          :agent_id (plist-get agent :id)
-                          :agent_type (plist-get agent :type)
-                          :agent_transcript_path (or (plist-get details :transcript) "")
-                          :last_assistant_message (or (plist-get details :last-message) ""))
-     (lambda (verdict)
-       (funcall callback (and (not (plist-get verdict :stop)) (plist-get verdict :block))))
-     session)))
+DETAILS: :transcript (the agent's transcript file) and :last-message
+\(its last answer).  The hooks observe: a block does not send the
+agent on, so its turn's RESULT is the one its parent gets.  Return a
+function that stops the hooks."
+  (mevedel-hooks-run
+   'SubagentStop
+   (mevedel-hooks-input 'SubagentStop session
+                        :stop_hook_active :json-false
+                        :agent_id (plist-get agent :id)
+                        :agent_type (plist-get agent :type)
+                        :agent_transcript_path (or (plist-get details :transcript) "")
+                        :last_assistant_message (or (plist-get details :last-message) ""))
+   #'ignore
+   session))
 
 (provide 'mevedel-hooks)
 ;;; mevedel-hooks.el ends here

@@ -288,7 +288,6 @@ one RESULT with outcome interrupted follows."
                  agents "\n"))))
 
 (mevedel-define-tool ListAgents
-  :native t
   :description "List every retained agent of the session by path, with role and status."
   :args ()
   :groups '(agents)

@@ -1010,6 +1010,8 @@ chars \"\\u0003\" sends Ctrl-C. Manual: " mevedel-tool-exec-manual-address)
 
 (mevedel-define-tool Monitor
   :native t
+  ;; Its events wake the root; a child's stdout lines would reach nobody.
+  :root-only t
   :description (concat
                 "Watch a command whose stdout lines should reach you as events while you do \
 other work (e.g. `tail -f log | grep --line-buffered ERROR'). Each stdout line becomes an \

@@ -70,7 +70,7 @@
     ;; Permissions
     :check-permission :get-path :get-paths :get-domain :grant-request :review
     ;; Loading, grouping and where the tool is offered
-    :category :groups :wrap :native :standalone :plan :request-args
+    :category :groups :wrap :native :root-only :standalone :plan :request-args
     ;; A contract given as JSON Schema text instead of :args (MCP tools)
     :input-schema
     ;; Display and output
@@ -100,7 +100,7 @@
   read-only-p snapshot-p async-p
   check-permission get-path get-paths get-domain grant-request review
   wrap max-result-size render-transform renderer
-  native standalone plan request-args
+  native root-only standalone plan request-args
   ;; Built by registration:
   identity handle provider-schema gptel-args shape arg-keys gptel-tool)
 
@@ -235,7 +235,9 @@ arguments used instead of :args for validation and the provider schema
 \(an MCP server's tool, see mevedel-mcp.el).
 Where it is offered: :native (non-nil: offered to the model in every
 request as a provider tool; without it the tool is a specialist, found
-with ToolSearch and called through ToolCall) :standalone (non-nil: a
+with ToolSearch and called through ToolCall) :root-only (non-nil:
+only the root agent is offered it; a child agent's tools and catalog
+leave it out) :standalone (non-nil: a
 ToolCall program may call it only as its whole expression) :plan (what
 Plan mode does with its calls: a function of the stamp's kind, the
 arguments and the call's context returning Plan's verdict, nil for the
@@ -536,6 +538,7 @@ module loaded, it is registered at once and the tool returned."
                 :render-transform (plist-get properties :render-transform)
                 :renderer (plist-get properties :renderer)
                 :native (and (plist-get properties :native) t)
+                :root-only (and (plist-get properties :root-only) t)
                 :standalone (and (plist-get properties :standalone) t)
                 :plan (plist-get properties :plan)
                 :request-args (plist-get properties :request-args)

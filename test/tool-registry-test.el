@@ -247,7 +247,7 @@
 ;;;; Where a tool is offered: facts of the declaration
 
 (ert-deftest mevedel-tool-registry:offering-facts-are-declared ()
-  "Native, standalone-only, Plan's verdict and request arguments come from the declaration."
+  "Native, root-only, standalone-only, Plan's verdict and request arguments are declared."
   (mevedel-tool-registry-test--with-clean
     (let* ((cat mevedel-tool-registry-test--category)
            (plain (mevedel-tool-register "Plain" (list :description "D." :function #'ignore
@@ -260,6 +260,10 @@
            (planned (mevedel-tool-register "Planned" (list :description "D." :function #'ignore
                                                            :category cat :plan verdict))))
       (should-not (mevedel-tool-native-p plain))
+      (should-not (mevedel-tool-root-only plain))
+      (should (mevedel-tool-root-only
+               (mevedel-tool-register "Rooted" (list :description "D." :function #'ignore
+                                                     :category cat :root-only t))))
       (should (mevedel-tool-native-p native))
       (should (memq native (mevedel-tool-native-tools)))
       (should (memq plain (mevedel-tool-specialists)))
@@ -273,8 +277,12 @@
   (should (equal (sort (mapcar #'mevedel-tool-name (mevedel-tool-native-tools)) #'string<)
                  (sort (list "Read" "Bash" "WriteStdin" "Monitor" "Glob" "Grep" "ApplyPatch"
                              "ToolSearch" "ToolCall" "Agent" "SendMessage" "WaitAgent"
-                             "InterruptAgent" "ListAgents")
+                             "InterruptAgent")
                        #'string<)))
+  ;; Only Monitor is the root's alone.
+  (should (equal (mapcar #'mevedel-tool-name (cl-remove-if-not #'mevedel-tool-root-only
+                                                                (mevedel-tool-all)))
+                 '("Monitor")))
   (should (equal (sort (mapcar #'mevedel-tool-name
                                (cl-remove-if-not #'mevedel-tool-standalone (mevedel-tool-all)))
                        #'string<)
