@@ -162,9 +162,20 @@
         (let ((grep (mevedel-test-run-tool child "Grep" "s1" '(:pattern "inside"))))
           (should (string-match-p "here\\.txt" grep))
           (should-not (string-match-p "top\\.txt" grep)))
-        ;; Bash runs there.
-        (should (string-match-p (regexp-quote (directory-file-name sub))
-                                (mevedel-test-run-tool child "Bash" "b1" '(:command "pwd" :description "where"))))
+        ;; Bash runs there, but its writable root stays the workspace:
+        ;; selecting a directory grants nothing.
+        (let* ((writable nil)
+               (request (symbol-function 'mevedel-sandbox-request)))
+          (cl-letf (((symbol-function 'mevedel-sandbox-request)
+                     (lambda (&rest args)
+                       (push (plist-get args :writable) writable)
+                       (apply request args))))
+            (should (string-match-p (regexp-quote (directory-file-name sub))
+                                    (mevedel-test-run-tool child "Bash" "b1"
+                                                           '(:command "pwd" :description "where")))))
+          (should (equal (mapcar (lambda (d) (file-name-as-directory (file-truename d)))
+                                 (car writable))
+                         (list dir))))
         ;; ApplyPatch's relative paths are there, for the permission step too.
         (mevedel-test-run-tool child "ApplyPatch" "p1"
                                '(:patch "*** Begin Patch\n*** Add File: made.txt\n+made\n*** End Patch"))
