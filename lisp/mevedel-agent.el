@@ -299,6 +299,14 @@ prompt claims one identity."
         (substring text 0 cut)
       text)))
 
+(defun mevedel-agent--inherit-components (parent child)
+  "Give the default-role chat CHILD the prompt components of chat PARENT.
+PARENT's selection and what it read come along, less the journal map,
+which only the main conversation receives; CHILD's context updates
+follow them."
+  (mevedel-prompt-confine child (remq 'journal-map (mevedel-prompt-components parent))
+                          (cl-remove 'journal-map (mevedel-prompt-read parent) :key #'car)))
+
 (defun mevedel-agent--system-text (parent child path role)
   "Return the system text of the child PATH (chat CHILD) of chat PARENT with ROLE.
 The default role (ROLE nil) inherits PARENT's effective instructions
@@ -308,7 +316,8 @@ its `:prompt'.  Either way a section naming the agent and its
 reporting duty follows, and its working directory when that is not
 the workspace root."
   (let ((body (if (null role)
-                  (mevedel-agent--inherited-body parent)
+                  (progn (mevedel-agent--inherit-components parent child)
+                         (mevedel-agent--inherited-body parent))
                 (mapconcat #'identity
                            (delq nil (list (mevedel-prompt-whole-text
                                             child (plist-get role :system-components))
@@ -1275,6 +1284,11 @@ Only this agent is loaded, with its frozen configuration.  Signal
                 (plist-put (plist-put (copy-sequence config) :backend (mevedel-chat-backend child))
                            :tools (mevedel-chat-frozen-tools child)))
           (mevedel-agent--freeze-specialists child (plist-get config :specialists))
+          ;; Its context updates follow its own selection; what its
+          ;; frozen system text said is sent once more.
+          (let ((role (mevedel-agent-handle-role handle)))
+            (when (plist-member role :system-components)
+              (mevedel-prompt-confine child (plist-get role :system-components))))
           (with-current-buffer (mevedel-chat-data-buffer child)
             (setq-local mevedel-session-agent (mevedel-agent-handle-path handle)
                         mevedel-tool-offered (mapcar #'gptel-tool-name
@@ -1293,7 +1307,18 @@ Only this agent is loaded, with its frozen configuration.  Signal
 (defconst mevedel-agent--role-flags '(:verdict)
   "The facts of a role the runtime reads after the spawn.
 They are saved with the agent, so a resumed verifier's reports are
-still parsed.")
+still parsed.  Its prompt component selection is saved beside them
+\(:system-components), so a resumed child's context updates follow
+it.")
+
+(defun mevedel-agent--components (handle)
+  "Return (COMPONENTS) of HANDLE's prompt component selection, or nil if unknown."
+  (let ((chat (mevedel-agent-handle-chat handle))
+        (role (mevedel-agent-handle-role handle)))
+    (cond ((and chat (buffer-live-p (mevedel-chat-data-buffer chat)))
+           (buffer-local-value 'mevedel-prompt-own-components (mevedel-chat-data-buffer chat)))
+          ((plist-member role :system-components)
+           (list (plist-get role :system-components))))))
 
 (defun mevedel-agent--record (handle)
   "Return HANDLE as a registry record of printable data.
@@ -1306,9 +1331,12 @@ An agent restored but not used yet still has the saved names."
                                                   (plist-get config :tools))))
     (list :path (mevedel-agent-handle-path handle) :parent (mevedel-agent-handle-parent handle)
           :role (mevedel-agent-handle-role-name handle)
-          :role-flags (cl-loop with role = (mevedel-agent-handle-role handle)
-                               for flag in mevedel-agent--role-flags
-                               append (list flag (and (plist-get role flag) t)))
+          :role-flags (append
+                       (cl-loop with role = (mevedel-agent-handle-role handle)
+                                for flag in mevedel-agent--role-flags
+                                append (list flag (and (plist-get role flag) t)))
+                       (when-let* ((components (mevedel-agent--components handle)))
+                         (list :system-components (car components))))
           :config config
           :status (mevedel-agent-handle-status handle) :outcome (mevedel-agent-handle-outcome handle)
           :payload (mevedel-agent-handle-payload handle)

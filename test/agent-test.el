@@ -394,6 +394,49 @@ It blocks every stop, which must change nothing."
                                             :prompt)
                                  (mevedel-chat-frozen-system child))))))))
 
+(defun agent-test--update-names (chat)
+  "Return the component names of the context updates CHAT's next turn sends."
+  (mapcar (lambda (block)
+            (and (string-match "component=\"\\([^\"]+\\)\"" block) (intern (match-string 1 block))))
+          (mevedel-prompt-context-updates chat)))
+
+(ert-deftest mevedel-agent:children-get-only-their-own-prompt-components ()
+  "A verifier's context updates follow its role's components, also after a
+compaction and a resume; a default child inherits its parent's, less the
+journal map."
+  (agent-test--with-root root
+    (let* ((session (mevedel-chat-session root))
+           (path (agent-test--spawn root "check" :role "verifier"))
+           (verifier (car (agent-test--send-of path)))
+           (default (car (agent-test--send-of (agent-test--spawn root "plain"))))
+           (own (plist-get (mevedel-agent-role "verifier" (mevedel-chat-root root))
+                           :system-components)))
+      ;; Literal text components are named `text'.
+      ;; What its system text says is not sent again.
+      (should-not (agent-test--update-names verifier))
+      ;; A compaction restores its own components, not the root's.
+      (mevedel-prompt-reset verifier)
+      (let ((names (agent-test--update-names verifier)))
+        (should names)
+        (dolist (name names) (should (or (memq name own) (eq name 'text))))
+        (should-not (memq 'memory-index names))
+        (should-not (memq 'skills-roster names)))
+      (should (memq 'journal-map (mevedel-prompt-components root)))
+      (should-not (memq 'journal-map (mevedel-prompt-components default)))
+      (should (memq 'memory-index (mevedel-prompt-components default)))
+      ;; A resumed verifier keeps its selection.
+      (agent-test--finish path 'done "VERDICT: PASS")
+      (let ((dir (mevedel-chat-root root))
+            (id (mevedel-session-id session)))
+        (kill-buffer (mevedel-chat-data-buffer root))
+        (let ((again (mevedel-chat-get-create dir id)))
+          (unwind-protect
+              (let ((resumed (mevedel-chat-of-buffer (mevedel-agent-conversation again path))))
+                (should (equal (mevedel-prompt-components resumed) own))
+                (dolist (name (agent-test--update-names resumed))
+                  (should (or (memq name own) (eq name 'text)))))
+            (kill-buffer (mevedel-chat-data-buffer again))))))))
+
 (ert-deftest mevedel-agent:a-default-grandchild-claims-one-identity ()
   (agent-test--with-root root
     (let* ((child (car (agent-test--send-of (agent-test--spawn root "implementation"))))
