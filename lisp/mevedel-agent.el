@@ -1461,16 +1461,33 @@ gets that RESULT (it wakes nobody)."
 
 (defun mevedel-agent-status (chat path)
   "Return the handle data of the agent PATH in CHAT's session, or nil.
-A plist (:path :role :status :tool-calls :outcome :verdict)."
+A plist (:path :role :model :effort :status :tool-calls :outcome
+:verdict)."
   (when-let* ((tree (gethash (mevedel-session-id (mevedel-chat-session chat))
                              mevedel-agent--trees))
               (handle (mevedel-agent--handle tree path)))
     (mevedel-agent--handle-data handle)))
 
+(defun mevedel-agent--model (config)
+  "Return the model serving an agent of frozen CONFIG, as BACKEND:MODEL.
+An ACP agent's is PROVIDER:MODEL (or PROVIDER when it names none).
+This is the child's own model, never its delegator's."
+  (let ((provider (plist-get config :provider))
+        (backend (plist-get config :backend))
+        (model (plist-get config :model)))
+    (if provider
+        (if (cdr provider) (format "%s:%s" (car provider) (cdr provider)) (format "%s" (car provider)))
+      (format "%s:%s" (if (gptel-backend-p backend) (gptel-backend-name backend) backend)
+              model))))
+
 (defun mevedel-agent--handle-data (handle)
-  "Return the status plist of HANDLE."
+  "Return the status plist of HANDLE.
+:model and :effort name what serves it (nil effort: the provider's
+default)."
   (list :path (mevedel-agent-handle-path handle)
         :role (or (mevedel-agent-handle-role-name handle) "default")
+        :model (mevedel-agent--model (mevedel-agent-handle-config handle))
+        :effort (plist-get (mevedel-agent-handle-config handle) :effort)
         :status (mevedel-agent-handle-status handle)
         :tool-calls (mevedel-agent-handle-tool-calls handle)
         :outcome (mevedel-agent-handle-outcome handle)

@@ -516,6 +516,36 @@ journal map."
                 (should (eq (mevedel-chat-model child) 'm))))
           (kill-buffer (mevedel-chat-data-buffer again)))))))
 
+(ert-deftest mevedel-agent:the-model-serving-a-child-is-visible ()
+  "The row, ListAgents, agent:// and the saved record name the child's model."
+  (require 'mevedel-tool-agent)
+  (agent-test--with-root root
+    (let* ((session (mevedel-chat-session root))
+           (other (gptel-make-openai "agent-strong" :key "x" :models '(big)))
+           (path (agent-test--spawn root "modelled" :model "agent-strong:big" :effort "high")))
+      (ignore other)
+      (let ((status (mevedel-agent-status root path)))
+        (should (equal (plist-get status :model) "agent-strong:big"))
+        (should (eq (plist-get status :effort) 'high))
+        (should (string-search "· agent-strong:big (high) ·"
+                               (plist-get (mevedel-tool-agent-render "Agent" nil path status)
+                                          :header))))
+      (should (string-search (format "%s  default  agent-strong:big (effort high)" path)
+                             (mevedel-test-run-tool root "ListAgents" "l1" nil)))
+      (should (string-search "agent://root/modelled  default  agent-strong:big (effort high)"
+                             (cdar (mevedel-history-agent-documents "agent://" session))))
+      ;; The root's model is not what the child reports.
+      (should-not (string-search "agent-test:m" (mevedel-test-run-tool root "ListAgents" "l2" nil)))
+      (agent-test--finish path 'done "report")
+      (let ((dir (mevedel-chat-root root))
+            (id (mevedel-session-id session)))
+        (kill-buffer (mevedel-chat-data-buffer root))
+        (let ((again (mevedel-chat-get-create dir id)))
+          (unwind-protect
+              (should (equal (plist-get (mevedel-agent-status again path) :model)
+                             "agent-strong:big"))
+            (kill-buffer (mevedel-chat-data-buffer again))))))))
+
 ;;;; Capacity and settlement
 
 (ert-deftest mevedel-agent:capacity-is-ten-and-the-rest-wait-in-order ()
@@ -758,7 +788,7 @@ journal map."
     (let* ((session (mevedel-chat-session root))
            (a (agent-test--spawn root "json result"))
            (b (agent-test--spawn root "busy")))
-      (should (string-match-p "agent://root/json-result  default  running"
+      (should (string-match-p "agent://root/json-result  default  agent-test:m  running"
                               (cdar (mevedel-history-agent-documents "agent://" session))))
       (should-error (mevedel-history-agent-documents "agent://root/json-result" session)
                     :type 'mevedel-core-resource-error)

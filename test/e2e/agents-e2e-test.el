@@ -299,7 +299,7 @@ The root's requests offer the Agent schema listing the roles and tiers."
     (should-not (mevedel-scripted-model-mismatches server))
     (should (equal (plist-get (mevedel-agent-status chat "/root/check") :verdict) "FAIL"))
     (mevedel-test-wait-until
-      (string-match-p "Agent /root/check · verifier · completed · 0 tool calls · VERDICT FAIL"
+      (string-match-p "Agent /root/check · verifier · [^·\n]+:[^·\n]+ · completed · 0 tool calls · VERDICT FAIL"
                       (agents-e2e--view-text chat))
       5)
     (let ((data (with-current-buffer (mevedel-chat-data-buffer chat) (buffer-string))))
