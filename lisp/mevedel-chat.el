@@ -985,11 +985,16 @@ rest (SessionStart) waits for the next turn."
 (add-hook 'mevedel-chat-accepted-functions #'mevedel-chat--hook-context-accepted)
 (add-hook 'mevedel-chat-idle-functions #'mevedel-chat--hook-context-idle)
 
-(defun mevedel-chat--hook-stop-turn (session reason)
-  "Abort the turn of SESSION's chat, which a tool hook stopped for REASON.
-The hook's own call is cancelled with the turn's other calls.  A
-`mevedel-hooks-stop-turn-functions' member."
-  (when-let* ((chat (cl-find session (mevedel-chat-list) :key #'mevedel-chat-session))
+(defun mevedel-chat--hook-stop-turn (session reason &optional buffer)
+  "Abort the turn that a tool hook stopped for REASON.
+That is the turn of the chat of data BUFFER, the call's conversation:
+a child agent's call ends its own turn, not the root's.  Without
+BUFFER, SESSION's root chat.  The hook's own call is cancelled with
+the turn's other calls.  A `mevedel-hooks-stop-turn-functions' member."
+  (when-let* ((chat (or (and (buffer-live-p buffer) (mevedel-chat-of-buffer buffer))
+                        (cl-find-if (lambda (chat) (and (eq (mevedel-chat-session chat) session)
+                                                        (not (mevedel-chat-agent chat))))
+                                    (mevedel-chat-list))))
               ((mevedel-chat-abort chat)))
     (mevedel-chat-insert-notice chat 'hook (concat "A hook stopped the turn: " reason))
     (mevedel-chat-notify chat 'truncated)))
@@ -1002,7 +1007,9 @@ The turn's ON-DONE then waits for the turn that goes on.  Aborting the
 turn meanwhile stops the hooks."
   (let ((session (mevedel-chat-session chat))
         (turn (mevedel-chat-turn chat)))
-    (if (not (mevedel-hooks-any-p session 'Stop))
+    ;; Stop is the main assistant's; a child's turn ends with the
+    ;; agent runtime's SubagentStop.
+    (if (or (mevedel-chat-agent chat) (not (mevedel-hooks-any-p session 'Stop)))
         (mevedel-chat--finish chat 'done)
       (mevedel-chat-set-status chat 'hooks "Stop")
       (when-let* ((stop (mevedel-chat--run-stop-hooks chat session)))

@@ -210,7 +210,8 @@ made before."
 (defun mevedel-compaction--end (chat outcome on-done)
   "Finish CHAT's compaction with OUTCOME; call ON-DONE and tell observers."
   (setf (mevedel-chat-compacting chat) nil)
-  (when (eq outcome 'done)
+  ;; SessionStart is the session's: a child's compaction is not one.
+  (when (and (eq outcome 'done) (not (mevedel-chat-agent chat)))
     (mevedel-hooks-session-start (mevedel-chat-session chat) "compact"))
   (mevedel-chat-set-status chat (if (eq outcome 'done) 'idle 'error)
                            (unless (eq outcome 'done) "compaction failed"))

@@ -136,9 +136,11 @@ Failed and timed-out hooks, blocked prompts and a hook's
 systemMessage reach the user through it.")
 
 (defvar mevedel-hooks-stop-turn-functions nil
-  "Abnormal hook run with (SESSION REASON) to end SESSION's turn for a tool hook.
+  "Abnormal hook run with (SESSION REASON BUFFER) to end a turn for a tool hook.
 A PreToolUse or PostToolUse hook answering continue false runs it;
-mevedel-chat.el adds the abort of the chat's turn.")
+BUFFER is the data buffer of the call's conversation (a child
+agent's, whose turn alone ends), or nil for the root's.
+mevedel-chat.el adds the abort of that chat's turn.")
 
 (define-error 'mevedel-hooks-error "mevedel hook error")
 
@@ -914,7 +916,7 @@ A member of `mevedel-pipeline-pre-tool-use-functions'."
      (apply #'mevedel-hooks-input 'PreToolUse session (mevedel-hooks--tool-input context))
      context
      (lambda (verdict)
-       (mevedel-hooks--stop-turn 'PreToolUse session verdict)
+       (mevedel-hooks--stop-turn 'PreToolUse context verdict)
        (append
         (when-let* ((text (plist-get verdict :context))) (list :context text))
         (cond
@@ -937,15 +939,16 @@ A member of `mevedel-pipeline-pre-tool-use-functions'."
                       result)
              (error (prin1-to-string result))))))
 
-(defun mevedel-hooks--stop-turn (event session verdict)
-  "End SESSION's turn when the VERDICT of EVENT's tool hooks is to stop."
+(defun mevedel-hooks--stop-turn (event context verdict)
+  "End the turn of the call CONTEXT if the VERDICT of EVENT's hooks is to stop."
   (when-let* ((reason (plist-get verdict :stop)))
     (funcall mevedel-hooks-report-function (format "A %s hook stopped the turn: %s" event reason))
-    (run-hook-with-args 'mevedel-hooks-stop-turn-functions session reason)))
+    (run-hook-with-args 'mevedel-hooks-stop-turn-functions (plist-get context :session) reason
+                        (plist-get context :data-buffer))))
 
-(defun mevedel-hooks--post-answer (event session verdict)
-  "Return the pipeline's answer to the post-tool VERDICT of EVENT in SESSION."
-  (mevedel-hooks--stop-turn event session verdict)
+(defun mevedel-hooks--post-answer (event context verdict)
+  "Return the pipeline's answer to the post-tool VERDICT of EVENT for call CONTEXT."
+  (mevedel-hooks--stop-turn event context verdict)
   (let ((texts (delq nil (list (plist-get verdict :context)
                                (when-let* ((text (plist-get verdict :block)))
                                  (format "%s hook feedback: %s" event text))
@@ -963,7 +966,7 @@ A member of `mevedel-pipeline-post-tool-use-functions'."
             (mevedel-hooks--tool-input
              context :tool_response (mevedel-hooks--result-value (plist-get outcome :result))))
      context
-     (lambda (verdict) (mevedel-hooks--post-answer 'PostToolUse session verdict)))))
+     (lambda (verdict) (mevedel-hooks--post-answer 'PostToolUse context verdict)))))
 
 (defun mevedel-hooks-post-tool-use-failure (context outcome)
   "Run the PostToolUseFailure hooks for the call CONTEXT that failed with OUTCOME.
@@ -976,7 +979,7 @@ A member of `mevedel-pipeline-post-tool-use-failure-functions'."
              context :error (mevedel-hooks--result-value (plist-get outcome :result))
              :is_interrupt :json-false))
      context
-     (lambda (verdict) (mevedel-hooks--post-answer 'PostToolUseFailure session verdict)))))
+     (lambda (verdict) (mevedel-hooks--post-answer 'PostToolUseFailure context verdict)))))
 
 (add-hook 'mevedel-pipeline-pre-tool-use-functions #'mevedel-hooks-pre-tool-use)
 (add-hook 'mevedel-pipeline-post-tool-use-functions #'mevedel-hooks-post-tool-use)

@@ -546,6 +546,42 @@ journal map."
                              "agent-strong:big"))
             (kill-buffer (mevedel-chat-data-buffer again))))))))
 
+;;;; Session hooks stay the main conversation's
+
+(ert-deftest mevedel-agent:session-hooks-do-not-reach-into-child-turns ()
+  "Stop and SessionStart are the main conversation's; a tool hook that
+stops a child's call ends the child's turn, not the root's."
+  (require 'mevedel-compaction)
+  (agent-test--with-root root
+    (let* ((session (mevedel-chat-session root))
+           (child (car (agent-test--send-of (agent-test--spawn root "worker"))))
+           (mevedel-hooks '((Stop (:function ignore))))
+           (stop-ran nil) (finished nil) (started nil) (aborted nil))
+      (cl-letf (((symbol-function 'mevedel-chat--finish)
+                 (lambda (chat outcome) (push (cons chat outcome) finished)))
+                ((symbol-function 'mevedel-hooks-stop)
+                 (lambda (&rest _) (setq stop-ran t) nil))
+                ((symbol-function 'mevedel-hooks-session-start)
+                 (lambda (_session source &rest _) (push source started)))
+                ((symbol-function 'mevedel-chat-abort)
+                 (lambda (chat &rest _) (push chat aborted) nil)))
+        ;; Top-level Stop hooks: not for the child's turn.
+        (mevedel-chat--stop-hooks child)
+        (should-not stop-ran)
+        (should (equal finished (list (cons child 'done))))
+        (mevedel-chat--stop-hooks root)
+        (should stop-ran)
+        ;; A child's compaction fires no SessionStart; the root's does.
+        (mevedel-compaction--end child 'done nil)
+        (should-not started)
+        (mevedel-compaction--end root 'done nil)
+        (should (equal started '("compact")))
+        ;; A tool hook stopping the child's call aborts the child's turn.
+        (mevedel-chat--hook-stop-turn session "stop it" (mevedel-chat-data-buffer child))
+        (should (equal aborted (list child)))
+        (mevedel-chat--hook-stop-turn session "stop it" nil)
+        (should (equal aborted (list root child)))))))
+
 ;;;; Capacity and settlement
 
 (ert-deftest mevedel-agent:capacity-is-ten-and-the-rest-wait-in-order ()
