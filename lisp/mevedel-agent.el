@@ -149,6 +149,9 @@ is not sent.")
 (cl-defstruct (mevedel-agent--turn (:constructor mevedel-agent--make-turn) (:copier nil))
   "One invocation of a retained agent: a task until its settlement."
   handle text settled reason (samples 1) on-settle started
+  ;; Non-nil when UserPromptSubmit already accepted TEXT (an initial
+  ;; task, during the spawn's preparation): the send runs no hooks.
+  hooked
   ;; Its Plan stamp (from its caller, the session's sticky Plan or Plan
   ;; mail it reads), given once: each invocation applies its own, so a
   ;; follow-up after Plan ended is not read-only; and the permission
@@ -671,11 +674,37 @@ first request.  Without hooks CONTINUE runs at once."
        (mevedel-agent--insert-background child context "[SubagentStart hook context]"))
      (funcall continue))))
 
+(defun mevedel-agent--initial-prompt-hooks (handle task on-ready continue)
+  "Run the UserPromptSubmit hooks on HANDLE's initial TASK, then CONTINUE.
+They run once, during the preparation: a task they block fails the
+Agent call (ON-READY hears the reason) and releases the reservation,
+before the path is published; the task they accept is sent without
+running them again."
+  (let* ((tree (mevedel-agent-handle-tree handle))
+         (stop (mevedel-hooks-prompt-submit
+                (mevedel-agent--tree-session tree) task
+                (lambda (blocked)
+                  (when (eq (gethash (mevedel-agent-handle-path handle)
+                                     (mevedel-agent--tree-agents tree))
+                            handle)
+                    (setf (mevedel-agent-handle-cancel handle) nil)
+                    (if (not blocked)
+                        (funcall continue)
+                      (setf (mevedel-agent-handle-payload handle)
+                            (format "A UserPromptSubmit hook blocked the task for %s: %s"
+                                    (mevedel-agent-handle-path handle) blocked))
+                      (mevedel-agent--release-reservation tree handle)
+                      (when on-ready
+                        (funcall on-ready nil nil (mevedel-agent-handle-payload handle)))))))))
+    (when (eq (mevedel-agent-handle-status handle) 'preparing)
+      (unless (mevedel-agent-handle-cancel handle)
+        (setf (mevedel-agent-handle-cancel handle) stop)))))
+
 (defun mevedel-agent--dispatch-first (handle chat child task mode on-settle on-ready)
   "Send the first TASK of HANDLE's chat CHILD, spawned by CHAT in context MODE.
 ON-SETTLE and ON-READY are the spawn's callbacks."
   (let ((dispatch (lambda (task)
-                    (let ((waiting (mevedel-agent--activate handle task on-settle chat)))
+                    (let ((waiting (mevedel-agent--activate handle task on-settle chat t)))
                       (when on-ready (funcall on-ready (mevedel-agent-handle-path handle)
                                               waiting nil))))))
     (if (not (eq mode 'summary))
@@ -797,7 +826,14 @@ preparing (a `summary' context: see
             (mevedel-agent--start-hooks
              session child path role-name
              (lambda ()
-               (mevedel-agent--dispatch-first handle chat child task mode on-settle on-ready))))
+               (mevedel-agent--initial-prompt-hooks
+                handle task on-ready
+                (lambda ()
+                  (mevedel-agent--dispatch-first handle chat child task mode on-settle
+                                                 on-ready))))))
+          ;; Blocked at once, without a caller to tell: the call fails.
+          (unless (or on-ready (eq (gethash path (mevedel-agent--tree-agents tree)) handle))
+            (user-error "%s" (mevedel-agent-handle-payload handle)))
           path)
       (error
        (mevedel-agent--release-reservation tree handle)
@@ -829,16 +865,17 @@ suppressed."
   "Return the tree HANDLE belongs to."
   (mevedel-agent-handle-tree handle))
 
-(defun mevedel-agent--activate (handle text on-settle &optional caller)
+(defun mevedel-agent--activate (handle text on-settle &optional caller hooked)
   "Start a turn of HANDLE with TEXT, or queue it for a slot.
 ON-SETTLE is called when it settles.  CALLER, the chat whose request
 starts the turn, gives it that request's mode override and, when the
-request has Plan authority, its Plan stamp.  Return non-nil when it
+request has Plan authority, its Plan stamp.  HOOKED says the
+UserPromptSubmit hooks already accepted TEXT.  Return non-nil when it
 waits."
   (let* ((tree (mevedel-agent--tree-of-handle handle))
          (stamp (and caller (mevedel-agent--request-stamp caller)))
          (turn (mevedel-agent--make-turn
-                :handle handle :text text :on-settle on-settle
+                :handle handle :text text :on-settle on-settle :hooked hooked
                 :plan-stamp (and (mevedel-plan-authority-p stamp) stamp)
                 :mode-override (and caller (mevedel-agent--request-override caller)))))
     (setf (mevedel-agent-handle-turn handle) turn
@@ -882,6 +919,7 @@ A start that fails gives the slot back and settles TURN as failed."
             (unless (file-directory-p directory)
               (error "Its working directory %s no longer exists" directory)))
           (mevedel-chat-send chat (mevedel-agent--turn-text turn)
+                             :hooked (mevedel-agent--turn-hooked turn)
                              :on-done (lambda (_chat outcome)
                                         (mevedel-agent--turn-ended turn outcome)))
           ;; After dispatch (the request is on its way meanwhile; a new

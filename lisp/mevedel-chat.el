@@ -624,7 +624,7 @@ answer both read.  The turn is saved; observers hear `appended'."
     (mevedel-chat--save chat 'append)
     (mevedel-chat-notify chat 'appended)))
 
-(cl-defun mevedel-chat-send (chat text &key on-done background)
+(cl-defun mevedel-chat-send (chat text &key on-done background hooked)
   "Send TEXT as the user's next message in CHAT.
 ON-DONE, if non-nil, is called with CHAT and the outcome (`done',
 `error' or `abort') when the turn ends.  BACKGROUND, a string, marks a
@@ -635,8 +635,10 @@ and TEXT stays out of the input history.  When a member of
 compacted first when the request would fill too much of the model's
 context), the turn starts after that and the value is nil instead of
 the turn.  The user's UserPromptSubmit hooks see TEXT first (not
-BACKGROUND turns'); while they run, or when they block it, the value
-is nil too, and a blocked prompt's ON-DONE gets `blocked'."
+BACKGROUND turns', nor those of a HOOKED text, whose hooks already
+accepted it: a child agent's initial task); while they run, or when
+they block it, the value is nil too, and a blocked prompt's ON-DONE
+gets `blocked'."
   (when-let* ((owner (mevedel-chat-read-only chat)))
     (user-error "Read-only: %s; fork it to continue here"
                 (mevedel-session-in-use-message (mevedel-session-id (mevedel-chat-session chat))
@@ -645,7 +647,7 @@ is nil too, and a blocked prompt's ON-DONE gets `blocked'."
     (user-error "A turn is already running in %s; abort it first" (mevedel-chat-name chat)))
   (when (string-blank-p text)
     (user-error "Nothing to send"))
-  (if background
+  (if (or background hooked)
       (mevedel-chat--send-when-ready chat text on-done background)
     (let ((turn nil) (sync t))
       (setf (mevedel-chat-hooking chat) t)

@@ -582,6 +582,33 @@ stops a child's call ends the child's turn, not the root's."
         (mevedel-chat--hook-stop-turn session "stop it" nil)
         (should (equal aborted (list root child)))))))
 
+(ert-deftest mevedel-agent:a-blocked-initial-task-fails-the-agent-call ()
+  "UserPromptSubmit runs on the initial task during preparation, once: a
+block fails the Agent call before the path is published."
+  (agent-test--with-root root
+    (let* ((seen nil)
+           (mevedel-hooks `((UserPromptSubmit
+                             (:function ,(lambda (input)
+                                           (push (plist-get input :prompt) seen)
+                                           (when (string-search "forbidden" (plist-get input :prompt))
+                                             '(:decision "block" :reason "Not that.")))))))
+           (ready nil))
+      (mevedel-agent--spawn root '(:task_name "bad" :message "a forbidden task") nil
+                            (lambda (path waiting failure) (setq ready (list path waiting failure))))
+      (should (equal (car ready) nil))
+      (should (string-search "Not that." (nth 2 ready)))
+      (should-not (mevedel-agent-list root))
+      (should-not agent-test--sends)
+      ;; The synchronous entry point signals it.
+      (should-error (mevedel-agent-spawn root '(:task_name "bad" :message "forbidden again"))
+                    :type 'user-error)
+      (should-not (mevedel-agent-list root))
+      ;; An accepted task is sent once, its hooks not run again.
+      (setq seen nil)
+      (let ((path (agent-test--spawn root "good")))
+        (should (equal seen '("Task of good")))
+        (should (agent-test--send-of path))))))
+
 ;;;; Capacity and settlement
 
 (ert-deftest mevedel-agent:capacity-is-ten-and-the-rest-wait-in-order ()
