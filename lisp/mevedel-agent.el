@@ -695,7 +695,8 @@ running them again."
                                     (mevedel-agent-handle-path handle) blocked))
                       (mevedel-agent--release-reservation tree handle)
                       (when on-ready
-                        (funcall on-ready nil nil (mevedel-agent-handle-payload handle)))))))))
+                        (funcall on-ready nil nil (mevedel-agent-handle-payload handle))))))
+                (mevedel-agent-handle-path handle))))
     (when (eq (mevedel-agent-handle-status handle) 'preparing)
       (unless (mevedel-agent-handle-cancel handle)
         (setf (mevedel-agent-handle-cancel handle) stop)))))

@@ -657,7 +657,8 @@ gets `blocked'."
                        (lambda (blocked)
                          (let ((sent (mevedel-chat--after-prompt-hooks
                                       chat text on-done blocked sync)))
-                           (when sync (setq turn sent)))))))
+                           (when sync (setq turn sent))))
+                       (mevedel-chat-agent chat))))
             (when (mevedel-chat-hooking chat)
               ;; They run in the background: an abort stops them.
               (setf (mevedel-chat-hooking chat)
@@ -962,7 +963,7 @@ CHAT's running one is left alone."
   "Return the context of CHAT's hooks waiting for its turn, as mail blocks.
 They are forgotten only once the backend accepts the turn's request, so
 a request that fails before that sends them again with the next turn."
-  (let ((blocks (mevedel-hooks-context (mevedel-chat-session chat))))
+  (let ((blocks (mevedel-hooks-context (mevedel-chat-session chat) (mevedel-chat-agent chat))))
     (if blocks
         (puthash chat blocks mevedel-chat--hook-context-sent)
       (remhash chat mevedel-chat--hook-context-sent))
@@ -972,7 +973,7 @@ a request that fails before that sends them again with the next turn."
   "Forget the hook context that CHAT's accepted request carried."
   (when-let* ((blocks (gethash chat mevedel-chat--hook-context-sent)))
     (remhash chat mevedel-chat--hook-context-sent)
-    (mevedel-hooks-forget-context (mevedel-chat-session chat) blocks)))
+    (mevedel-hooks-forget-context (mevedel-chat-session chat) blocks (mevedel-chat-agent chat))))
 
 (defun mevedel-chat--hook-context-idle (chat _outcome)
   "Forget the prompt's own hook context of CHAT's turn if never accepted.
@@ -981,7 +982,8 @@ rest (SessionStart) waits for the next turn."
   (when-let* ((blocks (gethash chat mevedel-chat--hook-context-sent)))
     (remhash chat mevedel-chat--hook-context-sent)
     (mevedel-hooks-forget-context (mevedel-chat-session chat)
-                                  (cl-remove-if-not #'mevedel-hooks-prompt-context-p blocks))))
+                                  (cl-remove-if-not #'mevedel-hooks-prompt-context-p blocks)
+                                  (mevedel-chat-agent chat))))
 
 (add-hook 'mevedel-chat-message-functions #'mevedel-chat--hook-context)
 (add-hook 'mevedel-chat-accepted-functions #'mevedel-chat--hook-context-accepted)

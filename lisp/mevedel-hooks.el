@@ -988,28 +988,39 @@ A member of `mevedel-pipeline-post-tool-use-failure-functions'."
 
 ;;;; Session events (called by mevedel-chat.el and mevedel-compaction.el)
 
-(defun mevedel-hooks--add-context (session event text)
-  "Keep TEXT from EVENT's hooks for SESSION's next request."
+(defun mevedel-hooks--context-key (owner)
+  "Return the hook state key of the context waiting for OWNER.
+OWNER is a child agent's path, or nil for the main conversation: each
+agent reads only its own hooks' context."
+  (if owner (intern (concat ":context" owner)) :context))
+
+(defun mevedel-hooks--add-context (session event text &optional owner)
+  "Keep TEXT from EVENT's hooks for the next request of OWNER in SESSION.
+OWNER is as for `mevedel-hooks--context-key'."
   (when text
-    (mevedel-hooks--put session :context
-                        (append (mevedel-hooks--get session :context)
-                                (list (format "<hook-context event=\"%s\">\n%s\n</hook-context>"
-                                              event text))))))
+    (let ((key (mevedel-hooks--context-key owner)))
+      (mevedel-hooks--put session key
+                          (append (mevedel-hooks--get session key)
+                                  (list (format "<hook-context event=\"%s\">\n%s\n</hook-context>"
+                                                event text)))))))
 
 (defun mevedel-hooks-prompt-context-p (block)
   "Return non-nil when context BLOCK came from a UserPromptSubmit hook."
   (string-prefix-p "<hook-context event=\"UserPromptSubmit\">" block))
 
-(defun mevedel-hooks-context (session)
-  "Return the hook context blocks waiting for SESSION's next turn.
-They stay until `mevedel-hooks-forget-context' says the model read them."
-  (mevedel-hooks--get session :context))
+(defun mevedel-hooks-context (session &optional owner)
+  "Return the hook context blocks waiting for OWNER's next turn in SESSION.
+OWNER is a child agent's path, or nil for the main conversation (whose
+are SessionStart's too).  They stay until `mevedel-hooks-forget-context'
+says the model read them."
+  (mevedel-hooks--get session (mevedel-hooks--context-key owner)))
 
-(defun mevedel-hooks-forget-context (session blocks)
-  "Forget BLOCKS, context of SESSION's hooks that a request carried."
-  (mevedel-hooks--put session :context
-                      (cl-remove-if (lambda (block) (memq block blocks))
-                                    (mevedel-hooks--get session :context))))
+(defun mevedel-hooks-forget-context (session blocks &optional owner)
+  "Forget BLOCKS, context of OWNER's hooks in SESSION that a request carried."
+  (let ((key (mevedel-hooks--context-key owner)))
+    (mevedel-hooks--put session key
+                        (cl-remove-if (lambda (block) (memq block blocks))
+                                      (mevedel-hooks--get session key)))))
 
 (defun mevedel-hooks-session-start (session source &optional model)
   "Run SESSION's SessionStart hooks for SOURCE (\"startup\", \"resume\", ...).
@@ -1026,12 +1037,14 @@ turn; a prompt sent meanwhile waits for them."
        (mapc #'funcall (nreverse waiting))))
    session))
 
-(defun mevedel-hooks-prompt-submit (session prompt callback)
+(defun mevedel-hooks-prompt-submit (session prompt callback &optional owner)
   "Run SESSION's UserPromptSubmit hooks for PROMPT; CALLBACK gets the outcome.
 The outcome is nil to send PROMPT (the hooks' context goes with it),
 or the reason it is blocked (already told to the user).  CALLBACK runs
-synchronously when no hook applies.  Return a function that stops the
-hooks; CALLBACK is then never called."
+synchronously when no hook applies.  OWNER is the child agent's path
+whose task PROMPT is (nil: the main conversation's): the context is
+kept for its turn alone.  Return a function that stops the hooks;
+CALLBACK is then never called."
   (let* ((stopped nil) (stop nil)
          (go (lambda ()
                (unless stopped
@@ -1046,7 +1059,7 @@ hooks; CALLBACK is then never called."
                                 (funcall mevedel-hooks-report-function
                                          (format "A UserPromptSubmit hook blocked the prompt: %s" blocked))
                               (mevedel-hooks--add-context session 'UserPromptSubmit
-                                                          (plist-get verdict :context)))
+                                                          (plist-get verdict :context) owner))
                             (funcall callback blocked)))
                         session))))))
     (if-let* ((starting (mevedel-hooks--get session :starting)))

@@ -609,6 +609,24 @@ block fails the Agent call before the path is published."
         (should (equal seen '("Task of good")))
         (should (agent-test--send-of path))))))
 
+(ert-deftest mevedel-agent:hook-context-is-each-agents-own ()
+  "A child's UserPromptSubmit context goes to that child alone; the
+session's SessionStart context stays the main conversation's."
+  (agent-test--with-root root
+    (let* ((session (mevedel-chat-session root))
+           (mevedel-hooks `((UserPromptSubmit
+                             (:function ,(lambda (input)
+                                           (format "context for: %s" (plist-get input :prompt)))))))
+           (path (agent-test--spawn root "helper"))
+           (child (car (agent-test--send-of path))))
+      (mevedel-hooks--add-context session 'SessionStart "the session started")
+      (let ((root-blocks (mevedel-chat--hook-context root))
+            (child-blocks (mevedel-chat--hook-context child)))
+        (should (cl-some (lambda (b) (string-search "the session started" b)) root-blocks))
+        (should-not (cl-some (lambda (b) (string-search "Task of helper" b)) root-blocks))
+        (should (cl-some (lambda (b) (string-search "context for: Task of helper" b)) child-blocks))
+        (should-not (cl-some (lambda (b) (string-search "the session started" b)) child-blocks))))))
+
 ;;;; Capacity and settlement
 
 (ert-deftest mevedel-agent:capacity-is-ten-and-the-rest-wait-in-order ()
