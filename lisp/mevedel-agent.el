@@ -77,6 +77,7 @@
 (require 'mevedel-transcript)
 (require 'mevedel-agent-roles)
 (require 'mevedel-prompt)
+(require 'mevedel-skills)
 
 (declare-function mevedel-agent-role "mevedel-agent-roles" (name directory))
 (declare-function mevedel-agent-resolve-model "mevedel-agent-roles" (spec workload inherited))
@@ -406,6 +407,27 @@ to the tools the session has at the time (`mevedel-tool-visible-p')."
                                                  (mevedel-tool-name tool))
                                                 names :test #'equal)))
                  collect (mevedel-tool-identity tool))))))
+
+(defun mevedel-agent--skill-bound (parent role tools specialists)
+  "Return (TOOLS . SPECIALISTS) of a child of chat PARENT, bounded by a skill.
+When a skill with allowed-tools restricts PARENT's running turn, the
+child spawned from it gets no native tool (gptel TOOLS) or specialist
+identity (SPECIALISTS) outside that list; a named ROLE keeps its
+SendMessage.  Without a restriction both are returned unchanged."
+  (if-let* ((allowed (mevedel-skills-allowed (mevedel-chat-data-buffer parent))))
+      (cons (cl-remove-if-not (lambda (tool)
+                                (or (member (gptel-tool-name tool) allowed)
+                                    (and role (equal (gptel-tool-name tool) "SendMessage"))))
+                              tools)
+            (if (eq specialists t)
+                specialists
+              (cl-remove-if-not
+               (lambda (identity)
+                 (when-let* ((tool (mevedel-tool-by-identity identity)))
+                   (cl-intersection (mevedel-permissions-rule-names (mevedel-tool-name tool))
+                                    allowed :test #'equal)))
+               specialists)))
+    (cons tools specialists)))
 
 (defun mevedel-agent--freeze-specialists (child identities)
   "Confine the catalog of the child chat CHILD to the specialist IDENTITIES.
@@ -798,12 +820,15 @@ preparing (a `summary' context: see
     (puthash path handle (mevedel-agent--tree-agents tree))
     (condition-case err
         (let* ((child (mevedel-chat-make-child chat path directory))
+               (bounded (mevedel-agent--skill-bound
+                         chat role (mevedel-agent--tools chat role)
+                         (mevedel-agent--specialists chat child role)))
                (config (mevedel-agent-check-config
                         (list :backend (plist-get model :backend) :model (plist-get model :model)
                               :effort effort
                               :system (mevedel-agent--system-text chat child path role)
-                              :tools (mevedel-agent--tools chat role)
-                              :specialists (mevedel-agent--specialists chat child role)
+                              :tools (car bounded)
+                              :specialists (cdr bounded)
                               :context mode :directory directory :role role-name
                               :max-turns (plist-get role :max-turns) :params nil
                               :provider (plist-get model :provider)))))

@@ -627,6 +627,26 @@ session's SessionStart context stays the main conversation's."
         (should (cl-some (lambda (b) (string-search "context for: Task of helper" b)) child-blocks))
         (should-not (cl-some (lambda (b) (string-search "the session started" b)) child-blocks))))))
 
+(ert-deftest mevedel-agent:a-skills-allowed-tools-bound-a-child-spawned-from-it ()
+  (require 'mevedel-ptc)
+  (agent-test--with-root root
+    (let ((buffer (mevedel-chat-data-buffer root)))
+      (mevedel-skills-restrict buffer '(:name "narrow" :allowed-tools ("Read" "Grep" "Agent")))
+      (unwind-protect
+          (let ((default (car (agent-test--send-of (agent-test--spawn root "default"))))
+                (worker (car (agent-test--send-of (agent-test--spawn root "w" :role "worker")))))
+            (should (equal (sort (agent-test--tool-names default) #'string<)
+                           '("Agent" "Grep" "Read" "ToolCall" "ToolSearch")))
+            (should-not (member "Bash" (agent-test--tool-names worker)))
+            (should-not (member "ApplyPatch" (agent-test--tool-names worker)))
+            (should (member "SendMessage" (agent-test--tool-names worker)))
+            (should-not (member "Eval" (agent-test--catalog default)))
+            (should-not (member "ListAgents" (agent-test--catalog worker))))
+        (mevedel-skills-unrestrict buffer))
+      ;; Without the restriction, nothing is bounded.
+      (let ((free (car (agent-test--send-of (agent-test--spawn root "free")))))
+        (should (member "Bash" (agent-test--tool-names free)))))))
+
 ;;;; Capacity and settlement
 
 (ert-deftest mevedel-agent:capacity-is-ten-and-the-rest-wait-in-order ()
