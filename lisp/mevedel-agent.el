@@ -78,6 +78,8 @@
 (require 'mevedel-agent-roles)
 (require 'mevedel-prompt)
 (require 'mevedel-skills)
+(require 'mevedel-sandbox)
+(require 'mevedel-render-data)
 
 (declare-function mevedel-agent-role "mevedel-agent-roles" (name directory))
 (declare-function mevedel-agent-resolve-model "mevedel-agent-roles" (spec workload inherited))
@@ -153,6 +155,10 @@ is not sent.")
   ;; Non-nil when UserPromptSubmit already accepted TEXT (an initial
   ;; task, during the spawn's preparation): the send runs no hooks.
   hooked
+  ;; The Agent call ID whose row started this turn (the spawn's), or
+  ;; nil; and the `:sandbox-summary' of its own commands so far, which
+  ;; settlement patches into that row when it is not the default.
+  row sandbox
   ;; Its Plan stamp (from its caller, the session's sticky Plan or Plan
   ;; mail it reads), given once: each invocation applies its own, so a
   ;; follow-up after Plan ended is not read-only; and the permission
@@ -728,6 +734,8 @@ running them again."
 ON-SETTLE and ON-READY are the spawn's callbacks."
   (let ((dispatch (lambda (task)
                     (let ((waiting (mevedel-agent--activate handle task on-settle chat t)))
+                      (when-let* ((turn (mevedel-agent-handle-turn handle)))
+                        (setf (mevedel-agent--turn-row turn) (mevedel-agent-handle-spawn-id handle)))
                       (when on-ready (funcall on-ready (mevedel-agent-handle-path handle)
                                               waiting nil))))))
     (if (not (eq mode 'summary))
@@ -972,10 +980,37 @@ A start that fails gives the slot back and settles TURN as failed."
 
 (defun mevedel-agent--child-event (handle event records)
   "Add a finished tool batch of HANDLE's conversation to its count.
-EVENT is the conversation's event, RECORDS its arguments."
+EVENT is the conversation's event, RECORDS its arguments.  The
+sandbox facts of the batch's commands join the running turn's."
   (when (eq event 'tool-results)
     (cl-incf (mevedel-agent-handle-tool-calls handle) (length (car records)))
+    (when-let* ((turn (mevedel-agent-handle-turn handle)))
+      (dolist (record (car records))
+        (let ((result (if (plist-member record :mevedel-result)
+                          (plist-get record :mevedel-result)
+                        (plist-get record :result))))
+          (when-let* (((stringp result))
+                      (summary (plist-get (mevedel-render-data-extract result (plist-get record :id))
+                                          :sandbox-summary)))
+            (setf (mevedel-agent--turn-sandbox turn)
+                  (mevedel-sandbox-summary-merge (mevedel-agent--turn-sandbox turn) summary))))))
     (mevedel-agent--refresh handle)))
+
+(defun mevedel-agent--roll-up-sandbox (turn)
+  "Keep TURN's non-default sandbox facts on the Agent row that started it.
+The warning stays on that row (hidden render-data, never read by a
+model) after the agent goes idle."
+  (when-let* ((id (mevedel-agent--turn-row turn))
+              (summary (mevedel-agent--turn-sandbox turn))
+              ((mevedel-sandbox-summary-warning summary))
+              (handle (mevedel-agent--turn-handle turn))
+              (parent (mevedel-agent-handle-parent-chat handle))
+              ((buffer-live-p (mevedel-chat-data-buffer parent))))
+    (ignore-errors
+      (mevedel-chat-update-render-data
+       parent id (lambda (render-data) (plist-put (copy-sequence render-data)
+                                                  :sandbox-summary summary))
+       'agent-sandbox))))
 
 ;;;; Settlement
 
@@ -1067,6 +1102,7 @@ Return non-nil when this call settled it."
                                                                  path (error-message-string err)))
                                nil))))
               (mevedel-agent--hand-on-executions session path parent)
+              (mevedel-agent--roll-up-sandbox turn)
               (dolist (function mevedel-agent-stop-functions)
                 (condition-case err
                     (funcall function path outcome payload)

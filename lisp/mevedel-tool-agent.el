@@ -21,6 +21,7 @@
 (require 'mevedel-chat)
 (require 'mevedel-pipeline)
 (require 'mevedel-ptc)
+(require 'mevedel-sandbox)
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-render)
 
@@ -107,6 +108,10 @@ agents are active; it starts when one settles)" path mevedel-agent-capacity)
                             "")
                           (if-let* ((verdict (plist-get render-data :verdict)))
                               (format " · VERDICT %s" verdict)
+                            "")
+                          (if-let* ((warning (mevedel-sandbox-summary-warning
+                                              (plist-get render-data :sandbox-summary))))
+                              (format " · %s" warning)
                             ""))
           :body (unless mevedel-tool-render-summary-only
                   (concat (or (plist-get args :message) "")

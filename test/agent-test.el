@@ -481,12 +481,12 @@ journal map."
     (let* ((path (agent-test--spawn root "counter"))
            (handle (mevedel-agent--handle (mevedel-agent--tree-of (mevedel-chat-session root))
                                           path)))
-      (mevedel-agent--child-event handle 'tool-results '((a b c)))
+      (mevedel-agent--child-event handle 'tool-results '(((:id "1") (:id "2") (:id "3"))))
       (should (= 3 (plist-get (mevedel-agent-status root path) :tool-calls)))
       (agent-test--finish path 'done "first")
       (should (eq (mevedel-agent-send root path "again") 'started))
       (should (= 0 (plist-get (mevedel-agent-status root path) :tool-calls)))
-      (mevedel-agent--child-event handle 'tool-results '((a)))
+      (mevedel-agent--child-event handle 'tool-results '(((:id "4"))))
       (should (= 1 (plist-get (mevedel-agent-status root path) :tool-calls))))))
 
 (ert-deftest mevedel-agent:a-restored-child-keeps-its-frozen-model-or-names-what-is-missing ()
@@ -646,6 +646,42 @@ session's SessionStart context stays the main conversation's."
       ;; Without the restriction, nothing is bounded.
       (let ((free (car (agent-test--send-of (agent-test--spawn root "free")))))
         (should (member "Bash" (agent-test--tool-names free)))))))
+
+(ert-deftest mevedel-agent:an-agent-row-keeps-its-non-default-sandbox-warning ()
+  "A turn's commands that ran outside the default sandbox leave a durable
+warning on the Agent row that started it."
+  (require 'mevedel-tool-agent)
+  (agent-test--with-root root
+    (let* ((rows nil)
+           (path nil))
+      (cl-letf (((symbol-function 'mevedel-chat-update-render-data)
+                 (lambda (_chat id function &optional _key)
+                   (setf (alist-get id rows nil nil #'equal)
+                         (funcall function (or (alist-get id rows nil nil #'equal)
+                                               (list :path "x"))))
+                   'updated)))
+        (setq path (mevedel-agent--spawn root '(:task_name "risky" :message "Run it") nil nil
+                                         "call-1"))
+        (let* ((handle (mevedel-agent--handle (mevedel-agent--tree-of (mevedel-chat-session root))
+                                              path))
+               (escalated (mevedel-render-data-encode
+                           (list :sandbox-summary (list :attempts 1 :starts 1
+                                                        :boundaries '(escalated)))
+                           "b1"))
+               (quiet (mevedel-render-data-encode
+                       (list :sandbox-summary (list :attempts 1 :starts 1
+                                                    :boundaries '(bwrap-landlock)))
+                       "b2")))
+          (mevedel-agent--child-event handle 'tool-results
+                                      (list (list (list :id "b1" :result (concat "ok\n" escalated))
+                                                  (list :id "b2" :result (concat "ok\n" quiet)))))
+          (agent-test--finish path 'done "ran it")
+          (let ((data (alist-get "call-1" rows nil nil #'equal)))
+            (should (equal (plist-get (plist-get data :sandbox-summary) :boundaries)
+                           '(escalated bwrap-landlock)))
+            (should (string-search "escalated outside the sandbox"
+                                   (plist-get (mevedel-tool-agent-render "Agent" nil path data)
+                                              :header)))))))))
 
 ;;;; Capacity and settlement
 
