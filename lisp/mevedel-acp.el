@@ -1119,8 +1119,9 @@ announcement starts them, its permission request waits for them."
 (defun mevedel-acp--hook-stop (agent reason)
   "End AGENT's turn: a tool hook asked to stop for REASON."
   (funcall mevedel-hooks-report-function (format "A tool hook stopped the turn: %s" reason))
-  (run-hook-with-args 'mevedel-hooks-stop-turn-functions
-                      (mevedel-chat-session (mevedel-acp--agent-chat agent)) reason))
+  (let ((chat (mevedel-acp--agent-chat agent)))
+    (run-hook-with-args 'mevedel-hooks-stop-turn-functions
+                        (mevedel-chat-session chat) reason (mevedel-chat-data-buffer chat))))
 
 (defun mevedel-acp--announced (agent record raw-input)
   "Start the PreToolUse hooks of AGENT's newly announced call RECORD.

@@ -160,7 +160,8 @@ An empty findings list is fine when you found nothing."
   (mapcar (lambda (role) (plist-get role :name)) (mevedel-agent-roles--builtins)))
 
 (defun mevedel-agent-roles--make-builtins ()
-  "Make the built-in role plists."
+  "Make the built-in role plists.
+None has the main agent's `identity': each role's prompt says what it is."
   (let ((read '("Read" "Glob" "Grep" "Bash" "ToolSearch" "ToolCall")))
     (mapcar
      (lambda (role)
@@ -168,17 +169,17 @@ An empty findings list is fine when you found nothing."
      (list
       (list :name "worker" :source 'builtin
             :description "Implementation, commands and debugging of one bounded task; may delegate."
-            :system-components (list 'identity 'tool-guidance 'environment 'workspace-instructions
+            :system-components (list 'tool-guidance 'environment 'workspace-instructions
                                      'memory-index 'resource-roster 'skills-roster
                                      mevedel-agent-roles--reporting)
             :prompt mevedel-agent-roles--worker-prompt
-            :tools (append read '("Monitor" "StopExecution" "ListExecutions" "ApplyPatch"
+            :tools (append read '("StopExecution" "ListExecutions" "ApplyPatch"
                                   "Skill" "Agent"))
             :read-only nil :delegate t :leaf nil
             :model nil :effort nil :max-turns nil :workload nil :verdict nil)
       (list :name "explorer" :source 'builtin
             :description "Read-only investigation returning a compact report; may delegate to workers."
-            :system-components (list 'identity 'tool-guidance 'environment 'workspace-instructions
+            :system-components (list 'tool-guidance 'environment 'workspace-instructions
                                      'resource-roster 'skills-roster
                                      mevedel-agent-roles--reporting)
             :prompt mevedel-agent-roles--explorer-prompt
@@ -187,7 +188,7 @@ An empty findings list is fine when you found nothing."
             :model nil :effort nil :max-turns nil :workload 'explore :verdict nil)
       (list :name "verifier" :source 'builtin
             :description "Adversarial read-only check of a claim or change, ending in VERDICT: PASS, FAIL or PARTIAL."
-            :system-components (list 'identity 'tool-guidance 'environment 'workspace-instructions
+            :system-components (list 'tool-guidance 'environment 'workspace-instructions
                                      mevedel-agent-roles--reporting)
             :prompt mevedel-agent-roles--verifier-prompt
             :tools (copy-sequence read)
@@ -195,7 +196,7 @@ An empty findings list is fine when you found nothing."
             :model nil :effort nil :max-turns nil :workload 'verify :verdict t)
       (list :name "reviewer" :source 'builtin
             :description "Code review of a diff, answering with prioritized findings as JSON (/review)."
-            :system-components (list 'identity 'tool-guidance 'environment
+            :system-components (list 'tool-guidance 'environment
                                      'workspace-instructions)
             :prompt mevedel-agent-roles--reviewer-prompt
             :tools (copy-sequence read)

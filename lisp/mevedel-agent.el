@@ -79,6 +79,9 @@
 (require 'mevedel-transcript)
 (require 'mevedel-agent-roles)
 (require 'mevedel-prompt)
+(require 'mevedel-skills)
+(require 'mevedel-sandbox)
+(require 'mevedel-render-data)
 
 (declare-function mevedel-agent-role "mevedel-agent-roles" (name directory))
 (declare-function mevedel-agent-resolve-model "mevedel-agent-roles" (spec workload inherited))
@@ -135,7 +138,9 @@ is not sent.")
   path parent role-name role config chat
   ;; `preparing', `running', `waiting' (for a slot) or `idle'.
   (status 'preparing)
-  outcome payload verdict (tool-calls 0)
+  outcome payload verdict
+  ;; Tool calls of its current (or latest) turn: a follow-up starts at 0.
+  (tool-calls 0)
   ;; The running invocation, or nil.
   turn
   ;; The session's tree, and the spawn parent's chat (nil for an agent
@@ -145,11 +150,6 @@ is not sent.")
   cancel
   ;; The spawn parent's turn that created it (compared with `eq').
   spawn-turn
-  ;; How many times SubagentStop hooks sent the agent on.
-  (stop-continuations 0)
-  ;; The Plan stamp of the request that spawned it (mevedel-plan.el),
-  ;; which its every turn carries, or nil.  Never changes.
-  plan-stamp
   ;; The session-relative file of its saved conversation, or nil.
   transcript
   ;; Non-nil when MAIL or a RESULT from another agent arrived while a
@@ -167,8 +167,16 @@ is not sent.")
   ;; (OUTCOME . PAYLOAD) of an answer held while executions it owns
   ;; still run.
   held
-  ;; Its Plan stamp beyond the handle's (from its caller, the session's
-  ;; sticky Plan or Plan mail it reads), given once; and the permission
+  ;; Non-nil when UserPromptSubmit already accepted TEXT (an initial
+  ;; task, during the spawn's preparation): the send runs no hooks.
+  hooked
+  ;; The Agent call ID whose row started this turn (the spawn's), or
+  ;; nil; and the `:sandbox-summary' of its own commands so far, which
+  ;; settlement patches into that row when it is not the default.
+  row sandbox
+  ;; Its Plan stamp (from its caller, the session's sticky Plan or Plan
+  ;; mail it reads), given once: each invocation applies its own, so a
+  ;; follow-up after Plan ended is not read-only; and the permission
   ;; mode override it inherited from its caller (mevedel-plan.el).
   plan-stamp mode-override
   ;; When it began waiting for a slot, then when it started (a float time).
@@ -320,26 +328,52 @@ configuration is exactly what was frozen."
         (error "Key %s is missing from an agent configuration" key))))
   config)
 
+(defconst mevedel-agent--self-lead "\n\nYou are the retained agent "
+  "How the section naming an agent to itself begins in its system text.")
+
+(defun mevedel-agent--inherited-body (parent)
+  "Return the instructions a default-role child of chat PARENT inherits.
+That is PARENT's effective system text, without the section naming a
+child PARENT to itself: the grandchild's own section follows, so its
+prompt claims one identity."
+  (let ((text (or (mevedel-chat-frozen-system parent) (mevedel-prompt-system-text parent))))
+    (if-let* (((mevedel-chat-agent parent))
+              (cut (string-search (concat mevedel-agent--self-lead (mevedel-chat-agent parent) ",")
+                                  text)))
+        (substring text 0 cut)
+      text)))
+
+(defun mevedel-agent--inherit-components (parent child)
+  "Give the default-role chat CHILD the prompt components of chat PARENT.
+PARENT's selection and what it read come along, less the journal map,
+which only the main conversation receives; CHILD's context updates
+follow them."
+  (mevedel-prompt-confine child (remq 'journal-map (mevedel-prompt-components parent))
+                          (cl-remove 'journal-map (mevedel-prompt-read parent) :key #'car)))
+
 (defun mevedel-agent--system-text (parent child path role)
   "Return the system text of the child PATH (chat CHILD) of chat PARENT with ROLE.
-The default role (ROLE nil) inherits PARENT's effective instructions;
-a named role's are its `:system-components' (mevedel-prompt.el),
-rendered for CHILD, and then its `:prompt'.  Either way a section
-naming the agent and its reporting duty follows, and its working
-directory when that is not the workspace root."
+The default role (ROLE nil) inherits PARENT's effective instructions
+\(`mevedel-agent--inherited-body'); a named role's are its
+`:system-components' (mevedel-prompt.el), rendered for CHILD, and then
+its `:prompt'.  Either way a section naming the agent and its
+reporting duty follows, and its working directory when that is not
+the workspace root."
   (let ((body (if (null role)
-                  (or (mevedel-chat-frozen-system parent) (mevedel-prompt-system-text parent))
+                  (progn (mevedel-agent--inherit-components parent child)
+                         (mevedel-agent--inherited-body parent))
                 (mapconcat #'identity
                            (delq nil (list (mevedel-prompt-whole-text
                                             child (plist-get role :system-components))
                                            (plist-get role :prompt)))
                            "\n\n")))
         (directory (mevedel-prompt-directory child)))
-    (format "%s\n\nYou are the retained agent %s, working for %s. The user's message is your \
+    (format "%s%s%s, working for %s. The user's message is your \
 task; your final answer is returned to %s as your result, so make it a complete, compact report \
 (list measurements as labelled items: scenario, metric, value, unit, runs). SendMessage reaches \
 other agents by path; ListAgents lists them.%s"
-            body path (mevedel-agent--parent-path path) (mevedel-agent--parent-path path)
+            body mevedel-agent--self-lead path (mevedel-agent--parent-path path)
+            (mevedel-agent--parent-path path)
             (if (equal directory (mevedel-prompt-workspace child))
                 ""
               (format " Your working directory is %s: relative paths, Bash and Eval start \
@@ -361,7 +395,11 @@ The default role (nil, or `:tools' t) inherits PARENT's; a named role
 lists its own (registered native tools by name; the specialists it
 names it reaches through ToolCall, see `mevedel-agent--specialists')
 and gets SendMessage and ListAgents; Agent comes with WaitAgent and
-InterruptAgent, and a role that may not delegate has none of them."
+InterruptAgent, and a role that may not delegate has none of them.
+A `:read-only' role has no ApplyPatch, even inherited: its roster,
+with its prompt, is its boundary.  Tools declared :root-only
+\(Monitor) are no child's.  ListAgents is a specialist, not native: a
+named role reaches it through ToolCall."
   (let* ((inherited (mevedel-chat-tools parent))
          (names (if (or (null role) (eq (plist-get role :tools) t))
                     (mapcar #'gptel-tool-name inherited)
@@ -371,11 +409,13 @@ InterruptAgent, and a role that may not delegate has none of them."
                   (if (member "Agent" names)
                       (append names mevedel-agent-delegation-tools)
                     names)))
-         (names (cl-remove-duplicates names :test #'equal :from-end t)))
+         (names (cl-remove-duplicates names :test #'equal :from-end t))
+         (names (if (plist-get role :read-only) (remove "ApplyPatch" names) names))
+         (natives (cl-remove-if #'mevedel-tool-root-only (mevedel-tool-native-tools))))
     (delq nil (mapcar (lambda (name)
-                        (or (cl-find name inherited :key #'gptel-tool-name :test #'equal)
-                            (when-let* ((tool (cl-find name (mevedel-tool-native-tools)
-                                                       :key #'mevedel-tool-name :test #'equal)))
+                        (when-let* ((tool (cl-find name natives
+                                                   :key #'mevedel-tool-name :test #'equal)))
+                          (or (cl-find name inherited :key #'gptel-tool-name :test #'equal)
                               (mevedel-tool-gptel-tool tool))))
                       names))))
 
@@ -383,13 +423,14 @@ InterruptAgent, and a role that may not delegate has none of them."
   "Return the identities of the specialists a child of chat PARENT reaches.
 CHILD is the child's chat, ROLE its role.  The default role (nil, or
 `:tools' t) inherits PARENT's catalog: a child parent's frozen set, or
-the specialists visible to the root now.  A named role with a tool
-list reaches mevedel's own specialists (category `mevedel') and any
-other only when the list names it as a permission rule would
+the specialists visible to the root now; an empty frozen set stays
+empty.  A named role with a tool list reaches only the specialists it
+names, by name or as a permission rule would
 \(`mevedel-permissions-rule-names'): mcp__SERVER__TOOL, or mcp__SERVER
-for every tool of that server.  Either way the set is frozen: tools
-registered later do not join it, and calls stay subject to the tools
-the session has at the time (`mevedel-tool-visible-p')."
+for every tool of that server.  So a verifier reaches no Eval,
+WebFetch or Skill its role does not list.  Either way the set is
+frozen: tools registered later do not join it, and calls stay subject
+to the tools the session has at the time (`mevedel-tool-visible-p')."
   (let ((names (and (consp (plist-get role :tools)) (plist-get role :tools)))
         (frozen (buffer-local-value 'mevedel-tool-frozen-specialists
                                     (mevedel-chat-data-buffer parent))))
@@ -400,12 +441,33 @@ the session has at the time (`mevedel-tool-visible-p')."
       (let ((buffer (mevedel-chat-data-buffer (if names child parent))))
         (cl-loop for tool in (mevedel-tool-specialists)
                  when (and (mevedel-tool-visible-p tool buffer)
+                           (not (mevedel-tool-root-only tool))
                            (or (not names)
-                               (equal (mevedel-tool-category tool) "mevedel")
                                (cl-intersection (mevedel-permissions-rule-names
                                                  (mevedel-tool-name tool))
                                                 names :test #'equal)))
                  collect (mevedel-tool-identity tool))))))
+
+(defun mevedel-agent--skill-bound (parent role tools specialists)
+  "Return (TOOLS . SPECIALISTS) of a child of chat PARENT, bounded by a skill.
+When a skill with allowed-tools restricts PARENT's running turn, the
+child spawned from it gets no native tool (gptel TOOLS) or specialist
+identity (SPECIALISTS) outside that list; a named ROLE keeps its
+SendMessage.  Without a restriction both are returned unchanged."
+  (if-let* ((allowed (mevedel-skills-allowed (mevedel-chat-data-buffer parent))))
+      (cons (cl-remove-if-not (lambda (tool)
+                                (or (member (gptel-tool-name tool) allowed)
+                                    (and role (equal (gptel-tool-name tool) "SendMessage"))))
+                              tools)
+            (if (eq specialists t)
+                specialists
+              (cl-remove-if-not
+               (lambda (identity)
+                 (when-let* ((tool (mevedel-tool-by-identity identity)))
+                   (cl-intersection (mevedel-permissions-rule-names (mevedel-tool-name tool))
+                                    allowed :test #'equal)))
+               specialists)))
+    (cons tools specialists)))
 
 (defun mevedel-agent--freeze-specialists (child identities)
   "Confine the catalog of the child chat CHILD to the specialist IDENTITIES.
@@ -574,8 +636,8 @@ its running TURN."
 
 (defun mevedel-agent--request-stamp (chat)
   "Return the Plan stamp of CHAT's running request, or nil.
-A child spawned by it keeps it, so it stays read-only after the root
-leaves Plan; a turn it starts or directs is stamped with it."
+A turn it starts or directs, a child's first included, is stamped
+with it and keeps it after the root leaves Plan."
   (mevedel-plan-stamp (mevedel-agent--request-context chat)))
 
 (defun mevedel-agent--request-override (chat)
@@ -597,19 +659,14 @@ PATH is the caller's path (`mevedel-agent-caller-path') when known."
 
 (defun mevedel-agent-plan-stamp (context)
   "Return the Plan stamp of the child agent whose call has CONTEXT.
-That is the stamp it was spawned under, else a read-only role's own
-\(`read-only'), else its running invocation's, else `none'; nil for
-the root's calls."
+That is its running invocation's, else `none'; nil for the root's
+calls.  A role's read-only judgment is its prompt's, not a stamp: a
+verifier may run the tests."
   (let ((path (mevedel-agent-caller-path context)))
     (unless (equal path mevedel-mailbox-root)
       (let* ((handle (mevedel-agent--caller-handle context path))
              (turn (and handle (mevedel-agent-handle-turn handle))))
-        (cond ((null handle) 'none)
-              ((mevedel-agent-handle-plan-stamp handle))
-              ((plist-get (mevedel-agent-handle-role handle) :read-only)
-               (mevedel-plan-make-stamp 'read-only))
-              ((and turn (mevedel-agent--turn-plan-stamp turn)))
-              (t 'none))))))
+        (or (and turn (mevedel-agent--turn-plan-stamp turn)) 'none)))))
 
 (add-hook 'mevedel-plan-request-functions #'mevedel-agent-plan-stamp)
 
@@ -681,11 +738,40 @@ first request.  Without hooks CONTINUE runs at once."
        (mevedel-agent--insert-background child context "[SubagentStart hook context]"))
      (funcall continue))))
 
+(defun mevedel-agent--initial-prompt-hooks (handle task on-ready continue)
+  "Run the UserPromptSubmit hooks on HANDLE's initial TASK, then CONTINUE.
+They run once, during the preparation: a task they block fails the
+Agent call (ON-READY hears the reason) and releases the reservation,
+before the path is published; the task they accept is sent without
+running them again."
+  (let* ((tree (mevedel-agent-handle-tree handle))
+         (stop (mevedel-hooks-prompt-submit
+                (mevedel-agent--tree-session tree) task
+                (lambda (blocked)
+                  (when (eq (gethash (mevedel-agent-handle-path handle)
+                                     (mevedel-agent--tree-agents tree))
+                            handle)
+                    (setf (mevedel-agent-handle-cancel handle) nil)
+                    (if (not blocked)
+                        (funcall continue)
+                      (setf (mevedel-agent-handle-payload handle)
+                            (format "A UserPromptSubmit hook blocked the task for %s: %s"
+                                    (mevedel-agent-handle-path handle) blocked))
+                      (mevedel-agent--release-reservation tree handle)
+                      (when on-ready
+                        (funcall on-ready nil nil (mevedel-agent-handle-payload handle))))))
+                (mevedel-agent-handle-path handle))))
+    (when (eq (mevedel-agent-handle-status handle) 'preparing)
+      (unless (mevedel-agent-handle-cancel handle)
+        (setf (mevedel-agent-handle-cancel handle) stop)))))
+
 (defun mevedel-agent--dispatch-first (handle chat child task mode on-settle on-ready)
   "Send the first TASK of HANDLE's chat CHILD, spawned by CHAT in context MODE.
 ON-SETTLE and ON-READY are the spawn's callbacks."
   (let ((dispatch (lambda (task)
-                    (let ((waiting (mevedel-agent--activate handle task on-settle chat)))
+                    (let ((waiting (mevedel-agent--activate handle task on-settle chat t)))
+                      (when-let* ((turn (mevedel-agent-handle-turn handle)))
+                        (setf (mevedel-agent--turn-row turn) (mevedel-agent-handle-spawn-id handle)))
                       (when on-ready (funcall on-ready (mevedel-agent-handle-path handle)
                                               waiting nil))))))
     (if (not (eq mode 'summary))
@@ -778,18 +864,20 @@ preparing (a `summary' context: see
          (handle (mevedel-agent--make-handle
                   :path path :parent parent-path :role-name role-name
                   :role role :parent-chat chat :spawn-id spawn-id :tree tree
-                  :spawn-turn (mevedel-chat-turn chat)
-                  :plan-stamp (mevedel-agent--request-stamp chat))))
+                  :spawn-turn (mevedel-chat-turn chat))))
     ;; The reservation: the path is taken, but nobody sees it yet.
     (puthash path handle (mevedel-agent--tree-agents tree))
     (condition-case err
         (let* ((child (mevedel-chat-make-child chat path directory))
+               (bounded (mevedel-agent--skill-bound
+                         chat role (mevedel-agent--tools chat role)
+                         (mevedel-agent--specialists chat child role)))
                (config (mevedel-agent-check-config
                         (list :backend (plist-get model :backend) :model (plist-get model :model)
                               :effort effort
                               :system (mevedel-agent--system-text chat child path role)
-                              :tools (mevedel-agent--tools chat role)
-                              :specialists (mevedel-agent--specialists chat child role)
+                              :tools (car bounded)
+                              :specialists (cdr bounded)
                               :context mode :directory directory :role role-name
                               :max-turns (plist-get role :max-turns) :params nil
                               :provider (plist-get model :provider)))))
@@ -813,7 +901,14 @@ preparing (a `summary' context: see
             (mevedel-agent--start-hooks
              session child path role-name
              (lambda ()
-               (mevedel-agent--dispatch-first handle chat child task mode on-settle on-ready))))
+               (mevedel-agent--initial-prompt-hooks
+                handle task on-ready
+                (lambda ()
+                  (mevedel-agent--dispatch-first handle chat child task mode on-settle
+                                                 on-ready))))))
+          ;; Blocked at once, without a caller to tell: the call fails.
+          (unless (or on-ready (eq (gethash path (mevedel-agent--tree-agents tree)) handle))
+            (user-error "%s" (mevedel-agent-handle-payload handle)))
           path)
       (error
        (mevedel-agent--release-reservation tree handle)
@@ -845,16 +940,17 @@ suppressed."
   "Return the tree HANDLE belongs to."
   (mevedel-agent-handle-tree handle))
 
-(defun mevedel-agent--activate (handle text on-settle &optional caller)
+(defun mevedel-agent--activate (handle text on-settle &optional caller hooked)
   "Start a turn of HANDLE with TEXT, or queue it for a slot.
 ON-SETTLE is called when it settles.  CALLER, the chat whose request
 starts the turn, gives it that request's mode override and, when the
-request has Plan authority, its Plan stamp.  Return non-nil when it
+request has Plan authority, its Plan stamp.  HOOKED says the
+UserPromptSubmit hooks already accepted TEXT.  Return non-nil when it
 waits."
   (let* ((tree (mevedel-agent--tree-of-handle handle))
          (stamp (and caller (mevedel-agent--request-stamp caller)))
          (turn (mevedel-agent--make-turn
-                :handle handle :text text :on-settle on-settle
+                :handle handle :text text :on-settle on-settle :hooked hooked
                 :plan-stamp (and (mevedel-plan-authority-p stamp) stamp)
                 :mode-override (and caller (mevedel-agent--request-override caller))
                 :previous (and (mevedel-agent-handle-outcome handle)
@@ -862,6 +958,7 @@ waits."
                                      (mevedel-agent-handle-payload handle)
                                      (mevedel-agent-handle-verdict handle))))))
     (setf (mevedel-agent-handle-turn handle) turn
+          (mevedel-agent-handle-tool-calls handle) 0
           (mevedel-agent-handle-outcome handle) nil
           (mevedel-agent-handle-payload handle) nil
           (mevedel-agent-handle-verdict handle) nil)
@@ -906,6 +1003,7 @@ A start that fails gives the slot back and settles TURN as failed."
             (unless (file-directory-p directory)
               (error "Its working directory %s no longer exists" directory)))
           (mevedel-chat-send chat (mevedel-agent--turn-text turn)
+                             :hooked (mevedel-agent--turn-hooked turn)
                              :on-done (lambda (_chat outcome)
                                         (mevedel-agent--turn-ended turn outcome)))
           (setf (mevedel-agent--turn-dispatched turn) t)
@@ -933,10 +1031,37 @@ A start that fails gives the slot back and settles TURN as failed."
 
 (defun mevedel-agent--child-event (handle event records)
   "Add a finished tool batch of HANDLE's conversation to its count.
-EVENT is the conversation's event, RECORDS its arguments."
+EVENT is the conversation's event, RECORDS its arguments.  The
+sandbox facts of the batch's commands join the running turn's."
   (when (eq event 'tool-results)
     (cl-incf (mevedel-agent-handle-tool-calls handle) (length (car records)))
+    (when-let* ((turn (mevedel-agent-handle-turn handle)))
+      (dolist (record (car records))
+        (let ((result (if (plist-member record :mevedel-result)
+                          (plist-get record :mevedel-result)
+                        (plist-get record :result))))
+          (when-let* (((stringp result))
+                      (summary (plist-get (mevedel-render-data-extract result (plist-get record :id))
+                                          :sandbox-summary)))
+            (setf (mevedel-agent--turn-sandbox turn)
+                  (mevedel-sandbox-summary-merge (mevedel-agent--turn-sandbox turn) summary))))))
     (mevedel-agent--refresh handle)))
+
+(defun mevedel-agent--roll-up-sandbox (turn)
+  "Keep TURN's non-default sandbox facts on the Agent row that started it.
+The warning stays on that row (hidden render-data, never read by a
+model) after the agent goes idle."
+  (when-let* ((id (mevedel-agent--turn-row turn))
+              (summary (mevedel-agent--turn-sandbox turn))
+              ((mevedel-sandbox-summary-warning summary))
+              (handle (mevedel-agent--turn-handle turn))
+              (parent (mevedel-agent-handle-parent-chat handle))
+              ((buffer-live-p (mevedel-chat-data-buffer parent))))
+    (ignore-errors
+      (mevedel-chat-update-render-data
+       parent id (lambda (render-data) (plist-put (copy-sequence render-data)
+                                                  :sandbox-summary summary))
+       'agent-sandbox))))
 
 ;;;; Settlement
 
@@ -1052,27 +1177,14 @@ one that cannot be gives no partial work."
                     "\n\n")))
     (error "")))
 
-(defconst mevedel-agent-stop-continuation-limit 8
-  "Most times SubagentStop hooks may send one agent on.")
-
-(defun mevedel-agent--stop-hooks (session handle outcome payload)
-  "Run SESSION's SubagentStop hooks for HANDLE's turn settled with OUTCOME.
-PAYLOAD is its final answer.  A hook that blocks the stop (exit 2,
-decision \"block\") sends a completed agent on with its reason as
-the next task, at most `mevedel-agent-stop-continuation-limit' times."
-  (let ((path (mevedel-agent-handle-path handle))
-        (continued (mevedel-agent-handle-stop-continuations handle)))
-    (mevedel-hooks-subagent-stop
-     session (list :id path :type (or (mevedel-agent-handle-role-name handle) "default"))
-     :last-message (or payload "") :active (> continued 0)
-     :callback
-     (lambda (reason)
-       (when (and reason (eq outcome 'completed)
-                  (< continued mevedel-agent-stop-continuation-limit)
-                  (eq (mevedel-agent-handle-status handle) 'idle)
-                  (mevedel-agent-handle-parent-chat handle))
-         (setf (mevedel-agent-handle-stop-continuations handle) (1+ continued))
-         (mevedel-agent-send (mevedel-agent-handle-parent-chat handle) path reason))))))
+(defun mevedel-agent--stop-hooks (session handle payload)
+  "Run SESSION's SubagentStop hooks for HANDLE's settled turn.
+PAYLOAD is its answer.  They observe, once per turn: the agent stays
+retained and idle."
+  (mevedel-hooks-subagent-stop
+   session (list :id (mevedel-agent-handle-path handle)
+                 :type (or (mevedel-agent-handle-role-name handle) "default"))
+   :last-message (or payload "")))
 
 (defun mevedel-agent--settle (turn outcome payload)
   "Settle TURN with OUTCOME and PAYLOAD, once; later attempts do nothing.
@@ -1121,13 +1233,14 @@ Return non-nil when this call settled it."
                                                                  path (error-message-string err)))
                                nil))))
               (mevedel-agent--hand-on-executions session path parent)
+              (mevedel-agent--roll-up-sandbox turn)
               (dolist (function mevedel-agent-stop-functions)
                 (condition-case err
                     (funcall function path outcome payload)
                   (error (display-warning 'mevedel (format "A stop hook of %s failed: %s"
                                                            path (error-message-string err))))))
               (mevedel-tasks-settle-owner session path (eq outcome 'completed))
-              (mevedel-agent--stop-hooks session handle outcome payload)
+              (mevedel-agent--stop-hooks session handle payload)
               (let ((consumed (mevedel-agent--consume turn id outcome payload)))
                 (mevedel-agent--refresh handle)
                 (when (and id (not consumed)) (mevedel-agent--arrived tree parent id path)))))
@@ -1469,6 +1582,18 @@ no conversation."
   (when-let* ((tool (cl-find name (mevedel-tool-all) :key #'mevedel-tool-name :test #'equal)))
     (mevedel-tool-gptel-tool tool)))
 
+(defun mevedel-agent--frozen-backend (name handle root)
+  "Return the gptel backend NAME the restored HANDLE was frozen with.
+A child saved without one (an ACP agent serves it) takes the root
+chat ROOT's.  A named backend that is no longer defined is a
+`user-error' naming it: serving the child with another model would
+silently break its frozen identity."
+  (cond ((gptel-backend-p name) name)
+        ((null name) (mevedel-chat-backend-effective root))
+        ((ignore-errors (gptel-get-backend name)))
+        (t (user-error "The backend %s that serves %s is not defined; define it to continue \
+this agent" name (mevedel-agent-handle-path handle)))))
+
 (defun mevedel-agent--hydrate (handle)
   "Load the saved conversation of the restored HANDLE into a chat; return it.
 Only this agent is loaded, with its frozen configuration.  Signal
@@ -1480,7 +1605,8 @@ Only this agent is loaded, with its frozen configuration.  Signal
                        (user-error "The session of %s is not open" (mevedel-agent-handle-path handle))))
              (relative (mevedel-agent-handle-transcript handle))
              (file (and relative (expand-file-name relative (mevedel-session-directory session))))
-             (config (mevedel-agent-handle-config handle)))
+             (config (mevedel-agent-handle-config handle))
+             (backend (mevedel-agent--frozen-backend (plist-get config :backend) handle root)))
         (unless (and file (file-exists-p file))
           (user-error "The conversation of %s was not saved" (mevedel-agent-handle-path handle)))
         (let ((child (mevedel-chat-make-child root (mevedel-agent-handle-path handle)
@@ -1488,9 +1614,7 @@ Only this agent is loaded, with its frozen configuration.  Signal
           (setf (mevedel-chat-store child) (mevedel-core-store-open file))
           ;; A turn cut by a crash is settled as the root's would be.
           (mevedel-resume-chat child)
-          (setf (mevedel-chat-backend child)
-                (or (ignore-errors (gptel-get-backend (plist-get config :backend)))
-                    (mevedel-chat-backend-effective root))
+          (setf (mevedel-chat-backend child) backend
                 (mevedel-chat-model child) (or (plist-get config :model)
                                                (mevedel-chat-model-effective root))
                 (mevedel-chat-placement child) (plist-get config :provider)
@@ -1503,23 +1627,41 @@ Only this agent is loaded, with its frozen configuration.  Signal
                 (plist-put (plist-put (copy-sequence config) :backend (mevedel-chat-backend child))
                            :tools (mevedel-chat-frozen-tools child)))
           (mevedel-agent--freeze-specialists child (plist-get config :specialists))
+          ;; Its context updates follow its own selection; what its
+          ;; frozen system text said is sent once more.
+          (let ((role (mevedel-agent-handle-role handle)))
+            (when (plist-member role :system-components)
+              (mevedel-prompt-confine child (plist-get role :system-components))))
           (with-current-buffer (mevedel-chat-data-buffer child)
             (setq-local mevedel-session-agent (mevedel-agent-handle-path handle)
                         mevedel-tool-offered (mapcar #'gptel-tool-name
-                                                     (mevedel-chat-frozen-tools child))))
+                                                     (mevedel-chat-frozen-tools child)))
+            (when (boundp 'gptel-reasoning-effort)
+              (set (make-local-variable 'gptel-reasoning-effort) (plist-get config :effort))))
           (mevedel-chat-observe child (lambda (event _chat &rest records)
                                         (mevedel-agent--child-event handle event records)))
           child))))
 
 (defconst mevedel-agent-record-keys
-  '(:path :parent :role :role-flags :plan-stamp :config :status :outcome :payload :verdict
+  '(:path :parent :role :role-flags :config :status :outcome :payload :verdict
           :tool-calls :transcript)
   "Every key of a saved registry record, exactly once each.")
 
-(defconst mevedel-agent--role-flags '(:read-only :verdict)
+(defconst mevedel-agent--role-flags '(:verdict)
   "The facts of a role the runtime reads after the spawn.
-They are saved with the agent, so a resumed read-only role stays
-read-only and a resumed verifier's reports are still parsed.")
+They are saved with the agent, so a resumed verifier's reports are
+still parsed.  Its prompt component selection is saved beside them
+\(:system-components), so a resumed child's context updates follow
+it.")
+
+(defun mevedel-agent--components (handle)
+  "Return (COMPONENTS) of HANDLE's prompt component selection, or nil if unknown."
+  (let ((chat (mevedel-agent-handle-chat handle))
+        (role (mevedel-agent-handle-role handle)))
+    (cond ((and chat (buffer-live-p (mevedel-chat-data-buffer chat)))
+           (buffer-local-value 'mevedel-prompt-own-components (mevedel-chat-data-buffer chat)))
+          ((plist-member role :system-components)
+           (list (plist-get role :system-components))))))
 
 (defun mevedel-agent--record (handle)
   "Return HANDLE as a registry record of printable data.
@@ -1532,10 +1674,13 @@ An agent restored but not used yet still has the saved names."
                                                   (plist-get config :tools))))
     (list :path (mevedel-agent-handle-path handle) :parent (mevedel-agent-handle-parent handle)
           :role (mevedel-agent-handle-role-name handle)
-          :role-flags (cl-loop with role = (mevedel-agent-handle-role handle)
-                               for flag in mevedel-agent--role-flags
-                               append (list flag (and (plist-get role flag) t)))
-          :plan-stamp (mevedel-agent-handle-plan-stamp handle) :config config
+          :role-flags (append
+                       (cl-loop with role = (mevedel-agent-handle-role handle)
+                                for flag in mevedel-agent--role-flags
+                                append (list flag (and (plist-get role flag) t)))
+                       (when-let* ((components (mevedel-agent--components handle)))
+                         (list :system-components (car components))))
+          :config config
           :status (mevedel-agent-handle-status handle) :outcome (mevedel-agent-handle-outcome handle)
           :payload (mevedel-agent-handle-payload handle)
           :verdict (mevedel-agent-handle-verdict handle)
@@ -1564,10 +1709,14 @@ Does nothing for a session without durable storage."
 An agent saved before specialists were frozen (ADR 0022) has no
 :specialists; it keeps reaching every specialist, as it did (t).  One
 saved before children could run on ACP agents has no :provider: gptel
-serves it (nil)."
+serves it (nil).  One saved when a spawn's Plan stamp bound every
+later turn has a :plan-stamp, which goes: each turn takes its own."
   (let ((config (plist-get record :config)))
     (if (not (and (proper-list-p record) (proper-list-p config)))
         record
+      (when (plist-member record :plan-stamp)
+        (setq record (cl-loop for (key value) on record by #'cddr
+                              unless (eq key :plan-stamp) append (list key value))))
       (unless (plist-member config :specialists)
         (setq config (append config (list :specialists t))))
       (unless (plist-member config :provider)
@@ -1578,9 +1727,8 @@ serves it (nil)."
 
 (defun mevedel-agent-check-record (record)
   "Return RECORD, a saved registry record, or signal `error'.
-Unknown, duplicate or missing keys, a malformed path, a configuration
-that is not exactly the frozen schema and a Plan stamp of an unknown
-kind are refused."
+Unknown, duplicate or missing keys, a malformed path and a
+configuration that is not exactly the frozen schema are refused."
   (unless (and (proper-list-p record) (cl-evenp (length record)))
     (error "An agent record is a plist, not %S" record))
   (let ((keys (cl-loop for (key _) on record by #'cddr collect key)))
@@ -1591,9 +1739,6 @@ kind are refused."
                (string-match-p mevedel-agent--path-regexp (plist-get record :path)))
     (error "An agent record has the path %S" (plist-get record :path)))
   (mevedel-agent-check-config (plist-get record :config))
-  (let ((stamp (plist-get record :plan-stamp)))
-    (unless (or (null stamp) (memq (mevedel-plan-stamp-kind stamp) '(sticky directive read-only)))
-      (error "An agent record has the Plan stamp %S" stamp)))
   record)
 
 (defun mevedel-agent--restore (chat)
@@ -1619,7 +1764,6 @@ partial work (it wakes nobody)."
                             :path (plist-get record :path) :parent (plist-get record :parent)
                             :role-name (plist-get record :role) :config (plist-get record :config)
                             :role (plist-get record :role-flags)
-                            :plan-stamp (plist-get record :plan-stamp)
                             :status 'idle :tree tree
                             :outcome (if active 'interrupted (plist-get record :outcome))
                             :payload (if active
@@ -1667,16 +1811,33 @@ partial work (it wakes nobody)."
 
 (defun mevedel-agent-status (chat path)
   "Return the handle data of the agent PATH in CHAT's session, or nil.
-A plist (:path :role :status :tool-calls :outcome :verdict)."
+A plist (:path :role :model :effort :status :tool-calls :outcome
+:verdict)."
   (when-let* ((tree (gethash (mevedel-session-id (mevedel-chat-session chat))
                              mevedel-agent--trees))
               (handle (mevedel-agent--handle tree path)))
     (mevedel-agent--handle-data handle)))
 
+(defun mevedel-agent--model (config)
+  "Return the model serving an agent of frozen CONFIG, as BACKEND:MODEL.
+An ACP agent's is PROVIDER:MODEL (or PROVIDER when it names none).
+This is the child's own model, never its delegator's."
+  (let ((provider (plist-get config :provider))
+        (backend (plist-get config :backend))
+        (model (plist-get config :model)))
+    (if provider
+        (if (cdr provider) (format "%s:%s" (car provider) (cdr provider)) (format "%s" (car provider)))
+      (format "%s:%s" (if (gptel-backend-p backend) (gptel-backend-name backend) backend)
+              model))))
+
 (defun mevedel-agent--handle-data (handle)
-  "Return the status plist of HANDLE."
+  "Return the status plist of HANDLE.
+:model and :effort name what serves it (nil effort: the provider's
+default)."
   (list :path (mevedel-agent-handle-path handle)
         :role (or (mevedel-agent-handle-role-name handle) "default")
+        :model (mevedel-agent--model (mevedel-agent-handle-config handle))
+        :effort (plist-get (mevedel-agent-handle-config handle) :effort)
         :status (mevedel-agent-handle-status handle)
         :tool-calls (mevedel-agent-handle-tool-calls handle)
         :outcome (mevedel-agent-handle-outcome handle)

@@ -504,8 +504,10 @@ A prompt reset (after a compaction) starts a new cached prefix."
 (defun mevedel-chat-tools (chat)
   "Return the gptel tools offered to the model of CHAT.
 They are those of every native mevedel tool, or a child agent's
-frozen set."
-  (or (mevedel-chat-frozen-tools chat) (mevedel-gptel-tools)))
+frozen set: an empty one stays empty, never all tools."
+  (if (mevedel-chat-agent chat)
+      (mevedel-chat-frozen-tools chat)
+    (mevedel-gptel-tools)))
 
 ;;;; Tool calls
 
@@ -625,7 +627,7 @@ answer both read.  The turn is saved; observers hear `appended'."
     (mevedel-chat--save chat 'append)
     (mevedel-chat-notify chat 'appended)))
 
-(cl-defun mevedel-chat-send (chat text &key on-done background)
+(cl-defun mevedel-chat-send (chat text &key on-done background hooked)
   "Send TEXT as the user's next message in CHAT.
 ON-DONE, if non-nil, is called with CHAT and the outcome (`done',
 `error' or `abort') when the turn ends.  BACKGROUND, a string, marks a
@@ -636,8 +638,10 @@ and TEXT stays out of the input history.  When a member of
 compacted first when the request would fill too much of the model's
 context), the turn starts after that and the value is nil instead of
 the turn.  The user's UserPromptSubmit hooks see TEXT first (not
-BACKGROUND turns'); while they run, or when they block it, the value
-is nil too, and a blocked prompt's ON-DONE gets `blocked'."
+BACKGROUND turns', nor those of a HOOKED text, whose hooks already
+accepted it: a child agent's initial task); while they run, or when
+they block it, the value is nil too, and a blocked prompt's ON-DONE
+gets `blocked'."
   (when-let* ((owner (mevedel-chat-read-only chat)))
     (user-error "Read-only: %s; fork it to continue here"
                 (mevedel-session-in-use-message (mevedel-session-id (mevedel-chat-session chat))
@@ -646,7 +650,7 @@ is nil too, and a blocked prompt's ON-DONE gets `blocked'."
     (user-error "A turn is already running in %s; abort it first" (mevedel-chat-name chat)))
   (when (string-blank-p text)
     (user-error "Nothing to send"))
-  (if background
+  (if (or background hooked)
       (mevedel-chat--send-when-ready chat text on-done background)
     (let ((turn nil) (sync t))
       (setf (mevedel-chat-hooking chat) t)
@@ -656,7 +660,8 @@ is nil too, and a blocked prompt's ON-DONE gets `blocked'."
                        (lambda (blocked)
                          (let ((sent (mevedel-chat--after-prompt-hooks
                                       chat text on-done blocked sync)))
-                           (when sync (setq turn sent)))))))
+                           (when sync (setq turn sent))))
+                       (mevedel-chat-agent chat))))
             (when (mevedel-chat-hooking chat)
               ;; They run in the background: an abort stops them.
               (setf (mevedel-chat-hooking chat)
@@ -962,7 +967,7 @@ CHAT's running one is left alone."
   "Return the context of CHAT's hooks waiting for its turn, as mail blocks.
 They are forgotten only once the backend accepts the turn's request, so
 a request that fails before that sends them again with the next turn."
-  (let ((blocks (mevedel-hooks-context (mevedel-chat-session chat))))
+  (let ((blocks (mevedel-hooks-context (mevedel-chat-session chat) (mevedel-chat-agent chat))))
     (if blocks
         (puthash chat blocks mevedel-chat--hook-context-sent)
       (remhash chat mevedel-chat--hook-context-sent))
@@ -972,7 +977,7 @@ a request that fails before that sends them again with the next turn."
   "Forget the hook context that CHAT's accepted request carried."
   (when-let* ((blocks (gethash chat mevedel-chat--hook-context-sent)))
     (remhash chat mevedel-chat--hook-context-sent)
-    (mevedel-hooks-forget-context (mevedel-chat-session chat) blocks)))
+    (mevedel-hooks-forget-context (mevedel-chat-session chat) blocks (mevedel-chat-agent chat))))
 
 (defun mevedel-chat--hook-context-idle (chat _outcome)
   "Forget the prompt's own hook context of CHAT's turn if never accepted.
@@ -981,17 +986,23 @@ rest (SessionStart) waits for the next turn."
   (when-let* ((blocks (gethash chat mevedel-chat--hook-context-sent)))
     (remhash chat mevedel-chat--hook-context-sent)
     (mevedel-hooks-forget-context (mevedel-chat-session chat)
-                                  (cl-remove-if-not #'mevedel-hooks-prompt-context-p blocks))))
+                                  (cl-remove-if-not #'mevedel-hooks-prompt-context-p blocks)
+                                  (mevedel-chat-agent chat))))
 
 (add-hook 'mevedel-chat-message-functions #'mevedel-chat--hook-context)
 (add-hook 'mevedel-chat-accepted-functions #'mevedel-chat--hook-context-accepted)
 (add-hook 'mevedel-chat-idle-functions #'mevedel-chat--hook-context-idle)
 
-(defun mevedel-chat--hook-stop-turn (session reason)
-  "Abort the turn of SESSION's chat, which a tool hook stopped for REASON.
-The hook's own call is cancelled with the turn's other calls.  A
-`mevedel-hooks-stop-turn-functions' member."
-  (when-let* ((chat (cl-find session (mevedel-chat-list) :key #'mevedel-chat-session))
+(defun mevedel-chat--hook-stop-turn (session reason &optional buffer)
+  "Abort the turn that a tool hook stopped for REASON.
+That is the turn of the chat of data BUFFER, the call's conversation:
+a child agent's call ends its own turn, not the root's.  Without
+BUFFER, SESSION's root chat.  The hook's own call is cancelled with
+the turn's other calls.  A `mevedel-hooks-stop-turn-functions' member."
+  (when-let* ((chat (or (and (buffer-live-p buffer) (mevedel-chat-of-buffer buffer))
+                        (cl-find-if (lambda (chat) (and (eq (mevedel-chat-session chat) session)
+                                                        (not (mevedel-chat-agent chat))))
+                                    (mevedel-chat-list))))
               ((mevedel-chat-abort chat)))
     (mevedel-chat-insert-notice chat 'hook (concat "A hook stopped the turn: " reason))
     (mevedel-chat-notify chat 'truncated)))
@@ -1004,7 +1015,9 @@ The turn's ON-DONE then waits for the turn that goes on.  Aborting the
 turn meanwhile stops the hooks."
   (let ((session (mevedel-chat-session chat))
         (turn (mevedel-chat-turn chat)))
-    (if (not (mevedel-hooks-any-p session 'Stop))
+    ;; Stop is the main assistant's; a child's turn ends with the
+    ;; agent runtime's SubagentStop.
+    (if (or (mevedel-chat-agent chat) (not (mevedel-hooks-any-p session 'Stop)))
         (mevedel-chat--finish chat 'done)
       (mevedel-chat-set-status chat 'hooks "Stop")
       (when-let* ((stop (mevedel-chat--run-stop-hooks chat session)))

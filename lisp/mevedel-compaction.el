@@ -238,7 +238,8 @@ made before."
   (setf (mevedel-chat-compacting chat) nil)
   (with-current-buffer (mevedel-chat-data-buffer chat)
     (setq mevedel-compaction--running nil))
-  (when (eq outcome 'done)
+  ;; SessionStart is the session's: a child's compaction is not one.
+  (when (and (eq outcome 'done) (not (mevedel-chat-agent chat)))
     (mevedel-hooks-session-start (mevedel-chat-session chat) "compact"))
   (mevedel-chat-set-status chat (if (memq outcome '(done abort)) 'idle 'error)
                            (when (eq outcome 'error) "compaction failed"))

@@ -227,10 +227,11 @@ START and END limit it to part of BUFFER."
 
 (defvar mevedel-history-agents-functions nil
   "Abnormal hook run with a session until one returns its retained agents.
-Each agent is a plist (:path :role :status :outcome :payload :buffer),
-:buffer a function returning the agent's data buffer (loading a saved
-one).  `history://root/PATH' and `agent://' read them; the agent
-runtime adds its roster, without which a session has no agents.")
+Each agent is a plist (:path :role :model :effort :status :outcome
+:payload :buffer), :buffer a function returning the agent's data
+buffer (loading a saved one).  `history://root/PATH' and `agent://'
+read them; the agent runtime adds its roster, without which a session
+has no agents.")
 
 (defun mevedel-history-agents (session)
   "Return the retained agents of SESSION (see `mevedel-history-agents-functions')."
@@ -277,9 +278,13 @@ result), NOT READY while the agent works.  Nothing changes state."
                  (if (null agents)
                      "No retained agents in this session."
                    (mapconcat (lambda (agent)
-                                (format "agent://%s  %s  %s%s"
+                                (format "agent://%s  %s  %s%s  %s%s"
                                         (substring (plist-get agent :path) 1)
-                                        (plist-get agent :role) (plist-get agent :status)
+                                        (plist-get agent :role) (or (plist-get agent :model) "")
+                                        (if-let* ((effort (plist-get agent :effort)))
+                                            (format " (effort %s)" effort)
+                                          "")
+                                        (plist-get agent :status)
                                         (if (plist-get agent :outcome)
                                             (format " (last turn %s)" (plist-get agent :outcome))
                                           "")))

@@ -136,9 +136,11 @@ Failed and timed-out hooks, blocked prompts and a hook's
 systemMessage reach the user through it.")
 
 (defvar mevedel-hooks-stop-turn-functions nil
-  "Abnormal hook run with (SESSION REASON) to end SESSION's turn for a tool hook.
+  "Abnormal hook run with (SESSION REASON BUFFER) to end a turn for a tool hook.
 A PreToolUse or PostToolUse hook answering continue false runs it;
-mevedel-chat.el adds the abort of the chat's turn.")
+BUFFER is the data buffer of the call's conversation (a child
+agent's, whose turn alone ends), or nil for the root's.
+mevedel-chat.el adds the abort of that chat's turn.")
 
 (define-error 'mevedel-hooks-error "mevedel hook error")
 
@@ -914,7 +916,7 @@ A member of `mevedel-pipeline-pre-tool-use-functions'."
      (apply #'mevedel-hooks-input 'PreToolUse session (mevedel-hooks--tool-input context))
      context
      (lambda (verdict)
-       (mevedel-hooks--stop-turn 'PreToolUse session verdict)
+       (mevedel-hooks--stop-turn 'PreToolUse context verdict)
        (append
         (when-let* ((text (plist-get verdict :context))) (list :context text))
         (cond
@@ -937,15 +939,16 @@ A member of `mevedel-pipeline-pre-tool-use-functions'."
                       result)
              (error (prin1-to-string result))))))
 
-(defun mevedel-hooks--stop-turn (event session verdict)
-  "End SESSION's turn when the VERDICT of EVENT's tool hooks is to stop."
+(defun mevedel-hooks--stop-turn (event context verdict)
+  "End the turn of the call CONTEXT if the VERDICT of EVENT's hooks is to stop."
   (when-let* ((reason (plist-get verdict :stop)))
     (funcall mevedel-hooks-report-function (format "A %s hook stopped the turn: %s" event reason))
-    (run-hook-with-args 'mevedel-hooks-stop-turn-functions session reason)))
+    (run-hook-with-args 'mevedel-hooks-stop-turn-functions (plist-get context :session) reason
+                        (plist-get context :data-buffer))))
 
-(defun mevedel-hooks--post-answer (event session verdict)
-  "Return the pipeline's answer to the post-tool VERDICT of EVENT in SESSION."
-  (mevedel-hooks--stop-turn event session verdict)
+(defun mevedel-hooks--post-answer (event context verdict)
+  "Return the pipeline's answer to the post-tool VERDICT of EVENT for call CONTEXT."
+  (mevedel-hooks--stop-turn event context verdict)
   (let ((texts (delq nil (list (plist-get verdict :context)
                                (when-let* ((text (plist-get verdict :block)))
                                  (format "%s hook feedback: %s" event text))
@@ -963,7 +966,7 @@ A member of `mevedel-pipeline-post-tool-use-functions'."
             (mevedel-hooks--tool-input
              context :tool_response (mevedel-hooks--result-value (plist-get outcome :result))))
      context
-     (lambda (verdict) (mevedel-hooks--post-answer 'PostToolUse session verdict)))))
+     (lambda (verdict) (mevedel-hooks--post-answer 'PostToolUse context verdict)))))
 
 (defun mevedel-hooks-post-tool-use-failure (context outcome)
   "Run the PostToolUseFailure hooks for the call CONTEXT that failed with OUTCOME.
@@ -976,7 +979,7 @@ A member of `mevedel-pipeline-post-tool-use-failure-functions'."
              context :error (mevedel-hooks--result-value (plist-get outcome :result))
              :is_interrupt :json-false))
      context
-     (lambda (verdict) (mevedel-hooks--post-answer 'PostToolUseFailure session verdict)))))
+     (lambda (verdict) (mevedel-hooks--post-answer 'PostToolUseFailure context verdict)))))
 
 (add-hook 'mevedel-pipeline-pre-tool-use-functions #'mevedel-hooks-pre-tool-use)
 (add-hook 'mevedel-pipeline-post-tool-use-functions #'mevedel-hooks-post-tool-use)
@@ -985,28 +988,39 @@ A member of `mevedel-pipeline-post-tool-use-failure-functions'."
 
 ;;;; Session events (called by mevedel-chat.el and mevedel-compaction.el)
 
-(defun mevedel-hooks--add-context (session event text)
-  "Keep TEXT from EVENT's hooks for SESSION's next request."
+(defun mevedel-hooks--context-key (owner)
+  "Return the hook state key of the context waiting for OWNER.
+OWNER is a child agent's path, or nil for the main conversation: each
+agent reads only its own hooks' context."
+  (if owner (intern (concat ":context" owner)) :context))
+
+(defun mevedel-hooks--add-context (session event text &optional owner)
+  "Keep TEXT from EVENT's hooks for the next request of OWNER in SESSION.
+OWNER is as for `mevedel-hooks--context-key'."
   (when text
-    (mevedel-hooks--put session :context
-                        (append (mevedel-hooks--get session :context)
-                                (list (format "<hook-context event=\"%s\">\n%s\n</hook-context>"
-                                              event text))))))
+    (let ((key (mevedel-hooks--context-key owner)))
+      (mevedel-hooks--put session key
+                          (append (mevedel-hooks--get session key)
+                                  (list (format "<hook-context event=\"%s\">\n%s\n</hook-context>"
+                                                event text)))))))
 
 (defun mevedel-hooks-prompt-context-p (block)
   "Return non-nil when context BLOCK came from a UserPromptSubmit hook."
   (string-prefix-p "<hook-context event=\"UserPromptSubmit\">" block))
 
-(defun mevedel-hooks-context (session)
-  "Return the hook context blocks waiting for SESSION's next turn.
-They stay until `mevedel-hooks-forget-context' says the model read them."
-  (mevedel-hooks--get session :context))
+(defun mevedel-hooks-context (session &optional owner)
+  "Return the hook context blocks waiting for OWNER's next turn in SESSION.
+OWNER is a child agent's path, or nil for the main conversation (whose
+are SessionStart's too).  They stay until `mevedel-hooks-forget-context'
+says the model read them."
+  (mevedel-hooks--get session (mevedel-hooks--context-key owner)))
 
-(defun mevedel-hooks-forget-context (session blocks)
-  "Forget BLOCKS, context of SESSION's hooks that a request carried."
-  (mevedel-hooks--put session :context
-                      (cl-remove-if (lambda (block) (memq block blocks))
-                                    (mevedel-hooks--get session :context))))
+(defun mevedel-hooks-forget-context (session blocks &optional owner)
+  "Forget BLOCKS, context of OWNER's hooks in SESSION that a request carried."
+  (let ((key (mevedel-hooks--context-key owner)))
+    (mevedel-hooks--put session key
+                        (cl-remove-if (lambda (block) (memq block blocks))
+                                      (mevedel-hooks--get session key)))))
 
 (defun mevedel-hooks-session-start (session source &optional model)
   "Run SESSION's SessionStart hooks for SOURCE (\"startup\", \"resume\", ...).
@@ -1023,12 +1037,14 @@ turn; a prompt sent meanwhile waits for them."
        (mapc #'funcall (nreverse waiting))))
    session))
 
-(defun mevedel-hooks-prompt-submit (session prompt callback)
+(defun mevedel-hooks-prompt-submit (session prompt callback &optional owner)
   "Run SESSION's UserPromptSubmit hooks for PROMPT; CALLBACK gets the outcome.
 The outcome is nil to send PROMPT (the hooks' context goes with it),
 or the reason it is blocked (already told to the user).  CALLBACK runs
-synchronously when no hook applies.  Return a function that stops the
-hooks; CALLBACK is then never called."
+synchronously when no hook applies.  OWNER is the child agent's path
+whose task PROMPT is (nil: the main conversation's): the context is
+kept for its turn alone.  Return a function that stops the hooks;
+CALLBACK is then never called."
   (let* ((stopped nil) (stop nil)
          (go (lambda ()
                (unless stopped
@@ -1043,7 +1059,7 @@ hooks; CALLBACK is then never called."
                                 (funcall mevedel-hooks-report-function
                                          (format "A UserPromptSubmit hook blocked the prompt: %s" blocked))
                               (mevedel-hooks--add-context session 'UserPromptSubmit
-                                                          (plist-get verdict :context)))
+                                                          (plist-get verdict :context) owner))
                             (funcall callback blocked)))
                         session))))))
     (if-let* ((starting (mevedel-hooks--get session :starting)))
@@ -1086,22 +1102,20 @@ agent's first request, or nil.  Return a function that stops them."
 
 (defun mevedel-hooks-subagent-stop (session agent &rest details)
   "Run SESSION's SubagentStop hooks for AGENT, a plist (:id ID :type TYPE).
-DETAILS: :transcript (the agent's transcript file), :last-message (its
-last answer) and :active (non-nil when a stop hook already sent it
-on), then :callback, given nil to let the agent stop or the reason
-to go on with.  Return a function that stops the hooks."
-  (let ((callback (plist-get details :callback)))
-    (mevedel-hooks-run
-     'SubagentStop
-     (mevedel-hooks-input 'SubagentStop session
-                          :stop_hook_active (if (plist-get details :active) t :json-false)
-                          :agent_id (plist-get agent :id)
-                          :agent_type (plist-get agent :type)
-                          :agent_transcript_path (or (plist-get details :transcript) "")
-                          :last_assistant_message (or (plist-get details :last-message) ""))
-     (lambda (verdict)
-       (funcall callback (and (not (plist-get verdict :stop)) (plist-get verdict :block))))
-     session)))
+DETAILS: :transcript (the agent's transcript file) and :last-message
+\(its last answer).  The hooks observe: a block does not send the
+agent on, so its turn's RESULT is the one its parent gets.  Return a
+function that stops the hooks."
+  (mevedel-hooks-run
+   'SubagentStop
+   (mevedel-hooks-input 'SubagentStop session
+                        :stop_hook_active :json-false
+                        :agent_id (plist-get agent :id)
+                        :agent_type (plist-get agent :type)
+                        :agent_transcript_path (or (plist-get details :transcript) "")
+                        :last_assistant_message (or (plist-get details :last-message) ""))
+   #'ignore
+   session))
 
 (provide 'mevedel-hooks)
 ;;; mevedel-hooks.el ends here

@@ -67,9 +67,7 @@ Without an answer, the root turn's stamp applies.")
 ;;;; The stamp
 
 (defun mevedel-plan-make-stamp (kind)
-  "Return a new Plan stamp of KIND, `sticky', `directive' or `read-only'.
-A `read-only' stamp is a read-only agent role's: the boundary of
-directive planning, worded for the role."
+  "Return a new Plan stamp of KIND, `sticky' or `directive'."
   (list :plan kind))
 
 (defun mevedel-plan-stamp-kind (stamp)
@@ -77,7 +75,7 @@ directive planning, worded for the role."
   (and (consp stamp) (plist-get stamp :plan)))
 
 (defun mevedel-plan-authority-p (stamp)
-  "Return non-nil when STAMP is Plan's (sticky or directive), not a role's.
+  "Return non-nil when STAMP is a Plan stamp, not nil or `none'.
 A request with Plan authority cannot direct a turn that lacks a stamp,
 and its mail stamps the turn that reads it."
   (memq (mevedel-plan-stamp-kind stamp) '(sticky directive)))
@@ -138,18 +136,11 @@ the workspace, and a bare work:// names no file."
        (not (string-prefix-p "work://shared/" canonical))
        (not (member canonical '("work://" "work://shared")))))
 
-(defun mevedel-plan--who (kind)
-  "Return what refuses a call under a stamp of KIND, to lead its message."
-  (if (eq kind 'read-only) "This agent's role is read-only" "Plan mode"))
-
 (defun mevedel-plan-patch-verdict (kind args _context)
   "Return the Plan verdict of a stamp of KIND on an ApplyPatch of ARGS.
 ApplyPatch's :plan: sticky Plan lets it write the session's work://
-files only, directive planning and read-only roles not at all."
+files only, directive planning not at all."
   (cond
-   ((eq kind 'read-only)
-    (cons 'deny "This agent's role is read-only: ApplyPatch is not available; report the \
-change you propose instead"))
    ((eq kind 'directive)
     (cons 'deny "Planning is read-only: ApplyPatch is not available, not even for work:// \
 files.  Present the plan in your answer"))
@@ -204,15 +195,15 @@ denied."
                          default-directory))
                (facts (mevedel-core-bash-permission (cdr own) root root)))
           (unless (plist-get facts :read-only)
-            (cons 'deny (format "%s: only read-only commands run, and this one is %s%s; \
+            (cons 'deny (format "Plan mode: only read-only commands run, and this one is %s%s; \
 nothing ran"
-                                (mevedel-plan--who kind) (plist-get facts :class)
+                                (plist-get facts :class)
                                 (if-let* ((reasons (plist-get facts :reasons)))
                                     (concat " (" (string-join reasons "; ") ")")
                                   ""))))))
        ((or (mevedel-tool-read-only-p tool) (eq own 'delegated)) nil)
-       (t (cons 'deny (format "%s: %s is not available, as it changes things"
-                              (mevedel-plan--who kind) (mevedel-tool-name tool))))))))
+       (t (cons 'deny (format "Plan mode: %s is not available, as it changes things"
+                              (mevedel-tool-name tool))))))))
 
 (add-hook 'mevedel-permissions-restriction-functions #'mevedel-plan-restriction)
 

@@ -303,17 +303,49 @@ FROZEN is what `mevedel-prompt-frozen' returned."
                       :pending nil)
            mevedel-prompt--states))
 
+(defvar-local mevedel-prompt-own-components nil
+  "A child agent's component selection, as (COMPONENTS), or nil.
+Set in its data buffer (`mevedel-prompt-confine'), so it outlives a
+prompt reset (a compaction): the context updates that restore the
+child's context follow its selection, not `mevedel-system-components'.")
+
+(defun mevedel-prompt-confine (chat components &optional read)
+  "Confine what CHAT's model is told of to COMPONENTS, having read READ.
+CHAT is a child agent's, whose system text is frozen elsewhere: the
+root's journal map, memory index or skills roster reach it only when
+COMPONENTS has them.  READ is an alist (NAME . TEXT) of what its
+system text already says; nil sends every component once."
+  (with-current-buffer (mevedel-prompt-chat-data-buffer chat)
+    (setq-local mevedel-prompt-own-components (list components)))
+  (puthash chat (list :components components :system nil :read read :pending nil)
+           mevedel-prompt--states))
+
+(defun mevedel-prompt-components (chat)
+  "Return the prompt components CHAT's model is kept current on."
+  (let* ((state (gethash chat mevedel-prompt--states))
+         (buffer (mevedel-prompt-chat-data-buffer chat))
+         (own (and (buffer-live-p buffer)
+                   (buffer-local-value 'mevedel-prompt-own-components buffer))))
+    (cond ((plist-get state :components))
+          (own (car own))
+          (t mevedel-system-components))))
+
+(defun mevedel-prompt-read (chat)
+  "Return what CHAT's model has read: an alist (NAME . TEXT)."
+  (plist-get (gethash chat mevedel-prompt--states) :read))
+
 (defun mevedel-prompt-whole-text (chat components)
   "Return COMPONENTS for CHAT as one text, every placement in it.
-Nothing of CHAT's own state changes.  A child agent's system text is
-made once this way from its role's components and stays frozen with
-it."
-  (mevedel-prompt-truncate
-   (mapconcat #'identity
-              (delq nil (mapcar (lambda (rendered) (nth 2 rendered))
-                                (mevedel-prompt-render chat components)))
-              "\n\n")
-   mevedel-prompt-system-budget "system prompt"))
+A child agent's system text is made once this way from its role's
+components and stays frozen with it; CHAT's context updates then
+follow COMPONENTS (`mevedel-prompt-confine'), having read this text."
+  (let ((rendered (and components (mevedel-prompt-render chat components))))
+    (mevedel-prompt-confine chat components
+                            (cl-loop for (name _placement text) in rendered
+                                     collect (cons name text)))
+    (mevedel-prompt-truncate
+     (mapconcat #'identity (delq nil (mapcar (lambda (item) (nth 2 item)) rendered)) "\n\n")
+     mevedel-prompt-system-budget "system prompt")))
 
 (defvar mevedel-prompt-reset-functions nil
   "Functions called with a chat whose prompt state was reset.
@@ -339,12 +371,13 @@ gets one block; it counts as read once the backend accepts the turn
 empty says so."
   (let* ((state (mevedel-prompt--state chat))
          (read (plist-get state :read))
+         (components (mevedel-prompt-components chat))
          (pending nil) (blocks nil))
     (pcase-dolist (`(,name ,_placement ,text)
                    (let ((rendered (plist-get state :rendered)))
                      (if (and rendered (< (- (float-time) (car rendered)) 1.0))
                          (cdr rendered)
-                       (mevedel-prompt-render chat (plist-get state :components)))))
+                       (and components (mevedel-prompt-render chat components)))))
       (let ((seen (assq name read)))
         (unless (if seen (equal (cdr seen) text) (null text))
           (push (cons name text) pending)

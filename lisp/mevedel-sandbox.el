@@ -281,6 +281,22 @@ boundaries used.  It never holds paths or commands."
           :extra-read-mounts (+ (or (plist-get summary :extra-read-mounts) 0)
                                 (or (plist-get outcome :extra-reads) 0)))))
 
+(defun mevedel-sandbox-summary-merge (summary other)
+  "Return SUMMARY and OTHER, two `:sandbox-summary' plists, as one.
+Counts add up and the boundaries used are listed once each; an agent
+row rolls up its turn's executions this way."
+  (if (null summary)
+      other
+    (let ((merged (list :boundaries (append (plist-get summary :boundaries)
+                                            (cl-remove-if (lambda (b)
+                                                            (memq b (plist-get summary :boundaries)))
+                                                          (plist-get other :boundaries))))))
+      (dolist (key '(:attempts :starts :refusals :start-failures :network-grants :open-sockets
+                               :extra-write-mounts :extra-read-mounts)
+                   merged)
+        (setq merged (plist-put merged key (+ (or (plist-get summary key) 0)
+                                              (or (plist-get other key) 0))))))))
+
 (defconst mevedel-sandbox--default-boundaries '(bwrap-landlock bwrap)
   "Boundaries a healthy machine gives; others are worth a warning.")
 

@@ -254,6 +254,14 @@ A skill without allowed-tools changes nothing."
   (when-let* ((tools (plist-get skill :allowed-tools)))
     (puthash buffer (cons (plist-get skill :name) tools) mevedel-skills--restrictions)))
 
+(defun mevedel-skills-allowed (buffer)
+  "Return the tool names permitted by the skill restriction of BUFFER's turn.
+BUFFER is a data buffer; nil when no skill restricts its turn.  A
+child agent spawned in that turn is bounded by them too
+\(mevedel-agent.el)."
+  (when-let* ((restriction (gethash buffer mevedel-skills--restrictions)))
+    (append mevedel-skills--always-allowed (cdr restriction))))
+
 (defun mevedel-skills-unrestrict (buffer)
   "End the skill restriction of data BUFFER's turn."
   (remhash buffer mevedel-skills--restrictions))

@@ -21,6 +21,7 @@
 (require 'mevedel-chat)
 (require 'mevedel-pipeline)
 (require 'mevedel-ptc)
+(require 'mevedel-sandbox)
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-render)
 
@@ -91,6 +92,12 @@ agents are active; it starts when one settles)" path mevedel-agent-capacity)
   (let ((path (or (plist-get render-data :path) (plist-get args :task_name) "?")))
     (list :header (concat "Agent " path
                           (if-let* ((role (plist-get render-data :role))) (format " · %s" role) "")
+                          (if-let* ((model (plist-get render-data :model)))
+                              (format " · %s%s" model
+                                      (if-let* ((effort (plist-get render-data :effort)))
+                                          (format " (%s)" effort)
+                                        ""))
+                            "")
                           (if-let* ((status (plist-get render-data :status)))
                               (format " · %s" (if (eq status 'idle)
                                                   (or (plist-get render-data :outcome) 'idle)
@@ -101,6 +108,10 @@ agents are active; it starts when one settles)" path mevedel-agent-capacity)
                             "")
                           (if-let* ((verdict (plist-get render-data :verdict)))
                               (format " · VERDICT %s" verdict)
+                            "")
+                          (if-let* ((warning (mevedel-sandbox-summary-warning
+                                              (plist-get render-data :sandbox-summary))))
+                              (format " · %s" warning)
                             ""))
           :body (unless mevedel-tool-render-summary-only
                   (concat (or (plist-get args :message) "")
@@ -276,8 +287,12 @@ one RESULT with outcome interrupted follows."
     (if (null agents)
         "No retained agents."
       (mapconcat (lambda (agent)
-                   (format "%s  %s  %s  %d tool calls%s"
+                   (format "%s  %s  %s%s  %s  %d tool calls%s"
                            (plist-get agent :path) (plist-get agent :role)
+                           (plist-get agent :model)
+                           (if-let* ((effort (plist-get agent :effort)))
+                               (format " (effort %s)" effort)
+                             "")
                            (if (eq (plist-get agent :status) 'idle)
                                (format "idle (%s)" (or (plist-get agent :outcome) "new"))
                              (plist-get agent :status))
@@ -288,8 +303,7 @@ one RESULT with outcome interrupted follows."
                  agents "\n"))))
 
 (mevedel-define-tool ListAgents
-  :native t
-  :description "List every retained agent of the session by path, with role and status."
+  :description "List every retained agent of the session by path, with role, model and status."
   :args ()
   :groups '(agents)
   :read-only-p t

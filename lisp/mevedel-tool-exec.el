@@ -86,6 +86,7 @@ The owner is the agent whose data buffer runs the call (see
              (stored (and durable-session (mevedel-session-storage-p session))))
         (append (list :session (mevedel-session-id session)
                       :cwd (mevedel-session-call-directory session buffer)
+                      :root (mevedel-session-workspace session)
                       :artifact-dir (and stored
                                          (mevedel-session-tool-results-directory session))
                       :mailbox (and durable-session (mevedel-session-database-file session)))
@@ -94,7 +95,8 @@ The owner is the agent whose data buffer runs the call (see
 (defvar mevedel-tool-exec-context-function #'mevedel-tool-exec-default-context
   "Function of no arguments returning the calling context, a plist.
 Keys: :session (the session key), :owner (\"/root\" or an agent path),
-:cwd, :artifact-dir (durable directory for kept output), :store (the
+:cwd, :root (the writable root: the session's workspace; without
+it, :cwd), :artifact-dir (durable directory for kept output), :store (the
 session store handle) and :mailbox (its session.sqlite file),
 :tool-use-id, :writable (more directories the sandbox lets commands
 write besides :cwd) and :environment (a complete \"NAME=VALUE\" list;
@@ -283,18 +285,22 @@ evaluate later: %s"
 (defun mevedel-tool-exec--sandbox (context cwd grant)
   "Return the sandbox request of a command run for CONTEXT in CWD.
 GRANT is what `mevedel-tool-exec-grant-request' returned (approved by the
-permission step).  Writable: CWD and the context's :writable; the
-workspace's .mevedel state stays read-only.  Readable besides the
+permission step).  Writable: the context's :root (else CWD) and its
+:writable; the workspace's .mevedel state stays read-only.  A child
+agent's working_directory is its CWD, never a writable root of its
+own: selecting a checkout grants nothing.  Readable besides the
 default: the grant's and the context's :readable."
-  (mevedel-core-sandbox-object
-   (mevedel-sandbox-request
-    :env nil
-    :writable (delete-dups (delq nil (cons cwd (plist-get context :writable))))
-    :state-dirs (list (expand-file-name ".mevedel" cwd))
-    :network (plist-get grant :network)
-    :extra-read (append (plist-get grant :read) (plist-get context :readable))
-    :extra-write (plist-get grant :write)
-    :escalated (plist-get grant :escalated))))
+  (let ((root (let ((dir (plist-get context :root)))
+                (if dir (directory-file-name (expand-file-name dir)) cwd))))
+    (mevedel-core-sandbox-object
+     (mevedel-sandbox-request
+      :env nil
+      :writable (delete-dups (delq nil (cons root (plist-get context :writable))))
+      :state-dirs (list (expand-file-name ".mevedel" root))
+      :network (plist-get grant :network)
+      :extra-read (append (plist-get grant :read) (plist-get context :readable))
+      :extra-write (plist-get grant :write)
+      :escalated (plist-get grant :escalated)))))
 
 (defun mevedel-tool-exec--boundary (obs)
   "Return the sandbox facts plist of observation OBS, or nil."
@@ -1010,6 +1016,8 @@ chars \"\\u0003\" sends Ctrl-C. Manual: " mevedel-tool-exec-manual-address)
 
 (mevedel-define-tool Monitor
   :native t
+  ;; Its events wake the root; a child's stdout lines would reach nobody.
+  :root-only t
   :description (concat
                 "Watch a command whose stdout lines should reach you as events while you do \
 other work (e.g. `tail -f log | grep --line-buffered ERROR'). Each stdout line becomes an \

@@ -37,13 +37,9 @@ mevedel://goals.md."
         (mevedel-goal-update chat (plist-get args :status) (plist-get args :note))
       "Error: UpdateGoal needs a session")))
 
-(defun mevedel-tool-goal-visible-p (buffer)
-  "Return non-nil unless data BUFFER is a child agent's: Goals are the root's."
-  (let ((chat (mevedel-chat-of-buffer buffer)))
-    (not (and (mevedel-chat-p chat) (mevedel-chat-agent chat)))))
-
 (mevedel-define-tool "UpdateGoal"
   :standalone t
+  :root-only t
   :category "goal"
   :description mevedel-tool-goal-description
   :summary "Goals: report the Goal complete (checked independently), blocked, or progress."
@@ -51,8 +47,7 @@ mevedel://goals.md."
                  :enum ("complete" "blocked" "progress"))
          (note string :required "The evidence, the reason or the progress."))
   :function #'mevedel-tool-goal-run
-  :read-only-p t
-  :visible #'mevedel-tool-goal-visible-p)
+  :read-only-p t)
 
 (provide 'mevedel-tool-goal)
 ;;; mevedel-tool-goal.el ends here

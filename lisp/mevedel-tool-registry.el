@@ -70,7 +70,7 @@
     ;; Permissions
     :check-permission :get-path :get-paths :get-domain :grant-request :review
     ;; Loading, grouping and where the tool is offered
-    :category :groups :wrap :native :standalone :plan :request-args :visible
+    :category :groups :wrap :native :root-only :standalone :plan :request-args
     ;; A contract given as JSON Schema text instead of :args (MCP tools)
     :input-schema
     ;; Display and output
@@ -100,7 +100,7 @@
   read-only-p snapshot-p async-p
   check-permission get-path get-paths get-domain grant-request review
   wrap max-result-size render-transform renderer
-  native standalone plan request-args visible
+  native root-only standalone plan request-args
   ;; Built by registration:
   identity handle provider-schema gptel-args shape arg-keys gptel-tool)
 
@@ -235,7 +235,9 @@ arguments used instead of :args for validation and the provider schema
 \(an MCP server's tool, see mevedel-mcp.el).
 Where it is offered: :native (non-nil: offered to the model in every
 request as a provider tool; without it the tool is a specialist, found
-with ToolSearch and called through ToolCall) :standalone (non-nil: a
+with ToolSearch and called through ToolCall) :root-only (non-nil:
+only the root agent is offered it; a child agent's tools and catalog
+leave it out) :standalone (non-nil: a
 ToolCall program may call it only as its whole expression) :plan (what
 Plan mode does with its calls: a function of the stamp's kind, the
 arguments and the call's context returning Plan's verdict, nil for the
@@ -243,9 +245,7 @@ usual decision; without it Plan denies the calls unless the tool is
 read-only or its own check finds them harmless, see mevedel-plan.el)
 :request-args (a function called in a request's data buffer returning
 the gptel argument plists that request offers, or nil for the
-registered ones) :visible (a function of a data buffer returning nil
-where the model must not see the tool: UpdateGoal is the root's
-only; without it the tool is offered wherever its catalog is).
+registered ones).
 Display and output: :summary (default: the description's first
 sentence, at most 160 characters) :max-result-size (a positive
 integer: longer results are previewed and persisted, see
@@ -424,10 +424,7 @@ Without CATEGORY, return the first tool named NAME in registration order."
         (renderer (plist-get properties :renderer))
         (groups (plist-get properties :groups))
         (plan (plist-get properties :plan))
-        (request-args (plist-get properties :request-args))
-        (visible (plist-get properties :visible)))
-    (unless (or (symbolp visible) (functionp visible))
-      (mevedel-tool--declaration-error name ":visible must be a function, not %S" visible))
+        (request-args (plist-get properties :request-args)))
     (when (and (plist-get properties :native) (plist-get properties :wrap))
       (mevedel-tool--declaration-error
        name ":native needs mevedel's own implementation; a :wrap tool is a specialist \
@@ -541,10 +538,10 @@ module loaded, it is registered at once and the tool returned."
                 :render-transform (plist-get properties :render-transform)
                 :renderer (plist-get properties :renderer)
                 :native (and (plist-get properties :native) t)
+                :root-only (and (plist-get properties :root-only) t)
                 :standalone (and (plist-get properties :standalone) t)
                 :plan (plist-get properties :plan)
                 :request-args (plist-get properties :request-args)
-                :visible (plist-get properties :visible)
                 :identity identity
                 :handle (nth 0 compiled)
                 :provider-schema (mevedel-tool--json-parse (nth 1 compiled))
@@ -678,12 +675,8 @@ when a tool is registered or unregistered says so with
 (defun mevedel-tool-visible-p (tool buffer)
   "Return non-nil when TOOL is visible to the model of data BUFFER.
 A specialist outside BUFFER's `mevedel-tool-frozen-specialists' is
-not, nor one whose declared :visible says no there; any tool may be
-hidden by `mevedel-tool-visible-functions'."
-  (and (or (null (mevedel-tool-visible tool))
-           (not (buffer-live-p buffer))
-           (funcall (mevedel-tool-visible tool) buffer))
-       (or (mevedel-tool-native-p tool)
+not; any tool may be hidden by `mevedel-tool-visible-functions'."
+  (and (or (mevedel-tool-native-p tool)
            (not (buffer-live-p buffer))
            (let ((frozen (buffer-local-value 'mevedel-tool-frozen-specialists buffer)))
              (or (null frozen) (gethash (mevedel-tool-identity tool) frozen))))

@@ -234,8 +234,12 @@ other than PASS becomes the next turn's findings."
             (should tool)
             (should (mevedel-tool-standalone tool))
             (should-not (mevedel-tool-native-p tool))
+            (should (mevedel-tool-root-only tool))
             (should (mevedel-tool-visible-p tool (mevedel-chat-data-buffer chat)))
-            (should-not (mevedel-tool-visible-p tool (mevedel-chat-data-buffer child)))
+            ;; A child's frozen catalog, whatever its role, leaves it out.
+            (dolist (role (list nil (list :tools '("Read" "UpdateGoal"))))
+              (should-not (member (mevedel-tool-identity tool)
+                                  (mevedel-agent--specialists chat child role))))
             (should (equal (mevedel-goal-update child "complete" "done")
                            "Error: only the main conversation works on the Goal"))
             (should (equal (mevedel-goal-update chat "complete" "done")

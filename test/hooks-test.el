@@ -720,11 +720,10 @@ cat >/dev/null; sleep 0.3; echo 'Branch: main; 3 open TODOs'
       (hooks-test--await #'mevedel-hooks-stop session "the answer")
       (mevedel-hooks-session-start session "resume" "claude-test")
       (hooks-test--await #'mevedel-hooks-subagent-start session "agent-1" "explorer")
-      (hooks-test--await (lambda (callback)
-                           (mevedel-hooks-subagent-stop session '(:id "agent-1" :type "explorer")
-                                                        :transcript "/tmp/agent.txt"
-                                                        :last-message "found it" :active nil
-                                                        :callback callback)))
+      ;; SubagentStop observes: nothing waits for its answer.
+      (mevedel-hooks-subagent-stop session '(:id "agent-1" :type "explorer")
+                                   :transcript "/tmp/agent.txt" :last-message "found it")
+      (mevedel-test-wait-until (file-exists-p (expand-file-name "SubagentStop.json" dir)) 10)
       (mevedel-test-wait-until (file-exists-p (expand-file-name "SessionStart.json" dir)) 10)
       (let ((file (lambda (event) (hooks-test--json-file (format "%s/%s.json" dir event))))
             (cwd (directory-file-name workspace)))

@@ -247,7 +247,7 @@
 ;;;; Where a tool is offered: facts of the declaration
 
 (ert-deftest mevedel-tool-registry:offering-facts-are-declared ()
-  "Native, standalone-only, Plan's verdict and request arguments come from the declaration."
+  "Native, root-only, standalone-only, Plan's verdict and request arguments are declared."
   (mevedel-tool-registry-test--with-clean
     (let* ((cat mevedel-tool-registry-test--category)
            (plain (mevedel-tool-register "Plain" (list :description "D." :function #'ignore
@@ -260,22 +260,16 @@
            (planned (mevedel-tool-register "Planned" (list :description "D." :function #'ignore
                                                            :category cat :plan verdict))))
       (should-not (mevedel-tool-native-p plain))
+      (should-not (mevedel-tool-root-only plain))
+      (should (mevedel-tool-root-only
+               (mevedel-tool-register "Rooted" (list :description "D." :function #'ignore
+                                                     :category cat :root-only t))))
       (should (mevedel-tool-native-p native))
       (should (memq native (mevedel-tool-native-tools)))
       (should (memq plain (mevedel-tool-specialists)))
       (should (mevedel-tool-standalone whole))
       (should-not (mevedel-tool-standalone plain))
       (should (eq (mevedel-tool-plan planned) verdict))
-      ;; :visible hides a tool from the buffers it says no to.
-      (with-temp-buffer
-        (let* ((here (current-buffer))
-               (hidden (mevedel-tool-register
-                        "Hidden" (list :description "D." :function #'ignore :category cat
-                                       :visible (lambda (buffer) (not (eq buffer here)))))))
-          (should-not (mevedel-tool-visible-p hidden here))
-          (with-temp-buffer
-            (should (mevedel-tool-visible-p hidden (current-buffer))))
-          (should (mevedel-tool-visible-p plain here))))
       ;; A user's extra natives are offered natively too.
       (let ((mevedel-tool-native-extras '("Plain")))
         (should (mevedel-tool-native-p plain)))))
@@ -283,8 +277,13 @@
   (should (equal (sort (mapcar #'mevedel-tool-name (mevedel-tool-native-tools)) #'string<)
                  (sort (list "Read" "Bash" "WriteStdin" "Monitor" "Glob" "Grep" "ApplyPatch"
                              "ToolSearch" "ToolCall" "Agent" "SendMessage" "WaitAgent"
-                             "InterruptAgent" "ListAgents")
+                             "InterruptAgent")
                        #'string<)))
+  ;; Only Monitor and UpdateGoal are the root's alone.
+  (should (equal (sort (mapcar #'mevedel-tool-name (cl-remove-if-not #'mevedel-tool-root-only
+                                                                      (mevedel-tool-all)))
+                       #'string<)
+                 '("Monitor" "UpdateGoal")))
   (should (equal (sort (mapcar #'mevedel-tool-name
                                (cl-remove-if-not #'mevedel-tool-standalone (mevedel-tool-all)))
                        #'string<)
@@ -294,8 +293,7 @@
 
 (ert-deftest mevedel-tool-registry:offering-facts-are-checked ()
   (dolist (case '((:plan "deny" ":plan must be a function")
-                  (:request-args 42 ":request-args must be a function")
-                  (:visible 42 ":visible must be a function")))
+                  (:request-args 42 ":request-args must be a function")))
     (let ((err (should-error
                 (mevedel-tool-register
                  "BadOffer" (list :description "D." :function #'ignore

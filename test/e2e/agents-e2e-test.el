@@ -299,7 +299,7 @@ The root's requests offer the Agent schema listing the roles and tiers."
     (should-not (mevedel-scripted-model-mismatches server))
     (should (equal (plist-get (mevedel-agent-status chat "/root/check") :verdict) "FAIL"))
     (mevedel-test-wait-until
-      (string-match-p "Agent /root/check · verifier · completed · 0 tool calls · VERDICT FAIL"
+      (string-match-p "Agent /root/check · verifier · [^·\n]+:[^·\n]+ · completed · 0 tool calls · VERDICT FAIL"
                       (agents-e2e--view-text chat))
       5)
     (let ((data (with-current-buffer (mevedel-chat-data-buffer chat) (buffer-string))))
@@ -428,7 +428,13 @@ Return a description of what failed, or nil."
             (goto-char (point-max))
             (when (re-search-backward "^POSTED \\([0-9]+\\)$" nil t)
               (setq acknowledged (string-to-number (match-string 1)))))
-          (let* ((view (mevedel root))
+          (let* ((gptel--known-backends (copy-sequence gptel--known-backends))
+                 (gptel-backend gptel-backend)
+                 (gptel-model gptel-model)
+                 ;; A restored child needs the backend it was frozen
+                 ;; with, as the restarted user's init defines it.
+                 (_ (load init nil t))
+                 (view (mevedel root))
                  (chat (mevedel-view-chat view))
                  (store (mevedel-session-store-handle (mevedel-chat-session chat)))
                  (mail (mapcar (lambda (m) (plist-get m :payload))
