@@ -597,7 +597,7 @@ Manual: Read mevedel://tools/files.md."
   "Model-facing description of Read.")
 
 (defconst mevedel-tool-fs-glob-description
-  "List files whose path matches a glob pattern, sorted by path.
+  "List files whose path matches a glob pattern, in no promised order.
 
 When to use: find files by name or location, e.g. \"**/*.el\" or \"src/**/*.rs\".
 
@@ -609,7 +609,8 @@ any depth; one with / is anchored at path.  Hidden files are listed,
 ignore files do not apply, VCS directories and symbolic links are
 skipped; absolute patterns and .. are refused.  Files that exist only as
 unsaved Emacs buffers are listed too, marked \" (unsaved new buffer in
-Emacs)\".  A search running past the time limit returns labelled
+Emacs)\".  Do not rely on the order of the list; sort it yourself if
+order matters.  A search running past the time limit returns labelled
 partial results.  Manual: Read mevedel://tools/files.md."
   "Model-facing description of Glob.")
 
@@ -696,7 +697,7 @@ A result with media stays an envelope, so the pipeline sends them."
   :function (mevedel-tool-fs--adapt #'mevedel-tool-fs-glob)
   :async-p t
   :read-only-p t
-  :renderer #'mevedel-tool-fs-render-glob
+  :renderer '((success . mevedel-tool-fs-render-glob))
   :get-path (lambda (args) (plist-get args :path)))
 
 (mevedel-define-tool "Grep"
@@ -724,7 +725,7 @@ A result with media stays an envelope, so the pipeline sends them."
   :function (mevedel-tool-fs--adapt #'mevedel-tool-fs-grep)
   :async-p t
   :read-only-p t
-  :renderer #'mevedel-tool-fs-render-grep
+  :renderer '((success . mevedel-tool-fs-render-grep))
   :get-path (lambda (args) (plist-get args :path)))
 
 (provide 'mevedel-tool-fs)

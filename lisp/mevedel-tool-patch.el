@@ -492,7 +492,7 @@ the first changes; a refused or failed one shows its error."
               :body-mode #'diff-mode
               :preview-body (mevedel-tool-patch--preview diff)
               :expandable-p (not (string-empty-p diff))
-              :initially-collapsed-p t))
+              :initially-collapsed-p nil))
     (list :header (mevedel-tool-patch--attempt-header args)
           :body (unless mevedel-tool-render-summary-only result)
           :expandable-p (and result (not (string-empty-p result)))

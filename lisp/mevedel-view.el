@@ -749,8 +749,13 @@ in flight)."
                 summary))
          (status (or live-status (plist-get row :status)))
          (expandable (plist-get (if live-status summary row) :expandable-p))
-         (body (plist-get row :body))
-         (preview (plist-get row :preview-body)))
+         ;; A row that cannot be toggled is one event line: no body.
+         (expanded (and expandable expanded))
+         ;; Expanded by default, a row may open on its preview; asked
+         ;; for, it shows the whole body.
+         (body (or (and expanded (not (eq (gethash id mevedel-view--expanded) t))
+                        (plist-get row :preview-body))
+                   (plist-get row :body))))
     (unless (plist-get row :hidden-p)
       (concat
        (propertize
@@ -765,12 +770,10 @@ in flight)."
                 "\n")
         'keymap mevedel-view-row-map 'mouse-face 'highlight
         'help-echo (format "%s call %s: TAB to expand or collapse" name id))
-       (cond ((and expanded body (not (string-empty-p body)))
-              (mevedel-locations-mark-body
-               (mevedel-view--body-text body (plist-get row :body-mode))
-               name args default-directory))
-             ((and (not expanded) preview (not (string-empty-p preview)))
-              (propertize (mevedel-view--body-text preview nil) 'face 'shadow)))
+       (when (and expanded body (not (string-empty-p body)))
+         (mevedel-locations-mark-body
+          (mevedel-view--body-text body (plist-get row :body-mode))
+          name args default-directory))
        (when (and expanded (plist-get row :child-calls))
          (mevedel-view--child-rows id (plist-get row :child-calls)))
        (when-let* (((not live-status))
@@ -867,17 +870,14 @@ All of it carries `mevedel-group', the group's ID; the header also
 `mevedel-members', the IDs of its calls."
   (let* ((id (plist-get group :id))
          (members (plist-get group :members))
-         (rows (mapcar #'mevedel-view--summary members))
-         (status (cl-find-if (lambda (status)
-                               (cl-some (lambda (row) (eq (plist-get row :status) status)) rows))
-                             '(error denied cancelled warning success)))
+         (final (mevedel-view--summary (car (last members))))
          (expanded (eq (gethash (concat "group:" id) mevedel-view--expanded) t)))
     (propertize
      (concat
       (propertize
-       (concat (if expanded "▾ " "▸ ") (mevedel-view--glyph (or status 'success)) " "
-               (propertize (plist-get (car rows) :header) 'face 'mevedel-view-tool-header)
-               (propertize (format "  (+%d more)" (1- (length rows))) 'face 'shadow)
+       (concat (if expanded "▾ " "▸ ") (mevedel-view--glyph (or (plist-get final :status) 'success))
+               " " (propertize (plist-get final :header) 'face 'mevedel-view-tool-header)
+               (propertize (format "  (%d calls)" (length members)) 'face 'shadow)
                "\n")
        'keymap mevedel-view-row-map 'mouse-face 'highlight
        'mevedel-members (mapcar (lambda (segment) (plist-get segment :id)) members)
