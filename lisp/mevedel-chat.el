@@ -324,6 +324,8 @@ gives it (`mevedel-chat-store'), never in the session's."
       (setq default-directory (mevedel-chat-root chat))
       (setq-local mevedel-chat--owner chat)
       (setq-local mevedel-session-current (mevedel-chat-session chat))
+      ;; Repair events name the agent whose call it was.
+      (setq-local mevedel-tool-repair-origin (or (mevedel-chat-agent chat) "/root"))
       (setq-local gptel-include-tool-results t)
       (setq-local gptel-confirm-tool-calls nil)
       (setq-local gptel-use-tools t)

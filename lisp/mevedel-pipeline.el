@@ -477,6 +477,11 @@ provenance for the handler's own records, never permission authority."
 It is recorded with the repair diagnostics when CALL settles, saying
 whether the handler ran and how it ended."
   (when-let* ((event (mevedel-tool-repair-event (mevedel-pipeline--call-tool call) check)))
+    (let ((buffer (mevedel-pipeline--call-data-buffer call)))
+      (when (buffer-live-p buffer)
+        ;; The calling agent's path, which its data buffer holds.
+        (setq event (plist-put event :origin
+                               (buffer-local-value 'mevedel-tool-repair-origin buffer)))))
     (setf (mevedel-pipeline--call-repair-event call)
           (append event (list :source (mevedel-pipeline--call-source call))))))
 
@@ -494,6 +499,8 @@ whether the handler ran and how it ended."
        ;; The log persists beside the session's store once it has one.
        (and (mevedel-session-p session) (mevedel-session-store session)
             (mevedel-session-directory session))))))
+
+(add-hook 'mevedel-session-storage-functions #'mevedel-tool-repair-log-materialized)
 
 (defun mevedel-pipeline--step-repair (call)
   "Validate CALL's raw arguments; repair them when CALL is a provider call."
