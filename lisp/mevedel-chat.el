@@ -479,6 +479,21 @@ A child agent's is the text frozen when it was created."
   (or (mevedel-chat-frozen-system chat)
       (mevedel-prompt-system-text chat)))
 
+(defun mevedel-chat--roster-lines (chat)
+  "Return the roster lines of the session families CHAT's requests can use.
+For `mevedel-prompt-resource-roster-functions': work:// and artifact://
+need a session that can keep files (they are made on first write);
+live history://root a conversation, history://saved the workspace."
+  (let ((session (and (mevedel-chat-p chat) (mevedel-chat-session chat))))
+    (append
+     (when (mevedel-session-durable-p session)
+       (list "- work:// this session's working files; work://shared/ workspace notes"
+             "- artifact:// saved tool output named in results"))
+     (when (mevedel-chat-p chat)
+       (list "- history://root this conversation; history://saved earlier sessions")))))
+
+(add-hook 'mevedel-prompt-resource-roster-functions #'mevedel-chat--roster-lines -90)
+
 ;; What changed since the model last read it, and what the user's
 ;; mentions attach, go with the user's text of a turn; the environment
 ;; and a skill's tool restriction are refreshed and lifted at its end.

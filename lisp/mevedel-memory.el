@@ -264,6 +264,19 @@ created when saved.  Return its buffer."
   "Return the journal-map component's text for CHAT."
   (mevedel-memory-journal-map (mevedel-prompt-workspace chat)))
 
+(defun mevedel-memory--resource-lines (chat)
+  "Return the memory:// roster lines for CHAT's workspace.
+memory://root needs a configured root (a first write may create its
+directory); memory://journal/ a recallable published entry."
+  (let ((workspace (mevedel-prompt-workspace chat)))
+    (append
+     (when mevedel-resource-memory-roots
+       (list "- memory://root persistent memory (its index is above)"))
+     (when (mevedel-memory-journal-names workspace)
+       (list "- memory://journal/ dated journal entries (read-only)")))))
+
+(add-hook 'mevedel-prompt-resource-roster-functions #'mevedel-memory--resource-lines -30)
+
 (mevedel-prompt-define-component
  'journal-map :function #'mevedel-memory--journal-component :placement 'update
  :budget 4000 :doc "recent memory://journal/ entries (main session only)")

@@ -123,6 +123,20 @@
                               (mevedel-chat-frozen-system child)))
       (should (equal (mevedel-agent--path-of child) "/root/implementation")))))
 
+;; Issue 42 item 12: the roster lists only the families this session
+;; can use: agent:// once an agent is retained, not before.
+(ert-deftest mevedel-agent:the-resource-roster-follows-the-session ()
+  (agent-test--with-root root
+    (let ((roster (lambda () (mevedel-prompt--resource-roster root))))
+      (should (string-search "- mevedel://" (funcall roster)))
+      (should (string-search "- work://" (funcall roster)))
+      (should (string-search "- history://root" (funcall roster)))
+      (should (string-search "- memory://root" (funcall roster)))
+      (should-not (string-search "agent://" (funcall roster)))
+      (should-not (string-search "memory://journal/" (funcall roster)))
+      (agent-test--spawn root "helper")
+      (should (string-search "- agent://" (funcall roster))))))
+
 (ert-deftest mevedel-agent:inputs-are-validated-before-reservation ()
   (agent-test--with-root root
     (dolist (args '((:task_name "a")
