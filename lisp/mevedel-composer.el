@@ -75,17 +75,22 @@
       (puthash root (mevedel-composer--cache-make) mevedel-composer--caches)))
 
 (defun mevedel-composer--addresses (root)
-  "Return the addresses of ROOT's resources, for completion."
+  "Return the addresses of ROOT's resources, for completion.
+Each is written canonically: a file name's spaces, non-ASCII letters
+and other reserved characters are percent-encoded, as the resolver
+expects them."
   (let ((workspace (directory-file-name root)))
     (append
      (list "memory://root" "memory://journal/" "history://root" "history://saved")
      (cl-loop for (path key _) in (mevedel-resource-memory-root-list workspace)
               collect (format "memory://%s/" key)
-              append (mapcar (lambda (file) (format "memory://%s/%s" key file))
+              append (mapcar (lambda (file)
+                               (format "memory://%s/%s" key (mevedel-prompt-hexify file)))
                              (mevedel-memory-root-files path)))
      (mapcar #'mevedel-memory-journal-address (mevedel-memory-journal-names root))
      (when-let* ((docs (mevedel-resource-docs-directory)))
-       (mapcar (lambda (file) (concat "mevedel://" (file-relative-name file docs)))
+       (mapcar (lambda (file)
+                 (concat "mevedel://" (mevedel-prompt-hexify (file-relative-name file docs))))
                (directory-files-recursively docs "\\.md\\'"))))))
 
 (defun mevedel-composer-refresh (root &optional on-done)

@@ -1684,6 +1684,27 @@ The model reads MESSAGE as the call's refusal: what to do instead."
     (mevedel-interaction-call-preserving-points
      (lambda () (mevedel-interaction-redraw card)))))
 
+;;;; Addresses
+
+(defun mevedel-view--visit-address (address)
+  "Visit the backing file of the file-backed ADDRESS clicked in a view.
+The address is validated and normalized through Read's preparation in
+the view's session; an address without one file returns nil.  For
+`mevedel-locations-address-functions'."
+  (when-let* ((chat mevedel-view--chat))
+    (let* ((mevedel-session-current (mevedel-chat-session chat))
+           (default-directory (mevedel-chat-root chat))
+           (path (condition-case err
+                     (mevedel-resource-visit-path address)
+                   (error (user-error "%s" (error-message-string err))))))
+      (when path
+        (unless (file-exists-p path)
+          (user-error "%s does not exist" address))
+        (find-file-other-window path)
+        t))))
+
+(add-hook 'mevedel-locations-address-functions #'mevedel-view--visit-address 50)
+
 ;;;; Rows
 
 (defvar mevedel-view-row-visit-functions nil

@@ -28,6 +28,7 @@
                       ("README.md" . "readme\n")
                       ("AGENTS.md" . "Be brief.\n")
                       (".mevedel/memory/topic.md" . "topic\n")
+                      (".mevedel/memory/new notes é.md" . "spaced\n")
                       (".mevedel/skills/lint/SKILL.md" . "---\ndescription: Lint\n---\nLINT STEPS\n")))
        (let ((file (expand-file-name name root)))
          (make-directory (file-name-directory file) t)
@@ -133,6 +134,9 @@
           (should (equal (complete "run $li") '("lint")))
           (should (member "memory://" (complete "see memory:")))
           (should (member "memory://local-mevedel/topic.md" (complete "see memory://local")))
+          ;; Inserted addresses are canonically encoded (issue 42).
+          (should (member "memory://local-mevedel/new%20notes%20%C3%A9.md"
+                          (complete "see memory://local-mevedel/new")))
           (should (member "skill://local-mevedel/lint" (complete "skill://")))
           (should (string-prefix-p "skill://lint@" (car (complete "skill://lint@"))))
           (should (member "mevedel://ptc-dialect.md" (complete "mevedel://p")))

@@ -454,6 +454,44 @@ Each tool's only display fact is its :renderer; they are removed after."
         (let ((text (buffer-substring-no-properties (point-min) mevedel-view--transcript-end)))
           (should (string-match-p "^▾ ✓ Open\n    the whole body\n" text)))))))
 
+;; Issue 42 item 12: addresses in the transcript are buttons; a click
+;; validates the address and visits its file.
+(ert-deftest mevedel-view:addresses-in-the-transcript-are-clickable ()
+  (mevedel-core-ensure)
+  (mevedel-view-test--with-view view
+    (let* ((session (mevedel-chat-session (mevedel-view-chat view)))
+           (local (file-name-as-directory (expand-file-name "local" (mevedel-session-ensure-storage session)))))
+      (with-temp-file (expand-file-name "notes.md" local) (insert "my notes\n"))
+      (with-current-buffer (mevedel-chat-data-buffer (mevedel-view-chat view))
+        (goto-char (point-max))
+        (insert "\n\n" (propertize "I wrote work://notes.md. Also see work://missing.md"
+                                   'gptel 'response)
+                "\n\n"
+                (mevedel-test-tool-text "call_l" "Glob" '(:pattern "*" :path "work://")
+                                        "work://notes.md")))
+      (with-current-buffer view
+        (mevedel-view-rerender)
+        (goto-char (point-min))
+        (search-forward "I wrote work://")
+        (should (equal (get-text-property (point) 'mevedel-address) "work://notes.md"))
+        ;; The sentence's full stop is not part of it.
+        (should-not (get-text-property (+ (point) (length "notes.md")) 'mevedel-address))
+        (save-window-excursion
+          (mevedel-locations-visit-address)
+          (should (equal (buffer-file-name) (expand-file-name "notes.md" local)))
+          (kill-buffer))
+        ;; A missing file cannot be visited: said, not guessed.
+        (goto-char (point-min))
+        (search-forward "see work://")
+        (should-error (mevedel-locations-visit-address) :type 'user-error)
+        ;; Expanded, a tool row's body has its addresses marked too.
+        (goto-char (point-min))
+        (search-forward "Glob")
+        (mevedel-view-toggle-row)
+        (goto-char (point-min))
+        (search-forward "    work://")
+        (should (equal (get-text-property (point) 'mevedel-address) "work://notes.md"))))))
+
 (ert-deftest mevedel-view:render-data-sets-status-and-stays-hidden ()
   (mevedel-core-ensure)
   (mevedel-view-test--with-view view
