@@ -180,6 +180,28 @@
                      (file-name-as-directory (expand-file-name ".mevedel/memory" root))))
       (kill-buffer))))
 
+;; Issue 42 item 6: /learn and /clean-work start a model turn whose
+;; changes go through ApplyPatch, as the spec describes.
+(ert-deftest composer:slash-learn-and-clean-work-start-a-turn ()
+  (composer-test--with-view
+    (let ((sent nil))
+      (cl-letf (((symbol-function 'mevedel-chat-send)
+                 (lambda (_chat text &rest _) (push text sent) nil)))
+        (with-current-buffer view
+          (goto-char (point-max))
+          (insert "/learn the build setup")
+          (mevedel-view-send)
+          (goto-char (point-max))
+          (insert "/clean-work")
+          (mevedel-view-send)))
+      (pcase-let ((`(,clean ,learn) sent))
+        (should (string-search "memory://root" learn))
+        (should (string-search "ApplyPatch" learn))
+        (should (string-suffix-p "Focus on: the build setup." learn))
+        (should (string-search "work://shared" clean))
+        (should (string-search "preferring deletion" clean))
+        (should-not (string-search "Focus on" clean))))))
+
 (ert-deftest composer:slash-journal-opens-a-new-entry ()
   (composer-test--with-view
     (save-window-excursion
