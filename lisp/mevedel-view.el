@@ -843,10 +843,16 @@ sharing a non-nil BATCH ran concurrently and are bracketed by a gutter
   (and (eq (plist-get segment :type) 'tool)
        (plist-get (mevedel-view--summary segment) :coalesce-key)))
 
+(defun mevedel-view--hidden-row-p (segment)
+  "Return non-nil when SEGMENT is a tool row its renderer hides."
+  (and (eq (plist-get segment :type) 'tool)
+       (plist-get (mevedel-view--summary segment) :hidden-p)))
+
 (defun mevedel-view--coalesce (segments)
   "Return SEGMENTS, grouping consecutive tool rows with equal coalesce keys.
 A group is a segment (:type group :id FIRST-ID :start FIRST-START
-:members SEGMENTS)."
+:members SEGMENTS).  Only another visible rendering ends a run: hidden
+rows between two of its calls are members too (they draw nothing)."
   (let (result)
     (while segments
       (let* ((segment (pop segments))
@@ -854,7 +860,11 @@ A group is a segment (:type group :id FIRST-ID :start FIRST-START
         (if (not key)
             (push segment result)
           (let ((members (list segment)))
-            (while (and segments (equal (mevedel-view--coalesce-key (car segments)) key))
+            (while (let ((next (cl-loop for s in segments
+                                        unless (mevedel-view--hidden-row-p s) return s)))
+                     (and next (equal (mevedel-view--coalesce-key next) key)))
+              (while (mevedel-view--hidden-row-p (car segments))
+                (push (pop segments) members))
               (push (pop segments) members))
             (push (if (cdr members)
                       (list :type 'group :id (plist-get segment :id)
@@ -870,14 +880,15 @@ All of it carries `mevedel-group', the group's ID; the header also
 `mevedel-members', the IDs of its calls."
   (let* ((id (plist-get group :id))
          (members (plist-get group :members))
-         (final (mevedel-view--summary (car (last members))))
+         (shown (cl-remove-if #'mevedel-view--hidden-row-p members))
+         (final (mevedel-view--summary (car (last shown))))
          (expanded (eq (gethash (concat "group:" id) mevedel-view--expanded) t)))
     (propertize
      (concat
       (propertize
        (concat (if expanded "▾ " "▸ ") (mevedel-view--glyph (or (plist-get final :status) 'success))
                " " (propertize (plist-get final :header) 'face 'mevedel-view-tool-header)
-               (propertize (format "  (%d calls)" (length members)) 'face 'shadow)
+               (propertize (format "  (%d calls)" (length shown)) 'face 'shadow)
                "\n")
        'keymap mevedel-view-row-map 'mouse-face 'highlight
        'mevedel-members (mapcar (lambda (segment) (plist-get segment :id)) members)

@@ -492,6 +492,29 @@ Each tool's only display fact is its :renderer; they are removed after."
         (search-forward "    work://")
         (should (equal (get-text-property (point) 'mevedel-address) "work://notes.md"))))))
 
+;; Only another visible rendering ends a run of coalesced calls.
+(ert-deftest mevedel-view:hidden-rows-do-not-end-a-coalesced-run ()
+  (mevedel-view-test--with-renderers
+      (("Ping" (lambda (_name args result _data)
+                 (list :header (format "Ping %s" (plist-get args :host)) :body result
+                       :expandable-p t :initially-collapsed-p t :coalesce-key "ping")))
+       ("Quiet" (lambda (&rest _) '(:header "q" :hidden-p t)))
+       ("Loud" (lambda (&rest _) '(:header "Loud" :expandable-p nil))))
+    (mevedel-view-test--with-view view
+      (with-current-buffer (mevedel-chat-data-buffer (mevedel-view-chat view))
+        (goto-char (point-max))
+        (insert "\n"
+                (mevedel-test-tool-text "p1" "Ping" '(:host "a") "pong a")
+                (mevedel-test-tool-text "q1" "Quiet" nil "nothing")
+                (mevedel-test-tool-text "p2" "Ping" '(:host "b") "pong b")
+                (mevedel-test-tool-text "q2" "Quiet" nil "nothing")
+                (mevedel-test-tool-text "l1" "Loud" nil "noise")
+                (mevedel-test-tool-text "p3" "Ping" '(:host "c") "pong c")))
+      (with-current-buffer view
+        (mevedel-view-rerender)
+        (let ((text (buffer-substring-no-properties (point-min) mevedel-view--transcript-end)))
+          (should (string-match-p "^▸ ✓ Ping b  (2 calls)\n  ✓ Loud\n▸ ✓ Ping c\n" text)))))))
+
 (ert-deftest mevedel-view:render-data-sets-status-and-stays-hidden ()
   (mevedel-core-ensure)
   (mevedel-view-test--with-view view
