@@ -25,6 +25,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'tabulated-list)
+(require 'url-util)
 (require 'mevedel-agent)
 (require 'mevedel-chat)
 (require 'mevedel-panel)
@@ -45,6 +46,22 @@
     t))
 
 (add-hook 'mevedel-view-row-visit-functions #'mevedel-agent-view--visit-row)
+
+(defun mevedel-agent-view--visit-address (address)
+  "Open the agent that ADDRESS, clicked in a view, names; nil for others.
+agent://root/PATH and history://root/PATH are normalized first, so any
+spelling the resolver accepts opens the same agent.  For
+`mevedel-locations-address-functions'."
+  (when-let* ((chat (bound-and-true-p mevedel-view--chat))
+              (canonical (condition-case err
+                             (mevedel-resource-parse address)
+                           (error (user-error "%s" (error-message-string err)))))
+              ((string-match "\\`\\(?:agent\\|history\\)://root/\\([^#]+\\)" canonical)))
+    (mevedel-agent-view-open (mevedel-agent-view--root chat)
+                             (concat "/root/" (url-unhex-string (match-string 1 canonical))))
+    t))
+
+(add-hook 'mevedel-locations-address-functions #'mevedel-agent-view--visit-address 10)
 
 (defun mevedel-agent-view--root (chat)
   "Return the root chat of CHAT's session (CHAT itself for a root)."

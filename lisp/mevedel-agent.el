@@ -258,6 +258,16 @@ streamed text and pending checkpoint timers would be lost."
 ;; Before the session's lock goes (depth 90).
 (add-hook 'kill-emacs-hook #'mevedel-agent--flush-all 50)
 
+(defun mevedel-agent--resource-lines (chat)
+  "Return the agent:// roster line once CHAT's session has retained agents."
+  (when-let* (((mevedel-chat-p chat))
+              (tree (gethash (mevedel-session-id (mevedel-chat-session chat))
+                             mevedel-agent--trees))
+              ((mevedel-agent--handles tree)))
+    (list "- agent:// retained agents' results (agent://root/PATH)")))
+
+(add-hook 'mevedel-prompt-resource-roster-functions #'mevedel-agent--resource-lines -70)
+
 ;;;; Names and paths
 
 (defun mevedel-agent-normalize-name (name)

@@ -326,6 +326,8 @@ gives it (`mevedel-chat-store'), never in the session's."
       (setq default-directory (mevedel-chat-root chat))
       (setq-local mevedel-chat--owner chat)
       (setq-local mevedel-session-current (mevedel-chat-session chat))
+      ;; Repair events name the agent whose call it was.
+      (setq-local mevedel-tool-repair-origin (or (mevedel-chat-agent chat) "/root"))
       (setq-local gptel-include-tool-results t)
       (setq-local gptel-confirm-tool-calls nil)
       (setq-local gptel-use-tools t)
@@ -479,6 +481,21 @@ For `mevedel-pipeline-tool-event-hook'."
 A child agent's is the text frozen when it was created."
   (or (mevedel-chat-frozen-system chat)
       (mevedel-prompt-system-text chat)))
+
+(defun mevedel-chat--roster-lines (chat)
+  "Return the roster lines of the session families CHAT's requests can use.
+For `mevedel-prompt-resource-roster-functions': work:// and artifact://
+need a session that can keep files (they are made on first write);
+live history://root a conversation, history://saved the workspace."
+  (let ((session (and (mevedel-chat-p chat) (mevedel-chat-session chat))))
+    (append
+     (when (mevedel-session-durable-p session)
+       (list "- work:// this session's working files; work://shared/ workspace notes"
+             "- artifact:// saved tool output named in results"))
+     (when (mevedel-chat-p chat)
+       (list "- history://root this conversation; history://saved earlier sessions")))))
+
+(add-hook 'mevedel-prompt-resource-roster-functions #'mevedel-chat--roster-lines -90)
 
 ;; What changed since the model last read it, and what the user's
 ;; mentions attach, go with the user's text of a turn; the environment

@@ -18,7 +18,9 @@
 ;; session's edits changed since their first checkpoint.
 ;;
 ;; Only turns of a chat (M-x mevedel) are checkpointed; an ephemeral
-;; session has no storage and keeps none.
+;; session has no storage and keeps none.  Working files (work://, both
+;; the session's local/ and the workspace's .mevedel/shared/) are never
+;; checkpointed, so rewind and the session diff leave them alone.
 
 ;;; Code:
 
@@ -54,10 +56,17 @@ The value is (ID . LABEL), from the turn plist `mevedel-chat-send' made."
 (defun mevedel-checkpoint--paths (tool args session buffer)
   "Return the absolute file paths a call of TOOL with ARGS in SESSION touches.
 BUFFER is the call's data buffer: a child agent's relative paths start
-at its own directory."
-  (let ((root (mevedel-session-call-directory session buffer)))
-    (mapcar (lambda (path) (expand-file-name path root))
-            (mevedel-permissions-tool-paths tool args))))
+at its own directory.  Working files are left out: the session's
+local/ (work://) and the workspace's .mevedel/shared/ are working
+material a rewind must leave as they are, not source."
+  (let ((root (mevedel-session-call-directory session buffer))
+        (working (delq nil (list (mevedel-session-local-directory session)
+                                 (expand-file-name ".mevedel/shared/"
+                                                   (mevedel-session-workspace session))))))
+    (cl-loop for path in (mevedel-permissions-tool-paths tool args)
+             for file = (expand-file-name path root)
+             unless (cl-some (lambda (dir) (string-prefix-p dir file)) working)
+             collect file)))
 
 (defun mevedel-checkpoint--flush (session store)
   "Write to STORE what was marked in SESSION before it had storage."

@@ -21,7 +21,11 @@
 ;;
 ;; The composer commands /context (the prompt's components, their
 ;; sizes and the instruction files in effect), /memory (the memory
-;; root in Dired) and /journal (a new journal entry) are here too.
+;; root in Dired) and /journal (a new journal entry) are here too, and
+;; /learn and /clean-work, which ask the model to promote what it
+;; learned into memory:// and to tidy work://shared/: an ordinary turn
+;; whose every change is an ApplyPatch under the session's permissions
+;; and review.  This file does not consolidate memory by itself.
 
 ;;; Code:
 
@@ -75,17 +79,22 @@
       (puthash root (mevedel-composer--cache-make) mevedel-composer--caches)))
 
 (defun mevedel-composer--addresses (root)
-  "Return the addresses of ROOT's resources, for completion."
+  "Return the addresses of ROOT's resources, for completion.
+Each is written canonically: a file name's spaces, non-ASCII letters
+and other reserved characters are percent-encoded, as the resolver
+expects them."
   (let ((workspace (directory-file-name root)))
     (append
      (list "memory://root" "memory://journal/" "history://root" "history://saved")
      (cl-loop for (path key _) in (mevedel-resource-memory-root-list workspace)
               collect (format "memory://%s/" key)
-              append (mapcar (lambda (file) (format "memory://%s/%s" key file))
+              append (mapcar (lambda (file)
+                               (format "memory://%s/%s" key (mevedel-prompt-hexify file)))
                              (mevedel-memory-root-files path)))
      (mapcar #'mevedel-memory-journal-address (mevedel-memory-journal-names root))
      (when-let* ((docs (mevedel-resource-docs-directory)))
-       (mapcar (lambda (file) (concat "mevedel://" (file-relative-name file docs)))
+       (mapcar (lambda (file)
+                 (concat "mevedel://" (mevedel-prompt-hexify (file-relative-name file docs))))
                (directory-files-recursively docs "\\.md\\'"))))))
 
 (defun mevedel-composer-refresh (root &optional on-done)
@@ -229,6 +238,52 @@ A child agent's chat has no composer: its turns refresh nothing."
                                   (read-string "Journal entry about: ")
                                 argument)))
 
+(defun mevedel-composer--focus (argument)
+  "Return the sentence focusing a task on ARGUMENT, or nil when it is blank."
+  (unless (string-blank-p argument)
+    (format "  Focus on: %s." (string-trim argument))))
+
+(defun mevedel-composer-learn-task (argument)
+  "Return the model's task for /learn with ARGUMENT (what to learn)."
+  (concat "Promote what this session learned into persistent memory.  First Grep "
+          "memory://root for topics that already cover it and update the one that fits "
+          "(ApplyPatch on its memory://KEY/FILE address) instead of adding a near-duplicate; "
+          "add a topic file only for new ground.  Keep lasting knowledge (how the project "
+          "works, decisions and their reasons, pitfalls and how to avoid them), not a log "
+          "of this session.  Say in one line per change what you kept."
+          (mevedel-composer--focus argument)))
+
+(defun mevedel-composer-clean-work-task (argument)
+  "Return the model's task for /clean-work with ARGUMENT (a focus)."
+  (concat "Clean up the workspace's working notes under work://shared/.  List them "
+          "(Read work://shared), read each one, and first move any lasting knowledge into "
+          "memory (ApplyPatch on a memory://KEY/FILE address, updating an existing topic "
+          "when one fits); then delete, keep or condense the note, preferring deletion "
+          "for notes whose work is done.  Keep notes an unfinished task still relies on.  "
+          "Make every change with ApplyPatch, and end with one line per note saying what "
+          "happened to it."
+          (mevedel-composer--focus argument)))
+
+(defun mevedel-composer--send-task (chat task)
+  "Send TASK as CHAT's next turn, or say why it cannot start now."
+  (when (mevedel-chat-busy-p chat)
+    (user-error "The model is working; run this again when the turn has ended"))
+  (mevedel-chat-send chat task))
+
+(defun mevedel-composer-learn (chat argument)
+  "Ask CHAT's model to promote what it learned into memory (/learn [WHAT]).
+ARGUMENT, the WHAT, narrows it; blank, the whole session counts."
+  (mevedel-composer--send-task chat (mevedel-composer-learn-task argument)))
+
+(defun mevedel-composer-clean-work (chat argument)
+  "Ask CHAT's model to tidy work://shared/ (/clean-work [FOCUS]).
+ARGUMENT, the FOCUS, narrows it; blank, every note is reviewed."
+  (mevedel-composer--send-task chat (mevedel-composer-clean-work-task argument)))
+
+(mevedel-view-register-slash-command "learn"
+  #'mevedel-composer-learn "save what was learned to memory:// (/learn [WHAT])")
+(mevedel-view-register-slash-command "clean-work"
+  #'mevedel-composer-clean-work "tidy the notes in work://shared/ (/clean-work [FOCUS])")
 (mevedel-view-register-slash-command "journal"
   #'mevedel-composer-journal "write a journal entry yourself (/journal SLUG)")
 (mevedel-view-register-slash-command "context"

@@ -21,6 +21,10 @@
 ;; projection and Grep searches it with the same line numbers (the
 ;; module serves both, see `mevedel-core-resource-read-text').
 ;;
+;; Grep and Glob over all of history://saved read the sessions one per
+;; timer tick (`mevedel-history-saved-documents'), with only the
+;; workspace needed, and count those that could not be read.
+;;
 ;; A saved session has one segment, segment-0001.chat.org: compaction
 ;; keeps every turn in the transcript (the model is sent a summary
 ;; instead), so there is no archive to read apart from it.
@@ -208,6 +212,36 @@ START and END limit it to part of BUFFER."
             (mevedel-transcript-restore (current-buffer) store)
             (mevedel-history-project (current-buffer)))
         (mevedel-core-store-close store)))))
+
+(defun mevedel-history-saved-documents (workspace operation done)
+  "Collect WORKSPACE's saved conversations for OPERATION, then call DONE.
+OPERATION is \"Grep\" or \"Glob\".  One session is read and
+projected per timer tick, so Emacs stays responsive however many
+there are; DONE gets the documents, (ADDRESS . TEXT) as
+`mevedel-history-documents' gives them, and the number of sessions
+that could not be read (listed with an error, or failing now).
+Return a function that stops the collection; DONE is then not called."
+  (let* ((saved (mevedel-session-saved workspace))
+         (unreadable (cl-count-if (lambda (entry) (assoc "error" (cdr entry))) saved))
+         (ids (mapcar #'car (cl-remove-if (lambda (entry) (assoc "error" (cdr entry))) saved)))
+         (documents nil)
+         (timer nil)
+         (step nil))
+    (setq step
+          (lambda ()
+            (setq timer nil)
+            (if (null ids)
+                (funcall done (nreverse documents) unreadable)
+              (let ((id (pop ids)))
+                (condition-case nil
+                    (push (cons (format "history://saved/%s/%s" id mevedel-history-segment)
+                                (unless (equal operation "Glob")
+                                  (mevedel-history--saved-text workspace id)))
+                          documents)
+                  (error (cl-incf unreadable))))
+              (setq timer (run-at-time 0 nil step)))))
+    (setq timer (run-at-time 0 nil step))
+    (lambda () (when timer (cancel-timer timer) (setq timer nil)))))
 
 (defun mevedel-history--saved-listing (workspace)
   "Return the listing of WORKSPACE's saved sessions."

@@ -13,6 +13,12 @@
 ;; at point, as in a *grep* buffer.  Places are found when a row is
 ;; drawn, from its text alone; whether a file exists is asked only when
 ;; it is visited, or, for the assistant's text, once per name.
+;;
+;; Resource addresses (work://notes.md, agent://root/helper, ...) in
+;; both are buttons too, recognized by their spelling only: a click hands
+;; the address to `mevedel-locations-address-functions' (the view
+;; validates it and visits its file, the agents view opens an agent),
+;; so nothing is resolved while drawing.
 
 ;;; Code:
 
@@ -40,6 +46,47 @@
 (defconst mevedel-locations--name-regexp
   "\\`[/~]?\\(?:[[:alnum:]_.~-]+/\\)*[[:alnum:]_.-]+\\.[[:alpha:]][[:alnum:]]\\{0,7\\}\\'"
   "A file name with an extension, alone.")
+
+(defvar-keymap mevedel-locations-address-map
+  :doc "Keys on a resource address in the view."
+  "RET" #'mevedel-locations-visit-address
+  "<mouse-1>" #'mevedel-locations-visit-address
+  "<mouse-2>" #'mevedel-locations-visit-address)
+
+(defvar mevedel-locations-address-functions nil
+  "Functions of an address string that visit it, for a click on it.
+The first to return non-nil has handled it; each validates the address
+itself and signals `user-error' for one it cannot show.")
+
+(defconst mevedel-locations--address-regexp
+  (concat "\\_<\\(?:mevedel\\|work\\|artifact\\|skill\\|agent\\|history\\|memory\\|mcp\\|shared\\)"
+          "://[^][ \t\n\"'`()<>{}]*")
+  "A resource address of one of the known families, as typed.")
+
+(defun mevedel-locations-mark-addresses (start end)
+  "Make the resource addresses from START to END of the current buffer buttons.
+Trailing sentence punctuation is not part of an address."
+  (save-excursion
+    (goto-char start)
+    (while (re-search-forward mevedel-locations--address-regexp end t)
+      (let ((from (match-beginning 0))
+            (to (progn (skip-chars-backward ".,;:!?" (match-beginning 0)) (point))))
+        (add-text-properties from to
+                             (list 'mevedel-address (buffer-substring-no-properties from to)
+                                   'keymap mevedel-locations-address-map
+                                   'mouse-face 'highlight
+                                   'help-echo "RET: visit this address"))
+        (add-face-text-property from to 'link)
+        (goto-char (max (match-end 0) (1+ from)))))))
+
+(defun mevedel-locations-visit-address (&optional event)
+  "Visit the resource address at point (or at the click EVENT)."
+  (interactive (list last-nonmenu-event))
+  (when (mouse-event-p event) (posn-set-point (event-end event)))
+  (let ((address (or (get-text-property (point) 'mevedel-address)
+                     (user-error "No address here"))))
+    (or (run-hook-with-args-until-success 'mevedel-locations-address-functions address)
+        (user-error "Nothing here can show %s; Read it instead" address))))
 
 (defun mevedel-locations--put (start end file line base)
   "Mark START to END of the current buffer as the place FILE:LINE under BASE."
@@ -78,7 +125,8 @@ searched directory)."
         (_
          (while (re-search-forward mevedel-locations--grep-regexp nil t)
            (mevedel-locations--put (match-beginning 1) (line-end-position) (match-string 1)
-                                   (string-to-number (match-string 2)) base)))))
+                                   (string-to-number (match-string 2)) base))))
+      (mevedel-locations-mark-addresses (point-min) (point-max)))
     (buffer-string)))
 
 (defvar-local mevedel-locations--exists nil
@@ -123,7 +171,8 @@ text is searched once for dots followed by a letter."
                                          'keymap mevedel-locations-map 'mouse-face 'highlight
                                          'help-echo "RET: visit this file"))
               (add-face-text-property from to 'link))))
-        (goto-char (max to (1+ dot)))))))
+        (goto-char (max to (1+ dot))))))
+  (mevedel-locations-mark-addresses start end))
 
 ;;;; Visiting
 

@@ -52,9 +52,10 @@
 (defconst mevedel-memory--journal-guidance
   (concat "The workspace journal (memory://journal/, read-only) holds dated public entries.  "
           "When the user asks you to record the work, write a short entry with ApplyPatch as "
-          "the new file .mevedel/journal/YYYY-MM-DDTHH:MM:SSZ-SLUG.md (UTC time now, SLUG a "
-          "few lowercase words joined by dashes): what was done, why, and what is left.  "
-          "Entries are never edited afterwards.")
+          "an Add File of .mevedel/journal/YYYY-MM-DDTHH:MM:SSZ-SLUG.md in the workspace root "
+          "(UTC time now, SLUG a few lowercase words joined by dashes): what was done, why, and "
+          "what is left.  That new file is the one thing ApplyPatch may write under .mevedel/; "
+          "entries are never edited, moved or deleted afterwards.")
   "How the model writes a journal entry, in the memory index.")
 
 (defvar mevedel-memory--listings (make-hash-table :test #'equal)
@@ -176,6 +177,10 @@ STAMPS are those of the first listed files, in order."
           "\\(?:-[A-Za-z0-9._-]+\\)?\\.md\\'")
   "Names of public journal entries.")
 
+(defun mevedel-memory-journal-entry-name-p (name)
+  "Return non-nil when NAME is the file name of a public journal entry."
+  (string-match-p mevedel-memory--journal-name-re name))
+
 (defun mevedel-memory-journal-file-name (slug &optional time)
   "Return the file name of a journal entry about SLUG written at TIME.
 TIME defaults to now; SLUG is reduced to letters, digits and dashes."
@@ -263,6 +268,19 @@ created when saved.  Return its buffer."
 (defun mevedel-memory--journal-component (chat)
   "Return the journal-map component's text for CHAT."
   (mevedel-memory-journal-map (mevedel-prompt-workspace chat)))
+
+(defun mevedel-memory--resource-lines (chat)
+  "Return the memory:// roster lines for CHAT's workspace.
+memory://root needs a configured root (a first write may create its
+directory); memory://journal/ a recallable published entry."
+  (let ((workspace (mevedel-prompt-workspace chat)))
+    (append
+     (when mevedel-resource-memory-roots
+       (list "- memory://root persistent memory (its index is above)"))
+     (when (mevedel-memory-journal-names workspace)
+       (list "- memory://journal/ dated journal entries (read-only)")))))
+
+(add-hook 'mevedel-prompt-resource-roster-functions #'mevedel-memory--resource-lines -30)
 
 (mevedel-prompt-define-component
  'journal-map :function #'mevedel-memory--journal-component :placement 'update

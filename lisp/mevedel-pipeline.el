@@ -355,13 +355,18 @@ is waiting on something else) does nothing."
         (apply receive values)
         (mevedel-pipeline--advance call)))))
 
-(defun mevedel-pipeline--fail (call result)
-  "End CALL with the error RESULT: skip to its failure hooks.  Return t."
+(defun mevedel-pipeline--fail (call result &optional early)
+  "End CALL with the error RESULT: skip to its failure hooks.  Return t.
+EARLY non-nil, or CALL being denied, skips the failure hooks too: a
+call refused before it could run (invalid arguments, a malformed
+address, a permission denial) has no use of the tool to report."
   (setf (mevedel-pipeline--call-status call) 'error
         (mevedel-pipeline--call-result call) result
         (mevedel-pipeline--call-raw-result call) result
         (mevedel-pipeline--call-step call)
-        (cl-position 'mevedel-pipeline--step-post-hooks mevedel-pipeline--steps))
+        (if (or early (mevedel-pipeline--call-denied call))
+            (length mevedel-pipeline--steps)
+          (cl-position 'mevedel-pipeline--step-post-hooks mevedel-pipeline--steps)))
   t)
 
 (defun mevedel-pipeline--render-data (call)
@@ -472,6 +477,11 @@ provenance for the handler's own records, never permission authority."
 It is recorded with the repair diagnostics when CALL settles, saying
 whether the handler ran and how it ended."
   (when-let* ((event (mevedel-tool-repair-event (mevedel-pipeline--call-tool call) check)))
+    (let ((buffer (mevedel-pipeline--call-data-buffer call)))
+      (when (buffer-live-p buffer)
+        ;; The calling agent's path, which its data buffer holds.
+        (setq event (plist-put event :origin
+                               (buffer-local-value 'mevedel-tool-repair-origin buffer)))))
     (setf (mevedel-pipeline--call-repair-event call)
           (append event (list :source (mevedel-pipeline--call-source call))))))
 
@@ -490,6 +500,8 @@ whether the handler ran and how it ended."
        (and (mevedel-session-p session) (mevedel-session-store session)
             (mevedel-session-directory session))))))
 
+(add-hook 'mevedel-session-storage-functions #'mevedel-tool-repair-log-materialized)
+
 (defun mevedel-pipeline--step-repair (call)
   "Validate CALL's raw arguments; repair them when CALL is a provider call."
   (let* ((check (mevedel-tool-repair-check (mevedel-pipeline--call-tool call)
@@ -504,7 +516,7 @@ whether the handler ran and how it ended."
        (setf (mevedel-pipeline--call-args call) (plist-get check :args)
              (mevedel-pipeline--call-repair-note call) (plist-get check :note))
        t)
-      (_ (mevedel-pipeline--fail call (plist-get check :guidance))))))
+      (_ (mevedel-pipeline--fail call (plist-get check :guidance) t)))))
 
 (defun mevedel-pipeline--run-hooks (call hooks invoke apply)
   "Run HOOKS of CALL in order, going on from where an awaited one left off.
@@ -558,7 +570,8 @@ for the hooks left.  Return t to go on now, nil while waiting."
             (setf (mevedel-pipeline--call-args call) (plist-get check :args))
           (mevedel-pipeline--fail
            call (concat "Error: a PreToolUse hook rewrote the arguments invalidly. "
-                        (plist-get check :guidance)))
+                        (plist-get check :guidance))
+           t)
           (throw 'done nil))))
     (when-let* ((permission (plist-get answer :permission)))
       (when (memq permission '(allow ask))
@@ -614,7 +627,7 @@ unsupported operation or a containment failure signals."
                (mevedel-pipeline--call-tool call) (mevedel-pipeline--call-args call)
                (mevedel-pipeline--workspace call) (mevedel-pipeline--call-session call)))
         t)
-    (error (mevedel-pipeline--fail call (format "Error: %s" (error-message-string err))))))
+    (error (mevedel-pipeline--fail call (format "Error: %s" (error-message-string err)) t))))
 
 (defun mevedel-pipeline--refusal (call reason)
   "Mark CALL denied and return its refusal text, for REASON (a string or nil).

@@ -288,12 +288,37 @@ A `mevedel-resume-functions' member."
 ;;;; The approved plan
 
 (defun mevedel-plan-save (session plan)
-  "Keep the approved PLAN in SESSION's metadata, when it is durable."
+  "Keep the approved PLAN in SESSION's metadata, when it is durable.
+It is also archived as work://plans/accepted-TIMESTAMP.md, so every
+accepted plan stays addressable; the archive's name and SHA-256 are
+kept with it, for a fork to carry it over (see
+`mevedel-session-list-fork')."
   (when (mevedel-session-durable-p session)
     (condition-case err
-        (mevedel-core-store-info-set (mevedel-session-store-handle session) `(("plan" . ,plan)))
+        (let* ((store (mevedel-session-store-handle session))
+               (file (mevedel-plan--archive session plan)))
+          (mevedel-core-store-info-set
+           store `(("plan" . ,plan)
+                   ("plan-archive" . ,(file-name-nondirectory file))
+                   ("plan-archive-sha256" . ,(secure-hash 'sha256 plan)))))
       (error (display-warning 'mevedel (format "Cannot save the plan: %s"
                                                (error-message-string err)))))))
+
+(defun mevedel-plan--archive (session plan)
+  "Write PLAN to SESSION's local/plans/accepted-TIMESTAMP.md; return the file.
+The timestamp is UTC to the second; a name already taken moves on to
+the next second, so an archive is never overwritten."
+  (let* ((dir (expand-file-name "plans" (mevedel-session-local-directory session)))
+         (time (floor (float-time)))
+         file)
+    (make-directory dir t)
+    (while (file-exists-p
+            (setq file (expand-file-name
+                        (format-time-string "accepted-%Y%m%dT%H%M%SZ.md" time t) dir)))
+      (setq time (1+ time)))
+    (let ((coding-system-for-write 'utf-8-unix))
+      (write-region plan nil file nil 'silent))
+    file))
 
 (defun mevedel-plan-current (session)
   "Return the plan last approved in SESSION (also after a resume), or nil."

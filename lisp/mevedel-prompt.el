@@ -429,14 +429,25 @@ packages: when one fits the task, load it with the Skill tool before you \
 start.  Manuals for you are at mevedel:// (Read mevedel:// lists them)."
   "Text of the tool-guidance component.")
 
+(defvar mevedel-prompt-resource-roster-functions nil
+  "Functions of a chat returning its roster lines of resource families.
+Each returns a list of lines (\"- SCHEME:// what it holds\") for the
+families it owns that the chat's requests can use now, or nil.  The
+owner of a family adds its function (with a depth, for a stable order),
+so the roster lists only what is there: agent:// once agents exist,
+skill:// once skills do.")
+
 (defun mevedel-prompt--resource-roster (chat)
-  "Return the resource families available to CHAT's requests."
-  (ignore chat)
+  "Return the resource families available to CHAT's requests.
+mevedel:// is always there; the others come from
+`mevedel-prompt-resource-roster-functions'."
   (concat "Resource addresses you can use in Read, Glob, Grep (and ApplyPatch where writable):\n"
-          "- mevedel:// packaged manuals\n"
-          "- work:// this session's working files; work://shared/ workspace notes\n"
-          "- artifact:// saved tool output named in results\n"
-          "- history://root this conversation; history://saved earlier sessions"))
+          (mapconcat #'identity
+                     (cons "- mevedel:// packaged manuals"
+                           (apply #'append
+                                  (mapcar (lambda (function) (funcall function chat))
+                                          mevedel-prompt-resource-roster-functions)))
+                     "\n")))
 
 (mevedel-prompt-define-component
  'identity :function (lambda (_chat) mevedel-prompt-identity)

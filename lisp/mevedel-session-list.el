@@ -181,12 +181,15 @@ TURN, a turn index (0 for the first turn), keeps the conversation
 before that turn; nil keeps all of it.  The new session is saved, not
 resumed.  A turn still running in ID (in another process, or cut by a
 crash) is open in the copy too: resuming it settles that turn as
-after a crash."
+after a crash.  The copy gets its own copy of ID's working files
+\(local/, work://), its plans/ reduced to the plan accepted then."
   (let ((session (mevedel-session-create :workspace root)))
     (with-temp-buffer
-      (let (title turns inputs open demo)
+      (let (title turns inputs open demo plan)
         (mevedel-session-list--with-store store root id
           (mevedel-transcript-restore (current-buffer) store)
+          (setq plan (mapcar (lambda (key) (cons key (mevedel-session-list--info store key)))
+                             '("plan-archive" "plan-archive-sha256")))
           (setq open (mapcar (lambda (key) (cons key (or (mevedel-session-list--info store key) "")))
                              '("turn-open" "open-calls"))
                 title (mevedel-session-list--info store "title")
@@ -218,8 +221,36 @@ after a crash."
            (mevedel-transcript-export-name (current-buffer) (mevedel-session-directory session)))
           (when-let* ((failure (mevedel-core-store-flush store)))
             (error "Saving the fork failed: %s" failure))
+          (mevedel-session-list--copy-local
+           (expand-file-name "local" (expand-file-name id (mevedel-session-sessions-directory root)))
+           (mevedel-session-local-directory session)
+           (cdr (assoc "plan-archive" plan)) (cdr (assoc "plan-archive-sha256" plan)))
           (mevedel-session-close session))))
     (mevedel-session-id session)))
+
+(defun mevedel-session-list--copy-local (from to archive sha256)
+  "Copy the working files of local directory FROM into TO, for a fork.
+Everything is copied but plans/, of which the fork keeps only the
+accepted plan ARCHIVE (a file name), and only when its text still has
+the SHA256 recorded when it was accepted: the fork's plans are what
+was approved at the fork point, not drafts."
+  (when (file-directory-p from)
+    (make-directory to t)
+    (dolist (entry (directory-files from nil directory-files-no-dot-files-regexp))
+      (unless (equal entry "plans")
+        (let ((source (expand-file-name entry from)))
+          (if (and (file-directory-p source) (not (file-symlink-p source)))
+              (copy-directory source (expand-file-name entry to) t t)
+            (copy-file source (expand-file-name entry to) t t)))))
+    (when-let* (((stringp archive))
+                (source (expand-file-name archive (expand-file-name "plans" from)))
+                ((file-regular-p source))
+                ((equal sha256 (with-temp-buffer
+                                 (let ((coding-system-for-read 'utf-8-unix))
+                                   (insert-file-contents source))
+                                 (secure-hash 'sha256 (current-buffer))))))
+      (make-directory (expand-file-name "plans" to) t)
+      (copy-file source (expand-file-name archive (expand-file-name "plans" to)) t t))))
 
 (defun mevedel-session-list--refuse-held (root id doing)
   "Signal a user error saying DOING is refused when another process writes ID.

@@ -264,6 +264,11 @@ Return the exclude file changed, or nil."
 
 ;;;; Materialising
 
+(defvar mevedel-session-storage-functions nil
+  "Functions of (SESSION DIRECTORY) run once SESSION's storage exists.
+What was kept in memory until then (the repair log, say) can be
+written there.  They must not signal.")
+
 (defun mevedel-session-ensure-storage (session)
   "Materialise SESSION's storage for a durable write; return its directory.
 Creates tool-results/, local/ and session.sqlite (WAL mode) and, in a
@@ -281,7 +286,8 @@ Git repository, excludes .mevedel/.  Signals
       (mevedel-session-git-exclude (mevedel-session-workspace session))
       (mevedel-session-lock session)
       (setf (mevedel-session-store session)
-            (mevedel-core-store-open (mevedel-session-database-file session))))
+            (mevedel-core-store-open (mevedel-session-database-file session)))
+      (run-hook-with-args 'mevedel-session-storage-functions session dir))
     dir))
 
 (defun mevedel-session-storage-written (id)

@@ -219,6 +219,13 @@ falls back to another skill."
         (cdr mevedel-skills--roster)
       (cdr (setq mevedel-skills--roster (cons skills (mevedel-skills-roster skills)))))))
 
+(defun mevedel-skills--resource-lines (_chat)
+  "Return the skill:// roster line when a skill is there to read."
+  (when (mevedel-skills-list)
+    (list "- skill:// the files of the skills listed below")))
+
+(add-hook 'mevedel-prompt-resource-roster-functions #'mevedel-skills--resource-lines -50)
+
 (mevedel-prompt-define-component
  'skills-roster :function #'mevedel-skills--roster-component
  :budget 8000 :doc "discovered skills (`mevedel-resource-skill-roots')")

@@ -13,10 +13,11 @@
 ;; `default-directory' and `lexical-binding' on.  The selected frame's
 ;; window configuration is restored afterwards unless `preserve_ui' is
 ;; false, so a stray `delete-other-windows' does not rearrange the
-;; user's frame.  The result is the printed value, bounded by
-;; `mevedel-tool-eval-print-limit' (and `print-length'/`print-level'),
-;; after whatever the forms sent to `message'; an error is an error
-;; result with the same messages.
+;; user's frame.  The result is the printed value (within
+;; `print-length'/`print-level' and the memory guard
+;; `mevedel-tool-eval-print-limit'), after whatever the forms sent to
+;; `message'; the pipeline previews a long one by its head and tail.
+;; An error is an error result with the same messages.
 ;;
 ;; `batch' runs the forms in a child `emacs --batch -Q' with the current
 ;; `load-path' (through EMACSLOADPATH) and the session's working
@@ -47,8 +48,11 @@
   :group 'mevedel-tool
   :prefix "mevedel-tool-eval-")
 
-(defcustom mevedel-tool-eval-print-limit 30000
-  "Most characters of a live Eval's printed value; the rest is cut with a note."
+(defcustom mevedel-tool-eval-print-limit (* 64 1024 1024)
+  "Most characters of a live Eval's printed value; the rest is cut with a note.
+This only guards memory against a runaway value, like the 64 MiB cap
+of an execution's output: what the model sees of a long value is the
+pipeline's head-and-tail preview, with the whole value saved."
   :type 'natnum)
 
 (defcustom mevedel-tool-eval-print-length 200
@@ -98,16 +102,17 @@ there (even for a huge or circular structure) and a note says so."
          (print-length mevedel-tool-eval-print-length)
          (print-level mevedel-tool-eval-print-level)
          (print-circle t)
-         (chars nil)
-         (count 0)
-         (cut (catch 'mevedel-tool-eval--full
-                (prin1 value (lambda (c)
-                               (when (>= count limit) (throw 'mevedel-tool-eval--full t))
-                               (push c chars)
-                               (cl-incf count)))
-                nil)))
-    (concat (concat (nreverse chars))
-            (and cut (format " …[printing stopped after %d characters]" limit)))))
+         (count 0))
+    (with-temp-buffer
+      (let* ((out (current-buffer))
+             (cut (catch 'mevedel-tool-eval--full
+                    (prin1 value (lambda (c)
+                                   (when (>= count limit) (throw 'mevedel-tool-eval--full t))
+                                   (with-current-buffer out (insert c))
+                                   (cl-incf count)))
+                    nil)))
+        (concat (buffer-string)
+                (and cut (format " …[printing stopped after %d characters]" limit)))))))
 
 ;;;; Live evaluation
 

@@ -386,17 +386,60 @@ a function that cancels the search."
    callback
    (lambda ()
      (pcase-let ((`(,target . ,display) (mevedel-tool-fs--target tool :path args)))
-       (if-let* ((documents (mevedel-tool-fs--documents target tool)))
-           (mevedel-tool-fs--run
-            callback (lambda (reply)
-                       (mevedel-tool-fs--search-documents tool documents (funcall query args)
-                                                          reply)))
-         (let ((buffers (funcall unsaved (mevedel-tool-fs--unsaved target nil))))
-           (mevedel-tool-fs--run
-            callback
-            (lambda (reply)
-              (funcall search target display (funcall query args)
-                       (mevedel-tool-fs--timeout-ms) reply buffers)))))))))
+       (if (mevedel-tool-fs--saved-p target)
+           (mevedel-tool-fs--search-saved tool (funcall query args) callback)
+         (if-let* ((documents (mevedel-tool-fs--documents target tool)))
+             (mevedel-tool-fs--run
+              callback (lambda (reply)
+                         (mevedel-tool-fs--search-documents tool documents (funcall query args)
+                                                            reply)))
+           (let ((buffers (funcall unsaved (mevedel-tool-fs--unsaved target nil))))
+             (mevedel-tool-fs--run
+              callback
+              (lambda (reply)
+                (funcall search target display (funcall query args)
+                         (mevedel-tool-fs--timeout-ms) reply buffers))))))))))
+
+(defun mevedel-tool-fs--saved-p (target)
+  "Return non-nil when TARGET is the prepared address history://saved.
+Searching it reads every saved session: `mevedel-tool-fs--search-saved'."
+  (and (not (stringp target))
+       (equal (plist-get (mevedel-core-resource-attempt-facts target) :canonical)
+              "history://saved")))
+
+(defun mevedel-tool-fs--search-saved (tool query callback)
+  "Run TOOL's QUERY over the workspace's saved conversations; settle CALLBACK.
+The sessions are read in steps (`mevedel-history-saved-documents'),
+with only the workspace needed, not a live session; sessions that
+could not be read are counted in a note after the result.  Return a
+function that cancels the search."
+  (let* ((workspace (plist-get (funcall mevedel-resource-session-function) :workspace))
+         (settled nil)
+         (settle (lambda (result) (unless settled (setq settled t) (funcall callback result))))
+         (cancel-search nil)
+         (cancel-reading
+          (mevedel-history-saved-documents
+           workspace tool
+           (mevedel-pipeline-continuation
+            (lambda (documents unreadable)
+              (setq cancel-search
+                    (mevedel-tool-fs--run
+                     (lambda (result)
+                       (funcall settle
+                                (if (> unreadable 0)
+                                    (plist-put (copy-sequence result) :result
+                                               (format "%s\n\n(%d saved session%s could not be read \
+and %s not searched.)"
+                                                       (plist-get result :result) unreadable
+                                                       (if (= unreadable 1) "" "s")
+                                                       (if (= unreadable 1) "was" "were")))
+                                  result)))
+                     (lambda (reply)
+                       (mevedel-tool-fs--search-documents tool documents query reply)))))))))
+    (lambda ()
+      (funcall cancel-reading)
+      (if cancel-search (funcall cancel-search)
+        (funcall settle (list :result "Cancelled." :status 'error))))))
 
 (defun mevedel-tool-fs--search-documents (tool documents query reply)
   "Run TOOL's QUERY over conversation DOCUMENTS; REPLY gets the outcome.
@@ -597,7 +640,7 @@ Manual: Read mevedel://tools/files.md."
   "Model-facing description of Read.")
 
 (defconst mevedel-tool-fs-glob-description
-  "List files whose path matches a glob pattern, sorted by path.
+  "List files whose path matches a glob pattern, in no promised order.
 
 When to use: find files by name or location, e.g. \"**/*.el\" or \"src/**/*.rs\".
 
@@ -609,7 +652,8 @@ any depth; one with / is anchored at path.  Hidden files are listed,
 ignore files do not apply, VCS directories and symbolic links are
 skipped; absolute patterns and .. are refused.  Files that exist only as
 unsaved Emacs buffers are listed too, marked \" (unsaved new buffer in
-Emacs)\".  A search running past the time limit returns labelled
+Emacs)\".  Do not rely on the order of the list; sort it yourself if
+order matters.  A search running past the time limit returns labelled
 partial results.  Manual: Read mevedel://tools/files.md."
   "Model-facing description of Glob.")
 
@@ -696,7 +740,7 @@ A result with media stays an envelope, so the pipeline sends them."
   :function (mevedel-tool-fs--adapt #'mevedel-tool-fs-glob)
   :async-p t
   :read-only-p t
-  :renderer #'mevedel-tool-fs-render-glob
+  :renderer '((success . mevedel-tool-fs-render-glob))
   :get-path (lambda (args) (plist-get args :path)))
 
 (mevedel-define-tool "Grep"
@@ -724,7 +768,7 @@ A result with media stays an envelope, so the pipeline sends them."
   :function (mevedel-tool-fs--adapt #'mevedel-tool-fs-grep)
   :async-p t
   :read-only-p t
-  :renderer #'mevedel-tool-fs-render-grep
+  :renderer '((success . mevedel-tool-fs-render-grep))
   :get-path (lambda (args) (plist-get args :path)))
 
 (provide 'mevedel-tool-fs)

@@ -58,6 +58,7 @@
 (require 'mevedel-tool-render)
 (require 'mevedel-patch-review)
 (require 'mevedel-plan)
+(require 'mevedel-memory)
 
 
 ;;;; Customization
@@ -97,19 +98,31 @@ step), which may move point; see `replace-buffer-contents'."
 ;; `file-truename' costs a Lisp step per component and would make the
 ;; protected list alone cost milliseconds per patch.
 
-(defun mevedel-tool-patch--protection (file real state protected)
+(defun mevedel-tool-patch--journal-entry-p (real state)
+  "Return non-nil when REAL names a new entry of the journal in STATE.
+STATE is the workspace's .mevedel/ directory; an entry sits directly
+in its journal/ and has a journal entry's name."
+  (and (equal (file-name-directory real) (concat state "journal/"))
+       (mevedel-memory-journal-entry-name-p (file-name-nondirectory real))))
+
+(defun mevedel-tool-patch--protection (file real state protected &optional add-only)
   "Return why FILE (links resolved: REAL) may not be patched, or nil.
 STATE is the workspace's .mevedel/ directory, links resolved, for an
 ordinary path (nil for a resource's backing file): then it and any
-.git directory are refused as well.  PROTECTED is the resolved
+.git directory are refused as well, except, with ADD-ONLY (the patch
+only adds FILE), a new journal entry.  PROTECTED is the resolved
 `mevedel-tool-patch-protected-files', directories ending in a slash."
   (cond
    ((and state (cl-some (lambda (name) (member ".git" (split-string name "/" t)))
                         (list file real)))
     "it is inside a .git directory, the repository's own data")
+   ((and state add-only (mevedel-tool-patch--journal-entry-p real state))
+    nil)
    ((and state (string-prefix-p state (file-name-as-directory real)))
     "it is inside the workspace's .mevedel/ directory, mevedel's own state \
-(keep working notes at work:// or memory:// addresses instead)")
+\(keep working notes at work:// or memory:// addresses instead; the one \
+exception is an Add File of a new .mevedel/journal/YYYY-MM-DDTHH:MM:SSZ-SLUG.md \
+entry)")
    ((cl-some (lambda (entry)
                (if (string-suffix-p "/" entry)
                    (string-prefix-p entry (file-name-as-directory real))
@@ -145,8 +158,11 @@ included.  ROOT is the directory relative paths are relative to.  A
 malformed patch signals the module's error; a remote, protected or
 unavailable target signals `mevedel-tool-patch-error' before anything
 is read."
-  (let ((authored nil))
+  (let ((authored nil) (changed nil))
     (dolist (op (mevedel-core-patch-parse patch))
+      (unless (eq (plist-get op :op) 'add)
+        (push (plist-get op :path) changed))
+      (when (plist-get op :move-to) (push (plist-get op :move-to) changed))
       (dolist (path (list (plist-get op :path) (plist-get op :move-to)))
         (when (and path (not (member path authored)))
           (push path authored))))
@@ -170,7 +186,8 @@ a shell command" (car target))))
         (cl-loop for (authored abs resource) in targets
                  for real in reals
                  for why = (mevedel-tool-patch--protection
-                            abs real (and (not resource) state) protected)
+                            abs real (and (not resource) state) protected
+                            (not (member authored changed)))
                  when why
                  do (mevedel-tool-patch--fail
                      "ApplyPatch refuses `%s': %s.  Nothing was read or written; ask the user \
@@ -492,7 +509,7 @@ the first changes; a refused or failed one shows its error."
               :body-mode #'diff-mode
               :preview-body (mevedel-tool-patch--preview diff)
               :expandable-p (not (string-empty-p diff))
-              :initially-collapsed-p t))
+              :initially-collapsed-p nil))
     (list :header (mevedel-tool-patch--attempt-header args)
           :body (unless mevedel-tool-render-summary-only result)
           :expandable-p (and result (not (string-empty-p result)))

@@ -146,11 +146,24 @@ is reported with `display-warning' and replaced by the generic one."
                   (format "Renderer for %s failed, using the generic one: %s"
                           name (error-message-string err)))
                  (mevedel-tool-render-generic name args result render-data)))))
-    (unless (plist-get row :status)
-      (setq row (plist-put (copy-sequence row) :status status)))
+    (setq row (plist-put (copy-sequence row) :status
+                         (mevedel-tool-render--final-status
+                          status (plist-get render-data :status) (plist-get row :status))))
     (when (null result)
-      (setq row (plist-put (copy-sequence row) :status 'running)))
+      (setq row (plist-put row :status 'running)))
     row))
+
+(defun mevedel-tool-render--final-status (status explicit visual)
+  "Return a row's status from the call's STATUS and the renderer's VISUAL one.
+EXPLICIT is the pipeline's own :status in the call's render-data.  A
+failed call (error or denied) stays so whatever the renderer says; an
+explicit success overrides a renderer's inferred error but keeps its
+warnings and lifecycle states.  Otherwise the renderer's status, when
+it gives one, wins."
+  (cond ((memq status '(error denied)) status)
+        ((null visual) status)
+        ((and (eq explicit 'success) (eq visual 'error)) 'success)
+        (t visual)))
 
 ;;;; Helpers for renderers
 

@@ -29,7 +29,8 @@
 ;; appended, one printed plist per line, to <session>/repair-log.el once
 ;; the session has storage: the pipeline passes the session's directory
 ;; with each event from then on, and events recorded before are written
-;; then.  Calls outside any session are logged under the buffer they run
+;; as soon as that storage is made.  Each event names the agent whose
+;; call it was (its data buffer's `mevedel-tool-repair-origin').  Calls outside any session are logged under the buffer they run
 ;; in (`mevedel-tool-repair-session-function') and never persisted.
 
 ;;; Code:
@@ -51,7 +52,8 @@ Nil keeps validation and telemetry but never changes arguments."
 
 (defvar mevedel-tool-repair-origin "/root"
   "Canonical path of the conversation whose tool calls run now.
-Agents bind this to their own path, such as /root/explorer.")
+A chat's data buffer sets it locally to its agent's path, such as
+/root/explorer; the pipeline reads it there for each call.")
 
 ;;;; JSON-faithful arguments
 
@@ -174,7 +176,7 @@ Applies to error results too; a non-string RESULT is printed first."
   :type 'natnum
   :group 'mevedel-tool)
 
-(defcustom mevedel-tool-repair-persist-log nil
+(defcustom mevedel-tool-repair-persist-log t
   "Non-nil means repair events are also appended to <session>/repair-log.el."
   :type 'boolean
   :group 'mevedel-tool)
@@ -235,6 +237,15 @@ must not stop a tool call."
                             (format "Recording a tool repair event failed: %s"
                                     (error-message-string err))
                             :warning))))
+
+(defun mevedel-tool-repair-log-materialized (session directory)
+  "Note that SESSION's storage now exists in DIRECTORY.
+The events SESSION logged before it had storage are written now (with
+`mevedel-tool-repair-persist-log'), not only with its next event."
+  (when-let* ((log (gethash session mevedel-tool-repair--logs)))
+    (setf (mevedel-tool-repair--log-directory log) directory)
+    (when mevedel-tool-repair-persist-log
+      (mevedel-tool-repair--append log))))
 
 (defun mevedel-tool-repair--append (log)
   "Append LOG's pending events to its file; keep them when that fails.

@@ -114,7 +114,7 @@ The row says what the list holds now; expanded, it shows the list."
          (noteOwner string :optional "Whose note (default: you)."))
   :function #'mevedel-tool-tasks-write
   :read-only-p t
-  :renderer #'mevedel-tool-tasks-render-write)
+  :renderer '((success . mevedel-tool-tasks-render-write)))
 
 (mevedel-define-tool "TaskList"
   :category "tasks"

@@ -766,8 +766,13 @@ in flight)."
                 summary))
          (status (or live-status (plist-get row :status)))
          (expandable (plist-get (if live-status summary row) :expandable-p))
-         (body (plist-get row :body))
-         (preview (plist-get row :preview-body)))
+         ;; A row that cannot be toggled is one event line: no body.
+         (expanded (and expandable expanded))
+         ;; Expanded by default, a row may open on its preview; asked
+         ;; for, it shows the whole body.
+         (body (or (and expanded (not (eq (gethash id mevedel-view--expanded) t))
+                        (plist-get row :preview-body))
+                   (plist-get row :body))))
     (unless (plist-get row :hidden-p)
       (concat
        (propertize
@@ -782,12 +787,10 @@ in flight)."
                 "\n")
         'keymap mevedel-view-row-map 'mouse-face 'highlight
         'help-echo (format "%s call %s: TAB to expand or collapse" name id))
-       (cond ((and expanded body (not (string-empty-p body)))
-              (mevedel-locations-mark-body
-               (mevedel-view--body-text body (plist-get row :body-mode))
-               name args default-directory))
-             ((and (not expanded) preview (not (string-empty-p preview)))
-              (propertize (mevedel-view--body-text preview nil) 'face 'shadow)))
+       (when (and expanded body (not (string-empty-p body)))
+         (mevedel-locations-mark-body
+          (mevedel-view--body-text body (plist-get row :body-mode))
+          name args default-directory))
        (when (and expanded (plist-get row :child-calls))
          (mevedel-view--child-rows id (plist-get row :child-calls)))
        (when-let* (((not live-status))
@@ -857,10 +860,16 @@ sharing a non-nil BATCH ran concurrently and are bracketed by a gutter
   (and (eq (plist-get segment :type) 'tool)
        (plist-get (mevedel-view--summary segment) :coalesce-key)))
 
+(defun mevedel-view--hidden-row-p (segment)
+  "Return non-nil when SEGMENT is a tool row its renderer hides."
+  (and (eq (plist-get segment :type) 'tool)
+       (plist-get (mevedel-view--summary segment) :hidden-p)))
+
 (defun mevedel-view--coalesce (segments)
   "Return SEGMENTS, grouping consecutive tool rows with equal coalesce keys.
 A group is a segment (:type group :id FIRST-ID :start FIRST-START
-:members SEGMENTS)."
+:members SEGMENTS).  Only another visible rendering ends a run: hidden
+rows between two of its calls are members too (they draw nothing)."
   (let (result)
     (while segments
       (let* ((segment (pop segments))
@@ -868,7 +877,11 @@ A group is a segment (:type group :id FIRST-ID :start FIRST-START
         (if (not key)
             (push segment result)
           (let ((members (list segment)))
-            (while (and segments (equal (mevedel-view--coalesce-key (car segments)) key))
+            (while (let ((next (cl-loop for s in segments
+                                        unless (mevedel-view--hidden-row-p s) return s)))
+                     (and next (equal (mevedel-view--coalesce-key next) key)))
+              (while (mevedel-view--hidden-row-p (car segments))
+                (push (pop segments) members))
               (push (pop segments) members))
             (push (if (cdr members)
                       (list :type 'group :id (plist-get segment :id)
@@ -884,17 +897,15 @@ All of it carries `mevedel-group', the group's ID; the header also
 `mevedel-members', the IDs of its calls."
   (let* ((id (plist-get group :id))
          (members (plist-get group :members))
-         (rows (mapcar #'mevedel-view--summary members))
-         (status (cl-find-if (lambda (status)
-                               (cl-some (lambda (row) (eq (plist-get row :status) status)) rows))
-                             '(error denied cancelled warning success)))
+         (shown (cl-remove-if #'mevedel-view--hidden-row-p members))
+         (final (mevedel-view--summary (car (last shown))))
          (expanded (eq (gethash (concat "group:" id) mevedel-view--expanded) t)))
     (propertize
      (concat
       (propertize
-       (concat (if expanded "▾ " "▸ ") (mevedel-view--glyph (or status 'success)) " "
-               (propertize (plist-get (car rows) :header) 'face 'mevedel-view-tool-header)
-               (propertize (format "  (+%d more)" (1- (length rows))) 'face 'shadow)
+       (concat (if expanded "▾ " "▸ ") (mevedel-view--glyph (or (plist-get final :status) 'success))
+               " " (propertize (plist-get final :header) 'face 'mevedel-view-tool-header)
+               (propertize (format "  (%d calls)" (length shown)) 'face 'shadow)
                "\n")
        'keymap mevedel-view-row-map 'mouse-face 'highlight
        'mevedel-members (mapcar (lambda (segment) (plist-get segment :id)) members)
@@ -1700,6 +1711,27 @@ The model reads MESSAGE as the call's refusal: what to do instead."
           (plist-put request :expanded (not (plist-get request :expanded))))
     (mevedel-interaction-call-preserving-points
      (lambda () (mevedel-interaction-redraw card)))))
+
+;;;; Addresses
+
+(defun mevedel-view--visit-address (address)
+  "Visit the backing file of the file-backed ADDRESS clicked in a view.
+The address is validated and normalized through Read's preparation in
+the view's session; an address without one file returns nil.  For
+`mevedel-locations-address-functions'."
+  (when-let* ((chat mevedel-view--chat))
+    (let* ((mevedel-session-current (mevedel-chat-session chat))
+           (default-directory (mevedel-chat-root chat))
+           (path (condition-case err
+                     (mevedel-resource-visit-path address)
+                   (error (user-error "%s" (error-message-string err))))))
+      (when path
+        (unless (file-exists-p path)
+          (user-error "%s does not exist" address))
+        (find-file-other-window path)
+        t))))
+
+(add-hook 'mevedel-locations-address-functions #'mevedel-view--visit-address 50)
 
 ;;;; Rows
 

@@ -613,7 +613,7 @@ Manual: " mevedel-web-manual-address)
   :max-result-size 50000
   :get-domain (lambda (args) (mevedel-web-retrieval-host (plist-get args :url)))
   :function #'mevedel-web-fetch
-  :renderer #'mevedel-web-render-fetch)
+  :renderer '((success . mevedel-web-render-fetch)))
 
 (mevedel-define-tool WebSearch
   :category "web"
@@ -629,7 +629,7 @@ Manual: " mevedel-web-manual-address)
   :read-only-p t
   :max-result-size 20000
   :function #'mevedel-web-search
-  :renderer #'mevedel-web-render-search)
+  :renderer '((success . mevedel-web-render-search)))
 
 (provide 'mevedel-web)
 ;;; mevedel-web.el ends here

@@ -123,6 +123,37 @@
                               (mevedel-chat-frozen-system child)))
       (should (equal (mevedel-agent--path-of child) "/root/implementation")))))
 
+;; Issue 42 item 12: the roster lists only the families this session
+;; can use: agent:// once an agent is retained, not before.
+(ert-deftest mevedel-agent:the-resource-roster-follows-the-session ()
+  (agent-test--with-root root
+    (let ((roster (lambda () (mevedel-prompt--resource-roster root))))
+      (should (string-search "- mevedel://" (funcall roster)))
+      (should (string-search "- work://" (funcall roster)))
+      (should (string-search "- history://root" (funcall roster)))
+      (should (string-search "- memory://root" (funcall roster)))
+      (should-not (string-search "agent://" (funcall roster)))
+      (should-not (string-search "memory://journal/" (funcall roster)))
+      (agent-test--spawn root "helper")
+      (should (string-search "- agent://" (funcall roster))))))
+
+;; Issue 42 item 12: a clicked agent:// or history://root/ address, in
+;; any spelling the resolver accepts, opens that agent's view.
+(ert-deftest mevedel-agent:clicked-agent-addresses-open-the-agent ()
+  (require 'mevedel-agent-view)
+  (agent-test--with-root root
+    (let ((path (agent-test--spawn root "helper"))
+          (shown nil))
+      (cl-letf (((symbol-function 'pop-to-buffer)
+                 (lambda (buffer &rest _) (push (mevedel-chat-agent (mevedel-view-chat buffer)) shown))))
+        (with-temp-buffer
+          (setq-local mevedel-view--chat root)
+          (should (mevedel-agent-view--visit-address "agent://root/helper"))
+          (should (mevedel-agent-view--visit-address "history://root/%68elper/"))
+          (should-not (mevedel-agent-view--visit-address "work://notes.md"))
+          (should-error (mevedel-agent-view--visit-address "agent://root/../x") :type 'user-error)))
+      (should (equal shown (list path path))))))
+
 (ert-deftest mevedel-agent:inputs-are-validated-before-reservation ()
   (agent-test--with-root root
     (dolist (args '((:task_name "a")

@@ -108,6 +108,30 @@ edits a.txt again and runs CkRun.  Return the ids and files."
       (should (equal (checkpoint-test--text a) "zero\n"))
       (should-not (file-exists-p b)))))
 
+(ert-deftest checkpoint-test-working-files-are-not-checkpointed ()
+  "Issue 42 item 5: work:// files, local or shared, survive a rewind."
+  (checkpoint-test--with chat
+    (let* ((session (mevedel-chat-session chat))
+           (a (checkpoint-test--file chat "a.txt"))
+           (shared (checkpoint-test--file chat ".mevedel/shared/notes.md")))
+      (with-temp-file a (insert "zero\n"))
+      (make-directory (file-name-directory shared) t)
+      (checkpoint-test--turn chat "t1" "notes and a change")
+      (mevedel-test-run-tool chat "CkWrite" "c1" (list :path a :text "one\n") t)
+      (mevedel-test-run-tool chat "CkWrite" "c2" (list :path shared :text "finding\n") t)
+      (let ((local (expand-file-name "plan.md" (mevedel-session-local-directory session))))
+        (make-directory (file-name-directory local) t)
+        (mevedel-test-run-tool chat "CkWrite" "c3" (list :path local :text "draft\n") t)
+        (checkpoint-test--end-turn chat)
+        (let* ((store (mevedel-session-store session))
+               (turn (car (mevedel-core-checkpoint-turns store))))
+          (should-not (string-search "notes.md" (mevedel-core-checkpoint-diff store)))
+          (should (string-search "a.txt" (mevedel-core-checkpoint-diff store)))
+          (mevedel-rewind chat turn)
+          (should (equal (checkpoint-test--text a) "zero\n"))
+          (should (equal (checkpoint-test--text shared) "finding\n"))
+          (should (equal (checkpoint-test--text local) "draft\n")))))))
+
 (ert-deftest checkpoint-test-changed-files-need-confirmation ()
   "A file changed since the session's edit is restored only when confirmed."
   (checkpoint-test--with chat

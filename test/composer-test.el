@@ -28,6 +28,7 @@
                       ("README.md" . "readme\n")
                       ("AGENTS.md" . "Be brief.\n")
                       (".mevedel/memory/topic.md" . "topic\n")
+                      (".mevedel/memory/new notes é.md" . "spaced\n")
                       (".mevedel/skills/lint/SKILL.md" . "---\ndescription: Lint\n---\nLINT STEPS\n")))
        (let ((file (expand-file-name name root)))
          (make-directory (file-name-directory file) t)
@@ -133,6 +134,9 @@
           (should (equal (complete "run $li") '("lint")))
           (should (member "memory://" (complete "see memory:")))
           (should (member "memory://local-mevedel/topic.md" (complete "see memory://local")))
+          ;; Inserted addresses are canonically encoded (issue 42).
+          (should (member "memory://local-mevedel/new%20notes%20%C3%A9.md"
+                          (complete "see memory://local-mevedel/new")))
           (should (member "skill://local-mevedel/lint" (complete "skill://")))
           (should (string-prefix-p "skill://lint@" (car (complete "skill://lint@"))))
           (should (member "mevedel://ptc-dialect.md" (complete "mevedel://p")))
@@ -175,6 +179,28 @@
       (should (equal (file-name-as-directory default-directory)
                      (file-name-as-directory (expand-file-name ".mevedel/memory" root))))
       (kill-buffer))))
+
+;; Issue 42 item 6: /learn and /clean-work start a model turn whose
+;; changes go through ApplyPatch, as the spec describes.
+(ert-deftest composer:slash-learn-and-clean-work-start-a-turn ()
+  (composer-test--with-view
+    (let ((sent nil))
+      (cl-letf (((symbol-function 'mevedel-chat-send)
+                 (lambda (_chat text &rest _) (push text sent) nil)))
+        (with-current-buffer view
+          (goto-char (point-max))
+          (insert "/learn the build setup")
+          (mevedel-view-send)
+          (goto-char (point-max))
+          (insert "/clean-work")
+          (mevedel-view-send)))
+      (pcase-let ((`(,clean ,learn) sent))
+        (should (string-search "memory://root" learn))
+        (should (string-search "ApplyPatch" learn))
+        (should (string-suffix-p "Focus on: the build setup." learn))
+        (should (string-search "work://shared" clean))
+        (should (string-search "preferring deletion" clean))
+        (should-not (string-search "Focus on" clean))))))
 
 (ert-deftest composer:slash-journal-opens-a-new-entry ()
   (composer-test--with-view

@@ -510,6 +510,36 @@
       (should (equal (mevedel-pipeline-test--seen 'post) '((post success))))
       (should (equal (mevedel-pipeline-test--seen 'failure) '((failure error)))))))
 
+;; Issue 42 item 9: a call refused before it ran has no use of the tool
+;; to report, so the failure hooks stay quiet; a failing handler still
+;; reaches them.
+(ert-deftest mevedel-pipeline:early-refusals-skip-failure-hooks ()
+  (mevedel-pipeline-test--with
+    (let* ((mevedel-pipeline-post-tool-use-failure-functions
+            (list (lambda (ctx o) (mevedel-pipeline-test--note
+                                   'failure (plist-get ctx :args) (plist-get o :status)))))
+           (denied (mevedel-pipeline-test--tool "PEarlyDenied" :function #'mevedel-pipeline-test--echo
+                                                :check-permission (lambda (_) 'deny)))
+           (failing (mevedel-pipeline-test--tool "PEarlyFails" :read-only-p t
+                                                 :function (lambda (_) "Error: broke"))))
+      ;; Invalid arguments (count above its maximum, not repaired when nested).
+      (should (eq (plist-get (mevedel-pipeline-test--run failing '(:count "many")) :status) 'error))
+      ;; A malformed resource address.
+      (let ((reader (mevedel-tool-register
+                     "PEarlyAddress"
+                     (list :category "mevedel-test" :description "A tool for tests."
+                           :read-only-p t :function #'mevedel-pipeline-test--echo
+                           :args '((file_path path-or-resource :required "A file or address."))))))
+        (should (eq (plist-get (mevedel-pipeline-test--run reader '(:file_path "work://a/../b"))
+                               :status)
+                    'error)))
+      ;; A permission denial.
+      (should (eq (plist-get (mevedel-pipeline-test--run denied '(:text "x")) :status) 'error))
+      (should-not (mevedel-pipeline-test--seen 'failure))
+      ;; A handler failure still runs them.
+      (mevedel-pipeline-test--run failing '(:text "y"))
+      (should (equal (mevedel-pipeline-test--seen 'failure) '((failure (:text "y") error)))))))
+
 ;;;; Yielding
 
 (ert-deftest mevedel-pipeline:yields-when-input-is-pending ()

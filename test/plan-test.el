@@ -292,5 +292,50 @@ feedback, read in the minibuffer, is the plan's answer; the draft stays."
         (kill-buffer (mevedel-chat-data-buffer chat)))
       (delete-directory root t))))
 
+(ert-deftest mevedel-plan:accepted-plans-are-archived-and-forks-copy-work-files ()
+  "Issue 42 item 5: accepted-TIMESTAMP.md archives; a fork copies local/."
+  (let* ((root (file-name-as-directory (make-temp-file "mevedel-plan-fork-" t)))
+         (view (mevedel root))
+         (chat (mevedel-view-chat view))
+         (session (mevedel-chat-session chat))
+         (id (mevedel-session-id session)))
+    (unwind-protect
+        (let ((local (mevedel-session-local-directory session)))
+          (mevedel-session-ensure-storage session)
+          (make-directory (expand-file-name "plans" local) t)
+          (make-directory (expand-file-name "notes" local) t)
+          (with-temp-file (expand-file-name "notes/finding.md" local) (insert "found\n"))
+          (with-temp-file (expand-file-name "plans/draft.md" local) (insert "draft\n"))
+          (mevedel-plan-save session "1. Keep it\n")
+          (let ((archives (directory-files (expand-file-name "plans" local) nil
+                                           "\\`accepted-[0-9]\\{8\\}T[0-9]\\{6\\}Z\\.md\\'")))
+            (should (= (length archives) 1))
+            (should (equal (with-temp-buffer
+                             (insert-file-contents (expand-file-name (car archives)
+                                                                     (expand-file-name "plans" local)))
+                             (buffer-string))
+                           "1. Keep it\n"))
+            ;; A second approval never overwrites the first archive.
+            (mevedel-plan-save session "2. Then this\n")
+            (should (= (length (directory-files (expand-file-name "plans" local) nil "\\`accepted-"))
+                       2))
+            (mevedel-save-checkpoint chat)
+            (let* ((fork (mevedel-session-list-fork root id))
+                   (copy (expand-file-name (concat fork "/local")
+                                           (mevedel-session-sessions-directory root))))
+              (should (file-exists-p (expand-file-name "notes/finding.md" copy)))
+              ;; Of plans/, only the plan accepted at the fork point.
+              (should-not (file-exists-p (expand-file-name "plans/draft.md" copy)))
+              (should (equal (directory-files (expand-file-name "plans" copy) nil "\\`accepted-")
+                             (last (directory-files (expand-file-name "plans" local)
+                                                    nil "\\`accepted-"))))
+              ;; The copies are independent.
+              (delete-file (expand-file-name "notes/finding.md" copy))
+              (should (file-exists-p (expand-file-name "notes/finding.md" local))))))
+      (when (buffer-live-p view) (kill-buffer view))
+      (when (buffer-live-p (mevedel-chat-data-buffer chat))
+        (kill-buffer (mevedel-chat-data-buffer chat)))
+      (delete-directory root t))))
+
 (provide 'plan-test)
 ;;; plan-test.el ends here

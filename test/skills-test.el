@@ -135,9 +135,14 @@
       ;; The turn's end lifts the restriction.
       (mevedel-skills-turn-ended chat)
       (should-not (gethash (mevedel-chat-data-buffer chat) mevedel-skills--restrictions))
-      ;; An ambiguous name is an error naming both exact addresses.
+      ;; A bare name is refused, naming the qualified addresses (issue 42).
       (let ((err (mevedel-test-run-tool chat "Skill" "call_x" '(:skill "deploy"))))
-        (should (string-search "fits 2 skills" err))))))
+        (should (string-prefix-p "Error: name the skill by its skill:// address" err))
+        (should (string-search (mevedel-skills-address agents) err)))
+      ;; The alias the error names loads the skill.
+      (should (string-search "AGENTS DEPLOY STEPS"
+                             (mevedel-test-run-tool chat "Skill" "call_y"
+                                                    (list :skill (mevedel-skills-address agents))))))))
 
 (provide 'skills-test)
 ;;; skills-test.el ends here

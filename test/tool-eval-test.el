@@ -91,6 +91,24 @@ answers none."
     (let ((outcome (tool-eval-test--run session '(:form "1" :mode "elsewhere"))))
       (should (eq (plist-get outcome :status) 'error)))))
 
+;; Issue 42 item 9: a long value is cut only by the pipeline's preview,
+;; which keeps its head and its tail, not by a 30,000-character prefix.
+(ert-deftest mevedel-tool-eval:long-live-value-keeps-its-tail ()
+  (mevedel-core-ensure)
+  (tool-eval-test--in-session session 'full-auto
+    (let* ((box (list nil))
+           (text (progn
+                   (mevedel-pipeline-run-tool (mevedel-tool-get "Eval" "emacs")
+                                              '(:form "(concat \"HEAD\" (make-string 45000 ?a) \"TAIL\")")
+                                              (lambda (r) (setcar box (list r)))
+                                              :session session :tool-use-id "toolu_long")
+                   (mevedel-test-wait-until (car box) 30)
+                   (caar box))))
+      (should (string-search "=> \"HEAD" text))
+      (should (string-search "TAIL\"" text))
+      (should-not (string-search "printing stopped" text))
+      (should (< (length text) 40000)))))
+
 (ert-deftest mevedel-tool-eval:live-restores-the-window-layout ()
   (mevedel-core-ensure)
   (tool-eval-test--in-session session 'full-auto

@@ -760,5 +760,14 @@ The buffers are killed afterwards, their changes discarded."
       (should (mevedel-tool-fs-test--err #'mevedel-tool-fs-read
                                          '(:file_path "artifact://executions/run1.log.gz"))))))
 
+;; Issue 42 item 9: the spec leaves search order unspecified, so neither
+;; the description nor the manual may promise one.
+(ert-deftest mevedel-tool-fs:glob-promises-no-order ()
+  (should-not (string-match-p "sorted" mevedel-tool-fs-glob-description))
+  (should (string-search "no promised order" mevedel-tool-fs-glob-description))
+  (with-temp-buffer
+    (insert-file-contents (expand-file-name "docs/tools/files.md" (getenv "MEVEDEL_ROOT")))
+    (should-not (search-forward "sorted by path" nil t))))
+
 (provide 'tool-fs-test)
 ;;; tool-fs-test.el ends here

@@ -363,6 +363,37 @@ updated (Hook says no)" text)))
       (should (equal (mevedel-tool-patch-test--read (expand-file-name ".git/config" root))
                      "[core]\n")))))
 
+;; Issue 42 item 6: the prompt tells the model to add journal entries
+;; with ApplyPatch; that one write under .mevedel/ is allowed, and only
+;; as a new, well-named entry.
+(ert-deftest mevedel-tool-patch:a-new-journal-entry-is-the-one-mevedel-write ()
+  (mevedel-tool-patch-test--with-session 'full-auto
+    (let ((entry ".mevedel/journal/2026-01-02T03:04:05Z-fixed-the-build.md"))
+      (pcase-let ((`(,text . ,_)
+                   (mevedel-tool-patch-test--run
+                    data (mevedel-tool-patch-test--patch (concat "*** Add File: " entry)
+                                                         "+Fixed the build."))))
+        (should-not (string-prefix-p "Error: " text))
+        (should (equal (mevedel-tool-patch-test--read (expand-file-name entry root))
+                       "Fixed the build.\n")))
+      ;; Editing it, a badly named entry or a nested one stay refused.
+      (dolist (patch (list (mevedel-tool-patch-test--patch
+                            (concat "*** Update File: " entry) "@@" "-Fixed the build." "+Rewritten.")
+                           (mevedel-tool-patch-test--patch
+                            (concat "*** Delete File: " entry))
+                           (mevedel-tool-patch-test--patch
+                            "*** Add File: .mevedel/journal/notes.md" "+x")
+                           (mevedel-tool-patch-test--patch
+                            "*** Add File: .mevedel/journal/x/2026-01-02T03:04:05Z.md" "+x")
+                           (mevedel-tool-patch-test--patch
+                            "*** Add File: .mevedel/permissions.el" "+((allow \"Bash\"))")))
+        (pcase-let ((`(,text . ,_) (mevedel-tool-patch-test--run data patch)))
+          (should (string-prefix-p "Error: " text))
+          (should (string-search ".mevedel/" text))))
+      (should (equal (mevedel-tool-patch-test--read (expand-file-name entry root))
+                     "Fixed the build.\n"))
+      (should-not (file-exists-p (expand-file-name ".mevedel/permissions.el" root))))))
+
 (ert-deftest mevedel-tool-patch:a-protected-path-is-refused-without-asking ()
   (mevedel-tool-patch-test--with-session 'ask
     (let ((asked 0))

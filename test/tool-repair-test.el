@@ -13,6 +13,7 @@
 (require 'mevedel-test-helpers)
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-repair)
+(require 'mevedel)
 (require 'mevedel-pipeline)
 
 (defvar mevedel-tool-repair-test--ran nil
@@ -364,7 +365,8 @@ whether it takes a callback."
                                        #'ignore :session session)
             (should (mevedel-tool-repair-session-log session))
             (let ((dir (mevedel-session-ensure-storage session)))
-              (should-not (mevedel-tool-repair-read-log-file dir))
+              ;; Written as the storage is made.
+              (should (= 1 (length (mevedel-tool-repair-read-log-file dir))))
               (mevedel-pipeline-run-tool tool '(:files ["a"] :pattern "y" :path :null)
                                          #'ignore :session session)
               (should (equal (mapcar (lambda (e) (plist-get e :outcome))
@@ -373,6 +375,40 @@ whether it takes a callback."
         (mevedel-tool-repair-log-forget session)
         (mevedel-session-close session)
         (delete-directory workspace t)))))
+
+;; Issue 42 item 11: in a real chat the log is written by default, as
+;; soon as the session has storage, naming the calling agent's path.
+(ert-deftest mevedel-tool-repair:a-chat-logs-its-agents-calls-by-default ()
+  (mevedel-tool-repair-test--with-tool tool
+    (let* ((root (file-name-as-directory (make-temp-file "mevedel-repair-chat-" t)))
+           (mevedel-save-sessions nil)
+           (view (mevedel root))
+           (chat (mevedel-view-chat view))
+           (session (mevedel-chat-session chat))
+           (child (generate-new-buffer " *child-data*")))
+      (unwind-protect
+          (progn
+            (with-current-buffer child
+              (setq-local mevedel-session-current session)
+              (setq-local mevedel-tool-repair-origin "/root/explorer"))
+            (should (equal (buffer-local-value 'mevedel-tool-repair-origin
+                                               (mevedel-chat-data-buffer chat))
+                           "/root"))
+            (mevedel-pipeline-run-tool tool '(:files ["a"] :pattern "x" :head_limit "10")
+                                       #'ignore :session session :data-buffer child)
+            (mevedel-pipeline-run-tool tool '(:files ["a"] :pattern "y" :head_limit "10")
+                                       #'ignore :session session
+                                       :data-buffer (mevedel-chat-data-buffer chat))
+            ;; Making the storage writes what waited, with no further event.
+            (let ((dir (mevedel-session-ensure-storage session)))
+              (should (equal (mapcar (lambda (e) (plist-get e :origin))
+                                     (mevedel-tool-repair-read-log-file dir))
+                             '("/root/explorer" "/root")))))
+        (kill-buffer child)
+        (mevedel-tool-repair-log-forget session)
+        (kill-buffer view)
+        (kill-buffer (mevedel-chat-data-buffer chat))
+        (delete-directory root t)))))
 
 (provide 'tool-repair-test)
 ;;; tool-repair-test.el ends here

@@ -60,6 +60,42 @@ Each tool's only display fact is its :renderer; they are removed after."
     (should (eq (plist-get (mevedel-tool-render-row "T" nil "Permission denied: no" nil) :status)
                 'denied))))
 
+;; Issue 42 item 9: the pipeline's outcome bounds what a renderer's
+;; visual status may say.
+(ert-deftest mevedel-view:renderer-status-never-hides-a-failure ()
+  (mevedel-view-test--with-renderers
+      (("T" (lambda (_name _args result _data)
+              (list :header "t" :status (if (string-prefix-p "bad" result) 'error 'success)))))
+    ;; A pipeline error stays one, whatever the renderer says.
+    (should (eq (plist-get (mevedel-tool-render-row "T" nil "ok" '(:status error)) :status) 'error))
+    (should (eq (plist-get (mevedel-tool-render-row "T" nil "Error: no" nil) :status) 'error))
+    (should (eq (plist-get (mevedel-tool-render-row "T" nil "Permission denied: no" nil) :status)
+                'denied))
+    ;; An explicit success overrides the renderer's inferred error.
+    (should (eq (plist-get (mevedel-tool-render-row "T" nil "bad news" '(:status success)) :status)
+                'success))
+    ;; Without one, the renderer's status stands.
+    (should (eq (plist-get (mevedel-tool-render-row "T" nil "bad news" nil) :status) 'error))))
+
+;; Count-style headers describe a search or fetch that worked; a failed
+;; one keeps the generic row and its diagnostic.
+(ert-deftest mevedel-view:count-renderers-only-for-success ()
+  (mevedel-core-ensure)
+  (require 'mevedel-web)
+  (let ((failed (mevedel-tool-render-row "Grep" '(:pattern "x") "Error: rg failed: bad regex" nil)))
+    (should-not (string-match-p "line" (plist-get failed :header)))
+    (should (equal (plist-get failed :body) "Error: rg failed: bad regex")))
+  (should (string-match-p "(2 lines)" (plist-get (mevedel-tool-render-row
+                                                  "Grep" '(:pattern "x") "a:1:x\nb:2:x" nil)
+                                                 :header)))
+  (should-not (string-match-p "(1)" (plist-get (mevedel-tool-render-row
+                                                "Glob" '(:pattern "*.el") "Error: timed out" nil)
+                                               :header)))
+  (should-not (string-match-p "results" (plist-get (mevedel-tool-render-row
+                                                    "WebSearch" '(:query "q") "Error: offline"
+                                                    '(:status error :results nil))
+                                                   :header))))
+
 (ert-deftest mevedel-view:declared-renderer-wins ()
   (mevedel-core-ensure)
   (unwind-protect
@@ -367,17 +403,17 @@ Each tool's only display fact is its :renderer; they are removed after."
       (with-current-buffer view
         (mevedel-view-rerender)
         (let ((text (buffer-substring-no-properties (point-min) mevedel-view--transcript-end)))
-          ;; Three Pings make one group; its marker is the worst status.
-          (should (string-match-p "^▸ × Ping a  (\\+2 more)$" text))
-          (should-not (string-match-p "Ping b" text))
-          ;; Hidden rows are not drawn; a collapsed row shows its preview.
+          ;; Three Pings make one group: the final row with the count.
+          (should (string-match-p "^▸ ✓ Ping c  (3 calls)$" text))
+          (should-not (string-match-p "Ping [ab]" text))
+          ;; Hidden rows are not drawn; a collapsed row shows no preview.
           (should-not (string-match-p "^. . q$" text))
-          (should (string-match-p "^▸ ✓ Tree\n    peek\n" text)))
+          (should (string-match-p "^▸ ✓ Tree\n\\'" text)))
         (goto-char (point-min))
-        (search-forward "Ping a")
+        (search-forward "Ping c")
         (mevedel-view-toggle-row)
         (let ((text (buffer-substring-no-properties (point-min) mevedel-view--transcript-end)))
-          (should (string-match-p "^▾ × Ping a  (\\+2 more)\n▸ ✓ Ping a\n▸ × Ping b\n▸ ✓ Ping c\n"
+          (should (string-match-p "^▾ ✓ Ping c  (3 calls)\n▸ ✓ Ping a\n▸ × Ping b\n▸ ✓ Ping c\n"
                                   text)))
         (goto-char (point-min))
         (search-forward "Tree")
@@ -385,6 +421,99 @@ Each tool's only display fact is its :renderer; they are removed after."
         (should (string-match-p "^▾ ✓ Tree\n    tree result\n    ▸ ✓ Ping child\n"
                                 (buffer-substring-no-properties (point-min)
                                                                 mevedel-view--transcript-end)))))))
+
+;; Issue 42 item 9: a row that cannot be toggled is one event line, and
+;; a preview replaces the body only under a row expanded by default.
+(ert-deftest mevedel-view:event-lines-and-default-previews ()
+  (mevedel-view-test--with-renderers
+      (("Event" (lambda (&rest _)
+                  '(:header "Event" :body "never drawn" :expandable-p nil
+                            :initially-collapsed-p nil)))
+       ("Open" (lambda (&rest _)
+                 '(:header "Open" :body "the whole body" :preview-body "first changes"
+                           :expandable-p t :initially-collapsed-p nil))))
+    (mevedel-view-test--with-view view
+      (with-current-buffer (mevedel-chat-data-buffer (mevedel-view-chat view))
+        (goto-char (point-max))
+        (insert "\n"
+                (mevedel-test-tool-text "e1" "Event" nil "done")
+                (mevedel-test-tool-text "o1" "Open" nil "done")))
+      (with-current-buffer view
+        (mevedel-view-rerender)
+        (let ((text (buffer-substring-no-properties (point-min) mevedel-view--transcript-end)))
+          (should (string-match-p "^  ✓ Event\n▾ ✓ Open\n    first changes\n" text))
+          (should-not (string-search "never drawn" text))
+          (should-not (string-search "the whole body" text)))
+        ;; Collapsed, then asked for: the complete body.
+        (goto-char (point-min)) (search-forward "Open")
+        (mevedel-view-toggle-row)
+        (should-not (string-search "first changes" (buffer-substring-no-properties
+                                                    (point-min) mevedel-view--transcript-end)))
+        (goto-char (point-min)) (search-forward "Open")
+        (mevedel-view-toggle-row)
+        (let ((text (buffer-substring-no-properties (point-min) mevedel-view--transcript-end)))
+          (should (string-match-p "^▾ ✓ Open\n    the whole body\n" text)))))))
+
+;; Issue 42 item 12: addresses in the transcript are buttons; a click
+;; validates the address and visits its file.
+(ert-deftest mevedel-view:addresses-in-the-transcript-are-clickable ()
+  (mevedel-core-ensure)
+  (mevedel-view-test--with-view view
+    (let* ((session (mevedel-chat-session (mevedel-view-chat view)))
+           (local (file-name-as-directory (expand-file-name "local" (mevedel-session-ensure-storage session)))))
+      (with-temp-file (expand-file-name "notes.md" local) (insert "my notes\n"))
+      (with-current-buffer (mevedel-chat-data-buffer (mevedel-view-chat view))
+        (goto-char (point-max))
+        (insert "\n\n" (propertize "I wrote work://notes.md. Also see work://missing.md"
+                                   'gptel 'response)
+                "\n\n"
+                (mevedel-test-tool-text "call_l" "Glob" '(:pattern "*" :path "work://")
+                                        "work://notes.md")))
+      (with-current-buffer view
+        (mevedel-view-rerender)
+        (goto-char (point-min))
+        (search-forward "I wrote work://")
+        (should (equal (get-text-property (point) 'mevedel-address) "work://notes.md"))
+        ;; The sentence's full stop is not part of it.
+        (should-not (get-text-property (+ (point) (length "notes.md")) 'mevedel-address))
+        (save-window-excursion
+          (mevedel-locations-visit-address)
+          (should (equal (buffer-file-name) (expand-file-name "notes.md" local)))
+          (kill-buffer))
+        ;; A missing file cannot be visited: said, not guessed.
+        (goto-char (point-min))
+        (search-forward "see work://")
+        (should-error (mevedel-locations-visit-address) :type 'user-error)
+        ;; Expanded, a tool row's body has its addresses marked too.
+        (goto-char (point-min))
+        (search-forward "Glob")
+        (mevedel-view-toggle-row)
+        (goto-char (point-min))
+        (search-forward "    work://")
+        (should (equal (get-text-property (point) 'mevedel-address) "work://notes.md"))))))
+
+;; Only another visible rendering ends a run of coalesced calls.
+(ert-deftest mevedel-view:hidden-rows-do-not-end-a-coalesced-run ()
+  (mevedel-view-test--with-renderers
+      (("Ping" (lambda (_name args result _data)
+                 (list :header (format "Ping %s" (plist-get args :host)) :body result
+                       :expandable-p t :initially-collapsed-p t :coalesce-key "ping")))
+       ("Quiet" (lambda (&rest _) '(:header "q" :hidden-p t)))
+       ("Loud" (lambda (&rest _) '(:header "Loud" :expandable-p nil))))
+    (mevedel-view-test--with-view view
+      (with-current-buffer (mevedel-chat-data-buffer (mevedel-view-chat view))
+        (goto-char (point-max))
+        (insert "\n"
+                (mevedel-test-tool-text "p1" "Ping" '(:host "a") "pong a")
+                (mevedel-test-tool-text "q1" "Quiet" nil "nothing")
+                (mevedel-test-tool-text "p2" "Ping" '(:host "b") "pong b")
+                (mevedel-test-tool-text "q2" "Quiet" nil "nothing")
+                (mevedel-test-tool-text "l1" "Loud" nil "noise")
+                (mevedel-test-tool-text "p3" "Ping" '(:host "c") "pong c")))
+      (with-current-buffer view
+        (mevedel-view-rerender)
+        (let ((text (buffer-substring-no-properties (point-min) mevedel-view--transcript-end)))
+          (should (string-match-p "^▸ ✓ Ping b  (2 calls)\n  ✓ Loud\n▸ ✓ Ping c\n" text)))))))
 
 (ert-deftest mevedel-view:render-data-sets-status-and-stays-hidden ()
   (mevedel-core-ensure)
@@ -611,10 +740,11 @@ The text is what `mevedel-chat-send' writes, and the turn is recorded."
          (kill-buffer (mevedel-chat-data-buffer chat))
          (delete-directory root t)))))
 
-;; What `mevedel-view-rerender' drew for `mevedel-view-test--fill-mixed'
-;; in one pass over the data, before it drew in parts (commit 0d48a42).
+;; What `mevedel-view-rerender' draws for `mevedel-view-test--fill-mixed'
+;; in one pass over the data (first recorded before it drew in parts,
+;; commit 0d48a42; groups and previews redrawn for issue 42).
 (defconst mevedel-view-test--mixed-drawn
-  '("❯ Question 0\n\nLooking, round 0.\n\n▸ ✓ Grep \"x\" in lisp (2 lines)\n▸ × Read a.el\n\nFound it.  Twice.\n\n[Woken up 0]\n\n❯ Ping them\n\n▸ × Ping a  (+1 more)\n▸ ✓ Tree\n    peek\n▸ × $ make  [exit 2]\n\nThe build fails and then [incomplete: the response was cut off]\n\n[Request failed: boom]\n\n❯ Question 1\n\nLooking, round 1.\n\n▸ ✓ Grep \"x\" in lisp (2 lines)\n▸ × Read a.el\n\nFound it.  Twice.\n\n[Woken up 1]\n\n❯ Ping them\n\n▸ × Ping a  (+1 more)\n▸ ✓ Tree\n    peek\n▸ × $ make  [exit 2]\n\nThe build fails and then [incomplete: the response was cut off]\n\n[Request failed: boom]\n\n❯ Question 2\n\nLooking, round 2.\n\n▸ ✓ Grep \"x\" in lisp (2 lines)\n▸ × Read a.el\n\nFound it.  Twice.\n\n[Woken up 2]\n\n❯ Ping them\n\n▸ × Ping a  (+1 more)\n▸ ✓ Tree\n    peek\n▸ × $ make  [exit 2]\n\nThe build fails and then [incomplete: the response was cut off]\n\n[Request failed: boom]\n" (mevedel-row (34 65 "g0") (65 79 "r0") (148 166 "t0") (166 187 "b0") (310 341 "g1") (341 355 "r1") (424 442 "t1") (442 463 "b1") (586 617 "g2") (617 631 "r2") (700 718 "t2") (718 739 "b2")) (mevedel-kind (1 14 user) (14 33 response) (33 79 tool) (79 98 response) (98 112 notice) (112 125 user) (125 148 group) (148 187 tool) (187 252 response) (252 276 notice) (276 290 user) (290 309 response) (309 355 tool) (355 374 response) (374 388 notice) (388 401 user) (401 424 group) (424 463 tool) (463 528 response) (528 552 notice) (552 566 user) (566 585 response) (585 631 tool) (631 650 response) (650 664 notice) (664 677 user) (677 700 group) (700 739 tool) (739 804 response) (804 828 notice)) (mevedel-group (126 148 "p0a") (402 424 "p1a") (678 700 "p2a")) (mevedel-breadcrumb) (face (1 13 mevedel-view-user) (36 37 mevedel-view-success) (38 64 mevedel-view-tool-header) (67 68 mevedel-view-error) (69 78 mevedel-view-tool-header) (99 111 mevedel-view-notice) (113 124 mevedel-view-user) (128 129 mevedel-view-error) (130 136 mevedel-view-tool-header) (136 147 shadow) (150 151 mevedel-view-success) (152 156 mevedel-view-tool-header) (157 166 shadow) (168 169 mevedel-view-error) (170 186 mevedel-view-tool-header) (212 251 mevedel-view-warning) (253 275 error) (277 289 mevedel-view-user) (312 313 mevedel-view-success) (314 340 mevedel-view-tool-header) (343 344 mevedel-view-error) (345 354 mevedel-view-tool-header) (375 387 mevedel-view-notice) (389 400 mevedel-view-user) (404 405 mevedel-view-error) (406 412 mevedel-view-tool-header) (412 423 shadow) (426 427 mevedel-view-success) (428 432 mevedel-view-tool-header) (433 442 shadow) (444 445 mevedel-view-error) (446 462 mevedel-view-tool-header) (488 527 mevedel-view-warning) (529 551 error) (553 565 mevedel-view-user) (588 589 mevedel-view-success) (590 616 mevedel-view-tool-header) (619 620 mevedel-view-error) (621 630 mevedel-view-tool-header) (651 663 mevedel-view-notice) (665 676 mevedel-view-user) (680 681 mevedel-view-error) (682 688 mevedel-view-tool-header) (688 699 shadow) (702 703 mevedel-view-success) (704 708 mevedel-view-tool-header) (709 718 shadow) (720 721 mevedel-view-error) (722 738 mevedel-view-tool-header) (764 803 mevedel-view-warning) (805 827 error)))
+  '("❯ Question 0\n\nLooking, round 0.\n\n▸ ✓ Grep \"x\" in lisp (2 lines)\n▸ × Read a.el\n\nFound it.  Twice.\n\n[Woken up 0]\n\n❯ Ping them\n\n▸ × Ping b  (2 calls)\n▸ ✓ Tree\n▸ × $ make  [exit 2]\n\nThe build fails and then [incomplete: the response was cut off]\n\n[Request failed: boom]\n\n❯ Question 1\n\nLooking, round 1.\n\n▸ ✓ Grep \"x\" in lisp (2 lines)\n▸ × Read a.el\n\nFound it.  Twice.\n\n[Woken up 1]\n\n❯ Ping them\n\n▸ × Ping b  (2 calls)\n▸ ✓ Tree\n▸ × $ make  [exit 2]\n\nThe build fails and then [incomplete: the response was cut off]\n\n[Request failed: boom]\n\n❯ Question 2\n\nLooking, round 2.\n\n▸ ✓ Grep \"x\" in lisp (2 lines)\n▸ × Read a.el\n\nFound it.  Twice.\n\n[Woken up 2]\n\n❯ Ping them\n\n▸ × Ping b  (2 calls)\n▸ ✓ Tree\n▸ × $ make  [exit 2]\n\nThe build fails and then [incomplete: the response was cut off]\n\n[Request failed: boom]\n" (mevedel-row (34 65 "g0") (65 79 "r0") (148 157 "t0") (157 178 "b0") (301 332 "g1") (332 346 "r1") (415 424 "t1") (424 445 "b1") (568 599 "g2") (599 613 "r2") (682 691 "t2") (691 712 "b2")) (mevedel-kind (1 14 user) (14 33 response) (33 79 tool) (79 98 response) (98 112 notice) (112 125 user) (125 148 group) (148 178 tool) (178 243 response) (243 267 notice) (267 281 user) (281 300 response) (300 346 tool) (346 365 response) (365 379 notice) (379 392 user) (392 415 group) (415 445 tool) (445 510 response) (510 534 notice) (534 548 user) (548 567 response) (567 613 tool) (613 632 response) (632 646 notice) (646 659 user) (659 682 group) (682 712 tool) (712 777 response) (777 801 notice)) (mevedel-group (126 148 "p0a") (393 415 "p1a") (660 682 "p2a")) (mevedel-breadcrumb) (face (1 13 mevedel-view-user) (36 37 mevedel-view-success) (38 64 mevedel-view-tool-header) (67 68 mevedel-view-error) (69 78 mevedel-view-tool-header) (99 111 mevedel-view-notice) (113 124 mevedel-view-user) (128 129 mevedel-view-error) (130 136 mevedel-view-tool-header) (136 147 shadow) (150 151 mevedel-view-success) (152 156 mevedel-view-tool-header) (159 160 mevedel-view-error) (161 177 mevedel-view-tool-header) (203 242 mevedel-view-warning) (244 266 error) (268 280 mevedel-view-user) (303 304 mevedel-view-success) (305 331 mevedel-view-tool-header) (334 335 mevedel-view-error) (336 345 mevedel-view-tool-header) (366 378 mevedel-view-notice) (380 391 mevedel-view-user) (395 396 mevedel-view-error) (397 403 mevedel-view-tool-header) (403 414 shadow) (417 418 mevedel-view-success) (419 423 mevedel-view-tool-header) (426 427 mevedel-view-error) (428 444 mevedel-view-tool-header) (470 509 mevedel-view-warning) (511 533 error) (535 547 mevedel-view-user) (570 571 mevedel-view-success) (572 598 mevedel-view-tool-header) (601 602 mevedel-view-error) (603 612 mevedel-view-tool-header) (633 645 mevedel-view-notice) (647 658 mevedel-view-user) (662 663 mevedel-view-error) (664 670 mevedel-view-tool-header) (670 681 shadow) (684 685 mevedel-view-success) (686 690 mevedel-view-tool-header) (693 694 mevedel-view-error) (695 711 mevedel-view-tool-header) (737 776 mevedel-view-warning) (778 800 error)))
   "The transcript of the mixed conversation: text and property runs.")
 
 (ert-deftest mevedel-view:long-transcript-draws-as-one-pass-did ()

@@ -443,10 +443,10 @@
       (should (get-text-property at 'button body)))
     (should (equal (get-text-property (string-search "http://b.example/y" body) 'mevedel-url body)
                    "http://b.example/y")))
-  (should (equal (plist-get (mevedel-tool-render-row
-                             "WebFetch" '(:url "http://a.example/x") "Error: boom" nil)
-                            :header)
-                 "WebFetch a.example")))
+  ;; A failed fetch has the generic row, its diagnostic as body (issue 42).
+  (let ((failed (mevedel-tool-render-row "WebFetch" '(:url "http://a.example/x") "Error: boom" nil)))
+    (should (equal (plist-get failed :header) "WebFetch http://a.example/x"))
+    (should (equal (plist-get failed :body) "Error: boom"))))
 
 (ert-deftest mevedel-web:search-rows-list-titles-with-hosts ()
   (let* ((row (mevedel-tool-render-row

@@ -142,7 +142,26 @@ without resuming them; unavailable forms say why."
                                 (run "Read" `(:file_path ,(format "history://saved/%s/segment-0002.chat.org"
                                                                   id)))))
         (should (string-match-p "lists the saved sessions"
-                                (run "Read" '(:file_path "history://saved/no-such-session"))))))))
+                                (run "Read" '(:file_path "history://saved/no-such-session")))))
+      ;; Issue 42 item 7: without a live session, Grep over the saved
+      ;; sessions answers later (Emacs runs between sessions) and counts
+      ;; the ones it could not read.
+      (let ((broken (expand-file-name ".mevedel/sessions/broken-session" root)))
+        (make-directory broken t)
+        (with-temp-file (expand-file-name "session.sqlite" broken) (insert "not a database"))
+        (with-temp-buffer
+          (setq default-directory root)
+          (let* ((result nil)
+                 (mevedel-session-current nil))
+            (mevedel-pipeline-run-tool (mevedel-tool-get "Grep")
+                                       '(:pattern "It is 42" :path "history://saved"
+                                                  :output_mode "content")
+                                       (lambda (r) (setq result r)))
+            (should-not result)
+            (mevedel-test-wait-until result 30)
+            (should (string-match-p (regexp-quote (format "history://saved/%s/segment-0001.chat.org:" id))
+                                    result))
+            (should (string-search "1 saved session could not be read" result))))))))
 
 ;;;; A failed write
 
