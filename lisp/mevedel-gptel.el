@@ -830,23 +830,57 @@ body where gptel puts it."
                                     (substring text split)))
                   (list (substring text body-at)))))))))
 
+(defvar mevedel-gptel--body-files nil
+  "Request body files not yet deleted; Emacs deletes them when it exits.")
+
+(defvar mevedel-gptel--swept nil
+  "Non-nil once this Emacs deleted the body files of Emacsen that died.")
+
+(defun mevedel-gptel--body-prefix (pid)
+  "Return the name prefix of the body files of the Emacs with PID."
+  (expand-file-name (format "mevedel-request-%d-" pid) temporary-file-directory))
+
+(defun mevedel-gptel--sweep-bodies ()
+  "Delete the body files an Emacs killed while sending left behind."
+  (setq mevedel-gptel--swept t)
+  (dolist (file (directory-files temporary-file-directory t
+                                 "\\`mevedel-request-[0-9]+-"))
+    (let ((pid (string-to-number (substring (file-name-nondirectory file)
+                                            (length "mevedel-request-")))))
+      (unless (or (= pid (emacs-pid)) (process-attributes pid))
+        (ignore-errors (delete-file file))))))
+
 (defun mevedel-gptel--write-body (info parts)
-  "Write PARTS, the body of request INFO, to its body file; return the file.
-One file serves every request of a turn, made when the first is sent
-and deleted when the turn ends (`mevedel-gptel--end-requests')."
-  (let ((file (or (plist-get info :mevedel-body-file)
-                  (let ((new (make-temp-file "mevedel-request-")))
-                    (plist-put info :mevedel-body-file new)
-                    new)))
+  "Write PARTS, the body of request INFO, to a new file; return the file.
+It is deleted when curl exits (`mevedel-gptel--sentinel'), when the
+turn ends (`mevedel-gptel--end-requests'), or when Emacs does; one an
+Emacs killed outright left is deleted by the next that sends."
+  (mevedel-gptel--drop-body info)
+  (unless mevedel-gptel--swept (mevedel-gptel--sweep-bodies))
+  (let ((file (make-temp-file (mevedel-gptel--body-prefix (emacs-pid))))
         (coding-system-for-write 'no-conversion)
         (write-region-inhibit-fsync t)
         (create-lockfiles nil)
         (append nil))
+    (push file mevedel-gptel--body-files)
+    (plist-put info :mevedel-body-file file)
     (dolist (part parts)
       (write-region (if (multibyte-string-p part) (encode-coding-string part 'utf-8-unix) part)
                     nil file append 'silent)
       (setq append t))
     file))
+
+(defun mevedel-gptel--drop-body (info)
+  "Delete the body file of request INFO, if it has one."
+  (when-let* ((file (plist-get info :mevedel-body-file)))
+    (plist-put info :mevedel-body-file nil)
+    (setq mevedel-gptel--body-files (delete file mevedel-gptel--body-files))
+    (delete-file file)))
+
+(defun mevedel-gptel--drop-bodies ()
+  "Delete every request body file left (`kill-emacs-hook')."
+  (mapc #'delete-file mevedel-gptel--body-files)
+  (setq mevedel-gptel--body-files nil))
 
 (defun mevedel-gptel--request-config (get-config info uuid)
   "Return what curl is given for INFO and UUID: GET-CONFIG's text, body in a file.
@@ -890,13 +924,19 @@ the next request starts."
   (let ((info (gptel-fsm-info fsm)))
     (if (not (plist-get info :mevedel-attempt))
         (funcall get-response fsm)
-      (let ((started (plist-get info :mevedel-curl))
-            (command nil))
+      (let* ((started (plist-get info :mevedel-curl))
+             (command nil)
+             (backend (plist-get info :backend))
+             (curl-args (gptel-backend-curl-args backend)))
         (plist-put info :mevedel-curl nil)
-        (cl-letf* ((make-process (symbol-function 'make-process))
+        ;; gptel appends its own arguments to the backend's list in
+        ;; place, one more "--config -" per request: it gets a copy.
+        (cl-letf* (((gptel-backend-curl-args backend)
+                    (copy-sequence (if (functionp curl-args) (funcall curl-args) curl-args)))
+                   (make-process (symbol-function 'make-process))
                    ((symbol-function 'make-process)
                     (lambda (&rest args)
-                      (setq command (plist-get args :command))
+                      (setq command (copy-sequence (plist-get args :command)))
                       (if (and started (process-live-p started)
                                (equal (process-get started 'mevedel-command) command))
                           (prog1 started
@@ -911,9 +951,7 @@ the next request starts."
 (defun mevedel-gptel--end-requests (fsm)
   "Let go of what FSM's turn kept for its next request: its body file and curl."
   (when-let* ((info (gptel-fsm-info fsm)))
-    (when-let* ((file (plist-get info :mevedel-body-file)))
-      (plist-put info :mevedel-body-file nil)
-      (delete-file file))
+    (mevedel-gptel--drop-body info)
     (when-let* ((curl (plist-get info :mevedel-curl)))
       (plist-put info :mevedel-curl nil)
       (delete-process curl))))
@@ -1298,6 +1336,8 @@ failure as its error instead of reading as an answer."
   (let* ((fsm (car (alist-get process gptel--request-alist)))
          (info (and fsm (gptel-fsm-info fsm)))
          (buffer (process-buffer process)))
+    (when (and info (memq (process-status process) '(exit signal)))
+      (mevedel-gptel--drop-body info))
     (if (not (and info (plist-get info :mevedel-recovery)
                   (memq (process-status process) '(exit signal))
                   (buffer-live-p buffer)))
@@ -1640,6 +1680,7 @@ Its candidates leave the thoughts out; both are billed as output."
                  (gptel--ollama-update-tokens . mevedel-gptel--ollama-usage)))
   (advice-add function :before reader))
 (advice-add 'gptel-curl-get-response :around #'mevedel-gptel--get-response)
+(add-hook 'kill-emacs-hook #'mevedel-gptel--drop-bodies)
 
 (mapc #'mevedel-gptel--register (mevedel-tool-all))
 (add-hook 'mevedel-tool-registered-functions #'mevedel-gptel--register)

@@ -5,9 +5,10 @@
 ;; A tool loop against the scripted model whose requests outgrow a
 ;; pipe (64 KiB).  curl gets each request's body in a file, never on
 ;; its standard input, where Emacs would wait 20 ms each time it found
-;; the pipe full; the file is gone when the turn ends.  Every request
+;; the pipe full; each file is gone once curl exits.  Every request
 ;; after the first goes to a curl started while the previous one ran,
-;; and no curl outlives the turn.
+;; and no curl outlives the turn.  Body files an Emacs killed outright
+;; left are swept by the next Emacs that sends.
 
 ;;; Code:
 
@@ -38,7 +39,7 @@
                     (process-list)))
 
 (mevedel-e2e-deftest-matrix roundtrip-e2e:curl-reads-the-body-from-a-file
-  "Requests larger than a pipe reach curl in a file, deleted when the turn ends."
+  "Requests larger than a pipe reach curl in files, deleted once curl exits."
   (wire stream)
   (let* ((sent nil)
          (record (lambda (process string)
@@ -63,9 +64,9 @@
     ;; curl's standard input carries its config only, never a body.
     (should (= (length sent) 5))
     (should (< (apply #'max (mapcar #'string-bytes sent)) 2048))
-    (should (= (length files) 1))
-    (should (car files))
-    (should-not (file-exists-p (car files)))))
+    (should (= (length files) 5))
+    (should (cl-every #'stringp files))
+    (should-not (cl-some #'file-exists-p files))))
 
 (mevedel-e2e-deftest-matrix roundtrip-e2e:requests-go-to-a-curl-already-started
   "Each request after a turn's first goes to a curl started before it; none outlives the turn."
@@ -89,3 +90,26 @@
     (should-not (roundtrip-e2e--curls))))
 
 ;;; roundtrip-e2e-test.el ends here
+
+(ert-deftest roundtrip-e2e:bodies-of-a-killed-emacs-are-swept ()
+  "Body files an Emacs killed outright left are deleted by the next request's."
+  (let* ((temporary-file-directory (file-name-as-directory
+                                    (make-temp-file "mevedel-roundtrip-tmp-" t)))
+         (dead (let ((process (make-process :name "roundtrip-dead" :command '("true")
+                                            :noquery t)))
+                 (while (process-live-p process) (accept-process-output process 0.05))
+                 (process-id process)))
+         (left (make-temp-file (mevedel-gptel--body-prefix dead)))
+         (mine (make-temp-file (mevedel-gptel--body-prefix (emacs-pid))))
+         (mevedel-gptel--swept nil)
+         (mevedel-gptel--body-files nil)
+         (info (list :mevedel-attempt t)))
+    (unwind-protect
+        (let ((file (mevedel-gptel--write-body info '("{\"a\":" "1}"))))
+          (should-not (file-exists-p left))
+          (should (file-exists-p mine))
+          (should (equal (with-temp-buffer (insert-file-contents-literally file) (buffer-string))
+                         "{\"a\":1}"))
+          (mevedel-gptel--drop-body info)
+          (should-not (file-exists-p file)))
+      (delete-directory temporary-file-directory t))))
