@@ -80,9 +80,14 @@
 ;;   ("Prompt caching", "Provider history"); at DONE the request's
 ;;   messages become the history.  `gptel--create-prompt-buffer'
 ;;   (advice) copies only the text after the history's mark, and
-;;   `gptel-curl--get-config' (advice) leaves the history's saved
-;;   encoding out of the text it gives curl; `process-send-string'
-;;   (advice) sends that encoding in its place.
+;;   `gptel-curl--get-config' (advice) puts the history's saved
+;;   encoding into the body as it is, and gives curl the body in a
+;;   file instead of after the config on its standard input (a full
+;;   pipe stalls Emacs 20 ms).
+;; - `gptel-curl-get-response' (advice): in a turn, the curl of the
+;;   next request starts while a request runs, and gptel's
+;;   `make-process' (bound around the call) gets it back ("A started
+;;   curl").
 ;; - `gptel--anthropic-update-tokens' and the other backends'
 ;;   `gptel--BACKEND-update-tokens' (advice): each response's usage as
 ;;   the provider reported it (`mevedel-gptel-usage-functions').
@@ -460,6 +465,9 @@ See `mevedel-gptel-send-fsm'."
                              (WAIT :before ,#'mevedel-gptel--begin-attempt)
                              (TOOL :before ,#'mevedel-gptel--order-calls)
                              (DONE :before ,#'mevedel-gptel--record-history)
+                             (DONE :before ,#'mevedel-gptel--end-requests)
+                             (ERRS :before ,#'mevedel-gptel--end-requests)
+                             (ABRT :before ,#'mevedel-gptel--end-requests)
                              (RTRY :before ,#'mevedel-gptel--retry)
                              (ERRS :before ,#'mevedel-gptel--mark-incomplete)
                              (ABRT :before ,#'mevedel-gptel--cancel-retry))))
@@ -783,48 +791,170 @@ stays as it was first sent."
         ;; breakpoint inside the history would change its encoding.
         (plist-put info :mevedel-cache-end nil)))))
 
-(defvar mevedel-gptel--splice nil
-  "The request text curl is about to get, and what goes into it: (TEXT . PARTS).
-PARTS are the strings sent in its place, the encoded history among
-them (see `mevedel-gptel--request-config').")
+(defconst mevedel-gptel--data-option "data-binary = @-\n\n"
+  "Where gptel's curl config ends and the request body, read from stdin, begins.")
 
-(defun mevedel-gptel--request-config (get-config info uuid)
-  "Return what GET-CONFIG gives for INFO and UUID, replayed history left out.
-The history's messages were encoded when they were saved; only the
-messages after them are encoded for this request, which otherwise
-would encode the whole conversation (tens of milliseconds per
-megabyte) every time.  Sending the returned text sends the history in
-its place (`mevedel-gptel--send-string'), so the whole body is never
-copied into one string either."
+(defun mevedel-gptel--request-parts (get-config info uuid)
+  "Return curl's config for INFO and UUID without the body, and the body's parts.
+The result is (CONFIG . PARTS): GET-CONFIG's text (gptel's
+`gptel-curl--get-config') up to its data option, and the strings
+whose concatenation is the request body.  The replayed history's
+messages were encoded when they were saved; only the messages after
+them are encoded here, which otherwise would encode the whole
+conversation (tens of milliseconds per megabyte) every time, and the
+saved encoding is one of the parts, so the whole body is never copied
+into one string either.  Return nil when GET-CONFIG's text has no
+body where gptel puts it."
   (pcase-let* ((`(,count ,json ,replayed) (plist-get info :mevedel-prefix))
                (data (plist-get info :data))
-               (messages (plist-get data :messages)))
-    (if (not (and count (vectorp messages) (>= (length messages) count)
-                  (cl-loop for index below count
-                           always (eq (aref messages index) (aref replayed index)))))
-        (funcall get-config info uuid)
-      (let ((config (unwind-protect
-                        (progn (plist-put data :messages (substring messages count))
-                               (funcall get-config info uuid))
-                      (plist-put data :messages messages))))
-        (if-let* ((at (string-search "\"messages\":[" config)))
-            (let ((at (+ at (length "\"messages\":["))))
-              (setq mevedel-gptel--splice
-                    (cons config (delq nil (list (substring config 0 at) json
-                                                 (and (> (length messages) count) ",")
-                                                 (substring config at)))))
-              config)
-          (funcall get-config info uuid))))))
+               (messages (plist-get data :messages))
+               (spliced (and count (vectorp messages) (>= (length messages) count)
+                             (cl-loop for index below count
+                                      always (eq (aref messages index) (aref replayed index)))))
+               (text (if spliced
+                         (unwind-protect
+                             (progn (plist-put data :messages (substring messages count))
+                                    (funcall get-config info uuid))
+                           (plist-put data :messages messages))
+                       (funcall get-config info uuid)))
+               (data-at (string-search mevedel-gptel--data-option text)))
+    (when data-at
+      (let* ((body-at (+ data-at (length mevedel-gptel--data-option)))
+             (messages-at (and spliced (string-search "\"messages\":[" text body-at)))
+             (split (and messages-at (+ messages-at (length "\"messages\":[")))))
+        (when (or split (not spliced))
+          (cons (substring text 0 data-at)
+                (if split
+                    (delq nil (list (substring text body-at split) json
+                                    (and (> (length messages) count) ",")
+                                    (substring text split)))
+                  (list (substring text body-at)))))))))
 
-(defun mevedel-gptel--send-string (send process string)
-  "Apply SEND to PROCESS and STRING, or to the parts STRING stands for.
-See `mevedel-gptel--request-config'."
-  (if (and mevedel-gptel--splice (eq string (car mevedel-gptel--splice)))
-      (let ((parts (cdr mevedel-gptel--splice)))
-        (setq mevedel-gptel--splice nil)
-        (dolist (part parts)
-          (funcall send process part)))
-    (funcall send process string)))
+(defvar mevedel-gptel--body-files nil
+  "Request body files not yet deleted; Emacs deletes them when it exits.")
+
+(defvar mevedel-gptel--swept nil
+  "Non-nil once this Emacs deleted the body files of Emacsen that died.")
+
+(defun mevedel-gptel--body-prefix (pid)
+  "Return the name prefix of the body files of the Emacs with PID."
+  (expand-file-name (format "mevedel-request-%d-" pid) temporary-file-directory))
+
+(defun mevedel-gptel--sweep-bodies ()
+  "Delete the body files an Emacs killed while sending left behind."
+  (setq mevedel-gptel--swept t)
+  (dolist (file (directory-files temporary-file-directory t
+                                 "\\`mevedel-request-[0-9]+-"))
+    (let ((pid (string-to-number (substring (file-name-nondirectory file)
+                                            (length "mevedel-request-")))))
+      (unless (or (= pid (emacs-pid)) (process-attributes pid))
+        (ignore-errors (delete-file file))))))
+
+(defun mevedel-gptel--write-body (info parts)
+  "Write PARTS, the body of request INFO, to a new file; return the file.
+It is deleted when curl exits (`mevedel-gptel--sentinel'), when the
+turn ends (`mevedel-gptel--end-requests'), or when Emacs does; one an
+Emacs killed outright left is deleted by the next that sends."
+  (mevedel-gptel--drop-body info)
+  (unless mevedel-gptel--swept (mevedel-gptel--sweep-bodies))
+  (let ((file (make-temp-file (mevedel-gptel--body-prefix (emacs-pid))))
+        (coding-system-for-write 'no-conversion)
+        (write-region-inhibit-fsync t)
+        (create-lockfiles nil)
+        (append nil))
+    (push file mevedel-gptel--body-files)
+    (plist-put info :mevedel-body-file file)
+    (dolist (part parts)
+      (write-region (if (multibyte-string-p part) (encode-coding-string part 'utf-8-unix) part)
+                    nil file append 'silent)
+      (setq append t))
+    file))
+
+(defun mevedel-gptel--drop-body (info)
+  "Delete the body file of request INFO, if it has one."
+  (when-let* ((file (plist-get info :mevedel-body-file)))
+    (plist-put info :mevedel-body-file nil)
+    (setq mevedel-gptel--body-files (delete file mevedel-gptel--body-files))
+    (delete-file file)))
+
+(defun mevedel-gptel--drop-bodies ()
+  "Delete every request body file left (`kill-emacs-hook')."
+  (mapc #'delete-file mevedel-gptel--body-files)
+  (setq mevedel-gptel--body-files nil))
+
+(defun mevedel-gptel--request-config (get-config info uuid)
+  "Return what curl is given for INFO and UUID: GET-CONFIG's text, body in a file.
+In a mevedel turn curl reads the body from a file
+\(`mevedel-gptel--write-body'), not after the config on its standard
+input: a pipe holds 64 KiB, and Emacs, finding it full, waits 20 ms
+before it writes again, every 64 KiB, while curl, just started, has
+not read yet; nearly every request of a conversation is larger.  The
+body is built as `mevedel-gptel--request-parts' says."
+  (if-let* (((plist-get info :mevedel-attempt))
+            (request (mevedel-gptel--request-parts get-config info uuid)))
+      (concat (car request)
+              (format "data-binary = %S\n"
+                      (concat "@" (mevedel-gptel--write-body info (cdr request)))))
+    (funcall get-config info uuid)))
+
+;;;; A started curl
+
+;; curl takes milliseconds to start (it loads a dozen libraries), most
+;; of a round trip to a nearby server, and gptel starts one per
+;; request.  It starts curl first and gives it the request on its
+;; standard input: a curl started earlier, waiting, can take it.  While
+;; a request of a turn runs, the curl of the next one starts; the next
+;; request of the turn gives it its config.  It is the same program
+;; with the same arguments, so nothing of how a request is sent
+;; changes.
+
+(defun mevedel-gptel--start-curl (command)
+  "Start curl with COMMAND, to wait for a request's config; return its process."
+  (let ((process (make-process :name "gptel-curl" :buffer nil :command command
+                               :connection-type 'pipe :noquery t :sentinel #'ignore)))
+    ;; `process-command' names the program by its absolute file name.
+    (process-put process 'mevedel-command command)
+    process))
+
+(defun mevedel-gptel--get-response (get-response fsm)
+  "Apply GET-RESPONSE to FSM, giving it the curl its turn started.
+In a mevedel turn the request's curl is the one started while the
+previous request ran, when its command is the same; then the curl of
+the next request starts."
+  (let ((info (gptel-fsm-info fsm)))
+    (if (not (plist-get info :mevedel-attempt))
+        (funcall get-response fsm)
+      (let* ((started (plist-get info :mevedel-curl))
+             (command nil)
+             (backend (plist-get info :backend))
+             (curl-args (gptel-backend-curl-args backend)))
+        (plist-put info :mevedel-curl nil)
+        ;; gptel appends its own arguments to the backend's list in
+        ;; place, one more "--config -" per request: it gets a copy.
+        (cl-letf* (((gptel-backend-curl-args backend)
+                    (copy-sequence (if (functionp curl-args) (funcall curl-args) curl-args)))
+                   (make-process (symbol-function 'make-process))
+                   ((symbol-function 'make-process)
+                    (lambda (&rest args)
+                      (setq command (copy-sequence (plist-get args :command)))
+                      (if (and started (process-live-p started)
+                               (equal (process-get started 'mevedel-command) command))
+                          (prog1 started
+                            (set-process-buffer started (plist-get args :buffer))
+                            (setq started nil))
+                        (apply make-process args)))))
+          (funcall get-response fsm))
+        (when started (delete-process started))
+        (when command
+          (plist-put info :mevedel-curl (mevedel-gptel--start-curl command)))))))
+
+(defun mevedel-gptel--end-requests (fsm)
+  "Let go of what FSM's turn kept for its next request: its body file and curl."
+  (when-let* ((info (gptel-fsm-info fsm)))
+    (mevedel-gptel--drop-body info)
+    (when-let* ((curl (plist-get info :mevedel-curl)))
+      (plist-put info :mevedel-curl nil)
+      (delete-process curl))))
 
 ;;;; Attempts and retries
 
@@ -1206,6 +1336,8 @@ failure as its error instead of reading as an answer."
   (let* ((fsm (car (alist-get process gptel--request-alist)))
          (info (and fsm (gptel-fsm-info fsm)))
          (buffer (process-buffer process)))
+    (when (and info (memq (process-status process) '(exit signal)))
+      (mevedel-gptel--drop-body info))
     (if (not (and info (plist-get info :mevedel-recovery)
                   (memq (process-status process) '(exit signal))
                   (buffer-live-p buffer)))
@@ -1538,7 +1670,6 @@ Its candidates leave the thoughts out; both are billed as output."
 (advice-add 'gptel--parse-tool-results :around #'mevedel-gptel--parse-tool-results)
 (advice-add 'gptel--parse-buffer :around #'mevedel-gptel--parse-buffer)
 (advice-add 'gptel-curl--get-config :around #'mevedel-gptel--request-config)
-(advice-add 'process-send-string :around #'mevedel-gptel--send-string)
 (advice-add 'gptel--create-prompt-buffer :around #'mevedel-gptel--create-prompt-buffer)
 (pcase-dolist (`(,function . ,reader)
                '((gptel--anthropic-update-tokens . mevedel-gptel--anthropic-usage)
@@ -1548,6 +1679,8 @@ Its candidates leave the thoughts out; both are billed as output."
                  (gptel--bedrock-update-tokens . mevedel-gptel--bedrock-usage)
                  (gptel--ollama-update-tokens . mevedel-gptel--ollama-usage)))
   (advice-add function :before reader))
+(advice-add 'gptel-curl-get-response :around #'mevedel-gptel--get-response)
+(add-hook 'kill-emacs-hook #'mevedel-gptel--drop-bodies)
 
 (mapc #'mevedel-gptel--register (mevedel-tool-all))
 (add-hook 'mevedel-tool-registered-functions #'mevedel-gptel--register)

@@ -113,8 +113,9 @@
   "Build CHAT's next request as a turn does, and its body; return the body.
 The request is made as `mevedel-chat--start-turn' makes it, without
 sending (gptel's dry run), then made ready to send as the turn's
-state machine does on WAIT, then encoded as curl gets it.  Return the
-strings sent to curl, in order: the history's encoding is one."
+state machine does on WAIT, then encoded as curl gets it.  Return
+curl's config and the body's parts, in order: the history's encoding
+is one.  Writing them to the file curl reads is sending, not timed."
   (with-current-buffer (mevedel-chat-data-buffer chat)
     (goto-char (point-max))
     (let* ((fsm (gptel-request nil
@@ -128,10 +129,7 @@ strings sent to curl, in order: the history's encoding is one."
                   :fsm (mevedel-chat--make-fsm)
                   :dry-run t)))
       (mevedel-gptel--prepare-request fsm)
-      (let* ((config (gptel-curl--get-config (gptel-fsm-info fsm) "bench"))
-             (parts (and (eq (car mevedel-gptel--splice) config) (cdr mevedel-gptel--splice))))
-        (setq mevedel-gptel--splice nil)
-        (or parts (list config))))))
+      (mevedel-gptel--request-parts #'gptel-curl--get-config (gptel-fsm-info fsm) "bench"))))
 
 (let* ((root (file-name-as-directory (make-temp-file "mevedel-bench-request-" t)))
        (chat (mevedel-chat-get-create root))

@@ -1,0 +1,137 @@
+;;; roundtrip-bench.el --- Time per tool round trip of a headless turn  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; Issue 38's overhead per tool round trip: a headless turn
+;; (`bin/mevedel -p', the real gptel, streaming Anthropic) in which the
+;; scripted model asks for 30 Reads, one at a time.  The figure is the
+;; time from the first request's arrival at the server to the 31st's,
+;; over 30: each interval is the server's answer, curl, gptel's stream
+;; parser, the pipeline running Read, and the next request built and
+;; handed to curl; Emacs's start and the session's saving are not in
+;; it.  Median of three turns.  Peer: 30 requests of the same size,
+;; each to a curl started for it (the body on its standard input, as
+;; gptel gives it), against the same server, nothing else: what one
+;; curl per request costs.
+;;
+;; Where the time went (before this bench's changes; profiled with
+;; mevedel byte-compiled, gptel as fetched, 2 cores, load 1): 20.9 ms
+;; per round trip, 10 ms while the request was under 64 KiB and 28 ms
+;; above.  gptel writes the body after curl's config on curl's standard
+;; input, a 64 KiB pipe, and Emacs waits 20 ms each time it finds the
+;; pipe full; curl now reads the body from a file.  Of the 10 ms: from
+;; curl's start to its first output 7.3-9 (the server 1.3-1.7,
+;; starting curl about 5: it loads a dozen libraries), gptel's stream
+;; parser 0.5-1.5, the tool and the next request 2-3.  The curl of a
+;; turn's next request now starts while the current one runs.  Encoding
+;; the growing request and writing it took 0.65 ms at 120 KB;
+;; transcript writes and fsyncs did not show in the profile (a
+;; headless turn has no view).
+
+;;; Code:
+
+(require 'mevedel-bench-lib)
+(require 'mevedel-test-helpers)
+(require 'mevedel)
+(require 'mevedel-scripted-model)
+
+(defconst roundtrip-bench--calls 30
+  "Read calls in the turn.")
+
+(defun roundtrip-bench--script ()
+  "Write the script of a turn of sequential Reads; return its file."
+  (let ((file (make-temp-file "mevedel-roundtrip-bench-" nil ".json")))
+    (with-temp-file file
+      (insert (json-encode
+               `((steps . ,(vconcat
+                            (cl-loop for n below roundtrip-bench--calls
+                                     collect `((tool_calls . [((name . "Read")
+                                                               (arguments . ((file_path . ,(format "{{root}}f%d.txt" (% n 3))))))])))
+                            '(((text . "Done.")))))))))
+    file))
+
+(defun roundtrip-bench--init (port)
+  "Write an init file for a streaming Anthropic backend at 127.0.0.1:PORT."
+  (let ((file (make-temp-file "mevedel-roundtrip-bench-init" nil ".el")))
+    (with-temp-file file
+      (prin1 `(progn
+                (require 'gptel)
+                (require 'gptel-anthropic)
+                (setq gptel-model 'scripted-model
+                      gptel-stream t
+                      gptel-backend
+                      (gptel-make-anthropic "bench scripted"
+                        :host ,(format "127.0.0.1:%d" port) :protocol "http"
+                        :endpoint "/v1/messages" :stream t :key "scripted"
+                        :models '((scripted-model :capabilities (tool-use media cache)))
+                        :curl-args '("--noproxy" "127.0.0.1"))))
+             (current-buffer)))
+    file))
+
+(defun roundtrip-bench--turn ()
+  "Run one headless turn of Reads; return ms per round trip and the last body."
+  (let* ((root (file-name-as-directory (make-temp-file "mevedel-roundtrip-bench-ws-" t)))
+         (script (roundtrip-bench--script))
+         (server (mevedel-scripted-model-start script :vars `(("root" . ,root)) :delay 0))
+         (init (roundtrip-bench--init (mevedel-scripted-model-port server)))
+         (process-environment (cons (concat "EMACS=" (expand-file-name invocation-name
+                                                                       invocation-directory))
+                                    process-environment)))
+    (unwind-protect
+        (progn
+          (dotimes (n 3)
+            (with-temp-file (expand-file-name (format "f%d.txt" n) root)
+              (dotimes (line 60) (insert (format "  line %d of file %d: some text to read  \n"
+                                                 line n)))))
+          (unless (zerop (call-process (expand-file-name "bin/mevedel" mevedel-test-root)
+                                       nil nil nil "--config" init "--dir" root
+                                       "-p" "Read the files one at a time."))
+            (error "Bench tool-roundtrip: the headless turn failed"))
+          (let* ((log (mevedel-scripted-model-log server))
+                 (times (mapcar (lambda (entry) (alist-get 't entry)) log)))
+            (unless (and (= (length times) (1+ roundtrip-bench--calls)) (cl-every #'numberp times))
+              (error "Bench tool-roundtrip: %d requests arrived, not %d"
+                     (length times) (1+ roundtrip-bench--calls)))
+            (list (/ (* 1000 (- (car (last times)) (car times))) roundtrip-bench--calls)
+                  (json-encode (alist-get 'body (car (last log)))))))
+      (mevedel-scripted-model-stop server)
+      (dolist (file (list script init)) (delete-file file))
+      (delete-directory root t))))
+
+(defun roundtrip-bench--bare-curl (body)
+  "Send BODY to a scripted server 30 times, a curl each; return ms per request.
+The server answers each as it answers the turn's last request."
+  (let* ((script (make-temp-file "mevedel-roundtrip-bench-answer-" nil ".json"
+                                 "{\"steps\": [{\"text\": \"Done.\"}], \"repeat\": true}"))
+         (server (mevedel-scripted-model-start script :delay 0))
+         (url (format "http://127.0.0.1:%d/v1/messages" (mevedel-scripted-model-port server)))
+         (body (encode-coding-string body 'utf-8)))
+    (unwind-protect
+        (/ (* 1000 (mevedel-bench-seconds
+                     (dotimes (_ roundtrip-bench--calls)
+                       (let* ((done nil)
+                              (process (make-process
+                                        :name "roundtrip-bench-curl" :buffer nil
+                                        :command (list "curl" "--silent" "--noproxy" "127.0.0.1"
+                                                       "-N" "-D-" "-XPOST" "-H"
+                                                       "Content-Type: application/json"
+                                                       "--data-binary" "@-" url)
+                                        :connection-type 'pipe :noquery t
+                                        :filter #'ignore
+                                        :sentinel (lambda (_process _event) (setq done t)))))
+                         (process-send-string process body)
+                         (process-send-eof process)
+                         (while (not done) (accept-process-output process 0.05))))))
+           roundtrip-bench--calls)
+      (mevedel-scripted-model-stop server)
+      (delete-file script))))
+
+(let* ((turns (cl-loop repeat 3 collect (roundtrip-bench--turn)))
+       (ours (mevedel-bench-percentile (mapcar #'car turns) 50))
+       (body (cadr (car turns)))
+       (peer (roundtrip-bench--bare-curl body)))
+  (mevedel-bench-describe "a headless turn (bin/mevedel -p, gptel streaming Anthropic) of %d sequential Read calls of 60-line files against the scripted model (no pause between chunks); figure: time from the first request's arrival at the server to the last's, per round trip (answer, curl, gptel's parser, Read through the pipeline, the next request built and sent; the request grows to %.0f KB), median of 3 turns; peer: one curl started per request, sending the last request's body to the same server, nothing else; goal <= 5 ms"
+                          roundtrip-bench--calls (/ (length body) 1e3))
+  (mevedel-bench-report "tool-roundtrip-30-reads" ours "ms" "curl-per-request" peer))
+
+;;; roundtrip-bench.el ends here
