@@ -346,6 +346,13 @@ gives it (`mevedel-chat-store'), never in the session's."
 (defvar-local mevedel-chat--owner nil
   "The chat owning this data buffer.")
 
+(defsubst mevedel-chat-of-buffer (buffer)
+  "Return the chat whose data buffer is BUFFER, or nil.
+Inline: the permission hooks ask it for every tool call."
+  (and (buffer-live-p buffer)
+       (let ((chat (buffer-local-value 'mevedel-chat--owner buffer)))
+         (and (mevedel-chat-p chat) chat))))
+
 (defun mevedel-chat--data-buffer-killed ()
   "Forget the chat whose data buffer is being killed, aborting its turn.
 A root chat is saved and its session closed; a child agent's chat
@@ -1312,13 +1319,6 @@ update, so a later one with the same ID and KEY replaces it.  Return
     (setf (mevedel-chat-updates chat) (nreverse (mevedel-chat-updates chat)))))
 
 ;;;; Tools, permissions and the pipeline
-
-(defsubst mevedel-chat-of-buffer (buffer)
-  "Return the chat whose data buffer is BUFFER, or nil.
-Inline: the permission hooks ask it for every tool call."
-  (and (buffer-live-p buffer)
-       (let ((chat (buffer-local-value 'mevedel-chat--owner buffer)))
-         (and (mevedel-chat-p chat) chat))))
 
 (defun mevedel-chat-permission-mode (chat)
   "Return the permission mode of CHAT's session."
