@@ -171,7 +171,7 @@ None has the main agent's `identity': each role's prompt says what it is."
             :description "Implementation, commands and debugging of one bounded task; may delegate."
             :system-components (list 'tool-guidance 'environment 'workspace-instructions
                                      'memory-index 'resource-roster 'skills-roster
-                                     mevedel-agent-roles--reporting)
+                                     'agent-roles mevedel-agent-roles--reporting)
             :prompt mevedel-agent-roles--worker-prompt
             :tools (append read '("StopExecution" "ListExecutions" "ApplyPatch"
                                   "Skill" "Agent"))
@@ -180,7 +180,7 @@ None has the main agent's `identity': each role's prompt says what it is."
       (list :name "explorer" :source 'builtin
             :description "Read-only investigation returning a compact report; may delegate to workers."
             :system-components (list 'tool-guidance 'environment 'workspace-instructions
-                                     'resource-roster 'skills-roster
+                                     'resource-roster 'skills-roster 'agent-roles
                                      mevedel-agent-roles--reporting)
             :prompt mevedel-agent-roles--explorer-prompt
             :tools (append read '("Skill" "Agent"))
@@ -444,7 +444,9 @@ Signal a role error naming FILE and the line at fault."
     (plist-put role :delegate (or (eq tools t) (and (member "Agent" tools) t)))
     (unless (plist-member role :system-components)
       (plist-put role :system-components
-                 (list 'identity 'tool-guidance 'environment 'workspace-instructions)))
+                 (append (list 'identity 'tool-guidance 'environment 'workspace-instructions)
+                         ;; The roles and tiers its Agent calls may name.
+                         (and (plist-get role :delegate) (list 'agent-roles)))))
     role))
 
 (defun mevedel-agent-roles--cached-parse (file origin)

@@ -791,7 +791,7 @@ ON-DONE and BACKGROUND are as for `mevedel-chat-send'."
         (setq-local gptel-backend backend
                     gptel-model model
                     gptel-system-prompt (mevedel-chat--system-text chat)
-                    gptel-tools (mevedel-gptel-request-tools (mevedel-chat-tools chat))))
+                    gptel-tools (mevedel-chat-tools chat)))
       (goto-char (point-max))
       (let ((start (point))
             (mail (let ((mevedel-chat-turn-text (unless background text)))

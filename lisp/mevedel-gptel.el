@@ -407,23 +407,6 @@ Specialists stay out of the provider schemas; the model reaches them
 through ToolSearch and ToolCall (see `mevedel-tool-native-p')."
   (delq nil (mapcar #'mevedel-tool-gptel-tool (mevedel-tool-native-tools))))
 
-(defun mevedel-gptel-request-tools (tools)
-  "Return TOOLS as offered by a request from the current buffer.
-A tool declared with :request-args is replaced by a copy carrying the
-arguments its function gives here (the Agent tool lists the buffer's
-roles and model tiers this way); the registered tool, shared by every
-buffer, is never changed."
-  (mapcar (lambda (tool)
-            (if-let* ((declared (mevedel-tool-get (gptel-tool-name tool)
-                                                  (gptel-tool-category tool)))
-                      (function (mevedel-tool-request-args declared))
-                      (args (funcall function)))
-                (let ((copy (gptel--copy-tool tool)))
-                  (setf (gptel-tool-args copy) args)
-                  copy)
-              tool))
-          tools))
-
 ;;;; Turns
 
 ;; A mevedel turn runs gptel-send's state machine with one more state,

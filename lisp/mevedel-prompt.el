@@ -54,7 +54,7 @@
 
 (defcustom mevedel-system-components
   '(identity tool-guidance environment workspace-instructions memory-index
-             journal-map resource-roster skills-roster)
+             journal-map resource-roster skills-roster agent-roles)
   "Prompt components of a main session, in order.
 Each entry is a component symbol (`mevedel-prompt-define-component'),
 a string (literal text), or (NAME :file PATH) / (NAME :text STRING)."

@@ -7,9 +7,12 @@
 
 ;; The collaboration tools over the agent runtime
 ;; (mevedel-agent.el): their declarations, handlers and
-;; renderers.  The calling agent is the one whose data buffer runs the
-;; call.  Agent rows are one-line handles (path, role, status, tool
-;; calls, verdict) that the runtime updates as the child works.
+;; renderers, and the `agent-roles' prompt component that tells the
+;; model which roles and tiers the Agent tool accepts (not its schema,
+;; which stays the same for a session: ADR 0026).  The calling agent is
+;; the one whose data buffer runs the call.  Agent rows are one-line
+;; handles (path, role, status, tool calls, verdict) that the runtime
+;; updates as the child works.
 
 ;;; Code:
 
@@ -20,6 +23,7 @@
 (require 'mevedel-gptel)
 (require 'mevedel-chat)
 (require 'mevedel-pipeline)
+(require 'mevedel-prompt)
 (require 'mevedel-ptc)
 (require 'mevedel-sandbox)
 (require 'mevedel-tool-registry)
@@ -121,7 +125,6 @@ agents are active; it starts when one settles)" path mevedel-agent-capacity)
 
 (mevedel-define-tool Agent
   :native t
-  :request-args #'mevedel-tool-agent-request-args
   :description (concat
                 "Start a retained child agent on a task; it works in parallel with you and its \
 final answer reaches you as a RESULT message (wait for it with WaitAgent, or finish and be woken). \
@@ -132,9 +135,12 @@ context: none (default), all (your whole conversation), summary (a handoff summa
 number of recent turns. Manual: " mevedel-tool-agent-manual-address)
   :args ((task_name string :required "A short name for the task; it becomes the agent's path")
          (message string :required "The complete task for the child")
-         (role string :optional "A named role; omit for the default role, which inherits yours")
+         (role string :optional
+               "A role of the prompt's agent roles; omit for the default role, which \
+inherits yours")
          (context string :optional "none (default), all, summary, or a number of turns as a string")
-         (model string :optional "A model tier or BACKEND:MODEL; omit to inherit")
+         (model string :optional
+                "A model tier of the prompt's agent roles, or BACKEND:MODEL; omit to inherit")
          (effort string :optional "Reasoning effort; omit to inherit")
          (working_directory string :optional
                             "An existing directory in the workspace or one of its Git worktrees"))
@@ -144,49 +150,31 @@ number of recent turns. Manual: " mevedel-tool-agent-manual-address)
   :function #'mevedel-tool-agent-spawn
   :renderer #'mevedel-tool-agent-render)
 
-;;;; The Agent schema of a buffer's requests
+;;;; The roles and tiers the model may name
 
-(defvar mevedel-tool-agent--schema nil
-  "(KEY . ARGS): the Agent arguments made last, KEY its roles and tiers.
-A request whose buffer has the same roster and tiers reuses ARGS.")
+(defun mevedel-tool-agent-roster (chat)
+  "Return the text of the `agent-roles' prompt component for CHAT.
+It lists the roles of CHAT's workspace (built-ins, `mevedel-agent-roles',
+.mevedel/agents and .claude/agents files) and the model tiers.  They
+are not in the Agent tool's schema: the tools go before every message
+of a request, so a role file added during a session would break the
+provider's cached prefix; as a component, the change is appended as a
+context update.  Role files are read through the roles module's cache."
+  (concat "Agent roles (the Agent tool's role; omit it for the default role, which \
+inherits yours):\n"
+          (mapconcat (lambda (role)
+                       (format "- %s: %s" (car role)
+                               (mevedel-tool-render-shorten (or (cdr role) "") 160)))
+                     (mevedel-agent-role-roster (mevedel-prompt-workspace chat))
+                     "\n")
+          "\nModel tiers (the Agent tool's model, or BACKEND:MODEL): "
+          (if-let* ((tiers (mevedel-agent-tier-names)))
+              (string-join tiers ", ")
+            "none configured")))
 
-(defun mevedel-tool-agent--schema-args (roles tiers)
-  "Return the Agent tool's gptel arguments listing ROLES and TIERS.
-ROLES is ((NAME . DESCRIPTION) ...), TIERS a list of tier names."
-  (mapcar
-   (lambda (arg)
-     (let ((arg (copy-sequence arg)))
-       (pcase (plist-get arg :name)
-         ("role"
-          (plist-put (plist-put arg :enum (vconcat (mapcar #'car roles)))
-                     :description
-                     (concat "A named role; omit it for the default role, which inherits yours. \
-Roles: "
-                             (mapconcat (lambda (role)
-                                          (format "%s (%s)" (car role)
-                                                  (mevedel-tool-render-shorten
-                                                   (or (cdr role) "") 120)))
-                                        roles "; "))))
-         ("model"
-          (plist-put arg :description
-                     (concat "A model tier or BACKEND:MODEL; omit it to inherit. Tiers: "
-                             (if tiers (string-join tiers ", ") "none configured"))))
-         (_ arg))))
-   (mevedel-tool-gptel-args (mevedel-tool-get "Agent"))))
-
-(defun mevedel-tool-agent-request-args ()
-  "Return the Agent arguments for the requests of the current data buffer.
-They list the roles of its workspace (built-ins, `mevedel-agent-roles',
-.mevedel/agents and .claude/agents files) and the model tiers.  Role
-files are read through the roles module's cache, and the arguments
-are made again only when the roster or the tiers changed."
-  (when-let* ((chat (mevedel-chat-of-buffer (current-buffer))))
-    (let ((key (cons (mevedel-agent-role-roster (mevedel-chat-root chat))
-                     (mevedel-agent-tier-names))))
-      (unless (equal (car mevedel-tool-agent--schema) key)
-        (setq mevedel-tool-agent--schema
-              (cons key (mevedel-tool-agent--schema-args (car key) (cdr key)))))
-      (cdr mevedel-tool-agent--schema))))
+(mevedel-prompt-define-component
+ 'agent-roles :function #'mevedel-tool-agent-roster
+ :doc "agent roles and model tiers the Agent tool accepts")
 
 ;;;; SendMessage
 

@@ -70,7 +70,7 @@
     ;; Permissions
     :check-permission :get-path :get-paths :get-domain :grant-request :review
     ;; Loading, grouping and where the tool is offered
-    :category :groups :wrap :native :root-only :standalone :plan :request-args
+    :category :groups :wrap :native :root-only :standalone :plan
     ;; A contract given as JSON Schema text instead of :args (MCP tools)
     :input-schema
     ;; Display and output
@@ -100,7 +100,7 @@
   read-only-p snapshot-p async-p
   check-permission get-path get-paths get-domain grant-request review
   wrap max-result-size render-transform renderer
-  native root-only standalone plan request-args
+  native root-only standalone plan
   ;; Built by registration:
   identity handle provider-schema gptel-args shape arg-keys gptel-tool)
 
@@ -242,10 +242,11 @@ ToolCall program may call it only as its whole expression) :plan (what
 Plan mode does with its calls: a function of the stamp's kind, the
 arguments and the call's context returning Plan's verdict, nil for the
 usual decision; without it Plan denies the calls unless the tool is
-read-only or its own check finds them harmless, see mevedel-plan.el)
-:request-args (a function called in a request's data buffer returning
-the gptel argument plists that request offers, or nil for the
-registered ones).
+read-only or its own check finds them harmless, see mevedel-plan.el).
+The description and arguments are fixed when the tool is declared:
+they go before every message of every request, so a fact that
+changes during a session (roles, skills, servers) belongs in a prompt
+component, whose changes are appended as context updates.
 Display and output: :summary (default: the description's first
 sentence, at most 160 characters) :max-result-size (a positive
 integer: longer results are previewed and persisted, see
@@ -423,8 +424,7 @@ Without CATEGORY, return the first tool named NAME in registration order."
         (review (plist-get properties :review))
         (renderer (plist-get properties :renderer))
         (groups (plist-get properties :groups))
-        (plan (plist-get properties :plan))
-        (request-args (plist-get properties :request-args)))
+        (plan (plist-get properties :plan)))
     (when (and (plist-get properties :native) (plist-get properties :wrap))
       (mevedel-tool--declaration-error
        name ":native needs mevedel's own implementation; a :wrap tool is a specialist \
@@ -432,9 +432,6 @@ Without CATEGORY, return the first tool named NAME in registration order."
     ;; A function's name may be declared before the function is defined.
     (unless (or (symbolp plan) (functionp plan))
       (mevedel-tool--declaration-error name ":plan must be a function, not %S" plan))
-    (unless (or (symbolp request-args) (functionp request-args))
-      (mevedel-tool--declaration-error
-       name ":request-args must be a function, not %S" request-args))
     (unless (and (proper-list-p groups)
                  (cl-every (lambda (g) (or (stringp g) (and g (symbolp g)))) groups))
       (mevedel-tool--declaration-error
@@ -541,7 +538,6 @@ module loaded, it is registered at once and the tool returned."
                 :root-only (and (plist-get properties :root-only) t)
                 :standalone (and (plist-get properties :standalone) t)
                 :plan (plist-get properties :plan)
-                :request-args (plist-get properties :request-args)
                 :identity identity
                 :handle (nth 0 compiled)
                 :provider-schema (mevedel-tool--json-parse (nth 1 compiled))
@@ -635,7 +631,9 @@ KIND is `contracts' (one to three matches, full contracts), `shapes'
   "Names of further registered tools to offer natively, as provider tools.
 For a tool of your own that the model should see in every request
 instead of finding it through ToolSearch; each one added changes the
-provider schemas, so keep it short."
+provider schemas, so keep it short.  An MCP server's tool (category
+mcp) is never offered so: servers list tools during a session, and
+the provider schemas must stay the same for a session's life."
   :type '(repeat string)
   :group 'mevedel-tool)
 
@@ -649,7 +647,8 @@ Every other tool is a specialist: the model finds it with ToolSearch,
 sees it in the conversation's specialist listing and calls it through
 ToolCall."
   (or (mevedel-tool-native tool)
-      (member (mevedel-tool-name tool) mevedel-tool-native-extras)))
+      (and (member (mevedel-tool-name tool) mevedel-tool-native-extras)
+           (not (equal (mevedel-tool-category tool) "mcp")))))
 
 (defvar-local mevedel-tool-offered nil
   "Names of the tools this data buffer's model is offered, or nil for all.

@@ -338,17 +338,9 @@ Body.
             (should-not (member "one" (mevedel-agent-role-names ws))))
         (advice-remove 'mevedel-agent-roles--front-matter 'count)))))
 
-;;;; The Agent schema of each buffer's requests
+;;;; The roles and tiers the model is told of
 
-(defun agent-roles-test--agent-arg (chat name)
-  "Return the Agent argument NAME a request of CHAT offers."
-  (with-current-buffer (mevedel-chat-data-buffer chat)
-    (cl-find name (gptel-tool-args (cl-find "Agent" (mevedel-gptel-request-tools
-                                                     (mevedel-chat-tools chat))
-                                            :key #'gptel-tool-name :test #'equal))
-             :key (lambda (arg) (plist-get arg :name)) :test #'equal)))
-
-(ert-deftest mevedel-agent-roles:a-requests-agent-schema-lists-its-roles-and-tiers ()
+(ert-deftest mevedel-agent-roles:the-prompt-lists-roles-and-tiers-the-agent-schema-none ()
   (require 'mevedel)
   (mevedel--load)
   (require 'mevedel-tool-agent)
@@ -359,52 +351,62 @@ Body.
                              "---\nname: code-reviewer\ndescription: Reviews code\n---\nReview.\n")
     (let* ((other (make-temp-file "roles-other" t))
            (mevedel-agent-tiers '((fast) (deep :effort high)))
-           (mevedel-tool-agent--schema nil)
            (registered (mevedel-tool-gptel-tool (mevedel-tool-get "Agent")))
-           (before (copy-tree (gptel-tool-args registered) t))
+           (schema (copy-tree (gptel-tool-args registered) t))
            (chat (mevedel-chat-get-create ws))
-           (elsewhere (mevedel-chat-get-create other)))
+           (elsewhere (mevedel-chat-get-create other))
+           (roster (lambda (chat)
+                     (nth 2 (car (mevedel-prompt-render chat '(agent-roles))))))
+           (update (lambda ()
+                     (prog1 (cl-find-if (lambda (block)
+                                          (string-search "component=\"agent-roles\"" block))
+                                        (mevedel-prompt-context-updates chat))
+                       (mevedel-prompt-note-accepted chat)))))
       (unwind-protect
-          (let ((role (agent-roles-test--agent-arg chat "role"))
-                (reads 0))
-            (should (equal (plist-get role :enum)
-                           ["code-reviewer" "explorer" "perf" "reviewer" "verifier" "worker"]))
-            (should (string-match-p "perf (Runs the benches)" (plist-get role :description)))
-            (should (string-match-p "code-reviewer (Reviews code)" (plist-get role :description)))
-            (should (string-match-p "Tiers: fast, deep"
-                                    (plist-get (agent-roles-test--agent-arg chat "model")
-                                               :description)))
-            ;; Another workspace's requests list its own roles.
-            (should (equal (plist-get (agent-roles-test--agent-arg elsewhere "role") :enum)
-                           ["explorer" "reviewer" "verifier" "worker"]))
-            ;; The registered tool, shared by every buffer, is untouched.
-            (should (equal (gptel-tool-args registered) before))
-            (should-not (plist-get (cl-find "role" (gptel-tool-args registered)
-                                            :key (lambda (arg) (plist-get arg :name))
-                                            :test #'equal)
-                                   :enum))
-            ;; The same roster reuses the arguments, reading no role file.
-            (advice-add 'mevedel-agent-roles--front-matter :before (lambda (&rest _) (cl-incf reads))
-                        '((name . count)))
-            (unwind-protect
-                (should (eq (agent-roles-test--agent-arg chat "role")
-                            (agent-roles-test--agent-arg chat "role")))
-              (advice-remove 'mevedel-agent-roles--front-matter 'count))
-            (should (= reads 0))
-            ;; A new role file shows in the next request.
+          (progn
+            (should (memq 'agent-roles mevedel-system-components))
+            (should (string-match-p "^- perf: Runs the benches$" (funcall roster chat)))
+            (should (string-match-p "^- code-reviewer: Reviews code$" (funcall roster chat)))
+            (should (string-match-p "Model tiers ([^)]*): fast, deep\\'" (funcall roster chat)))
+            ;; Another workspace's chat is told its own roles.
+            (should-not (string-match-p "perf" (funcall roster elsewhere)))
+            (should (string-match-p "^- worker: " (funcall roster elsewhere)))
+            ;; The first request freezes the list in the system text; a
+            ;; role file added later is a context update, and the tools
+            ;; the chat offers are the registered ones, untouched.
+            (should (string-match-p "- perf: " (mevedel-prompt-system-text chat)))
+            (should-not (funcall update))
             (agent-roles-test--write ws ".mevedel/agents/docs.md"
                                      "---\ndescription: Writes docs\n---\nWrite.\n")
             (set-file-times (expand-file-name ".mevedel/agents" ws) (time-add nil 10))
-            (should (seq-contains-p (plist-get (agent-roles-test--agent-arg chat "role") :enum)
-                                    "docs"))
-            ;; So do changed tiers.
+            (should (string-match-p "- docs: Writes docs" (or (funcall update) "")))
+            (should-not (string-match-p "docs" (mevedel-prompt-system-text chat)))
+            (should (eq (cl-find "Agent" (mevedel-chat-tools chat)
+                                 :key #'gptel-tool-name :test #'equal)
+                        registered))
+            (should (equal (gptel-tool-args registered) schema))
+            (let ((role (cl-find "role" schema :key (lambda (arg) (plist-get arg :name))
+                                 :test #'equal)))
+              (should-not (plist-get role :enum))
+              (should-not (string-match-p "worker" (plist-get role :description))))
+            ;; Changed tiers are an update too.
             (let ((mevedel-agent-tiers '((quick))))
-              (should (string-match-p "Tiers: quick\\'"
-                                      (plist-get (agent-roles-test--agent-arg chat "model")
-                                                 :description)))))
+              (should (string-match-p "Model tiers ([^)]*): quick" (or (funcall update) "")))))
         (kill-buffer (mevedel-chat-data-buffer chat))
         (kill-buffer (mevedel-chat-data-buffer elsewhere))
         (delete-directory other t)))))
+
+(ert-deftest mevedel-agent-roles:a-delegating-role-file-is-told-the-roles ()
+  (agent-roles-test--with-dirs (ws _home)
+    (agent-roles-test--write ws ".mevedel/agents/lead.md"
+                             "---\ndescription: Leads\ntools: [Read, Agent]\n---\nLead.\n")
+    (agent-roles-test--write ws ".mevedel/agents/leaf.md"
+                             "---\ndescription: Leaf\ntools: [Read]\n---\nRead.\n")
+    (should (memq 'agent-roles (plist-get (mevedel-agent-role "lead" ws) :system-components)))
+    (should-not (memq 'agent-roles
+                      (plist-get (mevedel-agent-role "leaf" ws) :system-components)))
+    (dolist (name '("worker" "explorer"))
+      (should (memq 'agent-roles (plist-get (mevedel-agent-role name ws) :system-components))))))
 
 ;;;; Model tiers
 

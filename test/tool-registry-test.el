@@ -270,9 +270,16 @@
       (should (mevedel-tool-standalone whole))
       (should-not (mevedel-tool-standalone plain))
       (should (eq (mevedel-tool-plan planned) verdict))
-      ;; A user's extra natives are offered natively too.
-      (let ((mevedel-tool-native-extras '("Plain")))
-        (should (mevedel-tool-native-p plain)))))
+      ;; A user's extra natives are offered natively too, but never an
+      ;; MCP server's tool, which a server may list in mid-session.
+      (let ((mevedel-tool-native-extras '("Plain" "mcp__srv__echo"))
+            (served (mevedel-tool-register
+                     "mcp__srv__echo" (list :description "D." :function #'ignore
+                                            :category "mcp"))))
+        (unwind-protect
+            (progn (should (mevedel-tool-native-p plain))
+                   (should-not (mevedel-tool-native-p served)))
+          (mevedel-tool-unregister "mcp__srv__echo" "mcp")))))
   ;; The built-ins' roster is what their declarations say.
   (should (equal (sort (mapcar #'mevedel-tool-name (mevedel-tool-native-tools)) #'string<)
                  (sort (list "Read" "Bash" "WriteStdin" "Monitor" "Glob" "Grep" "ApplyPatch"
@@ -288,12 +295,10 @@
                                (cl-remove-if-not #'mevedel-tool-standalone (mevedel-tool-all)))
                        #'string<)
                  '("Ask" "ProposePlan" "Skill" "UpdateGoal" "WaitAgent")))
-  (should (mevedel-tool-plan (mevedel-tool-get "ApplyPatch")))
-  (should (mevedel-tool-request-args (mevedel-tool-get "Agent"))))
+  (should (mevedel-tool-plan (mevedel-tool-get "ApplyPatch"))))
 
 (ert-deftest mevedel-tool-registry:offering-facts-are-checked ()
-  (dolist (case '((:plan "deny" ":plan must be a function")
-                  (:request-args 42 ":request-args must be a function")))
+  (dolist (case '((:plan "deny" ":plan must be a function")))
     (let ((err (should-error
                 (mevedel-tool-register
                  "BadOffer" (list :description "D." :function #'ignore

@@ -2,8 +2,9 @@
 
 ;;; Commentary:
 
-;; What each request pays for the role roster: `mevedel-agent-role-names'
-;; (the Agent tool's role enum) and one `mevedel-agent-role', with 20
+;; What each turn pays for the role roster: `mevedel-agent-role-names'
+;; (the roster the `agent-roles' prompt component lists, checked for a
+;; context update) and one `mevedel-agent-role' (an Agent call), with 20
 ;; unchanged role files in each of the four role directories.  Only a
 ;; stat per directory and per file should remain once they are cached.
 
@@ -33,7 +34,7 @@ tools: Read, Grep, Glob, Bash\nmodel: sonnet\n---\n%s\n" i i (make-string 2000 ?
                         5 200 (lambda ()
                                 (mevedel-agent-role-names workspace)
                                 (mevedel-agent-role "role-07" workspace)))))
-          (mevedel-bench-describe "role roster and one role per request: 80 cached role files in 4 directories (20 each, 2 kB bodies)")
+          (mevedel-bench-describe "role roster and one role per turn: 80 cached role files in 4 directories (20 each, 2 kB bodies)")
           (mevedel-bench-report "agent-role-lookup" (* 1e6 seconds) "us")))
     (delete-directory workspace t)
     (delete-directory home t)))

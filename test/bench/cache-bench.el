@@ -142,7 +142,7 @@ is one.  Writing them to the file curl reads is sending, not timed."
                                       :models '((bench-model :capabilities (tool-use cache))))
                       gptel-model 'bench-model
                       gptel-system-prompt (mevedel-chat--system-text chat)
-                      gptel-tools (mevedel-gptel-request-tools (mevedel-chat-tools chat))))
+                      gptel-tools (mevedel-chat-tools chat)))
         (mevedel-bench-fill chat 200 38)
         (setq size (with-current-buffer buffer (position-bytes (point-max))))
         ;; The conversation so far, as a finished turn leaves it: its

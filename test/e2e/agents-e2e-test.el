@@ -280,7 +280,7 @@
 
 (agents-e2e--deftest mevedel-e2e:a-verifiers-verdict-is-its-badge-and-in-its-result
   "A verifier ending with VERDICT: FAIL: the handle row's badge and the RESULT say it.
-The root's requests offer the Agent schema listing the roles and tiers."
+The root's system text lists the roles and tiers."
   (agents-e2e--with-session (chat server) wire
       `(("retained agent /root/check,"
          ((expect . ((user_contains . "Check that a.txt holds b")))
@@ -305,11 +305,12 @@ The root's requests offer the Agent schema listing the roles and tiers."
     (let ((data (with-current-buffer (mevedel-chat-data-buffer chat) (buffer-string))))
       (should (string-match-p "type=\"RESULT\" sender=\"/root/check\"[^>]*verdict=\"FAIL\"" data))
       (should (string-match-p "it holds a, not b\\.\nVERDICT: FAIL" data)))
-    ;; The schema the root's first request offered for Agent.
+    ;; The root's first request tells it the roles and tiers in its
+    ;; system text; the Agent schema lists none.
     (let ((body (json-encode (alist-get 'body (car (agents-e2e--served server 1))))))
-      (should (string-match-p (regexp-quote "\"enum\":[\"explorer\",\"reviewer\",\"verifier\",\"worker\"]")
-                              body))
-      (should (string-match-p "Tiers: fast, balanced, strong" body)))))
+      (should (string-match-p "- verifier: Adversarial read-only check" body))
+      (should (string-match-p "Model tiers ([^)]*): fast, balanced, strong" body))
+      (should-not (string-match-p "\"enum\":\\[\"explorer\"" body)))))
 
 (defun agents-e2e--git (dir &rest args)
   "Run git with ARGS in DIR (test setup only)."
