@@ -170,10 +170,12 @@ is not sent.")
   ;; Non-nil when UserPromptSubmit already accepted TEXT (an initial
   ;; task, during the spawn's preparation): the send runs no hooks.
   hooked
-  ;; The Agent call ID whose row started this turn (the spawn's), or
-  ;; nil; and the `:sandbox-summary' of its own commands so far, which
-  ;; settlement patches into that row when it is not the default.
-  row sandbox
+  ;; The call ID whose row started this turn (the spawn's Agent call,
+  ;; or a SendMessage), or nil, and the chat whose transcript holds it
+  ;; (nil: the spawn parent's); and the `:sandbox-summary' of its own
+  ;; commands so far, which settlement patches into that row when it
+  ;; is not the default.
+  row row-chat sandbox
   ;; Its Plan stamp (from its caller, the session's sticky Plan or Plan
   ;; mail it reads), given once: each invocation applies its own, so a
   ;; follow-up after Plan ended is not read-only; and the permission
@@ -1064,8 +1066,8 @@ model) after the agent goes idle."
   (when-let* ((id (mevedel-agent--turn-row turn))
               (summary (mevedel-agent--turn-sandbox turn))
               ((mevedel-sandbox-summary-warning summary))
-              (handle (mevedel-agent--turn-handle turn))
-              (parent (mevedel-agent-handle-parent-chat handle))
+              (parent (or (mevedel-agent--turn-row-chat turn)
+                          (mevedel-agent-handle-parent-chat (mevedel-agent--turn-handle turn))))
               ((buffer-live-p (mevedel-chat-data-buffer parent))))
     (ignore-errors
       (mevedel-chat-update-render-data
@@ -1346,12 +1348,14 @@ background turn, and an idle child (not mailing itself) a turn."
         ;; there is none (`mevedel-agent--wake-for-late-mail').
         (setf (mevedel-agent-handle-wake handle) t))))))
 
-(defun mevedel-agent-send (chat target message)
+(defun mevedel-agent-send (chat target message &optional row)
   "Send MESSAGE from the agent of CHAT to the agent TARGET (SendMessage).
 Return `started', `queued' or `waiting' (for a slot).  An idle child
 starts a turn with MESSAGE as its task when a slot is free; at
 capacity it gets MESSAGE as a MAIL record and a turn waiting for a
-slot that reads it.  An active one, /root and the sender itself get
+slot that reads it.  ROW, the SendMessage call's ID in CHAT, is the
+row such a turn leaves its sandbox warning on, as a spawn's Agent
+row.  An active one, /root and the sender itself get
 a MAIL record.  From a request with Plan authority
 the started turn is stamped, the record names the stamp (the turn
 reading it is stamped), and a running child must be in a stamped
@@ -1379,7 +1383,8 @@ it then starts a Plan turn"
              (not (equal recipient sender))
              (< (mevedel-agent--tree-active tree) mevedel-agent-capacity))
         (let ((task (mevedel-agent--prompt-hooks recipient message)))
-          (if (mevedel-agent--activate handle task nil chat) 'waiting 'started))
+          (prog1 (if (mevedel-agent--activate handle task nil chat) 'waiting 'started)
+            (mevedel-agent--mark-row handle chat row)))
       (let ((id (mevedel-agent--post session recipient "MAIL" message sender
                                      (and plan `(("plan" ,(symbol-name
                                                            (mevedel-plan-stamp-kind stamp))))))))
@@ -1388,9 +1393,17 @@ it then starts a Plan turn"
             ;; At capacity the message is mail, read by the turn that
             ;; waits for a slot.
             (progn (mevedel-agent--activate handle mevedel-mailbox-wake-prompt nil chat)
+                   (mevedel-agent--mark-row handle chat row)
                    'waiting)
           (mevedel-agent--arrived tree recipient id sender)
           (if (and handle (eq (mevedel-agent-handle-status handle) 'waiting)) 'waiting 'queued))))))
+
+(defun mevedel-agent--mark-row (handle chat row)
+  "Make the call ROW of CHAT the row of HANDLE's turn, when both exist."
+  (when-let* ((row)
+              (turn (mevedel-agent-handle-turn handle)))
+    (setf (mevedel-agent--turn-row turn) row
+          (mevedel-agent--turn-row-chat turn) chat)))
 
 ;;;; Waiting
 

@@ -91,6 +91,12 @@ agents are active; it starts when one settles)" path mevedel-agent-capacity)
                                          :render-data (mevedel-agent-status chat path))))))
                     id)))))))))
 
+(defun mevedel-tool-agent--sandbox-text (render-data)
+  "Return the header part warning of RENDER-DATA's non-default sandbox use, or \"\"."
+  (if-let* ((warning (mevedel-sandbox-summary-warning (plist-get render-data :sandbox-summary))))
+      (format " · %s" warning)
+    ""))
+
 (defun mevedel-tool-agent-render (_name args result render-data)
   "Render an Agent call with ARGS, RESULT and RENDER-DATA as a one-line handle."
   (let ((path (or (plist-get render-data :path) (plist-get args :task_name) "?")))
@@ -113,10 +119,7 @@ agents are active; it starts when one settles)" path mevedel-agent-capacity)
                           (if-let* ((verdict (plist-get render-data :verdict)))
                               (format " · VERDICT %s" verdict)
                             "")
-                          (if-let* ((warning (mevedel-sandbox-summary-warning
-                                              (plist-get render-data :sandbox-summary))))
-                              (format " · %s" warning)
-                            ""))
+                          (mevedel-tool-agent--sandbox-text render-data))
           :body (unless mevedel-tool-render-summary-only
                   (concat (or (plist-get args :message) "")
                           (if result (concat "\n\n" result) "")))
@@ -182,7 +185,8 @@ inherits yours):\n"
   "Send the message of ARGS to its target agent; call CALLBACK."
   (mevedel-tool-agent--guard callback
     (let* ((chat (mevedel-tool-agent--chat))
-           (delivery (mevedel-agent-send chat (plist-get args :target) (plist-get args :message))))
+           (delivery (mevedel-agent-send chat (plist-get args :target) (plist-get args :message)
+                                         (mevedel-pipeline-current-tool-use-id))))
       (funcall callback
                (list :result (if (eq delivery 'waiting)
                                  (format "%s is waiting for a free agent slot; it starts when one \
@@ -191,13 +195,16 @@ settles." (plist-get args :target))
                      :render-data (list :delivery delivery))))))
 
 (defun mevedel-tool-agent-render-send (_name args _result render-data)
-  "Render a SendMessage call with ARGS and RENDER-DATA."
-  (list :header (format "SendMessage: %s (%s)" (or (plist-get args :target) "?")
+  "Render a SendMessage call with ARGS and RENDER-DATA.
+A turn it started that ran commands outside the default sandbox
+leaves that warning here, as on an Agent row."
+  (list :header (format "SendMessage: %s (%s)%s" (or (plist-get args :target) "?")
                         (pcase (plist-get render-data :delivery)
                           ('started "started")
                           ('waiting "waiting for a slot")
                           ('queued "queued")
-                          (_ "failed")))
+                          (_ "failed"))
+                        (mevedel-tool-agent--sandbox-text render-data))
         :body (unless mevedel-tool-render-summary-only (plist-get args :message))
         :expandable-p t
         :initially-collapsed-p t))

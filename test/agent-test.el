@@ -721,6 +721,45 @@ warning on the Agent row that started it."
                                    (plist-get (mevedel-tool-agent-render "Agent" nil path data)
                                               :header)))))))))
 
+(ert-deftest mevedel-agent:a-sendmessage-row-keeps-the-sandbox-warning-of-its-turn ()
+  "A turn SendMessage started, whose commands ran outside the default
+sandbox, leaves the warning on that SendMessage row, not the spawn's."
+  (require 'mevedel-tool-agent)
+  (agent-test--with-root root
+    (let* ((rows nil)
+           (path nil))
+      (cl-letf (((symbol-function 'mevedel-chat-update-render-data)
+                 (lambda (_chat id function &optional _key)
+                   (setf (alist-get id rows nil nil #'equal)
+                         (funcall function (or (alist-get id rows nil nil #'equal)
+                                               (list :delivery 'started))))
+                   'updated)))
+        (setq path (mevedel-agent--spawn root '(:task_name "risky" :message "Look") nil nil
+                                         "call-1"))
+        (agent-test--finish path 'done "looked")
+        (should (eq (mevedel-agent-send root path "Now run it" "call-2") 'started))
+        (let ((handle (mevedel-agent--handle (mevedel-agent--tree-of (mevedel-chat-session root))
+                                             path)))
+          (mevedel-agent--child-event
+           handle 'tool-results
+           (list (list (list :id "b1"
+                             :result (concat "ok\n"
+                                             (mevedel-render-data-encode
+                                              (list :sandbox-summary
+                                                    (list :attempts 1 :starts 1
+                                                          :boundaries '(unconfined)))
+                                              "b1"))))))
+          (agent-test--finish path 'done "ran it")
+          (should-not (plist-get (alist-get "call-1" rows nil nil #'equal) :sandbox-summary))
+          (let ((data (alist-get "call-2" rows nil nil #'equal)))
+            (should (equal (plist-get (plist-get data :sandbox-summary) :boundaries)
+                           '(unconfined)))
+            (should (string-search
+                     (mevedel-sandbox-summary-warning (plist-get data :sandbox-summary))
+                     (plist-get (mevedel-tool-agent-render-send
+                                 "SendMessage" (list :target path) nil data)
+                                :header)))))))))
+
 ;;;; Capacity and settlement
 
 (ert-deftest mevedel-agent:capacity-is-ten-and-the-rest-wait-in-order ()
