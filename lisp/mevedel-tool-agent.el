@@ -83,12 +83,9 @@ allows are there when its set is frozen."
                         (funcall callback
                                  (if failure
                                      (list :result (concat "Error: " failure) :status 'error)
-                                   (list :result
-                                         (if waiting
-                                             (format "%s (waiting for a free agent slot: %d \
-agents are active; it starts when one settles)" path mevedel-agent-capacity)
-                                           path)
-                                         :render-data (mevedel-agent-status chat path))))))
+                                   (let ((status (mevedel-agent-status chat path)))
+                                     (list :result (mevedel-tool-agent--launch-text status waiting)
+                                           :render-data status))))))
                     id)))))))))
 
 (defun mevedel-tool-agent--sandbox-text (render-data)
@@ -96,6 +93,22 @@ agents are active; it starts when one settles)" path mevedel-agent-capacity)
   (if-let* ((warning (mevedel-sandbox-summary-warning (plist-get render-data :sandbox-summary))))
       (format " · %s" warning)
     ""))
+
+(defun mevedel-tool-agent--served-by (status)
+  "Return the model serving the agent of STATUS and its effort, as text."
+  (concat (plist-get status :model)
+          (if-let* ((effort (plist-get status :effort))) (format ", effort %s" effort) "")))
+
+(defun mevedel-tool-agent--launch-text (status waiting)
+  "Return the Agent call's result for the child of STATUS; WAITING for a slot.
+The path first, then the launch snapshot: the model and effort frozen
+for it, which need not be the caller's."
+  (concat (plist-get status :path)
+          (format " (served by %s)" (mevedel-tool-agent--served-by status))
+          (if waiting
+              (format " (waiting for a free agent slot: %d agents are active; it starts when \
+one settles)" mevedel-agent-capacity)
+            "")))
 
 (defun mevedel-tool-agent-render (_name args result render-data)
   "Render an Agent call with ARGS, RESULT and RENDER-DATA as a one-line handle."
@@ -133,7 +146,8 @@ agents are active; it starts when one settles)" path mevedel-agent-capacity)
 final answer reaches you as a RESULT message (wait for it with WaitAgent, or finish and be woken). \
 Work directly by default: delegate parallel work or a fresh-context investigation with a compact \
 result. The message is the child's whole assignment (files it owns, what to return). Returns \
-the child's canonical path (/root/NAME) for SendMessage, InterruptAgent and agent://PATH. \
+the child's canonical path (/root/NAME) for SendMessage, InterruptAgent and agent://PATH, and \
+the model serving it. \
 context: none (default), all (your whole conversation), summary (a handoff summary) or a \
 number of recent turns. Manual: " mevedel-tool-agent-manual-address)
   :args ((task_name string :required "A short name for the task; it becomes the agent's path")

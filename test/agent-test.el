@@ -685,6 +685,17 @@ session's SessionStart context stays the main conversation's."
       (let ((free (car (agent-test--send-of (agent-test--spawn root "free")))))
         (should (member "Bash" (agent-test--tool-names free)))))))
 
+(ert-deftest mevedel-agent:the-agent-result-names-the-model-and-effort-serving-the-child ()
+  "The Agent call's result is the path and the launch snapshot of its model."
+  (require 'mevedel-tool-agent)
+  (agent-test--with-root root
+    (let* ((path (agent-test--spawn root "deep" :effort "high"))
+           (text (mevedel-tool-agent--launch-text (mevedel-agent-status root path) nil)))
+      (should (equal text "/root/deep (served by agent-test:m, effort high)"))
+      (should (string-suffix-p "it starts when one settles)"
+                               (mevedel-tool-agent--launch-text
+                                (mevedel-agent-status root path) t))))))
+
 (ert-deftest mevedel-agent:an-agent-row-keeps-its-non-default-sandbox-warning ()
   "A turn's commands that ran outside the default sandbox leave a durable
 warning on the Agent row that started it."
