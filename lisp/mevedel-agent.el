@@ -832,7 +832,7 @@ Signal `user-error' when a hook blocks it."
         :provider (let ((placement (mevedel-chat-placement parent)))
                     (and placement (not (eq (car placement) 'gptel)) placement))))
 
-(defun mevedel-agent-spawn (chat args &optional on-settle)
+(defun mevedel-agent-spawn (chat args &optional on-settle row)
   "Create a retained child of the agent of CHAT for the Agent call ARGS.
 ARGS is the plist the Agent tool receives (:task_name :message :role
 :context :model :effort :working_directory), and for a harness
@@ -840,10 +840,12 @@ workflow :workload (a symbol of `mevedel-agent-workload-tiers' chosen
 over the role's, as a Goal's goal-review).  ON-SETTLE, if non-nil,
 is called once with (PATH OUTCOME PAYLOAD) when the child's first turn
 settles, and consumes its RESULT: when it returns, the record
-leaves the parent's mailbox (`mevedel-agent--consume').  Return
-the canonical path; the turn runs, or waits for a slot, on its own.
-Invalid inputs signal `user-error' before anything is reserved."
-  (mevedel-agent--spawn chat args on-settle nil))
+leaves the parent's mailbox (`mevedel-agent--consume').  ROW, the ID
+of a handle row in CHAT's transcript (`mevedel-chat-append-handle'),
+is kept up to date as an Agent call's row is.  Return the canonical
+path; the turn runs, or waits for a slot, on its own.  Invalid inputs
+signal `user-error' before anything is reserved."
+  (mevedel-agent--spawn chat args on-settle nil row))
 
 (defun mevedel-agent--spawn (chat args on-settle on-ready &optional spawn-id)
   "Create the child of CHAT for ARGS, calling ON-SETTLE when its turn settles.

@@ -111,9 +111,16 @@ one settles)" mevedel-agent-capacity)
             "")))
 
 (defun mevedel-tool-agent-render (_name args result render-data)
-  "Render an Agent call with ARGS, RESULT and RENDER-DATA as a one-line handle."
-  (let ((path (or (plist-get render-data :path) (plist-get args :task_name) "?")))
-    (list :header (concat "Agent " path
+  "Render an Agent call with ARGS, RESULT and RENDER-DATA as a one-line handle.
+A workflow's handle (/review, /verify: RENDER-DATA has :workflow)
+names the workflow first, its agent once started, and its :summary
+once it settled."
+  (let* ((workflow (plist-get render-data :workflow))
+         (path (or (plist-get render-data :path)
+                   (and (not workflow) (or (plist-get args :task_name) "?")))))
+    (list :header (concat (if workflow
+                              (concat workflow (if path (concat " · " path) ""))
+                            (concat "Agent " path))
                           (if-let* ((role (plist-get render-data :role))) (format " · %s" role) "")
                           (if-let* ((model (plist-get render-data :model)))
                               (format " · %s%s" model
@@ -131,6 +138,9 @@ one settles)" mevedel-agent-capacity)
                             "")
                           (if-let* ((verdict (plist-get render-data :verdict)))
                               (format " · VERDICT %s" verdict)
+                            "")
+                          (if-let* ((summary (plist-get render-data :summary)))
+                              (format " · %s" summary)
                             "")
                           (mevedel-tool-agent--sandbox-text render-data))
           :body (unless mevedel-tool-render-summary-only
