@@ -1669,8 +1669,11 @@ Only this agent is loaded, with its frozen configuration.  Signal
 
 (defconst mevedel-agent-record-keys
   '(:path :parent :role :role-flags :config :status :outcome :payload :verdict
-          :tool-calls :transcript)
-  "Every key of a saved registry record, exactly once each.")
+          :tool-calls :transcript :hook-context)
+  "Every key of a saved registry record, exactly once each.
+:hook-context is the context its hooks added that no request of it
+carried yet (a blocked follow-up's, say): its next accepted task
+reads it, after a resume too.")
 
 (defconst mevedel-agent--role-flags '(:verdict)
   "The facts of a role the runtime reads after the spawn.
@@ -1710,7 +1713,10 @@ An agent restored but not used yet still has the saved names."
           :payload (mevedel-agent-handle-payload handle)
           :verdict (mevedel-agent-handle-verdict handle)
           :tool-calls (mevedel-agent-handle-tool-calls handle)
-          :transcript (mevedel-agent-handle-transcript handle))))
+          :transcript (mevedel-agent-handle-transcript handle)
+          :hook-context (mevedel-hooks-context
+                         (mevedel-agent--tree-session (mevedel-agent-handle-tree handle))
+                         (mevedel-agent-handle-path handle)))))
 
 (defun mevedel-agent--save-registry (tree)
   "Save TREE's published agents in its session's store and wait for the write.
@@ -1735,13 +1741,16 @@ An agent saved before specialists were frozen (ADR 0022) has no
 :specialists; it keeps reaching every specialist, as it did (t).  One
 saved before children could run on ACP agents has no :provider: gptel
 serves it (nil).  One saved when a spawn's Plan stamp bound every
-later turn has a :plan-stamp, which goes: each turn takes its own."
+later turn has a :plan-stamp, which goes: each turn takes its own.
+One saved before hook context was kept has none waiting."
   (let ((config (plist-get record :config)))
     (if (not (and (proper-list-p record) (proper-list-p config)))
         record
       (when (plist-member record :plan-stamp)
         (setq record (cl-loop for (key value) on record by #'cddr
                               unless (eq key :plan-stamp) append (list key value))))
+      (unless (plist-member record :hook-context)
+        (setq record (append record (list :hook-context nil))))
       (unless (plist-member config :specialists)
         (setq config (append config (list :specialists t))))
       (unless (plist-member config :provider)
@@ -1798,6 +1807,8 @@ partial work (it wakes nobody)."
                             :tool-calls (plist-get record :tool-calls)
                             :transcript (plist-get record :transcript))))
               (puthash (mevedel-agent-handle-path handle) handle (mevedel-agent--tree-agents tree))
+              (when-let* ((blocks (plist-get record :hook-context)))
+                (mevedel-hooks-restore-context session blocks (mevedel-agent-handle-path handle)))
               (when active (push handle interrupted))))
         (error (display-warning 'mevedel (format "The saved agents of this session are unusable: %s"
                                                  (error-message-string err)))

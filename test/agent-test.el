@@ -1097,8 +1097,12 @@ sandbox, leaves the warning on that SendMessage row, not the spawn's."
                      :role-flags '(:verdict nil)
                      :config config :status 'idle
                      :outcome 'completed :payload "x" :verdict nil :tool-calls 0)))
-    (setq good (append good '(:transcript "agents/root.a.sqlite")))
+    (setq good (append good '(:transcript "agents/root.a.sqlite" :hook-context nil)))
     (should (eq (mevedel-agent-check-record good) good))
+    ;; A record saved before hook context was kept has none waiting.
+    (let ((unhooked (butlast good 2)))
+      (should-error (mevedel-agent-check-record unhooked))
+      (should (equal (mevedel-agent-check-record (mevedel-agent--upgrade-record unhooked)) good)))
     ;; A record saved when a spawn's Plan stamp bound every turn loses it.
     (let ((stamped (append good '(:plan-stamp (:plan sticky)))))
       (should-error (mevedel-agent-check-record stamped))
@@ -1335,6 +1339,29 @@ keeps the identities it was frozen with."
               (should-not (mevedel-plan-active-p (mevedel-chat-session again)))
               (should (eq (mevedel-agent-send again planner "go on") 'started))
               (should-not (agent-test--verdict child "ApplyPatch" (list :patch patch))))
+          (kill-buffer (mevedel-chat-data-buffer again)))))))
+
+(ert-deftest mevedel-agent:pending-hook-context-is-saved-with-the-agent-and-resumed ()
+  "Hook context waiting for an agent's next turn survives a restart, its own."
+  (agent-test--with-root root
+    (let* ((session (mevedel-chat-session root))
+           (id (mevedel-session-id session))
+           (dir (mevedel-chat-root root))
+           (held (agent-test--spawn root "held"))
+           (other (agent-test--spawn root "other"))
+           (blocks (list "<hook-context event=\"UserPromptSubmit\">\nuse the staging db\n\
+</hook-context>")))
+      ;; A follow-up's hook added context; the follow-up never reached the model.
+      (mevedel-hooks-restore-context session blocks held)
+      (agent-test--finish held 'done "first")
+      (agent-test--finish other 'done "first")
+      (kill-buffer (mevedel-chat-data-buffer root))
+      (let ((again (mevedel-chat-get-create dir id)))
+        (unwind-protect
+            (let ((resumed (mevedel-chat-session again)))
+              (should (equal (mevedel-hooks-context resumed held) blocks))
+              (should-not (mevedel-hooks-context resumed other))
+              (should-not (member (car blocks) (mevedel-hooks-context resumed nil))))
           (kill-buffer (mevedel-chat-data-buffer again)))))))
 
 (ert-deftest mevedel-agent:resumed-agents-keep-their-tools-and-verdicts ()
