@@ -545,6 +545,8 @@ placement names a model other than the session's, it is chosen first."
      chat :agent (format "%s" (mevedel-acp--agent-name agent)) :session id
      :about (mevedel-acp--agent-about agent) :model (mevedel-acp--agent-model agent)
      :history nil)
+    (when (and (mevedel-chat-agent chat) (mevedel-acp--agent-model agent))
+      (mevedel-agent-note-served chat (mevedel-acp--agent-model agent)))
     (if (or (not wanted) (equal wanted (mevedel-acp--agent-model agent)))
         (funcall function nil)
       (mevedel-acp--choose-model agent wanted function))))
@@ -695,6 +697,8 @@ mevedel's transcript of the conversation so far."
          (funcall function (cadr value))
        (setf (mevedel-acp--agent-model agent) model)
        (mevedel-acp--record-native (mevedel-acp--agent-chat agent) :model model)
+       (when (mevedel-chat-agent (mevedel-acp--agent-chat agent))
+         (mevedel-agent-note-served (mevedel-acp--agent-chat agent) model))
        (funcall function nil)))))
 
 (defun mevedel-acp--provider-name (chat)

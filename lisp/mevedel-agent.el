@@ -155,7 +155,11 @@ is not sent.")
   ;; Non-nil when MAIL or a RESULT from another agent arrived while a
   ;; turn was active: its settlement offers the agent a turn to read
   ;; it, even if it came during the final sample.  Runtime only.
-  wake)
+  wake
+  ;; The model that served its latest turn (BACKEND:MODEL or
+  ;; PROVIDER:MODEL) when it is not the frozen one (an ACP agent
+  ;; acknowledged another), else nil.  The frozen identity stays.
+  served)
 
 (cl-defstruct (mevedel-agent--turn (:constructor mevedel-agent--make-turn) (:copier nil))
   "One invocation of a retained agent: a task until its settlement."
@@ -1010,6 +1014,7 @@ A start that fails gives the slot back and settles TURN as failed."
     (setf (mevedel-agent--turn-started turn) t
           (mevedel-agent--turn-since turn) (float-time)
           (mevedel-agent-handle-status handle) 'running)
+    (mevedel-agent--recover-backend chat)
     (condition-case err
         (progn
           ;; The directory was checked at the spawn; it may have gone since.
@@ -1033,6 +1038,39 @@ A start that fails gives the slot back and settles TURN as failed."
                                     (format "The turn could not start: %s"
                                             (error-message-string err)))))
     (mevedel-agent--refresh handle)))
+
+(defun mevedel-agent--recover-backend (chat)
+  "Give CHAT's turn the gptel backend now defined under its frozen backend's name.
+A backend made again under the same name (its key or models changed)
+replaces the object the child was frozen with; the turn uses the
+current one.  The frozen identity, the name and model, is unchanged."
+  (when-let* ((frozen (mevedel-chat-backend chat))
+              ((gptel-backend-p frozen))
+              (current (ignore-errors (gptel-get-backend (gptel-backend-name frozen))))
+              ((not (eq current frozen))))
+    (setf (mevedel-chat-backend chat) current)))
+
+(defun mevedel-agent-note-served (chat model)
+  "Note that MODEL, a model id, serves the running turn of the agent of CHAT.
+An ACP agent calls this with the model it acknowledged while preparing
+its session, which can differ from the one the agent was frozen with
+\(an alias resolved, say).  The agent reports it beside its frozen
+model until the frozen one is noted serving it; it is saved with the
+agent, so an idle or resumed one still says what served it last."
+  (when-let* ((path (mevedel-chat-agent chat))
+              (tree (gethash (mevedel-session-id (mevedel-chat-session chat)) mevedel-agent--trees))
+              (handle (mevedel-agent--handle tree path)))
+    (let* ((config (mevedel-agent-handle-config handle))
+           (served (mevedel-agent--model
+                    (if (plist-get config :provider)
+                        (plist-put (copy-sequence config) :provider
+                                   (cons (car (plist-get config :provider)) model))
+                      (plist-put (copy-sequence config) :model model))))
+           (served (unless (equal served (mevedel-agent--model config)) served)))
+      (unless (equal served (mevedel-agent-handle-served handle))
+        (setf (mevedel-agent-handle-served handle) served)
+        (mevedel-agent--save-registry tree)
+        (mevedel-agent--refresh handle)))))
 
 (defun mevedel-agent--offer (tree)
   "Start the waiting invocations of TREE, oldest first, while slots are free."
@@ -1669,11 +1707,12 @@ Only this agent is loaded, with its frozen configuration.  Signal
 
 (defconst mevedel-agent-record-keys
   '(:path :parent :role :role-flags :config :status :outcome :payload :verdict
-          :tool-calls :transcript :hook-context)
+          :tool-calls :transcript :hook-context :served)
   "Every key of a saved registry record, exactly once each.
 :hook-context is the context its hooks added that no request of it
 carried yet (a blocked follow-up's, say): its next accepted task
-reads it, after a resume too.")
+reads it, after a resume too.  :served is the model that served its
+latest turn when that was not the frozen one.")
 
 (defconst mevedel-agent--role-flags '(:verdict)
   "The facts of a role the runtime reads after the spawn.
@@ -1716,7 +1755,8 @@ An agent restored but not used yet still has the saved names."
           :transcript (mevedel-agent-handle-transcript handle)
           :hook-context (mevedel-hooks-context
                          (mevedel-agent--tree-session (mevedel-agent-handle-tree handle))
-                         (mevedel-agent-handle-path handle)))))
+                         (mevedel-agent-handle-path handle))
+          :served (mevedel-agent-handle-served handle))))
 
 (defun mevedel-agent--save-registry (tree)
   "Save TREE's published agents in its session's store and wait for the write.
@@ -1742,7 +1782,8 @@ An agent saved before specialists were frozen (ADR 0022) has no
 saved before children could run on ACP agents has no :provider: gptel
 serves it (nil).  One saved when a spawn's Plan stamp bound every
 later turn has a :plan-stamp, which goes: each turn takes its own.
-One saved before hook context was kept has none waiting."
+One saved before hook context was kept has none waiting, and one saved
+before the serving model was kept was served by its frozen one."
   (let ((config (plist-get record :config)))
     (if (not (and (proper-list-p record) (proper-list-p config)))
         record
@@ -1751,6 +1792,8 @@ One saved before hook context was kept has none waiting."
                               unless (eq key :plan-stamp) append (list key value))))
       (unless (plist-member record :hook-context)
         (setq record (append record (list :hook-context nil))))
+      (unless (plist-member record :served)
+        (setq record (append record (list :served nil))))
       (unless (plist-member config :specialists)
         (setq config (append config (list :specialists t))))
       (unless (plist-member config :provider)
@@ -1805,7 +1848,8 @@ partial work (it wakes nobody)."
                                        (plist-get record :payload))
                             :verdict (and (not active) (plist-get record :verdict))
                             :tool-calls (plist-get record :tool-calls)
-                            :transcript (plist-get record :transcript))))
+                            :transcript (plist-get record :transcript)
+                            :served (plist-get record :served))))
               (puthash (mevedel-agent-handle-path handle) handle (mevedel-agent--tree-agents tree))
               (when-let* ((blocks (plist-get record :hook-context)))
                 (mevedel-hooks-restore-context session blocks (mevedel-agent-handle-path handle)))
@@ -1869,10 +1913,12 @@ This is the child's own model, never its delegator's."
 (defun mevedel-agent--handle-data (handle)
   "Return the status plist of HANDLE.
 :model and :effort name what serves it (nil effort: the provider's
-default)."
+default); :served, when non-nil, the model that actually served its
+latest turn instead (`mevedel-agent-note-served')."
   (list :path (mevedel-agent-handle-path handle)
         :role (or (mevedel-agent-handle-role-name handle) "default")
         :model (mevedel-agent--model (mevedel-agent-handle-config handle))
+        :served (mevedel-agent-handle-served handle)
         :effort (plist-get (mevedel-agent-handle-config handle) :effort)
         :status (mevedel-agent-handle-status handle)
         :tool-calls (mevedel-agent-handle-tool-calls handle)
@@ -1931,7 +1977,7 @@ A restored agent's conversation is loaded now."
         (mevedel-chat-update-render-data
          parent id (lambda (render-data)
                      (let ((new (copy-sequence render-data)))
-                       (dolist (key '(:status :tool-calls :outcome :verdict) new)
+                       (dolist (key '(:status :tool-calls :outcome :verdict :served) new)
                          (setq new (plist-put new key (plist-get data key))))))
          'agent-handle)))))
 

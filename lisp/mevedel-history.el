@@ -261,8 +261,9 @@ Return a function that stops the collection; DONE is then not called."
 
 (defvar mevedel-history-agents-functions nil
   "Abnormal hook run with a session until one returns its retained agents.
-Each agent is a plist (:path :role :model :effort :status :outcome
-:payload :buffer), :buffer a function returning the agent's data
+Each agent is a plist (:path :role :model :effort :served :status
+:outcome :payload :buffer), :served the model that served its latest
+turn when not its own, :buffer a function returning the agent's data
 buffer (loading a saved one).  `history://root/PATH' and `agent://'
 read them; the agent runtime adds its roster, without which a session
 has no agents.")
@@ -312,11 +313,14 @@ result), NOT READY while the agent works.  Nothing changes state."
                  (if (null agents)
                      "No retained agents in this session."
                    (mapconcat (lambda (agent)
-                                (format "agent://%s  %s  %s%s  %s%s"
+                                (format "agent://%s  %s  %s%s%s  %s%s"
                                         (substring (plist-get agent :path) 1)
                                         (plist-get agent :role) (or (plist-get agent :model) "")
                                         (if-let* ((effort (plist-get agent :effort)))
                                             (format " (effort %s)" effort)
+                                          "")
+                                        (if-let* ((served (plist-get agent :served)))
+                                            (format " (served by %s)" served)
                                           "")
                                         (plist-get agent :status)
                                         (if (plist-get agent :outcome)

@@ -95,9 +95,13 @@ allows are there when its set is frozen."
     ""))
 
 (defun mevedel-tool-agent--served-by (status)
-  "Return the model serving the agent of STATUS and its effort, as text."
+  "Return the model serving the agent of STATUS and its effort, as text.
+A turn served by another model than the frozen one names that too."
   (concat (plist-get status :model)
-          (if-let* ((effort (plist-get status :effort))) (format ", effort %s" effort) "")))
+          (if-let* ((effort (plist-get status :effort))) (format ", effort %s" effort) "")
+          (if-let* ((served (plist-get status :served)))
+              (format "; its latest turn was served by %s" served)
+            "")))
 
 (defun mevedel-tool-agent--launch-text (status waiting)
   "Return the Agent call's result for the child of STATUS; WAITING for a slot.
@@ -127,6 +131,9 @@ once it settled."
                                       (if-let* ((effort (plist-get render-data :effort)))
                                           (format " (%s)" effort)
                                         ""))
+                            "")
+                          (if-let* ((served (plist-get render-data :served)))
+                              (format " · served by %s" served)
                             "")
                           (if-let* ((status (plist-get render-data :status)))
                               (format " · %s" (if (eq status 'idle)
@@ -306,11 +313,14 @@ one RESULT with outcome interrupted follows."
     (if (null agents)
         "No retained agents."
       (mapconcat (lambda (agent)
-                   (format "%s  %s  %s%s  %s  %d tool calls%s"
+                   (format "%s  %s  %s%s%s  %s  %d tool calls%s"
                            (plist-get agent :path) (plist-get agent :role)
                            (plist-get agent :model)
                            (if-let* ((effort (plist-get agent :effort)))
                                (format " (effort %s)" effort)
+                             "")
+                           (if-let* ((served (plist-get agent :served)))
+                               (format " (served by %s)" served)
                              "")
                            (if (eq (plist-get agent :status) 'idle)
                                (format "idle (%s)" (or (plist-get agent :outcome) "new"))

@@ -696,6 +696,57 @@ session's SessionStart context stays the main conversation's."
                                (mevedel-tool-agent--launch-text
                                 (mevedel-agent-status root path) t))))))
 
+(ert-deftest mevedel-agent:a-turn-reports-the-model-that-served-it-when-not-the-frozen-one ()
+  "A model acknowledged for a turn that is not the frozen one is reported
+beside it (row, ListAgents, agent://), saved and resumed; the frozen
+identity is unchanged, and a turn served by the frozen model clears it."
+  (require 'mevedel-tool-agent)
+  (agent-test--with-root root
+    (let* ((session (mevedel-chat-session root))
+           (id (mevedel-session-id session))
+           (dir (mevedel-chat-root root))
+           (path (agent-test--spawn root "aliased"))
+           (child (car (agent-test--send-of path))))
+      (mevedel-agent-note-served child "m-2025")
+      (let ((status (mevedel-agent-status root path)))
+        (should (equal (plist-get status :model) "agent-test:m"))
+        (should (equal (plist-get status :served) "agent-test:m-2025"))
+        (should (string-search "served by agent-test:m-2025"
+                               (plist-get (mevedel-tool-agent-render "Agent" nil nil status)
+                                          :header))))
+      (should (string-search "agent-test:m (served by agent-test:m-2025)"
+                             (cl-letf (((symbol-function 'mevedel-tool-agent--chat)
+                                        (lambda () root)))
+                               (mevedel-tool-agent-list nil))))
+      (agent-test--finish path 'done "done")
+      (kill-buffer (mevedel-chat-data-buffer root))
+      (let ((again (mevedel-chat-get-create dir id)))
+        (unwind-protect
+            (progn
+              (should (equal (plist-get (mevedel-agent-status again path) :served)
+                             "agent-test:m-2025"))
+              (should (string-search "(served by agent-test:m-2025)"
+                                     (cdar (mevedel-history-agent-documents
+                                            "agent://" (mevedel-chat-session again)))))
+              ;; The frozen model noted serving a later turn clears it.
+              (should (eq (mevedel-agent-send again path "again") 'started))
+              (mevedel-agent-note-served (car (agent-test--send-of path)) "m")
+              (should-not (plist-get (mevedel-agent-status again path) :served)))
+          (kill-buffer (mevedel-chat-data-buffer again)))))))
+
+(ert-deftest mevedel-agent:a-turn-uses-the-backend-now-defined-under-the-frozen-name ()
+  "A backend made again under the same name serves the child's next turn."
+  (agent-test--with-root root
+    (let* ((path (agent-test--spawn root "keyed"))
+           (child (car (agent-test--send-of path)))
+           (old (mevedel-chat-backend child)))
+      (agent-test--finish path 'done "done")
+      (let ((new (gptel-make-openai "agent-test" :key "rotated" :models '(m))))
+        (should-not (eq new old))
+        (should (eq (mevedel-agent-send root path "again") 'started))
+        (should (eq (mevedel-chat-backend child) new))
+        (should (equal (plist-get (mevedel-agent-status root path) :model) "agent-test:m"))))))
+
 (ert-deftest mevedel-agent:an-agent-row-keeps-its-non-default-sandbox-warning ()
   "A turn's commands that ran outside the default sandbox leave a durable
 warning on the Agent row that started it."
@@ -1097,10 +1148,11 @@ sandbox, leaves the warning on that SendMessage row, not the spawn's."
                      :role-flags '(:verdict nil)
                      :config config :status 'idle
                      :outcome 'completed :payload "x" :verdict nil :tool-calls 0)))
-    (setq good (append good '(:transcript "agents/root.a.sqlite" :hook-context nil)))
+    (setq good (append good '(:transcript "agents/root.a.sqlite" :hook-context nil :served nil)))
     (should (eq (mevedel-agent-check-record good) good))
-    ;; A record saved before hook context was kept has none waiting.
-    (let ((unhooked (butlast good 2)))
+    ;; A record saved before hook context and the serving model were
+    ;; kept has none waiting, and was served by its frozen model.
+    (let ((unhooked (butlast good 4)))
       (should-error (mevedel-agent-check-record unhooked))
       (should (equal (mevedel-agent-check-record (mevedel-agent--upgrade-record unhooked)) good)))
     ;; A record saved when a spawn's Plan stamp bound every turn loses it.
