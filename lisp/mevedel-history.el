@@ -123,7 +123,8 @@ copies) count as one."
 They default to the buffer's beginning and end.  Each segment is a
 plist with :type `user', `response', `tool' or `notice' and :start,
 where it starts in BUFFER.  A response cut by a failed request has
-:incomplete t.  One pass over the text's property changes finds them."
+:incomplete t; a tool row only the view shows has :handle t.  One
+pass over the text's property changes finds them."
   (mevedel-transcript-complete buffer start)
   (with-current-buffer buffer
     (save-restriction
@@ -153,7 +154,10 @@ where it starts in BUFFER.  A response cut by a failed request has
              ((eq (car-safe prop) 'tool)
               (push (mevedel-history-tool-segment (cdr prop) (buffer-substring-no-properties pos next)
                                                 pos)
-                    segments))
+                    segments)
+              ;; A row only the view shows (`mevedel-chat-append-handle').
+              (when (get-text-property pos 'mevedel-handle)
+                (plist-put (car segments) :handle t)))
              ((null prop)
               (let ((clean (string-trim
                             (string-remove-prefix
@@ -181,10 +185,12 @@ where it starts in BUFFER.  A response cut by a failed request has
   (pcase (plist-get segment :type)
     ('user (format "## User\n\n%s\n\n" (plist-get segment :text)))
     ('response (format "## Assistant\n\n%s\n\n" (string-trim (plist-get segment :text))))
-    ('tool (format "### Tool call %s (%s)\n\nArguments: %s\n\nResult:\n\n%s\n\n"
-                   (plist-get segment :name) (plist-get segment :id)
-                   (let ((print-escape-newlines t)) (prin1-to-string (plist-get segment :args)))
-                   (plist-get segment :result)))
+    ('tool (if (plist-get segment :handle)
+               ""
+             (format "### Tool call %s (%s)\n\nArguments: %s\n\nResult:\n\n%s\n\n"
+                     (plist-get segment :name) (plist-get segment :id)
+                     (let ((print-escape-newlines t)) (prin1-to-string (plist-get segment :args)))
+                     (plist-get segment :result))))
     ('notice (format "> %s\n\n" (replace-regexp-in-string
                                   "\n" "\n> " (plist-get segment :text) t t)))))
 

@@ -406,7 +406,10 @@ on RET, and never reaches the model."
                     (mevedel-chat--drop-handles)
                     (buffer-string))))
         (should-not (string-search (mevedel-review-workflow-row workflow) text))
-        (should (string-search "<user_action>" text))))))
+        (should (string-search "<user_action>" text)))
+      ;; Nor does history://root, a compaction or a handoff summary.
+      (should-not (string-search (mevedel-review-workflow-row workflow)
+                                 (mevedel-history-project (mevedel-chat-data-buffer chat)))))))
 
 (ert-deftest mevedel-review:a-handle-waits-for-the-running-turn ()
   "A /review started while a turn runs places its row once the turn ends."
