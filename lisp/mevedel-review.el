@@ -509,9 +509,10 @@ inside it, so the view makes them buttons."
                                        (:copier nil))
   "One /review or /verify of a chat."
   chat kind target job path (state 'preparing) result
-  ;; The ID of its handle row in the chat's transcript; non-nil
-  ;; `placed' once the row is there; what the row says of it besides
-  ;; its agent's status (`mevedel-review--handle-data').
+  ;; The ID of its handle row in the chat's transcript; `placed' t
+  ;; once the row is there (`waiting' for the chat's turn to end);
+  ;; what the row says of it besides its agent's status
+  ;; (`mevedel-review--handle-data').
   (row (format "mevedel-handle-%x" (random most-positive-fixnum))) placed note)
 
 (defvar mevedel-review--workflows nil
@@ -561,29 +562,37 @@ or when it never does, its :status says what the workflow does."
 
 (defun mevedel-review--place-handle (workflow)
   "Put WORKFLOW's handle row in its chat's transcript, once.
-A chat running a turn gets it when the turn ends."
+A chat running a turn gets it when the turn ends (`placed' is
+`waiting' meanwhile), with what the row says then."
   (let ((chat (mevedel-review-workflow-chat workflow)))
-    (when (and (not (mevedel-review-workflow-placed workflow))
+    (when (and (not (eq (mevedel-review-workflow-placed workflow) t))
                (buffer-live-p (mevedel-chat-data-buffer chat)))
-      (if (not (mevedel-chat-busy-p chat))
-          (progn
-            (mevedel-chat-append-handle
-             chat (mevedel-review--label workflow) (mevedel-review-workflow-row workflow) "Agent"
-             (list :task_name (symbol-name (mevedel-review-workflow-kind workflow))
-                   :message (mevedel-review--label workflow))
-             (mevedel-review--handle-data workflow))
-            (setf (mevedel-review-workflow-placed workflow) t))
+      (cond
+       ((not (mevedel-chat-busy-p chat))
+        (mevedel-chat-append-handle
+         chat (mevedel-review--label workflow) (mevedel-review-workflow-row workflow) "Agent"
+         (list :task_name (symbol-name (mevedel-review-workflow-kind workflow))
+               :message (mevedel-review--label workflow))
+         (mevedel-review--handle-data workflow))
+        (setf (mevedel-review-workflow-placed workflow) t))
+       ((not (mevedel-review-workflow-placed workflow))
+        (setf (mevedel-review-workflow-placed workflow) 'waiting)
         (letrec ((wait (lambda (idle _outcome)
                          (when (eq idle chat)
                            (remove-hook 'mevedel-chat-idle-functions wait)
-                           (run-at-time 0 nil #'mevedel-review--place-handle workflow)))))
-          (add-hook 'mevedel-chat-idle-functions wait))))))
+                           ;; After the hook: a queued message may start the next turn.
+                           (run-at-time 0 nil (lambda ()
+                                                (when (eq (mevedel-review-workflow-placed workflow)
+                                                          'waiting)
+                                                  (setf (mevedel-review-workflow-placed workflow) nil)
+                                                  (mevedel-review--place-handle workflow))))))))
+          (add-hook 'mevedel-chat-idle-functions wait)))))))
 
 (defun mevedel-review--update-handle (workflow &rest note)
   "Show WORKFLOW's state on its handle row; NOTE is more of it (:summary TEXT).
 The agent keeps its part of the row current itself."
   (when note (setf (mevedel-review-workflow-note workflow) note))
-  (if (not (mevedel-review-workflow-placed workflow))
+  (if (not (eq (mevedel-review-workflow-placed workflow) t))
       (mevedel-review--place-handle workflow)
     (let ((data (mevedel-review--handle-data workflow)))
       (ignore-errors

@@ -413,15 +413,22 @@ on RET, and never reaches the model."
 
 (ert-deftest mevedel-review:a-handle-waits-for-the-running-turn ()
   "A /review started while a turn runs places its row once the turn ends."
-  (review-test--with-session (_root _view chat _spawns)
+  (review-test--with-session (_root _view chat spawns)
     (let ((busy t) workflow)
       (cl-letf (((symbol-function 'mevedel-chat-busy-p) (lambda (_) busy)))
         (setq workflow (review-test--slash chat "review" "HEAD"))
         (should-not (review-test--handle chat))
+        (mevedel-test-wait-until spawns 20)
         (setq busy nil)
         (run-hook-with-args 'mevedel-chat-idle-functions chat 'done)
         (mevedel-test-wait-until (review-test--handle chat) 5))
-      (should (mevedel-review-workflow-placed workflow)))))
+      (should (eq (mevedel-review-workflow-placed workflow) t))
+      ;; Placed once, saying what happened meanwhile.
+      (mevedel-test-sleep 0.2)
+      (should (= 1 (cl-count-if (lambda (segment) (plist-get segment :handle))
+                                (mevedel-history-segments (mevedel-chat-data-buffer chat)))))
+      (should (equal (plist-get (plist-get (review-test--handle chat) :render-data) :path)
+                     "/root/review")))))
 
 (ert-deftest mevedel-review:slash-verify-and-a-second-review ()
   (review-test--with-session (root view chat spawns)
