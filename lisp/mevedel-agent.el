@@ -155,7 +155,11 @@ is not sent.")
   ;; Non-nil when MAIL or a RESULT from another agent arrived while a
   ;; turn was active: its settlement offers the agent a turn to read
   ;; it, even if it came during the final sample.  Runtime only.
-  wake)
+  wake
+  ;; The model that served its latest turn (BACKEND:MODEL or
+  ;; PROVIDER:MODEL) when it is not the frozen one (an ACP agent
+  ;; acknowledged another), else nil.  The frozen identity stays.
+  served)
 
 (cl-defstruct (mevedel-agent--turn (:constructor mevedel-agent--make-turn) (:copier nil))
   "One invocation of a retained agent: a task until its settlement."
@@ -170,10 +174,12 @@ is not sent.")
   ;; Non-nil when UserPromptSubmit already accepted TEXT (an initial
   ;; task, during the spawn's preparation): the send runs no hooks.
   hooked
-  ;; The Agent call ID whose row started this turn (the spawn's), or
-  ;; nil; and the `:sandbox-summary' of its own commands so far, which
-  ;; settlement patches into that row when it is not the default.
-  row sandbox
+  ;; The call ID whose row started this turn (the spawn's Agent call,
+  ;; or a SendMessage), or nil, and the chat whose transcript holds it
+  ;; (nil: the spawn parent's); and the `:sandbox-summary' of its own
+  ;; commands so far, which settlement patches into that row when it
+  ;; is not the default.
+  row row-chat sandbox
   ;; Its Plan stamp (from its caller, the session's sticky Plan or Plan
   ;; mail it reads), given once: each invocation applies its own, so a
   ;; follow-up after Plan ended is not read-only; and the permission
@@ -830,7 +836,7 @@ Signal `user-error' when a hook blocks it."
         :provider (let ((placement (mevedel-chat-placement parent)))
                     (and placement (not (eq (car placement) 'gptel)) placement))))
 
-(defun mevedel-agent-spawn (chat args &optional on-settle)
+(defun mevedel-agent-spawn (chat args &optional on-settle row)
   "Create a retained child of the agent of CHAT for the Agent call ARGS.
 ARGS is the plist the Agent tool receives (:task_name :message :role
 :context :model :effort :working_directory), and for a harness
@@ -838,10 +844,12 @@ workflow :workload (a symbol of `mevedel-agent-workload-tiers' chosen
 over the role's, as a Goal's goal-review).  ON-SETTLE, if non-nil,
 is called once with (PATH OUTCOME PAYLOAD) when the child's first turn
 settles, and consumes its RESULT: when it returns, the record
-leaves the parent's mailbox (`mevedel-agent--consume').  Return
-the canonical path; the turn runs, or waits for a slot, on its own.
-Invalid inputs signal `user-error' before anything is reserved."
-  (mevedel-agent--spawn chat args on-settle nil))
+leaves the parent's mailbox (`mevedel-agent--consume').  ROW, the ID
+of a handle row in CHAT's transcript (`mevedel-chat-append-handle'),
+is kept up to date as an Agent call's row is.  Return the canonical
+path; the turn runs, or waits for a slot, on its own.  Invalid inputs
+signal `user-error' before anything is reserved."
+  (mevedel-agent--spawn chat args on-settle nil row))
 
 (defun mevedel-agent--spawn (chat args on-settle on-ready &optional spawn-id)
   "Create the child of CHAT for ARGS, calling ON-SETTLE when its turn settles.
@@ -1006,6 +1014,7 @@ A start that fails gives the slot back and settles TURN as failed."
     (setf (mevedel-agent--turn-started turn) t
           (mevedel-agent--turn-since turn) (float-time)
           (mevedel-agent-handle-status handle) 'running)
+    (mevedel-agent--recover-backend chat)
     (condition-case err
         (progn
           ;; The directory was checked at the spawn; it may have gone since.
@@ -1029,6 +1038,39 @@ A start that fails gives the slot back and settles TURN as failed."
                                     (format "The turn could not start: %s"
                                             (error-message-string err)))))
     (mevedel-agent--refresh handle)))
+
+(defun mevedel-agent--recover-backend (chat)
+  "Give CHAT's turn the gptel backend now defined under its frozen backend's name.
+A backend made again under the same name (its key or models changed)
+replaces the object the child was frozen with; the turn uses the
+current one.  The frozen identity, the name and model, is unchanged."
+  (when-let* ((frozen (mevedel-chat-backend chat))
+              ((gptel-backend-p frozen))
+              (current (ignore-errors (gptel-get-backend (gptel-backend-name frozen))))
+              ((not (eq current frozen))))
+    (setf (mevedel-chat-backend chat) current)))
+
+(defun mevedel-agent-note-served (chat model)
+  "Note that MODEL, a model id, serves the running turn of the agent of CHAT.
+An ACP agent calls this with the model it acknowledged while preparing
+its session, which can differ from the one the agent was frozen with
+\(an alias resolved, say).  The agent reports it beside its frozen
+model until the frozen one is noted serving it; it is saved with the
+agent, so an idle or resumed one still says what served it last."
+  (when-let* ((path (mevedel-chat-agent chat))
+              (tree (gethash (mevedel-session-id (mevedel-chat-session chat)) mevedel-agent--trees))
+              (handle (mevedel-agent--handle tree path)))
+    (let* ((config (mevedel-agent-handle-config handle))
+           (served (mevedel-agent--model
+                    (if (plist-get config :provider)
+                        (plist-put (copy-sequence config) :provider
+                                   (cons (car (plist-get config :provider)) model))
+                      (plist-put (copy-sequence config) :model model))))
+           (served (unless (equal served (mevedel-agent--model config)) served)))
+      (unless (equal served (mevedel-agent-handle-served handle))
+        (setf (mevedel-agent-handle-served handle) served)
+        (mevedel-agent--save-registry tree)
+        (mevedel-agent--refresh handle)))))
 
 (defun mevedel-agent--offer (tree)
   "Start the waiting invocations of TREE, oldest first, while slots are free."
@@ -1064,8 +1106,8 @@ model) after the agent goes idle."
   (when-let* ((id (mevedel-agent--turn-row turn))
               (summary (mevedel-agent--turn-sandbox turn))
               ((mevedel-sandbox-summary-warning summary))
-              (handle (mevedel-agent--turn-handle turn))
-              (parent (mevedel-agent-handle-parent-chat handle))
+              (parent (or (mevedel-agent--turn-row-chat turn)
+                          (mevedel-agent-handle-parent-chat (mevedel-agent--turn-handle turn))))
               ((buffer-live-p (mevedel-chat-data-buffer parent))))
     (ignore-errors
       (mevedel-chat-update-render-data
@@ -1346,12 +1388,14 @@ background turn, and an idle child (not mailing itself) a turn."
         ;; there is none (`mevedel-agent--wake-for-late-mail').
         (setf (mevedel-agent-handle-wake handle) t))))))
 
-(defun mevedel-agent-send (chat target message)
+(defun mevedel-agent-send (chat target message &optional row)
   "Send MESSAGE from the agent of CHAT to the agent TARGET (SendMessage).
 Return `started', `queued' or `waiting' (for a slot).  An idle child
 starts a turn with MESSAGE as its task when a slot is free; at
 capacity it gets MESSAGE as a MAIL record and a turn waiting for a
-slot that reads it.  An active one, /root and the sender itself get
+slot that reads it.  ROW, the SendMessage call's ID in CHAT, is the
+row such a turn leaves its sandbox warning on, as a spawn's Agent
+row.  An active one, /root and the sender itself get
 a MAIL record.  From a request with Plan authority
 the started turn is stamped, the record names the stamp (the turn
 reading it is stamped), and a running child must be in a stamped
@@ -1379,7 +1423,8 @@ it then starts a Plan turn"
              (not (equal recipient sender))
              (< (mevedel-agent--tree-active tree) mevedel-agent-capacity))
         (let ((task (mevedel-agent--prompt-hooks recipient message)))
-          (if (mevedel-agent--activate handle task nil chat) 'waiting 'started))
+          (prog1 (if (mevedel-agent--activate handle task nil chat) 'waiting 'started)
+            (mevedel-agent--mark-row handle chat row)))
       (let ((id (mevedel-agent--post session recipient "MAIL" message sender
                                      (and plan `(("plan" ,(symbol-name
                                                            (mevedel-plan-stamp-kind stamp))))))))
@@ -1388,9 +1433,17 @@ it then starts a Plan turn"
             ;; At capacity the message is mail, read by the turn that
             ;; waits for a slot.
             (progn (mevedel-agent--activate handle mevedel-mailbox-wake-prompt nil chat)
+                   (mevedel-agent--mark-row handle chat row)
                    'waiting)
           (mevedel-agent--arrived tree recipient id sender)
           (if (and handle (eq (mevedel-agent-handle-status handle) 'waiting)) 'waiting 'queued))))))
+
+(defun mevedel-agent--mark-row (handle chat row)
+  "Make the call ROW of CHAT the row of HANDLE's turn, when both exist."
+  (when-let* ((row)
+              (turn (mevedel-agent-handle-turn handle)))
+    (setf (mevedel-agent--turn-row turn) row
+          (mevedel-agent--turn-row-chat turn) chat)))
 
 ;;;; Waiting
 
@@ -1654,8 +1707,12 @@ Only this agent is loaded, with its frozen configuration.  Signal
 
 (defconst mevedel-agent-record-keys
   '(:path :parent :role :role-flags :config :status :outcome :payload :verdict
-          :tool-calls :transcript)
-  "Every key of a saved registry record, exactly once each.")
+          :tool-calls :transcript :hook-context :served)
+  "Every key of a saved registry record, exactly once each.
+:hook-context is the context its hooks added that no request of it
+carried yet (a blocked follow-up's, say): its next accepted task
+reads it, after a resume too.  :served is the model that served its
+latest turn when that was not the frozen one.")
 
 (defconst mevedel-agent--role-flags '(:verdict)
   "The facts of a role the runtime reads after the spawn.
@@ -1695,7 +1752,11 @@ An agent restored but not used yet still has the saved names."
           :payload (mevedel-agent-handle-payload handle)
           :verdict (mevedel-agent-handle-verdict handle)
           :tool-calls (mevedel-agent-handle-tool-calls handle)
-          :transcript (mevedel-agent-handle-transcript handle))))
+          :transcript (mevedel-agent-handle-transcript handle)
+          :hook-context (mevedel-hooks-context
+                         (mevedel-agent--tree-session (mevedel-agent-handle-tree handle))
+                         (mevedel-agent-handle-path handle))
+          :served (mevedel-agent-handle-served handle))))
 
 (defun mevedel-agent--save-registry (tree)
   "Save TREE's published agents in its session's store and wait for the write.
@@ -1720,13 +1781,19 @@ An agent saved before specialists were frozen (ADR 0022) has no
 :specialists; it keeps reaching every specialist, as it did (t).  One
 saved before children could run on ACP agents has no :provider: gptel
 serves it (nil).  One saved when a spawn's Plan stamp bound every
-later turn has a :plan-stamp, which goes: each turn takes its own."
+later turn has a :plan-stamp, which goes: each turn takes its own.
+One saved before hook context was kept has none waiting, and one saved
+before the serving model was kept was served by its frozen one."
   (let ((config (plist-get record :config)))
     (if (not (and (proper-list-p record) (proper-list-p config)))
         record
       (when (plist-member record :plan-stamp)
         (setq record (cl-loop for (key value) on record by #'cddr
                               unless (eq key :plan-stamp) append (list key value))))
+      (unless (plist-member record :hook-context)
+        (setq record (append record (list :hook-context nil))))
+      (unless (plist-member record :served)
+        (setq record (append record (list :served nil))))
       (unless (plist-member config :specialists)
         (setq config (append config (list :specialists t))))
       (unless (plist-member config :provider)
@@ -1781,8 +1848,11 @@ partial work (it wakes nobody)."
                                        (plist-get record :payload))
                             :verdict (and (not active) (plist-get record :verdict))
                             :tool-calls (plist-get record :tool-calls)
-                            :transcript (plist-get record :transcript))))
+                            :transcript (plist-get record :transcript)
+                            :served (plist-get record :served))))
               (puthash (mevedel-agent-handle-path handle) handle (mevedel-agent--tree-agents tree))
+              (when-let* ((blocks (plist-get record :hook-context)))
+                (mevedel-hooks-restore-context session blocks (mevedel-agent-handle-path handle)))
               (when active (push handle interrupted))))
         (error (display-warning 'mevedel (format "The saved agents of this session are unusable: %s"
                                                  (error-message-string err)))
@@ -1843,10 +1913,12 @@ This is the child's own model, never its delegator's."
 (defun mevedel-agent--handle-data (handle)
   "Return the status plist of HANDLE.
 :model and :effort name what serves it (nil effort: the provider's
-default)."
+default); :served, when non-nil, the model that actually served its
+latest turn instead (`mevedel-agent-note-served')."
   (list :path (mevedel-agent-handle-path handle)
         :role (or (mevedel-agent-handle-role-name handle) "default")
         :model (mevedel-agent--model (mevedel-agent-handle-config handle))
+        :served (mevedel-agent-handle-served handle)
         :effort (plist-get (mevedel-agent-handle-config handle) :effort)
         :status (mevedel-agent-handle-status handle)
         :tool-calls (mevedel-agent-handle-tool-calls handle)
@@ -1905,7 +1977,7 @@ A restored agent's conversation is loaded now."
         (mevedel-chat-update-render-data
          parent id (lambda (render-data)
                      (let ((new (copy-sequence render-data)))
-                       (dolist (key '(:status :tool-calls :outcome :verdict) new)
+                       (dolist (key '(:status :tool-calls :outcome :verdict :served) new)
                          (setq new (plist-put new key (plist-get data key))))))
          'agent-handle)))))
 

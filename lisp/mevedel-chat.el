@@ -651,6 +651,45 @@ answer both read.  The turn is saved; observers hear `appended'."
     (mevedel-chat--save chat 'append)
     (mevedel-chat-notify chat 'appended)))
 
+(defun mevedel-chat-append-handle (chat notice id name args render-data)
+  "Append to idle CHAT a turn of NOTICE and a row hidden from the model.
+The row is a settled call ID of the tool NAME with ARGS and
+RENDER-DATA, drawn by NAME's renderer and updated with
+`mevedel-chat-update-render-data', as a call of the model's would be;
+a workflow that starts an agent itself (/review) shows its handle
+this way.  The model never reads it: it is marked `mevedel-handle',
+which every request drops (`mevedel-chat--drop-handles').  The turn
+is saved; observers hear `appended'."
+  (when (mevedel-chat-busy-p chat)
+    (error "A turn is running in %s" (mevedel-chat-name chat)))
+  (let ((buffer (mevedel-chat-data-buffer chat))
+        (start nil))
+    (mevedel-transcript-complete buffer)
+    (setq start (with-current-buffer buffer (copy-marker (point-max))))
+    (mevedel-chat-insert-notice chat 'workflow notice)
+    (with-current-buffer buffer
+      (let ((from (point-max))
+            (inhibit-read-only t))
+        (mevedel-gptel-append-settled-call id name args (mevedel-render-data-encode render-data id))
+        (put-text-property from (point-max) 'mevedel-handle t)))
+    (push (list :id (format "%x" (random most-positive-fixnum))
+                :label (mevedel-chat--turn-label notice) :start start)
+          (mevedel-chat-turns chat))
+    (setf (mevedel-chat-turn-start chat) start)
+    (mevedel-chat--save chat 'append)
+    (mevedel-chat-notify chat 'appended)))
+
+(defun mevedel-chat--drop-handles ()
+  "Remove the rows of `mevedel-chat-append-handle' from this prompt buffer.
+A prompt transform: the model made no such call, so it never sees one."
+  (let ((pos (point-min)) (regions nil))
+    (while (setq pos (text-property-any pos (point-max) 'mevedel-handle t))
+      (let ((end (or (text-property-not-all pos (point-max) 'mevedel-handle t) (point-max))))
+        (push (cons pos end) regions)
+        (setq pos end)))
+    (pcase-dolist (`(,start . ,end) regions)
+      (delete-region start end))))
+
 (cl-defun mevedel-chat-send (chat text &key on-done background hooked)
   "Send TEXT as the user's next message in CHAT.
 ON-DONE, if non-nil, is called with CHAT and the outcome (`done',
@@ -839,7 +878,8 @@ ON-DONE and BACKGROUND are as for `mevedel-chat-send'."
             :callback #'mevedel-chat--callback
             :context chat
             :transforms (append gptel-prompt-transform-functions
-                                (list #'mevedel-chat--strip-render-data)
+                                (list #'mevedel-chat--strip-render-data
+                                      #'mevedel-chat--drop-handles)
                                 mevedel-chat-prompt-transform-functions)
             :fsm fsm)
           (mevedel-gptel-track-call-order fsm))
@@ -1281,12 +1321,14 @@ Return nil when the call is not there, else `updated' or `unchanged'."
           (let* ((old (mevedel-render-data-extract (current-buffer) id))
                  (new (and old (funcall function old)))
                  (property (get-text-property (point-min) 'gptel))
+                 (handle (get-text-property (point-min) 'mevedel-handle))
                  (inhibit-read-only t))
             (if (or (null new) (eq new old)
                     (not (mevedel-render-data-replace (current-buffer) id new)))
                 'unchanged
               ;; The new block belongs to the call's region, like the old.
               (put-text-property (point-min) (point-max) 'gptel property)
+              (when handle (put-text-property (point-min) (point-max) 'mevedel-handle handle))
               (mevedel-chat-notify chat 'tool-updated id)
               'updated)))))))
 

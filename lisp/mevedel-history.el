@@ -123,7 +123,8 @@ copies) count as one."
 They default to the buffer's beginning and end.  Each segment is a
 plist with :type `user', `response', `tool' or `notice' and :start,
 where it starts in BUFFER.  A response cut by a failed request has
-:incomplete t.  One pass over the text's property changes finds them."
+:incomplete t; a tool row only the view shows has :handle t.  One
+pass over the text's property changes finds them."
   (mevedel-transcript-complete buffer start)
   (with-current-buffer buffer
     (save-restriction
@@ -153,7 +154,10 @@ where it starts in BUFFER.  A response cut by a failed request has
              ((eq (car-safe prop) 'tool)
               (push (mevedel-history-tool-segment (cdr prop) (buffer-substring-no-properties pos next)
                                                 pos)
-                    segments))
+                    segments)
+              ;; A row only the view shows (`mevedel-chat-append-handle').
+              (when (get-text-property pos 'mevedel-handle)
+                (plist-put (car segments) :handle t)))
              ((null prop)
               (let ((clean (string-trim
                             (string-remove-prefix
@@ -181,10 +185,12 @@ where it starts in BUFFER.  A response cut by a failed request has
   (pcase (plist-get segment :type)
     ('user (format "## User\n\n%s\n\n" (plist-get segment :text)))
     ('response (format "## Assistant\n\n%s\n\n" (string-trim (plist-get segment :text))))
-    ('tool (format "### Tool call %s (%s)\n\nArguments: %s\n\nResult:\n\n%s\n\n"
-                   (plist-get segment :name) (plist-get segment :id)
-                   (let ((print-escape-newlines t)) (prin1-to-string (plist-get segment :args)))
-                   (plist-get segment :result)))
+    ('tool (if (plist-get segment :handle)
+               ""
+             (format "### Tool call %s (%s)\n\nArguments: %s\n\nResult:\n\n%s\n\n"
+                     (plist-get segment :name) (plist-get segment :id)
+                     (let ((print-escape-newlines t)) (prin1-to-string (plist-get segment :args)))
+                     (plist-get segment :result))))
     ('notice (format "> %s\n\n" (replace-regexp-in-string
                                   "\n" "\n> " (plist-get segment :text) t t)))))
 
@@ -261,8 +267,9 @@ Return a function that stops the collection; DONE is then not called."
 
 (defvar mevedel-history-agents-functions nil
   "Abnormal hook run with a session until one returns its retained agents.
-Each agent is a plist (:path :role :model :effort :status :outcome
-:payload :buffer), :buffer a function returning the agent's data
+Each agent is a plist (:path :role :model :effort :served :status
+:outcome :payload :buffer), :served the model that served its latest
+turn when not its own, :buffer a function returning the agent's data
 buffer (loading a saved one).  `history://root/PATH' and `agent://'
 read them; the agent runtime adds its roster, without which a session
 has no agents.")
@@ -312,11 +319,14 @@ result), NOT READY while the agent works.  Nothing changes state."
                  (if (null agents)
                      "No retained agents in this session."
                    (mapconcat (lambda (agent)
-                                (format "agent://%s  %s  %s%s  %s%s"
+                                (format "agent://%s  %s  %s%s%s  %s%s"
                                         (substring (plist-get agent :path) 1)
                                         (plist-get agent :role) (or (plist-get agent :model) "")
                                         (if-let* ((effort (plist-get agent :effort)))
                                             (format " (effort %s)" effort)
+                                          "")
+                                        (if-let* ((served (plist-get agent :served)))
+                                            (format " (served by %s)" served)
                                           "")
                                         (plist-get agent :status)
                                         (if (plist-get agent :outcome)

@@ -1015,6 +1015,11 @@ are SessionStart's too).  They stay until `mevedel-hooks-forget-context'
 says the model read them."
   (mevedel-hooks--get session (mevedel-hooks--context-key owner)))
 
+(defun mevedel-hooks-restore-context (session blocks owner)
+  "Make BLOCKS the hook context waiting for OWNER's next turn in SESSION.
+A resumed child agent gets back the context its saved record kept."
+  (mevedel-hooks--put session (mevedel-hooks--context-key owner) blocks))
+
 (defun mevedel-hooks-forget-context (session blocks &optional owner)
   "Forget BLOCKS, context of OWNER's hooks in SESSION that a request carried."
   (let ((key (mevedel-hooks--context-key owner)))

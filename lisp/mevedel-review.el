@@ -35,6 +35,13 @@
 ;;    turn (`mevedel-chat-append-reply', after any running turn): a
 ;;    notice, a hidden <user_action> record the model reads, so later
 ;;    turns can refer to finding 2, and the summary as the reply.
+;;
+;; From the start the chat's transcript holds the workflow's handle
+;; (`mevedel-chat-append-handle', after any running turn): an Agent
+;; row the model never reads, which says what the workflow does, then
+;; follows its agent (the runtime updates it as an Agent call's row)
+;; and ends with the verdict or the findings' count; RET opens the
+;; agent.  The mode line names the active workflows too.
 
 ;;; Code:
 
@@ -501,7 +508,12 @@ inside it, so the view makes them buttons."
 (cl-defstruct (mevedel-review-workflow (:constructor mevedel-review--workflow-make)
                                        (:copier nil))
   "One /review or /verify of a chat."
-  chat kind target job path (state 'preparing) result)
+  chat kind target job path (state 'preparing) result
+  ;; The ID of its handle row in the chat's transcript; `placed' t
+  ;; once the row is there (`waiting' for the chat's turn to end);
+  ;; what the row says of it besides its agent's status
+  ;; (`mevedel-review--handle-data').
+  (row (format "mevedel-handle-%x" (random most-positive-fixnum))) placed note)
 
 (defvar mevedel-review--workflows nil
   "The workflows still preparing or running, newest first.")
@@ -531,6 +543,83 @@ The view shows it in its mode line while one is active."
                                    (mevedel-review-workflow-path workflow))))
                        (reverse active) " "))))
 
+(defun mevedel-review--handle-data (workflow)
+  "Return the render-data of WORKFLOW's handle row now.
+It is an Agent row's (mevedel-tool-agent.el draws it, RET opens the
+agent), with :workflow naming the workflow; before the agent starts,
+or when it never does, its :status says what the workflow does."
+  (let* ((chat (mevedel-review-workflow-chat workflow))
+         (path (mevedel-review-workflow-path workflow))
+         (agent (and path (mevedel-agent-status chat path))))
+    (append (list :workflow (if (eq (mevedel-review-workflow-kind workflow) 'review)
+                                "Review" "Verify"))
+            (unless agent
+              (list :status (pcase (mevedel-review-workflow-state workflow)
+                              ('preparing "preparing the evidence")
+                              (state (symbol-name state)))))
+            (mevedel-review-workflow-note workflow)
+            (or agent (and path (list :path path))))))
+
+(defun mevedel-review--place-handle (workflow)
+  "Put WORKFLOW's handle row in its chat's transcript, once.
+A chat running a turn gets it when the turn ends (`placed' is
+`waiting' meanwhile), with what the row says then."
+  (let ((chat (mevedel-review-workflow-chat workflow)))
+    (when (and (not (eq (mevedel-review-workflow-placed workflow) t))
+               (buffer-live-p (mevedel-chat-data-buffer chat)))
+      (cond
+       ((not (mevedel-chat-busy-p chat))
+        (mevedel-chat-append-handle
+         chat (mevedel-review--label workflow) (mevedel-review-workflow-row workflow) "Agent"
+         (list :task_name (symbol-name (mevedel-review-workflow-kind workflow))
+               :message (mevedel-review--label workflow))
+         (mevedel-review--handle-data workflow))
+        (setf (mevedel-review-workflow-placed workflow) t))
+       ((not (mevedel-review-workflow-placed workflow))
+        (setf (mevedel-review-workflow-placed workflow) 'waiting)
+        (letrec ((wait (lambda (idle _outcome)
+                         (when (eq idle chat)
+                           (remove-hook 'mevedel-chat-idle-functions wait)
+                           ;; After the hook: a queued message may start the next turn.
+                           (run-at-time 0 nil (lambda ()
+                                                (when (eq (mevedel-review-workflow-placed workflow)
+                                                          'waiting)
+                                                  (setf (mevedel-review-workflow-placed workflow) nil)
+                                                  (mevedel-review--place-handle workflow))))))))
+          (add-hook 'mevedel-chat-idle-functions wait)))))))
+
+(defun mevedel-review--update-handle (workflow &rest note)
+  "Show WORKFLOW's state on its handle row; NOTE is more of it (:summary TEXT).
+The agent keeps its part of the row current itself."
+  (when note (setf (mevedel-review-workflow-note workflow) note))
+  (if (not (eq (mevedel-review-workflow-placed workflow) t))
+      (mevedel-review--place-handle workflow)
+    (let ((data (mevedel-review--handle-data workflow)))
+      (ignore-errors
+        (mevedel-chat-update-render-data
+         (mevedel-review-workflow-chat workflow) (mevedel-review-workflow-row workflow)
+         (lambda (render-data)
+           (let ((new (copy-sequence render-data)))
+             (cl-loop for (key value) on data by #'cddr
+                      do (setq new (plist-put new key value)))
+             new))
+         'review-handle)))))
+
+(defun mevedel-review--summary (kind outcome payload)
+  "Return the handle's summary of a KIND workflow's settled PAYLOAD, or nil.
+OUTCOME is how the turn ended; the row shows it (and a verdict) already."
+  (when (eq outcome 'completed)
+    (if (eq kind 'review)
+        (let ((review (mevedel-review-parse payload)))
+          (if (plist-get review :error)
+              "no findings JSON"
+            (format "patch is %s · %d finding%s"
+                    (if (plist-get review :correct) "correct" "incorrect")
+                    (length (plist-get review :findings))
+                    (if (= 1 (length (plist-get review :findings))) "" "s"))))
+      (unless (mevedel-agent-parse-verdict payload)
+        "verdict rejected"))))
+
 (defun mevedel-review--show-in-view (chat)
   "Have CHAT's view show the active workflows in its mode line."
   (with-current-buffer (mevedel-view-buffer chat)
@@ -547,6 +636,7 @@ its agent started after that."
                                   (lambda (job) (mevedel-review--prepared workflow job))))
     (push workflow mevedel-review--workflows)
     (mevedel-review--show-in-view chat)
+    (mevedel-review--place-handle workflow)
     (message "Preparing %s…" (mevedel-review--label workflow))
     workflow))
 
@@ -573,6 +663,7 @@ Return non-nil when one was stopped."
      ((mevedel-review-job-error job)
       (setf (mevedel-review-workflow-state workflow) 'failed)
       (mevedel-review--forget workflow)
+      (mevedel-review--update-handle workflow :summary (mevedel-review-job-error job))
       (message "%s failed: %s" (mevedel-review--label workflow) (mevedel-review-job-error job)))
      (t
       (let ((kind (mevedel-review-workflow-kind workflow)))
@@ -586,15 +677,18 @@ Return non-nil when one was stopped."
                                          kind (mevedel-review-workflow-target workflow)
                                          (mevedel-review-evidence job) (mevedel-chat-root chat)))
                          (lambda (path outcome payload)
-                           (mevedel-review--settled workflow path outcome payload)))))
+                           (mevedel-review--settled workflow path outcome payload))
+                         (mevedel-review-workflow-row workflow))))
               (when (eq (mevedel-review-workflow-state workflow) 'preparing)
                 (setf (mevedel-review-workflow-state workflow) 'running
                       (mevedel-review-workflow-path workflow) path)
+                (mevedel-review--update-handle workflow)
                 (force-mode-line-update t)
                 (message "%s: %s is working" (mevedel-review--label workflow) path)))
           (error
            (setf (mevedel-review-workflow-state workflow) 'failed)
            (mevedel-review--forget workflow)
+           (mevedel-review--update-handle workflow :summary (error-message-string err))
            (message "%s could not start: %s" (mevedel-review--label workflow)
                     (error-message-string err)))))))))
 
@@ -648,21 +742,27 @@ exactly one line VERDICT: PASS, VERDICT: FAIL or VERDICT: PARTIAL).\n\n" what pa
                 (and (eq outcome 'completed) (mevedel-agent-parse-verdict payload))
               (and (eq outcome 'completed) (mevedel-review-parse payload))))
       (mevedel-review--forget workflow)
+      (mevedel-review--update-handle workflow :summary (mevedel-review--summary kind outcome payload))
       (mevedel-review--deliver
-       chat (format "%s by %s" (mevedel-review--label workflow) path)
+       workflow (format "%s by %s" (mevedel-review--label workflow) path)
        (mevedel-review--user-action workflow path outcome payload) reply))))
 
-(defun mevedel-review--deliver (chat notice hidden reply)
-  "Append NOTICE, HIDDEN and REPLY to CHAT once it is idle."
-  (when (buffer-live-p (mevedel-chat-data-buffer chat))
-    (if (not (mevedel-chat-busy-p chat))
-        (mevedel-chat-append-reply chat notice hidden reply)
-      (letrec ((wait (lambda (idle _outcome)
-                       (when (eq idle chat)
-                         (remove-hook 'mevedel-chat-idle-functions wait)
-                         ;; After the hook: a queued message may start the next turn.
-                         (run-at-time 0 nil #'mevedel-review--deliver chat notice hidden reply)))))
-        (add-hook 'mevedel-chat-idle-functions wait)))))
+(defun mevedel-review--deliver (workflow notice hidden reply)
+  "Append NOTICE, HIDDEN and REPLY to WORKFLOW's chat once it is idle.
+Its handle row goes first, when it is not there yet."
+  (let ((chat (mevedel-review-workflow-chat workflow)))
+    (when (buffer-live-p (mevedel-chat-data-buffer chat))
+      (if (not (mevedel-chat-busy-p chat))
+          (progn
+            (mevedel-review--place-handle workflow)
+            (mevedel-chat-append-reply chat notice hidden reply))
+        (letrec ((wait (lambda (idle _outcome)
+                         (when (eq idle chat)
+                           (remove-hook 'mevedel-chat-idle-functions wait)
+                           ;; After the hook: a queued message may start the next turn.
+                           (run-at-time 0 nil #'mevedel-review--deliver
+                                        workflow notice hidden reply)))))
+          (add-hook 'mevedel-chat-idle-functions wait))))))
 
 (defun mevedel-review--cancel (workflow)
   "Cancel WORKFLOW: stop its preparation, or interrupt its agent."
@@ -671,6 +771,7 @@ exactly one line VERDICT: PASS, VERDICT: FAIL or VERDICT: PARTIAL).\n\n" what pa
      (mevedel-review-job-cancel (mevedel-review-workflow-job workflow))
      (setf (mevedel-review-workflow-state workflow) 'cancelled)
      (mevedel-review--forget workflow)
+     (mevedel-review--update-handle workflow)
      t)
     ('running
      (mevedel-agent-interrupt (mevedel-review-workflow-chat workflow)

@@ -83,24 +83,57 @@ allows are there when its set is frozen."
                         (funcall callback
                                  (if failure
                                      (list :result (concat "Error: " failure) :status 'error)
-                                   (list :result
-                                         (if waiting
-                                             (format "%s (waiting for a free agent slot: %d \
-agents are active; it starts when one settles)" path mevedel-agent-capacity)
-                                           path)
-                                         :render-data (mevedel-agent-status chat path))))))
+                                   (let ((status (mevedel-agent-status chat path)))
+                                     (list :result (mevedel-tool-agent--launch-text status waiting)
+                                           :render-data status))))))
                     id)))))))))
 
+(defun mevedel-tool-agent--sandbox-text (render-data)
+  "Return the header part warning of RENDER-DATA's non-default sandbox use, or \"\"."
+  (if-let* ((warning (mevedel-sandbox-summary-warning (plist-get render-data :sandbox-summary))))
+      (format " · %s" warning)
+    ""))
+
+(defun mevedel-tool-agent--served-by (status)
+  "Return the model serving the agent of STATUS and its effort, as text.
+A turn served by another model than the frozen one names that too."
+  (concat (plist-get status :model)
+          (if-let* ((effort (plist-get status :effort))) (format ", effort %s" effort) "")
+          (if-let* ((served (plist-get status :served)))
+              (format "; its latest turn was served by %s" served)
+            "")))
+
+(defun mevedel-tool-agent--launch-text (status waiting)
+  "Return the Agent call's result for the child of STATUS; WAITING for a slot.
+The path first, then the launch snapshot: the model and effort frozen
+for it, which need not be the caller's."
+  (concat (plist-get status :path)
+          (format " (served by %s)" (mevedel-tool-agent--served-by status))
+          (if waiting
+              (format " (waiting for a free agent slot: %d agents are active; it starts when \
+one settles)" mevedel-agent-capacity)
+            "")))
+
 (defun mevedel-tool-agent-render (_name args result render-data)
-  "Render an Agent call with ARGS, RESULT and RENDER-DATA as a one-line handle."
-  (let ((path (or (plist-get render-data :path) (plist-get args :task_name) "?")))
-    (list :header (concat "Agent " path
+  "Render an Agent call with ARGS, RESULT and RENDER-DATA as a one-line handle.
+A workflow's handle (/review, /verify: RENDER-DATA has :workflow)
+names the workflow first, its agent once started, and its :summary
+once it settled."
+  (let* ((workflow (plist-get render-data :workflow))
+         (path (or (plist-get render-data :path)
+                   (and (not workflow) (or (plist-get args :task_name) "?")))))
+    (list :header (concat (if workflow
+                              (concat workflow (if path (concat " · " path) ""))
+                            (concat "Agent " path))
                           (if-let* ((role (plist-get render-data :role))) (format " · %s" role) "")
                           (if-let* ((model (plist-get render-data :model)))
                               (format " · %s%s" model
                                       (if-let* ((effort (plist-get render-data :effort)))
                                           (format " (%s)" effort)
                                         ""))
+                            "")
+                          (if-let* ((served (plist-get render-data :served)))
+                              (format " · served by %s" served)
                             "")
                           (if-let* ((status (plist-get render-data :status)))
                               (format " · %s" (if (eq status 'idle)
@@ -113,10 +146,10 @@ agents are active; it starts when one settles)" path mevedel-agent-capacity)
                           (if-let* ((verdict (plist-get render-data :verdict)))
                               (format " · VERDICT %s" verdict)
                             "")
-                          (if-let* ((warning (mevedel-sandbox-summary-warning
-                                              (plist-get render-data :sandbox-summary))))
-                              (format " · %s" warning)
-                            ""))
+                          (if-let* ((summary (plist-get render-data :summary)))
+                              (format " · %s" summary)
+                            "")
+                          (mevedel-tool-agent--sandbox-text render-data))
           :body (unless mevedel-tool-render-summary-only
                   (concat (or (plist-get args :message) "")
                           (if result (concat "\n\n" result) "")))
@@ -130,7 +163,8 @@ agents are active; it starts when one settles)" path mevedel-agent-capacity)
 final answer reaches you as a RESULT message (wait for it with WaitAgent, or finish and be woken). \
 Work directly by default: delegate parallel work or a fresh-context investigation with a compact \
 result. The message is the child's whole assignment (files it owns, what to return). Returns \
-the child's canonical path (/root/NAME) for SendMessage, InterruptAgent and agent://PATH. \
+the child's canonical path (/root/NAME) for SendMessage, InterruptAgent and agent://PATH, and \
+the model serving it. \
 context: none (default), all (your whole conversation), summary (a handoff summary) or a \
 number of recent turns. Manual: " mevedel-tool-agent-manual-address)
   :args ((task_name string :required "A short name for the task; it becomes the agent's path")
@@ -182,7 +216,8 @@ inherits yours):\n"
   "Send the message of ARGS to its target agent; call CALLBACK."
   (mevedel-tool-agent--guard callback
     (let* ((chat (mevedel-tool-agent--chat))
-           (delivery (mevedel-agent-send chat (plist-get args :target) (plist-get args :message))))
+           (delivery (mevedel-agent-send chat (plist-get args :target) (plist-get args :message)
+                                         (mevedel-pipeline-current-tool-use-id))))
       (funcall callback
                (list :result (if (eq delivery 'waiting)
                                  (format "%s is waiting for a free agent slot; it starts when one \
@@ -191,13 +226,16 @@ settles." (plist-get args :target))
                      :render-data (list :delivery delivery))))))
 
 (defun mevedel-tool-agent-render-send (_name args _result render-data)
-  "Render a SendMessage call with ARGS and RENDER-DATA."
-  (list :header (format "SendMessage: %s (%s)" (or (plist-get args :target) "?")
+  "Render a SendMessage call with ARGS and RENDER-DATA.
+A turn it started that ran commands outside the default sandbox
+leaves that warning here, as on an Agent row."
+  (list :header (format "SendMessage: %s (%s)%s" (or (plist-get args :target) "?")
                         (pcase (plist-get render-data :delivery)
                           ('started "started")
                           ('waiting "waiting for a slot")
                           ('queued "queued")
-                          (_ "failed")))
+                          (_ "failed"))
+                        (mevedel-tool-agent--sandbox-text render-data))
         :body (unless mevedel-tool-render-summary-only (plist-get args :message))
         :expandable-p t
         :initially-collapsed-p t))
@@ -275,11 +313,14 @@ one RESULT with outcome interrupted follows."
     (if (null agents)
         "No retained agents."
       (mapconcat (lambda (agent)
-                   (format "%s  %s  %s%s  %s  %d tool calls%s"
+                   (format "%s  %s  %s%s%s  %s  %d tool calls%s"
                            (plist-get agent :path) (plist-get agent :role)
                            (plist-get agent :model)
                            (if-let* ((effort (plist-get agent :effort)))
                                (format " (effort %s)" effort)
+                             "")
+                           (if-let* ((served (plist-get agent :served)))
+                               (format " (served by %s)" served)
                              "")
                            (if (eq (plist-get agent :status) 'idle)
                                (format "idle (%s)" (or (plist-get agent :outcome) "new"))

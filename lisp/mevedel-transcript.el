@@ -40,13 +40,14 @@
 
 (defconst mevedel-transcript-properties
   '(gptel mevedel-notice mevedel-incomplete mevedel-mail mevedel-compacted mevedel-tool-media
-          mevedel-history-end)
+          mevedel-history-end mevedel-handle)
   "Text properties of a data buffer that are saved with its text.
 gptel's `gptel' marks responses, tool calls and ignored text; the
 others are mevedel's notices, cut responses, mail, turns replaced by
 a summary in what the model is sent, the references of tool
-results' images (mevedel-tool-media.el) and where the saved provider
-history ends (mevedel-gptel.el).")
+results' images (mevedel-tool-media.el), where the saved provider
+history ends (mevedel-gptel.el) and the rows only the view shows
+\(`mevedel-chat-append-handle').")
 
 (defvar-local mevedel-transcript--dirty nil
   "First position changed since the last save, or nil when saved.")

@@ -681,6 +681,9 @@ Without --provider the continued session keeps the provider saved with it."
           (while (and (not settled) (< (float-time) deadline))
             (accept-process-output nil 0.02)))
         (should (equal (car settled) '("/root/helper" completed "child task")))
+        ;; Placed on the agent without a model, it reports the one the agent chose.
+        (should (equal (plist-get (mevedel-agent-status chat path) :model) "fake"))
+        (should (equal (plist-get (mevedel-agent-status chat path) :served) "fake:fast-model"))
         (let* ((buffer (mevedel-agent-conversation chat path))
                (child (mevedel-chat-of-buffer buffer))
                (session (mevedel-acp--agent-session-id (gethash child mevedel-acp--by-chat))))

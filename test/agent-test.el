@@ -685,6 +685,68 @@ session's SessionStart context stays the main conversation's."
       (let ((free (car (agent-test--send-of (agent-test--spawn root "free")))))
         (should (member "Bash" (agent-test--tool-names free)))))))
 
+(ert-deftest mevedel-agent:the-agent-result-names-the-model-and-effort-serving-the-child ()
+  "The Agent call's result is the path and the launch snapshot of its model."
+  (require 'mevedel-tool-agent)
+  (agent-test--with-root root
+    (let* ((path (agent-test--spawn root "deep" :effort "high"))
+           (text (mevedel-tool-agent--launch-text (mevedel-agent-status root path) nil)))
+      (should (equal text "/root/deep (served by agent-test:m, effort high)"))
+      (should (string-suffix-p "it starts when one settles)"
+                               (mevedel-tool-agent--launch-text
+                                (mevedel-agent-status root path) t))))))
+
+(ert-deftest mevedel-agent:a-turn-reports-the-model-that-served-it-when-not-the-frozen-one ()
+  "A model acknowledged for a turn that is not the frozen one is reported
+beside it (row, ListAgents, agent://), saved and resumed; the frozen
+identity is unchanged, and a turn served by the frozen model clears it."
+  (require 'mevedel-tool-agent)
+  (agent-test--with-root root
+    (let* ((session (mevedel-chat-session root))
+           (id (mevedel-session-id session))
+           (dir (mevedel-chat-root root))
+           (path (agent-test--spawn root "aliased"))
+           (child (car (agent-test--send-of path))))
+      (mevedel-agent-note-served child "m-2025")
+      (let ((status (mevedel-agent-status root path)))
+        (should (equal (plist-get status :model) "agent-test:m"))
+        (should (equal (plist-get status :served) "agent-test:m-2025"))
+        (should (string-search "served by agent-test:m-2025"
+                               (plist-get (mevedel-tool-agent-render "Agent" nil nil status)
+                                          :header))))
+      (should (string-search "agent-test:m (served by agent-test:m-2025)"
+                             (cl-letf (((symbol-function 'mevedel-tool-agent--chat)
+                                        (lambda () root)))
+                               (mevedel-tool-agent-list nil))))
+      (agent-test--finish path 'done "done")
+      (kill-buffer (mevedel-chat-data-buffer root))
+      (let ((again (mevedel-chat-get-create dir id)))
+        (unwind-protect
+            (progn
+              (should (equal (plist-get (mevedel-agent-status again path) :served)
+                             "agent-test:m-2025"))
+              (should (string-search "(served by agent-test:m-2025)"
+                                     (cdar (mevedel-history-agent-documents
+                                            "agent://" (mevedel-chat-session again)))))
+              ;; The frozen model noted serving a later turn clears it.
+              (should (eq (mevedel-agent-send again path "again") 'started))
+              (mevedel-agent-note-served (car (agent-test--send-of path)) "m")
+              (should-not (plist-get (mevedel-agent-status again path) :served)))
+          (kill-buffer (mevedel-chat-data-buffer again)))))))
+
+(ert-deftest mevedel-agent:a-turn-uses-the-backend-now-defined-under-the-frozen-name ()
+  "A backend made again under the same name serves the child's next turn."
+  (agent-test--with-root root
+    (let* ((path (agent-test--spawn root "keyed"))
+           (child (car (agent-test--send-of path)))
+           (old (mevedel-chat-backend child)))
+      (agent-test--finish path 'done "done")
+      (let ((new (gptel-make-openai "agent-test" :key "rotated" :models '(m))))
+        (should-not (eq new old))
+        (should (eq (mevedel-agent-send root path "again") 'started))
+        (should (eq (mevedel-chat-backend child) new))
+        (should (equal (plist-get (mevedel-agent-status root path) :model) "agent-test:m"))))))
+
 (ert-deftest mevedel-agent:an-agent-row-keeps-its-non-default-sandbox-warning ()
   "A turn's commands that ran outside the default sandbox leave a durable
 warning on the Agent row that started it."
@@ -720,6 +782,45 @@ warning on the Agent row that started it."
             (should (string-search "escalated outside the sandbox"
                                    (plist-get (mevedel-tool-agent-render "Agent" nil path data)
                                               :header)))))))))
+
+(ert-deftest mevedel-agent:a-sendmessage-row-keeps-the-sandbox-warning-of-its-turn ()
+  "A turn SendMessage started, whose commands ran outside the default
+sandbox, leaves the warning on that SendMessage row, not the spawn's."
+  (require 'mevedel-tool-agent)
+  (agent-test--with-root root
+    (let* ((rows nil)
+           (path nil))
+      (cl-letf (((symbol-function 'mevedel-chat-update-render-data)
+                 (lambda (_chat id function &optional _key)
+                   (setf (alist-get id rows nil nil #'equal)
+                         (funcall function (or (alist-get id rows nil nil #'equal)
+                                               (list :delivery 'started))))
+                   'updated)))
+        (setq path (mevedel-agent--spawn root '(:task_name "risky" :message "Look") nil nil
+                                         "call-1"))
+        (agent-test--finish path 'done "looked")
+        (should (eq (mevedel-agent-send root path "Now run it" "call-2") 'started))
+        (let ((handle (mevedel-agent--handle (mevedel-agent--tree-of (mevedel-chat-session root))
+                                             path)))
+          (mevedel-agent--child-event
+           handle 'tool-results
+           (list (list (list :id "b1"
+                             :result (concat "ok\n"
+                                             (mevedel-render-data-encode
+                                              (list :sandbox-summary
+                                                    (list :attempts 1 :starts 1
+                                                          :boundaries '(unconfined)))
+                                              "b1"))))))
+          (agent-test--finish path 'done "ran it")
+          (should-not (plist-get (alist-get "call-1" rows nil nil #'equal) :sandbox-summary))
+          (let ((data (alist-get "call-2" rows nil nil #'equal)))
+            (should (equal (plist-get (plist-get data :sandbox-summary) :boundaries)
+                           '(unconfined)))
+            (should (string-search
+                     (mevedel-sandbox-summary-warning (plist-get data :sandbox-summary))
+                     (plist-get (mevedel-tool-agent-render-send
+                                 "SendMessage" (list :target path) nil data)
+                                :header)))))))))
 
 ;;;; Capacity and settlement
 
@@ -1047,8 +1148,13 @@ warning on the Agent row that started it."
                      :role-flags '(:verdict nil)
                      :config config :status 'idle
                      :outcome 'completed :payload "x" :verdict nil :tool-calls 0)))
-    (setq good (append good '(:transcript "agents/root.a.sqlite")))
+    (setq good (append good '(:transcript "agents/root.a.sqlite" :hook-context nil :served nil)))
     (should (eq (mevedel-agent-check-record good) good))
+    ;; A record saved before hook context and the serving model were
+    ;; kept has none waiting, and was served by its frozen model.
+    (let ((unhooked (butlast good 4)))
+      (should-error (mevedel-agent-check-record unhooked))
+      (should (equal (mevedel-agent-check-record (mevedel-agent--upgrade-record unhooked)) good)))
     ;; A record saved when a spawn's Plan stamp bound every turn loses it.
     (let ((stamped (append good '(:plan-stamp (:plan sticky)))))
       (should-error (mevedel-agent-check-record stamped))
@@ -1285,6 +1391,29 @@ keeps the identities it was frozen with."
               (should-not (mevedel-plan-active-p (mevedel-chat-session again)))
               (should (eq (mevedel-agent-send again planner "go on") 'started))
               (should-not (agent-test--verdict child "ApplyPatch" (list :patch patch))))
+          (kill-buffer (mevedel-chat-data-buffer again)))))))
+
+(ert-deftest mevedel-agent:pending-hook-context-is-saved-with-the-agent-and-resumed ()
+  "Hook context waiting for an agent's next turn survives a restart, its own."
+  (agent-test--with-root root
+    (let* ((session (mevedel-chat-session root))
+           (id (mevedel-session-id session))
+           (dir (mevedel-chat-root root))
+           (held (agent-test--spawn root "held"))
+           (other (agent-test--spawn root "other"))
+           (blocks (list "<hook-context event=\"UserPromptSubmit\">\nuse the staging db\n\
+</hook-context>")))
+      ;; A follow-up's hook added context; the follow-up never reached the model.
+      (mevedel-hooks-restore-context session blocks held)
+      (agent-test--finish held 'done "first")
+      (agent-test--finish other 'done "first")
+      (kill-buffer (mevedel-chat-data-buffer root))
+      (let ((again (mevedel-chat-get-create dir id)))
+        (unwind-protect
+            (let ((resumed (mevedel-chat-session again)))
+              (should (equal (mevedel-hooks-context resumed held) blocks))
+              (should-not (mevedel-hooks-context resumed other))
+              (should-not (member (car blocks) (mevedel-hooks-context resumed nil))))
           (kill-buffer (mevedel-chat-data-buffer again)))))))
 
 (ert-deftest mevedel-agent:resumed-agents-keep-their-tools-and-verdicts ()

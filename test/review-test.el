@@ -279,7 +279,7 @@
 (defmacro review-test--with-session (vars &rest body)
   "Run BODY in a view of a fresh repository, with `mevedel-agent-spawn' stubbed.
 VARS is (ROOT VIEW CHAT SPAWNS): the workspace, the view, its chat and
-a variable holding the spawn calls, newest first, as (ARGS ON-SETTLE)."
+a variable holding the spawn calls, newest first, as (ARGS ON-SETTLE ROW)."
   (declare (indent 1))
   (pcase-let ((`(,root ,view ,chat ,spawns) vars))
     `(let* ((mevedel-save-sessions nil)
@@ -289,8 +289,8 @@ a variable holding the spawn calls, newest first, as (ARGS ON-SETTLE)."
             (,spawns nil))
        (unwind-protect
            (cl-letf (((symbol-function 'mevedel-agent-spawn)
-                      (lambda (_chat args &optional on-settle)
-                        (push (list args on-settle) ,spawns)
+                      (lambda (_chat args &optional on-settle row)
+                        (push (list args on-settle row) ,spawns)
                         (if (= (length ,spawns) 1)
                             (concat "/root/" (plist-get args :task_name))
                           (format "/root/%s-%d" (plist-get args :task_name) (length ,spawns))))))
@@ -363,6 +363,72 @@ a variable holding the spawn calls, newest first, as (ARGS ON-SETTLE)."
             (should (eq (get-text-property (point) 'gptel) 'response))))
         (should (equal (plist-get (car (mevedel-chat-turns chat)) :label)
                        "/review of the uncommitted changes by /root/review"))))))
+
+(defun review-test--handle (chat)
+  "Return the segment of the newest handle row in CHAT's transcript, or nil."
+  (cl-find-if (lambda (segment) (plist-get (plist-get segment :render-data) :workflow))
+              (reverse (mevedel-history-segments (mevedel-chat-data-buffer chat)))))
+
+(ert-deftest mevedel-review:an-inline-handle-follows-the-workflow-hidden-from-the-model ()
+  "/review puts a handle row in the transcript: it says what the workflow
+does, names its agent, shows its summary once settled, opens the agent
+on RET, and never reaches the model."
+  (review-test--with-session (_root view chat spawns)
+    (let ((workflow (review-test--slash chat "review" "HEAD")))
+      ;; At once, before any agent: the evidence is being prepared.
+      (let ((handle (review-test--handle chat)))
+        (should (equal (plist-get handle :name) "Agent"))
+        (should (equal (plist-get handle :id) (mevedel-review-workflow-row workflow)))
+        (should (equal (plist-get (plist-get handle :render-data) :status)
+                       "preparing the evidence")))
+      (should (string-match-p "Review · preparing the evidence" (review-test--view-text view)))
+      (mevedel-test-wait-until spawns 20)
+      ;; The agent's runtime is given the row to keep current.
+      (should (equal (nth 2 (car spawns)) (mevedel-review-workflow-row workflow)))
+      (should (equal (plist-get (plist-get (review-test--handle chat) :render-data) :path)
+                     "/root/review"))
+      (should (string-match-p "Review · /root/review" (review-test--view-text view)))
+      (funcall (nth 1 (car spawns)) "/root/review" 'completed (mevedel-review-test-answer "/"))
+      (should (string-match-p "Review · /root/review · done · patch is incorrect · 3 findings"
+                              (review-test--view-text view)))
+      ;; RET on the row opens the agent, as on an Agent call's row.
+      (let ((opened nil))
+        (cl-letf (((symbol-function 'mevedel-agent-view-open)
+                   (lambda (_chat path) (setq opened path))))
+          (with-current-buffer view
+            (goto-char (point-min))
+            (search-forward "Review · /root/review")
+            (mevedel-view-visit-row)))
+        (should (equal opened "/root/review")))
+      ;; What a request is sent: no trace of the row.
+      (let ((text (with-temp-buffer
+                    (insert-buffer-substring (mevedel-chat-data-buffer chat))
+                    (mevedel-chat--drop-handles)
+                    (buffer-string))))
+        (should-not (string-search (mevedel-review-workflow-row workflow) text))
+        (should (string-search "<user_action>" text)))
+      ;; Nor does history://root, a compaction or a handoff summary.
+      (should-not (string-search (mevedel-review-workflow-row workflow)
+                                 (mevedel-history-project (mevedel-chat-data-buffer chat)))))))
+
+(ert-deftest mevedel-review:a-handle-waits-for-the-running-turn ()
+  "A /review started while a turn runs places its row once the turn ends."
+  (review-test--with-session (_root _view chat spawns)
+    (let ((busy t) workflow)
+      (cl-letf (((symbol-function 'mevedel-chat-busy-p) (lambda (_) busy)))
+        (setq workflow (review-test--slash chat "review" "HEAD"))
+        (should-not (review-test--handle chat))
+        (mevedel-test-wait-until spawns 20)
+        (setq busy nil)
+        (run-hook-with-args 'mevedel-chat-idle-functions chat 'done)
+        (mevedel-test-wait-until (review-test--handle chat) 5))
+      (should (eq (mevedel-review-workflow-placed workflow) t))
+      ;; Placed once, saying what happened meanwhile.
+      (mevedel-test-sleep 0.2)
+      (should (= 1 (cl-count-if (lambda (segment) (plist-get segment :handle))
+                                (mevedel-history-segments (mevedel-chat-data-buffer chat)))))
+      (should (equal (plist-get (plist-get (review-test--handle chat) :render-data) :path)
+                     "/root/review")))))
 
 (ert-deftest mevedel-review:slash-verify-and-a-second-review ()
   (review-test--with-session (root view chat spawns)

@@ -127,7 +127,8 @@
                           (arguments . ((task_name . "Alpha") (message . "Investigate alpha"))))
                          ((name . "Agent")
                           (arguments . ((task_name . "Beta") (message . "Investigate beta"))))]))
-         ((expect . ((results . [((contains . "/root/alpha")) ((contains . "/root/beta"))])))
+         ((expect . ((results . [((contains . "/root/alpha (served by "))
+                                 ((contains . "/root/beta (served by "))])))
           (tool_calls . [((name . "WaitAgent") (arguments . ((timeout_ms . 30000))))]))
          ((expect . ((results . [((contains . "mail from /root/alpha"))])
                      (user_contains . "alpha report")))
@@ -356,7 +357,9 @@ as agent mail; invalid JSON keeps the reviewer's answer as written."
     (let ((text (agents-e2e--view-text chat)))
       (should (string-match-p (regexp-quote "[/review of the uncommitted changes by /root/review]")
                               text))
-      (should (string-match-p (regexp-quote mevedel-review-test-rendered) text)))
+      (should (string-match-p (regexp-quote mevedel-review-test-rendered) text))
+      ;; Its handle row followed the reviewer to its end.
+      (should (string-match-p "Review · /root/review · reviewer · [^ ]+ · completed · [0-9]+ tool calls? · patch is incorrect · 3 findings" text)))
     ;; The workflow consumed the RESULT: no mail waits, no background turn ran.
     (should-not (mevedel-core-mailbox-unread
                  (mevedel-session-store-handle (mevedel-chat-session chat)) "/root"))
@@ -365,7 +368,8 @@ as agent mail; invalid JSON keeps the reviewer's answer as written."
     (should (eq (agents-e2e--send chat "What did the review find?") 'done))
     (let ((body (json-encode (alist-get 'body (car (agents-e2e--served server 2))))))
       (should (string-match-p "Return the old value when the cache is cold" body))
-      (should-not (string-match-p "agent-message" body)))
+      (should-not (string-match-p "agent-message" body))
+      (should-not (string-match-p "mevedel-handle" body)))
     ;; A reviewer that does not answer with the JSON: its answer as written.
     (agents-e2e--review chat)
     (should-not (mevedel-scripted-model-mismatches server))
