@@ -7,8 +7,9 @@
 ;; its standard input, where Emacs would wait 20 ms each time it found
 ;; the pipe full; each file is gone once curl exits.  Every request
 ;; after the first goes to a curl started while the previous one ran,
-;; and no curl outlives the turn.  Body files an Emacs killed outright
-;; left are swept by the next Emacs that sends.
+;; and no curl outlives the turn.  A turn encodes its tools once.  Body
+;; files an Emacs killed outright left are swept by the next Emacs that
+;; sends.
 
 ;;; Code:
 
@@ -88,6 +89,28 @@
     (should (eq (plist-get run :outcome) 'done))
     (should (equal (reverse started) '(nil t t t)))
     (should-not (roundtrip-e2e--curls))))
+
+(mevedel-e2e-deftest-matrix roundtrip-e2e:tools-encoded-once-per-turn
+  "A turn encodes its tools for its first request; the next ones reuse that."
+  (wire stream)
+  (let* ((encoded 0)
+         (key (if (eq wire 'anthropic) "\"input_schema\":" "\"parameters\":"))
+         (count (lambda (json)
+                  (when (string-search key json) (cl-incf encoded))
+                  json))
+         (run (unwind-protect
+                  (progn (advice-add 'json-serialize :filter-return count)
+                         (mevedel-e2e-run :wire wire :stream stream :files roundtrip-e2e--files
+                                          :prompt "Read the files." :timeout 60
+                                          :steps (roundtrip-e2e--reads 3)))
+                (advice-remove 'json-serialize count)))
+         (raws (mapcar (lambda (r) (alist-get 'raw r)) (plist-get run :requests))))
+    (should (eq (plist-get run :outcome) 'done))
+    (should (= (length raws) 4))
+    ;; Every request carries the tools, byte for byte the same.
+    (should (cl-every (lambda (raw) (string-search key raw)) raws))
+    (mevedel-e2e-check-extends raws)
+    (should (= encoded 1))))
 
 ;;; roundtrip-e2e-test.el ends here
 
