@@ -936,6 +936,9 @@ START to END."
       (unless (or (= pid (emacs-pid)) (process-attributes pid))
         (ignore-errors (delete-file file))))))
 
+(defconst mevedel-gptel--join-limit (* 4 1024 1024)
+  "Bytes of a request body below which its parts are joined and written at once.")
+
 (defun mevedel-gptel--write-body (info parts)
   "Write PARTS, the body of request INFO, to a new file; return the file.
 It is deleted when curl exits (`mevedel-gptel--sentinel'), when the
@@ -943,17 +946,32 @@ turn ends (`mevedel-gptel--end-requests'), or when Emacs does; one an
 Emacs killed outright left is deleted by the next that sends."
   (mevedel-gptel--drop-body info)
   (unless mevedel-gptel--swept (mevedel-gptel--sweep-bodies))
-  (let ((file (make-temp-file (mevedel-gptel--body-prefix (emacs-pid))))
-        (coding-system-for-write 'no-conversion)
-        (write-region-inhibit-fsync t)
-        (create-lockfiles nil)
-        (append nil))
+  (let* ((coding-system-for-write 'no-conversion)
+         (write-region-inhibit-fsync t)
+         (create-lockfiles nil)
+         (parts (mapcar (lambda (part)
+                          (if (multibyte-string-p part) (encode-coding-string part 'utf-8-unix) part))
+                        parts))
+         ;; One write, unless a part is large (a long saved history):
+         ;; each write opens the file again.
+         (parts (if (< (apply #'+ (mapcar #'length parts)) mevedel-gptel--join-limit)
+                    (list (apply #'concat parts))
+                  parts))
+         (file nil))
+    ;; The file is made by the first write, private, under a name no
+    ;; other file has (as `make-temp-file', which would open it once
+    ;; more).
+    (with-file-modes #o600
+      (while (not file)
+        (let ((name (make-temp-name (mevedel-gptel--body-prefix (emacs-pid)))))
+          (condition-case nil
+              (progn (write-region (car parts) nil name nil 'silent nil 'excl)
+                     (setq file name))
+            (file-already-exists nil)))))
     (push file mevedel-gptel--body-files)
     (plist-put info :mevedel-body-file file)
-    (dolist (part parts)
-      (write-region (if (multibyte-string-p part) (encode-coding-string part 'utf-8-unix) part)
-                    nil file append 'silent)
-      (setq append t))
+    (dolist (part (cdr parts))
+      (write-region part nil file t 'silent))
     file))
 
 (defun mevedel-gptel--drop-body (info)

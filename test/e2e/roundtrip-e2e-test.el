@@ -128,11 +128,28 @@
          (mevedel-gptel--body-files nil)
          (info (list :mevedel-attempt t)))
     (unwind-protect
-        (let ((file (mevedel-gptel--write-body info '("{\"a\":" "1}"))))
+        (let* ((writes 0)
+               (count (lambda (&rest _) (cl-incf writes)))
+               (file (unwind-protect
+                         (progn (advice-add 'write-region :before count)
+                                (mevedel-gptel--write-body info '("{\"a\":" "1}")))
+                       (advice-remove 'write-region count))))
           (should-not (file-exists-p left))
           (should (file-exists-p mine))
           (should (equal (with-temp-buffer (insert-file-contents-literally file) (buffer-string))
                          "{\"a\":1}"))
+          ;; A small body is written at once, to a file only its user reads.
+          (should (= writes 1))
+          (should (= (file-modes file) #o600))
           (mevedel-gptel--drop-body info)
-          (should-not (file-exists-p file)))
+          (should-not (file-exists-p file))
+          ;; Large parts are written one by one.
+          (let* ((mevedel-gptel--join-limit 4)
+                 (file (mevedel-gptel--write-body info '("{\"a\":" "\"\u00e9\"}"))))
+            (should (equal (with-temp-buffer
+                             (set-buffer-multibyte nil)
+                             (insert-file-contents-literally file)
+                             (buffer-string))
+                           (encode-coding-string "{\"a\":\"\u00e9\"}" 'utf-8)))
+            (mevedel-gptel--drop-body info)))
       (delete-directory temporary-file-directory t))))
