@@ -532,10 +532,14 @@ message."
          (tools (plist-get data :tools))
          (system (plist-get data :system))
          (previous (plist-get info :mevedel-cache-end)))
-    (when (vectorp tools)
+    ;; The tools marked for the turn's first request stay, the same
+    ;; vector: their encoding is kept for the turn's next requests
+    ;; (`mevedel-gptel--request-parts').
+    (when (and (vectorp tools) (not (eq tools (plist-get info :mevedel-marked-tools))))
       (setq tools (vconcat (mapcar #'mevedel-gptel--unmark tools)))
       (mevedel-gptel--mark tools)
-      (plist-put data :tools tools))
+      (plist-put data :tools tools)
+      (plist-put info :mevedel-marked-tools tools))
     (when system
       (setq system (mevedel-gptel--blocks system))
       (mevedel-gptel--mark system)
@@ -777,41 +781,123 @@ stays as it was first sent."
 (defconst mevedel-gptel--data-option "data-binary = @-\n\n"
   "Where gptel's curl config ends and the request body, read from stdin, begins.")
 
+(defun mevedel-gptel--tools-json (info)
+  "Return the encoded tools of request INFO, or nil when it has none.
+A turn's requests share one tools vector (gptel builds the request's
+data once per turn), encoded for the first and kept in INFO."
+  (when-let* ((tools (plist-get (plist-get info :data) :tools))
+              ((vectorp tools)))
+    (let ((kept (plist-get info :mevedel-tools-json)))
+      (if (eq (car kept) tools)
+          (cdr kept)
+        (let ((json (encode-coding-string
+                     (json-serialize tools :null-object :null :false-object :json-false)
+                     'utf-8-unix t)))
+          (plist-put info :mevedel-tools-json (cons tools json))
+          json)))))
+
+(defun mevedel-gptel--marked-p (message)
+  "Return non-nil when a block of MESSAGE carries a cache breakpoint."
+  (let ((content (plist-get message :content)))
+    (and (vectorp content)
+         (cl-some (lambda (block) (and (consp block) (plist-member block :cache_control)))
+                  content))))
+
+(defun mevedel-gptel--messages-json (info messages from)
+  "Return MESSAGES of request INFO from index FROM on as JSON array elements.
+A message a request sent keeps its encoding in INFO until the turn
+ends, up to the first that carries a cache breakpoint (marks move, and
+only messages from that one on change, see
+`mevedel-gptel--anthropic-breakpoints'); only the messages after those
+are encoded, not the whole turn for each request of it."
+  (pcase-let* ((`(,start ,objects ,jsons) (plist-get info :mevedel-encoded))
+               (kept (if (and (eql start from)
+                              (<= (length objects) (- (length messages) from))
+                              (cl-loop for object in objects
+                                       for index from from
+                                       always (eq object (aref messages index))))
+                         (length objects)
+                       (setq objects nil jsons nil)
+                       0))
+               (fresh (cl-loop for index from (+ from kept) below (length messages)
+                               collect (mevedel-gptel--json (aref messages index))))
+               (stable (cl-loop for index from (+ from kept) below (length messages)
+                                for json in fresh
+                                until (mevedel-gptel--marked-p (aref messages index))
+                                collect (cons (aref messages index) json))))
+    (plist-put info :mevedel-encoded
+               (list from (append objects (mapcar #'car stable))
+                     (append jsons (mapcar #'cdr stable))))
+    (mapconcat #'identity (append jsons fresh) ",")))
+
 (defun mevedel-gptel--request-parts (get-config info uuid)
   "Return curl's config for INFO and UUID without the body, and the body's parts.
 The result is (CONFIG . PARTS): GET-CONFIG's text (gptel's
 `gptel-curl--get-config') up to its data option, and the strings
 whose concatenation is the request body.  The replayed history's
-messages were encoded when they were saved; only the messages after
-them are encoded here, which otherwise would encode the whole
-conversation (tens of milliseconds per megabyte) every time, and the
-saved encoding is one of the parts, so the whole body is never copied
-into one string either.  Return nil when GET-CONFIG's text has no
-body where gptel puts it."
+messages were encoded when they were saved, the turn's messages when
+a request of the turn sent them (`mevedel-gptel--messages-json') and
+its tools for its first request (`mevedel-gptel--tools-json'); gptel
+encodes the rest.  Encoding the whole conversation every time costs
+tens of milliseconds per megabyte.  The history's encoding is a part
+of its own, so the whole body is never copied into one string either.
+Return nil when GET-CONFIG's text has no body where gptel puts it."
   (pcase-let* ((`(,count ,json ,replayed) (plist-get info :mevedel-prefix))
                (data (plist-get info :data))
                (messages (plist-get data :messages))
-               (spliced (and count (vectorp messages) (>= (length messages) count)
-                             (cl-loop for index below count
-                                      always (eq (aref messages index) (aref replayed index)))))
-               (text (if spliced
-                         (unwind-protect
-                             (progn (plist-put data :messages (substring messages count))
-                                    (funcall get-config info uuid))
-                           (plist-put data :messages messages))
-                       (funcall get-config info uuid)))
+               (ours (vectorp messages))
+               (count (if (and count ours (>= (length messages) count)
+                               (cl-loop for index below count
+                                        always (eq (aref messages index) (aref replayed index))))
+                          count
+                        0))
+               (tools (plist-get data :tools))
+               (tools-json (mevedel-gptel--tools-json info))
+               ;; The tools' place in gptel's text: a string no other
+               ;; can equal, quoted as JSON quotes it.
+               (placeholder (concat "mevedel-tools-" uuid))
+               (text (unwind-protect
+                         (progn (when ours (plist-put data :messages []))
+                                (when tools-json (plist-put data :tools placeholder))
+                                (funcall get-config info uuid))
+                       (plist-put data :messages messages)
+                       (when tools-json (plist-put data :tools tools))))
                (data-at (string-search mevedel-gptel--data-option text)))
     (when data-at
       (let* ((body-at (+ data-at (length mevedel-gptel--data-option)))
-             (messages-at (and spliced (string-search "\"messages\":[" text body-at)))
-             (split (and messages-at (+ messages-at (length "\"messages\":[")))))
-        (when (or split (not spliced))
+             (messages-at (and ours (string-search "\"messages\":[]" text body-at)))
+             (split (and messages-at (+ messages-at (length "\"messages\":["))))
+             (quoted (concat "\"" placeholder "\""))
+             (tools-at (and tools-json (string-search quoted text body-at))))
+        (when (and (or split (not ours)) (or tools-at (not tools-json)))
           (cons (substring text 0 data-at)
-                (if split
-                    (delq nil (list (substring text body-at split) json
-                                    (and (> (length messages) count) ",")
-                                    (substring text split)))
-                  (list (substring text body-at)))))))))
+                (mevedel-gptel--splice
+                 text body-at
+                 (sort (delq nil
+                             (list (and split
+                                        (list split split
+                                              (delq nil (list (and (> count 0) json)
+                                                              (and (> count 0)
+                                                                   (< count (length messages))
+                                                                   ",")
+                                                              (and (< count (length messages))
+                                                                   (mevedel-gptel--messages-json
+                                                                    info messages count))))))
+                                   (and tools-at (list tools-at (+ tools-at (length quoted))
+                                                       (list tools-json)))))
+                       :key #'car))))))))
+
+(defun mevedel-gptel--splice (text from edits)
+  "Return the parts of TEXT from FROM on with EDITS made.
+EDITS, in order, are (START END STRINGS): STRINGS replace TEXT from
+START to END."
+  (let ((parts nil))
+    (pcase-dolist (`(,start ,end ,strings) edits)
+      (push (substring text from start) parts)
+      (setq parts (append (reverse strings) parts)
+            from end))
+    (push (substring text from) parts)
+    (delete "" (nreverse parts))))
 
 (defvar mevedel-gptel--body-files nil
   "Request body files not yet deleted; Emacs deletes them when it exits.")
@@ -833,6 +919,9 @@ body where gptel puts it."
       (unless (or (= pid (emacs-pid)) (process-attributes pid))
         (ignore-errors (delete-file file))))))
 
+(defconst mevedel-gptel--join-limit (* 4 1024 1024)
+  "Bytes of a request body below which its parts are joined and written at once.")
+
 (defun mevedel-gptel--write-body (info parts)
   "Write PARTS, the body of request INFO, to a new file; return the file.
 It is deleted when curl exits (`mevedel-gptel--sentinel'), when the
@@ -840,17 +929,32 @@ turn ends (`mevedel-gptel--end-requests'), or when Emacs does; one an
 Emacs killed outright left is deleted by the next that sends."
   (mevedel-gptel--drop-body info)
   (unless mevedel-gptel--swept (mevedel-gptel--sweep-bodies))
-  (let ((file (make-temp-file (mevedel-gptel--body-prefix (emacs-pid))))
-        (coding-system-for-write 'no-conversion)
-        (write-region-inhibit-fsync t)
-        (create-lockfiles nil)
-        (append nil))
+  (let* ((coding-system-for-write 'no-conversion)
+         (write-region-inhibit-fsync t)
+         (create-lockfiles nil)
+         (parts (mapcar (lambda (part)
+                          (if (multibyte-string-p part) (encode-coding-string part 'utf-8-unix) part))
+                        parts))
+         ;; One write, unless a part is large (a long saved history):
+         ;; each write opens the file again.
+         (parts (if (< (apply #'+ (mapcar #'length parts)) mevedel-gptel--join-limit)
+                    (list (apply #'concat parts))
+                  parts))
+         (file nil))
+    ;; The file is made by the first write, private, under a name no
+    ;; other file has (as `make-temp-file', which would open it once
+    ;; more).
+    (with-file-modes #o600
+      (while (not file)
+        (let ((name (make-temp-name (mevedel-gptel--body-prefix (emacs-pid)))))
+          (condition-case nil
+              (progn (write-region (car parts) nil name nil 'silent nil 'excl)
+                     (setq file name))
+            (file-already-exists nil)))))
     (push file mevedel-gptel--body-files)
     (plist-put info :mevedel-body-file file)
-    (dolist (part parts)
-      (write-region (if (multibyte-string-p part) (encode-coding-string part 'utf-8-unix) part)
-                    nil file append 'silent)
-      (setq append t))
+    (dolist (part (cdr parts))
+      (write-region part nil file t 'silent))
     file))
 
 (defun mevedel-gptel--drop-body (info)

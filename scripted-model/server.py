@@ -113,6 +113,7 @@ import json
 import sys
 import threading
 import hashlib
+import pickle
 import time
 import urllib.parse
 import uuid
@@ -482,35 +483,44 @@ def canonical(value):
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def anthropic_parts(body):
-    """Return the cacheable parts of an Anthropic BODY as (text, breakpoint?)."""
-    parts = []
-    for tool in body.get("tools") or []:
-        parts.append(("tool:" + canonical(tool), "cache_control" in tool))
+def anthropic_sources(body):
+    """Return the cacheable parts of an Anthropic BODY as (prefix, value) pairs."""
+    sources = [("tool:", tool) for tool in body.get("tools") or []]
     system = body.get("system")
     if isinstance(system, str):
-        parts.append(("system:" + canonical({"type": "text", "text": system}), False))
+        sources.append(("system:", {"type": "text", "text": system}))
     else:
-        for block in system or []:
-            parts.append(("system:" + canonical(block), "cache_control" in block))
+        sources.extend(("system:", block) for block in system or [])
     for message in body.get("messages") or []:
         content = message.get("content")
         role = message.get("role", "")
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
-        for block in content or []:
-            marked = isinstance(block, dict) and "cache_control" in block
-            parts.append((role + ":" + canonical(block), marked))
-    return parts
+        sources.extend((role + ":", block) for block in content or [])
+    return sources
+
+
+def marked(value):
+    """Return whether VALUE, a part of a request, carries a cache breakpoint."""
+    return isinstance(value, dict) and "cache_control" in value
+
+
+def anthropic_parts(body):
+    """Return the cacheable parts of an Anthropic BODY as (text, breakpoint?)."""
+    return [(prefix + canonical(value), marked(value))
+            for prefix, value in anthropic_sources(body)]
+
+
+def openai_sources(body):
+    """Return the cacheable parts of an OpenAI BODY: tools, then messages."""
+    sources = [("tools:", body["tools"])] if body.get("tools") else []
+    sources.extend(("", message) for message in body.get("messages") or [])
+    return sources
 
 
 def openai_parts(body):
     """Return the cacheable parts of an OpenAI BODY: tools, then messages."""
-    parts = []
-    if body.get("tools"):
-        parts.append("tools:" + canonical(body["tools"]))
-    parts.extend(canonical(message) for message in body.get("messages") or [])
-    return parts
+    return [prefix + canonical(value) for prefix, value in openai_sources(body)]
 
 
 class PromptCache:
@@ -521,22 +531,44 @@ class PromptCache:
         self.anthropic = {}  # prefix digest -> tokens
         self.openai = {}     # prompt_cache_key -> list of part-digest lists
         self.texts = {}      # prompt_cache_key -> prefix digest -> parts seen after it
+        self.last = {}       # wire -> (keys, texts, digests, hashes) of its last request
 
-    @staticmethod
-    def digests(texts):
-        """Return the running digest of each prefix of TEXTS."""
-        running = hashlib.sha256()
-        out = []
-        for text in texts:
+    def digested(self, wire, sources):
+        """Return the texts of SOURCES and the running digest of each prefix.
+
+        Each request of a conversation repeats the previous one and adds
+        to its end: the parts it shares with the last request of WIRE,
+        from the start, reuse their texts and digests, so a request costs
+        what it adds, not its whole size, and the time per request stays
+        the client's.
+        """
+        # Pickles compare as the values serialize: equal bytes mean
+        # the same keys in the same order, true apart from 1.
+        keys = [(prefix, pickle.dumps(value, 5)) for prefix, value in sources]
+        last_keys, last_texts, last_digests, last_hashes = self.last.get(
+            wire, ([], [], [], []))
+        same = 0
+        for mine, theirs in zip(keys, last_keys):
+            if mine != theirs:
+                break
+            same += 1
+        texts, digests, hashes = last_texts[:same], last_digests[:same], last_hashes[:same]
+        running = hashes[-1].copy() if hashes else hashlib.sha256()
+        for prefix, value in sources[same:]:
+            text = prefix + canonical(value)
             running.update(text.encode("utf-8"))
             running.update(b"\0")
-            out.append(running.copy().hexdigest())
-        return out
+            texts.append(text)
+            hashes.append(running.copy())
+            digests.append(running.hexdigest())
+        self.last[wire] = (keys, texts, digests, hashes)
+        return texts, digests
 
     def anthropic_usage(self, body):
         """Return the usage of an Anthropic BODY and note what it writes."""
-        parts = anthropic_parts(body)
-        digests = self.digests([text for text, _ in parts])
+        sources = anthropic_sources(body)
+        texts, digests = self.digested("anthropic", sources)
+        parts = [(text, marked(value)) for text, (_, value) in zip(texts, sources)]
         sizes = [tokens(text) for text, _ in parts]
         ends = []
         total = 0
@@ -564,8 +596,7 @@ class PromptCache:
 
     def openai_usage(self, body):
         """Return the usage of an OpenAI BODY and note what it writes."""
-        parts = openai_parts(body)
-        digests = self.digests(parts)
+        parts, digests = self.digested("openai", openai_sources(body))
         total = sum(tokens(text) for text in parts)
         seen = self.openai.setdefault(body.get("prompt_cache_key"), [])
         shared = 0
@@ -638,11 +669,21 @@ class State:
                 return index, track
         return None, None
 
-    def log(self, entry):
+    def log(self, entry, raw=None):
+        """Append ENTRY to the log; RAW, the request's bytes, stands for its body.
+
+        Serializing the parsed body again costs as much as parsing it, per
+        request; an ASCII body on one line is already what its entry holds.
+        """
         if not self.log_path:
             return
+        if raw is not None and raw.isascii() and b"\n" not in raw and b"\r" not in raw:
+            rest = json.dumps({key: value for key, value in entry.items() if key != "body"})
+            line = rest[:-1] + (', "body": ' if len(rest) > 2 else '"body": ') + raw.decode() + "}"
+        else:
+            line = json.dumps(entry)
         with open(self.log_path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(entry) + "\n")
+            handle.write(line + "\n")
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -698,7 +739,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             entry["conversation"] = conversation
             if track is None:
                 entry["mismatches"] = ["no conversation matches the system prompt"]
-                state.log(entry)
+                state.log(entry, raw)
                 self.send_error_response(wire, 409, "no conversation matches the system prompt")
                 return
             if track.repeat and track.position >= len(track.steps):
@@ -706,7 +747,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             index = track.position
             if index >= len(track.steps):
                 entry["mismatches"] = ["script exhausted"]
-                state.log(entry)
+                state.log(entry, raw)
                 self.send_error_response(wire, 409, f"script exhausted after {index} steps")
                 return
             step = track.steps[index]
@@ -738,7 +779,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             entry["echo_ids"] = echo
             entry["mismatches"] = problems
             if problems:
-                state.log(entry)
+                state.log(entry, raw)
                 self.send_error_response(wire, 409, "; ".join(problems))
                 return
             failing = "error" in step or "fault" in step
@@ -764,7 +805,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             else:
                 track.pending_ids = [call["id"] for call in calls] if calls else None
                 entry["served_tool_ids"] = [call["id"] for call in calls]
-            state.log(entry)
+            state.log(entry, raw)
         if step.get("sleep"):
             time.sleep(float(step["sleep"]))
         if "error" in step:

@@ -436,4 +436,67 @@ unknown tools."
     (should-not (assq 'RTRY gptel-send--transitions))))
 
 (provide 'gptel-test)
+;;;; Request bodies
+
+(defun mevedel-gptel-test--config (info _uuid)
+  "Return curl's config and body for INFO as gptel's `gptel-curl--get-config' does."
+  (concat "url = \"http://x\"\n" mevedel-gptel--data-option
+          (encode-coding-string (json-serialize (plist-get info :data) :null-object :null
+                                                :false-object :json-false)
+                                'utf-8-unix t)))
+
+(defun mevedel-gptel-test--message (role text &optional mark)
+  "Return an Anthropic message of ROLE with TEXT, with a breakpoint when MARK."
+  (list :role role :content (vector (append (list :type "text" :text text)
+                                            (and mark (list :cache_control
+                                                            (list :type "ephemeral")))))))
+
+(ert-deftest mevedel-gptel:a-turn-encodes-what-its-last-request-did-not ()
+  "A message is encoded for the requests until it stops changing, the tools once.
+The body is the one gptel would send."
+  (let* ((encoded nil)
+         (note (lambda (message) (push (plist-get message :role) encoded)))
+         (tools (vector (list :name "Read" :input_schema (list :type "object"))))
+         (info (list :mevedel-attempt t
+                     :data (list :model "m" :messages nil :system "sys" :tools tools
+                                 :stream :json-false)))
+         (send (lambda (&rest messages)
+                 (plist-put (plist-get info :data) :messages (vconcat messages))
+                 (setq encoded nil)
+                 (let ((parts (mevedel-gptel--request-parts #'mevedel-gptel-test--config
+                                                            info "id")))
+                   (should (equal (apply #'concat (car parts) mevedel-gptel--data-option
+                                         (cdr parts))
+                                  (mevedel-gptel-test--config info "id")))
+                   (reverse encoded))))
+         (a (mevedel-gptel-test--message "user" "a"))
+         (b (mevedel-gptel-test--message "assistant" "b"))
+         (c (mevedel-gptel-test--message "user" "c \u00e9" t))
+         (d (mevedel-gptel-test--message "assistant" "d")))
+    (advice-add 'mevedel-gptel--json :before note)
+    (unwind-protect
+        (progn
+          (should (equal (funcall send a b c) '("user" "assistant" "user")))
+          ;; The marked message changes with the marks: encoded again.
+          (should (equal (funcall send a b c d) '("user" "assistant")))
+          (should (equal (funcall send a b c d) '("user" "assistant")))
+          ;; A message replaced is encoded again, and all after it.
+          (should (equal (funcall send a (copy-sequence b) c d)
+                         '("user" "assistant" "user" "assistant")))
+          ;; A turn's tools are encoded once; a vector put in their
+          ;; place is encoded again.
+          (let ((serialized 0))
+            (cl-letf* ((serialize (symbol-function 'json-serialize))
+                       ((symbol-function 'json-serialize)
+                        (lambda (object &rest args)
+                          (when (eq object tools) (cl-incf serialized))
+                          (apply serialize object args))))
+              (funcall send a b)
+              (should (= serialized 0))
+              (setq tools (copy-sequence tools))
+              (plist-put (plist-get info :data) :tools tools)
+              (funcall send a b)
+              (should (= serialized 1)))))
+      (advice-remove 'mevedel-gptel--json note))))
+
 ;;; gptel-test.el ends here

@@ -349,6 +349,41 @@ class PromptCacheTest(unittest.TestCase):
         tools = model_server.anthropic_parts(self.anthropic())[0][0]
         self.assertEqual(changed["cache_read_input_tokens"], model_server.tokens(tools))
 
+    def test_anthropic_keys_in_another_order_miss(self):
+        cache = model_server.PromptCache(1024)
+        cache.anthropic_usage(self.anthropic(
+            {"role": "user", "content": [self.block("a" * 400, True)]}))
+        reordered = cache.anthropic_usage(self.anthropic(
+            {"role": "user", "content": [{"cache_control": {"type": "ephemeral"},
+                                          "text": "a" * 400, "type": "text"}]}))
+        tools = model_server.anthropic_parts(self.anthropic())[0][0]
+        self.assertEqual(reordered["cache_read_input_tokens"], model_server.tokens(tools))
+
+    def test_shared_parts_are_not_serialized_again(self):
+        cache = model_server.PromptCache(1024)
+        serialized = []
+        canonical = model_server.canonical
+
+        def counting(value):
+            serialized.append(value)
+            return canonical(value)
+        model_server.canonical = counting
+        try:
+            messages = [{"role": "user", "content": [self.block("a" * 400)]},
+                        {"role": "assistant", "content": [self.block("b" * 400)]}]
+            cache.anthropic_usage(self.anthropic(*messages))
+            self.assertEqual(len(serialized), 4)
+            serialized.clear()
+            second = cache.anthropic_usage(self.anthropic(
+                *messages, {"role": "user", "content": [self.block("c" * 400, True)]}))
+            self.assertEqual(serialized, [self.block("c" * 400, True)])
+            fresh = model_server.PromptCache(1024)
+            fresh.anthropic_usage(self.anthropic(*messages))
+            self.assertEqual(fresh.anthropic_usage(self.anthropic(
+                *messages, {"role": "user", "content": [self.block("c" * 400, True)]})), second)
+        finally:
+            model_server.canonical = canonical
+
     def test_openai_prefix_in_128_token_steps_per_key(self):
         cache = model_server.PromptCache(1024)
         system = {"role": "system", "content": self.big}
@@ -386,6 +421,33 @@ class ReceivedRequestsTest(ServerCase):
         self.assertEqual([r["raw"] for r in received], [raw])
         self.assertEqual(received[0]["usage"]["input_tokens"], answer["usage"]["input_tokens"])
         self.assertEqual(self.log_entries()[0]["usage"], received[0]["usage"])
+
+
+class RequestLogTest(ServerCase):
+    steps = [{"text": "one"}, {"text": "two"}]
+
+    def send(self, raw):
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/v1/messages", data=raw.encode(),
+            headers={"Content-Type": "application/json"}, method="POST")
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(request, timeout=10) as response:
+            self.assertEqual(response.status, 200)
+
+    def test_body_logged_as_sent_or_serialized(self):
+        raw = '{"messages":  [{"role": "user", "content": "hi"}],"stream":false}'
+        self.send(raw)
+        # Not one line of ASCII: serialized again.
+        other = '{"messages": [{"role": "user",\n "content": "h\u00e9"}], "stream": false}'
+        self.send(other)
+        with open(self.log, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+        self.assertEqual(len(lines), 2)
+        self.assertIn('"body": ' + raw + "}", lines[0])
+        entries = self.log_entries()
+        self.assertEqual([entry["body"] for entry in entries],
+                         [json.loads(raw), json.loads(other)])
+        self.assertEqual([entry["n"] for entry in entries], [1, 2])
 
 
 class ReasoningTokensTest(ServerCase):

@@ -7,8 +7,9 @@
 ;; its standard input, where Emacs would wait 20 ms each time it found
 ;; the pipe full; each file is gone once curl exits.  Every request
 ;; after the first goes to a curl started while the previous one ran,
-;; and no curl outlives the turn.  Body files an Emacs killed outright
-;; left are swept by the next Emacs that sends.
+;; and no curl outlives the turn.  A turn encodes its tools once.  Body
+;; files an Emacs killed outright left are swept by the next Emacs that
+;; sends.
 
 ;;; Code:
 
@@ -89,6 +90,28 @@
     (should (equal (reverse started) '(nil t t t)))
     (should-not (roundtrip-e2e--curls))))
 
+(mevedel-e2e-deftest-matrix roundtrip-e2e:tools-encoded-once-per-turn
+  "A turn encodes its tools for its first request; the next ones reuse that."
+  (wire stream)
+  (let* ((encoded 0)
+         (key (if (eq wire 'anthropic) "\"input_schema\":" "\"parameters\":"))
+         (count (lambda (json)
+                  (when (string-search key json) (cl-incf encoded))
+                  json))
+         (run (unwind-protect
+                  (progn (advice-add 'json-serialize :filter-return count)
+                         (mevedel-e2e-run :wire wire :stream stream :files roundtrip-e2e--files
+                                          :prompt "Read the files." :timeout 60
+                                          :steps (roundtrip-e2e--reads 3)))
+                (advice-remove 'json-serialize count)))
+         (raws (mapcar (lambda (r) (alist-get 'raw r)) (plist-get run :requests))))
+    (should (eq (plist-get run :outcome) 'done))
+    (should (= (length raws) 4))
+    ;; Every request carries the tools, byte for byte the same.
+    (should (cl-every (lambda (raw) (string-search key raw)) raws))
+    (mevedel-e2e-check-extends raws)
+    (should (= encoded 1))))
+
 ;;; roundtrip-e2e-test.el ends here
 
 (ert-deftest roundtrip-e2e:bodies-of-a-killed-emacs-are-swept ()
@@ -105,11 +128,28 @@
          (mevedel-gptel--body-files nil)
          (info (list :mevedel-attempt t)))
     (unwind-protect
-        (let ((file (mevedel-gptel--write-body info '("{\"a\":" "1}"))))
+        (let* ((writes 0)
+               (count (lambda (&rest _) (cl-incf writes)))
+               (file (unwind-protect
+                         (progn (advice-add 'write-region :before count)
+                                (mevedel-gptel--write-body info '("{\"a\":" "1}")))
+                       (advice-remove 'write-region count))))
           (should-not (file-exists-p left))
           (should (file-exists-p mine))
           (should (equal (with-temp-buffer (insert-file-contents-literally file) (buffer-string))
                          "{\"a\":1}"))
+          ;; A small body is written at once, to a file only its user reads.
+          (should (= writes 1))
+          (should (= (file-modes file) #o600))
           (mevedel-gptel--drop-body info)
-          (should-not (file-exists-p file)))
+          (should-not (file-exists-p file))
+          ;; Large parts are written one by one.
+          (let* ((mevedel-gptel--join-limit 4)
+                 (file (mevedel-gptel--write-body info '("{\"a\":" "\"\u00e9\"}"))))
+            (should (equal (with-temp-buffer
+                             (set-buffer-multibyte nil)
+                             (insert-file-contents-literally file)
+                             (buffer-string))
+                           (encode-coding-string "{\"a\":\"\u00e9\"}" 'utf-8)))
+            (mevedel-gptel--drop-body info)))
       (delete-directory temporary-file-directory t))))
