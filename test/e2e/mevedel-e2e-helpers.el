@@ -294,9 +294,11 @@ WIRE and STREAM choose the backend; SETTINGS are forms evaluated after."
              (current-buffer)))
     file))
 
-(cl-defun mevedel-e2e-headless (&key steps files (wire 'openai) (stream t) args settings
-                                      env port (delay 0.001) read)
+(cl-defun mevedel-e2e-headless (&key steps conversations files (wire 'openai) (stream t)
+                                      args settings env port (delay 0.001) read)
   "Run bin/mevedel with ARGS against a scripted server replaying STEPS.
+CONVERSATIONS instead gives a script per agent (see
+`mevedel-e2e-write-conversations').
 FILES populate the workspace; WIRE and STREAM choose the backend;
 SETTINGS are Lisp forms the init file evaluates last; ENV entries
 \(\"NAME=VALUE\") go into the environment.  PORT, when given, is where
@@ -307,7 +309,9 @@ valid UTF-8), :stderr, :log, :root, :port and :files (an alist of each
 READ file and its text, nil when it does not exist)."
   (mevedel-e2e-require-python)
   (let* ((root (mevedel-e2e-workspace files))
-         (script (mevedel-e2e-write-script steps))
+         (script (if conversations
+                     (mevedel-e2e-write-conversations conversations)
+                   (mevedel-e2e-write-script steps)))
          (server (mevedel-scripted-model-start script :vars `(("root" . ,root)) :delay delay))
          (port-given port)
          (port (or port (mevedel-scripted-model-port server)))
