@@ -1243,7 +1243,29 @@ The search goes backwards from the end, where the calls that change
 
 (defun mevedel-chat--apply-update (chat id function)
   "Apply FUNCTION to the render-data of call ID in CHAT's data buffer.
-Return nil when the call is not there, else `updated' or `unchanged'."
+A call a ToolCall program made (ID is PARENT/N) has its render-data
+in its program's audit (:ptc-children), and is updated there.  Return
+nil when the call is not there, else `updated' or `unchanged'."
+  (or (mevedel-chat--apply-own-update chat id function)
+      (when (string-match "\\`\\(.+\\)/[0-9]+\\'" id)
+        (mevedel-chat--apply-update
+         chat (match-string 1 id)
+         (lambda (render-data)
+           (let* ((children (plist-get render-data :ptc-children))
+                  (child (cl-find id children :key (lambda (c) (plist-get c :id))
+                                  :test #'equal))
+                  (old (plist-get child :render-data))
+                  (new (and child (funcall function old))))
+             (if (or (null new) (eq new old))
+                 render-data
+               (plist-put (copy-sequence render-data) :ptc-children
+                          (mapcar (lambda (c)
+                                    (if (eq c child) (plist-put (copy-sequence c) :render-data new) c))
+                                  children)))))))))
+
+(defun mevedel-chat--apply-own-update (chat id function)
+  "Apply FUNCTION to the render-data of the row of call ID in CHAT's data buffer.
+Return nil when the call has no row there, else `updated' or `unchanged'."
   (when-let* ((region (mevedel-chat-tool-region (mevedel-chat-data-buffer chat) id)))
     (with-current-buffer (mevedel-chat-data-buffer chat)
       (save-excursion
