@@ -67,6 +67,7 @@
 (require 'mevedel-history)
 (require 'mevedel-hooks)
 (require 'mevedel-interaction)
+(require 'mevedel-edited-files)
 (require 'mevedel-environment)
 (require 'mevedel-instructions)
 (require 'mevedel-memory)
@@ -481,7 +482,9 @@ A child agent's is the text frozen when it was created."
 ;; mentions attach, go with the user's text of a turn; the environment
 ;; and a skill's tool restriction are refreshed and lifted at its end.
 (add-hook 'mevedel-chat-message-functions #'mevedel-prompt-context-updates)
+(add-hook 'mevedel-chat-message-functions #'mevedel-edited-files-update)
 (add-hook 'mevedel-chat-message-functions #'mevedel-mentions-message-function t)
+(add-hook 'mevedel-chat-continuation-mail-functions #'mevedel-edited-files-update)
 (add-hook 'mevedel-chat-accepted-functions #'mevedel-prompt-note-accepted)
 
 (defun mevedel-chat--forget-history (chat)
@@ -1320,6 +1323,14 @@ Inline: the permission hooks ask it for every tool call."
   (and (buffer-live-p buffer)
        (let ((chat (buffer-local-value 'mevedel-chat--owner buffer)))
          (and (mevedel-chat-p chat) chat))))
+
+(defun mevedel-chat--edited-files (event info)
+  "Tell mevedel-edited-files.el of EVENT (INFO) of a call in a chat.
+For `mevedel-pipeline-tool-event-hook'."
+  (when-let* ((chat (mevedel-chat-of-buffer (plist-get info :data-buffer))))
+    (mevedel-edited-files-observe chat event info)))
+
+(add-hook 'mevedel-pipeline-tool-event-hook #'mevedel-chat--edited-files)
 
 (defun mevedel-chat-permission-mode (chat)
   "Return the permission mode of CHAT's session."
