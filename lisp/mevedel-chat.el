@@ -68,6 +68,7 @@
 (require 'mevedel-history)
 (require 'mevedel-hooks)
 (require 'mevedel-interaction)
+(require 'mevedel-edited-files)
 (require 'mevedel-environment)
 (require 'mevedel-instructions)
 (require 'mevedel-memory)
@@ -508,7 +509,9 @@ live history://root a conversation, history://saved the workspace."
 ;; mentions attach, go with the user's text of a turn; the environment
 ;; and a skill's tool restriction are refreshed and lifted at its end.
 (add-hook 'mevedel-chat-message-functions #'mevedel-prompt-context-updates)
+(add-hook 'mevedel-chat-message-functions #'mevedel-edited-files-update)
 (add-hook 'mevedel-chat-message-functions #'mevedel-mentions-message-function t)
+(add-hook 'mevedel-chat-continuation-mail-functions #'mevedel-edited-files-update)
 (add-hook 'mevedel-chat-accepted-functions #'mevedel-prompt-note-accepted)
 
 (defun mevedel-chat--forget-history (chat)
@@ -1311,7 +1314,29 @@ The search goes backwards from the end, where the calls that change
 
 (defun mevedel-chat--apply-update (chat id function)
   "Apply FUNCTION to the render-data of call ID in CHAT's data buffer.
-Return nil when the call is not there, else `updated' or `unchanged'."
+A call a ToolCall program made (ID is PARENT/N) has its render-data
+in its program's audit (:ptc-children), and is updated there.  Return
+nil when the call is not there, else `updated' or `unchanged'."
+  (or (mevedel-chat--apply-own-update chat id function)
+      (when (string-match "\\`\\(.+\\)/[0-9]+\\'" id)
+        (mevedel-chat--apply-update
+         chat (match-string 1 id)
+         (lambda (render-data)
+           (let* ((children (plist-get render-data :ptc-children))
+                  (child (cl-find id children :key (lambda (c) (plist-get c :id))
+                                  :test #'equal))
+                  (old (plist-get child :render-data))
+                  (new (and child (funcall function old))))
+             (if (or (null new) (eq new old))
+                 render-data
+               (plist-put (copy-sequence render-data) :ptc-children
+                          (mapcar (lambda (c)
+                                    (if (eq c child) (plist-put (copy-sequence c) :render-data new) c))
+                                  children)))))))))
+
+(defun mevedel-chat--apply-own-update (chat id function)
+  "Apply FUNCTION to the render-data of the row of call ID in CHAT's data buffer.
+Return nil when the call has no row there, else `updated' or `unchanged'."
   (when-let* ((region (mevedel-chat-tool-region (mevedel-chat-data-buffer chat) id)))
     (with-current-buffer (mevedel-chat-data-buffer chat)
       (save-excursion
@@ -1361,6 +1386,14 @@ update, so a later one with the same ID and KEY replaces it.  Return
     (setf (mevedel-chat-updates chat) (nreverse (mevedel-chat-updates chat)))))
 
 ;;;; Tools, permissions and the pipeline
+
+(defun mevedel-chat--edited-files (event info)
+  "Tell mevedel-edited-files.el of EVENT (INFO) of a call in a chat.
+For `mevedel-pipeline-tool-event-hook'."
+  (when-let* ((chat (mevedel-chat-of-buffer (plist-get info :data-buffer))))
+    (mevedel-edited-files-observe chat event info)))
+
+(add-hook 'mevedel-pipeline-tool-event-hook #'mevedel-chat--edited-files)
 
 (defun mevedel-chat-permission-mode (chat)
   "Return the permission mode of CHAT's session."

@@ -880,6 +880,7 @@ An empty value removes its key.  Written in the background."
 (declare-function mevedel-core--patch-plan-files "ext:mevedel-dyn" (plan))
 (declare-function mevedel-core--patch-apply "ext:mevedel-dyn" (plan selection))
 (declare-function mevedel-core--patch-before "ext:mevedel-dyn" (plan))
+(declare-function mevedel-core--patch-diff-texts "ext:mevedel-dyn" (before now name limit))
 
 (defun mevedel-core-patch-parse (patch)
   "Return the file operations of PATCH, a patch in the ApplyPatch grammar.
@@ -941,6 +942,15 @@ The value is an alist ((ABS . BYTES) ...): BYTES is a unibyte string
 of the file as PLAN read it, or nil when the file did not exist (as for
 an added file or a move destination)."
   (mevedel-core--patch-before plan))
+
+(defun mevedel-core-patch-diff-texts (before now name limit)
+  "Return the unified diff of the file NAME changed from BEFORE to NOW.
+BEFORE and NOW are its texts; the diff has 3 lines of context and at
+most LIMIT characters: a longer one keeps its first lines and ends
+with a line saying how many it left out.  It is empty when nothing
+changed."
+  (mevedel-core-ensure)
+  (mevedel-core--patch-diff-texts before now name limit))
 ;;;; Checkpoints
 
 (defun mevedel-core-checkpoint-before (store turn label paths)

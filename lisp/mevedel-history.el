@@ -38,6 +38,7 @@
 (require 'mevedel-render-data)
 (require 'mevedel-session)
 (require 'mevedel-transcript)
+(require 'url-util)
 
 (declare-function org-unescape-code-in-string "org-src")
 
@@ -285,17 +286,28 @@ has no agents.")
       (signal 'mevedel-core-resource-error
               (list (format "No retained agent at %s (Read agent:// lists them)" path)))))
 
+(defun mevedel-history--pointer-key (token)
+  "Return the key the canonical JSON-pointer TOKEN names.
+The canonical address percent-encodes each token (spaces, non-ASCII),
+whose RFC 6901 escapes are undone after."
+  (let ((key (decode-coding-string (url-unhex-string token) 'utf-8)))
+    (replace-regexp-in-string "~0" "~" (replace-regexp-in-string "~1" "/" key t t) t t)))
+
 (defun mevedel-history--pointer (text pointer canonical)
-  "Return the part of the JSON TEXT that the JSON POINTER names, as JSON.
-CANONICAL names the address in errors."
+  "Return the part of the JSON TEXT that the JSON POINTER names.
+An empty POINTER is the whole parsed value.  A string comes back as
+its text, anything else as deterministic JSON.  CANONICAL names the
+address in errors."
   (let ((value (condition-case nil
-                   (json-parse-string text :object-type 'alist :null-object :null
-                                      :false-object :false)
+                   (json-parse-string (string-trim text) :object-type 'alist
+                                      :null-object :null :false-object :false)
                  (error (signal 'mevedel-core-resource-error
-                                (list (format "%s: the result is not JSON, so it has no %s"
-                                              canonical pointer)))))))
+                                (list (format "%s: the result is not one JSON value, so it has no %s"
+                                              canonical (if (string-empty-p pointer)
+                                                            "JSON selection"
+                                                          pointer))))))))
     (dolist (token (cdr (split-string pointer "/")))
-      (let ((key (replace-regexp-in-string "~0" "~" (replace-regexp-in-string "~1" "/" token))))
+      (let ((key (mevedel-history--pointer-key token)))
         (setq value
               (cond ((and (consp value) (assoc (intern key) value)) (cdr (assoc (intern key) value)))
                     ((and (vectorp value) (string-match-p "\\`[0-9]+\\'" key)
@@ -305,11 +317,23 @@ CANONICAL names the address in errors."
                                (list (format "%s: the result has nothing at %s" canonical pointer))))))))
     (if (stringp value) value (json-serialize value :null-object :null :false-object :false))))
 
+(defun mevedel-history--not-ready (path status history)
+  "Return the NOT READY answer for the agent PATH, whose STATUS is active.
+HISTORY is the address of its conversation.
+It is text, not an error (the spec's status), and names the
+conversation the agent is writing; Read passes it on unpaged, so no
+offset or fragment hides it."
+  (propertize
+   (format "NOT READY: %s is %s; its result is readable once it settles.  \
+Its conversation so far: %s" path status history)
+   'mevedel-history-status 'not-ready))
+
 (defun mevedel-history-agent-documents (canonical session)
   "Return the one document the agent:// address CANONICAL names in SESSION.
-agent:// lists the retained agents; agent://root/PATH is the complete
-settled result of PATH's latest turn (#POINTER a part of a JSON
-result), NOT READY while the agent works.  Nothing changes state."
+agent:// lists the retained agents; agent://root/PATH is the terminal
+outcome and complete settled result of PATH's latest turn (#POINTER a
+part of a JSON result, an empty one the whole parsed value), NOT
+READY while the agent works.  Nothing changes state."
   (pcase-let* ((`(,address ,pointer) (split-string canonical "#"))
                (path (string-remove-prefix "agent://" address)))
     (list
@@ -333,14 +357,20 @@ result), NOT READY while the agent works.  Nothing changes state."
                                             (format " (last turn %s)" (plist-get agent :outcome))
                                           "")))
                               agents "\n")))
-             (let ((agent (mevedel-history--agent session (concat "/" path))))
-               (unless (and (eq (plist-get agent :status) 'idle) (plist-get agent :outcome))
+             (let* ((encoded path)
+                    (path (concat "/" (decode-coding-string (url-unhex-string path) 'utf-8)))
+                    (agent (mevedel-history--agent session path))
+                    (status (plist-get agent :status)))
+               (cond
+                ((not (eq status 'idle))
+                 (mevedel-history--not-ready path status (concat "history://" encoded)))
+                ((not (plist-get agent :outcome))
                  (signal 'mevedel-core-resource-error
-                         (list (format "NOT READY: /%s is %s; its result is readable once it settles"
-                                       path (plist-get agent :status)))))
-               (if (and pointer (not (string-empty-p pointer)))
-                   (mevedel-history--pointer (plist-get agent :payload) pointer canonical)
-                 (plist-get agent :payload))))))))
+                         (list (format "%s is unavailable: %s is %s and has no settled result"
+                                       canonical path status))))
+                (pointer (mevedel-history--pointer (plist-get agent :payload) pointer canonical))
+                (t (format "[%s's latest turn: %s]\n%s" path (plist-get agent :outcome)
+                           (plist-get agent :payload))))))))))
 
 (defun mevedel-history-documents (canonical session operation)
   "Return the documents CANONICAL names for SESSION, for OPERATION.

@@ -225,7 +225,7 @@ error before the handler runs.")
   args repair-note repair-event ran hook-context hook-queue hook-permission
   (step 0) waiting timer cancellers settled finish
   status result raw-result render-data media explicit-status
-  approvals projection denied)
+  approvals projection denied resolution)
 
 (defvar mevedel-pipeline--frames 0
   "Depth of nested pipeline runner frames on the current stack.")
@@ -235,6 +235,9 @@ error before the handler runs.")
 
 (defvar mevedel-pipeline--current nil
   "The call whose handler is starting or resuming, for handler helpers.")
+
+(defvar mevedel-pipeline--judging nil
+  "The call whose permission is being decided, for `mevedel-pipeline-pin'.")
 
 (defun mevedel-pipeline--display-warning (message)
   "Report MESSAGE as a warning of type (mevedel pipeline)."
@@ -462,6 +465,23 @@ See `mevedel-pipeline--context' for its keys (:session, :tool-use-id, ...)."
   "Return the tool-use ID of the call whose handler is running now."
   (and mevedel-pipeline--current
        (mevedel-pipeline--call-tool-use-id mevedel-pipeline--current)))
+
+(defun mevedel-pipeline-pin (resolve)
+  "Keep what the call being judged resolves its arguments to: RESOLVE's value.
+A tool's :get-paths calls this while permission is decided, so that
+its handler acts on what was approved (`mevedel-pipeline-pinned'),
+never on a second resolution that a changed link or directory would
+redirect.  RESOLVE, a function of no arguments, runs in the call's
+directory, as the handler will; outside a permission decision it is
+not called."
+  (when mevedel-pipeline--judging
+    (setf (mevedel-pipeline--call-resolution mevedel-pipeline--judging) (funcall resolve))))
+
+(defun mevedel-pipeline-pinned ()
+  "Return what the running handler's call was approved with, or nil.
+See `mevedel-pipeline-pin'."
+  (and mevedel-pipeline--current
+       (mevedel-pipeline--call-resolution mevedel-pipeline--current)))
 
 (defun mevedel-pipeline-active-permission-approvals ()
   "Return a copy of the automatic approvals of the current handler's call.
@@ -708,8 +728,9 @@ render-data as :permission-approvals."
          (default-directory (file-name-as-directory (mevedel-pipeline--workspace call)))
          (decision (mevedel-pipeline--hook-decision
                     call (condition-case err
-                             (mevedel-permissions-decide-call (mevedel-pipeline--context call)
-                                                              session)
+                             (let ((mevedel-pipeline--judging call))
+                               (mevedel-permissions-decide-call (mevedel-pipeline--context call)
+                                                                session))
                            (error (list 'failed (error-message-string err))))))
          (name (mevedel-pipeline--call-name call)))
     (pcase decision

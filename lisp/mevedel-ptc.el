@@ -489,11 +489,20 @@ record is removed.  Return nil without a usable record."
       (let ((cancel (mevedel-pipeline-run-tool-outcome
                      tool args (lambda (outcome) (mevedel-ptc--child-settled run n outcome))
                      :tool-use-id child-id :parent-id (mevedel-ptc--run-id run) :source 'ptc
-                     :bound mevedel-ptc-value-budget
+                     :bound (mevedel-ptc--bound run tool)
                      :data-buffer (mevedel-ptc--run-data-buffer run)
                      :session (mevedel-ptc--run-session run))))
         (when (eq (plist-get (mevedel-ptc--child run n) :status) 'running)
           (puthash n cancel (mevedel-ptc--run-cancels run)))))))
+
+(defun mevedel-ptc--bound (run tool)
+  "Return the characters a result of TOOL called by RUN may have unsaved.
+A direct call is the tool's own call, bounded by the tool's own limit
+\(`mevedel-pipeline-result-limit'); a composed program's calls by
+the value budget, which only values a program computes answer to."
+  (min mevedel-ptc-value-budget
+       (or (and (mevedel-ptc--run-direct run) (mevedel-pipeline-result-limit tool))
+           mevedel-ptc-value-budget)))
 
 (defun mevedel-ptc--child-settled (run n outcome)
   "Record OUTCOME of RUN's call N, feed it to the machine and go on."
@@ -787,6 +796,9 @@ operations (strings, numbers, lists, maps, get-in, json-parse, re-find,
 map/filter/reduce...) are listed in mevedel://ptc-dialect.md; Read it
 before writing anything beyond simple calls."
   :args ((program string :required "The program: one expression, e.g. (Imenu :file_path \"x.el\")"))
+  ;; What a program returns is bounded as any result is; a direct
+  ;; call's was bounded already, by its own tool's limit.
+  :max-result-size 50000
   :async-p t
   :read-only-p t
   :groups '(discovery)

@@ -101,6 +101,8 @@ calls it ran; else nil."
     (mevedel-transcript-restore buffer store t)
     (when-let* ((frozen (funcall get "prompt-state")))
       (mevedel-prompt-thaw chat (car (read-from-string frozen))))
+    (when-let* ((read (funcall get "read-files")))
+      (mevedel-edited-files-restore chat (car (read-from-string read))))
     (when-let* ((saved (funcall get "provider-history"))
                 (history (mevedel-resume--history store (car (read-from-string saved)))))
       (mevedel-gptel-set-history buffer history))

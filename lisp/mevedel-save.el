@@ -127,7 +127,10 @@ refresh only what grows (see `mevedel-save-checkpoint')."
       ("chars" . ,(number-to-string (buffer-size buffer)))
       ("prompt-state" . ,(if-let* ((frozen (mevedel-prompt-frozen chat)))
                              (mevedel-save-print frozen)
-                           "")))))
+                           ""))
+      ("read-files" . ,(if-let* ((read (mevedel-edited-files-saved chat)))
+                           (mevedel-save-print read)
+                         "")))))
 
 (defconst mevedel-save--settle-timeout 2
   "Seconds a settled checkpoint waits for its writes.")

@@ -343,6 +343,10 @@ Return a function that cancels the read."
                               :max-side mevedel-tool-fs-image-max-side)))
        (cond
         ((mevedel-tool-fs--read-served target page callback))
+        ((and documents (get-text-property 0 'mevedel-history-status (cdar documents)))
+         ;; A status (NOT READY) is whole: no page of it may hide it.
+         (funcall callback (list :result (substring-no-properties (cdar documents))))
+         #'ignore)
         (documents
            (mevedel-tool-fs--run
             callback (lambda (reply)

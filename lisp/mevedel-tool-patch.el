@@ -16,8 +16,9 @@
 ;; A call goes:
 ;;
 ;; 1. Targets (`mevedel-tool-patch--targets'), for permission (the
-;;    tool's :get-paths) and again in the handler: every path of the
-;;    patch, Move destinations included.  An ordinary path is relative
+;;    tool's :get-paths, which pins them for the handler: a path that
+;;    reaches another file by execution is refused, never followed):
+;;    every path of the patch, Move destinations included.  An ordinary path is relative
 ;;    to the session's working directory unless absolute; a resource
 ;;    address (work://..., memory://KEY/FILE) is prepared for the
 ;;    ApplyPatch operation, so the operation matrix refuses other
@@ -152,12 +153,12 @@ Nothing is read."
       (list authored (car paths) (plist-get facts :canonical)))))
 
 (defun mevedel-tool-patch--targets (patch root)
-  "Return the targets of PATCH, each (AUTHORED ABS CANONICAL), in patch order.
-Every path of every operation is there once, Move destinations
-included.  ROOT is the directory relative paths are relative to.  A
-malformed patch signals the module's error; a remote, protected or
-unavailable target signals `mevedel-tool-patch-error' before anything
-is read."
+  "Return the targets of PATCH, each (AUTHORED ABS CANONICAL REAL), in order.
+REAL is ABS with links resolved.  Every path of every operation is
+there once, Move destinations included.  ROOT is the directory
+relative paths are relative to.  A malformed patch signals the
+module's error; a remote, protected or unavailable target signals
+`mevedel-tool-patch-error' before anything is read."
   (let ((authored nil) (changed nil))
     (dolist (op (mevedel-core-patch-parse patch))
       (unless (eq (plist-get op :op) 'add)
@@ -192,7 +193,28 @@ a shell command" (car target))))
                  do (mevedel-tool-patch--fail
                      "ApplyPatch refuses `%s': %s.  Nothing was read or written; ask the user \
 to make this change if it is needed" authored why))
-        targets))))
+        (cl-mapcar (lambda (target real) (append target (list real))) targets reals)))))
+
+(defun mevedel-tool-patch--approved-targets (patch root)
+  "Return the targets of PATCH as its call was approved.
+They are the ones its permission decision pinned
+\(`mevedel-pipeline-pin'); a call judged without them resolves them
+now, relative paths against ROOT.
+When a path now reaches another file than the approved one (a link
+swapped, a session's directory moved), signal
+`mevedel-tool-patch-error': the approval does not cover the new
+destination."
+  (let ((current (mevedel-tool-patch--targets patch root))
+        (pinned (mevedel-pipeline-pinned)))
+    (when pinned
+      (cl-loop for (authored abs _ real) in pinned
+               for (_ now-abs _ now-real) = (assoc authored current)
+               unless (and (equal abs now-abs) (equal real now-real))
+               do (mevedel-tool-patch--fail
+                   "ApplyPatch refused: `%s' now reaches another file than the one approved \
+for this call; nothing was written.  Send the patch again to have the new destination judged"
+                   authored)))
+    (or pinned current)))
 
 (defun mevedel-tool-patch--paths (args)
   "Return the file paths a call with ARGS may change, for permission.
@@ -201,11 +223,17 @@ given as written: the permission step resolves relative ones against
 the call's workspace.  A malformed patch or a refused target signals
 a plain `error' whose message is the model's explanation."
   (condition-case err
-      (mapcar (pcase-lambda (`(,authored ,abs ,resource)) (if resource abs authored))
-              (mevedel-tool-patch--targets
-               (plist-get args :patch)
-               (file-name-as-directory
-                (plist-get (funcall mevedel-resource-session-function) :workspace))))
+      (let* ((patch (plist-get args :patch))
+             (workspace (file-name-as-directory
+                         (plist-get (funcall mevedel-resource-session-function) :workspace)))
+             (targets (mevedel-tool-patch--targets patch workspace)))
+        (mevedel-pipeline-pin
+         (lambda ()
+           (if (equal (expand-file-name default-directory) workspace)
+               targets
+             (mevedel-tool-patch--targets patch default-directory))))
+        (mapcar (pcase-lambda (`(,authored ,abs ,resource . ,_)) (if resource abs authored))
+                targets))
     ((mevedel-core-error mevedel-tool-patch-error) (error "%s" (cadr err)))))
 
 ;;;; Visiting buffers
@@ -404,7 +432,7 @@ pipeline binds to the workspace.  Any refusal or failure signals
 with nothing written."
   (let* ((session (plist-get (mevedel-pipeline-current-context) :session))
          (mevedel-session-current (or session mevedel-session-current))
-         (targets (mevedel-tool-patch--targets patch default-directory))
+         (targets (mevedel-tool-patch--approved-targets patch default-directory))
          (review (mevedel-tool-patch--review))
          (plan (or (plist-get review :plan) (mevedel-tool-patch--plan patch targets)))
          (selection (plist-get review :selection))

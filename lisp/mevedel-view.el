@@ -1831,10 +1831,14 @@ TEXT is one block, or one row of a block.  Point moves to START."
        text))))
 
 (defun mevedel-view--refresh-row (id)
-  "Redraw the row of call ID, if shown, from the data buffer."
-  (when (mevedel-view--row-start id)
-    (when-let* ((segment (mevedel-view--find-tool id)))
-      (mevedel-view--redraw-row id segment))))
+  "Redraw the row of call ID, if shown, from the data buffer.
+A call a ToolCall program made (ID is PARENT/N) is drawn inside its
+program's row, which is redrawn instead."
+  (if (mevedel-view--row-start id)
+      (when-let* ((segment (mevedel-view--find-tool id)))
+        (mevedel-view--redraw-row id segment))
+    (when (string-match "\\`\\(.+\\)/[0-9]+\\'" id)
+      (mevedel-view--refresh-row (match-string 1 id)))))
 
 (defun mevedel-view--reveal (id)
   "Expand the row of call ID and move point to it; return non-nil if shown.

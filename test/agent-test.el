@@ -1073,15 +1073,23 @@ sandbox, leaves the warning on that SendMessage row, not the spawn's."
            (b (agent-test--spawn root "busy")))
       (should (string-match-p "agent://root/json-result  default  agent-test:m  running"
                               (cdar (mevedel-history-agent-documents "agent://" session))))
-      (should-error (mevedel-history-agent-documents "agent://root/json-result" session)
-                    :type 'mevedel-core-resource-error)
+      ;; A running agent's address answers NOT READY, naming its history.
+      (dolist (address '("agent://root/json-result" "agent://root/json-result#/findings"))
+        (let ((text (cdar (mevedel-history-agent-documents address session))))
+          (should (string-prefix-p "NOT READY: /root/json-result is running" text))
+          (should (string-match-p "history://root/json-result" text))))
       (agent-test--finish a 'done "{\"findings\": [{\"title\": \"x/y\"}], \"ok\": true}")
       (let ((mail (length (agent-test--mail root "/root"))))
+        ;; The whole payload, after its terminal outcome.
         (should (equal (cdar (mevedel-history-agent-documents "agent://root/json-result" session))
-                       "{\"findings\": [{\"title\": \"x/y\"}], \"ok\": true}"))
+                       "[/root/json-result's latest turn: completed]
+{\"findings\": [{\"title\": \"x/y\"}], \"ok\": true}"))
         (should (equal (cdar (mevedel-history-agent-documents
                               "agent://root/json-result#/findings/0/title" session))
                        "x/y"))
+        ;; An empty fragment is the parsed value, as deterministic JSON.
+        (should (equal (cdar (mevedel-history-agent-documents "agent://root/json-result#" session))
+                       "{\"findings\":[{\"title\":\"x/y\"}],\"ok\":true}"))
         (should-error (mevedel-history-agent-documents "agent://root/json-result#/nope" session)
                       :type 'mevedel-core-resource-error)
         (should-error (mevedel-history-agent-documents "agent://root/nobody" session)
@@ -1096,6 +1104,30 @@ sandbox, leaves the warning on that SendMessage row, not the spawn's."
         ;; Reading changed nothing.
         (should (= mail (length (agent-test--mail root "/root"))))
         (should (eq (plist-get (mevedel-agent-status root b) :status) 'running))))))
+
+(ert-deftest mevedel-agent:agent-json-keys-are-percent-decoded ()
+  (agent-test--with-root root
+    (let* ((session (mevedel-chat-session root))
+           (a (agent-test--spawn root "keys")))
+      (agent-test--finish a 'done "{\"two words\": 1, \"caf\u00e9\": \"ok\", \"a/b\": [true]}")
+      ;; The canonical address percent-encodes pointer tokens.
+      (should (equal (cdar (mevedel-history-agent-documents "agent://root/keys#/two%20words" session))
+                     "1"))
+      (should (equal (cdar (mevedel-history-agent-documents "agent://root/keys#/caf%C3%A9" session))
+                     "ok"))
+      (should (equal (cdar (mevedel-history-agent-documents "agent://root/keys#/a~1b/0" session))
+                     "true")))))
+
+(ert-deftest mevedel-agent:an-idle-agent-without-a-result-is-unavailable ()
+  (agent-test--with-root root
+    (let* ((session (mevedel-chat-session root))
+           (a (agent-test--spawn root "quiet")))
+      (cl-letf (((symbol-function 'mevedel-history-agents)
+                 (lambda (_) (list (list :path a :role "default" :status 'idle :outcome nil)))))
+        (should (string-match-p "unavailable"
+                                (cadr (should-error (mevedel-history-agent-documents
+                                                     "agent://root/quiet" session)
+                                                    :type 'mevedel-core-resource-error))))))))
 
 ;;;; Saved with the session
 

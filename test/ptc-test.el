@@ -277,6 +277,35 @@ and the audit keeps no more than that."
       (should (string-match-p "Output too large: 20000 characters" (plist-get outcome :result)))
       (should (< (length (plist-get (car (mevedel-ptc-test--children outcome)) :result)) 5000)))))
 
+(ert-deftest mevedel-ptc-test-a-direct-call-has-its-tools-limits ()
+  "A direct call is bounded by its tool's own limit, not the value budget."
+  (mevedel-ptc-test--with
+    (mevedel-ptc-test--tool "Wide" :max-result-size 5000
+                            :function (lambda (_) (make-string 20000 ?w)))
+    (let ((outcome (mevedel-ptc-test--outcome "(Wide :file_path \"x\")")))
+      (should (eq (plist-get outcome :status) 'success))
+      (should (string-match-p "Output too large: 20000 characters" (plist-get outcome :result)))
+      (should (< (length (plist-get outcome :result)) 5000)))
+    ;; Composed, the same call is a value the program may narrow.
+    (let ((outcome (mevedel-ptc-test--outcome
+                    "(let [r (Wide :file_path \"x\")] (count r))")))
+      (should (equal (plist-get outcome :result) "20000")))))
+
+(ert-deftest mevedel-ptc-test-toolcall-is-bounded-like-a-tool ()
+  "What a program returns reaches the model within ToolCall's own limit."
+  (mevedel-ptc-test--with
+    (mevedel-ptc-test--tool "Big" :function (lambda (_) (make-string 90000 ?b)))
+    (let ((box nil))
+      (mevedel-pipeline-run-tool (mevedel-tool-get "ToolCall")
+                                 (list :program "(let [r (Big :file_path \"x\")] r)")
+                                 (lambda (result) (setq box (list result)))
+                                 :tool-use-id "call_big")
+      (mevedel-test-wait-until box 10)
+      (let ((text (mevedel-render-data-strip (car box) "call_big")))
+        (should (string-match-p "Output too large: 90000 characters" text))
+        (should (<= (length text) (mevedel-pipeline-result-limit
+                                   (mevedel-tool-get "ToolCall"))))))))
+
 (ert-deftest mevedel-ptc-test-audit-bounds-arguments-and-render-data ()
   "A child's long argument strings are cut and its large render-data dropped."
   (mevedel-ptc-test--with

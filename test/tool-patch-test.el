@@ -438,6 +438,67 @@ updated (Hook says no)" text)))
 
 ;;;; Permission and review
 
+(ert-deftest mevedel-tool-patch:the-destination-is-the-one-approved ()
+  "A link swapped between approval and execution redirects nothing."
+  (mevedel-tool-patch-test--with-session 'edits
+    (let ((a (expand-file-name "a.txt" root))
+          (b (expand-file-name "b.txt" root))
+          (link (expand-file-name "link.txt" root)))
+      (mevedel-tool-patch-test--write a "same\n")
+      (mevedel-tool-patch-test--write b "same\n")
+      (make-symbolic-link a link)
+      ;; The snapshot step runs after the approval, before the handler.
+      (let ((mevedel-pipeline-snapshot-functions
+             (list (lambda (_context)
+                     (delete-file link)
+                     (make-symbolic-link b link)))))
+        (pcase-let ((`(,text . ,_)
+                     (mevedel-tool-patch-test--run
+                      data (mevedel-tool-patch-test--patch "*** Update File: link.txt"
+                                                           "@@" "-same" "+changed"))))
+          (should (string-prefix-p "Error: " text))
+          (should (string-search "another file than the one approved" text))))
+      (should (equal (mevedel-tool-patch-test--read a) "same\n"))
+      (should (equal (mevedel-tool-patch-test--read b) "same\n"))
+      ;; Unchanged, the approved destination is written.
+      (pcase-let ((`(,text . ,_)
+                   (mevedel-tool-patch-test--run
+                    data (mevedel-tool-patch-test--patch "*** Update File: link.txt"
+                                                         "@@" "-same" "+changed"))))
+        (should (string-search "Updated link.txt" text)))
+      (should (equal (mevedel-tool-patch-test--read b) "changed\n")))))
+
+(defvar mevedel-tool-patch-test--moved nil
+  "The session directory requests report once it has moved, or nil.")
+
+(defun mevedel-tool-patch-test--owners (owners)
+  "Return OWNERS with the moved session directory, when it has moved."
+  (if mevedel-tool-patch-test--moved
+      (plist-put (copy-sequence owners) :session-dir mevedel-tool-patch-test--moved)
+    owners))
+
+(ert-deftest mevedel-tool-patch:a-moved-session-directory-is-not-followed ()
+  "work:// approved in one session directory is not written in another."
+  (mevedel-tool-patch-test--with-session 'edits
+    (mevedel-session-ensure-storage session)
+    (let* ((moved (make-temp-file "mevedel-patch-moved-" t))
+           (mevedel-tool-patch-test--moved nil)
+           ;; After the approval, before the handler, the directory moves.
+           (mevedel-pipeline-snapshot-functions
+            (list (lambda (_context) (setq mevedel-tool-patch-test--moved moved)))))
+      (advice-add 'mevedel-resource-default-session :filter-return
+                  #'mevedel-tool-patch-test--owners)
+      (unwind-protect
+          (pcase-let ((`(,text . ,_)
+                       (mevedel-tool-patch-test--run
+                        data (mevedel-tool-patch-test--patch "*** Add File: work://n.md" "+note"))))
+            (should (string-search "another file than the one approved" text))
+            (should-not (directory-files moved nil "n\\.md" nil))
+            (should-not (file-exists-p (expand-file-name
+                                        "n.md" (mevedel-session-local-directory session)))))
+        (advice-remove 'mevedel-resource-default-session #'mevedel-tool-patch-test--owners)
+        (delete-directory moved t)))))
+
 (ert-deftest mevedel-tool-patch:ask-mode-without-a-prompter-refuses ()
   (mevedel-tool-patch-test--with-session 'ask
     (mevedel-tool-patch-test--write (expand-file-name "a.txt" root) "a\n")

@@ -101,5 +101,35 @@ It lists each file's lines that start with \"(def\"."
                                     "\\(?:.*\n\\)*?.*└ .*" ptc-e2e--outline " c\\.el")
                             expanded))))
 
+(ert-deftest mevedel-e2e:a-nested-command-row-follows-its-command ()
+  "A command a ToolCall ran, still running when the program ended, updates its row."
+  (let* ((run (mevedel-e2e-run
+               :prompt "wait for it"
+               :setup (lambda (chat) (setf (mevedel-chat-permission-mode chat) 'full-auto))
+               :steps '(((tool_calls . [((name . "ToolCall")
+                                         (arguments . ((program . "(Bash :command \"sleep 1.5; echo finished\" :description \"wait\" :yield_time_ms 250)"))))]))
+                        ((text . "ok") (times . 3)))
+               :inspect
+               (lambda (chat view)
+                 (let* ((buffer (mevedel-chat-data-buffer chat))
+                        (id (car (mevedel-e2e-data-ids chat)))
+                        (child (lambda ()
+                                 (plist-get (car (plist-get (mevedel-render-data-extract buffer id)
+                                                            :ptc-children))
+                                            :render-data)))
+                        (before (plist-get (funcall child) :state)))
+                   (mevedel-test-wait-until
+                     (equal (plist-get (funcall child) :state) "completed") 10)
+                   (list before (funcall child)
+                         (with-current-buffer view (buffer-substring-no-properties
+                                                    (point-min) (point-max))))))))
+         (inspected (plist-get run :inspected)))
+    (should (eq (plist-get run :outcome) 'done))
+    (should (equal (nth 0 inspected) "running"))
+    (should (equal (plist-get (nth 1 inspected) :state) "completed"))
+    (should (equal (plist-get (nth 1 inspected) :exit-code) 0))
+    ;; The row in the view says so, without another turn.
+    (should (string-match-p "sleep 1\\.5; echo finished.*exit 0" (nth 2 inspected)))))
+
 (provide 'ptc-e2e-test)
 ;;; ptc-e2e-test.el ends here

@@ -96,5 +96,36 @@
          (should (equal (alist-get 'url (alist-get 'image_url part))
                         (concat "data:image/png;base64," b64))))))))
 
+;; Through bin/mevedel: a page far over every limit, fetched by a
+;; direct ToolCall expression, is the tool's bounded preview with the
+;; whole text kept at an artifact:// address the model can search.
+(ert-deftest mevedel-e2e:a-five-megabyte-page-through-toolcall-is-a-preview ()
+  "ToolCall (WebFetch) of a 5 MB page: a bounded preview and an artifact copy."
+  (let* ((url (mevedel-web-fixture-url "/gen?kind=five"))
+         (run (mevedel-e2e-headless
+               :args '("-p" "fetch the big page" "--permission-mode" "full-auto")
+               :steps `(((tool_calls . [((name . "ToolCall")
+                                         (arguments . ((program . ,(format "(WebFetch :url %S)" url)))))]))
+                        ((tool_calls . [((name . "Grep")
+                                         (arguments . ((pattern . "Line 129999 of")
+                                                       (path . "artifact://tool-results/")
+                                                       (output_mode . "content"))))]))
+                        ((text . "done") (times . 3)))))
+         (log (plist-get run :log))
+         (fetched (car (mapcar (lambda (r) (alist-get 'content r))
+                               (alist-get 'results (nth 1 log)))))
+         (found (car (mapcar (lambda (r) (alist-get 'content r))
+                             (alist-get 'results (nth 2 log)))))
+         (raw (alist-get 'raw (nth 1 (plist-get run :requests)))))
+    (should (eql (plist-get run :status) 0))
+    (should (string-prefix-p "<persisted-output>" fetched))
+    (should (string-match-p "Output too large: 5[0-9]\\{6\\} characters" fetched))
+    (should (string-match-p "The complete output is saved at artifact://tool-results/" fetched))
+    (should-not (string-match-p "value budget" fetched))
+    ;; The whole request stays within the pipeline's cap, not megabytes.
+    (should (< (length raw) 50000))
+    ;; The copy is whole: its last line is there to find.
+    (should (string-match-p "Line 129999 of the five megabyte page" found))))
+
 (provide 'web-e2e-test)
 ;;; web-e2e-test.el ends here

@@ -168,3 +168,28 @@ fn patch_before<'e>(env: &'e Env, plan: Value<'e>) -> Result<Value<'e>> {
         env.list(&items[..])
     })
 }
+
+/// The unified diff of the file NAME changed from BEFORE to NOW (both
+/// strings), at most LIMIT characters: a longer one keeps its first
+/// lines and says how many it left out. Empty when nothing changed.
+/// The model is told this way of an edit it did not make.
+#[defun(name = "patch-diff-texts")]
+fn patch_diff_texts<'e>(
+    env: &'e Env,
+    before: Value<'e>,
+    now: Value<'e>,
+    name: String,
+    limit: i64,
+) -> Result<String> {
+    guarded(env, || {
+        let before = copy_exact(env, before)?;
+        let now = copy_exact(env, now)?;
+        let limit = usize::try_from(limit).unwrap_or(0);
+        Ok(patch::diff::bounded_change(
+            before.bytes(),
+            now.bytes(),
+            &name,
+            limit,
+        ))
+    })
+}

@@ -345,9 +345,81 @@ pub fn unified(old_name: &str, new_name: &str, hunks: &[DiffHunk]) -> String {
     out
 }
 
+/// The unified diff of BEFORE against NOW, files named OLD_NAME and
+/// NEW_NAME; text that is not UTF-8 is shown lossily.
+pub fn whole_file(before: &[u8], now: &[u8], old_name: &str, new_name: &str) -> String {
+    let lines = |bytes: &[u8]| {
+        let text = String::from_utf8_lossy(bytes);
+        let newline = text.ends_with('\n');
+        let body = text.strip_suffix('\n').unwrap_or(&text);
+        let lines: Vec<String> = if body.is_empty() && !newline {
+            Vec::new()
+        } else {
+            body.split('\n')
+                .map(|l| l.strip_suffix('\r').unwrap_or(l).to_string())
+                .collect()
+        };
+        (lines, newline || bytes.is_empty())
+    };
+    let (old, old_nl) = lines(before);
+    let (new, new_nl) = lines(now);
+    let whole = Replacement {
+        start: 0,
+        old_len: old.len(),
+        new: new.clone(),
+    };
+    unified(
+        old_name,
+        new_name,
+        &hunks(&old, &new, &[whole], old_nl, new_nl),
+    )
+}
+
+/// The diff of a file NAME changed from BEFORE to NOW, within LIMIT
+/// characters: a longer diff keeps its first whole lines and says how
+/// many it left out, so a huge change is announced without flooding
+/// the request that carries it.
+pub fn bounded_change(before: &[u8], now: &[u8], name: &str, limit: usize) -> String {
+    let diff = whole_file(before, now, name, name);
+    if diff.chars().count() <= limit {
+        return diff;
+    }
+    let total = diff.lines().count();
+    let mut kept = String::new();
+    let mut shown = 0;
+    for line in diff.split_inclusive('\n') {
+        if kept.chars().count() + line.chars().count() > limit {
+            break;
+        }
+        kept.push_str(line);
+        shown += 1;
+    }
+    kept.push_str(&format!(
+        "[... a large change: {shown} of the diff's {total} lines shown; Read the file for the rest]\n"
+    ));
+    kept
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_large_change_is_cut_at_a_line_and_says_so() {
+        let before: String = (0..1000).map(|n| format!("line {n}\n")).collect();
+        let now: String = (0..1000).map(|n| format!("LINE {n}\n")).collect();
+        let whole = whole_file(before.as_bytes(), now.as_bytes(), "f", "f");
+        let cut = bounded_change(before.as_bytes(), now.as_bytes(), "f", 500);
+        assert!(whole.len() > 10_000);
+        assert!(cut.chars().count() < 700, "{cut}");
+        assert!(cut.starts_with("--- f\n+++ f\n@@ "), "{cut}");
+        assert!(
+            cut.contains("lines shown; Read the file for the rest"),
+            "{cut}"
+        );
+        let small = bounded_change(b"a\nb\n", b"a\nc\n", "f", 500);
+        assert_eq!(small, "--- f\n+++ f\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n");
+    }
 
     fn v(text: &str) -> Vec<String> {
         text.lines().map(str::to_string).collect()

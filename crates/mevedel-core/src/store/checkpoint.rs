@@ -470,37 +470,10 @@ impl Store {
             } else {
                 "/dev/null"
             };
-            out.push_str(&whole_file_diff(&before, &now, old_name, new_name));
+            out.push_str(&patch::diff::whole_file(&before, &now, old_name, new_name));
         }
         Ok(out)
     }
-}
-
-/// The unified diff of BEFORE against NOW, files named OLD_NAME and
-/// NEW_NAME; text that is not UTF-8 is shown lossily.
-fn whole_file_diff(before: &[u8], now: &[u8], old_name: &str, new_name: &str) -> String {
-    let lines = |bytes: &[u8]| {
-        let text = String::from_utf8_lossy(bytes);
-        let newline = text.ends_with('\n');
-        let body = text.strip_suffix('\n').unwrap_or(&text);
-        let lines: Vec<String> = if body.is_empty() && !newline {
-            Vec::new()
-        } else {
-            body.split('\n')
-                .map(|l| l.strip_suffix('\r').unwrap_or(l).to_string())
-                .collect()
-        };
-        (lines, newline || bytes.is_empty())
-    };
-    let (old, old_nl) = lines(before);
-    let (new, new_nl) = lines(now);
-    let whole = patch::apply::Replacement {
-        start: 0,
-        old_len: old.len(),
-        new: new.clone(),
-    };
-    let hunks = patch::diff::hunks(&old, &new, &[whole], old_nl, new_nl);
-    patch::diff::unified(old_name, new_name, &hunks)
 }
 
 #[cfg(test)]
