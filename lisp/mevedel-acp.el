@@ -92,6 +92,7 @@
 (require 'mevedel-agent)
 (require 'mevedel-history)
 (require 'mevedel-resume)
+(require 'mevedel-goal)
 (require 'mevedel-gptel)
 (require 'mevedel-hooks)
 (require 'mevedel-permissions)
@@ -623,12 +624,20 @@ For when the agent's own record of it is lost or uncertain (Claude
 Code, or any ACP agent): its next turn opens a new conversation of
 the agent, starting with mevedel's transcript of this one, labelled
 as such.  Interactively, CHAT is the view's, or a retained child
-agent's chosen by path.  Its turns must be idle."
+agent's chosen by path.  Every turn of the session must be idle and
+an active Goal paused: nothing may talk to the agent meanwhile."
   (interactive (list (mevedel-acp--recover-target)))
   (let ((name (or (mevedel-acp-chat-provider chat)
-                  (user-error "An ACP agent does not answer this conversation"))))
-    (when (mevedel-chat-busy-p chat)
-      (user-error "Wait until the turn ends, or stop it, first"))
+                  (user-error "An ACP agent does not answer this conversation")))
+        (root (mevedel-chat-get (mevedel-chat-root chat))))
+    (when (or (mevedel-chat-busy-p chat)
+              (and root (eq (mevedel-chat-session root) (mevedel-chat-session chat))
+                   (mevedel-chat-busy-p root))
+              (mevedel-agent-active chat))
+      (user-error "Wait until every turn of this session ends, or stop them, first"))
+    (when-let* ((goal (mevedel-goal-of (mevedel-chat-session chat)))
+                ((eq (mevedel-goal-state goal) 'active)))
+      (user-error "Pause the Goal first (/goal pause): its next turn would race the recovery"))
     (when-let* ((agent (gethash chat mevedel-acp--by-chat)))
       ;; Its next turn opens a new session.
       (setf (mevedel-acp--agent-session-id agent) nil))

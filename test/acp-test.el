@@ -591,6 +591,18 @@ history does not enter the transcript twice."
         (should (string-prefix-p "uncertain: " (cdr (assoc "acp-history" (acp-test--saved chat2)))))
         ;; It stays uncertain until the user recovers.
         (should (eq (acp-test--send view2 chat2 "history") 'error))
+        ;; Recovery waits for an active Goal to be paused.
+        (let ((session (mevedel-chat-session chat2)))
+          (puthash session (mevedel-goal--make :objective "Ship it" :state 'active)
+                   mevedel-goal--goals)
+          (unwind-protect
+              (should (string-match-p
+                       "Pause the Goal first"
+                       (cadr (should-error (mevedel-claude-code-recover-history chat2)
+                                           :type 'user-error))))
+            (remhash session mevedel-goal--goals)))
+        ;; Refused, it changed nothing.
+        (should (string-prefix-p "uncertain: " (cdr (assoc "acp-history" (acp-test--saved chat2)))))
         (with-current-buffer view2
           (call-interactively #'mevedel-claude-code-recover-history))
         (should (equal (cdr (assoc "acp-history" (acp-test--saved chat2))) "recover"))
