@@ -72,10 +72,19 @@ the ends are looked at, however long STRING is."
       (setq to (1- to)))
     (substring string from to)))
 
-(defun mevedel-history-tool-segment (id text &optional start)
+(defun mevedel-history-tool-media (start end)
+  "Return the media references of the tool result between START and END, or nil.
+They ride on the result's text in the current (data) buffer as its
+`mevedel-tool-media' property (see mevedel-tool-media.el)."
+  (when-let* ((at (text-property-not-all start end 'mevedel-tool-media nil)))
+    (get-text-property at 'mevedel-tool-media)))
+
+(defun mevedel-history-tool-segment (id text &optional start media)
   "Return the segment of the tool call ID whose data-buffer TEXT is given.
 START is where TEXT starts in the data buffer.  The result loses the
-call's render-data block, which becomes the segment's :render-data."
+call's render-data block, which becomes the segment's :render-data.
+MEDIA, the call's media references, rides on the result as its
+`mevedel-tool-media' property, so a renderer can show the images sent."
   (let* ((text (mevedel-history--unescape text))
          (read (condition-case nil
                    (read-from-string text)
@@ -86,6 +95,8 @@ call's render-data block, which becomes the segment's :render-data."
     (when (string-search mevedel-history--render-data-opening result)
       (setq render-data (mevedel-render-data-extract result id)
             result (mevedel-history-trim (mevedel-render-data-strip result id))))
+    (when (and media (stringp result) (not (string-empty-p result)))
+      (setq result (propertize result 'mevedel-tool-media media)))
     (list :type 'tool :id id :start start
           :name (or (plist-get call :name) "?")
           :args (plist-get call :args)
@@ -154,7 +165,7 @@ pass over the text's property changes finds them."
                 (plist-put (car segments) :incomplete t)))
              ((eq (car-safe prop) 'tool)
               (push (mevedel-history-tool-segment (cdr prop) (buffer-substring-no-properties pos next)
-                                                pos)
+                                                pos (mevedel-history-tool-media pos next))
                     segments)
               ;; A row only the view shows (`mevedel-chat-append-handle').
               (when (get-text-property pos 'mevedel-handle)

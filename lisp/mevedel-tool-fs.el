@@ -55,6 +55,7 @@
 (require 'mevedel-pipeline)
 (require 'mevedel-resource)
 (require 'mevedel-session)
+(require 'mevedel-tool-media)
 (require 'mevedel-tool-registry)
 (require 'mevedel-tool-render)
 
@@ -550,22 +551,43 @@ terminal one says in words what was sent."
         (propertize "[image]" 'display image)
       "[image]")))
 
+(defun mevedel-tool-fs--max-width ()
+  "Return the pixel width a full-size image in a row may take.
+That is the body width of the window showing the current buffer (the
+selected one when none does), less the row's indentation."
+  (let ((window (or (get-buffer-window (current-buffer) t) (selected-window))))
+    (max 64 (- (window-body-width window t) (* 6 (frame-char-width (window-frame window)))))))
+
+(defun mevedel-tool-fs--full-size (payload)
+  "Return a string displaying PAYLOAD, (MIME . BASE64), at most a window wide."
+  (propertize "[image]" 'display
+              (create-image (base64-decode-string (cdr payload)) nil t
+                            :max-width (mevedel-tool-fs--max-width))))
+
 (defun mevedel-tool-fs--media-body (args result render-data)
-  "Return the expanded body of a Read row: RESULT, and its pictures full size.
-An image Read from a local file shows the file (ARGS's :file_path);
-rendered PDF pages show their thumbnails (RENDER-DATA).  A terminal
-Emacs shows RESULT alone."
+  "Return the expanded body of a media row: its pictures full size, then RESULT.
+The pictures are the images the call sent, as RESULT's media references
+restore them (see mevedel-tool-media.el), each scaled down to the
+window's width; an image Read from a local file whose sent copy is gone
+shows the file (ARGS's :file_path), anything else its thumbnail
+\(RENDER-DATA).  A terminal Emacs shows RESULT alone."
   (let ((media (plist-get render-data :media))
-        (file (plist-get args :file_path)))
+        (file (plist-get args :file_path))
+        (refs (and (stringp result) (not (string-empty-p result))
+                   (get-text-property 0 'mevedel-tool-media result))))
     (if (not (and media (display-images-p)))
         result
-      (concat result "\n"
-              (if (and (stringp file) (string-prefix-p "Image " result)
+      (let ((payloads (and refs (mevedel-tool-media-payloads refs mevedel-session-current))))
+        ;; Pictures first: a long text is cut to the body's limit.
+        (concat (cond
+                 (payloads (mapconcat #'mevedel-tool-fs--full-size payloads "\n"))
+                 ((and (stringp file) (string-prefix-p "Image " result)
                        (not (file-remote-p file)) (file-readable-p file))
                   (propertize "[image]" 'display
-                              (create-image (expand-file-name file) nil nil :max-width 1200))
-                (mapconcat #'mevedel-tool-fs--thumbnail media "\n"))
-              "\n"))))
+                              (create-image (expand-file-name file) nil nil
+                                            :max-width (mevedel-tool-fs--max-width))))
+                 (t (mapconcat #'mevedel-tool-fs--thumbnail media "\n")))
+                "\n" result)))))
 
 (defun mevedel-tool-fs-render-media (header args result render-data)
   "Return the row of a call that sent RESULT's pictures, headed HEADER.

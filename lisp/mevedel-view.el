@@ -618,9 +618,9 @@ The search starts where the data of the turn that holds its row starts."
       (save-restriction
         (widen)
         (when-let* ((start (mevedel-view--find 'gptel (cons 'tool id) (car part) (point-max))))
-          (mevedel-history-tool-segment
-           id (buffer-substring-no-properties start (mevedel-history-run-end start 'gptel (point-max)))
-           start))))))
+          (let ((end (mevedel-history-run-end start 'gptel (point-max))))
+            (mevedel-history-tool-segment id (buffer-substring-no-properties start end) start
+                                          (mevedel-history-tool-media start end))))))))
 
 ;;;; Inserting
 
@@ -749,7 +749,11 @@ while RENDER-DATA does not say the call has ended."
   "Return the text of the tool row for SEGMENT, or nil when it is hidden.
 LIVE-STATUS, when non-nil, overrides the status (`running' for calls
 in flight)."
-  (let* ((id (plist-get segment :id))
+  (let* (;; A row shows the images its call sent from their session's copies.
+         (mevedel-session-current (or (and mevedel-view--chat
+                                           (mevedel-chat-session mevedel-view--chat))
+                                      mevedel-session-current))
+         (id (plist-get segment :id))
          (name (plist-get segment :name))
          (args (plist-get segment :args))
          (result (plist-get segment :result))

@@ -18,7 +18,8 @@
 #    from npm into .deps/acp/npm/ (never installed globally).
 #
 # `scripts/deps.sh screenshots' (or MEVEDEL_DEPS_SCREENSHOTS=1) also
-# installs a graphical Emacs and Xvfb for `make screenshots'.
+# installs a graphical Emacs and Xvfb for `make screenshots' and for the
+# graphical tests `make test' runs (test/e2e/graphical-e2e-test.el).
 #
 # Environment:
 #   MEVEDEL_DEPS_DIR          where to put fetched packages (default: .deps)

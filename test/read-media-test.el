@@ -168,6 +168,40 @@
                                            (plist-get r :result) nil)))
     (should (string-match-p "(pages 1-10 of 100) · 48\\.6 KB" (plist-get row :header)))))
 
+(ert-deftest mevedel-read-media:an-expanded-row-shows-the-sent-pictures-full-size ()
+  "A tool segment keeps its call's media references on its result, and the
+expanded row of a graphical Emacs shows each sent picture, not its
+thumbnail, at most as wide as the window."
+  (let* ((r (mevedel-read-media-test--call
+             #'mevedel-tool-fs-read
+             (list :file_path (mevedel-read-media-test--fixture "three-pages.pdf")
+                   :pages "3" :mode "image")
+             '("image/png")))
+         (page (plist-get (car (plist-get r :media)) :data))
+         (mevedel-tool-media--cache (make-hash-table :test #'equal))
+         (mevedel-tool-media--order nil)
+         (refs (mevedel-tool-media-capture (plist-get r :media) "toolu_1" nil))
+         (segment
+          (with-temp-buffer
+            (insert (propertize (concat (prin1-to-string '(:name "Read" :args (:file_path "p.pdf")))
+                                        "\n" (propertize (plist-get r :result)
+                                                         'mevedel-tool-media refs))
+                                'gptel '(tool . "toolu_1")))
+            (mevedel-history-tool-segment
+             "toolu_1" (buffer-substring-no-properties (point-min) (point-max)) (point-min)
+             (mevedel-history-tool-media (point-min) (point-max)))))
+         (result (plist-get segment :result)))
+    (should (equal (get-text-property 0 'mevedel-tool-media result) refs))
+    (cl-letf (((symbol-function 'display-images-p) (lambda (&rest _) t)))
+      (let* ((row (mevedel-tool-fs-render-read "Read" '(:file_path "p.pdf") result
+                                               (plist-get r :render-data)))
+             (body (plist-get row :body))
+             (at (text-property-not-all 0 (length body) 'display nil body))
+             (image (and at (get-text-property at 'display body))))
+        (should (eq (car-safe image) 'image))
+        (should (equal (plist-get (cdr image) :data) page))
+        (should (equal (plist-get (cdr image) :max-width) (mevedel-tool-fs--max-width)))))))
+
 (ert-deftest mevedel-read-media:a-screenshot-in-batch-emacs-says-why-not ()
   (let ((r nil))
     (mevedel-tool-screenshot-take (lambda (v) (setq r v)) nil)

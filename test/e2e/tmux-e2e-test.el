@@ -284,5 +284,57 @@ does not ask."
             (delete-directory (expand-file-name id sessions) t))))
       (delete-directory home t))))
 
+;; A terminal Emacs has no pictures: the rows say in words what was sent.
+(ert-deftest mevedel-tmux:media-rows-say-what-was-sent ()
+  "In `emacs -nw', Read of a PNG and of an SVG for a model that takes images:
+each row says what was sent in words, and expanding one shows its text."
+  (unless (executable-find "tmux")
+    (ert-fail "tmux is required by this test but is not installed"))
+  (mevedel-e2e-require-python)
+  (let* ((root (mevedel-e2e-workspace '(("notes.txt" . "notes\n"))))
+         (media (expand-file-name "test/fixtures/media/" mevedel-test-root))
+         (script (mevedel-e2e-write-script
+                  `(((tool_calls . [((name . "Read")
+                                     (arguments . ((file_path . ,(concat media "small.png")))))
+                                    ((name . "Read")
+                                     (arguments . ((file_path . ,(concat media "diagram.svg")))))]))
+                    ((expect . ((results . [((contains . "PNG, 64×48 px"))
+                                            ((contains . "sent drawn"))])))
+                     (text . "TMUX-MEDIA: seen both.")))))
+         (server (mevedel-scripted-model-start script))
+         (init (make-temp-file "mevedel-tmux-init" nil ".el"))
+         (socket (format "mevedel-media-%d" (emacs-pid))))
+    (mevedel-tmux-test--write-init init server
+                                   '(put 'scripted-model :capabilities '(media tool-use))
+                                   '(put 'scripted-model :mime-types '("image/png" "image/jpeg"))
+                                   '(setq mevedel-permissions-mode 'full-auto))
+    (unwind-protect
+        (let ((process-environment (append '("LANG=C.UTF-8" "LC_ALL=C.UTF-8" "TERM=xterm-256color")
+                                           process-environment)))
+          (cl-flet ((keys (&rest keys) (apply #'mevedel-tmux-test--tmux socket "send-keys" "-t"
+                                              "mevedel-test" keys)))
+            (mevedel-tmux-test--open socket root init)
+            (keys "-l" "Look at both")
+            (keys "C-c" "C-c")
+            (let ((screen (mevedel-tmux-test--wait-for socket "TMUX-MEDIA" 30)))
+              (should (string-match-p
+                       "^▸ ✓ Read .*small\\.png · PNG, 64×48 px, [0-9.]+ KB · sent PNG 64×48 ([0-9.]+k)"
+                       screen))
+              (should (string-match-p
+                       "^▸ ✓ Read .*diagram\\.svg · sent PNG 512×256 ([0-9.]+k)" screen))
+              (should-not (string-match-p "\\[image\\]" screen)))
+            ;; Expanding the SVG's row shows its text and the note, no picture.
+            (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "M-<")
+            (keys "C-s") (keys "-l" "diagram.svg") (keys "Enter") (keys "TAB")
+            (let ((screen (mevedel-tmux-test--wait-for socket "sent drawn, as an image" 10)))
+              (should (string-match-p "<rect x=\"10\"" screen))
+              (should-not (string-match-p "\\[image\\]" screen))))
+          (should-not (mevedel-scripted-model-mismatches server)))
+      (ignore-errors (mevedel-tmux-test--tmux socket "kill-server"))
+      (mevedel-scripted-model-stop server)
+      (delete-file init)
+      (delete-file script)
+      (delete-directory root t))))
+
 (provide 'tmux-e2e-test)
 ;;; tmux-e2e-test.el ends here

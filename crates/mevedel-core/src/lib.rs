@@ -26,5 +26,8 @@ pub mod store;
 pub mod text;
 pub mod web;
 
+#[cfg(test)]
+mod testdir;
+
 pub use datum::Datum;
 pub use error::{Error, ErrorKind, Result};

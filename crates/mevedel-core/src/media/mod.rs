@@ -3,7 +3,8 @@
 //! A file Read finds to be an image (by its first bytes, else its name)
 //! or a PDF comes here instead of being paged as text. [`picture`]
 //! decodes, scales and re-encodes images within the providers' limits;
-//! [`pdf`] pages a PDF's text and renders pages with poppler's programs.
+//! [`pdf`] pages a PDF's text and renders pages with poppler's programs;
+//! [`svg`] draws an SVG, whose text Read shows as a text file's.
 //! Both run on Read's background thread and stop when its budget does.
 //! What reaches Lisp is a [`Reading`]: the text the model reads and the
 //! pictures to send beside it (base64). Whether the model takes images
@@ -12,6 +13,7 @@
 
 pub mod pdf;
 pub mod picture;
+pub mod svg;
 
 use std::path::Path;
 

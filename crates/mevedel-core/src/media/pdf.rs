@@ -1,6 +1,7 @@
 //! PDFs for the model, through poppler's programs (`pdfinfo`,
-//! `pdftotext`, `pdftoppm` from poppler-utils), each run as an owned
-//! child (crate::process) and killed when Read is cancelled.
+//! `pdftotext`, `pdftoppm` from poppler-utils), each run to its end as
+//! an owned child (crate::process::bounded) and killed when Read is
+//! cancelled.
 //!
 //! A Read answers the page count and the text of the pages asked for,
 //! each headed `--- page N of M ---`; by default the first
@@ -10,15 +11,12 @@
 //! error saying so.
 
 use std::ffi::OsString;
-use std::io::Read as _;
 use std::path::Path;
-use std::process::ExitStatus;
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{Picture, Reading, Request, fail, picture, size};
 use crate::error::Error;
-use crate::process::{self, Program};
+use crate::process::bounded::{self, Finished, Unfinished};
 use crate::search::budget::Budget;
 
 /// Pages a Read shows when it names none.
@@ -30,83 +28,16 @@ pub const MAX_RENDERED: usize = 10;
 /// Longest a poppler program may run.
 const TIMEOUT: Duration = Duration::from_secs(120);
 
-/// What a poppler program said.
-struct Output {
-    status: ExitStatus,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
-/// Run ARGV as an owned child and collect its output; kill its group
-/// when BUDGET stops or [`TIMEOUT`] passes.
-fn run(argv: Vec<OsString>, budget: &Budget) -> Result<Output, String> {
-    let name = argv
-        .first()
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let (out_r, out_w) = std::io::pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
-    let (err_r, err_w) = std::io::pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
-    let mut child = Program::new(argv);
-    child.stdout = Some(out_w.into());
-    child.stderr = Some(err_w.into());
-    let (exit_tx, exit) = mpsc::channel();
-    let started = process::global()
-        .start(
-            child,
-            Some(Box::new(move |status| {
-                let _ = exit_tx.send(status);
-            })),
-        )
-        .map_err(|e| {
-            format!(
-                "cannot run {name} ({}); install poppler-utils, which provides it",
-                e.message
-            )
-        })?;
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let errors = std::thread::spawn(move || {
-            let mut text = String::new();
-            let mut err_r = err_r;
-            let _ = err_r.read_to_string(&mut text);
-            text
-        });
-        let mut stdout = Vec::new();
-        let mut out_r = out_r;
-        let _ = out_r.read_to_end(&mut stdout);
-        let stderr = errors.join().unwrap_or_default();
-        let status = exit
-            .recv()
-            .unwrap_or_else(|_| Err(std::io::Error::other("the reaper is gone")));
-        let _ = tx.send((status, stdout, stderr));
-    });
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        match rx.recv_timeout(Duration::from_millis(25)) {
-            Ok((Ok(status), stdout, stderr)) => {
-                return Ok(Output {
-                    status,
-                    stdout,
-                    stderr,
-                });
-            }
-            Ok((Err(e), _, _)) => return Err(format!("waiting for {name} failed: {e}")),
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(format!("{name}'s output was lost"));
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                let late = Instant::now() >= deadline;
-                if late || budget.stop() {
-                    process::signal(started.pid as i32, libc::SIGKILL);
-                    return Err(if late {
-                        format!("{name} did not finish within {} s", TIMEOUT.as_secs())
-                    } else {
-                        "Cancelled.".into()
-                    });
-                }
-            }
+/// Run ARGV, a poppler program, to its end; kill it when BUDGET stops
+/// or [`TIMEOUT`] passes.
+fn run(argv: Vec<OsString>, budget: &Budget) -> Result<Finished, String> {
+    let name = bounded::program_name(&argv);
+    bounded::run(argv, false, TIMEOUT, &|| budget.stop()).map_err(|e| match e {
+        Unfinished::Start(why) => {
+            format!("cannot run {name} ({why}); install poppler-utils, which provides it")
         }
-    }
+        other => other.describe(&name, TIMEOUT),
+    })
 }
 
 /// The page count of the PDF at PATH, named ADDRESS; its errors say

@@ -274,6 +274,20 @@ pub fn prepare(
     let format = format_of(mime);
     let image = decode(bytes, format).map_err(|e| unreadable(address, mime, &e))?;
     let animated = animated(bytes, format);
+    fit(image, Some(bytes), mime, animated, address, req)
+}
+
+/// Make IMAGE, decoded from ORIGINAL of type MIME (None: drawn here, as
+/// an SVG is), fit REQ as [`prepare`] does; ORIGINAL is sent as it is
+/// when nothing needs doing.
+pub fn fit(
+    image: DynamicImage,
+    original: Option<&[u8]>,
+    mime: &'static str,
+    animated: bool,
+    address: &str,
+    req: &Request,
+) -> Result<Prepared, Error> {
     let (width, height) = (image.width(), image.height());
     let cropped = req.crop.map(|[x, y, w, h]| {
         let (x, y) = (
@@ -286,12 +300,13 @@ pub fn prepare(
     let (width, height) = (image.width(), image.height());
     let max = req.max_side();
     let fits = width <= max && height <= max;
-    if fits
-        && !animated
-        && req.crop.is_none()
-        && req.accepts(mime)
-        && base64_len(bytes.len()) <= MAX_BASE64
-    {
+    let as_it_is = original.filter(|bytes| {
+        fits && !animated
+            && req.crop.is_none()
+            && req.accepts(mime)
+            && base64_len(bytes.len()) <= MAX_BASE64
+    });
+    if let Some(bytes) = as_it_is {
         let picture = Picture {
             mime,
             data: bytes.to_vec(),

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use image::{DynamicImage, ImageFormat, Rgb, RgbImage};
 
 use super::*;
+use crate::testdir::TestDir;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -80,14 +81,15 @@ fn a_small_image_of_an_accepted_type_is_sent_as_it_is() {
 
 #[test]
 fn jpeg_webp_and_gif_are_decoded_and_sent_in_a_type_the_model_takes() {
-    let dir = tempfile_dir();
+    let tmp = TestDir::new("media");
+    let dir = tmp.path();
     let big = picture_of(2400, 1600, false);
-    let jpeg = write(&dir, "photo.jpg", &big, ImageFormat::Jpeg);
+    let jpeg = write(dir, "photo.jpg", &big, ImageFormat::Jpeg);
     let r = read_file(&jpeg, &all_types()).expect("jpeg");
     assert_eq!(r.pictures[0].mime, "image/jpeg");
     assert_eq!((r.pictures[0].width, r.pictures[0].height), (1568, 1045));
     let webp = write(
-        &dir,
+        dir,
         "pic.webp",
         &picture_of(40, 30, false),
         ImageFormat::WebP,
@@ -113,7 +115,8 @@ fn an_animated_gif_sends_its_first_frame_and_says_so() {
 
 #[test]
 fn a_truncated_or_corrupt_image_is_an_error_naming_the_file() {
-    let dir = tempfile_dir();
+    let tmp = TestDir::new("media");
+    let dir = tmp.path();
     let bytes = std::fs::read(fixture("small.png")).expect("fixture");
     let cut = dir.join("cut.png");
     std::fs::write(&cut, &bytes[..bytes.len() / 2]).expect("write");
@@ -141,9 +144,10 @@ fn a_text_only_model_gets_a_note_and_no_picture() {
 
 #[test]
 fn the_longest_side_is_never_above_8000_and_base64_fits_5_mb() {
-    let dir = tempfile_dir();
+    let tmp = TestDir::new("media");
+    let dir = tmp.path();
     let noisy = write(
-        &dir,
+        dir,
         "noise.png",
         &picture_of(2600, 2600, true),
         ImageFormat::Png,
@@ -264,15 +268,103 @@ fn a_cancelled_budget_stops_a_pdf_read() {
     assert!(err.message.contains("Cancelled"), "{}", err.message);
 }
 
-fn tempfile_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "mevedel-media-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    ));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+/// A Read of the SVG at PATH as the job runs it: its text, and the datum.
+fn read_svg(path: &Path, page: crate::resource::page::PageRequest, req: Request) -> Datum {
+    use crate::search::jobs::{Job, ReadTarget, run};
+    let target = ReadTarget::Path(path.to_path_buf(), path.to_string_lossy().into_owned());
+    run(&Job::Read(target, page, req), &Budget::unlimited()).expect("read")
+}
+
+fn plist_get<'a>(datum: &'a Datum, key: &str) -> Option<&'a Datum> {
+    let Datum::List(items) = datum else {
+        return None;
+    };
+    items.chunks(2).find_map(|pair| match pair {
+        [Datum::Symbol(k), v] if k.strip_prefix(':') == Some(key) => Some(v),
+        _ => None,
+    })
+}
+
+#[test]
+fn an_svg_reads_as_text_and_is_sent_drawn_without_outside_files() {
+    let datum = read_svg(
+        &fixture("diagram.svg"),
+        Default::default(),
+        Request {
+            accepts: vec!["image/png".into()],
+            ..Request::default()
+        },
+    );
+    let Some(Datum::Str(text)) = plist_get(&datum, "text") else {
+        panic!("text: {datum:?}")
+    };
+    assert!(text.contains("<rect x=\"10\""), "{text}");
+    assert!(
+        text.contains("(The SVG is also sent drawn, as an image: PNG 512×256 px"),
+        "{text}"
+    );
+    let Some(Datum::List(media)) = plist_get(&datum, "media") else {
+        panic!("media: {datum:?}")
+    };
+    let [picture] = &media[..] else {
+        panic!("one picture: {media:?}")
+    };
+    let Some(Datum::Str(b64)) = plist_get(picture, "base64") else {
+        panic!("base64")
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .expect("base64");
+    let image = image::load_from_memory(&bytes).expect("png").to_rgb8();
+    assert_eq!(image.dimensions(), (512, 256));
+    // Scaled 1.6×: the boxes' colours, white text on the blue one, and
+    // the corner where the outside PNG would be left white.
+    let px = |x: u32, y: u32| image.get_pixel(x, y).0;
+    assert_eq!(px(30, 80), [0x3b, 0x82, 0xf6]);
+    assert_eq!(px(480, 80), [0xef, 0x44, 0x44]);
+    let label = (40..170)
+        .flat_map(|x| (100..125).map(move |y| (x, y)))
+        .filter(|&(x, y)| px(x, y) == [255, 255, 255])
+        .count();
+    assert!(label > 20, "the label's white pixels: {label}");
+    assert!((0..30).all(|x| (0..30).all(|y| px(x, y) == [255, 255, 255])));
+}
+
+#[test]
+fn an_svg_for_a_text_only_model_or_past_its_first_page_is_text_alone() {
+    let text_only = read_svg(
+        &fixture("diagram.svg"),
+        Default::default(),
+        Request::default(),
+    );
+    assert!(plist_get(&text_only, "media").is_none(), "{text_only:?}");
+    let later = read_svg(
+        &fixture("diagram.svg"),
+        crate::resource::page::PageRequest {
+            offset: Some(3),
+            ..Default::default()
+        },
+        all_types(),
+    );
+    assert!(plist_get(&later, "media").is_none(), "{later:?}");
+}
+
+#[test]
+fn a_broken_svg_keeps_its_text_and_says_why_it_is_not_drawn() {
+    let tmp = TestDir::new("media");
+    let path = tmp.path().join("broken.svg");
+    std::fs::write(&path, "<svg xmlns=\"http://www.w3.org/2000/svg\"><rect").expect("write");
+    let datum = read_svg(&path, Default::default(), all_types());
+    let Some(Datum::Str(text)) = plist_get(&datum, "text") else {
+        panic!("text: {datum:?}")
+    };
+    assert!(text.contains("<svg xmlns"), "{text}");
+    assert!(
+        text.contains("(The SVG could not be drawn as an image: "),
+        "{text}"
+    );
+    assert!(
+        matches!(plist_get(&datum, "media"), Some(Datum::List(m)) if m.is_empty()),
+        "{datum:?}"
+    );
 }

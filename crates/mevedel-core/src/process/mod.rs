@@ -6,8 +6,10 @@
 //! point, [`Owner::start`]; [`spawn`] starts a [`Program`] without
 //! copying Emacs (`clone` + `execve`); [`pty`] opens pseudo-terminals;
 //! [`fds`] keeps descriptors Emacs hands us from leaking into children;
-//! [`stderr`] keeps a child's last stderr lines for its failure report.
+//! [`stderr`] keeps a child's last stderr lines for its failure report;
+//! [`bounded`] runs a short helper program to its end within a time.
 
+pub mod bounded;
 pub mod fds;
 pub mod owner;
 pub mod pty;

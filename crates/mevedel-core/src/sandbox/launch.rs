@@ -817,7 +817,7 @@ pub fn start_of(markers: &[Marker], said: &str, status: &str) -> Start {
 mod tests {
     use super::*;
     use crate::sandbox::scan::{Limits as ScanLimits, Scanner};
-    use crate::sandbox::testdir::TestDir;
+    use crate::testdir::TestDir;
 
     fn probe(bwrap: bool, landlock: bool) -> Probe {
         Probe {

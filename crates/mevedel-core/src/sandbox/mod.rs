@@ -17,6 +17,3 @@ pub mod launch;
 pub mod policy;
 pub mod probe;
 pub mod scan;
-
-#[cfg(test)]
-mod testdir;

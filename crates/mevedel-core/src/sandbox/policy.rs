@@ -487,7 +487,7 @@ pub fn resolve(policy: &Policy, scanner: &Scanner) -> Result<Plan> {
 mod tests {
     use super::*;
     use crate::sandbox::scan::Limits;
-    use crate::sandbox::testdir::TestDir;
+    use crate::testdir::TestDir;
 
     fn probe(bwrap: bool, landlock: Option<u32>) -> Probe {
         Probe {

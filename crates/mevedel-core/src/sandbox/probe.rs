@@ -10,15 +10,14 @@
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
-use std::sync::{Mutex, OnceLock, PoisonError, mpsc};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use mevedel_sandbox_protocol::landlock_abi;
 
-use crate::process::{self, Program};
+use crate::process::bounded::{self, Unfinished};
 use crate::sandbox::bwrap;
 use crate::sandbox::facts::Probe;
 
@@ -187,45 +186,17 @@ pub fn forget() {
 /// Run ARGV through the process owner with combined output captured;
 /// kill its group after TIMEOUT.
 fn run_bounded(argv: &[OsString], timeout: Duration) -> Result<(ExitStatus, String), String> {
-    let program = argv.first().ok_or("empty command")?;
-    let name = Path::new(program).display().to_string();
-    let (reader, writer) = std::io::pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
-    let writer2 = writer
-        .try_clone()
-        .map_err(|e| format!("cannot create a pipe: {e}"))?;
-    let mut child = Program::new(argv.to_vec());
-    child.stdout = Some(writer.into());
-    child.stderr = Some(writer2.into());
-    let (exit_tx, exit) = mpsc::channel();
-    let started = process::global()
-        .start(
-            child,
-            Some(Box::new(move |status| {
-                let _ = exit_tx.send(status);
-            })),
-        )
-        .map_err(|e| format!("cannot run {name}: {}", e.message))?;
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut text = String::new();
-        let mut reader = reader;
-        let _ = reader.read_to_string(&mut text);
-        let status = exit
-            .recv()
-            .unwrap_or_else(|_| Err(std::io::Error::other("the reaper is gone")));
-        let _ = tx.send((status, text));
-    });
-    match rx.recv_timeout(timeout) {
-        Ok((Ok(status), text)) => Ok((status, text)),
-        Ok((Err(e), _)) => Err(format!("waiting for {name} failed: {e}")),
-        Err(_) => {
-            // The reaper waits for the leader; the group goes with it.
-            process::signal(started.pid as i32, libc::SIGKILL);
-            Err(format!(
-                "{name} did not finish within {} ms (mevedel-sandbox-probe-timeout)",
-                timeout.as_millis()
-            ))
-        }
+    let name = bounded::program_name(argv);
+    match bounded::run(argv.to_vec(), true, timeout, &|| false) {
+        Ok(done) => Ok((
+            done.status,
+            String::from_utf8_lossy(&done.stdout).into_owned(),
+        )),
+        Err(Unfinished::Late) => Err(format!(
+            "{} (mevedel-sandbox-probe-timeout)",
+            Unfinished::Late.describe(&name, timeout)
+        )),
+        Err(other) => Err(other.describe(&name, timeout)),
     }
 }
 

@@ -222,7 +222,7 @@ pub fn global() -> &'static Scanner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::testdir::TestDir;
+    use crate::testdir::TestDir;
 
     /// Make every directory under ROOT look older than the racy margin.
     fn age(root: &Path) {

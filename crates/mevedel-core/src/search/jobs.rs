@@ -66,6 +66,9 @@ pub fn run(job: &Job, budget: &Budget) -> Result<Datum, Error> {
                 }
                 ReadTarget::Text { text, display } => read::read_text(text, display, req)?,
             };
+            if let Some((svg, address)) = svg_source(target, req, wanted) {
+                return Ok(media::svg::with_rendering(text, svg, address, wanted).datum());
+            }
             Ok(Datum::plist([("text", Datum::Str(text))]))
         }
         Job::Grep(plan, opts) => page_datum(super::grep(plan, opts, budget)?),
@@ -80,6 +83,28 @@ fn media_file(target: &ReadTarget) -> Option<(&std::path::Path, &str)> {
         ReadTarget::Attempt(a) => read::attempt_file(a).map(|p| (p, a.authored.as_str())),
         ReadTarget::Path(path, display) if path.is_file() => Some((path.as_path(), display)),
         _ => None,
+    }
+}
+
+/// The SVG TARGET holds and its name, when a Read of its first page
+/// (REQ) for a model that takes images (WANTED) draws it: a file's
+/// bytes, or a modified buffer's text.
+fn svg_source<'a>(
+    target: &'a ReadTarget,
+    req: &PageRequest,
+    wanted: &media::Request,
+) -> Option<(Result<Vec<u8>, String>, &'a str)> {
+    let first_page = req.offset.unwrap_or(1) <= 1 && req.char_offset.unwrap_or(0) == 0;
+    if !(first_page && media::svg::wanted(wanted)) {
+        return None;
+    }
+    match target {
+        ReadTarget::Buffer { text, display, .. } if media::svg::is_svg(display) => {
+            Some((Ok(text.clone()), display))
+        }
+        _ => media_file(target)
+            .filter(|(_, address)| media::svg::is_svg(address))
+            .map(|(path, address)| (media::svg::load(path), address)),
     }
 }
 

@@ -1,4 +1,4 @@
-//! Temporary directories for the sandbox unit tests.
+//! Temporary directories for the unit tests, removed when dropped.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
