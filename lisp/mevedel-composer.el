@@ -18,6 +18,9 @@
 ;;
 ;; Completion inserts plain text; it attaches, invokes or delegates
 ;; nothing (that happens when the message is sent, mevedel-mentions.el).
+;; A completed @file, @agent or $skill mention is bound to what it was
+;; completed to (`mevedel-mentions-bind'); scheme:// addresses stay
+;; plain text.
 ;;
 ;; The composer commands /context (the prompt's components, their
 ;; sizes and the instruction files in effect), /memory (the memory
@@ -176,17 +179,43 @@ KIND is `file' (@: files and agents), `skill' ($) or `address'
            (root (file-name-as-directory default-directory)))
       (cond
        ((string-prefix-p "@" token)
-        (list (1+ start) (point) (mevedel-composer-candidates root 'file (substring token 1))
-              :exclusive 'no :annotation-function
-              (lambda (c) (if (member c (mevedel-mentions-agent-names))
-                              "  agent" ""))))
+        (let ((candidates (mevedel-composer-candidates root 'file (substring token 1))))
+          (list (1+ start) (point) candidates
+                :exclusive 'no :annotation-function
+                (lambda (c) (if (member c (mevedel-mentions-agent-names))
+                                "  agent" ""))
+                :exit-function (mevedel-composer--binder root candidates))))
        ((string-prefix-p "$" token)
-        (list (1+ start) (point) (mevedel-composer-candidates root 'skill (substring token 1))
-              :exclusive 'no :annotation-function (lambda (_) "  skill")))
+        (let ((candidates (mevedel-composer-candidates root 'skill (substring token 1))))
+          (list (1+ start) (point) candidates
+                :exclusive 'no :annotation-function (lambda (_) "  skill")
+                :exit-function (mevedel-composer--binder root candidates))))
        ((string-match-p "\\`[a-z][a-z+.-]*:" token)
         (let ((candidates (mevedel-composer-candidates root 'address token)))
           (and candidates
                (list start (point) candidates :exclusive 'no))))))))
+
+(defun mevedel-composer--binder (root candidates)
+  "Return the completion exit function binding a mention of CANDIDATES.
+A completed @NAME or $NAME keeps the locator it was completed to: the
+agent, the file of workspace ROOT, or the skill (by its exact address
+when one skill has the name), see `mevedel-mentions-bind'."
+  (lambda (string status)
+    (let ((start (- (point) (length string) 1)))
+      (when (and status (member string candidates) (>= start (point-min))
+                 (memq (char-after start) '(?@ ?$)))
+        (mevedel-mentions-bind
+         start (point)
+         (cond
+          ((eq (char-after start) ?$)
+           (let ((skills (cl-remove-if-not
+                          (lambda (s) (equal (plist-get s :name) string))
+                          (mevedel-composer--cache-skills (mevedel-composer--cache root)))))
+             (append (list :kind 'skill :name string)
+                     (and (= (length skills) 1)
+                          (list :spec (plist-get (car skills) :exact))))))
+          ((member string (mevedel-mentions-agent-names)) (list :kind 'agent :name string))
+          (t (list :kind 'file :file (expand-file-name string root)))))))))
 
 (defun mevedel-composer--setup (view)
   "Set up completion in the VIEW buffer; refresh its workspace's metadata.

@@ -690,6 +690,17 @@ For `mevedel-chat-message-functions'."
       (setf (mevedel-mcp--state-notes state) nil)
       (list (concat "<mcp-notice>\n" (string-join notes "\n") "\n</mcp-notice>")))))
 
+(defun mevedel-mcp--resource-lines (chat)
+  "Return the mcp:// roster line when CHAT's session configures MCP servers.
+It opens the session's registry, as `mevedel-mcp-mail' does for the
+same request, so the first request's roster already knows."
+  (when-let* (((mevedel-chat-p chat))
+              (session (mevedel-chat-session chat))
+              ((mevedel-session-p session))
+              (handle (mevedel-mcp-handle session))
+              ((mevedel-core-mcp-status handle)))
+    (list "- mcp:// resources of the session's MCP servers (mcp:// lists the servers)")))
+
 (defvar mevedel-mcp-notice-functions nil
   "Abnormal hook run with the data of each `mcp-notice' event of a session.
 DATA is (:key SESSION-ID :kind KIND :server NAME ...); KIND is
@@ -854,6 +865,7 @@ without starting any; `mcp://SERVER' lists its resources and
 (add-hook 'mevedel-session-close-functions #'mevedel-mcp--close)
 (add-hook 'mevedel-ptc-prepare-functions #'mevedel-mcp-prepare)
 (add-hook 'mevedel-chat-message-functions #'mevedel-mcp-mail)
+(add-hook 'mevedel-prompt-resource-roster-functions #'mevedel-mcp--resource-lines -40)
 (add-hook 'mevedel-view-header-functions #'mevedel-mcp-header-text)
 
 (provide 'mevedel-mcp)

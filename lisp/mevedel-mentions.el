@@ -18,8 +18,10 @@
 ;;   its tool restriction (mevedel-skills.el).  A name fitting two
 ;;   skills is an error naming their exact addresses.
 ;;
-;; A token that names no file, agent or skill stays plain text.  The
-;; view draws mentions as chips (`mevedel-mentions-chips').
+;; A token that names no file, agent or skill stays plain text.  A
+;; mention completion inserted keeps what it was completed to (its
+;; binding), whatever the text around it becomes.  The view draws
+;; mentions as chips (`mevedel-mentions-chips').
 
 ;;; Code:
 
@@ -76,21 +78,30 @@ built-in roles."
 (defun mevedel-mentions-parse (text root)
   "Return the mentions of TEXT for workspace ROOT, in order.
 Each is a plist (:kind file|agent|skill :token STRING :start :end) plus
-:file, :from and :to for files, :name for agents and skills."
-  (let ((mentions nil) (start 0)
-        (agents (mevedel-mentions-agent-names))
-        (skills nil))
+:file, :from and :to for files, :name for agents and skills (and
+:spec, an exact skill address, for a skill bound by completion).
+Mentions bound by completion (`mevedel-mentions-bind') are taken as
+bound; the rest of TEXT is parsed from its spelling."
+  (let* ((bound (mevedel-mentions--bound text))
+         (mentions (reverse bound)) (start 0)
+         (agents (mevedel-mentions-agent-names))
+         (skills nil))
     (while (string-match mevedel-mentions-regexp text start)
       (setq start (match-end 1))
       (let* ((sigil (match-string 2 text)) (name (match-string 3 text))
              (from (match-string 4 text)) (to (match-string 5 text))
              (base (list :token (match-string 1 text)
                          :start (match-beginning 1) :end (match-end 1))))
-        (if (equal sigil "$")
-            (when (and (null from)
-                       (member name (or skills
-                                        (setq skills (mevedel-mentions--skill-names)))))
-              (push (append (list :kind 'skill :name name) base) mentions))
+        (cond
+         ((cl-some (lambda (m) (and (< (match-beginning 1) (plist-get m :end))
+                                    (> (match-end 1) (plist-get m :start))))
+                   bound))
+         ((equal sigil "$")
+          (when (and (null from)
+                     (member name (or skills
+                                      (setq skills (mevedel-mentions--skill-names)))))
+            (push (append (list :kind 'skill :name name) base) mentions)))
+         (t
           (let ((file (expand-file-name name root)))
             (cond ((file-regular-p file)
                    (push (append (list :kind 'file :file file
@@ -99,8 +110,54 @@ Each is a plist (:kind file|agent|skill :token STRING :start :end) plus
                                  base)
                          mentions))
                   ((and (null from) (member name agents))
-                   (push (append (list :kind 'agent :name name) base) mentions)))))))
-    (nreverse mentions)))
+                   (push (append (list :kind 'agent :name name) base) mentions))))))))
+    (sort (nreverse mentions)
+          (lambda (a b) (< (plist-get a :start) (plist-get b :start))))))
+
+;;;; Bound mentions
+
+;; Completion binds the mention it inserts: the token carries its
+;; exact locator as the hidden `mevedel-mention' property (the file's
+;; absolute name, the agent's name, the skill's exact address), which
+;; the composer's text keeps through drafts, the queue and a send that
+;; failed.  Text typed around the token leaves it bound; an edit inside
+;; it unbinds it, and it is parsed from its spelling again.
+
+(defun mevedel-mentions-bind (start end binding)
+  "Bind the mention between START and END of this buffer to BINDING.
+BINDING is (:kind file :file ABSOLUTE), (:kind agent :name NAME) or
+\(:kind skill :name NAME [:spec EXACT-ADDRESS]).  Text typed just
+after the token does not join it."
+  (add-text-properties
+   start end
+   (list 'mevedel-mention (append (list :token (buffer-substring-no-properties start end))
+                                  binding)
+         'rear-nonsticky '(mevedel-mention))))
+
+(defun mevedel-mentions-bound-text (start end)
+  "Return this buffer's text from START to END with only its bindings."
+  (let ((text (buffer-substring-no-properties start end)) (pos start))
+    (while (< pos end)
+      (let ((next (next-single-property-change pos 'mevedel-mention nil end)))
+        (when-let* ((binding (get-text-property pos 'mevedel-mention)))
+          (put-text-property (- pos start) (- next start) 'mevedel-mention binding text))
+        (setq pos next)))
+    text))
+
+(defun mevedel-mentions--bound (text)
+  "Return the mentions TEXT binds whose token is still as completed.
+A bound file that no longer exists is no mention."
+  (let ((pos 0) (end (length text)) out)
+    (while (< pos end)
+      (let ((next (next-single-property-change pos 'mevedel-mention text end))
+            (binding (get-text-property pos 'mevedel-mention text)))
+        (when (and binding
+                   (equal (substring-no-properties text pos next) (plist-get binding :token))
+                   (or (not (eq (plist-get binding :kind) 'file))
+                       (file-regular-p (plist-get binding :file))))
+          (push (append (list :start pos :end next) binding) out))
+        (setq pos next)))
+    (nreverse out)))
 
 ;;;; What mentions send
 
@@ -158,7 +215,8 @@ A skill mention restricts the turn's tools when the skill says so."
 be delegated to the %s agent: start it with the Agent tool (give it the task and what \
 it needs) instead of doing the work yourself.\n</delegation-request>"
                        (plist-get mention :name) (plist-get mention :name)))
-       ('skill (let ((skill (mevedel-skills-find (plist-get mention :name))))
+       ('skill (let ((skill (mevedel-skills-find (or (plist-get mention :spec)
+                                                     (plist-get mention :name)))))
                  (mevedel-skills-restrict (mevedel-prompt-chat-data-buffer chat) skill)
                  (mevedel-skills-instructions skill)))))))
 

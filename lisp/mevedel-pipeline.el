@@ -62,6 +62,9 @@
 ;; `mevedel-pipeline-run-tool-outcome' for :projection `provider' and
 ;; gets the projected text as well, without the display block.
 ;;
+;; Each settled call leaves a redacted tool-finished telemetry record,
+;; kept in the session's store (see Telemetry below).
+;;
 ;; Both entry points return a cancellation thunk that settles the call
 ;; exactly once; later continuations of a cancelled call are ignored.
 ;; Interactive chains yield to the command loop between steps after 20
@@ -225,7 +228,7 @@ error before the handler runs.")
   args repair-note repair-event ran hook-context hook-queue hook-permission
   (step 0) waiting timer cancellers settled finish
   status result raw-result render-data media explicit-status
-  approvals projection denied resolution)
+  approvals projection denied resolution (started (float-time)))
 
 (defvar mevedel-pipeline--frames 0
   "Depth of nested pipeline runner frames on the current stack.")
@@ -406,6 +409,7 @@ replaced by the approvals the permission step accepted, if any."
       (cancel-timer timer)
       (setf (mevedel-pipeline--call-timer call) nil))
     (mevedel-pipeline--record-repair call)
+    (mevedel-pipeline--record-finished call)
     (mevedel-pipeline--emit call 'settled)
     (funcall (mevedel-pipeline--call-finish call) (mevedel-pipeline--outcome call) call)))
 
@@ -489,6 +493,115 @@ Each is (:source SOURCE :outcome OUTCOME :reason TEXT).  This is
 provenance for the handler's own records, never permission authority."
   (and mevedel-pipeline--current
        (copy-tree (mevedel-pipeline--call-approvals mevedel-pipeline--current))))
+
+;;;; Telemetry
+
+;; Each settled call leaves a redacted tool-finished record (tool,
+;; identity, calling agent, outcome, whether the handler ran, duration;
+;; never arguments or results), and a ToolCall program its ptc-script
+;; span (mevedel-ptc.el).  A session keeps its newest records in memory
+;; and, once it has a store, saves them there as session metadata
+;; "tool-telemetry N", chunks of `mevedel-pipeline--telemetry-chunk'
+;; records: a record rewrites its chunk only.  Records made before the
+;; store exists are saved when it is made.
+
+(defcustom mevedel-pipeline-telemetry-limit 500
+  "How many telemetry records a session keeps in memory."
+  :type 'natnum)
+
+(defconst mevedel-pipeline--telemetry-chunk 100
+  "Records per saved chunk of a session's telemetry.")
+
+(cl-defstruct (mevedel-pipeline--telemetry (:constructor mevedel-pipeline--telemetry-make)
+                                           (:copier nil))
+  "One session's telemetry: newest first, and the chunk not yet full."
+  records chunk current)
+
+(defvar mevedel-pipeline--telemetry (make-hash-table :test #'eq :weakness 'key)
+  "Session -> its `mevedel-pipeline--telemetry'.")
+
+(defun mevedel-pipeline-telemetry (session)
+  "Return SESSION's telemetry records kept in memory, oldest first."
+  (when-let* ((log (gethash session mevedel-pipeline--telemetry)))
+    (reverse (mevedel-pipeline--telemetry-records log))))
+
+(defun mevedel-pipeline-saved-telemetry (info)
+  "Return the telemetry records saved in session metadata INFO, oldest first.
+A chunk that does not read is skipped."
+  (let (chunks)
+    (pcase-dolist (`(,key . ,text) info)
+      (when (and (string-match "\\`tool-telemetry \\([0-9]+\\)\\'" key) text)
+        (let ((records (ignore-errors (car (read-from-string text)))))
+          (when (consp records)
+            (push (cons (string-to-number (match-string 1 key)) records) chunks)))))
+    (apply #'append (mapcar #'cdr (sort chunks :key #'car)))))
+
+(defun mevedel-pipeline-record-telemetry (session record)
+  "Record the redacted RECORD (a plist) of SESSION, stamped with :at.
+Never signals: telemetry must not stop a tool call."
+  (when (mevedel-session-p session)
+    (condition-case err
+        (let ((log (or (gethash session mevedel-pipeline--telemetry)
+                       (puthash session (mevedel-pipeline--telemetry-make)
+                                mevedel-pipeline--telemetry)))
+              (record (append (list :at (truncate (* 1000 (float-time)))) record)))
+          (setf (mevedel-pipeline--telemetry-records log)
+                (take mevedel-pipeline-telemetry-limit
+                      (cons record (mevedel-pipeline--telemetry-records log))))
+          (push record (mevedel-pipeline--telemetry-current log))
+          (mevedel-pipeline--save-telemetry session log))
+      (error (mevedel-pipeline--warn "Recording tool telemetry failed: %s"
+                                     (error-message-string err))))))
+
+(defun mevedel-pipeline--save-telemetry (session log)
+  "Save LOG's unfinished chunk in SESSION's store, when it has one."
+  (when-let* ((store (mevedel-session-store session))
+              (current (mevedel-pipeline--telemetry-current log)))
+    (unless (mevedel-pipeline--telemetry-chunk log)
+      ;; After the chunks an earlier Emacs saved for this session.
+      (setf (mevedel-pipeline--telemetry-chunk log)
+            (1+ (cl-loop for (key . _) in (mevedel-core-store-info-get store)
+                         when (string-match "\\`tool-telemetry \\([0-9]+\\)\\'" key)
+                         maximize (string-to-number (match-string 1 key)) into top
+                         finally return (or top -1)))))
+    (let ((print-length nil) (print-level nil) (print-escape-newlines t))
+      (mevedel-core-store-info-set
+       store (list (cons (format "tool-telemetry %d" (mevedel-pipeline--telemetry-chunk log))
+                         (prin1-to-string (reverse current))))))
+    (when (>= (length current) mevedel-pipeline--telemetry-chunk)
+      (setf (mevedel-pipeline--telemetry-current log) nil)
+      (cl-incf (mevedel-pipeline--telemetry-chunk log)))))
+
+(defun mevedel-pipeline--telemetry-materialized (session _directory)
+  "Save the telemetry SESSION recorded before it had a store."
+  (when-let* ((log (gethash session mevedel-pipeline--telemetry)))
+    (condition-case err
+        (mevedel-pipeline--save-telemetry session log)
+      (error (mevedel-pipeline--warn "Saving tool telemetry failed: %s"
+                                     (error-message-string err))))))
+
+(add-hook 'mevedel-session-storage-functions #'mevedel-pipeline--telemetry-materialized)
+
+(defun mevedel-pipeline-telemetry-origin (buffer)
+  "Return the path of the agent whose data buffer BUFFER is."
+  (if (buffer-live-p buffer)
+      (buffer-local-value 'mevedel-tool-repair-origin buffer)
+    "/root"))
+
+(defun mevedel-pipeline--record-finished (call)
+  "Record the tool-finished telemetry of the settled CALL."
+  (mevedel-pipeline-record-telemetry
+   (mevedel-pipeline--call-session call)
+   (list :event 'tool-finished
+         :tool (mevedel-pipeline--call-name call)
+         :tool-use-id (mevedel-pipeline--call-tool-use-id call)
+         :parent-id (mevedel-pipeline--call-parent-id call)
+         :source (mevedel-pipeline--call-source call)
+         :origin (mevedel-pipeline-telemetry-origin (mevedel-pipeline--call-data-buffer call))
+         :status (mevedel-pipeline--call-status call)
+         :denied (and (mevedel-pipeline--call-denied call) t)
+         :executed (and (mevedel-pipeline--call-ran call) t)
+         :ms (round (* 1000 (- (float-time) (mevedel-pipeline--call-started call)))))))
 
 ;;;; Steps
 

@@ -306,7 +306,7 @@ again) or a resumed session gets it again."
 (cl-defstruct (mevedel-ptc--run (:constructor mevedel-ptc--run-make) (:copier nil))
   machine id direct data-buffer session callback
   (queue nil) (active 0) (cancels (make-hash-table)) (children nil)
-  settled busy slice media checkpoint-timer
+  settled busy slice media checkpoint-timer (started (float-time))
   (progress nil :documentation "Latest reported progress, (N . TEXT) per call."))
 
 (defun mevedel-ptc--observe (event info)
@@ -589,6 +589,21 @@ as a native call of a tool it was not offered."
               (chat (mevedel-chat-of-buffer (mevedel-ptc--run-data-buffer run))))
     (mevedel-chat-note-unknown-tool chat name)))
 
+(defun mevedel-ptc--span (run outcome &optional text)
+  "Record RUN's ptc-script telemetry span, ending with OUTCOME now.
+Only the outcome, the budget a failure TEXT names, the nested-call
+count and the duration: never the program, arguments or results."
+  (mevedel-pipeline-record-telemetry
+   (mevedel-ptc--run-session run)
+   (list :event 'ptc-script
+         :tool-use-id (mevedel-ptc--run-id run)
+         :origin (mevedel-pipeline-telemetry-origin (mevedel-ptc--run-data-buffer run))
+         :outcome outcome
+         :budget (and text (string-match "\\<\\(step\\|value\\|retained\\|depth\\) budget\\>" text)
+                      (intern (match-string 1 text)))
+         :nested (length (mevedel-ptc--run-children run))
+         :ms (round (* 1000 (- (float-time) (mevedel-ptc--run-started run)))))))
+
 (defun mevedel-ptc--finish (run status text &optional count)
   "Settle RUN once with STATUS, result TEXT and the step COUNT of its run."
   (unless (mevedel-ptc--run-settled run)
@@ -597,6 +612,7 @@ as a native call of a tool it was not offered."
     (mevedel-ptc--cancel-children run)
     (mevedel-ptc--progress run)
     (mevedel-ptc--checkpoint-end run)
+    (mevedel-ptc--span run status (and (eq status 'error) text))
     (funcall (mevedel-ptc--run-callback run)
              (list :result text :status status :media (mevedel-ptc--run-media run)
                    :render-data (list :ptc-children (mevedel-ptc--run-children run)
@@ -668,7 +684,8 @@ but their audit entries."
          (remhash (mevedel-ptc--run-id run) mevedel-ptc--runs)
          (mevedel-ptc--cancel-children run)
          (mevedel-ptc--progress run)
-         (mevedel-ptc--checkpoint-end run))))
+         (mevedel-ptc--checkpoint-end run)
+         (mevedel-ptc--span run 'cancelled))))
     (puthash (mevedel-ptc--run-id run) run mevedel-ptc--runs)
     (mevedel-ptc--kick run)))
 

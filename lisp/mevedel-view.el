@@ -1899,8 +1899,8 @@ draws it (mevedel-panel.el) replaces it with `mevedel-view-replace-panel'."
 ;;;; Composer
 
 (defun mevedel-view--composer-text ()
-  "Return the composer's text."
-  (buffer-substring-no-properties mevedel-view--composer (point-max)))
+  "Return the composer's text, its mentions' bindings kept."
+  (mevedel-mentions-bound-text mevedel-view--composer (point-max)))
 
 (defun mevedel-view--draft-holds (chat)
   "Return \"the composer's draft\" when CHAT's view has one, else nil.

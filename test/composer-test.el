@@ -171,6 +171,38 @@
       (execute-kbd-macro (kbd "TAB"))
       (should (string-suffix-p "@src/a.el" (mevedel-view--composer-text))))))
 
+;; Issue 42 item 12: a completed mention keeps the locator it was
+;; completed to, even a name its spelling cannot carry, while the text
+;; around it changes; an edit inside it unbinds it.
+(ert-deftest composer:a-completed-mention-keeps-its-locator ()
+  (composer-test--with-view
+    (composer-test--wait-files root)
+    (with-temp-file (expand-file-name "src/my plan.el" root) (insert "PLAN TEXT\n"))
+    (let ((cache (mevedel-composer--cache root)))
+      (mevedel-composer-refresh root)
+      (mevedel-test-wait-until
+       (and (not (mevedel-composer--cache-request cache))
+            (seq-contains-p (mevedel-composer--cache-files cache) "src/my plan.el"))
+       10))
+    (with-current-buffer view
+      (goto-char (point-max))
+      (insert "look at @src/my")
+      (execute-kbd-macro (kbd "TAB"))
+      (should (string-suffix-p "@src/my plan.el" (mevedel-view--composer-text)))
+      (insert " today")
+      (goto-char mevedel-view--composer)
+      (insert "Please, ")
+      (let* ((text (mevedel-view--composer-text))
+             (mentions (mevedel-mentions-parse text root)))
+        (should (equal (mapcar (lambda (m) (plist-get m :kind)) mentions) '(file)))
+        (should (equal (plist-get (car mentions) :file) (expand-file-name "src/my plan.el" root)))
+        (should (string-search "PLAN TEXT" (car (mevedel-mentions-blocks chat text)))))
+      ;; Deleting a character of the token unbinds it.
+      (goto-char mevedel-view--composer)
+      (search-forward "plan")
+      (delete-char -1)
+      (should-not (mevedel-mentions-parse (mevedel-view--composer-text) root)))))
+
 (ert-deftest composer:slash-memory-opens-the-root ()
   (composer-test--with-view
     (save-window-excursion

@@ -134,6 +134,23 @@
       (should (equal (mcp-test--approved state) '(("marker" . t))))
       (should-not (mevedel-mcp--state-notes state)))))
 
+;; Issue 42 item 12: the roster lists mcp:// when the session has MCP
+;; servers, and not otherwise.
+(ert-deftest mevedel-mcp:the-resource-roster-lists-mcp-with-servers ()
+  (let ((mevedel-mcp-can-ask-function #'ignore)
+        (inhibit-message t))
+    (mcp-test--with-workspace root mcp-test--config
+      (let ((chat (mevedel-chat--make
+                   :root root
+                   :session (mevedel-session-create :workspace root :ephemeral t))))
+        (should (string-search "- mcp://" (mevedel-prompt--resource-roster chat)))))
+    (mcp-test--with-workspace root "{}"
+      (let ((chat (mevedel-chat--make
+                   :root root
+                   :session (mevedel-session-create :workspace root :ephemeral t))))
+        (should (string-search "- mevedel://" (mevedel-prompt--resource-roster chat)))
+        (should-not (string-search "mcp://" (mevedel-prompt--resource-roster chat)))))))
+
 (ert-deftest mevedel-mcp:rules-name-a-server-or-one-tool ()
   "mcp__SERVER matches every tool of the server; other names match whole."
   (should (equal (mevedel-permissions-rule-names "mcp__everything__echo")

@@ -162,6 +162,49 @@ its 2 nested calls had finished (Echo, Slow)" text))
         (mevedel-session-close session)
         (delete-directory workspace t)))))
 
+;; Issue 42 item 11: every settled call leaves a tool-finished record
+;; and a program its ptc-script span, redacted, kept in the session
+;; store.
+(ert-deftest mevedel-ptc-test-telemetry-is-kept-in-the-session-store ()
+  (mevedel-ptc-test--with
+    (let* ((workspace (make-temp-file "mevedel-ptc-ws" t))
+           (session (mevedel-session-create :workspace workspace))
+           (store (mevedel-session-store-handle session))
+           (saved (lambda ()
+                    (mevedel-core-store-flush store)
+                    (mevedel-pipeline-saved-telemetry (mevedel-core-store-info-get store)))))
+      (unwind-protect
+          (progn
+            (should (car (car (mevedel-ptc-test--run
+                               "(let [a (Echo :file_path \"secret.el\") b (Fail :file_path a)] [a b])"
+                               session))))
+            (let ((records (funcall saved)))
+              (should (equal (mapcar (lambda (r) (list (plist-get r :event) (plist-get r :tool-use-id)
+                                                       (or (plist-get r :status)
+                                                           (plist-get r :outcome))))
+                                     records)
+                             '((tool-finished "call_1/1" success)
+                               (tool-finished "call_1/2" error)
+                               (ptc-script "call_1" success)
+                               (tool-finished "call_1" success))))
+              (should (equal (plist-get (nth 2 records) :nested) 2))
+              (should (equal (plist-get (nth 0 records) :origin) "/root"))
+              (should (equal (plist-get (nth 0 records) :source) 'ptc))
+              (should (plist-get (nth 0 records) :executed))
+              (should (natnump (plist-get (nth 3 records) :ms)))
+              ;; Redacted: no argument, program or result is kept.
+              (should-not (string-search "secret" (prin1-to-string records)))
+              (should (equal records (mevedel-pipeline-telemetry session))))
+            ;; A program stopped by a budget says which.
+            (let ((mevedel-ptc-step-budget 50))
+              (mevedel-ptc-test--run "(distinct (range 5000))" session))
+            (let ((span (car (last (butlast (funcall saved))))))
+              (should (equal (list (plist-get span :event) (plist-get span :outcome)
+                                   (plist-get span :budget))
+                             '(ptc-script error step)))))
+        (mevedel-session-close session)
+        (delete-directory workspace t)))))
+
 (ert-deftest mevedel-ptc-test-a-narrowed-buffer-calls-only-its-natives ()
   "A child agent's ToolCall reaches its role's native tools and every specialist."
   (mevedel-ptc-test--with

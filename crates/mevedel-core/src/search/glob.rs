@@ -3,15 +3,10 @@
 //! are listed; VCS directories and symbolic links are not. Files that
 //! exist only as unsaved Emacs buffers are listed too, marked.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use ignore::WalkState;
-
 use super::budget::Budget;
 use super::output::Found;
 use super::unsaved::{self, Unsaved};
-use super::walk::{self, Root, path_order};
+use super::walk::{self, Root};
 use crate::error::{Error, ErrorKind};
 
 /// Most files one Glob lists: past it the listing says it stopped, so a
@@ -22,8 +17,8 @@ pub const GLOB_CAP: usize = 100_000;
 /// whether it exists only as an unsaved buffer.
 type Hit = (usize, Vec<String>, bool);
 
-/// Every file under ROOTS matching PATTERN, in path order, up to
-/// [`GLOB_CAP`], with the new files of UNSAVED among them.
+/// Every file under ROOTS matching PATTERN, in walk order, up to
+/// [`GLOB_CAP`], with the new files of UNSAVED after each root's own.
 pub fn glob_lines(
     roots: &[Root],
     pattern: &str,
@@ -31,11 +26,10 @@ pub fn glob_lines(
     budget: &Budget,
 ) -> Result<Found, Error> {
     walk::check_pattern("pattern", pattern)?;
-    let hits: Mutex<Vec<Hit>> = Mutex::new(Vec::new());
-    let count = AtomicUsize::new(0);
-    let full = || count.load(Ordering::Relaxed) >= GLOB_CAP;
+    let mut hits: Vec<Hit> = Vec::new();
+    let full = |hits: &Vec<Hit>| hits.len() >= GLOB_CAP;
     for (index, root) in roots.iter().enumerate() {
-        if budget.stop() || full() {
+        if budget.stop() || full(&hits) {
             break;
         }
         if let Some((file, _)) = &root.file {
@@ -47,26 +41,25 @@ pub fn glob_lines(
                 file.clone()
             };
             if ov.matched(&logical, false).is_whitelist() {
-                let rel = root.rel(file);
-                lock(&hits).push((index, rel, false));
-                count.fetch_add(1, Ordering::Relaxed);
+                hits.push((index, root.rel(file), false));
             }
             continue;
         }
         let ov = walk::overrides(&root.base, "pattern", Some(pattern))?;
+        let mut new_files: Vec<Vec<String>> = Vec::new();
         if let Some(located) = unsaved.locate(root) {
             for (truename, _) in unsaved.new_files() {
                 if let Some((path, rel)) = located.walked(truename)
                     && ov.matched(&path, false).is_whitelist()
                     && unsaved::admits(root, &path, &rel, &ov, None, false)
                 {
-                    lock(&hits).push((index, rel, true));
-                    count.fetch_add(1, Ordering::Relaxed);
+                    new_files.push(rel);
                 }
             }
         }
         let prefix = walk::literal_prefix(pattern);
         let Some(start) = walk::narrowed_start(&root.base, &prefix, "pattern")? else {
+            hits.extend(new_files.into_iter().map(|rel| (index, rel, true)));
             continue;
         };
         let mut builder = walk::walker(&start, false, &root.filter);
@@ -75,39 +68,32 @@ pub fn glob_lines(
         } else {
             builder.overrides(ov);
         }
-        builder.build_parallel().run(|| {
-            Box::new(|entry| {
-                if budget.stop() || full() {
-                    return WalkState::Quit;
+        // One thread walks, so the listing comes in the directories' own
+        // order, the same on every call over the same tree: pages taken
+        // with `offset` stay consistent without sorting the whole list.
+        for entry in builder.build() {
+            if budget.stop() || full(&hits) {
+                break;
+            }
+            let Ok(entry) = entry else {
+                continue;
+            };
+            if entry.file_type().is_some_and(|t| t.is_file()) {
+                let rel = root.logical_rel(entry.path());
+                let name = rel.last().map(String::as_str).unwrap_or("");
+                if root.filter.admits(name, rel.len()) {
+                    // A buffer's file written since Lisp looked is listed
+                    // once, as a file.
+                    new_files.retain(|n| *n != rel);
+                    hits.push((index, rel, false));
                 }
-                let Ok(entry) = entry else {
-                    return WalkState::Continue;
-                };
-                if entry.file_type().is_some_and(|t| t.is_file()) {
-                    let rel = root.logical_rel(entry.path());
-                    let name = rel.last().map(String::as_str).unwrap_or("");
-                    if root.filter.admits(name, rel.len()) {
-                        lock(&hits).push((index, rel, false));
-                        count.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-                WalkState::Continue
-            })
-        });
+            }
+        }
+        hits.extend(new_files.into_iter().map(|rel| (index, rel, true)));
     }
     if budget.cancelled() {
         return Err(Error::new(ErrorKind::Search, "Glob was cancelled"));
     }
-    let mut hits = hits
-        .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    hits.sort_by(|a, b| {
-        a.0.cmp(&b.0)
-            .then_with(|| path_order(&a.1, &b.1))
-            .then(a.2.cmp(&b.2))
-    });
-    // A buffer's file written since Lisp looked is listed once, as a file.
-    hits.dedup_by(|later, first| later.0 == first.0 && later.1 == first.1);
     let capped = hits.len() >= GLOB_CAP;
     hits.truncate(GLOB_CAP);
     let mut found = Found::default();
@@ -133,8 +119,4 @@ pub fn glob_lines(
     }
     found.partial = budget.timed_out();
     Ok(found)
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

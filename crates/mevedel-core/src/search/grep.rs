@@ -2,20 +2,19 @@
 //! `grep-regex` matcher, configured like ripgrep with `--hidden`.
 
 use std::io;
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{
     BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch,
 };
-use ignore::WalkState;
 use ignore::overrides::Override;
 use ignore::types::Types;
 
 use super::budget::{Budget, BudgetReader};
 use super::output::Found;
 use super::unsaved::{self, Unsaved};
-use super::walk::{self, Root, path_order};
+use super::walk::{self, Root};
 use crate::error::{Error, ErrorKind};
 use crate::resource::gzlog;
 
@@ -231,10 +230,8 @@ impl Sink for FileSink<'_> {
     }
 }
 
-/// Matches in one file, kept until all files are known and sorted.
+/// Matches in one file, kept until every file is searched.
 struct FileHits {
-    rel: Vec<String>,
-    root: usize,
     display: String,
     out: Found,
     count: u64,
@@ -315,7 +312,7 @@ struct Run<'a> {
     hits: &'a Mutex<Vec<FileHits>>,
 }
 
-fn walk_root(root: &Root, index: usize, run: &Run<'_>) -> Result<(), Error> {
+fn walk_root(root: &Root, run: &Run<'_>) -> Result<(), Error> {
     let Run {
         opts,
         matcher,
@@ -331,8 +328,6 @@ fn walk_root(root: &Root, index: usize, run: &Run<'_>) -> Result<(), Error> {
             push(
                 hits,
                 FileHits {
-                    rel: Vec::new(),
-                    root: index,
                     display: display.clone(),
                     out,
                     count,
@@ -346,7 +341,7 @@ fn walk_root(root: &Root, index: usize, run: &Run<'_>) -> Result<(), Error> {
     let ov = walk::overrides(&root.base, "glob", opts.glob.as_deref())?;
     let types = walk::types(opts.file_type.as_deref())?;
     if let Some(l) = &located {
-        search_new_files(root, index, run, l, (&ov, &types));
+        search_new_files(root, run, l, (&ov, &types));
     }
     if root.filter.maps_compressed() {
         walk::logical_selection(&mut builder, ov, Some(types));
@@ -354,45 +349,128 @@ fn walk_root(root: &Root, index: usize, run: &Run<'_>) -> Result<(), Error> {
         builder.overrides(ov);
         builder.types(types);
     }
-    let located = located.as_ref();
-    builder.build_parallel().run(|| {
-        let mut s = searcher(opts);
-        let matcher = matcher.clone();
-        Box::new(move |entry| {
+    search_walk(root, run, located.as_ref(), builder.build());
+    Ok(())
+}
+
+/// Files a walk met and the searchers have not taken yet, each with
+/// its place in the walk; None once the walk has ended.
+type Queue = (
+    Mutex<(std::collections::VecDeque<(usize, ignore::DirEntry)>, bool)>,
+    Condvar,
+);
+
+/// Most walked files waiting for a searcher: bounds memory when the
+/// walk outruns the search.
+const QUEUE_CAP: usize = 4096;
+
+/// Search the files WALK meets, SEARCHERS at a time, and keep their
+/// hits in the walk's order. One thread walks, so the order is the
+/// directories' own and the same on every call over the same tree:
+/// pages taken with `offset` stay consistent without a sort by path.
+fn search_walk(root: &Root, run: &Run<'_>, located: Option<&unsaved::Located>, walk: ignore::Walk) {
+    let Run {
+        opts,
+        matcher,
+        unsaved,
+        budget,
+        hits,
+    } = *run;
+    let queue: Queue = (
+        Mutex::new((std::collections::VecDeque::new(), false)),
+        Condvar::new(),
+    );
+    let found: Mutex<Vec<(usize, FileHits)>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..SEARCHERS {
+            scope.spawn(|| {
+                let mut s = searcher(opts);
+                let matcher = matcher.clone();
+                while let Some((seq, entry)) = take(&queue) {
+                    if budget.stop() {
+                        continue;
+                    }
+                    let rel = root.logical_rel(entry.path());
+                    let display = root.display(&rel);
+                    let compressed = root.compressed(entry.path());
+                    let (src, mark) = source(entry.path(), compressed, located, unsaved);
+                    if let Some((out, count)) =
+                        search_file(src, &display, &matcher, &mut s, opts, budget)
+                    {
+                        let h = FileHits {
+                            display,
+                            out,
+                            count,
+                            mark,
+                        };
+                        lock(&found).push((seq, h));
+                    }
+                }
+            });
+        }
+        let mut seq = 0;
+        for entry in walk {
             if budget.stop() {
-                return WalkState::Quit;
+                break;
             }
             let Ok(entry) = entry else {
-                return WalkState::Continue;
+                continue;
             };
             if !entry.file_type().is_some_and(|t| t.is_file()) {
-                return WalkState::Continue;
+                continue;
             }
             let rel = root.logical_rel(entry.path());
             let name = rel.last().map(String::as_str).unwrap_or("");
             if !root.filter.admits(name, rel.len()) {
-                return WalkState::Continue;
+                continue;
             }
-            let display = root.display(&rel);
-            let compressed = root.compressed(entry.path());
-            let (src, mark) = source(entry.path(), compressed, located, unsaved);
-            if let Some((out, count)) = search_file(src, &display, &matcher, &mut s, opts, budget) {
-                push(
-                    hits,
-                    FileHits {
-                        rel,
-                        root: index,
-                        display,
-                        out,
-                        count,
-                        mark,
-                    },
-                );
+            let (lock_, ready) = &queue;
+            let mut q = lock(lock_);
+            while q.0.len() >= QUEUE_CAP && !budget.stop() {
+                q = ready
+                    .wait(q)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
             }
-            WalkState::Continue
-        })
+            q.0.push_back((seq, entry));
+            seq += 1;
+            ready.notify_all();
+        }
+        let (lock_, ready) = &queue;
+        lock(lock_).1 = true;
+        ready.notify_all();
     });
-    Ok(())
+    let mut found = found
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // Back into the walk's order: the searchers finish out of it.
+    found.sort_unstable_by_key(|(seq, _)| *seq);
+    lock(hits).extend(found.into_iter().map(|(_, h)| h));
+}
+
+/// Threads searching one walk's files.
+const SEARCHERS: usize = 2;
+
+/// The next walked file of QUEUE, waiting for one; None when the walk
+/// has ended and every file is taken.
+fn take(queue: &Queue) -> Option<(usize, ignore::DirEntry)> {
+    let (lock_, ready) = queue;
+    let mut q = lock(lock_);
+    loop {
+        if let Some(next) = q.0.pop_front() {
+            ready.notify_all();
+            return Some(next);
+        }
+        if q.1 {
+            return None;
+        }
+        q = ready
+            .wait(q)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Search the buffers of ROOT's files that do not exist yet, which the
@@ -400,7 +478,6 @@ fn walk_root(root: &Root, index: usize, run: &Run<'_>) -> Result<(), Error> {
 /// TYPES are its filters).
 fn search_new_files(
     root: &Root,
-    index: usize,
     run: &Run<'_>,
     located: &unsaved::Located,
     (ov, types): (&Override, &Types),
@@ -421,8 +498,6 @@ fn search_new_files(
             push(
                 run.hits,
                 FileHits {
-                    rel,
-                    root: index,
                     display,
                     out,
                     count,
@@ -434,9 +509,7 @@ fn search_new_files(
 }
 
 fn push(hits: &Mutex<Vec<FileHits>>, h: FileHits) {
-    hits.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .push(h);
+    lock(hits).push(h);
 }
 
 /// Append N in decimal without an intermediate string (one per output line).
@@ -475,9 +548,8 @@ fn push_preview(buf: &mut String, text: &str, display: &str, number: u64) {
     ));
 }
 
-/// The output lines of a finished search, in path order.
-fn render(mut hits: Vec<FileHits>, opts: &Options) -> Found {
-    hits.sort_by(|a, b| a.root.cmp(&b.root).then_with(|| path_order(&a.rel, &b.rel)));
+/// The output lines of a finished search, in the order HITS has.
+fn render(hits: Vec<FileHits>, opts: &Options) -> Found {
     let mut found = Found::default();
     let context = opts.before > 0 || opts.after > 0;
     for h in hits {
@@ -526,11 +598,11 @@ pub fn grep_lines(
         budget,
         hits: &hits,
     };
-    for (i, root) in roots.iter().enumerate() {
+    for root in roots {
         if budget.stop() {
             break;
         }
-        walk_root(root, i, &run)?;
+        walk_root(root, &run)?;
     }
     if budget.cancelled() {
         return Err(fail("Grep was cancelled".into()));

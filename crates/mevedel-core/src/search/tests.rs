@@ -1,7 +1,8 @@
 //! Glob and Grep against ripgrep on a fixture tree built here: hidden
 //! files, nested .gitignore, VCS directories, a binary and a CRLF file,
 //! symbolic links inside and outside the root. Every output mode must
-//! give the same sorted lines as `rg --hidden` with the same rules.
+//! give the same lines as `rg --hidden` with the same rules (compared
+//! sorted, since neither sorts its results).
 
 use std::fs;
 use std::os::unix::fs::symlink;
@@ -726,4 +727,90 @@ fn grep_options_are_checked_for_the_model() {
     })
     .expect_err("negative");
     assert_eq!(e.message, "Grep: `-A` must not be negative (got -1)");
+}
+
+/// Files below DIR in the order reading its directories gives them,
+/// each directory's files where the directory is met (depth first).
+fn directory_order(dir: &Path, prefix: &str, out: &mut Vec<String>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
+        if entry.file_type().unwrap().is_dir() {
+            directory_order(&entry.path(), &format!("{name}/"), out);
+        } else {
+            out.push(name);
+        }
+    }
+}
+
+#[test]
+fn results_come_in_the_walk_order_and_pages_stay_put() {
+    let tree = std::env::temp_dir().join(format!("mevedel-walk-order-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tree);
+    for d in 0..4 {
+        for f in 0..40 {
+            write(
+                &tree.join(format!("d{d}/f{f:02}.el")),
+                format!("(defun f{d}-{f} ())\n").as_bytes(),
+            );
+        }
+    }
+    let mut walked = Vec::new();
+    directory_order(&tree, "", &mut walked);
+    let mut sorted = walked.clone();
+    sorted.sort();
+    // The case to tell apart: these directories do not list themselves
+    // in name order, so a sorted result is not the walk's.
+    assert_ne!(
+        walked, sorted,
+        "the fixture's directories read in name order"
+    );
+    let glob = ours_glob_unsorted(&tree, "**/*.el");
+    assert_eq!(glob, walked);
+    let opts = opts("defun", Mode::FilesWithMatches);
+    let files = super::grep::grep_lines(
+        &[root(&tree)],
+        &opts,
+        &Unsaved::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
+    assert_eq!(files.lines().collect::<Vec<_>>(), walked);
+    // Pages of one search, asked for separately, tile its whole output.
+    let plan = Plan::ordinary(root(&tree));
+    let b = Budget::unlimited();
+    let mut paged = Vec::new();
+    for offset in (0..walked.len()).step_by(50) {
+        let page = super::grep(
+            &plan,
+            &Options {
+                head_limit: 50,
+                offset,
+                ..opts.clone()
+            },
+            &b,
+        )
+        .unwrap();
+        paged.extend(
+            page.text
+                .lines()
+                .filter(|l| l.ends_with(".el"))
+                .map(str::to_string),
+        );
+    }
+    assert_eq!(paged, walked);
+    fs::remove_dir_all(&tree).unwrap();
+}
+
+fn ours_glob_unsorted(tree: &Path, pattern: &str) -> Vec<String> {
+    super::glob::glob_lines(
+        &[root(tree)],
+        pattern,
+        &Unsaved::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap()
+    .lines()
+    .map(str::to_string)
+    .collect()
 }

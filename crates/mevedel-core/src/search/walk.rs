@@ -1,6 +1,5 @@
 //! Where a search looks and how it names what it finds.
 
-use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 
 use ignore::overrides::{Override, OverrideBuilder};
@@ -141,13 +140,6 @@ pub fn logical_selection(builder: &mut WalkBuilder, ov: Override, types: Option<
                 .as_ref()
                 .is_none_or(|t| !t.matched(&path, is_dir).is_ignore())
     });
-}
-
-/// Order paths the way a sorted directory walk visits them.
-pub fn path_order(a: &[String], b: &[String]) -> Ordering {
-    a.iter()
-        .map(|s| s.as_bytes())
-        .cmp(b.iter().map(|s| s.as_bytes()))
 }
 
 fn bad(msg: String) -> Error {
