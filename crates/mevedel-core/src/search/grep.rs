@@ -364,7 +364,7 @@ type Queue = (
 /// walk outruns the search.
 const QUEUE_CAP: usize = 4096;
 
-/// Search the files WALK meets, SEARCHERS at a time, and keep their
+/// Search the files WALK meets, `searchers()` at a time, and keep their
 /// hits in the walk's order. One thread walks, so the order is the
 /// directories' own and the same on every call over the same tree:
 /// pages taken with `offset` stay consistent without a sort by path.
@@ -382,7 +382,7 @@ fn search_walk(root: &Root, run: &Run<'_>, located: Option<&unsaved::Located>, w
     );
     let found: Mutex<Vec<(usize, FileHits)>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
-        for _ in 0..SEARCHERS {
+        for _ in 0..searchers() {
             scope.spawn(|| {
                 let mut s = searcher(opts);
                 let matcher = matcher.clone();
@@ -447,8 +447,11 @@ fn search_walk(root: &Root, run: &Run<'_>, located: Option<&unsaved::Located>, w
     lock(hits).extend(found.into_iter().map(|(_, h)| h));
 }
 
-/// Threads searching one walk's files.
-const SEARCHERS: usize = 2;
+/// Threads searching one walk's files: one per core, as the walk is
+/// cheap beside the search and a bigger machine should search faster.
+fn searchers() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
 
 /// The next walked file of QUEUE, waiting for one; None when the walk
 /// has ended and every file is taken.
