@@ -138,7 +138,8 @@
                '(("scripted-model" :input 3.0 :output 15.0 :cache-read 0.3 :cache-write 3.75))))
           (setq server (mevedel-scripted-model-start script :vars `(("root" . ,root))))
           (load-theme 'modus-vivendi t)
-          (set-frame-size (selected-frame) 110 38)
+          ;; Wide enough for the header's turn cost and cache share.
+          (set-frame-size (selected-frame) 136 38)
           (delete-other-windows)
           (setq view (mevedel root)
                 chat (mevedel-view-chat view))
@@ -192,12 +193,9 @@
                                              (pcase-let ((`(,start . ,end) (mevedel-view-panel-bounds)))
                                                (< start end)))))
           (screenshots--shoot dir "view-background-panel")
-          ;; Wide enough for the header's cost and cache share.
-          (set-frame-size (selected-frame) 136 38)
           (screenshots--send view "/usage")
           (screenshots--shoot dir "view-usage")
           (delete-other-windows (get-buffer-window view))
-          (set-frame-size (selected-frame) 110 38)
           ;; A plan in Plan mode: its card, then "keep planning".
           (mevedel-plan-enter (mevedel-chat-session chat))
           (let ((ended (screenshots--turn-ended chat 1)))

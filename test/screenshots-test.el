@@ -52,7 +52,7 @@
                 (should (file-exists-p file))
                 (should (> (file-attribute-size (file-attributes file)) 10000))
                 (push (mevedel-screenshots-test--dimensions file) sizes)))
-            ;; One frame: every picture has its size, a 110x38 frame.
+            ;; One frame: every picture has its size, a 136x38 frame.
             (should (= (length (delete-dups (copy-sequence sizes))) 1))
             (should (< 800 (car (car sizes)) 1280))
             (should (< 500 (cdr (car sizes)) 900))))
