@@ -634,25 +634,14 @@ shows of the user's side (the model never reads it), HIDDEN user-role
 text the model reads and the view leaves out (the record of what was
 asked and answered, e.g. a <user_action> block), REPLY the assistant's
 answer both read.  The turn is saved; observers hear `appended'."
-  (when (mevedel-chat-busy-p chat)
-    (error "A turn is running in %s" (mevedel-chat-name chat)))
-  (let ((buffer (mevedel-chat-data-buffer chat))
-        (start nil))
-    (mevedel-transcript-complete buffer)
-    (setq start (with-current-buffer buffer (copy-marker (point-max))))
-    (mevedel-chat-insert-notice chat 'workflow notice)
-    (with-current-buffer buffer
-      (save-excursion
-        (goto-char (point-max))
-        (insert "\n\n" (gptel-prompt-prefix-string)
-                (propertize (concat (string-trim hidden) "\n") 'mevedel-mail t)
-                "\n" (propertize (string-trim reply) 'gptel 'response) "\n")))
-    (push (list :id (format "%x" (random most-positive-fixnum))
-                :label (mevedel-chat--turn-label notice) :start start)
-          (mevedel-chat-turns chat))
-    (setf (mevedel-chat-turn-start chat) start)
-    (mevedel-chat--save chat 'append)
-    (mevedel-chat-notify chat 'appended)))
+  (mevedel-chat--append-turn
+   chat notice
+   (lambda ()
+     (save-excursion
+       (goto-char (point-max))
+       (insert "\n\n" (gptel-prompt-prefix-string)
+               (propertize (concat (string-trim hidden) "\n") 'mevedel-mail t)
+               "\n" (propertize (string-trim reply) 'gptel 'response) "\n")))))
 
 (defun mevedel-chat-append-handle (chat notice id name args render-data)
   "Append to idle CHAT a turn of NOTICE and a row hidden from the model.
@@ -663,18 +652,25 @@ a workflow that starts an agent itself (/review) shows its handle
 this way.  The model never reads it: it is marked `mevedel-handle',
 which every request drops (`mevedel-chat--drop-handles').  The turn
 is saved; observers hear `appended'."
+  (mevedel-chat--append-turn
+   chat notice
+   (lambda ()
+     (let ((from (point-max))
+           (inhibit-read-only t))
+       (mevedel-gptel-append-settled-call id name args (mevedel-render-data-encode render-data id))
+       (put-text-property from (point-max) 'mevedel-handle t)))))
+
+(defun mevedel-chat--append-turn (chat notice insert)
+  "Append to idle CHAT a turn mevedel wrote: NOTICE, then INSERT's text.
+INSERT is called in CHAT's data buffer after the notice.  The turn is
+listed and saved; observers hear `appended'."
   (when (mevedel-chat-busy-p chat)
     (error "A turn is running in %s" (mevedel-chat-name chat)))
-  (let ((buffer (mevedel-chat-data-buffer chat))
-        (start nil))
-    (mevedel-transcript-complete buffer)
-    (setq start (with-current-buffer buffer (copy-marker (point-max))))
+  (let* ((buffer (mevedel-chat-data-buffer chat))
+         (start (progn (mevedel-transcript-complete buffer)
+                       (with-current-buffer buffer (copy-marker (point-max))))))
     (mevedel-chat-insert-notice chat 'workflow notice)
-    (with-current-buffer buffer
-      (let ((from (point-max))
-            (inhibit-read-only t))
-        (mevedel-gptel-append-settled-call id name args (mevedel-render-data-encode render-data id))
-        (put-text-property from (point-max) 'mevedel-handle t)))
+    (with-current-buffer buffer (funcall insert))
     (push (list :id (format "%x" (random most-positive-fixnum))
                 :label (mevedel-chat--turn-label notice) :start start)
           (mevedel-chat-turns chat))
