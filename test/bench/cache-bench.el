@@ -24,79 +24,29 @@
 
 ;;;; The cached share of a 30-call turn
 
-(defun cache-bench--script (count)
-  "Write the script of a turn of COUNT Read calls; return its file."
-  (let ((file (make-temp-file "mevedel-cache-bench-" nil ".json")))
-    (with-temp-file file
-      (insert (json-encode
-               `((steps . ,(vconcat
-                            (cl-loop for n below count
-                                     collect `((tool_calls . [((name . "Read")
-                                                               (arguments . ((file_path . ,(format "{{root}}f%d.txt" (% n 3))))))])))
-                            '(((text . "Done.")))))))))
-    file))
-
-(defun cache-bench--init (port wire settings)
-  "Write an init file for a WIRE backend at 127.0.0.1:PORT, then SETTINGS."
-  (let ((file (make-temp-file "mevedel-cache-bench-init" nil ".el")))
-    (with-temp-file file
-      (prin1 `(progn
-                (require 'gptel)
-                (require 'gptel-openai)
-                (require 'gptel-anthropic)
-                (setq gptel-model 'scripted-model
-                      gptel-stream t
-                      gptel-backend
-                      (,(if (eq wire 'openai) 'gptel-make-openai 'gptel-make-anthropic)
-                       "bench scripted" :host ,(format "127.0.0.1:%d" port) :protocol "http"
-                       :endpoint ,(if (eq wire 'openai) "/v1/chat/completions" "/v1/messages")
-                       :stream t :key "scripted"
-                       :models '((scripted-model :capabilities (tool-use media cache)))
-                       :curl-args '("--noproxy" "127.0.0.1")))
-                ,@settings)
-             (current-buffer)))
-    file))
-
 (defun cache-bench--share (wire settings)
   "Run a 30-call headless turn on WIRE with SETTINGS; return the cached share."
-  (let* ((root (file-name-as-directory (make-temp-file "mevedel-cache-bench-ws-" t)))
-         (script (cache-bench--script 30))
-         (server (mevedel-scripted-model-start script :vars `(("root" . ,root)) :delay 0))
-         (init (cache-bench--init (mevedel-scripted-model-port server) wire settings))
-         (process-environment (cons (concat "EMACS=" (expand-file-name invocation-name
-                                                                       invocation-directory))
-                                    process-environment)))
-    (unwind-protect
-        (progn
-          (dotimes (n 3)
-            (with-temp-file (expand-file-name (format "f%d.txt" n) root)
-              (dotimes (line 60) (insert (format "  line %d of file %d: some text to read  \n"
-                                                 line n)))))
-          (unless (zerop (call-process (expand-file-name "bin/mevedel" mevedel-test-root)
-                                       nil nil nil "--config" init "--dir" root
-                                       "-p" "Read the files one at a time."))
-            (error "Bench cache-share: the headless turn failed"))
-          (let ((read 0) (total 0))
-            (dolist (request (with-temp-buffer
-                               (call-process "curl" nil t nil "-s" "--noproxy" "127.0.0.1"
-                                             (format "http://127.0.0.1:%d/requests"
-                                                     (mevedel-scripted-model-port server)))
-                               (goto-char (point-min))
-                               (json-parse-buffer :object-type 'alist :array-type 'list)))
-              (let ((usage (alist-get 'usage request)))
-                (if (eq wire 'openai)
-                    (setq read (+ read (alist-get 'cached_tokens
-                                                  (alist-get 'prompt_tokens_details usage)))
-                          total (+ total (alist-get 'prompt_tokens usage)))
-                  (setq read (+ read (alist-get 'cache_read_input_tokens usage))
-                        total (+ total (alist-get 'cache_read_input_tokens usage)
-                                 (alist-get 'cache_creation_input_tokens usage)
-                                 (alist-get 'input_tokens usage))))))
-            (unless (> total 0) (error "Bench cache-share: no usage reported"))
-            (/ (float read) total)))
-      (mevedel-scripted-model-stop server)
-      (dolist (file (list script init)) (delete-file file))
-      (delete-directory root t))))
+  (mevedel-bench-reads-turn
+   30 wire settings
+   (lambda (server)
+     (let ((read 0) (total 0))
+       (dolist (request (with-temp-buffer
+                          (call-process "curl" nil t nil "-s" "--noproxy" "127.0.0.1"
+                                        (format "http://127.0.0.1:%d/requests"
+                                                (mevedel-scripted-model-port server)))
+                          (goto-char (point-min))
+                          (json-parse-buffer :object-type 'alist :array-type 'list)))
+         (let ((usage (alist-get 'usage request)))
+           (if (eq wire 'openai)
+               (setq read (+ read (alist-get 'cached_tokens
+                                             (alist-get 'prompt_tokens_details usage)))
+                     total (+ total (alist-get 'prompt_tokens usage)))
+             (setq read (+ read (alist-get 'cache_read_input_tokens usage))
+                   total (+ total (alist-get 'cache_read_input_tokens usage)
+                            (alist-get 'cache_creation_input_tokens usage)
+                            (alist-get 'input_tokens usage))))))
+       (unless (> total 0) (error "Bench cache-share: no usage reported"))
+       (/ (float read) total)))))
 
 (let ((anthropic (cache-bench--share 'anthropic nil))
       (gptel-cache (cache-bench--share 'anthropic '((setq mevedel-gptel-prompt-cache nil

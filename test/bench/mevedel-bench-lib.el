@@ -8,6 +8,7 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'json)
 (eval-when-compile (require 'mevedel-chat))
 (declare-function mevedel-test-begin-turn "mevedel-test-helpers" (chat text))
 
@@ -80,6 +81,73 @@ The ratio is PEER divided by OURS, so above 1 means we are faster."
              (format "BENCH %s ours=%.3f %s peer=%s:%.3f %s ratio=%.2f\n"
                      id ours unit peer-id peer unit (/ peer (float ours)))
            (format "BENCH %s ours=%.3f %s\n" id ours unit))))
+
+;;;; A headless turn of Reads
+
+(declare-function mevedel-scripted-model-start "mevedel-scripted-model")
+(declare-function mevedel-scripted-model-stop "mevedel-scripted-model")
+(declare-function mevedel-scripted-model-port "mevedel-scripted-model")
+(defvar mevedel-test-root)
+
+(defun mevedel-bench--reads-script (count)
+  "Write the script of a turn of COUNT sequential Reads; return its file."
+  (let ((file (make-temp-file "mevedel-bench-reads-" nil ".json")))
+    (with-temp-file file
+      (insert (json-encode
+               `((steps . ,(vconcat
+                            (cl-loop for n below count
+                                     collect `((tool_calls . [((name . "Read")
+                                                               (arguments . ((file_path . ,(format "{{root}}f%d.txt" (% n 3))))))])))
+                            '(((text . "Done.")))))))))
+    file))
+
+(defun mevedel-bench--reads-init (port wire settings)
+  "Write an init file: a streaming WIRE backend at 127.0.0.1:PORT, SETTINGS."
+  (let ((file (make-temp-file "mevedel-bench-reads-init" nil ".el")))
+    (with-temp-file file
+      (prin1 `(progn
+                (require 'gptel)
+                (require ',(if (eq wire 'openai) 'gptel-openai 'gptel-anthropic))
+                (setq gptel-model 'scripted-model
+                      gptel-stream t
+                      gptel-backend
+                      (,(if (eq wire 'openai) 'gptel-make-openai 'gptel-make-anthropic)
+                       "bench scripted" :host ,(format "127.0.0.1:%d" port) :protocol "http"
+                       :endpoint ,(if (eq wire 'openai) "/v1/chat/completions" "/v1/messages")
+                       :stream t :key "scripted"
+                       :models '((scripted-model :capabilities (tool-use media cache)))
+                       :curl-args '("--noproxy" "127.0.0.1")))
+                ,@settings)
+             (current-buffer)))
+    file))
+
+(defun mevedel-bench-reads-turn (count wire settings measure)
+  "Run `bin/mevedel -p' for a turn of COUNT Reads; return MEASURE's value.
+The scripted model asks for the Reads (of three 60-line files) on the
+streaming WIRE (`anthropic' or `openai'); SETTINGS are forms the init
+file evaluates last.  MEASURE is called with the server once the turn
+has ended; the server, the workspace and the files go afterwards."
+  (let* ((root (file-name-as-directory (make-temp-file "mevedel-bench-reads-ws-" t)))
+         (script (mevedel-bench--reads-script count))
+         (server (mevedel-scripted-model-start script :vars `(("root" . ,root)) :delay 0))
+         (init (mevedel-bench--reads-init (mevedel-scripted-model-port server) wire settings))
+         (process-environment (cons (concat "EMACS=" (expand-file-name invocation-name
+                                                                       invocation-directory))
+                                    process-environment)))
+    (unwind-protect
+        (progn
+          (dotimes (n 3)
+            (with-temp-file (expand-file-name (format "f%d.txt" n) root)
+              (dotimes (line 60) (insert (format "  line %d of file %d: some text to read  \n"
+                                                 line n)))))
+          (unless (zerop (call-process (expand-file-name "bin/mevedel" mevedel-test-root)
+                                       nil nil nil "--config" init "--dir" root
+                                       "-p" "Read the files one at a time."))
+            (error "Bench: the headless turn of %d Reads failed" count))
+          (funcall measure server))
+      (mevedel-scripted-model-stop server)
+      (dolist (file (list script init)) (delete-file file))
+      (delete-directory root t))))
 
 ;;;; Synthetic conversations
 

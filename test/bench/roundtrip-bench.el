@@ -54,65 +54,18 @@
 (defconst roundtrip-bench--calls 30
   "Read calls in the turn.")
 
-(defun roundtrip-bench--script ()
-  "Write the script of a turn of sequential Reads; return its file."
-  (let ((file (make-temp-file "mevedel-roundtrip-bench-" nil ".json")))
-    (with-temp-file file
-      (insert (json-encode
-               `((steps . ,(vconcat
-                            (cl-loop for n below roundtrip-bench--calls
-                                     collect `((tool_calls . [((name . "Read")
-                                                               (arguments . ((file_path . ,(format "{{root}}f%d.txt" (% n 3))))))])))
-                            '(((text . "Done.")))))))))
-    file))
-
-(defun roundtrip-bench--init (port)
-  "Write an init file for a streaming Anthropic backend at 127.0.0.1:PORT."
-  (let ((file (make-temp-file "mevedel-roundtrip-bench-init" nil ".el")))
-    (with-temp-file file
-      (prin1 `(progn
-                (require 'gptel)
-                (require 'gptel-anthropic)
-                (setq gptel-model 'scripted-model
-                      gptel-stream t
-                      gptel-backend
-                      (gptel-make-anthropic "bench scripted"
-                        :host ,(format "127.0.0.1:%d" port) :protocol "http"
-                        :endpoint "/v1/messages" :stream t :key "scripted"
-                        :models '((scripted-model :capabilities (tool-use media cache)))
-                        :curl-args '("--noproxy" "127.0.0.1"))))
-             (current-buffer)))
-    file))
-
 (defun roundtrip-bench--turn ()
   "Run one headless turn of Reads; return ms per round trip and the last body."
-  (let* ((root (file-name-as-directory (make-temp-file "mevedel-roundtrip-bench-ws-" t)))
-         (script (roundtrip-bench--script))
-         (server (mevedel-scripted-model-start script :vars `(("root" . ,root)) :delay 0))
-         (init (roundtrip-bench--init (mevedel-scripted-model-port server)))
-         (process-environment (cons (concat "EMACS=" (expand-file-name invocation-name
-                                                                       invocation-directory))
-                                    process-environment)))
-    (unwind-protect
-        (progn
-          (dotimes (n 3)
-            (with-temp-file (expand-file-name (format "f%d.txt" n) root)
-              (dotimes (line 60) (insert (format "  line %d of file %d: some text to read  \n"
-                                                 line n)))))
-          (unless (zerop (call-process (expand-file-name "bin/mevedel" mevedel-test-root)
-                                       nil nil nil "--config" init "--dir" root
-                                       "-p" "Read the files one at a time."))
-            (error "Bench tool-roundtrip: the headless turn failed"))
-          (let* ((log (mevedel-scripted-model-log server))
-                 (times (mapcar (lambda (entry) (alist-get 't entry)) log)))
-            (unless (and (= (length times) (1+ roundtrip-bench--calls)) (cl-every #'numberp times))
-              (error "Bench tool-roundtrip: %d requests arrived, not %d"
-                     (length times) (1+ roundtrip-bench--calls)))
-            (list (/ (* 1000 (- (car (last times)) (car times))) roundtrip-bench--calls)
-                  (json-encode (alist-get 'body (car (last log)))))))
-      (mevedel-scripted-model-stop server)
-      (dolist (file (list script init)) (delete-file file))
-      (delete-directory root t))))
+  (mevedel-bench-reads-turn
+   roundtrip-bench--calls 'anthropic nil
+   (lambda (server)
+     (let* ((log (mevedel-scripted-model-log server))
+            (times (mapcar (lambda (entry) (alist-get 't entry)) log)))
+       (unless (and (= (length times) (1+ roundtrip-bench--calls)) (cl-every #'numberp times))
+         (error "Bench tool-roundtrip: %d requests arrived, not %d"
+                (length times) (1+ roundtrip-bench--calls)))
+       (list (/ (* 1000 (- (car (last times)) (car times))) roundtrip-bench--calls)
+             (json-encode (alist-get 'body (car (last log)))))))))
 
 (defun roundtrip-bench--bare-curl (body)
   "Send BODY to a scripted server 30 times, a curl each; return ms per request.
