@@ -263,11 +263,25 @@ yet starts to list its resources (complete again when they are in)."
         (list (1+ start) (point) (mapcar (lambda (s) (concat s ":")) servers)
               :exclusive 'no :annotation-function (lambda (_) "  MCP server")))
        ((member server servers)
-        (list (1+ start) (point)
-              (mapcar (lambda (r) (concat server ":" (plist-get r :uri)))
-                      (mevedel-mcp-composer--resources session server))
-              :exclusive 'no
-              :annotation-function (lambda (_) "  MCP resource")))))))
+        (let ((candidates (mapcar (lambda (r) (concat server ":" (plist-get r :uri)))
+                                  (mevedel-mcp-composer--resources session server))))
+          (list (1+ start) (point) candidates
+                :exclusive 'no
+                :annotation-function (lambda (_) "  MCP resource")
+                :exit-function (mevedel-mcp-composer--binder server candidates))))))))
+
+(defun mevedel-mcp-composer--binder (server candidates)
+  "Return the completion exit function binding a completed resource of SERVER.
+The @SERVER:URI token, when it is one of CANDIDATES, keeps that server
+and URI (`mevedel-mentions-bind'), so the resource sent is the one
+completed to."
+  (lambda (string status)
+    (let ((start (- (point) (length string) 1)))
+      (when (and status (member string candidates) (>= start (point-min))
+                 (eq (char-after start) ?@))
+        (mevedel-mentions-bind start (point)
+                               (list :kind 'mcp :server server
+                                     :uri (substring string (1+ (length server)))))))))
 
 (defun mevedel-mcp-composer--resources (session server)
   "Return the resources of SESSION's SERVER as listed so far.
