@@ -196,7 +196,7 @@ KIND is `file' (@: files and agents), `skill' ($) or `address'
         (let* ((canonical (mevedel-composer-canonical-spelling token))
                (candidates (mevedel-composer-candidates root 'address canonical)))
           (and candidates
-               (list start (point) (mevedel-composer--address-table candidates)
+               (list start (point) (mevedel-composer-address-table candidates)
                      :exclusive 'no))))))))
 
 (defun mevedel-composer-canonical-spelling (typed)
@@ -204,7 +204,8 @@ KIND is `file' (@: files and agents), `skill' ($) or `address'
 What follows scheme:// is percent-encoded where the canonical address
 is (a space, a non-ASCII letter, a colon in a journal entry's name);
 what is already encoded stays so, and so does the @ of a skill's
-exact locator.  An incomplete escape at the end is left as typed."
+exact locator; the URI after mcp://SERVER/ is encoded as one
+name.  An incomplete escape at the end is left as typed."
   (if (string-match "\\`\\([a-z][a-z0-9+.-]*://\\)\\(.*?\\)\\(%[0-9A-Fa-f]?\\)?\\'" typed)
       (let ((scheme (match-string 1 typed))
             (tail (match-string 2 typed))
@@ -212,7 +213,9 @@ exact locator.  An incomplete escape at the end is left as typed."
         (concat scheme
                 (let ((separator (if (equal scheme "skill://") "[/@]" "/"))
                       (start 0) (out nil))
-                  (while (string-match separator tail start)
+                  (while (and (string-match separator tail start)
+                              ;; An MCP resource's URI is one name.
+                              (not (and (equal scheme "mcp://") out)))
                     (push (mevedel-composer--encode-part (substring tail start (match-beginning 0)))
                           out)
                     (push (match-string 0 tail) out)
@@ -226,7 +229,7 @@ exact locator.  An incomplete escape at the end is left as typed."
   "Return PART, one name of an address, percent-encoded once."
   (url-hexify-string (decode-coding-string (url-unhex-string part) 'utf-8)))
 
-(defun mevedel-composer--address-table (candidates)
+(defun mevedel-composer-address-table (candidates)
   "Return the completion table of CANDIDATES, canonical addresses.
 The address typed is matched as its canonical spelling, so typing a
 name as it reads (café, 10:30) completes to the address the resolver

@@ -253,6 +253,31 @@ the servers offer: /mcp__p__greet" m))
         (should-not (mevedel-mentions-parse text default-directory))))
     (ignore session)))
 
+(ert-deftest mevedel-mcp-composer:mcp-addresses-complete-canonically-from-held-metadata ()
+  "mcp:// completes servers, then listed resources encoded; nothing is opened."
+  (mcp-composer-test--with-view (view _chat session)
+      `((p . ,(mcp-composer-test--server "prompts")))
+    (cl-flet ((complete (text)
+                (with-current-buffer view
+                  (mevedel-view--set-composer text)
+                  (when-let* ((capf (mevedel-mcp-composer-address-capf)))
+                    (all-completions (buffer-substring-no-properties (nth 0 capf) (nth 1 capf))
+                                     (nth 2 capf))))))
+      ;; Before the registry is open, nothing is offered and nothing opens.
+      (should-not (complete "see mcp://"))
+      (should-not (mevedel-mcp-handle session t))
+      (mcp-composer-test--mention-completions view "@p:")
+      (mevedel-test-wait-until (mcp-composer-test--mention-completions view "@p:fa") 20)
+      (should (equal (complete "see mcp://") '("mcp://p/" "mcp://p/fault%3A%2F%2Fnote")))
+      ;; Typed as it reads, the URI completes to its encoded spelling.
+      (with-current-buffer view
+        (mevedel-view--set-composer "see mcp://p/fault://n")
+        (goto-char (point-max))
+        (let ((completion-at-point-functions '(mevedel-mcp-composer-address-capf)))
+          (completion-at-point))
+        (should (equal (buffer-substring-no-properties mevedel-view--composer (point-max))
+                       "see mcp://p/fault%3A%2F%2Fnote"))))))
+
 (ert-deftest mevedel-mcp-composer:a-bound-mention-reads-its-exact-uri ()
   "A bound token gives its URI even when the spelling cannot carry it."
   (let ((text (concat "see " (propertize "@docs:file:///my notes.md"
