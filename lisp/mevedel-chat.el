@@ -512,6 +512,53 @@ live history://root a conversation, history://saved the workspace."
 (add-hook 'mevedel-chat-message-functions #'mevedel-edited-files-update)
 (add-hook 'mevedel-chat-message-functions #'mevedel-mentions-message-function t)
 (add-hook 'mevedel-chat-continuation-mail-functions #'mevedel-edited-files-update)
+
+(defvar mevedel-chat--preparing (make-hash-table :test #'eq :weakness 'key)
+  "Chat -> the function that stops preparing its next turn's diffs.")
+
+(defun mevedel-chat--prepare-edited-files (chat text send)
+  "Hold CHAT's turn of TEXT while its edited-file diffs are made; then SEND.
+A `mevedel-chat-before-send-functions' member, run after the others: the
+status is `attaching' meanwhile; aborting stops the diffs and drops
+the turn (TEXT stays in the input history).  If a turn started
+meanwhile, TEXT waits in the queue."
+  (when-let* ((stop (mevedel-edited-files-prepare
+                     chat (lambda ()
+                            (remhash chat mevedel-chat--preparing)
+                            (mevedel-chat-set-status chat 'idle)
+                            (condition-case err
+                                (if (mevedel-chat-busy-p chat)
+                                    (mevedel-chat-queue chat text)
+                                  (funcall send))
+                              (error (message "mevedel: %s" (error-message-string err))))))))
+    (puthash chat (lambda ()
+                    (funcall stop)
+                    (push text (mevedel-chat-history chat))
+                    (funcall send 'abort))
+             mevedel-chat--preparing)
+    (mevedel-chat-set-status chat 'attaching)
+    t))
+
+(defun mevedel-chat--stop-preparing (chat)
+  "Stop preparing CHAT's next turn; non-nil if it was.
+A `mevedel-chat-abort-functions' member."
+  (when-let* ((stop (gethash chat mevedel-chat--preparing)))
+    (remhash chat mevedel-chat--preparing)
+    (mevedel-chat-set-status chat 'idle)
+    (funcall stop)
+    t))
+
+(defun mevedel-chat--edited-files-post-tool-use (context _outcome)
+  "Make the edited-file diffs before the chat of CONTEXT's call continues.
+A PostToolUse (and failure) member of the pipeline."
+  (when-let* ((chat (mevedel-chat-of-buffer (plist-get context :data-buffer))))
+    (mevedel-edited-files-post-tool-use chat context)))
+
+(add-hook 'mevedel-chat-before-send-functions #'mevedel-chat--prepare-edited-files 90)
+(add-hook 'mevedel-chat-abort-functions #'mevedel-chat--stop-preparing)
+(add-hook 'mevedel-pipeline-post-tool-use-functions #'mevedel-chat--edited-files-post-tool-use)
+(add-hook 'mevedel-pipeline-post-tool-use-failure-functions
+          #'mevedel-chat--edited-files-post-tool-use)
 (add-hook 'mevedel-chat-accepted-functions #'mevedel-prompt-note-accepted)
 
 (defun mevedel-chat--forget-history (chat)

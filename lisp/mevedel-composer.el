@@ -20,7 +20,8 @@
 ;; nothing (that happens when the message is sent, mevedel-mentions.el).
 ;; A completed @file, @agent or $skill mention is bound to what it was
 ;; completed to (`mevedel-mentions-bind'); scheme:// addresses stay
-;; plain text.
+;; plain text, always canonically encoded: one typed as it reads
+;; completes to its encoded spelling.
 ;;
 ;; The composer commands /context (the prompt's components, their
 ;; sizes and the instruction files in effect), /memory (the memory
@@ -35,6 +36,7 @@
 (require 'cl-lib)
 (require 'seq)
 (require 'subr-x)
+(require 'url-util)
 (require 'mevedel-core)
 (require 'mevedel-environment)
 (require 'mevedel-instructions)
@@ -191,9 +193,58 @@ KIND is `file' (@: files and agents), `skill' ($) or `address'
                 :exclusive 'no :annotation-function (lambda (_) "  skill")
                 :exit-function (mevedel-composer--binder root candidates))))
        ((string-match-p "\\`[a-z][a-z+.-]*:" token)
-        (let ((candidates (mevedel-composer-candidates root 'address token)))
+        (let* ((canonical (mevedel-composer-canonical-spelling token))
+               (candidates (mevedel-composer-candidates root 'address canonical)))
           (and candidates
-               (list start (point) candidates :exclusive 'no))))))))
+               (list start (point) (mevedel-composer-address-table candidates)
+                     :exclusive 'no))))))))
+
+(defun mevedel-composer-canonical-spelling (typed)
+  "Return TYPED, the start of an address, spelled as the resolver spells it.
+What follows scheme:// is percent-encoded where the canonical address
+is (a space, a non-ASCII letter, a colon in a journal entry's name);
+what is already encoded stays so, and so does the @ of a skill's
+exact locator; the URI after mcp://SERVER/ is encoded as one
+name.  An incomplete escape at the end is left as typed."
+  (if (string-match "\\`\\([a-z][a-z0-9+.-]*://\\)\\(.*?\\)\\(%[0-9A-Fa-f]?\\)?\\'" typed)
+      (let ((scheme (match-string 1 typed))
+            (tail (match-string 2 typed))
+            (escape (or (match-string 3 typed) "")))
+        (concat scheme
+                (let ((separator (if (equal scheme "skill://") "[/@]" "/"))
+                      (start 0) (out nil))
+                  (while (and (string-match separator tail start)
+                              ;; An MCP resource's URI is one name.
+                              (not (and (equal scheme "mcp://") out)))
+                    (push (mevedel-composer--encode-part (substring tail start (match-beginning 0)))
+                          out)
+                    (push (match-string 0 tail) out)
+                    (setq start (match-end 0)))
+                  (push (mevedel-composer--encode-part (substring tail start)) out)
+                  (apply #'concat (nreverse out)))
+                escape))
+    typed))
+
+(defun mevedel-composer--encode-part (part)
+  "Return PART, one name of an address, percent-encoded once."
+  (url-hexify-string (decode-coding-string (url-unhex-string part) 'utf-8)))
+
+(defun mevedel-composer-address-table (candidates)
+  "Return the completion table of CANDIDATES, canonical addresses.
+The address typed is matched as its canonical spelling, so typing a
+name as it reads (café, 10:30) completes to the address the resolver
+takes (caf%C3%A9, 10%3A30), and that is what is inserted: plain text,
+never a decoded form."
+  (lambda (string pred action)
+    (if (eq (car-safe action) 'boundaries)
+        nil
+      (let ((canonical (mevedel-composer-canonical-spelling string)))
+        (complete-with-action action candidates
+                              (if (and (not (equal canonical string))
+                                       (not (try-completion string candidates pred)))
+                                  canonical
+                                string)
+                              pred)))))
 
 (defun mevedel-composer--binder (root candidates)
   "Return the completion exit function binding a mention of CANDIDATES.

@@ -880,7 +880,7 @@ An empty value removes its key.  Written in the background."
 (declare-function mevedel-core--patch-plan-files "ext:mevedel-dyn" (plan))
 (declare-function mevedel-core--patch-apply "ext:mevedel-dyn" (plan selection))
 (declare-function mevedel-core--patch-before "ext:mevedel-dyn" (plan))
-(declare-function mevedel-core--patch-diff-texts "ext:mevedel-dyn" (before now name limit))
+(declare-function mevedel-core--patch-diffs-start "ext:mevedel-dyn" (id args))
 
 (defun mevedel-core-patch-parse (patch)
   "Return the file operations of PATCH, a patch in the ApplyPatch grammar.
@@ -943,14 +943,18 @@ of the file as PLAN read it, or nil when the file did not exist (as for
 an added file or a move destination)."
   (mevedel-core--patch-before plan))
 
-(defun mevedel-core-patch-diff-texts (before now name limit)
-  "Return the unified diff of the file NAME changed from BEFORE to NOW.
-BEFORE and NOW are its texts; the diff has 3 lines of context and at
-most LIMIT characters: a longer one keeps its first lines and ends
-with a line saying how many it left out.  It is empty when nothing
-changed."
-  (mevedel-core-ensure)
-  (mevedel-core--patch-diff-texts before now name limit))
+(defun mevedel-core-patch-diffs (files budget callback)
+  "Diff each of FILES in the background, then call CALLBACK.
+FILES is a list of (NAME BEFORE NOW), the texts of the file NAME
+before and now.  The diffs, with 3 lines of context, take at most
+BUDGET characters in all: a diff that does not fit in what is left is
+nil.  CALLBACK gets `ok' and (:diffs DIFFS), one per file in order,
+or `error' and (ERROR-SYMBOL MESSAGE), as when the request is
+cancelled (`mevedel-core-search-cancel').  Return the request id."
+  (mevedel-core-request
+   (lambda (id)
+     (mevedel-core--patch-diffs-start id (list :changes files :budget budget)))
+   callback))
 ;;;; Checkpoints
 
 (defun mevedel-core-checkpoint-before (store turn label paths)

@@ -164,7 +164,7 @@ the conversation from under the user.  Whoever holds calls
 Work the harness starts on its own after background events (a Goal's
 next turn) listens here to try again.")
 
-(defun mevedel-mailbox--free-p (chat)
+(defun mevedel-mailbox-free-p (chat)
   "Return non-nil when a background turn may start in CHAT now.
 CHAT is idle, no interaction (a child's card included) waits for the
 user, and nothing holds it (`mevedel-mailbox-hold-functions')."
@@ -174,7 +174,7 @@ user, and nothing holds it (`mevedel-mailbox-hold-functions')."
 
 (defun mevedel-mailbox--idle-p (key)
   "Return non-nil when the chat of session KEY is open and free for a wake."
-  (mevedel-mailbox--free-p (mevedel-mailbox--chat-of key)))
+  (mevedel-mailbox-free-p (mevedel-mailbox--chat-of key)))
 
 (defun mevedel-mailbox-wakes-pending-p (chat)
   "Return non-nil when records wait to wake the root CHAT."
@@ -202,7 +202,7 @@ Then tell `mevedel-mailbox-release-functions'."
   "Start one background turn in the idle chat of session KEY.
 Return non-nil when it started."
   (let ((chat (mevedel-mailbox--chat-of key)))
-    (when (mevedel-mailbox--free-p chat)
+    (when (mevedel-mailbox-free-p chat)
       (mevedel-chat-send chat mevedel-mailbox-wake-prompt :background mevedel-mailbox-wake-notice)
       t)))
 

@@ -27,7 +27,9 @@
 ;;   /mcp… command is a use of MCP: it starts the approved servers.
 ;; - Completion of @SERVER:URI mentions (attached when the message is
 ;;   sent, mevedel-mcp-mentions.el): the configured servers once the
-;;   session's registry is open, then the resources a server lists.
+;;   session's registry is open, then the resources a server lists; a
+;;   completed one is bound to its server and URI.  mcp:// addresses
+;;   complete too, canonically, from what is already listed only.
 ;;
 ;; What it does not do: run prompts in headless runs (bin/mevedel -p),
 ;; complete the values of a prompt's arguments (completion/complete),
@@ -37,7 +39,9 @@
 
 (require 'cl-lib)
 (require 'subr-x)
+(require 'url-util)
 (require 'mevedel-chat)
+(require 'mevedel-composer)
 (require 'mevedel-core)
 (require 'mevedel-mcp)
 (require 'mevedel-mcp-mentions)
@@ -263,11 +267,51 @@ yet starts to list its resources (complete again when they are in)."
         (list (1+ start) (point) (mapcar (lambda (s) (concat s ":")) servers)
               :exclusive 'no :annotation-function (lambda (_) "  MCP server")))
        ((member server servers)
-        (list (1+ start) (point)
-              (mapcar (lambda (r) (concat server ":" (plist-get r :uri)))
-                      (mevedel-mcp-composer--resources session server))
-              :exclusive 'no
-              :annotation-function (lambda (_) "  MCP resource")))))))
+        (let ((candidates (mapcar (lambda (r) (concat server ":" (plist-get r :uri)))
+                                  (mevedel-mcp-composer--resources session server))))
+          (list (1+ start) (point) candidates
+                :exclusive 'no
+                :annotation-function (lambda (_) "  MCP resource")
+                :exit-function (mevedel-mcp-composer--binder server candidates))))))))
+
+(defun mevedel-mcp-composer--binder (server candidates)
+  "Return the completion exit function binding a completed resource of SERVER.
+The @SERVER:URI token, when it is one of CANDIDATES, keeps that server
+and URI (`mevedel-mentions-bind'), so the resource sent is the one
+completed to."
+  (lambda (string status)
+    (let ((start (- (point) (length string) 1)))
+      (when (and status (member string candidates) (>= start (point-min))
+                 (eq (char-after start) ?@))
+        (mevedel-mentions-bind start (point)
+                               (list :kind 'mcp :server server
+                                     :uri (substring string (1+ (length server)))))))))
+
+(defun mevedel-mcp-composer-address-capf ()
+  "Complete mcp:// addresses from the metadata the session's connection has.
+mcp://SERVER/ for each configured server of an open registry, then
+mcp://SERVER/ENCODED-URI for the resources already listed: canonical
+plain text (`mevedel-mcp-mentions-address'), never a binding.  Nothing
+is opened, started or listed (address-to-resource.md: MCP completion
+uses metadata already held and never starts or refreshes a connection)."
+  (when-let* ((composer mevedel-view--composer)
+              ((>= (point) composer))
+              (start (save-excursion (skip-chars-backward "^ \t\n(" composer) (point)))
+              (token (buffer-substring-no-properties start (point)))
+              ((string-prefix-p "mcp:" token))
+              (session (mevedel-mcp-composer--session (mevedel-view-chat)))
+              (handle (mevedel-mcp-handle session t)))
+    (let* ((cache (mevedel-mcp-composer--cache session))
+           (candidates
+            (cl-loop for status in (mevedel-core-mcp-status handle)
+                     for server = (plist-get status :name)
+                     for listed = (gethash server (mevedel-mcp-composer--cache-resources cache))
+                     collect (concat "mcp://" (url-hexify-string server) "/")
+                     append (mapcar (lambda (r) (mevedel-mcp-mentions-address
+                                                 server (plist-get r :uri)))
+                                    (and (listp listed) listed)))))
+      (list start (point) (mevedel-composer-address-table candidates)
+            :exclusive 'no :annotation-function (lambda (_) "  MCP")))))
 
 (defun mevedel-mcp-composer--resources (session server)
   "Return the resources of SESSION's SERVER as listed so far.
@@ -283,7 +327,8 @@ When they are not listed yet, list them in the background."
 (defun mevedel-mcp-composer--setup (view)
   "Complete @SERVER:URI in the composer of VIEW."
   (with-current-buffer view
-    (add-hook 'completion-at-point-functions #'mevedel-mcp-composer-capf -10 t)))
+    (add-hook 'completion-at-point-functions #'mevedel-mcp-composer-capf -10 t)
+    (add-hook 'completion-at-point-functions #'mevedel-mcp-composer-address-capf -10 t)))
 
 ;;; Plumbing
 

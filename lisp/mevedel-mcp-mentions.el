@@ -23,6 +23,10 @@
 ;;   naming the server; the turn goes on.
 ;; - Only a SERVER configured for the session makes a mention, and URI
 ;;   needs a scheme; punctuation ending a sentence is not part of it.
+;; - A mention completion inserted is bound to its server and URI (the
+;;   exact locator, `mevedel-mentions-bind'): it reads that resource
+;;   while its text is as completed, even a URI the spelling cannot
+;;   carry (a space).
 ;;
 ;; Completing @SERVER:URI in the composer is mevedel-mcp-composer.el's.
 ;;
@@ -56,16 +60,30 @@
 
 (defun mevedel-mcp-mentions-parse (text servers)
   "Return the @SERVER:URI mentions of TEXT naming one of SERVERS, in order.
-Each is (SERVER . URI), each once."
-  (let ((start 0) mentions)
-    (while (string-match "\\(?:^\\|[ \t\n(]\\)@\\([^ \t\n@:]+\\):\\([[:alpha:]][[:alnum:]+.-]*:[^ \t\n]+\\)"
+Each is (SERVER . URI), each once.  A mention completion bound
+\(`mevedel-mentions-bind', kind `mcp') gives the server and URI it was
+completed to, whatever its spelling; the rest are read from it."
+  (let* ((bound (mevedel-mentions-bound text))
+         (found (cl-loop for m in bound
+                         when (eq (plist-get m :kind) 'mcp)
+                         collect (list (plist-get m :start) (plist-get m :server)
+                                       (plist-get m :uri))))
+         (start 0))
+    (while (string-match "\\(?:^\\|[ \t\n(]\\)\\(@\\([^ \t\n@:]+\\):\\([[:alpha:]][[:alnum:]+.-]*:[^ \t\n]+\\)\\)"
                          text start)
       (setq start (match-end 0))
-      (let ((server (match-string 1 text))
-            (uri (replace-regexp-in-string "[].,;:!?\"')]+\\'" "" (match-string 2 text))))
+      (let ((from (match-beginning 1)) (to (match-end 1))
+            (server (match-string 2 text))
+            (uri (replace-regexp-in-string "[].,;:!?\"')]+\\'" "" (match-string 3 text))))
+        (unless (cl-some (lambda (m) (and (< from (plist-get m :end))
+                                          (> to (plist-get m :start))))
+                         bound)
+          (push (list from server uri) found))))
+    (let (mentions)
+      (pcase-dolist (`(,_ ,server ,uri) (sort found (lambda (a b) (< (car a) (car b)))))
         (when (and (member server servers) (string-match-p ":." uri))
-          (cl-pushnew (cons server uri) mentions :test #'equal))))
-    (nreverse mentions)))
+          (cl-pushnew (cons server uri) mentions :test #'equal)))
+      (nreverse mentions))))
 
 (defun mevedel-mcp-mentions-attachment (server uri result)
   "Return the <attachment> block of URI on SERVER read as RESULT.

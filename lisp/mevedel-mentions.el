@@ -81,9 +81,11 @@ Each is a plist (:kind file|agent|skill :token STRING :start :end) plus
 :file, :from and :to for files, :name for agents and skills (and
 :spec, an exact skill address, for a skill bound by completion).
 Mentions bound by completion (`mevedel-mentions-bind') are taken as
-bound; the rest of TEXT is parsed from its spelling."
-  (let* ((bound (mevedel-mentions--bound text))
-         (mentions (reverse bound)) (start 0)
+bound, but for bound MCP resources (mevedel-mcp-mentions.el's); the
+rest of TEXT is parsed from its spelling."
+  (let* ((bound (mevedel-mentions-bound text))
+         (mentions (reverse (cl-remove 'mcp bound :key (lambda (m) (plist-get m :kind)))))
+         (start 0)
          (agents (mevedel-mentions-agent-names))
          (skills nil))
     (while (string-match mevedel-mentions-regexp text start)
@@ -118,16 +120,19 @@ bound; the rest of TEXT is parsed from its spelling."
 
 ;; Completion binds the mention it inserts: the token carries its
 ;; exact locator as the hidden `mevedel-mention' property (the file's
-;; absolute name, the agent's name, the skill's exact address), which
+;; absolute name, the agent's name, the skill's exact address, an MCP
+;; resource's server and URI), which
 ;; the composer's text keeps through drafts, the queue and a send that
 ;; failed.  Text typed around the token leaves it bound; an edit inside
 ;; it unbinds it, and it is parsed from its spelling again.
 
 (defun mevedel-mentions-bind (start end binding)
   "Bind the mention between START and END of this buffer to BINDING.
-BINDING is (:kind file :file ABSOLUTE), (:kind agent :name NAME) or
-\(:kind skill :name NAME [:spec EXACT-ADDRESS]).  Text typed just
-after the token does not join it."
+BINDING is (:kind file :file ABSOLUTE), (:kind agent :name NAME),
+\(:kind skill :name NAME [:spec EXACT-ADDRESS]) or (:kind mcp :server
+NAME :uri URI), the last for an @SERVER:URI resource, which
+mevedel-mcp-mentions.el reads.  Text typed just after the token does
+not join it."
   (add-text-properties
    start end
    (list 'mevedel-mention (append (list :token (buffer-substring-no-properties start end))
@@ -144,7 +149,7 @@ after the token does not join it."
         (setq pos next)))
     text))
 
-(defun mevedel-mentions--bound (text)
+(defun mevedel-mentions-bound (text)
   "Return the mentions TEXT binds whose token is still as completed.
 A bound file that no longer exists is no mention."
   (let ((pos 0) (end (length text)) out)

@@ -1902,12 +1902,17 @@ draws it (mevedel-panel.el) replaces it with `mevedel-view-replace-panel'."
   "Return the composer's text, its mentions' bindings kept."
   (mevedel-mentions-bound-text mevedel-view--composer (point-max)))
 
+(defun mevedel-view-of (chat)
+  "Return CHAT's live view buffer, or nil when it has none (a headless run)."
+  (when-let* ((buffer (get-buffer (format "*mevedel: %s*" (mevedel-chat-name chat))))
+              ((eq (buffer-local-value 'mevedel-view--chat buffer) chat)))
+    buffer))
+
 (defun mevedel-view--draft-holds (chat)
   "Return \"the composer's draft\" when CHAT's view has one, else nil.
 A `mevedel-mailbox-hold-functions' member: a background turn does not
 start under the user's typing."
-  (when-let* ((buffer (get-buffer (format "*mevedel: %s*" (mevedel-chat-name chat))))
-              ((eq (buffer-local-value 'mevedel-view--chat buffer) chat)))
+  (when-let* ((buffer (mevedel-view-of chat)))
     (with-current-buffer buffer
       (and mevedel-view--composer
            (not (string-blank-p (mevedel-view--composer-text)))

@@ -60,6 +60,7 @@
   (require 'mevedel-catalog)
   (require 'mevedel-view)
   (require 'mevedel-composer)
+  (require 'mevedel-consolidation)
   (require 'mevedel-mcp-composer)
   (require 'mevedel-tools)
   (require 'mevedel-hooks-list)

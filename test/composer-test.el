@@ -171,6 +171,26 @@
       (execute-kbd-macro (kbd "TAB"))
       (should (string-suffix-p "@src/a.el" (mevedel-view--composer-text))))))
 
+;; Issue 42 item 12: an address typed as it reads completes to, and
+;; inserts, its canonical spelling (address-to-resource.md: insertion
+;; always writes plain canonical address text).
+(ert-deftest composer:an-address-typed-as-it-reads-completes-canonically ()
+  (composer-test--with-view
+    (composer-test--wait-files root)
+    (with-current-buffer view
+      (cl-flet ((tab (input)
+                  (goto-char (point-max))
+                  (delete-region mevedel-view--composer (point-max))
+                  (insert input)
+                  (let ((completion-at-point-functions '(mevedel-composer-capf)))
+                    (completion-at-point))
+                  (buffer-substring mevedel-view--composer (point-max))))
+        (let ((inserted (tab "see memory://local-mevedel/new%20notes%20é")))
+          (should (equal inserted "see memory://local-mevedel/new%20notes%20%C3%A9.md"))
+          (should-not (text-properties-at (- (length inserted) 3) inserted)))
+        (should (equal (tab "see memory://local-mevedel/top")
+                       "see memory://local-mevedel/topic.md"))))))
+
 ;; Issue 42 item 12: a completed mention keeps the locator it was
 ;; completed to, even a name its spelling cannot carry, while the text
 ;; around it changes; an edit inside it unbinds it.

@@ -228,6 +228,73 @@ the servers offer: /mcp__p__greet" m))
       (equal (mcp-composer-test--mention-completions view "@p:fa") '("p:fault://note"))
       20)))
 
+;; Issue 42 item 12: an @SERVER:URI mention completion inserted keeps
+;; the server and URI it was completed to, like @file and $skill.
+(ert-deftest mevedel-mcp-composer:a-completed-resource-mention-keeps-its-locator ()
+  "TAB on @p:fa binds the token; the bound locator is what is read."
+  (mcp-composer-test--with-view (view _chat session)
+      `((p . ,(mcp-composer-test--server "prompts")))
+    (mcp-composer-test--mention-completions view "@p:")
+    (mevedel-test-wait-until
+      (mcp-composer-test--mention-completions view "@p:fa") 20)
+    (with-current-buffer view
+      (mevedel-view--set-composer "read @p:fa")
+      (goto-char (point-max))
+      (let ((completion-at-point-functions '(mevedel-mcp-composer-capf)))
+        (completion-at-point))
+      (insert " now")
+      (let ((text (mevedel-view--composer-text)))
+        (should (equal (substring-no-properties text) "read @p:fault://note now"))
+        (should (equal (plist-get (get-text-property 5 'mevedel-mention text) :uri)
+                       "fault://note"))
+        (should (equal (mevedel-mcp-mentions-parse text '("p"))
+                       '(("p" . "fault://note"))))
+        ;; Not a file, agent or skill mention.
+        (should-not (mevedel-mentions-parse text default-directory))))
+    (ignore session)))
+
+(ert-deftest mevedel-mcp-composer:mcp-addresses-complete-canonically-from-held-metadata ()
+  "mcp:// completes servers, then listed resources encoded; nothing is opened."
+  (mcp-composer-test--with-view (view _chat session)
+      `((p . ,(mcp-composer-test--server "prompts")))
+    (cl-flet ((complete (text)
+                (with-current-buffer view
+                  (mevedel-view--set-composer text)
+                  (when-let* ((capf (mevedel-mcp-composer-address-capf)))
+                    (all-completions (buffer-substring-no-properties (nth 0 capf) (nth 1 capf))
+                                     (nth 2 capf))))))
+      ;; Before the registry is open, nothing is offered and nothing opens.
+      (should-not (complete "see mcp://"))
+      (should-not (mevedel-mcp-handle session t))
+      (mcp-composer-test--mention-completions view "@p:")
+      (mevedel-test-wait-until (mcp-composer-test--mention-completions view "@p:fa") 20)
+      (should (equal (complete "see mcp://") '("mcp://p/" "mcp://p/fault%3A%2F%2Fnote")))
+      ;; Typed as it reads, the URI completes to its encoded spelling.
+      (with-current-buffer view
+        (mevedel-view--set-composer "see mcp://p/fault://n")
+        (goto-char (point-max))
+        (let ((completion-at-point-functions '(mevedel-mcp-composer-address-capf)))
+          (completion-at-point))
+        (should (equal (buffer-substring-no-properties mevedel-view--composer (point-max))
+                       "see mcp://p/fault%3A%2F%2Fnote"))))))
+
+(ert-deftest mevedel-mcp-composer:a-bound-mention-reads-its-exact-uri ()
+  "A bound token gives its URI even when the spelling cannot carry it."
+  (let ((text (concat "see " (propertize "@docs:file:///my notes.md"
+                                         'mevedel-mention
+                                         '(:token "@docs:file:///my notes.md" :kind mcp
+                                           :server "docs" :uri "file:///my notes.md"))
+                      " and @docs:demo://x")))
+    (should (equal (mevedel-mcp-mentions-parse text '("docs"))
+                   '(("docs" . "file:///my notes.md") ("docs" . "demo://x"))))
+    ;; Edited inside, the token is read from its spelling again.
+    (let ((edited (concat "see " (propertize "@docs:file:///my"
+                                             'mevedel-mention
+                                             '(:token "@docs:file:///my notes.md" :kind mcp
+                                               :server "docs" :uri "file:///my notes.md")))))
+      (should (equal (mevedel-mcp-mentions-parse edited '("docs"))
+                     '(("docs" . "file:///my")))))))
+
 (ert-deftest mevedel-mcp-composer:abort-drops-a-message-waiting-for-its-resource ()
   "Aborting while a mention is read: nothing is sent, the text stays in history."
   (mcp-composer-test--with-view (_view chat session)

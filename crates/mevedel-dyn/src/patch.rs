@@ -14,6 +14,9 @@ use mevedel_core::datum::Datum;
 use mevedel_core::error::{Error, ErrorKind};
 use mevedel_core::patch::{self, FileChoice, FilePlan, HunkChoice, Op, Plan};
 
+use mevedel_core::search::jobs::{self, Job};
+
+use crate::args::Plist;
 use crate::convert::{list_items, to_lisp};
 use crate::errors::OrSignal;
 use crate::guard::guarded;
@@ -169,27 +172,29 @@ fn patch_before<'e>(env: &'e Env, plan: Value<'e>) -> Result<Value<'e>> {
     })
 }
 
-/// The unified diff of the file NAME changed from BEFORE to NOW (both
-/// strings), at most LIMIT characters: a longer one keeps its first
-/// lines and says how many it left out. Empty when nothing changed.
-/// The model is told this way of an edit it did not make.
-#[defun(name = "patch-diff-texts")]
-fn patch_diff_texts<'e>(
-    env: &'e Env,
-    before: Value<'e>,
-    now: Value<'e>,
-    name: String,
-    limit: i64,
-) -> Result<String> {
+/// The unified diffs of changed files, in the background; the reply
+/// for request ID is (:diffs DIFFS), one string per file, or nil for a
+/// file whose diff did not fit in what was left of the budget. ARGS:
+/// `:changes`, a list of (NAME BEFORE NOW) with both texts strings, and
+/// `:budget`, characters for all the diffs. The model is told this way
+/// of edits it did not make; `search-cancel` stops the job.
+#[defun(name = "patch-diffs-start")]
+fn patch_diffs_start(env: &Env, id: i64, args: Value<'_>) -> Result<()> {
     guarded(env, || {
-        let before = copy_exact(env, before)?;
-        let now = copy_exact(env, now)?;
-        let limit = usize::try_from(limit).unwrap_or(0);
-        Ok(patch::diff::bounded_change(
-            before.bytes(),
-            now.bytes(),
-            &name,
-            limit,
-        ))
+        let mut args = Plist::new(env, "patch-diffs-start", args)?;
+        let items = args.list(":changes")?;
+        let budget = usize::try_from(args.int(":budget")?).unwrap_or(0);
+        args.finish()?;
+        let mut changes = Vec::with_capacity(items.len());
+        for item in items {
+            let name: String = item.car()?;
+            let rest = item.cdr::<Value>()?;
+            let before = copy_exact(env, rest.car()?)?.bytes().to_vec();
+            let now = copy_exact(env, rest.cdr::<Value>()?.car()?)?
+                .bytes()
+                .to_vec();
+            changes.push(patch::diff::FileChange { name, before, now });
+        }
+        jobs::start(id, Job::Diffs(changes, budget), None).or_signal(env)
     })
 }

@@ -375,29 +375,37 @@ pub fn whole_file(before: &[u8], now: &[u8], old_name: &str, new_name: &str) -> 
     )
 }
 
-/// The diff of a file NAME changed from BEFORE to NOW, within LIMIT
-/// characters: a longer diff keeps its first whole lines and says how
-/// many it left out, so a huge change is announced without flooding
-/// the request that carries it.
-pub fn bounded_change(before: &[u8], now: &[u8], name: &str, limit: usize) -> String {
-    let diff = whole_file(before, now, name, name);
-    if diff.chars().count() <= limit {
-        return diff;
-    }
-    let total = diff.lines().count();
-    let mut kept = String::new();
-    let mut shown = 0;
-    for line in diff.split_inclusive('\n') {
-        if kept.chars().count() + line.chars().count() > limit {
-            break;
-        }
-        kept.push_str(line);
-        shown += 1;
-    }
-    kept.push_str(&format!(
-        "[... a large change: {shown} of the diff's {total} lines shown; Read the file for the rest]\n"
-    ));
-    kept
+/// One changed file for [`changes`]: its name and both texts.
+pub struct FileChange {
+    pub name: String,
+    pub before: Vec<u8>,
+    pub now: Vec<u8>,
+}
+
+/// The unified diffs of CHANGES, in order, within BUDGET characters in
+/// all: a diff that does not fit in what is left is None, so the caller
+/// names that file instead of cutting its diff at an arbitrary line.
+/// STOP is asked between files; once it says so, the rest are None too.
+pub fn changes(
+    changes: &[FileChange],
+    budget: usize,
+    stop: impl Fn() -> bool,
+) -> Vec<Option<String>> {
+    let mut left = budget;
+    changes
+        .iter()
+        .map(|c| {
+            if stop() {
+                return None;
+            }
+            let diff = whole_file(&c.before, &c.now, &c.name, &c.name);
+            let size = diff.chars().count();
+            (size <= left).then(|| {
+                left -= size;
+                diff
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -405,20 +413,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_large_change_is_cut_at_a_line_and_says_so() {
-        let before: String = (0..1000).map(|n| format!("line {n}\n")).collect();
-        let now: String = (0..1000).map(|n| format!("LINE {n}\n")).collect();
-        let whole = whole_file(before.as_bytes(), now.as_bytes(), "f", "f");
-        let cut = bounded_change(before.as_bytes(), now.as_bytes(), "f", 500);
-        assert!(whole.len() > 10_000);
-        assert!(cut.chars().count() < 700, "{cut}");
-        assert!(cut.starts_with("--- f\n+++ f\n@@ "), "{cut}");
-        assert!(
-            cut.contains("lines shown; Read the file for the rest"),
-            "{cut}"
+    fn changes_fit_a_budget_for_all_and_name_the_rest() {
+        let change = |name: &str, before: &str, now: &str| FileChange {
+            name: name.into(),
+            before: before.as_bytes().to_vec(),
+            now: now.as_bytes().to_vec(),
+        };
+        let big_before: String = (0..200).map(|n| format!("line {n}\n")).collect();
+        let big_now: String = (0..200).map(|n| format!("LINE {n}\n")).collect();
+        let list = [
+            change("a", "x\n", "y\n"),
+            change("big", &big_before, &big_now),
+            change("b", "p\n", "q\n"),
+        ];
+        let out = changes(&list, 200, || false);
+        assert_eq!(
+            out[0].as_deref(),
+            Some("--- a\n+++ a\n@@ -1 +1 @@\n-x\n+y\n")
         );
-        let small = bounded_change(b"a\nb\n", b"a\nc\n", "f", 500);
-        assert_eq!(small, "--- f\n+++ f\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n");
+        assert_eq!(out[1], None);
+        assert!(out[2].is_some());
+        assert!(changes(&list, 100_000, || true).iter().all(Option::is_none));
     }
 
     fn v(text: &str) -> Vec<String> {

@@ -1,5 +1,6 @@
-//! Background runs of Read, Glob and Grep, answered through the event
-//! channel so Emacs never waits, and cancellable by request id.
+//! Background runs of Read, Glob and Grep (and of the edited-file
+//! reminder's diffs), answered through the event channel so Emacs never
+//! waits, and cancellable by request id.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -10,8 +11,9 @@ use std::time::Duration;
 use super::budget::Budget;
 use super::{Plan, grep};
 use crate::datum::Datum;
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::media;
+use crate::patch::diff;
 use crate::resource::page::PageRequest;
 use crate::resource::prepare::Attempt;
 use crate::resource::read;
@@ -40,6 +42,9 @@ pub enum Job {
     Read(ReadTarget, PageRequest, media::Request),
     Grep(Plan, grep::Options),
     Glob(Plan, String),
+    /// The diffs of changed files within a budget of characters for
+    /// all of them (the edited-file reminder).
+    Diffs(Vec<diff::FileChange>, usize),
 }
 
 static RUNNING: Mutex<Option<HashMap<i64, Arc<AtomicBool>>>> = Mutex::new(None);
@@ -73,6 +78,16 @@ pub fn run(job: &Job, budget: &Budget) -> Result<Datum, Error> {
         }
         Job::Grep(plan, opts) => page_datum(super::grep(plan, opts, budget)?),
         Job::Glob(plan, pattern) => page_datum(super::glob(plan, pattern, budget)?),
+        Job::Diffs(changes, limit) => {
+            let diffs = diff::changes(changes, *limit, || budget.cancelled());
+            if budget.cancelled() {
+                return Err(Error::new(ErrorKind::Search, "the diffs were cancelled"));
+            }
+            Ok(Datum::plist([(
+                "diffs",
+                Datum::List(diffs.into_iter().map(Datum::opt_str).collect()),
+            )]))
+        }
     }
 }
 
