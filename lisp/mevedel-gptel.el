@@ -1168,23 +1168,30 @@ OPTIONS are the client's (`mevedel-gptel--native-options')."
           (funcall get-response fsm))
       (setq options (nconc (list :body (plist-get info :mevedel-native)) options))
       (plist-put info :mevedel-native nil))
-    (let* ((config (mevedel-gptel--config-options config))
-           (write-out (cdr (assoc "write-out" config)))
-           (id (mevedel-core-http-request
-                (nconc (list :url (cdr (assoc "url" config))
-                             :headers (cl-loop for (name . value) in config
-                                               when (equal name "header") collect value))
-                       (if-let* ((proxy (cdr (assoc "proxy" config))))
-                           (plist-put options :proxy proxy)
-                         options))
-                (lambda (event) (mevedel-gptel--receive process write-out event))))
-           (entry (assq process gptel--request-alist))
-           (abort (cddr entry)))
-      ;; gptel's abort (C-c C-k, `gptel-abort', a cancelled turn) stops
-      ;; the request in the module too, closing its connection.
-      (setcdr (cdr entry) (lambda ()
-                            (mevedel-core-http-cancel id)
-                            (funcall abort))))))
+    (when-let* ((entry (and config (assq process gptel--request-alist))))
+      (let* ((config (mevedel-gptel--config-options config))
+             (write-out (cdr (assoc "write-out" config)))
+             (abort (cddr entry))
+             (id (condition-case err
+                     (mevedel-core-http-request
+                      (nconc (list :url (cdr (assoc "url" config))
+                                   :headers (cl-loop for (name . value) in config
+                                                     when (equal name "header") collect value))
+                             (if-let* ((proxy (cdr (assoc "proxy" config))))
+                                 (plist-put options :proxy proxy)
+                               options))
+                      (lambda (event) (mevedel-gptel--receive process write-out event)))
+                   (error (message "mevedel: the request could not start: %s"
+                                   (error-message-string err))
+                          nil))))
+        (if (not id)
+            ;; As a curl that could not start: the request fails, once.
+            (mevedel-gptel--end process 2)
+          ;; gptel's abort (C-c C-k, `gptel-abort', a cancelled turn)
+          ;; stops the request in the module too, closing its connection.
+          (setcdr (cdr entry) (lambda ()
+                                (mevedel-core-http-cancel id)
+                                (funcall abort))))))))
 
 (defun mevedel-gptel--receive (process write-out event)
   "Give EVENT of the request behind PROCESS to gptel as curl's output.

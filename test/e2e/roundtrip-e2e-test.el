@@ -243,4 +243,16 @@ Also return, with them, the curls started: (RESULT IDS CURLS)."
             (mevedel-gptel--drop-body info)))
       (delete-directory temporary-file-directory t))))
 
+(ert-deftest roundtrip-e2e:a-request-the-module-cannot-start-fails-once ()
+  "The module refusing a request fails the turn with a message, not a hang."
+  (let* ((mevedel-recovery-max-retries 0)
+         (run (cl-letf (((symbol-function 'mevedel-core-http-request)
+                         (lambda (&rest _) (error "No client here"))))
+                (mevedel-e2e-run :wire 'anthropic :stream t :prompt "Hello" :timeout 20
+                                 :steps '(((text . "Never sent.")))))))
+    (should (eq (plist-get run :outcome) 'error))
+    (should (string-match-p "the request to 127\\.0\\.0\\.1:[0-9]+ failed (code 2)"
+                            (plist-get run :transcript)))
+    (should-not (string-search "Never sent." (plist-get run :transcript)))))
+
 ;;; roundtrip-e2e-test.el ends here
