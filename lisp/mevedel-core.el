@@ -1057,6 +1057,46 @@ the request id."
                   ("search" (list :allowed (nth 0 options) :blocked (nth 1 options)))))))
    callback))
 
+;;;; HTTP requests
+
+(declare-function mevedel-core--http-request "ext:mevedel-dyn" (id args))
+(declare-function mevedel-core--http-cancel "ext:mevedel-dyn" (id))
+
+(defvar mevedel-core--http-functions (make-hash-table :test #'eql)
+  "Running HTTP request id -> function receiving its events.")
+
+(defun mevedel-core-http-request (args function)
+  "POST the request ARGS describe over the module's kept-alive client.
+ARGS is a plist: :url, :headers (\"Name: value\" strings), :body (a
+list of strings, concatenated), :proxy, :http-proxy, :https-proxy and
+:no-proxy.  FUNCTION is called with (output TEXT) for each piece of
+curl-style output (status line and headers, then the body), and once
+with (exit CODE MESSAGE HEADER-BYTES): CODE is 0 or the exit code curl
+gives the same failure.  Return the request id."
+  (mevedel-core-ensure)
+  (let ((id (cl-incf mevedel-core--next-request-id)))
+    (puthash id function mevedel-core--http-functions)
+    (condition-case err
+        (mevedel-core--http-request id args)
+      (error (remhash id mevedel-core--http-functions)
+             (signal (car err) (cdr err))))
+    id))
+
+(defun mevedel-core-http-cancel (id)
+  "Stop HTTP request ID at once, closing its connection.
+Its function hears no more of it."
+  (remhash id mevedel-core--http-functions)
+  (mevedel-core--http-cancel id))
+
+(defun mevedel-core--handle-http (data)
+  "Hand DATA, an `http' event (ID KIND . VALUES), to its request's function."
+  (when-let* ((function (gethash (car data) mevedel-core--http-functions)))
+    (when (eq (cadr data) 'exit)
+      (remhash (car data) mevedel-core--http-functions))
+    (funcall function (cdr data))))
+
+(mevedel-core-register-event-handler 'http #'mevedel-core--handle-http)
+
 ;;;; MCP
 
 (declare-function mevedel-core--mcp-open "ext:mevedel-dyn" (args))

@@ -84,10 +84,13 @@
 ;;   encoding into the body as it is, and gives curl the body in a
 ;;   file instead of after the config on its standard input (a full
 ;;   pipe stalls Emacs 20 ms).
-;; - `gptel-curl-get-response' (advice): in a turn, the curl of the
-;;   next request starts while a request runs, and gptel's
-;;   `make-process' (bound around the call) gets it back ("A started
-;;   curl").
+;; - `gptel-curl-get-response' (advice): in a turn the request goes
+;;   over the module's kept-alive HTTP client, a pipe process standing
+;;   in for curl, and `gptel--request-alist''s abort function stops it
+;;   there too ("The module's HTTP client", ADR 0027).  Through curl
+;;   (`mevedel-gptel-transport'), the curl of the next request starts
+;;   while a request runs, and gptel's `make-process' (bound around the
+;;   call) gets it back ("A started curl").
 ;; - `gptel--anthropic-update-tokens' and the other backends'
 ;;   `gptel--BACKEND-update-tokens' (advice): each response's usage as
 ;;   the provider reported it (`mevedel-gptel-usage-functions').
@@ -977,12 +980,22 @@ input: a pipe holds 64 KiB, and Emacs, finding it full, waits 20 ms
 before it writes again, every 64 KiB, while curl, just started, has
 not read yet; nearly every request of a conversation is larger.  The
 body is built as `mevedel-gptel--request-parts' says."
-  (if-let* (((plist-get info :mevedel-attempt))
-            (request (mevedel-gptel--request-parts get-config info uuid)))
+  (cond
+   ((not (plist-get info :mevedel-attempt)) (funcall get-config info uuid))
+   ((plist-get info :mevedel-native)
+    ;; The module's client takes the body's parts (`mevedel-gptel--send').
+    (let* ((request (or (mevedel-gptel--request-parts get-config info uuid)
+                        (let* ((text (funcall get-config info uuid))
+                               (at (string-search mevedel-gptel--data-option text)))
+                          (cons (substring text 0 at)
+                                (list (substring text (+ at (length mevedel-gptel--data-option)))))))))
+      (plist-put info :mevedel-native (cdr request))
+      (car request)))
+   ((when-let* ((request (mevedel-gptel--request-parts get-config info uuid)))
       (concat (car request)
               (format "data-binary = %S\n"
-                      (concat "@" (mevedel-gptel--write-body info (cdr request)))))
-    (funcall get-config info uuid)))
+                      (concat "@" (mevedel-gptel--write-body info (cdr request)))))))
+   (t (funcall get-config info uuid))))
 
 ;;;; A started curl
 
@@ -1007,10 +1020,18 @@ body is built as `mevedel-gptel--request-parts' says."
   "Apply GET-RESPONSE to FSM, giving it the curl its turn started.
 In a mevedel turn the request's curl is the one started while the
 previous request ran, when its command is the same; then the curl of
-the next request starts."
-  (let ((info (gptel-fsm-info fsm)))
-    (if (not (plist-get info :mevedel-attempt))
-        (funcall get-response fsm)
+the next request starts.  Unless the request goes over the module's
+client (`mevedel-gptel-transport')."
+  (let* ((info (gptel-fsm-info fsm))
+         (native (and (plist-get info :mevedel-attempt)
+                      (mevedel-gptel--native-options info))))
+    (cond
+     ((not (plist-get info :mevedel-attempt))
+      (funcall get-response fsm))
+     (native
+      (mevedel-gptel--end-requests fsm)
+      (mevedel-gptel--send get-response fsm native))
+     (t
       (let* ((started (plist-get info :mevedel-curl))
              (command nil)
              (backend (plist-get info :backend))
@@ -1033,7 +1054,7 @@ the next request starts."
           (funcall get-response fsm))
         (when started (delete-process started))
         (when command
-          (plist-put info :mevedel-curl (mevedel-gptel--start-curl command)))))))
+          (plist-put info :mevedel-curl (mevedel-gptel--start-curl command))))))))
 
 (defun mevedel-gptel--end-requests (fsm)
   "Let go of what FSM's turn kept for its next request: its body file and curl."
@@ -1042,6 +1063,163 @@ the next request starts."
     (when-let* ((curl (plist-get info :mevedel-curl)))
       (plist-put info :mevedel-curl nil)
       (delete-process curl))))
+
+;;;; The module's HTTP client
+
+;; A curl per request costs its start (milliseconds: it loads a dozen
+;; libraries) and a new connection, most of a tool round trip to a
+;; nearby server.  The module's client (`mevedel-core-http-request')
+;; keeps connections open and prints each response as curl would;
+;; gptel's own request function still runs, with a pipe process
+;; standing in for curl: gptel writes its config to it (read here for
+;; the URL, headers and proxy), its filter gets the response, and its
+;; sentinel runs when the response ends, seeing the exit code curl
+;; would have had.  Requests that need curl go through curl (ADR 0027).
+
+(defcustom mevedel-gptel-transport 'native
+  "How the requests of mevedel turns reach the backend.
+`native': over the module's HTTP client, whose connections stay open
+between requests.  `curl': one curl per request, as gptel sends them.
+A request goes through curl whatever this says when it needs what
+only curl does: an argument in `gptel-curl-extra-args' or the
+backend's `curl-args' other than --noproxy, --proxy, --silent and
+--location (Bedrock signs requests with them), a binary coding system,
+or a SOCKS proxy."
+  :type '(choice (const :tag "Kept-alive HTTP client" native)
+                 (const :tag "curl per request" curl))
+  :group 'mevedel)
+
+(defun mevedel-gptel--proxy-env (name &optional exact)
+  "Return environment variable NAME, or its upper-case form unless EXACT.
+Empty counts as unset."
+  (let ((value (or (getenv name) (and (not exact) (getenv (upcase name))))))
+    (and value (not (string-empty-p value)) value)))
+
+(defun mevedel-gptel--native-options (info)
+  "Return the client options for request INFO, or nil when it needs curl.
+The options are a plist for `mevedel-core-http-request': the proxies
+curl would use (as curl, only the lower-case http_proxy) and what the
+curl arguments the client understands ask for."
+  (let* ((backend (plist-get info :backend))
+         (curl-args (gptel-backend-curl-args backend))
+         (args (append gptel-curl-extra-args
+                       (if (functionp curl-args) (funcall curl-args) curl-args)))
+         (options (list :proxy (mevedel-gptel--proxy-env "all_proxy")
+                        :http-proxy (mevedel-gptel--proxy-env "http_proxy" t)
+                        :https-proxy (mevedel-gptel--proxy-env "https_proxy")
+                        :no-proxy (mevedel-gptel--proxy-env "no_proxy")))
+         (ok (and (eq mevedel-gptel-transport 'native)
+                  (featurep 'mevedel-dyn)
+                  (not (eq (gptel-backend-coding-system backend) 'binary)))))
+    (while (and ok args)
+      (let ((arg (pop args)))
+        (pcase arg
+          ("--noproxy" (plist-put options :no-proxy (pop args)))
+          ((or "--proxy" "-x") (plist-put options :proxy (pop args)))
+          ((or "--silent" "-s" "--location" "-L") nil)
+          (_ (setq ok nil)))))
+    (unless (string-empty-p gptel-proxy)
+      (plist-put options :proxy gptel-proxy))
+    (and ok
+         (not (cl-some (lambda (proxy) (and (stringp proxy) (string-prefix-p "socks" proxy)))
+                       (list (plist-get options :proxy) (plist-get options :http-proxy)
+                             (plist-get options :https-proxy))))
+         options)))
+
+(defun mevedel-gptel--config-options (config)
+  "Return the options of curl CONFIG, gptel's text, as (NAME . VALUE) pairs."
+  (let ((options nil) (start 0))
+    (while (string-match "^\\([a-z-]+\\)\\(?: = \\(.+\\)\\)?$" config start)
+      (push (cons (match-string 1 config)
+                  (and (match-beginning 2) (car (read-from-string (match-string 2 config)))))
+            options)
+      (setq start (match-end 0)))
+    (nreverse options)))
+
+(defun mevedel-gptel--send (get-response fsm options)
+  "Apply GET-RESPONSE to FSM, its request sent over the module's client.
+OPTIONS are the client's (`mevedel-gptel--native-options')."
+  (let* ((info (gptel-fsm-info fsm))
+         (backend (plist-get info :backend))
+         (curl-args (gptel-backend-curl-args backend))
+         (process nil)
+         (config nil)
+         (send-string (symbol-function 'process-send-string))
+         (send-eof (symbol-function 'process-send-eof)))
+    (plist-put info :mevedel-native t)
+    (unwind-protect
+        ;; gptel appends its own arguments to the backend's list in
+        ;; place: it gets a copy.
+        (cl-letf (((gptel-backend-curl-args backend)
+                   (copy-sequence (if (functionp curl-args) (funcall curl-args) curl-args)))
+                  ((symbol-function 'make-process)
+                   (lambda (&rest args)
+                     (setq process (make-pipe-process :name "mevedel-http" :noquery t
+                                                      :buffer (plist-get args :buffer)
+                                                      :sentinel #'ignore))))
+                  ((symbol-function 'process-send-string)
+                   (lambda (target string)
+                     (if (eq target process)
+                         (setq config string)
+                       (funcall send-string target string))))
+                  ((symbol-function 'process-send-eof)
+                   (lambda (&optional target)
+                     (unless (eq target process) (funcall send-eof target)))))
+          (funcall get-response fsm))
+      (setq options (nconc (list :body (plist-get info :mevedel-native)) options))
+      (plist-put info :mevedel-native nil))
+    (when-let* ((entry (and config (assq process gptel--request-alist))))
+      (let* ((config (mevedel-gptel--config-options config))
+             (write-out (cdr (assoc "write-out" config)))
+             (abort (cddr entry))
+             (id (condition-case err
+                     (mevedel-core-http-request
+                      (nconc (list :url (cdr (assoc "url" config))
+                                   :headers (cl-loop for (name . value) in config
+                                                     when (equal name "header") collect value))
+                             (if-let* ((proxy (cdr (assoc "proxy" config))))
+                                 (plist-put options :proxy proxy)
+                               options))
+                      (lambda (event) (mevedel-gptel--receive process write-out event)))
+                   (error (message "mevedel: the request could not start: %s"
+                                   (error-message-string err))
+                          nil))))
+        (if (not id)
+            ;; As a curl that could not start: the request fails, once.
+            (mevedel-gptel--end process 2)
+          ;; gptel's abort (C-c C-k, `gptel-abort', a cancelled turn)
+          ;; stops the request in the module too, closing its connection.
+          (setcdr (cdr entry) (lambda ()
+                                (mevedel-core-http-cancel id)
+                                (funcall abort))))))))
+
+(defun mevedel-gptel--receive (process write-out event)
+  "Give EVENT of the request behind PROCESS to gptel as curl's output.
+WRITE-OUT is what gptel asked curl to print after the response."
+  (when (process-live-p process)
+    (pcase event
+      (`(output ,text) (funcall (process-filter process) process text))
+      (`(exit ,code ,_message ,header-bytes)
+       (when (and (zerop code) write-out)
+         (funcall (process-filter process) process
+                  (string-replace "%{size_header}" (number-to-string header-bytes) write-out)))
+       (mevedel-gptel--end process code)))))
+
+(defun mevedel-gptel--end (process code)
+  "Run the sentinel of PROCESS as for a curl that exited with CODE."
+  (let ((sentinel (process-sentinel process))
+        (status (symbol-function 'process-status))
+        (exit-status (symbol-function 'process-exit-status)))
+    (set-process-sentinel process #'ignore)
+    (process-put process 'mevedel-native-exit code)
+    (unwind-protect
+        (cl-letf (((symbol-function 'process-status)
+                   (lambda (target) (if (eq target process) 'exit (funcall status target))))
+                  ((symbol-function 'process-exit-status)
+                   (lambda (target) (if (eq target process) code (funcall exit-status target)))))
+          (funcall sentinel process (if (zerop code) "finished\n"
+                                      (format "exited abnormally with code %d\n" code))))
+      (delete-process process))))
 
 ;;;; Attempts and retries
 
@@ -1052,8 +1230,8 @@ the next request starts."
 A retried attempt gets them back as they were when it began.")
 
 (defconst mevedel-gptel--failure-keys
-  '(:mevedel-curl-exit :mevedel-retry-after :mevedel-stream-end :mevedel-stream-error
-    :mevedel-malformed :mevedel-retry)
+  '(:mevedel-curl-exit :mevedel-native-exit :mevedel-retry-after :mevedel-stream-end
+    :mevedel-stream-error :mevedel-malformed :mevedel-retry)
   "Request info keys mevedel fills while one response fails.")
 
 (defvar mevedel-gptel-continuation-functions nil
@@ -1368,7 +1546,10 @@ provider asked to wait, or nil)."
                     (concat (format format (if (= exit 18)
                                                (if stream "stream" "response")
                                              address))
-                            (format " (curl exit %d)" exit)
+                            (format (if (plist-get info :mevedel-native-exit)
+                                        " (code %d)"
+                                      " (curl exit %d)")
+                                    exit)
                             (if stream (mevedel-gptel--writing-call info) "")
                             (if (memq exit '(5 6 7 28 35 60))
                                 " — check gptel-backend and the network"
@@ -1431,6 +1612,7 @@ failure as its error instead of reading as an answer."
         (funcall sentinel process status)
       (let ((exit (process-exit-status process)))
         (plist-put info :mevedel-curl-exit exit)
+        (plist-put info :mevedel-native-exit (process-get process 'mevedel-native-exit))
         (plist-put info :mevedel-retry-after (mevedel-gptel--retry-after buffer))
         (when (and (plist-get info :stream) (zerop exit)
                    (member (plist-get info :http-status) '("200" "100")))

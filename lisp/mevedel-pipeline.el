@@ -500,22 +500,20 @@ provenance for the handler's own records, never permission authority."
 ;; identity, calling agent, outcome, whether the handler ran, duration;
 ;; never arguments or results), and a ToolCall program its ptc-script
 ;; span (mevedel-ptc.el).  A session keeps its newest records in memory
-;; and, once it has a store, saves them there as session metadata
-;; "tool-telemetry N", chunks of `mevedel-pipeline--telemetry-chunk'
-;; records: a record rewrites its chunk only.  Records made before the
-;; store exists are saved when it is made.
+;; and, once it has a store, saves each there as session metadata
+;; "tool-telemetry N", a list of one record (earlier versions saved up
+;; to 100 under one N): a call prints its own record, never the ones
+;; before it.  Records made before the store exists are saved when it
+;; is made.
 
 (defcustom mevedel-pipeline-telemetry-limit 500
   "How many telemetry records a session keeps in memory."
   :type 'natnum)
 
-(defconst mevedel-pipeline--telemetry-chunk 100
-  "Records per saved chunk of a session's telemetry.")
-
 (cl-defstruct (mevedel-pipeline--telemetry (:constructor mevedel-pipeline--telemetry-make)
                                            (:copier nil))
-  "One session's telemetry: newest first, and the chunk not yet full."
-  records chunk current)
+  "One session's telemetry: newest first, the next key's number, unsaved ones."
+  records next unsaved)
 
 (defvar mevedel-pipeline--telemetry (make-hash-table :test #'eq :weakness 'key)
   "Session -> its `mevedel-pipeline--telemetry'.")
@@ -548,29 +546,29 @@ Never signals: telemetry must not stop a tool call."
           (setf (mevedel-pipeline--telemetry-records log)
                 (take mevedel-pipeline-telemetry-limit
                       (cons record (mevedel-pipeline--telemetry-records log))))
-          (push record (mevedel-pipeline--telemetry-current log))
+          (push record (mevedel-pipeline--telemetry-unsaved log))
           (mevedel-pipeline--save-telemetry session log))
       (error (mevedel-pipeline--warn "Recording tool telemetry failed: %s"
                                      (error-message-string err))))))
 
 (defun mevedel-pipeline--save-telemetry (session log)
-  "Save LOG's unfinished chunk in SESSION's store, when it has one."
+  "Save LOG's unsaved records in SESSION's store, when it has one."
   (when-let* ((store (mevedel-session-store session))
-              (current (mevedel-pipeline--telemetry-current log)))
-    (unless (mevedel-pipeline--telemetry-chunk log)
-      ;; After the chunks an earlier Emacs saved for this session.
-      (setf (mevedel-pipeline--telemetry-chunk log)
+              (unsaved (mevedel-pipeline--telemetry-unsaved log)))
+    (unless (mevedel-pipeline--telemetry-next log)
+      ;; After the records an earlier Emacs saved for this session.
+      (setf (mevedel-pipeline--telemetry-next log)
             (1+ (cl-loop for (key . _) in (mevedel-core-store-info-get store)
                          when (string-match "\\`tool-telemetry \\([0-9]+\\)\\'" key)
                          maximize (string-to-number (match-string 1 key)) into top
                          finally return (or top -1)))))
     (let ((print-length nil) (print-level nil) (print-escape-newlines t))
       (mevedel-core-store-info-set
-       store (list (cons (format "tool-telemetry %d" (mevedel-pipeline--telemetry-chunk log))
-                         (prin1-to-string (reverse current))))))
-    (when (>= (length current) mevedel-pipeline--telemetry-chunk)
-      (setf (mevedel-pipeline--telemetry-current log) nil)
-      (cl-incf (mevedel-pipeline--telemetry-chunk log)))))
+       store (cl-loop for record in (reverse unsaved)
+                      collect (cons (format "tool-telemetry %d"
+                                            (1- (cl-incf (mevedel-pipeline--telemetry-next log))))
+                                    (prin1-to-string (list record))))))
+    (setf (mevedel-pipeline--telemetry-unsaved log) nil)))
 
 (defun mevedel-pipeline--telemetry-materialized (session _directory)
   "Save the telemetry SESSION recorded before it had a store."

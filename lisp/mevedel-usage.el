@@ -7,9 +7,10 @@
 
 ;; The core of mevedel's token accounting: one record per request a
 ;; provider reported usage for, kept per session and saved in its store
-;; (session metadata "usage-records ID", the records of the root's turn
-;; ID: a request rewrites its turn's, not the session's), and sums of
-;; them per turn, per agent and for the session.
+;; (session metadata "usage-records ID AT.N", a list of one record of
+;; the root's turn ID: a request prints its own record, never its
+;; turn's again; earlier versions saved a turn's under "usage-records
+;; ID"), and sums of them per turn, per agent and for the session.
 ;;
 ;; A usage is a plist of token counts as the provider reported them:
 ;; :input, :output, :cache-read, :cache-write and :reasoning.  A count
@@ -51,6 +52,9 @@
 
 (defvar mevedel-usage--records (make-hash-table :test #'eq :weakness 'key)
   "Each session's usage records, newest first.")
+
+(defvar mevedel-usage--saved 0
+  "Records this Emacs saved: with a record's time, its key is unique.")
 
 (defun mevedel-usage-make (&rest counts)
   "Return the usage plist of COUNTS, keys of `mevedel-usage-keys'.
@@ -119,11 +123,10 @@ request).  The records are saved with the session's metadata."
          (records (cons record (mevedel-usage-records chat))))
     (puthash (mevedel-chat-session chat) records mevedel-usage--records)
     (unless (mevedel-chat-agent root)
-      (let ((group (mevedel-usage--group record)))
-        (mevedel-save-checkpoint
-         root `((,(concat "usage-records " group)
-                 . ,(mevedel-save-print (cl-remove group records :key #'mevedel-usage--group
-                                                   :test-not #'equal)))))))
+      (mevedel-save-checkpoint
+       root `((,(format "usage-records %s %d.%d" (mevedel-usage--group record)
+                        (plist-get record :at) (cl-incf mevedel-usage--saved))
+               . ,(mevedel-save-print (list record))))))
     record))
 
 (defun mevedel-usage-input (usage)

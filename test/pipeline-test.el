@@ -967,5 +967,37 @@
       (should (= (limit "PCustom2" :max-result-size 1234) 1234))
       (should-not (limit "PNoLimit")))))
 
+;; Issue 38: a settled call's telemetry costs the same late in a long
+;; session as early.
+(ert-deftest mevedel-pipeline:each-telemetry-record-is-saved-once-by-itself ()
+  "A record prints only itself; saved records, old chunks too, read back in order."
+  (let* ((workspace (make-temp-file "mevedel-telemetry-ws" t))
+         (session (mevedel-session-create :workspace workspace))
+         (store (mevedel-session-store-handle session))
+         (written nil)
+         (count (lambda (info)
+                  (dolist (entry info)
+                    (when (string-prefix-p "tool-telemetry" (car entry))
+                      (push (length (car (read-from-string (cdr entry)))) written))))))
+    (unwind-protect
+        (progn
+          ;; What an earlier version saved: a chunk of two.
+          (mevedel-core-store-info-set
+           store '(("tool-telemetry 0" . "((:at 1 :tool \"Old1\") (:at 2 :tool \"Old2\"))")))
+          (advice-add 'mevedel-core-store-info-set :before
+                      (lambda (_store info) (funcall count info)) '((name . telemetry-test)))
+          (dotimes (i 150)
+            (mevedel-pipeline-record-telemetry session (list :tool (format "T%d" i))))
+          (should (= (length written) 150))
+          (should (equal (delete-dups written) '(1)))
+          (mevedel-core-store-flush store)
+          (let ((saved (mevedel-pipeline-saved-telemetry (mevedel-core-store-info-get store))))
+            (should (equal (mapcar (lambda (r) (plist-get r :tool)) saved)
+                           (append '("Old1" "Old2")
+                                   (cl-loop for i below 150 collect (format "T%d" i)))))))
+      (advice-remove 'mevedel-core-store-info-set 'telemetry-test)
+      (mevedel-session-close session)
+      (delete-directory workspace t))))
+
 (provide 'pipeline-test)
 ;;; pipeline-test.el ends here

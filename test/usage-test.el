@@ -160,5 +160,26 @@
     (should (equal (plist-get info :mevedel-usage-start)
                    '(:input_tokens 12 :cache_read_input_tokens 3 :output_tokens 1)))))
 
+;; Issue 38: a request's usage costs the same late in a long turn as
+;; early.
+(ert-deftest mevedel-usage:each-record-is-saved-once-by-itself ()
+  "Recording a request prints its own record; the saved ones read back whole."
+  (mevedel-test-with-view _view chat
+    (let ((saved nil))
+      (cl-letf (((symbol-function 'mevedel-save-checkpoint)
+                 (lambda (_chat info &rest _) (setq saved (append info saved)))))
+        (dotimes (i 40)
+          (mevedel-usage-record chat (mevedel-usage-make :input i) :turn "t1" :model "m")))
+      (should (= (length saved) 40))
+      (dolist (entry saved)
+        (should (string-prefix-p "usage-records t1 " (car entry)))
+        (should (= (length (car (read-from-string (cdr entry)))) 1)))
+      (should (equal (sort (mapcar (lambda (r) (plist-get (plist-get r :usage) :input))
+                                   (mevedel-usage-read
+                                    (cons '("usage-records t0" . "((:turn \"t0\" :at 1 :usage (:input 99)))")
+                                          saved)))
+                           #'<)
+                     (append (number-sequence 0 39) '(99)))))))
+
 (provide 'usage-test)
 ;;; usage-test.el ends here

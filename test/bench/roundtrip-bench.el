@@ -6,13 +6,14 @@
 ;; (`bin/mevedel -p', the real gptel, streaming Anthropic) in which the
 ;; scripted model asks for 30 Reads, one at a time.  The figure is the
 ;; time from the first request's arrival at the server to the 31st's,
-;; over 30: each interval is the server's answer, curl, gptel's stream
-;; parser, the pipeline running Read, and the next request built and
-;; handed to curl; Emacs's start and the session's saving are not in
-;; it.  Median of three turns.  Peer: 30 requests of the same size,
-;; each to a curl started for it (the body on its standard input, as
-;; gptel gives it), against the same server, nothing else: what one
-;; curl per request costs.
+;; over 30: each interval is the server's answer, the module's HTTP
+;; client (ADR 0027), gptel's stream parser, the pipeline running Read,
+;; and the next request built and handed to the client; Emacs's start
+;; and the session's saving are not in it.  Median of three turns.
+;; Peer: 30 requests of the same size, each to a curl started for it
+;; (the body on its standard input, as gptel gives it), against the
+;; same server, nothing else: what one curl per request costs, which
+;; every request of a turn paid before.
 ;;
 ;; Where the time went (before this bench's changes; profiled with
 ;; mevedel byte-compiled, gptel as fetched, 2 cores, load 1): 20.9 ms
@@ -43,6 +44,20 @@
 ;; what a request adds: Emacs 3.0 ms (the request 0.3), the server
 ;; 0.67.  Starting the next curl blocks Emacs 0.2 ms (vfork; ms when
 ;; the machine is loaded).
+;;
+;; Then the requests left curl for the module's kept-alive client (ADR
+;; 0027).  Same turns, same machine, load 11-13 on 2 cores, the two
+;; transports alternating: the figure 5.7-9.7 ms with the client, 23-30
+;; with a curl per request; Emacs's CPU per round trip 2.8-3.1 ms, 4.5-5.2
+;; with curl (starting it and reading its pipe cost Emacs too).  A round
+;; trip's parts (wall, loaded): the response's events to Read's dispatch
+;; 1.1 ms, Read in the module 2.5, its result to the next request handed
+;; to the client 2.1 (the seam call, copying the 120 KB body, 0.2-0.7),
+;; the server's answer and its first event 3-6.  The first round trip
+;; of a turn created the session's mailbox (35-47 ms, 1.2-1.5 ms of the
+;; figure) to learn it held no mail; an empty mailbox is no longer
+;; created to be read.  The client is made once per Emacs (6-9 ms, at
+;; the turn's first request).
 
 ;;; Code:
 
@@ -99,7 +114,7 @@ The server answers each as it answers the turn's last request."
        (ours (mevedel-bench-percentile (mapcar #'car turns) 50))
        (body (cadr (car turns)))
        (peer (roundtrip-bench--bare-curl body)))
-  (mevedel-bench-describe "a headless turn (bin/mevedel -p, gptel streaming Anthropic) of %d sequential Read calls of 60-line files against the scripted model (no pause between chunks); figure: time from the first request's arrival at the server to the last's, per round trip (answer, curl, gptel's parser, Read through the pipeline, the next request built and sent; the request grows to %.0f KB), median of 3 turns; peer: one curl started per request, sending the last request's body to the same server, nothing else; goal <= 5 ms"
+  (mevedel-bench-describe "a headless turn (bin/mevedel -p, gptel streaming Anthropic) of %d sequential Read calls of 60-line files against the scripted model (no pause between chunks); figure: time from the first request's arrival at the server to the last's, per round trip (answer, the module's kept-alive HTTP client, gptel's parser, Read through the pipeline, the next request built and sent; the request grows to %.0f KB), median of 3 turns; peer: one curl started per request, sending the last request's body to the same server, nothing else; goal <= 5 ms"
                           roundtrip-bench--calls (/ (length body) 1e3))
   (mevedel-bench-report "tool-roundtrip-30-reads" ours "ms" "curl-per-request" peer))
 

@@ -148,7 +148,7 @@ JSON transcript."
                               "the stream ended before it was complete (the connection closed")
         (let ((json (provider-e2e--broken
                      wire t "close_mid_stream"
-                     "the stream ended before it was complete (curl exit 18)"
+                     "the stream ended before it was complete (code 18)"
                      '(text . "The first half of an answer that goes on"))))
           (let ((reply (cl-find "assistant" (alist-get 'messages json)
                                 :key (lambda (m) (alist-get 'role m)) :test #'equal)))
@@ -163,7 +163,7 @@ JSON transcript."
     (provider-e2e--broken wire nil "truncated_json"
                           "the response body is cut off: its JSON ends early (HTTP 200")
     (provider-e2e--broken wire nil "close_mid_stream"
-                          "the response ended before it was complete (curl exit 18)")))
+                          "the response ended before it was complete (code 18)")))
 
 (dolist (wire mevedel-e2e-wires)
   (eval
@@ -177,7 +177,7 @@ JSON transcript."
         (should (eq (plist-get run :outcome) 'error))
         (should (string-match-p "The first.*\\[incomplete: the response was cut off\\]" transcript))
         (should (string-match-p
-                 "Request failed: the stream ended before it was complete (curl exit 18)"
+                 "Request failed: the stream ended before it was complete (code 18)"
                  transcript))))
    t))
 

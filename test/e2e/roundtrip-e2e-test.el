@@ -2,14 +2,18 @@
 
 ;;; Commentary:
 
-;; A tool loop against the scripted model whose requests outgrow a
-;; pipe (64 KiB).  curl gets each request's body in a file, never on
-;; its standard input, where Emacs would wait 20 ms each time it found
-;; the pipe full; each file is gone once curl exits.  Every request
-;; after the first goes to a curl started while the previous one ran,
-;; and no curl outlives the turn.  A turn encodes its tools once.  Body
-;; files an Emacs killed outright left are swept by the next Emacs that
-;; sends.
+;; How a turn hands its requests to the network.  Over the module's
+;; kept-alive client (`mevedel-gptel-transport' `native', the default):
+;; no curl starts, a tool loop's requests extend each other byte for
+;; byte, cancelling stops the request in the module at once, and a
+;; refused connection fails the turn as curl's exit 7 would.  Through
+;; curl (`curl'), with a tool loop whose requests outgrow a pipe (64
+;; KiB): curl gets each request's body in a file, never on its standard
+;; input, where Emacs would wait 20 ms each time it found the pipe
+;; full; each file is gone once curl exits.  Every request after the
+;; first goes to a curl started while the previous one ran, and no curl
+;; outlives the turn.  A turn encodes its tools once.  Body files an
+;; Emacs killed outright left are swept by the next Emacs that sends.
 
 ;;; Code:
 
@@ -46,6 +50,7 @@
          (record (lambda (process string)
                    (when (string-prefix-p "gptel-curl" (process-name process))
                      (push string sent))))
+         (mevedel-gptel-transport 'curl)
          (run (unwind-protect
                   (progn (advice-add 'process-send-string :before record)
                          (mevedel-e2e-run :wire wire :stream stream :files roundtrip-e2e--files
@@ -80,6 +85,7 @@
                                                      gptel--request-alist))))
                        (should process)
                        (push (and (memq process before) t) started))))))
+         (mevedel-gptel-transport 'curl)
          (run (unwind-protect
                   (progn (advice-add 'gptel-curl-get-response :around note)
                          (mevedel-e2e-run :wire wire :stream stream :files roundtrip-e2e--files
@@ -112,7 +118,90 @@
     (mevedel-e2e-check-extends raws)
     (should (= encoded 1))))
 
-;;; roundtrip-e2e-test.el ends here
+;;;; The module's client
+
+(defun roundtrip-e2e--noting-requests (function)
+  "Call FUNCTION with a function returning the module requests started meanwhile.
+Also return, with them, the curls started: (RESULT IDS CURLS)."
+  (let* ((ids nil)
+         (curls 0)
+         (note (lambda (id) (push id ids) id))
+         (count (lambda (&rest args)
+                  (when (string-prefix-p "gptel-curl" (or (plist-get args :name) ""))
+                    (cl-incf curls)))))
+    (unwind-protect
+        (progn (advice-add 'mevedel-core-http-request :filter-return note)
+               (advice-add 'make-process :before count)
+               (let ((result (funcall function (lambda () ids))))
+                 (list result (reverse ids) curls)))
+      (advice-remove 'mevedel-core-http-request note)
+      (advice-remove 'make-process count))))
+
+(mevedel-e2e-deftest-matrix roundtrip-e2e:native-requests-start-no-curl
+  "A tool loop's requests go over the module's client: no curl, bodies extended."
+  (wire stream)
+  (pcase-let* ((`(,run ,ids ,curls)
+                (roundtrip-e2e--noting-requests
+                 (lambda (_ids)
+                   (mevedel-e2e-run :wire wire :stream stream :files roundtrip-e2e--files
+                                    :prompt "Read the files, \u00e9t\u00e9 \U0001F600." :timeout 60
+                                    :steps (roundtrip-e2e--reads 4)))))
+               (raws (mapcar (lambda (r) (alist-get 'raw r)) (plist-get run :requests))))
+    (should (eq (plist-get run :outcome) 'done))
+    (should (string-search "Read them." (plist-get run :transcript)))
+    (should (= (length ids) 5))
+    (should (= curls 0))
+    (should (= (length raws) 5))
+    ;; Non-ASCII text arrives as the UTF-8 it is.
+    (should (string-search "\u00e9t\u00e9 \U0001F600" (decode-coding-string (car raws) 'utf-8)))
+    (mevedel-e2e-check-extends raws)
+    (should (= (hash-table-count mevedel-core--http-functions) 0))))
+
+(ert-deftest roundtrip-e2e:cancel-mid-stream-stops-the-native-request-at-once ()
+  "C-c C-k while the answer streams ends the turn and the module's request."
+  (let ((cancelled nil)
+        (words (mapconcat #'identity (make-list 60 "streaming") " ")))
+    (pcase-let ((`(,run ,ids ,_)
+                 (roundtrip-e2e--noting-requests
+                  (lambda (ids)
+                    (mevedel-e2e-run
+                     :wire 'anthropic :stream t :prompt "Hello" :timeout 20 :delay 0.1
+                     :steps `(((text . ,words)))
+                     :during (lambda (_chat view)
+                               (when (and (not cancelled) (funcall ids)
+                                          (string-search "streaming"
+                                                         (mevedel-e2e-transcript-text view)))
+                                 (setq cancelled (float-time))
+                                 (with-current-buffer view (mevedel-view-abort)))))))))
+      (should cancelled)
+      (should (plist-get run :outcome))
+      (should-not (eq (plist-get run :outcome) 'done))
+      (should (< (- (float-time) cancelled) 3))
+      (should-not (string-search words (plist-get run :transcript)))
+      (should (= (length ids) 1))
+      ;; The module had already let go of it.
+      (should-not (mevedel-core-http-cancel (car ids)))
+      (should (= (hash-table-count mevedel-core--http-functions) 0)))))
+
+(ert-deftest roundtrip-e2e:a-refused-connection-fails-as-curl-s-exit-7 ()
+  "Nothing listening: the turn fails, naming the address, no retry left."
+  (let* ((port (mevedel-e2e-free-port))
+         (mevedel-recovery-max-retries 0)
+         (run (mevedel-e2e-run
+               :wire 'openai :stream t :prompt "Hello" :timeout 20
+               :steps '(((text . "Never sent.")))
+               :setup (lambda (chat)
+                        (setf (mevedel-chat-backend chat)
+                              (gptel-make-openai "nobody listening"
+                                :host (format "127.0.0.1:%d" port)
+                                :protocol "http" :endpoint "/v1/chat/completions"
+                                :stream t :key "scripted" :models '(scripted-model)
+                                :curl-args '("--noproxy" "127.0.0.1")))))))
+    (should (eq (plist-get run :outcome) 'error))
+    (should (string-match-p
+             (format "could not connect to 127.0.0.1:%d: connection refused .*(code 7)" port)
+             (plist-get run :transcript)))))
+
 
 (ert-deftest roundtrip-e2e:bodies-of-a-killed-emacs-are-swept ()
   "Body files an Emacs killed outright left are deleted by the next request's."
@@ -153,3 +242,17 @@
                            (encode-coding-string "{\"a\":\"\u00e9\"}" 'utf-8)))
             (mevedel-gptel--drop-body info)))
       (delete-directory temporary-file-directory t))))
+
+(ert-deftest roundtrip-e2e:a-request-the-module-cannot-start-fails-once ()
+  "The module refusing a request fails the turn with a message, not a hang."
+  (let* ((mevedel-recovery-max-retries 0)
+         (run (cl-letf (((symbol-function 'mevedel-core-http-request)
+                         (lambda (&rest _) (error "No client here"))))
+                (mevedel-e2e-run :wire 'anthropic :stream t :prompt "Hello" :timeout 20
+                                 :steps '(((text . "Never sent.")))))))
+    (should (eq (plist-get run :outcome) 'error))
+    (should (string-match-p "the request to 127\\.0\\.0\\.1:[0-9]+ failed (code 2)"
+                            (plist-get run :transcript)))
+    (should-not (string-search "Never sent." (plist-get run :transcript)))))
+
+;;; roundtrip-e2e-test.el ends here

@@ -12,6 +12,7 @@ pub mod datum;
 pub mod error;
 pub mod events;
 pub mod exec;
+pub mod http;
 pub mod mcp;
 pub mod media;
 pub mod patch;

@@ -48,6 +48,7 @@ mod errors;
 mod exec;
 mod files;
 mod guard;
+mod http;
 mod lisp_data;
 mod mcp;
 mod patch;

@@ -115,6 +115,9 @@ impl Store {
     /// Undelivered messages for RECIPIENT, oldest first, but for those
     /// held for delivery.
     pub fn mailbox_unread(&self, recipient: &str) -> Result<Vec<Message>> {
+        if !self.mail_exists() {
+            return Ok(Vec::new());
+        }
         let held = self
             .held
             .lock()

@@ -205,6 +205,14 @@ impl Store {
         body(conn).map_err(|e| store_error(doing, e))
     }
 
+    /// Whether the mailbox may hold mail: it is open, or its file
+    /// exists. Reading a mailbox that never got mail does not create it:
+    /// the first connection writes the file and its schema, tens of
+    /// milliseconds that would land on a turn's first tool round trip.
+    pub(crate) fn mail_exists(&self) -> bool {
+        self.mail.lock().map_or(true, |slot| slot.is_some()) || mailbox_path(&self.path).exists()
+    }
+
     /// The schema version (number of migrations applied).
     pub fn schema_version(&self) -> Result<i64> {
         self.with("Cannot read the schema version", |c| {
@@ -276,6 +284,20 @@ mod tests {
             "a store without mail made a mailbox"
         );
         assert!(store.mailbox_unread("/root").unwrap().is_empty());
+        assert!(
+            !mailbox_path(&path).exists(),
+            "reading an empty mailbox made one"
+        );
+        store
+            .mailbox_post(&mailbox::NewMessage {
+                recipient: "/root".into(),
+                sender: None,
+                kind: "MAIL".into(),
+                payload: "first".into(),
+                attrs: Vec::new(),
+            })
+            .unwrap();
+        assert_eq!(store.mailbox_unread("/root").unwrap().len(), 1);
         drop(store);
         assert_eq!(page_size(&path), i64::from(SESSION_PAGE_SIZE));
         assert_eq!(
