@@ -53,6 +53,7 @@
 (require 'mevedel-history)
 (require 'mevedel-memory)
 (require 'mevedel-pipeline)
+(require 'mevedel-remote)
 (require 'mevedel-resource)
 (require 'mevedel-session)
 (require 'mevedel-tool-media)
@@ -114,13 +115,7 @@ results name it."
       (cons (mevedel-resource-prepare value tool) value))
      ((and (not value) (equal tool "Read"))
       (signal 'mevedel-core-resource-error (list "Read: `file_path' is required")))
-     (t (let ((file (expand-file-name (or value default-directory))))
-          (when (and (file-remote-p file) (not (equal tool "Read")))
-            (signal 'mevedel-core-search-error
-                    (list (format "%s: `%s' is on a remote host (TRAMP), and %s searches \
-local files in-process.  Search on that host with a shell command (rg or grep there), \
-or Read single remote files" tool (or value (abbreviate-file-name file)) tool))))
-          (cons file (or value "")))))))
+     (t (cons (expand-file-name (or value default-directory)) (or value ""))))))
 
 (defun mevedel-tool-fs--remote-copy (file display)
   "Return a local temporary copy of the remote FILE, named DISPLAY in errors.
@@ -141,6 +136,25 @@ List it with a shell command on that host, or Read a file in it"))
                             size mevedel-tool-fs-remote-read-limit)))
      (t (or (file-local-copy file)
             (funcall fail "TRAMP could not copy it here"))))))
+
+(defun mevedel-tool-fs--remote-text (file args)
+  "Return the text Read pages for the remote FILE with ARGS, or nil.
+That is the text of a modified buffer visiting FILE, else the part of
+the file the page needs (`mevedel-remote-read-text'), fetched without
+copying the rest.  Nil for a binary file, an image or a PDF, and with
+:pages or :mode: those go through a local copy."
+  (let ((buffer (find-buffer-visiting file)))
+    (cond
+     ((and buffer (buffer-modified-p buffer) mevedel-tool-fs-read-unsaved-buffers)
+      (mevedel-tool-fs--buffer-text buffer))
+     ((or (mevedel-tool-fs--value args :pages) (mevedel-tool-fs--value args :mode)
+          (string-match-p "\\.\\(?:png\\|jpe?g\\|gif\\|webp\\|pdf\\)\\'" file))
+      nil)
+     (t (let ((attrs (mevedel-remote-call file (lambda () (file-attributes file)))))
+          (when (and attrs (not (eq t (file-attribute-type attrs))))
+            (car (mevedel-remote-read-text
+                  file (list :offset (mevedel-tool-fs--value args :offset)
+                             :limit (mevedel-tool-fs--value args :limit))))))))))
 
 ;;;; Unsaved buffers
 
@@ -329,7 +343,9 @@ Return a function that cancels the read."
    (lambda ()
      (pcase-let* ((`(,target . ,display) (mevedel-tool-fs--target "Read" :file_path args))
                   (documents (mevedel-tool-fs--documents target "Read"))
-                  (copy (and (stringp target) (file-remote-p target)
+                  (remote (and (stringp target) (mevedel-remote-p target)))
+                  (page-text (and remote (mevedel-tool-fs--remote-text target args)))
+                  (copy (and remote (not page-text)
                              (mevedel-tool-fs--remote-copy target display)))
                   (`(,buffer ,_ ,new) (and (not documents)
                                            (car (mevedel-tool-fs--unsaved target t))))
@@ -344,6 +360,10 @@ Return a function that cancels the read."
                               :max-side mevedel-tool-fs-image-max-side)))
        (cond
         ((mevedel-tool-fs--read-served target page callback))
+        (page-text
+         (mevedel-tool-fs--run
+          callback (lambda (reply)
+                     (mevedel-core-resource-read-text page-text display page reply))))
         ((and documents (get-text-property 0 'mevedel-history-status (cdar documents)))
          ;; A status (NOT READY) is whole: no page of it may hide it.
          (funcall callback (list :result (substring-no-properties (cdar documents))))
@@ -391,8 +411,20 @@ a function that cancels the search."
    callback
    (lambda ()
      (pcase-let ((`(,target . ,display) (mevedel-tool-fs--target tool :path args)))
-       (if (mevedel-tool-fs--saved-p target)
-           (mevedel-tool-fs--search-saved tool (funcall query args) callback)
+       (cond
+        ((and (stringp target) (mevedel-remote-p target))
+         (mevedel-remote-search tool (mevedel-tool-fs--value args :path)
+                                (if (equal (file-remote-p target) (file-remote-p default-directory))
+                                    default-directory
+                                  ;; Another host's absolute path: run there.
+                                  (file-name-directory
+                                   (directory-file-name (or (mevedel-tool-fs--value args :path)
+                                                            target))))
+                                display (funcall query args) (mevedel-tool-fs--timeout-ms)
+                                callback))
+        ((mevedel-tool-fs--saved-p target)
+         (mevedel-tool-fs--search-saved tool (funcall query args) callback))
+        (t
          (if-let* ((documents (mevedel-tool-fs--documents target tool)))
              (mevedel-tool-fs--run
               callback (lambda (reply)
@@ -403,7 +435,7 @@ a function that cancels the search."
               callback
               (lambda (reply)
                 (funcall search target display (funcall query args)
-                         (mevedel-tool-fs--timeout-ms) reply buffers))))))))))
+                         (mevedel-tool-fs--timeout-ms) reply buffers)))))))))))
 
 (defun mevedel-tool-fs--saved-p (target)
   "Return non-nil when TARGET is the prepared address history://saved.

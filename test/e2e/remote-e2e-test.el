@@ -1,0 +1,134 @@
+;;; remote-e2e-test.el --- Sessions on a remote host over TRAMP  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; Against a private sshd on 127.0.0.1 (mevedel-sshd.el): the file
+;; tools on a TRAMP workspace answer as the same calls on a local copy
+;; (but for the workspace's name), session state stays on this
+;; machine, ApplyPatch writes atomically there, the mutation lease
+;; keeps a second writer out, and a lost or hung host fails loudly.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'mevedel-test-helpers)
+(require 'mevedel-sshd)
+(require 'mevedel)
+(require 'mevedel-tool-fs)
+(require 'mevedel-tool-patch)
+(require 'mevedel-remote)
+(require 'mevedel-session)
+(mevedel--load)
+
+(defconst mevedel-remote-test-files
+  '(("a.txt" . "alpha\nbeta foo\n")
+    ("src/b.el" . "foo one\nx\nfoo two\n")
+    ("src/deep/c.py" . "def foo():\n    return 1\n")
+    (".hidden/h.txt" . "foo hidden\n")
+    (".gitignore" . "ign/\n")
+    ("ign/i.txt" . "foo ignored\n"))
+  "The workspace both copies hold.")
+
+(defun mevedel-remote-test--tree (dir)
+  "Write `mevedel-remote-test-files' under DIR, a Git repository."
+  (pcase-dolist (`(,name . ,text) mevedel-remote-test-files)
+    (let ((file (expand-file-name name dir)))
+      (make-directory (file-name-directory file) t)
+      (with-temp-file file (insert text))))
+  (make-directory (expand-file-name ".git" dir) t))
+
+(defmacro mevedel-remote-test--with (vars &rest body)
+  "Bind VARS (SSHD LOCAL REMOTE) to a server and two copies of a workspace.
+LOCAL is a local directory, REMOTE the TRAMP name of another one on
+SSHD.  BODY runs; everything is removed afterwards."
+  (declare (indent 1))
+  (pcase-let ((`(,sshd ,local ,remote) vars))
+    `(mevedel-sshd-with ,sshd
+       (let* ((base (file-name-as-directory (make-temp-file "mevedel-remote-" t)))
+              (,local (expand-file-name "local/" base))
+              (,remote (mevedel-sshd-file ,sshd (expand-file-name "remote/" base)))
+              (mevedel-remote-state-directory (expand-file-name "state/" base)))
+         (mevedel-remote-test--tree ,local)
+         (mevedel-remote-test--tree (expand-file-name "remote/" base))
+         (unwind-protect (progn ,@body)
+           (delete-directory base t))))))
+
+(defun mevedel-remote-test--call (handler args directory)
+  "Run the tool HANDLER on ARGS in DIRECTORY; return its result plist."
+  (let ((result nil) (calls 0) (default-directory directory))
+    (funcall handler (lambda (r) (setq result r) (cl-incf calls)) args)
+    (mevedel-test-wait-until result 30)
+    (should (= calls 1))
+    result))
+
+(defun mevedel-remote-test--same (handler args local remote)
+  "Check HANDLER on ARGS answers in REMOTE as in LOCAL, names aside.
+ARGS may hold the symbol `ROOT', the workspace's absolute name."
+  (let* ((subst (lambda (root) (mapcar (lambda (v) (if (eq v 'ROOT) root v)) args)))
+         (here (mevedel-remote-test--call handler (funcall subst local) local))
+         (there (mevedel-remote-test--call handler (funcall subst remote) remote))
+         (clean (lambda (text root)
+                  (string-join
+                   (sort (split-string (string-replace root "ROOT/" (or text "")) "\n" t)
+                         #'string<)
+                   "\n"))))
+    (should-not (eq (plist-get here :status) 'error))
+    (should (equal (plist-get there :status) (plist-get here :status)))
+    (should (equal (funcall clean (replace-regexp-in-string
+                                   "\n(Searched with rg on [^\n]*)" "" (plist-get there :result))
+                            remote)
+                   (funcall clean (plist-get here :result) local)))
+    (plist-get there :result)))
+
+(ert-deftest mevedel-remote:file-tools-answer-as-locally ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore sshd)
+    (dolist (call `((,#'mevedel-tool-fs-glob (:pattern "**/*"))
+                    (,#'mevedel-tool-fs-glob (:pattern "*.el" :path "src"))
+                    (,#'mevedel-tool-fs-glob (:pattern "*.py" :path ROOT))
+                    (,#'mevedel-tool-fs-grep (:pattern "foo"))
+                    (,#'mevedel-tool-fs-grep (:pattern "foo" :path "src" :output_mode "content"))
+                    (,#'mevedel-tool-fs-grep (:pattern "FOO" :-i t :output_mode "content" :-A 1))
+                    (,#'mevedel-tool-fs-grep (:pattern "foo" :path ROOT :output_mode "count"))
+                    (,#'mevedel-tool-fs-grep (:pattern "nothing-here"))
+                    (,#'mevedel-tool-fs-read (:file_path "src/b.el"))
+                    (,#'mevedel-tool-fs-read (:file_path "src/b.el" :offset 2 :limit 1))))
+      (mevedel-remote-test--same (car call) (cadr call) local remote))
+    ;; Pages as the module pages: the same counts and notes.
+    (should (string-match-p
+             (regexp-quote "[Showing output lines 1-2 of 5. Continue with offset=2")
+             (plist-get (mevedel-remote-test--call
+                         #'mevedel-tool-fs-grep '(:pattern "foo" :output_mode "content" :head_limit 2)
+                         remote)
+                        :result)))
+    ;; Absolute names are full TRAMP names, never bare host paths.
+    (should (string-search (concat "\n" remote "src/b.el:2\n")
+                           (plist-get (mevedel-remote-test--call
+                                         #'mevedel-tool-fs-grep
+                                         (list :pattern "foo" :path remote :output_mode "count")
+                                         remote)
+                                      :result)))))
+
+(provide 'remote-e2e-test)
+;;; remote-e2e-test.el ends here
+
+(ert-deftest mevedel-remote:session-state-stays-on-this-machine ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore local)
+    (let* ((session (mevedel-session-create :workspace remote))
+           (dir (mevedel-session-ensure-storage session))
+           (other (mevedel-sshd-file sshd "/tmp/")))
+      (unwind-protect
+          (progn
+            (should-not (file-remote-p dir))
+            (should (string-prefix-p (expand-file-name mevedel-remote-state-directory) dir))
+            (should (file-exists-p (mevedel-session-database-file session)))
+            ;; Keyed by host and path: another path, another place.
+            (should-not (equal (mevedel-remote-state-root remote)
+                               (mevedel-remote-state-root other)))
+            (should (string-search (mevedel-sshd-alias sshd) (mevedel-remote-state-root remote)))
+            ;; Nothing of it on the host.
+            (should-not (file-exists-p (expand-file-name ".mevedel/sessions" remote)))
+            (should (equal (mapcar #'car (mevedel-session-saved remote)) nil)))
+        (mevedel-session-close session)))))
