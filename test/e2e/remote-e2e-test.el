@@ -132,3 +132,95 @@ ARGS may hold the symbol `ROOT', the workspace's absolute name."
             (should-not (file-exists-p (expand-file-name ".mevedel/sessions" remote)))
             (should (equal (mapcar #'car (mevedel-session-saved remote)) nil)))
         (mevedel-session-close session)))))
+
+(defun mevedel-remote-test--patch (data patch)
+  "Run ApplyPatch on PATCH as a provider call from DATA; return its text."
+  (let ((box nil))
+    (with-current-buffer data
+      (mevedel-pipeline-run-tool (mevedel-tool-get "ApplyPatch") (list :patch patch)
+                                 (lambda (result) (setq box (list result)))
+                                 :tool-use-id "call-patch" :data-buffer data))
+    (mevedel-test-wait-until box 60)
+    (mevedel-render-data-strip (car box) "call-patch")))
+
+(defmacro mevedel-remote-test--with-session (vars root &rest body)
+  "Bind VARS (SESSION DATA) to a full-auto session of ROOT and its data buffer."
+  (declare (indent 2))
+  (pcase-let ((`(,session ,data) vars))
+    `(let* ((,session (mevedel-session-create :workspace ,root))
+            (,data (generate-new-buffer " *mevedel-remote-test*"))
+            (mevedel-permissions-rules nil))
+       (setf (mevedel-session-permission-mode ,session) 'full-auto)
+       (with-current-buffer ,data
+         (setq default-directory ,root)
+         (setq-local mevedel-session-current ,session))
+       (unwind-protect (let ((default-directory ,root)) ,@body)
+         (mevedel-remote-lease-release ,root)
+         (mevedel-session-close ,session)
+         (kill-buffer ,data)))))
+
+(defun mevedel-remote-test--text (file)
+  "Return FILE's contents."
+  (with-temp-buffer (insert-file-contents file) (buffer-string)))
+
+(ert-deftest mevedel-remote:apply-patch-writes-atomically-on-the-host ()
+  (require 'mevedel-render-data)
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore sshd)
+    (let ((patch (concat "*** Begin Patch\n*** Update File: src/b.el\n@@\n-x\n+y\n"
+                         "*** Add File: new/n.txt\n+fresh\n*** Delete File: a.txt\n"
+                         "*** End Patch\n"))
+          (host-b (mevedel-remote-local-name (expand-file-name "src/b.el" remote))))
+      (set-file-modes host-b #o751)
+      (set-file-modes (expand-file-name "src/b.el" local) #o751)
+      (let ((here (mevedel-remote-test--with-session (session data) local
+                    (ignore session)
+                    (mevedel-remote-test--patch data patch)))
+            (there (mevedel-remote-test--with-session (session data) remote
+                     (ignore session)
+                     (mevedel-remote-test--patch data patch))))
+        (should (equal there here))
+        (dolist (name '("src/b.el" "new/n.txt"))
+          (should (equal (mevedel-remote-test--text (expand-file-name name remote))
+                         (mevedel-remote-test--text (expand-file-name name local)))))
+        (should-not (file-exists-p (expand-file-name "a.txt" remote)))
+        ;; The mode is kept, and nothing is left beside the file.
+        (should (= (file-modes host-b) #o751))
+        (should (equal (directory-files (file-name-directory host-b) nil "mevedel") nil)))
+      ;; A hunk that does not apply: nothing at all is written.
+      (let ((before (mevedel-remote-test--text (expand-file-name "src/b.el" remote))))
+        (mevedel-remote-test--with-session (session data) remote
+          (ignore session)
+          (should (string-prefix-p
+                   "Error:"
+                   (mevedel-remote-test--patch
+                    data (concat "*** Begin Patch\n*** Add File: other.txt\n+o\n"
+                                 "*** Update File: src/b.el\n@@\n-not there\n+z\n"
+                                 "*** End Patch\n")))))
+        (should (equal (mevedel-remote-test--text (expand-file-name "src/b.el" remote)) before))
+        (should-not (file-exists-p (expand-file-name "other.txt" remote))))
+      ;; The writer: a file changed on the host since it was read, or
+      ;; a write failing after another was staged, leaves every file
+      ;; as it was and nothing beside them.
+      (let* ((b (expand-file-name "src/b.el" remote))
+             (c (expand-file-name "src/deep/c.py" remote))
+             (new (make-temp-file "mevedel-new-"))
+             (b-attrs (file-attributes b))
+             (b-before (mevedel-remote-test--text b))
+             (c-before (mevedel-remote-test--text c)))
+        (unwind-protect
+            (progn
+              (with-temp-file new (insert "new\n"))
+              (should-error (mevedel-remote-patch-write
+                             (list (list b new b-attrs)
+                                   (list c new (file-attributes b)))))
+              (should-error (mevedel-remote-patch-write
+                             (list (list b new b-attrs)
+                                   (list c (concat new "-missing") (file-attributes c)))))
+              (should (equal (mevedel-remote-test--text b) b-before))
+              (should (equal (mevedel-remote-test--text c) c-before))
+              (should (equal (directory-files (mevedel-remote-local-name
+                                               (expand-file-name "src/" remote))
+                                              nil "mevedel")
+                             nil)))
+          (delete-file new))))))
