@@ -23,7 +23,14 @@
 ;;   --goal-turns N            the Goal's root turns, the first included
 ;;   --goal-time 30m           the Goal's wall time
 ;;   --json                    print a JSON transcript instead of the answer
-;;   --dir DIR                 workspace directory (default: the current one)
+;;   --dir DIR                 workspace directory (default: the current one);
+;;                             a TRAMP name (/ssh:HOST:/path, /docker:...)
+;;                             works on that host (docs/remote.md); it is
+;;                             checked after --config, where TRAMP's
+;;                             settings live
+;;   --lease POLICY            a remote workspace another session writes:
+;;                             fail (default), wait, take-over (once
+;;                             stale) or read-only
 ;;   --permission-mode MODE    ask (default), edits, full-auto or plan
 ;;   --config FILE             load FILE first (gptel backend settings);
 ;;                             default $MEVEDEL_INIT, else
@@ -118,6 +125,7 @@
 (require 'mevedel-permissions)
 (require 'mevedel-session-list)
 (require 'mevedel-recovery)
+(require 'mevedel-remote)
 (require 'mevedel-tool-render)
 (require 'mevedel-usage)
 
@@ -148,7 +156,11 @@ Options:
   --goal-turns N           the Goal's root turns, the first included
   --goal-time TIME         the Goal's wall time (30m, 90s, 2h)
   --json                   print a JSON transcript instead of the answer
-  --dir DIR                workspace directory (default: the current one)
+  --dir DIR                workspace directory (default: the current one);
+                           /ssh:HOST:/path and other TRAMP names work there
+  --lease POLICY           when another session writes that remote workspace:
+                           fail (default), wait, take-over (once stale) or
+                           read-only
   --permission-mode MODE   ask (default), edits, full-auto or plan; calls that
                            would ask are refused, nobody can answer them
   --config FILE            Elisp setting gptel-backend and gptel-model
@@ -234,6 +246,12 @@ Emacs decodes arguments with the locale's coding system; without one
             ((or "-c" "--continue") (setq options (plist-put options :continue t)))
             ((or "-r" "--resume") (setq options (plist-put options :resume (value))))
             ("--fork" (setq options (plist-put options :fork t)))
+            ("--lease"
+             (let ((policy (value)))
+               (unless (member policy '("fail" "wait" "take-over" "read-only"))
+                 (mevedel-batch--usage-error
+                  "--lease needs fail, wait, take-over or read-only, not %s" policy))
+               (setq options (plist-put options :lease (intern policy)))))
             ("--list-sessions" (setq options (plist-put options :list t)))
             ("--trust-hooks" (setq options (plist-put options :trust-hooks t)))
             ("--trust-mcp" (setq options (plist-put options :trust-mcp t)))
@@ -263,9 +281,6 @@ Emacs decodes arguments with the locale's coding system; without one
     (unless (or (plist-get options :prompt) (plist-get options :goal)
                 (plist-get options :list) (plist-get options :help))
       (mevedel-batch--usage-error "Missing -p PROMPT (see --help)"))
-    (when-let* ((dir (plist-get options :dir)))
-      (unless (file-directory-p dir)
-        (mevedel-batch--usage-error "--dir %s is not a directory" dir)))
     (when (and (plist-get options :continue) (plist-get options :resume))
       (signal 'mevedel-batch-usage (list "Use --continue or --resume ID, not both")))
     (when (and (plist-get options :fork)
@@ -740,6 +755,27 @@ A syntax error names its line."
      (signal 'mevedel-batch-config
              (list (format "Error in the config file %s: %s" file (error-message-string err)))))))
 
+(defun mevedel-batch--check-dir (options)
+  "Check the --dir of OPTIONS is a directory; a remote one is reached first.
+Signal a usage error for a missing directory, and
+`mevedel-remote-unreachable' naming the host for a remote one that
+cannot be reached in time.  A remote workspace another session writes
+is said on stderr, and with --lease read-only opened so."
+  (when-let* ((dir (plist-get options :dir)))
+    (if (not (mevedel-remote-p dir))
+        (unless (file-directory-p dir)
+          (mevedel-batch--usage-error "--dir %s is not a directory" dir))
+      (condition-case nil
+          (mevedel-remote-check dir)
+        (file-error (mevedel-batch--usage-error "--dir %s is not a directory" dir)))
+      (when-let* ((policy (plist-get options :lease)))
+        (setq mevedel-remote-lease-policy policy))
+      (let ((root (mevedel-chat-workspace-root dir)))
+        (when-let* ((holder (mevedel-remote-lease-holder root)))
+          (message "mevedel: %s" (mevedel-remote-lease-message root holder))
+          (when (eq mevedel-remote-lease-policy 'read-only)
+            (mevedel-remote-lease-open-read-only root)))))))
+
 (defun mevedel-batch--interrupted ()
   "Say on stderr that the run was interrupted (`kill-emacs-hook' during a run)."
   (message "mevedel: interrupted; the session is saved (--continue resumes it)"))
@@ -758,6 +794,9 @@ See the commentary of mevedel-batch.el for the arguments and
               (progn (princ mevedel-batch-usage-text) (setq status 0))
             (when-let* ((init (mevedel-batch--config-file options)))
               (mevedel-batch--load-config init))
+            ;; After the config: TRAMP's settings for a remote --dir
+            ;; are there.
+            (mevedel-batch--check-dir options)
             (let ((result (if (plist-get options :list)
                               (list :status 0 :output (mevedel-batch-list-sessions options))
                             (mevedel-batch-run-turn options))))

@@ -132,6 +132,59 @@ readable, with a hash of the exact path so that two paths never meet."
     (file-name-as-directory
      (expand-file-name (concat host "/" name) (expand-file-name mevedel-remote-state-directory)))))
 
+;;;; One TRAMP operation at a time
+
+(defvar mevedel-remote--depth 0
+  "How many `mevedel-remote-call's are running (nested).")
+
+(defvar mevedel-remote--waiting nil
+  "Functions waiting for TRAMP to be free, oldest first.")
+
+(defun mevedel-remote--busy-p ()
+  "Return non-nil while a TRAMP operation is in flight.
+TRAMP locks a connection while it talks to the host; a process filter
+or sentinel that ran then and started another operation would make
+TRAMP signal \"Forbidden reentrant call\"."
+  (or (> mevedel-remote--depth 0)
+      ;; TRAMP keeps the lock among the properties of the connection's
+      ;; process.
+      (cl-some (lambda (process)
+                 (and (process-live-p process)
+                      (process-get process 'tramp-vector)
+                      (tramp-get-connection-property process "locked")))
+               (process-list))))
+
+(defun mevedel-remote--arm (seconds)
+  "Run the waiting functions in SECONDS, from the global timer list.
+TRAMP suspends timers during an operation by binding `timer-list'; a
+timer made meanwhile with `run-at-time' would be dropped when the
+binding ends, so this one goes straight to the global list."
+  (let ((timer (timer-create)))
+    (timer-set-time timer (time-add nil seconds))
+    (timer-set-function timer #'mevedel-remote--drain)
+    ;; Due now or nearly: the head of the list keeps it sorted enough
+    ;; for timers to run in order.
+    (set-default 'timer-list (cons timer (default-value 'timer-list)))))
+
+(defun mevedel-remote--drain ()
+  "Call the functions waiting for TRAMP, if it is free; else try again soon."
+  (if (mevedel-remote--busy-p)
+      (mevedel-remote--arm 0.05)
+    (while mevedel-remote--waiting
+      (let ((function (pop mevedel-remote--waiting)))
+        (with-demoted-errors "mevedel-remote: %S" (funcall function))))))
+
+(defun mevedel-remote-when-free (function)
+  "Call FUNCTION now, or as soon as no TRAMP operation is in flight.
+Tool handlers on a remote workspace start this way: they may be
+reached from a process filter running inside another TRAMP operation.
+Return a function that drops FUNCTION if it has not run yet."
+  (if (not (mevedel-remote--busy-p))
+      (progn (funcall function) #'ignore)
+    (setq mevedel-remote--waiting (nconc mevedel-remote--waiting (list function)))
+    (mevedel-remote--arm 0)
+    (lambda () (setq mevedel-remote--waiting (delq function mevedel-remote--waiting)))))
+
 ;;;; Connection health
 
 (defun mevedel-remote--unreachable (file why)
@@ -162,7 +215,11 @@ host, and drops the connection so that the next call reconnects.
 Return FUNCTION's value.  A local FILE just calls FUNCTION."
   (if (not (mevedel-remote-p file))
       (funcall function)
-    (let ((done nil))
+    (let ((done nil)
+          (mevedel-remote--depth (1+ mevedel-remote--depth))
+          ;; TRAMP suspends timers while it works, `with-timeout''s
+          ;; too: its own login timeout is what bounds a silent host.
+          (tramp-connection-timeout mevedel-remote-connect-timeout))
       (unwind-protect
           (condition-case err
               (prog1 (with-timeout (mevedel-remote-connect-timeout
@@ -284,43 +341,27 @@ Relative names stay relative to DIRECTORY, as a local run names them."
 (defun mevedel-remote--rg (directory args timeout-ms callback)
   "Run rg with ARGS in the remote DIRECTORY; CALLBACK gets (STATUS . LINES).
 STATUS is rg's exit status, `timeout' when TIMEOUT-MS ran out (the
-lines so far kept) or a string saying why it could not start.  Return
-a function that cancels the run."
-  (let* ((default-directory (file-name-as-directory directory))
-         (buffer (generate-new-buffer " *mevedel-remote-rg*"))
-         (settled nil)
-         (timer nil)
-         (process nil)
-         (finish (lambda (status)
-                   (unless settled
-                     (setq settled t)
-                     (when timer (cancel-timer timer))
-                     (let ((lines (with-current-buffer buffer
-                                    (split-string (buffer-string) "\n" t))))
-                       (kill-buffer buffer)
-                       (funcall callback (cons status lines)))))))
-    (condition-case err
-        (setq process
-              (mevedel-remote-call
-               directory
-               (lambda ()
-                 (make-process :name "mevedel-remote-rg" :buffer buffer :noquery t
-                               :file-handler t :connection-type 'pipe
-                               :coding 'utf-8-unix
-                               :command (cons "rg" args)
-                               :stderr (get-buffer-create " *mevedel-remote-rg-err*")
-                               :sentinel (lambda (proc _event)
-                                           (unless (process-live-p proc)
-                                             (funcall finish (process-exit-status proc))))))))
-      (error (funcall finish (error-message-string err))))
-    (when (and (not settled) (> timeout-ms 0))
-      (setq timer (run-at-time (/ timeout-ms 1000.0) nil
-                               (lambda ()
-                                 (when (process-live-p process) (delete-process process))
-                                 (funcall finish 'timeout)))))
-    (lambda ()
-      (when (process-live-p process) (delete-process process))
-      (funcall finish "cancelled"))))
+lines so far kept) or a string saying why it could not run.  It runs
+through `process-file', to its end: an asynchronous TRAMP process
+cleans up from its sentinel with remote commands, which would land in
+the middle of whatever other TRAMP command is running then.  The
+host's `timeout' bounds it.  Return a function that cancels nothing:
+the search is over when this returns."
+  (let ((default-directory (file-name-as-directory directory))
+        (seconds (number-to-string (max 1 (ceiling timeout-ms 1000.0)))))
+    (funcall callback
+             (condition-case err
+                 (with-temp-buffer
+                   (let* ((coding-system-for-read 'utf-8-unix)
+                          (status (mevedel-remote-call
+                                   directory
+                                   (lambda ()
+                                     (apply #'process-file "timeout" nil (list t nil) nil
+                                            seconds "rg" args)))))
+                     (cons (if (eql status 124) 'timeout status)
+                           (split-string (buffer-string) "\n" t))))
+               (error (cons (error-message-string err) nil))))
+    #'ignore))
 
 (defun mevedel-remote--rg-result (tool directory status lines empty offset limit)
   "Return TOOL's result plist for rg's STATUS and LINES run in DIRECTORY.
@@ -331,7 +372,7 @@ EMPTY, OFFSET and LIMIT page the lines as the module pages its own."
                            :status 'error))
    ((and (integerp status) (= status 127))
     (list :result (format "%s: rg is not installed on %s, and the mevedel helper cannot \
-run there; install ripgrep on that host" tool (mevedel-remote-host directory))
+run there; install ripgrep (and coreutils' timeout) on that host" tool (mevedel-remote-host directory))
           :status 'error))
    ((and (integerp status) (> status 1))
     (list :result (format "%s on %s failed (rg exit %d): %s" tool (mevedel-remote-host directory)
@@ -590,6 +631,10 @@ Creation is exclusive on the host, so two sessions cannot both take it."
   (format "%s is being written by session %s (last seen %ds ago; stale after %ds)"
           workspace (car holder) (round (cdr holder)) mevedel-remote-lease-stale-seconds))
 
+(defun mevedel-remote-lease-open-read-only (workspace)
+  "Open the remote WORKSPACE read-only: no write of this Emacs takes its lease."
+  (puthash workspace t mevedel-remote--read-only))
+
 (defun mevedel-remote-read-only-p (workspace)
   "Return non-nil when this Emacs opened the remote WORKSPACE read-only."
   (gethash workspace mevedel-remote--read-only))
@@ -634,7 +679,7 @@ nothing is written" workspace))))
                   (let ((stale (> (cdr holder) mevedel-remote-lease-stale-seconds)))
                     (pcase policy
                       ('read-only
-                       (puthash workspace t mevedel-remote--read-only)
+                       (mevedel-remote-lease-open-read-only workspace)
                        (signal 'mevedel-remote-lease-held
                                (list (concat (mevedel-remote-lease-message workspace holder)
                                              "; opened read-only"))))

@@ -333,11 +333,39 @@ A signal from BODY settles CALLBACK with an error result instead."
 
 ;;;; Handlers
 
+(defun mevedel-tool-fs--when-free (callback args key start)
+  "Call START, a handler's body, now or once TRAMP is free.
+It waits (`mevedel-remote-when-free') when the path argument KEY of
+ARGS names a remote file, or is relative in a remote workspace.
+CALLBACK is the handler's.  Return a cancel function."
+  (let ((value (mevedel-tool-fs--value args key)))
+    (if (not (if (and (stringp value) (file-name-absolute-p value))
+                 (mevedel-remote-p value)
+               (mevedel-remote-p default-directory)))
+        (funcall start)
+      (let* ((cancel nil)
+             (directory default-directory)
+             (drop (mevedel-remote-when-free
+                    (mevedel-pipeline-continuation
+                     (lambda ()
+                       (let ((default-directory directory))
+                         (setq cancel (funcall start))))))))
+        (lambda ()
+          (if cancel (funcall cancel)
+            (funcall drop)
+            (funcall callback (list :result "Cancelled." :status 'error))))))))
+
 (defun mevedel-tool-fs-read (callback args)
   "Read the file, directory or resource named in ARGS; call CALLBACK.
 ARGS has :file_path and optionally :offset, :limit and :char_offset,
 and for a PDF :pages and :mode.
 Return a function that cancels the read."
+  (mevedel-tool-fs--when-free
+   callback args :file_path
+   (lambda () (mevedel-tool-fs--read callback args))))
+
+(defun mevedel-tool-fs--read (callback args)
+  "Read as `mevedel-tool-fs-read' with CALLBACK and ARGS, TRAMP being free."
   (mevedel-tool-fs--guard
    callback
    (lambda ()
@@ -407,6 +435,13 @@ returning what SEARCH takes after the target and its display form, and
 in UNSAVED, a function of the modified buffers under the target (see
 `mevedel-tool-fs--unsaved') returning what SEARCH takes last.  Return
 a function that cancels the search."
+  (mevedel-tool-fs--when-free
+   callback args :path
+   (lambda () (mevedel-tool-fs--search-now tool search query unsaved callback args))))
+
+(defun mevedel-tool-fs--search-now (tool search query unsaved callback args)
+  "Search now, TRAMP being free: see `mevedel-tool-fs--search'.
+TOOL, SEARCH, QUERY, UNSAVED, CALLBACK and ARGS are as there."
   (mevedel-tool-fs--guard
    callback
    (lambda ()

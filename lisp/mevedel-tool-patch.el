@@ -569,11 +569,17 @@ updated (%s)" (plist-get file :path) failure))))
   "Apply the patch in ARGS (:patch) and call CALLBACK with the result once.
 The result is an envelope, or an \"Error: ...\" text naming the file,
 hunk and nearest lines of a failure; nothing is written then."
-  (funcall callback
-           (condition-case err
-               (mevedel-tool-patch--apply (plist-get args :patch))
-             ((mevedel-core-error mevedel-tool-patch-error) (concat "Error: " (cadr err)))
-             (error (concat "Error: " (error-message-string err))))))
+  (let ((directory default-directory))
+    (mevedel-remote-when-free
+     ;; Maybe later, from a timer: the call's context and directory go along.
+     (mevedel-pipeline-continuation
+      (lambda ()
+        (let ((default-directory directory))
+          (funcall callback
+                   (condition-case err
+                       (mevedel-tool-patch--apply (plist-get args :patch))
+                     ((mevedel-core-error mevedel-tool-patch-error) (concat "Error: " (cadr err)))
+                     (error (concat "Error: " (error-message-string err)))))))))))
 
 ;;;; The renderer
 

@@ -224,3 +224,87 @@ ARGS may hold the symbol `ROOT', the workspace's absolute name."
                                               nil "mevedel")
                              nil)))
           (delete-file new))))))
+
+;;;; The real bin/mevedel
+
+(require 'mevedel-e2e-helpers)
+
+(cl-defun mevedel-remote-test--headless (sshd dir &key steps args (bin mevedel-test-root)
+                                              before settings)
+  "Run BIN's bin/mevedel --dir DIR against a scripted model replaying STEPS.
+SSHD's TRAMP settings are in the --config file; {{root}} in STEPS is
+DIR.  BEFORE, a function of the process, runs once it started.
+Return (STATUS STDOUT STDERR SECONDS)."
+  (mevedel-e2e-require-python)
+  (let* ((script (mevedel-e2e-write-script steps))
+         (server (mevedel-scripted-model-start script :vars `(("root" . ,dir))))
+         (init (mevedel-e2e-headless-config (mevedel-scripted-model-port server) 'openai t
+                                            (append (mevedel-sshd-tramp-forms sshd) settings)))
+         (out (generate-new-buffer " *mevedel-remote-out*"))
+         (err (generate-new-buffer " *mevedel-remote-err*"))
+         (start (float-time)))
+    (unwind-protect
+        (let* ((process-environment (cons (concat "EMACS=" (expand-file-name invocation-name
+                                                                             invocation-directory))
+                                          process-environment))
+               (process (make-process
+                         :name "mevedel-headless" :buffer out :stderr err :noquery t
+                         :sentinel #'ignore
+                         :connection-type 'pipe
+                         :command (append (list (expand-file-name "bin/mevedel" bin)
+                                                "--config" init "--dir" dir "--json")
+                                          args))))
+          (when before (funcall before process))
+          (let ((deadline (+ (float-time) 150)))
+            (while (and (process-live-p process) (< (float-time) deadline))
+              (accept-process-output nil 0.05)))
+          (when (process-live-p process) (delete-process process))
+          (accept-process-output nil 0.1)
+          (list (process-exit-status process)
+                (with-current-buffer out (buffer-string))
+                (with-current-buffer err (buffer-string))
+                (- (float-time) start)))
+      (mevedel-scripted-model-stop server)
+      (kill-buffer out)
+      (kill-buffer err)
+      (dolist (file (list init script)) (delete-file file)))))
+
+(defun mevedel-remote-test--json (stdout)
+  "Return the JSON transcript STDOUT as an alist."
+  (json-parse-string stdout :object-type 'alist :array-type 'list
+                     :null-object nil :false-object nil))
+
+(ert-deftest mevedel-remote:headless-run-works-in-a-remote-workspace ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore local)
+    (pcase-let ((`(,status ,stdout ,stderr ,_)
+                 (mevedel-remote-test--headless
+                  sshd remote
+                  :args '("-p" "Edit b.el" "--permission-mode" "full-auto" "--timeout" "40")
+                  :steps `(((tool_calls
+                             . [((name . "Read") (arguments . ((file_path . "src/b.el"))))
+                                ((name . "Grep") (arguments . ((pattern . "foo")
+                                                               (output_mode . "content"))))
+                                ((name . "Glob") (arguments . ((pattern . "*.py"))))]))
+                           ((tool_calls
+                             . [((name . "ApplyPatch")
+                                 (arguments
+                                  . ((patch . ,(concat "*** Begin Patch\n*** Update File: src/b.el\n"
+                                                       "@@\n-x\n+edited remotely\n*** End Patch\n")))))]))
+                           ((text . "Done."))))))
+      (unless (eql status 0) (ert-fail (list status stdout stderr)))
+      (let* ((json (mevedel-remote-test--json stdout))
+             (calls (alist-get 'tool_calls json)))
+        (should (equal (alist-get 'outcome json) "done"))
+        (should (equal (mapcar (lambda (c) (alist-get 'status c)) calls)
+                       '("success" "success" "success" "success")))
+        (should (string-search "foo one" (alist-get 'result_preview (nth 0 calls))))
+        (should (string-search "src/b.el:1:foo one" (alist-get 'result_preview (nth 1 calls))))
+        (should (string-search "src/deep/c.py" (alist-get 'result_preview (nth 2 calls)))))
+      (should (equal (mevedel-remote-test--text (expand-file-name "src/b.el" remote))
+                     "foo one\nedited remotely\nfoo two\n"))
+      ;; The session was saved here, keyed by host and path.
+      (should (directory-files-recursively (expand-file-name "~/.mevedel/remote/")
+                                           "\\`session\\.sqlite\\'"))
+      (should-not (file-exists-p (expand-file-name ".mevedel/sessions" remote)))
+      (should-not (string-search "Cannot open session store" stderr)))))
