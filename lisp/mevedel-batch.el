@@ -755,6 +755,28 @@ A syntax error names its line."
      (signal 'mevedel-batch-config
              (list (format "Error in the config file %s: %s" file (error-message-string err)))))))
 
+(defun mevedel-batch--unattended (function)
+  "Call FUNCTION with every minibuffer question failing instead of asked.
+Nobody answers a headless run: a question (TRAMP asking for a password
+or to confirm a host, say) would read the terminal, and batch Emacs
+exits with 255 at the end of its input.  It signals an error naming
+the question instead, which fails the call that asked.
+TRAMP opens no connection for incidental file checks meanwhile
+\(`non-essential'): batch Emacs dies of an error in a process sentinel,
+so a host lost mid-turn must not make such a check signal; the remote
+tools reconnect for themselves (`mevedel-remote-call')."
+  (cl-letf (((symbol-function 'read-from-minibuffer)
+             (lambda (prompt &rest _)
+               (signal 'remote-file-error
+                       (list (format "a headless run cannot answer %S" (string-trim prompt))))))
+            ((symbol-function 'read-passwd)
+             (lambda (prompt &rest _)
+               (signal 'remote-file-error
+                       (list (format "it asks for a password (%S), which a headless run \
+cannot type" (string-trim prompt))))))
+            (non-essential t))
+    (funcall function)))
+
 (defun mevedel-batch--check-dir (options)
   "Check the --dir of OPTIONS is a directory; a remote one is reached first.
 Signal a usage error for a missing directory, and
@@ -796,10 +818,12 @@ See the commentary of mevedel-batch.el for the arguments and
               (mevedel-batch--load-config init))
             ;; After the config: TRAMP's settings for a remote --dir
             ;; are there.
-            (mevedel-batch--check-dir options)
-            (let ((result (if (plist-get options :list)
-                              (list :status 0 :output (mevedel-batch-list-sessions options))
-                            (mevedel-batch-run-turn options))))
+            (mevedel-batch--unattended (lambda () (mevedel-batch--check-dir options)))
+            (let ((result (mevedel-batch--unattended
+                           (lambda ()
+                             (if (plist-get options :list)
+                                 (list :status 0 :output (mevedel-batch-list-sessions options))
+                               (mevedel-batch-run-turn options))))))
               (princ (plist-get result :output))
               (when (plist-get result :error)
                 (message (if (member (plist-get result :outcome) '("refused" "blocked" "goal"))

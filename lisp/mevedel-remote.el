@@ -58,7 +58,7 @@
 Each workspace gets HOST-KEY/PATH-KEY/ below it."
   :type 'directory)
 
-(defcustom mevedel-remote-connect-timeout 25
+(defcustom mevedel-remote-connect-timeout 20
   "Seconds a TRAMP operation may take to reach its host before it fails.
 Past it the call ends with an error naming the host, and the stuck
 connection is dropped so that the next call reconnects."
@@ -197,15 +197,30 @@ Return a function that drops FUNCTION if it has not run yet."
   "Drop FILE's TRAMP connection, so that the next call reconnects."
   (ignore-errors (tramp-cleanup-connection (tramp-dissect-file-name file) t t)))
 
+(defconst mevedel-remote--password-why
+  "it asks for a password, which nobody can type here; use a key (ssh-agent) or \
+`auth-source'"
+  "Why a host whose login asks for a password cannot be reached headless.")
+
 (defun mevedel-remote--why (err)
   "Return a short reason for the TRAMP error ERR."
   (let ((message (error-message-string err)))
     (cond
-     ((string-match-p "[Pp]assword\\|passphrase\\|stdin" message)
-      "it asks for a password, which nobody can type here; use a key (ssh-agent) or \
-`auth-source'")
+     ((string-match-p "[Pp]assword\\|passphrase\\|stdin" message) mevedel-remote--password-why)
      ((string-match-p "Permission denied" message) "authentication was refused")
      (t message))))
+
+(defvar mevedel-remote--password-asked nil
+  "Non-nil once a login of the running `mevedel-remote-call' asked for a password.")
+
+(defun mevedel-remote--refuse-password (_process _vec)
+  "Fail a TRAMP login that asks for a password: nobody can type it here."
+  (setq mevedel-remote--password-asked t)
+  (signal 'remote-file-error (list "password asked")))
+
+(defun mevedel-remote--connected-p (file)
+  "Return non-nil when TRAMP's connection to FILE's host is up."
+  (process-live-p (tramp-get-connection-process (tramp-dissect-file-name file))))
 
 (defun mevedel-remote-call (file function)
   "Call FUNCTION for the remote FILE, failing loudly when its host is lost.
@@ -216,6 +231,9 @@ Return FUNCTION's value.  A local FILE just calls FUNCTION."
   (if (not (mevedel-remote-p file))
       (funcall function)
     (let ((done nil)
+          (mevedel-remote--password-asked nil)
+          ;; The tools' own calls connect (or reconnect) when needed.
+          (non-essential nil)
           (mevedel-remote--depth (1+ mevedel-remote--depth))
           ;; TRAMP suspends timers while it works, `with-timeout''s
           ;; too: its own login timeout is what bounds a silent host.
@@ -227,34 +245,47 @@ Return FUNCTION's value.  A local FILE just calls FUNCTION."
                                      file (format "no answer within %s seconds"
                                                   mevedel-remote-connect-timeout)))
                        (if noninteractive
-                           ;; A password prompt in batch Emacs would
-                           ;; block on the terminal, timers and all.
-                           (cl-letf (((symbol-function 'read-passwd)
-                                      (lambda (&rest _)
-                                        (signal 'remote-file-error
-                                                (list "password asked")))))
+                           ;; Nobody can type a password in batch Emacs.
+                           (let ((tramp-actions-before-shell
+                                  (mapcar (lambda (action)
+                                            (if (eq (cadr action) 'tramp-action-password)
+                                                (list (car action)
+                                                      #'mevedel-remote--refuse-password)
+                                              action))
+                                          tramp-actions-before-shell)))
                              (funcall function))
                          (funcall function)))
                 (setq done t))
             (mevedel-remote-unreachable (signal (car err) (cdr err)))
             ((remote-file-error file-error)
-             (if (tramp-connectable-p (tramp-dissect-file-name file))
-                 (signal (car err) (cdr err))
-               (mevedel-remote--unreachable file (mevedel-remote--why err))))
+             (cond
+              (mevedel-remote--password-asked
+               (mevedel-remote--unreachable file mevedel-remote--password-why))
+              ((mevedel-remote--connected-p file) (signal (car err) (cdr err)))
+              (t (mevedel-remote--unreachable file (mevedel-remote--why err)))))
             (quit (signal (car err) (cdr err))))
-        (unless done
-          (unless (tramp-connectable-p (tramp-dissect-file-name file))
-            (mevedel-remote--drop file)))))))
+        (unless (or done (mevedel-remote--connected-p file))
+          (mevedel-remote--drop file))))))
 
 (defun mevedel-remote-check (directory)
   "Reach DIRECTORY's host and check DIRECTORY is a directory there.
 Signal `mevedel-remote-unreachable' naming the host when it cannot be
 reached in time, or a `file-error' when DIRECTORY is not a directory."
-  (mevedel-remote-call
-   directory
-   (lambda ()
-     (unless (file-directory-p directory)
-       (signal 'file-error (list (format "%s is not a directory" directory)))))))
+  ;; Nothing else runs yet: TRAMP may let timers run while it logs in,
+  ;; so that `mevedel-remote-call''s time limit holds for a host that
+  ;; accepts the connection and never answers.
+  (let ((tramp-dont-suspend-timers t))
+    (mevedel-remote-call
+     directory
+     (lambda ()
+       (unless (file-directory-p directory)
+         ;; TRAMP's predicates answer nil when the login failed.
+         (if (or mevedel-remote--password-asked (not (mevedel-remote--connected-p directory)))
+             (mevedel-remote--unreachable
+              directory (if mevedel-remote--password-asked
+                            mevedel-remote--password-why
+                          "the login failed"))
+           (signal 'file-error (list (format "%s is not a directory" directory)))))))))
 
 ;;;; Search and paging on the host (the fallback)
 
@@ -352,14 +383,20 @@ the search is over when this returns."
     (funcall callback
              (condition-case err
                  (with-temp-buffer
-                   (let* ((coding-system-for-read 'utf-8-unix)
-                          (status (mevedel-remote-call
-                                   directory
-                                   (lambda ()
-                                     (apply #'process-file "timeout" nil (list t nil) nil
-                                            seconds "rg" args)))))
-                     (cons (if (eql status 124) 'timeout status)
-                           (split-string (buffer-string) "\n" t))))
+                   (let ((coding-system-for-read 'utf-8-unix))
+                     (mevedel-remote-call
+                      directory
+                      (lambda ()
+                        ;; The marker tells rg's status from a lost link.
+                        (apply #'process-file "sh" nil (list t nil) nil "-c"
+                               "timeout \"$0\" rg \"$@\"; printf '\\nmevedel-rg-exit=%d\\n' $?"
+                               seconds args)))
+                     (let ((lines (split-string (buffer-string) "\n" t)))
+                       (if (not (string-match "\\`mevedel-rg-exit=\\([0-9]+\\)\\'"
+                                              (or (car (last lines)) "")))
+                           (mevedel-remote--unreachable directory "the connection was lost")
+                         (let ((status (string-to-number (match-string 1 (car (last lines))))))
+                           (cons (if (eql status 124) 'timeout status) (butlast lines)))))))
                (error (cons (error-message-string err) nil))))
     #'ignore))
 

@@ -11,7 +11,8 @@
 ;; a --config file for a headless `bin/mevedel --dir /ssh:...'.
 ;;
 ;; Also: a TCP listener that accepts and never answers (a hung host),
-;; and killing the server's connections (a host lost mid-turn).
+;; a host alias whose login asks for a password, and killing the
+;; server's connections (a host lost mid-turn).
 ;;
 ;; Not here: what the tests assert; anything the product does.  A
 ;; missing sshd fails the test (never skips).
@@ -100,8 +101,9 @@ AuthorizedKeysFile %sauthorized_keys
 AllowUsers %s
 PermitRootLogin prohibit-password
 PubkeyAuthentication yes
-PasswordAuthentication no
+PasswordAuthentication yes
 KbdInteractiveAuthentication no
+PermitEmptyPasswords no
 UsePAM no
 StrictModes no
 PrintMotd no
@@ -221,6 +223,17 @@ Emacs that reads nothing and writes nothing) when done."
                       alias port))
       (append-to-file (point-min) (point-max) (mevedel-sshd-config sshd)))
     (cons alias listener)))
+
+(defun mevedel-sshd-password-alias (sshd)
+  "Add to SSHD's ssh_config a host alias whose login asks for a password.
+It reaches SSHD without the test key, so the server asks for a password
+(which no answer passes: the key is the only way in).  Return the alias."
+  (let ((alias (format "mevedel-password-%d" (mevedel-sshd-port sshd))))
+    (with-temp-buffer
+      (insert (format "Host %s\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  PubkeyAuthentication no\n  PasswordAuthentication yes\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n"
+                      alias (mevedel-sshd-port sshd) (mevedel-sshd-user sshd)))
+      (append-to-file (point-min) (point-max) (mevedel-sshd-config sshd)))
+    alias))
 
 (provide 'mevedel-sshd)
 ;;; mevedel-sshd.el ends here

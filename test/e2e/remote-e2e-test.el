@@ -110,8 +110,6 @@ ARGS may hold the symbol `ROOT', the workspace's absolute name."
                                          remote)
                                       :result)))))
 
-(provide 'remote-e2e-test)
-;;; remote-e2e-test.el ends here
 
 (ert-deftest mevedel-remote:session-state-stays-on-this-machine ()
   (mevedel-remote-test--with (sshd local remote)
@@ -233,7 +231,8 @@ ARGS may hold the symbol `ROOT', the workspace's absolute name."
                                               before settings)
   "Run BIN's bin/mevedel --dir DIR against a scripted model replaying STEPS.
 SSHD's TRAMP settings are in the --config file; {{root}} in STEPS is
-DIR.  BEFORE, a function of the process, runs once it started.
+DIR.  BEFORE, a function of the process and the model server, runs
+once it started; SETTINGS are more forms for the config.
 Return (STATUS STDOUT STDERR SECONDS)."
   (mevedel-e2e-require-python)
   (let* ((script (mevedel-e2e-write-script steps))
@@ -254,7 +253,7 @@ Return (STATUS STDOUT STDERR SECONDS)."
                          :command (append (list (expand-file-name "bin/mevedel" bin)
                                                 "--config" init "--dir" dir "--json")
                                           args))))
-          (when before (funcall before process))
+          (when before (funcall before process server))
           (let ((deadline (+ (float-time) 150)))
             (while (and (process-live-p process) (< (float-time) deadline))
               (accept-process-output nil 0.05)))
@@ -308,3 +307,93 @@ Return (STATUS STDOUT STDERR SECONDS)."
                                            "\\`session\\.sqlite\\'"))
       (should-not (file-exists-p (expand-file-name ".mevedel/sessions" remote)))
       (should-not (string-search "Cannot open session store" stderr)))))
+
+;;;; Connections that fail
+
+(defun mevedel-remote-test--unreachable (sshd dir)
+  "Run bin/mevedel --dir DIR, which cannot be reached; return (STATUS STDERR SECONDS)."
+  (pcase-let ((`(,status ,_ ,stderr ,seconds)
+               (mevedel-remote-test--headless sshd dir :args '("-p" "hi" "--timeout" "100")
+                                              :steps '(((text . "never"))))))
+    (list status stderr seconds)))
+
+(ert-deftest mevedel-remote:unreachable-hosts-fail-loudly-naming-the-host ()
+  (mevedel-sshd-with sshd
+    (pcase-let* ((`(,alias . ,listener) (mevedel-sshd-black-hole sshd))
+                 (password (mevedel-sshd-password-alias sshd)))
+      (unwind-protect
+          (progn
+            ;; A host that accepts TCP and never answers.
+            (pcase-let ((`(,status ,stderr ,seconds)
+                         (mevedel-remote-test--unreachable sshd (format "/ssh:%s:/tmp/" alias))))
+              (should (equal (list status stderr) (list 1 stderr)))
+              (should (string-match-p (format "Cannot reach /ssh:%s:" alias) stderr))
+              (should (< seconds 35)))
+            ;; A login that wants a password nobody can type.
+            (pcase-let ((`(,status ,stderr ,seconds)
+                         (mevedel-remote-test--unreachable sshd (format "/ssh:%s:/tmp/" password))))
+              (should (equal (list status stderr) (list 1 stderr)))
+              (should (string-match-p (format "Cannot reach /ssh:%s:.*password" password) stderr))
+              (should (< seconds 35))))
+        (delete-process listener)))
+    ;; A host that is down: nothing listens any more.
+    (let ((dir (mevedel-sshd-file sshd "/tmp/")))
+      (delete-process (mevedel-sshd-process sshd))
+      (mevedel-test-wait-until (not (process-live-p (mevedel-sshd-process sshd))))
+      (pcase-let ((`(,status ,stderr ,seconds) (mevedel-remote-test--unreachable sshd dir)))
+        (should (equal (list status stderr) (list 1 stderr)))
+        (should (string-match-p (format "Cannot reach /ssh:%s:" (mevedel-sshd-alias sshd)) stderr))
+        (should (< seconds 35))))))
+
+(defun mevedel-remote-test--between-steps (action)
+  "Return a BEFORE for `mevedel-remote-test--headless' doing ACTION mid-turn.
+ACTION runs once the model server got its second request, whose
+answer the script holds back."
+  (lambda (_process server)
+    (mevedel-test-wait-until (>= (length (mevedel-scripted-model-log server)) 2) 60)
+    (funcall action)))
+
+(defconst mevedel-remote-test--two-reads
+  '(((tool_calls . [((name . "Read") (arguments . ((file_path . "src/b.el"))))]))
+    ((sleep . 2)
+     (tool_calls . [((name . "Grep") (arguments . ((pattern . "foo"))))]))
+    ((text . "Done.")))
+  "A turn reading, then (after a pause) searching.")
+
+(ert-deftest mevedel-remote:a-lost-connection-reconnects-for-the-next-call ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore local)
+    (pcase-let ((`(,status ,stdout ,stderr ,_)
+                 (mevedel-remote-test--headless
+                  sshd remote :steps mevedel-remote-test--two-reads
+                  :args '("-p" "go" "--timeout" "60")
+                  :before (mevedel-remote-test--between-steps
+                           (lambda () (mevedel-sshd-kill-connections sshd))))))
+      (unless (eql status 0) (ert-fail (list status stdout stderr)))
+      (let ((calls (alist-get 'tool_calls (mevedel-remote-test--json stdout))))
+        (should (equal (mapcar (lambda (c) (alist-get 'status c)) calls)
+                       '("success" "success")))))))
+
+(ert-deftest mevedel-remote:a-host-lost-mid-turn-ends-the-call-not-emacs ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore local)
+    (pcase-let ((`(,status ,stdout ,stderr ,seconds)
+                 (mevedel-remote-test--headless
+                  sshd remote :steps mevedel-remote-test--two-reads
+                  :args '("-p" "go" "--timeout" "90")
+                  :before (mevedel-remote-test--between-steps
+                           (lambda ()
+                             (mevedel-sshd-kill-connections sshd)
+                             (delete-process (mevedel-sshd-process sshd)))))))
+      ;; The turn went on to its answer; Emacs did not die.
+      (unless (eql status 0) (ert-fail (list status stdout stderr)))
+      (should (< seconds 60))
+      (let* ((json (mevedel-remote-test--json stdout))
+             (calls (alist-get 'tool_calls json)))
+        (should (equal (alist-get 'answer json) "Done."))
+        (should (equal (mapcar (lambda (c) (alist-get 'status c)) calls) '("success" "error")))
+        (should (string-match-p (format "Cannot reach /ssh:%s:" (mevedel-sshd-alias sshd))
+                                (alist-get 'result_preview (nth 1 calls))))))))
+
+(provide 'remote-e2e-test)
+;;; remote-e2e-test.el ends here
