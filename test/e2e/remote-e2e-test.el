@@ -395,5 +395,70 @@ answer the script holds back."
         (should (string-match-p (format "Cannot reach /ssh:%s:" (mevedel-sshd-alias sshd))
                                 (alist-get 'result_preview (nth 1 calls))))))))
 
+;;;; The mutation lease
+
+(ert-deftest mevedel-remote:a-second-writer-sees-the-lease-and-chooses ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore local)
+    (let ((patch (lambda (text)
+                   (format "*** Begin Patch\n*** Update File: a.txt\n@@\n alpha\n-%s\n+%s!\n*** End Patch\n"
+                           text text))))
+      (mevedel-remote-test--with-session (first first-data) remote
+        ;; The first writer takes the lease.
+        (should (string-prefix-p "The patch was applied"
+                                 (mevedel-remote-test--patch first-data (funcall patch "beta foo"))))
+        (should (string-search (mevedel-session-id first)
+                               (car (mevedel-remote-lease-holder remote))))
+        (mevedel-remote-test--with-session (second second-data) remote
+          ;; The second sees who holds it and writes nothing.
+          (let ((mevedel-remote-lease-policy 'fail))
+            (let ((result (mevedel-remote-test--patch second-data (funcall patch "beta foo!"))))
+              (should (string-match-p (format "is being written by session %s"
+                                              (mevedel-session-id first))
+                                      result))))
+          (should (equal (mevedel-remote-test--text (expand-file-name "a.txt" remote))
+                         "alpha\nbeta foo!\n"))
+          ;; Take-over waits until the lease is stale: the first
+          ;; session's Emacs stops renewing it (it died, say).
+          (let ((held (gethash remote mevedel-remote--leases)))
+            (cancel-timer (cdr held))
+            (remhash remote mevedel-remote--leases))
+          (let ((mevedel-remote-lease-policy 'take-over)
+                (mevedel-remote-lease-stale-seconds 2)
+                (start (float-time)))
+            (should (string-prefix-p "The patch was applied"
+                                     (mevedel-remote-test--patch second-data
+                                                                 (funcall patch "beta foo!"))))
+            (should (>= (- (float-time) start) 1)))
+          (should (string-search (mevedel-session-id second)
+                                 (car (mevedel-remote-lease-holder remote)))))))))
+
+(ert-deftest mevedel-remote:headless-runs-say-who-holds-the-lease ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore local)
+    (mevedel-remote-test--with-session (holder data) remote
+      (ignore data)
+      (mevedel-remote-lease-acquire remote (mevedel-session-id holder))
+      (dolist (lease '("fail" "read-only"))
+        (pcase-let ((`(,status ,stdout ,stderr ,_)
+                     (mevedel-remote-test--headless
+                      sshd remote
+                      :args (list "-p" "edit" "--permission-mode" "full-auto" "--lease" lease)
+                      :steps `(((tool_calls
+                                 . [((name . "ApplyPatch")
+                                     (arguments
+                                      . ((patch . ,(concat "*** Begin Patch\n*** Add File: z.txt\n"
+                                                           "+z\n*** End Patch\n")))))]))
+                               ((text . "Could not."))))))
+          (should (eql status 0))
+          (should (string-match-p (format "is being written by session %s"
+                                          (mevedel-session-id holder))
+                                  stderr))
+          (let ((call (car (alist-get 'tool_calls (mevedel-remote-test--json stdout)))))
+            (should (equal (alist-get 'status call) "error"))
+            (should (string-match-p (if (equal lease "read-only") "read-only" "is being written")
+                                    (alist-get 'result_preview call))))
+          (should-not (file-exists-p (expand-file-name "z.txt" remote))))))))
+
 (provide 'remote-e2e-test)
 ;;; remote-e2e-test.el ends here
