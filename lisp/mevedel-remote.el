@@ -488,6 +488,20 @@ go the local way."
        (unless binary
          (cons (decode-coding-string bytes 'utf-8) (>= (length bytes) size)))))))
 
+(defun mevedel-remote-line-count (file)
+  "Return how many lines the remote FILE has, counted on its host.
+A last line without a newline counts, as Read counts it."
+  (mevedel-remote-call
+   file
+   (lambda ()
+     (with-temp-buffer
+       (let ((size (file-attribute-size (file-attributes file))))
+         (process-file "wc" nil t nil "-l" (mevedel-remote-local-name file))
+         (+ (string-to-number (buffer-string))
+            (if (and (> size 0)
+                     (not (equal (mevedel-remote--fetch file (1- size) size) "\n")))
+                1 0)))))))
+
 (defun mevedel-remote--fallback (tool path directory query timeout-ms callback)
   "Run TOOL's QUERY below PATH with rg on DIRECTORY's host; settle CALLBACK."
   (if (equal tool "Grep")
@@ -736,9 +750,12 @@ nothing is written" workspace))))
                                  (list (mevedel-remote-lease-message workspace holder)))))))))))
           (mevedel-remote--held workspace token))))))
 
-(defun mevedel-remote-lease-release (workspace)
-  "Give up this Emacs's lease of WORKSPACE, if it has it."
-  (when-let* ((held (gethash workspace mevedel-remote--leases)))
+(defun mevedel-remote-lease-release (workspace &optional session-id)
+  "Give up this Emacs's lease of WORKSPACE, if it has it.
+With SESSION-ID, only when that session holds it."
+  (when-let* ((held (gethash workspace mevedel-remote--leases))
+              ((or (null session-id)
+                   (equal (car held) (mevedel-remote--token session-id)))))
     (remhash workspace mevedel-remote--leases)
     (cancel-timer (cdr held))
     (ignore-errors

@@ -323,13 +323,16 @@ It runs before the store closes: execution teardown, for one, stops
 the session's processes here.")
 
 (defun mevedel-session-close (session)
-  "Close SESSION's store, if open, and give up its lock.  Files stay on disk.
+  "Close SESSION's store, if open, and give up its lock and lease.
+Files stay on disk.
 Runs `mevedel-session-close-functions' first."
   (run-hook-with-args 'mevedel-session-close-functions session)
   (when-let* ((store (mevedel-session-store session)))
     (mevedel-core-store-close store)
     (setf (mevedel-session-store session) nil))
-  (mevedel-session-unlock session))
+  (mevedel-session-unlock session)
+  (mevedel-remote-lease-release (mevedel-session-workspace session)
+                                (mevedel-session-id session)))
 
 ;;;; Ownership: one writer per session
 

@@ -152,9 +152,31 @@ copying the rest.  Nil for a binary file, an image or a PDF, and with
       nil)
      (t (let ((attrs (mevedel-remote-call file (lambda () (file-attributes file)))))
           (when (and attrs (not (eq t (file-attribute-type attrs))))
-            (car (mevedel-remote-read-text
-                  file (list :offset (mevedel-tool-fs--value args :offset)
-                             :limit (mevedel-tool-fs--value args :limit))))))))))
+            (pcase-let ((`(,text . ,complete)
+                         (mevedel-remote-read-text
+                          file (list :offset (mevedel-tool-fs--value args :offset)
+                                     :limit (mevedel-tool-fs--value args :limit)))))
+              (if (or complete (null text))
+                  text
+                ;; Only the start was fetched: the page's note must
+                ;; still count the whole file's lines.
+                (propertize text 'mevedel-tool-fs-lines
+                            (mevedel-remote-line-count file))))))))))
+
+(defun mevedel-tool-fs--whole-count (callback text)
+  "Return CALLBACK, correcting the line total of a page of the partial TEXT.
+TEXT, the start of a remote file, carries the file's line count as the
+property `mevedel-tool-fs-lines' (see `mevedel-tool-fs--remote-text')."
+  (if-let* ((lines (and text (get-text-property 0 'mevedel-tool-fs-lines text))))
+      (lambda (result)
+        (let ((text (plist-get result :result)))
+          (funcall callback
+                   (if (and (stringp text)
+                            (string-match "\\[Showing lines [0-9]+-[0-9]+ of \\([0-9]+\\);" text))
+                       (plist-put (copy-sequence result) :result
+                                  (replace-match (number-to-string lines) t t text 1))
+                     result))))
+    callback))
 
 ;;;; Unsaved buffers
 
@@ -390,8 +412,10 @@ Return a function that cancels the read."
         ((mevedel-tool-fs--read-served target page callback))
         (page-text
          (mevedel-tool-fs--run
-          callback (lambda (reply)
-                     (mevedel-core-resource-read-text page-text display page reply))))
+          (mevedel-tool-fs--whole-count callback page-text)
+          (lambda (reply)
+            (mevedel-core-resource-read-text (substring-no-properties page-text) display
+                                             page reply))))
         ((and documents (get-text-property 0 'mevedel-history-status (cdar documents)))
          ;; A status (NOT READY) is whole: no page of it may hide it.
          (funcall callback (list :result (substring-no-properties (cdar documents))))

@@ -102,6 +102,15 @@ ARGS may hold the symbol `ROOT', the workspace's absolute name."
                          #'mevedel-tool-fs-grep '(:pattern "foo" :output_mode "content" :head_limit 2)
                          remote)
                         :result)))
+    ;; A big file is paged from its start, with the whole file's count.
+    (let ((big (expand-file-name "big.txt" local)))
+      (with-temp-file big
+        (dotimes (i 5000) (insert (format "line %d\n" (1+ i)))))
+      (copy-file big (expand-file-name "big.txt" remote))
+      (let ((mevedel-remote-read-chunk 1024))
+        (mevedel-remote-test--same #'mevedel-tool-fs-read '(:file_path "big.txt" :offset 10 :limit 5)
+                                   local remote)
+        (mevedel-remote-test--same #'mevedel-tool-fs-read '(:file_path "big.txt") local remote)))
     ;; Absolute names are full TRAMP names, never bare host paths.
     (should (string-search (concat "\n" remote "src/b.el:2\n")
                            (plist-get (mevedel-remote-test--call
@@ -459,6 +468,53 @@ answer the script holds back."
             (should (string-match-p (if (equal lease "read-only") "read-only" "is being written")
                                     (alist-get 'result_preview call))))
           (should-not (file-exists-p (expand-file-name "z.txt" remote))))))))
+
+;;;; Opening a remote workspace, unsaved remote buffers
+
+(ert-deftest mevedel-remote:m-x-mevedel-in-a-remote-buffer-opens-its-workspace ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore sshd local)
+    (let ((buffer (find-file-noselect (expand-file-name "src/b.el" remote)))
+          (view nil))
+      (unwind-protect
+          (with-current-buffer buffer
+            (setq view (call-interactively #'mevedel))
+            (let* ((chat (mevedel-view-chat view))
+                   (session (mevedel-chat-session chat)))
+              (should (equal (mevedel-chat-root chat) remote))
+              (should (equal (mevedel-session-workspace session) remote))
+              (should-not (file-remote-p (mevedel-session-directory session)))))
+        (when (buffer-live-p view)
+          (let ((data (mevedel-chat-data-buffer (mevedel-view-chat view))))
+            (kill-buffer view)
+            (when (buffer-live-p data) (kill-buffer data))))
+        (kill-buffer buffer)))))
+
+(ert-deftest mevedel-remote:apply-patch-respects-unsaved-remote-buffers ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore sshd local)
+    (let ((buffer (find-file-noselect (expand-file-name "src/b.el" remote))))
+      (unwind-protect
+          (progn
+            (with-current-buffer buffer (goto-char (point-max)) (insert "unsaved\n"))
+            (mevedel-remote-test--with-session (session data) remote
+              (ignore session)
+              (should (string-match-p
+                       "src/b.el' has unsaved changes"
+                       (mevedel-remote-test--patch
+                        data "*** Begin Patch\n*** Update File: src/b.el\n@@\n-x\n+y\n*** End Patch\n")))
+              (should (equal (mevedel-remote-test--text (expand-file-name "src/b.el" remote))
+                             "foo one\nx\nfoo two\n"))
+              ;; Saved, the buffer follows the patch.
+              (with-current-buffer buffer (set-buffer-modified-p nil) (revert-buffer t t))
+              (should (string-prefix-p
+                       "The patch was applied"
+                       (mevedel-remote-test--patch
+                        data "*** Begin Patch\n*** Update File: src/b.el\n@@\n-x\n+y\n*** End Patch\n")))
+              (should (equal (with-current-buffer buffer (buffer-string)) "foo one\ny\nfoo two\n"))
+              (should-not (buffer-modified-p buffer))))
+        (with-current-buffer buffer (set-buffer-modified-p nil))
+        (kill-buffer buffer)))))
 
 (provide 'remote-e2e-test)
 ;;; remote-e2e-test.el ends here
