@@ -560,6 +560,7 @@ and :error (a message, or nil)."
          (outcome nil)
          (unknown-tools nil)
          (deadline (+ (float-time) (plist-get options :timeout))))
+    (mevedel-batch--open-storage chat)
     (when (plist-get options :mode)
       (setf (mevedel-chat-permission-mode chat) (plist-get options :mode)))
     (when (plist-get options :provider)
@@ -596,6 +597,20 @@ config file (--config FILE, $MEVEDEL_INIT or ~/.config/mevedel/init.el), or use 
       (if (eq outcome 'blocked)
           (mevedel-batch--blocked chat options)
         (mevedel-batch--result chat outcome options unknown-tools)))))
+
+(defun mevedel-batch--open-storage (chat)
+  "Open the storage of CHAT's session now, or fail the run saying why.
+A run saves its session; a store that cannot be opened (a remote
+workspace's state directory unwritable, say) would otherwise only warn
+once the turn is under way."
+  (let ((session (mevedel-chat-session chat)))
+    (when (and mevedel-save-sessions (mevedel-session-durable-p session))
+      (condition-case err
+          (mevedel-session-ensure-storage session)
+        (mevedel-session-locked (signal (car err) (cdr err)))
+        (error (error "Cannot open the storage of session %s (%s): %s"
+                      (mevedel-session-id session) (mevedel-session-directory session)
+                      (error-message-string err)))))))
 
 (defun mevedel-batch--goal-over-p (chat goal)
   "Return non-nil when GOAL of CHAT stopped and no work of it is left."
@@ -787,8 +802,9 @@ is said on stderr, and with --lease read-only opened so."
     (if (not (mevedel-remote-p dir))
         (unless (file-directory-p dir)
           (mevedel-batch--usage-error "--dir %s is not a directory" dir))
-      (condition-case nil
+      (condition-case err
           (mevedel-remote-check dir)
+        (mevedel-remote-unreachable (signal (car err) (cdr err)))
         (file-error (mevedel-batch--usage-error "--dir %s is not a directory" dir)))
       (when-let* ((policy (plist-get options :lease)))
         (setq mevedel-remote-lease-policy policy))

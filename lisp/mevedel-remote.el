@@ -88,7 +88,7 @@ Used by the policies `wait' and `take-over'."
 
 ;;;; Targets
 
-(define-error 'mevedel-remote-unreachable "Remote host unreachable")
+(define-error 'mevedel-remote-unreachable "Remote host unreachable" 'remote-file-error)
 (define-error 'mevedel-remote-lease-held "Remote workspace in use")
 
 (defun mevedel-remote-p (file)

@@ -317,6 +317,23 @@ Return (STATUS STDOUT STDERR SECONDS)."
       (should-not (file-exists-p (expand-file-name ".mevedel/sessions" remote)))
       (should-not (string-search "Cannot open session store" stderr)))))
 
+(ert-deftest mevedel-remote:a-store-that-cannot-open-fails-the-run-at-once ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore local)
+    (let ((blocker (make-temp-file "mevedel-not-a-directory-")))
+      (unwind-protect
+          (pcase-let ((`(,status ,_ ,stderr ,seconds)
+                       (mevedel-remote-test--headless
+                        sshd remote
+                        :settings `((setq mevedel-remote-state-directory
+                                          ,(expand-file-name "state/" blocker)))
+                        :args '("-p" "hi" "--timeout" "60")
+                        :steps '(((text . "never"))))))
+            (should (eql status 1))
+            (should (string-match-p "Cannot open the storage of session" stderr))
+            (should (< seconds 30)))
+        (delete-file blocker)))))
+
 ;;;; Connections that fail
 
 (defun mevedel-remote-test--unreachable (sshd dir)
