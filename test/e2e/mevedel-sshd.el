@@ -200,6 +200,9 @@ PID is what a network drop looks like to the client."
     (ignore-errors (tramp-cleanup-connection
                     (tramp-dissect-file-name (mevedel-sshd-file sshd "/"))
                     nil t))
+    ;; Later tests of this Emacs get TRAMP's own defaults back.
+    (dolist (var '(tramp-use-connection-share tramp-ssh-controlmaster-options))
+      (set var (eval (car (get var 'standard-value)) t)))
     (delete-directory (mevedel-sshd-dir sshd) t)))
 
 (defmacro mevedel-sshd-with (var &rest body)
@@ -226,8 +229,8 @@ Emacs that reads nothing and writes nothing) when done."
 
 (defun mevedel-sshd-password-alias (sshd)
   "Add to SSHD's ssh_config a host alias whose login asks for a password.
-It reaches SSHD without the test key, so the server asks for a password
-(which no answer passes: the key is the only way in).  Return the alias."
+It reaches SSHD without the test key, so the server asks for a password,
+which no answer passes: the key is the only way in.  Return the alias."
   (let ((alias (format "mevedel-password-%d" (mevedel-sshd-port sshd))))
     (with-temp-buffer
       (insert (format "Host %s\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  PubkeyAuthentication no\n  PasswordAuthentication yes\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n"

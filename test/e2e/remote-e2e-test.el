@@ -151,7 +151,8 @@ ARGS may hold the symbol `ROOT', the workspace's absolute name."
     (mevedel-render-data-strip (car box) "call-patch")))
 
 (defmacro mevedel-remote-test--with-session (vars root &rest body)
-  "Bind VARS (SESSION DATA) to a full-auto session of ROOT and its data buffer."
+  "Run BODY with VARS (SESSION DATA) bound to a full-auto session of ROOT.
+DATA is a data buffer whose calls belong to SESSION."
   (declare (indent 2))
   (pcase-let ((`(,session ,data) vars))
     `(let* ((,session (mevedel-session-create :workspace ,root))
@@ -238,10 +239,11 @@ ARGS may hold the symbol `ROOT', the workspace's absolute name."
 
 (cl-defun mevedel-remote-test--headless (sshd dir &key steps args (bin mevedel-test-root)
                                               before settings)
-  "Run BIN's bin/mevedel --dir DIR against a scripted model replaying STEPS.
-SSHD's TRAMP settings are in the --config file; {{root}} in STEPS is
-DIR.  BEFORE, a function of the process and the model server, runs
-once it started; SETTINGS are more forms for the config.
+  "Run BIN's bin/mevedel --dir DIR with ARGS against a scripted model.
+The model replays STEPS ({{root}} in them is DIR).  SSHD's TRAMP
+settings are in the --config file, and SETTINGS, more forms, after
+them.  BEFORE, a function of the process and the model server, runs
+once it started.
 Return (STATUS STDOUT STDERR SECONDS)."
   (mevedel-e2e-require-python)
   (let* ((script (mevedel-e2e-write-script steps))
@@ -337,7 +339,8 @@ Return (STATUS STDOUT STDERR SECONDS)."
 ;;;; Connections that fail
 
 (defun mevedel-remote-test--unreachable (sshd dir)
-  "Run bin/mevedel --dir DIR, which cannot be reached; return (STATUS STDERR SECONDS)."
+  "Run bin/mevedel --dir DIR, unreachable, with SSHD's TRAMP settings.
+Return (STATUS STDERR SECONDS)."
   (pcase-let ((`(,status ,_ ,stderr ,seconds)
                (mevedel-remote-test--headless sshd dir :args '("-p" "hi" "--timeout" "100")
                                               :steps '(((text . "never"))))))
