@@ -462,31 +462,48 @@ function."
       (insert-file-contents-literally file nil start end))
     (buffer-string)))
 
+(defun mevedel-remote--first-chunk (file)
+  "Return (SIZE . BYTES): the remote FILE's size and its first chunk.
+One command on the host, one round trip: the size and the first
+`mevedel-remote-read-chunk' bytes (base64, so any byte survives the
+shell).  Nil when FILE is not a readable regular file there."
+  (with-temp-buffer
+    (let ((status (process-file
+                   "sh" nil t nil "-c"
+                   "[ -f \"$0\" ] && [ -r \"$0\" ] || exit 3; wc -c < \"$0\"; head -c \"$1\" \"$0\" | base64"
+                   (mevedel-remote-local-name file) (number-to-string mevedel-remote-read-chunk))))
+      (when (eql status 0)
+        (goto-char (point-min))
+        (let ((size (string-to-number (buffer-substring (point) (line-end-position)))))
+          (forward-line 1)
+          (cons size (base64-decode-string
+                      (replace-regexp-in-string "\\s-+" "" (buffer-substring (point) (point-max))))))))))
+
 (defun mevedel-remote-read-text (file page)
   "Return the start of the remote text FILE that PAGE needs, or nil.
-PAGE is Read's (:offset :limit ...).  The file is fetched in chunks of
-`mevedel-remote-read-chunk' bytes until the page's last line is in,
-never whole unless the page needs it.  Return (TEXT . COMPLETE), TEXT
-decoded, COMPLETE non-nil when it is the whole file, or nil when the
-file is binary (a NUL byte in its first chunk): media and binary files
-go the local way."
+PAGE is Read's (:offset :limit ...).  The size and the first chunk of
+`mevedel-remote-read-chunk' bytes come in one round trip; further
+chunks follow only until the page's last line is in, never the whole
+file unless the page needs it.  Return (TEXT . COMPLETE), TEXT
+decoded, COMPLETE non-nil when it is the whole file, or nil when FILE
+is not a regular file there or is binary (a NUL byte in its first
+chunk): those go the local way, which says why."
   (mevedel-remote-call
    file
    (lambda ()
-     (let* ((size (file-attribute-size (file-attributes file)))
-            (want (+ (or (plist-get page :offset) 1) (or (plist-get page :limit) 2000) 1))
-            (bytes "")
-            (lines 0)
-            (binary nil))
-       (while (and (< (length bytes) size) (< lines want) (not binary))
-         (let ((chunk (mevedel-remote--fetch file (length bytes)
-                                             (min size (+ (length bytes) mevedel-remote-read-chunk)))))
-           (when (and (equal bytes "") (string-search "\0" chunk))
-             (setq binary t))
-           (setq lines (+ lines (cl-count ?\n chunk))
-                 bytes (concat bytes chunk))))
-       (unless binary
-         (cons (decode-coding-string bytes 'utf-8) (>= (length bytes) size)))))))
+     (when-let* ((first (mevedel-remote--first-chunk file)))
+       (let* ((size (car first))
+              (bytes (cdr first))
+              (want (+ (or (plist-get page :offset) 1) (or (plist-get page :limit) 2000) 1))
+              (lines (cl-count ?\n bytes)))
+         (unless (string-search "\0" bytes)
+           (while (and (< (length bytes) size) (< lines want))
+             (let ((chunk (mevedel-remote--fetch
+                           file (length bytes)
+                           (min size (+ (length bytes) mevedel-remote-read-chunk)))))
+               (setq lines (+ lines (cl-count ?\n chunk))
+                     bytes (concat bytes chunk))))
+           (cons (decode-coding-string bytes 'utf-8) (>= (length bytes) size))))))))
 
 (defun mevedel-remote-line-count (file)
   "Return how many lines the remote FILE has, counted on its host.

@@ -143,25 +143,23 @@ That is the text of a modified buffer visiting FILE, else the part of
 the file the page needs (`mevedel-remote-read-text'), fetched without
 copying the rest.  Nil for a binary file, an image or a PDF, and with
 :pages or :mode: those go through a local copy."
-  (let ((buffer (find-buffer-visiting file)))
+  ;; By name: resolving links on the host would cost round trips.
+  (let ((buffer (get-file-buffer file)))
     (cond
      ((and buffer (buffer-modified-p buffer) mevedel-tool-fs-read-unsaved-buffers)
       (mevedel-tool-fs--buffer-text buffer))
      ((or (mevedel-tool-fs--value args :pages) (mevedel-tool-fs--value args :mode)
           (string-match-p "\\.\\(?:png\\|jpe?g\\|gif\\|webp\\|pdf\\)\\'" file))
       nil)
-     (t (let ((attrs (mevedel-remote-call file (lambda () (file-attributes file)))))
-          (when (and attrs (not (eq t (file-attribute-type attrs))))
-            (pcase-let ((`(,text . ,complete)
-                         (mevedel-remote-read-text
-                          file (list :offset (mevedel-tool-fs--value args :offset)
-                                     :limit (mevedel-tool-fs--value args :limit)))))
-              (if (or complete (null text))
-                  text
-                ;; Only the start was fetched: the page's note must
-                ;; still count the whole file's lines.
-                (propertize text 'mevedel-tool-fs-lines
-                            (mevedel-remote-line-count file))))))))))
+     (t (pcase-let ((`(,text . ,complete)
+                     (mevedel-remote-read-text
+                      file (list :offset (mevedel-tool-fs--value args :offset)
+                                 :limit (mevedel-tool-fs--value args :limit)))))
+          (if (or complete (null text))
+              text
+            ;; Only the start was fetched: the page's note must still
+            ;; count the whole file's lines.
+            (propertize text 'mevedel-tool-fs-lines (mevedel-remote-line-count file))))))))
 
 (defun mevedel-tool-fs--whole-count (callback text)
   "Return CALLBACK, correcting the line total of a page of the partial TEXT.
