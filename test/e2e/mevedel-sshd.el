@@ -152,16 +152,6 @@ opens one ssh login per host."
   (dolist (form (mevedel-sshd-tramp-forms sshd))
     (eval form t)))
 
-(defun mevedel-sshd-write-config (sshd &optional extra)
-  "Write a mevedel --config file pointing TRAMP at SSHD; return its name.
-EXTRA is a list of further forms to put after them."
-  (let ((file (expand-file-name "mevedel-config.el" (mevedel-sshd-dir sshd))))
-    (with-temp-file file
-      (dolist (form (append (mevedel-sshd-tramp-forms sshd) extra))
-        (prin1 form (current-buffer))
-        (insert "\n")))
-    file))
-
 (defun mevedel-sshd-file (sshd path &optional method)
   "Return the TRAMP name of host-side PATH on SSHD by METHOD (default ssh)."
   (format "/%s:%s:%s" (or method "ssh") (mevedel-sshd-alias sshd) path))
