@@ -29,8 +29,9 @@
 ;;   written beside its target on the host and renamed over it, modes
 ;;   kept, all or none.
 ;; - The mutation lease: WORKSPACE/.mevedel/lease on the host names
-;;   the one session that may write there; others wait, take a stale
-;;   lease over, or stay read-only (`mevedel-remote-lease-acquire').
+;;   the one session that may write there; others wait (a timer looks
+;;   again, so Emacs never blocks), take a stale lease over, or stay
+;;   read-only (`mevedel-remote-lease-acquire').
 ;;
 ;; Not here: remote Bash and its sandbox (mevedel-remote-helper.el),
 ;; the tools' declarations (mevedel-tool-fs.el, mevedel-tool-patch.el).
@@ -82,6 +83,11 @@ then), `read-only' opens without writing, `fail' fails the write."
 Used by the policies `wait' and `take-over'."
   :type 'natnum)
 
+(defcustom mevedel-remote-lease-poll 2
+  "Seconds between two looks at a lease a session waits for.
+Each look is one short TRAMP operation; Emacs runs freely between."
+  :type 'number)
+
 (defcustom mevedel-remote-read-chunk (* 256 1024)
   "Bytes Read fetches from a remote file per step while paging it."
   :type 'natnum)
@@ -89,7 +95,6 @@ Used by the policies `wait' and `take-over'."
 ;;;; Targets
 
 (define-error 'mevedel-remote-unreachable "Remote host unreachable" 'remote-file-error)
-(define-error 'mevedel-remote-lease-held "Remote workspace in use")
 
 (defun mevedel-remote-p (file)
   "Return non-nil when FILE is on another host (a TRAMP name)."
@@ -717,55 +722,147 @@ Creation is exclusive on the host, so two sessions cannot both take it."
                    (?q "quit" "Do not write")))))
     (pcase (car answer) (?w 'wait) (?t 'take-over) (?r 'read-only) (_ 'fail))))
 
-(defun mevedel-remote-lease-acquire (workspace session-id &optional policy)
+(cl-defstruct (mevedel-remote--waiter (:constructor mevedel-remote--waiter-make)
+                                      (:copier nil))
+  "A session of this Emacs waiting for a remote workspace's lease."
+  workspace token policy deadline then on-wait holder timer)
+
+(defvar mevedel-remote--waiters nil
+  "The lease waits of this Emacs, oldest first: `mevedel-remote--waiter's.")
+
+(defun mevedel-remote--attempt (waiter)
+  "Try once to give WAITER its workspace's lease; ask the user for policy `ask'.
+Return t when taken, a refusal message, or the holder, (TEXT . AGE),
+to wait for.  A free lease is taken; a stale one is removed first
+under the policy `take-over'."
+  (let* ((workspace (mevedel-remote--waiter-workspace waiter))
+         (token (mevedel-remote--waiter-token waiter))
+         (outcome nil))
+    (while (not outcome)
+      ;; Look before taking: a refused exclusive write would have TRAMP
+      ;; echo "File already exists" at every look of a wait.
+      (let ((holder (mevedel-remote-lease-holder workspace))
+            (policy (mevedel-remote--waiter-policy waiter)))
+        (cond
+         ;; Free: take it, unless another session just did.
+         ((null holder) (when (mevedel-remote--take workspace token) (setq outcome t)))
+         ((equal (car holder) token) (setq outcome t))
+         (t
+          (when (eq policy 'ask)
+            (setq policy (if noninteractive 'fail (mevedel-remote--ask workspace holder)))
+            (setf (mevedel-remote--waiter-policy waiter) policy))
+          (pcase policy
+            ('read-only
+             (mevedel-remote-lease-open-read-only workspace)
+             (setq outcome (concat (mevedel-remote-lease-message workspace holder)
+                                   "; opened read-only")))
+            ((and (or 'wait 'take-over)
+                  (guard (> (float-time) (mevedel-remote--waiter-deadline waiter))))
+             (setq outcome (format "%s; waited %ds" (mevedel-remote-lease-message workspace holder)
+                                   mevedel-remote-lease-wait)))
+            ((and 'take-over (guard (> (cdr holder) mevedel-remote-lease-stale-seconds)))
+             (mevedel-remote-call workspace
+                                  (lambda () (delete-file (mevedel-remote--lease-file workspace)))))
+            ((or 'wait 'take-over) (setq outcome holder))
+            (_ (setq outcome (mevedel-remote-lease-message workspace holder))))))))
+    outcome))
+
+(defun mevedel-remote--settle (waiter outcome)
+  "End WAITER's wait with OUTCOME (t or a refusal message) and tell its caller."
+  (setq mevedel-remote--waiters (delq waiter mevedel-remote--waiters))
+  (when-let* ((timer (mevedel-remote--waiter-timer waiter))) (cancel-timer timer))
+  (let ((workspace (mevedel-remote--waiter-workspace waiter)))
+    (when (and (eq outcome t) (not (gethash workspace mevedel-remote--leases)))
+      (mevedel-remote--held workspace (mevedel-remote--waiter-token waiter))))
+  (when (mevedel-remote--waiter-holder waiter) (force-mode-line-update t))
+  (funcall (mevedel-remote--waiter-then waiter) (if (eq outcome t) nil outcome)))
+
+(defun mevedel-remote--step (waiter)
+  "Look at WAITER's lease again: take it, give up, or wait on.
+Each look is a short TRAMP operation between two timer runs, so Emacs
+stays responsive while a session waits, headless runs included."
+  (when (memq waiter mevedel-remote--waiters)
+    (let ((outcome (condition-case err
+                       (mevedel-remote--attempt waiter)
+                     (error (error-message-string err)))))
+      (if (not (consp outcome))
+          (mevedel-remote--settle waiter outcome)
+        (let ((first (null (mevedel-remote--waiter-holder waiter))))
+          (setf (mevedel-remote--waiter-holder waiter) outcome)
+          (when first
+            (message "mevedel: waiting for the lease: %s (M-x %s opens it read-only)"
+                     (mevedel-remote-lease-message (mevedel-remote--waiter-workspace waiter) outcome)
+                     'mevedel-remote-lease-stop-waiting)))
+        (when-let* ((on-wait (mevedel-remote--waiter-on-wait waiter)))
+          (funcall on-wait (mevedel-remote-lease-wait-text
+                            (mevedel-remote--waiter-workspace waiter))))
+        (force-mode-line-update t)
+        (setf (mevedel-remote--waiter-timer waiter)
+              (run-at-time mevedel-remote-lease-poll nil
+                           #'mevedel-remote-when-free
+                           (lambda () (mevedel-remote--step waiter))))))))
+
+(defun mevedel-remote-lease-acquire (workspace session-id then &optional policy on-wait)
   "Make SESSION-ID of this Emacs the one writer of the remote WORKSPACE.
-Does nothing when it holds the lease already, or for a local
-WORKSPACE.  Held by another session, POLICY (default
-`mevedel-remote-lease-policy') decides: wait for it, take it over once
-stale, open read-only, or fail; every refusal signals
-`mevedel-remote-lease-held' saying who holds it."
-  (when (mevedel-remote-p workspace)
-    (let ((token (mevedel-remote--token session-id))
-          (policy (or policy mevedel-remote-lease-policy)))
-      (when (mevedel-remote-read-only-p workspace)
-        (signal 'mevedel-remote-lease-held
-                (list (format "%s was opened read-only beside another session's lease; \
-nothing is written" workspace))))
-      (unless (equal (car (gethash workspace mevedel-remote--leases)) token)
-        (let ((taken nil)
-              (deadline (+ (float-time) mevedel-remote-lease-wait)))
-          (while (not taken)
-            (if (mevedel-remote--take workspace token)
-                (setq taken t)
-              (let ((holder (mevedel-remote-lease-holder workspace)))
-                (cond
-                 ((null holder))        ; Released meanwhile: try again.
-                 ((equal (car holder) token) (setq taken t))
-                 (t
-                  (when (and (eq policy 'ask) noninteractive) (setq policy 'fail))
-                  (when (eq policy 'ask) (setq policy (mevedel-remote--ask workspace holder)))
-                  (let ((stale (> (cdr holder) mevedel-remote-lease-stale-seconds)))
-                    (pcase policy
-                      ('read-only
-                       (mevedel-remote-lease-open-read-only workspace)
-                       (signal 'mevedel-remote-lease-held
-                               (list (concat (mevedel-remote-lease-message workspace holder)
-                                             "; opened read-only"))))
-                      ((and (or 'wait 'take-over) (guard (> (float-time) deadline)))
-                       (signal 'mevedel-remote-lease-held
-                               (list (format "%s; waited %ds"
-                                             (mevedel-remote-lease-message workspace holder)
-                                             mevedel-remote-lease-wait))))
-                      ((or 'wait 'take-over)
-                       (if (and stale (eq policy 'take-over))
-                           (mevedel-remote-call workspace
-                                                (lambda ()
-                                                  (delete-file (mevedel-remote--lease-file
-                                                                workspace))))
-                         (sleep-for 1)))
-                      (_ (signal 'mevedel-remote-lease-held
-                                 (list (mevedel-remote-lease-message workspace holder)))))))))))
-          (mevedel-remote--held workspace token))))))
+Call THEN with nil once it is, or with a message saying why not (who
+holds the lease).  It is at once when this session holds the lease
+already, when it is free, and for a local WORKSPACE.  Held by another
+session, POLICY (default `mevedel-remote-lease-policy') decides: wait
+for it, take it over once stale, open read-only, or refuse.  Waiting
+never blocks Emacs: THEN runs later, from a timer, and ON-WAIT, when
+given, is called with `mevedel-remote-lease-wait-text' at every look;
+`mevedel-remote-lease-stop-waiting' ends the wait read-only.  Return
+a function that drops the wait without calling THEN."
+  (let ((token (mevedel-remote--token session-id)))
+    (cond
+     ((not (mevedel-remote-p workspace)) (funcall then nil) #'ignore)
+     ((mevedel-remote-read-only-p workspace)
+      (funcall then (format "%s was opened read-only beside another session's lease; \
+nothing is written" workspace))
+      #'ignore)
+     ((equal (car (gethash workspace mevedel-remote--leases)) token) (funcall then nil) #'ignore)
+     (t
+      (let ((waiter (mevedel-remote--waiter-make
+                     :workspace workspace :token token :then then :on-wait on-wait
+                     :policy (or policy mevedel-remote-lease-policy)
+                     :deadline (+ (float-time) mevedel-remote-lease-wait))))
+        (push waiter mevedel-remote--waiters)
+        (mevedel-remote--step waiter)
+        (lambda ()
+          (when (memq waiter mevedel-remote--waiters)
+            (setq mevedel-remote--waiters (delq waiter mevedel-remote--waiters))
+            (when-let* ((timer (mevedel-remote--waiter-timer waiter))) (cancel-timer timer))
+            (force-mode-line-update t))))))))
+
+(defun mevedel-remote-lease-wait-text (workspace)
+  "Return the text showing this Emacs's wait for WORKSPACE's lease, or nil."
+  (when-let* ((waiter (cl-find workspace mevedel-remote--waiters
+                               :key #'mevedel-remote--waiter-workspace :test #'equal))
+              (holder (mevedel-remote--waiter-holder waiter)))
+    (format "Waiting for the lease held by %s (seen %ds ago)"
+            (car holder) (round (cdr holder)))))
+
+(defun mevedel-remote-lease-stop-waiting (workspace)
+  "Stop waiting for the remote WORKSPACE's lease and open it read-only.
+The writes that waited are refused, saying so; later ones too, until
+the session is opened again."
+  (interactive
+   (let ((workspaces (delete-dups (mapcar #'mevedel-remote--waiter-workspace
+                                          mevedel-remote--waiters))))
+     (unless workspaces (user-error "No session waits for a lease"))
+     (list (if (cdr workspaces)
+               (completing-read "Open read-only: " workspaces nil t)
+             (car workspaces)))))
+  (unless (cl-find workspace mevedel-remote--waiters
+                   :key #'mevedel-remote--waiter-workspace :test #'equal)
+    (user-error "No session waits for the lease of %s" workspace))
+  (mevedel-remote-lease-open-read-only workspace)
+  (dolist (waiter (reverse mevedel-remote--waiters))
+    (when (equal (mevedel-remote--waiter-workspace waiter) workspace)
+      (mevedel-remote--settle
+       waiter
+       (format "%s was opened read-only while waiting for another session's lease; \
+nothing was written" workspace)))))
 
 (defun mevedel-remote-lease-release (workspace &optional session-id)
   "Give up this Emacs's lease of WORKSPACE, if it has it.

@@ -495,11 +495,12 @@ needs nothing from this file."
   (mevedel-patch-review-start #'mevedel-tool-patch-plan-for-review
                               context session answer open))
 
-(defun mevedel-tool-patch--apply (patch)
+(defun mevedel-tool-patch--apply (patch refusal)
   "Apply PATCH in the running call's workspace; return the handler's envelope.
 Relative paths are relative to `default-directory', which the
 pipeline binds to the workspace.  Any refusal or failure signals
-with nothing written."
+with nothing written; REFUSAL, when non-nil, is why the workspace's
+lease was not had (`mevedel-tool-patch--lease')."
   (let* ((session (plist-get (mevedel-pipeline-current-context) :session))
          (mevedel-session-current (or session mevedel-session-current))
          (targets (mevedel-tool-patch--approved-targets patch default-directory))
@@ -518,14 +519,9 @@ with nothing written."
                                        (cdr choice)))
                                selection))
                     (mevedel-tool-patch--unsaved planned selection))))
-    (when mirror
-      (condition-case err
-          (mevedel-remote-lease-acquire
-           (mevedel-session-workspace mevedel-session-current)
-           (mevedel-session-id mevedel-session-current))
-        (mevedel-remote-lease-held
-         (delete-directory (car mirror) t)
-         (mevedel-tool-patch--fail "ApplyPatch refused: %s; nothing was written" (cadr err)))))
+    (when refusal
+      (when mirror (delete-directory (car mirror) t))
+      (mevedel-tool-patch--fail "ApplyPatch refused: %s; nothing was written" refusal))
     (when unsaved
       (mevedel-tool-patch--fail
        "ApplyPatch refused: %s; nothing was written.  Ask the user to save or revert it, \
@@ -565,21 +561,47 @@ updated (%s)" (plist-get file :path) failure))))
                             (and stale (concat "\n\n" (string-join stale "\n"))))
             :render-data (mevedel-tool-patch--render-data applied)))))
 
+(defun mevedel-tool-patch--lease (patch then)
+  "Call THEN once the running call may write PATCH's remote targets.
+THEN gets nil, or why not: another session holds the remote
+workspace's lease (`mevedel-remote-lease-acquire').  While it waits,
+the call's row says for whom, and cancelling the call ends the wait.
+A patch with no remote target needs no lease."
+  (let* ((session (or (plist-get (mevedel-pipeline-current-context) :session)
+                      mevedel-session-current))
+         (workspace (and session (mevedel-session-workspace session))))
+    (if (not (and (mevedel-remote-p workspace)
+                  (cl-some (lambda (target) (mevedel-remote-p (nth 1 target)))
+                           ;; A bad patch fails in the apply, saying why.
+                           (ignore-errors
+                             (mevedel-tool-patch--approved-targets patch default-directory)))))
+        (funcall then nil)
+      (mevedel-pipeline-add-canceller
+       (mevedel-remote-lease-acquire
+        workspace (mevedel-session-id session) (mevedel-pipeline-continuation then) nil
+        (mevedel-pipeline-continuation #'mevedel-pipeline-report-progress))))))
+
 (defun mevedel-tool-patch-run (callback args)
   "Apply the patch in ARGS (:patch) and call CALLBACK with the result once.
 The result is an envelope, or an \"Error: ...\" text naming the file,
 hunk and nearest lines of a failure; nothing is written then."
-  (let ((directory default-directory))
+  (let ((directory default-directory)
+        (patch (plist-get args :patch)))
     (mevedel-remote-when-free
      ;; Maybe later, from a timer: the call's context and directory go along.
      (mevedel-pipeline-continuation
       (lambda ()
         (let ((default-directory directory))
-          (funcall callback
-                   (condition-case err
-                       (mevedel-tool-patch--apply (plist-get args :patch))
-                     ((mevedel-core-error mevedel-tool-patch-error) (concat "Error: " (cadr err)))
-                     (error (concat "Error: " (error-message-string err)))))))))))
+          (mevedel-tool-patch--lease
+           patch
+           (lambda (refusal)
+             (let ((default-directory directory))
+               (funcall callback
+                        (condition-case err
+                            (mevedel-tool-patch--apply patch refusal)
+                          ((mevedel-core-error mevedel-tool-patch-error)
+                           (concat "Error: " (cadr err)))
+                          (error (concat "Error: " (error-message-string err))))))))))))))
 
 ;;;; The renderer
 

@@ -454,6 +454,7 @@ answer the script holds back."
             (remhash remote mevedel-remote--leases))
           (let ((mevedel-remote-lease-policy 'take-over)
                 (mevedel-remote-lease-stale-seconds 2)
+                (mevedel-remote-lease-poll 0.2)
                 (start (float-time)))
             (should (string-prefix-p "The patch was applied"
                                      (mevedel-remote-test--patch second-data
@@ -467,7 +468,10 @@ answer the script holds back."
     (ignore local)
     (mevedel-remote-test--with-session (holder data) remote
       (ignore data)
-      (mevedel-remote-lease-acquire remote (mevedel-session-id holder))
+      (let ((got nil))
+        (mevedel-remote-lease-acquire remote (mevedel-session-id holder)
+                                      (lambda (refusal) (setq got (list refusal))))
+        (should (equal got '(nil))))
       (dolist (lease '("fail" "read-only"))
         (pcase-let ((`(,status ,stdout ,stderr ,_)
                      (mevedel-remote-test--headless
@@ -488,6 +492,136 @@ answer the script holds back."
             (should (string-match-p (if (equal lease "read-only") "read-only" "is being written")
                                     (alist-get 'result_preview call))))
           (should-not (file-exists-p (expand-file-name "z.txt" remote))))))))
+
+;;;; Waiting for the lease without blocking Emacs
+
+(defmacro mevedel-remote-test--waiting (vars remote &rest body)
+  "Run BODY while a second session of REMOTE waits for a first one's lease.
+VARS (FIRST SECOND BOX PROGRESS) are bound to the sessions, the box
+the waiting ApplyPatch (adding z.txt) fills with its result, and the
+progress texts its row got, newest first."
+  (declare (indent 2))
+  (pcase-let ((`(,first ,second ,box ,progress) vars))
+    `(mevedel-remote-test--with-session (,first first-data) ,remote
+       (ignore first-data)
+       (let ((got nil))
+         (mevedel-remote-lease-acquire ,remote (mevedel-session-id ,first)
+                                       (lambda (refusal) (setq got (list refusal))))
+         (should (equal got '(nil))))
+       (mevedel-remote-test--with-session (,second second-data) ,remote
+         (let* ((mevedel-remote-lease-policy 'wait)
+                (mevedel-remote-lease-poll 0.2)
+                ;; Blocking code would give up after this many seconds.
+                (mevedel-remote-lease-wait 8)
+                (,box nil)
+                (,progress nil)
+                (mevedel-pipeline-tool-event-hook
+                 (list (lambda (event info)
+                         (when (eq event 'progress) (push (plist-get info :progress) ,progress))))))
+           (with-current-buffer second-data
+             (mevedel-pipeline-run-tool
+              (mevedel-tool-get "ApplyPatch")
+              (list :patch "*** Begin Patch\n*** Add File: z.txt\n+z\n*** End Patch\n")
+              (lambda (result) (setq ,box (list (mevedel-render-data-strip result "call-wait"))))
+              :tool-use-id "call-wait" :data-buffer second-data))
+           (unwind-protect (progn ,@body)
+             (remhash ,remote mevedel-remote--read-only)))))))
+
+(ert-deftest mevedel-remote:a-waiting-writer-leaves-emacs-free-then-writes ()
+  (require 'mevedel-render-data)
+  (require 'mevedel-view)
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore sshd local)
+    (mevedel-remote-test--waiting (first second box progress) remote
+      ;; The call came back at once: it waits, and says for whom, on
+      ;; its row and in the session's header.
+      (should-not box)
+      (mevedel-test-wait-until progress 10)
+      (let ((waiting (format "Waiting for the lease held by %s" (mevedel-session-id first))))
+        (should (string-prefix-p waiting (car progress)))
+        (should (string-prefix-p waiting (mevedel-view--lease-header
+                                          (mevedel-chat--make :session second)))))
+      ;; Emacs runs meanwhile: a timer fires again and again.
+      (let* ((ticks 0)
+             (timer (run-at-time 0.05 0.05 (lambda () (cl-incf ticks)))))
+        (unwind-protect (mevedel-test-wait-until (> ticks 10) 5)
+          (cancel-timer timer)))
+      (should-not box)
+      (should-not (file-exists-p (expand-file-name "z.txt" remote)))
+      ;; The first session lets go: the waiting write goes through.
+      (mevedel-remote-lease-release remote (mevedel-session-id first))
+      (mevedel-test-wait-until box 30)
+      (should (string-prefix-p "The patch was applied" (car box)))
+      (should (equal (mevedel-remote-test--text (expand-file-name "z.txt" remote)) "z\n"))
+      (should (string-search (mevedel-session-id second)
+                             (car (mevedel-remote-lease-holder remote))))
+      (should-not (mevedel-remote-lease-wait-text remote))
+      (should-not (mevedel-view--lease-header (mevedel-chat--make :session second))))))
+
+(ert-deftest mevedel-remote:a-user-stops-waiting-and-reads-only ()
+  (require 'mevedel-render-data)
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore sshd local)
+    (mevedel-remote-test--waiting (first second box progress) remote
+      (mevedel-test-wait-until progress 10)
+      (should-not box)
+      (mevedel-remote-lease-stop-waiting remote)
+      (should box)
+      (should (string-match-p "opened read-only while waiting" (car box)))
+      (should (mevedel-remote-read-only-p remote))
+      (should-not (mevedel-remote-lease-wait-text remote))
+      ;; Nothing written, the first session keeps its lease, and the
+      ;; read-only session's later writes are refused at once.
+      (should-not (file-exists-p (expand-file-name "z.txt" remote)))
+      (should (string-search (mevedel-session-id first)
+                             (car (mevedel-remote-lease-holder remote))))
+      (let ((got nil))
+        (mevedel-remote-lease-acquire remote (mevedel-session-id second)
+                                      (lambda (refusal) (setq got (list refusal))))
+        (should (string-match-p "read-only" (car got))))
+      (should-error (mevedel-remote-lease-stop-waiting remote) :type 'user-error))))
+
+(ert-deftest mevedel-remote:a-headless-run-waits-for-the-lease-within-its-timeout ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore local)
+    (mevedel-remote-test--with-session (holder data) remote
+      (ignore data)
+      (let ((got nil))
+        (mevedel-remote-lease-acquire remote (mevedel-session-id holder)
+                                      (lambda (refusal) (setq got (list refusal))))
+        (should (equal got '(nil))))
+      (let ((run (lambda (file timeout before)
+                   (mevedel-remote-test--headless
+                    sshd remote
+                    :args (list "-p" "edit" "--permission-mode" "full-auto" "--lease" "wait"
+                                "--timeout" (number-to-string timeout))
+                    :settings '((setq mevedel-remote-lease-poll 0.3))
+                    :before before
+                    :steps `(((tool_calls
+                               . [((name . "ApplyPatch")
+                                   (arguments
+                                    . ((patch . ,(format "*** Begin Patch\n*** Add File: %s\n\
++z\n*** End Patch\n" file)))))]))
+                             ((text . "Done.")))))))
+        ;; Never released: the run waits, then ends at its --timeout.
+        (pcase-let ((`(,status ,_ ,stderr ,seconds) (funcall run "never.txt" 6 nil)))
+          (should (eql status 1))
+          (should (string-match-p (format "waiting for the lease: .*%s" (mevedel-session-id holder))
+                                  stderr))
+          (should (< seconds 60))
+          (should-not (file-exists-p (expand-file-name "never.txt" remote))))
+        ;; Released while it waits: the run writes and succeeds.
+        (pcase-let ((`(,status ,stdout ,stderr ,_)
+                     (funcall run "z.txt" 120
+                              (lambda (_process _server)
+                                (run-at-time 4 nil #'mevedel-remote-lease-release
+                                             remote (mevedel-session-id holder))))))
+          (should (eql status 0))
+          (should (string-match-p "waiting for the lease" stderr))
+          (should (equal (alist-get 'status (car (alist-get 'tool_calls
+                                                            (mevedel-remote-test--json stdout))))
+                         "success"))
+          (should (file-exists-p (expand-file-name "z.txt" remote))))))))
 
 ;;;; Opening a remote workspace, unsaved remote buffers
 
