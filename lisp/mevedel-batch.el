@@ -23,7 +23,14 @@
 ;;   --goal-turns N            the Goal's root turns, the first included
 ;;   --goal-time 30m           the Goal's wall time
 ;;   --json                    print a JSON transcript instead of the answer
-;;   --dir DIR                 workspace directory (default: the current one)
+;;   --dir DIR                 workspace directory (default: the current one);
+;;                             a TRAMP name (/ssh:HOST:/path, /docker:...)
+;;                             works on that host (docs/remote.md); it is
+;;                             checked after --config, where TRAMP's
+;;                             settings live
+;;   --lease POLICY            a remote workspace another session writes:
+;;                             fail (default), wait, take-over (once
+;;                             stale) or read-only
 ;;   --permission-mode MODE    ask (default), edits, full-auto or plan
 ;;   --config FILE             load FILE first (gptel backend settings);
 ;;                             default $MEVEDEL_INIT, else
@@ -118,6 +125,7 @@
 (require 'mevedel-permissions)
 (require 'mevedel-session-list)
 (require 'mevedel-recovery)
+(require 'mevedel-remote)
 (require 'mevedel-tool-render)
 (require 'mevedel-usage)
 
@@ -148,7 +156,11 @@ Options:
   --goal-turns N           the Goal's root turns, the first included
   --goal-time TIME         the Goal's wall time (30m, 90s, 2h)
   --json                   print a JSON transcript instead of the answer
-  --dir DIR                workspace directory (default: the current one)
+  --dir DIR                workspace directory (default: the current one);
+                           /ssh:HOST:/path and other TRAMP names work there
+  --lease POLICY           when another session writes that remote workspace:
+                           fail (default), wait, take-over (once stale) or
+                           read-only
   --permission-mode MODE   ask (default), edits, full-auto or plan; calls that
                            would ask are refused, nobody can answer them
   --config FILE            Elisp setting gptel-backend and gptel-model
@@ -234,6 +246,12 @@ Emacs decodes arguments with the locale's coding system; without one
             ((or "-c" "--continue") (setq options (plist-put options :continue t)))
             ((or "-r" "--resume") (setq options (plist-put options :resume (value))))
             ("--fork" (setq options (plist-put options :fork t)))
+            ("--lease"
+             (let ((policy (value)))
+               (unless (member policy '("fail" "wait" "take-over" "read-only"))
+                 (mevedel-batch--usage-error
+                  "--lease needs fail, wait, take-over or read-only, not %s" policy))
+               (setq options (plist-put options :lease (intern policy)))))
             ("--list-sessions" (setq options (plist-put options :list t)))
             ("--trust-hooks" (setq options (plist-put options :trust-hooks t)))
             ("--trust-mcp" (setq options (plist-put options :trust-mcp t)))
@@ -263,9 +281,6 @@ Emacs decodes arguments with the locale's coding system; without one
     (unless (or (plist-get options :prompt) (plist-get options :goal)
                 (plist-get options :list) (plist-get options :help))
       (mevedel-batch--usage-error "Missing -p PROMPT (see --help)"))
-    (when-let* ((dir (plist-get options :dir)))
-      (unless (file-directory-p dir)
-        (mevedel-batch--usage-error "--dir %s is not a directory" dir)))
     (when (and (plist-get options :continue) (plist-get options :resume))
       (signal 'mevedel-batch-usage (list "Use --continue or --resume ID, not both")))
     (when (and (plist-get options :fork)
@@ -545,6 +560,7 @@ and :error (a message, or nil)."
          (outcome nil)
          (unknown-tools nil)
          (deadline (+ (float-time) (plist-get options :timeout))))
+    (mevedel-batch--open-storage chat)
     (when (plist-get options :mode)
       (setf (mevedel-chat-permission-mode chat) (plist-get options :mode)))
     (when (plist-get options :provider)
@@ -581,6 +597,20 @@ config file (--config FILE, $MEVEDEL_INIT or ~/.config/mevedel/init.el), or use 
       (if (eq outcome 'blocked)
           (mevedel-batch--blocked chat options)
         (mevedel-batch--result chat outcome options unknown-tools)))))
+
+(defun mevedel-batch--open-storage (chat)
+  "Open the storage of CHAT's session now, or fail the run saying why.
+A run saves its session; a store that cannot be opened (a remote
+workspace's state directory unwritable, say) would otherwise only warn
+once the turn is under way."
+  (let ((session (mevedel-chat-session chat)))
+    (when (and mevedel-save-sessions (mevedel-session-durable-p session))
+      (condition-case err
+          (mevedel-session-ensure-storage session)
+        (mevedel-session-locked (signal (car err) (cdr err)))
+        (error (error "Cannot open the storage of session %s (%s): %s"
+                      (mevedel-session-id session) (mevedel-session-directory session)
+                      (error-message-string err)))))))
 
 (defun mevedel-batch--goal-over-p (chat goal)
   "Return non-nil when GOAL of CHAT stopped and no work of it is left."
@@ -740,6 +770,50 @@ A syntax error names its line."
      (signal 'mevedel-batch-config
              (list (format "Error in the config file %s: %s" file (error-message-string err)))))))
 
+(defun mevedel-batch--unattended (function)
+  "Call FUNCTION with every minibuffer question failing instead of asked.
+Nobody answers a headless run: a question (TRAMP asking for a password
+or to confirm a host, say) would read the terminal, and batch Emacs
+exits with 255 at the end of its input.  It signals an error naming
+the question instead, which fails the call that asked.
+TRAMP opens no connection for incidental file checks meanwhile
+\(`non-essential'): batch Emacs dies of an error in a process sentinel,
+so a host lost mid-turn must not make such a check signal; the remote
+tools reconnect for themselves (`mevedel-remote-call')."
+  (cl-letf (((symbol-function 'read-from-minibuffer)
+             (lambda (prompt &rest _)
+               (signal 'remote-file-error
+                       (list (format "a headless run cannot answer %S" (string-trim prompt))))))
+            ((symbol-function 'read-passwd)
+             (lambda (prompt &rest _)
+               (signal 'remote-file-error
+                       (list (format "it asks for a password (%S), which a headless run \
+cannot type" (string-trim prompt))))))
+            (non-essential t))
+    (funcall function)))
+
+(defun mevedel-batch--check-dir (options)
+  "Check the --dir of OPTIONS is a directory; a remote one is reached first.
+Signal a usage error for a missing directory, and
+`mevedel-remote-unreachable' naming the host for a remote one that
+cannot be reached in time.  A remote workspace another session writes
+is said on stderr, and with --lease read-only opened so."
+  (when-let* ((dir (plist-get options :dir)))
+    (if (not (mevedel-remote-p dir))
+        (unless (file-directory-p dir)
+          (mevedel-batch--usage-error "--dir %s is not a directory" dir))
+      (condition-case err
+          (mevedel-remote-check dir)
+        (mevedel-remote-unreachable (signal (car err) (cdr err)))
+        (file-error (mevedel-batch--usage-error "--dir %s is not a directory" dir)))
+      (when-let* ((policy (plist-get options :lease)))
+        (setq mevedel-remote-lease-policy policy))
+      (let ((root (mevedel-chat-workspace-root dir)))
+        (when-let* ((holder (mevedel-remote-lease-holder root)))
+          (message "mevedel: %s" (mevedel-remote-lease-message root holder))
+          (when (eq mevedel-remote-lease-policy 'read-only)
+            (mevedel-remote-lease-open-read-only root)))))))
+
 (defun mevedel-batch--interrupted ()
   "Say on stderr that the run was interrupted (`kill-emacs-hook' during a run)."
   (message "mevedel: interrupted; the session is saved (--continue resumes it)"))
@@ -758,9 +832,14 @@ See the commentary of mevedel-batch.el for the arguments and
               (progn (princ mevedel-batch-usage-text) (setq status 0))
             (when-let* ((init (mevedel-batch--config-file options)))
               (mevedel-batch--load-config init))
-            (let ((result (if (plist-get options :list)
-                              (list :status 0 :output (mevedel-batch-list-sessions options))
-                            (mevedel-batch-run-turn options))))
+            ;; After the config: TRAMP's settings for a remote --dir
+            ;; are there.
+            (mevedel-batch--unattended (lambda () (mevedel-batch--check-dir options)))
+            (let ((result (mevedel-batch--unattended
+                           (lambda ()
+                             (if (plist-get options :list)
+                                 (list :status 0 :output (mevedel-batch-list-sessions options))
+                               (mevedel-batch-run-turn options))))))
               (princ (plist-get result :output))
               (when (plist-get result :error)
                 (message (if (member (plist-get result :outcome) '("refused" "blocked" "goal"))

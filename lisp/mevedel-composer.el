@@ -104,26 +104,31 @@ expects them."
 
 (defun mevedel-composer-refresh (root &optional on-done)
   "Refresh the completion metadata of workspace ROOT in the background.
-The file list comes from the module's Glob; ON-DONE, if non-nil, is
-called once it is in.  A refresh still running is not started again."
+The file list comes from the module's Glob (none for a remote ROOT);
+ON-DONE, if non-nil, is called once it is in.  A refresh still running
+is not started again."
   (let ((cache (mevedel-composer--cache root)))
     (unless (mevedel-composer--cache-request cache)
       (setf (mevedel-composer--cache-time cache) (float-time))
       (let ((default-directory root))
         (setf (mevedel-composer--cache-skills cache) (mevedel-skills-list)
               (mevedel-composer--cache-addresses cache) (mevedel-composer--addresses root)))
-      (setf (mevedel-composer--cache-request cache)
-            (mevedel-core-search-glob
-             (directory-file-name root) "" "**/*" 10000
-             (lambda (status value)
-               (setf (mevedel-composer--cache-request cache) nil)
-               (when (eq status 'ok)
-                 (let ((files (split-string (plist-get value :text) "\n" t)))
-                   (setf (mevedel-composer--cache-files cache)
-                         (vconcat (seq-take (cl-remove-if (lambda (f) (string-prefix-p "(" f))
-                                                          files)
-                                            mevedel-composer-file-limit)))))
-               (when on-done (funcall on-done))))))))
+      (if (file-remote-p root)
+          ;; A remote tree is not walked for completion: file names
+          ;; complete as typed, through TRAMP.
+          (when on-done (funcall on-done))
+	(setf (mevedel-composer--cache-request cache)
+              (mevedel-core-search-glob
+               (directory-file-name root) "" "**/*" 10000
+               (lambda (status value)
+		 (setf (mevedel-composer--cache-request cache) nil)
+		 (when (eq status 'ok)
+                   (let ((files (split-string (plist-get value :text) "\n" t)))
+                     (setf (mevedel-composer--cache-files cache)
+                           (vconcat (seq-take (cl-remove-if (lambda (f) (string-prefix-p "(" f))
+                                                            files)
+                                              mevedel-composer-file-limit)))))
+		 (when on-done (funcall on-done)))))))))
 
 (defun mevedel-composer--fresh-cache (root)
   "Return ROOT's cache, starting a refresh when it is old."

@@ -23,7 +23,10 @@
 ;; may create the directory itself when it posts background mail
 ;; beside session.sqlite; `mevedel-session-storage-written' then
 ;; completes it.
-;; Ephemeral sessions (one-off requests) have no storage at all.
+;; Ephemeral sessions (one-off requests) have no storage at all.  A
+;; workspace on another host (TRAMP) keeps the same tree on this
+;; machine instead, under `mevedel-remote-state-directory' keyed by
+;; host and path (see mevedel-remote.el).
 ;;
 ;; A session also carries its permission state: its mode, its
 ;; "always this session" answers and the function that asks the user
@@ -47,6 +50,7 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'mevedel-core)
+(require 'mevedel-remote)
 
 (defgroup mevedel-session nil
   "Sessions of mevedel and their storage."
@@ -124,8 +128,8 @@ session without durable storage.  Nothing is written to disk."
 The directory may not exist yet; see `mevedel-session-ensure-storage'."
   (unless (mevedel-session-ephemeral session)
     (file-name-as-directory
-     (expand-file-name (concat ".mevedel/sessions/" (mevedel-session-id session))
-                       (mevedel-session-workspace session)))))
+     (expand-file-name (mevedel-session-id session)
+                       (mevedel-session-sessions-directory (mevedel-session-workspace session))))))
 
 (defun mevedel-session-storage-p (session)
   "Return non-nil when SESSION's storage has been materialised.
@@ -177,8 +181,13 @@ fails: an artifact is a convenience, never a reason to fail a call."
 ;;;; Saved sessions
 
 (defun mevedel-session-sessions-directory (workspace)
-  "Return the directory holding WORKSPACE's sessions (maybe not yet made)."
-  (file-name-as-directory (expand-file-name ".mevedel/sessions" workspace)))
+  "Return the directory holding WORKSPACE's sessions (maybe not yet made).
+A remote WORKSPACE keeps them on this machine (`mevedel-remote-state-root'):
+a SQLite store never waits on a network link."
+  (file-name-as-directory
+   (if (mevedel-remote-p workspace)
+       (expand-file-name "sessions" (mevedel-remote-state-root workspace))
+     (expand-file-name ".mevedel/sessions" workspace))))
 
 (defun mevedel-session-saved (workspace)
   "Return WORKSPACE's saved conversations, most recently updated first.
@@ -282,8 +291,10 @@ Git repository, excludes .mevedel/.  Signals
       (make-directory (mevedel-session-tool-results-directory session) t)
       (make-directory (mevedel-session-local-directory session) t)
       ;; Also when the directory exists: the module may have made it
-      ;; for mail (the line is added once).
-      (mevedel-session-git-exclude (mevedel-session-workspace session))
+      ;; for mail (the line is added once).  A remote workspace's
+      ;; state is not in it.
+      (unless (mevedel-remote-p (mevedel-session-workspace session))
+        (mevedel-session-git-exclude (mevedel-session-workspace session)))
       (mevedel-session-lock session)
       (setf (mevedel-session-store session)
             (mevedel-core-store-open (mevedel-session-database-file session)))
@@ -312,13 +323,16 @@ It runs before the store closes: execution teardown, for one, stops
 the session's processes here.")
 
 (defun mevedel-session-close (session)
-  "Close SESSION's store, if open, and give up its lock.  Files stay on disk.
+  "Close SESSION's store, if open, and give up its lock and lease.
+Files stay on disk.
 Runs `mevedel-session-close-functions' first."
   (run-hook-with-args 'mevedel-session-close-functions session)
   (when-let* ((store (mevedel-session-store session)))
     (mevedel-core-store-close store)
     (setf (mevedel-session-store session) nil))
-  (mevedel-session-unlock session))
+  (mevedel-session-unlock session)
+  (mevedel-remote-lease-release (mevedel-session-workspace session)
+                                (mevedel-session-id session)))
 
 ;;;; Ownership: one writer per session
 

@@ -53,6 +53,7 @@
 (require 'mevedel-history)
 (require 'mevedel-memory)
 (require 'mevedel-pipeline)
+(require 'mevedel-remote)
 (require 'mevedel-resource)
 (require 'mevedel-session)
 (require 'mevedel-tool-media)
@@ -114,13 +115,7 @@ results name it."
       (cons (mevedel-resource-prepare value tool) value))
      ((and (not value) (equal tool "Read"))
       (signal 'mevedel-core-resource-error (list "Read: `file_path' is required")))
-     (t (let ((file (expand-file-name (or value default-directory))))
-          (when (and (file-remote-p file) (not (equal tool "Read")))
-            (signal 'mevedel-core-search-error
-                    (list (format "%s: `%s' is on a remote host (TRAMP), and %s searches \
-local files in-process.  Search on that host with a shell command (rg or grep there), \
-or Read single remote files" tool (or value (abbreviate-file-name file)) tool))))
-          (cons file (or value "")))))))
+     (t (cons (expand-file-name (or value default-directory)) (or value ""))))))
 
 (defun mevedel-tool-fs--remote-copy (file display)
   "Return a local temporary copy of the remote FILE, named DISPLAY in errors.
@@ -141,6 +136,45 @@ List it with a shell command on that host, or Read a file in it"))
                             size mevedel-tool-fs-remote-read-limit)))
      (t (or (file-local-copy file)
             (funcall fail "TRAMP could not copy it here"))))))
+
+(defun mevedel-tool-fs--remote-text (file args)
+  "Return the text Read pages for the remote FILE with ARGS, or nil.
+That is the text of a modified buffer visiting FILE, else the part of
+the file the page needs (`mevedel-remote-read-text'), fetched without
+copying the rest.  Nil for a binary file, an image or a PDF, and with
+:pages or :mode: those go through a local copy."
+  ;; By name: resolving links on the host would cost round trips.
+  (let ((buffer (get-file-buffer file)))
+    (cond
+     ((and buffer (buffer-modified-p buffer) mevedel-tool-fs-read-unsaved-buffers)
+      (mevedel-tool-fs--buffer-text buffer))
+     ((or (mevedel-tool-fs--value args :pages) (mevedel-tool-fs--value args :mode)
+          (string-match-p "\\.\\(?:png\\|jpe?g\\|gif\\|webp\\|pdf\\)\\'" file))
+      nil)
+     (t (pcase-let ((`(,text . ,complete)
+                     (mevedel-remote-read-text
+                      file (list :offset (mevedel-tool-fs--value args :offset)
+                                 :limit (mevedel-tool-fs--value args :limit)))))
+          (if (or complete (null text))
+              text
+            ;; Only the start was fetched: the page's note must still
+            ;; count the whole file's lines.
+            (propertize text 'mevedel-tool-fs-lines (mevedel-remote-line-count file))))))))
+
+(defun mevedel-tool-fs--whole-count (callback text)
+  "Return CALLBACK, correcting the line total of a page of the partial TEXT.
+TEXT, the start of a remote file, carries the file's line count as the
+property `mevedel-tool-fs-lines' (see `mevedel-tool-fs--remote-text')."
+  (if-let* ((lines (and text (get-text-property 0 'mevedel-tool-fs-lines text))))
+      (lambda (result)
+        (let ((text (plist-get result :result)))
+          (funcall callback
+                   (if (and (stringp text)
+                            (string-match "\\[Showing lines [0-9]+-[0-9]+ of \\([0-9]+\\);" text))
+                       (plist-put (copy-sequence result) :result
+                                  (replace-match (number-to-string lines) t t text 1))
+                     result))))
+    callback))
 
 ;;;; Unsaved buffers
 
@@ -319,17 +353,47 @@ A signal from BODY settles CALLBACK with an error result instead."
 
 ;;;; Handlers
 
+(defun mevedel-tool-fs--when-free (callback args key start)
+  "Call START, a handler's body, now or once TRAMP is free.
+It waits (`mevedel-remote-when-free') when the path argument KEY of
+ARGS names a remote file, or is relative in a remote workspace.
+CALLBACK is the handler's.  Return a cancel function."
+  (let ((value (mevedel-tool-fs--value args key)))
+    (if (not (if (and (stringp value) (file-name-absolute-p value))
+                 (mevedel-remote-p value)
+               (mevedel-remote-p default-directory)))
+        (funcall start)
+      (let* ((cancel nil)
+             (directory default-directory)
+             (drop (mevedel-remote-when-free
+                    (mevedel-pipeline-continuation
+                     (lambda ()
+                       (let ((default-directory directory))
+                         (setq cancel (funcall start))))))))
+        (lambda ()
+          (if cancel (funcall cancel)
+            (funcall drop)
+            (funcall callback (list :result "Cancelled." :status 'error))))))))
+
 (defun mevedel-tool-fs-read (callback args)
   "Read the file, directory or resource named in ARGS; call CALLBACK.
 ARGS has :file_path and optionally :offset, :limit and :char_offset,
 and for a PDF :pages and :mode.
 Return a function that cancels the read."
+  (mevedel-tool-fs--when-free
+   callback args :file_path
+   (lambda () (mevedel-tool-fs--read callback args))))
+
+(defun mevedel-tool-fs--read (callback args)
+  "Read as `mevedel-tool-fs-read' with CALLBACK and ARGS, TRAMP being free."
   (mevedel-tool-fs--guard
    callback
    (lambda ()
      (pcase-let* ((`(,target . ,display) (mevedel-tool-fs--target "Read" :file_path args))
                   (documents (mevedel-tool-fs--documents target "Read"))
-                  (copy (and (stringp target) (file-remote-p target)
+                  (remote (and (stringp target) (mevedel-remote-p target)))
+                  (page-text (and remote (mevedel-tool-fs--remote-text target args)))
+                  (copy (and remote (not page-text)
                              (mevedel-tool-fs--remote-copy target display)))
                   (`(,buffer ,_ ,new) (and (not documents)
                                            (car (mevedel-tool-fs--unsaved target t))))
@@ -344,6 +408,12 @@ Return a function that cancels the read."
                               :max-side mevedel-tool-fs-image-max-side)))
        (cond
         ((mevedel-tool-fs--read-served target page callback))
+        (page-text
+         (mevedel-tool-fs--run
+          (mevedel-tool-fs--whole-count callback page-text)
+          (lambda (reply)
+            (mevedel-core-resource-read-text (substring-no-properties page-text) display
+                                             page reply))))
         ((and documents (get-text-property 0 'mevedel-history-status (cdar documents)))
          ;; A status (NOT READY) is whole: no page of it may hide it.
          (funcall callback (list :result (substring-no-properties (cdar documents))))
@@ -387,12 +457,31 @@ returning what SEARCH takes after the target and its display form, and
 in UNSAVED, a function of the modified buffers under the target (see
 `mevedel-tool-fs--unsaved') returning what SEARCH takes last.  Return
 a function that cancels the search."
+  (mevedel-tool-fs--when-free
+   callback args :path
+   (lambda () (mevedel-tool-fs--search-now tool search query unsaved callback args))))
+
+(defun mevedel-tool-fs--search-now (tool search query unsaved callback args)
+  "Search now, TRAMP being free: see `mevedel-tool-fs--search'.
+TOOL, SEARCH, QUERY, UNSAVED, CALLBACK and ARGS are as there."
   (mevedel-tool-fs--guard
    callback
    (lambda ()
      (pcase-let ((`(,target . ,display) (mevedel-tool-fs--target tool :path args)))
-       (if (mevedel-tool-fs--saved-p target)
-           (mevedel-tool-fs--search-saved tool (funcall query args) callback)
+       (cond
+        ((and (stringp target) (mevedel-remote-p target))
+         (mevedel-remote-search tool (mevedel-tool-fs--value args :path)
+                                (if (equal (file-remote-p target) (file-remote-p default-directory))
+                                    default-directory
+                                  ;; Another host's absolute path: run there.
+                                  (file-name-directory
+                                   (directory-file-name (or (mevedel-tool-fs--value args :path)
+                                                            target))))
+                                display (funcall query args) (mevedel-tool-fs--timeout-ms)
+                                callback))
+        ((mevedel-tool-fs--saved-p target)
+         (mevedel-tool-fs--search-saved tool (funcall query args) callback))
+        (t
          (if-let* ((documents (mevedel-tool-fs--documents target tool)))
              (mevedel-tool-fs--run
               callback (lambda (reply)
@@ -403,7 +492,7 @@ a function that cancels the search."
               callback
               (lambda (reply)
                 (funcall search target display (funcall query args)
-                         (mevedel-tool-fs--timeout-ms) reply buffers))))))))))
+                         (mevedel-tool-fs--timeout-ms) reply buffers)))))))))))
 
 (defun mevedel-tool-fs--saved-p (target)
   "Return non-nil when TARGET is the prepared address history://saved.

@@ -53,6 +53,7 @@
 (require 'subr-x)
 (require 'mevedel-core)
 (require 'mevedel-pipeline)
+(require 'mevedel-remote)
 (require 'mevedel-resource)
 (require 'mevedel-session)
 (require 'mevedel-tool-registry)
@@ -94,6 +95,16 @@ step), which may move point; see `replace-buffer-contents'."
 (defun mevedel-tool-patch--fail (format-string &rest args)
   "Signal `mevedel-tool-patch-error' with FORMAT-STRING and ARGS."
   (signal 'mevedel-tool-patch-error (list (apply #'format format-string args))))
+
+(defun mevedel-tool-patch--truenames (files)
+  "Return FILES with links resolved, as `mevedel-core-truenames' does.
+Remote FILES are resolved on their host, through TRAMP."
+  (let ((local (mevedel-core-truenames (cl-remove-if #'mevedel-remote-p files))))
+    (mapcar (lambda (file)
+              (if (mevedel-remote-p file)
+                  (mevedel-remote-call file (lambda () (file-truename file)))
+                (pop local)))
+            files)))
 
 ;; Links are resolved by the module, every name of a patch in one call:
 ;; `file-truename' costs a Lisp step per component and would make the
@@ -169,13 +180,15 @@ module's error; a remote, protected or unavailable target signals
           (push path authored))))
     (let ((targets (mapcar (lambda (path) (mevedel-tool-patch--backing path root))
                            (nreverse authored))))
-      (dolist (target targets)
-        (when (file-remote-p (cadr target))
-          (mevedel-tool-patch--fail
-           "ApplyPatch refuses `%s': it is on a remote host (TRAMP); edit it there with \
-a shell command" (car target))))
+      (let ((host (file-remote-p root)))
+        (dolist (target targets)
+          (unless (or (nth 2 target) (equal (file-remote-p (cadr target)) host))
+            (mevedel-tool-patch--fail
+             "ApplyPatch refuses `%s': it is on %s, and this session works on %s; a \
+session writes only on its own host" (car target)
+             (or (file-remote-p (cadr target)) "this machine") (or host "this machine")))))
       (let* ((entries mevedel-tool-patch-protected-files)
-             (reals (mevedel-core-truenames
+             (reals (mevedel-tool-patch--truenames
                      (append (list (expand-file-name ".mevedel" root))
                              (mapcar #'expand-file-name entries)
                              (mapcar #'cadr targets))))
@@ -400,11 +413,68 @@ decided.  A review that could not plan approves with the outcome
            "ApplyPatch: the review that approved this call is gone; nothing was written.  \
 Send the patch again")))))
 
+(defvar mevedel-tool-patch--mirrors (make-hash-table :test #'eq :weakness 'key)
+  "Plans of remote targets → the local mirror they were planned on.
+Each value is `mevedel-remote-patch-mirror''s (DIRECTORY . MAP).")
+
 (defun mevedel-tool-patch--plan (patch targets)
   "Return the module's plan of PATCH over TARGETS; nothing is written.
-TARGETS are `mevedel-tool-patch--targets' of PATCH."
-  (mevedel-core-patch-plan
-   patch (mapcar (lambda (target) (cons (car target) (cadr target))) targets)))
+TARGETS are `mevedel-tool-patch--targets' of PATCH.  Remote targets are
+planned on a local mirror of their files (`mevedel-remote-patch-mirror'),
+remembered with the plan for `mevedel-tool-patch--apply' to write back."
+  (let* ((remote (cl-remove-if-not (lambda (target) (mevedel-remote-p (cadr target))) targets))
+         (mirror (and remote (mevedel-remote-patch-mirror remote))))
+    (condition-case err
+        (let ((plan (mevedel-core-patch-plan
+                     patch (mapcar (lambda (target)
+                                     (cons (car target)
+                                           (or (nth 1 (assoc (cadr target) (cdr mirror)))
+                                               (cadr target))))
+                                   targets))))
+          (when mirror (puthash plan mirror mevedel-tool-patch--mirrors))
+          plan)
+      (error (when mirror (delete-directory (car mirror) t))
+             (signal (car err)
+                     (if mirror
+                         (list (mevedel-tool-patch--remote-names (cadr err) mirror))
+                       (cdr err)))))))
+
+(defun mevedel-tool-patch--remote-names (text mirror)
+  "Return TEXT with the files of MIRROR named by their remote names."
+  (if (stringp text)
+      (cl-loop for (remote local) in (cdr mirror)
+               do (setq text (string-replace local remote text))
+               finally return text)
+    text))
+
+(defun mevedel-tool-patch--remote-file (file mirror)
+  "Return the plan's FILE, a plist, with MIRROR's names made remote again."
+  (let ((file (copy-sequence file)))
+    (dolist (key '(:abs :move-abs))
+      (when-let* ((local (plist-get file key))
+                  (entry (cl-find local (cdr mirror) :key #'cadr :test #'equal)))
+        (setq file (plist-put file key (car entry)))))
+    file))
+
+(defun mevedel-tool-patch--write-back (applied planned mirror)
+  "Write the APPLIED files of the mirror MIRROR to their remote files.
+PLANNED is the plan's files (mirror names).  All files or none are
+written (`mevedel-remote-patch-write'), each beside its target then
+renamed over it, mode kept."
+  (let ((writes nil))
+    (dolist (file (plist-get applied :files))
+      (unless (eq (plist-get file :status) 'rejected)
+        (let* ((entry (lambda (local) (cl-find local (cdr mirror) :key #'cadr :test #'equal)))
+               (source (funcall entry (plist-get file :abs)))
+               (dest-local (or (plist-get (mevedel-tool-patch--planned file planned) :move-abs)
+                               (plist-get file :abs)))
+               (dest (funcall entry dest-local)))
+          (if (eq (plist-get file :op) 'delete)
+              (push (list (car source) nil (nth 2 source)) writes)
+            (push (list (car dest) dest-local (nth 2 dest)) writes)
+            (unless (eq source dest)
+              (push (list (car source) nil (nth 2 source)) writes))))))
+    (mevedel-remote-patch-write (nreverse writes))))
 
 (defun mevedel-tool-patch-plan-for-review (context)
   "Return the plan of the ApplyPatch call CONTEXT, for its review.
@@ -425,19 +495,33 @@ needs nothing from this file."
   (mevedel-patch-review-start #'mevedel-tool-patch-plan-for-review
                               context session answer open))
 
-(defun mevedel-tool-patch--apply (patch)
+(defun mevedel-tool-patch--apply (patch refusal)
   "Apply PATCH in the running call's workspace; return the handler's envelope.
 Relative paths are relative to `default-directory', which the
 pipeline binds to the workspace.  Any refusal or failure signals
-with nothing written."
+with nothing written; REFUSAL, when non-nil, is why the workspace's
+lease was not had (`mevedel-tool-patch--lease')."
   (let* ((session (plist-get (mevedel-pipeline-current-context) :session))
          (mevedel-session-current (or session mevedel-session-current))
          (targets (mevedel-tool-patch--approved-targets patch default-directory))
          (review (mevedel-tool-patch--review))
          (plan (or (plist-get review :plan) (mevedel-tool-patch--plan patch targets)))
+         (mirror (gethash plan mevedel-tool-patch--mirrors))
          (selection (plist-get review :selection))
          (planned (mevedel-core-patch-plan-files plan))
-         (unsaved (mevedel-tool-patch--unsaved planned selection)))
+         (unsaved (if mirror
+                      (mevedel-tool-patch--unsaved
+                       (mapcar (lambda (file) (mevedel-tool-patch--remote-file file mirror)) planned)
+                       (mapcar (lambda (choice)
+                                 (cons (car (or (cl-find (car choice) (cdr mirror)
+                                                         :key #'cadr :test #'equal)
+                                                (list (car choice))))
+                                       (cdr choice)))
+                               selection))
+                    (mevedel-tool-patch--unsaved planned selection))))
+    (when refusal
+      (when mirror (delete-directory (car mirror) t))
+      (mevedel-tool-patch--fail "ApplyPatch refused: %s; nothing was written" refusal))
     (when unsaved
       (mevedel-tool-patch--fail
        "ApplyPatch refused: %s; nothing was written.  Ask the user to save or revert it, \
@@ -450,7 +534,19 @@ then send the patch again"
                           (and (nth 2 target) (string-prefix-p "work://" (nth 2 target))))
                         targets))
       (mevedel-session-ensure-storage mevedel-session-current))
-    (let* ((applied (mevedel-core-patch-apply plan selection))
+    (let* ((applied (if (not mirror)
+                        (mevedel-core-patch-apply plan selection)
+                      (unwind-protect
+                          (let ((applied (mevedel-core-patch-apply plan selection)))
+                            (mevedel-tool-patch--write-back applied planned mirror)
+                            (setq planned (mapcar (lambda (file)
+                                                    (mevedel-tool-patch--remote-file file mirror))
+                                                  planned))
+                            (plist-put applied :files
+                                       (mapcar (lambda (file)
+                                                 (mevedel-tool-patch--remote-file file mirror))
+                                               (plist-get applied :files))))
+                        (delete-directory (car mirror) t))))
            ;; The files are written: a buffer that cannot follow is a
            ;; note on the result, never an error.
            (stale (cl-loop for file in (plist-get applied :files)
@@ -465,15 +561,47 @@ updated (%s)" (plist-get file :path) failure))))
                             (and stale (concat "\n\n" (string-join stale "\n"))))
             :render-data (mevedel-tool-patch--render-data applied)))))
 
+(defun mevedel-tool-patch--lease (patch then)
+  "Call THEN once the running call may write PATCH's remote targets.
+THEN gets nil, or why not: another session holds the remote
+workspace's lease (`mevedel-remote-lease-acquire').  While it waits,
+the call's row says for whom, and cancelling the call ends the wait.
+A patch with no remote target needs no lease."
+  (let* ((session (or (plist-get (mevedel-pipeline-current-context) :session)
+                      mevedel-session-current))
+         (workspace (and session (mevedel-session-workspace session))))
+    (if (not (and (mevedel-remote-p workspace)
+                  (cl-some (lambda (target) (mevedel-remote-p (nth 1 target)))
+                           ;; A bad patch fails in the apply, saying why.
+                           (ignore-errors
+                             (mevedel-tool-patch--approved-targets patch default-directory)))))
+        (funcall then nil)
+      (mevedel-pipeline-add-canceller
+       (mevedel-remote-lease-acquire
+        workspace (mevedel-session-id session) (mevedel-pipeline-continuation then) nil
+        (mevedel-pipeline-continuation #'mevedel-pipeline-report-progress))))))
+
 (defun mevedel-tool-patch-run (callback args)
   "Apply the patch in ARGS (:patch) and call CALLBACK with the result once.
 The result is an envelope, or an \"Error: ...\" text naming the file,
 hunk and nearest lines of a failure; nothing is written then."
-  (funcall callback
-           (condition-case err
-               (mevedel-tool-patch--apply (plist-get args :patch))
-             ((mevedel-core-error mevedel-tool-patch-error) (concat "Error: " (cadr err)))
-             (error (concat "Error: " (error-message-string err))))))
+  (let ((directory default-directory)
+        (patch (plist-get args :patch)))
+    (mevedel-remote-when-free
+     ;; Maybe later, from a timer: the call's context and directory go along.
+     (mevedel-pipeline-continuation
+      (lambda ()
+        (let ((default-directory directory))
+          (mevedel-tool-patch--lease
+           patch
+           (lambda (refusal)
+             (let ((default-directory directory))
+               (funcall callback
+                        (condition-case err
+                            (mevedel-tool-patch--apply patch refusal)
+                          ((mevedel-core-error mevedel-tool-patch-error)
+                           (concat "Error: " (cadr err)))
+                          (error (concat "Error: " (error-message-string err))))))))))))))
 
 ;;;; The renderer
 

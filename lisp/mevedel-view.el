@@ -57,6 +57,7 @@
 (require 'subr-x)
 (require 'gptel)
 (require 'mevedel-chat)
+(require 'mevedel-remote)
 (require 'mevedel-history)
 (require 'mevedel-render-data)
 (require 'mevedel-tool-render)
@@ -546,6 +547,30 @@ provider, or backend and model, are those the next request uses."
                                               mevedel-view-header-functions))
                             "")))
      " mevedel")))
+
+(defvar-keymap mevedel-view--lease-map
+  :doc "Keys of the header's wait for a remote workspace's lease."
+  "<header-line> <mouse-1>" #'mevedel-view-lease-stop-waiting)
+
+(defun mevedel-view-lease-stop-waiting ()
+  "Stop waiting for this view's remote workspace's lease; open it read-only."
+  (interactive)
+  (if-let* ((chat mevedel-view--chat))
+      (mevedel-remote-lease-stop-waiting (mevedel-session-workspace (mevedel-chat-session chat)))
+    (call-interactively #'mevedel-remote-lease-stop-waiting)))
+
+(defun mevedel-view--lease-header (chat)
+  "Return the header's note that CHAT waits for its workspace's lease, or nil.
+A `mevedel-view-header-functions' member: the user sees who holds it,
+and a click stops waiting, read-only."
+  (when-let* ((session (mevedel-chat-session chat))
+              (text (mevedel-remote-lease-wait-text (mevedel-session-workspace session))))
+    (propertize text
+                'face 'warning 'mouse-face 'mode-line-highlight
+                'help-echo "mouse-1: stop waiting and open the workspace read-only"
+                'local-map mevedel-view--lease-map)))
+
+(add-hook 'mevedel-view-header-functions #'mevedel-view--lease-header)
 
 (defun mevedel-view--tokens (n)
   "Return the token count N briefly: 950, 12.3k, 400k, 1.2M."

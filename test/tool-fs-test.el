@@ -705,7 +705,7 @@ The buffers are killed afterwards, their changes discarded."
        (unwind-protect (progn ,@body)
          (tramp-cleanup-all-connections)))))
 
-(ert-deftest mevedel-tool-fs:remote-read-copies-once-and-searches-refuse ()
+(ert-deftest mevedel-tool-fs:remote-read-pages-and-searches-run-there ()
   (mevedel-tool-fs-test--with-mock-tramp
     (let* ((dir (file-name-as-directory (make-temp-file "mevedel-remote" t)))
            (remote-dir (concat "/mock::" dir))
@@ -732,18 +732,22 @@ The buffers are killed afterwards, their changes discarded."
             (should (string-match-p "does not exist"
                                     (mevedel-tool-fs-test--err #'mevedel-tool-fs-read
                                                                (list :file_path (concat remote-dir "nope.txt")))))
+            ;; Text is paged where it is: no copy, so no size limit.
             (let ((mevedel-tool-fs-remote-read-limit 4))
-              (should (string-match-p "mevedel-tool-fs-remote-read-limit"
-                                      (mevedel-tool-fs-test--err #'mevedel-tool-fs-read
+              (should (string-prefix-p "     1\talpha"
+                                       (mevedel-tool-fs-test--ok #'mevedel-tool-fs-read
                                                                  (list :file_path remote)))))
-            (dolist (call `((mevedel-tool-fs-grep (:pattern "defun" :path ,remote-dir))
-                            (mevedel-tool-fs-glob (:pattern "*.txt" :path ,remote-dir))))
-              (should (string-match-p "on a remote host (TRAMP).*shell command"
-                                      (mevedel-tool-fs-test--err (car call) (cadr call)))))
+            ;; Searches run on the host, named as a local run names them.
+            (should (equal (car (split-string (mevedel-tool-fs-test--ok
+                                               #'mevedel-tool-fs-grep
+                                               (list :pattern "defun" :path remote-dir))
+                                              "\n"))
+                           remote))
             (let ((default-directory remote-dir))
-              (should (string-match-p "on a remote host (TRAMP)"
-                                      (mevedel-tool-fs-test--err #'mevedel-tool-fs-grep
-                                                                 '(:pattern "defun"))))))
+              (should (equal (car (split-string (mevedel-tool-fs-test--ok
+                                                 #'mevedel-tool-fs-glob '(:pattern "*.txt"))
+                                                "\n"))
+                             "notes.txt"))))
         (delete-directory dir t)))))
 
 (ert-deftest mevedel-tool-fs:compressed-execution-logs-read-and-search-by-logical-name ()

@@ -1,0 +1,674 @@
+;;; remote-e2e-test.el --- Sessions on a remote host over TRAMP  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; Against a private sshd on 127.0.0.1 (mevedel-sshd.el): the file
+;; tools on a TRAMP workspace answer as the same calls on a local copy
+;; (but for the workspace's name), session state stays on this
+;; machine, ApplyPatch writes atomically there, the mutation lease
+;; keeps a second writer out, and a lost or hung host fails loudly.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'mevedel-test-helpers)
+(require 'mevedel-sshd)
+(require 'mevedel)
+(require 'mevedel-tool-fs)
+(require 'mevedel-tool-patch)
+(require 'mevedel-remote)
+(require 'mevedel-session)
+(mevedel--load)
+
+(defconst mevedel-remote-test-files
+  '(("a.txt" . "alpha\nbeta foo\n")
+    ("src/b.el" . "foo one\nx\nfoo two\n")
+    ("src/deep/c.py" . "def foo():\n    return 1\n")
+    (".hidden/h.txt" . "foo hidden\n")
+    (".gitignore" . "ign/\n")
+    ("ign/i.txt" . "foo ignored\n"))
+  "The workspace both copies hold.")
+
+(defun mevedel-remote-test--tree (dir)
+  "Write `mevedel-remote-test-files' under DIR, a Git repository."
+  (pcase-dolist (`(,name . ,text) mevedel-remote-test-files)
+    (let ((file (expand-file-name name dir)))
+      (make-directory (file-name-directory file) t)
+      (with-temp-file file (insert text))))
+  (make-directory (expand-file-name ".git" dir) t))
+
+(defmacro mevedel-remote-test--with (vars &rest body)
+  "Bind VARS (SSHD LOCAL REMOTE) to a server and two copies of a workspace.
+LOCAL is a local directory, REMOTE the TRAMP name of another one on
+SSHD.  BODY runs; everything is removed afterwards."
+  (declare (indent 1))
+  (pcase-let ((`(,sshd ,local ,remote) vars))
+    `(mevedel-sshd-with ,sshd
+       (let* ((base (file-name-as-directory (make-temp-file "mevedel-remote-" t)))
+              (,local (expand-file-name "local/" base))
+              (,remote (mevedel-sshd-file ,sshd (expand-file-name "remote/" base)))
+              (mevedel-remote-state-directory (expand-file-name "state/" base)))
+         (mevedel-remote-test--tree ,local)
+         (mevedel-remote-test--tree (expand-file-name "remote/" base))
+         (unwind-protect (progn ,@body)
+           (delete-directory base t))))))
+
+(defun mevedel-remote-test--call (handler args directory)
+  "Run the tool HANDLER on ARGS in DIRECTORY; return its result plist."
+  (let ((result nil) (calls 0) (default-directory directory))
+    (funcall handler (lambda (r) (setq result r) (cl-incf calls)) args)
+    (mevedel-test-wait-until result 30)
+    (should (= calls 1))
+    result))
+
+(defun mevedel-remote-test--same (handler args local remote)
+  "Check HANDLER on ARGS answers in REMOTE as in LOCAL, names aside.
+ARGS may hold the symbol `ROOT', the workspace's absolute name."
+  (let* ((subst (lambda (root) (mapcar (lambda (v) (if (eq v 'ROOT) root v)) args)))
+         (here (mevedel-remote-test--call handler (funcall subst local) local))
+         (there (mevedel-remote-test--call handler (funcall subst remote) remote))
+         (clean (lambda (text root)
+                  (string-join
+                   (sort (split-string (string-replace root "ROOT/" (or text "")) "\n" t)
+                         #'string<)
+                   "\n"))))
+    (should-not (eq (plist-get here :status) 'error))
+    (should (equal (plist-get there :status) (plist-get here :status)))
+    (should (equal (funcall clean (replace-regexp-in-string
+                                   "\n(Searched with rg on [^\n]*)" "" (plist-get there :result))
+                            remote)
+                   (funcall clean (plist-get here :result) local)))
+    (plist-get there :result)))
+
+(ert-deftest mevedel-remote:file-tools-answer-as-locally ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore sshd)
+    (dolist (call `((,#'mevedel-tool-fs-glob (:pattern "**/*"))
+                    (,#'mevedel-tool-fs-glob (:pattern "*.el" :path "src"))
+                    (,#'mevedel-tool-fs-glob (:pattern "*.py" :path ROOT))
+                    (,#'mevedel-tool-fs-grep (:pattern "foo"))
+                    (,#'mevedel-tool-fs-grep (:pattern "foo" :path "src" :output_mode "content"))
+                    (,#'mevedel-tool-fs-grep (:pattern "FOO" :-i t :output_mode "content" :-A 1))
+                    (,#'mevedel-tool-fs-grep (:pattern "foo" :path ROOT :output_mode "count"))
+                    (,#'mevedel-tool-fs-grep (:pattern "nothing-here"))
+                    (,#'mevedel-tool-fs-read (:file_path "src/b.el"))
+                    (,#'mevedel-tool-fs-read (:file_path "src/b.el" :offset 2 :limit 1))))
+      (mevedel-remote-test--same (car call) (cadr call) local remote))
+    ;; Pages as the module pages: the same counts and notes.
+    (should (string-match-p
+             (regexp-quote "[Showing output lines 1-2 of 5. Continue with offset=2")
+             (plist-get (mevedel-remote-test--call
+                         #'mevedel-tool-fs-grep '(:pattern "foo" :output_mode "content" :head_limit 2)
+                         remote)
+                        :result)))
+    ;; A big file is paged from its start, with the whole file's count.
+    (let ((big (expand-file-name "big.txt" local)))
+      (with-temp-file big
+        (dotimes (i 5000) (insert (format "line %d\n" (1+ i)))))
+      (copy-file big (expand-file-name "big.txt" remote))
+      (let ((mevedel-remote-read-chunk 1024))
+        (mevedel-remote-test--same #'mevedel-tool-fs-read '(:file_path "big.txt" :offset 10 :limit 5)
+                                   local remote)
+        (mevedel-remote-test--same #'mevedel-tool-fs-read '(:file_path "big.txt") local remote)))
+    ;; Absolute names are full TRAMP names, never bare host paths.
+    (should (string-search (concat "\n" remote "src/b.el:2\n")
+                           (plist-get (mevedel-remote-test--call
+                                         #'mevedel-tool-fs-grep
+                                         (list :pattern "foo" :path remote :output_mode "count")
+                                         remote)
+                                      :result)))))
+
+
+(ert-deftest mevedel-remote:session-state-stays-on-this-machine ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore local)
+    (let* ((session (mevedel-session-create :workspace remote))
+           (dir (mevedel-session-ensure-storage session))
+           (other (mevedel-sshd-file sshd "/tmp/")))
+      (unwind-protect
+          (progn
+            (should-not (file-remote-p dir))
+            (should (string-prefix-p (expand-file-name mevedel-remote-state-directory) dir))
+            (should (file-exists-p (mevedel-session-database-file session)))
+            ;; Keyed by host and path: another path, another place.
+            (should-not (equal (mevedel-remote-state-root remote)
+                               (mevedel-remote-state-root other)))
+            (should (string-search (mevedel-sshd-alias sshd) (mevedel-remote-state-root remote)))
+            ;; Nothing of it on the host.
+            (should-not (file-exists-p (expand-file-name ".mevedel/sessions" remote)))
+            (should (equal (mapcar #'car (mevedel-session-saved remote)) nil)))
+        (mevedel-session-close session)))))
+
+(defun mevedel-remote-test--patch (data patch)
+  "Run ApplyPatch on PATCH as a provider call from DATA; return its text."
+  (let ((box nil))
+    (with-current-buffer data
+      (mevedel-pipeline-run-tool (mevedel-tool-get "ApplyPatch") (list :patch patch)
+                                 (lambda (result) (setq box (list result)))
+                                 :tool-use-id "call-patch" :data-buffer data))
+    (mevedel-test-wait-until box 60)
+    (mevedel-render-data-strip (car box) "call-patch")))
+
+(defmacro mevedel-remote-test--with-session (vars root &rest body)
+  "Run BODY with VARS (SESSION DATA) bound to a full-auto session of ROOT.
+DATA is a data buffer whose calls belong to SESSION."
+  (declare (indent 2))
+  (pcase-let ((`(,session ,data) vars))
+    `(let* ((,session (mevedel-session-create :workspace ,root))
+            (,data (generate-new-buffer " *mevedel-remote-test*"))
+            (mevedel-permissions-rules nil))
+       (setf (mevedel-session-permission-mode ,session) 'full-auto)
+       (with-current-buffer ,data
+         (setq default-directory ,root)
+         (setq-local mevedel-session-current ,session))
+       (unwind-protect (let ((default-directory ,root)) ,@body)
+         (mevedel-remote-lease-release ,root)
+         (mevedel-session-close ,session)
+         (kill-buffer ,data)))))
+
+(defun mevedel-remote-test--text (file)
+  "Return FILE's contents."
+  (with-temp-buffer (insert-file-contents file) (buffer-string)))
+
+(ert-deftest mevedel-remote:apply-patch-writes-atomically-on-the-host ()
+  (require 'mevedel-render-data)
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore sshd)
+    (let ((patch (concat "*** Begin Patch\n*** Update File: src/b.el\n@@\n-x\n+y\n"
+                         "*** Add File: new/n.txt\n+fresh\n*** Delete File: a.txt\n"
+                         "*** End Patch\n"))
+          (host-b (mevedel-remote-local-name (expand-file-name "src/b.el" remote))))
+      (set-file-modes host-b #o751)
+      (set-file-modes (expand-file-name "src/b.el" local) #o751)
+      (let ((here (mevedel-remote-test--with-session (session data) local
+                    (ignore session)
+                    (mevedel-remote-test--patch data patch)))
+            (there (mevedel-remote-test--with-session (session data) remote
+                     (ignore session)
+                     (mevedel-remote-test--patch data patch))))
+        (should (equal there here))
+        (dolist (name '("src/b.el" "new/n.txt"))
+          (should (equal (mevedel-remote-test--text (expand-file-name name remote))
+                         (mevedel-remote-test--text (expand-file-name name local)))))
+        (should-not (file-exists-p (expand-file-name "a.txt" remote)))
+        ;; The mode is kept, and nothing is left beside the file.
+        (should (= (file-modes host-b) #o751))
+        (should (equal (directory-files (file-name-directory host-b) nil "mevedel") nil)))
+      ;; A hunk that does not apply: nothing at all is written.
+      (let ((before (mevedel-remote-test--text (expand-file-name "src/b.el" remote))))
+        (mevedel-remote-test--with-session (session data) remote
+          (ignore session)
+          (should (string-prefix-p
+                   "Error:"
+                   (mevedel-remote-test--patch
+                    data (concat "*** Begin Patch\n*** Add File: other.txt\n+o\n"
+                                 "*** Update File: src/b.el\n@@\n-not there\n+z\n"
+                                 "*** End Patch\n")))))
+        (should (equal (mevedel-remote-test--text (expand-file-name "src/b.el" remote)) before))
+        (should-not (file-exists-p (expand-file-name "other.txt" remote))))
+      ;; The writer: a file changed on the host since it was read, or
+      ;; a write failing after another was staged, leaves every file
+      ;; as it was and nothing beside them.
+      (let* ((b (expand-file-name "src/b.el" remote))
+             (c (expand-file-name "src/deep/c.py" remote))
+             (new (make-temp-file "mevedel-new-"))
+             (b-attrs (file-attributes b))
+             (b-before (mevedel-remote-test--text b))
+             (c-before (mevedel-remote-test--text c)))
+        (unwind-protect
+            (progn
+              (with-temp-file new (insert "new\n"))
+              (should-error (mevedel-remote-patch-write
+                             (list (list b new b-attrs)
+                                   (list c new (file-attributes b)))))
+              (should-error (mevedel-remote-patch-write
+                             (list (list b new b-attrs)
+                                   (list c (concat new "-missing") (file-attributes c)))))
+              (should (equal (mevedel-remote-test--text b) b-before))
+              (should (equal (mevedel-remote-test--text c) c-before))
+              (should (equal (directory-files (mevedel-remote-local-name
+                                               (expand-file-name "src/" remote))
+                                              nil "mevedel")
+                             nil)))
+          (delete-file new))))))
+
+;;;; The real bin/mevedel
+
+(require 'mevedel-e2e-helpers)
+
+(cl-defun mevedel-remote-test--headless (sshd dir &key steps args (bin mevedel-test-root)
+                                              before settings)
+  "Run BIN's bin/mevedel --dir DIR with ARGS against a scripted model.
+The model replays STEPS ({{root}} in them is DIR).  SSHD's TRAMP
+settings are in the --config file, and SETTINGS, more forms, after
+them.  BEFORE, a function of the process and the model server, runs
+once it started.
+Return (STATUS STDOUT STDERR SECONDS)."
+  (mevedel-e2e-require-python)
+  (let* ((script (mevedel-e2e-write-script steps))
+         (server (mevedel-scripted-model-start script :vars `(("root" . ,dir))))
+         (init (mevedel-e2e-headless-config (mevedel-scripted-model-port server) 'openai t
+                                            (append (mevedel-sshd-tramp-forms sshd) settings)))
+         (out (generate-new-buffer " *mevedel-remote-out*"))
+         (err (generate-new-buffer " *mevedel-remote-err*"))
+         (start (float-time)))
+    (unwind-protect
+        (let* ((process-environment (cons (concat "EMACS=" (expand-file-name invocation-name
+                                                                             invocation-directory))
+                                          process-environment))
+               (process (make-process
+                         :name "mevedel-headless" :buffer out :stderr err :noquery t
+                         :sentinel #'ignore
+                         :connection-type 'pipe
+                         :command (append (list (expand-file-name "bin/mevedel" bin)
+                                                "--config" init "--dir" dir "--json")
+                                          args))))
+          (when before (funcall before process server))
+          (let ((deadline (+ (float-time) 150)))
+            (while (and (process-live-p process) (< (float-time) deadline))
+              (accept-process-output nil 0.05)))
+          (when (process-live-p process) (delete-process process))
+          (accept-process-output nil 0.1)
+          (list (process-exit-status process)
+                (with-current-buffer out (buffer-string))
+                (with-current-buffer err (buffer-string))
+                (- (float-time) start)))
+      (mevedel-scripted-model-stop server)
+      (kill-buffer out)
+      (kill-buffer err)
+      (dolist (file (list init script)) (delete-file file)))))
+
+(defun mevedel-remote-test--json (stdout)
+  "Return the JSON transcript STDOUT as an alist."
+  (json-parse-string stdout :object-type 'alist :array-type 'list
+                     :null-object nil :false-object nil))
+
+(ert-deftest mevedel-remote:headless-run-works-in-a-remote-workspace ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore local)
+    (pcase-let ((`(,status ,stdout ,stderr ,_)
+                 (mevedel-remote-test--headless
+                  sshd remote
+                  :args '("-p" "Edit b.el" "--permission-mode" "full-auto" "--timeout" "40")
+                  :steps `(((tool_calls
+                             . [((name . "Read") (arguments . ((file_path . "src/b.el"))))
+                                ((name . "Grep") (arguments . ((pattern . "foo")
+                                                               (output_mode . "content"))))
+                                ((name . "Glob") (arguments . ((pattern . "*.py"))))]))
+                           ((tool_calls
+                             . [((name . "ApplyPatch")
+                                 (arguments
+                                  . ((patch . ,(concat "*** Begin Patch\n*** Update File: src/b.el\n"
+                                                       "@@\n-x\n+edited remotely\n*** End Patch\n")))))]))
+                           ((text . "Done."))))))
+      (unless (eql status 0) (ert-fail (list status stdout stderr)))
+      (let* ((json (mevedel-remote-test--json stdout))
+             (calls (alist-get 'tool_calls json)))
+        (should (equal (alist-get 'outcome json) "done"))
+        (should (equal (mapcar (lambda (c) (alist-get 'status c)) calls)
+                       '("success" "success" "success" "success")))
+        (should (string-search "foo one" (alist-get 'result_preview (nth 0 calls))))
+        (should (string-search "src/b.el:1:foo one" (alist-get 'result_preview (nth 1 calls))))
+        (should (string-search "src/deep/c.py" (alist-get 'result_preview (nth 2 calls)))))
+      (should (equal (mevedel-remote-test--text (expand-file-name "src/b.el" remote))
+                     "foo one\nedited remotely\nfoo two\n"))
+      ;; The session was saved here, keyed by host and path.
+      (should (directory-files-recursively (expand-file-name "~/.mevedel/remote/")
+                                           "\\`session\\.sqlite\\'"))
+      (should-not (file-exists-p (expand-file-name ".mevedel/sessions" remote)))
+      (should-not (string-search "Cannot open session store" stderr)))))
+
+(ert-deftest mevedel-remote:a-store-that-cannot-open-fails-the-run-at-once ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore local)
+    (let ((blocker (make-temp-file "mevedel-not-a-directory-")))
+      (unwind-protect
+          (pcase-let ((`(,status ,_ ,stderr ,seconds)
+                       (mevedel-remote-test--headless
+                        sshd remote
+                        :settings `((setq mevedel-remote-state-directory
+                                          ,(expand-file-name "state/" blocker)))
+                        :args '("-p" "hi" "--timeout" "60")
+                        :steps '(((text . "never"))))))
+            (should (eql status 1))
+            (should (string-match-p "Cannot open the storage of session" stderr))
+            (should (< seconds 30)))
+        (delete-file blocker)))))
+
+;;;; Connections that fail
+
+(defun mevedel-remote-test--unreachable (sshd dir)
+  "Run bin/mevedel --dir DIR, unreachable, with SSHD's TRAMP settings.
+Return (STATUS STDERR SECONDS)."
+  (pcase-let ((`(,status ,_ ,stderr ,seconds)
+               (mevedel-remote-test--headless sshd dir :args '("-p" "hi" "--timeout" "100")
+                                              :steps '(((text . "never"))))))
+    (list status stderr seconds)))
+
+(ert-deftest mevedel-remote:unreachable-hosts-fail-loudly-naming-the-host ()
+  (mevedel-sshd-with sshd
+    (pcase-let* ((`(,alias . ,listener) (mevedel-sshd-black-hole sshd))
+                 (password (mevedel-sshd-password-alias sshd)))
+      (unwind-protect
+          (progn
+            ;; A host that accepts TCP and never answers.
+            (pcase-let ((`(,status ,stderr ,seconds)
+                         (mevedel-remote-test--unreachable sshd (format "/ssh:%s:/tmp/" alias))))
+              (should (equal (list status stderr) (list 1 stderr)))
+              (should (string-match-p (format "Cannot reach /ssh:%s:" alias) stderr))
+              (should (< seconds 35)))
+            ;; A login that wants a password nobody can type.
+            (pcase-let ((`(,status ,stderr ,seconds)
+                         (mevedel-remote-test--unreachable sshd (format "/ssh:%s:/tmp/" password))))
+              (should (equal (list status stderr) (list 1 stderr)))
+              (should (string-match-p (format "Cannot reach /ssh:%s:.*password" password) stderr))
+              (should (< seconds 35))))
+        (delete-process listener)))
+    ;; A host that is down: nothing listens any more.
+    (let ((dir (mevedel-sshd-file sshd "/tmp/")))
+      (delete-process (mevedel-sshd-process sshd))
+      (mevedel-test-wait-until (not (process-live-p (mevedel-sshd-process sshd))))
+      (pcase-let ((`(,status ,stderr ,seconds) (mevedel-remote-test--unreachable sshd dir)))
+        (should (equal (list status stderr) (list 1 stderr)))
+        (should (string-match-p (format "Cannot reach /ssh:%s:" (mevedel-sshd-alias sshd)) stderr))
+        (should (< seconds 35))))))
+
+(defun mevedel-remote-test--between-steps (action)
+  "Return a BEFORE for `mevedel-remote-test--headless' doing ACTION mid-turn.
+ACTION runs once the model server got its second request, whose
+answer the script holds back."
+  (lambda (_process server)
+    (mevedel-test-wait-until (>= (length (mevedel-scripted-model-log server)) 2) 60)
+    (funcall action)))
+
+(defconst mevedel-remote-test--two-reads
+  '(((tool_calls . [((name . "Read") (arguments . ((file_path . "src/b.el"))))]))
+    ((sleep . 2)
+     (tool_calls . [((name . "Grep") (arguments . ((pattern . "foo"))))]))
+    ((text . "Done.")))
+  "A turn reading, then (after a pause) searching.")
+
+(ert-deftest mevedel-remote:a-lost-connection-reconnects-for-the-next-call ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore local)
+    (pcase-let ((`(,status ,stdout ,stderr ,_)
+                 (mevedel-remote-test--headless
+                  sshd remote :steps mevedel-remote-test--two-reads
+                  :args '("-p" "go" "--timeout" "60")
+                  :before (mevedel-remote-test--between-steps
+                           (lambda () (mevedel-sshd-kill-connections sshd))))))
+      (unless (eql status 0) (ert-fail (list status stdout stderr)))
+      (let ((calls (alist-get 'tool_calls (mevedel-remote-test--json stdout))))
+        (should (equal (mapcar (lambda (c) (alist-get 'status c)) calls)
+                       '("success" "success")))))))
+
+(ert-deftest mevedel-remote:a-host-lost-mid-turn-ends-the-call-not-emacs ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore local)
+    (pcase-let ((`(,status ,stdout ,stderr ,seconds)
+                 (mevedel-remote-test--headless
+                  sshd remote :steps mevedel-remote-test--two-reads
+                  :args '("-p" "go" "--timeout" "90")
+                  :before (mevedel-remote-test--between-steps
+                           (lambda ()
+                             (mevedel-sshd-kill-connections sshd)
+                             (delete-process (mevedel-sshd-process sshd)))))))
+      ;; The turn went on to its answer; Emacs did not die.
+      (unless (eql status 0) (ert-fail (list status stdout stderr)))
+      (should (< seconds 60))
+      (let* ((json (mevedel-remote-test--json stdout))
+             (calls (alist-get 'tool_calls json)))
+        (should (equal (alist-get 'answer json) "Done."))
+        (should (equal (mapcar (lambda (c) (alist-get 'status c)) calls) '("success" "error")))
+        (should (string-match-p (format "Cannot reach /ssh:%s:" (mevedel-sshd-alias sshd))
+                                (alist-get 'result_preview (nth 1 calls))))))))
+
+;;;; The mutation lease
+
+(ert-deftest mevedel-remote:a-second-writer-sees-the-lease-and-chooses ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore local)
+    (let ((patch (lambda (text)
+                   (format "*** Begin Patch\n*** Update File: a.txt\n@@\n alpha\n-%s\n+%s!\n*** End Patch\n"
+                           text text))))
+      (mevedel-remote-test--with-session (first first-data) remote
+        ;; The first writer takes the lease.
+        (should (string-prefix-p "The patch was applied"
+                                 (mevedel-remote-test--patch first-data (funcall patch "beta foo"))))
+        (should (string-search (mevedel-session-id first)
+                               (car (mevedel-remote-lease-holder remote))))
+        (mevedel-remote-test--with-session (second second-data) remote
+          ;; The second sees who holds it and writes nothing.
+          (let ((mevedel-remote-lease-policy 'fail))
+            (let ((result (mevedel-remote-test--patch second-data (funcall patch "beta foo!"))))
+              (should (string-match-p (format "is being written by session %s"
+                                              (mevedel-session-id first))
+                                      result))))
+          (should (equal (mevedel-remote-test--text (expand-file-name "a.txt" remote))
+                         "alpha\nbeta foo!\n"))
+          ;; Take-over waits until the lease is stale: the first
+          ;; session's Emacs stops renewing it (it died, say).
+          (let ((held (gethash remote mevedel-remote--leases)))
+            (cancel-timer (cdr held))
+            (remhash remote mevedel-remote--leases))
+          (let ((mevedel-remote-lease-policy 'take-over)
+                (mevedel-remote-lease-stale-seconds 2)
+                (mevedel-remote-lease-poll 0.2)
+                (start (float-time)))
+            (should (string-prefix-p "The patch was applied"
+                                     (mevedel-remote-test--patch second-data
+                                                                 (funcall patch "beta foo!"))))
+            (should (>= (- (float-time) start) 1)))
+          (should (string-search (mevedel-session-id second)
+                                 (car (mevedel-remote-lease-holder remote)))))))))
+
+(ert-deftest mevedel-remote:headless-runs-say-who-holds-the-lease ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore local)
+    (mevedel-remote-test--with-session (holder data) remote
+      (ignore data)
+      (let ((got nil))
+        (mevedel-remote-lease-acquire remote (mevedel-session-id holder)
+                                      (lambda (refusal) (setq got (list refusal))))
+        (should (equal got '(nil))))
+      (dolist (lease '("fail" "read-only"))
+        (pcase-let ((`(,status ,stdout ,stderr ,_)
+                     (mevedel-remote-test--headless
+                      sshd remote
+                      :args (list "-p" "edit" "--permission-mode" "full-auto" "--lease" lease)
+                      :steps `(((tool_calls
+                                 . [((name . "ApplyPatch")
+                                     (arguments
+                                      . ((patch . ,(concat "*** Begin Patch\n*** Add File: z.txt\n"
+                                                           "+z\n*** End Patch\n")))))]))
+                               ((text . "Could not."))))))
+          (should (eql status 0))
+          (should (string-match-p (format "is being written by session %s"
+                                          (mevedel-session-id holder))
+                                  stderr))
+          (let ((call (car (alist-get 'tool_calls (mevedel-remote-test--json stdout)))))
+            (should (equal (alist-get 'status call) "error"))
+            (should (string-match-p (if (equal lease "read-only") "read-only" "is being written")
+                                    (alist-get 'result_preview call))))
+          (should-not (file-exists-p (expand-file-name "z.txt" remote))))))))
+
+;;;; Waiting for the lease without blocking Emacs
+
+(defmacro mevedel-remote-test--waiting (vars remote &rest body)
+  "Run BODY while a second session of REMOTE waits for a first one's lease.
+VARS (FIRST SECOND BOX PROGRESS) are bound to the sessions, the box
+the waiting ApplyPatch (adding z.txt) fills with its result, and the
+progress texts its row got, newest first."
+  (declare (indent 2))
+  (pcase-let ((`(,first ,second ,box ,progress) vars))
+    `(mevedel-remote-test--with-session (,first first-data) ,remote
+       (ignore first-data)
+       (let ((got nil))
+         (mevedel-remote-lease-acquire ,remote (mevedel-session-id ,first)
+                                       (lambda (refusal) (setq got (list refusal))))
+         (should (equal got '(nil))))
+       (mevedel-remote-test--with-session (,second second-data) ,remote
+         (let* ((mevedel-remote-lease-policy 'wait)
+                (mevedel-remote-lease-poll 0.2)
+                ;; Blocking code would give up after this many seconds.
+                (mevedel-remote-lease-wait 8)
+                (,box nil)
+                (,progress nil)
+                (mevedel-pipeline-tool-event-hook
+                 (list (lambda (event info)
+                         (when (eq event 'progress) (push (plist-get info :progress) ,progress))))))
+           (with-current-buffer second-data
+             (mevedel-pipeline-run-tool
+              (mevedel-tool-get "ApplyPatch")
+              (list :patch "*** Begin Patch\n*** Add File: z.txt\n+z\n*** End Patch\n")
+              (lambda (result) (setq ,box (list (mevedel-render-data-strip result "call-wait"))))
+              :tool-use-id "call-wait" :data-buffer second-data))
+           (unwind-protect (progn ,@body)
+             (remhash ,remote mevedel-remote--read-only)))))))
+
+(ert-deftest mevedel-remote:a-waiting-writer-leaves-emacs-free-then-writes ()
+  (require 'mevedel-render-data)
+  (require 'mevedel-view)
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore sshd local)
+    (mevedel-remote-test--waiting (first second box progress) remote
+      ;; The call came back at once: it waits, and says for whom, on
+      ;; its row and in the session's header.
+      (should-not box)
+      (mevedel-test-wait-until progress 10)
+      (let ((waiting (format "Waiting for the lease held by %s" (mevedel-session-id first))))
+        (should (string-prefix-p waiting (car progress)))
+        (should (string-prefix-p waiting (mevedel-view--lease-header
+                                          (mevedel-chat--make :session second)))))
+      ;; Emacs runs meanwhile: a timer fires again and again.
+      (let* ((ticks 0)
+             (timer (run-at-time 0.05 0.05 (lambda () (cl-incf ticks)))))
+        (unwind-protect (mevedel-test-wait-until (> ticks 10) 5)
+          (cancel-timer timer)))
+      (should-not box)
+      (should-not (file-exists-p (expand-file-name "z.txt" remote)))
+      ;; The first session lets go: the waiting write goes through.
+      (mevedel-remote-lease-release remote (mevedel-session-id first))
+      (mevedel-test-wait-until box 30)
+      (should (string-prefix-p "The patch was applied" (car box)))
+      (should (equal (mevedel-remote-test--text (expand-file-name "z.txt" remote)) "z\n"))
+      (should (string-search (mevedel-session-id second)
+                             (car (mevedel-remote-lease-holder remote))))
+      (should-not (mevedel-remote-lease-wait-text remote))
+      (should-not (mevedel-view--lease-header (mevedel-chat--make :session second))))))
+
+(ert-deftest mevedel-remote:a-user-stops-waiting-and-reads-only ()
+  (require 'mevedel-render-data)
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore sshd local)
+    (mevedel-remote-test--waiting (first second box progress) remote
+      (mevedel-test-wait-until progress 10)
+      (should-not box)
+      (mevedel-remote-lease-stop-waiting remote)
+      (should box)
+      (should (string-match-p "opened read-only while waiting" (car box)))
+      (should (mevedel-remote-read-only-p remote))
+      (should-not (mevedel-remote-lease-wait-text remote))
+      ;; Nothing written, the first session keeps its lease, and the
+      ;; read-only session's later writes are refused at once.
+      (should-not (file-exists-p (expand-file-name "z.txt" remote)))
+      (should (string-search (mevedel-session-id first)
+                             (car (mevedel-remote-lease-holder remote))))
+      (let ((got nil))
+        (mevedel-remote-lease-acquire remote (mevedel-session-id second)
+                                      (lambda (refusal) (setq got (list refusal))))
+        (should (string-match-p "read-only" (car got))))
+      (should-error (mevedel-remote-lease-stop-waiting remote) :type 'user-error))))
+
+(ert-deftest mevedel-remote:a-headless-run-waits-for-the-lease-within-its-timeout ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore local)
+    (mevedel-remote-test--with-session (holder data) remote
+      (ignore data)
+      (let ((got nil))
+        (mevedel-remote-lease-acquire remote (mevedel-session-id holder)
+                                      (lambda (refusal) (setq got (list refusal))))
+        (should (equal got '(nil))))
+      (let ((run (lambda (file timeout before)
+                   (mevedel-remote-test--headless
+                    sshd remote
+                    :args (list "-p" "edit" "--permission-mode" "full-auto" "--lease" "wait"
+                                "--timeout" (number-to-string timeout))
+                    :settings '((setq mevedel-remote-lease-poll 0.3))
+                    :before before
+                    :steps `(((tool_calls
+                               . [((name . "ApplyPatch")
+                                   (arguments
+                                    . ((patch . ,(format "*** Begin Patch\n*** Add File: %s\n\
++z\n*** End Patch\n" file)))))]))
+                             ((text . "Done.")))))))
+        ;; Never released: the run waits, then ends at its --timeout.
+        (pcase-let ((`(,status ,_ ,stderr ,seconds) (funcall run "never.txt" 6 nil)))
+          (should (eql status 1))
+          (should (string-match-p (format "waiting for the lease: .*%s" (mevedel-session-id holder))
+                                  stderr))
+          (should (< seconds 60))
+          (should-not (file-exists-p (expand-file-name "never.txt" remote))))
+        ;; Released while it waits: the run writes and succeeds.
+        (pcase-let ((`(,status ,stdout ,stderr ,_)
+                     (funcall run "z.txt" 120
+                              (lambda (_process _server)
+                                (run-at-time 4 nil #'mevedel-remote-lease-release
+                                             remote (mevedel-session-id holder))))))
+          (should (eql status 0))
+          (should (string-match-p "waiting for the lease" stderr))
+          (should (equal (alist-get 'status (car (alist-get 'tool_calls
+                                                            (mevedel-remote-test--json stdout))))
+                         "success"))
+          (should (file-exists-p (expand-file-name "z.txt" remote))))))))
+
+;;;; Opening a remote workspace, unsaved remote buffers
+
+(ert-deftest mevedel-remote:m-x-mevedel-in-a-remote-buffer-opens-its-workspace ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore sshd local)
+    (let ((buffer (find-file-noselect (expand-file-name "src/b.el" remote)))
+          (view nil))
+      (unwind-protect
+          (with-current-buffer buffer
+            (setq view (call-interactively #'mevedel))
+            (let* ((chat (mevedel-view-chat view))
+                   (session (mevedel-chat-session chat)))
+              (should (equal (mevedel-chat-root chat) remote))
+              (should (equal (mevedel-session-workspace session) remote))
+              (should-not (file-remote-p (mevedel-session-directory session)))))
+        (when (buffer-live-p view)
+          (let ((data (mevedel-chat-data-buffer (mevedel-view-chat view))))
+            (kill-buffer view)
+            (when (buffer-live-p data) (kill-buffer data))))
+        (kill-buffer buffer)))))
+
+(ert-deftest mevedel-remote:apply-patch-respects-unsaved-remote-buffers ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore sshd local)
+    (let ((buffer (find-file-noselect (expand-file-name "src/b.el" remote))))
+      (unwind-protect
+          (progn
+            (with-current-buffer buffer (goto-char (point-max)) (insert "unsaved\n"))
+            (mevedel-remote-test--with-session (session data) remote
+              (ignore session)
+              (should (string-match-p
+                       "src/b.el' has unsaved changes"
+                       (mevedel-remote-test--patch
+                        data "*** Begin Patch\n*** Update File: src/b.el\n@@\n-x\n+y\n*** End Patch\n")))
+              (should (equal (mevedel-remote-test--text (expand-file-name "src/b.el" remote))
+                             "foo one\nx\nfoo two\n"))
+              ;; Saved, the buffer follows the patch.
+              (with-current-buffer buffer (set-buffer-modified-p nil) (revert-buffer t t))
+              (should (string-prefix-p
+                       "The patch was applied"
+                       (mevedel-remote-test--patch
+                        data "*** Begin Patch\n*** Update File: src/b.el\n@@\n-x\n+y\n*** End Patch\n")))
+              (should (equal (with-current-buffer buffer (buffer-string)) "foo one\ny\nfoo two\n"))
+              (should-not (buffer-modified-p buffer))))
+        (with-current-buffer buffer (set-buffer-modified-p nil))
+        (kill-buffer buffer)))))
+
+(provide 'remote-e2e-test)
+;;; remote-e2e-test.el ends here
