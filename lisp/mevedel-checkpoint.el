@@ -60,6 +60,8 @@ at its own directory.  Working files are left out: the session's
 local/ (work://) and the workspace's .mevedel/shared/ are working
 material a rewind must leave as they are, not source."
   (let ((root (mevedel-session-call-directory session buffer))
+        ;; A tool's :get-paths may name session-owned files (shared items).
+        (mevedel-session-current session)
         (working (delq nil (list (mevedel-session-local-directory session)
                                  (expand-file-name ".mevedel/shared/"
                                                    (mevedel-session-workspace session))))))

@@ -24,6 +24,11 @@
 ;; is saved with the session (`mevedel-edited-files-saved'), so a
 ;; continued session compares against the text read before.
 ;;
+;; A resource the model reads can be watched the same way: a function
+;; of `mevedel-edited-files-resource-functions' names the resource's
+;; key (shared://ID for every part of a shared item) and gives its
+;; text now; the update then names the address and diffs that text.
+;;
 ;; This file does not watch files (nothing polls: changes are found
 ;; when a request is about to be sent), and it does not decide how the
 ;; mail reaches the request (mevedel-chat.el does).
@@ -35,6 +40,7 @@
 (require 'mevedel-core)
 (require 'mevedel-pipeline)
 (require 'mevedel-prompt)
+(require 'mevedel-session)
 (require 'mevedel-tool-registry)
 
 ;;;; Options
@@ -64,6 +70,25 @@ resume is announced without a diff."
   :type 'natnum)
 
 ;;;; What each chat read
+
+(defvar mevedel-edited-files-resource-functions nil
+  "Functions of (ADDRESS SESSION) watching a resource the model reads.
+The first to answer for ADDRESS returns (KEY . TEXT): KEY the address
+that stands for what ADDRESS is part of, TEXT its text now, or nil
+when it is gone.  mevedel-tool-editing.el watches shared:// items.")
+
+(defun mevedel-edited-files--resource (address session)
+  "Return (KEY . TEXT) of the watched resource ADDRESS in SESSION, or nil."
+  (run-hook-with-args-until-success 'mevedel-edited-files-resource-functions address session))
+
+(defun mevedel-edited-files--session (chat)
+  "Return the session of CHAT's data buffer, or nil."
+  (let ((buffer (mevedel-prompt-chat-data-buffer chat)))
+    (and (buffer-live-p buffer) (buffer-local-value 'mevedel-session-current buffer))))
+
+(defsubst mevedel-edited-files--address-p (name)
+  "Return non-nil when NAME, a remembered entry's name, is a resource address."
+  (string-match-p "\\`[a-z][a-z0-9+.-]*://" name))
 
 (defvar mevedel-edited-files--read (make-hash-table :test #'eq :weakness 'key)
   "Per chat (a `mevedel-prompt-chat'): the files its model read.
@@ -104,6 +129,13 @@ gives nil."
                             mevedel-edited-files-max-files)
              mevedel-edited-files--read)))
 
+(defun mevedel-edited-files-note-resource (chat address text)
+  "Remember that CHAT's model has just read the resource ADDRESS, now TEXT."
+  (let ((read (cl-remove address (gethash chat mevedel-edited-files--read)
+                         :key #'car :test #'equal)))
+    (puthash chat (seq-take (cons (list address t text) read) mevedel-edited-files-max-files)
+             mevedel-edited-files--read)))
+
 (defun mevedel-edited-files--changed (entry stamp)
   "Return the new (FILE STAMP TEXT) of ENTRY when its file changed, else nil.
 STAMP is the file's stamp now; a modified visiting buffer counts as
@@ -116,19 +148,32 @@ the file's text."
           (unless (and (equal text old-text) (or text (equal stamp old-stamp)))
             (list file stamp text)))))))
 
+(defun mevedel-edited-files--resource-changed (entry session)
+  "Return the new (ADDRESS STAMP TEXT) of resource ENTRY of SESSION, if it changed.
+STAMP is t while the resource exists and nil once it is gone."
+  (pcase-let ((`(,address ,_ ,old-text) entry))
+    (when-let* ((now (mevedel-edited-files--resource address session)))
+      (unless (equal (cdr now) old-text)
+        (list address (and (cdr now) t) (cdr now))))))
+
 (defun mevedel-edited-files--refresh (chat)
-  "Take every file CHAT read as it is now, announcing nothing.
+  "Take every file and resource CHAT read as it is now, announcing nothing.
 Return the changed entries as (OLD . NEW).  A deleted file is
 forgotten: the model reads it again if it comes back."
   (let* ((read (gethash chat mevedel-edited-files--read))
-         (stamps (and read (mevedel-core-file-stamps (mapcar #'car read))))
+         (files (cl-remove-if #'mevedel-edited-files--address-p read :key #'car))
+         (stamps (and files (mevedel-core-file-stamps (mapcar #'car files))))
+         (session (mevedel-edited-files--session chat))
          (changes nil))
     (puthash chat
              (cl-loop for entry in read
-                      for stamp in stamps
-                      for new = (mevedel-edited-files--changed entry stamp)
+                      for address = (mevedel-edited-files--address-p (car entry))
+                      for stamp = (unless address (pop stamps))
+                      for new = (if address
+                                    (mevedel-edited-files--resource-changed entry session)
+                                  (mevedel-edited-files--changed entry stamp))
                       when new do (push (cons entry new) changes)
-                      unless (and new (null stamp)) collect (or new entry))
+                      unless (and new (null (nth 1 new))) collect (or new entry))
              mevedel-edited-files--read)
     (nreverse changes)))
 
@@ -139,7 +184,8 @@ forgotten: the model reads it again if it comes back."
 ROOT is the workspace the file is named relative to."
   (pcase-let* ((`(,file ,_ ,before) old)
                (`(,_ ,stamp ,now) new)
-               (name (if (and root (file-in-directory-p file root))
+               (name (if (and root (not (mevedel-edited-files--address-p file))
+                              (file-in-directory-p file root))
                          (file-relative-name file root)
                        file)))
     (cond
@@ -164,8 +210,8 @@ read from now on.  For `mevedel-chat-message-functions' and
     (let ((root (mevedel-prompt-chat-root chat)))
       (list (mevedel-prompt-update-block
              "edited-files"
-             (concat "These files you read changed since, by someone else (the user or \
-another program); use their current text:\n\n"
+             (concat "These files or shared items you read changed since, by someone else \
+(the user or another program); use their current text:\n\n"
                      (mapconcat (pcase-lambda (`(,old . ,new))
                                   (mevedel-edited-files--describe old new root))
                                 changes "\n\n")))))))
@@ -183,9 +229,13 @@ calls this from `mevedel-pipeline-tool-event-hook'."
           (path (plist-get (plist-get info :args) :file_path))
           (buffer (plist-get info :data-buffer)))
       (cond
+       ((and (equal (plist-get info :name) "Read") (eq (plist-get info :status) 'success)
+             (stringp path) (mevedel-edited-files--address-p path))
+        (when-let* ((watched (mevedel-edited-files--resource
+                              path (mevedel-edited-files--session chat))))
+          (mevedel-edited-files-note-resource chat (car watched) (cdr watched))))
        ((equal (plist-get info :name) "Read")
-        (when (and (eq (plist-get info :status) 'success) (stringp path)
-                   (not (string-match-p "\\`[a-z][a-z0-9+.-]*://" path)))
+        (when (and (eq (plist-get info :status) 'success) (stringp path))
           (let ((file (expand-file-name path (if (buffer-live-p buffer)
                                                  (buffer-local-value 'default-directory buffer)
                                                (mevedel-prompt-chat-root chat)))))

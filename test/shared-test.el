@@ -1,0 +1,223 @@
+;;; shared-test.el --- Shared documents and whiteboards through the pipeline  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; SharedCreate, SharedEdit, Read and Grep of shared:// run through the
+;; pipeline in a chat, as the model calls them: documents' hashed
+;; blocks, stale hashes reported with the current line, atomic edits,
+;; rewind, ask mode asking once per item, the reminder of the user's
+;; edits and comments, export, and the host loaded only on demand.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'mevedel-test-helpers)
+(require 'mevedel)
+(require 'mevedel-checkpoint)
+(require 'mevedel-tool-editing)
+
+(defmacro shared-test--with (chat &rest body)
+  "Run BODY with CHAT a fresh session's chat whose Shared* calls are allowed."
+  (declare (indent 1))
+  `(mevedel-test-with-view view ,chat
+     (let ((mevedel-permissions-rules (append '((allow "SharedCreate") (allow "SharedEdit")
+                                                (allow "SharedSaveImage"))
+                                              mevedel-permissions-rules)))
+       ,@body)))
+
+(defun shared-test--turn (chat id)
+  "Start turn ID of CHAT as `mevedel-chat-send' would."
+  (with-current-buffer (mevedel-chat-data-buffer chat)
+    (goto-char (point-max))
+    (let ((start (copy-marker (point))))
+      (insert "\n\n### " id "\n")
+      (let ((turn (list :id id :label id :start start)))
+        (push turn (mevedel-chat-turns chat))
+        (setf (mevedel-chat-turn chat) turn
+              (mevedel-chat-turn-start chat) start)))))
+
+(defvar shared-test--n 0 "Call counter for unique tool-use ids.")
+
+(defun shared-test--call (chat name &rest args)
+  "Run tool NAME with ARGS in CHAT through the pipeline; return its result text."
+  (mevedel-test-run-tool chat name (format "toolu_sh%d" (cl-incf shared-test--n)) args t))
+
+(defun shared-test--hash (overview text)
+  "Return the hash of the OVERVIEW line whose text contains TEXT."
+  (and (string-match (concat "\\(?:^\\|\t\\)\\([0-9a-f]\\{8\\}\\) [a-z]+ .*" (regexp-quote text))
+                     overview)
+       (match-string 1 overview)))
+
+(defconst shared-test--doc "# Plan\n\nThe service reads the queue.\n\n- first step\n- second step\n\n```sh\nmake test\n```\n"
+  "A document with a heading, a paragraph, two items and a code block.")
+
+(defun shared-test--create (chat)
+  "Create the document `plan' in CHAT; return SharedCreate's result."
+  (shared-test--call chat "SharedCreate" :kind "document" :title "Plan" :id "plan"
+                     :content shared-test--doc))
+
+(defun shared-test--buffer (chat)
+  "Return the buffer of CHAT's document `plan'."
+  (find-buffer-visiting (expand-file-name "shared/plan.md"
+                                          (mevedel-session-directory (mevedel-chat-session chat)))))
+
+(ert-deftest shared-test-create-read-grep-a-document ()
+  "A document's blocks are hashed lines; Read, Grep and the listing see it."
+  (shared-test--with chat
+    (let ((created (shared-test--create chat)))
+      (should (string-search "Created document shared://plan" created))
+      (should (string-match-p "^[0-9a-f]\\{8\\} heading \"# Plan\"$" created)))
+    (let ((overview (shared-test--call chat "Read" :file_path "shared://plan")))
+      (dolist (line '("heading \"# Plan\"" "paragraph \"The service reads the queue.\""
+                      "item \"- first step\"" "item \"- second step\""
+                      "code \"```sh\\nmake test\\n```\""))
+        (should (string-search line overview))))
+    (should (string-match-p "shared://plan  document \"Plan\" (markdown, 5 blocks)"
+                            (shared-test--call chat "Read" :file_path "shared://")))
+    (let ((found (shared-test--call chat "Grep" :pattern "second" :path "shared://plan"
+                                    :output_mode "content")))
+      (should (string-search "item \"- second step\"" found)))
+    ;; The document is a buffer the user edits, in the mode of its format.
+    (should (buffer-live-p (shared-test--buffer chat)))
+    (should (buffer-local-value 'mevedel-shared-document-mode (shared-test--buffer chat)))))
+
+(ert-deftest shared-test-edits-name-blocks-by-hash-and-stale-hashes-conflict ()
+  "An edit names blocks by hash; a block the user changed since is a conflict."
+  (shared-test--with chat
+    (shared-test--create chat)
+    (let* ((overview (shared-test--call chat "Read" :file_path "shared://plan"))
+           (para (shared-test--hash overview "The service"))
+           (first (shared-test--hash overview "first step"))
+           (second (shared-test--hash overview "second step")))
+      (let ((edited (shared-test--call
+                     chat "SharedEdit" :id "plan"
+                     :edits (vector (list :op "replace" :hash para
+                                          :text "The service reads the queue twice.")
+                                    (list :op "insert" :after second :text "- third step")))))
+        (should (string-search "Edited shared://plan" edited))
+        (should (string-search "paragraph \"The service reads the queue twice.\"" edited))
+        (should (string-search "item \"- third step\"" edited)))
+      (with-current-buffer (shared-test--buffer chat)
+        (should (string-search "- second step\n\n- third step" (buffer-string)))
+        (should-not (buffer-modified-p))
+        ;; The user rewrites the first item behind the model.
+        (goto-char (point-min))
+        (search-forward "first step")
+        (replace-match "first step, done"))
+      (let* ((before (with-current-buffer (shared-test--buffer chat) (buffer-string)))
+             (result (shared-test--call chat "SharedEdit" :id "plan"
+                                        :edits (vector (list :op "delete" :hash second)
+                                                       (list :op "delete" :hash first)))))
+        (should (string-prefix-p "Error: " result))
+        (should (string-search (format "block %s changed since you read it" first) result))
+        (should (string-search "item \"- first step, done\"" result))
+        ;; All or nothing: the valid delete was not applied either.
+        (should (equal before (with-current-buffer (shared-test--buffer chat) (buffer-string))))))))
+
+(ert-deftest shared-test-rewind-restores-a-document ()
+  "Rewinding a turn restores the document's text, and removes one it created."
+  (shared-test--with chat
+    (shared-test--turn chat "t1")
+    (shared-test--create chat)
+    (setf (mevedel-chat-turn chat) nil)
+    (shared-test--turn chat "t2")
+    (let* ((overview (shared-test--call chat "Read" :file_path "shared://plan"))
+           (para (shared-test--hash overview "The service")))
+      (shared-test--call chat "SharedEdit" :id "plan"
+                         :edits (vector (list :op "replace" :hash para :text "Rewritten."))))
+    (setf (mevedel-chat-turn chat) nil)
+    (should (string-search "Rewritten." (with-current-buffer (shared-test--buffer chat)
+                                          (buffer-string))))
+    (let* ((store (mevedel-session-store (mevedel-chat-session chat)))
+           (turns (mevedel-core-checkpoint-turns store)))
+      (cl-letf (((symbol-function 'message) #'ignore))
+        (mevedel-rewind chat (nth 1 turns)))
+      (should (equal (with-current-buffer (shared-test--buffer chat) (buffer-string))
+                     shared-test--doc))
+      (cl-letf (((symbol-function 'message) #'ignore))
+        (mevedel-rewind chat (car (mevedel-core-checkpoint-turns store))))
+      (should (string-prefix-p "Error: " (shared-test--call chat "Read" :file_path "shared://plan"))))))
+
+(ert-deftest shared-test-ask-mode-asks-once-per-item ()
+  "In ask mode the first call on an item asks; later calls on it do not."
+  (mevedel-test-with-view view chat
+    (let ((cards nil))
+      (setf (mevedel-chat-permission-mode chat) 'ask)
+      (shared-test--turn chat "t1")
+      (mevedel-chat-set-prompter chat (lambda (_chat request)
+                                        (push (plist-get request :tool) cards)
+                                        (funcall (plist-get request :answer) 'once)
+                                        nil))
+      (should (string-search "Created" (shared-test--create chat)))
+      (should (equal cards '("SharedCreate")))
+      (let ((para (shared-test--hash (shared-test--call chat "Read" :file_path "shared://plan")
+                                     "The service")))
+        (shared-test--call chat "SharedEdit" :id "plan"
+                           :edits (vector (list :op "comment" :hash para :text "Looks right."))))
+      (should (equal cards '("SharedCreate")))
+      (shared-test--call chat "SharedCreate" :kind "document" :title "Other" :format "org"
+                         :content "* Notes\n")
+      (should (equal cards '("SharedCreate" "SharedCreate")))
+      (should (string-search "commented on"
+                             (shared-test--call chat "Read" :file_path "shared://plan/history"))))))
+
+(ert-deftest shared-test-user-edits-and-comments-reach-the-model ()
+  "What the user changes or comments on after the model's read is announced once."
+  (shared-test--with chat
+    (shared-test--create chat)
+    (shared-test--call chat "Read" :file_path "shared://plan")
+    (should-not (mevedel-edited-files-update chat))
+    (with-current-buffer (shared-test--buffer chat)
+      (goto-char (point-min))
+      (search-forward "second step")
+      (replace-match "second step, by the user")
+      (goto-char (point-min))
+      (search-forward "Plan")
+      (mevedel-shared-comment "Call it Roadmap?"))
+    (let ((update (car (mevedel-edited-files-update chat))))
+      (should (string-search "shared://plan was changed" update))
+      (should (string-search "+" update))
+      (should (string-search "second step, by the user" update))
+      (should (string-search "Call it Roadmap?" update)))
+    (should-not (mevedel-edited-files-update chat))
+    ;; The model's own edit is not announced back to it.
+    (let ((para (shared-test--hash (shared-test--call chat "Read" :file_path "shared://plan")
+                                   "The service")))
+      (shared-test--call chat "SharedEdit" :id "plan"
+                         :edits (vector (list :op "replace" :hash para :text "Mine."))))
+    (should-not (mevedel-edited-files-update chat))))
+
+(ert-deftest shared-test-addresses-missing-items-and-export ()
+  "Bad identities are refused, missing items unavailable; export writes the text."
+  (shared-test--with chat
+    (should (string-search "no shared whiteboards or documents"
+                           (shared-test--call chat "Read" :file_path "shared://")))
+    (should (string-search "not a shared item id"
+                           (shared-test--call chat "Read" :file_path "shared://bad%20id")))
+    (shared-test--create chat)
+    (should (string-search "no shared item with that id"
+                           (shared-test--call chat "Read" :file_path "shared://nope")))
+    (should (string-search "documents have no pictures"
+                           (shared-test--call chat "Read" :file_path "shared://plan/view.png")))
+    (should (string-search "exists already"
+                           (shared-test--create chat)))
+    (let ((file (make-temp-file "shared-export-" nil ".md")))
+      (unwind-protect
+          (progn
+            (mevedel-shared-export (mevedel-chat-session chat) "plan" file)
+            (should (equal (with-temp-buffer (insert-file-contents file) (buffer-string))
+                           shared-test--doc)))
+        (delete-file file)))))
+
+(ert-deftest shared-test-the-host-loads-only-when-called ()
+  "The catalog declares the tools without loading the shared host."
+  (let ((out (mevedel-test-run-emacs
+              '(progn (require 'mevedel-catalog)
+                      (princ (format "%s %s" (featurep 'mevedel-shared)
+                                     (and (mevedel-tool-get "SharedEdit") t)))))))
+    (should (equal (car out) 0))
+    (should (string-search "nil t" (cdr out)))))
+
+(provide 'shared-test)
+;;; shared-test.el ends here
