@@ -167,6 +167,11 @@ call that may change files untracked marks its turn."
           (set-buffer-modified-p nil)
           (message "%s was removed by the rewind; its buffer is kept" path))))))
 
+(defvar mevedel-checkpoint-rewound-functions nil
+  "Functions of the restored PATHS, run after a rewind.
+What keeps a restored file's content elsewhere too (a shared
+whiteboard's host, mevedel-shared.el) takes it back here.")
+
 (defun mevedel-checkpoint--chat-turn (chat id)
   "Return CHAT's turn plist with ID, or nil."
   (cl-find id (mevedel-chat-turns chat) :key (lambda (turn) (plist-get turn :id))
@@ -205,6 +210,7 @@ turn leave the conversation."
       (user-error "Nothing was rewound"))
     (let ((done (mevedel-core-checkpoint-rewind store id)))
       (mevedel-checkpoint--revert-visiting paths)
+      (run-hook-with-args 'mevedel-checkpoint-rewound-functions paths)
       (when-let* ((truncate)
                   (turn (mevedel-checkpoint--chat-turn chat id)))
         (mevedel-chat-truncate chat turn))

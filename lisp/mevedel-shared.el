@@ -592,26 +592,40 @@ CONTENT is an Excalidraw scene or elements array as JSON, or nil."
       (error "Library %s has items 1 to %d, not %S" name (length items) n))
     (vconcat (plist-get (nth (1- n) items) :elements))))
 
-(defun mevedel-shared--image-source (source)
-  "Return (MIME . BASE64) of the image file or prepared resource SOURCE."
-  (let* ((attempt (and (stringp source) (mevedel-resource-address-p source)
+(defun mevedel-shared--image-source (session source)
+  "Return (MIME . BASE64) of SOURCE, an image file or a readable resource.
+A resource is file-backed, or an image of one of SESSION's whiteboards
+\(shared://ID/images/KEY)."
+  (let* ((attempt (and (mevedel-resource-address-p source)
                        (or (mevedel-resource-take-prepared source "Read")
                            (mevedel-resource-prepare source "Read"))))
          (facts (and attempt (mevedel-core-resource-attempt-facts attempt)))
-         (file (cond ((null attempt) (expand-file-name source))
-                     ((and (plist-get facts :available) (= 1 (length (plist-get facts :paths))))
-                      (car (plist-get facts :paths)))
-                     (t (error "%s is no image file: add-image takes a file or a \
-file-backed resource" source))))
-         (type (image-supported-file-p file)))
-    (unless (and type (file-regular-p file))
-      (error "%s is not an image file (PNG, JPEG, GIF, WebP or SVG)" source))
-    (cons (pcase type ('svg "image/svg+xml") ('jpeg "image/jpeg") (_ (format "image/%s" type)))
-          (with-temp-buffer
-            (set-buffer-multibyte nil)
-            (insert-file-contents-literally file)
-            (base64-encode-region (point-min) (point-max) t)
-            (buffer-string)))))
+         (canonical (plist-get facts :canonical)))
+    (if (and canonical (string-match "\\`shared://\\([^/]+\\)/images/\\([^/]+\\)\\'" canonical))
+        (let* ((id (match-string 1 canonical))
+               (key (match-string 2 canonical))
+               (meta (mevedel-shared-meta session id)))
+          (or (and meta (eq (plist-get meta :kind) 'whiteboard)
+                   (mevedel-core-shared-board-image (mevedel-shared--board session meta) key))
+              (error "%s is unavailable: no whiteboard image there" source)))
+      (let* ((file (cond ((null attempt) (expand-file-name source))
+                         ((and (plist-get facts :available)
+                               (= 1 (length (plist-get facts :paths))))
+                          (car (plist-get facts :paths)))
+                         (t (error "%s is no image: add-image takes a file, a file-backed \
+resource or shared://ID/images/KEY" source))))
+             (type (image-supported-file-p file)))
+        (unless (and type (file-regular-p file))
+          (error "%s is not an image file (PNG, JPEG, GIF, WebP or SVG)" source))
+        (cons (pcase type
+                ('svg "image/svg+xml")
+                ('jpeg "image/jpeg")
+                (_ (format "image/%s" type)))
+              (with-temp-buffer
+                (set-buffer-multibyte nil)
+                (insert-file-contents-literally file)
+                (base64-encode-region (point-min) (point-max) t)
+                (buffer-string)))))))
 
 (defun mevedel-shared--board-op (session op source)
   "Return the host's form of the model's whiteboard edit OP in SESSION.
@@ -622,7 +636,7 @@ A library insertion gets its item's elements, an image its SOURCE's bytes."
            :x (or (plist-get op :x) 0) :y (or (plist-get op :y) 0)))
     ("add-image"
      (unless source (error "An add-image edit needs SharedEdit's source: an image file or resource"))
-     (pcase-let ((`(,mime . ,data) (mevedel-shared--image-source source)))
+     (pcase-let ((`(,mime . ,data) (mevedel-shared--image-source session source)))
        (append (list :op "add-image"
                      :key (or (plist-get op :key)
                               (substring (secure-hash 'sha256 data) 0 16))
@@ -701,10 +715,26 @@ deleted); Read shared://%s again" (plist-get c :hash) id)))
                  (remhash key mevedel-shared--boards)))
              mevedel-shared--boards)))
 
+(defun mevedel-shared--rewound (paths)
+  "Bring the open whiteboards whose scene file is among PATHS up to date.
+A restored scene is taken back (open pages follow); a board whose file
+the rewind removed is closed.  For `mevedel-checkpoint-rewound-functions'."
+  (maphash (lambda (key entry)
+             (pcase-let ((`(,handle ,session ,id) entry))
+               (let ((file (mevedel-shared--content-file session id 'excalidraw)))
+                 (when (member file paths)
+                   (if (file-exists-p file)
+                       (when-let* ((meta (mevedel-shared-meta session id)))
+                         (mevedel-shared--board session meta))
+                     (mevedel-core-shared-board-close handle)
+                     (remhash key mevedel-shared--boards))))))
+           mevedel-shared--boards))
+
 (mevedel-core-register-event-handler 'shared-changed #'mevedel-shared--board-event)
 (mevedel-core-register-event-handler 'shared-comment #'mevedel-shared--board-event)
 (mevedel-core-register-event-handler 'shared-pages #'ignore)
 (add-hook 'mevedel-session-close-functions #'mevedel-shared--close-boards)
+(add-hook 'mevedel-checkpoint-rewound-functions #'mevedel-shared--rewound)
 
 ;;;; Libraries
 
@@ -965,25 +995,29 @@ this session (Read shared:// lists them)" id)))
 
 (defun mevedel-shared-save-image (session args callback)
   "Write the image SharedSaveImage's ARGS name in SESSION to a new file.
-CALLBACK gets the result text, or an \"Error: \" text.  The rendering
-is waited for: a cancelled call still settles once the file is written
-or not.  Return a function that cancels nothing."
+CALLBACK gets the result text, or an \"Error: \" text.  The picture is
+written in one step once it is ready; a call cancelled before that
+writes nothing, so its cancellation is its true outcome."
   (condition-case err
       (let* ((id (plist-get args :id))
              (meta (or (mevedel-shared-meta session id)
-                       (error "The item shared://%s is unavailable: no shared item with that id" id)))
+                       (error "The item shared://%s is unavailable: no shared item with that id"
+                              id)))
              (display (plist-get args :file_path))
-             (file (expand-file-name display)))
+             (file (expand-file-name display))
+             (cancelled nil))
         (when (eq (plist-get meta :kind) 'document)
           (error "The item shared://%s is a document: only whiteboards have images" id))
         (when (file-exists-p file)
           (error "%s exists already: SharedSaveImage writes a new file only" display))
+        (mevedel-pipeline-add-canceller (lambda () (setq cancelled t)))
         (mevedel-shared--board-picture
          session meta (plist-get args :image)
          (lambda (value)
-           (funcall callback
-                    (pcase value
-                      (`(file ,path)
+           (pcase value
+             ((and `(file ,path) (guard cancelled)) (delete-file path))
+             (`(file ,path)
+              (funcall callback
                        (condition-case err
                            (progn
                              (make-directory (file-name-directory file) t)
@@ -991,11 +1025,9 @@ or not.  Return a function that cancels nothing."
                              (format "Wrote %s (%d bytes)." display
                                      (file-attribute-size (file-attributes file))))
                          (error (ignore-errors (delete-file path))
-                                (concat "Error: " (error-message-string err)))))
-                      (`(error ,message) (concat "Error: " message))))))
-        #'ignore)
-    (error (funcall callback (concat "Error: " (error-message-string err)))
-           #'ignore)))
+                                (concat "Error: " (error-message-string err))))))
+             (`(error ,message) (funcall callback (concat "Error: " message)))))))
+    (error (funcall callback (concat "Error: " (error-message-string err))))))
 
 ;;;; Commands
 
