@@ -31,6 +31,7 @@
 (require 'mevedel-edited-files)
 (require 'mevedel-permissions)
 (require 'mevedel-pipeline)
+(require 'mevedel-prompt)
 (require 'mevedel-session)
 (require 'mevedel-tool-fs)
 (require 'mevedel-tool-registry)
@@ -119,6 +120,21 @@ For `mevedel-edited-files-resource-functions'."
   (and (string-prefix-p "shared://" address)
        (mevedel-shared-watched address session)))
 
+(defun mevedel-tool-editing--resource-lines (chat)
+  "Return the shared:// roster line once CHAT's session has a shared item.
+It looks for the items' files only, without loading the host."
+  (when-let* ((buffer (mevedel-prompt-chat-data-buffer chat))
+              ((buffer-live-p buffer))
+              (session (buffer-local-value 'mevedel-session-current buffer))
+              ((mevedel-session-p session))
+              (dir (mevedel-session-directory session))
+              (shared (expand-file-name "shared" dir))
+              ((file-directory-p shared))
+              ((directory-files shared nil "\\.eld\\'" t 1)))
+    (list "- shared:// this session's shared documents and whiteboards (Read shared:// \
+lists them; SharedEdit changes them)")))
+
+(add-hook 'mevedel-prompt-resource-roster-functions #'mevedel-tool-editing--resource-lines -20)
 (add-hook 'mevedel-tool-fs-read-functions #'mevedel-tool-editing-view)
 (add-hook 'mevedel-edited-files-resource-functions #'mevedel-tool-editing-watched)
 

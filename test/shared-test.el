@@ -73,6 +73,9 @@
                       "item \"- first step\"" "item \"- second step\""
                       "code \"```sh\\nmake test\\n```\""))
         (should (string-search line overview))))
+    ;; The roster names shared:// once the session has an item.
+    (should (string-search "- shared:// this session's shared documents"
+                           (mevedel-prompt--resource-roster chat)))
     (should (string-match-p "shared://plan  document \"Plan\" (markdown, 5 blocks)"
                             (shared-test--call chat "Read" :file_path "shared://")))
     (let ((found (shared-test--call chat "Grep" :pattern "second" :path "shared://plan"
@@ -193,6 +196,7 @@
   (shared-test--with chat
     (should (string-search "no shared whiteboards or documents"
                            (shared-test--call chat "Read" :file_path "shared://")))
+    (should-not (string-search "shared://" (mevedel-prompt--resource-roster chat)))
     (should (string-search "not a shared item id"
                            (shared-test--call chat "Read" :file_path "shared://bad%20id")))
     (shared-test--create chat)
