@@ -286,7 +286,13 @@ the next blank line or the next line beginning a block."
   "Return the buffer of the document item META of SESSION, visiting it if needed."
   (let* ((id (plist-get meta :id))
          (file (mevedel-shared--content-file session id (plist-get meta :format))))
-    (or (find-buffer-visiting file)
+    (or (when-let* ((buffer (find-buffer-visiting file)))
+          ;; Changed on disk behind an unmodified buffer (another run):
+          ;; the file is the document then.
+          (unless (or (buffer-modified-p buffer) (verify-visited-file-modtime buffer)
+                      (not (file-exists-p file)))
+            (with-current-buffer buffer (revert-buffer t t t)))
+          buffer)
         (let ((buffer (find-file-noselect file)))
           (with-current-buffer buffer
             (if (eq (plist-get meta :format) 'org)
@@ -466,7 +472,10 @@ nil for an address that is no item's."
             (and meta
                  (concat (if (eq (plist-get meta :kind) 'document)
                              (mevedel-shared--document-overview session meta)
-                           (mevedel-shared--board-overview session meta))
+                           ;; A page opening or closing changes nothing on the board.
+                           (replace-regexp-in-string
+                            ", [0-9]+ pages? open" ""
+                            (mevedel-shared--board-overview session meta)))
                          "\n\nDiscussions:\n" (mevedel-shared--discussions-of session meta)
                          "\n"))))))
 

@@ -6,7 +6,9 @@
 ;; first creates a shared document with SharedCreate (through ToolCall,
 ;; in edits mode) and reads it at shared://plan; the user changes the
 ;; document between the runs; the second, continuing the session, is
-;; told of the change and reads the document the first run made.
+;; told of the change and lists the document the first run made.  Then
+;; a user's Emacs, with only the package's autoloads, resumes the
+;; session and exports the document: the host loads only then.
 
 ;;; Code:
 
@@ -60,7 +62,24 @@
               (should (string-search "+" fourth))
               (should (string-search "Ship it on Monday." fourth)))
             (should-not (cl-mapcan (lambda (entry) (copy-sequence (alist-get 'mismatches entry)))
-                                   (mevedel-scripted-model-log server))))
+                                   (mevedel-scripted-model-log server)))
+            ;; A user's Emacs with only the package's autoloads: M-x mevedel
+            ;; resumes the session without the shared host; exporting loads it.
+            (let* ((export (expand-file-name "plan-export.md" root))
+                   (child (mevedel-test-run-emacs
+                           `(progn
+                              (load ,(mevedel-e2e-autoloads) nil t)
+                              (load ,init nil t)
+                              (let ((default-directory ,(file-name-as-directory root)))
+                                (call-interactively #'mevedel))
+                              (princ (format "HOST %s\n" (featurep 'mevedel-shared)))
+                              (mevedel-shared-export (mevedel-chat-session (mevedel-view-chat))
+                                                     "plan" ,export)
+                              (princ (format "HOST %s\n" (featurep 'mevedel-shared)))))))
+              (should (= (car child) 0))
+              (should (string-search "HOST nil\nHOST t" (cdr child)))
+              (should (equal (with-temp-buffer (insert-file-contents export) (buffer-string))
+                             "# Plan\n\nShip it on Monday.\n"))))
         (mevedel-scripted-model-stop server)
         (dolist (file (list script init)) (delete-file file))
         (delete-directory root t)))))
