@@ -118,6 +118,27 @@
         ;; All or nothing: the valid delete was not applied either.
         (should (equal before (with-current-buffer (shared-test--buffer chat) (buffer-string))))))))
 
+(ert-deftest shared-test-an-edit-row-previews-its-diff ()
+  "SharedEdit's row shows the change as a diff."
+  (shared-test--with chat
+    (shared-test--create chat)
+    (let* ((para (shared-test--hash (shared-test--call chat "Read" :file_path "shared://plan")
+                                    "The service"))
+           (args (list :id "plan" :edits (vector (list :op "replace" :hash para :text "New."))))
+           (outcome nil))
+      (with-current-buffer (mevedel-chat-data-buffer chat)
+        (mevedel-pipeline-run-tool-outcome (mevedel-tool-get "SharedEdit") args
+                                           (lambda (o) (setq outcome o))
+                                           :session (mevedel-chat-session chat)
+                                           :data-buffer (current-buffer)))
+      (mevedel-test-wait-until outcome 20)
+      (should (eq (plist-get outcome :status) 'success))
+      (let ((row (mevedel-tool-render-row "SharedEdit" args (plist-get outcome :result)
+                                          (plist-get outcome :render-data))))
+        (should (equal (plist-get row :header) "SharedEdit shared://plan (1 edit)"))
+        (should (string-search "-The service reads the queue." (plist-get row :body)))
+        (should (string-search "+New." (plist-get row :body)))))))
+
 (ert-deftest shared-test-rewind-restores-a-document ()
   "Rewinding a turn restores the document's text, and removes one it created."
   (shared-test--with chat
