@@ -73,6 +73,16 @@ A longer block's line points to its full text at
 shared://ID/elements/HASH instead of showing a truncated part."
   :type 'natnum)
 
+(defcustom mevedel-shared-highlight-seconds 2
+  "Seconds the model's fresh change stays highlighted in a shared document."
+  :type 'number)
+
+(defface mevedel-shared-change '((t :inherit highlight))
+  "Face of the text the model just changed in a shared document.")
+
+(defface mevedel-shared-comment '((t :inherit shadow :slant italic))
+  "Face of the discussion messages shown below a shared document's blocks.")
+
 (defcustom mevedel-shared-library-directories
   '(".mevedel/libraries" "~/.mevedel/libraries")
   "Directories holding Excalidraw element libraries (*.excalidrawlib).
@@ -300,14 +310,35 @@ the next blank line or the next line beginning a block."
               (if (fboundp 'markdown-mode) (markdown-mode) (text-mode)))
             (setq mevedel-shared--item (cons session id))
             (mevedel-shared-document-mode 1)
+            (mevedel-shared--show-discussions meta)
             (rename-buffer (format "*shared: %s*" (plist-get meta :title)) t))
           buffer))))
+
+(defun mevedel-shared--show-discussions (meta)
+  "Show the discussion messages of META below their blocks in the current document.
+A message whose block changed since stays in shared://ID/discussions."
+  (remove-overlays (point-min) (point-max) 'mevedel-shared-discussion t)
+  (let ((lines (mevedel-shared--document-lines)))
+    (pcase-dolist (`(,hash ,_ ,_ ,end) lines)
+      (when-let* ((messages (cl-remove hash (plist-get meta :discussions)
+                                       :key (lambda (m) (plist-get m :target))
+                                       :test-not #'equal)))
+        (let ((overlay (make-overlay end end)))
+          (overlay-put overlay 'mevedel-shared-discussion t)
+          (overlay-put overlay 'after-string
+                       (propertize (mapconcat (lambda (m)
+                                                (format "\n  ▸ %s: %s" (plist-get m :author)
+                                                        (plist-get m :text)))
+                                              messages "")
+                                   'face 'mevedel-shared-comment)))))))
 
 (defun mevedel-shared--after-save ()
   "Note in the item's history that the user saved an edit of its document."
   (when (and mevedel-shared--item (not mevedel-shared--saving))
     (mevedel-shared--note (car mevedel-shared--item) (cdr mevedel-shared--item)
-                          'user "edited the document")))
+                          'user "edited the document")
+    (mevedel-shared--show-discussions (mevedel-shared-meta (car mevedel-shared--item)
+                                                           (cdr mevedel-shared--item)))))
 
 (defvar-keymap mevedel-shared-document-mode-map
   :doc "Keys of a shared document's buffer."
@@ -942,20 +973,28 @@ Return (TEXT . PREVIEW): the result and a diff of the change."
                                  when change collect change))
                (old-hashes (mapcar #'car lines)))
           (when changes
-            (atomic-change-group
-              (dolist (change (sort (reverse changes)
-                                    (lambda (a b) (or (> (car a) (car b))
-                                                      (and (= (car a) (car b))
-                                                           (> (cadr a) (cadr b)))))))
-                (pcase-let ((`(,start ,end ,text) change))
-                  (goto-char start)
-                  (delete-region start end)
-                  (insert text))))
+            (let ((fresh nil))
+              (save-excursion
+                (atomic-change-group
+                  (dolist (change (sort (reverse changes)
+                                        (lambda (a b) (or (> (car a) (car b))
+                                                          (and (= (car a) (car b))
+                                                               (> (cadr a) (cadr b)))))))
+                    (pcase-let ((`(,start ,end ,text) change))
+                      (goto-char start)
+                      (delete-region start end)
+                      (insert text)
+                      (unless (string-empty-p text)
+                        (let ((overlay (make-overlay start (point))))
+                          (overlay-put overlay 'face 'mevedel-shared-change)
+                          (push overlay fresh)))))))
+              (run-at-time mevedel-shared-highlight-seconds nil #'mapc #'delete-overlay fresh))
             (mevedel-shared--save-document))
           (dolist (op ops)
             (when (equal (plist-get op :op) "comment")
               (mevedel-shared--comment session id (plist-get op :hash) 'model
                                        (plist-get op :text))))
+          (mevedel-shared--show-discussions (mevedel-shared-meta session id))
           (let* ((counts (mapcar (lambda (kind)
                                    (cons kind (cl-count kind ops :key (lambda (o) (plist-get o :op))
                                                         :test #'equal)))
@@ -1102,6 +1141,7 @@ Its own, its shared item's, or the chat's of its workspace."
          (id (cdr mevedel-shared--item)))
     (mevedel-shared--comment session id (car line) 'user text)
     (mevedel-shared--note session id 'user (format "commented on %s" (car line)))
+    (mevedel-shared--show-discussions (mevedel-shared-meta session id))
     (message "Comment on block %s of shared://%s saved; the model sees it with its next request"
              (car line) id)))
 

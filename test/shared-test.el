@@ -180,6 +180,11 @@
         (shared-test--call chat "SharedEdit" :id "plan"
                            :edits (vector (list :op "comment" :hash para :text "Looks right."))))
       (should (equal cards '("SharedCreate")))
+      ;; The model's comment shows below its block in the document.
+      (with-current-buffer (shared-test--buffer chat)
+        (should (cl-some (lambda (o) (string-search "model: Looks right."
+                                                    (or (overlay-get o 'after-string) "")))
+                         (overlays-in (point-min) (point-max)))))
       (shared-test--call chat "SharedCreate" :kind "document" :title "Other" :format "org"
                          :content "* Notes\n")
       (should (equal cards '("SharedCreate" "SharedCreate")))
