@@ -848,11 +848,12 @@ has yet."
           (setq candidate (format "%s-%d" base (cl-incf n))))
         candidate))))
 
-(defun mevedel-shared-create (session args)
+(defun mevedel-shared-create (session args &optional author)
   "Create the item SharedCreate's ARGS describe in SESSION; return the result text.
 ARGS: :kind (\"document\" or \"whiteboard\"), :title, optionally :id,
 :format (\"markdown\" or \"org\", documents) and :content (a document's
-text, or a whiteboard's Excalidraw scene or elements as JSON)."
+text, or a whiteboard's Excalidraw scene or elements as JSON).  AUTHOR
+is who created it, `model' by default."
   (let* ((kind (intern (plist-get args :kind)))
          (title (plist-get args :title))
          (id (mevedel-shared-new-id session args))
@@ -868,7 +869,7 @@ text, or a whiteboard's Excalidraw scene or elements as JSON)."
                       :created (format-time-string "%FT%T.%6N%z")
                       :discussions nil
                       :history (list (list :time (format-time-string "%FT%T%z")
-                                           :author 'model :text "created it")))))
+                                           :author (or author 'model) :text "created it")))))
       (if (eq kind 'whiteboard)
           (mevedel-shared--board-create session meta content)
         (let ((file (mevedel-shared--content-file session id format)))
@@ -1099,6 +1100,25 @@ Its own, its shared item's, or the chat's of its workspace."
                           items))
          (choice (completing-read prompt choices nil t)))
     (cdr (assoc choice choices))))
+
+;;;###autoload
+(defun mevedel-shared-new (session kind title &optional format)
+  "Make a shared item of KIND titled TITLE in SESSION and open it.
+KIND is `document' (FORMAT `markdown' or `org') or `whiteboard'.  The
+model finds it at shared:// and edits it with you."
+  (interactive
+   (let* ((session (mevedel-shared--current-session))
+          (kind (intern (completing-read "Share a: " '("document" "whiteboard") nil t)))
+          (title (read-string "Title: ")))
+     (list session kind title
+           (and (eq kind 'document)
+                (intern (completing-read "Format: " '("markdown" "org") nil t))))))
+  (let* ((args (list :kind (symbol-name kind) :title title
+                     :format (and format (symbol-name format))))
+         (id (mevedel-shared-new-id session args)))
+    (mevedel-shared-create session (plist-put args :id id) 'user)
+    (mevedel-shared-open session id)
+    id))
 
 ;;;###autoload
 (defun mevedel-shared-open (session id)

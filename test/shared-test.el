@@ -240,6 +240,25 @@
                            shared-test--doc)))
         (delete-file file)))))
 
+(ert-deftest shared-test-the-user-shares-a-document ()
+  "`mevedel-shared-new' makes an item the model then reads and edits."
+  (shared-test--with chat
+    (let ((id (mevedel-shared-new (mevedel-chat-session chat) 'document "Notes for today" 'org)))
+      (should (equal id "notes-for-today"))
+      (with-current-buffer (window-buffer (selected-window))
+        (should (derived-mode-p 'org-mode))
+        (insert "* Questions
+
+What about caching?
+")
+        (save-buffer)))
+    (let ((overview (shared-test--call chat "Read" :file_path "shared://notes-for-today")))
+      (should (string-search "document \"Notes for today\" (org)" overview))
+      (should (string-search "heading \"* Questions\"" overview)))
+    (should (string-search "user: created it"
+                           (shared-test--call chat "Read"
+                                              :file_path "shared://notes-for-today/history")))))
+
 (ert-deftest shared-test-the-host-loads-only-when-called ()
   "The catalog declares the tools without loading the shared host."
   (let ((out (mevedel-test-run-emacs
