@@ -505,7 +505,7 @@ nil for an address that is no item's."
                              (mevedel-shared--document-overview session meta)
                            ;; A page opening or closing changes nothing on the board.
                            (replace-regexp-in-string
-                            ", [0-9]+ pages? open" ""
+                            ", [0-9]+ page\\(?:s\\|(s)\\)? open" ""
                             (mevedel-shared--board-overview session meta)))
                          "\n\nDiscussions:\n" (mevedel-shared--discussions-of session meta)
                          "\n"))))))
@@ -630,7 +630,7 @@ CONTENT is an Excalidraw scene or elements array as JSON, or nil."
          (n (plist-get op :item)))
     (unless (and (integerp n) (<= 1 n (length items)))
       (error "Library %s has items 1 to %d, not %S" name (length items) n))
-    (vconcat (plist-get (nth (1- n) items) :elements))))
+    (plist-get (nth (1- n) items) :elements)))
 
 (defun mevedel-shared--image-source (session source)
   "Return (MIME . BASE64) of SOURCE, an image file or a readable resource.
@@ -698,14 +698,15 @@ Return (TEXT . PREVIEW) or signal `mevedel-shared-conflict'."
                        handle (json-serialize
                                (vconcat (mapcar (lambda (op)
                                                   (mevedel-shared--board-op session op source))
-                                                edits)))
+                                                edits))
+                               :false-object :json-false)
                        "model"))))
     (dolist (op comments)
       (unless (and (stringp (plist-get op :id)) (stringp (plist-get op :text)))
         (error "Conflict: %s"
                (format "nothing in shared://%s was changed: a comment needs the id of an \
 element and a text" id))))
-    (when (eq (plist-get result :status) 'conflict)
+    (when (equal (format "%s" (plist-get result :status)) "conflict")
       (error "Conflict: %s"
              (format "nothing in shared://%s was changed:\n- %s" id
                      (mapconcat
@@ -796,10 +797,11 @@ the rewind removed is closed.  For `mevedel-checkpoint-rewound-functions'."
   "Return the items of the library FILE as a list of plists."
   (let ((data (with-temp-buffer
                 (insert-file-contents file)
-                (json-parse-buffer :object-type 'plist :array-type 'list))))
-    (or (plist-get data :libraryItems)
-        ;; Version 1 libraries are lists of element lists.
-        (mapcar (lambda (elements) (list :elements elements)) (plist-get data :library)))))
+                (json-parse-buffer :object-type 'plist))))
+    (or (append (plist-get data :libraryItems) nil)
+        ;; Version 1 libraries are arrays of element arrays.
+        (mapcar (lambda (elements) (list :elements elements))
+                (plist-get data :library)))))
 
 (defun mevedel-shared--library-view (session parts)
   "Return the view of shared://library/PARTS in SESSION."

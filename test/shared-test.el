@@ -259,6 +259,27 @@ What about caching?
                            (shared-test--call chat "Read"
                                               :file_path "shared://notes-for-today/history")))))
 
+(ert-deftest shared-test-element-libraries ()
+  "shared://library lists the workspace's Excalidraw libraries and their items."
+  (shared-test--with chat
+    (shared-test--create chat)
+    (should (string-search "No element libraries"
+                           (shared-test--call chat "Read" :file_path "shared://library")))
+    (let ((libraries (expand-file-name ".mevedel/libraries" (mevedel-chat-root chat))))
+      (make-directory libraries t)
+      (with-temp-file (expand-file-name "flow.excalidrawlib" libraries)
+        (insert "{\"type\":\"excalidrawlib\",\"version\":2,\"libraryItems\":[
+{\"id\":\"a\",\"status\":\"unpublished\",\"name\":\"Start\",\"elements\":[{\"type\":\"ellipse\"}]},
+{\"id\":\"b\",\"status\":\"unpublished\",\"name\":\"Step\",\"elements\":[{\"type\":\"rectangle\"},
+{\"type\":\"text\",\"text\":\"do\"}]}]}")))
+    (should (string-search "shared://library/flow  2 items"
+                           (shared-test--call chat "Read" :file_path "shared://library")))
+    (let ((items (shared-test--call chat "Read" :file_path "shared://library/flow")))
+      (should (string-search "1 \"Start\" (1 elements)" items))
+      (should (string-search "2 \"Step\" (2 elements)" items)))
+    (should (string-search "element libraries (1)"
+                           (shared-test--call chat "Read" :file_path "shared://")))))
+
 (ert-deftest shared-test-the-host-loads-only-when-called ()
   "The catalog declares the tools without loading the shared host."
   (let ((out (mevedel-test-run-emacs
