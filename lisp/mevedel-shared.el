@@ -734,6 +734,22 @@ deleted); Read shared://%s again" (plist-get c :hash) id)))
                 (mevedel-core-patch-diff-texts before after (concat "shared://" id) 8000)
               (mevedel-core-error nil))))))
 
+(defun mevedel-shared-visit (address chat)
+  "Open the item of CHAT's session that the clicked ADDRESS names.
+The address is validated and normalized first; a listing or library
+address opens nothing and gives nil."
+  (let ((canonical (condition-case err
+                       (mevedel-resource-parse address)
+                     (error (user-error "%s" (error-message-string err))))))
+    (when (string-match "\\`shared://\\([a-zA-Z0-9_-]+\\)" canonical)
+      (let ((id (match-string 1 canonical)))
+        (unless (equal id "library")
+          (let ((session (mevedel-chat-session chat)))
+            (unless (mevedel-shared-meta session id)
+              (user-error "%s is unavailable: no shared item with that id" address))
+            (mevedel-shared-open session id)
+            t))))))
+
 (defun mevedel-shared--board-url (session meta)
   "Return the page address of whiteboard META of SESSION."
   (mevedel-core-shared-board-serve (mevedel-shared--board session meta)))

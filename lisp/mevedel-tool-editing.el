@@ -44,6 +44,7 @@
 (autoload 'mevedel-shared-new-id "mevedel-shared")
 (autoload 'mevedel-shared-save-image "mevedel-shared")
 (autoload 'mevedel-shared-serve "mevedel-shared")
+(autoload 'mevedel-shared-visit "mevedel-shared")
 (autoload 'mevedel-shared-watched "mevedel-shared")
 
 ;;;; Plumbing
@@ -135,6 +136,14 @@ It looks for the items' files only, without loading the host."
 lists them; SharedEdit changes them)")))
 
 (add-hook 'mevedel-prompt-resource-roster-functions #'mevedel-tool-editing--resource-lines -20)
+(defun mevedel-tool-editing-visit (address)
+  "Open the shared item ADDRESS names, clicked in a session's view.
+For `mevedel-locations-address-functions': nil for other addresses."
+  (when-let* (((string-prefix-p "shared://" (downcase address)))
+              (chat (bound-and-true-p mevedel-view--chat)))
+    (mevedel-shared-visit address chat)))
+
+(add-hook 'mevedel-locations-address-functions #'mevedel-tool-editing-visit 30)
 (add-hook 'mevedel-tool-fs-read-functions #'mevedel-tool-editing-view)
 (add-hook 'mevedel-edited-files-resource-functions #'mevedel-tool-editing-watched)
 

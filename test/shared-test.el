@@ -81,6 +81,11 @@
     (let ((found (shared-test--call chat "Grep" :pattern "second" :path "shared://plan"
                                     :output_mode "content")))
       (should (string-search "item \"- second step\"" found)))
+    ;; A click on the address in the view opens the document.
+    (with-current-buffer view
+      (should (run-hook-with-args-until-success 'mevedel-locations-address-functions
+                                                "shared://plan/discussions"))
+      (should (eq (window-buffer (selected-window)) (shared-test--buffer chat))))
     ;; The document is a buffer the user edits, in the mode of its format.
     (should (buffer-live-p (shared-test--buffer chat)))
     (should (buffer-local-value 'mevedel-shared-document-mode (shared-test--buffer chat)))))
