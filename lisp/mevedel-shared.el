@@ -593,7 +593,7 @@ caller deletes; a failure gives (error MESSAGE)."
                       (funcall callback (list 'file file))))))
     (if key
         (pcase (mevedel-core-shared-board-image handle key)
-          (`(,mime . ,base64) (funcall deliver mime base64))
+          (`(,mime ,base64) (funcall deliver mime base64))
           (_ (funcall callback (list 'error (format "shared://%s/images/%s is unavailable: the \
 board has no such image" (plist-get meta :id) key)))))
       (mevedel-core-shared-board-render
@@ -645,9 +645,10 @@ A resource is file-backed, or an image of one of SESSION's whiteboards
         (let* ((id (match-string 1 canonical))
                (key (match-string 2 canonical))
                (meta (mevedel-shared-meta session id)))
-          (or (and meta (eq (plist-get meta :kind) 'whiteboard)
-                   (mevedel-core-shared-board-image (mevedel-shared--board session meta) key))
-              (error "%s is unavailable: no whiteboard image there" source)))
+          (pcase (and meta (eq (plist-get meta :kind) 'whiteboard)
+                      (mevedel-core-shared-board-image (mevedel-shared--board session meta) key))
+            (`(,mime ,base64) (cons mime base64))
+            (_ (error "%s is unavailable: no whiteboard image there" source))))
       (let* ((file (cond ((null attempt) (expand-file-name source))
                          ((and (plist-get facts :available)
                                (= 1 (length (plist-get facts :paths))))
