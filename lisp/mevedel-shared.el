@@ -1071,8 +1071,11 @@ writes nothing, so its cancellation is its true outcome."
              (meta (or (mevedel-shared-meta session id)
                        (error "The item shared://%s is unavailable: no shared item with that id"
                               id)))
-             (display (plist-get args :file_path))
-             (file (expand-file-name display))
+             (file (expand-file-name (plist-get args :file_path)))
+             ;; The handler runs in the workspace: name the file from there.
+             (display (if (file-in-directory-p file default-directory)
+                          (file-relative-name file default-directory)
+                        file))
              (cancelled nil))
         (when (eq (plist-get meta :kind) 'document)
           (error "The item shared://%s is a document: only whiteboards have images" id))
