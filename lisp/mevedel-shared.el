@@ -487,6 +487,10 @@ fetch a view (`mevedel-tool-editing-view')."
      (condition-case err
          (mevedel-shared--board-picture session meta key callback)
        (error (funcall callback (list 'error (error-message-string err))))))
+    (`(sheet ,name)
+     (condition-case err
+         (mevedel-shared--sheet session name callback)
+       (error (funcall callback (list 'error (error-message-string err))))))
     (value (funcall callback value))))
 
 (defun mevedel-shared-watched (address session)
@@ -579,6 +583,15 @@ by HASH.\n"
               (list (format "shared://%s/elements/%s is unavailable: the board has no such \
 element (Read shared://%s)" (plist-get meta :id) element (plist-get meta :id))))))
 
+(defun mevedel-shared--picture-file (mime base64)
+  "Write the BASE64 picture of type MIME to a private temporary file; return it."
+  (let ((file (make-temp-file "mevedel-shared-" nil
+                              (concat "." (car (split-string (cadr (split-string mime "/"))
+                                                             "+")))))
+        (coding-system-for-write 'binary))
+    (write-region (base64-decode-string base64) nil file nil 'silent)
+    file))
+
 (defun mevedel-shared--board-picture (session meta key callback)
   "Call CALLBACK with (file PATH) of whiteboard META's rendering, or image KEY.
 META is an item of SESSION.  PATH is a private temporary file the
@@ -586,11 +599,7 @@ caller deletes; a failure gives (error MESSAGE)."
   (let* ((handle (mevedel-shared--board session meta))
          (done nil)
          (deliver (lambda (mime base64)
-                    (let ((file (make-temp-file "mevedel-shared-" nil
-                                                (concat "." (cadr (split-string mime "/")))))
-                          (coding-system-for-write 'binary))
-                      (write-region (base64-decode-string base64) nil file nil 'silent)
-                      (funcall callback (list 'file file))))))
+                    (funcall callback (list 'file (mevedel-shared--picture-file mime base64))))))
     (if key
         (pcase (mevedel-core-shared-board-image handle key)
           (`(,mime ,base64) (funcall deliver mime base64))
@@ -821,7 +830,9 @@ the rewind removed is closed.  For `mevedel-checkpoint-rewound-functions'."
                 (plist-get data :library)))))
 
 (defun mevedel-shared--library-view (session parts)
-  "Return the view of shared://library/PARTS in SESSION."
+  "Return the view of shared://library/PARTS in SESSION.
+A sheet is (sheet NAME), NAME nil for every library, which
+`mevedel-shared-serve' draws."
   (let ((libraries (mevedel-shared--libraries session)))
     (pcase parts
       ('nil (if libraries
@@ -831,9 +842,13 @@ the rewind removed is closed.  For `mevedel-checkpoint-rewound-functions'."
                            libraries "\n")
               "No element libraries: put Excalidraw .excalidrawlib files in \
 .mevedel/libraries/ of the workspace or in ~/.mevedel/libraries/."))
-      ((or '("sheet.png") `(,_ "sheet.png"))
-       (signal 'mevedel-core-resource-error
-               (list "shared://library sheets are unavailable: this build renders no library sheet")))
+      ('("sheet.png") (list 'sheet nil))
+      (`(,name "sheet.png")
+       (unless (assoc name libraries)
+         (signal 'mevedel-core-resource-error
+                 (list (format "shared://library/%s is unavailable: no library has that name \
+\(Read shared://library)" name))))
+       (list 'sheet name))
       (`(,name)
        (let ((file (or (cdr (assoc name libraries))
                        (signal 'mevedel-core-resource-error
@@ -845,6 +860,79 @@ has that name (Read shared://library)" name))))))
                                 (json-serialize (or (plist-get item :name) "unnamed"))
                                 (length (plist-get item :elements))))
                       (mevedel-shared--library-items file) "\n")))))))
+
+(defun mevedel-shared--sheet-items (session name)
+  "Return the items of library NAME of SESSION, or of all, as (LABEL . ELEMENTS)."
+  (cl-loop for (library . file) in (mevedel-shared--libraries session)
+           when (or (null name) (equal name library))
+           append (let ((n 0))
+                    (mapcar (lambda (item)
+                              (cons (if name (format "%d" (cl-incf n))
+                                      (format "%s %d" library (cl-incf n)))
+                                    (append (plist-get item :elements) nil)))
+                            (mevedel-shared--library-items file)))))
+
+(defun mevedel-shared--bounds (elements)
+  "Return (X0 Y0 X1 Y1), the box around ELEMENTS."
+  (let ((number (lambda (v) (if (numberp v) v 0))))
+    (cl-loop for e in elements
+             for x = (funcall number (plist-get e :x))
+             for y = (funcall number (plist-get e :y))
+             minimize x into x0 minimize y into y0
+             maximize (+ x (abs (funcall number (plist-get e :width)))) into x1
+             maximize (+ y (abs (funcall number (plist-get e :height)))) into y1
+             finally return (list (or x0 0) (or y0 0) (or x1 0) (or y1 0)))))
+
+(defun mevedel-shared--sheet-scene (items)
+  "Return the scene JSON of ITEMS, (LABEL . ELEMENTS), in a numbered grid."
+  (let* ((boxes (mapcar (lambda (item) (mevedel-shared--bounds (cdr item))) items))
+         (cell-w (+ 60 (apply #'max 100 (mapcar (lambda (b) (- (nth 2 b) (nth 0 b))) boxes))))
+         (cell-h (+ 80 (apply #'max 60 (mapcar (lambda (b) (- (nth 3 b) (nth 1 b))) boxes))))
+         (columns (max 1 (ceiling (sqrt (length items)))))
+         (seen (make-hash-table :test #'equal))
+         (elements nil)
+         (i 0))
+    (cl-loop
+     for (label . members) in items
+     for (x0 y0) in boxes
+     do (let ((ox (* cell-w (% i columns)))
+              (oy (+ 40 (* cell-h (/ i columns)))))
+          (push (list :type "text" :id (format "sheet-label-%d" i) :x ox :y (- oy 35)
+                      :width 160 :height 25 :fontSize 20 :text label)
+                elements)
+          (dolist (e members)
+            (let ((id (format "%s" (plist-get e :id))))
+              (when (gethash id seen) (setq id (format "%s-%d" id i)))
+              (puthash id t seen)
+              (push (append (list :id id
+                                  :x (+ ox (- (or (plist-get e :x) 0) x0))
+                                  :y (+ oy (- (or (plist-get e :y) 0) y0)))
+                            (cl-loop for (k v) on e by #'cddr
+                                     unless (memq k '(:id :x :y)) append (list k v)))
+                    elements)))
+          (cl-incf i)))
+    (json-serialize (list :type "excalidraw" :version 2 :elements (vconcat (nreverse elements))))))
+
+(defun mevedel-shared--sheet (session name callback)
+  "Draw the numbered sheet of library NAME (all when nil) of SESSION for CALLBACK.
+CALLBACK gets (file PATH) or (error MESSAGE).  The sheet is a board
+made for the drawing and closed after it."
+  (let ((items (mevedel-shared--sheet-items session name)))
+    (if (null items)
+        (funcall callback (list 'error "shared://library/sheet.png is unavailable: there are \
+no library items (Read shared://library)"))
+      (let ((handle (mevedel-core-shared-board-open
+                     (list :id "sheet" :key (concat (mevedel-session-id session) "/sheet")
+                           :scene (mevedel-shared--sheet-scene items)))))
+        (mevedel-core-shared-board-render
+         handle (lambda (status value)
+                  (mevedel-core-shared-board-close handle)
+                  (funcall callback
+                           (if (eq status 'ok)
+                               (list 'file (mevedel-shared--picture-file
+                                            "image/png" (plist-get value :png)))
+                             (list 'error (format "The library sheet: %s"
+                                                  (car (last value))))))))))))
 
 ;;;; Creating
 
