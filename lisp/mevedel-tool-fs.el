@@ -243,7 +243,9 @@ of `mevedel-tool-fs-read-functions' serves."
                (run-hook-with-args-until-success
                 'mevedel-tool-fs-read-functions canonical mevedel-session-current
                 (lambda (text)
-                  (unless settled
+                  (if settled
+                      ;; Cancelled meanwhile: only the picture's copy is left.
+                      (pcase text (`(file ,file) (delete-file file)))
                     (pcase text
                       ((pred stringp)
                        (setq cancel
@@ -257,8 +259,10 @@ of `mevedel-tool-fs-read-functions' serves."
                       (`(file ,file)
                        (if (equal tool "Grep")
                            (progn (delete-file file)
-                                  (funcall settle (list :result (format "Grep searches text; %s is a picture" display)
-                                                        :status 'error)))
+                                  (funcall settle
+                                           (list :result (format "Grep searches text; %s is a \
+picture" display)
+                                                 :status 'error)))
                          (setq cancel
                                (mevedel-tool-fs--run
                                 (lambda (result)
@@ -415,7 +419,8 @@ a function that cancels the search."
        (cond
         ((mevedel-tool-fs--saved-p target)
          (mevedel-tool-fs--search-saved tool (funcall query args) callback))
-        ((mevedel-tool-fs--serve target tool (funcall query args) callback))
+        ((and (equal tool "Grep") (mevedel-tool-fs--serve target tool (funcall query args)
+                                                          callback)))
         (t
          (if-let* ((documents (mevedel-tool-fs--documents target tool)))
              (mevedel-tool-fs--run
