@@ -46,19 +46,6 @@
 (require 'mevedel-resource)
 
 (declare-function markdown-mode "markdown-mode" ())
-(declare-function mevedel-core-shared-board-open "mevedel-core" (args))
-(declare-function mevedel-core-shared-board-overview "mevedel-core" (handle))
-(declare-function mevedel-core-shared-board-element "mevedel-core" (handle element))
-(declare-function mevedel-core-shared-board-edit "mevedel-core" (handle ops author))
-(declare-function mevedel-core-shared-board-scene "mevedel-core" (handle &optional export))
-(declare-function mevedel-core-shared-board-restore "mevedel-core" (handle scene author))
-(declare-function mevedel-core-shared-board-render "mevedel-core" (handle callback))
-(declare-function mevedel-core-shared-board-serve "mevedel-core" (handle))
-(declare-function mevedel-core-shared-board-discussions "mevedel-core" (handle))
-(declare-function mevedel-core-shared-board-discuss "mevedel-core" (handle element author text))
-(declare-function mevedel-core-shared-board-history "mevedel-core" (handle))
-(declare-function mevedel-core-shared-board-image "mevedel-core" (handle key))
-(declare-function mevedel-core-shared-board-close "mevedel-core" (handle))
 
 ;;;; Options
 

@@ -294,5 +294,184 @@ What about caching?
     (should (equal (car out) 0))
     (should (string-search "nil t" (cdr out)))))
 
+;;;; Whiteboards (the native host)
+
+(defconst shared-test--elements
+  "[{\"type\":\"rectangle\",\"id\":\"api\",\"x\":0,\"y\":0,\"width\":160,\"height\":60},
+    {\"type\":\"rectangle\",\"id\":\"db\",\"x\":300,\"y\":0,\"width\":160,\"height\":60},
+    {\"type\":\"text\",\"id\":\"label\",\"x\":10,\"y\":20,\"width\":100,\"height\":20,\"text\":\"API server\"}]"
+  "Three elements of a small architecture board.")
+
+(defun shared-test--board-create (chat)
+  "Create the whiteboard `arch' in CHAT; return SharedCreate's result."
+  (shared-test--call chat "SharedCreate" :kind "whiteboard" :title "Architecture" :id "arch"
+                     :content shared-test--elements))
+
+(defun shared-test--board-hash (overview id)
+  "Return the hash of element ID's line in OVERVIEW."
+  (and (string-match (concat "\\(?:^\\|\t\\)\\([0-9a-f]\\{8\\}\\) " (regexp-quote id) " ") overview)
+       (match-string 1 overview)))
+
+(defun shared-test--board-handle (chat)
+  "Return the host handle of CHAT's whiteboard `arch'."
+  (car (gethash (concat (mevedel-session-id (mevedel-chat-session chat)) "/arch")
+                mevedel-shared--boards)))
+
+(ert-deftest shared-test-whiteboard-edits-by-hash-and-stale-hashes-conflict ()
+  "A board's elements are hashed lines; an element the user moved is a conflict."
+  (shared-test--with chat
+    (should (string-search "Created whiteboard shared://arch" (shared-test--board-create chat)))
+    (let* ((overview (shared-test--call chat "Read" :file_path "shared://arch"))
+           (api (shared-test--board-hash overview "api"))
+           (db (shared-test--board-hash overview "db")))
+      (should (and api db))
+      (should (string-search "\"API server\"" overview))
+      (should (string-search "\"type\": \"rectangle\""
+                             (shared-test--call chat "Read" :file_path "shared://arch/elements/db")))
+      (let ((edited (shared-test--call chat "SharedEdit" :id "arch"
+                                       :edits (vector (list :op "update" :hash api
+                                                            :set (list :strokeColor "#e03131"))
+                                                      (list :op "add" :element
+                                                            (list :type "ellipse" :id "cache"
+                                                                  :x 150 :y 200 :width 80
+                                                                  :height 80))))))
+        (should (string-search "Edited shared://arch: 1 changed, 1 added" edited))
+        (should (string-search " cache ellipse" edited)))
+      ;; The user drags db in the browser: the board changes behind the model.
+      (mevedel-core-shared-board-edit
+       (shared-test--board-handle chat)
+       (json-serialize (vector (list :op "update" :hash db :set (list :x 420)))) "user")
+      (let ((result (shared-test--call chat "SharedEdit" :id "arch"
+                                       :edits (vector (list :op "delete" :hash db)))))
+        (should (string-prefix-p "Error: Conflict" result))
+        (should (string-search (format "element %s" db) result)))
+      (should (string-search " db rectangle"
+                             (shared-test--call chat "Read" :file_path "shared://arch")))
+      (should (string-search "model" (shared-test--call chat "Read"
+                                                        :file_path "shared://arch/history"))))))
+
+(ert-deftest shared-test-rewind-restores-a-whiteboard ()
+  "Rewinding a turn's SharedEdit gives the board its elements back."
+  (shared-test--with chat
+    (shared-test--turn chat "t1")
+    (shared-test--board-create chat)
+    (setf (mevedel-chat-turn chat) nil)
+    (shared-test--turn chat "t2")
+    (let* ((before (shared-test--call chat "Read" :file_path "shared://arch"))
+           (api (shared-test--board-hash before "api")))
+      (shared-test--call chat "SharedEdit" :id "arch"
+                         :edits (vector (list :op "delete" :hash api)
+                                        (list :op "set-background" :color "#fff9db")))
+      (setf (mevedel-chat-turn chat) nil)
+      (should-not (shared-test--board-hash
+                   (shared-test--call chat "Read" :file_path "shared://arch") "api"))
+      (let ((store (mevedel-session-store (mevedel-chat-session chat))))
+        (cl-letf (((symbol-function 'message) #'ignore))
+          (mevedel-rewind chat (nth 1 (mevedel-core-checkpoint-turns store)))))
+      (let ((after (shared-test--call chat "Read" :file_path "shared://arch")))
+        (should (equal (shared-test--board-hash after "api") api))
+        (should-not (string-search "#fff9db" after))))))
+
+(ert-deftest shared-test-whiteboard-persists-renders-exports-and-inserts ()
+  "A board survives its host closing; it renders, saves images, exports, takes library items."
+  (shared-test--with chat
+    (shared-test--board-create chat)
+    (let* ((session (mevedel-chat-session chat))
+           (overview (shared-test--call chat "Read" :file_path "shared://arch"))
+           (api (shared-test--board-hash overview "api")))
+      ;; Closed (as at exit) and opened again from the session's storage.
+      (mevedel-shared--close-boards session)
+      (should (equal (shared-test--board-hash
+                      (shared-test--call chat "Read" :file_path "shared://arch") "api")
+                     api))
+      ;; view.png goes through Read's media handling.
+      (let ((outcome nil))
+        (with-current-buffer (mevedel-chat-data-buffer chat)
+          (mevedel-pipeline-run-tool-outcome (mevedel-tool-get "Read")
+                                             (list :file_path "shared://arch/view.png")
+                                             (lambda (o) (setq outcome o))
+                                             :session session
+                                             :data-buffer (current-buffer)))
+        (mevedel-test-wait-until outcome 30)
+        (should (eq (plist-get outcome :status) 'success))
+        ;; Read's media handling took it (this model takes no images).
+        (should (string-match-p "\\`Image `shared://arch/view.png`: PNG, [0-9]+×[0-9]+ px"
+                                (plist-get outcome :result))))
+      (let ((png (expand-file-name "arch.png" (mevedel-chat-root chat))))
+        (should (string-prefix-p "Wrote arch.png"
+                                 (shared-test--call chat "SharedSaveImage" :id "arch"
+                                                    :file_path png)))
+        (should (equal (with-temp-buffer
+                         (set-buffer-multibyte nil)
+                         (insert-file-contents-literally png nil 0 4)
+                         (buffer-string))
+                       "\211PNG"))
+        (should (string-search "exists already"
+                               (shared-test--call chat "SharedSaveImage" :id "arch"
+                                                  :file_path png))))
+      (let ((file (make-temp-file "shared-export-" nil ".excalidraw")))
+        (unwind-protect
+            (progn
+              (mevedel-shared-export session "arch" file)
+              (let ((scene (with-temp-buffer (insert-file-contents file)
+                                             (json-parse-buffer :object-type 'plist))))
+                (should (equal (plist-get scene :type) "excalidraw"))
+                (should (= (length (plist-get scene :elements)) 3))))
+          (delete-file file)))
+      (let ((libraries (expand-file-name ".mevedel/libraries" (mevedel-chat-root chat))))
+        (make-directory libraries t)
+        (with-temp-file (expand-file-name "shapes.excalidrawlib" libraries)
+          (insert "{\"type\":\"excalidrawlib\",\"version\":2,\"libraryItems\":[{\"id\":\"i1\",
+\"status\":\"published\",\"name\":\"Queue\",\"elements\":[{\"type\":\"rectangle\",\"id\":\"q\",
+\"x\":5,\"y\":5,\"width\":40,\"height\":20}]}]}"))
+        (should (string-search "shared://library/shapes  1 items"
+                               (shared-test--call chat "Read" :file_path "shared://library")))
+        (should (string-search "1 \"Queue\" (1 elements)"
+                               (shared-test--call chat "Read" :file_path "shared://library/shapes")))
+        ;; The numbered sheets are drawn as pictures.
+        (dolist (address '("shared://library/shapes/sheet.png" "shared://library/sheet.png"))
+          (should (string-match-p (concat "\\`Image `" (regexp-quote address) "`: PNG")
+                                  (shared-test--call chat "Read" :file_path address))))
+        (should (string-search "1 added"
+                               (shared-test--call chat "SharedEdit" :id "arch"
+                                                  :edits (vector (list :op "insert"
+                                                                       :library "shapes" :item 1
+                                                                       :x 0 :y 300)))))))))
+
+(ert-deftest shared-test-open-a-whiteboard-in-the-browser ()
+  "`mevedel-shared-open' hands the board's 127.0.0.1 page, with its token, to the browser."
+  (shared-test--with chat
+    (shared-test--board-create chat)
+    (let ((urls nil))
+      (cl-letf (((symbol-function 'browse-url) (lambda (url &rest _) (push url urls))))
+        (mevedel-shared-open (mevedel-chat-session chat) "arch")
+        (mevedel-shared-open (mevedel-chat-session chat) "arch"))
+      (should (string-match-p "\\`http://127\\.0\\.0\\.1:[0-9]+/.*token=" (car urls)))
+      ;; The same page both times.
+      (should (equal (car urls) (cadr urls))))))
+
+(ert-deftest shared-test-browser-changes-reach-the-model ()
+  "A browser's change and comment on a board the model read are announced."
+  (shared-test--with chat
+    (shared-test--board-create chat)
+    (let* ((overview (shared-test--call chat "Read" :file_path "shared://arch"))
+           (db (shared-test--board-hash overview "db"))
+           (handle (shared-test--board-handle chat))
+           (key (concat (mevedel-session-id (mevedel-chat-session chat)) "/arch")))
+      (should-not (mevedel-edited-files-update chat))
+      ;; What the host does for a page: apply, store the comment, post events.
+      (mevedel-core-shared-board-edit
+       handle (json-serialize (vector (list :op "update" :hash db :set (list :x 500)))) "user")
+      (mevedel-core-shared-board-discuss handle "db" "user" "Should this be Postgres?")
+      (mevedel-shared--board-event (list key :author "user" :ids '("db")))
+      (let ((update (car (mevedel-edited-files-update chat))))
+        (should (string-search "shared://arch was changed" update))
+        (should (string-search "x=500" update))
+        (should (string-search "Should this be Postgres?" update)))
+      ;; Saved with the change: a fresh host sees it.
+      (mevedel-shared--close-boards (mevedel-chat-session chat))
+      (should (string-search "x=500"
+                             (shared-test--call chat "Read" :file_path "shared://arch"))))))
+
 (provide 'shared-test)
 ;;; shared-test.el ends here

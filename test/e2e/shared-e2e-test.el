@@ -84,5 +84,45 @@
         (dolist (file (list script init)) (delete-file file))
         (delete-directory root t)))))
 
+(ert-deftest mevedel-e2e:a-whiteboard-headless ()
+  "SharedCreate a whiteboard, SharedEdit it by the hash read, read it back: bin/mevedel -p."
+  (mevedel-e2e-require-python)
+  (let* ((root (mevedel-e2e-workspace '(("README" . "x\n"))))
+         (create "(SharedCreate :kind \"whiteboard\" :title \"Flow\" :id \"flow\" :content \
+\"[{\\\"type\\\":\\\"rectangle\\\",\\\"id\\\":\\\"a\\\",\\\"x\\\":0,\\\"y\\\":0,\\\"width\\\":80,\\\"height\\\":40}]\")")
+         ;; The program reads the board and edits the element by the hash it read.
+         (edit "(let [o (Read :file_path \"shared://flow\")
+                      h (nth (re-find \"([0-9a-f]{8}) a rectangle\" o) 1)]
+                  (SharedEdit :id \"flow\" :edits [{:op \"update\" :hash h :set {:x 200}}
+                                                   {:op \"add\" :element {:type \"ellipse\" :id \"b\"
+                                                     :x 0 :y 100 :width 50 :height 50}}]))")
+         (script (mevedel-e2e-write-script
+                  `(((tool_calls . [((name . "ToolCall") (arguments . ((program . ,create))))]))
+                    ((expect . ((results . [((contains . "Created whiteboard shared://flow"))])))
+                     (tool_calls . [((name . "ToolCall") (arguments . ((program . ,edit))))]))
+                    ((expect . ((results . [((contains . "1 changed, 1 added"))])))
+                     (tool_calls . [((name . "Read") (arguments . ((file_path . "shared://flow"))))]))
+                    ((expect . ((results . [((contains . "a rectangle x=200"))
+                                            ])))
+                     (text . "Drawn.")))))
+         (server (mevedel-scripted-model-start script))
+         (init (mevedel-e2e-headless-config (mevedel-scripted-model-port server) 'openai t nil))
+         (process-environment (cons (concat "EMACS=" (expand-file-name invocation-name
+                                                                       invocation-directory))
+                                    process-environment)))
+    (unwind-protect
+        (with-temp-buffer
+          (should (= 0 (call-process (expand-file-name "bin/mevedel" mevedel-test-root)
+                                     nil (list t nil) nil "--config" init "--dir" root
+                                     "--permission-mode" "edits" "-p" "draw a flow")))
+          (should (string-search "Drawn." (buffer-string)))
+          (should-not (cl-mapcan (lambda (entry) (copy-sequence (alist-get 'mismatches entry)))
+                                 (mevedel-scripted-model-log server)))
+          (should (file-expand-wildcards
+                   (expand-file-name ".mevedel/sessions/*/shared/flow.excalidraw" root))))
+      (mevedel-scripted-model-stop server)
+      (dolist (file (list script init)) (delete-file file))
+      (delete-directory root t))))
+
 (provide 'shared-e2e-test)
 ;;; shared-e2e-test.el ends here
