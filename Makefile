@@ -8,7 +8,7 @@ MODULE := mevedel-dyn.so
 BATCH := $(EMACS) -Q --batch -l scripts/load-path.el
 ELS := $(wildcard lisp/*.el)
 
-.PHONY: help deps module test run bench lint clean screenshots
+.PHONY: help deps module page test run bench lint clean screenshots
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 10
@@ -16,10 +16,16 @@ help: ## List the targets
 deps: ## Install Emacs 30, bubblewrap, gptel & co. when missing (idempotent)
 	@bash scripts/deps.sh
 
-module: ## Build the native module (cargo --release --locked) and install it
+module: page ## Build the native module (cargo --release --locked) and install it
 	$(CARGO) build --release --locked
 	cp target/release/libmevedel_dyn.so $(MODULE).tmp$$$$ && mv -f $(MODULE).tmp$$$$ $(MODULE)
 	cp target/release/mevedel-sandbox mevedel-sandbox.tmp$$$$ && mv -f mevedel-sandbox.tmp$$$$ mevedel-sandbox
+
+page: shared-page/index.html ## Bundle the whiteboard page (Excalidraw from .deps) into shared-page/
+
+shared-page/index.html: $(wildcard page/*)
+	@[ -d .deps/shared/npm/node_modules/esbuild ] || { echo "The whiteboard page needs its npm packages: run make deps" >&2; exit 1; }
+	node page/build.mjs .deps/shared/npm/node_modules shared-page
 
 test: ## Run every test: cargo tests, ERT, end-to-end; ends with "N passed, N failed"
 	@bash scripts/deps.sh screenshots
@@ -51,3 +57,4 @@ lint: deps ## cargo fmt --check, clippy -D warnings, byte-compile -Werror, check
 clean: ## Remove build output (keeps .deps)
 	$(CARGO) clean
 	rm -f $(MODULE) mevedel-sandbox lisp/*.elc test/*.elc
+	rm -rf shared-page

@@ -41,6 +41,7 @@
 (require 'mevedel-tool-tasks)
 (require 'mevedel-tool-plan)
 (require 'mevedel-tool-goal)
+(require 'mevedel-tool-editing)
 (require 'mevedel-tool-agent)
 (require 'mevedel-mailbox)
 (require 'mevedel-checkpoint)

@@ -60,6 +60,8 @@ at its own directory.  Working files are left out: the session's
 local/ (work://) and the workspace's .mevedel/shared/ are working
 material a rewind must leave as they are, not source."
   (let ((root (mevedel-session-call-directory session buffer))
+        ;; A tool's :get-paths may name session-owned files (shared items).
+        (mevedel-session-current session)
         (working (delq nil (list (mevedel-session-local-directory session)
                                  (expand-file-name ".mevedel/shared/"
                                                    (mevedel-session-workspace session))))))
@@ -165,6 +167,11 @@ call that may change files untracked marks its turn."
           (set-buffer-modified-p nil)
           (message "%s was removed by the rewind; its buffer is kept" path))))))
 
+(defvar mevedel-checkpoint-rewound-functions nil
+  "Functions of the restored PATHS, run after a rewind.
+What keeps a restored file's content elsewhere too (a shared
+whiteboard's host, mevedel-shared.el) takes it back here.")
+
 (defun mevedel-checkpoint--chat-turn (chat id)
   "Return CHAT's turn plist with ID, or nil."
   (cl-find id (mevedel-chat-turns chat) :key (lambda (turn) (plist-get turn :id))
@@ -203,6 +210,7 @@ turn leave the conversation."
       (user-error "Nothing was rewound"))
     (let ((done (mevedel-core-checkpoint-rewind store id)))
       (mevedel-checkpoint--revert-visiting paths)
+      (run-hook-with-args 'mevedel-checkpoint-rewound-functions paths)
       (when-let* ((truncate)
                   (turn (mevedel-checkpoint--chat-turn chat id)))
         (mevedel-chat-truncate chat turn))

@@ -1306,5 +1306,110 @@ It has :text, :images (a list of (BASE64 . MIME)) and :error (non-nil
 for a failed call).  Return non-nil when the client still waited."
   (mevedel-core--mcp-serve-answer id answer))
 
+;;;; Shared whiteboards
+
+(declare-function mevedel-core--shared-open "ext:mevedel-dyn" (args))
+(declare-function mevedel-core--shared-overview "ext:mevedel-dyn" (handle))
+(declare-function mevedel-core--shared-element "ext:mevedel-dyn" (handle id))
+(declare-function mevedel-core--shared-edit "ext:mevedel-dyn" (handle ops author))
+(declare-function mevedel-core--shared-scene "ext:mevedel-dyn" (handle export))
+(declare-function mevedel-core--shared-restore "ext:mevedel-dyn" (handle scene author))
+(declare-function mevedel-core--shared-render "ext:mevedel-dyn" (id handle))
+(declare-function mevedel-core--shared-synced "ext:mevedel-dyn" (id handle))
+(declare-function mevedel-core--shared-serve "ext:mevedel-dyn" (handle assets))
+(declare-function mevedel-core--shared-discussions "ext:mevedel-dyn" (handle))
+(declare-function mevedel-core--shared-discuss "ext:mevedel-dyn" (handle element author text))
+(declare-function mevedel-core--shared-history "ext:mevedel-dyn" (handle))
+(declare-function mevedel-core--shared-image "ext:mevedel-dyn" (handle key))
+(declare-function mevedel-core--shared-close "ext:mevedel-dyn" (handle))
+
+(defun mevedel-core-shared-board-open (args)
+  "Open a whiteboard as ARGS say and return its handle.
+ARGS is a plist: :id (the board's id), :key (the string its
+`shared-changed', `shared-comment' and `shared-pages' events carry;
+default the id) and :scene (Excalidraw scene JSON text to start from,
+as `mevedel-core-shared-board-scene' gave it, or nil)."
+  (mevedel-core-ensure)
+  (mevedel-core--shared-open args))
+
+(defun mevedel-core-shared-board-overview (handle)
+  "Return HANDLE's overview: a heading and one hashed line per element."
+  (mevedel-core--shared-overview handle))
+
+(defun mevedel-core-shared-board-element (handle id)
+  "Return element ID of HANDLE in full as text, or nil when it is not there."
+  (mevedel-core--shared-element handle id))
+
+(defun mevedel-core-shared-board-edit (handle ops author)
+  "Apply OPS, the JSON text of an array of operations, to HANDLE.
+AUTHOR (a string) is recorded in the history.  All operations apply
+or none: the result is (:status ok :changed :added :deleted :lines) or
+\(:status conflict :conflicts ((:hash :current) ...)); an invalid
+operation signals `mevedel-core-schema-error'."
+  (mevedel-core--shared-edit handle ops author))
+
+(defun mevedel-core-shared-board-scene (handle &optional export)
+  "Return HANDLE's scene as JSON text, for saving and restoring.
+With EXPORT, the `.excalidraw' file's: live elements only, no
+discussions or history."
+  (mevedel-core--shared-scene handle export))
+
+(defun mevedel-core-shared-board-restore (handle scene author)
+  "Make HANDLE's board SCENE (JSON text) again, for AUTHOR; open pages follow.
+Return what `mevedel-core-shared-board-edit' returns when it applies."
+  (mevedel-core--shared-restore handle scene author))
+
+(defun mevedel-core-shared-board-render (handle callback)
+  "Draw HANDLE's board as PNG for CALLBACK.
+CALLBACK gets `ok' and (:png :width :height :source): :png is base64,
+:source `page' (an open page's Excalidraw drawing)
+or `headless'.  Return the request id."
+  (mevedel-core-request
+   (lambda (id) (mevedel-core--shared-render id handle))
+   callback))
+
+(defun mevedel-core-shared-board-synced (handle callback)
+  "Call CALLBACK once HANDLE's open pages show its last change.
+It gets `ok' and (:pages N), N the pages open then."
+  (mevedel-core-request
+   (lambda (id) (mevedel-core--shared-synced id handle))
+   callback))
+
+(defun mevedel-core-shared-page-directory ()
+  "Return the directory of the built whiteboard page, next to the module."
+  (expand-file-name "shared-page/"
+                    (file-name-directory (mevedel-core-build-module-file))))
+
+(defun mevedel-core-shared-board-serve (handle)
+  "Return the 127.0.0.1 URL of HANDLE's page, starting the host if needed.
+Signal `mevedel-core-load-error' when the page was not built."
+  (let ((assets (mevedel-core-shared-page-directory)))
+    (unless (file-exists-p (expand-file-name "index.html" assets))
+      (signal 'mevedel-core-load-error
+              (list (format "The whiteboard page is not built in %s: run `make page'"
+                            assets))))
+    (mevedel-core--shared-serve handle assets)))
+
+(defun mevedel-core-shared-board-discussions (handle)
+  "Return HANDLE's discussions as text."
+  (mevedel-core--shared-discussions handle))
+
+(defun mevedel-core-shared-board-discuss (handle element author text)
+  "Add AUTHOR's TEXT to ELEMENT's discussion on HANDLE's board."
+  (mevedel-core--shared-discuss handle element author text))
+
+(defun mevedel-core-shared-board-history (handle)
+  "Return HANDLE's history of contributions as text."
+  (mevedel-core--shared-history handle))
+
+(defun mevedel-core-shared-board-image (handle key)
+  "Return image KEY of HANDLE's board as (MIME BASE64), or nil."
+  (mevedel-core--shared-image handle key))
+
+(defun mevedel-core-shared-board-close (handle)
+  "Close HANDLE's board and disconnect its pages.
+Every function given HANDLE afterwards signals an error."
+  (mevedel-core--shared-close handle))
+
 (provide 'mevedel-core)
 ;;; mevedel-core.el ends here

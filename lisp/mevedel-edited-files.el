@@ -39,6 +39,11 @@
 ;; (`mevedel-edited-files-saved'), so a continued session compares
 ;; against the text read before.
 ;;
+;; A resource the model reads can be watched the same way: a function
+;; of `mevedel-edited-files-resource-functions' names the resource's
+;; key (shared://ID for every part of a shared item) and gives its
+;; text now; the update then names the address and diffs that text.
+;;
 ;; This file does not watch files (nothing polls: changes are found
 ;; when a request is prepared and around the model's calls), and it
 ;; does not decide how the mail reaches the request (mevedel-chat.el
@@ -51,6 +56,7 @@
 (require 'mevedel-core)
 (require 'mevedel-pipeline)
 (require 'mevedel-prompt)
+(require 'mevedel-session)
 (require 'mevedel-tool-registry)
 
 ;;;; Options
@@ -81,6 +87,25 @@ resume is announced without a diff."
   :type 'natnum)
 
 ;;;; What each chat read
+
+(defvar mevedel-edited-files-resource-functions nil
+  "Functions of (ADDRESS SESSION) watching a resource the model reads.
+The first to answer for ADDRESS returns (KEY . TEXT): KEY the address
+that stands for what ADDRESS is part of, TEXT its text now, or nil
+when it is gone.  mevedel-tool-editing.el watches shared:// items.")
+
+(defun mevedel-edited-files--resource (address session)
+  "Return (KEY . TEXT) of the watched resource ADDRESS in SESSION, or nil."
+  (run-hook-with-args-until-success 'mevedel-edited-files-resource-functions address session))
+
+(defun mevedel-edited-files--session (chat)
+  "Return the session of CHAT's data buffer, or nil."
+  (let ((buffer (mevedel-prompt-chat-data-buffer chat)))
+    (and (buffer-live-p buffer) (buffer-local-value 'mevedel-session-current buffer))))
+
+(defsubst mevedel-edited-files--address-p (name)
+  "Return non-nil when NAME, a remembered entry's name, is a resource address."
+  (string-match-p "\\`[a-z][a-z0-9+.-]*://" name))
 
 (defvar mevedel-edited-files--read (make-hash-table :test #'eq :weakness 'key)
   "Per chat (a `mevedel-prompt-chat'): the files its model read.
@@ -121,6 +146,13 @@ gives nil."
                             mevedel-edited-files-max-files)
              mevedel-edited-files--read)))
 
+(defun mevedel-edited-files-note-resource (chat address text)
+  "Remember that CHAT's model has just read the resource ADDRESS, now TEXT."
+  (let ((read (cl-remove address (gethash chat mevedel-edited-files--read)
+                         :key #'car :test #'equal)))
+    (puthash chat (seq-take (cons (list address t text) read) mevedel-edited-files-max-files)
+             mevedel-edited-files--read)))
+
 (defun mevedel-edited-files--changed (entry stamp)
   "Return the new (FILE STAMP TEXT) of ENTRY when its file changed, else nil.
 STAMP is the file's stamp now; a modified visiting buffer counts as
@@ -133,19 +165,32 @@ the file's text."
           (unless (and (equal text old-text) (or text (equal stamp old-stamp)))
             (list file stamp text)))))))
 
+(defun mevedel-edited-files--resource-changed (entry session)
+  "Return the new (ADDRESS STAMP TEXT) of resource ENTRY of SESSION, if it changed.
+STAMP is t while the resource exists and nil once it is gone."
+  (pcase-let ((`(,address ,_ ,old-text) entry))
+    (when-let* ((now (mevedel-edited-files--resource address session)))
+      (unless (equal (cdr now) old-text)
+        (list address (and (cdr now) t) (cdr now))))))
+
 (defun mevedel-edited-files--refresh (chat)
-  "Take every file CHAT read as it is now, announcing nothing.
+  "Take every file and resource CHAT read as it is now, announcing nothing.
 Return the changed entries as (OLD . NEW).  A deleted file is
 forgotten: the model reads it again if it comes back."
   (let* ((read (gethash chat mevedel-edited-files--read))
-         (stamps (and read (mevedel-core-file-stamps (mapcar #'car read))))
+         (files (cl-remove-if #'mevedel-edited-files--address-p read :key #'car))
+         (stamps (and files (mevedel-core-file-stamps (mapcar #'car files))))
+         (session (mevedel-edited-files--session chat))
          (changes nil))
     (puthash chat
              (cl-loop for entry in read
-                      for stamp in stamps
-                      for new = (mevedel-edited-files--changed entry stamp)
+                      for address = (mevedel-edited-files--address-p (car entry))
+                      for stamp = (unless address (pop stamps))
+                      for new = (if address
+                                    (mevedel-edited-files--resource-changed entry session)
+                                  (mevedel-edited-files--changed entry stamp))
                       when new do (push (cons entry new) changes)
-                      unless (and new (null stamp)) collect (or new entry))
+                      unless (and new (null (nth 1 new))) collect (or new entry))
              mevedel-edited-files--read)
     (nreverse changes)))
 
@@ -236,7 +281,9 @@ other change is taken as read, the model's own."
 
 (defun mevedel-edited-files--name (file root)
   "Return FILE as the update names it: relative to ROOT when below it."
-  (if (and root (file-in-directory-p file root)) (file-relative-name file root) file))
+  (if (and root (not (mevedel-edited-files--address-p file)) (file-in-directory-p file root))
+      (file-relative-name file root)
+    file))
 
 (defun mevedel-edited-files-prepare (chat on-ready)
   "Make the diffs of what CHAT's model is owed, then call ON-READY.
@@ -324,8 +371,8 @@ made.  For `mevedel-chat-message-functions' and
     (let ((root (mevedel-prompt-chat-root chat)))
       (list (mevedel-prompt-update-block
              "edited-files"
-             (concat "These files you read changed since, by someone else (the user or \
-another program); use their current text:\n\n"
+             (concat "These files or shared items you read changed since, by someone else \
+(the user or another program); use their current text:\n\n"
                      (mapconcat (lambda (item) (mevedel-edited-files--describe item root))
                                 owed "\n\n")))))))
 
@@ -343,6 +390,12 @@ opens or closes the span in which changes are told apart (see
           (buffer (plist-get info :data-buffer))
           (id (plist-get info :tool-use-id)))
       (cond
+       ((and (eq event 'settled) (equal (plist-get info :name) "Read")
+             (eq (plist-get info :status) 'success)
+             (stringp path) (mevedel-edited-files--address-p path))
+        (when-let* ((watched (mevedel-edited-files--resource
+                              path (mevedel-edited-files--session chat))))
+          (mevedel-edited-files-note-resource chat (car watched) (cdr watched))))
        ((equal (plist-get info :name) "Read")
         (when (and (eq event 'settled) (eq (plist-get info :status) 'success) (stringp path)
                    (not (string-match-p "\\`[a-z][a-z0-9+.-]*://" path)))

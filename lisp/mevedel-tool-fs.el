@@ -247,20 +247,25 @@ Read of memory://root, which reads as the prompt's memory index."
               (mevedel-history-documents canonical mevedel-session-current tool))
             (list (cons canonical ""))))))))
 
-;;;; Addresses other files serve (mcp://)
+;;;; Addresses other files serve (mcp://, shared://)
 
 (defvar mevedel-tool-fs-read-functions nil
-  "Functions of (CANONICAL SESSION CALLBACK) serving a Read of an address.
+  "Functions of (CANONICAL SESSION CALLBACK) serving a Read or Grep of an address.
 One that serves the address CANONICAL returns non-nil and calls
-CALLBACK once, later or at once, with the text or (error MESSAGE);
-Read then pages the text.  mevedel-mcp.el serves mcp:// this way.")
+CALLBACK once, later or at once, with the text, (file PATH) for a
+picture Read shows as it shows an image file (PATH is a temporary
+file, deleted after), or (error MESSAGE); Read then pages the text,
+Grep searches it.  mevedel-mcp.el serves mcp:// this way, and
+mevedel-tool-editing.el shared://.")
 
-(defun mevedel-tool-fs--read-served (target page callback)
-  "Serve the Read of the attempt TARGET, paged by PAGE; settle CALLBACK.
-Return a function that cancels it, or nil when TARGET is no address a
-function of `mevedel-tool-fs-read-functions' serves."
-  (let* ((canonical (and (not (stringp target))
-                         (plist-get (mevedel-core-resource-attempt-facts target) :canonical)))
+(defun mevedel-tool-fs--serve (target tool page callback)
+  "Serve TOOL's call on the attempt TARGET; settle CALLBACK.
+PAGE is Read's paging, or for Grep the search options.  Return a
+function that cancels it, or nil when TARGET is no address a function
+of `mevedel-tool-fs-read-functions' serves."
+  (let* ((facts (and (not (stringp target)) (mevedel-core-resource-attempt-facts target)))
+         (canonical (plist-get facts :canonical))
+         (display (or (plist-get facts :authored) canonical))
          (cancel nil)
          (settled nil)
          (settle (lambda (result)
@@ -272,14 +277,34 @@ function of `mevedel-tool-fs-read-functions' serves."
                (run-hook-with-args-until-success
                 'mevedel-tool-fs-read-functions canonical mevedel-session-current
                 (lambda (text)
-                  (unless settled
-                    (if (stringp text)
-                        (setq cancel
-                              (mevedel-tool-fs--run
-                               settle (lambda (reply)
-                                        (mevedel-core-resource-read-text
-                                         text canonical page reply))))
-                      (funcall settle (list :result (cadr text) :status 'error)))))))))
+                  (if settled
+                      ;; Cancelled meanwhile: only the picture's copy is left.
+                      (pcase text (`(file ,file) (delete-file file)))
+                    (pcase text
+                      ((pred stringp)
+                       (setq cancel
+                             (mevedel-tool-fs--run
+                              settle (lambda (reply)
+                                       (if (equal tool "Grep")
+                                           (mevedel-tool-fs--search-documents
+                                            tool (list (cons canonical text)) page reply)
+                                         (mevedel-core-resource-read-text
+                                          text canonical page reply))))))
+                      (`(file ,file)
+                       (if (equal tool "Grep")
+                           (progn (delete-file file)
+                                  (funcall settle
+                                           (list :result (format "Grep searches text; %s is a \
+picture" display)
+                                                 :status 'error)))
+                         (setq cancel
+                               (mevedel-tool-fs--run
+                                (lambda (result)
+                                  (delete-file file)
+                                  (funcall settle result))
+                                (lambda (reply)
+                                  (mevedel-core-resource-read file display page reply))))))
+                      (_ (funcall settle (list :result (cadr text) :status 'error))))))))))
     (and served
          (lambda ()
            (if cancel (funcall cancel)
@@ -407,7 +432,7 @@ Return a function that cancels the read."
                                                    :data-buffer))
                               :max-side mevedel-tool-fs-image-max-side)))
        (cond
-        ((mevedel-tool-fs--read-served target page callback))
+        ((mevedel-tool-fs--serve target "Read" page callback))
         (page-text
          (mevedel-tool-fs--run
           (mevedel-tool-fs--whole-count callback page-text)
@@ -481,6 +506,8 @@ TOOL, SEARCH, QUERY, UNSAVED, CALLBACK and ARGS are as there."
                                 callback))
         ((mevedel-tool-fs--saved-p target)
          (mevedel-tool-fs--search-saved tool (funcall query args) callback))
+        ((and (equal tool "Grep") (mevedel-tool-fs--serve target tool (funcall query args)
+                                                          callback)))
         (t
          (if-let* ((documents (mevedel-tool-fs--documents target tool)))
              (mevedel-tool-fs--run

@@ -18,6 +18,10 @@
 #  - the ACP agents the Rust ACP tests drive, at a pinned version:
 #    @zed-industries/claude-agent-acp (Claude Code's CLI comes inside it)
 #    from npm into .deps/acp/npm/ (never installed globally).
+#  - the shared whiteboard page's build and browser test, at pinned
+#    versions: @excalidraw/excalidraw, react, react-dom, esbuild and
+#    playwright-core from npm into .deps/shared/npm/ (never installed
+#    globally), and Debian's chromium for the headless browser test.
 #
 # `scripts/deps.sh screenshots' (or MEVEDEL_DEPS_SCREENSHOTS=1) also
 # installs a graphical Emacs and Xvfb for `make screenshots' and for the
@@ -96,7 +100,7 @@ ensure_emacs() {
 
 ensure_tools() {
   local missing=() cmd pkg
-  for pair in bwrap:bubblewrap curl:curl git:git pdftotext:poppler-utils python3:python3 rg:ripgrep tmux:tmux; do
+  for pair in bwrap:bubblewrap chromium:chromium curl:curl git:git pdftotext:poppler-utils python3:python3 rg:ripgrep tmux:tmux; do
     cmd=${pair%%:*}; pkg=${pair#*:}
     command -v "$cmd" >/dev/null || missing+=("$pkg")
   done
@@ -300,6 +304,27 @@ ensure_acp_agents() {
   printf '%s' "$want" > "$out/.stamp"
 }
 
+# The whiteboard page (page/, bundled by `make page') and its browser
+# test, pinned like the MCP servers; a version change reinstalls.
+shared_npm_pkgs=(@excalidraw/excalidraw@0.18.0 react@19.1.0 react-dom@19.1.0
+                 esbuild@0.25.9 playwright-core@1.55.0)
+ensure_shared_page() {
+  local out=$deps/shared want
+  want="${shared_npm_pkgs[*]}"
+  [ "$(cat "$out/.stamp" 2>/dev/null)" = "$want" ] &&
+    [ -d "$out/npm/node_modules/@excalidraw/excalidraw" ] && return
+  command -v npm >/dev/null || die "the whiteboard page needs npm (install it with your package manager)"
+  say "installing ${want} into $out"
+  rm -rf "$out"
+  mkdir -p "$out/npm"
+  npm install --prefix "$out/npm" --no-audit --no-fund --loglevel=error \
+    "${shared_npm_pkgs[@]}" >&2
+  [ -d "$out/npm/node_modules/@excalidraw/excalidraw" ] &&
+    [ -d "$out/npm/node_modules/playwright-core" ] ||
+    die "the whiteboard page's packages did not install under $out"
+  printf '%s' "$want" > "$out/.stamp"
+}
+
 # Two runs at once (two `make bench', say) take turns here: the second
 # finds in place what the first installed, rather than half of it.
 mkdir -p "$deps"
@@ -312,6 +337,7 @@ ensure_elpa
 ensure_grammars
 ensure_mcp_servers
 ensure_acp_agents
+ensure_shared_page
 if want_screenshots "$@"; then
   ensure_screenshots
 fi

@@ -23,6 +23,7 @@ pub mod runtime;
 pub mod sandbox;
 pub mod schema;
 pub mod search;
+pub mod shared;
 pub mod store;
 pub mod text;
 pub mod web;

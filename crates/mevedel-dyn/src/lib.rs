@@ -58,6 +58,7 @@ mod resource;
 mod sandbox;
 mod schema;
 mod selftest;
+mod shared;
 mod store;
 mod text;
 mod web;

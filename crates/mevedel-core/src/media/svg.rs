@@ -38,7 +38,7 @@ pub fn wanted(req: &Request) -> bool {
 
 /// The system's fonts, loaded once, with the generic families pointed
 /// at fonts that exist here (fontdb's defaults name Windows fonts).
-fn fonts() -> Arc<fontdb::Database> {
+pub(crate) fn fonts() -> Arc<fontdb::Database> {
     static FONTS: OnceLock<Arc<fontdb::Database>> = OnceLock::new();
     Arc::clone(FONTS.get_or_init(|| {
         let mut db = fontdb::Database::new();
