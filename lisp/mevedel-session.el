@@ -346,10 +346,39 @@ Runs `mevedel-session-close-functions' first."
   "Return the name of the lock of the session storage DIRECTORY."
   (expand-file-name "lock" directory))
 
+(defconst mevedel-session--clock-ticks 100
+  "Clock ticks a second in /proc/PID/stat: USER_HZ, 100 on Linux.")
+
+(defun mevedel-session--proc-start (pid)
+  "Return when process PID started, in whole epoch seconds, from /proc; or nil.
+That is the boot time of /proc/stat plus the start of /proc/PID/stat,
+in clock ticks after boot: both constants, so every process reading
+them gets the same start."
+  (ignore-errors
+    (let ((boot (with-temp-buffer
+                  (insert-file-contents "/proc/stat")
+                  (and (re-search-forward "^btime \\([0-9]+\\)$" nil t)
+                       (string-to-number (match-string 1)))))
+          ;; Field 22; the name before it, in parentheses, may hold spaces.
+          (ticks (with-temp-buffer
+                   (insert-file-contents (format "/proc/%d/stat" pid))
+                   (goto-char (point-max))
+                   (nth 19 (split-string (buffer-substring (1+ (search-backward ")"))
+                                                           (point-max)))))))
+      (and boot ticks (string-match-p "\\`[0-9]+\\'" ticks)
+           (+ boot (/ (string-to-number ticks) mevedel-session--clock-ticks))))))
+
 (defun mevedel-session--process-start (pid)
-  "Return when process PID started, in whole epoch seconds, or nil."
-  (when-let* ((start (alist-get 'start (process-attributes pid))))
-    (truncate (float-time start))))
+  "Return when process PID started, in whole epoch seconds, or nil.
+/proc gives it exactly (`mevedel-session--proc-start').  Without
+/proc, `process-attributes' gives it, but it subtracts the uptime from
+a clock read just after: a process stalled between the two reads (a
+loaded machine short of memory) gets a start seconds late, and a live
+owner checked so would seem a newer process with its PID, its lock
+stale."
+  (or (mevedel-session--proc-start pid)
+      (when-let* ((start (alist-get 'start (process-attributes pid))))
+        (truncate (float-time start)))))
 
 (defun mevedel-session--my-token ()
   "Return the lock target naming this process, PID@HOST:START.

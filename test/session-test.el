@@ -181,6 +181,27 @@ Nothing is written and the lock stays that process's."
         (should (equal (mevedel-session-test--lock session) (mevedel-session--my-token)))
         (mevedel-session-close session)))))
 
+(ert-deftest mevedel-session:stalled-check-keeps-a-live-owner ()
+  "A live owner keeps its session when the check reads its start while stalled.
+`process-attributes' subtracts the uptime from a clock read after it: a
+checking process stalled between the two (a loaded machine short of
+memory) reads a start seconds late.  Here every start it gives is 5 s
+late, and the owner, which recorded its start unstalled, still holds."
+  (mevedel-session-test--with-workspace ws
+    (mevedel-session-test--with-sleeper sleeper
+      (let* ((pid (process-id sleeper))
+             (target (format "%d@%s:%d" pid (system-name) (mevedel-session--process-start pid)))
+             (session (mevedel-session-create :workspace ws :id "held"))
+             (attributes (symbol-function 'process-attributes)))
+        (mevedel-session-test--plant session target)
+        (cl-letf (((symbol-function 'process-attributes)
+                   (lambda (pid)
+                     (let ((attrs (funcall attributes pid)))
+                       (cons (cons 'start (time-add (alist-get 'start attrs) 5)) attrs)))))
+          (should (eql (plist-get (mevedel-session-owner ws "held") :pid) pid))
+          (should-error (mevedel-session-ensure-storage session) :type 'mevedel-session-locked))
+        (should (equal (mevedel-session-test--lock session) target))))))
+
 (ert-deftest mevedel-session:other-host-owner-cannot-be-checked ()
   "A lock of another host is taken as held, and the message names that host."
   (mevedel-session-test--with-workspace ws

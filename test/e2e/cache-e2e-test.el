@@ -23,16 +23,12 @@ them redacted; the server checks that they come back unchanged."
   (append (cl-loop for n below count
                    collect `((thinking . ,(format "  I should read file %d next.  " (% n 3)))
                              (redacted_thinking . ,(format "opaque-%d" n))
-                             (tool_calls . [((name . "Read")
-                                             (arguments . ((file_path . ,(format "{{root}}f%d.txt" (% n 3))))))])))
+                             ,(mevedel-e2e-read-call (% n 3))))
           `(((thinking . ,(format "  All %d read.  " count))
              (text . ,(format "Read them all%s." (if label (concat " " label) "")))))))
 
 (defconst cache-e2e--files
-  (cl-loop for n below 3
-           collect (cons (format "f%d.txt" n)
-                         (mapconcat (lambda (i) (format "   line %d of file %d  " i n))
-                                    (number-sequence 1 40) "\n")))
+  (mevedel-e2e-numbered-files 3 40 "   line %d of file %d  ")
   "Files whose lines start and end with spaces, which a trimmed replay would lose.")
 
 (defun cache-e2e--breakpoints (raw)

@@ -14,41 +14,25 @@
 
 (ert-deftest mevedel-e2e:a-file-changed-between-continued-runs-is-announced ()
   "A file read in one run and changed before --continue comes with its diff."
-  (mevedel-e2e-require-python)
-  (let* ((root (mevedel-e2e-workspace '(("notes.txt" . "alpha\nbeta\ngamma\n"))))
-         (script (mevedel-e2e-write-script
-                  '(((tool_calls . [((name . "Read") (arguments . ((file_path . "notes.txt"))))]))
-                    ((text . "I read it."))
-                    ((text . "Noted the change.") (times . 3)))))
-         (server (mevedel-scripted-model-start script))
-         (init (mevedel-e2e-headless-config (mevedel-scripted-model-port server) 'openai t nil))
-         (process-environment (cons (concat "EMACS=" (expand-file-name invocation-name
-                                                                       invocation-directory))
-                                    process-environment)))
-    (cl-flet ((run (&rest args)
-                (with-temp-buffer
-                  (let ((status (apply #'call-process (expand-file-name "bin/mevedel" mevedel-test-root)
-                                       nil (list t nil) nil "--config" init "--dir" root args)))
-                    (cons status (buffer-string)))))
-              (sent (n)
+  (mevedel-e2e-with-headless-runs
+      (run root server '(((tool_calls . [((name . "Read") (arguments . ((file_path . "notes.txt"))))]))
+                         ((text . "I read it."))
+                         ((text . "Noted the change.") (times . 3)))
+           '(("notes.txt" . "alpha\nbeta\ngamma\n")))
+    (cl-flet ((sent (n)
                 (format "%S" (alist-get 'messages (alist-get 'body (nth n (mevedel-scripted-model-log server)))))))
-      (unwind-protect
-          (progn
-            (should (= (car (run "-p" "read notes.txt")) 0))
-            ;; Another program changes the file between the runs.
-            (with-temp-file (expand-file-name "notes.txt" root)
-              (insert "alpha\nBETA\ngamma\n"))
-            (should (= (car (run "--continue" "-p" "anything new?")) 0))
-            (let ((third (sent 2)))
-              (should (string-search "<context-update component=\\\"edited-files\\\">" third))
-              (should (string-search "notes.txt was changed" third))
-              (should (string-search "-beta" third))
-              (should (string-search "+BETA" third)))
-            ;; Announced once: the first run's requests had nothing of it.
-            (should-not (string-search "edited-files" (sent 1))))
-        (mevedel-scripted-model-stop server)
-        (dolist (file (list script init)) (delete-file file))
-        (delete-directory root t)))))
+      (should (= (car (run "-p" "read notes.txt")) 0))
+      ;; Another program changes the file between the runs.
+      (with-temp-file (expand-file-name "notes.txt" root)
+        (insert "alpha\nBETA\ngamma\n"))
+      (should (= (car (run "--continue" "-p" "anything new?")) 0))
+      (let ((third (sent 2)))
+        (should (string-search "<context-update component=\\\"edited-files\\\">" third))
+        (should (string-search "notes.txt was changed" third))
+        (should (string-search "-beta" third))
+        (should (string-search "+BETA" third)))
+      ;; Announced once: the first run's requests had nothing of it.
+      (should-not (string-search "edited-files" (sent 1))))))
 
 ;; Issue 42 item 1: between --continue runs too, one update's diffs
 ;; share a budget; the file whose diff does not fit is named, to Read.

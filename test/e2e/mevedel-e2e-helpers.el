@@ -33,6 +33,19 @@
         (with-temp-file file (insert content))))
     dir))
 
+(defun mevedel-e2e-numbered-files (count lines line)
+  "Return COUNT files f0.txt, f1.txt... of LINES lines each.
+LINE is the format of a line, given its number (from 1) and its
+file's (from 0).  The files are as `mevedel-e2e-workspace' takes them."
+  (cl-loop for n below count
+           collect (cons (format "f%d.txt" n)
+                         (mapconcat (lambda (i) (format line i n)) (number-sequence 1 lines) "\n"))))
+
+(defun mevedel-e2e-read-call (n)
+  "Return the field of a script step calling Read on fN.txt of the workspace.
+The files are those of `mevedel-e2e-numbered-files'."
+  `(tool_calls . [((name . "Read") (arguments . ((file_path . ,(format "{{root}}f%d.txt" n)))))]))
+
 (defun mevedel-e2e-write-script (steps)
   "Write a scripted-model script of STEPS (Lisp data) to a temp file."
   (let ((file (make-temp-file "mevedel-script-" nil ".json")))
@@ -375,7 +388,8 @@ READ file and its text, nil when it does not exist)."
       (delete-directory root t))))
 
 (defun mevedel-e2e-bin (&rest args)
-  "Run bin/mevedel with ARGS and no config file; return (STATUS STDOUT STDERR)."
+  "Run bin/mevedel with ARGS; return (STATUS STDOUT STDERR).
+The config file is the one ARGS name (--config), if any."
   (let ((stderr (make-temp-file "mevedel-batch-stderr"))
         (process-environment (append (list (concat "EMACS=" (expand-file-name invocation-name
                                                                               invocation-directory))
@@ -388,6 +402,33 @@ READ file and its text, nil when it does not exist)."
             (list status (buffer-string)
                   (with-temp-buffer (insert-file-contents stderr) (buffer-string)))))
       (delete-file stderr))))
+
+;; A test of several runs in one workspace (--continue, --resume)
+;; starts them itself, against one server.
+(defmacro mevedel-e2e-with-headless-runs (spec &rest body)
+  "Run BODY with a workspace, a scripted server and bin/mevedel for both.
+SPEC is (RUN ROOT SERVER STEPS &optional FILES): ROOT is bound to a
+new workspace of FILES, SERVER to a scripted server replaying STEPS
+\({{root}} is ROOT), and (RUN ARGS...) runs bin/mevedel in ROOT
+against SERVER (OpenAI wire, streaming) and returns (STATUS STDOUT
+STDERR).  Everything is removed afterwards."
+  (declare (indent 1))
+  (pcase-let ((`(,run ,root ,server ,steps ,files) spec)
+              (script (make-symbol "script"))
+              (init (make-symbol "init")))
+    `(progn
+       (mevedel-e2e-require-python)
+       (let* ((,root (mevedel-e2e-workspace ,files))
+              (,script (mevedel-e2e-write-script ,steps))
+              (,server (mevedel-scripted-model-start ,script :vars `(("root" . ,,root))))
+              (,init (mevedel-e2e-headless-config (mevedel-scripted-model-port ,server)
+                                                  'openai t nil)))
+         (cl-flet ((,run (&rest args)
+                     (apply #'mevedel-e2e-bin "--config" ,init "--dir" ,root args)))
+           (unwind-protect (progn ,@body)
+             (mevedel-scripted-model-stop ,server)
+             (dolist (file (list ,script ,init)) (delete-file file))
+             (delete-directory ,root t)))))))
 
 (defun mevedel-e2e-json (run)
   "Return the JSON transcript RUN (from `mevedel-e2e-headless') printed."

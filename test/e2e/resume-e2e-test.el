@@ -522,65 +522,51 @@ its 2 nested calls had finished (Read, Bash)" text))
 (ert-deftest mevedel-resume:headless-continue-and-list ()
   "The second headless run with --continue sends the first run's messages.
 --list-sessions --json lists the session the --json transcript names."
-  (mevedel-e2e-require-python)
-  (let* ((root (mevedel-e2e-workspace '(("notes.txt" . "x\n"))))
-         (script (mevedel-e2e-write-script '(((text . "First answer."))
-                                             ((expect . ((user_contains . "second")))
-                                              (text . "Second answer.")))))
-         (server (mevedel-scripted-model-start script))
-         (init (mevedel-e2e-headless-config (mevedel-scripted-model-port server) 'openai t nil))
-         (process-environment (cons (concat "EMACS=" (expand-file-name invocation-name
-                                                                       invocation-directory))
-                                    process-environment)))
-    (cl-flet ((run (&rest args)
-                (with-temp-buffer
-                  (let ((status (apply #'call-process (expand-file-name "bin/mevedel" mevedel-test-root)
-                                       nil (list t nil) nil "--config" init "--dir" root args)))
-                    (cons status (buffer-string))))))
-      (unwind-protect
-          (pcase-let* ((`(,s1 . ,out1) (run "-p" "first question" "--json"))
-                       (first (json-parse-string out1 :object-type 'alist))
-                       (`(,s2 . ,out2) (run "--continue" "-p" "second question"))
-                       (`(,s3 . ,out3) (run "--list-sessions" "--json"))
-                       (listed (json-parse-string out3 :object-type 'alist :array-type 'list))
-                       (`(,s4 . ,_) (run "--resume" "no-such-session" "-p" "x")))
-            (should (= s1 0))
-            (should (stringp (alist-get 'session first)))
-            (let ((reported (alist-get 'usage (car (mevedel-scripted-model-log server)))))
-              (should (equal (cl-loop for key in '(input_tokens cache_read_tokens output_tokens
-                                                   context_tokens context_window
-                                                   context_estimated cost_usd)
-                                      collect (assq key (alist-get 'usage first)))
-                             `((input_tokens . ,(- (alist-get 'prompt_tokens reported)
-                                                   (alist-get 'cached_tokens
-                                                              (alist-get 'prompt_tokens_details
-                                                                         reported))))
-                               (cache_read_tokens . ,(alist-get 'cached_tokens
-                                                                (alist-get 'prompt_tokens_details
-                                                                           reported)))
-                               (output_tokens . 5)
-                               (context_tokens . ,(alist-get 'total_tokens reported))
-                               (context_window . :null) (context_estimated . :false)
-                               (cost_usd . :null)))))
-            (should (= s2 0))
-            (should (string-match-p "Second answer" out2))
-            (let* ((log (mevedel-scripted-model-log server))
-                   (messages (alist-get 'messages (alist-get 'body (nth 1 log)))))
-              (should-not (alist-get 'mismatches (nth 1 log)))
-              (should (cl-find "first question" messages
-                               :key (lambda (m) (format "%s" (alist-get 'content m)))
-                               :test #'string-match-p))
-              (should (cl-find "First answer." messages
-                               :key (lambda (m) (format "%s" (alist-get 'content m)))
-                               :test #'string-match-p)))
-            (should (= s3 0))
-            (should (equal (mapcar (lambda (s) (alist-get 'id s)) listed)
-                           (list (alist-get 'session first))))
-            (should (= (alist-get 'turns (car listed)) 2))
-            (should (= s4 2)))
-        (mevedel-scripted-model-stop server)
-        (dolist (file (list script init)) (delete-file file))
-        (delete-directory root t)))))
+  (mevedel-e2e-with-headless-runs
+      (run root server '(((text . "First answer."))
+                         ((expect . ((user_contains . "second")))
+                          (text . "Second answer.")))
+           '(("notes.txt" . "x\n")))
+    (pcase-let* ((`(,s1 ,out1) (run "-p" "first question" "--json"))
+                 (first (json-parse-string out1 :object-type 'alist))
+                 (`(,s2 ,out2) (run "--continue" "-p" "second question"))
+                 (`(,s3 ,out3) (run "--list-sessions" "--json"))
+                 (listed (json-parse-string out3 :object-type 'alist :array-type 'list))
+                 (`(,s4) (run "--resume" "no-such-session" "-p" "x")))
+      (should (= s1 0))
+      (should (stringp (alist-get 'session first)))
+      (let ((reported (alist-get 'usage (car (mevedel-scripted-model-log server)))))
+        (should (equal (cl-loop for key in '(input_tokens cache_read_tokens output_tokens
+                                             context_tokens context_window
+                                             context_estimated cost_usd)
+                                collect (assq key (alist-get 'usage first)))
+                       `((input_tokens . ,(- (alist-get 'prompt_tokens reported)
+                                             (alist-get 'cached_tokens
+                                                        (alist-get 'prompt_tokens_details
+                                                                   reported))))
+                         (cache_read_tokens . ,(alist-get 'cached_tokens
+                                                          (alist-get 'prompt_tokens_details
+                                                                     reported)))
+                         (output_tokens . 5)
+                         (context_tokens . ,(alist-get 'total_tokens reported))
+                         (context_window . :null) (context_estimated . :false)
+                         (cost_usd . :null)))))
+      (should (= s2 0))
+      (should (string-match-p "Second answer" out2))
+      (let* ((log (mevedel-scripted-model-log server))
+             (messages (alist-get 'messages (alist-get 'body (nth 1 log)))))
+        (should-not (alist-get 'mismatches (nth 1 log)))
+        (should (cl-find "first question" messages
+                         :key (lambda (m) (format "%s" (alist-get 'content m)))
+                         :test #'string-match-p))
+        (should (cl-find "First answer." messages
+                         :key (lambda (m) (format "%s" (alist-get 'content m)))
+                         :test #'string-match-p)))
+      (should (= s3 0))
+      (should (equal (mapcar (lambda (s) (alist-get 'id s)) listed)
+                     (list (alist-get 'session first))))
+      (should (= (alist-get 'turns (car listed)) 2))
+      (should (= s4 2)))))
 
 (provide 'resume-e2e-test)
 ;;; resume-e2e-test.el ends here

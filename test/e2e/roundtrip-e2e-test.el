@@ -22,18 +22,13 @@
 (require 'mevedel-e2e-helpers)
 
 (defconst roundtrip-e2e--files
-  (cl-loop for n below 2
-           collect (cons (format "f%d.txt" n)
-                         (mapconcat (lambda (i) (format "line %d of file %d: %s" i n
-                                                        (make-string 60 ?x)))
-                                    (number-sequence 1 500) "\n")))
+  (mevedel-e2e-numbered-files 2 500 (concat "line %d of file %d: " (make-string 60 ?x)))
   "Files of about 40 KB: a request after two Reads is larger than a pipe.")
 
 (defun roundtrip-e2e--reads (count)
   "Return a script of COUNT sequential Reads of the files, then an answer."
   (append (cl-loop for n below count
-                   collect `((tool_calls . [((name . "Read")
-                                             (arguments . ((file_path . ,(format "{{root}}f%d.txt" (% n 2))))))])))
+                   collect (list (mevedel-e2e-read-call (% n 2))))
           '(((text . "Read them.")))))
 
 (defun roundtrip-e2e--curls ()

@@ -26,15 +26,34 @@
   "Return the visible text of the test pane on SOCKET."
   (mevedel-tmux-test--tmux socket "capture-pane" "-p" "-t" "mevedel-test"))
 
+(defun mevedel-tmux-test--keys (socket &rest keys)
+  "Send KEYS (as tmux send-keys takes them) to the test pane on SOCKET."
+  (apply #'mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" keys))
+
+(defun mevedel-tmux-test--settled (capture previous)
+  "Return non-nil when CAPTURE shows what PREVIOUS, the capture before it, did.
+The frames of a spinner do not count."
+  (cl-flet ((still (text) (replace-regexp-in-string "[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]" "⠿" text t t)))
+    (and previous (equal (still capture) (still previous)))))
+
 (defun mevedel-tmux-test--wait-for (socket regexp seconds)
-  "Wait up to SECONDS for the pane on SOCKET to match REGEXP; return the capture."
+  "Wait up to SECONDS for the pane on SOCKET to match REGEXP; return the capture.
+The capture returned is a settled screen, the same in two captures in
+a row (`mevedel-tmux-test--settled'): a terminal Emacs writes a redraw
+in pieces, top row first, and a capture between two of them shows a
+screen that never was, such as the new header above the old text."
   (let ((deadline (+ (float-time) seconds))
+        (previous nil)
         (capture ""))
-    (while (and (not (string-match-p regexp capture)) (< (float-time) deadline))
+    (while (and (not (and (string-match-p regexp capture)
+                          (mevedel-tmux-test--settled capture previous)))
+                (< (float-time) deadline))
       (sleep-for 0.2)
-      (setq capture (mevedel-tmux-test--capture socket)))
-    (unless (string-match-p regexp capture)
-      (ert-fail (format "Screen never matched %S; last capture:\n%s" regexp capture)))
+      (setq previous capture
+            capture (mevedel-tmux-test--capture socket)))
+    (unless (and (string-match-p regexp capture) (mevedel-tmux-test--settled capture previous))
+      (ert-fail (format "Screen never settled matching %S in %s s; last capture:\n%s"
+                        regexp seconds capture)))
     capture))
 
 (defun mevedel-tmux-test--write-init (init server &rest forms)
@@ -65,180 +84,168 @@ FORMS are evaluated after that setup."
                     "-l" (expand-file-name "scripts/load-path.el" mevedel-test-root)
                     "-l" init)
               " "))
-  (mevedel-tmux-test--wait-for socket "\\*scratch\\*" 20)
-  (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "M-x")
-  (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "-l" "mevedel")
-  (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "Enter")
-  (mevedel-tmux-test--wait-for socket "C-c C-c send" 20))
+  (mevedel-tmux-test--wait-for socket "\\*scratch\\*" 60)
+  (mevedel-tmux-test--keys socket "M-x")
+  (mevedel-tmux-test--keys socket "-l" "mevedel")
+  (mevedel-tmux-test--keys socket "Enter")
+  (mevedel-tmux-test--wait-for socket "C-c C-c send" 60))
+
+(defmacro mevedel-tmux-test--with-emacs (spec &rest body)
+  "Run BODY with `emacs -nw' in tmux at M-x mevedel of a new workspace.
+SPEC is (SOCKET ROOT SERVER FILES STEPS . INIT): ROOT is bound to a
+workspace of FILES, SERVER to a scripted server replaying STEPS
+\({{root}} is ROOT) and SOCKET to the private tmux server's.  The
+terminal Emacs evaluates the forms INIT evaluates to after pointing
+gptel at SERVER (`mevedel-tmux-test--write-init').  tmux and python3
+are required.  Everything is removed afterwards."
+  (declare (indent 1))
+  (pcase-let ((`(,socket ,root ,server ,files ,steps . ,init) spec)
+              (script (make-symbol "script"))
+              (file (make-symbol "init")))
+    `(progn
+       (unless (executable-find "tmux")
+         (ert-fail "tmux is required by this test but is not installed"))
+       (mevedel-e2e-require-python)
+       (let* ((,root (mevedel-e2e-workspace ,files))
+              (,script (mevedel-e2e-write-script ,steps))
+              (,server (mevedel-scripted-model-start ,script :vars `(("root" . ,,root))))
+              (,file (make-temp-file "mevedel-tmux-init" nil ".el"))
+              (,socket (format "mevedel-tmux-%d" (emacs-pid))))
+         (mevedel-tmux-test--write-init ,file ,server ,@init)
+         (unwind-protect
+             (let ((process-environment (append '("LANG=C.UTF-8" "LC_ALL=C.UTF-8"
+                                                  "TERM=xterm-256color")
+                                                process-environment)))
+               (mevedel-tmux-test--open ,socket ,root ,file)
+               ,@body)
+           (ignore-errors (mevedel-tmux-test--tmux ,socket "kill-server"))
+           (mevedel-scripted-model-stop ,server)
+           (delete-file ,file)
+           (delete-file ,script)
+           (delete-directory ,root t))))))
+
+(ert-deftest mevedel-tmux:wait-for-returns-a-settled-screen ()
+  "A capture taken in the middle of a redraw is not the screen waited for.
+The first capture has the new header over the old text (a torn redraw);
+the screen returned is the settled one after it, with the whole answer."
+  (let ((captures '("x · ready ·\nTMUX-"
+                    "x · ready ·\nTMUX-HOOKED: second."
+                    "x · ready ·\nTMUX-HOOKED: second.")))
+    (cl-letf (((symbol-function 'mevedel-tmux-test--capture)
+               (lambda (_socket) (if (cdr captures) (pop captures) (car captures)))))
+      (should (equal (mevedel-tmux-test--wait-for "unused" "· ready ·" 5)
+                     "x · ready ·\nTMUX-HOOKED: second.")))))
 
 (ert-deftest mevedel-tmux:no-key-then-abort-at-a-card ()
   "In `emacs -nw': a prompt without an API key says so within 2 s and offers the
 demo; the prompt stays; aborting at a permission card, then typing a new
 prompt, works."
-  (unless (executable-find "tmux")
-    (ert-fail "tmux is required by this test but is not installed"))
-  (mevedel-e2e-require-python)
-  (let* ((root (mevedel-e2e-workspace '(("notes.txt" . "the answer is 42\n"))))
-         (script (mevedel-e2e-write-script
-                  '(((tool_calls . [((name . "Bash")
-                                     (arguments . ((command . "rm -rf build")
-                                                   (description . "clean"))))]))
-                    ((text . "TMUX-SECOND: here is the next answer.")))))
-         (server (mevedel-scripted-model-start script))
-         (init (make-temp-file "mevedel-tmux-init" nil ".el"))
-         (socket (format "mevedel-nokey-%d" (emacs-pid))))
-    (with-temp-file init
-      (prin1 `(progn
-                (require 'mevedel)
-                (require 'gptel)
-                (require 'gptel-openai)
-                (setq auth-sources nil
-                      gptel-api-key nil
-                      mevedel-save-sessions nil
-                      gptel-backend (gptel-make-openai "tmux no key"
-                                      :host "api.invalid" :key #'gptel-api-key-from-auth-source
-                                      :models '(gpt-test))
-                      gptel-model 'gpt-test
-                      inhibit-startup-screen t)
-                (gptel-make-openai "tmux cards"
-                  :host ,(format "127.0.0.1:%d" (mevedel-scripted-model-port server))
-                  :protocol "http" :endpoint "/v1/chat/completions"
-                  :stream t :key "scripted" :models '(scripted-model)
-                  :curl-args '("--noproxy" "127.0.0.1")))
-             (current-buffer)))
-    (unwind-protect
-        (let ((process-environment (append '("LANG=C.UTF-8" "LC_ALL=C.UTF-8" "TERM=xterm-256color")
-                                           process-environment)))
-          (cl-flet ((keys (&rest keys) (apply #'mevedel-tmux-test--tmux socket "send-keys" "-t"
-                                              "mevedel-test" keys)))
-            (mevedel-tmux-test--open socket root init)
-            (keys "-l" "Clean up")
-            (keys "C-c" "C-c")
-            (let ((screen (mevedel-tmux-test--wait-for
-                           socket "use the offline demo model" 2)))
-              (should (string-match-p "Not sent: No API key for tmux no key" screen))
-              (should-not (string-match-p "Waiting for the model" screen))
-              ;; The prompt is still in the composer.
-              (should (string-match-p "── *\n\\(?:.*\n\\)*› Clean up" screen)))
-            ;; Switch to a backend that works, send the same prompt: a card.
-            (keys "C-c" "C-m")
-            (mevedel-tmux-test--wait-for socket "Model for this session" 10)
-            (keys "-l" "tmux cards:scripted-model") (keys "Enter")
-            (mevedel-tmux-test--wait-for socket "tmux cards / scripted-model" 10)
-            (keys "C-c" "C-c")
-            (mevedel-tmux-test--wait-for socket "y allow once" 20)
-            (keys "C-c" "C-k")
-            (let ((screen (mevedel-tmux-test--wait-for socket "rm -rf build  cancelled" 20)))
-              (should (string-match-p "⊘ \\$ rm -rf build  cancelled" screen)))
-            ;; Point is back in the composer: typing works and sends.
-            (keys "-l" "Next question")
-            (keys "C-c" "C-c")
-            (let ((screen (mevedel-tmux-test--wait-for socket "TMUX-SECOND" 20)))
-              (should (string-match-p "^❯ Next question" screen))
-              (should-not (string-match-p "read-only" screen)))))
-      (ignore-errors (mevedel-tmux-test--tmux socket "kill-server"))
-      (mevedel-scripted-model-stop server)
-      (delete-file init)
-      (delete-file script)
-      (delete-directory root t))))
+  (mevedel-tmux-test--with-emacs
+      (socket root server '(("notes.txt" . "the answer is 42\n"))
+              '(((tool_calls . [((name . "Bash")
+                                 (arguments . ((command . "rm -rf build")
+                                               (description . "clean"))))]))
+                ((text . "TMUX-SECOND: here is the next answer.")))
+              ;; The session starts on a backend without a key; the
+              ;; scripted one stays to switch to.
+              '(setq auth-sources nil
+                     gptel-api-key nil
+                     mevedel-save-sessions nil
+                     gptel-backend (gptel-make-openai "tmux no key"
+                                     :host "api.invalid" :key #'gptel-api-key-from-auth-source
+                                     :models '(gpt-test))
+                     gptel-model 'gpt-test))
+    (cl-flet ((keys (&rest keys) (apply #'mevedel-tmux-test--keys socket keys)))
+      (keys "-l" "Clean up")
+      (keys "C-c" "C-c")
+      (let ((screen (mevedel-tmux-test--wait-for
+                     socket "use the offline demo model" 2)))
+        (should (string-match-p "Not sent: No API key for tmux no key" screen))
+        (should-not (string-match-p "Waiting for the model" screen))
+        ;; The prompt is still in the composer.
+        (should (string-match-p "── *\n\\(?:.*\n\\)*› Clean up" screen)))
+      ;; Switch to a backend that works, send the same prompt: a card.
+      (keys "C-c" "C-m")
+      (mevedel-tmux-test--wait-for socket "Model for this session" 30)
+      (keys "-l" "tmux scripted:scripted-model") (keys "Enter")
+      (mevedel-tmux-test--wait-for socket "tmux scripted / scripted-model" 30)
+      (keys "C-c" "C-c")
+      (mevedel-tmux-test--wait-for socket "y allow once" 60)
+      (keys "C-c" "C-k")
+      (let ((screen (mevedel-tmux-test--wait-for socket "rm -rf build  cancelled" 60)))
+        (should (string-match-p "⊘ \\$ rm -rf build  cancelled" screen)))
+      ;; Point is back in the composer: typing works and sends.
+      (keys "-l" "Next question")
+      (keys "C-c" "C-c")
+      (let ((screen (mevedel-tmux-test--wait-for socket "TMUX-SECOND" 60)))
+        (should (string-match-p "^❯ Next question" screen))
+        (should-not (string-match-p "read-only" screen))))))
 
 (ert-deftest mevedel-tmux:type-prompt-and-see-answer ()
   "M-x mevedel in `emacs -nw', type a prompt, C-c C-c, see the tool row and answer."
-  (unless (executable-find "tmux")
-    (ert-fail "tmux is required by this test but is not installed"))
-  (mevedel-e2e-require-python)
-  (let* ((root (mevedel-e2e-workspace '(("notes.txt" . "the answer is 42\n"))))
-         (script (mevedel-e2e-write-script
-                  `(((text . "Reading the notes.")
-                     (tool_calls . [((name . "Read")
-                                     (arguments . ((file_path . "{{root}}notes.txt"))))]))
-                    ((expect . ((results . [((contains . "the answer is 42"))])
-                                (user_contains . "What is the answer")))
-                     (text . "TMUX-ANSWER: the notes say 42.")))))
-         (server (mevedel-scripted-model-start script :vars `(("root" . ,root))))
-         (init (make-temp-file "mevedel-tmux-init" nil ".el"))
-         (socket (format "mevedel-test-%d" (emacs-pid))))
-    (mevedel-tmux-test--write-init init server
-                                   '(setq mevedel-chat-context-windows '((scripted-model . 400000))))
-    (unwind-protect
-        (let ((process-environment (append '("LANG=C.UTF-8" "LC_ALL=C.UTF-8" "TERM=xterm-256color")
-                                           process-environment)))
-          (mevedel-tmux-test--open socket root init)
-          (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "-l"
-                                   "What is the answer?")
-          (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "C-c" "C-c")
-          (let ((screen (mevedel-tmux-test--wait-for
-                         socket "TMUX-ANSWER\\(?:.\\|\n\\)*· ready ·\\|· ready ·\\(?:.\\|\n\\)*TMUX-ANSWER"
-                         30)))
-            ;; The rendered screen: header, prompt, text, tool row, answer, composer.
-            (should (string-match-p "mevedel · .* · tmux scripted / scripted-model" screen))
-            ;; The context share keeps its % on a real header line.
-            (should (string-match-p "· context [0-9]+% of 400k" screen))
-            (should (string-match-p "^❯ What is the answer\\?" screen))
-            (should (string-match-p "^Reading the notes\\." screen))
-            (should (string-match-p "^▸ ✓ Read notes\\.txt" screen))
-            (should (string-match-p "^TMUX-ANSWER: the notes say 42\\." screen))
-            (should (string-match-p "── C-c C-c send" screen))
-            (should (< (string-search "❯ What is the answer?" screen)
-                       (string-search "Read notes.txt" screen)
-                       (string-search "TMUX-ANSWER" screen)
-                       (string-search "── C-c C-c send" screen)))
-            (should-not (string-match-p "×" screen)))
-          (should-not (mevedel-scripted-model-mismatches server)))
-      (ignore-errors (mevedel-tmux-test--tmux socket "kill-server"))
-      (mevedel-scripted-model-stop server)
-      (delete-file init)
-      (delete-file script)
-      (delete-directory root t))))
+  (mevedel-tmux-test--with-emacs
+      (socket root server '(("notes.txt" . "the answer is 42\n"))
+              '(((text . "Reading the notes.")
+                 (tool_calls . [((name . "Read")
+                                 (arguments . ((file_path . "{{root}}notes.txt"))))]))
+                ((expect . ((results . [((contains . "the answer is 42"))])
+                            (user_contains . "What is the answer")))
+                 (text . "TMUX-ANSWER: the notes say 42.")))
+              '(setq mevedel-chat-context-windows '((scripted-model . 400000))))
+    (mevedel-tmux-test--keys socket "-l" "What is the answer?")
+    (mevedel-tmux-test--keys socket "C-c" "C-c")
+    (let ((screen (mevedel-tmux-test--wait-for
+                   socket "TMUX-ANSWER\\(?:.\\|\n\\)*· ready ·\\|· ready ·\\(?:.\\|\n\\)*TMUX-ANSWER"
+                   60)))
+      ;; The rendered screen: header, prompt, text, tool row, answer, composer.
+      (should (string-match-p "mevedel · .* · tmux scripted / scripted-model" screen))
+      ;; The context share keeps its % on a real header line.
+      (should (string-match-p "· context [0-9]+% of 400k" screen))
+      (should (string-match-p "^❯ What is the answer\\?" screen))
+      (should (string-match-p "^Reading the notes\\." screen))
+      (should (string-match-p "^▸ ✓ Read notes\\.txt" screen))
+      (should (string-match-p "^TMUX-ANSWER: the notes say 42\\." screen))
+      (should (string-match-p "── C-c C-c send" screen))
+      (should (< (string-search "❯ What is the answer?" screen)
+                 (string-search "Read notes.txt" screen)
+                 (string-search "TMUX-ANSWER" screen)
+                 (string-search "── C-c C-c send" screen)))
+      (should-not (string-match-p "×" screen)))
+    (should-not (mevedel-scripted-model-mismatches server))))
 
 (ert-deftest mevedel-tmux:new-hook-file-asks-once-then-runs ()
   "A workspace hook file asks with a card before its first command; y runs
 it, and its output reaches the model with the prompt.  The second prompt
 does not ask."
-  (unless (executable-find "tmux")
-    (ert-fail "tmux is required by this test but is not installed"))
-  (mevedel-e2e-require-python)
-  (let* ((root (mevedel-e2e-workspace
-                '((".mevedel/hooks.el"
-                   . "((UserPromptSubmit (:command \"echo TMUX-HOOK-CONTEXT\")))"))))
-         (script (mevedel-e2e-write-script
-                  '(((expect . ((user_contains . "TMUX-HOOK-CONTEXT")))
-                     (text . "TMUX-HOOKED: first."))
-                    ((expect . ((user_contains . "TMUX-HOOK-CONTEXT")))
-                     (text . "TMUX-HOOKED: second.")))))
-         (server (mevedel-scripted-model-start script))
-         (init (make-temp-file "mevedel-tmux-init" nil ".el"))
-         (state (make-temp-file "mevedel-tmux-state" t))
-         (socket (format "mevedel-hooks-%d" (emacs-pid))))
-    (mevedel-tmux-test--write-init
-     init server `(setq mevedel-save-sessions nil
-                        mevedel-hooks-approvals-file ,(expand-file-name "approved.eld" state)))
+  (let ((state (make-temp-file "mevedel-tmux-state" t)))
     (unwind-protect
-        (let ((process-environment (append '("LANG=C.UTF-8" "LC_ALL=C.UTF-8" "TERM=xterm-256color")
-                                           process-environment)))
-          (mevedel-tmux-test--open socket root init)
-          (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "-l" "hello")
-          (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "C-c" "C-c")
+        (mevedel-tmux-test--with-emacs
+            (socket root server
+                    '((".mevedel/hooks.el"
+                       . "((UserPromptSubmit (:command \"echo TMUX-HOOK-CONTEXT\")))"))
+                    '(((expect . ((user_contains . "TMUX-HOOK-CONTEXT")))
+                       (text . "TMUX-HOOKED: first."))
+                      ((expect . ((user_contains . "TMUX-HOOK-CONTEXT")))
+                       (text . "TMUX-HOOKED: second.")))
+                    `(setq mevedel-save-sessions nil
+                           mevedel-hooks-approvals-file ,(expand-file-name "approved.eld" state)))
+          (mevedel-tmux-test--keys socket "-l" "hello")
+          (mevedel-tmux-test--keys socket "C-c" "C-c")
           ;; The view asks with a card, which takes point.
-          (let ((screen (mevedel-tmux-test--wait-for socket "Run the hooks of .*hooks\\.el\\?" 20)))
+          (let ((screen (mevedel-tmux-test--wait-for socket "Run the hooks of .*hooks\\.el\\?" 60)))
             (should (string-match-p "new or changed since you approved it" screen))
             (should (string-match-p "UserPromptSubmit: echo TMUX-HOOK-CONTEXT" screen))
             (should (string-match-p "y approve · n refuse" screen)))
-          (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "y")
-          (mevedel-tmux-test--wait-for socket "TMUX-HOOKED: first\\." 30)
+          (mevedel-tmux-test--keys socket "y")
+          (mevedel-tmux-test--wait-for socket "TMUX-HOOKED: first\\." 60)
           (should (file-exists-p (expand-file-name "approved.eld" state)))
-          (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "-l" "again")
-          (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "C-c" "C-c")
+          (mevedel-tmux-test--keys socket "-l" "again")
+          (mevedel-tmux-test--keys socket "C-c" "C-c")
           (should-not (string-match-p "Run the hooks of"
                                       (mevedel-tmux-test--wait-for
-                                       socket "TMUX-HOOKED: second\\." 30)))
+                                       socket "TMUX-HOOKED: second\\." 60)))
           (should-not (mevedel-scripted-model-mismatches server)))
-      (ignore-errors (mevedel-tmux-test--tmux socket "kill-server"))
-      (mevedel-scripted-model-stop server)
-      (delete-file init)
-      (delete-file script)
-      (delete-directory state t)
-      (delete-directory root t))))
+      (delete-directory state t))))
 
 (ert-deftest mevedel-tmux:make-run-offline-demo ()
   "scripts/run.sh (what `make run' starts) without a backend runs the demo turn."
@@ -288,53 +295,36 @@ does not ask."
 (ert-deftest mevedel-tmux:media-rows-say-what-was-sent ()
   "In `emacs -nw', Read of a PNG and of an SVG for a model that takes images:
 each row says what was sent in words, and expanding one shows its text."
-  (unless (executable-find "tmux")
-    (ert-fail "tmux is required by this test but is not installed"))
-  (mevedel-e2e-require-python)
-  (let* ((root (mevedel-e2e-workspace '(("notes.txt" . "notes\n"))))
-         (media (expand-file-name "test/fixtures/media/" mevedel-test-root))
-         (script (mevedel-e2e-write-script
-                  `(((tool_calls . [((name . "Read")
-                                     (arguments . ((file_path . ,(concat media "small.png")))))
-                                    ((name . "Read")
-                                     (arguments . ((file_path . ,(concat media "diagram.svg")))))]))
-                    ((expect . ((results . [((contains . "PNG, 64×48 px"))
-                                            ((contains . "sent drawn"))])))
-                     (text . "TMUX-MEDIA: seen both.")))))
-         (server (mevedel-scripted-model-start script))
-         (init (make-temp-file "mevedel-tmux-init" nil ".el"))
-         (socket (format "mevedel-media-%d" (emacs-pid))))
-    (mevedel-tmux-test--write-init init server
-                                   '(put 'scripted-model :capabilities '(media tool-use))
-                                   '(put 'scripted-model :mime-types '("image/png" "image/jpeg"))
-                                   '(setq mevedel-permissions-mode 'full-auto))
-    (unwind-protect
-        (let ((process-environment (append '("LANG=C.UTF-8" "LC_ALL=C.UTF-8" "TERM=xterm-256color")
-                                           process-environment)))
-          (cl-flet ((keys (&rest keys) (apply #'mevedel-tmux-test--tmux socket "send-keys" "-t"
-                                              "mevedel-test" keys)))
-            (mevedel-tmux-test--open socket root init)
-            (keys "-l" "Look at both")
-            (keys "C-c" "C-c")
-            (let ((screen (mevedel-tmux-test--wait-for socket "TMUX-MEDIA" 30)))
-              (should (string-match-p
-                       "^▸ ✓ Read .*small\\.png · PNG, 64×48 px, [0-9.]+ KB · sent PNG 64×48 ([0-9.]+k)"
-                       screen))
-              (should (string-match-p
-                       "^▸ ✓ Read .*diagram\\.svg · sent PNG 512×256 ([0-9.]+k)" screen))
-              (should-not (string-match-p "\\[image\\]" screen)))
-            ;; Expanding the SVG's row shows its text and the note, no picture.
-            (mevedel-tmux-test--tmux socket "send-keys" "-t" "mevedel-test" "M-<")
-            (keys "C-s") (keys "-l" "diagram.svg") (keys "Enter") (keys "TAB")
-            (let ((screen (mevedel-tmux-test--wait-for socket "sent drawn, as an image" 10)))
-              (should (string-match-p "<rect x=\"10\"" screen))
-              (should-not (string-match-p "\\[image\\]" screen))))
-          (should-not (mevedel-scripted-model-mismatches server)))
-      (ignore-errors (mevedel-tmux-test--tmux socket "kill-server"))
-      (mevedel-scripted-model-stop server)
-      (delete-file init)
-      (delete-file script)
-      (delete-directory root t))))
+  (let ((media (expand-file-name "test/fixtures/media/" mevedel-test-root)))
+    (mevedel-tmux-test--with-emacs
+        (socket root server '(("notes.txt" . "notes\n"))
+                `(((tool_calls . [((name . "Read")
+                                   (arguments . ((file_path . ,(concat media "small.png")))))
+                                  ((name . "Read")
+                                   (arguments . ((file_path . ,(concat media "diagram.svg")))))]))
+                  ((expect . ((results . [((contains . "PNG, 64×48 px"))
+                                          ((contains . "sent drawn"))])))
+                   (text . "TMUX-MEDIA: seen both.")))
+                '(put 'scripted-model :capabilities '(media tool-use))
+                '(put 'scripted-model :mime-types '("image/png" "image/jpeg"))
+                '(setq mevedel-permissions-mode 'full-auto))
+      (cl-flet ((keys (&rest keys) (apply #'mevedel-tmux-test--keys socket keys)))
+        (keys "-l" "Look at both")
+        (keys "C-c" "C-c")
+        (let ((screen (mevedel-tmux-test--wait-for socket "TMUX-MEDIA" 60)))
+          (should (string-match-p
+                   "^▸ ✓ Read .*small\\.png · PNG, 64×48 px, [0-9.]+ KB · sent PNG 64×48 ([0-9.]+k)"
+                   screen))
+          (should (string-match-p
+                   "^▸ ✓ Read .*diagram\\.svg · sent PNG 512×256 ([0-9.]+k)" screen))
+          (should-not (string-match-p "\\[image\\]" screen)))
+        ;; Expanding the SVG's row shows its text and the note, no picture.
+        (keys "M-<")
+        (keys "C-s") (keys "-l" "diagram.svg") (keys "Enter") (keys "TAB")
+        (let ((screen (mevedel-tmux-test--wait-for socket "sent drawn, as an image" 30)))
+          (should (string-match-p "<rect x=\"10\"" screen))
+          (should-not (string-match-p "\\[image\\]" screen))))
+      (should-not (mevedel-scripted-model-mismatches server)))))
 
 (provide 'tmux-e2e-test)
 ;;; tmux-e2e-test.el ends here

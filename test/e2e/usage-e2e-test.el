@@ -22,10 +22,7 @@
   "What the scripted model costs in these tests, dollars per million tokens.")
 
 (defconst usage-e2e--files
-  (cl-loop for n below 3
-           collect (cons (format "f%d.txt" n)
-                         (mapconcat (lambda (i) (format "line %d of file %d" i n))
-                                    (number-sequence 1 60) "\n")))
+  (mevedel-e2e-numbered-files 3 60 "line %d of file %d")
   "Files large enough for the server to cache the requests that read them.")
 
 (defun usage-e2e--steps (wire)
@@ -33,9 +30,7 @@
 On OpenAI the first answer reports 40 reasoning tokens."
   (append (cl-loop for n below 3
                    collect `(,@(and (eq wire 'openai) (zerop n) '((reasoning_tokens . 40)))
-                             (tool_calls . [((name . "Read")
-                                             (arguments . ((file_path . ,(format "{{root}}f%d.txt"
-                                                                                 n)))))])))
+                             ,(mevedel-e2e-read-call n)))
           '(((text . "Read them all.")))))
 
 (defun usage-e2e--reported (request)

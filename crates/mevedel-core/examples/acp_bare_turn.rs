@@ -13,39 +13,18 @@
 //!
 //! Usage: acp_bare_turn WARMUP N COMMAND [ARG...]
 
-use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
-use std::process::{Command, ExitCode, Stdio};
-use std::time::Instant;
+use std::process::{Command, ExitCode};
 
 use agent_client_protocol::{self as sdk, ByteStreams, UntypedMessage, v1};
 use serde_json::{Value, json};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
-type Failure = Box<dyn std::error::Error + Send + Sync>;
+mod peer;
+use peer::Failure;
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let (Some(warmup), Some(n), Some(command)) = (
-        args.first().and_then(|w| w.parse::<usize>().ok()),
-        args.get(1)
-            .and_then(|n| n.parse::<usize>().ok())
-            .filter(|n| *n > 0),
-        args.get(2),
-    ) else {
-        eprintln!("usage: acp_bare_turn WARMUP N COMMAND [ARG...]");
-        return ExitCode::from(2);
-    };
-    match run(warmup, n, command, &args[3..]) {
-        Ok(ms) => {
-            println!("{ms:.4}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("acp_bare_turn: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    peer::main("acp_bare_turn", run)
 }
 
 /// Send METHOD with PARAMS over CX and wait for its answer.
@@ -60,18 +39,8 @@ async fn call(
 
 #[tokio::main]
 async fn run(warmup: usize, n: usize, command: &str, args: &[String]) -> Result<f64, Failure> {
-    let mut child = Command::new(command)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()?;
-    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err("the agent's pipes are missing".into());
-    };
-    let writer = tokio::net::unix::pipe::Sender::from_owned_fd(OwnedFd::from(stdin))?;
-    let reader = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(stdout))?;
+    let (mut child, writer, reader) =
+        peer::spawn(Command::new(command).args(args).process_group(0))?;
     let transport = ByteStreams::new(writer.compat_write(), reader.compat());
     let cwd = std::env::current_dir()?;
     let (tx, rx) = tokio::sync::oneshot::channel();
@@ -104,20 +73,15 @@ async fn run(warmup: usize, n: usize, command: &str, args: &[String]) -> Result<
                 };
                 let prompt =
                     json!({"sessionId": id, "prompt": [{"type": "text", "text": "Say hi."}]});
-                for _ in 0..warmup {
-                    call(&cx, "session/prompt", prompt.clone()).await?;
-                }
-                let mut samples = Vec::with_capacity(n);
-                for _ in 0..n {
-                    let start = Instant::now();
-                    let end = call(&cx, "session/prompt", prompt.clone()).await?;
-                    samples.push(start.elapsed().as_secs_f64() * 1000.0);
-                    if end.get("stopReason").and_then(Value::as_str) != Some("end_turn") {
-                        return Err(format!("the turn ended so: {end}").into());
+                let (cx, prompt) = (&cx, &prompt);
+                peer::median_ms(warmup, n, move || async move {
+                    let end = call(cx, "session/prompt", prompt.clone()).await?;
+                    match end.get("stopReason").and_then(Value::as_str) {
+                        Some("end_turn") => Ok(()),
+                        _ => Err(format!("the turn ended so: {end}").into()),
                     }
-                }
-                samples.sort_by(f64::total_cmp);
-                Ok(samples[samples.len() / 2])
+                })
+                .await
             }
             .await;
             let _ = tx.send(outcome);

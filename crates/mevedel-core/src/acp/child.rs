@@ -145,20 +145,35 @@ impl Child {
     }
 
     /// Kill every process of the agent now, without waiting: the last
-    /// resort of a connection dropped without being stopped.
+    /// resort of a connection dropped without being stopped. Call it
+    /// before closing the connection (see [`Child::strays`]).
     pub fn kill_now(&self) {
         let strays = descendants(self.pid);
         process::signal(self.pid, libc::SIGKILL);
         kill_each(&strays, libc::SIGKILL);
     }
 
+    /// The live descendants of the agent, to find before its connection
+    /// closes or a turn is cancelled: an agent that exits then (at end
+    /// of input, say) orphans them, and an orphan is reparented and
+    /// cannot be traced to the leader afterwards.
+    pub fn strays(&self) -> Vec<i32> {
+        descendants(self.pid)
+    }
+
     /// Stop every process of the agent: SIGTERM to its group and
-    /// descendants, SIGKILL to what is left after GRACE, then wait
-    /// (bounded) until the leader is reaped and nothing is left.
-    pub async fn stop(&self, grace: Duration) {
-        // The descendants are found before any dies: an orphan is
-        // reparented and cannot be traced to the leader afterwards.
-        let strays = descendants(self.pid);
+    /// descendants (those found now and those of FOUND, from
+    /// [`Child::strays`], still alive), SIGKILL to what is left after
+    /// GRACE, then wait (bounded) until the leader is reaped and nothing
+    /// is left.
+    pub async fn stop(&self, found: Vec<i32>, grace: Duration) {
+        // The descendants are found before any dies, for the same reason.
+        let mut strays = descendants(self.pid);
+        for pid in found {
+            if live(pid) && !strays.contains(&pid) {
+                strays.push(pid);
+            }
+        }
         process::signal(self.pid, libc::SIGTERM);
         kill_each(&strays, libc::SIGTERM);
         let gone =

@@ -288,8 +288,9 @@ impl Connection {
         ));
         let Ok(cx) = cx_rx.await else {
             // The SDK gave up before connecting: nothing to talk to.
+            let strays = child.strays();
             shutdown.cancel();
-            child.stop(options.stop_grace).await;
+            child.stop(strays, options.stop_grace).await;
             return Err(fail("the ACP connection could not be set up".into()));
         };
         let mut connection = Connection {
@@ -519,6 +520,9 @@ impl Connection {
     /// every process of the agent and wait until none is left.
     pub async fn stop(&self) {
         self.state.stopping.store(true, Ordering::SeqCst);
+        // Found first: the agent may exit as its turns are cancelled or
+        // its input closes, and leave them untraceable.
+        let strays = self.child.strays();
         let sessions: Vec<String> = lock(&self.state.turns).keys().cloned().collect();
         for session in &sessions {
             let _ = self.cancel(session);
@@ -540,7 +544,7 @@ impl Connection {
             .await;
         }
         self.shutdown.cancel();
-        self.child.stop(self.options.stop_grace).await;
+        self.child.stop(strays, self.options.stop_grace).await;
         let driver = lock(&self.driver).take();
         if let Some(mut driver) = driver
             && tokio::time::timeout(Duration::from_secs(2), &mut driver)
@@ -627,8 +631,10 @@ impl Connection {
 impl Drop for Connection {
     fn drop(&mut self) {
         if !self.state.stopping.swap(true, Ordering::SeqCst) {
-            self.shutdown.cancel();
+            // Killed before the input closes: an agent exiting at its end
+            // would orphan its descendants before they were found.
             self.child.kill_now();
+            self.shutdown.cancel();
         }
         if let Some(driver) = lock(&self.driver).take() {
             driver.abort();

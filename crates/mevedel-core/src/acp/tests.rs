@@ -23,6 +23,19 @@ use super::*;
 use crate::runtime;
 use agent_client_protocol::ErrorCode;
 
+/// Start AGENT's turn of TEXT in SESSION on the runtime, to act while
+/// it runs.
+fn prompt_in_background(
+    agent: &Arc<Connection>,
+    session: &str,
+    text: &str,
+) -> tokio::task::JoinHandle<crate::Result<TurnEnd>> {
+    let (agent, id, text) = (Arc::clone(agent), session.to_string(), text.to_string());
+    runtime::get()
+        .expect("runtime")
+        .spawn(async move { agent.prompt_text(&id, &text).await })
+}
+
 fn block<F: Future>(future: F) -> F::Output {
     runtime::get().expect("runtime").block_on(future)
 }
@@ -545,12 +558,7 @@ fn fake_cancel_ends_the_turn_and_answers_held_permissions_cancelled() {
     let agent = Arc::new(start_fake(&[], &dir, Arc::clone(&delegate), &events).expect("start"));
     let session = block(agent.new_session(&SessionOptions::default())).expect("session");
     // A plain hang first: cancel alone ends it.
-    let turn = {
-        let (agent, id) = (Arc::clone(&agent), session.id.clone());
-        runtime::get()
-            .expect("runtime")
-            .spawn(async move { agent.prompt_text(&id, "hang").await })
-    };
+    let turn = prompt_in_background(&agent, &session.id, "hang");
     assert!(
         wait_until(Duration::from_secs(10), || events.text() == "waiting"),
         "the agent never started waiting"
@@ -561,12 +569,7 @@ fn fake_cancel_ends_the_turn_and_answers_held_permissions_cancelled() {
     let end = block(turn).expect("join").expect("prompt");
     assert_eq!(end.stop_reason, "cancelled");
     // Then a turn waiting on the user's permission answer.
-    let turn = {
-        let (agent, id) = (Arc::clone(&agent), session.id.clone());
-        runtime::get()
-            .expect("runtime")
-            .spawn(async move { agent.prompt_text(&id, "ask-hang").await })
-    };
+    let turn = prompt_in_background(&agent, &session.id, "ask-hang");
     assert!(
         wait_until(Duration::from_secs(10), || !delegate
             .held
@@ -821,6 +824,31 @@ fn fake_dropped_connection_kills_its_agent() {
         wait_until(Duration::from_secs(5), || pids.iter().all(|&p| !live(p))),
         "processes survived a dropped connection: {pids:?}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn fake_stop_kills_what_an_agent_exiting_at_cancel_left() {
+    let dir = scratch("leave-hang");
+    let events = Arc::new(Events::default());
+    let agent = Arc::new(start_fake(&[], &dir, Arc::default(), &events).expect("start"));
+    let session = block(agent.new_session(&SessionOptions::default())).expect("session");
+    let turn = prompt_in_background(&agent, &session.id, "leave-hang");
+    assert!(
+        wait_until(Duration::from_secs(10), || serde_json::from_str::<Value>(
+            &events.text()
+        )
+        .is_ok()),
+        "the agent never said its processes' pids"
+    );
+    let pids = left_pids(&events);
+    // Cancelled by the stop, the agent exits and its children are
+    // orphaned before the connection closes.
+    block(agent.stop());
+    let _ = block(turn);
+    for p in pids {
+        assert!(!live(p), "descendant {p} survived");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -1090,12 +1118,7 @@ fn claude_cancel_ends_a_stalled_turn_and_stop_leaves_nothing() {
         .expect("claude-agent-acp starts"),
     );
     let session = block(agent.new_session(&claude_options())).expect("session/new");
-    let turn = {
-        let (agent, id) = (Arc::clone(&agent), session.id.clone());
-        runtime::get()
-            .expect("runtime")
-            .spawn(async move { agent.prompt_text(&id, "Take your time.").await })
-    };
+    let turn = prompt_in_background(&agent, &session.id, "Take your time.");
     assert!(
         wait_until(Duration::from_secs(60), || model
             .requests()
@@ -1140,12 +1163,7 @@ fn claude_stop_during_a_turn_cancels_it_and_kills_everything() {
         .expect("claude-agent-acp starts"),
     );
     let session = block(agent.new_session(&claude_options())).expect("session/new");
-    let turn = {
-        let (agent, id) = (Arc::clone(&agent), session.id.clone());
-        runtime::get()
-            .expect("runtime")
-            .spawn(async move { agent.prompt_text(&id, "Stall.").await })
-    };
+    let turn = prompt_in_background(&agent, &session.id, "Stall.");
     assert!(
         wait_until(Duration::from_secs(60), || model
             .requests()

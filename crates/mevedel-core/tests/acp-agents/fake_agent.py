@@ -33,6 +33,8 @@ What a prompt does depends on its last text block:
   crash       writes stderr lines and exits 3 without answering
   leave       starts `sleep 300` twice (one in a session of its own with
               setsid), says their pids in a chunk, ends with end_turn
+  leave-hang  as leave, then waits for session/cancel and exits 0 without
+              answering, orphaning them
   read PATH   reads PATH with fs/read_text_file; says "read: " and the text
               (or the error's message); ends with end_turn
   write PATH TEXT
@@ -314,6 +316,10 @@ def prompt(message):
         os._exit(3)
     elif text == "leave":
         send({"id": message["id"], "result": leave(session)})
+    elif text == "leave-hang":
+        leave(session)
+        wait_for_cancel(session)
+        os._exit(0)
     elif text.startswith("read "):
         read_file(session, text[5:])
         send({"id": message["id"], "result": {"stopReason": "end_turn"}})
