@@ -111,7 +111,14 @@ pub struct State {
     /// so a stale hash can be reported with the element's current line.
     past: HashMap<String, String>,
     past_order: VecDeque<String>,
+    /// While an edit runs: each element it replaced or added, so a
+    /// failed edit can be taken back.
+    journal: Option<Vec<(String, Before)>>,
 }
+
+/// An element as it was before an edit replaced it, with its hash; None
+/// when the edit added it.
+type Before = Option<(Map<String, Value>, String)>;
 
 /// Replaced versions whose hashes the board remembers.
 const PAST_HASHES: usize = 20_000;
@@ -143,6 +150,7 @@ impl State {
             rng: Rng::new(seed),
             past: HashMap::new(),
             past_order: VecDeque::new(),
+            journal: None,
         }
     }
 
@@ -284,6 +292,9 @@ impl State {
         match self.index.get(&id) {
             Some(&i) => {
                 let old = std::mem::replace(&mut self.hashes[i], hash);
+                if let Some(journal) = &mut self.journal {
+                    journal.push((id.clone(), Some((self.elements[i].clone(), old.clone()))));
+                }
                 if self.past.insert(old.clone(), id).is_none() {
                     self.past_order.push_back(old);
                     if self.past_order.len() > PAST_HASHES
@@ -295,6 +306,9 @@ impl State {
                 self.elements[i] = el;
             }
             None => {
+                if let Some(journal) = &mut self.journal {
+                    journal.push((id.clone(), None));
+                }
                 self.index.insert(id, self.elements.len());
                 self.elements.push(el);
                 self.hashes.push(hash);
@@ -400,22 +414,50 @@ impl State {
         if !conflicts.is_empty() {
             return Ok(Outcome::Conflicts(conflicts));
         }
-        let mut work = self.clone();
+        // Undone from a journal on failure, not applied to a copy: a
+        // copy of a big board would cost more than the edit.
+        self.journal = Some(Vec::new());
+        let background = self.background.clone();
         let mut change = Change::default();
         for (i, op) in ops.iter().enumerate() {
-            work.apply(op, &hashes, now_ms, &mut change)
-                .map_err(|e| bad(format!("operation {i}: {}", e.message)))?;
+            if let Err(e) = self.apply(op, &hashes, now_ms, &mut change) {
+                self.undo(background, &change.files);
+                return Err(bad(format!("operation {i}: {}", e.message)));
+            }
         }
+        self.journal = None;
         if !change.is_empty() {
-            work.history.push(Contribution {
+            self.history.push(Contribution {
                 at_ms: now_ms,
                 author: author.into(),
                 summary: summary(&change),
                 ids: change.ids(),
             });
         }
-        *self = work;
         Ok(Outcome::Done(change))
+    }
+
+    /// Take back the journalled changes of a failed edit, newest first.
+    fn undo(&mut self, background: String, files: &[String]) {
+        for (id, before) in self.journal.take().unwrap_or_default().into_iter().rev() {
+            match before {
+                Some((el, hash)) => {
+                    if let Some(&i) = self.index.get(&id) {
+                        self.elements[i] = el;
+                        self.hashes[i] = hash;
+                    }
+                }
+                None => {
+                    self.index.remove(&id);
+                    self.elements.pop();
+                    self.hashes.pop();
+                }
+            }
+        }
+        self.background = background;
+        for key in files {
+            self.files.remove(key);
+        }
     }
 
     fn target(&self, op: &Value, hashes: &HashMap<String, String>) -> Result<String> {

@@ -75,6 +75,18 @@ fn an_invalid_op_undoes_the_ones_before_it() {
     let err = s.edit(&ops(bad), "model", 2).expect_err("refused");
     assert!(err.message.contains("operation 1"), "{}", err.message);
     assert_eq!(s.scene(false), before);
+    let bad = json!([
+        {"op": "add", "element": {"type": "text", "id": "n", "containerId": "a", "text": "x"}},
+        {"op": "set-background", "color": "#000000"},
+        {"op": "add-image", "key": "img", "mime": "image/png", "data": "AAAA"},
+        {"op": "update", "hash": hash_of(&s, "a"), "set": {"x": 1}},
+        {"op": "add", "element": {"type": "text", "id": "n"}}
+    ]);
+    let err = s.edit(&ops(bad), "model", 3).expect_err("refused");
+    assert!(err.message.contains("operation 4"), "{}", err.message);
+    assert_eq!(s.scene(false), before);
+    assert!(s.get("n").is_none());
+    assert_eq!(s.hash("a"), element::hash(s.get("a").expect("a")));
 }
 
 #[test]
