@@ -16,7 +16,7 @@ help: ## List the targets
 deps: ## Install Emacs 30, bubblewrap, gptel & co. when missing (idempotent)
 	@bash scripts/deps.sh
 
-module: page ## Build the native module (cargo --release --locked) and install it
+module: ## Build the native module (cargo --release --locked) and install it
 	$(CARGO) build --release --locked
 	cp target/release/libmevedel_dyn.so $(MODULE).tmp$$$$ && mv -f $(MODULE).tmp$$$$ $(MODULE)
 	cp target/release/mevedel-sandbox mevedel-sandbox.tmp$$$$ && mv -f mevedel-sandbox.tmp$$$$ mevedel-sandbox
@@ -29,15 +29,15 @@ shared-page/index.html: $(wildcard page/*)
 
 test: ## Run every test: cargo tests, ERT, end-to-end; ends with "N passed, N failed"
 	@bash scripts/deps.sh screenshots
-	@$(MAKE) --no-print-directory module
+	@$(MAKE) --no-print-directory module page
 	@bash scripts/test.sh
 
 run: deps ## Start Emacs in M-x mevedel (offline demo model when no backend is set up)
-	@$(MAKE) --no-print-directory module
+	@$(MAKE) --no-print-directory module page
 	@bash scripts/run.sh
 
 bench: deps ## Run the benchmarks; prints BENCH lines
-	@$(MAKE) --no-print-directory module
+	@$(MAKE) --no-print-directory module page
 	@bash scripts/bench.sh
 
 screenshots: ## Draw the view's screenshots into docs/images (graphical Emacs under Xvfb)
