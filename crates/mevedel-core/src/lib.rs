@@ -9,7 +9,6 @@ pub mod acp;
 pub mod bash;
 pub mod codec;
 pub mod datum;
-pub mod error;
 pub mod events;
 pub mod exec;
 pub mod mcp;
@@ -31,3 +30,4 @@ mod testdir;
 
 pub use datum::Datum;
 pub use error::{Error, ErrorKind, Result};
+pub use mevedel_search::error;
