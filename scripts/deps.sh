@@ -2,9 +2,11 @@
 # Install what mevedel's build, tests and `make run` need, idempotently.
 #
 #  - Emacs >= 30.1 (from Debian bookworm-backports when root on Debian)
-#  - bubblewrap, curl, git, poppler-utils, python3, ripgrep, tmux (apt
-#    when root; ripgrep is the reference the Grep/Glob tests and benches
-#    compare with, pdftotext the PDF text WebFetch returns)
+#  - bubblewrap, curl, git, poppler-utils, python3, ripgrep, tmux,
+#    openssh-client and openssh-server (apt when root; ripgrep is the
+#    reference the Grep/Glob tests and benches compare with, pdftotext
+#    the PDF text WebFetch returns, sshd the private server the remote
+#    tests start on 127.0.0.1)
 #  - gptel and its Lisp dependencies, extracted from Debian's unstable
 #    archive into .deps/elpa/ through a private apt directory that never
 #    touches the system's apt configuration.
@@ -99,6 +101,9 @@ ensure_tools() {
     command -v "$cmd" >/dev/null || missing+=("$pkg")
   done
   [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] || missing+=(debian-archive-keyring)
+  command -v ssh >/dev/null || missing+=(openssh-client)
+  # sbin is not on every user's PATH; the tests run this very file.
+  [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
   [ ${#missing[@]} = 0 ] && return
   if is_root && is_debian; then
     say "installing ${missing[*]}"
