@@ -317,5 +317,42 @@ exist).  The file's mode is kept.  CALLBACK gets `ok' and (:hash :size)."
            :expect-hash (plist-get plist :expect-hash))
      callback)))
 
+;;;; Remote executions
+
+(defun mevedel-remote-helper-exec-start (conn command directory callback)
+  "Run COMMAND in host DIRECTORY on CONN's host, in a process group of its own.
+Its output is spooled on the host, under the helper's cache directory.
+CALLBACK gets `ok' and (:run ID :spool HOST-FILE)."
+  (mevedel-remote-helper--call
+   conn "exec_start"
+   (list :command command :path directory
+         :spool-dir (if (string-prefix-p "/" mevedel-remote-helper-cache-directory)
+                        (concat mevedel-remote-helper-cache-directory "runs")
+                      (file-local-name
+                       (expand-file-name (concat mevedel-remote-helper-cache-directory "runs")
+                                         (concat (mevedel-remote-helper--conn-host conn) "~/")))))
+   callback))
+
+(defun mevedel-remote-helper-exec-poll (conn run plist callback)
+  "Wait for remote execution RUN on CONN, then answer its output.
+PLIST is :offset (bytes of output already seen) and :yield-time-ms
+\(how long to wait for it to end).  CALLBACK gets `ok' and (:output
+:next-offset :size :exited :exit-code :signal), keys spelled with `_'."
+  (mevedel-remote-helper--call conn "exec_poll" (append (list :run run) plist) callback))
+
+(defun mevedel-remote-helper-exec-write-stdin (conn run data close callback)
+  "Write DATA to remote execution RUN's stdin on CONN; CLOSE: then close it.
+CALLBACK gets `ok' and (:written N)."
+  (mevedel-remote-helper--call
+   conn "exec_stdin"
+   (list :run run :data (if (multibyte-string-p data) (encode-coding-string data 'utf-8) data)
+         :close close)
+   callback))
+
+(defun mevedel-remote-helper-exec-stop (conn run callback)
+  "Stop remote execution RUN's process group on CONN (TERM, then KILL).
+CALLBACK gets `ok' and the final poll's plist."
+  (mevedel-remote-helper--call conn "exec_stop" (list :run run) callback))
+
 (provide 'mevedel-remote-helper)
 ;;; mevedel-remote-helper.el ends here

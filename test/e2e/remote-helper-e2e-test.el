@@ -190,6 +190,40 @@ The binary is shipped once: the second start finds it in the cache."
             (should (equal (directory-files cache t "\\`mevedel-remote-[0-9a-f]+\\'") shipped)))
         (delete-directory dir t))))))
 
+(ert-deftest remote-helper:a-remote-command-yields-polls-and-stops ()
+  "A command on the host yields with its output so far, takes stdin, and stops."
+  (mevedel-core-ensure)
+  (remote-helper-e2e--with-cache cache
+   (mevedel-sshd-with sshd
+    (let* ((dir (remote-helper-e2e--tree))
+           (conn (remote-helper-e2e--connect sshd dir)))
+      (unwind-protect
+          (let* ((started (cadr (remote-helper-e2e--sync
+                                 (lambda (cb) (mevedel-remote-helper-exec-start
+                                               conn "pwd; read x; echo got $x; sleep 60" dir cb)))))
+                 (run (plist-get started :run))
+                 (first (cadr (remote-helper-e2e--sync
+                               (lambda (cb) (mevedel-remote-helper-exec-poll
+                                             conn run '(:yield-time-ms 300) cb))))))
+            (should (string-prefix-p cache (plist-get started :spool)))
+            (should (equal (plist-get first :output) (concat (directory-file-name dir) "\n")))
+            (should-not (plist-get first :exited))
+            (remote-helper-e2e--sync
+             (lambda (cb) (mevedel-remote-helper-exec-write-stdin conn run "hi\n" nil cb)))
+            (should (equal (plist-get (cadr (remote-helper-e2e--sync
+                                             (lambda (cb) (mevedel-remote-helper-exec-poll
+                                                           conn run
+                                                           (list :offset (plist-get first :next_offset)
+                                                                 :yield-time-ms 300)
+                                                           cb))))
+                                      :output)
+                           "got hi\n"))
+            (let ((stopped (cadr (remote-helper-e2e--sync
+                                  (lambda (cb) (mevedel-remote-helper-exec-stop conn run cb))))))
+              (should (plist-get stopped :exited))
+              (should (eql (plist-get stopped :signal) 15))))
+        (delete-directory dir t))))))
+
 (provide 'remote-helper-e2e-test)
 ;;; remote-helper-e2e-test.el ends here
 

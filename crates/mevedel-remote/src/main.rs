@@ -26,8 +26,17 @@
 //!   page `{text}`; with `bytes: true` and `start`/`length` it answers
 //!   `{data (base64), size}` for media;
 //! - `write` `{path, data (base64), expect_hash}` writes beside the file
-//!   and renames over it, keeping its mode, and answers `{hash, size}`.
+//!   and renames over it, keeping its mode, and answers `{hash, size}`;
+//! - `exec_start` `{command, path (the directory), spool_dir}` runs a
+//!   command in a process group of its own, output spooled on the host,
+//!   and answers `{run, spool}`; `exec_poll` `{run, offset,
+//!   yield_time_ms}` waits up to that long for it to end and answers
+//!   `{output, next_offset, size, exited, exit_code, signal}`;
+//!   `exec_stdin` `{run, data, close}`; `exec_stop` `{run}` ends the
+//!   group (SIGTERM, then SIGKILL) and answers as `exec_poll`. Closing
+//!   stdin kills every group still running.
 
+mod exec;
 mod ops;
 
 use std::collections::HashMap;
@@ -72,6 +81,7 @@ fn main() {
         }
         dispatch(&line, &out, &running);
     }
+    exec::stop_all();
 }
 
 /// Answer the request on LINE, on a thread of its own.

@@ -32,6 +32,27 @@ pub fn run(op: &str, args: &Value, cancel: Arc<AtomicBool>) -> Result<Value, Err
         "grep" => grep(&a, cancel),
         "read" => read(&a),
         "write" => write(&a),
+        "exec_start" => crate::exec::start(
+            &a.str("command").unwrap_or_default(),
+            &a.path()?.to_string_lossy(),
+            &a.str("spool_dir").unwrap_or_else(|| {
+                std::env::temp_dir()
+                    .join("mevedel-remote")
+                    .to_string_lossy()
+                    .into_owned()
+            }),
+        ),
+        "exec_poll" => crate::exec::poll(
+            a.run()?,
+            a.int("offset").unwrap_or(0).max(0) as u64,
+            Duration::from_millis(a.int("yield_time_ms").unwrap_or(0).max(0) as u64),
+        ),
+        "exec_stdin" => crate::exec::write_stdin(
+            a.run()?,
+            a.str("data").unwrap_or_default().as_bytes(),
+            a.flag("close"),
+        ),
+        "exec_stop" => crate::exec::stop(a.run()?),
         _ => Err(Error::new(
             ErrorKind::Internal,
             format!("the remote helper has no operation `{op}`"),
@@ -59,6 +80,12 @@ impl Args<'_> {
             .filter(|p| p.starts_with('/'))
             .map(PathBuf::from)
             .ok_or_else(|| Error::new(ErrorKind::Internal, "`path` must be an absolute host path"))
+    }
+    fn run(&self) -> Result<u64, Error> {
+        self.0
+            .get("run")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| Error::new(ErrorKind::Internal, "`run` must name an execution"))
     }
     fn display(&self) -> String {
         self.str("display").unwrap_or_default()

@@ -160,3 +160,46 @@ fn an_unknown_operation_is_an_error_naming_it() {
             .contains("`frobnicate`")
     );
 }
+
+#[test]
+fn exec_yields_polls_and_stops_a_process_group() {
+    let d = Dir::new("exec");
+    let spool = d.at("spool");
+    let quick = call(
+        "exec_start",
+        json!({"command": "echo out; echo err >&2; exit 3", "path": d.at(""), "spool_dir": spool}),
+    )
+    .unwrap();
+    let done = call(
+        "exec_poll",
+        json!({"run": quick["run"], "yield_time_ms": 5000}),
+    )
+    .unwrap();
+    assert_eq!(done["exited"], true);
+    assert_eq!(done["exit_code"], 3);
+    assert_eq!(done["output"], "out\nerr\n");
+    let slow = call(
+        "exec_start",
+        json!({"command": "echo started; read line; echo got $line; sleep 60 & wait",
+               "path": d.at(""), "spool_dir": spool}),
+    )
+    .unwrap();
+    let first = call(
+        "exec_poll",
+        json!({"run": slow["run"], "yield_time_ms": 300}),
+    )
+    .unwrap();
+    assert_eq!(first["exited"], false);
+    assert_eq!(first["output"], "started\n");
+    call("exec_stdin", json!({"run": slow["run"], "data": "hi\n"})).unwrap();
+    let second = call(
+        "exec_poll",
+        json!({"run": slow["run"], "offset": first["next_offset"], "yield_time_ms": 300}),
+    )
+    .unwrap();
+    assert_eq!(second["output"], "got hi\n");
+    let stopped = call("exec_stop", json!({"run": slow["run"]})).unwrap();
+    assert_eq!(stopped["exited"], true);
+    assert_eq!(stopped["signal"], 15);
+    assert!(call("exec_poll", json!({"run": 999_999})).is_err());
+}
