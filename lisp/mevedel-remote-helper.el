@@ -44,6 +44,8 @@ with ~, else absolute."
   "Seconds a remote helper may take to say hello before it counts as failed."
   :type 'number)
 
+(defvar mevedel-sandbox-mode)
+
 (define-error 'mevedel-remote-helper-error "Remote helper failed")
 
 ;;;; Connections
@@ -319,13 +321,19 @@ exist).  The file's mode is kept.  CALLBACK gets `ok' and (:hash :size)."
 
 ;;;; Remote executions
 
-(defun mevedel-remote-helper-exec-start (conn command directory callback)
+(defun mevedel-remote-helper-exec-start (conn command directory callback &optional mode)
   "Run COMMAND in host DIRECTORY on CONN's host, in a process group of its own.
-Its output is spooled on the host, under the helper's cache directory.
-CALLBACK gets `ok' and (:run ID :spool HOST-FILE)."
+It is confined by bubblewrap on the host with DIRECTORY the only
+writable root, under MODE (`required', `best-effort' or `off'; default
+`mevedel-sandbox-mode'): without a sandbox on the host, `required'
+refuses and `best-effort' runs it unconfined.  Its output is spooled on
+the host, under the helper's cache directory.  CALLBACK gets `ok' and
+\(:run ID :spool HOST-FILE :confined BOOL :unconfined_reason WHY)."
   (mevedel-remote-helper--call
    conn "exec_start"
    (list :command command :path directory
+         :sandbox (symbol-name (or mode mevedel-sandbox-mode))
+         :writable (list directory)
          :spool-dir (if (string-prefix-p "/" mevedel-remote-helper-cache-directory)
                         (concat mevedel-remote-helper-cache-directory "runs")
                       (file-local-name

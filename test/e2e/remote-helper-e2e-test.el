@@ -200,13 +200,18 @@ The binary is shipped once: the second start finds it in the cache."
       (unwind-protect
           (let* ((started (cadr (remote-helper-e2e--sync
                                  (lambda (cb) (mevedel-remote-helper-exec-start
-                                               conn "pwd; read x; echo got $x; sleep 60" dir cb)))))
+                                               conn "pwd; read x; echo got $x; sleep 60" dir cb
+                                               'required)))))
                  (run (plist-get started :run))
                  (first (cadr (remote-helper-e2e--sync
                                (lambda (cb) (mevedel-remote-helper-exec-poll
-                                             conn run '(:yield-time-ms 300) cb))))))
+                                             conn run '(:yield-time-ms 3000) cb))))))
             (should (string-prefix-p cache (plist-get started :spool)))
-            (should (equal (plist-get first :output) (concat (directory-file-name dir) "\n")))
+            (should (eq (plist-get started :confined) t))
+            ;; The host's own shell start-up may print first (a confined
+            ;; rc file finding its directories read-only).
+            (should (string-suffix-p (concat (directory-file-name dir) "\n")
+                                     (plist-get first :output)))
             (should-not (plist-get first :exited))
             (remote-helper-e2e--sync
              (lambda (cb) (mevedel-remote-helper-exec-write-stdin conn run "hi\n" nil cb)))
@@ -214,7 +219,7 @@ The binary is shipped once: the second start finds it in the cache."
                                              (lambda (cb) (mevedel-remote-helper-exec-poll
                                                            conn run
                                                            (list :offset (plist-get first :next_offset)
-                                                                 :yield-time-ms 300)
+                                                                 :yield-time-ms 3000)
                                                            cb))))
                                       :output)
                            "got hi\n"))
@@ -222,6 +227,32 @@ The binary is shipped once: the second start finds it in the cache."
                                   (lambda (cb) (mevedel-remote-helper-exec-stop conn run cb))))))
               (should (plist-get stopped :exited))
               (should (eql (plist-get stopped :signal) 15))))
+        (delete-directory dir t))))))
+
+(ert-deftest remote-helper:a-remote-command-writes-only-its-workspace ()
+  "Confined on the host: a write inside the workspace lands, one outside fails."
+  (mevedel-core-ensure)
+  (remote-helper-e2e--with-cache _cache
+   (mevedel-sshd-with sshd
+    (let* ((dir (remote-helper-e2e--tree))
+           (conn (remote-helper-e2e--connect sshd dir))
+           (outside (expand-file-name (format "mevedel-outside-%d" (emacs-pid))
+                                      (or (getenv "MEVEDEL_ROOT") default-directory))))
+      (unwind-protect
+          (let* ((started (remote-helper-e2e--sync
+                           (lambda (cb) (mevedel-remote-helper-exec-start
+                                         conn (format "echo in > inside.txt; (echo out > %s) 2>/dev/null || echo refused"
+                                                      outside)
+                                         dir cb 'required))))
+                 (run (plist-get (cadr started) :run))
+                 (done (cadr (remote-helper-e2e--sync
+                              (lambda (cb) (mevedel-remote-helper-exec-poll
+                                            conn run '(:yield-time-ms 10000) cb))))))
+            (should (eq (plist-get (cadr started) :confined) t))
+            (should (string-suffix-p "refused\n" (plist-get done :output)))
+            (should (file-exists-p (expand-file-name "inside.txt" dir)))
+            (should-not (file-exists-p outside)))
+        (ignore-errors (delete-file outside))
         (delete-directory dir t))))))
 
 (provide 'remote-helper-e2e-test)

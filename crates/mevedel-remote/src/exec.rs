@@ -42,8 +42,16 @@ fn run_of(id: u64) -> Result<Arc<Run>, Error> {
         .ok_or_else(|| fail(format!("no remote execution {id}")))
 }
 
-/// Start COMMAND (`bash -c`, else `sh -c`) in CWD; answer `{run, spool}`.
-pub fn start(command: &str, cwd: &str, spool_dir: &str) -> Result<Value, Error> {
+/// How a command is confined: the mode (`required`, `best-effort`,
+/// `off`) and the writable roots.
+pub struct Sandbox {
+    pub mode: String,
+    pub writable: Vec<PathBuf>,
+}
+
+/// Start COMMAND (`bash -c`, else `sh -c`) in CWD under SANDBOX; answer
+/// `{run, spool, confined, unconfined_reason}`.
+pub fn start(command: &str, cwd: &str, spool_dir: &str, sandbox: &Sandbox) -> Result<Value, Error> {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
     std::fs::create_dir_all(spool_dir).map_err(|e| {
@@ -62,9 +70,15 @@ pub fn start(command: &str, cwd: &str, spool_dir: &str) -> Result<Value, Error> 
     } else {
         "/bin/sh"
     };
-    let mut child = Command::new(shell)
-        .arg("-c")
-        .arg(command)
+    let launch = crate::confine::launch(
+        &sandbox.mode,
+        &sandbox.writable,
+        std::path::Path::new(cwd),
+        vec![shell.into(), "-c".into(), command.into()],
+    )
+    .map_err(|why| Error::new(ErrorKind::Sandbox, why))?;
+    let mut child = Command::new(&launch.argv[0])
+        .args(&launch.argv[1..])
         .current_dir(cwd)
         .stdin(Stdio::piped())
         .stdout(out)
@@ -87,7 +101,12 @@ pub fn start(command: &str, cwd: &str, spool_dir: &str) -> Result<Value, Error> 
         *run.status.lock().unwrap_or_else(PoisonError::into_inner) = status;
         run.ended.notify_all();
     });
-    Ok(json!({"run": id, "spool": spool.to_string_lossy()}))
+    Ok(json!({
+        "run": id,
+        "spool": spool.to_string_lossy(),
+        "confined": sandbox.mode != "off" && launch.unconfined.is_none(),
+        "unconfined_reason": launch.unconfined,
+    }))
 }
 
 /// Wait up to WAIT for run ID to end, then answer its output from

@@ -27,15 +27,20 @@
 //!   `{data (base64), size}` for media;
 //! - `write` `{path, data (base64), expect_hash}` writes beside the file
 //!   and renames over it, keeping its mode, and answers `{hash, size}`;
-//! - `exec_start` `{command, path (the directory), spool_dir}` runs a
-//!   command in a process group of its own, output spooled on the host,
-//!   and answers `{run, spool}`; `exec_poll` `{run, offset,
+//! - `exec_start` `{command, path (the directory), spool_dir, sandbox,
+//!   writable}` runs a command in a process group of its own, output
+//!   spooled on the host, confined by bubblewrap with `writable` the
+//!   only writable roots (`sandbox`: `required`, the default, refuses
+//!   when the host has no sandbox; `best-effort` runs unconfined and
+//!   says why; `off`), and answers `{run, spool, confined,
+//!   unconfined_reason}`; `exec_poll` `{run, offset,
 //!   yield_time_ms}` waits up to that long for it to end and answers
 //!   `{output, next_offset, size, exited, exit_code, signal}`;
 //!   `exec_stdin` `{run, data, close}`; `exec_stop` `{run}` ends the
 //!   group (SIGTERM, then SIGKILL) and answers as `exec_poll`. Closing
 //!   stdin kills every group still running.
 
+mod confine;
 mod exec;
 mod ops;
 

@@ -41,6 +41,18 @@ pub fn run(op: &str, args: &Value, cancel: Arc<AtomicBool>) -> Result<Value, Err
                     .to_string_lossy()
                     .into_owned()
             }),
+            &crate::exec::Sandbox {
+                mode: a.str("sandbox").unwrap_or_else(|| "required".into()),
+                writable: a
+                    .0
+                    .get("writable")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(PathBuf::from)
+                    .collect(),
+            },
         ),
         "exec_poll" => crate::exec::poll(
             a.run()?,
