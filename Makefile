@@ -5,6 +5,11 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 EMACS ?= emacs
 CARGO ?= cargo
 MODULE := mevedel-dyn.so
+# The remote helper runs on other hosts: linked statically (no libc
+# version to match there) for this machine's architecture, and named by
+# it so a host's `uname -m` picks the file to ship.
+HOST_TRIPLE = $(shell rustc -vV | sed -n 's/^host: //p')
+REMOTE := mevedel-remote-$(shell uname -m)
 BATCH := $(EMACS) -Q --batch -l scripts/load-path.el
 ELS := $(wildcard lisp/*.el)
 
@@ -20,6 +25,8 @@ module: ## Build the native module (cargo --release --locked) and install it
 	$(CARGO) build --release --locked
 	cp target/release/libmevedel_dyn.so $(MODULE).tmp$$$$ && mv -f $(MODULE).tmp$$$$ $(MODULE)
 	cp target/release/mevedel-sandbox mevedel-sandbox.tmp$$$$ && mv -f mevedel-sandbox.tmp$$$$ mevedel-sandbox
+	RUSTFLAGS='-C target-feature=+crt-static' $(CARGO) build --release --locked -p mevedel-remote --target $(HOST_TRIPLE)
+	cp target/$(HOST_TRIPLE)/release/mevedel-remote $(REMOTE).tmp$$$$ && mv -f $(REMOTE).tmp$$$$ $(REMOTE)
 
 page: shared-page/index.html ## Bundle the whiteboard page (Excalidraw from .deps) into shared-page/
 
@@ -56,5 +63,5 @@ lint: deps ## cargo fmt --check, clippy -D warnings, byte-compile -Werror, check
 
 clean: ## Remove build output (keeps .deps)
 	$(CARGO) clean
-	rm -f $(MODULE) mevedel-sandbox lisp/*.elc test/*.elc
+	rm -f $(MODULE) mevedel-sandbox mevedel-remote-* lisp/*.elc test/*.elc
 	rm -rf shared-page

@@ -113,11 +113,29 @@ Without sources (a binary-only install) an existing module is never stale."
                             "Install the Rust toolchain with rustup (https://rustup.rs), "
                             "or set `mevedel-core-build-cargo-program'")))))
 
+(defconst mevedel-core-build--remote-name "mevedel-remote"
+  "The remote helper binary, installed next to the module as NAME-ARCH.")
+
+(defun mevedel-core-build--remote-triple ()
+  "Return the Rust target the remote helper is built for, or nil.
+This machine's architecture on GNU/Linux, linked statically there so
+that it runs on hosts with any libc."
+  (and (eq system-type 'gnu/linux)
+       (concat (car (split-string system-configuration "-")) "-unknown-linux-gnu")))
+
 (defun mevedel-core-build--command ()
-  "Return the shell command that builds the module."
-  (mapconcat #'shell-quote-argument
-             (list (mevedel-core-build--cargo) "build" "--release" "--locked")
-             " "))
+  "Return the shell command that builds the module and the remote helper.
+A remote helper that fails to build leaves the module built: remote
+searches then fall back to rg/grep on the host."
+  (let ((cargo (mevedel-core-build--cargo))
+        (triple (mevedel-core-build--remote-triple)))
+    (concat (mapconcat #'shell-quote-argument (list cargo "build" "--release" "--locked") " ")
+            (and triple
+                 (format " && { RUSTFLAGS='-C target-feature=+crt-static' %s || true; }"
+                         (mapconcat #'shell-quote-argument
+                                    (list cargo "build" "--release" "--locked"
+                                          "-p" mevedel-core-build--remote-name "--target" triple)
+                                    " "))))))
 
 (defun mevedel-core-build--built-library (root)
   "Return the library file that cargo built under ROOT."
@@ -127,19 +145,30 @@ Without sources (a binary-only install) an existing module is never stale."
 
 (defun mevedel-core-build--install (root target)
   "Copy the freshly built library under ROOT to TARGET, the module file.
-The sandbox helper binary built with it goes next to TARGET.  Each copy
+The sandbox helper binary built with it goes next to TARGET, and so
+does the remote helper, when it was built, as mevedel-remote-ARCH.  Each copy
 goes through a temporary file and a rename, so an Emacs that has the old
 file mapped (or a helper running) keeps a valid file."
   (let* ((built (mevedel-core-build--built-library root))
          (helper (expand-file-name mevedel-core-build--helper-name (file-name-directory built)))
          (installed-helper (expand-file-name mevedel-core-build--helper-name
-                                             (file-name-directory target))))
+                                             (file-name-directory target)))
+         (triple (mevedel-core-build--remote-triple))
+         (remote (and triple
+                      (expand-file-name (format "../%s/release/%s" triple
+                                                mevedel-core-build--remote-name)
+                                        (file-name-directory built)))))
     (dolist (file (list built helper))
       (unless (file-exists-p file)
         (signal 'mevedel-core-load-error
                 (list (format "cargo finished but %s does not exist" file)))))
     (make-directory (file-name-directory target) t)
-    (dolist (pair (list (cons built target) (cons helper installed-helper)))
+    (dolist (pair (append (list (cons built target) (cons helper installed-helper))
+                          (and remote (file-exists-p remote)
+                               (list (cons remote (expand-file-name
+                                                   (concat mevedel-core-build--remote-name "-"
+                                                           (car (split-string triple "-")))
+                                                   (file-name-directory target)))))))
       (let ((tmp (concat (cdr pair) ".tmp")))
         (copy-file (car pair) tmp t)
         (rename-file tmp (cdr pair) t)))

@@ -9,7 +9,6 @@ pub mod acp;
 pub mod bash;
 pub mod codec;
 pub mod datum;
-pub mod error;
 pub mod events;
 pub mod exec;
 pub mod http;
@@ -33,3 +32,4 @@ mod testdir;
 
 pub use datum::Datum;
 pub use error::{Error, ErrorKind, Result};
+pub use mevedel_search::error;

@@ -14,7 +14,7 @@ use mevedel_core::resource::page::PageRequest;
 use mevedel_core::search::grep::{Asked, Options};
 use mevedel_core::search::jobs::{self, Job, ReadTarget};
 use mevedel_core::search::unsaved::{Buffer, Unsaved};
-use mevedel_core::search::{Over, Plan};
+use mevedel_core::search::{Over, Plan, plan_for};
 
 use crate::args::Plist;
 use crate::errors::OrSignal;
@@ -152,7 +152,7 @@ fn search_grep(env: &Env, id: i64, args: Value<'_>) -> Result<()> {
         let unsaved = unsaved_of(env, args.list(":unsaved")?)?;
         args.finish()?;
         let opts = grep_options(env, options)?;
-        let plan = Plan::for_search(&over, unsaved).or_signal(env)?;
+        let plan = plan_for(&over, unsaved).or_signal(env)?;
         jobs::start(id, Job::Grep(plan, opts), timeout(timeout_ms)).or_signal(env)
     })
 }
@@ -176,7 +176,7 @@ fn search_glob(env: &Env, id: i64, args: Value<'_>) -> Result<()> {
                 .into_iter()
                 .map(|f| (PathBuf::from(f), Buffer::of_file(Vec::new(), true))),
         );
-        let plan = Plan::for_search(&over, unsaved).or_signal(env)?;
+        let plan = plan_for(&over, unsaved).or_signal(env)?;
         jobs::start(id, Job::Glob(plan, pattern), timeout(timeout_ms)).or_signal(env)
     })
 }

@@ -120,49 +120,7 @@ pub fn contain(root: &Path, rel: &[String]) -> Result<(PathBuf, Found), Escape> 
     }
 }
 
-/// Most symbolic links followed while resolving one path (as the
-/// kernel's own limit).
-const MAX_LINKS: usize = 40;
-
-/// PATH (absolute) with every symbolic link resolved, as Emacs's
-/// `file-truename` resolves it: components that do not exist are kept
-/// as written, and a dangling link resolves to where it points. A patch
-/// target is compared with protected files through this, so a link to
-/// one (even a missing one) is caught. A loop of links stops resolving.
-pub fn truename(path: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    let mut pending: Vec<std::ffi::OsString> = path
-        .components()
-        .rev()
-        .map(|c| c.as_os_str().to_owned())
-        .collect();
-    let mut links = 0;
-    while let Some(part) = pending.pop() {
-        let part = Path::new(&part);
-        match part.components().next() {
-            Some(Component::RootDir) => out = PathBuf::from("/"),
-            Some(Component::ParentDir) => {
-                out.pop();
-            }
-            Some(Component::Normal(name)) => {
-                let next = out.join(name);
-                let link = std::fs::symlink_metadata(&next)
-                    .is_ok_and(|m| m.file_type().is_symlink())
-                    .then(|| std::fs::read_link(&next).ok())
-                    .flatten();
-                match link {
-                    Some(target) if links < MAX_LINKS => {
-                        links += 1;
-                        pending.extend(target.components().rev().map(|c| c.as_os_str().to_owned()));
-                    }
-                    _ => out = next,
-                }
-            }
-            _ => {}
-        }
-    }
-    out
-}
+pub use mevedel_search::files::truename;
 
 #[cfg(test)]
 mod tests {

@@ -17,14 +17,12 @@
 pub mod address;
 pub mod contain;
 pub mod context;
-pub mod encode;
-pub mod gzlog;
-pub mod journal;
 pub mod matrix;
-pub mod page;
 pub mod prepare;
 pub mod read;
 pub mod stamp;
+
+pub use mevedel_search::{encode, gzlog, journal, page};
 
 #[cfg(test)]
 mod tests;

@@ -621,7 +621,7 @@ fn search_text(
     run: &dyn Fn(&crate::search::Plan) -> String,
 ) -> String {
     let attempt = prepare(addr, op, &f.ctx).unwrap();
-    let plan = crate::search::Plan::for_attempt(&attempt).unwrap();
+    let plan = crate::search::attempt_plan(&attempt).unwrap();
     run(&plan)
 }
 

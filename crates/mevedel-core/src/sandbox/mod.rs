@@ -11,9 +11,10 @@
 //! here; only the enforcement runs in the helper, so the code loaded into
 //! Emacs cannot restrict Emacs's own process.
 
-pub mod bwrap;
 pub mod facts;
 pub mod launch;
 pub mod policy;
 pub mod probe;
 pub mod scan;
+
+pub use mevedel_sandbox_protocol::bwrap;

@@ -16,7 +16,7 @@ use super::output::Found;
 use super::unsaved::{self, Unsaved};
 use super::walk::{self, Root};
 use crate::error::{Error, ErrorKind};
-use crate::resource::gzlog;
+use crate::gzlog;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -271,7 +271,7 @@ fn search_file(
             searcher.search_reader(matcher, BudgetReader { inner, budget }, &mut sink)
         }
         Source::Disk(path, false) => {
-            let inner = crate::resource::read::open_regular(path).ok()?;
+            let inner = crate::files::open_regular(path).ok()?;
             searcher.search_reader(matcher, BudgetReader { inner, budget }, &mut sink)
         }
         Source::Buffer(text) => searcher.search_slice(matcher, text, &mut sink),

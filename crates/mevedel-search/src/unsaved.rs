@@ -22,8 +22,7 @@ use ignore::overrides::Override;
 use ignore::types::Types;
 
 use super::walk::Root;
-use crate::resource::contain;
-use crate::resource::read::VCS_DIRS;
+use crate::files::{self, VCS_DIRS};
 
 /// How results mark a file searched as a modified buffer's text.
 pub const CHANGED: &str = " (unsaved changes in Emacs)";
@@ -99,7 +98,7 @@ impl Unsaved {
     pub fn locate(&self, root: &Root) -> Option<Located> {
         (!self.is_empty()).then(|| Located {
             base: root.base.clone(),
-            truename: contain::truename(&root.base),
+            truename: files::truename(&root.base),
         })
     }
 }

@@ -7,9 +7,9 @@ use ignore::types::{Types, TypesBuilder};
 use ignore::{DirEntry, WalkBuilder};
 
 use crate::error::{Error, ErrorKind};
-use crate::resource::prepare::Filter;
-use crate::resource::read::VCS_DIRS;
-use crate::resource::{encode, gzlog};
+use crate::files::VCS_DIRS;
+use crate::filter::Filter;
+use crate::{encode, gzlog};
 
 /// How result paths are spelled.
 #[derive(Debug, Clone)]

@@ -12,7 +12,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::sandbox::policy::{Plan, depth};
+use crate::plan::{Plan, depth};
 
 /// Flags shared by the launcher and the probe, so the probe tests exactly
 /// the namespaces a launch will ask for.
@@ -129,7 +129,7 @@ pub fn argv(bwrap: &Path, plan: &Plan, cwd: &Path, inner: &[OsString]) -> Vec<Os
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::policy::Masked;
+    use crate::plan::Masked;
 
     fn text(argv: &[OsString]) -> String {
         argv.iter()
