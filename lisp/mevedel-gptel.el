@@ -1023,38 +1023,43 @@ previous request ran, when its command is the same; then the curl of
 the next request starts.  Unless the request goes over the module's
 client (`mevedel-gptel-transport')."
   (let* ((info (gptel-fsm-info fsm))
+         (backend (plist-get info :backend))
+         (curl-args (gptel-backend-curl-args backend))
          (native (and (plist-get info :mevedel-attempt)
                       (mevedel-gptel--native-options info))))
-    (cond
-     ((not (plist-get info :mevedel-attempt))
+    ;; gptel appends its own arguments to the backend's list in place,
+    ;; one more "--config -" per request, which would then send every
+    ;; later request through curl: any request gets a copy.
+    (cl-letf (((gptel-backend-curl-args backend)
+               (copy-sequence (if (functionp curl-args) (funcall curl-args) curl-args))))
+      (cond
+       ((not (plist-get info :mevedel-attempt))
+        (funcall get-response fsm))
+       (native
+        (mevedel-gptel--end-requests fsm)
+        (mevedel-gptel--send get-response fsm native))
+       (t (mevedel-gptel--get-response-by-curl get-response fsm))))))
+
+(defun mevedel-gptel--get-response-by-curl (get-response fsm)
+  "Apply GET-RESPONSE to FSM with the curl its turn started, and start the next."
+  (let* ((info (gptel-fsm-info fsm))
+         (started (plist-get info :mevedel-curl))
+         (command nil))
+    (plist-put info :mevedel-curl nil)
+    (cl-letf* ((make-process (symbol-function 'make-process))
+               ((symbol-function 'make-process)
+                (lambda (&rest args)
+                  (setq command (copy-sequence (plist-get args :command)))
+                  (if (and started (process-live-p started)
+                           (equal (process-get started 'mevedel-command) command))
+                      (prog1 started
+                        (set-process-buffer started (plist-get args :buffer))
+                        (setq started nil))
+                    (apply make-process args)))))
       (funcall get-response fsm))
-     (native
-      (mevedel-gptel--end-requests fsm)
-      (mevedel-gptel--send get-response fsm native))
-     (t
-      (let* ((started (plist-get info :mevedel-curl))
-             (command nil)
-             (backend (plist-get info :backend))
-             (curl-args (gptel-backend-curl-args backend)))
-        (plist-put info :mevedel-curl nil)
-        ;; gptel appends its own arguments to the backend's list in
-        ;; place, one more "--config -" per request: it gets a copy.
-        (cl-letf* (((gptel-backend-curl-args backend)
-                    (copy-sequence (if (functionp curl-args) (funcall curl-args) curl-args)))
-                   (make-process (symbol-function 'make-process))
-                   ((symbol-function 'make-process)
-                    (lambda (&rest args)
-                      (setq command (copy-sequence (plist-get args :command)))
-                      (if (and started (process-live-p started)
-                               (equal (process-get started 'mevedel-command) command))
-                          (prog1 started
-                            (set-process-buffer started (plist-get args :buffer))
-                            (setq started nil))
-                        (apply make-process args)))))
-          (funcall get-response fsm))
-        (when started (delete-process started))
-        (when command
-          (plist-put info :mevedel-curl (mevedel-gptel--start-curl command))))))))
+    (when started (delete-process started))
+    (when command
+      (plist-put info :mevedel-curl (mevedel-gptel--start-curl command)))))
 
 (defun mevedel-gptel--end-requests (fsm)
   "Let go of what FSM's turn kept for its next request: its body file and curl."
@@ -1140,19 +1145,13 @@ curl arguments the client understands ask for."
   "Apply GET-RESPONSE to FSM, its request sent over the module's client.
 OPTIONS are the client's (`mevedel-gptel--native-options')."
   (let* ((info (gptel-fsm-info fsm))
-         (backend (plist-get info :backend))
-         (curl-args (gptel-backend-curl-args backend))
          (process nil)
          (config nil)
          (send-string (symbol-function 'process-send-string))
          (send-eof (symbol-function 'process-send-eof)))
     (plist-put info :mevedel-native t)
     (unwind-protect
-        ;; gptel appends its own arguments to the backend's list in
-        ;; place: it gets a copy.
-        (cl-letf (((gptel-backend-curl-args backend)
-                   (copy-sequence (if (functionp curl-args) (funcall curl-args) curl-args)))
-                  ((symbol-function 'make-process)
+        (cl-letf (((symbol-function 'make-process)
                    (lambda (&rest args)
                      (setq process (make-pipe-process :name "mevedel-http" :noquery t
                                                       :buffer (plist-get args :buffer)

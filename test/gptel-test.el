@@ -499,4 +499,23 @@ The body is the one gptel would send."
               (should (= serialized 1)))))
       (advice-remove 'mevedel-gptel--json note))))
 
+(ert-deftest mevedel-gptel:a-request-leaves-the-backends-curl-args-alone ()
+  "gptel appends \"--config -\" to a backend's curl arguments in place.
+Had any request (one outside a turn too) kept that, every later turn
+would go through curl, taking the extra arguments for ones only curl
+understands."
+  (let* ((args (list "--noproxy" "127.0.0.1"))
+         (backend (gptel-make-openai "curl-args-test" :host "127.0.0.1:9" :protocol "http"
+                                     :key "k" :models '(m) :curl-args args))
+         (info (list :backend backend :model 'm :data (list :messages [])))
+         (mevedel-gptel-transport 'native))
+    ;; What gptel's `gptel-curl-get-response' does with the arguments.
+    (mevedel-gptel--get-response
+     (lambda (fsm) (nconc (list "curl") (gptel-curl--get-config-args (gptel-fsm-info fsm))
+                          (list "--config" "-")))
+     (gptel-make-fsm :info info))
+    (should (equal (gptel-backend-curl-args backend) '("--noproxy" "127.0.0.1")))
+    (should (eq (gptel-backend-curl-args backend) args))
+    (should (mevedel-gptel--native-options (plist-put info :mevedel-attempt 1)))))
+
 ;;; gptel-test.el ends here
