@@ -881,6 +881,7 @@ An empty value removes its key.  Written in the background."
 (declare-function mevedel-core--patch-apply "ext:mevedel-dyn" (plan selection))
 (declare-function mevedel-core--patch-before "ext:mevedel-dyn" (plan))
 (declare-function mevedel-core--patch-diffs-start "ext:mevedel-dyn" (id args))
+(declare-function mevedel-core--patch-diff-texts "ext:mevedel-dyn" (before now name))
 
 (defun mevedel-core-patch-parse (patch)
   "Return the file operations of PATCH, a patch in the ApplyPatch grammar.
@@ -943,6 +944,12 @@ of the file as PLAN read it, or nil when the file did not exist (as for
 an added file or a move destination)."
   (mevedel-core--patch-before plan))
 
+(defun mevedel-core-patch-diff-texts (before now name)
+  "Return the unified diff of NAME from BEFORE to NOW, or \"\" when they agree.
+Synchronous: for small texts, as a shared item's edit preview; the
+edited-file reminder diffs in the background (`mevedel-core-patch-diffs')."
+  (mevedel-core--patch-diff-texts before now name))
+
 (defun mevedel-core-patch-diffs (files budget callback)
   "Diff each of FILES in the background, then call CALLBACK.
 FILES is a list of (NAME BEFORE NOW), the texts of the file NAME
@@ -955,6 +962,7 @@ cancelled (`mevedel-core-search-cancel').  Return the request id."
    (lambda (id)
      (mevedel-core--patch-diffs-start id (list :changes files :budget budget)))
    callback))
+
 ;;;; Checkpoints
 
 (defun mevedel-core-checkpoint-before (store turn label paths)

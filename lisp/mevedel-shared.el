@@ -728,7 +728,7 @@ deleted); Read shared://%s again" (plist-get c :hash) id)))
                                 (string-join (plist-get result :lines) "\n"))
                       ""))
             (condition-case nil
-                (mevedel-core-patch-diff-texts before after (concat "shared://" id) 8000)
+                (mevedel-core-patch-diff-texts before after (concat "shared://" id))
               (mevedel-core-error nil))))))
 
 (defun mevedel-shared-visit (address chat)
@@ -1119,7 +1119,7 @@ Return (TEXT . PREVIEW): the result and a diff of the change."
                        (condition-case nil
                            (mevedel-core-patch-diff-texts
                             before (buffer-substring-no-properties (point-min) (point-max))
-                            (concat "shared://" id) 8000)
+                            (concat "shared://" id))
                          (mevedel-core-error nil))))))))))
 
 (defun mevedel-shared-edit (session args)

@@ -172,6 +172,28 @@ fn patch_before<'e>(env: &'e Env, plan: Value<'e>) -> Result<Value<'e>> {
     })
 }
 
+/// The unified diff of NAME from BEFORE to NOW (both strings), empty
+/// when nothing changed: the preview of a shared item's edit, whose
+/// texts are small enough to diff while the row is drawn.
+#[defun(name = "patch-diff-texts")]
+fn patch_diff_texts<'e>(
+    env: &'e Env,
+    before: Value<'e>,
+    now: Value<'e>,
+    name: String,
+) -> Result<String> {
+    guarded(env, || {
+        let before = copy_exact(env, before)?;
+        let now = copy_exact(env, now)?;
+        Ok(patch::diff::whole_file(
+            before.bytes(),
+            now.bytes(),
+            &name,
+            &name,
+        ))
+    })
+}
+
 /// The unified diffs of changed files, in the background; the reply
 /// for request ID is (:diffs DIFFS), one string per file, or nil for a
 /// file whose diff did not fit in what was left of the budget. ARGS:
