@@ -536,15 +536,17 @@ A last line without a newline counts, as Read counts it."
       (mevedel-remote-grep path directory query timeout-ms callback)
     (mevedel-remote-glob path directory query timeout-ms callback)))
 
-(defun mevedel-remote-with-helper (directory use fallback)
+(defun mevedel-remote-with-helper (directory use fallback &optional host)
   "Call USE with the helper's connection on DIRECTORY's host, else FALLBACK.
 The helper is loaded and started by the first call that needs it on a
 host; when it cannot run there (no binary for the host's architecture,
 which is never built mid-call, or a failed start) FALLBACK runs, then
 and for every later call, and the reason is said once per host.
 FALLBACK runs only when TRAMP is free (`mevedel-remote-when-free'), as
-it may be reached from the helper's process filter."
-  (let* ((host (mevedel-remote-host directory))
+it may be reached from the helper's process filter.  HOST, when given,
+is DIRECTORY's `mevedel-remote-host', already known: each TRAMP name
+operation costs a fraction of a helper round trip."
+  (let* ((host (or host (mevedel-remote-host directory)))
          (helper (gethash host mevedel-remote--helpers)))
     (cond
      ((not (require 'mevedel-remote-helper nil t))
@@ -563,7 +565,7 @@ it may be reached from the helper's process filter."
                  (mevedel-remote--connected-p directory))
              (progn
                (puthash host connection mevedel-remote--helpers)
-               (mevedel-remote-with-helper directory use fallback))
+               (mevedel-remote-with-helper directory use fallback host))
            ;; The host is unreachable, not without a helper: the
            ;; fallback says so, and the next call tries the helper again.
            (mevedel-remote-when-free fallback))))))))
@@ -575,13 +577,15 @@ file is, so one request crosses the link whatever the file's size;
 CALLBACK gets `ok' and (:text TEXT) or `error' and (SYMBOL MESSAGE),
 as the local core's callbacks do.  Without the helper, FALLBACK (no
 arguments) runs instead."
-  (mevedel-remote-with-helper
-   (file-name-directory file)
-   (lambda (conn)
-     (mevedel-remote-helper-read conn (mevedel-remote-local-name file)
-                                 (append (list :display display) page)
-                                 callback))
-   fallback))
+  (let* ((local (mevedel-remote-local-name file))
+         (host (if (string-suffix-p local file)
+                   (substring-no-properties file 0 (- (length file) (length local)))
+                 (mevedel-remote-host file))))
+    (mevedel-remote-with-helper
+     (concat host (file-name-directory local))
+     (lambda (conn)
+       (mevedel-remote-helper-read conn local (append (list :display display) page) callback))
+     fallback host)))
 
 (defun mevedel-remote-search (tool path directory display query timeout-ms callback)
   "Run TOOL (\"Glob\" or \"Grep\") on DIRECTORY's host; settle CALLBACK once.

@@ -422,7 +422,11 @@ does everything when the helper cannot run there."
    callback
    (lambda ()
      (pcase-let* ((`(,target . ,display) (mevedel-tool-fs--target "Read" :file_path args))
-                  (buffer (and (stringp target) (get-file-buffer target))))
+                  ;; TARGET is expanded: compared as `get-file-buffer'
+                  ;; would, without its TRAMP name handling.
+                  (buffer (and (stringp target)
+                               (cl-find target (buffer-list) :key #'buffer-file-name
+                                        :test #'equal))))
        (if (or (not (and (stringp target) (mevedel-remote-p target)))
                (and buffer (buffer-modified-p buffer) mevedel-tool-fs-read-unsaved-buffers)
                (mevedel-tool-fs--value args :pages) (mevedel-tool-fs--value args :mode)
