@@ -237,6 +237,12 @@ Return the connection (possibly still starting) or (:error MESSAGE)."
            (funcall told result)
            result)))))))
 
+(defun mevedel-remote-helper-live-p (conn)
+  "Return non-nil while the helper process of CONN is running.
+A connection lost with its host is not reused: the next call starts
+a new helper."
+  (process-live-p (mevedel-remote-helper--conn-process conn)))
+
 (defun mevedel-remote-helper--json (plist)
   "Return PLIST's JSON object: keys with `_' for `-', nil values dropped."
   (let (out)

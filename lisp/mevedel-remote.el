@@ -20,10 +20,13 @@
 ;;   the same around any TRAMP operation, so a host that is down, hung
 ;;   or wants a password a headless run cannot type ends the call with
 ;;   that message, and the next call connects afresh.
-;; - Search and paging where the files are: Glob and Grep run `rg' on
-;;   the host, Read pages the remote file by byte ranges, when the
-;;   remote helper (mevedel-remote-helper.el) cannot run there; the
-;;   results are named as a local run names them.
+;; - Search and paging where the files are: Glob, Grep and Read's
+;;   pages go to the remote helper (mevedel-remote-helper.el, loaded
+;;   and started by the first call that needs it,
+;;   `mevedel-remote-with-helper'); when it cannot run there, Glob and
+;;   Grep run `rg' on the host and Read pages the remote file by byte
+;;   ranges, said once per host.  Results are named as a local run
+;;   names them.
 ;; - ApplyPatch's remote writes: targets fetched to a private local
 ;;   mirror for the module to plan and apply, then every changed file
 ;;   written beside its target on the host and renamed over it, modes
@@ -46,6 +49,9 @@
 (declare-function mevedel-remote-helper-ensure "mevedel-remote-helper")
 (declare-function mevedel-remote-helper-glob "mevedel-remote-helper")
 (declare-function mevedel-remote-helper-grep "mevedel-remote-helper")
+(declare-function mevedel-remote-helper-read "mevedel-remote-helper")
+(declare-function mevedel-remote-helper-cancel "mevedel-remote-helper")
+(declare-function mevedel-remote-helper-live-p "mevedel-remote-helper")
 
 ;;;; Options
 
@@ -530,41 +536,86 @@ A last line without a newline counts, as Read counts it."
       (mevedel-remote-grep path directory query timeout-ms callback)
     (mevedel-remote-glob path directory query timeout-ms callback)))
 
+(defun mevedel-remote-with-helper (directory use fallback &optional host)
+  "Call USE with the helper's connection on DIRECTORY's host, else FALLBACK.
+The helper is loaded and started by the first call that needs it on a
+host; when it cannot run there (no binary for the host's architecture,
+which is never built mid-call, or a failed start) FALLBACK runs, then
+and for every later call, and the reason is said once per host.
+FALLBACK runs only when TRAMP is free (`mevedel-remote-when-free'), as
+it may be reached from the helper's process filter.  HOST, when given,
+is DIRECTORY's `mevedel-remote-host', already known: each TRAMP name
+operation costs a fraction of a helper round trip."
+  (let* ((host (or host (mevedel-remote-host directory)))
+         (helper (gethash host mevedel-remote--helpers)))
+    (cond
+     ((not (require 'mevedel-remote-helper nil t))
+      (mevedel-remote-when-free fallback))
+     ((and helper (not (eq (car-safe helper) :error))
+           (mevedel-remote-helper-live-p helper))
+      (funcall use helper))
+     ((eq (car-safe helper) :error) (mevedel-remote-when-free fallback))
+     (t
+      ;; A helper lost with its connection starts again.
+      (remhash host mevedel-remote--helpers)
+      (mevedel-remote-helper-ensure
+       directory
+       (lambda (connection)
+         (if (or (not (eq (car-safe connection) :error))
+                 (mevedel-remote--connected-p directory))
+             (progn
+               (puthash host connection mevedel-remote--helpers)
+               (mevedel-remote-with-helper directory use fallback host))
+           ;; The host is unreachable, not without a helper: the
+           ;; fallback says so, and the next call tries the helper again.
+           (mevedel-remote-when-free fallback))))))))
+
+(defun mevedel-remote-read-page (file display page callback fallback)
+  "Read one PAGE of the remote text FILE on its host, named DISPLAY.
+PAGE is (:offset :limit :char-offset).  The helper pages it where the
+file is, so one request crosses the link whatever the file's size;
+CALLBACK gets `ok' and (:text TEXT) or `error' and (SYMBOL MESSAGE),
+as the local core's callbacks do.  Without the helper, FALLBACK (no
+arguments) runs instead."
+  (let* ((local (mevedel-remote-local-name file))
+         (host (if (string-suffix-p local file)
+                   (substring-no-properties file 0 (- (length file) (length local)))
+                 (mevedel-remote-host file))))
+    (mevedel-remote-with-helper
+     (concat host (file-name-directory local))
+     (lambda (conn)
+       (mevedel-remote-helper-read conn local (append (list :display display) page) callback))
+     fallback host)))
+
 (defun mevedel-remote-search (tool path directory display query timeout-ms callback)
   "Run TOOL (\"Glob\" or \"Grep\") on DIRECTORY's host; settle CALLBACK once.
 PATH is the model's :path (nil: DIRECTORY), DISPLAY how a local run
 names it, QUERY the module's pattern or options.  The remote helper
 searches when it runs on that host, else rg there; the tree never
 crosses the link.  Return a cancel function."
-  (let* ((host (mevedel-remote-host directory))
-         (helper (gethash host mevedel-remote--helpers))
-         (cancel #'ignore)
+  (let* ((cancel #'ignore)
          (settled nil)
          (settle (lambda (result) (unless settled (setq settled t) (funcall callback result))))
          (root (mevedel-remote-local-name (expand-file-name (or path ".") directory))))
-    (cond
-     ((not (featurep 'mevedel-remote-helper))
-      (setq cancel (mevedel-remote--fallback tool path directory query timeout-ms settle)))
-     ((and helper (not (eq (car-safe helper) :error)))
-      (funcall (if (equal tool "Grep") #'mevedel-remote-helper-grep #'mevedel-remote-helper-glob)
-               helper
-               (if (equal tool "Grep")
-                   (list :path root :display display :options query :timeout-ms timeout-ms)
-                 (list :path root :display display :pattern query :timeout-ms timeout-ms))
-               (lambda (status value)
-                 (funcall settle (if (eq status 'ok)
-                                     (list :result (plist-get value :text))
-                                   (list :result (cadr value) :status 'error))))))
-     (helper
-      (setq cancel (mevedel-remote--fallback tool path directory query timeout-ms settle)))
-     (t
-      (mevedel-remote-helper-ensure
-       directory
-       (lambda (connection)
-         (puthash host connection mevedel-remote--helpers)
-         (unless settled
-           (setq cancel (mevedel-remote-search tool path directory display query timeout-ms
-                                               settle)))))))
+    (mevedel-remote-with-helper
+     directory
+     (lambda (helper)
+       (let ((id (funcall (if (equal tool "Grep") #'mevedel-remote-helper-grep
+                            #'mevedel-remote-helper-glob)
+                          helper
+                          (if (equal tool "Grep")
+                              (list :path root :display display :options query
+                                    :timeout-ms timeout-ms)
+                            (list :path root :display display :pattern query
+                                  :timeout-ms timeout-ms))
+                          (lambda (status value)
+                            (funcall settle (if (eq status 'ok)
+                                                (list :result (plist-get value :text))
+                                              (list :result (cadr value) :status 'error)))))))
+         (setq cancel (lambda () (mevedel-remote-helper-cancel helper id)))))
+     (lambda ()
+       (unless settled
+         (setq cancel (mevedel-remote--fallback tool path directory query timeout-ms settle)))))
     (lambda () (funcall cancel) (funcall settle (list :result "Cancelled." :status 'error)))))
 
 ;;;; ApplyPatch's writes

@@ -117,6 +117,9 @@ results name it."
       (signal 'mevedel-core-resource-error (list "Read: `file_path' is required")))
      (t (cons (expand-file-name (or value default-directory)) (or value ""))))))
 
+(defconst mevedel-tool-fs--local-media "\\.\\(?:png\\|jpe?g\\|gif\\|webp\\|pdf\\)\\'"
+  "Remote files Read copies here: the module renders images and PDFs.")
+
 (defun mevedel-tool-fs--remote-copy (file display)
   "Return a local temporary copy of the remote FILE, named DISPLAY in errors.
 A remote directory, a missing file or one over
@@ -149,7 +152,7 @@ copying the rest.  Nil for a binary file, an image or a PDF, and with
      ((and buffer (buffer-modified-p buffer) mevedel-tool-fs-read-unsaved-buffers)
       (mevedel-tool-fs--buffer-text buffer))
      ((or (mevedel-tool-fs--value args :pages) (mevedel-tool-fs--value args :mode)
-          (string-match-p "\\.\\(?:png\\|jpe?g\\|gif\\|webp\\|pdf\\)\\'" file))
+          (string-match-p mevedel-tool-fs--local-media file))
       nil)
      (t (pcase-let ((`(,text . ,complete)
                      (mevedel-remote-read-text
@@ -410,7 +413,51 @@ Return a function that cancels the read."
    (lambda () (mevedel-tool-fs--read callback args))))
 
 (defun mevedel-tool-fs--read (callback args)
-  "Read as `mevedel-tool-fs-read' with CALLBACK and ARGS, TRAMP being free."
+  "Read as `mevedel-tool-fs-read' with CALLBACK and ARGS, TRAMP being free.
+A page of a remote text file is read by the helper on its host
+\(`mevedel-remote-read-page'): one request, whatever the file's size.
+A modified buffer visiting it, media and PDFs go the local way, as
+does everything when the helper cannot run there."
+  (mevedel-tool-fs--guard
+   callback
+   (lambda ()
+     (pcase-let* ((`(,target . ,display) (mevedel-tool-fs--target "Read" :file_path args))
+                  ;; TARGET is expanded: compared as `get-file-buffer'
+                  ;; would, without its TRAMP name handling.
+                  (buffer (and (stringp target)
+                               (cl-find target (buffer-list) :key #'buffer-file-name
+                                        :test #'equal))))
+       (if (or (not (and (stringp target) (mevedel-remote-p target)))
+               (and buffer (buffer-modified-p buffer) mevedel-tool-fs-read-unsaved-buffers)
+               (mevedel-tool-fs--value args :pages) (mevedel-tool-fs--value args :mode)
+               (string-match-p mevedel-tool-fs--local-media target))
+           (mevedel-tool-fs--read-here callback args)
+         (let* ((directory default-directory)
+                (cancel nil)
+                (settled nil)
+                (settle (lambda (result)
+                          (unless settled (setq settled t) (funcall callback result)))))
+           (mevedel-remote-read-page
+            target display
+            (list :offset (mevedel-tool-fs--value args :offset)
+                  :limit (mevedel-tool-fs--value args :limit)
+                  :char-offset (mevedel-tool-fs--value args :char_offset))
+            (lambda (status value)
+              (funcall settle (if (eq status 'ok)
+                                  (mevedel-tool-fs--outcome value)
+                                (list :result (cadr value) :status 'error))))
+            (lambda ()
+              (unless settled
+                (let ((default-directory directory))
+                  (setq cancel (mevedel-tool-fs--read-here settle args))))))
+           (lambda ()
+             (when cancel (funcall cancel))
+             (funcall settle (list :result "Cancelled." :status 'error)))))))))
+
+(defun mevedel-tool-fs--read-here (callback args)
+  "Read as `mevedel-tool-fs--read' with CALLBACK and ARGS, on this machine.
+A remote file's page is fetched by byte ranges (or the file copied)
+through TRAMP."
   (mevedel-tool-fs--guard
    callback
    (lambda ()

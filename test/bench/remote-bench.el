@@ -1,4 +1,4 @@
-;;; remote-bench.el --- Grep and Read on a remote host through the helper  -*- lexical-binding: t; -*-
+;;; remote-bench.el --- Grep and Read tools on a remote workspace  -*- lexical-binding: t; -*-
 
 ;;; Commentary:
 
@@ -6,17 +6,23 @@
 ;; the remote host.  A generated tree of about 60 MB (deterministic
 ;; text, a .git directory, deleted afterwards) is searched there:
 ;;
-;; - remote-grep-60mb: Grep in content mode through the remote helper,
-;;   started once as a session's first remote call starts it, from the
-;;   call to the result text in Lisp; peer: `ssh HOST rg -n PATTERN DIR'
-;;   with a fresh ssh each time, as a user would type it.  The bytes
-;;   that cross the connection for our Grep are counted and must stay
-;;   under 10% of the tree's.
-;; - remote-read-roundtrip: a Read of a small remote file through the
-;;   helper; peer: TRAMP's own `insert-file-contents' of it over the
-;;   same (already open) connection.
+;; - remote-grep-60mb: the Grep tool's handler in content mode, in a
+;;   session whose workspace is the remote tree, from the call to its
+;;   result; the helper is loaded and started by a first (untimed) call,
+;;   as a session's first remote call starts it.  Peer: `ssh HOST rg -n
+;;   PATTERN DIR' with a fresh ssh each time, as a user would type it.
+;;   Goal: peer/ours >= 0.67, and under 10% of the tree's bytes crossing
+;;   the connection (counted at the helper's process).
+;; - remote-read-roundtrip: the Read tool's handler on a small remote
+;;   file.  Goal: at most 2 ssh round trips' time, one round trip being
+;;   a helper request that does nothing (a cancel of no request) over
+;;   the same open connection in the same run, printed on a line of its
+;;   own (remote-helper-rtt).  Peer: TRAMP's own `insert-file-contents'
+;;   of the file over its (already open) connection.
 ;;
-;; Both fail the run when the results differ or a goal is missed.
+;; Both fail the run when the results differ or a goal is missed by more
+;; than a noisy 2-core machine explains (25%, and for the Read a
+;; millisecond of scheduling).
 
 ;;; Code:
 
@@ -27,6 +33,7 @@
 (require 'cl-lib)
 (require 'mevedel-core)
 (require 'mevedel-remote-helper)
+(require 'mevedel-tool-fs)
 (require 'mevedel-sshd)
 (require 'mevedel-bench-lib)
 
@@ -76,6 +83,17 @@
                                    (setq result (cons (- (float-time) start) value))))))
     (remote-bench--wait (lambda () result))))
 
+(defun remote-bench--tool (handler args directory)
+  "Run the tool HANDLER on ARGS in DIRECTORY; return (SECONDS . RESULT-TEXT)."
+  (let* ((result nil)
+         (default-directory directory)
+         (start (float-time)))
+    (funcall handler (lambda (r) (setq result (cons (- (float-time) start) r))) args)
+    (remote-bench--wait (lambda () result))
+    (when (eq (plist-get (cdr result) :status) 'error)
+      (error "%s failed: %s" handler (plist-get (cdr result) :result)))
+    (cons (car result) (plist-get (cdr result) :result))))
+
 (defun remote-bench--ssh-rg (sshd dir)
   "Run `ssh HOST rg' for the pattern on DIR; return (SECONDS . LINES)."
   (with-temp-buffer
@@ -101,60 +119,73 @@
           (remote-bench--make-tree dir 2000 30000)
           (let* ((tree-bytes (* 2000 30000))
                  (remote-dir (mevedel-sshd-file sshd dir))
-                 (conn (let (c)
-                         (mevedel-remote-helper-ensure remote-dir (lambda (x) (setq c x)))
-                         (remote-bench--wait (lambda () c)))))
-            (when (eq (car-safe conn) :error) (error "%s" (cadr conn)))
-            ;; Grep
-            (let* ((counted (remote-bench--counting conn))
-                   (options (list :pattern remote-bench--pattern :output-mode "content"
-                                  :line-numbers t))
-                   (ours (cl-loop repeat 5 collect
-                                  (remote-bench--call #'mevedel-remote-helper-grep conn
-                                                      (list :path dir :display "" :options options))))
-                   (bytes (/ (car counted) 5))
-                   (lines (plist-get (cdar ours) :total))
-                   (peer (cl-loop repeat 5 collect (remote-bench--ssh-rg sshd dir))))
-              (unless (= lines (cdar peer))
-                (error "remote-grep-60mb: ours found %d lines, ssh rg %d" lines (cdar peer)))
-              (when (>= bytes (/ tree-bytes 10))
-                (error "remote-grep-60mb: %d bytes crossed, 10%% of the tree is %d"
-                       bytes (/ tree-bytes 10)))
-              (mevedel-bench-describe
-               "Grep -n %S (content mode, %d lines) over 2,000 files / %.0f MB on sshd at 127.0.0.1 through the remote helper (started once), median of 5; %d bytes (%.3f%% of the tree) crossed per Grep; peer: a fresh `ssh HOST rg -n` each time"
-               remote-bench--pattern lines (/ tree-bytes 1e6) bytes (/ (* 100.0 bytes) tree-bytes))
-              (mevedel-bench-report "remote-grep-60mb"
-                                    (* 1000 (mevedel-bench-percentile (mapcar #'car ours) 50)) "ms"
-                                    "ssh-rg" (* 1000 (mevedel-bench-percentile (mapcar #'car peer) 50))))
-            ;; Read
-            (let* ((file (expand-file-name "small.txt" dir))
-                   (remote-file (mevedel-sshd-file sshd file)))
-              (with-temp-file file
-                (dotimes (i 40) (insert (format "line %d of a small file\n" i))))
-              (let* ((ours (cl-loop repeat 20 collect
-                                    (remote-bench--call #'mevedel-remote-helper-read conn file
-                                                        '(:display "small.txt"))))
-                     (peer (cl-loop repeat 20 collect
-                                    (with-temp-buffer
-                                      (let ((start (float-time)))
-                                        (insert-file-contents remote-file)
-                                        (cons (- (float-time) start) (buffer-string))))))
-                     (rtt (cl-loop repeat 20 collect
-                                   (car (remote-bench--call #'mevedel-remote-helper--call
-                                                            conn "cancel" '(:target 0))))))
-                (unless (string-search "line 39 of a small file"
-                                       (plist-get (cdar ours) :text))
-                  (error "remote-read-roundtrip: the Read lacks the file's text"))
-                (let ((ours-ms (* 1000 (mevedel-bench-percentile (mapcar #'car ours) 50)))
-                      (rtt-ms (* 1000 (mevedel-bench-percentile rtt 50))))
-                  (when (> ours-ms (* 2 (max rtt-ms 1.0)))
-                    (error "remote-read-roundtrip: %.2f ms, over 2 round trips (%.2f ms each)"
-                           ours-ms rtt-ms))
+                 (grep (list :pattern remote-bench--pattern :output_mode "content"
+                             :-n t :head_limit 0))
+                 (host (mevedel-remote-host remote-dir)))
+            ;; The session's first remote call loads and starts the helper.
+            (remote-bench--tool #'mevedel-tool-fs-grep grep remote-dir)
+            (let ((conn (gethash host mevedel-remote--helpers)))
+              (unless (mevedel-remote-helper--conn-p conn)
+                (error "The helper did not start on %s: %S" host conn))
+              ;; Grep
+              (let* ((counted (remote-bench--counting conn))
+                     (ours (cl-loop repeat 5 collect
+                                    (remote-bench--tool #'mevedel-tool-fs-grep grep remote-dir)))
+                     (bytes (/ (car counted) 5))
+                     (lines (length (split-string (cdar ours) "\n" t)))
+                     (peer (cl-loop repeat 5 collect (remote-bench--ssh-rg sshd dir)))
+                     (ours-ms (* 1000 (mevedel-bench-percentile (mapcar #'car ours) 50)))
+                     (peer-ms (* 1000 (mevedel-bench-percentile (mapcar #'car peer) 50))))
+                (unless (= lines (cdar peer))
+                  (error "remote-grep-60mb: ours found %d lines, ssh rg %d" lines (cdar peer)))
+                (when (>= bytes (/ tree-bytes 10))
+                  (error "remote-grep-60mb: %d bytes crossed, 10%% of the tree is %d"
+                         bytes (/ tree-bytes 10)))
+                (when (< (/ peer-ms ours-ms) (* 0.67 0.75))
+                  (error "remote-grep-60mb: %.0f ms, ssh rg %.0f ms: ratio under 0.67 by more \
+than noise" ours-ms peer-ms))
+                (mevedel-bench-describe
+                 "The Grep tool, -n %S (content mode, %d lines), in a workspace of 2,000 files / %.0f MB on sshd at 127.0.0.1, through the remote helper (started by a first call), median of 5; %d bytes (%.3f%% of the tree) crossed per Grep; peer: a fresh `ssh HOST rg -n` each time"
+                 remote-bench--pattern lines (/ tree-bytes 1e6) bytes (/ (* 100.0 bytes) tree-bytes))
+                (mevedel-bench-report "remote-grep-60mb" ours-ms "ms" "ssh-rg" peer-ms))
+              ;; Read
+              (let* ((file (expand-file-name "small.txt" dir))
+                     (remote-file (mevedel-sshd-file sshd file)))
+                (with-temp-file file
+                  (dotimes (i 40) (insert (format "line %d of a small file\n" i))))
+                (let* ((ours (cl-loop repeat 20 collect
+                                      (remote-bench--tool #'mevedel-tool-fs-read
+                                                          '(:file_path "small.txt") remote-dir)))
+                       (rtt (cl-loop repeat 20 collect
+                                     (car (remote-bench--call #'mevedel-remote-helper--call
+                                                              conn "cancel" '(:target 0)))))
+                       (peer (cl-loop repeat 20 collect
+                                      (with-temp-buffer
+                                        (let ((start (float-time)))
+                                          (insert-file-contents remote-file)
+                                          (cons (- (float-time) start) (buffer-string))))))
+                       (ours-ms (* 1000 (mevedel-bench-percentile (mapcar #'car ours) 50)))
+                       (rtt-ms (* 1000 (mevedel-bench-percentile rtt 50))))
+                  (unless (string-search "line 39 of a small file" (cdar ours))
+                    (error "remote-read-roundtrip: the Read lacks the file's text"))
+                  (when (> ours-ms (+ 1.0 (* 1.25 2 rtt-ms)))
+                    (error "remote-read-roundtrip: %.2f ms, over 2 round trips (%.2f ms each) \
+by more than noise" ours-ms rtt-ms))
                   (mevedel-bench-describe
-                   "Read of a 1 KB file on sshd at 127.0.0.1 through the remote helper, median of 20, one helper round trip %.2f ms; peer: TRAMP's insert-file-contents over its open connection"
-                   rtt-ms)
-                  (mevedel-bench-report "remote-read-roundtrip" ours-ms "ms" "tramp-insert-file-contents"
-                                        (* 1000 (mevedel-bench-percentile (mapcar #'car peer) 50))))))))
+                   "One helper round trip (a request that does nothing) over the open connection to sshd at 127.0.0.1, median of 20")
+                  (mevedel-bench-report "remote-helper-rtt" rtt-ms "ms")
+                  (mevedel-bench-describe
+                   "The Read tool on a 1 KB file in a workspace on sshd at 127.0.0.1 (helper running), median of 20; goal: at most 2 round trips (%.2f ms); peer: TRAMP's insert-file-contents over its open connection"
+                   (* 2 rtt-ms))
+                  (mevedel-bench-report "remote-read-roundtrip" ours-ms "ms"
+                                        "tramp-insert-file-contents"
+                                        (* 1000 (mevedel-bench-percentile
+                                                 (mapcar #'car peer) 50))))))))
+      (maphash (lambda (_ conn)
+                 (when (mevedel-remote-helper--conn-p conn)
+                   (delete-process (mevedel-remote-helper--conn-process conn))))
+               mevedel-remote--helpers)
+      (clrhash mevedel-remote--helpers)
       (clrhash mevedel-remote-helper--connections)
       (delete-directory dir t)
       (delete-directory cache t))))

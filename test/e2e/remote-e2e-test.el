@@ -18,6 +18,7 @@
 (require 'mevedel-tool-fs)
 (require 'mevedel-tool-patch)
 (require 'mevedel-remote)
+(require 'mevedel-remote-helper)
 (require 'mevedel-session)
 (mevedel--load)
 
@@ -62,6 +63,9 @@ SSHD.  BODY runs; everything is removed afterwards."
     (should (= calls 1))
     result))
 
+(defvar mevedel-remote-test--results nil
+  "Every remote result `mevedel-remote-test--same' saw, newest first.")
+
 (defun mevedel-remote-test--same (handler args local remote)
   "Check HANDLER on ARGS answers in REMOTE as in LOCAL, names aside.
 ARGS may hold the symbol `ROOT', the workspace's absolute name."
@@ -73,6 +77,7 @@ ARGS may hold the symbol `ROOT', the workspace's absolute name."
                    (sort (split-string (string-replace root "ROOT/" (or text "")) "\n" t)
                          #'string<)
                    "\n"))))
+    (push (plist-get there :result) mevedel-remote-test--results)
     (should-not (eq (plist-get here :status) 'error))
     (should (equal (plist-get there :status) (plist-get here :status)))
     (should (equal (funcall clean (replace-regexp-in-string
@@ -81,10 +86,31 @@ ARGS may hold the symbol `ROOT', the workspace's absolute name."
                    (funcall clean (plist-get here :result) local)))
     (plist-get there :result)))
 
-(ert-deftest mevedel-remote:file-tools-answer-as-locally ()
-  (mevedel-remote-test--with (sshd local remote)
-    (ignore sshd)
-    (dolist (call `((,#'mevedel-tool-fs-glob (:pattern "**/*"))
+(defmacro mevedel-remote-test--helper (available &rest body)
+  "Run BODY with the remote helper AVAILABLE or not, from a fresh start.
+Unavailable is a host whose architecture has no helper binary here."
+  (declare (indent 1))
+  `(let ((mevedel-remote-helper-cache-directory
+          (file-name-as-directory (make-temp-file "mevedel-remote-cache-" t)))
+         (mevedel-remote-test--results nil))
+     (clrhash mevedel-remote--helpers)
+     (clrhash mevedel-remote--said-fallback)
+     (clrhash mevedel-remote-helper--connections)
+     (setq mevedel-remote-helper--told nil)
+     (cl-letf (((symbol-function 'mevedel-remote-helper--binary)
+                (if ,available (symbol-function 'mevedel-remote-helper--binary) #'ignore)))
+       (unwind-protect (progn ,@body)
+         (maphash (lambda (_ conn)
+                    (unless (eq (car-safe conn) :error)
+                      (delete-process (mevedel-remote-helper--conn-process conn))))
+                  mevedel-remote--helpers)
+         (clrhash mevedel-remote--helpers)
+         (clrhash mevedel-remote-helper--connections)
+         (delete-directory mevedel-remote-helper-cache-directory t)))))
+
+(defun mevedel-remote-test--file-tools (local remote)
+  "Check Glob, Grep and Read in REMOTE answer as in LOCAL."
+  (dolist (call `((,#'mevedel-tool-fs-glob (:pattern "**/*"))
                     (,#'mevedel-tool-fs-glob (:pattern "*.el" :path "src"))
                     (,#'mevedel-tool-fs-glob (:pattern "*.py" :path ROOT))
                     (,#'mevedel-tool-fs-grep (:pattern "foo"))
@@ -117,7 +143,47 @@ ARGS may hold the symbol `ROOT', the workspace's absolute name."
                                          #'mevedel-tool-fs-grep
                                          (list :pattern "foo" :path remote :output_mode "count")
                                          remote)
-                                      :result)))))
+                                      :result))))
+
+(ert-deftest mevedel-remote:file-tools-answer-as-locally-through-the-helper ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore sshd)
+    (mevedel-remote-test--helper t
+      (let ((ops nil))
+        (cl-letf* ((call (symbol-function 'mevedel-remote-helper--call))
+                   ((symbol-function 'mevedel-remote-helper--call)
+                    (lambda (conn op &rest rest)
+                      (push op ops)
+                      (apply call conn op rest))))
+          (mevedel-remote-test--file-tools local remote))
+        (should (equal (sort (delete-dups (delete "cancel" ops)) #'string<)
+                       '("glob" "grep" "read"))))
+      ;; The helper did the work: it runs, and nothing fell back to rg.
+      (should (mevedel-remote-helper--conn-p
+               (gethash (mevedel-remote-host remote) mevedel-remote--helpers)))
+      (should mevedel-remote-test--results)
+      (dolist (result mevedel-remote-test--results)
+        (should-not (string-search "(Searched with rg" result))))))
+
+(ert-deftest mevedel-remote:file-tools-answer-as-locally-without-the-helper ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore sshd)
+    (mevedel-remote-test--helper nil
+      (let ((messages nil))
+        (cl-letf* ((message-fn (symbol-function 'message))
+                   ((symbol-function 'message)
+                    (lambda (format &rest args)
+                      (when format (push (apply #'format-message format args) messages))
+                      (apply message-fn format args))))
+          (mevedel-remote-test--file-tools local remote))
+        (should (eq (car-safe (gethash (mevedel-remote-host remote) mevedel-remote--helpers))
+                    :error))
+        ;; Said once: one result and one message name the missing helper.
+        (should (= 1 (cl-count-if (lambda (result)
+                                    (string-search "(Searched with rg on" result))
+                                  mevedel-remote-test--results)))
+        (should (= 1 (cl-count-if (lambda (text) (string-search "No mevedel helper is built" text))
+                                  messages)))))))
 
 
 (ert-deftest mevedel-remote:session-state-stays-on-this-machine ()
@@ -287,9 +353,11 @@ Return (STATUS STDOUT STDERR SECONDS)."
 (ert-deftest mevedel-remote:headless-run-works-in-a-remote-workspace ()
   (mevedel-remote-test--with (sshd local remote)
     (ignore local)
-    (pcase-let ((`(,status ,stdout ,stderr ,_)
+    (pcase-let* ((cache (file-name-as-directory (make-temp-file "mevedel-remote-cache-" t)))
+                 (`(,status ,stdout ,stderr ,_)
                  (mevedel-remote-test--headless
                   sshd remote
+                  :settings `((setq mevedel-remote-helper-cache-directory ,cache))
                   :args '("-p" "Edit b.el" "--permission-mode" "full-auto" "--timeout" "40")
                   :steps `(((tool_calls
                              . [((name . "Read") (arguments . ((file_path . "src/b.el"))))
@@ -310,7 +378,11 @@ Return (STATUS STDOUT STDERR SECONDS)."
                        '("success" "success" "success" "success")))
         (should (string-search "foo one" (alist-get 'result_preview (nth 0 calls))))
         (should (string-search "src/b.el:1:foo one" (alist-get 'result_preview (nth 1 calls))))
-        (should (string-search "src/deep/c.py" (alist-get 'result_preview (nth 2 calls)))))
+        (should (string-search "src/deep/c.py" (alist-get 'result_preview (nth 2 calls))))
+        ;; The first remote call loaded the helper, shipped it and searched with it.
+        (should-not (string-search "Searched with rg" (alist-get 'result_preview (nth 1 calls))))
+        (should (directory-files cache nil "\\`mevedel-remote-[0-9a-f]+\\'"))
+        (delete-directory cache t))
       (should (equal (mevedel-remote-test--text (expand-file-name "src/b.el" remote))
                      "foo one\nedited remotely\nfoo two\n"))
       ;; The session was saved here, keyed by host and path.
