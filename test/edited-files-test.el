@@ -41,13 +41,6 @@
     (mevedel-test-wait-until box 20)
     (car box)))
 
-(defun edited-files-test--update (chat)
-  "Return CHAT's edited-files update once its diffs are made, as before a request."
-  (let* ((ready nil)
-         (stop (mevedel-edited-files-prepare chat (lambda () (setq ready t)))))
-    (when stop (mevedel-test-wait-until ready 20))
-    (mevedel-edited-files-update chat)))
-
 (defun edited-files-test--write (chat text)
   "Write TEXT to a.txt of CHAT's workspace, as another program would."
   (with-temp-file (expand-file-name "a.txt" (mevedel-chat-root chat))
@@ -59,7 +52,7 @@
     (edited-files-test--call chat "Read" '(:file_path "a.txt"))
     (should-not (mevedel-edited-files-update chat))
     (edited-files-test--write chat "one\nTWO\nthree\n")
-    (let ((blocks (edited-files-test--update chat)))
+    (let ((blocks (mevedel-test-edited-files-update chat)))
       (should (= (length blocks) 1))
       (should (string-prefix-p "<context-update component=\"edited-files\">" (car blocks)))
       (should (string-search "a.txt was changed:\n--- a.txt\n+++ a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three"
@@ -85,7 +78,7 @@
     (with-current-buffer (find-file-noselect (expand-file-name "a.txt" (mevedel-chat-root chat)))
       (goto-char (point-max))
       (insert "four\n"))
-    (should (string-search "+four" (car (edited-files-test--update chat))))))
+    (should (string-search "+four" (car (mevedel-test-edited-files-update chat))))))
 
 ;; Issue 42 item 1: one update's diffs share a budget; a file whose diff
 ;; does not fit is named with a pointer to Read it, not cut.
@@ -99,7 +92,7 @@
       (with-temp-file big
         (insert (mapconcat (lambda (n) (format "LINE %d\n" n)) (number-sequence 1 3000) "")))
       (edited-files-test--write chat "one\nTWO\nthree\n")
-      (let ((block (car (edited-files-test--update chat))))
+      (let ((block (car (mevedel-test-edited-files-update chat))))
         (should (< (length block) (+ mevedel-edited-files-budget 1000)))
         (should (string-search "-two\n+TWO" block))
         (should (string-search "big.txt was changed; its diff is left out" block))
@@ -165,7 +158,7 @@
           (insert "four\n")
           (let ((inhibit-message t)) (save-buffer)))
         (mevedel-test-wait-until box 20))
-      (let ((block (car (edited-files-test--update chat))))
+      (let ((block (car (mevedel-test-edited-files-update chat))))
         (should (string-search "a.txt was changed" block))
         (should (string-search "+four" block))
         ;; The command's own write to b.txt is not announced.
@@ -180,7 +173,7 @@
       (remhash chat mevedel-edited-files--read)
       (should-not (mevedel-edited-files-update chat))
       (mevedel-edited-files-restore chat saved)
-      (should (string-search "+3" (car (edited-files-test--update chat)))))))
+      (should (string-search "+3" (car (mevedel-test-edited-files-update chat)))))))
 
 (provide 'edited-files-test)
 ;;; edited-files-test.el ends here

@@ -22,6 +22,8 @@
 (declare-function mevedel-chat-data-buffer "mevedel-chat")
 (declare-function mevedel-chat-name "mevedel-chat")
 (declare-function mevedel-pipeline-run-tool "mevedel-pipeline")
+(declare-function mevedel-edited-files-prepare "mevedel-edited-files")
+(declare-function mevedel-edited-files-update "mevedel-edited-files")
 (declare-function mevedel-tool-get "mevedel-tool-registry")
 (declare-function mevedel-render-data-extract "mevedel-render-data")
 (defvar mevedel-permissions-rules)
@@ -252,6 +254,13 @@ and the mail counts as read."
     (goto-char mevedel-view--panel)
     (should (search-forward (concat "[" label "]") mevedel-view--separator t))
     (push-button (match-beginning 0))))
+
+(defun mevedel-test-edited-files-update (chat)
+  "Return CHAT's edited-files update once its diffs are made, as before a request."
+  (let* ((ready nil)
+         (stop (mevedel-edited-files-prepare chat (lambda () (setq ready t)))))
+    (when stop (mevedel-test-wait-until ready 20))
+    (mevedel-edited-files-update chat)))
 
 (provide 'mevedel-test-helpers)
 ;;; mevedel-test-helpers.el ends here

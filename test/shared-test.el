@@ -201,7 +201,7 @@
   (shared-test--with chat
     (shared-test--create chat)
     (shared-test--call chat "Read" :file_path "shared://plan")
-    (should-not (mevedel-edited-files-update chat))
+    (should-not (mevedel-test-edited-files-update chat))
     (with-current-buffer (shared-test--buffer chat)
       (goto-char (point-min))
       (search-forward "second step")
@@ -209,18 +209,18 @@
       (goto-char (point-min))
       (search-forward "Plan")
       (mevedel-shared-comment "Call it Roadmap?"))
-    (let ((update (car (mevedel-edited-files-update chat))))
+    (let ((update (car (mevedel-test-edited-files-update chat))))
       (should (string-search "shared://plan was changed" update))
       (should (string-search "+" update))
       (should (string-search "second step, by the user" update))
       (should (string-search "Call it Roadmap?" update)))
-    (should-not (mevedel-edited-files-update chat))
+    (should-not (mevedel-test-edited-files-update chat))
     ;; The model's own edit is not announced back to it.
     (let ((para (shared-test--hash (shared-test--call chat "Read" :file_path "shared://plan")
                                    "The service")))
       (shared-test--call chat "SharedEdit" :id "plan"
                          :edits (vector (list :op "replace" :hash para :text "Mine."))))
-    (should-not (mevedel-edited-files-update chat))))
+    (should-not (mevedel-test-edited-files-update chat))))
 
 (ert-deftest shared-test-addresses-missing-items-and-export ()
   "Bad identities are refused, missing items unavailable; export writes the text."
@@ -458,13 +458,13 @@ What about caching?
            (db (shared-test--board-hash overview "db"))
            (handle (shared-test--board-handle chat))
            (key (concat (mevedel-session-id (mevedel-chat-session chat)) "/arch")))
-      (should-not (mevedel-edited-files-update chat))
+      (should-not (mevedel-test-edited-files-update chat))
       ;; What the host does for a page: apply, store the comment, post events.
       (mevedel-core-shared-board-edit
        handle (json-serialize (vector (list :op "update" :hash db :set (list :x 500)))) "user")
       (mevedel-core-shared-board-discuss handle "db" "user" "Should this be Postgres?")
       (mevedel-shared--board-event (list key :author "user" :ids '("db")))
-      (let ((update (car (mevedel-edited-files-update chat))))
+      (let ((update (car (mevedel-test-edited-files-update chat))))
         (should (string-search "shared://arch was changed" update))
         (should (string-search "x=500" update))
         (should (string-search "Should this be Postgres?" update)))
