@@ -110,6 +110,7 @@ an exit or 60 s without the line fails the test with the output."
               (with-timeout (20 (ert-fail (list "no shared-changed event for" drawn changed)))
                 (while (not (cl-some (lambda (d) (member drawn (plist-get (cdr d) :ids))) changed))
                   (accept-process-output nil 0.05)))
+              (process-send-string proc "CHECKED\n")
               (should (equal (car (car changed)) "test/browser"))
               (should (string-match-p (format "^[0-9a-f]\\{8\\} %s rectangle " (regexp-quote drawn))
                                       (mevedel-core-shared-board-overview board)))

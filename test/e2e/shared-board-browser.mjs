@@ -3,7 +3,8 @@
 // NODE_MODULES URL PROFILE-DIR. It talks to the test over stdio: it
 // prints READY, then waits for "EDITED ID" (the model's edit through
 // the seam), prints SEEN ID when the page shows it, draws a rectangle
-// by clicks and prints DRAWN ID, checks that a wrong token and a wrong
+// by clicks and prints DRAWN ID, waits for a line (the test saw it
+// arrive), checks that a wrong token and a wrong
 // Origin are refused (REFUSED token|origin STATUS) and prints DONE.
 // Any failure prints FAIL and a reason, and exits nonzero. With a
 // fourth argument "hold" (the bench), it only prints READY and keeps
@@ -88,6 +89,9 @@ try {
       .find((e) => e.type === "rectangle" && !before.includes(e.id))?.id,
     before, { timeout });
   say(`DRAWN ${await drawn.jsonValue()}`);
+  // The page sends its edit after a debounce: leaving it before the test
+  // saw the edit arrive would lose it.
+  await lines.next();
 
   const wrongToken = url.replace(/token=[0-9a-f]+/, "token=" + "0".repeat(32));
   const refused = await page.goto(wrongToken);
