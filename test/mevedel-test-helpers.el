@@ -262,5 +262,23 @@ and the mail counts as read."
     (when stop (mevedel-test-wait-until ready 20))
     (mevedel-edited-files-update chat)))
 
+(defun mevedel-test-browser-wait (proc output regexp)
+  "Wait until the browser driver PROC printed a line matching REGEXP.
+Return the match's first group.  OUTPUT is a function returning what
+PROC printed so far.  A FAIL line, an exit or 60 s without the line
+fails the test with the output and PROC's `stderr' buffer, if any."
+  (let ((deadline (+ (float-time) 60)))
+    (while (not (or (string-match regexp (funcall output))
+                    (string-match-p "^FAIL" (funcall output))
+                    (not (process-live-p proc))
+                    (> (float-time) deadline)))
+      (accept-process-output nil 0.05))
+    (if (string-match regexp (funcall output))
+        (match-string 1 (funcall output))
+      (let ((stderr (process-get proc 'stderr)))
+        (ert-fail (list "browser driver" regexp (funcall output)
+                        (and (buffer-live-p stderr)
+                             (with-current-buffer stderr (buffer-string)))))))))
+
 (provide 'mevedel-test-helpers)
 ;;; mevedel-test-helpers.el ends here

@@ -24,21 +24,6 @@
   (expand-file-name "test/e2e/shared-board-browser.mjs" mevedel-test-root)
   "The browser driver script.")
 
-(defun shared-browser--wait (proc output regexp)
-  "Wait until the driver PROC printed a line matching REGEXP; return the match.
-OUTPUT is a function returning what PROC printed so far.  A FAIL line,
-an exit or 60 s without the line fails the test with the output."
-  (let ((deadline (+ (float-time) 60)))
-    (while (not (or (string-match regexp (funcall output))
-                    (string-match-p "^FAIL" (funcall output))
-                    (not (process-live-p proc))
-                    (> (float-time) deadline)))
-      (accept-process-output nil 0.05))
-    (if (string-match regexp (funcall output))
-        (match-string 1 (funcall output))
-      (ert-fail (list "browser driver" regexp (funcall output)
-                      (with-current-buffer (process-get proc 'stderr) (buffer-string)))))))
-
 (defun shared-browser--hash (board id)
   "Return the hash of element ID in BOARD's overview."
   (let ((overview (mevedel-core-shared-board-overview board)))
@@ -82,7 +67,7 @@ an exit or 60 s without the line fails the test with the output."
                         :stderr stderr
                         :filter (lambda (_ s) (setq out (concat out s)))))
             (process-put proc 'stderr stderr)
-            (shared-browser--wait proc output "^\\(READY\\)$")
+            (mevedel-test-browser-wait proc output "^\\(READY\\)$")
             (should (string-match-p ", 1 page(s) open"
                                     (mevedel-core-shared-board-overview board)))
             ;; The model's edit, through the seam, reaches the page.
@@ -98,7 +83,7 @@ an exit or 60 s without the line fails the test with the output."
                             (lambda (cb) (mevedel-core-shared-board-synced board cb)))
                            '(:pages 1)))
             (process-send-string proc "EDITED model1\n")
-            (shared-browser--wait proc output "^SEEN \\(model1\\)$")
+            (mevedel-test-browser-wait proc output "^SEEN \\(model1\\)$")
             ;; An open page draws view.png with Excalidraw itself.
             (let ((png (shared-browser--await
                         (lambda (cb) (mevedel-core-shared-board-render board cb)))))
@@ -106,7 +91,7 @@ an exit or 60 s without the line fails the test with the output."
               (should (> (plist-get png :width) 100))
               (should (string-prefix-p "iVBORw0KGgo" (plist-get png :png))))
             ;; A rectangle drawn by clicks reaches the board.
-            (let ((drawn (shared-browser--wait proc output "^DRAWN \\([A-Za-z0-9_-]+\\)$")))
+            (let ((drawn (mevedel-test-browser-wait proc output "^DRAWN \\([A-Za-z0-9_-]+\\)$")))
               (with-timeout (20 (ert-fail (list "no shared-changed event for" drawn changed)))
                 (while (not (cl-some (lambda (d) (member drawn (plist-get (cdr d) :ids))) changed))
                   (accept-process-output nil 0.05)))
@@ -122,10 +107,10 @@ an exit or 60 s without the line fails the test with the output."
               (should-not (string-match-p "user: .*model1"
                                           (mevedel-core-shared-board-history board))))
             ;; Strangers are refused; the page's own origin is not.
-            (should (equal (shared-browser--wait proc output "^REFUSED token \\([0-9]+\\)$") "403"))
-            (should (equal (shared-browser--wait proc output "^REFUSED origin \\([0-9]+\\)$") "403"))
-            (should (equal (shared-browser--wait proc output "^ACCEPTED origin \\([0-9]+\\)$") "101"))
-            (shared-browser--wait proc output "^\\(DONE\\)$")
+            (should (equal (mevedel-test-browser-wait proc output "^REFUSED token \\([0-9]+\\)$") "403"))
+            (should (equal (mevedel-test-browser-wait proc output "^REFUSED origin \\([0-9]+\\)$") "403"))
+            (should (equal (mevedel-test-browser-wait proc output "^ACCEPTED origin \\([0-9]+\\)$") "101"))
+            (mevedel-test-browser-wait proc output "^\\(DONE\\)$")
             (with-timeout (10 (ert-fail "the browser driver did not exit"))
               (while (process-live-p proc) (accept-process-output nil 0.05)))
             (should (eq (process-exit-status proc) 0)))

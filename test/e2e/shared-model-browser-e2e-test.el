@@ -18,19 +18,6 @@
 (require 'mevedel)
 (require 'mevedel-tool-editing)
 
-(defun shared-model-browser--wait (proc output regexp)
-  "Wait until the driver PROC printed a line matching REGEXP; return group 1.
-OUTPUT is a function returning what PROC printed so far."
-  (let ((deadline (+ (float-time) 60)))
-    (while (not (or (string-match regexp (funcall output))
-                    (string-match-p "^FAIL" (funcall output))
-                    (not (process-live-p proc))
-                    (> (float-time) deadline)))
-      (accept-process-output nil 0.05))
-    (if (string-match regexp (funcall output))
-        (match-string 1 (funcall output))
-      (ert-fail (list "browser driver" regexp (funcall output))))))
-
 (defun shared-model-browser--call (chat name &rest args)
   "Run tool NAME with ARGS in CHAT through the pipeline; return its result text."
   (mevedel-test-run-tool chat name (format "toolu_%d" (random 100000000)) args t))
@@ -69,7 +56,7 @@ OUTPUT is a function returning what PROC printed so far."
                             :command (list "node" driver modules url profile)
                             :stderr stderr
                             :filter (lambda (_ s) (setq out (concat out s)))))
-                (shared-model-browser--wait proc output "^\\(READY\\)$")
+                (mevedel-test-browser-wait proc output "^\\(READY\\)$")
                 (let ((overview (shared-model-browser--call chat "Read"
                                                             :file_path "shared://arch")))
                   (should (string-match "\t\\([0-9a-f]\\{8\\}\\) model1 " overview))
@@ -80,8 +67,8 @@ OUTPUT is a function returning what PROC printed so far."
                             :edits (vector (list :op "update" :hash (match-string 1 overview)
                                                  :set (list :x 640)))))))
                 (process-send-string proc "EDITED model1\n")
-                (shared-model-browser--wait proc output "^SEEN \\(model1\\)$")
-                (let ((drawn (shared-model-browser--wait proc output
+                (mevedel-test-browser-wait proc output "^SEEN \\(model1\\)$")
+                (let ((drawn (mevedel-test-browser-wait proc output
                                                          "^DRAWN \\([A-Za-z0-9_-]+\\)$")))
                   ;; Saved with the session as it arrives, and told to the model.
                   (with-timeout (20 (ert-fail (list "the drawing was not saved" drawn)))
@@ -94,7 +81,7 @@ OUTPUT is a function returning what PROC printed so far."
                     (should (string-match-p (concat "\\+[0-9a-f]\\{8\\} " (regexp-quote drawn)
                                                     " rectangle")
                                             update))))
-                (shared-model-browser--wait proc output "^\\(DONE\\)$"))
+                (mevedel-test-browser-wait proc output "^\\(DONE\\)$"))
             (when (process-live-p proc)
               (delete-process proc)
               ;; Chromium leaves its profile when its driver is gone.
