@@ -86,10 +86,21 @@ fn draw(svg: &[u8], req: &Request) -> Result<RgbImage, String> {
         ((w * scale).round() as u32).clamp(1, side),
         ((h * scale).round() as u32).clamp(1, side),
     );
+    on_white(&tree, scale, pw, ph)
+}
+
+/// TREE drawn at SCALE on a white PW x PH picture (a model reads a
+/// transparent background as black), or why it cannot be.
+pub(crate) fn on_white(
+    tree: &usvg::Tree,
+    scale: f32,
+    pw: u32,
+    ph: u32,
+) -> Result<RgbImage, String> {
     let mut pixmap = Pixmap::new(pw, ph).ok_or("its size is not drawable")?;
     pixmap.fill(Color::WHITE);
     resvg::render(
-        &tree,
+        tree,
         Transform::from_scale(scale, scale),
         &mut pixmap.as_mut(),
     );

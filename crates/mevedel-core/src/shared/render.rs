@@ -6,8 +6,7 @@
 use std::fmt::Write;
 use std::io::Cursor;
 
-use image::{ImageFormat, RgbImage};
-use resvg::tiny_skia::{Color, Pixmap, Transform};
+use image::ImageFormat;
 use resvg::usvg;
 use serde_json::{Map, Value};
 
@@ -225,20 +224,7 @@ pub fn png(state: &State) -> Result<(Vec<u8>, u32, u32)> {
         ((w as f32 * scale).round() as u32).max(1),
         ((h as f32 * scale).round() as u32).max(1),
     );
-    let mut pixmap = Pixmap::new(pw, ph).ok_or_else(|| fail("its size is not drawable".into()))?;
-    pixmap.fill(Color::WHITE);
-    resvg::render(
-        &tree,
-        Transform::from_scale(scale, scale),
-        &mut pixmap.as_mut(),
-    );
-    let rgb: Vec<u8> = pixmap
-        .data()
-        .chunks_exact(4)
-        .flat_map(|p| [p[0], p[1], p[2]])
-        .collect();
-    let image =
-        RgbImage::from_raw(pw, ph, rgb).ok_or_else(|| fail("its pixels do not fit".into()))?;
+    let image = crate::media::svg::on_white(&tree, scale, pw, ph).map_err(fail)?;
     let mut bytes = Cursor::new(Vec::new());
     image
         .write_to(&mut bytes, ImageFormat::Png)
