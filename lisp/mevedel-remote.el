@@ -123,21 +123,51 @@ would make names the user never typed."
   "Return TEXT made safe as one file name component."
   (replace-regexp-in-string "[^A-Za-z0-9._@#-]" "_" text))
 
+(defun mevedel-remote--proxy (vec)
+  "Return the TRAMP name of the hop TRAMP goes through to reach VEC, or nil.
+The first match in `tramp-default-proxies-alist', as TRAMP picks it."
+  (cl-loop for (host user proxy) in tramp-default-proxies-alist
+           when (and (string-match-p (or (eval host t) "") (or (tramp-file-name-host-port vec) ""))
+                     (string-match-p (or (eval user t) "") (or (tramp-file-name-user-domain vec) "")))
+           return (when-let* ((proxy (eval proxy t)))
+                    (substring-no-properties
+                     (format-spec proxy (format-spec-make
+                                         ?u (or (tramp-file-name-user vec) "")
+                                         ?h (or (tramp-file-name-host vec) "")))))))
+
+(defun mevedel-remote--route (file)
+  "Return the hops TRAMP goes through before reaching FILE's host, or nil.
+One string, the last hop first; nil for a direct connection.  A
+multi-hop name loses its hops as soon as it is expanded (TRAMP keeps
+them as proxies of its last hop, in `tramp-default-proxies-alist'),
+so both spellings of a name get the same route.  Hops that lead back
+to a host already on the way (/ssh:a|ssh:a:) would have TRAMP loop
+forever without a word: signal `mevedel-remote-unreachable' instead."
+  (let ((target (tramp-dissect-file-name (expand-file-name file)))
+        (hops nil))
+    (while-let ((proxy (mevedel-remote--proxy target)))
+      (when (member proxy hops)
+        (mevedel-remote--unreachable
+         file (format "its hops lead back to %s, which TRAMP would follow forever" proxy)))
+      (push proxy hops)
+      (setq target (tramp-dissect-file-name proxy)))
+    (and hops (string-join (nreverse hops) "|"))))
+
 (defun mevedel-remote-state-root (workspace)
   "Return the local directory keeping the remote WORKSPACE's sessions' state.
-The host key says method, user, host and port; the path key is
-readable, with a hash of the exact path so that two paths never meet."
-  (let* ((vec (tramp-dissect-file-name workspace))
+The host key says method, user, host and port, and a hash of the hops
+on the way (`mevedel-remote--route'): the same host behind two
+gateways is two hosts.  The path key is readable, with a hash of the
+exact path so that two paths never meet."
+  (let* ((vec (tramp-dissect-file-name (expand-file-name workspace)))
+         (route (mevedel-remote--route workspace))
          (path (directory-file-name (mevedel-remote-local-name workspace)))
          (host (mevedel-remote--key
                 (concat (tramp-file-name-method vec) "-"
                         (if-let* ((user (tramp-file-name-user vec))) (concat user "@") "")
                         (tramp-file-name-host vec)
                         (if-let* ((port (tramp-file-name-port vec))) (concat "#" port) "")
-                        ;; A multi-hop name: the hops matter too.
-                        (if-let* ((hop (tramp-file-name-hop vec)))
-                            (concat "-" (substring (md5 hop) 0 8))
-                          ""))))
+                        (if route (concat "-" (substring (md5 route) 0 8)) ""))))
          (name (concat (mevedel-remote--key (string-trim (if (equal path "") "root" path) "/+" ""))
                        "-" (substring (md5 path) 0 10))))
     (file-name-as-directory
@@ -282,6 +312,8 @@ Return FUNCTION's value.  A local FILE just calls FUNCTION."
   "Reach DIRECTORY's host and check DIRECTORY is a directory there.
 Signal `mevedel-remote-unreachable' naming the host when it cannot be
 reached in time, or a `file-error' when DIRECTORY is not a directory."
+  ;; Hops that loop would hang TRAMP's first call for good.
+  (mevedel-remote--route directory)
   ;; Nothing else runs yet: TRAMP may let timers run while it logs in,
   ;; so that `mevedel-remote-call''s time limit holds for a host that
   ;; accepts the connection and never answers.
