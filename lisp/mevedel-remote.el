@@ -124,7 +124,7 @@ would make names the user never typed."
   (replace-regexp-in-string "[^A-Za-z0-9._@#-]" "_" text))
 
 (defun mevedel-remote--proxy (vec)
-  "Return the TRAMP name of the hop TRAMP goes through to reach VEC, or nil.
+  "Return the TRAMP name of the hop before VEC's host on the way, or nil.
 The first match in `tramp-default-proxies-alist', as TRAMP picks it."
   (cl-loop for (host user proxy) in tramp-default-proxies-alist
            when (and (string-match-p (or (eval host t) "") (or (tramp-file-name-host-port vec) ""))
@@ -136,7 +136,7 @@ The first match in `tramp-default-proxies-alist', as TRAMP picks it."
                                          ?h (or (tramp-file-name-host vec) "")))))))
 
 (defun mevedel-remote--route (file)
-  "Return the hops TRAMP goes through before reaching FILE's host, or nil.
+  "Return the hops on the way to FILE's host, as TRAMP takes them, or nil.
 One string, the last hop first; nil for a direct connection.  A
 multi-hop name loses its hops as soon as it is expanded (TRAMP keeps
 them as proxies of its last hop, in `tramp-default-proxies-alist'),
@@ -732,6 +732,11 @@ what was written beside and signals: nothing changed."
 (defvar mevedel-remote--read-only (make-hash-table :test #'equal)
   "Workspaces this Emacs opened read-only, beside another session's lease.")
 
+(defvar mevedel-remote--seen (make-hash-table :test #'equal)
+  "Workspaces whose lease another session held when last looked at.
+Workspace → the holder, (TEXT . AGE-SECONDS); set when a session opens
+there (`mevedel-remote-lease-look'), kept fresh by every later look.")
+
 (defun mevedel-remote--lease-file (workspace)
   "Return the name of the remote WORKSPACE's lease file."
   (expand-file-name ".mevedel/lease" workspace))
@@ -742,16 +747,27 @@ what was written beside and signals: nothing changed."
 
 (defun mevedel-remote-lease-holder (workspace)
   "Return (TEXT . AGE-SECONDS) of the lease on WORKSPACE, or nil when free."
-  (let ((file (mevedel-remote--lease-file workspace)))
-    (mevedel-remote-call
-     workspace
-     (lambda ()
-       (when-let* ((attrs (file-attributes file)))
-         (cons (with-temp-buffer
-                 (ignore-error file-missing (insert-file-contents file))
-                 (string-trim (buffer-string)))
-               (float-time (time-subtract (current-time)
-                                          (file-attribute-modification-time attrs)))))))))
+  (let* ((file (mevedel-remote--lease-file workspace))
+         (holder (mevedel-remote-call
+                  workspace
+                  (lambda ()
+                    ;; Another machine changes the lease behind TRAMP's
+                    ;; back: its cached attributes would show a lease
+                    ;; released there as still held, by nobody.
+                    (when-let* ((attrs (let ((remote-file-name-inhibit-cache t))
+                                         (file-attributes file))))
+                      (cons (with-temp-buffer
+                              (ignore-error file-missing (insert-file-contents file))
+                              (string-trim (buffer-string)))
+                            (float-time (time-subtract (current-time)
+                                                       (file-attribute-modification-time
+                                                        attrs)))))))))
+    ;; What the header says of another session's lease follows every look.
+    (when (gethash workspace mevedel-remote--seen)
+      (if (and holder (not (equal (car holder) (car (gethash workspace mevedel-remote--leases)))))
+          (puthash workspace holder mevedel-remote--seen)
+        (remhash workspace mevedel-remote--seen)))
+    holder))
 
 (defun mevedel-remote--renew (workspace token)
   "Rewrite the lease of WORKSPACE with TOKEN: its holder is alive."
@@ -777,6 +793,7 @@ Creation is exclusive on the host, so two sessions cannot both take it."
 
 (defun mevedel-remote--held (workspace token)
   "Record that this Emacs has WORKSPACE's lease as TOKEN, renewing it."
+  (remhash workspace mevedel-remote--seen)
   (let ((timer (run-at-time (/ mevedel-remote-lease-stale-seconds 3.0)
                             (/ mevedel-remote-lease-stale-seconds 3.0)
                             #'mevedel-remote--renew workspace token)))
@@ -916,6 +933,57 @@ nothing is written" workspace))
             (setq mevedel-remote--waiters (delq waiter mevedel-remote--waiters))
             (when-let* ((timer (mevedel-remote--waiter-timer waiter))) (cancel-timer timer))
             (force-mode-line-update t))))))))
+
+(defun mevedel-remote-lease-open-message (workspace holder)
+  "Return the message of a session opening WORKSPACE on HOLDER's lease.
+HOLDER is (TEXT . AGE); the message says too what this session's
+writes will do, by `mevedel-remote-lease-policy'."
+  (format "%s; %s" (mevedel-remote-lease-message workspace holder)
+          (pcase (if (and (eq mevedel-remote-lease-policy 'ask) noninteractive)
+                     'fail
+                   mevedel-remote-lease-policy)
+            ('ask "this session's first write will ask what to do")
+            ('wait "this session's writes will wait for it")
+            ('take-over "this session's writes will wait for it, and take it over once stale")
+            ('read-only "this session opens it read-only")
+            (_ "this session's writes will fail"))))
+
+(defun mevedel-remote-lease-look (workspace session-id)
+  "Say at once that another session has the remote WORKSPACE's lease, if so.
+SESSION-ID is the session of this Emacs opening WORKSPACE.  The lease
+is still taken at its first write (a read-only question locks nobody
+out), but the user learns now who writes there: a message, and
+`mevedel-remote-lease-seen-text' for the session's header.  The look
+is one short TRAMP call, made once the caller's view is up and TRAMP
+is free (`mevedel-remote-when-free'); a host that cannot be reached
+says nothing here, its first tool call does.  Return a function that
+drops the look if it has not run yet."
+  (let* ((cancel #'ignore)
+         (timer
+          (run-at-time
+           0 nil
+           (lambda ()
+             (setq cancel
+                   (mevedel-remote-when-free
+                    (lambda ()
+                      (let ((holder (ignore-error error (mevedel-remote-lease-holder workspace))))
+                        (if (or (null holder)
+                                (equal (car holder) (mevedel-remote--token session-id))
+                                (gethash workspace mevedel-remote--leases))
+                            (remhash workspace mevedel-remote--seen)
+                          (puthash workspace holder mevedel-remote--seen)
+                          (message "mevedel: %s"
+                                   (mevedel-remote-lease-open-message workspace holder)))
+                        (force-mode-line-update t)))))))))
+    (lambda () (cancel-timer timer) (funcall cancel))))
+
+(defun mevedel-remote-lease-seen-text (workspace)
+  "Return the text naming the session that has WORKSPACE's lease, or nil.
+Known from `mevedel-remote-lease-look' and every later look at the
+lease, while this Emacs neither holds it nor waits for it."
+  (when-let* ((holder (gethash workspace mevedel-remote--seen)))
+    (unless (mevedel-remote-lease-wait-text workspace)
+      (format "Lease held by %s" (car holder)))))
 
 (defun mevedel-remote-lease-wait-text (workspace)
   "Return the text showing this Emacs's wait for WORKSPACE's lease, or nil."

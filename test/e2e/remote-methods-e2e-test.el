@@ -168,5 +168,93 @@ password; this Emacs runs as %s" (user-login-name)))))
                                 stderr))
         (should (< seconds 30))))))
 
+;;;; The lease seen at open
+
+(defconst mevedel-remote-methods-test--holder "other-session someone@elsewhere pid 42"
+  "The lease another machine's session holds, written by the tests.")
+
+(defun mevedel-remote-methods-test--hold (remote)
+  "Write REMOTE's lease file as another machine's session holding it."
+  (let ((file (mevedel-remote-local-name (expand-file-name ".mevedel/lease" remote))))
+    (make-directory (file-name-directory file) t)
+    (with-temp-file file (insert mevedel-remote-methods-test--holder))))
+
+(ert-deftest mevedel-remote-methods:a-session-opening-sees-the-lease-at-once ()
+  (require 'mevedel-render-data)
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore sshd local)
+    (mevedel-remote-methods-test--hold remote)
+    (let ((buffer (find-file-noselect (expand-file-name "src/b.el" remote)))
+          (lease (mevedel-remote-local-name (expand-file-name ".mevedel/lease" remote)))
+          (messages nil)
+          (mevedel-remote-lease-policy 'wait)
+          (view nil))
+      (unwind-protect
+          (cl-letf* ((message-fn (symbol-function 'message))
+                     ((symbol-function 'message)
+                      (lambda (format &rest args)
+                        (when format (push (apply #'format-message format args) messages))
+                        (apply message-fn format args))))
+            (with-current-buffer buffer
+              (setq view (call-interactively #'mevedel)))
+            (let* ((chat (mevedel-view-chat view))
+                   (session (mevedel-chat-session chat))
+                   (header (lambda () (with-current-buffer view (mevedel-view--header-line))))
+                   (said (concat "Lease held by " mevedel-remote-methods-test--holder)))
+              ;; Said once the view is up, before anything is written.
+              (mevedel-test-wait-until (string-search said (funcall header)) 20)
+              (should (cl-some (lambda (text)
+                                 (string-match-p
+                                  (concat "is being written by session "
+                                          (regexp-quote mevedel-remote-methods-test--holder)
+                                          ".*this session's writes will wait for it")
+                                  text))
+                               messages))
+              ;; Seen, not taken: the other session keeps it.
+              (should (equal (mevedel-remote-test--text lease) mevedel-remote-methods-test--holder))
+              ;; It lets go; this session's first write takes it, and the
+              ;; header stops naming the other one.
+              (delete-file lease)
+              (setf (mevedel-session-permission-mode session) 'full-auto)
+              (should (string-prefix-p
+                       "The patch was applied"
+                       (mevedel-remote-test--patch
+                        (mevedel-chat-data-buffer chat)
+                        "*** Begin Patch\n*** Add File: mine.txt\n+mine\n*** End Patch\n")))
+              (should (string-search (mevedel-session-id session) (mevedel-remote-test--text lease)))
+              ;; At once: a lease released behind TRAMP's back is not
+              ;; taken for held from its cache.
+              (should-not (cl-some (lambda (text) (string-search "waiting for the lease" text))
+                                   messages))
+              (should-not (string-search "Lease held by" (funcall header)))))
+        (when (buffer-live-p view)
+          (let ((data (mevedel-chat-data-buffer (mevedel-view-chat view))))
+            (kill-buffer view)
+            (when (buffer-live-p data) (kill-buffer data))))
+        (kill-buffer buffer)))))
+
+(ert-deftest mevedel-remote-methods:a-headless-run-names-the-holder-at-open ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore local)
+    (mevedel-remote-methods-test--hold remote)
+    (pcase-let ((`(,status ,stdout ,stderr ,_)
+                 (mevedel-remote-test--headless
+                  sshd remote :args '("-p" "what is in b.el?")
+                  :steps '(((tool_calls
+                             . [((name . "Read") (arguments . ((file_path . "src/b.el"))))]))
+                           ((text . "foo."))))))
+      (unless (eql status 0) (ert-fail (list status stdout stderr)))
+      ;; Named on stderr before the turn, though the run only reads.
+      (should (string-match-p (concat "is being written by session "
+                                      (regexp-quote mevedel-remote-methods-test--holder)
+                                      ".*this session's writes will fail")
+                              stderr))
+      (should (equal (alist-get 'status (car (alist-get 'tool_calls
+                                                        (mevedel-remote-test--json stdout))))
+                     "success"))
+      (should (equal (mevedel-remote-test--text
+                      (mevedel-remote-local-name (expand-file-name ".mevedel/lease" remote)))
+                     mevedel-remote-methods-test--holder)))))
+
 (provide 'remote-methods-e2e-test)
 ;;; remote-methods-e2e-test.el ends here
