@@ -168,6 +168,51 @@ password; this Emacs runs as %s" (user-login-name)))))
                                 stderr))
         (should (< seconds 30))))))
 
+(ert-deftest mevedel-remote-methods:headless-runs-over-hops ()
+  (mevedel-remote-methods-test--require-root)
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore local)
+    (let* ((alias (mevedel-sshd-alias sshd))
+           (dir (mevedel-remote-local-name remote))
+           (hops (format "/ssh:%s|sudo:root@%s:%s" alias alias dir)))
+      (pcase-let ((`(,status ,stdout ,stderr ,_)
+                   (mevedel-remote-test--headless
+                    sshd hops
+                    :settings (mevedel-sshd-hop-forms sshd)
+                    :args '("-p" "Edit b.el" "--permission-mode" "full-auto" "--timeout" "60")
+                    :steps `(((tool_calls
+                               . [((name . "Grep") (arguments . ((pattern . "foo")
+                                                                 (output_mode . "content"))))]))
+                             ((tool_calls
+                               . [((name . "ApplyPatch")
+                                   (arguments
+                                    . ((patch . ,(concat "*** Begin Patch\n*** Update File: src/b.el\n"
+                                                         "@@\n-x\n+over hops\n*** End Patch\n")))))]))
+                             ((text . "Done."))))))
+        (unless (eql status 0) (ert-fail (list status stdout stderr)))
+        (let ((calls (alist-get 'tool_calls (mevedel-remote-test--json stdout))))
+          (should (equal (mapcar (lambda (c) (alist-get 'status c)) calls) '("success" "success")))
+          (should (string-search "src/b.el:1:foo one" (alist-get 'result_preview (car calls))))
+          ;; The helper searched, started over the hops.
+          (should-not (string-search "Searched with rg" (alist-get 'result_preview (car calls)))))
+        (should (equal (mevedel-remote-test--text (expand-file-name "src/b.el" dir))
+                       "foo one\nover hops\nfoo two\n")))
+      ;; The last hop down: the run fails at once, naming the name given.
+      (let ((down (concat alias "-down")))
+        (with-temp-buffer
+          (insert (mevedel-sshd--client-config down (mevedel-sshd--free-port) (mevedel-sshd-user sshd)
+                                               (expand-file-name "id_ed25519" (mevedel-sshd-dir sshd))))
+          (append-to-file (point-min) (point-max) (mevedel-sshd-config sshd)))
+        (pcase-let ((`(,status ,_ ,stderr ,seconds)
+                     (mevedel-remote-test--headless
+                      sshd (format "/ssh:%s|ssh:%s:/tmp/" alias down)
+                      :settings (mevedel-sshd-hop-forms sshd)
+                      :args '("-p" "hi" "--timeout" "100") :steps '(((text . "never"))))))
+          (should (eql status 1))
+          (should (string-match-p (regexp-quote (format "Cannot reach /ssh:%s|ssh:%s:" alias down))
+                                  stderr))
+          (should (< seconds 35)))))))
+
 ;;;; The lease seen at open
 
 (defconst mevedel-remote-methods-test--holder "other-session someone@elsewhere pid 42"
