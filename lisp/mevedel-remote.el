@@ -249,6 +249,10 @@ Return a function that drops FUNCTION if it has not run yet."
     (cond
      ((string-match-p "[Pp]assword\\|passphrase\\|stdin" message) mevedel-remote--password-why)
      ((string-match-p "Permission denied" message) "authentication was refused")
+     ;; TRAMP's advice to clean the connection up: done already.  And
+     ;; the next call on a failed connection fails at finding commands.
+     ((string-match-p "\\`Tramp failed to connect\\|\\`Couldn't find command" message)
+      "the connection failed")
      (t message))))
 
 (defvar mevedel-remote--password-asked nil

@@ -109,16 +109,32 @@ NAME is a function of the host path giving the TRAMP name."
       (should-not (file-remote-p state))
       (should-not (equal state (mevedel-remote-state-root (mevedel-sshd-file sshd dir)))))))
 
+(defun mevedel-remote-methods-test--host-down (sshd base method)
+  "Check a Read by METHOD fails naming its host once SSHD is down.
+The workspace is METHOD's copy under BASE."
+  (let* ((root (mevedel-chat-workspace-root
+                (mevedel-sshd-file sshd (expand-file-name (concat method "/") base) method)))
+         (result (progn
+                   (mevedel-sshd-kill-connections sshd)
+                   (delete-process (mevedel-sshd-process sshd))
+                   (mevedel-remote-test--call #'mevedel-tool-fs-read '(:file_path "src/b.el") root))))
+    (should (eq (plist-get result :status) 'error))
+    (should (string-match-p (format "Cannot reach /%s:%s: (for [^)]*): the connection failed"
+                                    method (mevedel-sshd-alias sshd))
+                            (plist-get result :result)))))
+
 (ert-deftest mevedel-remote-methods:scp-answers-as-ssh ()
   (mevedel-remote-methods-test--with (sshd base)
     (mevedel-remote-methods-test--same-as-ssh
-     sshd base "scp" (lambda (dir) (mevedel-sshd-file sshd dir "scp")))))
+     sshd base "scp" (lambda (dir) (mevedel-sshd-file sshd dir "scp")))
+    (mevedel-remote-methods-test--host-down sshd base "scp")))
 
 (ert-deftest mevedel-remote-methods:rsync-answers-as-ssh ()
   (mevedel-remote-methods-test--require "rsync" "the /rsync: method")
   (mevedel-remote-methods-test--with (sshd base)
     (mevedel-remote-methods-test--same-as-ssh
-     sshd base "rsync" (lambda (dir) (mevedel-sshd-file sshd dir "rsync")))))
+     sshd base "rsync" (lambda (dir) (mevedel-sshd-file sshd dir "rsync")))
+    (mevedel-remote-methods-test--host-down sshd base "rsync")))
 
 (defun mevedel-remote-methods-test--require-root ()
   "Fail the test unless it runs as root: /sudo:: must not ask a password."
