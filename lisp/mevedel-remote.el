@@ -960,26 +960,18 @@ out), but the user learns now who writes there: a message, and
 `mevedel-remote-lease-seen-text' for the session's header.  The look
 is one short TRAMP call, made once the caller's view is up and TRAMP
 is free (`mevedel-remote-when-free'); a host that cannot be reached
-says nothing here, its first tool call does.  Return a function that
-drops the look if it has not run yet."
-  (let* ((cancel #'ignore)
-         (timer
-          (run-at-time
-           0 nil
-           (lambda ()
-             (setq cancel
-                   (mevedel-remote-when-free
-                    (lambda ()
-                      (let ((holder (ignore-error error (mevedel-remote-lease-holder workspace))))
-                        (if (or (null holder)
-                                (equal (car holder) (mevedel-remote--token session-id))
-                                (gethash workspace mevedel-remote--leases))
-                            (remhash workspace mevedel-remote--seen)
-                          (puthash workspace holder mevedel-remote--seen)
-                          (message "mevedel: %s"
-                                   (mevedel-remote-lease-open-message workspace holder)))
-                        (force-mode-line-update t)))))))))
-    (lambda () (cancel-timer timer) (funcall cancel))))
+says nothing here, its first tool call does."
+  (run-at-time
+   0 nil #'mevedel-remote-when-free
+   (lambda ()
+     (let ((holder (ignore-error error (mevedel-remote-lease-holder workspace))))
+       (if (or (null holder)
+               (equal (car holder) (mevedel-remote--token session-id))
+               (gethash workspace mevedel-remote--leases))
+           (remhash workspace mevedel-remote--seen)
+         (puthash workspace holder mevedel-remote--seen)
+         (message "mevedel: %s" (mevedel-remote-lease-open-message workspace holder)))
+       (force-mode-line-update t)))))
 
 (defun mevedel-remote-lease-seen-text (workspace)
   "Return the text naming the session that has WORKSPACE's lease, or nil.
