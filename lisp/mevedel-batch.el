@@ -810,7 +810,7 @@ is said on stderr, and with --lease read-only opened so."
         (setq mevedel-remote-lease-policy policy))
       (let ((root (mevedel-chat-workspace-root dir)))
         (when-let* ((holder (mevedel-remote-lease-holder root)))
-          (message "mevedel: %s" (mevedel-remote-lease-message root holder))
+          (message "mevedel: %s" (mevedel-remote-lease-open-message root holder))
           (when (eq mevedel-remote-lease-policy 'read-only)
             (mevedel-remote-lease-open-read-only root)))))))
 

@@ -123,21 +123,51 @@ would make names the user never typed."
   "Return TEXT made safe as one file name component."
   (replace-regexp-in-string "[^A-Za-z0-9._@#-]" "_" text))
 
+(defun mevedel-remote--proxy (vec)
+  "Return the TRAMP name of the hop before VEC's host on the way, or nil.
+The first match in `tramp-default-proxies-alist', as TRAMP picks it."
+  (cl-loop for (host user proxy) in tramp-default-proxies-alist
+           when (and (string-match-p (or (eval host t) "") (or (tramp-file-name-host-port vec) ""))
+                     (string-match-p (or (eval user t) "") (or (tramp-file-name-user-domain vec) "")))
+           return (when-let* ((proxy (eval proxy t)))
+                    (substring-no-properties
+                     (format-spec proxy (format-spec-make
+                                         ?u (or (tramp-file-name-user vec) "")
+                                         ?h (or (tramp-file-name-host vec) "")))))))
+
+(defun mevedel-remote--route (file)
+  "Return the hops on the way to FILE's host, as TRAMP takes them, or nil.
+One string, the last hop first; nil for a direct connection.  A
+multi-hop name loses its hops as soon as it is expanded (TRAMP keeps
+them as proxies of its last hop, in `tramp-default-proxies-alist'),
+so both spellings of a name get the same route.  Hops that lead back
+to a host already on the way (/ssh:a|ssh:a:) would have TRAMP loop
+forever without a word: signal `mevedel-remote-unreachable' instead."
+  (let ((target (tramp-dissect-file-name (expand-file-name file)))
+        (hops nil))
+    (while-let ((proxy (mevedel-remote--proxy target)))
+      (when (member proxy hops)
+        (mevedel-remote--unreachable
+         file (format "its hops lead back to %s, which TRAMP would follow forever" proxy)))
+      (push proxy hops)
+      (setq target (tramp-dissect-file-name proxy)))
+    (and hops (string-join (nreverse hops) "|"))))
+
 (defun mevedel-remote-state-root (workspace)
   "Return the local directory keeping the remote WORKSPACE's sessions' state.
-The host key says method, user, host and port; the path key is
-readable, with a hash of the exact path so that two paths never meet."
-  (let* ((vec (tramp-dissect-file-name workspace))
+The host key says method, user, host and port, and a hash of the hops
+on the way (`mevedel-remote--route'): the same host behind two
+gateways is two hosts.  The path key is readable, with a hash of the
+exact path so that two paths never meet."
+  (let* ((vec (tramp-dissect-file-name (expand-file-name workspace)))
+         (route (mevedel-remote--route workspace))
          (path (directory-file-name (mevedel-remote-local-name workspace)))
          (host (mevedel-remote--key
                 (concat (tramp-file-name-method vec) "-"
                         (if-let* ((user (tramp-file-name-user vec))) (concat user "@") "")
                         (tramp-file-name-host vec)
                         (if-let* ((port (tramp-file-name-port vec))) (concat "#" port) "")
-                        ;; A multi-hop name: the hops matter too.
-                        (if-let* ((hop (tramp-file-name-hop vec)))
-                            (concat "-" (substring (md5 hop) 0 8))
-                          ""))))
+                        (if route (concat "-" (substring (md5 route) 0 8)) ""))))
          (name (concat (mevedel-remote--key (string-trim (if (equal path "") "root" path) "/+" ""))
                        "-" (substring (md5 path) 0 10))))
     (file-name-as-directory
@@ -219,6 +249,10 @@ Return a function that drops FUNCTION if it has not run yet."
     (cond
      ((string-match-p "[Pp]assword\\|passphrase\\|stdin" message) mevedel-remote--password-why)
      ((string-match-p "Permission denied" message) "authentication was refused")
+     ;; TRAMP's advice to clean the connection up: done already.  And
+     ;; the next call on a failed connection fails at finding commands.
+     ((string-match-p "\\`Tramp failed to connect\\|\\`Couldn't find command" message)
+      "the connection failed")
      (t message))))
 
 (defvar mevedel-remote--password-asked nil
@@ -282,6 +316,8 @@ Return FUNCTION's value.  A local FILE just calls FUNCTION."
   "Reach DIRECTORY's host and check DIRECTORY is a directory there.
 Signal `mevedel-remote-unreachable' naming the host when it cannot be
 reached in time, or a `file-error' when DIRECTORY is not a directory."
+  ;; Hops that loop would hang TRAMP's first call for good.
+  (mevedel-remote--route directory)
   ;; Nothing else runs yet: TRAMP may let timers run while it logs in,
   ;; so that `mevedel-remote-call''s time limit holds for a host that
   ;; accepts the connection and never answers.
@@ -700,6 +736,11 @@ what was written beside and signals: nothing changed."
 (defvar mevedel-remote--read-only (make-hash-table :test #'equal)
   "Workspaces this Emacs opened read-only, beside another session's lease.")
 
+(defvar mevedel-remote--seen (make-hash-table :test #'equal)
+  "Workspaces whose lease another session held when last looked at.
+Workspace → the holder, (TEXT . AGE-SECONDS); set when a session opens
+there (`mevedel-remote-lease-look'), kept fresh by every later look.")
+
 (defun mevedel-remote--lease-file (workspace)
   "Return the name of the remote WORKSPACE's lease file."
   (expand-file-name ".mevedel/lease" workspace))
@@ -710,16 +751,27 @@ what was written beside and signals: nothing changed."
 
 (defun mevedel-remote-lease-holder (workspace)
   "Return (TEXT . AGE-SECONDS) of the lease on WORKSPACE, or nil when free."
-  (let ((file (mevedel-remote--lease-file workspace)))
-    (mevedel-remote-call
-     workspace
-     (lambda ()
-       (when-let* ((attrs (file-attributes file)))
-         (cons (with-temp-buffer
-                 (ignore-error file-missing (insert-file-contents file))
-                 (string-trim (buffer-string)))
-               (float-time (time-subtract (current-time)
-                                          (file-attribute-modification-time attrs)))))))))
+  (let* ((file (mevedel-remote--lease-file workspace))
+         (holder (mevedel-remote-call
+                  workspace
+                  (lambda ()
+                    ;; Another machine changes the lease behind TRAMP's
+                    ;; back: its cached attributes would show a lease
+                    ;; released there as still held, by nobody.
+                    (when-let* ((attrs (let ((remote-file-name-inhibit-cache t))
+                                         (file-attributes file))))
+                      (cons (with-temp-buffer
+                              (ignore-error file-missing (insert-file-contents file))
+                              (string-trim (buffer-string)))
+                            (float-time (time-subtract (current-time)
+                                                       (file-attribute-modification-time
+                                                        attrs)))))))))
+    ;; What the header says of another session's lease follows every look.
+    (when (gethash workspace mevedel-remote--seen)
+      (if (and holder (not (equal (car holder) (car (gethash workspace mevedel-remote--leases)))))
+          (puthash workspace holder mevedel-remote--seen)
+        (remhash workspace mevedel-remote--seen)))
+    holder))
 
 (defun mevedel-remote--renew (workspace token)
   "Rewrite the lease of WORKSPACE with TOKEN: its holder is alive."
@@ -745,6 +797,7 @@ Creation is exclusive on the host, so two sessions cannot both take it."
 
 (defun mevedel-remote--held (workspace token)
   "Record that this Emacs has WORKSPACE's lease as TOKEN, renewing it."
+  (remhash workspace mevedel-remote--seen)
   (let ((timer (run-at-time (/ mevedel-remote-lease-stale-seconds 3.0)
                             (/ mevedel-remote-lease-stale-seconds 3.0)
                             #'mevedel-remote--renew workspace token)))
@@ -884,6 +937,49 @@ nothing is written" workspace))
             (setq mevedel-remote--waiters (delq waiter mevedel-remote--waiters))
             (when-let* ((timer (mevedel-remote--waiter-timer waiter))) (cancel-timer timer))
             (force-mode-line-update t))))))))
+
+(defun mevedel-remote-lease-open-message (workspace holder)
+  "Return the message of a session opening WORKSPACE on HOLDER's lease.
+HOLDER is (TEXT . AGE); the message says too what this session's
+writes will do, by `mevedel-remote-lease-policy'."
+  (format "%s; %s" (mevedel-remote-lease-message workspace holder)
+          (pcase (if (and (eq mevedel-remote-lease-policy 'ask) noninteractive)
+                     'fail
+                   mevedel-remote-lease-policy)
+            ('ask "this session's first write will ask what to do")
+            ('wait "this session's writes will wait for it")
+            ('take-over "this session's writes will wait for it, and take it over once stale")
+            ('read-only "this session opens it read-only")
+            (_ "this session's writes will fail"))))
+
+(defun mevedel-remote-lease-look (workspace session-id)
+  "Say at once that another session has the remote WORKSPACE's lease, if so.
+SESSION-ID is the session of this Emacs opening WORKSPACE.  The lease
+is still taken at its first write (a read-only question locks nobody
+out), but the user learns now who writes there: a message, and
+`mevedel-remote-lease-seen-text' for the session's header.  The look
+is one short TRAMP call, made once the caller's view is up and TRAMP
+is free (`mevedel-remote-when-free'); a host that cannot be reached
+says nothing here, its first tool call does."
+  (run-at-time
+   0 nil #'mevedel-remote-when-free
+   (lambda ()
+     (let ((holder (ignore-error error (mevedel-remote-lease-holder workspace))))
+       (if (or (null holder)
+               (equal (car holder) (mevedel-remote--token session-id))
+               (gethash workspace mevedel-remote--leases))
+           (remhash workspace mevedel-remote--seen)
+         (puthash workspace holder mevedel-remote--seen)
+         (message "mevedel: %s" (mevedel-remote-lease-open-message workspace holder)))
+       (force-mode-line-update t)))))
+
+(defun mevedel-remote-lease-seen-text (workspace)
+  "Return the text naming the session that has WORKSPACE's lease, or nil.
+Known from `mevedel-remote-lease-look' and every later look at the
+lease, while this Emacs neither holds it nor waits for it."
+  (when-let* ((holder (gethash workspace mevedel-remote--seen)))
+    (unless (mevedel-remote-lease-wait-text workspace)
+      (format "Lease held by %s" (car holder)))))
 
 (defun mevedel-remote-lease-wait-text (workspace)
   "Return the text showing this Emacs's wait for WORKSPACE's lease, or nil."

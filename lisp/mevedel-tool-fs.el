@@ -124,7 +124,7 @@ results name it."
   "Return a local temporary copy of the remote FILE, named DISPLAY in errors.
 A remote directory, a missing file or one over
 `mevedel-tool-fs-remote-read-limit' signals `mevedel-core-resource-error'."
-  (let* ((attrs (file-attributes file))
+  (let* ((attrs (mevedel-remote-call file (lambda () (file-attributes file))))
          (size (and attrs (file-attribute-size attrs)))
          (fail (lambda (why)
                  (signal 'mevedel-core-resource-error (list (format "Read `%s': %s" display why))))))

@@ -560,17 +560,35 @@ provider, or backend and model, are those the next request uses."
     (call-interactively #'mevedel-remote-lease-stop-waiting)))
 
 (defun mevedel-view--lease-header (chat)
-  "Return the header's note that CHAT waits for its workspace's lease, or nil.
-A `mevedel-view-header-functions' member: the user sees who holds it,
-and a click stops waiting, read-only."
+  "Return the header's note on another session's lease of CHAT's workspace.
+A `mevedel-view-header-functions' member: the user sees who holds it
+from the moment the view opens (`mevedel-view--lease-look'), and while
+CHAT waits for it a click stops waiting, read-only."
   (when-let* ((session (mevedel-chat-session chat))
-              (text (mevedel-remote-lease-wait-text (mevedel-session-workspace session))))
-    (propertize text
-                'face 'warning 'mouse-face 'mode-line-highlight
-                'help-echo "mouse-1: stop waiting and open the workspace read-only"
-                'local-map mevedel-view--lease-map)))
+              (workspace (mevedel-session-workspace session)))
+    (if-let* ((text (mevedel-remote-lease-wait-text workspace)))
+        (propertize text
+                    'face 'warning 'mouse-face 'mode-line-highlight
+                    'help-echo "mouse-1: stop waiting and open the workspace read-only"
+                    'local-map mevedel-view--lease-map)
+      (when-let* ((text (mevedel-remote-lease-seen-text workspace)))
+        (propertize text 'face 'warning
+                    'help-echo (concat "Another session writes this workspace: a write here "
+                                       "does as `mevedel-remote-lease-policy' says"))))))
 
 (add-hook 'mevedel-view-header-functions #'mevedel-view--lease-header)
+
+(defun mevedel-view--lease-look (buffer)
+  "Tell whether another session has the lease of BUFFER's remote workspace.
+A `mevedel-view-open-functions' member: the header and a message say
+so once the view is up, before any write (`mevedel-remote-lease-look')."
+  (when-let* ((chat (buffer-local-value 'mevedel-view--chat buffer))
+              (session (mevedel-chat-session chat))
+              ((mevedel-remote-p (mevedel-session-workspace session)))
+              ((not (mevedel-chat-read-only chat))))
+    (mevedel-remote-lease-look (mevedel-session-workspace session) (mevedel-session-id session))))
+
+(add-hook 'mevedel-view-open-functions #'mevedel-view--lease-look)
 
 (defun mevedel-view--tokens (n)
   "Return the token count N briefly: 950, 12.3k, 400k, 1.2M."

@@ -3,10 +3,11 @@
 #
 #  - Emacs >= 30.1 (from Debian bookworm-backports when root on Debian)
 #  - bubblewrap, curl, git, poppler-utils, python3, ripgrep, tmux,
-#    openssh-client and openssh-server (apt when root; ripgrep is the
-#    reference the Grep/Glob tests and benches compare with, pdftotext
-#    the PDF text WebFetch returns, sshd the private server the remote
-#    tests start on 127.0.0.1)
+#    openssh-client, openssh-server, rsync and sudo (apt when root;
+#    ripgrep is the reference the Grep/Glob tests and benches compare
+#    with, pdftotext the PDF text WebFetch returns, sshd the private
+#    server the remote tests start on 127.0.0.1, rsync and sudo the
+#    TRAMP methods /rsync: and /sudo: the remote tests drive)
 #  - gptel and its Lisp dependencies, extracted from Debian's unstable
 #    archive into .deps/elpa/ through a private apt directory that never
 #    touches the system's apt configuration.
@@ -100,7 +101,8 @@ ensure_emacs() {
 
 ensure_tools() {
   local missing=() cmd pkg
-  for pair in bwrap:bubblewrap chromium:chromium curl:curl git:git pdftotext:poppler-utils python3:python3 rg:ripgrep tmux:tmux; do
+  for pair in bwrap:bubblewrap chromium:chromium curl:curl git:git pdftotext:poppler-utils python3:python3 \
+              rg:ripgrep rsync:rsync sudo:sudo tmux:tmux; do
     cmd=${pair%%:*}; pkg=${pair#*:}
     command -v "$cmd" >/dev/null || missing+=("$pkg")
   done

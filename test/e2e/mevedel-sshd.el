@@ -147,6 +147,30 @@ opens one ssh login per host."
             ,(format "-F %s -o ControlMaster=auto -o ControlPath=%s -o ControlPersist=no"
                      (mevedel-sshd-config sshd) control)))))
 
+(defun mevedel-sshd-hop-forms (sshd)
+  "Return forms letting multi-hop names reach SSHD, for a --config file too.
+TRAMP gives `tramp-ssh-controlmaster-options' (and so SSHD's ssh_config)
+to the first hop only, and not at all when the last hop's method is not
+ssh's (a /ssh:...|sudo:... name): here every ssh of the `ssh' method
+reads that config, so a hop run on the host (this machine) knows SSHD's
+aliases too.  `mevedel-sshd-stop' puts `tramp-methods' back."
+  `((require 'tramp)
+    (let ((ssh (assoc "ssh" tramp-methods)))
+      (setf (alist-get 'tramp-login-args (cdr ssh))
+            (list (cons '("-F" ,(mevedel-sshd-config sshd))
+                        (car (alist-get 'tramp-login-args (cdr ssh)))))))))
+
+(defun mevedel-sshd-inner-alias (sshd)
+  "Add to SSHD's ssh_config a second alias of SSHD; return it.
+A multi-hop name /ssh:ALIAS|ssh:INNER: then logs in twice, the second
+login run on the first hop's host."
+  (let ((alias (concat (mevedel-sshd-alias sshd) "-inner")))
+    (with-temp-buffer
+      (insert (mevedel-sshd--client-config alias (mevedel-sshd-port sshd) (mevedel-sshd-user sshd)
+                                           (expand-file-name "id_ed25519" (mevedel-sshd-dir sshd))))
+      (append-to-file (point-min) (point-max) (mevedel-sshd-config sshd)))
+    alias))
+
 (defun mevedel-sshd-apply (sshd)
   "Point this Emacs's TRAMP at SSHD."
   (dolist (form (mevedel-sshd-tramp-forms sshd))
@@ -193,6 +217,14 @@ PID is what a network drop looks like to the client."
     ;; Later tests of this Emacs get TRAMP's own defaults back.
     (dolist (var '(tramp-use-connection-share tramp-ssh-controlmaster-options))
       (set var (eval (car (get var 'standard-value)) t)))
+    (let ((ssh (assoc "ssh" tramp-methods)))
+      (setf (alist-get 'tramp-login-args (cdr ssh))
+            (list (cl-remove (list "-F" (mevedel-sshd-config sshd))
+                             (car (alist-get 'tramp-login-args (cdr ssh))) :test #'equal))))
+    ;; Multi-hop names leave their hops behind (ad hoc proxies).
+    (setq tramp-default-proxies-alist
+          (cl-remove-if (lambda (proxy) (get-text-property 0 'tramp-ad-hoc (nth 2 proxy)))
+                        tramp-default-proxies-alist))
     (delete-directory (mevedel-sshd-dir sshd) t)))
 
 (defmacro mevedel-sshd-with (var &rest body)

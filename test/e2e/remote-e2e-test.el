@@ -524,6 +524,9 @@ answer the script holds back."
           (let ((held (gethash remote mevedel-remote--leases)))
             (cancel-timer (cdr held))
             (remhash remote mevedel-remote--leases))
+          ;; Its last sign of life is now, however long the steps
+          ;; above took on a busy machine.
+          (set-file-times (mevedel-remote-local-name (expand-file-name ".mevedel/lease" remote)))
           (let ((mevedel-remote-lease-policy 'take-over)
                 (mevedel-remote-lease-stale-seconds 2)
                 (mevedel-remote-lease-poll 0.2)
