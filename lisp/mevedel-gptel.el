@@ -157,7 +157,7 @@ TOOL-CALL is gptel's plist (:name NAME :args ARGS ...).  Idempotent."
 ;; headless run in a fresh HOME (a container, CI) spent 3-7 s on them,
 ;; one of them in the turn's first round trip.  Byte code sees a
 ;; redefinition without a trampoline, so none is compiled unless that
-;; code is native.
+;; code is native (ADR 0032).
 
 (defun mevedel-gptel--native-p (function)
   "Return non-nil when FUNCTION, under any advice, is native code."
