@@ -173,9 +173,10 @@ code needs no trampoline."
        native-comp-enable-subr-trampolines))
 
 (defmacro mevedel-gptel--letf (bindings &rest body)
-  "Run BODY with BINDINGS as `cl-letf' does, each a primitive redefined.
+  "Run BODY with BINDINGS as `cl-letf*' does, each a primitive redefined.
 The primitives get trampolines only if the code calling them needs
-them (`mevedel-gptel--trampolines')."
+them (`mevedel-gptel--trampolines'); a primitive BODY redefines gets
+one on the same terms."
   (declare (indent 1) (debug cl-letf))
   `(let ((native-comp-enable-subr-trampolines (mevedel-gptel--trampolines)))
      (cl-letf* ,bindings ,@body)))
