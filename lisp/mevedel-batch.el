@@ -130,6 +130,7 @@
 (require 'mevedel-usage)
 
 (declare-function mevedel-demo-attach "mevedel-demo")
+(defvar native-comp-enable-subr-trampolines)
 (declare-function mevedel-demo-backend-usable-p "mevedel-demo")
 
 (defcustom mevedel-batch-preview-chars 2000
@@ -770,27 +771,39 @@ A syntax error names its line."
      (signal 'mevedel-batch-config
              (list (format "Error in the config file %s: %s" file (error-message-string err)))))))
 
+(defun mevedel-batch--refuse-question (prompt &rest _)
+  "Signal that a headless run cannot answer the question PROMPT."
+  (signal 'remote-file-error
+          (list (format "a headless run cannot answer %S" (string-trim prompt)))))
+
 (defun mevedel-batch--unattended (function)
   "Call FUNCTION with every minibuffer question failing instead of asked.
 Nobody answers a headless run: a question (TRAMP asking for a password
 or to confirm a host, say) would read the terminal, and batch Emacs
 exits with 255 at the end of its input.  It signals an error naming
 the question instead, which fails the call that asked.
+`read-from-minibuffer', a primitive, is redefined without a
+trampoline: Emacs would compile one before going on, 0.2-1 s of a run
+in a fresh HOME, so that Emacs's own native code asking through it
+would find the redefinition.  That code asks through
+`completing-read-function' (bound here) instead.
 TRAMP opens no connection for incidental file checks meanwhile
 \(`non-essential'): batch Emacs dies of an error in a process sentinel,
 so a host lost mid-turn must not make such a check signal; the remote
 tools reconnect for themselves (`mevedel-remote-call')."
-  (cl-letf (((symbol-function 'read-from-minibuffer)
-             (lambda (prompt &rest _)
-               (signal 'remote-file-error
-                       (list (format "a headless run cannot answer %S" (string-trim prompt))))))
-            ((symbol-function 'read-passwd)
-             (lambda (prompt &rest _)
-               (signal 'remote-file-error
-                       (list (format "it asks for a password (%S), which a headless run \
+  (let ((read (symbol-function 'read-from-minibuffer)))
+    (let ((native-comp-enable-subr-trampolines nil))
+      (fset 'read-from-minibuffer #'mevedel-batch--refuse-question))
+    (unwind-protect
+        (cl-letf (((symbol-function 'read-passwd)
+                   (lambda (prompt &rest _)
+                     (signal 'remote-file-error
+                             (list (format "it asks for a password (%S), which a headless run \
 cannot type" (string-trim prompt))))))
-            (non-essential t))
-    (funcall function)))
+                  (completing-read-function #'mevedel-batch--refuse-question)
+                  (non-essential t))
+          (funcall function))
+      (fset 'read-from-minibuffer read))))
 
 (defun mevedel-batch--check-dir (options)
   "Check the --dir of OPTIONS is a directory; a remote one is reached first.

@@ -101,6 +101,11 @@
 ;; read (`gptel-curl--sentinel'), with the HTTP status in the request
 ;; info's :http-status.  `mevedel-gptel-accepted-p' says that status is
 ;; 200; a request that reached TOOL or DONE was accepted too.
+;;
+;; Primitives this file redefines for gptel's code and its own
+;; (`json-parse-string', `make-process', `process-status', `message'
+;; and others) get no trampoline unless that code is native
+;; ("Redefined primitives").
 
 ;;; Code:
 
@@ -118,6 +123,7 @@
 (require 'mevedel-tool-repair)
 
 (declare-function org-escape-code-in-string "org-src")
+(defvar native-comp-enable-subr-trampolines)
 (declare-function gptel-gemini-p "gptel-gemini")
 
 ;;;; JSON null bridge
@@ -140,6 +146,40 @@ TOOL-CALL is gptel's plist (:name NAME :args ARGS ...).  Idempotent."
     (plist-put tool-call :args
                (mevedel-tool-repair-json-restore-empty-objects (plist-get tool-call :args))))
   tool-call)
+
+;;;; Redefined primitives
+
+;; Native code calls a primitive directly, not through its symbol: a
+;; redefinition reaches it only through a trampoline.  Emacs compiles
+;; one the first time each primitive is redefined, in a subprocess it
+;; waits for (0.4-1 s on 2 cores), and keeps it in the eln cache under
+;; HOME.  This file redefines seven for gptel's code and its own, so a
+;; headless run in a fresh HOME (a container, CI) spent 3-7 s on them,
+;; one of them in the turn's first round trip.  Byte code sees a
+;; redefinition without a trampoline, so none is compiled unless that
+;; code is native (ADR 0032).
+
+(defun mevedel-gptel--native-p (function)
+  "Return non-nil when FUNCTION, under any advice, is native code."
+  (native-comp-function-p (advice--cd*r (indirect-function function))))
+
+(defun mevedel-gptel--trampolines ()
+  "Return `native-comp-enable-subr-trampolines' for this file's redefinitions.
+Nil unless gptel's request code or this file is native code: byte
+code needs no trampoline."
+  (and (bound-and-true-p native-comp-enable-subr-trampolines)
+       (or (mevedel-gptel--native-p 'gptel-curl-get-response)
+           (mevedel-gptel--native-p 'mevedel-gptel--end))
+       native-comp-enable-subr-trampolines))
+
+(defmacro mevedel-gptel--letf (bindings &rest body)
+  "Run BODY with BINDINGS as `cl-letf*' does, each a primitive redefined.
+The primitives get trampolines only if the code calling them needs
+them (`mevedel-gptel--trampolines'); a primitive BODY redefines gets
+one on the same terms."
+  (declare (indent 1) (debug cl-letf))
+  `(let ((native-comp-enable-subr-trampolines (mevedel-gptel--trampolines)))
+     (cl-letf* ,bindings ,@body)))
 
 ;;;; Call order
 
@@ -300,12 +340,12 @@ reported already (`mevedel-gptel-unknown-tool-names')."
                                             (cons (mevedel-gptel-restore-call call) nil))
                                           pending)))
     (prog1 (if-let* ((reported (plist-get info :mevedel-unknown-tools)))
-               (cl-letf* ((message (symbol-function 'message))
-                          ((symbol-function 'message)
-                           (lambda (format-string &rest args)
-                             (unless (and (equal format-string "Unknown tool called by model: %s")
-                                          (member (car args) reported))
-                               (apply message format-string args)))))
+               (mevedel-gptel--letf ((message (symbol-function 'message))
+                                     ((symbol-function 'message)
+                                      (lambda (format-string &rest args)
+                                        (unless (and (equal format-string "Unknown tool called by model: %s")
+                                                     (member (car args) reported))
+                                          (apply message format-string args)))))
                  (funcall handle fsm))
              (funcall handle fsm))
       (when mevedel-gptel--dispatch
@@ -1046,16 +1086,16 @@ client (`mevedel-gptel-transport')."
          (started (plist-get info :mevedel-curl))
          (command nil))
     (plist-put info :mevedel-curl nil)
-    (cl-letf* ((make-process (symbol-function 'make-process))
-               ((symbol-function 'make-process)
-                (lambda (&rest args)
-                  (setq command (copy-sequence (plist-get args :command)))
-                  (if (and started (process-live-p started)
-                           (equal (process-get started 'mevedel-command) command))
-                      (prog1 started
-                        (set-process-buffer started (plist-get args :buffer))
-                        (setq started nil))
-                    (apply make-process args)))))
+    (mevedel-gptel--letf ((make-process (symbol-function 'make-process))
+                          ((symbol-function 'make-process)
+                           (lambda (&rest args)
+                             (setq command (copy-sequence (plist-get args :command)))
+                             (if (and started (process-live-p started)
+                                      (equal (process-get started 'mevedel-command) command))
+                                 (prog1 started
+                                   (set-process-buffer started (plist-get args :buffer))
+                                   (setq started nil))
+                               (apply make-process args)))))
       (funcall get-response fsm))
     (when started (delete-process started))
     (when command
@@ -1151,19 +1191,19 @@ OPTIONS are the client's (`mevedel-gptel--native-options')."
          (send-eof (symbol-function 'process-send-eof)))
     (plist-put info :mevedel-native t)
     (unwind-protect
-        (cl-letf (((symbol-function 'make-process)
-                   (lambda (&rest args)
-                     (setq process (make-pipe-process :name "mevedel-http" :noquery t
-                                                      :buffer (plist-get args :buffer)
-                                                      :sentinel #'ignore))))
-                  ((symbol-function 'process-send-string)
-                   (lambda (target string)
-                     (if (eq target process)
-                         (setq config string)
-                       (funcall send-string target string))))
-                  ((symbol-function 'process-send-eof)
-                   (lambda (&optional target)
-                     (unless (eq target process) (funcall send-eof target)))))
+        (mevedel-gptel--letf (((symbol-function 'make-process)
+                               (lambda (&rest args)
+                                 (setq process (make-pipe-process :name "mevedel-http" :noquery t
+                                                                  :buffer (plist-get args :buffer)
+                                                                  :sentinel #'ignore))))
+                              ((symbol-function 'process-send-string)
+                               (lambda (target string)
+                                 (if (eq target process)
+                                     (setq config string)
+                                   (funcall send-string target string))))
+                              ((symbol-function 'process-send-eof)
+                               (lambda (&optional target)
+                                 (unless (eq target process) (funcall send-eof target)))))
           (funcall get-response fsm))
       (setq options (nconc (list :body (plist-get info :mevedel-native)) options))
       (plist-put info :mevedel-native nil))
@@ -1212,10 +1252,10 @@ WRITE-OUT is what gptel asked curl to print after the response."
     (set-process-sentinel process #'ignore)
     (process-put process 'mevedel-native-exit code)
     (unwind-protect
-        (cl-letf (((symbol-function 'process-status)
-                   (lambda (target) (if (eq target process) 'exit (funcall status target))))
-                  ((symbol-function 'process-exit-status)
-                   (lambda (target) (if (eq target process) code (funcall exit-status target)))))
+        (mevedel-gptel--letf (((symbol-function 'process-status)
+                               (lambda (target) (if (eq target process) 'exit (funcall status target))))
+                              ((symbol-function 'process-exit-status)
+                               (lambda (target) (if (eq target process) code (funcall exit-status target)))))
           (funcall sentinel process (if (zerop code) "finished\n"
                                       (format "exited abnormally with code %d\n" code))))
       (delete-process process))))
@@ -1928,7 +1968,8 @@ Its candidates leave the thoughts out; both are billed as output."
 
 ;;;; Installation
 
-(advice-add 'json-parse-string :around #'mevedel-gptel--json-parse-string)
+(let ((native-comp-enable-subr-trampolines (mevedel-gptel--trampolines)))
+  (advice-add 'json-parse-string :around #'mevedel-gptel--json-parse-string))
 (advice-add 'gptel--parse-response :around #'mevedel-gptel--parse-response)
 (advice-add 'gptel-curl--parse-stream :around #'mevedel-gptel--parse-stream)
 (advice-add 'gptel--handle-tool-use :around #'mevedel-gptel--handle-tool-use)

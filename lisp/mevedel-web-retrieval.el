@@ -25,8 +25,10 @@
 (require 'cl-lib)
 (require 'subr-x)
 (require 'url)
-(require 'url-http)
 
+;; `url-retrieve' loads url-http (and the network security manager) for
+;; the first http or https URL; a session that fetches nothing does not
+;; load them (tens of ms of every headless run's start).
 (defvar url-http-end-of-headers)
 (defvar url-http-response-status)
 (defvar url-http-method)

@@ -2,12 +2,12 @@
 // editor kept in step with the board in Emacs over one WebSocket.
 //
 // The board in Emacs is the authority; this page is a replica. Local
-// edits go out (debounced here, never in the host) as the elements whose
-// version the board has not seen; the board's changes come in and are
-// merged by Excalidraw's own reconciliation (higher version wins, ties
-// by lower versionNonce), which the host applies too. Not here: any
-// network access beyond the page's own origin, any state of its own
-// that survives a reload.
+// edits go out (debounced here, never in the host; at once when the page
+// is left or hidden) as the elements whose version the board has not
+// seen; the board's changes come in and are merged by Excalidraw's own
+// reconciliation (higher version wins, ties by lower versionNonce),
+// which the host applies too. Not here: any network access beyond the
+// page's own origin, any state of its own that survives a reload.
 
 import React, { useCallback, useEffect, useRef, useState } from "react";
 import { createRoot } from "react-dom/client";
@@ -75,6 +75,15 @@ class Link {
     this.onInit = onInit;
     this.ready = false;
     this.connect();
+    // Leaving the page would drop an edit still waiting out the
+    // debounce, and a hidden page may be discarded without notice: send
+    // it now. The socket is still open in these events.
+    const now = () => this.flushNow();
+    addEventListener("pagehide", now);
+    addEventListener("beforeunload", now);
+    document.addEventListener("visibilitychange", () => {
+      if (document.visibilityState === "hidden") now();
+    });
   }
 
   connect() {
@@ -180,6 +189,13 @@ class Link {
     if (!this.ready) return;
     clearTimeout(this.timer);
     this.timer = setTimeout(() => this.flush(), SEND_DEBOUNCE_MS);
+  }
+
+  /** Send the waiting local changes without waiting for more. */
+  flushNow() {
+    clearTimeout(this.timer);
+    this.timer = null;
+    this.flush();
   }
 
   flush() {

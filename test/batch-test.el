@@ -65,4 +65,30 @@
                  "Grüße ✓")))
 
 (provide 'batch-test)
+(ert-deftest mevedel-batch:questions-fail-without-compiling-a-trampoline ()
+  "A headless run refuses questions, Emacs's native code's among them.
+No trampoline for `read-from-minibuffer' is compiled on the way: it
+made every run in a fresh HOME wait for a compiler."
+  (should (native-comp-available-p))
+  (let* ((dir (file-name-as-directory (make-temp-file "mevedel-trampolines" t)))
+         (native-comp-enable-subr-trampolines dir)
+         (asked (lambda (question)
+                  (condition-case err
+                      (mevedel-batch--unattended question)
+                    (remote-file-error (cadr err))))))
+    (unwind-protect
+        (progn
+          ;; `completing-read-default' is native code in Emacs.
+          (should (native-comp-function-p (symbol-function 'completing-read-default)))
+          (should (equal (funcall asked (lambda () (completing-read "Host? " '("a" "b"))))
+                         "a headless run cannot answer \"Host?\""))
+          (should (equal (funcall asked (lambda () (read-from-minibuffer "Name: ")))
+                         "a headless run cannot answer \"Name:\""))
+          (should (string-match-p "password (\"Password:\")"
+                                  (funcall asked (lambda () (read-passwd "Password: ")))))
+          (should (equal (funcall asked (lambda () 'answered)) 'answered))
+          (should (subr-primitive-p (symbol-function 'read-from-minibuffer)))
+          (should-not (directory-files-recursively dir "\\.eln\\'")))
+      (delete-directory dir t))))
+
 ;;; batch-test.el ends here

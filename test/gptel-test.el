@@ -518,4 +518,26 @@ understands."
     (should (eq (gptel-backend-curl-args backend) args))
     (should (mevedel-gptel--native-options (plist-put info :mevedel-attempt 1)))))
 
+(ert-deftest mevedel-gptel:primitives-get-trampolines-only-for-native-callers ()
+  "A redefined primitive costs a trampoline compiled while Emacs waits.
+Only native callers need one: with gptel and mevedel as byte code (or
+source) none is compiled; with gptel's request function native, one is."
+  (should (native-comp-available-p))
+  (let* ((dir (file-name-as-directory (make-temp-file "mevedel-trampolines" t)))
+         (native-comp-enable-subr-trampolines dir)
+         (redefine (lambda ()
+                     (mevedel-gptel--letf (((symbol-function 'string-distance) #'ignore))
+                       (should-not (string-distance "a" "b"))))))
+    (unwind-protect
+        (progn
+          (should-not (mevedel-gptel--native-p 'gptel-curl-get-response))
+          (funcall redefine)
+          (should-not (directory-files-recursively dir "\\.eln\\'"))
+          (cl-letf (((symbol-function 'gptel-curl-get-response)
+                     (native-compile '(lambda (fsm) fsm))))
+            (should (equal (mevedel-gptel--trampolines) dir))
+            (funcall redefine))
+          (should (directory-files-recursively dir "_string_distance_.*\\.eln\\'")))
+      (delete-directory dir t))))
+
 ;;; gptel-test.el ends here

@@ -28,7 +28,7 @@
   "Run a 30-call headless turn on WIRE with SETTINGS; return the cached share."
   (mevedel-bench-reads-turn
    30 wire settings
-   (lambda (server)
+   (lambda (server _seconds)
      (let ((read 0) (total 0))
        (dolist (request (with-temp-buffer
                           (call-process "curl" nil t nil "-s" "--noproxy" "127.0.0.1"

@@ -125,8 +125,9 @@ The ratio is PEER divided by OURS, so above 1 means we are faster."
   "Run `bin/mevedel -p' for a turn of COUNT Reads; return MEASURE's value.
 The scripted model asks for the Reads (of three 60-line files) on the
 streaming WIRE (`anthropic' or `openai'); SETTINGS are forms the init
-file evaluates last.  MEASURE is called with the server once the turn
-has ended; the server, the workspace and the files go afterwards."
+file evaluates last.  MEASURE is called with the server and the run's
+seconds (from starting bin/mevedel to its exit) once the turn has
+ended; the server, the workspace and the files go afterwards."
   (let* ((root (file-name-as-directory (make-temp-file "mevedel-bench-reads-ws-" t)))
          (script (mevedel-bench--reads-script count))
          (server (mevedel-scripted-model-start script :vars `(("root" . ,root)) :delay 0))
@@ -140,11 +141,15 @@ has ended; the server, the workspace and the files go afterwards."
             (with-temp-file (expand-file-name (format "f%d.txt" n) root)
               (dotimes (line 60) (insert (format "  line %d of file %d: some text to read  \n"
                                                  line n)))))
-          (unless (zerop (call-process (expand-file-name "bin/mevedel" mevedel-test-root)
-                                       nil nil nil "--config" init "--dir" root
-                                       "-p" "Read the files one at a time."))
-            (error "Bench: the headless turn of %d Reads failed" count))
-          (funcall measure server))
+          (let* ((status nil)
+                 (seconds (mevedel-bench-seconds
+                            (setq status (call-process
+                                          (expand-file-name "bin/mevedel" mevedel-test-root)
+                                          nil nil nil "--config" init "--dir" root
+                                          "-p" "Read the files one at a time.")))))
+            (unless (eql status 0)
+              (error "Bench: the headless turn of %d Reads failed" count))
+            (funcall measure server seconds)))
       (mevedel-scripted-model-stop server)
       (dolist (file (list script init)) (delete-file file))
       (delete-directory root t))))

@@ -58,6 +58,21 @@
 ;; figure) to learn it held no mail; an empty mailbox is no longer
 ;; created to be read.  The client is made once per Emacs (6-9 ms, at
 ;; the turn's first request).
+;;
+;; A fresh headless run's first turn (headless-first-turn): 3.7-4.6 s
+;; from the process's start to its exit, load 4-8 on 2 cores, of which
+;; 3-4 s were Emacs compiling a native-code trampoline for each of
+;; seven primitives mevedel redefines (`make-process' and the others
+;; around gptel's request, `read-from-minibuffer' for the headless
+;; guard), each in a subprocess it waited for, kept in the eln cache
+;; under HOME: two in the first round trip (0.8-2.7 s of it), the rest
+;; before the first request.  The tool-roundtrip figures above all ran
+;; in one HOME, so only the bench's first turn paid, and its median
+;; hid it.  Byte code needs no trampoline, and none is compiled now
+;; (ADR 0032): 0.5-0.94 s, the first round trip 8-20 ms.  What is
+;; left, byte-compiled, load 6: Emacs's start 0.1-0.15 s, loading
+;; mevedel 0.2-0.3 (TRAMP 57 ms of it; url-http is now loaded at the
+;; first web fetch), creating the session's store 30-90 ms.
 
 ;;; Code:
 
@@ -73,7 +88,7 @@
   "Run one headless turn of Reads; return ms per round trip and the last body."
   (mevedel-bench-reads-turn
    roundtrip-bench--calls 'anthropic nil
-   (lambda (server)
+   (lambda (server _seconds)
      (let* ((log (mevedel-scripted-model-log server))
             (times (mapcar (lambda (entry) (alist-get 't entry)) log)))
        (unless (and (= (length times) (1+ roundtrip-bench--calls)) (cl-every #'numberp times))
@@ -117,5 +132,50 @@ The server answers each as it answers the turn's last request."
   (mevedel-bench-describe "a headless turn (bin/mevedel -p, gptel streaming Anthropic) of %d sequential Read calls of 60-line files against the scripted model (no pause between chunks); figure: time from the first request's arrival at the server to the last's, per round trip (answer, the module's kept-alive HTTP client, gptel's parser, Read through the pipeline, the next request built and sent; the request grows to %.0f KB), median of 3 turns; peer: one curl started per request, sending the last request's body to the same server, nothing else; goal <= 5 ms"
                           roundtrip-bench--calls (/ (length body) 1e3))
   (mevedel-bench-report "tool-roundtrip-30-reads" ours "ms" "curl-per-request" peer))
+
+;;;; A fresh headless run's first turn
+
+(defconst roundtrip-bench--fresh-runs 5
+  "Fresh headless runs timed.")
+
+(defun roundtrip-bench--fresh-turn ()
+  "Run `bin/mevedel -p' for a turn of one Read in a fresh HOME; return ms.
+Nothing under HOME and the XDG directories is left from an earlier
+run (no eln cache, no session store), as for a first run, in a
+container or in CI: the figure is from the process's start to its
+exit."
+  (let* ((home (make-temp-file "roundtrip-bench-home-" t))
+         (process-environment
+          (append (cl-loop for (name . dir) in '(("HOME" . ".") ("XDG_CONFIG_HOME" . ".config")
+                                                 ("XDG_CACHE_HOME" . ".cache")
+                                                 ("XDG_DATA_HOME" . ".local/share")
+                                                 ("XDG_STATE_HOME" . ".local/state"))
+                           collect (concat name "=" (expand-file-name dir home)))
+                  process-environment)))
+    (unwind-protect
+        (mevedel-bench-reads-turn
+         1 'anthropic nil
+         (lambda (server seconds)
+           (unless (= (length (mevedel-scripted-model-log server)) 2)
+             (error "Bench headless-first-turn: %d requests arrived, not 2"
+                    (length (mevedel-scripted-model-log server))))
+           (* 1000 seconds)))
+      (delete-directory home t))))
+
+(defun roundtrip-bench--bare-emacs ()
+  "Start a batch Emacs that does nothing and exits; return ms."
+  (* 1000 (mevedel-bench-seconds
+            (call-process (expand-file-name invocation-name invocation-directory)
+                          nil nil nil "-Q" "--batch" "--eval" "(kill-emacs 0)"))))
+
+(let ((ours (mevedel-bench-percentile
+             (cl-loop repeat roundtrip-bench--fresh-runs collect (roundtrip-bench--fresh-turn))
+             50))
+      (peer (mevedel-bench-percentile
+             (cl-loop repeat roundtrip-bench--fresh-runs collect (roundtrip-bench--bare-emacs))
+             50)))
+  (mevedel-bench-describe "a headless run (bin/mevedel -p, gptel streaming Anthropic, byte-compiled) in a fresh HOME and XDG directories (no eln cache, no session store) against the scripted model: one Read of a 60-line file, then the answer; figure: from the process's start to its exit (Emacs's start, loading mevedel, the session's store created, both requests, the session saved), median of %d runs; peer: a batch Emacs that starts and exits, median of %d; goal <= 2000 ms"
+                          roundtrip-bench--fresh-runs roundtrip-bench--fresh-runs)
+  (mevedel-bench-report "headless-first-turn" ours "ms" "bare-emacs-start" peer))
 
 ;;; roundtrip-bench.el ends here

@@ -9,9 +9,10 @@
 ;; Chromium, headless, driven by playwright-core
 ;; (shared-board-browser.mjs): the model's edit through the seam appears
 ;; in the page's scene with its highlight in the DOM, a rectangle drawn
-;; by clicks reaches the board's overview, an open page draws
-;; `view.png', and a wrong token or Origin is refused.  A missing
-;; Chromium or npm package fails the test: it never skips.
+;; by clicks reaches the board's overview, as does one drawn just before
+;; the page is left, an open page draws `view.png', and a wrong token or
+;; Origin is refused.  A missing Chromium or npm package fails the
+;; test: it never skips.
 
 ;;; Code:
 
@@ -106,6 +107,14 @@
                                    changed))
               (should-not (string-match-p "user: .*model1"
                                           (mevedel-core-shared-board-history board))))
+            ;; An edit made just before the page is left reaches the
+            ;; board: the page sends it without waiting out its debounce.
+            (let ((left (mevedel-test-browser-wait proc output "^LEFT \\([A-Za-z0-9_-]+\\)$")))
+              (with-timeout (20 (ert-fail (list "the edit made before leaving is lost" left changed)))
+                (while (not (cl-some (lambda (d) (member left (plist-get (cdr d) :ids))) changed))
+                  (accept-process-output nil 0.05)))
+              (should (string-match-p (format "^[0-9a-f]\\{8\\} %s rectangle " (regexp-quote left))
+                                      (mevedel-core-shared-board-overview board))))
             ;; Strangers are refused; the page's own origin is not.
             (should (equal (mevedel-test-browser-wait proc output "^REFUSED token \\([0-9]+\\)$") "403"))
             (should (equal (mevedel-test-browser-wait proc output "^REFUSED origin \\([0-9]+\\)$") "403"))

@@ -4,8 +4,9 @@
 // prints READY, then waits for "EDITED ID" (the model's edit through
 // the seam), prints SEEN ID when the page shows it, draws a rectangle
 // by clicks and prints DRAWN ID, waits for a line (the test saw it
-// arrive), checks that a wrong token and a wrong
-// Origin are refused (REFUSED token|origin STATUS) and prints DONE.
+// arrive), draws another and leaves the page at once for a wrong token
+// (LEFT ID), checks that the wrong token and a wrong Origin are refused
+// (REFUSED token|origin STATUS) and prints DONE.
 // Any failure prints FAIL and a reason, and exits nonzero. With a
 // fourth argument "hold" (the bench), it only prints READY and keeps
 // the page open until its stdin closes.
@@ -89,12 +90,31 @@ try {
       .find((e) => e.type === "rectangle" && !before.includes(e.id))?.id,
     before, { timeout });
   say(`DRAWN ${await drawn.jsonValue()}`);
-  // The page sends its edit after a debounce: leaving it before the test
-  // saw the edit arrive would lose it.
   await lines.next();
 
+  // A second rectangle, and the page left at once: the edit still waiting
+  // out the page's debounce (40 ms) must reach the board all the same.
+  // The debounce is stretched here, so that leaving comes first however
+  // loaded the machine.
+  await page.evaluate(() => {
+    const later = window.setTimeout;
+    window.setTimeout = (f, ms, ...args) => later(f, ms === 40 ? 600000 : ms, ...args);
+  });
+  const known = await page.evaluate(() => window.mevedelBoard.elements().map((e) => e.id));
+  await page.locator("label", { has: page.locator('[data-testid="toolbar-rectangle"]') }).click();
+  await page.mouse.move(700, 200);
+  await page.mouse.down();
+  await page.mouse.move(760, 250, { steps: 2 });
+  await page.mouse.move(820, 300, { steps: 2 });
+  await page.mouse.up();
+  const left = await page.evaluate(
+    (known) => window.mevedelBoard.elements()
+      .find((e) => e.type === "rectangle" && !known.includes(e.id))?.id,
+    known);
+  if (!left) throw new Error("the second rectangle is not in the scene");
   const wrongToken = url.replace(/token=[0-9a-f]+/, "token=" + "0".repeat(32));
   const refused = await page.goto(wrongToken);
+  say(`LEFT ${left}`);
   say(`REFUSED token ${refused.status()}`);
   const ws = url.replace("http://", "ws://").replace("/?token=", "/ws?token=");
   say(`REFUSED origin ${await upgradeStatus(ws, "http://evil.example")}`);
