@@ -786,7 +786,9 @@ the question instead, which fails the call that asked.
 trampoline: Emacs would compile one before going on, 0.2-1 s of a run
 in a fresh HOME, so that Emacs's own native code asking through it
 would find the redefinition.  That code asks through
-`completing-read-function' (bound here) instead.
+`completing-read-function' (bound here) instead.  `yes-or-no-p', also
+a primitive, reads its answer from C; with `use-short-answers' it asks
+`y-or-n-p', a Lisp function replaced here, so both are refused.
 TRAMP opens no connection for incidental file checks meanwhile
 \(`non-essential'): batch Emacs dies of an error in a process sentinel,
 so a host lost mid-turn must not make such a check signal; the remote
@@ -800,6 +802,8 @@ tools reconnect for themselves (`mevedel-remote-call')."
                      (signal 'remote-file-error
                              (list (format "it asks for a password (%S), which a headless run \
 cannot type" (string-trim prompt))))))
+                  ((symbol-function 'y-or-n-p) #'mevedel-batch--refuse-question)
+                  (use-short-answers t)
                   (completing-read-function #'mevedel-batch--refuse-question)
                   (non-essential t))
           (funcall function))

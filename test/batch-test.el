@@ -84,6 +84,10 @@ made every run in a fresh HOME wait for a compiler."
                          "a headless run cannot answer \"Host?\""))
           (should (equal (funcall asked (lambda () (read-from-minibuffer "Name: ")))
                          "a headless run cannot answer \"Name:\""))
+          (should (equal (funcall asked (lambda () (yes-or-no-p "Delete it? ")))
+                         "a headless run cannot answer \"Delete it?\""))
+          (should (equal (funcall asked (lambda () (y-or-n-p "Trust host? ")))
+                         "a headless run cannot answer \"Trust host?\""))
           (should (string-match-p "password (\"Password:\")"
                                   (funcall asked (lambda () (read-passwd "Password: ")))))
           (should (equal (funcall asked (lambda () 'answered)) 'answered))
