@@ -349,7 +349,7 @@ exist).  The file's mode is kept.  CALLBACK gets `ok' and (:hash :size)."
 ;;;; Remote executions
 
 (defun mevedel-remote-helper--spool-dir (conn)
-  "Return the host directory that holds the output spools of CONN's runs."
+  "Return the host directory of the output spools, for CONN."
   (if (string-prefix-p "/" mevedel-remote-helper-cache-directory)
       (concat mevedel-remote-helper-cache-directory "runs")
     (file-local-name

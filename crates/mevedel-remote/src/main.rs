@@ -40,6 +40,7 @@
 //!   group (SIGTERM, then SIGKILL) and answers as `exec_poll`. Closing
 //!   stdin kills every group still running.
 
+mod batch;
 mod confine;
 mod exec;
 mod ops;
@@ -56,7 +57,7 @@ const PROTOCOL: u32 = 1;
 
 /// Writes whole lines to stdout, one message at a time.
 #[derive(Clone)]
-struct Out(Arc<Mutex<std::io::Stdout>>);
+pub struct Out(Arc<Mutex<std::io::Stdout>>);
 
 impl Out {
     fn send(&self, message: &Value) {
@@ -71,6 +72,10 @@ impl Out {
 type Running = Arc<Mutex<HashMap<u64, Arc<AtomicBool>>>>;
 
 fn main() {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().is_some_and(|a| a == "--confine") {
+        confine::enter(args.collect());
+    }
     let out = Out(Arc::new(Mutex::new(std::io::stdout())));
     out.send(&json!({"hello": {
         "protocol": PROTOCOL,
@@ -132,9 +137,19 @@ fn dispatch(line: &str, out: &Out, running: &Running) {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&id);
+        let streamed = match &answer {
+            Ok(v) if op == "exec_start" && args.get("stream") == Some(&Value::Bool(true)) => {
+                v.get("run").and_then(Value::as_u64)
+            }
+            _ => None,
+        };
         out.send(&match answer {
             Ok(v) => json!({"id": id, "ok": v}),
             Err(e) => json!({"id": id, "error": {"kind": e.kind.area(), "message": e.message}}),
         });
+        // Its events follow its start's answer, never precede it.
+        if let Some(run) = streamed {
+            exec::open_stream(run, out);
+        }
     });
 }
