@@ -346,6 +346,32 @@ exist).  The file's mode is kept.  CALLBACK gets `ok' and (:hash :size)."
            :expect-hash (plist-get plist :expect-hash))
      callback)))
 
+;;;; ApplyPatch's writes
+
+(defun mevedel-remote-helper-write-all (conn files callback)
+  "Change FILES on CONN's host as one: all of them, or none.
+FILES is a list of plists, one per file: :path (a host path), :data
+\=(its new bytes, a unibyte string) or :delete t, :expect-hash (the
+SHA-256 the file must still have; \"\" when it must not exist yet)
+and :mode (default: the old file's, or the umask's for a new file).
+The helper checks every expectation, writes every new content beside
+its target, then renames them all over their targets and deletes; any
+failure undoes what was done.  CALLBACK gets `ok' and (:files ...), or
+`error' and (SYMBOL MESSAGE), MESSAGE naming the file and why."
+  (mevedel-remote-helper--call
+   conn "write_all"
+   (list :files (vconcat
+                 (mapcar (lambda (file)
+                           (mevedel-remote-helper--json
+                            (list :path (plist-get file :path)
+                                  :data (when-let* ((data (plist-get file :data)))
+                                          (base64-encode-string data t))
+                                  :delete (plist-get file :delete)
+                                  :expect-hash (plist-get file :expect-hash)
+                                  :mode (plist-get file :mode))))
+                         files)))
+   callback))
+
 ;;;; Remote executions
 
 (defun mevedel-remote-helper--spool-dir (conn)

@@ -2,7 +2,8 @@
 //!
 //! Every expectation is checked first; then each new content is written
 //! beside its target (synced, with the target's mode, or the one asked
-//! for, or the umask's default for a new file); then the targets are
+//! for, or the umask's default for a new file, whose missing
+//! directories are made); then the targets are
 //! replaced (renamed over) or deleted in turn, each old file kept under
 //! a hard link beside it until all succeeded. Any failure undoes what
 //! was done, so every target is left as it was, and the error names the
@@ -87,6 +88,9 @@ fn stage(change: &Change, data: &[u8]) -> Result<PathBuf, Error> {
     });
     let temp = beside(&change.path, "");
     let written = (|| {
+        if let Some(dir) = change.path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
