@@ -404,7 +404,7 @@ HOST-FILE :confined BOOL :unconfined_reason WHY :confinement TEXT)."
 PLIST is :argv (the program and its arguments, run as they are),
 :directory (host path, where it runs), :env (\"NAME=VALUE\" strings
 set for it), :sandbox (\"required\", \"best-effort\" or \"off\", or
-such a symbol; default `mevedel-sandbox-mode'), :writable (host paths,
+such a symbol; default `mevedel-sandbox-mode', else required), :writable (host paths,
 default the directory) and :tty (refused: no terminal on remote hosts).
 HANDLERS is a plist of functions:
   :started (ANSWER) once it runs, ANSWER being (:run R :confined BOOL
@@ -418,7 +418,9 @@ HANDLERS is a plist of functions:
 Exactly one of :exited and :failed is called, once.  The output also
 stays in the host's spool, for `mevedel-remote-helper-exec-poll'."
   (let* ((directory (plist-get plist :directory))
-         (sandbox (or (plist-get plist :sandbox) mevedel-sandbox-mode))
+         (sandbox (or (plist-get plist :sandbox)
+                      (bound-and-true-p mevedel-sandbox-mode)
+                      'required))
          (failed (or (plist-get handlers :failed) #'ignore)))
     (mevedel-remote-helper--call
      conn "exec_start"
