@@ -404,8 +404,9 @@ HOST-FILE :confined BOOL :unconfined_reason WHY :confinement TEXT)."
 PLIST is :argv (the program and its arguments, run as they are),
 :directory (host path, where it runs), :env (\"NAME=VALUE\" strings
 set for it), :sandbox (\"required\", \"best-effort\" or \"off\", or
-such a symbol; default `mevedel-sandbox-mode', else required), :writable (host paths,
-default the directory) and :tty (refused: no terminal on remote hosts).
+such a symbol; default `mevedel-sandbox-mode', else required),
+:writable (host paths, default the directory) and :tty (refused:
+there is no terminal for remote commands).
 HANDLERS is a plist of functions:
   :started (ANSWER) once it runs, ANSWER being (:run R :confined BOOL
            :unconfined_reason WHY :confinement TEXT :spool HOST-FILE);
