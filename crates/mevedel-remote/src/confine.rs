@@ -127,6 +127,9 @@ pub struct Launch {
     pub unconfined: Option<String>,
     /// What confines it, in words (None: nothing).
     pub confinement: Option<&'static str>,
+    /// Whether it runs inside bwrap, whose own processes die of a
+    /// signal the command may want to handle (see `exec::signal`).
+    pub in_bwrap: bool,
     /// A private temporary directory (the command's `TMPDIR`) where no
     /// mount namespace gives it a private `/tmp`; removed after the run.
     pub scratch: Option<PathBuf>,
@@ -147,6 +150,7 @@ pub fn launch(
         argv: inner.clone(),
         unconfined,
         confinement: None,
+        in_bwrap: false,
         scratch: None,
     };
     if mode == "off" {
@@ -161,6 +165,7 @@ pub fn launch(
                 argv: bwrap::argv(path, &plan, cwd, &trampoline(&args)?),
                 unconfined: None,
                 confinement: Some("bubblewrap and Landlock"),
+                in_bwrap: true,
                 scratch: None,
             })
         }
@@ -168,6 +173,7 @@ pub fn launch(
             argv: bwrap::argv(path, &plan, cwd, &inner),
             unconfined: None,
             confinement: Some("bubblewrap"),
+            in_bwrap: true,
             scratch: None,
         }),
         (Err(_), Ok(abi)) => {
@@ -189,6 +195,7 @@ pub fn launch(
                 argv: trampoline(&args)?,
                 unconfined: None,
                 confinement: Some("Landlock"),
+                in_bwrap: false,
                 scratch: Some(scratch.to_path_buf()),
             })
         }

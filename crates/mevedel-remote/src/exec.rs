@@ -11,8 +11,8 @@ use std::io::{PipeReader, Read as _, Seek, SeekFrom, Write as _};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
-use std::process::{ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::process::{ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Condvar, LazyLock, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -64,6 +64,11 @@ struct Ended {
 
 struct Run {
     pgid: i32,
+    /// The group leader is bwrap: signals other than KILL go to the
+    /// processes inside it (see [`signal`]).
+    in_bwrap: bool,
+    /// The last signal sent to it (0: none).
+    signalled: AtomicI32,
     spool: PathBuf,
     stdin: Mutex<Option<ChildStdin>>,
     /// Set once the command was reaped: its group may be gone.
@@ -178,6 +183,8 @@ pub fn start(start: Start) -> Result<Value, Error> {
     };
     let run = Arc::new(Run {
         pgid: child.id() as i32,
+        in_bwrap: launch.in_bwrap,
+        signalled: AtomicI32::new(0),
         spool: spool.clone(),
         stdin: Mutex::new(child.stdin.take()),
         reaped: AtomicBool::new(false),
@@ -194,10 +201,7 @@ pub fn start(start: Start) -> Result<Value, Error> {
         run.reaped.store(true, Ordering::SeqCst);
         drop(exited_tx);
         let sink = reader.join().ok().flatten();
-        let ended = Ended {
-            code: status.and_then(|s| s.code()),
-            signal: status.and_then(|s| s.signal()),
-        };
+        let ended = ended_as(&run, status);
         *run.ended.lock().unwrap_or_else(PoisonError::into_inner) = Some(ended);
         run.ended_cv.notify_all();
         if let Some(dir) = &scratch {
@@ -216,6 +220,24 @@ pub fn start(start: Start) -> Result<Value, Error> {
         "unconfined_reason": launch.unconfined,
         "confinement": launch.confinement,
     }))
+}
+
+/// How RUN ended, from its STATUS. bwrap reports a command that died of
+/// signal N as exit code 128+N: when that N is the signal the run was
+/// sent, it is said as that signal, as for an unconfined run.
+fn ended_as(run: &Run, status: Option<ExitStatus>) -> Ended {
+    let code = status.and_then(|s| s.code());
+    let sent = run.signalled.load(Ordering::SeqCst);
+    if run.in_bwrap && sent > 0 && code == Some(128 + sent) {
+        return Ended {
+            code: None,
+            signal: Some(sent),
+        };
+    }
+    Ended {
+        code,
+        signal: status.and_then(|s| s.signal()),
+    }
 }
 
 /// A job for the spawner thread.
@@ -422,6 +444,12 @@ pub fn write_stdin(id: u64, data: &[u8], close: bool) -> Result<Value, Error> {
 
 /// Send the signal NAME (`TERM`, `KILL`, `INT`, `HUP`…) to run ID's
 /// process group; answer `{sent}`, false when it had already ended.
+///
+/// bwrap dies of a signal it does not handle, and takes the command
+/// down with it (`--die-with-parent`) before the command could handle
+/// it: inside bwrap, every signal but KILL goes to the processes beneath
+/// bwrap's (its PID 1 ignores what it has no handler for), and the
+/// command ends as it chooses.
 pub fn signal(id: u64, name: &str) -> Result<Value, Error> {
     let run = run_of(id)?;
     let number = SIGNALS
@@ -436,10 +464,48 @@ pub fn signal(id: u64, name: &str) -> Result<Value, Error> {
     if run.reaped.load(Ordering::SeqCst) {
         return Ok(json!({"sent": false}));
     }
-    // SAFETY: kill(2) on a process group we created whose leader was
-    // not reaped a moment ago; no memory involved.
-    let sent = unsafe { libc::kill(-run.pgid, number) } == 0;
-    Ok(json!({"sent": sent}))
+    run.signalled.store(number, Ordering::SeqCst);
+    let mut targets = if run.in_bwrap && number != libc::SIGKILL {
+        descendants(run.pgid)
+    } else {
+        Vec::new()
+    };
+    // Not in bwrap, KILL, or bwrap has not started anything yet.
+    if targets.is_empty() {
+        targets.push(-run.pgid);
+    }
+    // SAFETY: kill(2) on processes of a group we created whose leader
+    // was not reaped a moment ago; no memory involved.
+    let sent = targets
+        .iter()
+        .filter(|pid| unsafe { libc::kill(**pid, number) } == 0)
+        .count();
+    Ok(json!({"sent": sent > 0}))
+}
+
+/// The processes descending from PID (not PID itself), from `/proc`.
+fn descendants(pid: i32) -> Vec<i32> {
+    let parents: Vec<(i32, i32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let child: i32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // `PID (COMM) STATE PPID ...`; COMM may hold spaces and `)`.
+            let parent = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?;
+            Some((child, parent.parse().ok()?))
+        })
+        .collect();
+    let mut found = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(parent) = frontier.pop() {
+        for (child, _) in parents.iter().filter(|(_, p)| *p == parent) {
+            found.push(*child);
+            frontier.push(*child);
+        }
+    }
+    found
 }
 
 /// Stop run ID's whole process group: SIGTERM, then SIGKILL after a

@@ -278,6 +278,58 @@ fn signals_reach_the_group_and_name_how_it_ended() {
 }
 
 #[test]
+fn a_confined_command_handles_the_signals_it_traps() {
+    let place = Place::new("trap");
+    let mut helper = Helper::start(None);
+    for (signal, expected) in [("INT", "caught INT\n"), ("TERM", "caught TERM\n")] {
+        let started = helper
+            .call(
+                "exec_start",
+                place.start_args(
+                    &[
+                        "/bin/sh",
+                        "-c",
+                        "trap 'echo caught INT; exit 7' INT; trap 'echo caught TERM; exit 8' TERM; \
+                         echo up; while :; do sleep 0.1; done",
+                    ],
+                    "required",
+                ),
+            )
+            .unwrap();
+        assert_eq!(started["confinement"], "bubblewrap and Landlock");
+        let run = started["run"].clone();
+        helper.output_until(&run, "up\n");
+        let sent = helper
+            .call("exec_signal", json!({"run": run, "signal": signal}))
+            .unwrap();
+        assert_eq!(sent["sent"], true);
+        let (output, exit) = helper.finish(&run);
+        // The shell may first say its `sleep` was terminated.
+        assert!(
+            output.starts_with("up\n") && output.ends_with(expected),
+            "{output}"
+        );
+        assert_eq!(exit["exit_code"], if signal == "INT" { 7 } else { 8 });
+    }
+    // One that does not trap it dies of it, and is said to, though bwrap
+    // turns that into an exit code.
+    let started = helper
+        .call(
+            "exec_start",
+            place.start_args(&["/bin/sh", "-c", "echo up; sleep 60"], "required"),
+        )
+        .unwrap();
+    let run = started["run"].clone();
+    helper.output_until(&run, "up\n");
+    helper
+        .call("exec_signal", json!({"run": run, "signal": "TERM"}))
+        .unwrap();
+    let (_, exit) = helper.finish(&run);
+    assert_eq!(exit["signal"], "TERM", "{exit}");
+    assert_eq!(exit["exit_code"], Value::Null);
+}
+
+#[test]
 fn bad_requests_are_refused_with_the_reason() {
     let place = Place::new("bad");
     let mut helper = Helper::start(None);
