@@ -152,8 +152,11 @@ readable, with a hash of the exact path so that two paths never meet."
   "Return non-nil when LOCAL, a host-side name, is already expanded.
 It starts with a slash (not `~') and has no `.' or `..' component and
 no doubled slash: expanding it changes nothing."
+  ;; String searches, not a regexp: this runs on every name of a call.
   (and (string-prefix-p "/" local)
-       (not (string-match-p "//\\|/\\.\\.?\\(?:/\\|\\'\\)" local))))
+       (not (or (string-search "//" local) (string-search "/./" local)
+                (string-search "/../" local)
+                (string-suffix-p "/." local) (string-suffix-p "/.." local)))))
 
 (defun mevedel-remote--split (file)
   "Return (PREFIX . LOCAL) for a plain FILE under a known host prefix, else nil.
@@ -188,7 +191,7 @@ Anything else goes on to TRAMP."
                      ((file-name-absolute-p name) name)
                      ;; Relative: DIR must be a plain name too.
                      ((string-empty-p name) nil)
-                     ((string-match-p "\\`/[^/]*:/" (or dir default-directory))
+                     ((mevedel-remote--split (or dir default-directory))
                       (let ((dir (or dir default-directory)))
                         (concat dir (unless (string-suffix-p "/" dir) "/") name)))))
          (split (mevedel-remote--split full))
