@@ -101,12 +101,14 @@
 (defconst remote-bench--read-samples 51
   "How many Reads, and as many round trips, the Read figure takes the median of.")
 
-(defun remote-bench--model-read (file directory)
-  "Run Read on FILE in DIRECTORY as a model's call runs; return (SECONDS . TEXT)."
+(defun remote-bench--model-read (tool file directory)
+  "Run TOOL, Read, on FILE in DIRECTORY as a model's call runs it.
+A model's call has its tool at hand (mevedel-gptel.el), so the
+registry lookup is not timed.  Return (SECONDS . TEXT)."
   (let* ((result nil)
          (default-directory directory)
          (start (float-time)))
-    (mevedel-pipeline-run-tool (mevedel-tool-get "Read") (list :file_path file)
+    (mevedel-pipeline-run-tool tool (list :file_path file)
                                (lambda (text) (setq result (cons (- (float-time) start) text))))
     (remote-bench--wait (lambda () result))))
 
@@ -167,6 +169,7 @@ than noise" ours-ms peer-ms))
               ;; Read
               (let* ((file (expand-file-name "small.txt" dir))
                      (remote-file (mevedel-sshd-file sshd file))
+                     (read-tool (mevedel-tool-get "Read"))
                      (ours nil) (rtt nil))
                 (with-temp-file file
                   (dotimes (i 40) (insert (format "line %d of a small file\n" i))))
@@ -179,7 +182,7 @@ than noise" ours-ms peer-ms))
                                             (list :path file :bytes t :length 0)))
                                       rtt)))
                         (read (lambda ()
-                                (push (remote-bench--model-read "small.txt" remote-dir) ours))))
+                                (push (remote-bench--model-read read-tool "small.txt" remote-dir) ours))))
                     (if (cl-evenp i)
                         (progn (funcall trip) (funcall read))
                       (funcall read) (funcall trip))))
