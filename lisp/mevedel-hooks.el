@@ -891,21 +891,24 @@ an event's input."
           fields
           (list :tool_use_id (or (plist-get context :tool-use-id) ""))))
 
-(defun mevedel-hooks--await (event input context answer)
+(defun mevedel-hooks--await (event make-input context answer)
   "Return the pipeline's (:await START) for EVENT's hooks, or nil.
-INPUT is as for `mevedel-hooks-run'; CONTEXT is the call's pipeline
-context; ANSWER turns the verdict into the pipeline's answer plist.
-Nil (nothing to wait for) when no hook of EVENT could apply."
+MAKE-INPUT returns the input, as for `mevedel-hooks-run': it is made
+only when a hook could apply, as most tool calls have none and it costs
+a fair part of a remote Read.  CONTEXT is the call's pipeline context;
+ANSWER turns the verdict into the pipeline's answer plist.  Nil
+\(nothing to wait for) when no hook of EVENT, a tool event, could apply."
   (let ((session (plist-get context :session)))
     (when (mevedel-hooks--candidates (and (mevedel-session-p session)
                                           (mevedel-session-workspace session))
-                                     event input)
-      (list :await
-            (lambda (resume)
-              (let ((mevedel-hooks-call-context context))
-                (mevedel-hooks-run event input
-                                   (lambda (verdict) (funcall resume (funcall answer verdict)))
-                                   session)))))))
+                                     event (list :tool_name (plist-get context :name)))
+      (let ((input (funcall make-input)))
+        (list :await
+              (lambda (resume)
+                (let ((mevedel-hooks-call-context context))
+                  (mevedel-hooks-run event input
+                                     (lambda (verdict) (funcall resume (funcall answer verdict)))
+                                     session))))))))
 
 (defun mevedel-hooks-pre-tool-use (context)
   "Run the PreToolUse hooks for the pipeline call CONTEXT.
@@ -913,7 +916,8 @@ A member of `mevedel-pipeline-pre-tool-use-functions'."
   (let ((session (plist-get context :session)))
     (mevedel-hooks--await
      'PreToolUse
-     (apply #'mevedel-hooks-input 'PreToolUse session (mevedel-hooks--tool-input context))
+     (lambda ()
+       (apply #'mevedel-hooks-input 'PreToolUse session (mevedel-hooks--tool-input context)))
      context
      (lambda (verdict)
        (mevedel-hooks--stop-turn 'PreToolUse context verdict)
@@ -962,9 +966,10 @@ A member of `mevedel-pipeline-post-tool-use-functions'."
   (let ((session (plist-get context :session)))
     (mevedel-hooks--await
      'PostToolUse
-     (apply #'mevedel-hooks-input 'PostToolUse session
-            (mevedel-hooks--tool-input
-             context :tool_response (mevedel-hooks--result-value (plist-get outcome :result))))
+     (lambda ()
+       (apply #'mevedel-hooks-input 'PostToolUse session
+              (mevedel-hooks--tool-input
+               context :tool_response (mevedel-hooks--result-value (plist-get outcome :result)))))
      context
      (lambda (verdict) (mevedel-hooks--post-answer 'PostToolUse context verdict)))))
 
@@ -974,10 +979,11 @@ A member of `mevedel-pipeline-post-tool-use-failure-functions'."
   (let ((session (plist-get context :session)))
     (mevedel-hooks--await
      'PostToolUseFailure
-     (apply #'mevedel-hooks-input 'PostToolUseFailure session
-            (mevedel-hooks--tool-input
-             context :error (mevedel-hooks--result-value (plist-get outcome :result))
-             :is_interrupt :json-false))
+     (lambda ()
+       (apply #'mevedel-hooks-input 'PostToolUseFailure session
+              (mevedel-hooks--tool-input
+               context :error (mevedel-hooks--result-value (plist-get outcome :result))
+               :is_interrupt :json-false)))
      context
      (lambda (verdict) (mevedel-hooks--post-answer 'PostToolUseFailure context verdict)))))
 

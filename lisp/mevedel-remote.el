@@ -106,7 +106,7 @@ Each look is one short TRAMP operation; Emacs runs freely between."
 
 (defun mevedel-remote-p (file)
   "Return non-nil when FILE is on another host (a TRAMP name)."
-  (and (stringp file) (file-remote-p file) t))
+  (and (stringp file) (or (mevedel-remote--split file) (file-remote-p file)) t))
 
 (defun mevedel-remote-host (file)
   "Return FILE's TRAMP prefix, /METHOD:USER@HOST:, as FILE spells it.
@@ -174,6 +174,102 @@ exact path so that two paths never meet."
                        "-" (substring (md5 path) 0 10))))
     (file-name-as-directory
      (expand-file-name (concat host "/" name) (expand-file-name mevedel-remote-state-directory)))))
+
+;;;; Names in remote workspaces
+
+(defvar mevedel-remote--name-prefixes (make-hash-table :test #'equal)
+  "Host prefixes whose plain names `mevedel-remote--name-handler' answers.")
+
+(defun mevedel-remote--plain-local-p (local)
+  "Return non-nil when LOCAL, a host-side name, is already expanded.
+It starts with a slash (not `~') and has no `.' or `..' component and
+no doubled slash: expanding it changes nothing."
+  ;; String searches, not a regexp: this runs on every name of a call.
+  (and (string-prefix-p "/" local)
+       (not (or (string-search "//" local) (string-search "/./" local)
+                (string-search "/../" local)
+                (string-suffix-p "/." local) (string-suffix-p "/.." local)))))
+
+(defun mevedel-remote--split (file)
+  "Return (PREFIX . LOCAL) for a plain FILE under a known host prefix, else nil.
+Plain string work, for the names a tool call passes around: cheaper
+still than a file name operation answered here."
+  (let* ((end (and (stringp file) (string-search ":/" file)))
+         (prefix (and end (substring file 0 (1+ end)))))
+    (when (and prefix (gethash prefix mevedel-remote--name-prefixes))
+      (let ((local (substring file (1+ end))))
+        (and (mevedel-remote--plain-local-p local) (cons prefix local))))))
+
+(defun mevedel-remote--defer (operation args)
+  "Run OPERATION on ARGS by the file name handlers after ours (TRAMP's)."
+  (let ((inhibit-file-name-handlers
+         (cons #'mevedel-remote--name-handler
+               (and (eq inhibit-file-name-operation operation) inhibit-file-name-handlers)))
+        (inhibit-file-name-operation operation))
+    (apply operation args)))
+
+(defun mevedel-remote--name-handler (operation &rest args)
+  "Answer OPERATION on ARGS for a plain name under a known host prefix.
+OPERATION is one of the pure name operations (the `operations'
+property).  TRAMP dissects a name on each of them, a fraction of a
+helper round trip every time, and a tool call makes dozens; for a
+plain name (`mevedel-remote--plain-local-p') under a prefix TRAMP
+spells as it is spelled, the answer is TRAMP's without asking it.
+Anything else goes on to TRAMP."
+  (let* ((name (car args))
+         (dir (and (eq operation 'expand-file-name) (cadr args)))
+         (full (cond ((not (stringp name)) nil)
+                     ((not (eq operation 'expand-file-name)) name)
+                     ((file-name-absolute-p name) name)
+                     ;; Relative: DIR must be a plain name too.
+                     ((string-empty-p name) nil)
+                     ((mevedel-remote--split (or dir default-directory))
+                      (let ((dir (or dir default-directory)))
+                        (concat dir (unless (string-suffix-p "/" dir) "/") name)))))
+         (split (mevedel-remote--split full))
+         (prefix (car split))
+         (local (cdr split)))
+    (if (not (and split (or (not (eq operation 'file-remote-p))
+                            (and (memq (cadr args) '(nil localname)) (null (nth 2 args))))))
+        (mevedel-remote--defer operation args)
+      (pcase operation
+        ('expand-file-name full)
+        ('file-name-as-directory (if (string-suffix-p "/" full) full (concat full "/")))
+        ('directory-file-name (if (or (equal local "/") (not (string-suffix-p "/" full)))
+                                  full
+                                (substring full 0 -1)))
+        ('file-name-directory (concat prefix (file-name-directory local)))
+        ('file-name-nondirectory (file-name-nondirectory local))
+        ('file-remote-p (if (cadr args) local prefix))))))
+
+(put 'mevedel-remote--name-handler 'operations
+     '(expand-file-name file-name-as-directory directory-file-name file-name-directory
+                        file-name-nondirectory file-remote-p))
+
+(defun mevedel-remote-inside-p (file directory)
+  "Return DIRECTORY's host-side name when FILE is inside it by name.
+Both are expanded TRAMP names on one host whose names are answered
+here (`mevedel-remote-fast-names'), without `.' or `..' components;
+links are not resolved (that is the host's part, see
+`mevedel-remote-read-page').  Nil otherwise."
+  (let ((dir (mevedel-remote--split directory))
+        (split (mevedel-remote--split file)))
+    (and dir split
+         (equal (car dir) (car split))
+         (let ((local (if (string-suffix-p "/" (cdr dir)) (cdr dir) (concat (cdr dir) "/"))))
+           (and (string-prefix-p local (cdr split)) local)))))
+
+(defun mevedel-remote-fast-names (directory)
+  "Answer plain name operations under the remote DIRECTORY's host here.
+Only when TRAMP spells that host's prefix as DIRECTORY does, so that
+the answers are TRAMP's own (see `mevedel-remote--name-handler')."
+  (let ((prefix (mevedel-remote-host directory)))
+    (when (and prefix (not (gethash prefix mevedel-remote--name-prefixes))
+               (string-match-p "\\`/[^/]*:\\'" prefix)
+               (equal (file-remote-p directory) prefix))
+      (puthash prefix t mevedel-remote--name-prefixes)
+      (push (cons (concat "\\`" (regexp-quote prefix) "/") #'mevedel-remote--name-handler)
+            file-name-handler-alist))))
 
 ;;;; One TRAMP operation at a time
 
@@ -324,6 +420,7 @@ reached in time, or a `file-error' when DIRECTORY is not a directory."
   ;; so that `mevedel-remote-call''s time limit holds for a host that
   ;; accepts the connection and never answers.
   (let ((tramp-dont-suspend-timers t))
+    (mevedel-remote-fast-names directory)
     (mevedel-remote-call
      directory
      (lambda ()
@@ -603,27 +700,129 @@ operation costs a fraction of a helper round trip."
                  (mevedel-remote--connected-p directory))
              (progn
                (puthash host connection mevedel-remote--helpers)
+               (mevedel-remote-fast-names directory)
                (mevedel-remote-with-helper directory use fallback host))
            ;; The host is unreachable, not without a helper: the
            ;; fallback says so, and the next call tries the helper again.
            (mevedel-remote-when-free fallback))))))))
 
+(defun mevedel-remote-has-helper-p (directory)
+  "Return non-nil while the remote DIRECTORY's host has mevedel's helper running.
+Read's permission relies on it: the helper checks where a file really
+is (`mevedel-remote-read-page')."
+  (let ((helper (gethash (or (car (mevedel-remote--split directory))
+                             (mevedel-remote-host directory))
+                         mevedel-remote--helpers)))
+    (and helper (not (eq (car-safe helper) :error))
+         (mevedel-remote-helper-live-p helper))))
+
 (defun mevedel-remote-read-page (file display page callback fallback)
   "Read one PAGE of the remote text FILE on its host, named DISPLAY.
-PAGE is (:offset :limit :char-offset).  The helper pages it where the
-file is, so one request crosses the link whatever the file's size;
+PAGE is (:offset :limit :char-offset :root); with :root, a host-side
+directory, the helper refuses a FILE whose real name (links resolved)
+is outside it.  The helper pages it where the file is, so one request
+crosses the link whatever the file's size;
 CALLBACK gets `ok' and (:text TEXT) or `error' and (SYMBOL MESSAGE),
 as the local core's callbacks do.  Without the helper, FALLBACK (no
 arguments) runs instead."
-  (let* ((local (mevedel-remote-local-name file))
-         (host (if (string-suffix-p local file)
-                   (substring-no-properties file 0 (- (length file) (length local)))
-                 (mevedel-remote-host file))))
+  (let* ((split (mevedel-remote--split file))
+         (local (or (cdr split) (mevedel-remote-local-name file)))
+         (host (cond (split (car split))
+                     ((string-suffix-p local file)
+                      (substring-no-properties file 0 (- (length file) (length local))))
+                     (t (mevedel-remote-host file)))))
     (mevedel-remote-with-helper
      (concat host (file-name-directory local))
      (lambda (conn)
        (mevedel-remote-helper-read conn local (append (list :display display) page) callback))
      fallback host)))
+
+(defun mevedel-remote--media-copy (file bytes)
+  "Return a private local file holding BYTES, named with FILE's extension."
+  (let ((coding-system-for-write 'binary)
+        (extension (file-name-extension file)))
+    (make-temp-file "mevedel-remote-media-" nil (and extension (concat "." extension)) bytes)))
+
+(defun mevedel-remote--media-rest (conn local display first settle)
+  "Fetch the rest of the remote media file LOCAL on CONN; SETTLE with its copy.
+FIRST is the answer to its first request, (:bytes :size); the other
+requests go out together, each for 32 times `mevedel-remote-read-chunk'
+bytes at most.  DISPLAY names the file in errors."
+  (let* ((size (plist-get first :size))
+         (step (* 32 mevedel-remote-read-chunk))
+         (parts (list (cons 0 (plist-get first :bytes))))
+         (starts (and (< (length (plist-get first :bytes)) size)
+                      (number-sequence (length (plist-get first :bytes)) (1- size)
+                                       step)))
+         (waiting (length starts))
+         (done (lambda ()
+                 (funcall settle 'ok
+                          (mevedel-remote--media-copy
+                           local (apply #'concat (mapcar #'cdr (sort parts #'car-less-than-car))))))))
+    (if (null starts)
+        (funcall done)
+      (dolist (start starts)
+        (mevedel-remote-helper-read
+         conn local (list :display display :bytes t :start start
+                          :length (min step (- size start)))
+         (lambda (status value)
+           (cond
+            ((not (eq status 'ok)) (funcall settle status value))
+            ((not (eql (plist-get value :size) size))
+             (funcall settle 'error
+                      (list 'mevedel-core-resource-error
+                            (format "Read `%s': the remote file changed while it was read; \
+read it again" display))))
+            (t (push (cons start (plist-get value :bytes)) parts)
+               (when (zerop (cl-decf waiting)) (funcall done))))))))))
+
+(defun mevedel-remote-read-media (file display root limit callback fallback)
+  "Fetch the remote image or PDF FILE, named DISPLAY, through its host's helper.
+Read renders it here, as a local file: only its bytes cross the link,
+through the helper's byte reads, not a TRAMP copy.  The first
+`mevedel-remote-read-chunk' bytes come with the file's size in one
+request, so a file over LIMIT bytes fails without the rest crossing,
+and a small one takes one round trip; the rest is asked for at once.
+CALLBACK gets `ok' and a private local copy with FILE's extension (the
+caller deletes it), or `error' and (SYMBOL MESSAGE), once.  Without
+the helper, FALLBACK (no arguments) runs instead.  ROOT is as :root in
+`mevedel-remote-read-page'.  Return a function that drops the fetch:
+CALLBACK is not called, no copy is left."
+  (let* ((split (mevedel-remote--split file))
+         (local (or (cdr split) (mevedel-remote-local-name file)))
+         (host (cond (split (car split))
+                     ((string-suffix-p local file)
+                      (substring-no-properties file 0 (- (length file) (length local))))
+                     (t (mevedel-remote-host file))))
+         (settled nil)
+         (settle (lambda (status value)
+                   (if settled
+                       (when (eq status 'ok) (delete-file value))
+                     (setq settled t)
+                     (funcall callback status value)))))
+    (mevedel-remote-with-helper
+     (concat host (file-name-directory local))
+     (lambda (conn)
+       (mevedel-remote-helper-read
+        conn local (list :display display :root root :bytes t :start 0
+                         :length mevedel-remote-read-chunk)
+        (lambda (status value)
+          (cond
+           ((not (eq status 'ok)) (funcall settle status value))
+           ((> (plist-get value :size) limit)
+            (funcall settle 'error
+                     (list 'mevedel-core-resource-error
+                           (format "Read `%s': the remote file has %d bytes, more than the %d \
+a remote image or PDF may have (`mevedel-tool-fs-remote-read-limit')"
+                                   display (plist-get value :size) limit))))
+           (t (condition-case err
+                  (mevedel-remote--media-rest conn local display value settle)
+                (error (funcall settle 'error
+                                (list 'mevedel-core-resource-error
+                                      (format "Read `%s': %s" display
+                                              (error-message-string err)))))))))))
+     fallback host)
+    (lambda () (setq settled t))))
 
 (defun mevedel-remote-search (tool path directory display query timeout-ms callback)
   "Run TOOL (\"Glob\" or \"Grep\") on DIRECTORY's host; settle CALLBACK once.

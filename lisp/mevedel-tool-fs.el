@@ -84,9 +84,10 @@ When nil, the tools see only what is on disk."
 
 (defcustom mevedel-tool-fs-remote-read-limit (* 64 1024 1024)
   "Largest remote (TRAMP) file, in bytes, that Read copies here to show.
-Read of a remote file copies it once through TRAMP (as visiting it
-would) and pages the local copy, which is deleted when the Read
-settles."
+A remote image or PDF is fetched here by the remote helper's byte
+reads and rendered as a local one; without the helper, a remote file
+Read cannot page on its host is copied once through TRAMP (as visiting
+it would).  The local copy is deleted when the Read settles."
   :type 'natnum)
 
 (defcustom mevedel-tool-fs-image-max-side 1568
@@ -118,7 +119,7 @@ results name it."
      (t (cons (expand-file-name (or value default-directory)) (or value ""))))))
 
 (defconst mevedel-tool-fs--local-media "\\.\\(?:png\\|jpe?g\\|gif\\|webp\\|pdf\\)\\'"
-  "Remote files Read copies here: the module renders images and PDFs.")
+  "Remote files Read fetches here whole: the module renders images and PDFs.")
 
 (defun mevedel-tool-fs--remote-copy (file display)
   "Return a local temporary copy of the remote FILE, named DISPLAY in errors.
@@ -403,6 +404,27 @@ CALLBACK is the handler's.  Return a cancel function."
             (funcall drop)
             (funcall callback (list :result "Cancelled." :status 'error))))))))
 
+(defun mevedel-tool-fs--read-permission (args)
+  "Answer `allow' for a Read of ARGS in the workspace by name, on a helper's host.
+A read-only call inside the workspace is allowed in every mode, and
+deciding that for a remote file here would resolve its links through
+TRAMP: four round trips.  When the file is inside the workspace by
+name and mevedel's helper runs on its host, the helper resolves them
+instead, in the Read's own request, and refuses a file that leads
+outside (`mevedel-remote-read-page').  Nil otherwise: the usual check."
+  (let ((file (mevedel-tool-fs--value args :file_path)))
+    (and (stringp file)
+         (mevedel-remote-inside-p file default-directory)
+         (mevedel-remote-has-helper-p file)
+         'allow)))
+
+(defun mevedel-tool-fs--really-inside-p (file directory)
+  "Return non-nil when the remote FILE, links resolved, is inside DIRECTORY.
+Asked through TRAMP, when the helper that would check it is not there."
+  (condition-case nil
+      (mevedel-remote-call file (lambda () (file-in-directory-p file directory)))
+    (error nil)))
+
 (defun mevedel-tool-fs-read (callback args)
   "Read the file, directory or resource named in ARGS; call CALLBACK.
 ARGS has :file_path and optionally :offset, :limit and :char_offset,
@@ -412,12 +434,27 @@ Return a function that cancels the read."
    callback args :file_path
    (lambda () (mevedel-tool-fs--read callback args))))
 
+(defun mevedel-tool-fs--page (args)
+  "Return the module's page request for Read's ARGS.
+The image types come from the running call's model, so it is made
+when the call starts, not in a later callback."
+  (list :offset (mevedel-tool-fs--value args :offset)
+        :limit (mevedel-tool-fs--value args :limit)
+        :char-offset (mevedel-tool-fs--value args :char_offset)
+        :pages (mevedel-tool-fs--value args :pages)
+        :render (equal (mevedel-tool-fs--value args :mode) "image")
+        :accepts (mevedel-tool-fs-accepted-images
+                  (plist-get (mevedel-pipeline-current-context) :data-buffer))
+        :max-side mevedel-tool-fs-image-max-side))
+
 (defun mevedel-tool-fs--read (callback args)
   "Read as `mevedel-tool-fs-read' with CALLBACK and ARGS, TRAMP being free.
 A page of a remote text file is read by the helper on its host
 \(`mevedel-remote-read-page'): one request, whatever the file's size.
-A modified buffer visiting it, media and PDFs go the local way, as
-does everything when the helper cannot run there."
+A remote image or PDF is fetched by the helper's byte reads
+\(`mevedel-remote-read-media') and rendered here as a local one.  A
+modified buffer visiting the file goes the local way, as does
+everything when the helper cannot run there."
   (mevedel-tool-fs--guard
    callback
    (lambda ()
@@ -426,31 +463,65 @@ does everything when the helper cannot run there."
                   ;; would, without its TRAMP name handling.
                   (buffer (and (stringp target)
                                (cl-find target (buffer-list) :key #'buffer-file-name
-                                        :test #'equal))))
+                                        :test #'equal)))
+                  (media (and (stringp target)
+                              (string-match-p mevedel-tool-fs--local-media target))))
        (if (or (not (and (stringp target) (mevedel-remote-p target)))
-               (and buffer (buffer-modified-p buffer) mevedel-tool-fs-read-unsaved-buffers)
-               (mevedel-tool-fs--value args :pages) (mevedel-tool-fs--value args :mode)
-               (string-match-p mevedel-tool-fs--local-media target))
+               (and buffer (buffer-modified-p buffer) mevedel-tool-fs-read-unsaved-buffers))
            (mevedel-tool-fs--read-here callback args)
          (let* ((directory default-directory)
+                ;; Inside the workspace by name: the host checks the
+                ;; real name (`mevedel-tool-fs--read-permission').
+                (root (mevedel-remote-inside-p target directory))
                 (cancel nil)
+                (drop nil)
                 (settled nil)
                 (settle (lambda (result)
-                          (unless settled (setq settled t) (funcall callback result)))))
-           (mevedel-remote-read-page
-            target display
-            (list :offset (mevedel-tool-fs--value args :offset)
-                  :limit (mevedel-tool-fs--value args :limit)
-                  :char-offset (mevedel-tool-fs--value args :char_offset))
-            (lambda (status value)
-              (funcall settle (if (eq status 'ok)
-                                  (mevedel-tool-fs--outcome value)
-                                (list :result (cadr value) :status 'error))))
-            (lambda ()
-              (unless settled
-                (let ((default-directory directory))
-                  (setq cancel (mevedel-tool-fs--read-here settle args))))))
+                          (unless settled (setq settled t) (funcall callback result))))
+                (fallback (lambda ()
+                            (unless settled
+                              (let ((default-directory directory))
+                                (if (and root (not (mevedel-tool-fs--really-inside-p
+                                                    target directory)))
+                                    (funcall settle
+                                             (list :result (format "Read `%s': it leads outside \
+the workspace; Read the name it leads to itself (asking permission for it)" display)
+                                                   :status 'error))
+                                  (setq cancel (mevedel-tool-fs--read-here settle args))))))))
+           (cond
+            (media
+             (let ((page (mevedel-tool-fs--page args)))
+               (setq drop
+                     (mevedel-remote-read-media
+                      target display root mevedel-tool-fs-remote-read-limit
+                      (lambda (status value)
+                        (if (eq status 'ok)
+                            (setq cancel
+                                  (mevedel-tool-fs--run
+                                   (lambda (result)
+                                     (delete-file value)
+                                     (funcall settle result))
+                                   (lambda (reply)
+                                     (mevedel-core-resource-read value display page reply))))
+                          (funcall settle (list :result (cadr value) :status 'error))))
+                      fallback))))
+            ;; PDF arguments on another file: TRAMP's way.
+            ((or (mevedel-tool-fs--value args :pages) (mevedel-tool-fs--value args :mode))
+             (funcall fallback))
+            (t
+             (mevedel-remote-read-page
+              target display
+              (list :offset (mevedel-tool-fs--value args :offset)
+                    :limit (mevedel-tool-fs--value args :limit)
+                    :char-offset (mevedel-tool-fs--value args :char_offset)
+                    :root root)
+              (lambda (status value)
+                (funcall settle (if (eq status 'ok)
+                                    (mevedel-tool-fs--outcome value)
+                                  (list :result (cadr value) :status 'error))))
+              fallback)))
            (lambda ()
+             (when drop (funcall drop))
              (when cancel (funcall cancel))
              (funcall settle (list :result "Cancelled." :status 'error)))))))))
 
@@ -469,15 +540,7 @@ through TRAMP."
                              (mevedel-tool-fs--remote-copy target display)))
                   (`(,buffer ,_ ,new) (and (not documents)
                                            (car (mevedel-tool-fs--unsaved target t))))
-                  (page (list :offset (mevedel-tool-fs--value args :offset)
-                              :limit (mevedel-tool-fs--value args :limit)
-                              :char-offset (mevedel-tool-fs--value args :char_offset)
-                              :pages (mevedel-tool-fs--value args :pages)
-                              :render (equal (mevedel-tool-fs--value args :mode) "image")
-                              :accepts (mevedel-tool-fs-accepted-images
-                                        (plist-get (mevedel-pipeline-current-context)
-                                                   :data-buffer))
-                              :max-side mevedel-tool-fs-image-max-side)))
+                  (page (mevedel-tool-fs--page args)))
        (cond
         ((mevedel-tool-fs--serve target "Read" page callback))
         (page-text
@@ -914,6 +977,7 @@ A result with media stays an envelope, so the pipeline sends them."
   :function (mevedel-tool-fs--adapt #'mevedel-tool-fs-read)
   :async-p t
   :read-only-p t
+  :check-permission #'mevedel-tool-fs--read-permission
   :renderer #'mevedel-tool-fs-render-read
   :get-path (lambda (args) (plist-get args :file_path)))
 

@@ -185,6 +185,184 @@ Unavailable is a host whose architecture has no helper binary here."
         (should (= 1 (cl-count-if (lambda (text) (string-search "No mevedel helper is built" text))
                                   messages)))))))
 
+(defconst mevedel-remote-test--media
+  '((:file_path "small.png")
+    (:file_path "screen-4000x3000.png")
+    (:file_path "three-pages.pdf")
+    (:file_path "three-pages.pdf" :pages "2" :mode "image"))
+  "Reads of images and PDFs, each from test/fixtures/media/.")
+
+(defun mevedel-remote-test--media-reads (local remote)
+  "Check Read of images and PDFs in REMOTE answers as in LOCAL, pictures too.
+Return how many times TRAMP copied a file here meanwhile."
+  (let ((copies 0)
+        (host-dir (mevedel-remote-local-name remote))
+        ;; Private: what is left there afterwards was left by Read.
+        (temporary-file-directory (file-name-as-directory
+                                   (make-temp-file "mevedel-remote-media-test-" t))))
+    (dolist (name '("small.png" "screen-4000x3000.png" "three-pages.pdf"))
+      (let ((fixture (expand-file-name (concat "test/fixtures/media/" name) mevedel-test-root)))
+        (copy-file fixture (expand-file-name name local))
+        (copy-file fixture (expand-file-name name host-dir))))
+    (cl-letf* (((symbol-function 'mevedel-tool-fs-accepted-images)
+                (lambda (_buffer) '("image/png" "image/jpeg")))
+               (local-copy (symbol-function 'file-local-copy))
+               ((symbol-function 'file-local-copy)
+                (lambda (file &rest rest) (cl-incf copies) (apply local-copy file rest)))
+               ;; Small steps: the larger files take several requests.
+               (mevedel-remote-read-chunk 4096))
+      (dolist (args mevedel-remote-test--media)
+        (let ((here (mevedel-remote-test--call #'mevedel-tool-fs-read args local))
+              (there (mevedel-remote-test--call #'mevedel-tool-fs-read args remote)))
+          (should-not (eq (plist-get here :status) 'error))
+          (should (equal (plist-get there :status) (plist-get here :status)))
+          (should (equal (plist-get there :result) (plist-get here :result)))
+          (when (string-suffix-p ".png" (plist-get args :file_path))
+            (should (plist-get here :media)))
+          (should (equal (plist-get there :media) (plist-get here :media)))))
+      ;; Nothing is left behind here.
+      (should-not (directory-files temporary-file-directory nil
+                                   directory-files-no-dot-files-regexp)))
+    (delete-directory temporary-file-directory t)
+    copies))
+
+(ert-deftest mevedel-remote:media-reads-go-through-the-helper ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore sshd)
+    (mevedel-remote-test--helper t
+      (let ((requests nil))
+        (cl-letf* ((call (symbol-function 'mevedel-remote-helper--call))
+                   ((symbol-function 'mevedel-remote-helper--call)
+                    (lambda (conn op args &rest rest)
+                      (push (cons op args) requests)
+                      (apply call conn op args rest))))
+          (should (= 0 (mevedel-remote-test--media-reads local remote)))
+          ;; Byte reads: the 160 KB PNG in three, its first 4 KB then
+          ;; 128 KB steps.
+          (should (cl-every (lambda (request)
+                              (and (equal (car request) "read")
+                                   (plist-get (cdr request) :bytes)))
+                            requests))
+          (should (= 3 (cl-count-if (lambda (request)
+                                      (string-suffix-p "/screen-4000x3000.png"
+                                                       (plist-get (cdr request) :path)))
+                                    requests)))
+          ;; A file over the limit fails at its first request, naming it.
+          (setq requests nil)
+          (let* ((mevedel-tool-fs-remote-read-limit 1000)
+                 (result (mevedel-remote-test--call #'mevedel-tool-fs-read
+                                                    '(:file_path "small.png") remote)))
+            (should (eq (plist-get result :status) 'error))
+            (should (string-search "mevedel-tool-fs-remote-read-limit" (plist-get result :result)))
+            (should (= 1 (length requests))))
+          ;; A missing file says so, as locally.
+          (should (equal (plist-get (mevedel-remote-test--call
+                                     #'mevedel-tool-fs-read '(:file_path "none.png") remote)
+                                    :result)
+                         (plist-get (mevedel-remote-test--call
+                                     #'mevedel-tool-fs-read '(:file_path "none.png") local)
+                                    :result))))))))
+
+(ert-deftest mevedel-remote:media-reads-without-the-helper-copy-through-tramp ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore sshd)
+    (mevedel-remote-test--helper nil
+      (should (> (mevedel-remote-test--media-reads local remote) 0)))))
+
+(defun mevedel-remote-test--model-read (args directory)
+  "Run Read on ARGS in DIRECTORY as a model's call runs; return the outcome."
+  (let ((outcome nil) (default-directory directory))
+    (mevedel-pipeline-run-tool-outcome (mevedel-tool-get "Read") args
+                                       (lambda (o) (setq outcome o)))
+    (mevedel-test-wait-until outcome 30)
+    outcome))
+
+(ert-deftest mevedel-remote:names-are-answered-as-tramp-answers-them ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore sshd local)
+    (mevedel-remote-fast-names remote)
+    (let* ((host (mevedel-remote-host remote))
+           (tramp (lambda (operation &rest args)
+                    (let ((inhibit-file-name-handlers
+                           (cons #'mevedel-remote--name-handler inhibit-file-name-handlers))
+                          (inhibit-file-name-operation operation))
+                      (apply operation args))))
+           (calls `((expand-file-name "a.txt" ,remote) (expand-file-name "src/b.el" ,remote)
+                    (expand-file-name "src/../a.txt" ,remote) (expand-file-name "" ,remote)
+                    (expand-file-name "." ,remote) (expand-file-name ,(concat remote "x//y"))
+                    (expand-file-name ,(concat remote "src/")) (expand-file-name "/etc" ,remote)
+                    (expand-file-name ,(concat host "/")) (expand-file-name "x" ,host)
+                    (file-remote-p ,remote) (file-remote-p ,(concat remote "a.txt") localname)
+                    (file-remote-p ,remote host) (file-remote-p ,remote method)
+                    (file-name-as-directory ,(directory-file-name remote))
+                    (file-name-as-directory ,remote) (directory-file-name ,remote)
+                    (directory-file-name ,(concat host "/")) (directory-file-name ,(concat remote "a"))
+                    (file-name-directory ,(concat remote "src/b.el")) (file-name-directory ,remote)
+                    (file-name-directory ,(concat host "/")) (file-name-nondirectory ,(concat remote "a.txt"))
+                    (file-name-nondirectory ,remote))))
+      (should (rassq #'mevedel-remote--name-handler file-name-handler-alist))
+      (dolist (call calls)
+        (should (equal (cons call (apply (car call) (cdr call)))
+                       (cons call (apply tramp call)))))
+      ;; A plain name never reaches TRAMP.
+      (let ((reached nil))
+        (cl-letf* ((handler (symbol-function 'tramp-file-name-handler))
+                   ((symbol-function 'tramp-file-name-handler)
+                    (lambda (&rest args) (push (car args) reached) (apply handler args))))
+          (expand-file-name "src/b.el" remote)
+          (file-remote-p (concat remote "a.txt") 'localname)
+          (directory-file-name remote)
+          (file-name-directory (concat remote "src/b.el")))
+        (should-not reached)))))
+
+(ert-deftest mevedel-remote:a-model-read-is-one-helper-request-and-no-tramp-call ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore sshd local)
+    (mevedel-remote-test--helper t
+      ;; The first call starts the helper.
+      (should-not (plist-get (mevedel-remote-test--model-read '(:file_path "a.txt") remote)
+                             :denied))
+      (let ((requests nil) (tramp nil))
+        (cl-letf* ((call (symbol-function 'mevedel-remote-helper--call))
+                   ((symbol-function 'mevedel-remote-helper--call)
+                    (lambda (conn op &rest rest) (push op requests) (apply call conn op rest)))
+                   (handler (symbol-function 'tramp-file-name-handler))
+                   ((symbol-function 'tramp-file-name-handler)
+                    (lambda (&rest args) (push (car args) tramp) (apply handler args))))
+          (let ((outcome (mevedel-remote-test--model-read '(:file_path "a.txt") remote)))
+            (should (eq (plist-get outcome :status) 'success))
+            (should (string-search "beta foo" (plist-get outcome :result)))))
+        (should (equal requests '("read")))
+        ;; At most a look at the workspace's rules file, which the
+        ;; permission check takes once per
+        ;; `mevedel-permissions-recheck-interval'.
+        (should (member tramp '(nil (file-attributes))))))))
+
+(ert-deftest mevedel-remote:a-link-out-of-the-workspace-is-not-read-unasked ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore sshd)
+    (let* ((host-dir (mevedel-remote-local-name remote))
+           (outside (make-temp-file "mevedel-remote-outside-" nil ".txt" "secret\n")))
+      (unwind-protect
+          (progn
+            (make-symbolic-link outside (expand-file-name "out.txt" host-dir))
+            (make-symbolic-link (expand-file-name "a.txt" host-dir)
+                                (expand-file-name "in.txt" host-dir))
+            (dolist (available '(t nil))
+              (mevedel-remote-test--helper available
+                (mevedel-remote-test--model-read '(:file_path "a.txt") remote)
+                (let ((out (mevedel-remote-test--model-read '(:file_path "out.txt") remote))
+                      (in (mevedel-remote-test--model-read '(:file_path "in.txt") remote)))
+                  ;; Refused, or asked about (nobody can answer here):
+                  ;; never read.
+                  (should (eq (plist-get out :status) 'error))
+                  (should-not (string-search "secret" (plist-get out :result)))
+                  (when available
+                    (should (string-search outside (plist-get out :result))))
+                  (should (eq (plist-get in :status) 'success))
+                  (should (string-search "beta foo" (plist-get in :result)))))))
+        (delete-file outside)
+        (ignore local)))))
 
 (ert-deftest mevedel-remote:session-state-stays-on-this-machine ()
   (mevedel-remote-test--with (sshd local remote)

@@ -22,9 +22,10 @@
 //! - `glob` `{path, display, pattern, timeout_ms, new_files}` and
 //!   `grep` `{path, display, options, timeout_ms, unsaved}` answer
 //!   `{text, total, shown, partial}` exactly as the local core does;
-//! - `read` `{path, display, offset, limit, char_offset}` answers one
-//!   page `{text}`; with `bytes: true` and `start`/`length` it answers
-//!   `{data (base64), size}` for media;
+//! - `read` `{path, display, offset, limit, char_offset, root}` answers
+//!   one page `{text}`; with `bytes: true` and `start`/`length` it
+//!   answers `{data (base64), size}` for media; with `root`, a path
+//!   whose real name (links resolved) is outside it is refused;
 //! - `write` `{path, data (base64), expect_hash}` writes beside the file
 //!   and renames over it, keeping its mode, and answers `{hash, size}`;
 //! - `write_all` `{files: [{path, data (base64) | delete: true,

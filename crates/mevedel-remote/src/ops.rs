@@ -205,6 +205,9 @@ fn grep(a: &Args, cancel: Arc<AtomicBool>) -> Result<Value, Error> {
 
 fn read(a: &Args) -> Result<Value, Error> {
     let path = a.path()?;
+    if let Some(root) = a.str("root") {
+        contained(&path, Path::new(&root), &a.display())?;
+    }
     if a.flag("bytes") {
         return read_bytes(a, &path);
     }
@@ -214,6 +217,28 @@ fn read(a: &Args) -> Result<Value, Error> {
         char_offset: a.int("char_offset"),
     };
     Ok(json!({"text": files::read_path(&path, &a.display(), &req)?}))
+}
+
+/// Refuse PATH when, links resolved, it is outside ROOT. The caller
+/// judged it inside by its name alone (resolving links from Emacs
+/// would cost round trips), so a link out of ROOT is caught here. A
+/// path that does not resolve is left for the read to report.
+fn contained(path: &Path, root: &Path, display: &str) -> Result<(), Error> {
+    let Ok(real) = std::fs::canonicalize(path) else {
+        return Ok(());
+    };
+    let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    if real.starts_with(&real_root) {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::Resource,
+        format!(
+            "Read `{display}`: it leads to `{}` on this host, outside the workspace; \
+             Read that name itself (asking permission for it)",
+            real.display()
+        ),
+    ))
 }
 
 /// Bytes START.. (at most LENGTH) of the regular file at PATH.

@@ -108,6 +108,35 @@ fn read_pages_text_and_gives_bytes_for_media() {
 }
 
 #[test]
+fn a_read_within_a_root_refuses_a_link_leading_out_of_it() {
+    let d = Dir::new("root");
+    let outside = Dir::new("root-outside");
+    std::os::unix::fs::symlink(outside.at("src/b.txt"), d.0.join("src/out.txt")).unwrap();
+    std::os::unix::fs::symlink(d.at("src/b.txt"), d.0.join("src/in.txt")).unwrap();
+    let root = d.at("src");
+    for bytes in [false, true] {
+        let out = call(
+            "read",
+            json!({"path": d.at("src/out.txt"), "display": "out.txt", "root": root, "bytes": bytes}),
+        )
+        .unwrap_err();
+        assert!(
+            out.contains("`out.txt`") && out.contains(&outside.at("src/b.txt")),
+            "{out}"
+        );
+        assert!(
+            call(
+                "read",
+                json!({"path": d.at("src/in.txt"), "root": root, "bytes": bytes})
+            )
+            .is_ok()
+        );
+    }
+    // Without a root, the caller judged the real path itself.
+    assert!(call("read", json!({"path": d.at("src/out.txt")})).is_ok());
+}
+
+#[test]
 fn write_is_atomic_keeps_the_mode_and_refuses_a_stale_hash() {
     let d = Dir::new("write");
     let file = d.0.join("src/b.txt");
