@@ -55,7 +55,7 @@ with ~, else absolute."
                (:copier nil))
   "One helper process on one host."
   host process (next-id 0) (pending (make-hash-table)) (partial "")
-  ready waiting hello)
+  ready waiting hello (streams (make-hash-table)))
 
 (defvar mevedel-remote-helper--connections (make-hash-table :test #'equal)
   "Live connections by host (the TRAMP prefix `/method:user@host:').")
@@ -119,6 +119,11 @@ Copied only when the host lacks this exact version."
     (maphash (lambda (_id callback)
                (funcall callback 'error (list 'mevedel-remote-helper-error message)))
              pending))
+  (let ((streams (mevedel-remote-helper--conn-streams conn)))
+    (setf (mevedel-remote-helper--conn-streams conn) (make-hash-table))
+    (maphash (lambda (_run handlers)
+               (funcall (plist-get handlers :failed) message))
+             streams))
   (let ((waiting (mevedel-remote-helper--conn-waiting conn)))
     (setf (mevedel-remote-helper--conn-waiting conn) nil)
     (dolist (callback waiting)
@@ -138,6 +143,8 @@ Copied only when the host lacks this exact version."
    ((plist-get message :hello)
     (setf (mevedel-remote-helper--conn-hello conn) (plist-get message :hello))
     (mevedel-remote-helper--ready conn))
+   ((plist-get message :event)
+    (mevedel-remote-helper--event conn message))
    (t
     (let* ((id (plist-get message :id))
            (pending (mevedel-remote-helper--conn-pending conn))
@@ -150,6 +157,20 @@ Copied only when the host lacks this exact version."
                        (list (intern (format "mevedel-core-%s-error" (plist-get err :kind)))
                              (plist-get err :message)))
             (funcall callback 'ok (plist-get message :ok)))))))))
+
+(defun mevedel-remote-helper--event (conn event)
+  "Hand EVENT, pushed by CONN's helper for a streamed run, to its handlers."
+  (let* ((run (plist-get event :run))
+         (streams (mevedel-remote-helper--conn-streams conn))
+         (handlers (gethash run streams)))
+    (when handlers
+      (pcase (plist-get event :event)
+        ("exec_output"
+         (funcall (plist-get handlers :output) (plist-get event :data)))
+        ("exec_exit"
+         (remhash run streams)
+         (funcall (plist-get handlers :exited)
+                  (plist-get event :exit_code) (plist-get event :signal)))))))
 
 (defun mevedel-remote-helper--filter (conn)
   "Return the process filter of CONN: whole lines of JSON, one message each."
@@ -325,27 +346,110 @@ exist).  The file's mode is kept.  CALLBACK gets `ok' and (:hash :size)."
            :expect-hash (plist-get plist :expect-hash))
      callback)))
 
+;;;; ApplyPatch's writes
+
+(defun mevedel-remote-helper-write-all (conn files callback)
+  "Change FILES on CONN's host as one: all of them, or none.
+FILES is a list of plists, one per file: :path (a host path), :data
+\=(its new bytes, a unibyte string) or :delete t, :expect-hash (the
+SHA-256 the file must still have; \"\" when it must not exist yet)
+and :mode (default: the old file's, or the umask's for a new file).
+The helper checks every expectation, writes every new content beside
+its target, then renames them all over their targets and deletes; any
+failure undoes what was done.  CALLBACK gets `ok' and (:files ...), or
+`error' and (SYMBOL MESSAGE), MESSAGE naming the file and why."
+  (mevedel-remote-helper--call
+   conn "write_all"
+   (list :files (vconcat
+                 (mapcar (lambda (file)
+                           (mevedel-remote-helper--json
+                            (list :path (plist-get file :path)
+                                  :data (when-let* ((data (plist-get file :data)))
+                                          (base64-encode-string data t))
+                                  :delete (plist-get file :delete)
+                                  :expect-hash (plist-get file :expect-hash)
+                                  :mode (plist-get file :mode))))
+                         files)))
+   callback))
+
 ;;;; Remote executions
+
+(defun mevedel-remote-helper--spool-dir (conn)
+  "Return the host directory of the output spools, for CONN."
+  (if (string-prefix-p "/" mevedel-remote-helper-cache-directory)
+      (concat mevedel-remote-helper-cache-directory "runs")
+    (file-local-name
+     (expand-file-name (concat mevedel-remote-helper-cache-directory "runs")
+                       (concat (mevedel-remote-helper--conn-host conn) "~/")))))
 
 (defun mevedel-remote-helper-exec-start (conn command directory callback &optional mode)
   "Run COMMAND in host DIRECTORY on CONN's host, in a process group of its own.
-It is confined by bubblewrap on the host with DIRECTORY the only
-writable root, under MODE (`required', `best-effort' or `off'; default
-`mevedel-sandbox-mode'): without a sandbox on the host, `required'
-refuses and `best-effort' runs it unconfined.  Its output is spooled on
-the host, under the helper's cache directory.  CALLBACK gets `ok' and
-\(:run ID :spool HOST-FILE :confined BOOL :unconfined_reason WHY)."
+It is confined on the host (bubblewrap and Landlock, or whichever of
+them the host has) with DIRECTORY the only writable root, under MODE
+\=(`required', `best-effort' or `off'; default `mevedel-sandbox-mode'):
+without a sandbox on the host, `required' refuses and `best-effort'
+runs it unconfined.  Its output is spooled on the host, under the
+helper's cache directory.  CALLBACK gets `ok' and (:run ID :spool
+HOST-FILE :confined BOOL :unconfined_reason WHY :confinement TEXT)."
   (mevedel-remote-helper--call
    conn "exec_start"
    (list :command command :path directory
          :sandbox (symbol-name (or mode mevedel-sandbox-mode))
          :writable (list directory)
-         :spool-dir (if (string-prefix-p "/" mevedel-remote-helper-cache-directory)
-                        (concat mevedel-remote-helper-cache-directory "runs")
-                      (file-local-name
-                       (expand-file-name (concat mevedel-remote-helper-cache-directory "runs")
-                                         (concat (mevedel-remote-helper--conn-host conn) "~/")))))
+         :spool-dir (mevedel-remote-helper--spool-dir conn))
    callback))
+
+(defun mevedel-remote-helper-exec-stream (conn plist handlers)
+  "Run a command on CONN's host and have its output pushed as it comes.
+PLIST is :argv (the program and its arguments, run as they are),
+:directory (host path, where it runs), :env (\"NAME=VALUE\" strings
+set for it), :sandbox (\"required\", \"best-effort\" or \"off\", or
+such a symbol; default `mevedel-sandbox-mode', else required),
+:writable (host paths, default the directory) and :tty (refused:
+there is no terminal for remote commands).
+HANDLERS is a plist of functions:
+  :started (ANSWER) once it runs, ANSWER being (:run R :confined BOOL
+           :unconfined_reason WHY :confinement TEXT :spool HOST-FILE);
+  :output  (BASE64) each chunk of output, stdout and stderr merged, in
+           order;
+  :exited  (EXIT-CODE SIGNAL) when it ended after its last output,
+           SIGNAL a name such as \"TERM\" or nil;
+  :failed  (MESSAGE) when it could not start, or the connection was
+           lost before it ended.
+Exactly one of :exited and :failed is called, once.  The output also
+stays in the host's spool, for `mevedel-remote-helper-exec-poll'."
+  (let* ((directory (plist-get plist :directory))
+         (sandbox (or (plist-get plist :sandbox)
+                      (bound-and-true-p mevedel-sandbox-mode)
+                      'required))
+         (failed (or (plist-get handlers :failed) #'ignore)))
+    (mevedel-remote-helper--call
+     conn "exec_start"
+     (list :argv (plist-get plist :argv) :path directory
+           :env (plist-get plist :env)
+           :tty (plist-get plist :tty)
+           :stream t
+           :sandbox (if (symbolp sandbox) (symbol-name sandbox) sandbox)
+           :writable (or (plist-get plist :writable) (list directory))
+           :spool-dir (mevedel-remote-helper--spool-dir conn))
+     (lambda (status answer)
+       (if (not (eq status 'ok))
+           (funcall failed (cadr answer))
+         (puthash (plist-get answer :run)
+                  (list :output (or (plist-get handlers :output) #'ignore)
+                        :exited (or (plist-get handlers :exited) #'ignore)
+                        :failed failed)
+                  (mevedel-remote-helper--conn-streams conn))
+         (when-let* ((started (plist-get handlers :started)))
+           (funcall started answer)))))
+    nil))
+
+(defun mevedel-remote-helper-exec-signal (conn run signal &optional callback)
+  "Send SIGNAL (\"TERM\", \"KILL\", \"INT\" or \"HUP\") to run RUN's group on CONN.
+CALLBACK, when given, gets `ok' and (:sent BOOL), nil when the run had
+already ended."
+  (mevedel-remote-helper--call conn "exec_signal" (list :run run :signal signal)
+                               (or callback #'ignore)))
 
 (defun mevedel-remote-helper-exec-poll (conn run plist callback)
   "Wait for remote execution RUN on CONN, then answer its output.

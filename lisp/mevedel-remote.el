@@ -52,6 +52,8 @@
 (declare-function mevedel-remote-helper-read "mevedel-remote-helper")
 (declare-function mevedel-remote-helper-cancel "mevedel-remote-helper")
 (declare-function mevedel-remote-helper-live-p "mevedel-remote-helper")
+(declare-function mevedel-remote-helper-write-all "mevedel-remote-helper")
+(defvar mevedel-remote-helper-start-timeout)
 
 ;;;; Options
 
@@ -624,8 +626,9 @@ crosses the link.  Return a cancel function."
   "Copy the remote files of TARGETS into a private local mirror.
 TARGETS are ApplyPatch's (AUTHORED ABS ...) with ABS remote.  Return
 \(DIRECTORY . MAP), MAP an alist from each remote ABS to its mirror
-file (which exists when the remote file does) and the remote file's
-attributes, so that a write can tell the file changed meanwhile."
+file (which exists when the remote file does), the remote file's
+attributes and the SHA-256 of its bytes (nil when it does not exist),
+so that a write can tell the file changed meanwhile."
   (let ((dir (file-name-as-directory (make-temp-file "mevedel-patch-mirror-" t)))
         (map nil)
         (index 0))
@@ -644,22 +647,85 @@ attributes, so that a write can tell the file changed meanwhile."
                      (set-buffer-multibyte nil)
                      (insert-file-contents-literally abs)
                      (write-region nil nil mirror nil 'silent))))))
-        (push (list abs mirror attrs) map)))
+        (push (list abs mirror attrs
+                    (and (file-exists-p mirror)
+                         (with-temp-buffer
+                           (set-buffer-multibyte nil)
+                           (insert-file-contents-literally mirror)
+                           (secure-hash 'sha256 (current-buffer)))))
+              map)))
     (cons dir (nreverse map))))
 
 (defun mevedel-remote-patch-write (writes)
   "Write the new bytes of WRITES to their remote files: all, or none.
-WRITES is a list of (REMOTE LOCAL ATTRS): the remote file, the local
-file holding its new bytes (nil: delete it) and the attributes it had
-when read.  Each new file is first written beside its target on the
-host, mode kept; only when every one is there are they renamed over
-their targets (atomic on the host), and deletions done.  A target
-changed since it was read, or any failure before the renames, removes
-what was written beside and signals: nothing changed."
+WRITES is a list of (REMOTE LOCAL ATTRS HASH): the remote file, the
+local file holding its new bytes (nil: delete it), and the attributes
+and SHA-256 it had when read (nil: it did not exist).  The remote
+helper does it in one request when it runs on the host
+\=(`mevedel-remote-helper-write-all'), else TRAMP does
+\=(`mevedel-remote--patch-write-tramp').  Either way a target changed
+since it was read, or any failure, leaves every file as it was and
+signals, naming the file."
+  (if-let* ((conn (mevedel-remote--helper-now (caar writes))))
+      (mevedel-remote--patch-write-helper conn writes)
+    (mevedel-remote--patch-write-tramp writes)))
+
+(defun mevedel-remote--await (done what seconds)
+  "Wait up to SECONDS for DONE to return non-nil; return its value.
+WHAT names what is awaited, for the error when it does not come."
+  (let ((deadline (+ (float-time) seconds))
+        value)
+    (while (and (not (setq value (funcall done))) (< (float-time) deadline))
+      (accept-process-output nil 0.05))
+    (or value (error "No answer within %s seconds from %s" seconds what))))
+
+(defun mevedel-remote--helper-now (file)
+  "Return the running helper's connection on FILE's host, or nil.
+Starts it when it is not running yet; nil when it cannot run there."
+  (let ((answer nil))
+    (mevedel-remote-with-helper
+     (file-name-directory file)
+     (lambda (conn) (setq answer (list conn)))
+     (lambda () (setq answer (list nil))))
+    (car (mevedel-remote--await (lambda () answer)
+                                (format "the mevedel helper on %s" (mevedel-remote-host file))
+                                (+ mevedel-remote-helper-start-timeout
+                                   mevedel-remote-connect-timeout)))))
+
+(defun mevedel-remote--patch-write-helper (conn writes)
+  "Have the helper of CONN write WRITES (see `mevedel-remote-patch-write')."
+  (let ((answer nil))
+    (mevedel-remote-helper-write-all
+     conn
+     (mapcar
+      (pcase-lambda (`(,remote ,local ,attrs ,hash))
+        (list :path (mevedel-remote-local-name remote)
+              :data (and local
+                         (with-temp-buffer
+                           (set-buffer-multibyte nil)
+                           (insert-file-contents-literally local)
+                           (buffer-string)))
+              :delete (not local)
+              :expect-hash (cond (hash) ((not attrs) ""))))
+      writes)
+     (lambda (status value) (setq answer (list status value))))
+    (pcase (mevedel-remote--await (lambda () answer)
+                                  (format "the mevedel helper on %s" (mevedel-remote-host (caar writes)))
+                                  mevedel-remote-connect-timeout)
+      (`(ok ,_) nil)
+      (`(error (,_ ,message)) (error "%s" message)))))
+
+(defun mevedel-remote--patch-write-tramp (writes)
+  "Write WRITES through TRAMP (see `mevedel-remote-patch-write').
+Each new file is first written beside its target on the host, mode
+kept; only when every one is there are they renamed over their
+targets (atomic on the host), and deletions done.  A target changed
+since it was read (by size and time), or any failure before the
+renames, removes what was written beside and signals."
   (let ((staged nil))
     (condition-case err
         (progn
-          (pcase-dolist (`(,remote ,_ ,attrs) writes)
+          (pcase-dolist (`(,remote ,_ ,attrs . ,_) writes)
             (let ((now (mevedel-remote-call remote (lambda () (file-attributes remote)))))
               (unless (equal (and attrs (list (file-attribute-size attrs)
                                               (file-attribute-modification-time attrs)))
@@ -667,7 +733,7 @@ what was written beside and signals: nothing changed."
                                             (file-attribute-modification-time now))))
                 (error "`%s' changed on %s since the patch read it" (mevedel-remote-local-name remote)
                        (mevedel-remote-host remote)))))
-          (pcase-dolist (`(,remote ,local ,attrs) writes)
+          (pcase-dolist (`(,remote ,local ,attrs . ,_) writes)
             (when local
               (let ((beside (mevedel-remote-call
                              remote
@@ -688,7 +754,7 @@ what was written beside and signals: nothing changed."
        (signal (car err) (cdr err))))
     (pcase-dolist (`(,beside . ,remote) (nreverse staged))
       (mevedel-remote-call remote (lambda () (rename-file beside remote t))))
-    (pcase-dolist (`(,remote ,local ,_) writes)
+    (pcase-dolist (`(,remote ,local . ,_) writes)
       (unless local
         (mevedel-remote-call remote (lambda () (delete-file remote)))))))
 

@@ -470,10 +470,10 @@ renamed over it, mode kept."
                                (plist-get file :abs)))
                (dest (funcall entry dest-local)))
           (if (eq (plist-get file :op) 'delete)
-              (push (list (car source) nil (nth 2 source)) writes)
-            (push (list (car dest) dest-local (nth 2 dest)) writes)
+              (push (list (car source) nil (nth 2 source) (nth 3 source)) writes)
+            (push (list (car dest) dest-local (nth 2 dest) (nth 3 dest)) writes)
             (unless (eq source dest)
-              (push (list (car source) nil (nth 2 source)) writes))))))
+              (push (list (car source) nil (nth 2 source) (nth 3 source)) writes))))))
     (mevedel-remote-patch-write (nreverse writes))))
 
 (defun mevedel-tool-patch-plan-for-review (context)

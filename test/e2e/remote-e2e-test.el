@@ -237,67 +237,117 @@ DATA is a data buffer whose calls belong to SESSION."
   "Return FILE's contents."
   (with-temp-buffer (insert-file-contents file) (buffer-string)))
 
-(ert-deftest mevedel-remote:apply-patch-writes-atomically-on-the-host ()
+(defun mevedel-remote-test--hash (file)
+  "Return the SHA-256 of FILE's bytes."
+  (with-temp-buffer
+    (set-buffer-multibyte nil)
+    (insert-file-contents-literally file)
+    (secure-hash 'sha256 (current-buffer))))
+
+(defun mevedel-remote-test--chattr (flag dir)
+  "Run chattr FLAG on host DIR: +i makes it read-only for root too."
+  (unless (eql 0 (call-process "chattr" nil nil nil flag dir))
+    (ert-fail (format "chattr %s %s failed (e2fsprogs is needed)" flag dir))))
+
+(defun mevedel-remote-test--apply-patch (local remote)
+  "Check ApplyPatch and its writer in REMOTE against LOCAL: all or nothing."
+  (let ((patch (concat "*** Begin Patch\n*** Update File: src/b.el\n@@\n-x\n+y\n"
+                       "*** Add File: new/n.txt\n+fresh\n*** Delete File: a.txt\n"
+                       "*** End Patch\n"))
+        (host-b (mevedel-remote-local-name (expand-file-name "src/b.el" remote))))
+    (set-file-modes host-b #o751)
+    (set-file-modes (expand-file-name "src/b.el" local) #o751)
+    (let ((here (mevedel-remote-test--with-session (session data) local
+						   (ignore session)
+						   (mevedel-remote-test--patch data patch)))
+          (there (mevedel-remote-test--with-session (session data) remote
+						    (ignore session)
+						    (mevedel-remote-test--patch data patch))))
+      (should (equal there here))
+      (dolist (name '("src/b.el" "new/n.txt"))
+        (should (equal (mevedel-remote-test--text (expand-file-name name remote))
+                       (mevedel-remote-test--text (expand-file-name name local)))))
+      (should-not (file-exists-p (expand-file-name "a.txt" remote)))
+      ;; The mode is kept, and nothing is left beside the file.
+      (should (= (file-modes host-b) #o751))
+      (should (equal (directory-files (file-name-directory host-b) nil "mevedel") nil)))
+    ;; A hunk that does not apply: nothing at all is written.
+    (let ((before (mevedel-remote-test--text (expand-file-name "src/b.el" remote))))
+      (mevedel-remote-test--with-session (session data) remote
+					 (ignore session)
+					 (should (string-prefix-p
+						  "Error:"
+						  (mevedel-remote-test--patch
+						   data (concat "*** Begin Patch\n*** Add File: other.txt\n+o\n"
+								"*** Update File: src/b.el\n@@\n-not there\n+z\n"
+								"*** End Patch\n")))))
+      (should (equal (mevedel-remote-test--text (expand-file-name "src/b.el" remote)) before))
+      (should-not (file-exists-p (expand-file-name "other.txt" remote))))
+    ;; The writer: a file changed on the host since it was read, a
+    ;; read-only directory, or a write failing after another was
+    ;; staged, leaves every file as it was and nothing beside them.
+    (let* ((b (expand-file-name "src/b.el" remote))
+           (c (expand-file-name "src/deep/c.py" remote))
+           (deep (mevedel-remote-local-name (expand-file-name "src/deep/" remote)))
+           (new (make-temp-file "mevedel-new-"))
+           (b-attrs (file-attributes b))
+           (b-hash (mevedel-remote-test--hash b))
+           (c-hash (mevedel-remote-test--hash c))
+           (b-before (mevedel-remote-test--text b))
+           (c-before (mevedel-remote-test--text c)))
+      (unwind-protect
+          (progn
+            (with-temp-file new (insert "new\n"))
+            (should (string-match-p
+                     "src/deep/c.py.*changed"
+                     (cadr (should-error (mevedel-remote-patch-write
+                                          (list (list b new b-attrs b-hash)
+                                                (list c new (file-attributes b) b-hash)))))))
+            (should-error (mevedel-remote-patch-write
+                           (list (list b new b-attrs b-hash)
+                                 (list c (concat new "-missing") (file-attributes c) c-hash))))
+            (mevedel-remote-test--chattr "+i" deep)
+            (unwind-protect
+                (should-error (mevedel-remote-patch-write
+                               (list (list b new b-attrs b-hash)
+                                     (list c new (file-attributes c) c-hash))))
+              (mevedel-remote-test--chattr "-i" deep))
+            (should (equal (mevedel-remote-test--text b) b-before))
+            (should (equal (mevedel-remote-test--text c) c-before))
+            (dolist (dir '("src/" "src/deep/"))
+              (should (equal (directory-files (mevedel-remote-local-name
+                                               (expand-file-name dir remote))
+                                              nil "mevedel")
+                             nil))))
+        (delete-file new)))))
+
+(ert-deftest mevedel-remote:apply-patch-writes-atomically-through-the-helper ()
+  "ApplyPatch's files are written by the helper, in one request: all or none."
   (require 'mevedel-render-data)
   (mevedel-remote-test--with (sshd local remote)
     (ignore sshd)
-    (let ((patch (concat "*** Begin Patch\n*** Update File: src/b.el\n@@\n-x\n+y\n"
-                         "*** Add File: new/n.txt\n+fresh\n*** Delete File: a.txt\n"
-                         "*** End Patch\n"))
-          (host-b (mevedel-remote-local-name (expand-file-name "src/b.el" remote))))
-      (set-file-modes host-b #o751)
-      (set-file-modes (expand-file-name "src/b.el" local) #o751)
-      (let ((here (mevedel-remote-test--with-session (session data) local
-                    (ignore session)
-                    (mevedel-remote-test--patch data patch)))
-            (there (mevedel-remote-test--with-session (session data) remote
-                     (ignore session)
-                     (mevedel-remote-test--patch data patch))))
-        (should (equal there here))
-        (dolist (name '("src/b.el" "new/n.txt"))
-          (should (equal (mevedel-remote-test--text (expand-file-name name remote))
-                         (mevedel-remote-test--text (expand-file-name name local)))))
-        (should-not (file-exists-p (expand-file-name "a.txt" remote)))
-        ;; The mode is kept, and nothing is left beside the file.
-        (should (= (file-modes host-b) #o751))
-        (should (equal (directory-files (file-name-directory host-b) nil "mevedel") nil)))
-      ;; A hunk that does not apply: nothing at all is written.
-      (let ((before (mevedel-remote-test--text (expand-file-name "src/b.el" remote))))
-        (mevedel-remote-test--with-session (session data) remote
-          (ignore session)
-          (should (string-prefix-p
-                   "Error:"
-                   (mevedel-remote-test--patch
-                    data (concat "*** Begin Patch\n*** Add File: other.txt\n+o\n"
-                                 "*** Update File: src/b.el\n@@\n-not there\n+z\n"
-                                 "*** End Patch\n")))))
-        (should (equal (mevedel-remote-test--text (expand-file-name "src/b.el" remote)) before))
-        (should-not (file-exists-p (expand-file-name "other.txt" remote))))
-      ;; The writer: a file changed on the host since it was read, or
-      ;; a write failing after another was staged, leaves every file
-      ;; as it was and nothing beside them.
-      (let* ((b (expand-file-name "src/b.el" remote))
-             (c (expand-file-name "src/deep/c.py" remote))
-             (new (make-temp-file "mevedel-new-"))
-             (b-attrs (file-attributes b))
-             (b-before (mevedel-remote-test--text b))
-             (c-before (mevedel-remote-test--text c)))
-        (unwind-protect
-            (progn
-              (with-temp-file new (insert "new\n"))
-              (should-error (mevedel-remote-patch-write
-                             (list (list b new b-attrs)
-                                   (list c new (file-attributes b)))))
-              (should-error (mevedel-remote-patch-write
-                             (list (list b new b-attrs)
-                                   (list c (concat new "-missing") (file-attributes c)))))
-              (should (equal (mevedel-remote-test--text b) b-before))
-              (should (equal (mevedel-remote-test--text c) c-before))
-              (should (equal (directory-files (mevedel-remote-local-name
-                                               (expand-file-name "src/" remote))
-                                              nil "mevedel")
-                             nil)))
-          (delete-file new))))))
+    (mevedel-remote-test--helper t
+      (let ((requests 0))
+        (advice-add 'mevedel-remote-helper-write-all :before
+                    (lambda (&rest _) (cl-incf requests))
+                    '((name . count)))
+        (unwind-protect (mevedel-remote-test--apply-patch local remote)
+          (advice-remove 'mevedel-remote-helper-write-all 'count))
+        ;; The patch, the stale file and the read-only directory, one
+        ;; request each (a missing local file is refused before any).
+        (should (= requests 3))))))
+
+(ert-deftest mevedel-remote:apply-patch-writes-atomically-through-tramp ()
+  "Without the helper on the host, TRAMP writes ApplyPatch's files: all or none."
+  (require 'mevedel-render-data)
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore sshd)
+    (mevedel-remote-test--helper nil
+      (advice-add 'mevedel-remote-helper-write-all :override
+                  (lambda (&rest _) (ert-fail "the helper wrote without running"))
+                  '((name . never)))
+      (unwind-protect (mevedel-remote-test--apply-patch local remote)
+        (advice-remove 'mevedel-remote-helper-write-all 'never)))))
 
 ;;;; The real bin/mevedel
 

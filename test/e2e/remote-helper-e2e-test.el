@@ -6,7 +6,9 @@
 ;; (mevedel-sshd.el): shipped once by hash, started through TRAMP, and
 ;; its Glob, Grep and Read compared with the local core's on the same
 ;; tree (the "remote" host is this machine, so host paths are local
-;; paths); atomic writes; a connection killed under it.
+;; paths); atomic writes; a connection killed under it; commands run
+;; there with their output pushed as it comes, confined by bwrap and
+;; Landlock, by Landlock alone, or (on a host without a sandbox) not.
 
 ;;; Code:
 
@@ -253,6 +255,150 @@ The binary is shipped once: the second start finds it in the cache."
             (should (file-exists-p (expand-file-name "inside.txt" dir)))
             (should-not (file-exists-p outside)))
         (ignore-errors (delete-file outside))
+        (delete-directory dir t))))))
+
+;;;; Streamed commands
+
+(cl-defstruct (remote-helper-e2e--run (:constructor remote-helper-e2e--run-make)
+                                      (:copier nil))
+  "What one streamed run's handlers were told."
+  started (output "") ends)
+
+(defun remote-helper-e2e--stream (conn plist)
+  "Start PLIST streamed on CONN; return the record its handlers fill."
+  (let ((run (remote-helper-e2e--run-make)))
+    (mevedel-remote-helper-exec-stream
+     conn plist
+     (list :started (lambda (answer) (setf (remote-helper-e2e--run-started run) answer))
+           :output (lambda (data)
+                     (setf (remote-helper-e2e--run-output run)
+                           (concat (remote-helper-e2e--run-output run)
+                                   (decode-coding-string (base64-decode-string data) 'utf-8))))
+           :exited (lambda (code signal)
+                     (push (list :exited code signal) (remote-helper-e2e--run-ends run)))
+           :failed (lambda (message)
+                     (push (list :failed message) (remote-helper-e2e--run-ends run)))))
+    run))
+
+(defun remote-helper-e2e--output (run text)
+  "Wait until RUN's output ends with TEXT; fail if it ended first."
+  (remote-helper-e2e--wait (lambda () (or (string-suffix-p text (remote-helper-e2e--run-output run))
+                                          (remote-helper-e2e--run-ends run))))
+  (should (string-suffix-p text (remote-helper-e2e--run-output run)))
+  (should-not (remote-helper-e2e--run-ends run)))
+
+(defun remote-helper-e2e--end (run)
+  "Wait for RUN's one end, (:exited CODE SIGNAL) or (:failed MESSAGE)."
+  (remote-helper-e2e--wait (lambda () (remote-helper-e2e--run-ends run)))
+  ;; Exactly one, even after a while.
+  (accept-process-output nil 0.3)
+  (should (= (length (remote-helper-e2e--run-ends run)) 1))
+  (car (remote-helper-e2e--run-ends run)))
+
+(ert-deftest remote-helper:a-streamed-command-pushes-its-output-then-its-exit ()
+  "Output arrives while the command runs; its exit, signal or a lost host ends it once."
+  (mevedel-core-ensure)
+  (remote-helper-e2e--with-cache _cache
+   (mevedel-sshd-with sshd
+    (let* ((dir (remote-helper-e2e--tree))
+           (conn (remote-helper-e2e--connect sshd dir)))
+      (unwind-protect
+          (let ((talk (remote-helper-e2e--stream
+                       conn (list :argv '("/bin/sh" "-c"
+                                          "echo \"$GREETING\" \"$1\"; read x; echo got $x; exit 3"
+                                          "sh" "an árg")
+                                  :directory dir :env '("GREETING=hi there")
+                                  :sandbox "required"))))
+            (remote-helper-e2e--output talk "hi there an árg\n")
+            (let ((started (remote-helper-e2e--run-started talk)))
+              (should (eq (plist-get started :confined) t))
+              (should (equal (plist-get started :confinement) "bubblewrap and Landlock")))
+            (remote-helper-e2e--sync
+             (lambda (cb) (mevedel-remote-helper-exec-write-stdin
+                           conn (plist-get (remote-helper-e2e--run-started talk) :run)
+                           "go\n" nil cb)))
+            (should (equal (remote-helper-e2e--end talk) '(:exited 3 nil)))
+            (should (equal (remote-helper-e2e--run-output talk) "hi there an árg\ngot go\n"))
+            (let ((sleeper (remote-helper-e2e--stream
+                            conn (list :argv '("/bin/sh" "-c" "echo up; sleep 60")
+                                       :directory dir))))
+              (remote-helper-e2e--output sleeper "up\n")
+              (should (equal (remote-helper-e2e--sync
+                              (lambda (cb) (mevedel-remote-helper-exec-signal
+                                            conn (plist-get (remote-helper-e2e--run-started sleeper)
+                                                            :run)
+                                            "KILL" cb)))
+                             '(ok (:sent t))))
+              (should (equal (remote-helper-e2e--end sleeper) '(:exited nil "KILL"))))
+            (let ((tty (remote-helper-e2e--stream
+                        conn (list :argv '("/bin/true") :directory dir :tty t))))
+              (pcase-let ((`(,kind ,message) (remote-helper-e2e--end tty)))
+                (should (eq kind :failed))
+                (should (string-search "tty" message))))
+            (let ((lost (remote-helper-e2e--stream
+                         conn (list :argv '("/bin/sh" "-c" "echo up; sleep 60")
+                                    :directory dir))))
+              (remote-helper-e2e--output lost "up\n")
+              (mevedel-sshd-kill-connections sshd)
+              (pcase-let ((`(,kind ,message) (remote-helper-e2e--end lost)))
+                (should (eq kind :failed))
+                (should (string-search (mevedel-remote-helper--conn-host conn) message)))))
+        (delete-directory dir t))))))
+
+(defun remote-helper-e2e--probe-writes (sshd dir no-sandbox sandbox)
+  "Run a write probe in DIR under SANDBOX, the helper told NO-SANDBOX.
+NO-SANDBOX is `MEVEDEL_REMOTE_NO_SANDBOX' for a helper started anew
+on SSHD.  Return the run's record once it ended."
+  (clrhash mevedel-remote-helper--connections)
+  (let* ((process-environment (cons (concat "MEVEDEL_REMOTE_NO_SANDBOX=" no-sandbox)
+                                    process-environment))
+         (conn (remote-helper-e2e--connect sshd dir))
+         (outside (expand-file-name (format "mevedel-outside-%d" (emacs-pid))
+                                    (or (getenv "MEVEDEL_ROOT") default-directory)))
+         (run (remote-helper-e2e--stream
+               conn (list :argv (list "/bin/sh" "-c"
+                                      (format "echo in > src/in.txt && echo inside-ok; \
+(echo out > %s) 2>/dev/null || echo outside-refused; \
+(echo x > .git/config) 2>/dev/null || echo git-refused" outside))
+                          :directory dir :sandbox sandbox))))
+    (unwind-protect (remote-helper-e2e--end run)
+      (when (file-exists-p outside)
+        (delete-file outside)
+        (setf (remote-helper-e2e--run-output run)
+              (concat (remote-helper-e2e--run-output run) "[outside was written]\n")))
+      (delete-process (mevedel-remote-helper--conn-process conn)))
+    run))
+
+(ert-deftest remote-helper:each-sandbox-the-host-has-confines-and-none-is-said ()
+  "Landlock alone confines as both do; a host without either refuses or says why."
+  (mevedel-core-ensure)
+  (remote-helper-e2e--with-cache _cache
+   (mevedel-sshd-with sshd
+    (let ((dir (remote-helper-e2e--tree)))
+      (unwind-protect
+          (progn
+            (pcase-dolist (`(,no-sandbox ,confinement)
+                           '(("" "bubblewrap and Landlock") ("bwrap" "Landlock")
+                             ("landlock" "bubblewrap")))
+              (let ((run (remote-helper-e2e--probe-writes sshd dir no-sandbox "required")))
+                (should (equal (plist-get (remote-helper-e2e--run-started run) :confinement)
+                               confinement))
+                (should (equal (remote-helper-e2e--run-output run)
+                               "inside-ok\noutside-refused\ngit-refused\n"))
+                (should (equal (car (remote-helper-e2e--run-ends run)) '(:exited 0 nil)))))
+            (let ((refused (remote-helper-e2e--probe-writes sshd dir "1" "required")))
+              (should-not (remote-helper-e2e--run-started refused))
+              (pcase-let ((`(:failed ,message) (car (remote-helper-e2e--run-ends refused))))
+                (should (string-search "the sandbox is required" message))
+                (should (string-search "MEVEDEL_REMOTE_NO_SANDBOX=1" message))))
+            (let* ((open (remote-helper-e2e--probe-writes sshd dir "1" "best-effort"))
+                   (started (remote-helper-e2e--run-started open)))
+              (should-not (plist-get started :confined))
+              (should-not (plist-get started :confinement))
+              (should (string-search "MEVEDEL_REMOTE_NO_SANDBOX=1"
+                                     (plist-get started :unconfined_reason)))
+              (should (equal (remote-helper-e2e--run-output open)
+                             "inside-ok\n[outside was written]\n"))))
         (delete-directory dir t))))))
 
 (provide 'remote-helper-e2e-test)

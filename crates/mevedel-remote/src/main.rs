@@ -27,19 +27,49 @@
 //!   `{data (base64), size}` for media;
 //! - `write` `{path, data (base64), expect_hash}` writes beside the file
 //!   and renames over it, keeping its mode, and answers `{hash, size}`;
-//! - `exec_start` `{command, path (the directory), spool_dir, sandbox,
-//!   writable}` runs a command in a process group of its own, output
-//!   spooled on the host, confined by bubblewrap with `writable` the
-//!   only writable roots (`sandbox`: `required`, the default, refuses
-//!   when the host has no sandbox; `best-effort` runs unconfined and
-//!   says why; `off`), and answers `{run, spool, confined,
-//!   unconfined_reason}`; `exec_poll` `{run, offset,
-//!   yield_time_ms}` waits up to that long for it to end and answers
-//!   `{output, next_offset, size, exited, exit_code, signal}`;
-//!   `exec_stdin` `{run, data, close}`; `exec_stop` `{run}` ends the
-//!   group (SIGTERM, then SIGKILL) and answers as `exec_poll`. Closing
-//!   stdin kills every group still running.
+//! - `write_all` `{files: [{path, data (base64) | delete: true,
+//!   expect_hash, mode}]}` changes several files as one ([`batch`]):
+//!   every `expect_hash` (the SHA-256 the file must still have; `""`: it
+//!   must not exist) is checked first, then every content written
+//!   beside its target, then all renamed over their targets and the
+//!   deletions done; any failure undoes what was done and the error
+//!   names the file and why. It answers `{files: [{path, hash, size} or
+//!   {path, deleted}]}`;
+//! - `exec_start` `{argv | command, path (the directory), env, spool_dir,
+//!   sandbox, writable, stream, tty}` runs `argv` as it is (else the
+//!   shell `command`, `bash -c`) with `env` ("NAME=VALUE" strings) over
+//!   the helper's environment, in a process group of its own, output
+//!   (stdout and stderr merged) spooled on the host, confined with
+//!   `writable` the only writable roots by bubblewrap and Landlock, or
+//!   either alone where the host has one ([`confine`]; `sandbox`:
+//!   `required`, the default, refuses when the host has none;
+//!   `best-effort` runs unconfined and says why; `off`). `tty: true` is
+//!   refused: remote commands get no terminal. It answers `{run, spool,
+//!   confined, unconfined_reason, confinement}` (`confinement`: e.g.
+//!   "bubblewrap and Landlock", "Landlock", or null). With `stream:
+//!   true` the helper then pushes, on lines without an id,
+//!   `{"event":"exec_output","run":R,"data":BASE64}` for each chunk of
+//!   output from offset 0, in order, then one
+//!   `{"event":"exec_exit","run":R,"exit_code":N,"signal":NAME}` after
+//!   the last output (`signal` e.g. "TERM", or null);
+//! - `exec_poll` `{run, offset, yield_time_ms}` waits up to that long
+//!   for it to end and answers `{output, next_offset, size, exited,
+//!   exit_code, signal}` (`signal` a number); `exec_stdin` `{run, data,
+//!   close}`; `exec_signal` `{run, signal}` sends `TERM`, `KILL`, `INT`,
+//!   `HUP` (or another standard name) to its group and answers `{sent}`,
+//!   false once it ended; `exec_stop` `{run}` ends the group (SIGTERM,
+//!   then SIGKILL) and answers as `exec_poll`. Closing stdin kills every
+//!   group still running.
+//!
+//! `mevedel-remote --confine ARGS -- COMMAND` is how the helper starts a
+//! confined command: it applies the Landlock rules of ARGS (a
+//! `HelperArgs` command line, as the local sandbox helper takes) to
+//! itself and becomes COMMAND. For tests, `MEVEDEL_REMOTE_NO_SANDBOX` in
+//! the helper's environment makes it act as on a host without bwrap and
+//! Landlock (`1`), without bwrap (`bwrap`) or without Landlock
+//! (`landlock`).
 
+mod batch;
 mod confine;
 mod exec;
 mod ops;
@@ -56,7 +86,7 @@ const PROTOCOL: u32 = 1;
 
 /// Writes whole lines to stdout, one message at a time.
 #[derive(Clone)]
-struct Out(Arc<Mutex<std::io::Stdout>>);
+pub struct Out(Arc<Mutex<std::io::Stdout>>);
 
 impl Out {
     fn send(&self, message: &Value) {
@@ -71,6 +101,10 @@ impl Out {
 type Running = Arc<Mutex<HashMap<u64, Arc<AtomicBool>>>>;
 
 fn main() {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().is_some_and(|a| a == "--confine") {
+        confine::enter(args.collect());
+    }
     let out = Out(Arc::new(Mutex::new(std::io::stdout())));
     out.send(&json!({"hello": {
         "protocol": PROTOCOL,
@@ -132,9 +166,19 @@ fn dispatch(line: &str, out: &Out, running: &Running) {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&id);
+        let streamed = match &answer {
+            Ok(v) if op == "exec_start" && args.get("stream") == Some(&Value::Bool(true)) => {
+                v.get("run").and_then(Value::as_u64)
+            }
+            _ => None,
+        };
         out.send(&match answer {
             Ok(v) => json!({"id": id, "ok": v}),
             Err(e) => json!({"id": id, "error": {"kind": e.kind.area(), "message": e.message}}),
         });
+        // Its events follow its start's answer, never precede it.
+        if let Some(run) = streamed {
+            exec::open_stream(run, out);
+        }
     });
 }

@@ -1,11 +1,12 @@
 //! The helper's operations, each from a JSON argument object to a JSON
 //! answer, over the same search and read code the local core runs.
 
+use std::ffi::OsString;
 use std::io::{Read as _, Seek, SeekFrom, Write as _};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -32,28 +33,7 @@ pub fn run(op: &str, args: &Value, cancel: Arc<AtomicBool>) -> Result<Value, Err
         "grep" => grep(&a, cancel),
         "read" => read(&a),
         "write" => write(&a),
-        "exec_start" => crate::exec::start(
-            &a.str("command").unwrap_or_default(),
-            &a.path()?.to_string_lossy(),
-            &a.str("spool_dir").unwrap_or_else(|| {
-                std::env::temp_dir()
-                    .join("mevedel-remote")
-                    .to_string_lossy()
-                    .into_owned()
-            }),
-            &crate::exec::Sandbox {
-                mode: a.str("sandbox").unwrap_or_else(|| "required".into()),
-                writable: a
-                    .0
-                    .get("writable")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .map(PathBuf::from)
-                    .collect(),
-            },
-        ),
+        "exec_start" => exec_start(&a),
         "exec_poll" => crate::exec::poll(
             a.run()?,
             a.int("offset").unwrap_or(0).max(0) as u64,
@@ -64,7 +44,9 @@ pub fn run(op: &str, args: &Value, cancel: Arc<AtomicBool>) -> Result<Value, Err
             a.str("data").unwrap_or_default().as_bytes(),
             a.flag("close"),
         ),
+        "exec_signal" => crate::exec::signal(a.run()?, &a.str("signal").unwrap_or_default()),
         "exec_stop" => crate::exec::stop(a.run()?),
+        "write_all" => write_all(&a),
         _ => Err(Error::new(
             ErrorKind::Internal,
             format!("the remote helper has no operation `{op}`"),
@@ -86,6 +68,16 @@ impl Args<'_> {
         self.0
             .get(key)
             .is_some_and(|v| v.as_bool().unwrap_or(!v.is_null()))
+    }
+    fn strings(&self, key: &str) -> Vec<String> {
+        self.0
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect()
     }
     fn path(&self) -> Result<PathBuf, Error> {
         self.str("path")
@@ -109,6 +101,54 @@ impl Args<'_> {
             .map(|ms| Duration::from_millis(ms as u64));
         Budget::new(cancel, timeout)
     }
+}
+
+/// Start a command: `argv` run as it is, else the shell `command`.
+fn exec_start(a: &Args) -> Result<Value, Error> {
+    let bad = |m: &str| Error::new(ErrorKind::Internal, m.to_string());
+    if a.flag("tty") {
+        return Err(Error::new(
+            ErrorKind::Exec,
+            "a terminal (tty) is not available for commands on remote hosts",
+        ));
+    }
+    let argv = match a.0.get("argv") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_str().map(OsString::from))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| bad("`argv` must be an array of strings"))?,
+        Some(_) => return Err(bad("`argv` must be an array of strings")),
+        None => crate::exec::shell(&a.str("command").unwrap_or_default()),
+    };
+    let env = a
+        .strings("env")
+        .into_iter()
+        .map(|pair| {
+            pair.split_once('=')
+                .filter(|(name, _)| !name.is_empty())
+                .map(|(name, value)| (OsString::from(name), OsString::from(value)))
+                .ok_or_else(|| bad(&format!("`env` entry `{pair}` is not NAME=VALUE")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    crate::exec::start(crate::exec::Start {
+        argv,
+        cwd: a.path()?,
+        env,
+        spool_dir: a.str("spool_dir").map_or_else(
+            || std::env::temp_dir().join("mevedel-remote"),
+            PathBuf::from,
+        ),
+        sandbox: crate::exec::Sandbox {
+            mode: a.str("sandbox").unwrap_or_else(|| "required".into()),
+            writable: a
+                .strings("writable")
+                .into_iter()
+                .map(PathBuf::from)
+                .collect(),
+        },
+        stream: a.flag("stream"),
+    })
 }
 
 fn page_json(p: Page) -> Value {
@@ -241,14 +281,7 @@ fn write(a: &Args) -> Result<Value, Error> {
     let mode = std::fs::metadata(&path)
         .ok()
         .map(|m| m.permissions().mode());
-    let dir = path.parent().unwrap_or(Path::new("/"));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy())
-        .unwrap_or_default();
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let temp = dir.join(format!(".{name}.mevedel-{}-{n}", std::process::id()));
+    let temp = crate::batch::beside(&path, "");
     let written = (|| {
         let mut f = std::fs::OpenOptions::new()
             .write(true)
@@ -266,6 +299,38 @@ fn write(a: &Args) -> Result<Value, Error> {
         return Err(fail("Cannot write", &e));
     }
     Ok(json!({"hash": hash(&data), "size": data.len()}))
+}
+
+/// `write_all` `{files: [{path, data (base64) | delete, expect_hash,
+/// mode}]}`: all of them or none (see [`crate::batch`]).
+fn write_all(a: &Args) -> Result<Value, Error> {
+    let bad = |m: String| Error::new(ErrorKind::Internal, m);
+    let files =
+        a.0.get("files")
+            .and_then(Value::as_array)
+            .filter(|f| !f.is_empty())
+            .ok_or_else(|| bad("`files` must be a non-empty array".into()))?;
+    let changes = files
+        .iter()
+        .map(|f| {
+            let f = Args(f);
+            let path = f.path()?;
+            let data = if f.flag("delete") {
+                None
+            } else {
+                Some(B64.decode(f.str("data").unwrap_or_default()).map_err(|e| {
+                    bad(format!("`data` of `{}` is not base64: {e}", path.display()))
+                })?)
+            };
+            Ok(crate::batch::Change {
+                path,
+                data,
+                expect: f.str("expect_hash"),
+                mode: f.int("mode").and_then(|m| u32::try_from(m).ok()),
+            })
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    crate::batch::apply(&changes)
 }
 
 #[cfg(test)]

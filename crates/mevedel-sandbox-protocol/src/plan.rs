@@ -4,6 +4,17 @@
 
 use std::path::{Component, Path, PathBuf};
 
+/// Device files a confined command may write (what its Landlock layer
+/// grants; bwrap gives a fresh `/dev`).
+pub const DEVICE_WRITES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+];
+
 /// A path masked from confined commands.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Masked {

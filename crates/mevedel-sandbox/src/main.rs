@@ -23,7 +23,6 @@
 //! `mevedel-sandbox --probe` applies a trivial ruleset and prints whether
 //! Landlock could be enforced.
 
-mod confine;
 mod seccomp;
 
 use std::collections::HashMap;
@@ -34,6 +33,7 @@ use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use mevedel_landlock as confine;
 use mevedel_sandbox_protocol::{
     EXIT_EXEC_FAILED, EXIT_REFUSED, HelperArgs, Marker, parse_snapshot,
 };

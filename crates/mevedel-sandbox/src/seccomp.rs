@@ -1,6 +1,6 @@
 //! The seccomp filter of the `mevedel-sandbox` helper binary.
 //!
-//! Compiled into the helper only (like `confine.rs`). Landlock cannot
+//! Compiled into the helper only (like its Landlock rules, crate `mevedel-landlock`). Landlock cannot
 //! stop `connect` to a pathname Unix socket (an Emacs server, the session
 //! bus, ssh and gpg agents, container daemons), and such a socket stays
 //! connectable through read-only binds and network namespaces. The

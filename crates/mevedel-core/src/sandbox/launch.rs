@@ -21,6 +21,7 @@ use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use mevedel_sandbox_protocol::plan::DEVICE_WRITES;
 use mevedel_sandbox_protocol::{HelperArgs, Marker};
 use serde::Deserialize;
 
@@ -192,17 +193,6 @@ impl Drop for Scratch {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
-
-/// Device files a confined command may write (Landlock layer only; bwrap
-/// gives a fresh `/dev`).
-const DEVICE_WRITES: &[&str] = &[
-    "/dev/null",
-    "/dev/zero",
-    "/dev/full",
-    "/dev/tty",
-    "/dev/ptmx",
-    "/dev/pts",
-];
 
 /// A launch ready to start.
 #[derive(Debug)]

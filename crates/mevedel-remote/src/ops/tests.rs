@@ -205,31 +205,163 @@ fn exec_yields_polls_and_stops_a_process_group() {
     assert!(call("exec_poll", json!({"run": 999_999})).is_err());
 }
 
-#[test]
-fn a_confined_command_writes_only_its_workspace() {
-    let d = Dir::new("confine");
-    let outside = std::env::current_dir()
+/// Files of the helper's left in DIR (staged or kept copies).
+fn leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
         .unwrap()
-        .join(format!("mevedel-remote-outside-{}", std::process::id()));
-    let command = format!(
-        "echo in > inside.txt; (echo out > {}) 2>/dev/null || echo refused",
-        outside.display()
-    );
-    let started = call(
-        "exec_start",
-        json!({"command": command, "path": d.at(""), "spool_dir": d.at("spool"),
-               "sandbox": "required", "writable": [d.at("")]}),
-    );
-    // bwrap is a dependency (scripts/deps.sh): a machine without it fails here.
-    let started = started.unwrap();
-    assert_eq!(started["confined"], true);
-    let done = call(
-        "exec_poll",
-        json!({"run": started["run"], "yield_time_ms": 10000}),
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".mevedel-"))
+        .collect()
+}
+
+fn b64(text: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
+/// A directory no one can create entries in, root included
+/// (`chattr +i`; for other users a mode of 0555), until dropped.
+struct ReadOnly(PathBuf);
+
+impl ReadOnly {
+    fn new(dir: PathBuf) -> ReadOnly {
+        // SAFETY: plain getuid.
+        if unsafe { libc::getuid() } == 0 {
+            let status = std::process::Command::new("chattr")
+                .arg("+i")
+                .arg(&dir)
+                .status()
+                .expect("chattr (e2fsprogs) is needed to make a directory read-only for root");
+            assert!(status.success(), "chattr +i {} failed", dir.display());
+        } else {
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+        }
+        ReadOnly(dir)
+    }
+}
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&self.0)
+            .status();
+        let _ = std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o755));
+    }
+}
+
+#[test]
+fn write_all_changes_every_file_or_none() {
+    let d = Dir::new("write-all");
+    let a = d.0.join("src/a.rs");
+    std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o751)).unwrap();
+    std::fs::write(d.0.join("gone.txt"), "bye\n").unwrap();
+    let a_old = std::fs::read(&a).unwrap();
+    let ok = call(
+        "write_all",
+        json!({"files": [
+            {"path": d.at("src/a.rs"), "data": b64("fn gamma() {}\n"), "expect_hash": hash(&a_old)},
+            {"path": d.at("src/n/new.txt"), "data": b64("fresh\n"), "expect_hash": ""},
+            {"path": d.at("gone.txt"), "delete": true, "expect_hash": hash(b"bye\n")},
+        ]}),
     )
     .unwrap();
-    assert_eq!(done["exited"], true);
-    assert_eq!(done["output"], "refused\n");
-    assert!(d.0.join("inside.txt").exists());
-    assert!(!outside.exists());
+    assert_eq!(ok["files"][0]["hash"], hash(b"fn gamma() {}\n"));
+    assert_eq!(ok["files"][2]["deleted"], true);
+    assert_eq!(std::fs::read_to_string(&a).unwrap(), "fn gamma() {}\n");
+    assert_eq!(
+        std::fs::metadata(&a).unwrap().permissions().mode() & 0o7777,
+        0o751
+    );
+    // A new file gets the umask's default, as one made by any program.
+    let plain = d.0.join("plain");
+    std::fs::File::create(&plain).unwrap();
+    assert_eq!(
+        std::fs::metadata(d.0.join("src/n/new.txt"))
+            .unwrap()
+            .permissions()
+            .mode(),
+        std::fs::metadata(&plain).unwrap().permissions().mode()
+    );
+    assert!(!d.0.join("gone.txt").exists());
+    assert!(leftovers(&d.0.join("src")).is_empty());
+    assert!(leftovers(&d.0).is_empty());
+
+    // A file changed since it was read: nothing is written.
+    let stale = call(
+        "write_all",
+        json!({"files": [
+            {"path": d.at("src/a.rs"), "data": b64("x\n"), "expect_hash": hash(b"fn gamma() {}\n")},
+            {"path": d.at("src/b.txt"), "data": b64("y\n"), "expect_hash": hash(b"old\n")},
+        ]}),
+    )
+    .unwrap_err();
+    assert!(
+        stale.contains("src/b.txt") && stale.contains("changed on the remote host"),
+        "{stale}"
+    );
+    assert_eq!(std::fs::read_to_string(&a).unwrap(), "fn gamma() {}\n");
+
+    // A target in a read-only directory: refused before any rename.
+    std::fs::create_dir_all(d.0.join("ro")).unwrap();
+    std::fs::write(d.0.join("ro/x"), "x\n").unwrap();
+    {
+        let _ro = ReadOnly::new(d.0.join("ro"));
+        let refused = call(
+            "write_all",
+            json!({"files": [
+                {"path": d.at("src/a.rs"), "data": b64("x\n")},
+                {"path": d.at("ro/x"), "data": b64("y\n"), "expect_hash": hash(b"x\n")},
+            ]}),
+        )
+        .unwrap_err();
+        assert!(
+            refused.contains("nothing was written") && refused.contains("ro/x"),
+            "{refused}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&a).unwrap(), "fn gamma() {}\n");
+    assert_eq!(std::fs::read_to_string(d.0.join("ro/x")).unwrap(), "x\n");
+    assert!(leftovers(&d.0.join("src")).is_empty());
+
+    // A rename failing after others succeeded: those are undone.
+    std::fs::create_dir_all(d.0.join("src/dir/inner")).unwrap();
+    let undone = call(
+        "write_all",
+        json!({"files": [
+            {"path": d.at("src/a.rs"), "data": b64("x\n")},
+            {"path": d.at("src/fresh.txt"), "data": b64("f\n")},
+            {"path": d.at("src/dir"), "data": b64("not a dir\n")},
+        ]}),
+    )
+    .unwrap_err();
+    assert!(
+        undone.contains("nothing was written") && undone.contains("src/dir"),
+        "{undone}"
+    );
+    assert_eq!(std::fs::read_to_string(&a).unwrap(), "fn gamma() {}\n");
+    assert_eq!(
+        std::fs::metadata(&a).unwrap().permissions().mode() & 0o7777,
+        0o751
+    );
+    assert!(!d.0.join("src/fresh.txt").exists());
+    assert!(d.0.join("src/dir/inner").is_dir());
+    assert!(leftovers(&d.0.join("src")).is_empty());
+
+    // Deleting what is not there, or naming a file twice, is refused.
+    let missing = call(
+        "write_all",
+        json!({"files": [{"path": d.at("nope"), "delete": true}]}),
+    )
+    .unwrap_err();
+    assert!(missing.contains("does not exist"), "{missing}");
+    let twice = call(
+        "write_all",
+        json!({"files": [{"path": d.at("src/b.txt"), "data": ""},
+                         {"path": d.at("src/b.txt"), "delete": true}]}),
+    )
+    .unwrap_err();
+    assert!(twice.contains("twice"), "{twice}");
+    assert!(call("write_all", json!({"files": []})).is_err());
 }

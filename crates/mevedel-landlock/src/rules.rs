@@ -1,7 +1,4 @@
-//! Landlock rules for the `mevedel-sandbox` helper binary.
-//!
-//! Only the helper has this code: no crate loaded into Emacs depends on
-//! this one, so Emacs's own process cannot be restricted by it.
+//! The rules, and applying them to this process.
 //!
 //! Landlock only *grants*: a rule on a directory covers everything
 //! beneath it, and nothing can be subtracted. A writable root holding a
