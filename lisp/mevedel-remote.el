@@ -572,6 +572,12 @@ operation costs a fraction of a helper round trip."
            ;; fallback says so, and the next call tries the helper again.
            (mevedel-remote-when-free fallback))))))))
 
+(defun mevedel-remote-helper-problem (file)
+  "Return why the helper cannot run on FILE's host, or nil when unknown.
+Known once `mevedel-remote-with-helper' fell back for that host."
+  (let ((helper (gethash (mevedel-remote-host file) mevedel-remote--helpers)))
+    (and (eq (car-safe helper) :error) (cadr helper))))
+
 (defun mevedel-remote-read-page (file display page callback fallback)
   "Read one PAGE of the remote text FILE on its host, named DISPLAY.
 PAGE is (:offset :limit :char-offset).  The helper pages it where the

@@ -58,6 +58,7 @@
 (require 'gptel)
 (require 'mevedel-chat)
 (require 'mevedel-remote)
+(require 'mevedel-remote-exec)
 (require 'mevedel-history)
 (require 'mevedel-render-data)
 (require 'mevedel-tool-render)
@@ -571,6 +572,15 @@ and a click stops waiting, read-only."
                 'local-map mevedel-view--lease-map)))
 
 (add-hook 'mevedel-view-header-functions #'mevedel-view--lease-header)
+
+(defun mevedel-view--remote-sandbox-header (chat)
+  "Return the header's warning that CHAT's remote commands run unconfined, or nil.
+A `mevedel-view-header-functions' member: under `best-effort', a host
+without a sandbox runs them directly, and the user sees it here."
+  (when-let* ((session (mevedel-chat-session chat)))
+    (mevedel-remote-exec-header-text (mevedel-session-workspace session))))
+
+(add-hook 'mevedel-view-header-functions #'mevedel-view--remote-sandbox-header)
 
 (defun mevedel-view--tokens (n)
   "Return the token count N briefly: 950, 12.3k, 400k, 1.2M."
