@@ -153,6 +153,11 @@ command: MODE `required' refuses it, naming why."
          (tty (plist-get data :tty)))
     (cond
      ((mevedel-remote-exec--run-done run))
+     ;; Without a known problem of the helper, the host was not reached.
+     ((and (not (mevedel-remote-helper-problem directory))
+           (condition-case err
+               (progn (mevedel-remote-check directory) nil)
+             (error (mevedel-remote-exec--failed run (error-message-string err)) t))))
      ((eq mode 'required)
       (mevedel-remote-exec--failed
        run (format "the sandbox is required, but commands on %s cannot be confined: %s"
@@ -192,7 +197,7 @@ command: MODE `required' refuses it, naming why."
 ;;;; Reports
 
 (defun mevedel-remote-exec--started (run boundary disclosure)
-  "Report RUN started under BOUNDARY, lacking what DISCLOSURE says.
+  "Report that RUN started under BOUNDARY; DISCLOSURE names what it lacks.
 A host found unconfined is remembered for the header and the note."
   (let ((host (mevedel-remote-exec--run-host run)))
     (if (equal boundary "unconfined")
