@@ -38,12 +38,14 @@ pub enum Report {
     Failed(String),
 }
 
-/// Where each relayed execution's reports go (its driver), by session
-/// and id, from launch to settlement. Apart from the manager's registry:
-/// a torn-down session's commands still report their ends.
-fn feeds() -> &'static Mutex<HashMap<(String, String), mpsc::UnboundedSender<Report>>> {
-    static FEEDS: OnceLock<Mutex<HashMap<(String, String), mpsc::UnboundedSender<Report>>>> =
-        OnceLock::new();
+/// Each relayed execution's driver, by session and id.
+type Feeds = HashMap<(String, String), mpsc::UnboundedSender<Report>>;
+
+/// Where relayed executions' reports go, from launch to settlement.
+/// Apart from the manager's registry: a torn-down session's commands
+/// still report their ends.
+fn feeds() -> &'static Mutex<Feeds> {
+    static FEEDS: OnceLock<Mutex<Feeds>> = OnceLock::new();
     FEEDS.get_or_init(Mutex::default)
 }
 

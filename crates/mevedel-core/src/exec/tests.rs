@@ -867,6 +867,11 @@ fn relay_launches_elsewhere_and_spools_reported_chunks() {
     assert!(relay::output(session, &id, &b64(b"first line\nhalf ")).unwrap());
     assert!(relay::output(session, &id, &b64(b"\xff\xfe bytes\n")).unwrap());
     assert!(relay::exited(session, &id, Some(3), None).unwrap());
+    // The bytes themselves reached the spool (removed once delivered).
+    assert!(wait_until(Duration::from_secs(5), || exec.state().phase
+        == Phase::Completed));
+    let spool = std::fs::read(exec.state().spool_path.clone()).unwrap_or_default();
+    assert!(spool.windows(2).any(|w| w == b"\xff\xfe"));
     let obs = observe(&exec, 5_000);
     assert_eq!(text(get(&obs, "state")), "completed");
     let out = text(get(&obs, "output"));
@@ -882,9 +887,6 @@ fn relay_launches_elsewhere_and_spools_reported_chunks() {
         &Datum::Symbol("unconfined".into())
     );
     assert_eq!(text(get(sandbox, "disclosure")), "no bwrap");
-    // The bytes themselves reached the spool.
-    let spool = std::fs::read(exec.state().spool_path.clone()).unwrap_or_default();
-    assert!(spool.windows(2).any(|w| w == b"\xff\xfe"));
     // A settled execution no longer listens.
     assert!(!relay::output(session, &id, &b64(b"late")).unwrap());
 }
