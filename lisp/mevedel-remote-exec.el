@@ -66,10 +66,17 @@ session's `mevedel-sandbox-mode'; its launch event comes later."
   (puthash (cons session id) (list :root root :mode mode) mevedel-remote-exec--asked))
 
 (defun mevedel-remote-exec--on-relay (data)
-  "Carry out the module's `exec-relay' event DATA."
+  "Carry out the module's `exec-relay' event DATA.
+A launch that cannot even begin is reported failed: the execution
+waits for its command's end otherwise."
   (let ((key (cons (plist-get data :session) (plist-get data :id))))
     (pcase (plist-get data :op)
-      ("launch" (mevedel-remote-exec--launch key data))
+      ("launch"
+       (condition-case err
+           (mevedel-remote-exec--launch key data)
+         (error (mevedel-core-exec-relay-failed
+                 (car key) (cdr key)
+                 (format "the command could not be started: %s" (error-message-string err))))))
       ("signal" (mevedel-remote-exec--send key (list :signal (plist-get data :signal))))
       ("stdin" (mevedel-remote-exec--send key (list :stdin (plist-get data :data)))))))
 

@@ -5,10 +5,14 @@
 //! only how they travel differs.
 
 use std::fs::File;
+use std::time::Duration;
 
 use super::relay;
 use crate::error::{Error, ErrorKind, Result};
 use crate::process;
+
+/// How long a relayed command may stay silent after its KILL.
+pub const RELAY_KILL_WAIT: Duration = Duration::from_secs(5);
 
 /// The running command of one execution.
 #[derive(Debug, Clone)]
@@ -77,6 +81,16 @@ impl Child {
         }
     }
 
+    /// How long after its KILL the command may still not report its
+    /// end: a local reaper always reports; a relay whose reports stopped
+    /// coming (its carrier gone) is given up as lost after this.
+    pub fn kill_wait(&self) -> Option<Duration> {
+        match self {
+            Child::Group { .. } => None,
+            Child::Relay { .. } => Some(RELAY_KILL_WAIT),
+        }
+    }
+
     /// Ctrl-C for a pipe-mode command. bwrap dies of a signal sent to
     /// its own group (taking the command with it); Ctrl-C goes across
     /// its session boundary, once, to the command's group instead.
@@ -119,7 +133,7 @@ impl Child {
 /// input queue is full.
 fn write_all_patiently(file: &File, mut bytes: &[u8]) -> Result<()> {
     use std::io::Write;
-    use std::time::{Duration, Instant};
+    use std::time::Instant;
     let deadline = Instant::now() + Duration::from_secs(2);
     let mut file = file;
     while !bytes.is_empty() {

@@ -763,6 +763,12 @@ impl Running {
                 .as_ref()
                 .filter(|_| self.ending.is_none())
                 .map(|m| m.deadline);
+            // A command whose end is still unreported after its KILL.
+            let silent_at = self
+                .killed_at
+                .zip(self.child.kill_wait())
+                .filter(|_| self.exit.is_none())
+                .map(|(t, wait)| t + wait);
             let awaiting = Awaiting {
                 exit: self.exit.is_none(),
                 out: self.out_open,
@@ -779,6 +785,9 @@ impl Running {
                     self.child.kill();
                     self.kill_at = None;
                     self.killed_at = Some(Instant::now());
+                }
+                () = sleep_until(silent_at.unwrap_or_else(far_future).into()), if silent_at.is_some() => {
+                    self.happen(Happening::Lost("its end was not reported after it was killed".into()));
                 }
                 () = sleep_until(progress_at.into()), if self.progress => {
                     if self.pacer.due(Instant::now(), self.spool.len()) {

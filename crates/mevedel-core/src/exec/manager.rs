@@ -401,10 +401,17 @@ pub fn write_input(exec: &Exec, chars: &str) -> Result<()> {
 /// Stop EXEC on behalf of the model: TERM to its group, KILL after the
 /// interval, and return its final observation once it has settled.
 pub async fn stop_for_model(exec: Arc<Exec>) -> Datum {
+    let silence = exec
+        .state()
+        .child
+        .as_ref()
+        .and_then(super::child::Child::kill_wait)
+        .unwrap_or_default();
     let wait = exec
         .spec
         .stop_grace_ms
         .map_or(driver::DEFAULT_GRACE, Duration::from_millis)
+        + silence
         + RECONCILE;
     observe(exec, wait, |e| {
         e.request_stop(Termination::Stopped, StopBy::Model);

@@ -987,3 +987,17 @@ fn relay_teardown_still_signals_the_remote_group() {
         Some(super::execution::Termination::Teardown)
     );
 }
+
+#[test]
+fn a_relay_silent_after_its_kill_settles_as_lost() {
+    let session = "relay-silent";
+    let exec = relayed(session, "sleep 100");
+    let _ = relay_event(session, "launch");
+    relay::started(session, &exec.id, "bwrap", None).unwrap();
+    let started = Instant::now();
+    let obs = block_on(manager::stop_for_model(Arc::clone(&exec)));
+    let facts = get(&obs, "facts");
+    assert_eq!(text(get(facts, "termination")), "lost");
+    assert!(text(get(facts, "error")).contains("not reported"));
+    assert!(started.elapsed() >= super::child::RELAY_KILL_WAIT);
+}
