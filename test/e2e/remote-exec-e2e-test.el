@@ -292,7 +292,20 @@ What the host's login files print (this machine's pyenv) goes too."
         (should (string-prefix-p
                  (remote-exec-test--normal
                   (car (split-string here "\nNote: " t)) local)
-                 (remote-exec-test--normal there host-dir)))))))
+                 (remote-exec-test--normal there host-dir)))
+        ;; StopExecution reaches the command through TRAMP too.
+        (let* ((id (remote-exec-test--id
+                    (remote-exec-test--text
+                     (remote-exec-test--call #'mevedel-tool-exec-bash
+                                             '(:command "echo up; sleep 60" :description "long"
+                                                        :yield_time_ms 2000)
+                                             remote))))
+               (started (float-time))
+               (stopped (remote-exec-test--text
+                         (remote-exec-test--call #'mevedel-tool-exec-stop-execution
+                                                 (list :execution_id id) remote))))
+          (should (string-search "termination=\"stopped\"" stopped))
+          (should (< (- (float-time) started) 10)))))))
 
 (ert-deftest remote-exec:a-lost-connection-settles-the-command ()
   (remote-exec-test--with (sshd local remote host-dir)
