@@ -219,6 +219,37 @@ What the host's login files print (this machine's pyenv) goes too."
                                                 "\n")))))))
         (delete-directory dir t)))))
 
+(defun remote-exec-test--pipeline (name args session)
+  "Run tool NAME with ARGS in SESSION through the pipeline; return the outcome."
+  (let ((box (list nil)))
+    (mevedel-pipeline-run-tool-outcome (mevedel-tool-get name) args
+                                       (lambda (o) (setcar box (list o)))
+                                       :session session :tool-use-id "toolu_rexec")
+    (mevedel-test-wait-until (car box) 60)
+    (caar box)))
+
+(ert-deftest remote-exec:a-remote-session-reads-its-kept-output ()
+  (remote-exec-test--with (sshd local remote host-dir)
+    (ignore sshd local host-dir)
+    (let ((session (mevedel-session-create :workspace remote)))
+      (setf (mevedel-session-permission-mode session) 'full-auto)
+      (unwind-protect
+          (progn
+            (mevedel-session-ensure-storage session)
+            (let ((result (plist-get (remote-exec-test--pipeline
+                                      "Bash" '(:command "seq 1 200000" :description "many")
+                                      session)
+                                     :result)))
+              (should (string-match "full output: \\(artifact://tool-results/[^ ]+\\) " result))
+              (let ((read (let ((mevedel-session-current session))
+                            (remote-exec-test--pipeline
+                           "Read" (list :file_path (match-string 1 result)
+                                        :offset 199990 :limit 3)
+                           session))))
+                (should (string-search "199991\n" (plist-get read :result)))
+                (should (string-search "199992\n" (plist-get read :result))))))
+        (mevedel-session-close session)))))
+
 (ert-deftest remote-exec:required-confines-on-the-host ()
   (remote-exec-test--with (sshd local remote host-dir)
     (ignore sshd local)
