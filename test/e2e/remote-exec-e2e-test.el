@@ -295,8 +295,14 @@ What the host's login files print (this machine's pyenv) goes too."
                                first))
         (should-not (string-search "run without a sandbox" second))
         (should (string-search "two" second))
-        (should (string-search (format "no sandbox on %s" (mevedel-remote-host remote))
-                               (mevedel-remote-exec-header-text remote)))))))
+        ;; A view of the workspace says so in its header.
+        (let ((view (mevedel remote)))
+          (unwind-protect
+              (should (string-search (format "no sandbox on %s" (mevedel-remote-host remote))
+                                     (with-current-buffer view (mevedel-view--header-line))))
+            (let ((data (mevedel-chat-data-buffer (mevedel-view-chat view))))
+              (kill-buffer view)
+              (when (buffer-live-p data) (kill-buffer data)))))))))
 
 (ert-deftest remote-exec:without-the-helper-tramp-runs-it-unconfined ()
   (remote-exec-test--with (sshd local remote host-dir)
