@@ -54,7 +54,7 @@ with ~, else absolute."
                (:constructor mevedel-remote-helper--conn-make)
                (:copier nil))
   "One helper process on one host."
-  host process (next-id 0) (pending (make-hash-table)) (partial "")
+  host process (next-id 0) (pending (make-hash-table)) (partial nil)
   ready waiting hello (streams (make-hash-table)))
 
 (defvar mevedel-remote-helper--connections (make-hash-table :test #'equal)
@@ -173,20 +173,26 @@ Copied only when the host lacks this exact version."
                   (plist-get event :exit_code) (plist-get event :signal)))))))
 
 (defun mevedel-remote-helper--filter (conn)
-  "Return the process filter of CONN: whole lines of JSON, one message each."
+  "Return the process filter of CONN: whole lines of JSON, one message each.
+The start of a line still coming is kept in pieces, joined once its
+end arrives: a streamed run's lines are long, and joining every
+piece as it came would copy them over and over."
   (lambda (_process output)
-    (let ((text (concat (mevedel-remote-helper--conn-partial conn) output))
-          (start 0))
-      (while (string-match "\n" text start)
-        (let ((line (substring text start (match-beginning 0))))
-          (setq start (match-end 0))
-          (unless (string-empty-p line)
-            (mevedel-remote-helper--message
-             conn (condition-case nil
-                      (json-parse-string line :object-type 'plist
-                                         :null-object nil :false-object nil)
-                    (json-parse-error (list :noise line)))))))
-      (setf (mevedel-remote-helper--conn-partial conn) (substring text start)))))
+    (if (not (string-search "\n" output))
+        (push output (mevedel-remote-helper--conn-partial conn))
+      (let ((text (apply #'concat (nreverse (cons output (mevedel-remote-helper--conn-partial conn)))))
+            (start 0))
+        (while (string-match "\n" text start)
+          (let ((line (substring text start (match-beginning 0))))
+            (setq start (match-end 0))
+            (unless (string-empty-p line)
+              (mevedel-remote-helper--message
+               conn (condition-case nil
+                        (json-parse-string line :object-type 'plist
+                                           :null-object nil :false-object nil)
+                      (json-parse-error (list :noise line)))))))
+        (setf (mevedel-remote-helper--conn-partial conn)
+              (and (< start (length text)) (list (substring text start))))))))
 
 (defun mevedel-remote-helper--sentinel (conn)
   "Return the sentinel of CONN: when the helper ends, fail what it owed."
@@ -201,7 +207,8 @@ Copied only when the host lacks this exact version."
              (format "Lost the connection to the mevedel helper on %s" host)
            (format "The mevedel helper cannot run on %s (exit %s): %s"
                    host (process-exit-status process)
-                   (string-trim (mevedel-remote-helper--conn-partial conn)))))))))
+                   (string-trim (apply #'concat
+                                       (reverse (mevedel-remote-helper--conn-partial conn)))))))))))
 
 (defun mevedel-remote-helper--start (dir host)
   "Start the helper for DIR on HOST; return its connection."

@@ -143,8 +143,8 @@ pub fn start(start: Start) -> Result<Value, Error> {
     })?;
     let base = format!("run-{}-{id}", std::process::id());
     let spool = start.spool_dir.join(format!("{base}.log"));
-    let spool_file = std::fs::File::create(&spool)
-        .map_err(|e| fail(format!("cannot create {}: {e}", spool.display())))?;
+    let (exited_rx, exited_tx) =
+        std::io::pipe().map_err(|e| fail(format!("cannot create the run's exit pipe: {e}")))?;
     let launch = crate::confine::launch(
         &start.sandbox.mode,
         &start.sandbox.writable,
@@ -154,25 +154,26 @@ pub fn start(start: Start) -> Result<Value, Error> {
     )
     .map_err(|why| Error::new(ErrorKind::Sandbox, why))?;
     let scratch = launch.scratch.clone();
-    let (exited_rx, exited_tx) =
-        std::io::pipe().map_err(|e| fail(format!("cannot create the run's exit pipe: {e}")))?;
+    let spool_file = std::fs::File::create(&spool);
     let (argv, cwd, env, tmp) = (
         launch.argv.clone(),
         start.cwd.clone(),
         start.env,
         scratch.clone(),
     );
-    let spawned = on_spawner(move || spawn(&argv, &cwd, &env, tmp.as_ref()));
-    let (mut child, output) = match spawned {
+    let spawned = match spool_file {
+        Ok(file) => on_spawner(move || spawn(&argv, &cwd, &env, tmp.as_ref()))
+            .map(|(child, output)| (child, output, file))
+            .map_err(|e| format!("cannot run the command in {}: {e}", start.cwd.display())),
+        Err(e) => Err(format!("cannot create {}: {e}", spool.display())),
+    };
+    let (mut child, output, spool_file) = match spawned {
         Ok(spawned) => spawned,
-        Err(e) => {
+        Err(why) => {
             if let Some(dir) = &scratch {
                 let _ = std::fs::remove_dir_all(dir);
             }
-            return Err(fail(format!(
-                "cannot run the command in {}: {e}",
-                start.cwd.display()
-            )));
+            return Err(fail(why));
         }
     };
     let (opener, events) = if start.stream {

@@ -355,7 +355,8 @@ fn probe_writes(tag: &str, no_sandbox: Option<&str>, sandbox: &str) -> (Value, S
     let script = format!(
         "echo in > src/inside.txt && echo inside-ok; \
          (echo out > {}/outside.txt) 2>/dev/null || echo outside-refused; \
-         (echo x > .git/config) 2>/dev/null || echo git-refused",
+         (echo x > .git/config) 2>/dev/null || echo git-refused; \
+         echo t > \"${{TMPDIR:-/tmp}}/t\" && echo tmp-ok",
         place.outside.display()
     );
     let started = helper
@@ -374,7 +375,7 @@ fn bubblewrap_and_landlock_confine_writes_to_the_workspace() {
     let (started, output, place) = probe_writes("both", None, "required");
     assert_eq!(started["confinement"], "bubblewrap and Landlock");
     assert_eq!(started["confined"], true);
-    assert_eq!(output, "inside-ok\noutside-refused\ngit-refused\n");
+    assert_eq!(output, "inside-ok\noutside-refused\ngit-refused\ntmp-ok\n");
     assert!(place.ws.join("src/inside.txt").exists());
     assert!(!place.outside.join("outside.txt").exists());
 }
@@ -383,7 +384,13 @@ fn bubblewrap_and_landlock_confine_writes_to_the_workspace() {
 fn landlock_alone_confines_writes_where_bwrap_cannot_run() {
     let (started, output, place) = probe_writes("landlock", Some("bwrap"), "required");
     assert_eq!(started["confinement"], "Landlock");
-    assert_eq!(output, "inside-ok\noutside-refused\ngit-refused\n");
+    assert_eq!(output, "inside-ok\noutside-refused\ngit-refused\ntmp-ok\n");
+    // Its private TMPDIR went with it.
+    let spool: Vec<_> = std::fs::read_dir(place.ws.join("spool"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(spool.iter().all(|name| name.ends_with(".log")), "{spool:?}");
     assert!(place.ws.join("src/inside.txt").exists());
     assert!(!place.outside.join("outside.txt").exists());
 }
@@ -392,7 +399,7 @@ fn landlock_alone_confines_writes_where_bwrap_cannot_run() {
 fn bubblewrap_alone_confines_writes_without_landlock() {
     let (started, output, place) = probe_writes("bwrap", Some("landlock"), "required");
     assert_eq!(started["confinement"], "bubblewrap");
-    assert_eq!(output, "inside-ok\noutside-refused\ngit-refused\n");
+    assert_eq!(output, "inside-ok\noutside-refused\ngit-refused\ntmp-ok\n");
     assert!(!place.outside.join("outside.txt").exists());
 }
 
@@ -418,6 +425,6 @@ fn a_host_without_a_sandbox_refuses_required_and_says_why_for_best_effort() {
             .contains("MEVEDEL_REMOTE_NO_SANDBOX=1"),
         "{started}"
     );
-    assert_eq!(output, "inside-ok\n");
+    assert_eq!(output, "inside-ok\ntmp-ok\n");
     assert!(place.outside.join("outside.txt").exists());
 }
