@@ -111,6 +111,10 @@
 (declare-function mevedel-core--exec-list "ext:mevedel-dyn" (session owner))
 (declare-function mevedel-core--exec-teardown "ext:mevedel-dyn" (session))
 (declare-function mevedel-core--exec-teardown-all "ext:mevedel-dyn" ())
+(declare-function mevedel-core--exec-relay-started "ext:mevedel-dyn" (args))
+(declare-function mevedel-core--exec-relay-output "ext:mevedel-dyn" (args))
+(declare-function mevedel-core--exec-relay-exit "ext:mevedel-dyn" (args))
+(declare-function mevedel-core--exec-relay-failed "ext:mevedel-dyn" (args))
 (declare-function mevedel-core--acp-stop-all "ext:mevedel-dyn" (limit-ms))
 (declare-function mevedel-core--bash-permission "ext:mevedel-dyn" (source cwd root))
 (declare-function mevedel-core--bash-effects "ext:mevedel-dyn" (source cwd root))
@@ -539,7 +543,9 @@ SPEC is a plist: :session (key of the session's scheduler), :owner
 from `mevedel-core-sandbox-object' without :command; absent runs the
 shell directly), :environment (complete \"NAME=VALUE\" list), :env (extra
 settings), :login-prelude (Bash run after a login shell's startup
-files), :output-cap, :stop-grace-ms and :progress.  Refusals (the
+files), :output-cap, :stop-grace-ms, :progress and :relay (t: no
+local child; the command runs where the `exec-relay' events say, see
+`mevedel-core-exec-relay-started').  Refusals (the
 `&' operator, 64 live processes, Monitor rules) signal
 `mevedel-core-exec-error' at once.  CALLBACK gets `ok' and the first
 observation plist after :yield-ms, or `error' and (SYMBOL MESSAGE)."
@@ -602,6 +608,40 @@ Its result is delivered as usual, without waking the model."
 With OWNER nil, return every unfinished execution of SESSION."
   (mevedel-core-ensure)
   (mevedel-core--exec-list session owner))
+
+(defun mevedel-core-exec-relay-started (session id boundary &optional disclosure)
+  "Report that relayed execution ID of SESSION started under BOUNDARY.
+A relayed execution (spec :relay t) runs no local child: the module
+publishes `exec-relay' events (:session :id :op), op \"launch\" with
+:argv :cwd :env :tty :kind, then \"signal\" (:signal \"TERM\", \"KILL\"
+or \"INT\") and \"stdin\" (:data), and Lisp runs the command elsewhere
+and reports back with this function, `mevedel-core-exec-relay-output',
+then one of `mevedel-core-exec-relay-exit' and
+`mevedel-core-exec-relay-failed'.  BOUNDARY names the confinement as
+the local sandbox's facts do (\"bwrap-landlock\", \"bwrap\",
+\"landlock\", \"unconfined\", \"off\"); DISCLOSURE says what it lacks.
+Each returns non-nil when the execution still listened."
+  (mevedel-core--exec-relay-started
+   (list :session session :id id :boundary boundary :disclosure disclosure)))
+
+(defun mevedel-core-exec-relay-output (session id data)
+  "Report output of relayed execution ID of SESSION.
+DATA is the chunk's bytes in base64, so bytes that are not UTF-8 reach
+the spool unchanged."
+  (mevedel-core--exec-relay-output (list :session session :id id :data data)))
+
+(defun mevedel-core-exec-relay-exit (session id exit-code signal)
+  "Report that relayed execution ID of SESSION ended.
+EXIT-CODE is its exit status, or nil when it died of SIGNAL (a name
+such as \"TERM\", or a number as a string)."
+  (mevedel-core--exec-relay-exit
+   (list :session session :id id :exit-code exit-code :signal signal)))
+
+(defun mevedel-core-exec-relay-failed (session id message)
+  "Report that relayed execution ID of SESSION failed, MESSAGE saying why.
+Before its start was reported it settles as a launch failure, after
+as lost."
+  (mevedel-core--exec-relay-failed (list :session session :id id :message message)))
 
 (defun mevedel-core-exec-teardown (session)
   "Stop every execution of SESSION silently; return how many ran."

@@ -706,15 +706,24 @@ operation costs a fraction of a helper round trip."
            ;; fallback says so, and the next call tries the helper again.
            (mevedel-remote-when-free fallback))))))))
 
+(defun mevedel-remote--helper-entry (file)
+  "Return FILE's host's entry in `mevedel-remote--helpers', or nil."
+  (gethash (or (car (mevedel-remote--split file)) (mevedel-remote-host file))
+           mevedel-remote--helpers))
+
 (defun mevedel-remote-has-helper-p (directory)
   "Return non-nil while the remote DIRECTORY's host has mevedel's helper running.
 Read's permission relies on it: the helper checks where a file really
 is (`mevedel-remote-read-page')."
-  (let ((helper (gethash (or (car (mevedel-remote--split directory))
-                             (mevedel-remote-host directory))
-                         mevedel-remote--helpers)))
+  (let ((helper (mevedel-remote--helper-entry directory)))
     (and helper (not (eq (car-safe helper) :error))
          (mevedel-remote-helper-live-p helper))))
+
+(defun mevedel-remote-helper-problem (file)
+  "Return why the helper cannot run on FILE's host, or nil when unknown.
+Known once `mevedel-remote-with-helper' fell back for that host."
+  (let ((helper (mevedel-remote--helper-entry file)))
+    (and (eq (car-safe helper) :error) (cadr helper))))
 
 (defun mevedel-remote-read-page (file display page callback fallback)
   "Read one PAGE of the remote text FILE on its host, named DISPLAY.

@@ -24,6 +24,8 @@
 (require 'subr-x)
 (require 'mevedel-core)
 (require 'mevedel-pipeline)
+(require 'mevedel-remote)
+(require 'mevedel-remote-exec)
 (require 'mevedel-resource)
 (require 'mevedel-sandbox)
 (require 'mevedel-session)
@@ -474,9 +476,12 @@ line it adds."
   "Return the execution spec for CONTEXT plus EXTRA keys.
 ARGS are the call's arguments; their sandbox grant (see
 `mevedel-tool-exec-grant-request') shapes the sandbox request."
-  (let ((cwd (let ((dir (or (plist-get context :cwd) default-directory)))
-               (and dir (directory-file-name (expand-file-name dir)))))
-        (grant (mevedel-tool-exec-grant-request args)))
+  (let* ((cwd (let ((dir (or (plist-get context :cwd) default-directory)))
+                (and dir (directory-file-name (expand-file-name dir)))))
+         (grant (mevedel-tool-exec-grant-request args))
+         ;; A remote workspace's command runs on its host, relayed:
+         ;; its host confines it and keeps its own environment.
+         (remote (mevedel-remote-p cwd)))
     (mevedel-pipeline-sync-failure-patterns)
     (append extra
             (list :session (plist-get context :session)
@@ -485,10 +490,24 @@ ARGS are the call's arguments; their sandbox grant (see
                   :artifact-dir (plist-get context :artifact-dir)
                   :mailbox (plist-get context :mailbox)
                   :tool-use-id (plist-get context :tool-use-id)
-                  :sandbox (mevedel-tool-exec--sandbox context cwd grant)
-                  :environment (car (mevedel-tool-exec--environment context grant))
+                  :sandbox (unless remote (mevedel-tool-exec--sandbox context cwd grant))
+                  :environment (unless remote
+                                 (car (mevedel-tool-exec--environment context grant)))
                   :login-prelude (mevedel-sandbox-login-prelude (plist-get grant :env))
-                  :stop-grace-ms mevedel-tool-exec-stop-grace-ms))))
+                  :stop-grace-ms mevedel-tool-exec-stop-grace-ms
+                  :relay remote))))
+
+(defun mevedel-tool-exec--start (context spec callback)
+  "Start SPEC for CONTEXT (see `mevedel-core-exec-start'); return its id.
+A relayed spec's command is to run on its remote workspace's host,
+writable there below the context's :root, under the sandbox mode in
+force now."
+  (let ((id (mevedel-core-exec-start spec callback)))
+    (when (plist-get spec :relay)
+      (mevedel-remote-exec-register (plist-get spec :session) id
+                                    (or (plist-get context :root) (plist-get spec :cwd))
+                                    mevedel-sandbox-mode))
+    id))
 
 (defun mevedel-tool-exec-command-spec (context command description &optional env)
   "Return the spec to run COMMAND as Bash would for CONTEXT, unobserved.
@@ -541,21 +560,32 @@ Argument errors signal: callers turn them into error results."
                 (plist-get context :session)
                 (cdr (mevedel-tool-exec--environment
                       context (mevedel-tool-exec-grant-request args)))))
-         (id (mevedel-core-exec-start
+         (id (mevedel-tool-exec--start
+              context
               (mevedel-tool-exec--spec context args
                                        :command command :description description :kind "bash"
                                        :tty (and (mevedel-tool-exec--true-p (plist-get args :tty)) t)
                                        :yield-ms yield)
-              (let ((answer (mevedel-tool-exec--answer callback t note)))
-                (lambda (status value)
-                  (setq answered t)
-                  (funcall answer status value))))))
+              (lambda (status value)
+                (setq answered t)
+                (funcall (mevedel-tool-exec--answer
+                          callback t (mevedel-tool-exec--first-notes context note))
+                         status value)))))
     ;; Until it yields, the command belongs to its request: an
     ;; aborted request stops it.
     (mevedel-pipeline-add-canceller
      (lambda ()
        (unless answered
          (mevedel-core-exec-stop-by-user (plist-get context :session) id))))))
+
+(defun mevedel-tool-exec--first-notes (context note)
+  "Return NOTE, with the remote host's unconfined notice for CONTEXT, or nil.
+A remote workspace whose host runs commands unconfined says so on its
+session's first result (`mevedel-remote-exec-note')."
+  (let ((remote (mevedel-remote-exec-note (plist-get context :session)
+                                          (or (plist-get context :root)
+                                              (plist-get context :cwd)))))
+    (if (and note remote) (concat note "\n" remote) (or note remote))))
 
 (defun mevedel-tool-exec--override-environment (base entries)
   "Return BASE, a \"NAME=VALUE\" list, with ENTRIES replacing their names."
@@ -639,10 +669,14 @@ its execution id once it is launched."
                 (nth 1 mevedel-tool-exec-monitor-timeout-range)))
        (unless (equal (or (plist-get context :owner) "/root") "/root")
          (error "Monitor is only available to the root agent"))
-       (mevedel-core-exec-start
+       (mevedel-tool-exec--start
+        context
         (mevedel-tool-exec--spec context args :command command :description description
                                  :kind "monitor" :timeout-ms timeout :yield-ms 10000)
-        (mevedel-tool-exec--answer callback t))))))
+        (lambda (status value)
+          (funcall (mevedel-tool-exec--answer
+                    callback t (mevedel-tool-exec--first-notes context nil))
+                   status value)))))))
 
 ;;;; Events: progress, settlement, monitor lines
 

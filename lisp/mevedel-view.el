@@ -58,6 +58,7 @@
 (require 'gptel)
 (require 'mevedel-chat)
 (require 'mevedel-remote)
+(require 'mevedel-remote-exec)
 (require 'mevedel-history)
 (require 'mevedel-render-data)
 (require 'mevedel-tool-render)
@@ -589,6 +590,15 @@ so once the view is up, before any write (`mevedel-remote-lease-look')."
     (mevedel-remote-lease-look (mevedel-session-workspace session) (mevedel-session-id session))))
 
 (add-hook 'mevedel-view-open-functions #'mevedel-view--lease-look)
+
+(defun mevedel-view--remote-sandbox-header (chat)
+  "Return the header's warning that CHAT's remote commands run unconfined, or nil.
+A `mevedel-view-header-functions' member: under `best-effort', a host
+without a sandbox runs them directly, and the user sees it here."
+  (when-let* ((session (mevedel-chat-session chat)))
+    (mevedel-remote-exec-header-text (mevedel-session-workspace session))))
+
+(add-hook 'mevedel-view-header-functions #'mevedel-view--remote-sandbox-header)
 
 (defun mevedel-view--tokens (n)
   "Return the token count N briefly: 950, 12.3k, 400k, 1.2M."

@@ -167,6 +167,7 @@ impl World {
             stop_grace_ms: None,
             // As every spec from Lisp has it.
             progress: true,
+            relay: false,
         }
     }
 

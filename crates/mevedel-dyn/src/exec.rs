@@ -5,7 +5,7 @@ use emacs::{Env, IntoLisp, Result, Value, defun};
 use mevedel_core::datum::Datum;
 use mevedel_core::error::ErrorKind;
 use mevedel_core::exec::execution::Spec;
-use mevedel_core::exec::manager;
+use mevedel_core::exec::{manager, relay};
 use mevedel_core::process;
 
 use crate::args::Plist;
@@ -138,4 +138,63 @@ fn exec_teardown(env: &Env, session: String) -> Result<i64> {
 #[defun(name = "exec-teardown-all")]
 fn exec_teardown_all(env: &Env) -> Result<i64> {
     guarded(env, || Ok(manager::global().teardown_all() as i64))
+}
+
+// Relayed executions (a remote workspace's commands): Lisp runs the
+// command the `exec-relay` launch event describes and reports back
+// here; each answers non-nil when the execution still listened.
+
+/// A relayed execution started. ARGS: `:session`, `:id`, `:boundary`
+/// (a sandbox boundary's name, e.g. "bwrap-landlock" or "unconfined"),
+/// `:disclosure` (what it lacks, or nil).
+#[defun(name = "exec-relay-started")]
+fn exec_relay_started(env: &Env, args: Value<'_>) -> Result<bool> {
+    guarded(env, || {
+        let mut args = Plist::new(env, "exec-relay-started", args)?;
+        let (session, id) = (args.string(":session")?, args.string(":id")?);
+        let boundary = args.string(":boundary")?;
+        let disclosure = args.opt_string(":disclosure")?;
+        args.finish()?;
+        relay::started(&session, &id, &boundary, disclosure).or_signal(env)
+    })
+}
+
+/// Output of a relayed execution. ARGS: `:session`, `:id`, `:data`
+/// (base64: the bytes need not be UTF-8).
+#[defun(name = "exec-relay-output")]
+fn exec_relay_output(env: &Env, args: Value<'_>) -> Result<bool> {
+    guarded(env, || {
+        let mut args = Plist::new(env, "exec-relay-output", args)?;
+        let (session, id) = (args.string(":session")?, args.string(":id")?);
+        let data = args.string(":data")?;
+        args.finish()?;
+        relay::output(&session, &id, &data).or_signal(env)
+    })
+}
+
+/// A relayed execution ended. ARGS: `:session`, `:id`, `:exit-code`
+/// (or nil), `:signal` (its name, e.g. "TERM", or nil).
+#[defun(name = "exec-relay-exit")]
+fn exec_relay_exit(env: &Env, args: Value<'_>) -> Result<bool> {
+    guarded(env, || {
+        let mut args = Plist::new(env, "exec-relay-exit", args)?;
+        let (session, id) = (args.string(":session")?, args.string(":id")?);
+        let code = args.opt_int(":exit-code")?;
+        let signal = args.opt_string(":signal")?;
+        args.finish()?;
+        relay::exited(&session, &id, code, signal.as_deref()).or_signal(env)
+    })
+}
+
+/// A relayed execution could not start, or was lost. ARGS: `:session`,
+/// `:id`, `:message` (why, naming the host).
+#[defun(name = "exec-relay-failed")]
+fn exec_relay_failed(env: &Env, args: Value<'_>) -> Result<bool> {
+    guarded(env, || {
+        let mut args = Plist::new(env, "exec-relay-failed", args)?;
+        let (session, id) = (args.string(":session")?, args.string(":id")?);
+        let message = args.string(":message")?;
+        args.finish()?;
+        relay::failed(&session, &id, &message).or_signal(env)
+    })
 }

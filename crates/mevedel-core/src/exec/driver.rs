@@ -1,7 +1,9 @@
 //! The task that runs one execution: admission, launch, reading output
 //! into the spool, progress and monitor events, stop (TERM, then KILL
 //! after one bounded interval), cleanup of the process group after the
-//! shell exits, and settlement.
+//! shell exits, and settlement. The command is a [`Child`]: a local
+//! process group whose pipes it reads, or a relay whose output and exit
+//! Lisp reports; the run is the same either way.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -14,13 +16,15 @@ use std::time::{Duration, Instant};
 
 use mevedel_sandbox_protocol::Marker;
 use tokio::io::unix::AsyncFd;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::sleep_until;
 
+use super::child::Child;
 use super::execution::{self, Exec, Facts, Kind, Phase, StopBy, Termination};
 use super::mail;
 use super::monitor::{self, FloodWindow, Framer, Line};
 use super::pacing::Pacer;
+use super::relay::{self, Report};
 use super::scheduler::Ticket;
 use super::spool::{self, Append, Spool};
 use crate::bash::{self, Exit};
@@ -35,7 +39,8 @@ use crate::sandbox::launch;
 const _: () = assert!(launch::START_FD != bash::SNAPSHOT_FD);
 
 fn wants_snapshot(exec: &Exec) -> bool {
-    exec.spec.kind == Kind::Bash && exec.analysis.snapshot()
+    // A relayed shell's descriptors are its host's.
+    exec.spec.kind == Kind::Bash && !exec.spec.relay && exec.analysis.snapshot()
 }
 
 /// Default time between TERM and KILL.
@@ -60,16 +65,26 @@ pub const CONTROLLED_ENV: &[(&str, &str)] = &[
 ];
 
 struct Launched {
-    pid: i32,
-    exit: oneshot::Receiver<io::Result<ExitStatus>>,
-    out: OwnedFd,
-    err: Option<OwnedFd>,
+    child: Child,
+    output: Output,
     status_file: Option<File>,
     spool: Spool,
     /// Read end of the sandbox's start-marker pipe (confined launches).
     marker: Option<OwnedFd>,
     /// The sandbox's scratch directory, kept while the command runs.
     _keep: launch::Keep,
+}
+
+/// Where a launched command's output and exit will come from.
+enum Output {
+    /// Its pipes (stderr apart for a monitor) and the reaper's status.
+    Pipes {
+        out: OwnedFd,
+        err: Option<OwnedFd>,
+        exit: oneshot::Receiver<io::Result<ExitStatus>>,
+    },
+    /// Lisp's reports.
+    Relay(mpsc::UnboundedReceiver<Report>),
 }
 
 fn exec_err(doing: &str, e: &io::Error) -> Error {
@@ -110,6 +125,25 @@ fn status_file(dir: &std::path::Path, id: &str) -> Result<File> {
     Ok(file)
 }
 
+/// The controlled settings, then SPEC's own, as (NAME, VALUE).
+fn settings(spec: &super::execution::Spec) -> impl Iterator<Item = (String, String)> {
+    CONTROLLED_ENV
+        .iter()
+        .map(|&(k, v)| (k.to_string(), v.to_string()))
+        .chain(
+            spec.env
+                .iter()
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+        )
+}
+
+/// What a relayed shell's environment gets on top of its host's: the
+/// controlled settings and SPEC's own, as "NAME=VALUE".
+pub fn controlled_env(spec: &super::execution::Spec) -> Vec<String> {
+    settings(spec).map(|(k, v)| format!("{k}={v}")).collect()
+}
+
 /// The environment of EXEC's shell: the spec's (or the module's), the
 /// controlled settings, then the spec's own settings.
 fn environment(spec: &super::execution::Spec) -> Vec<(OsString, OsString)> {
@@ -122,16 +156,7 @@ fn environment(spec: &super::execution::Spec) -> Vec<(OsString, OsString)> {
             .collect(),
         None => std::env::vars_os().collect(),
     };
-    let settings = CONTROLLED_ENV
-        .iter()
-        .map(|&(k, v)| (k.to_string(), v.to_string()))
-        .chain(
-            spec.env
-                .iter()
-                .filter_map(|kv| kv.split_once('='))
-                .map(|(k, v)| (k.to_string(), v.to_string())),
-        );
-    for (k, v) in settings {
+    for (k, v) in settings(spec) {
         env.retain(|(name, _)| name.as_os_str() != k.as_str());
         env.push((k.into(), v.into()));
     }
@@ -201,27 +226,14 @@ fn launch(exec: &Exec) -> std::result::Result<Launched, NotLaunched> {
         facts,
         refusal,
     } = parts;
-    {
-        let mut st = exec.state();
-        st.sandbox = facts;
-        st.inner_session = bwrap;
-    }
+    exec.state().sandbox = facts;
     if let Some(why) = refusal {
         return Err(NotLaunched {
             message: format!("the sandbox refused to run the command: {why}"),
         });
     }
 
-    let spool_path = exec.state().spool_path.clone();
-    let dir = spool_path
-        .parent()
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or_else(std::env::temp_dir);
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| failed(exec_err("cannot create the spool directory", &e)))?;
-    let cap = spec.output_cap.unwrap_or(spool::DEFAULT_CAP);
-    let spool = Spool::create(&spool_path, cap).map_err(failed)?;
-    exec.state().reader = Some(spool.reader().map_err(failed)?);
+    let (spool, dir) = open_spool(exec)?;
 
     let mut fd_map = Vec::new();
     // Unconfined (no helper), the shell writes its snapshot to a file of
@@ -303,16 +315,18 @@ fn launch(exec: &Exec) -> std::result::Result<Launched, NotLaunched> {
         }
         NotLaunched { message }
     })?;
+    let child = Child::Group {
+        pid: info.pid as i32,
+        inner: bwrap,
+    };
     let mut st = exec.state();
-    st.pid = Some(info.pid as i32);
+    st.child = Some(child.clone());
     st.launched = Some(Instant::now());
     st.input = input;
     drop(st);
     Ok(Launched {
-        pid: info.pid as i32,
-        exit: rx,
-        out,
-        err,
+        child,
+        output: Output::Pipes { out, err, exit: rx },
         status_file: status,
         spool,
         marker,
@@ -320,16 +334,43 @@ fn launch(exec: &Exec) -> std::result::Result<Launched, NotLaunched> {
     })
 }
 
-/// Send TERM to the group of EXEC (led by PID). Inside bwrap, the
-/// command's own group gets it, so the command may clean up and bwrap
-/// then ends by itself; the KILL that may follow goes to PID's group.
-fn terminate(exec: &Exec, pid: i32) {
-    let group = if exec.state().inner_session {
-        process::inner_group(pid).unwrap_or(pid)
-    } else {
-        pid
+/// EXEC's spool, created empty with its reader, and its directory.
+fn open_spool(exec: &Exec) -> std::result::Result<(Spool, std::path::PathBuf), NotLaunched> {
+    let failed = |e: Error| NotLaunched { message: e.message };
+    let spool_path = exec.state().spool_path.clone();
+    let dir = spool_path
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_else(std::env::temp_dir);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| failed(exec_err("cannot create the spool directory", &e)))?;
+    let cap = exec.spec.output_cap.unwrap_or(spool::DEFAULT_CAP);
+    let spool = Spool::create(&spool_path, cap).map_err(failed)?;
+    exec.state().reader = Some(spool.reader().map_err(failed)?);
+    Ok((spool, dir))
+}
+
+/// Launch EXEC elsewhere: ask Lisp to run its command (see
+/// [`relay::launch`]); its output goes to the local spool.
+fn launch_relayed(exec: &Exec) -> std::result::Result<Launched, NotLaunched> {
+    let (spool, _) = open_spool(exec)?;
+    let feed = relay::launch(exec);
+    let child = Child::Relay {
+        session: exec.spec.session.clone(),
+        id: exec.id.clone(),
     };
-    process::signal(group, libc::SIGTERM);
+    let mut st = exec.state();
+    st.child = Some(child.clone());
+    st.launched = Some(Instant::now());
+    drop(st);
+    Ok(Launched {
+        child,
+        output: Output::Relay(feed),
+        status_file: None,
+        spool,
+        marker: None,
+        _keep: launch::Keep::default(),
+    })
 }
 
 fn set_nonblocking(fd: &OwnedFd) {
@@ -431,15 +472,19 @@ pub async fn drive(exec: Arc<Exec>, ticket: Ticket) {
         return;
     };
     exec.state().lease = Some(lease);
-    // Launching waits for the spawner thread's fork; keep the workers free.
-    let launching = Arc::clone(&exec);
-    let launched = tokio::task::spawn_blocking(move || launch(&launching))
-        .await
-        .unwrap_or_else(|e| {
-            Err(NotLaunched {
-                message: format!("launch panicked: {e}"),
+    let launched = if exec.spec.relay {
+        launch_relayed(&exec)
+    } else {
+        // Launching waits for the spawner thread's fork; keep the workers free.
+        let launching = Arc::clone(&exec);
+        tokio::task::spawn_blocking(move || launch(&launching))
+            .await
+            .unwrap_or_else(|e| {
+                Err(NotLaunched {
+                    message: format!("launch panicked: {e}"),
+                })
             })
-        });
+    };
     let launched = match launched {
         Ok(l) => l,
         Err(e) => {
@@ -456,27 +501,25 @@ pub async fn drive(exec: Arc<Exec>, ticket: Ticket) {
 /// settle it.
 async fn run(exec: Arc<Exec>, launched: Launched) {
     let Launched {
-        pid,
-        exit,
-        out,
-        err,
+        child,
+        output,
         status_file,
         spool,
         marker,
         _keep: keep,
     } = launched;
-    let mut streams = match Streams::new(out, err, exit) {
-        Ok(streams) => streams,
+    let mut source = match Source::open(output) {
+        Ok(source) => source,
         Err(e) => {
-            process::signal(pid, libc::SIGKILL);
+            child.kill();
             let failed =
                 Settlement::without_exit(Termination::LaunchFailed, 0, Some(e.to_string()));
             settle(&exec, failed).await;
             return;
         }
     };
-    let mut running = Running::new(Arc::clone(&exec), pid, spool, streams.err.is_some());
-    running.watch(&mut streams).await;
+    let mut running = Running::new(Arc::clone(&exec), child, spool, &source);
+    running.watch(&mut source).await;
     let settlement = running.finish(marker.as_ref(), status_file);
     let evaluated = keep.watch.changed();
     if let Some(facts) = exec.state().sandbox.as_mut() {
@@ -485,7 +528,89 @@ async fn run(exec: Arc<Exec>, launched: Launched) {
     settle(&exec, settlement).await;
     // The streams, the spool and the sandbox's scratch directory go only
     // once the execution has settled.
-    drop((streams, running, keep));
+    drop((source, running, keep));
+}
+
+/// What a running command's source produced.
+enum Happening {
+    Out(Vec<u8>),
+    /// Stderr, kept apart (a monitor's).
+    Err(Vec<u8>),
+    OutEnd,
+    ErrEnd,
+    Exit(io::Result<ExitStatus>),
+    /// A relayed command started under this boundary.
+    Started(launch::Facts),
+    /// A relayed command failed to start, or was lost.
+    Lost(String),
+}
+
+/// Which of a source's happenings are still awaited.
+#[derive(Clone, Copy)]
+struct Awaiting {
+    exit: bool,
+    out: bool,
+    err: bool,
+}
+
+impl Awaiting {
+    fn any(self) -> bool {
+        self.exit || self.out || self.err
+    }
+}
+
+/// Where a running command's output and exit come from.
+enum Source {
+    Pipes(Streams),
+    /// Lisp's reports; `ended` once the exit or a failure came.
+    Relay {
+        feed: mpsc::UnboundedReceiver<Report>,
+        ended: bool,
+    },
+}
+
+impl Source {
+    fn open(output: Output) -> io::Result<Source> {
+        Ok(match output {
+            Output::Pipes { out, err, exit } => Source::Pipes(Streams::new(out, err, exit)?),
+            Output::Relay(feed) => Source::Relay { feed, ended: false },
+        })
+    }
+
+    /// Stderr is read apart.
+    fn separate_err(&self) -> bool {
+        matches!(self, Source::Pipes(streams) if streams.err.is_some())
+    }
+
+    /// A local command started when it was spawned; a relayed one once
+    /// Lisp says so.
+    fn started(&self) -> bool {
+        matches!(self, Source::Pipes(_))
+    }
+
+    /// The next of what AWAITING still waits for (some must be).
+    async fn next(&mut self, awaiting: Awaiting) -> Happening {
+        match self {
+            Source::Pipes(streams) => streams.next(awaiting).await,
+            Source::Relay { ended: true, .. } => Happening::OutEnd,
+            Source::Relay { feed, ended } => match feed.recv().await {
+                Some(Report::Started(facts)) => Happening::Started(facts),
+                Some(Report::Output(bytes)) => Happening::Out(bytes),
+                Some(Report::Exit(status)) => {
+                    *ended = true;
+                    Happening::Exit(Ok(status))
+                }
+                Some(Report::Failed(why)) => {
+                    *ended = true;
+                    Happening::Lost(why)
+                }
+                None => {
+                    *ended = true;
+                    Happening::Lost("its relay ended without reporting an exit".into())
+                }
+            },
+        }
+    }
 }
 
 /// The launched child's output streams, their buffers and its exit.
@@ -498,6 +623,35 @@ struct Streams {
 }
 
 impl Streams {
+    async fn next(&mut self, awaiting: Awaiting) -> Happening {
+        let Streams {
+            out,
+            err,
+            out_buf,
+            err_buf,
+            exit,
+        } = self;
+        tokio::select! {
+            biased;
+            status = &mut *exit, if awaiting.exit => {
+                Happening::Exit(status.unwrap_or_else(|_| Err(io::Error::other("reaper gone"))))
+            }
+            r = read_some(out, out_buf), if awaiting.out => match r {
+                Ok(n) if n > 0 => Happening::Out(out_buf[..n].to_vec()),
+                _ => Happening::OutEnd,
+            },
+            r = async {
+                match err.as_ref() {
+                    Some(fd) => read_some(fd, err_buf).await,
+                    None => Ok(0),
+                }
+            }, if awaiting.err => match r {
+                Ok(n) if n > 0 => Happening::Err(err_buf[..n].to_vec()),
+                _ => Happening::ErrEnd,
+            },
+        }
+    }
+
     fn new(
         out: OwnedFd,
         err: Option<OwnedFd>,
@@ -523,8 +677,11 @@ impl Streams {
 /// stopped, and the cleanup of its group after the shell exits.
 struct Running {
     exec: Arc<Exec>,
-    /// The group leader (bwrap, the helper or the shell).
-    pid: i32,
+    child: Child,
+    /// A relayed command reported its start.
+    started: bool,
+    /// Why a relayed command failed or was lost.
+    lost: Option<String>,
     grace: Duration,
     spool: Spool,
     out_open: bool,
@@ -546,7 +703,7 @@ struct Running {
 }
 
 impl Running {
-    fn new(exec: Arc<Exec>, pid: i32, spool: Spool, err_open: bool) -> Running {
+    fn new(exec: Arc<Exec>, child: Child, spool: Spool, source: &Source) -> Running {
         let start = Instant::now();
         let spec = &exec.spec;
         let grace = spec
@@ -562,11 +719,13 @@ impl Running {
         let progress = spec.progress && spec.kind == Kind::Bash;
         Running {
             exec,
-            pid,
+            child,
+            started: source.started(),
+            lost: None,
             grace,
             spool,
             out_open: true,
-            err_open,
+            err_open: source.separate_err(),
             exit: None,
             ending: None,
             write_error: None,
@@ -582,16 +741,9 @@ impl Running {
         }
     }
 
-    /// Read STREAMS, time events and stops, until the group is gone and
+    /// Read SOURCE, time events and stops, until the group is gone and
     /// its output drained.
-    async fn watch(&mut self, streams: &mut Streams) {
-        let Streams {
-            out,
-            err,
-            out_buf,
-            err_buf,
-            exit,
-        } = streams;
+    async fn watch(&mut self, source: &mut Source) {
         loop {
             let now = Instant::now();
             let progress_at = if self.progress {
@@ -611,36 +763,31 @@ impl Running {
                 .as_ref()
                 .filter(|_| self.ending.is_none())
                 .map(|m| m.deadline);
+            // A command whose end is still unreported after its KILL.
+            let silent_at = self
+                .killed_at
+                .zip(self.child.kill_wait())
+                .filter(|_| self.exit.is_none())
+                .map(|(t, wait)| t + wait);
+            let awaiting = Awaiting {
+                exit: self.exit.is_none(),
+                out: self.out_open,
+                err: self.err_open,
+            };
             tokio::select! {
                 biased;
                 () = self.exec.stop_signal.notified(), if self.ending.is_none() => {
                     let why = self.exec.state().stop.map_or(Termination::Stopped, |(t, _)| t);
                     self.begin_stop(why);
                 }
-                status = &mut *exit, if self.exit.is_none() => {
-                    self.exit = Some(status.unwrap_or_else(|_| Err(io::Error::other("reaper gone"))));
-                }
-                r = read_some(out, out_buf), if self.out_open => {
-                    match r {
-                        Ok(n) if n > 0 => self.stdout(&out_buf[..n]),
-                        _ => self.out_open = false,
-                    }
-                }
-                r = async {
-                    match err.as_ref() {
-                        Some(fd) => read_some(fd, err_buf).await,
-                        None => Ok(0),
-                    }
-                }, if self.err_open => {
-                    match r {
-                        Ok(n) if n > 0 => self.capture(&err_buf[..n]),
-                        _ => self.err_open = false,
-                    }
-                }
+                happening = source.next(awaiting), if awaiting.any() => self.happen(happening),
                 () = sleep_until(self.kill_at.unwrap_or_else(far_future).into()), if self.kill_at.is_some() => {
-                    process::signal(self.pid, libc::SIGKILL);
+                    self.child.kill();
                     self.kill_at = None;
                     self.killed_at = Some(Instant::now());
+                }
+                () = sleep_until(silent_at.unwrap_or_else(far_future).into()), if silent_at.is_some() => {
+                    self.happen(Happening::Lost("its end was not reported after it was killed".into()));
                 }
                 () = sleep_until(progress_at.into()), if self.progress => {
                     if self.pacer.due(Instant::now(), self.spool.len()) {
@@ -676,8 +823,29 @@ impl Running {
         if !self.term_sent {
             self.term_sent = true;
             self.exec.set_phase(Phase::Stopping);
-            terminate(&self.exec, self.pid);
+            self.child.terminate();
             self.kill_at = Some(Instant::now() + self.grace);
+        }
+    }
+
+    /// Take in what the source produced.
+    fn happen(&mut self, happening: Happening) {
+        match happening {
+            Happening::Out(chunk) => self.stdout(&chunk),
+            Happening::Err(chunk) => self.capture(&chunk),
+            Happening::OutEnd => self.out_open = false,
+            Happening::ErrEnd => self.err_open = false,
+            Happening::Exit(status) => self.exit = Some(status),
+            Happening::Started(facts) => {
+                self.started = true;
+                self.exec.state().sandbox = Some(facts);
+            }
+            Happening::Lost(why) => {
+                self.exit = Some(Err(io::Error::other(why.clone())));
+                self.lost = Some(why);
+                self.out_open = false;
+                self.err_open = false;
+            }
         }
     }
 
@@ -738,13 +906,13 @@ impl Running {
     /// TERM, then KILL after the interval; the group counts as gone once
     /// empty, or a bounded time after the KILL.
     fn clean_up_group(&mut self) {
-        if process::group_alive(self.pid) {
+        if self.child.remains() {
             let waited_out = self.killed_at.is_some_and(|t| t.elapsed() >= KILL_WAIT);
             if waited_out {
                 self.group_gone = true;
             } else if !self.term_sent {
                 self.term_sent = true;
-                process::signal(self.pid, libc::SIGTERM);
+                self.child.terminate_leftovers();
                 self.kill_at = Some(Instant::now() + self.grace);
             }
         } else {
@@ -784,6 +952,16 @@ impl Running {
             _ => Termination::Exit,
         };
         let mut error = self.write_error.take();
+        if let Some(why) = self.lost.take()
+            && termination != Termination::Teardown
+        {
+            termination = if self.started {
+                Termination::Lost
+            } else {
+                Termination::LaunchFailed
+            };
+            error = Some(why);
+        }
         if let Some(problem) = markers
             .as_deref()
             .and_then(|m| sandbox_start(&self.exec, m, &self.spool, status))
@@ -883,8 +1061,9 @@ fn emit_progress(exec: &Exec, bytes: u64) {
 
 /// Settle EXEC whose driver died (a bug): kill its group, report it lost.
 pub async fn settle_lost(exec: &Arc<Exec>, why: String) {
-    if let Some(pid) = exec.state().pid {
-        process::signal(pid, libc::SIGKILL);
+    let child = exec.state().child.clone();
+    if let Some(child) = child {
+        child.kill();
     }
     let bytes = exec.state().written;
     settle(
@@ -955,6 +1134,7 @@ async fn settle(exec: &Arc<Exec>, settlement: Settlement) {
         )
     };
     exec.phase_tx.send_replace(Phase::Completed);
+    relay::forget(exec);
     let delivery = if retired {
         mail::Delivery::default()
     } else if exec.spec.kind == Kind::Monitor {

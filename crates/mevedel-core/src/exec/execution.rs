@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use tokio::sync::{Notify, watch};
 
+use super::child::Child;
 use super::scheduler::{Lane, Lease};
 use super::spool::{self, RangeView};
 use crate::bash::{self, Analysis};
@@ -74,6 +75,10 @@ pub struct Spec {
     /// Publish progress events (on unless false).
     #[serde(default = "yes")]
     pub progress: bool,
+    /// Run the command elsewhere, through Lisp (see `exec::relay`): no
+    /// local child, no local sandbox.
+    #[serde(default)]
+    pub relay: bool,
 }
 
 fn yes() -> bool {
@@ -250,7 +255,8 @@ impl Facts {
 /// Mutable state of an execution.
 pub struct State {
     pub phase: Phase,
-    pub pid: Option<i32>,
+    /// Its command, once launched.
+    pub child: Option<Child>,
     pub launched: Option<Instant>,
     pub spool_path: PathBuf,
     pub reader: Option<File>,
@@ -280,9 +286,13 @@ pub struct State {
     pub input: Option<File>,
     /// The boundary facts once its launch was prepared.
     pub sandbox: Option<launch::Facts>,
-    /// bwrap runs the command in a session of its own: a Ctrl-C for a
-    /// pipe-mode command goes to that session's group.
-    pub inner_session: bool,
+}
+
+impl State {
+    /// The local group leader of its command, once launched here.
+    pub fn pid(&self) -> Option<i32> {
+        self.child.as_ref().and_then(Child::pid)
+    }
 }
 
 /// One execution, shared by its driver task and every caller.
@@ -315,7 +325,7 @@ impl Exec {
             created: Instant::now(),
             state: Mutex::new(State {
                 phase: Phase::Queued,
-                pid: None,
+                child: None,
                 launched: None,
                 spool_path,
                 reader: None,
@@ -334,7 +344,6 @@ impl Exec {
                 events: 0,
                 input: None,
                 sandbox: None,
-                inner_session: false,
             }),
             phase_tx,
             stop_signal: Notify::new(),

@@ -279,7 +279,7 @@ pub async fn observe(exec: Arc<Exec>, wait: Duration, before: impl FnOnce(&Exec)
     let exited = exec.state().phase == Phase::Stopping
         || exec
             .state()
-            .pid
+            .pid()
             .is_some_and(|pid| !process::group_alive(pid));
     if exec.state().phase != Phase::Completed && exited {
         // Reconcile a shell that already exited: report completion, not a
@@ -351,9 +351,9 @@ pub async fn observe_launch(exec: Arc<Exec>, wait: Duration) -> Datum {
     datum
 }
 
-/// Send CHARS to EXEC: ordinary input only to a PTY; `\u{3}` (Ctrl-C)
-/// through the PTY, or as SIGINT to a pipe-mode group (the one inside
-/// bwrap's session when confined).
+/// Send CHARS to EXEC: ordinary input only to a terminal; `\u{3}`
+/// (Ctrl-C) through the terminal, or as an interrupt to a pipe-mode
+/// command (see [`super::child::Child::interrupt`]).
 pub fn write_input(exec: &Exec, chars: &str) -> Result<()> {
     let st = exec.state();
     match st.phase {
@@ -371,73 +371,47 @@ pub fn write_input(exec: &Exec, chars: &str) -> Result<()> {
         }
         Phase::Running | Phase::Stopping => {}
     }
-    let interrupt_only = chars == "\u{3}";
+    let Some(child) = st.child.clone() else {
+        return Err(exec_error(format!(
+            "execution {} has not started yet",
+            exec.id
+        )));
+    };
     if exec.spec.tty {
-        let Some(input) = st.input.as_ref().and_then(|f| f.try_clone().ok()) else {
-            return Err(exec_error("the terminal of this execution is closed"));
-        };
+        let terminal = st.input.as_ref().and_then(|f| f.try_clone().ok());
         drop(st);
-        return write_all_patiently(&input, chars.as_bytes());
+        return child.type_in(terminal.as_ref(), chars);
     }
-    let pid = st.pid;
-    let inner = st.inner_session;
     drop(st);
-    match (interrupt_only, pid) {
-        (true, Some(pid)) => {
-            // bwrap dies of a signal sent to its own group (taking the
-            // command with it); Ctrl-C goes across its session boundary,
-            // once, to the command's group instead.
-            let group = if inner {
-                process::inner_group(pid)
-                    .ok_or_else(|| exec_error("the command has not started inside its sandbox"))?
-            } else {
-                pid
-            };
-            process::signal(group, libc::SIGINT);
-            Ok(())
-        }
-        _ if exec.spec.kind == Kind::Monitor => Err(exec_error(
+    if chars == "\u{3}" {
+        child.interrupt()
+    } else if exec.spec.kind == Kind::Monitor {
+        Err(exec_error(
             "a monitor takes no input; only Ctrl-C (\\u0003) can be sent, and StopExecution stops it",
-        )),
-        _ => Err(exec_error(format!(
+        ))
+    } else {
+        Err(exec_error(format!(
             "stdin of execution {} is closed (pipe mode); only Ctrl-C (\\u0003) can be sent. \
              Start the command with tty=true to type into it",
             exec.id
-        ))),
+        )))
     }
-}
-
-/// Write BYTES to a non-blocking terminal, retrying briefly when its
-/// input queue is full.
-fn write_all_patiently(file: &std::fs::File, mut bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let deadline = Instant::now() + Duration::from_secs(2);
-    let mut file = file;
-    while !bytes.is_empty() {
-        match file.write(bytes) {
-            Ok(n) => bytes = &bytes[n..],
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Err(e) => {
-                return Err(Error::io(
-                    ErrorKind::Exec,
-                    "cannot write to the terminal",
-                    &e,
-                ));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Stop EXEC on behalf of the model: TERM to its group, KILL after the
 /// interval, and return its final observation once it has settled.
 pub async fn stop_for_model(exec: Arc<Exec>) -> Datum {
+    let silence = exec
+        .state()
+        .child
+        .as_ref()
+        .and_then(super::child::Child::kill_wait)
+        .unwrap_or_default();
     let wait = exec
         .spec
         .stop_grace_ms
         .map_or(driver::DEFAULT_GRACE, Duration::from_millis)
+        + silence
         + RECONCILE;
     observe(exec, wait, |e| {
         e.request_stop(Termination::Stopped, StopBy::Model);

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::execution::{Exec, Kind, Phase, Spec};
 use super::manager::{self, global};
+use super::relay;
 use crate::datum::Datum;
 use crate::sandbox::launch::Request;
 use crate::sandbox::policy::Mode;
@@ -34,6 +35,7 @@ fn spec(session: &str, command: &str) -> Spec {
         output_cap: None,
         stop_grace_ms: None,
         progress: true,
+        relay: false,
     }
 }
 
@@ -198,7 +200,7 @@ fn small_output_cap_stops_the_group_at_once() {
     assert_eq!(int(get(facts, "bytes")), 100);
     assert_eq!(text(get(&obs, "output")).len(), 100);
     assert!(started.elapsed() < Duration::from_secs(5));
-    let pgid = exec.state().pid.unwrap_or(0);
+    let pgid = exec.state().pid().unwrap_or(0);
     assert!(pgid > 0 && group_members(pgid).is_empty());
 }
 
@@ -309,8 +311,8 @@ fn sixty_fifth_process_is_refused_and_teardown_leaves_none() {
     assert_eq!(global().list(session, None).len(), manager::MAX_LIVE);
     assert!(wait_until(Duration::from_secs(10), || execs
         .iter()
-        .all(|e| e.state().pid.is_some())));
-    let pids: Vec<i32> = execs.iter().filter_map(|e| e.state().pid).collect();
+        .all(|e| e.state().pid().is_some())));
+    let pids: Vec<i32> = execs.iter().filter_map(|e| e.state().pid()).collect();
     assert_eq!(global().teardown(session), manager::MAX_LIVE);
     assert!(wait_until(Duration::from_secs(5), || pids
         .iter()
@@ -338,11 +340,11 @@ fn teardown_stops_grandchildren_and_nohup() {
             .unwrap_or(0)
     };
     assert!(wait_until(Duration::from_secs(10), || read_gc() > 0
-        && hup.state().pid.is_some()));
+        && hup.state().pid().is_some()));
     let gc = read_gc();
     let groups = [
-        forker.state().pid.unwrap_or(0),
-        hup.state().pid.unwrap_or(0),
+        forker.state().pid().unwrap_or(0),
+        hup.state().pid().unwrap_or(0),
     ];
     assert!(gc > 0 && groups.iter().all(|&g| !group_members(g).is_empty()));
     assert!(group_members(groups[0]).contains(&gc));
@@ -514,7 +516,7 @@ fn stop_terms_then_kills_and_settles() {
         seen.push_str(text(get(&observe(&exec, 100), "output")));
         seen.contains("stubborn")
     }));
-    let pgid = exec.state().pid.unwrap_or(0);
+    let pgid = exec.state().pid().unwrap_or(0);
     let started = Instant::now();
     let obs = block_on(manager::stop_for_model(Arc::clone(&exec)));
     let facts = get(&obs, "facts");
@@ -536,7 +538,7 @@ fn queued_execution_stops_without_starting() {
     assert!(manager::write_input(&queued, "\u{3}").is_err());
     let obs = block_on(manager::stop_for_model(Arc::clone(&queued)));
     assert_eq!(text(get(get(&obs, "facts"), "termination")), "stopped");
-    assert!(queued.state().pid.is_none());
+    assert!(queued.state().pid().is_none());
     let _ = observe(&first, 5_000);
 }
 
@@ -686,7 +688,7 @@ fn monitor_flood_stops_it() {
     );
     assert!(terminals[0].payload.contains("tighter filter"));
     // The watcher is gone, and no second terminal record follows.
-    let pgid = exec.state().pid.unwrap_or(0);
+    let pgid = exec.state().pid().unwrap_or(0);
     assert!(pgid > 0 && group_members(pgid).is_empty());
     std::thread::sleep(Duration::from_millis(500));
     let records = unread(&db).unwrap();
@@ -797,4 +799,205 @@ fn kept_output_is_named_by_its_artifact_address() {
     );
     assert!(!out.contains(&dir.to_string_lossy().into_owned()), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+// Relayed executions: no local child; the test plays Lisp, reading the
+// `exec-relay` events and reporting back.
+
+fn relayed(session: &str, command: &str) -> Arc<Exec> {
+    crate::events::global().attach(Box::new(std::io::sink()));
+    let mut s = spec(session, command);
+    s.relay = true;
+    s.stop_grace_ms = Some(200);
+    start(s)
+}
+
+/// The next `exec-relay` event of SESSION with OP, waiting up to 5 s.
+/// Other tests' events go back in the queue.
+fn relay_event(session: &str, op: &str) -> Datum {
+    let mut found = None;
+    let got = wait_until(Duration::from_secs(5), || {
+        let events = crate::events::global().drain();
+        for event in events {
+            let mine = found.is_none()
+                && event.kind == "exec-relay"
+                && text(get(&event.data, "session")) == session
+                && text(get(&event.data, "op")) == op;
+            if mine {
+                found = Some(event.data);
+            } else {
+                crate::events::global().push(event);
+            }
+        }
+        found.is_some()
+    });
+    assert!(got, "no {op} relay event for {session}");
+    found.unwrap_or(Datum::Nil)
+}
+
+fn strings(d: &Datum) -> Vec<String> {
+    match d {
+        Datum::List(items) => items.iter().map(|i| text(i).to_owned()).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn b64(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+#[test]
+fn relay_launches_elsewhere_and_spools_reported_chunks() {
+    let session = "relay-run";
+    let exec = relayed(session, "printf 'a|b' > f; false | true");
+    let launch = relay_event(session, "launch");
+    assert_eq!(text(get(&launch, "id")), exec.id);
+    // The command line a local run starts, without the local-only
+    // PIPESTATUS snapshot.
+    assert_eq!(
+        strings(get(&launch, "argv")),
+        ["bash", "-lc", "printf 'a|b' > f; false | true"]
+    );
+    assert!(strings(get(&launch, "env")).contains(&"NO_COLOR=1".to_owned()));
+    assert_eq!(get(&launch, "tty"), &Datum::Nil);
+    assert!(exec.state().pid().is_none());
+    let id = exec.id.clone();
+    assert!(relay::started(session, &id, "unconfined", Some("no bwrap".into())).unwrap());
+    assert!(relay::output(session, &id, &b64(b"first line\nhalf ")).unwrap());
+    assert!(relay::output(session, &id, &b64(b"\xff\xfe bytes\n")).unwrap());
+    assert!(relay::exited(session, &id, Some(3), None).unwrap());
+    // The bytes themselves reached the spool (removed once delivered).
+    assert!(wait_until(Duration::from_secs(5), || exec.state().phase
+        == Phase::Completed));
+    let spool = std::fs::read(exec.state().spool_path.clone()).unwrap_or_default();
+    assert!(spool.windows(2).any(|w| w == b"\xff\xfe"));
+    let obs = observe(&exec, 5_000);
+    assert_eq!(text(get(&obs, "state")), "completed");
+    let out = text(get(&obs, "output"));
+    assert!(out.starts_with("first line\nhalf "), "{out:?}");
+    assert!(out.contains(" bytes\n"), "{out:?}");
+    assert_eq!(int(get(&obs, "bytes")), 25);
+    let facts = get(&obs, "facts");
+    assert_eq!(int(get(facts, "exit-code")), 3);
+    assert_eq!(text(get(facts, "termination")), "exit");
+    let sandbox = get(facts, "sandbox");
+    assert_eq!(
+        get(sandbox, "boundary"),
+        &Datum::Symbol("unconfined".into())
+    );
+    assert_eq!(text(get(sandbox, "disclosure")), "no bwrap");
+    // A settled execution no longer listens.
+    assert!(!relay::output(session, &id, &b64(b"late")).unwrap());
+}
+
+#[test]
+fn relay_stop_sends_term_then_kill_and_settles_on_the_exit() {
+    let session = "relay-stop";
+    let exec = relayed(session, "sleep 100");
+    let _ = relay_event(session, "launch");
+    let id = exec.id.clone();
+    relay::started(session, &id, "bwrap-landlock", None).unwrap();
+    assert!(exec.request_stop(
+        super::execution::Termination::Stopped,
+        super::execution::StopBy::Model
+    ));
+    assert_eq!(text(get(&relay_event(session, "signal"), "signal")), "TERM");
+    let term = Instant::now();
+    assert_eq!(text(get(&relay_event(session, "signal"), "signal")), "KILL");
+    assert!(term.elapsed() >= Duration::from_millis(150));
+    assert_eq!(exec.state().phase, Phase::Stopping);
+    relay::exited(session, &id, None, Some("KILL")).unwrap();
+    let obs = observe(&exec, 5_000);
+    let facts = get(&obs, "facts");
+    assert_eq!(text(get(facts, "termination")), "stopped");
+    assert_eq!(int(get(facts, "signal")), 9);
+}
+
+#[test]
+fn relay_input_goes_out_as_events() {
+    let session = "relay-input";
+    let mut s = spec(session, "cat");
+    s.relay = true;
+    s.tty = true;
+    crate::events::global().attach(Box::new(std::io::sink()));
+    let tty = start(s);
+    let launch = relay_event(session, "launch");
+    assert_eq!(get(&launch, "tty"), &Datum::T);
+    manager::write_input(&tty, "hello\n").unwrap();
+    assert_eq!(text(get(&relay_event(session, "stdin"), "data")), "hello\n");
+    let pipe = relayed(session, "cat");
+    let _ = relay_event(session, "launch");
+    assert!(manager::write_input(&pipe, "text").is_err());
+    manager::write_input(&pipe, "\u{3}").unwrap();
+    assert_eq!(text(get(&relay_event(session, "signal"), "signal")), "INT");
+    relay::exited(session, &tty.id, Some(0), None).unwrap();
+    relay::exited(session, &pipe.id, None, Some("SIGINT")).unwrap();
+    let facts = get(&observe(&pipe, 5_000), "facts").clone();
+    assert_eq!(int(get(&facts, "signal")), 2);
+    assert_eq!(text(get(&facts, "termination")), "signal");
+}
+
+#[test]
+fn relay_failures_settle_as_launch_failed_or_lost() {
+    let session = "relay-fail";
+    let refused = relayed(session, "touch x");
+    let _ = relay_event(session, "launch");
+    relay::failed(session, &refused.id, "host h cannot confine commands").unwrap();
+    let facts = get(&observe(&refused, 5_000), "facts").clone();
+    assert_eq!(text(get(&facts, "termination")), "launch-failed");
+    assert_eq!(text(get(&facts, "error")), "host h cannot confine commands");
+    let lost = relayed(session, "touch y");
+    let _ = relay_event(session, "launch");
+    relay::started(session, &lost.id, "off", None).unwrap();
+    relay::output(session, &lost.id, &b64(b"partial\n")).unwrap();
+    relay::failed(session, &lost.id, "lost the connection to h").unwrap();
+    let obs = observe(&lost, 5_000);
+    assert_eq!(text(get(&obs, "output")), "partial\n");
+    let facts = get(&obs, "facts");
+    assert_eq!(text(get(facts, "termination")), "lost");
+    assert_eq!(text(get(facts, "error")), "lost the connection to h");
+    // Bad reports name what is wrong.
+    let local = start(spec(session, "true"));
+    assert!(!relay::output(session, &local.id, "AA==").unwrap());
+    let other = relayed(session, "true");
+    let _ = relay_event(session, "launch");
+    assert!(relay::output(session, &other.id, "not base64!").is_err());
+    assert!(relay::exited(session, &other.id, None, Some("NOPE")).is_err());
+    assert!(relay::started(session, &other.id, "walls", None).is_err());
+    relay::exited(session, &other.id, Some(0), None).unwrap();
+    let _ = observe(&local, 5_000);
+    let _ = observe(&other, 5_000);
+}
+
+#[test]
+fn relay_teardown_still_signals_the_remote_group() {
+    let session = "relay-teardown";
+    let exec = relayed(session, "sleep 100");
+    let _ = relay_event(session, "launch");
+    relay::started(session, &exec.id, "bwrap", None).unwrap();
+    assert_eq!(global().teardown(session), 1);
+    assert_eq!(text(get(&relay_event(session, "signal"), "signal")), "TERM");
+    assert!(relay::exited(session, &exec.id, None, Some("TERM")).unwrap());
+    assert!(wait_until(Duration::from_secs(5), || {
+        exec.state().phase == Phase::Completed
+    }));
+    assert_eq!(
+        exec.state().facts.as_ref().map(|f| f.termination),
+        Some(super::execution::Termination::Teardown)
+    );
+}
+
+#[test]
+fn a_relay_silent_after_its_kill_settles_as_lost() {
+    let session = "relay-silent";
+    let exec = relayed(session, "sleep 100");
+    let _ = relay_event(session, "launch");
+    relay::started(session, &exec.id, "bwrap", None).unwrap();
+    let started = Instant::now();
+    let obs = block_on(manager::stop_for_model(Arc::clone(&exec)));
+    let facts = get(&obs, "facts");
+    assert_eq!(text(get(facts, "termination")), "lost");
+    assert!(text(get(facts, "error")).contains("not reported"));
+    assert!(started.elapsed() >= super::child::RELAY_KILL_WAIT);
 }

@@ -94,6 +94,21 @@ impl Boundary {
         }
     }
 
+    /// The boundary named by SYMBOL (see [`Boundary::symbol`]).
+    pub fn from_symbol(symbol: &str) -> Option<Boundary> {
+        [
+            Boundary::BwrapLandlock,
+            Boundary::Bwrap,
+            Boundary::Landlock,
+            Boundary::Unconfined,
+            Boundary::Off,
+            Boundary::Escalated,
+            Boundary::Refused,
+        ]
+        .into_iter()
+        .find(|b| b.symbol() == symbol)
+    }
+
     /// Whether this is what a healthy machine gives by default.
     pub fn is_default(self) -> bool {
         matches!(self, Boundary::BwrapLandlock | Boundary::Bwrap)
