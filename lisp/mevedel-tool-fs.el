@@ -420,10 +420,9 @@ outside (`mevedel-remote-read-page').  Nil otherwise: the usual check."
 
 (defun mevedel-tool-fs--really-inside-p (file directory)
   "Return non-nil when the remote FILE, links resolved, is inside DIRECTORY.
-Asked through TRAMP, when the helper that would check it is not there."
-  (condition-case nil
-      (mevedel-remote-call file (lambda () (file-in-directory-p file directory)))
-    (error nil)))
+Asked through TRAMP, when the helper that would check it is not there;
+a host that cannot be reached signals, naming it."
+  (mevedel-remote-call file (lambda () (file-in-directory-p file directory))))
 
 (defun mevedel-tool-fs-read (callback args)
   "Read the file, directory or resource named in ARGS; call CALLBACK.
@@ -481,13 +480,17 @@ everything when the helper cannot run there."
                 (fallback (lambda ()
                             (unless settled
                               (let ((default-directory directory))
-                                (if (and root (not (mevedel-tool-fs--really-inside-p
-                                                    target directory)))
-                                    (funcall settle
-                                             (list :result (format "Read `%s': it leads outside \
+                                (condition-case err
+                                    (if (and root (not (mevedel-tool-fs--really-inside-p
+                                                        target directory)))
+                                        (funcall settle
+                                                 (list :result (format "Read `%s': it leads outside \
 the workspace; Read the name it leads to itself (asking permission for it)" display)
-                                                   :status 'error))
-                                  (setq cancel (mevedel-tool-fs--read-here settle args))))))))
+                                                       :status 'error))
+                                      (setq cancel (mevedel-tool-fs--read-here settle args)))
+                                  (error (funcall settle
+                                                  (list :result (error-message-string err)
+                                                        :status 'error)))))))))
            (cond
             (media
              (let ((page (mevedel-tool-fs--page args)))
