@@ -324,7 +324,7 @@ address signals."
                       (list (funcall (mevedel-tool-get-path tool) args)))
                      (t (cl-loop for (name type) in (mevedel-tool-args tool)
                                  when (memq type '(path path-or-resource))
-                                 collect (plist-get args (intern (format ":%s" name))))))))
+                                 collect (plist-get args (mevedel-tool-arg-key name)))))))
     (cl-loop for path in (ensure-list paths)
              when (and (stringp path) (not (string-empty-p path)))
              append (if (mevedel-resource-address-p path)

@@ -462,8 +462,9 @@ everything when the helper cannot run there."
                   ;; TARGET is expanded: compared as `get-file-buffer'
                   ;; would, without its TRAMP name handling.
                   (buffer (and (stringp target)
-                               (cl-find target (buffer-list) :key #'buffer-file-name
-                                        :test #'equal)))
+                               (cl-loop for buffer in (buffer-list)
+                                        when (equal (buffer-file-name buffer) target)
+                                        return buffer)))
                   (media (and (stringp target)
                               (string-match-p mevedel-tool-fs--local-media target))))
        (if (or (not (and (stringp target) (mevedel-remote-p target)))
