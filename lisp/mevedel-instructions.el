@@ -29,6 +29,7 @@
 (require 'subr-x)
 (require 'mevedel-prompt)
 (require 'mevedel-permissions)
+(require 'mevedel-remote)
 (require 'mevedel-pipeline)
 (require 'mevedel-session)
 
@@ -111,7 +112,7 @@ FILE is expanded once; its directories are then prefixes of it, found
 by string work: every name operation searches `file-name-handler-alist',
 and this runs after every call of the model's."
   (let* ((root (if (directory-name-p root) root (file-name-as-directory root)))
-         (file (expand-file-name file))
+         (file (mevedel-remote-expand-file-name file))
          ;; A directory's own name, trailing slash aside, is not among them.
          (end (if (directory-name-p file) (1- (length file)) (length file)))
          (start (length root))
@@ -155,11 +156,11 @@ A PostToolUse function of the pipeline, for the model's own calls."
            (workspace (if (mevedel-session-p session)
                           (mevedel-session-workspace session)
                         (buffer-local-value 'default-directory buffer)))
-           (root (expand-file-name workspace))
+           (root (mevedel-remote-expand-file-name workspace))
            ;; Most calls work in the workspace: expand it once.
            (called (mevedel-session-call-directory session buffer))
            (directory (if (eq called workspace) root (expand-file-name called)))
-           (paths (mapcar (lambda (path) (expand-file-name path directory))
+           (paths (mapcar (lambda (path) (mevedel-remote-expand-file-name path directory))
                           (mevedel-permissions-tool-paths (plist-get context :tool)
                                                           (plist-get context :args))))
            (blocks (mevedel-instructions-for-paths buffer root paths)))

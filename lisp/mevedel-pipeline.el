@@ -77,6 +77,7 @@
 (require 'subr-x)
 (require 'mevedel-core)
 (require 'mevedel-permissions)
+(require 'mevedel-remote)
 (require 'mevedel-render-data)
 (require 'mevedel-resource)
 (require 'mevedel-session)
@@ -756,7 +757,7 @@ unsupported operation or a containment failure signals."
                    (memq type '(path path-or-resource)))
           (if (and (eq type 'path-or-resource) (mevedel-resource-address-p value))
               (mevedel-resource-prepare-kept value (mevedel-tool-resource-operation tool arg))
-            (setq args (plist-put args key (expand-file-name value workspace)))))))))
+            (setq args (plist-put args key (mevedel-remote-expand-file-name value workspace)))))))))
 
 (defun mevedel-pipeline--step-resources (call)
   "Prepare CALL's path and resource arguments before permission."

@@ -242,6 +242,22 @@ Anything else goes on to TRAMP."
         ('file-name-nondirectory (file-name-nondirectory local))
         ('file-remote-p (if (cadr args) local prefix))))))
 
+(defun mevedel-remote-expand-file-name (name &optional directory)
+  "Return NAME expanded in DIRECTORY, as `expand-file-name' would.
+A plain name under a host prefix answered here, or a relative one in
+such a directory, gets `mevedel-remote--name-handler''s answer by
+string work alone, without the search of every regexp of
+`file-name-handler-alist' that reaching the handler costs: a tool
+call expands its names several times.  Any other name is expanded."
+  (or (and (stringp name)
+           (if (file-name-absolute-p name)
+               (and (mevedel-remote--split name) name)
+             (let ((dir (or directory default-directory)))
+               (and (not (string-empty-p name)) (mevedel-remote--split dir)
+                    (let ((full (concat dir (unless (string-suffix-p "/" dir) "/") name)))
+                      (and (mevedel-remote--split full) full))))))
+      (expand-file-name name directory)))
+
 (put 'mevedel-remote--name-handler 'operations
      '(expand-file-name file-name-as-directory directory-file-name file-name-directory
                         file-name-nondirectory file-remote-p))

@@ -116,7 +116,7 @@ results name it."
       (cons (mevedel-resource-prepare value tool) value))
      ((and (not value) (equal tool "Read"))
       (signal 'mevedel-core-resource-error (list "Read: `file_path' is required")))
-     (t (cons (expand-file-name (or value default-directory)) (or value ""))))))
+     (t (cons (mevedel-remote-expand-file-name (or value default-directory)) (or value ""))))))
 
 (defconst mevedel-tool-fs--local-media "\\.\\(?:png\\|jpe?g\\|gif\\|webp\\|pdf\\)\\'"
   "Remote files Read fetches here whole: the module renders images and PDFs.")
