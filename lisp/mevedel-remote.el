@@ -748,7 +748,8 @@ arguments) runs instead."
                       (substring-no-properties file 0 (- (length file) (length local))))
                      (t (mevedel-remote-host file)))))
     (mevedel-remote-with-helper
-     (concat host (file-name-directory local))
+     ;; LOCAL is the host's name: string work, no handler search.
+     (concat host (let ((file-name-handler-alist nil)) (file-name-directory local)))
      (lambda (conn)
        (mevedel-remote-helper-read conn local (append (list :display display) page) callback))
      fallback host)))
@@ -817,7 +818,8 @@ CALLBACK is not called, no copy is left."
                      (setq settled t)
                      (funcall callback status value)))))
     (mevedel-remote-with-helper
-     (concat host (file-name-directory local))
+     ;; LOCAL is the host's name: string work, no handler search.
+     (concat host (let ((file-name-handler-alist nil)) (file-name-directory local)))
      (lambda (conn)
        (mevedel-remote-helper-read
         conn local (list :display display :root root :bytes t :start 0
