@@ -29,6 +29,7 @@
 (require 'subr-x)
 (require 'mevedel-prompt)
 (require 'mevedel-permissions)
+(require 'mevedel-remote)
 (require 'mevedel-pipeline)
 (require 'mevedel-session)
 
@@ -106,15 +107,22 @@ DIRECTORIES are those already looked at, FILES the instruction files
 loaded from them, in order.")
 
 (defun mevedel-instructions--between (root file)
-  "Return the directories below ROOT down to FILE's own, outermost first."
-  (let ((dirs nil)
-        (dir (file-name-directory (directory-file-name (expand-file-name file))))
-        (root (file-name-as-directory root)))
-    (while (and dir (string-prefix-p root dir) (not (string= dir root)))
-      (push dir dirs)
-      (let ((parent (file-name-directory (directory-file-name dir))))
-        (setq dir (unless (equal parent dir) parent))))
-    dirs))
+  "Return the directories below ROOT down to FILE's own, outermost first.
+FILE is expanded once; its directories are then prefixes of it, found
+by string work: every name operation searches `file-name-handler-alist',
+and this runs after every call of the model's."
+  (let* ((root (if (directory-name-p root) root (file-name-as-directory root)))
+         (file (mevedel-remote-expand-file-name file))
+         ;; A directory's own name, trailing slash aside, is not among them.
+         (end (if (directory-name-p file) (1- (length file)) (length file)))
+         (start (length root))
+         (dirs nil)
+         (slash nil))
+    (when (string-prefix-p root file)
+      (while (and (setq slash (string-search "/" file start)) (< slash end))
+        (push (substring file 0 (1+ slash)) dirs)
+        (setq start (1+ slash))))
+    (nreverse dirs)))
 
 (defun mevedel-instructions-loaded (buffer)
   "Return the subdirectory instruction files loaded for data BUFFER."
@@ -145,12 +153,14 @@ A PostToolUse function of the pipeline, for the model's own calls."
              (buffer-live-p (plist-get context :data-buffer)))
     (let* ((buffer (plist-get context :data-buffer))
            (session (plist-get context :session))
-           (root (expand-file-name
-                  (if (mevedel-session-p session)
-                      (mevedel-session-workspace session)
-                    (buffer-local-value 'default-directory buffer))))
-           (directory (expand-file-name (mevedel-session-call-directory session buffer)))
-           (paths (mapcar (lambda (path) (expand-file-name path directory))
+           (workspace (if (mevedel-session-p session)
+                          (mevedel-session-workspace session)
+                        (buffer-local-value 'default-directory buffer)))
+           (root (mevedel-remote-expand-file-name workspace))
+           ;; Most calls work in the workspace: expand it once.
+           (called (mevedel-session-call-directory session buffer))
+           (directory (if (eq called workspace) root (expand-file-name called)))
+           (paths (mapcar (lambda (path) (mevedel-remote-expand-file-name path directory))
                           (mevedel-permissions-tool-paths (plist-get context :tool)
                                                           (plist-get context :args))))
            (blocks (mevedel-instructions-for-paths buffer root paths)))

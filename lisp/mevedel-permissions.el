@@ -75,6 +75,7 @@
 (require 'mevedel-core)
 (require 'mevedel-resource)
 (require 'mevedel-session)
+(require 'mevedel-remote)
 (require 'mevedel-tool-registry)
 
 (defgroup mevedel-permissions nil
@@ -324,7 +325,7 @@ address signals."
                       (list (funcall (mevedel-tool-get-path tool) args)))
                      (t (cl-loop for (name type) in (mevedel-tool-args tool)
                                  when (memq type '(path path-or-resource))
-                                 collect (plist-get args (intern (format ":%s" name))))))))
+                                 collect (plist-get args (mevedel-tool-arg-key name)))))))
     (cl-loop for path in (ensure-list paths)
              when (and (stringp path) (not (string-empty-p path)))
              append (if (mevedel-resource-address-p path)
@@ -346,11 +347,11 @@ variables to pass through for this call."
   "Return the workspace root of the call CONTEXT in SESSION (or nil)."
   (if (mevedel-session-p session)
       (mevedel-session-workspace session)
-    (let ((buffer (plist-get context :data-buffer)))
-      (file-name-as-directory
-       (expand-file-name (if (buffer-live-p buffer)
-                             (buffer-local-value 'default-directory buffer)
-                           default-directory))))))
+    (let* ((buffer (plist-get context :data-buffer))
+           (root (mevedel-remote-expand-file-name (if (buffer-live-p buffer)
+                                                      (buffer-local-value 'default-directory buffer)
+                                                    default-directory))))
+      (if (directory-name-p root) root (file-name-as-directory root)))))
 
 (defun mevedel-permissions--inside-p (paths root)
   "Return non-nil when every one of PATHS is inside ROOT."
@@ -463,7 +464,7 @@ the path of every call, and the plist is for cards only."
                           (funcall (mevedel-tool-get-domain tool) args)))
              (paths (cond (source (plist-get facts :paths))
                           (domain nil)
-                          (t (mapcar (lambda (path) (expand-file-name path directory))
+                          (t (mapcar (lambda (path) (mevedel-remote-expand-file-name path directory))
                                      (mevedel-permissions-tool-paths tool args)))))
              (rules (mevedel-permissions-applicable-rules root))
              (rule (and rules (mevedel-permissions-matching-rule

@@ -77,6 +77,7 @@
 (require 'subr-x)
 (require 'mevedel-core)
 (require 'mevedel-permissions)
+(require 'mevedel-remote)
 (require 'mevedel-render-data)
 (require 'mevedel-resource)
 (require 'mevedel-session)
@@ -228,7 +229,7 @@ error before the handler runs.")
   args repair-note repair-event ran hook-context hook-queue hook-permission
   (step 0) waiting timer cancellers settled finish
   status result raw-result render-data media explicit-status
-  approvals projection denied resolution (started (float-time)))
+  approvals projection denied resolution directory (started (float-time)))
 
 (defvar mevedel-pipeline--frames 0
   "Depth of nested pipeline runner frames on the current stack.")
@@ -263,9 +264,18 @@ error before the handler runs.")
         :confirmed (mevedel-pipeline--call-confirmed call)))
 
 (defun mevedel-pipeline--workspace (call)
-  "Return the directory CALL's relative paths are relative to."
-  (mevedel-session-call-directory (mevedel-pipeline--call-session call)
-                                  (mevedel-pipeline--call-data-buffer call)))
+  "Return the directory name CALL's relative paths are relative to.
+Worked out once per call: each name operation on it costs a search
+of `file-name-handler-alist', and on a remote name a handler's work,
+and the resources, permission and handler steps all need it."
+  (or (mevedel-pipeline--call-directory call)
+      (setf (mevedel-pipeline--call-directory call)
+            (let ((directory (mevedel-session-call-directory
+                              (mevedel-pipeline--call-session call)
+                              (mevedel-pipeline--call-data-buffer call))))
+              (if (directory-name-p directory)
+                  directory
+                (file-name-as-directory directory))))))
 
 ;;;; Events
 
@@ -747,7 +757,7 @@ unsupported operation or a containment failure signals."
                    (memq type '(path path-or-resource)))
           (if (and (eq type 'path-or-resource) (mevedel-resource-address-p value))
               (mevedel-resource-prepare-kept value (mevedel-tool-resource-operation tool arg))
-            (setq args (plist-put args key (expand-file-name value workspace)))))))))
+            (setq args (plist-put args key (mevedel-remote-expand-file-name value workspace)))))))))
 
 (defun mevedel-pipeline--step-resources (call)
   "Prepare CALL's path and resource arguments before permission."
@@ -836,7 +846,7 @@ render-data as :permission-approvals."
          ;; A step resumed from a timer runs in no particular buffer: the
          ;; tool's :get-paths and :review resolve paths in the call's.
          (mevedel-session-current (or session mevedel-session-current))
-         (default-directory (file-name-as-directory (mevedel-pipeline--workspace call)))
+         (default-directory (mevedel-pipeline--workspace call))
          (decision (mevedel-pipeline--hook-decision
                     call (condition-case err
                              (let ((mevedel-pipeline--judging call))
@@ -973,7 +983,7 @@ a list of (:mime TYPE :data BYTES) or (:mime TYPE :path FILE) records"
                     (error (mevedel-pipeline--signal-result err))))
          (args (mevedel-tool-repair-handler-args (mevedel-pipeline--call-args call)))
          (mevedel-pipeline--current call)
-         (default-directory (file-name-as-directory (mevedel-pipeline--workspace call))))
+         (default-directory (mevedel-pipeline--workspace call)))
     (setf (mevedel-pipeline--call-ran call) t)
     (cond
      ((stringp handler)

@@ -271,13 +271,19 @@ A connection lost with its host is not reused: the next call starts
 a new helper."
   (process-live-p (mevedel-remote-helper--conn-process conn)))
 
+(defvar mevedel-remote-helper--json-keys (make-hash-table :test #'eq)
+  "Plist key -> its JSON object key, made once: every request makes them.")
+
 (defun mevedel-remote-helper--json (plist)
   "Return PLIST's JSON object: keys with `_' for `-', nil values dropped."
   (let (out)
     (while plist
       (let ((key (pop plist)) (value (pop plist)))
         (when value
-          (push (intern (concat ":" (string-replace "-" "_" (substring (symbol-name key) 1))))
+          (push (or (gethash key mevedel-remote-helper--json-keys)
+                    (puthash key (intern (concat ":" (string-replace
+                                                      "-" "_" (substring (symbol-name key) 1))))
+                             mevedel-remote-helper--json-keys))
                 out)
           (push (cond ((eq value t) t)
                       ((and (consp value) (keywordp (car value)))

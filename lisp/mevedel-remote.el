@@ -242,6 +242,22 @@ Anything else goes on to TRAMP."
         ('file-name-nondirectory (file-name-nondirectory local))
         ('file-remote-p (if (cadr args) local prefix))))))
 
+(defun mevedel-remote-expand-file-name (name &optional directory)
+  "Return NAME expanded in DIRECTORY, as `expand-file-name' would.
+A plain name under a host prefix answered here, or a relative one in
+such a directory, gets `mevedel-remote--name-handler''s answer by
+string work alone, without the search of every regexp of
+`file-name-handler-alist' that reaching the handler costs: a tool
+call expands its names several times.  Any other name is expanded."
+  (or (and (stringp name)
+           (if (file-name-absolute-p name)
+               (and (mevedel-remote--split name) name)
+             (let ((dir (or directory default-directory)))
+               (and (not (string-empty-p name)) (mevedel-remote--split dir)
+                    (let ((full (concat dir (unless (string-suffix-p "/" dir) "/") name)))
+                      (and (mevedel-remote--split full) full))))))
+      (expand-file-name name directory)))
+
 (put 'mevedel-remote--name-handler 'operations
      '(expand-file-name file-name-as-directory directory-file-name file-name-directory
                         file-name-nondirectory file-remote-p))
@@ -741,7 +757,8 @@ arguments) runs instead."
                       (substring-no-properties file 0 (- (length file) (length local))))
                      (t (mevedel-remote-host file)))))
     (mevedel-remote-with-helper
-     (concat host (file-name-directory local))
+     ;; LOCAL is the host's name: string work, no handler search.
+     (concat host (let ((file-name-handler-alist nil)) (file-name-directory local)))
      (lambda (conn)
        (mevedel-remote-helper-read conn local (append (list :display display) page) callback))
      fallback host)))
@@ -810,7 +827,8 @@ CALLBACK is not called, no copy is left."
                      (setq settled t)
                      (funcall callback status value)))))
     (mevedel-remote-with-helper
-     (concat host (file-name-directory local))
+     ;; LOCAL is the host's name: string work, no handler search.
+     (concat host (let ((file-name-handler-alist nil)) (file-name-directory local)))
      (lambda (conn)
        (mevedel-remote-helper-read
         conn local (list :display display :root root :bytes t :start 0

@@ -246,6 +246,8 @@ One module call for all of them; a malformed address signals
   "Return non-nil when STRING has the shape of a resource address.
 It may still be malformed; `mevedel-resource-prepare' says why."
   (and (stringp string)
+       ;; Most arguments are plain paths: no regexp for them.
+       (string-search "://" string)
        (string-match-p "\\`[A-Za-z][A-Za-z0-9+.-]*://" string)))
 
 (defun mevedel-resource-prepare (address operation &optional context)

@@ -116,7 +116,7 @@ results name it."
       (cons (mevedel-resource-prepare value tool) value))
      ((and (not value) (equal tool "Read"))
       (signal 'mevedel-core-resource-error (list "Read: `file_path' is required")))
-     (t (cons (expand-file-name (or value default-directory)) (or value ""))))))
+     (t (cons (mevedel-remote-expand-file-name (or value default-directory)) (or value ""))))))
 
 (defconst mevedel-tool-fs--local-media "\\.\\(?:png\\|jpe?g\\|gif\\|webp\\|pdf\\)\\'"
   "Remote files Read fetches here whole: the module renders images and PDFs.")
@@ -461,8 +461,9 @@ everything when the helper cannot run there."
                   ;; TARGET is expanded: compared as `get-file-buffer'
                   ;; would, without its TRAMP name handling.
                   (buffer (and (stringp target)
-                               (cl-find target (buffer-list) :key #'buffer-file-name
-                                        :test #'equal)))
+                               (cl-loop for buffer in (buffer-list)
+                                        when (equal (buffer-file-name buffer) target)
+                                        return buffer)))
                   (media (and (stringp target)
                               (string-match-p mevedel-tool-fs--local-media target))))
        (if (or (not (and (stringp target) (mevedel-remote-p target)))

@@ -452,9 +452,15 @@ Without CATEGORY, return the first tool named NAME in registration order."
        name ":renderer must be a function or an alist of (success|error|default . FUNCTION), \
 not %S" renderer))))
 
+(defvar mevedel-tool--arg-key-cache (make-hash-table :test #'equal)
+  "Argument name (a symbol or string) -> its plist key, made once.")
+
 (defun mevedel-tool-arg-key (name)
-  "Return the plist key of the argument called NAME (a symbol or string)."
-  (intern (concat ":" (mevedel-tool--name-string name))))
+  "Return the plist key of the argument called NAME (a symbol or string).
+Kept once made: every call's resource step asks it for each argument."
+  (or (gethash name mevedel-tool--arg-key-cache)
+      (puthash name (intern (concat ":" (mevedel-tool--name-string name)))
+               mevedel-tool--arg-key-cache)))
 
 (defun mevedel-tool-resource-operation (tool arg)
   "Return the resource operation of the DSL argument ARG of TOOL.

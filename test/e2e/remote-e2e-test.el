@@ -303,8 +303,15 @@ Return how many times TRAMP copied a file here meanwhile."
       (should (rassq #'mevedel-remote--name-handler file-name-handler-alist))
       (dolist (call calls)
         (should (equal (cons call (apply (car call) (cdr call)))
-                       (cons call (apply tramp call)))))
-      ;; A plain name never reaches TRAMP.
+                       (cons call (apply tramp call))))
+        ;; The string-work expansion agrees, on every name.
+        (when (eq (car call) 'expand-file-name)
+          (should (equal (cons call (apply #'mevedel-remote-expand-file-name (cdr call)))
+                         (cons call (apply tramp call))))))
+      (let ((default-directory remote))
+        (should (equal (mevedel-remote-expand-file-name "src/b.el") (concat remote "src/b.el"))))
+      ;; A plain name never reaches TRAMP, nor, expanded by string work,
+      ;; the handler that the search of every handler's regexp finds.
       (let ((reached nil))
         (cl-letf* ((handler (symbol-function 'tramp-file-name-handler))
                    ((symbol-function 'tramp-file-name-handler)
@@ -313,7 +320,16 @@ Return how many times TRAMP copied a file here meanwhile."
           (file-remote-p (concat remote "a.txt") 'localname)
           (directory-file-name remote)
           (file-name-directory (concat remote "src/b.el")))
-        (should-not reached)))))
+        (should-not reached))
+      (let ((searched nil))
+        (cl-letf* ((handler (symbol-function 'mevedel-remote--name-handler))
+                   ((symbol-function 'mevedel-remote--name-handler)
+                    (lambda (&rest args) (push (car args) searched) (apply handler args))))
+          (should (equal (mevedel-remote-expand-file-name "src/b.el" remote)
+                         (concat remote "src/b.el")))
+          (should (equal (mevedel-remote-expand-file-name (concat remote "a.txt") "/tmp/")
+                         (concat remote "a.txt"))))
+        (should-not searched)))))
 
 (ert-deftest mevedel-remote:a-model-read-is-one-helper-request-and-no-tramp-call ()
   (mevedel-remote-test--with (sshd local remote)
