@@ -770,6 +770,19 @@ unsupported operation or a containment failure signals."
         t)
     (error (mevedel-pipeline--fail call (format "Error: %s" (error-message-string err)) t))))
 
+(defun mevedel-pipeline--ahead (call)
+  "Let CALL's tool start what its handler will ask for (its :ahead).
+It gets the arguments as CALL starts, before any step: the work then
+overlaps them all.  The handler asks for that work anyway (and only
+takes this if its arguments came through the steps unchanged), so a
+failure here only means it waits for the work itself: it is not
+CALL's failure."
+  (when-let* ((ahead (mevedel-tool-ahead (mevedel-pipeline--call-tool call))))
+    (let ((default-directory (mevedel-pipeline--workspace call)))
+      (condition-case nil
+          (funcall ahead (mevedel-pipeline--call-args call))
+        (error nil)))))
+
 (defun mevedel-pipeline--refusal (call reason)
   "Mark CALL denied and return its refusal text, for REASON (a string or nil).
 The outcome's :denied then tells a program that called the tool
@@ -1071,6 +1084,7 @@ CONFIRMED says gptel's own confirmation already asked the user."
                 :tool-use-id tool-use-id :parent-id parent-id
                 :data-buffer data-buffer :session session :confirmed confirmed
                 :args args :finish finish :projection projection)))
+    (mevedel-pipeline--ahead call)
     (mevedel-pipeline--emit call 'started)
     (mevedel-pipeline--advance call)
     call))

@@ -741,6 +741,55 @@ Known once `mevedel-remote-with-helper' fell back for that host."
   (let ((helper (mevedel-remote--helper-entry file)))
     (and (eq (car-safe helper) :error) (cadr helper))))
 
+(defvar mevedel-remote--ahead (make-hash-table :test #'equal)
+  "Pages asked ahead of their Read: (FILE DISPLAY PAGE) to (TIME ANSWER WAITER).
+ANSWER is (STATUS VALUE) once the helper has answered; WAITER is the
+Read's callback once the Read has asked.")
+
+(defconst mevedel-remote--ahead-seconds 0.25
+  "How long a page asked ahead may wait for its Read.
+Longer means the Read waited for something (a question to the user):
+its answer would be older than the Read, so it is asked again.")
+
+(defun mevedel-remote-read-page-ahead (file display page)
+  "Ask FILE's host now for the PAGE a Read will ask for, naming it DISPLAY.
+Only when the host's helper is running already: this must cost the
+call nothing.  `mevedel-remote-read-page' with the same arguments soon
+after takes the answer, arrived or on its way, instead of asking."
+  (when-let* ((conn (mevedel-remote--helper-entry file))
+              ((not (eq (car-safe conn) :error)))
+              ((mevedel-remote-helper-live-p conn))
+              (split (mevedel-remote--split file)))
+    (let ((now (float-time))
+          (entry (list (float-time) nil nil)))
+      (maphash (lambda (key old)
+                 (when (> (- now (car old)) mevedel-remote--ahead-seconds)
+                   (remhash key mevedel-remote--ahead)))
+               mevedel-remote--ahead)
+      (puthash (list file display page) entry mevedel-remote--ahead)
+      (mevedel-remote-helper-read
+       conn (cdr split) (append (list :display display) page)
+       (lambda (status value)
+         (if (nth 2 entry)
+             (funcall (nth 2 entry) status value)
+           (setf (nth 1 entry) (list status value))))))))
+
+(defun mevedel-remote--take-ahead (file display page callback)
+  "Give CALLBACK the answer to PAGE of FILE, named DISPLAY, asked ahead.
+Return nil when none was asked, or too long ago.
+An answer that is an error is not given: the Read asks again, and
+meets the error, or a reconnected host, itself."
+  (let* ((key (list file display page))
+         (entry (gethash key mevedel-remote--ahead)))
+    (when entry
+      (remhash key mevedel-remote--ahead))
+    (when (and entry (<= (- (float-time) (car entry)) mevedel-remote--ahead-seconds)
+               (not (eq (car (nth 1 entry)) 'error)))
+      (if (nth 1 entry)
+          (apply callback (nth 1 entry))
+        (setf (nth 2 entry) callback))
+      t)))
+
 (defun mevedel-remote-read-page (file display page callback fallback)
   "Read one PAGE of the remote text FILE on its host, named DISPLAY.
 PAGE is (:offset :limit :char-offset :root); with :root, a host-side
@@ -749,19 +798,27 @@ is outside it.  The helper pages it where the file is, so one request
 crosses the link whatever the file's size;
 CALLBACK gets `ok' and (:text TEXT) or `error' and (SYMBOL MESSAGE),
 as the local core's callbacks do.  Without the helper, FALLBACK (no
-arguments) runs instead."
+arguments) runs instead.  The same page asked ahead of the Read
+\=(`mevedel-remote-read-page-ahead') is taken rather than asked again."
   (let* ((split (mevedel-remote--split file))
          (local (or (cdr split) (mevedel-remote-local-name file)))
          (host (cond (split (car split))
                      ((string-suffix-p local file)
                       (substring-no-properties file 0 (- (length file) (length local))))
-                     (t (mevedel-remote-host file)))))
-    (mevedel-remote-with-helper
-     ;; LOCAL is the host's name: string work, no handler search.
-     (concat host (let ((file-name-handler-alist nil)) (file-name-directory local)))
-     (lambda (conn)
-       (mevedel-remote-helper-read conn local (append (list :display display) page) callback))
-     fallback host)))
+                     (t (mevedel-remote-host file))))
+         (ask (lambda ()
+                (mevedel-remote-with-helper
+                 ;; LOCAL is the host's name: string work, no handler search.
+                 (concat host (let ((file-name-handler-alist nil)) (file-name-directory local)))
+                 (lambda (conn)
+                   (mevedel-remote-helper-read conn local (append (list :display display) page)
+                                               callback))
+                 fallback host))))
+    (unless (mevedel-remote--take-ahead
+             file display page
+             (lambda (status value)
+               (if (eq status 'ok) (funcall callback status value) (funcall ask))))
+      (funcall ask))))
 
 (defun mevedel-remote--media-copy (file bytes)
   "Return a private local file holding BYTES, named with FILE's extension."

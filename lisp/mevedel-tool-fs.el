@@ -446,6 +446,37 @@ when the call starts, not in a later callback."
                   (plist-get (mevedel-pipeline-current-context) :data-buffer))
         :max-side mevedel-tool-fs-image-max-side))
 
+(defun mevedel-tool-fs--remote-page (args root)
+  "Return the helper's page request for the Read ARGS of a remote text file.
+ROOT is the host-side workspace the file is inside by name, or nil."
+  (list :offset (mevedel-tool-fs--value args :offset)
+        :limit (mevedel-tool-fs--value args :limit)
+        :char-offset (mevedel-tool-fs--value args :char_offset)
+        :root root))
+
+(defun mevedel-tool-fs--read-ahead (args)
+  "Ask the host for the page the Read ARGS will want (Read's :ahead).
+Only a plain name of a remote text file inside the workspace, with no
+modified buffer visiting it.  The resources step makes the name
+absolute (`mevedel-pipeline-prepare-resources'), and the handler names
+the file by it: it asks for this very page
+\=(`mevedel-tool-fs--remote-page') and takes this answer, so the round
+trip overlaps the steps before the handler
+\=(`mevedel-remote-read-page-ahead')."
+  (let ((value (mevedel-tool-fs--value args :file_path)))
+    (when (and (stringp value)
+               (not (or (mevedel-tool-fs--value args :pages) (mevedel-tool-fs--value args :mode)
+                        (mevedel-resource-address-p value))))
+      (let* ((target (mevedel-remote-expand-file-name value))
+             (root (and (mevedel-remote-p target)
+                        (not (string-match-p mevedel-tool-fs--local-media target))
+                        (mevedel-remote-inside-p target default-directory))))
+        (when (and root
+                   (not (cl-loop for buffer in (buffer-list)
+                                 thereis (and (equal (buffer-file-name buffer) target)
+                                              (buffer-modified-p buffer)))))
+          (mevedel-remote-read-page-ahead target target (mevedel-tool-fs--remote-page args root)))))))
+
 (defun mevedel-tool-fs--read (callback args)
   "Read as `mevedel-tool-fs-read' with CALLBACK and ARGS, TRAMP being free.
 A page of a remote text file is read by the helper on its host
@@ -514,11 +545,7 @@ the workspace; Read the name it leads to itself (asking permission for it)" disp
              (funcall fallback))
             (t
              (mevedel-remote-read-page
-              target display
-              (list :offset (mevedel-tool-fs--value args :offset)
-                    :limit (mevedel-tool-fs--value args :limit)
-                    :char-offset (mevedel-tool-fs--value args :char_offset)
-                    :root root)
+              target display (mevedel-tool-fs--remote-page args root)
               (lambda (status value)
                 (funcall settle (if (eq status 'ok)
                                     (mevedel-tool-fs--outcome value)
@@ -981,6 +1008,7 @@ A result with media stays an envelope, so the pipeline sends them."
   :function (mevedel-tool-fs--adapt #'mevedel-tool-fs-read)
   :async-p t
   :read-only-p t
+  :ahead #'mevedel-tool-fs--read-ahead
   :check-permission #'mevedel-tool-fs--read-permission
   :renderer #'mevedel-tool-fs-render-read
   :get-path (lambda (args) (plist-get args :file_path)))

@@ -66,7 +66,7 @@
 (defconst mevedel-tool-keywords
   '(:description :function :args
     ;; Behavior
-    :read-only-p :snapshot-p :async-p
+    :read-only-p :snapshot-p :async-p :ahead
     ;; Permissions
     :check-permission :get-path :get-paths :get-domain :grant-request :review
     ;; Loading, grouping and where the tool is offered
@@ -97,7 +97,7 @@
 (cl-defstruct (mevedel-tool (:constructor mevedel-tool--make) (:copier nil))
   "A registered tool: its declaration plus what registration built."
   name category description summary function args
-  read-only-p snapshot-p async-p
+  read-only-p snapshot-p async-p ahead
   check-permission get-path get-paths get-domain grant-request review
   wrap max-result-size render-transform renderer
   native root-only standalone plan
@@ -217,7 +217,12 @@ called with the argument plist, or with a callback and the plist when
 :async-p is non-nil), unless :wrap names a gptel tool (CATEGORY NAME)
 whose contract is frozen and reused.
 
-Behavior: :read-only-p :snapshot-p :async-p.
+Behavior: :read-only-p :snapshot-p :async-p :ahead (a function of the
+model's arguments, called as the call starts, with `default-directory'
+the call's workspace: it may start read-only work its handler will
+ask for, a remote Read's round trip, so that it overlaps the steps
+before the handler, which takes it only if its arguments came through
+them unchanged; an error in it is the handler's to meet).
 Permissions: :check-permission :get-path :get-paths :get-domain (a
 function of the arguments returning the host a call contacts, which
 permission rules match instead of paths) :grant-request (a
@@ -528,6 +533,7 @@ module loaded, it is registered at once and the tool returned."
                 :read-only-p (plist-get properties :read-only-p)
                 :snapshot-p (plist-get properties :snapshot-p)
                 :async-p (if source (gptel-tool-async source) (plist-get properties :async-p))
+                :ahead (plist-get properties :ahead)
                 :check-permission (plist-get properties :check-permission)
                 :get-path (plist-get properties :get-path)
                 :get-paths (plist-get properties :get-paths)

@@ -354,6 +354,48 @@ Return how many times TRAMP copied a file here meanwhile."
         ;; `mevedel-permissions-recheck-interval'.
         (should (member tramp '(nil (file-attributes))))))))
 
+;; A page asked ahead is taken only by the same request, soon after;
+;; anything else asks the host again.
+(ert-deftest mevedel-remote:a-page-asked-ahead-is-taken-only-unchanged-and-fresh ()
+  (mevedel-remote-test--with (sshd local remote)
+    (ignore sshd local)
+    (mevedel-remote-test--helper t
+      ;; The first call starts the helper.
+      (mevedel-remote-test--model-read '(:file_path "a.txt") remote)
+      (let* ((file (expand-file-name "a.txt" remote))
+             (root (mevedel-remote-local-name remote))
+             (first-line (list :offset 1 :limit 1 :char-offset nil :root root))
+             (whole (list :offset nil :limit nil :char-offset nil :root root))
+             (requests 0)
+             (read (lambda (page)
+                     (let ((answer nil))
+                       (mevedel-remote-read-page file file page
+                                                 (lambda (status value)
+                                                   (setq answer (list status value)))
+                                                 (lambda () (setq answer '(fallback))))
+                       (mevedel-test-wait-until answer 30)
+                       answer)))
+             (plain (funcall read whole)))
+        (should (eq (car plain) 'ok))
+        (cl-letf* ((call (symbol-function 'mevedel-remote-helper--call))
+                   ((symbol-function 'mevedel-remote-helper--call)
+                    (lambda (conn op &rest rest) (cl-incf requests) (apply call conn op rest))))
+          ;; The same page, soon: one request, the same answer.
+          (mevedel-remote-read-page-ahead file file whole)
+          (should (equal (funcall read whole) plain))
+          (should (= requests 1))
+          ;; Another page: asked again, answered for that page.
+          (mevedel-remote-read-page-ahead file file first-line)
+          (let ((answer (funcall read whole)))
+            (should (equal answer plain)))
+          (should (= requests 3))
+          ;; The same page, but asked too long ago (the Read waited
+          ;; for a question, say): asked again.
+          (mevedel-remote-read-page-ahead file file whole)
+          (sleep-for (* 2 mevedel-remote--ahead-seconds))
+          (should (equal (funcall read whole) plain))
+          (should (= requests 5)))))))
+
 (ert-deftest mevedel-remote:a-link-out-of-the-workspace-is-not-read-unasked ()
   (mevedel-remote-test--with (sshd local remote)
     (ignore sshd)
