@@ -790,6 +790,17 @@ meets the error, or a reconnected host, itself."
         (setf (nth 2 entry) callback))
       t)))
 
+(defun mevedel-remote--host-and-local (file)
+  "Return (HOST . LOCAL): FILE's TRAMP prefix and its name on the host.
+String work for a plain name under a known prefix, no handler search."
+  (let* ((split (mevedel-remote--split file))
+         (local (or (cdr split) (mevedel-remote-local-name file))))
+    (cons (cond (split (car split))
+                ((string-suffix-p local file)
+                 (substring-no-properties file 0 (- (length file) (length local))))
+                (t (mevedel-remote-host file)))
+          local)))
+
 (defun mevedel-remote-read-page (file display page callback fallback)
   "Read one PAGE of the remote text FILE on its host, named DISPLAY.
 PAGE is (:offset :limit :char-offset :root); with :root, a host-side
@@ -800,20 +811,15 @@ CALLBACK gets `ok' and (:text TEXT) or `error' and (SYMBOL MESSAGE),
 as the local core's callbacks do.  Without the helper, FALLBACK (no
 arguments) runs instead.  The same page asked ahead of the Read
 \=(`mevedel-remote-read-page-ahead') is taken rather than asked again."
-  (let* ((split (mevedel-remote--split file))
-         (local (or (cdr split) (mevedel-remote-local-name file)))
-         (host (cond (split (car split))
-                     ((string-suffix-p local file)
-                      (substring-no-properties file 0 (- (length file) (length local))))
-                     (t (mevedel-remote-host file))))
-         (ask (lambda ()
-                (mevedel-remote-with-helper
-                 ;; LOCAL is the host's name: string work, no handler search.
-                 (concat host (let ((file-name-handler-alist nil)) (file-name-directory local)))
-                 (lambda (conn)
-                   (mevedel-remote-helper-read conn local (append (list :display display) page)
-                                               callback))
-                 fallback host))))
+  (pcase-let* ((`(,host . ,local) (mevedel-remote--host-and-local file))
+               (ask (lambda ()
+                      (mevedel-remote-with-helper
+                       ;; LOCAL is the host's name: string work, no handler search.
+                       (concat host (let ((file-name-handler-alist nil)) (file-name-directory local)))
+                       (lambda (conn)
+                         (mevedel-remote-helper-read conn local (append (list :display display) page)
+                                                     callback))
+                       fallback host))))
     (unless (mevedel-remote--take-ahead
              file display page
              (lambda (status value)
@@ -871,18 +877,13 @@ caller deletes it), or `error' and (SYMBOL MESSAGE), once.  Without
 the helper, FALLBACK (no arguments) runs instead.  ROOT is as :root in
 `mevedel-remote-read-page'.  Return a function that drops the fetch:
 CALLBACK is not called, no copy is left."
-  (let* ((split (mevedel-remote--split file))
-         (local (or (cdr split) (mevedel-remote-local-name file)))
-         (host (cond (split (car split))
-                     ((string-suffix-p local file)
-                      (substring-no-properties file 0 (- (length file) (length local))))
-                     (t (mevedel-remote-host file))))
-         (settled nil)
-         (settle (lambda (status value)
-                   (if settled
-                       (when (eq status 'ok) (delete-file value))
-                     (setq settled t)
-                     (funcall callback status value)))))
+  (pcase-let* ((`(,host . ,local) (mevedel-remote--host-and-local file))
+               (settled nil)
+               (settle (lambda (status value)
+                         (if settled
+                             (when (eq status 'ok) (delete-file value))
+                           (setq settled t)
+                           (funcall callback status value)))))
     (mevedel-remote-with-helper
      ;; LOCAL is the host's name: string work, no handler search.
      (concat host (let ((file-name-handler-alist nil)) (file-name-directory local)))
