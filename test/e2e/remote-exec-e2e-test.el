@@ -90,6 +90,22 @@ What the host's login files print (this machine's pyenv) goes too."
   "pwd; echo made > made.txt; printf 'raw \\377 byte\\n'; ls; false | true; echo end"
   "A command whose output names its directory and holds a byte that is not UTF-8.")
 
+(defun remote-exec-test--stop-long (command yield-ms directory)
+  "Run COMMAND in DIRECTORY until it yields after YIELD-MS, then stop it.
+The stop must end it, within 10 seconds."
+  (let* ((id (remote-exec-test--id
+              (remote-exec-test--text
+               (remote-exec-test--call #'mevedel-tool-exec-bash
+                                       (list :command command :description "long"
+                                             :yield_time_ms yield-ms)
+                                       directory))))
+         (started (float-time))
+         (stopped (remote-exec-test--text
+                   (remote-exec-test--call #'mevedel-tool-exec-stop-execution
+                                           (list :execution_id id) directory))))
+    (should (string-search "termination=\"stopped\"" stopped))
+    (should (< (- (float-time) started) 10))))
+
 (ert-deftest remote-exec:bash-runs-on-the-host-as-locally ()
   (remote-exec-test--with (sshd local remote host-dir)
     (ignore sshd)
@@ -148,18 +164,8 @@ What the host's login files print (this machine's pyenv) goes too."
       (should (string-match-p "state=\"completed\"" after))
       (should (string-match-p "termination=\"\\(signal\\|exit\\)\"" after)))
     ;; StopExecution ends it there: TERM, then KILL.
-    (let* ((id (remote-exec-test--id
-                (remote-exec-test--text
-                 (remote-exec-test--call #'mevedel-tool-exec-bash
-                                         '(:command "sleep 60" :description "long"
-                                                    :yield_time_ms 250)
-                                         remote))))
-           (started (float-time))
-           (stopped (remote-exec-test--text
-                     (remote-exec-test--call #'mevedel-tool-exec-stop-execution
-                                             (list :execution_id id) remote))))
-      (should (string-search "termination=\"stopped\"" stopped))
-      (should (< (- (float-time) started) 10))
+    (progn
+      (remote-exec-test--stop-long "sleep 60" 250 remote)
       (should (string-search "No yielded executions"
                              (let ((default-directory remote))
                                (mevedel-tool-exec-list-executions nil)))))))
@@ -331,18 +337,7 @@ What the host's login files print (this machine's pyenv) goes too."
                   (car (split-string here "\nNote: " t)) local)
                  (remote-exec-test--normal there host-dir)))
         ;; StopExecution reaches the command through TRAMP too.
-        (let* ((id (remote-exec-test--id
-                    (remote-exec-test--text
-                     (remote-exec-test--call #'mevedel-tool-exec-bash
-                                             '(:command "echo up; sleep 60" :description "long"
-                                                        :yield_time_ms 2000)
-                                             remote))))
-               (started (float-time))
-               (stopped (remote-exec-test--text
-                         (remote-exec-test--call #'mevedel-tool-exec-stop-execution
-                                                 (list :execution_id id) remote))))
-          (should (string-search "termination=\"stopped\"" stopped))
-          (should (< (- (float-time) started) 10)))))))
+        (remote-exec-test--stop-long "echo up; sleep 60" 2000 remote)))))
 
 (ert-deftest remote-exec:a-lost-connection-settles-the-command ()
   (remote-exec-test--with (sshd local remote host-dir)
