@@ -280,5 +280,20 @@ fails the test with the output and PROC's `stderr' buffer, if any."
                         (and (buffer-live-p stderr)
                              (with-current-buffer stderr (buffer-string)))))))))
 
+(defvar mevedel-remote--helpers)
+(defvar mevedel-remote-helper--connections)
+(declare-function mevedel-remote-helper--conn-p "mevedel-remote-helper")
+(declare-function mevedel-remote-helper--conn-process "mevedel-remote-helper")
+
+(defun mevedel-test-stop-remote-helpers ()
+  "End every remote helper started so far and forget them all.
+The next call needing one starts its host's helper afresh."
+  (maphash (lambda (_ conn)
+             (when (mevedel-remote-helper--conn-p conn)
+               (delete-process (mevedel-remote-helper--conn-process conn))))
+           mevedel-remote--helpers)
+  (clrhash mevedel-remote--helpers)
+  (clrhash mevedel-remote-helper--connections))
+
 (provide 'mevedel-test-helpers)
 ;;; mevedel-test-helpers.el ends here

@@ -39,6 +39,7 @@
 (require 'mevedel-tool-fs)
 (require 'mevedel-pipeline)
 (require 'mevedel-sshd)
+(require 'mevedel-test-helpers)
 (require 'mevedel-bench-lib)
 
 (defconst remote-bench--pattern "defun bench-1[0-4]7-"
@@ -209,12 +210,7 @@ than noise" ours-ms peer-ms))
                                         "tramp-insert-file-contents"
                                         (* 1000 (mevedel-bench-percentile
                                                  (mapcar #'car peer) 50))))))))
-      (maphash (lambda (_ conn)
-                 (when (mevedel-remote-helper--conn-p conn)
-                   (delete-process (mevedel-remote-helper--conn-process conn))))
-               mevedel-remote--helpers)
-      (clrhash mevedel-remote--helpers)
-      (clrhash mevedel-remote-helper--connections)
+      (mevedel-test-stop-remote-helpers)
       (delete-directory dir t)
       (delete-directory cache t))))
 

@@ -100,12 +100,7 @@ Unavailable is a host whose architecture has no helper binary here."
      (cl-letf (((symbol-function 'mevedel-remote-helper--binary)
                 (if ,available (symbol-function 'mevedel-remote-helper--binary) #'ignore)))
        (unwind-protect (progn ,@body)
-         (maphash (lambda (_ conn)
-                    (unless (eq (car-safe conn) :error)
-                      (delete-process (mevedel-remote-helper--conn-process conn))))
-                  mevedel-remote--helpers)
-         (clrhash mevedel-remote--helpers)
-         (clrhash mevedel-remote-helper--connections)
+         (mevedel-test-stop-remote-helpers)
          (delete-directory mevedel-remote-helper-cache-directory t)))))
 
 (defun mevedel-remote-test--file-tools (local remote)

@@ -45,12 +45,7 @@ BODY runs with a fresh helper cache; everything is removed afterwards."
          (clrhash mevedel-remote-exec--unconfined)
          (clrhash mevedel-remote-exec--told)
          (unwind-protect (progn ,@body)
-           (maphash (lambda (_ conn)
-                      (unless (eq (car-safe conn) :error)
-                        (delete-process (mevedel-remote-helper--conn-process conn))))
-                    mevedel-remote--helpers)
-           (clrhash mevedel-remote--helpers)
-           (clrhash mevedel-remote-helper--connections)
+           (mevedel-test-stop-remote-helpers)
            (delete-directory base t))))))
 
 (defun remote-exec-test--call (handler args directory &optional seconds)

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use mevedel_sandbox_protocol::plan::{DEVICE_WRITES, Masked, Plan};
+use mevedel_sandbox_protocol::plan::{DEVICE_WRITES, HOME_SECRETS, Masked, Plan};
 use mevedel_sandbox_protocol::{EXIT_EXEC_FAILED, EXIT_REFUSED, HelperArgs, bwrap, landlock_abi};
 
 /// The environment variable that makes the helper act as on a host
@@ -40,17 +40,6 @@ fn landlock() -> &'static Result<u32, String> {
         None => landlock_abi(),
     })
 }
-
-/// Credentials under the home directory no confined command may see,
-/// as locally.
-const MASKED_IN_HOME: [&str; 6] = [
-    ".ssh",
-    ".gnupg",
-    ".aws",
-    ".azure",
-    ".config/gcloud",
-    ".kube",
-];
 
 /// Where bubblewrap is on this host and whether it starts, found once:
 /// `Ok(path)` or `Err(why not)`.
@@ -102,7 +91,7 @@ fn plan(writable: &[PathBuf]) -> Plan {
     let masked = std::env::var_os("HOME")
         .map(PathBuf::from)
         .into_iter()
-        .flat_map(|home| MASKED_IN_HOME.map(|m| home.join(m)))
+        .flat_map(|home| HOME_SECRETS.iter().map(move |m| home.join(m)))
         .filter_map(|p| {
             let meta = std::fs::symlink_metadata(&p).ok()?;
             Some(Masked {

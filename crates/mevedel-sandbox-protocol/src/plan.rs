@@ -15,6 +15,17 @@ pub const DEVICE_WRITES: &[&str] = &[
     "/dev/pts",
 ];
 
+/// Secrets under the home directory that confined commands cannot read,
+/// locally and on a remote host alike.
+pub const HOME_SECRETS: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+];
+
 /// A path masked from confined commands.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Masked {

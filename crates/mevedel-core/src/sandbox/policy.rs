@@ -26,16 +26,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::sandbox::facts::Probe;
 use crate::sandbox::scan::{self, Scanner};
 
-/// Secrets under the home directory that confined commands cannot read.
-pub const HOME_SECRETS: &[&str] = &[
-    ".ssh",
-    ".gnupg",
-    ".aws",
-    ".azure",
-    ".config/gcloud",
-    ".kube",
-];
-
 /// `mevedel-sandbox-mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -291,7 +281,7 @@ pub fn decide(policy: &Policy, probe: &Probe) -> Decision {
     }
 }
 
-pub use mevedel_sandbox_protocol::plan::{Masked, Plan, depth, is_within};
+pub use mevedel_sandbox_protocol::plan::{HOME_SECRETS, Masked, Plan, depth, is_within};
 
 fn canonical(path: &Path, what: &str) -> Result<PathBuf> {
     if !path.is_absolute() {
